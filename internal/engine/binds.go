@@ -19,25 +19,30 @@ import (
 
 // bind makes a published claim's group volume_mounts: its target bind-mounted at each
 // destination with the propagation asked for, read-only when asked. It is idempotent, and
-// returns the destinations it mounted (none when each was mounted already).
+// returns the destinations it mounted (none when each was mounted already). A destination
+// reaching an older volume_mount's directory by another path joined by propagation is refused
+// (checkJoined), whether found mounted or not.
 // Neither path is followed through a symlink (nofollow.go): the target is opened below the
 // state dir, the destination from "/", each one component at a time, and the mount is made on
 // their file descriptors.
-func (e *Engine) bind(cl *store.Claim) (bound []string, err error) {
-	for _, b := range cl.Binds {
-		made, err := e.bindMount(cl.TargetPath, b)
+func (e *Engine) bind(ctx context.Context, cl *store.Claim) (bound []string, err error) {
+	ctx = e.withPlaces(ctx) // one read of the mount table for the claim's binds, or the pass's
+	for _, i := range bindOrder(cl.Binds, true) {
+		made, err := e.bindMount(ctx, cl, i)
 		if err != nil {
 			return bound, err
 		}
 		if made {
-			bound = append(bound, b.Destination)
+			bound = append(bound, cl.Binds[i].Destination)
 		}
 	}
 	return bound, nil
 }
 
-// bindMount binds target at b's destination unless something is mounted there; made says it did.
-func (e *Engine) bindMount(target string, b spec.VolumeMount) (made bool, err error) {
+// bindMount binds cl's target at the destination of its volume_mount number i unless
+// something is mounted there; made says it did.
+func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bool, err error) {
+	target, b := cl.TargetPath, cl.Binds[i]
 	src, err := openNoFollow(e.cfg.StateDir, e.realPath(target), createNothing)
 	if err != nil {
 		return false, fmt.Errorf("volume_mount %s: the claim's target: %w", b.Destination, err)
@@ -72,7 +77,9 @@ func (e *Engine) bindMount(target string, b spec.VolumeMount) (made bool, err er
 			return false, fmt.Errorf("volume_mount %s: something else is mounted there, not this claim's volume: "+
 				"volctl neither mounts over it nor hands it out as the volume; unmount it, or give the volume_mount another destination", b.Destination)
 		}
-		return false, nil
+		// The volume, but maybe an older claim's bind, propagated here from another path to
+		// this directory (bindplace.go): not this claim's to take.
+		return false, e.checkJoined(ctx, cl, i, dst)
 	}
 	// Something mounted below the destination (another volume_mount, an admin's disk) would be
 	// hidden under the bind, and its alloc would see this volume's directory there instead:
@@ -93,7 +100,16 @@ func (e *Engine) bindMount(target string, b spec.VolumeMount) (made bool, err er
 	} else if !mp.Mounted {
 		return false, &targetUnmounted{target: target, dest: b.Destination}
 	}
-	return true, bindFD(src, dst, b)
+	// A bind here would be made, by propagation, at an older claim's destination reaching this
+	// directory by another path (bindplace.go), over or under its bind.
+	if err := e.checkJoined(ctx, cl, i, dst); err != nil {
+		return false, err
+	}
+	if err := bindFD(src, dst, b); err != nil {
+		return false, err
+	}
+	e.placesOf(ctx).noteBound(b.Destination, dst)
+	return true, nil
 }
 
 // targetUnmounted is a published claim's target found unmounted when its volume_mount was to be
@@ -189,6 +205,19 @@ func nestingOrder[T any](items []T, dests func(T) []string, outerFirst bool) []T
 	return out
 }
 
+// bindOrder is the order a claim's own volume_mounts are bound in (outerFirst) or unbound in:
+// their indices in nestingOrder, so one volume mounted twice, at /t and below it at /t/logs,
+// is bound at /t first (the inner bind on the outer's directory, not refused as hidden) and
+// unbound at /t/logs first (the outer unmount is EBUSY while the inner is mounted), whichever
+// order the group lists them in.
+func bindOrder(binds []spec.VolumeMount, outerFirst bool) []int {
+	idx := make([]int, len(binds))
+	for i := range idx {
+		idx[i] = i
+	}
+	return nestingOrder(idx, func(i int) []string { return []string{binds[i].Destination} }, outerFirst)
+}
+
 // volumeMountErr says which volume_mount a destination's error is about. A symlink in the
 // destination is said once: "volume_mount /srv/x: /srv is a symlink, ...".
 func volumeMountErr(dest string, err error) error {
@@ -245,12 +274,15 @@ func propagationFlag(mode string) uintptr {
 // bind at a destination another claim of the volume, held and not being released, is bound at
 // too, one path being one mount: claims an older volctl admitted there (admission refuses it
 // now, refuseSharedDestinations) share it, and the last one's release unbinds it (a forced
-// detach, marking them all releasing, unbinds it at once).
+// detach, marking them all releasing, unbinds it at once). So is a bind such a claim reaches
+// at another path joined by propagation (joinedDestination): its unmount would be made there.
 // The destination is resolved as bind resolves it, without following a symlink, and unmounted
 // through the file descriptor of its parent.
 func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 	var others map[string]string // the volume's other claims' destinations, read once when needed
-	for _, b := range cl.Binds {
+	var places *placeView        // the mount table, read once when needed (bindplace.go)
+	for _, i := range bindOrder(cl.Binds, false) {
+		b := cl.Binds[i]
 		dst, err := openNoFollow("/", b.Destination, createNothing)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -269,6 +301,23 @@ func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 			e.log.Info(fmt.Sprintf("volume_mount %s of volume %q left bound: alloc %q's claim of the volume is bound there too, and its release unbinds it", b.Destination, cl.VolumeID, alloc),
 				"volume", cl.VolumeID, "alloc", cl.Alloc)
 			mounted = false
+		}
+		if err == nil && mounted {
+			// Reached by another claim of the volume by another path joined by propagation
+			// (bindplace.go): unmounted here, it would be unmounted there too.
+			var other *store.Claim
+			var at string
+			if places == nil {
+				places = e.newPlaces() // not a pass's: this release's unmounts change the table
+			}
+			other, at, err = e.joinedDestination(ctx, places, cl, b.Destination, dst, func(c store.Claim, _ int) bool {
+				return c.ID != cl.ID && !c.Releasing && c.VolumeID == cl.VolumeID
+			})
+			if other != nil {
+				e.log.Info(fmt.Sprintf("volume_mount %s of volume %q left bound: alloc %q's claim of the volume is bound at %s, the same directory by another path joined by mount propagation, and its release unbinds it",
+					b.Destination, cl.VolumeID, other.Alloc, at), "volume", cl.VolumeID, "alloc", cl.Alloc)
+				mounted = false
+			}
 		}
 		if err == nil && mounted {
 			if err = dst.unmount(0); errors.Is(err, unix.EBUSY) {

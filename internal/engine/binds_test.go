@@ -172,7 +172,7 @@ func TestBindDestination(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if bound, err := h.e.bind(&stored); err != nil || len(bound) != 0 {
+		if bound, err := h.e.bind(h.ctx, &stored); err != nil || len(bound) != 0 {
 			t.Fatalf("binding again = %v, %v; want nothing bound, the destination mounted", bound, err)
 		}
 		if m := mountsUnder(t, dest); len(m) != 1 {

@@ -148,6 +148,9 @@ type Engine struct {
 	// peerDials counts the servers asked.
 	sharedViews sync.Map
 	peerDials   atomic.Int64
+	// placeReads counts the reads of the mount table that place volume_mount destinations
+	// (placeView.load): one per reconcile pass, not one per claim.
+	placeReads atomic.Int64
 }
 
 // Open builds an engine on a state dir, opening its database unless cfg.Store is given.

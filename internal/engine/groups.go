@@ -155,6 +155,9 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) (AllocIn
 			if !had && e.holds(ctx, req.VolumeID, alloc) {
 				undo = append(undo, req.VolumeID)
 			}
+			// Last taken first: taken outermost first, they are released innermost first (an
+			// outer bind with another mounted below it cannot be unmounted, EBUSY).
+			slices.Reverse(undo)
 			for _, vol := range undo {
 				if _, rerr := e.Release(onVolume(ctx, vol), vol, alloc); rerr != nil {
 					err = fmt.Errorf("%w; releasing %q again also failed: %v", err, vol, rerr)

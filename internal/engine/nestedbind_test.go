@@ -45,11 +45,7 @@ func nestedGroup(t *testing.T, h *hostpathEngine, dests string, innerFirst bool)
 // unbinds the inner one first, so it succeeds and leaves nothing mounted. Real mounts, as root.
 func TestNestedVolumeMountsAreBoundOutermostFirstAndUnboundInnermostFirst(t *testing.T) {
 	for _, innerFirst := range []bool{false, true} {
-		name := "outer listed first"
-		if innerFirst {
-			name = "inner listed first"
-		}
-		t.Run(name, func(t *testing.T) {
+		t.Run(listedName(innerFirst), func(t *testing.T) {
 			h := newHostpathEngine(t)
 			dests := hostpathtest.MountDir(t)
 			g := nestedGroup(t, h, dests, innerFirst)
@@ -77,16 +73,7 @@ func TestNestedVolumeMountsAreBoundOutermostFirstAndUnboundInnermostFirst(t *tes
 			if _, err := h.e.RunGroup(h.ctx, g); err != nil {
 				t.Fatal(err)
 			}
-			if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error {
-				sg, err := tx.Groups().Get("app")
-				if err != nil {
-					return err
-				}
-				sg.State = store.GroupStopped
-				return tx.Groups().Put(&sg)
-			}); err != nil {
-				t.Fatal(err)
-			}
+			markGroupStopped(t, h, "app")
 			if _, err := h.e.ReleasePast(h.ctx); err != nil {
 				t.Errorf("claim GC: %v", err)
 			}
@@ -138,4 +125,101 @@ func TestVolumeMountOverMountsBelowIsRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), disk+" is mounted below it; unmount or release that first") {
 		t.Errorf("release with a mount below the destination: %v\nwant it to name %s", err, disk)
 	}
+}
+
+// TestOneVolumeBoundTwiceNestedIsBoundOuterFirstAndUnboundInnerFirst: a group may mount one
+// volume twice, at /t/{index} and again below it at /t/{index}/logs: one claim with two
+// volume_mounts. Its binds were made and taken down in the order the group lists them: listed
+// outer first, the release unmounted /t/{index} first, EBUSY with the inner one below it, and
+// the claim was left unpublishing; listed inner first, the run bound the inner one first and
+// then refused the outer one (it would hide it). Both orders now bind outermost first and
+// unbind innermost first, in the run, the stop and reconcile's claim GC. Real mounts, as root.
+func TestOneVolumeBoundTwiceNestedIsBoundOuterFirstAndUnboundInnerFirst(t *testing.T) {
+	for _, innerFirst := range []bool{false, true} {
+		t.Run(listedName(innerFirst), func(t *testing.T) {
+			h := newSharedVolumeEngine(t, spec.MultiNodeMultiWriter)
+			dir := hostpathtest.MountDir(t)
+			g := multiWriterGroup("nest", 2, filepath.Join(dir, "t", "{index}"), filepath.Join(dir, "t", "{index}", "logs"))
+			if innerFirst {
+				g.Mounts[0], g.Mounts[1] = g.Mounts[1], g.Mounts[0]
+			}
+			for _, how := range []string{"stop", "claim GC"} {
+				if _, err := h.e.RunGroup(h.ctx, g); err != nil {
+					t.Fatalf("run: %v", err)
+				}
+				if m := mountsUnder(t, filepath.Join(dir, "t")); len(m) != 4 {
+					t.Fatalf("mounted after the run: %v; want t/0, t/0/logs, t/1, t/1/logs", m)
+				}
+				var err error
+				if how == "stop" {
+					_, err = h.e.StopGroup(h.ctx, "nest")
+				} else {
+					markGroupStopped(t, h, "nest")
+					_, err = h.e.ReleasePast(h.ctx)
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", how, err)
+				}
+				if m := mountsUnder(t, filepath.Join(dir, "t")); len(m) != 0 {
+					t.Fatalf("mounted after the %s: %v", how, m)
+				}
+			}
+		})
+	}
+}
+
+// TestFailedAllocRunReleasesItsNestedClaimsInnerFirst: a group alloc whose volumes nest (data
+// at /app, logs at /app/logs) and whose third volume is refused (another alloc holds it) has
+// what the run took released again: data, then logs, as they were taken, so data's unmount
+// was EBUSY with logs bound below it, and the run's error said releasing data failed too,
+// its claim left unpublishing. The run's undo releases innermost first. Real mounts, as root.
+func TestFailedAllocRunReleasesItsNestedClaimsInnerFirst(t *testing.T) {
+	h := newHostpathEngine(t)
+	dests := hostpathtest.MountDir(t)
+	g := nestedGroup(t, h, dests, false)
+	sv := spec.Volume{ID: "held", Name: "held", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+		Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}
+	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "held", Alloc: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	g.Volumes = append(g.Volumes, spec.VolumeRequest{Name: "held", Type: "csi", Source: "held", AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem})
+	_, err := h.e.RunGroup(h.ctx, g)
+	if err == nil || !strings.Contains(err.Error(), `"held"`) || strings.Contains(err.Error(), "releasing") {
+		t.Fatalf("run with a third volume held by another alloc: %v; want its refusal alone, what was taken released again", err)
+	}
+	if m := mountsUnder(t, dests); len(m) != 0 {
+		t.Errorf("mounted after the failed run: %v", m)
+	}
+	for _, vol := range []string{"data", "logs"} {
+		if _, err := h.e.ClaimInfo(h.ctx, vol, "app[0]"); err == nil {
+			t.Errorf("app[0] still holds %q after its run failed", vol)
+		}
+	}
+}
+
+// markGroupStopped records group name stopped, as a `group stop` cut short leaves it, for the
+// claim GC to release its claims.
+func markGroupStopped(t *testing.T, h *hostpathEngine, name string) {
+	t.Helper()
+	if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error {
+		sg, err := tx.Groups().Get(name)
+		if err != nil {
+			return err
+		}
+		sg.State = store.GroupStopped
+		return tx.Groups().Put(&sg)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// listedName names a subtest by the order its nested volume_mounts are listed in.
+func listedName(innerFirst bool) string {
+	if innerFirst {
+		return "inner listed first"
+	}
+	return "outer listed first"
 }

@@ -89,7 +89,7 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 				return err
 			}
 			e.expandOnPublish(ctx, c, v, cl, p.st)
-			_, err := e.bind(cl)
+			_, err := e.bind(ctx, cl)
 			return err
 		default:
 			return fmt.Errorf("claim is on the release path (%s)", cl.State)

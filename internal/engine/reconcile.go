@@ -575,6 +575,7 @@ const restoreWorkers = 8
 // volumes a claim was restored or found mounted on, which cleanStagings need not look at.
 func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []store.Claim, pass *reconcilePass) (inUse map[string]bool) {
 	ctx = withPublishIndex(ctx) // the publish tree walked once for every target the pass checks
+	ctx = e.withPlaces(ctx)     // the mount table read once for the volume_mounts the pass binds or finds bound
 	type result struct {
 		err            error
 		restored, held bool     // held: restored, or found mounted and settled
@@ -682,7 +683,7 @@ func (e *Engine) settleLocked(ctx context.Context, claimID int64) (bound []strin
 	if err != nil {
 		return nil, err
 	}
-	if bound, err = e.bind(&cl); err != nil {
+	if bound, err = e.bind(ctx, &cl); err != nil {
 		return bound, err
 	}
 	if cl.NeedsReconcile {

@@ -1,0 +1,361 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// One directory may be reached by two paths: an admin's bind mount (`mount --bind /data
+// /srv/data`) makes /data/x and /srv/data/x one directory. Whether two volume_mounts there are
+// one mount is up to propagation: when the mounts holding the two paths are joined (one mount,
+// peers of one shared group, or one a slave of the other's group), a bind made at one path is
+// made at the other too, and its unmount there as well; otherwise they are two separate
+// mounts of one directory, which is no conflict. So two destinations conflict when their
+// places are equal (the directory each names, beneath any bind of a volume there: a device and
+// a path in its file system) and propagation joins the mounts that hold them
+// (joinedDestination). Bind refuses a volume_mount joined so with an older claim's (a first
+// bind: it would be made at the other path too; one found mounted: it is the other claim's
+// bind, not its own), and unbind leaves a bind another claim of the volume uses through
+// propagation (its unmount would be made at the other path too).
+
+// placeView is the mount table as the destinations' places are read from it: read on first
+// use, again when a destination shows a mount it does not list. A reconcile pass shares one
+// (withPlaces), so settling 1,000 claims reads the table once, not once per claim.
+type placeView struct {
+	stateDir string
+	reads    *atomic.Int64 // the engine's count of reads (placeReads)
+	mu       sync.Mutex
+	read     bool
+	byID     map[int]*mountinfo.Info
+	masterOf map[int]int      // a peer group -> the group it is a slave of
+	volumes  map[devRoot]bool // the file systems and roots mounted in the state dir: the volumes
+	made     map[int]int      // binds made since the read (noteBound): a mount -> the one below it
+	claims   []store.Claim    // the live claims with volume_mounts, as read first
+	listed   bool
+	// The claims' destinations (cleaned) by place, and each one's place, computed once per read
+	// of the table (indexed): a claim's check looks its own place up, not every other's.
+	byPlace map[devRoot][]string
+	placed  map[string]place
+}
+
+// devRoot is a mount's file system (device) and root in it.
+type devRoot struct {
+	major, minor int
+	root         string
+}
+
+// place is where a destination lies: a directory (or file) of a file system, and the mount
+// that holds it (nil: not placed, the path missing or not found in the table).
+type place struct {
+	devRoot
+	holder *mountinfo.Info
+}
+
+type placesKey struct{}
+
+// withPlaces gives ctx one placeView, shared by every bind and check made with it (a pass, a
+// claim's binds), unless it has one.
+func (e *Engine) withPlaces(ctx context.Context) context.Context {
+	if _, ok := ctx.Value(placesKey{}).(*placeView); ok {
+		return ctx
+	}
+	return context.WithValue(ctx, placesKey{}, e.newPlaces())
+}
+
+// newPlaces is a placeView not read yet.
+func (e *Engine) newPlaces() *placeView {
+	return &placeView{stateDir: e.cfg.StateDir, reads: &e.placeReads}
+}
+
+// placesOf is ctx's placeView, or a new one for a single operation.
+func (e *Engine) placesOf(ctx context.Context) *placeView {
+	if v, ok := ctx.Value(placesKey{}).(*placeView); ok {
+		return v
+	}
+	return e.newPlaces()
+}
+
+// load reads the mount table.
+func (v *placeView) load() error {
+	v.reads.Add(1)
+	table, err := mountinfo.GetMounts(nil)
+	if err != nil {
+		return store.MountTableUnreadable(err)
+	}
+	v.byID = make(map[int]*mountinfo.Info, len(table))
+	v.masterOf = map[int]int{}
+	v.volumes = map[devRoot]bool{}
+	for _, m := range table {
+		v.byID[m.ID] = m
+		if g, ok := optionalGroup(m, "shared:"); ok {
+			if k, ok := optionalGroup(m, "master:"); ok {
+				v.masterOf[g] = k
+			}
+		}
+		if underOrAt(m.Mountpoint, v.stateDir) {
+			v.volumes[devRoot{m.Major, m.Minor, m.Root}] = true
+		}
+	}
+	v.read, v.byPlace, v.placed = true, nil, nil
+	return nil
+}
+
+// optionalGroup is the number of m's optional field named prefix ("shared:", "master:").
+func optionalGroup(m *mountinfo.Info, prefix string) (int, bool) {
+	for f := range strings.FieldsSeq(m.Optional) {
+		if s, ok := strings.CutPrefix(f, prefix); ok {
+			n, err := strconv.Atoi(s)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// placeOf places path, open as p: the mount p is on is looked up in the table, which is read
+// again once when it does not list it (a mount made since, not by a bind of this view).
+func (v *placeView) placeOf(path string, p *pathFD) (place, error) {
+	id, err := mountID(p.fd)
+	if err != nil {
+		return place{}, nil
+	}
+	if _, made := v.made[int(id)]; !v.read || (v.byID[int(id)] == nil && !made) {
+		if err := v.load(); err != nil {
+			return place{}, err
+		}
+	}
+	return v.placeIn(path, int(id)), nil
+}
+
+// placeIn places path, id being the topmost mount at it or the mount holding it. Binds of a
+// volume at path are looked through (those this view saw made, noteBound, too): a place is the
+// directory they are mounted on, which is the root of a mount at path that is not a volume's
+// (an admin's bind of a directory elsewhere), or else a directory of the mount holding path,
+// its root joined with the rest of the path below its mount point.
+func (v *placeView) placeIn(path string, id int) place {
+	var m *mountinfo.Info
+	for range len(v.byID) + len(v.made) + 1 { // a loop in the table ends it
+		if parent, ok := v.made[id]; ok {
+			id = parent
+			continue
+		}
+		if m = v.byID[id]; m == nil || m.Mountpoint != path || !v.volumes[devRoot{m.Major, m.Minor, m.Root}] {
+			break
+		}
+		id = m.Parent
+	}
+	switch {
+	case m == nil:
+		return place{}
+	case m.Mountpoint == path:
+		if v.volumes[devRoot{m.Major, m.Minor, m.Root}] {
+			return place{} // the table's root mount, or a loop
+		}
+		return place{devRoot{m.Major, m.Minor, m.Root}, m}
+	case !underOrAt(path, m.Mountpoint):
+		return place{} // reached otherwise than by its path: not placed
+	}
+	rel, err := filepath.Rel(m.Mountpoint, path)
+	if err != nil {
+		return place{}
+	}
+	return place{devRoot{m.Major, m.Minor, filepath.Join(m.Root, rel)}, m}
+}
+
+// noteBound records a bind made at path, over the mount that was topmost at it or held it (the
+// destination as opened before the bind, dst): the view places path through it without
+// reading the table again. A pass binding many claims again (a reboot) reads it once.
+func (v *placeView) noteBound(path string, dst *pathFD) {
+	under, err := mountID(dst.fd)
+	if err != nil {
+		return
+	}
+	p, err := openNoFollow("/", path, createNothing)
+	if err != nil {
+		return
+	}
+	defer p.close()
+	id, err := mountID(p.fd)
+	if err != nil || id == under {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.made == nil {
+		v.made = map[int]int{}
+	}
+	v.made[int(id)] = int(under)
+	if path = filepath.Clean(path); v.placed != nil && v.placed[path].holder == nil {
+		v.addPlace(path, v.placeIn(path, int(id))) // a destination missing when indexed
+	}
+}
+
+// indexed places every listed claim's destination (opened as bind opens it), once per read of
+// the table. A destination missing, or on a mount the table does not list, has no place.
+func (v *placeView) indexed() {
+	if v.placed != nil {
+		return
+	}
+	v.byPlace, v.placed = map[devRoot][]string{}, map[string]place{}
+	for _, c := range v.claims {
+		for _, b := range c.Binds {
+			path := filepath.Clean(b.Destination)
+			if _, done := v.placed[path]; done {
+				continue
+			}
+			var pl place
+			if p, err := openNoFollow("/", path, createNothing); err == nil {
+				if id, err := mountID(p.fd); err == nil {
+					pl = v.placeIn(path, int(id))
+				}
+				p.close()
+			}
+			v.addPlace(path, pl)
+		}
+	}
+}
+
+// addPlace records destination path at pl.
+func (v *placeView) addPlace(path string, pl place) {
+	v.placed[path] = pl
+	if pl.holder != nil {
+		v.byPlace[pl.devRoot] = append(v.byPlace[pl.devRoot], path)
+	}
+}
+
+// joined reports whether propagation joins mounts a and b: a mount made on either (below it)
+// is made on the other too, or one way at least (a slave receives its master's).
+func (v *placeView) joined(a, b *mountinfo.Info) bool {
+	return a.ID == b.ID || v.receives(a, b) || v.receives(b, a)
+}
+
+// receives reports whether m receives the mounts made on from: from is shared, and m is its
+// peer, or a slave of its group (through any chain of masters).
+func (v *placeView) receives(m, from *mountinfo.Info) bool {
+	g, ok := optionalGroup(from, "shared:")
+	if !ok {
+		return false
+	}
+	if own, ok := optionalGroup(m, "shared:"); ok && own == g {
+		return true
+	}
+	seen := map[int]bool{}
+	for _, field := range []string{"master:", "propagate_from:"} {
+		k, ok := optionalGroup(m, field)
+		for ok && !seen[k] {
+			if k == g {
+				return true
+			}
+			seen[k] = true
+			k, ok = v.masterOf[k]
+		}
+	}
+	return false
+}
+
+// joinedDestination finds a volume_mount of a live claim that counts (the claim and the
+// index of the volume_mount in its list), at another path than dest (cl's, open as dst) but
+// at its place, on a mount propagation joins with the one holding dest: at is that
+// destination. The table is read only when such a claim has a volume_mount elsewhere.
+func (e *Engine) joinedDestination(ctx context.Context, v *placeView, cl *store.Claim, dest string, dst *pathFD,
+	counts func(c store.Claim, i int) bool) (other *store.Claim, at string, err error) {
+	dest = filepath.Clean(dest)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.listed {
+		err := e.store.View(ctx, func(tx *store.Tx) (err error) { v.claims, err = tx.Claims().WithBinds(); return err })
+		if err != nil {
+			return nil, "", err
+		}
+		v.listed = true
+	}
+	if !v.elsewhere(dest, counts) {
+		return nil, "", nil
+	}
+	mine, err := v.placeOf(dest, dst)
+	if err != nil || mine.holder == nil {
+		return nil, "", err
+	}
+	v.indexed()
+	for _, path := range v.byPlace[mine.devRoot] {
+		theirs := v.placed[path]
+		if path == dest || !v.joined(theirs.holder, mine.holder) {
+			continue
+		}
+		for _, listed := range v.claims {
+			if !slices.ContainsFunc(listed.Binds, func(b spec.VolumeMount) bool { return filepath.Clean(b.Destination) == path }) {
+				continue
+			}
+			// Listed earlier in the pass: the claim must still be live, bound there.
+			c, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Get(listed.ID) })
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, "", err
+			}
+			for j, b := range c.Binds {
+				if filepath.Clean(b.Destination) == path && counts(c, j) {
+					return &c, b.Destination, nil
+				}
+			}
+		}
+	}
+	return nil, "", nil
+}
+
+// elsewhere reports whether a listed claim that counts has a volume_mount at another path
+// than dest; the oldest are listed first, which olderBind counts.
+func (v *placeView) elsewhere(dest string, counts func(c store.Claim, i int) bool) bool {
+	for _, c := range v.claims {
+		for j, b := range c.Binds {
+			if counts(c, j) && filepath.Clean(b.Destination) != dest {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// joinedConflict is the refusal of cl's volume_mount at dest, whose directory other's
+// volume_mount at reaches by another path joined by propagation.
+func joinedConflict(dest string, other store.Claim, at string) error {
+	return conflictf("volume_mount %s is the directory alloc %q's volume_mount %s is on (its %s claim of volume %q, %s), by another path: "+
+		"a bind mount joins the two paths and mount propagation carries a mount at one to the other, so one bind would serve both, "+
+		"with that claim's read-only or read-write flag, and either release would unbind both; give this volume_mount a destination "+
+		"of its own, outside that bind mount, or release that claim first%s",
+		dest, other.Alloc, at, other.Mode, other.VolumeID, bindWhat(other), boundWayOut(other))
+}
+
+// olderBind counts, for cl's volume_mount number i, the volume_mounts bound before it: another
+// claim's admitted before cl (a lower ID), or cl's own listed before it.
+func olderBind(cl *store.Claim, i int) func(store.Claim, int) bool {
+	return func(c store.Claim, j int) bool {
+		return c.ID < cl.ID || (c.ID == cl.ID && j < i)
+	}
+}
+
+// checkJoined refuses cl's volume_mount number i, at dst, when an older volume_mount is
+// joined with it (joinedDestination).
+func (e *Engine) checkJoined(ctx context.Context, cl *store.Claim, i int, dst *pathFD) error {
+	dest := cl.Binds[i].Destination
+	other, at, err := e.joinedDestination(ctx, e.placesOf(ctx), cl, dest, dst, olderBind(cl, i))
+	if err != nil {
+		return fmt.Errorf("volume_mount %s: %w", dest, err)
+	}
+	if other != nil {
+		return joinedConflict(dest, *other, at)
+	}
+	return nil
+}
