@@ -1,0 +1,53 @@
+package engine
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+)
+
+// The adversary: a plugin with GET_SNAPSHOT (no LIST_SNAPSHOTS) whose GetSnapshot, asked about
+// a snapshot still being processed (ready_to_use false), answers OK about another snapshot,
+// one that is ready (an ID mapped wrongly, a cache keyed badly). The restore's check took the
+// answer as the asked snapshot's and sent CreateVolume from a snapshot not ready: a volume
+// missing what the processing had not done. An answer about another snapshot says nothing of
+// the one asked: the create is refused, a conflict naming both, nothing sent or recorded.
+func TestRestoreCheckedByGetSnapshotAnsweringAnotherSnapshot(t *testing.T) {
+	h, db := snapshotHarness(t, func(c *csitest.MemConfig) {
+		c.Controller.ListSnapshots = false
+		c.Controller.GetSnapshot = true
+	})
+	processing := csi.Snapshot{ID: "snap-uploading", SourceVolumeID: db.ExternalID, SizeBytes: db.CapacityBytes}
+	h.mem.AddSnapshot(processing)
+	h.faults.Inject(csi.RPCGetSnapshot, csitest.Fault{Answer: func(m proto.Message) {
+		resp := m.(*csipb.GetSnapshotResponse)
+		resp.Snapshot.SnapshotId = "snap-done"
+		resp.Snapshot.ReadyToUse = true
+	}})
+	h.mem.ResetCalls()
+	sv := volume("restored")
+	sv.SnapshotID = processing.ID
+	_, err := h.e.CreateVolume(h.ctx, sv)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `snapshot "snap-uploading"`) || !strings.Contains(err.Error(), `"snap-done"`) {
+		t.Fatalf("restore checked by a GetSnapshot answering about another snapshot = %v; want a conflict naming both snapshots", err)
+	}
+	if got := h.rpcs(); slices.Contains(got, csi.RPCCreateVolume) || !slices.Contains(got, csi.RPCGetSnapshot) {
+		t.Errorf("RPCs = %v, want GetSnapshot and no CreateVolume", got)
+	}
+	if _, err := h.e.Volume(h.ctx, "restored"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("volume after the refused restore: %v, want not recorded", err)
+	}
+	h.faults.Clear(csi.RPCGetSnapshot)
+	processing.ReadyToUse = true
+	h.mem.AddSnapshot(processing)
+	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
+		t.Fatalf("restore once the plugin answers about the snapshot asked, ready: %v", err)
+	}
+}
