@@ -4,10 +4,12 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -74,5 +76,83 @@ func TestSnapshotMadeAtTheEpochReadsAsNotStated(t *testing.T) {
 		if got := list.Snapshots[0].CreatedAt; !got.Equal(snapshotClock) {
 			t.Errorf("snapshot made at the epoch (listed by the plugin: %t): created at %v, want %v, when volctl recorded it", listed, got, snapshotClock)
 		}
+	}
+}
+
+// staleTokens is a ListSnapshots or ListVolumes fault: the plugin's listing changed after it
+// gave its first next_token, and it answers ABORTED, the CSI spec's code for a starting_token
+// it no longer honours, to every call with a token until it is asked from the start again; the
+// tokens it gives from then on are good. restarted says whether it was.
+func staleTokens(restarted *bool) csitest.Fault {
+	var mu sync.Mutex
+	refused := false
+	return csitest.Fault{Code: codes.Aborted, Message: "starting_token is stale: the listing changed", When: func(m proto.Message) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		tok := m.ProtoReflect().Get(m.ProtoReflect().Descriptor().Fields().ByName("starting_token")).String()
+		switch {
+		case tok == "":
+			*restarted = *restarted || refused
+			return false
+		case *restarted:
+			return false
+		}
+		refused = true
+		return true
+	}}
+}
+
+// The adversary: a plugin whose listing changed while volctl paged through it (a snapshot made
+// or deleted meanwhile) and which answers ABORTED to the next page's starting_token, as the CSI
+// spec has it say of a token no longer valid, meaning "list again from the start". volctl
+// retried the same token at each of its attempts, ABORTED each time, and gave up: the listing
+// failed, the snapshots the plugin has and volctl does not record were not shown, and the
+// warning's hint said to list again from the start, which volctl could have done itself. A
+// token refused with ABORTED is not retried: the listing starts again from the first page
+// (twice at most), and what the pages before held is not kept twice.
+func TestListSnapshotsStartsAgainWhenThePluginRefusesItsOwnToken(t *testing.T) {
+	h, db := snapshotHarness(t, func(c *csitest.MemConfig) { c.PageSize = 1 })
+	for _, name := range []string{"a", "b"} {
+		h.snapshot(name)
+	}
+	h.mem.AddSnapshot(csi.Snapshot{ID: "made-elsewhere", SourceVolumeID: db.ExternalID, SizeBytes: db.CapacityBytes, ReadyToUse: true})
+	restarted := false
+	h.faults.Inject(csi.RPCListSnapshots, staleTokens(&restarted))
+	list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Warnings) != 0 || !restarted {
+		t.Errorf("listing through a plugin that refused its token with ABORTED: warnings %q (listed again from the start: %t), want none", list.Warnings, restarted)
+	}
+	var ids []string
+	for _, s := range list.Snapshots {
+		ids = append(ids, s.ID)
+	}
+	if len(ids) != 3 || !slices.Contains(ids, "made-elsewhere") {
+		t.Errorf("snapshots listed = %q, want the plugin's 3, each once, the one volctl does not record included", ids)
+	}
+}
+
+// The same plugin refusing every token it gives: the listing starts again twice, never sends a
+// refused token again, and then gives up, saying so.
+func TestListSnapshotsRefusingEveryTokenGivesUpAfterStartingAgainTwice(t *testing.T) {
+	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.PageSize = 1 })
+	for _, name := range []string{"a", "b"} {
+		h.snapshot(name)
+	}
+	h.faults.Inject(csi.RPCListSnapshots, csitest.Fault{Code: codes.Aborted, When: func(m proto.Message) bool {
+		return m.(*csipb.ListSnapshotsRequest).GetStartingToken() != ""
+	}})
+	h.faults.ResetCounts()
+	list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.faults.Calls(csi.RPCListSnapshots); got != 6 {
+		t.Errorf("ListSnapshots sent %d times, want 6 (the first page and the refused second, three times)", got)
+	}
+	if w := strings.Join(list.Warnings, "\n"); !strings.Contains(w, "listed again from the first page 2 times") || !strings.Contains(w, "showing volctl's records only") {
+		t.Errorf("warnings = %q, want one saying the listing started again twice, showing volctl's records only", list.Warnings)
 	}
 }
