@@ -156,3 +156,28 @@ func TestListSnapshotsRefusingEveryTokenGivesUpAfterStartingAgainTwice(t *testin
 		t.Errorf("warnings = %q, want one saying the listing started again twice, showing volctl's records only", list.Warnings)
 	}
 }
+
+// A node ID with control characters (a newline read with it from a file, an escape sequence)
+// is accepted, as Nomad accepts any non-empty one and the CSI spec bounds only its size: it is
+// the plugin's own name for the node, sent back to it byte for byte in every
+// ControllerPublishVolume and ControllerUnpublishVolume (refusing it would fail a plugin that
+// works, and "cleaning" it would name another node), and escaped wherever it is shown
+// (display.Escape, the TUI's cells: TestPluginDataControlCharactersEscaped, whose plugin's node ID
+// holds escape sequences, and the TUI's tests). This
+// test pins the acceptance and the byte-exact round trip.
+func TestNodeIDWithControlCharactersIsAcceptedAndSentBackAsItIs(t *testing.T) {
+	const node = "node-1\n\x1b[31mred\x1b[0m\t"
+	h := newHarness(t, func(c *csitest.MemConfig) { c.NodeID = node })
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if nodes := h.mem.PublishedNodes(h.externalID("v")); !slices.Equal(nodes, []string{node}) {
+		t.Fatalf("attached to %q, want %q, the plugin's node ID as it gave it", nodes, node)
+	}
+	if st, _ := h.staging("v"); st.NodeID != node {
+		t.Errorf("the staging records the attachment to node %q, want %q", st.NodeID, node)
+	}
+	h.release("v", "a")
+	if nodes := h.mem.PublishedNodes(h.externalID("v")); len(nodes) != 0 {
+		t.Fatalf("still attached to %q after the release", nodes)
+	}
+}
