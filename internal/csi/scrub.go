@@ -67,7 +67,8 @@ func wordByte(c byte) bool {
 
 // scrub replaces every sensitive value found in msg, in every form a plugin might echo it in:
 // as it is; quoted by Go, by protobuf's text form or by JSON (quotes, backslashes and control
-// characters escaped); percent-encoded, as in a URL the plugin built (any of its parts, digits
+// characters escaped), or by protobuf's text form in C++ and Python (apostrophes escaped too,
+// control and non-ASCII bytes as octal: cEscape); percent-encoded, as in a URL the plugin built (any of its parts, digits
 // of either case, '+' for a space); hex (either case); base64 in the standard and URL alphabets,
 // padded or not, on its own or inside a longer base64 text (appendEncodedForms); any of those
 // broken into lines, as MIME, PEM and base64 tools write base64, or a quoted dump of that
@@ -96,6 +97,9 @@ func Scrubber(sensitive []string) func(string) string {
 			for _, q := range []string{strconv.Quote(s), strconv.QuoteToASCII(s), jsonQuote(s), jsonQuoteNoHTML(s)} {
 				sc.forms = append(sc.forms, q[1:len(q)-1])
 			}
+		}
+		if needsCEscape(s) {
+			sc.forms = append(sc.forms, cEscape(s, false), cEscape(s, true))
 		}
 		sc.forms = appendEncodedForms(sc.forms, s)
 		// The forms of one value that are the same (its quoted forms, when quoting changes only
@@ -257,6 +261,48 @@ func needsQuoting(s string) bool {
 		}
 	}
 	return false
+}
+
+// needsCEscape reports whether cEscape changes s: a control, non-ASCII, quote, apostrophe or
+// backslash in it.
+func needsCEscape(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\'' || c == '\\' {
+			return true
+		}
+	}
+	return false
+}
+
+// cEscape is s as protobuf's text format writes a string in C++ (DebugString) and Python
+// (str(message)): \n, \r, \t, \", \' and \\ escaped, every other control byte, and with
+// octalHigh every byte from 0x7f on (a non-ASCII letter's UTF-8 too), as a three-digit octal
+// escape; without it those from 0x80 on are kept (the UTF-8-safe printers). A plugin in either
+// language quoting its request so echoes a secret with an apostrophe or a non-ASCII letter in
+// a form neither Go's quoting nor JSON's writes (`TestScrubProtobufTextFormatOfOtherLanguages`).
+func cEscape(s string, octalHigh bool) string {
+	var b strings.Builder
+	for i := range len(s) {
+		switch c := s[i]; {
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c == '"' || c == '\'' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c == 0x7f || c >= 0x80 && octalHigh:
+			b.WriteByte('\\')
+			b.WriteByte('0' + c>>6)
+			b.WriteByte('0' + c>>3&7)
+			b.WriteByte('0' + c&7)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // span is a stretch of a message to scrub: msg[from:to].
