@@ -181,3 +181,21 @@ func TestNodeIDWithControlCharactersIsAcceptedAndSentBackAsItIs(t *testing.T) {
 		t.Fatalf("still attached to %q after the release", nodes)
 	}
 }
+
+// The same GetSnapshot answering OK with no snapshot in it: the refusal says so rather than
+// naming an empty ID as another snapshot's (before the check above, it was read as a snapshot
+// not ready).
+func TestRestoreCheckedByGetSnapshotAnsweringNoSnapshot(t *testing.T) {
+	h, db := snapshotHarness(t, func(c *csitest.MemConfig) {
+		c.Controller.ListSnapshots = false
+		c.Controller.GetSnapshot = true
+	})
+	h.mem.AddSnapshot(csi.Snapshot{ID: "snap-1", SourceVolumeID: db.ExternalID, SizeBytes: db.CapacityBytes, ReadyToUse: true})
+	h.faults.Inject(csi.RPCGetSnapshot, csitest.Fault{Answer: func(m proto.Message) { m.(*csipb.GetSnapshotResponse).Snapshot = nil }})
+	sv := volume("restored")
+	sv.SnapshotID = "snap-1"
+	_, err := h.e.CreateVolume(h.ctx, sv)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `GetSnapshot for snapshot "snap-1" without a snapshot ID`) {
+		t.Fatalf("restore checked by a GetSnapshot answering no snapshot = %v; want a conflict saying it answered without a snapshot ID", err)
+	}
+}

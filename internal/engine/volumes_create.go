@@ -267,9 +267,13 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) erro
 		// GetSnapshot answering OK about another snapshot (ListSnapshots' entries of other IDs
 		// are skipped): whether that one is ready says nothing of the one asked, and a restore
 		// taking it for an answer would proceed from a snapshot maybe not ready.
-		return conflictf("plugin %q answered %s for snapshot %q about another snapshot, %q: whether the snapshot asked for is ready to restore from is not known, "+
+		about := fmt.Sprintf("about another snapshot, %q", spec.Cut(snap.ID, 256))
+		if snap.ID == "" {
+			about = "without a snapshot ID"
+		}
+		return conflictf("plugin %q answered %s for snapshot %q %s: whether the snapshot asked for is ready to restore from is not known, "+
 			"so nothing was created: check the snapshot ID given for volume %q, and report the plugin's answer to its authors",
-			c.plugin.ID, snapshotCheck(c), sv.SnapshotID, spec.Cut(snap.ID, 256), sv.ID)
+			c.plugin.ID, snapshotCheck(c), sv.SnapshotID, about, sv.ID)
 	case found && !snap.ReadyToUse:
 		return conflictf("plugin %q says snapshot %q is not ready to use (ready_to_use false, %s): it is still processing it, and a volume restored from it now "+
 			"may miss what that has not done; nothing was created: wait until the plugin says it is ready (`%s` shows what the plugin lists), then create volume %q again",
