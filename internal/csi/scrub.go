@@ -67,8 +67,9 @@ func wordByte(c byte) bool {
 
 // scrub replaces every sensitive value found in msg, in every form a plugin might echo it in:
 // as it is; quoted by Go, by protobuf's text form or by JSON (quotes, backslashes and control
-// characters escaped), or by protobuf's text form in C++ and Python (apostrophes escaped too,
-// control and non-ASCII bytes as octal: cEscape); percent-encoded, as in a URL the plugin built (any of its parts, digits
+// characters escaped), by protobuf's text form in C++ and Python (apostrophes escaped too,
+// control and non-ASCII bytes as octal: cEscape) or by Python's repr of it encoded
+// (pyBytesRepr); percent-encoded, as in a URL the plugin built (any of its parts, digits
 // of either case, '+' for a space); hex (either case); base64 in the standard and URL alphabets,
 // padded or not, on its own or inside a longer base64 text (appendEncodedForms); any of those
 // broken into lines, as MIME, PEM and base64 tools write base64, or a quoted dump of that
@@ -99,7 +100,7 @@ func Scrubber(sensitive []string) func(string) string {
 			}
 		}
 		if needsCEscape(s) {
-			sc.forms = append(sc.forms, cEscape(s, false), cEscape(s, true))
+			sc.forms = append(sc.forms, cEscape(s, false), cEscape(s, true), pyBytesRepr(s))
 		}
 		sc.forms = appendEncodedForms(sc.forms, s)
 		// The forms of one value that are the same (its quoted forms, when quoting changes only
@@ -279,7 +280,7 @@ func needsCEscape(s string) bool {
 // octalHigh every byte from 0x7f on (a non-ASCII letter's UTF-8 too), as a three-digit octal
 // escape; without it those from 0x80 on are kept (the UTF-8-safe printers). A plugin in either
 // language quoting its request so echoes a secret with an apostrophe or a non-ASCII letter in
-// a form neither Go's quoting nor JSON's writes (`TestScrubProtobufTextFormatOfOtherLanguages`).
+// a form neither Go's quoting nor JSON's writes (`TestScrubEscapesOfOtherLanguages`).
 func cEscape(s string, octalHigh bool) string {
 	var b strings.Builder
 	for i := range len(s) {
@@ -298,6 +299,39 @@ func cEscape(s string, octalHigh bool) string {
 			b.WriteByte('0' + c>>6)
 			b.WriteByte('0' + c>>3&7)
 			b.WriteByte('0' + c&7)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// pyBytesRepr is s encoded as Python's repr writes bytes (b'...'), inside the quotes: the
+// quote it chose (an apostrophe, unless s has one and no double quote) and backslashes
+// escaped, \t, \n and \r, and every other control byte and every byte from 0x7f on as \xNN:
+// a Python plugin quoting a secret it encoded (an f-string of password.encode()) shows it so.
+func pyBytesRepr(s string) string {
+	quote := byte('\'')
+	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
+		quote = '"'
+	}
+	const digits = "0123456789abcdef"
+	var b strings.Builder
+	for i := range len(s) {
+		switch c := s[i]; {
+		case c == quote || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c < 0x20 || c >= 0x7f:
+			b.WriteString(`\x`)
+			b.WriteByte(digits[c>>4])
+			b.WriteByte(digits[c&15])
 		default:
 			b.WriteByte(c)
 		}
