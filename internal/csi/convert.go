@@ -92,7 +92,7 @@ func volumeFromCSI(v *csipb.Volume) Volume {
 // on it, and with it the whole listing that holds it). So does a creation_time of exactly
 // 1970-01-01T00:00:00Z, the zero Timestamp message (a plugin filling the field with an empty
 // one), which no snapshot was taken at and the store keeps as "none"
-// (`TestSnapshotMadeAtTheEpochReadsAsNotStated`).
+// (`TestSnapshotTimeAndSizeAPluginLiesAbout`).
 func snapshotFromCSI(s *csipb.Snapshot) Snapshot {
 	out := Snapshot{
 		ID:              s.GetSnapshotId(),

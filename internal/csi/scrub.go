@@ -282,28 +282,9 @@ func needsCEscape(s string) bool {
 // language quoting its request so echoes a secret with an apostrophe or a non-ASCII letter in
 // a form neither Go's quoting nor JSON's writes (`TestScrubEscapesOfOtherLanguages`).
 func cEscape(s string, octalHigh bool) string {
-	var b strings.Builder
-	for i := range len(s) {
-		switch c := s[i]; {
-		case c == '\n':
-			b.WriteString(`\n`)
-		case c == '\r':
-			b.WriteString(`\r`)
-		case c == '\t':
-			b.WriteString(`\t`)
-		case c == '"' || c == '\'' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c < 0x20 || c == 0x7f || c >= 0x80 && octalHigh:
-			b.WriteByte('\\')
-			b.WriteByte('0' + c>>6)
-			b.WriteByte('0' + c>>3&7)
-			b.WriteByte('0' + c&7)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
+	return escapeBytes(s, `"'`, octalHigh, func(b *strings.Builder, c byte) {
+		b.Write([]byte{'\\', '0' + c>>6, '0' + c>>3&7, '0' + c&7})
+	})
 }
 
 // pyBytesRepr is s encoded as Python's repr writes bytes (b'...'), inside the quotes: the
@@ -311,27 +292,34 @@ func cEscape(s string, octalHigh bool) string {
 // escaped, \t, \n and \r, and every other control byte and every byte from 0x7f on as \xNN:
 // a Python plugin quoting a secret it encoded (an f-string of password.encode()) shows it so.
 func pyBytesRepr(s string) string {
-	quote := byte('\'')
+	quote := `'`
 	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
-		quote = '"'
+		quote = `"`
 	}
 	const digits = "0123456789abcdef"
+	return escapeBytes(s, quote, true, func(b *strings.Builder, c byte) {
+		b.Write([]byte{'\\', 'x', digits[c>>4], digits[c&15]})
+	})
+}
+
+// escapeBytes is s escaped byte by byte as C and its kin do: each byte of quotes and the
+// backslash after a backslash, \n, \r and \t, and each other control byte, DEL and, with
+// high, each byte from 0x80 on written by escape.
+func escapeBytes(s, quotes string, high bool, escape func(*strings.Builder, byte)) string {
 	var b strings.Builder
 	for i := range len(s) {
 		switch c := s[i]; {
-		case c == quote || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
 		case c == '\n':
 			b.WriteString(`\n`)
 		case c == '\r':
 			b.WriteString(`\r`)
 		case c == '\t':
 			b.WriteString(`\t`)
-		case c < 0x20 || c >= 0x7f:
-			b.WriteString(`\x`)
-			b.WriteByte(digits[c>>4])
-			b.WriteByte(digits[c&15])
+		case c == '\\' || strings.IndexByte(quotes, c) >= 0:
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c == 0x7f || c >= 0x80 && high:
+			escape(&b, c)
 		default:
 			b.WriteByte(c)
 		}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -52,30 +51,6 @@ func TestRestoreCheckedByGetSnapshotAnsweringAnotherSnapshot(t *testing.T) {
 	h.mem.AddSnapshot(processing)
 	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
 		t.Fatalf("restore once the plugin answers about the snapshot asked, ready: %v", err)
-	}
-}
-
-// A plugin whose snapshot says it was made at 1970-01-01T00:00:00Z, the zero Timestamp message
-// (what a plugin filling creation_time with an empty Timestamp sends): the store keeps times
-// as nanoseconds since then, 0 for "none", so the record read back with no time at all
-// (`created_at` left out of --json), while the plugin's listing said 1970: neither the plugin's
-// time nor, as for a plugin that gives none, the time volctl recorded it. It reads as not
-// stated, as a missing one does, both from the plugin's listing and from the records.
-func TestSnapshotMadeAtTheEpochReadsAsNotStated(t *testing.T) {
-	h, db := snapshotHarness(t, nil)
-	h.mem.AddSnapshot(csi.Snapshot{ID: "mine", SourceVolumeID: db.ExternalID, SizeBytes: 1 << 20, CreatedAt: time.Unix(0, 0).UTC(), ReadyToUse: true})
-	h.snapshot("mine")
-	for _, listed := range []bool{true, false} {
-		if !listed {
-			h.mem.DropSnapshot("mine") // the records alone
-		}
-		list, err := h.e.ListSnapshots(h.ctx, "", nil)
-		if err != nil || len(list.Snapshots) != 1 {
-			t.Fatalf("list (listed by the plugin: %t): %+v, %v; want the snapshot", listed, list.Snapshots, err)
-		}
-		if got := list.Snapshots[0].CreatedAt; !got.Equal(snapshotClock) {
-			t.Errorf("snapshot made at the epoch (listed by the plugin: %t): created at %v, want %v, when volctl recorded it", listed, got, snapshotClock)
-		}
 	}
 }
 
