@@ -10,8 +10,6 @@ import (
 	"time"
 	"unsafe"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -143,7 +141,7 @@ func (e *Engine) listPages(ctx context.Context, c *conn, rpc string, maxPages in
 		err := e.retry(ctx, c, rpc, func(ctx context.Context) error {
 			var err error
 			next, done, err = page(ctx, token)
-			if token != "" && csi.CodeOf(err) == codes.Aborted {
+			if token != "" && csi.IsAborted(err) {
 				return staleToken{err} // final: not retried
 			}
 			return err
