@@ -89,7 +89,10 @@ func volumeFromCSI(v *csipb.Volume) Volume {
 // reads as not stated, as the plugin leaving it out does: a negative size_bytes as 0, and a
 // creation_time that is not a valid Timestamp (outside the years 1 to 9999, or its nanos
 // outside a second) as the zero time, which no JSON encoder could write (encoding/json fails
-// on it, and with it the whole listing that holds it).
+// on it, and with it the whole listing that holds it). So does a creation_time of exactly
+// 1970-01-01T00:00:00Z, the zero Timestamp message (a plugin filling the field with an empty
+// one), which no snapshot was taken at and the store keeps as "none"
+// (`TestSnapshotTimeAndSizeAPluginLiesAbout`).
 func snapshotFromCSI(s *csipb.Snapshot) Snapshot {
 	out := Snapshot{
 		ID:              s.GetSnapshotId(),
@@ -98,7 +101,7 @@ func snapshotFromCSI(s *csipb.Snapshot) Snapshot {
 		ReadyToUse:      s.GetReadyToUse(),
 		GroupSnapshotID: s.GetGroupSnapshotId(),
 	}
-	if t := s.GetCreationTime(); t != nil && t.CheckValid() == nil {
+	if t := s.GetCreationTime(); t != nil && t.CheckValid() == nil && (t.GetSeconds() != 0 || t.GetNanos() != 0) {
 		out.CreatedAt = t.AsTime()
 	}
 	return out

@@ -141,6 +141,10 @@ func IsUnimplemented(err error) bool { return err != nil && CodeOf(err) == codes
 // IsNotFound reports whether err is the plugin's NOT_FOUND, whatever the RPC.
 func IsNotFound(err error) bool { return err != nil && CodeOf(err) == codes.NotFound }
 
+// IsAborted reports whether err is an ABORTED answer: of a list RPC, a starting_token the
+// plugin no longer honours.
+func IsAborted(err error) bool { return err != nil && CodeOf(err) == codes.Aborted }
+
 // IsAlreadyExists reports whether err is the plugin's ALREADY_EXISTS.
 func IsAlreadyExists(err error) bool { return err != nil && CodeOf(err) == codes.AlreadyExists }
 

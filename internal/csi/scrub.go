@@ -67,7 +67,9 @@ func wordByte(c byte) bool {
 
 // scrub replaces every sensitive value found in msg, in every form a plugin might echo it in:
 // as it is; quoted by Go, by protobuf's text form or by JSON (quotes, backslashes and control
-// characters escaped); percent-encoded, as in a URL the plugin built (any of its parts, digits
+// characters escaped), by protobuf's text form in C++ and Python (apostrophes escaped too,
+// control and non-ASCII bytes as octal: cEscape) or by Python's repr of it encoded
+// (pyBytesRepr); percent-encoded, as in a URL the plugin built (any of its parts, digits
 // of either case, '+' for a space); hex (either case); base64 in the standard and URL alphabets,
 // padded or not, on its own or inside a longer base64 text (appendEncodedForms); any of those
 // broken into lines, as MIME, PEM and base64 tools write base64, or a quoted dump of that
@@ -96,6 +98,9 @@ func Scrubber(sensitive []string) func(string) string {
 			for _, q := range []string{strconv.Quote(s), strconv.QuoteToASCII(s), jsonQuote(s), jsonQuoteNoHTML(s)} {
 				sc.forms = append(sc.forms, q[1:len(q)-1])
 			}
+		}
+		if needsCEscape(s) {
+			sc.forms = append(sc.forms, cEscape(s, false), cEscape(s, true), pyBytesRepr(s))
 		}
 		sc.forms = appendEncodedForms(sc.forms, s)
 		// The forms of one value that are the same (its quoted forms, when quoting changes only
@@ -257,6 +262,69 @@ func needsQuoting(s string) bool {
 		}
 	}
 	return false
+}
+
+// needsCEscape reports whether cEscape changes s: a control, non-ASCII, quote, apostrophe or
+// backslash in it.
+func needsCEscape(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\'' || c == '\\' {
+			return true
+		}
+	}
+	return false
+}
+
+// cEscape is s as protobuf's text format writes a string in C++ (DebugString) and Python
+// (str(message)): \n, \r, \t, \", \' and \\ escaped, every other control byte, and with
+// octalHigh every byte from 0x7f on (a non-ASCII letter's UTF-8 too), as a three-digit octal
+// escape; without it those from 0x80 on are kept (the UTF-8-safe printers). A plugin in either
+// language quoting its request so echoes a secret with an apostrophe or a non-ASCII letter in
+// a form neither Go's quoting nor JSON's writes (`TestScrubEscapesOfOtherLanguages`).
+func cEscape(s string, octalHigh bool) string {
+	return escapeBytes(s, `"'`, octalHigh, func(b *strings.Builder, c byte) {
+		b.Write([]byte{'\\', '0' + c>>6, '0' + c>>3&7, '0' + c&7})
+	})
+}
+
+// pyBytesRepr is s encoded as Python's repr writes bytes (b'...'), inside the quotes: the
+// quote it chose (an apostrophe, unless s has one and no double quote) and backslashes
+// escaped, \t, \n and \r, and every other control byte and every byte from 0x7f on as \xNN:
+// a Python plugin quoting a secret it encoded (an f-string of password.encode()) shows it so.
+func pyBytesRepr(s string) string {
+	quote := `'`
+	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
+		quote = `"`
+	}
+	const digits = "0123456789abcdef"
+	return escapeBytes(s, quote, true, func(b *strings.Builder, c byte) {
+		b.Write([]byte{'\\', 'x', digits[c>>4], digits[c&15]})
+	})
+}
+
+// escapeBytes is s escaped byte by byte as C and its kin do: each byte of quotes and the
+// backslash after a backslash, \n, \r and \t, and each other control byte, DEL and, with
+// high, each byte from 0x80 on written by escape.
+func escapeBytes(s, quotes string, high bool, escape func(*strings.Builder, byte)) string {
+	var b strings.Builder
+	for i := range len(s) {
+		switch c := s[i]; {
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c == '\\' || strings.IndexByte(quotes, c) >= 0:
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c == 0x7f || c >= 0x80 && high:
+			escape(&b, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // span is a stretch of a message to scrub: msg[from:to].

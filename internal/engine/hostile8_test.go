@@ -28,18 +28,23 @@ func TestPluginMessageInAnEventIsBounded(t *testing.T) {
 }
 
 // A plugin whose snapshot says it was made in a year no protobuf Timestamp holds (10000, -5),
-// or in one past what volctl stores (3000: nanoseconds since 1970 overflow 64 bits), with a
-// negative size. The snapshot is recorded with the plugin's time when it is one volctl can
+// or in one past what volctl stores (3000: nanoseconds since 1970 overflow 64 bits), or at
+// 1970-01-01T00:00:00Z (the zero Timestamp, read as not stated), with a negative size. The snapshot is recorded with the plugin's time when it is one volctl can
 // keep, else the time volctl recorded it (as for a snapshot whose plugin gives no time), never
 // a wrapped-around one (3000 was recorded as 1830); its size as not stated; and `snapshot
 // list --json` still writes the list (a time past 9999 made encoding/json fail the whole
 // command, every plugin's snapshots with it), from the plugin's listing and from the records.
 func TestSnapshotTimeAndSizeAPluginLiesAbout(t *testing.T) {
-	for name, tc := range map[string]struct{ at, recorded time.Time }{
-		"in the year 10000": {time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), snapshotClock},
-		"in the year -5":    {time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC), snapshotClock},
-		"in the year 3000":  {time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), snapshotClock},
-		"in the year 2100":  {time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)},
+	y3000, y2100 := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+	// listed: the time shown while the plugin lists the snapshot; recorded: from the records alone.
+	for name, tc := range map[string]struct{ at, listed, recorded time.Time }{
+		"in the year 10000": {time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), snapshotClock, snapshotClock},
+		"in the year -5":    {time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC), snapshotClock, snapshotClock},
+		"in the year 3000":  {y3000, y3000, snapshotClock},
+		"in the year 2100":  {y2100, y2100, y2100},
+		// The zero Timestamp message, which the store keeps as "none": it read back with no
+		// time at all (created_at left out of --json) while the plugin's listing said 1970.
+		"at the epoch": {time.Unix(0, 0).UTC(), snapshotClock, snapshotClock},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h, db := snapshotHarness(t, nil)
@@ -60,8 +65,8 @@ func TestSnapshotTimeAndSizeAPluginLiesAbout(t *testing.T) {
 				if s.SizeBytes != 0 {
 					t.Errorf("size (listed by the plugin: %t) = %d, want 0, not stated", listed, s.SizeBytes)
 				}
-				if want := tc.recorded; !listed && !s.CreatedAt.Equal(want) {
-					t.Errorf("recorded as created at %v, want %v", s.CreatedAt, want)
+				if want := map[bool]time.Time{true: tc.listed, false: tc.recorded}[listed]; !s.CreatedAt.Equal(want) {
+					t.Errorf("created at %v (listed by the plugin: %t), want %v", s.CreatedAt, listed, want)
 				}
 			}
 		})

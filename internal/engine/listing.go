@@ -125,8 +125,14 @@ func boundList(ctx context.Context, bound time.Duration, bounds string, list fun
 // as absent); so do more than maxPages pages. Such an error means the listing is incomplete.
 // The tokens given are kept as their hashes: a plugin's token is its own cursor, of any size
 // up to gRPC's 4 MiB, and thousands of pages of such tokens kept whole would fill memory.
+// A next_token the plugin answers ABORTED to, the CSI spec's code for a starting_token no
+// longer valid (its listing changed), is not sent again (it gets the same answer): the listing
+// starts again from the first page, up to maxListRestarts times, and page, called with token
+// "" again, forgets what it kept of the pages before
+// (`TestListSnapshotsStartsAgainWhenThePluginRefusesItsOwnToken`; before, the token was
+// retried at each attempt, ABORTED each time, and the listing failed).
 func (e *Engine) listPages(ctx context.Context, c *conn, rpc string, maxPages int, page func(ctx context.Context, token string) (next string, done bool, err error)) error {
-	token, given := "", map[[sha256.Size]byte]bool{}
+	token, given, restarts := "", map[[sha256.Size]byte]bool{}, 0
 	for range maxPages {
 		var (
 			next string
@@ -135,8 +141,21 @@ func (e *Engine) listPages(ctx context.Context, c *conn, rpc string, maxPages in
 		err := e.retry(ctx, c, rpc, func(ctx context.Context) error {
 			var err error
 			next, done, err = page(ctx, token)
+			if token != "" && csi.IsAborted(err) {
+				return staleToken{err} // final: not retried
+			}
 			return err
 		})
+		var stale staleToken
+		if errors.As(err, &stale) {
+			if restarts == maxListRestarts {
+				return fmt.Errorf("%w; volctl listed again from the first page %d times, and the plugin refused a next_token it gave each time: "+
+					"its listing keeps changing while volctl pages through it, try again once it settles", stale.err, restarts)
+			}
+			restarts++
+			token, given = "", map[[sha256.Size]byte]bool{}
+			continue
+		}
 		if err != nil || done || next == "" {
 			return err
 		}
@@ -154,6 +173,16 @@ func (e *Engine) listPages(ctx context.Context, c *conn, rpc string, maxPages in
 
 // maxTokenShown is how much of a plugin's next_token an error quotes.
 const maxTokenShown = 64
+
+// maxListRestarts is how many times listPages starts a listing again from its first page
+// after the plugin answered ABORTED to a next_token it gave.
+const maxListRestarts = 2
+
+// staleToken is a page's ABORTED answer to a starting_token (listPages): not an *csi.Error to
+// the retry, which does not send the same token again.
+type staleToken struct{ err error }
+
+func (s staleToken) Error() string { return s.err.Error() }
 
 // sender sends an RPC of an operation: retry, or attempt where it is tried once.
 type sender func(ctx context.Context, c *conn, rpc string, call func(context.Context) error) error
@@ -365,6 +394,9 @@ func (e *Engine) findsSnapshot(ctx context.Context, c *conn, id string, secrets 
 	switch snapshotCheck(c) {
 	case csi.RPCListSnapshots:
 		err = e.listPages(ctx, c, csi.RPCListSnapshots, maxCheckPages, func(ctx context.Context, token string) (string, bool, error) {
+			if token == "" {
+				snap, found = csi.Snapshot{}, false // listed again from the start (listPages)
+			}
 			page, err := c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{SnapshotID: id, StartingToken: token, Secrets: secrets})
 			if err != nil {
 				return "", false, err

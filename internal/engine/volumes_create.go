@@ -238,6 +238,8 @@ func checkCreateCapabilities(c *conn, sv spec.Volume) error {
 // plugin is asked as a snapshot delete's check asks it (findsSnapshot), under its controller
 // lock and within that check's bound; one that cannot be asked, a snapshot it does not find
 // (its CreateVolume says NOT_FOUND), or a check that fails (logged) leave it to the plugin.
+// A GetSnapshot answered OK about another snapshot ID is refused as not ready is: the plugin
+// said nothing of the one asked (`TestRestoreCheckedByGetSnapshotAnsweringAnotherSnapshot`).
 // The refusal is a conflict, before anything is recorded or sent.
 func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) error {
 	if sv.SnapshotID == "" || snapshotCheck(c) == "" {
@@ -261,6 +263,17 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) erro
 	switch {
 	case err != nil:
 		e.log.Warn(fmt.Sprintf("plugin %q: whether snapshot %q is ready to restore volume %q from could not be checked", c.plugin.ID, sv.SnapshotID, sv.ID), "err", err)
+	case found && snap.ID != sv.SnapshotID:
+		// GetSnapshot answering OK about another snapshot (ListSnapshots' entries of other IDs
+		// are skipped): whether that one is ready says nothing of the one asked, and a restore
+		// taking it for an answer would proceed from a snapshot maybe not ready.
+		about := fmt.Sprintf("about another snapshot, %q", spec.Cut(snap.ID, 256))
+		if snap.ID == "" {
+			about = "without a snapshot ID"
+		}
+		return conflictf("plugin %q answered %s for snapshot %q %s: whether the snapshot asked for is ready to restore from is not known, "+
+			"so nothing was created: check the snapshot ID given for volume %q, and report the plugin's answer to its authors",
+			c.plugin.ID, snapshotCheck(c), sv.SnapshotID, about, sv.ID)
 	case found && !snap.ReadyToUse:
 		return conflictf("plugin %q says snapshot %q is not ready to use (ready_to_use false, %s): it is still processing it, and a volume restored from it now "+
 			"may miss what that has not done; nothing was created: wait until the plugin says it is ready (`%s` shows what the plugin lists), then create volume %q again",

@@ -106,9 +106,10 @@ func (ss snapshots) encParamsSecrets(what string, params map[string]string, secr
 	if secretsCol, err = encJSON(secrets.Plain()); err != nil {
 		return nil, nil, fmt.Errorf("%s: encode: %w", what, err)
 	}
-	if created.IsZero() || !storableTime(*created) {
-		// A plugin's creation_time outside what the store holds (a lie: the year 3000) is
-		// recorded as a plugin's missing one is: the time volctl recorded the snapshot.
+	if created.IsZero() || !storableTime(*created) || encTime(*created) == 0 {
+		// A plugin's creation_time outside what the store holds (a lie: the year 3000), or
+		// the epoch itself, which the store holds as "none", is recorded as a plugin's missing
+		// one is: the time volctl recorded the snapshot.
 		*created = ss.tx.now()
 	}
 	*created = decTime(encTime(*created))

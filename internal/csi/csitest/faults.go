@@ -64,7 +64,11 @@ type Fault struct {
 	// NextToken, Pad and Raw apply: a plugin whose answer says what its state does not (an
 	// entry listed twice, two ways), made of the honest one.
 	Answer func(resp proto.Message)
-	Times  int // how many calls it applies to; 0 means every call from now on
+	// When, when set, applies the fault only to the calls whose request it accepts; the
+	// others go through as if it were not queued, and do not use up Times: a plugin that
+	// fails some requests only (a starting_token it no longer honours).
+	When  func(req proto.Message) bool
+	Times int // how many calls it applies to; 0 means every call from now on
 }
 
 // Count is how often an RPC was called and how many of those calls failed, whether by an
@@ -306,7 +310,7 @@ func (f *Faults) WaitIdle(ctx context.Context) error {
 }
 
 // take counts a call of rpc and returns the fault that applies to it, if any.
-func (f *Faults) take(rpc string) (Fault, bool) {
+func (f *Faults) take(rpc string, req any) (Fault, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.counts == nil {
@@ -321,6 +325,11 @@ func (f *Faults) take(rpc string) (Fault, bool) {
 		return Fault{}, false
 	}
 	fault := queue[0]
+	if fault.When != nil {
+		if m, ok := req.(proto.Message); !ok || !fault.When(m) {
+			return Fault{}, false
+		}
+	}
 	if fault.Times > 0 {
 		queue[0].Times--
 		if queue[0].Times == 0 {
@@ -358,7 +367,7 @@ func (f *Faults) Interceptor() grpc.UnaryServerInterceptor {
 }
 
 func (f *Faults) apply(ctx context.Context, rpc string, req any, handler grpc.UnaryHandler) (any, error) {
-	fault, ok := f.take(rpc)
+	fault, ok := f.take(rpc, req)
 	if !ok {
 		return handler(ctx, req)
 	}

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -268,5 +270,24 @@ func TestFaultsEcho(t *testing.T) {
 	err = c.NodeUnstageVolume(ctx, csi.NodeUnstageVolumeRequest{VolumeID: "v", StagingPath: staging})
 	if err == nil || !strings.Contains(err.Error(), "echo-secret ECHO-SECRET ECHO-SECRET") || !strings.Contains(err.Error(), "echo-flag ECHO-FLAG ECHO-FLAG") {
 		t.Errorf("injected fault with EchoEncoded: %v, want the secret and the flag echoed as they are, then encoded", err)
+	}
+}
+
+// A fault with When applies to the calls whose request it accepts; the others go through and
+// do not use up its Times.
+func TestFaultWhenAppliesToTheRequestsItAccepts(t *testing.T) {
+	f := csitest.NewFaults()
+	_, c := serve(t, f, csi.Timeouts{Short: 5 * time.Second, Long: 5 * time.Second})
+	f.Inject(csi.RPCListSnapshots, csitest.Fault{Code: codes.Aborted, Times: 1, When: func(m proto.Message) bool {
+		return m.(*csipb.ListSnapshotsRequest).GetSnapshotId() == "w"
+	}})
+	for i, tc := range []struct {
+		id   string
+		want codes.Code
+	}{{"v", codes.OK}, {"v", codes.OK}, {"w", codes.Aborted}, {"w", codes.OK}} {
+		_, err := c.ListSnapshots(context.Background(), csi.ListSnapshotsRequest{SnapshotID: tc.id})
+		if got := csi.CodeOf(err); got != tc.want {
+			t.Errorf("call %d (snapshot %q): %v, want %s", i+1, tc.id, err, tc.want)
+		}
 	}
 }
