@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -597,4 +598,38 @@ func newClaimedMemEnv(t *testing.T) (*hostEnv, *csitest.MemPlugin, string) {
 	env.ok("plugin", "register", "--id", "hp", "--socket", socket)
 	env.createVolume("vol", spec.SingleNodeWriter)
 	return env, mem, strings.TrimSpace(env.ok("volume", "claim", "vol", "--alloc", "a"))
+}
+
+// TestCrashInAGroupScaleDown kills a `group run` that scales a group from 2 allocs to 1 right
+// after it recorded the new count, before it released the alloc past it. Reconcile then
+// releases that alloc's claims as the scale-down would have: before, they stayed held for good
+// (reconcile and claim GC released only a stopped group's claims), web[1]'s single-writer
+// volume refused to every other alloc.
+func TestCrashInAGroupScaleDown(t *testing.T) {
+	t.Parallel()
+	env := newHostEnv(t)
+	bin := buildVolctl(t, failpointsTag)
+	env.createVolume("data[0]", spec.SingleNodeWriter)
+	env.createVolume("data[1]", spec.SingleNodeWriter)
+	dir := t.TempDir()
+	group := func(count int) string {
+		path := filepath.Join(dir, fmt.Sprintf("web-%d.hcl", count))
+		src := fmt.Sprintf("group \"web\" {\n  count = %d\n  volume \"data\" {\n    type = \"csi\"\n    source = \"data\"\n    per_alloc = true\n"+
+			"    access_mode = \"single-node-writer\"\n    attachment_mode = \"file-system\"\n  }\n}\n", count)
+		if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	env.ok("group", "run", group(2))
+	env.crash(bin, "group:recorded", "group", "run", group(1))
+	env.ok("reconcile")
+	env.checkInvariants()
+	if out := env.ok("volume", "status", "data[1]", "--json"); strings.Contains(out, `"alloc": "web[1]"`) {
+		t.Fatalf("after reconcile, web[1], past the group's count 1, still holds data[1]:\n%s", out)
+	}
+	env.ok("volume", "claim", "data[1]", "--alloc", "other") // the volume is free for another alloc
+	env.ok("volume", "release", "data[1]", "--alloc", "other")
+	env.ok("group", "stop", "web")
+	env.checkInvariants()
 }

@@ -26,7 +26,8 @@ func newCmdReconcile(f *Factory, runF func(*ReconcileOptions) error) *cobra.Comm
 		Short: "Bring the host back in line with the recorded state",
 		Long: `Bring this host back in line with what volctl has recorded: finish creates and deletes that
 were interrupted, re-drive every claim that is not at rest (being published goes on to
-published; being released goes on to freed, as do the claims of stopped groups), restore
+published; being released goes on to freed, as do the claims of stopped groups and of
+allocs past their group's count, a group run's scale-down cut short), restore
 published claims whose mount is gone (after a reboot or a plugin restart) by staging and
 publishing them again without a new claim, and undo stagings no claim uses. A read claim
 whose mount is read-write (an older volctl may have published one so) is reported, not

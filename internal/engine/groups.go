@@ -81,6 +81,7 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 	}); err != nil {
 		return fail(err)
 	}
+	failpoint("group:recorded") // the count recorded; no alloc run, nothing past it released
 	info := GroupInfo{Name: g.Name, State: string(store.GroupRunning), Count: g.Count}
 	var errs []error
 	for i := 0; i < g.Count; i++ {

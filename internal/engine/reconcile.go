@@ -111,12 +111,11 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 
 	e.reconcileSnapshots(ctx, &rep)
 
-	// Claims of stopped groups are past claims: release them.
-	stopped := map[string]bool{}
+	// Claims of stopped groups, and of allocs past their running group's count (a scale-down
+	// cut short), are past claims: release them.
+	groupOf := map[string]store.Group{}
 	for _, g := range groups {
-		if g.State == store.GroupStopped {
-			stopped[g.Name] = true
-		}
+		groupOf[g.Name] = g
 	}
 
 	pass := &reconcilePass{mounted: mounted, stagingOf: map[string]store.Staging{}, restaged: map[string]bool{}}
@@ -125,7 +124,7 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	}
 	var published []store.Claim
 	for _, cl := range claims {
-		if cl.Group != "" && stopped[cl.Group] && !cl.Releasing {
+		if g, ok := groupOf[cl.Group]; ok && pastOfGroup(g, cl.Alloc) && !cl.Releasing {
 			cl.Releasing = true
 		}
 		if cl.State == store.ClaimPublished && !cl.Releasing {
@@ -385,7 +384,7 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 			// Persist the wish first (a stopped group's claim) so a failure is retried as a release.
 			// The group was read at the start of the pass: it may have been run again since.
 			if err := e.store.Update(ctx, func(tx *store.Tx) error {
-				cur, past, err := pastClaim(tx, cl.ID, false)
+				cur, past, err := pastClaim(tx, cl.ID, true)
 				if errors.Is(err, store.ErrNotFound) {
 					// Freed by the release that marked it, which held the lock the pass waited for.
 					return notFoundf("claim %d freed meanwhile", cl.ID)
@@ -443,9 +442,9 @@ var errFinishedMeanwhile = errors.New("finished meanwhile")
 
 // pastClaim reads claim id as it is now and reports whether it is still a past claim: being
 // released, or held for a group that is stopped, or, with beyondCount (a group run's
-// scale-down), for an alloc past the group's count; it marks such a claim releasing (the wish
-// persisted, so a failure is retried as a release). A claim freed meanwhile is
-// store.ErrNotFound; one whose group was run again since is not past, and cur says where it is.
+// scale-down, reconcile, claim GC), for an alloc past the group's count; it marks such a claim
+// releasing (the wish persisted, so a failure is retried as a release). A claim freed meanwhile
+// is store.ErrNotFound; one whose group was run again since is not past, and cur says where it is.
 func pastClaim(tx *store.Tx, id int64, beyondCount bool) (cur store.Claim, past bool, err error) {
 	if cur, err = tx.Claims().Get(id); err != nil || cur.Releasing {
 		return cur, err == nil, err
@@ -456,19 +455,28 @@ func pastClaim(tx *store.Tx, id int64, beyondCount bool) (cur store.Claim, past 
 		return cur, false, nil
 	case err != nil:
 		return cur, false, err
-	case g.State != store.GroupStopped && !(beyondCount && allocIndex(g.Name, cur.Alloc) >= g.Count):
+	case g.State != store.GroupStopped && !(beyondCount && pastOfGroup(g, cur.Alloc)):
 		return cur, false, nil
 	}
 	cur.Releasing = true
 	return cur, true, tx.Claims().Update(&cur)
 }
 
+// pastOfGroup reports whether group g no longer has alloc: g is stopped, or alloc is past the
+// count g records. A `group run` that scales down records the smaller count before it releases
+// the allocs past it; a kill in between leaves them holding their claims, which reconcile and
+// claim GC then release as the scale-down would have
+// (TestReconcileFinishesAScaleDownAKillCutShort).
+func pastOfGroup(g store.Group, alloc string) bool {
+	return g.State == store.GroupStopped || allocIndex(g.Name, alloc) >= g.Count
+}
+
 // errNotPast ends claim GC's release of a claim that is no longer a past claim.
 var errNotPast = errors.New("no longer a past claim")
 
 // ReleasePast is claim GC, the part of a reconcile pass that releases past claims (those whose
-// release was asked for and did not finish, and those of stopped groups) without the rest of
-// the pass; it contacts plugins only when there is something to release. The claims are listed
+// release was asked for and did not finish, those of stopped groups, and those of allocs past
+// their group's count: a scale-down cut short, pastOfGroup) without the rest of the pass; it contacts plugins only when there is something to release. The claims are listed
 // once, and each is checked again by its ID under its volume lock before anything is sent: a
 // claim that was freed meanwhile, even if its alloc has claimed the volume again since, or
 // whose group was run again, is left alone. Each release is an action, each failure a problem.
@@ -490,12 +498,12 @@ func (e *Engine) ReleasePast(ctx context.Context) (ReconcileReport, error) {
 		if err != nil {
 			return err
 		}
-		stopped := map[string]bool{}
+		groupOf := map[string]store.Group{}
 		for _, g := range groups {
-			stopped[g.Name] = g.State == store.GroupStopped
+			groupOf[g.Name] = g
 		}
 		for _, cl := range all {
-			if cl.Releasing || (cl.Group != "" && stopped[cl.Group]) {
+			if g, ok := groupOf[cl.Group]; cl.Releasing || (ok && pastOfGroup(g, cl.Alloc)) {
 				claims = append(claims, cl)
 			}
 		}
@@ -510,7 +518,7 @@ func (e *Engine) ReleasePast(ctx context.Context) (ReconcileReport, error) {
 		if ctx.Err() != nil {
 			return rep, ctx.Err()
 		}
-		err := e.releasePast(ctx, cl.ID, cl.VolumeID, false)
+		err := e.releasePast(ctx, cl.ID, cl.VolumeID, true)
 		switch {
 		case errors.Is(err, errNotPast), errors.Is(err, ErrNotFound):
 			// Freed by another volctl meanwhile (and maybe claimed again), or its group run again.
