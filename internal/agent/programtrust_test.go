@@ -90,6 +90,12 @@ func TestAgentRunsNoPluginProgramAnotherUserMayChange(t *testing.T) {
 			}
 			return link, p, "is writable by other users (mode 0777)"
 		}},
+		{"a relative path, from a working directory other users may write", func(t *testing.T, base string) (string, string, string) {
+			open := mkdir(t, filepath.Join(base, "open"), 0o777)
+			program(t, mkdir(t, filepath.Join(open, "bin"), 0o755), 0o755)
+			t.Chdir(open)
+			return filepath.Join("bin", name), open, "is writable by other users (mode 0777)"
+		}},
 		{"a name whose PATH searches a directory other users may write first", func(t *testing.T, base string) (string, string, string) {
 			open := mkdir(t, filepath.Join(base, "open"), 0o777)
 			bin := mkdir(t, filepath.Join(base, "bin"), 0o755)
@@ -125,7 +131,7 @@ func TestAgentRunsNoPluginProgramAnotherUserMayChange(t *testing.T) {
 					t.Errorf("err = %v\nwant it to say %q", err, want)
 				}
 			}
-			if ran(filepath.Join(base, "bin", name)) || ran(filepath.Join(base, "real", name)) {
+			if ran(filepath.Join(base, "bin", name)) || ran(filepath.Join(base, "real", name)) || ran(filepath.Join(base, "open", "bin", name)) {
 				t.Error("the program ran")
 			}
 		})

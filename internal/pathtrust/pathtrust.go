@@ -260,6 +260,9 @@ func Replaceable(path string) *Problem {
 // (looked up in PATH), of each directory of PATH searched before path's own, where another user
 // could put a program of that name that the next lookup finds first (shadow then says so).
 func Program(command, path string) (pr *Problem, shadow bool) {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs // a relative command ("bin/plugin") is run from the working directory: walked from there, not from "/"
+	}
 	if !strings.Contains(command, "/") {
 		found := filepath.Dir(path)
 		for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
