@@ -314,6 +314,17 @@ func orphanedLog(pid int, path string) (*os.File, error) {
 	return nil, nil
 }
 
+// UntrustedCommand is why the agent would not run an exec block's command (untrustedProgram),
+// looked up in this process's PATH, or nil: nil too when it is not found here, where the agent,
+// with its own PATH, may find it. `plugin register` warns with it, before any agent refuses.
+func UntrustedCommand(command string) error {
+	path, err := exec.LookPath(command)
+	if err != nil {
+		return nil
+	}
+	return untrustedProgram(command, path)
+}
+
 // untrustedProgram refuses to run command, found at path, when another user could change what
 // it runs (pathtrust.Program): the program owned or writable by them, a directory on the way to
 // it theirs or writable by them, or, for a name looked up in PATH, such a directory searched
