@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/crash"
+	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/procfs"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -121,6 +122,10 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 	// when the agent executed it directly.
 	path, err := exec.LookPath(sp.Exec.Command)
 	if err != nil {
+		logf("%v", err)
+		return nil, err
+	}
+	if err := untrustedProgram(sp.Exec.Command, path); err != nil {
 		logf("%v", err)
 		return nil, err
 	}
@@ -307,6 +312,45 @@ func orphanedLog(pid int, path string) (*os.File, error) {
 		return f, nil
 	}
 	return nil, nil
+}
+
+// UntrustedCommand is why the agent would not run an exec block's command (untrustedProgram),
+// looked up in this process's PATH, or nil: nil too when it is not found here, where the agent,
+// with its own PATH, may find it. `plugin register` warns with it, before any agent refuses.
+func UntrustedCommand(command string) error {
+	path, err := exec.LookPath(command)
+	if err != nil {
+		return nil
+	}
+	return untrustedProgram(command, path)
+}
+
+// untrustedProgram refuses to run command, found at path, when another user could change what
+// it runs (pathtrust.Program): the program owned or writable by them, a directory on the way to
+// it theirs or writable by them, or, for a name looked up in PATH, such a directory searched
+// before the program's own, where a program of that name would be found first. The agent runs
+// it as its own user, root most often, at every start and restart: that user's code would run
+// as root from the next one on, while the agent's config and the plugin's spec said nothing
+// had changed. Checked at each start, so a fixed path lets the next retry start it.
+func untrustedProgram(command, path string) error {
+	pr, shadow := pathtrust.Program(command, path)
+	if pr == nil {
+		return nil
+	}
+	if shadow {
+		return fmt.Errorf("command %s (found at %s): not run: %s %s, and the agent's PATH has it searched first: "+
+			"another user could put a program named %s there, which the agent would run instead, as uid %d: "+
+			"take that directory out of the agent's PATH (or make it root's and writable by root alone), or give command as the absolute path %s",
+			spec.QuoteName(command), spec.QuoteName(path), spec.QuoteName(pr.Path), pr.Why, spec.QuoteName(command), os.Geteuid(), spec.QuoteName(path))
+	}
+	found := ""
+	if path != command {
+		found = fmt.Sprintf(" (found at %s)", spec.QuoteName(path))
+	}
+	return fmt.Errorf("command %s%s: not run: %s %s, so another user could change the program the agent runs as uid %d: "+
+		"make it and every directory on the way root's and writable by root alone (chown root, chmod go-w), "+
+		"or install the plugin where only root may write, such as /usr/local/bin, and name it there",
+		spec.QuoteName(command), found, spec.QuoteName(pr.Path), pr.Why, os.Geteuid())
 }
 
 // pluginEnv is the environment a plugin runs with: of base, the agent's, only what names the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ import (
 	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -69,8 +71,10 @@ plugins were probed and the start-up reconcile ran. See docs/metrics.md.
 
 --config FILE may declare plugin "ID" { ... } blocks (the plugin spec format), registered at
 start, and an agent { ... } block with probe_interval, probe_interval_ready, health_timeout,
-gc_interval, reconcile_interval and stop_timeout. Flags override the file. See docs/agent.md for
-a systemd unit and containerized plugins.`,
+gc_interval, reconcile_interval and stop_timeout. Flags override the file. A config, or a
+plugin's command, that another user could change (theirs, writable by them, or in a directory
+of theirs or that they may write) is refused: the agent runs those commands as root. See
+docs/agent.md for a systemd unit and containerized plugins.`,
 		Example: `  volctl agent
   volctl agent --config /etc/volctl/agent.hcl
   volctl agent --probe-interval 1s --health-timeout 1m
@@ -126,6 +130,25 @@ func (v positiveDuration) Set(s string) error {
 	return nil
 }
 
+// replaceableConfig refuses an agent config another user may change (pathtrust.Replaceable):
+// theirs, writable by them, or in a directory on the way they own or may write. Its plugin
+// blocks say what the agent runs, as its own user, root most often, at every start: such a user
+// could give one an exec block of their choosing, run as root at the agent's next start (a
+// reboot), while nothing the agent says would have changed. Stdin ("-") is the caller's.
+func replaceableConfig(path string) error {
+	if path == "-" {
+		return nil
+	}
+	pr := pathtrust.Replaceable(path)
+	if pr == nil {
+		return nil
+	}
+	return fmt.Errorf("agent: --config %s: %s %s, so another user could change the plugins the agent runs, and their commands, which it runs as uid %d; "+
+		"the agent did not start: make the file and every directory on the way root's and writable by root alone (chown root, chmod go-w), "+
+		"or keep the config where only root may write, such as /etc/volctl",
+		spec.QuoteName(path), spec.QuoteName(pr.Path), pr.Why, os.Geteuid())
+}
+
 // agentRun reads the config, opens the engine with the agent's retry policy and runs the agent
 // until ctx ends.
 func agentRun(ctx context.Context, opts *AgentOptions) error {
@@ -151,6 +174,9 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 	}
 	var file agent.File
 	if opts.ConfigFile != "" {
+		if err := replaceableConfig(opts.ConfigFile); err != nil {
+			return withCode(ExitUsage, err)
+		}
 		srcs, err := readSpecSources(ctx, opts.IO, nil, []string{opts.ConfigFile})
 		if err != nil {
 			return withCode(ExitUsage, fmt.Errorf("agent: --config: %w", err))

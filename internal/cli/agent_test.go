@@ -125,3 +125,78 @@ plugin "later" {
 	// config's stop_timeout could not be told taken) as the flags'.
 	checkHolds(t, "agent log", log, []string{"probe_interval=20ms", "stop_timeout=3s", "registered plugin", "agent stopped"}, nil)
 }
+
+// An agent config another user may change (theirs, writable by them, in a directory they may
+// write) says what the agent runs as root at every start: its exec blocks. The agent refuses
+// it, naming the path and what to change, and starts nothing; before, it ran the config's
+// plugins, a command of that user's choosing among them.
+func TestAgentRefusesAConfigAnotherUserMayChange(t *testing.T) {
+	tests := []struct {
+		name string
+		// setup makes dir/conf/agent.hcl unsafe and says what the refusal names.
+		setup func(t *testing.T, conf, cfg string) (path, why string)
+	}{
+		{"writable by other users", func(t *testing.T, conf, cfg string) (string, string) {
+			if err := os.Chmod(cfg, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			return cfg, "is writable by other users (mode 0666)"
+		}},
+		{"another user's", func(t *testing.T, conf, cfg string) (string, string) {
+			if err := os.Chown(cfg, 4242, -1); err != nil {
+				t.Skipf("giving the config another owner needs root: %v", err)
+			}
+			return cfg, "is owned by uid 4242"
+		}},
+		{"in a directory other users may write", func(t *testing.T, conf, cfg string) (string, string) {
+			if err := os.Chmod(conf, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			return conf, "is writable by other users (mode 0777)"
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := hostpathtest.ShortDir(t) // the plugin's socket goes under it
+			conf := filepath.Join(dir, "conf")
+			if err := os.Mkdir(conf, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			marker := filepath.Join(dir, "ran")
+			cfg := filepath.Join(conf, "agent.hcl")
+			src := `plugin "p" {
+  type   = "monolith"
+  socket = "` + filepath.Join(dir, "p.sock") + `"
+  exec {
+    command = "/bin/sh"
+    args    = ["-c", "touch ` + marker + `"]
+  }
+}
+`
+			if err := os.WriteFile(cfg, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			path, why := tt.setup(t, conf, cfg)
+			ios, _, _, _ := iostreams.Test()
+			ios.ErrOut = &iostreams.SyncBuffer{} // the agent logs from its goroutines
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			err := agentRun(ctx, &AgentOptions{IO: ios, StateDir: func() (string, error) { return filepath.Join(dir, "state"), nil },
+				ConfigFile: cfg, Settings: agent.Settings{ProbeInterval: 20 * time.Millisecond}})
+			if err == nil {
+				t.Fatalf("agentRun = nil: the agent ran the config %s (%s %s); want it refused", cfg, path, why)
+			}
+			for _, want := range []string{"--config " + cfg, path + " " + why, "the agent did not start", "chmod go-w"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %v\nwant it to say %q", err, want)
+				}
+			}
+			if code := ExitCode(err); code != ExitUsage {
+				t.Errorf("exit code %d, want %d", code, ExitUsage)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Error("the config's plugin ran")
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/volctl/volctl/internal/agent"
 	"github.com/volctl/volctl/internal/backoff"
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/display"
@@ -223,6 +224,11 @@ func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) error {
 		for _, sock := range []string{p.Socket, p.ControllerSocket, p.NodeSocket} {
 			if w := engine.SocketExposure(sock); w != "" {
 				fmt.Fprintf(opts.IO.ErrOut, "Warning: plugin %q: %s\n", p.ID, escapeLines(w))
+			}
+		}
+		if p.Exec != nil {
+			if err := agent.UntrustedCommand(p.Exec.Command); err != nil {
+				fmt.Fprintf(opts.IO.ErrOut, "Warning: plugin %q: the agent will not start it: %s\n", p.ID, escapeLines(err.Error()))
 			}
 		}
 	}

@@ -170,3 +170,25 @@ func TestSocketExposure(t *testing.T) {
 		}
 	}
 }
+
+// A plugin registered with an exec block whose command another user may change is one the
+// agent will not start (agent.UntrustedCommand): register says so at once, naming the path and
+// why, rather than leave it to be found in the agent's log. Before, it said nothing.
+func TestPluginRegisterWarnsOfACommandTheAgentWillNotRun(t *testing.T) {
+	dir := t.TempDir()
+	command := filepath.Join(dir, "plugin")
+	if err := os.WriteFile(command, []byte("#!/bin/sh\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(command, 0o777); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	src := "plugin \"p\" {\n  type   = \"monolith\"\n  socket = \"/run/p.sock\"\n  exec {\n    command = \"" + command + "\"\n  }\n}\n"
+	ios, _, _, errOut := iostreams.Test()
+	o := &PluginRegisterOptions{IO: ios, Files: []string{"p.hcl"},
+		ReadFile: func(string) ([]byte, error) { return []byte(src), nil },
+		Engine:   func(context.Context) (*engine.Engine, error) { return nil, errors.New("no engine in this test") }}
+	_ = pluginRegisterRun(context.Background(), o) // the warning comes before the engine opens
+	checkHolds(t, "stderr", errOut.String(), []string{`Warning: plugin "p": the agent will not start it: command ` + command,
+		command + " is writable by other users (mode 0777)", "chmod go-w"}, nil)
+}

@@ -1,6 +1,7 @@
 // Package pathtrust says whether another user could replace a directory volctl, often root,
-// keeps using by its path: the state dir (internal/store) and the hostpath plugin's --root
-// (internal/hostpath). A leaf: it imports nothing of ours.
+// keeps using by its path: the state dir (internal/store), the hostpath plugin's --root
+// (internal/hostpath), and the programs the agent runs as plugins (Program, internal/agent).
+// A leaf: it imports nothing of ours.
 package pathtrust
 
 import (
@@ -222,4 +223,59 @@ type NotRegularError struct{ Path, Kind string }
 
 func (e *NotRegularError) Error() string {
 	return fmt.Sprintf("%s is %s, not a regular file", e.Path, e.Kind)
+}
+
+// Replaceable returns what another user controls of the file or directory at path that volctl
+// uses by its path, or nil: what Ancestors finds on the way to it, or the file itself (its
+// symlinks followed): owned by another user than root or this one, or writable by other users
+// by its mode or its ACL. A sticky directory counts as writable: its bit stops others renaming
+// what is in it, not adding to it. What does not exist, or cannot be read, passes: the caller's
+// own use of the path then says what.
+func Replaceable(path string) *Problem {
+	if pr := Ancestors(path); pr != nil {
+		return pr
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return nil
+	}
+	real := path
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		real = r // the ACL read, and what is named, is the file, not a symlink to it
+	}
+	switch {
+	case !Trusted(st.Uid):
+		return &Problem{Path: real, Why: fmt.Sprintf("is owned by uid %d, neither root nor this user (uid %d)", st.Uid, os.Geteuid())}
+	case OthersMayWrite(st.Mode, st.Gid):
+		return &Problem{Path: real, Why: fmt.Sprintf("is writable by other users (mode %#o)", st.Mode&0o7777)}
+	}
+	if who := ACLWriter(real, st.Mode); who != "" {
+		return &Problem{Path: real, Why: fmt.Sprintf("is writable by %s through its ACL (mode %#o, getfacl shows it)", who, st.Mode&0o7777)}
+	}
+	return nil
+}
+
+// Program returns what another user controls of the program volctl runs for command, found at
+// path (exec.LookPath's answer), or nil: Replaceable of path and, for a command named alone
+// (looked up in PATH), of each directory of PATH searched before path's own, where another user
+// could put a program of that name that the next lookup finds first (shadow then says so).
+func Program(command, path string) (pr *Problem, shadow bool) {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs // a relative command ("bin/plugin") is run from the working directory: walked from there, not from "/"
+	}
+	if !strings.Contains(command, "/") {
+		found := filepath.Dir(path)
+		for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+			if dir == "" || !filepath.IsAbs(dir) {
+				continue // exec.LookPath refuses what it would find there (exec.ErrDot)
+			}
+			if filepath.Clean(dir) == found {
+				break
+			}
+			if pr := Replaceable(dir); pr != nil {
+				return pr, true
+			}
+		}
+	}
+	return Replaceable(path), false
 }
