@@ -56,3 +56,30 @@ func TestNomadRegisterRefusesAVolumeWhoseStorageNomadHasInAnotherNamespace(t *te
 		t.Errorf("volume db still marked handed over after a registration refused before anything was sent")
 	}
 }
+
+// register --all (and its --dry-run) over many volumes asked Nomad for the list of every
+// volume of every namespace once per volume, to look for twins: on a cluster of thousands of
+// volumes, a handover of hundreds fetched the whole list hundreds of times. It is listed once
+// per command now, and what the command registers is compared with the volumes after it.
+func TestNomadRegisterAllListsNomadsVolumesOnce(t *testing.T) {
+	h := nomadHarness(t)
+	ids := manyVolumes(t, h, 4)
+	n := newFakeNomad(t)
+	ios, _, _, _ := iostreams.Test()
+	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, All: true, DryRun: true, Nomad: n.client}); err != nil {
+		t.Fatalf("register --all --dry-run: %v", err)
+	}
+	if got := n.lists.Load(); got != 1 {
+		t.Errorf("register --all --dry-run of %d volumes listed Nomad's volumes %d times, want once", len(ids), got)
+	}
+	n.lists.Store(0)
+	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, All: true, Nomad: n.client}); err != nil {
+		t.Fatalf("register --all: %v", err)
+	}
+	if got := n.lists.Load(); got != 1 {
+		t.Errorf("register --all of %d volumes listed Nomad's volumes %d times, want once", len(ids), got)
+	}
+	if got := marked(t, h, ids); len(got) != len(ids) {
+		t.Errorf("volumes handed over: %v, want all of %v", got, ids)
+	}
+}

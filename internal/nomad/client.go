@@ -60,6 +60,9 @@ type Client struct {
 	// whose connection it then closes unanswered met a Nomad that went away part way, not
 	// something else at NOMAD_ADDR; nil for a Client not made by NewClient.
 	seen *atomic.Bool
+	// volumes is Nomad's volumes of every namespace as listed once for the client and its
+	// copies (Twins); nil for a Client not made by NewClient, which lists them for each call.
+	volumes *volumeList
 }
 
 // request returns the context one request to Nomad runs under: ctx (Ctrl-C ends it), bounded
@@ -133,7 +136,7 @@ func NewClient(address string) (*Client, error) {
 	region, namespace := cfg.Region, cfg.Namespace
 	c.SetNamespace("")
 	out := &Client{api: c, Address: shown, Region: region, Namespace: namespace, creds: creds, token: cfg.SecretID != "",
-		serverName: cfg.TLSConfig.TLSServerName, stopped: new(atomic.Pointer[string]), seen: new(atomic.Bool)}
+		serverName: cfg.TLSConfig.TLSServerName, stopped: new(atomic.Pointer[string]), seen: new(atomic.Bool), volumes: new(volumeList)}
 	switch t := cfg.TLSConfig; {
 	case t.CACert != "": // read before NOMAD_CAPATH, which is then not read
 		out.trusts = "NOMAD_CACERT=" + t.CACert
