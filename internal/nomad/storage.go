@@ -37,10 +37,15 @@ type Twin struct {
 // (CSIVolumesByPluginID drops every volume whose namespace is not "*"). The error matches
 // ErrPermissionDenied when the token may list volumes in no namespace.
 func (c *Client) Twins(ctx context.Context, v spec.Volume, ns string) ([]Twin, error) {
+	return c.TwinsIn(ctx, v, ns, c.Region)
+}
+
+// TwinsIn is Twins in region (the client's, or one a volume was handed over in).
+func (c *Client) TwinsIn(ctx context.Context, v spec.Volume, ns, region string) ([]Twin, error) {
 	if v.ExternalID == "" {
 		return nil, nil
 	}
-	stubs, err := c.storages(ctx, v)
+	stubs, err := c.storages(ctx, v, region)
 	if err != nil {
 		return nil, err
 	}
@@ -61,46 +66,58 @@ type storage struct {
 }
 
 // volumeList is Nomad's CSI volumes of every namespace as listed once for the client and its
-// copies (NewClient makes one per command): a command over many volumes (register --all,
-// status) asked Nomad for the whole list once per volume, every volume of the cluster each
-// time. What the command registers after the list is added to it (tookStorage), so a later
-// volume of the command is compared with it too. A token refused the list (403) is refused
-// it again: that is kept as well, not asked again per volume; any other failure is not kept,
-// the next volume asks again.
+// copies (NewClient makes one per command), per region: a command over many volumes
+// (register --all, status) asked Nomad for the whole list once per volume, every volume of
+// the cluster each time. What the command registers after the list is added to it
+// (tookStorage), so a later volume of the command is compared with it too. A token refused
+// the list (403) is refused it again: that is kept as well, not asked again per volume; any
+// other failure is not kept, the next volume asks again.
 type volumeList struct {
-	mu     sync.Mutex
+	mu       sync.Mutex
+	byRegion map[string]*regionVolumes
+}
+
+// regionVolumes is one region's entry of a volumeList.
+type regionVolumes struct {
 	listed bool
 	// denied is what Nomad said when it refused the token the list (a 403), kept.
 	denied string
 	stubs  []storage
 }
 
-// storages is Nomad's volumes of every namespace for Twins of v: listed once per client
-// (volumeList), or for each call by a Client not made by NewClient. The error names v, and
-// matches ErrPermissionDenied when the token may list volumes in no namespace.
-func (c *Client) storages(ctx context.Context, v spec.Volume) ([]storage, error) {
+// storages is Nomad's volumes of every namespace of region for Twins of v: listed once per
+// client (volumeList), or for each call by a Client not made by NewClient. The error names
+// v, and matches ErrPermissionDenied when the token may list volumes in no namespace.
+func (c *Client) storages(ctx context.Context, v spec.Volume, region string) ([]storage, error) {
+	kept := &regionVolumes{}
 	if l := c.volumes; l != nil {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if l.listed {
-			return l.stubs, nil
+		if l.byRegion == nil {
+			l.byRegion = map[string]*regionVolumes{}
 		}
-		if l.denied != "" {
-			return nil, &deniedError{c.listFailed(v, l.denied)}
+		if r := l.byRegion[region]; r != nil {
+			kept = r
+		} else {
+			l.byRegion[region] = kept
+		}
+		if kept.listed {
+			return kept.stubs, nil
+		}
+		if kept.denied != "" {
+			return nil, &deniedError{c.listFailed(v, kept.denied)}
 		}
 	}
 	rctx, a, cancel := c.request(ctx)
 	defer cancel()
 	var stubs []*api.CSIVolumeListStub
 	_, err := c.api.Raw().Query("/v1/volumes?type=csi", &stubs,
-		(&api.QueryOptions{Namespace: api.AllNamespacesNamespace, Region: c.Region}).WithContext(rctx))
+		(&api.QueryOptions{Namespace: api.AllNamespacesNamespace, Region: region}).WithContext(rctx))
 	if err != nil {
 		c.noteStopped(err, fmt.Sprintf("the volumes of volume %q's plugin", v.ID))
-		said := c.said(ctx, err, nil) + c.denied(err, "csi-list-volume", "") + c.noRegion(err, c.Region) + busy(err, a)
+		said := c.said(ctx, err, nil) + c.denied(err, "csi-list-volume", "") + c.noRegion(err, region) + busy(err, a)
 		if isDenied(err) {
-			if c.volumes != nil {
-				c.volumes.denied = said
-			}
+			kept.denied = said
 			return nil, &deniedError{c.listFailed(v, said)}
 		}
 		return nil, c.listFailed(v, said)
@@ -112,9 +129,7 @@ func (c *Client) storages(ctx context.Context, v spec.Volume) ([]storage, error)
 			out = append(out, storage{ID: s.ID, Namespace: cmp.Or(s.Namespace, spec.DefaultNamespace), PluginID: s.PluginID, ExternalID: s.ExternalID})
 		}
 	}
-	if c.volumes != nil {
-		c.volumes.listed, c.volumes.stubs = true, out
-	}
+	kept.listed, kept.stubs = true, out
 	return out, nil
 }
 
@@ -134,8 +149,8 @@ func (c *Client) tookStorage(v spec.Volume, ns string) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.listed {
-		l.stubs = append(l.stubs, storage{ID: v.ID, Namespace: ns, PluginID: v.PluginID, ExternalID: v.ExternalID})
+	if r := l.byRegion[c.Region]; r != nil && r.listed {
+		r.stubs = append(r.stubs, storage{ID: v.ID, Namespace: ns, PluginID: v.PluginID, ExternalID: v.ExternalID})
 	}
 }
 
