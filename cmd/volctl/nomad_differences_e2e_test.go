@@ -31,6 +31,15 @@ func startMemPluginInNomadWith(t *testing.T, id string, configure func(*csitest.
 		t.Skip("set NOMAD_BIN to a Nomad binary to run the end-to-end test against a real agent")
 	}
 	w = makeNomadWorld(t, 3*time.Minute)
+	socket, mem = w.startMemPlugin(id, configure)
+	return w, socket, mem
+}
+
+// startMemPlugin is startMemPluginInNomadWith in the world w, made but not started (its agent
+// configured first: chroot).
+func (w *nomadWorld) startMemPlugin(id string, configure func(*csitest.MemConfig)) (socket string, mem *csitest.MemPlugin) {
+	t := w.t
+	t.Helper()
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "n1"
 	if configure != nil {
@@ -45,7 +54,7 @@ func startMemPluginInNomadWith(t *testing.T, id string, configure func(*csitest.
 	w.stepTo(fmt.Sprintf("run plugin %q in Nomad, a link to the test's", id))
 	w.runLinkedPlugins(id+"-plugin", socket, []string{id})
 	w.volctl(0, "plugin", "register", "--id", id, "--socket", socket)
-	return w, socket, mem
+	return socket, mem
 }
 
 // createMemDB has volctl create volume db (dbSpec) on plugin mem, and returns its external ID.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -412,6 +413,11 @@ type nomadWorld struct {
 	// (nomad_secure_e2e_test.go): the test's own requests and nomad commands then carry its
 	// management token and certificates.
 	secure *secureNomad
+	// chroot, when set before startAgent, is the exec driver's chroot_env (host path: path in
+	// the task's chroot) in place of its default, a copy of most of the host's /bin, /etc, /lib
+	// and /usr built for each exec task (tens of seconds on a loaded host, and as many to
+	// remove with the test's directory).
+	chroot map[string]string
 
 	mu       sync.Mutex
 	captures []capture
@@ -551,13 +557,13 @@ client {
   options = {
     "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean"
   }
-}
+%s}
 plugin "raw_exec" {
   config {
     enabled = true
   }
 }
-%s`, w.dataDir, http, rpc, serf, w.secure.agentConfig()))
+%s`, w.dataDir, http, rpc, serf, w.chrootEnv(), w.secure.agentConfig()))
 	if w.secure != nil {
 		w.agentAddr = fmt.Sprintf("https://127.0.0.1:%d", http)
 	}
@@ -603,6 +609,41 @@ plugin "raw_exec" {
 }
 
 // stopAgent stops the agent (SIGINT, then SIGKILL of its process group after 30 s).
+// chrootEnv is the client block's chroot_env of w.chroot, "" when unset.
+func (w *nomadWorld) chrootEnv() string {
+	if len(w.chroot) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("  chroot_env {\n")
+	for _, src := range slices.Sorted(maps.Keys(w.chroot)) {
+		fmt.Fprintf(&b, "    %q = %q\n", src, w.chroot[src])
+	}
+	b.WriteString("  }\n")
+	return b.String()
+}
+
+// chrootOf is a chroot_env holding the program at path and the shared libraries and loader
+// ldd says it needs, each at its own path: enough for an exec task that runs it alone.
+func chrootOf(t *testing.T, path string) map[string]string {
+	t.Helper()
+	out, err := exec.Command("ldd", path).CombinedOutput()
+	if err != nil {
+		t.Skipf("ldd %s: %v (%s): the exec task's chroot cannot be made small", path, err, out)
+	}
+	env := map[string]string{path: path}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 3 && f[1] == "=>" && strings.HasPrefix(f[2], "/"):
+			env[f[2]] = f[2]
+		case len(f) >= 1 && strings.HasPrefix(f[0], "/"):
+			env[f[0]] = f[0]
+		}
+	}
+	return env
+}
+
 func (w *nomadWorld) stopAgent() {
 	if w.agent == nil {
 		return

@@ -70,6 +70,18 @@ capability {
 		t.Errorf("Nomad has volume db in the default namespace too:\n%s", got)
 	}
 
+	w.stepTo("volctl nomad status names Nomad's volume of db's storage")
+	var st []struct {
+		Twins []struct{ ID, Namespace string } `json:"twins"`
+	}
+	if err := json.NewDecoder(strings.NewReader(w.volctl(0, "nomad", "status", "db", "--json"))).Decode(&st); err != nil || len(st) != 1 ||
+		len(st[0].Twins) != 1 || st[0].Twins[0].ID != "db" || st[0].Twins[0].Namespace != "team" {
+		t.Errorf("nomad status --json: %+v (%v); want twins naming db of namespace team", st, err)
+	}
+	if out := w.volctl(0, "nomad", "status", "db"); !strings.Contains(out, "nomad volume deregister -namespace team db") {
+		t.Errorf("nomad status: %s\nwant a warning naming Nomad's volume of its storage and its deregister", out)
+	}
+
 	w.stepTo("once Nomad's volume of it is deregistered, volctl registers it")
 	w.nomad("volume", "deregister", "-namespace", "team", "db")
 	if out := w.volctl(0, "nomad", "register", "db"); !strings.Contains(out, `Registered volume "db"`) {

@@ -965,7 +965,11 @@ type NomadVolumeStatus struct {
 	// copy at each event-stream event of it (erasingAnswer): what the register warns of, for a
 	// volume registered there.
 	Erasing string `json:"erasing,omitempty"`
-	Error   string `json:"error,omitempty"`
+	// Twins are the volumes Nomad has of this volume's storage (its plugin and external ID)
+	// under another ID, or this ID in another namespace (nomad.Client.Twins): two Nomad
+	// volumes of one storage, whose allocs Nomad lets use it at once.
+	Twins []nomad.Twin `json:"twins,omitempty"`
+	Error string       `json:"error,omitempty"`
 }
 
 func newCmdNomadStatus(f *Factory, runF func(*NomadStatusOptions) error) *cobra.Command {
@@ -978,6 +982,8 @@ in Nomad or not, schedulable, the plugin's health there, and the allocs that cla
 reading and for writing. A handed-over volume is looked up in the namespace and region of its
 handover; any other where volctl nomad register would put it. A volume Nomad has by the same ID
 with another plugin or external ID is another volume (IN NOMAD: another), and a note says how;
+a warning names the volumes Nomad has of a volume's storage (its plugin and external ID) under
+another ID or namespace, whose allocs Nomad lets use it at once;
 a note names the fields Nomad's copy of this one has otherwise than volctl's, and those Nomad
 would refuse to change, with what each side has. It only reads: Nomad answers a read with a
 copy of the volume, its secrets left out and its mount flags redacted, and keeps its own as
@@ -1020,7 +1026,8 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 		}
 	}
 	out := make([]NomadVolumeStatus, 0, len(ids))
-	var failed, stopped error
+	var failed, stopped, listFailed error
+	unlisted := "" // Nomad refused to list its volumes: the twins could not be looked for
 	erasing := &erasingAnswer{}
 	for i, id := range ids {
 		// Once Nomad leaves a request unanswered or answers it busy, the rest are shown
@@ -1060,6 +1067,23 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			st.NomadNamespace = c.APIVolume(want).Namespace
 			have, err = c.VolumeIn(ctx, info.ID, st.NomadNamespace, c.Region)
 		}
+		if st.NomadNamespace != "" && stopAsking(ctx, c) == nil {
+			// Nomad's volumes of its storage under other IDs or namespaces, in the region
+			// it was asked in (listed once for the command): what register refuses to make,
+			// made by hand or by another volctl.
+			region := c.Region
+			if h := st.Handover; h != nil {
+				region = h.Region
+			}
+			twins, terr := c.TwinsIn(ctx, want, st.NomadNamespace, region)
+			switch {
+			case errors.Is(terr, nomad.ErrPermissionDenied):
+				unlisted = c.TwinsUnchecked(want)
+			case terr != nil && listFailed == nil:
+				listFailed = terr
+			}
+			st.Twins = twins
+		}
 		switch {
 		case err == nil:
 			// Nomad's volume of the ID may be someone else's (another volctl host's, one
@@ -1083,7 +1107,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 		}
 		out = append(out, st)
 	}
-	failed = errors.Join(failed, stopped)
+	failed = errors.Join(failed, listFailed, stopped)
 	// Nomad's copy holds what the plugin told Nomad (its version, the volume's context), and
 	// Nomad's errors what it was sent: no secret volctl knows is shown from either, nor the
 	// credentials sent to Nomad, which what answers for it may echo anywhere.
@@ -1123,16 +1147,40 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			if n := erasing.note(); n != "" {
 				fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
 			}
+			if len(s.Twins) > 0 {
+				region := c.Region
+				if s.Handover != nil {
+					region = s.Handover.Region
+				}
+				fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", twinsNote(s, region))
+			}
 			if len(s.NotCompared) > 0 {
 				fmt.Fprintf(opts.IO.ErrOut, "Note: volume %q: Nomad does not answer a volume's %s, so volctl's are not compared with its copy's: `%s` sends them again\n",
 					s.ID, strings.ReplaceAll(strings.Join(s.NotCompared, " or "), "_", " "), shellquote.Command("volctl nomad register", s.ID))
 			}
 		}
 	}
+	if unlisted != "" && !opts.Exporter.Enabled() {
+		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(c.Hide(unlisted)))
+	}
 	if failed != nil {
 		return fmt.Errorf("nomad status: %w", failed)
 	}
 	return nil
+}
+
+// twinsNote warns that Nomad has volume s's storage as other volumes too (s.Twins): their
+// allocs and this volume's may use it at once, and a deregister of one takes it from the
+// others, in region (where they were listed). Nomad's IDs and namespaces are escaped, as table
+// cells are.
+func twinsNote(s NomadVolumeStatus, region string) string {
+	names := make([]string, len(s.Twins))
+	for i, t := range s.Twins {
+		names[i] = fmt.Sprintf("volume %q in namespace %s", t.ID, t.Namespace)
+	}
+	t := s.Twins[0]
+	return display.Escape(fmt.Sprintf("volume %q: Nomad at %s has its storage (plugin %q, the same external ID) as another volume too: %s; Nomad's access modes hold per volume, so their allocs may use it at once, and deregistering or deleting one takes it from the others: `%s` if that one is no one's",
+		s.ID, s.NomadAddress, s.PluginID, strings.Join(names, ", "), engine.HandoverInfo{Namespace: t.Namespace, Region: region}.NomadCommand("volume deregister", t.ID)))
 }
 
 // nomadStatusNote says, under the table, what its cells cannot: that Nomad's volume of the ID

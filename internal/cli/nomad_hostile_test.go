@@ -56,6 +56,8 @@ type fakeNomad struct {
 	// NodesHealthy of 1 less, down to 0, in a plugin lookup and in each volume read, as
 	// Nomad answers a volume with its plugin's health.
 	nodesDown atomic.Int32
+	// lists counts the lists of every namespace's volumes asked (GET /v1/volumes).
+	lists atomic.Int32
 }
 
 func newFakeNomad(t *testing.T) *fakeNomad {
@@ -94,6 +96,7 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"ServerRegion": "global", "Members": members})
 	case r.URL.Path == "/v1/volumes" && r.Method == http.MethodGet:
 		// Every namespace's volumes (namespace=*), as stubs of what a read answers.
+		n.lists.Add(1)
 		if ns != "*" || r.URL.Query().Get("type") != "csi" {
 			n.t.Errorf("volume list %s: want type=csi in namespace *", r.URL)
 		}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -54,5 +55,114 @@ func TestNomadRegisterRefusesAVolumeWhoseStorageNomadHasInAnotherNamespace(t *te
 	n.mu.Unlock()
 	if handedOver(t, h) {
 		t.Errorf("volume db still marked handed over after a registration refused before anything was sent")
+	}
+}
+
+// register --all (and its --dry-run) over many volumes asked Nomad for the list of every
+// volume of every namespace once per volume, to look for twins: on a cluster of thousands of
+// volumes, a handover of hundreds fetched the whole list hundreds of times. It is listed once
+// per command now, and what the command registers is compared with the volumes after it.
+func TestNomadRegisterAllListsNomadsVolumesOnce(t *testing.T) {
+	h := nomadHarness(t)
+	ids := manyVolumes(t, h, 4)
+	n := newFakeNomad(t)
+	ios, _, _, _ := iostreams.Test()
+	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, All: true, DryRun: true, Nomad: n.client}); err != nil {
+		t.Fatalf("register --all --dry-run: %v", err)
+	}
+	if got := n.lists.Load(); got != 1 {
+		t.Errorf("register --all --dry-run of %d volumes listed Nomad's volumes %d times, want once", len(ids), got)
+	}
+	n.lists.Store(0)
+	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, All: true, Nomad: n.client}); err != nil {
+		t.Fatalf("register --all: %v", err)
+	}
+	if got := n.lists.Load(); got != 1 {
+		t.Errorf("register --all of %d volumes listed Nomad's volumes %d times, want once", len(ids), got)
+	}
+	if got := marked(t, h, ids); len(got) != len(ids) {
+		t.Errorf("volumes handed over: %v, want all of %v", got, ids)
+	}
+}
+
+// Nomad has volume db's storage as volume db of namespace team too (`nomad volume register
+// -namespace team` of the exported file, by hand): nomad status showed db registered and said
+// nothing of the other, whose allocs Nomad lets write the same storage at once. It warns of it
+// now, naming the other and its deregister, and --json carries it as twins; Nomad's volumes are
+// listed once for every volume shown.
+func TestNomadStatusSaysNomadHasTheStorageAsAnotherVolume(t *testing.T) {
+	h := nomadHarness(t)
+	ids := manyVolumes(t, h, 3)
+	info, err := h.e.Volume(h.ctx, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := newFakeNomad(t)
+	if _, _, err := registerIn(h, n); err != nil {
+		t.Fatal(err)
+	}
+	n.take("team", "db")
+	n.mu.Lock()
+	n.sent["team/db"] = map[string]any{"ExternalID": info.ExternalID, "PluginID": "hp"}
+	n.mu.Unlock()
+	n.lists.Store(0)
+
+	ios, _, _, errOut := iostreams.Test()
+	if err := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: n.client}); err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	for _, want := range []string{`Warning: volume "db": Nomad at ` + n.srv.URL + ` has its storage`, `volume "db" in namespace team`, "nomad volume deregister -namespace team db"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("status stderr:\n%s\nwant it to say %q", errOut, want)
+		}
+	}
+	if got := n.lists.Load(); got != 1 {
+		t.Errorf("status of %d volumes listed Nomad's volumes %d times, want once", len(ids), got)
+	}
+
+	ios, _, out, _ := iostreams.Test()
+	if err := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db", "v1"},
+		Exporter: exportFlags{JSON: true}}); err != nil {
+		t.Fatalf("status --json: %v", err)
+	}
+	var st []struct {
+		Registered bool
+		Twins      []struct{ ID, Namespace string }
+	}
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil || len(st) != 2 {
+		t.Fatalf("status --json: %s (%v)", out, err)
+	}
+	if tw := st[0].Twins; len(tw) != 1 || tw[0].ID != "db" || tw[0].Namespace != "team" || !st[0].Registered {
+		t.Errorf("status --json of db: twins %+v, registered %v; want db of namespace team, and db registered", tw, st[0].Registered)
+	}
+	if len(st[1].Twins) != 0 {
+		t.Errorf("status --json of v1: twins %+v, want none", st[1].Twins)
+	}
+}
+
+// A token that may not list volumes (no csi-list-volume): nomad status shows every volume as
+// before, and says once, not once per volume, that it could not look for twins.
+func TestNomadStatusSaysOnceItCouldNotLookForTwins(t *testing.T) {
+	h := nomadHarness(t)
+	manyVolumes(t, h, 3)
+	n := newFakeNomad(t)
+	inner := n.srv.Config.Handler
+	n.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/volumes" {
+			n.lists.Add(1)
+			http.Error(w, "Permission denied", http.StatusForbidden)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
+	ios, _, _, errOut := iostreams.Test()
+	if err := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: n.client}); err != nil {
+		t.Fatalf("status with the list refused: %v, want the status shown", err)
+	}
+	if got := strings.Count(errOut.String(), "could not check"); got != 1 || !strings.Contains(errOut.String(), "csi-list-volume") {
+		t.Errorf("status stderr:\n%s\nsays %d times that it could not check for twins, want once, naming csi-list-volume", errOut, got)
+	}
+	if got := n.lists.Load(); got != 1 {
+		t.Errorf("Nomad was asked for the list %d times after refusing it, want once", got)
 	}
 }

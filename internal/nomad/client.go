@@ -60,6 +60,9 @@ type Client struct {
 	// whose connection it then closes unanswered met a Nomad that went away part way, not
 	// something else at NOMAD_ADDR; nil for a Client not made by NewClient.
 	seen *atomic.Bool
+	// volumes is Nomad's volumes of every namespace as listed once for the client and its
+	// copies (Twins); nil for a Client not made by NewClient, which lists them for each call.
+	volumes *volumeList
 }
 
 // request returns the context one request to Nomad runs under: ctx (Ctrl-C ends it), bounded
@@ -133,7 +136,7 @@ func NewClient(address string) (*Client, error) {
 	region, namespace := cfg.Region, cfg.Namespace
 	c.SetNamespace("")
 	out := &Client{api: c, Address: shown, Region: region, Namespace: namespace, creds: creds, token: cfg.SecretID != "",
-		serverName: cfg.TLSConfig.TLSServerName, stopped: new(atomic.Pointer[string]), seen: new(atomic.Bool)}
+		serverName: cfg.TLSConfig.TLSServerName, stopped: new(atomic.Pointer[string]), seen: new(atomic.Bool), volumes: new(volumeList)}
 	switch t := cfg.TLSConfig; {
 	case t.CACert != "": // read before NOMAD_CAPATH, which is then not read
 		out.trusts = "NOMAD_CACERT=" + t.CACert
@@ -565,6 +568,10 @@ func (c *Client) denied(err error, need, ns string, also ...string) string {
 	if !isDenied(err) {
 		return ""
 	}
+	if ure := (api.UnexpectedResponseError{}); errors.As(err, &ure) && tokenGone(ure.Body()) {
+		// Not the policy: the token itself, which every request carries.
+		return " (Nomad does not know NOMAD_TOKEN's token, or the token has expired: `nomad acl token self` says which; set NOMAD_TOKEN to a token Nomad has)"
+	}
 	where := ""
 	if ns != "" {
 		need += " in namespace " + ns
@@ -689,7 +696,11 @@ func (c *Client) Credentials() []string { return slices.Clone(c.creds) }
 // unless one was noted before.
 func (c *Client) noteStopped(err error, what string) {
 	if c.stopped != nil && stopsAll(err) {
-		c.stopped.CompareAndSwap(nil, &what)
+		why := fmt.Sprintf("did not answer the request about %s, or answered it busy (said above), and every other request would wait or fail the same", what)
+		if isDenied(err) {
+			why = fmt.Sprintf("refused the request about %s: it does not know NOMAD_TOKEN's token, or the token has expired (said above), and every other request carries it: `nomad acl token self` says which; set NOMAD_TOKEN to a token Nomad has", what)
+		}
+		c.stopped.CompareAndSwap(nil, &why)
 	}
 }
 
@@ -698,7 +709,10 @@ func (c *Client) noteStopped(err error, what string) {
 // a TLS mismatch, no answer in time, Ctrl-C, an answer that is not Nomad's JSON or cut
 // short), a redirect, a gateway's 502, 503 or 504, a 429 (Nomad's limit of connections per
 // client, a proxy's rate limit), or Nomad's "No cluster leader" (which it says after waiting
-// for one to be elected).
+// for one to be elected), or Nomad's 403 for a token it does not know or that has expired
+// ("ACL token not found", "ACL token expired": a token with a TTL that ran out part way
+// through a handover), which every request carries, unlike a "Permission denied" of one
+// namespace's policy.
 func stopsAll(err error) bool {
 	var ure api.UnexpectedResponseError
 	if !errors.As(err, &ure) || !ure.HasStatusCode() {
@@ -707,8 +721,16 @@ func stopsAll(err error) bool {
 	switch ure.StatusCode() {
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return true
+	case http.StatusForbidden:
+		return tokenGone(ure.Body())
 	}
 	return strings.Contains(ure.Body(), "No cluster leader")
+}
+
+// tokenGone reports whether body, a 403's, is Nomad's word that it does not know the
+// request's token or that the token expired (structs.ErrTokenNotFound, ErrTokenExpired).
+func tokenGone(body string) bool {
+	return strings.Contains(body, "ACL token not found") || strings.Contains(body, "ACL token expired")
 }
 
 // Stopped is the error to report for a volume a command over many did not ask Nomad about,
@@ -721,7 +743,7 @@ func (c *Client) Stopped() error {
 	if c == nil || c.stopped == nil || c.stopped.Load() == nil {
 		return nil
 	}
-	return fmt.Errorf("Nomad at %s did not answer the request about %s, or answered it busy (said above), and every other request would wait or fail the same", c.Address, *c.stopped.Load())
+	return fmt.Errorf("Nomad at %s %s", c.Address, *c.stopped.Load())
 }
 
 func (c *Client) timeout() time.Duration {

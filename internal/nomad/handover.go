@@ -107,6 +107,11 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 		v.Context = maps.Clone(have.Context)
 	}
 	warnings, index, err := c.register(ctx, v)
+	if err == nil || inFlight(err) {
+		// Nomad has it now, or may yet: a later volume of this command of the same storage
+		// is its twin (Twins lists Nomad's volumes once per command).
+		c.tookStorage(v, ns)
+	}
 	if err != nil {
 		if !first { // marked from before: the mark stays whatever happened
 			out.Undo, out.InFlight = true, inFlight(err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -36,35 +37,121 @@ type Twin struct {
 // (CSIVolumesByPluginID drops every volume whose namespace is not "*"). The error matches
 // ErrPermissionDenied when the token may list volumes in no namespace.
 func (c *Client) Twins(ctx context.Context, v spec.Volume, ns string) ([]Twin, error) {
+	return c.TwinsIn(ctx, v, ns, c.Region)
+}
+
+// TwinsIn is Twins in region (the client's, or one a volume was handed over in).
+func (c *Client) TwinsIn(ctx context.Context, v spec.Volume, ns, region string) ([]Twin, error) {
 	if v.ExternalID == "" {
 		return nil, nil
+	}
+	stubs, err := c.storages(ctx, v, region)
+	if err != nil {
+		return nil, err
+	}
+	var out []Twin
+	for _, s := range stubs {
+		if s.PluginID == v.PluginID && s.ExternalID == v.ExternalID && (s.ID != v.ID || s.Namespace != ns) {
+			out = append(out, Twin{ID: s.ID, Namespace: s.Namespace})
+		}
+	}
+	slices.SortFunc(out, func(a, b Twin) int { return strings.Compare(a.Namespace+"\x00"+a.ID, b.Namespace+"\x00"+b.ID) })
+	return slices.Compact(out), nil
+}
+
+// storage is one volume Nomad has, as Twins compares it: its ID and namespace (the default
+// one for a Nomad that names none), plugin and external ID.
+type storage struct {
+	ID, Namespace, PluginID, ExternalID string
+}
+
+// volumeList is Nomad's CSI volumes of every namespace as listed once for the client and its
+// copies (NewClient makes one per command), per region: a command over many volumes
+// (register --all, status) asked Nomad for the whole list once per volume, every volume of
+// the cluster each time. What the command registers after the list is added to it
+// (tookStorage), so a later volume of the command is compared with it too. A token refused
+// the list (403) is refused it again: that is kept as well, not asked again per volume; any
+// other failure is not kept, the next volume asks again.
+type volumeList struct {
+	mu       sync.Mutex
+	byRegion map[string]*regionVolumes
+}
+
+// regionVolumes is one region's entry of a volumeList.
+type regionVolumes struct {
+	listed bool
+	// denied is what Nomad said when it refused the token the list (a 403), kept.
+	denied string
+	stubs  []storage
+}
+
+// storages is Nomad's volumes of every namespace of region for Twins of v: listed once per
+// client (volumeList), or for each call by a Client not made by NewClient. The error names
+// v, and matches ErrPermissionDenied when the token may list volumes in no namespace.
+func (c *Client) storages(ctx context.Context, v spec.Volume, region string) ([]storage, error) {
+	kept := &regionVolumes{}
+	if l := c.volumes; l != nil {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.byRegion == nil {
+			l.byRegion = map[string]*regionVolumes{}
+		}
+		if r := l.byRegion[region]; r != nil {
+			kept = r
+		} else {
+			l.byRegion[region] = kept
+		}
+		if kept.listed {
+			return kept.stubs, nil
+		}
+		if kept.denied != "" {
+			return nil, &deniedError{c.listFailed(v, kept.denied)}
+		}
 	}
 	rctx, a, cancel := c.request(ctx)
 	defer cancel()
 	var stubs []*api.CSIVolumeListStub
 	_, err := c.api.Raw().Query("/v1/volumes?type=csi", &stubs,
-		(&api.QueryOptions{Namespace: api.AllNamespacesNamespace, Region: c.Region}).WithContext(rctx))
+		(&api.QueryOptions{Namespace: api.AllNamespacesNamespace, Region: region}).WithContext(rctx))
 	if err != nil {
 		c.noteStopped(err, fmt.Sprintf("the volumes of volume %q's plugin", v.ID))
-		e := fmt.Errorf("volume %q: Nomad at %s: listing its volumes, to find any of plugin %q and external ID %q: %s%s", v.ID, c.Address, v.PluginID, v.ExternalID,
-			scrub(c.said(ctx, err, nil), v), c.denied(err, "csi-list-volume", "")+c.noRegion(err, c.Region)+busy(err, a))
+		said := c.said(ctx, err, nil) + c.denied(err, "csi-list-volume", "") + c.noRegion(err, region) + busy(err, a)
 		if isDenied(err) {
-			return nil, &deniedError{e}
+			kept.denied = said
+			return nil, &deniedError{c.listFailed(v, said)}
 		}
-		return nil, e
+		return nil, c.listFailed(v, said)
 	}
-	var out []Twin
+	out := make([]storage, 0, len(stubs))
 	for _, s := range stubs {
-		if s == nil {
-			continue
-		}
-		sns := cmp.Or(s.Namespace, spec.DefaultNamespace) // none: an older Nomad's, its default one
-		if s.PluginID == v.PluginID && s.ExternalID == v.ExternalID && (s.ID != v.ID || sns != ns) {
-			out = append(out, Twin{ID: s.ID, Namespace: sns})
+		if s != nil {
+			// No namespace: an older Nomad's, its default one.
+			out = append(out, storage{ID: s.ID, Namespace: cmp.Or(s.Namespace, spec.DefaultNamespace), PluginID: s.PluginID, ExternalID: s.ExternalID})
 		}
 	}
-	slices.SortFunc(out, func(a, b Twin) int { return strings.Compare(a.Namespace+"\x00"+a.ID, b.Namespace+"\x00"+b.ID) })
+	kept.listed, kept.stubs = true, out
 	return out, nil
+}
+
+// listFailed is the error of a list of Nomad's volumes, for Twins of v, that Nomad answered
+// so (said).
+func (c *Client) listFailed(v spec.Volume, said string) error {
+	return fmt.Errorf("volume %q: Nomad at %s: listing its volumes, to find any of plugin %q and external ID %q: %s", v.ID, c.Address, v.PluginID, v.ExternalID, scrub(said, v))
+}
+
+// tookStorage adds v, registered in namespace ns (or sent, and perhaps taken), to the
+// client's list of Nomad's volumes, if listed: a later volume of the command of the same
+// storage is its twin.
+func (c *Client) tookStorage(v spec.Volume, ns string) {
+	l := c.volumes
+	if l == nil || v.ExternalID == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r := l.byRegion[c.Region]; r != nil && r.listed {
+		r.stubs = append(r.stubs, storage{ID: v.ID, Namespace: ns, PluginID: v.PluginID, ExternalID: v.ExternalID})
+	}
 }
 
 // TwinsError is the error of a registration of v in namespace ns not sent because Nomad has

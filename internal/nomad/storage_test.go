@@ -155,3 +155,42 @@ func dbOfStorageExt1(t *testing.T, srv *httptest.Server) (*Client, spec.Volume) 
 	return c, spec.Volume{ID: "db", PluginID: "hp", ExternalID: "ext-1", Namespace: "default",
 		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}
 }
+
+// Nomad's volumes are listed once per client (a command), and a volume the client registered
+// after the list is a twin of a later volume of the same storage: the list, taken before,
+// does not have it, and Nomad would hold the storage twice.
+func TestTwinsListsOnceAndKnowsWhatTheClientRegistered(t *testing.T) {
+	var lists atomic.Int32
+	var registered atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Nomad-Index", "9")
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/v1/volumes":
+			lists.Add(1)
+			w.Write([]byte(`[]`))
+		case r.Method == http.MethodPut:
+			if registered.Swap(true) {
+				t.Errorf("a second registration was sent: %s", r.URL.Path)
+			}
+			w.Write([]byte(`{}`))
+		case r.Method == http.MethodGet && r.URL.Path == "/v1/volume/csi/db" && registered.Load():
+			w.Write([]byte(`{"ID":"db","Namespace":"default","PluginID":"hp","ExternalID":"ext-1",` +
+				`"RequestedCapabilities":[{"AccessMode":"single-node-writer","AttachmentMode":"file-system"}]}`))
+		default:
+			http.Error(w, "volume not found", http.StatusNotFound)
+		}
+	}))
+	c, v := dbOfStorageExt1(t, srv)
+	if _, err := c.HandOver(context.Background(), v, true); err != nil {
+		t.Fatalf("HandOver db: %v", err)
+	}
+	again := v
+	again.ID = "db-again"
+	done, err := c.HandOver(context.Background(), again, true)
+	if !errors.Is(err, ErrSameStorage) || !done.Undo || !strings.Contains(err.Error(), `volume "db" in namespace default`) {
+		t.Errorf("HandOver of db-again, db's storage, after db: %+v, %v; want ErrSameStorage naming db", done, err)
+	}
+	if n := lists.Load(); n != 1 {
+		t.Errorf("Nomad's volumes listed %d times for two volumes of one client, want once", n)
+	}
+}

@@ -181,6 +181,11 @@ func (d *decoder) checkNewID(rng hcl.Range, what, summary, s string) bool {
 	return d.reportID(rng, summary, ValidateNewID(what, s))
 }
 
+// checkNamespace is checkID for a volume's namespace, by ValidateNamespace's rules.
+func (d *decoder) checkNamespace(rng hcl.Range, _, summary, s string) bool {
+	return d.reportID(rng, summary, ValidateNamespace(s))
+}
+
 func (d *decoder) reportID(rng hcl.Range, summary string, err error) bool {
 	if err != nil {
 		d.errorf(rng, summary, "%s.", err)

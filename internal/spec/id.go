@@ -58,6 +58,27 @@ func ValidateNewID(what, id string) error {
 	return looksLikeItself(what, id)
 }
 
+// ValidateNamespace checks a volume spec's namespace by Nomad's rule for a namespace's name
+// (`nomad namespace apply` refuses any other): ASCII letters, digits and hyphens, 1 to 128
+// of them (MaxIDLength's bound, which ValidateNewID applies). A volume in a namespace of any other name is one Nomad can
+// never hold. "*", which Nomad's listings read as every namespace, names none to put a
+// volume in. It is ValidateNewID's rules first.
+func ValidateNamespace(ns string) error {
+	if err := ValidateNewID("namespace", ns); err != nil {
+		return err
+	}
+	if ns == "*" {
+		return fmt.Errorf("namespace %q names every namespace (to Nomad's listings, `-namespace '*'`), not one a volume can be in: name the namespace its jobs run in, or leave namespace out for the default one", ns)
+	}
+	for i, r := range ns {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-') {
+			return fmt.Errorf("namespace %q has %q (its character %d): Nomad's namespace names are ASCII letters, digits and hyphens only, so Nomad could hold no volume in it; name a namespace Nomad has (`nomad namespace list`), or leave namespace out for the default one",
+				ns, r, utf8.RuneCountInString(ns[:i])+1)
+		}
+	}
+	return nil
+}
+
 // ValidateNewName checks a name typed for volctl to send a plugin as a CSI name and to record as
 // what later names the object (a snapshot's NAME, which finds a pending snapshot and makes its
 // creation idempotent): not empty, at most the CSI spec's 128 bytes, UTF-8, no control

@@ -136,7 +136,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 
 	// Identity.
 	idAttr("id", "volume ID", &v.ID, true, d.checkNewID)
-	idAttr("namespace", "namespace", &v.Namespace, false, d.checkNewID)
+	idAttr("namespace", "namespace", &v.Namespace, false, d.checkNamespace)
 	if s, ok := d.str(attr("type")); ok {
 		// Lower-cased, as Nomad reads it: "CSI" is registered (not "cſi", which folds to csi).
 		v.Type = strings.ToLower(s)
