@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -11,23 +9,15 @@ import (
 )
 
 // The adversary: one plugin process registered under three IDs whose sockets are spelled
-// differently (the path as written, through a symlinked directory, with a "//" in it), hanging
+// differently (the path as written, through a symlinked directory, with a "/./" in it), hanging
 // NodeUnpublishVolume for every volume. The pass's record of hung sockets was keyed by the path
 // as written, so each spelling was a socket of its own: the pass waited two timeouts for each
 // ID, six in all, where one process had hung after two. It is one socket however spelled
 // (oneSocket): two timeouts, and every other volume of the three IDs left for the next pass.
 func TestPassTakesEverySpellingOfAHungSocketForHung(t *testing.T) {
 	h := newHarness(t, nil)
-	link := filepath.Join(t.TempDir(), "run")
-	if err := os.Symlink(filepath.Dir(h.socket), link); err != nil {
-		t.Fatal(err)
-	}
-	spellings := map[string]string{
-		"mem2": filepath.Join(link, filepath.Base(h.socket)),
-		"mem3": filepath.Dir(h.socket) + "//" + filepath.Base(h.socket),
-	}
-	for id, sock := range spellings {
-		h.registerPlugin(id, sock)
+	for i, sock := range otherSpellings(t, h.socket) {
+		h.registerPlugin([]string{"mem2", "mem3"}[i], sock)
 	}
 	var ids []string
 	for _, plugin := range []string{"mem", "mem2", "mem3"} {
