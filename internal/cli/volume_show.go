@@ -101,7 +101,12 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 		[2]string{"Capacity Requested", capacityRange(v.RequestedMin, v.RequestedMax)},
 		[2]string{"Access Mode", string(v.AccessMode)},
 		[2]string{"Attachment Mode", string(v.AttachmentMode)},
-		[2]string{"Mount Options", strings.Join(v.MountOptions.Describe(), ", ")},
+		[2]string{"Mount Options", mountOptionsCell(v)},
+	)
+	if asks := claimsAllowing(v.Claims); asks != "" {
+		pairs = append(pairs, [2]string{"Claim Mount Flags", asks})
+	}
+	pairs = append(pairs,
 		[2]string{"Staged", display.YesNo(v.Staged)},
 	)
 	if v.ExpansionPending > 0 {
@@ -149,6 +154,29 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 		return nil
 	}
 	return writeClaimTable(out, v.Claims, now, false)
+}
+
+// mountOptionsCell is the volume's mount options (spec.MountOptions.Describe), saying which of
+// suid, dev and exec its flags ask for: "mount_flags=[REDACTED] (2), asking for suid, dev".
+func mountOptionsCell(v engine.VolumeInfo) string {
+	s := strings.Join(v.MountOptions.Describe(), ", ")
+	if len(v.MountAllows) > 0 {
+		s += ", asking for " + strings.Join(v.MountAllows, ", ")
+	}
+	return s
+}
+
+// claimsAllowing says which claims' mount flags (the volume's, or a claim's own --mount-flag)
+// ask for suid, dev or exec (engine.ClaimInfo.MountAllows): "alloc web-0 asks for suid, dev";
+// "" for none.
+func claimsAllowing(claims []engine.ClaimInfo) string {
+	var parts []string
+	for _, c := range claims {
+		if len(c.MountAllows) > 0 {
+			parts = append(parts, fmt.Sprintf("alloc %s asks for %s", c.Alloc, strings.Join(c.MountAllows, ", ")))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // writeClaimTable prints claims with their state, age and last error; withVolume adds the

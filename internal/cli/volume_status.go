@@ -33,7 +33,8 @@ its current access mode and its live claims.
 
 With a volume ID, or a prefix of one, show that volume in the spirit of nomad volume status ID:
 external ID, provider and version, capacity, the plugin's health, the current access and
-attachment mode, the mount options (mount flags are never shown), topologies, capabilities, and
+attachment mode, the mount options (mount flags are never shown, only which of suid, dev and
+exec they ask for, the volume's and each claim's), topologies, capabilities, and
 every claim with its alloc, mode, state, age and last error.
 
 A prefix that matches several volumes lists them and exits 2. The list reads the state only;

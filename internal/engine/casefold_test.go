@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // A state dir whose names are looked up without regard to case (vfat, or an ext4 or tmpfs
@@ -48,6 +49,59 @@ func TestCaseInsensitiveStateDirRefusesWhatWouldNameByID(t *testing.T) {
 		t.Errorf("listing the volumes of a case-insensitive state dir (to move them): %v", err)
 	} else if len(vs) != 1 {
 		t.Errorf("volumes %+v, want db alone", vs)
+	}
+}
+
+// Why every lock is refused there, not only one whose ID folds onto another the store records:
+// the state dir holds names the store no longer does. A volume deregistered while a mount was
+// left on its staging path (deregister forgets a staging row a release cut short, and reports
+// the mount), a process killed between the row's delete and the directory's removal, a lock
+// file a crashed process held: none is in the store, so a rule that refused only IDs colliding
+// with stored ones would let "DB" be created and staged onto "db"'s leftover staging path, its
+// alloc handed what is mounted there. The directory alone cannot say which IDs it holds (a
+// listing of a case-insensitive dir gives each name once, in whichever case it was made), so
+// volctl refuses them all.
+func TestCaseInsensitiveStateDirRefusesAnIDThatFoldsOntoWhatOnlyTheDiskHolds(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db"))
+	left := stagingPath(h.dir, "mem", "db")
+	if err := os.MkdirAll(left, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(left, "mounted-data")
+	if err := os.WriteFile(mark, []byte("db's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.update(func(tx *store.Tx) error { return tx.Volumes().Delete("db") }) // forgotten, its staging path left
+	// The lookups a case-insensitive dir makes: locks as LOCKS, db's staging path as DB's.
+	for alias, real := range map[string]string{
+		filepath.Join(h.dir, "LOCKS"):   filepath.Join(h.dir, lockDir),
+		stagingPath(h.dir, "mem", "DB"): left,
+	} {
+		if err := os.Mkdir(alias, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mount(real, alias, "", unix.MS_BIND, ""); err != nil {
+			t.Skipf("needs root with CAP_SYS_ADMIN to bind-mount %s at %s, as a case-insensitive directory finds it: %v", real, alias, err)
+		}
+		t.Cleanup(func() {
+			if err := unix.Unmount(alias, unix.MNT_DETACH); err != nil {
+				t.Errorf("unmount %s: %v", alias, err)
+			}
+		})
+	}
+	h.open(Config{})
+	if vs, err := h.e.Volumes(h.ctx); err != nil || len(vs) != 0 {
+		t.Fatalf("volumes %+v (%v), want none: no stored ID folds onto DB", vs, err)
+	}
+	if _, err := h.e.CreateVolume(h.ctx, volume("DB")); err == nil || !strings.Contains(err.Error(), "case-insensitive") {
+		t.Fatalf(`volume "DB" created in a case-insensitive state dir whose staging path for it holds db's leftover mount: %v`, err)
+	}
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "DB", Alloc: "web"}); err == nil {
+		t.Error(`claim of "DB" went ahead onto db's leftover staging path`)
+	}
+	if b, err := os.ReadFile(mark); err != nil || string(b) != "db's" {
+		t.Errorf("db's leftover staging path touched: %q, %v", b, err)
 	}
 }
 

@@ -17,14 +17,7 @@ import (
 // volume would delete the other's data.
 func TestOneStorageVolumeThroughTwoSpellingsOfOneSocket(t *testing.T) {
 	h := newHarness(t, nil)
-	link := filepath.Join(t.TempDir(), "run")
-	if err := os.Symlink(filepath.Dir(h.socket), link); err != nil {
-		t.Fatal(err)
-	}
-	spellings := []string{
-		filepath.Join(link, filepath.Base(h.socket)),
-		filepath.Dir(h.socket) + "/./" + filepath.Base(h.socket),
-	}
+	spellings := otherSpellings(t, h.socket)
 	a := h.create(volume("a"))
 	for i, sock := range spellings {
 		id := []string{"mem2", "mem3"}[i]
@@ -35,6 +28,17 @@ func TestOneStorageVolumeThroughTwoSpellingsOfOneSocket(t *testing.T) {
 			t.Errorf("register a's storage again through %s at %s: %v", id, sock, err)
 		}
 	}
+}
+
+// otherSpellings are two other paths of socket: through a symlink to its directory, and with a
+// "/./" in it.
+func otherSpellings(t *testing.T, socket string) []string {
+	t.Helper()
+	link := filepath.Join(t.TempDir(), "run")
+	if err := os.Symlink(filepath.Dir(socket), link); err != nil {
+		t.Fatal(err)
+	}
+	return []string{filepath.Join(link, filepath.Base(socket)), filepath.Dir(socket) + "/./" + filepath.Base(socket)}
 }
 
 // Two volctl volumes recorded on one storage volume (state from a volctl that did not see

@@ -1067,11 +1067,13 @@ func (e *Engine) attempt(ctx context.Context, c *conn, rpc string, call func(con
 // plugin costs two (more only for restore workers already waiting on it), and a restarted
 // plugin hung from its first RPC one short timeout, not one per volume (connectPlugin). Keyed
 // by the socket the RPC goes to: a split plugin's controller is not taken for hung with its
-// node, and plugin IDs registered on one socket, one process, are hung together.
+// node, and plugin IDs registered on one socket, one process, are hung together however their
+// sockets are spelled (oneSocket: a symlinked directory, a "//", a bind mount;
+// `TestPassTakesEverySpellingOfAHungSocketForHung`).
 type hungPlugins struct {
 	of, left string // "this pass", and what does the rest: "the next pass" (withHungPlugins)
 	mu       sync.Mutex
-	socket   map[string]*hungSocket
+	socket   map[string]*hungSocket // by the spelling first noted (sockets)
 }
 
 // hungSocket is what a pass saw of one socket: the volumes whose RPCs timed out, and the
@@ -1137,7 +1139,7 @@ func (h *hungPlugins) note(p store.Plugin, rpc, volume string, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, s := range rpcSockets(p, rpc) {
-		hs := h.socket[s]
+		hs := h.sockets(s)
 		if hs == nil {
 			hs = &hungSocket{volumes: map[string]error{}}
 			h.socket[s] = hs
@@ -1149,6 +1151,20 @@ func (h *hungPlugins) note(p store.Plugin, rpc, volume string, err error) {
 			hs.hung = err
 		}
 	}
+}
+
+// sockets is what the pass saw of socket however spelled (oneSocket), nil for nothing. The
+// caller holds h.mu.
+func (h *hungPlugins) sockets(socket string) *hungSocket {
+	if hs := h.socket[socket]; hs != nil {
+		return hs
+	}
+	for s, hs := range h.socket {
+		if oneSocket(s, socket) {
+			return hs
+		}
+	}
+	return nil
 }
 
 // refuse is rpc's failure, not sent, when a socket it goes to is hung, or timed out for
@@ -1165,7 +1181,7 @@ func (h *hungPlugins) refuse(p store.Plugin, rpc, volume string) error {
 		return nil // the common case: no plugin has hung
 	}
 	for _, s := range rpcSockets(p, rpc) {
-		hs := h.socket[s]
+		hs := h.sockets(s)
 		switch {
 		case hs == nil:
 		case hs.hung != nil:

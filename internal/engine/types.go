@@ -89,6 +89,7 @@ type VolumeInfo struct {
 	RequestedMax       int64                 `json:"capacity_max,omitempty"`
 	Capabilities       []spec.Capability     `json:"capabilities"`
 	MountOptions       *spec.MountOptions    `json:"mount_options,omitempty"`
+	MountAllows        []string              `json:"mount_allows,omitempty"` // which of suid, dev, exec its mount flags ask for (spec.MountFlags.Allows)
 	TopologyRequest    *spec.TopologyRequest `json:"topology_request,omitempty"`
 	AccessibleTopology []spec.Topology       `json:"topologies,omitempty"`
 	Secrets            spec.Secrets          `json:"secrets,omitempty"` // keys only; values redacted
@@ -130,6 +131,7 @@ type ClaimInfo struct {
 	Degraded       bool                `json:"degraded"` // published before, lost its mount, restore not finished
 	TargetPath     string              `json:"target_path"`
 	Binds          []Bind              `json:"binds,omitempty"`
+	MountAllows    []string            `json:"mount_allows,omitempty"` // which of suid, dev, exec its mount flags ask for (spec.MountFlags.Allows)
 	LastRPC        string              `json:"last_rpc,omitempty"`
 	LastCode       string              `json:"last_code,omitempty"`
 	LastError      string              `json:"last_error,omitempty"`
@@ -158,7 +160,7 @@ func claimInfo(c store.Claim) ClaimInfo {
 		AccessMode: c.AccessMode, AttachmentMode: c.AttachmentMode, State: string(c.State),
 		Releasing: c.Releasing, NeedsReconcile: c.NeedsReconcile, Degraded: c.Degraded, TargetPath: c.TargetPath,
 		LastRPC: c.LastRPC, LastCode: c.LastCode, LastError: c.LastError,
-		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, MountAllows: c.MountFlags.Allows(),
 	}
 	for _, b := range c.Binds {
 		out.Binds = append(out.Binds, Bind{Destination: b.Destination, ReadOnly: b.ReadOnly, PropagationMode: b.PropagationMode})

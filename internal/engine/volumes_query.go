@@ -7,6 +7,7 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -186,6 +187,15 @@ func (e *Engine) resolveVolume(tx *store.Tx, idOrPrefix string) (store.Volume, e
 	return store.Volume{}, amb
 }
 
+// mountAllows is which of suid, dev and exec mo's mount flags ask for (spec.MountFlags.Allows):
+// worked out here, as the view's strings are scrubbed of every mount flag before it is shown.
+func mountAllows(mo *spec.MountOptions) []string {
+	if mo == nil {
+		return nil
+	}
+	return mo.MountFlags.Allows()
+}
+
 func volumeInfo(v store.Volume, claims []store.Claim, p store.Plugin, pluginKnown, staged bool) VolumeInfo {
 	info := VolumeInfo{
 		VolumeSummary: volumeSummary(v, claims, pluginKnown && takesClaims(p.Health)),
@@ -194,7 +204,7 @@ func volumeInfo(v store.Volume, claims []store.Claim, p store.Plugin, pluginKnow
 		PluginHealthy: pluginKnown && p.Health.Healthy, PluginReady: pluginKnown && p.Health.Ready,
 		PluginError:  p.Health.LastError,
 		RequestedMin: v.RequestedMin, RequestedMax: v.RequestedMax,
-		Capabilities: v.Capabilities, MountOptions: v.MountOptions, TopologyRequest: v.TopologyRequest,
+		Capabilities: v.Capabilities, MountOptions: v.MountOptions, MountAllows: mountAllows(v.MountOptions), TopologyRequest: v.TopologyRequest,
 		AccessibleTopology: v.AccessibleTopology, Secrets: v.Secrets,
 		Parameters: v.Parameters, Context: maps.Clone(v.Context),
 		SnapshotID: v.SnapshotID, CloneID: v.CloneID, Staged: staged, NodeExpansionOwed: v.NodeExpandMin, ExpansionPending: v.ExpandMin,

@@ -203,7 +203,15 @@ func reopen(fd int, path string) (*os.File, error) {
 // had the new names linked to the removed file's copy where the file system gave the new file
 // the number freed (ext4 does at once), the snapshot holding the old content for the new file
 // (TestHardLinkToAFileDeletedDuringTheCopyIsNotMade). Where the kernel reports neither the
-// birth time nor the generation (NFS), each name is copied.
+// birth time nor the generation (NFS), the copied file is held open (its O_PATH descriptor kept,
+// up to maxPinned files a copy) until the copy is made: a file held open keeps its inode, so its
+// number names no other file meanwhile (NFS's client renames a file removed while open, and the
+// server keeps it) and the number alone tells its other names. Before, each name was copied:
+// on an NFS root a file linked a thousand times was a thousand copies
+// (TestCopyLinksNamesOfOneFileWhereTheKernelCannotTellFilesApart). A removal by another NFS
+// client than the plugin's host is not held off so, nor seen: the number of a file the plugin
+// holds open may then be given to a new file on the server during the copy. Past maxPinned such
+// files, each further one's names are copied.
 //
 // What it made is on disk when it returns: its file system synced once it is all made
 // (syncfs(2): one call, where a sync of each file cost a journal commit each, thousands for a
@@ -214,10 +222,17 @@ func reopen(fd int, path string) (*os.File, error) {
 func copyTree(ctx context.Context, src, dst string) (mounts []string, err error) {
 	type inode struct{ dev, ino uint64 }
 	type copiedFile struct {
-		copy string
-		id   fileID
+		copy   string
+		id     fileID
+		pinned bool // held open by the copy: its number names it alone until the copy is made
 	}
 	copied := map[inode]copiedFile{} // the copy of each file with more than one name, by its source
+	var pins []int
+	defer func() {
+		for _, fd := range pins {
+			unix.Close(fd)
+		}
+	}()
 	mounts, err = walkTree(ctx, src, func(e *treeEntry) error {
 		target := filepath.Join(dst, e.rel)
 		perm := fs.FileMode(e.st.Mode) & fs.ModePerm
@@ -238,10 +253,10 @@ func copyTree(ctx context.Context, src, dst string) (mounts []string, err error)
 			ino := inode{e.st.Dev, e.st.Ino}
 			first, ok := copied[ino]
 			var id fileID
-			if ok || e.st.Nlink > 1 {
+			if !first.pinned && (ok || e.st.Nlink > 1) {
 				id = identifyFile(e, filepath.Join(src, e.rel))
 			}
-			if ok && id == first.id {
+			if ok && (first.pinned || id == first.id) {
 				if err := os.Link(first.copy, target); err != nil {
 					return err
 				}
@@ -252,7 +267,12 @@ func copyTree(ctx context.Context, src, dst string) (mounts []string, err error)
 				return err
 			}
 			if e.st.Nlink > 1 && id.known() {
-				copied[ino] = copiedFile{target, id}
+				copied[ino] = copiedFile{copy: target, id: id}
+			} else if e.st.Nlink > 1 && len(pins) < maxPinned {
+				if fd, err := unix.FcntlInt(uintptr(e.fd), unix.F_DUPFD_CLOEXEC, 0); err == nil {
+					pins = append(pins, fd)
+					copied[ino] = copiedFile{copy: target, pinned: true}
+				}
 			}
 		default:
 			return nil
@@ -293,8 +313,13 @@ type fileID struct {
 // told from another of its number, and its names are copied, not linked.
 func (id fileID) known() bool { return id.bornKnown || id.genKnown }
 
-// identifyFile is the fileID of the regular file e (at path, for errors).
-func identifyFile(e *treeEntry, path string) fileID {
+// maxPinned bounds the files of more than one name one copy holds open where the kernel cannot
+// tell files apart (copyTree): a descriptor each, of the plugin's, which every RPC shares.
+const maxPinned = 1024
+
+// identifyFile is the fileID of the regular file e (at path, for errors); tests take the
+// kernel's answer away, as NFS gives none.
+var identifyFile = func(e *treeEntry, path string) fileID {
 	id := fileID{born: e.born, bornKnown: e.bornKnown}
 	f, err := reopen(e.fd, path) // the ioctl needs a descriptor opened for reading, not O_PATH
 	if err != nil {
@@ -469,14 +494,24 @@ type usage struct {
 	mounts []string
 }
 
-// diskUsage walks dir like du: it counts allocated blocks, not apparent sizes, and every entry
-// as one inode (hard links counted once per link; good enough for a stats RPC). It never
-// follows a symlink, nor enters a mount (walkTree): a directory swapped for a link to /, or
-// with / mounted on it, is not counted as the volume's.
+// diskUsage walks dir like du: it counts allocated blocks, not apparent sizes, and each inode
+// once, however many hard links in dir name it (a package store's or a backup's links would
+// otherwise multiply a volume's usage to a CO asking NodeGetVolumeStats:
+// TestNodeGetVolumeStatsCountsAHardLinkedFileOnce). It never follows a symlink, nor enters a
+// mount (walkTree): a directory swapped for a link to /, or with / mounted on it, is not
+// counted as the volume's.
 func diskUsage(ctx context.Context, dir string) (usage, error) {
 	var u usage
 	var err error
+	linked := map[[2]uint64]bool{} // the walk's inodes of more than one link, by device and number
 	u.mounts, err = walkTree(ctx, dir, func(e *treeEntry) error {
+		if e.kind() != unix.S_IFDIR && e.st.Nlink > 1 {
+			id := [2]uint64{e.st.Dev, e.st.Ino}
+			if linked[id] {
+				return nil
+			}
+			linked[id] = true
+		}
 		u.inodes++
 		u.bytes += e.st.Blocks * 512
 		return nil

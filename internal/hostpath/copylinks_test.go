@@ -120,3 +120,69 @@ func mustWrite(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// withoutFileIdentity makes the kernel tell nothing of a file's identity for the test, as on
+// NFS: no birth time, no generation.
+func withoutFileIdentity(t *testing.T) {
+	was := identifyFile
+	identifyFile = func(*treeEntry, string) fileID { return fileID{} }
+	t.Cleanup(func() { identifyFile = was })
+}
+
+// On a root whose file system reports neither birth time nor generation (NFS), the copy had no
+// way to tell a file from a new one given its number, and copied each name of a linked file: a
+// consumer's file linked a thousand times in a volume of a megabyte was a thousand copies in
+// each snapshot and clone, on the root every volume shares. The copy holds each linked file it
+// copied open until it is done, so its number names no other file meanwhile, and links its
+// other names to its one copy.
+func TestCopyLinksNamesOfOneFileWhereTheKernelCannotTellFilesApart(t *testing.T) {
+	withoutFileIdentity(t)
+	src := t.TempDir()
+	dst := filepath.Join(t.TempDir(), "copy")
+	mustMkdir(t, filepath.Join(src, "sub"))
+	mustWrite(t, filepath.Join(src, "data"), "one file")
+	names := []string{"data"}
+	for _, n := range []string{"sub/data", "data.a", "data.b", "data.c", "data.d", "data.e"} {
+		if err := os.Link(filepath.Join(src, "data"), filepath.Join(src, n)); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, n)
+	}
+	if _, err := copyTree(context.Background(), src, dst); err != nil {
+		t.Fatal(err)
+	}
+	first := inodeOf(t, filepath.Join(dst, "data"))
+	for _, n := range names {
+		if got, err := os.ReadFile(filepath.Join(dst, n)); err != nil || string(got) != "one file" {
+			t.Errorf("the copy of %s: %q, %v", n, got, err)
+		}
+		if ino := inodeOf(t, filepath.Join(dst, n)); ino != first {
+			t.Errorf("the copy of %s is inode %d, data's %d: one file's %d names copied as %d files", n, ino, first, len(names), len(names))
+		}
+	}
+}
+
+// Linking by the number alone is sound only while the number names one file: a file the copy
+// linked names to is held open, so the rotation of TestHardLinkToAFileDeletedDuringTheCopyIsNotMade
+// cannot give its number to a new file during the copy, and the new file is copied as itself.
+func TestCopyWithoutFileIdentityHoldsTheNumberOfWhatItLinks(t *testing.T) {
+	withoutFileIdentity(t)
+	const old, fresh = "OLD deleted file", "NEW file"
+	src, dst, reused := rotateWhileCopying(t, old, fresh)
+	if reused != "" {
+		rel, _ := filepath.Rel(src, reused)
+		for _, name := range []string{rel, rel + "-link"} {
+			if got, err := os.ReadFile(filepath.Join(dst, name)); err != nil || string(got) != fresh {
+				t.Errorf("%s got the inode number of a/x1, removed during the copy, and its copy %s holds %q, %v; want %q", rel, name, got, err, fresh)
+			}
+		}
+	}
+	for _, n := range []string{"x1", "x2"} {
+		if got, err := os.ReadFile(filepath.Join(dst, "a", n)); err != nil || string(got) != old {
+			t.Errorf("the copy of a/%s: %q, %v; want %q, copied before it was removed", n, got, err, old)
+		}
+	}
+	if inodeOf(t, filepath.Join(dst, "a", "x1")) != inodeOf(t, filepath.Join(dst, "a", "x2")) {
+		t.Error("the copies of a/x1 and a/x2, two names of one file, are two files")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -330,6 +331,39 @@ func TestNodeExpandAndStats(t *testing.T) {
 	_, err = c.nd.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{VolumeId: v.GetVolumeId(), VolumePath: p.target,
 		CapacityRange: &csi.CapacityRange{LimitBytes: 2 * mib}})
 	wantCode(t, err, codes.OutOfRange)
+}
+
+// A volume whose files are hard-linked to one another (a package manager's store, a backup
+// tool's snapshots, git's objects): NodeGetVolumeStats counted each link's blocks and inode
+// again, so a Nomad agent or csi-sanity saw a volume of one 64 KiB file and its 15 links use
+// 1 MiB and 17 inodes, its Available down to nothing. du counts an inode once: so does the walk.
+func TestNodeGetVolumeStatsCountsAHardLinkedFileOnce(t *testing.T) {
+	c, _ := startFake(t, hostpath.Config{})
+	v, p := c.staged(t, "v")
+	mustOK(t, c.publish(v, p, p.target, false, nil))
+	dir := c.volumeDir(t, v.GetVolumeId())
+	blob := filepath.Join(dir, "blob")
+	mustOK(t, os.WriteFile(blob, bytes.Repeat([]byte("x"), 64<<10), 0o644))
+	var st unix.Stat_t
+	mustOK(t, unix.Stat(blob, &st))
+	mustOK(t, os.Mkdir(filepath.Join(dir, "links"), 0o755))
+	for i := range 15 {
+		mustOK(t, os.Link(blob, filepath.Join(dir, "links", fmt.Sprint(i))))
+	}
+	stats, err := c.nd.NodeGetVolumeStats(context.Background(), &csi.NodeGetVolumeStatsRequest{VolumeId: v.GetVolumeId(), VolumePath: p.target})
+	mustOK(t, err)
+	for _, u := range stats.GetUsage() {
+		switch u.GetUnit() {
+		case csi.VolumeUsage_BYTES:
+			if u.GetUsed() > st.Blocks*512+64<<10 {
+				t.Errorf("bytes used %d, want the blob's %d and its directories' once, not once per link", u.GetUsed(), st.Blocks*512)
+			}
+		case csi.VolumeUsage_INODES:
+			if u.GetUsed() != 3 {
+				t.Errorf("inodes used %d, want 3 (the volume's directory, links and the blob, once)", u.GetUsed())
+			}
+		}
+	}
 }
 
 func TestNodeGetVolumeHealth(t *testing.T) {

@@ -101,7 +101,14 @@ func Listen(path string) (net.Listener, error) {
 	// And by name, whatever the kernel made of the mode of an unbound socket.
 	fi, err := chmodSocket(path)
 	if err != nil {
-		ul.Close()
+		if fi != nil {
+			// The socket bound, not made private: removed (while it is the file found there)
+			// with the listener, so that a failed Listen leaves nothing behind
+			// (TestListenThatCannotChmodItsSocketLeavesNoSocket).
+			_ = (&socketListener{UnixListener: ul, path: path, info: fi}).Close()
+		} else {
+			ul.Close() // nothing found there is the plugin's to remove
+		}
 		return nil, fmt.Errorf("socket %q: %w", path, err)
 	}
 	return &socketListener{UnixListener: ul, path: path, info: fi}, nil
@@ -128,7 +135,8 @@ func checkSocketDir(path string) error {
 // could swap the file for a symlink between the bind and a chmod by name, which the plugin, as
 // root, would follow: to /etc/passwd, made 0600, and no user could log in
 // (TestListenDoesNotChmodThroughASymlinkSwappedIn). What is not a socket is refused, naming
-// the directory.
+// the directory. A socket whose chmod failed is returned with the failure, for the caller to
+// remove.
 func chmodSocket(path string) (fs.FileInfo, error) {
 	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -145,11 +153,14 @@ func chmodSocket(path string) (fs.FileInfo, error) {
 			"serve the socket in a directory only root may write, such as /run/csi", fi.Mode(), filepath.Dir(path))
 	}
 	// An O_PATH descriptor takes no fchmod; its /proc/self/fd link reaches the very file.
-	if err := os.Chmod("/proc/self/fd/"+strconv.Itoa(fd), socketMode); err != nil {
-		return nil, err
+	if err := chmodFile("/proc/self/fd/"+strconv.Itoa(fd), socketMode); err != nil {
+		return fi, fmt.Errorf("making it private (mode %v): %w", fs.FileMode(socketMode), err)
 	}
 	return fi, nil
 }
+
+// chmodFile is os.Chmod; tests make it fail, as it does where /proc is not mounted.
+var chmodFile = os.Chmod
 
 // RemoveStaleSocket removes the socket file at path if nothing listens on it (connecting is
 // refused), under the lock Listen takes on its directory. A path that is not a socket, or a

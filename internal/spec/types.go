@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -104,6 +105,31 @@ func (m *MountOptions) Describe() []string {
 		parts = append(parts, fmt.Sprintf("mount_flags=%s (%d)", Redacted, n))
 	}
 	return parts
+}
+
+// loosening are the mount flags that lift what nosuid, nodev and noexec forbid: words of
+// mount(8)'s own vocabulary, which carry no credential.
+var loosening = []string{"suid", "dev", "exec"}
+
+// ShownMountFlag says whether flag is one of the words Allows shows: no credential, so not a
+// value to scrub from output (store.Tx.SecretValues), where it would take "dev" out of every
+// "/dev/..." path, and the status's "asks for dev" with it.
+func ShownMountFlag(flag string) bool { return slices.Contains(loosening, strings.TrimSpace(flag)) }
+
+// Allows is which of suid, dev and exec the flags ask for, as a flag of their own or an item of
+// a comma-separated one ("rw,suid"), in that order: what is shown of flags otherwise redacted,
+// so that a volume mounted with set-user-ID files or device files allowed says so (volctl, as
+// Nomad, adds no nosuid or nodev of its own: docs/specs.md).
+func (f MountFlags) Allows() []string {
+	var out []string
+	for _, w := range loosening {
+		if slices.ContainsFunc(f, func(flag string) bool {
+			return slices.ContainsFunc(strings.Split(flag, ","), func(item string) bool { return strings.TrimSpace(item) == w })
+		}) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // Redacted is what every redacting type prints in place of a sensitive value.

@@ -3,13 +3,17 @@ package store
 import (
 	"database/sql"
 	"fmt"
+	"slices"
+
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // SecretValues returns every secret value and mount flag the state holds, each once: the
 // volumes' secrets and mount flags, the secrets snapshots (and snapshots being created) keep, the mount flags of live and freed claims and of groups'
 // volume requests, and the values of plugins' exec environments. Any of them may have been
 // sent to a plugin, and a plugin may echo any of them in a message: the engine scrubs them all
-// from what plugins say before it stores or prints it. The queries read only these columns,
+// from what plugins say before it stores or prints it. A mount flag that is one of the words
+// volume status shows (suid, dev, exec: spec.ShownMountFlag) is no secret, and not scrubbed. The queries read only these columns,
 // each distinct value decoded once, so the cost grows with how many different secrets there
 // are rather than with how many volumes and claims share them.
 func (tx *Tx) SecretValues() ([]string, error) {
@@ -26,19 +30,20 @@ func (tx *Tx) SecretValues() ([]string, error) {
 	for _, q := range []struct {
 		what, sql string
 		decode    func(sql.NullString) ([]string, error)
+		flags     bool // mount flags: those spec.Allows shows are no secret (spec.ShownMountFlag)
 	}{
-		{"volume secrets", `SELECT DISTINCT secrets FROM volumes WHERE secrets IS NOT NULL`, jsonValues(values)},
-		{"snapshot secrets", `SELECT DISTINCT secrets FROM snapshots WHERE secrets IS NOT NULL`, jsonValues(values)},
-		{"snapshot intent secrets", `SELECT DISTINCT secrets FROM snapshot_creates WHERE secrets IS NOT NULL`, jsonValues(values)},
+		{"volume secrets", `SELECT DISTINCT secrets FROM volumes WHERE secrets IS NOT NULL`, jsonValues(values), false},
+		{"snapshot secrets", `SELECT DISTINCT secrets FROM snapshots WHERE secrets IS NOT NULL`, jsonValues(values), false},
+		{"snapshot intent secrets", `SELECT DISTINCT secrets FROM snapshot_creates WHERE secrets IS NOT NULL`, jsonValues(values), false},
 		{"volume mount flags", `SELECT DISTINCT mount_options FROM volumes WHERE mount_options IS NOT NULL`,
 			jsonValues(func(mo *mountOptionsRow) []string {
 				if mo == nil {
 					return nil
 				}
 				return mo.MountFlags
-			})},
-		{"claim mount flags", `SELECT DISTINCT mount_flags FROM claims WHERE mount_flags IS NOT NULL`, jsonValues(listed)},
-		{"past claim mount flags", `SELECT DISTINCT mount_flags FROM claim_history WHERE mount_flags IS NOT NULL`, jsonValues(listed)},
+			}), true},
+		{"claim mount flags", `SELECT DISTINCT mount_flags FROM claims WHERE mount_flags IS NOT NULL`, jsonValues(listed), true},
+		{"past claim mount flags", `SELECT DISTINCT mount_flags FROM claim_history WHERE mount_flags IS NOT NULL`, jsonValues(listed), true},
 		{"group mount flags", `SELECT DISTINCT spec FROM groups`, jsonValues(func(g groupRow) []string {
 			var flags []string
 			for _, v := range g.Volumes {
@@ -47,14 +52,14 @@ func (tx *Tx) SecretValues() ([]string, error) {
 				}
 			}
 			return flags
-		})},
+		}), true},
 		{"plugin environments", `SELECT DISTINCT exec FROM plugins WHERE exec IS NOT NULL`,
 			jsonValues(func(e *execRow) []string {
 				if e == nil {
 					return nil
 				}
 				return values(e.Env)
-			})},
+			}), false},
 	} {
 		rows, err := tx.query(q.sql)
 		cols, err := collect(rows, err, func(sc scanner) (sql.NullString, error) {
@@ -68,6 +73,9 @@ func (tx *Tx) SecretValues() ([]string, error) {
 			vs, err := q.decode(col)
 			if err != nil {
 				return nil, fmt.Errorf("read %s: decode: %w", q.what, err)
+			}
+			if q.flags {
+				vs = slices.DeleteFunc(vs, spec.ShownMountFlag)
 			}
 			add(vs...)
 		}

@@ -188,7 +188,11 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	b.kv("Capacity Max", display.Bytes(v.RequestedMax))
 	b.kv("Access Mode", string(v.AccessMode))
 	b.kv("Attachment Mode", string(v.AttachmentMode))
-	b.kv("Mount Options", strings.Join(v.MountOptions.Describe(), " "))
+	mo := strings.Join(v.MountOptions.Describe(), " ")
+	if len(v.MountAllows) > 0 {
+		mo += " asking for " + strings.Join(v.MountAllows, ", ") // flags shown redacted; these words are not
+	}
+	b.kv("Mount Options", mo)
 	b.kv("Staged", yesNo(v.Staged))
 	b.kv("Attached To", v.AttachedTo)
 	if v.AttachedTo != "" {
