@@ -96,6 +96,7 @@ held by both orchestrators at once.`,
 	fl.StringVar(&opts.Job.Driver, "driver", "exec", "task driver of the groups' tasks")
 	fl.StringVar(&opts.Job.Command, "command", "", "config.command of the groups' tasks (default /bin/sleep infinity)")
 	fl.StringArrayVar(&opts.Job.Args, "arg", nil, "config.args of the groups' tasks; repeatable")
+	_ = fl.SetAnnotation("arg", takesEmptyItems, []string{"an empty argument of the task's command"})
 	fl.StringVar(&opts.Job.Image, "image", "", "config.image of the groups' tasks, for container drivers")
 	fl.StringArrayVar(&opts.Job.Datacenters, "datacenter", nil, `datacenters of the jobs; repeatable (default "*")`)
 	fl.StringVar(&opts.Plugin.VolctlPath, "volctl-path", "", "path of the volctl binary on the Nomad clients (default: this binary)")

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -92,5 +94,48 @@ func TestFlagGivenEmptyIsRefused(t *testing.T) {
 	err := runCmd(t, NewRootCmd(NewFactory(ios)), "export", "nomad", "--all", "--out", "")
 	if err == nil || !strings.Contains(err.Error(), "--out must name a directory") {
 		t.Errorf("export nomad --out '': %v", err)
+	}
+}
+
+// TestRepeatableFlagGivenEmptyIsRefused: a repeatable flag given an empty value (a variable
+// left unset) was taken: export nomad's --group "" looked for a group named "" (exit 1),
+// --group-file "" failed on "read : no such file or directory", naming nothing, and
+// --datacenter "" wrote jobs with datacenters = [""], which Nomad refuses. Each is a usage
+// error naming the flag, before anything is written; --arg "", an empty argument of the
+// task's command, is taken.
+func TestRepeatableFlagGivenEmptyIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"export", "nomad", "--group", ""}, "group"},
+		{[]string{"export", "nomad", "--group", "web", "--group="}, "group"},
+		{[]string{"export", "nomad", "--group-file", ""}, "group-file"},
+		{[]string{"export", "nomad", "--all", "--datacenter", ""}, "datacenter"},
+		{[]string{"volume", "claim", "db", "--alloc", "a", "--mount-flag="}, "mount-flag"},
+		{[]string{"volume", "snapshot", "create", "db", "--parameter", ""}, "parameter"},
+		{[]string{"volume", "snapshot", "list", "--secret", ""}, "secret"},
+		{[]string{"volume", "snapshot", "list", "--secret-file", ""}, "secret-file"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			ios, _, _, _ := iostreams.Test()
+			args := append([]string{"--state-dir", filepath.Join(dir, "state")}, tt.args...)
+			if tt.args[0] == "export" {
+				args = append(args, "-o", filepath.Join(dir, "out"))
+			}
+			err := runCmd(t, NewRootCmd(NewFactory(ios)), args...)
+			if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--"+tt.flag+" is empty") {
+				t.Errorf("%v (exit %d), want a usage error saying --%s is empty", err, ExitCode(err), tt.flag)
+			}
+		})
+	}
+	ios, _, _, _ := iostreams.Test()
+	err := runCmd(t, NewRootCmd(NewFactory(ios)), "--state-dir", filepath.Join(dir, "state"), "export", "nomad", "--all", "--arg", "", "-o", filepath.Join(dir, "args"))
+	if err != nil {
+		t.Errorf("export nomad --arg '': %v, want it taken", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); !os.IsNotExist(err) {
+		t.Errorf("a refused export wrote %s: %v", filepath.Join(dir, "out"), err)
 	}
 }
