@@ -160,6 +160,12 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 	if opts.OutDir == "" {
 		return usageError("export nomad: --out must name a directory")
 	}
+	if d := opts.Plugin.NomadDataDir; d != "" && !filepath.IsAbs(d) {
+		// Written into the plugin job's stage_publish_base_dir, a relative one was read
+		// from the plugin task's working directory, not Nomad's data_dir, which Nomad
+		// holds absolute (TestTextFlagWithADefaultGivenEmptyIsRefused).
+		return usageError("export nomad: --nomad-data-dir %q is not an absolute path: give the Nomad clients' data_dir, as their agent config has it (absolute), or leave the flag out for /opt/nomad/data", d)
+	}
 	opts.Job.IncludeSecrets = opts.IncludeSecrets
 	e, err := opts.Engine(ctx)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 // is a guess volctl does not make: a flag given again with another value is a usage error
 // naming both. Given again with the same value (--json --json, --alloc a --alloc a) it means
 // one thing, and is taken. A flag whose default is empty given empty is refused too, as an
-// empty argument is. Flags meant to be repeated (--parameter, --secret: pflag's slice
+// empty argument is, and so is a text flag with a default given empty. Flags meant to be repeated (--parameter, --secret: pflag's slice
 // and array values) take each value given, but not an empty one (nonEmptyItems), unless the
 // flag says an empty one means something (takesEmptyItems: export nomad's --arg, an empty
 // argument of the task's command).
@@ -33,6 +33,12 @@ func (v *onceValue) Set(s string) error {
 		// system's state dir, every volume's events), as an empty argument would be
 		// (argsChecker).
 		return emptyFlagError(v.flag)
+	}
+	if s == "" && v.flag.Value.Type() == "string" {
+		// A text flag with a default: export nomad's --driver "" and --nomad-data-dir ""
+		// were that default (exec, /opt/nomad/data) silently, and agent --log-format ""
+		// text (TestTextFlagWithADefaultGivenEmptyIsRefused).
+		return fmt.Errorf("--%s is empty: give a value, or leave the flag out for the default, %s (a variable left unset?)", v.flag.Name, v.flag.DefValue)
 	}
 	if !v.flag.Changed {
 		v.first = s
