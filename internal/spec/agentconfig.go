@@ -33,16 +33,32 @@ type AgentConfig struct {
 // defaults (tests set it in code).
 var AgentSettings = []string{"probe_interval", "probe_interval_ready", "health_timeout", "gc_interval", "reconcile_interval", "stop_timeout"}
 
+// durationBounds are the least and the most a duration setting may be, and why the least.
+type durationBounds struct {
+	least, most time.Duration
+	why         string
+}
+
+// check refuses d outside b, saying the bounds (the caller names the setting).
+func (b durationBounds) check(d time.Duration) error {
+	switch {
+	case d <= 0:
+		return errors.New("must be more than zero")
+	case d < b.least:
+		return fmt.Errorf("%s is less than the least it may be, %s (%s)", d, b.least, b.why)
+	case d > b.most:
+		return fmt.Errorf("%s is more than the most it may be, %s", d, b.most)
+	}
+	return nil
+}
+
 // agentSettingBounds holds, by setting, the least and the most it may be, and why the least
 // (AgentSettingRange). Before, a setting had only to be more than zero: probe_interval =
 // "1ns" probed a plugin in a busy loop, gc_interval = "1ns" ran a claim GC pass, a write
 // transaction, back to back, stop_timeout = "1ns" sent SIGKILL with SIGTERM, and
 // stop_timeout = "1000000h" let a stopping agent wait 114 years on a plugin that ignores
 // SIGTERM (TestAgentSettingsOutsideTheirBoundsAreRefused).
-var agentSettingBounds = map[string]struct {
-	least, most time.Duration
-	why         string
-}{
+var agentSettingBounds = map[string]durationBounds{
 	"probe_interval":       {100 * time.Millisecond, time.Hour, "probing more often keeps the agent and the plugin busy"},
 	"probe_interval_ready": {100 * time.Millisecond, 24 * time.Hour, "probing more often keeps the agent and the plugin busy"},
 	"health_timeout":       {time.Second, 24 * time.Hour, "a plugin needs that long to start before it is restarted"},
@@ -63,17 +79,10 @@ func AgentSettingRange(name string) (least, most time.Duration) {
 // names the setting (the config's attribute, the flag).
 func CheckAgentSetting(name string, d time.Duration) error {
 	b, ok := agentSettingBounds[name]
-	switch {
-	case !ok:
+	if !ok {
 		return fmt.Errorf("%q is no agent setting", name)
-	case d <= 0:
-		return errors.New("must be more than zero")
-	case d < b.least:
-		return fmt.Errorf("%s is less than the least it may be, %s (%s)", d, b.least, b.why)
-	case d > b.most:
-		return fmt.Errorf("%s is more than the most it may be, %s", d, b.most)
 	}
-	return nil
+	return b.check(d)
 }
 
 var agentConfigSchema = &schema{

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/hcl/v2"
 )
 
 // TestDurationProblemsAreNamed: an agent setting or a plugin's timeout that time.ParseDuration
@@ -94,6 +96,47 @@ func TestAgentSettingBoundsAreAccepted(t *testing.T) {
 			if c != nil || len(diags) != 1 || !strings.Contains(diags[0].Detail, name+": ") || !strings.Contains(diags[0].Detail, tt.want) {
 				t.Errorf("%q: want one error naming %s and saying %q, got:\n%s", src, name, tt.want, renderPlain(p, diags))
 			}
+		}
+	}
+}
+
+// TestPluginTimeoutOutsideItsBoundsIsRefused: a plugin's timeout had only to be more than
+// zero: timeout = "1ns" failed every create, publish and stage at once, blaming the plugin
+// ("did not complete the gRPC handshake within 1ns"), and left a created volume "creating",
+// which nothing could finish under that timeout. Outside its bounds it is refused at its line,
+// in a plugin file and an agent config alike, and by Validate (plugin register's flags).
+func TestPluginTimeoutOutsideItsBoundsIsRefused(t *testing.T) {
+	for _, tt := range []struct{ value, want string }{
+		{"1ns", `timeout: 1ns is less than the least it may be, 1s (a long RPC, a create or a publish, needs that long)`},
+		{"999ms", `timeout: 999ms is less than the least it may be, 1s`},
+		{"1000000h", `timeout: 1000000h0m0s is more than the most it may be, 24h0m0s`},
+		{"1s", ""},
+		{"24h", ""},
+	} {
+		src := "plugin \"p\" {\n  type = \"monolith\"\n  socket = \"/run/p.sock\"\n  timeout = \"" + tt.value + "\"\n}\n"
+		for _, parse := range []func(p *Parser) (bool, hcl.Diagnostics){
+			func(p *Parser) (bool, hcl.Diagnostics) {
+				c, d := p.ParseAgentConfig("agent.hcl", []byte(src))
+				return c != nil, d
+			},
+			func(p *Parser) (bool, hcl.Diagnostics) {
+				c, d := p.ParsePlugins("plugin.hcl", []byte(src))
+				return c != nil, d
+			},
+		} {
+			p := NewParser()
+			ok, diags := parse(p)
+			switch {
+			case tt.want == "" && (!ok || len(diags) != 0):
+				t.Errorf("%q: want it accepted, got:\n%s", src, renderPlain(p, diags))
+			case tt.want != "" && (ok || len(diags) != 1 || diags[0].Subject.Start.Line != 4 || !strings.Contains(diags[0].Detail, tt.want)):
+				t.Errorf("%q: want one error at line 4 saying %q, got:\n%s", src, tt.want, renderPlain(p, diags))
+			}
+		}
+		d, _ := ParseDuration(tt.value)
+		err := (&Plugin{ID: "p", Type: PluginMonolith, Socket: "/run/p.sock", Timeout: d}).Validate()
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), `plugin "p": `+tt.want)) {
+			t.Errorf("Validate of timeout %s: %v, want %q", tt.value, err, tt.want)
 		}
 	}
 }
