@@ -53,7 +53,7 @@ func (b durationBounds) check(d time.Duration) error {
 }
 
 // agentSettingBounds holds, by setting, the least and the most it may be, and why the least
-// (AgentSettingRange). Before, a setting had only to be more than zero: probe_interval =
+// (CheckAgentSetting). Before, a setting had only to be more than zero: probe_interval =
 // "1ns" probed a plugin in a busy loop, gc_interval = "1ns" ran a claim GC pass, a write
 // transaction, back to back, stop_timeout = "1ns" sent SIGKILL with SIGTERM, and
 // stop_timeout = "1000000h" let a stopping agent wait 114 years on a plugin that ignores
@@ -65,13 +65,6 @@ var agentSettingBounds = map[string]durationBounds{
 	"gc_interval":          {time.Second, 24 * time.Hour, "each claim GC pass writes the state"},
 	"reconcile_interval":   {100 * time.Millisecond, 24 * time.Hour, "each reconcile pass asks every plugin"},
 	"stop_timeout":         {time.Second, time.Hour, "a plugin needs that long to stop cleanly before SIGKILL"},
-}
-
-// AgentSettingRange is the least and the most the agent setting name (as AgentSettings
-// spells it) may be; both are zero for a name not there.
-func AgentSettingRange(name string) (least, most time.Duration) {
-	b := agentSettingBounds[name]
-	return b.least, b.most
 }
 
 // CheckAgentSetting refuses a duration the agent setting name may not be, saying its bounds

@@ -405,11 +405,6 @@ func (d *decoder) exec(b *hcl.Block) *Exec {
 // nor the same create could finish under that timeout (TestPluginTimeoutOutsideItsBoundsIsRefused).
 var pluginTimeoutBounds = durationBounds{time.Second, 24 * time.Hour, "a long RPC, a create or a publish, needs that long"}
 
-// PluginTimeoutRange is the least and the most a plugin's timeout may be.
-func PluginTimeoutRange() (least, most time.Duration) {
-	return pluginTimeoutBounds.least, pluginTimeoutBounds.most
-}
-
 // CheckPluginTimeout refuses a plugin timeout outside its bounds, saying them; the caller
 // names the setting (the plugin block's timeout, --timeout).
 func CheckPluginTimeout(d time.Duration) error { return pluginTimeoutBounds.check(d) }

@@ -65,7 +65,7 @@ func TestSpecReferenceCoversEverySizeUnit(t *testing.T) {
 }
 
 // TestAgentDocGivesEverySettingsBounds: docs/agent.md's table of the agent's settings gives
-// each one's least and most as AgentSettingRange holds them.
+// each one's least and most as agentSettingBounds holds them.
 func TestAgentDocGivesEverySettingsBounds(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "agent.md"))
 	if err != nil {
@@ -81,7 +81,7 @@ func TestAgentDocGivesEverySettingsBounds(t *testing.T) {
 		return s
 	}
 	for _, name := range AgentSettings {
-		least, most := AgentSettingRange(name)
+		least, most := agentSettingBounds[name].least, agentSettingBounds[name].most
 		row := regexp.MustCompile("(?m)^\\| `" + name + "` \\| [^|]+ \\| " + regexp.QuoteMeta(short(least)) + " \\| " + regexp.QuoteMeta(short(most)) + " \\|$")
 		if !row.Match(raw) {
 			t.Errorf("docs/agent.md has no row `| `%s` | <default> | %s | %s |`", name, short(least), short(most))
