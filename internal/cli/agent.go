@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -71,10 +72,12 @@ plugins were probed and the start-up reconcile ran. See docs/metrics.md.
 
 --config FILE may declare plugin "ID" { ... } blocks (the plugin spec format), registered at
 start, and an agent { ... } block with probe_interval, probe_interval_ready, health_timeout,
-gc_interval, reconcile_interval and stop_timeout. Flags override the file. A config, or a
-plugin's command, that another user could change (theirs, writable by them, or in a directory
-of theirs or that they may write) is refused: the agent runs those commands as root. See
-docs/agent.md for a systemd unit and containerized plugins.`,
+gc_interval, reconcile_interval and stop_timeout. Flags override the file. Each duration has a
+least and a most (probe intervals and reconcile_interval 100ms, health_timeout, gc_interval and
+stop_timeout 1s; stop_timeout and probe_interval 1h, the others 24h): one outside them is refused.
+A config, or a plugin's command, that another user could change (theirs, writable by them, or in
+a directory of theirs or that they may write) is refused: the agent runs those commands as root.
+See docs/agent.md for a systemd unit and containerized plugins.`,
 		Example: `  volctl agent
   volctl agent --config /etc/volctl/agent.hcl
   volctl agent --probe-interval 1s --health-timeout 1m
@@ -101,7 +104,7 @@ docs/agent.md for a systemd unit and containerized plugins.`,
 		{&s.StopTimeout, "stop-timeout", agent.DefaultStopTimeout, "time a plugin gets to stop after SIGTERM before SIGKILL"},
 	} {
 		// The default is shown but not set, so that a flag not given leaves the config file's value.
-		fl.Var(positiveDuration{d.p, d.def}, d.name, fmt.Sprintf("%s (default %s)", d.usage, d.def))
+		fl.Var(positiveDuration{d.p, d.def, strings.ReplaceAll(d.name, "-", "_")}, d.name, fmt.Sprintf("%s (default %s)", d.usage, d.def))
 	}
 	return cmd
 }
@@ -109,10 +112,12 @@ docs/agent.md for a systemd unit and containerized plugins.`,
 // positiveDuration is an agent's duration flag. Its zero is "not given" (the config file's
 // value, or the default), so a zero given was that, silently: `--gc-interval 0` or
 // `--health-timeout 0`, read as "never", ran every minute, or every 30 s, where the config
-// file refuses a zero (TestAgentFlags). A duration given must be more than zero.
+// file refuses a zero (TestAgentFlags). A duration given must be more than zero, and within
+// the bounds the config file holds the setting to (spec.CheckAgentSetting).
 type positiveDuration struct {
-	d   *time.Duration
-	def time.Duration
+	d       *time.Duration
+	def     time.Duration
+	setting string // the config file's name for it
 }
 
 func (v positiveDuration) String() string { return v.d.String() }
@@ -123,8 +128,8 @@ func (v positiveDuration) Set(s string) error {
 	if err != nil {
 		return err
 	}
-	if d <= 0 {
-		return fmt.Errorf("must be more than zero (leave the flag out for the default, %s)", v.def)
+	if err := spec.CheckAgentSetting(v.setting, d); err != nil {
+		return fmt.Errorf("%w (leave the flag out for the default, %s)", err, v.def)
 	}
 	*v.d = d
 	return nil

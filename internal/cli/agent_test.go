@@ -32,6 +32,22 @@ func TestAgentFlags(t *testing.T) {
 		{name: "negative duration", args: []string{"--stop-timeout", "-5s"}, wantErr: `for "--stop-timeout" flag: must be more than zero`},
 		{name: "too long a duration", args: []string{"--reconcile-interval", "9999999999999h"},
 			wantErr: `for "--reconcile-interval" flag: "9999999999999h" is longer than the longest duration volctl holds`},
+		// Each flag is held to the bounds the config file holds its setting to: "1ns" probed in
+		// a busy loop, "1000000h" let a stop wait 114 years (spec.CheckAgentSetting).
+		{name: "a probe interval below the least", args: []string{"--probe-interval", "1ns"},
+			wantErr: `invalid argument "1ns" for "--probe-interval" flag: 1ns is less than the least it may be, 100ms (probing more often keeps the agent and the plugin busy) (leave the flag out for the default, 5s)`},
+		{name: "a gc interval below the least", args: []string{"--gc-interval", "999ms"},
+			wantErr: `for "--gc-interval" flag: 999ms is less than the least it may be, 1s`},
+		{name: "a stop timeout below the least", args: []string{"--stop-timeout", "1ns"},
+			wantErr: `for "--stop-timeout" flag: 1ns is less than the least it may be, 1s`},
+		{name: "a stop timeout above the most", args: []string{"--stop-timeout", "1000000h"},
+			wantErr: `for "--stop-timeout" flag: 1000000h0m0s is more than the most it may be, 1h0m0s`},
+		{name: "a health timeout above the most", args: []string{"--health-timeout", "25h"},
+			wantErr: `for "--health-timeout" flag: 25h0m0s is more than the most it may be, 24h0m0s`},
+		{name: "the least and the most are taken", args: []string{"--probe-interval", "100ms", "--probe-interval-ready", "24h",
+			"--health-timeout", "1s", "--gc-interval", "24h", "--reconcile-interval", "100ms", "--stop-timeout", "1h"},
+			want: agentFlags{settings: agent.Settings{ProbeInterval: 100 * time.Millisecond, ProbeIntervalReady: 24 * time.Hour, HealthTimeout: time.Second,
+				GCInterval: 24 * time.Hour, ReconcileInterval: 100 * time.Millisecond, StopTimeout: time.Hour}}},
 		{name: "extra argument", args: []string{"x"}, wantErr: "accepts 0 arg"},
 	}
 	checkFlagCases(t, newCmdAgent, tests, func(_ *testing.T, o AgentOptions) (agentFlags, error) {

@@ -96,6 +96,7 @@ held by both orchestrators at once.`,
 	fl.StringVar(&opts.Job.Driver, "driver", "exec", "task driver of the groups' tasks")
 	fl.StringVar(&opts.Job.Command, "command", "", "config.command of the groups' tasks (default /bin/sleep infinity)")
 	fl.StringArrayVar(&opts.Job.Args, "arg", nil, "config.args of the groups' tasks; repeatable")
+	_ = fl.SetAnnotation("arg", takesEmptyItems, []string{"an empty argument of the task's command"})
 	fl.StringVar(&opts.Job.Image, "image", "", "config.image of the groups' tasks, for container drivers")
 	fl.StringArrayVar(&opts.Job.Datacenters, "datacenter", nil, `datacenters of the jobs; repeatable (default "*")`)
 	fl.StringVar(&opts.Plugin.VolctlPath, "volctl-path", "", "path of the volctl binary on the Nomad clients (default: this binary)")
@@ -158,6 +159,12 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 	}
 	if opts.OutDir == "" {
 		return usageError("export nomad: --out must name a directory")
+	}
+	if d := opts.Plugin.NomadDataDir; d != "" && !filepath.IsAbs(d) {
+		// Written into the plugin job's stage_publish_base_dir, a relative one was read
+		// from the plugin task's working directory, not Nomad's data_dir, which Nomad
+		// holds absolute (TestTextFlagWithADefaultGivenEmptyIsRefused).
+		return usageError("export nomad: --nomad-data-dir %q is not an absolute path: give the Nomad clients' data_dir, as their agent config has it (absolute), or leave the flag out for /opt/nomad/data", d)
 	}
 	opts.Job.IncludeSecrets = opts.IncludeSecrets
 	e, err := opts.Engine(ctx)

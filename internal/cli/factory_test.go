@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/volctl/volctl/internal/engine"
@@ -91,13 +92,21 @@ func TestEngineStateDirErrors(t *testing.T) {
 		{"not a directory", func(t *testing.T, tmp string) (string, string) {
 			dir := filepath.Join(tmp, "state")
 			file(t, dir)
-			return dir, mkdirFailed + dir + ": not a directory"
+			// Before, "not a directory" alone: what stands there and what to do, said.
+			return dir, mkdirFailed + dir + ": not a directory (it is a regular file: give a directory with --state-dir or VOLCTL_STATE_DIR, or move it away)"
+		}},
+		{"a named pipe", func(t *testing.T, tmp string) (string, string) {
+			dir := filepath.Join(tmp, "state")
+			if err := syscall.Mkfifo(dir, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return dir, mkdirFailed + dir + ": not a directory (it is a named pipe: give a directory with --state-dir or VOLCTL_STATE_DIR, or move it away)"
 		}},
 		{"parent not a directory", func(t *testing.T, tmp string) (string, string) {
 			parent := filepath.Join(tmp, "file")
 			file(t, parent)
 			dir := filepath.Join(parent, "state")
-			return dir, "state dir " + dir + ": " + mkdirFailed + parent + ": not a directory"
+			return dir, "state dir " + dir + ": " + mkdirFailed + parent + ": not a directory (" + parent + " is a regular file: give a directory with --state-dir or VOLCTL_STATE_DIR, or move it away)"
 		}},
 		{"cannot be made (procfs)", func(t *testing.T, tmp string) (string, string) {
 			if _, err := os.Stat("/proc/self/mountinfo"); err != nil {
@@ -131,7 +140,7 @@ func TestEngineStateDirErrors(t *testing.T) {
 			file(t, target)
 			dir := filepath.Join(tmp, "state")
 			symlink(t, target, dir)
-			return dir, mkdirFailed + dir + ": not a directory"
+			return dir, mkdirFailed + dir + ": not a directory (it is a symlink to " + target + ", a regular file: give a directory with --state-dir or VOLCTL_STATE_DIR, or point the symlink at a directory)"
 		}},
 		{"symlink loop", func(t *testing.T, tmp string) (string, string) {
 			dir := filepath.Join(tmp, "state")

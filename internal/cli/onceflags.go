@@ -14,8 +14,10 @@ import (
 // is a guess volctl does not make: a flag given again with another value is a usage error
 // naming both. Given again with the same value (--json --json, --alloc a --alloc a) it means
 // one thing, and is taken. A flag whose default is empty given empty is refused too, as an
-// empty argument is. Flags meant to be repeated (--parameter, --secret: pflag's slice
-// and array values) are left as they are.
+// empty argument is, and so is a text flag with a default given empty. Flags meant to be repeated (--parameter, --secret: pflag's slice
+// and array values) take each value given, but not an empty one (nonEmptyItems), unless the
+// flag says an empty one means something (takesEmptyItems: export nomad's --arg, an empty
+// argument of the task's command).
 
 // onceValue is a flag's value that refuses a second, different value.
 type onceValue struct {
@@ -30,7 +32,13 @@ func (v *onceValue) Set(s string) error {
 		// (--state-dir "$STATE", events --volume "$V") would quietly be the default (the
 		// system's state dir, every volume's events), as an empty argument would be
 		// (argsChecker).
-		return fmt.Errorf("--%s is empty: give a value, or leave the flag out (a variable left unset?)", v.flag.Name)
+		return emptyFlagError(v.flag)
+	}
+	if s == "" && v.flag.Value.Type() == "string" {
+		// A text flag with a default: export nomad's --driver "" and --nomad-data-dir ""
+		// were that default (exec, /opt/nomad/data) silently, and agent --log-format ""
+		// text (TestTextFlagWithADefaultGivenEmptyIsRefused).
+		return fmt.Errorf("--%s is empty: give a value, or leave the flag out for the default, %s (a variable left unset?)", v.flag.Name, v.flag.DefValue)
 	}
 	if !v.flag.Changed {
 		v.first = s
@@ -46,12 +54,47 @@ func (v *onceValue) Set(s string) error {
 	return nil
 }
 
+func emptyFlagError(f *pflag.Flag) error {
+	return fmt.Errorf("--%s is empty: give a value, or leave the flag out (a variable left unset?)", f.Name)
+}
+
+// sliceValue is a repeatable flag's value, as pflag makes them.
+type sliceValue interface {
+	pflag.Value
+	pflag.SliceValue
+}
+
+// nonEmptyItems is a repeatable flag's value that refuses an empty value: export nomad's
+// --group "$G" with $G unset looked for a group named "" (exit 1, a runtime error),
+// --group-file "" read the file "" ("read : no such file or directory", naming nothing) and
+// --datacenter "" wrote jobs with datacenters = [""], which Nomad refuses
+// (TestRepeatableFlagGivenEmptyIsRefused).
+type nonEmptyItems struct {
+	sliceValue
+	flag *pflag.Flag
+}
+
+func (v *nonEmptyItems) Set(s string) error {
+	if s == "" {
+		return emptyFlagError(v.flag)
+	}
+	return v.sliceValue.Set(s)
+}
+
+// takesEmptyItems marks a repeatable flag for which an empty value means something.
+const takesEmptyItems = "volctl_takes_empty_items"
+
 // refuseRepeatedFlags makes every flag of c and its subcommands that takes one value a
-// onceValue.
+// onceValue, and every repeatable one not marked takesEmptyItems a nonEmptyItems.
 func refuseRepeatedFlags(c *cobra.Command) {
 	once := func(f *pflag.Flag) {
-		switch f.Value.(type) {
-		case *onceValue, pflag.SliceValue:
+		switch v := f.Value.(type) {
+		case *onceValue, *nonEmptyItems:
+			return
+		case sliceValue:
+			if f.Annotations[takesEmptyItems] == nil {
+				f.Value = &nonEmptyItems{v, f}
+			}
 			return
 		}
 		f.Value = &onceValue{Value: f.Value, flag: f}

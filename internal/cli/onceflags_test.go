@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -87,10 +89,81 @@ func TestFlagGivenEmptyIsRefused(t *testing.T) {
 			t.Errorf("%q: %v (exit %d), want a usage error saying --%s is empty", tt.args, err, ExitCode(err), tt.flag)
 		}
 	}
-	// A flag whose default is not empty takes an empty value to its command, which judges it.
+}
+
+// TestTextFlagWithADefaultGivenEmptyIsRefused: a text flag with a default given empty (a
+// variable left unset) was taken to its command, which judged only some: export nomad's
+// --driver "" and --nomad-data-dir "" were exec and /opt/nomad/data, silently, and agent
+// --log-format "" text. Each is a usage error naming the flag and its default, before
+// anything is written; so is a relative --nomad-data-dir, which the plugin job's
+// stage_publish_base_dir would have read from the task's working directory.
+func TestTextFlagWithADefaultGivenEmptyIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"export", "nomad", "--all", "--out", out, "--driver", ""}, "--driver is empty: give a value, or leave the flag out for the default, exec"},
+		{[]string{"export", "nomad", "--all", "--out", out, "--nomad-data-dir="}, "--nomad-data-dir is empty: give a value, or leave the flag out for the default, /opt/nomad/data"},
+		{[]string{"export", "nomad", "--all", "--out", out, "--nomad-data-dir", "data"}, `--nomad-data-dir "data" is not an absolute path`},
+		{[]string{"export", "nomad", "--all", "--out", ""}, "--out is empty: give a value, or leave the flag out for the default, nomad"},
+		{[]string{"agent", "--log-format", ""}, "--log-format is empty: give a value, or leave the flag out for the default, text"},
+		{[]string{"plugin", "register", "--id", "hp", "--socket", "/run/hp.sock", "--type="}, "--type is empty"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			ios, _, _, _ := iostreams.Test()
+			args := append([]string{"--state-dir", filepath.Join(dir, "state")}, tt.args...)
+			err := runCmd(t, NewRootCmd(NewFactory(ios)), args...)
+			if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%v (exit %d), want a usage error saying %q", err, ExitCode(err), tt.want)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("a refused export wrote %s: %v", out, err)
+			}
+		})
+	}
+}
+
+// TestRepeatableFlagGivenEmptyIsRefused: a repeatable flag given an empty value (a variable
+// left unset) was taken: export nomad's --group "" looked for a group named "" (exit 1),
+// --group-file "" failed on "read : no such file or directory", naming nothing, and
+// --datacenter "" wrote jobs with datacenters = [""], which Nomad refuses. Each is a usage
+// error naming the flag, before anything is written; --arg "", an empty argument of the
+// task's command, is taken.
+func TestRepeatableFlagGivenEmptyIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"export", "nomad", "--group", ""}, "group"},
+		{[]string{"export", "nomad", "--group", "web", "--group="}, "group"},
+		{[]string{"export", "nomad", "--group-file", ""}, "group-file"},
+		{[]string{"export", "nomad", "--all", "--datacenter", ""}, "datacenter"},
+		{[]string{"volume", "claim", "db", "--alloc", "a", "--mount-flag="}, "mount-flag"},
+		{[]string{"volume", "snapshot", "create", "db", "--parameter", ""}, "parameter"},
+		{[]string{"volume", "snapshot", "list", "--secret", ""}, "secret"},
+		{[]string{"volume", "snapshot", "list", "--secret-file", ""}, "secret-file"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			ios, _, _, _ := iostreams.Test()
+			args := append([]string{"--state-dir", filepath.Join(dir, "state")}, tt.args...)
+			if tt.args[0] == "export" {
+				args = append(args, "-o", filepath.Join(dir, "out"))
+			}
+			err := runCmd(t, NewRootCmd(NewFactory(ios)), args...)
+			if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--"+tt.flag+" is empty") {
+				t.Errorf("%v (exit %d), want a usage error saying --%s is empty", err, ExitCode(err), tt.flag)
+			}
+		})
+	}
 	ios, _, _, _ := iostreams.Test()
-	err := runCmd(t, NewRootCmd(NewFactory(ios)), "export", "nomad", "--all", "--out", "")
-	if err == nil || !strings.Contains(err.Error(), "--out must name a directory") {
-		t.Errorf("export nomad --out '': %v", err)
+	err := runCmd(t, NewRootCmd(NewFactory(ios)), "--state-dir", filepath.Join(dir, "state"), "export", "nomad", "--all", "--arg", "", "-o", filepath.Join(dir, "args"))
+	if err != nil {
+		t.Errorf("export nomad --arg '': %v, want it taken", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); !os.IsNotExist(err) {
+		t.Errorf("a refused export wrote %s: %v", filepath.Join(dir, "out"), err)
 	}
 }

@@ -95,7 +95,7 @@ be reached or fingerprinted.`,
 	fl.StringVar(&opts.Socket, "socket", "", "the plugin's socket (PATH or unix://PATH): a monolith's one socket, or a controller's or node plugin's")
 	fl.StringVar(&opts.ControllerSocket, "controller-socket", "", "a split monolith's controller socket")
 	fl.StringVar(&opts.NodeSocket, "node-socket", "", "a split monolith's node socket")
-	durationVar(fl, &opts.Timeout, "timeout", 0, "timeout of the long RPCs (create, publish, stage, ...); 0 is the default, 2m")
+	durationVar(fl, &opts.Timeout, "timeout", 0, "timeout of the long RPCs (create, publish, stage, ...), 1s to 24h; 0 is the default, 2m")
 	durationVar(fl, &opts.Wait, "wait", defaultRegisterWait, "how long to wait for a plugin whose socket is missing or refuses connections (starting, or restarting); 0 fails at once")
 	addActingExportFlags[[]engine.PluginInfo](cmd, &opts.Exporter)
 	return cmd

@@ -32,6 +32,16 @@ func TestPluginRegisterFlagPlugin(t *testing.T) {
 			wantErr: "socket and node_socket both given"},
 		{name: "relative socket", args: []string{"--id", "hp", "--socket", "hp.sock"}, wantErr: `socket "hp.sock" must be an absolute path`},
 		{name: "negative timeout", args: []string{"--id", "hp", "--socket", "/run/hp.sock", "--timeout", "-1s"}, wantErr: "--timeout must not be negative"},
+		// 1ns failed every long RPC at once, blaming the plugin, and left a created volume
+		// "creating" for good (spec.CheckPluginTimeout).
+		{name: "a timeout below the least", args: []string{"--id", "hp", "--socket", "/run/hp.sock", "--timeout", "1ns"},
+			wantErr: `plugin register: plugin "hp": timeout: 1ns is less than the least it may be, 1s (a long RPC, a create or a publish, needs that long)`},
+		{name: "a timeout above the most", args: []string{"--id", "hp", "--socket", "/run/hp.sock", "--timeout", "1000000h"},
+			wantErr: `plugin "hp": timeout: 1000000h0m0s is more than the most it may be, 24h0m0s`},
+		{name: "the least timeout", args: []string{"--id", "hp", "--socket", "/run/hp.sock", "--timeout", "1s"},
+			want: spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: "/run/hp.sock", Timeout: time.Second}},
+		{name: "the most timeout", args: []string{"--id", "hp", "--socket", "/run/hp.sock", "--timeout", "24h"},
+			want: spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: "/run/hp.sock", Timeout: 24 * time.Hour}},
 		{name: "no id", args: []string{"--socket", "/run/hp.sock"}, wantErr: "plugin ID must not be empty"},
 		{name: "nothing", args: nil, wantErr: "give spec files"},
 		{name: "files and flags", args: []string{"p.hcl", "--id", "x"}, wantErr: "not both"},

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -31,6 +32,51 @@ type AgentConfig struct {
 // AgentSettings are the settings an agent block may give; the restart backoff is left to the
 // defaults (tests set it in code).
 var AgentSettings = []string{"probe_interval", "probe_interval_ready", "health_timeout", "gc_interval", "reconcile_interval", "stop_timeout"}
+
+// durationBounds are the least and the most a duration setting may be, and why the least.
+type durationBounds struct {
+	least, most time.Duration
+	why         string
+}
+
+// check refuses d outside b, saying the bounds (the caller names the setting).
+func (b durationBounds) check(d time.Duration) error {
+	switch {
+	case d <= 0:
+		return errors.New("must be more than zero")
+	case d < b.least:
+		return fmt.Errorf("%s is less than the least it may be, %s (%s)", d, b.least, b.why)
+	case d > b.most:
+		return fmt.Errorf("%s is more than the most it may be, %s", d, b.most)
+	}
+	return nil
+}
+
+// agentSettingBounds holds, by setting, the least and the most it may be, and why the least
+// (CheckAgentSetting). Before, a setting had only to be more than zero: probe_interval =
+// "1ns" probed a plugin in a busy loop, gc_interval = "1ns" ran a claim GC pass, a write
+// transaction, back to back, stop_timeout = "1ns" sent SIGKILL with SIGTERM, and
+// stop_timeout = "1000000h" let a stopping agent wait 114 years on a plugin that ignores
+// SIGTERM (TestAgentSettingsOutsideTheirBoundsAreRefused).
+var agentSettingBounds = map[string]durationBounds{
+	"probe_interval":       {100 * time.Millisecond, time.Hour, "probing more often keeps the agent and the plugin busy"},
+	"probe_interval_ready": {100 * time.Millisecond, 24 * time.Hour, "probing more often keeps the agent and the plugin busy"},
+	"health_timeout":       {time.Second, 24 * time.Hour, "a plugin needs that long to start before it is restarted"},
+	"gc_interval":          {time.Second, 24 * time.Hour, "each claim GC pass writes the state"},
+	"reconcile_interval":   {100 * time.Millisecond, 24 * time.Hour, "each reconcile pass asks every plugin"},
+	"stop_timeout":         {time.Second, time.Hour, "a plugin needs that long to stop cleanly before SIGKILL"},
+}
+
+// CheckAgentSetting refuses a duration the agent setting name may not be, saying its bounds
+// and why: the config file's diagnostics and the agent's flags both say it so. The caller
+// names the setting (the config's attribute, the flag).
+func CheckAgentSetting(name string, d time.Duration) error {
+	b, ok := agentSettingBounds[name]
+	if !ok {
+		return fmt.Errorf("%q is no agent setting", name)
+	}
+	return b.check(d)
+}
 
 var agentConfigSchema = &schema{
 	what:   "an agent config",
@@ -92,8 +138,8 @@ func (d *decoder) agentSettings(b *hcl.Block, settings map[string]time.Duration)
 		switch {
 		case err != nil:
 			bad(fmt.Sprintf("%v; write %s like \"5s\" or \"1m\".", err, name))
-		case dur <= 0:
-			bad(fmt.Sprintf("%s must be more than zero.", name))
+		case CheckAgentSetting(name, dur) != nil:
+			bad(fmt.Sprintf("%s: %v.", name, CheckAgentSetting(name, dur)))
 		default:
 			settings[name] = dur
 		}

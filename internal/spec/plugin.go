@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"golang.org/x/text/unicode/norm"
@@ -161,8 +162,8 @@ func (d *decoder) plugin(b *hcl.Block) *Plugin {
 			switch {
 			case err != nil:
 				d.errorf(a.Expr.Range(), "Invalid timeout", "%v; write it like \"90s\" or \"2m\".", err)
-			case t <= 0:
-				d.errorf(a.Expr.Range(), "Invalid timeout", "timeout must be more than zero.")
+			case CheckPluginTimeout(t) != nil:
+				d.errorf(a.Expr.Range(), "Invalid timeout", "timeout: %v.", CheckPluginTimeout(t))
 			default:
 				p.Timeout = t
 			}
@@ -396,3 +397,14 @@ func (d *decoder) exec(b *hcl.Block) *Exec {
 	}
 	return e
 }
+
+// pluginTimeoutBounds hold a plugin's timeout, the long RPCs'. Before, it had only to be more
+// than zero: timeout = "1ns" (or plugin register --timeout 1ns) failed every create, publish
+// and stage at once, "did not complete the gRPC handshake within 1ns (a hung plugin, or not a
+// CSI plugin)", blaming the plugin, and left the volume "creating", which neither reconcile
+// nor the same create could finish under that timeout (TestPluginTimeoutOutsideItsBoundsIsRefused).
+var pluginTimeoutBounds = durationBounds{time.Second, 24 * time.Hour, "a long RPC, a create or a publish, needs that long"}
+
+// CheckPluginTimeout refuses a plugin timeout outside its bounds, saying them; the caller
+// names the setting (the plugin block's timeout, --timeout).
+func CheckPluginTimeout(d time.Duration) error { return pluginTimeoutBounds.check(d) }

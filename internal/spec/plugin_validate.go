@@ -10,7 +10,7 @@ import (
 // Validate checks a Plugin built in code rather than parsed from a file (volctl plugin
 // register --id --socket ...) by the rules a plugin block follows: a safe ID, a known type,
 // the sockets that type takes, each absolute and short enough for sun_path, and a timeout that
-// is not negative. It returns every problem at once, joined, each naming the plugin.
+// is not negative, and within its bounds when given (CheckPluginTimeout). It returns every problem at once, joined, each naming the plugin.
 func (p *Plugin) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) {
@@ -66,6 +66,8 @@ func (p *Plugin) Validate() error {
 	}
 	if p.Timeout < 0 {
 		add("timeout must be more than zero, got %s", p.Timeout)
+	} else if err := CheckPluginTimeout(p.Timeout); p.Timeout != 0 && err != nil {
+		add("timeout: %v", err)
 	}
 	if p.Exec != nil {
 		if problem := commandProblem(p.Exec.Command); problem != "" {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // docs/specs.md documents every argument and block the spec decoders accept: a field added to a
@@ -60,5 +61,30 @@ func TestSpecReferenceCoversEverySizeUnit(t *testing.T) {
 	}
 	if !strings.Contains(doc, "in any case") {
 		t.Error("docs/specs.md does not say a size's unit is read in any case (`10gib`)")
+	}
+}
+
+// TestAgentDocGivesEverySettingsBounds: docs/agent.md's table of the agent's settings gives
+// each one's least and most as agentSettingBounds holds them.
+func TestAgentDocGivesEverySettingsBounds(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "agent.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := func(d time.Duration) string {
+		s := d.String()
+		for _, zero := range []string{"0s", "0m"} {
+			if strings.HasSuffix(s, zero) && len(s) > len(zero) && strings.ContainsAny(s[:len(s)-len(zero)], "hm") {
+				s = s[:len(s)-len(zero)]
+			}
+		}
+		return s
+	}
+	for _, name := range AgentSettings {
+		least, most := agentSettingBounds[name].least, agentSettingBounds[name].most
+		row := regexp.MustCompile("(?m)^\\| `" + name + "` \\| [^|]+ \\| " + regexp.QuoteMeta(short(least)) + " \\| " + regexp.QuoteMeta(short(most)) + " \\|$")
+		if !row.Match(raw) {
+			t.Errorf("docs/agent.md has no row `| `%s` | <default> | %s | %s |`", name, short(least), short(most))
+		}
 	}
 }

@@ -384,7 +384,7 @@ func checkDir(dir string) (held bool, err error) {
 		// the parent that is missing its way (a file, no permission).
 		var pe *fs.PathError
 		named := errors.As(err, &pe) && pe.Path == dir
-		return false, &DirError{Dir: dir, Err: fmt.Errorf("open state: create state directory: %w%s%s", err, brokenLink(dir), denied(err)), Named: named}
+		return false, &DirError{Dir: dir, Err: fmt.Errorf("open state: create state directory: %w%s%s%s", err, brokenLink(dir), denied(err), notDirectory(dir, err)), Named: named}
 	}
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -450,6 +450,33 @@ func brokenLink(dir string) string {
 		return fmt.Sprintf(" (it is a symlink to %s, a loop of symlinks that never reaches a directory: remove or fix the symlink)", target)
 	}
 	return ""
+}
+
+// notDirectory says what stands where the state dir, or a directory above it, was to be, for
+// MkdirAll's "not a directory" alone, and what to do: a mistyped VOLCTL_STATE_DIR naming a
+// file was told only "mkdir FILE: not a directory" (TestEngineStateDirErrors). "" for any
+// other error.
+func notDirectory(dir string, err error) string {
+	if !errors.Is(err, syscall.ENOTDIR) {
+		return ""
+	}
+	const give = "give a directory with --state-dir or VOLCTL_STATE_DIR, or "
+	for p := dir; ; p = filepath.Dir(p) {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			kind := pathtrust.FileKind(fi.Mode())
+			switch target, err := os.Readlink(p); {
+			case p != dir:
+				return fmt.Sprintf(" (%s is %s: %smove it away)", p, kind, give)
+			case err == nil:
+				return fmt.Sprintf(" (it is a symlink to %s, %s: %spoint the symlink at a directory)", target, kind, give)
+			default:
+				return fmt.Sprintf(" (it is %s: %smove it away)", kind, give)
+			}
+		}
+		if p == filepath.Dir(p) {
+			return ""
+		}
+	}
 }
 
 // checkAdoptable refuses to make private (0700) a directory that is not a state dir: one that
