@@ -1,18 +1,22 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // The adversary: a plugin with GET_SNAPSHOT (no LIST_SNAPSHOTS) whose GetSnapshot, asked about
@@ -172,5 +176,39 @@ func TestRestoreCheckedByGetSnapshotAnsweringNoSnapshot(t *testing.T) {
 	_, err := h.e.CreateVolume(h.ctx, sv)
 	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `GetSnapshot for snapshot "snap-1" without a snapshot ID`) {
 		t.Fatalf("restore checked by a GetSnapshot answering no snapshot = %v; want a conflict saying it answered without a snapshot ID", err)
+	}
+}
+
+// A listing started again after ABORTED is a new listing: its page bound counts its own pages,
+// not those of the listings the plugin cut short. Before, the bound ran over every page since
+// the first, so a plugin listing 600 pages that refused the token of its 500th once failed as
+// "more than 1000 pages" (the detach and delete checks then unchecked, `snapshot list` showing
+// volctl's records only): the restart that is there for this plugin failed it when its listing
+// was long. The restarts stay bounded (maxListRestarts), so every listing is still finite.
+func TestListingStartedAgainCountsItsOwnPages(t *testing.T) {
+	h := newHarness(t, nil)
+	const pages, refusedAt = 600, 500
+	calls, refused := 0, false
+	err := h.e.listPages(h.ctx, &conn{plugin: store.Plugin{ID: "p"}}, csi.RPCListVolumes, maxCheckPages,
+		func(_ context.Context, token string) (string, bool, error) {
+			calls++
+			n := 0
+			if token != "" {
+				n, _ = strconv.Atoi(token)
+			}
+			if n == refusedAt && !refused {
+				refused = true
+				return "", false, status.Error(codes.Aborted, "starting_token is stale")
+			}
+			if n+1 == pages {
+				return "", false, nil
+			}
+			return strconv.Itoa(n + 1), false, nil
+		})
+	if err != nil || !refused {
+		t.Fatalf("listing of %d pages whose token at page %d was refused once (%d calls, refused: %t): %v; want it listed whole after one restart", pages, refusedAt, calls, refused, err)
+	}
+	if want := refusedAt + 1 + pages; calls != want {
+		t.Errorf("pages asked = %d, want %d (up to the refused one, then the listing again from its first)", calls, want)
 	}
 }

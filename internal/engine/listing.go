@@ -133,7 +133,11 @@ func boundList(ctx context.Context, bound time.Duration, bounds string, list fun
 // retried at each attempt, ABORTED each time, and the listing failed).
 func (e *Engine) listPages(ctx context.Context, c *conn, rpc string, maxPages int, page func(ctx context.Context, token string) (next string, done bool, err error)) error {
 	token, given, restarts := "", map[[sha256.Size]byte]bool{}, 0
-	for range maxPages {
+	// Each page that does not end the listing gives one token, and a restart forgets them: the
+	// bound counts the pages of the listing under way, not those of listings the plugin cut
+	// short (TestListingStartedAgainCountsItsOwnPages), and the whole stays within
+	// (maxListRestarts+1)*maxPages pages.
+	for len(given) < maxPages {
 		var (
 			next string
 			done bool

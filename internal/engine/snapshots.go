@@ -775,7 +775,7 @@ func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares 
 	err = boundList(ctx, e.cfg.ListTime, "the bound on listing a plugin's snapshots", func(ctx context.Context) error {
 		return e.listPages(ctx, c, csi.RPCListSnapshots, maxListPages, func(ctx context.Context, token string) (string, bool, error) {
 			if token == "" {
-				snaps, held = snaps[:0], 0 // listed again from the start (listPages)
+				snaps, held, pages = snaps[:0], 0, 0 // listed again from the start (listPages)
 			}
 			var page csi.ListSnapshotsResponse
 			if err := turns.call(ctx, func(ctx context.Context) error {
