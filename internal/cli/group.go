@@ -36,8 +36,8 @@ all of its volumes or none. A volume with per_alloc = true is claimed as SOURCE[
 one claim of an alloc fails, the claims that alloc already got are released again.
 
 Running a group again is idempotent: allocs that hold their claims keep them, and a smaller
-count releases the allocs past it (once it has recorded the new count: cut short before
-that, volctl reconcile and the agent release them). An alloc holding a claim in another mode, with other
+count releases the allocs past it (cut short after recording the new count and before
+releasing them, volctl reconcile and the agent release them). An alloc holding a claim in another mode, with other
 mount_options or other volume_mount blocks than the spec's now is not changed under it: that
 alloc fails (exit 4) and keeps its claims; group stop, then run, applies the new spec. So
 does one holding a claim made outside the group (volume claim --alloc NAME[0]): volume
