@@ -211,7 +211,7 @@ func reopen(fd int, path string) (*os.File, error) {
 // (TestCopyLinksNamesOfOneFileWhereTheKernelCannotTellFilesApart). A removal by another NFS
 // client than the plugin's host is not held off so, nor seen: the number of a file the plugin
 // holds open may then be given to a new file on the server during the copy. Past maxPinned such
-// files, each further one's names are copied.
+// files (fewer where the process may open few: pinLimit), each further one's names are copied.
 //
 // What it made is on disk when it returns: its file system synced once it is all made
 // (syncfs(2): one call, where a sync of each file cost a journal commit each, thousands for a
@@ -228,6 +228,7 @@ func copyTree(ctx context.Context, src, dst string) (mounts []string, err error)
 	}
 	copied := map[inode]copiedFile{} // the copy of each file with more than one name, by its source
 	var pins []int
+	pinMax := pinLimit()
 	defer func() {
 		for _, fd := range pins {
 			unix.Close(fd)
@@ -268,10 +269,12 @@ func copyTree(ctx context.Context, src, dst string) (mounts []string, err error)
 			}
 			if e.st.Nlink > 1 && id.known() {
 				copied[ino] = copiedFile{copy: target, id: id}
-			} else if e.st.Nlink > 1 && len(pins) < maxPinned {
+			} else if e.st.Nlink > 1 && len(pins) < pinMax {
 				if fd, err := unix.FcntlInt(uintptr(e.fd), unix.F_DUPFD_CLOEXEC, 0); err == nil {
 					pins = append(pins, fd)
 					copied[ino] = copiedFile{copy: target, pinned: true}
+				} else {
+					pinMax = len(pins) // descriptors ran short: hold no more
 				}
 			}
 		default:
@@ -316,6 +319,19 @@ func (id fileID) known() bool { return id.bornKnown || id.genKnown }
 // maxPinned bounds the files of more than one name one copy holds open where the kernel cannot
 // tell files apart (copyTree): a descriptor each, of the plugin's, which every RPC shares.
 const maxPinned = 1024
+
+// pinLimit is how many files one copy holds open (copyTree): maxPinned, and no more than a
+// quarter of the descriptors the process may open (RLIMIT_NOFILE), which the copy's own opens
+// and the plugin's RPCs share. A plugin run with a hard limit of 1024 (`docker run --ulimit
+// nofile=1024:1024`) had its copy of a volume of a thousand linked files fail halfway, "too
+// many open files", on an NFS root (TestCopyHoldsNoMoreFilesOpenThanTheProcessMaySpare).
+func pinLimit() int {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+		return 0
+	}
+	return int(min(uint64(maxPinned), rl.Cur/4))
+}
 
 // identifyFile is the fileID of the regular file e (at path, for errors); tests take the
 // kernel's answer away, as NFS gives none.

@@ -186,3 +186,58 @@ func TestCopyWithoutFileIdentityHoldsTheNumberOfWhatItLinks(t *testing.T) {
 		t.Error("the copies of a/x1 and a/x2, two names of one file, are two files")
 	}
 }
+
+// A plugin whose descriptors are few (a container's `--ulimit nofile=1024:1024`) copying a
+// volume of more linked files than that on a root without file identity: the copy held one
+// descriptor for each, past the process's limit, and failed halfway, "too many open files" (a
+// snapshot or clone that copied before the copy held files open). It holds at most a quarter
+// of what the process may open, and no more once a hold fails; the files past that have each
+// name copied, as before.
+func TestCopyHoldsNoMoreFilesOpenThanTheProcessMaySpare(t *testing.T) {
+	withoutFileIdentity(t)
+	var was syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &was); err != nil {
+		t.Fatal(err)
+	}
+	const limit, files = 1024, 1100
+	if was.Cur < limit {
+		t.Skipf("RLIMIT_NOFILE is %d here, below the %d this test lowers it to", was.Cur, limit)
+	}
+	src := t.TempDir()
+	dst := filepath.Join(t.TempDir(), "copy")
+	for i := range files {
+		name := filepath.Join(src, fmt.Sprintf("f%04d", i))
+		mustWrite(t, name, name)
+		if err := os.Link(name, name+"-link"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	low := was
+	low.Cur = limit
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &was); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	if _, err := copyTree(context.Background(), src, dst); err != nil {
+		t.Fatalf("copy of %d linked files under RLIMIT_NOFILE %d: %v", files, limit, err)
+	}
+	linked := 0
+	for i := range files {
+		name := fmt.Sprintf("f%04d", i)
+		for _, n := range []string{name, name + "-link"} {
+			if got, err := os.ReadFile(filepath.Join(dst, n)); err != nil || string(got) != filepath.Join(src, name) {
+				t.Fatalf("the copy of %s: %q, %v", n, got, err)
+			}
+		}
+		if inodeOf(t, filepath.Join(dst, name)) == inodeOf(t, filepath.Join(dst, name+"-link")) {
+			linked++
+		}
+	}
+	if linked == 0 || linked > limit/4 {
+		t.Errorf("%d of %d files had their two names linked, want some, and no more than the %d the copy may hold open", linked, files, limit/4)
+	}
+}
