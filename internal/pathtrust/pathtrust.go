@@ -393,7 +393,7 @@ func Replaceable(path string) *Problem {
 // maxScripts levels.
 func Program(command, path, envPath string) *Problem {
 	if !strings.Contains(command, "/") {
-		if pr := shadowed(command, filepath.Dir(path), os.Getenv("PATH")); pr != nil {
+		if pr := shadowed(command, filepath.Dir(path), os.Getenv("PATH"), false); pr != nil {
 			return pr
 		}
 	}
@@ -424,8 +424,8 @@ func program(path, envPath string, depth int) *Problem {
 			if strings.Contains(name, "/") {
 				pr = program(name, envPath, depth+1)
 			} else if found, ok := lookPath(name, envPath); !ok {
-				pr = shadowed(name, "", envPath)
-			} else if pr = shadowed(name, filepath.Dir(found), envPath); pr == nil {
+				pr = shadowed(name, "", envPath, true)
+			} else if pr = shadowed(name, filepath.Dir(found), envPath, true); pr == nil {
 				pr = program(found, envPath, depth+1)
 			}
 		}
@@ -440,13 +440,12 @@ func program(path, envPath string, depth int) *Problem {
 
 // shadowed is what another user controls of the directories of pathList searched for name
 // before found's (all of them when found is ""): one they could put a program named name in,
-// or make, when it does not exist (makeable).
-func shadowed(name, found, pathList string) *Problem {
-	for _, dir := range filepath.SplitList(pathList) {
-		if dir == "" || !filepath.IsAbs(dir) {
-			continue // exec.LookPath refuses what it would find there (exec.ErrDot)
-		}
-		if filepath.Clean(dir) == found {
+// or make, when it does not exist (makeable). A relative directory ("" is ".") is searched from
+// the working directory when relative is set, as execvp(3), which env(1) uses, does; else it is
+// passed over, as exec.LookPath refuses what it would find there (exec.ErrDot).
+func shadowed(name, found, pathList string, relative bool) *Problem {
+	for _, dir := range searched(pathList, relative) {
+		if dir == found {
 			break
 		}
 		if pr := makeable(dir); pr != nil {
@@ -474,12 +473,26 @@ func makeable(path string) *Problem {
 	return nil
 }
 
-// lookPath is exec.LookPath of name in pathList rather than this process's PATH.
-func lookPath(name, pathList string) (string, bool) {
+// searched is the directories, cleaned, a lookup searches of pathList: its relative ones, ""
+// being ".", from the working directory when relative is set, else none of them.
+func searched(pathList string, relative bool) []string {
+	var dirs []string
 	for _, dir := range filepath.SplitList(pathList) {
-		if dir == "" || !filepath.IsAbs(dir) {
-			continue
+		if !filepath.IsAbs(dir) {
+			abs, err := filepath.Abs(dir)
+			if !relative || err != nil {
+				continue
+			}
+			dir = abs
 		}
+		dirs = append(dirs, filepath.Clean(dir))
+	}
+	return dirs
+}
+
+// lookPath is execvp(3)'s lookup of name in pathList, as env(1) does it.
+func lookPath(name, pathList string) (string, bool) {
+	for _, dir := range searched(pathList, true) {
 		p := filepath.Join(dir, name)
 		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
 			return p, true

@@ -133,6 +133,7 @@ func TestProgramChecksAScriptsInterpreter(t *testing.T) {
 		{"an interpreter that is a script", "#!" + write("mid", "#!"+aliceSh+"\n") + "\n", "", alice, "is owned by uid 4242", ""},
 		{"env, a name in a PATH dir others may write", "#!/usr/bin/env interp\n", open + ":" + bin, open, "is writable by other users (mode 0777)", "interp"},
 		{"env -S with PATH=", "#!/usr/bin/env -S -i PATH=" + open + ":" + bin + " interp -u\n", bin, open, "is writable by other users (mode 0777)", "interp"},
+		{"env, a PATH's empty entry, the working directory", "#!/usr/bin/env interp\n", ":" + bin, open, "is writable by other users (mode 0777)", "interp"},
 		{"env, a name found nowhere", "#!/usr/bin/env volctl-test-none\n", bin + ":" + open, open, "is writable by other users (mode 0777)", "volctl-test-none"},
 		{"an interpreter missing, in a sticky directory", "#!" + filepath.Join(tmp, "x", "python") + "\n", "", filepath.Join(tmp, "x", "python"), "does not exist, and " + tmp + ", where another user could make it, is writable by other users (mode 01777)", ""},
 		{"a trusted interpreter", "#!" + filepath.Join(bin, "interp") + "\n", "", "", "", ""},
@@ -147,6 +148,7 @@ func TestProgramChecksAScriptsInterpreter(t *testing.T) {
 				name = "script"
 			}
 			script := write(name, tt.script)
+			t.Chdir(open)
 			pr := Program(script, script, tt.envPath)
 			switch {
 			case tt.path == "" && pr != nil:
