@@ -11,6 +11,18 @@ import (
 	"github.com/volctl/volctl/internal/spec"
 )
 
+// mkdir makes dir with mode, past the umask, sticky and setgid included.
+func mkdir(t *testing.T, dir string, mode os.FileMode) string {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // The agent runs a plugin's command as its own user, root most often, at every start and
 // restart. A program another user may change (theirs, writable by them, in a directory they
 // own or may write, or shadowed by a directory of PATH they may write, searched before the
@@ -29,16 +41,6 @@ func TestAgentRunsNoPluginProgramAnotherUserMayChange(t *testing.T) {
 			t.Fatal(err)
 		}
 		return p
-	}
-	mkdir := func(t *testing.T, dir string, mode os.FileMode) string {
-		t.Helper()
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(dir, mode); err != nil { // past the umask, sticky included
-			t.Fatal(err)
-		}
-		return dir
 	}
 	// start starts command as plugin p's exec block; err is startProcess's.
 	start := func(t *testing.T, command string) error {
@@ -177,16 +179,6 @@ func TestAgentRunsNoScriptWhoseInterpreterAnotherUserMayChange(t *testing.T) {
 		t.Skip("giving a directory another owner or group needs root")
 	}
 	const name = "volctl-test-plugin"
-	mkdir := func(t *testing.T, dir string, mode os.FileMode) string {
-		t.Helper()
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(dir, mode); err != nil {
-			t.Fatal(err)
-		}
-		return dir
-	}
 	write := func(t *testing.T, p, content string) string {
 		t.Helper()
 		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
