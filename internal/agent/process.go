@@ -125,7 +125,8 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 		logf("%v", err)
 		return nil, err
 	}
-	if err := untrustedProgram(sp.Exec.Command, path); err != nil {
+	env := pluginEnv(os.Environ(), sp)
+	if err := untrustedProgram(sp.Exec.Command, path, env); err != nil {
 		logf("%v", err)
 		return nil, err
 	}
@@ -143,7 +144,7 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = append([]string{startHelperArg0, path, sp.Exec.Command}, sp.Exec.Args...)
 	instance := newInstance()
-	cmd.Env = append(pluginEnv(os.Environ(), sp), startHelperEnv+"=1", instanceEnv+"="+instance)
+	cmd.Env = append(env, startHelperEnv+"=1", instanceEnv+"="+instance)
 	cmd.ExtraFiles = []*os.File{goAhead, execErrW} // fds 3 and 4: goAheadFD, execErrFD
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -314,38 +315,61 @@ func orphanedLog(pid int, path string) (*os.File, error) {
 	return nil, nil
 }
 
-// UntrustedCommand is why the agent would not run an exec block's command (untrustedProgram),
-// looked up in this process's PATH, or nil: nil too when it is not found here, where the agent,
-// with its own PATH, may find it. `plugin register` warns with it, before any agent refuses.
-func UntrustedCommand(command string) error {
-	path, err := exec.LookPath(command)
+// UntrustedCommand is why the agent would not run plugin sp's exec block's command
+// (untrustedProgram), looked up in this process's PATH, or nil: nil too when it is not found
+// here, where the agent, with its own PATH, may find it. `plugin register` warns with it,
+// before any agent refuses.
+func UntrustedCommand(sp spec.Plugin) error {
+	path, err := exec.LookPath(sp.Exec.Command)
 	if err != nil {
 		return nil
 	}
-	return untrustedProgram(command, path)
+	return untrustedProgram(sp.Exec.Command, path, pluginEnv(os.Environ(), sp))
 }
 
-// untrustedProgram refuses to run command, found at path, when another user could change what
-// it runs (pathtrust.Program): the program owned or writable by them, a directory on the way to
-// it theirs or writable by them, or, for a name looked up in PATH, such a directory searched
-// before the program's own, where a program of that name would be found first. The agent runs
+// untrustedProgram refuses to run command, found at path, with the environment env, when
+// another user could change what it runs (pathtrust.Program): the program owned or writable by
+// them, a directory on the way to it theirs or writable by them, or, for a name looked up in
+// PATH, such a directory searched before the program's own (or a missing one they could make),
+// where a program of that name would be found first; for a script, the same of its #!
+// interpreter, or of the command `#!/usr/bin/env NAME` looks up in env's PATH. The agent runs
 // it as its own user, root most often, at every start and restart: that user's code would run
 // as root from the next one on, while the agent's config and the plugin's spec said nothing
 // had changed. Checked at each start, so a fixed path lets the next retry start it.
-func untrustedProgram(command, path string) error {
-	pr, shadow := pathtrust.Program(command, path)
+func untrustedProgram(command, path string, env []string) error {
+	envPath := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			envPath = v
+		}
+	}
+	pr := pathtrust.Program(command, path, envPath)
 	if pr == nil {
 		return nil
-	}
-	if shadow {
-		return fmt.Errorf("command %s (found at %s): not run: %s %s, and the agent's PATH has it searched first: "+
-			"another user could put a program named %s there, which the agent would run instead, as uid %d: "+
-			"take that directory out of the agent's PATH (or make it root's and writable by root alone), or give command as the absolute path %s",
-			spec.QuoteName(command), spec.QuoteName(path), spec.QuoteName(pr.Path), pr.Why, spec.QuoteName(command), os.Geteuid(), spec.QuoteName(path))
 	}
 	found := ""
 	if path != command {
 		found = fmt.Sprintf(" (found at %s)", spec.QuoteName(path))
+	}
+	if pr.Script == "" && pr.Shadowed != "" {
+		return fmt.Errorf("command %s%s: not run: %s %s, and the agent's PATH has it searched first: "+
+			"another user could put a program named %s there, which the agent would run instead, as uid %d: "+
+			"take that directory out of the agent's PATH (or make it root's and writable by root alone), or give command as the absolute path %s",
+			spec.QuoteName(command), found, spec.QuoteName(pr.Path), pr.Why, spec.QuoteName(command), os.Geteuid(), spec.QuoteName(path))
+	}
+	if pr.Shadowed != "" { // found by a script's #!/usr/bin/env NAME, in the plugin's PATH
+		return fmt.Errorf("command %s%s: not run: its script %s has env run %s, looked up in the PATH the plugin is given, "+
+			"which searches %s first, and %s %s: another user could put a program named %s there, which would run instead, as uid %d: "+
+			"take that directory out of the plugin's PATH (the agent's, or its exec block's env), or make it root's and writable by root alone, "+
+			"or have the #! line name the interpreter by its absolute path",
+			spec.QuoteName(command), found, spec.QuoteName(pr.Script), spec.QuoteName(pr.Shadowed), spec.QuoteName(pr.Path), spec.QuoteName(pr.Path), pr.Why,
+			spec.QuoteName(pr.Shadowed), os.Geteuid())
+	}
+	if pr.Script != "" {
+		return fmt.Errorf("command %s%s: not run: %s %s, and it is, or is on the way to, the interpreter the #! line of the script %s names, "+
+			"so another user could change the program the agent runs as uid %d: "+
+			"make it and every directory on the way root's and writable by root alone (chown root, chmod go-w), or have the #! line of %s name an interpreter only root may change",
+			spec.QuoteName(command), found, spec.QuoteName(pr.Path), pr.Why, spec.QuoteName(pr.Script), os.Geteuid(), spec.QuoteName(pr.Script))
 	}
 	return fmt.Errorf("command %s%s: not run: %s %s, so another user could change the program the agent runs as uid %d: "+
 		"make it and every directory on the way root's and writable by root alone (chown root, chmod go-w), "+

@@ -7,8 +7,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/spec"
 )
+
+// mkdir makes dir with mode, past the umask, sticky and setgid included.
+func mkdir(t *testing.T, dir string, mode os.FileMode) string {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
 
 // The agent runs a plugin's command as its own user, root most often, at every start and
 // restart. A program another user may change (theirs, writable by them, in a directory they
@@ -28,16 +41,6 @@ func TestAgentRunsNoPluginProgramAnotherUserMayChange(t *testing.T) {
 			t.Fatal(err)
 		}
 		return p
-	}
-	mkdir := func(t *testing.T, dir string, mode os.FileMode) string {
-		t.Helper()
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(dir, mode); err != nil { // past the umask, sticky included
-			t.Fatal(err)
-		}
-		return dir
 	}
 	// start starts command as plugin p's exec block; err is startProcess's.
 	start := func(t *testing.T, command string) error {
@@ -161,6 +164,125 @@ func TestAgentRunsNoPluginProgramAnotherUserMayChange(t *testing.T) {
 		}
 		if !ran(p) {
 			t.Error("the program found in PATH did not run")
+		}
+	})
+}
+
+// What the agent runs for a script is its #! interpreter too, and a name looked up in a
+// directory of PATH that does not exist yet is found wherever another user makes it: the agent
+// refuses both, naming what to change, and runs nothing. Before, each ran: alice's python, the
+// program env found in a directory others may write of the plugin's PATH, a program planted in
+// /tmp/x/bin. A directory a group of root alone may write (Debian's root:staff 2775
+// /usr/local/bin) is root's: its program runs, where before it was refused.
+func TestAgentRunsNoScriptWhoseInterpreterAnotherUserMayChange(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving a directory another owner or group needs root")
+	}
+	const name = "volctl-test-plugin"
+	write := func(t *testing.T, p, content string) string {
+		t.Helper()
+		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// start starts command, with env, as plugin p's exec block; err is startProcess's.
+	start := func(t *testing.T, command string, env map[string]string) error {
+		t.Helper()
+		run := t.TempDir()
+		ex := &spec.Exec{Command: command}
+		if env != nil {
+			ex.Env = spec.Secrets(env)
+		}
+		p, err := startProcess(spec.Plugin{ID: "p", Socket: filepath.Join(run, "p.sock"), Exec: ex}, run, run)
+		if err == nil && !p.wait(30*time.Second) {
+			t.Fatal("the plugin did not exit")
+		}
+		return err
+	}
+	const body = "touch \"$0.ran\"\n"
+	tests := []struct {
+		name string
+		// setup returns the command, its env, the file whose .ran says it ran, and what the
+		// refusal must say.
+		setup func(t *testing.T, base string) (command string, env map[string]string, ran string, want []string)
+	}{
+		{"a script whose interpreter is in another user's directory", func(t *testing.T, base string) (string, map[string]string, string, []string) {
+			alice := mkdir(t, filepath.Join(base, "alice"), 0o755)
+			if err := os.Symlink("/bin/sh", filepath.Join(alice, "sh")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(alice, 4242, 4242); err != nil {
+				t.Fatal(err)
+			}
+			p := write(t, filepath.Join(base, "bin", name), "#!"+filepath.Join(alice, "sh")+"\n"+body)
+			return p, nil, p, []string{alice + " is owned by uid 4242", "the interpreter the #! line of the script " + p + " names", "chmod go-w"}
+		}},
+		{"a script whose env looks its interpreter up in a PATH others may write", func(t *testing.T, base string) (string, map[string]string, string, []string) {
+			open := mkdir(t, filepath.Join(base, "open"), 0o777)
+			if err := os.Symlink("/bin/sh", filepath.Join(base, "bin", "volctl-test-sh")); err != nil {
+				t.Fatal(err)
+			}
+			p := write(t, filepath.Join(base, "bin", name), "#!/usr/bin/env volctl-test-sh\n"+body)
+			env := map[string]string{"PATH": open + ":" + filepath.Join(base, "bin") + ":/usr/bin:/bin"}
+			return p, env, p, []string{"its script " + p + " has env run volctl-test-sh", open + " is writable by other users (mode 0777)", "take that directory out of the plugin's PATH"}
+		}},
+		{"a name whose PATH searches a directory not made yet, in a sticky one", func(t *testing.T, base string) (string, map[string]string, string, []string) {
+			tmp := mkdir(t, filepath.Join(base, "tmp"), 0o777|os.ModeSticky)
+			p := write(t, filepath.Join(base, "bin", name), "#!/bin/sh\n"+body)
+			missing := filepath.Join(tmp, "x", "bin")
+			t.Setenv("PATH", missing+":"+filepath.Join(base, "bin")+":/usr/bin:/bin")
+			return name, nil, p, []string{missing + " does not exist, and " + tmp + ", where another user could make it, is writable by other users (mode 01777)", "take that directory out of the agent's PATH"}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := t.TempDir()
+			if err := os.Chmod(base, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			mkdir(t, filepath.Join(base, "bin"), 0o755)
+			command, env, ran, want := tt.setup(t, base)
+			err := start(t, command, env)
+			if err == nil {
+				t.Fatalf("the agent ran %s, whose program another user may change (%s), as uid %d; want it refused", command, want[0], os.Geteuid())
+			}
+			for _, w := range append([]string{"command " + command, "not run"}, want...) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v\nwant it to say %q", err, w)
+				}
+			}
+			if _, err := os.Stat(ran + ".ran"); err == nil {
+				t.Error("the program ran")
+			}
+		})
+	}
+
+	t.Run("a directory a group of root alone may write", func(t *testing.T) {
+		accounts := t.TempDir()
+		for v, content := range map[*string]string{&pathtrust.GroupFile: "root:x:0:\nstaff:x:4243:root\n", &pathtrust.PasswdFile: "root:x:0:0:root:/root:/bin/sh\n"} {
+			p := write(t, filepath.Join(accounts, filepath.Base(*v)), content)
+			old := *v
+			*v = p
+			t.Cleanup(func() { *v = old })
+		}
+		base := t.TempDir()
+		if err := os.Chmod(base, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		bin := mkdir(t, filepath.Join(base, "bin"), os.ModeSetgid|0o775)
+		if err := os.Chown(bin, 0, 4243); err != nil {
+			t.Fatal(err)
+		}
+		p := write(t, filepath.Join(bin, name), "#!/bin/sh\n"+body)
+		t.Setenv("PATH", bin+":/usr/bin:/bin")
+		for _, command := range []string{p, name} {
+			if err := start(t, command, nil); err != nil {
+				t.Fatalf("%s: %v; want it run: only root is in the group that may write %s", command, err, bin)
+			}
+			if err := os.Remove(p + ".ran"); err != nil {
+				t.Errorf("%s did not run: %v", command, err)
+			}
 		}
 	})
 }

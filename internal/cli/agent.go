@@ -75,8 +75,9 @@ start, and an agent { ... } block with probe_interval, probe_interval_ready, hea
 gc_interval, reconcile_interval and stop_timeout. Flags override the file. Each duration has a
 least and a most (probe intervals and reconcile_interval 100ms, health_timeout, gc_interval and
 stop_timeout 1s; stop_timeout and probe_interval 1h, the others 24h): one outside them is refused.
-A config, or a plugin's command, that another user could change (theirs, writable by them, or in
-a directory of theirs or that they may write) is refused: the agent runs those commands as root.
+A config, or a plugin's command (a script's #! interpreter included), that another user could
+change (theirs, writable by them, or in a directory of theirs or that they may write) is refused:
+the agent runs those commands as root.
 See docs/agent.md for a systemd unit and containerized plugins.`,
 		Example: `  volctl agent
   volctl agent --config /etc/volctl/agent.hcl

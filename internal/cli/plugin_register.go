@@ -227,7 +227,7 @@ func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) error {
 			}
 		}
 		if p.Exec != nil {
-			if err := agent.UntrustedCommand(p.Exec.Command); err != nil {
+			if err := agent.UntrustedCommand(p); err != nil {
 				fmt.Fprintf(opts.IO.ErrOut, "Warning: plugin %q: the agent will not start it: %s\n", p.ID, escapeLines(err.Error()))
 			}
 		}

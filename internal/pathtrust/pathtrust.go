@@ -5,12 +5,15 @@
 package pathtrust
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -27,6 +30,12 @@ type Problem struct {
 	// Why says how: "is owned by uid 4242, neither root nor this user (uid 0)", "is writable
 	// by other users (mode 0777)".
 	Why string
+	// Shadowed, of Program's answer, is the name looked up in PATH that a program another user
+	// put in Path would be found for first; "" when Path is on the way to the program itself.
+	Shadowed string
+	// Script, of Program's answer, is the script whose #! line names the interpreter Path is, or
+	// is on the way to (or, through env, the command it runs); "" when that is the program.
+	Script string
 }
 
 // Dir is Path without the "symlink " that names a symlink: what to chown or chmod.
@@ -37,9 +46,117 @@ func Trusted(uid uint32) bool { return uid == 0 || uid == uint32(os.Geteuid()) }
 
 // OthersMayWrite says whether users other than the owner of a file of mode and group gid may
 // write it: its other bits, or its group bits for a group that is neither root's nor this
-// user's own (a umask of 002 makes a user's directories writable by their private group).
-func OthersMayWrite(mode, gid uint32) bool {
-	return mode&0o002 != 0 || mode&0o020 != 0 && gid != 0 && gid != uint32(os.Getegid())
+// user's own (a umask of 002 makes a user's directories writable by their private group) and
+// has a member other than root (groupOthers: Debian's staff, owning /usr/local/bin with mode
+// 2775 on older installs, has none).
+func OthersMayWrite(mode, gid uint32) bool { return writers(mode, gid) != "" }
+
+// Writable says how users other than the owner may write a file of mode and group gid, or ""
+// when none may (OthersMayWrite): "is writable by other users (mode 0777)", or, by its group,
+// "is writable by other users (mode 02775): group staff (gid 50) may write it, and alice is in
+// it". The mode is shown whole: setuid, setgid and sticky bits included.
+func Writable(mode, gid uint32) string {
+	who := writers(mode, gid)
+	if who == "" {
+		return ""
+	}
+	why := fmt.Sprintf("is writable by other users (mode %#o)", mode&0o7777)
+	if who != "other users" {
+		why += ": " + who
+	}
+	return why
+}
+
+// writers is who other than the owner may write a file of mode and group gid: "other users",
+// the group and why it counts, or "".
+func writers(mode, gid uint32) string {
+	switch {
+	case mode&0o002 != 0:
+		return "other users"
+	case mode&0o020 == 0 || gid == 0 || gid == uint32(os.Getegid()):
+		return ""
+	}
+	return groupOthers(gid)
+}
+
+// GroupFile and PasswdFile are the account files groupOthers reads a group's members from; a
+// test points them at files of its own.
+var GroupFile, PasswdFile = "/etc/group", "/etc/passwd"
+
+// groupOthers says which users other than root a group gid of write holds, as "group staff
+// (gid 50) may write it, and alice is in it", or "" when it has no member but root: none
+// named in its GroupFile member list but root (any uid 0 account of PasswdFile), and no
+// PasswdFile account but root's with it as its primary group. Debian documents its staff group
+// (/etc/staff-group-for-usr-local) as root's equal, normally empty. What cannot be told
+// counts as others: a group GroupFile does not list, an account file that cannot be read, or
+// one with NIS compat entries (+ or - lines), whose members another database holds.
+func groupOthers(gid uint32) string {
+	name := fmt.Sprintf("group gid %d", gid)
+	unknown := func(why string) string { return name + " may write it, whose members volctl cannot tell (" + why + ")" }
+	passwd, err := accountLines(PasswdFile)
+	if err != nil {
+		return unknown(err.Error())
+	}
+	groups, err := accountLines(GroupFile)
+	if err != nil {
+		return unknown(err.Error())
+	}
+	root := map[string]bool{}
+	var others []string
+	for _, f := range passwd { // name:password:uid:gid:...
+		if len(f) < 4 {
+			continue
+		}
+		if f[2] == "0" {
+			root[f[0]] = true
+		} else if f[3] == fmt.Sprint(gid) {
+			others = append(others, f[0])
+		}
+	}
+	listed := false
+	for _, f := range groups { // name:password:gid:member,member
+		if len(f) < 4 || f[2] != fmt.Sprint(gid) {
+			continue
+		}
+		if !listed {
+			name = fmt.Sprintf("group %s (gid %d)", f[0], gid)
+			listed = true
+		}
+		for _, m := range strings.Split(f[3], ",") {
+			if m = strings.TrimSpace(m); m != "" && !root[m] && !slices.Contains(others, m) {
+				others = append(others, m)
+			}
+		}
+	}
+	switch {
+	case !listed:
+		return unknown(GroupFile + " does not list it")
+	case len(others) == 1:
+		return fmt.Sprintf("%s may write it, and %s is in it", name, others[0])
+	case len(others) > 1:
+		return fmt.Sprintf("%s may write it, and %s are in it", name, strings.Join(others, ", "))
+	}
+	return ""
+}
+
+// accountLines reads an account file of colon-separated fields, one account a line, and
+// refuses one with NIS compat entries (a line starting with + or -).
+func accountLines(path string) ([][]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out [][]string
+	for _, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); line == "" || line[0] == '#' {
+			continue
+		}
+		if line[0] == '+' || line[0] == '-' {
+			return nil, fmt.Errorf("%s has NIS compat entries", path)
+		}
+		out = append(out, strings.Split(line, ":"))
+	}
+	return out, nil
 }
 
 // The POSIX access ACL as Linux stores it in the system.posix_acl_access attribute: a version
@@ -113,6 +230,14 @@ func aclWriter(entries []byte) string {
 // exist yet ends the walk (the caller makes it, this user's), as does anything it cannot read
 // (the caller's own Stat then says what).
 func Ancestors(dir string) *Problem {
+	pr, _ := walk(dir)
+	return pr
+}
+
+// walk is Ancestors, and, when it ended at a part of dir that does not exist, the directory
+// (symlinks resolved) that part is missing in: "" when all of dir exists or the walk ended
+// otherwise.
+func walk(dir string) (pr *Problem, missingIn string) {
 	uid := os.Geteuid()
 	cur, todo, links := "/", strings.Split(dir, "/"), 0
 	for len(todo) > 0 {
@@ -127,24 +252,27 @@ func Ancestors(dir string) *Problem {
 		}
 		var parent syscall.Stat_t
 		if err := syscall.Lstat(cur, &parent); err != nil {
-			return nil
+			return nil, ""
 		}
 		if parent.Mode&syscall.S_ISVTX == 0 { // sticky: only its owner renames an entry
-			if OthersMayWrite(parent.Mode, parent.Gid) {
-				return &Problem{Path: cur, Why: fmt.Sprintf("is writable by other users (mode %#o)", parent.Mode&0o777)}
+			if why := Writable(parent.Mode, parent.Gid); why != "" {
+				return &Problem{Path: cur, Why: why}, ""
 			}
 			if who := ACLWriter(cur, parent.Mode); who != "" {
-				return &Problem{Path: cur, Why: fmt.Sprintf("is writable by %s through its ACL (mode %#o, getfacl shows it)", who, parent.Mode&0o777)}
+				return &Problem{Path: cur, Why: fmt.Sprintf("is writable by %s through its ACL (mode %#o, getfacl shows it)", who, parent.Mode&0o7777)}, ""
 			}
 		}
 		next := filepath.Join(cur, name)
 		fi, err := os.Lstat(next)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, cur
+		}
 		if err != nil {
-			return nil
+			return nil, ""
 		}
 		st, ok := fi.Sys().(*syscall.Stat_t)
 		if !ok {
-			return nil // no owner to check: volctl only runs on Linux
+			return nil, "" // no owner to check: volctl only runs on Linux
 		}
 		last := len(todo) == 0 && fi.Mode()&fs.ModeSymlink == 0
 		if !last && !Trusted(st.Uid) {
@@ -152,25 +280,25 @@ func Ancestors(dir string) *Problem {
 			if fi.Mode()&fs.ModeSymlink != 0 {
 				what = "symlink "
 			}
-			return &Problem{Path: what + next, Why: fmt.Sprintf("is owned by uid %d, neither root nor this user (uid %d)", st.Uid, uid)}
+			return &Problem{Path: what + next, Why: fmt.Sprintf("is owned by uid %d, neither root nor this user (uid %d)", st.Uid, uid)}, ""
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
 			cur = next
 			continue
 		}
 		if links++; links > maxLinks {
-			return nil // a loop: Stat says so
+			return nil, "" // a loop: Stat says so
 		}
 		target, err := os.Readlink(next)
 		if err != nil {
-			return nil
+			return nil, ""
 		}
 		if filepath.IsAbs(target) {
 			cur = "/"
 		}
 		todo = append(strings.Split(target, "/"), todo...)
 	}
-	return nil
+	return nil, ""
 }
 
 // FileKind names a file type for an error about a file that is not the regular file or
@@ -243,11 +371,11 @@ func Replaceable(path string) *Problem {
 	if r, err := filepath.EvalSymlinks(path); err == nil {
 		real = r // the ACL read, and what is named, is the file, not a symlink to it
 	}
-	switch {
-	case !Trusted(st.Uid):
+	if !Trusted(st.Uid) {
 		return &Problem{Path: real, Why: fmt.Sprintf("is owned by uid %d, neither root nor this user (uid %d)", st.Uid, os.Geteuid())}
-	case OthersMayWrite(st.Mode, st.Gid):
-		return &Problem{Path: real, Why: fmt.Sprintf("is writable by other users (mode %#o)", st.Mode&0o7777)}
+	}
+	if why := Writable(st.Mode, st.Gid); why != "" {
+		return &Problem{Path: real, Why: why}
 	}
 	if who := ACLWriter(real, st.Mode); who != "" {
 		return &Problem{Path: real, Why: fmt.Sprintf("is writable by %s through its ACL (mode %#o, getfacl shows it)", who, st.Mode&0o7777)}
@@ -258,24 +386,176 @@ func Replaceable(path string) *Problem {
 // Program returns what another user controls of the program volctl runs for command, found at
 // path (exec.LookPath's answer), or nil: Replaceable of path and, for a command named alone
 // (looked up in PATH), of each directory of PATH searched before path's own, where another user
-// could put a program of that name that the next lookup finds first (shadow then says so).
-func Program(command, path string) (pr *Problem, shadow bool) {
+// could put a program of that name that the next lookup finds first (Shadowed then names it),
+// or, for one that does not exist, of the directory another user could make it in. A script's
+// #! interpreter is the program the kernel runs: it is checked alike, as is the command
+// `#!/usr/bin/env NAME` runs, looked up in envPath (the PATH the program is given), to
+// maxScripts levels.
+func Program(command, path, envPath string) *Problem {
+	if !strings.Contains(command, "/") {
+		if pr := shadowed(command, filepath.Dir(path), os.Getenv("PATH"), false); pr != nil {
+			return pr
+		}
+	}
+	return program(path, envPath, 0)
+}
+
+// maxScripts bounds the #! lines Program follows, as the kernel's (4) does an exec's.
+const maxScripts = 4
+
+// program is Program of the file at path, reached through depth #! lines.
+func program(path, envPath string, depth int) *Problem {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs // a relative command ("bin/plugin") is run from the working directory: walked from there, not from "/"
 	}
-	if !strings.Contains(command, "/") {
-		found := filepath.Dir(path)
-		for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
-			if dir == "" || !filepath.IsAbs(dir) {
-				continue // exec.LookPath refuses what it would find there (exec.ErrDot)
-			}
-			if filepath.Clean(dir) == found {
-				break
-			}
-			if pr := Replaceable(dir); pr != nil {
-				return pr, true
+	if pr := makeable(path); pr != nil {
+		return pr
+	}
+	if depth >= maxScripts {
+		return nil
+	}
+	interp, arg, ok := shebang(path)
+	if !ok {
+		return nil
+	}
+	var pr *Problem
+	if name := envCommand(interp, arg, &envPath); name != "" {
+		if pr = program(interp, envPath, depth+1); pr == nil {
+			if strings.Contains(name, "/") {
+				pr = program(name, envPath, depth+1)
+			} else if found, ok := lookPath(name, envPath); !ok {
+				pr = shadowed(name, "", envPath, true)
+			} else if pr = shadowed(name, filepath.Dir(found), envPath, true); pr == nil {
+				pr = program(found, envPath, depth+1)
 			}
 		}
+	} else {
+		pr = program(interp, envPath, depth+1)
 	}
-	return Replaceable(path), false
+	if pr != nil && pr.Script == "" {
+		pr.Script = path
+	}
+	return pr
+}
+
+// shadowed is what another user controls of the directories of pathList searched for name
+// before found's (all of them when found is ""): one they could put a program named name in,
+// or make, when it does not exist (makeable). A relative directory ("" is ".") is searched from
+// the working directory when relative is set, as execvp(3), which env(1) uses, does; else it is
+// passed over, as exec.LookPath refuses what it would find there (exec.ErrDot).
+func shadowed(name, found, pathList string, relative bool) *Problem {
+	for _, dir := range searched(pathList, relative) {
+		if dir == found {
+			break
+		}
+		if pr := makeable(dir); pr != nil {
+			pr.Shadowed = name
+			return pr
+		}
+	}
+	return nil
+}
+
+// makeable is Replaceable of path or, when it does not exist, of the directory it is missing
+// in, where another user who may write it (sticky or not) could make it: then the Problem's
+// Path is path and its Why says where.
+func makeable(path string) *Problem {
+	pr, missingIn := walk(path)
+	if pr != nil {
+		return pr
+	}
+	if missingIn == "" {
+		return Replaceable(path)
+	}
+	if in := Replaceable(missingIn); in != nil {
+		return &Problem{Path: path, Why: fmt.Sprintf("does not exist, and %s, where another user could make it, %s", in.Path, in.Why)}
+	}
+	return nil
+}
+
+// searched is the directories, cleaned, a lookup searches of pathList: its relative ones, ""
+// being ".", from the working directory when relative is set, else none of them.
+func searched(pathList string, relative bool) []string {
+	var dirs []string
+	for _, dir := range filepath.SplitList(pathList) {
+		if !filepath.IsAbs(dir) {
+			abs, err := filepath.Abs(dir)
+			if !relative || err != nil {
+				continue
+			}
+			dir = abs
+		}
+		dirs = append(dirs, filepath.Clean(dir))
+	}
+	return dirs
+}
+
+// lookPath is execvp(3)'s lookup of name in pathList, as env(1) does it.
+func lookPath(name, pathList string) (string, bool) {
+	for _, dir := range searched(pathList, true) {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// shebang reads the #! line of the file at path, as the kernel does (binfmt_script): its first
+// 256 bytes, the interpreter up to a blank, and the rest of the line, trimmed, as one argument.
+// ok is false for a file that does not start with #!, or cannot be read (nor waited on: a named
+// pipe is not opened for good).
+func shebang(path string) (interp, arg string, ok bool) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return "", "", false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", "", false
+	}
+	buf := make([]byte, 256)
+	n, _ := io.ReadFull(f, buf)
+	line, ok := bytes.CutPrefix(buf[:n], []byte("#!"))
+	if !ok {
+		return "", "", false
+	}
+	line, _, _ = bytes.Cut(line, []byte("\n"))
+	rest := strings.TrimLeft(string(line), " \t")
+	interp, arg, _ = strings.Cut(strings.Map(func(r rune) rune {
+		if r == '\t' {
+			return ' '
+		}
+		return r
+	}, rest), " ")
+	return interp, strings.Trim(arg, " \t"), interp != ""
+}
+
+// envCommand is the command env(1), run as a #! line's interpreter with arg, runs: arg whole
+// (the kernel passes it as one argument), or, after -S, its first word that is neither an option
+// nor a NAME=VALUE, a PATH= of which replaces *pathList, where env looks it up. "" when interp is
+// not env or there is none.
+func envCommand(interp, arg string, pathList *string) string {
+	if filepath.Base(interp) != "env" {
+		return ""
+	}
+	words := []string{arg}
+	if split, ok := strings.CutPrefix(arg, "-S"); ok {
+		words = strings.Fields(split)
+	}
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		switch {
+		case w == "-u" || w == "-C" || w == "--unset" || w == "--chdir":
+			i++ // its value
+		case strings.HasPrefix(w, "-"):
+		case strings.Contains(w, "="):
+			if v, ok := strings.CutPrefix(w, "PATH="); ok {
+				*pathList = v
+			}
+		default:
+			return w
+		}
+	}
+	return ""
 }
