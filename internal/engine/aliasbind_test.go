@@ -212,14 +212,19 @@ func TestVolumeMountsAtOneDirectoryNotJoinedByPropagationAreBound(t *testing.T) 
 		if err := os.Mkdir(filepath.Join(dir, "x"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		// Read-only: the whole disk is below it, and nothing must remove through it.
-		if err := unix.Mount(disk.Source, again, disk.FSType, unix.MS_RDONLY, ""); err != nil {
+		// Read-only: the whole disk is below it, and nothing must remove through it. Mounted
+		// as it is (a file system mounted read-write refuses a second mount asking read-only,
+		// EBUSY), then this mount alone made read-only.
+		if err := unix.Mount(disk.Source, again, disk.FSType, 0, ""); err != nil {
 			t.Skipf("cannot mount %s (%s, holding %s) a second time: %v", disk.Source, disk.FSType, dir, err)
 		}
 		t.Cleanup(func() {
 			for unix.Unmount(again, unix.MNT_DETACH) == nil {
 			}
 		})
+		if err := unix.Mount("", again, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+			t.Fatalf("make the second mount of %s at %s read-only: %v", disk.Source, again, err)
+		}
 		// The disk's whole file system is at again: dir/x is at again/<its path in it>.
 		rel, err := filepath.Rel(disk.Mountpoint, dir)
 		if err != nil {
