@@ -358,3 +358,56 @@ func TestReleaseLeavesABindAnotherClaimReachesThroughPropagation(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseUnbindsWhatAClaimAtASlaveAliasCannot: web[0] bound at real/x, and reader[0] of the
+// same volume recorded at alias/x, a slave of real, where it found web[0]'s bind propagated (an
+// older volctl admitted that). web[0]'s release left real/x bound, reader[0] reaching it; but an
+// unmount at a slave is not made at its master, so reader[0]'s release unmounted alias/x alone:
+// the volume stayed bound read-write at real/x, named by no claim, and reader[0]'s release stuck
+// on it every pass. A bind is left only for a claim whose own unmount will reach it; web[0]'s
+// release unbinds real/x (and alias/x with it), reconcile binds reader[0] again, and its
+// release leaves nothing mounted. Real mounts, as root.
+func TestReleaseUnbindsWhatAClaimAtASlaveAliasCannot(t *testing.T) {
+	h := newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
+	real, alias := aliasedDirs(t, "slave")
+	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("web", 1, false, real+"/x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("reader", 1, true, filepath.Join(hostpathtest.MountDir(t), "elsewhere"))); err != nil {
+		t.Fatal(err)
+	}
+	// What an older volctl recorded: reader[0] at alias/x, where web[0]'s bind shows.
+	cl, err := viewOne(h.ctx, h.e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Find("data", "reader[0]") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.unbind(h.ctx, &cl); err != nil {
+		t.Fatal(err)
+	}
+	cl.Binds[0].Destination = alias + "/x"
+	if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error { return tx.Claims().Update(&cl) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.StopGroup(h.ctx, "web"); err != nil {
+		t.Fatalf("stop web: %v", err)
+	}
+	if hostpathtest.Mounted(t, real+"/x") {
+		t.Errorf("%s is still mounted after web[0]'s release: reader[0], at the slave %s, cannot unmount it", real+"/x", alias+"/x")
+	}
+	if rep, err := h.e.Reconcile(h.ctx); err != nil || !rep.OK() {
+		t.Errorf("reconcile after web[0]'s release: %+v, %v; want reader[0] bound again, nothing wrong", rep, err)
+	}
+	if !hostpathtest.Mounted(t, alias+"/x") {
+		t.Errorf("reader[0]'s volume_mount at %s is not bound again after reconcile", alias+"/x")
+	} else if err := os.WriteFile(filepath.Join(alias, "x", "by-reader"), []byte("x"), 0o644); err == nil {
+		t.Errorf("reader[0]'s read-only volume_mount at %s is writable", alias+"/x")
+	}
+	if _, err := h.e.StopGroup(h.ctx, "reader"); err != nil {
+		t.Errorf("stop reader: %v", err)
+	}
+	for _, p := range []string{real + "/x", alias + "/x"} {
+		if hostpathtest.Mounted(t, p) {
+			t.Errorf("%s is still mounted after both groups stopped", p)
+		}
+	}
+}

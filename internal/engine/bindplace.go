@@ -28,7 +28,9 @@ import (
 // (joinedDestination). Bind refuses a volume_mount joined so with an older claim's (a first
 // bind: it would be made at the other path too; one found mounted: it is the other claim's
 // bind, not its own), and unbind leaves a bind another claim of the volume uses through
-// propagation (its unmount would be made at the other path too).
+// propagation only when that claim's own unmount will take it down (reachedBy: the same mount,
+// or this one receives the other's); a bind at a master with a claim at its slave is
+// unmounted, and at the slave with it, since the slave's unmount would leave the master's.
 
 // placeView is the mount table as the destinations' places are read from it: read on first
 // use, again when a destination shows a mount it does not list. A reconcile pass shares one
@@ -240,6 +242,12 @@ func (v *placeView) joined(a, b *mountinfo.Info) bool {
 	return a.ID == b.ID || v.receives(a, b) || v.receives(b, a)
 }
 
+// reachedBy reports whether an unmount made below from is made below m too: the same mount,
+// or m receives from's (an unmount at a slave is not made at its master).
+func (v *placeView) reachedBy(m, from *mountinfo.Info) bool {
+	return m.ID == from.ID || v.receives(m, from)
+}
+
 // receives reports whether m receives the mounts made on from: from is shared, and m is its
 // peer, or a slave of its group (through any chain of masters).
 func (v *placeView) receives(m, from *mountinfo.Info) bool {
@@ -266,10 +274,11 @@ func (v *placeView) receives(m, from *mountinfo.Info) bool {
 
 // joinedDestination finds a volume_mount of a live claim that counts (the claim and the
 // index of the volume_mount in its list), at another path than dest (cl's, open as dst) but
-// at its place, on a mount propagation joins with the one holding dest: at is that
-// destination. The table is read only when such a claim has a volume_mount elsewhere.
+// at its place, on a mount propagation joins with the one holding dest as join tells (join
+// is given the mount holding that destination, then dest's): at is that destination. The
+// table is read only when such a claim has a volume_mount elsewhere.
 func (e *Engine) joinedDestination(ctx context.Context, v *placeView, cl *store.Claim, dest string, dst *pathFD,
-	counts func(c store.Claim, i int) bool) (other *store.Claim, at string, err error) {
+	counts func(c store.Claim, i int) bool, join func(v *placeView, theirs, mine *mountinfo.Info) bool) (other *store.Claim, at string, err error) {
 	dest = filepath.Clean(dest)
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -290,7 +299,7 @@ func (e *Engine) joinedDestination(ctx context.Context, v *placeView, cl *store.
 	v.indexed()
 	for _, path := range v.byPlace[mine.devRoot] {
 		theirs := v.placed[path]
-		if path == dest || !v.joined(theirs.holder, mine.holder) {
+		if path == dest || !join(v, theirs.holder, mine.holder) {
 			continue
 		}
 		for _, listed := range v.claims {
@@ -350,7 +359,7 @@ func olderBind(cl *store.Claim, i int) func(store.Claim, int) bool {
 // joined with it (joinedDestination).
 func (e *Engine) checkJoined(ctx context.Context, cl *store.Claim, i int, dst *pathFD) error {
 	dest := cl.Binds[i].Destination
-	other, at, err := e.joinedDestination(ctx, e.placesOf(ctx), cl, dest, dst, olderBind(cl, i))
+	other, at, err := e.joinedDestination(ctx, e.placesOf(ctx), cl, dest, dst, olderBind(cl, i), (*placeView).joined)
 	if err != nil {
 		return fmt.Errorf("volume_mount %s: %w", dest, err)
 	}
