@@ -43,13 +43,20 @@ type placeView struct {
 	byID     map[int]*mountinfo.Info
 	masterOf map[int]int      // a peer group -> the group it is a slave of
 	volumes  map[devRoot]bool // the file systems and roots mounted in the state dir: the volumes
-	made     map[int]int      // binds made since the read (noteBound): a mount -> the one below it
+	made     map[int]madeBind // binds made since the read (noteBound), by mount ID
 	claims   []store.Claim    // the live claims with volume_mounts, as read first
 	listed   bool
 	// The claims' destinations (cleaned) by place, and each one's place, computed once per read
 	// of the table (indexed): a claim's check looks its own place up, not every other's.
 	byPlace map[devRoot][]string
 	placed  map[string]place
+}
+
+// madeBind is a bind made since the table was read: its mount point, and the mount that was
+// topmost at it or held it.
+type madeBind struct {
+	at    string
+	under int
 }
 
 // devRoot is a mount's file system (device) and root in it.
@@ -110,7 +117,7 @@ func (v *placeView) load() error {
 			v.volumes[devRoot{m.Major, m.Minor, m.Root}] = true
 		}
 	}
-	v.read, v.byPlace, v.placed = true, nil, nil
+	v.read, v.byPlace, v.placed, v.made = true, nil, nil, nil // the table lists what was made
 	return nil
 }
 
@@ -137,19 +144,31 @@ func (v *placeView) placeOf(path string, p *pathFD) (place, error) {
 			return place{}, err
 		}
 	}
-	return v.placeIn(path, int(id)), nil
+	pl, ok := v.placeIn(path, int(id))
+	if !ok { // below a bind made since the read: the table says what is there
+		if err := v.load(); err != nil {
+			return place{}, err
+		}
+		pl, _ = v.placeIn(path, int(id))
+	}
+	return pl, nil
 }
 
 // placeIn places path, id being the topmost mount at it or the mount holding it. Binds of a
 // volume at path are looked through (those this view saw made, noteBound, too): a place is the
 // directory they are mounted on, which is the root of a mount at path that is not a volume's
 // (an admin's bind of a directory elsewhere), or else a directory of the mount holding path,
-// its root joined with the rest of the path below its mount point.
-func (v *placeView) placeIn(path string, id int) place {
+// its root joined with the rest of the path below its mount point. Not ok: path is below a
+// bind made since the table was read (a nested volume_mount), which the view cannot place: a
+// directory of the volume that bind shows, on a mount the table does not list yet.
+func (v *placeView) placeIn(path string, id int) (pl place, ok bool) {
 	var m *mountinfo.Info
 	for range len(v.byID) + len(v.made) + 1 { // a loop in the table ends it
-		if parent, ok := v.made[id]; ok {
-			id = parent
+		if b, ok := v.made[id]; ok {
+			if b.at != path {
+				return place{}, false
+			}
+			id = b.under
 			continue
 		}
 		if m = v.byID[id]; m == nil || m.Mountpoint != path || !v.volumes[devRoot{m.Major, m.Minor, m.Root}] {
@@ -159,20 +178,20 @@ func (v *placeView) placeIn(path string, id int) place {
 	}
 	switch {
 	case m == nil:
-		return place{}
+		return place{}, true
 	case m.Mountpoint == path:
 		if v.volumes[devRoot{m.Major, m.Minor, m.Root}] {
-			return place{} // the table's root mount, or a loop
+			return place{}, true // the table's root mount, or a loop
 		}
-		return place{devRoot{m.Major, m.Minor, m.Root}, m}
+		return place{devRoot{m.Major, m.Minor, m.Root}, m}, true
 	case !underOrAt(path, m.Mountpoint):
-		return place{} // reached otherwise than by its path: not placed
+		return place{}, true // reached otherwise than by its path: not placed
 	}
 	rel, err := filepath.Rel(m.Mountpoint, path)
 	if err != nil {
-		return place{}
+		return place{}, true
 	}
-	return place{devRoot{m.Major, m.Minor, filepath.Join(m.Root, rel)}, m}
+	return place{devRoot{m.Major, m.Minor, filepath.Join(m.Root, rel)}, m}, true
 }
 
 // noteBound records a bind made at path, over the mount that was topmost at it or held it (the
@@ -195,19 +214,25 @@ func (v *placeView) noteBound(path string, dst *pathFD) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.made == nil {
-		v.made = map[int]int{}
+		v.made = map[int]madeBind{}
 	}
-	v.made[int(id)] = int(under)
-	if path = filepath.Clean(path); v.placed != nil && v.placed[path].holder == nil {
-		v.addPlace(path, v.placeIn(path, int(id))) // a destination missing when indexed
+	path = filepath.Clean(path)
+	v.made[int(id)] = madeBind{at: path, under: int(under)}
+	if v.placed != nil && v.placed[path].holder == nil { // a destination missing when indexed
+		if pl, ok := v.placeIn(path, int(id)); ok {
+			v.addPlace(path, pl)
+		} else {
+			v.read = false // bound below a bind made since the read: the next check reads the table
+		}
 	}
 }
 
 // indexed places every listed claim's destination (opened as bind opens it), once per read of
-// the table. A destination missing, or on a mount the table does not list, has no place.
-func (v *placeView) indexed() {
+// the table; one below a bind made since the read has the table read again first. A
+// destination missing, or on a mount the table does not list, has no place.
+func (v *placeView) indexed() error {
 	if v.placed != nil {
-		return
+		return nil
 	}
 	v.byPlace, v.placed = map[devRoot][]string{}, map[string]place{}
 	for _, c := range v.claims {
@@ -217,15 +242,23 @@ func (v *placeView) indexed() {
 				continue
 			}
 			var pl place
+			ok := true
 			if p, err := openNoFollow("/", path, createNothing); err == nil {
 				if id, err := mountID(p.fd); err == nil {
-					pl = v.placeIn(path, int(id))
+					pl, ok = v.placeIn(path, int(id))
 				}
 				p.close()
+			}
+			if !ok { // read again (no bind made since then), and place them all from the start
+				if err := v.load(); err != nil {
+					return err
+				}
+				return v.indexed()
 			}
 			v.addPlace(path, pl)
 		}
 	}
+	return nil
 }
 
 // addPlace records destination path at pl.
@@ -296,7 +329,9 @@ func (e *Engine) joinedDestination(ctx context.Context, v *placeView, cl *store.
 	if err != nil || mine.holder == nil {
 		return nil, "", err
 	}
-	v.indexed()
+	if err := v.indexed(); err != nil {
+		return nil, "", err
+	}
 	for _, path := range v.byPlace[mine.devRoot] {
 		theirs := v.placed[path]
 		if path == dest || !join(v, theirs.holder, mine.holder) {
