@@ -319,26 +319,7 @@ func TestReconcilePlacesVolumeMountsWithOneReadOfTheMountTable(t *testing.T) {
 // reconcile pass names the second as a conflict (it is on another claim's bind), the first's
 // release leaves the bind, and the second's release unbinds both paths. Real mounts, as root.
 func TestReleaseLeavesABindAnotherClaimReachesThroughPropagation(t *testing.T) {
-	h := newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
-	real, alias := aliasedDirs(t, "shared")
-	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("web", 1, false, real+"/x")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("reader", 1, true, filepath.Join(hostpathtest.MountDir(t), "elsewhere"))); err != nil {
-		t.Fatal(err)
-	}
-	// As an older volctl left it: reader[0] recorded at alias/x, where web[0]'s bind shows.
-	cl, err := viewOne(h.ctx, h.e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Find("data", "reader[0]") })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.e.unbind(h.ctx, &cl); err != nil {
-		t.Fatal(err)
-	}
-	cl.Binds[0].Destination = alias + "/x"
-	if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error { return tx.Claims().Update(&cl) }); err != nil {
-		t.Fatal(err)
-	}
+	h, real, alias := readerOnWritersBind(t, "shared")
 	rep, err := h.e.Reconcile(h.ctx)
 	if err == nil || len(rep.Problems) != 1 || rep.Problems[0].Alloc != "reader[0]" || !strings.Contains(rep.Problems[0].Message, `alloc "web[0]"`) {
 		t.Errorf("reconcile with reader[0] on web[0]'s bind: %+v, %v; want reader[0]'s conflict alone, naming web[0]", rep, err)
@@ -368,26 +349,7 @@ func TestReleaseLeavesABindAnotherClaimReachesThroughPropagation(t *testing.T) {
 // release unbinds real/x (and alias/x with it), reconcile binds reader[0] again, and its
 // release leaves nothing mounted. Real mounts, as root.
 func TestReleaseUnbindsWhatAClaimAtASlaveAliasCannot(t *testing.T) {
-	h := newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
-	real, alias := aliasedDirs(t, "slave")
-	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("web", 1, false, real+"/x")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("reader", 1, true, filepath.Join(hostpathtest.MountDir(t), "elsewhere"))); err != nil {
-		t.Fatal(err)
-	}
-	// What an older volctl recorded: reader[0] at alias/x, where web[0]'s bind shows.
-	cl, err := viewOne(h.ctx, h.e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Find("data", "reader[0]") })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.e.unbind(h.ctx, &cl); err != nil {
-		t.Fatal(err)
-	}
-	cl.Binds[0].Destination = alias + "/x"
-	if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error { return tx.Claims().Update(&cl) }); err != nil {
-		t.Fatal(err)
-	}
+	h, real, alias := readerOnWritersBind(t, "slave")
 	if _, err := h.e.StopGroup(h.ctx, "web"); err != nil {
 		t.Fatalf("stop web: %v", err)
 	}
@@ -410,4 +372,31 @@ func TestReleaseUnbindsWhatAClaimAtASlaveAliasCannot(t *testing.T) {
 			t.Errorf("%s is still mounted after both groups stopped", p)
 		}
 	}
+}
+
+// readerOnWritersBind is what an older volctl left: on an engine with volume "data", aliasedDirs
+// made as how says, group web's web[0] bound read-write at real/x, and group reader's reader[0]
+// recorded at alias/x, where web[0]'s bind shows, with no bind of its own.
+func readerOnWritersBind(t *testing.T, how string) (h *hostpathEngine, real, alias string) {
+	t.Helper()
+	h = newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
+	real, alias = aliasedDirs(t, how)
+	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("web", 1, false, real+"/x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("reader", 1, true, filepath.Join(hostpathtest.MountDir(t), "elsewhere"))); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := viewOne(h.ctx, h.e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Find("data", "reader[0]") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.unbind(h.ctx, &cl); err != nil {
+		t.Fatal(err)
+	}
+	cl.Binds[0].Destination = alias + "/x"
+	if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error { return tx.Claims().Update(&cl) }); err != nil {
+		t.Fatal(err)
+	}
+	return h, real, alias
 }
