@@ -212,14 +212,19 @@ func TestVolumeMountsAtOneDirectoryNotJoinedByPropagationAreBound(t *testing.T) 
 		if err := os.Mkdir(filepath.Join(dir, "x"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		// Read-only: the whole disk is below it, and nothing must remove through it.
-		if err := unix.Mount(disk.Source, again, disk.FSType, unix.MS_RDONLY, ""); err != nil {
+		// Read-only: the whole disk is below it, and nothing must remove through it. Mounted
+		// as it is (a file system mounted read-write refuses a second mount asking read-only,
+		// EBUSY), then this mount alone made read-only.
+		if err := unix.Mount(disk.Source, again, disk.FSType, 0, ""); err != nil {
 			t.Skipf("cannot mount %s (%s, holding %s) a second time: %v", disk.Source, disk.FSType, dir, err)
 		}
 		t.Cleanup(func() {
 			for unix.Unmount(again, unix.MNT_DETACH) == nil {
 			}
 		})
+		if err := unix.Mount("", again, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+			t.Fatalf("make the second mount of %s at %s read-only: %v", disk.Source, again, err)
+		}
 		// The disk's whole file system is at again: dir/x is at again/<its path in it>.
 		rel, err := filepath.Rel(disk.Mountpoint, dir)
 		if err != nil {
@@ -314,26 +319,7 @@ func TestReconcilePlacesVolumeMountsWithOneReadOfTheMountTable(t *testing.T) {
 // reconcile pass names the second as a conflict (it is on another claim's bind), the first's
 // release leaves the bind, and the second's release unbinds both paths. Real mounts, as root.
 func TestReleaseLeavesABindAnotherClaimReachesThroughPropagation(t *testing.T) {
-	h := newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
-	real, alias := aliasedDirs(t, "shared")
-	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("web", 1, false, real+"/x")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("reader", 1, true, filepath.Join(hostpathtest.MountDir(t), "elsewhere"))); err != nil {
-		t.Fatal(err)
-	}
-	// As an older volctl left it: reader[0] recorded at alias/x, where web[0]'s bind shows.
-	cl, err := viewOne(h.ctx, h.e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Find("data", "reader[0]") })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.e.unbind(h.ctx, &cl); err != nil {
-		t.Fatal(err)
-	}
-	cl.Binds[0].Destination = alias + "/x"
-	if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error { return tx.Claims().Update(&cl) }); err != nil {
-		t.Fatal(err)
-	}
+	h, real, alias := readerOnWritersBind(t, "shared")
 	rep, err := h.e.Reconcile(h.ctx)
 	if err == nil || len(rep.Problems) != 1 || rep.Problems[0].Alloc != "reader[0]" || !strings.Contains(rep.Problems[0].Message, `alloc "web[0]"`) {
 		t.Errorf("reconcile with reader[0] on web[0]'s bind: %+v, %v; want reader[0]'s conflict alone, naming web[0]", rep, err)
@@ -352,4 +338,65 @@ func TestReleaseLeavesABindAnotherClaimReachesThroughPropagation(t *testing.T) {
 			t.Errorf("%s is still mounted after both groups stopped", p)
 		}
 	}
+}
+
+// TestReleaseUnbindsWhatAClaimAtASlaveAliasCannot: web[0] bound at real/x, and reader[0] of the
+// same volume recorded at alias/x, a slave of real, where it found web[0]'s bind propagated (an
+// older volctl admitted that). web[0]'s release left real/x bound, reader[0] reaching it; but an
+// unmount at a slave is not made at its master, so reader[0]'s release unmounted alias/x alone:
+// the volume stayed bound read-write at real/x, named by no claim, and reader[0]'s release stuck
+// on it every pass. A bind is left only for a claim whose own unmount will reach it; web[0]'s
+// release unbinds real/x (and alias/x with it), reconcile binds reader[0] again, and its
+// release leaves nothing mounted. Real mounts, as root.
+func TestReleaseUnbindsWhatAClaimAtASlaveAliasCannot(t *testing.T) {
+	h, real, alias := readerOnWritersBind(t, "slave")
+	if _, err := h.e.StopGroup(h.ctx, "web"); err != nil {
+		t.Fatalf("stop web: %v", err)
+	}
+	if hostpathtest.Mounted(t, real+"/x") {
+		t.Errorf("%s is still mounted after web[0]'s release: reader[0], at the slave %s, cannot unmount it", real+"/x", alias+"/x")
+	}
+	if rep, err := h.e.Reconcile(h.ctx); err != nil || !rep.OK() {
+		t.Errorf("reconcile after web[0]'s release: %+v, %v; want reader[0] bound again, nothing wrong", rep, err)
+	}
+	if !hostpathtest.Mounted(t, alias+"/x") {
+		t.Errorf("reader[0]'s volume_mount at %s is not bound again after reconcile", alias+"/x")
+	} else if err := os.WriteFile(filepath.Join(alias, "x", "by-reader"), []byte("x"), 0o644); err == nil {
+		t.Errorf("reader[0]'s read-only volume_mount at %s is writable", alias+"/x")
+	}
+	if _, err := h.e.StopGroup(h.ctx, "reader"); err != nil {
+		t.Errorf("stop reader: %v", err)
+	}
+	for _, p := range []string{real + "/x", alias + "/x"} {
+		if hostpathtest.Mounted(t, p) {
+			t.Errorf("%s is still mounted after both groups stopped", p)
+		}
+	}
+}
+
+// readerOnWritersBind is what an older volctl left: on an engine with volume "data", aliasedDirs
+// made as how says, group web's web[0] bound read-write at real/x, and group reader's reader[0]
+// recorded at alias/x, where web[0]'s bind shows, with no bind of its own.
+func readerOnWritersBind(t *testing.T, how string) (h *hostpathEngine, real, alias string) {
+	t.Helper()
+	h = newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
+	real, alias = aliasedDirs(t, how)
+	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("web", 1, false, real+"/x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("reader", 1, true, filepath.Join(hostpathtest.MountDir(t), "elsewhere"))); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := viewOne(h.ctx, h.e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Find("data", "reader[0]") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.unbind(h.ctx, &cl); err != nil {
+		t.Fatal(err)
+	}
+	cl.Binds[0].Destination = alias + "/x"
+	if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error { return tx.Claims().Update(&cl) }); err != nil {
+		t.Fatal(err)
+	}
+	return h, real, alias
 }

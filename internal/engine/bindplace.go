@@ -28,7 +28,9 @@ import (
 // (joinedDestination). Bind refuses a volume_mount joined so with an older claim's (a first
 // bind: it would be made at the other path too; one found mounted: it is the other claim's
 // bind, not its own), and unbind leaves a bind another claim of the volume uses through
-// propagation (its unmount would be made at the other path too).
+// propagation only when that claim's own unmount will take it down (reachedBy: the same mount,
+// or this one receives the other's); a bind at a master with a claim at its slave is
+// unmounted, and at the slave with it, since the slave's unmount would leave the master's.
 
 // placeView is the mount table as the destinations' places are read from it: read on first
 // use, again when a destination shows a mount it does not list. A reconcile pass shares one
@@ -41,13 +43,20 @@ type placeView struct {
 	byID     map[int]*mountinfo.Info
 	masterOf map[int]int      // a peer group -> the group it is a slave of
 	volumes  map[devRoot]bool // the file systems and roots mounted in the state dir: the volumes
-	made     map[int]int      // binds made since the read (noteBound): a mount -> the one below it
+	made     map[int]madeBind // binds made since the read (noteBound), by mount ID
 	claims   []store.Claim    // the live claims with volume_mounts, as read first
 	listed   bool
 	// The claims' destinations (cleaned) by place, and each one's place, computed once per read
 	// of the table (indexed): a claim's check looks its own place up, not every other's.
 	byPlace map[devRoot][]string
 	placed  map[string]place
+}
+
+// madeBind is a bind made since the table was read: its mount point, and the mount that was
+// topmost at it or held it.
+type madeBind struct {
+	at    string
+	under int
 }
 
 // devRoot is a mount's file system (device) and root in it.
@@ -108,7 +117,7 @@ func (v *placeView) load() error {
 			v.volumes[devRoot{m.Major, m.Minor, m.Root}] = true
 		}
 	}
-	v.read, v.byPlace, v.placed = true, nil, nil
+	v.read, v.byPlace, v.placed, v.made = true, nil, nil, nil // the table lists what was made
 	return nil
 }
 
@@ -135,19 +144,31 @@ func (v *placeView) placeOf(path string, p *pathFD) (place, error) {
 			return place{}, err
 		}
 	}
-	return v.placeIn(path, int(id)), nil
+	pl, ok := v.placeIn(path, int(id))
+	if !ok { // below a bind made since the read: the table says what is there
+		if err := v.load(); err != nil {
+			return place{}, err
+		}
+		pl, _ = v.placeIn(path, int(id))
+	}
+	return pl, nil
 }
 
 // placeIn places path, id being the topmost mount at it or the mount holding it. Binds of a
 // volume at path are looked through (those this view saw made, noteBound, too): a place is the
 // directory they are mounted on, which is the root of a mount at path that is not a volume's
 // (an admin's bind of a directory elsewhere), or else a directory of the mount holding path,
-// its root joined with the rest of the path below its mount point.
-func (v *placeView) placeIn(path string, id int) place {
+// its root joined with the rest of the path below its mount point. Not ok: path is below a
+// bind made since the table was read (a nested volume_mount), which the view cannot place: a
+// directory of the volume that bind shows, on a mount the table does not list yet.
+func (v *placeView) placeIn(path string, id int) (pl place, ok bool) {
 	var m *mountinfo.Info
 	for range len(v.byID) + len(v.made) + 1 { // a loop in the table ends it
-		if parent, ok := v.made[id]; ok {
-			id = parent
+		if b, ok := v.made[id]; ok {
+			if b.at != path {
+				return place{}, false
+			}
+			id = b.under
 			continue
 		}
 		if m = v.byID[id]; m == nil || m.Mountpoint != path || !v.volumes[devRoot{m.Major, m.Minor, m.Root}] {
@@ -157,20 +178,20 @@ func (v *placeView) placeIn(path string, id int) place {
 	}
 	switch {
 	case m == nil:
-		return place{}
+		return place{}, true
 	case m.Mountpoint == path:
 		if v.volumes[devRoot{m.Major, m.Minor, m.Root}] {
-			return place{} // the table's root mount, or a loop
+			return place{}, true // the table's root mount, or a loop
 		}
-		return place{devRoot{m.Major, m.Minor, m.Root}, m}
+		return place{devRoot{m.Major, m.Minor, m.Root}, m}, true
 	case !underOrAt(path, m.Mountpoint):
-		return place{} // reached otherwise than by its path: not placed
+		return place{}, true // reached otherwise than by its path: not placed
 	}
 	rel, err := filepath.Rel(m.Mountpoint, path)
 	if err != nil {
-		return place{}
+		return place{}, true
 	}
-	return place{devRoot{m.Major, m.Minor, filepath.Join(m.Root, rel)}, m}
+	return place{devRoot{m.Major, m.Minor, filepath.Join(m.Root, rel)}, m}, true
 }
 
 // noteBound records a bind made at path, over the mount that was topmost at it or held it (the
@@ -193,19 +214,25 @@ func (v *placeView) noteBound(path string, dst *pathFD) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.made == nil {
-		v.made = map[int]int{}
+		v.made = map[int]madeBind{}
 	}
-	v.made[int(id)] = int(under)
-	if path = filepath.Clean(path); v.placed != nil && v.placed[path].holder == nil {
-		v.addPlace(path, v.placeIn(path, int(id))) // a destination missing when indexed
+	path = filepath.Clean(path)
+	v.made[int(id)] = madeBind{at: path, under: int(under)}
+	if v.placed != nil && v.placed[path].holder == nil { // a destination missing when indexed
+		if pl, ok := v.placeIn(path, int(id)); ok {
+			v.addPlace(path, pl)
+		} else {
+			v.read = false // bound below a bind made since the read: the next check reads the table
+		}
 	}
 }
 
 // indexed places every listed claim's destination (opened as bind opens it), once per read of
-// the table. A destination missing, or on a mount the table does not list, has no place.
-func (v *placeView) indexed() {
+// the table; one below a bind made since the read has the table read again first. A
+// destination missing, or on a mount the table does not list, has no place.
+func (v *placeView) indexed() error {
 	if v.placed != nil {
-		return
+		return nil
 	}
 	v.byPlace, v.placed = map[devRoot][]string{}, map[string]place{}
 	for _, c := range v.claims {
@@ -215,15 +242,23 @@ func (v *placeView) indexed() {
 				continue
 			}
 			var pl place
+			ok := true
 			if p, err := openNoFollow("/", path, createNothing); err == nil {
 				if id, err := mountID(p.fd); err == nil {
-					pl = v.placeIn(path, int(id))
+					pl, ok = v.placeIn(path, int(id))
 				}
 				p.close()
+			}
+			if !ok { // read again (no bind made since then), and place them all from the start
+				if err := v.load(); err != nil {
+					return err
+				}
+				return v.indexed()
 			}
 			v.addPlace(path, pl)
 		}
 	}
+	return nil
 }
 
 // addPlace records destination path at pl.
@@ -238,6 +273,12 @@ func (v *placeView) addPlace(path string, pl place) {
 // is made on the other too, or one way at least (a slave receives its master's).
 func (v *placeView) joined(a, b *mountinfo.Info) bool {
 	return a.ID == b.ID || v.receives(a, b) || v.receives(b, a)
+}
+
+// reachedBy reports whether an unmount made below from is made below m too: the same mount,
+// or m receives from's (an unmount at a slave is not made at its master).
+func (v *placeView) reachedBy(m, from *mountinfo.Info) bool {
+	return m.ID == from.ID || v.receives(m, from)
 }
 
 // receives reports whether m receives the mounts made on from: from is shared, and m is its
@@ -266,10 +307,11 @@ func (v *placeView) receives(m, from *mountinfo.Info) bool {
 
 // joinedDestination finds a volume_mount of a live claim that counts (the claim and the
 // index of the volume_mount in its list), at another path than dest (cl's, open as dst) but
-// at its place, on a mount propagation joins with the one holding dest: at is that
-// destination. The table is read only when such a claim has a volume_mount elsewhere.
+// at its place, on a mount propagation joins with the one holding dest as join tells (join
+// is given the mount holding that destination, then dest's): at is that destination. The
+// table is read only when such a claim has a volume_mount elsewhere.
 func (e *Engine) joinedDestination(ctx context.Context, v *placeView, cl *store.Claim, dest string, dst *pathFD,
-	counts func(c store.Claim, i int) bool) (other *store.Claim, at string, err error) {
+	counts func(c store.Claim, i int) bool, join func(v *placeView, theirs, mine *mountinfo.Info) bool) (other *store.Claim, at string, err error) {
 	dest = filepath.Clean(dest)
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -287,10 +329,12 @@ func (e *Engine) joinedDestination(ctx context.Context, v *placeView, cl *store.
 	if err != nil || mine.holder == nil {
 		return nil, "", err
 	}
-	v.indexed()
+	if err := v.indexed(); err != nil {
+		return nil, "", err
+	}
 	for _, path := range v.byPlace[mine.devRoot] {
 		theirs := v.placed[path]
-		if path == dest || !v.joined(theirs.holder, mine.holder) {
+		if path == dest || !join(v, theirs.holder, mine.holder) {
 			continue
 		}
 		for _, listed := range v.claims {
@@ -350,7 +394,7 @@ func olderBind(cl *store.Claim, i int) func(store.Claim, int) bool {
 // joined with it (joinedDestination).
 func (e *Engine) checkJoined(ctx context.Context, cl *store.Claim, i int, dst *pathFD) error {
 	dest := cl.Binds[i].Destination
-	other, at, err := e.joinedDestination(ctx, e.placesOf(ctx), cl, dest, dst, olderBind(cl, i))
+	other, at, err := e.joinedDestination(ctx, e.placesOf(ctx), cl, dest, dst, olderBind(cl, i), (*placeView).joined)
 	if err != nil {
 		return fmt.Errorf("volume_mount %s: %w", dest, err)
 	}

@@ -275,7 +275,11 @@ func propagationFlag(mode string) uintptr {
 // too, one path being one mount: claims an older volctl admitted there (admission refuses it
 // now, refuseSharedDestinations) share it, and the last one's release unbinds it (a forced
 // detach, marking them all releasing, unbinds it at once). So is a bind such a claim reaches
-// at another path joined by propagation (joinedDestination): its unmount would be made there.
+// at another path joined by propagation (joinedDestination) whose own unmount there will be
+// made here too (the same mount, or this one receiving the other's: reachedBy), so that the
+// last one's release unbinds it; a bind at a master, the claim at its slave, is unmounted
+// (and the slave's copy with it: reconcile binds that claim again), since the slave's
+// unmount would leave it bound with no claim naming it.
 // The destination is resolved as bind resolves it, without following a symlink, and unmounted
 // through the file descriptor of its parent.
 func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
@@ -312,7 +316,7 @@ func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 			}
 			other, at, err = e.joinedDestination(ctx, places, cl, b.Destination, dst, func(c store.Claim, _ int) bool {
 				return c.ID != cl.ID && !c.Releasing && c.VolumeID == cl.VolumeID
-			})
+			}, func(v *placeView, theirs, mine *mountinfo.Info) bool { return v.reachedBy(mine, theirs) })
 			if other != nil {
 				e.log.Info(fmt.Sprintf("volume_mount %s of volume %q left bound: alloc %q's claim of the volume is bound at %s, the same directory by another path joined by mount propagation, and its release unbinds it",
 					b.Destination, cl.VolumeID, other.Alloc, at), "volume", cl.VolumeID, "alloc", cl.Alloc)

@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
@@ -222,4 +225,58 @@ func listedName(innerFirst bool) string {
 		return "inner listed first"
 	}
 	return "outer listed first"
+}
+
+// TestNestedPerAllocVolumeMountsOnASharedStateDirAgreeWithReconcile: one multi-writer volume
+// bound per alloc at {index} and {index}/logs, its mounts in the state dir shared (as on a
+// systemd host, "/" shared). Bidirectional binds of it are then peers of one group, so every
+// alloc's logs is one directory on joined mounts: web[1]'s {index}/logs is web[0]'s. Run placed
+// a path below a bind it had just made as the directory under that bind (the root disk's
+// 1/logs, not the volume's logs), and admitted what every reconcile pass then refused. Run and
+// reconcile agree now: bidirectional, web[1] is refused naming web[0]'s; private and
+// host-to-task binds are not joined, and all are bound. Each stop leaves nothing mounted.
+// Real mounts, as root.
+func TestNestedPerAllocVolumeMountsOnASharedStateDirAgreeWithReconcile(t *testing.T) {
+	for _, mode := range []string{spec.PropagationPrivate, spec.PropagationHostToTask, spec.PropagationBidirectional} {
+		t.Run(mode, func(t *testing.T) {
+			h := newSharedVolumeEngine(t, spec.MultiNodeMultiWriter)
+			// The state dir's mounts shared: a bind of a target is a peer of it.
+			if err := unix.Mount(h.state, h.state, "", unix.MS_BIND, ""); err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Mount("", h.state, "", unix.MS_SHARED, ""); err != nil {
+				t.Fatal(err)
+			}
+			dir := hostpathtest.MountDir(t)
+			g := multiWriterGroup("web", 2, filepath.Join(dir, "{index}"), filepath.Join(dir, "{index}", "logs"))
+			for i := range g.Mounts {
+				g.Mounts[i].PropagationMode = mode
+			}
+			_, err := h.e.RunGroup(h.ctx, g)
+			if mode == spec.PropagationBidirectional {
+				logs0, logs1 := filepath.Join(dir, "0", "logs"), filepath.Join(dir, "1", "logs")
+				if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "volume_mount "+logs1) ||
+					!strings.Contains(err.Error(), `alloc "web[0]"`) || !strings.Contains(err.Error(), logs0) {
+					t.Errorf("run, bidirectional binds of one volume at %s and %s: %v; want web[1] refused, naming web[0]'s", logs0, logs1, err)
+				}
+			} else if err != nil {
+				t.Errorf("run: %v; want every alloc bound", err)
+			}
+			for range 2 {
+				if rep, err := h.e.Reconcile(h.ctx); err != nil || !rep.OK() {
+					t.Errorf("reconcile after the run: %+v, %v; want nothing wrong", rep, err)
+				}
+			}
+			if _, err := h.e.StopGroup(h.ctx, "web"); err != nil {
+				t.Errorf("stop: %v", err)
+			}
+			for _, i := range []string{"0", "1"} {
+				for _, p := range []string{filepath.Join(dir, i, "logs"), filepath.Join(dir, i)} {
+					if hostpathtest.Mounted(t, p) {
+						t.Errorf("%s is still mounted after the group stopped", p)
+					}
+				}
+			}
+		})
+	}
 }
