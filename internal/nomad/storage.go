@@ -114,8 +114,8 @@ func (c *Client) storages(ctx context.Context, v spec.Volume, region string) ([]
 	_, err := c.api.Raw().Query("/v1/volumes?type=csi", &stubs,
 		(&api.QueryOptions{Namespace: api.AllNamespacesNamespace, Region: region}).WithContext(rctx))
 	if err != nil {
-		c.noteStopped(err, fmt.Sprintf("the volumes of volume %q's plugin", v.ID))
-		said := c.said(ctx, err, nil) + c.denied(err, "csi-list-volume", "") + c.noRegion(err, region) + busy(err, a)
+		c.noteStopped(ctx, err, fmt.Sprintf("the volumes of volume %q's plugin", v.ID))
+		said := c.said(ctx, err, nil) + c.denied(ctx, err, "csi-list-volume", "") + c.noRegion(err, region) + busy(err, a)
 		if isDenied(err) {
 			kept.denied = said
 			return nil, &deniedError{c.listFailed(v, said)}
