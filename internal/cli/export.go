@@ -246,6 +246,12 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 			// Volume resolves prefixes; an export names volumes exactly.
 			return fmt.Errorf("export nomad: volume %q not found (did you mean %q?)", id, info.ID)
 		}
+		if err := spec.ValidateNamespace(info.Namespace); info.Namespace != "" && err != nil {
+			// One an older volctl took (team_a): Nomad refuses the file, and the check of the
+			// file written below said "(a volctl bug)".
+			return fmt.Errorf("export nomad: volume %q is in namespace %q, which no Nomad namespace can be named (its names are ASCII letters, digits and hyphens), so Nomad can hold no volume in it and no file is written; %s",
+				info.ID, info.Namespace, spec.MoveNamespace(info.ID))
+		}
 		if !opts.IncludeSecrets {
 			// The external ID and topology are written as the plugin gave them too, and a
 			// placeholder there would name another volume: one holding a secret value is

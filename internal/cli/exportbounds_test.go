@@ -116,3 +116,29 @@ func exportCreated(t *testing.T, opts ...csitest.ServeOption) []byte {
 	}
 	return src
 }
+
+// A volume an older volctl created in namespace team_a, which Nomad can hold no volume in:
+// export nomad failed on its own check of the file it wrote, calling it "a volctl bug". It is
+// refused before any file is written, naming the volume and its namespace, saying Nomad can
+// hold no volume there, and the way to move it that keeps its data.
+func TestExportNomadOfAVolumeInANamespaceNomadCannotHave(t *testing.T) {
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
+	h := &cliHarness{ctx: context.Background(), state: filepath.Join(t.TempDir(), "state")}
+	h.e = openEngine(t, h.state)
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "db", Name: "db", Namespace: "team_a", Type: "csi", PluginID: "mem",
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	var dir string
+	_, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes = []string{"db"}; dir = o.OutDir })
+	saysAll(t, "export nomad", err, `volume "db" is in namespace "team_a"`, "Nomad can hold no volume in it", "`volctl volume deregister --yes db`", "external_id")
+	if err != nil && strings.Contains(err.Error(), "volctl bug") {
+		t.Errorf("export nomad: %v\nwant it not to call a namespace an older volctl took a volctl bug", err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "*")); len(files) != 0 {
+		t.Errorf("export nomad refused, yet wrote %v", files)
+	}
+}

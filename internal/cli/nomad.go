@@ -92,8 +92,8 @@ Before registering, the volume is marked as handed over, so volctl refuses to cl
 then on. A volume Nomad has by the same ID with another plugin or external ID is someone
 else's: it is not overwritten (exit 4); nor is one registered whose storage (plugin and
 external ID) Nomad has as another volume, under another ID or in another namespace (exit 4),
-whose allocs Nomad would let use it at once (a token without csi-list-volume leaves that
-unchecked, and a note says so). After Nomad answers OK, the volume is read back and
+whose allocs Nomad would let use it at once (Nomad lists a token only the volumes of the
+namespaces its policy grants csi-list-volume in: twins in the others are not seen). After Nomad answers OK, the volume is read back and
 must be what was sent, or the command fails naming what differs. A registration that fails
 may have been taken all the same (a 500 can come after Nomad took it; so can the connection
 lost, no answer within a minute, Ctrl-C): Nomad is then asked whether it has the volume, and
@@ -1027,7 +1027,8 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 	}
 	out := make([]NomadVolumeStatus, 0, len(ids))
 	var failed, stopped, listFailed error
-	unlisted := "" // Nomad refused to list its volumes: the twins could not be looked for
+	unlisted := ""         // Nomad refused to list its volumes: the twins could not be looked for
+	var unchecked []string // the volumes whose twins were not looked for: Nomad failed the list (listFailed)
 	erasing := &erasingAnswer{}
 	for i, id := range ids {
 		// Once Nomad leaves a request unanswered or answers it busy, the rest are shown
@@ -1079,8 +1080,11 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			switch {
 			case errors.Is(terr, nomad.ErrPermissionDenied):
 				unlisted = c.TwinsUnchecked(want)
-			case terr != nil && listFailed == nil:
-				listFailed = terr
+			case terr != nil:
+				// Nomad's error, asked once for the command (the list is kept): a note
+				// naming every volume left unchecked, not the failure of the first.
+				listFailed = cmp.Or(listFailed, terr)
+				unchecked = append(unchecked, info.ID)
 			}
 			st.Twins = twins
 		}
@@ -1107,7 +1111,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 		}
 		out = append(out, st)
 	}
-	failed = errors.Join(failed, listFailed, stopped)
+	failed = errors.Join(failed, stopped)
 	// Nomad's copy holds what the plugin told Nomad (its version, the volume's context), and
 	// Nomad's errors what it was sent: no secret volctl knows is shown from either, nor the
 	// credentials sent to Nomad, which what answers for it may echo anywhere.
@@ -1160,8 +1164,14 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			}
 		}
 	}
-	if unlisted != "" && !opts.Exporter.Enabled() {
+	// These notes have no field in --json's objects: they go to stderr with it too, as
+	// register --dry-run's do.
+	if unlisted != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(c.Hide(unlisted)))
+	}
+	if len(unchecked) > 0 {
+		fmt.Fprintf(opts.IO.ErrOut, "Note: %s: not checked for twins (Nomad's volumes of the same storage under another ID or namespace), Nomad failed the list of its volumes: %s; run `volctl nomad status` again once it lists them\n",
+			namedVolumes(unchecked), escapeLines(c.Hide(listFailed.Error())))
 	}
 	if failed != nil {
 		return fmt.Errorf("nomad status: %w", failed)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -11,31 +12,42 @@ import (
 )
 
 // NOMAD_TOKEN's token expires (an ACL token with a TTL) while register --all hands volumes
-// over: Nomad answers every later request 403 "ACL token expired". Before, the command went
-// on asking about each of the rest, every one refused the same, one error per volume; a
-// handover of hundreds asked hundreds of times. Now it stops at the first such refusal, names
-// the volumes it did not ask about and says to set a token Nomad has; what it handed over
-// before stays handed over, the rest unmarked, and the same command again finishes the run.
+// over: Nomad 2.0.5 answers every later request to its volume endpoints 403 "Permission
+// denied", as it answers a policy's refusal, and only GET /v1/acl/token/self says "ACL token
+// expired" (a 500). Before, the command went on asking about each of the rest, every one
+// refused the same, one error per volume blaming the token's policy; a handover of hundreds
+// asked hundreds of times. Now the first such refusal asks token/self once, stops the run,
+// names the volumes it did not ask about and says to set a token Nomad has; what it handed
+// over before stays handed over, the rest unmarked, and the same command again finishes the
+// run.
 func TestNomadRegisterAllStopsWhenTheTokenExpires(t *testing.T) {
+	t.Setenv("NOMAD_TOKEN", "5f1c8a2e-3b4d-4e6f-8a9b-0c1d2e3f4a5b")
 	h := nomadHarness(t)
 	ids := manyVolumes(t, h, 4)
 	n := newFakeNomad(t)
 	var expired atomic.Bool
-	var refused atomic.Int32
+	var refused, selves atomic.Int32
 	inner := n.srv.Config.Handler
 	n.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if expired.Load() {
+		switch {
+		case r.URL.Path == "/v1/acl/token/self" && expired.Load():
+			selves.Add(1)
+			http.Error(w, "rpc error: ACL token expired", http.StatusInternalServerError)
+		case r.URL.Path == "/v1/acl/token/self":
+			selves.Add(1)
+			fmt.Fprint(w, `{"AccessorID":"a","SecretID":"s","Type":"client","Policies":["handover"]}`)
+		case expired.Load():
 			refused.Add(1)
-			http.Error(w, "ACL token expired", http.StatusForbidden)
-			return
+			http.Error(w, "Permission denied", http.StatusForbidden)
+		default:
+			inner.ServeHTTP(w, r)
 		}
-		inner.ServeHTTP(w, r)
 	})
 	var took atomic.Int32
 	n.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) {
 		if took.Add(1) == 2 { // db's taken; the token expires as v1's goes
 			expired.Store(true)
-			return http.StatusForbidden, "ACL token expired"
+			return http.StatusForbidden, "Permission denied"
 		}
 		return 0, ""
 	})
@@ -43,6 +55,9 @@ func TestNomadRegisterAllStopsWhenTheTokenExpires(t *testing.T) {
 	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, All: true, Nomad: n.client})
 	if got := refused.Load(); got > 1 {
 		t.Errorf("after the token expired, Nomad was asked %d more times, want at most once (the question after v1's refused registration)", got)
+	}
+	if got := selves.Load(); got != 1 {
+		t.Errorf("register --all asked /v1/acl/token/self %d times, want once (at the first refusal)", got)
 	}
 	saysAll(t, "register --all", err, `volumes "v2", "v3", "v4": not asked`, "token has expired", "nomad acl token self")
 	if err != nil && strings.Contains(err.Error(), "policy does not grant") {
@@ -57,5 +72,37 @@ func TestNomadRegisterAllStopsWhenTheTokenExpires(t *testing.T) {
 	}
 	if got := marked(t, h, ids); len(got) != len(ids) {
 		t.Errorf("volumes handed over after the run again: %v, want all of %v", got, ids)
+	}
+}
+
+// A token Nomad has (token/self answers it) whose policy refuses the volumes' namespace: a
+// 403 "Permission denied" of the policy, not a gone token. token/self is asked once, the run
+// goes on to every volume, and each error blames the policy.
+func TestNomadRegisterAllGoesOnAtAPolicyRefusal(t *testing.T) {
+	t.Setenv("NOMAD_TOKEN", "5f1c8a2e-3b4d-4e6f-8a9b-0c1d2e3f4a5b")
+	h := nomadHarness(t)
+	manyVolumes(t, h, 3)
+	n := newFakeNomad(t)
+	var selves atomic.Int32
+	inner := n.srv.Config.Handler
+	n.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/v1/acl/token/self":
+			selves.Add(1)
+			fmt.Fprint(w, `{"AccessorID":"a","SecretID":"s","Type":"client","Policies":["other"]}`)
+		case strings.HasPrefix(r.URL.Path, "/v1/volume"):
+			http.Error(w, "Permission denied", http.StatusForbidden)
+		default:
+			inner.ServeHTTP(w, r)
+		}
+	})
+	ios, _, _, _ := iostreams.Test()
+	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, All: true, Nomad: n.client})
+	saysAll(t, "register --all", err, `volume "db"`, `volume "v1"`, `volume "v2"`, `volume "v3"`, "policy must grant csi-read-volume")
+	if err != nil && strings.Contains(err.Error(), "not asked") {
+		t.Errorf("register --all: %v\nwant every volume asked: the token's policy refused one namespace, not every request", err)
+	}
+	if got := selves.Load(); got != 1 {
+		t.Errorf("register --all asked /v1/acl/token/self %d times, want once", got)
 	}
 }

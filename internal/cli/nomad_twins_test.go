@@ -166,3 +166,47 @@ func TestNomadStatusSaysOnceItCouldNotLookForTwins(t *testing.T) {
 		t.Errorf("Nomad was asked for the list %d times after refusing it, want once", got)
 	}
 }
+
+// Nomad answers the list of its volumes with an error other than a 403 (a 500): nomad status
+// failed the whole command blaming volume "db", and asked for the list once per volume. Now it
+// shows every volume, asks once, and says once, on stderr, which volumes went unchecked; with
+// --json too, since no field of its objects says so (as with a 403, which --json kept quiet
+// about though docs/json.md promises the note).
+func TestNomadStatusNotesOnceThatNomadFailedTheList(t *testing.T) {
+	h := nomadHarness(t)
+	manyVolumes(t, h, 3)
+	n := newFakeNomad(t)
+	status := http.StatusInternalServerError
+	inner := n.srv.Config.Handler
+	n.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/volumes" {
+			n.lists.Add(1)
+			http.Error(w, map[int]string{http.StatusInternalServerError: "rpc error: state store busy", http.StatusForbidden: "Permission denied"}[status], status)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
+	ios, _, _, errOut := iostreams.Test()
+	if err := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: n.client}); err != nil {
+		t.Errorf("status with the list failed: %v, want the status shown", err)
+	}
+	if got := strings.Count(errOut.String(), "not checked for twins"); got != 1 || !strings.Contains(errOut.String(), `volumes "db", "v1", "v2", "v3": not checked`) ||
+		!strings.Contains(errOut.String(), "state store busy") {
+		t.Errorf("status stderr:\n%s\nsays %d times that volumes went unchecked, want once, naming db, v1, v2 and v3 and what Nomad said", errOut, got)
+	}
+	if got := n.lists.Load(); got != 1 {
+		t.Errorf("Nomad was asked for the list %d times after failing it, want once", got)
+	}
+	for _, status = range []int{http.StatusInternalServerError, http.StatusForbidden} {
+		ios, _, out, errOut := iostreams.Test()
+		if err := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: n.client, Exporter: exportFlags{JSON: true}}); err != nil {
+			t.Errorf("status --json with the list answered %d: %v, want the status shown", status, err)
+		}
+		if !json.Valid(out.Bytes()) {
+			t.Errorf("status --json with the list answered %d: stdout is not JSON:\n%s", status, out)
+		}
+		if got := strings.Count(errOut.String(), "Note: "); got != 1 {
+			t.Errorf("status --json with the list answered %d: stderr:\n%s\nwant one note saying the twins went unchecked", status, errOut)
+		}
+	}
+}

@@ -165,6 +165,11 @@ func checkImmutable(old store.Volume, sv spec.Volume, register bool) error {
 		if was, ok := f.was.(map[string]string); ok {
 			change = describeMapChange(was, f.now.(map[string]string))
 		}
+		if f.name == "namespace" {
+			// Deleting a created volume to move it would delete its data: deregistered, it
+			// keeps its storage, which a registration by its external ID takes back.
+			return conflictf("volume %q: namespace cannot be changed (%s); %s", old.ID, change, spec.MoveNamespace(old.ID))
+		}
 		return conflictf("volume %q: %s cannot be changed (%s); %s", old.ID, f.name, change, advice)
 	}
 	if sv.CapacityMin != 0 && sv.CapacityMin < old.RequestedMin {

@@ -2,22 +2,32 @@ package nomad
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/volctl/volctl/internal/spec"
 )
 
+// policyRefuses answers as Nomad does a token it has whose policy grants nothing: its own
+// token (GET /v1/acl/token/self), and 403 "Permission denied" to every other request.
+func policyRefuses(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/v1/acl/token/self" && r.Header.Get("X-Nomad-Token") != "" {
+		fmt.Fprint(w, `{"AccessorID":"a","Type":"client","Policies":["none"]}`)
+		return
+	}
+	http.Error(w, "Permission denied", http.StatusForbidden)
+}
+
 // A token Nomad refuses (403 Permission denied): the error names the ACL capability the
 // request needs, in the namespace it was made in, and NOMAD_TOKEN, not just "Permission
 // denied".
 func TestNomadPermissionDeniedNamesTheCapability(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "Permission denied", http.StatusForbidden)
-	}))
+	srv := httptest.NewServer(http.HandlerFunc(policyRefuses))
 	t.Cleanup(srv.Close)
 	c, err := NewClient(srv.URL)
 	if err != nil {
@@ -68,9 +78,7 @@ func TestNomadAnswerNotJSONIsNamed(t *testing.T) {
 // of one command): the error says which applies, not only that NOMAD_TOKEN's policy must grant
 // the capability, which is no remedy when NOMAD_TOKEN is unset or the token has expired.
 func TestNomadPermissionDeniedSaysWhatOfTheToken(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "Permission denied", http.StatusForbidden)
-	}))
+	srv := httptest.NewServer(http.HandlerFunc(policyRefuses))
 	t.Cleanup(srv.Close)
 	for _, tc := range []struct {
 		token string
@@ -102,9 +110,7 @@ func TestNomadPermissionDeniedSaysWhatOfTheToken(t *testing.T) {
 // namespace came from, and says how to tell whether it exists (against Nomad 2.0.5:
 // TestNomadWithACLsAndTLS).
 func TestNomadPermissionDeniedInANamespaceNamesWhereItCameFrom(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "Permission denied", http.StatusForbidden)
-	}))
+	srv := httptest.NewServer(http.HandlerFunc(policyRefuses))
 	t.Cleanup(srv.Close)
 	t.Setenv("NOMAD_TOKEN", "0b9bd8e6-52d4-4d1c-b4a2-6e9cb0dd0f0e")
 	t.Setenv("NOMAD_NAMESPACE", "nosuch")
@@ -236,5 +242,38 @@ func TestNomadErrorPageOfAProxyIsNamed(t *testing.T) {
 	}
 	if err != nil && strings.Contains(err.Error(), "<center>") {
 		t.Errorf("plugin read answered with a proxy's error page: %v\nshows the page's markup", err)
+	}
+}
+
+// Nomad 2.0.5 answers a deleted or unknown token a plain 403 "Permission denied" on its volume
+// endpoints, as it answers a policy's refusal; GET /v1/acl/token/self refuses it too (403),
+// which a token it has is never refused. The volume read's error says the token is gone, not
+// that its policy must grant csi-read-volume, and token/self is asked once for the client and
+// its copies.
+func TestNomadPermissionDeniedOfAGoneTokenAsksTokenSelfOnce(t *testing.T) {
+	var selves atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/acl/token/self" {
+			selves.Add(1)
+		}
+		http.Error(w, "Permission denied", http.StatusForbidden)
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv("NOMAD_TOKEN", "0b9bd8e6-52d4-4d1c-b4a2-6e9cb0dd0f0e")
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"db", "v1"} {
+		_, err = c.VolumeIn(context.Background(), id, "team", "")
+		if err == nil || !strings.Contains(err.Error(), "does not know NOMAD_TOKEN's token") || strings.Contains(err.Error(), "policy must grant") {
+			t.Errorf("volume %s read with a token Nomad does not know: %v\nwant it to say Nomad does not know the token, not blame its policy", id, err)
+		}
+	}
+	if got := selves.Load(); got != 1 {
+		t.Errorf("token/self asked %d times, want once", got)
+	}
+	if err := c.Stopped(); err == nil || !strings.Contains(err.Error(), "does not know NOMAD_TOKEN's token") {
+		t.Errorf("Stopped after a gone token: %v, want it to say every other request would be refused so", err)
 	}
 }

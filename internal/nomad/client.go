@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,6 +64,9 @@ type Client struct {
 	// volumes is Nomad's volumes of every namespace as listed once for the client and its
 	// copies (Twins); nil for a Client not made by NewClient, which lists them for each call.
 	volumes *volumeList
+	// tokenSelf is whether Nomad still has the request's token, asked once per client and its
+	// copies (goneToken); nil for a Client not made by NewClient, which never asks.
+	tokenSelf *tokenSelf
 }
 
 // request returns the context one request to Nomad runs under: ctx (Ctrl-C ends it), bounded
@@ -136,7 +140,7 @@ func NewClient(address string) (*Client, error) {
 	region, namespace := cfg.Region, cfg.Namespace
 	c.SetNamespace("")
 	out := &Client{api: c, Address: shown, Region: region, Namespace: namespace, creds: creds, token: cfg.SecretID != "",
-		serverName: cfg.TLSConfig.TLSServerName, stopped: new(atomic.Pointer[string]), seen: new(atomic.Bool), volumes: new(volumeList)}
+		serverName: cfg.TLSConfig.TLSServerName, stopped: new(atomic.Pointer[string]), seen: new(atomic.Bool), volumes: new(volumeList), tokenSelf: new(tokenSelf)}
 	switch t := cfg.TLSConfig; {
 	case t.CACert != "": // read before NOMAD_CAPATH, which is then not read
 		out.trusts = "NOMAD_CACERT=" + t.CACert
@@ -564,11 +568,11 @@ func (c *Client) tlsFix(err error) string {
 // Nomad answers so too in a namespace that does not exist, which no rule grants anything in
 // unless a glob matches it, so that one is named too, and NOMAD_NAMESPACE when it names that
 // one (a typo there reads as a policy to widen).
-func (c *Client) denied(err error, need, ns string, also ...string) string {
+func (c *Client) denied(ctx context.Context, err error, need, ns string, also ...string) string {
 	if !isDenied(err) {
 		return ""
 	}
-	if ure := (api.UnexpectedResponseError{}); errors.As(err, &ure) && tokenGone(ure.Body()) {
+	if c.goneToken(ctx, err) {
 		// Not the policy: the token itself, which every request carries.
 		return " (Nomad does not know NOMAD_TOKEN's token, or the token has expired: `nomad acl token self` says which; set NOMAD_TOKEN to a token Nomad has)"
 	}
@@ -694,8 +698,8 @@ func (c *Client) Credentials() []string { return slices.Clone(c.creds) }
 // noteStopped notes err, the failure of the request about what (`volume "db"`), when it says
 // that Nomad does not answer this command's requests for now, whatever they ask (stopsAll),
 // unless one was noted before.
-func (c *Client) noteStopped(err error, what string) {
-	if c.stopped != nil && stopsAll(err) {
+func (c *Client) noteStopped(ctx context.Context, err error, what string) {
+	if c.stopped != nil && (stopsAll(err) || c.goneToken(ctx, err)) {
 		why := fmt.Sprintf("did not answer the request about %s, or answered it busy (said above), and every other request would wait or fail the same", what)
 		if isDenied(err) {
 			why = fmt.Sprintf("refused the request about %s: it does not know NOMAD_TOKEN's token, or the token has expired (said above), and every other request carries it: `nomad acl token self` says which; set NOMAD_TOKEN to a token Nomad has", what)
@@ -728,9 +732,46 @@ func stopsAll(err error) bool {
 }
 
 // tokenGone reports whether body, a 403's, is Nomad's word that it does not know the
-// request's token or that the token expired (structs.ErrTokenNotFound, ErrTokenExpired).
+// request's token or that the token expired (structs.ErrTokenNotFound, ErrTokenExpired), as
+// Nomads before 2.0 said on every endpoint.
 func tokenGone(body string) bool {
 	return strings.Contains(body, "ACL token not found") || strings.Contains(body, "ACL token expired")
+}
+
+// tokenSelf is a client's answer, shared by its copies, to whether Nomad still has the
+// request's token (goneToken), asked once.
+type tokenSelf struct {
+	once sync.Once
+	gone bool
+}
+
+// goneToken reports whether err, a request's 403, is Nomad refusing a token it does not know
+// or that has expired, not the token's policy refusing the request. Nomad 2.0.5 answers such a
+// token a plain "Permission denied" on its volume and plugin endpoints (they resolve the token
+// first, and answer its failure as ErrPermissionDenied), alike to a policy's refusal; only
+// GET /v1/acl/token/self says "ACL token expired" (a 500) or refuses it (403). So, with a
+// token set, the first such 403 of a command asks that once (tokenSelf): a refusal there, or
+// Nomad's words for a gone token in any answer, means the token is gone; an OK, a policy's
+// refusal. An older Nomad's 403 that says so itself (tokenGone) is not asked about.
+func (c *Client) goneToken(ctx context.Context, err error) bool {
+	var ure api.UnexpectedResponseError
+	if !isDenied(err) || !errors.As(err, &ure) {
+		return false
+	}
+	if tokenGone(ure.Body()) {
+		return true
+	}
+	if !c.token || c.tokenSelf == nil {
+		return false
+	}
+	c.tokenSelf.once.Do(func() {
+		rctx, _, cancel := c.request(ctx)
+		defer cancel()
+		_, _, err := c.api.ACLTokens().Self((&api.QueryOptions{Region: c.Region}).WithContext(rctx))
+		var self api.UnexpectedResponseError
+		c.tokenSelf.gone = errors.As(err, &self) && self.HasStatusCode() && (self.StatusCode() == http.StatusForbidden || tokenGone(self.Body()))
+	})
+	return c.tokenSelf.gone
 }
 
 // Stopped is the error to report for a volume a command over many did not ask Nomad about,
@@ -836,14 +877,14 @@ func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 	p := &api.CSIPlugin{}
 	_, err := c.api.Raw().Query(apiPath("/v1/plugin/csi/", id), p, (&api.QueryOptions{Region: c.Region}).WithContext(rctx))
 	if err != nil {
-		c.noteStopped(err, fmt.Sprintf("plugin %q", id))
+		c.noteStopped(ctx, err, fmt.Sprintf("plugin %q", id))
 		switch {
 		case isNotFound(err) && a.fromNomad:
 			return PluginHealth{}, fmt.Errorf("plugin %q: %w at %s", id, ErrNotFound, c.Address)
 		case isNotFound(err):
 			return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
-		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, pluginRead, "")+c.noRegion(err, c.Region)+busy(err, a))
+		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(ctx, err, pluginRead, "")+c.noRegion(err, c.Region)+busy(err, a))
 	}
 	if p.ID != id {
 		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s %s", id, c.Address, c.notTheOneAsked("plugin", fmt.Sprintf("ID %q", p.ID)))
@@ -922,14 +963,14 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 	v := &api.CSIVolume{}
 	_, err := c.api.Raw().Query(apiPath("/v1/volume/csi/", id), v, (&api.QueryOptions{Namespace: ns, Region: region}).WithContext(rctx))
 	if err != nil {
-		c.noteStopped(err, fmt.Sprintf("volume %q", id))
+		c.noteStopped(ctx, err, fmt.Sprintf("volume %q", id))
 		switch {
 		case isNotFound(err) && a.fromNomad:
 			return VolumeState{}, &indexedError{fmt.Errorf("volume %q (namespace %s): %w at %s", id, ns, ErrNotFound, c.Address), a.index}
 		case isNotFound(err):
 			return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
-		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, "csi-read-volume", ns)+c.noRegion(err, region)+busy(err, a))
+		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(ctx, err, "csi-read-volume", ns)+c.noRegion(err, region)+busy(err, a))
 	}
 	// Nomad answers a volume's read with that volume, in the namespace asked (one that names
 	// none is an older Nomad's).
@@ -1057,8 +1098,8 @@ func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, 
 	wm, err := c.api.Raw().Write(apiPath("/v1/volume/csi/", vol.ID), &api.CSIVolumeRegisterRequest{Volumes: []*api.CSIVolume{vol}}, resp,
 		(&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region}).WithContext(rctx))
 	if err != nil {
-		c.noteStopped(err, fmt.Sprintf("volume %q", v.ID))
-		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + c.denied(err, "csi-write-volume", vol.Namespace, pluginRead) +
+		c.noteStopped(ctx, err, fmt.Sprintf("volume %q", v.ID))
+		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + c.denied(ctx, err, "csi-write-volume", vol.Namespace, pluginRead) +
 			c.noRegion(err, c.Region) + c.noNamespace(err, v, vol.Namespace) + maxBelowCapacity(err, v) + busy(err, a)
 		switch {
 		case answered(err) && settled(err):

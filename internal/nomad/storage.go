@@ -69,9 +69,10 @@ type storage struct {
 // copies (NewClient makes one per command), per region: a command over many volumes
 // (register --all, status) asked Nomad for the whole list once per volume, every volume of
 // the cluster each time. What the command registers after the list is added to it
-// (tookStorage), so a later volume of the command is compared with it too. A token refused
-// the list (403) is refused it again: that is kept as well, not asked again per volume; any
-// other failure is not kept, the next volume asks again.
+// (tookStorage), so a later volume of the command is compared with it too. A failure is
+// kept as well, not asked again per volume: a token refused the list (403) is refused it
+// again, and a Nomad that answered it with an error (a 500) would most likely answer so again
+// within the command; the next command asks again.
 type volumeList struct {
 	mu       sync.Mutex
 	byRegion map[string]*regionVolumes
@@ -80,9 +81,10 @@ type volumeList struct {
 // regionVolumes is one region's entry of a volumeList.
 type regionVolumes struct {
 	listed bool
-	// denied is what Nomad said when it refused the token the list (a 403), kept.
-	denied string
-	stubs  []storage
+	// denied is what Nomad said when it refused the token the list (a 403), kept; failed,
+	// what it said when it failed otherwise.
+	denied, failed string
+	stubs          []storage
 }
 
 // storages is Nomad's volumes of every namespace of region for Twins of v: listed once per
@@ -107,6 +109,9 @@ func (c *Client) storages(ctx context.Context, v spec.Volume, region string) ([]
 		if kept.denied != "" {
 			return nil, &deniedError{c.listFailed(v, kept.denied)}
 		}
+		if kept.failed != "" {
+			return nil, c.listFailed(v, kept.failed)
+		}
 	}
 	rctx, a, cancel := c.request(ctx)
 	defer cancel()
@@ -114,12 +119,13 @@ func (c *Client) storages(ctx context.Context, v spec.Volume, region string) ([]
 	_, err := c.api.Raw().Query("/v1/volumes?type=csi", &stubs,
 		(&api.QueryOptions{Namespace: api.AllNamespacesNamespace, Region: region}).WithContext(rctx))
 	if err != nil {
-		c.noteStopped(err, fmt.Sprintf("the volumes of volume %q's plugin", v.ID))
-		said := c.said(ctx, err, nil) + c.denied(err, "csi-list-volume", "") + c.noRegion(err, region) + busy(err, a)
+		c.noteStopped(ctx, err, fmt.Sprintf("the volumes of volume %q's plugin", v.ID))
+		said := c.said(ctx, err, nil) + c.denied(ctx, err, "csi-list-volume", "") + c.noRegion(err, region) + busy(err, a)
 		if isDenied(err) {
 			kept.denied = said
 			return nil, &deniedError{c.listFailed(v, said)}
 		}
+		kept.failed = said
 		return nil, c.listFailed(v, said)
 	}
 	out := make([]storage, 0, len(stubs))

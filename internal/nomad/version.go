@@ -27,11 +27,11 @@ func (c *Client) Servers(ctx context.Context) ([]Server, error) {
 	defer cancel()
 	var out api.ServerMembers
 	if _, err := c.api.Raw().Query("/v1/agent/members", &out, (&api.QueryOptions{Region: c.Region}).WithContext(rctx)); err != nil {
-		c.noteStopped(err, "its servers")
+		c.noteStopped(ctx, err, "its servers")
 		if isDenied(err) {
-			return nil, &deniedError{fmt.Errorf("Nomad at %s: its servers: %s%s", c.Address, c.said(ctx, err, nil), c.denied(err, `the "node" policy "read"`, ""))}
+			return nil, &deniedError{fmt.Errorf("Nomad at %s: its servers: %s%s", c.Address, c.said(ctx, err, nil), c.denied(ctx, err, `the "node" policy "read"`, ""))}
 		}
-		return nil, fmt.Errorf("Nomad at %s: its servers: %s%s", c.Address, c.said(ctx, err, nil), c.denied(err, `the "node" policy "read"`, "")+c.noRegion(err, c.Region)+busy(err, a))
+		return nil, fmt.Errorf("Nomad at %s: its servers: %s%s", c.Address, c.said(ctx, err, nil), c.denied(ctx, err, `the "node" policy "read"`, "")+c.noRegion(err, c.Region)+busy(err, a))
 	}
 	region := c.Region
 	if region == "" {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/volctl/volctl/internal/shellquote"
 )
 
 // MaxIDLength bounds IDs (volume, plugin, group and alloc names). They become directory names
@@ -68,15 +70,24 @@ func ValidateNamespace(ns string) error {
 		return err
 	}
 	if ns == "*" {
-		return fmt.Errorf("namespace %q names every namespace (to Nomad's listings, `-namespace '*'`), not one a volume can be in: name the namespace its jobs run in, or leave namespace out for the default one", ns)
+		return fmt.Errorf("namespace %q names every namespace (to Nomad's listings, `-namespace '*'`), not one a volume can be in: name the namespace its jobs run in, or leave namespace out for the default one (%s)", ns, MoveNamespace("ID"))
 	}
 	for i, r := range ns {
 		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-') {
-			return fmt.Errorf("namespace %q has %q (its character %d): Nomad's namespace names are ASCII letters, digits and hyphens only, so Nomad could hold no volume in it; name a namespace Nomad has (`nomad namespace list`), or leave namespace out for the default one",
-				ns, r, utf8.RuneCountInString(ns[:i])+1)
+			return fmt.Errorf("namespace %q has %q (its character %d): Nomad's namespace names are ASCII letters, digits and hyphens only, so Nomad could hold no volume in it; name a namespace Nomad has (`nomad namespace list`), or leave namespace out for the default one (%s)",
+				ns, r, utf8.RuneCountInString(ns[:i])+1, MoveNamespace("ID"))
 		}
 	}
 	return nil
+}
+
+// MoveNamespace says how volume id, which volctl has, moves to another namespace keeping its
+// storage: volctl refuses to change a volume's namespace, and a created volume's refusal
+// once said to delete it and create it again, which deletes its data. A volume deregistered
+// keeps its storage, and one registered by its external ID takes it back.
+func MoveNamespace(id string) string {
+	return fmt.Sprintf("a volume volctl has moves so, its data kept: `%s` (its storage stays), then `volctl volume register` of its spec with its external_id (`%s` shows it) in the new namespace",
+		shellquote.Command("volctl volume deregister --yes", id), shellquote.Command("volctl volume status", id))
 }
 
 // ValidateNewName checks a name typed for volctl to send a plugin as a CSI name and to record as
