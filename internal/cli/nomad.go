@@ -1076,13 +1076,18 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			if h := st.Handover; h != nil {
 				region = h.Region
 			}
-			twins, terr := c.TwinsIn(ctx, want, st.NomadNamespace, region)
+			var twins []nomad.Twin
+			terr := listFailed // Nomad failed the list in this command: not asked again for each volume
+			if terr == nil {
+				twins, terr = c.TwinsIn(ctx, want, st.NomadNamespace, region)
+			}
 			switch {
 			case errors.Is(terr, nomad.ErrPermissionDenied):
 				unlisted = c.TwinsUnchecked(want)
 			case terr != nil:
-				// Nomad's error, asked once for the command (the list is kept): a note
-				// naming every volume left unchecked, not the failure of the first.
+				// Nomad's error, asked once for the command (the list is not asked again
+				// once failed): a note naming every volume left unchecked, not the
+				// failure of the first.
 				listFailed = cmp.Or(listFailed, terr)
 				unchecked = append(unchecked, info.ID)
 			}

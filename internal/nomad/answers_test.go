@@ -277,3 +277,43 @@ func TestNomadPermissionDeniedOfAGoneTokenAsksTokenSelfOnce(t *testing.T) {
 		t.Errorf("Stopped after a gone token: %v, want it to say every other request would be refused so", err)
 	}
 }
+
+// Not every refusal of token/self means the token is gone. Nomad 2.0.5 answers a workload
+// identity (a task's NOMAD_TOKEN from `identity { env = true }`, a JWT, no ACL token) 404 "ACL
+// token not found" there, and a proxy hardening Nomad's API may refuse /v1/acl/ with a 403 page
+// of its own: in both the token is good and a 403 on a volume is its policy's. Before, either
+// read as a gone token: the whole `register --all` or `status` stopped at one namespace's
+// refusal, telling the user to replace a token that works.
+func TestNomadTokenSelfOfAnIdentityOrAProxyIsNoGoneToken(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		status int
+		body   string
+	}{
+		{"workload identity", http.StatusNotFound, "ACL token not found"},
+		{"proxy refusing /v1/acl/", http.StatusForbidden, "<html><title>403 Forbidden</title></html>"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/v1/acl/token/self" {
+					http.Error(w, tt.body, tt.status)
+					return
+				}
+				http.Error(w, "Permission denied", http.StatusForbidden)
+			}))
+			t.Cleanup(srv.Close)
+			t.Setenv("NOMAD_TOKEN", "eyJhbGciOiJSUzI1NiJ9.e30.c2ln")
+			c, err := NewClient(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.VolumeIn(context.Background(), "db", "team", "")
+			if err == nil || strings.Contains(err.Error(), "does not know NOMAD_TOKEN's token") {
+				t.Errorf("volume read refused by the token's policy, token/self answering %d %q: %v\nwant the policy's refusal, not a gone token", tt.status, tt.body, err)
+			}
+			if err := c.Stopped(); err != nil {
+				t.Errorf("Stopped after one policy's refusal: %v, want nil: the other volumes are to be asked", err)
+			}
+		})
+	}
+}

@@ -750,9 +750,10 @@ type tokenSelf struct {
 // token a plain "Permission denied" on its volume and plugin endpoints (they resolve the token
 // first, and answer its failure as ErrPermissionDenied), alike to a policy's refusal; only
 // GET /v1/acl/token/self says "ACL token expired" (a 500) or refuses it (403). So, with a
-// token set, the first such 403 of a command asks that once (tokenSelf): a refusal there, or
-// Nomad's words for a gone token in any answer, means the token is gone; an OK, a policy's
-// refusal. An older Nomad's 403 that says so itself (tokenGone) is not asked about.
+// token set, the first such 403 of a command asks that once (tokenSelf): Nomad's own refusal
+// there (403 "Permission denied"), or "ACL token expired" in any answer, means the token is
+// gone; anything else a policy's refusal: an OK; a 404 "ACL token not found", which a workload
+// identity (a task's JWT, no ACL token) gets; a 403 of a proxy in front of /v1/acl/. An older Nomad's 403 that says so itself (tokenGone) is not asked about.
 func (c *Client) goneToken(ctx context.Context, err error) bool {
 	var ure api.UnexpectedResponseError
 	if !isDenied(err) || !errors.As(err, &ure) {
@@ -769,7 +770,13 @@ func (c *Client) goneToken(ctx context.Context, err error) bool {
 		defer cancel()
 		_, _, err := c.api.ACLTokens().Self((&api.QueryOptions{Region: c.Region}).WithContext(rctx))
 		var self api.UnexpectedResponseError
-		c.tokenSelf.gone = errors.As(err, &self) && self.HasStatusCode() && (self.StatusCode() == http.StatusForbidden || tokenGone(self.Body()))
+		// Nomad's own 403 (its body "Permission denied", or an older Nomad's "ACL token not
+		// found"), or an expired token's 500: a 404 "ACL token not found" is a workload
+		// identity (a task's NOMAD_TOKEN, a JWT without an ACL token), which Nomad knows; a
+		// 403 of another body, a proxy refusing /v1/acl/ (TestNomadTokenSelfOfAnIdentityOrAProxyIsNoGoneToken).
+		c.tokenSelf.gone = errors.As(err, &self) && self.HasStatusCode() &&
+			(self.StatusCode() == http.StatusForbidden && (strings.Contains(self.Body(), "Permission denied") || tokenGone(self.Body())) ||
+				strings.Contains(self.Body(), "ACL token expired"))
 	})
 	return c.tokenSelf.gone
 }

@@ -194,3 +194,32 @@ func TestTwinsListsOnceAndKnowsWhatTheClientRegistered(t *testing.T) {
 		t.Errorf("Nomad's volumes listed %d times for two volumes of one client, want once", n)
 	}
 }
+
+// A list Nomad failed once (a 500 while a server restarted) is asked again by the next volume
+// of the command: kept, it failed every later volume of a `register --all` with the first one's
+// error though Nomad answered again. A 403 is kept (TestNomadRegisterAllListsNomadsVolumesOnce's
+// kind): the token would be refused again.
+func TestTwinsListFailedOnceIsAskedAgain(t *testing.T) {
+	var lists atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Nomad-Index", "9")
+		if r.Method == http.MethodGet && r.URL.Path == "/v1/volumes" {
+			if lists.Add(1) == 1 {
+				http.Error(w, "rpc error: EOF", http.StatusInternalServerError)
+				return
+			}
+			w.Write([]byte(`[]`))
+			return
+		}
+		http.Error(w, "volume not found", http.StatusNotFound)
+	}))
+	c, v := dbOfStorageExt1(t, srv)
+	if _, err := c.Twins(context.Background(), v, "default"); err == nil {
+		t.Fatal("Twins with the list failed: nil error")
+	}
+	second := v
+	second.ID, second.ExternalID = "v2", "ext-2"
+	if twins, err := c.Twins(context.Background(), second, "default"); err != nil || len(twins) != 0 {
+		t.Errorf("second volume's twins, Nomad answering the list again (asked %d times): %v, %v; want none, no error", lists.Load(), twins, err)
+	}
+}
