@@ -337,10 +337,10 @@ func UntrustedCommand(sp spec.Plugin) error {
 // as root from the next one on, while the agent's config and the plugin's spec said nothing
 // had changed. Checked at each start, so a fixed path lets the next retry start it.
 func untrustedProgram(command, path string, env []string) error {
-	envPath := ""
+	envPath := pathtrust.DefaultExecPath // none in env: what env(1) searches then
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			envPath = v
+			envPath = v // set empty: the working directory alone (pathtrust's searched)
 		}
 	}
 	pr := pathtrust.Program(command, path, envPath)

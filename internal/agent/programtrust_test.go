@@ -260,7 +260,7 @@ func TestAgentRunsNoScriptWhoseInterpreterAnotherUserMayChange(t *testing.T) {
 
 	t.Run("a directory a group of root alone may write", func(t *testing.T) {
 		accounts := t.TempDir()
-		for v, content := range map[*string]string{&pathtrust.GroupFile: "root:x:0:\nstaff:x:4243:root\n", &pathtrust.PasswdFile: "root:x:0:0:root:/root:/bin/sh\n"} {
+		for v, content := range map[*string]string{&pathtrust.GroupFile: "root:x:0:\nstaff:x:4243:root\n", &pathtrust.PasswdFile: "root:x:0:0:root:/root:/bin/sh\n", &pathtrust.GshadowFile: "staff:*::\n"} {
 			p := write(t, filepath.Join(accounts, filepath.Base(*v)), content)
 			old := *v
 			*v = p
@@ -285,4 +285,30 @@ func TestAgentRunsNoScriptWhoseInterpreterAnotherUserMayChange(t *testing.T) {
 			}
 		}
 	})
+}
+
+// `#!/usr/bin/env NAME` run with PATH set empty (an exec block's env = { PATH = "" }, or an
+// agent started with `env -i PATH=`) makes env(1) look NAME up in the working directory alone,
+// as execvp(3) does: the check searched no directory at all then, and passed a script whose
+// NAME any user who may write the agent's working directory could put there. Before, the
+// script was started; now the working directory is checked as that PATH's one entry.
+func TestScriptWhoseEnvSearchesAnEmptyPATHIsCheckedInTheWorkingDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a directory of root's beside one anyone may write: the check passes root's own only when run as root")
+	}
+	base := t.TempDir()
+	bin := mkdir(t, filepath.Join(base, "bin"), 0o755)
+	open := mkdir(t, filepath.Join(base, "open"), 0o777)
+	script := filepath.Join(bin, "plugin")
+	if err := os.WriteFile(script, []byte("#!/usr/bin/env volctl-test-r27\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(open)
+	err := untrustedProgram(script, script, []string{"PATH="})
+	if err == nil || !strings.Contains(err.Error(), open) {
+		t.Errorf("script %s with PATH= run from %s (mode 0777): %v; want it refused naming %s, where env would look volctl-test-r27 up", script, open, err, open)
+	}
+	if err := untrustedProgram(script, script, nil); err != nil {
+		t.Errorf("the same script with no PATH at all (env searches %s): %v, want it run", "/bin:/usr/bin", err)
+	}
 }

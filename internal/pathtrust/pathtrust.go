@@ -79,16 +79,18 @@ func writers(mode, gid uint32) string {
 	return groupOthers(gid)
 }
 
-// GroupFile and PasswdFile are the account files groupOthers reads a group's members from; a
-// test points them at files of its own.
-var GroupFile, PasswdFile = "/etc/group", "/etc/passwd"
+// GroupFile, PasswdFile and GshadowFile are the account files groupOthers reads a group's
+// members from; a test points them at files of its own.
+var GroupFile, PasswdFile, GshadowFile = "/etc/group", "/etc/passwd", "/etc/gshadow"
 
 // groupOthers says which users other than root a group gid of write holds, as "group staff
 // (gid 50) may write it, and alice is in it", or "" when it has no member but root: none
 // named in its GroupFile member list but root (any uid 0 account of PasswdFile), and no
-// PasswdFile account but root's with it as its primary group. Debian documents its staff group
-// (/etc/staff-group-for-usr-local) as root's equal, normally empty. What cannot be told
-// counts as others: a group GroupFile does not list, an account file that cannot be read, or
+// PasswdFile account but root's with it as its primary group, no password newgrp takes, and
+// none but root named as its administrator or member in GshadowFile (a group with a password
+// or a gshadow member was taken for root's alone before: TestGroupOfRootAloneIsNotOthers).
+// Debian documents its staff group (/etc/staff-group-for-usr-local) as root's equal, normally
+// empty. What cannot be told counts as others: a group GroupFile does not list, an account file that cannot be read, or
 // one with NIS compat entries (+ or - lines), whose members another database holds.
 func groupOthers(gid uint32) string {
 	name := fmt.Sprintf("group gid %d", gid)
@@ -113,30 +115,62 @@ func groupOthers(gid uint32) string {
 			others = append(others, f[0])
 		}
 	}
-	listed := false
-	for _, f := range groups { // name:password:gid:member,member
-		if len(f) < 4 || f[2] != fmt.Sprint(gid) {
-			continue
-		}
-		if !listed {
-			name = fmt.Sprintf("group %s (gid %d)", f[0], gid)
-			listed = true
-		}
-		for _, m := range strings.Split(f[3], ",") {
+	member := func(list string) {
+		for _, m := range strings.Split(list, ",") {
 			if m = strings.TrimSpace(m); m != "" && !root[m] && !slices.Contains(others, m) {
 				others = append(others, m)
 			}
 		}
 	}
-	switch {
-	case !listed:
+	const withPassword = "anyone given its password (newgrp)"
+	var names []string
+	for _, f := range groups { // name:password:gid:member,member
+		if len(f) < 4 || f[2] != fmt.Sprint(gid) {
+			continue
+		}
+		if len(names) == 0 {
+			name = fmt.Sprintf("group %s (gid %d)", f[0], gid)
+		}
+		names = append(names, f[0])
+		if groupPassword(f[1]) && !slices.Contains(others, withPassword) {
+			others = append(others, withPassword)
+		}
+		member(f[3])
+	}
+	if len(names) == 0 {
 		return unknown(GroupFile + " does not list it")
+	}
+	// gpasswd keeps a group's password, its administrators and members of its own in
+	// GshadowFile: any of them gets the group's gid.
+	shadow, err := accountLines(GshadowFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist): // no gshadow: /etc/group says all
+	case err != nil:
+		return unknown(err.Error())
+	}
+	for _, f := range shadow { // name:password:admin,admin:member,member
+		if len(f) < 4 || !slices.Contains(names, f[0]) {
+			continue
+		}
+		if groupPassword(f[1]) && !slices.Contains(others, withPassword) {
+			others = append(others, withPassword)
+		}
+		member(f[2])
+		member(f[3])
+	}
+	switch {
 	case len(others) == 1:
 		return fmt.Sprintf("%s may write it, and %s is in it", name, others[0])
 	case len(others) > 1:
 		return fmt.Sprintf("%s may write it, and %s are in it", name, strings.Join(others, ", "))
 	}
 	return ""
+}
+
+// groupPassword says a group's password field holds a password newgrp(1) takes: not empty,
+// "x" (kept in gshadow), "*", or locked ("!...").
+func groupPassword(field string) bool {
+	return field != "" && field != "x" && field != "*" && !strings.HasPrefix(field, "!")
 }
 
 // accountLines reads an account file of colon-separated fields, one account a line, and
@@ -400,6 +434,10 @@ func Program(command, path, envPath string) *Problem {
 	return program(path, envPath, 0)
 }
 
+// DefaultExecPath is the PATH execvp(3) searches, and so env(1), when the environment has
+// none (glibc's _CS_PATH).
+const DefaultExecPath = "/bin:/usr/bin"
+
 // maxScripts bounds the #! lines Program follows, as the kernel's (4) does an exec's.
 const maxScripts = 4
 
@@ -474,10 +512,16 @@ func makeable(path string) *Problem {
 }
 
 // searched is the directories, cleaned, a lookup searches of pathList: its relative ones, ""
-// being ".", from the working directory when relative is set, else none of them.
+// being ".", from the working directory when relative is set, else none of them. An empty
+// pathList is one "" (PATH set to nothing; an unset PATH is execvp's default, DefaultExecPath,
+// the caller's to give).
 func searched(pathList string, relative bool) []string {
 	var dirs []string
-	for _, dir := range filepath.SplitList(pathList) {
+	list := filepath.SplitList(pathList)
+	if pathList == "" {
+		list = []string{""} // PATH= set empty: execvp searches the working directory alone
+	}
+	for _, dir := range list {
 		if !filepath.IsAbs(dir) {
 			abs, err := filepath.Abs(dir)
 			if !relative || err != nil {

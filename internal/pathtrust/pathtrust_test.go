@@ -12,6 +12,7 @@ import (
 func accounts(t *testing.T, group, passwd string) {
 	t.Helper()
 	dir := t.TempDir()
+	gshadow(t, "")
 	files := map[*string]string{&GroupFile: group, &PasswdFile: passwd}
 	for v, content := range files {
 		p := filepath.Join(dir, filepath.Base(*v))
@@ -24,6 +25,20 @@ func accounts(t *testing.T, group, passwd string) {
 		*v = p
 		t.Cleanup(func() { *v = old })
 	}
+}
+
+// gshadow points GshadowFile at a file of content for the test; "" for none.
+func gshadow(t *testing.T, content string) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "gshadow")
+	if content != "" {
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := GshadowFile
+	GshadowFile = p
+	t.Cleanup(func() { GshadowFile = old })
 }
 
 // mkdirMode makes dir with mode, past the umask.
@@ -61,10 +76,22 @@ func TestGroupOfRootAloneIsNotOthers(t *testing.T) {
 		{"no group file", "", root, []string{"group gid 4243 may write it, whose members volctl cannot tell"}},
 		{"no passwd file", "staff:x:4243:\n", "", []string{"group gid 4243 may write it, whose members volctl cannot tell"}},
 		{"NIS compat entries", "staff:x:4243:\n+\n", root, []string{"NIS compat entries"}},
+		{"a group password", "staff:$6$salt$hash:4243:\n", root, []string{"group staff (gid 4243) may write it, and anyone given its password (newgrp) is in it"}},
+		{"a password in gshadow", "staff:x:4243:\n", root, []string{"anyone given its password (newgrp)"}},
+		{"a gshadow member", "staff:x:4243:\n", root, []string{"and carol is in it"}},
+		{"a gshadow administrator", "staff:x:4243:\n", root, []string{"and dave is in it"}},
+		{"a locked gshadow entry of root alone", "staff:x:4243:\n", root, nil},
+	}
+	shadows := map[string]string{
+		"a password in gshadow":                "staff:$6$salt$hash::\n",
+		"a gshadow member":                     "staff:!::root,carol\n",
+		"a gshadow administrator":              "staff:!:dave:\n",
+		"a locked gshadow entry of root alone": "staff:!*:root:root\n",
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			accounts(t, tt.group, tt.passwd)
+			gshadow(t, shadows[tt.name])
 			base := mkdirMode(t, filepath.Join(t.TempDir(), "usr"), 0o755)
 			bin := mkdirMode(t, filepath.Join(base, "bin"), os.ModeSetgid|0o775)
 			if err := os.Chown(bin, 0, gid); err != nil {
