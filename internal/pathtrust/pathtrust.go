@@ -67,8 +67,12 @@ func Writable(mode, gid uint32) string {
 	return why
 }
 
-// writers is who other than the owner may write a file of mode and group gid: "other users",
-// the group and why it counts, or "".
+// Writers is who other than the owner may write a file of mode and group gid: "other users",
+// the group and why it counts ("group staff (gid 50) may write it, and alice is in it"), or ""
+// when none may (OthersMayWrite).
+func Writers(mode, gid uint32) string { return writers(mode, gid) }
+
+// writers is Writers.
 func writers(mode, gid uint32) string {
 	switch {
 	case mode&0o002 != 0:
