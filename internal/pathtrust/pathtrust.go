@@ -538,6 +538,30 @@ func searched(pathList string, relative bool) []string {
 	return dirs
 }
 
+// SearchPath is pathList with every directory another user controls left out: kept, in its
+// order, is what remains; dropped says, for each directory left out, who controls it (makeable:
+// the directory or one on the way to it theirs or writable by them, or, missing, one they could
+// make), or that it is relative ("" is "."), searched from whatever directory the program runs
+// in. A program searching kept finds only what root or this user put there.
+func SearchPath(pathList string) (kept []string, dropped []*Problem) {
+	for _, dir := range filepath.SplitList(pathList) {
+		if !filepath.IsAbs(dir) {
+			shown := dir
+			if shown == "" {
+				shown = "."
+			}
+			dropped = append(dropped, &Problem{Path: shown, Why: "is relative: it is searched from whatever directory the program runs in"})
+			continue
+		}
+		if pr := makeable(filepath.Clean(dir)); pr != nil {
+			dropped = append(dropped, pr)
+			continue
+		}
+		kept = append(kept, dir)
+	}
+	return kept, dropped
+}
+
 // lookPath is execvp(3)'s lookup of name in pathList, as env(1) does it.
 func lookPath(name, pathList string) (string, bool) {
 	for _, dir := range searched(pathList, true) {
