@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -129,6 +130,19 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 	if err := untrustedProgram(sp.Exec.Command, path, env); err != nil {
 		logf("%v", err)
 		return nil, err
+	}
+	env, dropped := trustedPATH(env)
+	for _, pr := range dropped {
+		logf("left %s out of the plugin's PATH: it %s, so another user could put there a program the plugin runs as uid %d "+
+			"(make it root's and writable by root alone, or take it out of the agent's PATH or the exec block's env)",
+			spec.QuoteName(pr.Path), pr.Why, os.Geteuid())
+	}
+	if dropped != nil {
+		// A script's #!/usr/bin/env NAME is looked up in the PATH the plugin gets: check that one too.
+		if err := untrustedProgram(sp.Exec.Command, path, env); err != nil {
+			logf("%v", err)
+			return nil, err
+		}
 	}
 	goAhead, send, err := os.Pipe()
 	if err != nil {
@@ -400,6 +414,31 @@ func pluginEnv(base []string, sp spec.Plugin) []string {
 		out = append(out, k+"="+v)
 	}
 	return out
+}
+
+// trustedPATH is env with its PATH (the agent's, or the exec block's env's) holding only the
+// directories no other user controls (pathtrust.SearchPath), and what it left out: the plugin
+// runs as the agent's user, root most often, and whatever it runs by name (mount, mkfs, its
+// own helpers) is looked up there. A PATH left with nothing is pathtrust.DefaultExecPath's
+// directories that pass; a PATH unset stays unset (execvp searches DefaultExecPath then).
+func trustedPATH(env []string) ([]string, []*pathtrust.Problem) {
+	for i, kv := range env {
+		v, ok := strings.CutPrefix(kv, "PATH=")
+		if !ok {
+			continue
+		}
+		kept, dropped := pathtrust.SearchPath(v)
+		if len(dropped) == 0 {
+			return env, nil
+		}
+		if len(kept) == 0 {
+			kept, _ = pathtrust.SearchPath(pathtrust.DefaultExecPath)
+		}
+		out := slices.Clone(env)
+		out[i] = "PATH=" + strings.Join(kept, string(filepath.ListSeparator))
+		return out, dropped
+	}
+	return env, nil
 }
 
 // passedEnv says whether the agent's variable k reaches the plugins it starts: the ones a

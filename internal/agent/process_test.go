@@ -1003,3 +1003,47 @@ func TestPluginInheritsNoDescriptorOfTheAgents(t *testing.T) {
 		t.Errorf("the plugin holds descriptor %d of the agent's, open on %s:\n%s", fd, secret, b)
 	}
 }
+
+// TestPluginPATHHoldsNoDirectoryAnotherUserControls: the plugin runs as the agent's user, root
+// most often, and what it runs by name (mount, mkfs, its helpers) is looked up in its PATH. A
+// directory of the agent's PATH that other users may write, or a relative one (searched from
+// the plugin's working directory), is left out of the plugin's, each named in the plugin's log
+// with why. Before, the plugin got the agent's PATH whole.
+func TestPluginPATHHoldsNoDirectoryAnotherUserControls(t *testing.T) {
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", open+"::/usr/bin:/bin")
+	dump := filepath.Join(dir, "path")
+	sp := spec.Plugin{ID: "p", Socket: filepath.Join(dir, "p.sock"), Exec: &spec.Exec{
+		Command: "/bin/sh", Args: []string{"-c", `printf %s "$PATH" > "$0"`, dump},
+	}}
+	p, err := startProcess(sp, dir, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.wait(30 * time.Second) {
+		t.Fatal("the plugin that writes its PATH did not exit")
+	}
+	b, err := os.ReadFile(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(b); got != "/usr/bin:/bin" {
+		t.Errorf("the plugin's PATH = %q, want %q: %s is writable by every user and the empty entry is the working directory", got, "/usr/bin:/bin", open)
+	}
+	log, err := os.ReadFile(filepath.Join(dir, "p.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"left " + open + " out of the plugin's PATH: it is writable by other users (mode 0777)", "left . out of the plugin's PATH: it is relative"} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("the plugin's log does not say %q:\n%s", want, log)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/nomad"
+	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -66,7 +67,8 @@ A group is one run here (--group NAME), or the group of a group spec file, run h
 unless --include-secrets (the files are then 0600); they are never printed. So is a secret
 value a plugin echoed into a volume's context; one it echoed into the volume's external ID or
 topology, which a placeholder would make another volume's, refuses the volume without
---include-secrets. Every volume file
+--include-secrets. An --out another user controls (theirs, writable by them, or reached
+through a directory or symlink of theirs) is refused before anything is written. Every volume file
 is checked with volctl's own parser for register before it is written. The files write keys in
 Unicode normal form C, so a map with two keys that differ only in normalisation (a parameter
 "é" precomposed and decomposed), or a group with two such volume names, is refused, naming
@@ -159,6 +161,9 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 	}
 	if opts.OutDir == "" {
 		return usageError("export nomad: --out must name a directory")
+	}
+	if err := checkOutDir(opts.OutDir); err != nil {
+		return err
 	}
 	if d := opts.Plugin.NomadDataDir; d != "" && !filepath.IsAbs(d) {
 		// Written into the plugin job's stage_publish_base_dir, a relative one was read
@@ -330,6 +335,10 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return fmt.Errorf("export nomad: output directory: %w", err)
 	}
+	// Again on what MkdirAll made or found: a symlink planted since the first check.
+	if err := checkOutDir(opts.OutDir); err != nil {
+		return err
+	}
 	var printErr error
 	for i, f := range files {
 		path := filepath.Join(opts.OutDir, f.name)
@@ -348,6 +357,21 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(n))
 	}
 	return printErr
+}
+
+// checkOutDir refuses an --out another user controls (pathtrust.Replaceable: it, or a directory
+// or symlink on the way to it, theirs or writable by them, a sticky /tmp's entries aside):
+// volctl, often root, and with --include-secrets writing the volumes' secrets, would write its
+// files where they chose (a symlink they planted), or into a directory they may read the files
+// from or replace them in.
+func checkOutDir(dir string) error {
+	pr := pathtrust.Replaceable(dir)
+	if pr == nil {
+		return nil
+	}
+	return fmt.Errorf("export nomad: --out %s: %s %s, so another user could choose where the files go or replace them; "+
+		"nothing was written: give --out a directory only you (or root) may write, or chown or chmod go-w %s",
+		spec.QuoteName(dir), spec.QuoteName(pr.Path), pr.Why, spec.QuoteName(pr.Dir()))
 }
 
 // noRoomToExport says what to do when err, writing a file into dir, found its file system full

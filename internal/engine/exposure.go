@@ -42,12 +42,16 @@ func SocketExposure(socket string) string {
 		switch {
 		case st != nil && !trusted(st.Uid):
 			return fmt.Sprintf("socket %s is in %s, which uid %d owns: %s", spec.QuoteName(socket), spec.QuoteName(dir), st.Uid, risk)
-		case mode&0o002 != 0 || st != nil && mode&0o020 != 0 && st.Gid != 0 && int(st.Gid) != os.Getegid():
-			shown := uint32(mode)
-			if fi.Mode()&os.ModeSticky != 0 {
-				shown |= 0o1000
+		case st != nil && pathtrust.OthersMayWrite(st.Mode, st.Gid):
+			// pathtrust's rule, the agent's for a plugin's command: a group of root alone (no
+			// other member) is root's, one with another member is others'.
+			who := ""
+			if w := pathtrust.Writers(st.Mode, st.Gid); w != "other users" {
+				who = ": " + w
 			}
-			return fmt.Sprintf("socket %s is in %s, which other users may write (mode %#o): %s", spec.QuoteName(socket), spec.QuoteName(dir), shown, risk)
+			return fmt.Sprintf("socket %s is in %s, which other users may write (mode %#o)%s: %s", spec.QuoteName(socket), spec.QuoteName(dir), st.Mode&0o7777, who, risk)
+		case st == nil && mode&0o002 != 0:
+			return fmt.Sprintf("socket %s is in %s, which other users may write (mode %#o): %s", spec.QuoteName(socket), spec.QuoteName(dir), uint32(mode), risk)
 		}
 		real := dir
 		if r, err := filepath.EvalSymlinks(dir); err == nil {

@@ -67,8 +67,12 @@ func Writable(mode, gid uint32) string {
 	return why
 }
 
-// writers is who other than the owner may write a file of mode and group gid: "other users",
-// the group and why it counts, or "".
+// Writers is who other than the owner may write a file of mode and group gid: "other users",
+// the group and why it counts ("group staff (gid 50) may write it, and alice is in it"), or ""
+// when none may (OthersMayWrite).
+func Writers(mode, gid uint32) string { return writers(mode, gid) }
+
+// writers is Writers.
 func writers(mode, gid uint32) string {
 	switch {
 	case mode&0o002 != 0:
@@ -532,6 +536,30 @@ func searched(pathList string, relative bool) []string {
 		dirs = append(dirs, filepath.Clean(dir))
 	}
 	return dirs
+}
+
+// SearchPath is pathList with every directory another user controls left out: kept, in its
+// order, is what remains; dropped says, for each directory left out, who controls it (makeable:
+// the directory or one on the way to it theirs or writable by them, or, missing, one they could
+// make), or that it is relative ("" is "."), searched from whatever directory the program runs
+// in. A program searching kept finds only what root or this user put there.
+func SearchPath(pathList string) (kept []string, dropped []*Problem) {
+	for _, dir := range filepath.SplitList(pathList) {
+		if !filepath.IsAbs(dir) {
+			shown := dir
+			if shown == "" {
+				shown = "."
+			}
+			dropped = append(dropped, &Problem{Path: shown, Why: "is relative: it is searched from whatever directory the program runs in"})
+			continue
+		}
+		if pr := makeable(filepath.Clean(dir)); pr != nil {
+			dropped = append(dropped, pr)
+			continue
+		}
+		kept = append(kept, dir)
+	}
+	return kept, dropped
 }
 
 // lookPath is execvp(3)'s lookup of name in pathList, as env(1) does it.

@@ -75,6 +75,7 @@ func (tx *Tx) forgetGone() error {
 	if len(gone) == 0 {
 		return nil
 	}
+	tx.forgot = true
 	scrub := tx.s.forget(gone)
 	type msg struct {
 		id   int64

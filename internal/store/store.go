@@ -113,6 +113,9 @@ type Store struct {
 	// forget scrubs the event log of the secret values a transaction took out of the state
 	// (forget.go); nil leaves it as it is.
 	forget func(values []string) func(string) string
+	// secretsInWAL says a commit took secret values out of the state and the WAL, whose
+	// frames before that commit hold them, could not yet be truncated (wipeWAL).
+	secretsInWAL atomic.Bool
 	// marked says the schema has the state mark (markVersion on), which every commit that
 	// changes a row updates (walpair.go).
 	marked bool
@@ -365,6 +368,9 @@ func dsn(path string, busy time.Duration, readOnly bool) string {
 		// ControllerPublish must survive a power cut, or the attachment is orphaned.
 		q.Add("_pragma", "synchronous(FULL)")
 		q.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(walAutocheckpoint)+")")
+		// A row deleted or rewritten leaves no copy of its bytes in the freed space of its
+		// page or in a freed page: a volume's secrets must not outlive it on disk (wipeWAL).
+		q.Add("_pragma", "secure_delete(1)")
 	}
 	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
 	return u.String()
@@ -751,6 +757,7 @@ func tighten(path string, want fs.FileMode, held bool, log *slog.Logger) error {
 // starts afterwards fails; one still running has its connection closed when it ends.
 func (s *Store) Close() error {
 	err := s.reader().close()
+	s.wipeWALAtClose()
 	if s.w != nil {
 		err = errors.Join(err, s.w.close())
 	}
@@ -787,6 +794,7 @@ func (s *Store) CloseAtExit() error {
 	if s.w == nil {
 		return nil // read-only: nothing written
 	}
+	s.wipeWALAtClose()
 	if s.bulk() || walRemoved(s.path) {
 		// A WAL removed under this process (walgone.go) has its commits in this process
 		// alone, its own or the commands' before it, which it has open whether it wrote or
@@ -967,6 +975,9 @@ func (s *Store) run(ctx context.Context, p *pool, begin string, kind txKind, fn 
 	}
 	done = true
 	s.commits[kind].Add(1)
+	if kind != readOnly && (tx.forgot || s.secretsInWAL.Load()) {
+		s.wipeWAL(tx)
+	}
 	if kind != readOnly && begin != beginNoWait {
 		s.writes.Add(1)
 	}
@@ -1204,6 +1215,9 @@ type Tx struct {
 	// change that may remove some (forget.go); noted says they were read.
 	secretsBefore []string
 	noted         bool
+	// forgot says forgetGone found secret values gone: after the commit the WAL, whose old
+	// frames still hold them, is wiped (wipeWAL).
+	forgot bool
 	// wrote says a statement of the transaction changed a row (or may have: an INSERT, UPDATE
 	// or DELETE with RETURNING, read as rows), so its commit updates the state mark (walpair.go).
 	wrote bool
