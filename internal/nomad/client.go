@@ -1056,6 +1056,11 @@ func (c *Client) APIVolume(v spec.Volume) *api.CSIVolume {
 		ID: v.ID, Name: v.Name, ExternalID: v.ExternalID, Namespace: c.namespaceFor(v), PluginID: v.PluginID,
 		Parameters: maps.Clone(v.Parameters), Context: maps.Clone(v.Context),
 		RequestedCapacityMin: v.CapacityMin, RequestedCapacityMax: v.CapacityMax,
+		// The size the plugin reported, as Nomad's own create records it: Nomad keeps a new
+		// registration's, and with none (0) a later update in Nomad asking for no more than
+		// the volume has was sent to the plugin as an expand, and refused for a plugin that
+		// cannot expand ("expand is not implemented by this controller plugin").
+		Capacity: v.Capacity,
 	}
 	if len(v.Secrets) > 0 {
 		out.Secrets = api.CSISecrets(maps.Clone(v.Secrets.Plain()))
