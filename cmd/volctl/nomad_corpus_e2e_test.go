@@ -126,12 +126,7 @@ func TestNomadCorpusRoundTrip(t *testing.T) {
 		}
 		return handler(ctx, req)
 	}
-	socket := filepath.Join(w.dir, "mem.sock")
-	csitest.ServeAt(t, socket, csitest.WithServer(mem), csitest.WithInterceptor(record))
-
-	w.stepTo("start nomad agent -dev on 127.0.0.1")
-	w.startAgent()
-	w.nomadAddr = w.agentAddr
+	socket := w.serveMemAndStart(mem, record, "start nomad agent -dev on 127.0.0.1")
 
 	w.stepTo("run every plugin ID of the corpus in Nomad, each a link to the test's plugin")
 	w.runLinkedPlugins("corpus-plugins", socket, slices.Sorted(maps.Keys(plugins)))

@@ -253,12 +253,7 @@ func TestNomadWithACLsAndTLS(t *testing.T) {
 		}
 		return handler(ctx, req)
 	}
-	socket := filepath.Join(w.dir, "mem.sock")
-	csitest.ServeAt(t, socket, csitest.WithServer(mem), csitest.WithInterceptor(record))
-
-	w.stepTo("start nomad agent -dev with ACLs and TLS")
-	w.startAgent()
-	w.nomadAddr = w.agentAddr
+	socket := w.serveMemAndStart(mem, record, "start nomad agent -dev with ACLs and TLS")
 
 	w.stepTo("run plugin mem in Nomad; tokens for a handover, and for csi-write-volume alone")
 	w.runLinkedPlugins("mem-plugin", socket, []string{"mem"})
@@ -438,12 +433,7 @@ func TestNomadTokenExpiringMidRunIsNamed(t *testing.T) {
 		}
 		return handler(ctx, req)
 	}
-	socket := filepath.Join(w.dir, "mem.sock")
-	csitest.ServeAt(t, socket, csitest.WithServer(mem), csitest.WithInterceptor(record))
-
-	w.stepTo("start nomad agent -dev with ACLs, TLS and a token TTL as short as 1s")
-	w.startAgent()
-	w.nomadAddr = w.agentAddr
+	socket := w.serveMemAndStart(mem, record, "start nomad agent -dev with ACLs, TLS and a token TTL as short as 1s")
 	w.runLinkedPlugins("mem-plugin", socket, []string{"mem"})
 	w.writeFile("handover.hcl", handoverPolicy)
 	w.nomad("acl", "policy", "apply", "handover", filepath.Join(w.dir, "handover.hcl"))
@@ -492,4 +482,16 @@ func TestNomadTokenExpiringMidRunIsNamed(t *testing.T) {
 	w.nomad("job", "stop", "-detach", "mem-plugin")
 	w.stopAgent()
 	w.checkClean()
+}
+
+// serveMemAndStart serves mem, through record, at the world's mem.sock, and starts the agent
+// (step names the step) for volctl to talk to: the socket.
+func (w *nomadWorld) serveMemAndStart(mem *csitest.MemPlugin, record grpc.UnaryServerInterceptor, step string) string {
+	w.t.Helper()
+	socket := filepath.Join(w.dir, "mem.sock")
+	csitest.ServeAt(w.t, socket, csitest.WithServer(mem), csitest.WithInterceptor(record))
+	w.stepTo(step)
+	w.startAgent()
+	w.nomadAddr = w.agentAddr
+	return socket
 }
