@@ -510,6 +510,7 @@ var foreignGoNames = map[string]string{
 	"TimeoutStopSec":            "systemd's unit setting (docs/agent.md)",
 	"TimeoutStartSec":           "systemd's unit setting (docs/agent.md)",
 	"controllerUnpublishVolume": "Nomad's csi_endpoint.go",
+	"expandVolume":              "Nomad's csi_endpoint.go",
 	"isReadyForConsistentReads": "Nomad's server",
 	"DialContext":               "gRPC's",
 	"WithBlock":                 "gRPC's",

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -93,7 +95,19 @@ func TestNomadCorpusRoundTrip(t *testing.T) {
 	var mu sync.Mutex
 	var nomadAsks atomic.Bool                                          // while volctl nomad register runs: the calls are Nomad's
 	validated := map[string]*csipb.ValidateVolumeCapabilitiesRequest{} // by external ID: the last one
+	created := map[string]*csipb.CreateVolumeRequest{}                 // by name: the last one
+	var expanded []string                                              // the external IDs of ControllerExpandVolume calls
 	record := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if r, ok := req.(*csipb.ControllerExpandVolumeRequest); ok {
+			mu.Lock()
+			expanded = append(expanded, r.GetVolumeId())
+			mu.Unlock()
+		}
+		if r, ok := req.(*csipb.CreateVolumeRequest); ok {
+			mu.Lock()
+			created[r.GetName()] = proto.Clone(r).(*csipb.CreateVolumeRequest)
+			mu.Unlock()
+		}
 		if r, ok := req.(*csipb.ValidateVolumeCapabilitiesRequest); ok {
 			mu.Lock()
 			validated[r.GetVolumeId()] = proto.Clone(r).(*csipb.ValidateVolumeCapabilitiesRequest)
@@ -112,16 +126,12 @@ func TestNomadCorpusRoundTrip(t *testing.T) {
 		}
 		return handler(ctx, req)
 	}
-	socket := filepath.Join(w.dir, "mem.sock")
-	csitest.ServeAt(t, socket, csitest.WithServer(mem), csitest.WithInterceptor(record))
-
-	w.stepTo("start nomad agent -dev on 127.0.0.1")
-	w.startAgent()
-	w.nomadAddr = w.agentAddr
+	socket := w.serveMemAndStart(mem, record, "start nomad agent -dev on 127.0.0.1")
 
 	w.stepTo("run every plugin ID of the corpus in Nomad, each a link to the test's plugin")
 	w.runLinkedPlugins("corpus-plugins", socket, slices.Sorted(maps.Keys(plugins)))
 
+	updated := false // a created volume updated in Nomad after its handover
 	for i, e := range corpus {
 		name := filepath.Base(e.file)
 		v := e.vol
@@ -136,6 +146,18 @@ func TestNomadCorpusRoundTrip(t *testing.T) {
 			verb = "register"
 			mem.AddVolume(csi.Volume{ID: v.ExternalID, CapacityBytes: v.CapacityMin})
 		}
+		own, ownSecrets := w.nomadsOwnWay(name, e.verb, v, ns, &nomadAsks, func(ext string) map[string]string {
+			mu.Lock()
+			defer mu.Unlock()
+			if e.verb == spec.VerbCreate {
+				r := created[v.Name]
+				delete(created, v.Name)
+				return r.GetSecrets()
+			}
+			r := validated[ext]
+			delete(validated, ext)
+			return r.GetSecrets()
+		}, e.file)
 		w.volctl(0, "volume", verb, e.file)
 		var info engine.VolumeInfo
 		if err := json.Unmarshal([]byte(w.volctl(0, "volume", "status", v.ID, "--json")), &info); err != nil {
@@ -161,6 +183,29 @@ func TestNomadCorpusRoundTrip(t *testing.T) {
 		delete(validated, got.ExternalID)
 		mu.Unlock()
 		compareStored(t, name, e.verb, v, info, ns, &got, sent)
+		compareWays(t, name, e.verb, own, ownSecrets, &got, sent.GetSecrets())
+		if e.verb == spec.VerbCreate && !updated {
+			// An update in Nomad of the volume volctl handed over that asks for no more than
+			// it has (a capacity_max set, say): Nomad expands a volume when the capacity_min
+			// asked is above the capacity it has, and one registered without a capacity had
+			// 0, so the plugin was asked to expand a volume to the size it had (and a plugin
+			// that cannot expand got the update refused).
+			updated = true
+			upd := got
+			upd.RequestedCapacityMax = 2 * max(got.Capacity, got.RequestedCapacityMin)
+			upd.MountOptions = &api.CSIMountOptions{} // Nomad answers flags as [REDACTED]
+			if v.MountOptions != nil {
+				upd.MountOptions.FSType = v.MountOptions.FSType
+			}
+			nomadAsks.Store(true)
+			w.putJSON("/v1/volume/csi/"+url.PathEscape(v.ID)+"?namespace="+ns, api.CSIVolumeRegisterRequest{Volumes: []*api.CSIVolume{&upd}})
+			nomadAsks.Store(false)
+			mu.Lock()
+			if slices.Contains(expanded, got.ExternalID) {
+				t.Errorf("%s: an update in Nomad asking for no more than the volume has (capacity_min %d, capacity_max set) sent its plugin a ControllerExpandVolume: Nomad has its capacity as %d", name, upd.RequestedCapacityMin, got.Capacity)
+			}
+			mu.Unlock()
+		}
 	}
 
 	w.stepTo("a volume Nomad has without its topology keeps none: --dry-run, nomad status and the registration name it")
@@ -312,6 +357,103 @@ func compareStored(t *testing.T, name string, verb spec.Verb, v spec.Volume, inf
 	}
 }
 
+// nomadsOwnWay gives Nomad the corpus spec file as its own CLI does (`nomad volume register`,
+// or `nomad volume create` for a spec volctl reads for create) in namespace ns, reads the
+// volume back from Nomad's API, and takes it out again (deregister, or delete: the plugin's
+// volume goes), so that volctl's registration of the same storage after it is no twin.
+// sentSecrets gives the secrets the plugin got from Nomad for it (of ValidateVolumeCapabilities
+// by external ID at a registration, of CreateVolume by name at a creation).
+func (w *nomadWorld) nomadsOwnWay(name string, verb spec.Verb, v spec.Volume, ns string, nomadAsks *atomic.Bool, sentSecrets func(ext string) map[string]string, file string) (*api.CSIVolume, map[string]string) {
+	w.t.Helper()
+	cmd, undo := "register", "deregister"
+	if verb == spec.VerbCreate {
+		cmd, undo = "create", "delete"
+	}
+	nomadAsks.Store(true)
+	out, err := w.tryNomad("volume", cmd, "-namespace", ns, file)
+	nomadAsks.Store(false)
+	if err != nil {
+		// docs/specs.md: the legacy flat access_mode/attachment_mode pair, which volctl reads
+		// as one capability, Nomad's CLI drops, and its server refuses the volume.
+		src, rerr := os.ReadFile(file)
+		if rerr == nil && regexp.MustCompile(`(?m)^access_mode\s*=`).Match(src) && strings.Contains(out, "must include at least one capability block") {
+			w.t.Logf("%s: `nomad volume %s` refuses the legacy flat access_mode, as docs/specs.md says: %s", name, cmd, strings.TrimSpace(out))
+			return nil, nil
+		}
+		// docs/specs.md: the old spelling "single-node-reader", which volctl reads as
+		// single-node-reader-only, Nomad's CLI sends as written, and its server refuses the
+		// volume once it asks the plugin to validate it.
+		if rerr == nil && regexp.MustCompile(`"single-node-reader"`).Match(src) && strings.Contains(out, "unknown volume access mode: single-node-reader") {
+			w.t.Logf("%s: `nomad volume %s` refuses the old spelling single-node-reader, as docs/specs.md says: %s", name, cmd, strings.TrimSpace(out))
+			return nil, nil
+		}
+		w.t.Fatalf("%s: nomad volume %s -namespace %s: %v\n%s", name, cmd, ns, err, out)
+	}
+	var got api.CSIVolume
+	if !w.getJSON("/v1/volume/csi/"+url.PathEscape(v.ID)+"?namespace="+ns, &got) {
+		w.t.Fatalf("%s: Nomad has no volume %q in namespace %s after `nomad volume %s`", name, v.ID, ns, cmd)
+	}
+	secrets := sentSecrets(got.ExternalID)
+	w.nomad("volume", undo, "-namespace", ns, v.ID)
+	return &got, secrets
+}
+
+// compareWays compares, field by field, what Nomad stored of the corpus spec name given to it
+// by its own CLI (own, whose plugin got ownSecrets) and by `volctl nomad register` (bridged,
+// bridgedSecrets): every difference is the bridge's, but for those docs/specs.md gives of a
+// volume volctl created: the plugin's external ID and context, which are its answer to
+// another CSI name (volctl's own, unique per creation, where Nomad sends the spec's name),
+// and capacity_min, the size the plugin made where the spec asked none. Nomad's own create
+// stores a nil topology before the plugin's (Nomad 2.0.5), left out.
+func compareWays(t *testing.T, name string, verb spec.Verb, own *api.CSIVolume, ownSecrets map[string]string, bridged *api.CSIVolume, bridgedSecrets map[string]string) {
+	t.Helper()
+	if own == nil {
+		return // Nomad refused the file itself
+	}
+	type fields struct {
+		ID, Name, Namespace, PluginID, ExternalID string
+		Capabilities                              []*api.CSIVolumeCapability
+		FSType                                    string
+		MountFlags                                []string
+		Secrets                                   []string // keys: Nomad answers none, so those the plugin got
+		Parameters, Context                       map[string]string
+		TopologyRequest                           *api.CSITopologyRequest
+		Topologies                                []*api.CSITopology
+		CapacityMin, CapacityMax, Capacity        int64
+	}
+	of := func(v *api.CSIVolume, secrets map[string]string) fields {
+		f := fields{ID: v.ID, Name: v.Name, Namespace: v.Namespace, PluginID: v.PluginID, ExternalID: v.ExternalID,
+			Capabilities: v.RequestedCapabilities, Secrets: slices.Sorted(maps.Keys(secrets)),
+			Parameters: v.Parameters, Context: v.Context, TopologyRequest: v.RequestedTopologies, Topologies: v.Topologies,
+			CapacityMin: v.RequestedCapacityMin, CapacityMax: v.RequestedCapacityMax, Capacity: v.Capacity}
+		if mo := v.MountOptions; mo != nil {
+			f.FSType, f.MountFlags = mo.FSType, mo.MountFlags
+		}
+		f.Topologies = slices.DeleteFunc(slices.Clone(f.Topologies), func(t *api.CSITopology) bool { return t == nil })
+		if verb == spec.VerbCreate {
+			f.ExternalID, f.Context = "(the plugin's answer to volctl's CSI name)", nil
+		}
+		return f
+	}
+	a, b := of(own, ownSecrets), of(bridged, bridgedSecrets)
+	if verb == spec.VerbCreate && a.CapacityMin == 0 && b.CapacityMin == bridged.Capacity {
+		b.CapacityMin = 0 // the size made, sent as capacity_min (docs/specs.md)
+	}
+	if !maps.Equal(ownSecrets, bridgedSecrets) {
+		t.Errorf("%s: the plugin got other secret values from Nomad's registration of volctl's (keys %q) than of `nomad volume %s` (keys %q)", name, b.Secrets, verb, a.Secrets)
+	}
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	var ma, mb map[string]json.RawMessage
+	json.Unmarshal(ja, &ma)
+	json.Unmarshal(jb, &mb)
+	for _, k := range slices.Sorted(maps.Keys(ma)) {
+		if string(ma[k]) != string(mb[k]) {
+			t.Errorf("%s: %s: `nomad volume %s` stored %s; volctl nomad register stored %s", name, k, verb, ma[k], mb[k])
+		}
+	}
+}
+
 // sameMap compares two string maps, none and empty alike.
 func sameMap(a, b map[string]string) bool { return len(a) == 0 && len(b) == 0 || maps.Equal(a, b) }
 
@@ -402,6 +544,7 @@ func (w *nomadWorld) putJSON(path string, v any) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		w.t.Fatalf("PUT %s: %s", path, resp.Status)
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		w.t.Fatalf("PUT %s: %s: %s", path, resp.Status, body)
 	}
 }

@@ -40,6 +40,9 @@ type secureNomad struct {
 	clientCertFile, clientKeyFile string
 	token                         string // the management token's secret
 	client                        *http.Client
+	// minTTL, when set, is the agent's acl.token_min_expiration_ttl ("1s"), for tokens that
+	// expire within a test.
+	minTTL string
 }
 
 // newSecureNomad makes a CA, the agent's certificate (for server.global.nomad, localhost and
@@ -122,8 +125,12 @@ func (s *secureNomad) agentConfig() string {
 	if s == nil {
 		return ""
 	}
+	ttl := ""
+	if s.minTTL != "" {
+		ttl = fmt.Sprintf("\n  token_min_expiration_ttl = %q", s.minTTL)
+	}
 	return fmt.Sprintf(`acl {
-  enabled = true
+  enabled = true%s
 }
 tls {
   http                = true
@@ -132,7 +139,7 @@ tls {
   key_file            = %q
   verify_https_client = true
 }
-`, s.caFile, s.certFile, s.keyFile)
+`, ttl, s.caFile, s.certFile, s.keyFile)
 }
 
 // env is what the nomad CLI (and volctl, as Nomad's users run it) needs to reach the agent with
@@ -246,12 +253,7 @@ func TestNomadWithACLsAndTLS(t *testing.T) {
 		}
 		return handler(ctx, req)
 	}
-	socket := filepath.Join(w.dir, "mem.sock")
-	csitest.ServeAt(t, socket, csitest.WithServer(mem), csitest.WithInterceptor(record))
-
-	w.stepTo("start nomad agent -dev with ACLs and TLS")
-	w.startAgent()
-	w.nomadAddr = w.agentAddr
+	socket := w.serveMemAndStart(mem, record, "start nomad agent -dev with ACLs and TLS")
 
 	w.stepTo("run plugin mem in Nomad; tokens for a handover, and for csi-write-volume alone")
 	w.runLinkedPlugins("mem-plugin", socket, []string{"mem"})
@@ -393,4 +395,103 @@ func TestNomadWithACLsAndTLS(t *testing.T) {
 	w.nomad("job", "stop", "-detach", "mem-plugin")
 	w.stopAgent()
 	w.checkClean()
+}
+
+// TestNomadTokenExpiringMidRunIsNamed runs `volctl nomad register` of four volumes with a token
+// of a 3 s TTL against a real Nomad with ACLs: volume a's namespace is not in the token's
+// policy (a 403 of the policy, while the token is good: token/self answers it, with its
+// expiration time), b's registration takes until the token has expired (the plugin's
+// validation waits), and c and d come after. Nomad 2.0.5 answers the expired token's requests
+// a plain 403 "Permission denied", as it answers the policy's refusal. Before, token/self's
+// first answer held for the whole command: b's read-back, c and d were each refused and
+// blamed on the token's policy, every one asked. Now the first 403 after the expiration time
+// asks token/self again, which says the token expired: the run stops there, c and d not asked.
+//
+// Opt-in: NOMAD_BIN names a Nomad binary. No mounts.
+func TestNomadTokenExpiringMidRunIsNamed(t *testing.T) {
+	if os.Getenv("NOMAD_BIN") == "" {
+		t.Skip("set NOMAD_BIN to a Nomad binary to run the bridge against a real Nomad whose token expires part way through a run")
+	}
+	w := makeNomadWorld(t, 3*time.Minute)
+	w.secure = newSecureNomad(t, w.dir)
+	w.secure.minTTL = "1s"
+
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "n1"
+	mem := csitest.NewMemPlugin(cfg)
+	for _, ext := range []string{"ext-a", "ext-b", "ext-c", "ext-d"} {
+		mem.AddVolume(csi.Volume{ID: ext, CapacityBytes: 1 << 20})
+	}
+	var mu sync.Mutex
+	var slowUntil time.Time // b's validation by Nomad waits until then
+	record := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if r, ok := req.(*csipb.ValidateVolumeCapabilitiesRequest); ok && r.GetVolumeId() == "ext-b" {
+			mu.Lock()
+			wait := time.Until(slowUntil)
+			mu.Unlock()
+			time.Sleep(wait)
+		}
+		return handler(ctx, req)
+	}
+	socket := w.serveMemAndStart(mem, record, "start nomad agent -dev with ACLs, TLS and a token TTL as short as 1s")
+	w.runLinkedPlugins("mem-plugin", socket, []string{"mem"})
+	w.writeFile("handover.hcl", handoverPolicy)
+	w.nomad("acl", "policy", "apply", "handover", filepath.Join(w.dir, "handover.hcl"))
+
+	w.stepTo("volctl registers a (namespace other), b, c and d locally")
+	w.volctl(0, "plugin", "register", "--id", "mem", "--socket", socket)
+	for _, id := range []string{"a", "b", "c", "d"} {
+		v := strings.NewReplacer(`"db"`, `"`+id+`"`, "ext-db", "ext-"+id).Replace(secureVolume)
+		if id == "a" {
+			v += "namespace = \"other\"\n"
+		}
+		w.writeFile(id+".hcl", v)
+		w.volctl(0, "volume", "register", filepath.Join(w.dir, id+".hcl"))
+	}
+
+	w.stepTo("volctl nomad register a b c d with a token of a 3s TTL, expiring during b's registration")
+	var tok struct {
+		SecretID       string
+		ExpirationTime time.Time
+	}
+	if err := json.Unmarshal([]byte(w.nomad("acl", "token", "create", "-name", "short", "-policy", "handover", "-ttl", "3s", "-json")), &tok); err != nil || tok.SecretID == "" || tok.ExpirationTime.IsZero() {
+		t.Fatalf("acl token create -ttl 3s: %+v, %v", tok, err)
+	}
+	mu.Lock()
+	slowUntil = tok.ExpirationTime.Add(time.Second)
+	mu.Unlock()
+	w.env = append(w.secure.tlsEnv(), "NOMAD_TOKEN="+tok.SecretID)
+	out := w.volctl(1, "nomad", "register", "a", "b", "c", "d")
+	w.env = nil
+	if time.Now().Before(tok.ExpirationTime) {
+		t.Fatalf("the run ended before the token expired (%s): %s", tok.ExpirationTime, out)
+	}
+	for _, want := range []string{`volume "a"`, "csi-read-volume in namespace other", "does not know NOMAD_TOKEN's token, or the token has expired", `volumes "c", "d": not asked`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("volctl nomad register a b c d, the token expiring during b's registration:\n%s\nwant it to say %q", out, want)
+		}
+	}
+	if strings.Contains(out, "in namespace default") {
+		t.Errorf("volctl nomad register a b c d:\n%s\nwant no refusal after the token expired blamed on its policy (which grants namespace default)", out)
+	}
+	if strings.Contains(out, tok.SecretID) {
+		t.Errorf("volctl nomad register shows the token")
+	}
+
+	w.stepTo("stop the plugin's job and the agent; nothing left running")
+	w.nomad("job", "stop", "-detach", "mem-plugin")
+	w.stopAgent()
+	w.checkClean()
+}
+
+// serveMemAndStart serves mem, through record, at the world's mem.sock, and starts the agent
+// (step names the step) for volctl to talk to: the socket.
+func (w *nomadWorld) serveMemAndStart(mem *csitest.MemPlugin, record grpc.UnaryServerInterceptor, step string) string {
+	w.t.Helper()
+	socket := filepath.Join(w.dir, "mem.sock")
+	csitest.ServeAt(w.t, socket, csitest.WithServer(mem), csitest.WithInterceptor(record))
+	w.stepTo(step)
+	w.startAgent()
+	w.nomadAddr = w.agentAddr
+	return socket
 }

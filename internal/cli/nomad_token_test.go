@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/volctl/volctl/internal/iostreams"
 )
@@ -104,5 +106,69 @@ func TestNomadRegisterAllGoesOnAtAPolicyRefusal(t *testing.T) {
 	}
 	if got := selves.Load(); got != 1 {
 		t.Errorf("register --all asked /v1/acl/token/self %d times, want once", got)
+	}
+}
+
+// NOMAD_TOKEN's token has a TTL, and the first 403 of register --all is its policy's (db's
+// namespace is not granted), while the token is good: token/self answers it, with its
+// expiration time. The token expires part way through the run. Before, that first answer held
+// for the whole command: every later 403 read as the policy's, each volume's error blamed the
+// policy of a token Nomad no longer had, and the run asked about every volume. Now a 403 after
+// the token's expiration time asks token/self once more, which says it expired, and the run
+// stops there, naming the volumes it did not ask about. Against Nomad 2.0.5:
+// TestNomadTokenExpiringMidRunIsNamed.
+func TestNomadRegisterAllAsksAgainOnceTheTokenMayHaveExpired(t *testing.T) {
+	t.Setenv("NOMAD_TOKEN", "5f1c8a2e-3b4d-4e6f-8a9b-0c1d2e3f4a5b")
+	h := nomadHarness(t)
+	manyVolumes(t, h, 3)
+	n := newFakeNomad(t)
+	var mu sync.Mutex
+	var expires time.Time // set at the first token/self: the token expires 300 ms after
+	expired := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return !expires.IsZero() && time.Now().After(expires)
+	}
+	var refused, selves atomic.Int32
+	inner := n.srv.Config.Handler
+	n.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/v1/acl/token/self" && expired():
+			selves.Add(1)
+			http.Error(w, "rpc error: ACL token expired", http.StatusInternalServerError)
+		case r.URL.Path == "/v1/acl/token/self":
+			selves.Add(1)
+			mu.Lock()
+			if expires.IsZero() {
+				expires = time.Now().Add(300 * time.Millisecond)
+			}
+			at := expires.UTC().Format(time.RFC3339Nano)
+			mu.Unlock()
+			fmt.Fprintf(w, `{"AccessorID":"a","SecretID":"s","Type":"client","Policies":["handover"],"ExpirationTime":%q}`, at)
+		case expired():
+			refused.Add(1)
+			http.Error(w, "Permission denied", http.StatusForbidden)
+		case strings.HasPrefix(r.URL.Path, "/v1/volume/csi/db"): // the policy's refusal
+			http.Error(w, "Permission denied", http.StatusForbidden)
+		default:
+			inner.ServeHTTP(w, r)
+		}
+	})
+	n.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) {
+		// v1's registration, sent once the token has expired.
+		mu.Lock()
+		wait := time.Until(expires)
+		mu.Unlock()
+		time.Sleep(wait + 50*time.Millisecond)
+		return http.StatusForbidden, "Permission denied"
+	})
+	ios, _, _, _ := iostreams.Test()
+	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, All: true, Nomad: n.client})
+	saysAll(t, "register --all", err, `volume "db"`, "policy must grant", `volumes "v2", "v3": not asked`, "token has expired")
+	if got := refused.Load(); got > 1 {
+		t.Errorf("after the token expired, Nomad was asked %d more times, want at most once (the question after v1's refused registration)", got)
+	}
+	if got := selves.Load(); got != 2 {
+		t.Errorf("register --all asked /v1/acl/token/self %d times, want twice (at db's refusal, and at the first one after the token's expiration time)", got)
 	}
 }

@@ -739,10 +739,14 @@ func tokenGone(body string) bool {
 }
 
 // tokenSelf is a client's answer, shared by its copies, to whether Nomad still has the
-// request's token (goneToken), asked once.
+// request's token (goneToken): asked once, and once more after the expiration time that
+// answer gave the token, if any.
 type tokenSelf struct {
-	once sync.Once
-	gone bool
+	mu      sync.Mutex
+	asked   bool
+	askedAt time.Time // when it was last asked
+	expires time.Time // the token's expiration time, as the last answer gave it; zero for none
+	gone    bool
 }
 
 // goneToken reports whether err, a request's 403, is Nomad refusing a token it does not know
@@ -754,6 +758,11 @@ type tokenSelf struct {
 // there (403 "Permission denied"), or "ACL token expired" in any answer, means the token is
 // gone; anything else a policy's refusal: an OK; a 404 "ACL token not found", which a workload
 // identity (a task's JWT, no ACL token) gets; a 403 of a proxy in front of /v1/acl/. An older Nomad's 403 that says so itself (tokenGone) is not asked about.
+// An OK that gives the token an expiration time (a token with a TTL) holds until then: a 403
+// after it asks once more, since the token may have expired part way through the command
+// (before, every later 403 was read as the policy's, each volume's error blaming the policy
+// of a token Nomad no longer had, and the run went on asking). Measured by volctl's clock
+// against Nomad's: with volctl's behind, a 403 in between still reads as the policy's.
 func (c *Client) goneToken(ctx context.Context, err error) bool {
 	var ure api.UnexpectedResponseError
 	if !isDenied(err) || !errors.As(err, &ure) {
@@ -765,20 +774,29 @@ func (c *Client) goneToken(ctx context.Context, err error) bool {
 	if !c.token || c.tokenSelf == nil {
 		return false
 	}
-	c.tokenSelf.once.Do(func() {
-		rctx, _, cancel := c.request(ctx)
-		defer cancel()
-		_, _, err := c.api.ACLTokens().Self((&api.QueryOptions{Region: c.Region}).WithContext(rctx))
-		var self api.UnexpectedResponseError
-		// Nomad's own 403 (its body "Permission denied", or an older Nomad's "ACL token not
-		// found"), or an expired token's 500: a 404 "ACL token not found" is a workload
-		// identity (a task's NOMAD_TOKEN, a JWT without an ACL token), which Nomad knows; a
-		// 403 of another body, a proxy refusing /v1/acl/ (TestNomadTokenSelfOfAnIdentityOrAProxyIsNoGoneToken).
-		c.tokenSelf.gone = errors.As(err, &self) && self.HasStatusCode() &&
-			(self.StatusCode() == http.StatusForbidden && (strings.Contains(self.Body(), "Permission denied") || tokenGone(self.Body())) ||
-				strings.Contains(self.Body(), "ACL token expired"))
-	})
-	return c.tokenSelf.gone
+	ts := c.tokenSelf
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	now := time.Now()
+	if ts.gone || ts.asked && (ts.expires.IsZero() || !now.After(ts.expires) || ts.askedAt.After(ts.expires)) {
+		return ts.gone
+	}
+	ts.asked, ts.askedAt = true, now
+	rctx, _, cancel := c.request(ctx)
+	defer cancel()
+	tok, _, err := c.api.ACLTokens().Self((&api.QueryOptions{Region: c.Region}).WithContext(rctx))
+	if err == nil && tok != nil && tok.ExpirationTime != nil {
+		ts.expires = *tok.ExpirationTime
+	}
+	var self api.UnexpectedResponseError
+	// Nomad's own 403 (its body "Permission denied", or an older Nomad's "ACL token not
+	// found"), or an expired token's 500: a 404 "ACL token not found" is a workload
+	// identity (a task's NOMAD_TOKEN, a JWT without an ACL token), which Nomad knows; a
+	// 403 of another body, a proxy refusing /v1/acl/ (TestNomadTokenSelfOfAnIdentityOrAProxyIsNoGoneToken).
+	ts.gone = errors.As(err, &self) && self.HasStatusCode() &&
+		(self.StatusCode() == http.StatusForbidden && (strings.Contains(self.Body(), "Permission denied") || tokenGone(self.Body())) ||
+			strings.Contains(self.Body(), "ACL token expired"))
+	return ts.gone
 }
 
 // Stopped is the error to report for a volume a command over many did not ask Nomad about,
@@ -1056,6 +1074,11 @@ func (c *Client) APIVolume(v spec.Volume) *api.CSIVolume {
 		ID: v.ID, Name: v.Name, ExternalID: v.ExternalID, Namespace: c.namespaceFor(v), PluginID: v.PluginID,
 		Parameters: maps.Clone(v.Parameters), Context: maps.Clone(v.Context),
 		RequestedCapacityMin: v.CapacityMin, RequestedCapacityMax: v.CapacityMax,
+		// The size the plugin reported, as Nomad's own create records it: Nomad keeps a new
+		// registration's, and with none (0) a later update in Nomad asking for no more than
+		// the volume has was sent to the plugin as an expand, and refused for a plugin that
+		// cannot expand ("expand is not implemented by this controller plugin").
+		Capacity: v.Capacity,
 	}
 	if len(v.Secrets) > 0 {
 		out.Secrets = api.CSISecrets(maps.Clone(v.Secrets.Plain()))

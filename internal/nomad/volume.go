@@ -11,14 +11,15 @@ import (
 // RegisterSpec is the volume as Nomad must register it: volctl's spec with the recorded
 // external ID (a volume volctl created is registered in Nomad, not created again), the plugin's
 // returned context, its accessible topology as topology_request.required (for a registered
-// volume, Nomad takes that as the volume's topology) and its capacity. Create-only fields
+// volume, Nomad takes that as the volume's topology) and its capacity: as capacity_min, and
+// as the size the plugin reported (Capacity, which only the API carries). Create-only fields
 // (snapshot_id, clone_id) are dropped. Secrets are raw: the caller decides what to write.
 func RegisterSpec(v engine.VolumeInfo) spec.Volume {
 	out := spec.Volume{
 		ID: v.ID, Namespace: v.Namespace, Name: v.Name, Type: "csi", PluginID: v.PluginID,
 		ExternalID: v.ExternalID, Capabilities: slices.Clone(v.Capabilities), MountOptions: v.MountOptions,
 		Secrets: v.Secrets, Parameters: maps.Clone(v.Parameters), Context: maps.Clone(v.Context),
-		CapacityMin: v.CapacityBytes, CapacityMax: v.RequestedMax,
+		CapacityMin: v.CapacityBytes, CapacityMax: v.RequestedMax, Capacity: v.CapacityBytes,
 	}
 	if out.Namespace == "" {
 		out.Namespace = spec.DefaultNamespace

@@ -242,6 +242,10 @@ type Volume struct {
 	Secrets         Secrets           `json:"secrets,omitempty"`
 	Parameters      map[string]string `json:"parameters,omitempty"`
 	Context         map[string]string `json:"context,omitempty"`
+	// Capacity is no spec field: a register spec's size as the plugin reported it (0 when it
+	// never did), which Nomad's API takes at a registration and a volume file has no place
+	// for (nomad.RegisterSpec, nomad.Client.APIVolume).
+	Capacity int64 `json:"-"`
 }
 
 // DefaultNamespace is the namespace of a volume spec that names none, as in Nomad.
