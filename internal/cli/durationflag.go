@@ -15,10 +15,24 @@ import (
 // stay the commands' own (a timeout of 0 is the default here, a refusal there).
 func durationVar(fl *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
 	*p = def
-	fl.Var(durationValue{p}, name, usage)
+	fl.Var(durationValue{d: p}, name, usage)
 }
 
-type durationValue struct{ d *time.Duration }
+// boundedDurationVar is durationVar of a flag held to bounds: a timeout or a period, which
+// below its least fails for nothing or keeps volctl and a plugin busy, as the agent's settings
+// are held (spec.CheckAgentSetting). plugin probe --timeout 1ns failed every probe, "did not
+// complete the gRPC handshake within 1ns", blaming a healthy plugin, and tui --refresh 1ns or
+// --probe 1ns read the state or probed every plugin back to back
+// (TestEveryDurationFlagIsBounded).
+func boundedDurationVar(fl *pflag.FlagSet, p *time.Duration, name string, def time.Duration, b spec.DurationBounds, usage string) {
+	*p = def
+	fl.Var(durationValue{d: p, bounds: &b}, name, usage)
+}
+
+type durationValue struct {
+	d      *time.Duration
+	bounds *spec.DurationBounds // nil: any duration (the command checks sign and zero)
+}
 
 func (v durationValue) Type() string { return "duration" }
 
@@ -34,6 +48,11 @@ func (v durationValue) Set(s string) error {
 	d, err := spec.ParseDuration(s)
 	if err != nil {
 		return err
+	}
+	if v.bounds != nil {
+		if err := v.bounds.Check(d); err != nil {
+			return err
+		}
 	}
 	*v.d = d
 	return nil

@@ -89,3 +89,35 @@ func flagsOfType(match func(typ string) bool) []string {
 	walk(NewRootCmd(NewFactory(ios)))
 	return flags
 }
+
+// TestEveryDurationFlagIsBounded: a duration flag that is a timeout or a period is held to
+// bounds when it is set, exit 2 naming them, as the agent's are: plugin probe --timeout 1ns
+// failed every probe of a healthy plugin ("did not complete the gRPC handshake within 1ns"),
+// and tui --refresh 1ns or --probe 1ns read the state, or probed every plugin, back to back.
+// Found by type through the whole tree, so a flag added later is held to it too.
+func TestEveryDurationFlagIsBounded(t *testing.T) {
+	t.Setenv("VOLCTL_STATE_DIR", t.TempDir())
+	unbounded := map[string]string{
+		// A wait, not a timeout: less fails sooner, and 0 fails at once, as documented.
+		"volctl plugin register --wait": "",
+		// 0 is its default; the plugin it declares is held to 1s–24h by Plugin.Validate
+		// (TestPluginTimeoutOutsideItsBoundsIsRefused), as a spec's timeout is.
+		"volctl plugin register --timeout": "",
+	}
+	for _, flag := range flagsOfType(func(typ string) bool { return typ == "duration" }) {
+		if _, ok := unbounded[flag]; ok {
+			continue
+		}
+		args := strings.Fields(strings.TrimPrefix(flag, "volctl "))
+		for _, tt := range []struct{ value, want string }{
+			{"1ns", "1ns is less than the least it may be"},
+			{"1000000h", "1000000h0m0s is more than the most it may be"},
+			{"0", "must be more than zero"},
+		} {
+			_, err := execRoot(t, append(args, tt.value)...)
+			if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%s %s: err = %v (exit %d), want exit %d saying %q", flag, tt.value, err, ExitCode(err), ExitUsage, tt.want)
+			}
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"text/template"
 	"time"
+	"unicode/utf8"
 
 	"github.com/itchyny/gojq"
 	"github.com/spf13/cobra"
@@ -120,9 +121,30 @@ func (v parsedValue[T]) Set(s string) error {
 func compileJQ(s string) (*gojq.Code, error) {
 	q, err := gojq.Parse(s)
 	if err != nil {
-		return nil, err
+		return nil, jqParseError(s, err)
 	}
 	return gojq.Compile(q)
+}
+
+// jqParseError places gojq's parse error in the filter: gojq says only what it met
+// ("unexpected token \"|\""), not where, and a token can be anywhere in a long filter, or one
+// of several alike (TestJQParseErrorSaysWhere). It says the line too when the filter has
+// several; a filter ending too soon (a bracket left open, a string unterminated) ends there.
+func jqParseError(s string, err error) error {
+	var pe *gojq.ParseError
+	if !errors.As(err, &pe) || pe.Offset < 0 || pe.Offset > len(s) {
+		return err
+	}
+	at := max(pe.Offset-len(pe.Token), 0)
+	if pe.Token == "" && at == len(s) {
+		return fmt.Errorf("%w at the end of the filter", err)
+	}
+	lineStart := strings.LastIndexByte(s[:at], '\n') + 1
+	col := utf8.RuneCountInString(s[lineStart:at]) + 1
+	if !strings.Contains(s, "\n") {
+		return fmt.Errorf("%w at column %d", err, col)
+	}
+	return fmt.Errorf("%w at line %d, column %d", err, strings.Count(s[:at], "\n")+1, col)
 }
 
 // parseTemplate parses -t. A field the object does not have is an error ("map has no entry for

@@ -60,10 +60,14 @@ error; 2 for a socket path no socket can have (longer than 107 bytes). A plugin 
 	fl.StringVar(&opts.Socket, "socket", "", "the plugin's socket, serving controller and node (PATH or unix://PATH)")
 	fl.StringVar(&opts.ControllerSocket, "controller-socket", "", "a split plugin's controller socket")
 	fl.StringVar(&opts.NodeSocket, "node-socket", "", "a split plugin's node socket")
-	durationVar(fl, &opts.Timeout, "timeout", csi.DefaultShortTimeout, "timeout of each RPC")
+	boundedDurationVar(fl, &opts.Timeout, "timeout", csi.DefaultShortTimeout, probeTimeoutBounds, "timeout of each RPC, 100ms to 24h")
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd
 }
+
+// probeTimeoutBounds hold plugin probe --timeout: a plugin on a local socket answers within
+// milliseconds, and an RPC allowed less than the least fails for nothing.
+var probeTimeoutBounds = spec.DurationBounds{Least: 100 * time.Millisecond, Most: 24 * time.Hour, Why: "an RPC needs that long to be sent and answered"}
 
 // pluginProbeResult is the JSON contract of `volctl plugin probe --json` (docs/json.md).
 type pluginProbeResult struct {

@@ -183,14 +183,25 @@ func readSpecFile(name string) ([]byte, error) {
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil {
 		return nil, err
-	} else if fi.IsDir() {
-		return nil, usageError("is a directory")
-	} else if t := fi.Mode().Type(); t&fs.ModeDevice != 0 {
-		return nil, usageError("is a device, not a spec file")
-	} else if t&fs.ModeSocket != 0 {
-		return nil, usageError("is a socket, not a spec file")
+	} else if err := notReadable(fi, "a spec file"); err != nil {
+		return nil, err
 	}
 	return readSpecBytes(f)
+}
+
+// notReadable refuses, as a usage error, a file opened to be read whole that is no file of
+// text (what, "a spec file"): a directory, a device (/dev/zero is endless, /dev/null empty) or
+// a socket. A regular file and a pipe (standard input, a named pipe, the shell's <(...)) pass.
+func notReadable(fi fs.FileInfo, what string) error {
+	switch t := fi.Mode().Type(); {
+	case fi.IsDir():
+		return usageError("is a directory")
+	case t&fs.ModeDevice != 0:
+		return usageError("is a device, not %s", what)
+	case t&fs.ModeSocket != 0:
+		return usageError("is a socket, not %s", what)
+	}
+	return nil
 }
 
 // maxSpecFilesSize bounds what one command reads of its spec files together: each is

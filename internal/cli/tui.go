@@ -20,6 +20,7 @@ import (
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/pathtrust"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/tui"
 )
 
@@ -37,6 +38,13 @@ type TUIOptions struct {
 	Events   int
 	LogFile  string
 }
+
+// tuiPeriodBounds hold tui --refresh and --probe: each tick reads the state, or probes every
+// plugin, and below the least they ran back to back.
+var (
+	tuiRefreshBounds = spec.DurationBounds{Least: 100 * time.Millisecond, Most: 24 * time.Hour, Why: "reading the state more often keeps volctl and the database busy"}
+	tuiProbeBounds   = spec.DurationBounds{Least: 100 * time.Millisecond, Most: 24 * time.Hour, Why: "probing more often keeps volctl and the plugins busy"}
+)
 
 func newCmdTUI(f *Factory, runF func(*TUIOptions) error) *cobra.Command {
 	opts := &TUIOptions{IO: f.IO, StateDir: f.StateDir, Run: tui.Run}
@@ -67,8 +75,8 @@ the screen, so they go to --log-file, or nowhere.`,
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&opts.ReadOnly, "readonly", false, "show only: no release, detach, delete or reconcile")
-	durationVar(fl, &opts.Refresh, "refresh", tui.DefaultRefresh, "how often the state is re-read")
-	durationVar(fl, &opts.Probe, "probe", tui.DefaultProbe, "how often plugins are probed live")
+	boundedDurationVar(fl, &opts.Refresh, "refresh", tui.DefaultRefresh, tuiRefreshBounds, "how often the state is re-read, 100ms to 24h")
+	boundedDurationVar(fl, &opts.Probe, "probe", tui.DefaultProbe, tuiProbeBounds, "how often plugins are probed live, 100ms to 24h")
 	intVar(fl, &opts.Events, "events", "", tui.DefaultEvents, "how many recent events the events view keeps")
 	fl.StringVar(&opts.LogFile, "log-file", "", "append engine warnings (and with --verbose, debug logs) to this file, pipe or terminal (where another user may write, only a regular file of your own)")
 	return cmd

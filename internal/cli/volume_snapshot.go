@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -149,7 +150,7 @@ func (sf *secretFlags) add(cmd *cobra.Command) {
 
 // parse reads the flags; nil when there are none. An error names the key and the file, never a
 // value. A file other users may read is warned of on errOut: the secret was theirs already.
-func (sf *secretFlags) parse(stdin io.Reader, errOut io.Writer) (spec.Secrets, error) {
+func (sf *secretFlags) parse(ctx context.Context, stdin io.Reader, errOut io.Writer) (spec.Secrets, error) {
 	if len(sf.Values)+len(sf.Files) == 0 {
 		return nil, nil
 	}
@@ -176,25 +177,34 @@ func (sf *secretFlags) parse(stdin io.Reader, errOut io.Writer) (spec.Secrets, e
 		if !ok || k == "" || file == "" {
 			return nil, usageError("--secret-file %q: want KEY=FILE", kf)
 		}
-		var b []byte
-		var err error
 		if file == "-" {
 			if stdinRead {
 				return nil, usageError("--secret-file %s=-: standard input is read for one secret only", k)
 			}
 			stdinRead = true
-			b, err = io.ReadAll(io.LimitReader(stdin, maxSecretFile+1))
-		} else {
-			var fi fs.FileInfo
-			b, fi, err = readLimited(file, maxSecretFile+1)
-			if err == nil && othersMayRead(fi) {
-				fmt.Fprintf(errOut, "Warning: --secret-file %s: %s may be read by users other than its owner (mode %#o): the secret is theirs too; make it private: %s\n",
-					escapeLines(k), escapeLines(file), uint32(fi.Mode().Perm()), escapeLines(shellquote.Command("chmod 600", file)))
-			}
 		}
+		// A named pipe nobody writes, or a standard input nobody closes, blocks the read: it
+		// gives up when ctx ends (Ctrl-C, SIGTERM), which nothing else here looks at.
+		var fi fs.FileInfo
+		b, err := readInterruptibly(ctx, func() (b []byte, err error) {
+			if file == "-" {
+				return io.ReadAll(io.LimitReader(stdin, maxSecretFile+1))
+			}
+			b, fi, err = readLimited(file, maxSecretFile+1)
+			return b, err
+		})
+		if err == nil && fi != nil && othersMayRead(fi) {
+			fmt.Fprintf(errOut, "Warning: --secret-file %s: %s may be read by users other than its owner (mode %#o): the secret is theirs too; make it private: %s\n",
+				escapeLines(k), escapeLines(file), uint32(fi.Mode().Perm()), escapeLines(shellquote.Command("chmod 600", file)))
+		}
+		var pe *fs.PathError
 		switch {
+		case errors.Is(err, errSpecReadInterrupted):
+			return nil, fmt.Errorf("--secret-file %s=%s: %w", k, file, err)
+		case errors.As(err, &pe):
+			return nil, usageError("--secret-file %s=%s: %v", k, file, pe.Err)
 		case err != nil:
-			return nil, usageError("--secret-file %s: %v", k, err)
+			return nil, usageError("--secret-file %s=%s: %v", k, file, err)
 		case len(b) > maxSecretFile:
 			return nil, usageError("--secret-file %s=%s: more than %d bytes: not a secret", k, file, maxSecretFile)
 		}
@@ -221,6 +231,9 @@ func readLimited(path string, n int64) ([]byte, fs.FileInfo, error) {
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := notReadable(fi, "a file"); err != nil {
 		return nil, nil, err
 	}
 	b, err := io.ReadAll(io.LimitReader(f, n))
@@ -282,7 +295,7 @@ created with, when they all carry the same ones; when they differ, it sends none
 }
 
 func snapshotListRun(ctx context.Context, opts *SnapshotListOptions) error {
-	secrets, err := opts.Secrets.parse(opts.IO.In, opts.IO.ErrOut)
+	secrets, err := opts.Secrets.parse(ctx, opts.IO.In, opts.IO.ErrOut)
 	if err != nil {
 		return err
 	}
@@ -387,7 +400,7 @@ terminal and needs --yes otherwise.`,
 }
 
 func snapshotDeleteRun(ctx context.Context, opts *SnapshotDeleteOptions) error {
-	secrets, err := opts.Secrets.parse(opts.IO.In, opts.IO.ErrOut)
+	secrets, err := opts.Secrets.parse(ctx, opts.IO.In, opts.IO.ErrOut)
 	if err != nil {
 		return err
 	}

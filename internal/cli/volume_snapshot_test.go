@@ -138,7 +138,7 @@ hp2     snap-1       db       nightly (recorded by hp)  1.0 MiB  true     <none>
 func TestParseSecrets(t *testing.T) {
 	parse := func(values []string) (spec.Secrets, error) {
 		sf := secretFlags{Values: values}
-		return sf.parse(strings.NewReader(""), io.Discard)
+		return sf.parse(context.Background(), strings.NewReader(""), io.Discard)
 	}
 	got, err := parse([]string{"token=a=b", "empty="})
 	if err != nil || got.Plain()["token"] != "a=b" || len(got) != 2 {
@@ -169,7 +169,7 @@ func TestSecretFile(t *testing.T) {
 	}
 	tok, multi := write("tok", "hunter2\n"), write("multi", "line1\nline2\r\n")
 	sf := secretFlags{Values: []string{"user=x"}, Files: []string{"token=" + tok, "cert=" + multi, "pin=-"}}
-	got, err := sf.parse(strings.NewReader("1234\n"), io.Discard)
+	got, err := sf.parse(context.Background(), strings.NewReader("1234\n"), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestSecretFile(t *testing.T) {
 		{Values: []string{"token=x"}, Files: []string{"token=" + tok}},
 		{Files: []string{"a=-", "b=-"}},
 	} {
-		_, err := bad.parse(strings.NewReader("hunter2"), io.Discard)
+		_, err := bad.parse(context.Background(), strings.NewReader("hunter2"), io.Discard)
 		if expectErr(t, err, "--secret", ExitUsage); err != nil && strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("%+v: the error leaks the value: %v", bad, err)
 		}
@@ -210,7 +210,7 @@ func TestSecretFileReadableByOthersIsWarnedOf(t *testing.T) {
 	}
 	var errOut strings.Builder
 	sf := secretFlags{Files: []string{"token=" + open, "pin=" + private}}
-	if _, err := sf.parse(strings.NewReader(""), &errOut); err != nil {
+	if _, err := sf.parse(context.Background(), strings.NewReader(""), &errOut); err != nil {
 		t.Fatal(err)
 	}
 	got := errOut.String()

@@ -299,6 +299,10 @@ func dialCSI(p store.Plugin, srv *servers, timeouts csi.Timeouts, log *slog.Logg
 	sp := p.Spec()
 	cfg := csi.ConfigFromSpec(&sp)
 	cfg.Timeouts = pluginTimeouts(p, timeouts)
+	if _, err := spec.ClampPluginTimeout(p.Timeout); err != nil {
+		log.Warn(fmt.Sprintf("plugin %q: its timeout %s, stored by an older volctl, %v: %s is used; set one within 1s to 24h with volctl plugin register --id %s --timeout DURATION (and its sockets), or its plugin block's timeout",
+			p.ID, p.Timeout, strings.TrimPrefix(err.Error(), p.Timeout.String()+" "), cfg.Timeouts.Long, p.ID))
+	}
 	cfg.Logger = log.With("plugin", p.ID) // the RPC trace names the plugin beside the rpc
 	cfg.Name = p.ID                       // and so do its errors' hints
 	cfg.Redact = redact
@@ -375,9 +379,13 @@ func (c *scrubberCache) get(values []string) func(string) string {
 // pluginTimeouts are the per-RPC timeouts a plugin's client runs with: the engine's, with the
 // plugin's own timeout, when it has one, for the long RPCs. retry needs them too, to tell an
 // attempt cut off by its timeout from a plugin that answered DEADLINE_EXCEEDED itself.
+//
+// A timeout an older volctl stored outside its bounds (it took 1ns) is clamped to them
+// (spec.ClampPluginTimeout; dialCSI warns of it).
 func pluginTimeouts(p store.Plugin, defaults csi.Timeouts) csi.Timeouts {
 	sp := p.Spec()
 	t := csi.ConfigFromSpec(&sp).Timeouts
+	t.Long, _ = spec.ClampPluginTimeout(t.Long)
 	if t.Long == 0 {
 		t.Long = defaults.Long
 	}

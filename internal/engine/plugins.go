@@ -148,6 +148,8 @@ func (e *Engine) joinRegisteredHalf(ctx context.Context, sp spec.Plugin) (spec.P
 	}
 	// The other half as registered: a plugin of the other type, or that half of a plugin
 	// already joined (a monolith on two sockets).
+	// A timeout an older volctl stored outside its bounds joins clamped, as it is used.
+	old.Timeout, _ = spec.ClampPluginTimeout(old.Timeout)
 	other := spec.Plugin{ID: old.ID, Exec: old.Exec, Timeout: old.Timeout}
 	split := old.Type == spec.PluginMonolith && old.Socket == "" && old.ControllerSocket != "" && old.NodeSocket != ""
 	switch {

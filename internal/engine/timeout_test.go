@@ -169,19 +169,22 @@ func TestHungCreateVolumeIsSentOnce(t *testing.T) {
 
 // TestHungRPCUsesThePluginsOwnTimeout: a plugin registered with its own timeout, shorter than
 // the engine's, has its hung RPC cut off by that timeout, and the engine knows it for its own:
-// it does not retry it.
+// it does not retry it. The plugin's timeout is 1s, the least a plugin's may be
+// (spec.CheckPluginTimeout): one below it is used as 1s (TestStoredPluginTimeoutOutsideItsBoundsIsClamped).
 func TestHungRPCUsesThePluginsOwnTimeout(t *testing.T) {
 	h := newHarness(t, nil)
 	cfg := hungConfig()
 	cfg.Timeouts.Long = time.Minute // the engine's default: not what the plugin runs with
 	h.open(cfg)
-	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: h.socket, Timeout: hungTimeout}); err != nil {
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: h.socket, Timeout: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	h.create(volume("v"))
 	h.faults.Hang(csi.RPCNodePublishVolume)
 	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
-	checkTimedOut(t, err, csi.RPCNodePublishVolume)
+	if csi.CodeOf(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), "did not answer within 1s") || !strings.Contains(err.Error(), "reconcile") {
+		t.Fatalf("error = %v, want NodePublishVolume: DeadlineExceeded after the plugin's own 1s, saying what to do", err)
+	}
 	if n := h.callsAfterIdle(t, csi.RPCNodePublishVolume); n != 1 {
 		t.Fatalf("NodePublishVolume sent %d times against a hung plugin with its own timeout, want 1", n)
 	}

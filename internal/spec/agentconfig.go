@@ -33,21 +33,23 @@ type AgentConfig struct {
 // defaults (tests set it in code).
 var AgentSettings = []string{"probe_interval", "probe_interval_ready", "health_timeout", "gc_interval", "reconcile_interval", "stop_timeout"}
 
-// durationBounds are the least and the most a duration setting may be, and why the least.
-type durationBounds struct {
-	least, most time.Duration
-	why         string
+// DurationBounds are the least and the most a duration setting may be, and why the least:
+// an agent setting's, a plugin's timeout, and the duration flags of the commands
+// (internal/cli: boundedDurationVar).
+type DurationBounds struct {
+	Least, Most time.Duration
+	Why         string
 }
 
-// check refuses d outside b, saying the bounds (the caller names the setting).
-func (b durationBounds) check(d time.Duration) error {
+// Check refuses d outside b, saying the bounds (the caller names the setting).
+func (b DurationBounds) Check(d time.Duration) error {
 	switch {
 	case d <= 0:
 		return errors.New("must be more than zero")
-	case d < b.least:
-		return fmt.Errorf("%s is less than the least it may be, %s (%s)", d, b.least, b.why)
-	case d > b.most:
-		return fmt.Errorf("%s is more than the most it may be, %s", d, b.most)
+	case d < b.Least:
+		return fmt.Errorf("%s is less than the least it may be, %s (%s)", d, b.Least, b.Why)
+	case d > b.Most:
+		return fmt.Errorf("%s is more than the most it may be, %s", d, b.Most)
 	}
 	return nil
 }
@@ -58,7 +60,7 @@ func (b durationBounds) check(d time.Duration) error {
 // transaction, back to back, stop_timeout = "1ns" sent SIGKILL with SIGTERM, and
 // stop_timeout = "1000000h" let a stopping agent wait 114 years on a plugin that ignores
 // SIGTERM (TestAgentSettingsOutsideTheirBoundsAreRefused).
-var agentSettingBounds = map[string]durationBounds{
+var agentSettingBounds = map[string]DurationBounds{
 	"probe_interval":       {100 * time.Millisecond, time.Hour, "probing more often keeps the agent and the plugin busy"},
 	"probe_interval_ready": {100 * time.Millisecond, 24 * time.Hour, "probing more often keeps the agent and the plugin busy"},
 	"health_timeout":       {time.Second, 24 * time.Hour, "a plugin needs that long to start before it is restarted"},
@@ -75,7 +77,7 @@ func CheckAgentSetting(name string, d time.Duration) error {
 	if !ok {
 		return fmt.Errorf("%q is no agent setting", name)
 	}
-	return b.check(d)
+	return b.Check(d)
 }
 
 var agentConfigSchema = &schema{

@@ -71,7 +71,7 @@ func TestAgentSettingsOutsideTheirBoundsAreRefused(t *testing.T) {
 // beyond either refused.
 func TestAgentSettingBoundsAreAccepted(t *testing.T) {
 	for _, name := range AgentSettings {
-		least, most := agentSettingBounds[name].least, agentSettingBounds[name].most
+		least, most := agentSettingBounds[name].Least, agentSettingBounds[name].Most
 		if least <= 0 || most < least {
 			t.Fatalf("%s: bounds %s..%s", name, least, most)
 		}

@@ -403,8 +403,22 @@ func (d *decoder) exec(b *hcl.Block) *Exec {
 // and stage at once, "did not complete the gRPC handshake within 1ns (a hung plugin, or not a
 // CSI plugin)", blaming the plugin, and left the volume "creating", which neither reconcile
 // nor the same create could finish under that timeout (TestPluginTimeoutOutsideItsBoundsIsRefused).
-var pluginTimeoutBounds = durationBounds{time.Second, 24 * time.Hour, "a long RPC, a create or a publish, needs that long"}
+var pluginTimeoutBounds = DurationBounds{time.Second, 24 * time.Hour, "a long RPC, a create or a publish, needs that long"}
 
 // CheckPluginTimeout refuses a plugin timeout outside its bounds, saying them; the caller
 // names the setting (the plugin block's timeout, --timeout).
-func CheckPluginTimeout(d time.Duration) error { return pluginTimeoutBounds.check(d) }
+func CheckPluginTimeout(d time.Duration) error { return pluginTimeoutBounds.Check(d) }
+
+// ClampPluginTimeout is a stored plugin timeout as used: 0 (the default) as is, and one
+// outside its bounds, which an older volctl took (any duration more than zero), moved to the
+// nearer bound, with CheckPluginTimeout's error saying why; nil when it is within them.
+func ClampPluginTimeout(d time.Duration) (time.Duration, error) {
+	err := pluginTimeoutBounds.Check(d)
+	switch {
+	case d == 0 || err == nil:
+		return d, nil
+	case d < pluginTimeoutBounds.Least:
+		return pluginTimeoutBounds.Least, err
+	}
+	return pluginTimeoutBounds.Most, err
+}

@@ -81,7 +81,7 @@ func TestAgentDocGivesEverySettingsBounds(t *testing.T) {
 		return s
 	}
 	for _, name := range AgentSettings {
-		least, most := agentSettingBounds[name].least, agentSettingBounds[name].most
+		least, most := agentSettingBounds[name].Least, agentSettingBounds[name].Most
 		row := regexp.MustCompile("(?m)^\\| `" + name + "` \\| [^|]+ \\| " + regexp.QuoteMeta(short(least)) + " \\| " + regexp.QuoteMeta(short(most)) + " \\|$")
 		if !row.Match(raw) {
 			t.Errorf("docs/agent.md has no row `| `%s` | <default> | %s | %s |`", name, short(least), short(most))

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/iostreams"
+)
+
+// TestSecretFileReadStopsOnInterrupt: --secret-file KEY=FILE of a named pipe nobody writes, or
+// KEY=- with a standard input nobody closes, blocked in open or read on the command's own
+// goroutine, where the context main ends at Ctrl-C or SIGTERM was never looked at: volctl
+// volume snapshot list or delete ignored both and only SIGKILL ended it. The read gives up when
+// the context ends, naming the key and the file, exit 1 as any interrupted command, as a spec
+// file's read does (TestSpecReadStopsOnInterrupt).
+func TestSecretFileReadStopsOnInterrupt(t *testing.T) {
+	t.Setenv("VOLCTL_STATE_DIR", filepath.Join(t.TempDir(), "state"))
+	fifo := filepath.Join(t.TempDir(), "token")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatalf("mkfifo: %v", err)
+	}
+	// At the end, a writer lets an open still blocked on the pipe (the old code's) return.
+	defer func() {
+		if w, err := os.OpenFile(fifo, os.O_RDWR, 0); err == nil {
+			w.Close()
+		}
+	}()
+	stdin, w := io.Pipe() // never written, closed when the test ends
+	defer w.Close()
+	for _, tt := range []struct{ name, file string }{
+		{"named pipe", fifo},
+		{"standard input", "-"},
+	} {
+		for _, args := range [][]string{
+			{"volume", "snapshot", "list"},
+			{"volume", "snapshot", "delete", "mem", "snap-1", "--yes"},
+		} {
+			t.Run(tt.name+"/"+args[2], func(t *testing.T) {
+				ios, _, _, _ := iostreams.Test()
+				ios.In = stdin
+				f := NewFactory(ios)
+				defer f.Close()
+				root := NewRootCmd(f)
+				root.SetArgs(append(args, "--secret-file", "token="+tt.file))
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- root.ExecuteContext(ctx) }()
+				time.Sleep(50 * time.Millisecond) // the read under way
+				cancel()
+				select {
+				case err := <-done:
+					want := "--secret-file token=" + tt.file + ": interrupted while waiting for it to be written"
+					if err == nil || !strings.Contains(err.Error(), want) || ExitCode(err) != ExitError {
+						t.Fatalf("volctl %s after the context ended: %v (exit %d); want %q, exit %d", strings.Join(args, " "), err, ExitCode(err), want, ExitError)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("volctl %s --secret-file token=%s still reading 10 s after the context ended (Ctrl-C, SIGTERM ignored)", strings.Join(args, " "), tt.file)
+				}
+			})
+		}
+	}
+}
+
+// TestSecretFileThatIsNoFileIsRefused: --secret-file of a directory, a device or a socket is
+// refused before anything is read, naming the key, the path and what it is. /dev/zero was read
+// up to the bound (64 KiB of NULs) and refused as "more than 65536 bytes", after a warning to
+// chmod 600 /dev/zero; /dev/null gave the plugin an empty secret, without a word.
+func TestSecretFileThatIsNoFileIsRefused(t *testing.T) {
+	t.Setenv("VOLCTL_STATE_DIR", filepath.Join(t.TempDir(), "state"))
+	dir := t.TempDir()
+	for _, tt := range []struct{ file, want string }{
+		{dir, "is a directory"},
+		{"/dev/zero", "is a device, not a file"},
+		{"/dev/null", "is a device, not a file"},
+	} {
+		ios, _, _, errOut := iostreams.Test()
+		f := NewFactory(ios)
+		root := NewRootCmd(f)
+		root.SetArgs([]string{"volume", "snapshot", "list", "--secret-file", "token=" + tt.file})
+		err := root.ExecuteContext(context.Background())
+		f.Close()
+		want := "--secret-file token=" + tt.file + ": " + tt.want
+		if err == nil || !strings.Contains(err.Error(), want) || ExitCode(err) != ExitUsage {
+			t.Errorf("--secret-file token=%s: %v (exit %d); want %q, exit %d", tt.file, err, ExitCode(err), want, ExitUsage)
+		}
+		if errOut.Len() != 0 {
+			t.Errorf("--secret-file token=%s: stderr %q, want nothing (no warning about a file that is refused)", tt.file, errOut.String())
+		}
+	}
+}

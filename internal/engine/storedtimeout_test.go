@@ -1,0 +1,52 @@
+package engine
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// TestStoredPluginTimeoutOutsideItsBoundsIsClamped: a plugin registered by an older volctl,
+// which took any timeout more than zero (timeout = "1ns", plugin register --timeout 1ns), keeps
+// it in the state, where no check looks again: every create, publish and stage of its volumes
+// failed at once, blaming the plugin. The timeout is clamped to its bounds when used (1s to
+// 24h, spec.CheckPluginTimeout), with a warning that names the plugin, the stored timeout and
+// how to set another; a half registered beside it joins with the clamped one.
+func TestStoredPluginTimeoutOutsideItsBoundsIsClamped(t *testing.T) {
+	h := newHarness(t, nil)
+	for _, id := range []string{"mem", "half"} {
+		if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error {
+			p := store.Plugin{ID: id, Type: spec.PluginMonolith, Socket: h.socket, Timeout: time.Nanosecond}
+			if id == "half" {
+				p.Type, p.Socket, p.ControllerSocket = spec.PluginController, "", h.socket
+			}
+			return tx.Plugins().Put(&p)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs strings.Builder
+	h.open(Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if _, err := h.e.CreateVolume(h.ctx, volume("v")); err != nil {
+		t.Fatalf("create through a plugin stored with timeout 1ns: %v", err)
+	}
+	got := logs.String()
+	for _, want := range []string{`plugin \"mem\": its timeout 1ns`, "less than the least it may be, 1s", "1s is used", "volctl plugin register --id mem --timeout"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("log = %q, want it to say %q", got, want)
+		}
+	}
+	node, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "half", Type: spec.PluginNode, NodeSocket: node}); err != nil {
+		t.Fatalf("register the node half of a controller stored with timeout 1ns: %v", err)
+	}
+	p, err := viewOne(h.ctx, h.e.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get("half") })
+	if err != nil || p.Timeout != time.Second {
+		t.Fatalf("joined plugin's timeout = %v, %v; want 1s, the stored 1ns clamped", p.Timeout, err)
+	}
+}
