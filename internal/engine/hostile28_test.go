@@ -20,6 +20,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/store"
 	"github.com/volctl/volctl/internal/store/storetest"
 )
 
@@ -194,9 +195,14 @@ func copyOfTestBinary(t *testing.T) string {
 // and its image): another program, or the same one exec'd again, is fingerprinted afresh,
 // and another driver refused before any volume RPC.
 func TestClaimThroughAPluginThatExecdAnotherDriverBehindItsSocket(t *testing.T) {
-	for _, tc := range []struct{ name, program string }{
-		{"another program", ""},
-		{"the same program exec'd again", os.Args[0]},
+	for _, tc := range []struct {
+		name, program string
+		held          bool // the engine that registered the plugin claims: its connection was made before the exec (the agent's)
+	}{
+		{"another program", "", false},
+		{"the same program exec'd again", os.Args[0], false},
+		{"another program, a connection made before", "", true},
+		{"the same program exec'd again, a connection made before", os.Args[0], true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.program != "" && aslrOff() {
@@ -215,18 +221,29 @@ func TestClaimThroughAPluginThatExecdAnotherDriverBehindItsSocket(t *testing.T) 
 			ext := h.create(volume("db")).ExternalID
 
 			plugin.exec(program, "other.csi.example", ext)
-			h.open(Config{}) // the next process
+			if !tc.held {
+				h.open(Config{}) // the next process
+			}
 			_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "a"})
-			for _, rpc := range plugin.rpcs("other.csi.example") {
-				if csi.ServiceOf(rpc) != csi.ServiceIdentity {
-					t.Errorf("%s sent to driver other.csi.example, which pid %d exec'd behind the socket (RPCs it got: %v)", rpc, plugin.pid, plugin.rpcs("other.csi.example"))
+			if tc.held {
+				// Its connection's first RPC found the listener exec'd, and sent nothing; the
+				// next operation fingerprints the plugin again.
+				want := fmt.Sprintf("is served by pid %d, which runs another program image than when the plugin was fingerprinted", plugin.pid)
+				if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `plugin "mem"`) {
+					t.Errorf("claim over a connection made before the exec: %v; want a conflict naming the plugin and saying %q", err, want)
 				}
+				_, err = h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "a"})
+			}
+			for _, rpc := range volumeRPCsOf(plugin.rpcs("other.csi.example")) {
+				t.Errorf("%s sent to driver other.csi.example, which pid %d exec'd behind the socket (RPCs it got: %v)", rpc, plugin.pid, plugin.rpcs("other.csi.example"))
 			}
 			if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `"other.csi.example"`) || !strings.Contains(err.Error(), `"mem.csi.volctl.test"`) {
 				t.Errorf("claim through the other driver: %v; want a conflict naming both drivers", err)
 			}
-			if live := h.liveClaims("db"); len(live) != 0 {
-				t.Errorf("claims left: %+v, want none", live)
+			for _, cl := range h.liveClaims("db") {
+				if cl.State != store.ClaimTaken {
+					t.Errorf("claim on db moved to %s through the other driver", cl.State)
+				}
 			}
 		})
 	}
