@@ -255,3 +255,23 @@ func aslrOff() bool {
 	b, err := os.ReadFile("/proc/sys/kernel/randomize_va_space")
 	return err == nil && strings.TrimSpace(string(b)) == "0"
 }
+
+// BenchmarkSameListeners measures what reusing a stored fingerprint now costs a process beyond
+// the stat of the socket file: one connection to the socket, SO_PEERCRED and two /proc reads
+// and a stat of the listener (sameListeners), for a monolith's one socket. BENCHMARKS.md
+// quotes it beside the claim it is part of:
+//
+//	go test ./internal/engine -run '^$' -bench SameListeners -count 3
+func BenchmarkSameListeners(b *testing.B) {
+	socket, _ := csitest.Serve(b, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
+	ids := identify(socket)
+	stored := []store.SocketIdentity{{Path: socket, Listener: socketListener(socket)}}
+	if stored[0].Listener == "" {
+		b.Fatalf("nothing answers on %s", socket)
+	}
+	for b.Loop() {
+		if !sameListeners(stored, ids) {
+			b.Fatal("the listener changed")
+		}
+	}
+}
