@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -218,10 +219,15 @@ func (srv *servers) checkPeer(socket string, cred *unix.Ucred) error {
 	srv.mu.Lock()
 	srv.execd = true
 	srv.mu.Unlock()
-	return conflictf("socket %s of plugin %q is served by pid %d, which runs another program image than when the plugin was fingerprinted "+
-		"(it exec()ed since, keeping its listening socket: %s, was %s): nothing is sent to it before the next operation fingerprints it again "+
+	what := "which runs another program image than when the plugin was fingerprinted (it exec()ed since, keeping its listening socket"
+	if nowProc, _, _ := strings.Cut(now, " exe "); !strings.HasPrefix(was, nowProc+" exe ") {
+		// Another pid or start time: the process that listened is gone, and its pid is another's
+		// or nobody's (a listener that forked the plugin and exited).
+		what = "another process than the one that listened there when the plugin was fingerprinted (that one is gone"
+	}
+	return conflictf("socket %s of plugin %q is served by pid %d, %s: %s, was %s): nothing is sent to it before the next operation fingerprints it again "+
 		"(and refuses another driver)",
-		spec.QuoteName(serverKey(socket)), srv.plugin, cred.Pid, now, was)
+		spec.QuoteName(serverKey(socket)), srv.plugin, cred.Pid, what, now, was)
 }
 
 // refused refuses the process cred that listens on socket as serverRefused does, and when it
