@@ -306,7 +306,7 @@ func dialCSI(p store.Plugin, srv *servers, timeouts csi.Timeouts, log *slog.Logg
 	cfg.Logger = log.With("plugin", p.ID) // the RPC trace names the plugin beside the rpc
 	cfg.Name = p.ID                       // and so do its errors' hints
 	cfg.Redact = redact
-	cfg.CheckPeer = srv.refused // every connection, gRPC's reconnects too, not only checkServers' own
+	cfg.CheckPeer = srv.checkPeer // every connection, gRPC's reconnects too, not only checkServers' own
 	if observe != nil {
 		id := p.ID
 		cfg.Observe = func(rpc, code string, d time.Duration) { observe(id, rpc, code, d) }
@@ -555,7 +555,9 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 	ids := identify(pluginSockets(p)...)
 	e.mu.Lock()
 	c := e.conns[p.ID]
-	if c != nil && !p.UpdatedAt.IsZero() && sameSockets(c.sockets, ids) && c.rowAt.Equal(p.UpdatedAt) {
+	// One whose listener exec()ed since (servers.checkPeer) is fingerprinted again: its stored
+	// fingerprint names the image before (sameListeners).
+	if c != nil && !p.UpdatedAt.IsZero() && sameSockets(c.sockets, ids) && c.rowAt.Equal(p.UpdatedAt) && !c.servers.execdSince() {
 		c.users++
 		e.mu.Unlock()
 		return c, nil
@@ -575,7 +577,7 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 	if err != nil {
 		return nil, err
 	}
-	if fp := reusableFingerprint(p, ids); fp != nil {
+	if fp := reusableFingerprint(p, ids); fp != nil && sameListeners(p.Fingerprint.Sockets, ids) {
 		// The plugin instance this process (or an earlier one) fingerprinted is still the one
 		// on the sockets: its fingerprint stands, passed checkIdentity when it was taken, and
 		// is in the store already. Dialling sent nothing: no RPC, no commit.
@@ -671,6 +673,7 @@ func (c *conn) storedFingerprint(now time.Time) store.Fingerprint {
 	for _, s := range c.sockets {
 		id := store.SocketIdentity{Path: s.path, Dev: s.dev, Inode: s.inode, CtimeNs: s.ctime}
 		id.ServerUID, id.ServerKnown = c.servers.uidOf(s.path)
+		id.Listener = c.servers.listenerOf(s.path)
 		fp.Sockets = append(fp.Sockets, id)
 	}
 	return fp

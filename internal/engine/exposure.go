@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -111,6 +112,7 @@ func checkServers(sockets []socketID, srv *servers) error {
 			return err
 		}
 		srv.set(s.path, cred.Uid)
+		srv.setListener(s.path, listenerImage(cred.Pid))
 	}
 	return nil
 }
@@ -129,14 +131,22 @@ type servers struct {
 	plugin string
 	mu     sync.Mutex
 	uid    map[string]uint32
+	// listener is what each socket's listener ran then (listenerImage), by the same key.
+	listener map[string]string
+	// execd is set once a connection found a socket's listener running another image than
+	// listener records (checkPeer): the connection's fingerprint is stale.
+	execd bool
 }
 
 // serversOf is who served p's sockets when it was last fingerprinted, as its row records.
 func serversOf(p store.Plugin) *servers {
-	srv := &servers{plugin: p.ID, uid: map[string]uint32{}}
+	srv := &servers{plugin: p.ID, uid: map[string]uint32{}, listener: map[string]string{}}
 	for _, s := range p.Fingerprint.Sockets {
 		if s.ServerKnown {
 			srv.uid[serverKey(s.Path)] = s.ServerUID
+		}
+		if s.Listener != "" {
+			srv.listener[serverKey(s.Path)] = s.Listener
 		}
 	}
 	return srv
@@ -163,6 +173,65 @@ func (srv *servers) set(socket string, uid uint32) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	srv.uid[serverKey(socket)] = uid
+}
+
+// listenerOf is what socket's listener ran when the plugin was fingerprinted, "" if not known.
+func (srv *servers) listenerOf(socket string) string {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return srv.listener[serverKey(socket)]
+}
+
+func (srv *servers) setListener(socket, image string) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if image == "" {
+		delete(srv.listener, serverKey(socket))
+		return
+	}
+	srv.listener[serverKey(socket)] = image
+}
+
+// execdSince says whether a connection found a listener that exec()ed since the plugin was
+// fingerprinted (checkPeer).
+func (srv *servers) execdSince() bool {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return srv.execd
+}
+
+// checkPeer is the plugin client's CheckPeer: every connection it makes, gRPC's reconnects
+// included, is refused as refused says, and when the process listening runs another image than
+// when the plugin was fingerprinted (listenerImage): a plugin that exec()ed another program, or
+// itself again, keeping its listening socket, closes the connections it had (a Go program's are
+// closed on exec) and its next one reaches the new image, which may be another driver, or the
+// same one with other capabilities, that the fingerprint held by a long-lived connection (the
+// agent's) says nothing of. Nothing is sent over it, and the next operation's connection
+// fingerprints the plugin again (connectPlugin).
+func (srv *servers) checkPeer(socket string, cred *unix.Ucred) error {
+	if err := srv.refused(socket, cred); err != nil {
+		return err
+	}
+	was := srv.listenerOf(socket)
+	if was == "" {
+		return nil
+	}
+	now := listenerImage(cred.Pid)
+	if now == was {
+		return nil
+	}
+	srv.mu.Lock()
+	srv.execd = true
+	srv.mu.Unlock()
+	what := "which runs another program image than when the plugin was fingerprinted (it exec()ed since, keeping its listening socket"
+	if nowProc, _, _ := strings.Cut(now, " exe "); !strings.HasPrefix(was, nowProc+" exe ") {
+		// Another pid or start time: the process that listened is gone, and its pid is another's
+		// or nobody's (a listener that forked the plugin and exited).
+		what = "another process than the one that listened there when the plugin was fingerprinted (that one is gone"
+	}
+	return conflictf("socket %s of plugin %q is served by pid %d, %s: %s, was %s): nothing is sent to it before the next operation fingerprints it again "+
+		"(and refuses another driver)",
+		spec.QuoteName(serverKey(socket)), srv.plugin, cred.Pid, what, now, was)
 }
 
 // refused refuses the process cred that listens on socket as serverRefused does, and when it

@@ -226,14 +226,23 @@ func (h *harness) rpcs() []string { return volumeRPCs(h.mem) }
 // volumeRPCs returns the RPCs p received since its last reset, in order, leaving out the
 // identity and capability questions a (re)connect asks.
 func volumeRPCs(p *csitest.MemPlugin) []string {
-	var out []string
+	var rpcs []string
 	for _, c := range p.Calls() {
-		switch c.RPC {
+		rpcs = append(rpcs, c.RPC)
+	}
+	return volumeRPCsOf(rpcs)
+}
+
+// volumeRPCsOf is rpcs without those that fingerprint or probe a plugin.
+func volumeRPCsOf(rpcs []string) []string {
+	var out []string
+	for _, rpc := range rpcs {
+		switch rpc {
 		case csi.RPCGetPluginInfo, csi.RPCGetPluginCapabilities, csi.RPCControllerGetCapabilities,
 			csi.RPCNodeGetCapabilities, csi.RPCNodeGetInfo, csi.RPCProbe:
 			continue
 		}
-		out = append(out, c.RPC)
+		out = append(out, rpc)
 	}
 	return out
 }

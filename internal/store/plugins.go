@@ -50,6 +50,11 @@ type SocketIdentity struct {
 	// answered the look); a file identity forgotten (a stale fingerprint) keeps it.
 	ServerUID   uint32 `json:"server_uid,omitempty"`
 	ServerKnown bool   `json:"server_known,omitempty"`
+	// Listener is what the process listening on the socket ran when the plugin was fingerprinted
+	// through it (engine's listenerImage: its pid, start time, program file and where exec placed
+	// its stack); "" when not recorded (volctl before round 28, nothing answering). A process that
+	// exec()s another program keeping its listening socket leaves the file as it was.
+	Listener string `json:"listener,omitempty"`
 }
 
 // Health is the result of the last Probe.

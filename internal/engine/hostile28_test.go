@@ -1,0 +1,277 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/store"
+	"github.com/volctl/volctl/internal/store/storetest"
+)
+
+// The test binary as a plugin process that exec()s another program keeping its listening
+// socket (a wrapper that execs the driver, a plugin that re-execs itself with other flags):
+// the socket file stays the same file, and the process that listens keeps its pid.
+const (
+	execPluginEnv     = "VOLCTL_TEST_EXEC_PLUGIN"      // the socket to listen on (first image)
+	execPluginFDEnv   = "VOLCTL_TEST_EXEC_PLUGIN_FD"   // the listening descriptor inherited (after exec)
+	execPluginNameEnv = "VOLCTL_TEST_EXEC_PLUGIN_NAME" // the driver's name
+	execPluginVolsEnv = "VOLCTL_TEST_EXEC_PLUGIN_VOLS" // volume IDs the driver holds when it starts, comma-separated
+	execPluginLogEnv  = "VOLCTL_TEST_EXEC_PLUGIN_LOG"  // each RPC received is appended there: "<driver> <rpc>"
+)
+
+// execPluginChild serves, when the test binary was started as an exec plugin, an in-memory
+// plugin as the environment says, until its stdin ends; a line "exec <program> <driver>
+// <volumes>" on stdin has it exec() program as that driver holding those volumes, keeping the
+// listening socket. It says "ready" on stdout once it listens, in each image. Otherwise it
+// returns at once.
+func execPluginChild() {
+	socket, fd := os.Getenv(execPluginEnv), os.Getenv(execPluginFDEnv)
+	if socket == "" && fd == "" {
+		return
+	}
+	var l net.Listener
+	var err error
+	if fd != "" {
+		n, _ := strconv.Atoi(fd)
+		l, err = net.FileListener(os.NewFile(uintptr(n), "listener"))
+	} else {
+		l, err = net.Listen("unix", socket)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "exec plugin:", err)
+		os.Exit(2)
+	}
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID, cfg.Name = "node-1", os.Getenv(execPluginNameEnv)
+	mem := csitest.NewMemPlugin(cfg)
+	for _, id := range strings.Split(os.Getenv(execPluginVolsEnv), ",") {
+		if id != "" {
+			mem.AddVolume(csi.Volume{ID: id, CapacityBytes: 1 << 20})
+		}
+	}
+	logf := os.Getenv(execPluginLogEnv)
+	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if f, err := os.OpenFile(logf, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+			fmt.Fprintln(f, cfg.Name, filepath.Base(info.FullMethod))
+			f.Close()
+		}
+		return h(ctx, req)
+	}))
+	mem.Register(srv)
+	go func() { _ = srv.Serve(l) }()
+	fmt.Println("ready")
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		f := strings.Fields(in.Text())
+		if len(f) < 3 || f[0] != "exec" {
+			continue
+		}
+		lf, err := l.(*net.UnixListener).File() // a duplicate, made to outlive the exec
+		if err == nil {
+			_, err = unix.FcntlInt(lf.Fd(), unix.F_SETFD, 0)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "exec plugin:", err)
+			os.Exit(2)
+		}
+		vols := ""
+		if len(f) > 3 {
+			vols = f[3]
+		}
+		var env []string
+		for _, kv := range os.Environ() { // Go takes a variable's first value: the new ones replace the old
+			if k, _, _ := strings.Cut(kv, "="); k != execPluginEnv && k != execPluginNameEnv && k != execPluginVolsEnv {
+				env = append(env, kv)
+			}
+		}
+		env = append(env, execPluginFDEnv+"="+strconv.Itoa(int(lf.Fd())), execPluginNameEnv+"="+f[2], execPluginVolsEnv+"="+vols)
+		err = syscall.Exec(f[1], []string{f[1], "-test.run=^$"}, env)
+		fmt.Fprintln(os.Stderr, "exec plugin: exec:", err)
+		os.Exit(2)
+	}
+	os.Exit(0)
+}
+
+// execPlugin is a plugin process started by a test (execPluginChild).
+type execPlugin struct {
+	t      *testing.T
+	socket string
+	log    string
+	stdin  io.WriteCloser
+	stdout *bufio.Reader
+	pid    int
+}
+
+// startExecPlugin starts the test binary as plugin driver on a socket of its own.
+func startExecPlugin(t *testing.T, driver string) *execPlugin {
+	t.Helper()
+	dir := t.TempDir()
+	p := &execPlugin{t: t, socket: filepath.Join(dir, "csi.sock"), log: filepath.Join(dir, "rpcs")}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), execPluginEnv+"="+p.socket, execPluginNameEnv+"="+driver, execPluginLogEnv+"="+p.log)
+	cmd.Stderr = os.Stderr
+	var err error
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	p.stdout, p.pid = bufio.NewReader(out), cmd.Process.Pid
+	p.ready()
+	return p
+}
+
+func (p *execPlugin) ready() {
+	p.t.Helper()
+	if line, err := p.stdout.ReadString('\n'); err != nil || line != "ready\n" {
+		p.t.Fatalf("the exec plugin said %q (%v), want ready", line, err)
+	}
+}
+
+// exec has the plugin process exec() program as driver holding volumes, keeping its socket.
+func (p *execPlugin) exec(program, driver string, volumes ...string) {
+	p.t.Helper()
+	if _, err := fmt.Fprintf(p.stdin, "exec %s %s %s\n", program, driver, strings.Join(volumes, ",")); err != nil {
+		p.t.Fatal(err)
+	}
+	p.ready()
+}
+
+// rpcs are the RPCs driver received, in order.
+func (p *execPlugin) rpcs(driver string) []string {
+	b, _ := os.ReadFile(p.log)
+	var out []string
+	for l := range strings.Lines(string(b)) {
+		if d, rpc, ok := strings.Cut(strings.TrimSpace(l), " "); ok && d == driver {
+			out = append(out, rpc)
+		}
+	}
+	return out
+}
+
+// copyOfTestBinary is another program file with the test binary's content.
+func copyOfTestBinary(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "other-driver")
+	if err := os.WriteFile(path, b, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A plugin process that exec()s another driver keeping its listening socket (a wrapper
+// exec'ing the driver it is configured with, a plugin re-exec'ing itself): the socket file is
+// the one the stored fingerprint was taken through, so the next process reused that
+// fingerprint without an RPC, and a claim sent the other driver ControllerPublishVolume,
+// NodeStageVolume and NodePublishVolume, the volume's secrets and context with them, for a
+// volume of the same ID it holds (the sequential IDs many drivers give): its data handed to
+// the alloc. The process that listens is asked what it runs (SO_PEERCRED's pid, its program
+// and its image): another program, or the same one exec'd again, is fingerprinted afresh,
+// and another driver refused before any volume RPC.
+func TestClaimThroughAPluginThatExecdAnotherDriverBehindItsSocket(t *testing.T) {
+	for _, tc := range []struct {
+		name, program string
+		held          bool // the engine that registered the plugin claims: its connection was made before the exec (the agent's)
+	}{
+		{"another program", "", false},
+		{"the same program exec'd again", os.Args[0], false},
+		{"another program, a connection made before", "", true},
+		{"the same program exec'd again, a connection made before", os.Args[0], true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.program != "" && aslrOff() {
+				t.Skip("address space randomisation is off (/proc/sys/kernel/randomize_va_space 0): an exec of the same program with arguments of the same length leaves nothing /proc shows changed, which is what this case tests")
+			}
+			program := tc.program
+			if program == "" {
+				program = copyOfTestBinary(t)
+			}
+			plugin := startExecPlugin(t, "mem.csi.volctl.test")
+			h := &harness{t: t, ctx: t.Context(), mem: csitest.NewMemPlugin(csitest.DefaultMemConfig()), faults: csitest.NewFaults(), dir: t.TempDir()}
+			storetest.Seed(t, h.dir)
+			h.socket, h.mounts = plugin.socket, newFakeMounts(h.mem)
+			h.open(Config{})
+			h.registerPlugin("mem", h.socket)
+			ext := h.create(volume("db")).ExternalID
+
+			plugin.exec(program, "other.csi.example", ext)
+			if !tc.held {
+				h.open(Config{}) // the next process
+			}
+			_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "a"})
+			if tc.held {
+				// Its connection's first RPC found the listener exec'd, and sent nothing; the
+				// next operation fingerprints the plugin again.
+				want := fmt.Sprintf("is served by pid %d, which runs another program image than when the plugin was fingerprinted", plugin.pid)
+				if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `plugin "mem"`) {
+					t.Errorf("claim over a connection made before the exec: %v; want a conflict naming the plugin and saying %q", err, want)
+				}
+				_, err = h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "a"})
+			}
+			for _, rpc := range volumeRPCsOf(plugin.rpcs("other.csi.example")) {
+				t.Errorf("%s sent to driver other.csi.example, which pid %d exec'd behind the socket (RPCs it got: %v)", rpc, plugin.pid, plugin.rpcs("other.csi.example"))
+			}
+			if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `"other.csi.example"`) || !strings.Contains(err.Error(), `"mem.csi.volctl.test"`) {
+				t.Errorf("claim through the other driver: %v; want a conflict naming both drivers", err)
+			}
+			for _, cl := range h.liveClaims("db") {
+				if cl.State != store.ClaimTaken {
+					t.Errorf("claim on db moved to %s through the other driver", cl.State)
+				}
+			}
+		})
+	}
+}
+
+// aslrOff says whether the kernel places a program's stack and heap at the same addresses in
+// every exec.
+func aslrOff() bool {
+	b, err := os.ReadFile("/proc/sys/kernel/randomize_va_space")
+	return err == nil && strings.TrimSpace(string(b)) == "0"
+}
+
+// BenchmarkSameListeners measures what reusing a stored fingerprint now costs a process beyond
+// the stat of the socket file: one connection to the socket, SO_PEERCRED and two /proc reads
+// and a stat of the listener (sameListeners), for a monolith's one socket. BENCHMARKS.md
+// quotes it beside the claim it is part of:
+//
+//	go test ./internal/engine -run '^$' -bench SameListeners -count 3
+func BenchmarkSameListeners(b *testing.B) {
+	socket, _ := csitest.Serve(b, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
+	ids := identify(socket)
+	stored := []store.SocketIdentity{{Path: socket, Listener: socketListener(socket)}}
+	if stored[0].Listener == "" {
+		b.Fatalf("nothing answers on %s", socket)
+	}
+	for b.Loop() {
+		if !sameListeners(stored, ids) {
+			b.Fatal("the listener changed")
+		}
+	}
+}
