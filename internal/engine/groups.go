@@ -274,6 +274,7 @@ func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, e
 	if err != nil {
 		return GroupInfo{}, fmt.Errorf("stop group %q: %w", name, err)
 	}
+	failpoint("group:stopped") // the group recorded stopped; none of its claims released yet
 	if overtaken, err := e.releaseGroupPast(ctx, name, func(store.Claim) bool { return true }, false); err != nil {
 		return GroupInfo{}, fmt.Errorf("stop group %q: %w (the group is stopped; `volctl reconcile` finishes the release)", name, err)
 	} else if overtaken != nil {
