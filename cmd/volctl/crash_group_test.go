@@ -185,3 +185,48 @@ func TestReconcileRestoresNestedVolumeMountsAfterAReboot(t *testing.T) {
 		env.ok("group", "stop", "web")
 	}
 }
+
+// TestReconcileAfterARebootFinishesAGroupRunCutShortBetweenNestedVolumeMounts: a `group run` is
+// killed once it took alloc web[0]'s claim on inner, its outer claim published and bound, and
+// the machine reboots (every mount lost). `volctl reconcile` drives inner's claim and restores
+// outer's: outer must be bound first, inner on outer's directory, or the inner bind made on the
+// empty destination keeps outer's from ever being bound again (something mounted below it).
+func TestReconcileAfterARebootFinishesAGroupRunCutShortBetweenNestedVolumeMounts(t *testing.T) {
+	t.Parallel()
+	env := newHostEnv(t)
+	bin := buildVolctl(t, failpointsTag)
+	env.createVolume("outer", spec.SingleNodeWriter)
+	env.createVolume("inner", spec.SingleNodeWriter)
+	dest := hostpathtest.MountDir(t)
+	group := groupWithMounts(t, dest)
+	outer, inner := filepath.Join(dest, "outer"), filepath.Join(dest, "outer", "inner")
+	// The outer volume alone first: the run of both then takes inner's claim, killed there.
+	src, err := os.ReadFile(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := filepath.Join(t.TempDir(), "web.hcl")
+	body := string(src)
+	cut := strings.Index(body, "  volume \"inner\"")
+	end := strings.Index(body[cut:], "  }\n") + cut + len("  }\n")
+	body = body[:cut] + body[end:]
+	cut = strings.LastIndex(body, "  volume_mount {")
+	body = body[:cut] + "}\n"
+	if err := os.WriteFile(first, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env.ok("group", "run", first)
+	env.crash(bin, "claim:taken", "group", "run", group)
+	for _, dir := range []string{dest, env.state} { // what a reboot does to the mounts
+		if err := hostpath.UnmountAll(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := env.run(nil, "reconcile"); err != nil {
+		t.Fatalf("reconcile after a reboot: %v\n%s", err, out)
+	}
+	env.checkInvariants()
+	env.checkBound(outer, inner)
+	env.ok("group", "stop", "web")
+	env.checkInvariants()
+}

@@ -132,11 +132,22 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	// another mounted below it cannot be unmounted (EBUSY), and a stop killed before it released
 	// them (or after it marked the inner one's release) left the pass a problem per stop.
 	releaseInnerFirst(claims)
+	// bindLater are claims on their way to published with volume_mounts, driven once the
+	// published claims are restored: a group run binds an alloc's volumes outermost first, so
+	// one cut short on its way is an inner one, whose bind after a reboot would otherwise be made
+	// on the outer destination's empty directory, before the outer claim's restore, which then
+	// refuses to hide it, pass after pass
+	// (TestReconcileAfterARebootFinishesAGroupRunCutShortBetweenNestedVolumeMounts).
+	var bindLater []store.Claim
 	for _, cl := range claims {
 		if cl.State == store.ClaimPublished && !cl.Releasing {
 			// Published claims are checked against the mount table together, below; one
 			// marked for reconcile (a failed restore) is restored there too.
 			published = append(published, cl)
+			continue
+		}
+		if !cl.Releasing && len(cl.Binds) > 0 {
+			bindLater = append(bindLater, cl)
 			continue
 		}
 		if ctx.Err() != nil {
@@ -146,6 +157,12 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	}
 	if ctx.Err() == nil {
 		inUse := e.restore(ctx, &rep, published, pass)
+		for _, cl := range bindLater {
+			if ctx.Err() != nil {
+				break
+			}
+			e.reconcileClaim(ctx, &rep, cl, pass)
+		}
 		e.reconcilePendingExpansions(ctx, &rep, vols)
 		e.reconcileExpansions(ctx, &rep, vols, claims, stagings)
 		e.cleanStagings(ctx, &rep, stagings, inUse)
