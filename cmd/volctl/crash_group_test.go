@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -126,6 +127,10 @@ func TestCrashInAGroupStop(t *testing.T) {
 			env.crash(bin, fp, "group", "stop", "web")
 			if state := strings.TrimSpace(env.ok("group", "status", "web", "--jq", ".state")); state != "stopped" {
 				t.Fatalf("after a group stop killed at %s, group status says the group is %q, want stopped", fp, state)
+			}
+			if out := env.ok("group", "status", "web"); !strings.Contains(out, "web[0] still holds claims the group (stopped) no longer has") ||
+				!strings.Contains(out, "`volctl reconcile` releases them") || !regexp.MustCompile(`Allocs Ready += 0/1`).MatchString(out) {
+				t.Fatalf("after a group stop killed at %s, group status does not say what releases the claims the stopped group still holds:\n%s", fp, out)
 			}
 			env.ok("reconcile")
 			env.checkInvariants()
