@@ -14,7 +14,6 @@ import (
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
-	"github.com/volctl/volctl/internal/store"
 )
 
 // GroupRunOptions are the inputs of `volctl group run`.
@@ -230,12 +229,12 @@ func groupStatusRun(ctx context.Context, opts *GroupStatusOptions) (err error) {
 }
 
 // groupCounts counts a group's allocs that hold every volume of the group (none Missing), each
-// claim at rest, and its live claims. An alloc the group no longer has (pastAlloc) is not ready,
+// claim at rest, and its live claims. An alloc the group no longer has (GroupInfo.Lacks) is not ready,
 // whatever it still holds.
 func groupCounts(g engine.GroupInfo) (ready, claims int) {
 	for _, a := range g.Allocs {
 		claims += len(a.Claims)
-		atRest := len(a.Claims) > 0 && len(a.Missing) == 0 && !pastAlloc(g, a)
+		atRest := len(a.Claims) > 0 && len(a.Missing) == 0 && !g.Lacks(a)
 		for _, c := range a.Claims {
 			atRest = atRest && c.AtRest()
 		}
@@ -278,13 +277,13 @@ func writeGroupDetail(out io.Writer, g engine.GroupInfo, now time.Time) error {
 	// them, or releasing them now. Nothing else says they are left, nor what releases them.
 	var past []string
 	for _, a := range g.Allocs {
-		if len(a.Claims) > 0 && pastAlloc(g, a) {
+		if len(a.Claims) > 0 && g.Lacks(a) {
 			past = append(past, a.Name)
 		}
 	}
 	if len(past) > 0 {
 		why := fmt.Sprintf("past its count %d", g.Count)
-		if g.State == string(store.GroupStopped) {
+		if g.State == "stopped" {
 			why = "stopped"
 		}
 		_, err := fmt.Fprintf(out, "\n%s still %s claims the group (%s) no longer has: a `group stop` or scale-down cut short (killed) left them, "+
@@ -292,11 +291,6 @@ func writeGroupDetail(out io.Writer, g engine.GroupInfo, now time.Time) error {
 		return err
 	}
 	return nil
-}
-
-// pastAlloc reports whether g no longer has alloc a: g is stopped, or a is past its count.
-func pastAlloc(g engine.GroupInfo, a engine.AllocInfo) bool {
-	return g.State == string(store.GroupStopped) || a.Index < 0 || a.Index >= g.Count
 }
 
 // GroupStopOptions are the inputs of `volctl group stop`.
