@@ -16,24 +16,50 @@ import (
 	"github.com/volctl/volctl/internal/spec"
 )
 
-// groupWithMounts writes a group "web" of one alloc holding two volumes, "outer" bound at
-// dest/outer and "inner" at dest/outer/inner (below it: bound on the outer volume's directory),
-// and returns the spec's path.
-func groupWithMounts(t *testing.T, dest string) string {
+// groupWithMounts writes a group "web" of one alloc holding the volumes named (both when none is:
+// "outer" and "inner"), "outer" bound at dest/outer and "inner" at dest/outer/inner (below it:
+// bound on the outer volume's directory), and returns the spec's path.
+func groupWithMounts(t *testing.T, dest string, vols ...string) string {
 	t.Helper()
+	if len(vols) == 0 {
+		vols = []string{"outer", "inner"}
+	}
 	path := filepath.Join(t.TempDir(), "web.hcl")
 	var src strings.Builder
 	src.WriteString("group \"web\" {\n")
-	for _, v := range []string{"outer", "inner"} {
+	for _, v := range vols {
 		fmt.Fprintf(&src, "  volume %q {\n    type = \"csi\"\n    source = %q\n    access_mode = \"single-node-writer\"\n    attachment_mode = \"file-system\"\n  }\n", v, v)
 	}
-	fmt.Fprintf(&src, "  volume_mount {\n    volume = \"outer\"\n    destination = %q\n  }\n", filepath.Join(dest, "outer"))
-	fmt.Fprintf(&src, "  volume_mount {\n    volume = \"inner\"\n    destination = %q\n  }\n", filepath.Join(dest, "outer", "inner"))
+	for _, v := range vols {
+		d := map[string]string{"outer": filepath.Join(dest, "outer"), "inner": filepath.Join(dest, "outer", "inner")}[v]
+		fmt.Fprintf(&src, "  volume_mount {\n    volume = %q\n    destination = %q\n  }\n", v, d)
+	}
 	src.WriteString("}\n")
 	if err := os.WriteFile(path, []byte(src.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// newNestedEnv is a hostEnv with the volumes "outer" and "inner", and a mount directory dest
+// for groupWithMounts' destinations (outer, inner: their paths), unmounted at the end.
+func newNestedEnv(t *testing.T) (env *hostEnv, dest, outer, inner string) {
+	t.Helper()
+	env = newHostEnv(t)
+	env.createVolume("outer", spec.SingleNodeWriter)
+	env.createVolume("inner", spec.SingleNodeWriter)
+	dest = hostpathtest.MountDir(t)
+	return env, dest, filepath.Join(dest, "outer"), filepath.Join(dest, "outer", "inner")
+}
+
+// reboot unmounts what a reboot would: everything under the state dir and under dest.
+func (env *hostEnv) reboot(dest string) {
+	env.t.Helper()
+	for _, dir := range []string{dest, env.state} {
+		if err := hostpath.UnmountAll(dir); err != nil {
+			env.t.Fatal(err)
+		}
+	}
 }
 
 // groupClaims is what `group status web` says alloc web[0] holds, by volume: its claims'
@@ -77,13 +103,9 @@ func boundAt(t *testing.T, dest, target string) bool {
 // on the outer volume's directory), and `group stop` release both with nothing left bound.
 func TestCrashInAGroupRunWithVolumeMounts(t *testing.T) {
 	t.Parallel()
-	env := newHostEnv(t)
+	env, dest, outer, inner := newNestedEnv(t)
 	bin := buildVolctl(t, failpointsTag)
-	env.createVolume("outer", spec.SingleNodeWriter)
-	env.createVolume("inner", spec.SingleNodeWriter)
-	dest := hostpathtest.MountDir(t)
 	group := groupWithMounts(t, dest)
-	outer, inner := filepath.Join(dest, "outer"), filepath.Join(dest, "outer", "inner")
 	for _, fp := range []string{"group:recorded", "claim:taken", "rpc:ControllerPublishVolume", "claim:controller-published",
 		"rpc:NodeStageVolume", "claim:node-staged", "rpc:NodePublishVolume", "claim:published"} {
 		t.Run(fp, func(t *testing.T) {
@@ -119,10 +141,7 @@ func TestCrashInAGroupStop(t *testing.T) {
 	for _, fp := range []string{"group:stopped", "release:unpublishing", "rpc:NodeUnpublishVolume", "release:node-detached",
 		"rpc:NodeUnstageVolume", "rpc:ControllerUnpublishVolume", "release:controller-detached"} {
 		t.Run(fp, func(t *testing.T) {
-			env := newHostEnv(t) // each its own: one left half-released does not fail the next
-			env.createVolume("outer", spec.SingleNodeWriter)
-			env.createVolume("inner", spec.SingleNodeWriter)
-			dest := hostpathtest.MountDir(t)
+			env, dest, _, _ := newNestedEnv(t) // each its own: one left half-released does not fail the next
 			env.ok("group", "run", groupWithMounts(t, dest))
 			env.crash(bin, fp, "group", "stop", "web")
 			if state := strings.TrimSpace(env.ok("group", "status", "web", "--jq", ".state")); state != "stopped" {
@@ -168,20 +187,12 @@ func (env *hostEnv) checkBound(outer, inner string) {
 // on outer's directory, whatever order its workers restore the two volumes in.
 func TestReconcileRestoresNestedVolumeMountsAfterAReboot(t *testing.T) {
 	t.Parallel()
-	env := newHostEnv(t)
-	env.createVolume("outer", spec.SingleNodeWriter)
-	env.createVolume("inner", spec.SingleNodeWriter)
-	dest := hostpathtest.MountDir(t)
+	env, dest, outer, inner := newNestedEnv(t)
 	group := groupWithMounts(t, dest)
-	outer, inner := filepath.Join(dest, "outer"), filepath.Join(dest, "outer", "inner")
 	for round := range 5 {
 		env.ok("group", "run", group)
 		env.checkBound(outer, inner)
-		for _, dir := range []string{dest, env.state} { // what a reboot does to the mounts
-			if err := hostpath.UnmountAll(dir); err != nil {
-				t.Fatal(err)
-			}
-		}
+		env.reboot(dest)
 		if out, err := env.run(nil, "reconcile"); err != nil {
 			t.Fatalf("round %d: reconcile after a reboot: %v\n%s", round, err, out)
 		}
@@ -198,35 +209,14 @@ func TestReconcileRestoresNestedVolumeMountsAfterAReboot(t *testing.T) {
 // empty destination keeps outer's from ever being bound again (something mounted below it).
 func TestReconcileAfterARebootFinishesAGroupRunCutShortBetweenNestedVolumeMounts(t *testing.T) {
 	t.Parallel()
-	env := newHostEnv(t)
+	env, dest, outer, inner := newNestedEnv(t)
 	bin := buildVolctl(t, failpointsTag)
-	env.createVolume("outer", spec.SingleNodeWriter)
-	env.createVolume("inner", spec.SingleNodeWriter)
-	dest := hostpathtest.MountDir(t)
 	group := groupWithMounts(t, dest)
-	outer, inner := filepath.Join(dest, "outer"), filepath.Join(dest, "outer", "inner")
 	// The outer volume alone first: the run of both then takes inner's claim, killed there.
-	src, err := os.ReadFile(group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := filepath.Join(t.TempDir(), "web.hcl")
-	body := string(src)
-	cut := strings.Index(body, "  volume \"inner\"")
-	end := strings.Index(body[cut:], "  }\n") + cut + len("  }\n")
-	body = body[:cut] + body[end:]
-	cut = strings.LastIndex(body, "  volume_mount {")
-	body = body[:cut] + "}\n"
-	if err := os.WriteFile(first, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	first := groupWithMounts(t, dest, "outer")
 	env.ok("group", "run", first)
 	env.crash(bin, "claim:taken", "group", "run", group)
-	for _, dir := range []string{dest, env.state} { // what a reboot does to the mounts
-		if err := hostpath.UnmountAll(dir); err != nil {
-			t.Fatal(err)
-		}
-	}
+	env.reboot(dest)
 	if out, err := env.run(nil, "reconcile"); err != nil {
 		t.Fatalf("reconcile after a reboot: %v\n%s", err, out)
 	}
