@@ -623,6 +623,10 @@ func TestCrashInAGroupScaleDown(t *testing.T) {
 	}
 	env.ok("group", "run", group(2))
 	env.crash(bin, "group:recorded", "group", "run", group(1))
+	if out := env.ok("group", "status", "web"); !strings.Contains(out, "web[1] still holds claims the group (past its count 1) no longer has") ||
+		!strings.Contains(out, "`volctl reconcile` releases them") {
+		t.Fatalf("after a scale-down killed before it released web[1], group status does not say what releases its claims:\n%s", out)
+	}
 	env.ok("reconcile")
 	env.checkInvariants()
 	if out := env.ok("volume", "status", "data[1]", "--json"); strings.Contains(out, `"alloc": "web[1]"`) {

@@ -229,11 +229,12 @@ func groupStatusRun(ctx context.Context, opts *GroupStatusOptions) (err error) {
 }
 
 // groupCounts counts a group's allocs that hold every volume of the group (none Missing), each
-// claim at rest, and its live claims.
+// claim at rest, and its live claims. An alloc the group no longer has (GroupInfo.Lacks) is not ready,
+// whatever it still holds.
 func groupCounts(g engine.GroupInfo) (ready, claims int) {
 	for _, a := range g.Allocs {
 		claims += len(a.Claims)
-		atRest := len(a.Claims) > 0 && len(a.Missing) == 0
+		atRest := len(a.Claims) > 0 && len(a.Missing) == 0 && !g.Lacks(a)
 		for _, c := range a.Claims {
 			atRest = atRest && c.AtRest()
 		}
@@ -269,7 +270,27 @@ func writeGroupDetail(out io.Writer, g engine.GroupInfo, now time.Time) error {
 			t.row(withBinds(binds, []string{a.Name, vol, "", "missing (a run cut short: `volctl group run` again)", ""}, "", "")...)
 		}
 	}
-	return t.render()
+	if err := t.render(); err != nil {
+		return err
+	}
+	// Claims of allocs the group no longer has: a stop or a scale-down killed before it released
+	// them, or releasing them now. Nothing else says they are left, nor what releases them.
+	var past []string
+	for _, a := range g.Allocs {
+		if len(a.Claims) > 0 && g.Lacks(a) {
+			past = append(past, a.Name)
+		}
+	}
+	if len(past) > 0 {
+		why := fmt.Sprintf("past its count %d", g.Count)
+		if g.State == "stopped" {
+			why = "stopped"
+		}
+		_, err := fmt.Fprintf(out, "\n%s still %s claims the group (%s) no longer has: a `group stop` or scale-down cut short (killed) left them, "+
+			"or one is releasing them now; `volctl reconcile` releases them\n", strings.Join(past, ", "), map[bool]string{true: "holds", false: "hold"}[len(past) == 1], why)
+		return err
+	}
+	return nil
 }
 
 // GroupStopOptions are the inputs of `volctl group stop`.

@@ -34,6 +34,13 @@ type AllocInfo struct {
 	Error   string   `json:"error,omitempty"`
 }
 
+// Lacks reports whether the group no longer has alloc a: it is stopped, or a is past its count.
+// Such an alloc holding claims was left by a stop or scale-down killed before it released them
+// (or one releasing them now), which reconcile finishes: not ready, whatever it holds.
+func (g GroupInfo) Lacks(a AllocInfo) bool {
+	return g.State == string(store.GroupStopped) || a.Index < 0 || a.Index >= g.Count
+}
+
 // RunGroup records a group and gives each of its allocs all its volumes or none: when one claim
 // of an alloc fails, the claims this run already got for that alloc are released again (not
 // those it held before the run). Running a group again
@@ -274,6 +281,7 @@ func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, e
 	if err != nil {
 		return GroupInfo{}, fmt.Errorf("stop group %q: %w", name, err)
 	}
+	failpoint("group:stopped") // the group recorded stopped; none of its claims released yet
 	if overtaken, err := e.releaseGroupPast(ctx, name, func(store.Claim) bool { return true }, false); err != nil {
 		return GroupInfo{}, fmt.Errorf("stop group %q: %w (the group is stopped; `volctl reconcile` finishes the release)", name, err)
 	} else if overtaken != nil {

@@ -123,14 +123,31 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		pass.stagingOf[st.VolumeID] = st
 	}
 	var published []store.Claim
-	for _, cl := range claims {
+	for i, cl := range claims {
 		if g, ok := groupOf[cl.Group]; ok && pastOfGroup(g, cl.Alloc) && !cl.Releasing {
-			cl.Releasing = true
+			claims[i].Releasing = true
 		}
+	}
+	// Released innermost volume_mount first, as a group stop releases them: an outer bind with
+	// another mounted below it cannot be unmounted (EBUSY), and a stop killed before it released
+	// them (or after it marked the inner one's release) left the pass a problem per stop.
+	releaseInnerFirst(claims)
+	// bindLater are claims on their way to published with volume_mounts, driven once the
+	// published claims are restored: a group run binds an alloc's volumes outermost first, so
+	// one cut short on its way is an inner one, whose bind after a reboot would otherwise be made
+	// on the outer destination's empty directory, before the outer claim's restore, which then
+	// refuses to hide it, pass after pass
+	// (TestReconcileAfterARebootFinishesAGroupRunCutShortBetweenNestedVolumeMounts).
+	var bindLater []store.Claim
+	for _, cl := range claims {
 		if cl.State == store.ClaimPublished && !cl.Releasing {
 			// Published claims are checked against the mount table together, below; one
 			// marked for reconcile (a failed restore) is restored there too.
 			published = append(published, cl)
+			continue
+		}
+		if !cl.Releasing && len(cl.Binds) > 0 {
+			bindLater = append(bindLater, cl)
 			continue
 		}
 		if ctx.Err() != nil {
@@ -140,6 +157,12 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	}
 	if ctx.Err() == nil {
 		inUse := e.restore(ctx, &rep, published, pass)
+		for _, cl := range bindLater {
+			if ctx.Err() != nil {
+				break
+			}
+			e.reconcileClaim(ctx, &rep, cl, pass)
+		}
 		e.reconcilePendingExpansions(ctx, &rep, vols)
 		e.reconcileExpansions(ctx, &rep, vols, claims, stagings)
 		e.cleanStagings(ctx, &rep, stagings, inUse)
@@ -155,6 +178,29 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		return rep, fmt.Errorf("reconcile: %d problem(s) remain", len(rep.Problems))
 	}
 	return rep, nil
+}
+
+// releaseInnerFirst reorders the releasing claims of claims among their own places so that one
+// whose volume_mount destination is below another's comes before it (nestingOrder); the other
+// claims keep their places. Claims without volume_mounts are not looked at.
+func releaseInnerFirst(claims []store.Claim) {
+	var at []int
+	for i, cl := range claims {
+		if cl.Releasing && len(cl.Binds) > 0 {
+			at = append(at, i)
+		}
+	}
+	if len(at) < 2 {
+		return
+	}
+	order := nestingOrder(slices.Clone(at), func(i int) []string { return bindDests(claims[i].Binds) }, false)
+	moved := make([]store.Claim, len(order))
+	for k, i := range order {
+		moved[k] = claims[i]
+	}
+	for k, i := range at {
+		claims[i] = moved[k]
+	}
 }
 
 // passContext is ctx for a background pass (Reconcile, ReleasePast): its lock waits bounded
@@ -578,7 +624,10 @@ const restoreWorkers = 8
 // judged by the mount table read once for the whole pass. Volumes are independent (each has
 // its own lock, staging and claims), so up to restoreWorkers of them are restored at once; a
 // volume's claims are restored one after the other, in the listed order, by one worker, so the
-// lost-staging rule (one re-stage per volume per pass) sees them as a sequential pass did. The
+// lost-staging rule (one re-stage per volume per pass) sees them as a sequential pass did.
+// Volumes whose claims' volume_mounts nest (a group binding one below another's destination)
+// are restored by one worker too, outermost bind first (nestedUnits): in parallel, the inner
+// one was bound on the empty destination directory, then hidden (or moved) by the outer bind. The
 // report lists the results in the listed order whatever order they finished in. inUse are the
 // volumes a claim was restored or found mounted on, which cleanStagings need not look at.
 func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []store.Claim, pass *reconcilePass) (inUse map[string]bool) {
@@ -648,8 +697,8 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 			}
 		})
 	}
-	for _, v := range volumes {
-		next <- byVolume[v]
+	for _, unit := range nestedUnits(published, volumes, byVolume) {
+		next <- unit
 	}
 	close(next)
 	wg.Wait()
@@ -670,6 +719,62 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 		}
 	}
 	return inUse
+}
+
+// nestedUnits are the claims of published (by index) one restore worker takes at once: each
+// volume's, in the listed order, and volumes joined when a volume_mount destination of one of
+// their claims is at or below another's, then ordered outermost bind first (nestingOrder).
+// volumes are the volumes in the listed order, byVolume their claims.
+func nestedUnits(published []store.Claim, volumes []string, byVolume map[string][]int) [][]int {
+	parent := map[string]string{}
+	find := func(v string) string {
+		for parent[v] != "" {
+			v = parent[v]
+		}
+		return v
+	}
+	// Destinations sorted by their components ("/a" < "/a/b" < "/a-b"), so each one's
+	// enclosing destinations come before it, and a stack of them finds its nearest one.
+	type dest struct{ key, path, volume string }
+	var dests []dest
+	for _, cl := range published {
+		for _, d := range bindDests(cl.Binds) {
+			d = filepath.Clean(d)
+			dests = append(dests, dest{strings.ReplaceAll(d, "/", "\x00"), d, cl.VolumeID})
+		}
+	}
+	slices.SortFunc(dests, func(a, b dest) int { return strings.Compare(a.key, b.key) })
+	var stack []dest
+	for _, d := range dests {
+		for len(stack) > 0 && stack[len(stack)-1].path != d.path && !under(d.path, stack[len(stack)-1].path) {
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 {
+			if a, b := find(stack[len(stack)-1].volume), find(d.volume); a != b {
+				parent[b] = a
+			}
+		}
+		stack = append(stack, d)
+	}
+	var units [][]int
+	unitOf := map[string]int{} // by root volume
+	joined := map[int]bool{}
+	for _, v := range volumes {
+		r := find(v)
+		i, ok := unitOf[r]
+		if !ok {
+			i = len(units)
+			unitOf[r] = i
+			units = append(units, nil)
+		} else {
+			joined[i] = true
+		}
+		units[i] = append(units[i], byVolume[v]...)
+	}
+	for i := range joined {
+		units[i] = nestingOrder(units[i], func(j int) []string { return bindDests(published[j].Binds) }, true)
+	}
+	return units
 }
 
 // settleMounted makes sure a published claim whose target is mounted has its volume_mounts

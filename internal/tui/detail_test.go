@@ -102,3 +102,25 @@ func TestDetailSectionsSayNoneWhenEmpty(t *testing.T) {
 		})
 	}
 }
+
+// A group's detail says that the claims of an alloc the group no longer has (stopped, or past
+// its count), which a stop or scale-down killed before it released them leaves, are left for
+// reconcile; an alloc the running group has says nothing so.
+func TestGroupDetailSaysClaimsOfAnAllocNoLongerTheGroupsAreLeftForReconcile(t *testing.T) {
+	s := NewStyles(FixedRenderer(termenv.Ascii))
+	held := []engine.ClaimInfo{{ID: 1, VolumeID: "db", Alloc: "web[0]", Mode: "write", State: "published"}}
+	for _, tt := range []struct {
+		name  string
+		g     engine.GroupInfo
+		wants bool
+	}{
+		{"stopped", engine.GroupInfo{Name: "web", State: "stopped", Count: 1, Allocs: []engine.AllocInfo{{Name: "web[0]", Index: 0, Claims: held}}}, true},
+		{"past its count", engine.GroupInfo{Name: "web", State: "running", Count: 1, Allocs: []engine.AllocInfo{{Name: "web[1]", Index: 1, Claims: held}}}, true},
+		{"running", engine.GroupInfo{Name: "web", State: "running", Count: 1, Allocs: []engine.AllocInfo{{Name: "web[0]", Index: 0, Claims: held}}}, false},
+	} {
+		out := groupDetail(s, tt.g, 200)
+		if got := strings.Contains(out, "`volctl reconcile` to release"); got != tt.wants {
+			t.Errorf("%s: the detail says the claims are left for reconcile: %v, want %v:\n%s", tt.name, got, tt.wants, out)
+		}
+	}
+}

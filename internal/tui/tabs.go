@@ -211,7 +211,12 @@ func groupDetail(s *Styles, g engine.GroupInfo, w int) string {
 		for _, vol := range a.Missing { // a run cut short between the alloc's claims
 			vols = append(vols, vol+" (missing: `volctl group run` again)")
 		}
-		rows = append(rows, []string{a.Name, strings.Join(vols, ", "), a.Error})
+		errText := a.Error
+		if len(a.Claims) > 0 && g.Lacks(a) {
+			// A stop or scale-down killed before it released them (engine.GroupInfo.Lacks).
+			errText = "no longer the group's: its claims are left for `volctl reconcile` to release"
+		}
+		rows = append(rows, []string{a.Name, strings.Join(vols, ", "), errText})
 	}
 	b.tableOrNone(rows)
 	return b.String()
