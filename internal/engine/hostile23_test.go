@@ -124,6 +124,7 @@ func TestCreateAnsweredWithAHugeTopologyIsRefusedAndTheVolumeDeleted(t *testing.
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, nil)
+			h.open(Config{Timeouts: contentTimeouts}) // an answer of 1 MiB, or of 50,000 topologies
 			tt.edit(h)
 			_, err := h.e.CreateVolume(h.ctx, volume("big"))
 			if err == nil {
