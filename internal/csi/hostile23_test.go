@@ -41,7 +41,7 @@ func TestFingerprintBoundsTheNodesTopology(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := csitest.DefaultMemConfig()
 			cfg.Topology = &spec.Topology{Segments: tt.segments}
-			h := newHarness(t, cfg)
+			h := newHarness(t, cfg, withClientConfig(contentClient))
 			fp, err := h.client.Fingerprint(context.Background())
 			if tt.want == nil {
 				if err != nil {

@@ -37,7 +37,7 @@ func TestFingerprintBoundsTheManifest(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := csitest.DefaultMemConfig()
 			cfg.Manifest = tt.manifest
-			h := newHarness(t, cfg)
+			h := newHarness(t, cfg, withClientConfig(contentClient))
 			fp, err := h.client.Fingerprint(context.Background())
 			if tt.want == nil {
 				if err != nil {

@@ -89,6 +89,7 @@ func TestListSnapshotsOfEndlessFullPagesIsBoundedInMemory(t *testing.T) {
 // names the token by its start and its length.
 func TestListSnapshotsRepeatingHugeTokenIsNotQuotedWhole(t *testing.T) {
 	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.PageSize = 1 })
+	h.open(Config{Now: func() time.Time { return snapshotClock }, Timeouts: contentTimeouts}) // pages of 1 MiB of token
 	h.snapshot("a")
 	token := strings.Repeat("t", 1<<20)
 	h.faults.Inject(csi.RPCListSnapshots, csitest.Fault{FirstPage: true, NextToken: func(string) string { return token }})
@@ -130,7 +131,7 @@ func TestCreateAnsweredWithMetadataPastGRPCLimitSaysSo(t *testing.T) {
 	h := newHarness(t, nil)
 	// 17 MiB of metadata, encoded and read under -race on a loaded machine, took longer than
 	// the harness's 5 s, and each retry as long: neither is what is under test.
-	h.open(Config{Timeouts: csi.Timeouts{Short: time.Minute, Long: time.Minute}, Retry: RetryPolicy{Attempts: 1}})
+	h.open(Config{Timeouts: contentTimeouts, Retry: RetryPolicy{Attempts: 1}})
 	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Trailer: 17 << 20})
 	_, err := h.e.CreateVolume(h.ctx, volume("v"))
 	h.createKept("v", err)
@@ -178,6 +179,7 @@ func TestCreateAnsweredAccessibleFromEverywhereElseIsBounded(t *testing.T) {
 	})
 	sv := volume("v")
 	sv.TopologyRequest = &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"zone": "asked"}}}}
+	h.open(Config{Timeouts: contentTimeouts}) // an answer of 20,000 topologies
 	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Raw: manyZones(20000), Times: 1})
 	_, err := h.e.CreateVolume(h.ctx, sv)
 	if err == nil || !strings.Contains(err.Error(), "outside the requisite topology {zone=asked}") {

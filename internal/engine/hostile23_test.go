@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -22,6 +23,7 @@ var hugeZone = map[string]string{"zone": strings.Repeat("z", 1<<20)}
 // and what to do; a restart into it refuses the connection, recording nothing of it.
 func TestNodeTopologyPastItsBoundIsRefused(t *testing.T) {
 	h := newHarness(t, nil)
+	h.open(Config{Timeouts: contentTimeouts}) // NodeGetInfo answers with 1 MiB of topology
 	cfg := csitest.DefaultMemConfig()
 	cfg.Topology = &spec.Topology{Segments: hugeZone}
 	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)))
@@ -124,6 +126,7 @@ func TestCreateAnsweredWithAHugeTopologyIsRefusedAndTheVolumeDeleted(t *testing.
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, nil)
+			h.open(Config{Timeouts: contentTimeouts}) // an answer of 1 MiB, or of 50,000 topologies
 			tt.edit(h)
 			_, err := h.e.CreateVolume(h.ctx, volume("big"))
 			if err == nil {
@@ -155,6 +158,7 @@ func TestCreateAnsweredWithAHugeTopologyIsRefusedAndTheVolumeDeleted(t *testing.
 // a warning says how many and of what size; the others are listed as before.
 func TestSnapshotListingWithHugeIDsLeavesThemOutSayingSo(t *testing.T) {
 	h, db := snapshotHarness(t, nil)
+	h.open(Config{Now: func() time.Time { return snapshotClock }, Timeouts: contentTimeouts}) // a listing of 2 MiB of IDs
 	mine := h.snapshot("nightly")
 	h.mem.AddSnapshot(csi.Snapshot{ID: strings.Repeat("s", 1<<20), SourceVolumeID: db.ExternalID, ReadyToUse: true})
 	h.mem.AddSnapshot(csi.Snapshot{ID: "snap-other", SourceVolumeID: strings.Repeat("v", 1<<20), ReadyToUse: true})

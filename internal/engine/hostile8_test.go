@@ -17,6 +17,7 @@ import (
 // 10,000, each holding one) and the error keep a bounded part of it, not the megabyte.
 func TestPluginMessageInAnEventIsBounded(t *testing.T) {
 	h := newHarness(t, nil)
+	h.open(Config{Timeouts: contentTimeouts}) // an answer of 1 MiB of message
 	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Code: codes.InvalidArgument, Message: strings.Repeat("x", 1<<20), Times: 1})
 	_, err := h.e.CreateVolume(h.ctx, volume("v"))
 	if err == nil || len(err.Error()) > 2*csi.MaxPluginMessage {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -77,6 +78,25 @@ func holdWriteLock(t *testing.T, s *Store, fn func(tx *Tx) error) (release func(
 		close(unblock)
 		if err := <-done; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// waitForLockWait returns once a goroutine that test started waits between two tries for
+// another process's write lock, SQLite having answered busy (retryBusy's sleep): a wait
+// cancelled from then on is one for another volctl's lock.
+func waitForLockWait(t *testing.T, test string) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		n := runtime.Stack(buf, true)
+		for g := range strings.SplitSeq(string(buf[:n]), "\n\n") {
+			if strings.Contains(g, "store."+test+".") && strings.Contains(g, "store.retryBusy(") && strings.Contains(g, "store.sleepCtx(") {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no goroutine of %s waited for the write lock within 30 s", test)
 		}
 	}
 }
@@ -715,7 +735,11 @@ func TestUpdateWaitingForTheLockEndsWithItsContext(t *testing.T) {
 		ran := false
 		done := make(chan error, 1)
 		go func() { done <- w.update(ctx, func(tx *Tx) error { ran = true; return nil }) }()
-		time.Sleep(500 * time.Millisecond) // it is waiting for the lock by now
+		// Cancelled once it waits for the lock, not after a sleep: on a loaded machine 500 ms
+		// could pass before its BEGIN met the lock, and the cancellation then came before the
+		// transaction began ("interrupted before the transaction began", no word of another
+		// volctl), which is not the case under test.
+		waitForLockWait(t, "TestUpdateWaitingForTheLockEndsWithItsContext")
 		cancel()
 		select {
 		case err := <-done:
