@@ -8,6 +8,8 @@ import (
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+	"google.golang.org/grpc/codes"
 )
 
 // A plugin whose NodePublishVolume made the target a symlink (to its own mount elsewhere, or a
@@ -49,5 +51,53 @@ func TestRollbackLeavesThePluginsOwnLinkToItsNodeUnpublish(t *testing.T) {
 	}
 	if live := h.liveClaims("v"); len(live) != 0 {
 		t.Errorf("claims after the rollback = %+v, want none", live)
+	}
+}
+
+// A rollback whose NodeUnpublishVolume failed (UNAVAILABLE past the retries) is left
+// unpublishing, releasing, for reconcile; the reconcile that resumes it did not know that the
+// target was never accepted (the state says unpublishing either way) and removed the plugin's
+// own link before NodeUnpublishVolume, blaming "a hand or a program", where the rollback uncut
+// leaves it to the plugin (TestRollbackLeavesThePluginsOwnLinkToItsNodeUnpublish). The claim
+// records whether its target was accepted (store.Claim.Target): the resumed rollback does what
+// the uncut one does.
+func TestResumedRollbackLeavesThePluginsOwnLinkToItsNodeUnpublish(t *testing.T) {
+	elsewhere := t.TempDir()
+	h := newHarness(t, func(c *csitest.MemConfig) {
+		c.MakeTarget = func(target string) error { return os.Symlink(elsewhere, target) }
+	})
+	h.create(volume("v", spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}))
+	target := publishPath(h.dir, "a", "v", false, spec.FileSystem, spec.SingleNodeWriter)
+	h.faults.FailAlways(csi.RPCNodeUnpublishVolume, codes.Unavailable)
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if err == nil || !strings.Contains(err.Error(), "rolling the claim back also failed") {
+		t.Fatalf("claim with the target made a symlink and NodeUnpublishVolume unavailable = %v, want the rollback left for reconcile", err)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || live[0].State != store.ClaimUnpublishing || !live[0].Releasing {
+		t.Fatalf("claims after the rollback cut short = %+v, want one unpublishing, releasing", live)
+	}
+	h.faults.Clear(csi.RPCNodeUnpublishVolume)
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCNodeUnpublishVolume, csitest.Fault{Gate: gate, Times: 1})
+	done := make(chan error, 1)
+	go func() { _, err := h.e.Reconcile(h.ctx); done <- err }()
+	h.waitInFlight(gate, done)
+	fi, lerr := os.Lstat(target)
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if lerr != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the resumed rollback's NodeUnpublishVolume sent, the plugin's own link at the target then: %v, %v; want it there, as the uncut rollback leaves it", fi, lerr)
+	}
+	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "target-link-removed", VolumeID: "v"})
+	if err != nil || len(evs) != 0 {
+		t.Errorf("target-link-removed events = %+v, %v; want none: the link was the plugin's, not a hand's or a program's", evs, err)
+	}
+	if _, err := os.Lstat(target); !os.IsNotExist(err) {
+		t.Errorf("target after the resumed rollback: %v, want it gone", err)
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Errorf("claims after the resumed rollback = %+v, want none", live)
 	}
 }
