@@ -152,7 +152,9 @@ func (v *placeView) load() error {
 				v.masterOf[g] = k
 			}
 		}
-		if underOrAt(m.Mountpoint, v.stateDir) {
+		// Below the state dir: a state dir that is its own mount point (a disk of its own, or
+		// bound on itself) is no volume, and a destination on it is placed as any other.
+		if under(m.Mountpoint, v.stateDir) {
 			v.volumes[devRoot{m.Major, m.Minor, m.Root}] = true
 		}
 	}
