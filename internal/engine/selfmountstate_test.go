@@ -52,10 +52,15 @@ func TestStateDirThatIsItsOwnMountPoint(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "state dir") {
 		t.Errorf("group run with a volume_mount in the state dir by another path (%s) = %v; want it refused as in the state dir", inside, err)
 	}
+	// The alias itself: the state dir's own mount, counted among the volumes' by the place
+	// view, was looked through to the directory under the alias, outside the state dir.
+	if _, err := h.e.RunGroup(h.ctx, multiWriterGroup("at", 1, alias)); err == nil || !strings.Contains(err.Error(), "in the state dir") {
+		t.Errorf("group run with a volume_mount at a bind of the state dir (%s) = %v; want it refused as in the state dir", alias, err)
+	}
 	if _, err := os.Lstat(filepath.Join(state, "staging", "elsewhere")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the state dir after the refusal: %v; want nothing made in it", err)
 	}
-	for _, g := range []string{"inside", "web"} {
+	for _, g := range []string{"at", "inside", "web"} {
 		if _, err := h.e.StopGroup(h.ctx, g); err != nil {
 			t.Fatal(err)
 		}
