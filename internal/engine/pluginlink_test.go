@@ -39,18 +39,26 @@ func TestRollbackLeavesThePluginsOwnLinkToItsNodeUnpublish(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "rolled back") {
 		t.Fatalf("claim with the target made a symlink = %v, want it refused and rolled back", err)
 	}
+	checkPluginsLinkLeft(t, h, "rollback", target, fi, lerr)
+}
+
+// checkPluginsLinkLeft checks what a rollback (what) of volume v's claim at target did with the
+// plugin's own link there: found there by its NodeUnpublishVolume (fi, lerr: the target's
+// Lstat while the RPC was held), no target-link-removed event, the target gone, no claim left.
+func checkPluginsLinkLeft(t *testing.T, h *harness, what, target string, fi os.FileInfo, lerr error) {
+	t.Helper()
 	if lerr != nil || fi.Mode()&os.ModeSymlink == 0 {
-		t.Errorf("NodeUnpublishVolume sent, the plugin's own link at the target then: %v, %v; want it there: volctl removed what the plugin made before asking it to remove it", fi, lerr)
+		t.Errorf("the %s's NodeUnpublishVolume sent, the plugin's own link at the target then: %v, %v; want it there: volctl removed what the plugin made before asking it to remove it", what, fi, lerr)
 	}
 	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "target-link-removed", VolumeID: "v"})
 	if err != nil || len(evs) != 0 {
 		t.Errorf("target-link-removed events = %+v, %v; want none: the link was the plugin's, not a hand's or a program's", evs, err)
 	}
 	if _, err := os.Lstat(target); !os.IsNotExist(err) {
-		t.Errorf("target after the rollback: %v, want it gone", err)
+		t.Errorf("target after the %s: %v, want it gone", what, err)
 	}
 	if live := h.liveClaims("v"); len(live) != 0 {
-		t.Errorf("claims after the rollback = %+v, want none", live)
+		t.Errorf("claims after the %s = %+v, want none", what, live)
 	}
 }
 
@@ -87,17 +95,5 @@ func TestResumedRollbackLeavesThePluginsOwnLinkToItsNodeUnpublish(t *testing.T) 
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if lerr != nil || fi.Mode()&os.ModeSymlink == 0 {
-		t.Errorf("the resumed rollback's NodeUnpublishVolume sent, the plugin's own link at the target then: %v, %v; want it there, as the uncut rollback leaves it", fi, lerr)
-	}
-	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "target-link-removed", VolumeID: "v"})
-	if err != nil || len(evs) != 0 {
-		t.Errorf("target-link-removed events = %+v, %v; want none: the link was the plugin's, not a hand's or a program's", evs, err)
-	}
-	if _, err := os.Lstat(target); !os.IsNotExist(err) {
-		t.Errorf("target after the resumed rollback: %v, want it gone", err)
-	}
-	if live := h.liveClaims("v"); len(live) != 0 {
-		t.Errorf("claims after the resumed rollback = %+v, want none", live)
-	}
+	checkPluginsLinkLeft(t, h, "resumed rollback", target, fi, lerr)
 }
