@@ -243,13 +243,12 @@ func (e *Engine) bindsOutsideStateDir(binds []spec.VolumeMount) error {
 }
 
 // bindsReachingStateDir refuses a volume_mount destination that is in the state dir by another
-// path than its own: below an admin's bind of the state dir (or of a directory in it, or of a
-// volume's mount there) made elsewhere, where bindsOutsideStateDir, which reads the path,
+// path than its own: below an admin's bind of the state dir (or of a directory in it) made
+// elsewhere, where bindsOutsideStateDir, which reads the path,
 // passed it. A bind made there is made in the state dir: on a staging path, a volume's next
 // NodeStageVolume mounts over it. The destination's nearest existing directory is placed as
 // bind places destinations (bindplace.go): in the state dir when it is a directory of the
-// state dir's file system at or below the state dir's own, or on a mount of a volume in the
-// state dir. Only a destination with a mount root on its way (other than "/") can be such an
+// state dir's file system at or below the state dir's own. Only a destination with a mount root on its way (other than "/") can be such an
 // alias, and only that one has the mount table read (a group command's one view).
 func (e *Engine) bindsReachingStateDir(ctx context.Context, binds []spec.VolumeMount) error {
 	var (
@@ -299,10 +298,10 @@ func (e *Engine) bindsReachingStateDir(ctx context.Context, binds []spec.VolumeM
 		if pl.holder == nil || state.holder == nil {
 			continue
 		}
-		inState := pl.major == state.major && pl.minor == state.minor && underOrAt(pl.root, state.root)
-		onVolume := v.volumes[devRoot{pl.holder.Major, pl.holder.Minor, pl.holder.Root}]
-		if inState || onVolume {
-			return invalidf("volume_mount %s is in the state dir %s by another path (%s is a bind of a directory of it, or of a volume mounted in it): "+
+		// A destination on a volume's mount (a nested volume_mount, on the outer one's bind) is
+		// not in the state dir's file system: bind's own checks have it.
+		if pl.major == state.major && pl.minor == state.minor && underOrAt(pl.root, state.root) {
+			return invalidf("volume_mount %s is in the state dir %s by another path (%s is a bind of it or of a directory in it): "+
 				"its staging and publish paths are volctl's and its plugins'; give the volume_mount a destination outside the state dir and its binds", b.Destination, e.cfg.StateDir, pl.holder.Mountpoint)
 		}
 	}
