@@ -46,6 +46,9 @@ type placeView struct {
 	made     map[int]madeBind // binds made since the read (noteBound), by mount ID
 	claims   []store.Claim    // the live claims with volume_mounts, as read first
 	listed   bool
+	// relist: a command's view (withCommandPlaces), which admits and frees claims between its
+	// binds: the claims are listed again for each claim's binds and unbinds (fresh).
+	relist bool
 	// The claims' destinations (cleaned) by place, and each one's place, computed once per read
 	// of the table (indexed): a claim's check looks its own place up, not every other's.
 	byPlace map[devRoot][]string
@@ -83,6 +86,42 @@ func (e *Engine) withPlaces(ctx context.Context) context.Context {
 	return context.WithValue(ctx, placesKey{}, e.newPlaces())
 }
 
+// withCommandPlaces gives ctx one placeView for a command that claims and releases many allocs
+// (group run, group stop), unless it has one: the mount table is read once for the command, not
+// once per claim, and the claims with volume_mounts listed again for each claim's binds and
+// unbinds (fresh), as the command admits and frees them. A bind made with it is noted in it
+// (noteBound), an unbind too (noteUnbound): the kernel reuses a mount ID freed by an unmount,
+// which the table as read would name otherwise.
+func (e *Engine) withCommandPlaces(ctx context.Context) context.Context {
+	if _, ok := ctx.Value(placesKey{}).(*placeView); ok {
+		return ctx
+	}
+	v := e.newPlaces()
+	v.relist = true
+	return context.WithValue(ctx, placesKey{}, v)
+}
+
+// fresh readies a command's view for one claim's binds or unbinds: the claims with
+// volume_mounts are listed again (admitted or freed since), and their destinations placed
+// again from the table as read. A pass's view keeps its list.
+func (v *placeView) fresh() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.relist {
+		v.claims, v.listed, v.byPlace, v.placed = nil, false, nil, nil
+	}
+}
+
+// noteUnbound records the unmount of mount id (a bind at a destination, unbind's): gone from
+// the view, an ID the kernel gives a mount made later is looked up in the table again.
+func (v *placeView) noteUnbound(id uint64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.byID, int(id))
+	delete(v.made, int(id))
+	v.byPlace, v.placed = nil, nil
+}
+
 // newPlaces is a placeView not read yet.
 func (e *Engine) newPlaces() *placeView {
 	return &placeView{stateDir: e.cfg.StateDir, reads: &e.placeReads}
@@ -113,7 +152,9 @@ func (v *placeView) load() error {
 				v.masterOf[g] = k
 			}
 		}
-		if underOrAt(m.Mountpoint, v.stateDir) {
+		// Below the state dir: a state dir that is its own mount point (a disk of its own, or
+		// bound on itself) is no volume, and a destination on it is placed as any other.
+		if under(m.Mountpoint, v.stateDir) {
 			v.volumes[devRoot{m.Major, m.Minor, m.Root}] = true
 		}
 	}

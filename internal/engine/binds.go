@@ -26,7 +26,8 @@ import (
 // state dir, the destination from "/", each one component at a time, and the mount is made on
 // their file descriptors.
 func (e *Engine) bind(ctx context.Context, cl *store.Claim) (bound []string, err error) {
-	ctx = e.withPlaces(ctx) // one read of the mount table for the claim's binds, or the pass's
+	ctx = e.withPlaces(ctx) // one read of the mount table for the claim's binds, or the pass's, or the command's
+	e.placesOf(ctx).fresh()
 	for _, i := range bindOrder(cl.Binds, true) {
 		made, err := e.bindMount(ctx, cl, i)
 		if err != nil {
@@ -285,6 +286,10 @@ func propagationFlag(mode string) uintptr {
 func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 	var others map[string]string // the volume's other claims' destinations, read once when needed
 	var places *placeView        // the mount table, read once when needed (bindplace.go)
+	if v, ok := ctx.Value(placesKey{}).(*placeView); ok && v.relist {
+		places = v // a group command's, read once for all its releases
+		places.fresh()
+	}
 	for _, i := range bindOrder(cl.Binds, false) {
 		b := cl.Binds[i]
 		dst, err := openNoFollow("/", b.Destination, createNothing)
@@ -324,7 +329,11 @@ func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 			}
 		}
 		if err == nil && mounted {
-			if err = dst.unmount(0); errors.Is(err, unix.EBUSY) {
+			id, idErr := mountID(dst.fd)
+			if err = dst.unmount(0); err == nil && places != nil && idErr == nil {
+				places.noteUnbound(id)
+			}
+			if errors.Is(err, unix.EBUSY) {
 				if below := mountsBelow(b.Destination); len(below) > 0 {
 					err = fmt.Errorf("unmount: %w: %s mounted below it; unmount or release that first", err, listPaths(below))
 				} else {
@@ -389,10 +398,39 @@ func (e *Engine) movedBinds(ctx context.Context, cl *store.Claim) error {
 	for _, b := range cl.Binds {
 		names[filepath.Base(filepath.Clean(b.Destination))] = true
 	}
+	ofVolume := func(m *mountinfo.Info) bool {
+		return m.Major == target.Major && m.Minor == target.Minor && m.Root == target.Root
+	}
+	// A live claim's bind made on a mount with shared propagation is made at every path that
+	// mount is reached by too (a peer of it: an admin's bind of a directory above the
+	// destination, shared, as "/" is on systemd hosts), and unmounted there with it. Such a copy
+	// is on the directory the bind is on, by another path: that claim's bind, not one of this
+	// claim's moved away, and unmounted by hand, as the error below asks, it would take the
+	// other claim's bind down with it, from under its alloc. The directory a mount is on is
+	// its parent's file system and root joined with the rest of its path (dirOf).
+	byID := make(map[int]*mountinfo.Info, len(mounts))
+	for _, m := range mounts {
+		byID[m.ID] = m
+	}
+	dirOf := func(m *mountinfo.Info) (devRoot, bool) {
+		p := byID[m.Parent]
+		if p == nil || !underOrAt(m.Mountpoint, p.Mountpoint) {
+			return devRoot{}, false
+		}
+		rel, err := filepath.Rel(p.Mountpoint, m.Mountpoint)
+		return devRoot{p.Major, p.Minor, filepath.Join(p.Root, rel)}, err == nil
+	}
+	boundOn := map[devRoot]bool{}
+	for _, m := range mounts {
+		if d, ok := dirOf(m); ok && ofVolume(m) && bound[m.Mountpoint] != "" {
+			boundOn[d] = true
+		}
+	}
+	copied := func(m *mountinfo.Info) bool { d, ok := dirOf(m); return ok && boundOn[d] }
 	var moved []string
 	for _, m := range mounts {
-		if m.Major == target.Major && m.Minor == target.Minor && m.Root == target.Root && names[filepath.Base(m.Mountpoint)] &&
-			m.Mountpoint != e.cfg.StateDir && !under(m.Mountpoint, e.cfg.StateDir) && bound[m.Mountpoint] == "" {
+		if ofVolume(m) && names[filepath.Base(m.Mountpoint)] &&
+			m.Mountpoint != e.cfg.StateDir && !under(m.Mountpoint, e.cfg.StateDir) && bound[m.Mountpoint] == "" && !copied(m) {
 			moved = append(moved, m.Mountpoint)
 		}
 	}

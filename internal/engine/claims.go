@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
+	"golang.org/x/sys/unix"
 )
 
 // ClaimRequest is one alloc's request for a volume.
@@ -141,6 +143,9 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest, probeFirst *
 	if err := e.bindsOutsideStateDir(req.Binds); err != nil {
 		return fail(err)
 	}
+	if err := e.bindsReachingStateDir(ctx, req.Binds); err != nil {
+		return fail(err)
+	}
 	// Fast path: when no other operation holds the volume, take its lock first, and admission's
 	// transaction also reads what the publish path needs. When one does, admit without the lock,
 	// so that a claim the access mode refuses is refused at once, not after the holder's RPCs.
@@ -232,6 +237,72 @@ func (e *Engine) bindsOutsideStateDir(binds []spec.VolumeMount) error {
 	for _, b := range binds {
 		if d := filepath.Clean(b.Destination); d == e.cfg.StateDir || strings.HasPrefix(d, e.cfg.StateDir+string(filepath.Separator)) {
 			return invalidf("volume_mount %s is in the state dir %s, whose staging and publish paths are volctl's and its plugins': give it a destination outside it", b.Destination, e.cfg.StateDir)
+		}
+	}
+	return nil
+}
+
+// bindsReachingStateDir refuses a volume_mount destination that is in the state dir by another
+// path than its own: below an admin's bind of the state dir (or of a directory in it) made
+// elsewhere, where bindsOutsideStateDir, which reads the path,
+// passed it. A bind made there is made in the state dir: on a staging path, a volume's next
+// NodeStageVolume mounts over it. The destination's nearest existing directory is placed as
+// bind places destinations (bindplace.go): in the state dir when it is a directory of the
+// state dir's file system at or below the state dir's own. Only a destination with a mount root on its way (other than "/") can be such an
+// alias, and only that one has the mount table read (a group command's one view).
+func (e *Engine) bindsReachingStateDir(ctx context.Context, binds []spec.VolumeMount) error {
+	var (
+		v     *placeView
+		state place
+	)
+	for _, b := range binds {
+		dest := filepath.Clean(b.Destination)
+		near := dest
+		for near != "/" {
+			if _, err := os.Lstat(near); err == nil {
+				break
+			}
+			near = filepath.Dir(near)
+		}
+		aliased := false
+		for q := near; q != "/" && !aliased; q = filepath.Dir(q) {
+			root, known := isMountRoot(unix.AT_FDCWD, q)
+			aliased = root || !known
+		}
+		if !aliased {
+			continue // on "/" at its own path, which bindsOutsideStateDir read
+		}
+		if v == nil {
+			v = e.placesOf(ctx)
+			v.mu.Lock()
+			defer v.mu.Unlock()
+			s, err := openNoFollow("/", e.realPath(e.cfg.StateDir), createNothing)
+			if err != nil {
+				return nil // no state dir to be reached (the engine made it at open)
+			}
+			state, err = v.placeOf(e.realPath(e.cfg.StateDir), s)
+			s.close()
+			if err != nil {
+				return fmt.Errorf("volume_mount %s: placing the state dir %s: %w", b.Destination, e.cfg.StateDir, err)
+			}
+		}
+		p, err := openNoFollow("/", near, createNothing)
+		if err != nil {
+			continue // bind refuses what cannot be walked, naming it
+		}
+		pl, err := v.placeOf(near, p)
+		p.close()
+		if err != nil {
+			return fmt.Errorf("volume_mount %s: %w", b.Destination, err)
+		}
+		if pl.holder == nil || state.holder == nil {
+			continue
+		}
+		// A destination on a volume's mount (a nested volume_mount, on the outer one's bind) is
+		// not in the state dir's file system: bind's own checks have it.
+		if pl.major == state.major && pl.minor == state.minor && underOrAt(pl.root, state.root) {
+			return invalidf("volume_mount %s is in the state dir %s by another path (%s is a bind of it or of a directory in it): "+
+				"its staging and publish paths are volctl's and its plugins'; give the volume_mount a destination outside the state dir and its binds", b.Destination, e.cfg.StateDir, pl.holder.Mountpoint)
 		}
 	}
 	return nil
@@ -402,7 +473,7 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool, probe
 		cl = store.Claim{
 			VolumeID: v.ID, Alloc: req.Alloc, Group: req.Group, Mode: mode,
 			AccessMode: capab.AccessMode, AttachmentMode: capab.AttachmentMode,
-			FSType: mo.FSType, MountFlags: mo.MountFlags, State: store.ClaimTaken,
+			FSType: mo.FSType, MountFlags: mo.MountFlags, State: store.ClaimTaken, Target: store.TargetNotAccepted,
 			TargetPath: publishPath(e.cfg.StateDir, req.Alloc, v.ID, req.ReadOnly, capab.AttachmentMode, capab.AccessMode),
 			Binds:      req.Binds,
 		}

@@ -62,6 +62,8 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 	// Many claims and releases, as a pass drives: a plugin that does not answer one of them in
 	// time is sent nothing more (hungPlugins), the rest left for reconcile.
 	ctx = withHungPlugins(ctx, "this group run", "`volctl reconcile`")
+	// One read of the mount table for every alloc's volume_mounts (bindplace.go).
+	ctx = e.withCommandPlaces(ctx)
 	fail := func(err error) (GroupInfo, error) { return GroupInfo{}, fmt.Errorf("run group %q: %w", g.Name, err) }
 	if g.Count < 1 {
 		g.Count = 1
@@ -267,6 +269,7 @@ func (e *Engine) StopGroup(ctx context.Context, name string) (GroupInfo, error) 
 // stopGroupStored is StopGroup of the ID as stored (byStoredID).
 func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, error) {
 	ctx = withHungPlugins(ctx, "this group stop", "`volctl reconcile`") // as runGroup's
+	ctx = e.withCommandPlaces(ctx)                                      // as runGroup's
 	err := e.store.Update(ctx, func(tx *store.Tx) error {
 		g, err := tx.Groups().Get(name)
 		if err != nil {

@@ -8,6 +8,8 @@ import (
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+	"google.golang.org/grpc/codes"
 )
 
 // A plugin whose NodePublishVolume made the target a symlink (to its own mount elsewhere, or a
@@ -37,17 +39,61 @@ func TestRollbackLeavesThePluginsOwnLinkToItsNodeUnpublish(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "rolled back") {
 		t.Fatalf("claim with the target made a symlink = %v, want it refused and rolled back", err)
 	}
+	checkPluginsLinkLeft(t, h, "rollback", target, fi, lerr)
+}
+
+// checkPluginsLinkLeft checks what a rollback (what) of volume v's claim at target did with the
+// plugin's own link there: found there by its NodeUnpublishVolume (fi, lerr: the target's
+// Lstat while the RPC was held), no target-link-removed event, the target gone, no claim left.
+func checkPluginsLinkLeft(t *testing.T, h *harness, what, target string, fi os.FileInfo, lerr error) {
+	t.Helper()
 	if lerr != nil || fi.Mode()&os.ModeSymlink == 0 {
-		t.Errorf("NodeUnpublishVolume sent, the plugin's own link at the target then: %v, %v; want it there: volctl removed what the plugin made before asking it to remove it", fi, lerr)
+		t.Errorf("the %s's NodeUnpublishVolume sent, the plugin's own link at the target then: %v, %v; want it there: volctl removed what the plugin made before asking it to remove it", what, fi, lerr)
 	}
 	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "target-link-removed", VolumeID: "v"})
 	if err != nil || len(evs) != 0 {
 		t.Errorf("target-link-removed events = %+v, %v; want none: the link was the plugin's, not a hand's or a program's", evs, err)
 	}
 	if _, err := os.Lstat(target); !os.IsNotExist(err) {
-		t.Errorf("target after the rollback: %v, want it gone", err)
+		t.Errorf("target after the %s: %v, want it gone", what, err)
 	}
 	if live := h.liveClaims("v"); len(live) != 0 {
-		t.Errorf("claims after the rollback = %+v, want none", live)
+		t.Errorf("claims after the %s = %+v, want none", what, live)
 	}
+}
+
+// A rollback whose NodeUnpublishVolume failed (UNAVAILABLE past the retries) is left
+// unpublishing, releasing, for reconcile; the reconcile that resumes it did not know that the
+// target was never accepted (the state says unpublishing either way) and removed the plugin's
+// own link before NodeUnpublishVolume, blaming "a hand or a program", where the rollback uncut
+// leaves it to the plugin (TestRollbackLeavesThePluginsOwnLinkToItsNodeUnpublish). The claim
+// records whether its target was accepted (store.Claim.Target): the resumed rollback does what
+// the uncut one does.
+func TestResumedRollbackLeavesThePluginsOwnLinkToItsNodeUnpublish(t *testing.T) {
+	elsewhere := t.TempDir()
+	h := newHarness(t, func(c *csitest.MemConfig) {
+		c.MakeTarget = func(target string) error { return os.Symlink(elsewhere, target) }
+	})
+	h.create(volume("v", spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}))
+	target := publishPath(h.dir, "a", "v", false, spec.FileSystem, spec.SingleNodeWriter)
+	h.faults.FailAlways(csi.RPCNodeUnpublishVolume, codes.Unavailable)
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if err == nil || !strings.Contains(err.Error(), "rolling the claim back also failed") {
+		t.Fatalf("claim with the target made a symlink and NodeUnpublishVolume unavailable = %v, want the rollback left for reconcile", err)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || live[0].State != store.ClaimUnpublishing || !live[0].Releasing {
+		t.Fatalf("claims after the rollback cut short = %+v, want one unpublishing, releasing", live)
+	}
+	h.faults.Clear(csi.RPCNodeUnpublishVolume)
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCNodeUnpublishVolume, csitest.Fault{Gate: gate, Times: 1})
+	done := make(chan error, 1)
+	go func() { _, err := h.e.Reconcile(h.ctx); done <- err }()
+	h.waitInFlight(gate, done)
+	fi, lerr := os.Lstat(target)
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	checkPluginsLinkLeft(t, h, "resumed rollback", target, fi, lerr)
 }

@@ -539,7 +539,9 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 		}
 	}
 	p.setState(store.ClaimPublished)
-	cl.NeedsReconcile, cl.Attempts, cl.Degraded = false, 0, false
+	// Recorded with the state: a release resumed from unpublishing knows from it whether a link
+	// at the target is the plugin's own (targetRecorded).
+	cl.NeedsReconcile, cl.Attempts, cl.Degraded, cl.Target = false, 0, false, store.TargetAccepted
 	p.event(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
 		Message: fmt.Sprintf("%s claim published at %s", cl.Mode, cl.TargetPath)})
 	return nil

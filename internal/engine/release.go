@@ -183,17 +183,28 @@ func (e *Engine) unlinkBeforeTeardown(ctx context.Context, c *conn, v store.Volu
 }
 
 // targetRecorded says whether the claim's target was recorded published (checkTarget passed
-// it as a real mount): the drive began published or unpublishing (a release resumed, which
-// cannot tell, takes the side of the host's disks), or the claim is degraded, published once.
-// Otherwise NodePublishVolume's answer was never accepted: the claim is rolled back after
-// checkTarget refused what the plugin made there (a symlink to its own mount, or to a block
-// device), or it is released before its publish finished. Then a link at the target is the
-// plugin's, and NodeUnpublishVolume is the plugin's chance to remove it and what it leads to,
-// as the rollback promises (docs/architecture.md, Claim state machine): volctl removing it
-// first had the plugin answer OK for a target gone and leak its mount, and blamed "a hand or a
-// program" (TestRollbackLeavesThePluginsOwnLinkToItsNodeUnpublish). A link the plugin leaves
-// after answering OK is removed then, as before (nodeUnpublish).
+// it as a real mount), as the claim records it (store.Claim.Target, set in the commit that
+// records it published and kept until the claim is freed), or the claim is degraded,
+// published once. Otherwise NodePublishVolume's answer was never accepted: the claim is rolled
+// back after checkTarget refused what the plugin made there (a symlink to its own mount, or to
+// a block device), or it is released before its publish finished. Then a link at the target
+// is the plugin's, and NodeUnpublishVolume is the plugin's chance to remove it and what it
+// leads to, as the rollback promises (docs/architecture.md, Claim state machine): volctl
+// removing it first had the plugin answer OK for a target gone and leak its mount, and blamed
+// "a hand or a program" (TestRollbackLeavesThePluginsOwnLinkToItsNodeUnpublish). A rollback
+// resumed from unpublishing (cut short by a kill, or by a NodeUnpublishVolume that failed)
+// does the same (TestResumedRollbackLeavesThePluginsOwnLinkToItsNodeUnpublish). A claim
+// recorded by a volctl that did not record it (store.TargetUnrecorded) is decided from where
+// the drive began: published, or unpublishing (which cannot tell, and takes the side of the
+// host's disks). A link the plugin leaves after answering OK is removed then, as before
+// (nodeUnpublish).
 func (p *checkpoint) targetRecorded() bool {
+	switch p.cl.Target {
+	case store.TargetAccepted:
+		return true
+	case store.TargetNotAccepted:
+		return p.cl.Degraded
+	}
 	return p.from == store.ClaimPublished || p.from == store.ClaimUnpublishing || p.cl.Degraded
 }
 

@@ -64,7 +64,11 @@ type Claim struct {
 	// Degraded: the claim was published and lost its mount, and its restore has not finished.
 	// It is held whatever the plugin answers (never rolled back), re-driven by reconcile, and
 	// freed only by an explicit release or detach. Cleared when it is published again.
-	Degraded       bool
+	Degraded bool
+	// Target is whether the claim's target was accepted (recorded published): a release takes
+	// a link at an accepted target for one put in its place, and leaves one at a target never
+	// accepted to the plugin that made it (docs/architecture.md, Claim state machine).
+	Target         TargetAcceptance
 	TargetPath     string
 	PublishContext map[string]string
 	Binds          []spec.VolumeMount // the group's bind mounts of this volume, written by the engine
@@ -74,6 +78,41 @@ type Claim struct {
 	LastError      string
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+}
+
+// TargetAcceptance is what is recorded of whether a claim's target was accepted: checkTarget
+// passed what NodePublishVolume made there as a mount, and the claim was recorded published.
+type TargetAcceptance int8
+
+// The target acceptances.
+const (
+	// TargetUnrecorded: a claim recorded by a volctl before schema version 11 (NULL), which
+	// recorded nothing of it: its release decides from its state, as that volctl did.
+	TargetUnrecorded  TargetAcceptance = iota
+	TargetNotAccepted                  // not accepted (yet): what NodePublishVolume made there is the plugin's
+	TargetAccepted                     // accepted, and recorded published; it stays so until the claim is freed
+)
+
+// encTarget is a's column value: NULL for TargetUnrecorded, else 0 or 1.
+func encTarget(a TargetAcceptance) any {
+	switch a {
+	case TargetNotAccepted:
+		return 0
+	case TargetAccepted:
+		return 1
+	}
+	return nil
+}
+
+// decTarget is encTarget undone.
+func decTarget(n sql.NullInt64) TargetAcceptance {
+	switch {
+	case !n.Valid:
+		return TargetUnrecorded
+	case n.Int64 != 0:
+		return TargetAccepted
+	}
+	return TargetNotAccepted
 }
 
 // AtRest reports whether the claim is where it wants to be: published and not being released.
@@ -133,17 +172,18 @@ type claims struct{ tx *Tx }
 // claimBody is every claim column but the id, shared by claims and claim_history.
 const claimBody = `volume_id, alloc, group_name, mode, access_mode, attachment_mode, fs_type, mount_flags,
 	state, releasing, needs_reconcile, target_path, publish_context, binds, attempts, last_rpc, last_code,
-	last_error, degraded, created_at, updated_at`
+	last_error, degraded, target_accepted, created_at, updated_at`
 
 const claimColumns = `id, ` + claimBody
 
-func claimTargets(c *Claim, flags, pctx, binds *sql.NullString, created, updated *int64) []any {
+func claimTargets(c *Claim, flags, pctx, binds *sql.NullString, accepted *sql.NullInt64, created, updated *int64) []any {
 	return []any{&c.VolumeID, &c.Alloc, &c.Group, &c.Mode, &c.AccessMode, &c.AttachmentMode, &c.FSType, flags,
 		&c.State, &c.Releasing, &c.NeedsReconcile, &c.TargetPath, pctx, binds, &c.Attempts, &c.LastRPC, &c.LastCode,
-		&c.LastError, &c.Degraded, created, updated}
+		&c.LastError, &c.Degraded, accepted, created, updated}
 }
 
-func decodeClaim(c *Claim, flags, pctx, binds sql.NullString, created, updated int64) error {
+func decodeClaim(c *Claim, flags, pctx, binds sql.NullString, accepted sql.NullInt64, created, updated int64) error {
+	c.Target = decTarget(accepted)
 	var raw []string
 	if err := decJSONs(jsonCol{flags, &raw}, jsonCol{pctx, &c.PublishContext}, jsonCol{binds, &c.Binds}); err != nil {
 		return fmt.Errorf("claim %d: decode: %w", c.ID, err)
@@ -157,18 +197,19 @@ func scanClaim(sc scanner) (Claim, error) {
 	var (
 		c                  Claim
 		flags, pctx, binds sql.NullString
+		accepted           sql.NullInt64
 		created, updated   int64
 	)
-	if err := sc.Scan(append([]any{&c.ID}, claimTargets(&c, &flags, &pctx, &binds, &created, &updated)...)...); err != nil {
+	if err := sc.Scan(append([]any{&c.ID}, claimTargets(&c, &flags, &pctx, &binds, &accepted, &created, &updated)...)...); err != nil {
 		return Claim{}, err
 	}
-	return c, decodeClaim(&c, flags, pctx, binds, created, updated)
+	return c, decodeClaim(&c, flags, pctx, binds, accepted, created, updated)
 }
 
 // claimMutable are the columns Update rewrites, and claimMutableArgs their values.
 const claimMutable = `group_name = ?, mode = ?, access_mode = ?, attachment_mode = ?, fs_type = ?, mount_flags = ?,
 	state = ?, releasing = ?, needs_reconcile = ?, target_path = ?, publish_context = ?, binds = ?, attempts = ?,
-	last_rpc = ?, last_code = ?, last_error = ?, degraded = ?`
+	last_rpc = ?, last_code = ?, last_error = ?, degraded = ?, target_accepted = ?`
 
 func claimMutableArgs(c *Claim) ([]any, error) {
 	var cols [3]any
@@ -180,7 +221,7 @@ func claimMutableArgs(c *Claim) ([]any, error) {
 	}
 	return []any{c.Group, c.Mode, c.AccessMode, c.AttachmentMode, c.FSType, cols[0],
 		c.State, encBool(c.Releasing), encBool(c.NeedsReconcile), c.TargetPath, cols[1], cols[2], c.Attempts,
-		c.LastRPC, c.LastCode, spec.Cut(c.LastError, MaxStoredMessage), encBool(c.Degraded)}, nil
+		c.LastRPC, c.LastCode, spec.Cut(c.LastError, MaxStoredMessage), encBool(c.Degraded), encTarget(c.Target)}, nil
 }
 
 func claimWhat(c *Claim) string {
@@ -302,15 +343,16 @@ func scanPastClaim(sc scanner) (PastClaim, error) {
 	var (
 		p                  PastClaim
 		flags, pctx, binds sql.NullString
+		accepted           sql.NullInt64
 		created, updated   int64
 		freed              int64
 	)
-	targets := append([]any{&p.HistoryID, &p.ID}, claimTargets(&p.Claim, &flags, &pctx, &binds, &created, &updated)...)
+	targets := append([]any{&p.HistoryID, &p.ID}, claimTargets(&p.Claim, &flags, &pctx, &binds, &accepted, &created, &updated)...)
 	if err := sc.Scan(append(targets, &freed, &p.Outcome)...); err != nil {
 		return PastClaim{}, err
 	}
 	p.FreedAt = decTime(freed)
-	return p, decodeClaim(&p.Claim, flags, pctx, binds, created, updated)
+	return p, decodeClaim(&p.Claim, flags, pctx, binds, accepted, created, updated)
 }
 
 // History returns up to limit freed claims, newest first (limit <= 0: all); only volumeID's

@@ -19,6 +19,11 @@ func fill(v reflect.Value, n *int) {
 		v.Set(reflect.ValueOf(time.Unix(1_700_000_000+int64(*n), int64(*n)).UTC()))
 		return
 	}
+	if v.Type() == reflect.TypeOf(TargetAcceptance(0)) {
+		// Three values, not a number: the one that is no column's default (NULL, or 0).
+		v.Set(reflect.ValueOf(TargetAccepted))
+		return
+	}
 	switch v.Kind() {
 	case reflect.String:
 		v.SetString(fmt.Sprintf("%s-%d", strings.ToLower(v.Type().Name()), *n))

@@ -369,3 +369,75 @@ func TestMigrationSQLReadWhenApplied(t *testing.T) {
 		}
 	}
 }
+
+// Migration 0011 records whether a claim's target was accepted. A claim recorded before it (a
+// row at version 10) reads as unrecorded, NULL, so its release decides from its state as the
+// volctl that recorded it did, not as "never accepted", which would leave a link put in place
+// of a published target for the plugin to follow; a claim recorded after reads back as
+// written, 0 distinct from NULL, in its row and in the history.
+func TestClaimTargetAcceptanceMigratesAsUnrecorded(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	old, err := open(context.Background(), dir, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rawDB(t, old.Path()).Exec(seedV1); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	old.Close()
+	s, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatalf("migrate from 10: %v", err)
+	}
+	defer s.Close()
+	view(t, s, func(tx *Tx) error {
+		c, err := tx.Claims().Find("db", "web-0")
+		if err != nil {
+			return err
+		}
+		if c.Target != TargetUnrecorded {
+			t.Errorf("a claim recorded at version 10 reads target %d, want TargetUnrecorded (%d)", c.Target, TargetUnrecorded)
+		}
+		return nil
+	})
+	for _, want := range []TargetAcceptance{TargetNotAccepted, TargetAccepted} {
+		alloc := fmt.Sprintf("new-%d", want)
+		update(t, s, func(tx *Tx) error {
+			return tx.Claims().Insert(&Claim{VolumeID: "db", Alloc: alloc, Mode: ClaimRead, AccessMode: spec.SingleNodeWriter,
+				AttachmentMode: spec.FileSystem, State: ClaimTaken, Target: want})
+		})
+		var id int64
+		view(t, s, func(tx *Tx) error {
+			c, err := tx.Claims().Find("db", alloc)
+			if err == nil && c.Target != want {
+				t.Errorf("claim inserted with target %d reads %d", want, c.Target)
+			}
+			id = c.ID
+			return err
+		})
+		update(t, s, func(tx *Tx) error { return tx.Claims().Free(id, OutcomeRolledBack) })
+		view(t, s, func(tx *Tx) error {
+			past, err := tx.History("db", 1)
+			if err == nil && (len(past) != 1 || past[0].ID != id || past[0].Target != want) {
+				t.Errorf("history of the claim inserted with target %d: %+v", want, past)
+			}
+			return err
+		})
+	}
+	update(t, s, func(tx *Tx) error {
+		c, err := tx.Claims().Find("db", "web-0")
+		if err != nil {
+			return err
+		}
+		c.Target = TargetAccepted
+		return tx.Claims().Update(&c)
+	})
+	view(t, s, func(tx *Tx) error {
+		c, err := tx.Claims().Find("db", "web-0")
+		if err == nil && c.Target != TargetAccepted {
+			t.Errorf("the old claim updated to accepted reads %d", c.Target)
+		}
+		return err
+	})
+}
