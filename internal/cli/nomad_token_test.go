@@ -172,3 +172,80 @@ func TestNomadRegisterAllAsksAgainOnceTheTokenMayHaveExpired(t *testing.T) {
 		t.Errorf("register --all asked /v1/acl/token/self %d times, want twice (at db's refusal, and at the first one after the token's expiration time)", got)
 	}
 }
+
+// The question asked after the token's expiration time must settle something (review28d): an
+// answer that did not, a failure of token/self (Nomad electing a leader: 500 "No cluster
+// leader") or an OK given after the expiration time by volctl's clock (Nomad's clock 200 ms
+// behind it: the token still good there), ended the questions, so once the token had really
+// expired every later 403 was blamed on the policy again and every volume asked. Now such an
+// answer leaves the next 403 to ask again, a few times a command.
+func TestNomadTokenQuestionThatSettledNothingIsAskedAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		skew time.Duration // how far Nomad's clock is behind volctl's
+		fail bool          // the second token/self fails with a 500 "No cluster leader"
+	}{
+		{name: "Nomad's clock behind volctl's", skew: 200 * time.Millisecond},
+		{name: "token/self failing once", fail: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("NOMAD_TOKEN", "5f1c8a2e-3b4d-4e6f-8a9b-0c1d2e3f4a5b")
+			h := nomadHarness(t)
+			manyVolumes(t, h, 3)
+			n := newFakeNomad(t)
+			var mu sync.Mutex
+			var expires time.Time // the token's real expiration time, by volctl's clock
+			expired := func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return !expires.IsZero() && time.Now().After(expires)
+			}
+			var refused, selves, puts atomic.Int32
+			inner := n.srv.Config.Handler
+			n.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case r.URL.Path == "/v1/acl/token/self" && expired():
+					if selves.Add(1) == 2 && tc.fail {
+						http.Error(w, "No cluster leader", http.StatusInternalServerError)
+						return
+					}
+					http.Error(w, "rpc error: ACL token expired", http.StatusInternalServerError)
+				case r.URL.Path == "/v1/acl/token/self":
+					selves.Add(1)
+					mu.Lock()
+					if expires.IsZero() {
+						expires = time.Now().Add(600 * time.Millisecond)
+					}
+					at := expires.Add(-tc.skew).UTC().Format(time.RFC3339Nano)
+					mu.Unlock()
+					fmt.Fprintf(w, `{"AccessorID":"a","SecretID":"s","Type":"client","Policies":["handover"],"ExpirationTime":%q}`, at)
+				case expired():
+					refused.Add(1)
+					http.Error(w, "Permission denied", http.StatusForbidden)
+				case strings.HasPrefix(r.URL.Path, "/v1/volume/csi/db"): // the policy's refusal
+					http.Error(w, "Permission denied", http.StatusForbidden)
+				default:
+					inner.ServeHTTP(w, r)
+				}
+			})
+			n.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) {
+				mu.Lock()
+				exp := expires
+				mu.Unlock()
+				if puts.Add(1) == 1 && tc.skew > 0 {
+					// v1: refused by the policy after the time Nomad stated, before the real one.
+					time.Sleep(time.Until(exp.Add(-tc.skew + 50*time.Millisecond)))
+					return http.StatusForbidden, "Permission denied"
+				}
+				time.Sleep(time.Until(exp) + 50*time.Millisecond) // sent once the token has expired
+				return http.StatusForbidden, "Permission denied"
+			})
+			ios, _, _, _ := iostreams.Test()
+			err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, All: true, Nomad: n.client})
+			saysAll(t, "register --all", err, "token has expired")
+			if got := refused.Load(); got > 1 {
+				t.Errorf("after the token expired, Nomad was asked %d more times, want at most once", got)
+			}
+		})
+	}
+}

@@ -740,13 +740,52 @@ func tokenGone(body string) bool {
 
 // tokenSelf is a client's answer, shared by its copies, to whether Nomad still has the
 // request's token (goneToken): asked once, and once more after the expiration time that
-// answer gave the token, if any.
+// answer gave the token, if any; asked again, up to maxUnsettled times, while its answers
+// settle nothing (mustAsk).
 type tokenSelf struct {
-	mu      sync.Mutex
-	asked   bool
-	askedAt time.Time // when it was last asked
-	expires time.Time // the token's expiration time, as the last answer gave it; zero for none
-	gone    bool
+	mu        sync.Mutex
+	asked     bool
+	askedAt   time.Time // when it was last asked
+	expires   time.Time // the token's expiration time, as the last answer gave it; zero for none
+	gone      bool
+	unsettled int  // answers that settled nothing (settles): the next 403 asks again while fewer than maxUnsettled
+	open      bool // the last answer settled nothing
+}
+
+// maxUnsettled bounds the questions to token/self whose answers settle nothing, so a Nomad
+// failing that endpoint is asked it a few times a command, not once per volume.
+const maxUnsettled = 3
+
+// mustAsk reports whether a 403 at now asks token/self: never once Nomad said the token is
+// gone; the first time; after an answer that settled nothing (a failure, or an OK given
+// after the token's expiration time by volctl's clock, Nomad's behind it), up to
+// maxUnsettled such answers; and once after the expiration time an answer before it gave.
+func (ts *tokenSelf) mustAsk(now time.Time) bool {
+	switch {
+	case ts.gone:
+		return false
+	case !ts.asked:
+		return true
+	case ts.open:
+		return ts.unsettled < maxUnsettled
+	}
+	return !ts.expires.IsZero() && now.After(ts.expires) && !ts.askedAt.After(ts.expires)
+}
+
+// settles reports whether token/self's answer, err, received at now, settles whether the
+// token is gone: it does unless the request failed (no answer, or a 5xx other than an
+// expired token's: Nomad electing a leader, a proxy's gateway error) or Nomad answered OK
+// after the expiration time by volctl's clock (the clocks disagree: the token may expire any
+// moment).
+func (ts *tokenSelf) settles(err error, now time.Time) bool {
+	if ts.gone {
+		return true
+	}
+	if err == nil {
+		return ts.expires.IsZero() || !now.After(ts.expires)
+	}
+	var ure api.UnexpectedResponseError
+	return errors.As(err, &ure) && ure.HasStatusCode() && ure.StatusCode() < http.StatusInternalServerError
 }
 
 // goneToken reports whether err, a request's 403, is Nomad refusing a token it does not know
@@ -762,7 +801,9 @@ type tokenSelf struct {
 // after it asks once more, since the token may have expired part way through the command
 // (before, every later 403 was read as the policy's, each volume's error blaming the policy
 // of a token Nomad no longer had, and the run went on asking). Measured by volctl's clock
-// against Nomad's: with volctl's behind, a 403 in between still reads as the policy's.
+// against Nomad's: with volctl's behind, a 403 in between still reads as the policy's; with
+// volctl's ahead, the OK Nomad gives in between settles nothing, and a later 403 asks again
+// (mustAsk), as after a failed question (a 500 while Nomad elects a leader).
 func (c *Client) goneToken(ctx context.Context, err error) bool {
 	var ure api.UnexpectedResponseError
 	if !isDenied(err) || !errors.As(err, &ure) {
@@ -778,7 +819,7 @@ func (c *Client) goneToken(ctx context.Context, err error) bool {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	now := time.Now()
-	if ts.gone || ts.asked && (ts.expires.IsZero() || !now.After(ts.expires) || ts.askedAt.After(ts.expires)) {
+	if !ts.mustAsk(now) {
 		return ts.gone
 	}
 	ts.asked, ts.askedAt = true, now
@@ -796,6 +837,10 @@ func (c *Client) goneToken(ctx context.Context, err error) bool {
 	ts.gone = errors.As(err, &self) && self.HasStatusCode() &&
 		(self.StatusCode() == http.StatusForbidden && (strings.Contains(self.Body(), "Permission denied") || tokenGone(self.Body())) ||
 			strings.Contains(self.Body(), "ACL token expired"))
+	ts.open = !ts.settles(err, time.Now())
+	if ts.open {
+		ts.unsettled++
+	}
 	return ts.gone
 }
 
