@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/iostreams/ptytest"
 )
 
 // TestSecretFileReadStopsOnInterrupt: --secret-file KEY=FILE of a named pipe nobody writes, or
@@ -74,10 +76,18 @@ func TestSecretFileReadStopsOnInterrupt(t *testing.T) {
 func TestSecretFileThatIsNoFileIsRefused(t *testing.T) {
 	t.Setenv("VOLCTL_STATE_DIR", filepath.Join(t.TempDir(), "state"))
 	dir := t.TempDir()
+	sock := filepath.Join(dir, "s.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
 	for _, tt := range []struct{ file, want string }{
 		{dir, "is a directory"},
 		{"/dev/zero", "is a device, not a file"},
 		{"/dev/null", "is a device, not a file"},
+		// Opening a socket fails (ENXIO): it read "no such device or address" (review28d).
+		{sock, "is a socket, not a file"},
 	} {
 		ios, _, _, errOut := iostreams.Test()
 		f := NewFactory(ios)
@@ -92,5 +102,31 @@ func TestSecretFileThatIsNoFileIsRefused(t *testing.T) {
 		if errOut.Len() != 0 {
 			t.Errorf("--secret-file token=%s: stderr %q, want nothing (no warning about a file that is refused)", tt.file, errOut.String())
 		}
+	}
+}
+
+// TestSecretFileTypedAtATerminalIsRead: --secret-file KEY=/dev/tty (or /dev/stdin at a
+// terminal) reads the secret a user types, as - does; the refusal of devices (/dev/zero is
+// endless, /dev/null empty) refused the terminal too, a device as well (review28d: `volume
+// snapshot list --secret-file token=/dev/stdin` at a terminal exited 2 where it had listed).
+func TestSecretFileTypedAtATerminalIsRead(t *testing.T) {
+	controller, term, err := ptytest.Open(80, 24)
+	if err != nil {
+		t.Skipf("no pseudo-terminal to type at: %v", err)
+	}
+	defer controller.Close()
+	defer term.Close()
+	// Typed, then end of input (^D at the start of a line), as a user at the terminal does.
+	if _, err := controller.Write([]byte("s3cret-typed\n\x04")); err != nil {
+		t.Fatal(err)
+	}
+	var errOut strings.Builder
+	sf := secretFlags{Files: []string{"token=" + term.Name()}}
+	got, err := sf.parse(t.Context(), strings.NewReader(""), &errOut)
+	if err != nil {
+		t.Fatalf("--secret-file token=%s (a terminal): %v; want the value typed there", term.Name(), err)
+	}
+	if got["token"] != "s3cret-typed" {
+		t.Fatalf("--secret-file token=%s (a terminal) read %q; want %q", term.Name(), got["token"], "s3cret-typed")
 	}
 }

@@ -169,14 +169,7 @@ const maxSpecSize = 1 << 20
 
 // readSpecFile reads a regular file of at most maxSpecSize bytes.
 func readSpecFile(name string) ([]byte, error) {
-	f, err := os.Open(name)
-	if errors.Is(err, syscall.ENXIO) {
-		// A Unix socket cannot be opened (ENXIO, "no such device or address", which reads
-		// as a path missing): say what it is.
-		if fi, serr := os.Stat(name); serr == nil && fi.Mode().Type()&fs.ModeSocket != 0 {
-			return nil, usageError("is a socket, not a spec file")
-		}
-	}
+	f, err := openReadable(name, "a spec file")
 	if err != nil {
 		return nil, err
 	}
@@ -187,6 +180,19 @@ func readSpecFile(name string) ([]byte, error) {
 		return nil, err
 	}
 	return readSpecBytes(f)
+}
+
+// openReadable opens name to be read whole (what, "a spec file"). A Unix socket cannot be
+// opened (ENXIO, "no such device or address", which reads as a path missing): it is named as
+// what it is, a usage error as notReadable's.
+func openReadable(name, what string) (*os.File, error) {
+	f, err := os.Open(name)
+	if errors.Is(err, syscall.ENXIO) {
+		if fi, serr := os.Stat(name); serr == nil && fi.Mode().Type()&fs.ModeSocket != 0 {
+			return nil, usageError("is a socket, not %s", what)
+		}
+	}
+	return f, err
 }
 
 // notReadable refuses, as a usage error, a file opened to be read whole that is no file of

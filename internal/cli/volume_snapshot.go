@@ -7,12 +7,12 @@ import (
 	"io"
 	"io/fs"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/volctl/volctl/internal/engine"
@@ -222,9 +222,11 @@ func (sf *secretFlags) parse(ctx context.Context, stdin io.Reader, errOut io.Wri
 // maxSecretFile bounds what --secret-file reads: a secret, not a file given by mistake.
 const maxSecretFile = 64 << 10
 
-// readLimited reads at most n bytes of the file at path, and says what file it read.
+// readLimited reads at most n bytes of the file at path, and says what file it read. A
+// terminal (/dev/tty, or /dev/stdin at one) is read as standard input is, the secret typed
+// there; any other device, a directory or a socket is refused, naming what it is.
 func readLimited(path string, n int64) ([]byte, fs.FileInfo, error) {
-	f, err := os.Open(path)
+	f, err := openReadable(path, "a file")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -233,7 +235,7 @@ func readLimited(path string, n int64) ([]byte, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := notReadable(fi, "a file"); err != nil {
+	if err := notReadable(fi, "a file"); err != nil && !isatty.IsTerminal(f.Fd()) {
 		return nil, nil, err
 	}
 	b, err := io.ReadAll(io.LimitReader(f, n))
