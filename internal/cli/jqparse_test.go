@@ -18,6 +18,10 @@ func TestJQParseErrorSaysWhere(t *testing.T) {
 		{".[] |\n  select(.x) |\n  ]", `unexpected token "]" at line 3, column 3`},
 		{`.a + "\q"`, `invalid escape sequence "\q" in string literal at column 7`},
 		{".foo | map(.x", "unexpected EOF at the end of the filter"},
+		// gojq names the token before a string with an interpolation (".a") and places it
+		// past the quote: it read `unexpected token ".a" at column 3`, the space (review28d).
+		{`.a "\(1)"`, `unexpected token at column 4`},
+		{".a |\n  .b \"x\\(1)\"", `unexpected token at line 2, column 6`},
 	} {
 		_, err := execRoot(t, "volume", "status", "--jq", tt.filter)
 		if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), tt.want) {

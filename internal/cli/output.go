@@ -139,6 +139,13 @@ func jqParseError(s string, err error) error {
 	if pe.Token == "" && at == len(s) {
 		return fmt.Errorf("%w at the end of the filter", err)
 	}
+	if !strings.HasSuffix(s[:pe.Offset], pe.Token) && pe.Offset > 0 {
+		// gojq names a token the filter does not hold there: met at a string with an
+		// interpolation (`.a "\(1)"`), it names the token before it (".a") and places the
+		// string's opening quote at the offset's last byte. Name the place, not that token.
+		at = pe.Offset - 1
+		err = errors.New("unexpected token")
+	}
 	lineStart := strings.LastIndexByte(s[:at], '\n') + 1
 	col := utf8.RuneCountInString(s[lineStart:at]) + 1
 	if !strings.Contains(s, "\n") {
