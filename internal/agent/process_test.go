@@ -19,6 +19,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -1045,5 +1046,80 @@ func TestPluginPATHHoldsNoDirectoryAnotherUserControls(t *testing.T) {
 		if !strings.Contains(string(log), want) {
 			t.Errorf("the plugin's log does not say %q:\n%s", want, log)
 		}
+	}
+}
+
+// TestPluginGetsNoEmptyPATH: PATH set empty (the agent's, or `env { PATH = "" }` in an exec
+// block) is execvp's working directory alone, as "." is; it passed the filter whole (a list of
+// no directories), and the plugin, running as root, searched whatever directory it ran in for
+// mount and the rest. Left out as "." is, named in the log; the plugin gets /bin:/usr/bin.
+func TestPluginGetsNoEmptyPATH(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		env  spec.Secrets
+	}{{"the agent's", nil}, {"the exec block's", spec.Secrets{"PATH": ""}}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if c.env == nil {
+				t.Setenv("PATH", "")
+			}
+			dump := filepath.Join(dir, "path")
+			sp := spec.Plugin{ID: "p", Socket: filepath.Join(dir, "p.sock"), Exec: &spec.Exec{
+				Command: "/bin/sh", Args: []string{"-c", `printf %s "${PATH-unset}" > "$0"`, dump}, Env: c.env,
+			}}
+			p, err := startProcess(sp, dir, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !p.wait(30 * time.Second) {
+				t.Fatal("the plugin that writes its PATH did not exit")
+			}
+			b, err := os.ReadFile(dump)
+			if err != nil {
+				t.Fatal(err)
+			}
+			log, _ := os.ReadFile(filepath.Join(dir, "p.log"))
+			if got := string(b); got != pathtrust.DefaultExecPath {
+				t.Errorf("the plugin's PATH, %s set empty, = %q, want %q (empty, execvp searches the working directory)\nlog:\n%s", c.name, got, pathtrust.DefaultExecPath, log)
+			}
+			if want := "left . out of the plugin's PATH: it is relative"; !strings.Contains(string(log), want) {
+				t.Errorf("the plugin's log does not say %q:\n%s", want, log)
+			}
+		})
+	}
+}
+
+// TestEnvScriptIsCheckedOnThePATHThePluginGets: a #!/usr/bin/env script whose interpreter the
+// agent's PATH finds after a directory any user may write. That directory is left out of the
+// plugin's PATH, so env never searches it; the start was refused all the same, the check run on
+// the PATH before the filter, its error saying the plugin's PATH searches that directory first.
+func TestEnvScriptIsCheckedOnThePATHThePluginGets(t *testing.T) {
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", open+":/usr/bin:/bin")
+	dump := filepath.Join(dir, "path")
+	script := filepath.Join(dir, "plugin.sh")
+	if err := os.WriteFile(script, []byte("#!/usr/bin/env sh\nprintf %s \"$PATH\" > "+dump+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sp := spec.Plugin{ID: "p", Socket: filepath.Join(dir, "p.sock"), Exec: &spec.Exec{Command: script}}
+	if err := UntrustedCommand(sp); err != nil {
+		t.Errorf("plugin register would warn: %v", err)
+	}
+	p, err := startProcess(sp, dir, dir)
+	if err != nil {
+		t.Fatalf("start refused: %v", err)
+	}
+	if !p.wait(30 * time.Second) {
+		t.Fatal("the plugin that writes its PATH did not exit")
+	}
+	if b, err := os.ReadFile(dump); err != nil || string(b) != "/usr/bin:/bin" {
+		t.Errorf("the plugin's PATH = %q (%v), want /usr/bin:/bin", b, err)
 	}
 }

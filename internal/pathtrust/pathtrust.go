@@ -543,11 +543,7 @@ func makeable(path string) *Problem {
 // the caller's to give).
 func searched(pathList string, relative bool) []string {
 	var dirs []string
-	list := filepath.SplitList(pathList)
-	if pathList == "" {
-		list = []string{""} // PATH= set empty: execvp searches the working directory alone
-	}
-	for _, dir := range list {
+	for _, dir := range pathDirs(pathList) {
 		if !filepath.IsAbs(dir) {
 			abs, err := filepath.Abs(dir)
 			if !relative || err != nil {
@@ -560,13 +556,23 @@ func searched(pathList string, relative bool) []string {
 	return dirs
 }
 
+// pathDirs is the entries of pathList as execvp(3) reads them: an empty pathList (PATH set to
+// nothing) is one "", the working directory, not none (filepath.SplitList's answer).
+func pathDirs(pathList string) []string {
+	if pathList == "" {
+		return []string{""}
+	}
+	return filepath.SplitList(pathList)
+}
+
 // SearchPath is pathList with every directory another user controls left out: kept, in its
 // order, is what remains; dropped says, for each directory left out, who controls it (makeable:
 // the directory or one on the way to it theirs or writable by them, or, missing, one they could
-// make), or that it is relative ("" is "."), searched from whatever directory the program runs
-// in. A program searching kept finds only what root or this user put there.
+// make), or that it is relative ("" is ".", and so is an empty pathList, execvp's working
+// directory), searched from whatever directory the program runs in. A program searching kept
+// finds only what root or this user put there.
 func SearchPath(pathList string) (kept []string, dropped []*Problem) {
-	for _, dir := range filepath.SplitList(pathList) {
+	for _, dir := range pathDirs(pathList) {
 		if !filepath.IsAbs(dir) {
 			shown := dir
 			if shown == "" {
