@@ -17,25 +17,7 @@ func TestExportNomadRefusesAnOutDirAnotherUserControls(t *testing.T) {
 	}
 	h := newCLIHarness(t)
 	createSingleWriter(t, h.e, "logs")
-	base := t.TempDir()
-	shared := filepath.Join(base, "shared")
-	if err := os.Mkdir(shared, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(shared, 0o777); err != nil { // not sticky: anyone may put a name there
-		t.Fatal(err)
-	}
-	target := filepath.Join(base, "roots")
-	if err := os.Mkdir(target, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	link := filepath.Join(shared, "out")
-	if err := os.Symlink(target, link); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Lchown(link, 4242, 4242); err != nil {
-		t.Fatal(err)
-	}
+	base, shared, target, link := plantedOut(t)
 	theirs := filepath.Join(base, "theirs")
 	if err := os.Mkdir(theirs, 0o755); err != nil {
 		t.Fatal(err)
@@ -68,25 +50,7 @@ func TestExportNomadChecksARelativeOutFromTheWorkingDirectory(t *testing.T) {
 	}
 	h := newCLIHarness(t)
 	createSingleWriter(t, h.e, "logs")
-	base := t.TempDir()
-	shared := filepath.Join(base, "shared")
-	if err := os.Mkdir(shared, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(shared, 0o777); err != nil { // not sticky: anyone may put a name there
-		t.Fatal(err)
-	}
-	target := filepath.Join(base, "roots")
-	if err := os.Mkdir(target, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	link := filepath.Join(shared, "out")
-	if err := os.Symlink(target, link); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Lchown(link, 4242, 4242); err != nil {
-		t.Fatal(err)
-	}
+	base, shared, target, _ := plantedOut(t)
 	t.Chdir(shared)
 	code, stdout, stderr := h.runReported("export", "nomad", "logs", "--include-secrets", "--out", "out")
 	if code == 0 || !strings.Contains(stderr, shared+" is writable by other users (mode 0777)") {
@@ -114,4 +78,30 @@ func TestExportNomadChecksARelativeOutFromTheWorkingDirectory(t *testing.T) {
 	if ents, _ := os.ReadDir(filepath.Join(wd, rel)); len(ents) == 0 {
 		t.Errorf("export nomad --out %s (relative) wrote nothing into %s", rel, filepath.Join(wd, rel))
 	}
+}
+
+// plantedOut makes, in a new directory base, shared (mode 0777, not sticky: anyone may put a
+// name there), target (root's), and link, shared/out, a symlink of uid 4242's to target.
+func plantedOut(t *testing.T) (base, shared, target, link string) {
+	t.Helper()
+	base = t.TempDir()
+	shared = filepath.Join(base, "shared")
+	if err := os.Mkdir(shared, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	target = filepath.Join(base, "roots")
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link = filepath.Join(shared, "out")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(link, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	return base, shared, target, link
 }
