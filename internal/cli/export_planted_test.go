@@ -62,7 +62,7 @@ func TestExportNomadChecksARelativeOutFromTheWorkingDirectory(t *testing.T) {
 
 	// The converse: the relative path names a directory of this user's under the working
 	// directory; the same path under "/" (base, made writable by all) is not the one written.
-	rel := strings.TrimPrefix(base, "/") + "/mine" // tmp/TestX/001/mine
+	rel := strings.TrimPrefix(base, "/") + "/mine" // base without its leading slash
 	if err := os.Chmod(base, 0o777); err != nil {
 		t.Fatal(err)
 	}
