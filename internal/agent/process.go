@@ -126,23 +126,17 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 		logf("%v", err)
 		return nil, err
 	}
-	env := pluginEnv(os.Environ(), sp)
-	if err := untrustedProgram(sp.Exec.Command, path, env); err != nil {
-		logf("%v", err)
-		return nil, err
-	}
-	env, dropped := trustedPATH(env)
+	env, dropped := trustedPATH(pluginEnv(os.Environ(), sp))
 	for _, pr := range dropped {
 		logf("left %s out of the plugin's PATH: it %s, so another user could put there a program the plugin runs as uid %d "+
 			"(make it root's and writable by root alone, or take it out of the agent's PATH or the exec block's env)",
 			spec.QuoteName(pr.Path), pr.Why, os.Geteuid())
 	}
-	if dropped != nil {
-		// A script's #!/usr/bin/env NAME is looked up in the PATH the plugin gets: check that one too.
-		if err := untrustedProgram(sp.Exec.Command, path, env); err != nil {
-			logf("%v", err)
-			return nil, err
-		}
+	// Checked once, on the PATH the plugin gets: a script's #!/usr/bin/env NAME is looked up
+	// there, never in the directories trustedPATH left out.
+	if err := untrustedProgram(sp.Exec.Command, path, env); err != nil {
+		logf("%v", err)
+		return nil, err
 	}
 	goAhead, send, err := os.Pipe()
 	if err != nil {
@@ -338,10 +332,12 @@ func UntrustedCommand(sp spec.Plugin) error {
 	if err != nil {
 		return nil
 	}
-	return untrustedProgram(sp.Exec.Command, path, pluginEnv(os.Environ(), sp))
+	env, _ := trustedPATH(pluginEnv(os.Environ(), sp))
+	return untrustedProgram(sp.Exec.Command, path, env)
 }
 
-// untrustedProgram refuses to run command, found at path, with the environment env, when
+// untrustedProgram refuses to run command, found at path, with the environment env (the
+// plugin's, its PATH trustedPATH's), when
 // another user could change what it runs (pathtrust.Program): the program owned or writable by
 // them, a directory on the way to it theirs or writable by them, or, for a name looked up in
 // PATH, such a directory searched before the program's own (or a missing one they could make),
@@ -354,7 +350,7 @@ func untrustedProgram(command, path string, env []string) error {
 	envPath := pathtrust.DefaultExecPath // none in env: what env(1) searches then
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			envPath = v // set empty: the working directory alone (pathtrust's searched)
+			envPath = v // the plugin's (trustedPATH's): never set empty
 		}
 	}
 	pr := pathtrust.Program(command, path, envPath)
@@ -419,8 +415,10 @@ func pluginEnv(base []string, sp spec.Plugin) []string {
 // trustedPATH is env with its PATH (the agent's, or the exec block's env's) holding only the
 // directories no other user controls (pathtrust.SearchPath), and what it left out: the plugin
 // runs as the agent's user, root most often, and whatever it runs by name (mount, mkfs, its
-// own helpers) is looked up there. A PATH left with nothing is pathtrust.DefaultExecPath's
-// directories that pass; a PATH unset stays unset (execvp searches DefaultExecPath then).
+// own helpers) is looked up there. A PATH left with nothing (set empty too: execvp's working
+// directory, left out as "." is) is pathtrust.DefaultExecPath's directories that pass, and, should
+// none pass, unset: never an empty PATH. A PATH unset stays unset (execvp searches
+// DefaultExecPath then).
 func trustedPATH(env []string) ([]string, []*pathtrust.Problem) {
 	for i, kv := range env {
 		v, ok := strings.CutPrefix(kv, "PATH=")
@@ -433,6 +431,9 @@ func trustedPATH(env []string) ([]string, []*pathtrust.Problem) {
 		}
 		if len(kept) == 0 {
 			kept, _ = pathtrust.SearchPath(pathtrust.DefaultExecPath)
+		}
+		if len(kept) == 0 {
+			return slices.Delete(slices.Clone(env), i, i+1), dropped
 		}
 		out := slices.Clone(env)
 		out[i] = "PATH=" + strings.Join(kept, string(filepath.ListSeparator))

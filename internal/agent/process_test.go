@@ -19,6 +19,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -1011,30 +1012,13 @@ func TestPluginInheritsNoDescriptorOfTheAgents(t *testing.T) {
 // with why. Before, the plugin got the agent's PATH whole.
 func TestPluginPATHHoldsNoDirectoryAnotherUserControls(t *testing.T) {
 	dir := t.TempDir()
-	open := filepath.Join(dir, "open")
-	if err := os.Mkdir(open, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(open, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	open := openDir(t, dir)
 	t.Setenv("PATH", open+"::/usr/bin:/bin")
 	dump := filepath.Join(dir, "path")
 	sp := spec.Plugin{ID: "p", Socket: filepath.Join(dir, "p.sock"), Exec: &spec.Exec{
 		Command: "/bin/sh", Args: []string{"-c", `printf %s "$PATH" > "$0"`, dump},
 	}}
-	p, err := startProcess(sp, dir, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !p.wait(30 * time.Second) {
-		t.Fatal("the plugin that writes its PATH did not exit")
-	}
-	b, err := os.ReadFile(dump)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := string(b); got != "/usr/bin:/bin" {
+	if got := pluginWrites(t, sp, dir, dump); got != "/usr/bin:/bin" {
 		t.Errorf("the plugin's PATH = %q, want %q: %s is writable by every user and the empty entry is the working directory", got, "/usr/bin:/bin", open)
 	}
 	log, err := os.ReadFile(filepath.Join(dir, "p.log"))
@@ -1046,4 +1030,87 @@ func TestPluginPATHHoldsNoDirectoryAnotherUserControls(t *testing.T) {
 			t.Errorf("the plugin's log does not say %q:\n%s", want, log)
 		}
 	}
+}
+
+// TestPluginGetsNoEmptyPATH: PATH set empty (the agent's, or `env { PATH = "" }` in an exec
+// block) is execvp's working directory alone, as "." is; it passed the filter whole (a list of
+// no directories), and the plugin, running as root, searched whatever directory it ran in for
+// mount and the rest. Left out as "." is, named in the log; the plugin gets /bin:/usr/bin.
+func TestPluginGetsNoEmptyPATH(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		env  spec.Secrets
+	}{{"the agent's", nil}, {"the exec block's", spec.Secrets{"PATH": ""}}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if c.env == nil {
+				t.Setenv("PATH", "")
+			}
+			dump := filepath.Join(dir, "path")
+			sp := spec.Plugin{ID: "p", Socket: filepath.Join(dir, "p.sock"), Exec: &spec.Exec{
+				Command: "/bin/sh", Args: []string{"-c", `printf %s "${PATH-unset}" > "$0"`, dump}, Env: c.env,
+			}}
+			got := pluginWrites(t, sp, dir, dump)
+			log, _ := os.ReadFile(filepath.Join(dir, "p.log"))
+			if got != pathtrust.DefaultExecPath {
+				t.Errorf("the plugin's PATH, %s set empty, = %q, want %q (empty, execvp searches the working directory)\nlog:\n%s", c.name, got, pathtrust.DefaultExecPath, log)
+			}
+			if want := "left . out of the plugin's PATH: it is relative"; !strings.Contains(string(log), want) {
+				t.Errorf("the plugin's log does not say %q:\n%s", want, log)
+			}
+		})
+	}
+}
+
+// TestEnvScriptIsCheckedOnThePATHThePluginGets: a #!/usr/bin/env script whose interpreter the
+// agent's PATH finds after a directory any user may write. That directory is left out of the
+// plugin's PATH, so env never searches it; the start was refused all the same, the check run on
+// the PATH before the filter, its error saying the plugin's PATH searches that directory first.
+func TestEnvScriptIsCheckedOnThePATHThePluginGets(t *testing.T) {
+	dir := t.TempDir()
+	open := openDir(t, dir)
+	t.Setenv("PATH", open+":/usr/bin:/bin")
+	dump := filepath.Join(dir, "path")
+	script := filepath.Join(dir, "plugin.sh")
+	if err := os.WriteFile(script, []byte("#!/usr/bin/env sh\nprintf %s \"$PATH\" > "+dump+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sp := spec.Plugin{ID: "p", Socket: filepath.Join(dir, "p.sock"), Exec: &spec.Exec{Command: script}}
+	if err := UntrustedCommand(sp); err != nil {
+		t.Errorf("plugin register would warn: %v", err)
+	}
+	if got := pluginWrites(t, sp, dir, dump); got != "/usr/bin:/bin" {
+		t.Errorf("the plugin's PATH = %q, want /usr/bin:/bin", got)
+	}
+}
+
+// openDir makes dir/open, a directory every user may write (not sticky).
+func openDir(t *testing.T, dir string) string {
+	t.Helper()
+	open := filepath.Join(dir, "open")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return open
+}
+
+// pluginWrites starts the plugin sp, in dir, which writes something (its PATH) to dump and
+// exits, and returns what it wrote.
+func pluginWrites(t *testing.T, sp spec.Plugin, dir, dump string) string {
+	t.Helper()
+	p, err := startProcess(sp, dir, dir)
+	if err != nil {
+		t.Fatalf("start refused: %v", err)
+	}
+	if !p.wait(30 * time.Second) {
+		t.Fatal("the plugin that writes its PATH did not exit")
+	}
+	b, err := os.ReadFile(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

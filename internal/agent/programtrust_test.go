@@ -218,14 +218,16 @@ func TestAgentRunsNoScriptWhoseInterpreterAnotherUserMayChange(t *testing.T) {
 			p := write(t, filepath.Join(base, "bin", name), "#!"+filepath.Join(alice, "sh")+"\n"+body)
 			return p, nil, p, []string{alice + " is owned by uid 4242", "the interpreter the #! line of the script " + p + " names", "chmod go-w"}
 		}},
+		// The plugin's PATH is filtered before the check (trustedPATH): a directory others may
+		// write in it is left out, never searched (TestEnvScriptIsCheckedOnThePATHThePluginGets).
+		// The PATH env -S sets is the script's own, past any filter.
 		{"a script whose env looks its interpreter up in a PATH others may write", func(t *testing.T, base string) (string, map[string]string, string, []string) {
 			open := mkdir(t, filepath.Join(base, "open"), 0o777)
 			if err := os.Symlink("/bin/sh", filepath.Join(base, "bin", "volctl-test-sh")); err != nil {
 				t.Fatal(err)
 			}
-			p := write(t, filepath.Join(base, "bin", name), "#!/usr/bin/env volctl-test-sh\n"+body)
-			env := map[string]string{"PATH": open + ":" + filepath.Join(base, "bin") + ":/usr/bin:/bin"}
-			return p, env, p, []string{"its script " + p + " has env run volctl-test-sh", open + " is writable by other users (mode 0777)", "take that directory out of the plugin's PATH"}
+			p := write(t, filepath.Join(base, "bin", name), "#!/usr/bin/env -S PATH="+open+":"+filepath.Join(base, "bin")+":/usr/bin:/bin volctl-test-sh\n"+body)
+			return p, nil, p, []string{"its script " + p + " has env run volctl-test-sh", open + " is writable by other users (mode 0777)", "take that directory out of the plugin's PATH"}
 		}},
 		{"a name whose PATH searches a directory not made yet, in a sticky one", func(t *testing.T, base string) (string, map[string]string, string, []string) {
 			tmp := mkdir(t, filepath.Join(base, "tmp"), 0o777|os.ModeSticky)

@@ -266,7 +266,8 @@ func aclWriter(entries []byte) string {
 // resolves it, each symlink's own owner checked and its target walked in turn; dir's own owner
 // is the caller's to judge (unless dir is a symlink: then that link's). A part that does not
 // exist yet ends the walk (the caller makes it, this user's), as does anything it cannot read
-// (the caller's own Stat then says what).
+// (the caller's own Stat then says what). A relative dir is walked from the working directory,
+// as the kernel resolves it, never from "/".
 func Ancestors(dir string) *Problem {
 	pr, _ := walk(dir)
 	return pr
@@ -277,6 +278,7 @@ func Ancestors(dir string) *Problem {
 // otherwise.
 func walk(dir string) (pr *Problem, missingIn string) {
 	uid := os.Geteuid()
+	dir = absolute(dir)
 	cur, todo, links := "/", strings.Split(dir, "/"), 0
 	for len(todo) > 0 {
 		name := todo[0]
@@ -339,6 +341,26 @@ func walk(dir string) (pr *Problem, missingIn string) {
 	return nil, ""
 }
 
+// absolute is path made absolute from the working directory, where the kernel resolves a
+// relative path (a relative --out, --config or command): walked from "/" it would be another
+// file's way checked, one another user's path passing and a trusted one refused. Cleaned
+// unless it holds "..": one after a symlink is the kernel's (walk's) to resolve, not dropped
+// with the name before it. path as it is when the working directory cannot be told (then its
+// walk's Lstats fail too).
+func absolute(path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	if slices.Contains(strings.Split(path, "/"), "..") {
+		return wd + "/" + path
+	}
+	return filepath.Join(wd, path)
+}
+
 // FileKind names a file type for an error about a file that is not the regular file or
 // directory volctl makes or expects: "a symlink", "a named pipe".
 func FileKind(m fs.FileMode) string {
@@ -396,8 +418,10 @@ func (e *NotRegularError) Error() string {
 // symlinks followed): owned by another user than root or this one, or writable by other users
 // by its mode or its ACL. A sticky directory counts as writable: its bit stops others renaming
 // what is in it, not adding to it. What does not exist, or cannot be read, passes: the caller's
-// own use of the path then says what.
+// own use of the path then says what. A relative path is the working directory's, and named
+// absolute.
 func Replaceable(path string) *Problem {
+	path = absolute(path)
 	if pr := Ancestors(path); pr != nil {
 		return pr
 	}
@@ -447,9 +471,7 @@ const maxScripts = 4
 
 // program is Program of the file at path, reached through depth #! lines.
 func program(path, envPath string, depth int) *Problem {
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs // a relative command ("bin/plugin") is run from the working directory: walked from there, not from "/"
-	}
+	path = absolute(path) // a relative command ("bin/plugin") is run from the working directory
 	if pr := makeable(path); pr != nil {
 		return pr
 	}
@@ -521,11 +543,7 @@ func makeable(path string) *Problem {
 // the caller's to give).
 func searched(pathList string, relative bool) []string {
 	var dirs []string
-	list := filepath.SplitList(pathList)
-	if pathList == "" {
-		list = []string{""} // PATH= set empty: execvp searches the working directory alone
-	}
-	for _, dir := range list {
+	for _, dir := range pathDirs(pathList) {
 		if !filepath.IsAbs(dir) {
 			abs, err := filepath.Abs(dir)
 			if !relative || err != nil {
@@ -538,13 +556,23 @@ func searched(pathList string, relative bool) []string {
 	return dirs
 }
 
+// pathDirs is the entries of pathList as execvp(3) reads them: an empty pathList (PATH set to
+// nothing) is one "", the working directory, not none (filepath.SplitList's answer).
+func pathDirs(pathList string) []string {
+	if pathList == "" {
+		return []string{""}
+	}
+	return filepath.SplitList(pathList)
+}
+
 // SearchPath is pathList with every directory another user controls left out: kept, in its
 // order, is what remains; dropped says, for each directory left out, who controls it (makeable:
 // the directory or one on the way to it theirs or writable by them, or, missing, one they could
-// make), or that it is relative ("" is "."), searched from whatever directory the program runs
-// in. A program searching kept finds only what root or this user put there.
+// make), or that it is relative ("" is ".", and so is an empty pathList, execvp's working
+// directory), searched from whatever directory the program runs in. A program searching kept
+// finds only what root or this user put there.
 func SearchPath(pathList string) (kept []string, dropped []*Problem) {
-	for _, dir := range filepath.SplitList(pathList) {
+	for _, dir := range pathDirs(pathList) {
 		if !filepath.IsAbs(dir) {
 			shown := dir
 			if shown == "" {

@@ -215,3 +215,33 @@ func TestProgramMissingPATHEntry(t *testing.T) {
 		t.Errorf("Program(plugin) = %+v, want nil: only this user may make %s", pr, filepath.Join(base, "missing"))
 	}
 }
+
+// A relative path is the working directory's: walked from "/" before, "shared/out" was checked
+// as /shared/out, passing a symlink another user planted in a directory all may write, and
+// refusing a path of this user's for a directory of the same name under "/".
+func TestRelativePathIsWalkedFromTheWorkingDirectory(t *testing.T) {
+	base := t.TempDir()
+	shared := mkdirMode(t, filepath.Join(base, "shared"), 0o777)
+	t.Chdir(base)
+	for _, f := range []func(string) *Problem{Ancestors, Replaceable} {
+		if pr := f("shared/out"); pr == nil || pr.Path != shared {
+			t.Errorf("shared/out in %s: %+v, want %s named writable by other users", base, pr, shared)
+		}
+	}
+	// base's own path, relative, from a working directory holding it: base under "/" is
+	// writable by all, the one named is not.
+	rel := strings.TrimPrefix(base, "/")
+	if err := os.Chmod(base, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	wd := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(wd, rel, "out"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(wd)
+	for _, f := range []func(string) *Problem{Ancestors, Replaceable} {
+		if pr := f(rel + "/out"); pr != nil {
+			t.Errorf("%s/out in %s: %s %s, want nil (that is /%s/out's way, not this one's)", rel, wd, pr.Path, pr.Why, rel)
+		}
+	}
+}

@@ -221,6 +221,7 @@ func (s *Store) readVersion(ctx context.Context, p *pool) (version, appID int, e
 // migrate is migrateTo's write transaction, which checks the database again under the lock.
 func (s *Store) migrate(ctx context.Context, target int) error {
 	var refused error
+	vacuumOwed := false
 	err := s.Update(ctx, func(tx *Tx) error {
 		// Another process may have migrated, or filled an empty file with its own tables, between
 		// migrateTo's check and the lock.
@@ -245,6 +246,9 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 				from = at
 			}
 		}
+		// A state made before debtVersion may hold deleted secrets in its free pages
+		// (securedelete.go): the migration records the VACUUM owed, which Open pays.
+		vacuumOwed = from < debtVersion && target >= debtVersion
 		for _, m := range migrations[from:target] {
 			sql, err := m.source()
 			if err == nil {
@@ -271,6 +275,7 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 	if err != nil {
 		return fmt.Errorf("open state %s: migrate schema: %w", s.path, err)
 	}
+	s.vacuumOwed = s.vacuumOwed || vacuumOwed
 	return nil
 }
 

@@ -1,4 +1,4 @@
--- volctl schema at version 11
+-- volctl schema at version 12
 -- Written by `VOLCTL_WRITE_SCHEMA=1 go test ./internal/store -run TestSchemaFileIsTheMigrationsApplied`
 -- from the migrations in migrations/, which stay the record of how the schema came to be: a new
 -- database gets this in one step (migrate.go, schemaFile). Do not edit it by hand.
@@ -191,4 +191,4 @@ CREATE TABLE state_mark (
     magic TEXT    NOT NULL,
     id    BLOB    NOT NULL,
     seq   INTEGER NOT NULL
-) STRICT;
+, wal_secrets INTEGER NOT NULL DEFAULT 0, vacuum INTEGER NOT NULL DEFAULT 0 CHECK (vacuum IN (0, 1))) STRICT;

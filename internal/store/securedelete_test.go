@@ -3,8 +3,10 @@ package store
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,5 +129,124 @@ func TestSecretsLeaveTheWALOnceNoReaderHoldsThem(t *testing.T) {
 	update(t, s, func(tx *Tx) error { return tx.Volumes().Insert(&Volume{ID: "next", PluginID: "p", State: VolumeReady}) })
 	if name := fileHolds(t, dir, secret); name != "" || s.secretsInWAL.Load() {
 		t.Errorf("after the reader finished and another commit, the secret is still in %q (wipe pending: %v)", name, s.secretsInWAL.Load())
+	}
+}
+
+// TestAWipeOfTheWALOwedIsPaidByAnyProcess: a reader of another process (the agent, the
+// dashboard) holds a snapshot across a command's delete of a secret and the command's Close, so
+// both truncations stop short; the agent then goes on committing what carries no secret, for
+// days. The wipe was owed in the command's memory alone, gone with it: the secret stayed in
+// volctl.db-wal. The debt is the state's (state_mark.wal_secrets): the agent's next commit reads
+// it and pays it, and it is recorded paid.
+func TestAWipeOfTheWALOwedIsPaidByAnyProcess(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "state")
+	forget := WithForget(func([]string) func(string) string { return func(m string) string { return m } })
+	s, err := Open(context.Background(), dir, forget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := "Zq9-volctl-distinctive-secret-owed"
+	update(t, s, func(tx *Tx) error {
+		return tx.Volumes().Insert(&Volume{ID: "db", PluginID: "p", State: VolumeReady, Secrets: spec.Secrets{"password": secret}})
+	})
+	agent, err := Open(context.Background(), dir, forget) // the agent: its own connections
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	release, reading, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		agent.View(context.Background(), func(tx *Tx) error {
+			_, err := tx.Volumes().List(VolumeFilter{})
+			close(reading)
+			<-release
+			return err
+		})
+	}()
+	<-reading
+	update(t, s, func(tx *Tx) error { return tx.Volumes().Delete("db") })
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	<-done
+	owed := func() (n int64, err error) {
+		err = agent.View(context.Background(), func(tx *Tx) error {
+			return tx.queryRow("SELECT wal_secrets FROM state_mark").Scan(&n)
+		})
+		return n, err
+	}
+	if n, err := owed(); n == 0 {
+		t.Errorf("the command's wipe met the reader at its commit and at its Close, and the state records none owed (%v)", err)
+	}
+	update(t, agent, func(tx *Tx) error {
+		return tx.Volumes().Insert(&Volume{ID: "next", PluginID: "p", State: VolumeReady})
+	})
+	if name := fileHolds(t, dir, secret); name != "" {
+		t.Errorf("the deleted volume's secret is still in %s after another process's commit: the command's wipe and its Close's both met the reader, and nothing after knew", name)
+	}
+	if n, err := owed(); n != 0 || err != nil {
+		t.Errorf("the WAL was truncated, and the state still records a wipe owed (commit %d, %v)", n, err)
+	}
+}
+
+// TestAnOlderVolctlsDeletedSecretsLeaveTheFreePages: secure_delete is not retroactive. A state
+// an older volctl (schema 11, no secure_delete) deleted a secret volume from keeps the secret in
+// its free pages; this volctl opened, wrote and closed it, and the secret stayed in volctl.db.
+// The migration to 12 records a VACUUM owed, which Open pays once and records done.
+func TestAnOlderVolctlsDeletedSecretsLeaveTheFreePages(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "state")
+	forget := WithForget(func([]string) func(string) string { return func(m string) string { return m } })
+	s, err := open(context.Background(), dir, debtVersion-1, forget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := "Zq9-volctl-distinctive-secret-older-volctl"
+	update(t, s, func(tx *Tx) error {
+		return tx.Volumes().Insert(&Volume{ID: "old", PluginID: "p", State: VolumeReady, Secrets: spec.Secrets{"password": old}})
+	})
+	s.checkpointNow()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The older volctl's delete: no secure_delete.
+	q := url.Values{}
+	q.Add("_pragma", "secure_delete(0)")
+	db, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Path: filepath.Join(dir, FileName), RawQuery: q.Encode()}).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DELETE FROM volumes WHERE id = 'old'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fileHolds(t, dir, old) == "" {
+		t.Fatalf("the older volctl's delete left the secret in no file of %s: the test shows nothing", dir)
+	}
+	s, err = Open(context.Background(), dir, forget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name := fileHolds(t, dir, old); name != "" {
+		t.Errorf("a secret an older volctl deleted is still in %s after this volctl opened the state", name)
+	}
+	update(t, s, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "x", Message: "y"}) })
+	var vacuum, walSecrets int64
+	view(t, s, func(tx *Tx) error {
+		return tx.queryRow("SELECT vacuum, wal_secrets FROM state_mark").Scan(&vacuum, &walSecrets)
+	})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if name := fileHolds(t, dir, old); name != "" {
+		t.Errorf("a secret an older volctl deleted is still in %s after this volctl opened, wrote and closed the state", name)
+	}
+	if vacuum != 0 || walSecrets != 0 {
+		t.Errorf("the VACUUM and the WAL's truncation are done, and the state records them owed (vacuum %d, wal_secrets %d)", vacuum, walSecrets)
 	}
 }

@@ -119,6 +119,11 @@ type Store struct {
 	// marked says the schema has the state mark (markVersion on), which every commit that
 	// changes a row updates (walpair.go).
 	marked bool
+	// debts says the state mark records the wipes of secrets owed (debtVersion on,
+	// securedelete.go); vacuumOwed that this Open's migration recorded the VACUUM owed, and
+	// vacuumTried that this process tried it.
+	debts, vacuumOwed bool
+	vacuumTried       atomic.Bool
 }
 
 // Stats counts the transactions this Store has committed since Open, by kind, and the write
@@ -310,6 +315,9 @@ func openWritable(ctx context.Context, abs string, target int, o options) (*Stor
 		return nil, inDir(abs, openFailed(path, err))
 	}
 	s.marked = target >= markVersion
+	if s.debts = target >= debtVersion; s.vacuumOwed {
+		s.payAtOpen()
+	}
 	// SQLite creates -wal and -shm with the database's mode, but only while that mode survives
 	// the umask intact; make sure neither is readable by others whatever the umask was.
 	for _, suffix := range []string{"-wal", "-shm"} {
@@ -961,9 +969,21 @@ func (s *Store) run(ctx context.Context, p *pool, begin string, kind txKind, fn 
 		}
 		return s.explain(fmt.Errorf("state %s: commit: %w", s.path, mapBusy(err)))
 	}
+	var owed debts
 	if kind != readOnly && tx.wrote && s.marked {
-		// Last before the COMMIT: the commit's frames carry the state mark (walpair.go).
-		if _, err := tx.exec(markUpdate); err != nil {
+		// Last before the COMMIT: the commit's frames carry the state mark (walpair.go), and
+		// the wipes of secrets owed (securedelete.go), this commit's included.
+		var err error
+		if s.debts {
+			forgot := 0
+			if tx.forgot {
+				forgot = 1
+			}
+			err = tx.queryRow(markOwing, forgot).Scan(&owed.seq, &owed.walSecrets, &owed.vacuum)
+		} else {
+			_, err = tx.exec(markUpdate)
+		}
+		if err != nil {
 			return notCommitted(fmt.Errorf("update the state mark: %w", err))
 		}
 	}
@@ -975,7 +995,11 @@ func (s *Store) run(ctx context.Context, p *pool, begin string, kind txKind, fn 
 	}
 	done = true
 	s.commits[kind].Add(1)
-	if kind != readOnly && (tx.forgot || s.secretsInWAL.Load()) {
+	switch {
+	case kind == readOnly:
+	case s.debts && s.marked:
+		s.pay(tx, owed)
+	case tx.forgot || s.secretsInWAL.Load():
 		s.wipeWAL(tx)
 	}
 	if kind != readOnly && begin != beginNoWait {

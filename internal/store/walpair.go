@@ -175,8 +175,8 @@ func walPairError(path, why string) error {
 }
 
 // parseMark reads the state mark from a copy of its page: a table b-tree leaf with one cell,
-// row 1, whose record is (NULL: the rowid's column, markMagic, an id, seq). Any other page is
-// not ok.
+// row 1, whose record is (NULL: the rowid's column, markMagic, an id, seq), then the debts'
+// columns a mark rewritten since migration 0012 has. Any other page is not ok.
 func parseMark(p []byte) (id []byte, seq int64, ok bool) {
 	if len(p) < 12 || p[0] != 0x0d || binary.BigEndian.Uint16(p[3:5]) != 1 {
 		return nil, 0, false
@@ -205,7 +205,7 @@ func parseMark(p []byte) (id []byte, seq int64, ok bool) {
 		}
 		types[i], at = t, at+k
 	}
-	if at != int(hsize) || types[0] != 0 || types[1] != uint64(13+2*len(markMagic)) || types[2] < 12 || types[2]%2 != 0 {
+	if at > int(hsize) || types[0] != 0 || types[1] != uint64(13+2*len(markMagic)) || types[2] < 12 || types[2]%2 != 0 {
 		return nil, 0, false
 	}
 	body := rec[hsize:]
