@@ -1260,6 +1260,13 @@ func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 			return nil // nothing there to answer: the RPC fails as unavailable, sent to no one
 		}
 	}
+	// Who serves the new files is recorded first, held to the uid rule, as a fresh connection
+	// does (connectPlugin): every connection c's client makes is checked against that record
+	// (servers.checkPeer), and the one that fingerprints the new process would otherwise be
+	// compared with the image of the process that is gone, and refused.
+	if err := checkServers(ids, c.servers); err != nil {
+		return fmt.Errorf("%s not sent: %w (the plugin restarted mid-operation)", rpc, err)
+	}
 	replaced, err := e.otherInstance(ctx, c, true)
 	if err != nil {
 		return notSent(rpc, "the plugin restarted mid-operation and checking it again failed", err)

@@ -131,7 +131,8 @@ type servers struct {
 	plugin string
 	mu     sync.Mutex
 	uid    map[string]uint32
-	// listener is what each socket's listener ran then (listenerImage), by the same key.
+	// listener is what each socket's listener ran then (listenerImage), by the same key; none
+	// for a listener gone then (listenerKnown).
 	listener map[string]string
 	// execd is set once a connection found a socket's listener running another image than
 	// listener records (checkPeer): the connection's fingerprint is stale.
@@ -145,7 +146,7 @@ func serversOf(p store.Plugin) *servers {
 		if s.ServerKnown {
 			srv.uid[serverKey(s.Path)] = s.ServerUID
 		}
-		if s.Listener != "" {
+		if listenerKnown(s.Listener) {
 			srv.listener[serverKey(s.Path)] = s.Listener
 		}
 	}
@@ -185,7 +186,7 @@ func (srv *servers) listenerOf(socket string) string {
 func (srv *servers) setListener(socket, image string) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	if image == "" {
+	if !listenerKnown(image) {
 		delete(srv.listener, serverKey(socket))
 		return
 	}

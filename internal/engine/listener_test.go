@@ -100,8 +100,8 @@ func TestExecWhileAConnectionWaitsInTheBacklogIsRefused(t *testing.T) {
 	for _, rpc := range volumeRPCsOf(plugin.rpcs("other.csi.example")) {
 		t.Errorf("%s sent to driver other.csi.example (RPCs it got: %v; the claim: %v)", rpc, plugin.rpcs("other.csi.example"), err)
 	}
-	if err == nil {
-		t.Error("the claim through the listener that exec'd another driver succeeded")
+	if err == nil || !strings.Contains(err.Error(), "exec()ed since") || !strings.Contains(err.Error(), plugin.socket) {
+		t.Errorf("the claim through the listener that exec'd another driver: %v, want it refused naming the socket and the exec", err)
 	}
 }
 
