@@ -98,7 +98,7 @@ func sameListeners(stored []store.SocketIdentity, ids []socketID) bool {
 		if ids[i].inode == 0 {
 			continue
 		}
-		if !listenerKnown(s.Listener) && s.Listener != "" {
+		if s.Listener != "" && !listenerKnown(s.Listener) {
 			continue // a listener gone when it was recorded: nothing to compare
 		}
 		if now := socketListener(ids[i].path); now != "" && now != s.Listener {
@@ -106,4 +106,15 @@ func sameListeners(stored []store.SocketIdentity, ids []socketID) bool {
 		}
 	}
 	return true
+}
+
+// listenersGone says whether a listener of stored was gone when it was recorded: nothing tells
+// an exec of the plugin behind that socket (connectPlugin asks the driver its name).
+func listenersGone(stored []store.SocketIdentity) bool {
+	for _, s := range stored {
+		if s.Listener != "" && !listenerKnown(s.Listener) {
+			return true
+		}
+	}
+	return false
 }

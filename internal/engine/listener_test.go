@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -182,5 +183,46 @@ func TestLauncherPidTakenByAnotherProcessRefusesNothing(t *testing.T) {
 	plugin.command("drop", "dropped")
 	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "a"}); err != nil {
 		t.Errorf("claim through the unchanged plugin: %v (a conflict: %v)", err, errors.Is(err, ErrConflict))
+	}
+}
+
+// A plugin started by a launcher that handed it the socket and exited, which then exec()s
+// another driver keeping the socket: the listener SO_PEERCRED names is the gone launcher,
+// recorded as such, so nothing of the exec shows, and the next process reused the stored
+// fingerprint and sent the other driver the claim's RPCs. Such a plugin's driver is asked its
+// name on a process's first connection: another is fingerprinted afresh, and refused. (A
+// held connection, the agent's, is not asked again: docs/architecture.md.)
+func TestClaimThroughALaunchedPluginThatExecdAnotherDriver(t *testing.T) {
+	plugin := startExecPluginWith(t, "mem.csi.volctl.test", execPluginOptions{launcher: true})
+	h, ext := execPluginHarness(t, plugin, Config{})
+	plugin.exec(copyOfTestBinary(t), "other.csi.example", ext)
+	h.open(Config{}) // the next process
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "a"})
+	for _, rpc := range volumeRPCsOf(plugin.rpcs("other.csi.example")) {
+		t.Errorf("%s sent to driver other.csi.example (RPCs it got: %v; the claim: %v)", rpc, plugin.rpcs("other.csi.example"), err)
+	}
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "other.csi.example") {
+		t.Errorf("the claim: %v, want a conflict naming the driver other.csi.example", err)
+	}
+}
+
+// The same launched plugin unchanged: the next process asks its name, one GetPluginInfo, and
+// reuses the stored fingerprint (no other identity RPC).
+func TestLaunchedPluginUnchangedIsAskedOnlyItsName(t *testing.T) {
+	plugin := startExecPluginWith(t, "mem.csi.volctl.test", execPluginOptions{launcher: true})
+	h, _ := execPluginHarness(t, plugin, Config{})
+	before := len(plugin.rpcs("mem.csi.volctl.test"))
+	h.open(Config{}) // the next process
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "a"}); err != nil {
+		t.Fatalf("claim through the unchanged launched plugin: %v", err)
+	}
+	var identity []string
+	for _, rpc := range plugin.rpcs("mem.csi.volctl.test")[before:] {
+		if !slices.Contains(volumeRPCsOf([]string{rpc}), rpc) && rpc != "Probe" {
+			identity = append(identity, rpc)
+		}
+	}
+	if !slices.Equal(identity, []string{"GetPluginInfo"}) {
+		t.Errorf("identity RPCs of the next process: %v, want [GetPluginInfo]", identity)
 	}
 }
