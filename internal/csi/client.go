@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -55,6 +56,12 @@ type Config struct {
 	// closes the connection unused, and the RPC that waited for it fails with that error (the
 	// RPC's name before it). So whatever checks a plugin's listener checks the very connection
 	// the requests, and their secrets, go over, not one dialled beside it.
+	//
+	// It is asked again, with the same credentials, when the server's first bytes arrive (its
+	// HTTP/2 settings, which gRPC awaits before it sends an RPC): connect(2) succeeds while the
+	// connection waits in the listener's backlog, and the process that accepts it may run
+	// another program by then (it exec()ed keeping its listening socket). An error then closes
+	// the connection before any RPC went over it, as at the dial.
 	CheckPeer func(socket string, cred *unix.Ucred) error
 }
 
@@ -172,6 +179,7 @@ func (c *Client) dial(socket string) (*endpoint, error) {
 // dialChecked connects to the endpoint's socket and asks check about the process listening
 // there (Config.CheckPeer): gRPC's dialer, for each connection it makes. A refused connection
 // is closed before gRPC sends anything over it, and the refusal kept for the RPC that waited.
+// The connection asks check again at its first data (acceptedConn).
 func (ep *endpoint) dialChecked(ctx context.Context, check func(string, *unix.Ucred) error) (net.Conn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "unix", ep.socket)
@@ -189,7 +197,39 @@ func (ep *endpoint) dialChecked(ctx context.Context, check func(string, *unix.Uc
 		return nil, err
 	}
 	ep.refused.Store(nil)
-	return nc, nil
+	return &acceptedConn{Conn: nc, check: func() error {
+		err := check(ep.socket, cred)
+		if err != nil {
+			ep.refused.Store(&err)
+		}
+		return err
+	}}, nil
+}
+
+// acceptedConn is a dialled connection that asks check once more when its first data arrives:
+// then whoever accept()ed it has written to it, the server's HTTP/2 settings, and gRPC has
+// sent nothing but its own preface; it waits for the server's before any RPC. Connect(2) on a
+// unix socket returns once the connection is queued in the listener's backlog, so the check
+// at the dial saw the process that listened then, which may exec() another program before it
+// accepts: the listener's image is read again (TestExecWhileAConnectionWaitsInTheBacklogIsRefused).
+// A refusal closes the connection, and its read fails with it.
+type acceptedConn struct {
+	net.Conn
+	once  sync.Once
+	err   error
+	check func() error
+}
+
+func (c *acceptedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.once.Do(func() { c.err = c.check() })
+		if c.err != nil {
+			_ = c.Conn.Close()
+			return 0, c.err
+		}
+	}
+	return n, err
 }
 
 // PeerCred is what SO_PEERCRED says of the process at the other end of a unix socket

@@ -581,9 +581,23 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		// The plugin instance this process (or an earlier one) fingerprinted is still the one
 		// on the sockets: its fingerprint stands, passed checkIdentity when it was taken, and
 		// is in the store already. Dialling sent nothing: no RPC, no commit.
-		c = &conn{plugin: p, client: client, fp: fp, sockets: ids, servers: srv, timeouts: pluginTimeouts(p, e.cfg.Timeouts), rowAt: p.UpdatedAt}
-		c.fpRecorded.Store(true)
-		return e.cache(c), nil
+		//
+		// Unless a listener was gone when the plugin was fingerprinted (a launcher that handed
+		// the socket to it and exited), which tells nothing of an exec behind the socket: the
+		// driver there is asked its name, one short RPC, and the fingerprint reused only for
+		// the same one; another is fingerprinted afresh, and refused (checkIdentity).
+		reuse := true
+		if listenersGone(p.Fingerprint.Sockets) {
+			if reuse, err = e.sameDriver(ctx, p, client, fp.Provider); err != nil {
+				_ = client.Close()
+				return nil, err
+			}
+		}
+		if reuse {
+			c = &conn{plugin: p, client: client, fp: fp, sockets: ids, servers: srv, timeouts: pluginTimeouts(p, e.cfg.Timeouts), rowAt: p.UpdatedAt}
+			c.fpRecorded.Store(true)
+			return e.cache(c), nil
+		}
 	}
 	if err := checkServers(ids, srv); err != nil {
 		_ = client.Close()
@@ -645,6 +659,21 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		c.fpRecorded.Store(true)
 	}
 	return e.cache(c), nil
+}
+
+// sameDriver asks the plugin on client its name (GetPluginInfo) and says whether it is driver;
+// in a pass, not of a plugin that did not answer earlier in it (hungPlugins).
+func (e *Engine) sameDriver(ctx context.Context, p store.Plugin, client Plugin, driver string) (bool, error) {
+	hung := hungPluginsOf(ctx)
+	if err := hung.refuse(p, csi.RPCGetPluginInfo, ""); err != nil {
+		return false, err
+	}
+	info, err := client.GetPluginInfo(ctx)
+	if err != nil {
+		hung.note(p, csi.RPCGetPluginInfo, "", err)
+		return false, err
+	}
+	return info.Name == driver, nil
 }
 
 // cache keeps c as the plugin's connection and returns the one to use, counted as used (done):
@@ -1259,6 +1288,13 @@ func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 		if id.inode == 0 {
 			return nil // nothing there to answer: the RPC fails as unavailable, sent to no one
 		}
+	}
+	// Who serves the new files is recorded first, held to the uid rule, as a fresh connection
+	// does (connectPlugin): every connection c's client makes is checked against that record
+	// (servers.checkPeer), and the one that fingerprints the new process would otherwise be
+	// compared with the image of the process that is gone, and refused.
+	if err := checkServers(ids, c.servers); err != nil {
+		return fmt.Errorf("%s not sent: %w (the plugin restarted mid-operation)", rpc, err)
 	}
 	replaced, err := e.otherInstance(ctx, c, true)
 	if err != nil {

@@ -131,7 +131,8 @@ type servers struct {
 	plugin string
 	mu     sync.Mutex
 	uid    map[string]uint32
-	// listener is what each socket's listener ran then (listenerImage), by the same key.
+	// listener is what each socket's listener ran then (listenerImage), by the same key; a
+	// listener gone then is recorded as such, and not compared (listenerKnown).
 	listener map[string]string
 	// execd is set once a connection found a socket's listener running another image than
 	// listener records (checkPeer): the connection's fingerprint is stale.
@@ -213,8 +214,8 @@ func (srv *servers) checkPeer(socket string, cred *unix.Ucred) error {
 		return err
 	}
 	was := srv.listenerOf(socket)
-	if was == "" {
-		return nil
+	if !listenerKnown(was) {
+		return nil // not recorded, or gone when recorded: nothing to compare
 	}
 	now := listenerImage(cred.Pid)
 	if now == was {

@@ -12,8 +12,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
@@ -33,13 +35,21 @@ const (
 	execPluginNameEnv = "VOLCTL_TEST_EXEC_PLUGIN_NAME" // the driver's name
 	execPluginVolsEnv = "VOLCTL_TEST_EXEC_PLUGIN_VOLS" // volume IDs the driver holds when it starts, comma-separated
 	execPluginLogEnv  = "VOLCTL_TEST_EXEC_PLUGIN_LOG"  // each RPC received is appended there: "<driver> <rpc>"
+	// a launcher: listens, starts the plugin handing it the listening socket, and exits
+	execPluginLaunchEnv = "VOLCTL_TEST_EXEC_PLUGIN_LAUNCH"
 )
 
 // execPluginChild serves, when the test binary was started as an exec plugin, an in-memory
-// plugin as the environment says, until its stdin ends; a line "exec <program> <driver>
-// <volumes>" on stdin has it exec() program as that driver holding those volumes, keeping the
-// listening socket. It says "ready" on stdout once it listens, in each image. Otherwise it
-// returns at once.
+// plugin as the environment says, until its stdin ends. Lines on stdin:
+//   - "exec <program> <driver> <volumes>" has it exec() program as that driver holding those
+//     volumes, keeping the listening socket;
+//   - "race <program> <driver> <volumes>" does the same once a connection waits in the
+//     listening socket's backlog, accepted by no one ("paused" once it stopped accepting);
+//   - "title" sets a process title longer than its arguments, as any process may
+//     (setLongProcessTitle; "titled");
+//   - "drop" closes the connections it accepted, as a plugin closing idle ones does ("dropped").
+//
+// It says "ready" on stdout once it listens, in each image. Otherwise it returns at once.
 func execPluginChild() {
 	socket, fd := os.Getenv(execPluginEnv), os.Getenv(execPluginFDEnv)
 	if socket == "" && fd == "" {
@@ -57,6 +67,29 @@ func execPluginChild() {
 		fmt.Fprintln(os.Stderr, "exec plugin:", err)
 		os.Exit(2)
 	}
+	if os.Getenv(execPluginLaunchEnv) != "" && fd == "" {
+		lf, err := l.(*net.UnixListener).File()
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		cmd.ExtraFiles = []*os.File{lf} // descriptor 3 in the plugin
+		var env []string
+		for _, kv := range os.Environ() {
+			if k, _, _ := strings.Cut(kv, "="); k != execPluginEnv && k != execPluginLaunchEnv {
+				env = append(env, kv)
+			}
+		}
+		cmd.Env = append(env, execPluginFDEnv+"=3")
+		if err == nil {
+			err = cmd.Start()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "exec plugin launcher:", err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
+	gl := &gateListener{UnixListener: l.(*net.UnixListener)}
+	l = gl
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID, cfg.Name = "node-1", os.Getenv(execPluginNameEnv)
 	mem := csitest.NewMemPlugin(cfg)
@@ -79,10 +112,32 @@ func execPluginChild() {
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		f := strings.Fields(in.Text())
-		if len(f) < 3 || f[0] != "exec" {
+		if len(f) == 1 && f[0] == "title" {
+			setLongProcessTitle()
+			fmt.Println("titled")
 			continue
 		}
-		lf, err := l.(*net.UnixListener).File() // a duplicate, made to outlive the exec
+		if len(f) == 1 && f[0] == "drop" {
+			gl.drop()
+			fmt.Println("dropped")
+			continue
+		}
+		if len(f) < 3 || (f[0] != "exec" && f[0] != "race") {
+			continue
+		}
+		lf, err := gl.UnixListener.File() // a duplicate, made to outlive the exec
+		if f[0] == "race" {
+			// Stop accepting; once a connection waits in the backlog, exec.
+			gl.mu.Lock()
+			fmt.Println("paused")
+			pfd := []unix.PollFd{{Fd: int32(lf.Fd()), Events: unix.POLLIN}}
+			for {
+				if n, perr := unix.Poll(pfd, -1); n > 0 || (perr != nil && perr != unix.EINTR) {
+					break
+				}
+			}
+			time.Sleep(150 * time.Millisecond)
+		}
 		if err == nil {
 			_, err = unix.FcntlInt(lf.Fd(), unix.F_SETFD, 0)
 		}
@@ -108,6 +163,44 @@ func execPluginChild() {
 	os.Exit(0)
 }
 
+// gateListener is an exec plugin's listener: holding mu stops it accepting, and drop closes
+// the connections it accepted.
+type gateListener struct {
+	*net.UnixListener
+	mu    sync.Mutex
+	cmu   sync.Mutex
+	conns []net.Conn
+}
+
+// Accept polls (a short deadline) so that a holder of mu stops it within 20 ms.
+func (g *gateListener) Accept() (net.Conn, error) {
+	for {
+		g.mu.Lock()
+		_ = g.UnixListener.SetDeadline(time.Now().Add(20 * time.Millisecond))
+		c, err := g.UnixListener.Accept()
+		g.mu.Unlock()
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		if err == nil {
+			g.cmu.Lock()
+			g.conns = append(g.conns, c)
+			g.cmu.Unlock()
+		}
+		return c, err
+	}
+}
+
+func (g *gateListener) drop() {
+	g.cmu.Lock()
+	defer g.cmu.Unlock()
+	for _, c := range g.conns {
+		_ = c.Close()
+	}
+	g.conns = nil
+}
+
 // execPlugin is a plugin process started by a test (execPluginChild).
 type execPlugin struct {
 	t      *testing.T
@@ -121,24 +214,60 @@ type execPlugin struct {
 // startExecPlugin starts the test binary as plugin driver on a socket of its own.
 func startExecPlugin(t *testing.T, driver string) *execPlugin {
 	t.Helper()
+	return startExecPluginWith(t, driver, execPluginOptions{})
+}
+
+// execPluginOptions are how startExecPluginWith starts an exec plugin.
+type execPluginOptions struct {
+	socket   string // where it listens; "" for a socket of its own
+	volumes  string // volume IDs the driver holds when it starts, comma-separated
+	launcher bool   // started by a launcher that hands it the socket and exits (reaped: pid is the launcher's)
+}
+
+// startExecPluginWith starts the test binary as plugin driver as o says.
+func startExecPluginWith(t *testing.T, driver string, o execPluginOptions) *execPlugin {
+	t.Helper()
 	dir := t.TempDir()
-	p := &execPlugin{t: t, socket: filepath.Join(dir, "csi.sock"), log: filepath.Join(dir, "rpcs")}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), execPluginEnv+"="+p.socket, execPluginNameEnv+"="+driver, execPluginLogEnv+"="+p.log)
-	cmd.Stderr = os.Stderr
-	var err error
-	if p.stdin, err = cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
+	p := &execPlugin{t: t, socket: o.socket, log: filepath.Join(dir, "rpcs")}
+	if p.socket == "" {
+		p.socket = filepath.Join(dir, "csi.sock")
 	}
-	out, err := cmd.StdoutPipe()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), execPluginEnv+"="+p.socket, execPluginNameEnv+"="+driver, execPluginLogEnv+"="+p.log, execPluginVolsEnv+"="+o.volumes)
+	if o.launcher {
+		cmd.Env = append(cmd.Env, execPluginLaunchEnv+"=1")
+	}
+	cmd.Stderr = os.Stderr
+	// Pipes of its own, not cmd's: a launcher's plugin inherits them, and cmd.Wait is not
+	// called on a launcher reaped here.
+	inR, inW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	outR, outW, err := os.Pipe()
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	p.stdout, p.pid = bufio.NewReader(out), cmd.Process.Pid
+	cmd.Stdin, cmd.Stdout = inR, outW
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.stdin, p.stdout, p.pid = inW, bufio.NewReader(outR), cmd.Process.Pid
+	t.Cleanup(func() {
+		_ = inW.Close() // the plugin (a launcher's too) ends with its stdin
+		if !o.launcher {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		_ = outR.Close()
+	})
+	if o.launcher {
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(cmd.Process.Pid, &ws, 0, nil) // the launcher is gone, reaped as init would
+	}
 	p.ready()
 	return p
 }

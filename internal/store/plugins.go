@@ -52,7 +52,8 @@ type SocketIdentity struct {
 	ServerKnown bool   `json:"server_known,omitempty"`
 	// Listener is what the process listening on the socket ran when the plugin was fingerprinted
 	// through it (engine's listenerImage: its pid, start time, program file and where exec placed
-	// its stack); "" when not recorded (volctl before round 28, nothing answering). A process that
+	// its stack; "pid N gone, not compared" for a listener gone then, which is never compared);
+	// "" when not recorded (volctl before round 28, nothing answering). A process that
 	// exec()s another program keeping its listening socket leaves the file as it was.
 	Listener string `json:"listener,omitempty"`
 }
