@@ -164,48 +164,6 @@ func listPaths(paths []string) string {
 	return fmt.Sprintf("%s and %d more are", strings.Join(paths[:shown], ", "), len(paths)-shown)
 }
 
-// nestingOrder orders items by where their volume_mount destinations lie, keeping their order
-// otherwise: with outerFirst, one whose destination is below another's comes after it (binding:
-// the outer mount is made first, and the inner on the outer volume's directory); without, before
-// it (unbinding: an outer mount with one below it cannot be unmounted, EBUSY). Items whose
-// destinations nest both ways (a cycle) keep their order, and bind refuses the one that would
-// hide another.
-func nestingOrder[T any](items []T, dests func(T) []string, outerFirst bool) []T {
-	rest := slices.Clone(items)
-	out := make([]T, 0, len(items))
-	// waits reports whether i must come after j.
-	waits := func(i, j T) bool {
-		for _, a := range dests(i) {
-			for _, b := range dests(j) {
-				a, b := filepath.Clean(a), filepath.Clean(b)
-				if outerFirst && under(a, b) || !outerFirst && under(b, a) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	for len(rest) > 0 {
-		pick := 0
-		for i := range rest {
-			free := true
-			for j := range rest {
-				if i != j && waits(rest[i], rest[j]) {
-					free = false
-					break
-				}
-			}
-			if free {
-				pick = i
-				break
-			}
-		}
-		out = append(out, rest[pick])
-		rest = slices.Delete(rest, pick, pick+1)
-	}
-	return out
-}
-
 // bindOrder is the order a claim's own volume_mounts are bound in (outerFirst) or unbound in:
 // their indices in nestingOrder, so one volume mounted twice, at /t and below it at /t/logs,
 // is bound at /t first (the inner bind on the outer's directory, not refused as hidden) and
