@@ -90,6 +90,16 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bo
 		return false, fmt.Errorf("volume_mount %s: %s mounted below it, which this bind would hide: volctl does not mount over it; "+
 			"bind the outer destination first, or give the volume_mount another destination", b.Destination, listPaths(below))
 	}
+	// A live claim's volume_mount above the destination that is not bound (a restore failed or
+	// not made yet after a reboot, a claim on its way) would hide this bind when it is made,
+	// or rather be refused from then on, as it would hide this one: this one waits for it.
+	if other, at, err := e.unboundAbove(ctx, cl, b.Destination); err != nil {
+		return false, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
+	} else if other != nil {
+		return false, fmt.Errorf("volume_mount %s lies below %s, alloc %q's volume_mount of volume %q, which is not bound (its claim not restored yet, "+
+			"its restore failed, or its claim unfinished): bound now, it would be on the bare directory there and hidden by that bind; "+
+			"left unbound for `volctl reconcile`, which binds %s first and this one on it", b.Destination, at, other.Alloc, other.VolumeID, at)
+	}
 	// The target must still be the volume's mount: a reconcile pass judges a target mounted by
 	// the table it read at its start, and a reboot (or an unmount by hand) since leaves an
 	// empty directory of the state dir there, which bound would hand the alloc the state

@@ -41,10 +41,14 @@ func TestRestorePhasesRestoreNestedVolumeMountsOutermostFirst(t *testing.T) {
 		claim("inner", "/srv/other"),     // 5: inner's second claim, elsewhere
 	}
 	volumes, byVolume := byVolumeOf(published)
-	got := restorePhases(published, volumes, byVolume)
-	want := [][][]int{{{5}, {1}, {2}, {3}}, {{0}}, {{4}}}
+	later := []store.Claim{claim("unfinished", "/srv/app/logs/x/y"), claim("top", "/srv")}
+	got, laterAt := restorePhases(published, volumes, byVolume, later)
+	want := [][][]int{{{1}}, {{5}, {2}, {3}}, {{0}}, {{4}}, nil}
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("restorePhases = %v, want %v: outer's, lone's, sibling's and inner's second claim first, then inner's at /srv/app/logs, then deep's", got, want)
+		t.Fatalf("restorePhases = %v, want %v: lone's first, then (below top's /srv, driven after phase 0) inner's second claim, sibling's and outer's, then inner's at /srv/app/logs, then deep's", got, want)
+	}
+	if want := [][]int{{1}, nil, nil, nil, {0}}; !reflect.DeepEqual(laterAt, want) {
+		t.Fatalf("restorePhases' later claims by phase = %v, want %v: top after phase 0, unfinished (below deep's) after phase 4's none", laterAt, want)
 	}
 }
 
@@ -54,7 +58,7 @@ func TestRestorePhasesRestoreNestedVolumeMountsOutermostFirst(t *testing.T) {
 func TestRestoreSpreadsANestedGroup(t *testing.T) {
 	for name, published := range nestedLayouts(200) {
 		volumes, byVolume := byVolumeOf(published)
-		phases := restorePhases(published, volumes, byVolume)
+		phases, _ := restorePhases(published, volumes, byVolume, nil)
 		phaseOf := map[int]int{}
 		units := 0
 		for p, phase := range phases {

@@ -132,12 +132,15 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	// another mounted below it cannot be unmounted (EBUSY), and a stop killed before it released
 	// them (or after it marked the inner one's release) left the pass a problem per stop.
 	releaseInnerFirst(claims)
-	// bindLater are claims on their way to published with volume_mounts, driven once the
-	// published claims are restored: a group run binds an alloc's volumes outermost first, so
-	// one cut short on its way is an inner one, whose bind after a reboot would otherwise be made
-	// on the outer destination's empty directory, before the outer claim's restore, which then
-	// refuses to hide it, pass after pass
-	// (TestReconcileAfterARebootFinishesAGroupRunCutShortBetweenNestedVolumeMounts).
+	// bindLater are claims on their way to published with volume_mounts, driven in restore's
+	// phases once the published claims of their nesting depth and above are restored
+	// (restorePhases): a group run binds an alloc's volumes outermost first, so one cut short on
+	// its way is an inner one, whose bind after a reboot would otherwise be made on the outer
+	// destination's empty directory, before the outer claim's restore, which then refuses to
+	// hide it, pass after pass
+	// (TestReconcileAfterARebootFinishesAGroupRunCutShortBetweenNestedVolumeMounts); and an
+	// outer one left unfinished by a failed restore is driven before the inner claims below it
+	// are restored (TestAFailedOuterRestoreLeavesTheInnerForTheNextPass).
 	var bindLater []store.Claim
 	for _, cl := range claims {
 		if cl.State == store.ClaimPublished && !cl.Releasing {
@@ -156,13 +159,7 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		e.reconcileClaim(ctx, &rep, cl, pass)
 	}
 	if ctx.Err() == nil {
-		inUse := e.restore(ctx, &rep, published, pass)
-		for _, cl := range bindLater {
-			if ctx.Err() != nil {
-				break
-			}
-			e.reconcileClaim(ctx, &rep, cl, pass)
-		}
+		inUse := e.restore(ctx, &rep, published, bindLater, pass)
 		e.reconcilePendingExpansions(ctx, &rep, vols)
 		e.reconcileExpansions(ctx, &rep, vols, claims, stagings)
 		e.cleanStagings(ctx, &rep, stagings, inUse)
@@ -630,7 +627,7 @@ const restoreWorkers = 8
 // destination directory, then hidden (or moved) by the outer bind. The
 // report lists the results in the listed order whatever order they finished in. inUse are the
 // volumes a claim was restored or found mounted on, which cleanStagings need not look at.
-func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []store.Claim, pass *reconcilePass) (inUse map[string]bool) {
+func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published, later []store.Claim, pass *reconcilePass) (inUse map[string]bool) {
 	ctx = withPublishIndex(ctx) // the publish tree walked once for every target the pass checks
 	ctx = e.withPlaces(ctx)     // the mount table read once for the volume_mounts the pass binds or finds bound
 	type result struct {
@@ -688,7 +685,8 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 			}
 		}
 	}
-	for _, phase := range restorePhases(published, volumes, byVolume) {
+	phases, laterAt := restorePhases(published, volumes, byVolume, later)
+	for d, phase := range phases {
 		next := make(chan []int)
 		var wg sync.WaitGroup
 		for range min(restoreWorkers, len(phase)) {
@@ -703,6 +701,14 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 		}
 		close(next)
 		wg.Wait()
+		// The claims of this depth on their way to published, driven (and bound) once the
+		// claims they lie below are restored, one after the other, as the pass drives others.
+		for _, k := range laterAt[d] {
+			if ctx.Err() != nil {
+				break
+			}
+			e.reconcileClaim(ctx, rep, later[k], pass)
+		}
 	}
 	inUse = map[string]bool{}
 	for i, r := range results {
@@ -730,17 +736,25 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 // destination directory, where the outer bind would hide it; a unit is one volume's claims of that
 // depth, in the listed order. volumes are the volumes in the listed order, byVolume their claims.
 // A volume shared by a whole group (tools below each alloc's home) is one unit of its phase, and
-// the group's other volumes are spread over the workers as any others are.
-func restorePhases(published []store.Claim, volumes []string, byVolume map[string][]int) [][][]int {
-	depth := nestingDepths(len(published), func(i int) []string { return bindDests(published[i].Binds) })
-	var phases [][][]int
+// the group's other volumes are spread over the workers as any others are. laterAt are the
+// claims of later (on their way to published, bindLater) by phase, driven after its units.
+func restorePhases(published []store.Claim, volumes []string, byVolume map[string][]int, later []store.Claim) (phases [][][]int, laterAt [][]int) {
+	depth := nestingDepths(len(published)+len(later), func(i int) []string {
+		if i < len(published) {
+			return bindDests(published[i].Binds)
+		}
+		return bindDests(later[i-len(published)].Binds)
+	})
+	grow := func(d int) {
+		for len(phases) <= d {
+			phases, laterAt = append(phases, nil), append(laterAt, nil)
+		}
+	}
 	for _, v := range volumes {
 		first := map[int]int{} // by depth: where this volume's unit is in its phase
 		for _, i := range byVolume[v] {
 			d := depth[i]
-			for len(phases) <= d {
-				phases = append(phases, nil)
-			}
+			grow(d)
 			k, ok := first[d]
 			if !ok {
 				k = len(phases[d])
@@ -750,7 +764,12 @@ func restorePhases(published []store.Claim, volumes []string, byVolume map[strin
 			phases[d][k] = append(phases[d][k], i)
 		}
 	}
-	return phases
+	for k := range later {
+		d := depth[len(published)+k]
+		grow(d)
+		laterAt[d] = append(laterAt[d], k)
+	}
+	return phases, laterAt
 }
 
 // settleMounted makes sure a published claim whose target is mounted has its volume_mounts
