@@ -377,16 +377,16 @@ func (e *Engine) joinedDestination(ctx context.Context, v *placeView, cl *store.
 			continue
 		}
 		for _, listed := range v.claims {
-			if !slices.ContainsFunc(listed.Binds, func(b spec.VolumeMount) bool { return filepath.Clean(b.Destination) == path }) {
+			if !bindsAt(listed.Binds, path) {
 				continue
 			}
 			// Listed earlier in the pass: the claim must still be live, bound there.
-			c, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Get(listed.ID) })
-			if errors.Is(err, store.ErrNotFound) {
-				continue
-			}
+			c, ok, err := e.relisted(ctx, listed.ID)
 			if err != nil {
 				return nil, "", err
+			}
+			if !ok {
+				continue
 			}
 			for j, b := range c.Binds {
 				if filepath.Clean(b.Destination) == path && counts(c, j) {
@@ -467,18 +467,29 @@ func (e *Engine) unboundAbove(ctx context.Context, cl *store.Claim, dest string)
 			continue
 		}
 		// Listed earlier in the pass: the claim must still be live.
-		got, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Get(c.id) })
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
+		got, ok, err := e.relisted(ctx, c.id)
 		if err != nil {
 			return nil, "", err
 		}
-		if !got.Releasing && slices.ContainsFunc(got.Binds, func(b spec.VolumeMount) bool { return filepath.Clean(b.Destination) == c.path }) {
+		if ok && !got.Releasing && bindsAt(got.Binds, c.path) {
 			return &got, c.path, nil
 		}
 	}
 	return nil, "", nil
+}
+
+// relisted is claim id as it is now, ok false when it is gone (freed since it was listed).
+func (e *Engine) relisted(ctx context.Context, id int64) (c store.Claim, ok bool, err error) {
+	c, err = viewOne(ctx, e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Get(id) })
+	if errors.Is(err, store.ErrNotFound) {
+		return c, false, nil
+	}
+	return c, err == nil, err
+}
+
+// bindsAt reports whether one of binds has its destination at path (clean).
+func bindsAt(binds []spec.VolumeMount, path string) bool {
+	return slices.ContainsFunc(binds, func(b spec.VolumeMount) bool { return filepath.Clean(b.Destination) == path })
 }
 
 // elsewhere reports whether a listed claim that counts has a volume_mount at another path

@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -25,13 +24,7 @@ func byVolumeOf(published []store.Claim) (volumes []string, byVolume map[string]
 // characters ("/srv/a" and "/srv/a-b") or do not nest are restored in the first phase, each
 // volume's in the listed order.
 func TestRestorePhasesRestoreNestedVolumeMountsOutermostFirst(t *testing.T) {
-	claim := func(vol string, dests ...string) store.Claim {
-		c := store.Claim{VolumeID: vol}
-		for _, d := range dests {
-			c.Binds = append(c.Binds, spec.VolumeMount{Destination: d})
-		}
-		return c
-	}
+	claim := claimAt
 	published := []store.Claim{
 		claim("inner", "/srv/app/logs"),  // 0
 		claim("lone"),                    // 1

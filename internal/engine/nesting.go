@@ -33,15 +33,13 @@ func nestingDepths(n int, dests func(int) []string) []int {
 }
 
 // nestGraph is the nesting of n items' destinations: the distinct destinations (paths), sorted
-// by their components, each with its nearest enclosing destination (parent), and which items
-// are at each. An item waits on a path until every item at it but itself is done: outer first,
+// by their components, each with its nearest enclosing destination (parent), and each item's. An item waits on a path until every item at it but itself is done: outer first,
 // the parent path of each of its destinations; inner first, each of its destinations' strict
 // subtree (counted in incidences, item and destination).
 type nestGraph struct {
 	n      int
 	paths  []string
 	parent []int   // by path; -1 at a root
-	at     [][]int // by path: the items with that destination
 	of     [][]int // by item: its paths, each once
 	nodes  int     // steps taken building and sorting (a test bounds them)
 }
@@ -77,13 +75,11 @@ func newNestGraph(n int, dests func(int) []string) *nestGraph {
 			}
 			g.paths = append(g.paths, c.path)
 			g.parent = append(g.parent, parent)
-			g.at = append(g.at, nil)
 			p = len(g.paths) - 1
 			stack = append(stack, p)
 		}
 		if own := g.of[c.item]; len(own) == 0 || own[len(own)-1] != p {
 			g.of[c.item] = append(own, p)
-			g.at[p] = append(g.at[p], c.item)
 		}
 	}
 	return g
