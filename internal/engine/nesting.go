@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"container/heap"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -146,10 +145,10 @@ func (g *nestGraph) sort(outerFirst bool) (order, depth []int) {
 		}
 	}
 	done := make([]bool, g.n)
-	ready := &indexHeap{}
+	var ready indexHeap
 	for i := range g.n {
 		if pending[i] == 0 {
-			heap.Push(ready, i)
+			ready.push(i)
 		}
 	}
 	depth = make([]int, g.n)
@@ -158,8 +157,8 @@ func (g *nestGraph) sort(outerFirst bool) (order, depth []int) {
 	next := 0 // the smallest index that may still be waiting (a cycle's next to go)
 	for len(order) < g.n {
 		var i int
-		if ready.Len() > 0 {
-			i = heap.Pop(ready).(int)
+		if len(ready) > 0 {
+			i = ready.pop()
 			if done[i] {
 				continue
 			}
@@ -185,7 +184,7 @@ func (g *nestGraph) sort(outerFirst bool) (order, depth []int) {
 			for _, w := range waiters[q][left[q]] {
 				g.nodes++
 				if pending[w]--; pending[w] == 0 && !done[w] {
-					heap.Push(ready, w)
+					ready.push(w)
 				}
 			}
 		}
@@ -196,13 +195,37 @@ func (g *nestGraph) sort(outerFirst bool) (order, depth []int) {
 // indexHeap is a min-heap of listed indices.
 type indexHeap []int
 
-func (h indexHeap) Len() int           { return len(h) }
-func (h indexHeap) Less(a, b int) bool { return h[a] < h[b] }
-func (h indexHeap) Swap(a, b int)      { h[a], h[b] = h[b], h[a] }
-func (h *indexHeap) Push(x any)        { *h = append(*h, x.(int)) }
-func (h *indexHeap) Pop() any {
+func (h *indexHeap) push(x int) {
+	*h = append(*h, x)
+	for i := len(*h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if (*h)[p] <= (*h)[i] {
+			break
+		}
+		(*h)[p], (*h)[i] = (*h)[i], (*h)[p]
+		i = p
+	}
+}
+
+func (h *indexHeap) pop() int {
 	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
+	x := old[0]
+	n := len(old) - 1
+	old[0] = old[n]
+	*h = old[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && (*h)[l] < (*h)[m] {
+			m = l
+		}
+		if l+1 < n && (*h)[l+1] < (*h)[m] {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		(*h)[m], (*h)[i] = (*h)[i], (*h)[m]
+		i = m
+	}
 	return x
 }
