@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -46,6 +47,7 @@ type placeView struct {
 	made     map[int]madeBind // binds made since the read (noteBound), by mount ID
 	claims   []store.Claim    // the live claims with volume_mounts, as read first
 	listed   bool
+	byDest   map[string][]int // claims' indices by their volume_mounts' destinations (cleaned)
 	// relist: a command's view (withCommandPlaces), which admits and frees claims between its
 	// binds: the claims are listed again for each claim's binds and unbinds (fresh).
 	relist bool
@@ -108,7 +110,7 @@ func (v *placeView) fresh() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.relist {
-		v.claims, v.listed, v.byPlace, v.placed = nil, false, nil, nil
+		v.claims, v.listed, v.byPlace, v.placed, v.byDest = nil, false, nil, nil, nil
 	}
 }
 
@@ -356,12 +358,8 @@ func (e *Engine) joinedDestination(ctx context.Context, v *placeView, cl *store.
 	dest = filepath.Clean(dest)
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if !v.listed {
-		err := e.store.View(ctx, func(tx *store.Tx) (err error) { v.claims, err = tx.Claims().WithBinds(); return err })
-		if err != nil {
-			return nil, "", err
-		}
-		v.listed = true
+	if err := e.listClaims(ctx, v); err != nil {
+		return nil, "", err
 	}
 	if !v.elsewhere(dest, counts) {
 		return nil, "", nil
@@ -379,16 +377,16 @@ func (e *Engine) joinedDestination(ctx context.Context, v *placeView, cl *store.
 			continue
 		}
 		for _, listed := range v.claims {
-			if !slices.ContainsFunc(listed.Binds, func(b spec.VolumeMount) bool { return filepath.Clean(b.Destination) == path }) {
+			if !bindsAt(listed.Binds, path) {
 				continue
 			}
 			// Listed earlier in the pass: the claim must still be live, bound there.
-			c, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Get(listed.ID) })
-			if errors.Is(err, store.ErrNotFound) {
-				continue
-			}
+			c, ok, err := e.relisted(ctx, listed.ID)
 			if err != nil {
 				return nil, "", err
+			}
+			if !ok {
+				continue
 			}
 			for j, b := range c.Binds {
 				if filepath.Clean(b.Destination) == path && counts(c, j) {
@@ -398,6 +396,100 @@ func (e *Engine) joinedDestination(ctx context.Context, v *placeView, cl *store.
 		}
 	}
 	return nil, "", nil
+}
+
+// listClaims lists v's live claims with volume_mounts unless it has; v.mu held.
+func (e *Engine) listClaims(ctx context.Context, v *placeView) error {
+	if v.listed {
+		return nil
+	}
+	if err := e.store.View(ctx, func(tx *store.Tx) (err error) { v.claims, err = tx.Claims().WithBinds(); return err }); err != nil {
+		return err
+	}
+	v.listed = true
+	v.byDest = map[string][]int{}
+	for k, c := range v.claims {
+		for _, b := range c.Binds {
+			d := filepath.Clean(b.Destination)
+			if at := v.byDest[d]; len(at) == 0 || at[len(at)-1] != k {
+				v.byDest[d] = append(at, k)
+			}
+		}
+	}
+	return nil
+}
+
+// unboundAbove finds a volume_mount of another live claim (not releasing) whose destination
+// encloses dest (cl's) and is not mounted: a claim not restored yet after a reboot, its restore
+// failed, or its bind not made yet. A bind at dest now would be made on that destination's bare
+// directory, and hidden by that claim's bind, which is then refused every time (it would hide
+// this one). at is that destination. Each directory above dest is looked up, not every claim.
+func (e *Engine) unboundAbove(ctx context.Context, cl *store.Claim, dest string) (other *store.Claim, at string, err error) {
+	v := e.placesOf(ctx)
+	dest = filepath.Clean(dest)
+	v.mu.Lock()
+	if err := e.listClaims(ctx, v); err != nil {
+		v.mu.Unlock()
+		return nil, "", err
+	}
+	type cand struct {
+		id   int64
+		path string
+	}
+	var cands []cand
+	for dir := filepath.Dir(dest); ; dir = filepath.Dir(dir) {
+		for _, k := range v.byDest[dir] {
+			if c := v.claims[k]; c.ID != cl.ID && !c.Releasing {
+				cands = append(cands, cand{c.ID, dir})
+			}
+		}
+		if dir == "/" || dir == "." {
+			break
+		}
+	}
+	v.mu.Unlock()
+	for _, c := range cands {
+		d, err := openNoFollow("/", c.path, createNothing)
+		if errors.Is(err, os.ErrNotExist) {
+			d = nil
+		} else if err != nil {
+			continue // not a directory volctl binds at (a symlink in it): that claim's bind fails on its own
+		}
+		mounted := false
+		if d != nil {
+			mounted, err = d.mounted()
+			d.close()
+			if err != nil {
+				return nil, "", fmt.Errorf("checking whether %s is mounted: %w", c.path, err)
+			}
+		}
+		if mounted {
+			continue
+		}
+		// Listed earlier in the pass: the claim must still be live.
+		got, ok, err := e.relisted(ctx, c.id)
+		if err != nil {
+			return nil, "", err
+		}
+		if ok && !got.Releasing && bindsAt(got.Binds, c.path) {
+			return &got, c.path, nil
+		}
+	}
+	return nil, "", nil
+}
+
+// relisted is claim id as it is now, ok false when it is gone (freed since it was listed).
+func (e *Engine) relisted(ctx context.Context, id int64) (c store.Claim, ok bool, err error) {
+	c, err = viewOne(ctx, e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Get(id) })
+	if errors.Is(err, store.ErrNotFound) {
+		return c, false, nil
+	}
+	return c, err == nil, err
+}
+
+// bindsAt reports whether one of binds has its destination at path (clean).
+func bindsAt(binds []spec.VolumeMount, path string) bool {
+	return slices.ContainsFunc(binds, func(b spec.VolumeMount) bool { return filepath.Clean(b.Destination) == path })
 }
 
 // elsewhere reports whether a listed claim that counts has a volume_mount at another path

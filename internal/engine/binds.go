@@ -90,6 +90,16 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bo
 		return false, fmt.Errorf("volume_mount %s: %s mounted below it, which this bind would hide: volctl does not mount over it; "+
 			"bind the outer destination first, or give the volume_mount another destination", b.Destination, listPaths(below))
 	}
+	// A live claim's volume_mount above the destination that is not bound (a restore failed or
+	// not made yet after a reboot, a claim on its way) would hide this bind when it is made,
+	// or rather be refused from then on, as it would hide this one: this one waits for it.
+	if other, at, err := e.unboundAbove(ctx, cl, b.Destination); err != nil {
+		return false, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
+	} else if other != nil {
+		return false, fmt.Errorf("volume_mount %s lies below %s, alloc %q's volume_mount of volume %q, which is not bound (its claim not restored yet, "+
+			"its restore failed, or its claim unfinished): bound now, it would be on the bare directory there and hidden by that bind; "+
+			"left unbound for `volctl reconcile`, which binds %s first and this one on it", b.Destination, at, other.Alloc, other.VolumeID, at)
+	}
 	// The target must still be the volume's mount: a reconcile pass judges a target mounted by
 	// the table it read at its start, and a reboot (or an unmount by hand) since leaves an
 	// empty directory of the state dir there, which bound would hand the alloc the state
@@ -162,48 +172,6 @@ func listPaths(paths []string) string {
 		return strings.Join(paths[:len(paths)-1], ", ") + " and " + paths[len(paths)-1] + " are"
 	}
 	return fmt.Sprintf("%s and %d more are", strings.Join(paths[:shown], ", "), len(paths)-shown)
-}
-
-// nestingOrder orders items by where their volume_mount destinations lie, keeping their order
-// otherwise: with outerFirst, one whose destination is below another's comes after it (binding:
-// the outer mount is made first, and the inner on the outer volume's directory); without, before
-// it (unbinding: an outer mount with one below it cannot be unmounted, EBUSY). Items whose
-// destinations nest both ways (a cycle) keep their order, and bind refuses the one that would
-// hide another.
-func nestingOrder[T any](items []T, dests func(T) []string, outerFirst bool) []T {
-	rest := slices.Clone(items)
-	out := make([]T, 0, len(items))
-	// waits reports whether i must come after j.
-	waits := func(i, j T) bool {
-		for _, a := range dests(i) {
-			for _, b := range dests(j) {
-				a, b := filepath.Clean(a), filepath.Clean(b)
-				if outerFirst && under(a, b) || !outerFirst && under(b, a) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	for len(rest) > 0 {
-		pick := 0
-		for i := range rest {
-			free := true
-			for j := range rest {
-				if i != j && waits(rest[i], rest[j]) {
-					free = false
-					break
-				}
-			}
-			if free {
-				pick = i
-				break
-			}
-		}
-		out = append(out, rest[pick])
-		rest = slices.Delete(rest, pick, pick+1)
-	}
-	return out
 }
 
 // bindOrder is the order a claim's own volume_mounts are bound in (outerFirst) or unbound in:

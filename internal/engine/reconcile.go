@@ -132,12 +132,15 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	// another mounted below it cannot be unmounted (EBUSY), and a stop killed before it released
 	// them (or after it marked the inner one's release) left the pass a problem per stop.
 	releaseInnerFirst(claims)
-	// bindLater are claims on their way to published with volume_mounts, driven once the
-	// published claims are restored: a group run binds an alloc's volumes outermost first, so
-	// one cut short on its way is an inner one, whose bind after a reboot would otherwise be made
-	// on the outer destination's empty directory, before the outer claim's restore, which then
-	// refuses to hide it, pass after pass
-	// (TestReconcileAfterARebootFinishesAGroupRunCutShortBetweenNestedVolumeMounts).
+	// bindLater are claims on their way to published with volume_mounts, driven in restore's
+	// phases once the published claims of their nesting depth and above are restored
+	// (restorePhases): a group run binds an alloc's volumes outermost first, so one cut short on
+	// its way is an inner one, whose bind after a reboot would otherwise be made on the outer
+	// destination's empty directory, before the outer claim's restore, which then refuses to
+	// hide it, pass after pass
+	// (TestReconcileAfterARebootFinishesAGroupRunCutShortBetweenNestedVolumeMounts); and an
+	// outer one left unfinished by a failed restore is driven before the inner claims below it
+	// are restored (TestAFailedOuterRestoreLeavesTheInnerForTheNextPass).
 	var bindLater []store.Claim
 	for _, cl := range claims {
 		if cl.State == store.ClaimPublished && !cl.Releasing {
@@ -156,13 +159,7 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		e.reconcileClaim(ctx, &rep, cl, pass)
 	}
 	if ctx.Err() == nil {
-		inUse := e.restore(ctx, &rep, published, pass)
-		for _, cl := range bindLater {
-			if ctx.Err() != nil {
-				break
-			}
-			e.reconcileClaim(ctx, &rep, cl, pass)
-		}
+		inUse := e.restore(ctx, &rep, published, bindLater, pass)
 		e.reconcilePendingExpansions(ctx, &rep, vols)
 		e.reconcileExpansions(ctx, &rep, vols, claims, stagings)
 		e.cleanStagings(ctx, &rep, stagings, inUse)
@@ -625,12 +622,12 @@ const restoreWorkers = 8
 // its own lock, staging and claims), so up to restoreWorkers of them are restored at once; a
 // volume's claims are restored one after the other, in the listed order, by one worker, so the
 // lost-staging rule (one re-stage per volume per pass) sees them as a sequential pass did.
-// Volumes whose claims' volume_mounts nest (a group binding one below another's destination)
-// are restored by one worker too, outermost bind first (nestedUnits): in parallel, the inner
-// one was bound on the empty destination directory, then hidden (or moved) by the outer bind. The
+// Claims whose volume_mounts nest (a group binding one below another's destination) are restored
+// in phases, outermost first (restorePhases): in parallel, the inner one was bound on the empty
+// destination directory, then hidden (or moved) by the outer bind. The
 // report lists the results in the listed order whatever order they finished in. inUse are the
 // volumes a claim was restored or found mounted on, which cleanStagings need not look at.
-func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []store.Claim, pass *reconcilePass) (inUse map[string]bool) {
+func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published, later []store.Claim, pass *reconcilePass) (inUse map[string]bool) {
 	ctx = withPublishIndex(ctx) // the publish tree walked once for every target the pass checks
 	ctx = e.withPlaces(ctx)     // the mount table read once for the volume_mounts the pass binds or finds bound
 	type result struct {
@@ -688,20 +685,31 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 			}
 		}
 	}
-	next := make(chan []int)
-	var wg sync.WaitGroup
-	for range min(restoreWorkers, len(volumes)) {
-		crash.GoGroup(&wg, func() {
-			for idx := range next {
-				restoreVolume(idx)
+	phases, laterAt := restorePhases(published, volumes, byVolume, later)
+	for d, phase := range phases {
+		next := make(chan []int)
+		var wg sync.WaitGroup
+		for range min(restoreWorkers, len(phase)) {
+			crash.GoGroup(&wg, func() {
+				for idx := range next {
+					restoreVolume(idx)
+				}
+			})
+		}
+		for _, unit := range phase {
+			next <- unit
+		}
+		close(next)
+		wg.Wait()
+		// The claims of this depth on their way to published, driven (and bound) once the
+		// claims they lie below are restored, one after the other, as the pass drives others.
+		for _, k := range laterAt[d] {
+			if ctx.Err() != nil {
+				break
 			}
-		})
+			e.reconcileClaim(ctx, rep, later[k], pass)
+		}
 	}
-	for _, unit := range nestedUnits(published, volumes, byVolume) {
-		next <- unit
-	}
-	close(next)
-	wg.Wait()
 	inUse = map[string]bool{}
 	for i, r := range results {
 		cl := published[i]
@@ -721,60 +729,47 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 	return inUse
 }
 
-// nestedUnits are the claims of published (by index) one restore worker takes at once: each
-// volume's, in the listed order, and volumes joined when a volume_mount destination of one of
-// their claims is at or below another's, then ordered outermost bind first (nestingOrder).
-// volumes are the volumes in the listed order, byVolume their claims.
-func nestedUnits(published []store.Claim, volumes []string, byVolume map[string][]int) [][]int {
-	parent := map[string]string{}
-	find := func(v string) string {
-		for parent[v] != "" {
-			v = parent[v]
+// restorePhases are the claims of published (by index) in the phases restore takes them in, each
+// phase's units one restore worker takes at once: a phase is the claims of one nesting depth
+// (nestingDepths: 0, none of its volume_mounts below another claim's; 1, below a claim of depth
+// 0, ...), so an inner bind is made on the outer volume once that is restored, not on the empty
+// destination directory, where the outer bind would hide it; a unit is one volume's claims of that
+// depth, in the listed order. volumes are the volumes in the listed order, byVolume their claims.
+// A volume shared by a whole group (tools below each alloc's home) is one unit of its phase, and
+// the group's other volumes are spread over the workers as any others are. laterAt are the
+// claims of later (on their way to published, bindLater) by phase, driven after its units.
+func restorePhases(published []store.Claim, volumes []string, byVolume map[string][]int, later []store.Claim) (phases [][][]int, laterAt [][]int) {
+	depth := nestingDepths(len(published)+len(later), func(i int) []string {
+		if i < len(published) {
+			return bindDests(published[i].Binds)
 		}
-		return v
+		return bindDests(later[i-len(published)].Binds)
+	})
+	grow := func(d int) {
+		for len(phases) <= d {
+			phases, laterAt = append(phases, nil), append(laterAt, nil)
+		}
 	}
-	// Destinations sorted by their components ("/a" < "/a/b" < "/a-b"), so each one's
-	// enclosing destinations come before it, and a stack of them finds its nearest one.
-	type dest struct{ key, path, volume string }
-	var dests []dest
-	for _, cl := range published {
-		for _, d := range bindDests(cl.Binds) {
-			d = filepath.Clean(d)
-			dests = append(dests, dest{strings.ReplaceAll(d, "/", "\x00"), d, cl.VolumeID})
-		}
-	}
-	slices.SortFunc(dests, func(a, b dest) int { return strings.Compare(a.key, b.key) })
-	var stack []dest
-	for _, d := range dests {
-		for len(stack) > 0 && stack[len(stack)-1].path != d.path && !under(d.path, stack[len(stack)-1].path) {
-			stack = stack[:len(stack)-1]
-		}
-		if len(stack) > 0 {
-			if a, b := find(stack[len(stack)-1].volume), find(d.volume); a != b {
-				parent[b] = a
-			}
-		}
-		stack = append(stack, d)
-	}
-	var units [][]int
-	unitOf := map[string]int{} // by root volume
-	joined := map[int]bool{}
 	for _, v := range volumes {
-		r := find(v)
-		i, ok := unitOf[r]
-		if !ok {
-			i = len(units)
-			unitOf[r] = i
-			units = append(units, nil)
-		} else {
-			joined[i] = true
+		first := map[int]int{} // by depth: where this volume's unit is in its phase
+		for _, i := range byVolume[v] {
+			d := depth[i]
+			grow(d)
+			k, ok := first[d]
+			if !ok {
+				k = len(phases[d])
+				first[d] = k
+				phases[d] = append(phases[d], nil)
+			}
+			phases[d][k] = append(phases[d][k], i)
 		}
-		units[i] = append(units[i], byVolume[v]...)
 	}
-	for i := range joined {
-		units[i] = nestingOrder(units[i], func(j int) []string { return bindDests(published[j].Binds) }, true)
+	for k := range later {
+		d := depth[len(published)+k]
+		grow(d)
+		laterAt[d] = append(laterAt[d], k)
 	}
-	return units
+	return phases, laterAt
 }
 
 // settleMounted makes sure a published claim whose target is mounted has its volume_mounts
