@@ -299,7 +299,12 @@ func (e *Engine) bindsReachingStateDir(ctx context.Context, binds []spec.VolumeM
 			continue
 		}
 		// A destination on a volume's mount (a nested volume_mount, on the outer one's bind) is
-		// not in the state dir's file system: bind's own checks have it.
+		// not in the state dir's file system: bind's own checks have it. So even when the
+		// plugin keeps its volumes below the state dir (hostpath --root <state dir>/...), where
+		// the volume's directory is below the state dir's own.
+		if v.volumes[devRoot{pl.holder.Major, pl.holder.Minor, pl.holder.Root}] {
+			continue
+		}
 		if pl.major == state.major && pl.minor == state.minor && underOrAt(pl.root, state.root) {
 			return invalidf("volume_mount %s is in the state dir %s by another path (%s is a bind of it or of a directory in it): "+
 				"its staging and publish paths are volctl's and its plugins'; give the volume_mount a destination outside the state dir and its binds", b.Destination, e.cfg.StateDir, pl.holder.Mountpoint)
