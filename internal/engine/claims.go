@@ -143,6 +143,11 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest, probeFirst *
 	if err := e.bindsOutsideStateDir(req.Binds); err != nil {
 		return fail(err)
 	}
+	if len(req.Binds) > 0 {
+		// One view of the mount table for the claim's checks and binds, as a group command's
+		// for each of its claims: bindsReachingStateDir's read is the binds' too.
+		ctx = e.withCommandPlaces(ctx)
+	}
 	if err := e.bindsReachingStateDir(ctx, req.Binds); err != nil {
 		return fail(err)
 	}

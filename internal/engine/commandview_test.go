@@ -223,3 +223,34 @@ func TestMovedBindOnTheDirectoryOfALiveBindByAPrivateAlias(t *testing.T) {
 		t.Errorf("stop of b, its bind moved to %s = %v; want the moved bind named (mounts: %v)", moved, err, mountsUnder(t, dir))
 	}
 }
+
+// TestLoneClaimReadsTheMountTableOnce: a claim whose volume_mount is below a mount point other
+// than "/" (a /srv partition) has bindsReachingStateDir place it, reading the mount table, and
+// its bind check it against another claim's volume_mount elsewhere: the first read was made
+// in a view thrown away, and the bind read the table again. The claim's checks and binds
+// share one view: one read. Real mounts, as root.
+func TestLoneClaimReadsTheMountTableOnce(t *testing.T) {
+	h := newSharedVolumeEngine(t, spec.MultiNodeMultiWriter)
+	dir := hostpathtest.MountDir(t)
+	srv := filepath.Join(dir, "srv")
+	if err := os.MkdirAll(srv, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(srv, srv, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	claim := func(alloc, dest string) {
+		t.Helper()
+		if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: alloc, AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem,
+			Binds: []spec.VolumeMount{{Volume: "data", Destination: dest, PropagationMode: spec.PropagationPrivate}}}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = h.e.Release(h.ctx, "data", alloc) })
+	}
+	claim("first", filepath.Join(dir, "first"))
+	before := h.e.placeReads.Load()
+	claim("second", filepath.Join(srv, "x"))
+	if reads := h.e.placeReads.Load() - before; reads != 1 {
+		t.Errorf("a claim with a volume_mount below %s, a mount point, read the mount table %d times; want once", srv, reads)
+	}
+}
