@@ -254,7 +254,8 @@ func (e *Engine) bindsOutsideStateDir(binds []spec.VolumeMount) error {
 // NodeStageVolume mounts over it. The destination's nearest existing directory is placed as
 // bind places destinations (bindplace.go): in the state dir when it is a directory of the
 // state dir's file system at or below the state dir's own. Only a destination with a mount root on its way (other than "/") can be such an
-// alias, and only that one has the mount table read (a group command's one view).
+// alias, and only that one has the mount table read (the command's one view, which the
+// claim's binds place their destinations with too; claimStored gives a lone claim one).
 func (e *Engine) bindsReachingStateDir(ctx context.Context, binds []spec.VolumeMount) error {
 	var (
 		v     *placeView
