@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -45,9 +46,12 @@ type placeView struct {
 	masterOf map[int]int      // a peer group -> the group it is a slave of
 	volumes  map[devRoot]bool // the file systems and roots mounted in the state dir: the volumes
 	made     map[int]madeBind // binds made since the read (noteBound), by mount ID
-	claims   []store.Claim    // the live claims with volume_mounts, as read first
-	listed   bool
-	byDest   map[string][]int // claims' indices by their volume_mounts' destinations (cleaned)
+	// devs: a mount's device as its files report it where the table names another (a btrfs
+	// subvolume), seen right after a read (lists): no reason to read the table again.
+	devs   map[int]uint64
+	claims []store.Claim // the live claims with volume_mounts, as read first
+	listed bool
+	byDest map[string][]int // claims' indices by their volume_mounts' destinations (cleaned)
 	// relist: a command's view (withCommandPlaces), which admits and frees claims between its
 	// binds: the claims are listed again for each claim's binds and unbinds (fresh).
 	relist bool
@@ -145,15 +149,10 @@ func (v *placeView) load() error {
 		return store.MountTableUnreadable(err)
 	}
 	v.byID = make(map[int]*mountinfo.Info, len(table))
-	v.masterOf = map[int]int{}
+	v.masterOf = mastersOf(table)
 	v.volumes = map[devRoot]bool{}
 	for _, m := range table {
 		v.byID[m.ID] = m
-		if g, ok := optionalGroup(m, "shared:"); ok {
-			if k, ok := optionalGroup(m, "master:"); ok {
-				v.masterOf[g] = k
-			}
-		}
 		// Below the state dir: a state dir that is its own mount point (a disk of its own, or
 		// bound on itself) is no volume, and a destination on it is placed as any other.
 		if under(m.Mountpoint, v.stateDir) {
@@ -162,6 +161,19 @@ func (v *placeView) load() error {
 	}
 	v.read, v.byPlace, v.placed, v.made = true, nil, nil, nil // the table lists what was made
 	return nil
+}
+
+// mastersOf maps each shared peer group of table that is a slave too to its master's group.
+func mastersOf(table []*mountinfo.Info) map[int]int {
+	masterOf := map[int]int{}
+	for _, m := range table {
+		if g, ok := optionalGroup(m, "shared:"); ok {
+			if k, ok := optionalGroup(m, "master:"); ok {
+				masterOf[g] = k
+			}
+		}
+	}
+	return masterOf
 }
 
 // optionalGroup is the number of m's optional field named prefix ("shared:", "master:").
@@ -182,10 +194,11 @@ func (v *placeView) placeOf(path string, p *pathFD) (place, error) {
 	if err != nil {
 		return place{}, nil
 	}
-	if _, made := v.made[int(id)]; !v.read || (v.byID[int(id)] == nil && !made) {
+	if !v.read || !v.lists(path, p.fd, int(id), false) {
 		if err := v.load(); err != nil {
 			return place{}, err
 		}
+		v.lists(path, p.fd, int(id), true)
 	}
 	pl, ok := v.placeIn(path, int(id))
 	if !ok { // below a bind made since the read: the table says what is there
@@ -195,6 +208,37 @@ func (v *placeView) placeOf(path string, p *pathFD) (place, error) {
 		pl, _ = v.placeIn(path, int(id))
 	}
 	return pl, nil
+}
+
+// lists reports whether the table as read names the mount path, open as fd, is on (id): a
+// bind this view saw made (noteBound), or the table's mount id, whose mount point is path or a
+// directory above it and whose device is the file's. Not so: a mount made since the read by
+// another process (a volctl, an admin), or one the kernel gave the ID an unmount freed since
+// (it reuses them: a bind of the state dir made during a group run may bear the ID of a mount
+// the table lists elsewhere). justRead: the table was read just now, and a device other than
+// its mount's is the file's own (a btrfs subvolume), remembered for the next look-up.
+func (v *placeView) lists(path string, fd, id int, justRead bool) bool {
+	if _, made := v.made[id]; made {
+		return true
+	}
+	m := v.byID[id]
+	if m == nil || !underOrAt(path, m.Mountpoint) {
+		return false
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return true // placeIn places it as the table says
+	}
+	if (int(unix.Major(st.Dev)) == m.Major && int(unix.Minor(st.Dev)) == m.Minor) || v.devs[id] == st.Dev {
+		return true
+	}
+	if justRead {
+		if v.devs == nil {
+			v.devs = map[int]uint64{}
+		}
+		v.devs[id] = st.Dev
+	}
+	return justRead
 }
 
 // placeIn places path, id being the topmost mount at it or the mount holding it. Binds of a
@@ -271,9 +315,14 @@ func (v *placeView) noteBound(path string, dst *pathFD) {
 }
 
 // indexed places every listed claim's destination (opened as bind opens it), once per read of
-// the table; one below a bind made since the read has the table read again first. A
-// destination missing, or on a mount the table does not list, has no place.
-func (v *placeView) indexed() error {
+// the table; one below a bind made since the read, or on a mount the table does not list (lists:
+// made since by another process, another volctl's volume_mount among them), has the table read
+// again first, once. A destination missing, or on a mount the table read again does not list
+// either, has no place.
+func (v *placeView) indexed() error { return v.index(false) }
+
+// index is indexed; justRead: the table was read just now, not to be read again.
+func (v *placeView) index(justRead bool) error {
 	if v.placed != nil {
 		return nil
 	}
@@ -285,18 +334,24 @@ func (v *placeView) indexed() error {
 				continue
 			}
 			var pl place
-			ok := true
+			stale := false
 			if p, err := openNoFollow("/", path, createNothing); err == nil {
 				if id, err := mountID(p.fd); err == nil {
-					pl, ok = v.placeIn(path, int(id))
+					if v.lists(path, p.fd, int(id), justRead) {
+						var ok bool
+						pl, ok = v.placeIn(path, int(id))
+						stale = !ok
+					} else {
+						stale = !justRead
+					}
 				}
 				p.close()
 			}
-			if !ok { // read again (no bind made since then), and place them all from the start
+			if stale { // read again (no bind made since then), and place them all from the start
 				if err := v.load(); err != nil {
 					return err
 				}
-				return v.indexed()
+				return v.index(true)
 			}
 			v.addPlace(path, pl)
 		}

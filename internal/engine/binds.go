@@ -388,13 +388,20 @@ func (e *Engine) movedBinds(ctx context.Context, cl *store.Claim) error {
 		rel, err := filepath.Rel(p.Mountpoint, m.Mountpoint)
 		return devRoot{p.Major, p.Minor, filepath.Join(p.Root, rel)}, err == nil
 	}
-	boundOn := map[devRoot]bool{}
+	// A copy is one only when propagation put it there: its parent receives the mounts made on
+	// the live bind's parent (placeView.receives). A moved bind on that directory by another
+	// path, through an admin's private bind of it, is this claim's, and named.
+	boundOn := map[devRoot][]*mountinfo.Info{} // the parents of the live binds on a directory
 	for _, m := range mounts {
-		if d, ok := dirOf(m); ok && ofVolume(m) && bound[m.Mountpoint] != "" {
-			boundOn[d] = true
+		if d, ok := dirOf(m); ok && ofVolume(m) && bound[m.Mountpoint] != "" && byID[m.Parent] != nil {
+			boundOn[d] = append(boundOn[d], byID[m.Parent])
 		}
 	}
-	copied := func(m *mountinfo.Info) bool { d, ok := dirOf(m); return ok && boundOn[d] }
+	prop := &placeView{masterOf: mastersOf(mounts)}
+	copied := func(m *mountinfo.Info) bool {
+		d, ok := dirOf(m)
+		return ok && slices.ContainsFunc(boundOn[d], func(from *mountinfo.Info) bool { return prop.reachedBy(byID[m.Parent], from) })
+	}
 	var moved []string
 	for _, m := range mounts {
 		if ofVolume(m) && names[filepath.Base(m.Mountpoint)] &&

@@ -143,6 +143,11 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest, probeFirst *
 	if err := e.bindsOutsideStateDir(req.Binds); err != nil {
 		return fail(err)
 	}
+	if len(req.Binds) > 0 {
+		// One view of the mount table for the claim's checks and binds, as a group command's
+		// for each of its claims: bindsReachingStateDir's read is the binds' too.
+		ctx = e.withCommandPlaces(ctx)
+	}
 	if err := e.bindsReachingStateDir(ctx, req.Binds); err != nil {
 		return fail(err)
 	}
@@ -249,7 +254,8 @@ func (e *Engine) bindsOutsideStateDir(binds []spec.VolumeMount) error {
 // NodeStageVolume mounts over it. The destination's nearest existing directory is placed as
 // bind places destinations (bindplace.go): in the state dir when it is a directory of the
 // state dir's file system at or below the state dir's own. Only a destination with a mount root on its way (other than "/") can be such an
-// alias, and only that one has the mount table read (a group command's one view).
+// alias, and only that one has the mount table read (the command's one view, which the
+// claim's binds place their destinations with too; claimStored gives a lone claim one).
 func (e *Engine) bindsReachingStateDir(ctx context.Context, binds []spec.VolumeMount) error {
 	var (
 		v     *placeView
@@ -299,7 +305,12 @@ func (e *Engine) bindsReachingStateDir(ctx context.Context, binds []spec.VolumeM
 			continue
 		}
 		// A destination on a volume's mount (a nested volume_mount, on the outer one's bind) is
-		// not in the state dir's file system: bind's own checks have it.
+		// not in the state dir's file system: bind's own checks have it. So even when the
+		// plugin keeps its volumes below the state dir (hostpath --root <state dir>/...), where
+		// the volume's directory is below the state dir's own.
+		if v.volumes[devRoot{pl.holder.Major, pl.holder.Minor, pl.holder.Root}] {
+			continue
+		}
 		if pl.major == state.major && pl.minor == state.minor && underOrAt(pl.root, state.root) {
 			return invalidf("volume_mount %s is in the state dir %s by another path (%s is a bind of it or of a directory in it): "+
 				"its staging and publish paths are volctl's and its plugins'; give the volume_mount a destination outside the state dir and its binds", b.Destination, e.cfg.StateDir, pl.holder.Mountpoint)

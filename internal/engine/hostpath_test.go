@@ -80,7 +80,13 @@ func newHostpathEngine(t *testing.T) *hostpathEngine {
 // plugin's --root).
 func newHostpathEngineWith(t *testing.T, cfg hostpath.Config) *hostpathEngine {
 	t.Helper()
-	h := &hostpathEngine{ctx: context.Background(), faults: csitest.NewFaults(), state: hostpathtest.MountDir(t), root: cfg.Root}
+	return newHostpathEngineAt(t, hostpathtest.MountDir(t), cfg)
+}
+
+// newHostpathEngineAt is newHostpathEngineWith with the engine's state dir state.
+func newHostpathEngineAt(t *testing.T, state string, cfg hostpath.Config) *hostpathEngine {
+	t.Helper()
+	h := &hostpathEngine{ctx: context.Background(), faults: csitest.NewFaults(), state: state, root: cfg.Root}
 	p, err := hostpath.New(cfg)
 	if err != nil {
 		t.Fatal(err)
