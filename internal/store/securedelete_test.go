@@ -250,3 +250,39 @@ func TestAnOlderVolctlsDeletedSecretsLeaveTheFreePages(t *testing.T) {
 		t.Errorf("the VACUUM and the WAL's truncation are done, and the state records them owed (vacuum %d, wal_secrets %d)", vacuum, walSecrets)
 	}
 }
+
+// TestAFailedVacuumStillPaysTheCommitsWipe: a process whose first commit took a secret out of
+// the state while the one-time VACUUM was still owed (the migrating process's failed) tries
+// the VACUUM there; when that failed too, the commit's own wipe of the WAL was skipped
+// (review28g), and Close, told of no debt it could not pay, tried nothing: the secret stayed
+// in the WAL until some later commit paid. Now a failed VACUUM still pays the commit's wipe.
+func TestAFailedVacuumStillPaysTheCommitsWipe(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "state")
+	forget := WithForget(func([]string) func(string) string { return func(m string) string { return m } })
+	s, err := Open(context.Background(), dir, forget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	secret := "Zq9-volctl-distinctive-secret-failed-vacuum"
+	update(t, s, func(tx *Tx) error {
+		return tx.Volumes().Insert(&Volume{ID: "db", PluginID: "p", State: VolumeReady, Secrets: spec.Secrets{"password": secret}})
+	})
+	// The VACUUM left owed (its process's try failed), and this one's fails too.
+	s.vacuumSQL = "VACUUM no_such_schema"
+	update(t, s, func(tx *Tx) error {
+		_, err := tx.exec("UPDATE state_mark SET vacuum = 1")
+		return err
+	})
+	s.vacuumTried.Store(false)
+	update(t, s, func(tx *Tx) error { return tx.Volumes().Delete("db") })
+	if name := fileHolds(t, dir, secret); name != "" {
+		t.Errorf("the deleted volume's secret is still in %s after its commit, the VACUUM owed having failed", name)
+	}
+	var vacuum int64
+	view(t, s, func(tx *Tx) error { return tx.queryRow("SELECT vacuum FROM state_mark").Scan(&vacuum) })
+	if vacuum != 1 {
+		t.Errorf("the failed VACUUM is recorded done (vacuum %d); want it left owed for the next process", vacuum)
+	}
+}

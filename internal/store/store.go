@@ -124,6 +124,8 @@ type Store struct {
 	// vacuumTried that this process tried it.
 	debts, vacuumOwed bool
 	vacuumTried       atomic.Bool
+	// vacuumSQL replaces "VACUUM" when set: a test's way to make the VACUUM fail.
+	vacuumSQL string
 }
 
 // Stats counts the transactions this Store has committed since Open, by kind, and the write
