@@ -121,47 +121,7 @@ func TestNomadRegisterAllAsksAgainOnceTheTokenMayHaveExpired(t *testing.T) {
 	t.Setenv("NOMAD_TOKEN", "5f1c8a2e-3b4d-4e6f-8a9b-0c1d2e3f4a5b")
 	h := nomadHarness(t)
 	manyVolumes(t, h, 3)
-	n := newFakeNomad(t)
-	var mu sync.Mutex
-	var expires time.Time // set at the first token/self: the token expires 300 ms after
-	expired := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return !expires.IsZero() && time.Now().After(expires)
-	}
-	var refused, selves atomic.Int32
-	inner := n.srv.Config.Handler
-	n.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.URL.Path == "/v1/acl/token/self" && expired():
-			selves.Add(1)
-			http.Error(w, "rpc error: ACL token expired", http.StatusInternalServerError)
-		case r.URL.Path == "/v1/acl/token/self":
-			selves.Add(1)
-			mu.Lock()
-			if expires.IsZero() {
-				expires = time.Now().Add(300 * time.Millisecond)
-			}
-			at := expires.UTC().Format(time.RFC3339Nano)
-			mu.Unlock()
-			fmt.Fprintf(w, `{"AccessorID":"a","SecretID":"s","Type":"client","Policies":["handover"],"ExpirationTime":%q}`, at)
-		case expired():
-			refused.Add(1)
-			http.Error(w, "Permission denied", http.StatusForbidden)
-		case strings.HasPrefix(r.URL.Path, "/v1/volume/csi/db"): // the policy's refusal
-			http.Error(w, "Permission denied", http.StatusForbidden)
-		default:
-			inner.ServeHTTP(w, r)
-		}
-	})
-	n.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) {
-		// v1's registration, sent once the token has expired.
-		mu.Lock()
-		wait := time.Until(expires)
-		mu.Unlock()
-		time.Sleep(wait + 50*time.Millisecond)
-		return http.StatusForbidden, "Permission denied"
-	})
+	n, refused, selves := expiringTokenNomad(t, 300*time.Millisecond, 0, false)
 	ios, _, _, _ := iostreams.Test()
 	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, All: true, Nomad: n.client})
 	saysAll(t, "register --all", err, `volume "db"`, "policy must grant", `volumes "v2", "v3": not asked`, "token has expired")
@@ -192,54 +152,7 @@ func TestNomadTokenQuestionThatSettledNothingIsAskedAgain(t *testing.T) {
 			t.Setenv("NOMAD_TOKEN", "5f1c8a2e-3b4d-4e6f-8a9b-0c1d2e3f4a5b")
 			h := nomadHarness(t)
 			manyVolumes(t, h, 3)
-			n := newFakeNomad(t)
-			var mu sync.Mutex
-			var expires time.Time // the token's real expiration time, by volctl's clock
-			expired := func() bool {
-				mu.Lock()
-				defer mu.Unlock()
-				return !expires.IsZero() && time.Now().After(expires)
-			}
-			var refused, selves, puts atomic.Int32
-			inner := n.srv.Config.Handler
-			n.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				switch {
-				case r.URL.Path == "/v1/acl/token/self" && expired():
-					if selves.Add(1) == 2 && tc.fail {
-						http.Error(w, "No cluster leader", http.StatusInternalServerError)
-						return
-					}
-					http.Error(w, "rpc error: ACL token expired", http.StatusInternalServerError)
-				case r.URL.Path == "/v1/acl/token/self":
-					selves.Add(1)
-					mu.Lock()
-					if expires.IsZero() {
-						expires = time.Now().Add(600 * time.Millisecond)
-					}
-					at := expires.Add(-tc.skew).UTC().Format(time.RFC3339Nano)
-					mu.Unlock()
-					fmt.Fprintf(w, `{"AccessorID":"a","SecretID":"s","Type":"client","Policies":["handover"],"ExpirationTime":%q}`, at)
-				case expired():
-					refused.Add(1)
-					http.Error(w, "Permission denied", http.StatusForbidden)
-				case strings.HasPrefix(r.URL.Path, "/v1/volume/csi/db"): // the policy's refusal
-					http.Error(w, "Permission denied", http.StatusForbidden)
-				default:
-					inner.ServeHTTP(w, r)
-				}
-			})
-			n.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) {
-				mu.Lock()
-				exp := expires
-				mu.Unlock()
-				if puts.Add(1) == 1 && tc.skew > 0 {
-					// v1: refused by the policy after the time Nomad stated, before the real one.
-					time.Sleep(time.Until(exp.Add(-tc.skew + 50*time.Millisecond)))
-					return http.StatusForbidden, "Permission denied"
-				}
-				time.Sleep(time.Until(exp) + 50*time.Millisecond) // sent once the token has expired
-				return http.StatusForbidden, "Permission denied"
-			})
+			n, refused, _ := expiringTokenNomad(t, 600*time.Millisecond, tc.skew, tc.fail)
 			ios, _, _, _ := iostreams.Test()
 			err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, All: true, Nomad: n.client})
 			saysAll(t, "register --all", err, "token has expired")
@@ -248,4 +161,63 @@ func TestNomadTokenQuestionThatSettledNothingIsAskedAgain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// expiringTokenNomad is a fake Nomad whose token expires ttl after the first token/self, which
+// states that time skew early (Nomad's clock behind volctl's); db's requests are the policy's
+// refusals; registrations are refused once the token has expired (the first, with a skew, just
+// after the stated time and before the real one). A second token/self after the expiry fails
+// with a 500 "No cluster leader" when fail is set. It counts the requests refused after the
+// expiry and the token/self questions.
+func expiringTokenNomad(t *testing.T, ttl, skew time.Duration, fail bool) (n *fakeNomad, refused, selves *atomic.Int32) {
+	n = newFakeNomad(t)
+	refused, selves = new(atomic.Int32), new(atomic.Int32)
+	var puts atomic.Int32
+	var mu sync.Mutex
+	var expires time.Time // the token's real expiration time, by volctl's clock
+	expired := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return !expires.IsZero() && time.Now().After(expires)
+	}
+	inner := n.srv.Config.Handler
+	n.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/v1/acl/token/self" && expired():
+			if selves.Add(1) == 2 && fail {
+				http.Error(w, "No cluster leader", http.StatusInternalServerError)
+				return
+			}
+			http.Error(w, "rpc error: ACL token expired", http.StatusInternalServerError)
+		case r.URL.Path == "/v1/acl/token/self":
+			selves.Add(1)
+			mu.Lock()
+			if expires.IsZero() {
+				expires = time.Now().Add(ttl)
+			}
+			at := expires.Add(-skew).UTC().Format(time.RFC3339Nano)
+			mu.Unlock()
+			fmt.Fprintf(w, `{"AccessorID":"a","SecretID":"s","Type":"client","Policies":["handover"],"ExpirationTime":%q}`, at)
+		case expired():
+			refused.Add(1)
+			http.Error(w, "Permission denied", http.StatusForbidden)
+		case strings.HasPrefix(r.URL.Path, "/v1/volume/csi/db"): // the policy's refusal
+			http.Error(w, "Permission denied", http.StatusForbidden)
+		default:
+			inner.ServeHTTP(w, r)
+		}
+	})
+	n.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) {
+		mu.Lock()
+		exp := expires
+		mu.Unlock()
+		if puts.Add(1) == 1 && skew > 0 {
+			// Refused by the policy after the time Nomad stated, before the real one.
+			time.Sleep(time.Until(exp.Add(-skew + 50*time.Millisecond)))
+			return http.StatusForbidden, "Permission denied"
+		}
+		time.Sleep(time.Until(exp) + 50*time.Millisecond) // sent once the token has expired
+		return http.StatusForbidden, "Permission denied"
+	})
+	return n, refused, selves
 }
