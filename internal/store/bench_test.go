@@ -297,7 +297,7 @@ func BenchmarkViewClaims(b *testing.B) {
 // the delete pays the secrets' comparison, the event log's pass and, since secrets left the
 // state, the truncating WAL checkpoint (securedelete.go).
 func BenchmarkDeleteVolumeWithSecrets(b *testing.B) {
-	s := newStore(b, WithForget(func([]string) func(string) string { return func(m string) string { return m } }))
+	s := newStore(b, forgetNothing)
 	insertVolumes(b, s, "v", 1000)
 	n := 0
 	defer cpuPerOp(b)()
