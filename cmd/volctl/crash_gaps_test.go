@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -168,4 +170,30 @@ func TestCloneOfAVolumeBeingDeletedIsRefused(t *testing.T) {
 			t.Fatalf("volume %s is there after reconcile:\n%s", id, out)
 		}
 	}
+}
+
+// TestCrashExpandNodeOwedThenRelease kills `volume expand` of a claimed volume once the new size
+// and the node expansion it owes are committed, before NodeExpandVolume; the claim is then
+// released rather than reconciled. The debt outlives the claim, and the next claim's publish
+// sends it, at its own target, and clears it: the file system is never left at the old size
+// with nothing owing it.
+func TestCrashExpandNodeOwedThenRelease(t *testing.T) {
+	t.Parallel()
+	bin := buildVolctl(t, failpointsTag)
+	env, mem, _ := newClaimedMemEnv(t)
+	owed := func() string {
+		return strings.TrimSpace(env.ok("volume", "status", "vol", "--jq", ".node_expansion_owed // 0"))
+	}
+	env.crash(bin, "expand:node-owed", "volume", "expand", "vol", "--size", "2MiB")
+	env.ok("volume", "release", "vol", "--alloc", "a")
+	if got := owed(); got != "2097152" {
+		t.Fatalf("after the release, node expansion owed %q, want 2097152 still owed", got)
+	}
+	target := strings.TrimSpace(env.ok("volume", "claim", "vol", "--alloc", "b"))
+	reqs := csitest.Requests[csi.NodeExpandVolumeRequest](mem)
+	if got := owed(); got != "0" || len(reqs) != 1 || reqs[0].VolumePath != target || reqs[0].CapacityMin != 2<<20 {
+		t.Fatalf("after the next claim: owed %q, NodeExpandVolume %+v; want it sent at %s and nothing owed", got, reqs, target)
+	}
+	env.ok("volume", "release", "vol", "--alloc", "b")
+	env.checkInvariants()
 }
