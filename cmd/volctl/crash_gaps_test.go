@@ -181,9 +181,7 @@ func TestCrashExpandNodeOwedThenRelease(t *testing.T) {
 	t.Parallel()
 	bin := buildVolctl(t, failpointsTag)
 	env, mem, _ := newClaimedMemEnv(t)
-	owed := func() string {
-		return strings.TrimSpace(env.ok("volume", "status", "vol", "--jq", ".node_expansion_owed // 0"))
-	}
+	owed := env.nodeExpansionOwed
 	env.crash(bin, "expand:node-owed", "volume", "expand", "vol", "--size", "2MiB")
 	env.ok("volume", "release", "vol", "--alloc", "a")
 	if got := owed(); got != "2097152" {
