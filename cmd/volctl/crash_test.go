@@ -292,10 +292,7 @@ func TestCrashExpandNodeOwed(t *testing.T) {
 	t.Parallel()
 	bin := buildVolctl(t, failpointsTag)
 	env, mem, target := newClaimedMemEnv(t)
-	owed := func() string {
-		// node_expansion_owed is left out when nothing is owed.
-		return strings.TrimSpace(env.ok("volume", "status", "vol", "--jq", ".node_expansion_owed // 0"))
-	}
+	owed := env.nodeExpansionOwed
 	nodeExpands := func() []csi.NodeExpandVolumeRequest { return csitest.Requests[csi.NodeExpandVolumeRequest](mem) }
 
 	env.crash(bin, "expand:node-owed", "volume", "expand", "vol", "--size", "2MiB")
@@ -585,6 +582,12 @@ func (env *hostEnv) snapshots() map[string]engine.SnapshotInfo {
 		out[s.Name] = s
 	}
 	return out
+}
+
+// nodeExpansionOwed is volume "vol"'s node_expansion_owed as `volume status` shows it, "0"
+// when nothing is owed (the field is left out then).
+func (env *hostEnv) nodeExpansionOwed() string {
+	return strings.TrimSpace(env.ok("volume", "status", "vol", "--jq", ".node_expansion_owed // 0"))
 }
 
 // newClaimedMemEnv is a hostEnv on an in-memory plugin "hp" that bind-mounts what it publishes

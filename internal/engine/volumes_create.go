@@ -112,6 +112,9 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 		if old.State == store.VolumeDeleting {
 			return conflictf("volume %q is being deleted; run `volctl reconcile` to finish that first", old.ID)
 		}
+		if sameCloneSource(tx, old, sv) {
+			sv.CloneID = old.CloneID // the spec's volctl ID of the source, recorded as its storage
+		}
 		if err := checkImmutable(old, sv, false); err != nil {
 			return err
 		}
@@ -204,6 +207,12 @@ func (e *Engine) cloneSource(tx *store.Tx, sv spec.Volume) (string, error) {
 		return "", nil
 	}
 	src, err := tx.Volumes().Get(sv.CloneID)
+	if err == nil && src.PluginID == sv.PluginID && src.State == store.VolumeDeleting {
+		// Its delete is recorded, and reconcile finishes it: a clone whose create was cut short
+		// could then never be finished (its CreateVolume answered NOT_FOUND for the source).
+		return "", conflictf("volume %q, the clone_id of volume %q, is being deleted (its delete was interrupted, and `volctl reconcile` finishes it): "+
+			"nothing was created; give volume %q another source", src.ID, sv.ID, sv.ID)
+	}
 	if err == nil && src.PluginID == sv.PluginID && src.ExternalID != "" {
 		return src.ExternalID, nil
 	}
@@ -211,6 +220,24 @@ func (e *Engine) cloneSource(tx *store.Tx, sv spec.Volume) (string, error) {
 		return "", err
 	}
 	return sv.CloneID, nil
+}
+
+// sameCloneSource reports whether spec sv's clone_id names the source volume old records: the
+// storage ID recorded (cloneSource resolved it), or the volctl volume of old's plugin whose
+// storage that is. The same spec created again, to finish an interrupted clone or to find it
+// unchanged, names its source as it did the first time, by its volctl ID: compared with the
+// storage ID recorded, it was refused as a change of clone_id, the way out every error of an
+// interrupted create gives ("the same create will finish it") refused with it
+// (TestCrashInARestoreOrAClone).
+func sameCloneSource(tx *store.Tx, old store.Volume, sv spec.Volume) bool {
+	if sv.CloneID == old.CloneID {
+		return true
+	}
+	if sv.CloneID == "" || old.CloneID == "" {
+		return false
+	}
+	src, err := tx.Volumes().Get(sv.CloneID)
+	return err == nil && src.PluginID == old.PluginID && src.ExternalID == old.CloneID
 }
 
 func checkCreateCapabilities(c *conn, sv spec.Volume) error {

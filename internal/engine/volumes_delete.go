@@ -84,6 +84,9 @@ func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 		if err := refuseSnapshotInFlight(tx, v); err != nil {
 			return err
 		}
+		if err := refuseCloneInFlight(tx, v); err != nil {
+			return err
+		}
 		v.State = store.VolumeDeleting
 		return tx.Volumes().Update(&v)
 	}))
@@ -173,6 +176,31 @@ func refuseSnapshotInFlight(tx *store.Tx, v store.Volume) error {
 			return conflictf("volume %q has a snapshot being created, %q, whose CreateSnapshot was interrupted (plugin %q may have made it): "+
 				"run `volctl reconcile` to finish it, or `%s`, then delete the volume",
 				v.ID, sc.Name, sc.PluginID, shellquote.Command("volctl volume snapshot delete", sc.PluginID, sc.Name))
+		}
+	}
+	return nil
+}
+
+// refuseCloneInFlight refuses to delete volume v while a volume of its plugin is recorded as
+// being created as a clone of it (its clone_id resolved to v's storage, cloneSource): its
+// CreateVolume is in flight, or was interrupted, and only one sent again, which clones from v,
+// finishes it. Deleted under it, every CreateVolume after was answered NOT_FOUND for the
+// source, and reconcile reported the clone's create every pass for good
+// (TestCrashInARestoreOrAClone). It is refuseRestoreInFlight's counterpart for a clone; the
+// other way round, cloneSource refuses a source being deleted.
+func refuseCloneInFlight(tx *store.Tx, v store.Volume) error {
+	if v.ExternalID == "" {
+		return nil
+	}
+	vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: v.PluginID, State: store.VolumeCreating})
+	if err != nil {
+		return err
+	}
+	for _, o := range vols {
+		if o.ID != v.ID && o.CloneID == v.ExternalID {
+			return conflictf("volume %q is being created as a clone of volume %q (its CreateVolume is in flight, or was interrupted, and only one sent again, which clones from %q, finishes it): "+
+				"run `volctl reconcile` to finish that create, or `%s`, then delete volume %q",
+				o.ID, v.ID, v.ID, shellquote.Command("volctl volume delete", o.ID), v.ID)
 		}
 	}
 	return nil
