@@ -314,7 +314,9 @@ func TestPrunedClaimHistoryLeavesTheFiles(t *testing.T) {
 	}
 	defer s.Close()
 	secret := "password=Zq9-volctl-distinctive-secret-pruned-history"
-	update(t, s, func(tx *Tx) error { return tx.Volumes().Insert(&Volume{ID: "share", PluginID: "p", State: VolumeReady}) })
+	update(t, s, func(tx *Tx) error {
+		return tx.Volumes().Insert(&Volume{ID: "share", PluginID: "p", State: VolumeReady})
+	})
 	free := func(alloc string, flags spec.MountFlags, message string) {
 		update(t, s, func(tx *Tx) error {
 			c := Claim{VolumeID: "share", Alloc: alloc, Mode: ClaimRead, State: ClaimControllerDetached, MountFlags: flags}
