@@ -361,6 +361,18 @@ func untrustedProgram(command, path string, env []string) error {
 	if path != command {
 		found = fmt.Sprintf(" (found at %s)", spec.QuoteName(path))
 	}
+	if pr.ELF != "" {
+		via := ""
+		if pr.Script != "" {
+			via = fmt.Sprintf(" (the interpreter the #! line of the script %s names)", spec.QuoteName(pr.Script))
+		}
+		return fmt.Errorf("command %s%s: not run: the ELF program %s%s loads code from where its %s points, and %s %s: "+
+			"another user could put a library (or loader) there that it loads, their code run as uid %d: "+
+			"make that directory, and every one on the way, root's and writable by root alone (chown root, chmod go-w), "+
+			"or rebuild the program without it (patchelf --remove-rpath %s drops a RUNPATH or RPATH)",
+			spec.QuoteName(command), found, spec.QuoteName(pr.ELF), via, pr.Entry, spec.QuoteName(pr.Path), pr.Why,
+			os.Geteuid(), spec.QuoteName(pr.ELF))
+	}
 	if pr.Script == "" && pr.Shadowed != "" {
 		return fmt.Errorf("command %s%s: not run: %s %s, and the agent's PATH has it searched first: "+
 			"another user could put a program named %s there, which the agent would run instead, as uid %d: "+

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -313,4 +314,107 @@ func TestScriptWhoseEnvSearchesAnEmptyPATHIsCheckedInTheWorkingDirectory(t *test
 	if err := untrustedProgram(script, script, nil); err != nil {
 		t.Errorf("the same script with no PATH at all (env searches %s): %v, want it run", "/bin:/usr/bin", err)
 	}
+}
+
+// An ELF plugin's code is also what its dynamic loader loads: its PT_INTERP, and the shared
+// libraries it finds in the directories the program's RUNPATH (or RPATH) names. A directory
+// there that another user may write, or make, or a relative one (the plugin's working
+// directory) lets them put a libc.so.6 there that runs in the plugin as the agent's user. The
+// agent refuses to run such a program, naming it, the entry and the directory. Before, it ran
+// it: the program's own path passed, and its dynamic section was never read.
+func TestAgentRunsNoProgramWhoseLibrariesAnotherUserMayChange(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skipf("linking a program with a RUNPATH needs a C compiler (cc): %v", err)
+	}
+	const source = "#include <stdio.h>\nint main(int argc, char **argv) { char p[4096]; FILE *f;\n" +
+		"snprintf(p, sizeof p, \"%s.ran\", argv[0]); if ((f = fopen(p, \"w\"))) fclose(f); return 0; }\n"
+	// build links the program in dir with the linker flags, and returns its path.
+	build := func(t *testing.T, dir string, ldflags ...string) string {
+		t.Helper()
+		src := filepath.Join(t.TempDir(), "plugin.c")
+		if err := os.WriteFile(src, []byte(source), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "volctl-test-plugin")
+		args := append([]string{"-o", out, src}, ldflags...)
+		if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+			t.Skipf("cc %v: %v: %s", args, err, b)
+		}
+		return out
+	}
+	start := func(t *testing.T, command string) error {
+		t.Helper()
+		run := t.TempDir()
+		p, err := startProcess(spec.Plugin{ID: "p", Socket: filepath.Join(run, "p.sock"), Exec: &spec.Exec{Command: command}}, run, run)
+		if err == nil && !p.wait(30*time.Second) {
+			t.Fatal("the plugin did not exit")
+		}
+		return err
+	}
+	ran := func(p string) bool {
+		_, err := os.Stat(p + ".ran")
+		return err == nil
+	}
+	base := func(t *testing.T) string {
+		b := t.TempDir()
+		if err := os.Chmod(b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, tt := range []struct {
+		name string
+		// setup builds the program under b and returns the entry and the path and words the
+		// refusal must name.
+		setup func(t *testing.T, b string) (prog, entry, path, why string)
+	}{
+		{"a RUNPATH directory other users may write", func(t *testing.T, b string) (string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "lib"), 0o777)
+			p := build(t, mkdir(t, filepath.Join(b, "bin"), 0o755), "-Wl,--enable-new-dtags,-rpath,"+open)
+			return p, "RUNPATH " + open, open, "is writable by other users (mode 0777)"
+		}},
+		{"an RPATH $ORIGIN/../lib other users may write", func(t *testing.T, b string) (string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "lib"), 0o777)
+			p := build(t, mkdir(t, filepath.Join(b, "bin"), 0o755), "-Wl,--disable-new-dtags,-rpath,$ORIGIN/../lib")
+			return p, "RPATH $ORIGIN/../lib", open, "is writable by other users (mode 0777)"
+		}},
+		{"a RUNPATH directory not made yet, in a sticky one", func(t *testing.T, b string) (string, string, string, string) {
+			missing := filepath.Join(mkdir(t, filepath.Join(b, "tmp"), 0o777|os.ModeSticky), "lib")
+			p := build(t, mkdir(t, filepath.Join(b, "bin"), 0o755), "-Wl,--enable-new-dtags,-rpath,"+missing)
+			return p, "RUNPATH " + missing, missing, "does not exist"
+		}},
+		{"a relative RUNPATH", func(t *testing.T, b string) (string, string, string, string) {
+			p := build(t, mkdir(t, filepath.Join(b, "bin"), 0o755), "-Wl,--enable-new-dtags,-rpath,lib")
+			return p, "RUNPATH lib", "lib", "is relative"
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := base(t)
+			prog, entry, path, why := tt.setup(t, b)
+			err := start(t, prog)
+			if err == nil {
+				t.Fatalf("the agent ran %s, whose %s another user controls (%s %s), as uid %d; want it refused", prog, entry, path, why, os.Geteuid())
+			}
+			for _, want := range []string{"command " + prog, "not run", "ELF program " + prog, entry, path + " " + why, "patchelf --remove-rpath"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %v\nwant it to say %q", err, want)
+				}
+			}
+			if ran(prog) {
+				t.Error("the program ran")
+			}
+		})
+	}
+	t.Run("a RUNPATH only this user may change", func(t *testing.T) {
+		b := base(t)
+		lib := mkdir(t, filepath.Join(b, "lib"), 0o755)
+		p := build(t, mkdir(t, filepath.Join(b, "bin"), 0o755), "-Wl,--enable-new-dtags,-rpath,"+lib+":$ORIGIN/../lib")
+		if err := start(t, p); err != nil {
+			t.Fatal(err)
+		}
+		if !ran(p) {
+			t.Error("the program did not run")
+		}
+	})
 }
