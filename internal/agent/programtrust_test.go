@@ -418,3 +418,108 @@ func TestAgentRunsNoProgramWhoseLibrariesAnotherUserMayChange(t *testing.T) {
 		}
 	})
 }
+
+// The plugin's environment names code too: LD_PRELOAD, LD_AUDIT and LD_LIBRARY_PATH are what
+// ld.so loads into it, GCONV_PATH what iconv does, LOCPATH, a locale or TZ named by its path
+// what the C library reads. None passes from the agent's environment, but the exec block's env
+// may set them (and the agent's locale and TZ pass): one naming a file or directory another
+// user controls (writable by them, not made yet where they may make it, or relative: the
+// plugin's working directory) would have their library run in the plugin as root. The agent
+// refuses to run it, naming the variable and the path, never the value. Before, it ran it.
+func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testing.T) {
+	start := func(t *testing.T, b string, env map[string]string) (string, error) {
+		t.Helper()
+		prog := filepath.Join(b, "volctl-test-plugin")
+		if err := os.WriteFile(prog, []byte("#!/bin/sh\ntouch \"$0.ran\"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		run := t.TempDir()
+		sp := spec.Plugin{ID: "p", Socket: filepath.Join(run, "p.sock"), Exec: &spec.Exec{Command: prog, Env: spec.Secrets(env)}}
+		p, err := startProcess(sp, run, run)
+		if err == nil && !p.wait(30*time.Second) {
+			t.Fatal("the plugin did not exit")
+		}
+		return prog, err
+	}
+	ran := func(p string) bool {
+		_, err := os.Stat(p + ".ran")
+		return err == nil
+	}
+	base := func(t *testing.T) string {
+		b := t.TempDir()
+		if err := os.Chmod(b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, tt := range []struct {
+		name string
+		// setup returns the exec env, and the variable, the path and the words the refusal must name.
+		setup func(t *testing.T, b string) (env map[string]string, name, path, why string)
+	}{
+		{"LD_PRELOAD of a library in a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			lib := filepath.Join(open, "evil.so")
+			if err := os.WriteFile(lib, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return map[string]string{"LD_PRELOAD": "libc.so.6 " + lib}, "LD_PRELOAD", open, "is writable by other users (mode 0777)"
+		}},
+		{"LD_LIBRARY_PATH with a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			ok := mkdir(t, filepath.Join(b, "ok"), 0o755)
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"LD_LIBRARY_PATH": ok + ":" + open}, "LD_LIBRARY_PATH", open, "is writable by other users (mode 0777)"
+		}},
+		{"LD_LIBRARY_PATH ending in an empty entry", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			ok := mkdir(t, filepath.Join(b, "ok"), 0o755)
+			return map[string]string{"LD_LIBRARY_PATH": ok + ":"}, "LD_LIBRARY_PATH", ".", "is relative"
+		}},
+		{"LD_AUDIT of a library another user could make", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			lib := filepath.Join(mkdir(t, filepath.Join(b, "tmp"), 0o777|os.ModeSticky), "audit.so")
+			return map[string]string{"LD_AUDIT": lib}, "LD_AUDIT", lib, "does not exist"
+		}},
+		{"GCONV_PATH with a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"GCONV_PATH": open}, "GCONV_PATH", open, "is writable by other users (mode 0777)"
+		}},
+		{"a locale named by a path other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"LC_ALL": filepath.Join(open, "loc")}, "LC_ALL", open, "is writable by other users (mode 0777)"
+		}},
+		{"a time zone file other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"TZ": ":" + filepath.Join(open, "zone")}, "TZ", open, "is writable by other users (mode 0777)"
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := base(t)
+			env, name, path, why := tt.setup(t, b)
+			prog, err := start(t, b, env)
+			if err == nil {
+				t.Fatalf("the agent ran %s with %v, whose %s another user controls (%s %s), as uid %d; want it refused", prog, env, name, path, why, os.Geteuid())
+			}
+			for _, want := range []string{"command " + prog, "not run", "environment's " + name, path + " " + why, "out of the exec block's env"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %v\nwant it to say %q", err, want)
+				}
+			}
+			if v := env[name]; strings.Contains(v, " ") && strings.Contains(err.Error(), v) {
+				t.Errorf("err = %v\nit prints the exec env's value %q", err, v)
+			}
+			if ran(prog) {
+				t.Error("the program ran")
+			}
+		})
+	}
+	t.Run("an environment only this user may change", func(t *testing.T) {
+		b := base(t)
+		ok := mkdir(t, filepath.Join(b, "ok"), 0o755)
+		prog, err := start(t, b, map[string]string{"LD_LIBRARY_PATH": ok, "LD_PRELOAD": "libc.so.6", "TZ": "Europe/Paris", "LANG": "C.UTF-8", "GCONV_PATH": ok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ran(prog) {
+			t.Error("the program did not run")
+		}
+	})
+}

@@ -95,11 +95,7 @@ func searchedDir(entry, origin string) *Problem {
 		entry = strings.ReplaceAll(entry, o, origin)
 	}
 	if !filepath.IsAbs(entry) {
-		shown := entry
-		if shown == "" {
-			shown = "."
-		}
-		return &Problem{Path: shown, Why: "is relative: it is searched from whatever directory the program runs in"}
+		return Source(entry)
 	}
 	dirs := []string{filepath.Clean(entry)}
 	if strings.Contains(entry, "$") {
@@ -113,9 +109,23 @@ func searchedDir(entry, origin string) *Problem {
 		dirs = append(dirs, matches...)
 	}
 	for _, dir := range dirs {
-		if pr := makeable(dir); pr != nil {
+		if pr := Source(dir); pr != nil {
 			return pr
 		}
 	}
 	return nil
+}
+
+// Source is what another user controls of a file or directory a program loads code or reads
+// its settings from by this name (a shared library, a directory of them), or nil: the file, a
+// directory on the way, or, not made yet, the directory they could make it in (the rule for a
+// PATH directory); a relative name ("" is ".") is whatever directory the program runs in.
+func Source(name string) *Problem {
+	if !filepath.IsAbs(name) {
+		if name == "" {
+			name = "."
+		}
+		return &Problem{Path: name, Why: "is relative: it is searched from whatever directory the program runs in"}
+	}
+	return makeable(filepath.Clean(name))
 }
