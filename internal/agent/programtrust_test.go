@@ -24,6 +24,38 @@ func mkdir(t *testing.T, dir string, mode os.FileMode) string {
 	return dir
 }
 
+// startExec starts command, with env, as plugin p's exec block, and waits for it to exit;
+// err is startProcess's.
+func startExec(t *testing.T, command string, env map[string]string) error {
+	t.Helper()
+	run := t.TempDir()
+	ex := &spec.Exec{Command: command}
+	if env != nil {
+		ex.Env = spec.Secrets(env)
+	}
+	p, err := startProcess(spec.Plugin{ID: "p", Socket: filepath.Join(run, "p.sock"), Exec: ex}, run, run)
+	if err == nil && !p.wait(30*time.Second) {
+		t.Fatal("the plugin did not exit")
+	}
+	return err
+}
+
+// ranBeside says whether the test program at path ran: it leaves path.ran when it does.
+func ranBeside(path string) bool {
+	_, err := os.Stat(path + ".ran")
+	return err == nil
+}
+
+// baseDir is a temporary directory only this user may write, mode 0755 past the umask.
+func baseDir(t *testing.T) string {
+	t.Helper()
+	b := t.TempDir()
+	if err := os.Chmod(b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // The agent runs a plugin's command as its own user, root most often, at every start and
 // restart. A program another user may change (theirs, writable by them, in a directory they
 // own or may write, or shadowed by a directory of PATH they may write, searched before the
@@ -43,20 +75,8 @@ func TestAgentRunsNoPluginProgramAnotherUserMayChange(t *testing.T) {
 		}
 		return p
 	}
-	// start starts command as plugin p's exec block; err is startProcess's.
-	start := func(t *testing.T, command string) error {
-		t.Helper()
-		run := t.TempDir()
-		p, err := startProcess(spec.Plugin{ID: "p", Socket: filepath.Join(run, "p.sock"), Exec: &spec.Exec{Command: command}}, run, run)
-		if err == nil && !p.wait(30*time.Second) {
-			t.Fatal("the plugin did not exit")
-		}
-		return err
-	}
-	ran := func(path string) bool {
-		_, err := os.Stat(path + ".ran")
-		return err == nil
-	}
+	start := func(t *testing.T, command string) error { return startExec(t, command, nil) }
+	ran := ranBeside
 
 	tests := []struct {
 		name string
@@ -117,10 +137,7 @@ func TestAgentRunsNoPluginProgramAnotherUserMayChange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			base := t.TempDir()
-			if err := os.Chmod(base, 0o755); err != nil {
-				t.Fatal(err)
-			}
+			base := baseDir(t)
 			command, path, why := tt.setup(t, base)
 			err := start(t, command)
 			if err == nil {
@@ -144,10 +161,7 @@ func TestAgentRunsNoPluginProgramAnotherUserMayChange(t *testing.T) {
 	// Nothing else is refused: a program of root's (or this user's) in directories only they
 	// may write, found by its path or in a PATH of such directories only, runs.
 	t.Run("a program only this user may change", func(t *testing.T) {
-		base := t.TempDir()
-		if err := os.Chmod(base, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		base := baseDir(t)
 		bin := mkdir(t, filepath.Join(base, "bin"), 0o755)
 		p := program(t, bin, 0o755)
 		if err := start(t, p); err != nil {
@@ -187,20 +201,7 @@ func TestAgentRunsNoScriptWhoseInterpreterAnotherUserMayChange(t *testing.T) {
 		}
 		return p
 	}
-	// start starts command, with env, as plugin p's exec block; err is startProcess's.
-	start := func(t *testing.T, command string, env map[string]string) error {
-		t.Helper()
-		run := t.TempDir()
-		ex := &spec.Exec{Command: command}
-		if env != nil {
-			ex.Env = spec.Secrets(env)
-		}
-		p, err := startProcess(spec.Plugin{ID: "p", Socket: filepath.Join(run, "p.sock"), Exec: ex}, run, run)
-		if err == nil && !p.wait(30*time.Second) {
-			t.Fatal("the plugin did not exit")
-		}
-		return err
-	}
+	start := startExec
 	const body = "touch \"$0.ran\"\n"
 	tests := []struct {
 		name string
@@ -240,10 +241,7 @@ func TestAgentRunsNoScriptWhoseInterpreterAnotherUserMayChange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			base := t.TempDir()
-			if err := os.Chmod(base, 0o755); err != nil {
-				t.Fatal(err)
-			}
+			base := baseDir(t)
 			mkdir(t, filepath.Join(base, "bin"), 0o755)
 			command, env, ran, want := tt.setup(t, base)
 			err := start(t, command, env)
@@ -269,10 +267,7 @@ func TestAgentRunsNoScriptWhoseInterpreterAnotherUserMayChange(t *testing.T) {
 			*v = p
 			t.Cleanup(func() { *v = old })
 		}
-		base := t.TempDir()
-		if err := os.Chmod(base, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		base := baseDir(t)
 		bin := mkdir(t, filepath.Join(base, "bin"), os.ModeSetgid|0o775)
 		if err := os.Chown(bin, 0, 4243); err != nil {
 			t.Fatal(err)
@@ -343,26 +338,8 @@ func TestAgentRunsNoProgramWhoseLibrariesAnotherUserMayChange(t *testing.T) {
 		}
 		return out
 	}
-	start := func(t *testing.T, command string) error {
-		t.Helper()
-		run := t.TempDir()
-		p, err := startProcess(spec.Plugin{ID: "p", Socket: filepath.Join(run, "p.sock"), Exec: &spec.Exec{Command: command}}, run, run)
-		if err == nil && !p.wait(30*time.Second) {
-			t.Fatal("the plugin did not exit")
-		}
-		return err
-	}
-	ran := func(p string) bool {
-		_, err := os.Stat(p + ".ran")
-		return err == nil
-	}
-	base := func(t *testing.T) string {
-		b := t.TempDir()
-		if err := os.Chmod(b, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	start := func(t *testing.T, command string) error { return startExec(t, command, nil) }
+	ran, base := ranBeside, baseDir
 	for _, tt := range []struct {
 		name string
 		// setup builds the program under b and returns the entry and the path and words the
@@ -433,25 +410,9 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 		if err := os.WriteFile(prog, []byte("#!/bin/sh\ntouch \"$0.ran\"\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		run := t.TempDir()
-		sp := spec.Plugin{ID: "p", Socket: filepath.Join(run, "p.sock"), Exec: &spec.Exec{Command: prog, Env: spec.Secrets(env)}}
-		p, err := startProcess(sp, run, run)
-		if err == nil && !p.wait(30*time.Second) {
-			t.Fatal("the plugin did not exit")
-		}
-		return prog, err
+		return prog, startExec(t, prog, env)
 	}
-	ran := func(p string) bool {
-		_, err := os.Stat(p + ".ran")
-		return err == nil
-	}
-	base := func(t *testing.T) string {
-		b := t.TempDir()
-		if err := os.Chmod(b, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	ran, base := ranBeside, baseDir
 	for _, tt := range []struct {
 		name string
 		// setup returns the exec env, and the variable, the path and the words the refusal must name.
