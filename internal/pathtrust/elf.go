@@ -98,13 +98,14 @@ func searchedDir(entry, origin string) *Problem {
 		return Source(entry)
 	}
 	dirs := []string{filepath.Clean(entry)}
-	if strings.Contains(entry, "$") {
-		pattern := entry
-		for _, tok := range []string{"${LIB}", "$LIB", "${PLATFORM}", "$PLATFORM"} {
-			pattern = strings.ReplaceAll(pattern, tok, "*")
-		}
-		// The part before the first token: a name another user makes there is one ld.so may pick.
-		dirs = []string{filepath.Dir(pattern[:strings.Index(pattern, "*")] + "x")}
+	pattern := entry
+	for _, tok := range []string{"${LIB}", "$LIB", "${PLATFORM}", "$PLATFORM"} {
+		pattern = strings.ReplaceAll(pattern, tok, "*")
+	}
+	if i := strings.Index(pattern, "*"); i >= 0 && pattern != entry {
+		// The directory the first token names an entry of: a name another user makes there
+		// is one ld.so may pick.
+		dirs = []string{filepath.Dir(pattern[:i] + "x")}
 		matches, _ := filepath.Glob(pattern)
 		dirs = append(dirs, matches...)
 	}
