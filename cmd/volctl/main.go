@@ -23,6 +23,7 @@ func run() int {
 	defer crash.Recover()
 	noquery.Restore() // os.Stdout was hidden while bubbletea's init ran (internal/noquery)
 	cli.KeepOwnerAccess()
+	cli.KeepSecretsOutOfCoreDumps()
 	ctx, stop := stopContext(context.Background())
 	defer stop()
 	f := cli.NewFactory(iostreams.System())

@@ -138,6 +138,10 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 		logf("%v", err)
 		return nil, err
 	}
+	if err := untrustedEnv(sp.Exec.Command, env); err != nil {
+		logf("%v", err)
+		return nil, err
+	}
 	goAhead, send, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("starting plugin: %w", err)
@@ -333,7 +337,73 @@ func UntrustedCommand(sp spec.Plugin) error {
 		return nil
 	}
 	env, _ := trustedPATH(pluginEnv(os.Environ(), sp))
-	return untrustedProgram(sp.Exec.Command, path, env)
+	if err := untrustedProgram(sp.Exec.Command, path, env); err != nil {
+		return err
+	}
+	return untrustedEnv(sp.Exec.Command, env)
+}
+
+// loaderEnv are the variables of a plugin's environment that name files or directories the
+// plugin loads code from (ld.so(8): LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH; iconv's GCONV_PATH),
+// reads its settings from (LOCPATH's locales, HOSTALIASES' host names) or writes
+// (LD_DEBUG_OUTPUT, MALLOC_TRACE), each with the separators of its list. None passes from the
+// agent's environment (passedEnv); the exec block's env may set them.
+var loaderEnv = map[string]string{
+	"LD_PRELOAD": ": ", "LD_AUDIT": ":", "LD_LIBRARY_PATH": ":;", "GCONV_PATH": ":", "LOCPATH": ":",
+	"HOSTALIASES": "", "LD_DEBUG_OUTPUT": "", "MALLOC_TRACE": "",
+}
+
+// untrustedEnv refuses to run command with env when a path env names for the loader, the C
+// library, the locale or the time zone is one another user controls (pathtrust.Source): theirs
+// or writable by them, on a way they control, not made yet where they may make it, or
+// relative (the plugin's working directory). A library they put there runs in the plugin as
+// the agent's user (root), as a program of theirs in PATH would; a locale, time zone or hosts
+// file of theirs is read by it. A name without a slash in LD_PRELOAD or LD_AUDIT is looked up
+// in the library directories (the system's, LD_LIBRARY_PATH's: checked), a locale or time zone
+// named without a leading slash in the system's.
+func untrustedEnv(command string, env []string) error {
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		var names []string
+		switch seps, ok := loaderEnv[k]; {
+		case ok && seps == "":
+			names = []string{v}
+		case ok:
+			names = strings.FieldsFunc(v, func(r rune) bool { return strings.ContainsRune(seps, r) })
+			if k == "LD_LIBRARY_PATH" && (v == "" || strings.Contains(v, "::") || strings.ContainsAny(v[:1]+v[len(v)-1:], ":;")) {
+				names = append(names, "") // an empty entry is the working directory
+			}
+			if k == "LD_PRELOAD" || k == "LD_AUDIT" {
+				names = slices.DeleteFunc(names, func(n string) bool { return !strings.Contains(n, "/") })
+			}
+		case k == "LANG" || k == "LANGUAGE" || strings.HasPrefix(k, "LC_"):
+			for _, n := range strings.Split(v, ":") {
+				if strings.HasPrefix(n, "/") { // glibc loads a locale named by its absolute path
+					names = append(names, n)
+				}
+			}
+		case k == "TZ":
+			if n := strings.TrimPrefix(v, ":"); strings.HasPrefix(n, "/") {
+				names = []string{n}
+			}
+		}
+		for _, n := range names {
+			if pr := pathtrust.Source(n); pr != nil {
+				if n == "" {
+					n = "an empty entry, the working directory,"
+				} else {
+					n = spec.QuoteName(n)
+				}
+				// The variable's value is not printed (an exec env's are secret): the path is.
+				return fmt.Errorf("command %s: not run: the plugin's environment's %s names %s, and %s %s: "+
+					"another user could put there what the plugin loads or reads, run or read as uid %d: "+
+					"make it and every directory on the way root's and writable by root alone (chown root, chmod go-w), "+
+					"or take %s out of the exec block's env",
+					spec.QuoteName(command), k, n, spec.QuoteName(pr.Path), pr.Why, os.Geteuid(), k)
+			}
+		}
+	}
+	return nil
 }
 
 // untrustedProgram refuses to run command, found at path, with the environment env (the
@@ -360,6 +430,18 @@ func untrustedProgram(command, path string, env []string) error {
 	found := ""
 	if path != command {
 		found = fmt.Sprintf(" (found at %s)", spec.QuoteName(path))
+	}
+	if pr.ELF != "" {
+		via := ""
+		if pr.Script != "" {
+			via = fmt.Sprintf(" (the interpreter the #! line of the script %s names)", spec.QuoteName(pr.Script))
+		}
+		return fmt.Errorf("command %s%s: not run: the ELF program %s%s loads code from where its %s points, and %s %s: "+
+			"another user could put a library (or loader) there that it loads, their code run as uid %d: "+
+			"make that directory, and every one on the way, root's and writable by root alone (chown root, chmod go-w), "+
+			"or rebuild the program without it (patchelf --remove-rpath %s drops a RUNPATH or RPATH)",
+			spec.QuoteName(command), found, spec.QuoteName(pr.ELF), via, pr.Entry, spec.QuoteName(pr.Path), pr.Why,
+			os.Geteuid(), spec.QuoteName(pr.ELF))
 	}
 	if pr.Script == "" && pr.Shadowed != "" {
 		return fmt.Errorf("command %s%s: not run: %s %s, and the agent's PATH has it searched first: "+

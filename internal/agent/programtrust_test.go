@@ -2,6 +2,7 @@ package agent
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,6 +24,38 @@ func mkdir(t *testing.T, dir string, mode os.FileMode) string {
 	return dir
 }
 
+// startExec starts command, with env, as plugin p's exec block, and waits for it to exit;
+// err is startProcess's.
+func startExec(t *testing.T, command string, env map[string]string) error {
+	t.Helper()
+	run := t.TempDir()
+	ex := &spec.Exec{Command: command}
+	if env != nil {
+		ex.Env = spec.Secrets(env)
+	}
+	p, err := startProcess(spec.Plugin{ID: "p", Socket: filepath.Join(run, "p.sock"), Exec: ex}, run, run)
+	if err == nil && !p.wait(30*time.Second) {
+		t.Fatal("the plugin did not exit")
+	}
+	return err
+}
+
+// ranBeside says whether the test program at path ran: it leaves path.ran when it does.
+func ranBeside(path string) bool {
+	_, err := os.Stat(path + ".ran")
+	return err == nil
+}
+
+// baseDir is a temporary directory only this user may write, mode 0755 past the umask.
+func baseDir(t *testing.T) string {
+	t.Helper()
+	b := t.TempDir()
+	if err := os.Chmod(b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // The agent runs a plugin's command as its own user, root most often, at every start and
 // restart. A program another user may change (theirs, writable by them, in a directory they
 // own or may write, or shadowed by a directory of PATH they may write, searched before the
@@ -42,20 +75,8 @@ func TestAgentRunsNoPluginProgramAnotherUserMayChange(t *testing.T) {
 		}
 		return p
 	}
-	// start starts command as plugin p's exec block; err is startProcess's.
-	start := func(t *testing.T, command string) error {
-		t.Helper()
-		run := t.TempDir()
-		p, err := startProcess(spec.Plugin{ID: "p", Socket: filepath.Join(run, "p.sock"), Exec: &spec.Exec{Command: command}}, run, run)
-		if err == nil && !p.wait(30*time.Second) {
-			t.Fatal("the plugin did not exit")
-		}
-		return err
-	}
-	ran := func(path string) bool {
-		_, err := os.Stat(path + ".ran")
-		return err == nil
-	}
+	start := func(t *testing.T, command string) error { return startExec(t, command, nil) }
+	ran := ranBeside
 
 	tests := []struct {
 		name string
@@ -116,10 +137,7 @@ func TestAgentRunsNoPluginProgramAnotherUserMayChange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			base := t.TempDir()
-			if err := os.Chmod(base, 0o755); err != nil {
-				t.Fatal(err)
-			}
+			base := baseDir(t)
 			command, path, why := tt.setup(t, base)
 			err := start(t, command)
 			if err == nil {
@@ -143,10 +161,7 @@ func TestAgentRunsNoPluginProgramAnotherUserMayChange(t *testing.T) {
 	// Nothing else is refused: a program of root's (or this user's) in directories only they
 	// may write, found by its path or in a PATH of such directories only, runs.
 	t.Run("a program only this user may change", func(t *testing.T) {
-		base := t.TempDir()
-		if err := os.Chmod(base, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		base := baseDir(t)
 		bin := mkdir(t, filepath.Join(base, "bin"), 0o755)
 		p := program(t, bin, 0o755)
 		if err := start(t, p); err != nil {
@@ -186,20 +201,7 @@ func TestAgentRunsNoScriptWhoseInterpreterAnotherUserMayChange(t *testing.T) {
 		}
 		return p
 	}
-	// start starts command, with env, as plugin p's exec block; err is startProcess's.
-	start := func(t *testing.T, command string, env map[string]string) error {
-		t.Helper()
-		run := t.TempDir()
-		ex := &spec.Exec{Command: command}
-		if env != nil {
-			ex.Env = spec.Secrets(env)
-		}
-		p, err := startProcess(spec.Plugin{ID: "p", Socket: filepath.Join(run, "p.sock"), Exec: ex}, run, run)
-		if err == nil && !p.wait(30*time.Second) {
-			t.Fatal("the plugin did not exit")
-		}
-		return err
-	}
+	start := startExec
 	const body = "touch \"$0.ran\"\n"
 	tests := []struct {
 		name string
@@ -239,10 +241,7 @@ func TestAgentRunsNoScriptWhoseInterpreterAnotherUserMayChange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			base := t.TempDir()
-			if err := os.Chmod(base, 0o755); err != nil {
-				t.Fatal(err)
-			}
+			base := baseDir(t)
 			mkdir(t, filepath.Join(base, "bin"), 0o755)
 			command, env, ran, want := tt.setup(t, base)
 			err := start(t, command, env)
@@ -268,10 +267,7 @@ func TestAgentRunsNoScriptWhoseInterpreterAnotherUserMayChange(t *testing.T) {
 			*v = p
 			t.Cleanup(func() { *v = old })
 		}
-		base := t.TempDir()
-		if err := os.Chmod(base, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		base := baseDir(t)
 		bin := mkdir(t, filepath.Join(base, "bin"), os.ModeSetgid|0o775)
 		if err := os.Chown(bin, 0, 4243); err != nil {
 			t.Fatal(err)
@@ -313,4 +309,178 @@ func TestScriptWhoseEnvSearchesAnEmptyPATHIsCheckedInTheWorkingDirectory(t *test
 	if err := untrustedProgram(script, script, nil); err != nil {
 		t.Errorf("the same script with no PATH at all (env searches %s): %v, want it run", "/bin:/usr/bin", err)
 	}
+}
+
+// An ELF plugin's code is also what its dynamic loader loads: its PT_INTERP, and the shared
+// libraries it finds in the directories the program's RUNPATH (or RPATH) names. A directory
+// there that another user may write, or make, or a relative one (the plugin's working
+// directory) lets them put a libc.so.6 there that runs in the plugin as the agent's user. The
+// agent refuses to run such a program, naming it, the entry and the directory. Before, it ran
+// it: the program's own path passed, and its dynamic section was never read.
+func TestAgentRunsNoProgramWhoseLibrariesAnotherUserMayChange(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skipf("linking a program with a RUNPATH needs a C compiler (cc): %v", err)
+	}
+	const source = "#include <stdio.h>\nint main(int argc, char **argv) { char p[4096]; FILE *f;\n" +
+		"snprintf(p, sizeof p, \"%s.ran\", argv[0]); if ((f = fopen(p, \"w\"))) fclose(f); return 0; }\n"
+	// build links the program in dir with the linker flags, and returns its path.
+	build := func(t *testing.T, dir string, ldflags ...string) string {
+		t.Helper()
+		src := filepath.Join(t.TempDir(), "plugin.c")
+		if err := os.WriteFile(src, []byte(source), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "volctl-test-plugin")
+		args := append([]string{"-o", out, src}, ldflags...)
+		if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+			t.Skipf("cc %v: %v: %s", args, err, b)
+		}
+		return out
+	}
+	start := func(t *testing.T, command string) error { return startExec(t, command, nil) }
+	ran, base := ranBeside, baseDir
+	for _, tt := range []struct {
+		name string
+		// setup builds the program under b and returns the entry and the path and words the
+		// refusal must name.
+		setup func(t *testing.T, b string) (prog, entry, path, why string)
+	}{
+		{"a RUNPATH directory other users may write", func(t *testing.T, b string) (string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "lib"), 0o777)
+			p := build(t, mkdir(t, filepath.Join(b, "bin"), 0o755), "-Wl,--enable-new-dtags,-rpath,"+open)
+			return p, "RUNPATH " + open, open, "is writable by other users (mode 0777)"
+		}},
+		{"an RPATH $ORIGIN/../lib other users may write", func(t *testing.T, b string) (string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "lib"), 0o777)
+			p := build(t, mkdir(t, filepath.Join(b, "bin"), 0o755), "-Wl,--disable-new-dtags,-rpath,$ORIGIN/../lib")
+			return p, "RPATH $ORIGIN/../lib", open, "is writable by other users (mode 0777)"
+		}},
+		{"a RUNPATH directory not made yet, in a sticky one", func(t *testing.T, b string) (string, string, string, string) {
+			missing := filepath.Join(mkdir(t, filepath.Join(b, "tmp"), 0o777|os.ModeSticky), "lib")
+			p := build(t, mkdir(t, filepath.Join(b, "bin"), 0o755), "-Wl,--enable-new-dtags,-rpath,"+missing)
+			return p, "RUNPATH " + missing, missing, "does not exist"
+		}},
+		{"a relative RUNPATH", func(t *testing.T, b string) (string, string, string, string) {
+			p := build(t, mkdir(t, filepath.Join(b, "bin"), 0o755), "-Wl,--enable-new-dtags,-rpath,lib")
+			return p, "RUNPATH lib", "lib", "is relative"
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := base(t)
+			prog, entry, path, why := tt.setup(t, b)
+			err := start(t, prog)
+			if err == nil {
+				t.Fatalf("the agent ran %s, whose %s another user controls (%s %s), as uid %d; want it refused", prog, entry, path, why, os.Geteuid())
+			}
+			for _, want := range []string{"command " + prog, "not run", "ELF program " + prog, entry, path + " " + why, "patchelf --remove-rpath"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %v\nwant it to say %q", err, want)
+				}
+			}
+			if ran(prog) {
+				t.Error("the program ran")
+			}
+		})
+	}
+	t.Run("a RUNPATH only this user may change", func(t *testing.T) {
+		b := base(t)
+		lib := mkdir(t, filepath.Join(b, "lib"), 0o755)
+		p := build(t, mkdir(t, filepath.Join(b, "bin"), 0o755), "-Wl,--enable-new-dtags,-rpath,"+lib+":$ORIGIN/../lib")
+		if err := start(t, p); err != nil {
+			t.Fatal(err)
+		}
+		if !ran(p) {
+			t.Error("the program did not run")
+		}
+	})
+}
+
+// The plugin's environment names code too: LD_PRELOAD, LD_AUDIT and LD_LIBRARY_PATH are what
+// ld.so loads into it, GCONV_PATH what iconv does, LOCPATH, a locale or TZ named by its path
+// what the C library reads. None passes from the agent's environment, but the exec block's env
+// may set them (and the agent's locale and TZ pass): one naming a file or directory another
+// user controls (writable by them, not made yet where they may make it, or relative: the
+// plugin's working directory) would have their library run in the plugin as root. The agent
+// refuses to run it, naming the variable and the path, never the value. Before, it ran it.
+func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testing.T) {
+	start := func(t *testing.T, b string, env map[string]string) (string, error) {
+		t.Helper()
+		prog := filepath.Join(b, "volctl-test-plugin")
+		if err := os.WriteFile(prog, []byte("#!/bin/sh\ntouch \"$0.ran\"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return prog, startExec(t, prog, env)
+	}
+	ran, base := ranBeside, baseDir
+	for _, tt := range []struct {
+		name string
+		// setup returns the exec env, and the variable, the path and the words the refusal must name.
+		setup func(t *testing.T, b string) (env map[string]string, name, path, why string)
+	}{
+		{"LD_PRELOAD of a library in a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			lib := filepath.Join(open, "evil.so")
+			if err := os.WriteFile(lib, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return map[string]string{"LD_PRELOAD": "libc.so.6 " + lib}, "LD_PRELOAD", open, "is writable by other users (mode 0777)"
+		}},
+		{"LD_LIBRARY_PATH with a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			ok := mkdir(t, filepath.Join(b, "ok"), 0o755)
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"LD_LIBRARY_PATH": ok + ":" + open}, "LD_LIBRARY_PATH", open, "is writable by other users (mode 0777)"
+		}},
+		{"LD_LIBRARY_PATH ending in an empty entry", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			ok := mkdir(t, filepath.Join(b, "ok"), 0o755)
+			return map[string]string{"LD_LIBRARY_PATH": ok + ":"}, "LD_LIBRARY_PATH", ".", "is relative"
+		}},
+		{"LD_AUDIT of a library another user could make", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			lib := filepath.Join(mkdir(t, filepath.Join(b, "tmp"), 0o777|os.ModeSticky), "audit.so")
+			return map[string]string{"LD_AUDIT": lib}, "LD_AUDIT", lib, "does not exist"
+		}},
+		{"GCONV_PATH with a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"GCONV_PATH": open}, "GCONV_PATH", open, "is writable by other users (mode 0777)"
+		}},
+		{"a locale named by a path other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"LC_ALL": filepath.Join(open, "loc")}, "LC_ALL", open, "is writable by other users (mode 0777)"
+		}},
+		{"a time zone file other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"TZ": ":" + filepath.Join(open, "zone")}, "TZ", open, "is writable by other users (mode 0777)"
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := base(t)
+			env, name, path, why := tt.setup(t, b)
+			prog, err := start(t, b, env)
+			if err == nil {
+				t.Fatalf("the agent ran %s with %v, whose %s another user controls (%s %s), as uid %d; want it refused", prog, env, name, path, why, os.Geteuid())
+			}
+			for _, want := range []string{"command " + prog, "not run", "environment's " + name, path + " " + why, "out of the exec block's env"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %v\nwant it to say %q", err, want)
+				}
+			}
+			if v := env[name]; strings.Contains(v, " ") && strings.Contains(err.Error(), v) {
+				t.Errorf("err = %v\nit prints the exec env's value %q", err, v)
+			}
+			if ran(prog) {
+				t.Error("the program ran")
+			}
+		})
+	}
+	t.Run("an environment only this user may change", func(t *testing.T) {
+		b := base(t)
+		ok := mkdir(t, filepath.Join(b, "ok"), 0o755)
+		prog, err := start(t, b, map[string]string{"LD_LIBRARY_PATH": ok, "LD_PRELOAD": "libc.so.6", "TZ": "Europe/Paris", "LANG": "C.UTF-8", "GCONV_PATH": ok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ran(prog) {
+			t.Error("the program did not run")
+		}
+	})
 }

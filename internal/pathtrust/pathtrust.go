@@ -36,6 +36,11 @@ type Problem struct {
 	// Script, of Program's answer, is the script whose #! line names the interpreter Path is, or
 	// is on the way to (or, through env, the command it runs); "" when that is the program.
 	Script string
+	// ELF, of Program's answer, is the ELF program (the command, or a script's interpreter)
+	// whose dynamic loader reads from Path, which Entry names: "RUNPATH $ORIGIN/../lib",
+	// "RPATH /opt/x/lib", "interpreter (PT_INTERP) /lib64/ld-linux-x86-64.so.2"; "" when Path
+	// is on the way to a program or searched for one.
+	ELF, Entry string
 }
 
 // Dir is Path without the "symlink " that names a symlink: what to chown or chmod.
@@ -452,7 +457,8 @@ func Replaceable(path string) *Problem {
 // or, for one that does not exist, of the directory another user could make it in. A script's
 // #! interpreter is the program the kernel runs: it is checked alike, as is the command
 // `#!/usr/bin/env NAME` runs, looked up in envPath (the PATH the program is given), to
-// maxScripts levels.
+// maxScripts levels. An ELF program's loader and the directories its RUNPATH or RPATH searches
+// for libraries are checked too (loaded: ELF and Entry name them).
 func Program(command, path, envPath string) *Problem {
 	if !strings.Contains(command, "/") {
 		if pr := shadowed(command, filepath.Dir(path), os.Getenv("PATH"), false); pr != nil {
@@ -480,7 +486,7 @@ func program(path, envPath string, depth int) *Problem {
 	}
 	interp, arg, ok := shebang(path)
 	if !ok {
-		return nil
+		return loaded(path)
 	}
 	var pr *Problem
 	if name := envCommand(interp, arg, &envPath); name != "" {

@@ -330,8 +330,14 @@ func (cs claims) Free(id int64, outcome Outcome) error {
 	}
 	// Keep the newest historyLimit entries. Ids are dense (AUTOINCREMENT, rows are only ever
 	// deleted from the old end), so this is a range delete on the primary key, and nothing to do
-	// until the history first fills.
+	// until the history first fills. The entries pruned may hold the last copy of a mount flag
+	// (a password): that is secrets leaving the state, as a delete is (noteSecretsUnlessSame,
+	// forget.go), so the event log is scrubbed of them and the WAL's wipe owed
+	// (TestPrunedClaimHistoryLeavesTheFiles). Entries without flags cost one indexed read.
 	if over := historyID - int64(cs.tx.s.historyLimit); over > 0 {
+		if err := cs.tx.noteSecretsUnlessSame(`SELECT NOT EXISTS (SELECT 1 FROM claim_history WHERE id <= ? AND mount_flags IS NOT NULL)`, over); err != nil {
+			return wrap(err, what, "")
+		}
 		_, err = cs.tx.exec(`DELETE FROM claim_history WHERE id <= ?`, over)
 	}
 	return wrap(err, what, "")

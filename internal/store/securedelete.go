@@ -18,7 +18,8 @@ import "context"
 // records it in the state mark (wal_secrets, migration 0012: that commit's seq), in the same
 // transaction, by the statement that counts the commit (markUpdate); every commit of any process
 // reads it back from that statement, one integer more, and the first that truncates the WAL
-// clears it (payWAL), unless a later commit owes it again. Close tries once more.
+// clears it (payWAL), unless a later commit owes it again. Close tries once more, and Open
+// reads it too (payOwedWipe), for a process that only reads.
 //
 // secure_delete is not retroactive: a state a volctl before it (before migration 0012) deleted
 // secrets from keeps them in its free pages. The migration records a VACUUM owed (vacuum), paid
@@ -148,6 +149,32 @@ func (s *Store) payAtOpen() {
 	if err := tx.queryRow("SELECT seq, wal_secrets, vacuum FROM state_mark").Scan(&d.seq, &d.walSecrets, &d.vacuum); err == nil {
 		s.pay(tx, d)
 	}
+}
+
+// payOwedWipe pays, at Open, a wipe of the WAL another process owed and left (killed between
+// its COMMIT and its checkpoint, or stopped short by a reader and then gone), read on p, the
+// pool Open read the schema version on (a reader's read connection). A process that only reads
+// (volume status, the dashboard) never commits, so it never read the debt back: on a host where
+// only such commands ran after, the secret stayed in the WAL for good. The write connection
+// has no busy handler (dsn): a writer holding the lock, or a reader an older snapshot, makes
+// the truncation and the debt's clearing fail at once, never wait; the debt stays for the next
+// commit or Open. One primary-key read when nothing is owed; the VACUUM owed is left to a commit.
+func (s *Store) payOwedWipe(p *pool) {
+	c, err := p.get(context.Background(), 0)
+	if err != nil {
+		return
+	}
+	var seq, owed int64
+	err = (&Tx{ctx: context.Background(), c: c, s: s}).queryRow("SELECT seq, wal_secrets FROM state_mark").Scan(&seq, &owed)
+	p.put(c)
+	if err != nil || owed == 0 {
+		return // no mark yet (a new state), or nothing owed
+	}
+	if c, err = s.w.get(context.Background(), 0); err != nil {
+		return
+	}
+	defer s.w.put(c)
+	s.payWAL(&Tx{ctx: context.Background(), c: c, s: s}, seq)
 }
 
 // wipeWALAtClose is the last try of a WAL secretsInWAL says still holds secrets, before the

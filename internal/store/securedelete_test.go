@@ -290,3 +290,59 @@ func TestAFailedVacuumStillPaysTheCommitsWipe(t *testing.T) {
 // forgetNothing is a store's WithForget whose scrubber leaves messages as they are: the
 // engine's takes secret values out of the event log; these tests look at the files only.
 var forgetNothing = WithForget(func([]string) func(string) string { return func(m string) string { return m } })
+
+// TestPrunedClaimHistoryLeavesTheFiles: the claim history keeps its newest entries up to a
+// limit (DefaultHistoryLimit); the Free that goes past it deletes the oldest, and with it the
+// last copy of that claim's mount flags, which may hold a password (a CIFS mount's). The prune
+// was no change of secrets to the store: the flag stayed in the WAL's old frames (no truncation
+// owed) and in the event log's messages a plugin had echoed it into (no scrub), for whoever
+// later read the state dir. Now a prune that takes flags out is followed by both, as a delete is.
+func TestPrunedClaimHistoryLeavesTheFiles(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "state")
+	forget := WithForget(func(values []string) func(string) string {
+		return func(msg string) string {
+			for _, v := range values {
+				msg = strings.ReplaceAll(msg, v, "[GONE]")
+			}
+			return msg
+		}
+	})
+	s, err := Open(context.Background(), dir, forget, WithHistoryLimit(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	secret := "password=Zq9-volctl-distinctive-secret-pruned-history"
+	update(t, s, func(tx *Tx) error {
+		return tx.Volumes().Insert(&Volume{ID: "share", PluginID: "p", State: VolumeReady})
+	})
+	free := func(alloc string, flags spec.MountFlags, message string) {
+		update(t, s, func(tx *Tx) error {
+			c := Claim{VolumeID: "share", Alloc: alloc, Mode: ClaimRead, State: ClaimControllerDetached, MountFlags: flags}
+			if err := tx.Claims().Insert(&c); err != nil {
+				return err
+			}
+			return errors.Join(tx.Claims().Free(c.ID, OutcomeReleased), tx.Events().Append(&Event{Kind: "x", Message: message}))
+		})
+	}
+	free("first", spec.MountFlags{"ro", secret}, "plugin said "+secret)
+	if fileHolds(t, dir, secret) == "" {
+		t.Fatalf("the mount flag is in no file of %s while a freed claim holds it: the test scans the wrong files", dir)
+	}
+	free("second", spec.MountFlags{"ro"}, "released") // the history's limit is 1: the first claim's entry goes
+	var past []PastClaim
+	view(t, s, func(tx *Tx) (err error) { past, err = tx.History("", 0); return err })
+	if len(past) != 1 || past[0].Alloc != "second" {
+		t.Fatalf("history after the prune = %+v; want the second claim alone", past)
+	}
+	if name := fileHolds(t, dir, secret); name != "" {
+		t.Errorf("the pruned claim's mount flag is still in %s while the store is open", name)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if name := fileHolds(t, dir, secret); name != "" {
+		t.Errorf("the pruned claim's mount flag is still in %s after the store closed", name)
+	}
+}

@@ -319,6 +319,8 @@ func openWritable(ctx context.Context, abs string, target int, o options) (*Stor
 	s.marked = target >= markVersion
 	if s.debts = target >= debtVersion; s.vacuumOwed {
 		s.payAtOpen()
+	} else if s.debts {
+		s.payOwedWipe(versions)
 	}
 	// SQLite creates -wal and -shm with the database's mode, but only while that mode survives
 	// the umask intact; make sure neither is readable by others whatever the umask was.
