@@ -111,6 +111,9 @@ func TestClaimRacingDeleteOfTheVolume(t *testing.T) {
 			if !strings.Contains(claim.stderr, fmt.Sprintf("%q", vol)) {
 				t.Fatalf("round %d: the failed claim does not name the volume:\n%s", round, claim.stderr)
 			}
+			if strings.Contains(claim.stderr, "deleted by another volctl meanwhile") && strings.Contains(claim.stderr, "another user") {
+				t.Fatalf("round %d: the claim that waited for the delete sends the user to another state dir:\n%s", round, claim.stderr)
+			}
 			if _, err := env.run(nil, "volume", "status", vol); err == nil {
 				t.Fatalf("round %d: volume %q deleted, and still there", round, vol)
 			}
