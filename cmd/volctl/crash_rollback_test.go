@@ -31,53 +31,22 @@ import (
 // TestResumedRollbackLeavesThePluginsOwnLinkToItsNodeUnpublish's.
 func TestCrashInARollbackLeavesThePluginsOwnLink(t *testing.T) {
 	t.Parallel()
-	bin := buildVolctl(t, failpointsTag)
-	elsewhere := t.TempDir() // the plugin's own directory, where its link leads
-	cfg := csitest.DefaultMemConfig()
-	cfg.MakeTarget = func(target string) error { return os.Symlink(elsewhere, target) }
-	mem := csitest.NewMountingMemPlugin(t, cfg)
-	var (
-		mu     sync.Mutex
-		sawDir []bool // per NodeUnpublishVolume: the plugin's link at its target when it came
-	)
-	seen := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if strings.HasSuffix(info.FullMethod, "/NodeUnpublishVolume") {
-			if r, ok := req.(interface{ GetTargetPath() string }); ok {
-				fi, err := os.Lstat(r.GetTargetPath())
-				mu.Lock()
-				sawDir = append(sawDir, err == nil && fi.Mode()&os.ModeSymlink != 0)
-				mu.Unlock()
-			}
-		}
-		return handler(ctx, req)
-	}
-	socket, _ := csitest.Serve(t, csitest.WithServer(mem), csitest.WithInterceptor(seen))
-	env := &hostEnv{t: t, state: t.TempDir(), socket: socket}
-	env.ok("plugin", "register", "--id", "hp", "--socket", socket)
-	env.createVolume("vol", spec.SingleNodeWriter)
+	lp := newLinkingPlugin(t)
+	env, bin := lp.env, lp.bin
 	// The one step of the rollback before its NodeUnpublishVolume: the claim recorded
 	// unpublishing, checkTarget having refused the plugin's link.
 	const fp = "release:unpublishing"
-	linkEvents := func() int {
-		return strings.Count(env.ok("events", "--kind", "target-link-removed", "--json"), `"target-link-removed"`)
-	}
-	before := linkEvents()
+	before := lp.linkEvents()
 	env.crash(bin, fp, "volume", "claim", "vol", "--alloc", "a")
-	mu.Lock()
-	sent := len(sawDir)
-	mu.Unlock()
-	if sent != 0 {
-		t.Fatalf("killed at %s: %d NodeUnpublishVolume calls before the kill; want none, the reconcile's the first", fp, sent)
+	if _, saw := lp.seen(); len(saw) != 0 {
+		t.Fatalf("killed at %s: %d NodeUnpublishVolume calls before the kill; want none, the reconcile's the first", fp, len(saw))
 	}
 	env.ok("reconcile")
 	env.checkInvariants()
-	mu.Lock()
-	saw := slices.Clone(sawDir)
-	mu.Unlock()
-	if len(saw) == 0 || !saw[0] {
+	if _, saw := lp.seen(); len(saw) == 0 || !saw[0] {
 		t.Errorf("rollback killed at %s, then reconcile: NodeUnpublishVolume found the plugin's link at the target: %v (one per call); want reconcile's first to find it, as the uncut rollback's does", fp, saw)
 	}
-	if n := linkEvents() - before; n != 0 {
+	if n := lp.linkEvents() - before; n != 0 {
 		t.Errorf("rollback killed at %s, then reconcile: %d target-link-removed events blame a hand or a program for the plugin's own link:\n%s",
 			fp, n, env.ok("events", "--kind", "target-link-removed"))
 	}
@@ -99,38 +68,9 @@ func TestCrashInARollbackLeavesThePluginsOwnLink(t *testing.T) {
 // ever rolled the claim back.
 func TestCrashAfterNodePublishOfALinkedTarget(t *testing.T) {
 	t.Parallel()
-	bin := buildVolctl(t, failpointsTag)
-	elsewhere := t.TempDir() // the plugin's own directory, where its link leads
-	cfg := csitest.DefaultMemConfig()
-	cfg.MakeTarget = func(target string) error { return os.Symlink(elsewhere, target) }
-	mem := csitest.NewMountingMemPlugin(t, cfg)
-	var (
-		mu       sync.Mutex
-		sawLink  []bool // per NodeUnpublishVolume: the plugin's link at its target when it came
-		publish1 int    // NodePublishVolume calls
-	)
-	seen := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case strings.HasSuffix(info.FullMethod, "/NodePublishVolume"):
-			publish1++
-		case strings.HasSuffix(info.FullMethod, "/NodeUnpublishVolume"):
-			if r, ok := req.(interface{ GetTargetPath() string }); ok {
-				fi, err := os.Lstat(r.GetTargetPath())
-				sawLink = append(sawLink, err == nil && fi.Mode()&os.ModeSymlink != 0)
-			}
-		}
-		return handler(ctx, req)
-	}
-	socket, _ := csitest.Serve(t, csitest.WithServer(mem), csitest.WithInterceptor(seen))
-	env := &hostEnv{t: t, state: t.TempDir(), socket: socket}
-	env.ok("plugin", "register", "--id", "hp", "--socket", socket)
-	env.createVolume("vol", spec.SingleNodeWriter)
-	linkEvents := func() int {
-		return strings.Count(env.ok("events", "--kind", "target-link-removed", "--json"), `"target-link-removed"`)
-	}
-	before := linkEvents()
+	lp := newLinkingPlugin(t)
+	env, bin := lp.env, lp.bin
+	before := lp.linkEvents()
 	const fp = "rpc:NodePublishVolume"
 	env.crash(bin, fp, "volume", "claim", "vol", "--alloc", "a")
 	targets, _ := filepath.Glob(filepath.Join(env.state, "publish", "a", "vol", "*"))
@@ -150,16 +90,14 @@ func TestCrashAfterNodePublishOfALinkedTarget(t *testing.T) {
 	}
 	env.ok("reconcile") // nothing left to do
 	env.checkInvariants()
-	mu.Lock()
-	saw, published := slices.Clone(sawLink), publish1
-	mu.Unlock()
+	published, saw := lp.seen()
 	if published != 1 {
 		t.Errorf("NodePublishVolume sent %d times; want once, the killed command's (the rollback sends it no more)", published)
 	}
 	if len(saw) == 0 || !saw[0] {
 		t.Errorf("killed at %s, then reconcile: NodeUnpublishVolume found the plugin's link at the target: %v (one per call); want the rollback's first to find it, as the uncut rollback's does", fp, saw)
 	}
-	if n := linkEvents() - before; n != 0 {
+	if n := lp.linkEvents() - before; n != 0 {
 		t.Errorf("killed at %s, then reconcile: %d target-link-removed events blame a hand or a program for the plugin's own link:\n%s",
 			fp, n, env.ok("events", "--kind", "target-link-removed"))
 	}
@@ -189,4 +127,57 @@ func claimHistory(t *testing.T, state, volume string) []store.PastClaim {
 		t.Fatal(err)
 	}
 	return past
+}
+
+// linkingPlugin is a hostEnv whose in-memory plugin (real mounts) "publishes" by making the
+// target a symlink to a directory of its own, volctl built with failpoints to kill, and what the
+// plugin was sent.
+type linkingPlugin struct {
+	env *hostEnv
+	bin string
+	mu  sync.Mutex
+	// published counts NodePublishVolume calls; sawLink is, per NodeUnpublishVolume, whether
+	// the plugin's link was at its target when it came.
+	published int
+	sawLink   []bool
+}
+
+// newLinkingPlugin serves the plugin, registers it as "hp" and creates the volume "vol".
+func newLinkingPlugin(t *testing.T) *linkingPlugin {
+	lp := &linkingPlugin{bin: buildVolctl(t, failpointsTag)}
+	elsewhere := t.TempDir() // the plugin's own directory, where its link leads
+	cfg := csitest.DefaultMemConfig()
+	cfg.MakeTarget = func(target string) error { return os.Symlink(elsewhere, target) }
+	mem := csitest.NewMountingMemPlugin(t, cfg)
+	seen := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		lp.mu.Lock()
+		switch {
+		case strings.HasSuffix(info.FullMethod, "/NodePublishVolume"):
+			lp.published++
+		case strings.HasSuffix(info.FullMethod, "/NodeUnpublishVolume"):
+			if r, ok := req.(interface{ GetTargetPath() string }); ok {
+				fi, err := os.Lstat(r.GetTargetPath())
+				lp.sawLink = append(lp.sawLink, err == nil && fi.Mode()&os.ModeSymlink != 0)
+			}
+		}
+		lp.mu.Unlock()
+		return handler(ctx, req)
+	}
+	socket, _ := csitest.Serve(t, csitest.WithServer(mem), csitest.WithInterceptor(seen))
+	lp.env = &hostEnv{t: t, state: t.TempDir(), socket: socket}
+	lp.env.ok("plugin", "register", "--id", "hp", "--socket", socket)
+	lp.env.createVolume("vol", spec.SingleNodeWriter)
+	return lp
+}
+
+// seen is what the plugin was sent so far.
+func (lp *linkingPlugin) seen() (published int, sawLink []bool) {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	return lp.published, slices.Clone(lp.sawLink)
+}
+
+// linkEvents counts the target-link-removed events recorded.
+func (lp *linkingPlugin) linkEvents() int {
+	return strings.Count(lp.env.ok("events", "--kind", "target-link-removed", "--json"), `"target-link-removed"`)
 }
