@@ -172,6 +172,11 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest, probeFirst *
 		defer unlock()
 		locked = true
 		cl, v, ld, fresh, err = e.admitProbed(ctx, req, locked, nil)
+		if errors.Is(err, ErrNotFound) && errors.Is(e.checkVolumeExists(ctx, req.VolumeID), ErrNotFound) {
+			// Admission found the volume a moment ago (being created or deleted, by the
+			// operation it waited for): that operation deleted it.
+			err = deletedMeanwhile(req.VolumeID)
+		}
 	}
 	if err != nil {
 		return fail(err)
@@ -346,6 +351,23 @@ func notReady(v store.Volume) error {
 	return conflictf("volume %q is %s, not ready: its %s was interrupted (run `volctl reconcile` to finish it)",
 		v.ID, v.State, map[store.VolumeState]string{store.VolumeCreating: "create", store.VolumeDeleting: "delete"}[v.State])
 }
+
+// goneMeanwhile is a volume an operation found and another volctl deleted while it waited
+// for the volume's lock (a `volume delete` in flight): not found, but not one to look for in
+// another state dir, which a plain "not found" sends the user to (the command line's advice
+// is left out: IsGoneMeanwhile).
+type goneMeanwhile struct{ msg string }
+
+func (g *goneMeanwhile) Error() string        { return g.msg }
+func (g *goneMeanwhile) Is(target error) bool { return target == ErrNotFound }
+
+func deletedMeanwhile(volumeID string) error {
+	return &goneMeanwhile{msg: fmt.Sprintf("volume %q was deleted by another volctl meanwhile (its `volctl volume delete` held the volume while this command waited)", volumeID)}
+}
+
+// IsGoneMeanwhile reports whether err is a volume deleted by another volctl while the command
+// waited for it: not found, and no advice about where else to look.
+func IsGoneMeanwhile(err error) bool { return errors.As(err, new(*goneMeanwhile)) }
 
 // errHolderInFlight is admission without the volume's lock finding the volume being created or
 // deleted, or the alloc's own claim, or only claims, being released in its way: the work of the

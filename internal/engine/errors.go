@@ -35,6 +35,14 @@ func (e *kindError) Is(target error) bool { return target == e.kind }
 // is rolled back, not left for a reconcile that would get the same answer. Exit code 1.
 var errBadAnswer = errors.New("the plugin's answer is contradicted by the host")
 
+// kindWrap is err, matched with errors.Is as kind too, its own chain kept (errors.As still
+// finds what it wraps: a *symlinkError naming the link).
+type kindWrap struct{ kind, err error }
+
+func (k *kindWrap) Error() string        { return k.err.Error() }
+func (k *kindWrap) Unwrap() error        { return k.err }
+func (k *kindWrap) Is(target error) bool { return target == k.kind }
+
 func badAnswerf(format string, args ...any) error {
 	return &kindError{kind: errBadAnswer, msg: fmt.Sprintf(format, args...)}
 }

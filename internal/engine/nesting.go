@@ -10,8 +10,8 @@ import (
 // otherwise: with outerFirst, one whose destination is below another's comes after it (binding:
 // the outer mount is made first, and the inner on the outer volume's directory); without, before
 // it (unbinding: an outer mount with one below it cannot be unmounted, EBUSY). Items whose
-// destinations nest both ways (a cycle) keep their order, and bind refuses the one that would
-// hide another. It is a topological sort over the nesting (nestGraph), O(n log n) in the
+// destinations nest both ways (a cycle) keep their order, broken at one of them (not at an item
+// outside the cycle that waits on it), and bind refuses the one that would hide another. It is a topological sort over the nesting (nestGraph), O(n log n) in the
 // destinations: a group of a thousand allocs is ordered on every pass.
 func nestingOrder[T any](items []T, dests func(T) []string, outerFirst bool) []T {
 	order, _ := newNestGraph(len(items), func(i int) []string { return dests(items[i]) }).sort(outerFirst)
@@ -85,7 +85,8 @@ func newNestGraph(n int, dests func(int) []string) *nestGraph {
 }
 
 // sort is the items' order (outerFirst, or inner first), the smallest listed index first among
-// those free to go; in a cycle, the smallest listed index still waiting goes. depth is each
+// those free to go; when none is (a cycle), the smallest listed index on a cycle goes
+// (onCycle), not the smallest waiting, which may be outside the cycle, waiting on it. depth is each
 // item's nesting depth in that order (nestingDepths; outer first only).
 func (g *nestGraph) sort(outerFirst bool) (order, depth []int) {
 	// left[p] counts the incidences not yet done that an item waiting on p waits for; a waiter
@@ -166,7 +167,7 @@ func (g *nestGraph) sort(outerFirst bool) (order, depth []int) {
 			for done[next] {
 				next++
 			}
-			i = next
+			i = g.onCycle(next, done, waits)
 		}
 		done[i] = true
 		order = append(order, i)
@@ -190,6 +191,126 @@ func (g *nestGraph) sort(outerFirst bool) (order, depth []int) {
 		}
 	}
 	return order, depth
+}
+
+// onCycle is the item to go when every item left waits (a cycle of destinations nesting both
+// ways): the smallest listed index of a cycle that waits on no item outside it (a sink of the
+// strongly connected components of the waits), found by a depth-first search from start, the
+// smallest index left. The smallest index left may lie outside every cycle, waiting on one (an
+// outer claim's unbind before the claims below it, EBUSY; an inner claim's bind before those
+// above it, hidden by them), or on a cycle that itself waits on another. The search runs over
+// the items left and the paths (each path standing for the items at it, and inner first for
+// those below it too), so it costs the sort's size, not the pairs of items; cycles are rare
+// (bind refuses the claim that would hide another). waits is sort's (outer first; nil inner
+// first).
+func (g *nestGraph) onCycle(start int, done []bool, waits [][]int) int {
+	at := make([][]int, len(g.paths)) // by path: the items with a destination there
+	children := make([][]int, len(g.paths))
+	for i, ps := range g.of {
+		for _, p := range ps {
+			at[p] = append(at[p], i)
+		}
+	}
+	for p, q := range g.parent {
+		if q >= 0 {
+			children[q] = append(children[q], p)
+		}
+	}
+	// Nodes: items 0..n-1, then paths. An item waits on paths: outer first, the nearest
+	// enclosing destination of each of its own; inner first, the children of each of its own
+	// (what lies strictly below it). A path leads to the items left at it, and inner first to
+	// its children.
+	succ := func(v int, each func(int)) {
+		g.nodes++
+		if v < g.n {
+			if waits != nil {
+				for _, q := range waits[v] {
+					each(g.n + q)
+				}
+				return
+			}
+			for _, p := range g.of[v] {
+				for _, c := range children[p] {
+					each(g.n + c)
+				}
+			}
+			return
+		}
+		p := v - g.n
+		for _, j := range at[p] {
+			if !done[j] {
+				each(j)
+			}
+		}
+		if waits == nil {
+			for _, c := range children[p] {
+				each(g.n + c)
+			}
+		}
+	}
+	// Tarjan's search, iterative: the first component it completes that holds an item reaches
+	// no other item's component (every component reachable from it completes before it).
+	nodes := g.n + len(g.paths)
+	index, low := make([]int, nodes), make([]int, nodes)
+	onStack := make([]bool, nodes)
+	for v := range index {
+		index[v] = -1
+	}
+	var stack []int
+	type frame struct {
+		v    int
+		next []int
+	}
+	counter := 0
+	visit := func(v int) frame {
+		index[v], low[v] = counter, counter
+		counter++
+		stack = append(stack, v)
+		onStack[v] = true
+		var next []int
+		succ(v, func(w int) { next = append(next, w) })
+		return frame{v, next}
+	}
+	frames := []frame{visit(start)}
+	for len(frames) > 0 {
+		f := &frames[len(frames)-1]
+		if len(f.next) > 0 {
+			w := f.next[0]
+			f.next = f.next[1:]
+			switch {
+			case index[w] < 0:
+				frames = append(frames, visit(w))
+			case onStack[w]:
+				low[f.v] = min(low[f.v], index[w])
+			}
+			continue
+		}
+		v := f.v
+		frames = frames[:len(frames)-1]
+		if len(frames) > 0 {
+			u := frames[len(frames)-1].v
+			low[u] = min(low[u], low[v])
+		}
+		if low[v] != index[v] {
+			continue
+		}
+		pick := -1
+		for {
+			w := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			onStack[w] = false
+			if w < g.n && (pick < 0 || w < pick) {
+				pick = w
+			}
+			if w == v {
+				break
+			}
+		}
+		if pick >= 0 {
+			return pick
+		}
+	}
+	return start // not reached: start is an item, in a component the search completes
 }
 
 // indexHeap is a min-heap of listed indices.

@@ -136,7 +136,7 @@ func TestNestingOrderIsTheDefinedOrder(t *testing.T) {
 }
 
 // A claim with two nested destinations of its own (one volume at /t and /t/logs) waits on no one
-// for them; a cycle between two claims keeps the listed order.
+// for them; a cycle between two claims keeps the listed order, and is broken at one of its own.
 func TestNestingOrderSelfNestedAndCycles(t *testing.T) {
 	c := claimAt
 	ids := func(cs []store.Claim) (out []string) {
@@ -153,6 +153,12 @@ func TestNestingOrderSelfNestedAndCycles(t *testing.T) {
 		{[]store.Claim{c("deep", "/t/logs/x"), c("t", "/t/logs", "/t")}, []string{"t", "deep"}, []string{"deep", "t"}},
 		{[]store.Claim{c("x", "/a", "/b/c"), c("y", "/b", "/a/c")}, []string{"x", "y"}, []string{"x", "y"}},
 		{[]store.Claim{c("in", "/a/b"), c("o1", "/a"), c("o2", "/a")}, []string{"o1", "o2", "in"}, []string{"in", "o1", "o2"}},
+		// x and y nest both ways; "inner" lies below both, "outer" above both, each listed
+		// before them. The cycle is broken at one of its own (x, the first listed), never at
+		// the claim outside it that waits on it: bound before x and y, "inner" was hidden by
+		// their binds; unbound before them, "outer" was busy (EBUSY) under theirs.
+		{[]store.Claim{c("inner", "/a/c/d"), c("outer", "/"), c("x", "/a", "/b/c"), c("y", "/b", "/a/c")},
+			[]string{"outer", "x", "y", "inner"}, []string{"inner", "x", "y", "outer"}},
 	} {
 		for _, outerFirst := range []bool{true, false} {
 			want := tc.inner
@@ -161,6 +167,82 @@ func TestNestingOrderSelfNestedAndCycles(t *testing.T) {
 			}
 			if got := ids(nestingOrder(tc.claims, func(c store.Claim) []string { return bindDests(c.Binds) }, outerFirst)); !slices.Equal(got, want) {
 				t.Errorf("nestingOrder(%v, outerFirst %v) = %v, want %v", ids(tc.claims), outerFirst, got, want)
+			}
+		}
+	}
+}
+
+// On random groups of claims with up to three destinations each, no two claims sharing one (as
+// admission has them: refuseSharedDestinations), which may nest both ways (cycles), nestingOrder
+// puts a claim before one it must follow (directly or through others) only after a cycle it must
+// follow was broken: the claim the sort lets go when every claim left waits is on a cycle, never
+// one outside it that waits on it (bound first, it was hidden by the cycle's binds; unbound first,
+// it was busy under them, EBUSY). Once a cycle is broken at one claim, the claims below that
+// claim's destinations no longer wait for the rest of the cycle (the sort waits on the nearest
+// enclosing destination alone); that is all a cycle costs, and bind refuses the claim that would
+// hide another anyway.
+func TestNestingOrderBreaksCyclesOnlyOnThem(t *testing.T) {
+	rng := rand.New(rand.NewSource(29))
+	paths := []string{"/", "/a", "/a/b", "/a/b/c", "/b", "/b/a", "/b/a/c", "/c", "/c/a", "/c/a/b"}
+	for round := range 3000 {
+		n := 1 + rng.Intn(7)
+		free := rng.Perm(len(paths))
+		var claims []store.Claim
+		for i := range n {
+			var dests []string
+			for range rng.Intn(3) {
+				if len(free) > 0 {
+					dests, free = append(dests, paths[free[0]]), free[1:]
+				}
+			}
+			claims = append(claims, claimAt(fmt.Sprint(i), dests...))
+		}
+		for _, outerFirst := range []bool{true, false} {
+			// follows[a][b]: a must go after b (the transitive closure of the nesting).
+			follows := make([][]bool, n)
+			for a := range n {
+				follows[a] = make([]bool, n)
+				for b := range n {
+					for _, da := range bindDests(claims[a].Binds) {
+						for _, db := range bindDests(claims[b].Binds) {
+							if a != b && (outerFirst && under(da, db) || !outerFirst && under(db, da)) {
+								follows[a][b] = true
+							}
+						}
+					}
+				}
+			}
+			for k := range n {
+				for a := range n {
+					for b := range n {
+						follows[a][b] = follows[a][b] || follows[a][k] && follows[k][b]
+					}
+				}
+			}
+			got := nestingOrder(claims, func(c store.Claim) []string { return bindDests(c.Binds) }, outerFirst)
+			order := make([]int, n)
+			for k, c := range got {
+				fmt.Sscan(c.VolumeID, &order[k])
+			}
+			for x := range n {
+				a := order[x]
+			next:
+				for _, b := range order[x+1:] { // a goes before b
+					if !follows[a][b] || follows[b][a] {
+						continue
+					}
+					for _, c := range order[:x] {
+						if follows[a][c] && follows[c][c] {
+							continue next // a cycle a follows was broken before a
+						}
+					}
+					var dests [][]string
+					for _, c := range claims {
+						dests = append(dests, bindDests(c.Binds))
+					}
+					t.Fatalf("round %d (outerFirst %v): claims at %v ordered %v: %d goes before %d, which it must follow, on no cycle with it and after no cycle broken before it",
+						round, outerFirst, dests, order, a, b)
+				}
 			}
 		}
 	}

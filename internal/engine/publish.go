@@ -489,7 +489,7 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 	cl := p.cl
 	// volctl makes the target's parent; the plugin makes the target itself.
 	if err := e.locks.makeTargetParent(ctx, e.realPath(cl.TargetPath)); err != nil {
-		return fmt.Errorf("publish path: %w", err)
+		return e.linkedTarget(v, p, c, err)
 	}
 	if err := p.flush(ctx, "claim"); err != nil {
 		return err
@@ -545,6 +545,45 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 	p.event(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
 		Message: fmt.Sprintf("%s claim published at %s", cl.Mode, cl.TargetPath)})
 	return nil
+}
+
+// linkedTarget is nodePublish's answer to makeTargetParent's refusal err. A symlink at the
+// target itself, of a claim whose target was never accepted (not degraded), is final, as
+// checkTarget's refusal of one is, never left for a reconcile that would find it there every
+// pass and refuse it again, the claim never settled:
+//   - when the drive began at node-staged, an earlier command may have sent NodePublishVolume and
+//     been cut off before checkTarget saw what the plugin made (a kill, a power loss): the link
+//     is taken for the plugin's answer, as checkTarget takes it (errBadAnswer), and the claim is
+//     rolled back the way an uncut one is, its NodeUnpublishVolume finding the link there for
+//     the plugin to remove (targetRecorded: not accepted)
+//     (TestCrashAfterNodePublishOfALinkedTarget);
+//   - otherwise no NodePublishVolume was ever sent for the claim (this command holds the
+//     volume's lock and brought it here): the link was there before (left by a plugin under an
+//     older volctl, or by hand), and the claim is put back to controller-published, which a
+//     release leaves without NodeUnpublishVolume (a plugin would follow the link and unmount
+//     whatever is mounted where it leads), and rolled back as a conflict saying to remove the
+//     link (TestClaimOnASymlinkLeftAtTheTargetIsRolledBack).
+//
+// A link above the target (a directory of volctl's own replaced) stays an error left for
+// reconcile: a rollback would not send NodeUnpublishVolume through it either
+// (unlinkBeforeTeardown), and only its removal, which the error says, lets either way on. A
+// degraded claim (published once, being restored) is never rolled back: it is held, as for any
+// error.
+func (e *Engine) linkedTarget(v store.Volume, p *checkpoint, c *conn, err error) error {
+	var se *symlinkError
+	if !errors.As(err, &se) || se.Component != filepath.Clean(e.realPath(p.cl.TargetPath)) || p.cl.Degraded {
+		return fmt.Errorf("publish path: %w", err)
+	}
+	if p.from == store.ClaimNodeStaged {
+		what := "a symlink"
+		if dest, lerr := os.Readlink(se.Component); lerr == nil {
+			what = fmt.Sprintf("a symlink to %q", dest)
+		}
+		return badAnswerf("%s: an earlier volctl sent it for volume %q and was cut off before it checked the answer; plugin %q left the target %s %s: the plugin did not publish the volume there",
+			csi.RPCNodePublishVolume, v.ID, c.plugin.ID, p.cl.TargetPath, what)
+	}
+	p.setState(store.ClaimControllerPublished)
+	return fmt.Errorf("publish path: %w", &kindWrap{kind: ErrConflict, err: err})
 }
 
 // publishedBefore says whether the claim's target already holds the volume as checkTarget

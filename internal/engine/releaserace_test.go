@@ -188,6 +188,26 @@ func TestClaimWaitsForACreateOrDeleteInFlight(t *testing.T) {
 	}
 }
 
+// A claim that waited for a `volume delete` in flight in another process says the volume was
+// deleted by another volctl meanwhile, not only "not found", which (the command line adds) sends
+// the user to look in another state dir or for another user's volume: the claim saw the volume,
+// being deleted, a moment before.
+func TestClaimAfterADeleteInFlightSaysTheVolumeWasDeletedMeanwhile(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	opErr, err, _ := h.claimBeside(h.otherProcess(), csi.RPCDeleteVolume, func() error { return h.e.DeleteVolume(h.ctx, "v") }, ClaimRequest{VolumeID: "v", Alloc: "web-0"})
+	if opErr != nil {
+		t.Fatalf("the delete: %v", opErr)
+	}
+	want := `volume "v" was deleted by another volctl meanwhile`
+	if !errors.Is(err, ErrNotFound) || !IsGoneMeanwhile(err) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "volctl volume delete") {
+		t.Errorf("claim after the delete in flight = %v; want not found, saying %s and naming the delete", err, want)
+	}
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "web-0"}); !errors.Is(err, ErrNotFound) || IsGoneMeanwhile(err) {
+		t.Errorf("claim of the volume deleted before it began = %v; want a plain not found", err)
+	}
+}
+
 // A volume left creating or deleting by an interrupted command (nobody holds its lock): a
 // claim, an expand and a snapshot are each refused as a conflict that names the way out. The
 // expand and the snapshot said only "volume "v" is deleting".

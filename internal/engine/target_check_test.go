@@ -137,6 +137,49 @@ func TestClaimOnASymlinkLeftAtTheTargetSaysWhatToDo(t *testing.T) {
 	}
 }
 
+// A new claim refused for a symlink at its target is rolled back, not left node-staged for
+// reconcile: every pass found the link there and refused it again, and a pass resuming the
+// claim from node-staged cannot tell it from the plugin's own answer to an earlier
+// NodePublishVolume (TestCrashAfterNodePublishOfALinkedTarget), which it rolls back with a
+// NodeUnpublishVolume the plugin would send through the link. This claim sent no
+// NodePublishVolume: its rollback sends no NodeUnpublishVolume, and undoes its staging and
+// attachment.
+func TestClaimOnASymlinkLeftAtTheTargetIsRolledBack(t *testing.T) {
+	elsewhere := t.TempDir()
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.SingleNodeWriter)))
+	target := publishPath(h.dir, "a", "v", false, spec.FileSystem, spec.SingleNodeWriter)
+	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, target); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "the claim was rolled back") {
+		t.Errorf("claim on a symlinked target = %v; want a conflict saying the claim was rolled back", err)
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Fatalf("claims after the refused target = %+v, want none (rolled back)", live)
+	}
+	for _, rpc := range []string{csi.RPCNodePublishVolume, csi.RPCNodeUnpublishVolume} {
+		if n := h.mem.CallCount(rpc); n != 0 {
+			t.Errorf("%s sent %d times; want none (nothing was published at the link, and the plugin would follow it)", rpc, n)
+		}
+	}
+	for _, rpc := range []string{csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume} {
+		if n := h.mem.CallCount(rpc); n != 1 {
+			t.Errorf("%s sent %d times; want once (the claim's staging and attachment undone)", rpc, n)
+		}
+	}
+	if dest, err := os.Readlink(target); err != nil || dest != elsewhere {
+		t.Errorf("the link at the target: %q, %v; want it left as it was, for its owner to remove", dest, err)
+	}
+	if rep, err := h.e.Reconcile(h.ctx); err != nil || !rep.OK() {
+		t.Errorf("reconcile after the rollback: %+v, %v; want nothing to do", rep, err)
+	}
+}
+
 // A NodeGetInfo max_volumes_per_node below zero is a bad answer (the CSI spec: 0 is no limit,
 // else a positive count), not "no limit": read as one, volctl would publish past whatever the
 // node allows. Registering, or connecting to, such a plugin fails naming it and the value.
