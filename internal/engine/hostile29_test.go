@@ -12,7 +12,10 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -192,4 +195,76 @@ func countOf(rpcs []string, rpc string) int {
 		}
 	}
 	return n
+}
+
+// BenchmarkAcceptedBy measures what every plugin connection now pays once its first data is in
+// (servers.checkAccepted): one sock_diag request for the other end, and a read of the
+// listener's descriptors. The server is in the same process, so the descriptors read are the
+// test binary's, more than a plugin's.
+func BenchmarkAcceptedBy(b *testing.B) {
+	socket, _ := csitest.Serve(b, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
+	nc, err := net.Dial("unix", socket)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Read(make([]byte, 1)); err != nil { // the server's settings: it accepted
+		b.Fatal(err)
+	}
+	cred, err := csi.PeerCred(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if got := acceptedBy(nc, cred.Pid); got != acceptsListener {
+			b.Fatalf("acceptedBy = %q, want %q", got, acceptsListener)
+		}
+	}
+}
+
+// servers.checkAccepted on connections a supervised plugin accepts (another process than the
+// supervisor that listens): recorded as the listener's when the plugin was fingerprinted (the
+// listener handed its socket on since, without an exec), the connection is refused and the
+// fingerprint stale; recorded as another process's, the first connection goes, and a second
+// (gRPC's reconnect) goes too but has the next operation fingerprint the plugin again.
+func TestConnectionAcceptedOtherwiseThanAtTheFingerprint(t *testing.T) {
+	p := startSupervisedPlugin(t, "mem.csi.volctl.test")
+	accepted := func() (net.Conn, *unix.Ucred) {
+		t.Helper()
+		nc, err := net.Dial("unix", p.socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nc.Close() })
+		if _, err := nc.Read(make([]byte, 1)); err != nil {
+			t.Fatal(err)
+		}
+		cred, err := csi.PeerCred(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int(cred.Pid) != p.pid {
+			t.Fatalf("SO_PEERCRED names pid %d, want the supervisor's %d", cred.Pid, p.pid)
+		}
+		return nc, cred
+	}
+	nc, cred := accepted()
+	if got := acceptedBy(nc, cred.Pid); got != acceptsOther {
+		t.Fatalf("acceptedBy of a connection the supervised plugin accepted = %q, want %q", got, acceptsOther)
+	}
+
+	srv := serversOf(store.Plugin{ID: "mem", Fingerprint: store.Fingerprint{Sockets: []store.SocketIdentity{{Path: p.socket, Accepts: acceptsListener}}}})
+	err := srv.checkAccepted(p.socket, cred, nc)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "accepted by another process") || !srv.execdSince() {
+		t.Errorf("connection accepted by another process than the listener that accepted at the fingerprint: %v (stale %v), want it refused and the fingerprint stale", err, srv.execdSince())
+	}
+
+	srv = serversOf(store.Plugin{ID: "mem", Fingerprint: store.Fingerprint{Sockets: []store.SocketIdentity{{Path: p.socket, Accepts: acceptsOther}}}})
+	if err := srv.checkAccepted(p.socket, cred, nc); err != nil || srv.execdSince() {
+		t.Errorf("first connection to a plugin another process accepts for: %v (stale %v), want it through", err, srv.execdSince())
+	}
+	nc2, cred2 := accepted()
+	if err := srv.checkAccepted(p.socket, cred2, nc2); err != nil || !srv.execdSince() {
+		t.Errorf("second connection to a plugin another process accepts for: %v (stale %v), want it through, the connection not kept", err, srv.execdSince())
+	}
 }
