@@ -236,6 +236,9 @@ type execPluginOptions struct {
 	socket   string // where it listens; "" for a socket of its own
 	volumes  string // volume IDs the driver holds when it starts, comma-separated
 	launcher bool   // started by a launcher that hands it the socket and exits (reaped: pid is the launcher's)
+	// started by a supervisor that listens and stays (supervisorChild, hostile29_test.go: pid is
+	// the supervisor's, restart starts the plugin anew)
+	supervised bool
 }
 
 // startExecPluginWith starts the test binary as plugin driver as o says.
@@ -247,7 +250,11 @@ func startExecPluginWith(t *testing.T, driver string, o execPluginOptions) *exec
 		p.socket = filepath.Join(dir, "csi.sock")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), execPluginEnv+"="+p.socket, execPluginNameEnv+"="+driver, execPluginLogEnv+"="+p.log, execPluginVolsEnv+"="+o.volumes)
+	listen := execPluginEnv
+	if o.supervised {
+		listen = supervisorEnv
+	}
+	cmd.Env = append(os.Environ(), listen+"="+p.socket, execPluginNameEnv+"="+driver, execPluginLogEnv+"="+p.log, execPluginVolsEnv+"="+o.volumes)
 	if o.launcher {
 		cmd.Env = append(cmd.Env, execPluginLaunchEnv+"=1")
 	}

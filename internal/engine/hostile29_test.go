@@ -7,9 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -90,31 +88,7 @@ func supervisorChild() {
 // driver (supervisorChild); pid is the supervisor's.
 func startSupervisedPlugin(t *testing.T, driver string) *execPlugin {
 	t.Helper()
-	dir := t.TempDir()
-	p := &execPlugin{t: t, socket: filepath.Join(dir, "csi.sock"), log: filepath.Join(dir, "rpcs")}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), supervisorEnv+"="+p.socket, execPluginNameEnv+"="+driver, execPluginLogEnv+"="+p.log)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p.stdin, p.stdout, p.pid = stdin, bufio.NewReader(stdout), cmd.Process.Pid
-	t.Cleanup(func() {
-		_ = stdin.Close() // the supervisor stops its plugin and ends
-		if err := cmd.Wait(); err != nil {
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-		}
-	})
-	p.ready()
-	return p
+	return startExecPluginWith(t, driver, execPluginOptions{supervised: true})
 }
 
 // restart has the supervisor start its plugin anew, with flags, holding volumes.
