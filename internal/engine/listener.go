@@ -42,7 +42,8 @@ import (
 //
 // It cannot tell a plugin started anew by a process that keeps the socket and listened on it
 // itself (systemd socket activation, a supervisor that listens and starts the plugin): the
-// listener is that process, which stays (docs/architecture.md, Plugins behind a held socket).
+// listener is that process, which stays; such a plugin's connections are accepted by another
+// process, which acceptedBy tells (docs/architecture.md, Plugins behind a held socket).
 //
 // It reads /proc/<pid>/stat once and stats /proc/<pid>/exe: a second stat read only when the
 // first thread has exited and another runs (procfs.Dir).

@@ -190,9 +190,10 @@ func TestLauncherPidTakenByAnotherProcessRefusesNothing(t *testing.T) {
 // A plugin started by a launcher that handed it the socket and exited, which then exec()s
 // another driver keeping the socket: the listener SO_PEERCRED names is the gone launcher,
 // recorded as such, so nothing of the exec shows, and the next process reused the stored
-// fingerprint and sent the other driver the claim's RPCs. Such a plugin's driver is asked its
-// name on a process's first connection: another is fingerprinted afresh, and refused. (A
-// held connection, the agent's, is not asked again: docs/architecture.md.)
+// fingerprint and sent the other driver the claim's RPCs. Such a plugin's connections are
+// accepted by another process than the gone launcher, so a process's first connection
+// fingerprints it, and another driver is refused. (A held connection, the agent's, is not
+// fingerprinted again mid-operation: docs/architecture.md.)
 func TestClaimThroughALaunchedPluginThatExecdAnotherDriver(t *testing.T) {
 	plugin := startExecPluginWith(t, "mem.csi.volctl.test", execPluginOptions{launcher: true})
 	h, ext := execPluginHarness(t, plugin, Config{})
