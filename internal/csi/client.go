@@ -63,6 +63,11 @@ type Config struct {
 	// another program by then (it exec()ed keeping its listening socket). An error then closes
 	// the connection before any RPC went over it, as at the dial.
 	CheckPeer func(socket string, cred *unix.Ucred) error
+	// CheckAccepted, when set, is asked about every connection CheckPeer let through, when the
+	// server's first bytes arrive (so some process has accept()ed it), with the connection
+	// itself: whoever holds its other end may be another process than the one that listens (a
+	// supervisor's plugin). An error closes the connection before any RPC went over it.
+	CheckAccepted func(socket string, cred *unix.Ucred, nc net.Conn) error
 }
 
 // ConfigFromSpec derives a Config from a plugin spec: a monolith's socket serves both
@@ -85,6 +90,8 @@ type Client struct {
 	named string
 	// checkPeer is Config.CheckPeer; nil connects to whoever listens.
 	checkPeer func(socket string, cred *unix.Ucred) error
+	// checkAccepted is Config.CheckAccepted; nil asks nothing more at the first data.
+	checkAccepted func(socket string, cred *unix.Ucred, nc net.Conn) error
 }
 
 // endpoint is one socket and the CSI service clients on it.
@@ -105,7 +112,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.ControllerSocket == "" && cfg.NodeSocket == "" {
 		return nil, errors.New("csi client: no controller or node socket given")
 	}
-	c := &Client{timeouts: cfg.Timeouts.withDefaults(), log: cfg.Logger, redact: cfg.Redact, observe: cfg.Observe, named: "the plugin", checkPeer: cfg.CheckPeer}
+	c := &Client{timeouts: cfg.Timeouts.withDefaults(), log: cfg.Logger, redact: cfg.Redact, observe: cfg.Observe, named: "the plugin", checkPeer: cfg.CheckPeer, checkAccepted: cfg.CheckAccepted}
 	if cfg.Name != "" {
 		c.named = fmt.Sprintf("plugin %q", EscapeControl(cfg.Name))
 	}
@@ -164,7 +171,7 @@ func (c *Client) dial(socket string) (*endpoint, error) {
 	}
 	if c.checkPeer != nil {
 		opts = append(opts, grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			return ep.dialChecked(ctx, c.checkPeer)
+			return ep.dialChecked(ctx, c.checkPeer, c.checkAccepted)
 		}))
 	}
 	conn, err := grpc.NewClient("unix://"+(&url.URL{Path: abs}).EscapedPath(), opts...)
@@ -179,8 +186,9 @@ func (c *Client) dial(socket string) (*endpoint, error) {
 // dialChecked connects to the endpoint's socket and asks check about the process listening
 // there (Config.CheckPeer): gRPC's dialer, for each connection it makes. A refused connection
 // is closed before gRPC sends anything over it, and the refusal kept for the RPC that waited.
-// The connection asks check again at its first data (acceptedConn).
-func (ep *endpoint) dialChecked(ctx context.Context, check func(string, *unix.Ucred) error) (net.Conn, error) {
+// The connection asks check again at its first data (acceptedConn), and then accepted when set.
+func (ep *endpoint) dialChecked(ctx context.Context, check func(string, *unix.Ucred) error,
+	accepted func(string, *unix.Ucred, net.Conn) error) (net.Conn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "unix", ep.socket)
 	if err != nil {
@@ -199,6 +207,9 @@ func (ep *endpoint) dialChecked(ctx context.Context, check func(string, *unix.Uc
 	ep.refused.Store(nil)
 	return &acceptedConn{Conn: nc, check: func() error {
 		err := check(ep.socket, cred)
+		if err == nil && accepted != nil {
+			err = accepted(ep.socket, cred, nc)
+		}
 		if err != nil {
 			ep.refused.Store(&err)
 		}

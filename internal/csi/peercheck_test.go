@@ -3,6 +3,8 @@ package csi_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -46,4 +48,42 @@ func TestPeerRefusalIsNotTheLaterFailuresCause(t *testing.T) {
 		}
 	}
 	t.Errorf("GetPluginInfo with nothing listening failed with the earlier refusal for 5 s: %v", err)
+}
+
+// CheckAccepted is asked once a connection's first data arrived, with the connection itself
+// (whose other end some process has accepted by then): its refusal fails the RPC, nothing sent
+// to the plugin; once it lets the next connection through, the RPC goes.
+func TestCheckAcceptedRefusalFailsTheRPC(t *testing.T) {
+	var refuse atomic.Bool
+	refuse.Store(true)
+	var asked atomic.Int32
+	h := newHarness(t, csitest.DefaultMemConfig(), withClientConfig(csi.Config{
+		CheckPeer: func(string, *unix.Ucred) error { return nil },
+		CheckAccepted: func(_ string, _ *unix.Ucred, nc net.Conn) error {
+			asked.Add(1)
+			if _, ok := nc.(*net.UnixConn); !ok {
+				return fmt.Errorf("CheckAccepted given a %T, want the unix connection", nc)
+			}
+			if refuse.Load() {
+				return errors.New("ACCEPTED-ELSEWHERE refused")
+			}
+			return nil
+		}}))
+	ctx := context.Background()
+	if _, err := h.client.GetPluginInfo(ctx); err == nil || !strings.Contains(err.Error(), "ACCEPTED-ELSEWHERE refused") {
+		t.Fatalf("GetPluginInfo through a connection CheckAccepted refused: %v, want the refusal", err)
+	}
+	if n := h.mem.CallCount(csi.RPCGetPluginInfo); n != 0 {
+		t.Errorf("the plugin got GetPluginInfo %d times through the refused connection", n)
+	}
+	refuse.Store(false)
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, err = h.client.GetPluginInfo(ctx); err == nil {
+			break
+		}
+	}
+	if err != nil || asked.Load() < 2 {
+		t.Errorf("GetPluginInfo once CheckAccepted lets the connection through: %v (asked %d times)", err, asked.Load())
+	}
 }

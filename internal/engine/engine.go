@@ -307,6 +307,7 @@ func dialCSI(p store.Plugin, srv *servers, timeouts csi.Timeouts, log *slog.Logg
 	cfg.Name = p.ID                       // and so do its errors' hints
 	cfg.Redact = redact
 	cfg.CheckPeer = srv.checkPeer // every connection, gRPC's reconnects too, not only checkServers' own
+	cfg.CheckAccepted = srv.checkAccepted
 	if observe != nil {
 		id := p.ID
 		cfg.Observe = func(rpc, code string, d time.Duration) { observe(id, rpc, code, d) }
@@ -577,47 +578,40 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 	if err != nil {
 		return nil, err
 	}
-	if fp := reusableFingerprint(p, ids); fp != nil && sameListeners(p.Fingerprint.Sockets, ids) {
+	var fp *csi.Fingerprint
+	if stored := reusableFingerprint(p, ids); stored != nil && sameListeners(p.Fingerprint.Sockets, ids) && acceptsRecorded(p.Fingerprint.Sockets) {
 		// The plugin instance this process (or an earlier one) fingerprinted is still the one
 		// on the sockets: its fingerprint stands, passed checkIdentity when it was taken, and
 		// is in the store already. Dialling sent nothing: no RPC, no commit.
 		//
-		// Unless a listener was gone when the plugin was fingerprinted (a launcher that handed
-		// the socket to it and exited), which tells nothing of an exec behind the socket: the
-		// driver there is asked its name, one short RPC, and the fingerprint reused only for
-		// the same one; another is fingerprinted afresh, and refused (checkIdentity).
-		reuse := true
-		if listenersGone(p.Fingerprint.Sockets) {
-			if reuse, err = e.sameDriver(ctx, p, client, fp.Provider); err != nil {
+		// Unless another process than the listener accepted the connection it was fingerprinted
+		// through (systemd's socket activation, a supervisor that listens and starts the plugin
+		// on the descriptor, a launcher that handed the socket on and exited): the plugin may
+		// have been started anew behind the same listener, with other flags, or exec'd another
+		// driver, and nothing the socket or its listener shows tells it. This process's first
+		// connection fingerprints it then (five short RPCs), and reuses the stored fingerprint
+		// only when it reads the same; otherwise what changed is recorded below, with its event,
+		// and another driver refused (checkIdentity).
+		if acceptedElsewhere(p.Fingerprint.Sockets) {
+			if fp, err = e.fingerprintNow(ctx, p, client); err != nil {
 				_ = client.Close()
 				return nil, err
 			}
 		}
-		if reuse {
-			c = &conn{plugin: p, client: client, fp: fp, sockets: ids, servers: srv, timeouts: pluginTimeouts(p, e.cfg.Timeouts), rowAt: p.UpdatedAt}
+		if fp == nil || sameFingerprint(p.Fingerprint, fp) {
+			c = &conn{plugin: p, client: client, fp: stored, sockets: ids, servers: srv, timeouts: pluginTimeouts(p, e.cfg.Timeouts), rowAt: p.UpdatedAt}
 			c.fpRecorded.Store(true)
 			return e.cache(c), nil
 		}
-	}
-	if err := checkServers(ids, srv); err != nil {
-		_ = client.Close()
-		return nil, err
-	}
-	// Fingerprinting asks every socket (identity first): in a pass, not of a plugin that did not
-	// answer earlier in it (hungPlugins).
-	hung := hungPluginsOf(ctx)
-	if err := hung.refuse(p, csi.RPCGetPluginInfo, ""); err != nil {
-		_ = client.Close()
-		return nil, err
-	}
-	fp, err := client.Fingerprint(ctx)
-	if err != nil {
-		var ce *csi.Error
-		if errors.As(err, &ce) {
-			hung.note(p, ce.RPC, "", err) // an identity's hang is the plugin's, whatever the volume
+	} else {
+		if err := checkServers(ids, srv); err != nil {
+			_ = client.Close()
+			return nil, err
 		}
-		_ = client.Close()
-		return nil, err
+		if fp, err = e.fingerprintNow(ctx, p, client); err != nil {
+			_ = client.Close()
+			return nil, err
+		}
 	}
 	if err := checkIdentity(p, fp, ids); err != nil {
 		_ = client.Close()
@@ -661,19 +655,32 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 	return e.cache(c), nil
 }
 
-// sameDriver asks the plugin on client its name (GetPluginInfo) and says whether it is driver;
-// in a pass, not of a plugin that did not answer earlier in it (hungPlugins).
-func (e *Engine) sameDriver(ctx context.Context, p store.Plugin, client Plugin, driver string) (bool, error) {
+// fingerprintNow asks the plugin on client its fingerprint (identity first); in a pass, not of
+// a plugin that did not answer earlier in it (hungPlugins).
+func (e *Engine) fingerprintNow(ctx context.Context, p store.Plugin, client Plugin) (*csi.Fingerprint, error) {
 	hung := hungPluginsOf(ctx)
 	if err := hung.refuse(p, csi.RPCGetPluginInfo, ""); err != nil {
-		return false, err
+		return nil, err
 	}
-	info, err := client.GetPluginInfo(ctx)
+	fp, err := client.Fingerprint(ctx)
 	if err != nil {
-		hung.note(p, csi.RPCGetPluginInfo, "", err)
-		return false, err
+		var ce *csi.Error
+		if errors.As(err, &ce) {
+			hung.note(p, ce.RPC, "", err) // an identity's hang is the plugin's, whatever the volume
+		}
+		return nil, err
 	}
-	return info.Name == driver, nil
+	return fp, nil
+}
+
+// sameFingerprint says whether fp, a plugin's fingerprint taken now, is the one stored: the
+// same driver, version, capabilities, node ID and node limits.
+func sameFingerprint(stored store.Fingerprint, fp *csi.Fingerprint) bool {
+	now := fingerprintToStore(fp, time.Time{})
+	return stored.Provider == now.Provider && stored.Version == now.Version && stored.NodeID == now.NodeID &&
+		stored.MaxVolumes == now.MaxVolumes && maps.Equal(stored.Topology, now.Topology) &&
+		slices.Equal(stored.PluginCaps, now.PluginCaps) && slices.Equal(stored.ControllerCaps, now.ControllerCaps) &&
+		slices.Equal(stored.NodeCaps, now.NodeCaps)
 }
 
 // cache keeps c as the plugin's connection and returns the one to use, counted as used (done):
@@ -703,6 +710,7 @@ func (c *conn) storedFingerprint(now time.Time) store.Fingerprint {
 		id := store.SocketIdentity{Path: s.path, Dev: s.dev, Inode: s.inode, CtimeNs: s.ctime}
 		id.ServerUID, id.ServerKnown = c.servers.uidOf(s.path)
 		id.Listener = c.servers.listenerOf(s.path)
+		id.Accepts = c.servers.acceptsOf(s.path)
 		fp.Sockets = append(fp.Sockets, id)
 	}
 	return fp

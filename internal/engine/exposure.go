@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,6 +114,7 @@ func checkServers(sockets []socketID, srv *servers) error {
 		}
 		srv.set(s.path, cred.Uid)
 		srv.setListener(s.path, listenerImage(cred.Pid))
+		srv.setAccepts(s.path, "") // told by the connection that fingerprints it (checkAccepted)
 	}
 	return nil
 }
@@ -135,14 +137,27 @@ type servers struct {
 	// listener gone then is recorded as such, and not compared (listenerKnown).
 	listener map[string]string
 	// execd is set once a connection found a socket's listener running another image than
-	// listener records (checkPeer): the connection's fingerprint is stale.
+	// listener records (checkPeer), or accepted by another process than accepts records
+	// (checkAccepted): the connection's fingerprint is stale.
 	execd bool
+	// accepts is what accepted the connection the plugin was fingerprinted through (acceptedBy),
+	// by the same key: recorded with the fingerprint, or told by this client's first connection
+	// when not recorded. answered counts the connections accepted on each socket since.
+	accepts  map[string]string
+	answered map[string]int
+	// againElsewhere is set once a socket accepted by another process than its listener accepted
+	// another connection of this client (gRPC's reconnect): the process behind it may have been
+	// started anew, so the next operation's connection fingerprints the plugin again.
+	againElsewhere bool
 }
 
 // serversOf is who served p's sockets when it was last fingerprinted, as its row records.
 func serversOf(p store.Plugin) *servers {
-	srv := &servers{plugin: p.ID, uid: map[string]uint32{}, listener: map[string]string{}}
+	srv := &servers{plugin: p.ID, uid: map[string]uint32{}, listener: map[string]string{}, accepts: map[string]string{}, answered: map[string]int{}}
 	for _, s := range p.Fingerprint.Sockets {
+		if s.Accepts != "" {
+			srv.accepts[serverKey(s.Path)] = s.Accepts
+		}
 		if s.ServerKnown {
 			srv.uid[serverKey(s.Path)] = s.ServerUID
 		}
@@ -193,12 +208,65 @@ func (srv *servers) setListener(socket, image string) {
 	srv.listener[serverKey(socket)] = image
 }
 
+// acceptsOf is what accepted the connection the plugin was fingerprinted through on socket, ""
+// if not known.
+func (srv *servers) acceptsOf(socket string) string {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return srv.accepts[serverKey(socket)]
+}
+
+// setAccepts records what accepts on socket ("" to have the next connection tell it), the
+// connections counted from none.
+func (srv *servers) setAccepts(socket, accepts string) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if accepts == "" {
+		delete(srv.accepts, serverKey(socket))
+	} else {
+		srv.accepts[serverKey(socket)] = accepts
+	}
+	delete(srv.answered, serverKey(socket))
+}
+
 // execdSince says whether a connection found a listener that exec()ed since the plugin was
-// fingerprinted (checkPeer).
+// fingerprinted (checkPeer), or found the plugin's connections accepted otherwise than then
+// (checkAccepted): the connection is not kept for the next operation.
 func (srv *servers) execdSince() bool {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	return srv.execd
+	return srv.execd || srv.againElsewhere
+}
+
+// checkAccepted is the plugin client's CheckAccepted: every connection it makes, once some
+// process accepted it, is asked which (acceptedBy). The first tells it when the fingerprint
+// does not record it. A connection to a socket whose listener accepted the one the plugin was
+// fingerprinted through, now accepted by another process (the listener handed its socket to a
+// plugin it started, without an exec), is refused, nothing sent, and the next operation's
+// connection fingerprints the plugin again. One made again to a socket another process
+// accepted on (gRPC's reconnect, after the plugin closed its connections, or exited and was
+// started anew behind the same listener) is let through: the plugin closing idle connections
+// is no sign of a new one; but the connection is not kept for the next operation, whose first
+// connection fingerprints the plugin again (connectPlugin).
+func (srv *servers) checkAccepted(socket string, cred *unix.Ucred, nc net.Conn) error {
+	now := acceptedBy(nc, cred.Pid)
+	key := serverKey(socket)
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	was, n := srv.accepts[key], srv.answered[key]
+	srv.answered[key] = n + 1
+	switch {
+	case was == "":
+		srv.accepts[key] = now
+	case was == acceptsOther && n > 0:
+		srv.againElsewhere = true
+	case was == acceptsListener && now == acceptsOther:
+		srv.execd = true
+		return conflictf("socket %s of plugin %q is listened on by pid %d, which accepted the connection the plugin was fingerprinted through, and this one was accepted by another process "+
+			"(the listener handed its socket to a process it started): nothing is sent to it before the next operation fingerprints the plugin again (and refuses another driver)",
+			spec.QuoteName(key), srv.plugin, cred.Pid)
+	}
+	return nil
 }
 
 // checkPeer is the plugin client's CheckPeer: every connection it makes, gRPC's reconnects

@@ -35,14 +35,17 @@ const (
 	execPluginNameEnv = "VOLCTL_TEST_EXEC_PLUGIN_NAME" // the driver's name
 	execPluginVolsEnv = "VOLCTL_TEST_EXEC_PLUGIN_VOLS" // volume IDs the driver holds when it starts, comma-separated
 	execPluginLogEnv  = "VOLCTL_TEST_EXEC_PLUGIN_LOG"  // each RPC received is appended there: "<driver> <rpc>"
+	// its flags, comma-separated: "max-volumes=N" (NodeGetInfo's max_volumes_per_node),
+	// "version=V" (GetPluginInfo's vendor_version); "-" or "" for none
+	execPluginFlagsEnv = "VOLCTL_TEST_EXEC_PLUGIN_FLAGS"
 	// a launcher: listens, starts the plugin handing it the listening socket, and exits
 	execPluginLaunchEnv = "VOLCTL_TEST_EXEC_PLUGIN_LAUNCH"
 )
 
 // execPluginChild serves, when the test binary was started as an exec plugin, an in-memory
 // plugin as the environment says, until its stdin ends. Lines on stdin:
-//   - "exec <program> <driver> <volumes>" has it exec() program as that driver holding those
-//     volumes, keeping the listening socket;
+//   - "exec <program> <driver> <volumes> [flags]" has it exec() program as that driver holding
+//     those volumes, with those flags (execPluginFlagsEnv), keeping the listening socket;
 //   - "race <program> <driver> <volumes>" does the same once a connection waits in the
 //     listening socket's backlog, accepted by no one ("paused" once it stopped accepting);
 //   - "title" sets a process title longer than its arguments, as any process may
@@ -92,6 +95,14 @@ func execPluginChild() {
 	l = gl
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID, cfg.Name = "node-1", os.Getenv(execPluginNameEnv)
+	for _, flag := range strings.Split(os.Getenv(execPluginFlagsEnv), ",") {
+		switch k, v, _ := strings.Cut(flag, "="); k {
+		case "max-volumes":
+			cfg.MaxVolumes, _ = strconv.ParseInt(v, 10, 64)
+		case "version":
+			cfg.Version = v
+		}
+	}
 	mem := csitest.NewMemPlugin(cfg)
 	for _, id := range strings.Split(os.Getenv(execPluginVolsEnv), ",") {
 		if id != "" {
@@ -145,17 +156,20 @@ func execPluginChild() {
 			fmt.Fprintln(os.Stderr, "exec plugin:", err)
 			os.Exit(2)
 		}
-		vols := ""
+		vols, flags := "", ""
 		if len(f) > 3 {
 			vols = f[3]
 		}
+		if len(f) > 4 {
+			flags = f[4]
+		}
 		var env []string
 		for _, kv := range os.Environ() { // Go takes a variable's first value: the new ones replace the old
-			if k, _, _ := strings.Cut(kv, "="); k != execPluginEnv && k != execPluginNameEnv && k != execPluginVolsEnv {
+			if k, _, _ := strings.Cut(kv, "="); k != execPluginEnv && k != execPluginNameEnv && k != execPluginVolsEnv && k != execPluginFlagsEnv {
 				env = append(env, kv)
 			}
 		}
-		env = append(env, execPluginFDEnv+"="+strconv.Itoa(int(lf.Fd())), execPluginNameEnv+"="+f[2], execPluginVolsEnv+"="+vols)
+		env = append(env, execPluginFDEnv+"="+strconv.Itoa(int(lf.Fd())), execPluginNameEnv+"="+f[2], execPluginVolsEnv+"="+vols, execPluginFlagsEnv+"="+flags)
 		err = syscall.Exec(f[1], []string{f[1], "-test.run=^$"}, env)
 		fmt.Fprintln(os.Stderr, "exec plugin: exec:", err)
 		os.Exit(2)
@@ -222,6 +236,9 @@ type execPluginOptions struct {
 	socket   string // where it listens; "" for a socket of its own
 	volumes  string // volume IDs the driver holds when it starts, comma-separated
 	launcher bool   // started by a launcher that hands it the socket and exits (reaped: pid is the launcher's)
+	// started by a supervisor that listens and stays (supervisorChild, hostile29_test.go: pid is
+	// the supervisor's, restart starts the plugin anew)
+	supervised bool
 }
 
 // startExecPluginWith starts the test binary as plugin driver as o says.
@@ -233,7 +250,11 @@ func startExecPluginWith(t *testing.T, driver string, o execPluginOptions) *exec
 		p.socket = filepath.Join(dir, "csi.sock")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), execPluginEnv+"="+p.socket, execPluginNameEnv+"="+driver, execPluginLogEnv+"="+p.log, execPluginVolsEnv+"="+o.volumes)
+	listen := execPluginEnv
+	if o.supervised {
+		listen = supervisorEnv
+	}
+	cmd.Env = append(os.Environ(), listen+"="+p.socket, execPluginNameEnv+"="+driver, execPluginLogEnv+"="+p.log, execPluginVolsEnv+"="+o.volumes)
 	if o.launcher {
 		cmd.Env = append(cmd.Env, execPluginLaunchEnv+"=1")
 	}

@@ -1,12 +1,18 @@
 package engine
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/procfs"
 	"github.com/volctl/volctl/internal/store"
@@ -36,7 +42,8 @@ import (
 //
 // It cannot tell a plugin started anew by a process that keeps the socket and listened on it
 // itself (systemd socket activation, a supervisor that listens and starts the plugin): the
-// listener is that process, which stays (docs/architecture.md, Plugins behind a held socket).
+// listener is that process, which stays; such a plugin's connections are accepted by another
+// process, which acceptedBy tells (docs/architecture.md, Plugins behind a held socket).
 //
 // It reads /proc/<pid>/stat once and stats /proc/<pid>/exe: a second stat read only when the
 // first thread has exited and another runs (procfs.Dir).
@@ -108,11 +115,152 @@ func sameListeners(stored []store.SocketIdentity, ids []socketID) bool {
 	return true
 }
 
-// listenersGone says whether a listener of stored was gone when it was recorded: nothing tells
-// an exec of the plugin behind that socket (connectPlugin asks the driver its name).
-func listenersGone(stored []store.SocketIdentity) bool {
+// What accepted the connection a plugin was fingerprinted through (acceptedBy), as
+// store.SocketIdentity.Accepts records it.
+const (
+	acceptsListener = "listener"        // the process that listens holds the connection's other end
+	acceptsOther    = "another process" // it does not (a supervisor's plugin), or it is gone
+	acceptsUnknown  = "unknown"         // it could not be told (no sock_diag, another user's /proc)
+)
+
+// acceptedBy says whether the process pid, the one that listens on a plugin's socket
+// (SO_PEERCRED), holds the other end of nc, a connection to that socket that some process has
+// accept()ed (its first data arrived): acceptsListener when it does, acceptsOther when it does
+// not or is gone, acceptsUnknown when that cannot be told. A plugin that listens itself answers
+// on what it accepts; behind systemd's socket activation, or a supervisor that listens and
+// starts the plugin on the descriptor, the listener stays while the plugin behind it is started
+// anew, with other flags maybe: nothing SO_PEERCRED or the socket file tells changes then.
+//
+// The other end is found by the kernel's socket diagnostics (NETLINK_SOCK_DIAG, UNIX_DIAG_PEER:
+// one request), and looked for among the listener's descriptors (/proc/<pid>/fd: one readlink
+// each). A forwarding proxy that accepts and connects on to the plugin holds the other end
+// itself, and reads as the listener.
+func acceptedBy(nc net.Conn, pid int32) string {
+	peer, err := peerInode(nc)
+	if err != nil || peer == 0 || pid <= 0 {
+		return acceptsUnknown
+	}
+	dir := filepath.Join(procRoot, strconv.Itoa(int(pid)), "fd")
+	f, err := os.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return acceptsOther // the listener is gone: a launcher that handed its socket on
+	}
+	if err != nil {
+		return acceptsUnknown
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return acceptsUnknown
+	}
+	want := "socket:[" + strconv.FormatUint(uint64(peer), 10) + "]"
+	for _, n := range names {
+		if l, err := os.Readlink(filepath.Join(dir, n)); err == nil && l == want {
+			return acceptsListener
+		}
+	}
+	return acceptsOther
+}
+
+// peerInode is the inode of the socket at the other end of the unix socket connection nc, as
+// the kernel's unix socket diagnostics report it (UNIX_DIAG_PEER); 0 when it reports none.
+func peerInode(nc net.Conn) (uint32, error) {
+	uc, ok := nc.(*net.UnixConn)
+	if !ok {
+		return 0, fmt.Errorf("a %T, not a unix socket connection", nc)
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var st unix.Stat_t
+	var serr error
+	if err := raw.Control(func(fd uintptr) { serr = unix.Fstat(int(fd), &st) }); err != nil {
+		return 0, err
+	}
+	if serr != nil {
+		return 0, serr
+	}
+	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(s)
+	_ = unix.SetsockoptTimeval(s, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 1})
+	// struct nlmsghdr, then struct unix_diag_req: family, protocol, pad, states, ino, show,
+	// cookie (none: INET_DIAG_NOCOOKIE twice).
+	const udiagShowPeer, unixDiagPeer = 0x4, 2
+	ne := binary.NativeEndian
+	req := make([]byte, 16+24)
+	ne.PutUint32(req[0:], uint32(len(req)))
+	ne.PutUint16(req[4:], unix.SOCK_DIAG_BY_FAMILY)
+	ne.PutUint16(req[6:], unix.NLM_F_REQUEST)
+	ne.PutUint32(req[8:], 1)
+	req[16] = unix.AF_UNIX
+	ne.PutUint32(req[20:], ^uint32(0))
+	ne.PutUint32(req[24:], uint32(st.Ino))
+	ne.PutUint32(req[28:], udiagShowPeer)
+	ne.PutUint32(req[32:], ^uint32(0))
+	ne.PutUint32(req[36:], ^uint32(0))
+	if err := unix.Sendto(s, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return 0, err
+	}
+	buf := make([]byte, 512)
+	n, _, err := unix.Recvfrom(s, buf, 0)
+	if err != nil {
+		return 0, err
+	}
+	buf = buf[:n]
+	if len(buf) < 16 {
+		return 0, errors.New("sock_diag: short answer")
+	}
+	if ne.Uint16(buf[4:]) == unix.NLMSG_ERROR {
+		if len(buf) >= 20 {
+			return 0, fmt.Errorf("sock_diag: %w", unix.Errno(-int32(ne.Uint32(buf[16:]))))
+		}
+		return 0, errors.New("sock_diag: error")
+	}
+	if l := int(ne.Uint32(buf[0:])); l < len(buf) {
+		buf = buf[:l]
+	}
+	// struct unix_diag_msg (16 bytes), then its attributes (struct rtattr, 4-byte aligned).
+	if len(buf) < 32 {
+		return 0, errors.New("sock_diag: short answer")
+	}
+	for a := buf[32:]; len(a) >= 4; {
+		l := int(ne.Uint16(a))
+		if l < 4 || l > len(a) {
+			break
+		}
+		if ne.Uint16(a[2:]) == unixDiagPeer && l >= 8 {
+			return ne.Uint32(a[4:]), nil
+		}
+		if l = (l + 3) &^ 3; l > len(a) {
+			break
+		}
+		a = a[l:]
+	}
+	return 0, nil
+}
+
+// acceptsRecorded says whether stored records, for each socket that answered, what accepted
+// the connection the plugin was fingerprinted through (a record from before round 29 does not:
+// the plugin is fingerprinted once again).
+func acceptsRecorded(stored []store.SocketIdentity) bool {
 	for _, s := range stored {
-		if s.Listener != "" && !listenerKnown(s.Listener) {
+		if s.Listener != "" && s.Accepts == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// acceptedElsewhere says whether a socket of stored was answered by another process than its
+// listener when the plugin was fingerprinted: nothing but asking the plugin tells it started
+// anew behind the same listener (connectPlugin fingerprints it on a process's first connection).
+func acceptedElsewhere(stored []store.SocketIdentity) bool {
+	for _, s := range stored {
+		if s.Accepts == acceptsOther {
 			return true
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/store"
 	"github.com/volctl/volctl/internal/store/storetest"
 )
 
@@ -189,9 +190,10 @@ func TestLauncherPidTakenByAnotherProcessRefusesNothing(t *testing.T) {
 // A plugin started by a launcher that handed it the socket and exited, which then exec()s
 // another driver keeping the socket: the listener SO_PEERCRED names is the gone launcher,
 // recorded as such, so nothing of the exec shows, and the next process reused the stored
-// fingerprint and sent the other driver the claim's RPCs. Such a plugin's driver is asked its
-// name on a process's first connection: another is fingerprinted afresh, and refused. (A
-// held connection, the agent's, is not asked again: docs/architecture.md.)
+// fingerprint and sent the other driver the claim's RPCs. Such a plugin's connections are
+// accepted by another process than the gone launcher, so a process's first connection
+// fingerprints it, and another driver is refused. (A held connection, the agent's, is not
+// fingerprinted again mid-operation: docs/architecture.md.)
 func TestClaimThroughALaunchedPluginThatExecdAnotherDriver(t *testing.T) {
 	plugin := startExecPluginWith(t, "mem.csi.volctl.test", execPluginOptions{launcher: true})
 	h, ext := execPluginHarness(t, plugin, Config{})
@@ -206,12 +208,22 @@ func TestClaimThroughALaunchedPluginThatExecdAnotherDriver(t *testing.T) {
 	}
 }
 
-// The same launched plugin unchanged: the next process asks its name, one GetPluginInfo, and
-// reuses the stored fingerprint (no other identity RPC).
-func TestLaunchedPluginUnchangedIsAskedOnlyItsName(t *testing.T) {
+// The same launched plugin unchanged: the launcher that listened is gone, so another process
+// accepts the connections, and the next process fingerprints the plugin on its first connection
+// (the five identity RPCs: the same driver started again with other flags answers its name as
+// before) and, reading the same, reuses the stored fingerprint: nothing recorded.
+func TestLaunchedPluginUnchangedIsFingerprintedNotRecorded(t *testing.T) {
 	plugin := startExecPluginWith(t, "mem.csi.volctl.test", execPluginOptions{launcher: true})
 	h, _ := execPluginHarness(t, plugin, Config{})
-	before := len(plugin.rpcs("mem.csi.volctl.test"))
+	fingerprintAt := func() time.Time {
+		var p store.Plugin
+		h.update(func(tx *store.Tx) error { var err error; p, err = tx.Plugins().Get("mem"); return err })
+		if len(p.Fingerprint.Sockets) != 1 || p.Fingerprint.Sockets[0].Accepts != acceptsOther {
+			t.Errorf("stored socket identity %+v, want it accepted by another process than the gone launcher", p.Fingerprint.Sockets)
+		}
+		return p.Fingerprint.At
+	}
+	before, at := len(plugin.rpcs("mem.csi.volctl.test")), fingerprintAt()
 	h.open(Config{}) // the next process
 	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "a"}); err != nil {
 		t.Fatalf("claim through the unchanged launched plugin: %v", err)
@@ -222,7 +234,10 @@ func TestLaunchedPluginUnchangedIsAskedOnlyItsName(t *testing.T) {
 			identity = append(identity, rpc)
 		}
 	}
-	if !slices.Equal(identity, []string{"GetPluginInfo"}) {
-		t.Errorf("identity RPCs of the next process: %v, want [GetPluginInfo]", identity)
+	if want := []string{"GetPluginInfo", "GetPluginCapabilities", "ControllerGetCapabilities", "NodeGetCapabilities", "NodeGetInfo"}; !slices.Equal(identity, want) {
+		t.Errorf("identity RPCs of the next process: %v, want %v", identity, want)
+	}
+	if now := fingerprintAt(); !now.Equal(at) {
+		t.Errorf("the unchanged plugin's fingerprint was recorded again (at %v, was %v)", now, at)
 	}
 }

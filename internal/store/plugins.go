@@ -56,6 +56,12 @@ type SocketIdentity struct {
 	// "" when not recorded (volctl before round 28, nothing answering). A process that
 	// exec()s another program keeping its listening socket leaves the file as it was.
 	Listener string `json:"listener,omitempty"`
+	// Accepts says which process held the other end of the connection the plugin was
+	// fingerprinted through (engine's acceptedBy): "listener" (the process Listener names),
+	// "another process" (a supervisor or systemd listens, and the plugin it started accepts;
+	// or the listener is gone), "unknown" (it could not be told); "" when not recorded (volctl
+	// before round 29, nothing answering).
+	Accepts string `json:"accepts,omitempty"`
 }
 
 // Health is the result of the last Probe.
