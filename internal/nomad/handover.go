@@ -47,6 +47,9 @@ type Handed struct {
 	// volume with its plugin's health as of the read): set when the registration was read
 	// back as sent.
 	Plugin *PluginHealth
+	// Before is Nomad's copy of the volume as read before the registration (nil when Nomad
+	// had none): what an update replaced (Changes), for the command to say.
+	Before *VolumeState
 }
 
 // HandOver registers v in Nomad for a handover (engine.HandOver's Register): first says the
@@ -99,6 +102,9 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 		}
 	}
 	out := Handed{Updated: err == nil, Unchecked: unchecked}
+	if out.Updated {
+		out.Before = &have
+	}
 	if out.Updated && len(v.Context) == 0 && len(have.Context) > 0 {
 		// A volume volctl has no context for, whose copy in Nomad has one (the plugin's, from
 		// `nomad volume create`, or written there): Nomad 1.9.6 and later keep it when an
