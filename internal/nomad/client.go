@@ -461,7 +461,7 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 			// Go's TLS server (Nomad's) answers a plain request so.
 			return fmt.Sprintf("%d: %s (Nomad there speaks HTTPS: NOMAD_ADDR must say https://, and NOMAD_CACERT name the CA that signed its certificate)", ure.StatusCode(), body)
 		}
-		return fmt.Sprintf("%d: %s", ure.StatusCode(), body)
+		return fmt.Sprintf("%d: %s%s", ure.StatusCode(), body, notNomadsStatus(ure.StatusCode()))
 	}
 	if fix := c.tlsFix(err); fix != "" {
 		return err.Error() + " (" + fix + ")"
@@ -504,6 +504,31 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 		return err.Error() + " (Nomad answered this command's earlier requests there: it stopped or went out of reach part way; run the command again once it answers)"
 	}
 	return err.Error() + " (is Nomad running there? NOMAD_ADDR says where it is)"
+}
+
+// notNomadsStatus is what volctl adds to an error answer of status: for one Nomad's HTTP API
+// never answers on the endpoints volctl asks, that something else at NOMAD_ADDR did (and what
+// to change, when its cause is known); "" for one Nomad answers. Nomad 2.0.5 answers errors
+// there with 400, 403, 404, 405, 429 (its limit of connections per client) and 500 (its wrap
+// and errCodeFromHandler: a 409 only on its variables' endpoint), and 401 only on its Task API
+// (the socket in a task's secrets dir) to a request without a token; a gateway's 502, 503 and
+// 504 are said elsewhere (answered, busy). Before, a proxy's 409 was shown as Nomad refusing the
+// registration, sending the user to Nomad's logs, which have nothing of it.
+func notNomadsStatus(status int) string {
+	switch status {
+	case http.StatusBadRequest, http.StatusForbidden, http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusTooManyRequests:
+		return ""
+	case http.StatusUnauthorized:
+		return " (Nomad answers 401 only on its Task API, a task's NOMAD_ADDR=unix://.../api.sock, to a request without a token: set NOMAD_TOKEN there; else a proxy before Nomad asks for credentials: NOMAD_HTTP_AUTH=USER:PASSWORD gives them, as to the nomad CLI)"
+	case http.StatusProxyAuthRequired:
+		return " (Nomad's API answers no 407: the forward proxy HTTP_PROXY or HTTPS_PROXY names asks for credentials: put them in that variable's URL (http://USER:PASSWORD@HOST:PORT), or name Nomad's host in NO_PROXY to reach it directly)"
+	case http.StatusRequestEntityTooLarge:
+		return " (Nomad's API answers no 413: a proxy before Nomad refused the request as larger than its limit on a request's body size (nginx's client_max_body_size): raise that limit, or set NOMAD_ADDR to Nomad's own address)"
+	}
+	if status >= 400 && status < http.StatusInternalServerError {
+		return fmt.Sprintf(" (Nomad's API answers no %d: a proxy, gateway or another service at NOMAD_ADDR answered, not Nomad; NOMAD_ADDR must name Nomad's API, and what stands before it must pass requests on as they are)", status)
+	}
+	return ""
 }
 
 // htmlPage words an answer's body that is a web page (a proxy's or load balancer's error page,
