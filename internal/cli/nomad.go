@@ -112,7 +112,9 @@ time they send the volume's event to an event-stream subscriber (hashicorp/nomad
 and notes that it cannot tell when NOMAD_TOKEN may not read them (the "node" policy "read").
 Registering a volume Nomad has already, not handed over by volctl, replaces the secrets of
 Nomad's copy (which Nomad never shows) with volctl's: for one without any here, the command
-and its --dry-run say so.
+and its --dry-run say so. An update replaces its copy's capabilities, mount options, context
+and capacity with volctl's too: the command says what it replaced, field by field, as its
+--dry-run says what it would.
 
 --dry-run shows what would be registered or changed, and changes nothing; it exits 4 when a
 registration would not go through (refused, or failing its read-back), each reason on a line
