@@ -114,7 +114,10 @@ Registering a volume Nomad has already, not handed over by volctl, replaces the 
 Nomad's copy (which Nomad never shows) with volctl's: for one without any here, the command
 and its --dry-run say so. An update replaces its copy's capabilities, mount options, context
 and capacity with volctl's too: the command says what it replaced, field by field, as its
---dry-run says what it would.
+--dry-run says what it would. One Nomad refuses for what its copy has (its name, parameters or
+topology request, which it never changes; mount options while its allocs use the volume; a
+capacity below its own) exits 4, as --dry-run does: the same registration is refused again
+until Nomad's copy is deregistered, and the error says how.
 
 --dry-run shows what would be registered or changed, and changes nothing; it exits 4 when a
 registration would not go through (refused, or failing its read-back), each reason on a line
@@ -387,7 +390,7 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		if done.Plugin != nil && done.Plugin.ID == info.PluginID {
 			plugins[info.PluginID] = pluginAnswer{health: *done.Plugin}
 		}
-		if errors.Is(err, nomad.ErrOtherVolume) || errors.Is(err, nomad.ErrSameStorage) {
+		if errors.Is(err, nomad.ErrOtherVolume) || errors.Is(err, nomad.ErrSameStorage) || errors.Is(err, nomad.ErrUpdateRefused) {
 			err = withCode(ExitConflict, err)
 		}
 		return engine.Registered{Undo: done.Undo, OK: done.OK, InFlight: done.InFlight, Index: done.Index}, err

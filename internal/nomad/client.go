@@ -1263,6 +1263,11 @@ type registerError struct{ shown, cause error }
 func (e *registerError) Error() string   { return e.shown.Error() }
 func (e *registerError) Unwrap() []error { return []error{e.shown, e.cause} }
 
+// Is matches ErrUpdateRefused for a registration Nomad refused for what its copy has.
+func (e *registerError) Is(target error) bool {
+	return target == ErrUpdateRefused && updateRefused(e.cause)
+}
+
 // Changes lists what registering want would change in Nomad's copy have: field names, in a
 // fixed order. It follows Nomad's update of a registered volume (CSIVolume.Register's
 // Merge, and expandVolume for the capacity): capabilities and mount options are replaced by
