@@ -17,14 +17,7 @@ import (
 func TestNomadRegisterRefusedByNomadsCopyIsAConflict(t *testing.T) {
 	h := nomadHarness(t)
 	a := newFakeNomad(t)
-	info, err := h.e.Volume(h.ctx, "db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := []any{map[string]any{"Segments": map[string]any{"topology.hostpath.volctl.dev/node": "n1"}}}
-	a.vols["default/db"] = true
-	a.sent["default/db"] = map[string]any{"PluginID": "hp", "ExternalID": info.ExternalID, "Name": "nomads-name",
-		"Topologies": node, "RequestedTopologies": map[string]any{"Required": node}}
+	nomadHasDBFromBefore(t, h, a, map[string]any{"Name": "nomads-name"})
 	a.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) {
 		return http.StatusInternalServerError, "rpc error: unable to update volume: volume name cannot be updated"
 	})

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"maps"
 	"strings"
 	"testing"
 )
@@ -14,20 +15,11 @@ import (
 func TestNomadRegisterOverNomadsCopySaysWhatItReplaced(t *testing.T) {
 	h := nomadHarness(t)
 	a := newFakeNomad(t)
-	info, err := h.e.Volume(h.ctx, "db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.vols["default/db"] = true
-	a.sent["default/db"] = map[string]any{
-		"PluginID": "hp", "ExternalID": info.ExternalID,
+	nomadHasDBFromBefore(t, h, a, map[string]any{
 		"RequestedCapabilities": []any{map[string]any{"AccessMode": "multi-node-multi-writer", "AttachmentMode": "file-system"}},
 		"MountOptions":          map[string]any{"FSType": "xfs"},
 		"RequestedCapacityMin":  float64(1 << 30),
-		// Registered with the topology volctl's plugin gives the volume: Nomad keeps it.
-		"Topologies":          []any{map[string]any{"Segments": map[string]any{"topology.hostpath.volctl.dev/node": "n1"}}},
-		"RequestedTopologies": map[string]any{"Required": []any{map[string]any{"Segments": map[string]any{"topology.hostpath.volctl.dev/node": "n1"}}}},
-	}
+	})
 	out, errOut, err := registerIn(h, a)
 	if err != nil || !strings.Contains(out, `Updated volume "db"`) {
 		t.Fatalf("register over Nomad's copy: %q, %v", out, err)
@@ -48,4 +40,22 @@ func TestNomadRegisterOverNomadsCopySaysWhatItReplaced(t *testing.T) {
 	if err != nil || strings.Contains(out+errOut, "replaced") {
 		t.Errorf("register again over volctl's own copy: %s%s (%v), want no word of anything replaced", out, errOut, err)
 	}
+}
+
+// nomadHasDBFromBefore gives n a copy of volume db of h, registered there before volctl handed
+// it over (by hand, or by an older volctl): its storage (plugin hp, db's external ID) and the
+// topology volctl's plugin gives it, which Nomad keeps, with fields besides.
+func nomadHasDBFromBefore(t *testing.T, h *cliHarness, n *fakeNomad, fields map[string]any) {
+	t.Helper()
+	info, err := h.e.Volume(h.ctx, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := []any{map[string]any{"Segments": map[string]any{"topology.hostpath.volctl.dev/node": "n1"}}}
+	v := map[string]any{"PluginID": "hp", "ExternalID": info.ExternalID, "Topologies": node, "RequestedTopologies": map[string]any{"Required": node}}
+	maps.Copy(v, fields)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.vols["default/db"] = true
+	n.sent["default/db"] = v
 }
