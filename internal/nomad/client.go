@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -54,6 +55,10 @@ type Client struct {
 	// serverName is NOMAD_TLS_SERVER_NAME, the host Nomad's certificate is checked to be for
 	// instead of NOMAD_ADDR's.
 	serverName string
+	// skipUnread is NOMAD_SKIP_VERIFY when it is set to what the api module (as the nomad CLI)
+	// does not read as a boolean ("yes"), and so ignores: the check it was meant to skip is
+	// made. "" otherwise.
+	skipUnread string
 	// stopped names the first request Nomad did not answer or answered busy (noteStopped),
 	// shared by the client's copies; nil for a Client not made by NewClient.
 	stopped *atomic.Pointer[string]
@@ -141,6 +146,11 @@ func NewClient(address string) (*Client, error) {
 	c.SetNamespace("")
 	out := &Client{api: c, Address: shown, Region: region, Namespace: namespace, creds: creds, token: cfg.SecretID != "",
 		serverName: cfg.TLSConfig.TLSServerName, stopped: new(atomic.Pointer[string]), seen: new(atomic.Bool), volumes: new(volumeList), tokenSelf: new(tokenSelf)}
+	if v := os.Getenv("NOMAD_SKIP_VERIFY"); v != "" {
+		if _, err := strconv.ParseBool(v); err != nil {
+			out.skipUnread = v
+		}
+	}
 	switch t := cfg.TLSConfig; {
 	case t.CACert != "": // read before NOMAD_CAPATH, which is then not read
 		out.trusts = "NOMAD_CACERT=" + t.CACert
@@ -553,8 +563,24 @@ func htmlPage(body string) (string, bool) {
 }
 
 // tlsFix says what to set or change when err is a TLS mismatch between volctl and what
-// answers at NOMAD_ADDR, which is running and answered: "" when it is not one.
+// answers at NOMAD_ADDR, which is running and answered: "" when it is not one. A check of
+// Nomad's certificate that failed while NOMAD_SKIP_VERIFY is set to what is not read says so
+// too: the user set it to skip that check.
 func (c *Client) tlsFix(err error) string {
+	fix := c.tlsMismatch(err)
+	var (
+		unknownCA x509.UnknownAuthorityError
+		host      x509.HostnameError
+		invalid   x509.CertificateInvalidError
+	)
+	if c.skipUnread != "" && (errors.As(err, &unknownCA) || errors.As(err, &host) || errors.As(err, &invalid)) {
+		fix += fmt.Sprintf("; NOMAD_SKIP_VERIFY=%q is not read, and so the check is made: Nomad's tools take true or false (1 or 0) there", spec.Cut(c.skipUnread, 64))
+	}
+	return fix
+}
+
+// tlsMismatch is tlsFix but for NOMAD_SKIP_VERIFY.
+func (c *Client) tlsMismatch(err error) string {
 	var (
 		unknownCA x509.UnknownAuthorityError
 		host      x509.HostnameError
