@@ -121,7 +121,7 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 	if err != nil {
 		if !first { // marked from before: the mark stays whatever happened
 			out.Undo, out.InFlight = true, inFlight(err)
-			if updateRefused(err) {
+			if copyKept(err) {
 				err = fmt.Errorf("%w%s", err, c.keptCopy(v, ns))
 			}
 			if out.InFlight {
@@ -202,7 +202,7 @@ func (c *Client) hasNot(ctx context.Context, v spec.Volume, ns string, updated b
 		// still in flight would be applied once that one is deregistered: not proof.
 		return false, true, fmt.Errorf("%w; Nomad has another volume by the ID %q in namespace %s now (%s), which it does not let a registration change, but it may yet apply this one, whose outcome it did not say, once that one is deregistered; so volume %q stays marked handed over and volctl does not claim it (do not `nomad volume deregister` that one for volctl: it is someone else's): once Nomad is done with that request, and nothing in Nomad uses this volume's storage, `%s` takes it back",
 			err, v.ID, ns, c.shown(strings.Join(c.Identity(have, v), ", "), v), v.ID, volctl("release --force", v.ID))
-	case gerr == nil && updated && updateRefused(err):
+	case gerr == nil && updated && copyKept(err):
 		// Nomad had it before, and refused to change its copy so: the same registration is
 		// refused again. Nomad has the storage, so the mark stays.
 		return false, false, fmt.Errorf("%w; Nomad has volume %q (namespace %s) from before, so it stays marked handed over and volctl does not claim it%s",
@@ -243,16 +243,29 @@ var ErrUpdateRefused = errors.New("refuses to change its copy of the volume so")
 // use, expandVolume's capacity below the copy's) or the state store's "volume identity cannot
 // be updated: " (another plugin or external ID).
 func updateRefused(err error) bool {
+	msg, ok := leaders500(err)
+	return ok && (strings.HasPrefix(msg, "unable to update volume: ") || strings.HasPrefix(msg, "volume identity cannot be updated: "))
+}
+
+// copyKept reports whether err is Nomad's refusal of an update of its copy of the volume, this
+// volume's (reconcileVolume's "unable to update volume: "): not the state store's refusal of
+// another volume's identity, whose deregistration keptCopy must not advise.
+func copyKept(err error) bool {
+	msg, ok := leaders500(err)
+	return ok && strings.HasPrefix(msg, "unable to update volume: ")
+}
+
+// leaders500 is the leader's words (leadersWords) of err when it is Nomad's 500.
+func leaders500(err error) (string, bool) {
 	var ure api.UnexpectedResponseError
 	if !errors.As(err, &ure) || !ure.HasStatusCode() || ure.StatusCode() != http.StatusInternalServerError {
-		return false
+		return "", false
 	}
-	msg := leadersWords(ure.Body())
-	return strings.HasPrefix(msg, "unable to update volume: ") || strings.HasPrefix(msg, "volume identity cannot be updated: ")
+	return leadersWords(ure.Body()), true
 }
 
 // keptCopy is what volctl adds to a registration of volume v Nomad refused for what its copy in
-// namespace ns has (updateRefused): that the same registration is refused again, what shows
+// namespace ns has (copyKept): that the same registration is refused again, what shows
 // how the copy differs, and the two ways on.
 func (c *Client) keptCopy(v spec.Volume, ns string) string {
 	return fmt.Sprintf("; Nomad keeps its copy as it is, and refuses this registration again until one side changes: `%s` says what its copy has otherwise; to give Nomad volctl's, once no job of Nomad's uses it, `%s`, then `%s` again; to take the volume back instead, `%s`, then `%s`",
