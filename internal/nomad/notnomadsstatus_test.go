@@ -48,16 +48,23 @@ func TestNomadStatusNomadNeverAnswersIsNamed(t *testing.T) {
 					}
 				}
 			}
-			_, err = c.Plugin(context.Background(), "hp")
-			check("plugin read", err)
-			_, err = c.VolumeIn(context.Background(), "db", "default", "")
-			check("volume read", err)
-			_, _, err = c.register(context.Background(), spec.Volume{ID: "db", PluginID: "hp", ExternalID: "x"})
-			check("registration", err)
+			err = askEach(c, check)
 			// Refused for certain, as any 4xx: what stands before Nomad refused it.
 			if !errors.Is(err, ErrRefused) {
 				t.Errorf("registration answered %d: %v\nwant it refused", tc.status, err)
 			}
 		})
 	}
+}
+
+// askEach asks c for plugin hp and volume db, then registers db, checking each request's error
+// with check; it returns the registration's.
+func askEach(c *Client, check func(what string, err error)) error {
+	_, err := c.Plugin(context.Background(), "hp")
+	check("plugin read", err)
+	_, err = c.VolumeIn(context.Background(), "db", "default", "")
+	check("volume read", err)
+	_, _, err = c.register(context.Background(), spec.Volume{ID: "db", PluginID: "hp", ExternalID: "x"})
+	check("registration", err)
+	return err
 }
