@@ -39,8 +39,8 @@ capability {
 			t.Errorf("register --dry-run: %s\nwant it to say %q", plan, want)
 		}
 	}
-	// As the plan said: Nomad refuses it (a settled refusal, exit 1 as any error of Nomad's).
-	out := w.volctl(1, "nomad", "register", "db")
+	// As the plan said: Nomad refuses it, for what its copy has (exit 4, as the plan).
+	out := w.volctl(4, "nomad", "register", "db")
 	for _, want := range []string{"max requested capacity", "past volctl's capacity_max of 15MiB", "`volctl nomad release db` records the size"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("register: %s\nwant Nomad's refusal of the capacity_max, saying %q", out, want)

@@ -174,8 +174,15 @@ mount_options {
 	check("register --dry-run --json", plans[0].Differences)
 
 	w.stepTo("volctl nomad register sends volctl's back; only the capacity Nomad expanded the volume to differs")
-	if out := w.volctl(0, "nomad", "register", "db"); !strings.Contains(out, `Updated volume "db"`) {
+	out := w.volctl(0, "nomad", "register", "db")
+	if !strings.Contains(out, `Updated volume "db"`) {
 		t.Fatalf("register again: %s", out)
+	}
+	// It says what it replaced of Nomad's copy, field by field (before, only "Updated").
+	for _, f := range []string{"capabilities", "mount_options", "capacity"} {
+		if d := fmt.Sprintf("%s: Nomad's %s; volctl's %s", f, want[f][0], want[f][1]); !strings.Contains(out, d) {
+			t.Errorf("register over Nomad's edited copy: %s\nwant it to say what it replaced: %q", out, d)
+		}
 	}
 	// Nomad keeps the capacity it expanded the volume to, whatever a registration asks: the
 	// storage is that large, and volctl's record of it is behind (before, "no difference").

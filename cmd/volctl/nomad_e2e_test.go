@@ -168,9 +168,11 @@ func TestNomadEndToEnd(t *testing.T) {
 		t.Fatalf("nomad status of db?x, whose topology_request in Nomad is another, says it differs in %q", out)
 	}
 	// Refused, but Nomad has the volume (registered there by hand): it stays marked handed
-	// over, so volctl does not claim it beside Nomad, until it is deregistered and released.
-	if out := w.volctl(1, "nomad", "register", "db?x"); !strings.Contains(out, "not compatible with existing topology") ||
-		!strings.Contains(out, "refused the registration") || !strings.Contains(out, "nonetheless, so it stays marked handed over") {
+	// over, so volctl does not claim it beside Nomad, until it is deregistered and released;
+	// a conflict, exit 4, as the plan said, and run again it is refused again.
+	if out := w.volctl(4, "nomad", "register", "db?x"); !strings.Contains(out, "not compatible with existing topology") ||
+		!strings.Contains(out, "refused the registration") || !strings.Contains(out, "from before, so it stays marked handed over") ||
+		!strings.Contains(out, "Nomad keeps its copy") {
 		t.Fatalf("register of db?x, whose topology_request in Nomad is another: %s", out)
 	}
 	w.nomad("volume", "deregister", "db?x")

@@ -87,7 +87,7 @@ mount_options {
 		if !strings.Contains(plan, "Nomad's allocs claim it (1 claim(s)), and Nomad does not change the "+field+" of a volume in use") {
 			t.Errorf("dry run of an update Nomad refuses for the volume in use: %s", plan)
 		}
-		if out := w.volctl(1, "nomad", "register", "db"); !strings.Contains(out, "can not update mount options while volume is in use") {
+		if out := w.volctl(4, "nomad", "register", "db"); !strings.Contains(out, "can not update mount options while volume is in use") {
 			t.Errorf("update of the %s of a volume in use: %s", field, out)
 		}
 	}

@@ -325,6 +325,14 @@ func TestNomadWithACLsAndTLS(t *testing.T) {
 	w.stepTo("TLS and ACL mistakes, each named with what to set")
 	expect(run(1, without(user, "NOMAD_CACERT"), "nomad", "status", "db"), "signed by a CA volctl does not trust", "NOMAD_CACERT")
 	expect(run(0, append(without(user, "NOMAD_CACERT"), "NOMAD_SKIP_VERIFY=true"), "nomad", "status", "db"), "db ")
+	// Another CA's certificate in NOMAD_CACERT, and a NOMAD_TLS_SERVER_NAME Nomad's
+	// certificate is not for: each named, with the address.
+	other := newSecureNomad(t, t.TempDir())
+	expect(run(1, append(without(user, "NOMAD_CACERT"), "NOMAD_CACERT="+other.caFile), "nomad", "status", "db"),
+		"Nomad at "+w.agentAddr, "NOMAD_CACERT="+other.caFile+" does not hold the CA certificate that signed Nomad's")
+	expect(run(1, append(user, "NOMAD_TLS_SERVER_NAME=nomad.example.com"), "nomad", "status", "db"),
+		"Nomad at "+w.agentAddr, "NOMAD_TLS_SERVER_NAME=nomad.example.com names a host Nomad's certificate is not for")
+	expect(run(0, append(user, "NOMAD_TLS_SERVER_NAME=server.global.nomad"), "nomad", "status", "db"), "db ")
 	expect(run(1, without(user, "NOMAD_CLIENT_CERT", "NOMAD_CLIENT_KEY"), "nomad", "status", "db"), "NOMAD_CLIENT_CERT and NOMAD_CLIENT_KEY")
 	w.nomadAddr = strings.Replace(w.agentAddr, "https://", "http://", 1)
 	expect(run(1, user, "nomad", "status", "db"), "NOMAD_ADDR must say https://")
@@ -368,7 +376,7 @@ func TestNomadWithACLsAndTLS(t *testing.T) {
 	// registration say so alike.
 	expect(run(4, user, "nomad", "register", "named", "--dry-run"), "does not change a registered volume's name", "would not go through")
 	expect(run(0, user, "nomad", "status", "named", "-t", `{{range .}}{{range .differs}}{{.}} {{end}}{{end}}`), "name")
-	expect(run(1, user, "nomad", "register", "named"), "volume name cannot be updated")
+	expect(run(4, user, "nomad", "register", "named"), "volume name cannot be updated", "Nomad keeps its copy")
 	// Nomad does not show a copy's secrets, and its update takes the ones sent, none
 	// included: the plan and the registration say so of a volume registered there first.
 	expect(run(0, user, "nomad", "register", "first", "--dry-run"), "Nomad does not show its copy's secrets", "would replace them with volctl's, which are none")

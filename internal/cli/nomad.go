@@ -112,7 +112,12 @@ time they send the volume's event to an event-stream subscriber (hashicorp/nomad
 and notes that it cannot tell when NOMAD_TOKEN may not read them (the "node" policy "read").
 Registering a volume Nomad has already, not handed over by volctl, replaces the secrets of
 Nomad's copy (which Nomad never shows) with volctl's: for one without any here, the command
-and its --dry-run say so.
+and its --dry-run say so. An update replaces its copy's capabilities, mount options, context
+and capacity with volctl's too: the command says what it replaced, field by field, as its
+--dry-run says what it would. One Nomad refuses for what its copy has (its name, parameters or
+topology request, which it never changes; mount options while its allocs use the volume; a
+capacity below its own) exits 4, as --dry-run does: the same registration is refused again
+until Nomad's copy is deregistered, and the error says how.
 
 --dry-run shows what would be registered or changed, and changes nothing; it exits 4 when a
 registration would not go through (refused, or failing its read-back), each reason on a line
@@ -368,6 +373,7 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	// the volume as read under it (an expand or update may have finished since info was read);
 	// nomad.Client.HandOver checks Nomad's copy before and after, and says when the mark goes.
 	var done nomad.Handed
+	var sent engine.VolumeInfo // the volume as sent, read under the lock
 	_, err = e.HandOver(ctx, id, to, opts.Force, func(ctx context.Context, first bool, v engine.VolumeInfo) (engine.Registered, error) {
 		// The mark names the namespace of the first read, and the plugin checked is that
 		// read's: a volume deregistered and registered again by another process since (in
@@ -379,11 +385,12 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 				id, ns, v.PluginID, to.Namespace, info.PluginID, c.Address, shellquote.Command("volctl nomad register", id)))
 		}
 		var err error
+		sent = v
 		done, err = c.HandOver(ctx, nomad.RegisterSpec(v), first)
 		if done.Plugin != nil && done.Plugin.ID == info.PluginID {
 			plugins[info.PluginID] = pluginAnswer{health: *done.Plugin}
 		}
-		if errors.Is(err, nomad.ErrOtherVolume) || errors.Is(err, nomad.ErrSameStorage) {
+		if errors.Is(err, nomad.ErrOtherVolume) || errors.Is(err, nomad.ErrSameStorage) || errors.Is(err, nomad.ErrUpdateRefused) {
 			err = withCode(ExitConflict, err)
 		}
 		return engine.Registered{Undo: done.Undo, OK: done.OK, InFlight: done.InFlight, Index: done.Index}, err
@@ -412,12 +419,38 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 			fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
 		}
 	}
+	if n := replacedInNomad(ctx, e, c, done.Before, sent); n != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
+	}
 	where := inNamespace(info.Namespace, to.Namespace)
 	if where != "" {
 		where += ": `" + engine.HandoverInfo{Namespace: to.Namespace, Region: to.Region}.NomadCommand("volume status", id) + "` shows it"
 	}
 	return printDone(opts.IO.Out, fmt.Sprintf("%s volume %q in Nomad at %s%s; volctl no longer claims it\n", verb, id, c.Address, where),
 		"volume %q %s in Nomad at %s", id, strings.ToLower(verb), c.Address)
+}
+
+// replacedInNomad says what an update of Nomad's copy before of volume v replaced with v's,
+// field by field (nomad.Changes: capabilities, mount options, context, capacity), as
+// --dry-run says it would: Nomad takes an update's, and what its copy had (set by hand with
+// `nomad volume register`, or by an older volctl), which its jobs may rely on, was gone without
+// a word. Empty when Nomad had no copy, or nothing compared changed.
+func replacedInNomad(ctx context.Context, e *engine.Engine, c *nomad.Client, before *nomad.VolumeState, v engine.VolumeInfo) string {
+	if before == nil {
+		return ""
+	}
+	fields := nomad.Changes(*before, nomad.RegisterSpec(v))
+	if len(fields) == 0 {
+		return ""
+	}
+	words := strings.Join(fields, ", ")
+	// Both sides' values (a context's may be a secret's), with no secret volctl knows nor the
+	// credentials sent to Nomad, as --dry-run shows them.
+	if ds := nomad.Differences(*before, v, fields); redactOutput(ctx, e, c.Credentials(), &ds) == nil {
+		words = differenceWords(ds)
+	}
+	return fmt.Sprintf("volume %q: the registration replaced what Nomad's copy had with volctl's: %s; a job of Nomad's that relied on what it had (another access mode, mount options) fails to place or mount until its volume block asks what volctl's has, or Nomad's copy is registered again as it was",
+		v.ID, escapeLines(words))
 }
 
 // NomadRegisterPlan is what `volctl nomad register --dry-run` finds for one volume: what the

@@ -12,7 +12,8 @@ import (
 // help say: exit 1 for Nomad unreachable or refusing the token and for a volume volctl does
 // not have (running it again, once that is fixed, may do it), 4 for a conflict (Nomad has
 // another volume by the ID, or the volume's storage as another volume; local claims; Nomad
-// still having the volume at a release); `nomad status` prints every volume and exits 1 when
+// still having the volume at a release; Nomad refusing the registration for what its copy
+// has); `nomad status` prints every volume and exits 1 when
 // Nomad could not be asked about one, its --json saying why in `error`; `register --dry-run
 // --json` prints a plan whose `error` or `would_fail` says it, exiting 1 or 4. Each run goes
 // through the root command, as main reports it.
@@ -51,12 +52,20 @@ func TestNomadSubcommandsExitAsDocumented(t *testing.T) {
 		}
 		// Handed over, Nomad still has it (release refuses).
 	}
+	// Nomad refuses to change its copy so (its name, as Nomad 2.0.5 answers): the same
+	// registration is refused again, as --dry-run says (4).
+	copyRefused := func(t *testing.T, h *cliHarness, n *fakeNomad, handed bool) {
+		n.setOnPut(func(http.ResponseWriter, *http.Request) (int, string) {
+			return http.StatusInternalServerError, "rpc error: unable to update volume: volume name cannot be updated"
+		})
+	}
 	classes := []class{
 		{name: "unreachable", addr: "http://127.0.0.1:1"},
 		{name: "forbidden", nomad: forbidden},
 		{name: "another volume by the ID", nomad: another},
 		{name: "its storage as another volume", nomad: sameStorage},
 		{name: "in use", nomad: inUse},
+		{name: "Nomad refuses to change its copy", nomad: copyRefused},
 		{name: "not found"},
 	}
 	type run struct {
@@ -65,12 +74,13 @@ func TestNomadSubcommandsExitAsDocumented(t *testing.T) {
 	}
 	// want[class][cmd]: the exit status.
 	want := map[string]map[string]int{
-		"unreachable":                   {"register": 1, "register --dry-run --json": 1, "release": 1, "status --json": 1},
-		"forbidden":                     {"register": 1, "register --dry-run --json": 1, "release": 1, "status --json": 1},
-		"another volume by the ID":      {"register": 4, "register --dry-run --json": 4, "status --json": 0},
-		"its storage as another volume": {"register": 4, "register --dry-run --json": 4},
-		"in use":                        {"register": 4, "register --dry-run --json": 4, "release": 4},
-		"not found":                     {"register": 1, "register --dry-run --json": 1, "release": 1, "status --json": 1},
+		"unreachable":                      {"register": 1, "register --dry-run --json": 1, "release": 1, "status --json": 1},
+		"forbidden":                        {"register": 1, "register --dry-run --json": 1, "release": 1, "status --json": 1},
+		"another volume by the ID":         {"register": 4, "register --dry-run --json": 4, "status --json": 0},
+		"its storage as another volume":    {"register": 4, "register --dry-run --json": 4},
+		"in use":                           {"register": 4, "register --dry-run --json": 4, "release": 4},
+		"Nomad refuses to change its copy": {"register": 4},
+		"not found":                        {"register": 1, "register --dry-run --json": 1, "release": 1, "status --json": 1},
 	}
 	for _, c := range classes {
 		for cmd, code := range want[c.name] {

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -54,6 +55,10 @@ type Client struct {
 	// serverName is NOMAD_TLS_SERVER_NAME, the host Nomad's certificate is checked to be for
 	// instead of NOMAD_ADDR's.
 	serverName string
+	// skipUnread is NOMAD_SKIP_VERIFY when it is set to what the api module (as the nomad CLI)
+	// does not read as a boolean ("yes"), and so ignores: the check it was meant to skip is
+	// made. "" otherwise.
+	skipUnread string
 	// stopped names the first request Nomad did not answer or answered busy (noteStopped),
 	// shared by the client's copies; nil for a Client not made by NewClient.
 	stopped *atomic.Pointer[string]
@@ -141,6 +146,11 @@ func NewClient(address string) (*Client, error) {
 	c.SetNamespace("")
 	out := &Client{api: c, Address: shown, Region: region, Namespace: namespace, creds: creds, token: cfg.SecretID != "",
 		serverName: cfg.TLSConfig.TLSServerName, stopped: new(atomic.Pointer[string]), seen: new(atomic.Bool), volumes: new(volumeList), tokenSelf: new(tokenSelf)}
+	if v := os.Getenv("NOMAD_SKIP_VERIFY"); v != "" {
+		if _, err := strconv.ParseBool(v); err != nil {
+			out.skipUnread = v
+		}
+	}
 	switch t := cfg.TLSConfig; {
 	case t.CACert != "": // read before NOMAD_CAPATH, which is then not read
 		out.trusts = "NOMAD_CACERT=" + t.CACert
@@ -461,7 +471,7 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 			// Go's TLS server (Nomad's) answers a plain request so.
 			return fmt.Sprintf("%d: %s (Nomad there speaks HTTPS: NOMAD_ADDR must say https://, and NOMAD_CACERT name the CA that signed its certificate)", ure.StatusCode(), body)
 		}
-		return fmt.Sprintf("%d: %s", ure.StatusCode(), body)
+		return fmt.Sprintf("%d: %s%s", ure.StatusCode(), body, notNomadsStatus(ure.StatusCode()))
 	}
 	if fix := c.tlsFix(err); fix != "" {
 		return err.Error() + " (" + fix + ")"
@@ -506,6 +516,31 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 	return err.Error() + " (is Nomad running there? NOMAD_ADDR says where it is)"
 }
 
+// notNomadsStatus is what volctl adds to an error answer of status: for one Nomad's HTTP API
+// never answers on the endpoints volctl asks, that something else at NOMAD_ADDR did (and what
+// to change, when its cause is known); "" for one Nomad answers. Nomad 2.0.5 answers errors
+// there with 400, 403, 404, 405, 429 (its limit of connections per client) and 500 (its wrap
+// and errCodeFromHandler: a 409 only on its variables' endpoint), and 401 only on its Task API
+// (the socket in a task's secrets dir) to a request without a token; a gateway's 502, 503 and
+// 504 are said elsewhere (answered, busy). Before, a proxy's 409 was shown as Nomad refusing the
+// registration, sending the user to Nomad's logs, which have nothing of it.
+func notNomadsStatus(status int) string {
+	switch status {
+	case http.StatusBadRequest, http.StatusForbidden, http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusTooManyRequests:
+		return ""
+	case http.StatusUnauthorized:
+		return " (Nomad answers 401 only on its Task API, a task's NOMAD_ADDR=unix://.../api.sock, to a request without a token: set NOMAD_TOKEN there; else a proxy before Nomad asks for credentials: NOMAD_HTTP_AUTH=USER:PASSWORD gives them, as to the nomad CLI)"
+	case http.StatusProxyAuthRequired:
+		return " (Nomad's API answers no 407: the forward proxy HTTP_PROXY or HTTPS_PROXY names asks for credentials: put them in that variable's URL (http://USER:PASSWORD@HOST:PORT), or name Nomad's host in NO_PROXY to reach it directly)"
+	case http.StatusRequestEntityTooLarge:
+		return " (Nomad's API answers no 413: a proxy before Nomad refused the request as larger than its limit on a request's body size (nginx's client_max_body_size): raise that limit, or set NOMAD_ADDR to Nomad's own address)"
+	}
+	if status >= 400 && status < http.StatusInternalServerError {
+		return fmt.Sprintf(" (Nomad's API answers no %d: a proxy, gateway or another service at NOMAD_ADDR answered, not Nomad; NOMAD_ADDR must name Nomad's API, and what stands before it must pass requests on as they are)", status)
+	}
+	return ""
+}
+
 // htmlPage words an answer's body that is a web page (a proxy's or load balancer's error page,
 // a login form) by its title and what it means, instead of the page's markup: Nomad answers
 // errors in plain text. ok is false for any other body.
@@ -528,8 +563,24 @@ func htmlPage(body string) (string, bool) {
 }
 
 // tlsFix says what to set or change when err is a TLS mismatch between volctl and what
-// answers at NOMAD_ADDR, which is running and answered: "" when it is not one.
+// answers at NOMAD_ADDR, which is running and answered: "" when it is not one. A check of
+// Nomad's certificate that failed while NOMAD_SKIP_VERIFY is set to what is not read says so
+// too: the user set it to skip that check.
 func (c *Client) tlsFix(err error) string {
+	fix := c.tlsMismatch(err)
+	var (
+		unknownCA x509.UnknownAuthorityError
+		host      x509.HostnameError
+		invalid   x509.CertificateInvalidError
+	)
+	if c.skipUnread != "" && (errors.As(err, &unknownCA) || errors.As(err, &host) || errors.As(err, &invalid)) {
+		fix += fmt.Sprintf("; NOMAD_SKIP_VERIFY=%q is not read, and so the check is made: Nomad's tools take true or false (1 or 0) there", spec.Cut(c.skipUnread, 64))
+	}
+	return fix
+}
+
+// tlsMismatch is tlsFix but for NOMAD_SKIP_VERIFY.
+func (c *Client) tlsMismatch(err error) string {
 	var (
 		unknownCA x509.UnknownAuthorityError
 		host      x509.HostnameError
@@ -1237,6 +1288,11 @@ type registerError struct{ shown, cause error }
 
 func (e *registerError) Error() string   { return e.shown.Error() }
 func (e *registerError) Unwrap() []error { return []error{e.shown, e.cause} }
+
+// Is matches ErrUpdateRefused for a registration Nomad refused for what its copy has.
+func (e *registerError) Is(target error) bool {
+	return target == ErrUpdateRefused && updateRefused(e.cause)
+}
 
 // Changes lists what registering want would change in Nomad's copy have: field names, in a
 // fixed order. It follows Nomad's update of a registered volume (CSIVolume.Register's

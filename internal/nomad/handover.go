@@ -47,6 +47,9 @@ type Handed struct {
 	// volume with its plugin's health as of the read): set when the registration was read
 	// back as sent.
 	Plugin *PluginHealth
+	// Before is Nomad's copy of the volume as read before the registration (nil when Nomad
+	// had none): what an update replaced (Changes), for the command to say.
+	Before *VolumeState
 }
 
 // HandOver registers v in Nomad for a handover (engine.HandOver's Register): first says the
@@ -99,6 +102,9 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 		}
 	}
 	out := Handed{Updated: err == nil, Unchecked: unchecked}
+	if out.Updated {
+		out.Before = &have
+	}
 	if out.Updated && len(v.Context) == 0 && len(have.Context) > 0 {
 		// A volume volctl has no context for, whose copy in Nomad has one (the plugin's, from
 		// `nomad volume create`, or written there): Nomad 1.9.6 and later keep it when an
@@ -115,6 +121,9 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 	if err != nil {
 		if !first { // marked from before: the mark stays whatever happened
 			out.Undo, out.InFlight = true, inFlight(err)
+			if copyKept(err) {
+				err = fmt.Errorf("%w%s", err, c.keptCopy(v, ns))
+			}
 			if out.InFlight {
 				err = fmt.Errorf("%w; it stays marked handed over, and until Nomad answers a registration of it OK, Nomad's word that it has no such volume does not take it back (Nomad may yet apply this one): `%s` again settles it", err, volctl("register", v.ID))
 			}
@@ -193,6 +202,11 @@ func (c *Client) hasNot(ctx context.Context, v spec.Volume, ns string, updated b
 		// still in flight would be applied once that one is deregistered: not proof.
 		return false, true, fmt.Errorf("%w; Nomad has another volume by the ID %q in namespace %s now (%s), which it does not let a registration change, but it may yet apply this one, whose outcome it did not say, once that one is deregistered; so volume %q stays marked handed over and volctl does not claim it (do not `nomad volume deregister` that one for volctl: it is someone else's): once Nomad is done with that request, and nothing in Nomad uses this volume's storage, `%s` takes it back",
 			err, v.ID, ns, c.shown(strings.Join(c.Identity(have, v), ", "), v), v.ID, volctl("release --force", v.ID))
+	case gerr == nil && updated && copyKept(err):
+		// Nomad had it before, and refused to change its copy so: the same registration is
+		// refused again. Nomad has the storage, so the mark stays.
+		return false, false, fmt.Errorf("%w; Nomad has volume %q (namespace %s) from before, so it stays marked handed over and volctl does not claim it%s",
+			err, v.ID, ns, c.keptCopy(v, ns))
 	case gerr == nil:
 		// Nomad has it: when it had not before, this registration is what it applied (settled).
 		inflight = inflight && updated
@@ -216,6 +230,46 @@ func (c *Client) hasNot(ctx context.Context, v spec.Volume, ns string, updated b
 	}
 	return false, false, fmt.Errorf("%w; volume %q stays marked handed over, so volctl does not claim it while Nomad may have it (asking it failed too: %v): `%s` shows whether Nomad has it, and `%s` takes it back once Nomad says it has not",
 		err, v.ID, gerr, volctl("status", v.ID), volctl("release", v.ID))
+}
+
+// ErrUpdateRefused matches a registration Nomad refused because its copy of the volume, which
+// it had before, conflicts with it (updateRefused): a conflict (exit 4), as --dry-run says of
+// it, which the same registration meets again until one side changes.
+var ErrUpdateRefused = errors.New("refuses to change its copy of the volume so")
+
+// updateRefused reports whether err is Nomad's 500 refusing a registration for what its copy of
+// the volume has: CSIVolume.Register's "unable to update volume: " (reconcileVolume: Merge's
+// immutable name, parameters and topology request, mount options or capabilities while in
+// use, expandVolume's capacity below the copy's) or the state store's "volume identity cannot
+// be updated: " (another plugin or external ID).
+func updateRefused(err error) bool {
+	msg, ok := leaders500(err)
+	return ok && (strings.HasPrefix(msg, "unable to update volume: ") || strings.HasPrefix(msg, "volume identity cannot be updated: "))
+}
+
+// copyKept reports whether err is Nomad's refusal of an update of its copy of the volume, this
+// volume's (reconcileVolume's "unable to update volume: "): not the state store's refusal of
+// another volume's identity, whose deregistration keptCopy must not advise.
+func copyKept(err error) bool {
+	msg, ok := leaders500(err)
+	return ok && strings.HasPrefix(msg, "unable to update volume: ")
+}
+
+// leaders500 is the leader's words (leadersWords) of err when it is Nomad's 500.
+func leaders500(err error) (string, bool) {
+	var ure api.UnexpectedResponseError
+	if !errors.As(err, &ure) || !ure.HasStatusCode() || ure.StatusCode() != http.StatusInternalServerError {
+		return "", false
+	}
+	return leadersWords(ure.Body()), true
+}
+
+// keptCopy is what volctl adds to a registration of volume v Nomad refused for what its copy in
+// namespace ns has (copyKept): that the same registration is refused again, what shows
+// how the copy differs, and the two ways on.
+func (c *Client) keptCopy(v spec.Volume, ns string) string {
+	return fmt.Sprintf("; Nomad keeps its copy as it is, and refuses this registration again until one side changes: `%s` says what its copy has otherwise; to give Nomad volctl's, once no job of Nomad's uses it, `%s`, then `%s` again; to take the volume back instead, `%s`, then `%s`",
+		volctl("register --dry-run", v.ID), c.nomadCmd("volume deregister", ns, v.ID), volctl("register", v.ID), c.nomadCmd("volume deregister", ns, v.ID), volctl("release", v.ID))
 }
 
 // inFlight reports whether Nomad may yet apply a registration that failed with err: neither
@@ -285,17 +339,23 @@ var settledErrors = []string{
 	"volume existence check error: ",          // state store
 }
 
-// settledBy reports whether the body of Nomad's 500 to a registration is one of settledErrors,
-// after the "rpc error: " that each server forwarding the RPC puts before the leader's error.
-func settledBy(body string) bool {
+// leadersWords is the body of Nomad's 500 without the "rpc error: " that each server forwarding
+// the RPC puts before the leader's error.
+func leadersWords(body string) string {
 	msg := strings.TrimSpace(body)
 	for {
 		rest, ok := strings.CutPrefix(msg, "rpc error: ")
 		if !ok {
-			break
+			return msg
 		}
 		msg = rest
 	}
+}
+
+// settledBy reports whether the body of Nomad's 500 to a registration is one of settledErrors
+// (leadersWords).
+func settledBy(body string) bool {
+	msg := leadersWords(body)
 	for _, p := range settledErrors {
 		if strings.HasPrefix(msg, p) {
 			return true

@@ -1,14 +1,11 @@
 package nomad
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/volctl/volctl/internal/spec"
 )
 
 // What answers at NOMAD_ADDR redirects with a Location Go cannot parse (a login page's, which
@@ -36,12 +33,7 @@ func TestNomadRedirectToALocationGoCannotParseIsARedirect(t *testing.T) {
 			t.Errorf("%s, redirected to a Location Go cannot parse: %v\nwant the redirect named, without the token", what, err)
 		}
 	}
-	_, err = c.Plugin(context.Background(), "hp")
-	check("plugin", err)
-	_, err = c.VolumeIn(context.Background(), "db", "default", "")
-	check("volume", err)
-	_, _, err = c.register(context.Background(), spec.Volume{ID: "db", PluginID: "hp", ExternalID: "x"})
-	check("registration", err)
+	err = askEach(c, check)
 	if !errors.Is(err, ErrRefused) {
 		t.Errorf("registration answered with a redirect: %v\nwant it refused for certain (the request went no further)", err)
 	}

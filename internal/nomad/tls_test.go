@@ -49,6 +49,15 @@ func TestNomadTLSErrorsNameTheFix(t *testing.T) {
 			t.Cleanup(srv.Close)
 			return srv.URL
 		}, []string{"certificate", "NOMAD_CACERT"}},
+		// Set, but to what Nomad's tools do not read as a boolean ("yes"): ignored, by the
+		// nomad CLI too, and the check it was meant to skip fails, the error telling to set
+		// the variable that is set.
+		{"NOMAD_SKIP_VERIFY=yes, which is not read", func(t *testing.T) string {
+			srv := quietTLS(ok)
+			t.Cleanup(srv.Close)
+			t.Setenv("NOMAD_SKIP_VERIFY", "yes")
+			return srv.URL
+		}, []string{"NOMAD_CACERT", `NOMAD_SKIP_VERIFY="yes" is not read`, "true or false"}},
 		{"a CA file of another CA", func(t *testing.T) string {
 			srv := quietTLS(ok)
 			t.Cleanup(srv.Close)
