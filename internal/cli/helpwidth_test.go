@@ -62,3 +62,29 @@ func TestWrapProse(t *testing.T) {
 		t.Errorf("filling changed the words: %q", paras[0])
 	}
 }
+
+// TestHelpShowsNoDefaultOfAnEmptyList: a repeatable flag left out is an empty list, which
+// --help leaves unsaid as pflag does for its own list flags. volctl's wrapping of every flag's
+// value (refuseRepeatedFlags) hid the value's type from pflag, which then printed the empty
+// list as a default: `--group stringArray ... (default [])`, and for export nomad's
+// --datacenter, whose usage names its default, two defaults that disagree:
+// `(default "*") (default [])`.
+func TestHelpShowsNoDefaultOfAnEmptyList(t *testing.T) {
+	ios, _, _, _ := iostreams.Test()
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		var out bytes.Buffer
+		c.SetOut(&out)
+		if err := c.Help(); err != nil {
+			t.Fatalf("%s --help: %v", c.CommandPath(), err)
+		}
+		help := out.String()
+		if i := strings.Index(help, "(default [])"); i >= 0 {
+			t.Errorf("%s --help shows an empty list as a default: %q", c.CommandPath(), help[max(0, i-120):i+len("(default [])")])
+		}
+	}
+	walk(NewRootCmd(NewFactory(ios)))
+}
