@@ -47,3 +47,50 @@ func TestUnknownSubcommandOfAGroupIsAUsageError(t *testing.T) {
 		t.Errorf("volctl volume printed %q, want its help", out)
 	}
 }
+
+// TestHelpOfAnUnknownTopicIsAUsageError: `volctl help TOPIC` that names no command exits 2,
+// naming the topic, with suggestions, as `volctl TOPIC` does. The command groups take any
+// argument (rejectUnknownSubcommands refuses it when they run), and cobra's help command,
+// which finds its topic through them, took `volctl help statsu`, `volctl help volume clam`
+// and `volctl help volume claim extra` for the root's, volume's and claim's help: printed
+// it and exited 0, nothing said of the topic, a mistyped name passing for a documented one.
+func TestHelpOfAnUnknownTopicIsAUsageError(t *testing.T) {
+	for _, tt := range []struct {
+		args    []string
+		want    string
+		suggest string
+	}{
+		{[]string{"help", "statsu"}, `unknown help topic "statsu": no command "statsu" in volctl`, "status"},
+		{[]string{"help", "volume", "clam"}, `unknown help topic "volume clam": no command "clam" in volctl volume`, "claim"},
+		{[]string{"help", "volume", "claim", "extra"}, `unknown help topic "volume claim extra": no command "extra" in volctl volume claim`, ""},
+		{[]string{"help", "frobnicate"}, `unknown help topic "frobnicate"`, ""},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			ios, _, out, _ := iostreams.Test()
+			root := NewRootCmd(NewFactory(ios))
+			root.SetArgs(tt.args)
+			err := root.Execute()
+			if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v (exit %d), want %q (exit %d); stdout %.80q", err, ExitCode(err), tt.want, ExitUsage, out)
+			}
+			if tt.suggest != "" && !strings.Contains(err.Error(), "Did you mean this?\n\t"+tt.suggest) {
+				t.Errorf("err = %v, want the suggestion %q", err, tt.suggest)
+			}
+			if out.Len() != 0 {
+				t.Errorf("stdout = %.80q, want nothing", out)
+			}
+		})
+	}
+	// A topic that names a command still gets its help, exit 0.
+	for _, args := range [][]string{{"help"}, {"help", "volume"}, {"help", "volume", "claim"}, {"help", "volume", "snapshot", "list"}} {
+		ios, _, out, _ := iostreams.Test()
+		root := NewRootCmd(NewFactory(ios))
+		root.SetArgs(args)
+		if err := root.Execute(); err != nil {
+			t.Fatalf("volctl %s: %v", strings.Join(args, " "), err)
+		}
+		if !strings.Contains(out.String(), "Usage:") {
+			t.Errorf("volctl %s printed %.80q, want its help", strings.Join(args, " "), out)
+		}
+	}
+}
