@@ -126,7 +126,7 @@ refused, volume in use), 70 volctl crashed (a panic: a bug in volctl, its text o
 	wrapHelp(root)
 
 	pf := root.PersistentFlags()
-	pf.StringVar(&f.stateDirFlag, "state-dir", "", "state directory (default $VOLCTL_STATE_DIR, /var/lib/volctl as root, else $XDG_STATE_HOME/volctl)")
+	pf.StringVar(&f.stateDirFlag, "state-dir", "", "state directory (default $VOLCTL_STATE_DIR, /var/lib/volctl as root, else $XDG_STATE_HOME/volctl, or $HOME/.local/state/volctl without it)")
 	pf.BoolVarP(&f.verbose, "verbose", "v", false, "log debug output and CSI RPC traces (secrets redacted) to stderr")
 	verbose := pf.Lookup("verbose")
 	f.verboseGiven = func() bool { return verbose.Changed }
