@@ -149,7 +149,11 @@ refused, volume in use), 70 volctl crashed (a panic: a bug in volctl, its text o
 		root.CompletionOptions.DisableDefaultCmd = true
 	}
 	rejectUnknownSubcommands(root)
-	strictHelpTopics(root)
+	if len(cmds) == len(topCommands) {
+		// `volctl help ...` is built the whole tree (its first argument names no command of
+		// topCommands); a tree of one command adds cobra's help at Execute, as before, unused.
+		strictHelpTopics(root)
+	}
 	registerCompletions(root, f)
 	refuseRepeatedFlags(root)
 	return root
