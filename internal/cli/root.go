@@ -247,7 +247,9 @@ func argsChecker(check cobra.PositionalArgs) cobra.PositionalArgs {
 			}
 		}
 		if err != nil {
-			return &flagError{err: fmt.Errorf("%w\nSee '%s --help'.", err, cmd.CommandPath())}
+			// The usage line names the arguments the count is of (VOLUME, FILE, PLUGIN
+			// SNAPSHOT_ID|NAME): cobra's count alone named none (TestWrongArgumentCountShowsTheUsage).
+			return &flagError{err: fmt.Errorf("%w\nUsage: %s\nSee '%s --help'.", err, cmd.UseLine(), cmd.CommandPath())}
 		}
 		return nil
 	}

@@ -94,3 +94,31 @@ func TestHelpOfAnUnknownTopicIsAUsageError(t *testing.T) {
 		}
 	}
 }
+
+// TestWrongArgumentCountShowsTheUsage: a command given too few or too many arguments says
+// which it takes, with its usage line (`volctl volume claim VOLUME --alloc ALLOC`), not only
+// cobra's count: "accepts 1 arg(s), received 0" named no argument, and a newcomer who typed
+// `volctl group run` or `volctl volume snapshot delete nightly` had to open the help to learn
+// that a FILE, or the plugin before the snapshot, was wanted.
+func TestWrongArgumentCountShowsTheUsage(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"volume", "claim", "--alloc", "web-0"}, "Usage: volctl volume claim VOLUME --alloc ALLOC"},
+		{[]string{"volume", "claim", "a", "b", "--alloc", "web-0"}, "Usage: volctl volume claim VOLUME --alloc ALLOC"},
+		{[]string{"group", "run"}, "Usage: volctl group run FILE | -"},
+		{[]string{"volume", "snapshot", "delete", "nightly"}, "Usage: volctl volume snapshot delete PLUGIN SNAPSHOT_ID|NAME"},
+		{[]string{"validate"}, "Usage: volctl validate [--for register|create] FILE... | -"},
+		{[]string{"plugin", "status", "a", "b"}, "Usage: volctl plugin status [ID]"},
+		{[]string{"volume", "claim", "", "--alloc", "web-0"}, "Usage: volctl volume claim VOLUME --alloc ALLOC"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			ios, _, _, _ := iostreams.Test()
+			err := runCmd(t, NewRootCmd(NewFactory(ios)), tt.args...)
+			if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v (exit %d), want %q (exit %d)", err, ExitCode(err), tt.want, ExitUsage)
+			}
+		})
+	}
+}
