@@ -44,7 +44,7 @@ func NewFactory(ios *iostreams.IOStreams) *Factory {
 }
 
 // StateDir resolves the state directory as docs/architecture.md (Command line) says: --state-dir, $VOLCTL_STATE_DIR,
-// /var/lib/volctl for root, else $XDG_STATE_HOME/volctl (~/.local/state/volctl).
+// /var/lib/volctl for root, else $XDG_STATE_HOME/volctl, or $HOME/.local/state/volctl when it is unset or relative.
 func (f *Factory) StateDir() (string, error) {
 	dir := f.stateDirFlag
 	if dir == "" {

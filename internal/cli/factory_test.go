@@ -386,3 +386,37 @@ func TestStateDirWithBlanksOrControlsIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestStateDirFlagNamesEveryDefault: --state-dir's usage (every command's --help, the man
+// pages) names each state dir volctl takes when neither the flag nor VOLCTL_STATE_DIR is
+// given, as StateDir resolves it. It said "else $XDG_STATE_HOME/volctl", and for a user
+// without XDG_STATE_HOME, as most have, the state dir is $HOME/.local/state/volctl: a newcomer
+// without root looked for their volumes in a directory the help named wrongly.
+func TestStateDirFlagNamesEveryDefault(t *testing.T) {
+	ios, _, _, _ := iostreams.Test()
+	usage := NewRootCmd(NewFactory(ios)).PersistentFlags().Lookup("state-dir").Usage
+	for _, tt := range []struct {
+		env     map[string]string
+		euid    int
+		written string // how the usage writes the state dir StateDir gives
+	}{
+		{nil, 0, "/var/lib/volctl"},
+		{map[string]string{"XDG_STATE_HOME": "/x", "HOME": "/h"}, 1000, "$XDG_STATE_HOME/volctl"},
+		{map[string]string{"HOME": "/h"}, 1000, "$HOME/.local/state/volctl"},
+	} {
+		f := NewFactory(ios)
+		f.lookupEnv = func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
+		f.geteuid = func() int { return tt.euid }
+		got, err := f.StateDir()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strings.NewReplacer("$XDG_STATE_HOME", "/x", "$HOME", "/h").Replace(tt.written)
+		if got != want {
+			t.Fatalf("StateDir() with %v as uid %d = %q, want %q", tt.env, tt.euid, got, want)
+		}
+		if !strings.Contains(usage, tt.written) {
+			t.Errorf("--state-dir's usage %q does not name %s, the state dir with %v as uid %d", usage, tt.written, tt.env, tt.euid)
+		}
+	}
+}

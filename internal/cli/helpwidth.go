@@ -2,10 +2,10 @@ package cli
 
 import (
 	"bytes"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/volctl/volctl/internal/display"
 )
@@ -23,15 +23,19 @@ const helpWidth = 80
 // pages, made from them, are untouched, and an example is never broken (a script runs them).
 func wrapHelp(c *cobra.Command) {
 	cobra.AddTemplateFunc("wrapProse", wrapProse)
+	cobra.AddTemplateFunc("flagUsages", flagUsages)
 	help := strings.Replace(c.HelpTemplate(), "{{. | trimTrailingWhitespaces}}", "{{. | trimTrailingWhitespaces | wrapProse}}", 1)
-	usage := strings.ReplaceAll(c.UsageTemplate(), ".FlagUsages | ", ".FlagUsagesWrapped "+strconv.Itoa(helpWidth)+" | ")
+	usage := c.UsageTemplate()
+	for _, set := range []string{".LocalFlags", ".InheritedFlags"} {
+		usage = strings.Replace(usage, "{{"+set+".FlagUsages | ", "{{flagUsages "+set+" | ", 1)
+	}
 	// "volctl volume snapshot [command] --help" left 80 columns behind with cobra's words.
 	const more = `--help" for more information about a command.`
 	if strings.Count(usage, more) != 1 {
 		panic("cli: cobra's usage template changed; wrapHelp must follow it")
 	}
 	usage = strings.Replace(usage, more, `--help" for more about a command.`, 1)
-	if help == c.HelpTemplate() || strings.Count(usage, ".FlagUsagesWrapped") != 2 {
+	if help == c.HelpTemplate() || strings.Count(usage, "{{flagUsages ") != 2 {
 		panic("cli: cobra's help templates changed; wrapHelp must follow them") // caught by every test that builds the root
 	}
 	c.SetHelpTemplate(help)
@@ -49,6 +53,27 @@ func wrapHelp(c *cobra.Command) {
 		cmd.SetOut(out)
 		_, _ = out.Write(buf.Bytes())
 	})
+}
+
+// flagUsages is fs's flags as pflag lists them, each usage wrapped under its own column
+// (FlagUsagesWrapped), with each value as the flag declared it: pflag leaves out a default
+// that is its value type's zero, which it tells by the value's type, hidden behind the
+// wrappers refuseRepeatedFlags puts on every flag. A repeatable flag left out, an empty list,
+// showed as "(default [])" (TestHelpShowsNoDefaultOfAnEmptyList).
+func flagUsages(fs *pflag.FlagSet) string {
+	shown := pflag.NewFlagSet(fs.Name(), pflag.ContinueOnError)
+	shown.SortFlags = fs.SortFlags
+	fs.VisitAll(func(f *pflag.Flag) {
+		g := *f
+		switch v := f.Value.(type) {
+		case *onceValue:
+			g.Value = v.Value
+		case *nonEmptyItems:
+			g.Value = v.sliceValue
+		}
+		shown.AddFlag(&g)
+	})
+	return shown.FlagUsagesWrapped(helpWidth)
 }
 
 // wrapProse fills each paragraph of text (lines between blank ones) to helpWidth columns,

@@ -16,6 +16,25 @@ import (
 // 95 columns and the flags' usage ran on one line to 170: such a terminal broke a third of the
 // lines mid-word.
 func TestHelpFitsEightyColumns(t *testing.T) {
+	forEachHelp(t, func(c *cobra.Command, help string) {
+		inExamples := false
+		for line := range strings.SplitSeq(help, "\n") {
+			switch {
+			case line == "Examples:":
+				inExamples = true
+			case line != "" && line[0] != ' ':
+				inExamples = false
+			}
+			if w := display.Width(line); w > helpWidth && !inExamples {
+				t.Errorf("%s --help: a line of %d columns: %q", c.CommandPath(), w, line)
+			}
+		}
+	})
+}
+
+// forEachHelp calls f with every command of the tree and its --help.
+func forEachHelp(t *testing.T, f func(c *cobra.Command, help string)) {
+	t.Helper()
 	ios, _, _, _ := iostreams.Test()
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
@@ -27,18 +46,7 @@ func TestHelpFitsEightyColumns(t *testing.T) {
 		if err := c.Help(); err != nil {
 			t.Fatalf("%s --help: %v", c.CommandPath(), err)
 		}
-		inExamples := false
-		for line := range strings.SplitSeq(out.String(), "\n") {
-			switch {
-			case line == "Examples:":
-				inExamples = true
-			case line != "" && line[0] != ' ':
-				inExamples = false
-			}
-			if w := display.Width(line); w > helpWidth && !inExamples {
-				t.Errorf("%s --help: a line of %d columns: %q", c.CommandPath(), w, line)
-			}
-		}
+		f(c, out.String())
 	}
 	walk(NewRootCmd(NewFactory(ios)))
 }
@@ -61,4 +69,18 @@ func TestWrapProse(t *testing.T) {
 	if strings.Join(strings.Fields(paras[0]), " ") != strings.TrimSpace(long) {
 		t.Errorf("filling changed the words: %q", paras[0])
 	}
+}
+
+// TestHelpShowsNoDefaultOfAnEmptyList: a repeatable flag left out is an empty list, which
+// --help leaves unsaid as pflag does for its own list flags. volctl's wrapping of every flag's
+// value (refuseRepeatedFlags) hid the value's type from pflag, which then printed the empty
+// list as a default: `--group stringArray ... (default [])`, and for export nomad's
+// --datacenter, whose usage names its default, two defaults that disagree:
+// `(default "*") (default [])`.
+func TestHelpShowsNoDefaultOfAnEmptyList(t *testing.T) {
+	forEachHelp(t, func(c *cobra.Command, help string) {
+		if i := strings.Index(help, "(default [])"); i >= 0 {
+			t.Errorf("%s --help shows an empty list as a default: %q", c.CommandPath(), help[max(0, i-120):i+len("(default [])")])
+		}
+	})
 }

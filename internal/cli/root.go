@@ -126,7 +126,7 @@ refused, volume in use), 70 volctl crashed (a panic: a bug in volctl, its text o
 	wrapHelp(root)
 
 	pf := root.PersistentFlags()
-	pf.StringVar(&f.stateDirFlag, "state-dir", "", "state directory (default $VOLCTL_STATE_DIR, /var/lib/volctl as root, else $XDG_STATE_HOME/volctl)")
+	pf.StringVar(&f.stateDirFlag, "state-dir", "", "state directory (default $VOLCTL_STATE_DIR, /var/lib/volctl as root, else $XDG_STATE_HOME/volctl, or $HOME/.local/state/volctl without it)")
 	pf.BoolVarP(&f.verbose, "verbose", "v", false, "log debug output and CSI RPC traces (secrets redacted) to stderr")
 	verbose := pf.Lookup("verbose")
 	f.verboseGiven = func() bool { return verbose.Changed }
@@ -149,6 +149,11 @@ refused, volume in use), 70 volctl crashed (a panic: a bug in volctl, its text o
 		root.CompletionOptions.DisableDefaultCmd = true
 	}
 	rejectUnknownSubcommands(root)
+	if len(cmds) == len(topCommands) {
+		// `volctl help ...` is built the whole tree (its first argument names no command of
+		// topCommands); a tree of one command adds cobra's help at Execute, as before, unused.
+		strictHelpTopics(root)
+	}
 	registerCompletions(root, f)
 	refuseRepeatedFlags(root)
 	return root
@@ -182,6 +187,45 @@ func rejectUnknownSubcommands(c *cobra.Command) {
 	}
 }
 
+// strictHelpTopics makes `volctl help TOPIC...` refuse a topic that names no command: exit 2,
+// naming it, with suggestions, as rejectUnknownSubcommands refuses `volctl TOPIC`. Cobra's
+// help command finds its topic as a command line is found, and every group takes any argument
+// (so that it can refuse it when it runs): a mistyped topic (`volctl help statsu`, `volctl
+// help volume clam`) or one with a word past a command (`help volume claim extra`) got the
+// help of the command before it and exit 0, nothing said of the word it could not find.
+func strictHelpTopics(root *cobra.Command) {
+	root.InitDefaultHelpCmd() // now, not at Execute: it is the command replaced here
+	var help *cobra.Command
+	for _, c := range root.Commands() {
+		if c.Name() == "help" {
+			help = c
+		}
+	}
+	if help == nil || help.Run == nil {
+		panic("cli: cobra's help command changed; strictHelpTopics must follow it") // caught by every test that builds the root
+	}
+	show := help.Run
+	help.Run = nil
+	help.RunE = func(c *cobra.Command, args []string) error {
+		found, rest, err := c.Root().Find(args)
+		if err == nil && len(rest) == 0 {
+			show(c, args)
+			return nil
+		}
+		msg := fmt.Sprintf("unknown help topic %q", strings.Join(args, " "))
+		if found != nil && len(rest) > 0 {
+			msg += fmt.Sprintf(": no command %q in %s", rest[0], found.CommandPath())
+			if found.SuggestionsMinimumDistance <= 0 {
+				found.SuggestionsMinimumDistance = 2
+			}
+			if s := found.SuggestionsFor(rest[0]); len(s) > 0 {
+				msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+			}
+		}
+		return &flagError{err: fmt.Errorf("%s\nSee '%s --help'.", msg, c.Root().CommandPath())}
+	}
+}
+
 // parentCmd builds a command that only groups others (volume, plugin, volume snapshot, ...):
 // it runs nothing of its own, and an argument that names none of subs is refused
 // (rejectUnknownSubcommands). long may be empty.
@@ -203,7 +247,9 @@ func argsChecker(check cobra.PositionalArgs) cobra.PositionalArgs {
 			}
 		}
 		if err != nil {
-			return &flagError{err: fmt.Errorf("%w\nSee '%s --help'.", err, cmd.CommandPath())}
+			// The usage line names the arguments the count is of (VOLUME, FILE, PLUGIN
+			// SNAPSHOT_ID|NAME): cobra's count alone named none (TestWrongArgumentCountShowsTheUsage).
+			return &flagError{err: fmt.Errorf("%w\nUsage: %s\nSee '%s --help'.", err, cmd.UseLine(), cmd.CommandPath())}
 		}
 		return nil
 	}

@@ -216,6 +216,10 @@ func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Dur
 	e.Class = classify(rpc, e.Code)
 	e.TimedOut = e.Code == codes.DeadlineExceeded && !deadline.IsZero() && !time.Now().Before(deadline)
 	e.Hint = hint(rpc, e.Code, plugin, socket, timeout)
+	if e.Code == codes.FailedPrecondition && strings.HasPrefix(st.Message(), hostpathNoMountPrivilege) {
+		// volctl's own plugin says why, and the spec's reason for the code is another.
+		e.Hint = strings.ReplaceAll(hostpathNoMountPrivilegeHint, "{plugin}", plugin)
+	}
 	// gRPC's dial and handshake errors are a transport dump; say what is wrong with the socket
 	// instead. The dump itself stays in the RPC trace (--verbose). The code, and so the class,
 	// stay what gRPC said.
@@ -277,6 +281,18 @@ func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Dur
 	}
 	return e
 }
+
+// hostpathNoMountPrivilege opens the FAILED_PRECONDITION message of volctl's own plugin
+// (internal/hostpath's mountStatus) when it may not mount or unmount: run by a user who is not
+// root, or in a container without CAP_SYS_ADMIN. The hint for the code, from the CSI spec's
+// tables (a capability the volume lacks, a volume in use elsewhere, one not staged), named
+// another cause and nothing to do; hostpathNoMountPrivilegeHint replaces it
+// (TestHostpathWithoutMountPrivilegeSaysSo, which runs the plugin, holds the two packages'
+// words together). Another plugin that answers so is told the same, which is what it says.
+const hostpathNoMountPrivilege = "hostpath: bind-mounting needs root (CAP_SYS_ADMIN)"
+
+const hostpathNoMountPrivilegeHint = "{plugin} may not mount: volctl's own plugin bind-mounts, which needs CAP_SYS_ADMIN; " +
+	"start `volctl plugin serve hostpath` as root (sudo), then run the command again"
 
 // pluginDeadlineHint is the hint of a DEADLINE_EXCEEDED a plugin answered itself.
 const pluginDeadlineHint = "{plugin} answered in time, but reported a timeout of its own (its storage backend, most likely); " +

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -206,4 +207,57 @@ func TestHostpathWithFaults(t *testing.T) {
 	if got := faults.Count(csi.RPCCreateVolume); got != (csitest.Count{Calls: 3, Failed: 2}) {
 		t.Fatalf("Count = %+v", got)
 	}
+}
+
+// TestHostpathWithoutMountPrivilegeSaysSo: volctl's own plugin, run by a user who may not
+// mount, answers a stage or publish with FAILED_PRECONDITION and says why in its message. The
+// hint for the code, from the CSI spec's tables, guessed otherwise ("the volume does not
+// support the requested capability, or is still in use elsewhere"): `volume claim` run by a
+// newcomer without root told them to look at the volume's capabilities, and nothing of
+// running the plugin as root. The hint says what to do.
+func TestHostpathWithoutMountPrivilegeSaysSo(t *testing.T) {
+	fail := &hostpathtest.FakeMounter{Fail: syscall.EPERM}
+	srv := hostpathtest.Start(t, hostpath.Config{NodeID: "n1", Mounter: fail})
+	c := csitest.NewClient(t, csi.Config{Name: "hostpath", ControllerSocket: srv.Socket, NodeSocket: srv.Socket})
+	ctx := context.Background()
+	rw := csi.VolumeCapability{Capability: spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
+	vol, err := c.CreateVolume(ctx, csi.CreateVolumeRequest{Name: "data", Capabilities: []csi.VolumeCapability{rw}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := hostpathtest.ShortDir(t)
+	staging, target := filepath.Join(dir, "staging"), filepath.Join(dir, "target")
+	if err := os.MkdirAll(staging, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	check := func(rpc string, err error) {
+		t.Helper()
+		var e *csi.Error
+		if !errors.As(err, &e) || e.Code != codes.FailedPrecondition {
+			t.Fatalf("%s: %v, want a FailedPrecondition *csi.Error", rpc, err)
+		}
+		if !strings.Contains(e.Message, "bind-mounting needs root") {
+			t.Errorf("%s: the plugin's message is lost: %v", rpc, err)
+		}
+		for _, w := range []string{`plugin "hostpath"`, "CAP_SYS_ADMIN", "as root", "volctl plugin serve hostpath"} {
+			if !strings.Contains(e.Hint, w) {
+				t.Errorf("%s: hint %q lacks %q", rpc, e.Hint, w)
+			}
+		}
+		for _, wrong := range []string{"capability", "in use elsewhere", "published elsewhere", "not staged"} {
+			if strings.Contains(e.Hint, wrong) {
+				t.Errorf("%s: hint guesses another cause (%q): %v", rpc, wrong, err)
+			}
+		}
+	}
+	check("NodeStageVolume", c.NodeStageVolume(ctx, csi.NodeStageVolumeRequest{VolumeID: vol.ID, StagingPath: staging,
+		Capability: rw, VolumeContext: vol.Context}))
+	fail.Fail = nil
+	if err := c.NodeStageVolume(ctx, csi.NodeStageVolumeRequest{VolumeID: vol.ID, StagingPath: staging,
+		Capability: rw, VolumeContext: vol.Context}); err != nil {
+		t.Fatal(err)
+	}
+	fail.Fail = syscall.EACCES
+	check("NodePublishVolume", c.NodePublishVolume(ctx, csi.NodePublishVolumeRequest{VolumeID: vol.ID, StagingPath: staging,
+		TargetPath: target, Capability: rw, VolumeContext: vol.Context}))
 }

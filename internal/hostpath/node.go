@@ -353,7 +353,12 @@ func ensureDir(field, path string) (created bool, err error) {
 	}
 	if err := os.Mkdir(path, 0o750); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return false, failedPrecondition("%s %q: its parent directory does not exist", field, path)
+			// The orchestrator makes the parent. Under Nomad it is below the plugin job's
+			// stage_publish_base_dir, which must be below the clients' data_dir
+			// (TestStagingPathWithoutItsParentSaysWhoMakesIt).
+			return false, failedPrecondition("%s %q: its parent directory does not exist; the orchestrator makes it "+
+				"(run by Nomad, the plugin job's stage_publish_base_dir must be below the clients' data_dir: "+
+				"volctl export nomad --nomad-data-dir DIR writes it so)", field, path)
 		}
 		return false, internal("%s %q: %v", field, path, err)
 	}

@@ -551,3 +551,20 @@ func TestNodeRestoreKeepsUnchangedRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestStagingPathWithoutItsParentSaysWhoMakesIt: the orchestrator makes the parent of a
+// staging or target path. Run by Nomad from the job volctl export nomad writes, the plugin is
+// given paths under the job's stage_publish_base_dir, which must be under the clients'
+// data_dir (--nomad-data-dir, /opt/nomad/data by default): a client with another data_dir
+// (a `nomad agent -dev`'s temporary one) failed every alloc with "its parent directory does
+// not exist", which Nomad shows under "does not have MULTI_NODE volume capability", and
+// nothing said what to change.
+func TestStagingPathWithoutItsParentSaysWhoMakesIt(t *testing.T) {
+	c, _ := startFake(t, hostpath.Config{})
+	v := c.createVolume(t, "v")
+	dir := hostpathtest.MountDir(t)
+	missing := paths{staging: filepath.Join(dir, "no-such-dir", "staging"), target: filepath.Join(dir, "no-such-dir", "target")}
+	err := c.stage(v, missing, nil)
+	wantCode(t, err, codes.FailedPrecondition, "its parent directory does not exist", "stage_publish_base_dir", "--nomad-data-dir")
+	mustOK(t, c.stage(v, newPaths(t), nil))
+}
