@@ -159,9 +159,9 @@ func jqParseError(s string, err error) error {
 // {{with index . "field"}}...{{end}} (docs/json.md says which fields may be absent), and index
 // printing a key the map lacks is an error too (templateindex.go).
 func parseTemplate(s string) (*template.Template, error) {
-	t, err := template.New("output").Option("missingkey=error").Funcs(textFuncs).Funcs(templateFuncs).Funcs(indexFuncs).Parse(s)
+	t, err := newTemplate().Parse(s)
 	if err != nil {
-		return nil, err
+		return nil, templateParseError(s, err)
 	}
 	lenientConditions(t)
 	return t, nil
