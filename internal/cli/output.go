@@ -202,6 +202,7 @@ func (e *exportFlags) Write(ctx context.Context, w io.Writer, v any) error {
 	run, stop := boundFilter(ctx)
 	defer stop()
 	if err := executeTemplate(run, tmpl, &buf, data); err != nil {
+		err = templateExecError(e.Template, err)
 		if bound := passedBound(run); bound != nil {
 			return usageError("--template: %v", bound)
 		}

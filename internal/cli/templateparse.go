@@ -255,3 +255,45 @@ func holdsBranchMark(b *parse.BranchNode) bool {
 	}
 	return holdsMark(b.List)
 }
+
+// execPlace reads the place text/template gives an error of a template's run, "template:
+// output:LINE:COL: ...", COL counting bytes from 0 (`{{ .Foo }}` failing at ".Foo" said
+// output:1:3).
+var execPlace = regexp.MustCompile(`(?s)^template: output:(\d+):(\d+): (.*)$`)
+
+// templateExecError says where in s the template run failed as templateParseError says where
+// it did not parse: "at column C" (and line), C counting characters from 1, as --jq's errors
+// and -t's parse errors do, where text/template counts bytes from 0 (TestTemplateRunErrorSaysWhere).
+// An error of no place, or of a place not in s, is left as it is.
+func templateExecError(s string, err error) error {
+	m := execPlace.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	line, lerr := strconv.Atoi(m[1])
+	col, cerr := strconv.Atoi(m[2])
+	if lerr != nil || cerr != nil || line < 1 {
+		return err
+	}
+	at := 0
+	for i := 1; i < line; i++ {
+		nl := strings.IndexByte(s[at:], '\n')
+		if nl < 0 {
+			return err
+		}
+		at += nl + 1
+	}
+	if end := strings.IndexByte(s[at:], '\n'); col < 0 || at+col > len(s) || (end >= 0 && col > end) || !utf8.RuneStart(s[at+col]) {
+		return err
+	}
+	return placedError{msg: "template: " + m[3] + " " + templatePlace(s, at+col), err: err}
+}
+
+// placedError is err said with its place in the template's own words.
+type placedError struct {
+	msg string
+	err error
+}
+
+func (p placedError) Error() string { return p.msg }
+func (p placedError) Unwrap() error { return p.err }

@@ -47,3 +47,22 @@ func TestTemplateParseErrorPlaceIsBounded(t *testing.T) {
 		t.Errorf("err = %v, want the end without the block", err)
 	}
 }
+
+// TestTemplateRunErrorSaysWhere: an error of a template's run said text/template's place,
+// "output:1:3" for `{{ .Foo }}`, a column counted in bytes from 0, where -t's parse errors and
+// --jq's count characters from 1: the same template's two errors pointed at places one apart,
+// more after a non-ASCII character. It says the column as they do.
+func TestTemplateRunErrorSaysWhere(t *testing.T) {
+	t.Setenv("VOLCTL_STATE_DIR", t.TempDir())
+	for _, tt := range []struct{ tmpl, want string }{
+		{"{{ .Foo }}", "can't evaluate field Foo in type []interface {} at column 4"},
+		{`{{printf "%s" 1}}é {{ index . 3 }}`, "index out of range: 3 at column 23"},
+		{"é\n {{ index . 3 }}", "index out of range: 3 at line 2, column 5"},
+		{`{{define "x"}}{{.a}}{{end}}{{template "x" 1}}`, `executing "x" at <.a>: can't evaluate field a in type int at column 17`},
+	} {
+		_, err := execRoot(t, "volume", "status", "-t", tt.tmpl)
+		if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "output:") {
+			t.Errorf("-t %q: err = %v (exit %d), want exit %d saying %q", tt.tmpl, err, ExitCode(err), ExitUsage, tt.want)
+		}
+	}
+}
