@@ -86,7 +86,7 @@ func addActingExportFlags[T any](cmd *cobra.Command, e *exportFlags) {
 func (e *exportFlags) parseTemplate(s string) (*template.Template, error) {
 	t, err := parseTemplate(s)
 	if err == nil {
-		err = templateFieldsError(t, e.result)
+		err = templateFieldsError(s, t, e.result)
 	}
 	return t, err
 }
