@@ -44,6 +44,9 @@ func templateParseError(s string, err error) error {
 	if !ok {
 		return err
 	}
+	// text/template adds the line of the action a multi-line one began on, in its own words
+	// ("unclosed action started at output:1"): the place said below is the exact one.
+	what = actionStartedAt.ReplaceAllString(what, "")
 	if what == "unexpected EOF" {
 		return fmt.Errorf("template: unexpected EOF at the end of the template%s", openBlock(s))
 	}
@@ -82,6 +85,9 @@ func templateParseError(s string, err error) error {
 	}
 	return err
 }
+
+// actionStartedAt is what text/template says of the line an action began on.
+var actionStartedAt = regexp.MustCompile(` (?:in action )?started at output:\d+`)
 
 // openPart is a string, raw string, character constant, comment or action a template leaves
 // open: what text/template's error says of it, and where it begins.

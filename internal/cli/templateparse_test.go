@@ -22,6 +22,10 @@ func TestTemplateParseErrorSaysWhere(t *testing.T) {
 		{"{{.id}} {{if}}x{{end}}", "missing value for if at column 9"},
 		{`{{.id}} {{printf "%s .name}}`, "unterminated quoted string at column 18"},
 		{"{{.id}} {{.name", "unclosed action at column 9"},
+		// text/template's words for an action of several lines ("in action started at
+		// output:1") go: the place is exact
+		{"{{range .}}{{.id\n| printf \"%s}}\n{{end}}", "template: unterminated quoted string at line 2, column 10"},
+		{"x {{.id\n .name", "template: unclosed action at line 1, column 3"},
 		{"{{.id}} {{/* note }}", "unclosed comment at column 11"},
 		{"{{.id}} {{$x}}", `undefined variable "$x" at column 11`},
 		{"{{range .}}{{.id}}", "unexpected EOF at the end of the template: the {{range}} at column 1 has no {{end}}"},
