@@ -62,7 +62,7 @@ func FuzzTemplateParse(f *testing.F) {
 			return // left as text/template said it
 		}
 		_, what, _ := strings.Cut(strings.TrimPrefix(want.Error(), "template: output:"), ": ")
-		what = actionStartedAt.ReplaceAllString(what, "") // the place said is the exact one
+		what = actionStartedAt().ReplaceAllString(what, "") // the place said is the exact one
 		if !strings.HasPrefix(err.Error(), "template: "+what+" at ") {
 			t.Fatalf("%q: err = %v, want text/template's %q and a place", s, err, what)
 		}

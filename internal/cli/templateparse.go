@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 	"text/template/parse"
 	"unicode/utf8"
@@ -46,7 +47,7 @@ func templateParseError(s string, err error) error {
 	}
 	// text/template adds the line of the action a multi-line one began on, in its own words
 	// ("unclosed action started at output:1"): the place said below is the exact one.
-	what = actionStartedAt.ReplaceAllString(what, "")
+	what = actionStartedAt().ReplaceAllString(what, "")
 	if what == "unexpected EOF" {
 		return fmt.Errorf("template: unexpected EOF at the end of the template%s", openBlock(s))
 	}
@@ -87,7 +88,7 @@ func templateParseError(s string, err error) error {
 }
 
 // actionStartedAt is what text/template says of the line an action began on.
-var actionStartedAt = regexp.MustCompile(` (?:in action )?started at output:\d+`)
+var actionStartedAt = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(` (?:in action )?started at output:\d+`) })
 
 // openPart is a string, raw string, character constant, comment or action a template leaves
 // open: what text/template's error says of it, and where it begins.
@@ -155,11 +156,11 @@ func templateActions(s string) (ends []int, open openPart) {
 
 // quotedInError is what a text/template error quotes: a %q string, a <keyword>, {{end}} or
 // {{else}}.
-var quotedInError = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|<[^<>]+>|\{\{(?:end|else)\}\}`)
+var quotedInError = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"(?:[^"\\]|\\.)*"|<[^<>]+>|\{\{(?:end|else)\}\}`) })
 
 // tokenStart is where the token that ends prefix begins (templateParseError).
 func tokenStart(prefix, what string) int {
-	for _, q := range quotedInError.FindAllString(what, -1) {
+	for _, q := range quotedInError().FindAllString(what, -1) {
 		tok := q
 		if strings.HasPrefix(q, `"`) {
 			if u, err := strconv.Unquote(q); err == nil {
@@ -196,7 +197,7 @@ func templatePlace(s string, at int) string {
 }
 
 // openBlockMark is an action openBlock adds to find the block a template leaves open.
-const openBlockMark = "{{`volctl open block mark`}}"
+const openBlockMark = "{{`\x00open block`}}"
 
 // openBlock names the outermost {{if}}, {{range}} or {{with}} s leaves without its {{end}}, or
 // "": s is parsed again with as many {{end}}s as it lacks, the mark before the last, and the
@@ -265,14 +266,14 @@ func holdsBranchMark(b *parse.BranchNode) bool {
 // execPlace reads the place text/template gives an error of a template's run, "template:
 // output:LINE:COL: ...", COL counting bytes from 0 (`{{ .Foo }}` failing at ".Foo" said
 // output:1:3).
-var execPlace = regexp.MustCompile(`(?s)^template: output:(\d+):(\d+): (.*)$`)
+var execPlace = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)^template: output:(\d+):(\d+): (.*)$`) })
 
 // templateExecError says where in s the template run failed as templateParseError says where
 // it did not parse: "at column C" (and line), C counting characters from 1, as --jq's errors
 // and -t's parse errors do, where text/template counts bytes from 0 (TestTemplateRunErrorSaysWhere).
 // An error of no place, or of a place not in s, is left as it is.
 func templateExecError(s string, err error) error {
-	m := execPlace.FindStringSubmatch(err.Error())
+	m := execPlace().FindStringSubmatch(err.Error())
 	if m == nil {
 		return err
 	}
