@@ -86,7 +86,7 @@ func addActingExportFlags[T any](cmd *cobra.Command, e *exportFlags) {
 func (e *exportFlags) parseTemplate(s string) (*template.Template, error) {
 	t, err := parseTemplate(s)
 	if err == nil {
-		err = templateFieldsError(t, e.result)
+		err = templateFieldsError(s, t, e.result)
 	}
 	return t, err
 }
@@ -159,9 +159,9 @@ func jqParseError(s string, err error) error {
 // {{with index . "field"}}...{{end}} (docs/json.md says which fields may be absent), and index
 // printing a key the map lacks is an error too (templateindex.go).
 func parseTemplate(s string) (*template.Template, error) {
-	t, err := template.New("output").Option("missingkey=error").Funcs(textFuncs).Funcs(templateFuncs).Funcs(indexFuncs).Parse(s)
+	t, err := newTemplate().Parse(s)
 	if err != nil {
-		return nil, err
+		return nil, templateParseError(s, err)
 	}
 	lenientConditions(t)
 	return t, nil
@@ -202,6 +202,7 @@ func (e *exportFlags) Write(ctx context.Context, w io.Writer, v any) error {
 	run, stop := boundFilter(ctx)
 	defer stop()
 	if err := executeTemplate(run, tmpl, &buf, data); err != nil {
+		err = templateExecError(e.Template, err)
 		if bound := passedBound(run); bound != nil {
 			return usageError("--template: %v", bound)
 		}

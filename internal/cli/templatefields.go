@@ -23,7 +23,7 @@ func checkTemplateFields[T any](e *exportFlags) error {
 	if tmpl == nil && e.Template != "" {
 		tmpl, _ = parseTemplate(e.Template) // a template that does not parse fails as it is written
 	}
-	if err := templateFieldsError(tmpl, reflect.TypeFor[T]()); err != nil {
+	if err := templateFieldsError(e.Template, tmpl, reflect.TypeFor[T]()); err != nil {
 		return usageError("--template: %v", err)
 	}
 	return nil
@@ -40,7 +40,8 @@ func checkTemplateFields[T any](e *exportFlags) error {
 // (the result of a create is a list of volumes: {{.id}} for {{range .}}{{.id}}{{end}}). What
 // is left to the run: a field left out when empty (it is in the type), what a function or
 // variable other than $ gives, a map's keys, a type that writes its own JSON.
-func templateFieldsError(tmpl *template.Template, result reflect.Type) error {
+// The error says where the read is in text, the template, as -t's other errors do.
+func templateFieldsError(text string, tmpl *template.Template, result reflect.Type) error {
 	if tmpl == nil || tmpl.Tree == nil || result == nil {
 		return nil
 	}
@@ -49,13 +50,20 @@ func templateFieldsError(tmpl *template.Template, result reflect.Type) error {
 	if c.bad == "" {
 		return nil
 	}
+	at := ""
+	if int(c.pos) <= len(text) {
+		at = " " + templatePlace(text, int(c.pos))
+	}
 	if c.fields == nil {
 		list := c.of
 		if list == "" {
 			list = "."
 		}
-		return fmt.Errorf("%s reads a field of a list, which has none, so the template would fail once the work was done: nothing was done. "+
-			"Range over the list: {{range %s}}{{.%s}}{{end}} (docs/json.md)", c.bad, list, c.name)
+		if at != "" {
+			at += ","
+		}
+		return fmt.Errorf("%s reads a field of a list, which has none,%s so the template would fail once the work was done: nothing was done. "+
+			"Range over the list: {{range %s}}{{.%s}}{{end}} (docs/json.md)", c.bad, at, list, c.name)
 	}
 	hint := ""
 	if sug := spec.Suggest(c.name, c.fields); sug != "" {
@@ -65,8 +73,8 @@ func templateFieldsError(tmpl *template.Template, result reflect.Type) error {
 	if c.of != "" {
 		where = c.of
 	}
-	return fmt.Errorf("%s has no field %q%s, so the template would fail once the work was done: nothing was done. "+
-		"Its fields are %s (docs/json.md)", where, c.name, hint, strings.Join(c.fields, ", "))
+	return fmt.Errorf("%s has no field %q%s%s, so the template would fail once the work was done: nothing was done. "+
+		"Its fields are %s (docs/json.md)", where, c.name, hint, at, strings.Join(c.fields, ", "))
 }
 
 // fieldCheck walks a template's tree, following the type of dot (nil: not known, nothing
@@ -74,10 +82,11 @@ func templateFieldsError(tmpl *template.Template, result reflect.Type) error {
 type fieldCheck struct {
 	root reflect.Type
 
-	bad    string   // the first refused read, as written (.claim.nosuch)
-	name   string   // the field it names
-	of     string   // what it was read from, as written (.claim), "" for the result
-	fields []string // the fields there are; nil when it was read from a list
+	bad    string    // the first refused read, as written (.claim.nosuch)
+	pos    parse.Pos // where it is in the template's text
+	name   string    // the field it names
+	of     string    // what it was read from, as written (.claim), "" for the result
+	fields []string  // the fields there are; nil when it was read from a list
 }
 
 func (c *fieldCheck) list(l *parse.ListNode, dot reflect.Type) {
@@ -128,14 +137,14 @@ func (c *fieldCheck) arg(n parse.Node, dot reflect.Type) reflect.Type {
 	case *parse.DotNode:
 		return dot
 	case *parse.FieldNode:
-		return c.follow(dot, n.Ident, "")
+		return c.follow(dot, n.Ident, "", n.Position())
 	case *parse.VariableNode:
 		if n.Ident[0] == "$" {
-			return c.follow(c.root, n.Ident[1:], "$")
+			return c.follow(c.root, n.Ident[1:], "$", n.Position())
 		}
 	case *parse.ChainNode:
 		t := c.arg(n.Node, dot)
-		return c.follow(t, n.Field, "("+n.Node.String()+")")
+		return c.follow(t, n.Field, "("+n.Node.String()+")", n.Position())
 	case *parse.PipeNode:
 		return c.pipe(n, dot)
 	}
@@ -143,7 +152,7 @@ func (c *fieldCheck) arg(n parse.Node, dot reflect.Type) reflect.Type {
 }
 
 // follow follows the field names from t, written after prefix, and returns the type reached.
-func (c *fieldCheck) follow(t reflect.Type, names []string, prefix string) reflect.Type {
+func (c *fieldCheck) follow(t reflect.Type, names []string, prefix string, pos parse.Pos) reflect.Type {
 	path := prefix
 	for _, name := range names {
 		t = jsonShape(t)
@@ -161,7 +170,7 @@ func (c *fieldCheck) follow(t reflect.Type, names []string, prefix string) refle
 				for j, f := range fields {
 					names[j] = f.name
 				}
-				c.refuse(path, name, of, names)
+				c.refuse(path, name, of, names, pos)
 				return nil
 			}
 			t = fields[i].typ
@@ -171,7 +180,7 @@ func (c *fieldCheck) follow(t reflect.Type, names []string, prefix string) refle
 			}
 			t = t.Elem()
 		case reflect.Slice, reflect.Array:
-			c.refuse(path, name, of, nil)
+			c.refuse(path, name, of, nil, pos)
 			return nil
 		default:
 			return nil
@@ -180,9 +189,9 @@ func (c *fieldCheck) follow(t reflect.Type, names []string, prefix string) refle
 	return t
 }
 
-func (c *fieldCheck) refuse(path, name, of string, fields []string) {
+func (c *fieldCheck) refuse(path, name, of string, fields []string, pos parse.Pos) {
 	if c.bad == "" {
-		c.bad, c.name, c.of, c.fields = path, name, of, fields
+		c.bad, c.name, c.of, c.fields, c.pos = path, name, of, fields, pos
 	}
 }
 

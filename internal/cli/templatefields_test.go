@@ -162,3 +162,22 @@ func TestActingCommandsRefuseTemplateFieldsBeforeActing(t *testing.T) {
 		t.Errorf("the state dir was made or opened: %v", err)
 	}
 }
+
+// TestTemplateFieldErrorSaysWhere: a field no result has, refused as the flag is read, was
+// named but not placed, where -t's other errors and --jq's say the column: in a template of
+// several reads of one name (.id twice, one of them in a range over a list) it says which.
+func TestTemplateFieldErrorSaysWhere(t *testing.T) {
+	for _, tt := range []struct {
+		check      func(*exportFlags) error
+		tmpl, want string
+	}{
+		{checkTemplateFields[engine.ClaimInfo], "{{.alloc}} {{.nosuch}}", `no field "nosuch" at column 14,`},
+		{checkTemplateFields[engine.ClaimInfo], "{{.alloc}}\n  {{.targt_path}}", `no field "targt_path" (did you mean target_path?) at line 2, column 5,`},
+		{checkTemplateFields[[]engine.VolumeInfo], "{{range .}}{{.id}}{{end}} é{{.id}}", "reads a field of a list, which has none, at column 30,"},
+	} {
+		err := tt.check(&exportFlags{Template: tt.tmpl})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: %v, want it saying %q", tt.tmpl, err, tt.want)
+		}
+	}
+}

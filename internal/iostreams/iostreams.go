@@ -86,12 +86,16 @@ func (s *IOStreams) ColorEnabled() bool { return s.colorEnabled }
 // CanPrompt reports whether the user can be asked a question (both stdin and stderr are terminals).
 func (s *IOStreams) CanPrompt() bool { return s.stdinTTY && s.stderrTTY }
 
-// TerminalWidth returns the width of the terminal on stdout, COLUMNS, or 80.
+// TerminalWidth returns the width of the terminal on stderr, COLUMNS, or 80: what it is
+// asked for is laid out on stderr (the progress line, diagnostics), and stdout is often
+// redirected while stderr stays on the terminal (`volctl claim ... > path.txt`), where the
+// width of stdout's terminal was no width, and a progress line cut to 80 columns wrapped on a
+// narrower terminal, each redraw leaving a line behind (TestTerminalWidthIsStderrs).
 func (s *IOStreams) TerminalWidth() int {
 	if s.width > 0 {
 		return s.width
 	}
-	if f, ok := s.Out.(interface{ Fd() uintptr }); ok && s.stdoutTTY {
+	if f, ok := s.ErrOut.(interface{ Fd() uintptr }); ok && s.stderrTTY {
 		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
 			return w
 		}

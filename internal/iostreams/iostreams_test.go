@@ -1,6 +1,12 @@
 package iostreams
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/volctl/volctl/internal/iostreams/ptytest"
+)
 
 func TestColorAllowed(t *testing.T) {
 	tests := []struct {
@@ -29,5 +35,28 @@ func TestTestStreamsAreNotTerminals(t *testing.T) {
 	s.SetWidth(120)
 	if !s.CanPrompt() || s.TerminalWidth() != 120 {
 		t.Fatal("SetTTY/SetWidth did not take")
+	}
+}
+
+// TestTerminalWidthIsStderrs: the width is asked for the progress line and diagnostics, both
+// on stderr; with stdout redirected to a file and stderr on a terminal of 40 columns it was 80
+// (stdout is no terminal, so COLUMNS or 80), and the progress line wrapped.
+func TestTerminalWidthIsStderrs(t *testing.T) {
+	t.Setenv("COLUMNS", "")
+	controller, term, err := ptytest.Open(40, 24)
+	if err != nil {
+		t.Skipf("no pseudo-terminal to stand for stderr's terminal: %v", err)
+	}
+	defer controller.Close()
+	defer term.Close()
+	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	s := &IOStreams{Out: &Stdout{File: out}, ErrOut: term}
+	s.SetTTY(false, false, true)
+	if got := s.TerminalWidth(); got != 40 {
+		t.Errorf("stdout a file, stderr a terminal of 40 columns: width %d, want 40", got)
 	}
 }

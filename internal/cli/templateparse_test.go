@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestTemplateParseErrorSaysWhere: a -t template text/template cannot parse was refused with
+// its line alone ("template: output:1: bad character U+007D '}'"), where --jq's errors say the
+// column: in a template of several actions alike the user had to find it. The error says the
+// column, and the line in a template of several; the templates users write wrong most often
+// (a brace missing, an {{end}} too many or missing, a function misspelt, a quote left open).
+func TestTemplateParseErrorSaysWhere(t *testing.T) {
+	t.Setenv("VOLCTL_STATE_DIR", t.TempDir())
+	for _, tt := range []struct{ tmpl, want string }{
+		{"{{.id}} {{.name}", `bad character U+007D '}' at column 16`},
+		{"é{{.id}", `bad character U+007D '}' at column 7`}, // columns count characters, not bytes
+		{"{{range .}}\n  {{.id}} {{.name}\n{{end}}", `bad character U+007D '}' at line 2, column 18`},
+		{"{{.id}} {{.name | uper}}", `function "uper" not defined at column 19`},
+		{"{{.id}}\n{{end}}", "unexpected {{end}} at line 2, column 1"},
+		{"{{.id}} {{ else }}", "unexpected {{else}} at column 9"},
+		{"{{.id}} {{if}}x{{end}}", "missing value for if at column 9"},
+		{`{{.id}} {{printf "%s .name}}`, "unterminated quoted string at column 18"},
+		{"{{.id}} {{.name", "unclosed action at column 9"},
+		// text/template's words for an action of several lines ("in action started at
+		// output:1") go: the place is exact
+		{"{{range .}}{{.id\n| printf \"%s}}\n{{end}}", "template: unterminated quoted string at line 2, column 10"},
+		{"x {{.id\n .name", "template: unclosed action at line 1, column 3"},
+		{"{{.id}} {{/* note }}", "unclosed comment at column 11"},
+		{"{{.id}} {{$x}}", `undefined variable "$x" at column 11`},
+		{"{{range .}}{{.id}}", "unexpected EOF at the end of the template: the {{range}} at column 1 has no {{end}}"},
+		{"{{.id}}\n{{with .a}}{{if .b}}x{{end}}", "unexpected EOF at the end of the template: the {{with}} at line 2, column 1 has no {{end}}"},
+	} {
+		_, err := execRoot(t, "volume", "status", "-t", tt.tmpl)
+		if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("-t %q: err = %v (exit %d), want exit %d saying %q", tt.tmpl, err, ExitCode(err), ExitUsage, tt.want)
+		}
+	}
+}
+
+// TestTemplateParseErrorPlaceIsBounded: finding the place parses the template again, some
+// times; a template of megabytes (text/template parses a few a second) keeps the line alone
+// rather than take seconds more to be refused.
+func TestTemplateParseErrorPlaceIsBounded(t *testing.T) {
+	_, err := parseTemplate(strings.Repeat("x", templateParseErrorBudget) + "{{.b}")
+	if err == nil || err.Error() != "template: output:1: bad character U+007D '}'" {
+		t.Errorf("err = %v, want text/template's own", err)
+	}
+	_, err = parseTemplate(strings.Repeat("{{if .}}", templateParseErrorBudget/16/8+1))
+	if err == nil || err.Error() != "template: unexpected EOF at the end of the template" {
+		t.Errorf("err = %v, want the end without the block", err)
+	}
+}
+
+// TestTemplateRunErrorSaysWhere: an error of a template's run said text/template's place,
+// "output:1:3" for `{{ .Foo }}`, a column counted in bytes from 0, where -t's parse errors and
+// --jq's count characters from 1: the same template's two errors pointed at places one apart,
+// more after a non-ASCII character. It says the column as they do.
+func TestTemplateRunErrorSaysWhere(t *testing.T) {
+	t.Setenv("VOLCTL_STATE_DIR", t.TempDir())
+	for _, tt := range []struct{ tmpl, want string }{
+		{"{{ .Foo }}", "can't evaluate field Foo in type []interface {} at column 4"},
+		{`{{printf "%s" 1}}é {{ index . 3 }}`, "index out of range: 3 at column 23"},
+		{"é\n {{ index . 3 }}", "index out of range: 3 at line 2, column 5"},
+		{`{{define "x"}}{{.a}}{{end}}{{template "x" 1}}`, `executing "x" at <.a>: can't evaluate field a in type int at column 17`},
+	} {
+		_, err := execRoot(t, "volume", "status", "-t", tt.tmpl)
+		if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "output:") {
+			t.Errorf("-t %q: err = %v (exit %d), want exit %d saying %q", tt.tmpl, err, ExitCode(err), ExitUsage, tt.want)
+		}
+	}
+}
