@@ -188,7 +188,11 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 	// Without its pid file a later agent could neither stop nor adopt the plugin: it would take
 	// it for one no agent started, or start a second one on its socket. Such a plugin is not
 	// started (the process exits at the end of the pipe) and the start is retried.
-	if err := writePidFile(runDir, sp.ID, p); err != nil {
+	err = giveCoreLimit(p.pid)
+	if err == nil {
+		err = writePidFile(runDir, sp.ID, p)
+	}
+	if err != nil {
 		logf("%v: not starting the plugin", err)
 		send.Close()
 		p.wait(5 * time.Second)
@@ -812,4 +816,26 @@ func readPidFile(runDir, id string) *process {
 		}
 	}
 	return p
+}
+
+// pluginCoreLimit is the RLIMIT_CORE a plugin starts with: the one volctl was started with,
+// before cli.KeepSecretsOutOfCoreDumps lowered its own soft limit to keep its secrets out of a
+// core. nil: this process's own, unchanged.
+var pluginCoreLimit *unix.Rlimit
+
+// SetPluginCoreLimit makes the plugins the agent starts run with lim as their RLIMIT_CORE (the
+// limit volctl had before lowering its own), so that a plugin's crash dumps its core as it would
+// have started by hand.
+func SetPluginCoreLimit(lim unix.Rlimit) { pluginCoreLimit = &lim }
+
+// giveCoreLimit sets the process pid's RLIMIT_CORE to pluginCoreLimit: the start helper, before
+// its go-ahead, so that the plugin it execs inherits it.
+func giveCoreLimit(pid int) error {
+	if pluginCoreLimit == nil {
+		return nil
+	}
+	if err := unix.Prlimit(pid, unix.RLIMIT_CORE, pluginCoreLimit, nil); err != nil {
+		return fmt.Errorf("giving the plugin's process (pid %d) the core size limit volctl was started with: %w", pid, err)
+	}
+	return nil
 }

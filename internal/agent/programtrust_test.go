@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -483,4 +485,37 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 			t.Error("the program did not run")
 		}
 	})
+}
+
+// TestPluginStartsWithVolctlsCoreLimit: root's volctl lowers its own core size limit to 1 to
+// keep its secrets out of a core (cli.KeepSecretsOutOfCoreDumps); a plugin it starts is a
+// third party's program whose cores its operator wants as before: it gets the limit volctl was
+// started with, not volctl's lowered one.
+func TestPluginStartsWithVolctlsCoreLimit(t *testing.T) {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_CORE, &lim); err != nil || lim.Max != unix.RLIM_INFINITY {
+		t.Skipf("RLIMIT_CORE's hard limit is %d (%v), not unlimited: the test gives the plugin an unlimited soft limit", lim.Max, err)
+	}
+	if lim.Cur == unix.RLIM_INFINITY {
+		t.Skip("this process's soft RLIMIT_CORE is already unlimited: the plugin's would show nothing")
+	}
+	SetPluginCoreLimit(unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
+	t.Cleanup(func() { pluginCoreLimit = nil })
+	out := filepath.Join(t.TempDir(), "limit")
+	run := t.TempDir()
+	p, err := startProcess(spec.Plugin{ID: "p", Socket: filepath.Join(run, "p.sock"),
+		Exec: &spec.Exec{Command: "/bin/sh", Args: []string{"-c", `ulimit -c > "$0"`, out}}}, run, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.wait(30 * time.Second) {
+		t.Fatal("the plugin did not exit")
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(b)); got != "unlimited" {
+		t.Errorf("the plugin's core size limit: %s, want unlimited, the one volctl was started with", got)
+	}
 }
