@@ -440,10 +440,15 @@ func untrustedProgram(command, path string, env []string) error {
 		if pr.Script != "" {
 			via = fmt.Sprintf(" (the interpreter the #! line of the script %s names)", spec.QuoteName(pr.Script))
 		}
+		if pr.Path == pr.ELF {
+			return fmt.Errorf("command %s%s: not run: the ELF program %s%s: its %s %s: what its dynamic loader loads, as uid %d, would go unchecked: "+
+				"rebuild or relink it (a program stripped of its section headers is read through its program headers)",
+				spec.QuoteName(command), found, spec.QuoteName(pr.ELF), via, pr.Entry, pr.Why, os.Geteuid())
+		}
 		return fmt.Errorf("command %s%s: not run: the ELF program %s%s loads code from where its %s points, and %s %s: "+
 			"another user could put a library (or loader) there that it loads, their code run as uid %d: "+
-			"make that directory, and every one on the way, root's and writable by root alone (chown root, chmod go-w), "+
-			"or rebuild the program without it (patchelf --remove-rpath %s drops a RUNPATH or RPATH)",
+			"make that file or directory, and every directory on the way, root's and writable by root alone (chown root, chmod go-w), "+
+			"or rebuild the program without it (patchelf --remove-rpath %s drops a RUNPATH or RPATH, --replace-needed a NEEDED path)",
 			spec.QuoteName(command), found, spec.QuoteName(pr.ELF), via, pr.Entry, spec.QuoteName(pr.Path), pr.Why,
 			os.Geteuid(), spec.QuoteName(pr.ELF))
 	}
