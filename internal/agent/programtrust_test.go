@@ -442,6 +442,59 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 			open := mkdir(t, filepath.Join(b, "open"), 0o777)
 			return map[string]string{"TZ": ":" + filepath.Join(open, "zone")}, "TZ", open, "is writable by other users (mode 0777)"
 		}},
+		{"BASH_ENV naming a file in a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"BASH_ENV": filepath.Join(open, "rc")}, "BASH_ENV", open, "is writable by other users (mode 0777)"
+		}},
+		{"ENV naming a file in a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"ENV": filepath.Join(open, "rc")}, "ENV", open, "is writable by other users (mode 0777)"
+		}},
+		{"PYTHONPATH with a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"PYTHONPATH": "/usr/lib/python3:" + open}, "PYTHONPATH", open, "is writable by other users (mode 0777)"
+		}},
+		{"PYTHONHOME in a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"PYTHONHOME": open}, "PYTHONHOME", open, "is writable by other users (mode 0777)"
+		}},
+		{"PERL5LIB with a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"PERL5LIB": open}, "PERL5LIB", open, "is writable by other users (mode 0777)"
+		}},
+		{"PERL5OPT -I of a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"PERL5OPT": "-w -I" + open}, "PERL5OPT", open, "is writable by other users (mode 0777)"
+		}},
+		{"RUBYOPT -I of a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"RUBYOPT": "-I " + open}, "RUBYOPT", open, "is writable by other users (mode 0777)"
+		}},
+		{"RUBYLIB with a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"RUBYLIB": open}, "RUBYLIB", open, "is writable by other users (mode 0777)"
+		}},
+		{"NODE_PATH with a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"NODE_PATH": open}, "NODE_PATH", open, "is writable by other users (mode 0777)"
+		}},
+		{"NODE_OPTIONS --require of a module in a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"NODE_OPTIONS": "--max-old-space-size=64 --require " + filepath.Join(open, "x.js")}, "NODE_OPTIONS", open, "is writable by other users (mode 0777)"
+		}},
+		{"TZDIR a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"TZDIR": open}, "TZDIR", open, "is writable by other users (mode 0777)"
+		}},
+		{"a relative TZ whose .. leaves the time zone directory", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"TZ": ":../../.." + filepath.Join(open, "zone")}, "TZ", open, "is writable by other users (mode 0777)"
+		}},
+		{"LD_LIBRARY_PATH with a $LIB other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			mkdir(t, filepath.Join(b, "arch"), 0o755)
+			open := mkdir(t, filepath.Join(b, "arch", "lib"), 0o777)
+			return map[string]string{"LD_LIBRARY_PATH": filepath.Join(b, "arch", "$LIB")}, "LD_LIBRARY_PATH", open, "is writable by other users (mode 0777)"
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			b := base(t)
@@ -463,6 +516,18 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 			}
 		})
 	}
+	// bash expands BASH_ENV (parameters, command substitution) before it runs the file: what it
+	// names cannot be told from the value.
+	t.Run("a BASH_ENV the shell expands", func(t *testing.T) {
+		b := base(t)
+		prog, err := start(t, b, map[string]string{"BASH_ENV": "$(id)"})
+		if err == nil || !strings.Contains(err.Error(), "BASH_ENV holds what the shell expands") || strings.Contains(err.Error(), "$(id)") {
+			t.Errorf("BASH_ENV=$(id): %v, want a refusal naming BASH_ENV, not its value", err)
+		}
+		if ran(prog) {
+			t.Error("the program ran")
+		}
+	})
 	t.Run("an environment only this user may change", func(t *testing.T) {
 		b := base(t)
 		ok := mkdir(t, filepath.Join(b, "ok"), 0o755)

@@ -235,6 +235,11 @@ func openELF(path string) (f *elf.File, fd *os.File) {
 	return f, fd
 }
 
+// LibraryDir is what another user controls of the directory a RUNPATH, RPATH or LD_LIBRARY_PATH
+// entry names, its tokens expanded as ld.so expands them, or nil (searchedDirs): origin is the
+// program's directory ($ORIGIN).
+func LibraryDir(entry, origin string) *Problem { return searchedDir(entry, origin) }
+
 // searchedDir is what another user controls of the directory a RUNPATH or RPATH entry names, or
 // nil (searchedDirs).
 func searchedDir(entry, origin string) *Problem {
@@ -291,6 +296,10 @@ func searchedDirs(entry, origin string) ([]string, *Problem) {
 	}
 	return all, nil
 }
+
+// ExpandOrigin is name with $ORIGIN and ${ORIGIN} replaced by origin, as ld.so reads a library
+// named in LD_PRELOAD or LD_AUDIT.
+func ExpandOrigin(name, origin string) string { return expandOrigin(name, origin) }
 
 // expandOrigin is name with $ORIGIN and ${ORIGIN} replaced by origin.
 func expandOrigin(name, origin string) string {
