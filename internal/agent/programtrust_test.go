@@ -404,6 +404,13 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 		return prog, startExec(t, prog, env)
 	}
 	ran, base := ranBeside, baseDir
+	// inOpen sets the variable k to value(open), open a directory other users may write.
+	inOpen := func(k string, value func(open string) string) func(*testing.T, string) (map[string]string, string, string, string) {
+		return func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{k: value(open)}, k, open, "is writable by other users (mode 0777)"
+		}
+	}
 	for _, tt := range []struct {
 		name string
 		// setup returns the exec env, and the variable, the path and the words the refusal must name.
@@ -442,54 +449,18 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 			open := mkdir(t, filepath.Join(b, "open"), 0o777)
 			return map[string]string{"TZ": ":" + filepath.Join(open, "zone")}, "TZ", open, "is writable by other users (mode 0777)"
 		}},
-		{"BASH_ENV naming a file in a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
-			open := mkdir(t, filepath.Join(b, "open"), 0o777)
-			return map[string]string{"BASH_ENV": filepath.Join(open, "rc")}, "BASH_ENV", open, "is writable by other users (mode 0777)"
-		}},
-		{"ENV naming a file in a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
-			open := mkdir(t, filepath.Join(b, "open"), 0o777)
-			return map[string]string{"ENV": filepath.Join(open, "rc")}, "ENV", open, "is writable by other users (mode 0777)"
-		}},
-		{"PYTHONPATH with a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
-			open := mkdir(t, filepath.Join(b, "open"), 0o777)
-			return map[string]string{"PYTHONPATH": "/usr/lib/python3:" + open}, "PYTHONPATH", open, "is writable by other users (mode 0777)"
-		}},
-		{"PYTHONHOME in a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
-			open := mkdir(t, filepath.Join(b, "open"), 0o777)
-			return map[string]string{"PYTHONHOME": open}, "PYTHONHOME", open, "is writable by other users (mode 0777)"
-		}},
-		{"PERL5LIB with a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
-			open := mkdir(t, filepath.Join(b, "open"), 0o777)
-			return map[string]string{"PERL5LIB": open}, "PERL5LIB", open, "is writable by other users (mode 0777)"
-		}},
-		{"PERL5OPT -I of a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
-			open := mkdir(t, filepath.Join(b, "open"), 0o777)
-			return map[string]string{"PERL5OPT": "-w -I" + open}, "PERL5OPT", open, "is writable by other users (mode 0777)"
-		}},
-		{"RUBYOPT -I of a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
-			open := mkdir(t, filepath.Join(b, "open"), 0o777)
-			return map[string]string{"RUBYOPT": "-I " + open}, "RUBYOPT", open, "is writable by other users (mode 0777)"
-		}},
-		{"RUBYLIB with a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
-			open := mkdir(t, filepath.Join(b, "open"), 0o777)
-			return map[string]string{"RUBYLIB": open}, "RUBYLIB", open, "is writable by other users (mode 0777)"
-		}},
-		{"NODE_PATH with a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
-			open := mkdir(t, filepath.Join(b, "open"), 0o777)
-			return map[string]string{"NODE_PATH": open}, "NODE_PATH", open, "is writable by other users (mode 0777)"
-		}},
-		{"NODE_OPTIONS --require of a module in a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
-			open := mkdir(t, filepath.Join(b, "open"), 0o777)
-			return map[string]string{"NODE_OPTIONS": "--max-old-space-size=64 --require " + filepath.Join(open, "x.js")}, "NODE_OPTIONS", open, "is writable by other users (mode 0777)"
-		}},
-		{"TZDIR a directory other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
-			open := mkdir(t, filepath.Join(b, "open"), 0o777)
-			return map[string]string{"TZDIR": open}, "TZDIR", open, "is writable by other users (mode 0777)"
-		}},
-		{"a relative TZ whose .. leaves the time zone directory", func(t *testing.T, b string) (map[string]string, string, string, string) {
-			open := mkdir(t, filepath.Join(b, "open"), 0o777)
-			return map[string]string{"TZ": ":../../.." + filepath.Join(open, "zone")}, "TZ", open, "is writable by other users (mode 0777)"
-		}},
+		{"BASH_ENV naming a file in a directory other users may write", inOpen("BASH_ENV", func(open string) string { return filepath.Join(open, "rc") })},
+		{"ENV naming a file in a directory other users may write", inOpen("ENV", func(open string) string { return filepath.Join(open, "rc") })},
+		{"PYTHONPATH with a directory other users may write", inOpen("PYTHONPATH", func(open string) string { return "/usr/lib/python3:" + open })},
+		{"PYTHONHOME in a directory other users may write", inOpen("PYTHONHOME", func(open string) string { return open })},
+		{"PERL5LIB with a directory other users may write", inOpen("PERL5LIB", func(open string) string { return open })},
+		{"PERL5OPT -I of a directory other users may write", inOpen("PERL5OPT", func(open string) string { return "-w -I" + open })},
+		{"RUBYOPT -I of a directory other users may write", inOpen("RUBYOPT", func(open string) string { return "-I " + open })},
+		{"RUBYLIB with a directory other users may write", inOpen("RUBYLIB", func(open string) string { return open })},
+		{"NODE_PATH with a directory other users may write", inOpen("NODE_PATH", func(open string) string { return open })},
+		{"NODE_OPTIONS --require of a module in a directory other users may write", inOpen("NODE_OPTIONS", func(open string) string { return "--max-old-space-size=64 --require " + filepath.Join(open, "x.js") })},
+		{"TZDIR a directory other users may write", inOpen("TZDIR", func(open string) string { return open })},
+		{"a relative TZ whose .. leaves the time zone directory", inOpen("TZ", func(open string) string { return ":../../.." + filepath.Join(open, "zone") })},
 		{"LD_LIBRARY_PATH with a $LIB other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
 			mkdir(t, filepath.Join(b, "arch"), 0o755)
 			open := mkdir(t, filepath.Join(b, "arch", "lib"), 0o777)
@@ -555,15 +526,13 @@ func TestPluginStartsWithVolctlsCoreLimit(t *testing.T) {
 	}
 	SetPluginCoreLimit(unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
 	t.Cleanup(func() { pluginCoreLimit = nil })
-	out := filepath.Join(t.TempDir(), "limit")
-	run := t.TempDir()
-	p, err := startProcess(spec.Plugin{ID: "p", Socket: filepath.Join(run, "p.sock"),
-		Exec: &spec.Exec{Command: "/bin/sh", Args: []string{"-c", `ulimit -c > "$0"`, out}}}, run, run)
-	if err != nil {
+	dir := baseDir(t)
+	out, script := filepath.Join(dir, "limit"), filepath.Join(dir, "volctl-test-plugin")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nulimit -c > "+out+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if !p.wait(30 * time.Second) {
-		t.Fatal("the plugin did not exit")
+	if err := startExec(t, script, nil); err != nil {
+		t.Fatal(err)
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
