@@ -6,33 +6,98 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/testproc"
 )
 
 // TestRootsVolctlWritesNoCoreDump: a volctl running as root holds the state's secrets in its
 // memory (and its environment: a Nomad token). Killed so that the kernel dumps its core (a
 // SIGQUIT under GOTRACEBACK=crash, which an operator sets to debug; a fatal runtime error),
 // it wrote them all to a core file in its working directory, a copy outside the state that no
-// secure_delete wipes. Now root's volctl is not dumpable (cli.KeepSecretsOutOfCoreDumps): it
-// still dies, with its stack trace on stderr, and writes no core.
+// secure_delete wipes. Now root's volctl lowers its core size limit to 1
+// (cli.KeepSecretsOutOfCoreDumps): started with cores allowed (ulimit -c unlimited), it still
+// dies, with its stack trace on stderr, and writes no core.
 func TestRootsVolctlWritesNoCoreDump(t *testing.T) {
 	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("volctl keeps root's cores from being written (KeepSecretsOutOfCoreDumps), not another user's: run as root")
-	}
 	pattern, err := os.ReadFile("/proc/sys/kernel/core_pattern")
 	if err != nil || strings.HasPrefix(string(pattern), "|") || strings.Contains(string(pattern), "/") {
 		t.Skipf("core_pattern %q (%v): the kernel does not write cores to the working directory, where this test looks", pattern, err)
 	}
+	crashServe(t, nil)
+}
+
+// TestRootsVolctlPipesNoCoreDump: under a core_pattern that pipes cores to a handler
+// (systemd-coredump, apport), the kernel ignores a core size limit of 0 and starts the handler
+// with the whole core; 1 it refuses ("RLIMIT_CORE is set to 1, aborting core"). A process with
+// cores allowed is piped to the handler (the test shows something); root's volctl is not. It
+// sets kernel.core_pattern, which is the whole host's, for a moment: it runs only when asked.
+func TestRootsVolctlPipesNoCoreDump(t *testing.T) {
+	if os.Getenv("VOLCTL_TEST_CORE_PATTERN") == "" {
+		t.Skip("sets kernel.core_pattern, the whole host's: run with VOLCTL_TEST_CORE_PATTERN=1, alone")
+	}
+	dir := t.TempDir()
+	old, err := os.ReadFile("/proc/sys/kernel/core_pattern")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pattern := "|/bin/sh -c cat>" + filepath.Join(dir, "piped.%p")
+	if err := os.WriteFile("/proc/sys/kernel/core_pattern", []byte(pattern), 0); err != nil {
+		t.Skipf("setting core_pattern: %v", err)
+	}
+	t.Cleanup(func() { os.WriteFile("/proc/sys/kernel/core_pattern", old, 0) })
+	// Control: a process with cores allowed is piped to the handler.
+	ctl := exec.Command("/bin/sh", "-c", `ulimit -S -c unlimited && exec sleep 60`)
+	if err := ctl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	ctl.Process.Signal(syscall.SIGQUIT)
+	ctl.Wait()
+	if !waitForGlob(filepath.Join(dir, "piped.*")) {
+		t.Fatalf("a process with cores allowed, under core_pattern %q, piped no core: the test shows nothing", pattern)
+	}
+	for _, f := range globbed(filepath.Join(dir, "piped.*")) {
+		os.Remove(f)
+	}
+	crashServe(t, func() {
+		if waitForGlob(filepath.Join(dir, "piped.*")) {
+			t.Errorf("root's volctl, killed under GOTRACEBACK=crash, piped its core to the handler of core_pattern %q: %v", pattern, globbed(filepath.Join(dir, "piped.*")))
+		}
+	})
+}
+
+func globbed(pattern string) []string { m, _ := filepath.Glob(pattern); return m }
+
+// waitForGlob waits a moment for a file matching pattern, which a core handler writes after
+// the process it dumps has died.
+func waitForGlob(pattern string) bool {
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if len(globbed(pattern)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// crashServe starts root's `volctl plugin serve hostpath` with cores allowed (soft limit
+// unlimited) and a secret in its environment, kills it with SIGQUIT under GOTRACEBACK=crash,
+// and fails the test for a core file it left in its working directory; after, if given, looks
+// for a core elsewhere.
+func crashServe(t *testing.T, after func()) {
+	if os.Geteuid() != 0 {
+		t.Skip("volctl keeps root's cores from being written (KeepSecretsOutOfCoreDumps), not another user's: run as root")
+	}
 	var lim unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_CORE, &lim); err != nil || lim.Max == 0 {
-		t.Skipf("RLIMIT_CORE's hard limit is 0 (%v): no process may dump a core here", err)
+	if err := unix.Getrlimit(unix.RLIMIT_CORE, &lim); err != nil || lim.Max != unix.RLIM_INFINITY {
+		t.Skipf("RLIMIT_CORE's hard limit is %d (%v), not unlimited: volctl cannot be started with cores allowed here", lim.Max, err)
 	}
 	const secret = "Zq9-volctl-distinctive-secret-core-dump"
 	bin := buildVolctl(t)
@@ -42,7 +107,9 @@ func TestRootsVolctlWritesNoCoreDump(t *testing.T) {
 		t.Fatal(err)
 	}
 	socket := filepath.Join(dir, "p.sock")
-	cmd := exec.Command(bin, "plugin", "serve", "hostpath", "--socket", socket, "--root", filepath.Join(dir, "root"), "--node-id", "n1")
+	// Started with cores allowed, as an operator's `ulimit -c unlimited` starts it.
+	cmd := exec.Command("/bin/sh", "-c", `ulimit -S -c unlimited && exec "$0" "$@"`,
+		bin, "plugin", "serve", "hostpath", "--socket", socket, "--root", filepath.Join(dir, "root"), "--node-id", "n1")
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "GOTRACEBACK=crash", "VOLCTL_STATE_DIR="+filepath.Join(dir, "state"), "VOLCTL_TEST_TOKEN="+secret)
 	var out bytes.Buffer
@@ -51,19 +118,16 @@ func TestRootsVolctlWritesNoCoreDump(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForPath(t, socket)
-	// The core limit raised for this process alone: the test's own stays as it was.
-	if err := unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_CORE, &unix.Rlimit{Cur: lim.Max, Max: lim.Max}, nil); err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Skipf("raising the plugin's core limit: %v", err)
-	}
 	if err := cmd.Process.Signal(syscall.SIGQUIT); err != nil {
 		t.Fatal(err)
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() {
 		t.Fatalf("volctl under GOTRACEBACK=crash, sent SIGQUIT: %v, want it killed by SIGABRT: the test shows nothing\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "goroutine ") {
+		t.Errorf("volctl killed under GOTRACEBACK=crash printed no stack trace:\n%s", out.String())
 	}
 	cores, _ := filepath.Glob(filepath.Join(work, "core*"))
 	for _, core := range cores {
@@ -78,7 +142,43 @@ func TestRootsVolctlWritesNoCoreDump(t *testing.T) {
 		t.Errorf("root's volctl, killed under GOTRACEBACK=crash, left the core file %s (%d bytes)%s", core, len(b), held)
 		os.Remove(core)
 	}
-	if ee.Sys().(syscall.WaitStatus).CoreDump() && len(cores) == 0 {
+	if ee.Sys().(syscall.WaitStatus).CoreDump() && len(cores) == 0 && after == nil {
 		t.Errorf("root's volctl, killed under GOTRACEBACK=crash, dumped its core (not found in %s)", work)
+	}
+	if after != nil {
+		after()
+	}
+}
+
+// TestRootsVolctlIsReadableWithoutPtrace: other volctl processes read a volctl's /proc/PID/ns/mnt
+// (the mount-namespace check, against the agent), exe and fd (a plugin's listener, `plugin
+// serve`'s), and a lock holder's. Root's volctl made itself not dumpable to keep its core
+// unwritten, and those files of a non-dumpable process are root's only with CAP_SYS_PTRACE,
+// which every process in a Docker container with the default set lacks: each check read
+// nothing. Now it stays dumpable: a process without the capability, as it is, reads them.
+func TestRootsVolctlIsReadableWithoutPtrace(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("root's volctl is the one that lowered its dumpability: run as root")
+	}
+	bin := buildVolctl(t)
+	dir := hostpathtest.ShortDir(t)
+	socket := filepath.Join(dir, "p.sock")
+	serve := exec.Command(bin, "plugin", "serve", "hostpath", "--socket", socket, "--root", filepath.Join(dir, "root"), "--node-id", "n1")
+	serve.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+filepath.Join(dir, "state"))
+	testproc.WithoutPtrace(serve)
+	var sout bytes.Buffer
+	serve.Stdout, serve.Stderr = &sout, &sout
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { serve.Process.Kill(); serve.Wait() })
+	waitForPath(t, socket)
+	pid := strconv.Itoa(serve.Process.Pid)
+	read := exec.Command("/bin/sh", "-c", `readlink /proc/$0/ns/mnt && readlink /proc/$0/exe && ls /proc/$0/fd >/dev/null && echo read`, pid)
+	testproc.WithoutPtrace(read)
+	out, err := read.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "read") {
+		t.Errorf("a process without CAP_SYS_PTRACE reading root's volctl's (pid %s, started without it too) /proc ns/mnt, exe and fd: %v\n%s", pid, err, out)
 	}
 }

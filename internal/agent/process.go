@@ -138,7 +138,7 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 		logf("%v", err)
 		return nil, err
 	}
-	if err := untrustedEnv(sp.Exec.Command, env); err != nil {
+	if err := untrustedEnv(sp.Exec.Command, path, env); err != nil {
 		logf("%v", err)
 		return nil, err
 	}
@@ -188,7 +188,11 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 	// Without its pid file a later agent could neither stop nor adopt the plugin: it would take
 	// it for one no agent started, or start a second one on its socket. Such a plugin is not
 	// started (the process exits at the end of the pipe) and the start is retried.
-	if err := writePidFile(runDir, sp.ID, p); err != nil {
+	err = giveCoreLimit(p.pid)
+	if err == nil {
+		err = writePidFile(runDir, sp.ID, p)
+	}
+	if err != nil {
 		logf("%v: not starting the plugin", err)
 		send.Close()
 		p.wait(5 * time.Second)
@@ -340,32 +344,58 @@ func UntrustedCommand(sp spec.Plugin) error {
 	if err := untrustedProgram(sp.Exec.Command, path, env); err != nil {
 		return err
 	}
-	return untrustedEnv(sp.Exec.Command, env)
+	return untrustedEnv(sp.Exec.Command, path, env)
 }
 
 // loaderEnv are the variables of a plugin's environment that name files or directories the
-// plugin loads code from (ld.so(8): LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH; iconv's GCONV_PATH),
-// reads its settings from (LOCPATH's locales, HOSTALIASES' host names) or writes
+// plugin loads code from (ld.so(8): LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH; iconv's GCONV_PATH;
+// a #!/bin/bash or sh plugin's BASH_ENV and ENV, which the shell runs first; the module paths of
+// Python, Perl, Ruby and Node: PYTHONPATH, PYTHONHOME, PERL5LIB, RUBYLIB, NODE_PATH), reads its
+// settings from (LOCPATH's locales, HOSTALIASES' host names, TZDIR's time zones) or writes
 // (LD_DEBUG_OUTPUT, MALLOC_TRACE), each with the separators of its list. None passes from the
-// agent's environment (passedEnv); the exec block's env may set them.
+// agent's environment (passedEnv); the exec block's env may set them. PERL5OPT's and RUBYOPT's -I and
+// NODE_OPTIONS' --require, --import and --loader name them within options (optionPaths).
 var loaderEnv = map[string]string{
 	"LD_PRELOAD": ": ", "LD_AUDIT": ":", "LD_LIBRARY_PATH": ":;", "GCONV_PATH": ":", "LOCPATH": ":",
 	"HOSTALIASES": "", "LD_DEBUG_OUTPUT": "", "MALLOC_TRACE": "",
+	"BASH_ENV": "", "ENV": "", "PYTHONPATH": ":", "PYTHONHOME": ":", "PERL5LIB": ":", "RUBYLIB": ":",
+	"NODE_PATH": ":", "TZDIR": "",
 }
 
-// untrustedEnv refuses to run command with env when a path env names for the loader, the C
-// library, the locale or the time zone is one another user controls (pathtrust.Source): theirs
-// or writable by them, on a way they control, not made yet where they may make it, or
-// relative (the plugin's working directory). A library they put there runs in the plugin as
-// the agent's user (root), as a program of theirs in PATH would; a locale, time zone or hosts
-// file of theirs is read by it. A name without a slash in LD_PRELOAD or LD_AUDIT is looked up
-// in the library directories (the system's, LD_LIBRARY_PATH's: checked), a locale or time zone
-// named without a leading slash in the system's.
-func untrustedEnv(command string, env []string) error {
+// defaultTZDir is where glibc looks a time zone named by a relative name up, TZDIR unset.
+const defaultTZDir = "/usr/share/zoneinfo"
+
+// untrustedEnv refuses to run command, found at path, with env when a path env names for the
+// loader, the C library, the shell, an interpreter's modules, the locale or the time zone is one
+// another user controls (pathtrust.Source): theirs or writable by them, on a way they control,
+// not made yet where they may make it, or relative (the plugin's working directory). A library
+// they put there runs in the plugin as the agent's user (root), as a program of theirs in PATH
+// would; a locale, time zone or hosts file of theirs is read by it. A name without a slash in
+// LD_PRELOAD or LD_AUDIT is looked up in the library directories (the system's,
+// LD_LIBRARY_PATH's: checked), a locale named without a leading slash in the system's, a time
+// zone in TZDIR (checked) unless ".." takes it out. ld.so's $ORIGIN (the program's directory),
+// $LIB and $PLATFORM are expanded in LD_LIBRARY_PATH as in a RUNPATH (pathtrust.LibraryDir), and
+// $ORIGIN in LD_PRELOAD and LD_AUDIT. A BASH_ENV or ENV that the shell would expand ($, `) is
+// refused: what it names cannot be told before the shell runs it.
+func untrustedEnv(command, path string, env []string) error {
+	origin := filepath.Dir(path)
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		origin = filepath.Dir(real)
+	}
+	tzdir := defaultTZDir
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "TZDIR="); ok && v != "" {
+			tzdir = v
+		}
+	}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		var names []string
 		switch seps, ok := loaderEnv[k]; {
+		case (k == "BASH_ENV" || k == "ENV") && strings.ContainsAny(v, "$`"):
+			return fmt.Errorf("command %s: not run: the plugin's environment's %s holds what the shell expands ($ or `) before it runs the file it names, "+
+				"so what a shell plugin runs first cannot be checked: name the file by a plain absolute path, or take %s out of the exec block's env",
+				spec.QuoteName(command), k, k)
 		case ok && seps == "":
 			names = []string{v}
 		case ok:
@@ -375,7 +405,12 @@ func untrustedEnv(command string, env []string) error {
 			}
 			if k == "LD_PRELOAD" || k == "LD_AUDIT" {
 				names = slices.DeleteFunc(names, func(n string) bool { return !strings.Contains(n, "/") })
+				for i, n := range names {
+					names[i] = pathtrust.ExpandOrigin(n, origin)
+				}
 			}
+		case k == "PERL5OPT" || k == "RUBYOPT" || k == "NODE_OPTIONS":
+			names = optionPaths(k, v)
 		case k == "LANG" || k == "LANGUAGE" || strings.HasPrefix(k, "LC_"):
 			for _, n := range strings.Split(v, ":") {
 				if strings.HasPrefix(n, "/") { // glibc loads a locale named by its absolute path
@@ -383,12 +418,21 @@ func untrustedEnv(command string, env []string) error {
 				}
 			}
 		case k == "TZ":
-			if n := strings.TrimPrefix(v, ":"); strings.HasPrefix(n, "/") {
+			n := strings.TrimPrefix(v, ":")
+			if strings.HasPrefix(n, "/") {
 				names = []string{n}
+			} else if slices.Contains(strings.Split(n, "/"), "..") {
+				names = []string{filepath.Join(tzdir, n)} // glibc reads it there, .. and all
 			}
 		}
 		for _, n := range names {
-			if pr := pathtrust.Source(n); pr != nil {
+			var pr *pathtrust.Problem
+			if k == "LD_LIBRARY_PATH" {
+				pr = pathtrust.LibraryDir(n, origin)
+			} else {
+				pr = pathtrust.Source(n)
+			}
+			if pr != nil {
 				if n == "" {
 					n = "an empty entry, the working directory,"
 				} else {
@@ -404,6 +448,42 @@ func untrustedEnv(command string, env []string) error {
 		}
 	}
 	return nil
+}
+
+// optionPaths is the paths the options in PERL5OPT, RUBYOPT or NODE_OPTIONS have the interpreter
+// load code from: perl's and ruby's -I DIR (the module search path, searched before the
+// system's), node's --require,
+// -r, --import, --loader and --experimental-loader MODULE (a module loaded before the program;
+// one named without a leading slash is resolved from the working directory, and so counts as
+// relative).
+func optionPaths(k, v string) []string {
+	var names []string
+	words := strings.Fields(v)
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if k == "PERL5OPT" || k == "RUBYOPT" {
+			if dir, ok := strings.CutPrefix(w, "-I"); ok {
+				if dir == "" && i+1 < len(words) {
+					i++
+					dir = words[i]
+				}
+				names = append(names, dir)
+			}
+			continue
+		}
+		for _, opt := range []string{"--require", "-r", "--import", "--loader", "--experimental-loader"} {
+			if w == opt && i+1 < len(words) {
+				i++
+				names = append(names, words[i])
+			} else if m, ok := strings.CutPrefix(w, opt+"="); ok {
+				names = append(names, m)
+			}
+		}
+	}
+	for i, n := range names {
+		names[i] = strings.TrimPrefix(n, "file://")
+	}
+	return names
 }
 
 // untrustedProgram refuses to run command, found at path, with the environment env (the
@@ -436,10 +516,15 @@ func untrustedProgram(command, path string, env []string) error {
 		if pr.Script != "" {
 			via = fmt.Sprintf(" (the interpreter the #! line of the script %s names)", spec.QuoteName(pr.Script))
 		}
+		if pr.Path == pr.ELF {
+			return fmt.Errorf("command %s%s: not run: the ELF program %s%s: its %s %s: what its dynamic loader loads, as uid %d, would go unchecked: "+
+				"rebuild or relink it (a program stripped of its section headers is read through its program headers)",
+				spec.QuoteName(command), found, spec.QuoteName(pr.ELF), via, pr.Entry, pr.Why, os.Geteuid())
+		}
 		return fmt.Errorf("command %s%s: not run: the ELF program %s%s loads code from where its %s points, and %s %s: "+
 			"another user could put a library (or loader) there that it loads, their code run as uid %d: "+
-			"make that directory, and every one on the way, root's and writable by root alone (chown root, chmod go-w), "+
-			"or rebuild the program without it (patchelf --remove-rpath %s drops a RUNPATH or RPATH)",
+			"make that file or directory, and every directory on the way, root's and writable by root alone (chown root, chmod go-w), "+
+			"or rebuild the program without it (patchelf --remove-rpath %s drops a RUNPATH or RPATH, --replace-needed a NEEDED path)",
 			spec.QuoteName(command), found, spec.QuoteName(pr.ELF), via, pr.Entry, spec.QuoteName(pr.Path), pr.Why,
 			os.Geteuid(), spec.QuoteName(pr.ELF))
 	}
@@ -812,4 +897,26 @@ func readPidFile(runDir, id string) *process {
 		}
 	}
 	return p
+}
+
+// pluginCoreLimit is the RLIMIT_CORE a plugin starts with: the one volctl was started with,
+// before cli.KeepSecretsOutOfCoreDumps lowered its own soft limit to keep its secrets out of a
+// core. nil: this process's own, unchanged.
+var pluginCoreLimit *unix.Rlimit
+
+// SetPluginCoreLimit makes the plugins the agent starts run with lim as their RLIMIT_CORE (the
+// limit volctl had before lowering its own), so that a plugin's crash dumps its core as it would
+// have started by hand.
+func SetPluginCoreLimit(lim unix.Rlimit) { pluginCoreLimit = &lim }
+
+// giveCoreLimit sets the process pid's RLIMIT_CORE to pluginCoreLimit: the start helper, before
+// its go-ahead, so that the plugin it execs inherits it.
+func giveCoreLimit(pid int) error {
+	if pluginCoreLimit == nil {
+		return nil
+	}
+	if err := unix.Prlimit(pid, unix.RLIMIT_CORE, pluginCoreLimit, nil); err != nil {
+		return fmt.Errorf("giving the plugin's process (pid %d) the core size limit volctl was started with: %w", pid, err)
+	}
+	return nil
 }

@@ -1,12 +1,16 @@
 package agent
 
 import (
+	"debug/elf"
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/spec"
@@ -318,24 +322,11 @@ func TestScriptWhoseEnvSearchesAnEmptyPATHIsCheckedInTheWorkingDirectory(t *test
 // agent refuses to run such a program, naming it, the entry and the directory. Before, it ran
 // it: the program's own path passed, and its dynamic section was never read.
 func TestAgentRunsNoProgramWhoseLibrariesAnotherUserMayChange(t *testing.T) {
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		t.Skipf("linking a program with a RUNPATH needs a C compiler (cc): %v", err)
-	}
-	const source = "#include <stdio.h>\nint main(int argc, char **argv) { char p[4096]; FILE *f;\n" +
-		"snprintf(p, sizeof p, \"%s.ran\", argv[0]); if ((f = fopen(p, \"w\"))) fclose(f); return 0; }\n"
 	// build links the program in dir with the linker flags, and returns its path.
 	build := func(t *testing.T, dir string, ldflags ...string) string {
 		t.Helper()
-		src := filepath.Join(t.TempDir(), "plugin.c")
-		if err := os.WriteFile(src, []byte(source), 0o600); err != nil {
-			t.Fatal(err)
-		}
 		out := filepath.Join(dir, "volctl-test-plugin")
-		args := append([]string{"-o", out, src}, ldflags...)
-		if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
-			t.Skipf("cc %v: %v: %s", args, err, b)
-		}
+		ccBuild(t, out, ranSource, ldflags...)
 		return out
 	}
 	start := func(t *testing.T, command string) error { return startExec(t, command, nil) }
@@ -413,6 +404,13 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 		return prog, startExec(t, prog, env)
 	}
 	ran, base := ranBeside, baseDir
+	// inOpen sets the variable k to value(open), open a directory other users may write.
+	inOpen := func(k string, value func(open string) string) func(*testing.T, string) (map[string]string, string, string, string) {
+		return func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{k: value(open)}, k, open, "is writable by other users (mode 0777)"
+		}
+	}
 	for _, tt := range []struct {
 		name string
 		// setup returns the exec env, and the variable, the path and the words the refusal must name.
@@ -451,6 +449,23 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 			open := mkdir(t, filepath.Join(b, "open"), 0o777)
 			return map[string]string{"TZ": ":" + filepath.Join(open, "zone")}, "TZ", open, "is writable by other users (mode 0777)"
 		}},
+		{"BASH_ENV naming a file in a directory other users may write", inOpen("BASH_ENV", func(open string) string { return filepath.Join(open, "rc") })},
+		{"ENV naming a file in a directory other users may write", inOpen("ENV", func(open string) string { return filepath.Join(open, "rc") })},
+		{"PYTHONPATH with a directory other users may write", inOpen("PYTHONPATH", func(open string) string { return "/usr/lib/python3:" + open })},
+		{"PYTHONHOME in a directory other users may write", inOpen("PYTHONHOME", func(open string) string { return open })},
+		{"PERL5LIB with a directory other users may write", inOpen("PERL5LIB", func(open string) string { return open })},
+		{"PERL5OPT -I of a directory other users may write", inOpen("PERL5OPT", func(open string) string { return "-w -I" + open })},
+		{"RUBYOPT -I of a directory other users may write", inOpen("RUBYOPT", func(open string) string { return "-I " + open })},
+		{"RUBYLIB with a directory other users may write", inOpen("RUBYLIB", func(open string) string { return open })},
+		{"NODE_PATH with a directory other users may write", inOpen("NODE_PATH", func(open string) string { return open })},
+		{"NODE_OPTIONS --require of a module in a directory other users may write", inOpen("NODE_OPTIONS", func(open string) string { return "--max-old-space-size=64 --require " + filepath.Join(open, "x.js") })},
+		{"TZDIR a directory other users may write", inOpen("TZDIR", func(open string) string { return open })},
+		{"a relative TZ whose .. leaves the time zone directory", inOpen("TZ", func(open string) string { return ":../../.." + filepath.Join(open, "zone") })},
+		{"LD_LIBRARY_PATH with a $LIB other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			mkdir(t, filepath.Join(b, "arch"), 0o755)
+			open := mkdir(t, filepath.Join(b, "arch", "lib"), 0o777)
+			return map[string]string{"LD_LIBRARY_PATH": filepath.Join(b, "arch", "$LIB")}, "LD_LIBRARY_PATH", open, "is writable by other users (mode 0777)"
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			b := base(t)
@@ -472,6 +487,18 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 			}
 		})
 	}
+	// bash expands BASH_ENV (parameters, command substitution) before it runs the file: what it
+	// names cannot be told from the value.
+	t.Run("a BASH_ENV the shell expands", func(t *testing.T) {
+		b := base(t)
+		prog, err := start(t, b, map[string]string{"BASH_ENV": "$(id)"})
+		if err == nil || !strings.Contains(err.Error(), "BASH_ENV holds what the shell expands") || strings.Contains(err.Error(), "$(id)") {
+			t.Errorf("BASH_ENV=$(id): %v, want a refusal naming BASH_ENV, not its value", err)
+		}
+		if ran(prog) {
+			t.Error("the program ran")
+		}
+	})
 	t.Run("an environment only this user may change", func(t *testing.T) {
 		b := base(t)
 		ok := mkdir(t, filepath.Join(b, "ok"), 0o755)
@@ -483,4 +510,185 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 			t.Error("the program did not run")
 		}
 	})
+}
+
+// TestPluginStartsWithVolctlsCoreLimit: root's volctl lowers its own core size limit to 1 to
+// keep its secrets out of a core (cli.KeepSecretsOutOfCoreDumps); a plugin it starts is a
+// third party's program whose cores its operator wants as before: it gets the limit volctl was
+// started with, not volctl's lowered one.
+func TestPluginStartsWithVolctlsCoreLimit(t *testing.T) {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_CORE, &lim); err != nil || lim.Max != unix.RLIM_INFINITY {
+		t.Skipf("RLIMIT_CORE's hard limit is %d (%v), not unlimited: the test gives the plugin an unlimited soft limit", lim.Max, err)
+	}
+	if lim.Cur == unix.RLIM_INFINITY {
+		t.Skip("this process's soft RLIMIT_CORE is already unlimited: the plugin's would show nothing")
+	}
+	SetPluginCoreLimit(unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
+	t.Cleanup(func() { pluginCoreLimit = nil })
+	dir := baseDir(t)
+	out, script := filepath.Join(dir, "limit"), filepath.Join(dir, "volctl-test-plugin")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nulimit -c > "+out+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := startExec(t, script, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(b)); got != "unlimited" {
+		t.Errorf("the plugin's core size limit: %s, want unlimited, the one volctl was started with", got)
+	}
+}
+
+// ranSource is a C program that leaves argv[0].ran when it runs (ranBeside).
+const ranSource = "#include <stdio.h>\nint main(int argc, char **argv) { char p[4096]; FILE *f;\n" +
+	"snprintf(p, sizeof p, \"%s.ran\", argv[0]); if ((f = fopen(p, \"w\"))) fclose(f); return 0; }\n"
+
+// ccBuild compiles the C source to out with cc and the extra arguments (linker flags, libraries),
+// skipping the test, saying why, where there is no C compiler or it fails.
+func ccBuild(t *testing.T, out, source string, args ...string) {
+	t.Helper()
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skipf("building a program with the dynamic section this test needs takes a C compiler (cc): %v", err)
+	}
+	src := filepath.Join(t.TempDir(), "prog.c")
+	if err := os.WriteFile(src, []byte(source), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args = append([]string{"-o", out, src}, args...)
+	if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+		t.Skipf("cc %v: %v: %s", args, err, b)
+	}
+}
+
+// What ld.so loads is more than the RUNPATH's directories: a NEEDED entry naming a path (linked
+// as `cc m.c /dir/libfoo.so`) is loaded from there; a library found in a RUNPATH directory root
+// keeps may itself be writable by others; $LIB is two names on Debian's multiarch
+// (lib/x86_64-linux-gnu); ld.so searches each directory's glibc-hwcaps/x86-64-v2..v4 and
+// tls/... subdirectories before it; and a program stripped of its section headers (sstrip)
+// still has its dynamic table, which ld.so reads through the program headers. Each was run,
+// as the agent's user, with another user's library in reach. Now each is refused, naming the
+// program, the entry and the path; a program whose headers cannot be read so (a PT_INTERP
+// longer than a path) is refused too, and its size never allocated.
+func TestAgentRunsNoProgramWhoseLoaderFindsWhatAnotherUserMayChange(t *testing.T) {
+	const libSource = "int volctl_test_lib(void) { return 0; }\n"
+	const progSource = ranSource + "int volctl_test_lib(void); int use(void) { return volctl_test_lib(); }\n"
+	lib := func(t *testing.T, path string, mode os.FileMode) {
+		t.Helper()
+		ccBuild(t, path, libSource, "-shared", "-fPIC")
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// prog builds the program under b, linked with libvt (progSource) when withLib is set.
+	prog := func(t *testing.T, b string, withLib bool, args ...string) string {
+		t.Helper()
+		out := filepath.Join(mkdir(t, filepath.Join(b, "bin"), 0o755), "volctl-test-plugin")
+		source := ranSource
+		if withLib {
+			source = progSource
+		}
+		ccBuild(t, out, source, args...)
+		return out
+	}
+	for _, tt := range []struct {
+		name string
+		// setup builds the program under b and returns the words the refusal must name.
+		setup func(t *testing.T, b string) (prog string, want []string)
+	}{
+		{"a NEEDED path in a directory other users may write", func(t *testing.T, b string) (string, []string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			lib(t, filepath.Join(open, "libvt.so"), 0o755)
+			p := prog(t, b, true, filepath.Join(open, "libvt.so"))
+			return p, []string{"NEEDED " + filepath.Join(open, "libvt.so"), open + " is writable by other users (mode 0777)"}
+		}},
+		{"a library other users may write in a RUNPATH directory root keeps", func(t *testing.T, b string) (string, []string) {
+			dir := mkdir(t, filepath.Join(b, "lib"), 0o755)
+			lib(t, filepath.Join(dir, "libvt.so"), 0o666)
+			p := prog(t, b, true, "-L"+dir, "-lvt", "-Wl,--enable-new-dtags,-rpath,"+dir)
+			return p, []string{"NEEDED libvt.so, found in RUNPATH " + dir, filepath.Join(dir, "libvt.so") + " is writable by other users (mode 0666)"}
+		}},
+		{"a $LIB of two names, the second other users may write", func(t *testing.T, b string) (string, []string) {
+			mkdir(t, filepath.Join(b, "arch"), 0o755)
+			mkdir(t, filepath.Join(b, "arch", "lib"), 0o755)
+			open := mkdir(t, filepath.Join(b, "arch", "lib", "x86_64-linux-gnu"), 0o777)
+			entry := filepath.Join(b, "arch", "$LIB")
+			p := prog(t, b, false, "-Wl,--enable-new-dtags,-rpath,"+entry)
+			return p, []string{"RUNPATH " + entry, open + " is writable by other users (mode 0777)"}
+		}},
+		{"a glibc-hwcaps subdirectory other users may write", func(t *testing.T, b string) (string, []string) {
+			dir := mkdir(t, filepath.Join(b, "lib"), 0o755)
+			mkdir(t, filepath.Join(dir, "glibc-hwcaps"), 0o755)
+			open := mkdir(t, filepath.Join(dir, "glibc-hwcaps", "x86-64-v3"), 0o777)
+			p := prog(t, b, false, "-Wl,--enable-new-dtags,-rpath,"+dir)
+			return p, []string{"RUNPATH " + dir, open + " is writable by other users (mode 0777)"}
+		}},
+		{"a tls subdirectory other users may write", func(t *testing.T, b string) (string, []string) {
+			dir := mkdir(t, filepath.Join(b, "lib"), 0o755)
+			open := mkdir(t, filepath.Join(dir, "tls"), 0o777)
+			p := prog(t, b, false, "-Wl,--enable-new-dtags,-rpath,"+dir)
+			return p, []string{"RUNPATH " + dir, open + " is writable by other users (mode 0777)"}
+		}},
+		{"a RUNPATH other users may write, in a program without section headers", func(t *testing.T, b string) (string, []string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			p := prog(t, b, false, "-Wl,--enable-new-dtags,-rpath,"+open)
+			patchELF(t, p, func(f []byte) {
+				binary.LittleEndian.PutUint64(f[0x28:], 0) // e_shoff
+				binary.LittleEndian.PutUint16(f[0x3c:], 0) // e_shnum
+				binary.LittleEndian.PutUint16(f[0x3e:], 0) // e_shstrndx
+			})
+			return p, []string{"RUNPATH " + open, open + " is writable by other users (mode 0777)"}
+		}},
+		{"a PT_INTERP longer than a path", func(t *testing.T, b string) (string, []string) {
+			p := prog(t, b, false)
+			patchELF(t, p, func(f []byte) {
+				phoff, phentsize, phnum := binary.LittleEndian.Uint64(f[0x20:]), int(binary.LittleEndian.Uint16(f[0x36:])), int(binary.LittleEndian.Uint16(f[0x38:]))
+				for i := range phnum {
+					ph := f[int(phoff)+i*phentsize:]
+					if elf.ProgType(binary.LittleEndian.Uint32(ph)) == elf.PT_INTERP {
+						binary.LittleEndian.PutUint64(ph[32:], 1<<26) // p_filesz
+					}
+				}
+			})
+			return p, []string{"program headers", "PT_INTERP is 67108864 bytes"}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := baseDir(t)
+			p, want := tt.setup(t, b)
+			err := startExec(t, p, nil)
+			if err == nil {
+				t.Fatalf("the agent ran %s, whose loader finds what another user controls (%q), as uid %d; want it refused", p, want, os.Geteuid())
+			}
+			for _, w := range append(want, "command "+p, "not run", "ELF program "+p) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v\nwant it to say %q", err, w)
+				}
+			}
+			if ranBeside(p) {
+				t.Error("the program ran")
+			}
+		})
+	}
+}
+
+// patchELF rewrites the 64-bit little-endian ELF file at path through patch; it skips the test
+// for another kind.
+func patchELF(t *testing.T, path string, patch func([]byte)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 64 || elf.Class(b[elf.EI_CLASS]) != elf.ELFCLASS64 || elf.Data(b[elf.EI_DATA]) != elf.ELFDATA2LSB {
+		t.Skip("the test rewrites a 64-bit little-endian ELF header; cc built another kind")
+	}
+	patch(b)
+	if err := os.WriteFile(path, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
 }

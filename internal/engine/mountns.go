@@ -135,24 +135,36 @@ func socketCred(path string) *unix.Ucred {
 }
 
 // mountView says whether this process's mounts under stateDir are those of the process pid
-// (who names it): nil when they are, or when that cannot be told (the process's namespace is
-// not readable: another user's, or gone). Its namespace is read through a thread that runs
-// (procfs.Dir): through a first thread that has exited (a plugin whose main called
-// pthread_exit) it cannot be read, and "cannot be told" would let every operation act on
-// mounts it does not see.
+// (who names it): nil when they are, or when that cannot be told (the process is gone). Its
+// namespace is read through a thread that runs (procfs.Dir): through a first thread that has
+// exited (a plugin whose main called pthread_exit) it cannot be read, and "cannot be told"
+// would let every operation act on mounts it does not see. Its ns/mnt link may be unreadable
+// where its mount table is not: a volctl without CAP_SYS_PTRACE (Docker's default set, a unit's
+// CapabilityBoundingSet) is refused the link of a process holding capabilities it lacks, or of
+// a non-dumpable one. Then the mount holding the state dir, by its mount ID (each mount's own:
+// a namespace made by copying another gets new ones), tells: listed in that process's table,
+// it is the same mount; not listed, the namespace is another.
 func mountView(stateDir string, pid int, who string) error {
 	self, err := os.Readlink(filepath.Join(procRoot, "self/ns/mnt"))
 	if err != nil {
 		return nil
 	}
 	dir := procfs.Dir(procRoot, pid)
-	theirs, err := os.Readlink(filepath.Join(dir, "ns/mnt"))
-	if err != nil || theirs == self {
+	theirs, nsErr := os.Readlink(filepath.Join(dir, "ns/mnt"))
+	if nsErr == nil && theirs == self {
 		return nil
 	}
 	ours, err := holdingMount(filepath.Join(procRoot, "self/mountinfo"), stateDir)
 	if err != nil {
 		return nil
+	}
+	if nsErr != nil {
+		same, err := hasMountID(filepath.Join(dir, "mountinfo"), ours.ID)
+		if err != nil || same {
+			return nil // gone, or the same mount
+		}
+		theirs = fmt.Sprintf("another (its %s is unreadable here, %v, and its mount table lacks mount %d, which holds the state dir here)",
+			filepath.Join(dir, "ns/mnt"), errors.Unwrap(nsErr), ours.ID)
 	}
 	if group := peerGroup(ours); group != "" {
 		if shared, err := hasPeerGroup(filepath.Join(dir, "mountinfo"), group); err != nil || shared {
@@ -165,6 +177,19 @@ func mountView(stateDir string, pid int, who string) error {
 	}
 	return fmt.Errorf("volctl runs in mount namespace %s, %s in %s, and the mount holding the state dir %s (%s) is %s: the mounts the plugins make are not the ones volctl would check here, so nothing is mounted or unmounted from here; run volctl in that mount namespace (nsenter -t %d -m -- volctl ...), or share the state dir's mount with it (unshare --propagation unchanged)",
 		self, who, theirs, stateDir, ours.Mountpoint, how, pid)
+}
+
+// hasMountID reports whether the mount table at path lists the mount with the given ID.
+func hasMountID(path string, id int) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	mounts, err := mountinfo.GetMountsFromReader(f, func(m *mountinfo.Info) (skip, stop bool) {
+		return m.ID != id, m.ID == id
+	})
+	return len(mounts) > 0, err
 }
 
 // holdingMount is the mount, in the table at path, that dir is on: the last listed (topmost)

@@ -14,11 +14,15 @@ import (
 
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/store"
+	"github.com/volctl/volctl/internal/testproc"
 )
 
 // privateNSEnv, set, makes TestPrivateMountNamespaceChild act: it runs in the child process
 // TestOperationsOnMountsRefusedInAPrivateMountNamespace starts in a mount namespace of its own.
 const privateNSEnv = "VOLCTL_TEST_PRIVATE_NS_DIR"
+
+// noPtraceChildEnv, set, makes TestPrivateMountNamespaceChild check it runs without CAP_SYS_PTRACE.
+const noPtraceChildEnv = "VOLCTL_TEST_NO_PTRACE_CHILD"
 
 // The adversary: a shell left in a mount namespace of its own (`unshare -m`, whose mounts are
 // private) from before a claim was made. The plugin mounts in the host's namespace, so the
@@ -33,11 +37,17 @@ func TestOperationsOnMountsRefusedInAPrivateMountNamespace(t *testing.T) {
 	}
 	// Without an agent the plugin's namespace is the reference; with one, the agent's (here
 	// this process, holding the agent lock, as the plugin's server is).
-	t.Run("plugin", func(t *testing.T) { refusedInAPrivateMountNamespace(t, false) })
-	t.Run("agent", func(t *testing.T) { refusedInAPrivateMountNamespace(t, true) })
+	t.Run("plugin", func(t *testing.T) { refusedInAPrivateMountNamespace(t, false, false) })
+	t.Run("agent", func(t *testing.T) { refusedInAPrivateMountNamespace(t, true, false) })
+	// A volctl without CAP_SYS_PTRACE (Docker's default set, a unit's CapabilityBoundingSet)
+	// cannot read /proc/PID/ns/mnt of a process holding capabilities it lacks, nor of a
+	// non-dumpable one: the check took that for "cannot tell" and let a release in a private
+	// namespace through, losing the claim. It now compares the mount tables, which it can read.
+	t.Run("plugin without CAP_SYS_PTRACE", func(t *testing.T) { refusedInAPrivateMountNamespace(t, false, true) })
+	t.Run("agent without CAP_SYS_PTRACE", func(t *testing.T) { refusedInAPrivateMountNamespace(t, true, true) })
 }
 
-func refusedInAPrivateMountNamespace(t *testing.T, agent bool) {
+func refusedInAPrivateMountNamespace(t *testing.T, agent, noPtrace bool) {
 	h := newHarness(t, nil)
 	h.create(volume("v1"))
 	h.claim(ClaimRequest{VolumeID: "v1", Alloc: "a"})
@@ -64,6 +74,10 @@ func refusedInAPrivateMountNamespace(t *testing.T, agent bool) {
 	cmd.Env = append(os.Environ(), privateNSEnv+"="+h.dir)
 	// CLONE_NEWNS makes os/exec remount / recursively private in the child, as unshare -m does.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+	if noPtrace {
+		testproc.WithoutPtrace(cmd)
+		cmd.Env = append(cmd.Env, noPtraceChildEnv+"=1")
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child in a private mount namespace: %v\n%s", err, out)
@@ -91,6 +105,9 @@ func refusedInAPrivateMountNamespace(t *testing.T, agent bool) {
 func TestPrivateMountNamespaceChild(t *testing.T) {
 	ctx := context.Background()
 	e := childEngine(t, privateNSEnv, "TestOperationsOnMountsRefusedInAPrivateMountNamespace", Config{})
+	if os.Getenv(noPtraceChildEnv) != "" && testproc.HasPtrace() {
+		t.Fatal("started without CAP_SYS_PTRACE, and holds it: the test shows nothing")
+	}
 	var err error
 	say := func(op string, err error) {
 		fmt.Printf("%s: %v\n", op, strings.ReplaceAll(fmt.Sprint(err), "\n", " "))

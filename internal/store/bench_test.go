@@ -313,3 +313,41 @@ func BenchmarkDeleteVolumeWithSecrets(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFreeWithFullHistory claims a volume and frees the claim, one durable transaction each
+// time, with mount flags (noatime) every claim before it had too, the claim history full (its
+// limit 1,000 here) so that each free prunes its oldest entry, in a state of 100 volumes with
+// secrets, opened as the engine opens it (WithForget). A pruned entry's flags that a kept entry
+// (or a live claim) still holds leave nothing the state did not keep: the free pays no
+// secrets' comparison for them (noteSecretsUnlessSame).
+func BenchmarkFreeWithFullHistory(b *testing.B) {
+	const limit = 1000
+	s := newStore(b, forgetNothing, WithHistoryLimit(limit))
+	insertVolumes(b, s, "v", 100)
+	flags := spec.MountFlags{"noatime"}
+	free := func(tx *Tx, alloc string) error {
+		c := Claim{VolumeID: "v-00050", Alloc: alloc, Mode: ClaimWrite, State: ClaimControllerDetached, MountFlags: flags}
+		if err := tx.Claims().Insert(&c); err != nil {
+			return err
+		}
+		return tx.Claims().Free(c.ID, OutcomeReleased)
+	}
+	if err := s.Update(context.Background(), func(tx *Tx) error {
+		for i := range limit {
+			if err := free(tx, fmt.Sprintf("fill-%d", i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	defer cpuPerOp(b)()
+	for b.Loop() {
+		n++
+		if err := s.Update(context.Background(), func(tx *Tx) error { return free(tx, fmt.Sprintf("a%d", n)) }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -333,14 +334,46 @@ func (cs claims) Free(id int64, outcome Outcome) error {
 	// until the history first fills. The entries pruned may hold the last copy of a mount flag
 	// (a password): that is secrets leaving the state, as a delete is (noteSecretsUnlessSame,
 	// forget.go), so the event log is scrubbed of them and the WAL's wipe owed
-	// (TestPrunedClaimHistoryLeavesTheFiles). Entries without flags cost one indexed read.
+	// (TestPrunedClaimHistoryLeavesTheFiles). Entries without flags cost one indexed read; so do
+	// entries whose flags a kept entry or a live claim holds too (the newest entry, just written,
+	// most often: every claim of a job asks the same), or whose every flag is one volume status
+	// shows, no secret (spec.ShownMountFlag): those leave no secret, and pay no comparison of
+	// every secret the state holds (prunedSecrets; BenchmarkFreeWithFullHistory).
 	if over := historyID - int64(cs.tx.s.historyLimit); over > 0 {
-		if err := cs.tx.noteSecretsUnlessSame(`SELECT NOT EXISTS (SELECT 1 FROM claim_history WHERE id <= ? AND mount_flags IS NOT NULL)`, over); err != nil {
+		if err := cs.prunedSecrets(over); err != nil {
 			return wrap(err, what, "")
 		}
 		_, err = cs.tx.exec(`DELETE FROM claim_history WHERE id <= ?`, over)
 	}
 	return wrap(err, what, "")
+}
+
+// prunedSecrets notes the secrets (noteSecrets) before the claim history's entries up to id over
+// are deleted when one of them holds a mount flag that may be a secret's last copy: a flag not
+// shown by volume status, in a list no kept entry and no live claim holds whole.
+func (cs claims) prunedSecrets(over int64) error {
+	if cs.tx.s.forget == nil || cs.tx.noted {
+		return nil
+	}
+	rows, err := cs.tx.query(`
+		SELECT DISTINCT h.mount_flags FROM claim_history h
+		WHERE h.id <= ? AND h.mount_flags IS NOT NULL
+		AND NOT EXISTS (SELECT 1 FROM claim_history k WHERE k.id > ? AND k.mount_flags = h.mount_flags)
+		AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.mount_flags = h.mount_flags)`, over, over)
+	lists, err := collect(rows, err, func(sc scanner) (sql.NullString, error) {
+		var col sql.NullString
+		return col, sc.Scan(&col)
+	})
+	if err != nil {
+		return fmt.Errorf("read the pruned claims' mount flags: %w", mapBusy(err))
+	}
+	for _, col := range lists {
+		var flags []string
+		if err := decJSON(col, &flags); err != nil || slices.ContainsFunc(flags, func(f string) bool { return !spec.ShownMountFlag(f) }) {
+			return cs.tx.noteSecrets() // undecodable: counted as a secret
+		}
+	}
+	return nil
 }
 
 const pastClaimColumns = `id, claim_id, ` + claimBody + `, freed_at, outcome`

@@ -346,3 +346,71 @@ func TestPrunedClaimHistoryLeavesTheFiles(t *testing.T) {
 		t.Errorf("the pruned claim's mount flag is still in %s after the store closed", name)
 	}
 }
+
+// A pruned claim-history entry leaves a secret only with a mount flag volume status does not
+// show, in a list no kept entry and no live claim holds: only then does the free read every
+// secret the state holds to compare them at commit (noteSecrets). Before, every pruned entry
+// with flags paid it, `noatime` as much as a password, every free once the history was full
+// (BenchmarkFreeWithFullHistory). One whose flags hold a secret still owes the wipe.
+func TestPrunedClaimHistoryNotesSecretsOnlyWhenOneLeaves(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name          string
+		pruned, other spec.MountFlags // the pruned entry's flags, the flags of the free that prunes it
+		live          spec.MountFlags // a live claim's, nil for none
+		noted         bool
+	}{
+		{"the same flags kept by the newer entry", spec.MountFlags{"noatime"}, spec.MountFlags{"noatime"}, nil, false},
+		{"the same flags kept by a live claim", spec.MountFlags{"noatime", "nodev"}, spec.MountFlags{"ro"}, spec.MountFlags{"noatime", "nodev"}, false},
+		{"only flags volume status shows", spec.MountFlags{"suid", "exec"}, spec.MountFlags{"ro"}, nil, false},
+		{"a flag no kept row holds", spec.MountFlags{"noatime"}, spec.MountFlags{"ro"}, nil, true},
+		{"a password beside the kept flags", spec.MountFlags{"noatime", "password=Zq9-pruned"}, spec.MountFlags{"noatime"}, nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := Open(context.Background(), filepath.Join(t.TempDir(), "state"), forgetNothing, WithHistoryLimit(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			update(t, s, func(tx *Tx) error {
+				return tx.Volumes().Insert(&Volume{ID: "share", PluginID: "p", State: VolumeReady})
+			})
+			claim := func(tx *Tx, alloc string, flags spec.MountFlags) (int64, error) {
+				c := Claim{VolumeID: "share", Alloc: alloc, Mode: ClaimRead, State: ClaimControllerDetached, MountFlags: flags}
+				return c.ID, tx.Claims().Insert(&c)
+			}
+			update(t, s, func(tx *Tx) error {
+				id, err := claim(tx, "first", tt.pruned)
+				if err != nil {
+					return err
+				}
+				if tt.live != nil {
+					if _, err := claim(tx, "live", tt.live); err != nil {
+						return err
+					}
+				}
+				return tx.Claims().Free(id, OutcomeReleased)
+			})
+			noted := false
+			update(t, s, func(tx *Tx) error {
+				id, err := claim(tx, "second", tt.other)
+				if err != nil {
+					return err
+				}
+				err = tx.Claims().Free(id, OutcomeReleased) // the history's limit is 1: the first entry goes
+				noted = tx.noted
+				return err
+			})
+			var past []PastClaim
+			view(t, s, func(tx *Tx) (err error) { past, err = tx.History("", 0); return err })
+			if len(past) != 1 || past[0].Alloc != "second" {
+				t.Fatalf("history after the prune = %+v; want the second claim alone: the test shows nothing", past)
+			}
+			if noted != tt.noted {
+				t.Errorf("pruning an entry with flags %q (the free's %q, a live claim's %q): secrets noted %v, want %v",
+					tt.pruned.Plain(), tt.other.Plain(), tt.live.Plain(), noted, tt.noted)
+			}
+		})
+	}
+}

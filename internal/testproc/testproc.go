@@ -55,6 +55,9 @@ const (
 // the watchdog and exits. It does nothing in a process already part of a run (a test binary a
 // test started, this binary run as volctl by testscript). Call it first in TestMain.
 func Start() {
+	if path := os.Getenv(noPtraceEnv); path != "" && len(os.Args) > 0 && os.Args[0] == "volctl-test-no-ptrace" {
+		execWithoutPtrace(path)
+	}
 	if dir := os.Getenv(watchEnv); dir != "" {
 		os.Exit(watch(dir))
 	}
