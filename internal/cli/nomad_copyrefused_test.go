@@ -96,4 +96,12 @@ func TestNomadRegisterRefusedAsAnotherVolumesIsNotAdvisedDeregistered(t *testing
 	if strings.Contains(err.Error(), "nomad volume deregister") {
 		t.Errorf("register refused as another volume's (Merge's external ID): %v\nadvises deregistering Nomad's volume of the ID, which is someone else's", err)
 	}
+	if ExitCode(err) != ExitConflict {
+		t.Errorf("register refused as another volume's: exit %d, want 4 (refused again while that volume is there)", ExitCode(err))
+	}
+	for _, want := range []string{"another volume by the ID", "volctl nomad release --force db"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("register refused as another volume's: %v\nwant it to say %q", err, want)
+		}
+	}
 }
