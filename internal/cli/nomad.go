@@ -117,7 +117,11 @@ and capacity with volctl's too: the command says what it replaced, field by fiel
 --dry-run says what it would. One Nomad refuses for what its copy has (its name, parameters or
 topology request, which it never changes; mount options while its allocs use the volume; a
 capacity below its own) exits 4, as --dry-run does: the same registration is refused again
-until Nomad's copy is deregistered, and the error says how.
+until Nomad's copy is deregistered, and the error says how; one whose copy is another
+volume (another plugin or external ID) exits 4 too, and is not advised deregistered. One
+whose plugin failed to grow the volume to a larger capacity_min (Nomad's "unable to expand
+volume") exits 1: Nomad applied nothing, and running it again once the plugin answers
+finishes it.
 
 --dry-run shows what would be registered or changed, and changes nothing; it exits 4 when a
 registration would not go through (refused, or failing its read-back), each reason on a line

@@ -1291,7 +1291,7 @@ func (e *registerError) Unwrap() []error { return []error{e.shown, e.cause} }
 
 // Is matches ErrUpdateRefused for a registration Nomad refused for what its copy has.
 func (e *registerError) Is(target error) bool {
-	return target == ErrUpdateRefused && updateRefused(e.cause)
+	return target == ErrUpdateRefused && (refusalOf(e.cause) == copyRefused || refusalOf(e.cause) == otherVolume)
 }
 
 // Changes lists what registering want would change in Nomad's copy have: field names, in a
@@ -1308,7 +1308,7 @@ func Changes(have VolumeState, want spec.Volume) []string {
 	if have.PluginID != want.PluginID {
 		out = append(out, "plugin_id")
 	}
-	if !slices.Equal(have.Capabilities, want.Capabilities) {
+	if !sameCapabilities(have.Capabilities, want.Capabilities) {
 		out = append(out, "capabilities")
 	}
 	fs, n := "", 0
@@ -1327,6 +1327,21 @@ func Changes(have VolumeState, want spec.Volume) []string {
 		out = append(out, "capacity")
 	}
 	return out
+}
+
+// sameCapabilities compares two volumes' capabilities as a set, as Nomad uses them: its
+// scheduler and claims ask whether a capability is among a volume's (CSIVolume's
+// RequestedCapabilities), whatever their order or repeats.
+func sameCapabilities(a, b []spec.Capability) bool {
+	covers := func(xs, ys []spec.Capability) bool {
+		for _, y := range ys {
+			if !slices.Contains(xs, y) {
+				return false
+			}
+		}
+		return true
+	}
+	return covers(a, b) && covers(b, a)
 }
 
 // NotCompared lists what of want Nomad's answer to a read leaves out, so that Changes cannot

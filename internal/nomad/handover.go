@@ -121,8 +121,13 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 	if err != nil {
 		if !first { // marked from before: the mark stays whatever happened
 			out.Undo, out.InFlight = true, inFlight(err)
-			if copyKept(err) {
+			switch refusalOf(err) {
+			case copyRefused:
 				err = fmt.Errorf("%w%s", err, c.keptCopy(v, ns))
+			case otherVolume:
+				err = fmt.Errorf("%w%s", err, c.othersCopy(v, ns))
+			case updateFailed:
+				err = fmt.Errorf("%w%s", err, updateFailedAdvice(v))
 			}
 			if out.InFlight {
 				err = fmt.Errorf("%w; it stays marked handed over, and until Nomad answers a registration of it OK, Nomad's word that it has no such volume does not take it back (Nomad may yet apply this one): `%s` again settles it", err, volctl("register", v.ID))
@@ -202,7 +207,7 @@ func (c *Client) hasNot(ctx context.Context, v spec.Volume, ns string, updated b
 		// still in flight would be applied once that one is deregistered: not proof.
 		return false, true, fmt.Errorf("%w; Nomad has another volume by the ID %q in namespace %s now (%s), which it does not let a registration change, but it may yet apply this one, whose outcome it did not say, once that one is deregistered; so volume %q stays marked handed over and volctl does not claim it (do not `nomad volume deregister` that one for volctl: it is someone else's): once Nomad is done with that request, and nothing in Nomad uses this volume's storage, `%s` takes it back",
 			err, v.ID, ns, c.shown(strings.Join(c.Identity(have, v), ", "), v), v.ID, volctl("release --force", v.ID))
-	case gerr == nil && updated && copyKept(err):
+	case gerr == nil && updated && refusalOf(err) == copyRefused:
 		// Nomad had it before, and refused to change its copy so: the same registration is
 		// refused again. Nomad has the storage, so the mark stays.
 		return false, false, fmt.Errorf("%w; Nomad has volume %q (namespace %s) from before, so it stays marked handed over and volctl does not claim it%s",
@@ -214,8 +219,12 @@ func (c *Client) hasNot(ctx context.Context, v spec.Volume, ns string, updated b
 		if inflight {
 			undo = "to take it back, after that, `" + c.nomadCmd("volume deregister", ns, v.ID) + "`, then `" + volctl("release", v.ID) + "` (Nomad may yet apply the update it did not answer, so release waits for one it answers)"
 		}
-		return false, inflight, fmt.Errorf("%w; Nomad has volume %q (namespace %s) nonetheless, so it stays marked handed over and volctl does not claim it: `%s` again updates it; %s",
-			err, v.ID, ns, volctl("register", v.ID), undo)
+		has := "nonetheless"
+		if updated {
+			has = "from before"
+		}
+		return false, inflight, fmt.Errorf("%w; Nomad has volume %q (namespace %s) %s, so it stays marked handed over and volctl does not claim it: `%s` again updates it; %s",
+			err, v.ID, ns, has, volctl("register", v.ID), undo)
 	case refusedForCertain(err):
 		return true, false, err
 	case errors.Is(gerr, ErrNotFound) && !inflight:
@@ -233,26 +242,100 @@ func (c *Client) hasNot(ctx context.Context, v spec.Volume, ns string, updated b
 }
 
 // ErrUpdateRefused matches a registration Nomad refused because its copy of the volume, which
-// it had before, conflicts with it (updateRefused): a conflict (exit 4), as --dry-run says of
-// it, which the same registration meets again until one side changes.
+// it had before, conflicts with it (refusalOf: copyRefused or otherVolume): a conflict (exit
+// 4), as --dry-run says of it, which the same registration meets again until one side changes.
 var ErrUpdateRefused = errors.New("refuses to change its copy of the volume so")
 
-// updateRefused reports whether err is Nomad's 500 refusing a registration for what its copy of
-// the volume has: CSIVolume.Register's "unable to update volume: " (reconcileVolume: Merge's
-// immutable name, parameters and topology request, mount options or capabilities while in
-// use, expandVolume's capacity below the copy's) or the state store's "volume identity cannot
-// be updated: " (another plugin or external ID).
-func updateRefused(err error) bool {
-	msg, ok := leaders500(err)
-	return ok && (strings.HasPrefix(msg, "unable to update volume: ") || strings.HasPrefix(msg, "volume identity cannot be updated: "))
+// refusal is what Nomad's 500 to a registration of a volume it had says of its copy
+// (refusalOf).
+type refusal int
+
+const (
+	// notRefused: no refusal of the update (another error).
+	notRefused refusal = iota
+	// copyRefused: CSIVolume.Register's "unable to update volume: " for what this volume's
+	// copy has (Merge's immutable name, parameters and topology request, mount options or
+	// capabilities while in use; expandVolume's capacity below the copy's, or a controller
+	// that cannot expand): the same registration is refused again, whose way on is
+	// deregistering the copy (keptCopy).
+	copyRefused
+	// otherVolume: the copy is another volume (Merge's "volume external ID cannot be
+	// updated" or "volume plugin ID cannot be updated", the state store's "volume identity
+	// cannot be updated: "): refused again too, but someone else's, whose deregistration
+	// volctl must not advise (othersCopy).
+	otherVolume
+	// updateFailed: "unable to update volume: " for anything else, the plugin's
+	// ControllerExpandVolume or NodeExpandVolume failing as Nomad's register grows the
+	// volume ("unable to expand volume: ...": a controller restarting, a client gone), which
+	// a later run may not meet: Nomad applied nothing (updateFailedAdvice).
+	updateFailed
+)
+
+// copyRefusals are the reasons of Nomad's "unable to update volume: " that refuse what this
+// volume's copy has, for good (copyRefused): Merge's (nomad/structs/csi.go) and expandVolume's
+// (nomad/csi_endpoint.go), as prefixes.
+var copyRefusals = []string{
+	"volume name cannot be updated",
+	"volume clone ID cannot be updated",
+	"volume snapshot ID cannot be updated",
+	"volume requested capabilities update was not compatible with existing capability in use",
+	"volume topology request update was not compatible with existing topology",
+	"can not update mount options while volume is in use",
+	"volume parameters cannot be updated",
+	"max requested capacity (",
+	"expand is not implemented by this controller plugin",
 }
 
-// copyKept reports whether err is Nomad's refusal of an update of its copy of the volume, this
-// volume's (reconcileVolume's "unable to update volume: "): not the state store's refusal of
-// another volume's identity, whose deregistration keptCopy must not advise.
-func copyKept(err error) bool {
+// identityRefusals are Merge's reasons that say Nomad's copy is another volume (otherVolume).
+var identityRefusals = []string{
+	"volume external ID cannot be updated",
+	"volume plugin ID cannot be updated",
+}
+
+// refusalOf says what err, Nomad's 500 to a registration, refuses (refusal). Merge answers
+// its reasons as a list ("N errors occurred:" and a "\t* " line for each): the registration is
+// copyRefused when each is one of copyRefusals, otherVolume when one is of identityRefusals
+// and the others known; any reason not known (expandVolume's controller error, or
+// nodeExpandVolume's list of the node plugins') is updateFailed, whose run again may go
+// through.
+func refusalOf(err error) refusal {
 	msg, ok := leaders500(err)
-	return ok && strings.HasPrefix(msg, "unable to update volume: ")
+	if !ok {
+		return notRefused
+	}
+	if strings.HasPrefix(msg, "volume identity cannot be updated: ") {
+		return otherVolume
+	}
+	rest, found := strings.CutPrefix(msg, "unable to update volume: ")
+	if !found {
+		return notRefused
+	}
+	out := copyRefused
+	for _, r := range mergeReasons(rest) {
+		switch {
+		case slices.Contains(identityRefusals, r):
+			out = otherVolume
+		case !slices.ContainsFunc(copyRefusals, func(p string) bool { return strings.HasPrefix(r, p) }):
+			return updateFailed
+		}
+	}
+	return out
+}
+
+// mergeReasons splits the reasons of a go-multierror list ("1 error occurred:\n\t* A" or "2
+// errors occurred:\n\t* A\n\t* B"), as Merge answers them; msg itself when it is no list. A
+// reason of several lines leaves a line not of the list, kept as a reason of its own (not
+// known, so refusalOf takes it for a failure).
+func mergeReasons(msg string) []string {
+	head, list, ok := strings.Cut(msg, "\n")
+	if !ok || !strings.HasSuffix(head, " occurred:") {
+		return []string{msg}
+	}
+	var out []string
+	for line := range strings.SplitSeq(strings.TrimSpace(list), "\n") {
+		out = append(out, strings.TrimPrefix(strings.TrimSpace(line), "* "))
+	}
+	return out
 }
 
 // leaders500 is the leader's words (leadersWords) of err when it is Nomad's 500.
@@ -265,11 +348,27 @@ func leaders500(err error) (string, bool) {
 }
 
 // keptCopy is what volctl adds to a registration of volume v Nomad refused for what its copy in
-// namespace ns has (copyKept): that the same registration is refused again, what shows
+// namespace ns has (copyRefused): that the same registration is refused again, what shows
 // how the copy differs, and the two ways on.
 func (c *Client) keptCopy(v spec.Volume, ns string) string {
 	return fmt.Sprintf("; Nomad keeps its copy as it is, and refuses this registration again until one side changes: `%s` says what its copy has otherwise; to give Nomad volctl's, once no job of Nomad's uses it, `%s`, then `%s` again; to take the volume back instead, `%s`, then `%s`",
 		volctl("register --dry-run", v.ID), c.nomadCmd("volume deregister", ns, v.ID), volctl("register", v.ID), c.nomadCmd("volume deregister", ns, v.ID), volctl("release", v.ID))
+}
+
+// othersCopy is what volctl adds to a registration of volume v, marked handed over from
+// before, that Nomad refused because its copy in namespace ns is another volume (otherVolume):
+// someone else's, not to be deregistered for volctl, and the way to take v back.
+func (c *Client) othersCopy(v spec.Volume, ns string) string {
+	return fmt.Sprintf("; Nomad has another volume by the ID %q in namespace %s now (it refuses to change a volume's plugin or external ID): someone else's, not volctl's to update, nor to be deregistered in Nomad for volctl; volume %q stays marked handed over from before and volctl does not claim it: `%s` shows Nomad's volume, and if nothing in Nomad uses this volume's storage, `%s` takes it back",
+		v.ID, ns, v.ID, volctl("status", v.ID), volctl("release --force", v.ID))
+}
+
+// updateFailedAdvice is what volctl adds to a registration of volume v, marked handed over from
+// before, whose update Nomad did not apply for what a later run may not meet (updateFailed: the
+// plugin's expand failing as Nomad grows the volume).
+func updateFailedAdvice(v spec.Volume) string {
+	return fmt.Sprintf("; Nomad applied nothing of it and keeps its copy as it was (the volume stays marked handed over): `%s` again, once what failed answers (the plugin's controller, or its node plugins), updates it",
+		volctl("register", v.ID))
 }
 
 // inFlight reports whether Nomad may yet apply a registration that failed with err: neither
@@ -392,7 +491,7 @@ func IdentityIn(have VolumeState, v spec.Volume, ns string) []string {
 // without a topology keeps none (Kept).
 func (c *Client) differs(have VolumeState, v spec.Volume) []string {
 	out := c.Identity(have, v)
-	if !slices.Equal(have.Capabilities, v.Capabilities) {
+	if !sameCapabilities(have.Capabilities, v.Capabilities) {
 		out = append(out, fmt.Sprintf("capabilities %s (volctl's: %s)", capabilities(have.Capabilities), capabilities(v.Capabilities)))
 	}
 	if (v.CapacityMin != 0 || v.CapacityMax != 0) && (have.CapacityMin != v.CapacityMin || have.CapacityMax != v.CapacityMax) {
