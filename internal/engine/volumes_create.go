@@ -201,25 +201,57 @@ func createChanges(old store.Volume, sv spec.Volume) []string {
 }
 
 // cloneSource resolves clone_id: a volctl volume ID of the same plugin means that volume's
-// external ID; anything else is taken as the provider's volume ID.
+// external ID; anything else is taken as the provider's volume ID. It refuses a source whose
+// create or delete is recorded and not finished, which a clone recorded now could outlive:
+//   - a volume of the plugin being deleted, named by its volctl ID or by its storage ID (the
+//     external ID the clone would be sent): reconcile finishes that delete, and a clone whose
+//     create was cut short could then never be finished (its CreateVolume answered NOT_FOUND
+//     for the source);
+//   - a volume of the plugin still being created (its create interrupted, or in flight in
+//     another process): it has no storage ID yet, and its volctl ID, recorded as if it were
+//     one, named nothing the plugin knows, and refuseCloneInFlight, matching storage IDs,
+//     never kept the source for the clone.
 func (e *Engine) cloneSource(tx *store.Tx, sv spec.Volume) (string, error) {
 	if sv.CloneID == "" {
 		return "", nil
 	}
 	src, err := tx.Volumes().Get(sv.CloneID)
-	if err == nil && src.PluginID == sv.PluginID && src.State == store.VolumeDeleting {
-		// Its delete is recorded, and reconcile finishes it: a clone whose create was cut short
-		// could then never be finished (its CreateVolume answered NOT_FOUND for the source).
-		return "", conflictf("volume %q, the clone_id of volume %q, is being deleted (its delete was interrupted, and `volctl reconcile` finishes it): "+
-			"nothing was created; give volume %q another source", src.ID, sv.ID, sv.ID)
-	}
-	if err == nil && src.PluginID == sv.PluginID && src.ExternalID != "" {
-		return src.ExternalID, nil
-	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return "", err
 	}
+	if err == nil && src.PluginID == sv.PluginID {
+		switch src.State {
+		case store.VolumeDeleting:
+			return "", cloneOfDeleting(src, sv, "")
+		case store.VolumeCreating:
+			return "", conflictf("volume %q, the clone_id of volume %q, is still being created (its create is in flight, or was interrupted): it has no storage to clone yet, "+
+				"and nothing was created: finish it first (`volctl reconcile`, or the same create of %q), then create volume %q again", src.ID, sv.ID, src.ID, sv.ID)
+		}
+		if src.ExternalID != "" {
+			return src.ExternalID, nil
+		}
+	}
+	// The provider's volume ID: refused as above when a volume of the plugin being deleted
+	// records it.
+	same, err := tx.Volumes().List(store.VolumeFilter{PluginID: sv.PluginID, ExternalID: sv.CloneID, State: store.VolumeDeleting})
+	if err != nil {
+		return "", err
+	}
+	if len(same) > 0 {
+		return "", cloneOfDeleting(same[0], sv, sv.CloneID)
+	}
 	return sv.CloneID, nil
+}
+
+// cloneOfDeleting is cloneSource's refusal of source src, being deleted, as the clone_id of
+// spec sv; byStorage is the storage ID it was named by, "" for its volctl ID.
+func cloneOfDeleting(src store.Volume, sv spec.Volume, byStorage string) error {
+	named := fmt.Sprintf("volume %q", src.ID)
+	if byStorage != "" {
+		named = fmt.Sprintf("volume %q (storage ID %q)", src.ID, byStorage)
+	}
+	return conflictf("%s, the clone_id of volume %q, is being deleted (its delete was interrupted, and `volctl reconcile` finishes it): "+
+		"nothing was created; give volume %q another source", named, sv.ID, sv.ID)
 }
 
 // sameCloneSource reports whether spec sv's clone_id names the source volume old records: the
