@@ -105,6 +105,9 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 			if v.CloneID, err = e.cloneSource(tx, sv); err != nil {
 				return err
 			}
+			if err := notFromSnapshotBeingDeleted(tx, sv); err != nil {
+				return err
+			}
 			return tx.Volumes().Insert(&v)
 		case err != nil:
 			return err
@@ -252,6 +255,24 @@ func cloneOfDeleting(src store.Volume, sv spec.Volume, byStorage string) error {
 	}
 	return conflictf("%s, the clone_id of volume %q, is being deleted (its delete was interrupted, and `volctl reconcile` finishes it): "+
 		"nothing was created; give volume %q another source", named, sv.ID, sv.ID)
+}
+
+// notFromSnapshotBeingDeleted refuses a restore from a snapshot whose delete is recorded
+// (deleteSnapshotStored records it with its check that no volume is being restored from it):
+// recorded now, a restore cut short before its CreateVolume could never be finished once the
+// delete went on, answered NOT_FOUND for the snapshot at every reconcile pass. It is
+// cloneSource's refusal of a source being deleted, for a snapshot.
+func notFromSnapshotBeingDeleted(tx *store.Tx, sv spec.Volume) error {
+	if sv.SnapshotID == "" {
+		return nil
+	}
+	deleting, err := tx.Snapshots().Deleting(sv.PluginID, sv.SnapshotID)
+	if err != nil || !deleting {
+		return err
+	}
+	return conflictf("snapshot %q of plugin %q, the snapshot_id of volume %q, is being deleted (its delete is in flight, or was interrupted, and `%s` finishes it): "+
+		"nothing was created; give volume %q another snapshot", sv.SnapshotID, sv.PluginID, sv.ID,
+		shellquote.Command("volctl volume snapshot delete", sv.PluginID, sv.SnapshotID), sv.ID)
 }
 
 // sameCloneSource reports whether spec sv's clone_id names the source volume old records: the
