@@ -191,6 +191,23 @@ func TestCloneByStorageIDOfAVolumeBeingDeletedIsRefused(t *testing.T) {
 	env.checkInvariants()
 }
 
+// TestCloneCreatedAgainAfterItsSourceIsDeleted: a finished clone's source deleted (which a
+// finished clone allows), then the same `volume create` of the clone again, which changes
+// nothing. Before, the spec's clone_id (the source's volctl ID) was resolved again, to nothing,
+// and compared with the storage ID recorded: refused as a change of clone_id.
+func TestCloneCreatedAgainAfterItsSourceIsDeleted(t *testing.T) {
+	t.Parallel()
+	env := newSnapshotEnv(t)
+	path := fromSpec(t, "c", "clone_id", "vol")
+	env.ok("volume", "create", path)
+	env.ok("volume", "create", path)
+	env.ok("volume", "delete", "vol", "--yes")
+	if out, err := env.run(nil, "volume", "create", path); err != nil {
+		t.Fatalf("the same create of clone c again, after its source was deleted: %v\n%s", err, out)
+	}
+	env.checkInvariants()
+}
+
 // TestCrashExpandNodeOwedThenRelease kills `volume expand` of a claimed volume once the new size
 // and the node expansion it owes are committed, before NodeExpandVolume; the claim is then
 // released rather than reconciled. The debt outlives the claim, and the next claim's publish

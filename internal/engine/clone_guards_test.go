@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"database/sql"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -205,5 +207,33 @@ func TestSameCloneCreateAfterItsSourceIsDeleted(t *testing.T) {
 	other.CloneID = "elsewhere"
 	if _, err := h.e.CreateVolume(h.ctx, other); !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrConflict) {
 		t.Fatalf("create of the clone with another clone_id: %v; want it refused", err)
+	}
+}
+
+// A clone an older volctl created records no clone_id as written (clone_spec NULL): the same
+// create again is compared as before, by resolving the spec's clone_id again, which finds the
+// same source while it is there.
+func TestSameCloneCreateOfAnOlderVolctlsClone(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("src"))
+	sv := volume("clone")
+	sv.CloneID = "src"
+	h.create(sv)
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(h.dir, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE volumes SET clone_spec = NULL WHERE id = 'clone'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
+		t.Fatalf("the same create of an older volctl's clone, its source there: %v", err)
+	}
+	if err := h.e.DeleteVolume(h.ctx, "src"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.CreateVolume(h.ctx, sv); !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrConflict) {
+		t.Fatalf("the same create of an older volctl's clone, its source gone: %v; want today's refusal (nothing recorded says what the spec named)", err)
 	}
 }

@@ -105,6 +105,7 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 			if v.CloneID, err = e.cloneSource(tx, sv); err != nil {
 				return err
 			}
+			v.CloneSpec = sv.CloneID
 			if err := notFromSnapshotBeingDeleted(tx, sv); err != nil {
 				return err
 			}
@@ -281,9 +282,13 @@ func notFromSnapshotBeingDeleted(tx *store.Tx, sv spec.Volume) error {
 // unchanged, names its source as it did the first time, by its volctl ID: compared with the
 // storage ID recorded, it was refused as a change of clone_id, the way out every error of an
 // interrupted create gives ("the same create will finish it") refused with it
-// (TestCrashInARestoreOrAClone).
+// (TestCrashInARestoreOrAClone). The clone_id the create's spec wrote is recorded too (its
+// CloneSpec) and compared first: resolved again, a source deleted since (which a finished clone
+// allows) resolved to nothing, and the same create of the clone was refused as a change of
+// clone_id (TestSameCloneCreateAfterItsSourceIsDeleted). A volume an older volctl created has
+// none recorded, and the spec's is resolved again.
 func sameCloneSource(tx *store.Tx, old store.Volume, sv spec.Volume) bool {
-	if sv.CloneID == old.CloneID {
+	if sv.CloneID == old.CloneID || (old.CloneSpec != "" && sv.CloneID == old.CloneSpec) {
 		return true
 	}
 	if sv.CloneID == "" || old.CloneID == "" {
