@@ -14,6 +14,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -44,6 +45,30 @@ func wantConflict(t *testing.T, what string, err error, wants ...string) {
 	}
 }
 
+// sourceAndClone creates volume "src" and returns the spec of volume "clone", a clone of it,
+// created too when created is set.
+func (h *harness) sourceAndClone(created bool) spec.Volume {
+	h.t.Helper()
+	h.create(volume("src"))
+	sv := volume("clone")
+	sv.CloneID = "src"
+	if created {
+		h.create(sv)
+	}
+	return sv
+}
+
+// interrupted runs op with every call of rpc answered UNAVAILABLE (the plugin down), which must
+// fail it, leaving its intent recorded, then lets rpc through again.
+func (h *harness) interrupted(rpc, what string, op func() error) {
+	h.t.Helper()
+	h.faults.FailAlways(rpc, codes.Unavailable)
+	if err := op(); err == nil {
+		h.t.Fatalf("%s with its plugin unavailable succeeded", what)
+	}
+	h.faults.Clear()
+}
+
 // A clone naming its source by the source's storage ID (clone_id = its external ID) while the
 // source's delete is recorded (DeleteVolume unanswered: the plugin unavailable). Before, only a
 // source named by its volctl ID was refused: the clone was recorded, and reconcile, deleting the
@@ -51,11 +76,7 @@ func wantConflict(t *testing.T, what string, err error, wants ...string) {
 func TestCloneByStorageIDOfAVolumeBeingDeletedIsRefused(t *testing.T) {
 	h := newHarness(t, nil)
 	src := h.create(volume("src"))
-	h.faults.FailAlways(csi.RPCDeleteVolume, codes.Unavailable)
-	if err := h.e.DeleteVolume(h.ctx, "src"); err == nil {
-		t.Fatal("delete with its plugin unavailable succeeded")
-	}
-	h.faults.Clear()
+	h.interrupted(csi.RPCDeleteVolume, "delete", func() error { return h.e.DeleteVolume(h.ctx, "src") })
 	if got := h.volumeInfo("src").State; got != string(store.VolumeDeleting) {
 		t.Fatalf("source after the interrupted delete: %s; want deleting", got)
 	}
@@ -79,11 +100,7 @@ func TestCloneByStorageIDOfAVolumeBeingDeletedIsRefused(t *testing.T) {
 // delete was never refused for it (refuseCloneInFlight matches the storage ID).
 func TestCloneOfAVolumeBeingCreatedIsRefused(t *testing.T) {
 	h := newHarness(t, nil)
-	h.faults.FailAlways(csi.RPCCreateVolume, codes.Unavailable)
-	if _, err := h.e.CreateVolume(h.ctx, volume("a")); err == nil {
-		t.Fatal("create with its plugin unavailable succeeded")
-	}
-	h.faults.Clear()
+	h.interrupted(csi.RPCCreateVolume, "create", func() error { _, err := h.e.CreateVolume(h.ctx, volume("a")); return err })
 	sv := volume("b")
 	sv.CloneID = "a"
 	calls := h.mem.CallCount(csi.RPCCreateVolume)
@@ -107,14 +124,8 @@ func TestCloneOfAVolumeBeingCreatedIsRefused(t *testing.T) {
 // the source at every pass.
 func TestSourceDeleteRefusedDuringACloneCleanup(t *testing.T) {
 	h := newHarness(t, nil)
-	h.create(volume("src"))
-	sv := volume("clone")
-	sv.CloneID = "src"
-	h.faults.FailAlways(csi.RPCCreateVolume, codes.Unavailable)
-	if _, err := h.e.CreateVolume(h.ctx, sv); err == nil {
-		t.Fatal("create with its plugin unavailable succeeded")
-	}
-	h.faults.Clear()
+	sv := h.sourceAndClone(false)
+	h.interrupted(csi.RPCCreateVolume, "create", func() error { _, err := h.e.CreateVolume(h.ctx, sv); return err })
 	gate := make(chan struct{})
 	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Times: 1, Answer: func(m proto.Message) {
 		m.(*csipb.CreateVolumeResponse).Volume.CapacityBytes = 1
@@ -167,15 +178,8 @@ func TestSourceDeleteRefusedDuringACloneCleanup(t *testing.T) {
 // docs/architecture.md. The refusal says so, and the way on works.
 func TestSourceDeleteWaitsForAnInterruptedDeleteOfItsClone(t *testing.T) {
 	h := newHarness(t, nil)
-	h.create(volume("src"))
-	sv := volume("clone")
-	sv.CloneID = "src"
-	h.create(sv)
-	h.faults.FailAlways(csi.RPCDeleteVolume, codes.Unavailable)
-	if err := h.e.DeleteVolume(h.ctx, "clone"); err == nil {
-		t.Fatal("delete with its plugin unavailable succeeded")
-	}
-	h.faults.Clear()
+	h.sourceAndClone(true)
+	h.interrupted(csi.RPCDeleteVolume, "delete", func() error { return h.e.DeleteVolume(h.ctx, "clone") })
 	wantConflict(t, "source delete while its clone's delete is interrupted", h.e.DeleteVolume(h.ctx, "src"),
 		`volume "clone"`, "being deleted", "volctl reconcile")
 	h.reconcileClean(1)
@@ -189,10 +193,7 @@ func TestSourceDeleteWaitsForAnInterruptedDeleteOfItsClone(t *testing.T) {
 // ID recorded, which no volume resolves to any more: refused as a change of clone_id.
 func TestSameCloneCreateAfterItsSourceIsDeleted(t *testing.T) {
 	h := newHarness(t, nil)
-	h.create(volume("src"))
-	sv := volume("clone")
-	sv.CloneID = "src"
-	h.create(sv)
+	sv := h.sourceAndClone(true)
 	if err := h.e.DeleteVolume(h.ctx, "src"); err != nil {
 		t.Fatal(err)
 	}
@@ -215,10 +216,7 @@ func TestSameCloneCreateAfterItsSourceIsDeleted(t *testing.T) {
 // same source while it is there.
 func TestSameCloneCreateOfAnOlderVolctlsClone(t *testing.T) {
 	h := newHarness(t, nil)
-	h.create(volume("src"))
-	sv := volume("clone")
-	sv.CloneID = "src"
-	h.create(sv)
+	sv := h.sourceAndClone(true)
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(h.dir, store.FileName))
 	if err != nil {
 		t.Fatal(err)
@@ -235,5 +233,19 @@ func TestSameCloneCreateOfAnOlderVolctlsClone(t *testing.T) {
 	}
 	if _, err := h.e.CreateVolume(h.ctx, sv); !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrConflict) {
 		t.Fatalf("the same create of an older volctl's clone, its source gone: %v; want today's refusal (nothing recorded says what the spec named)", err)
+	}
+}
+
+// A clone whose create the plugin refused for good is forgotten, and does not keep its source
+// from being deleted: the guards match only a clone's record still there.
+func TestSourceOfACloneRefusedForGoodDeletes(t *testing.T) {
+	h := newHarness(t, nil)
+	sv := h.sourceAndClone(false)
+	h.faults.FailOnce(csi.RPCCreateVolume, codes.InvalidArgument)
+	if _, err := h.e.CreateVolume(h.ctx, sv); err == nil {
+		t.Fatal("a clone refused by its plugin was created")
+	}
+	if err := h.e.DeleteVolume(h.ctx, "src"); err != nil {
+		t.Fatalf("the source of a clone refused for good: %v", err)
 	}
 }
