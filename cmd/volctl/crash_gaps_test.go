@@ -172,6 +172,42 @@ func TestCloneOfAVolumeBeingDeletedIsRefused(t *testing.T) {
 	}
 }
 
+// TestCloneByStorageIDOfAVolumeBeingDeletedIsRefused is TestCloneOfAVolumeBeingDeletedIsRefused
+// with the clone naming its source by the source's storage ID (clone_id = its external_id).
+// Before, only the volctl ID was checked: the clone was recorded, reconcile deleted the source
+// first, and the clone's CreateVolume was NOT_FOUND for the source at every pass for good.
+func TestCloneByStorageIDOfAVolumeBeingDeletedIsRefused(t *testing.T) {
+	t.Parallel()
+	bin := buildVolctl(t, failpointsTag)
+	env := newSnapshotEnv(t)
+	ext := strings.TrimSpace(env.ok("volume", "status", "vol", "--jq", ".external_id"))
+	env.crash(bin, "delete:intent", "volume", "delete", "vol", "--yes")
+	out, err := env.runBinary(bin, []string{engine.FailpointEnv + "=create:intent"}, "volume", "create", fromSpec(t, "zclone", "clone_id", ext))
+	if err == nil || killed(err) || !strings.Contains(out, fmt.Sprintf(`volume "vol" (storage ID %q), the clone_id of volume "zclone", is being deleted`, ext)) {
+		t.Fatalf("create of a clone by storage ID %s of a volume being deleted: %v\n%s\nwant it refused, naming the source being deleted", ext, err, out)
+	}
+	env.ok("reconcile")
+	env.ok("reconcile")
+	env.checkInvariants()
+}
+
+// TestCloneCreatedAgainAfterItsSourceIsDeleted: a finished clone's source deleted (which a
+// finished clone allows), then the same `volume create` of the clone again, which changes
+// nothing. Before, the spec's clone_id (the source's volctl ID) was resolved again, to nothing,
+// and compared with the storage ID recorded: refused as a change of clone_id.
+func TestCloneCreatedAgainAfterItsSourceIsDeleted(t *testing.T) {
+	t.Parallel()
+	env := newSnapshotEnv(t)
+	path := fromSpec(t, "c", "clone_id", "vol")
+	env.ok("volume", "create", path)
+	env.ok("volume", "create", path)
+	env.ok("volume", "delete", "vol", "--yes")
+	if out, err := env.run(nil, "volume", "create", path); err != nil {
+		t.Fatalf("the same create of clone c again, after its source was deleted: %v\n%s", err, out)
+	}
+	env.checkInvariants()
+}
+
 // TestCrashExpandNodeOwedThenRelease kills `volume expand` of a claimed volume once the new size
 // and the node expansion it owes are committed, before NodeExpandVolume; the claim is then
 // released rather than reconciled. The debt outlives the claim, and the next claim's publish

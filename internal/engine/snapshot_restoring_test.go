@@ -3,7 +3,10 @@ package engine
 import (
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -49,5 +52,97 @@ func TestSnapshotDeleteRefusedWhileAVolumeIsBeingRestoredFromIt(t *testing.T) {
 	}
 	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err != nil {
 		t.Errorf("deleting the snapshot once the restore is finished: %v", err)
+	}
+}
+
+// A snapshot delete past its check that no volume is being restored from the snapshot, held
+// there (at the first lock it takes after, in another process), while a restore from the
+// snapshot records its intent and is cut short before CreateVolume finishes (the plugin
+// unavailable). Before, the check ran in a read-only view and recorded nothing: the restore was
+// recorded, the delete went on, and the restore's CreateVolume, sent again by every reconcile,
+// was NOT_FOUND for the snapshot for good. The delete is recorded with its check, and the
+// restore is refused, naming the snapshot and the delete that finishes it.
+func TestSnapshotDeleteRefusesARestoreRecordedAfterItsCheck(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	s := h.snapshot("nightly")
+	// Another process, held at the first lock it takes once armed: the delete's, past its
+	// check (the plugin's controller lock; nothing held yet).
+	var armed atomic.Bool
+	reached, gate := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e2, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts, BeforeLock: func() {
+		if armed.Load() {
+			once.Do(func() { close(reached); <-gate })
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e2.Close() })
+	armed.Store(true)
+	deleteErr := make(chan error, 1)
+	go func() { deleteErr <- e2.DeleteSnapshot(h.ctx, "mem", s.ID, nil) }()
+	select {
+	case <-reached:
+	case err := <-deleteErr:
+		t.Fatalf("the snapshot's delete returned before it took a lock: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the snapshot's delete never took a lock")
+	}
+	sv := volume("restored")
+	sv.SnapshotID = s.ID
+	h.faults.FailAlways(csi.RPCCreateVolume, codes.Unavailable)
+	_, err = h.e.CreateVolume(h.ctx, sv)
+	h.faults.Clear(csi.RPCCreateVolume)
+	close(gate)
+	if derr := <-deleteErr; derr != nil {
+		t.Fatalf("the snapshot's delete: %v", derr)
+	}
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("restore from a snapshot whose delete is recorded: %v; want a conflict", err)
+	}
+	for _, want := range []string{s.ID, `volume "restored"`, "being deleted", "volctl volume snapshot delete"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not say %q", err, want)
+		}
+	}
+	h.reconcileClean(2)
+	if _, err := h.e.Volume(h.ctx, "restored"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the refused restore is recorded: %v", err)
+	}
+}
+
+// A snapshot delete the plugin refuses for good (FAILED_PRECONDITION: the snapshot is kept)
+// forgets its recorded delete, and one whose answer may come later (UNAVAILABLE: the plugin
+// may have deleted it) keeps it, refusing restores until the delete again finishes.
+func TestSnapshotDeleteRecordKeptOnlyWhileTheSnapshotMayBeGone(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	s := h.snapshot("nightly")
+	restore := func(id string) (VolumeInfo, error) {
+		sv := volume(id)
+		sv.SnapshotID = s.ID
+		return h.e.CreateVolume(h.ctx, sv)
+	}
+	h.faults.FailOnce(csi.RPCDeleteSnapshot, codes.FailedPrecondition)
+	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err == nil {
+		t.Fatal("a delete refused by the plugin succeeded")
+	}
+	if _, err := restore("kept"); err != nil {
+		t.Fatalf("restore from a snapshot whose delete the plugin refused: %v", err)
+	}
+	h.faults.FailAlways(csi.RPCDeleteSnapshot, codes.Unavailable)
+	err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil)
+	if err == nil || !strings.Contains(err.Error(), "the delete stays recorded") {
+		t.Fatalf("a delete unanswered: %v; want it to say the delete stays recorded", err)
+	}
+	h.faults.Clear()
+	if _, err := restore("refused"); !errors.Is(err, ErrConflict) {
+		t.Fatalf("restore while the unanswered delete is recorded: %v; want a conflict", err)
+	}
+	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err != nil {
+		t.Fatalf("the delete again: %v", err)
+	}
+	if _, err := restore("gone"); errors.Is(err, ErrConflict) || err == nil {
+		t.Fatalf("restore from the deleted snapshot: %v; want the plugin's NOT_FOUND, not a refusal of a delete recorded", err)
 	}
 }

@@ -341,7 +341,7 @@ func (e *Engine) DeleteSnapshot(ctx context.Context, pluginID, snapshotID string
 }
 
 // deleteSnapshotStored is DeleteSnapshot of the ID as stored (byStoredID).
-func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID string, secrets spec.Secrets) error {
+func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID string, secrets spec.Secrets) (err error) {
 	fail := func(err error) error {
 		return fmt.Errorf("delete snapshot %q of plugin %q: %w", snapshotID, pluginID, err)
 	}
@@ -354,7 +354,7 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		intent   store.SnapshotCreate
 		pending  bool
 	)
-	err := e.store.View(ctx, func(tx *store.Tx) error {
+	err = e.store.View(ctx, func(tx *store.Tx) error {
 		var err error
 		rec, err = tx.Snapshots().Get(pluginID, snapshotID)
 		if err == nil {
@@ -392,9 +392,31 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		}
 		recorded, named, snapshotID = true, snapshotID, rec.SnapshotID
 	}
-	if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseRestoreInFlight(tx, pluginID, snapshotID) }); err != nil {
+	// The check and the record of the delete are one transaction: a restore recording its
+	// intent after it sees the delete recorded and is refused (createVolume), where one
+	// recorded after a check in a read-only view, and cut short before its CreateVolume, was
+	// NOT_FOUND for good once the snapshot was gone
+	// (TestSnapshotDeleteRefusesARestoreRecordedAfterItsCheck).
+	if err := e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := refuseRestoreInFlight(tx, pluginID, snapshotID); err != nil {
+			return err
+		}
+		return tx.Snapshots().MarkDeleting(pluginID, snapshotID)
+	}); err != nil {
 		return fail(err)
 	}
+	kept := true // whether the snapshot is known to be there still, when this returns an error
+	defer func() {
+		if err != nil && kept {
+			// Nothing deleted it: restores from it may go on. Otherwise the mark stays, for the
+			// delete again to finish.
+			if uerr := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+				return tx.Snapshots().Undelete(pluginID, snapshotID)
+			}); uerr != nil {
+				err = errors.Join(err, uerr)
+			}
+		}
+	}()
 	c, err := e.snapshotConn(ctx, pluginID, rec.Reach)
 	if err != nil {
 		return fail(err)
@@ -419,6 +441,13 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		return c.client.DeleteSnapshot(ctx, csi.DeleteSnapshotRequest{SnapshotID: snapshotID, Secrets: secrets})
 	}, func(ctx context.Context) (bool, error) { return e.listsSnapshot(ctx, c, snapshotID, secrets) })
 	if err != nil && !csi.IsIgnorable(err) {
+		if csi.IsRetryable(err) || csi.IsTimeout(err) || ctx.Err() != nil {
+			// The plugin may have deleted it: restores from it are refused until a delete
+			// again finishes.
+			kept = false
+			return fail(fmt.Errorf("%w (the delete stays recorded, and a restore from the snapshot is refused until `%s` finishes it)",
+				err, shellquote.Command("volctl volume snapshot delete", pluginID, snapshotID)))
+		}
 		return fail(err)
 	}
 	if listed {
@@ -438,7 +467,11 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 			shellquote.Command("volctl volume snapshot deregister", pluginID, snapshotID)))
 	}
 	note := e.uncheckedNote(unchecked, err, pluginID, csi.RPCDeleteSnapshot, "snapshot", snapshotID)
+	kept = false
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := tx.Snapshots().Undelete(pluginID, snapshotID); err != nil {
+			return err
+		}
 		if recorded {
 			if err := tx.Snapshots().Delete(pluginID, snapshotID); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err

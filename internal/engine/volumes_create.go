@@ -105,6 +105,10 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 			if v.CloneID, err = e.cloneSource(tx, sv); err != nil {
 				return err
 			}
+			v.CloneSpec = sv.CloneID
+			if err := notFromSnapshotBeingDeleted(tx, sv); err != nil {
+				return err
+			}
 			return tx.Volumes().Insert(&v)
 		case err != nil:
 			return err
@@ -201,25 +205,75 @@ func createChanges(old store.Volume, sv spec.Volume) []string {
 }
 
 // cloneSource resolves clone_id: a volctl volume ID of the same plugin means that volume's
-// external ID; anything else is taken as the provider's volume ID.
+// external ID; anything else is taken as the provider's volume ID. It refuses a source whose
+// create or delete is recorded and not finished, which a clone recorded now could outlive:
+//   - a volume of the plugin being deleted, named by its volctl ID or by its storage ID (the
+//     external ID the clone would be sent): reconcile finishes that delete, and a clone whose
+//     create was cut short could then never be finished (its CreateVolume answered NOT_FOUND
+//     for the source);
+//   - a volume of the plugin still being created (its create interrupted, or in flight in
+//     another process): it has no storage ID yet, and its volctl ID, recorded as if it were
+//     one, named nothing the plugin knows, and refuseCloneInFlight, matching storage IDs,
+//     never kept the source for the clone.
 func (e *Engine) cloneSource(tx *store.Tx, sv spec.Volume) (string, error) {
 	if sv.CloneID == "" {
 		return "", nil
 	}
 	src, err := tx.Volumes().Get(sv.CloneID)
-	if err == nil && src.PluginID == sv.PluginID && src.State == store.VolumeDeleting {
-		// Its delete is recorded, and reconcile finishes it: a clone whose create was cut short
-		// could then never be finished (its CreateVolume answered NOT_FOUND for the source).
-		return "", conflictf("volume %q, the clone_id of volume %q, is being deleted (its delete was interrupted, and `volctl reconcile` finishes it): "+
-			"nothing was created; give volume %q another source", src.ID, sv.ID, sv.ID)
-	}
-	if err == nil && src.PluginID == sv.PluginID && src.ExternalID != "" {
-		return src.ExternalID, nil
-	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return "", err
 	}
+	if err == nil && src.PluginID == sv.PluginID {
+		switch src.State {
+		case store.VolumeDeleting:
+			return "", cloneOfDeleting(src, sv, "")
+		case store.VolumeCreating:
+			return "", conflictf("volume %q, the clone_id of volume %q, is still being created (its create is in flight, or was interrupted): it has no storage to clone yet, "+
+				"and nothing was created: finish it first (`volctl reconcile`, or the same create of %q), then create volume %q again", src.ID, sv.ID, src.ID, sv.ID)
+		}
+		if src.ExternalID != "" {
+			return src.ExternalID, nil
+		}
+	}
+	// The provider's volume ID: refused as above when a volume of the plugin being deleted
+	// records it.
+	same, err := tx.Volumes().List(store.VolumeFilter{PluginID: sv.PluginID, ExternalID: sv.CloneID, State: store.VolumeDeleting})
+	if err != nil {
+		return "", err
+	}
+	if len(same) > 0 {
+		return "", cloneOfDeleting(same[0], sv, sv.CloneID)
+	}
 	return sv.CloneID, nil
+}
+
+// cloneOfDeleting is cloneSource's refusal of source src, being deleted, as the clone_id of
+// spec sv; byStorage is the storage ID it was named by, "" for its volctl ID.
+func cloneOfDeleting(src store.Volume, sv spec.Volume, byStorage string) error {
+	named := fmt.Sprintf("volume %q", src.ID)
+	if byStorage != "" {
+		named = fmt.Sprintf("volume %q (storage ID %q)", src.ID, byStorage)
+	}
+	return conflictf("%s, the clone_id of volume %q, is being deleted (its delete was interrupted, and `volctl reconcile` finishes it): "+
+		"nothing was created; give volume %q another source", named, sv.ID, sv.ID)
+}
+
+// notFromSnapshotBeingDeleted refuses a restore from a snapshot whose delete is recorded
+// (deleteSnapshotStored records it with its check that no volume is being restored from it):
+// recorded now, a restore cut short before its CreateVolume could never be finished once the
+// delete went on, answered NOT_FOUND for the snapshot at every reconcile pass. It is
+// cloneSource's refusal of a source being deleted, for a snapshot.
+func notFromSnapshotBeingDeleted(tx *store.Tx, sv spec.Volume) error {
+	if sv.SnapshotID == "" {
+		return nil
+	}
+	deleting, err := tx.Snapshots().Deleting(sv.PluginID, sv.SnapshotID)
+	if err != nil || !deleting {
+		return err
+	}
+	return conflictf("snapshot %q of plugin %q, the snapshot_id of volume %q, is being deleted (its delete is in flight, or was interrupted, and `%s` finishes it): "+
+		"nothing was created; give volume %q another snapshot", sv.SnapshotID, sv.PluginID, sv.ID,
+		shellquote.Command("volctl volume snapshot delete", sv.PluginID, sv.SnapshotID), sv.ID)
 }
 
 // sameCloneSource reports whether spec sv's clone_id names the source volume old records: the
@@ -228,9 +282,13 @@ func (e *Engine) cloneSource(tx *store.Tx, sv spec.Volume) (string, error) {
 // unchanged, names its source as it did the first time, by its volctl ID: compared with the
 // storage ID recorded, it was refused as a change of clone_id, the way out every error of an
 // interrupted create gives ("the same create will finish it") refused with it
-// (TestCrashInARestoreOrAClone).
+// (TestCrashInARestoreOrAClone). The clone_id the create's spec wrote is recorded too (its
+// CloneSpec) and compared first: resolved again, a source deleted since (which a finished clone
+// allows) resolved to nothing, and the same create of the clone was refused as a change of
+// clone_id (TestSameCloneCreateAfterItsSourceIsDeleted). A volume an older volctl created has
+// none recorded, and the spec's is resolved again.
 func sameCloneSource(tx *store.Tx, old store.Volume, sv spec.Volume) bool {
-	if sv.CloneID == old.CloneID {
+	if sv.CloneID == old.CloneID || (old.CloneSpec != "" && sv.CloneID == old.CloneSpec) {
 		return true
 	}
 	if sv.CloneID == "" || old.CloneID == "" {

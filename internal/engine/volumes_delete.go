@@ -186,21 +186,34 @@ func refuseSnapshotInFlight(tx *store.Tx, v store.Volume) error {
 // CreateVolume is in flight, or was interrupted, and only one sent again, which clones from v,
 // finishes it. Deleted under it, every CreateVolume after was answered NOT_FOUND for the
 // source, and reconcile reported the clone's create every pass for good
-// (TestCrashInARestoreOrAClone). It is refuseRestoreInFlight's counterpart for a clone; the
-// other way round, cloneSource refuses a source being deleted.
+// (TestCrashInARestoreOrAClone). A clone's record marked deleting counts too: a create deleting
+// a CreateVolume answer it cannot use marks its record so (createFailed), then puts it back to
+// being created, to be sent again (TestSourceDeleteRefusedDuringACloneCleanup). The state does
+// not tell that record from a finished clone whose own delete was interrupted, so the delete of
+// the source waits for that one too, until reconcile finishes it
+// (TestSourceDeleteWaitsForAnInterruptedDeleteOfItsClone). It is refuseRestoreInFlight's
+// counterpart for a clone; the other way round, cloneSource refuses a source being deleted.
 func refuseCloneInFlight(tx *store.Tx, v store.Volume) error {
 	if v.ExternalID == "" {
 		return nil
 	}
-	vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: v.PluginID, State: store.VolumeCreating})
-	if err != nil {
-		return err
-	}
-	for _, o := range vols {
-		if o.ID != v.ID && o.CloneID == v.ExternalID {
-			return conflictf("volume %q is being created as a clone of volume %q (its CreateVolume is in flight, or was interrupted, and only one sent again, which clones from %q, finishes it): "+
-				"run `volctl reconcile` to finish that create, or `%s`, then delete volume %q",
-				o.ID, v.ID, v.ID, shellquote.Command("volctl volume delete", o.ID), v.ID)
+	for _, state := range []store.VolumeState{store.VolumeCreating, store.VolumeDeleting} {
+		vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: v.PluginID, State: state})
+		if err != nil {
+			return err
+		}
+		for _, o := range vols {
+			switch {
+			case o.ID == v.ID || o.CloneID != v.ExternalID:
+			case state == store.VolumeCreating:
+				return conflictf("volume %q is being created as a clone of volume %q (its CreateVolume is in flight, or was interrupted, and only one sent again, which clones from %q, finishes it): "+
+					"run `volctl reconcile` to finish that create, or `%s`, then delete volume %q",
+					o.ID, v.ID, v.ID, shellquote.Command("volctl volume delete", o.ID), v.ID)
+			default:
+				return conflictf("volume %q, a clone of volume %q, is being deleted: its delete was interrupted, or its create is deleting a volume the plugin answered with that it cannot use, "+
+					"after which it sends CreateVolume again, which clones from %q: run `volctl reconcile` to finish it, then delete volume %q",
+					o.ID, v.ID, v.ID, v.ID)
+			}
 		}
 	}
 	return nil

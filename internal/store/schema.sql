@@ -1,4 +1,4 @@
--- volctl schema at version 12
+-- volctl schema at version 13
 -- Written by `VOLCTL_WRITE_SCHEMA=1 go test ./internal/store -run TestSchemaFileIsTheMigrationsApplied`
 -- from the migrations in migrations/, which stay the record of how the schema came to be: a new
 -- database gets this in one step (migrate.go, schemaFile). Do not edit it by hand.
@@ -53,7 +53,7 @@ CREATE TABLE volumes (
     attachment_mode     TEXT    NOT NULL DEFAULT '',
     created_at          INTEGER NOT NULL,
     updated_at          INTEGER NOT NULL
-, node_expand_min INTEGER NOT NULL DEFAULT 0, node_expand_max INTEGER NOT NULL DEFAULT 0, expand_min INTEGER NOT NULL DEFAULT 0, expand_max INTEGER NOT NULL DEFAULT 0) STRICT;
+, node_expand_min INTEGER NOT NULL DEFAULT 0, node_expand_max INTEGER NOT NULL DEFAULT 0, expand_min INTEGER NOT NULL DEFAULT 0, expand_max INTEGER NOT NULL DEFAULT 0, clone_spec TEXT) STRICT;
 
 CREATE INDEX volumes_plugin ON volumes (plugin_id);
 
@@ -192,3 +192,10 @@ CREATE TABLE state_mark (
     id    BLOB    NOT NULL,
     seq   INTEGER NOT NULL
 , wal_secrets INTEGER NOT NULL DEFAULT 0, vacuum INTEGER NOT NULL DEFAULT 0 CHECK (vacuum IN (0, 1))) STRICT;
+
+CREATE TABLE snapshot_deletes (
+    plugin_id   TEXT    NOT NULL,
+    snapshot_id TEXT    NOT NULL,
+    created_at  INTEGER NOT NULL,
+    PRIMARY KEY (plugin_id, snapshot_id)
+) STRICT;

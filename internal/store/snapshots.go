@@ -69,6 +69,14 @@ type SnapshotStore interface {
 	ListCreates(pluginID string) ([]SnapshotCreate, error)
 	// DeleteCreate removes an intent; ErrNotFound if there is none.
 	DeleteCreate(pluginID, name string) error
+
+	// MarkDeleting records that a snapshot's delete is under way (whether volctl records the
+	// snapshot or not), before its DeleteSnapshot is sent; marking it again is no change.
+	MarkDeleting(pluginID, snapshotID string) error
+	// Deleting reports whether a snapshot's delete is recorded (MarkDeleting).
+	Deleting(pluginID, snapshotID string) (bool, error)
+	// Undelete forgets a snapshot's recorded delete; none recorded is no error.
+	Undelete(pluginID, snapshotID string) error
 }
 
 // Snapshots is the snapshot API inside this transaction.
@@ -218,4 +226,24 @@ func (ss snapshots) DeleteCreate(pluginID, name string) error {
 	}
 	res, err := ss.tx.exec(`DELETE FROM snapshot_creates WHERE plugin_id = ? AND name = ?`, pluginID, name)
 	return affected(res, err, snapshotCreateWhat(pluginID, name), "")
+}
+
+func (ss snapshots) MarkDeleting(pluginID, snapshotID string) error {
+	_, err := ss.tx.exec(`INSERT INTO snapshot_deletes (plugin_id, snapshot_id, created_at) VALUES (?, ?, ?)
+		ON CONFLICT (plugin_id, snapshot_id) DO NOTHING`, pluginID, snapshotID, encTime(ss.tx.now()))
+	return wrap(err, "the delete of "+snapshotWhat(pluginID, snapshotID), "")
+}
+
+func (ss snapshots) Deleting(pluginID, snapshotID string) (bool, error) {
+	var n int
+	err := ss.tx.queryRow(`SELECT count(*) FROM snapshot_deletes WHERE plugin_id = ? AND snapshot_id = ?`, pluginID, snapshotID).Scan(&n)
+	if err != nil {
+		return false, wrap(err, "the delete of "+snapshotWhat(pluginID, snapshotID), "")
+	}
+	return n > 0, nil
+}
+
+func (ss snapshots) Undelete(pluginID, snapshotID string) error {
+	_, err := ss.tx.exec(`DELETE FROM snapshot_deletes WHERE plugin_id = ? AND snapshot_id = ?`, pluginID, snapshotID)
+	return wrap(err, "the delete of "+snapshotWhat(pluginID, snapshotID), "")
 }

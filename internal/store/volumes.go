@@ -40,9 +40,14 @@ type Volume struct {
 	RequestedMin       int64
 	RequestedMax       int64
 	SnapshotID         string
-	CloneID            string
-	AccessMode         spec.AccessMode     // fixed by the first live claim, "" when there is none
-	AttachmentMode     spec.AttachmentMode // likewise
+	CloneID            string // the source's storage ID, the clone_id sent to CreateVolume
+	// CloneSpec is the clone_id as the create's spec wrote it (a volctl volume ID, or the
+	// provider's volume ID), which the same spec created again is compared with once that
+	// volume is gone; "" when the volume is not a clone, or an older volctl created it. Insert
+	// writes it; Update leaves it alone (a created volume keeps its source).
+	CloneSpec      string
+	AccessMode     spec.AccessMode     // fixed by the first live claim, "" when there is none
+	AttachmentMode spec.AttachmentMode // likewise
 	// NodeExpandMin and NodeExpandMax are a NodeExpandVolume owed to this node (the controller
 	// said node_expansion_required, or only the node expands) and not yet done: the capacity
 	// range to send. 0 when none is owed.
@@ -135,20 +140,21 @@ const volumeColumns = `id, namespace, name, plugin_id, external_id, csi_name, st
 	requested_min, requested_max, snapshot_id, clone_id, access_mode, attachment_mode, node_expand_min,
 	node_expand_max, created_at, updated_at`
 
-// volumeReadColumns are volumeColumns and the ones only SetExpansionIntent writes, which
-// scanVolume reads.
-const volumeReadColumns = volumeColumns + `, expand_min, expand_max`
+// volumeReadColumns are volumeColumns and the ones only SetExpansionIntent or Insert writes,
+// which scanVolume reads.
+const volumeReadColumns = volumeColumns + `, expand_min, expand_max, clone_spec`
 
 func scanVolume(sc scanner) (Volume, error) {
 	var (
 		v                                     Volume
 		caps, mo, sec, params, vctx, tr, topo sql.NullString
+		cloneSpec                             sql.NullString
 		c, u                                  int64
 	)
 	err := sc.Scan(&v.ID, &v.Namespace, &v.Name, &v.PluginID, &v.ExternalID, &v.CSIName, &v.State, &caps,
 		&mo, &sec, &params, &vctx, &tr, &topo, &v.CapacityBytes,
 		&v.RequestedMin, &v.RequestedMax, &v.SnapshotID, &v.CloneID, &v.AccessMode, &v.AttachmentMode,
-		&v.NodeExpandMin, &v.NodeExpandMax, &c, &u, &v.ExpandMin, &v.ExpandMax)
+		&v.NodeExpandMin, &v.NodeExpandMax, &c, &u, &v.ExpandMin, &v.ExpandMax, &cloneSpec)
 	if err != nil {
 		return Volume{}, err
 	}
@@ -159,6 +165,7 @@ func scanVolume(sc scanner) (Volume, error) {
 		return Volume{}, fmt.Errorf("volume %q: decode: %w", v.ID, err)
 	}
 	v.MountOptions = mor.spec()
+	v.CloneSpec = cloneSpec.String
 	v.CreatedAt, v.UpdatedAt = decTime(c), decTime(u)
 	return v, nil
 }
@@ -362,6 +369,13 @@ func (vs volumes) Insert(v *Volume) error {
 		append(append([]any{v.ID}, args...), encTime(now), encTime(now))...)
 	if err != nil {
 		return wrap(err, volumeWhat(v.ID), "")
+	}
+	if v.CloneSpec != "" {
+		// Its own statement, as SetExpansionIntent's columns have theirs: a volume that is no
+		// clone is written as the schema before migration 0013 takes it.
+		if _, err := vs.tx.exec(`UPDATE volumes SET clone_spec = ? WHERE id = ?`, v.CloneSpec, v.ID); err != nil {
+			return wrap(err, volumeWhat(v.ID), "")
+		}
 	}
 	v.CreatedAt, v.UpdatedAt = now, now
 	return nil
