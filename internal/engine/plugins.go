@@ -491,6 +491,15 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 		if err != nil {
 			return err
 		}
+		if c != nil {
+			// A probe refused for a connection accepted by another process than the listener
+			// (servers.checkAccepted): the next check fingerprints the plugin.
+			if seen := c.servers.takeElsewhere(); seen != nil {
+				if err := recordAcceptedElsewhere(tx, p.ID, seen); err != nil {
+					return err
+				}
+			}
+		}
 		if replaced {
 			if err := forgetFingerprintSockets(tx, c); err != nil {
 				return err
