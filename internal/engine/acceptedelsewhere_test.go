@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -192,5 +193,29 @@ func TestSocketSeenAcceptedElsewhereStaysSoUntilItsFileChanges(t *testing.T) {
 		if got := srv.acceptsOf(sock); got != tc.want {
 			t.Errorf("%s: accepts %q once checked afresh, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// Without the kernel's unix socket diagnostics (CONFIG_UNIX_DIAG off), acceptedBy asked them
+// first and said `unknown` even of a listener gone, which needs none; `unknown` was reused with
+// no RPC, so a plugin whose launcher handed it the socket and exited, exec'ing another driver
+// since, was sent the next process's claim RPCs: round 28's protection gone. The launched
+// plugin's tests run with the diagnostics failing.
+func TestLaunchedPluginWithoutSocketDiagnostics(t *testing.T) {
+	was := peerInodeOf
+	peerInodeOf = func(net.Conn) (uint32, error) {
+		return 0, errors.New("sock_diag: no such file or directory (as without CONFIG_UNIX_DIAG)")
+	}
+	t.Cleanup(func() { peerInodeOf = was })
+	t.Run("exec'd another driver", TestClaimThroughALaunchedPluginThatExecdAnotherDriver)
+	t.Run("unchanged", TestLaunchedPluginUnchangedIsFingerprintedNotRecorded)
+}
+
+// A row recorded with `unknown` of a listener gone (by round 29's acceptedBy, without socket
+// diagnostics) has the plugin fingerprinted on a process's first connection all the same.
+func TestListenerGoneIsAcceptedElsewhereWhateverAcceptsSays(t *testing.T) {
+	gone := store.SocketIdentity{Path: "/run/csi.sock", Inode: 1, Listener: "pid 5 " + listenerGone, Accepts: acceptsUnknown}
+	if !acceptedElsewhere([]store.SocketIdentity{gone}) {
+		t.Errorf("acceptedElsewhere(%+v) = false, want true: the listener was gone", gone)
 	}
 }
