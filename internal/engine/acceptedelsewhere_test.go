@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -217,5 +219,52 @@ func TestListenerGoneIsAcceptedElsewhereWhateverAcceptsSays(t *testing.T) {
 	gone := store.SocketIdentity{Path: "/run/csi.sock", Inode: 1, Listener: "pid 5 " + listenerGone, Accepts: acceptsUnknown}
 	if !acceptedElsewhere([]store.SocketIdentity{gone}) {
 		t.Errorf("acceptedElsewhere(%+v) = false, want true: the listener was gone", gone)
+	}
+}
+
+// BenchmarkAcceptedByManyDescriptors is BenchmarkAcceptedBy with the listener (this process)
+// holding 10,000 descriptors more, opened before the connection was accepted (its descriptor
+// late in /proc/<pid>/fd) or after (early): a plugin, or pid 1 under socket activation, with
+// many open files.
+func BenchmarkAcceptedByManyDescriptors(b *testing.B) {
+	open := func(b *testing.B) {
+		for range 10000 {
+			f, err := os.Open(os.DevNull)
+			if err != nil {
+				b.Skipf("10,000 descriptors more: %v (raise the open files limit)", err)
+			}
+			b.Cleanup(func() { f.Close() })
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		before bool
+	}{{"accepted-late", true}, {"accepted-early", false}} {
+		b.Run(tc.name, func(b *testing.B) {
+			if tc.before {
+				open(b)
+			}
+			socket, _ := csitest.Serve(b, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
+			nc, err := net.Dial("unix", socket)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer nc.Close()
+			if _, err := nc.Read(make([]byte, 1)); err != nil { // the server's settings: it accepted
+				b.Fatal(err)
+			}
+			if !tc.before {
+				open(b)
+			}
+			cred, err := csi.PeerCred(nc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if got := acceptedBy(nc, cred.Pid); got != acceptsListener {
+					b.Fatalf("acceptedBy = %q, want %q", got, acceptsListener)
+				}
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -157,17 +158,24 @@ func acceptedBy(nc net.Conn, pid int32) string {
 	if err != nil || peer == 0 {
 		return acceptsUnknown
 	}
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		return acceptsUnknown
-	}
+	// In chunks, each looked through as it is read: a listener with many descriptors (pid 1
+	// under socket activation) costs what the ones before the connection's cost, not a read of
+	// every name first (BenchmarkAcceptedByManyDescriptors).
 	want := "socket:[" + strconv.FormatUint(uint64(peer), 10) + "]"
-	for _, n := range names {
-		if l, err := os.Readlink(filepath.Join(dir, n)); err == nil && l == want {
-			return acceptsListener
+	for {
+		names, err := f.Readdirnames(128)
+		for _, n := range names {
+			if l, err := os.Readlink(filepath.Join(dir, n)); err == nil && l == want {
+				return acceptsListener
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return acceptsOther
+		}
+		if err != nil {
+			return acceptsUnknown
 		}
 	}
-	return acceptsOther
 }
 
 // peerInodeOf is peerInode; a test makes it fail, as a kernel without unix socket diagnostics
