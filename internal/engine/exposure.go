@@ -255,8 +255,12 @@ func (srv *servers) seenElsewhereOn(s socketID) bool {
 	return f.inode == 0 || f.dev == s.dev && f.inode == s.inode && f.ctime == s.ctime
 }
 
-// takeElsewhere is what refusals found accepted elsewhere since it was last taken (elsewhere).
+// takeElsewhere is what refusals found accepted elsewhere since it was last taken (elsewhere);
+// nil of none, or of no servers (a connection made without a client's checks).
 func (srv *servers) takeElsewhere() map[string]socketID {
+	if srv == nil {
+		return nil
+	}
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	if len(srv.elsewhere) == 0 {
