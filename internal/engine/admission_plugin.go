@@ -108,6 +108,9 @@ func (e *Engine) probeForClaim(ctx context.Context, p store.Plugin) (*claimProbe
 	if err == nil {
 		var h store.Health
 		h, err = e.probeErr(ctx, c)
+		if err != nil {
+			e.noteAcceptedElsewhere(ctx, p.ID, c.servers)
+		}
 		if err == nil || !PluginNotAnswering(err) {
 			pr.reached, pr.health, pr.err = true, h, err
 		}

@@ -567,6 +567,13 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		e.retire(c) // another goroutine may have an RPC in flight on it
 	}
 	e.mu.Unlock()
+	if c != nil && e.noteAcceptedElsewhere(ctx, c.plugin.ID, c.servers) {
+		// A refusal on c found its socket accepted by another process (servers.checkAccepted),
+		// recorded now: the row read before says otherwise.
+		if p, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get(p.ID) }); err == nil {
+			return e.connectPlugin(ctx, p, record)
+		}
+	}
 
 	for _, s := range ids {
 		if s.inode == 0 {
@@ -595,6 +602,7 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		if acceptedElsewhere(p.Fingerprint.Sockets) {
 			if fp, err = e.fingerprintNow(ctx, p, client); err != nil {
 				_ = client.Close()
+				e.noteAcceptedElsewhere(ctx, p.ID, srv)
 				return nil, err
 			}
 		}
@@ -610,6 +618,7 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		}
 		if fp, err = e.fingerprintNow(ctx, p, client); err != nil {
 			_ = client.Close()
+			e.noteAcceptedElsewhere(ctx, p.ID, srv)
 			return nil, err
 		}
 	}
@@ -1088,10 +1097,14 @@ func (e *Engine) attempt(ctx context.Context, c *conn, rpc string, call func(con
 	}
 	if err := e.checkSockets(ctx, c, rpc); err != nil {
 		hung.note(c.plugin, rpc, volume, err)
+		e.noteAcceptedElsewhere(ctx, c.plugin.ID, c.servers)
 		return err
 	}
 	err := call(ctx)
 	hung.note(c.plugin, rpc, volume, err)
+	if err != nil {
+		e.noteAcceptedElsewhere(ctx, c.plugin.ID, c.servers)
+	}
 	if csi.IsNotFound(err) || csi.IsUnimplemented(err) || csi.IsFailedPrecondition(err) {
 		return e.checkAnswerer(ctx, c, rpc, err)
 	}
@@ -1406,9 +1419,59 @@ func forgetFingerprintSockets(tx *store.Tx, c *conn) error {
 		return err
 	}
 	// The files' identity goes, so that no connection reuses the fingerprint; who served them
-	// stays, so that the next fingerprint's server is held to it (serversOf).
+	// stays, so that the next fingerprint's server is held to it (serversOf), and so does a
+	// socket seen accepted by another process than its listener (servers.seenElsewhereOn).
 	for i, s := range p.Fingerprint.Sockets {
-		p.Fingerprint.Sockets[i] = store.SocketIdentity{Path: s.Path, ServerUID: s.ServerUID, ServerKnown: s.ServerKnown}
+		id := store.SocketIdentity{Path: s.Path, ServerUID: s.ServerUID, ServerKnown: s.ServerKnown}
+		if s.Accepts == acceptsOther {
+			id.Accepts = s.Accepts
+		}
+		p.Fingerprint.Sockets[i] = id
+	}
+	return tx.Plugins().SetFingerprint(p.ID, p.Fingerprint)
+}
+
+// noteAcceptedElsewhere records on the plugin's row what refusals by the client srv holds found
+// since (servers.checkAccepted: a connection accepted by another process than the listener
+// that accepted the one the plugin was fingerprinted through), and says whether it recorded
+// any. Left in the client's memory, the row's `listener` had every operation after reuse the
+// stored fingerprint and be refused the same way, in this process and every other, for good.
+func (e *Engine) noteAcceptedElsewhere(ctx context.Context, pluginID string, srv *servers) bool {
+	seen := srv.takeElsewhere()
+	if seen == nil {
+		return false
+	}
+	if err := e.store.UpdateProgress(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		return recordAcceptedElsewhere(tx, pluginID, seen)
+	}); err != nil && !errors.Is(err, store.ErrNotFound) {
+		e.log.Warn("recording a plugin socket accepted by another process than its listener", "plugin", pluginID, "err", err)
+		return false
+	}
+	return true
+}
+
+// recordAcceptedElsewhere records, in tx, each socket of seen (servers.takeElsewhere) as
+// accepted by another process on the plugin's row, when the row's socket is still the file the
+// refusal was on (or its identity was forgotten): so the next connection fingerprints the
+// plugin (acceptedElsewhere), and a fingerprint taken through the listener records the socket
+// as accepted elsewhere still (servers.seenElsewhereOn). A row recorded since through another
+// file has its own record.
+func recordAcceptedElsewhere(tx *store.Tx, pluginID string, seen map[string]socketID) error {
+	p, err := tx.Plugins().Get(pluginID)
+	if err != nil {
+		return err
+	}
+	changed := false
+	for i, s := range p.Fingerprint.Sockets {
+		f, ok := seen[serverKey(s.Path)]
+		if !ok || s.Accepts == acceptsOther || s.Inode != 0 && (s.Dev != f.dev || s.Inode != f.inode || s.CtimeNs != f.ctime) {
+			continue
+		}
+		p.Fingerprint.Sockets[i].Accepts = acceptsOther
+		changed = true
+	}
+	if !changed {
+		return nil
 	}
 	return tx.Plugins().SetFingerprint(p.ID, p.Fingerprint)
 }

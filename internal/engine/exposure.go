@@ -114,7 +114,9 @@ func checkServers(sockets []socketID, srv *servers) error {
 		}
 		srv.set(s.path, cred.Uid)
 		srv.setListener(s.path, listenerImage(cred.Pid))
-		srv.setAccepts(s.path, "") // told by the connection that fingerprints it (checkAccepted)
+		if !srv.seenElsewhereOn(s) {
+			srv.setAccepts(s.path, "") // told by the connection that fingerprints it (checkAccepted)
+		}
 	}
 	return nil
 }
@@ -149,12 +151,21 @@ type servers struct {
 	// another connection of this client (gRPC's reconnect): the process behind it may have been
 	// started anew, so the next operation's connection fingerprints the plugin again.
 	againElsewhere bool
+	// files is the identity of each socket file the row's fingerprint was taken through
+	// (serversOf; zero when forgotten: a stale fingerprint), by the same key.
+	files map[string]socketID
+	// elsewhere is each socket a refusal found accepted by another process than its listener
+	// that accepted the fingerprint's connection (checkAccepted), with its file then: the
+	// engine records it on the plugin's row (recordAcceptedElsewhere), which takes it.
+	elsewhere map[string]socketID
 }
 
 // serversOf is who served p's sockets when it was last fingerprinted, as its row records.
 func serversOf(p store.Plugin) *servers {
-	srv := &servers{plugin: p.ID, uid: map[string]uint32{}, listener: map[string]string{}, accepts: map[string]string{}, answered: map[string]int{}}
+	srv := &servers{plugin: p.ID, uid: map[string]uint32{}, listener: map[string]string{}, accepts: map[string]string{}, answered: map[string]int{},
+		files: map[string]socketID{}, elsewhere: map[string]socketID{}}
 	for _, s := range p.Fingerprint.Sockets {
+		srv.files[serverKey(s.Path)] = socketID{path: s.Path, dev: s.Dev, inode: s.Inode, ctime: s.CtimeNs}
 		if s.Accepts != "" {
 			srv.accepts[serverKey(s.Path)] = s.Accepts
 		}
@@ -229,6 +240,37 @@ func (srv *servers) setAccepts(socket, accepts string) {
 	delete(srv.answered, serverKey(socket))
 }
 
+// seenElsewhereOn says whether another process than the listener was seen accepting on the
+// socket file s, as the row records (its file identity that of s, or forgotten since): the
+// socket is never recorded as the listener's again, a fingerprint's connection the listener
+// happens to accept (pre-forked workers beside it) notwithstanding, until its file changes.
+func (srv *servers) seenElsewhereOn(s socketID) bool {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	key := serverKey(s.path)
+	if srv.accepts[key] != acceptsOther {
+		return false
+	}
+	f := srv.files[key]
+	return f.inode == 0 || f.dev == s.dev && f.inode == s.inode && f.ctime == s.ctime
+}
+
+// takeElsewhere is what refusals found accepted elsewhere since it was last taken (elsewhere);
+// nil of none, or of no servers (a connection made without a client's checks).
+func (srv *servers) takeElsewhere() map[string]socketID {
+	if srv == nil {
+		return nil
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if len(srv.elsewhere) == 0 {
+		return nil
+	}
+	seen := srv.elsewhere
+	srv.elsewhere = map[string]socketID{}
+	return seen
+}
+
 // execdSince says whether a connection found a listener that exec()ed since the plugin was
 // fingerprinted (checkPeer), or found the plugin's connections accepted otherwise than then
 // (checkAccepted): the connection is not kept for the next operation.
@@ -243,7 +285,9 @@ func (srv *servers) execdSince() bool {
 // does not record it. A connection to a socket whose listener accepted the one the plugin was
 // fingerprinted through, now accepted by another process (the listener handed its socket to a
 // plugin it started, without an exec), is refused, nothing sent, and the next operation's
-// connection fingerprints the plugin again. One made again to a socket another process
+// connection fingerprints the plugin again: the refusal is recorded on the plugin's row, the
+// socket as accepted by another process (recordAcceptedElsewhere), which the next operation
+// reads, in this process or another. One made again to a socket another process
 // accepted on (gRPC's reconnect, after the plugin closed its connections, or exited and was
 // started anew behind the same listener) is let through: the plugin closing idle connections
 // is no sign of a new one; but the connection is not kept for the next operation, whose first
@@ -262,6 +306,10 @@ func (srv *servers) checkAccepted(socket string, cred *unix.Ucred, nc net.Conn) 
 		srv.againElsewhere = true
 	case was == acceptsListener && now == acceptsOther:
 		srv.execd = true
+		srv.accepts[key] = acceptsOther
+		if ids := identify(key); len(ids) == 1 {
+			srv.elsewhere[key] = ids[0]
+		}
 		return conflictf("socket %s of plugin %q is listened on by pid %d, which accepted the connection the plugin was fingerprinted through, and this one was accepted by another process "+
 			"(the listener handed its socket to a process it started): nothing is sent to it before the next operation fingerprints the plugin again (and refuses another driver)",
 			spec.QuoteName(key), srv.plugin, cred.Pid)

@@ -50,7 +50,12 @@ const (
 //     listening socket's backlog, accepted by no one ("paused" once it stopped accepting);
 //   - "title" sets a process title longer than its arguments, as any process may
 //     (setLongProcessTitle; "titled");
-//   - "drop" closes the connections it accepted, as a plugin closing idle ones does ("dropped").
+//   - "drop" closes the connections it accepted, as a plugin closing idle ones does ("dropped");
+//   - "handoff <volumes>" starts a worker (startWorker) holding those volumes that accepts on
+//     the listening socket, and stops accepting and closes its connections, as a graceful
+//     in-place upgrade does; "share <volumes>" starts one and goes on accepting too (pre-forked
+//     workers): the worker says "ready";
+//   - "pause" stops it accepting ("paused"), "resume" starts it again ("resumed").
 //
 // It says "ready" on stdout once it listens, in each image. Otherwise it returns at once.
 func execPluginChild() {
@@ -133,6 +138,24 @@ func execPluginChild() {
 			fmt.Println("dropped")
 			continue
 		}
+		if len(f) == 1 && (f[0] == "pause" || f[0] == "resume") {
+			if f[0] == "pause" {
+				gl.mu.Lock()
+			} else {
+				gl.mu.Unlock()
+			}
+			fmt.Println(f[0] + "d")
+			continue
+		}
+		if len(f) == 2 && (f[0] == "handoff" || f[0] == "share") {
+			worker := startWorker(gl.UnixListener, f[1])
+			execWorkers = append(execWorkers, worker) // kept from the finalizer: the worker ends with this process
+			if f[0] == "handoff" {
+				gl.mu.Lock() // no more accepts here
+				gl.drop()
+			}
+			continue
+		}
 		if len(f) < 3 || (f[0] != "exec" && f[0] != "race") {
 			continue
 		}
@@ -175,6 +198,55 @@ func execPluginChild() {
 		os.Exit(2)
 	}
 	os.Exit(0)
+}
+
+// execWorkers are the stdins of the workers an exec plugin started (startWorker).
+var execWorkers []*os.File
+
+// startWorker starts the test binary as an exec plugin of the same driver holding volumes
+// (comma-separated) that accepts on l's descriptor, as a plugin's in-place upgrade or a
+// pre-forked worker does: the process that listened stays the listener (SO_PEERCRED's). The
+// worker says "ready" on this process's stdout, and ends when the returned writer, its stdin,
+// is closed (this process exits).
+func startWorker(l *net.UnixListener, volumes string) *os.File {
+	// A dup of the descriptor, not l.File(), which leaves l's own in blocking mode: its Accept
+	// would block in accept(2), its deadline (gateListener's) no longer heeded.
+	var lf *os.File
+	rc, err := l.SyscallConn()
+	if err == nil {
+		err = rc.Control(func(fd uintptr) {
+			nfd, derr := unix.Dup(int(fd))
+			if derr != nil {
+				err = derr
+				return
+			}
+			lf = os.NewFile(uintptr(nfd), "listener")
+		})
+	}
+	var r, w *os.File
+	if err == nil {
+		r, w, err = os.Pipe()
+	}
+	if err == nil {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		var env []string
+		for _, kv := range os.Environ() {
+			if k, _, _ := strings.Cut(kv, "="); k != execPluginEnv && k != execPluginVolsEnv {
+				env = append(env, kv)
+			}
+		}
+		cmd.Env = append(env, execPluginFDEnv+"=3", execPluginVolsEnv+"="+volumes)
+		cmd.ExtraFiles = []*os.File{lf}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = r, os.Stdout, os.Stderr
+		err = cmd.Start()
+		r.Close()
+		lf.Close()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "exec plugin: worker:", err)
+		os.Exit(2)
+	}
+	return w
 }
 
 // gateListener is an exec plugin's listener: holding mu stops it accepting, and drop closes

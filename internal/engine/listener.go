@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -135,9 +136,13 @@ const (
 // one request), and looked for among the listener's descriptors (/proc/<pid>/fd: one readlink
 // each). A forwarding proxy that accepts and connects on to the plugin holds the other end
 // itself, and reads as the listener.
+//
+// A listener gone (no /proc/<pid>: a launcher that handed its socket on and exited) is told
+// before the socket diagnostics are asked: it needs none, and where the kernel has none
+// (CONFIG_UNIX_DIAG off) the plugin it launched is still fingerprinted on each process's first
+// connection, as round 28 had it.
 func acceptedBy(nc net.Conn, pid int32) string {
-	peer, err := peerInode(nc)
-	if err != nil || peer == 0 || pid <= 0 {
+	if pid <= 0 {
 		return acceptsUnknown
 	}
 	dir := filepath.Join(procRoot, strconv.Itoa(int(pid)), "fd")
@@ -149,18 +154,33 @@ func acceptedBy(nc net.Conn, pid int32) string {
 		return acceptsUnknown
 	}
 	defer f.Close()
-	names, err := f.Readdirnames(-1)
-	if err != nil {
+	peer, err := peerInodeOf(nc)
+	if err != nil || peer == 0 {
 		return acceptsUnknown
 	}
+	// In chunks, each looked through as it is read: a listener with many descriptors (pid 1
+	// under socket activation) costs what the ones before the connection's cost, not a read of
+	// every name first (BenchmarkAcceptedByManyDescriptors).
 	want := "socket:[" + strconv.FormatUint(uint64(peer), 10) + "]"
-	for _, n := range names {
-		if l, err := os.Readlink(filepath.Join(dir, n)); err == nil && l == want {
-			return acceptsListener
+	for {
+		names, err := f.Readdirnames(128)
+		for _, n := range names {
+			if l, err := os.Readlink(filepath.Join(dir, n)); err == nil && l == want {
+				return acceptsListener
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return acceptsOther
+		}
+		if err != nil {
+			return acceptsUnknown
 		}
 	}
-	return acceptsOther
 }
+
+// peerInodeOf is peerInode; a test makes it fail, as a kernel without unix socket diagnostics
+// does.
+var peerInodeOf = peerInode
 
 // peerInode is the inode of the socket at the other end of the unix socket connection nc, as
 // the kernel's unix socket diagnostics report it (UNIX_DIAG_PEER); 0 when it reports none.
@@ -256,11 +276,13 @@ func acceptsRecorded(stored []store.SocketIdentity) bool {
 }
 
 // acceptedElsewhere says whether a socket of stored was answered by another process than its
-// listener when the plugin was fingerprinted: nothing but asking the plugin tells it started
-// anew behind the same listener (connectPlugin fingerprints it on a process's first connection).
+// listener when the plugin was fingerprinted, or its listener was gone then (whatever accepts
+// records: `unknown` where the kernel has no socket diagnostics): nothing but asking the plugin
+// tells it started anew, or exec'd another driver, behind the same listener (connectPlugin
+// fingerprints it on a process's first connection).
 func acceptedElsewhere(stored []store.SocketIdentity) bool {
 	for _, s := range stored {
-		if s.Accepts == acceptsOther {
+		if s.Accepts == acceptsOther || s.Listener != "" && !listenerKnown(s.Listener) {
 			return true
 		}
 	}

@@ -228,12 +228,7 @@ func TestLaunchedPluginUnchangedIsFingerprintedNotRecorded(t *testing.T) {
 	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "a"}); err != nil {
 		t.Fatalf("claim through the unchanged launched plugin: %v", err)
 	}
-	var identity []string
-	for _, rpc := range plugin.rpcs("mem.csi.volctl.test")[before:] {
-		if !slices.Contains(volumeRPCsOf([]string{rpc}), rpc) && rpc != "Probe" {
-			identity = append(identity, rpc)
-		}
-	}
+	identity := identityRPCsIn(plugin.rpcs("mem.csi.volctl.test")[before:])
 	if want := []string{"GetPluginInfo", "GetPluginCapabilities", "ControllerGetCapabilities", "NodeGetCapabilities", "NodeGetInfo"}; !slices.Equal(identity, want) {
 		t.Errorf("identity RPCs of the next process: %v, want %v", identity, want)
 	}

@@ -484,12 +484,23 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 			r.fp = &fp
 		}
 	}
+	// A probe refused for a connection accepted by another process than the listener
+	// (servers.checkAccepted) is recorded with the reading: the next check fingerprints the plugin.
+	var seen map[string]socketID
+	if c != nil {
+		seen = c.servers.takeElsewhere()
+	}
 	// Health is a reading of now, retaken every probe: it need not be forced to disk. The
 	// fingerprint of a new connection goes with it (see connectPlugin).
 	err = e.store.TryUpdateProgress(ctx, func(tx *store.Tx) error {
 		cur, err := tx.Plugins().Get(p.ID)
 		if err != nil {
 			return err
+		}
+		if seen != nil {
+			if err := recordAcceptedElsewhere(tx, p.ID, seen); err != nil {
+				return err
+			}
 		}
 		if replaced {
 			if err := forgetFingerprintSockets(tx, c); err != nil {
