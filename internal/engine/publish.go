@@ -19,7 +19,6 @@ import (
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 	"golang.org/x/sys/unix"
-	"google.golang.org/grpc/codes"
 )
 
 // publish drives a claim along the publish path (docs/architecture.md, Claim state machine): taken ->
@@ -614,7 +613,7 @@ func (p *checkpoint) publishSentUnanswered() bool {
 		return true
 	}
 	return p.cl.LastRPC == csi.RPCNodePublishVolume &&
-		(p.cl.LastCode == codes.DeadlineExceeded.String() || p.cl.LastCode == codes.Canceled.String())
+		(p.cl.LastCode == "DeadlineExceeded" || p.cl.LastCode == "Canceled") // the gRPC code names recorded
 }
 
 // recordedFailure names the failure a claim's record holds: "NodePublishVolume's failure
