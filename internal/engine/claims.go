@@ -163,6 +163,10 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest, probeFirst *
 	}
 	cl, v, ld, fresh, err := e.admitProbed(ctx, req, locked, probeFirst)
 	if errors.Is(err, errHolderInFlight) {
+		var waited store.VolumeState // the volume's state admission found, when that was in the way
+		if h := (*volumeInFlight)(nil); errors.As(err, &h) {
+			waited = h.state
+		}
 		// What is in the way is the work of the operation holding the lock: wait for it to
 		// end, as for any operation on the volume, then admit again under the lock (probing
 		// the plugin again if admission would insert the claim: the wait may have been long).
@@ -174,8 +178,8 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest, probeFirst *
 		cl, v, ld, fresh, err = e.admitProbed(ctx, req, locked, nil)
 		if errors.Is(err, ErrNotFound) && errors.Is(e.checkVolumeExists(ctx, req.VolumeID), ErrNotFound) {
 			// Admission found the volume a moment ago (being created or deleted, by the
-			// operation it waited for): that operation deleted it.
-			err = deletedMeanwhile(req.VolumeID)
+			// operation it waited for): that operation deleted it, or its create failed.
+			err = goneWhileWaiting(req.VolumeID, waited)
 		}
 	}
 	if err != nil {
@@ -361,7 +365,15 @@ type goneMeanwhile struct{ msg string }
 func (g *goneMeanwhile) Error() string        { return g.msg }
 func (g *goneMeanwhile) Is(target error) bool { return target == ErrNotFound }
 
-func deletedMeanwhile(volumeID string) error {
+// goneWhileWaiting is the volume found missing after the claim waited for the operation
+// holding it, said from the state the volume was found in (waited; "" when it was not the
+// volume's state in the way): a volume being created is gone because its create failed for
+// good and was forgotten, which no `volctl volume delete` did.
+func goneWhileWaiting(volumeID string, waited store.VolumeState) error {
+	if waited == store.VolumeCreating {
+		return &goneMeanwhile{msg: fmt.Sprintf("volume %q is gone: it was being created by another volctl while this command waited, "+
+			"and that create failed and was forgotten (its `volctl volume create` said why); create the volume again, then claim it", volumeID)}
+	}
 	return &goneMeanwhile{msg: fmt.Sprintf("volume %q was deleted by another volctl meanwhile (its `volctl volume delete` held the volume while this command waited)", volumeID)}
 }
 
@@ -373,6 +385,13 @@ func IsGoneMeanwhile(err error) bool { return errors.As(err, new(*goneMeanwhile)
 // deleted, or the alloc's own claim, or only claims, being released in its way: the work of the
 // operation holding the lock, in flight. The claim waits for the lock and is admitted again.
 var errHolderInFlight = errors.New("the operation holding the volume is in flight")
+
+// volumeInFlight is errHolderInFlight for a volume found being created or deleted: the state
+// waited on, which says what the volume's absence after the wait means (goneWhileWaiting).
+type volumeInFlight struct{ state store.VolumeState }
+
+func (h *volumeInFlight) Error() string        { return errHolderInFlight.Error() }
+func (h *volumeInFlight) Is(target error) bool { return target == errHolderInFlight }
 
 // admitProbed is admit with the volume's plugin probed when admission would insert the claim:
 // probeFirst (the plugin claimPreview found) probed before admission, or, when admission
@@ -419,7 +438,7 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool, probe
 		if v.State != store.VolumeReady && !locked {
 			// Being created or deleted by the operation holding the volume, most likely:
 			// wait for it, and admit again under the lock (a volume deleted is not found then).
-			return errHolderInFlight
+			return &volumeInFlight{state: v.State}
 		}
 		if v.State != store.VolumeReady {
 			return notReady(v)

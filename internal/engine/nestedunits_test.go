@@ -50,6 +50,9 @@ func TestRestorePhasesRestoreNestedVolumeMountsOutermostFirst(t *testing.T) {
 // one of its own or a later phase's (on main, the 400 claims were one unit).
 func TestRestoreSpreadsANestedGroup(t *testing.T) {
 	for name, published := range nestedLayouts(200) {
+		if name == "disjoint cycles" {
+			continue // no shared volume to spread around: the layout is the sort's cost case (TestNestingOrderReadsEachItemOnce)
+		}
 		volumes, byVolume := byVolumeOf(published)
 		phases, _ := restorePhases(published, volumes, byVolume, nil)
 		phaseOf := map[int]int{}

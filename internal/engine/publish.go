@@ -550,19 +550,27 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 // linkedTarget is nodePublish's answer to makeTargetParent's refusal err. A symlink at the
 // target itself, of a claim whose target was never accepted (not degraded), is final, as
 // checkTarget's refusal of one is, never left for a reconcile that would find it there every
-// pass and refuse it again, the claim never settled:
-//   - when the drive began at node-staged, an earlier command may have sent NodePublishVolume and
-//     been cut off before checkTarget saw what the plugin made (a kill, a power loss): the link
-//     is taken for the plugin's answer, as checkTarget takes it (errBadAnswer), and the claim is
-//     rolled back the way an uncut one is, its NodeUnpublishVolume finding the link there for
-//     the plugin to remove (targetRecorded: not accepted)
-//     (TestCrashAfterNodePublishOfALinkedTarget);
-//   - otherwise no NodePublishVolume was ever sent for the claim (this command holds the
-//     volume's lock and brought it here): the link was there before (left by a plugin under an
-//     older volctl, or by hand), and the claim is put back to controller-published, which a
-//     release leaves without NodeUnpublishVolume (a plugin would follow the link and unmount
-//     whatever is mounted where it leads), and rolled back as a conflict saying to remove the
-//     link (TestClaimOnASymlinkLeftAtTheTargetIsRolledBack).
+// pass and refuse it again, the claim never settled. Whose link it is, the claim's record says
+// where it can (publishSentUnanswered):
+//   - when the drive began at node-staged with no failure recorded since, or with
+//     NodePublishVolume's own cut short (a timeout), the record's last word is the commit sent
+//     just before NodePublishVolume: an earlier command may have sent it and been cut off
+//     before checkTarget saw what the plugin made (a kill, a power loss). The link is taken
+//     for the plugin's answer, as checkTarget takes it (errBadAnswer), and the claim is rolled
+//     back the way an uncut one is, its NodeUnpublishVolume finding the link there for the
+//     plugin to remove (targetRecorded: not accepted)
+//     (TestCrashAfterNodePublishOfALinkedTarget); the message says what else it may be (a
+//     command cut off before it sent it, and a link put there since);
+//   - otherwise no NodePublishVolume of the claim's is known to have reached the plugin
+//     without an answer: this command brought the claim here, or the record holds a failure
+//     (the plugin's error answer to NodePublishVolume after the attempts, or a failure before
+//     it was sent). The link is not the plugin's published answer: left before (by a plugin
+//     under an older volctl), or put there by hand or by another program. The claim is put
+//     back to controller-published, which a release leaves without NodeUnpublishVolume (a
+//     plugin would follow the link and unmount whatever is mounted where it leads), and
+//     rolled back as a conflict saying to remove the link
+//     (TestClaimOnASymlinkLeftAtTheTargetIsRolledBack,
+//     TestLinkAtANodeStagedClaimsTargetAfterAFailedPublishIsNotFollowed).
 //
 // A link above the target (a directory of volctl's own replaced) stays an error left for
 // reconcile: a rollback would not send NodeUnpublishVolume through it either
@@ -574,16 +582,50 @@ func (e *Engine) linkedTarget(v store.Volume, p *checkpoint, c *conn, err error)
 	if !errors.As(err, &se) || se.Component != filepath.Clean(e.realPath(p.cl.TargetPath)) || p.cl.Degraded {
 		return fmt.Errorf("publish path: %w", err)
 	}
-	if p.from == store.ClaimNodeStaged {
+	if p.publishSentUnanswered() {
 		what := "a symlink"
 		if dest, lerr := os.Readlink(se.Component); lerr == nil {
 			what = fmt.Sprintf("a symlink to %q", dest)
 		}
-		return badAnswerf("%s: an earlier volctl sent it for volume %q and was cut off before it checked the answer; plugin %q left the target %s %s: the plugin did not publish the volume there",
-			csi.RPCNodePublishVolume, v.ID, c.plugin.ID, p.cl.TargetPath, what)
+		return badAnswerf("%s: volume %q's claim was recorded node-staged with no answer to it recorded, and its target %s is %s: "+
+			"taken for plugin %q's answer to a %s an earlier volctl may have sent and been cut off before it checked (if it was cut off before it sent it, "+
+			"the link was put there by hand or by another program since): the plugin did not publish the volume there",
+			csi.RPCNodePublishVolume, v.ID, p.cl.TargetPath, what, c.plugin.ID, csi.RPCNodePublishVolume)
+	}
+	if p.from == store.ClaimNodeStaged {
+		err = fmt.Errorf("%w; the claim's record holds %s, not a %s cut off: the link is not the plugin's answer, and is not followed", err, recordedFailure(p.cl), csi.RPCNodePublishVolume)
 	}
 	p.setState(store.ClaimControllerPublished)
 	return fmt.Errorf("publish path: %w", &kindWrap{kind: ErrConflict, err: err})
+}
+
+// publishSentUnanswered says whether the claim's record allows that NodePublishVolume was sent
+// for it and its answer never recorded: the drive began at node-staged, and the record holds
+// no failure since that commit (the one made just before NodePublishVolume is sent), or
+// NodePublishVolume's own failure without the plugin's answer (a deadline or a cancel, after
+// which a plugin may still have done it). A failure recorded otherwise is the plugin's error
+// answer, or one met before the RPC was sent: no link at the target is its published answer.
+func (p *checkpoint) publishSentUnanswered() bool {
+	if p.from != store.ClaimNodeStaged {
+		return false
+	}
+	if p.cl.LastError == "" {
+		return true
+	}
+	return p.cl.LastRPC == csi.RPCNodePublishVolume &&
+		(p.cl.LastCode == "DeadlineExceeded" || p.cl.LastCode == "Canceled") // the gRPC code names recorded
+}
+
+// recordedFailure names the failure a claim's record holds: "NodePublishVolume's failure
+// (Unavailable)", or "the failure ... of volctl's own".
+func recordedFailure(cl *store.Claim) string {
+	if cl.LastRPC == "" {
+		return "a failure met before it was sent"
+	}
+	if cl.LastCode == "" {
+		return fmt.Sprintf("%s's failure", cl.LastRPC)
+	}
+	return fmt.Sprintf("%s's failure (%s)", cl.LastRPC, cl.LastCode)
 }
 
 // publishedBefore says whether the claim's target already holds the volume as checkTarget

@@ -238,3 +238,29 @@ func TestOperationsOnAnInterruptedVolumeNameReconcile(t *testing.T) {
 		})
 	}
 }
+
+// A claim that waited for a `volume create` in flight in another process whose CreateVolume
+// then failed for good (the volume forgotten) says so: not that a `volctl volume delete` nobody
+// ran deleted it. It is no plain "not found" either (the volume was there a moment before).
+func TestClaimAfterAFailedCreateInFlightSaysTheCreateFailed(t *testing.T) {
+	h := newHarness(t, nil)
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Gate: gate, Code: codes.InvalidArgument, Times: 1})
+	opDone := make(chan error, 1)
+	go func() { _, err := h.e.CreateVolume(h.ctx, volume("v")); opDone <- err }()
+	h.waitInFlight(gate, opDone)
+	ctx, waiting := whenWaitingForLock(h.ctx, "v")
+	claimDone := make(chan error, 1)
+	other := h.otherProcess()
+	go func() { _, err := other.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); claimDone <- err }()
+	<-waiting
+	close(gate)
+	if err := <-opDone; err == nil {
+		t.Fatal("the create succeeded; the test's premise is a CreateVolume failing for good")
+	}
+	err := <-claimDone
+	want := `volume "v" is gone: it was being created by another volctl while this command waited, and that create failed and was forgotten`
+	if !errors.Is(err, ErrNotFound) || !IsGoneMeanwhile(err) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "volume delete") {
+		t.Errorf("claim after a failed create in flight = %v; want not found, saying %s, naming no `volctl volume delete`", err, want)
+	}
+}
