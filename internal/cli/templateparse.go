@@ -71,10 +71,11 @@ func templateParseError(s string, err error) error {
 	if i > 0 {
 		from = ends[i-1]
 	}
-	for k := from + 1; k <= ends[i]; k++ {
-		if !utf8.RuneStart(s[k-1]) || (k < len(s) && !utf8.RuneStart(s[k])) {
-			continue
-		}
+	// Cut after each character as the lexer reads them: a byte of invalid UTF-8 is one (the
+	// number "08" of "{{08\x89" ends before it).
+	for k := from; k < ends[i]; {
+		_, size := utf8.DecodeRuneInString(s[k:])
+		k += size
 		if spent += k; spent > templateParseErrorBudget {
 			return err
 		}

@@ -100,6 +100,8 @@ func TestTemplateParseErrorColumnIsTheToken(t *testing.T) {
 		{"{{ .name. }}", " at column 9"},
 		{"{{.id}} {{.name.}}", " at column 16"},
 		{"{{ 'ab' }}", "template: malformed character constant: 'ab' at column 4"},
+		// a byte of invalid UTF-8 is a character to the lexer: the cut after "08" was not tried
+		{"{{08\x89\x890", `template: integer overflow: "08" at column 3`},
 	} {
 		_, err := parseTemplate(tt.tmpl)
 		if err == nil || !strings.HasSuffix(err.Error(), tt.want) {
