@@ -43,6 +43,7 @@ func FuzzTemplateParse(f *testing.F) {
 		`{{.id}} {{printf "%s .name}}`, "{{.id}} {{.name", "{{.id}} {{/* note }}", "{{$x}}",
 		"{{range .}}{{.id}}", "{{with .a}}{{if .b}}x{{else if .c}}y", `{{define "x"}}{{if .}}`,
 		"{{`raw}}", "{{'c}}", "{{range .}}{{.id\n| printf \"%s}}\n{{end}}", "x {{.id\n .name", "{{(.a}}", "{{1.2.3}}", "{{- .a -}}", "{{- /* c */ -}}", `{{printf "{{" .a}`,
+		"{{printf \"%s\\\n\" .id}} {{.name | printf \"%q}}", "{{'\\\n'}}{{'b}}", "{{-\t/* it's */}}\n{{'b}}", "{{ .name. }}", "{{.id}} {{.name.}}", "{{ 'ab' }}",
 	} {
 		f.Add(s)
 	}
@@ -61,13 +62,59 @@ func FuzzTemplateParse(f *testing.F) {
 		if err.Error() == want.Error() {
 			return // left as text/template said it
 		}
-		_, what, _ := strings.Cut(strings.TrimPrefix(want.Error(), "template: output:"), ": ")
-		what = actionStartedAt().ReplaceAllString(what, "") // the place said is the exact one
+		what, line, _ := readParseError(want.Error()) // the place said is the exact one
 		if !strings.HasPrefix(err.Error(), "template: "+what+" at ") {
 			t.Fatalf("%q: err = %v, want text/template's %q and a place", s, err, what)
 		}
 		checkPlace(t, s, err)
+		if what != "unexpected EOF" { // at the end, where text/template is too
+			checkTemplatePlace(t, s, err, what, line)
+		}
 	})
+}
+
+// checkTemplatePlace fails t unless the place templateParseError gives err is on text/template's
+// line and, when what (text/template's words) quotes a token, starts with that token ({{end}}
+// and {{else}} with the action's "{{", "{{ end }}" being one too).
+func checkTemplatePlace(t *testing.T, s string, err error, what string, line int) {
+	t.Helper()
+	m := placeInError.FindStringSubmatch(strings.TrimPrefix(err.Error(), "template: "+what))
+	if m == nil {
+		t.Fatalf("%q: %v: no place", s, err)
+	}
+	at, l := 0, 1
+	if m[1] != "" {
+		l, _ = strconv.Atoi(m[1])
+	}
+	if l != line {
+		t.Fatalf("%q: %v: line %d, text/template's %d (%s)", s, err, l, line, what)
+	}
+	for range l - 1 {
+		at += strings.IndexByte(s[at:], '\n') + 1
+	}
+	col, _ := strconv.Atoi(m[2])
+	for range col - 1 {
+		_, size := utf8.DecodeRuneInString(s[at:])
+		at += size
+	}
+	quoted := quotedInError().FindAllString(what, -1)
+	for _, q := range quoted {
+		tok := strings.TrimPrefix(q, "constant: ")
+		switch {
+		case strings.HasPrefix(q, "{{"):
+			tok = "{{"
+		case strings.HasPrefix(q, "<"):
+			tok = q[1 : len(q)-1]
+		case strings.HasPrefix(q, `"`):
+			tok, _ = strconv.Unquote(q)
+		}
+		if strings.HasPrefix(s[at:], tok) {
+			return
+		}
+	}
+	if len(quoted) > 0 {
+		t.Fatalf("%q: %v: the place starts %.10q, not with a token of %q", s, err, s[at:], quoted)
+	}
 }
 
 // FuzzJQParse fuzzes the --jq front end (compileJQ): no panic, and any place its error names

@@ -37,22 +37,20 @@ const templateParseErrorBudget = 1 << 20
 // {{range}} or {{with}} has no {{end}}.
 func templateParseError(s string, err error) error {
 	msg := err.Error()
-	rest, ok := strings.CutPrefix(msg, "template: output:")
-	if !ok {
-		return err
-	}
-	_, what, ok := strings.Cut(rest, ": ")
-	if !ok {
-		return err
-	}
 	// text/template adds the line of the action a multi-line one began on, in its own words
 	// ("unclosed action started at output:1"): the place said below is the exact one.
-	what = actionStartedAt().ReplaceAllString(what, "")
+	what, line, ok := readParseError(msg)
+	if !ok {
+		return err
+	}
 	if what == "unexpected EOF" {
 		return fmt.Errorf("template: unexpected EOF at the end of the template%s", openBlock(s))
 	}
+	// A place on another line than text/template's is a misreading of the template: it is
+	// never said (the scan falls back to bisection, bisection to text/template's own line).
+	onLine := func(at int) bool { return strings.Count(s[:at], "\n")+1 == line }
 	ends, open := templateActions(s)
-	if open.what != "" && strings.HasPrefix(what, open.what) {
+	if open.what != "" && strings.HasPrefix(what, open.what) && onLine(open.at) {
 		return fmt.Errorf("template: %s %s", what, templatePlace(s, open.at))
 	}
 	fails := func(k int) bool {
@@ -73,22 +71,46 @@ func templateParseError(s string, err error) error {
 	if i > 0 {
 		from = ends[i-1]
 	}
-	for k := from + 1; k <= ends[i]; k++ {
-		if !utf8.RuneStart(s[k-1]) || (k < len(s) && !utf8.RuneStart(s[k])) {
-			continue
-		}
+	// Cut after each character as the lexer reads them: a byte of invalid UTF-8 is one (the
+	// number "08" of "{{08\x89" ends before it).
+	for k := from; k < ends[i]; {
+		_, size := utf8.DecodeRuneInString(s[k:])
+		k += size
 		if spent += k; spent > templateParseErrorBudget {
 			return err
 		}
 		if fails(k) {
-			return fmt.Errorf("template: %s %s", what, templatePlace(s, tokenStart(s[from:k], what)+from))
+			if at := tokenStart(s[from:k], what) + from; onLine(at) {
+				return fmt.Errorf("template: %s %s", what, templatePlace(s, at))
+			}
+			return err
 		}
 	}
 	return err
 }
 
-// actionStartedAt is what text/template says of the line an action began on.
-var actionStartedAt = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(` (?:in action )?started at output:\d+`) })
+// readParseError reads text/template's parse error msg ("template: output:2: unterminated
+// quoted string in action started at output:1"): what it says without the line an action of
+// several lines began on, and the line it is on: its "output:N", or for an action left open
+// the line it started on, where templateParseError places it.
+func readParseError(msg string) (what string, line int, ok bool) {
+	m := parseErrorWords().FindStringSubmatch(msg)
+	if m == nil {
+		return "", 0, false
+	}
+	n := m[1]
+	if m[2] == "unclosed action" && m[3] != "" {
+		n = m[3]
+	}
+	line, err := strconv.Atoi(n)
+	return m[2], line, err == nil
+}
+
+// parseErrorWords reads text/template's parse error: its line, what it says, and the line an
+// action of several lines began on.
+var parseErrorWords = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?s)^template: output:(\d+): (.*?)(?: (?:in action )?started at output:(\d+))?$`)
+})
 
 // openPart is a string, raw string, character constant, comment or action a template leaves
 // open: what text/template's error says of it, and where it begins.
@@ -99,7 +121,9 @@ type openPart struct {
 
 // templateActions scans s as text/template's lexer does, as far as where each action ends:
 // the offsets just past each action's "}}" (and len(s) past the last), and what s leaves
-// open. A string or character constant ends at its line's end, where the lexer stops.
+// open. A string or character constant ends at its line's end, where the lexer stops, and a
+// backslash escapes no newline: the lexer stops there too; "{{-" and any space (a tab, a
+// newline) before "/*" opens a comment.
 func templateActions(s string) (ends []int, open openPart) {
 	for i := 0; i < len(s); {
 		start := strings.Index(s[i:], "{{")
@@ -108,12 +132,16 @@ func templateActions(s string) (ends []int, open openPart) {
 		}
 		start += i
 		j := start + 2
-		if inner := strings.TrimPrefix(s[j:], "- "); strings.HasPrefix(inner, "/*") {
-			c := strings.Index(inner[2:], "*/")
+		comment := j
+		if len(s) >= j+2 && s[j] == '-' && isTemplateSpace(s[j+1]) { // the lexer's trim marker
+			comment += 2
+		}
+		if strings.HasPrefix(s[comment:], "/*") {
+			c := strings.Index(s[comment+2:], "*/")
 			if c < 0 {
-				return append(ends, len(s)), openPart{"unclosed comment", len(s) - len(inner)}
+				return append(ends, len(s)), openPart{"unclosed comment", comment}
 			}
-			j = len(s) - len(inner) + 2 + c + 2
+			j = comment + 2 + c + 2
 		}
 		for j < len(s) && !strings.HasPrefix(s[j:], "}}") {
 			quote := s[j]
@@ -131,10 +159,11 @@ func templateActions(s string) (ends []int, open openPart) {
 			}
 			k := j + 1
 			for ; k < len(s) && s[k] != quote; k++ {
+				if quote != '`' && (s[k] == '\n' || s[k] == '\\' && k+1 < len(s) && s[k+1] == '\n') {
+					break // a backslash escapes no newline
+				}
 				if quote != '`' && s[k] == '\\' {
 					k++
-				} else if quote != '`' && s[k] == '\n' {
-					break
 				}
 			}
 			if k >= len(s) || s[k] != quote {
@@ -154,23 +183,37 @@ func templateActions(s string) (ends []int, open openPart) {
 	return ends, openPart{}
 }
 
-// quotedInError is what a text/template error quotes: a %q string, a <keyword>, {{end}} or
-// {{else}}.
-var quotedInError = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"(?:[^"\\]|\\.)*"|<[^<>]+>|\{\{(?:end|else)\}\}`) })
+// isTemplateSpace is the lexer's space (its isSpace): the trim marker "- " may have any.
+func isTemplateSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
-// tokenStart is where the token that ends prefix begins (templateParseError).
+// quotedInError is what a text/template error quotes: a %q string, a <keyword>, {{end}},
+// {{else}} or a character constant as written ("malformed character constant: 'ab'").
+var quotedInError = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`"(?:[^"\\]|\\.)*"|<[^<>]+>|\{\{(?:end|else)\}\}|constant: '(?:[^'\\]|\\.)*'`)
+})
+
+// tokenLookahead is how many bytes text/template's lexer reads past a token before the parser
+// refuses it ("." of `{{ .name. }}` is refused once the space after it is read): the token the
+// error quotes ends that far before the end of the shortest cut that fails, or less.
+const tokenLookahead = 2
+
+// tokenStart is where the token that ends prefix, or ends up to tokenLookahead bytes before
+// its end, begins (templateParseError).
 func tokenStart(prefix, what string) int {
-	for _, q := range quotedInError().FindAllString(what, -1) {
-		tok := q
-		if strings.HasPrefix(q, `"`) {
-			if u, err := strconv.Unquote(q); err == nil {
-				tok = u
+	quoted := quotedInError().FindAllString(what, -1)
+	for back := 0; back <= min(tokenLookahead, len(prefix)); back++ {
+		for _, q := range quoted {
+			tok := strings.TrimPrefix(q, "constant: ")
+			if strings.HasPrefix(q, `"`) {
+				if u, err := strconv.Unquote(q); err == nil {
+					tok = u
+				}
+			} else if strings.HasPrefix(q, "<") {
+				tok = q[1 : len(q)-1]
 			}
-		} else if strings.HasPrefix(q, "<") {
-			tok = q[1 : len(q)-1]
-		}
-		if tok != "" && strings.HasSuffix(prefix, tok) {
-			return len(prefix) - len(tok)
+			if tok != "" && strings.HasSuffix(prefix[:len(prefix)-back], tok) {
+				return len(prefix) - back - len(tok)
+			}
 		}
 	}
 	if strings.HasSuffix(prefix, "}}") {

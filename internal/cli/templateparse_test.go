@@ -70,3 +70,42 @@ func TestTemplateRunErrorSaysWhere(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateParseErrorReadsAsTheLexer: the scan that finds a string, constant or comment
+// left open read a template differently from text/template's lexer, and the error named
+// another line: a backslash before a newline leaves a string or character constant
+// unterminated for the lexer (the scan took a quote on the next line as its end), and "{{-"
+// with a tab or a newline before "/*" opens a comment (the scan knew "{{- " alone).
+func TestTemplateParseErrorReadsAsTheLexer(t *testing.T) {
+	for _, tt := range []struct{ tmpl, want string }{
+		{"{{printf \"%s\\\n\" .id}} {{.name | printf \"%q}}", "template: unterminated quoted string at line 1, column 10"},
+		{"{{'\\\n'}}{{'b}}", "template: unterminated character constant at line 1, column 3"},
+		{"{{-\t/* it's */}}\n{{'b}}", "template: unterminated character constant at line 2, column 3"},
+		{"{{-\n/* it's */}}\n{{'b}}", "template: unterminated character constant at line 3, column 3"},
+	} {
+		_, err := parseTemplate(tt.tmpl)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("-t %q: err = %v, want %q", tt.tmpl, err, tt.want)
+		}
+	}
+}
+
+// TestTemplateParseErrorColumnIsTheToken: text/template's lexer reads a character or two past
+// a token before the parser refuses it, so the shortest cut that fails ends after the token:
+// the column named the character after it (or the action's start), not the token the error
+// quotes; and an error quoting a character constant ("malformed character constant: 'ab'")
+// was not read as quoting a token.
+func TestTemplateParseErrorColumnIsTheToken(t *testing.T) {
+	for _, tt := range []struct{ tmpl, want string }{
+		{"{{ .name. }}", " at column 9"},
+		{"{{.id}} {{.name.}}", " at column 16"},
+		{"{{ 'ab' }}", "template: malformed character constant: 'ab' at column 4"},
+		// a byte of invalid UTF-8 is a character to the lexer: the cut after "08" was not tried
+		{"{{08\x89\x890", `template: integer overflow: "08" at column 3`},
+	} {
+		_, err := parseTemplate(tt.tmpl)
+		if err == nil || !strings.HasSuffix(err.Error(), tt.want) {
+			t.Errorf("-t %q: err = %v, want it to end %q", tt.tmpl, err, tt.want)
+		}
+	}
+}

@@ -218,7 +218,11 @@ func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Dur
 	e.Hint = hint(rpc, e.Code, plugin, socket, timeout)
 	if e.Code == codes.FailedPrecondition && strings.HasPrefix(st.Message(), hostpathNoMountPrivilege) {
 		// volctl's own plugin says why, and the spec's reason for the code is another.
-		e.Hint = strings.ReplaceAll(hostpathNoMountPrivilegeHint, "{plugin}", plugin)
+		h := hostpathNoMountPrivilegeHint
+		if strings.Contains(st.Message(), hostpathRunsAsRoot) {
+			h = hostpathRootWithoutCapabilityHint
+		}
+		e.Hint = strings.ReplaceAll(h, "{plugin}", plugin)
 	}
 	// gRPC's dial and handshake errors are a transport dump; say what is wrong with the socket
 	// instead. The dump itself stays in the RPC trace (--verbose). The code, and so the class,
@@ -287,12 +291,22 @@ func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Dur
 // root, or in a container without CAP_SYS_ADMIN. The hint for the code, from the CSI spec's
 // tables (a capability the volume lacks, a volume in use elsewhere, one not staged), named
 // another cause and nothing to do; hostpathNoMountPrivilegeHint replaces it
-// (TestHostpathWithoutMountPrivilegeSaysSo, which runs the plugin, holds the two packages'
-// words together). Another plugin that answers so is told the same, which is what it says.
+// (TestHostpathWithoutMountPrivilegeSaysSo and ...SaysWhetherRoot, which run the plugin, hold
+// the two packages' words together). Another plugin that answers so is told the same, which is
+// what it says. The plugin says whether it runs as root (hostpathRunsAsRoot): root without
+// CAP_SYS_ADMIN, in a container without --privileged or a user namespace (`unshare -U -r`),
+// is not helped by sudo, and is told what is (hostpathRootWithoutCapabilityHint).
 const hostpathNoMountPrivilege = "hostpath: bind-mounting needs root (CAP_SYS_ADMIN)"
+
+const hostpathRunsAsRoot = "the plugin runs as root (uid 0) without CAP_SYS_ADMIN"
 
 const hostpathNoMountPrivilegeHint = "{plugin} may not mount: volctl's own plugin bind-mounts, which needs CAP_SYS_ADMIN; " +
 	"start `volctl plugin serve hostpath` as root (sudo), then run the command again"
+
+const hostpathRootWithoutCapabilityHint = "{plugin} may not mount: volctl's own plugin bind-mounts, which needs CAP_SYS_ADMIN, " +
+	"and it runs as root without it (in a container without --privileged, or in a user namespace): give its container " +
+	"--privileged or the capability (--cap-add SYS_ADMIN), or start `volctl plugin serve hostpath` as root on the host " +
+	"outside any user namespace, then run the command again"
 
 // pluginDeadlineHint is the hint of a DEADLINE_EXCEEDED a plugin answered itself.
 const pluginDeadlineHint = "{plugin} answered in time, but reported a timeout of its own (its storage backend, most likely); " +

@@ -217,19 +217,9 @@ func TestHostpathWithFaults(t *testing.T) {
 // running the plugin as root. The hint says what to do.
 func TestHostpathWithoutMountPrivilegeSaysSo(t *testing.T) {
 	fail := &hostpathtest.FakeMounter{Fail: syscall.EPERM}
-	srv := hostpathtest.Start(t, hostpath.Config{NodeID: "n1", Mounter: fail})
-	c := csitest.NewClient(t, csi.Config{Name: "hostpath", ControllerSocket: srv.Socket, NodeSocket: srv.Socket})
+	c, vol, staging, target := startHostpathWithoutMount(t, fail, 1000)
 	ctx := context.Background()
 	rw := csi.VolumeCapability{Capability: spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
-	vol, err := c.CreateVolume(ctx, csi.CreateVolumeRequest{Name: "data", Capabilities: []csi.VolumeCapability{rw}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := hostpathtest.ShortDir(t)
-	staging, target := filepath.Join(dir, "staging"), filepath.Join(dir, "target")
-	if err := os.MkdirAll(staging, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	check := func(rpc string, err error) {
 		t.Helper()
 		var e *csi.Error
@@ -260,4 +250,64 @@ func TestHostpathWithoutMountPrivilegeSaysSo(t *testing.T) {
 	fail.Fail = syscall.EACCES
 	check("NodePublishVolume", c.NodePublishVolume(ctx, csi.NodePublishVolumeRequest{VolumeID: vol.ID, StagingPath: staging,
 		TargetPath: target, Capability: rw, VolumeContext: vol.Context}))
+}
+
+// startHostpathWithoutMount starts volctl's own plugin mounting with m, as effective user euid,
+// and creates a volume: the client, the volume, and a staging path (made) and target path.
+func startHostpathWithoutMount(t *testing.T, m *hostpathtest.FakeMounter, euid int) (c *csi.Client, vol csi.Volume, staging, target string) {
+	t.Helper()
+	srv := hostpathtest.Start(t, hostpath.Config{NodeID: "n1", Mounter: m, Euid: func() int { return euid }})
+	c = csitest.NewClient(t, csi.Config{Name: "hostpath", ControllerSocket: srv.Socket, NodeSocket: srv.Socket})
+	rw := csi.VolumeCapability{Capability: spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
+	vol, err := c.CreateVolume(context.Background(), csi.CreateVolumeRequest{Name: "data", Capabilities: []csi.VolumeCapability{rw}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := hostpathtest.ShortDir(t)
+	staging, target = filepath.Join(dir, "staging"), filepath.Join(dir, "target")
+	if err := os.MkdirAll(staging, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return c, vol, staging, target
+}
+
+// TestHostpathWithoutMountPrivilegeSaysWhetherRoot: volctl's own plugin run as root without
+// CAP_SYS_ADMIN (a container without --privileged, a user namespace: `unshare -U -r volctl
+// plugin serve hostpath`) was told to start as root (sudo), which it was: the advice could not
+// help. The plugin says whether it runs as root, and the hint gives the advice that fits: the
+// capability (--privileged) for root, sudo for a user who is not root.
+func TestHostpathWithoutMountPrivilegeSaysWhetherRoot(t *testing.T) {
+	rw := csi.VolumeCapability{Capability: spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
+	for _, tt := range []struct {
+		euid               int
+		message, hint, not []string
+	}{
+		{0, []string{"runs as root (uid 0) without CAP_SYS_ADMIN", "operation not permitted"},
+			[]string{`plugin "hostpath"`, "runs as root without it", "--privileged", "--cap-add SYS_ADMIN", "user namespace"}, []string{"sudo"}},
+		{1000, []string{"runs as uid 1000, not root", "operation not permitted"},
+			[]string{`plugin "hostpath"`, "as root (sudo)", "volctl plugin serve hostpath"}, []string{"--privileged", "runs as root"}},
+	} {
+		c, vol, staging, _ := startHostpathWithoutMount(t, &hostpathtest.FakeMounter{Fail: syscall.EPERM}, tt.euid)
+		err := c.NodeStageVolume(context.Background(), csi.NodeStageVolumeRequest{VolumeID: vol.ID, StagingPath: staging,
+			Capability: rw, VolumeContext: vol.Context})
+		var e *csi.Error
+		if !errors.As(err, &e) || e.Code != codes.FailedPrecondition {
+			t.Fatalf("euid %d: %v, want a FailedPrecondition *csi.Error", tt.euid, err)
+		}
+		for _, w := range tt.message {
+			if !strings.Contains(e.Message, w) {
+				t.Errorf("euid %d: message %q lacks %q", tt.euid, e.Message, w)
+			}
+		}
+		for _, w := range tt.hint {
+			if !strings.Contains(e.Hint, w) {
+				t.Errorf("euid %d: hint %q lacks %q", tt.euid, e.Hint, w)
+			}
+		}
+		for _, w := range tt.not {
+			if strings.Contains(e.Hint, w) {
+				t.Errorf("euid %d: hint %q gives advice that cannot help (%q)", tt.euid, e.Hint, w)
+			}
+		}
+	}
 }

@@ -264,9 +264,16 @@ func IsNoMountPrivilege(err error) bool {
 
 // mountStatus turns a Mounter error into the gRPC status the RPC returns: no privileges is
 // FAILED_PRECONDITION, so the orchestrator sees a final, explained error rather than a retry.
-func mountStatus(rpc string, err error) error {
+// Its message says whether the plugin runs as root: root without CAP_SYS_ADMIN (a container
+// without --privileged, a user namespace) is not helped by sudo, a user who is not root is
+// (internal/csi's hint reads it: TestHostpathWithoutMountPrivilegeSaysWhetherRoot).
+func (p *Plugin) mountStatus(rpc string, err error) error {
 	if IsNoMountPrivilege(err) {
-		return status.Errorf(codes.FailedPrecondition, "hostpath: bind-mounting needs root (CAP_SYS_ADMIN): %v", err)
+		who := fmt.Sprintf("the plugin runs as uid %d, not root", p.cfg.Euid())
+		if p.cfg.Euid() == 0 {
+			who = "the plugin runs as root (uid 0) without CAP_SYS_ADMIN (a container without --privileged, or a user namespace)"
+		}
+		return status.Errorf(codes.FailedPrecondition, "hostpath: bind-mounting needs root (CAP_SYS_ADMIN); %s: %v", who, err)
 	}
 	return status.Errorf(codes.Internal, "hostpath: %s: %v", rpc, err)
 }

@@ -159,7 +159,7 @@ func (p *Plugin) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 	}
 	if mounted {
 		if err := p.mounter.Unmount(path); err != nil {
-			return nil, mountStatus("NodeUnstageVolume", err)
+			return nil, p.mountStatus("NodeUnstageVolume", err)
 		}
 	}
 	if ours {
@@ -288,7 +288,7 @@ func (p *Plugin) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublish
 			return nil, err
 		}
 		if err := p.mounter.Unmount(target); err != nil {
-			return nil, mountStatus("NodeUnpublishVolume", err)
+			return nil, p.mountStatus("NodeUnpublishVolume", err)
 		}
 	}
 	if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -334,7 +334,7 @@ func (p *Plugin) recordThenMount(rpc, id, src, dst string, flags uintptr, create
 		undo()
 		_ = p.saveVolume(id)
 		removeCreated(created, dst)
-		return mountStatus(rpc, err)
+		return p.mountStatus(rpc, err)
 	}
 	return nil
 }

@@ -68,6 +68,9 @@ type Config struct {
 	// Mounter performs the bind mounts. Nil means the kernel (golang.org/x/sys/unix); tests
 	// inject a fake to simulate a host without mount privileges.
 	Mounter Mounter
+	// Euid is the effective user ID a refused mount's error names (root lacking CAP_SYS_ADMIN,
+	// or a user who is not root: the remedies differ). Nil means os.Geteuid; tests pretend.
+	Euid func() int
 }
 
 // Plugin is a running hostpath plugin: its state, loaded from Root, and the three CSI services.
@@ -158,6 +161,9 @@ func New(cfg Config) (*Plugin, error) {
 	m := cfg.Mounter
 	if m == nil {
 		m = SystemMounter{}
+	}
+	if cfg.Euid == nil {
+		cfg.Euid = os.Geteuid
 	}
 	p := &Plugin{cfg: cfg, log: log, mounter: m}
 	if err := p.prepareRoot(); err != nil {
