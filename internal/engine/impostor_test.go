@@ -294,8 +294,9 @@ func impostorRefused(t *testing.T, socket string) func(what string, err error) {
 }
 
 // stageOverHeld sends NodeStageVolume, with a secret, over c, a connection held while its plugin
-// stopped. The first RPC may go over the connection the plugin's stop broke (UNAVAILABLE: EOF),
-// as an RPC in flight when the plugin stopped would; volctl retries it, and gRPC dials again.
+// stopped. The first RPC may go over the connection the plugin's stop broke (UNAVAILABLE: EOF,
+// or a reset when the plugin closed it with bytes unread), as an RPC in flight when the plugin
+// stopped would; volctl retries it, and gRPC dials again.
 func stageOverHeld(h *harness, c *conn) (err error) {
 	for range 5 {
 		err = c.client.NodeStageVolume(h.ctx, csi.NodeStageVolumeRequest{
@@ -304,7 +305,7 @@ func stageOverHeld(h *harness, c *conn) (err error) {
 			Capability:  csi.VolumeCapability{Capability: capab(spec.SingleNodeWriter)},
 			Secrets:     spec.Secrets{"key": "AQDsIoxgHqpeBBAAtmd9Ndu4m1xspTbvwZdIzA=="},
 		})
-		if err == nil || !strings.Contains(err.Error(), "EOF") {
+		if err == nil || !strings.Contains(err.Error(), "EOF") && !strings.Contains(err.Error(), "connection reset by peer") {
 			return err
 		}
 	}
