@@ -670,6 +670,13 @@ func TestAgentRunsNoProgramWhoseLoaderFindsWhatAnotherUserMayChange(t *testing.T
 			})
 			return p, []string{"RUNPATH " + open, open + " is writable by other users (mode 0777)"}
 		}},
+		{"ELF section headers past the end of the file", func(t *testing.T, b string) (string, []string) {
+			p := prog(t, b, false)
+			patchELF(t, p, func(f []byte) {
+				binary.LittleEndian.PutUint64(f[0x28:], uint64(len(f))+1<<20) // e_shoff
+			})
+			return p, []string{"ELF headers", "cannot be read"}
+		}},
 		{"a PT_INTERP longer than a path", func(t *testing.T, b string) (string, []string) {
 			p := prog(t, b, false)
 			patchELF(t, p, func(f []byte) {

@@ -27,7 +27,11 @@ import (
 // read so is refused, naming it. A file that is not ELF, or not dynamic, has none. The
 // libraries' own dependencies, and the system's (ld.so.cache's), are root's to keep safe.
 func loaded(path string) *Problem {
-	f, fd := openELF(path)
+	f, fd, err := openELF(path)
+	if err != nil {
+		return &Problem{Path: path, ELF: path, Entry: "ELF headers",
+			Why: fmt.Sprintf("cannot be read (%v), though the kernel may run it, so what its dynamic loader loads cannot be checked", err)}
+	}
 	if f == nil {
 		return nil
 	}
@@ -212,27 +216,29 @@ func (d *dynamic) readTable(f *elf.File, p *elf.Prog) error {
 }
 
 // openELF reads the file at path as ELF: nil when it is not one (a script), is not a regular
-// file (a named pipe is not waited on), or cannot be read; else the file and fd, left open for
-// the sections it reads later: the caller closes fd.
-func openELF(path string) (f *elf.File, fd *os.File) {
-	fd, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+// file (a named pipe is not waited on), or cannot be read; an error when it has ELF's magic
+// but its headers cannot be read (section headers past the end of the file: the kernel
+// reads none of them, and runs it); else the file and fd, left open for the sections it reads
+// later: the caller closes fd.
+func openELF(path string) (f *elf.File, fd *os.File, err error) {
+	fd, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	magic := make([]byte, len(elf.ELFMAG))
 	if fi, err := fd.Stat(); err != nil || !fi.Mode().IsRegular() {
 		fd.Close()
-		return nil, nil
+		return nil, nil, nil
 	}
 	if _, err := fd.ReadAt(magic, 0); err != nil || string(magic) != elf.ELFMAG {
 		fd.Close()
-		return nil, nil
+		return nil, nil, nil
 	}
 	if f, err = elf.NewFile(fd); err != nil {
 		fd.Close()
-		return nil, nil
+		return nil, nil, err
 	}
-	return f, fd
+	return f, fd, nil
 }
 
 // LibraryDir is what another user controls of the directory a RUNPATH, RPATH or LD_LIBRARY_PATH
