@@ -439,6 +439,10 @@ func untrustedEnv(command, path string, env []string) error {
 				pr = pathtrust.Source(n)
 			}
 			if pr != nil {
+				fix := "make it and every directory on the way root's and writable by root alone (chown root, chmod go-w)"
+				if !filepath.IsAbs(n) {
+					fix = "name it by its absolute path, in a directory root's alone"
+				}
 				if n == "" {
 					n = "an empty entry, the working directory,"
 				} else {
@@ -447,9 +451,8 @@ func untrustedEnv(command, path string, env []string) error {
 				// The variable's value is not printed (an exec env's are secret): the path is.
 				return fmt.Errorf("command %s: not run: the plugin's environment's %s names %s, and %s %s: "+
 					"another user could put there what the plugin loads or reads, run or read as uid %d: "+
-					"make it and every directory on the way root's and writable by root alone (chown root, chmod go-w), "+
-					"or take %s out of the exec block's env",
-					spec.QuoteName(command), k, n, spec.QuoteName(pr.Path), pr.Why, os.Geteuid(), k)
+					"%s, or take %s out of the exec block's env",
+					spec.QuoteName(command), k, n, spec.QuoteName(pr.Path), pr.Why, os.Geteuid(), fix, k)
 			}
 		}
 	}

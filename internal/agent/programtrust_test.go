@@ -517,6 +517,18 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 			}
 		})
 	}
+	// node resolves a --require of a module named without a leading slash, a bare name too,
+	// from the working directory's node_modules: refused, saying to name it by its path.
+	t.Run("NODE_OPTIONS --require of a module named without a path", func(t *testing.T) {
+		b := base(t)
+		prog, err := start(t, b, map[string]string{"NODE_OPTIONS": "--require dd-trace/init"})
+		if err == nil || !strings.Contains(err.Error(), "environment's NODE_OPTIONS") || !strings.Contains(err.Error(), "name it by its absolute path") {
+			t.Errorf("NODE_OPTIONS=--require dd-trace/init: %v, want a refusal naming NODE_OPTIONS and saying to name the module by its absolute path", err)
+		}
+		if ran(prog) {
+			t.Error("the program ran")
+		}
+	})
 	t.Run("an environment only this user may change", func(t *testing.T) {
 		b := base(t)
 		ok := mkdir(t, filepath.Join(b, "ok"), 0o755)
