@@ -216,8 +216,9 @@ func (d *dynamic) readTable(f *elf.File, p *elf.Prog) error {
 }
 
 // openELF reads the file at path as ELF: nil when it is not one (a script), is not a regular
-// file (a named pipe is not waited on), or cannot be read; an error when it has ELF's magic
-// but its headers cannot be read (section headers past the end of the file: the kernel
+// file (a named pipe is not waited on), cannot be read, or is shorter than an ELF file header
+// (the kernel runs none of these as ELF); an error when it has ELF's whole file header
+// but its other headers cannot be read (section headers past the end of the file: the kernel
 // reads none of them, and runs it); else the file and fd, left open for the sections it reads
 // later: the caller closes fd.
 func openELF(path string) (f *elf.File, fd *os.File, err error) {
@@ -235,7 +236,16 @@ func openELF(path string) (f *elf.File, fd *os.File, err error) {
 		return nil, nil, nil
 	}
 	if f, err = elf.NewFile(fd); err != nil {
-		fd.Close()
+		defer fd.Close()
+		// Shorter than its own file header, it is no program the kernel runs (ENOEXEC).
+		hdr := make([]byte, elf.EI_CLASS+1)
+		if _, rerr := fd.ReadAt(hdr, 0); rerr != nil {
+			return nil, nil, nil
+		}
+		size := map[elf.Class]int64{elf.ELFCLASS32: 52, elf.ELFCLASS64: 64}[elf.Class(hdr[elf.EI_CLASS])]
+		if fi, serr := fd.Stat(); serr != nil || size == 0 || fi.Size() < size {
+			return nil, nil, nil
+		}
 		return nil, nil, err
 	}
 	return f, fd, nil
