@@ -349,17 +349,20 @@ func UntrustedCommand(sp spec.Plugin) error {
 
 // loaderEnv are the variables of a plugin's environment that name files or directories the
 // plugin loads code from (ld.so(8): LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH; iconv's GCONV_PATH;
-// a #!/bin/bash or sh plugin's BASH_ENV and ENV, which the shell runs first; the module paths of
-// Python, Perl, Ruby and Node: PYTHONPATH, PYTHONHOME, PERL5LIB, RUBYLIB, NODE_PATH), reads its
+// a #!/bin/bash plugin's BASH_ENV, which the shell runs first (sh's ENV is left out: only an
+// interactive shell reads it, as PYTHONSTARTUP is only an interactive Python's); the module paths of
+// Python, Perl, Ruby and Node: PYTHONPATH, PYTHONHOME, PYTHONUSERBASE (whose site-packages Python
+// searches), PERL5LIB, PERLLIB (perl's when PERL5LIB is unset), RUBYLIB, NODE_PATH), reads its
 // settings from (LOCPATH's locales, HOSTALIASES' host names, TZDIR's time zones) or writes
 // (LD_DEBUG_OUTPUT, MALLOC_TRACE), each with the separators of its list. None passes from the
-// agent's environment (passedEnv); the exec block's env may set them. PERL5OPT's and RUBYOPT's -I and
-// NODE_OPTIONS' --require, --import and --loader name them within options (optionPaths).
+// agent's environment (passedEnv); the exec block's env may set them. PERL5OPT's and RUBYOPT's -I,
+// PERL5OPT's -Mlib=, RUBYOPT's -r of a path and NODE_OPTIONS' --require, --import and --loader
+// name them within options (optionPaths).
 var loaderEnv = map[string]string{
 	"LD_PRELOAD": ": ", "LD_AUDIT": ":", "LD_LIBRARY_PATH": ":;", "GCONV_PATH": ":", "LOCPATH": ":",
 	"HOSTALIASES": "", "LD_DEBUG_OUTPUT": "", "MALLOC_TRACE": "",
-	"BASH_ENV": "", "ENV": "", "PYTHONPATH": ":", "PYTHONHOME": ":", "PERL5LIB": ":", "RUBYLIB": ":",
-	"NODE_PATH": ":", "TZDIR": "",
+	"BASH_ENV": "", "PYTHONPATH": ":", "PYTHONHOME": ":", "PYTHONUSERBASE": "", "PERL5LIB": ":",
+	"PERLLIB": ":", "RUBYLIB": ":", "NODE_PATH": ":", "TZDIR": "",
 }
 
 // defaultTZDir is where glibc looks a time zone named by a relative name up, TZDIR unset.
@@ -375,8 +378,9 @@ const defaultTZDir = "/usr/share/zoneinfo"
 // LD_LIBRARY_PATH's: checked), a locale named without a leading slash in the system's, a time
 // zone in TZDIR (checked) unless ".." takes it out. ld.so's $ORIGIN (the program's directory),
 // $LIB and $PLATFORM are expanded in LD_LIBRARY_PATH as in a RUNPATH (pathtrust.LibraryDir), and
-// $ORIGIN in LD_PRELOAD and LD_AUDIT. A BASH_ENV or ENV that the shell would expand ($, `) is
-// refused: what it names cannot be told before the shell runs it.
+// $ORIGIN in LD_PRELOAD and LD_AUDIT. A BASH_ENV that the shell would expand ($, `) is
+// refused: what it names cannot be told before the shell runs it. An empty single path
+// (BASH_ENV=, TZDIR=, ...) names nothing: bash and glibc take it as unset.
 func untrustedEnv(command, path string, env []string) error {
 	origin := filepath.Dir(path)
 	if real, err := filepath.EvalSymlinks(path); err == nil {
@@ -392,12 +396,14 @@ func untrustedEnv(command, path string, env []string) error {
 		k, v, _ := strings.Cut(kv, "=")
 		var names []string
 		switch seps, ok := loaderEnv[k]; {
-		case (k == "BASH_ENV" || k == "ENV") && strings.ContainsAny(v, "$`"):
+		case k == "BASH_ENV" && strings.ContainsAny(v, "$`"):
 			return fmt.Errorf("command %s: not run: the plugin's environment's %s holds what the shell expands ($ or `) before it runs the file it names, "+
 				"so what a shell plugin runs first cannot be checked: name the file by a plain absolute path, or take %s out of the exec block's env",
 				spec.QuoteName(command), k, k)
 		case ok && seps == "":
-			names = []string{v}
+			if v != "" {
+				names = []string{v}
+			}
 		case ok:
 			names = strings.FieldsFunc(v, func(r rune) bool { return strings.ContainsRune(seps, r) })
 			if k == "LD_LIBRARY_PATH" && (v == "" || strings.Contains(v, "::") || strings.ContainsAny(v[:1]+v[len(v)-1:], ":;")) {
@@ -433,6 +439,10 @@ func untrustedEnv(command, path string, env []string) error {
 				pr = pathtrust.Source(n)
 			}
 			if pr != nil {
+				fix := "make it and every directory on the way root's and writable by root alone (chown root, chmod go-w)"
+				if !filepath.IsAbs(n) {
+					fix = "name it by its absolute path, in a directory root's alone"
+				}
 				if n == "" {
 					n = "an empty entry, the working directory,"
 				} else {
@@ -441,9 +451,8 @@ func untrustedEnv(command, path string, env []string) error {
 				// The variable's value is not printed (an exec env's are secret): the path is.
 				return fmt.Errorf("command %s: not run: the plugin's environment's %s names %s, and %s %s: "+
 					"another user could put there what the plugin loads or reads, run or read as uid %d: "+
-					"make it and every directory on the way root's and writable by root alone (chown root, chmod go-w), "+
-					"or take %s out of the exec block's env",
-					spec.QuoteName(command), k, n, spec.QuoteName(pr.Path), pr.Why, os.Geteuid(), k)
+					"%s, or take %s out of the exec block's env",
+					spec.QuoteName(command), k, n, spec.QuoteName(pr.Path), pr.Why, os.Geteuid(), fix, k)
 			}
 		}
 	}
@@ -452,7 +461,9 @@ func untrustedEnv(command, path string, env []string) error {
 
 // optionPaths is the paths the options in PERL5OPT, RUBYOPT or NODE_OPTIONS have the interpreter
 // load code from: perl's and ruby's -I DIR (the module search path, searched before the
-// system's), node's --require,
+// system's), perl's -Mlib=DIR,... and -mlib=DIR,... (lib.pm's, the same), ruby's -r naming a
+// path (/, ./, ../ or ~ first: a bare name is looked up in the module path, checked as that is),
+// node's --require,
 // -r, --import, --loader and --experimental-loader MODULE (a module loaded before the program;
 // one named without a leading slash is resolved from the working directory, and so counts as
 // relative).
@@ -462,12 +473,24 @@ func optionPaths(k, v string) []string {
 	for i := 0; i < len(words); i++ {
 		w := words[i]
 		if k == "PERL5OPT" || k == "RUBYOPT" {
-			if dir, ok := strings.CutPrefix(w, "-I"); ok {
+			opt := "-I"
+			if k == "RUBYOPT" && strings.HasPrefix(w, "-r") {
+				opt = "-r"
+			}
+			if dir, ok := strings.CutPrefix(w, opt); ok {
 				if dir == "" && i+1 < len(words) {
 					i++
 					dir = words[i]
 				}
-				names = append(names, dir)
+				if opt == "-I" || strings.HasPrefix(dir, "/") || strings.HasPrefix(dir, "./") ||
+					strings.HasPrefix(dir, "../") || strings.HasPrefix(dir, "~") {
+					names = append(names, dir)
+				}
+			}
+			for _, m := range []string{"-Mlib=", "-mlib="} {
+				if dirs, ok := strings.CutPrefix(w, m); ok && k == "PERL5OPT" {
+					names = append(names, strings.Split(dirs, ",")...)
+				}
 			}
 			continue
 		}

@@ -3,6 +3,7 @@ package agent
 import (
 	"debug/elf"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -450,12 +451,15 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 			return map[string]string{"TZ": ":" + filepath.Join(open, "zone")}, "TZ", open, "is writable by other users (mode 0777)"
 		}},
 		{"BASH_ENV naming a file in a directory other users may write", inOpen("BASH_ENV", func(open string) string { return filepath.Join(open, "rc") })},
-		{"ENV naming a file in a directory other users may write", inOpen("ENV", func(open string) string { return filepath.Join(open, "rc") })},
 		{"PYTHONPATH with a directory other users may write", inOpen("PYTHONPATH", func(open string) string { return "/usr/lib/python3:" + open })},
 		{"PYTHONHOME in a directory other users may write", inOpen("PYTHONHOME", func(open string) string { return open })},
 		{"PERL5LIB with a directory other users may write", inOpen("PERL5LIB", func(open string) string { return open })},
 		{"PERL5OPT -I of a directory other users may write", inOpen("PERL5OPT", func(open string) string { return "-w -I" + open })},
 		{"RUBYOPT -I of a directory other users may write", inOpen("RUBYOPT", func(open string) string { return "-I " + open })},
+		{"PERLLIB with a directory other users may write", inOpen("PERLLIB", func(open string) string { return "/usr/share/perl5:" + open })},
+		{"PYTHONUSERBASE a directory other users may write", inOpen("PYTHONUSERBASE", func(open string) string { return open })},
+		{"PERL5OPT -Mlib= of a directory other users may write", inOpen("PERL5OPT", func(open string) string { return "-w -Mlib=/usr/share/perl5," + open })},
+		{"RUBYOPT -r of a file in a directory other users may write", inOpen("RUBYOPT", func(open string) string { return "-W0 -r" + filepath.Join(open, "x.rb") })},
 		{"RUBYLIB with a directory other users may write", inOpen("RUBYLIB", func(open string) string { return open })},
 		{"NODE_PATH with a directory other users may write", inOpen("NODE_PATH", func(open string) string { return open })},
 		{"NODE_OPTIONS --require of a module in a directory other users may write", inOpen("NODE_OPTIONS", func(open string) string { return "--max-old-space-size=64 --require " + filepath.Join(open, "x.js") })},
@@ -499,6 +503,32 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 			t.Error("the program ran")
 		}
 	})
+	// What names nothing the plugin loads is no reason to refuse it: sh reads ENV only when
+	// interactive (a plugin is not), and bash and glibc take an empty BASH_ENV or TZDIR as unset.
+	for _, env := range []map[string]string{{"ENV": "production"}, {"BASH_ENV": ""}, {"TZDIR": ""}, {"HOSTALIASES": ""}, {"RUBYOPT": "-rjson -W0"}} {
+		t.Run(fmt.Sprintf("a plugin run with %v", env), func(t *testing.T) {
+			b := base(t)
+			prog, err := start(t, b, env)
+			if err != nil {
+				t.Fatalf("the agent refused %s with %v, which names nothing it loads or reads: %v", prog, env, err)
+			}
+			if !ran(prog) {
+				t.Error("the program did not run")
+			}
+		})
+	}
+	// node resolves a --require of a module named without a leading slash, a bare name too,
+	// from the working directory's node_modules: refused, saying to name it by its path.
+	t.Run("NODE_OPTIONS --require of a module named without a path", func(t *testing.T) {
+		b := base(t)
+		prog, err := start(t, b, map[string]string{"NODE_OPTIONS": "--require dd-trace/init"})
+		if err == nil || !strings.Contains(err.Error(), "environment's NODE_OPTIONS") || !strings.Contains(err.Error(), "name it by its absolute path") {
+			t.Errorf("NODE_OPTIONS=--require dd-trace/init: %v, want a refusal naming NODE_OPTIONS and saying to name the module by its absolute path", err)
+		}
+		if ran(prog) {
+			t.Error("the program ran")
+		}
+	})
 	t.Run("an environment only this user may change", func(t *testing.T) {
 		b := base(t)
 		ok := mkdir(t, filepath.Join(b, "ok"), 0o755)
@@ -518,17 +548,26 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 // started with, not volctl's lowered one.
 func TestPluginStartsWithVolctlsCoreLimit(t *testing.T) {
 	var lim unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_CORE, &lim); err != nil || lim.Max != unix.RLIM_INFINITY {
-		t.Skipf("RLIMIT_CORE's hard limit is %d (%v), not unlimited: the test gives the plugin an unlimited soft limit", lim.Max, err)
+	if err := unix.Getrlimit(unix.RLIMIT_CORE, &lim); err != nil {
+		t.Fatal(err)
 	}
-	if lim.Cur == unix.RLIM_INFINITY {
-		t.Skip("this process's soft RLIMIT_CORE is already unlimited: the plugin's would show nothing")
+	// A finite limit other than this process's own, so that the plugin's shows where it came
+	// from whatever the limit here (unlimited in many containers).
+	want := unix.Rlimit{Cur: 1 << 20, Max: lim.Max}
+	if lim.Cur == want.Cur {
+		want.Cur = 2 << 20
 	}
-	SetPluginCoreLimit(unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
+	if want.Max != unix.RLIM_INFINITY && want.Max < want.Cur {
+		if os.Geteuid() != 0 {
+			t.Skipf("RLIMIT_CORE's hard limit is %d, under %d, and only root may raise it", lim.Max, want.Cur)
+		}
+		want.Max = want.Cur
+	}
+	SetPluginCoreLimit(want)
 	t.Cleanup(func() { pluginCoreLimit = nil })
 	dir := baseDir(t)
 	out, script := filepath.Join(dir, "limit"), filepath.Join(dir, "volctl-test-plugin")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\nulimit -c > "+out+"\n"), 0o755); err != nil {
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ngrep '^Max core file size' /proc/$$/limits > "+out+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := startExec(t, script, nil); err != nil {
@@ -538,8 +577,8 @@ func TestPluginStartsWithVolctlsCoreLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.TrimSpace(string(b)); got != "unlimited" {
-		t.Errorf("the plugin's core size limit: %s, want unlimited, the one volctl was started with", got)
+	if f := strings.Fields(string(b)); len(f) < 5 || f[4] != fmt.Sprint(want.Cur) {
+		t.Errorf("the plugin's core size limit: %q, want its soft limit %d, the one volctl was started with, not this process's %d", b, want.Cur, lim.Cur)
 	}
 }
 
@@ -642,6 +681,13 @@ func TestAgentRunsNoProgramWhoseLoaderFindsWhatAnotherUserMayChange(t *testing.T
 				binary.LittleEndian.PutUint16(f[0x3e:], 0) // e_shstrndx
 			})
 			return p, []string{"RUNPATH " + open, open + " is writable by other users (mode 0777)"}
+		}},
+		{"ELF section headers past the end of the file", func(t *testing.T, b string) (string, []string) {
+			p := prog(t, b, false)
+			patchELF(t, p, func(f []byte) {
+				binary.LittleEndian.PutUint64(f[0x28:], uint64(len(f))+1<<20) // e_shoff
+			})
+			return p, []string{"ELF headers", "cannot be read"}
 		}},
 		{"a PT_INTERP longer than a path", func(t *testing.T, b string) (string, []string) {
 			p := prog(t, b, false)

@@ -142,8 +142,9 @@ func socketCred(path string) *unix.Ucred {
 // where its mount table is not: a volctl without CAP_SYS_PTRACE (Docker's default set, a unit's
 // CapabilityBoundingSet) is refused the link of a process holding capabilities it lacks, or of
 // a non-dumpable one. Then the mount holding the state dir, by its mount ID (each mount's own:
-// a namespace made by copying another gets new ones), tells: listed in that process's table,
-// it is the same mount; not listed, the namespace is another.
+// a namespace made by copying another gets new ones), tells: any of this process's mounts
+// listed in that process's table, it is the same namespace; none, the namespace is another;
+// an empty table (a process chrooted below every mount point) cannot tell.
 func mountView(stateDir string, pid int, who string) error {
 	self, err := os.Readlink(filepath.Join(procRoot, "self/ns/mnt"))
 	if err != nil {
@@ -159,11 +160,15 @@ func mountView(stateDir string, pid int, who string) error {
 		return nil
 	}
 	if nsErr != nil {
-		same, err := hasMountID(filepath.Join(dir, "mountinfo"), ours.ID)
-		if err != nil || same {
-			return nil // gone, or the same mount
+		ids, err := mountIDs(filepath.Join(procRoot, "self/mountinfo"))
+		if err != nil {
+			return nil
 		}
-		theirs = fmt.Sprintf("another (its %s is unreadable here, %v, and its mount table lacks mount %d, which holds the state dir here)",
+		same, listed, err := sharesMountID(filepath.Join(dir, "mountinfo"), ids)
+		if err != nil || same || !listed {
+			return nil // gone, the same namespace, or a table that tells nothing (chrooted)
+		}
+		theirs = fmt.Sprintf("another (its %s is unreadable here, %v, and its mount table lists none of the mounts here, not mount %d, which holds the state dir here)",
 			filepath.Join(dir, "ns/mnt"), errors.Unwrap(nsErr), ours.ID)
 	}
 	if group := peerGroup(ours); group != "" {
@@ -179,17 +184,36 @@ func mountView(stateDir string, pid int, who string) error {
 		self, who, theirs, stateDir, ours.Mountpoint, how, pid)
 }
 
-// hasMountID reports whether the mount table at path lists the mount with the given ID.
-func hasMountID(path string, id int) (bool, error) {
+// sharesMountID reports whether the mount table at path lists a mount whose ID is one of ids
+// (mount IDs are each mount's own: a namespace made by copying another gets new ones, so one
+// shared means the same namespace), and whether the table lists any mount at all: a process
+// chrooted where no mount point is below its root sees an empty table, which tells nothing.
+func sharesMountID(path string, ids map[int]bool) (shared, listed bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	defer f.Close()
 	mounts, err := mountinfo.GetMountsFromReader(f, func(m *mountinfo.Info) (skip, stop bool) {
-		return m.ID != id, m.ID == id
+		listed = true
+		return !ids[m.ID], ids[m.ID]
 	})
-	return len(mounts) > 0, err
+	return len(mounts) > 0, listed, err
+}
+
+// mountIDs is the IDs of the mounts in the table at path.
+func mountIDs(path string) (map[int]bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ids := map[int]bool{}
+	_, err = mountinfo.GetMountsFromReader(f, func(m *mountinfo.Info) (skip, stop bool) {
+		ids[m.ID] = true
+		return true, false
+	})
+	return ids, err
 }
 
 // holdingMount is the mount, in the table at path, that dir is on: the last listed (topmost)

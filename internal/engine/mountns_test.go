@@ -322,3 +322,51 @@ func childEngine(t *testing.T, env, parent string, cfg Config) *Engine {
 	t.Cleanup(func() { e.Close() })
 	return e
 }
+
+// A plugin whose ns/mnt link volctl cannot read (no CAP_SYS_PTRACE) is told apart by its mount
+// table. One chrooted below every mount point sees an empty table: that tells nothing, and was
+// taken for another namespace, refusing every operation of a plugin in volctl's own. One whose
+// table lists a mount of volctl's own (its chroot on it), not the state dir's, is in volctl's
+// namespace: mount IDs are each mount's own. One listing none of volctl's is another.
+func TestMountViewOfAPluginWhoseTableIsPartial(t *testing.T) {
+	root := t.TempDir()
+	write := func(pid, mountinfo string) {
+		if err := os.MkdirAll(filepath.Join(root, pid, "ns"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, pid, "mountinfo"), []byte(mountinfo), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, "self", "ns"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("mnt:[4026531841]", filepath.Join(root, "self", "ns", "mnt")); err != nil {
+		t.Fatal(err)
+	}
+	write("self", "22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n"+
+		"30 22 8:2 / /var rw,relatime - ext4 /dev/sda2 rw\n"+
+		"31 22 8:3 / /srv rw,relatime - ext4 /dev/sda3 rw\n")
+	old := procRoot
+	procRoot = root
+	t.Cleanup(func() { procRoot = old })
+	for _, c := range []struct {
+		name, theirs string
+		ok           bool
+	}{
+		{"chrooted below every mount point", "", true},
+		{"chrooted on another mount of volctl's", "31 22 8:3 /jail / rw,relatime - ext4 /dev/sda3 rw\n", true},
+		{"in another namespace", "122 121 8:2 / /var rw,relatime - ext4 /dev/sda2 rw\n", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			write("1", c.theirs) // its ns/mnt missing: unreadable here
+			err := mountView("/var/lib/volctl", 1, `plugin "hp" (pid 1)`)
+			if (err == nil) != c.ok {
+				t.Fatalf("mountView: %v, want ok %v", err, c.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), "lists none of the mounts here") {
+				t.Errorf("error %q does not say why the namespace is another", err)
+			}
+		})
+	}
+}

@@ -27,7 +27,11 @@ import (
 // read so is refused, naming it. A file that is not ELF, or not dynamic, has none. The
 // libraries' own dependencies, and the system's (ld.so.cache's), are root's to keep safe.
 func loaded(path string) *Problem {
-	f, fd := openELF(path)
+	f, fd, err := openELF(path)
+	if err != nil {
+		return &Problem{Path: path, ELF: path, Entry: "ELF headers",
+			Why: fmt.Sprintf("cannot be read (%v), though the kernel may run it, so what its dynamic loader loads cannot be checked", err)}
+	}
 	if f == nil {
 		return nil
 	}
@@ -212,27 +216,39 @@ func (d *dynamic) readTable(f *elf.File, p *elf.Prog) error {
 }
 
 // openELF reads the file at path as ELF: nil when it is not one (a script), is not a regular
-// file (a named pipe is not waited on), or cannot be read; else the file and fd, left open for
-// the sections it reads later: the caller closes fd.
-func openELF(path string) (f *elf.File, fd *os.File) {
-	fd, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+// file (a named pipe is not waited on), cannot be read, or is shorter than an ELF file header
+// (the kernel runs none of these as ELF); an error when it has ELF's whole file header
+// but its other headers cannot be read (section headers past the end of the file: the kernel
+// reads none of them, and runs it); else the file and fd, left open for the sections it reads
+// later: the caller closes fd.
+func openELF(path string) (f *elf.File, fd *os.File, err error) {
+	fd, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	magic := make([]byte, len(elf.ELFMAG))
 	if fi, err := fd.Stat(); err != nil || !fi.Mode().IsRegular() {
 		fd.Close()
-		return nil, nil
+		return nil, nil, nil
 	}
 	if _, err := fd.ReadAt(magic, 0); err != nil || string(magic) != elf.ELFMAG {
 		fd.Close()
-		return nil, nil
+		return nil, nil, nil
 	}
 	if f, err = elf.NewFile(fd); err != nil {
-		fd.Close()
-		return nil, nil
+		defer fd.Close()
+		// Shorter than its own file header, it is no program the kernel runs (ENOEXEC).
+		hdr := make([]byte, elf.EI_CLASS+1)
+		if _, rerr := fd.ReadAt(hdr, 0); rerr != nil {
+			return nil, nil, nil
+		}
+		size := map[elf.Class]int64{elf.ELFCLASS32: 52, elf.ELFCLASS64: 64}[elf.Class(hdr[elf.EI_CLASS])]
+		if fi, serr := fd.Stat(); serr != nil || size == 0 || fi.Size() < size {
+			return nil, nil, nil
+		}
+		return nil, nil, err
 	}
-	return f, fd
+	return f, fd, nil
 }
 
 // LibraryDir is what another user controls of the directory a RUNPATH, RPATH or LD_LIBRARY_PATH
@@ -249,40 +265,40 @@ func searchedDir(entry, origin string) *Problem {
 
 // searchedDirs is the directories ld.so searches for a RUNPATH or RPATH entry, with what another
 // user controls of them, or nil: $ORIGIN (or ${ORIGIN}) is origin; $LIB and $PLATFORM, which
-// ld.so expands to a name of its own choosing (lib64, x86_64, or two: Debian's
-// lib/x86_64-linux-gnu), are every name there is in their place, one or two deep, and the
-// directories on the way, so that whichever ld.so picks is checked. Each directory found brings
-// the hardware subdirectories ld.so searches before it (hwcapDirs). An empty or relative entry
-// is the program's working directory's, wherever it runs.
+// ld.so expands to a name of its own choosing, are each name it may choose (libNames,
+// platformNames), so that whichever it picks is checked, and nothing else beside it. Each
+// directory found brings the hardware subdirectories ld.so searches before it (hwcapDirs). An
+// empty or relative entry is the program's working directory's, wherever it runs.
 func searchedDirs(entry, origin string) ([]string, *Problem) {
 	entry = expandOrigin(entry, origin)
 	if !filepath.IsAbs(entry) {
 		return nil, Source(entry)
 	}
-	dirs := []string{filepath.Clean(entry)}
-	one, two := entry, entry
-	for _, tok := range []string{"${LIB}", "$LIB"} {
-		one, two = strings.ReplaceAll(one, tok, "*"), strings.ReplaceAll(two, tok, "*/*")
-	}
-	for _, tok := range []string{"${PLATFORM}", "$PLATFORM"} {
-		one, two = strings.ReplaceAll(one, tok, "*"), strings.ReplaceAll(two, tok, "*")
-	}
-	if i := strings.Index(one, "*"); i >= 0 && one != entry {
-		// The directory the first token names an entry of: a name another user makes there
-		// is one ld.so may pick. Then every directory matched on the way to the entry.
-		dirs = []string{filepath.Dir(one[:i] + "x")}
-		for _, pattern := range []string{one, two} {
-			parts := strings.Split(filepath.Clean(pattern), "/")
-			for n := 2; n <= len(parts); n++ {
-				matches, _ := filepath.Glob(strings.Join(parts[:n], "/"))
-				for _, m := range matches {
-					if len(m) > len(dirs[0]) && !slices.Contains(dirs, m) {
-						dirs = append(dirs, m)
-					}
+	dirs := []string{entry}
+	for _, tok := range []struct {
+		names []string
+		forms []string
+	}{{libNames(), []string{"${LIB}", "$LIB"}}, {platformNames(), []string{"${PLATFORM}", "$PLATFORM"}}} {
+		var expanded []string
+		for _, d := range dirs {
+			if !strings.Contains(d, tok.forms[0]) && !strings.Contains(d, tok.forms[1]) {
+				expanded = append(expanded, d)
+				continue
+			}
+			for _, n := range tok.names {
+				e := d
+				for _, f := range tok.forms {
+					e = strings.ReplaceAll(e, f, n)
 				}
+				expanded = append(expanded, e)
 			}
 		}
+		dirs = expanded
 	}
+	for i := range dirs {
+		dirs[i] = filepath.Clean(dirs[i])
+	}
+	dirs = slices.Compact(dirs)
 	var all []string
 	for _, dir := range dirs {
 		if pr := Source(dir); pr != nil {
@@ -295,6 +311,49 @@ func searchedDirs(entry, origin string) ([]string, *Problem) {
 		all = append(append(all, sub...), dir)
 	}
 	return all, nil
+}
+
+// libNames is the names ld.so may give $LIB: the library directories distributions lay out
+// (lib, lib64, lib32, libx32), lib/ and the multiarch one (Debian's lib/x86_64-linux-gnu) named by the machine.
+func libNames() []string {
+	names := []string{"lib", "lib64", "lib32", "libx32"}
+	m := machine()
+	triplets := map[string][]string{
+		"x86_64": {"x86_64-linux-gnu", "i386-linux-gnu", "x86_64-linux-gnux32"},
+		"i686":   {"i386-linux-gnu"}, "i586": {"i386-linux-gnu"}, "i386": {"i386-linux-gnu"},
+		"aarch64": {"aarch64-linux-gnu", "arm-linux-gnueabihf"},
+		"armv7l":  {"arm-linux-gnueabihf", "arm-linux-gnueabi"},
+		"ppc64le": {"powerpc64le-linux-gnu"}, "ppc64": {"powerpc64-linux-gnu"},
+		"riscv64": {"riscv64-linux-gnu"}, "loongarch64": {"loongarch64-linux-gnu"},
+	}[m]
+	if m != "" {
+		triplets = append(triplets, m+"-linux-gnu")
+	}
+	for _, t := range triplets {
+		names = append(names, "lib/"+t)
+	}
+	return slices.Compact(names)
+}
+
+// platformNames is the names ld.so may give $PLATFORM (the kernel's AT_PLATFORM, or glibc's
+// own choice on x86: haswell, xeon_phi): the machine's (uname -m) and the legacy hardware names.
+func platformNames() []string {
+	names := []string{machine()}
+	for _, n := range legacyHwcaps {
+		if n != "tls" && n != names[0] {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// machine is uname -m's machine name, or "" where uname fails.
+func machine() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Machine[:])
 }
 
 // ExpandOrigin is name with $ORIGIN and ${ORIGIN} replaced by origin, as ld.so reads a library
@@ -343,9 +402,8 @@ func hwcapDirs(dir string) ([]string, *Problem) {
 		}
 	}
 	names := legacyHwcaps
-	var u unix.Utsname
-	if unix.Uname(&u) == nil {
-		names = append(names[:len(names):len(names)], unix.ByteSliceToString(u.Machine[:]))
+	if m := machine(); m != "" {
+		names = append(names[:len(names):len(names)], m)
 	}
 	var walk func(d string, depth int) *Problem
 	walk = func(d string, depth int) *Problem {
