@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi"
-	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -244,15 +243,7 @@ func BenchmarkAcceptedByManyDescriptors(b *testing.B) {
 			if tc.before {
 				open(b)
 			}
-			socket, _ := csitest.Serve(b, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
-			nc, err := net.Dial("unix", socket)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer nc.Close()
-			if _, err := nc.Read(make([]byte, 1)); err != nil { // the server's settings: it accepted
-				b.Fatal(err)
-			}
+			nc := acceptedMemConn(b)
 			if !tc.before {
 				open(b)
 			}

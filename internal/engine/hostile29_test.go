@@ -176,15 +176,7 @@ func countOf(rpcs []string, rpc string) int {
 // listener's descriptors. The server is in the same process, so the descriptors read are the
 // test binary's, more than a plugin's.
 func BenchmarkAcceptedBy(b *testing.B) {
-	socket, _ := csitest.Serve(b, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
-	nc, err := net.Dial("unix", socket)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	if _, err := nc.Read(make([]byte, 1)); err != nil { // the server's settings: it accepted
-		b.Fatal(err)
-	}
+	nc := acceptedMemConn(b)
 	cred, err := csi.PeerCred(nc)
 	if err != nil {
 		b.Fatal(err)
@@ -194,6 +186,22 @@ func BenchmarkAcceptedBy(b *testing.B) {
 			b.Fatalf("acceptedBy = %q, want %q", got, acceptsListener)
 		}
 	}
+}
+
+// acceptedMemConn is a connection to a MemPlugin served in this process, read up to the
+// server's first bytes (its settings): accepted, as servers.checkAccepted sees it.
+func acceptedMemConn(b *testing.B) net.Conn {
+	b.Helper()
+	socket, _ := csitest.Serve(b, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
+	nc, err := net.Dial("unix", socket)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { nc.Close() })
+	if _, err := nc.Read(make([]byte, 1)); err != nil {
+		b.Fatal(err)
+	}
+	return nc
 }
 
 // servers.checkAccepted on connections a supervised plugin accepts (another process than the

@@ -116,16 +116,7 @@ func TestNodeUnpublishLeavingASymlinkAtTheTarget(t *testing.T) {
 // refused, never followed, with an error that says what it is and the remedy that works for
 // volctl's own path: remove the link, not "use the path it points to".
 func TestClaimOnASymlinkLeftAtTheTargetSaysWhatToDo(t *testing.T) {
-	elsewhere := t.TempDir()
-	h := newHarness(t, nil)
-	h.create(volume("v", capab(spec.SingleNodeWriter)))
-	target := publishPath(h.dir, "a", "v", false, spec.FileSystem, spec.SingleNodeWriter)
-	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(elsewhere, target); err != nil {
-		t.Fatal(err)
-	}
+	h, target, elsewhere := linkAtNewClaimsTarget(t)
 	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
 	want := fmt.Sprintf("claim target: %s is a symlink, and volctl does not follow symlinks in mount paths (it points to %q, left there by a plugin or by hand: remove the link with `rm %s`, which leaves what it points to, and claim again)",
 		target, elsewhere, target)
@@ -145,16 +136,7 @@ func TestClaimOnASymlinkLeftAtTheTargetSaysWhatToDo(t *testing.T) {
 // NodePublishVolume: its rollback sends no NodeUnpublishVolume, and undoes its staging and
 // attachment.
 func TestClaimOnASymlinkLeftAtTheTargetIsRolledBack(t *testing.T) {
-	elsewhere := t.TempDir()
-	h := newHarness(t, nil)
-	h.create(volume("v", capab(spec.SingleNodeWriter)))
-	target := publishPath(h.dir, "a", "v", false, spec.FileSystem, spec.SingleNodeWriter)
-	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(elsewhere, target); err != nil {
-		t.Fatal(err)
-	}
+	h, target, elsewhere := linkAtNewClaimsTarget(t)
 	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
 	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "the claim was rolled back") {
 		t.Errorf("claim on a symlinked target = %v; want a conflict saying the claim was rolled back", err)
@@ -216,4 +198,22 @@ func TestNegativeMaxVolumesPerNodeRecordedIsNotNoLimit(t *testing.T) {
 	if live := h.liveClaims("v"); len(live) != 0 {
 		t.Fatalf("claims = %+v, want none", live)
 	}
+}
+
+// linkAtNewClaimsTarget is a harness with volume v and a symlink, to an empty directory
+// elsewhere, at the target alloc a's claim of v would publish to: left there by a plugin under
+// an older volctl, or by hand.
+func linkAtNewClaimsTarget(t *testing.T) (h *harness, target, elsewhere string) {
+	t.Helper()
+	elsewhere = t.TempDir()
+	h = newHarness(t, nil)
+	h.create(volume("v", capab(spec.SingleNodeWriter)))
+	target = publishPath(h.dir, "a", "v", false, spec.FileSystem, spec.SingleNodeWriter)
+	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, target); err != nil {
+		t.Fatal(err)
+	}
+	return h, target, elsewhere
 }
