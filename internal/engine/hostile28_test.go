@@ -148,12 +148,14 @@ func execPluginChild() {
 			continue
 		}
 		if len(f) == 2 && (f[0] == "handoff" || f[0] == "share") {
-			worker := startWorker(gl.UnixListener, f[1])
-			execWorkers = append(execWorkers, worker) // kept from the finalizer: the worker ends with this process
 			if f[0] == "handoff" {
-				gl.mu.Lock() // no more accepts here
+				// No more accepts here, before the worker starts and says it is ready: a
+				// connection made once it is ready is the worker's, never this listener's.
+				gl.mu.Lock()
 				gl.drop()
 			}
+			worker := startWorker(gl.UnixListener, f[1])
+			execWorkers = append(execWorkers, worker) // kept from the finalizer: the worker ends with this process
 			continue
 		}
 		if len(f) < 3 || (f[0] != "exec" && f[0] != "race") {
