@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -247,15 +246,7 @@ func BenchmarkAcceptedByManyDescriptors(b *testing.B) {
 			if !tc.before {
 				open(b)
 			}
-			cred, err := csi.PeerCred(nc)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for b.Loop() {
-				if got := acceptedBy(nc, cred.Pid); got != acceptsListener {
-					b.Fatalf("acceptedBy = %q, want %q", got, acceptsListener)
-				}
-			}
+			benchAcceptedBy(b, nc)
 		})
 	}
 }

@@ -176,7 +176,12 @@ func countOf(rpcs []string, rpc string) int {
 // listener's descriptors. The server is in the same process, so the descriptors read are the
 // test binary's, more than a plugin's.
 func BenchmarkAcceptedBy(b *testing.B) {
-	nc := acceptedMemConn(b)
+	benchAcceptedBy(b, acceptedMemConn(b))
+}
+
+// benchAcceptedBy times acceptedBy on nc, whose listener (this process) accepted it.
+func benchAcceptedBy(b *testing.B, nc net.Conn) {
+	b.Helper()
 	cred, err := csi.PeerCred(nc)
 	if err != nil {
 		b.Fatal(err)
