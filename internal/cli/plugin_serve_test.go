@@ -101,3 +101,42 @@ func TestPluginServeHostpathRun(t *testing.T) {
 		t.Errorf("socket left behind: %v", err)
 	}
 }
+
+// TestPluginServeHostpathRefusesANodeIDThatShowsAsAnother: the node ID goes to every CO as
+// NodeGetInfo's node_id and into each volume's topology, and is printed on start. One holding an
+// escape sequence, a carriage return or a bidi override (`--node-id "$(hostname)"` of a host
+// someone named so) was served: the start line wrote it raw to the terminal (retitling it,
+// clearing the screen), and `volctl plugin status` showed a node no one could type in a
+// topology_request. It is refused as a usage error, quoted, before anything is served; so is one
+// past the CSI spec's 128 bytes for a string.
+func TestPluginServeHostpathRefusesANodeIDThatShowsAsAnother(t *testing.T) {
+	for _, tt := range []struct {
+		name, nodeID, want string
+	}{
+		{"escape sequence", "n1\x1b]0;pwned\a", `--node-id "n1\x1b]0;pwned\a" must not contain the control character U+001B (its character 3)`},
+		{"carriage return", "n1\rn2", `--node-id "n1\rn2" must not contain the control character U+000D`},
+		{"bidi override", "n1\u202e2n", `--node-id "n1\u202e2n" must not contain U+202E (its character 3)`},
+		{"zero width space", "n1\u200b", `--node-id "n1\u200b" must not contain U+200B (its character 3)`},
+		{"not UTF-8", "n1\xff", `--node-id "n1\xff" is not valid UTF-8`},
+		{"past 128 bytes", strings.Repeat("n", 129), "--node-id is 129 bytes long; the CSI spec limits a name to 128"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // the old code served until it ran out
+			defer cancel()
+			err := pluginServeHostpathRun(ctx, &PluginServeHostpathOptions{
+				Socket: filepath.Join(dir, "hp.sock"), Root: filepath.Join(dir, "root"), NodeID: tt.nodeID,
+			})
+			expectErr(t, err, "plugin serve hostpath: "+tt.want, ExitUsage)
+			if _, err := os.Stat(filepath.Join(dir, "hp.sock")); !os.IsNotExist(err) {
+				t.Errorf("refused, yet the socket was made: %v", err)
+			}
+		})
+	}
+	// A host name as `hostname` prints one is served.
+	for _, ok := range []string{"n1", "web-01.example.com", "数据库"} {
+		if err := nodeIDProblem(ok); err != nil {
+			t.Errorf("node ID %q refused: %v", ok, err)
+		}
+	}
+}
