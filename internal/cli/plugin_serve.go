@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
@@ -122,7 +123,7 @@ func pluginServeHostpathRun(ctx context.Context, opts *PluginServeHostpathOption
 	if opts.IO != nil {
 		// On stderr, so that a supervisor's log (the agent's, systemd's) shows the start too.
 		fmt.Fprintf(opts.IO.ErrOut, "Serving %s on %s (root %s, node %s); %s stops it\n",
-			hostpath.PluginName, socket, opts.Root, opts.NodeID, stopSignalWords())
+			hostpath.PluginName, socket, display.Escape(opts.Root), opts.NodeID, stopSignalWords()) // a path may hold any byte
 	}
 	if os.Geteuid() != 0 {
 		log.Warn("not running as root: bind mounts need CAP_SYS_ADMIN, and without it NodeStageVolume and NodePublishVolume answer FAILED_PRECONDITION")

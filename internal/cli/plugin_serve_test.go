@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/iostreams"
 )
 
 func TestPluginServeHostpathFlags(t *testing.T) {
@@ -138,5 +139,38 @@ func TestPluginServeHostpathRefusesANodeIDThatShowsAsAnother(t *testing.T) {
 		if err := nodeIDProblem(ok); err != nil {
 			t.Errorf("node ID %q refused: %v", ok, err)
 		}
+	}
+}
+
+// TestPluginServeHostpathStartLineEscapesItsRoot: the start line names --root, a path, which
+// Linux lets hold any byte but "/" and NUL: one holding an escape sequence was written raw to
+// the terminal (or the supervisor's log) that started the plugin. It is written escaped, as
+// every path volctl prints.
+func TestPluginServeHostpathStartLineEscapesItsRoot(t *testing.T) {
+	dir := t.TempDir()
+	ios, _, _, stderr := iostreams.Test()
+	socket := filepath.Join(dir, "hp.sock")
+	root := filepath.Join(dir, "r\x1b]0;pwned\a")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- pluginServeHostpathRun(ctx, &PluginServeHostpathOptions{IO: ios, Socket: socket, Root: root, NodeID: "n1"})
+	}()
+	for {
+		if _, err := os.Stat(socket); err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve ended early: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if out := stderr.String(); strings.ContainsRune(out, '\x1b') || !strings.Contains(out, `(root `+filepath.Join(dir, `r\x1b]0;pwned\a`)+`, node n1)`) {
+		t.Errorf("the start line does not write the root escaped: %q", out)
 	}
 }
