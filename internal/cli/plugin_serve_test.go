@@ -76,21 +76,9 @@ func TestPluginServeHostpathRun(t *testing.T) {
 		},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- pluginServeHostpathRun(ctx, opts) }()
-
 	// Once the socket exists, a second instance on it is refused: Listen's directory lock means
 	// the first one is listening by the time the second can look.
-	for {
-		if _, err := os.Stat(socket); err == nil {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("serve ended early: %v", err)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	done := serving(ctx, t, opts, socket)
 	if _, err := hostpath.Listen(socket); !errors.Is(err, hostpath.ErrSocketInUse) {
 		t.Fatalf("second Listen: %v, want ErrSocketInUse", err)
 	}
@@ -152,10 +140,22 @@ func TestPluginServeHostpathStartLineEscapesItsRoot(t *testing.T) {
 	socket := filepath.Join(dir, "hp.sock")
 	root := filepath.Join(dir, "r\x1b]0;pwned\a")
 	ctx, cancel := context.WithCancel(context.Background())
+	done := serving(ctx, t, &PluginServeHostpathOptions{IO: ios, Socket: socket, Root: root, NodeID: "n1"}, socket)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if out := stderr.String(); strings.ContainsRune(out, '\x1b') || !strings.Contains(out, `(root `+filepath.Join(dir, `r\x1b]0;pwned\a`)+`, node n1)`) {
+		t.Errorf("the start line does not write the root escaped: %q", out)
+	}
+}
+
+// serving runs pluginServeHostpathRun until ctx ends, once its socket exists; the channel gets
+// what it returned.
+func serving(ctx context.Context, t *testing.T, opts *PluginServeHostpathOptions, socket string) <-chan error {
+	t.Helper()
 	done := make(chan error, 1)
-	go func() {
-		done <- pluginServeHostpathRun(ctx, &PluginServeHostpathOptions{IO: ios, Socket: socket, Root: root, NodeID: "n1"})
-	}()
+	go func() { done <- pluginServeHostpathRun(ctx, opts) }()
 	for {
 		if _, err := os.Stat(socket); err == nil {
 			break
@@ -166,11 +166,5 @@ func TestPluginServeHostpathStartLineEscapesItsRoot(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if out := stderr.String(); strings.ContainsRune(out, '\x1b') || !strings.Contains(out, `(root `+filepath.Join(dir, `r\x1b]0;pwned\a`)+`, node n1)`) {
-		t.Errorf("the start line does not write the root escaped: %q", out)
-	}
+	return done
 }
