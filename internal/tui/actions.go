@@ -551,7 +551,11 @@ func (l *statusLine) View(right, brief string) string {
 	if lipgloss.Width(left)+lipgloss.Width(right)+3 > l.c.Width {
 		right = brief
 	}
-	if lipgloss.Width(left)+lipgloss.Width(right)+3 > l.c.Width {
+	switch {
+	case lipgloss.Width(left)+lipgloss.Width(right)+3 <= l.c.Width:
+	case left == "":
+		right = fitLine(right, max(0, l.c.Width-3)) // no message: the state, cut, rather than a blank line
+	default:
 		right = "" // for the few seconds a message shows, it has the whole line
 	}
 	right = s.Dim.Render(right)

@@ -29,7 +29,9 @@ func TestNarrowScreensKeepWhatEachViewIsFor(t *testing.T) {
 		{"5", []string{"GROUP", "STATE", "LAST ERROR"}, "nightly", "nightly[0]"},
 	}
 	for width := minWidth; width <= 120; width++ {
-		h := newHarness(t, fixture(), Options{})
+		f := fixture()
+		f.data.EventsLogged = 9812 // the events view holds the newest of them, which its status line says
+		h := newHarness(t, f, Options{})
 		h.send(tea.WindowSizeMsg{Width: width, Height: 24})
 		for _, v := range views {
 			h.keys(v.tab)
@@ -46,6 +48,9 @@ func TestNarrowScreensKeepWhatEachViewIsFor(t *testing.T) {
 			}
 			if line := lineWith(t, screen, v.row); !strings.Contains(line, v.cell) {
 				t.Errorf("at %d columns view %s's row %s lacks %q: %q", width, v.tab, v.row, v.cell, line)
+			}
+			if status := lines[len(lines)-2]; !strings.Contains(status, "1 of ") {
+				t.Errorf("at %d columns view %s's status line lacks the row position: %q", width, v.tab, status)
 			}
 			for i, l := range lines {
 				if w := ansi.StringWidth(l); w > width {
