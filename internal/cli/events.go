@@ -43,7 +43,7 @@ func newCmdEvents(f *Factory, runF func(*EventsOptions) error) *cobra.Command {
 		Short: "Show the event log (the dashboard's events view), or follow it",
 		Long: `The event log, oldest first: claims and releases, RPC errors, plugin health changes,
 volume creates and deletes — what the dashboard (volctl tui) shows in its events view. The
-log keeps the newest events only (store.WithEventLimit; 10,000 by default).
+log keeps the newest 10,000 events, dropping the oldest as new ones come.
 
 --since keeps the events of the last DURATION ("10m", "2h") or since an RFC 3339 time;
 -n the newest N; --kind the events of one kind, matched exactly (a kind volctl never records,

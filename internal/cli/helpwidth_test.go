@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -81,6 +82,19 @@ func TestHelpShowsNoDefaultOfAnEmptyList(t *testing.T) {
 	forEachHelp(t, func(c *cobra.Command, help string) {
 		if i := strings.Index(help, "(default [])"); i >= 0 {
 			t.Errorf("%s --help shows an empty list as a default: %q", c.CommandPath(), help[max(0, i-120):i+len("(default [])")])
+		}
+	})
+}
+
+// TestHelpNamesNoGoIdentifier: --help is for the user at the terminal, who can act on a flag,
+// a file or a command, never on a function of volctl's source. `volctl events --help` said the
+// log keeps its newest events "(store.WithEventLimit; 10,000 by default)": a setter only the
+// tests have, which no flag, variable or file reaches.
+func TestHelpNamesNoGoIdentifier(t *testing.T) {
+	goName := regexp.MustCompile(`\b(store|engine|spec|csi|tui|cli|agent|nomad|display|hostpath|procfs|pathtrust|iostreams)\.[A-Z][A-Za-z]+`)
+	forEachHelp(t, func(c *cobra.Command, help string) {
+		if m := goName.FindString(help); m != "" {
+			t.Errorf("%s --help names %s, a Go identifier of volctl's source", c.CommandPath(), m)
 		}
 	})
 }

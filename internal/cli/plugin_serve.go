@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
@@ -48,7 +49,9 @@ FAILED_PRECONDITION. State lives under --root and survives a restart.
 --socket takes a path or unix://PATH; without it, $CSI_ENDPOINT is used. A stale socket (one
 nothing listens on) is replaced; if another plugin is listening, serve refuses to start. A socket
 directory another user owns or may write (a sticky one such as /tmp aside), or reached through one,
-is refused: they could take the socket's name while the plugin serves.
+is refused: they could take the socket's name while the plugin serves. --node-id is sent to
+every CO and recorded in the volumes' topology: one past 128 bytes, or holding a control or
+format character (an escape sequence, a bidi override, a zero width space), is refused.
 SIGINT, SIGTERM or SIGHUP (unless ignored, as under nohup) stops it and removes the socket.
 A panic in an RPC's handler ends it with exit status 70 (the caller's RPC fails UNAVAILABLE and
 is retried once it is started again; its mounts stay), rather than serving on with its state
@@ -82,6 +85,9 @@ func pluginServeHostpathRun(ctx context.Context, opts *PluginServeHostpathOption
 		return usageError("plugin serve hostpath: --node-id is required")
 	case opts.MaxVolumes < 0:
 		return usageError("plugin serve hostpath: --max-volumes must not be negative, got %d", opts.MaxVolumes)
+	}
+	if err := nodeIDProblem(opts.NodeID); err != nil {
+		return usageError("plugin serve hostpath: %v", err)
 	}
 	if _, problem := spec.SocketEndpoint(from, endpoint); problem != "" { // named as the user gave it
 		return usageError("plugin serve hostpath: %s", strings.TrimSuffix(problem, "."))
@@ -117,7 +123,7 @@ func pluginServeHostpathRun(ctx context.Context, opts *PluginServeHostpathOption
 	if opts.IO != nil {
 		// On stderr, so that a supervisor's log (the agent's, systemd's) shows the start too.
 		fmt.Fprintf(opts.IO.ErrOut, "Serving %s on %s (root %s, node %s); %s stops it\n",
-			hostpath.PluginName, socket, opts.Root, opts.NodeID, stopSignalWords())
+			hostpath.PluginName, socket, display.Escape(opts.Root), opts.NodeID, stopSignalWords()) // a path may hold any byte
 	}
 	if os.Geteuid() != 0 {
 		log.Warn("not running as root: bind mounts need CAP_SYS_ADMIN, and without it NodeStageVolume and NodePublishVolume answer FAILED_PRECONDITION")
@@ -125,3 +131,11 @@ func pluginServeHostpathRun(ctx context.Context, opts *PluginServeHostpathOption
 	defer outliveLogReader()()
 	return p.Serve(ctx, lis)
 }
+
+// nodeIDProblem refuses a node ID that would not read as itself: the plugin sends it to every
+// CO as NodeGetInfo's node_id and records it in each volume's topology, and the start line
+// prints it. An escape sequence in it retitled or cleared the terminal that started the
+// plugin, and a bidi override or a zero width space showed in `volctl plugin status` as a node
+// ID no one could type in a topology_request. The rules are a CSI name's (spec.ValidateNewName):
+// UTF-8, at most the CSI spec's 128 bytes, no control or format character, one script.
+func nodeIDProblem(id string) error { return spec.ValidateNewName("--node-id", id) }

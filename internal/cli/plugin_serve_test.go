@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/iostreams"
 )
 
 func TestPluginServeHostpathFlags(t *testing.T) {
@@ -75,21 +76,9 @@ func TestPluginServeHostpathRun(t *testing.T) {
 		},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- pluginServeHostpathRun(ctx, opts) }()
-
 	// Once the socket exists, a second instance on it is refused: Listen's directory lock means
 	// the first one is listening by the time the second can look.
-	for {
-		if _, err := os.Stat(socket); err == nil {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("serve ended early: %v", err)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	done := serving(ctx, t, opts, socket)
 	if _, err := hostpath.Listen(socket); !errors.Is(err, hostpath.ErrSocketInUse) {
 		t.Fatalf("second Listen: %v, want ErrSocketInUse", err)
 	}
@@ -100,4 +89,82 @@ func TestPluginServeHostpathRun(t *testing.T) {
 	if _, err := os.Stat(socket); !os.IsNotExist(err) {
 		t.Errorf("socket left behind: %v", err)
 	}
+}
+
+// TestPluginServeHostpathRefusesANodeIDThatShowsAsAnother: the node ID goes to every CO as
+// NodeGetInfo's node_id and into each volume's topology, and is printed on start. One holding an
+// escape sequence, a carriage return or a bidi override (`--node-id "$(hostname)"` of a host
+// someone named so) was served: the start line wrote it raw to the terminal (retitling it,
+// clearing the screen), and `volctl plugin status` showed a node no one could type in a
+// topology_request. It is refused as a usage error, quoted, before anything is served; so is one
+// past the CSI spec's 128 bytes for a string.
+func TestPluginServeHostpathRefusesANodeIDThatShowsAsAnother(t *testing.T) {
+	for _, tt := range []struct {
+		name, nodeID, want string
+	}{
+		{"escape sequence", "n1\x1b]0;pwned\a", `--node-id "n1\x1b]0;pwned\a" must not contain the control character U+001B (its character 3)`},
+		{"carriage return", "n1\rn2", `--node-id "n1\rn2" must not contain the control character U+000D`},
+		{"bidi override", "n1\u202e2n", `--node-id "n1\u202e2n" must not contain U+202E (its character 3)`},
+		{"zero width space", "n1\u200b", `--node-id "n1\u200b" must not contain U+200B (its character 3)`},
+		{"not UTF-8", "n1\xff", `--node-id "n1\xff" is not valid UTF-8`},
+		{"past 128 bytes", strings.Repeat("n", 129), "--node-id is 129 bytes long; the CSI spec limits a name to 128"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // the old code served until it ran out
+			defer cancel()
+			err := pluginServeHostpathRun(ctx, &PluginServeHostpathOptions{
+				Socket: filepath.Join(dir, "hp.sock"), Root: filepath.Join(dir, "root"), NodeID: tt.nodeID,
+			})
+			expectErr(t, err, "plugin serve hostpath: "+tt.want, ExitUsage)
+			if _, err := os.Stat(filepath.Join(dir, "hp.sock")); !os.IsNotExist(err) {
+				t.Errorf("refused, yet the socket was made: %v", err)
+			}
+		})
+	}
+	// A host name as `hostname` prints one is served.
+	for _, ok := range []string{"n1", "web-01.example.com", "数据库"} {
+		if err := nodeIDProblem(ok); err != nil {
+			t.Errorf("node ID %q refused: %v", ok, err)
+		}
+	}
+}
+
+// TestPluginServeHostpathStartLineEscapesItsRoot: the start line names --root, a path, which
+// Linux lets hold any byte but "/" and NUL: one holding an escape sequence was written raw to
+// the terminal (or the supervisor's log) that started the plugin. It is written escaped, as
+// every path volctl prints.
+func TestPluginServeHostpathStartLineEscapesItsRoot(t *testing.T) {
+	dir := t.TempDir()
+	ios, _, _, stderr := iostreams.Test()
+	socket := filepath.Join(dir, "hp.sock")
+	root := filepath.Join(dir, "r\x1b]0;pwned\a")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := serving(ctx, t, &PluginServeHostpathOptions{IO: ios, Socket: socket, Root: root, NodeID: "n1"}, socket)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if out := stderr.String(); strings.ContainsRune(out, '\x1b') || !strings.Contains(out, `(root `+filepath.Join(dir, `r\x1b]0;pwned\a`)+`, node n1)`) {
+		t.Errorf("the start line does not write the root escaped: %q", out)
+	}
+}
+
+// serving runs pluginServeHostpathRun until ctx ends, once its socket exists; the channel gets
+// what it returned.
+func serving(ctx context.Context, t *testing.T, opts *PluginServeHostpathOptions, socket string) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- pluginServeHostpathRun(ctx, opts) }()
+	for {
+		if _, err := os.Stat(socket); err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve ended early: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return done
 }

@@ -15,11 +15,13 @@ type Dashboard struct {
 	Claims  []ClaimInfo     `json:"claims"`
 	Plugins []PluginInfo    `json:"plugins"`
 	Events  []EventInfo     `json:"events"` // newest first
-	Groups  []GroupInfo     `json:"groups"` // with their allocs' live claims, by name
+	// EventsLogged is how many events the log holds, of which Events are the newest.
+	EventsLogged int         `json:"events_logged"`
+	Groups       []GroupInfo `json:"groups"` // with their allocs' live claims, by name
 }
 
 // Dashboard reads volumes, live claims, plugins (stored health, no probe), up to events recent
-// events and the groups in one read transaction, so a refresh costs one snapshot of the store rather
+// events (and how many the log holds) and the groups in one read transaction, so a refresh costs one snapshot of the store rather
 // than four that may disagree.
 //
 // The dashboard reads for as long as it runs, and SQLite reads the file it opened, by inode: a
@@ -46,6 +48,9 @@ func (e *Engine) Dashboard(ctx context.Context, events int) (Dashboard, error) {
 		}
 		evs, err := tx.Events().Recent(events, store.EventFilter{})
 		if err != nil {
+			return err
+		}
+		if d.EventsLogged, err = tx.Events().Logged(); err != nil {
 			return err
 		}
 		groups, err := tx.Groups().List()

@@ -55,6 +55,13 @@ func TestDashboardAgreesWithSeparateReads(t *testing.T) {
 		t.Fatalf("counts: %d volumes, %d claims, %d plugins, %d events; want 3, 3, 1, 3",
 			len(d.Volumes), len(d.Claims), len(d.Plugins), len(d.Events))
 	}
+	all, err := h.e.Events(h.ctx, 0, EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) <= 3 || d.EventsLogged != len(all) {
+		t.Errorf("events logged = %d, want the log's %d (more than the 3 read)", d.EventsLogged, len(all))
+	}
 	if d.Plugins[0].Volumes != 3 {
 		t.Errorf("plugin volume count = %d, want 3", d.Plugins[0].Volumes)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -347,6 +348,35 @@ func BenchmarkFreeWithFullHistory(b *testing.B) {
 	for b.Loop() {
 		n++
 		if err := s.Update(context.Background(), func(tx *Tx) error { return free(tx, fmt.Sprintf("a%d", n)) }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEventsLogged counts a full log of 10,000 events (the default limit) of 200-byte
+// messages, which the dashboard does every refresh to say how many events its view leaves out.
+func BenchmarkEventsLogged(b *testing.B) {
+	s := newStore(b)
+	msg := strings.Repeat("m", 200)
+	if err := s.Update(context.Background(), func(tx *Tx) error {
+		for range DefaultEventLimit {
+			if err := tx.Events().Append(&Event{Kind: "claim", VolumeID: "v", Message: msg}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	defer cpuPerOp(b)()
+	for b.Loop() {
+		if err := s.View(context.Background(), func(tx *Tx) error {
+			n, err := tx.Events().Logged()
+			if err == nil && n != DefaultEventLimit {
+				err = fmt.Errorf("the log holds %d events, want %d", n, DefaultEventLimit)
+			}
+			return err
+		}); err != nil {
 			b.Fatal(err)
 		}
 	}

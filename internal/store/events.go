@@ -43,6 +43,8 @@ type EventStore interface {
 	Append(e *Event) error
 	// Recent returns up to limit events matching f, newest first (limit <= 0: all).
 	Recent(limit int, f EventFilter) ([]Event, error)
+	// Logged returns how many events the log holds.
+	Logged() (int, error)
 }
 
 // Events is the event-log API inside this transaction.
@@ -104,4 +106,10 @@ func (es events) Recent(limit int, f EventFilter) ([]Event, error) {
 	}
 	return listAll(es.tx, "recent events", scanEvent, `SELECT `+eventColumns+` FROM events WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
+}
+
+func (es events) Logged() (int, error) {
+	var n int
+	err := es.tx.queryRow(`SELECT count(*) FROM events`).Scan(&n)
+	return n, wrap(err, "count events", "")
 }

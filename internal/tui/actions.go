@@ -50,6 +50,8 @@ type action struct {
 	// detach, force-detach or delete): the volume may be deleted and created again under the
 	// same ID, with new storage, before the user confirms. Nil until the read answers.
 	record *volumeRecord
+	// plugin is the volume's plugin, which the action's RPCs wait on: named while it runs.
+	plugin string
 }
 
 // volumeRecord tells one record of a volume from another of the same ID: the plugin's ID for
@@ -446,6 +448,7 @@ type statusLine struct {
 	setAt   time.Time // when text was set, by the clock in Common
 	seq     int       // which message an expiry timer is for
 	running *action
+	since   time.Time // when the running action started
 	spin    spinner.Model
 }
 
@@ -461,7 +464,7 @@ func newStatusLine(c *Common) statusLine {
 
 // start shows a's spinner and returns the command that keeps it turning.
 func (l *statusLine) start(a action) tea.Cmd {
-	l.running, l.text, l.failed = &a, "", false
+	l.running, l.text, l.failed, l.since = &a, "", false, l.c.Now()
 	return l.c.after(l.spin.Spinner.FPS, l.spin.Tick)
 }
 
@@ -502,6 +505,23 @@ func (l *statusLine) shown() bool {
 	return l.text != "" && l.c.Now().Sub(l.setAt) < l.ttl()
 }
 
+// waited says what the running action waits on and for how long: its RPCs wait up to CSI's
+// long timeout at each of the engine's attempts, minutes on a plugin that never answers, and a
+// spinner alone said the same at the first second as at the sixth minute.
+func (l *statusLine) waited() string {
+	var parts []string
+	if p := l.running.plugin; p != "" {
+		parts = append(parts, fmt.Sprintf("plugin %q", p))
+	}
+	if d := l.c.Now().Sub(l.since).Truncate(time.Second); d >= time.Second {
+		parts = append(parts, d.String())
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
 // spinTick advances the spinner while an action runs; the chain stops when it ends.
 func (l *statusLine) spinTick(msg spinner.TickMsg) tea.Cmd {
 	if l.running == nil {
@@ -518,7 +538,7 @@ func (l *statusLine) View(right, brief string) string {
 	var left string
 	switch {
 	case l.running != nil:
-		left = l.spin.View() + " " + l.running.doing() + "…"
+		left = l.spin.View() + " " + l.running.doing() + l.waited() + "…"
 		if l.shown() {
 			left += "  " + s.Dim.Render(l.text)
 		}
@@ -531,7 +551,11 @@ func (l *statusLine) View(right, brief string) string {
 	if lipgloss.Width(left)+lipgloss.Width(right)+3 > l.c.Width {
 		right = brief
 	}
-	if lipgloss.Width(left)+lipgloss.Width(right)+3 > l.c.Width {
+	switch {
+	case lipgloss.Width(left)+lipgloss.Width(right)+3 <= l.c.Width:
+	case left == "":
+		right = fitLine(right, max(0, l.c.Width-3)) // no message: the state, cut, rather than a blank line
+	default:
 		right = "" // for the few seconds a message shows, it has the whole line
 	}
 	right = s.Dim.Render(right)

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -110,4 +111,43 @@ func realEngine(t *testing.T) (e *engine.Engine, stop func()) {
 		t.Fatal(err)
 	}
 	return e, stop
+}
+
+// TestEventsTabSaysHowManyTheLogHolds: the events view keeps the newest --events (200) of a
+// log of up to 10,000, and its tab counted the rows it kept: "Events 200", with "1 of 200",
+// on a log of thousands, nothing saying more were logged. The tab counts the log, and the
+// status line says the view holds its newest.
+func TestEventsTabSaysHowManyTheLogHolds(t *testing.T) {
+	ctx := context.Background()
+	e, _ := realEngine(t)
+	for _, id := range []string{"a", "b", "c", "d"} {
+		if _, err := e.CreateVolume(ctx, spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "mem", CapacityMin: 1 << 20,
+			Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+			t.Fatalf("create %s: %v", id, err)
+		}
+	}
+	all, err := e.Events(ctx, 0, engine.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) <= 3 {
+		t.Fatalf("the log holds %d events: the test needs more than the view keeps", len(all))
+	}
+	h := newHarness(t, e, Options{Events: 3})
+	h.keys("4")
+	out := h.m.View()
+	bar := strings.Split(out, "\n")[0]
+	if want := "[4 Events " + strconv.Itoa(len(all)) + "]"; !strings.Contains(bar, want) {
+		t.Errorf("the tab bar does not count the log's %d events, want %s: %q", len(all), want, bar)
+	}
+	if want := "1 of 3 · newest 3 of " + strconv.Itoa(len(all)) + " events"; !strings.Contains(out, want) {
+		t.Errorf("the status line does not say the view holds the newest 3 of %d, want %q:\n%s", len(all), want, out)
+	}
+
+	// A view that holds the whole log says nothing more.
+	h = newHarness(t, e, Options{Events: len(all)})
+	h.keys("4")
+	if out := h.m.View(); !strings.Contains(out, "1 of "+strconv.Itoa(len(all))+" · ") || strings.Contains(out, "newest") {
+		t.Errorf("a view of the whole log (%d events):\n%s", len(all), out)
+	}
 }

@@ -22,11 +22,11 @@ func volumeColumns() []column {
 	return []column{
 		{title: "ID", min: 8, max: 40},
 		{title: "NAME", min: 8, max: 30, drop: 1, hideBelow: 100},
-		{title: "PLUGIN", min: 6, max: 20},
-		{title: "CAPACITY", min: 8, max: 10, numeric: true, right: true},
-		{title: "MODE", min: 12, max: 32, squeeze: 1}, // gives way to why a volume is not schedulable
-		{title: "R/W", min: 3, max: 9, numeric: true, right: true},
-		{title: "SCHEDULABLE", min: 11, max: 32},
+		{title: "PLUGIN", min: 6, max: 20, drop: 3},
+		{title: "CAPACITY", min: 8, max: 10, numeric: true, right: true, drop: 4},
+		{title: "MODE", min: 12, max: 32, squeeze: 1, drop: 5}, // gives way to why a volume is not schedulable
+		{title: "R/W", min: 3, max: 9, numeric: true, right: true, drop: 2},
+		{title: "SCHEDULABLE", min: 11, max: 32}, // what the list is for: never drops
 	}
 }
 
@@ -52,10 +52,10 @@ func claimColumns() []column {
 	return []column{
 		{title: "VOLUME", min: 12, max: 30},
 		{title: "ALLOC", min: 8, max: 24},
-		{title: "MODE", min: 5, max: 5},
+		{title: "MODE", min: 5, max: 5, drop: 2},
 		{title: "STATE", min: 16, max: 40, squeeze: 1}, // "node-staged (ne…" still says the state
-		{title: "TARGET", min: 16, max: 160, midCut: true, squeeze: 2, drop: 1, hideBelow: 100},
-		{title: "AGE", min: 4, max: 6, numeric: true, right: true},
+		{title: "TARGET", min: 16, max: 160, midCut: true, squeeze: 2, drop: 3, hideBelow: 100},
+		{title: "AGE", min: 4, max: 6, numeric: true, right: true, drop: 1},
 		{title: "LAST ERROR", min: 10, max: 200, fill: true, last: true}, // gives way last
 	}
 }
@@ -74,13 +74,13 @@ func claimRows(cs []engine.ClaimInfo, now time.Time) []row {
 func pluginColumns() []column {
 	return []column{
 		{title: "ID", min: 6, max: 24},
-		{title: "PROVIDER", min: 8, max: 32},
-		{title: "VERSION", min: 7, max: 16, drop: 2, hideBelow: 100},
-		{title: "TYPE", min: 4, max: 10},
+		{title: "PROVIDER", min: 8, max: 32, drop: 3},
+		{title: "VERSION", min: 7, max: 16, drop: 6, hideBelow: 100},
+		{title: "TYPE", min: 4, max: 10, drop: 4},
 		{title: "HEALTH", min: 9, max: 9},
-		{title: "LATENCY", min: 7, max: 10, numeric: true, right: true},
-		{title: "NODE", min: 6, max: 24, drop: 1, hideBelow: 100},
-		{title: "CAPABILITIES", min: 12, max: 400, fill: true},
+		{title: "LATENCY", min: 7, max: 10, numeric: true, right: true, drop: 1},
+		{title: "NODE", min: 6, max: 24, drop: 5, hideBelow: 100},
+		{title: "CAPABILITIES", min: 12, max: 400, fill: true, drop: 2},
 	}
 }
 

@@ -302,22 +302,35 @@ func (t *table) cutBesides(fill int) bool {
 }
 
 // fitColumns is one pass of the layout, with the hidden columns left out.
+//
+// Too wide, the columns give way in this order: the squeezing ones, down to their floor; the
+// rest, widest first, down to theirs (the last column after all others); then the column with
+// the highest drop goes, and the others start again from their content's width; with nothing
+// left to drop, the widest goes below its floor, down to its title. A row never runs past the
+// right edge: the screen's own cut took whole columns (the volume list's SCHEDULABLE, the
+// claims' LAST ERROR) with it on a narrow terminal, leaving a "…" for the status the row is
+// there to show.
 func (t *table) fitColumns(hidden []bool) {
 	width := t.c.Width
-	floor := func(i int) int {
+	title := func(i int) int {
 		c := t.cols[i]
-		return max(c.min, min(ansi.StringWidth(c.title), c.max))
-	}
-	for i, c := range t.cols {
-		natural := t.natural[i]
+		w := ansi.StringWidth(c.title)
 		if i == t.sortCol {
-			natural = max(natural, ansi.StringWidth(c.title)+2) // room for the arrow
+			w += 2 // room for the arrow
 		}
-		t.widths[i] = max(floor(i), min(natural, c.max))
-		if width < c.hideBelow || hidden[i] {
-			t.widths[i] = 0
+		return min(w, c.max)
+	}
+	floor := func(i int) int { return max(t.cols[i].min, title(i)) }
+	gone := make([]bool, len(t.cols))
+	start := func() {
+		for i, c := range t.cols {
+			t.widths[i] = max(floor(i), min(max(t.natural[i], title(i)), c.max))
+			if width < c.hideBelow || hidden[i] || gone[i] {
+				t.widths[i] = 0
+			}
 		}
 	}
+	start()
 	total := func() int {
 		n, w := 0, markerW
 		for _, x := range t.widths {
@@ -359,10 +372,21 @@ func (t *table) fitColumns(hidden []bool) {
 				drop = i
 			}
 		}
-		if drop < 0 {
+		if drop >= 0 {
+			gone[drop] = true
+			start()
+			continue
+		}
+		below := -1 // every column left is one the view is for: cut the widest, short of its title
+		for i := range t.cols {
+			if t.widths[i] > title(i) && (below < 0 || t.widths[i] > t.widths[below]) {
+				below = i
+			}
+		}
+		if below < 0 {
 			break
 		}
-		t.widths[drop] = 0
+		t.widths[below]--
 	}
 	if spare := width - total(); spare > 0 {
 		for i, c := range t.cols {

@@ -159,9 +159,9 @@ func groupColumns() []column {
 	return []column{
 		{title: "GROUP", min: 8, max: 30},
 		{title: "STATE", min: 7, max: 9},
-		{title: "ALLOCS", min: 6, max: 6, numeric: true, right: true},
-		{title: "CLAIMS", min: 6, max: 6, numeric: true, right: true},
-		{title: "VOLUMES", min: 10, max: 60, squeeze: 1, drop: 1},
+		{title: "ALLOCS", min: 6, max: 6, numeric: true, right: true, drop: 2},
+		{title: "CLAIMS", min: 6, max: 6, numeric: true, right: true, drop: 1},
+		{title: "VOLUMES", min: 10, max: 60, squeeze: 1, drop: 3},
 		{title: "LAST ERROR", min: 16, max: 400, fill: true},
 	}
 }

@@ -247,6 +247,9 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		a := m.dialog.a
 		m.dialog = nil
 		if run {
+			if i := slices.IndexFunc(m.data.Volumes, func(v engine.VolumeSummary) bool { return v.ID == a.volume }); i >= 0 && a.kind != actReconcile {
+				a.plugin = m.data.Volumes[i].PluginID
+			}
 			return tea.Batch(m.status.start(a), a.run(m.ctx, m.eng))
 		}
 		return nil

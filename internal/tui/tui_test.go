@@ -315,7 +315,7 @@ func TestActionRunsInBackgroundWithSpinner(t *testing.T) {
 		t.Fatalf("Update called the engine itself: %v", got)
 	}
 	out := h.m.View()
-	if !strings.Contains(out, `releasing the claim of "web[0]" on "mysql-0"…`) {
+	if !strings.Contains(out, `releasing the claim of "web[0]" on "mysql-0" (plugin "hostpath")…`) {
 		t.Errorf("status line does not show the running action:\n%s", out)
 	}
 	// Another action waits for this one.

@@ -82,25 +82,47 @@ func tooSmall(c *Common) string {
 }
 
 // tabBar names the tabs with their row counts; the active one is bracketed, which reads
-// without colour too.
+// without colour too. When they do not fit, the other tabs shorten (no count, then their
+// name's initial, then the brand goes, then their key alone), so the active tab, which says
+// what the screen is showing, is never the part the screen's edge cuts off.
 func (m *Model) tabBar() string {
 	s := m.c.Styles
-	parts := []string{s.Brand.Render("volctl")}
-	for i, v := range views {
-		name := v.name
-		shown, total := m.tabs[i].count()
-		n := strconv.Itoa(total)
-		if m.tabs[i].filter != "" {
-			n = strconv.Itoa(shown) + "/" + n
+	var bar string
+	for short := range 5 {
+		parts := []string{}
+		if short < 3 {
+			parts = append(parts, s.Brand.Render("volctl"))
 		}
-		label := fmt.Sprintf("%d %s %s", i+1, name, n)
-		if tabID(i) == m.active {
-			parts = append(parts, s.ActiveTab.Render("["+label+"]"))
-		} else {
+		for i, v := range views {
+			shown, total := m.tabs[i].count()
+			n := strconv.Itoa(total)
+			switch {
+			case m.tabs[i].filter != "":
+				n = strconv.Itoa(shown) + "/" + n
+			case tabID(i) == tabEvents:
+				n = strconv.Itoa(max(total, m.data.EventsLogged)) // the log's, not the newest the view keeps
+			}
+			key := strconv.Itoa(i + 1)
+			if tabID(i) == m.active {
+				parts = append(parts, s.ActiveTab.Render("["+key+" "+v.name+" "+n+"]"))
+				continue
+			}
+			label := key + " " + v.name + " " + n
+			switch short {
+			case 1:
+				label = key + " " + v.name
+			case 2, 3:
+				label = key + " " + v.name[:1]
+			case 4:
+				label = key
+			}
 			parts = append(parts, s.Tab.Render(" "+label+" "))
 		}
+		bar = " " + strings.Join(parts, " ")
+		if lipgloss.Width(bar) <= m.c.Width {
+			break
+		}
 	}
-	bar := " " + strings.Join(parts, " ")
 	if m.c.ReadOnly {
 		badge := s.Badge.Render("read-only")
 		if room := m.c.Width - lipgloss.Width(bar) - lipgloss.Width(badge) - 1; room > 0 {
@@ -116,6 +138,9 @@ func (m *Model) stateText(brief bool) string {
 	var parts []string
 	if t := m.tabs[m.active]; m.detail == nil && !m.showHelp && len(t.view) > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d", t.cursor+1, len(t.view))) // the row position
+		if m.active == tabEvents && m.data.EventsLogged > len(t.rows) {
+			parts = append(parts, fmt.Sprintf("newest %d of %d events", len(t.rows), m.data.EventsLogged))
+		}
 	}
 	if m.detail == nil && !m.showHelp && !brief {
 		t := m.tabs[m.active]

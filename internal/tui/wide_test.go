@@ -39,7 +39,7 @@ func TestWideCharactersKeepColumnsAligned(t *testing.T) {
 	h.send(sizeMsg(41))
 	var plugin []int // where each row's PLUGIN cell starts, in cells
 	for _, l := range strings.Split(h.m.View(), "\n") {
-		if i := strings.Index(l, "hostp…"); i >= 0 {
+		if i := strings.Index(l, "hostpath"); i >= 0 {
 			plugin = append(plugin, ansi.StringWidth(l[:i]))
 		}
 	}
