@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -268,5 +270,67 @@ func TestPluginSocketMadeAnotherPluginsMidClaimIsRefused(t *testing.T) {
 	}
 	for _, c := range other.Calls()[sent:] {
 		t.Errorf("plugin other was sent %s for plugin mem", c.RPC)
+	}
+}
+
+// forwardingProxy listens on a socket of its own and forwards each connection it accepts to the
+// socket *backend names then, as a proxy in front of a plugin does: the socket.
+func forwardingProxy(t *testing.T, backend *atomic.Pointer[string]) string {
+	t.Helper()
+	socket := filepath.Join(t.TempDir(), "proxy.sock")
+	l, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			b, err := net.Dial("unix", *backend.Load())
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go func() { _, _ = io.Copy(b, c); b.Close() }()
+			go func() { _, _ = io.Copy(c, b); c.Close() }()
+		}
+	}()
+	return socket
+}
+
+// What volctl tells of a forwarding proxy on a plugin's socket: it accepts its connections
+// itself, so it reads as a plugin that listens itself (accepts: listener), and its fingerprint
+// is its backend's. A backend changed behind it to another driver (the socket file, its
+// listener and who accepts all unchanged) is not fingerprinted again on connecting, but is
+// asked its driver's name before a create (bindsStorage) and by a probe, and refused there,
+// nothing sent (docs/architecture.md, Plugins behind a held socket: what is not told).
+func TestForwardingProxyToAnotherDriverIsToldByTheDriversName(t *testing.T) {
+	h := newHarness(t, nil)
+	d := h.anotherDriver(false)
+	var backend atomic.Pointer[string]
+	backend.Store(&h.socket)
+	h.registerPlugin("px", forwardingProxy(t, &backend))
+	var p store.Plugin
+	h.update(func(tx *store.Tx) error { var err error; p, err = tx.Plugins().Get("px"); return err })
+	if got := p.Fingerprint.Sockets[0].Accepts; got != acceptsListener || p.Fingerprint.Provider != "mem.csi.volctl.test" {
+		t.Fatalf("a forwarding proxy's fingerprint: accepts %q, driver %q; want %q, the backend's driver", got, p.Fingerprint.Provider, acceptsListener)
+	}
+	backend.Store(&d.socket)
+	h.open(Config{})
+	v := volume("v")
+	v.PluginID = "px"
+	_, err := h.e.CreateVolume(h.ctx, v)
+	if err == nil || !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), d.name) {
+		t.Errorf("create through the proxy now forwarding to driver %s: %v, want a conflict naming it", d.name, err)
+	}
+	if n := d.faults.Calls(csi.RPCCreateVolume); n != 0 {
+		t.Errorf("CreateVolume sent %d times to driver %s behind the proxy, want none", n, d.name)
+	}
+	infos, err := h.e.PluginStatus(h.ctx, "px")
+	if err != nil || len(infos) != 1 || infos[0].Healthy || !strings.Contains(infos[0].LastError, d.name) {
+		t.Errorf("plugin status of px: %+v %v, want it unhealthy naming driver %s", infos, err, d.name)
 	}
 }
