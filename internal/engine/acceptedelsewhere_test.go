@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -202,11 +201,7 @@ func TestSocketSeenAcceptedElsewhereStaysSoUntilItsFileChanges(t *testing.T) {
 // since, was sent the next process's claim RPCs: round 28's protection gone. The launched
 // plugin's tests run with the diagnostics failing.
 func TestLaunchedPluginWithoutSocketDiagnostics(t *testing.T) {
-	was := peerInodeOf
-	peerInodeOf = func(net.Conn) (uint32, error) {
-		return 0, errors.New("sock_diag: no such file or directory (as without CONFIG_UNIX_DIAG)")
-	}
-	t.Cleanup(func() { peerInodeOf = was })
+	noSocketDiagnostics(t)
 	t.Run("exec'd another driver", TestClaimThroughALaunchedPluginThatExecdAnotherDriver)
 	t.Run("unchanged", TestLaunchedPluginUnchangedIsFingerprintedNotRecorded)
 }

@@ -612,6 +612,10 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 			return e.cache(c), nil
 		}
 	} else {
+		if err := e.anotherPluginsSocket(ctx, p, ids); err != nil {
+			_ = client.Close()
+			return nil, err
+		}
 		if err := checkServers(ids, srv); err != nil {
 			_ = client.Close()
 			return nil, err
@@ -1314,6 +1318,9 @@ func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 	// does (connectPlugin): every connection c's client makes is checked against that record
 	// (servers.checkPeer), and the one that fingerprints the new process would otherwise be
 	// compared with the image of the process that is gone, and refused.
+	if err := e.anotherPluginsSocket(ctx, c.plugin, ids); err != nil {
+		return fmt.Errorf("%s not sent: %w", rpc, err)
+	}
 	if err := checkServers(ids, c.servers); err != nil {
 		return fmt.Errorf("%s not sent: %w (the plugin restarted mid-operation)", rpc, err)
 	}

@@ -271,6 +271,23 @@ func (srv *servers) takeElsewhere() map[string]socketID {
 	return seen
 }
 
+// giveBack hands seen, taken by takeElsewhere and not recorded (a probe's try-transaction that
+// did not get the write lock), back to srv: the next operation's connection records it
+// (connectPlugin, noteAcceptedElsewhere) before it reads the plugin's row. A socket refused
+// again since keeps its newer file.
+func (srv *servers) giveBack(seen map[string]socketID) {
+	if srv == nil || len(seen) == 0 {
+		return
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	for k, f := range seen {
+		if _, ok := srv.elsewhere[k]; !ok {
+			srv.elsewhere[k] = f
+		}
+	}
+}
+
 // execdSince says whether a connection found a listener that exec()ed since the plugin was
 // fingerprinted (checkPeer), or found the plugin's connections accepted otherwise than then
 // (checkAccepted): the connection is not kept for the next operation.
@@ -302,7 +319,7 @@ func (srv *servers) checkAccepted(socket string, cred *unix.Ucred, nc net.Conn) 
 	switch {
 	case was == "":
 		srv.accepts[key] = now
-	case was == acceptsOther && n > 0:
+	case mayBeAcceptedElsewhere(was) && n > 0:
 		srv.againElsewhere = true
 	case was == acceptsListener && now == acceptsOther:
 		srv.execd = true

@@ -532,6 +532,14 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 		}
 	case errors.Is(err, store.ErrBusy):
 		e.log.Debug("plugin health not recorded: another volctl holds the state's write lock", "plugin", p.ID)
+		// A refusal is not a reading the next probe takes again: it goes back to the client,
+		// and the next operation's connection records it (with a write that waits) before it
+		// reads the row, or the stored `listener` has it refused the same way. A process that
+		// ends here (`plugin status`) leaves it to the next process's first operation, which
+		// is refused once, nothing sent, and records it.
+		if seen != nil {
+			c.servers.giveBack(seen)
+		}
 	case e.store.CheckWritable() != nil:
 		// A read-only file system, or a bind of the state dir at another path: the reading is
 		// shown, and every write would fail the same way.

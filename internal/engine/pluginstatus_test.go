@@ -11,7 +11,6 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/volctl/volctl/internal/csi/csitest"
-	"github.com/volctl/volctl/internal/store"
 )
 
 // TestPluginStatusProbesPluginsAtOnce: PluginStatus probes every plugin concurrently, so that
@@ -75,16 +74,7 @@ func TestPluginStatusDoesNotWaitToRecord(t *testing.T) {
 	h.mem.SetReady(nil)
 	h.open(Config{}) // a new process: it fingerprints the plugin afresh
 
-	other, err := store.Open(h.ctx, h.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	locked, unlock, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- other.Update(h.ctx, func(*store.Tx) error { close(locked); <-unlock; return nil })
-	}()
-	<-locked
+	release := h.holdWriteLock()
 
 	ctx, cancel := context.WithTimeout(h.ctx, 8*time.Second) // far under the 30 s busy timeout
 	defer cancel()
@@ -100,10 +90,7 @@ func TestPluginStatusDoesNotWaitToRecord(t *testing.T) {
 	if d, err := h.e.Dashboard(ctx, 200); err != nil || len(d.Plugins) != 1 {
 		t.Fatalf("Dashboard with the write lock held elsewhere = %+v, %v", d, err)
 	}
-	close(unlock)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	release()
 
 	if _, err := h.e.PluginStatus(h.ctx, "mem"); err != nil {
 		t.Fatal(err)
