@@ -351,10 +351,11 @@ func TestExportNomadDefaultNamespaceIsTheRequests(t *testing.T) {
 
 // A volume with two keys in one map that differ only in Unicode normalisation is refused by
 // export before any file is written, naming the volume, the map and both keys: the exported
-// file writes keys in normal form C, which would make them one and lose a value. A spec keeps
-// such keys apart in a block-form map with bare keys (HCL normalises quoted keys, and JSON's,
-// and refuses them as duplicates); a plugin may return them in a volume's accessible topology.
-// A group spec keeps two such volume block labels apart too.
+// file writes keys in normal form C, which would make them one and lose a value. A plugin may
+// return such keys in a volume's accessible topology, and an older volctl kept them apart from
+// a spec's block-form map with bare keys (a spec refuses them now: the decomposed key is a name
+// Nomad's HCL1 does not read, TestMapKeysEqualInNFC); such a volume is made here through the
+// engine, as that volctl stored it. A group spec keeps two such volume block labels apart too.
 func TestExportNomadRefusesKeysEqualInNFC(t *testing.T) {
 	h := newCLIHarness(t)
 	cfg := csitest.DefaultMemConfig()
@@ -363,14 +364,10 @@ func TestExportNomadRefusesKeysEqualInNFC(t *testing.T) {
 	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "topo", Type: spec.PluginMonolith, Socket: socket}); err != nil {
 		t.Fatal(err)
 	}
-	src := "id = \"nfc\"\nname = \"nfc\"\ntype = \"csi\"\nplugin_id = \"mem\"\ncapacity_min = \"1GiB\"\n" +
-		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n" +
-		"parameters {\n  \u00e9 = \"precomposed\"\n  e\u0301 = \"decomposed\"\n}\n"
-	v, diags := spec.ParseVolume("nfc.hcl", []byte(src), spec.VerbCreate)
-	if diags.HasErrors() || len(v.Parameters) != 2 {
-		t.Fatalf("the spec does not keep both keys: %v %v", diags, v)
-	}
-	if _, err := h.e.CreateVolume(h.ctx, *v); err != nil {
+	v := spec.Volume{ID: "nfc", Name: "nfc", Type: "csi", PluginID: "mem", CapacityMin: 1 << 30,
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
+		Parameters:   map[string]string{"\u00e9": "precomposed", "e\u0301": "decomposed"}}
+	if _, err := h.e.CreateVolume(h.ctx, v); err != nil {
 		t.Fatal(err)
 	}
 	tv := spec.Volume{ID: "topo-vol", Name: "topo-vol", Type: "csi", PluginID: "topo", CapacityMin: 1 << 30,

@@ -342,7 +342,7 @@ func diagnosticStyle(ios *iostreams.IOStreams) (width uint, color bool) {
 	if ios.IsStderrTTY() {
 		width = uint(ios.TerminalWidth())
 	}
-	return width, ios.ColorEnabled() && ios.IsStderrTTY()
+	return width, ios.StderrColorEnabled()
 }
 
 // writeSpecDiagnostics renders diagnostics (errors and warnings) on stderr with their source

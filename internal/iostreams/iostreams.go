@@ -21,22 +21,27 @@ type IOStreams struct {
 	ErrOut io.Writer // diagnostics, progress, warnings
 
 	stdinTTY, stdoutTTY, stderrTTY bool
-	colorEnabled                   bool
-	width                          int
+	// colorAllowed is the environment's word (NO_COLOR, TERM=dumb): each stream is coloured
+	// when it is a terminal and this allows it, stdout's and stderr's apart.
+	colorAllowed bool
+	width        int
 }
 
 // System returns streams bound to the process's stdin, stdout and stderr.
 func System() *IOStreams {
-	s := &IOStreams{
-		In:        os.Stdin,
-		Out:       &Stdout{File: os.Stdout},
-		ErrOut:    os.Stderr,
-		stdinTTY:  isTerminal(os.Stdin),
-		stdoutTTY: isTerminal(os.Stdout),
-		stderrTTY: isTerminal(os.Stderr),
+	return system(os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+}
+
+func system(stdin, stdout, stderr *os.File, getenv func(string) string) *IOStreams {
+	return &IOStreams{
+		In:           stdin,
+		Out:          &Stdout{File: stdout},
+		ErrOut:       stderr,
+		stdinTTY:     isTerminal(stdin),
+		stdoutTTY:    isTerminal(stdout),
+		stderrTTY:    isTerminal(stderr),
+		colorAllowed: colorAllowed(getenv),
 	}
-	s.colorEnabled = s.stdoutTTY && colorAllowed(os.Getenv)
-	return s
 }
 
 // Test returns streams backed by buffers, none of them a terminal, colour off.
@@ -65,8 +70,9 @@ func (s *IOStreams) SetTTY(stdin, stdout, stderr bool) {
 	s.stdinTTY, s.stdoutTTY, s.stderrTTY = stdin, stdout, stderr
 }
 
-// SetColorEnabled overrides the colour decision.
-func (s *IOStreams) SetColorEnabled(on bool) { s.colorEnabled = on }
+// SetColorEnabled overrides what the environment allows: each stream is then coloured when it
+// is a terminal (SetTTY).
+func (s *IOStreams) SetColorEnabled(on bool) { s.colorAllowed = on }
 
 // SetWidth fixes the terminal width (tests).
 func (s *IOStreams) SetWidth(w int) { s.width = w }
@@ -80,8 +86,16 @@ func (s *IOStreams) IsStdoutTTY() bool { return s.stdoutTTY }
 // IsStderrTTY reports whether standard error is a terminal.
 func (s *IOStreams) IsStderrTTY() bool { return s.stderrTTY }
 
-// ColorEnabled reports whether output may carry ANSI colour.
-func (s *IOStreams) ColorEnabled() bool { return s.colorEnabled }
+// ColorEnabled reports whether standard output may carry ANSI colour: it is a terminal and
+// NO_COLOR or TERM=dumb do not say otherwise.
+func (s *IOStreams) ColorEnabled() bool { return s.stdoutTTY && s.colorAllowed }
+
+// StderrColorEnabled reports whether standard error may carry ANSI colour (diagnostics): it is
+// a terminal and NO_COLOR or TERM=dumb do not say otherwise. It follows stderr's own terminal,
+// not stdout's: `volctl validate f.hcl | jq` on a terminal keeps its coloured diagnostics,
+// and `volctl validate f.hcl 2>err.txt` writes none into the file
+// (TestDiagnosticsColourFollowsStderrsTerminal).
+func (s *IOStreams) StderrColorEnabled() bool { return s.stderrTTY && s.colorAllowed }
 
 // CanPrompt reports whether the user can be asked a question (both stdin and stderr are terminals).
 func (s *IOStreams) CanPrompt() bool { return s.stdinTTY && s.stderrTTY }

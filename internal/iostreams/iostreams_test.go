@@ -60,3 +60,38 @@ func TestTerminalWidthIsStderrs(t *testing.T) {
 		t.Errorf("stdout a file, stderr a terminal of 40 columns: width %d, want 40", got)
 	}
 }
+
+// TestEachStreamsColourFollowsItsOwnTerminal: stderr's colour (diagnostics) followed stdout's
+// terminal, so `volctl validate f.hcl | cat` lost it on the terminal; each stream now has its
+// own, and the environment's NO_COLOR turns off both.
+func TestEachStreamsColourFollowsItsOwnTerminal(t *testing.T) {
+	controller, term, err := ptytest.Open(80, 24)
+	if err != nil {
+		t.Skipf("no pseudo-terminal to stand for a terminal: %v", err)
+	}
+	defer controller.Close()
+	defer term.Close()
+	file, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	for _, tt := range []struct {
+		name                string
+		stdout, stderr      *os.File
+		env                 map[string]string
+		wantOut, wantStderr bool
+	}{
+		{"both terminals", term, term, nil, true, true},
+		{"stdout piped", file, term, nil, false, true},
+		{"stderr redirected", term, file, nil, true, false},
+		{"neither", file, file, nil, false, false},
+		{"NO_COLOR", term, term, map[string]string{"NO_COLOR": "1"}, false, false},
+	} {
+		s := system(file, tt.stdout, tt.stderr, env(tt.env))
+		if s.ColorEnabled() != tt.wantOut || s.StderrColorEnabled() != tt.wantStderr {
+			t.Errorf("%s: stdout colour %v, stderr colour %v; want %v, %v", tt.name, s.ColorEnabled(), s.StderrColorEnabled(), tt.wantOut, tt.wantStderr)
+		}
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"github.com/apparentlymart/go-textseg/v15/textseg"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // This file is volctl's HCL writer for the exported files. It writes the bytes hclwrite's
@@ -253,7 +255,7 @@ func (w *hclLines) assignment(name []byte, cols int, v hclValue, depth int) {
 	}
 	w.lines = append(w.lines, hclLine{depth: depth, lead: append(name, " = {"...)})
 	for _, k := range slices.Sorted(maps.Keys(v.obj)) {
-		if bareKey(k) {
+		if bareKey(k, w.hcl1) {
 			w.assignment([]byte(k), graphemes(k), v.obj[k], depth+1)
 			continue
 		}
@@ -265,9 +267,19 @@ func (w *hclLines) assignment(name []byte, cols int, v hclValue, depth int) {
 
 // bareKey says whether an object key is written as a bare identifier. "for" is quoted: an
 // object whose first entry begins with the word for parses as a for expression (hclwrite
-// writes it bare, and the file does not parse).
-func bareKey(k string) bool {
-	return hclsyntax.ValidIdentifier(k) && k != "for"
+// writes it bare, and the file does not parse). A key that is not UTF-8 is quoted, its invalid
+// bytes written as U+FFFD as a string's are: hclsyntax.ValidIdentifier takes "\xd50", and
+// written bare it made a file neither HCL1 nor volctl reads. In a file for HCL1 (hcl1), a key
+// HCL1 does not take as a name (a combining mark, U+00B7, a letter number: spec.HCL1Name) is
+// quoted too: written bare, `nomad volume register` refused the file ("illegal char")
+// (FuzzVolumeFileReadsBack).
+func bareKey(k string, hcl1 bool) bool {
+	if hcl1 {
+		if _, ok := spec.HCL1Name(k); !ok {
+			return false
+		}
+	}
+	return utf8.ValidString(k) && hclsyntax.ValidIdentifier(k) && k != "for"
 }
 
 // write lays the lines out: indentation, and the "=" of each run of consecutive assignment

@@ -166,12 +166,3 @@ func benchmarkParse(b *testing.B, path string) {
 		}
 	}
 }
-
-func isASCII(b []byte) bool {
-	for _, c := range b {
-		if c >= 0x80 {
-			return false
-		}
-	}
-	return true
-}

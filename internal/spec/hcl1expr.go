@@ -3,7 +3,9 @@ package spec
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -259,4 +261,69 @@ func (d *decoder) heredocsIn(list *hclsyntax.TupleConsExpr, v cty.Value) (cty.Va
 		return cty.NilVal, diags
 	}
 	return cty.TupleVal(items), diags
+}
+
+// HCL1Name reports whether HCL1's scanner, which Nomad reads volume specs with, reads name
+// as one name: a letter or "_" first (unicode.IsLetter), then letters, digits (unicode.IsDigit),
+// "_", "-" and ".". HCL2 takes more in a name (Unicode's identifier characters: combining
+// marks such as the vowel signs of नाम, U+00B7 MIDDLE DOT, connector punctuation, letter
+// numbers such as Ⅻ); at those HCL1 stops with "illegal char". Otherwise it returns the first
+// rune HCL1 does not take there.
+func HCL1Name(name string) (rune, bool) {
+	for i, r := range name {
+		if hcl1Letter(r) || i > 0 && (r >= '0' && r <= '9' || r >= 0x80 && unicode.IsDigit(r) || r == '-' || r == '.') {
+			continue
+		}
+		return r, false
+	}
+	return 0, name != ""
+}
+
+func hcl1Letter(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_' || r >= 0x80 && unicode.IsLetter(r)
+}
+
+// hcl1Names is the error for each name in a volume spec (an argument's, a block's, a map
+// key written bare) that HCL1 does not read as one (HCL1Name): volctl, reading it as HCL2,
+// took `parameters { नाम = "x" }`, which `nomad volume register` refuses ("illegal char"), so
+// the spec broke at its handover. A name inside a template sequence is left to the sequence's
+// own error. s is the file as written (its tokens, in its positions), never JSON. A file of
+// ASCII alone, most, is not lexed for it: the names HCL2 reads in ASCII HCL1 reads too.
+func hcl1Names(s *source) hcl.Diagnostics {
+	if isASCII(s.src) {
+		return nil
+	}
+	var diags hcl.Diagnostics
+	depth := 0 // inside ${...} or %{...}
+	for _, t := range s.tokens() {
+		switch t.Type {
+		case hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl:
+			depth++
+		case hclsyntax.TokenTemplateSeqEnd:
+			depth = max(depth-1, 0)
+		case hclsyntax.TokenIdent:
+			if depth > 0 {
+				continue
+			}
+			name := string(t.Bytes)
+			r, ok := HCL1Name(name)
+			if ok {
+				continue
+			}
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Name Nomad does not read", Subject: t.Range.Ptr(), Extra: ownWords{},
+				Detail: fmt.Sprintf("The name %q holds %U, which Nomad's HCL1 reader does not take in a name unquoted (it takes letters, digits, \"_\", \"-\" and \".\", a letter or \"_\" first): "+
+					"`nomad volume register` refuses this file (\"illegal char\"). Quote it: %s.", name, r, strconv.Quote(name)),
+			})
+		}
+	}
+	return diags
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }

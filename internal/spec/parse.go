@@ -131,6 +131,7 @@ func (p *Parser) parseSource(s *source, kind Kind, verb Verb) (*File, hcl.Diagno
 		d.lits = m.lits
 	}
 	f := &File{Kind: kind}
+	asVolume := false // read as a volume spec, which Nomad reads too
 	if kind == kindAgent {
 		// An agent config may hold plugin blocks alone: it is never taken for another kind.
 		f.agent = d.agentConfig(body)
@@ -148,10 +149,14 @@ func (p *Parser) parseSource(s *source, kind Kind, verb Verb) (*File, hcl.Diagno
 		default:
 			f.Volume = d.volume(body, verb)
 			d.byteOrderMark(filename, src)
+			asVolume = true
 		}
 	}
 	if m != nil {
 		m.mapDiagnostics(d.diags)
+	}
+	if asVolume && !s.json {
+		d.diags = append(d.diags, hcl1Names(s)...) // in the file's positions already
 	}
 	diags = finishDiagnostics(append(diags, d.diags...), s)
 	if diags.HasErrors() {

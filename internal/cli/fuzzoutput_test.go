@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/itchyny/gojq"
+)
+
+// FuzzJQOutput fuzzes what --jq prints (exportFlags.Write), not only how a filter is parsed
+// (FuzzJQParse): a filter over data holding arbitrary text, as a hostile plugin's context or
+// node ID would. It must not panic and must end (the filter's bounds, or its context); a
+// filter that fails prints nothing and is a usage error (exit 2), unless its context ended
+// first; one that succeeds prints one line for each of gojq's results, a string bare and
+// anything else as JSON that decodes to that result and holds no DEL, C1 control or
+// U+2028/2029 raw (escapeJSONControls).
+func FuzzJQOutput(f *testing.F) {
+	for _, s := range []struct{ filter, text string }{
+		{".", "plain"},
+		{".context", "\u009b31m\u007f\u0085\u2028\u2029end"},
+		{".context.c", "\x1b[2J"},
+		{"[.context[] | ascii_downcase]", "Ab\u0080"},
+		{".claims | map(.alloc) | join(\",\")", "x"},
+		{"tojson", "\xff\xfe invalid UTF-8"},
+		{"{a: .id, b: (.context | keys)}", "\u2029"},
+		{".id | explode | implode", "é\u009f"},
+		{"[range(3)] | map(. * 1.5)", ""},
+		{".capacity_bytes + 1e300", ""},
+		{"error(\"x\")", ""},
+		{"limit(3; repeat(.id))", "\u007f"},
+		{"@base64d", "bad"},
+		{".context | to_entries[] | \"\\(.key)=\\(.value)\"", "\u0085"},
+		{"1e1000, -0, nan, infinite", ""},
+	} {
+		f.Add(s.filter, s.text)
+	}
+	f.Fuzz(func(t *testing.T, filter, text string) {
+		if len(filter) > 512 || len(text) > 4096 {
+			return
+		}
+		code, err := compileJQ(filter)
+		if err != nil {
+			return // FuzzJQParse's
+		}
+		for _, word := range []string{"now", "env", "ENV", "input", "debug", "stderr"} {
+			if strings.Contains(filter, word) {
+				return // a result that varies from run to run, or one slow enough to time out on one run and not the other
+			}
+		}
+		data := map[string]any{
+			"id": "db" + text, "capacity_bytes": 1 << 30,
+			"context": map[string]string{"c": text, text: "v"},
+			"claims":  []map[string]any{{"alloc": text, "read_only": true}, {"alloc": "a2", "mode": nil}},
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var out bytes.Buffer
+		e := &exportFlags{JQ: filter, jq: code}
+		start := time.Now()
+		err = e.Write(ctx, &out, data)
+		if took := time.Since(start); took > 10*time.Second {
+			t.Fatalf("--jq %q ran %s, past its context's 2s", filter, took)
+		}
+		if err != nil {
+			if out.Len() > 0 {
+				t.Fatalf("--jq %q failed (%v) and printed %q", filter, err, out.String())
+			}
+			if ExitCode(err) != ExitUsage && ctx.Err() == nil {
+				t.Fatalf("--jq %q: %v, exit %d, not a usage error", filter, err, ExitCode(err))
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			return // the reference run below could time out where this one did not
+		}
+
+		// What gojq itself gives, over the data as Write gives it (its JSON form).
+		raw, _ := json.Marshal(data)
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		var want []any
+		iter := code.RunWithContext(ctx, v)
+		for {
+			x, ok := iter.Next()
+			if !ok {
+				break
+			}
+			if err, ok := x.(error); ok {
+				var halt *gojq.HaltError
+				if errors.As(err, &halt) && halt.Value() == nil {
+					break
+				}
+				return // gojq failed on this run and not on Write's: its context, a bound
+			}
+			want = append(want, x)
+		}
+		got := out.String()
+		for i, x := range want {
+			var line string
+			if s, ok := x.(string); ok {
+				if !strings.HasPrefix(got, s+"\n") {
+					t.Fatalf("--jq %q: result %d, the string %q, is not printed bare on a line of its own: %q", filter, i, s, got)
+				}
+				got = got[len(s)+1:]
+				continue
+			}
+			nl := strings.IndexByte(got, '\n')
+			if nl < 0 {
+				t.Fatalf("--jq %q: result %d (%v) missing from what is left: %q", filter, i, x, got)
+			}
+			line, got = got[:nl], got[nl+1:]
+			if !utf8.ValidString(line) {
+				t.Fatalf("--jq %q: result %d printed as JSON that is not UTF-8: %q", filter, i, line)
+			}
+			if j := strings.IndexFunc(line, func(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f || r == 0x2028 || r == 0x2029 }); j >= 0 {
+				t.Fatalf("--jq %q: result %d printed as JSON with %U raw: %q", filter, i, []rune(line[j:])[0], line)
+			}
+			wantJSON, err := gojq.Marshal(x)
+			if err != nil {
+				t.Fatalf("--jq %q: result %d (%v) printed though gojq cannot marshal it: %v", filter, i, x, err)
+			}
+			var a, b any
+			if err := json.Unmarshal([]byte(line), &a); err != nil {
+				t.Fatalf("--jq %q: result %d printed as %q, not JSON: %v", filter, i, line, err)
+			}
+			if err := json.Unmarshal(wantJSON, &b); err != nil {
+				continue // gojq's own text is not JSON encoding/json reads (a number past float64): the line is checked above
+			}
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("--jq %q: result %d printed as %q, which decodes otherwise than gojq's %q", filter, i, line, wantJSON)
+			}
+		}
+		if got != "" {
+			t.Fatalf("--jq %q: printed more than gojq's %d results: %q left", filter, len(want), got)
+		}
+	})
+}

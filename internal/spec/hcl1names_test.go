@@ -1,0 +1,96 @@
+package spec
+
+import (
+	"strings"
+	"testing"
+
+	hcl1 "github.com/hashicorp/hcl"
+	hcl1scanner "github.com/hashicorp/hcl/hcl/scanner"
+	hcl1token "github.com/hashicorp/hcl/hcl/token"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+)
+
+// TestVolumeSpecNamesAreHCL1Names: HCL2, which volctl reads a volume spec with, takes
+// Unicode's identifier characters in a name; HCL1, which `nomad volume register` reads it
+// with, takes letters, digits, "_", "-" and "." only, and stops at any other with "illegal
+// char" (checked with Nomad v2.0.5: `parameters { नाम = "0" }`, `a·b`, `a‿b`, `Ⅻ`, `Aۗ`). volctl
+// read those files, and the spec broke at its handover. A name written bare that HCL1 does not
+// read is refused at the name, saying to quote it; quoted, both read it.
+func TestVolumeSpecNamesAreHCL1Names(t *testing.T) {
+	head := baseVolume + "\n"
+	line := strings.Count(head, "\n") + 1
+	for _, c := range []struct{ name, src, at string }{
+		{"Devanagari vowel sign (a combining mark)", "parameters {\n  नाम = \"0\"\n}", "नाम"},
+		{"Arabic mark after a letter", "parameters {\n  Aۗ = \"0\"\n}", "Aۗ"},
+		{"middle dot", "parameters {\n  a·b = \"0\"\n}", "a·b"},
+		{"connector punctuation", "parameters {\n  a‿b = \"0\"\n}", "a‿b"},
+		{"letter number", "context {\n  Ⅻ = \"0\"\n}", "Ⅻ"},
+		{"in a map", "parameters = {\n  Aۗ = \"0\"\n}", "Aۗ"},
+		{"in an HCL1 one-line block", "\"parameters\" { नाम = \"0\" }", "नाम"},
+	} {
+		p := NewParser()
+		v, diags := p.ParseVolume("v.hcl", []byte(head+c.src+"\n"), VerbAny)
+		if v != nil {
+			t.Errorf("%s: read, want it refused as Nomad refuses it", c.name)
+			continue
+		}
+		at := strings.Index(c.src, c.at)
+		l := line + strings.Count(c.src[:at], "\n")
+		col := at - strings.LastIndex(c.src[:at], "\n")
+		d := diagAt(t, c.name, diags, "Name Nomad does not read", l, col)
+		if d == nil {
+			continue
+		}
+		if !strings.Contains(d.Detail, "Quote it: \""+c.at+"\"") || !strings.Contains(d.Detail, "illegal char") {
+			t.Errorf("%s: %q, want it to say Nomad's error and how to write the name", c.name, d.Detail)
+		}
+		// Quoted, volctl and HCL1 read it.
+		quoted := strings.Replace(c.src, c.at, `"`+c.at+`"`, 1)
+		if _, diags := NewParser().ParseVolume("v.hcl", []byte(head+quoted+"\n"), VerbAny); diags.HasErrors() {
+			t.Errorf("%s: quoted, refused: %v", c.name, diags)
+		}
+		if _, err := hcl1.Parse(head + quoted + "\n"); err != nil {
+			t.Errorf("%s: quoted, HCL1 refuses it: %v", c.name, err)
+		}
+		if _, err := hcl1.Parse(head + c.src + "\n"); err == nil {
+			t.Errorf("%s: HCL1 reads it unquoted: the refusal is wrong", c.name)
+		}
+	}
+	// Names of letters and digits of any script are Nomad's too.
+	for _, name := range []string{"données", "Ωmega_Ж9", "a٣", "ключ-1.x", "_a", "नगर"} {
+		src := head + "parameters {\n  " + name + " = \"0\"\n}\n"
+		if _, diags := NewParser().ParseVolume("v.hcl", []byte(src), VerbAny); diags.HasErrors() {
+			t.Errorf("%s: refused: %v", name, diags)
+		}
+		if _, err := hcl1.Parse(src); err != nil {
+			t.Errorf("%s: HCL1 refuses it, so should volctl: %v", name, err)
+		}
+	}
+}
+
+// TestHCL1NameIsHCL1sScanner: for every character HCL2 takes in a name, first and after a
+// letter, HCL1Name says what HCL1's own scanner (github.com/hashicorp/hcl, Nomad's) does: it
+// reads the whole name as one identifier, or it does not.
+func TestHCL1NameIsHCL1sScanner(t *testing.T) {
+	// Planes 0 to 3 and 14 (tags, variation selectors): the others hold no character yet.
+	for r := rune(0x21); r <= 0xe0fff; r++ {
+		if r >= 0xd800 && r <= 0xdfff || r == 0x40000 {
+			if r == 0x40000 {
+				r = 0xdffff
+			}
+			continue
+		}
+		for _, name := range []string{string(r), "a" + string(r)} {
+			if !hclsyntax.ValidIdentifier(name) {
+				continue
+			}
+			_, ok := HCL1Name(name)
+			s := hcl1scanner.New([]byte(name + " "))
+			s.Error = func(hcl1token.Pos, string) {}
+			tok := s.Scan()
+			if read := tok.Type == hcl1token.IDENT && tok.Text == name; ok != read {
+				t.Fatalf("%q (%U): HCL1Name says %v, HCL1's scanner reads %s %q", name, r, ok, tok.Type, tok.Text)
+			}
+		}
+	}
+}
