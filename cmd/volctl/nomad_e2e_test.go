@@ -113,6 +113,10 @@ func TestNomadEndToEnd(t *testing.T) {
 	if out := w.volctl(1, "nomad", "register", "db"); !strings.Contains(out, `plugin "hp" does not run in Nomad at `+w.nomadAddr) {
 		t.Fatalf("register without the plugin: %s", out)
 	}
+	// Its --dry-run says so too, with the registration's exit (README's exit codes).
+	if out := w.volctl(1, "nomad", "register", "db", "--dry-run"); !strings.Contains(out, `plugin "hp" does not run in Nomad at `+w.nomadAddr) {
+		t.Fatalf("register --dry-run without the plugin: %s", out)
+	}
 
 	step("run the plugin job; wait until it is healthy")
 	w.nomad("job", "run", "-detach", filepath.Join(dir, "export", "plugin-hp.nomad.hcl"))

@@ -72,4 +72,20 @@ func TestNomadRegisterElsewhereSaysWhereItIsFirst(t *testing.T) {
 	if ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), "already handed over to Nomad at "+a.srv.URL) || strings.Contains(err.Error(), "run its job first") {
 		t.Fatalf("register against another cluster of a volume handed over to %s: %v (exit %d), want exit 4 naming where it is", a.srv.URL, err, ExitCode(err))
 	}
+	// Its --dry-run says what the registration would: refused for the handover (exit 4), not
+	// that the plugin is missing there (exit 1, "run its job first"), in text (naming where it
+	// is) and in JSON (its would_fail).
+	for _, asJSON := range []bool{false, true} {
+		ios, _, out, _ := iostreams.Test()
+		err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: b.client, Volumes: []string{"db"}, DryRun: true,
+			Exporter: exportFlags{JSON: asJSON}})
+		said := out.String()
+		if err != nil {
+			said += "\nError: " + err.Error()
+		}
+		if ExitCode(err) != ExitConflict || !asJSON && !strings.Contains(said, "handed over to Nomad at "+a.srv.URL) || !strings.Contains(said, "it is handed over elsewhere") ||
+			strings.Contains(said, "run its job first") {
+			t.Errorf("register --dry-run (json %v) against another cluster of a volume handed over to %s: exit %d, said:\n%s\nwant exit 4 as the registration, naming where it is", asJSON, a.srv.URL, ExitCode(err), said)
+		}
+	}
 }
