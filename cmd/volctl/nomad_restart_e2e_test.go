@@ -183,8 +183,8 @@ capability {
 			}
 			break
 		}
-		if exitCode(err) != 1 {
-			t.Errorf("volctl nomad register --all while Nomad has no path to its node: exit %d, want 1 (run it again)\n%s", exitCode(err), out)
+		if exitCode(err) != 1 || !strings.Contains(out, "run the command again") {
+			t.Errorf("volctl nomad register --all while Nomad has no path to its node: exit %d\n%s\nwant exit 1, saying to run it again", exitCode(err), out)
 		}
 		t.Logf("Nomad has no path to its node yet; running it again:\n%s", out)
 		time.Sleep(2 * time.Second)
