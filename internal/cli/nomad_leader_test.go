@@ -83,7 +83,8 @@ func TestNomadRegisterAndStatusDuringALeaderElection(t *testing.T) {
 // answers 500 "controller validate volume: No path to node" (its servers have no connection to
 // the client of the node that runs the controller: Nomad 2.0.5 answered so for half a minute
 // after its agent restarted, TestNomadHandoverWhileTheAgentRestarts) or "no healthy
-// controllers for CSI plugin" (its controllers stopped since volctl looked). The error said
+// controllers for CSI plugin" or "no CSI plugin named" (its controllers, or its job, stopped
+// since volctl looked). The error said
 // Nomad's words alone, "refused the registration", with nothing of what they mean or what to
 // do. It now says what Nomad could not reach, how to see it, and to run the command again;
 // nothing stays marked, exit 1.
@@ -91,6 +92,7 @@ func TestNomadRegisterWhileNomadCannotReachThePluginsController(t *testing.T) {
 	for _, c := range []struct{ body, how string }{
 		{"rpc error: controller validate volume: No path to node", "`nomad node status`"},
 		{"rpc error: no healthy controllers for CSI plugin: hp", "`nomad plugin status hp`"},
+		{"rpc error: no CSI plugin named: hp", "run its job"},
 	} {
 		t.Run(c.how, func(t *testing.T) {
 			h := nomadHarness(t)

@@ -690,8 +690,9 @@ func maxBelowCapacity(err error, v spec.Volume) string {
 // controllerUnreached is what volctl adds to err, Nomad's answer to a registration of v, when
 // Nomad could not ask v's plugin's controller to validate it: "No path to node" (its servers
 // have no connection to the client of the node that runs the controller: its agent stopped,
-// or has not reconnected yet, as for half a minute after it restarts) or "no healthy
-// controllers" (they stopped since volctl looked). Nomad applied nothing, and the same
+// or has not reconnected yet, as for half a minute after it restarts), "no healthy
+// controllers" or "no CSI plugin named" (they, or the plugin's job, stopped since volctl
+// looked). Nomad applied nothing, and the same
 // command finishes it once the controller answers.
 func controllerUnreached(err error, v spec.Volume) string {
 	var ure api.UnexpectedResponseError
@@ -702,6 +703,9 @@ func controllerUnreached(err error, v spec.Volume) string {
 	case strings.HasPrefix(msg, "controller validate volume: No path to node"):
 		return fmt.Sprintf(" (Nomad's servers have no connection to the Nomad client of the node that runs plugin %q's controller: that node's agent is not running, or has not reconnected yet, as for a minute after it restarts; `nomad node status` shows the nodes, and volctl does not retry: run the command again once that node's agent is back)",
 			v.PluginID)
+	case strings.HasPrefix(msg, "no CSI plugin named: "):
+		return fmt.Sprintf(" (plugin %q does not run in Nomad now: its job stopped since volctl looked; `%s` shows it, and volctl does not retry: run its job, then run the command again)",
+			v.PluginID, shellquote.Command("nomad plugin status", v.PluginID))
 	case strings.HasPrefix(msg, "no healthy controllers for CSI plugin: "):
 		return fmt.Sprintf(" (plugin %q has no healthy controller in Nomad now: its allocs stopped or are starting again; `%s` shows them, and volctl does not retry: run the command again once they are healthy)",
 			v.PluginID, shellquote.Command("nomad plugin status", v.PluginID))
