@@ -582,6 +582,11 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	case len(twins) > 0:
 		but("Nomad has its storage registered as another volume", "%s: it would be refused", display.Escape(c.TwinsError(want, to.Namespace, twins).Error()))
 	}
+	if info.State != "" && info.State != "ready" {
+		// HandOver refuses it (engine notReady), Nomad asked nothing.
+		interrupted := map[string]string{"creating": "create", "deleting": "delete"}[info.State]
+		but("it is not ready", "it is %s, not ready: its %s was interrupted, and it would be refused (`volctl reconcile` finishes it)", info.State, interrupted)
+	}
 	if h := info.Handover; h != nil && !h.To(to) {
 		but("it is handed over elsewhere", "it is handed over to Nomad at %s (namespace %s, region %q) already: it would be refused", h.Address, h.Namespace, h.Region)
 	}

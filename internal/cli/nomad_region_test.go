@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // A volume handed over with no region named (the agent's own) is asked for there by nomad
@@ -87,5 +88,51 @@ func TestNomadRegisterElsewhereSaysWhereItIsFirst(t *testing.T) {
 			strings.Contains(said, "run its job first") {
 			t.Errorf("register --dry-run (json %v) against another cluster of a volume handed over to %s: exit %d, said:\n%s\nwant exit 4 as the registration, naming where it is", asJSON, a.srv.URL, ExitCode(err), said)
 		}
+	}
+}
+
+// A volume whose create or delete was interrupted (state creating or deleting) is refused by
+// nomad register (exit 4, "not ready", `volctl reconcile`): its --dry-run said "Would
+// register" and exit 0, so a CI gating the handover on the plan let it go on to a refusal. Now
+// the plan says the registration would not go through, for the same reason, exit 4.
+func TestNomadRegisterDryRunOfAVolumeNotReady(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	st, err := store.Open(h.ctx, h.state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.Update(h.ctx, func(tx *store.Tx) error {
+		v, err := tx.Volumes().Get("db")
+		if err != nil {
+			return err
+		}
+		v.State = store.VolumeDeleting // a `volctl volume delete` killed part way
+		return tx.Volumes().Update(&v)
+	})
+	if cerr := st.Close(); err != nil || cerr != nil {
+		t.Fatal(err, cerr)
+	}
+	_, _, err = registerIn(h, a)
+	if ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), "not ready") {
+		t.Fatalf("register of a volume being deleted: %v (exit %d), want exit 4 saying it is not ready", err, ExitCode(err))
+	}
+	for _, asJSON := range []bool{false, true} {
+		ios, _, out, _ := iostreams.Test()
+		err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"db"}, DryRun: true,
+			Exporter: exportFlags{JSON: asJSON}})
+		said := out.String()
+		if err != nil {
+			said += "\nError: " + err.Error()
+		}
+		if ExitCode(err) != ExitConflict || !strings.Contains(said, "not ready") || !asJSON && !strings.Contains(said, "volctl reconcile") {
+			t.Errorf("register --dry-run (json %v) of a volume being deleted: exit %d, said:\n%s\nwant exit 4 as the registration, saying it is not ready", asJSON, ExitCode(err), said)
+		}
+	}
+	a.mu.Lock()
+	puts := len(a.puts)
+	a.mu.Unlock()
+	if puts > 0 || handedOver(t, h) {
+		t.Errorf("Nomad was sent %d registration(s), marked %v; want none", puts, handedOver(t, h))
 	}
 }
