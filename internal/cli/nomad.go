@@ -593,6 +593,11 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if info.NodeExpansionOwed > 0 && info.Handover == nil && !opts.Force {
 		but("it is owed a NodeExpandVolume", "it is owed a NodeExpandVolume to %s, which Nomad would never send: it would be refused without --force", spec.FormatSize(info.NodeExpansionOwed))
 	}
+	if info.AttachedTo != "" && len(info.Claims) == 0 && info.Handover == nil && !opts.Force {
+		// HandOver refuses it (engine owedUnpublish): the attachment no claim holds.
+		but("it is owed a ControllerUnpublishVolume", "it is recorded as attached to node %q with no claim holding it, owed a ControllerUnpublishVolume (a forced detach could not send it) that Nomad would never send: it would be refused without --force (`volctl reconcile` sends it once plugin %q answers)",
+			info.AttachedTo, info.PluginID)
+	}
 	if info.ExpansionPending > 0 && info.Handover == nil && !opts.Force {
 		but("it has an expansion pending", "it has an expansion to %s pending, which Nomad would never finish: it would be refused without --force (`volctl reconcile` finishes it)", spec.FormatSize(info.ExpansionPending))
 	}

@@ -98,11 +98,7 @@ func TestNomadRegisterElsewhereSaysWhereItIsFirst(t *testing.T) {
 func TestNomadRegisterDryRunOfAVolumeNotReady(t *testing.T) {
 	h := nomadHarness(t)
 	a := newFakeNomad(t)
-	st, err := store.Open(h.ctx, h.state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = st.Update(h.ctx, func(tx *store.Tx) error {
+	updateStore(t, h, func(tx *store.Tx) error {
 		v, err := tx.Volumes().Get("db")
 		if err != nil {
 			return err
@@ -110,12 +106,48 @@ func TestNomadRegisterDryRunOfAVolumeNotReady(t *testing.T) {
 		v.State = store.VolumeDeleting // a `volctl volume delete` killed part way
 		return tx.Volumes().Update(&v)
 	})
+	registerAndPlanRefused(t, h, a, "a volume being deleted", "not ready", "volctl reconcile")
+}
+
+// A volume recorded as attached with no claim holding it (a ControllerUnpublishVolume a forced
+// detach could not send) is refused by nomad register without --force (exit 4, `volctl
+// reconcile`): its --dry-run said "Would register" and exit 0. Now the plan says it would be
+// refused, as it says of an owed NodeExpandVolume; with --force, neither refuses.
+func TestNomadRegisterDryRunOfAVolumeOwedAnUnpublish(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	updateStore(t, h, func(tx *store.Tx) error {
+		return tx.Stagings().Put(&store.Staging{VolumeID: "db", PluginID: "hp", NodeID: "n1", ControllerPublished: true})
+	})
+	registerAndPlanRefused(t, h, a, "a volume owed a ControllerUnpublishVolume", "ControllerUnpublishVolume", `attached to node "n1"`)
+	ios, _, _, _ := iostreams.Test()
+	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"db"}, DryRun: true, Force: true}); err != nil {
+		t.Errorf("register --dry-run --force of a volume owed a ControllerUnpublishVolume: %v, want it to go through, as the registration does", err)
+	}
+}
+
+// updateStore changes the state of harness h's engine in one transaction of update, as
+// another volctl (or one killed part way) left it.
+func updateStore(t *testing.T, h *cliHarness, update func(tx *store.Tx) error) {
+	t.Helper()
+	st, err := store.Open(h.ctx, h.state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.Update(h.ctx, update)
 	if cerr := st.Close(); err != nil || cerr != nil {
 		t.Fatal(err, cerr)
 	}
-	_, _, err = registerIn(h, a)
-	if ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), "not ready") {
-		t.Fatalf("register of a volume being deleted: %v (exit %d), want exit 4 saying it is not ready", err, ExitCode(err))
+}
+
+// registerAndPlanRefused checks that nomad register of volume db (what) is refused, exit 4,
+// saying why, and that its --dry-run, as text and as JSON, says the same with the same exit
+// (the text wayOut too), nothing sent to Nomad a, nothing marked.
+func registerAndPlanRefused(t *testing.T, h *cliHarness, a *fakeNomad, what, why, wayOut string) {
+	t.Helper()
+	_, _, err := registerIn(h, a)
+	if ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), why) {
+		t.Fatalf("register of %s: %v (exit %d), want exit 4 saying %q", what, err, ExitCode(err), why)
 	}
 	for _, asJSON := range []bool{false, true} {
 		ios, _, out, _ := iostreams.Test()
@@ -125,8 +157,8 @@ func TestNomadRegisterDryRunOfAVolumeNotReady(t *testing.T) {
 		if err != nil {
 			said += "\nError: " + err.Error()
 		}
-		if ExitCode(err) != ExitConflict || !strings.Contains(said, "not ready") || !asJSON && !strings.Contains(said, "volctl reconcile") {
-			t.Errorf("register --dry-run (json %v) of a volume being deleted: exit %d, said:\n%s\nwant exit 4 as the registration, saying it is not ready", asJSON, ExitCode(err), said)
+		if ExitCode(err) != ExitConflict || !strings.Contains(said, why) || !asJSON && !strings.Contains(said, wayOut) {
+			t.Errorf("register --dry-run (json %v) of %s: exit %d, said:\n%s\nwant exit 4 as the registration, saying %q", asJSON, what, ExitCode(err), said, why)
 		}
 	}
 	a.mu.Lock()
