@@ -77,13 +77,7 @@ func TestNomadRegisterElsewhereSaysWhereItIsFirst(t *testing.T) {
 	// that the plugin is missing there (exit 1, "run its job first"), in text (naming where it
 	// is) and in JSON (its would_fail).
 	for _, asJSON := range []bool{false, true} {
-		ios, _, out, _ := iostreams.Test()
-		err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: b.client, Volumes: []string{"db"}, DryRun: true,
-			Exporter: exportFlags{JSON: asJSON}})
-		said := out.String()
-		if err != nil {
-			said += "\nError: " + err.Error()
-		}
+		said, err := dryRunSaid(h, b, asJSON)
 		if ExitCode(err) != ExitConflict || !asJSON && !strings.Contains(said, "handed over to Nomad at "+a.srv.URL) || !strings.Contains(said, "it is handed over elsewhere") ||
 			strings.Contains(said, "run its job first") {
 			t.Errorf("register --dry-run (json %v) against another cluster of a volume handed over to %s: exit %d, said:\n%s\nwant exit 4 as the registration, naming where it is", asJSON, a.srv.URL, ExitCode(err), said)
@@ -150,13 +144,7 @@ func registerAndPlanRefused(t *testing.T, h *cliHarness, a *fakeNomad, what, why
 		t.Fatalf("register of %s: %v (exit %d), want exit 4 saying %q", what, err, ExitCode(err), why)
 	}
 	for _, asJSON := range []bool{false, true} {
-		ios, _, out, _ := iostreams.Test()
-		err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"db"}, DryRun: true,
-			Exporter: exportFlags{JSON: asJSON}})
-		said := out.String()
-		if err != nil {
-			said += "\nError: " + err.Error()
-		}
+		said, err := dryRunSaid(h, a, asJSON)
 		if ExitCode(err) != ExitConflict || !strings.Contains(said, why) || !asJSON && !strings.Contains(said, wayOut) {
 			t.Errorf("register --dry-run (json %v) of %s: exit %d, said:\n%s\nwant exit 4 as the registration, saying %q", asJSON, what, ExitCode(err), said, why)
 		}
@@ -167,4 +155,17 @@ func registerAndPlanRefused(t *testing.T, h *cliHarness, a *fakeNomad, what, why
 	if puts > 0 || handedOver(t, h) {
 		t.Errorf("Nomad was sent %d registration(s), marked %v; want none", puts, handedOver(t, h))
 	}
+}
+
+// dryRunSaid runs nomad register --dry-run of volume db against Nomad n, its plan as text or
+// as JSON: what it printed, then its error after "Error: ", and the error.
+func dryRunSaid(h *cliHarness, n *fakeNomad, asJSON bool) (string, error) {
+	ios, _, out, _ := iostreams.Test()
+	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}, DryRun: true,
+		Exporter: exportFlags{JSON: asJSON}})
+	said := out.String()
+	if err != nil {
+		said += "\nError: " + err.Error()
+	}
+	return said, err
 }
