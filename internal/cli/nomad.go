@@ -126,8 +126,9 @@ finishes it.
 --dry-run shows what would be registered or changed, and changes nothing; it exits 4 when a
 registration would not go through (refused, or failing its read-back), each reason on a line
 of its own, so that a script or CI can gate the handover on it; 1, as the registration, when
-the volume's plugin does not run or is not healthy in Nomad (start its job, then run it again). With --json (or --jq, -t) it
-prints that plan as JSON instead, one object per volume (docs/json.md).`,
+the volume's plugin does not run or is not healthy in Nomad (start its job, then run it
+again). With --json (or --jq, -t) it prints that plan as JSON instead, one object per volume
+(docs/json.md).`,
 		Example: `  NOMAD_ADDR=http://127.0.0.1:4646 volctl nomad register db
   volctl nomad register --all --dry-run
   volctl nomad register --all --dry-run --jq '.[] | select(.would_fail) | .id'`,
