@@ -96,7 +96,18 @@ topology_request {
 func (w *nomadWorld) stopMemPluginInNomad(id string) {
 	w.t.Helper()
 	w.stepTo("stop the plugin's job and the agent; nothing left running")
-	w.nomad("job", "stop", "-detach", id+"-plugin")
+	if w.persistent {
+		// Its client leaves its tasks running, and their alloc dirs mounted, when it stops
+		// (-dev's stops and removes them): the job stopped, its allocs collected first.
+		w.stopJob(id + "-plugin")
+		w.putJSON("/v1/client/gc", nil)
+		w.poll("the plugin's alloc dirs to be removed", 60*time.Second, func() bool {
+			mi, err := os.ReadFile("/proc/self/mountinfo")
+			return err == nil && !strings.Contains(string(mi), " "+filepath.Join(w.dataDir, "alloc")+"/")
+		})
+	} else {
+		w.nomad("job", "stop", "-detach", id+"-plugin")
+	}
 	w.stopAgent()
 	w.checkClean()
 }

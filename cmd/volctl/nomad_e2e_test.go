@@ -113,6 +113,10 @@ func TestNomadEndToEnd(t *testing.T) {
 	if out := w.volctl(1, "nomad", "register", "db"); !strings.Contains(out, `plugin "hp" does not run in Nomad at `+w.nomadAddr) {
 		t.Fatalf("register without the plugin: %s", out)
 	}
+	// Its --dry-run says so too, with the registration's exit (README's exit codes).
+	if out := w.volctl(1, "nomad", "register", "db", "--dry-run"); !strings.Contains(out, `plugin "hp" does not run in Nomad at `+w.nomadAddr) {
+		t.Fatalf("register --dry-run without the plugin: %s", out)
+	}
 
 	step("run the plugin job; wait until it is healthy")
 	w.nomad("job", "run", "-detach", filepath.Join(dir, "export", "plugin-hp.nomad.hcl"))
@@ -415,6 +419,10 @@ type nomadWorld struct {
 	// (nomad_secure_e2e_test.go): the test's own requests and nomad commands then carry its
 	// management token and certificates.
 	secure *secureNomad
+	// persistent, when set before startAgent, runs the agent as a server and a client without
+	// -dev, its server's state in its data dir, so that restartAgent keeps it (-dev's server
+	// keeps it in memory).
+	persistent bool
 	// chroot, when set before startAgent, is the exec driver's chroot_env (host path: path in
 	// the task's chroot) in place of its default, a copy of most of the host's /bin, /etc, /lib
 	// and /usr built for each exec task (tens of seconds on a loaded host, and as many to
@@ -441,13 +449,19 @@ type capture struct {
 // serving the root beside a local one started after (and running after the test).
 func (w *nomadWorld) stopPluginJob() {
 	w.t.Helper()
+	w.stopJob("plugin-hp")
+}
+
+// stopJob stops job and waits until its tasks have stopped (stopPluginJob).
+func (w *nomadWorld) stopJob(job string) {
+	w.t.Helper()
 	// -detach: the stop's outcome is what the poll below reads. Without it, the nomad CLI
 	// monitors the job's deployment and exits 1 when the stop cancels one still in progress
 	// (a plugin not yet marked healthy on a loaded machine), though the job stops.
-	w.nomad("job", "stop", "-detach", "plugin-hp")
-	w.poll("the plugin's task to stop", 60*time.Second, func() bool {
+	w.nomad("job", "stop", "-detach", job)
+	w.poll(fmt.Sprintf("the tasks of job %q to stop", job), 60*time.Second, func() bool {
 		var allocs []struct{ ClientStatus string }
-		if !w.getJSON("/v1/job/plugin-hp/allocations", &allocs) || len(allocs) == 0 {
+		if !w.getJSON("/v1/job/"+url.PathEscape(job)+"/allocations", &allocs) || len(allocs) == 0 {
 			return false
 		}
 		for _, a := range allocs {
@@ -537,13 +551,19 @@ func freePort(t *testing.T) int {
 // nomadDataDir is the agent's data dir in the world's directory: short, for the sockets in it.
 const nomadDataDir = "/n/d"
 
-// startAgent runs nomad agent -dev bound to 127.0.0.1 only, on free ports, with a temporary
+// startAgent runs nomad agent -dev (w.persistent: a server and client) bound to 127.0.0.1 only, on free ports, with a temporary
 // data dir, no update check, no cloud metadata fingerprints, and raw_exec enabled.
 func (w *nomadWorld) startAgent() {
 	t := w.t
 	w.dataDir = filepath.Join(w.dir, nomadDataDir) // alloc_mounts goes beside it
 	if err := os.MkdirAll(w.dataDir, 0o700); err != nil {
 		t.Fatal(err)
+	}
+	persistentClient, persistentServer := "", ""
+	if w.persistent { // what -dev turns on, its server's state kept in data_dir
+		persistentClient = "  enabled = true\n"
+		persistentServer = "server {\n  enabled          = true\n  bootstrap_expect = 1\n}\n" +
+			"advertise {\n  http = \"127.0.0.1\"\n  rpc  = \"127.0.0.1\"\n  serf = \"127.0.0.1\"\n}\n"
 	}
 	http, rpc, serf := freePort(t), freePort(t), freePort(t)
 	w.agentAddr = fmt.Sprintf("http://127.0.0.1:%d", http)
@@ -559,13 +579,13 @@ client {
   options = {
     "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean"
   }
-%s}
+%s%s}
 plugin "raw_exec" {
   config {
     enabled = true
   }
 }
-%s`, w.dataDir, http, rpc, serf, w.chrootEnv(), w.secure.agentConfig()))
+%s%s`, w.dataDir, http, rpc, serf, w.chrootEnv(), persistentClient, w.secure.agentConfig(), persistentServer))
 	if w.secure != nil {
 		w.agentAddr = fmt.Sprintf("https://127.0.0.1:%d", http)
 	}
@@ -573,15 +593,8 @@ plugin "raw_exec" {
 	for _, pid := range w.nomadProcesses() {
 		w.before[pid] = true
 	}
-	cmd := w.nomadCmd("agent", "-dev", "-config", filepath.Join(w.dir, "agent.hcl"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	w.agentOut = &iostreams.SyncBuffer{}
-	cmd.Stdout, cmd.Stderr = w.agentOut, w.agentOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w.agent, w.agentDone = cmd, make(chan error, 1)
-	go func() { w.agentDone <- cmd.Wait() }()
+	w.runAgent()
 	t.Cleanup(func() {
 		if w.agent != nil {
 			// A failed run: stop its jobs first. An agent that stops leaves its tasks running
@@ -603,11 +616,46 @@ plugin "raw_exec" {
 		}
 	})
 	w.secure.bootstrap(w)
+	w.waitReady()
+	w.version = strings.SplitN(strings.TrimSpace(w.nomad("version")), "\n", 2)[0]
+}
+
+// runAgent starts the agent of the configuration startAgent wrote (-dev unless w.persistent).
+func (w *nomadWorld) runAgent() {
+	args := []string{"agent", "-dev", "-config", filepath.Join(w.dir, "agent.hcl")}
+	if w.persistent {
+		args = slices.Delete(args, 1, 2)
+	}
+	cmd := w.nomadCmd(args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stdout, cmd.Stderr = w.agentOut, w.agentOut
+	if err := cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	w.agent, w.agentDone = cmd, make(chan error, 1)
+	go func() { w.agentDone <- cmd.Wait() }()
+}
+
+// waitReady waits until the agent has a leader and its node is ready.
+func (w *nomadWorld) waitReady() {
+	w.t.Helper()
 	w.poll("the agent to have a leader and a ready node", 60*time.Second, func() bool {
 		var nodes []struct{ Status string }
 		return w.getJSON("/v1/nodes", &nodes) && len(nodes) == 1 && nodes[0].Status == "ready"
 	})
-	w.version = strings.SplitN(strings.TrimSpace(w.nomad("version")), "\n", 2)[0]
+}
+
+// restartAgent kills the agent's process (SIGKILL, as a crash or a supervisor's restart of a
+// hung agent: what it was answering goes unanswered; its tasks keep running, and it reattaches
+// to them) and starts it again on the same ports and data dir, and waits until it is ready.
+// Only a w.persistent agent keeps its state across: -dev's server keeps it in memory.
+func (w *nomadWorld) restartAgent() {
+	w.t.Helper()
+	_ = w.agent.Process.Kill()
+	<-w.agentDone
+	w.agent = nil
+	w.runAgent()
+	w.waitReady()
 }
 
 // stopAgent stops the agent (SIGINT, then SIGKILL of its process group after 30 s).

@@ -269,6 +269,7 @@ func TestNomadWithACLsAndTLS(t *testing.T) {
 	}
 	handover := token("handover", handoverPolicy)
 	writeOnly := token("write-only", strings.Replace(handoverPolicy, `"csi-read-volume", `, "", 1))
+	readOnly := token("read-only", strings.Replace(handoverPolicy, `, "csi-write-volume"`, "", 1))
 
 	w.stepTo("volctl registers db, twin and named locally; Nomad has another twin, and named under another name")
 	w.writeFile("db.hcl", secureVolume)
@@ -290,7 +291,7 @@ func TestNomadWithACLsAndTLS(t *testing.T) {
 	w.nomad("volume", "register", filepath.Join(w.dir, "nomads-first.hcl"))
 	w.volctl(0, "volume", "register", filepath.Join(w.dir, "first.hcl"))
 
-	secrets := []string{"s3cret-Passw0rd-volctl", handover, writeOnly, w.secure.token}
+	secrets := []string{"s3cret-Passw0rd-volctl", handover, writeOnly, readOnly, w.secure.token}
 	user := append(w.secure.tlsEnv(), "NOMAD_TOKEN="+handover)
 	run := func(code int, env []string, args ...string) string {
 		t.Helper()
@@ -356,6 +357,13 @@ func TestNomadWithACLsAndTLS(t *testing.T) {
 	expect(run(1, append(user, "NOMAD_NAMESPACE=nosuch"), "nomad", "register", "db"),
 		"csi-read-volume in namespace nosuch, which NOMAD_NAMESPACE names", "`nomad namespace status nosuch`")
 	expect(run(1, append(without(user, "NOMAD_TOKEN"), "NOMAD_TOKEN="+writeOnly), "nomad", "register", "db"), "csi-read-volume in namespace default")
+	// A token that may read volumes but not write them: the registration is refused, named,
+	// and the volume not left marked (volctl's to claim, as Nomad has it not).
+	expect(run(1, append(without(user, "NOMAD_TOKEN"), "NOMAD_TOKEN="+readOnly), "nomad", "register", "db"), "csi-write-volume in namespace default")
+	var marked struct{ Handover json.RawMessage }
+	if out := w.volctl(0, "volume", "status", "db", "--json"); json.Unmarshal([]byte(out), &marked) != nil || marked.Handover != nil {
+		t.Errorf("volume db after a registration NOMAD_TOKEN may not write: %s, want it not marked handed over", out)
+	}
 
 	w.stepTo("the plan and the handover with the TLS variables and the handover token")
 	expect(run(0, user, "nomad", "status", "db"), "db ")

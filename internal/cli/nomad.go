@@ -125,8 +125,10 @@ finishes it.
 
 --dry-run shows what would be registered or changed, and changes nothing; it exits 4 when a
 registration would not go through (refused, or failing its read-back), each reason on a line
-of its own, so that a script or CI can gate the handover on it. With --json (or --jq, -t) it
-prints that plan as JSON instead, one object per volume (docs/json.md).`,
+of its own, so that a script or CI can gate the handover on it; 1, as the registration, when
+the volume's plugin does not run or is not healthy in Nomad (start its job, then run it
+again). With --json (or --jq, -t) it prints that plan as JSON instead, one object per volume
+(docs/json.md).`,
 		Example: `  NOMAD_ADDR=http://127.0.0.1:4646 volctl nomad register db
   volctl nomad register --all --dry-run
   volctl nomad register --all --dry-run --jq '.[] | select(.would_fail) | .id'`,
@@ -328,29 +330,13 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 			return err
 		}
 	}
-	// The plugin must run in Nomad, be healthy, and be the same driver. Nomad is asked once
-	// per plugin in a command (a handover of hundreds of volumes of one plugin asked it as
-	// many times); the health it gives with each volume it reads back then stands for it, so
-	// a plugin that turns unhealthy part way is named for the volumes after.
-	pa, asked := plugins[info.PluginID]
-	if !asked {
-		pa.health, pa.err = c.Plugin(ctx, info.PluginID)
-		plugins[info.PluginID] = pa
-	}
-	p, err := pa.health, pa.err
-	if errors.Is(err, nomad.ErrNotFound) {
-		return fmt.Errorf("volume %q: plugin %q does not run in Nomad at %s: run its job first (volctl export nomad writes the hostpath plugin's)", id, info.PluginID, c.Address)
-	}
-	if err != nil {
-		return fmt.Errorf("volume %q: %w", id, err)
-	}
-	if info.Provider != "" && p.Provider != "" && p.Provider != info.Provider {
-		return fmt.Errorf("volume %q: plugin %q in Nomad at %s is driver %q, but here it is %q: the volume's storage belongs to %s",
-			id, info.PluginID, c.Address, p.Provider, info.Provider, info.Provider)
-	}
-	if !p.Healthy() {
-		return fmt.Errorf("volume %q: plugin %q in Nomad at %s is not healthy (%s): wait for its allocations, or check them with `%s`",
-			id, info.PluginID, c.Address, p.Describe(), shellquote.Command("nomad plugin status", info.PluginID))
+	// A volume handed over elsewhere is refused whatever this cluster's plugin is: its --dry-run
+	// does not ask about the plugin either, and its plan says the refusal (exit 4), as the
+	// registration does, where it said the plugin's absence here (exit 1, "run its job first").
+	if h := info.Handover; h == nil || h.To(to) {
+		if err := pluginReady(ctx, c, plugins, info); err != nil {
+			return err
+		}
 	}
 	// Said before Nomad is sent anything: its refusal names neither the volume nor a way out.
 	capsWarning := ""
@@ -432,6 +418,35 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	}
 	return printDone(opts.IO.Out, fmt.Sprintf("%s volume %q in Nomad at %s%s; volctl no longer claims it\n", verb, id, c.Address, where),
 		"volume %q %s in Nomad at %s", id, strings.ToLower(verb), c.Address)
+}
+
+// pluginReady checks that volume info's plugin runs in Nomad at c, is healthy, and is the same
+// driver (nomadRegisterOne). Nomad is asked once per plugin in a command (plugins); the health
+// it gives with each volume it reads back then stands for it, so a plugin that turns unhealthy
+// part way is named for the volumes after.
+func pluginReady(ctx context.Context, c *nomad.Client, plugins map[string]pluginAnswer, info engine.VolumeInfo) error {
+	id := info.ID
+	pa, asked := plugins[info.PluginID]
+	if !asked {
+		pa.health, pa.err = c.Plugin(ctx, info.PluginID)
+		plugins[info.PluginID] = pa
+	}
+	p, err := pa.health, pa.err
+	if errors.Is(err, nomad.ErrNotFound) {
+		return fmt.Errorf("volume %q: plugin %q does not run in Nomad at %s: run its job first (volctl export nomad writes the hostpath plugin's)", id, info.PluginID, c.Address)
+	}
+	if err != nil {
+		return fmt.Errorf("volume %q: %w", id, err)
+	}
+	if info.Provider != "" && p.Provider != "" && p.Provider != info.Provider {
+		return fmt.Errorf("volume %q: plugin %q in Nomad at %s is driver %q, but here it is %q: the volume's storage belongs to %s",
+			id, info.PluginID, c.Address, p.Provider, info.Provider, info.Provider)
+	}
+	if !p.Healthy() {
+		return fmt.Errorf("volume %q: plugin %q in Nomad at %s is not healthy (%s): wait for its allocations, or check them with `%s`",
+			id, info.PluginID, c.Address, p.Describe(), shellquote.Command("nomad plugin status", info.PluginID))
+	}
+	return nil
 }
 
 // replacedInNomad says what an update of Nomad's copy before of volume v replaced with v's,
@@ -568,11 +583,21 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	case len(twins) > 0:
 		but("Nomad has its storage registered as another volume", "%s: it would be refused", display.Escape(c.TwinsError(want, to.Namespace, twins).Error()))
 	}
+	if info.State != "" && info.State != "ready" {
+		// HandOver refuses it (engine notReady), Nomad asked nothing.
+		interrupted := map[string]string{"creating": "create", "deleting": "delete"}[info.State]
+		but("it is not ready", "it is %s, not ready: its %s was interrupted, and it would be refused (`volctl reconcile` finishes it)", info.State, interrupted)
+	}
 	if h := info.Handover; h != nil && !h.To(to) {
 		but("it is handed over elsewhere", "it is handed over to Nomad at %s (namespace %s, region %q) already: it would be refused", h.Address, h.Namespace, h.Region)
 	}
 	if info.NodeExpansionOwed > 0 && info.Handover == nil && !opts.Force {
 		but("it is owed a NodeExpandVolume", "it is owed a NodeExpandVolume to %s, which Nomad would never send: it would be refused without --force", spec.FormatSize(info.NodeExpansionOwed))
+	}
+	if info.AttachedTo != "" && len(info.Claims) == 0 && info.Handover == nil && !opts.Force {
+		// HandOver refuses it (engine owedUnpublish): the attachment no claim holds.
+		but("it is owed a ControllerUnpublishVolume", "it is recorded as attached to node %q with no claim holding it, owed a ControllerUnpublishVolume (a forced detach could not send it) that Nomad would never send: it would be refused without --force (`volctl reconcile` sends it once plugin %q answers)",
+			info.AttachedTo, info.PluginID)
 	}
 	if info.ExpansionPending > 0 && info.Handover == nil && !opts.Force {
 		but("it has an expansion pending", "it has an expansion to %s pending, which Nomad would never finish: it would be refused without --force (`volctl reconcile` finishes it)", spec.FormatSize(info.ExpansionPending))

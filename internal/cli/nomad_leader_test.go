@@ -78,3 +78,35 @@ func TestNomadRegisterAndStatusDuringALeaderElection(t *testing.T) {
 		}
 	}
 }
+
+// nomad register while Nomad cannot reach the plugin's controller: a registration Nomad
+// answers 500 "controller validate volume: No path to node" (its servers have no connection to
+// the client of the node that runs the controller: Nomad 2.0.5 answered so for half a minute
+// after its agent restarted, TestNomadHandoverWhileTheAgentRestarts) or "no healthy
+// controllers for CSI plugin" or "no CSI plugin named" (its controllers, or its job, stopped
+// since volctl looked). The error said
+// Nomad's words alone, "refused the registration", with nothing of what they mean or what to
+// do. It now says what Nomad could not reach, how to see it, and to run the command again;
+// nothing stays marked, exit 1.
+func TestNomadRegisterWhileNomadCannotReachThePluginsController(t *testing.T) {
+	for _, c := range []struct{ body, how string }{
+		{"rpc error: controller validate volume: No path to node", "`nomad node status`"},
+		{"rpc error: no healthy controllers for CSI plugin: hp", "`nomad plugin status hp`"},
+		{"rpc error: no CSI plugin named: hp", "run its job"},
+	} {
+		t.Run(c.how, func(t *testing.T) {
+			h := nomadHarness(t)
+			a := newFakeNomad(t)
+			a.onPut = func(http.ResponseWriter, *http.Request) (int, string) { return http.StatusInternalServerError, c.body }
+			_, _, err := registerIn(h, a)
+			if handedOver(t, h) || ExitCode(err) != ExitError {
+				t.Fatalf("register: %v (exit %d, marked %v), want exit 1 and no mark", err, ExitCode(err), handedOver(t, h))
+			}
+			for _, want := range []string{c.body[len("rpc error: "):], `plugin "hp"`, c.how, "run the command again"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("register: %v\nwant it to say %q", err, want)
+				}
+			}
+		})
+	}
+}

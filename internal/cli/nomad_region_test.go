@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // A volume handed over with no region named (the agent's own) is asked for there by nomad
@@ -72,4 +73,99 @@ func TestNomadRegisterElsewhereSaysWhereItIsFirst(t *testing.T) {
 	if ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), "already handed over to Nomad at "+a.srv.URL) || strings.Contains(err.Error(), "run its job first") {
 		t.Fatalf("register against another cluster of a volume handed over to %s: %v (exit %d), want exit 4 naming where it is", a.srv.URL, err, ExitCode(err))
 	}
+	// Its --dry-run says what the registration would: refused for the handover (exit 4), not
+	// that the plugin is missing there (exit 1, "run its job first"), in text (naming where it
+	// is) and in JSON (its would_fail).
+	for _, asJSON := range []bool{false, true} {
+		said, err := dryRunSaid(h, b, asJSON)
+		if ExitCode(err) != ExitConflict || !asJSON && !strings.Contains(said, "handed over to Nomad at "+a.srv.URL) || !strings.Contains(said, "it is handed over elsewhere") ||
+			strings.Contains(said, "run its job first") {
+			t.Errorf("register --dry-run (json %v) against another cluster of a volume handed over to %s: exit %d, said:\n%s\nwant exit 4 as the registration, naming where it is", asJSON, a.srv.URL, ExitCode(err), said)
+		}
+	}
+}
+
+// A volume whose create or delete was interrupted (state creating or deleting) is refused by
+// nomad register (exit 4, "not ready", `volctl reconcile`): its --dry-run said "Would
+// register" and exit 0, so a CI gating the handover on the plan let it go on to a refusal. Now
+// the plan says the registration would not go through, for the same reason, exit 4.
+func TestNomadRegisterDryRunOfAVolumeNotReady(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	updateStore(t, h, func(tx *store.Tx) error {
+		v, err := tx.Volumes().Get("db")
+		if err != nil {
+			return err
+		}
+		v.State = store.VolumeDeleting // a `volctl volume delete` killed part way
+		return tx.Volumes().Update(&v)
+	})
+	registerAndPlanRefused(t, h, a, "a volume being deleted", "not ready", "volctl reconcile")
+}
+
+// A volume recorded as attached with no claim holding it (a ControllerUnpublishVolume a forced
+// detach could not send) is refused by nomad register without --force (exit 4, `volctl
+// reconcile`): its --dry-run said "Would register" and exit 0. Now the plan says it would be
+// refused, as it says of an owed NodeExpandVolume; with --force, neither refuses.
+func TestNomadRegisterDryRunOfAVolumeOwedAnUnpublish(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	updateStore(t, h, func(tx *store.Tx) error {
+		return tx.Stagings().Put(&store.Staging{VolumeID: "db", PluginID: "hp", NodeID: "n1", ControllerPublished: true})
+	})
+	registerAndPlanRefused(t, h, a, "a volume owed a ControllerUnpublishVolume", "ControllerUnpublishVolume", `attached to node "n1"`)
+	ios, _, _, _ := iostreams.Test()
+	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"db"}, DryRun: true, Force: true}); err != nil {
+		t.Errorf("register --dry-run --force of a volume owed a ControllerUnpublishVolume: %v, want it to go through, as the registration does", err)
+	}
+}
+
+// updateStore changes the state of harness h's engine in one transaction of update, as
+// another volctl (or one killed part way) left it.
+func updateStore(t *testing.T, h *cliHarness, update func(tx *store.Tx) error) {
+	t.Helper()
+	st, err := store.Open(h.ctx, h.state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.Update(h.ctx, update)
+	if cerr := st.Close(); err != nil || cerr != nil {
+		t.Fatal(err, cerr)
+	}
+}
+
+// registerAndPlanRefused checks that nomad register of volume db (what) is refused, exit 4,
+// saying why, and that its --dry-run, as text and as JSON, says the same with the same exit
+// (the text wayOut too), nothing sent to Nomad a, nothing marked.
+func registerAndPlanRefused(t *testing.T, h *cliHarness, a *fakeNomad, what, why, wayOut string) {
+	t.Helper()
+	_, _, err := registerIn(h, a)
+	if ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), why) {
+		t.Fatalf("register of %s: %v (exit %d), want exit 4 saying %q", what, err, ExitCode(err), why)
+	}
+	for _, asJSON := range []bool{false, true} {
+		said, err := dryRunSaid(h, a, asJSON)
+		if ExitCode(err) != ExitConflict || !strings.Contains(said, why) || !asJSON && !strings.Contains(said, wayOut) {
+			t.Errorf("register --dry-run (json %v) of %s: exit %d, said:\n%s\nwant exit 4 as the registration, saying %q", asJSON, what, ExitCode(err), said, why)
+		}
+	}
+	a.mu.Lock()
+	puts := len(a.puts)
+	a.mu.Unlock()
+	if puts > 0 || handedOver(t, h) {
+		t.Errorf("Nomad was sent %d registration(s), marked %v; want none", puts, handedOver(t, h))
+	}
+}
+
+// dryRunSaid runs nomad register --dry-run of volume db against Nomad n, its plan as text or
+// as JSON: what it printed, then its error after "Error: ", and the error.
+func dryRunSaid(h *cliHarness, n *fakeNomad, asJSON bool) (string, error) {
+	ios, _, out, _ := iostreams.Test()
+	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}, DryRun: true,
+		Exporter: exportFlags{JSON: asJSON}})
+	said := out.String()
+	if err != nil {
+		said += "\nError: " + err.Error()
+	}
+	return said, err
 }

@@ -687,6 +687,32 @@ func maxBelowCapacity(err error, v spec.Volume) string {
 		spec.FormatSize(v.CapacityMax), volctl("status", v.ID), volctl("release", v.ID))
 }
 
+// controllerUnreached is what volctl adds to err, Nomad's answer to a registration of v, when
+// Nomad could not ask v's plugin's controller to validate it: "No path to node" (its servers
+// have no connection to the client of the node that runs the controller: its agent stopped,
+// or has not reconnected yet, as for half a minute after it restarts), "no healthy
+// controllers" or "no CSI plugin named" (they, or the plugin's job, stopped since volctl
+// looked). Nomad applied nothing, and the same
+// command finishes it once the controller answers.
+func controllerUnreached(err error, v spec.Volume) string {
+	var ure api.UnexpectedResponseError
+	if !errors.As(err, &ure) || !ure.HasStatusCode() {
+		return ""
+	}
+	switch msg := leadersWords(ure.Body()); {
+	case strings.HasPrefix(msg, "controller validate volume: No path to node"):
+		return fmt.Sprintf(" (Nomad's servers have no connection to the Nomad client of the node that runs plugin %q's controller: that node's agent is not running, or has not reconnected yet, as for a minute after it restarts; `nomad node status` shows the nodes, and volctl does not retry: run the command again once that node's agent is back)",
+			v.PluginID)
+	case strings.HasPrefix(msg, "no CSI plugin named: "):
+		return fmt.Sprintf(" (plugin %q does not run in Nomad now: its job stopped since volctl looked; `%s` shows it, and volctl does not retry: run its job, then run the command again)",
+			v.PluginID, shellquote.Command("nomad plugin status", v.PluginID))
+	case strings.HasPrefix(msg, "no healthy controllers for CSI plugin: "):
+		return fmt.Sprintf(" (plugin %q has no healthy controller in Nomad now: its allocs stopped or are starting again; `%s` shows them, and volctl does not retry: run the command again once they are healthy)",
+			v.PluginID, shellquote.Command("nomad plugin status", v.PluginID))
+	}
+	return ""
+}
+
 // busy is what volctl adds to err when it is a 429 or a 503 (Nomad's limit of connections
 // per client, limits.http_max_conns_per_client, answers 429; a proxy's rate limit or a server
 // not ready either): when to run the command again, as the answer's Retry-After says
@@ -1226,7 +1252,7 @@ func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, 
 	if err != nil {
 		c.noteStopped(ctx, err, fmt.Sprintf("volume %q", v.ID))
 		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + c.denied(ctx, err, "csi-write-volume", vol.Namespace, pluginRead) +
-			c.noRegion(err, c.Region) + c.noNamespace(err, v, vol.Namespace) + maxBelowCapacity(err, v) + busy(err, a)
+			c.noRegion(err, c.Region) + c.noNamespace(err, v, vol.Namespace) + maxBelowCapacity(err, v) + busy(err, a) + controllerUnreached(err, v)
 		switch {
 		case answered(err) && settled(err):
 			return "", 0, &registerError{fmt.Errorf("volume %q: Nomad at %s %w: %s", v.ID, c.Address, ErrRefused, said), err}
