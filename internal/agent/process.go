@@ -378,7 +378,7 @@ const defaultTZDir = "/usr/share/zoneinfo"
 // LD_LIBRARY_PATH's: checked), a locale named without a leading slash in the system's, a time
 // zone in TZDIR (checked) unless ".." takes it out. ld.so's $ORIGIN (the program's directory),
 // $LIB and $PLATFORM are expanded in LD_LIBRARY_PATH as in a RUNPATH (pathtrust.LibraryDir), and
-// $ORIGIN in LD_PRELOAD and LD_AUDIT. A BASH_ENV that the shell would expand ($, `) is
+// in LD_PRELOAD and LD_AUDIT to each name ld.so may give them (pathtrust.LoaderNames). A BASH_ENV that the shell would expand ($, `) is
 // refused: what it names cannot be told before the shell runs it. An empty single path
 // (BASH_ENV=, TZDIR=, ...) names nothing: bash and glibc take it as unset.
 func untrustedEnv(command, path string, env []string) error {
@@ -410,10 +410,13 @@ func untrustedEnv(command, path string, env []string) error {
 				names = append(names, "") // an empty entry is the working directory
 			}
 			if k == "LD_PRELOAD" || k == "LD_AUDIT" {
-				names = slices.DeleteFunc(names, func(n string) bool { return !strings.Contains(n, "/") })
-				for i, n := range names {
-					names[i] = pathtrust.ExpandOrigin(n, origin)
+				var expanded []string
+				for _, n := range names {
+					if strings.Contains(n, "/") {
+						expanded = append(expanded, pathtrust.LoaderNames(n, origin)...)
+					}
 				}
+				names = expanded
 			}
 		case k == "PERL5OPT" || k == "RUBYOPT" || k == "NODE_OPTIONS":
 			names = optionPaths(k, v)

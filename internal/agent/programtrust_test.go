@@ -470,6 +470,16 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 			open := mkdir(t, filepath.Join(b, "arch", "lib"), 0o777)
 			return map[string]string{"LD_LIBRARY_PATH": filepath.Join(b, "arch", "$LIB")}, "LD_LIBRARY_PATH", open, "is writable by other users (mode 0777)"
 		}},
+		{"LD_PRELOAD of a library in a $LIB other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			mkdir(t, filepath.Join(b, "arch"), 0o755)
+			open := mkdir(t, filepath.Join(b, "arch", "lib64"), 0o777)
+			return map[string]string{"LD_PRELOAD": filepath.Join(b, "arch", "$LIB", "libhook.so")}, "LD_PRELOAD", open, "is writable by other users (mode 0777)"
+		}},
+		{"LD_AUDIT of a library in a ${PLATFORM} other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			mkdir(t, filepath.Join(b, "arch"), 0o755)
+			open := mkdir(t, filepath.Join(b, "arch", "haswell"), 0o777)
+			return map[string]string{"LD_AUDIT": filepath.Join(b, "arch", "${PLATFORM}", "libaudit.so")}, "LD_AUDIT", open, "is writable by other users (mode 0777)"
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			b := base(t)
@@ -532,7 +542,7 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 	t.Run("an environment only this user may change", func(t *testing.T) {
 		b := base(t)
 		ok := mkdir(t, filepath.Join(b, "ok"), 0o755)
-		prog, err := start(t, b, map[string]string{"LD_LIBRARY_PATH": ok, "LD_PRELOAD": "libc.so.6", "TZ": "Europe/Paris", "LANG": "C.UTF-8", "GCONV_PATH": ok})
+		prog, err := start(t, b, map[string]string{"LD_LIBRARY_PATH": ok, "LD_PRELOAD": "libc.so.6 /usr/$LIB/libc.so.6", "TZ": "Europe/Paris", "LANG": "C.UTF-8", "GCONV_PATH": ok})
 		if err != nil {
 			t.Fatal(err)
 		}

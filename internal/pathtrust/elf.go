@@ -274,31 +274,7 @@ func searchedDirs(entry, origin string) ([]string, *Problem) {
 	if !filepath.IsAbs(entry) {
 		return nil, Source(entry)
 	}
-	dirs := []string{entry}
-	for _, tok := range []struct {
-		names []string
-		forms []string
-	}{{libNames(), []string{"${LIB}", "$LIB"}}, {platformNames(), []string{"${PLATFORM}", "$PLATFORM"}}} {
-		var expanded []string
-		for _, d := range dirs {
-			if !strings.Contains(d, tok.forms[0]) && !strings.Contains(d, tok.forms[1]) {
-				expanded = append(expanded, d)
-				continue
-			}
-			for _, n := range tok.names {
-				e := d
-				for _, f := range tok.forms {
-					e = strings.ReplaceAll(e, f, n)
-				}
-				expanded = append(expanded, e)
-			}
-		}
-		dirs = expanded
-	}
-	for i := range dirs {
-		dirs[i] = filepath.Clean(dirs[i])
-	}
-	dirs = slices.Compact(dirs)
+	dirs := expandTokens(entry, origin)
 	var all []string
 	for _, dir := range dirs {
 		if pr := Source(dir); pr != nil {
@@ -311,6 +287,40 @@ func searchedDirs(entry, origin string) ([]string, *Problem) {
 		all = append(append(all, sub...), dir)
 	}
 	return all, nil
+}
+
+// expandTokens is the names ld.so may make of name, a RUNPATH entry or a library's path:
+// $ORIGIN (or ${ORIGIN}) is origin; $LIB and $PLATFORM (braced or not), which ld.so expands to a
+// name of its own choosing, each name it may choose (libNames, platformNames), cleaned, each
+// once.
+func expandTokens(name, origin string) []string {
+	names := []string{expandOrigin(name, origin)}
+	for _, tok := range []struct {
+		names []string
+		forms []string
+	}{{libNames(), []string{"${LIB}", "$LIB"}}, {platformNames(), []string{"${PLATFORM}", "$PLATFORM"}}} {
+		var expanded []string
+		for _, d := range names {
+			if !strings.Contains(d, tok.forms[0]) && !strings.Contains(d, tok.forms[1]) {
+				expanded = append(expanded, d)
+				continue
+			}
+			for _, n := range tok.names {
+				e := d
+				for _, f := range tok.forms {
+					e = strings.ReplaceAll(e, f, n)
+				}
+				expanded = append(expanded, e)
+			}
+		}
+		names = expanded
+	}
+	for i := range names {
+		if filepath.IsAbs(names[i]) {
+			names[i] = filepath.Clean(names[i])
+		}
+	}
+	return slices.Compact(names)
 }
 
 // libNames is the names ld.so may give $LIB: the library directories distributions lay out
@@ -356,9 +366,10 @@ func machine() string {
 	return unix.ByteSliceToString(u.Machine[:])
 }
 
-// ExpandOrigin is name with $ORIGIN and ${ORIGIN} replaced by origin, as ld.so reads a library
-// named in LD_PRELOAD or LD_AUDIT.
-func ExpandOrigin(name, origin string) string { return expandOrigin(name, origin) }
+// LoaderNames is the paths ld.so may load for a library named by its path in LD_PRELOAD or
+// LD_AUDIT: $ORIGIN is origin, the program's directory, and $LIB and $PLATFORM each name ld.so
+// may give them (expandTokens), so that whichever it picks is checked.
+func LoaderNames(name, origin string) []string { return expandTokens(name, origin) }
 
 // expandOrigin is name with $ORIGIN and ${ORIGIN} replaced by origin.
 func expandOrigin(name, origin string) string {
