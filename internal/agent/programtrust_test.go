@@ -661,6 +661,21 @@ func TestAgentRunsNoProgramWhoseLoaderFindsWhatAnotherUserMayChange(t *testing.T
 			p := prog(t, b, true, "-L"+dir, "-lvt", "-Wl,--enable-new-dtags,-rpath,"+dir)
 			return p, []string{"NEEDED libvt.so, found in RUNPATH " + dir, filepath.Join(dir, "libvt.so") + " is writable by other users (mode 0666)"}
 		}},
+		{"a library in the program's RUNPATH whose own RUNPATH other users may write", func(t *testing.T, b string) (string, []string) {
+			dir := mkdir(t, filepath.Join(b, "lib"), 0o755)
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			ccBuild(t, filepath.Join(dir, "libvt.so"), libSource, "-shared", "-fPIC", "-Wl,--enable-new-dtags,-rpath,"+open)
+			p := prog(t, b, true, "-L"+dir, "-lvt", "-Wl,--enable-new-dtags,-rpath,"+dir)
+			return p, []string{"library " + filepath.Join(dir, "libvt.so") + "'s RUNPATH " + open, "NEEDED libvt.so of " + p, open + " is writable by other users (mode 0777)"}
+		}},
+		{"a library in the program's RUNPATH that needs a path other users may write", func(t *testing.T, b string) (string, []string) {
+			dir := mkdir(t, filepath.Join(b, "lib"), 0o755)
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			ccBuild(t, filepath.Join(open, "libw.so"), "int volctl_test_w(void) { return 0; }\n", "-shared", "-fPIC")
+			ccBuild(t, filepath.Join(dir, "libvt.so"), libSource, "-shared", "-fPIC", "-Wl,--no-as-needed", filepath.Join(open, "libw.so"))
+			p := prog(t, b, true, "-L"+dir, "-lvt", "-Wl,--enable-new-dtags,-rpath,"+dir)
+			return p, []string{"library " + filepath.Join(dir, "libvt.so") + "'s NEEDED " + filepath.Join(open, "libw.so"), open + " is writable by other users (mode 0777)"}
+		}},
 		{"a $LIB of two names, the second other users may write", func(t *testing.T, b string) (string, []string) {
 			mkdir(t, filepath.Join(b, "arch"), 0o755)
 			mkdir(t, filepath.Join(b, "arch", "lib"), 0o755)
