@@ -464,6 +464,35 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 		{"NODE_PATH with a directory other users may write", inOpen("NODE_PATH", func(open string) string { return open })},
 		{"NODE_OPTIONS --require of a module in a directory other users may write", inOpen("NODE_OPTIONS", func(open string) string { return "--max-old-space-size=64 --require " + filepath.Join(open, "x.js") })},
 		{"TZDIR a directory other users may write", inOpen("TZDIR", func(open string) string { return open })},
+		{"JAVA_TOOL_OPTIONS -javaagent: of a jar in a directory other users may write", inOpen("JAVA_TOOL_OPTIONS", func(open string) string { return "-Xmx64m -javaagent:" + filepath.Join(open, "agent.jar") + "=debug" })},
+		{"_JAVA_OPTIONS -agentpath: of a library in a directory other users may write", inOpen("_JAVA_OPTIONS", func(open string) string { return "-agentpath:" + filepath.Join(open, "libagent.so") })},
+		{"JDK_JAVA_OPTIONS -Xbootclasspath/a: with a directory other users may write", inOpen("JDK_JAVA_OPTIONS", func(open string) string { return "-Xbootclasspath/a:/usr/share/java/x.jar:" + open })},
+		{"JAVA_TOOL_OPTIONS -Djava.library.path= with a directory other users may write", inOpen("JAVA_TOOL_OPTIONS", func(open string) string { return "-Djava.library.path=" + open })},
+		{"JDK_JAVA_OPTIONS --class-path of a directory other users may write", inOpen("JDK_JAVA_OPTIONS", func(open string) string { return "--class-path " + open })},
+		{"CLASSPATH with a directory other users may write", inOpen("CLASSPATH", func(open string) string { return "/usr/share/java/x.jar:" + filepath.Join(open, "*") })},
+		{"LUA_PATH with a template in a directory other users may write", inOpen("LUA_PATH", func(open string) string { return "/usr/share/lua/5.4/?.lua;" + filepath.Join(open, "?.lua") + ";;" })},
+		{"LUA_CPATH_5_4 with a template in a directory other users may write", inOpen("LUA_CPATH_5_4", func(open string) string { return filepath.Join(open, "?", "core.so") })},
+		{"LUA_PATH with a template in the working directory", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			return map[string]string{"LUA_PATH": "/usr/share/lua/5.4/?.lua;./?.lua"}, "LUA_PATH", ".", "is relative"
+		}},
+		{"LUA_INIT running a file in a directory other users may write", inOpen("LUA_INIT", func(open string) string { return "@" + filepath.Join(open, "init.lua") })},
+		{"OPENSSL_CONF a file in a directory other users may write", inOpen("OPENSSL_CONF", func(open string) string { return filepath.Join(open, "openssl.cnf") })},
+		{"OPENSSL_MODULES a directory other users may write", inOpen("OPENSSL_MODULES", func(open string) string { return open })},
+		{"OPENSSL_ENGINES a directory other users may write", inOpen("OPENSSL_ENGINES", func(open string) string { return open })},
+		{"SSL_CERT_FILE a file in a directory other users may write", inOpen("SSL_CERT_FILE", func(open string) string { return filepath.Join(open, "ca.pem") })},
+		{"SSL_CERT_DIR with a directory other users may write", inOpen("SSL_CERT_DIR", func(open string) string { return "/etc/ssl/certs:" + open })},
+		{"NODE_EXTRA_CA_CERTS a file in a directory other users may write", inOpen("NODE_EXTRA_CA_CERTS", func(open string) string { return filepath.Join(open, "ca.pem") })},
+		{"REQUESTS_CA_BUNDLE a file in a directory other users may write", inOpen("REQUESTS_CA_BUNDLE", func(open string) string { return filepath.Join(open, "ca.pem") })},
+		{"CURL_CA_BUNDLE a file in a directory other users may write", inOpen("CURL_CA_BUNDLE", func(open string) string { return filepath.Join(open, "ca.pem") })},
+		{"PYTHONPYCACHEPREFIX a directory other users may write", inOpen("PYTHONPYCACHEPREFIX", func(open string) string { return open })},
+		{"GEM_PATH with a directory other users may write", inOpen("GEM_PATH", func(open string) string { return "/var/lib/gems/3.1.0:" + open })},
+		{"GEM_HOME a directory other users may write", inOpen("GEM_HOME", func(open string) string { return open })},
+		{"GIT_EXEC_PATH a directory other users may write", inOpen("GIT_EXEC_PATH", func(open string) string { return open })},
+		{"GIT_SSH a program in a directory other users may write", inOpen("GIT_SSH", func(open string) string { return filepath.Join(open, "ssh") })},
+		{"GIT_ASKPASS a program in a directory other users may write", inOpen("GIT_ASKPASS", func(open string) string { return filepath.Join(open, "askpass") })},
+		{"GIT_CONFIG_GLOBAL a file in a directory other users may write", inOpen("GIT_CONFIG_GLOBAL", func(open string) string { return filepath.Join(open, "gitconfig") })},
+		{"GIT_TEMPLATE_DIR a directory other users may write", inOpen("GIT_TEMPLATE_DIR", func(open string) string { return open })},
+		{"LD_PROFILE_OUTPUT a directory other users may write", inOpen("LD_PROFILE_OUTPUT", func(open string) string { return open })},
 		{"a relative TZ whose .. leaves the time zone directory", inOpen("TZ", func(open string) string { return ":../../.." + filepath.Join(open, "zone") })},
 		{"LD_LIBRARY_PATH with a $LIB other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
 			mkdir(t, filepath.Join(b, "arch"), 0o755)
@@ -515,7 +544,11 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 	})
 	// What names nothing the plugin loads is no reason to refuse it: sh reads ENV only when
 	// interactive (a plugin is not), and bash and glibc take an empty BASH_ENV or TZDIR as unset.
-	for _, env := range []map[string]string{{"ENV": "production"}, {"BASH_ENV": ""}, {"TZDIR": ""}, {"HOSTALIASES": ""}, {"RUBYOPT": "-rjson -W0"}} {
+	for _, env := range []map[string]string{{"ENV": "production"}, {"BASH_ENV": ""}, {"TZDIR": ""}, {"HOSTALIASES": ""}, {"RUBYOPT": "-rjson -W0"},
+		{"JAVA_TOOL_OPTIONS": "-Xmx64m -Dfile.encoding=UTF-8 -agentlib:jdwp=transport=dt_socket,server=y -javaagent:/usr/share/java/agent.jar=x"},
+		{"LUA_PATH": "/usr/share/lua/5.4/?.lua;/usr/share/lua/5.4/?/init.lua;;", "LUA_INIT": "print('a plugin') -- code, not a path"},
+		{"SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt", "SSL_CERT_DIR": "/etc/ssl/certs", "OPENSSL_CONF": "/etc/ssl/openssl.cnf"},
+		{"CLASSPATH": "/usr/share/java/*", "GEM_PATH": "", "PYTHONSTARTUP": "/tmp/only-an-interactive-python-reads-it.py"}} {
 		t.Run(fmt.Sprintf("a plugin run with %v", env), func(t *testing.T) {
 			b := base(t)
 			prog, err := start(t, b, env)
