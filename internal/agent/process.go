@@ -626,15 +626,22 @@ func luaPaths(k, v string) []string {
 // interpreter, or of the command `#!/usr/bin/env NAME` looks up in env's PATH. The agent runs
 // it as its own user, root most often, at every start and restart: that user's code would run
 // as root from the next one on, while the agent's config and the plugin's spec said nothing
-// had changed. Checked at each start, so a fixed path lets the next retry start it.
+// had changed. Checked at each start, so a fixed path lets the next retry start it. The
+// libraries an ELF program loads are looked for in env's LD_LIBRARY_PATH too, as ld.so does
+// (pathtrust.ProgramWithLibraryPath): a library file there that another user may write is
+// refused as one in a RUNPATH is; the directories themselves are untrustedEnv's.
 func untrustedProgram(command, path string, env []string) error {
 	envPath := pathtrust.DefaultExecPath // none in env: what env(1) searches then
+	libraryPath := ""
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
 			envPath = v // the plugin's (trustedPATH's): never set empty
 		}
+		if v, ok := strings.CutPrefix(kv, "LD_LIBRARY_PATH="); ok {
+			libraryPath = v
+		}
 	}
-	pr := pathtrust.Program(command, path, envPath)
+	pr := pathtrust.ProgramWithLibraryPath(command, path, envPath, libraryPath)
 	if pr == nil {
 		return nil
 	}

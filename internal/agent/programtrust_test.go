@@ -780,6 +780,47 @@ func TestAgentRunsNoProgramWhoseLoaderFindsWhatAnotherUserMayChange(t *testing.T
 	}
 }
 
+// LD_LIBRARY_PATH's directories are checked by the env check (untrustedEnv), but ld.so loads
+// from them the libraries the program needs, before its RUNPATH: a library another user may
+// write, in a directory root keeps, was loaded into the plugin as root, as one in a RUNPATH
+// directory was before round 29. Now it is refused as that one is, naming the library and
+// LD_LIBRARY_PATH; the same library mode 0644 is run.
+func TestAgentRunsNoProgramWhoseLD_LIBRARY_PATHHoldsALibraryAnotherUserMayChange(t *testing.T) {
+	const libSource = "int volctl_test_lib(void) { return 0; }\n"
+	const progSource = ranSource + "int volctl_test_lib(void); int use(void) { return volctl_test_lib(); }\n"
+	for _, mode := range []os.FileMode{0o666, 0o644} {
+		t.Run(mode.String(), func(t *testing.T) {
+			b := baseDir(t)
+			dir := mkdir(t, filepath.Join(b, "lib"), 0o755)
+			lib := filepath.Join(dir, "libvt.so")
+			ccBuild(t, lib, libSource, "-shared", "-fPIC")
+			if err := os.Chmod(lib, mode); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(mkdir(t, filepath.Join(b, "bin"), 0o755), "volctl-test-plugin")
+			ccBuild(t, p, progSource, "-L"+dir, "-lvt")
+			err := startExec(t, p, map[string]string{"LD_LIBRARY_PATH": dir})
+			if mode == 0o644 {
+				if err != nil || !ranBeside(p) {
+					t.Fatalf("the agent did not run %s with LD_LIBRARY_PATH=%s, whose library is root's: %v", p, dir, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("the agent ran %s with LD_LIBRARY_PATH=%s, whose %s is writable by other users, as uid %d; want it refused", p, dir, lib, os.Geteuid())
+			}
+			for _, w := range []string{"command " + p, "not run", "ELF program " + p, "NEEDED libvt.so, found in LD_LIBRARY_PATH", lib + " is writable by other users (mode 0666)"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v\nwant it to say %q", err, w)
+				}
+			}
+			if ranBeside(p) {
+				t.Error("the program ran")
+			}
+		})
+	}
+}
+
 // patchELF rewrites the 64-bit little-endian ELF file at path through patch; it skips the test
 // for another kind.
 func patchELF(t *testing.T, path string, patch func([]byte)) {

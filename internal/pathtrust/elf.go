@@ -35,7 +35,13 @@ import (
 // (ld.so.cache, or the default directories without one), which are root's. A trusted library in
 // /usr/lib whose RUNPATH names a directory another user may write brings their code as surely
 // as the program's own RUNPATH would.
-func loaded(path string) *Problem {
+func loaded(path string) *Problem { return loadedWith(path, "") }
+
+// loadedWith is loaded of a program run with LD_LIBRARY_PATH set to libraryPath, whose
+// directories ld.so searches for each library before a RUNPATH (after an RPATH): a library found
+// there is checked and followed as one a RUNPATH finds. A directory another user controls is
+// passed over: the caller refuses it, naming the variable.
+func loadedWith(path, libraryPath string) *Problem {
 	f, fd, err := openELF(path)
 	if err != nil {
 		return &Problem{Path: path, ELF: path, Entry: "ELF headers",
@@ -60,12 +66,21 @@ func loaded(path string) *Problem {
 		return nil
 	}
 	var system *systemLibs
+	var envDirs []string
+	if libraryPath != "" {
+		exeOrigin := filepath.Dir(realPath(path))
+		for _, entry := range strings.FieldsFunc(libraryPath, func(r rune) bool { return r == ':' || r == ';' }) {
+			if dirs, pr := searchedDirs(entry, exeOrigin); pr == nil {
+				envDirs = append(envDirs, dirs...)
+			}
+		}
+	}
 	queue := []loadedObject{{path: path, d: d}}
 	seen := map[string]bool{realPath(path): true}
 	for len(queue) > 0 {
 		o := queue[0]
 		queue = queue[1:]
-		deps, pr := o.deps(path, &system)
+		deps, pr := o.deps(path, envDirs, &system)
 		if pr != nil {
 			return pr
 		}
@@ -128,7 +143,7 @@ func realPath(path string) string {
 // of the libraries o needs (by path, or found in those directories), prog being the program
 // whose problem it is, and returns the libraries ld.so loads for o: each NEEDED found first in
 // those directories or, failing them, in the system's (*system, read once a program).
-func (o loadedObject) deps(prog string, system **systemLibs) ([]loadedObject, *Problem) {
+func (o loadedObject) deps(prog string, envDirs []string, system **systemLibs) ([]loadedObject, *Problem) {
 	name := func(entry string) string {
 		if o.path == prog {
 			return entry
@@ -158,6 +173,20 @@ func (o loadedObject) deps(prog string, system **systemLibs) ([]loadedObject, *P
 		inherited = append(slices.Clone(searched), o.inherited...)
 		searched = inherited
 	}
+	// LD_LIBRARY_PATH's directories come after the RPATHs and before a RUNPATH; from says
+	// where each directory searched comes from.
+	own := kind + " " + strings.Join(list, ":")
+	n := 0
+	if len(o.d.runpath) == 0 {
+		n = len(searched)
+	}
+	searched = slices.Concat(searched[:n], envDirs, searched[n:])
+	from := func(i int) string {
+		if i >= n && i < n+len(envDirs) {
+			return "LD_LIBRARY_PATH"
+		}
+		return own
+	}
 	var deps []loadedObject
 	for _, lib := range o.d.needed {
 		via := fmt.Sprintf("NEEDED %s of %s", lib, o.path)
@@ -172,13 +201,13 @@ func (o loadedObject) deps(prog string, system **systemLibs) ([]loadedObject, *P
 			continue
 		}
 		var found []string
-		for _, dir := range searched {
+		for i, dir := range searched {
 			file := filepath.Join(dir, lib)
 			if _, err := os.Lstat(file); err != nil {
 				continue
 			}
 			if pr := makeable(file); pr != nil {
-				pr.ELF, pr.Entry = prog, name(fmt.Sprintf("NEEDED %s, found in %s %s", lib, kind, strings.Join(list, ":")))
+				pr.ELF, pr.Entry = prog, name(fmt.Sprintf("NEEDED %s, found in %s", lib, from(i)))
 				return nil, pr
 			}
 			if found == nil {
