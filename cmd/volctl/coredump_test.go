@@ -56,13 +56,7 @@ func TestRootsVolctlPipesNoCoreDump(t *testing.T) {
 	}
 	t.Cleanup(func() { os.WriteFile("/proc/sys/kernel/core_pattern", old, 0) })
 	// Control: a process with cores allowed is piped to the handler.
-	ctl := exec.Command("/bin/sh", "-c", `ulimit -S -c unlimited && exec sleep 60`)
-	if err := ctl.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(200 * time.Millisecond)
-	ctl.Process.Signal(syscall.SIGQUIT)
-	ctl.Wait()
+	dumpAControlProcess(t)
 	if !waitForGlob(filepath.Join(dir, "piped.*")) {
 		t.Fatalf("a process with cores allowed, under core_pattern %q, piped no core: the test shows nothing", pattern)
 	}
@@ -74,6 +68,20 @@ func TestRootsVolctlPipesNoCoreDump(t *testing.T) {
 			t.Errorf("root's volctl, killed under GOTRACEBACK=crash, piped its core to the handler of core_pattern %q: %v", pattern, globbed(filepath.Join(dir, "piped.*")))
 		}
 	})
+}
+
+// dumpAControlProcess starts a process with cores allowed (soft limit unlimited) and kills it
+// with SIGQUIT, so that the kernel dumps its core; it returns its pid.
+func dumpAControlProcess(t *testing.T) int {
+	t.Helper()
+	ctl := exec.Command("/bin/sh", "-c", `ulimit -S -c unlimited && exec sleep 60`)
+	if err := ctl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	ctl.Process.Signal(syscall.SIGQUIT)
+	ctl.Wait()
+	return ctl.Process.Pid
 }
 
 func globbed(pattern string) []string { m, _ := filepath.Glob(pattern); return m }
@@ -222,14 +230,7 @@ func TestRootsVolctlSendsNoCoreToASocket(t *testing.T) {
 		}
 	}
 	setPattern("@" + sock)
-	ctl := exec.Command("/bin/sh", "-c", `ulimit -S -c unlimited && exec sleep 60`)
-	if err := ctl.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(200 * time.Millisecond)
-	ctl.Process.Signal(syscall.SIGQUIT)
-	ctl.Wait()
-	if coreOf(ctl.Process.Pid) == 0 {
+	if coreOf(dumpAControlProcess(t)) == 0 {
 		t.Fatalf("a process with cores allowed, under core_pattern %q, sent no core: the test shows nothing", "@"+sock)
 	}
 	setPattern("core")
