@@ -627,21 +627,26 @@ func luaPaths(k, v string) []string {
 // it as its own user, root most often, at every start and restart: that user's code would run
 // as root from the next one on, while the agent's config and the plugin's spec said nothing
 // had changed. Checked at each start, so a fixed path lets the next retry start it. The
-// libraries an ELF program loads are looked for in env's LD_LIBRARY_PATH too, as ld.so does
-// (pathtrust.ProgramWithLibraryPath): a library file there that another user may write is
-// refused as one in a RUNPATH is; the directories themselves are untrustedEnv's.
+// libraries an ELF program loads are looked for in env's LD_LIBRARY_PATH too, and those env's
+// LD_PRELOAD and LD_AUDIT name loaded first and followed, as ld.so does
+// (pathtrust.ProgramWithLoaderEnv): a library file there that another user may write, or a
+// preloaded library's RUNPATH that they control, is refused as one the program's RUNPATH finds
+// is; the directories and the preloads' paths themselves are untrustedEnv's.
 func untrustedProgram(command, path string, env []string) error {
 	envPath := pathtrust.DefaultExecPath // none in env: what env(1) searches then
-	libraryPath := ""
+	var loader pathtrust.LoaderEnv
 	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "PATH":
 			envPath = v // the plugin's (trustedPATH's): never set empty
-		}
-		if v, ok := strings.CutPrefix(kv, "LD_LIBRARY_PATH="); ok {
-			libraryPath = v
+		case "LD_LIBRARY_PATH":
+			loader.LibraryPath = v
+		case "LD_PRELOAD", "LD_AUDIT":
+			loader.Preload = append(loader.Preload, strings.FieldsFunc(v, func(r rune) bool { return strings.ContainsRune(loaderEnv[k], r) })...)
 		}
 	}
-	pr := pathtrust.ProgramWithLibraryPath(command, path, envPath, libraryPath)
+	pr := pathtrust.ProgramWithLoaderEnv(command, path, envPath, loader)
 	if pr == nil {
 		return nil
 	}

@@ -821,6 +821,57 @@ func TestAgentRunsNoProgramWhoseLD_LIBRARY_PATHHoldsALibraryAnotherUserMayChange
 	}
 }
 
+// A library LD_PRELOAD (or LD_AUDIT) names is loaded before the program's own, and ld.so loads
+// what it needs in turn, searching its RUNPATH: the env check held the preloaded file to the
+// rule, not its RUNPATH, so a root-owned hook whose RUNPATH names a directory any user may write
+// brought their library into the plugin as root. Now its RUNPATH is checked as a library's the
+// program needs is, the refusal naming LD_PRELOAD and the directory; a bare name is looked up
+// where ld.so looks it up (LD_LIBRARY_PATH, then the system's), and a library file any user may
+// write found there refused.
+func TestAgentRunsNoPluginWhosePreloadedLibraryLoadsWhatAnotherUserMayChange(t *testing.T) {
+	const libSource = "int volctl_test_lib(void) { return 0; }\n"
+	for _, tt := range []struct {
+		name  string
+		setup func(t *testing.T, b string) (env map[string]string, want []string)
+	}{
+		{"a preloaded library whose RUNPATH other users may write", func(t *testing.T, b string) (map[string]string, []string) {
+			dir := mkdir(t, filepath.Join(b, "lib"), 0o755)
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			hook := filepath.Join(dir, "libhook.so")
+			ccBuild(t, hook, libSource, "-shared", "-fPIC", "-Wl,--enable-new-dtags,-rpath,"+open)
+			return map[string]string{"LD_PRELOAD": hook}, []string{"library " + hook + "'s RUNPATH " + open, "LD_PRELOAD " + hook, open + " is writable by other users (mode 0777)"}
+		}},
+		{"a preloaded library named alone, found in LD_LIBRARY_PATH, that other users may write", func(t *testing.T, b string) (map[string]string, []string) {
+			dir := mkdir(t, filepath.Join(b, "lib"), 0o755)
+			hook := filepath.Join(dir, "libhook.so")
+			ccBuild(t, hook, libSource, "-shared", "-fPIC")
+			if err := os.Chmod(hook, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			return map[string]string{"LD_PRELOAD": "libhook.so", "LD_LIBRARY_PATH": dir}, []string{"LD_PRELOAD libhook.so, found in LD_LIBRARY_PATH", hook + " is writable by other users (mode 0666)"}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := baseDir(t)
+			env, want := tt.setup(t, b)
+			p := filepath.Join(mkdir(t, filepath.Join(b, "bin"), 0o755), "volctl-test-plugin")
+			ccBuild(t, p, ranSource)
+			err := startExec(t, p, env)
+			if err == nil {
+				t.Fatalf("the agent ran %s with %v, whose preloaded library loads what another user controls (%q), as uid %d; want it refused", p, env, want, os.Geteuid())
+			}
+			for _, w := range append(want, "command "+p, "not run") {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v\nwant it to say %q", err, w)
+				}
+			}
+			if ranBeside(p) {
+				t.Error("the program ran")
+			}
+		})
+	}
+}
+
 // patchELF rewrites the 64-bit little-endian ELF file at path through patch; it skips the test
 // for another kind.
 func patchELF(t *testing.T, path string, patch func([]byte)) {

@@ -35,13 +35,14 @@ import (
 // (ld.so.cache, or the default directories without one), which are root's. A trusted library in
 // /usr/lib whose RUNPATH names a directory another user may write brings their code as surely
 // as the program's own RUNPATH would.
-func loaded(path string) *Problem { return loadedWith(path, "") }
+func loaded(path string) *Problem { return loadedWith(path, LoaderEnv{}) }
 
-// loadedWith is loaded of a program run with LD_LIBRARY_PATH set to libraryPath, whose
-// directories ld.so searches for each library before a RUNPATH (after an RPATH): a library found
-// there is checked and followed as one a RUNPATH finds. A directory another user controls is
-// passed over: the caller refuses it, naming the variable.
-func loadedWith(path, libraryPath string) *Problem {
+// loadedWith is loaded of a program run with env: LD_LIBRARY_PATH's directories ld.so searches
+// for each library before a RUNPATH (after an RPATH), and LD_PRELOAD's and LD_AUDIT's libraries
+// it loads first, as the program's first needs (found alike, a path's $ORIGIN, $LIB and
+// $PLATFORM expanded): each library found so is checked and followed as one a RUNPATH finds. A
+// directory another user controls is passed over: the caller refuses it, naming the variable.
+func loadedWith(path string, env LoaderEnv) *Problem {
 	f, fd, err := openELF(path)
 	if err != nil {
 		return &Problem{Path: path, ELF: path, Entry: "ELF headers",
@@ -67,15 +68,15 @@ func loadedWith(path, libraryPath string) *Problem {
 	}
 	var system *systemLibs
 	var envDirs []string
-	if libraryPath != "" {
+	if env.LibraryPath != "" {
 		exeOrigin := filepath.Dir(realPath(path))
-		for _, entry := range strings.FieldsFunc(libraryPath, func(r rune) bool { return r == ':' || r == ';' }) {
+		for _, entry := range strings.FieldsFunc(env.LibraryPath, func(r rune) bool { return r == ':' || r == ';' }) {
 			if dirs, pr := searchedDirs(entry, exeOrigin); pr == nil {
 				envDirs = append(envDirs, dirs...)
 			}
 		}
 	}
-	queue := []loadedObject{{path: path, d: d}}
+	queue := []loadedObject{{path: path, d: d, preload: env.Preload}}
 	seen := map[string]bool{realPath(path): true}
 	for len(queue) > 0 {
 		o := queue[0]
@@ -129,6 +130,7 @@ type loadedObject struct {
 	path, via string
 	d         dynamic
 	inherited []string
+	preload   []string // the program's: LD_PRELOAD's and LD_AUDIT's libraries, loaded first
 }
 
 // realPath is path with its symlinks resolved, or path where it cannot be.
@@ -188,16 +190,27 @@ func (o loadedObject) deps(prog string, envDirs []string, system **systemLibs) (
 		return own
 	}
 	var deps []loadedObject
-	for _, lib := range o.d.needed {
-		via := fmt.Sprintf("NEEDED %s of %s", lib, o.path)
+	what := "LD_PRELOAD"
+	for i, lib := range slices.Concat(o.preload, o.d.needed) {
+		if i == len(o.preload) {
+			what = "NEEDED"
+		}
+		via := fmt.Sprintf("%s %s of %s", what, lib, o.path)
+		if what == "LD_PRELOAD" {
+			via = "LD_PRELOAD " + lib
+		}
 		if strings.Contains(lib, "/") {
 			// ld.so loads this path as it is, its tokens expanded: no search.
-			file := expandOrigin(lib, origin)
-			if pr := Source(file); pr != nil {
-				pr.ELF, pr.Entry = prog, name("NEEDED "+lib)
-				return nil, pr
+			for _, file := range expandTokens(lib, origin) {
+				if pr := Source(file); pr != nil {
+					if what == "LD_PRELOAD" {
+						continue // the caller's to refuse, naming the variable
+					}
+					pr.ELF, pr.Entry = prog, name(what+" "+lib)
+					return nil, pr
+				}
+				deps = append(deps, loadedObject{path: file, via: via, inherited: inherited})
 			}
-			deps = append(deps, loadedObject{path: file, via: via, inherited: inherited})
 			continue
 		}
 		var found []string
@@ -207,7 +220,7 @@ func (o loadedObject) deps(prog string, envDirs []string, system **systemLibs) (
 				continue
 			}
 			if pr := makeable(file); pr != nil {
-				pr.ELF, pr.Entry = prog, name(fmt.Sprintf("NEEDED %s, found in %s", lib, from(i)))
+				pr.ELF, pr.Entry = prog, name(fmt.Sprintf("%s %s, found in %s", what, lib, from(i)))
 				return nil, pr
 			}
 			if found == nil {

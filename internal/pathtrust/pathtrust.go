@@ -460,21 +460,29 @@ func Replaceable(path string) *Problem {
 // maxScripts levels. An ELF program's loader and the directories its RUNPATH or RPATH searches
 // for libraries are checked too (loaded: ELF and Entry name them).
 func Program(command, path, envPath string) *Problem {
-	return ProgramWithLibraryPath(command, path, envPath, "")
+	return ProgramWithLoaderEnv(command, path, envPath, LoaderEnv{})
 }
 
-// ProgramWithLibraryPath is Program of a program run with LD_LIBRARY_PATH set to libraryPath:
-// the dynamic loader searches its directories for every library of the program's, and of its
-// libraries', before their RUNPATHs (loaded), and the libraries it finds there are checked and
-// followed as those found by a RUNPATH are. Its directories themselves are the caller's to
-// check (LibraryDir): one another user controls is passed over here.
-func ProgramWithLibraryPath(command, path, envPath, libraryPath string) *Problem {
+// LoaderEnv is what of a program's environment steers its dynamic loader to libraries:
+// LD_LIBRARY_PATH, and the libraries LD_PRELOAD and LD_AUDIT name (each a name of its own).
+type LoaderEnv struct {
+	LibraryPath string
+	Preload     []string
+}
+
+// ProgramWithLoaderEnv is Program of a program run with env: the dynamic loader searches
+// env.LibraryPath's directories for every library of the program's, and of its libraries',
+// before their RUNPATHs, and loads env.Preload's before the program's own (loaded); the
+// libraries it finds so are checked and followed as those a RUNPATH finds. The directories and
+// the preloads' paths themselves are the caller's to check (LibraryDir, Source): one another
+// user controls is passed over here.
+func ProgramWithLoaderEnv(command, path, envPath string, env LoaderEnv) *Problem {
 	if !strings.Contains(command, "/") {
 		if pr := shadowed(command, filepath.Dir(path), os.Getenv("PATH"), false); pr != nil {
 			return pr
 		}
 	}
-	return program(path, envPath, libraryPath, 0)
+	return program(path, envPath, env, 0)
 }
 
 // DefaultExecPath is the PATH execvp(3) searches, and so env(1), when the environment has
@@ -485,7 +493,7 @@ const DefaultExecPath = "/bin:/usr/bin"
 const maxScripts = 4
 
 // program is Program of the file at path, reached through depth #! lines.
-func program(path, envPath, libraryPath string, depth int) *Problem {
+func program(path, envPath string, env LoaderEnv, depth int) *Problem {
 	path = absolute(path) // a relative command ("bin/plugin") is run from the working directory
 	if pr := makeable(path); pr != nil {
 		return pr
@@ -495,21 +503,21 @@ func program(path, envPath, libraryPath string, depth int) *Problem {
 	}
 	interp, arg, ok := shebang(path)
 	if !ok {
-		return loadedWith(path, libraryPath)
+		return loadedWith(path, env)
 	}
 	var pr *Problem
 	if name := envCommand(interp, arg, &envPath); name != "" {
-		if pr = program(interp, envPath, libraryPath, depth+1); pr == nil {
+		if pr = program(interp, envPath, env, depth+1); pr == nil {
 			if strings.Contains(name, "/") {
-				pr = program(name, envPath, libraryPath, depth+1)
+				pr = program(name, envPath, env, depth+1)
 			} else if found, ok := lookPath(name, envPath); !ok {
 				pr = shadowed(name, "", envPath, true)
 			} else if pr = shadowed(name, filepath.Dir(found), envPath, true); pr == nil {
-				pr = program(found, envPath, libraryPath, depth+1)
+				pr = program(found, envPath, env, depth+1)
 			}
 		}
 	} else {
-		pr = program(interp, envPath, libraryPath, depth+1)
+		pr = program(interp, envPath, env, depth+1)
 	}
 	if pr != nil && pr.Script == "" {
 		pr.Script = path
