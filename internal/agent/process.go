@@ -629,7 +629,7 @@ func luaPaths(k, v string) []string {
 // had changed. Checked at each start, so a fixed path lets the next retry start it. The
 // libraries an ELF program loads are looked for in env's LD_LIBRARY_PATH too, and those env's
 // LD_PRELOAD and LD_AUDIT name loaded first and followed, as ld.so does
-// (pathtrust.ProgramWithLoaderEnv): a library file there that another user may write, or a
+// (pathtrust.Program): a library file there that another user may write, or a
 // preloaded library's RUNPATH that they control, is refused as one the program's RUNPATH finds
 // is; the directories and the preloads' paths themselves are untrustedEnv's.
 func untrustedProgram(command, path string, env []string) error {
@@ -646,7 +646,7 @@ func untrustedProgram(command, path string, env []string) error {
 			loader.Preload = append(loader.Preload, strings.FieldsFunc(v, func(r rune) bool { return strings.ContainsRune(loaderEnv[k], r) })...)
 		}
 	}
-	pr := pathtrust.ProgramWithLoaderEnv(command, path, envPath, loader)
+	pr := pathtrust.Program(command, path, envPath, loader)
 	if pr == nil {
 		return nil
 	}

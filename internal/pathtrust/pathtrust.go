@@ -450,6 +450,13 @@ func Replaceable(path string) *Problem {
 	return nil
 }
 
+// LoaderEnv is what of a program's environment steers its dynamic loader to libraries:
+// LD_LIBRARY_PATH, and the libraries LD_PRELOAD and LD_AUDIT name (each a name of its own).
+type LoaderEnv struct {
+	LibraryPath string
+	Preload     []string
+}
+
 // Program returns what another user controls of the program volctl runs for command, found at
 // path (exec.LookPath's answer), or nil: Replaceable of path and, for a command named alone
 // (looked up in PATH), of each directory of PATH searched before path's own, where another user
@@ -458,25 +465,13 @@ func Replaceable(path string) *Problem {
 // #! interpreter is the program the kernel runs: it is checked alike, as is the command
 // `#!/usr/bin/env NAME` runs, looked up in envPath (the PATH the program is given), to
 // maxScripts levels. An ELF program's loader and the directories its RUNPATH or RPATH searches
-// for libraries are checked too (loaded: ELF and Entry name them).
-func Program(command, path, envPath string) *Problem {
-	return ProgramWithLoaderEnv(command, path, envPath, LoaderEnv{})
-}
-
-// LoaderEnv is what of a program's environment steers its dynamic loader to libraries:
-// LD_LIBRARY_PATH, and the libraries LD_PRELOAD and LD_AUDIT name (each a name of its own).
-type LoaderEnv struct {
-	LibraryPath string
-	Preload     []string
-}
-
-// ProgramWithLoaderEnv is Program of a program run with env: the dynamic loader searches
-// env.LibraryPath's directories for every library of the program's, and of its libraries',
-// before their RUNPATHs, and loads env.Preload's before the program's own (loaded); the
-// libraries it finds so are checked and followed as those a RUNPATH finds. The directories and
+// for libraries are checked too (loaded: ELF and Entry name them), as are those of env: the
+// dynamic loader searches env.LibraryPath's directories for every library of the program's, and
+// of its libraries', before their RUNPATHs, and loads env.Preload's before the program's own;
+// the libraries it finds so are checked and followed as those a RUNPATH finds. The directories and
 // the preloads' paths themselves are the caller's to check (LibraryDir, Source): one another
 // user controls is passed over here.
-func ProgramWithLoaderEnv(command, path, envPath string, env LoaderEnv) *Problem {
+func Program(command, path, envPath string, env LoaderEnv) *Problem {
 	if !strings.Contains(command, "/") {
 		if pr := shadowed(command, filepath.Dir(path), os.Getenv("PATH"), false); pr != nil {
 			return pr
