@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,7 +33,7 @@ func TestRootsVolctlWritesNoCoreDump(t *testing.T) {
 	if err != nil || strings.HasPrefix(string(pattern), "|") || strings.Contains(string(pattern), "/") {
 		t.Skipf("core_pattern %q (%v): the kernel does not write cores to the working directory, where this test looks", pattern, err)
 	}
-	crashServe(t, nil)
+	crashServe(t, nil, nil)
 }
 
 // TestRootsVolctlPipesNoCoreDump: under a core_pattern that pipes cores to a handler
@@ -54,6 +56,24 @@ func TestRootsVolctlPipesNoCoreDump(t *testing.T) {
 	}
 	t.Cleanup(func() { os.WriteFile("/proc/sys/kernel/core_pattern", old, 0) })
 	// Control: a process with cores allowed is piped to the handler.
+	dumpAControlProcess(t)
+	if !waitForGlob(filepath.Join(dir, "piped.*")) {
+		t.Fatalf("a process with cores allowed, under core_pattern %q, piped no core: the test shows nothing", pattern)
+	}
+	for _, f := range globbed(filepath.Join(dir, "piped.*")) {
+		os.Remove(f)
+	}
+	crashServe(t, nil, func(int) {
+		if waitForGlob(filepath.Join(dir, "piped.*")) {
+			t.Errorf("root's volctl, killed under GOTRACEBACK=crash, piped its core to the handler of core_pattern %q: %v", pattern, globbed(filepath.Join(dir, "piped.*")))
+		}
+	})
+}
+
+// dumpAControlProcess starts a process with cores allowed (soft limit unlimited) and kills it
+// with SIGQUIT, so that the kernel dumps its core; it returns its pid.
+func dumpAControlProcess(t *testing.T) int {
+	t.Helper()
 	ctl := exec.Command("/bin/sh", "-c", `ulimit -S -c unlimited && exec sleep 60`)
 	if err := ctl.Start(); err != nil {
 		t.Fatal(err)
@@ -61,17 +81,7 @@ func TestRootsVolctlPipesNoCoreDump(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	ctl.Process.Signal(syscall.SIGQUIT)
 	ctl.Wait()
-	if !waitForGlob(filepath.Join(dir, "piped.*")) {
-		t.Fatalf("a process with cores allowed, under core_pattern %q, piped no core: the test shows nothing", pattern)
-	}
-	for _, f := range globbed(filepath.Join(dir, "piped.*")) {
-		os.Remove(f)
-	}
-	crashServe(t, func() {
-		if waitForGlob(filepath.Join(dir, "piped.*")) {
-			t.Errorf("root's volctl, killed under GOTRACEBACK=crash, piped its core to the handler of core_pattern %q: %v", pattern, globbed(filepath.Join(dir, "piped.*")))
-		}
-	})
+	return ctl.Process.Pid
 }
 
 func globbed(pattern string) []string { m, _ := filepath.Glob(pattern); return m }
@@ -89,9 +99,9 @@ func waitForGlob(pattern string) bool {
 
 // crashServe starts root's `volctl plugin serve hostpath` with cores allowed (soft limit
 // unlimited) and a secret in its environment, kills it with SIGQUIT under GOTRACEBACK=crash,
-// and fails the test for a core file it left in its working directory; after, if given, looks
-// for a core elsewhere.
-func crashServe(t *testing.T, after func()) {
+// and fails the test for a core file it left in its working directory; before, if given, runs
+// once it serves, before the kill; after, if given, looks for a core elsewhere, given its pid.
+func crashServe(t *testing.T, before func(), after func(pid int)) {
 	if os.Geteuid() != 0 {
 		t.Skip("volctl keeps root's cores from being written (KeepSecretsOutOfCoreDumps), not another user's: run as root")
 	}
@@ -118,6 +128,9 @@ func crashServe(t *testing.T, after func()) {
 		t.Fatal(err)
 	}
 	waitForPath(t, socket)
+	if before != nil {
+		before()
+	}
 	if err := cmd.Process.Signal(syscall.SIGQUIT); err != nil {
 		t.Fatal(err)
 	}
@@ -146,8 +159,89 @@ func crashServe(t *testing.T, after func()) {
 		t.Errorf("root's volctl, killed under GOTRACEBACK=crash, dumped its core (not found in %s)", work)
 	}
 	if after != nil {
-		after()
+		after(cmd.Process.Pid)
 	}
+}
+
+// TestRootsVolctlSendsNoCoreToASocket: a core_pattern naming a socket ("@/path", Linux 6.16,
+// where systemd-coredump may listen) has the kernel connect there and send the whole core,
+// whatever RLIMIT_CORE says (0 and 1 alike); only a process that is not dumpable sends none.
+// core_pattern is the host's, and may become a socket while the agent runs for weeks (a systemd
+// upgrade): volctl, started under a file pattern, then killed under GOTRACEBACK=crash once the
+// pattern is a socket, sent its memory, secrets and all, to whoever listened. Now it checks
+// again every second (cli.KeepSecretsOutOfCoreDumps) and sends none. A process with cores
+// allowed sends one (the test shows something). It sets kernel.core_pattern, the whole host's,
+// for a few seconds: it runs only when asked.
+func TestRootsVolctlSendsNoCoreToASocket(t *testing.T) {
+	if os.Getenv("VOLCTL_TEST_CORE_PATTERN") == "" {
+		t.Skip("sets kernel.core_pattern, the whole host's: run with VOLCTL_TEST_CORE_PATTERN=1, alone")
+	}
+	old, err := os.ReadFile("/proc/sys/kernel/core_pattern")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.WriteFile("/proc/sys/kernel/core_pattern", old, 0) })
+	sock := filepath.Join(hostpathtest.ShortDir(t), "core.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	// Each core the kernel sends, by the pid of the process it dumps (the connection's peer).
+	cores := make(chan [2]int, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				pid := 0
+				if raw, err := c.(*net.UnixConn).SyscallConn(); err == nil {
+					raw.Control(func(fd uintptr) {
+						if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
+							pid = int(cred.Pid)
+						}
+					})
+				}
+				n, _ := io.Copy(io.Discard, c)
+				cores <- [2]int{pid, int(n)}
+			}()
+		}
+	}()
+	setPattern := func(p string) {
+		t.Helper()
+		if err := os.WriteFile("/proc/sys/kernel/core_pattern", []byte(p), 0); err != nil {
+			t.Skipf("setting core_pattern %q (a socket takes Linux 6.16): %v", p, err)
+		}
+	}
+	// coreOf waits a moment for the core of pid, and says its size, 0 for none.
+	coreOf := func(pid int) int {
+		for deadline := time.After(3 * time.Second); ; {
+			select {
+			case c := <-cores:
+				if c[0] == pid {
+					return c[1]
+				}
+			case <-deadline:
+				return 0
+			}
+		}
+	}
+	setPattern("@" + sock)
+	if coreOf(dumpAControlProcess(t)) == 0 {
+		t.Fatalf("a process with cores allowed, under core_pattern %q, sent no core: the test shows nothing", "@"+sock)
+	}
+	setPattern("core")
+	crashServe(t, func() {
+		setPattern("@" + sock)
+		time.Sleep(2 * time.Second) // past cli's coreWatchInterval, 1 s
+	}, func(pid int) {
+		if n := coreOf(pid); n > 0 {
+			t.Errorf("root's volctl, killed under GOTRACEBACK=crash once core_pattern had become the socket %s, sent it its core (%d bytes)", sock, n)
+		}
+	})
 }
 
 // TestRootsVolctlIsReadableWithoutPtrace: other volctl processes read a volctl's /proc/PID/ns/mnt

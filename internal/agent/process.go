@@ -358,11 +358,44 @@ func UntrustedCommand(sp spec.Plugin) error {
 // agent's environment (passedEnv); the exec block's env may set them. PERL5OPT's and RUBYOPT's -I,
 // PERL5OPT's -Mlib=, RUBYOPT's -r of a path and NODE_OPTIONS' --require, --import and --loader
 // name them within options (optionPaths).
+//
+// So are those that have the program load code one step aside, or read what decides whom it
+// trusts: the JVM's CLASSPATH (and, within JAVA_TOOL_OPTIONS, _JAVA_OPTIONS and
+// JDK_JAVA_OPTIONS, the options that load code: javaOptionPaths), Lua's LUA_PATH and LUA_CPATH
+// templates and LUA_INIT's @file (luaPaths), Ruby's GEM_PATH and GEM_HOME, Python's
+// PYTHONPYCACHEPREFIX (whose compiled modules it loads), OpenSSL's OPENSSL_CONF (which loads
+// engines and providers), OPENSSL_MODULES and OPENSSL_ENGINES, git's GIT_EXEC_PATH, GIT_SSH,
+// GIT_ASKPASS (and SSH_ASKPASS), GIT_CONFIG_GLOBAL, GIT_CONFIG_SYSTEM (a config runs commands)
+// and GIT_TEMPLATE_DIR (hooks), ld.so's LD_PROFILE_OUTPUT (written); and the trust anchors of
+// TLS, which a plugin's calls to its cloud carry its credentials through: SSL_CERT_FILE and
+// SSL_CERT_DIR (OpenSSL's and Go's), NODE_EXTRA_CA_CERTS, CURL_CA_BUNDLE, REQUESTS_CA_BUNDLE. The
+// rule (docs/agent.md): a variable that a non-interactive program reads a path from, and loads
+// code or its trust from there, is checked; one read only interactively (ENV, PYTHONSTARTUP), or
+// holding a shell command (GIT_SSH_COMMAND), is not.
 var loaderEnv = map[string]string{
 	"LD_PRELOAD": ": ", "LD_AUDIT": ":", "LD_LIBRARY_PATH": ":;", "GCONV_PATH": ":", "LOCPATH": ":",
-	"HOSTALIASES": "", "LD_DEBUG_OUTPUT": "", "MALLOC_TRACE": "",
+	"HOSTALIASES": "", "LD_DEBUG_OUTPUT": "", "MALLOC_TRACE": "", "LD_PROFILE_OUTPUT": "",
 	"BASH_ENV": "", "PYTHONPATH": ":", "PYTHONHOME": ":", "PYTHONUSERBASE": "", "PERL5LIB": ":",
 	"PERLLIB": ":", "RUBYLIB": ":", "NODE_PATH": ":", "TZDIR": "",
+	"CLASSPATH": ":", "GEM_PATH": ":", "GEM_HOME": "", "PYTHONPYCACHEPREFIX": "",
+	"OPENSSL_CONF": "", "OPENSSL_MODULES": "", "OPENSSL_ENGINES": "",
+	"GIT_EXEC_PATH": "", "GIT_SSH": "", "GIT_ASKPASS": "", "SSH_ASKPASS": "", "GIT_CONFIG_GLOBAL": "",
+	"GIT_CONFIG_SYSTEM": "", "GIT_TEMPLATE_DIR": "",
+	"SSL_CERT_FILE": "", "SSL_CERT_DIR": ":", "NODE_EXTRA_CA_CERTS": "", "CURL_CA_BUNDLE": "", "REQUESTS_CA_BUNDLE": "",
+}
+
+// javaOptionsEnv are the variables the JVM (or its launcher: JDK_JAVA_OPTIONS) reads options from.
+var javaOptionsEnv = map[string]bool{"JAVA_TOOL_OPTIONS": true, "_JAVA_OPTIONS": true, "JDK_JAVA_OPTIONS": true}
+
+// isLuaEnv says whether k is one of Lua's path variables (LUA_PATH, LUA_CPATH, each also with
+// its version, LUA_PATH_5_4) or its LUA_INIT.
+func isLuaEnv(k string) bool {
+	for _, p := range []string{"LUA_PATH", "LUA_CPATH", "LUA_INIT"} {
+		if k == p || strings.HasPrefix(k, p+"_5_") {
+			return true
+		}
+	}
+	return false
 }
 
 // defaultTZDir is where glibc looks a time zone named by a relative name up, TZDIR unset.
@@ -378,7 +411,7 @@ const defaultTZDir = "/usr/share/zoneinfo"
 // LD_LIBRARY_PATH's: checked), a locale named without a leading slash in the system's, a time
 // zone in TZDIR (checked) unless ".." takes it out. ld.so's $ORIGIN (the program's directory),
 // $LIB and $PLATFORM are expanded in LD_LIBRARY_PATH as in a RUNPATH (pathtrust.LibraryDir), and
-// $ORIGIN in LD_PRELOAD and LD_AUDIT. A BASH_ENV that the shell would expand ($, `) is
+// in LD_PRELOAD and LD_AUDIT to each name ld.so may give them (pathtrust.LoaderNames). A BASH_ENV that the shell would expand ($, `) is
 // refused: what it names cannot be told before the shell runs it. An empty single path
 // (BASH_ENV=, TZDIR=, ...) names nothing: bash and glibc take it as unset.
 func untrustedEnv(command, path string, env []string) error {
@@ -410,13 +443,20 @@ func untrustedEnv(command, path string, env []string) error {
 				names = append(names, "") // an empty entry is the working directory
 			}
 			if k == "LD_PRELOAD" || k == "LD_AUDIT" {
-				names = slices.DeleteFunc(names, func(n string) bool { return !strings.Contains(n, "/") })
-				for i, n := range names {
-					names[i] = pathtrust.ExpandOrigin(n, origin)
+				var expanded []string
+				for _, n := range names {
+					if strings.Contains(n, "/") {
+						expanded = append(expanded, pathtrust.LoaderNames(n, origin)...)
+					}
 				}
+				names = expanded
 			}
 		case k == "PERL5OPT" || k == "RUBYOPT" || k == "NODE_OPTIONS":
 			names = optionPaths(k, v)
+		case javaOptionsEnv[k]:
+			names = javaOptionPaths(k, v)
+		case isLuaEnv(k):
+			names = luaPaths(k, v)
 		case k == "LANG" || k == "LANGUAGE" || strings.HasPrefix(k, "LC_"):
 			for _, n := range strings.Split(v, ":") {
 				if strings.HasPrefix(n, "/") { // glibc loads a locale named by its absolute path
@@ -509,6 +549,74 @@ func optionPaths(k, v string) []string {
 	return names
 }
 
+// javaOptionPaths is the paths the JVM options in v (JAVA_TOOL_OPTIONS, _JAVA_OPTIONS or, for
+// the launcher, JDK_JAVA_OPTIONS k) have it load code from: -javaagent:JAR and -agentpath:LIB
+// (before their =options), -Xbootclasspath (/a: and /p: too), -cp, -classpath, --class-path,
+// --module-path, --upgrade-module-path, -Djava.class.path=, -Djava.library.path= and
+// -Djava.ext.dirs= (each a list), -XX:VMOptionsFile= and -XX:Flags= (more options), and the
+// launcher's @argfile. A quote around a word is the JVM's, not the path's. -agentlib:NAME is
+// looked up in the JDK's own directory, root's.
+func javaOptionPaths(k, v string) []string {
+	var names []string
+	list := func(s string) { names = append(names, strings.Split(s, ":")...) }
+	words := strings.Fields(v)
+	for i := 0; i < len(words); i++ {
+		w := strings.Trim(words[i], `"'`)
+		switch {
+		case strings.HasPrefix(w, "-javaagent:"), strings.HasPrefix(w, "-agentpath:"):
+			_, spec, _ := strings.Cut(w, ":")
+			path, _, _ := strings.Cut(spec, "=")
+			names = append(names, path)
+		case strings.HasPrefix(w, "-Xbootclasspath"):
+			if _, l, ok := strings.Cut(w, ":"); ok {
+				list(l)
+			}
+		case w == "-cp" || w == "-classpath" || w == "--class-path" || w == "--module-path" || w == "-p" || w == "--upgrade-module-path":
+			if i+1 < len(words) {
+				i++
+				list(strings.Trim(words[i], `"'`))
+			}
+		case strings.HasPrefix(w, "--class-path="), strings.HasPrefix(w, "--module-path="), strings.HasPrefix(w, "--upgrade-module-path="),
+			strings.HasPrefix(w, "-Djava.class.path="), strings.HasPrefix(w, "-Djava.library.path="), strings.HasPrefix(w, "-Djava.ext.dirs="):
+			_, l, _ := strings.Cut(w, "=")
+			list(l)
+		case strings.HasPrefix(w, "-XX:VMOptionsFile="), strings.HasPrefix(w, "-XX:Flags="):
+			_, f, _ := strings.Cut(w, "=")
+			names = append(names, f)
+		case k == "JDK_JAVA_OPTIONS" && strings.HasPrefix(w, "@"):
+			names = append(names, w[1:])
+		}
+	}
+	return names
+}
+
+// luaPaths is what Lua's variable k, set to v, has it load: of LUA_PATH and LUA_CPATH, each
+// template's directory (the part before the "?" the module's name replaces; ";;", the default
+// path, names none); of LUA_INIT, the file "@FILE" names (any other value is Lua code itself,
+// written in the exec block).
+func luaPaths(k, v string) []string {
+	if strings.HasPrefix(k, "LUA_INIT") {
+		if f, ok := strings.CutPrefix(v, "@"); ok {
+			return []string{f}
+		}
+		return nil
+	}
+	var names []string
+	for _, t := range strings.Split(v, ";") {
+		if t == "" {
+			continue
+		}
+		if i := strings.IndexByte(t, '?'); i >= 0 {
+			t = t[:strings.LastIndexByte(t[:i], '/')+1] // "" when relative: the working directory
+			if len(t) > 1 {
+				t = strings.TrimSuffix(t, "/")
+			}
+		}
+		names = append(names, t)
+	}
+	return names
+}
+
 // untrustedProgram refuses to run command, found at path, with the environment env (the
 // plugin's, its PATH trustedPATH's), when
 // another user could change what it runs (pathtrust.Program): the program owned or writable by
@@ -518,15 +626,27 @@ func optionPaths(k, v string) []string {
 // interpreter, or of the command `#!/usr/bin/env NAME` looks up in env's PATH. The agent runs
 // it as its own user, root most often, at every start and restart: that user's code would run
 // as root from the next one on, while the agent's config and the plugin's spec said nothing
-// had changed. Checked at each start, so a fixed path lets the next retry start it.
+// had changed. Checked at each start, so a fixed path lets the next retry start it. The
+// libraries an ELF program loads are looked for in env's LD_LIBRARY_PATH too, and those env's
+// LD_PRELOAD and LD_AUDIT name loaded first and followed, as ld.so does
+// (pathtrust.Program): a library file there that another user may write, or a
+// preloaded library's RUNPATH that they control, is refused as one the program's RUNPATH finds
+// is; the directories and the preloads' paths themselves are untrustedEnv's.
 func untrustedProgram(command, path string, env []string) error {
 	envPath := pathtrust.DefaultExecPath // none in env: what env(1) searches then
+	var loader pathtrust.LoaderEnv
 	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "PATH":
 			envPath = v // the plugin's (trustedPATH's): never set empty
+		case "LD_LIBRARY_PATH":
+			loader.LibraryPath = v
+		case "LD_PRELOAD", "LD_AUDIT":
+			loader.Preload = append(loader.Preload, strings.FieldsFunc(v, func(r rune) bool { return strings.ContainsRune(loaderEnv[k], r) })...)
 		}
 	}
-	pr := pathtrust.Program(command, path, envPath)
+	pr := pathtrust.Program(command, path, envPath, loader)
 	if pr == nil {
 		return nil
 	}

@@ -464,11 +464,50 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 		{"NODE_PATH with a directory other users may write", inOpen("NODE_PATH", func(open string) string { return open })},
 		{"NODE_OPTIONS --require of a module in a directory other users may write", inOpen("NODE_OPTIONS", func(open string) string { return "--max-old-space-size=64 --require " + filepath.Join(open, "x.js") })},
 		{"TZDIR a directory other users may write", inOpen("TZDIR", func(open string) string { return open })},
+		{"JAVA_TOOL_OPTIONS -javaagent: of a jar in a directory other users may write", inOpen("JAVA_TOOL_OPTIONS", func(open string) string { return "-Xmx64m -javaagent:" + filepath.Join(open, "agent.jar") + "=debug" })},
+		{"_JAVA_OPTIONS -agentpath: of a library in a directory other users may write", inOpen("_JAVA_OPTIONS", func(open string) string { return "-agentpath:" + filepath.Join(open, "libagent.so") })},
+		{"JDK_JAVA_OPTIONS -Xbootclasspath/a: with a directory other users may write", inOpen("JDK_JAVA_OPTIONS", func(open string) string { return "-Xbootclasspath/a:/usr/share/java/x.jar:" + open })},
+		{"JAVA_TOOL_OPTIONS -Djava.library.path= with a directory other users may write", inOpen("JAVA_TOOL_OPTIONS", func(open string) string { return "-Djava.library.path=" + open })},
+		{"JDK_JAVA_OPTIONS --class-path of a directory other users may write", inOpen("JDK_JAVA_OPTIONS", func(open string) string { return "--class-path " + open })},
+		{"CLASSPATH with a directory other users may write", inOpen("CLASSPATH", func(open string) string { return "/usr/share/java/x.jar:" + filepath.Join(open, "*") })},
+		{"LUA_PATH with a template in a directory other users may write", inOpen("LUA_PATH", func(open string) string { return "/usr/share/lua/5.4/?.lua;" + filepath.Join(open, "?.lua") + ";;" })},
+		{"LUA_CPATH_5_4 with a template in a directory other users may write", inOpen("LUA_CPATH_5_4", func(open string) string { return filepath.Join(open, "?", "core.so") })},
+		{"LUA_PATH with a template in the working directory", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			return map[string]string{"LUA_PATH": "/usr/share/lua/5.4/?.lua;./?.lua"}, "LUA_PATH", ".", "is relative"
+		}},
+		{"LUA_INIT running a file in a directory other users may write", inOpen("LUA_INIT", func(open string) string { return "@" + filepath.Join(open, "init.lua") })},
+		{"OPENSSL_CONF a file in a directory other users may write", inOpen("OPENSSL_CONF", func(open string) string { return filepath.Join(open, "openssl.cnf") })},
+		{"OPENSSL_MODULES a directory other users may write", inOpen("OPENSSL_MODULES", func(open string) string { return open })},
+		{"OPENSSL_ENGINES a directory other users may write", inOpen("OPENSSL_ENGINES", func(open string) string { return open })},
+		{"SSL_CERT_FILE a file in a directory other users may write", inOpen("SSL_CERT_FILE", func(open string) string { return filepath.Join(open, "ca.pem") })},
+		{"SSL_CERT_DIR with a directory other users may write", inOpen("SSL_CERT_DIR", func(open string) string { return "/etc/ssl/certs:" + open })},
+		{"NODE_EXTRA_CA_CERTS a file in a directory other users may write", inOpen("NODE_EXTRA_CA_CERTS", func(open string) string { return filepath.Join(open, "ca.pem") })},
+		{"REQUESTS_CA_BUNDLE a file in a directory other users may write", inOpen("REQUESTS_CA_BUNDLE", func(open string) string { return filepath.Join(open, "ca.pem") })},
+		{"CURL_CA_BUNDLE a file in a directory other users may write", inOpen("CURL_CA_BUNDLE", func(open string) string { return filepath.Join(open, "ca.pem") })},
+		{"PYTHONPYCACHEPREFIX a directory other users may write", inOpen("PYTHONPYCACHEPREFIX", func(open string) string { return open })},
+		{"GEM_PATH with a directory other users may write", inOpen("GEM_PATH", func(open string) string { return "/var/lib/gems/3.1.0:" + open })},
+		{"GEM_HOME a directory other users may write", inOpen("GEM_HOME", func(open string) string { return open })},
+		{"GIT_EXEC_PATH a directory other users may write", inOpen("GIT_EXEC_PATH", func(open string) string { return open })},
+		{"GIT_SSH a program in a directory other users may write", inOpen("GIT_SSH", func(open string) string { return filepath.Join(open, "ssh") })},
+		{"GIT_ASKPASS a program in a directory other users may write", inOpen("GIT_ASKPASS", func(open string) string { return filepath.Join(open, "askpass") })},
+		{"GIT_CONFIG_GLOBAL a file in a directory other users may write", inOpen("GIT_CONFIG_GLOBAL", func(open string) string { return filepath.Join(open, "gitconfig") })},
+		{"GIT_TEMPLATE_DIR a directory other users may write", inOpen("GIT_TEMPLATE_DIR", func(open string) string { return open })},
+		{"LD_PROFILE_OUTPUT a directory other users may write", inOpen("LD_PROFILE_OUTPUT", func(open string) string { return open })},
 		{"a relative TZ whose .. leaves the time zone directory", inOpen("TZ", func(open string) string { return ":../../.." + filepath.Join(open, "zone") })},
 		{"LD_LIBRARY_PATH with a $LIB other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
 			mkdir(t, filepath.Join(b, "arch"), 0o755)
 			open := mkdir(t, filepath.Join(b, "arch", "lib"), 0o777)
 			return map[string]string{"LD_LIBRARY_PATH": filepath.Join(b, "arch", "$LIB")}, "LD_LIBRARY_PATH", open, "is writable by other users (mode 0777)"
+		}},
+		{"LD_PRELOAD of a library in a $LIB other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			mkdir(t, filepath.Join(b, "arch"), 0o755)
+			open := mkdir(t, filepath.Join(b, "arch", "lib64"), 0o777)
+			return map[string]string{"LD_PRELOAD": filepath.Join(b, "arch", "$LIB", "libhook.so")}, "LD_PRELOAD", open, "is writable by other users (mode 0777)"
+		}},
+		{"LD_AUDIT of a library in a ${PLATFORM} other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			mkdir(t, filepath.Join(b, "arch"), 0o755)
+			open := mkdir(t, filepath.Join(b, "arch", "haswell"), 0o777)
+			return map[string]string{"LD_AUDIT": filepath.Join(b, "arch", "${PLATFORM}", "libaudit.so")}, "LD_AUDIT", open, "is writable by other users (mode 0777)"
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -505,7 +544,11 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 	})
 	// What names nothing the plugin loads is no reason to refuse it: sh reads ENV only when
 	// interactive (a plugin is not), and bash and glibc take an empty BASH_ENV or TZDIR as unset.
-	for _, env := range []map[string]string{{"ENV": "production"}, {"BASH_ENV": ""}, {"TZDIR": ""}, {"HOSTALIASES": ""}, {"RUBYOPT": "-rjson -W0"}} {
+	for _, env := range []map[string]string{{"ENV": "production"}, {"BASH_ENV": ""}, {"TZDIR": ""}, {"HOSTALIASES": ""}, {"RUBYOPT": "-rjson -W0"},
+		{"JAVA_TOOL_OPTIONS": "-Xmx64m -Dfile.encoding=UTF-8 -agentlib:jdwp=transport=dt_socket,server=y -javaagent:/usr/share/java/agent.jar=x"},
+		{"LUA_PATH": "/usr/share/lua/5.4/?.lua;/usr/share/lua/5.4/?/init.lua;;", "LUA_INIT": "print('a plugin') -- code, not a path"},
+		{"SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt", "SSL_CERT_DIR": "/etc/ssl/certs", "OPENSSL_CONF": "/etc/ssl/openssl.cnf"},
+		{"CLASSPATH": "/usr/share/java/*", "GEM_PATH": "", "PYTHONSTARTUP": "/tmp/only-an-interactive-python-reads-it.py"}} {
 		t.Run(fmt.Sprintf("a plugin run with %v", env), func(t *testing.T) {
 			b := base(t)
 			prog, err := start(t, b, env)
@@ -532,7 +575,7 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 	t.Run("an environment only this user may change", func(t *testing.T) {
 		b := base(t)
 		ok := mkdir(t, filepath.Join(b, "ok"), 0o755)
-		prog, err := start(t, b, map[string]string{"LD_LIBRARY_PATH": ok, "LD_PRELOAD": "libc.so.6", "TZ": "Europe/Paris", "LANG": "C.UTF-8", "GCONV_PATH": ok})
+		prog, err := start(t, b, map[string]string{"LD_LIBRARY_PATH": ok, "LD_PRELOAD": "libc.so.6 /usr/$LIB/libc.so.6", "TZ": "Europe/Paris", "LANG": "C.UTF-8", "GCONV_PATH": ok})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -651,6 +694,21 @@ func TestAgentRunsNoProgramWhoseLoaderFindsWhatAnotherUserMayChange(t *testing.T
 			p := prog(t, b, true, "-L"+dir, "-lvt", "-Wl,--enable-new-dtags,-rpath,"+dir)
 			return p, []string{"NEEDED libvt.so, found in RUNPATH " + dir, filepath.Join(dir, "libvt.so") + " is writable by other users (mode 0666)"}
 		}},
+		{"a library in the program's RUNPATH whose own RUNPATH other users may write", func(t *testing.T, b string) (string, []string) {
+			dir := mkdir(t, filepath.Join(b, "lib"), 0o755)
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			ccBuild(t, filepath.Join(dir, "libvt.so"), libSource, "-shared", "-fPIC", "-Wl,--enable-new-dtags,-rpath,"+open)
+			p := prog(t, b, true, "-L"+dir, "-lvt", "-Wl,--enable-new-dtags,-rpath,"+dir)
+			return p, []string{"library " + filepath.Join(dir, "libvt.so") + "'s RUNPATH " + open, "NEEDED libvt.so of " + p, open + " is writable by other users (mode 0777)"}
+		}},
+		{"a library in the program's RUNPATH that needs a path other users may write", func(t *testing.T, b string) (string, []string) {
+			dir := mkdir(t, filepath.Join(b, "lib"), 0o755)
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			ccBuild(t, filepath.Join(open, "libw.so"), "int volctl_test_w(void) { return 0; }\n", "-shared", "-fPIC")
+			ccBuild(t, filepath.Join(dir, "libvt.so"), libSource, "-shared", "-fPIC", "-Wl,--no-as-needed", filepath.Join(open, "libw.so"))
+			p := prog(t, b, true, "-L"+dir, "-lvt", "-Wl,--enable-new-dtags,-rpath,"+dir)
+			return p, []string{"library " + filepath.Join(dir, "libvt.so") + "'s NEEDED " + filepath.Join(open, "libw.so"), open + " is writable by other users (mode 0777)"}
+		}},
 		{"a $LIB of two names, the second other users may write", func(t *testing.T, b string) (string, []string) {
 			mkdir(t, filepath.Join(b, "arch"), 0o755)
 			mkdir(t, filepath.Join(b, "arch", "lib"), 0o755)
@@ -711,6 +769,98 @@ func TestAgentRunsNoProgramWhoseLoaderFindsWhatAnotherUserMayChange(t *testing.T
 				t.Fatalf("the agent ran %s, whose loader finds what another user controls (%q), as uid %d; want it refused", p, want, os.Geteuid())
 			}
 			for _, w := range append(want, "command "+p, "not run", "ELF program "+p) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v\nwant it to say %q", err, w)
+				}
+			}
+			if ranBeside(p) {
+				t.Error("the program ran")
+			}
+		})
+	}
+}
+
+// LD_LIBRARY_PATH's directories are checked by the env check (untrustedEnv), but ld.so loads
+// from them the libraries the program needs, before its RUNPATH: a library another user may
+// write, in a directory root keeps, was loaded into the plugin as root, as one in a RUNPATH
+// directory was before round 29. Now it is refused as that one is, naming the library and
+// LD_LIBRARY_PATH; the same library mode 0644 is run.
+func TestAgentRunsNoProgramWhoseLD_LIBRARY_PATHHoldsALibraryAnotherUserMayChange(t *testing.T) {
+	const libSource = "int volctl_test_lib(void) { return 0; }\n"
+	const progSource = ranSource + "int volctl_test_lib(void); int use(void) { return volctl_test_lib(); }\n"
+	for _, mode := range []os.FileMode{0o666, 0o644} {
+		t.Run(mode.String(), func(t *testing.T) {
+			b := baseDir(t)
+			dir := mkdir(t, filepath.Join(b, "lib"), 0o755)
+			lib := filepath.Join(dir, "libvt.so")
+			ccBuild(t, lib, libSource, "-shared", "-fPIC")
+			if err := os.Chmod(lib, mode); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(mkdir(t, filepath.Join(b, "bin"), 0o755), "volctl-test-plugin")
+			ccBuild(t, p, progSource, "-L"+dir, "-lvt")
+			err := startExec(t, p, map[string]string{"LD_LIBRARY_PATH": dir})
+			if mode == 0o644 {
+				if err != nil || !ranBeside(p) {
+					t.Fatalf("the agent did not run %s with LD_LIBRARY_PATH=%s, whose library is root's: %v", p, dir, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("the agent ran %s with LD_LIBRARY_PATH=%s, whose %s is writable by other users, as uid %d; want it refused", p, dir, lib, os.Geteuid())
+			}
+			for _, w := range []string{"command " + p, "not run", "ELF program " + p, "NEEDED libvt.so, found in LD_LIBRARY_PATH", lib + " is writable by other users (mode 0666)"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v\nwant it to say %q", err, w)
+				}
+			}
+			if ranBeside(p) {
+				t.Error("the program ran")
+			}
+		})
+	}
+}
+
+// A library LD_PRELOAD (or LD_AUDIT) names is loaded before the program's own, and ld.so loads
+// what it needs in turn, searching its RUNPATH: the env check held the preloaded file to the
+// rule, not its RUNPATH, so a root-owned hook whose RUNPATH names a directory any user may write
+// brought their library into the plugin as root. Now its RUNPATH is checked as a library's the
+// program needs is, the refusal naming LD_PRELOAD and the directory; a bare name is looked up
+// where ld.so looks it up (LD_LIBRARY_PATH, then the system's), and a library file any user may
+// write found there refused.
+func TestAgentRunsNoPluginWhosePreloadedLibraryLoadsWhatAnotherUserMayChange(t *testing.T) {
+	const libSource = "int volctl_test_lib(void) { return 0; }\n"
+	for _, tt := range []struct {
+		name  string
+		setup func(t *testing.T, b string) (env map[string]string, want []string)
+	}{
+		{"a preloaded library whose RUNPATH other users may write", func(t *testing.T, b string) (map[string]string, []string) {
+			dir := mkdir(t, filepath.Join(b, "lib"), 0o755)
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			hook := filepath.Join(dir, "libhook.so")
+			ccBuild(t, hook, libSource, "-shared", "-fPIC", "-Wl,--enable-new-dtags,-rpath,"+open)
+			return map[string]string{"LD_PRELOAD": hook}, []string{"library " + hook + "'s RUNPATH " + open, "LD_PRELOAD " + hook, open + " is writable by other users (mode 0777)"}
+		}},
+		{"a preloaded library named alone, found in LD_LIBRARY_PATH, that other users may write", func(t *testing.T, b string) (map[string]string, []string) {
+			dir := mkdir(t, filepath.Join(b, "lib"), 0o755)
+			hook := filepath.Join(dir, "libhook.so")
+			ccBuild(t, hook, libSource, "-shared", "-fPIC")
+			if err := os.Chmod(hook, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			return map[string]string{"LD_PRELOAD": "libhook.so", "LD_LIBRARY_PATH": dir}, []string{"LD_PRELOAD libhook.so, found in LD_LIBRARY_PATH", hook + " is writable by other users (mode 0666)"}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := baseDir(t)
+			env, want := tt.setup(t, b)
+			p := filepath.Join(mkdir(t, filepath.Join(b, "bin"), 0o755), "volctl-test-plugin")
+			ccBuild(t, p, ranSource)
+			err := startExec(t, p, env)
+			if err == nil {
+				t.Fatalf("the agent ran %s with %v, whose preloaded library loads what another user controls (%q), as uid %d; want it refused", p, env, want, os.Geteuid())
+			}
+			for _, w := range append(want, "command "+p, "not run") {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("err = %v\nwant it to say %q", err, w)
 				}

@@ -199,6 +199,9 @@ func parseVolumeSpecs(ctx context.Context, opts *VolumeSubmitOptions, command st
 		}
 		if v.MountOptions != nil {
 			noteSecrets(v.MountOptions.MountFlags...)
+			for _, flag := range v.MountOptions.MountFlags {
+				noteSecrets(spec.MountFlagSecrets(flag)...)
+			}
 		}
 		if first, dup := seen.add("volume", v.ID, s.Name); dup {
 			return nil, usageError("%s: volume %q is declared in both %s and %s; nothing was %s", command, v.ID, first, s.Name, pastTense(opts.Verb))

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -319,6 +320,56 @@ func TestShortSecretScrubbedAsAWord(t *testing.T) {
 	for _, leak := range []string{`"Q7"`, "=Q7", "retry Q7"} {
 		if strings.Contains(trace.String(), leak) {
 			t.Errorf("the trace holds %s:\n%s", leak, trace.String())
+		}
+	}
+}
+
+// TestMountFlagsSecretValueScrubbedAlone: a mount flag is scrubbed whole ("password=..."), but a
+// plugin, or the mount helper it runs, echoes the value of a key=value flag alone as often
+// ("password FLAG-SENTINEL-0815 rejected for user alice"), and that reached the error volctl
+// stores in the claim and prints: the value of a flag whose key names a secret (password,
+// secret, token, credentials, key, ...) is scrubbed wherever it stands, not the value of one
+// whose key names none (uid=1000 is left as it is: "1000" is in many a message).
+func TestMountFlagsSecretValueScrubbedAlone(t *testing.T) {
+	h := newHarness(t, csitest.DefaultMemConfig())
+	h.mem.AddVolume(csi.Volume{ID: "vol-1", CapacityBytes: 1 << 30})
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "staging"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	value := strings.TrimPrefix(sentinelFlag, "password=")
+	calls := sensitiveCalls(h.client, dir)
+	for _, rpc := range []string{csi.RPCCreateVolume, csi.RPCValidateVolumeCapabilities, csi.RPCControllerPublishVolume,
+		csi.RPCNodeStageVolume, csi.RPCNodePublishVolume, csi.RPCControllerExpandVolume, csi.RPCNodeExpandVolume} {
+		h.faults.Inject(rpc, csitest.Fault{Code: codes.PermissionDenied, Message: "password " + value + " rejected for uid 1000", Times: 1})
+		err := calls[rpc](context.Background())
+		if err == nil {
+			t.Fatalf("%s: the injected fault did not fail the call", rpc)
+		}
+		if strings.Contains(err.Error(), value) {
+			t.Errorf("%s: the error holds the value of the mount flag %s, which the plugin echoed alone: %v", rpc, spec.Redacted, err)
+		}
+		if !strings.Contains(err.Error(), "password "+spec.Redacted+" rejected for uid 1000") {
+			t.Errorf("%s: error %q lost the plugin's message", rpc, err)
+		}
+	}
+	for _, tt := range []struct {
+		flag  string
+		value []string
+	}{
+		{"password=hunter2", []string{"hunter2"}},
+		{"Password2=hunter2", []string{"hunter2"}},
+		{"username=alice,password=S3cr3tPw,uid=1000", []string{"S3cr3tPw"}},
+		{"secret=AQBh2vRe", []string{"AQBh2vRe"}},
+		{"credentials=/etc/smb/creds", []string{"/etc/smb/creds"}},
+		{"api_token=tok-123", []string{"tok-123"}},
+		{"uid=1000", nil},
+		{"sec=krb5", nil},
+		{"password", nil},
+		{"password=", nil},
+	} {
+		if v := spec.MountFlagSecrets(tt.flag); !slices.Equal(v, tt.value) {
+			t.Errorf("spec.MountFlagSecrets(%q) = %q, want %q", tt.flag, v, tt.value)
 		}
 	}
 }

@@ -160,7 +160,8 @@ func redactMountFlags(m protoreflect.Message) {
 // from a plugin's error message should the plugin echo them.
 func sensitiveValues(m proto.Message) []string { return requestValues(m, true) }
 
-// requestValues collects every secret value in m, and every mount flag with flags.
+// requestValues collects every secret value in m, and every mount flag with flags, with the
+// values of its items whose key names a secret (spec.MountFlagSecrets).
 func requestValues(m proto.Message, flags bool) []string {
 	var out []string
 	var walk func(protoreflect.Message)
@@ -170,7 +171,8 @@ func requestValues(m proto.Message, flags bool) []string {
 			case fd.FullName() == mountFlagsField:
 				for i := range v.List().Len() {
 					if flags {
-						out = append(out, v.List().Get(i).String())
+						flag := v.List().Get(i).String()
+						out = append(append(out, flag), spec.MountFlagSecrets(flag)...)
 					}
 				}
 			case isSecret(fd):

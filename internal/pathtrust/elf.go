@@ -1,9 +1,12 @@
 package pathtrust
 
 import (
+	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,9 +27,22 @@ import (
 // entry is searched from the program's working directory and counts as another user's. The
 // dynamic section is read as ld.so reads it, through the program headers (PT_DYNAMIC): a
 // program stripped of its section headers has the same libraries. One whose headers cannot be
-// read so is refused, naming it. A file that is not ELF, or not dynamic, has none. The
-// libraries' own dependencies, and the system's (ld.so.cache's), are root's to keep safe.
-func loaded(path string) *Problem {
+// read so is refused, naming it. A file that is not ELF, or not dynamic, has none.
+//
+// So for every library it loads, each in turn (deps): a library's own RUNPATH (or RPATH, and
+// then its loaders' RPATHs, as ld.so searches them) and NEEDED paths are held to the same rule,
+// the library being found where ld.so finds it: in those directories, else in the system's
+// (ld.so.cache, or the default directories without one), which are root's. A trusted library in
+// /usr/lib whose RUNPATH names a directory another user may write brings their code as surely
+// as the program's own RUNPATH would.
+func loaded(path string) *Problem { return loadedWith(path, LoaderEnv{}) }
+
+// loadedWith is loaded of a program run with env: LD_LIBRARY_PATH's directories ld.so searches
+// for each library before a RUNPATH (after an RPATH), and LD_PRELOAD's and LD_AUDIT's libraries
+// it loads first, as the program's first needs (found alike, a path's $ORIGIN, $LIB and
+// $PLATFORM expanded): each library found so is checked and followed as one a RUNPATH finds. A
+// directory another user controls is passed over: the caller refuses it, naming the variable.
+func loadedWith(path string, env LoaderEnv) *Problem {
 	f, fd, err := openELF(path)
 	if err != nil {
 		return &Problem{Path: path, ELF: path, Entry: "ELF headers",
@@ -35,8 +51,8 @@ func loaded(path string) *Problem {
 	if f == nil {
 		return nil
 	}
-	defer fd.Close()
 	d, err := readDynamic(f)
+	fd.Close()
 	if err != nil {
 		return &Problem{Path: path, ELF: path, Entry: "program headers",
 			Why: fmt.Sprintf("cannot be read as the dynamic loader reads it (%v), so what it loads cannot be checked", err)}
@@ -50,47 +66,178 @@ func loaded(path string) *Problem {
 	if !d.dynamic {
 		return nil
 	}
-	kind, list := "RUNPATH", d.runpath
-	if len(list) == 0 {
-		kind, list = "RPATH", d.rpath // ld.so ignores DT_RPATH when there is a DT_RUNPATH
+	var system *systemLibs
+	var envDirs []string
+	if env.LibraryPath != "" {
+		exeOrigin := filepath.Dir(realPath(path))
+		for _, entry := range strings.FieldsFunc(env.LibraryPath, func(r rune) bool { return r == ':' || r == ';' }) {
+			if dirs, pr := searchedDirs(entry, exeOrigin); pr == nil {
+				envDirs = append(envDirs, dirs...)
+			}
+		}
 	}
-	origin := filepath.Dir(path)
+	queue := []loadedObject{{path: path, d: d, preload: env.Preload}}
+	seen := map[string]bool{realPath(path): true}
+	for len(queue) > 0 {
+		o := queue[0]
+		queue = queue[1:]
+		deps, pr := o.deps(path, envDirs, &system)
+		if pr != nil {
+			return pr
+		}
+		for _, dep := range deps {
+			if seen[realPath(dep.path)] {
+				continue
+			}
+			seen[realPath(dep.path)] = true
+			if len(seen) > maxLoaded {
+				return &Problem{Path: path, ELF: path, Entry: "libraries",
+					Why: fmt.Sprintf("are more than %d, so what its dynamic loader loads cannot be checked", maxLoaded)}
+			}
+			lf, lfd, err := openELF(dep.path)
+			if err != nil {
+				return &Problem{Path: dep.path, ELF: path, Entry: "library " + dep.path + " (" + dep.via + ")",
+					Why: fmt.Sprintf("has ELF headers that cannot be read (%v), so what the dynamic loader loads for it cannot be checked", err)}
+			}
+			if lf == nil {
+				continue // a linker script or no file: ld.so loads no code of it
+			}
+			if lf.Class != f.Class || lf.Machine != f.Machine {
+				lfd.Close()
+				continue // another machine's (ld.so.cache lists each): ld.so skips it
+			}
+			dep.d, err = readDynamic(lf)
+			lfd.Close()
+			if err != nil {
+				return &Problem{Path: dep.path, ELF: path, Entry: "library " + dep.path + " (" + dep.via + ")",
+					Why: fmt.Sprintf("has a dynamic table that cannot be read as the dynamic loader reads it (%v), so what it loads cannot be checked", err)}
+			}
+			queue = append(queue, dep)
+		}
+	}
+	return nil
+}
+
+// maxLoaded bounds the objects loaded follows for one program, far above a real program's
+// (a browser's are a few hundred): past it the program is refused, never checked in part.
+const maxLoaded = 4096
+
+// loadedObject is an ELF object the dynamic loader loads for a program: the program itself, or
+// a library it needs, found through via ("NEEDED libfoo.so of /opt/x/bin/prog"), and the RPATH
+// directories of the objects that loaded it, which ld.so searches after its own RPATH when it
+// has no RUNPATH.
+type loadedObject struct {
+	path, via string
+	d         dynamic
+	inherited []string
+	preload   []string // the program's: LD_PRELOAD's and LD_AUDIT's libraries, loaded first
+}
+
+// realPath is path with its symlinks resolved, or path where it cannot be.
+func realPath(path string) string {
 	if real, err := filepath.EvalSymlinks(path); err == nil {
-		origin = filepath.Dir(real)
+		return real
 	}
+	return path
+}
+
+// deps checks what another user controls of the directories o's RUNPATH or RPATH searches and
+// of the libraries o needs (by path, or found in those directories), prog being the program
+// whose problem it is, and returns the libraries ld.so loads for o: each NEEDED found first in
+// those directories or, failing them, in the system's (*system, read once a program).
+func (o loadedObject) deps(prog string, envDirs []string, system **systemLibs) ([]loadedObject, *Problem) {
+	name := func(entry string) string {
+		if o.path == prog {
+			return entry
+		}
+		return fmt.Sprintf("library %s's %s (%s)", o.path, entry, o.via)
+	}
+	kind, list := "RUNPATH", o.d.runpath
+	if len(list) == 0 {
+		kind, list = "RPATH", o.d.rpath // ld.so ignores DT_RPATH when there is a DT_RUNPATH
+	}
+	origin := filepath.Dir(realPath(o.path))
 	var searched []string
 	for _, l := range list {
 		for _, entry := range strings.Split(l, ":") {
 			dirs, pr := searchedDirs(entry, origin)
 			if pr != nil {
-				pr.ELF, pr.Entry = path, kind+" "+l
-				return pr
+				pr.ELF, pr.Entry = prog, name(kind+" "+l)
+				return nil, pr
 			}
 			searched = append(searched, dirs...)
 		}
 	}
-	for _, lib := range d.needed {
+	// Without a RUNPATH, ld.so searches o's RPATH, then its loaders' (inherited); with one, that
+	// alone. Either way o's RPATH, if read, is its libraries' loaders'.
+	inherited := o.inherited
+	if len(o.d.runpath) == 0 {
+		inherited = append(slices.Clone(searched), o.inherited...)
+		searched = inherited
+	}
+	// LD_LIBRARY_PATH's directories come after the RPATHs and before a RUNPATH; from says
+	// where each directory searched comes from.
+	own := kind + " " + strings.Join(list, ":")
+	n := 0
+	if len(o.d.runpath) == 0 {
+		n = len(searched)
+	}
+	searched = slices.Concat(searched[:n], envDirs, searched[n:])
+	from := func(i int) string {
+		if i >= n && i < n+len(envDirs) {
+			return "LD_LIBRARY_PATH"
+		}
+		return own
+	}
+	var deps []loadedObject
+	what := "LD_PRELOAD"
+	for i, lib := range slices.Concat(o.preload, o.d.needed) {
+		if i == len(o.preload) {
+			what = "NEEDED"
+		}
+		via := fmt.Sprintf("%s %s of %s", what, lib, o.path)
+		if what == "LD_PRELOAD" {
+			via = "LD_PRELOAD " + lib
+		}
 		if strings.Contains(lib, "/") {
 			// ld.so loads this path as it is, its tokens expanded: no search.
-			name := expandOrigin(lib, origin)
-			if pr := Source(name); pr != nil {
-				pr.ELF, pr.Entry = path, "NEEDED "+lib
-				return pr
+			for _, file := range expandTokens(lib, origin) {
+				if pr := Source(file); pr != nil {
+					if what == "LD_PRELOAD" {
+						continue // the caller's to refuse, naming the variable
+					}
+					pr.ELF, pr.Entry = prog, name(what+" "+lib)
+					return nil, pr
+				}
+				deps = append(deps, loadedObject{path: file, via: via, inherited: inherited})
 			}
 			continue
 		}
-		for _, dir := range searched {
+		var found []string
+		for i, dir := range searched {
 			file := filepath.Join(dir, lib)
 			if _, err := os.Lstat(file); err != nil {
 				continue
 			}
 			if pr := makeable(file); pr != nil {
-				pr.ELF, pr.Entry = path, fmt.Sprintf("NEEDED %s, found in %s %s", lib, kind, strings.Join(list, ":"))
-				return pr
+				pr.ELF, pr.Entry = prog, name(fmt.Sprintf("%s %s, found in %s", what, lib, from(i)))
+				return nil, pr
+			}
+			if found == nil {
+				found = []string{file}
 			}
 		}
+		if found == nil {
+			if *system == nil {
+				*system = readSystemLibs()
+			}
+			found = (*system).find(lib)
+		}
+		for _, file := range found {
+			deps = append(deps, loadedObject{path: file, via: via, inherited: inherited})
+		}
 	}
-	return nil
+	return deps, nil
 }
 
 // dynamic is what readDynamic reads of an ELF program.
@@ -182,26 +329,25 @@ func (d *dynamic) readTable(f *elf.File, p *elf.Prog) error {
 	if !haveStrtab || strsz > maxStrtab {
 		return fmt.Errorf("its dynamic string table (DT_STRTAB, %d bytes) cannot be found", strsz)
 	}
-	var strs []byte
+	var strs *elf.Prog
 	for _, l := range f.Progs {
 		if l.Type == elf.PT_LOAD && strtab >= l.Vaddr && strtab-l.Vaddr < l.Filesz && strtab-l.Vaddr+strsz <= l.Filesz {
-			strs = make([]byte, strsz)
-			if _, err := l.ReadAt(strs, int64(strtab-l.Vaddr)); err != nil {
-				return fmt.Errorf("reading its dynamic string table: %w", err)
-			}
+			strs = l
 			break
 		}
 	}
 	if strs == nil {
 		return fmt.Errorf("its dynamic string table (DT_STRTAB %#x, %d bytes) is in no loaded segment", strtab, strsz)
 	}
+	// Each string is read alone, not the whole table: a large library's holds megabytes of
+	// symbol names, which the loader's few strings are not among.
 	for _, e := range entries {
-		if e.val >= uint64(len(strs)) {
+		if e.val >= strsz {
 			return fmt.Errorf("its %v entry points past its string table", e.tag)
 		}
-		s := string(strs[e.val:])
-		if i := strings.IndexByte(s, 0); i >= 0 {
-			s = s[:i]
+		s, err := readString(strs, strtab-strs.Vaddr+e.val, strsz-e.val)
+		if err != nil {
+			return fmt.Errorf("reading its dynamic string table: %w", err)
 		}
 		switch e.tag {
 		case elf.DT_NEEDED:
@@ -213,6 +359,24 @@ func (d *dynamic) readTable(f *elf.File, p *elf.Prog) error {
 		}
 	}
 	return nil
+}
+
+// readString is the NUL-terminated string at off in p, of at most max bytes (to the end of
+// its table; without a NUL there, all of them), read a page at a time.
+func readString(p *elf.Prog, off, max uint64) (string, error) {
+	var out []byte
+	buf := make([]byte, 4096)
+	for uint64(len(out)) < max {
+		n := min(uint64(len(buf)), max-uint64(len(out)))
+		if _, err := p.ReadAt(buf[:n], int64(off)+int64(len(out))); err != nil {
+			return "", err
+		}
+		if i := bytes.IndexByte(buf[:n], 0); i >= 0 {
+			return string(append(out, buf[:i]...)), nil
+		}
+		out = append(out, buf[:n]...)
+	}
+	return string(out), nil
 }
 
 // openELF reads the file at path as ELF: nil when it is not one (a script), is not a regular
@@ -274,31 +438,7 @@ func searchedDirs(entry, origin string) ([]string, *Problem) {
 	if !filepath.IsAbs(entry) {
 		return nil, Source(entry)
 	}
-	dirs := []string{entry}
-	for _, tok := range []struct {
-		names []string
-		forms []string
-	}{{libNames(), []string{"${LIB}", "$LIB"}}, {platformNames(), []string{"${PLATFORM}", "$PLATFORM"}}} {
-		var expanded []string
-		for _, d := range dirs {
-			if !strings.Contains(d, tok.forms[0]) && !strings.Contains(d, tok.forms[1]) {
-				expanded = append(expanded, d)
-				continue
-			}
-			for _, n := range tok.names {
-				e := d
-				for _, f := range tok.forms {
-					e = strings.ReplaceAll(e, f, n)
-				}
-				expanded = append(expanded, e)
-			}
-		}
-		dirs = expanded
-	}
-	for i := range dirs {
-		dirs[i] = filepath.Clean(dirs[i])
-	}
-	dirs = slices.Compact(dirs)
+	dirs := expandTokens(entry, origin)
 	var all []string
 	for _, dir := range dirs {
 		if pr := Source(dir); pr != nil {
@@ -311,6 +451,40 @@ func searchedDirs(entry, origin string) ([]string, *Problem) {
 		all = append(append(all, sub...), dir)
 	}
 	return all, nil
+}
+
+// expandTokens is the names ld.so may make of name, a RUNPATH entry or a library's path:
+// $ORIGIN (or ${ORIGIN}) is origin; $LIB and $PLATFORM (braced or not), which ld.so expands to a
+// name of its own choosing, each name it may choose (libNames, platformNames), cleaned, each
+// once.
+func expandTokens(name, origin string) []string {
+	names := []string{expandOrigin(name, origin)}
+	for _, tok := range []struct {
+		names []string
+		forms []string
+	}{{libNames(), []string{"${LIB}", "$LIB"}}, {platformNames(), []string{"${PLATFORM}", "$PLATFORM"}}} {
+		var expanded []string
+		for _, d := range names {
+			if !strings.Contains(d, tok.forms[0]) && !strings.Contains(d, tok.forms[1]) {
+				expanded = append(expanded, d)
+				continue
+			}
+			for _, n := range tok.names {
+				e := d
+				for _, f := range tok.forms {
+					e = strings.ReplaceAll(e, f, n)
+				}
+				expanded = append(expanded, e)
+			}
+		}
+		names = expanded
+	}
+	for i := range names {
+		if filepath.IsAbs(names[i]) {
+			names[i] = filepath.Clean(names[i])
+		}
+	}
+	return slices.Compact(names)
 }
 
 // libNames is the names ld.so may give $LIB: the library directories distributions lay out
@@ -356,9 +530,10 @@ func machine() string {
 	return unix.ByteSliceToString(u.Machine[:])
 }
 
-// ExpandOrigin is name with $ORIGIN and ${ORIGIN} replaced by origin, as ld.so reads a library
-// named in LD_PRELOAD or LD_AUDIT.
-func ExpandOrigin(name, origin string) string { return expandOrigin(name, origin) }
+// LoaderNames is the paths ld.so may load for a library named by its path in LD_PRELOAD or
+// LD_AUDIT: $ORIGIN is origin, the program's directory, and $LIB and $PLATFORM each name ld.so
+// may give them (expandTokens), so that whichever it picks is checked.
+func LoaderNames(name, origin string) []string { return expandTokens(name, origin) }
 
 // expandOrigin is name with $ORIGIN and ${ORIGIN} replaced by origin.
 func expandOrigin(name, origin string) string {
@@ -442,4 +617,84 @@ func Source(name string) *Problem {
 		return &Problem{Path: name, Why: "is relative: it is searched from whatever directory the program runs in"}
 	}
 	return makeable(filepath.Clean(name))
+}
+
+// ldCache is where the dynamic loader's cache of the system's libraries is; a test points it
+// elsewhere.
+var ldCache = "/etc/ld.so.cache"
+
+// maxLdCache bounds what is read of ldCache, far above a real one (tens of kilobytes).
+const maxLdCache = 16 << 20
+
+// systemLibs is where ld.so finds a library that no RUNPATH or RPATH holds: ld.so.cache's
+// entries by name, else (no cache, or one in a format not read here) the default directories.
+type systemLibs struct {
+	cache map[string][]string // nil: no cache read
+}
+
+// readSystemLibs reads ldCache (glibc's "glibc-ld.so.cache1.1" format, the only one glibc 2.32
+// and later writes): a cache that cannot be read leaves the default directories.
+func readSystemLibs() *systemLibs {
+	sys := &systemLibs{}
+	f, err := os.Open(ldCache)
+	if err != nil {
+		return sys
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxLdCache))
+	if err != nil {
+		return sys
+	}
+	const magic = "glibc-ld.so.cache1.1"
+	const header, entry = len(magic) + 28, 24
+	if len(b) < header || string(b[:len(magic)]) != magic {
+		return sys
+	}
+	order := binary.ByteOrder(binary.LittleEndian)
+	if b[len(magic)+8] == 3 { // flags: cache_file_new_flags_endian_big
+		order = binary.BigEndian
+	}
+	n := int(order.Uint32(b[len(magic):]))
+	if n < 0 || n > (len(b)-header)/entry {
+		return sys
+	}
+	str := func(off uint32) (string, bool) {
+		if int64(off) >= int64(len(b)) {
+			return "", false
+		}
+		s := b[off:]
+		i := bytes.IndexByte(s, 0)
+		if i < 0 {
+			return "", false
+		}
+		return string(s[:i]), true
+	}
+	sys.cache = map[string][]string{}
+	for i := range n {
+		e := b[header+i*entry:]
+		key, ok1 := str(order.Uint32(e[4:]))
+		value, ok2 := str(order.Uint32(e[8:]))
+		if ok1 && ok2 && filepath.IsAbs(value) {
+			sys.cache[key] = append(sys.cache[key], value)
+		}
+	}
+	return sys
+}
+
+// find is the paths where ld.so may find the library name in the system's libraries, none
+// where it finds none: ld.so.cache's entries of that name (each machine's and hardware level's:
+// the caller skips another machine's), else the first default directory that has it.
+func (sys *systemLibs) find(name string) []string {
+	if paths := sys.cache[name]; len(paths) > 0 {
+		return paths
+	}
+	for _, lib := range libNames() {
+		for _, dir := range []string{"/" + lib, "/usr/" + lib} {
+			file := filepath.Join(dir, name)
+			if _, err := os.Stat(file); err == nil {
+				return []string{file}
+			}
+		}
+	}
+	return nil
 }

@@ -1,7 +1,9 @@
 package pathtrust
 
 import (
+	"encoding/binary"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,5 +77,140 @@ func TestSearchedDirExpandsTheLoadersTokens(t *testing.T) {
 		case pr != nil && !strings.Contains(pr.Why, "writable by other users") && !strings.Contains(pr.Why, "relative"):
 			t.Errorf("searchedDir(%q): %s %s, want why another user controls it", tt.entry, pr.Path, pr.Why)
 		}
+	}
+}
+
+// cc builds source into out with args, or skips the test without a C compiler.
+func cc(t *testing.T, out, source string, args ...string) {
+	t.Helper()
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skipf("building a program with the dynamic section this test needs takes a C compiler (cc): %v", err)
+	}
+	src := filepath.Join(t.TempDir(), "src.c")
+	if err := os.WriteFile(src, []byte(source), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command(cc, append([]string{"-o", out, src}, args...)...).CombinedOutput(); err != nil {
+		t.Skipf("cc %v: %v: %s", args, err, b)
+	}
+}
+
+// writeLdCache writes an ld.so.cache in glibc's format (glibc-ld.so.cache1.1, little-endian)
+// that lists each library name at its path.
+func writeLdCache(t *testing.T, path string, libs map[string]string) {
+	t.Helper()
+	const magic = "glibc-ld.so.cache1.1"
+	header := len(magic) + 28
+	strs := header + 24*len(libs)
+	var table, strtab []byte
+	for name, lib := range libs {
+		e := make([]byte, 24)
+		binary.LittleEndian.PutUint32(e[0:], 0x0303) // libc6, x86-64
+		binary.LittleEndian.PutUint32(e[4:], uint32(strs+len(strtab)))
+		strtab = append(append(strtab, name...), 0)
+		binary.LittleEndian.PutUint32(e[8:], uint32(strs+len(strtab)))
+		strtab = append(append(strtab, lib...), 0)
+		table = append(table, e...)
+	}
+	h := make([]byte, header)
+	copy(h, magic)
+	binary.LittleEndian.PutUint32(h[len(magic):], uint32(len(libs)))
+	binary.LittleEndian.PutUint32(h[len(magic)+4:], uint32(len(strtab)))
+	h[len(magic)+8] = 2 // little-endian
+	if err := os.WriteFile(path, append(append(h, table...), strtab...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A program's libraries are code it runs, and so are theirs: ld.so searches a library's own
+// RUNPATH for the libraries it needs, and loads the ones it names by path. One found in the
+// system's directories (through ld.so.cache, root's) whose RUNPATH names a directory another
+// user may write brings their library into the program as surely as the program's own RUNPATH
+// would. Before, only the program's own RUNPATH and NEEDED were read: it ran. Now it is
+// refused, naming the library, the entry and the directory; a library whose RUNPATH is
+// root's, found the same way, is none.
+func TestLoadedFollowsTheSystemsLibrariesRUNPATH(t *testing.T) {
+	base := t.TempDir()
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sys := filepath.Join(base, "usr-lib")
+	open := filepath.Join(base, "open")
+	safe := filepath.Join(base, "safe")
+	for _, d := range []string{sys, open, safe} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	const lib = "int volctl_test_lib(void) { return 0; }\n"
+	const prog = "int volctl_test_lib(void);\nint main(void) { return volctl_test_lib(); }\n"
+	cc(t, filepath.Join(sys, "libvtbad.so"), lib, "-shared", "-fPIC", "-Wl,--enable-new-dtags,-rpath,"+open)
+	cc(t, filepath.Join(sys, "libvtgood.so"), lib, "-shared", "-fPIC", "-Wl,--enable-new-dtags,-rpath,"+safe)
+	bad, good := filepath.Join(base, "bad"), filepath.Join(base, "good")
+	cc(t, bad, prog, "-L"+sys, "-lvtbad")
+	cc(t, good, prog, "-L"+sys, "-lvtgood")
+	cache := filepath.Join(base, "ld.so.cache")
+	writeLdCache(t, cache, map[string]string{"libvtbad.so": filepath.Join(sys, "libvtbad.so"), "libvtgood.so": filepath.Join(sys, "libvtgood.so")})
+	old := ldCache
+	ldCache = cache
+	t.Cleanup(func() { ldCache = old })
+	pr := loaded(bad)
+	if pr == nil {
+		t.Fatalf("loaded(%s) = nil: the library ld.so.cache finds for it, %s, has a RUNPATH %s any user may write; want it named", bad, filepath.Join(sys, "libvtbad.so"), open)
+	}
+	for _, want := range []string{"library " + filepath.Join(sys, "libvtbad.so") + "'s RUNPATH " + open, "NEEDED libvtbad.so of " + bad} {
+		if !strings.Contains(pr.Entry, want) {
+			t.Errorf("loaded(%s).Entry = %q, want it to say %q", bad, pr.Entry, want)
+		}
+	}
+	if pr.Path != open || pr.ELF != bad || !strings.Contains(pr.Why, "writable by other users") {
+		t.Errorf("loaded(%s) = %+v, want %s named writable by other users, in %s", bad, *pr, open, bad)
+	}
+	if pr := loaded(good); pr != nil {
+		t.Errorf("loaded(%s) = %+v, want nothing held against it: its library's RUNPATH %s is root's", good, *pr, safe)
+	}
+}
+
+// The system's own programs, each with the libraries it loads and theirs, are root's: none is
+// refused (the check follows every library's RUNPATH and NEEDED, and a false refusal would
+// keep a plugin from starting).
+func TestSystemProgramsLoadOnlyRootsLibraries(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the system's programs are root's: as another user, each would be refused")
+	}
+	n := 0
+	for _, dir := range []string{"/usr/bin", "/usr/sbin"} {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			p := filepath.Join(dir, e.Name())
+			n++
+			if pr := loaded(p); pr != nil {
+				t.Errorf("loaded(%s) = %+v, want nothing held against a program of the system's", p, *pr)
+			}
+		}
+	}
+	if n == 0 {
+		t.Skip("no programs in /usr/bin or /usr/sbin")
+	}
+}
+
+// BenchmarkLoaded is the ELF check of a plugin's program at each start: every library it
+// loads, and theirs, read through their program headers.
+func BenchmarkLoaded(b *testing.B) {
+	for _, prog := range []string{"/usr/bin/git", "/usr/bin/python3", "/usr/bin/mount"} {
+		if _, err := os.Stat(prog); err != nil {
+			continue
+		}
+		b.Run(filepath.Base(prog), func(b *testing.B) {
+			for range b.N {
+				if pr := loaded(prog); pr != nil {
+					b.Fatalf("%+v", *pr)
+				}
+			}
+		})
 	}
 }

@@ -450,6 +450,13 @@ func Replaceable(path string) *Problem {
 	return nil
 }
 
+// LoaderEnv is what of a program's environment steers its dynamic loader to libraries:
+// LD_LIBRARY_PATH, and the libraries LD_PRELOAD and LD_AUDIT name (each a name of its own).
+type LoaderEnv struct {
+	LibraryPath string
+	Preload     []string
+}
+
 // Program returns what another user controls of the program volctl runs for command, found at
 // path (exec.LookPath's answer), or nil: Replaceable of path and, for a command named alone
 // (looked up in PATH), of each directory of PATH searched before path's own, where another user
@@ -458,14 +465,19 @@ func Replaceable(path string) *Problem {
 // #! interpreter is the program the kernel runs: it is checked alike, as is the command
 // `#!/usr/bin/env NAME` runs, looked up in envPath (the PATH the program is given), to
 // maxScripts levels. An ELF program's loader and the directories its RUNPATH or RPATH searches
-// for libraries are checked too (loaded: ELF and Entry name them).
-func Program(command, path, envPath string) *Problem {
+// for libraries are checked too (loaded: ELF and Entry name them), as are those of env: the
+// dynamic loader searches env.LibraryPath's directories for every library of the program's, and
+// of its libraries', before their RUNPATHs, and loads env.Preload's before the program's own;
+// the libraries it finds so are checked and followed as those a RUNPATH finds. The directories and
+// the preloads' paths themselves are the caller's to check (LibraryDir, Source): one another
+// user controls is passed over here.
+func Program(command, path, envPath string, env LoaderEnv) *Problem {
 	if !strings.Contains(command, "/") {
 		if pr := shadowed(command, filepath.Dir(path), os.Getenv("PATH"), false); pr != nil {
 			return pr
 		}
 	}
-	return program(path, envPath, 0)
+	return program(path, envPath, env, 0)
 }
 
 // DefaultExecPath is the PATH execvp(3) searches, and so env(1), when the environment has
@@ -476,7 +488,7 @@ const DefaultExecPath = "/bin:/usr/bin"
 const maxScripts = 4
 
 // program is Program of the file at path, reached through depth #! lines.
-func program(path, envPath string, depth int) *Problem {
+func program(path, envPath string, env LoaderEnv, depth int) *Problem {
 	path = absolute(path) // a relative command ("bin/plugin") is run from the working directory
 	if pr := makeable(path); pr != nil {
 		return pr
@@ -486,21 +498,21 @@ func program(path, envPath string, depth int) *Problem {
 	}
 	interp, arg, ok := shebang(path)
 	if !ok {
-		return loaded(path)
+		return loadedWith(path, env)
 	}
 	var pr *Problem
 	if name := envCommand(interp, arg, &envPath); name != "" {
-		if pr = program(interp, envPath, depth+1); pr == nil {
+		if pr = program(interp, envPath, env, depth+1); pr == nil {
 			if strings.Contains(name, "/") {
-				pr = program(name, envPath, depth+1)
+				pr = program(name, envPath, env, depth+1)
 			} else if found, ok := lookPath(name, envPath); !ok {
 				pr = shadowed(name, "", envPath, true)
 			} else if pr = shadowed(name, filepath.Dir(found), envPath, true); pr == nil {
-				pr = program(found, envPath, depth+1)
+				pr = program(found, envPath, env, depth+1)
 			}
 		}
 	} else {
-		pr = program(interp, envPath, depth+1)
+		pr = program(interp, envPath, env, depth+1)
 	}
 	if pr != nil && pr.Script == "" {
 		pr.Script = path

@@ -101,12 +101,12 @@ func TestGroupOfRootAloneIsNotOthers(t *testing.T) {
 			if err := os.WriteFile(prog, []byte("\x7fELF"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			pr := Program(prog, prog, "/usr/bin:/bin")
+			pr := Program(prog, prog, "/usr/bin:/bin", LoaderEnv{})
 			if tt.want == nil {
 				if pr != nil {
 					t.Fatalf("Program(%s) = %s %s, want it trusted: its group has no member but root", prog, pr.Path, pr.Why)
 				}
-				if pr := Program("plugin", prog, ""); pr != nil {
+				if pr := Program("plugin", prog, "", LoaderEnv{}); pr != nil {
 					t.Fatalf("Program(plugin) = %s %s, want it trusted", pr.Path, pr.Why)
 				}
 				return
@@ -176,7 +176,7 @@ func TestProgramChecksAScriptsInterpreter(t *testing.T) {
 			}
 			script := write(name, tt.script)
 			t.Chdir(open)
-			pr := Program(script, script, tt.envPath)
+			pr := Program(script, script, tt.envPath, LoaderEnv{})
 			switch {
 			case tt.path == "" && pr != nil:
 				t.Fatalf("Program(%s) = %s %s, want it trusted", script, pr.Path, pr.Why)
@@ -203,7 +203,7 @@ func TestProgramMissingPATHEntry(t *testing.T) {
 	}
 	missing := filepath.Join(tmp, "x", "bin")
 	t.Setenv("PATH", missing+":"+bin)
-	pr := Program("plugin", prog, "")
+	pr := Program("plugin", prog, "", LoaderEnv{})
 	if pr == nil {
 		t.Fatalf("Program(plugin) = nil, want %s refused: another user may make it in %s", missing, tmp)
 	}
@@ -211,7 +211,7 @@ func TestProgramMissingPATHEntry(t *testing.T) {
 		t.Errorf("Program(plugin) = %+v, want Path %s, Why %q, Shadowed plugin", pr, missing, want)
 	}
 	t.Setenv("PATH", filepath.Join(base, "missing", "bin")+":"+bin)
-	if pr := Program("plugin", prog, ""); pr != nil {
+	if pr := Program("plugin", prog, "", LoaderEnv{}); pr != nil {
 		t.Errorf("Program(plugin) = %+v, want nil: only this user may make %s", pr, filepath.Join(base, "missing"))
 	}
 }

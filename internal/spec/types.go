@@ -116,6 +116,30 @@ var loosening = []string{"suid", "dev", "exec"}
 // "/dev/..." path, and the status's "asks for dev" with it.
 func ShownMountFlag(flag string) bool { return slices.Contains(loosening, strings.TrimSpace(flag)) }
 
+// MountFlagSecrets is the values, in flag (one flag, or several items joined by commas:
+// "username=alice,password=..."), of the items whose key names a secret (password, passwd,
+// pwd, secret, token, credentials, key: "password=hunter2" gives "hunter2"), each a secret of
+// its own: a plugin, or the mount helper it runs, echoes the value without its key ("password
+// hunter2 rejected") as often as the whole flag, which alone is scrubbed otherwise. The value of
+// an item whose key names none (uid=1000, sec=krb5) is not one: "1000" is in many a message.
+func MountFlagSecrets(flag string) []string {
+	var out []string
+	for _, item := range strings.Split(flag, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok || v == "" {
+			continue
+		}
+		k = strings.ToLower(nameFolder.Replace(k))
+		for _, s := range []string{"pass", "pwd", "secret", "token", "cred", "key"} {
+			if strings.Contains(k, s) {
+				out = append(out, v)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // Allows is which of suid, dev and exec the flags ask for, as a flag of their own or an item of
 // a comma-separated one ("rw,suid"), in that order: what is shown of flags otherwise redacted,
 // so that a volume mounted with set-user-ID files or device files allowed says so (volctl, as

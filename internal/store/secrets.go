@@ -13,7 +13,9 @@ import (
 // volume requests, and the values of plugins' exec environments. Any of them may have been
 // sent to a plugin, and a plugin may echo any of them in a message: the engine scrubs them all
 // from what plugins say before it stores or prints it. A mount flag that is one of the words
-// volume status shows (suid, dev, exec: spec.ShownMountFlag) is no secret, and not scrubbed. The queries read only these columns,
+// volume status shows (suid, dev, exec: spec.ShownMountFlag) is no secret, and not scrubbed; the
+// value of a key=value flag whose key names a secret ("password=...") is one of its own
+// (spec.MountFlagSecrets), which a plugin echoes without its key. The queries read only these columns,
 // each distinct value decoded once, so the cost grows with how many different secrets there
 // are rather than with how many volumes and claims share them.
 func (tx *Tx) SecretValues() ([]string, error) {
@@ -76,6 +78,9 @@ func (tx *Tx) SecretValues() ([]string, error) {
 			}
 			if q.flags {
 				vs = slices.DeleteFunc(vs, spec.ShownMountFlag)
+				for _, flag := range vs {
+					add(spec.MountFlagSecrets(flag)...) // "hunter2" of "password=hunter2"
+				}
 			}
 			add(vs...)
 		}

@@ -47,6 +47,40 @@ func TestSecretValues(t *testing.T) {
 	}
 }
 
+// A mount flag "password=..." is scrubbed whole from what volctl prints (engine.Redactor reads
+// SecretValues), but a plugin that echoed the password alone into data volctl prints (a
+// volume's context, an event's message) had it printed: the value of a flag whose key names a
+// secret is a secret value of its own, wherever the flag is kept (a volume's, a claim's, a past
+// claim's, a group's), and leaves the event log with the flag. A value of a key naming none
+// (uid=1000) is not.
+func TestSecretValuesHoldAMountFlagsSecretValue(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	vol := Volume{ID: "v", PluginID: "p", State: VolumeReady,
+		MountOptions: &spec.MountOptions{MountFlags: spec.MountFlags{"uid=1000", "username=alice,password=vol-pass"}}}
+	live := Claim{VolumeID: "v", Alloc: "a", Mode: ClaimRead, State: ClaimTaken, MountFlags: spec.MountFlags{"secret=claim-key"}}
+	group := Group{Name: "g", State: GroupRunning, Spec: spec.Group{Name: "g", Volumes: []spec.VolumeRequest{{
+		Name: "data", MountOptions: &spec.MountOptions{MountFlags: spec.MountFlags{"token=group-tok"}}}}}}
+	update(t, s, func(tx *Tx) error {
+		return errors.Join(tx.Volumes().Insert(&vol), tx.Claims().Insert(&live), tx.Groups().Put(&group))
+	})
+	var got []string
+	view(t, s, func(tx *Tx) (err error) {
+		got, err = tx.SecretValues()
+		return err
+	})
+	for _, want := range []string{"vol-pass", "claim-key", "group-tok", "username=alice,password=vol-pass"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("SecretValues = %q, want it to hold %q", got, want)
+		}
+	}
+	for _, not := range []string{"1000", "alice"} {
+		if slices.Contains(got, not) {
+			t.Errorf("SecretValues = %q, holds %q, the value of a flag whose key names no secret", got, not)
+		}
+	}
+}
+
 // TestSecretsLeavingTheStateAreScrubbedFromTheEventLog: an event's message may word data a
 // plugin returned, which a plugin may have echoed a secret into, and the log outlives the
 // secret. A transaction that takes a secret value out of the state (a volume deleted, its
