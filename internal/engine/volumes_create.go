@@ -271,9 +271,11 @@ func notFromSnapshotBeingDeleted(tx *store.Tx, sv spec.Volume) error {
 	if err != nil || !deleting {
 		return err
 	}
-	return conflictf("snapshot %q of plugin %q, the snapshot_id of volume %q, is being deleted (its delete is in flight, or was interrupted, and `%s` finishes it): "+
+	return conflictf("snapshot %q of plugin %q, the snapshot_id of volume %q, is being deleted (its delete is in flight, or was interrupted, and `%s` or `volctl reconcile` finishes it; "+
+		"`%s` forgets the delete and leaves the snapshot): "+
 		"nothing was created; give volume %q another snapshot", sv.SnapshotID, sv.PluginID, sv.ID,
-		shellquote.Command("volctl volume snapshot delete", sv.PluginID, sv.SnapshotID), sv.ID)
+		shellquote.Command("volctl volume snapshot delete", sv.PluginID, sv.SnapshotID),
+		shellquote.Command("volctl volume snapshot deregister", sv.PluginID, sv.SnapshotID), sv.ID)
 }
 
 // sameCloneSource reports whether spec sv's clone_id names the source volume old records: the
