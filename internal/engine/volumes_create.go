@@ -448,9 +448,11 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		if dup != nil {
 			return fmt.Errorf("%w (the answer was unusable anyway: %v)", dup, err)
 		}
+		failpoint("create:unusable") // recorded deleting with the unusable answer's ID, DeleteVolume not sent
 		derr := e.attempt(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
 			return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: created.ID, Secrets: v.Secrets})
 		})
+		failpoint("rpc:DeleteVolume")
 		if derr == nil || csi.IsIgnorable(derr) {
 			if listed, unchecked := e.listsVolume(ctx, c, created.ID); listed {
 				derr = stillListed(v.PluginID, csi.RPCDeleteVolume, derr, "volume", shown, volumeCheck(c))
@@ -469,6 +471,14 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		if uerr := e.store.Update(ctx, func(tx *store.Tx) error { return tx.Volumes().Update(&v) }); uerr != nil {
 			return errors.Join(err, uerr)
 		}
+		failpoint("create:unusable-deleted") // the bare intent again, not yet kept or forgotten
+		// The plugin answered the name with that volume, which CSI's idempotency by name makes
+		// the one any earlier CreateVolume under it made (recordCreated takes it so too), and
+		// it is deleted: nothing is left under the name for the intent to find. Kept, it was
+		// sent again by every reconcile pass, the agent's too, each making and deleting the
+		// unusable volume anew and reporting the create for good, after a create killed here
+		// (TestCrashInTheCleanupOfAnUnusableCreateAnswer).
+		sentBefore = false
 	}
 	if csi.IsRetryable(err) || ctx.Err() != nil {
 		e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
