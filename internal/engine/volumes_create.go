@@ -118,6 +118,8 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 		}
 		if sameCloneSource(tx, old, sv) {
 			sv.CloneID = old.CloneID // the spec's volctl ID of the source, recorded as its storage
+		} else if err := olderCloneSourceGone(tx, old, sv); err != nil {
+			return err
 		}
 		if err := checkImmutable(old, sv, false); err != nil {
 			return err
@@ -298,6 +300,26 @@ func sameCloneSource(tx *store.Tx, old store.Volume, sv spec.Volume) bool {
 	}
 	src, err := tx.Volumes().Get(sv.CloneID)
 	return err == nil && src.PluginID == old.PluginID && src.ExternalID == old.CloneID
+}
+
+// olderCloneSourceGone refuses the same create of a clone an older volctl recorded (no
+// clone_spec: only the storage ID its clone_id resolved to) once the spec's clone_id names no
+// volume (its source deleted since, which a finished clone allows): nothing says whether it
+// named that storage. Refused as a change of clone_id, the error told the user to delete the
+// clone and create it again, destroying its data for a change nobody made
+// (TestSameCloneCreateOfAnOlderVolctlsClone). The way on names the storage ID recorded, which
+// the same spec may give as its clone_id.
+func olderCloneSourceGone(tx *store.Tx, old store.Volume, sv spec.Volume) error {
+	if old.CloneSpec != "" || old.CloneID == "" || sv.CloneID == "" {
+		return nil
+	}
+	if _, err := tx.Volumes().Get(sv.CloneID); !errors.Is(err, store.ErrNotFound) {
+		return err // a volume of that ID is there: checkImmutable compares its storage
+	}
+	return conflictf("volume %q was cloned by an older volctl, which recorded only its source's storage ID %q, not the clone_id its spec wrote; "+
+		"the spec's clone_id %q names no volume now (deleted since?), so volctl cannot tell it is the same source: nothing was changed. "+
+		"If it is, write clone_id = %q (the storage ID recorded) in the spec, and the same create finds volume %q as it is",
+		old.ID, old.CloneID, sv.CloneID, old.CloneID, old.ID)
 }
 
 func checkCreateCapabilities(c *conn, sv spec.Volume) error {
