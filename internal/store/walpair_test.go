@@ -422,3 +422,23 @@ func vacuum(t *testing.T, path string, stmts ...string) {
 		}
 	}
 }
+
+// TestOpenRefusesAnUnmarkedLogOfAnotherDatabase: the WAL of a state dir where no row was
+// written yet (its migrations alone, no state mark in it) copied beside a database that has
+// rows. Before, it was left to SQLite, which applied it: every volume recorded vanished from
+// every command, to be written into the file at the next checkpoint.
+func TestOpenRefusesAnUnmarkedLogOfAnotherDatabase(t *testing.T) {
+	t.Parallel()
+	other := newStore(t)
+	commitVolumes(t, other, "other", 3)
+	if err := other.Close(); err != nil { // checkpointed: volctl.db alone is its state
+		t.Fatal(err)
+	}
+	db := readFile(t, other.Path())
+	fresh := newStore(t) // migrated, nothing written: a WAL without a state mark
+	wal := readFile(t, fresh.Path()+"-wal")
+	if len(wal) <= walHeaderSize {
+		t.Fatalf("the fresh store's WAL holds %d bytes, want its migrations in it", len(wal))
+	}
+	openMismatched(t, db, wal, "the log's commits carry no state mark, and rewrite page ")
+}
