@@ -21,10 +21,7 @@ import (
 func TestReconcileFinishesARecordedSnapshotDelete(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
-	h.faults.FailAlways(csi.RPCDeleteSnapshot, codes.Unavailable)
-	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err == nil || !strings.Contains(err.Error(), "the delete stays recorded") {
-		t.Fatalf("a delete unanswered: %v; want it to say the delete stays recorded", err)
-	}
+	h.unansweredSnapshotDelete(s.ID)
 	h.faults.Clear()
 	rep, err := h.e.Reconcile(h.ctx)
 	if err != nil || len(rep.Problems) != 0 {
@@ -66,6 +63,16 @@ func TestReconcileFinishesARecordedSnapshotDelete(t *testing.T) {
 	h.reconcileClean(1)
 }
 
+// unansweredSnapshotDelete deletes snapshot id of plugin "mem" while the plugin answers every
+// DeleteSnapshot UNAVAILABLE (the fault stays): the delete fails saying it stays recorded.
+func (h *harness) unansweredSnapshotDelete(id string) {
+	h.t.Helper()
+	h.faults.FailAlways(csi.RPCDeleteSnapshot, codes.Unavailable)
+	if err := h.e.DeleteSnapshot(h.ctx, "mem", id, nil); err == nil || !strings.Contains(err.Error(), "the delete stays recorded") {
+		h.t.Fatalf("a delete of snapshot %s unanswered: %v; want it to say the delete stays recorded", id, err)
+	}
+}
+
 // deletingRecorded reports whether the delete of snapshot id of plugin "mem" is recorded.
 func (h *harness) deletingRecorded(id string) bool {
 	h.t.Helper()
@@ -88,10 +95,7 @@ func (h *harness) deletingRecorded(id string) bool {
 func TestSnapshotDeleteAgainThatSendsNothingKeepsTheRecordedDelete(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
-	h.faults.FailAlways(csi.RPCDeleteSnapshot, codes.Unavailable)
-	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err == nil {
-		t.Fatal("a delete unanswered succeeded")
-	}
+	h.unansweredSnapshotDelete(s.ID)
 	h.faults.Clear()
 	h.stopServe()
 	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err == nil {
@@ -120,13 +124,8 @@ func TestSnapshotDeleteAgainThatSendsNothingKeepsTheRecordedDelete(t *testing.T)
 func TestSnapshotDeregisterForgetsItsRecordedDelete(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
-	h.faults.FailAlways(csi.RPCDeleteSnapshot, codes.Unavailable)
-	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err == nil {
-		t.Fatal("a delete unanswered succeeded")
-	}
-	if err := h.e.DeleteSnapshot(h.ctx, "mem", "unrecorded", nil); err == nil {
-		t.Fatal("a delete unanswered succeeded")
-	}
+	h.unansweredSnapshotDelete(s.ID)
+	h.unansweredSnapshotDelete("unrecorded")
 	h.faults.Clear()
 	for _, id := range []string{s.ID, "unrecorded"} {
 		if _, err := h.e.DeregisterSnapshot(h.ctx, "mem", id); err != nil {
