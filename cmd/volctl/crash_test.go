@@ -533,32 +533,50 @@ func TestCrashExpandControllerAnswered(t *testing.T) {
 	}
 }
 
-// TestCrashSnapshotDelete kills `volume snapshot delete` right after DeleteSnapshot answered,
-// before the plugin's list was checked and the record forgotten: the record stays, and `snapshot
-// list` says the plugin no longer has it (missing), which is true; reconcile leaves it (a
-// snapshot only a list does not show may be a plugin's listing at fault), and the same delete
-// again finishes it (the plugin answers NOT_FOUND), leaving the plugin and the records in
-// agreement. Snapshots need no mounts, so this runs without mount privileges.
+// TestCrashSnapshotDelete kills `volume snapshot delete` once it recorded the delete, before
+// DeleteSnapshot (snapshot:deleting), and right after DeleteSnapshot answered, before the
+// plugin's list was checked and the record forgotten (check:DeleteSnapshot): the record stays,
+// a restore from the snapshot is refused naming the delete, and `volctl reconcile` finishes the
+// delete as it finishes an interrupted volume delete, leaving neither the snapshot nor a record
+// of it; a restore from it is then the plugin's NOT_FOUND, not a refusal. Before, reconcile left
+// the recorded delete, and every restore from the snapshot was refused until the user ran the
+// same delete again. Snapshots need no mounts, so this runs without mount privileges.
 func TestCrashSnapshotDelete(t *testing.T) {
 	t.Parallel()
 	bin := buildVolctl(t, failpointsTag)
 	env := newSnapshotEnv(t)
 	find := func(name string) (engine.SnapshotInfo, bool) { s, ok := env.snapshots()[name]; return s, ok }
-	env.ok("volume", "snapshot", "create", "vol", "snap")
-	s, ok := find("snap")
-	if !ok || !s.Recorded || !s.Listed {
-		t.Fatalf("snapshot after create: %+v (found %v), want recorded and listed", s, ok)
+	for _, fp := range []string{"snapshot:deleting", "check:DeleteSnapshot"} {
+		t.Run(fp, func(t *testing.T) {
+			env.t = t
+			name := "s-" + strings.NewReplacer(":", "-").Replace(fp)
+			env.ok("volume", "snapshot", "create", "vol", name)
+			s, ok := find(name)
+			if !ok || !s.Recorded || !s.Listed {
+				t.Fatalf("snapshot after create: %+v (found %v), want recorded and listed", s, ok)
+			}
+			env.crash(bin, fp, "volume", "snapshot", "delete", "hp", s.ID, "--yes")
+			if got, ok := find(name); !ok || !got.Recorded || got.Listed == (fp == "check:DeleteSnapshot") {
+				t.Fatalf("after the kill at %s: %+v (found %v), want still recorded, listed only if DeleteSnapshot was not sent", fp, got, ok)
+			}
+			restore := fromSpec(t, "r-"+name, "snapshot_id", s.ID)
+			if out, err := env.run(nil, "volume", "create", restore); err == nil || !strings.Contains(out, "is being deleted") {
+				t.Fatalf("restore from snapshot %s whose delete was killed: %v\n%s\nwant it refused naming the delete", s.ID, err, out)
+			}
+			out := env.ok("reconcile")
+			if !strings.Contains(out, s.ID) {
+				t.Errorf("reconcile does not say it deleted snapshot %s:\n%s", s.ID, out)
+			}
+			if got, ok := find(name); ok {
+				t.Fatalf("after reconcile: %+v still there; want the delete finished", got)
+			}
+			if out, err := env.run(nil, "volume", "create", restore); err == nil || strings.Contains(out, "is being deleted") {
+				t.Fatalf("restore from the deleted snapshot %s: %v\n%s\nwant the plugin's NOT_FOUND, not a refusal naming a delete", s.ID, err, out)
+			}
+			env.ok("reconcile")
+			env.checkInvariants()
+		})
 	}
-	env.crash(bin, "check:DeleteSnapshot", "volume", "snapshot", "delete", "hp", s.ID, "--yes")
-	if got, ok := find("snap"); !ok || !got.Recorded || got.Listed || !got.Missing {
-		t.Fatalf("after the kill: %+v (found %v), want still recorded, shown missing (the plugin deleted it)", got, ok)
-	}
-	env.ok("reconcile")
-	env.ok("volume", "snapshot", "delete", "hp", s.ID, "--yes")
-	if got, ok := find("snap"); ok {
-		t.Fatalf("after the delete again: %+v still there", got)
-	}
-	env.ok("reconcile")
 }
 
 // newSnapshotEnv is a hostEnv on a hostpath plugin "hp" that mounts nothing, with a volume

@@ -25,7 +25,7 @@ func newCmdReconcile(f *Factory, runF func(*ReconcileOptions) error) *cobra.Comm
 		Use:   "reconcile",
 		Short: "Bring the host back in line with the recorded state",
 		Long: `Bring this host back in line with what volctl has recorded: finish creates and deletes that
-were interrupted, re-drive every claim that is not at rest (being published goes on to
+were interrupted (of volumes and of snapshots), re-drive every claim that is not at rest (being published goes on to
 published; being released goes on to freed, as do the claims of stopped groups and of
 allocs past their group's count, a group run's scale-down cut short), restore
 published claims whose mount is gone (after a reboot or a plugin restart) by staging and

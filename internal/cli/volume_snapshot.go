@@ -443,12 +443,15 @@ plugin has it, stays where it is (volctl volume snapshot delete deletes it too).
 It is the way out for a snapshot the plugin keeps listing after answering DeleteSnapshot OK,
 which volctl volume snapshot delete keeps recorded, failing each time. A snapshot listed as
 pending (its creation was cut short) is named by its NAME: volctl forgets that it was being
-created, and reconcile no longer finishes it, though the plugin may have made it.
+created, and reconcile no longer finishes it, though the plugin may have made it. A delete of
+the snapshot that was cut short (killed, or its answer never came), which reconcile would
+finish, is forgotten too, also for a snapshot volctl does not record: restores from it are
+no longer refused.
 
 A warning on stderr and the event log (snapshot-deregister) say the snapshot is forgotten, not
 deleted, naming it: delete it with the storage provider's tools if it is not wanted. volctl
 volume snapshot list shows it still, as the plugin's, while the plugin lists it. A snapshot
-volctl has no record of exits 1.
+volctl has no record of, nor a delete of, exits 1.
 
 It asks first on a terminal and needs --yes otherwise.`,
 		Example: `  volctl volume snapshot deregister hostpath snap-5f2c0e9a1b7d4c3e8f6a2b1c --yes`,

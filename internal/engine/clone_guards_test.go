@@ -119,7 +119,7 @@ func TestCloneOfAVolumeBeingCreatedIsRefused(t *testing.T) {
 
 // The source's delete while a clone's create deletes an answer it cannot use (a replay answered
 // with a volume of 1 byte): the clone's record is marked deleting meanwhile (createFailed), then
-// goes back to being created. Before, refuseCloneInFlight looked at records being created only:
+// goes back to being created, and is forgotten once the answer is deleted. Before, refuseCloneInFlight looked at records being created only:
 // the source's delete went through, and the clone's create, recorded still, was NOT_FOUND for
 // the source at every pass.
 func TestSourceDeleteRefusedDuringACloneCleanup(t *testing.T) {
@@ -164,11 +164,16 @@ func TestSourceDeleteRefusedDuringACloneCleanup(t *testing.T) {
 	}
 	wantConflict(t, "source delete during its clone's cleanup", err, `volume "clone"`, `volume "src"`, "volctl reconcile")
 	h.reconcileClean(2)
-	if got := h.volumeInfo("clone").State; got != string(store.VolumeReady) {
-		t.Fatalf("clone after reconcile: %s; want ready", got)
+	// The unusable answer deleted, nothing is left under the clone's name: its create is
+	// forgotten, as a first answer's is (TestCreateSentAgainAnsweredAboveTheLimitIsForgottenOnceDeleted).
+	if _, err := h.e.Volume(h.ctx, "clone"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("clone after its unusable answer was deleted: %v; want its create forgotten", err)
+	}
+	if vols := h.mem.Volumes(); len(vols) != 1 {
+		t.Fatalf("the plugin holds %+v; want the source alone", vols)
 	}
 	if err := h.e.DeleteVolume(h.ctx, "src"); err != nil {
-		t.Fatalf("source delete once its clone is finished: %v", err)
+		t.Fatalf("source delete once its clone's create is over: %v", err)
 	}
 }
 
@@ -231,8 +236,28 @@ func TestSameCloneCreateOfAnOlderVolctlsClone(t *testing.T) {
 	if err := h.e.DeleteVolume(h.ctx, "src"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.e.CreateVolume(h.ctx, sv); !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrConflict) {
+	_, err = h.e.CreateVolume(h.ctx, sv)
+	if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrConflict) {
 		t.Fatalf("the same create of an older volctl's clone, its source gone: %v; want today's refusal (nothing recorded says what the spec named)", err)
+	}
+	// The refusal says why (an older volctl recorded only the storage ID, and the spec's source
+	// is gone) and the way on that keeps the clone, not "delete the volume and create it again",
+	// which would destroy it for a change nobody made.
+	clone, verr := h.e.Volume(h.ctx, "clone")
+	if verr != nil {
+		t.Fatal(verr)
+	}
+	for _, want := range []string{`volume "clone"`, "older volctl", `"src"`, `clone_id = "` + clone.CloneID + `"`, "nothing was changed"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "delete the volume") {
+		t.Errorf("the refusal %q tells the user to delete the clone, whose spec changed nothing", err)
+	}
+	sv.CloneID = clone.CloneID
+	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
+		t.Fatalf("the same create naming the source by the storage ID recorded: %v", err)
 	}
 }
 

@@ -32,6 +32,33 @@ func TestCreateAnsweredAboveTheLimitIsRefused(t *testing.T) {
 	}
 }
 
+// The same answer to a create sent again after an earlier one whose answer was lost
+// (UNAVAILABLE at every try): the volume answered, which CSI's idempotency by name makes the one
+// any earlier call made, is deleted, so nothing is left under the name and the create is
+// forgotten. Before, the intent was kept "since an earlier CreateVolume may have made the
+// volume", and every reconcile pass (the agent's every minute) sent CreateVolume again, made and
+// deleted the unusable volume anew, and reported the create for good.
+func TestCreateSentAgainAnsweredAboveTheLimitIsForgottenOnceDeleted(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Granularity = 1 << 30 })
+	sv := volume("v")
+	sv.CapacityMax = 2 << 20
+	h.faults.FailAlways(csi.RPCCreateVolume, codes.Unavailable)
+	if _, err := h.e.CreateVolume(h.ctx, sv); err == nil {
+		t.Fatal("a create unanswered succeeded")
+	}
+	h.faults.Clear()
+	if _, err := h.e.CreateVolume(h.ctx, sv); err == nil || !strings.Contains(err.Error(), "above the requested maximum") {
+		t.Fatalf("create again answered with 1 GiB for at most 2 MiB: %v, want it refused as above the maximum", err)
+	}
+	if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the refused create is still recorded, its unusable volume deleted: %v", err)
+	}
+	if vols := h.mem.Volumes(); len(vols) != 0 {
+		t.Errorf("the plugin still holds %+v", vols)
+	}
+	h.reconcileClean(1)
+}
+
 // The same answer with another volctl volume's storage: refused, and that storage left alone
 // (refuseSharedStorage), as for a too-small answer.
 func TestCreateAboveTheLimitAnsweredWithAnotherVolumesStorageDeletesNothing(t *testing.T) {

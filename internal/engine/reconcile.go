@@ -110,6 +110,7 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	}
 
 	e.reconcileSnapshots(ctx, &rep)
+	e.reconcileSnapshotDeletes(ctx, &rep)
 
 	// Claims of stopped groups, and of allocs past their running group's count (a scale-down
 	// cut short), are past claims: release them.

@@ -335,13 +335,21 @@ func (e *Engine) snapshotConn(ctx context.Context, pluginID string, reach store.
 // through the plugin's sockets as they were when it was made.
 func (e *Engine) DeleteSnapshot(ctx context.Context, pluginID, snapshotID string, secrets spec.Secrets) error {
 	_, err := byStoredID(ctx, e, store.PluginIDs, pluginID, func(id string) (struct{}, error) {
-		return struct{}{}, e.deleteSnapshotStored(ctx, id, snapshotID, secrets)
+		return struct{}{}, e.deleteSnapshotStored(ctx, id, snapshotID, secrets, false)
 	})
 	return err
 }
 
-// deleteSnapshotStored is DeleteSnapshot of the ID as stored (byStoredID).
-func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID string, secrets spec.Secrets) (err error) {
+// errNoDeleteToFinish is deleteSnapshotStored's answer, when finishing a recorded delete, that
+// none is recorded (any more): another volctl finished or forgot it meanwhile.
+var errNoDeleteToFinish = errors.New("no snapshot delete is recorded")
+
+// deleteSnapshotStored is DeleteSnapshot of the ID as stored (byStoredID). finishing is
+// reconcile's: it finishes a recorded delete (snapshot_deletes) of the snapshot with that ID,
+// and does nothing (errNoDeleteToFinish) unless one is still recorded when it records its
+// own, so that a snapshot made since under an ID the plugin reuses is never deleted; the ID is
+// never taken for a NAME, which would delete another snapshot.
+func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID string, secrets spec.Secrets, finishing bool) (err error) {
 	fail := func(err error) error {
 		return fmt.Errorf("delete snapshot %q of plugin %q: %w", snapshotID, pluginID, err)
 	}
@@ -363,6 +371,9 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		}
 		if !errors.Is(err, store.ErrNotFound) {
 			return err
+		}
+		if finishing {
+			return notMatesSnapshot(tx, pluginID, snapshotID)
 		}
 		intent, err = tx.Snapshots().GetCreate(pluginID, snapshotID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -397,15 +408,28 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	// recorded after a check in a read-only view, and cut short before its CreateVolume, was
 	// NOT_FOUND for good once the snapshot was gone
 	// (TestSnapshotDeleteRefusesARestoreRecordedAfterItsCheck).
+	var already bool // an earlier delete, killed or unanswered, recorded it: it may be gone
 	if err := e.store.Update(ctx, func(tx *store.Tx) error {
 		if err := refuseRestoreInFlight(tx, pluginID, snapshotID); err != nil {
 			return err
 		}
-		return tx.Snapshots().MarkDeleting(pluginID, snapshotID)
+		var err error
+		if already, err = tx.Snapshots().MarkDeleting(pluginID, snapshotID); err == nil && finishing && !already {
+			err = errNoDeleteToFinish // rolls the mark back
+		}
+		return err
 	}); err != nil {
+		if errors.Is(err, errNoDeleteToFinish) {
+			return err
+		}
 		return fail(err)
 	}
-	kept := true // whether the snapshot is known to be there still, when this returns an error
+	failpoint("snapshot:deleting") // the delete recorded, DeleteSnapshot not sent
+	// kept is whether the snapshot is known to be there still, when this returns an error. An
+	// earlier delete's record says it may be gone: this one failing before its DeleteSnapshot
+	// (the plugin unreachable) learns nothing that forgets it
+	// (TestSnapshotDeleteAgainThatSendsNothingKeepsTheRecordedDelete).
+	kept := !already
 	defer func() {
 		if err != nil && kept {
 			// Nothing deleted it: restores from it may go on. Otherwise the mark stays, for the
@@ -445,12 +469,14 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 			// The plugin may have deleted it: restores from it are refused until a delete
 			// again finishes.
 			kept = false
-			return fail(fmt.Errorf("%w (the delete stays recorded, and a restore from the snapshot is refused until `%s` finishes it)",
+			return fail(fmt.Errorf("%w (the delete stays recorded, and a restore from the snapshot is refused until `%s` or `volctl reconcile` finishes it)",
 				err, shellquote.Command("volctl volume snapshot delete", pluginID, snapshotID)))
 		}
+		kept = true // a final refusal: the plugin keeps it
 		return fail(err)
 	}
 	if listed {
+		kept = true
 		// The snapshot (someone's data) is still there: forgetting its record would leave it
 		// unaccounted for while saying it was deleted.
 		err := stillListed(pluginID, csi.RPCDeleteSnapshot, err, "snapshot", snapshotID, snapshotCheck(c))
@@ -653,6 +679,36 @@ func (e *Engine) reconcileSnapshots(ctx context.Context, rep *ReconcileReport) {
 		default:
 			rep.did("snapshotted", in.SourceVolumeID, "", "snapshot %q (%s) of volume %q created (interrupted earlier)",
 				rec.SnapshotID, in.Name, in.SourceVolumeID)
+		}
+	}
+}
+
+// reconcileSnapshotDeletes finishes the snapshot deletes recorded (snapshot_deletes) and cut
+// short, killed or unanswered, as an interrupted volume delete is finished: DeleteSnapshot sent
+// again, and the record and the recorded delete forgotten once the plugin answers OK or
+// NOT_FOUND and no longer lists it, or the recorded delete alone once the plugin refuses for
+// good or still lists it (deleteSnapshotStored). Before, it stayed until the user ran the
+// delete again, and every restore from the snapshot was refused meanwhile
+// (TestReconcileFinishesARecordedSnapshotDelete).
+func (e *Engine) reconcileSnapshotDeletes(ctx context.Context, rep *ReconcileReport) {
+	var dels []store.SnapshotDelete
+	if err := e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		dels, err = tx.Snapshots().ListDeleting()
+		return err
+	}); err != nil {
+		rep.problem("", "", fmt.Errorf("snapshots being deleted: %w", err))
+		return
+	}
+	for _, d := range dels {
+		err := e.deleteSnapshotStored(onVolume(ctx, "snapshot "+d.SnapshotID), d.PluginID, d.SnapshotID, nil, true)
+		switch {
+		case errors.Is(err, errNoDeleteToFinish): // another volctl finished it meanwhile
+		case err != nil:
+			rep.problem("", "", fmt.Errorf("%w (`%s` forgets the delete and leaves the snapshot)", err,
+				shellquote.Command("volctl volume snapshot deregister", d.PluginID, d.SnapshotID)))
+		default:
+			rep.did("deleted", "", "", "snapshot %q of plugin %q deleted (interrupted earlier)", d.SnapshotID, d.PluginID)
 		}
 	}
 }
@@ -986,6 +1042,11 @@ func (e *Engine) deregisterSnapshotStored(ctx context.Context, pluginID, snapsho
 			return "", err
 		}
 		in, err := tx.Snapshots().GetCreate(pluginID, snapshotID)
+		if errors.Is(err, store.ErrNotFound) {
+			if marked, merr := tx.Snapshots().Deleting(pluginID, snapshotID); merr != nil || marked {
+				return "", merr // a recorded delete alone: deregister forgets it
+			}
+		}
 		return in.SourceVolumeID, err
 	}
 	volumeID, err := viewOne(ctx, e.store, source)
@@ -1004,6 +1065,15 @@ func (e *Engine) deregisterSnapshotStored(ctx context.Context, pluginID, snapsho
 	}
 	var warning string
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		// A recorded delete of it (one killed or unanswered) is forgotten with it: reconcile,
+		// which finishes recorded deletes, would otherwise delete what the user chose to leave.
+		marked, err := tx.Snapshots().Deleting(pluginID, snapshotID)
+		if err != nil {
+			return err
+		}
+		if err := tx.Snapshots().Undelete(pluginID, snapshotID); err != nil {
+			return err
+		}
 		rec, err := tx.Snapshots().Get(pluginID, snapshotID)
 		var msg string
 		switch {
@@ -1019,6 +1089,12 @@ func (e *Engine) deregisterSnapshotStored(ctx context.Context, pluginID, snapsho
 			return err
 		default:
 			in, err := tx.Snapshots().GetCreate(pluginID, snapshotID)
+			if errors.Is(err, store.ErrNotFound) && marked {
+				warning = fmt.Sprintf("the delete of snapshot %q of plugin %q, which volctl does not record, is forgotten unfinished: the plugin may still have it, "+
+					"and restores from it are no longer refused", snapshotID, pluginID)
+				msg = fmt.Sprintf("recorded delete of snapshot %q forgotten; nothing was sent", snapshotID)
+				break
+			}
 			if err != nil {
 				return err
 			}

@@ -118,6 +118,8 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 		}
 		if sameCloneSource(tx, old, sv) {
 			sv.CloneID = old.CloneID // the spec's volctl ID of the source, recorded as its storage
+		} else if err := olderCloneSourceGone(tx, old, sv); err != nil {
+			return err
 		}
 		if err := checkImmutable(old, sv, false); err != nil {
 			return err
@@ -271,9 +273,11 @@ func notFromSnapshotBeingDeleted(tx *store.Tx, sv spec.Volume) error {
 	if err != nil || !deleting {
 		return err
 	}
-	return conflictf("snapshot %q of plugin %q, the snapshot_id of volume %q, is being deleted (its delete is in flight, or was interrupted, and `%s` finishes it): "+
+	return conflictf("snapshot %q of plugin %q, the snapshot_id of volume %q, is being deleted (its delete is in flight, or was interrupted, and `%s` or `volctl reconcile` finishes it; "+
+		"`%s` forgets the delete and leaves the snapshot): "+
 		"nothing was created; give volume %q another snapshot", sv.SnapshotID, sv.PluginID, sv.ID,
-		shellquote.Command("volctl volume snapshot delete", sv.PluginID, sv.SnapshotID), sv.ID)
+		shellquote.Command("volctl volume snapshot delete", sv.PluginID, sv.SnapshotID),
+		shellquote.Command("volctl volume snapshot deregister", sv.PluginID, sv.SnapshotID), sv.ID)
 }
 
 // sameCloneSource reports whether spec sv's clone_id names the source volume old records: the
@@ -296,6 +300,26 @@ func sameCloneSource(tx *store.Tx, old store.Volume, sv spec.Volume) bool {
 	}
 	src, err := tx.Volumes().Get(sv.CloneID)
 	return err == nil && src.PluginID == old.PluginID && src.ExternalID == old.CloneID
+}
+
+// olderCloneSourceGone refuses the same create of a clone an older volctl recorded (no
+// clone_spec: only the storage ID its clone_id resolved to) once the spec's clone_id names no
+// volume (its source deleted since, which a finished clone allows): nothing says whether it
+// named that storage. Refused as a change of clone_id, the error told the user to delete the
+// clone and create it again, destroying its data for a change nobody made
+// (TestSameCloneCreateOfAnOlderVolctlsClone). The way on names the storage ID recorded, which
+// the same spec may give as its clone_id.
+func olderCloneSourceGone(tx *store.Tx, old store.Volume, sv spec.Volume) error {
+	if old.CloneSpec != "" || old.CloneID == "" || sv.CloneID == "" {
+		return nil
+	}
+	if _, err := tx.Volumes().Get(sv.CloneID); !errors.Is(err, store.ErrNotFound) {
+		return err // a volume of that ID is there: checkImmutable compares its storage
+	}
+	return conflictf("volume %q was cloned by an older volctl, which recorded only its source's storage ID %q, not the clone_id its spec wrote; "+
+		"the spec's clone_id %q names no volume now (deleted since?), so volctl cannot tell it is the same source: nothing was changed. "+
+		"If it is, write clone_id = %q (the storage ID recorded) in the spec, and the same create finds volume %q as it is",
+		old.ID, old.CloneID, sv.CloneID, old.CloneID, old.ID)
 }
 
 func checkCreateCapabilities(c *conn, sv spec.Volume) error {
@@ -446,9 +470,11 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		if dup != nil {
 			return fmt.Errorf("%w (the answer was unusable anyway: %v)", dup, err)
 		}
+		failpoint("create:unusable") // recorded deleting with the unusable answer's ID, DeleteVolume not sent
 		derr := e.attempt(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
 			return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: created.ID, Secrets: v.Secrets})
 		})
+		failpoint("rpc:DeleteVolume")
 		if derr == nil || csi.IsIgnorable(derr) {
 			if listed, unchecked := e.listsVolume(ctx, c, created.ID); listed {
 				derr = stillListed(v.PluginID, csi.RPCDeleteVolume, derr, "volume", shown, volumeCheck(c))
@@ -467,6 +493,14 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		if uerr := e.store.Update(ctx, func(tx *store.Tx) error { return tx.Volumes().Update(&v) }); uerr != nil {
 			return errors.Join(err, uerr)
 		}
+		failpoint("create:unusable-deleted") // the bare intent again, not yet kept or forgotten
+		// The plugin answered the name with that volume, which CSI's idempotency by name makes
+		// the one any earlier CreateVolume under it made (recordCreated takes it so too), and
+		// it is deleted: nothing is left under the name for the intent to find. Kept, it was
+		// sent again by every reconcile pass, the agent's too, each making and deleting the
+		// unusable volume anew and reporting the create for good, after a create killed here
+		// (TestCrashInTheCleanupOfAnUnusableCreateAnswer).
+		sentBefore = false
 	}
 	if csi.IsRetryable(err) || ctx.Err() != nil {
 		e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,

@@ -1,10 +1,14 @@
 package store
 
-import "testing"
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
 
 // A snapshot's recorded delete (migration 0013's snapshot_deletes): marked whether the snapshot
 // is recorded or not, marked twice is no change, per plugin, and forgotten by Undelete (none
-// recorded is no error).
+// recorded is no error); ListDeleting lists them in order.
 func TestSnapshotDeleteMarks(t *testing.T) {
 	s := newStore(t)
 	deleting := func(plugin, id string) bool {
@@ -18,11 +22,25 @@ func TestSnapshotDeleteMarks(t *testing.T) {
 		return got
 	}
 	update(t, s, func(tx *Tx) error {
-		if err := tx.Snapshots().MarkDeleting("hp", "s1"); err != nil {
-			return err
+		if already, err := tx.Snapshots().MarkDeleting("hp", "s1"); err != nil || already {
+			return fmt.Errorf("first mark: already %v, %v; want a new mark", already, err)
 		}
-		return tx.Snapshots().MarkDeleting("hp", "s1")
+		if already, err := tx.Snapshots().MarkDeleting("hp", "s1"); err != nil || !already {
+			return fmt.Errorf("second mark: already %v, %v; want it marked already", already, err)
+		}
+		return nil
 	})
+	update(t, s, func(tx *Tx) error { _, err := tx.Snapshots().MarkDeleting("a", "s0"); return err })
+	var listed []SnapshotDelete
+	view(t, s, func(tx *Tx) error {
+		var err error
+		listed, err = tx.Snapshots().ListDeleting()
+		return err
+	})
+	if want := []SnapshotDelete{{"a", "s0"}, {"hp", "s1"}}; !slices.Equal(listed, want) {
+		t.Fatalf("ListDeleting: %+v, want %+v", listed, want)
+	}
+	update(t, s, func(tx *Tx) error { return tx.Snapshots().Undelete("a", "s0") })
 	if !deleting("hp", "s1") || deleting("other", "s1") || deleting("hp", "s2") {
 		t.Fatalf("marks: hp/s1 %v, other/s1 %v, hp/s2 %v; want only hp/s1", deleting("hp", "s1"), deleting("other", "s1"), deleting("hp", "s2"))
 	}

@@ -71,10 +71,13 @@ type SnapshotStore interface {
 	DeleteCreate(pluginID, name string) error
 
 	// MarkDeleting records that a snapshot's delete is under way (whether volctl records the
-	// snapshot or not), before its DeleteSnapshot is sent; marking it again is no change.
-	MarkDeleting(pluginID, snapshotID string) error
+	// snapshot or not), before its DeleteSnapshot is sent; marking it again is no change, and
+	// already says it was (an earlier delete's, unanswered or killed, may have deleted it).
+	MarkDeleting(pluginID, snapshotID string) (already bool, err error)
 	// Deleting reports whether a snapshot's delete is recorded (MarkDeleting).
 	Deleting(pluginID, snapshotID string) (bool, error)
+	// ListDeleting lists the recorded snapshot deletes, by plugin and ID.
+	ListDeleting() ([]SnapshotDelete, error)
 	// Undelete forgets a snapshot's recorded delete; none recorded is no error.
 	Undelete(pluginID, snapshotID string) error
 }
@@ -228,10 +231,15 @@ func (ss snapshots) DeleteCreate(pluginID, name string) error {
 	return affected(res, err, snapshotCreateWhat(pluginID, name), "")
 }
 
-func (ss snapshots) MarkDeleting(pluginID, snapshotID string) error {
-	_, err := ss.tx.exec(`INSERT INTO snapshot_deletes (plugin_id, snapshot_id, created_at) VALUES (?, ?, ?)
+func (ss snapshots) MarkDeleting(pluginID, snapshotID string) (bool, error) {
+	what := "the delete of " + snapshotWhat(pluginID, snapshotID)
+	res, err := ss.tx.exec(`INSERT INTO snapshot_deletes (plugin_id, snapshot_id, created_at) VALUES (?, ?, ?)
 		ON CONFLICT (plugin_id, snapshot_id) DO NOTHING`, pluginID, snapshotID, encTime(ss.tx.now()))
-	return wrap(err, "the delete of "+snapshotWhat(pluginID, snapshotID), "")
+	if err != nil {
+		return false, wrap(err, what, "")
+	}
+	n, err := res.RowsAffected()
+	return n == 0, wrap(err, what, "")
 }
 
 func (ss snapshots) Deleting(pluginID, snapshotID string) (bool, error) {
@@ -241,6 +249,19 @@ func (ss snapshots) Deleting(pluginID, snapshotID string) (bool, error) {
 		return false, wrap(err, "the delete of "+snapshotWhat(pluginID, snapshotID), "")
 	}
 	return n > 0, nil
+}
+
+// SnapshotDelete is a recorded snapshot delete (MarkDeleting): the snapshot's plugin and ID.
+type SnapshotDelete struct {
+	PluginID   string
+	SnapshotID string
+}
+
+func (ss snapshots) ListDeleting() ([]SnapshotDelete, error) {
+	return listAll(ss.tx, "list snapshot deletes", func(sc scanner) (SnapshotDelete, error) {
+		var d SnapshotDelete
+		return d, sc.Scan(&d.PluginID, &d.SnapshotID)
+	}, `SELECT plugin_id, snapshot_id FROM snapshot_deletes ORDER BY plugin_id, snapshot_id`)
 }
 
 func (ss snapshots) Undelete(pluginID, snapshotID string) error {

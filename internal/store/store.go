@@ -613,9 +613,20 @@ func checkFiles(path string) (sizes map[string]int64, err error) {
 	// written before them, so a volctl creating the database at this moment is not mistaken
 	// for one that lost it (below).
 	for _, p := range []string{path + "-wal", path + "-shm", path} {
-		fi, err := os.Stat(p)
+		fi, err := os.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
+		}
+		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			// SQLite resolves a symlinked database and keeps its -wal and -shm beside the
+			// target, where every check here of the state dir's (a log without its database,
+			// another database's log, their owner) never looks, and two state dirs linking one
+			// database share it without sharing the locks beside it; a dangling one was
+			// followed to create the database wherever it pointed
+			// (TestOpenRefusesASymlinkedDatabase).
+			target, _ := os.Readlink(p)
+			err = fmt.Errorf("state database %s is a symlink (to %q), not a regular file: SQLite would keep its write-ahead log beside the target, out of volctl's sight; "+
+				"nothing was opened: with no volctl running, move the file it points to (and its -wal and -shm) into its place, or remove the symlink", p, target)
 		}
 		if err == nil && !fi.Mode().IsRegular() {
 			err = fmt.Errorf("state database %s is %s, not a regular file: SQLite cannot use it; move it out of the state dir", p, pathtrust.FileKind(fi.Mode()))

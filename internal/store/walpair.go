@@ -100,7 +100,7 @@ func lookAtPair(path string) error {
 	wal := readLog()
 	defer wal.close()
 	if len(wal.marks) == 0 {
-		return nil
+		return unmarkingLog(path, f, wal)
 	}
 	first, last := wal.marks[0], wal.marks[len(wal.marks)-1]
 	for _, m := range wal.marks {
@@ -129,6 +129,36 @@ func lookAtPair(path string) error {
 			return nil // a live volctl wrote and checkpointed meanwhile
 		}
 		return walPairError(path, fmt.Sprintf("the log is older than the database: its commits end at commit %d of the state mark, and the database is at %d", last.seq, seq))
+	}
+	return nil
+}
+
+// unmarkingLog refuses a WAL with no marked commit whose committed frames rewrite the page
+// where the database file f keeps its state mark with a page that holds none: the mark is
+// never deleted, and a VACUUM that moves it copies it (a marked frame), so those are another
+// database's commits: a state dir's WAL with no row changed yet (only its migrations, as
+// every new state dir's first commits are) copied beside a database that has rows. SQLite
+// applied it, and every volume, claim and snapshot recorded vanished from every command, to
+// be written into the file at the next checkpoint (TestOpenRefusesAnUnmarkedLogOfAnotherDatabase).
+// Only the file's pages the WAL has copies of are read.
+func unmarkingLog(path string, f *os.File, wal *dbFile) error {
+	for n := range wal.frames {
+		filePage := make([]byte, wal.pageSize)
+		if _, err := f.ReadAt(filePage, int64(n-1)*int64(wal.pageSize)); err != nil {
+			continue
+		}
+		id, seq, ok := parseMark(filePage)
+		if !ok {
+			continue
+		}
+		logPage, err := wal.page(n)
+		if err != nil {
+			return nil // a live volctl restarted the log meanwhile: SQLite judges
+		}
+		if _, _, ok := parseMark(logPage); !ok {
+			return walPairError(path, fmt.Sprintf("the log's commits carry no state mark, and rewrite page %d, where the database keeps its state mark (%x, commit %d), without it",
+				n, id, seq))
+		}
 	}
 	return nil
 }

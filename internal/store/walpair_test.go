@@ -32,6 +32,18 @@ func readFile(t *testing.T, path string) []byte {
 	return b
 }
 
+// checkpointedWithVolumes is the volctl.db of a store that committed three volumes and was
+// closed (checkpointed: the file alone is its state).
+func checkpointedWithVolumes(t *testing.T) []byte {
+	t.Helper()
+	other := newStore(t)
+	commitVolumes(t, other, "other", 3)
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return readFile(t, other.Path())
+}
+
 // openMismatched puts db and wal in a new state dir and opens it, which must be refused saying
 // why (want) and what to do; neither file may be changed.
 func openMismatched(t *testing.T, db, wal []byte, want string) {
@@ -94,12 +106,7 @@ func refusedPair(t *testing.T, dir string, db, wal []byte, want string) {
 // one's WAL. Before, SQLite applied the WAL's pages to it: the open succeeded and read a mix.
 func TestOpenRefusesTheWALOfAnotherDatabase(t *testing.T) {
 	t.Parallel()
-	other := newStore(t)
-	commitVolumes(t, other, "other", 3)
-	if err := other.Close(); err != nil { // checkpointed: volctl.db alone is its state
-		t.Fatal(err)
-	}
-	db := readFile(t, other.Path())
+	db := checkpointedWithVolumes(t)
 
 	live := newStore(t)
 	commitVolumes(t, live, "live", 3)
@@ -421,4 +428,19 @@ func vacuum(t *testing.T, path string, stmts ...string) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+}
+
+// TestOpenRefusesAnUnmarkedLogOfAnotherDatabase: the WAL of a state dir where no row was
+// written yet (its migrations alone, no state mark in it) copied beside a database that has
+// rows. Before, it was left to SQLite, which applied it: every volume recorded vanished from
+// every command, to be written into the file at the next checkpoint.
+func TestOpenRefusesAnUnmarkedLogOfAnotherDatabase(t *testing.T) {
+	t.Parallel()
+	db := checkpointedWithVolumes(t)
+	fresh := newStore(t) // migrated, nothing written: a WAL without a state mark
+	wal := readFile(t, fresh.Path()+"-wal")
+	if len(wal) <= walHeaderSize {
+		t.Fatalf("the fresh store's WAL holds %d bytes, want its migrations in it", len(wal))
+	}
+	openMismatched(t, db, wal, "the log's commits carry no state mark, and rewrite page ")
 }
