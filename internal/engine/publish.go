@@ -539,7 +539,11 @@ func (e *Engine) linkedStaging(ctx context.Context, v store.Volume, p *checkpoin
 // not what it points to, then reconcile, never "use the path it points to".
 func ownPathAdvice(component, path string) string {
 	if component == filepath.Clean(path) {
-		return fmt.Sprintf("it is volctl's own path, replaced by hand or by a program: remove the link with `rm %s`, which leaves what it points to, then run `volctl reconcile`", component)
+		what := "it"
+		if dest, err := os.Readlink(component); err == nil {
+			what = fmt.Sprintf("it points to %q: the link", dest)
+		}
+		return fmt.Sprintf("%s was left there by a plugin or by hand, at volctl's own path: remove the link with `rm %s`, which leaves what it points to, then run `volctl reconcile`", what, component)
 	}
 	return fmt.Sprintf("it is a directory of volctl's own, replaced by hand or by a program: remove the link with `rm %s`, which leaves what it points to, then run `volctl reconcile`", component)
 }
@@ -682,7 +686,13 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 // error.
 func (e *Engine) linkedTarget(v store.Volume, p *checkpoint, c *conn, err error) error {
 	var se *symlinkError
-	if !errors.As(err, &se) || se.Component != filepath.Clean(e.realPath(p.cl.TargetPath)) || p.cl.Degraded {
+	if !errors.As(err, &se) {
+		return fmt.Errorf("publish path: %w", err)
+	}
+	if target := filepath.Clean(e.realPath(p.cl.TargetPath)); se.Component != target || p.cl.Degraded {
+		// Left for reconcile (held, for a degraded claim), which finishes it once the link is
+		// gone: not "claim again", nor "use the path it points to".
+		se.Advice = ownPathAdvice(se.Component, target)
 		return fmt.Errorf("publish path: %w", err)
 	}
 	if p.publishSentUnanswered() {
