@@ -181,3 +181,83 @@ func (lp *linkingPlugin) seen() (published int, sawLink []bool) {
 func (lp *linkingPlugin) linkEvents() int {
 	return strings.Count(lp.env.ok("events", "--kind", "target-link-removed", "--json"), `"target-link-removed"`)
 }
+
+// TestCrashAfterNodeStageOfALinkedStagingPath kills a claim right after NodeStageVolume
+// answered OK, before volctl looked at what the plugin made: a symlink in place of the
+// staging directory, to a directory of the plugin's own. Uncut, the claim is refused there
+// and rolled back, its NodeUnstageVolume finding the link for the plugin to remove
+// (engine's TestPluginThatLinksItsStagingPathIsRolledBack). Resumed by reconcile from
+// controller-published, it must end the same way: rolled back, NodePublishVolume never sent,
+// the rollback's NodeUnstageVolume finding the plugin's link there, no target-link-removed
+// event blaming a hand or a program, and the history saying why. Before, reconcile's forward
+// path refused the link at the staging path on every pass ("replace it with a real directory,
+// or use the path it points to"), and nothing ever rolled the claim back.
+func TestCrashAfterNodeStageOfALinkedStagingPath(t *testing.T) {
+	t.Parallel()
+	bin := buildVolctl(t, failpointsTag)
+	elsewhere := t.TempDir() // the plugin's own directory, where its link leads
+	cfg := csitest.DefaultMemConfig()
+	cfg.MakeStaging = func(staging string) error {
+		if err := os.Remove(staging); err != nil {
+			return err
+		}
+		return os.Symlink(elsewhere, staging)
+	}
+	mem := csitest.NewMountingMemPlugin(t, cfg)
+	var (
+		mu        sync.Mutex
+		published int
+		sawLink   []bool // per NodeUnstageVolume, whether the plugin's link was at the staging path
+	)
+	seen := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		mu.Lock()
+		switch {
+		case strings.HasSuffix(info.FullMethod, "/NodePublishVolume"):
+			published++
+		case strings.HasSuffix(info.FullMethod, "/NodeUnstageVolume"):
+			if r, ok := req.(interface{ GetStagingTargetPath() string }); ok {
+				fi, err := os.Lstat(r.GetStagingTargetPath())
+				sawLink = append(sawLink, err == nil && fi.Mode()&os.ModeSymlink != 0)
+			}
+		}
+		mu.Unlock()
+		return handler(ctx, req)
+	}
+	socket, _ := csitest.Serve(t, csitest.WithServer(mem), csitest.WithInterceptor(seen))
+	env := &hostEnv{t: t, state: t.TempDir(), socket: socket}
+	env.ok("plugin", "register", "--id", "hp", "--socket", socket)
+	env.createVolume("vol", spec.SingleNodeWriter)
+	const fp = "rpc:NodeStageVolume"
+	env.crash(bin, fp, "volume", "claim", "vol", "--alloc", "a")
+	staging := filepath.Join(env.state, "staging", "hp", "vol")
+	if fi, err := os.Lstat(staging); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("killed at %s: the staging path %s is not the plugin's link (%v): the test's premise does not hold", fp, staging, err)
+	}
+	out, err := env.run(nil, "reconcile")
+	if err == nil || !strings.Contains(out, "symlink") {
+		t.Errorf("killed at %s, then reconcile: %v; want the pass to report the claim rolled back over the plugin's link:\n%s", fp, err, out)
+	}
+	if out := env.ok("volume", "status", "vol", "--json"); strings.Contains(out, `"alloc": "a"`) {
+		t.Fatalf("killed at %s, then reconcile: the claim is still there (reconcile refuses it every pass, nothing rolls it back):\n%s", fp, out)
+	}
+	env.ok("reconcile") // nothing left to do
+	env.checkInvariants()
+	mu.Lock()
+	defer mu.Unlock()
+	if published != 0 {
+		t.Errorf("NodePublishVolume sent %d times through the plugin's staging link; want none", published)
+	}
+	if len(sawLink) == 0 || !sawLink[0] {
+		t.Errorf("killed at %s, then reconcile: NodeUnstageVolume found the plugin's link at the staging path: %v (one per call); want the rollback's first to find it, as the uncut rollback's does", fp, sawLink)
+	}
+	if ev := env.ok("events", "--kind", "target-link-removed", "--json"); strings.Contains(ev, `"target-link-removed"`) {
+		t.Errorf("killed at %s, then reconcile: a target-link-removed event blames a hand or a program for the plugin's own link:\n%s", fp, ev)
+	}
+	past := claimHistory(t, env.state, "vol")
+	if len(past) != 1 || past[0].Alloc != "a" || past[0].Outcome != store.OutcomeRolledBack {
+		t.Fatalf("killed at %s, then reconcile: history %+v; want alloc \"a\"'s claim rolled back", fp, past)
+	}
+	if ev := env.ok("events", "--kind", "release", "--alloc", "a"); !strings.Contains(ev, "rolled-back") || !strings.Contains(ev, "symlink") {
+		t.Errorf("killed at %s, then reconcile: the release event does not say the claim was rolled back over the plugin's link:\n%s", fp, ev)
+	}
+}

@@ -43,6 +43,8 @@ before the claim is admitted, says it is not ready or fails (volctl plugin statu
 health; a release, and a claim again of a claim held, need no probe). Without --access-mode and
 --attachment-mode the volume's current mode is used, or its first capability that fits.
 --fs-type replaces the volume's fs type; --mount-flag (repeatable) replaces its mount flags.
+The claims of a volume share its staging (a plugin that stages mounts the file system once): a
+claim asking for another fs type than a claim holding the volume exits 4 naming that claim.
 
 Claiming again for an alloc that holds the same claim prints the same target path; one
 asking for another mode, or for an --fs-type or --mount-flag the claim was not published

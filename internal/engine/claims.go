@@ -522,6 +522,9 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool, probe
 		if capab.AttachmentMode == spec.BlockDevice {
 			mo = &spec.MountOptions{}
 		}
+		if err := sameMountAsLive(v, live, mo, ld.plugin); err != nil {
+			return err
+		}
 		cl = store.Claim{
 			VolumeID: v.ID, Alloc: req.Alloc, Group: req.Group, Mode: mode,
 			AccessMode: capab.AccessMode, AttachmentMode: capab.AttachmentMode,
@@ -547,6 +550,40 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool, probe
 		ld = nil // read without the volume lock: the publish path reads it again under the lock
 	}
 	return cl, v, ld, fresh, err
+}
+
+// sameMountAsLive refuses a claim of volume v whose merged fs_type (mo's) is not the one a
+// live claim of the volume (another alloc's) holds, when plugin p stages (STAGE_UNSTAGE_VOLUME
+// as registered): the plugin stages a volume once per node, at its one staging path (CSI),
+// where NodeStageVolume mounts its file system as the claim that staged it asked, and every
+// later claim is published from that staging, NodeStageVolume not sent again; the fs_type of a
+// later claim's NodePublishVolume is not acted on by a plugin that bind-mounts the staging, so
+// the claim would get the first one's file system without a word. Mount flags are not
+// refused: NodePublishVolume carries each claim's, which a plugin applies to its target's
+// mount (volctl's hostpath remounts with them) or refuses (CSI: it MUST error when the volume
+// cannot be used as described). A plugin that does not stage mounts at each target with the
+// claim's own capability, and says so itself. The refusal is a conflict naming the claim in
+// the way and both fs types ("" is the plugin's default: it may not be the type asked).
+func sameMountAsLive(v store.Volume, live []store.Claim, mo *spec.MountOptions, p *store.Plugin) error {
+	if p == nil || !slices.Contains(p.Fingerprint.NodeCaps, "STAGE_UNSTAGE_VOLUME") {
+		return nil
+	}
+	fsType := func(t string) string {
+		if t == "" {
+			return "the plugin's default fs_type"
+		}
+		return "fs_type " + t
+	}
+	for _, c := range live {
+		if c.AttachmentMode != spec.FileSystem || c.FSType == mo.FSType {
+			continue
+		}
+		return conflictf("volume %q is in use by %s, which asked for %s, and this claim asks for %s: plugin %q stages the volume once on this node "+
+			"(one staging path per volume), its file system mounted as the claim that staged it asked, and publishes every claim from that staging, "+
+			"so this claim would not get the file system it asks for; claim it with %s, or once that claim is released%s",
+			v.ID, holder(c), fsType(c.FSType), fsType(mo.FSType), v.PluginID, fsType(c.FSType), wayOut(c))
+	}
+	return nil
 }
 
 // heldOtherwise says how the claim an alloc holds differs from what its claim again asks for,

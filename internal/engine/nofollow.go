@@ -34,6 +34,10 @@ type symlinkError struct {
 	// Advice, when set, replaces the general advice (a path of volctl's own, which no one can
 	// "use instead").
 	Advice string
+	// Own: Component is below volctl's state dir (the walk's root was the state dir), a
+	// directory of volctl's own that no one chooses, so the advice without Advice is to remove
+	// the link, never to use the path it points to.
+	Own bool
 }
 
 func (e *symlinkError) Error() string {
@@ -42,7 +46,12 @@ func (e *symlinkError) Error() string {
 		what = e.Path
 	}
 	advice := e.Advice
-	if advice == "" {
+	switch {
+	case advice != "":
+	case e.Own:
+		advice = fmt.Sprintf("it is volctl's own, under its state dir, replaced by hand or by a program: remove the link with `rm %s`, which leaves what it points to, "+
+			"then run the command again", e.Component)
+	default:
 		advice = "replace it with a real directory, or use the path it points to"
 	}
 	return fmt.Sprintf("%s: %s is a symlink, and volctl does not follow symlinks in mount paths (%s)", what, e.Component, advice)
@@ -120,7 +129,7 @@ func openNoFollow(root, path string, mode create) (*pathFD, error) {
 		next, err := openComponent(p.fd, name)
 		if errors.Is(err, unix.ELOOP) {
 			p.close()
-			return nil, &symlinkError{Path: path, Component: done}
+			return nil, &symlinkError{Path: path, Component: done, Own: root != "/"}
 		}
 		if err != nil {
 			p.close()

@@ -183,7 +183,7 @@ func TestRestoreStagesAVolumeOnceForAllItsClaims(t *testing.T) {
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
 	a := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 	b := h.claim(ClaimRequest{VolumeID: "v", Alloc: "b", ReadOnly: true,
-		MountOptions: &spec.MountOptions{FSType: "xfs", MountFlags: spec.MountFlags{"noatime"}}})
+		MountOptions: &spec.MountOptions{MountFlags: spec.MountFlags{"noatime"}}})
 	st, _ := h.staging("v")
 	for _, p := range []string{a.TargetPath, b.TargetPath, st.StagingPath} {
 		h.mounts.markGone(p)

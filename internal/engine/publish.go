@@ -406,7 +406,7 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 		}
 		path := stagingPath(e.cfg.StateDir, v.PluginID, v.ID)
 		if err := e.locks.makeDirs(ctx, path); err != nil {
-			return fmt.Errorf("staging path: %w", err)
+			return e.linkedStaging(ctx, v, p, c, path, err)
 		}
 		if p.st.StagingPath != path {
 			p.staging(func(st *store.Staging) { st.PluginID, st.StagingPath = v.PluginID, path })
@@ -435,10 +435,117 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 			return err
 		}
 		failpoint("rpc:NodeStageVolume")
+		if err := e.checkStaging(v, c, path); err != nil {
+			return err
+		}
 		p.staging(func(st *store.Staging) { st.Staged = true })
 	}
 	p.setState(store.ClaimNodeStaged)
 	return nil
+}
+
+// checkStaging checks what the plugin left at volume v's staging path after answering
+// NodeStageVolume with OK, before the volume is recorded staged: the directory volctl made
+// there (the CO's, CSI spec) must still be one, not a symlink. A plugin that "stages" by
+// linking the path to a directory of its own has every later check of the staging
+// (checkTarget's bare staging, another volume's data) look at the link, not at what its
+// NodePublishVolume publishes from, and its own mount behind the link was never the staging
+// volctl records. A link is final (errBadAnswer), as checkTarget's refusal of a linked
+// target is: the claim is rolled back, and the rollback's NodeUnstageVolume finds the link
+// there for the plugin to remove (stagingRecorded). Anything else (the path gone, a link
+// above it) is left for the publish that follows, which refuses it by name. The cost is one
+// open of the staging path, not followed.
+func (e *Engine) checkStaging(v store.Volume, c *conn, path string) error {
+	real := e.realPath(path)
+	s, err := openNoFollow(e.cfg.StateDir, real, createNothing)
+	var se *symlinkError
+	if !errors.As(err, &se) || se.Component != filepath.Clean(real) {
+		if err == nil {
+			s.close()
+		}
+		return nil
+	}
+	return badAnswerf("%s: plugin %q answered OK for volume %q, but the staging path %s is %s: the plugin did not stage the volume there "+
+		"(the staging path is the directory volctl made for it, which the plugin replaced)",
+		csi.RPCNodeStageVolume, c.plugin.ID, v.ID, path, linkWhat(real))
+}
+
+// linkWhat says what the symlink at path is: "a symlink to "dest"", or "a symlink" when it
+// cannot be read.
+func linkWhat(path string) string {
+	if dest, err := os.Readlink(path); err == nil {
+		return fmt.Sprintf("a symlink to %q", dest)
+	}
+	return "a symlink"
+}
+
+// linkedStaging is nodeStage's answer to makeDirs's refusal err of volume v's staging path
+// (path), as linkedTarget is for a target. A symlink at the staging path itself, of a claim not
+// degraded, is final, never left for a reconcile that would find it there every pass and
+// refuse it again, the claim never settled. Whose link it is, the claim's record says where
+// it can (stageSentUnanswered):
+//   - the drive began at controller-published with no failure recorded since, or with
+//     NodeStageVolume's own cut short: an earlier command may have sent NodeStageVolume and
+//     been cut off before checkStaging saw what the plugin made. The link is taken for the
+//     plugin's answer (errBadAnswer), and the claim is rolled back the way an uncut one is,
+//     its NodeUnstageVolume finding the link there for the plugin to remove;
+//   - otherwise no NodeStageVolume of the claim's is known to have reached the plugin without
+//     an answer (a new claim, or a record holding the plugin's error answer): the link was put
+//     there by hand or by another program. The staging intent is dropped (when no other claim
+//     uses the staging), so the rollback sends no NodeUnstageVolume, which the plugin would
+//     follow through the link; the claim is rolled back as a conflict saying to remove it.
+//
+// A link above the staging path (a directory of volctl's own replaced), and a degraded claim's
+// link (published once, being restored: held, never rolled back), stay errors left for
+// reconcile, saying to remove the link.
+func (e *Engine) linkedStaging(ctx context.Context, v store.Volume, p *checkpoint, c *conn, path string, err error) error {
+	var se *symlinkError
+	if !errors.As(err, &se) {
+		return fmt.Errorf("staging path: %w", err)
+	}
+	if se.Component != filepath.Clean(path) || p.cl.Degraded {
+		se.Context, se.Advice = fmt.Sprintf("volume %q's staging path %s", v.ID, path), ownPathAdvice(se.Component, path)
+		return fmt.Errorf("staging path: %w", err)
+	}
+	if p.stageSentUnanswered() {
+		return badAnswerf("%s: volume %q's claim was recorded controller-published with no answer to its %s recorded, and its staging path %s is %s: "+
+			"taken for plugin %q's answer to a %s an earlier volctl may have sent and been cut off before it checked (if it was cut off before it sent it, "+
+			"the link was put there by hand or by another program since): the plugin did not stage the volume there",
+			csi.RPCNodeStageVolume, v.ID, csi.RPCNodeStageVolume, path, linkWhat(path), c.plugin.ID, csi.RPCNodeStageVolume)
+	}
+	u, uerr := p.usage(ctx)
+	if uerr != nil {
+		return uerr
+	}
+	if u.staging == 0 && p.st.StagingPath != "" {
+		p.staging(func(st *store.Staging) { st.StagingPath = "" }) // no NodeUnstageVolume through the link
+	}
+	whose := fmt.Sprintf("this claim sent no %s, so it was put there by hand or by another program", csi.RPCNodeStageVolume)
+	if p.from == store.ClaimControllerPublished {
+		whose = fmt.Sprintf("the claim's record holds %s, not a %s cut off, so it is not the plugin's answer", recordedFailure(p.cl), csi.RPCNodeStageVolume)
+	}
+	points := ""
+	if dest, lerr := os.Readlink(path); lerr == nil {
+		points = fmt.Sprintf("it points to %q, and ", dest)
+	}
+	se.Context = fmt.Sprintf("volume %q's staging path", v.ID)
+	se.Advice = fmt.Sprintf("%s%s: volctl sends the plugin nothing through it; remove the link with `rm %s`, which leaves what it points to, and claim again",
+		points, whose, path)
+	return &kindWrap{kind: ErrConflict, err: err}
+}
+
+// ownPathAdvice is a symlinkError's advice for a link at component, on the way to (or at)
+// path, a path of volctl's own under its state dir, which no one chooses: removing the link,
+// not what it points to, then reconcile, never "use the path it points to".
+func ownPathAdvice(component, path string) string {
+	if component == filepath.Clean(path) {
+		what := "it"
+		if dest, err := os.Readlink(component); err == nil {
+			what = fmt.Sprintf("it points to %q: the link", dest)
+		}
+		return fmt.Sprintf("%s was left there by a plugin or by hand, at volctl's own path: remove the link with `rm %s`, which leaves what it points to, then run `volctl reconcile`", what, component)
+	}
+	return fmt.Sprintf("it is a directory of volctl's own, replaced by hand or by a program: remove the link with `rm %s`, which leaves what it points to, then run `volctl reconcile`", component)
 }
 
 // unstageUnrecorded sends NodeUnstageVolume before a staging's NodeStageVolume when something
@@ -579,7 +686,13 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 // error.
 func (e *Engine) linkedTarget(v store.Volume, p *checkpoint, c *conn, err error) error {
 	var se *symlinkError
-	if !errors.As(err, &se) || se.Component != filepath.Clean(e.realPath(p.cl.TargetPath)) || p.cl.Degraded {
+	if !errors.As(err, &se) {
+		return fmt.Errorf("publish path: %w", err)
+	}
+	if target := filepath.Clean(e.realPath(p.cl.TargetPath)); se.Component != target || p.cl.Degraded {
+		// Left for reconcile (held, for a degraded claim), which finishes it once the link is
+		// gone: not "claim again", nor "use the path it points to".
+		se.Advice = ownPathAdvice(se.Component, target)
 		return fmt.Errorf("publish path: %w", err)
 	}
 	if p.publishSentUnanswered() {
@@ -606,14 +719,24 @@ func (e *Engine) linkedTarget(v store.Volume, p *checkpoint, c *conn, err error)
 // which a plugin may still have done it). A failure recorded otherwise is the plugin's error
 // answer, or one met before the RPC was sent: no link at the target is its published answer.
 func (p *checkpoint) publishSentUnanswered() bool {
-	if p.from != store.ClaimNodeStaged {
-		return false
-	}
-	if p.cl.LastError == "" {
+	return p.from == store.ClaimNodeStaged && sentUnanswered(p.cl, csi.RPCNodePublishVolume)
+}
+
+// stageSentUnanswered is publishSentUnanswered for NodeStageVolume: the drive (or the
+// release) began at controller-published, the state committed just before NodeStageVolume is
+// sent, with no failure recorded since or NodeStageVolume's own cut short.
+func (p *checkpoint) stageSentUnanswered() bool {
+	return p.from == store.ClaimControllerPublished && sentUnanswered(p.cl, csi.RPCNodeStageVolume)
+}
+
+// sentUnanswered says whether claim cl's record, in the state committed just before rpc is
+// sent, allows that rpc was sent and its answer never recorded: no failure recorded, or rpc's
+// own failure without the plugin's answer (a deadline or a cancel).
+func sentUnanswered(cl *store.Claim, rpc string) bool {
+	if cl.LastError == "" {
 		return true
 	}
-	return p.cl.LastRPC == csi.RPCNodePublishVolume &&
-		(p.cl.LastCode == "DeadlineExceeded" || p.cl.LastCode == "Canceled") // the gRPC code names recorded
+	return cl.LastRPC == rpc && (cl.LastCode == "DeadlineExceeded" || cl.LastCode == "Canceled") // the gRPC code names recorded
 }
 
 // recordedFailure names the failure a claim's record holds: "NodePublishVolume's failure

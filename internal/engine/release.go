@@ -208,6 +208,18 @@ func (p *checkpoint) targetRecorded() bool {
 	return p.from == store.ClaimPublished || p.from == store.ClaimUnpublishing || p.cl.Degraded
 }
 
+// stagingRecorded is targetRecorded for the volume's staging path: whether a link there may
+// stand in place of a staging volctl accepted (st.Staged: NodeStageVolume answered OK and
+// checkStaging passed it), to be removed unfollowed before NodeUnstageVolume. A staging
+// never accepted, released by a claim whose record allows that its NodeStageVolume was sent
+// and its answer not checked (stageSentUnanswered: the rollback of checkStaging's refusal, or
+// of a claim cut off after NodeStageVolume), has the link taken for the plugin's own: its
+// NodeUnstageVolume is the plugin's chance to remove it and what it leads to. Any other link
+// is removed first, as before (said by a target-link-removed event).
+func (p *checkpoint) stagingRecorded(st store.Staging) bool {
+	return st.Staged || !p.stageSentUnanswered()
+}
+
 // undoUnused unstages a volume when no live claim uses its staging, and controller-unpublishes
 // it when no live claim holds it. Claims on their way out (node-detached and later) count for
 // neither: the one being released is one of them. The staging row changes go into p.
@@ -404,7 +416,7 @@ func (e *Engine) unstage(ctx context.Context, c *conn, v store.Volume, st store.
 	if err := p.flush(ctx, "release"); err != nil {
 		return err
 	}
-	if err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnstageVolume, "staging", st.StagingPath, true); err != nil {
+	if err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnstageVolume, "staging", st.StagingPath, p.stagingRecorded(st)); err != nil {
 		return err
 	}
 	err := e.retry(ctx, c, csi.RPCNodeUnstageVolume, func(ctx context.Context) error {

@@ -62,6 +62,11 @@ type MemConfig struct {
 	// symlink, or a file, or nothing);
 	// its error fails the call as INTERNAL. NodeUnpublishVolume removes whatever is there.
 	MakeTarget func(target string) error
+	// MakeStaging, when set, is what NodeStageVolume does at the staging path instead of
+	// mounting there (a plugin that replaces the CO's staging directory with a symlink to a
+	// directory of its own); its error fails the call as INTERNAL. NodeUnstageVolume removes a
+	// symlink it finds there, as the plugin that made it would.
+	MakeStaging func(staging string) error
 	// MountRoot, when set, makes the plugin mount as a real one does (root, bind mounts
 	// allowed): each volume has a backing directory below MountRoot, which NodeStageVolume
 	// bind-mounts at the staging path and NodePublishVolume at the target (from the staging
@@ -1116,7 +1121,11 @@ func (s *memServer) NodeStageVolume(ctx context.Context, req *csipb.NodeStageVol
 	case v.staging != "":
 		return nil, errorf(codes.FailedPrecondition, "volume %q is already staged at %s", v.vol.ID, v.staging)
 	default:
-		if !m.cfg.StageNothing { // which mounts nothing, and records the staging all the same
+		if m.cfg.MakeStaging != nil {
+			if err := m.cfg.MakeStaging(req.GetStagingTargetPath()); err != nil {
+				return nil, errorf(codes.Internal, "stage: %v", err)
+			}
+		} else if !m.cfg.StageNothing { // which mounts nothing, and records the staging all the same
 			if err := m.mountVolume(v, m.stageFrom(req.GetStagingTargetPath()), m.stagingMount(req.GetStagingTargetPath()), false); err != nil {
 				return nil, err
 			}
@@ -1161,6 +1170,11 @@ func (s *memServer) NodeUnstageVolume(ctx context.Context, req *csipb.NodeUnstag
 	}
 	if err := m.unmount(v.staging); err != nil {
 		return nil, err
+	}
+	if fi, err := os.Lstat(v.staging); m.cfg.MakeStaging != nil && err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if err := os.Remove(v.staging); err != nil {
+			return nil, errorf(codes.Internal, "remove the staging link: %v", err)
+		}
 	}
 	v.staging, v.stagingCap, v.stagingCtx = "", csi.VolumeCapability{}, nil
 	return &csipb.NodeUnstageVolumeResponse{}, nil
