@@ -506,6 +506,21 @@ type NomadRegisterPlan struct {
 func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine.Engine, c *nomad.Client, erasing *erasingAnswer, info engine.VolumeInfo, want spec.Volume, to engine.HandoverTarget) (*NomadRegisterPlan, error) {
 	id := info.ID
 	text := !opts.Exporter.Enabled()
+	if h := info.Handover; h != nil && !h.To(to) {
+		// The registration refuses it before Nomad at c is asked anything (h.Elsewhere), and
+		// so does its plan: reading Nomad's copy or its volumes there first made a cluster down
+		// or refusing the read (a token without csi-read-volume there) exit 1, "run it again",
+		// where the registration exits 4 every time.
+		plan := &NomadRegisterPlan{ID: id, NomadAddress: c.Address, NomadNamespace: to.Namespace, WouldFail: []string{"it is handed over elsewhere"}}
+		where := "its would_fail"
+		if text {
+			where = "said above"
+			fmt.Fprintf(opts.IO.Out, "Would not register volume %q in Nomad at %s%s (plugin %q, external ID %q)\n", id, c.Address, inNamespace(info.Namespace, to.Namespace), info.PluginID, info.ExternalID)
+			fmt.Fprintf(opts.IO.Out, "  but it is handed over to Nomad at %s (namespace %s, region %q) already: it would be refused (take it back from there first: %s)\n",
+				h.Address, h.Namespace, h.Region, h.TakeBackCommands())
+		}
+		return plan, withCode(ExitConflict, fmt.Errorf("volume %q: the registration would not go through: it is handed over elsewhere (%s)", id, where))
+	}
 	have, herr := c.Volume(ctx, id, info.Namespace)
 	exists := herr == nil
 	if herr != nil && !errors.Is(herr, nomad.ErrNotFound) {
@@ -587,9 +602,6 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		// HandOver refuses it (engine notReady), Nomad asked nothing.
 		interrupted := map[string]string{"creating": "create", "deleting": "delete"}[info.State]
 		but("it is not ready", "it is %s, not ready: its %s was interrupted, and it would be refused (`volctl reconcile` finishes it)", info.State, interrupted)
-	}
-	if h := info.Handover; h != nil && !h.To(to) {
-		but("it is handed over elsewhere", "it is handed over to Nomad at %s (namespace %s, region %q) already: it would be refused", h.Address, h.Namespace, h.Region)
 	}
 	if info.NodeExpansionOwed > 0 && info.Handover == nil && !opts.Force {
 		but("it is owed a NodeExpandVolume", "it is owed a NodeExpandVolume to %s, which Nomad would never send: it would be refused without --force", spec.FormatSize(info.NodeExpansionOwed))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/volctl/volctl/internal/iostreams"
@@ -82,6 +83,52 @@ func TestNomadRegisterElsewhereSaysWhereItIsFirst(t *testing.T) {
 			strings.Contains(said, "run its job first") {
 			t.Errorf("register --dry-run (json %v) against another cluster of a volume handed over to %s: exit %d, said:\n%s\nwant exit 4 as the registration, naming where it is", asJSON, a.srv.URL, ExitCode(err), said)
 		}
+	}
+}
+
+// The dry run of a volume handed over elsewhere asks the cluster it would go to nothing, as the
+// registration does: it read Nomad's copy and its volumes there first, so a cluster down, or
+// one refusing the read (a token without csi-read-volume there, a 500), made the plan exit 1
+// with that cluster's error ("run it again") where the registration exits 4 every time
+// (review30d).
+func TestNomadRegisterDryRunElsewhereAsksThatClusterNothing(t *testing.T) {
+	for _, how := range []string{"down", "403", "500"} {
+		t.Run(how, func(t *testing.T) {
+			h := nomadHarness(t)
+			a, b := newFakeNomad(t), newFakeNomad(t)
+			if _, _, err := registerIn(h, a); err != nil {
+				t.Fatal(err)
+			}
+			var volumeReads atomic.Int32
+			inner := b.srv.Config.Handler
+			b.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasPrefix(r.URL.Path, "/v1/volume") {
+					volumeReads.Add(1)
+					status := map[string]int{"403": http.StatusForbidden, "500": http.StatusInternalServerError}[how]
+					http.Error(w, "Permission denied", status)
+					return
+				}
+				inner.ServeHTTP(w, r)
+			})
+			if how == "down" {
+				b.srv.Close()
+			}
+			_, _, err := registerIn(h, b)
+			if ExitCode(err) != ExitConflict {
+				t.Fatalf("register against Nomad B (%s) of a volume handed over to A: %v (exit %d), want exit 4", how, err, ExitCode(err))
+			}
+			volumeReads.Store(0)
+			for _, asJSON := range []bool{false, true} {
+				said, err := dryRunSaid(h, b, asJSON)
+				if ExitCode(err) != ExitConflict || !strings.Contains(said, "it is handed over elsewhere") ||
+					!asJSON && (!strings.Contains(said, "handed over to Nomad at "+a.srv.URL) || !strings.Contains(said, "volctl nomad release db")) {
+					t.Errorf("register --dry-run (json %v) against Nomad B (%s) of a volume handed over to A at %s: exit %d, said:\n%s\nwant exit 4 as the registration, naming where it is and how to take it back", asJSON, how, a.srv.URL, ExitCode(err), said)
+				}
+			}
+			if n := volumeReads.Load(); n != 0 {
+				t.Errorf("the dry runs read Nomad B's volumes %d times; want none, as the registration", n)
+			}
+		})
 	}
 }
 
