@@ -15,6 +15,13 @@ import (
 // directory made another plugin's since it was fingerprinted, a listener's bound name that is
 // neither path, and a link made before the plugin it points at was registered.
 
+// nodeOnePlugin is a mem plugin on mem's node, another process than the harness's.
+func nodeOnePlugin() *csitest.MemPlugin {
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	return csitest.NewMemPlugin(cfg)
+}
+
 // noCallsSince fails for every RPC plugin other was sent since it had sent calls.
 func noCallsSince(t *testing.T, other *csitest.MemPlugin, sent int) {
 	t.Helper()
@@ -82,9 +89,7 @@ func TestSocketDirBindMountedFromAnotherPluginsIsRefused(t *testing.T) {
 // neither path, turned the check off, and a plain symlink at mem's path to other's socket passed.
 func TestSymlinkToAPluginWhoseListenerBoundAnotherNameIsRefused(t *testing.T) {
 	h := newHarness(t, nil)
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID = "node-1"
-	other := csitest.NewMemPlugin(cfg)
+	other := nodeOnePlugin()
 	dir := t.TempDir()
 	bound := filepath.Join(dir, "csi.sock.tmp")
 	csitest.ServeAt(t, bound, csitest.WithServer(other))
@@ -115,9 +120,7 @@ func TestSymlinkToAPluginWhoseListenerBoundAnotherNameIsRefused(t *testing.T) {
 func TestLinkMadeBeforeItsTargetWasRegisteredIsRefused(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("db"))
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID = "node-1"
-	other := csitest.NewMemPlugin(cfg)
+	other := nodeOnePlugin()
 	socket, _ := csitest.Serve(t, csitest.WithServer(other))
 	aliasSocket(t, "symlink", h.socket, socket)
 	h.open(Config{})
@@ -138,9 +141,7 @@ func TestLinkMadeBeforeItsTargetWasRegisteredIsRefused(t *testing.T) {
 // registered, and after other's process restarts alike (not only then).
 func TestLinkMadeBeforeItsTargetWasRegisteredIsRefusedInTheSameProcess(t *testing.T) {
 	h := newHarness(t, nil)
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID = "node-1"
-	other := csitest.NewMemPlugin(cfg)
+	other := nodeOnePlugin()
 	socket, stop := csitest.Serve(t, csitest.WithServer(other))
 	aliasSocket(t, "symlink", h.socket, socket)
 	h.open(Config{})
@@ -167,9 +168,7 @@ func TestLinkMadeBeforeItsTargetWasRegisteredIsRefusedInTheSameProcess(t *testin
 // their directory is made again at its path (a service manager's runtime directory).
 func TestOneSocketUnderOneEntryIsNotRefused(t *testing.T) {
 	h := newHarness(t, nil)
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID = "node-1"
-	x := csitest.NewMemPlugin(cfg)
+	x := nodeOnePlugin()
 	real, stop := csitest.Serve(t, csitest.WithServer(x))
 	link := filepath.Join(t.TempDir(), "x.sock")
 	if err := os.Symlink(real, link); err != nil {
@@ -189,7 +188,7 @@ func TestOneSocketUnderOneEntryIsNotRefused(t *testing.T) {
 	}
 	serve := func() func() {
 		bound := filepath.Join(dir, "bound.sock")
-		stop := csitest.ServeAt(t, bound, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+		stop := csitest.ServeAt(t, bound, csitest.WithServer(nodeOnePlugin()))
 		if err := os.Rename(bound, filepath.Join(dir, "csi.sock")); err != nil {
 			t.Fatal(err)
 		}
