@@ -591,6 +591,7 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 	}
 	var fp *csi.Fingerprint
 	entries := storedEntries(p)
+	fresh := false // fingerprinted through new socket files: the other plugins on them are checked
 	if stored := reusableFingerprint(p, ids); stored != nil && sameListeners(p.Fingerprint.Sockets, ids) && acceptsRecorded(p.Fingerprint.Sockets) {
 		// The plugin instance this process (or an earlier one) fingerprinted is still the one
 		// on the sockets: its fingerprint stands, passed checkIdentity when it was taken, and
@@ -617,7 +618,7 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 			return e.cache(c), nil
 		}
 	} else {
-		entries = entriesOf(ids)
+		entries, fresh = entriesOf(ids), true
 		if err := e.anotherPluginsSocket(ctx, p, ids); err != nil {
 			_ = client.Close()
 			return nil, err
@@ -649,9 +650,17 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		// (which pins its driver), and this connection, to a driver the ID no longer names, is
 		// refused (pluginStillRegistered; TestVolumeCreateOvertakenByPluginReregisteredForAnotherDriver).
 		exposed := exposedSockets(c) // a restart may have left its sockets open to other users
+		var all, aliases []store.Plugin
 		if err := e.store.UpdateProgress(ctx, func(tx *store.Tx) error {
 			if err := pluginStillRegistered(tx, c); err != nil {
 				return err
+			}
+			if fresh {
+				var err error
+				if all, err = tx.Plugins().List(); err != nil {
+					return err
+				}
+				aliases = aliasesOf(p, ids, all)
 			}
 			if err := e.noteCapabilityChange(tx, p.ID, fp); err != nil {
 				return err
@@ -670,6 +679,9 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 			e.log.Warn(msg)
 		}
 		c.fpRecorded.Store(true)
+		e.forgetAliases(ctx, p, aliases, all)
+	} else if fresh {
+		e.checkAliases(ctx, p, ids)
 	}
 	return e.cache(c), nil
 }
@@ -1340,6 +1352,7 @@ func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 	if replaced != nil {
 		return fmt.Errorf("%s not sent: %w (the plugin was replaced mid-operation; %s)", rpc, replaced, remedy(c, replaced))
 	}
+	e.checkAliases(ctx, c.plugin, ids)
 	return nil
 }
 

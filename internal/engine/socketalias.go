@@ -32,32 +32,39 @@ import (
 // unnamed address, or one that is neither path: a listener in a container, a name renamed
 // after binding), a symlink at p's path to the file at another plugin's path is refused.
 //
-// Then the other registered plugins on one of these files under another name are held to the
-// same rule, p among them (forgetAliases): a link made before p was registered, or before p
-// bound its path, is refused at that plugin's next connection, not only after a restart.
+// The other registered plugins on one of these files under another name are held to the same
+// rule afterwards (aliasesOf, forgetAliases), p among them: a link made before p was registered,
+// or before p bound its path, is refused at that plugin's next connection, not only after a
+// restart.
 //
 // It runs where the plugin is fingerprinted afresh (its socket files are new), before any RPC:
-// one connect per socket, a read of the plugin rows, and a stat of their sockets.
+// one connect per socket, and a read of the plugin rows only when one is not where it was bound
+// or its directory is not the one it was in.
 func (e *Engine) anotherPluginsSocket(ctx context.Context, p store.Plugin, ids []socketID) error {
-	others, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Plugin, error) { return tx.Plugins().List() })
-	if err != nil {
-		return err
+	var others []store.Plugin
+	list := func() ([]store.Plugin, error) {
+		if others == nil {
+			var err error
+			if others, err = viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Plugin, error) { return tx.Plugins().List() }); err != nil {
+				return nil, err
+			}
+		}
+		return others, nil
 	}
 	for _, s := range ids {
 		if s.inode == 0 {
 			continue
 		}
-		if err := aliasRefusal(p, s, others); err != nil {
+		if err := aliasRefusal(p, s, list); err != nil {
 			return err
 		}
 	}
-	e.forgetAliases(ctx, p, ids, others)
 	return nil
 }
 
 // aliasRefusal is anotherPluginsSocket's rule for socket s of plugin p against the plugins
-// registered (others): the conflict naming the plugin whose socket s is, or nil.
-func aliasRefusal(p store.Plugin, s socketID, others []store.Plugin) error {
+// registered (list reads them): the conflict naming the plugin whose socket s is, or nil.
+func aliasRefusal(p store.Plugin, s socketID, list func() ([]store.Plugin, error)) error {
 	var was *socketEntry
 	for _, r := range p.Fingerprint.Sockets {
 		if r.Path == s.path && r.Entry != "" {
@@ -77,6 +84,10 @@ func aliasRefusal(p store.Plugin, s socketID, others []store.Plugin) error {
 	}
 	if bound == "" && link == "" && !moved {
 		return nil // nothing tells whose name this is
+	}
+	others, err := list()
+	if err != nil {
+		return err
 	}
 	for _, o := range others {
 		if o.ID == p.ID {
@@ -110,57 +121,90 @@ func aliasRefusal(p store.Plugin, s socketID, others []store.Plugin) error {
 	return nil
 }
 
-// forgetAliases holds the other registered plugins on one of p's socket files now (ids) under
-// a name that is not one entry with p's to anotherPluginsSocket's rule, p registered as it is
-// about to be: one it refuses has the file identity stored with its fingerprint forgotten and
-// its connection in this process retired, so that its next connection fingerprints it afresh
-// and is refused before any RPC (a symlink made while p was not registered, or before p's
-// listener bound p's path, was reused as fingerprinted through until its plugin restarted).
-// Failing to forget is logged: the plugin stays as it was.
-func (e *Engine) forgetAliases(ctx context.Context, p store.Plugin, ids []socketID, others []store.Plugin) {
-	all := append(slices.DeleteFunc(slices.Clone(others), func(o store.Plugin) bool { return o.ID == p.ID }), p)
-	for _, o := range others {
+// aliasesOf are the plugins of all, the registered ones, other than p with a socket that is one
+// of p's socket files now (ids) under a name that is not one entry with p's: a stat of each
+// socket, no RPC. The caller reads all in a transaction it makes anyway (connectPlugin's record
+// of the fingerprint) where it can, and holds what it finds to anotherPluginsSocket's rule
+// after (forgetAliases).
+func aliasesOf(p store.Plugin, ids []socketID, all []store.Plugin) []store.Plugin {
+	var out []store.Plugin
+	for _, o := range all {
 		if o.ID == p.ID {
 			continue
 		}
-		for _, qid := range identify(pluginSockets(o)...) {
-			if qid.inode == 0 || !slices.ContainsFunc(ids, func(s socketID) bool {
-				return s.dev == qid.dev && s.inode == qid.inode && !sameEntry(s.path, qid.path)
-			}) {
-				continue
-			}
-			refused := aliasRefusal(o, qid, all)
-			if refused == nil {
-				continue
-			}
-			e.mu.Lock()
-			if c := e.conns[o.ID]; c != nil {
-				e.retire(c)
-			}
-			e.mu.Unlock()
-			if err := e.store.UpdateProgress(context.WithoutCancel(ctx), func(tx *store.Tx) error {
-				cur, err := tx.Plugins().Get(o.ID)
-				if err != nil {
-					return err
-				}
-				known := false
-				for i := range cur.Fingerprint.Sockets {
-					s := &cur.Fingerprint.Sockets[i]
-					known = known || s.Inode != 0
-					s.Dev, s.Inode, s.CtimeNs = 0, 0, 0 // who served it, and where, stay (forgetFingerprintSockets)
-				}
-				if !known {
-					return nil
-				}
-				return tx.Plugins().SetFingerprint(o.ID, cur.Fingerprint)
-			}); err != nil && !errors.Is(err, store.ErrNotFound) {
-				e.log.Warn("forgetting the fingerprint of a plugin on another plugin's socket", "plugin", o.ID, "err", err)
-				continue
-			}
-			e.log.Warn(fmt.Sprintf("plugin %q will be fingerprinted again at its next connection: %v", o.ID, refused), "plugin", o.ID)
-			break
+		if slices.ContainsFunc(identify(pluginSockets(o)...), func(q socketID) bool {
+			return q.inode != 0 && slices.ContainsFunc(ids, func(s socketID) bool {
+				return s.dev == q.dev && s.inode == q.inode && !sameEntry(s.path, q.path)
+			})
+		}) {
+			out = append(out, o)
 		}
 	}
+	return out
+}
+
+// forgetAliases holds the plugins aliasesOf found (aliases: on one of p's socket files under
+// another name) to anotherPluginsSocket's rule, p registered as it is (all: the registered
+// plugins, p's row replaced): one it refuses has the file identity stored with its fingerprint
+// forgotten and its connection in this process retired, so that its next connection
+// fingerprints it afresh and is refused before any RPC (a symlink made while p was not
+// registered, or before p's listener bound p's path, was reused as fingerprinted through until
+// its plugin restarted). Failing to forget is logged: the plugin stays as it was.
+func (e *Engine) forgetAliases(ctx context.Context, p store.Plugin, aliases, all []store.Plugin) {
+	if len(aliases) == 0 {
+		return
+	}
+	all = append(slices.DeleteFunc(slices.Clone(all), func(o store.Plugin) bool { return o.ID == p.ID }), p)
+	list := func() ([]store.Plugin, error) { return all, nil }
+	for _, o := range aliases {
+		var refused error
+		for _, q := range identify(pluginSockets(o)...) {
+			if q.inode != 0 {
+				if refused = aliasRefusal(o, q, list); refused != nil {
+					break
+				}
+			}
+		}
+		if refused == nil {
+			continue
+		}
+		e.mu.Lock()
+		if c := e.conns[o.ID]; c != nil {
+			e.retire(c)
+		}
+		e.mu.Unlock()
+		if err := e.store.UpdateProgress(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+			cur, err := tx.Plugins().Get(o.ID)
+			if err != nil {
+				return err
+			}
+			known := false
+			for i := range cur.Fingerprint.Sockets {
+				s := &cur.Fingerprint.Sockets[i]
+				known = known || s.Inode != 0
+				s.Dev, s.Inode, s.CtimeNs = 0, 0, 0 // who served it, and where, stay (forgetFingerprintSockets)
+			}
+			if !known {
+				return nil
+			}
+			return tx.Plugins().SetFingerprint(o.ID, cur.Fingerprint)
+		}); err != nil && !errors.Is(err, store.ErrNotFound) {
+			e.log.Warn("forgetting the fingerprint of a plugin on another plugin's socket", "plugin", o.ID, "err", err)
+			continue
+		}
+		e.log.Warn(fmt.Sprintf("plugin %q will be fingerprinted again at its next connection: %v", o.ID, refused), "plugin", o.ID)
+	}
+}
+
+// checkAliases is aliasesOf and forgetAliases for a caller that has no transaction to read the
+// plugins in (a registration, a probe, a connection made mid-operation): one read more.
+func (e *Engine) checkAliases(ctx context.Context, p store.Plugin, ids []socketID) {
+	all, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Plugin, error) { return tx.Plugins().List() })
+	if err != nil {
+		e.log.Warn("reading the plugins on another name of a plugin's socket", "plugin", p.ID, "err", err)
+		return
+	}
+	e.forgetAliases(ctx, p, aliasesOf(p, ids, all), all)
 }
 
 // socketEntry is where a socket's name is: its path with its directory's symlinks resolved, and
