@@ -613,7 +613,7 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 			}
 		}
 		if fp == nil || sameFingerprint(p.Fingerprint, fp) {
-			c = &conn{plugin: p, client: client, fp: stored, sockets: ids, entries: storedEntries(p), servers: srv, timeouts: pluginTimeouts(p, e.cfg.Timeouts), rowAt: p.UpdatedAt}
+			c = &conn{plugin: p, client: client, fp: stored, sockets: ids, entries: entries, servers: srv, timeouts: pluginTimeouts(p, e.cfg.Timeouts), rowAt: p.UpdatedAt}
 			c.fpRecorded.Store(true)
 			return e.cache(c), nil
 		}
