@@ -406,6 +406,10 @@ type conn struct {
 	client  Plugin
 	fp      *csi.Fingerprint
 	sockets []socketID
+	// entries are where the sockets' names were when the plugin was fingerprinted (entryOf;
+	// from the stored fingerprint when it is reused), recorded with it: anotherPluginsSocket
+	// tells by them a directory made another plugin's since.
+	entries []socketEntry
 	// servers is who served the sockets when the plugin was fingerprinted (its client's
 	// CheckPeer holds every connection to them).
 	servers *servers
@@ -586,6 +590,8 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		return nil, err
 	}
 	var fp *csi.Fingerprint
+	entries := storedEntries(p)
+	fresh := false // fingerprinted through new socket files: the other plugins on them are checked
 	if stored := reusableFingerprint(p, ids); stored != nil && sameListeners(p.Fingerprint.Sockets, ids) && acceptsRecorded(p.Fingerprint.Sockets) {
 		// The plugin instance this process (or an earlier one) fingerprinted is still the one
 		// on the sockets: its fingerprint stands, passed checkIdentity when it was taken, and
@@ -607,11 +613,12 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 			}
 		}
 		if fp == nil || sameFingerprint(p.Fingerprint, fp) {
-			c = &conn{plugin: p, client: client, fp: stored, sockets: ids, servers: srv, timeouts: pluginTimeouts(p, e.cfg.Timeouts), rowAt: p.UpdatedAt}
+			c = &conn{plugin: p, client: client, fp: stored, sockets: ids, entries: entries, servers: srv, timeouts: pluginTimeouts(p, e.cfg.Timeouts), rowAt: p.UpdatedAt}
 			c.fpRecorded.Store(true)
 			return e.cache(c), nil
 		}
 	} else {
+		entries, fresh = entriesOf(ids), true
 		if err := e.anotherPluginsSocket(ctx, p, ids); err != nil {
 			_ = client.Close()
 			return nil, err
@@ -630,7 +637,7 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		_ = client.Close()
 		return nil, err
 	}
-	c = &conn{plugin: p, client: client, fp: fp, sockets: ids, servers: srv, timeouts: pluginTimeouts(p, e.cfg.Timeouts), rowAt: p.UpdatedAt}
+	c = &conn{plugin: p, client: client, fp: fp, sockets: ids, entries: entries, servers: srv, timeouts: pluginTimeouts(p, e.cfg.Timeouts), rowAt: p.UpdatedAt}
 	if record {
 		// The stored fingerprint is what status and the dashboard show, and what the next
 		// process reuses while the socket files are the ones recorded with it. It is committed
@@ -643,9 +650,17 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		// (which pins its driver), and this connection, to a driver the ID no longer names, is
 		// refused (pluginStillRegistered; TestVolumeCreateOvertakenByPluginReregisteredForAnotherDriver).
 		exposed := exposedSockets(c) // a restart may have left its sockets open to other users
+		var all, aliases []store.Plugin
 		if err := e.store.UpdateProgress(ctx, func(tx *store.Tx) error {
 			if err := pluginStillRegistered(tx, c); err != nil {
 				return err
+			}
+			if fresh {
+				var err error
+				if all, err = tx.Plugins().List(); err != nil {
+					return err
+				}
+				aliases = aliasesOf(p, ids, all)
 			}
 			if err := e.noteCapabilityChange(tx, p.ID, fp); err != nil {
 				return err
@@ -664,6 +679,9 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 			e.log.Warn(msg)
 		}
 		c.fpRecorded.Store(true)
+		e.forgetAliases(ctx, p, aliases, all)
+	} else if fresh {
+		e.checkAliases(ctx, p, ids)
 	}
 	return e.cache(c), nil
 }
@@ -719,8 +737,11 @@ func (e *Engine) cache(c *conn) *conn {
 // socket files it was taken through.
 func (c *conn) storedFingerprint(now time.Time) store.Fingerprint {
 	fp := fingerprintToStore(c.fp, now)
-	for _, s := range c.sockets {
+	for i, s := range c.sockets {
 		id := store.SocketIdentity{Path: s.path, Dev: s.dev, Inode: s.inode, CtimeNs: s.ctime}
+		if i < len(c.entries) {
+			id.Entry, id.DirDev, id.DirInode = c.entries[i].resolved, c.entries[i].dev, c.entries[i].inode
+		}
 		id.ServerUID, id.ServerKnown = c.servers.uidOf(s.path)
 		id.Listener = c.servers.listenerOf(s.path)
 		id.Accepts = c.servers.acceptsOf(s.path)
@@ -1331,6 +1352,7 @@ func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 	if replaced != nil {
 		return fmt.Errorf("%s not sent: %w (the plugin was replaced mid-operation; %s)", rpc, replaced, remedy(c, replaced))
 	}
+	e.checkAliases(ctx, c.plugin, ids)
 	return nil
 }
 
@@ -1425,11 +1447,12 @@ func forgetFingerprintSockets(tx *store.Tx, c *conn) error {
 	if err != nil || !slices.Equal(p.Fingerprint.Sockets, c.storedFingerprint(time.Time{}).Sockets) {
 		return err
 	}
-	// The files' identity goes, so that no connection reuses the fingerprint; who served them
+	// The files' identity goes, so that no connection reuses the fingerprint; where their names
+	// were stays (anotherPluginsSocket holds the next fingerprint to it), and who served them
 	// stays, so that the next fingerprint's server is held to it (serversOf), and so does a
 	// socket seen accepted by another process than its listener (servers.seenElsewhereOn).
 	for i, s := range p.Fingerprint.Sockets {
-		id := store.SocketIdentity{Path: s.Path, ServerUID: s.ServerUID, ServerKnown: s.ServerKnown}
+		id := store.SocketIdentity{Path: s.Path, ServerUID: s.ServerUID, ServerKnown: s.ServerKnown, Entry: s.Entry, DirDev: s.DirDev, DirInode: s.DirInode}
 		if s.Accepts == acceptsOther {
 			id.Accepts = s.Accepts
 		}

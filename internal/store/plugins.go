@@ -62,6 +62,15 @@ type SocketIdentity struct {
 	// or the listener is gone), "unknown" (it could not be told); "" when not recorded (volctl
 	// before round 29, nothing answering).
 	Accepts string `json:"accepts,omitempty"`
+	// Entry is where the socket's name was when the plugin was fingerprinted through it: the
+	// path with its directory's symlinks resolved, and that directory's device and inode
+	// (through a bind mount, the mounted one's). A socket that is another registered plugin's
+	// in one directory now (a symlink or a bind mount of a directory made since) is refused
+	// unless it was so then (engine's anotherPluginsSocket). "" when not recorded (volctl
+	// before round 30, a registration anew); a file identity forgotten keeps it.
+	Entry    string `json:"entry,omitempty"`
+	DirDev   uint64 `json:"dir_dev,omitempty"`
+	DirInode uint64 `json:"dir_inode,omitempty"`
 }
 
 // Health is the result of the last Probe.
