@@ -171,6 +171,13 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		// holds absolute (TestTextFlagWithADefaultGivenEmptyIsRefused).
 		return usageError("export nomad: --nomad-data-dir %q is not an absolute path: give the Nomad clients' data_dir, as their agent config has it (absolute), or leave the flag out for /opt/nomad/data", d)
 	}
+	if n := opts.Plugin.NodeID; n != "" {
+		// Written into the plugin job, it is that plugin's --node-id: one `plugin serve
+		// hostpath` refuses made a job whose plugin never started.
+		if err := spec.ValidateNodeID("--node-id", n); err != nil {
+			return usageError("export nomad: %v", err)
+		}
+	}
 	opts.Job.IncludeSecrets = opts.IncludeSecrets
 	e, err := opts.Engine(ctx)
 	if err != nil {
@@ -481,6 +488,9 @@ func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.Volum
 				}
 			default:
 				return nil, notes, fmt.Errorf("plugin %q: its volumes name %d nodes in their topology; export them per node with --node-id", id, len(nodes))
+			}
+			if err := spec.ValidateNodeID("--node-id", o.NodeID); err != nil {
+				return nil, notes, fmt.Errorf("plugin %q job: `volctl plugin serve hostpath` would refuse the node its volumes' topology names (or the plugin reports): %v; give the node's ID with --node-id, or pass --no-plugin-job", id, err)
 			}
 		}
 		if slices.Contains(args, "--enable-attach") {

@@ -502,3 +502,46 @@ func TestExportNomadReplacesWhatIsAtTheDestination(t *testing.T) {
 		}
 	}
 }
+
+// TestExportNomadPluginJobRefusesANodeIDServeRefuses: the plugin job's --node-id, from the flag
+// or from the node its volumes' topology names, was written unchecked: a node ID holding a bidi
+// override or an escape sequence (a plugin started before `plugin serve hostpath` checked it)
+// made a job whose plugin refuses to start, Nomad restarting it for ever. It is refused, naming
+// --node-id with the value escaped, before anything is written.
+func TestExportNomadPluginJobRefusesANodeIDServeRefuses(t *testing.T) {
+	const bad = "edge\u202e7"
+	h := newCLIHarness(t)
+	srv := hostpathtest.Start(t, hostpath.Config{NodeID: bad, Mounter: &hostpathtest.FakeMounter{}})
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: strings.TrimPrefix(srv.Endpoint, "unix://"),
+		Exec: &spec.Exec{Command: "volctl", Args: []string{"plugin", "serve", "hostpath", "--root", t.TempDir(), "--node-id", bad}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "hv", Name: "hv", Type: "csi", PluginID: "hp",
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, flag, want string
+		code             int
+	}{
+		{"from the topology", "", `(or the plugin reports): --node-id "edge\u202e7" must not contain U+202E (its character 5)`, ExitError},
+		{"from the flag", "n1\x1b]0;pwned\a", `export nomad: --node-id "n1\x1b]0;pwned\a" must not contain the control character U+001B (its character 3)`, ExitUsage},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var dir string
+			_, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) {
+				o.Volumes = []string{"hv"}
+				o.Plugin.VolctlPath = "/usr/local/bin/volctl"
+				o.Plugin.NodeID = tt.flag
+				dir = o.OutDir
+			})
+			if err == nil || strings.Contains(err.Error(), "\u202e") || strings.Contains(err.Error(), "\x1b") {
+				t.Errorf("err = %q, want it refused with the node ID escaped", err)
+			}
+			expectErr(t, err, tt.want, tt.code)
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("refused, yet %s was made: %v", dir, err)
+			}
+		})
+	}
+}

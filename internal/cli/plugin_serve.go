@@ -50,8 +50,9 @@ FAILED_PRECONDITION. State lives under --root and survives a restart.
 nothing listens on) is replaced; if another plugin is listening, serve refuses to start. A socket
 directory another user owns or may write (a sticky one such as /tmp aside), or reached through one,
 is refused: they could take the socket's name while the plugin serves. --node-id is sent to
-every CO and recorded in the volumes' topology: one past 128 bytes, or holding a control or
-format character (an escape sequence, a bidi override, a zero width space), is refused.
+every CO and recorded in the volumes' topology: one past the CSI spec's 256 bytes, or holding a
+control or format character (an escape sequence, a bidi override, a zero width space) or a space
+other than U+0020, is refused.
 SIGINT, SIGTERM or SIGHUP (unless ignored, as under nohup) stops it and removes the socket.
 A panic in an RPC's handler ends it with exit status 70 (the caller's RPC fails UNAVAILABLE and
 is retried once it is started again; its mounts stay), rather than serving on with its state
@@ -123,7 +124,7 @@ func pluginServeHostpathRun(ctx context.Context, opts *PluginServeHostpathOption
 	if opts.IO != nil {
 		// On stderr, so that a supervisor's log (the agent's, systemd's) shows the start too.
 		fmt.Fprintf(opts.IO.ErrOut, "Serving %s on %s (root %s, node %s); %s stops it\n",
-			hostpath.PluginName, socket, display.Escape(opts.Root), opts.NodeID, stopSignalWords()) // a path may hold any byte
+			hostpath.PluginName, display.Escape(socket), display.Escape(opts.Root), opts.NodeID, stopSignalWords()) // a path may hold any byte
 	}
 	if os.Geteuid() != 0 {
 		log.Warn("not running as root: bind mounts need CAP_SYS_ADMIN, and without it NodeStageVolume and NodePublishVolume answer FAILED_PRECONDITION")
@@ -136,6 +137,8 @@ func pluginServeHostpathRun(ctx context.Context, opts *PluginServeHostpathOption
 // CO as NodeGetInfo's node_id and records it in each volume's topology, and the start line
 // prints it. An escape sequence in it retitled or cleared the terminal that started the
 // plugin, and a bidi override or a zero width space showed in `volctl plugin status` as a node
-// ID no one could type in a topology_request. The rules are a CSI name's (spec.ValidateNewName):
-// UTF-8, at most the CSI spec's 128 bytes, no control or format character, one script.
-func nodeIDProblem(id string) error { return spec.ValidateNewName("--node-id", id) }
+// ID no one could type in a topology_request. The rules are a node ID's (spec.ValidateNodeID,
+// which `export nomad` writes a plugin job by): UTF-8, at most the CSI spec's 256 bytes, no
+// control or format character, no space but U+0020. A host's name in two scripts is served: the
+// plugin keys its attachments and topology by it, and one that ran with it must start again.
+func nodeIDProblem(id string) error { return spec.ValidateNodeID("--node-id", id) }

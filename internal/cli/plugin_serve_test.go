@@ -97,7 +97,7 @@ func TestPluginServeHostpathRun(t *testing.T) {
 // someone named so) was served: the start line wrote it raw to the terminal (retitling it,
 // clearing the screen), and `volctl plugin status` showed a node no one could type in a
 // topology_request. It is refused as a usage error, quoted, before anything is served; so is one
-// past the CSI spec's 128 bytes for a string.
+// past the CSI spec's 256 bytes for NodeGetInfo's node_id.
 func TestPluginServeHostpathRefusesANodeIDThatShowsAsAnother(t *testing.T) {
 	for _, tt := range []struct {
 		name, nodeID, want string
@@ -107,7 +107,8 @@ func TestPluginServeHostpathRefusesANodeIDThatShowsAsAnother(t *testing.T) {
 		{"bidi override", "n1\u202e2n", `--node-id "n1\u202e2n" must not contain U+202E (its character 3)`},
 		{"zero width space", "n1\u200b", `--node-id "n1\u200b" must not contain U+200B (its character 3)`},
 		{"not UTF-8", "n1\xff", `--node-id "n1\xff" is not valid UTF-8`},
-		{"past 128 bytes", strings.Repeat("n", 129), "--node-id is 129 bytes long; the CSI spec limits a name to 128"},
+		{"no-break space", "n1\u00a0n2", `--node-id "n1\u00a0n2" must not contain U+00A0 (its character 3): a space other than U+0020`},
+		{"past 256 bytes", strings.Repeat("n", 257), "--node-id is 257 bytes long; the CSI spec limits a node ID to 256"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -127,6 +128,55 @@ func TestPluginServeHostpathRefusesANodeIDThatShowsAsAnother(t *testing.T) {
 		if err := nodeIDProblem(ok); err != nil {
 			t.Errorf("node ID %q refused: %v", ok, err)
 		}
+	}
+}
+
+// TestPluginServeHostpathServesTheNodeIDsCSITakes: NodeGetInfo's node_id may be 256 bytes (the
+// CSI spec's bound for it, not a string field's 128), and `--node-id $(hostname -f)` of a host
+// with a long DNS name (up to 253 bytes), or one named in two scripts, was refused: a host whose
+// plugin ran with such an ID (it keys its attachments and topology by it) could not start it
+// again after an upgrade. They are served.
+func TestPluginServeHostpathServesTheNodeIDsCSITakes(t *testing.T) {
+	label := strings.Repeat("a", 63)
+	fqdn := label + "." + label + "." + label + ".example.com" // 203 bytes
+	for _, tt := range []struct{ name, id string }{
+		{"203-byte DNS name", fqdn}, {"256 bytes", strings.Repeat("n", 256)},
+		{"Cyrillic and Latin", "узел-node1"}, {"Latin and Cyrillic", "db-\u0441\u0441"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			socket := filepath.Join(dir, "hp.sock")
+			ios, _, _, stderr := iostreams.Test()
+			ctx, cancel := context.WithCancel(context.Background())
+			done := serving(ctx, t, &PluginServeHostpathOptions{IO: ios, Socket: socket, Root: filepath.Join(dir, "root"), NodeID: tt.id}, socket)
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("node ID %q (%d bytes): %v", tt.id, len(tt.id), err)
+			}
+			if !strings.Contains(stderr.String(), ", node "+tt.id+")") {
+				t.Errorf("node ID %q: the start line does not name it: %q", tt.id, stderr.String())
+			}
+		})
+	}
+}
+
+// TestPluginServeHostpathStartLineEscapesItsSocket: the start line names the socket, a path that
+// may hold any byte but NUL: a bidi override in it laid the rest of the line out backwards and a
+// C1 CSI byte (0x9b) began an escape sequence on a terminal that reads C1, as the root's did. It
+// is written escaped.
+func TestPluginServeHostpathStartLineEscapesItsSocket(t *testing.T) {
+	dir := t.TempDir()
+	ios, _, _, stderr := iostreams.Test()
+	socket := filepath.Join(dir, "hp\u202e\x9b2J.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := serving(ctx, t, &PluginServeHostpathOptions{IO: ios, Socket: socket, Root: filepath.Join(dir, "root"), NodeID: "n1"}, socket)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	out := stderr.String()
+	if strings.Contains(out, "\u202e") || strings.Contains(out, "\x9b") || !strings.Contains(out, " on "+filepath.Join(dir, `hp\u202e\x9b2J.sock`)+" (root ") {
+		t.Errorf("the start line does not write the socket escaped: %q", out)
 	}
 }
 

@@ -361,6 +361,10 @@ func PluginJob(o PluginJobOptions) ([]byte, error) {
 	case driver == "raw_exec" && o.NomadDataDir == "":
 		return nil, fmt.Errorf("plugin %q job: raw_exec needs the Nomad clients' data_dir (--nomad-data-dir) to set stage_publish_base_dir", o.PluginID)
 	}
+	if err := spec.ValidateNodeID("--node-id", o.NodeID); err != nil {
+		// The job would run a plugin that refuses to start, Nomad restarting it for ever.
+		return nil, fmt.Errorf("plugin %q job: %w, which `volctl plugin serve hostpath` refuses", o.PluginID, err)
+	}
 	root := &hclBody{}
 	root.comment(fmt.Sprintf("volctl's hostpath CSI plugin as plugin %q, exported by volctl. Run it with: nomad job run FILE", o.PluginID))
 	root.comment("It serves the volumes under --root on the node named by --node-id, as their topology says.")

@@ -97,27 +97,65 @@ func MoveNamespace(id string) string {
 // something else ("pre" and "pre\u200b" read alike in the list). It may hold a "/" or start with
 // a "-": a name is no path, and follows "--" on a command line.
 func ValidateNewName(what, name string) error {
-	switch {
-	case strings.TrimSpace(name) == "":
-		return fmt.Errorf("%s must not be blank", what)
-	case len(name) > MaxCSIString:
-		return fmt.Errorf("%s is %d bytes long; the CSI spec limits a name to %d", what, len(name), MaxCSIString)
-	case !utf8.ValidString(name):
-		return fmt.Errorf("%s %q is not valid UTF-8, as CSI's strings must be", what, name)
-	}
-	for i, r := range name {
-		if unicode.IsControl(r) {
-			return fmt.Errorf("%s %q must not contain the control character %U (its character %d); write the name without it",
-				what, name, r, utf8.RuneCountInString(name[:i])+1)
-		}
+	if err := csiText(what, name, "name", MaxCSIString); err != nil {
+		return err
 	}
 	return looksLikeItself(what, name)
 }
 
+// csiText refuses a string volctl is to send a plugin as a CSI kind ("name", "node ID") that
+// is blank, past max bytes, not UTF-8 or holds a control character (an escape sequence, a
+// newline), naming it as what.
+func csiText(what, s, kind string, max int) error {
+	switch {
+	case strings.TrimSpace(s) == "":
+		return fmt.Errorf("%s must not be blank", what)
+	case len(s) > max:
+		return fmt.Errorf("%s is %d bytes long; the CSI spec limits a %s to %d", what, len(s), kind, max)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%s %q is not valid UTF-8, as CSI's strings must be", what, s)
+	}
+	for i, r := range s {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("%s %q must not contain the control character %U (its character %d); write the %s without it",
+				what, s, r, utf8.RuneCountInString(s[:i])+1, kind)
+		}
+	}
+	return nil
+}
+
+// MaxNodeID bounds a node ID: NodeGetInfoResponse.node_id, which the CSI spec lets be 256 bytes
+// (a fully qualified host name, up to 253, fits), not a string field's 128.
+const MaxNodeID = 256
+
+// ValidateNodeID checks a node ID volctl's hostpath plugin is to report as NodeGetInfo's node_id
+// and record in its volumes' topology (`plugin serve hostpath --node-id`, and the one `export
+// nomad` writes into a plugin job): not blank, at most MaxNodeID bytes, UTF-8, no control
+// character (an escape sequence, a carriage return) and none of the characters that show as
+// something else or nothing (showsAsItself: a bidi override, a zero width space, a no-break
+// space). It has no one-script rule (mixedScripts): a node ID is the host's name as `hostname`
+// gives it, which volctl does not choose, and a host a plugin served as "узел-node1" must serve
+// again under the same ID, which its attachments and topology are keyed by.
+func ValidateNodeID(what, id string) error {
+	if err := csiText(what, id, "node ID", MaxNodeID); err != nil {
+		return err
+	}
+	return showsAsItself(what, id)
+}
+
 // looksLikeItself refuses what would make an ID or name read as another on screen: a format
-// character, a space other than U+0020, a leading combining mark, or letters of scripts not
-// written together (mixedScripts).
+// character, a space other than U+0020, a leading combining mark (showsAsItself), or letters
+// of scripts not written together (mixedScripts).
 func looksLikeItself(what, id string) error {
+	if err := showsAsItself(what, id); err != nil {
+		return err
+	}
+	return mixedScripts(what, id)
+}
+
+// showsAsItself refuses a character that shows as nothing, as another or reorders the text: a
+// format character, a space other than U+0020, a leading combining mark.
+func showsAsItself(what, id string) error {
 	for i, r := range id {
 		var kind string
 		switch {
@@ -133,7 +171,7 @@ func looksLikeItself(what, id string) error {
 		return fmt.Errorf("%s %q must not contain %U (its character %d): %s, so two IDs could look alike on screen; write the ID without it",
 			what, id, r, utf8.RuneCountInString(id[:i])+1, kind)
 	}
-	return mixedScripts(what, id)
+	return nil
 }
 
 // mixedScripts refuses an ID whose letters are of two scripts that are not written together:

@@ -507,10 +507,13 @@ func (l *statusLine) shown() bool {
 
 // waited says what the running action waits on and for how long: its RPCs wait up to CSI's
 // long timeout at each of the engine's attempts, minutes on a plugin that never answers, and a
-// spinner alone said the same at the first second as at the sixth minute.
-func (l *statusLine) waited() string {
+// spinner alone said the same at the first second as at the sixth minute. brief leaves out the
+// word "plugin", for a narrow screen.
+func (l *statusLine) waited(brief bool) string {
 	var parts []string
-	if p := l.running.plugin; p != "" {
+	if p := l.running.plugin; p != "" && brief {
+		parts = append(parts, strconv.Quote(p))
+	} else if p != "" {
 		parts = append(parts, fmt.Sprintf("plugin %q", p))
 	}
 	if d := l.c.Now().Sub(l.since).Truncate(time.Second); d >= time.Second {
@@ -521,6 +524,10 @@ func (l *statusLine) waited() string {
 	}
 	return " (" + strings.Join(parts, ", ") + ")"
 }
+
+// minDoing is the least of what a running action does the status line keeps ("releasing the…")
+// before it shortens what the action waits on.
+const minDoing = 16
 
 // spinTick advances the spinner while an action runs; the chain stops when it ends.
 func (l *statusLine) spinTick(msg spinner.TickMsg) tea.Cmd {
@@ -535,13 +542,13 @@ func (l *statusLine) spinTick(msg spinner.TickMsg) tea.Cmd {
 // when both do not fit: the message matters more.
 func (l *statusLine) View(right, brief string) string {
 	s := l.c.Styles
-	var left string
+	var left, note string
 	switch {
 	case l.running != nil:
-		left = l.spin.View() + " " + l.running.doing() + l.waited() + "…"
 		if l.shown() {
-			left += "  " + s.Dim.Render(l.text)
+			note = "  " + s.Dim.Render(l.text)
 		}
+		left = l.spin.View() + " " + l.running.doing() + l.waited(false) + "…" + note
 	case !l.shown():
 	case l.failed:
 		left = s.StatusErr.Render("error: " + l.text)
@@ -560,6 +567,19 @@ func (l *statusLine) View(right, brief string) string {
 	}
 	right = s.Dim.Render(right)
 	room := l.c.Width - 1 - lipgloss.Width(right) - 2
+	if l.running != nil && lipgloss.Width(left) > room {
+		// What it does is cut, not whom it waits on nor for how long (waited): that came last
+		// and was cut first, below about 80 columns. The word "plugin" goes when what it does
+		// would keep less than minDoing; a message after it (q's "press q again") keeps what
+		// room is left, its end cut.
+		head, tail, doing := l.spin.View()+" ", l.waited(false)+"…", l.running.doing()
+		w := room - lipgloss.Width(head) - lipgloss.Width(tail) // for what it does and the message
+		if w < minDoing {
+			tail = l.waited(true) + "…"
+			w = room - lipgloss.Width(head) - lipgloss.Width(tail)
+		}
+		left = head + fitLine(doing, max(1, w-lipgloss.Width(note), min(minDoing, w))) + tail + note
+	}
 	left = fitLine(left, max(0, room))
 	spaces := max(1, l.c.Width-1-lipgloss.Width(left)-lipgloss.Width(right))
 	return " " + left + strings.Repeat(" ", spaces) + right

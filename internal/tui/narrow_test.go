@@ -99,3 +99,30 @@ func TestNarrowTabBarShowsTheActiveTab(t *testing.T) {
 		}
 	}
 }
+
+// TestSortKeyShowsItsColumnWhole: s moves the sort to the next column, whose title then takes
+// the arrow; the columns were laid out for the old sort column's arrow only when the next rows
+// came, so until then the new one's title was cut short ("CAPAC…" for "CAPACITY ↑") on a
+// screen too narrow for every column's content. After each s the sort column's title shows
+// whole with its arrow, and no line is wider than the screen.
+func TestSortKeyShowsItsColumnWhole(t *testing.T) {
+	for width := minWidth; width <= 120; width++ {
+		h := newHarness(t, fixture(), Options{})
+		h.send(tea.WindowSizeMsg{Width: width, Height: 24})
+		for i := range views {
+			h.keys(string(rune('1' + i)))
+			tb := h.m.tabs[i]
+			for range tb.cols {
+				h.keys("s")
+				title := tb.cols[tb.sortCol].title
+				header := strings.Split(h.m.View(), "\n")[1]
+				if !strings.Contains(header, title+" ↑") {
+					t.Errorf("at %d columns view %d sorted by %s: its header lacks %q whole: %q", width, i+1, title, title+" ↑", header)
+				}
+				if w := ansi.StringWidth(header); w > width {
+					t.Errorf("at %d columns view %d's header is %d cells wide", width, i+1, w)
+				}
+			}
+		}
+	}
+}

@@ -130,6 +130,9 @@ func (t *table) cycleSort() {
 	}
 	t.chosen, t.chosenDesc = t.sortCol, t.desc
 	t.apply(keep)
+	// Its title takes the arrow: laid out again now, not when the next rows come, or the title
+	// is cut short ("SCHEDULABL…") on a screen narrower than the columns' content.
+	t.layout()
 }
 
 // reverse flips the sort order.
@@ -250,6 +253,29 @@ func (t *table) layout() {
 	if len(t.widths) != len(t.cols) {
 		t.widths = make([]int, len(t.cols))
 	}
+	t.fit()
+	// A hidden column cannot be sorted by: the first shown stands in for it until it shows
+	// again (a pane zoomed out and back, a terminal dragged small), when the sort chosen returns.
+	// Either way the arrow moves, and the columns are fitted again for it: they were fitted
+	// for the arrow on the column the sort left, whose title then took the new one's room
+	// (the events' "AGE…" at 42 columns after s hid VOLUME).
+	switch {
+	case t.widths[t.chosen] > 0 && (t.sortCol != t.chosen || t.desc != t.chosenDesc):
+		keep := t.selectedKey()
+		t.sortCol, t.desc = t.chosen, t.chosenDesc
+		t.apply(keep)
+		t.fit()
+	case t.widths[t.sortCol] == 0:
+		keep := t.selectedKey()
+		t.sortCol = slices.IndexFunc(t.widths, func(w int) bool { return w > 0 })
+		t.desc = false
+		t.apply(keep)
+		t.fit()
+	}
+}
+
+// fit sets the columns' widths for the screen and the sort column (layout).
+func (t *table) fit() {
 	hidden := make([]bool, len(t.cols))
 	for {
 		t.fitColumns(hidden)
@@ -267,19 +293,6 @@ func (t *table) layout() {
 			break
 		}
 		hidden[give] = true
-	}
-	// A hidden column cannot be sorted by: the first shown stands in for it until it shows
-	// again (a pane zoomed out and back, a terminal dragged small), when the sort chosen returns.
-	switch {
-	case t.widths[t.chosen] > 0 && (t.sortCol != t.chosen || t.desc != t.chosenDesc):
-		keep := t.selectedKey()
-		t.sortCol, t.desc = t.chosen, t.chosenDesc
-		t.apply(keep)
-	case t.widths[t.sortCol] == 0:
-		keep := t.selectedKey()
-		t.sortCol = slices.IndexFunc(t.widths, func(w int) bool { return w > 0 })
-		t.desc = false
-		t.apply(keep)
 	}
 }
 
@@ -314,11 +327,13 @@ func (t *table) fitColumns(hidden []bool) {
 	width := t.c.Width
 	title := func(i int) int {
 		c := t.cols[i]
-		w := ansi.StringWidth(c.title)
+		w, most := ansi.StringWidth(c.title), c.max
 		if i == t.sortCol {
-			w += 2 // room for the arrow
+			// Room for the arrow, past the column's max too: a column as wide as its title
+			// at most (ALLOCS, MODE) showed the sort by it as "ALLOC…".
+			w, most = w+2, most+2
 		}
-		return min(w, c.max)
+		return min(w, most)
 	}
 	floor := func(i int) int { return max(t.cols[i].min, title(i)) }
 	gone := make([]bool, len(t.cols))
