@@ -272,10 +272,11 @@ func (w *hclLines) assignment(name []byte, cols int, v hclValue, depth int) {
 // written bare it made a file neither HCL1 nor volctl reads. In a file for HCL1 (hcl1), a key
 // HCL1 does not take as a name (a combining mark, U+00B7, a letter number: spec.HCL1Name) is
 // quoted too: written bare, `nomad volume register` refused the file ("illegal char")
-// (FuzzVolumeFileReadsBack).
+// (FuzzVolumeFileReadsBack). So are "true" and "false", the only words HCL1's scanner reads
+// as other than a name (a BOOL token, which HCL1 takes as no map key: TestWriterQuotesBoolKeys).
 func bareKey(k string, hcl1 bool) bool {
 	if hcl1 {
-		if _, ok := spec.HCL1Name(k); !ok {
+		if _, ok := spec.HCL1Name(k); !ok || k == "true" || k == "false" {
 			return false
 		}
 	}
