@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
+
+	"github.com/apparentlymart/go-textseg/v15/textseg"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -271,7 +274,7 @@ func (d *decoder) heredocsIn(list *hclsyntax.TupleConsExpr, v cty.Value) (cty.Va
 // rune HCL1 does not take there.
 func HCL1Name(name string) (rune, bool) {
 	for i, r := range name {
-		if hcl1Letter(r) || i > 0 && (r >= '0' && r <= '9' || r >= 0x80 && unicode.IsDigit(r) || r == '-' || r == '.') {
+		if hcl1Letter(r) || i > 0 && (hcl1Digit(r) || r == '-' || r == '.') {
 			continue
 		}
 		return r, false
@@ -281,6 +284,71 @@ func HCL1Name(name string) (rune, bool) {
 
 func hcl1Letter(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_' || r >= 0x80 && unicode.IsLetter(r)
+}
+
+func hcl1Digit(r rune) bool {
+	return r >= '0' && r <= '9' || r >= 0x80 && unicode.IsDigit(r)
+}
+
+// heredocMarker is the error for the first heredoc in expr whose marker Nomad's HCL1 reader
+// does not take, or nil. HCL1's scanner takes letters, digits and "_" in a marker (`<<EOT`,
+// `<<-EOT`) and refuses the file at any other ("invalid characters in heredoc anchor"), where
+// HCL2 takes a name's characters: `<<END-X` (ASCII), `<<नाम` (a combining mark), `<<A·B`.
+// d.src is the text expr was parsed from.
+func (d *decoder) heredocMarker(expr hcl.Expression) *hcl.Diagnostic {
+	node, ok := expr.(hclsyntax.Node)
+	if !ok || d.src == nil {
+		return nil
+	}
+	var diag *hcl.Diagnostic
+	hclsyntax.VisitAll(node, func(n hclsyntax.Node) hcl.Diagnostics {
+		rng := n.Range()
+		if diag != nil || rng.Start.Byte+2 > len(d.src) || string(d.src[rng.Start.Byte:rng.Start.Byte+2]) != "<<" {
+			return nil
+		}
+		opener := d.src[rng.Start.Byte+2:]
+		opener, _, _ = bytes.Cut(opener, []byte("\n"))
+		opener = bytes.TrimRight(opener, "\r")
+		skip := 2
+		if len(opener) > 0 && opener[0] == '-' {
+			opener, skip = opener[1:], 3
+		}
+		marker := string(opener)
+		bad := strings.IndexFunc(marker, func(r rune) bool { return !hcl1Letter(r) && !hcl1Digit(r) })
+		if bad < 0 {
+			return nil
+		}
+		r, _ := utf8.DecodeRuneInString(marker[bad:])
+		fixed := strings.Map(func(r rune) rune {
+			if hcl1Letter(r) || hcl1Digit(r) {
+				return r
+			}
+			return '_'
+		}, marker)
+		start := hcl.Pos{Line: rng.Start.Line, Column: rng.Start.Column + skip, Byte: rng.Start.Byte + skip}
+		end := hcl.Pos{Line: start.Line, Column: start.Column + graphemeCount(marker), Byte: start.Byte + len(marker)}
+		diag = &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Heredoc marker Nomad does not read", Extra: ownWords{},
+			Subject: &hcl.Range{Filename: rng.Filename, Start: start, End: end},
+			Detail: fmt.Sprintf("The heredoc marker %q holds %U: Nomad's HCL1 reader takes letters, digits and \"_\" only in a heredoc marker, "+
+				"and `nomad volume register` refuses this file (\"invalid characters in heredoc anchor\" or \"illegal char\"). "+
+				"Write a marker of those alone, on the line opening the heredoc and on the line closing it: %s.", marker, r, fixed),
+		}
+		return nil
+	})
+	return diag
+}
+
+// graphemeCount is the number of grapheme clusters in s: the columns HCL counts.
+func graphemeCount(s string) int {
+	n := 0
+	for b := []byte(s); len(b) > 0; n++ {
+		adv, _, err := textseg.ScanGraphemeClusters(b, true)
+		if err != nil || adv == 0 {
+			adv = 1
+		}
+		b = b[adv:]
+	}
+	return n
 }
 
 // hcl1Names is the error for each name in a volume spec (an argument's, a block's, a map
