@@ -357,9 +357,20 @@ func graphemeCount(s string) int {
 // the spec broke at its handover. A name inside a template sequence is left to the sequence's
 // own error. s is the file as written (its tokens, in its positions), never JSON. A file of
 // ASCII alone, most, is not lexed for it: the names HCL2 reads in ASCII HCL1 reads too.
-func hcl1Names(s *source) hcl.Diagnostics {
+//
+// A name that already has an error at it (others, in the file's positions) gets no other: it
+// is an argument or block a volume spec does not take, or a variable, which quoting does not
+// mend ("Quote it" to a top-level `नाम = "x"` besides "Unsupported argument" was wrong advice),
+// so the error, and its "Quote it", is a map key's alone (TestHCL1NameAdviceIsAMapKeys).
+func hcl1Names(s *source, others hcl.Diagnostics) hcl.Diagnostics {
 	if isASCII(s.src) {
 		return nil
+	}
+	refused := map[hcl.Pos]bool{}
+	for _, d := range others {
+		if d.Severity == hcl.DiagError && d.Subject != nil {
+			refused[hcl.Pos{Line: d.Subject.Start.Line, Column: d.Subject.Start.Column}] = true
+		}
 	}
 	var diags hcl.Diagnostics
 	depth := 0 // inside ${...} or %{...}
@@ -375,7 +386,7 @@ func hcl1Names(s *source) hcl.Diagnostics {
 			}
 			name := string(t.Bytes)
 			r, ok := HCL1Name(name)
-			if ok {
+			if ok || refused[hcl.Pos{Line: t.Range.Start.Line, Column: t.Range.Start.Column}] {
 				continue
 			}
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Name Nomad does not read", Subject: t.Range.Ptr(), Extra: ownWords{},

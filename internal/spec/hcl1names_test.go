@@ -154,3 +154,32 @@ func TestHeredocMarkersAreHCL1Markers(t *testing.T) {
 		}
 	}
 }
+
+// TestHCL1NameAdviceIsAMapKeys: a name HCL1 does not read that is no map key (an argument or
+// block a volume spec does not take, a variable) has its own error at it, and quoting it would
+// not mend it: it gets that error alone, not "Name Nomad does not read" saying "Quote it" too.
+func TestHCL1NameAdviceIsAMapKeys(t *testing.T) {
+	head := baseVolume + "\n"
+	line := strings.Count(head, "\n") + 1
+	for _, c := range []struct{ name, src, summary string }{
+		{"top-level argument", "नाम = \"x\"", "Unsupported argument"},
+		{"argument of a block", "mount_options {\n  नाम = \"x\"\n}", "Unsupported argument"},
+		{"block", "नाम {\n}", "Unsupported block type"},
+		{"variable", "parameters {\n  a = नाम\n}", "Variables not allowed"},
+	} {
+		v, diags := NewParser().ParseVolume("v.hcl", []byte(head+c.src+"\n"), VerbAny)
+		if v != nil {
+			t.Errorf("%s: read", c.name)
+			continue
+		}
+		at := strings.Index(c.src, "नाम")
+		l := line + strings.Count(c.src[:at], "\n")
+		col := utf8.RuneCountInString(c.src[strings.LastIndex(c.src[:at], "\n")+1:at]) + 1
+		diagAt(t, c.name, diags, c.summary, l, col)
+		for _, d := range diags {
+			if d.Summary == "Name Nomad does not read" || strings.Contains(d.Detail, "Quote it") {
+				t.Errorf("%s: %q: %q, want the one error at the name, which quoting does not mend", c.name, d.Summary, d.Detail)
+			}
+		}
+	}
+}
