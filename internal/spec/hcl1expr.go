@@ -302,8 +302,14 @@ func (d *decoder) heredocMarker(expr hcl.Expression) *hcl.Diagnostic {
 	}
 	var diag *hcl.Diagnostic
 	hclsyntax.VisitAll(node, func(n hclsyntax.Node) hcl.Diagnostics {
-		rng := n.Range()
-		if diag != nil || rng.Start.Byte+2 > len(d.src) || string(d.src[rng.Start.Byte:rng.Start.Byte+2]) != "<<" {
+		// A heredoc is a template starting at its <<; a quoted string's, at its quote, holds
+		// literal parts that may start with << ("<<EOF\nx").
+		tmpl, ok := n.(*hclsyntax.TemplateExpr)
+		if !ok || diag != nil {
+			return nil
+		}
+		rng := tmpl.Range()
+		if rng.Start.Byte+2 > len(d.src) || string(d.src[rng.Start.Byte:rng.Start.Byte+2]) != "<<" {
 			return nil
 		}
 		opener := d.src[rng.Start.Byte+2:]

@@ -143,6 +143,11 @@ func TestHeredocMarkersAreHCL1Markers(t *testing.T) {
 			t.Errorf("%s: with the marker %s, HCL1 refuses it: %v", c.name, c.fixed, err)
 		}
 	}
+	// A quoted string holding << is no heredoc (FuzzVolumeFileReadsBack wrote one).
+	src := head + "mount_options {\n  mount_flags = [\"<<END-X\\nx\\nEND-X\", \"ro\"]\n}\n"
+	if v, diags := NewParser().ParseVolume("v.hcl", []byte(src), VerbAny); diags.HasErrors() || v.MountOptions.MountFlags[0] != "<<END-X\nx\nEND-X" {
+		t.Errorf("a quoted string holding <<: %v %v", diags, v)
+	}
 	// Markers of letters, digits and "_" of any script are Nomad's too.
 	for _, m := range []string{"EOT", "END_X", "नगर", "données9", "_x"} {
 		src := head + "parameters {\n  a = <<" + m + "\nx\n" + m + "\n}\n"
