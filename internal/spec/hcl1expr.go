@@ -332,7 +332,7 @@ func (d *decoder) heredocMarker(expr hcl.Expression) *hcl.Diagnostic {
 			return '_'
 		}, marker)
 		start := hcl.Pos{Line: rng.Start.Line, Column: rng.Start.Column + skip, Byte: rng.Start.Byte + skip}
-		end := hcl.Pos{Line: start.Line, Column: start.Column + graphemeCount(marker), Byte: start.Byte + len(marker)}
+		end := hcl.Pos{Line: start.Line, Column: start.Column + Graphemes(marker), Byte: start.Byte + len(marker)}
 		diag = &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Heredoc marker Nomad does not read", Extra: ownWords{},
 			Subject: &hcl.Range{Filename: rng.Filename, Start: start, End: end},
 			Detail: fmt.Sprintf("The heredoc marker %q holds %U: Nomad's HCL1 reader takes letters, digits and \"_\" only in a heredoc marker, "+
@@ -344,15 +344,16 @@ func (d *decoder) heredocMarker(expr hcl.Expression) *hcl.Diagnostic {
 	return diag
 }
 
-// graphemeCount is the number of grapheme clusters in s: the columns HCL counts.
-func graphemeCount(s string) int {
+// Graphemes is the width of s in grapheme clusters: the columns HCL counts in a position, and
+// the ones the export's alignment counts (internal/nomad).
+func Graphemes(s string) int {
 	n := 0
-	for b := []byte(s); len(b) > 0; n++ {
-		adv, _, err := textseg.ScanGraphemeClusters(b, true)
+	for rest := []byte(s); len(rest) > 0; n++ {
+		adv, _, err := textseg.ScanGraphemeClusters(rest, true)
 		if err != nil || adv == 0 {
-			adv = 1
+			break
 		}
-		b = b[adv:]
+		rest = rest[adv:]
 	}
 	return n
 }
