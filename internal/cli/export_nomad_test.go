@@ -545,3 +545,33 @@ func TestExportNomadPluginJobRefusesANodeIDServeRefuses(t *testing.T) {
 		})
 	}
 }
+
+// A volume from a spec Nomad and volctl both take, with a parameter key "true" (quoted, as
+// a key must be in a volume spec), is exported: the file quotes the key, which HCL1 scans as a
+// bool written bare, and reads back. Written bare, the export refused itself ("the exported
+// spec does not validate for register (a volctl bug)").
+func TestExportNomadBoolWordKeys(t *testing.T) {
+	h := newCLIHarness(t)
+	src := "id = \"b\"\nname = \"b\"\ntype = \"csi\"\nplugin_id = \"mem\"\ncapacity_min = \"1GiB\"\n" +
+		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n" +
+		"parameters {\n  \"true\" = \"x\"\n  \"false\" = \"y\"\n}\n"
+	v, diags := spec.ParseVolume("b.hcl", []byte(src), spec.VerbCreate)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if _, err := h.e.CreateVolume(h.ctx, *v); err != nil {
+		t.Fatal(err)
+	}
+	var dir string
+	if _, stderr, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes = []string{"b"}; dir = o.OutDir }); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	out, err := os.ReadFile(filepath.Join(dir, "volume-b.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, diags := spec.ParseVolume("volume-b.hcl", out, spec.VerbRegister)
+	if diags.HasErrors() || got.Parameters["true"] != "x" || got.Parameters["false"] != "y" {
+		t.Errorf("read back as %v %v\n%s", diags, got, out)
+	}
+}

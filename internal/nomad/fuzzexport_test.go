@@ -20,7 +20,7 @@ func FuzzVolumeFileReadsBack(f *testing.F) {
 		f.Add("k", s)
 		f.Add(s, "v")
 	}
-	for _, s := range []string{"${", "%{", "a${b}c${", "}${", `"${a}"`, "$", "%", "${{}}", "\\u007b", "$\\u007b", "a\\", "\"", "<<EOF\nx\nEOF", "\u00e9", "e\u0301", "#", "//", "/*"} {
+	for _, s := range []string{"${", "%{", "a${b}c${", "}${", `"${a}"`, "$", "%", "${{}}", "\\u007b", "$\\u007b", "a\\", "\"", "<<EOF\nx\nEOF", "\u00e9", "e\u0301", "#", "//", "/*", "true", "false"} {
 		f.Add(s, s)
 	}
 	f.Fuzz(func(t *testing.T, key, value string) {

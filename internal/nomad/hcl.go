@@ -9,7 +9,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/apparentlymart/go-textseg/v15/textseg"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
@@ -229,7 +228,7 @@ func (w *hclLines) body(b *hclBody, depth int) {
 	for _, it := range b.items {
 		switch it.kind {
 		case hclAttr:
-			w.assignment([]byte(it.name), graphemes(it.name), it.value, depth)
+			w.assignment([]byte(it.name), spec.Graphemes(it.name), it.value, depth)
 		case hclBlock:
 			head := []byte(it.name)
 			for _, l := range it.labels {
@@ -256,11 +255,11 @@ func (w *hclLines) assignment(name []byte, cols int, v hclValue, depth int) {
 	w.lines = append(w.lines, hclLine{depth: depth, lead: append(name, " = {"...)})
 	for _, k := range slices.Sorted(maps.Keys(v.obj)) {
 		if bareKey(k, w.hcl1) {
-			w.assignment([]byte(k), graphemes(k), v.obj[k], depth+1)
+			w.assignment([]byte(k), spec.Graphemes(k), v.obj[k], depth+1)
 			continue
 		}
 		esc := escapeString(nil, k, w.hcl1)
-		w.assignment(appendQuoted(nil, k, w.hcl1), 2+graphemes(string(esc)), v.obj[k], depth+1)
+		w.assignment(appendQuoted(nil, k, w.hcl1), 2+spec.Graphemes(string(esc)), v.obj[k], depth+1)
 	}
 	w.lines = append(w.lines, hclLine{depth: depth, lead: []byte("}")})
 }
@@ -272,10 +271,11 @@ func (w *hclLines) assignment(name []byte, cols int, v hclValue, depth int) {
 // written bare it made a file neither HCL1 nor volctl reads. In a file for HCL1 (hcl1), a key
 // HCL1 does not take as a name (a combining mark, U+00B7, a letter number: spec.HCL1Name) is
 // quoted too: written bare, `nomad volume register` refused the file ("illegal char")
-// (FuzzVolumeFileReadsBack).
+// (FuzzVolumeFileReadsBack). So are "true" and "false", the only words HCL1's scanner reads
+// as other than a name (a BOOL token, which HCL1 takes as no map key: TestWriterQuotesBoolKeys).
 func bareKey(k string, hcl1 bool) bool {
 	if hcl1 {
-		if _, ok := spec.HCL1Name(k); !ok {
+		if _, ok := spec.HCL1Name(k); !ok || k == "true" || k == "false" {
 			return false
 		}
 	}
@@ -399,17 +399,4 @@ func escapeString(out []byte, s string, hcl1 bool) []byte {
 		}
 	}
 	return out
-}
-
-// graphemes is the width of s in grapheme clusters, the columns the alignment counts.
-func graphemes(s string) int {
-	n := 0
-	for rest := []byte(s); len(rest) > 0; n++ {
-		adv, _, err := textseg.ScanGraphemeClusters(rest, true)
-		if err != nil || adv == 0 {
-			break
-		}
-		rest = rest[adv:]
-	}
-	return n
 }

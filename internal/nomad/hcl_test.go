@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	hcl1 "github.com/hashicorp/hcl"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
@@ -289,5 +290,35 @@ func TestWriterQuotesForKey(t *testing.T) {
 		!maps.Equal(got.TopologyRequest.Required[0].Segments, v.TopologyRequest.Required[0].Segments) {
 		t.Errorf("read back as parameters %q, secrets %q, context %q, segments %q\n%s",
 			got.Parameters, got.Secrets, got.Context, got.TopologyRequest.Required[0].Segments, b)
+	}
+}
+
+// TestWriterQuotesBoolKeys: an object key "true" or "false" is quoted in a volume file. HCL1's
+// scanner, which `nomad volume register` reads the file with, reads either word as a BOOL
+// token, not a name, and a map key must be a name or a string ("expected: IDENT | STRING got:
+// BOOL"); volctl's parser refuses the bare key for register as Nomad does. Written bare (both
+// are names to spec.HCL1Name), the export of a volume with a plugin parameter or context key
+// "true", which a spec takes quoted, refused itself as "a volctl bug".
+func TestWriterQuotesBoolKeys(t *testing.T) {
+	v := spec.Volume{ID: "v", PluginID: "p", ExternalID: "e",
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
+		Parameters:   map[string]string{"true": "1", "false": "2", "True": "3"},
+		Secrets:      spec.Secrets{"true": "4"},
+		Context:      map[string]string{"false": "5"},
+	}
+	b, _, err := VolumeFile(v, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file map[string]any
+	if err := hcl1.Decode(&file, string(b)); err != nil {
+		t.Fatalf("HCL1 does not parse the exported volume file: %v\n%s", err, b)
+	}
+	got, diags := spec.ParseVolume("volume-v.hcl", b, spec.VerbRegister)
+	if diags.HasErrors() {
+		t.Fatalf("the exported file does not parse back: %s\n%s", diags.Error(), b)
+	}
+	if !maps.Equal(got.Parameters, v.Parameters) || !maps.Equal(got.Secrets, v.Secrets) || !maps.Equal(got.Context, v.Context) {
+		t.Errorf("read back as parameters %q, secrets %q, context %q\n%s", got.Parameters, got.Secrets, got.Context, b)
 	}
 }

@@ -132,3 +132,26 @@ func TestExportRefusesStringsNotInNFC(t *testing.T) {
 		}
 	}
 }
+
+// TestExportRefusesKeysEqualInNFCFromASpec: a spec still gives a volume two keys equal in NFC
+// when neither holds a combining mark (U+212A KELVIN SIGN beside K, U+212B ANGSTROM SIGN
+// beside Å, bare keys of a block-form map: spec.TestMapKeysEqualInNFC); export refuses it as it
+// refuses a plugin's, naming both keys.
+func TestExportRefusesKeysEqualInNFCFromASpec(t *testing.T) {
+	src := "id = \"v\"\ntype = \"csi\"\nplugin_id = \"p\"\nexternal_id = \"x\"\n" +
+		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n" +
+		"parameters {\n  \u212a = \"a\"\n  K = \"b\"\n}\ncontext {\n  \u212b = \"a\"\n  \u00c5 = \"b\"\n}\n"
+	v, diags := spec.ParseVolume("v.hcl", []byte(src), spec.VerbRegister)
+	if diags.HasErrors() || len(v.Parameters) != 2 || len(v.Context) != 2 {
+		t.Fatalf("the spec does not keep the keys apart (spec.TestMapKeysEqualInNFC): %v %v", diags, v)
+	}
+	b, _, err := VolumeFile(*v, true)
+	if err == nil {
+		t.Fatalf("no error; wrote\n%s", b)
+	}
+	for _, want := range []string{"parameters", `"K" and "\u212a"`, "one value would be lost"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not hold %q", err, want)
+		}
+	}
+}

@@ -359,6 +359,9 @@ func (d *decoder) eval(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
 		if diag := d.notHCL1(expr); diag != nil {
 			return cty.NilVal, hcl.Diagnostics{diag}
 		}
+		if diag := d.heredocMarker(expr); diag != nil {
+			return cty.NilVal, hcl.Diagnostics{diag}
+		}
 		v, diags := eval(expr)
 		if diag := d.escapedTemplate(expr); diag != nil {
 			diags = append(diags, diag)

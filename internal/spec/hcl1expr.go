@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
+
+	"github.com/apparentlymart/go-textseg/v15/textseg"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -271,7 +274,7 @@ func (d *decoder) heredocsIn(list *hclsyntax.TupleConsExpr, v cty.Value) (cty.Va
 // rune HCL1 does not take there.
 func HCL1Name(name string) (rune, bool) {
 	for i, r := range name {
-		if hcl1Letter(r) || i > 0 && (r >= '0' && r <= '9' || r >= 0x80 && unicode.IsDigit(r) || r == '-' || r == '.') {
+		if hcl1Letter(r) || i > 0 && (hcl1Digit(r) || r == '-' || r == '.') {
 			continue
 		}
 		return r, false
@@ -283,15 +286,98 @@ func hcl1Letter(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_' || r >= 0x80 && unicode.IsLetter(r)
 }
 
+func hcl1Digit(r rune) bool {
+	return r >= '0' && r <= '9' || r >= 0x80 && unicode.IsDigit(r)
+}
+
+// heredocMarker is the error for the first heredoc in expr whose marker Nomad's HCL1 reader
+// does not take, or nil. HCL1's scanner takes letters, digits and "_" in a marker (`<<EOT`,
+// `<<-EOT`) and refuses the file at any other ("invalid characters in heredoc anchor"), where
+// HCL2 takes a name's characters: `<<END-X` (ASCII), `<<नाम` (a combining mark), `<<A·B`.
+// d.src is the text expr was parsed from.
+func (d *decoder) heredocMarker(expr hcl.Expression) *hcl.Diagnostic {
+	node, ok := expr.(hclsyntax.Node)
+	if !ok || d.src == nil {
+		return nil
+	}
+	var diag *hcl.Diagnostic
+	hclsyntax.VisitAll(node, func(n hclsyntax.Node) hcl.Diagnostics {
+		// A heredoc is a template starting at its <<; a quoted string's, at its quote, holds
+		// literal parts that may start with << ("<<EOF\nx").
+		tmpl, ok := n.(*hclsyntax.TemplateExpr)
+		if !ok || diag != nil {
+			return nil
+		}
+		rng := tmpl.Range()
+		if rng.Start.Byte+2 > len(d.src) || string(d.src[rng.Start.Byte:rng.Start.Byte+2]) != "<<" {
+			return nil
+		}
+		opener := d.src[rng.Start.Byte+2:]
+		opener, _, _ = bytes.Cut(opener, []byte("\n"))
+		opener = bytes.TrimRight(opener, "\r")
+		skip := 2
+		if len(opener) > 0 && opener[0] == '-' {
+			opener, skip = opener[1:], 3
+		}
+		marker := string(opener)
+		bad := strings.IndexFunc(marker, func(r rune) bool { return !hcl1Letter(r) && !hcl1Digit(r) })
+		if bad < 0 {
+			return nil
+		}
+		r, _ := utf8.DecodeRuneInString(marker[bad:])
+		fixed := strings.Map(func(r rune) rune {
+			if hcl1Letter(r) || hcl1Digit(r) {
+				return r
+			}
+			return '_'
+		}, marker)
+		start := hcl.Pos{Line: rng.Start.Line, Column: rng.Start.Column + skip, Byte: rng.Start.Byte + skip}
+		end := hcl.Pos{Line: start.Line, Column: start.Column + Graphemes(marker), Byte: start.Byte + len(marker)}
+		diag = &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Heredoc marker Nomad does not read", Extra: ownWords{},
+			Subject: &hcl.Range{Filename: rng.Filename, Start: start, End: end},
+			Detail: fmt.Sprintf("The heredoc marker %q holds %U: Nomad's HCL1 reader takes letters, digits and \"_\" only in a heredoc marker, "+
+				"and `nomad volume register` refuses this file (\"invalid characters in heredoc anchor\" or \"illegal char\"). "+
+				"Write a marker of those alone, on the line opening the heredoc and on the line closing it: %s.", marker, r, fixed),
+		}
+		return nil
+	})
+	return diag
+}
+
+// Graphemes is the width of s in grapheme clusters: the columns HCL counts in a position, and
+// the ones the export's alignment counts (internal/nomad).
+func Graphemes(s string) int {
+	n := 0
+	for rest := []byte(s); len(rest) > 0; n++ {
+		adv, _, err := textseg.ScanGraphemeClusters(rest, true)
+		if err != nil || adv == 0 {
+			break
+		}
+		rest = rest[adv:]
+	}
+	return n
+}
+
 // hcl1Names is the error for each name in a volume spec (an argument's, a block's, a map
 // key written bare) that HCL1 does not read as one (HCL1Name): volctl, reading it as HCL2,
 // took `parameters { नाम = "x" }`, which `nomad volume register` refuses ("illegal char"), so
 // the spec broke at its handover. A name inside a template sequence is left to the sequence's
 // own error. s is the file as written (its tokens, in its positions), never JSON. A file of
 // ASCII alone, most, is not lexed for it: the names HCL2 reads in ASCII HCL1 reads too.
-func hcl1Names(s *source) hcl.Diagnostics {
+//
+// A name that already has an error at it (others, in the file's positions) gets no other: it
+// is an argument or block a volume spec does not take, or a variable, which quoting does not
+// mend ("Quote it" to a top-level `नाम = "x"` besides "Unsupported argument" was wrong advice),
+// so the error, and its "Quote it", is a map key's alone (TestHCL1NameAdviceIsAMapKeys).
+func hcl1Names(s *source, others hcl.Diagnostics) hcl.Diagnostics {
 	if isASCII(s.src) {
 		return nil
+	}
+	refused := map[hcl.Pos]bool{}
+	for _, d := range others {
+		if d.Severity == hcl.DiagError && d.Subject != nil {
+			refused[hcl.Pos{Line: d.Subject.Start.Line, Column: d.Subject.Start.Column}] = true
+		}
 	}
 	var diags hcl.Diagnostics
 	depth := 0 // inside ${...} or %{...}
@@ -307,7 +393,7 @@ func hcl1Names(s *source) hcl.Diagnostics {
 			}
 			name := string(t.Bytes)
 			r, ok := HCL1Name(name)
-			if ok {
+			if ok || refused[hcl.Pos{Line: t.Range.Start.Line, Column: t.Range.Start.Column}] {
 				continue
 			}
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Name Nomad does not read", Subject: t.Range.Ptr(), Extra: ownWords{},

@@ -3,6 +3,7 @@ package spec
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	hcl1 "github.com/hashicorp/hcl"
 	hcl1scanner "github.com/hashicorp/hcl/hcl/scanner"
@@ -90,6 +91,99 @@ func TestHCL1NameIsHCL1sScanner(t *testing.T) {
 			tok := s.Scan()
 			if read := tok.Type == hcl1token.IDENT && tok.Text == name; ok != read {
 				t.Fatalf("%q (%U): HCL1Name says %v, HCL1's scanner reads %s %q", name, r, ok, tok.Type, tok.Text)
+			}
+		}
+	}
+}
+
+// TestHeredocMarkersAreHCL1Markers: HCL1's scanner takes letters, digits and "_" in a heredoc
+// marker and refuses the file at any other ("invalid characters in heredoc anchor"; checked
+// with Nomad v2.0.5), where HCL2 takes a name's characters: `<<END-X`, ASCII, and `<<नाम`
+// (a combining mark), `<<A·B`. volctl read those specs, and they broke at their handover. Such a
+// marker is refused at it, with one Nomad reads to write instead, wherever the heredoc is.
+func TestHeredocMarkersAreHCL1Markers(t *testing.T) {
+	head := baseVolume + "\n"
+	line := strings.Count(head, "\n") + 1
+	for _, c := range []struct{ name, src, marker, fixed string }{
+		{"hyphen (ASCII)", "parameters {\n  a = <<END-X\nx\nEND-X\n}", "END-X", "END_X"},
+		{"hyphen after <<-", "parameters {\n  a = <<-END-X\n  x\n  END-X\n}", "END-X", "END_X"},
+		{"combining mark, in a list", "mount_options {\n  mount_flags = [\"ro\", <<नाम\nx\nनाम\n  ]\n}", "नाम", "न_म"},
+		{"middle dot, in a map", "parameters = {\n  a = <<A·B\nx\nA·B\n}", "A·B", "A_B"},
+		{"letter number", "context {\n  a = <<Ⅻ\nx\nⅫ\n}", "Ⅻ", "_"},
+		{"in an HCL1 one-line block", "\"parameters\" { a = <<END-X\nx\nEND-X\n}", "END-X", "END_X"},
+	} {
+		src := head + c.src + "\n"
+		if _, err := hcl1.Parse(src); err == nil || !strings.Contains(err.Error(), "heredoc anchor") && !strings.Contains(err.Error(), "illegal char") {
+			t.Errorf("%s: HCL1 says %v, want the marker refused: the refusal is wrong", c.name, err)
+		}
+		v, diags := NewParser().ParseVolume("v.hcl", []byte(src), VerbAny)
+		if v != nil {
+			t.Errorf("%s: read, want it refused as Nomad refuses it", c.name)
+			continue
+		}
+		at := strings.Index(c.src, "<<") + 2 // the marker, after << or <<-
+		if c.src[at] == '-' {
+			at++
+		}
+		l := line + strings.Count(c.src[:at], "\n")
+		col := utf8.RuneCountInString(c.src[strings.LastIndex(c.src[:at], "\n")+1:at]) + 1
+		d := diagAt(t, c.name, diags, "Heredoc marker Nomad does not read", l, col)
+		if d == nil {
+			continue
+		}
+		if !strings.Contains(d.Detail, "invalid characters in heredoc anchor") || !strings.HasSuffix(d.Detail, ": "+c.fixed+".") {
+			t.Errorf("%s: %q, want it to say Nomad's error and the marker %s", c.name, d.Detail, c.fixed)
+		}
+		// The marker it names, both read.
+		fixed := head + strings.ReplaceAll(c.src, c.marker, c.fixed) + "\n"
+		if _, diags := NewParser().ParseVolume("v.hcl", []byte(fixed), VerbAny); diags.HasErrors() {
+			t.Errorf("%s: with the marker %s, refused: %v", c.name, c.fixed, diags)
+		}
+		if _, err := hcl1.Parse(fixed); err != nil {
+			t.Errorf("%s: with the marker %s, HCL1 refuses it: %v", c.name, c.fixed, err)
+		}
+	}
+	// A quoted string holding << is no heredoc (FuzzVolumeFileReadsBack wrote one).
+	src := head + "mount_options {\n  mount_flags = [\"<<END-X\\nx\\nEND-X\", \"ro\"]\n}\n"
+	if v, diags := NewParser().ParseVolume("v.hcl", []byte(src), VerbAny); diags.HasErrors() || v.MountOptions.MountFlags[0] != "<<END-X\nx\nEND-X" {
+		t.Errorf("a quoted string holding <<: %v %v", diags, v)
+	}
+	// Markers of letters, digits and "_" of any script are Nomad's too.
+	for _, m := range []string{"EOT", "END_X", "नगर", "données9", "_x"} {
+		src := head + "parameters {\n  a = <<" + m + "\nx\n" + m + "\n}\n"
+		if _, diags := NewParser().ParseVolume("v.hcl", []byte(src), VerbAny); diags.HasErrors() {
+			t.Errorf("%s: refused: %v", m, diags)
+		}
+		if _, err := hcl1.Parse(src); err != nil {
+			t.Errorf("%s: HCL1 refuses it, so should volctl: %v", m, err)
+		}
+	}
+}
+
+// TestHCL1NameAdviceIsAMapKeys: a name HCL1 does not read that is no map key (an argument or
+// block a volume spec does not take, a variable) has its own error at it, and quoting it would
+// not mend it: it gets that error alone, not "Name Nomad does not read" saying "Quote it" too.
+func TestHCL1NameAdviceIsAMapKeys(t *testing.T) {
+	head := baseVolume + "\n"
+	line := strings.Count(head, "\n") + 1
+	for _, c := range []struct{ name, src, summary string }{
+		{"top-level argument", "नाम = \"x\"", "Unsupported argument"},
+		{"argument of a block", "mount_options {\n  नाम = \"x\"\n}", "Unsupported argument"},
+		{"block", "नाम {\n}", "Unsupported block type"},
+		{"variable", "parameters {\n  a = नाम\n}", "Variables not allowed"},
+	} {
+		v, diags := NewParser().ParseVolume("v.hcl", []byte(head+c.src+"\n"), VerbAny)
+		if v != nil {
+			t.Errorf("%s: read", c.name)
+			continue
+		}
+		at := strings.Index(c.src, "नाम")
+		l := line + strings.Count(c.src[:at], "\n")
+		col := utf8.RuneCountInString(c.src[strings.LastIndex(c.src[:at], "\n")+1:at]) + 1
+		diagAt(t, c.name, diags, c.summary, l, col)
+		for _, d := range diags {
+			if d.Summary == "Name Nomad does not read" || strings.Contains(d.Detail, "Quote it") {
+				t.Errorf("%s: %q: %q, want the one error at the name, which quoting does not mend", c.name, d.Summary, d.Detail)
 			}
 		}
 	}

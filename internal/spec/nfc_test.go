@@ -9,35 +9,58 @@ import (
 // TestMapKeysEqualInNFC records what a spec does with two map keys that differ only in Unicode
 // normalisation ("é" as U+00E9 and as e U+0301): HCL normalises a quoted key, or a bare key of
 // an object, to NFC, as it does every string, and JSON's keys likewise, so the two become one
-// and the spec is refused with "Duplicate map key"; in a block-form map (`parameters { é = ...
-// }`) a bare key is an argument name, which HCL keeps as written, but the decomposed one holds
-// a combining mark, which Nomad's HCL1 does not read in a name ("illegal char"), so the spec is
-// refused at it ("Name Nomad does not read", hcl1Names): before, both keys were kept apart.
-// Such keys still reach a volume from a plugin (its context): `export nomad` refuses such a
-// volume (internal/nomad, sameInNFC): its file would write the two keys as one.
+// and the spec is refused with "Duplicate map key". In a block-form map (`parameters { é = ...
+// }`) a bare key is an argument name, which HCL keeps as written: a decomposed one holds a
+// combining mark, which Nomad's HCL1 does not read in a name ("illegal char"), so the spec is
+// refused at it ("Name Nomad does not read", hcl1Names); but a key whose NFC is another letter
+// with no mark (U+212A KELVIN SIGN, whose NFC is K; U+212B ANGSTROM SIGN, whose NFC is Å) is a
+// name both read, and the two keys are kept apart, as CSI and the plugin see them. Such keys
+// reach a volume so, and from a plugin (its context): `export nomad` refuses such a volume
+// (internal/nomad, sameInNFC): its file would write the two keys as one.
 func TestMapKeysEqualInNFC(t *testing.T) {
 	const pre, dec = "\u00e9", "e\u0301"
 	head := "id = \"v\"\nname = \"v\"\ntype = \"csi\"\nplugin_id = \"p\"\nexternal_id = \"x\"\n" +
 		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
 	jsonHead := `{"id":"v","name":"v","type":"csi","plugin_id":"p","external_id":"x",` +
 		`"capability":[{"access_mode":"single-node-writer","attachment_mode":"file-system"}],`
+	const (
+		duplicate = iota // refused as duplicates
+		hcl1Name         // refused as a name HCL1 does not read (the decomposed key)
+		kept             // read, both keys kept apart
+	)
 	for _, c := range []struct {
 		name, src string
-		hcl1Name  bool // refused as a name HCL1 does not read, not as a duplicate
+		want      int
+		a, b      string // the keys, for kept
 	}{
-		{"quoted keys.hcl", head + fmt.Sprintf("parameters = {\n  %q = \"a\"\n  %q = \"b\"\n}\n", pre, dec), false},
-		{"bare object keys.hcl", head + fmt.Sprintf("parameters = {\n  %s = \"a\"\n  %s = \"b\"\n}\n", pre, dec), false},
-		{"quoted block keys.hcl", head + fmt.Sprintf("parameters {\n  %q = \"a\"\n  %q = \"b\"\n}\n", pre, dec), false},
-		{"keys.json", jsonHead + fmt.Sprintf(`"context":{"%s":"a","%s":"b"}}`, pre, dec), false},
-		{"bare block keys.hcl", head + fmt.Sprintf("parameters {\n  %s = \"a\"\n  %s = \"b\"\n}\n", pre, dec), true},
+		{"quoted keys.hcl", head + fmt.Sprintf("parameters = {\n  %q = \"a\"\n  %q = \"b\"\n}\n", pre, dec), duplicate, "", ""},
+		{"bare object keys.hcl", head + fmt.Sprintf("parameters = {\n  %s = \"a\"\n  %s = \"b\"\n}\n", pre, dec), duplicate, "", ""},
+		{"quoted block keys.hcl", head + fmt.Sprintf("parameters {\n  %q = \"a\"\n  %q = \"b\"\n}\n", pre, dec), duplicate, "", ""},
+		{"keys.json", jsonHead + fmt.Sprintf(`"context":{"%s":"a","%s":"b"}}`, pre, dec), duplicate, "", ""},
+		{"bare block keys.hcl", head + fmt.Sprintf("parameters {\n  %s = \"a\"\n  %s = \"b\"\n}\n", pre, dec), hcl1Name, "", ""},
+		{"kelvin sign.hcl", head + "parameters {\n  \u212a = \"a\"\n  K = \"b\"\n}\n", kept, "\u212a", "K"},
+		{"angstrom sign.hcl", head + "context {\n  \u212b = \"a\"\n  \u00c5 = \"b\"\n}\n", kept, "\u212b", "\u00c5"},
+		{"kelvin sign quoted.hcl", head + "parameters {\n  \"\u212a\" = \"a\"\n  K = \"b\"\n}\n", duplicate, "", ""},
 	} {
 		v, diags := ParseVolume(c.name, []byte(c.src), VerbRegister)
 		switch {
+		case c.want == kept:
+			if diags.HasErrors() {
+				t.Errorf("%s: refused: %v", c.name, diags)
+				continue
+			}
+			m := v.Parameters
+			if len(v.Context) > 0 {
+				m = v.Context
+			}
+			if len(m) != 2 || m[c.a] != "a" || m[c.b] != "b" {
+				t.Errorf("%s: parameters %+q context %+q, want %+q and %+q kept apart", c.name, v.Parameters, v.Context, c.a, c.b)
+			}
 		case v != nil:
 			t.Errorf("%s: read, parameters %q context %q", c.name, v.Parameters, v.Context)
-		case c.hcl1Name && !strings.Contains(diags.Error(), "Name Nomad does not read") || c.hcl1Name && !strings.Contains(diags.Error(), "U+0301"):
+		case c.want == hcl1Name && (!strings.Contains(diags.Error(), "Name Nomad does not read") || !strings.Contains(diags.Error(), "U+0301")):
 			t.Errorf("%s: want the decomposed key refused as Nomad refuses it, got %v", c.name, diags)
-		case !c.hcl1Name && !strings.Contains(diags.Error(), "Duplicate map key"):
+		case c.want == duplicate && !strings.Contains(diags.Error(), "Duplicate map key"):
 			t.Errorf("%s: want the keys refused as duplicates, got %v", c.name, diags)
 		}
 	}

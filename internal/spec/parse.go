@@ -156,7 +156,7 @@ func (p *Parser) parseSource(s *source, kind Kind, verb Verb) (*File, hcl.Diagno
 		m.mapDiagnostics(d.diags)
 	}
 	if asVolume && !s.json {
-		d.diags = append(d.diags, hcl1Names(s)...) // in the file's positions already
+		d.diags = append(d.diags, hcl1Names(s, append(diags, d.diags...))...) // in the file's positions already
 	}
 	diags = finishDiagnostics(append(diags, d.diags...), s)
 	if diags.HasErrors() {
