@@ -433,6 +433,10 @@ func untrustedEnv(command, path string, env []string) error {
 			return fmt.Errorf("command %s: not run: the plugin's environment's %s holds what the shell expands ($ or `) before it runs the file it names, "+
 				"so what a shell plugin runs first cannot be checked: name the file by a plain absolute path, or take %s out of the exec block's env",
 				spec.QuoteName(command), k, k)
+		case runEnv[k]:
+			if err := untrustedRun(command, k, v, env); err != nil {
+				return err
+			}
 		case ok && seps == "":
 			if v != "" {
 				names = []string{v}
@@ -633,19 +637,7 @@ func luaPaths(k, v string) []string {
 // preloaded library's RUNPATH that they control, is refused as one the program's RUNPATH finds
 // is; the directories and the preloads' paths themselves are untrustedEnv's.
 func untrustedProgram(command, path string, env []string) error {
-	envPath := pathtrust.DefaultExecPath // none in env: what env(1) searches then
-	var loader pathtrust.LoaderEnv
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		switch k {
-		case "PATH":
-			envPath = v // the plugin's (trustedPATH's): never set empty
-		case "LD_LIBRARY_PATH":
-			loader.LibraryPath = v
-		case "LD_PRELOAD", "LD_AUDIT":
-			loader.Preload = append(loader.Preload, strings.FieldsFunc(v, func(r rune) bool { return strings.ContainsRune(loaderEnv[k], r) })...)
-		}
-	}
+	envPath, loader := programEnv(env)
 	pr := pathtrust.Program(command, path, envPath, loader)
 	if pr == nil {
 		return nil
@@ -695,6 +687,73 @@ func untrustedProgram(command, path string, env []string) error {
 		"make it and every directory on the way root's and writable by root alone (chown root, chmod go-w), "+
 		"or install the plugin where only root may write, such as /usr/local/bin, and name it there",
 		spec.QuoteName(command), found, spec.QuoteName(pr.Path), pr.Why, os.Geteuid())
+}
+
+// programEnv is what of env decides which programs and libraries the plugin and what it runs
+// by name load: its PATH (DefaultExecPath, what execvp(3) searches, when it has none) and the
+// dynamic loader's variables.
+func programEnv(env []string) (envPath string, loader pathtrust.LoaderEnv) {
+	envPath = pathtrust.DefaultExecPath
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "PATH":
+			envPath = v // the plugin's (trustedPATH's): never set empty
+		case "LD_LIBRARY_PATH":
+			loader.LibraryPath = v
+		case "LD_PRELOAD", "LD_AUDIT":
+			loader.Preload = append(loader.Preload, strings.FieldsFunc(v, func(r rune) bool { return strings.ContainsRune(loaderEnv[k], r) })...)
+		}
+	}
+	return envPath, loader
+}
+
+// runEnv are the variables of loaderEnv that name a program the plugin (git, ssh) runs: a bare
+// name is looked up in the plugin's PATH, as git and ssh do, and the program is checked as the
+// plugin's own is (pathtrust.Program, pathtrust.LookedUp).
+var runEnv = map[string]bool{"GIT_SSH": true, "GIT_ASKPASS": true, "SSH_ASKPASS": true}
+
+// untrustedRun refuses the program the variable k names, v, run by the plugin's command with
+// env: nil when only root or this user may change it, or v names nothing.
+func untrustedRun(command, k, v string, env []string) error {
+	if v == "" {
+		return nil // git and ssh take an empty one as unset
+	}
+	envPath, loader := programEnv(env)
+	found := v
+	var pr *pathtrust.Problem
+	switch {
+	case !strings.Contains(v, "/"):
+		found, pr = pathtrust.LookedUp(v, envPath, loader)
+	case filepath.IsAbs(v):
+		if pr = pathtrust.Source(v); pr == nil {
+			pr = pathtrust.Program(v, v, envPath, loader)
+		}
+	default:
+		pr = pathtrust.Source(v) // relative: the working directory's
+	}
+	if pr == nil {
+		return nil
+	}
+	at, fix := "", "make it and every directory on the way root's and writable by root alone (chown root, chmod go-w)"
+	if found != "" && found != v {
+		at = fmt.Sprintf(" (found at %s in the plugin's PATH)", spec.QuoteName(found))
+	}
+	if pr.Shadowed != "" {
+		at = fmt.Sprintf(" (looked up in the plugin's PATH, which searches %s first)", spec.QuoteName(pr.Path))
+		fix = "take that directory out of the plugin's PATH, or make it root's and writable by root alone"
+	} else if !filepath.IsAbs(v) && strings.Contains(v, "/") {
+		fix = "name it by its absolute path, or by a bare name found in the plugin's PATH"
+	}
+	via := ""
+	if pr.ELF != "" && pr.Entry != "" {
+		via = fmt.Sprintf(" (the %s of %s)", pr.Entry, spec.QuoteName(pr.ELF))
+	} else if pr.Script != "" {
+		via = fmt.Sprintf(" (on the way to the interpreter the #! line of %s names)", spec.QuoteName(pr.Script))
+	}
+	return fmt.Errorf("command %s: not run: the plugin's environment's %s names the program %s%s, which it runs, and %s %s%s: "+
+		"another user could change what runs as uid %d: %s, or take %s out of the exec block's env",
+		spec.QuoteName(command), k, spec.QuoteName(v), at, spec.QuoteName(pr.Path), pr.Why, via, os.Geteuid(), fix, k)
 }
 
 // pluginEnv is the environment a plugin runs with: of base, the agent's, only what names the

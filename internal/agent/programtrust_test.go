@@ -490,6 +490,26 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 		{"GIT_EXEC_PATH a directory other users may write", inOpen("GIT_EXEC_PATH", func(open string) string { return open })},
 		{"GIT_SSH a program in a directory other users may write", inOpen("GIT_SSH", func(open string) string { return filepath.Join(open, "ssh") })},
 		{"GIT_ASKPASS a program in a directory other users may write", inOpen("GIT_ASKPASS", func(open string) string { return filepath.Join(open, "askpass") })},
+		{"GIT_ASKPASS a bare name found in the plugin's PATH, writable by other users", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			bin := mkdir(t, filepath.Join(b, "bin"), 0o755)
+			prog := filepath.Join(bin, "askpass")
+			if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(prog, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			return map[string]string{"PATH": bin + ":/usr/bin:/bin", "GIT_ASKPASS": "askpass"}, "GIT_ASKPASS", prog, "is writable by other users (mode 0777)"
+		}},
+		{"SSH_ASKPASS a script whose interpreter other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			interp := filepath.Join(open, "sh")
+			prog := filepath.Join(mkdir(t, filepath.Join(b, "bin"), 0o755), "askpass")
+			if err := os.WriteFile(prog, []byte("#!"+interp+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return map[string]string{"SSH_ASKPASS": prog}, "SSH_ASKPASS", open, "is writable by other users (mode 0777)"
+		}},
 		{"GIT_CONFIG_GLOBAL a file in a directory other users may write", inOpen("GIT_CONFIG_GLOBAL", func(open string) string { return filepath.Join(open, "gitconfig") })},
 		{"GIT_TEMPLATE_DIR a directory other users may write", inOpen("GIT_TEMPLATE_DIR", func(open string) string { return open })},
 		{"LD_PROFILE_OUTPUT a directory other users may write", inOpen("LD_PROFILE_OUTPUT", func(open string) string { return open })},
@@ -548,7 +568,9 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 		{"JAVA_TOOL_OPTIONS": "-Xmx64m -Dfile.encoding=UTF-8 -agentlib:jdwp=transport=dt_socket,server=y -javaagent:/usr/share/java/agent.jar=x"},
 		{"LUA_PATH": "/usr/share/lua/5.4/?.lua;/usr/share/lua/5.4/?/init.lua;;", "LUA_INIT": "print('a plugin') -- code, not a path"},
 		{"SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt", "SSL_CERT_DIR": "/etc/ssl/certs", "OPENSSL_CONF": "/etc/ssl/openssl.cnf"},
-		{"CLASSPATH": "/usr/share/java/*", "GEM_PATH": "", "PYTHONSTARTUP": "/tmp/only-an-interactive-python-reads-it.py"}} {
+		{"CLASSPATH": "/usr/share/java/*", "GEM_PATH": "", "PYTHONSTARTUP": "/tmp/only-an-interactive-python-reads-it.py"},
+		// git and ssh look a bare name up in PATH: the plugin's, which holds only root's directories.
+		{"GIT_SSH": "ssh", "GIT_ASKPASS": "git-askpass", "SSH_ASKPASS": "ssh-askpass"}} {
 		t.Run(fmt.Sprintf("a plugin run with %v", env), func(t *testing.T) {
 			b := base(t)
 			prog, err := start(t, b, env)
