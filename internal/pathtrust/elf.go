@@ -32,7 +32,8 @@ import (
 // So for every library it loads, each in turn (deps): a library's own RUNPATH (or RPATH, and
 // then its loaders' RPATHs, as ld.so searches them) and NEEDED paths are held to the same rule,
 // the library being found where ld.so finds it: in those directories, else in the system's
-// (ld.so.cache, or the default directories without one), which are root's. A trusted library in
+// (ld.so.cache, or the default directories without one), each file found there held to the
+// rule too (ldconfig lists whatever directory ld.so.conf names). A trusted library in
 // /usr/lib whose RUNPATH names a directory another user may write brings their code as surely
 // as the program's own RUNPATH would.
 func loaded(path string) *Problem { return loadedWith(path, LoaderEnv{}) }
@@ -232,6 +233,14 @@ func (o loadedObject) deps(prog string, envDirs []string, system **systemLibs) (
 				*system = readSystemLibs()
 			}
 			found = (*system).find(lib)
+			for _, file := range found {
+				// ld.so.cache lists what ldconfig found, in the directories it was given (ld.so.conf,
+				// its includes): a file there another user may write is code of theirs all the same.
+				if pr := makeable(file); pr != nil {
+					pr.ELF, pr.Entry = prog, name(fmt.Sprintf("%s %s, found in the system's libraries", what, lib))
+					return nil, pr
+				}
+			}
 		}
 		for _, file := range found {
 			deps = append(deps, loadedObject{path: file, via: via, inherited: inherited})
