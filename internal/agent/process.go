@@ -134,11 +134,13 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 	}
 	// Checked once, on the PATH the plugin gets: a script's #!/usr/bin/env NAME is looked up
 	// there, never in the directories trustedPATH left out.
-	if err := untrustedProgram(sp.Exec.Command, path, env); err != nil {
+	// The environment first: its variables named, with the script's own $ORIGIN; then the
+	// program, whose loader's check expands $ORIGIN to the ELF program's directory.
+	if err := untrustedEnv(sp.Exec.Command, path, env); err != nil {
 		logf("%v", err)
 		return nil, err
 	}
-	if err := untrustedEnv(sp.Exec.Command, path, env); err != nil {
+	if err := untrustedProgram(sp.Exec.Command, path, env); err != nil {
 		logf("%v", err)
 		return nil, err
 	}
@@ -341,10 +343,10 @@ func UntrustedCommand(sp spec.Plugin) error {
 		return nil
 	}
 	env, _ := trustedPATH(pluginEnv(os.Environ(), sp))
-	if err := untrustedProgram(sp.Exec.Command, path, env); err != nil {
+	if err := untrustedEnv(sp.Exec.Command, path, env); err != nil {
 		return err
 	}
-	return untrustedEnv(sp.Exec.Command, path, env)
+	return untrustedProgram(sp.Exec.Command, path, env)
 }
 
 // loaderEnv are the variables of a plugin's environment that name files or directories the
@@ -441,11 +443,14 @@ func untrustedEnv(command, path string, env []string) error {
 			if v != "" {
 				names = []string{v}
 			}
+		case k == "LD_LIBRARY_PATH":
+			names = pathtrust.LibraryPathEntries(v) // an empty entry is the working directory
+		case k == "CLASSPATH":
+			if v != "" {
+				names = strings.Split(v, ":") // so is one here ("a.jar:", "a.jar::b.jar")
+			}
 		case ok:
 			names = strings.FieldsFunc(v, func(r rune) bool { return strings.ContainsRune(seps, r) })
-			if k == "LD_LIBRARY_PATH" && (v == "" || strings.Contains(v, "::") || strings.ContainsAny(v[:1]+v[len(v)-1:], ":;")) {
-				names = append(names, "") // an empty entry is the working directory
-			}
 			if k == "LD_PRELOAD" || k == "LD_AUDIT" {
 				var expanded []string
 				for _, n := range names {
@@ -650,6 +655,13 @@ func untrustedProgram(command, path string, env []string) error {
 		via := ""
 		if pr.Script != "" {
 			via = fmt.Sprintf(" (the interpreter the #! line of the script %s names)", spec.QuoteName(pr.Script))
+		}
+		if strings.HasPrefix(pr.Entry, "LD_LIBRARY_PATH") {
+			return fmt.Errorf("command %s%s: not run: the ELF program %s%s has its dynamic loader search the plugin's environment's %s, "+
+				"expanding $ORIGIN to that program's directory, and %s %s: another user could put a library there that it loads, their code run as uid %d: "+
+				"make that directory, and every directory on the way, root's and writable by root alone (chown root, chmod go-w), "+
+				"name it by its absolute path, or take LD_LIBRARY_PATH out of the exec block's env",
+				spec.QuoteName(command), found, spec.QuoteName(pr.ELF), via, pr.Entry, spec.QuoteName(pr.Path), pr.Why, os.Geteuid())
 		}
 		if pr.Path == pr.ELF {
 			return fmt.Errorf("command %s%s: not run: the ELF program %s%s: its %s %s: what its dynamic loader loads, as uid %d, would go unchecked: "+

@@ -434,6 +434,20 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 			ok := mkdir(t, filepath.Join(b, "ok"), 0o755)
 			return map[string]string{"LD_LIBRARY_PATH": ok + ":"}, "LD_LIBRARY_PATH", ".", "is relative"
 		}},
+		// ld.so splits on colons and semicolons alike, and searches the working directory for
+		// an empty entry between them; the JVM does for an empty CLASSPATH entry.
+		{"LD_LIBRARY_PATH with an empty entry between a colon and a semicolon", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			return map[string]string{"LD_LIBRARY_PATH": "/usr/lib:;/usr/lib64"}, "LD_LIBRARY_PATH", ".", "is relative"
+		}},
+		{"LD_LIBRARY_PATH with an empty entry between semicolons", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			return map[string]string{"LD_LIBRARY_PATH": "/usr/lib;;/usr/lib64"}, "LD_LIBRARY_PATH", ".", "is relative"
+		}},
+		{"CLASSPATH ending in an empty entry", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			return map[string]string{"CLASSPATH": "/usr/share/java/x.jar:"}, "CLASSPATH", ".", "is relative"
+		}},
+		{"CLASSPATH with an empty entry inside", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			return map[string]string{"CLASSPATH": "/usr/share/java/x.jar::/usr/share/java/y.jar"}, "CLASSPATH", ".", "is relative"
+		}},
 		{"LD_AUDIT of a library another user could make", func(t *testing.T, b string) (map[string]string, string, string, string) {
 			lib := filepath.Join(mkdir(t, filepath.Join(b, "tmp"), 0o777|os.ModeSticky), "audit.so")
 			return map[string]string{"LD_AUDIT": lib}, "LD_AUDIT", lib, "does not exist"
@@ -908,5 +922,43 @@ func patchELF(t *testing.T, path string, patch func([]byte)) {
 	patch(b)
 	if err := os.WriteFile(path, b, 0o755); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// ld.so expands $ORIGIN in LD_LIBRARY_PATH to the ELF program's directory: for a script, its
+// interpreter's, not the script's. The env check expands it to the script's, which is root's,
+// and the loader's check passed over a directory failing the rule: with the interpreter's
+// ../lib writable by any user, the plugin ran, that directory searched for its libraries. Now
+// the loader's check refuses it, naming LD_LIBRARY_PATH and the directory.
+func TestAgentRunsNoScriptWhoseInterpretersORIGINInLD_LIBRARY_PATHAnotherUserMayWrite(t *testing.T) {
+	b := baseDir(t)
+	ibin := mkdir(t, filepath.Join(mkdir(t, filepath.Join(b, "i"), 0o755), "bin"), 0o755)
+	open := mkdir(t, filepath.Join(b, "i", "lib"), 0o777)
+	sh, err := os.ReadFile("/bin/sh")
+	if err != nil {
+		t.Skipf("no /bin/sh to copy as the interpreter: %v", err)
+	}
+	interp := filepath.Join(ibin, "sh")
+	if err := os.WriteFile(interp, sh, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sbin := mkdir(t, filepath.Join(mkdir(t, filepath.Join(b, "s"), 0o755), "bin"), 0o755)
+	mkdir(t, filepath.Join(b, "s", "lib"), 0o755)
+	prog := filepath.Join(sbin, "volctl-test-plugin")
+	if err := os.WriteFile(prog, []byte("#!"+interp+"\ntouch \"$0.ran\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err = startExec(t, prog, map[string]string{"LD_LIBRARY_PATH": "$ORIGIN/../lib"})
+	if err == nil {
+		t.Fatalf("the agent ran %s, whose interpreter %s's loader searches %s (LD_LIBRARY_PATH=$ORIGIN/../lib), writable by any user, as uid %d; want it refused", prog, interp, open, os.Geteuid())
+	}
+	for _, want := range []string{"command " + prog, "not run", "ELF program " + interp, "environment's LD_LIBRARY_PATH entry $ORIGIN/../lib",
+		open + " is writable by other users", "out of the exec block's env"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v\nwant it to say %q", err, want)
+		}
+	}
+	if ranBeside(prog) {
+		t.Error("the program ran")
 	}
 }

@@ -38,11 +38,20 @@ import (
 // as the program's own RUNPATH would.
 func loaded(path string) *Problem { return loadedWith(path, LoaderEnv{}) }
 
+// LibraryPathEntries is the entries of an LD_LIBRARY_PATH as ld.so reads them: separated by
+// colons or semicolons, an empty one ("a::b", "a:;b", a separator first or last) kept, as
+// ld.so searches the working directory for it.
+func LibraryPathEntries(v string) []string {
+	return strings.Split(strings.ReplaceAll(v, ";", ":"), ":")
+}
+
 // loadedWith is loaded of a program run with env: LD_LIBRARY_PATH's directories ld.so searches
 // for each library before a RUNPATH (after an RPATH), and LD_PRELOAD's and LD_AUDIT's libraries
 // it loads first, as the program's first needs (found alike, a path's $ORIGIN, $LIB and
-// $PLATFORM expanded): each library found so is checked and followed as one a RUNPATH finds. A
-// directory another user controls is passed over: the caller refuses it, naming the variable.
+// $PLATFORM expanded): each library found so is checked and followed as one a RUNPATH finds. An
+// LD_LIBRARY_PATH directory another user controls ($ORIGIN being this program's directory, an
+// empty entry the working directory's) is refused, naming it; LD_PRELOAD's and LD_AUDIT's paths
+// are the caller's to refuse, naming the variable.
 func loadedWith(path string, env LoaderEnv) *Problem {
 	f, fd, err := openELF(path)
 	if err != nil {
@@ -70,11 +79,19 @@ func loadedWith(path string, env LoaderEnv) *Problem {
 	var system *systemLibs
 	var envDirs []string
 	if env.LibraryPath != "" {
+		// $ORIGIN is this ELF program's directory: for a script, its interpreter's, not the
+		// script's, which the caller's check of the variable expands it to.
 		exeOrigin := filepath.Dir(realPath(path))
-		for _, entry := range strings.FieldsFunc(env.LibraryPath, func(r rune) bool { return r == ':' || r == ';' }) {
-			if dirs, pr := searchedDirs(entry, exeOrigin); pr == nil {
-				envDirs = append(envDirs, dirs...)
+		for _, entry := range LibraryPathEntries(env.LibraryPath) {
+			dirs, pr := searchedDirs(entry, exeOrigin)
+			if pr != nil {
+				pr.ELF, pr.Entry = path, "LD_LIBRARY_PATH entry "+entry
+				if entry == "" {
+					pr.Entry = "LD_LIBRARY_PATH's empty entry, the working directory,"
+				}
+				return pr
 			}
+			envDirs = append(envDirs, dirs...)
 		}
 	}
 	queue := []loadedObject{{path: path, d: d, preload: env.Preload}}
