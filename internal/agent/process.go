@@ -368,12 +368,15 @@ func UntrustedCommand(sp spec.Plugin) error {
 // PYTHONPYCACHEPREFIX (whose compiled modules it loads), OpenSSL's OPENSSL_CONF (which loads
 // engines and providers), OPENSSL_MODULES and OPENSSL_ENGINES, git's GIT_EXEC_PATH, GIT_SSH,
 // GIT_ASKPASS (and SSH_ASKPASS), GIT_CONFIG_GLOBAL, GIT_CONFIG_SYSTEM (a config runs commands)
-// and GIT_TEMPLATE_DIR (hooks), ld.so's LD_PROFILE_OUTPUT (written); and the trust anchors of
+// and GIT_TEMPLATE_DIR (hooks), ld.so's LD_PROFILE_OUTPUT (written); the trust anchors of
 // TLS, which a plugin's calls to its cloud carry its credentials through: SSL_CERT_FILE and
-// SSL_CERT_DIR (OpenSSL's and Go's), NODE_EXTRA_CA_CERTS, CURL_CA_BUNDLE, REQUESTS_CA_BUNDLE. The
-// rule (docs/agent.md): a variable that a non-interactive program reads a path from, and loads
-// code or its trust from there, is checked; one read only interactively (ENV, PYTHONSTARTUP), or
-// holding a shell command (GIT_SSH_COMMAND), is not.
+// SSL_CERT_DIR (OpenSSL's and Go's), NODE_EXTRA_CA_CERTS, CURL_CA_BUNDLE, REQUESTS_CA_BUNDLE,
+// GIT_SSL_CAINFO, GIT_SSL_CAPATH, AWS_CA_BUNDLE (and the JVM's -Djavax.net.ssl.trustStore=);
+// and the cloud configurations that name the endpoint, the credentials or a credential_process
+// command: AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE, KUBECONFIG,
+// GOOGLE_APPLICATION_CREDENTIALS. These are a list, not every variable any program reads:
+// docs/agent.md says which. A variable read only interactively (ENV, PYTHONSTARTUP), or holding
+// a shell command (GIT_SSH_COMMAND), is not checked.
 var loaderEnv = map[string]string{
 	"LD_PRELOAD": ": ", "LD_AUDIT": ":", "LD_LIBRARY_PATH": ":;", "GCONV_PATH": ":", "LOCPATH": ":",
 	"HOSTALIASES": "", "LD_DEBUG_OUTPUT": "", "MALLOC_TRACE": "", "LD_PROFILE_OUTPUT": "",
@@ -384,7 +387,13 @@ var loaderEnv = map[string]string{
 	"GIT_EXEC_PATH": "", "GIT_SSH": "", "GIT_ASKPASS": "", "SSH_ASKPASS": "", "GIT_CONFIG_GLOBAL": "",
 	"GIT_CONFIG_SYSTEM": "", "GIT_TEMPLATE_DIR": "",
 	"SSL_CERT_FILE": "", "SSL_CERT_DIR": ":", "NODE_EXTRA_CA_CERTS": "", "CURL_CA_BUNDLE": "", "REQUESTS_CA_BUNDLE": "",
+	"GIT_SSL_CAINFO": "", "GIT_SSL_CAPATH": "", "AWS_CA_BUNDLE": "",
+	"AWS_CONFIG_FILE": "", "AWS_SHARED_CREDENTIALS_FILE": "", "KUBECONFIG": ":", "GOOGLE_APPLICATION_CREDENTIALS": "",
 }
+
+// homeEnv are the variables of loaderEnv whose readers (the AWS SDKs) expand a leading ~/ to
+// the home directory: HOME's, of the plugin's environment.
+var homeEnv = map[string]bool{"AWS_CONFIG_FILE": true, "AWS_SHARED_CREDENTIALS_FILE": true}
 
 // javaOptionsEnv are the variables the JVM (or its launcher: JDK_JAVA_OPTIONS) reads options from.
 var javaOptionsEnv = map[string]bool{"JAVA_TOOL_OPTIONS": true, "_JAVA_OPTIONS": true, "JDK_JAVA_OPTIONS": true}
@@ -440,6 +449,14 @@ func untrustedEnv(command, path string, env []string) error {
 				return err
 			}
 		case ok && seps == "":
+			if rest, ok := strings.CutPrefix(v, "~/"); ok && homeEnv[k] {
+				v = "~" // relative, refused, unless HOME names where the SDK looks
+				for _, e := range env {
+					if home, ok := strings.CutPrefix(e, "HOME="); ok && filepath.IsAbs(home) {
+						v = filepath.Join(home, rest)
+					}
+				}
+			}
 			if v != "" {
 				names = []string{v}
 			}
@@ -562,7 +579,8 @@ func optionPaths(k, v string) []string {
 // the launcher, JDK_JAVA_OPTIONS k) have it load code from: -javaagent:JAR and -agentpath:LIB
 // (before their =options), -Xbootclasspath (/a: and /p: too), -cp, -classpath, --class-path,
 // --module-path, --upgrade-module-path, -Djava.class.path=, -Djava.library.path= and
-// -Djava.ext.dirs= (each a list), -XX:VMOptionsFile= and -XX:Flags= (more options), and the
+// -Djava.ext.dirs= (each a list), -Djavax.net.ssl.trustStore= (whom it trusts),
+// -XX:VMOptionsFile= and -XX:Flags= (more options), and the
 // launcher's @argfile. A quote around a word is the JVM's, not the path's. -agentlib:NAME is
 // looked up in the JDK's own directory, root's.
 func javaOptionPaths(k, v string) []string {
@@ -586,7 +604,8 @@ func javaOptionPaths(k, v string) []string {
 				list(strings.Trim(words[i], `"'`))
 			}
 		case strings.HasPrefix(w, "--class-path="), strings.HasPrefix(w, "--module-path="), strings.HasPrefix(w, "--upgrade-module-path="),
-			strings.HasPrefix(w, "-Djava.class.path="), strings.HasPrefix(w, "-Djava.library.path="), strings.HasPrefix(w, "-Djava.ext.dirs="):
+			strings.HasPrefix(w, "-Djava.class.path="), strings.HasPrefix(w, "-Djava.library.path="), strings.HasPrefix(w, "-Djava.ext.dirs="),
+			strings.HasPrefix(w, "-Djavax.net.ssl.trustStore="):
 			_, l, _ := strings.Cut(w, "=")
 			list(l)
 		case strings.HasPrefix(w, "-XX:VMOptionsFile="), strings.HasPrefix(w, "-XX:Flags="):

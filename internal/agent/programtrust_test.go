@@ -524,6 +524,17 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 			}
 			return map[string]string{"SSH_ASKPASS": prog}, "SSH_ASKPASS", open, "is writable by other users (mode 0777)"
 		}},
+		{"GIT_SSL_CAINFO a file in a directory other users may write", inOpen("GIT_SSL_CAINFO", func(open string) string { return filepath.Join(open, "ca.pem") })},
+		{"GIT_SSL_CAPATH a directory other users may write", inOpen("GIT_SSL_CAPATH", func(open string) string { return open })},
+		{"AWS_CA_BUNDLE a file in a directory other users may write", inOpen("AWS_CA_BUNDLE", func(open string) string { return filepath.Join(open, "ca.pem") })},
+		{"AWS_CONFIG_FILE a file in a directory other users may write", inOpen("AWS_CONFIG_FILE", func(open string) string { return filepath.Join(open, "config") })},
+		{"AWS_SHARED_CREDENTIALS_FILE ~/ in a HOME other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"HOME": open, "AWS_SHARED_CREDENTIALS_FILE": "~/credentials"}, "AWS_SHARED_CREDENTIALS_FILE", open, "is writable by other users (mode 0777)"
+		}},
+		{"KUBECONFIG with a file in a directory other users may write", inOpen("KUBECONFIG", func(open string) string { return "/etc/kubernetes/admin.conf:" + filepath.Join(open, "config") })},
+		{"GOOGLE_APPLICATION_CREDENTIALS a file in a directory other users may write", inOpen("GOOGLE_APPLICATION_CREDENTIALS", func(open string) string { return filepath.Join(open, "sa.json") })},
+		{"JAVA_TOOL_OPTIONS -Djavax.net.ssl.trustStore= in a directory other users may write", inOpen("JAVA_TOOL_OPTIONS", func(open string) string { return "-Djavax.net.ssl.trustStore=" + filepath.Join(open, "cacerts") })},
 		{"GIT_CONFIG_GLOBAL a file in a directory other users may write", inOpen("GIT_CONFIG_GLOBAL", func(open string) string { return filepath.Join(open, "gitconfig") })},
 		{"GIT_TEMPLATE_DIR a directory other users may write", inOpen("GIT_TEMPLATE_DIR", func(open string) string { return open })},
 		{"LD_PROFILE_OUTPUT a directory other users may write", inOpen("LD_PROFILE_OUTPUT", func(open string) string { return open })},
@@ -584,7 +595,8 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 		{"SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt", "SSL_CERT_DIR": "/etc/ssl/certs", "OPENSSL_CONF": "/etc/ssl/openssl.cnf"},
 		{"CLASSPATH": "/usr/share/java/*", "GEM_PATH": "", "PYTHONSTARTUP": "/tmp/only-an-interactive-python-reads-it.py"},
 		// git and ssh look a bare name up in PATH: the plugin's, which holds only root's directories.
-		{"GIT_SSH": "ssh", "GIT_ASKPASS": "git-askpass", "SSH_ASKPASS": "ssh-askpass"}} {
+		{"GIT_SSH": "ssh", "GIT_ASKPASS": "git-askpass", "SSH_ASKPASS": "ssh-askpass"},
+		{"HOME": "/root", "AWS_CONFIG_FILE": "~/.aws/config", "KUBECONFIG": "/etc/kubernetes/admin.conf"}} {
 		t.Run(fmt.Sprintf("a plugin run with %v", env), func(t *testing.T) {
 			b := base(t)
 			prog, err := start(t, b, env)
