@@ -134,11 +134,13 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 	}
 	// Checked once, on the PATH the plugin gets: a script's #!/usr/bin/env NAME is looked up
 	// there, never in the directories trustedPATH left out.
-	if err := untrustedProgram(sp.Exec.Command, path, env); err != nil {
+	// The environment first: its variables named, with the script's own $ORIGIN; then the
+	// program, whose loader's check expands $ORIGIN to the ELF program's directory.
+	if err := untrustedEnv(sp.Exec.Command, path, env); err != nil {
 		logf("%v", err)
 		return nil, err
 	}
-	if err := untrustedEnv(sp.Exec.Command, path, env); err != nil {
+	if err := untrustedProgram(sp.Exec.Command, path, env); err != nil {
 		logf("%v", err)
 		return nil, err
 	}
@@ -341,10 +343,10 @@ func UntrustedCommand(sp spec.Plugin) error {
 		return nil
 	}
 	env, _ := trustedPATH(pluginEnv(os.Environ(), sp))
-	if err := untrustedProgram(sp.Exec.Command, path, env); err != nil {
+	if err := untrustedEnv(sp.Exec.Command, path, env); err != nil {
 		return err
 	}
-	return untrustedEnv(sp.Exec.Command, path, env)
+	return untrustedProgram(sp.Exec.Command, path, env)
 }
 
 // loaderEnv are the variables of a plugin's environment that name files or directories the
@@ -366,12 +368,15 @@ func UntrustedCommand(sp spec.Plugin) error {
 // PYTHONPYCACHEPREFIX (whose compiled modules it loads), OpenSSL's OPENSSL_CONF (which loads
 // engines and providers), OPENSSL_MODULES and OPENSSL_ENGINES, git's GIT_EXEC_PATH, GIT_SSH,
 // GIT_ASKPASS (and SSH_ASKPASS), GIT_CONFIG_GLOBAL, GIT_CONFIG_SYSTEM (a config runs commands)
-// and GIT_TEMPLATE_DIR (hooks), ld.so's LD_PROFILE_OUTPUT (written); and the trust anchors of
+// and GIT_TEMPLATE_DIR (hooks), ld.so's LD_PROFILE_OUTPUT (written); the trust anchors of
 // TLS, which a plugin's calls to its cloud carry its credentials through: SSL_CERT_FILE and
-// SSL_CERT_DIR (OpenSSL's and Go's), NODE_EXTRA_CA_CERTS, CURL_CA_BUNDLE, REQUESTS_CA_BUNDLE. The
-// rule (docs/agent.md): a variable that a non-interactive program reads a path from, and loads
-// code or its trust from there, is checked; one read only interactively (ENV, PYTHONSTARTUP), or
-// holding a shell command (GIT_SSH_COMMAND), is not.
+// SSL_CERT_DIR (OpenSSL's and Go's), NODE_EXTRA_CA_CERTS, CURL_CA_BUNDLE, REQUESTS_CA_BUNDLE,
+// GIT_SSL_CAINFO, GIT_SSL_CAPATH, AWS_CA_BUNDLE (and the JVM's -Djavax.net.ssl.trustStore=);
+// and the cloud configurations that name the endpoint, the credentials or a credential_process
+// command: AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE, KUBECONFIG,
+// GOOGLE_APPLICATION_CREDENTIALS. These are a list, not every variable any program reads:
+// docs/agent.md says which. A variable read only interactively (ENV, PYTHONSTARTUP), or holding
+// a shell command (GIT_SSH_COMMAND), is not checked.
 var loaderEnv = map[string]string{
 	"LD_PRELOAD": ": ", "LD_AUDIT": ":", "LD_LIBRARY_PATH": ":;", "GCONV_PATH": ":", "LOCPATH": ":",
 	"HOSTALIASES": "", "LD_DEBUG_OUTPUT": "", "MALLOC_TRACE": "", "LD_PROFILE_OUTPUT": "",
@@ -382,7 +387,13 @@ var loaderEnv = map[string]string{
 	"GIT_EXEC_PATH": "", "GIT_SSH": "", "GIT_ASKPASS": "", "SSH_ASKPASS": "", "GIT_CONFIG_GLOBAL": "",
 	"GIT_CONFIG_SYSTEM": "", "GIT_TEMPLATE_DIR": "",
 	"SSL_CERT_FILE": "", "SSL_CERT_DIR": ":", "NODE_EXTRA_CA_CERTS": "", "CURL_CA_BUNDLE": "", "REQUESTS_CA_BUNDLE": "",
+	"GIT_SSL_CAINFO": "", "GIT_SSL_CAPATH": "", "AWS_CA_BUNDLE": "",
+	"AWS_CONFIG_FILE": "", "AWS_SHARED_CREDENTIALS_FILE": "", "KUBECONFIG": ":", "GOOGLE_APPLICATION_CREDENTIALS": "",
 }
+
+// homeEnv are the variables of loaderEnv whose readers (the AWS SDKs) expand a leading ~/ to
+// the home directory: HOME's, of the plugin's environment.
+var homeEnv = map[string]bool{"AWS_CONFIG_FILE": true, "AWS_SHARED_CREDENTIALS_FILE": true}
 
 // javaOptionsEnv are the variables the JVM (or its launcher: JDK_JAVA_OPTIONS) reads options from.
 var javaOptionsEnv = map[string]bool{"JAVA_TOOL_OPTIONS": true, "_JAVA_OPTIONS": true, "JDK_JAVA_OPTIONS": true}
@@ -433,15 +444,30 @@ func untrustedEnv(command, path string, env []string) error {
 			return fmt.Errorf("command %s: not run: the plugin's environment's %s holds what the shell expands ($ or `) before it runs the file it names, "+
 				"so what a shell plugin runs first cannot be checked: name the file by a plain absolute path, or take %s out of the exec block's env",
 				spec.QuoteName(command), k, k)
+		case runEnv[k]:
+			if err := untrustedRun(command, k, v, env); err != nil {
+				return err
+			}
 		case ok && seps == "":
+			if rest, ok := strings.CutPrefix(v, "~/"); ok && homeEnv[k] {
+				v = "~" // relative, refused, unless HOME names where the SDK looks
+				for _, e := range env {
+					if home, ok := strings.CutPrefix(e, "HOME="); ok && filepath.IsAbs(home) {
+						v = filepath.Join(home, rest)
+					}
+				}
+			}
 			if v != "" {
 				names = []string{v}
 			}
+		case k == "LD_LIBRARY_PATH":
+			names = pathtrust.LibraryPathEntries(v) // an empty entry is the working directory
+		case k == "CLASSPATH":
+			if v != "" {
+				names = strings.Split(v, ":") // so is one here ("a.jar:", "a.jar::b.jar")
+			}
 		case ok:
 			names = strings.FieldsFunc(v, func(r rune) bool { return strings.ContainsRune(seps, r) })
-			if k == "LD_LIBRARY_PATH" && (v == "" || strings.Contains(v, "::") || strings.ContainsAny(v[:1]+v[len(v)-1:], ":;")) {
-				names = append(names, "") // an empty entry is the working directory
-			}
 			if k == "LD_PRELOAD" || k == "LD_AUDIT" {
 				var expanded []string
 				for _, n := range names {
@@ -553,7 +579,8 @@ func optionPaths(k, v string) []string {
 // the launcher, JDK_JAVA_OPTIONS k) have it load code from: -javaagent:JAR and -agentpath:LIB
 // (before their =options), -Xbootclasspath (/a: and /p: too), -cp, -classpath, --class-path,
 // --module-path, --upgrade-module-path, -Djava.class.path=, -Djava.library.path= and
-// -Djava.ext.dirs= (each a list), -XX:VMOptionsFile= and -XX:Flags= (more options), and the
+// -Djava.ext.dirs= (each a list), -Djavax.net.ssl.trustStore= (whom it trusts),
+// -XX:VMOptionsFile= and -XX:Flags= (more options), and the
 // launcher's @argfile. A quote around a word is the JVM's, not the path's. -agentlib:NAME is
 // looked up in the JDK's own directory, root's.
 func javaOptionPaths(k, v string) []string {
@@ -577,7 +604,8 @@ func javaOptionPaths(k, v string) []string {
 				list(strings.Trim(words[i], `"'`))
 			}
 		case strings.HasPrefix(w, "--class-path="), strings.HasPrefix(w, "--module-path="), strings.HasPrefix(w, "--upgrade-module-path="),
-			strings.HasPrefix(w, "-Djava.class.path="), strings.HasPrefix(w, "-Djava.library.path="), strings.HasPrefix(w, "-Djava.ext.dirs="):
+			strings.HasPrefix(w, "-Djava.class.path="), strings.HasPrefix(w, "-Djava.library.path="), strings.HasPrefix(w, "-Djava.ext.dirs="),
+			strings.HasPrefix(w, "-Djavax.net.ssl.trustStore="):
 			_, l, _ := strings.Cut(w, "=")
 			list(l)
 		case strings.HasPrefix(w, "-XX:VMOptionsFile="), strings.HasPrefix(w, "-XX:Flags="):
@@ -633,19 +661,7 @@ func luaPaths(k, v string) []string {
 // preloaded library's RUNPATH that they control, is refused as one the program's RUNPATH finds
 // is; the directories and the preloads' paths themselves are untrustedEnv's.
 func untrustedProgram(command, path string, env []string) error {
-	envPath := pathtrust.DefaultExecPath // none in env: what env(1) searches then
-	var loader pathtrust.LoaderEnv
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		switch k {
-		case "PATH":
-			envPath = v // the plugin's (trustedPATH's): never set empty
-		case "LD_LIBRARY_PATH":
-			loader.LibraryPath = v
-		case "LD_PRELOAD", "LD_AUDIT":
-			loader.Preload = append(loader.Preload, strings.FieldsFunc(v, func(r rune) bool { return strings.ContainsRune(loaderEnv[k], r) })...)
-		}
-	}
+	envPath, loader := programEnv(env)
 	pr := pathtrust.Program(command, path, envPath, loader)
 	if pr == nil {
 		return nil
@@ -658,6 +674,13 @@ func untrustedProgram(command, path string, env []string) error {
 		via := ""
 		if pr.Script != "" {
 			via = fmt.Sprintf(" (the interpreter the #! line of the script %s names)", spec.QuoteName(pr.Script))
+		}
+		if strings.HasPrefix(pr.Entry, "LD_LIBRARY_PATH") {
+			return fmt.Errorf("command %s%s: not run: the ELF program %s%s has its dynamic loader search the plugin's environment's %s, "+
+				"expanding $ORIGIN to that program's directory, and %s %s: another user could put a library there that it loads, their code run as uid %d: "+
+				"make that directory, and every directory on the way, root's and writable by root alone (chown root, chmod go-w), "+
+				"name it by its absolute path, or take LD_LIBRARY_PATH out of the exec block's env",
+				spec.QuoteName(command), found, spec.QuoteName(pr.ELF), via, pr.Entry, spec.QuoteName(pr.Path), pr.Why, os.Geteuid())
 		}
 		if pr.Path == pr.ELF {
 			return fmt.Errorf("command %s%s: not run: the ELF program %s%s: its %s %s: what its dynamic loader loads, as uid %d, would go unchecked: "+
@@ -695,6 +718,73 @@ func untrustedProgram(command, path string, env []string) error {
 		"make it and every directory on the way root's and writable by root alone (chown root, chmod go-w), "+
 		"or install the plugin where only root may write, such as /usr/local/bin, and name it there",
 		spec.QuoteName(command), found, spec.QuoteName(pr.Path), pr.Why, os.Geteuid())
+}
+
+// programEnv is what of env decides which programs and libraries the plugin and what it runs
+// by name load: its PATH (DefaultExecPath, what execvp(3) searches, when it has none) and the
+// dynamic loader's variables.
+func programEnv(env []string) (envPath string, loader pathtrust.LoaderEnv) {
+	envPath = pathtrust.DefaultExecPath
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "PATH":
+			envPath = v // the plugin's (trustedPATH's): never set empty
+		case "LD_LIBRARY_PATH":
+			loader.LibraryPath = v
+		case "LD_PRELOAD", "LD_AUDIT":
+			loader.Preload = append(loader.Preload, strings.FieldsFunc(v, func(r rune) bool { return strings.ContainsRune(loaderEnv[k], r) })...)
+		}
+	}
+	return envPath, loader
+}
+
+// runEnv are the variables of loaderEnv that name a program the plugin (git, ssh) runs: a bare
+// name is looked up in the plugin's PATH, as git and ssh do, and the program is checked as the
+// plugin's own is (pathtrust.Program, pathtrust.LookedUp).
+var runEnv = map[string]bool{"GIT_SSH": true, "GIT_ASKPASS": true, "SSH_ASKPASS": true}
+
+// untrustedRun refuses the program the variable k names, v, run by the plugin's command with
+// env: nil when only root or this user may change it, or v names nothing.
+func untrustedRun(command, k, v string, env []string) error {
+	if v == "" {
+		return nil // git and ssh take an empty one as unset
+	}
+	envPath, loader := programEnv(env)
+	found := v
+	var pr *pathtrust.Problem
+	switch {
+	case !strings.Contains(v, "/"):
+		found, pr = pathtrust.LookedUp(v, envPath, loader)
+	case filepath.IsAbs(v):
+		if pr = pathtrust.Source(v); pr == nil {
+			pr = pathtrust.Program(v, v, envPath, loader)
+		}
+	default:
+		pr = pathtrust.Source(v) // relative: the working directory's
+	}
+	if pr == nil {
+		return nil
+	}
+	at, fix := "", "make it and every directory on the way root's and writable by root alone (chown root, chmod go-w)"
+	if found != "" && found != v {
+		at = fmt.Sprintf(" (found at %s in the plugin's PATH)", spec.QuoteName(found))
+	}
+	if pr.Shadowed != "" {
+		at = fmt.Sprintf(" (looked up in the plugin's PATH, which searches %s first)", spec.QuoteName(pr.Path))
+		fix = "take that directory out of the plugin's PATH, or make it root's and writable by root alone"
+	} else if !filepath.IsAbs(v) && strings.Contains(v, "/") {
+		fix = "name it by its absolute path, or by a bare name found in the plugin's PATH"
+	}
+	via := ""
+	if pr.ELF != "" && pr.Entry != "" {
+		via = fmt.Sprintf(" (the %s of %s)", pr.Entry, spec.QuoteName(pr.ELF))
+	} else if pr.Script != "" {
+		via = fmt.Sprintf(" (on the way to the interpreter the #! line of %s names)", spec.QuoteName(pr.Script))
+	}
+	return fmt.Errorf("command %s: not run: the plugin's environment's %s names the program %s%s, which it runs, and %s %s%s: "+
+		"another user could change what runs as uid %d: %s, or take %s out of the exec block's env",
+		spec.QuoteName(command), k, spec.QuoteName(v), at, spec.QuoteName(pr.Path), pr.Why, via, os.Geteuid(), fix, k)
 }
 
 // pluginEnv is the environment a plugin runs with: of base, the agent's, only what names the

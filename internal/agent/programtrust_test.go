@@ -434,6 +434,20 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 			ok := mkdir(t, filepath.Join(b, "ok"), 0o755)
 			return map[string]string{"LD_LIBRARY_PATH": ok + ":"}, "LD_LIBRARY_PATH", ".", "is relative"
 		}},
+		// ld.so splits on colons and semicolons alike, and searches the working directory for
+		// an empty entry between them; the JVM does for an empty CLASSPATH entry.
+		{"LD_LIBRARY_PATH with an empty entry between a colon and a semicolon", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			return map[string]string{"LD_LIBRARY_PATH": "/usr/lib:;/usr/lib64"}, "LD_LIBRARY_PATH", ".", "is relative"
+		}},
+		{"LD_LIBRARY_PATH with an empty entry between semicolons", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			return map[string]string{"LD_LIBRARY_PATH": "/usr/lib;;/usr/lib64"}, "LD_LIBRARY_PATH", ".", "is relative"
+		}},
+		{"CLASSPATH ending in an empty entry", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			return map[string]string{"CLASSPATH": "/usr/share/java/x.jar:"}, "CLASSPATH", ".", "is relative"
+		}},
+		{"CLASSPATH with an empty entry inside", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			return map[string]string{"CLASSPATH": "/usr/share/java/x.jar::/usr/share/java/y.jar"}, "CLASSPATH", ".", "is relative"
+		}},
 		{"LD_AUDIT of a library another user could make", func(t *testing.T, b string) (map[string]string, string, string, string) {
 			lib := filepath.Join(mkdir(t, filepath.Join(b, "tmp"), 0o777|os.ModeSticky), "audit.so")
 			return map[string]string{"LD_AUDIT": lib}, "LD_AUDIT", lib, "does not exist"
@@ -490,6 +504,37 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 		{"GIT_EXEC_PATH a directory other users may write", inOpen("GIT_EXEC_PATH", func(open string) string { return open })},
 		{"GIT_SSH a program in a directory other users may write", inOpen("GIT_SSH", func(open string) string { return filepath.Join(open, "ssh") })},
 		{"GIT_ASKPASS a program in a directory other users may write", inOpen("GIT_ASKPASS", func(open string) string { return filepath.Join(open, "askpass") })},
+		{"GIT_ASKPASS a bare name found in the plugin's PATH, writable by other users", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			bin := mkdir(t, filepath.Join(b, "bin"), 0o755)
+			prog := filepath.Join(bin, "askpass")
+			if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(prog, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			return map[string]string{"PATH": bin + ":/usr/bin:/bin", "GIT_ASKPASS": "askpass"}, "GIT_ASKPASS", prog, "is writable by other users (mode 0777)"
+		}},
+		{"SSH_ASKPASS a script whose interpreter other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			interp := filepath.Join(open, "sh")
+			prog := filepath.Join(mkdir(t, filepath.Join(b, "bin"), 0o755), "askpass")
+			if err := os.WriteFile(prog, []byte("#!"+interp+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return map[string]string{"SSH_ASKPASS": prog}, "SSH_ASKPASS", open, "is writable by other users (mode 0777)"
+		}},
+		{"GIT_SSL_CAINFO a file in a directory other users may write", inOpen("GIT_SSL_CAINFO", func(open string) string { return filepath.Join(open, "ca.pem") })},
+		{"GIT_SSL_CAPATH a directory other users may write", inOpen("GIT_SSL_CAPATH", func(open string) string { return open })},
+		{"AWS_CA_BUNDLE a file in a directory other users may write", inOpen("AWS_CA_BUNDLE", func(open string) string { return filepath.Join(open, "ca.pem") })},
+		{"AWS_CONFIG_FILE a file in a directory other users may write", inOpen("AWS_CONFIG_FILE", func(open string) string { return filepath.Join(open, "config") })},
+		{"AWS_SHARED_CREDENTIALS_FILE ~/ in a HOME other users may write", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			open := mkdir(t, filepath.Join(b, "open"), 0o777)
+			return map[string]string{"HOME": open, "AWS_SHARED_CREDENTIALS_FILE": "~/credentials"}, "AWS_SHARED_CREDENTIALS_FILE", open, "is writable by other users (mode 0777)"
+		}},
+		{"KUBECONFIG with a file in a directory other users may write", inOpen("KUBECONFIG", func(open string) string { return "/etc/kubernetes/admin.conf:" + filepath.Join(open, "config") })},
+		{"GOOGLE_APPLICATION_CREDENTIALS a file in a directory other users may write", inOpen("GOOGLE_APPLICATION_CREDENTIALS", func(open string) string { return filepath.Join(open, "sa.json") })},
+		{"JAVA_TOOL_OPTIONS -Djavax.net.ssl.trustStore= in a directory other users may write", inOpen("JAVA_TOOL_OPTIONS", func(open string) string { return "-Djavax.net.ssl.trustStore=" + filepath.Join(open, "cacerts") })},
 		{"GIT_CONFIG_GLOBAL a file in a directory other users may write", inOpen("GIT_CONFIG_GLOBAL", func(open string) string { return filepath.Join(open, "gitconfig") })},
 		{"GIT_TEMPLATE_DIR a directory other users may write", inOpen("GIT_TEMPLATE_DIR", func(open string) string { return open })},
 		{"LD_PROFILE_OUTPUT a directory other users may write", inOpen("LD_PROFILE_OUTPUT", func(open string) string { return open })},
@@ -548,7 +593,10 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 		{"JAVA_TOOL_OPTIONS": "-Xmx64m -Dfile.encoding=UTF-8 -agentlib:jdwp=transport=dt_socket,server=y -javaagent:/usr/share/java/agent.jar=x"},
 		{"LUA_PATH": "/usr/share/lua/5.4/?.lua;/usr/share/lua/5.4/?/init.lua;;", "LUA_INIT": "print('a plugin') -- code, not a path"},
 		{"SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt", "SSL_CERT_DIR": "/etc/ssl/certs", "OPENSSL_CONF": "/etc/ssl/openssl.cnf"},
-		{"CLASSPATH": "/usr/share/java/*", "GEM_PATH": "", "PYTHONSTARTUP": "/tmp/only-an-interactive-python-reads-it.py"}} {
+		{"CLASSPATH": "/usr/share/java/*", "GEM_PATH": "", "PYTHONSTARTUP": "/tmp/only-an-interactive-python-reads-it.py"},
+		// git and ssh look a bare name up in PATH: the plugin's, which holds only root's directories.
+		{"GIT_SSH": "ssh", "GIT_ASKPASS": "git-askpass", "SSH_ASKPASS": "ssh-askpass"},
+		{"HOME": "/root", "AWS_CONFIG_FILE": "~/.aws/config", "KUBECONFIG": "/etc/kubernetes/admin.conf"}} {
 		t.Run(fmt.Sprintf("a plugin run with %v", env), func(t *testing.T) {
 			b := base(t)
 			prog, err := start(t, b, env)
@@ -886,5 +934,43 @@ func patchELF(t *testing.T, path string, patch func([]byte)) {
 	patch(b)
 	if err := os.WriteFile(path, b, 0o755); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// ld.so expands $ORIGIN in LD_LIBRARY_PATH to the ELF program's directory: for a script, its
+// interpreter's, not the script's. The env check expands it to the script's, which is root's,
+// and the loader's check passed over a directory failing the rule: with the interpreter's
+// ../lib writable by any user, the plugin ran, that directory searched for its libraries. Now
+// the loader's check refuses it, naming LD_LIBRARY_PATH and the directory.
+func TestAgentRunsNoScriptWhoseInterpretersORIGINInLD_LIBRARY_PATHAnotherUserMayWrite(t *testing.T) {
+	b := baseDir(t)
+	ibin := mkdir(t, filepath.Join(mkdir(t, filepath.Join(b, "i"), 0o755), "bin"), 0o755)
+	open := mkdir(t, filepath.Join(b, "i", "lib"), 0o777)
+	sh, err := os.ReadFile("/bin/sh")
+	if err != nil {
+		t.Skipf("no /bin/sh to copy as the interpreter: %v", err)
+	}
+	interp := filepath.Join(ibin, "sh")
+	if err := os.WriteFile(interp, sh, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sbin := mkdir(t, filepath.Join(mkdir(t, filepath.Join(b, "s"), 0o755), "bin"), 0o755)
+	mkdir(t, filepath.Join(b, "s", "lib"), 0o755)
+	prog := filepath.Join(sbin, "volctl-test-plugin")
+	if err := os.WriteFile(prog, []byte("#!"+interp+"\ntouch \"$0.ran\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err = startExec(t, prog, map[string]string{"LD_LIBRARY_PATH": "$ORIGIN/../lib"})
+	if err == nil {
+		t.Fatalf("the agent ran %s, whose interpreter %s's loader searches %s (LD_LIBRARY_PATH=$ORIGIN/../lib), writable by any user, as uid %d; want it refused", prog, interp, open, os.Geteuid())
+	}
+	for _, want := range []string{"command " + prog, "not run", "ELF program " + interp, "environment's LD_LIBRARY_PATH entry $ORIGIN/../lib",
+		open + " is writable by other users", "out of the exec block's env"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v\nwant it to say %q", err, want)
+		}
+	}
+	if ranBeside(prog) {
+		t.Error("the program ran")
 	}
 }

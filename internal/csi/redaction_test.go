@@ -328,7 +328,7 @@ func TestShortSecretScrubbedAsAWord(t *testing.T) {
 // plugin, or the mount helper it runs, echoes the value of a key=value flag alone as often
 // ("password FLAG-SENTINEL-0815 rejected for user alice"), and that reached the error volctl
 // stores in the claim and prints: the value of a flag whose key names a secret (password,
-// secret, token, credentials, key, ...) is scrubbed wherever it stands, not the value of one
+// secret, token, key, ...) is scrubbed wherever it stands, not the value of one
 // whose key names none (uid=1000 is left as it is: "1000" is in many a message).
 func TestMountFlagsSecretValueScrubbedAlone(t *testing.T) {
 	h := newHarness(t, csitest.DefaultMemConfig())
@@ -361,7 +361,15 @@ func TestMountFlagsSecretValueScrubbedAlone(t *testing.T) {
 		{"Password2=hunter2", []string{"hunter2"}},
 		{"username=alice,password=S3cr3tPw,uid=1000", []string{"S3cr3tPw"}},
 		{"secret=AQBh2vRe", []string{"AQBh2vRe"}},
-		{"credentials=/etc/smb/creds", []string{"/etc/smb/creds"}},
+		// A key naming a file holds a path, which "could not open credentials file ..." needs.
+		{"credentials=/etc/cifs.cred", nil},
+		{"name=admin,secretfile=/etc/ceph/admin.secret", nil},
+		{"passwd_file=/etc/passwd-s3fs,keyring=/etc/ceph/ceph.keyring", nil},
+		// cifs's user=NAME%PASSWORD, ecryptfs's key=passphrase:passphrase_passwd=...
+		{"user=alice%pw-9317,uid=1000", []string{"pw-9317"}},
+		{"username=alice", nil},
+		{"key=passphrase:passphrase_passwd=pw-4471", []string{"passphrase:passphrase_passwd=pw-4471", "pw-4471"}},
+		{"key=passphrase:passphrase_passwd_file=/root/pp", []string{"passphrase:passphrase_passwd_file=/root/pp"}},
 		{"api_token=tok-123", []string{"tok-123"}},
 		{"uid=1000", nil},
 		{"sec=krb5", nil},

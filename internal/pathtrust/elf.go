@@ -32,16 +32,26 @@ import (
 // So for every library it loads, each in turn (deps): a library's own RUNPATH (or RPATH, and
 // then its loaders' RPATHs, as ld.so searches them) and NEEDED paths are held to the same rule,
 // the library being found where ld.so finds it: in those directories, else in the system's
-// (ld.so.cache, or the default directories without one), which are root's. A trusted library in
+// (ld.so.cache, or the default directories without one), each file found there held to the
+// rule too (ldconfig lists whatever directory ld.so.conf names). A trusted library in
 // /usr/lib whose RUNPATH names a directory another user may write brings their code as surely
 // as the program's own RUNPATH would.
 func loaded(path string) *Problem { return loadedWith(path, LoaderEnv{}) }
 
+// LibraryPathEntries is the entries of an LD_LIBRARY_PATH as ld.so reads them: separated by
+// colons or semicolons, an empty one ("a::b", "a:;b", a separator first or last) kept, as
+// ld.so searches the working directory for it.
+func LibraryPathEntries(v string) []string {
+	return strings.Split(strings.ReplaceAll(v, ";", ":"), ":")
+}
+
 // loadedWith is loaded of a program run with env: LD_LIBRARY_PATH's directories ld.so searches
 // for each library before a RUNPATH (after an RPATH), and LD_PRELOAD's and LD_AUDIT's libraries
 // it loads first, as the program's first needs (found alike, a path's $ORIGIN, $LIB and
-// $PLATFORM expanded): each library found so is checked and followed as one a RUNPATH finds. A
-// directory another user controls is passed over: the caller refuses it, naming the variable.
+// $PLATFORM expanded): each library found so is checked and followed as one a RUNPATH finds. An
+// LD_LIBRARY_PATH directory another user controls ($ORIGIN being this program's directory, an
+// empty entry the working directory's) is refused, naming it; LD_PRELOAD's and LD_AUDIT's paths
+// are the caller's to refuse, naming the variable.
 func loadedWith(path string, env LoaderEnv) *Problem {
 	f, fd, err := openELF(path)
 	if err != nil {
@@ -69,11 +79,19 @@ func loadedWith(path string, env LoaderEnv) *Problem {
 	var system *systemLibs
 	var envDirs []string
 	if env.LibraryPath != "" {
+		// $ORIGIN is this ELF program's directory: for a script, its interpreter's, not the
+		// script's, which the caller's check of the variable expands it to.
 		exeOrigin := filepath.Dir(realPath(path))
-		for _, entry := range strings.FieldsFunc(env.LibraryPath, func(r rune) bool { return r == ':' || r == ';' }) {
-			if dirs, pr := searchedDirs(entry, exeOrigin); pr == nil {
-				envDirs = append(envDirs, dirs...)
+		for _, entry := range LibraryPathEntries(env.LibraryPath) {
+			dirs, pr := searchedDirs(entry, exeOrigin)
+			if pr != nil {
+				pr.ELF, pr.Entry = path, "LD_LIBRARY_PATH entry "+entry
+				if entry == "" {
+					pr.Entry = "LD_LIBRARY_PATH's empty entry, the working directory,"
+				}
+				return pr
 			}
+			envDirs = append(envDirs, dirs...)
 		}
 	}
 	queue := []loadedObject{{path: path, d: d, preload: env.Preload}}
@@ -232,6 +250,14 @@ func (o loadedObject) deps(prog string, envDirs []string, system **systemLibs) (
 				*system = readSystemLibs()
 			}
 			found = (*system).find(lib)
+			for _, file := range found {
+				// ld.so.cache lists what ldconfig found, in the directories it was given (ld.so.conf,
+				// its includes): a file there another user may write is code of theirs all the same.
+				if pr := makeable(file); pr != nil {
+					pr.ELF, pr.Entry = prog, name(fmt.Sprintf("%s %s, found in the system's libraries", what, lib))
+					return nil, pr
+				}
+			}
 		}
 		for _, file := range found {
 			deps = append(deps, loadedObject{path: file, via: via, inherited: inherited})

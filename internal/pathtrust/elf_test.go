@@ -175,6 +175,41 @@ func TestLoadedFollowsTheSystemsLibrariesRUNPATH(t *testing.T) {
 	}
 }
 
+// ld.so.cache lists what ldconfig found in the directories ld.so.conf names, whoever may write
+// them: a library the cache finds in a directory another user may write is their code in the
+// program. Before, a library found through the cache (or the default directories) was followed
+// but never itself checked: the program passed. Now it is refused, naming the NEEDED entry.
+func TestLoadedChecksALibraryFoundInTheSystemsLibraries(t *testing.T) {
+	base := t.TempDir()
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	open := filepath.Join(base, "open")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const lib = "int volctl_test_lib(void) { return 0; }\n"
+	const prog = "int volctl_test_lib(void);\nint main(void) { return volctl_test_lib(); }\n"
+	cc(t, filepath.Join(open, "libvtopen.so"), lib, "-shared", "-fPIC")
+	bad := filepath.Join(base, "bad")
+	cc(t, bad, prog, "-L"+open, "-lvtopen")
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(base, "ld.so.cache")
+	writeLdCache(t, cache, map[string]string{"libvtopen.so": filepath.Join(open, "libvtopen.so")})
+	old := ldCache
+	ldCache = cache
+	t.Cleanup(func() { ldCache = old })
+	pr := loaded(bad)
+	if pr == nil {
+		t.Fatalf("loaded(%s) = nil: ld.so.cache finds its library in %s, which any user may write; want it named", bad, open)
+	}
+	if want := "NEEDED libvtopen.so, found in the system's libraries"; pr.Entry != want || pr.Path != open || pr.ELF != bad || !strings.Contains(pr.Why, "writable by other users") {
+		t.Errorf("loaded(%s) = %+v, want %s named writable by other users, Entry %q", bad, *pr, open, want)
+	}
+}
+
 // The system's own programs, each with the libraries it loads and theirs, are root's: none is
 // refused (the check follows every library's RUNPATH and NEEDED, and a false refusal would
 // keep a plugin from starting).

@@ -505,10 +505,8 @@ func program(path, envPath string, env LoaderEnv, depth int) *Problem {
 		if pr = program(interp, envPath, env, depth+1); pr == nil {
 			if strings.Contains(name, "/") {
 				pr = program(name, envPath, env, depth+1)
-			} else if found, ok := lookPath(name, envPath); !ok {
-				pr = shadowed(name, "", envPath, true)
-			} else if pr = shadowed(name, filepath.Dir(found), envPath, true); pr == nil {
-				pr = program(found, envPath, env, depth+1)
+			} else {
+				_, pr = lookedUp(name, envPath, env, depth+1)
 			}
 		}
 	} else {
@@ -518,6 +516,27 @@ func program(path, envPath string, env LoaderEnv, depth int) *Problem {
 		pr.Script = path
 	}
 	return pr
+}
+
+// LookedUp is Program of the program another one runs by name (git's GIT_SSH=ssh, its
+// GIT_ASKPASS), looked up in envPath (the PATH the program is given) as execvp(3) does: found is
+// where, "" when no directory of envPath has it; the problem is a directory searched before
+// found's that another user could put a program of that name in (Shadowed names it), or found
+// itself, a script's interpreter, an ELF program's libraries, as Program's.
+func LookedUp(name, envPath string, env LoaderEnv) (found string, pr *Problem) {
+	return lookedUp(name, envPath, env, 0)
+}
+
+// lookedUp is LookedUp of a program reached through depth #! lines.
+func lookedUp(name, envPath string, env LoaderEnv, depth int) (string, *Problem) {
+	found, ok := lookPath(name, envPath)
+	if !ok {
+		return "", shadowed(name, "", envPath, true)
+	}
+	if pr := shadowed(name, filepath.Dir(found), envPath, true); pr != nil {
+		return found, pr
+	}
+	return found, program(found, envPath, env, depth)
 }
 
 // shadowed is what another user controls of the directories of pathList searched for name

@@ -118,23 +118,49 @@ func ShownMountFlag(flag string) bool { return slices.Contains(loosening, string
 
 // MountFlagSecrets is the values, in flag (one flag, or several items joined by commas:
 // "username=alice,password=..."), of the items whose key names a secret (password, passwd,
-// pwd, secret, token, credentials, key: "password=hunter2" gives "hunter2"), each a secret of
-// its own: a plugin, or the mount helper it runs, echoes the value without its key ("password
-// hunter2 rejected") as often as the whole flag, which alone is scrubbed otherwise. The value of
-// an item whose key names none (uid=1000, sec=krb5) is not one: "1000" is in many a message.
+// pwd, secret, token, key: "password=hunter2" gives "hunter2"), each a secret of its own: a
+// plugin, or the mount helper it runs, echoes the value without its key ("password hunter2
+// rejected") as often as the whole flag, which alone is scrubbed otherwise. So is the password
+// of cifs's user=NAME%PASSWORD, and each value within a value of key=value pieces joined by
+// colons whose key names a secret (ecryptfs's key=passphrase:passphrase_passwd=...). The value
+// of an item whose key names none (uid=1000, sec=krb5) is not one: "1000" is in many a message.
+// Nor is that of a key naming a file that holds the secret (cifs's credentials=, ceph's
+// secretfile= and keyring=, s3fs's passwd_file=, any *file=): it is a path, which the helper's
+// "could not open credentials file /etc/cifs.cred" needs to say what to fix. Keys, not values,
+// decide: a password may start with a slash as well as a path.
 func MountFlagSecrets(flag string) []string {
 	var out []string
 	for _, item := range strings.Split(flag, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(item), "=")
-		if !ok || v == "" {
-			continue
+		out = append(out, mountItemSecrets(strings.TrimSpace(item))...)
+	}
+	return out
+}
+
+// mountItemSecrets is MountFlagSecrets of one key=value item.
+func mountItemSecrets(item string) []string {
+	k, v, ok := strings.Cut(item, "=")
+	if !ok || v == "" {
+		return nil
+	}
+	k = strings.ToLower(nameFolder.Replace(k))
+	if k == "user" || k == "username" {
+		if _, pw, ok := strings.Cut(v, "%"); ok && pw != "" {
+			return []string{pw} // cifs's user=NAME%PASSWORD
 		}
-		k = strings.ToLower(nameFolder.Replace(k))
-		for _, s := range []string{"pass", "pwd", "secret", "token", "cred", "key"} {
-			if strings.Contains(k, s) {
-				out = append(out, v)
-				break
-			}
+		return nil
+	}
+	var out []string
+	if strings.Contains(v, "=") {
+		for _, piece := range strings.Split(v, ":") {
+			out = append(out, mountItemSecrets(piece)...)
+		}
+	}
+	if strings.Contains(k, "file") || strings.Contains(k, "keyring") || strings.HasPrefix(k, "cred") {
+		return out // a path to the secret, not the secret
+	}
+	for _, s := range []string{"pass", "pwd", "secret", "token", "key"} {
+		if strings.Contains(k, s) {
+			return append([]string{v}, out...)
 		}
 	}
 	return out
