@@ -27,6 +27,10 @@ type checkpoint struct {
 	free    store.Outcome // when set, the flush moves the claim to the history
 	// attachIntent: the staging's attach intent is admission's, sent to no node yet (loaded).
 	attachIntent bool
+	// stageIntent: the staging path is admission's, recorded where none was, and no
+	// NodeStageVolume has been sent for it (loaded): a link there is not the plugin's answer
+	// (linkedStaging). Cleared before nodeStage's flush that precedes NodeStageVolume.
+	stageIntent bool
 	// keptAttach: undoUnused kept the volume's attachment recorded, owed, because the plugin
 	// lost PUBLISH_UNPUBLISH_VOLUME; it says so (keptAttachment).
 	keptAttach string
@@ -50,6 +54,9 @@ type loaded struct {
 	// attachIntent: admission's transaction recorded the attach intent (recordIntents), from
 	// the plugin's stored fingerprint, and no RPC has been sent for it.
 	attachIntent bool
+	// stageIntent: admission's transaction recorded the staging path where none was recorded
+	// (recordIntents): no NodeStageVolume of the volume was sent since it was last unstaged.
+	stageIntent bool
 }
 
 // usage is what a volume's claims other than the one being driven use: its staging (claims
@@ -122,7 +129,7 @@ func load(tx *store.Tx, v store.Volume) (*loaded, error) {
 // holds the volume lock, so nothing else changes it meanwhile.
 func (e *Engine) newCheckpoint(ctx context.Context, cl *store.Claim, ld *loaded) (*checkpoint, error) {
 	if ld != nil {
-		return &checkpoint{e: e, cl: cl, saved: cl.State, from: cl.State, st: ld.staging, hasSt: ld.hasStaging, others: ld.others, attachIntent: ld.attachIntent}, nil
+		return &checkpoint{e: e, cl: cl, saved: cl.State, from: cl.State, st: ld.staging, hasSt: ld.hasStaging, others: ld.others, attachIntent: ld.attachIntent, stageIntent: ld.stageIntent}, nil
 	}
 	st, ok, err := e.getStaging(ctx, cl.VolumeID)
 	if err != nil {
