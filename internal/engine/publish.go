@@ -487,8 +487,9 @@ func linkWhat(path string) string {
 // staging path is recorded before any NodeStageVolume of the volume is sent (by admission,
 // recordIntents, or by nodeStage's flush before the RPC), by any claim, and cleared only once
 // NodeUnstageVolume answered (undoUnused), so:
-//   - a staging path recorded by this claim's own admission where none was (p.stageIntent):
-//     no NodeStageVolume of the volume was sent since it was last unstaged, so the link was
+//   - no staging path recorded when this operation began, or only the one this claim's own
+//     admission recorded where none was (p.stageIntent): no NodeStageVolume of the volume was
+//     sent since it was last unstaged, so the link was
 //     put there by hand or by another program. The staging intent is dropped (when no other
 //     claim uses the staging), so the rollback sends no NodeUnstageVolume, which the plugin
 //     would follow through the link; the claim is rolled back as a conflict saying to remove
