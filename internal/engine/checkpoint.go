@@ -27,6 +27,11 @@ type checkpoint struct {
 	free    store.Outcome // when set, the flush moves the claim to the history
 	// attachIntent: the staging's attach intent is admission's, sent to no node yet (loaded).
 	attachIntent bool
+	// stageIntent: no NodeStageVolume of the volume was sent since it was last unstaged: no
+	// staging path was recorded when the operation began under the volume lock, or only
+	// admission's, recorded where none was (loaded). A link there is not the plugin's answer
+	// (linkedStaging). Cleared before nodeStage's flush that precedes NodeStageVolume.
+	stageIntent bool
 	// keptAttach: undoUnused kept the volume's attachment recorded, owed, because the plugin
 	// lost PUBLISH_UNPUBLISH_VOLUME; it says so (keptAttachment).
 	keptAttach string
@@ -50,6 +55,9 @@ type loaded struct {
 	// attachIntent: admission's transaction recorded the attach intent (recordIntents), from
 	// the plugin's stored fingerprint, and no RPC has been sent for it.
 	attachIntent bool
+	// stageIntent: admission's transaction recorded the staging path where none was recorded
+	// (recordIntents): no NodeStageVolume of the volume was sent since it was last unstaged.
+	stageIntent bool
 }
 
 // usage is what a volume's claims other than the one being driven use: its staging (claims
@@ -122,13 +130,14 @@ func load(tx *store.Tx, v store.Volume) (*loaded, error) {
 // holds the volume lock, so nothing else changes it meanwhile.
 func (e *Engine) newCheckpoint(ctx context.Context, cl *store.Claim, ld *loaded) (*checkpoint, error) {
 	if ld != nil {
-		return &checkpoint{e: e, cl: cl, saved: cl.State, from: cl.State, st: ld.staging, hasSt: ld.hasStaging, others: ld.others, attachIntent: ld.attachIntent}, nil
+		return &checkpoint{e: e, cl: cl, saved: cl.State, from: cl.State, st: ld.staging, hasSt: ld.hasStaging, others: ld.others, attachIntent: ld.attachIntent,
+			stageIntent: ld.stageIntent || ld.staging.StagingPath == ""}, nil
 	}
 	st, ok, err := e.getStaging(ctx, cl.VolumeID)
 	if err != nil {
 		return nil, err
 	}
-	return &checkpoint{e: e, cl: cl, saved: cl.State, from: cl.State, st: st, hasSt: ok}, nil
+	return &checkpoint{e: e, cl: cl, saved: cl.State, from: cl.State, st: st, hasSt: ok, stageIntent: st.StagingPath == ""}, nil
 }
 
 // advance moves the claim past a step that sends no RPC (a plugin without controller publishing,

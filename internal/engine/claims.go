@@ -498,7 +498,7 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool, probe
 			return err
 		}
 		if err := checkAdmission(v, live, mode, capab); err != nil {
-			if !locked && checkAdmission(v, slices.DeleteFunc(slices.Clone(live), func(c store.Claim) bool { return c.Releasing }), mode, capab) == nil {
+			if !locked && checkAdmission(v, notReleasing(live), mode, capab) == nil {
 				// Only claims being released are in the way, by the operation holding the
 				// volume most likely: wait for it, and admit again under the lock.
 				return errHolderInFlight
@@ -523,6 +523,12 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool, probe
 			mo = &spec.MountOptions{}
 		}
 		if err := sameMountAsLive(v, live, mo, ld.plugin); err != nil {
+			if !locked && sameMountAsLive(v, notReleasing(live), mo, ld.plugin) == nil {
+				// Only claims being released are in the way (a job update: the old alloc's
+				// claim released as the new one claims), by the operation holding the volume
+				// most likely: wait for it, and admit again under the lock, as checkAdmission.
+				return errHolderInFlight
+			}
 			return err
 		}
 		cl = store.Claim{
@@ -550,6 +556,11 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool, probe
 		ld = nil // read without the volume lock: the publish path reads it again under the lock
 	}
 	return cl, v, ld, fresh, err
+}
+
+// notReleasing is claims without those being released (a copy).
+func notReleasing(claims []store.Claim) []store.Claim {
+	return slices.DeleteFunc(slices.Clone(claims), func(c store.Claim) bool { return c.Releasing })
 }
 
 // sameMountAsLive refuses a claim of volume v whose merged fs_type (mo's) is not the one a
@@ -760,6 +771,7 @@ func recordIntents(tx *store.Tx, ld *loaded, v store.Volume, stateDir string) er
 		changed, ld.attachIntent = true, true
 	}
 	if path := stagingPath(stateDir, v.PluginID, v.ID); slices.Contains(fp.NodeCaps, "STAGE_UNSTAGE_VOLUME") && !st.Staged && st.StagingPath != path {
+		ld.stageIntent = st.StagingPath == ""
 		st.PluginID, st.StagingPath = v.PluginID, path
 		changed = true
 	}

@@ -411,6 +411,7 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 		if p.st.StagingPath != path {
 			p.staging(func(st *store.Staging) { st.PluginID, st.StagingPath = v.PluginID, path })
 		}
+		p.stageIntent = false // NodeStageVolume may be sent from here on
 		if err := p.flush(ctx, "claim"); err != nil {
 			return err
 		}
@@ -482,18 +483,25 @@ func linkWhat(path string) string {
 // linkedStaging is nodeStage's answer to makeDirs's refusal err of volume v's staging path
 // (path), as linkedTarget is for a target. A symlink at the staging path itself, of a claim not
 // degraded, is final, never left for a reconcile that would find it there every pass and
-// refuse it again, the claim never settled. Whose link it is, the claim's record says where
-// it can (stageSentUnanswered):
-//   - the drive began at controller-published with no failure recorded since, or with
-//     NodeStageVolume's own cut short: an earlier command may have sent NodeStageVolume and
-//     been cut off before checkStaging saw what the plugin made. The link is taken for the
-//     plugin's answer (errBadAnswer), and the claim is rolled back the way an uncut one is,
-//     its NodeUnstageVolume finding the link there for the plugin to remove;
-//   - otherwise no NodeStageVolume of the claim's is known to have reached the plugin without
-//     an answer (a new claim, or a record holding the plugin's error answer): the link was put
-//     there by hand or by another program. The staging intent is dropped (when no other claim
-//     uses the staging), so the rollback sends no NodeUnstageVolume, which the plugin would
-//     follow through the link; the claim is rolled back as a conflict saying to remove it.
+// refuse it again, the claim never settled. Whose link it is, the staging row says. Its
+// staging path is recorded before any NodeStageVolume of the volume is sent (by admission,
+// recordIntents, or by nodeStage's flush before the RPC), by any claim, and cleared only once
+// NodeUnstageVolume answered (undoUnused), so:
+//   - no staging path recorded when this operation began, or only the one this claim's own
+//     admission recorded where none was (p.stageIntent): no NodeStageVolume of the volume was
+//     sent since it was last unstaged, so the link was
+//     put there by hand or by another program. The staging intent is dropped (when no other
+//     claim uses the staging), so the rollback sends no NodeUnstageVolume, which the plugin
+//     would follow through the link; the claim is rolled back as a conflict saying to remove
+//     it;
+//   - otherwise a NodeStageVolume of the volume may have reached the plugin since it was last
+//     unstaged, its answer lost or never checked (UNAVAILABLE after the plugin acted, a
+//     cut-off, a record overwritten since by a failure met before another RPC, another
+//     claim's stage cut off, a command killed): the link may be the plugin's. It is taken for
+//     the plugin's answer (errBadAnswer) and the staging stays recorded, so the rollback
+//     sends the plugin NodeUnstageVolume (which may remove its own link: stagingRecorded
+//     leaves it there) before any ControllerUnpublishVolume: the volume is never detached
+//     under the plugin's staging.
 //
 // A link above the staging path (a directory of volctl's own replaced), and a degraded claim's
 // link (published once, being restored: held, never rolled back), stay errors left for
@@ -507,11 +515,11 @@ func (e *Engine) linkedStaging(ctx context.Context, v store.Volume, p *checkpoin
 		se.Context, se.Advice = fmt.Sprintf("volume %q's staging path %s", v.ID, path), ownPathAdvice(se.Component, path)
 		return fmt.Errorf("staging path: %w", err)
 	}
-	if p.stageSentUnanswered() {
-		return badAnswerf("%s: volume %q's claim was recorded controller-published with no answer to its %s recorded, and its staging path %s is %s: "+
-			"taken for plugin %q's answer to a %s an earlier volctl may have sent and been cut off before it checked (if it was cut off before it sent it, "+
-			"the link was put there by hand or by another program since): the plugin did not stage the volume there",
-			csi.RPCNodeStageVolume, v.ID, csi.RPCNodeStageVolume, path, linkWhat(path), c.plugin.ID, csi.RPCNodeStageVolume)
+	if !p.stageIntent {
+		return badAnswerf("%s: volume %q's staging path %s is %s, and its staging was recorded before this command: a %s of the volume "+
+			"may have reached plugin %q since it was last unstaged (this claim's or another's, its answer lost or never checked), so the link is taken for the plugin's own "+
+			"and the volume is not detached under it: the plugin did not stage the volume there; the rollback sends it %s, which may remove its link, before any %s",
+			csi.RPCNodeStageVolume, v.ID, path, linkWhat(path), csi.RPCNodeStageVolume, c.plugin.ID, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume)
 	}
 	u, uerr := p.usage(ctx)
 	if uerr != nil {
@@ -520,17 +528,14 @@ func (e *Engine) linkedStaging(ctx context.Context, v store.Volume, p *checkpoin
 	if u.staging == 0 && p.st.StagingPath != "" {
 		p.staging(func(st *store.Staging) { st.StagingPath = "" }) // no NodeUnstageVolume through the link
 	}
-	whose := fmt.Sprintf("this claim sent no %s, so it was put there by hand or by another program", csi.RPCNodeStageVolume)
-	if p.from == store.ClaimControllerPublished {
-		whose = fmt.Sprintf("the claim's record holds %s, not a %s cut off, so it is not the plugin's answer", recordedFailure(p.cl), csi.RPCNodeStageVolume)
-	}
 	points := ""
 	if dest, lerr := os.Readlink(path); lerr == nil {
 		points = fmt.Sprintf("it points to %q, and ", dest)
 	}
 	se.Context = fmt.Sprintf("volume %q's staging path", v.ID)
-	se.Advice = fmt.Sprintf("%s%s: volctl sends the plugin nothing through it; remove the link with `rm %s`, which leaves what it points to, and claim again",
-		points, whose, path)
+	se.Advice = fmt.Sprintf("%sno %s of the volume was sent since it was last unstaged, so it was put there by hand or by another program: "+
+		"volctl sends the plugin nothing through it; remove the link with `rm %s`, which leaves what it points to, and claim again",
+		points, csi.RPCNodeStageVolume, path)
 	return &kindWrap{kind: ErrConflict, err: err}
 }
 
@@ -720,13 +725,6 @@ func (e *Engine) linkedTarget(v store.Volume, p *checkpoint, c *conn, err error)
 // answer, or one met before the RPC was sent: no link at the target is its published answer.
 func (p *checkpoint) publishSentUnanswered() bool {
 	return p.from == store.ClaimNodeStaged && sentUnanswered(p.cl, csi.RPCNodePublishVolume)
-}
-
-// stageSentUnanswered is publishSentUnanswered for NodeStageVolume: the drive (or the
-// release) began at controller-published, the state committed just before NodeStageVolume is
-// sent, with no failure recorded since or NodeStageVolume's own cut short.
-func (p *checkpoint) stageSentUnanswered() bool {
-	return p.from == store.ClaimControllerPublished && sentUnanswered(p.cl, csi.RPCNodeStageVolume)
 }
 
 // sentUnanswered says whether claim cl's record, in the state committed just before rpc is

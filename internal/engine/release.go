@@ -211,13 +211,13 @@ func (p *checkpoint) targetRecorded() bool {
 // stagingRecorded is targetRecorded for the volume's staging path: whether a link there may
 // stand in place of a staging volctl accepted (st.Staged: NodeStageVolume answered OK and
 // checkStaging passed it), to be removed unfollowed before NodeUnstageVolume. A staging
-// never accepted, released by a claim whose record allows that its NodeStageVolume was sent
-// and its answer not checked (stageSentUnanswered: the rollback of checkStaging's refusal, or
-// of a claim cut off after NodeStageVolume), has the link taken for the plugin's own: its
-// NodeUnstageVolume is the plugin's chance to remove it and what it leads to. Any other link
-// is removed first, as before (said by a target-link-removed event).
+// recorded (st.StagingPath, set before any NodeStageVolume is sent) but never accepted may
+// have had a NodeStageVolume reach the plugin, by any claim and any run, its answer lost or
+// not checked: a link there is taken for the plugin's own, whatever this release resumes
+// from, and its NodeUnstageVolume is the plugin's chance to remove it and what it leads to
+// (linkedStaging).
 func (p *checkpoint) stagingRecorded(st store.Staging) bool {
-	return st.Staged || !p.stageSentUnanswered()
+	return st.Staged
 }
 
 // undoUnused unstages a volume when no live claim uses its staging, and controller-unpublishes

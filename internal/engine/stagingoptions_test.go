@@ -77,3 +77,22 @@ func TestClaimsWithOtherMountFlagsShareTheStaging(t *testing.T) {
 	ns.claim(ClaimRequest{VolumeID: "v", Alloc: "a", MountOptions: &spec.MountOptions{FSType: "ext4"}})
 	ns.claim(ClaimRequest{VolumeID: "v", Alloc: "b", MountOptions: &spec.MountOptions{FSType: "xfs"}})
 }
+
+// A job update: the old alloc's claim (ext4) is being released in another process (its
+// NodeUnpublishVolume in flight) as the new alloc claims with xfs. The only claim in the way is
+// going away, so the claim waits for the release, as checkAdmission does for an access mode
+// (errHolderInFlight), and then stages the volume with its own fs_type. It was refused at once
+// as a conflict naming the releasing claim's ext4.
+func TestClaimWithAnotherFSTypeWaitsForTheReleaseInFlight(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "old", MountOptions: &spec.MountOptions{FSType: "ext4"}})
+	relErr, err, _ := h.claimBeside(h.otherProcess(), csi.RPCNodeUnpublishVolume, h.releaseOf("v", "old"),
+		ClaimRequest{VolumeID: "v", Alloc: "new", MountOptions: &spec.MountOptions{FSType: "xfs"}})
+	if relErr != nil || err != nil {
+		t.Fatalf("release of the old alloc's ext4 claim: %v; the new alloc's xfs claim beside it: %v; want it to wait for the release and claim", relErr, err)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || live[0].Alloc != "new" || live[0].FSType != "xfs" || !live[0].AtRest() {
+		t.Errorf("live claims = %+v, want the new alloc's xfs claim alone, published", live)
+	}
+}
