@@ -33,7 +33,11 @@ refused too while snapshots made through it are recorded, since they are deleted
 plugin: delete them first (volctl volume snapshot delete PLUGIN SNAPSHOT_ID). --force forgets
 the plugin anyway, leaving those volumes without a plugin and the snapshots recorded, still
 deletable through the socket they were made on while the same driver answers there; it asks
-first on a terminal and needs --yes otherwise.
+first on a terminal and needs --yes otherwise. A delete cut short (killed, or its answer never
+came) of a snapshot volctl does not record is forgotten with the plugin, named in the event
+log (plugin-deregister): nothing says which driver it was for, and reconcile would send it to
+whatever plugin is registered under the ID next. Such a snapshot, if the plugin still has it,
+is left to the storage provider's tools.
 
 It is refused, even with --force, while a volume is recorded attached through the plugin with
 no claim (a forced detach could not send ControllerUnpublishVolume, which is owed): nothing

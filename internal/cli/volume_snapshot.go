@@ -446,7 +446,8 @@ pending (its creation was cut short) is named by its NAME: volctl forgets that i
 created, and reconcile no longer finishes it, though the plugin may have made it. A delete of
 the snapshot that was cut short (killed, or its answer never came), which reconcile would
 finish, is forgotten too, also for a snapshot volctl does not record: restores from it are
-no longer refused.
+no longer refused. While reconcile (or the agent) is sending that delete, the deregister waits
+for it to end, then reports what it left.
 
 A warning on stderr and the event log (snapshot-deregister) say the snapshot is forgotten, not
 deleted, naming it: delete it with the storage provider's tools if it is not wanted. volctl

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -609,10 +610,18 @@ func (e *Engine) deregisterPluginStored(ctx context.Context, id string, force bo
 			return conflictf("plugin %q has %d snapshot(s) recorded: %s (delete them first with `%s SNAPSHOT_ID`, or pass --force to forget the plugin and keep them recorded: they stay deletable through the socket they were made on while the same driver answers there)",
 				id, len(snaps), snapshotIDs(snaps, 5), shellquote.Command("volctl volume snapshot delete", id))
 		}
+		forgot, err := forgetUnrecordedDeletes(tx, id)
+		if err != nil {
+			return err
+		}
 		if err := tx.Plugins().Delete(id); err != nil {
 			return err
 		}
 		msg := fmt.Sprintf("plugin %q deregistered", id)
+		if len(forgot) > 0 {
+			msg += fmt.Sprintf(", the unfinished delete(s) of %d snapshot(s) volctl has no record of forgotten (the plugin may still have them: "+
+				"delete them with the storage provider's tools): %s", len(forgot), strings.Join(forgot, ", "))
+		}
 		if len(vols) > 0 {
 			msg += fmt.Sprintf(" with --force while %d volume(s) use it", len(vols))
 		}
@@ -763,4 +772,34 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// forgetUnrecordedDeletes forgets the recorded deletes (snapshot_deletes) of plugin id's
+// snapshots volctl has no record of, as the plugin is deregistered, and returns their IDs.
+// Nothing records the driver they were sent to: reconcile would send them to whatever driver
+// is registered under the ID later, deleting its snapshot of that ID
+// (TestReview30fRecordedDeleteSentToAnotherDriverUnderTheID). A recorded snapshot's delete
+// stays: its record names the driver and socket it is deleted through.
+func forgetUnrecordedDeletes(tx *store.Tx, id string) ([]string, error) {
+	dels, err := tx.Snapshots().ListDeleting()
+	if err != nil {
+		return nil, err
+	}
+	var forgot []string
+	for _, d := range dels {
+		if d.PluginID != id {
+			continue
+		}
+		if _, err := tx.Snapshots().Get(id, d.SnapshotID); !errors.Is(err, store.ErrNotFound) {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := tx.Snapshots().Undelete(id, d.SnapshotID); err != nil {
+			return nil, err
+		}
+		forgot = append(forgot, strconv.Quote(d.SnapshotID))
+	}
+	return forgot, nil
 }

@@ -253,6 +253,13 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 		if err := tx.Snapshots().Put(&rec); err != nil {
 			return err
 		}
+		// An answered CreateSnapshot proves the plugin has this ID now: a recorded delete of an
+		// earlier snapshot under it (one the plugin did delete, unanswered) is of one gone, and
+		// reconcile finishing it would delete this one
+		// (TestReview30fRecordedSnapshotTakenAgainThenReconcile).
+		if err := tx.Snapshots().Undelete(rec.PluginID, rec.SnapshotID); err != nil {
+			return err
+		}
 		if err := tx.Snapshots().DeleteCreate(intent.PluginID, intent.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
@@ -408,6 +415,16 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	// recorded after a check in a read-only view, and cut short before its CreateVolume, was
 	// NOT_FOUND for good once the snapshot was gone
 	// (TestSnapshotDeleteRefusesARestoreRecordedAfterItsCheck).
+	if finishing {
+		// Held across the DeleteSnapshot, as deregister takes it: a deregister meanwhile waits,
+		// or forgot the delete first and this sends nothing
+		// (TestReview30fDeregisterDuringReconcilesDelete).
+		unlock, err := e.locks.snapshot(ctx, pluginID, snapshotID)
+		if err != nil {
+			return fail(err)
+		}
+		defer unlock()
+	}
 	var already bool // an earlier delete, killed or unanswered, recorded it: it may be gone
 	if err := e.store.Update(ctx, func(tx *store.Tx) error {
 		if err := refuseRestoreInFlight(tx, pluginID, snapshotID); err != nil {
@@ -472,7 +489,16 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 			return fail(fmt.Errorf("%w (the delete stays recorded, and a restore from the snapshot is refused until `%s` or `volctl reconcile` finishes it)",
 				err, shellquote.Command("volctl volume snapshot delete", pluginID, snapshotID)))
 		}
-		kept = true // a final refusal: the plugin keeps it
+		// A final refusal: the plugin keeps it, unless an earlier delete, unanswered, may have
+		// deleted it: the mark stays then unless the plugin lists it. Reconcile, which sends
+		// no secrets of the user's, never forgets the user's delete on a refusal: it stays for
+		// the user to finish or deregister (TestReview30fReconcileWithoutTheDeletesSecrets).
+		switch {
+		case !already:
+			kept = true
+		case !finishing:
+			kept, _ = e.listsSnapshot(ctx, c, snapshotID, secrets)
+		}
 		return fail(err)
 	}
 	if listed {
@@ -1063,6 +1089,13 @@ func (e *Engine) deregisterSnapshotStored(ctx context.Context, pluginID, snapsho
 		}
 		defer unlock()
 	}
+	// Reconcile finishing a recorded delete holds it across its DeleteSnapshot: told the
+	// snapshot is left, the user must not have it deleted by a delete in flight.
+	unlockSnap, err := e.locks.snapshot(ctx, pluginID, snapshotID)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlockSnap()
 	var warning string
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
 		// A recorded delete of it (one killed or unanswered) is forgotten with it: reconcile,
