@@ -661,6 +661,9 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 					return err
 				}
 				aliases = aliasesOf(p, ids, all)
+				if err := moveTogether(tx, p, all); err != nil {
+					return err
+				}
 			}
 			if err := e.noteCapabilityChange(tx, p.ID, fp); err != nil {
 				return err
@@ -679,9 +682,9 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 			e.log.Warn(msg)
 		}
 		c.fpRecorded.Store(true)
-		e.forgetAliases(ctx, p, aliases, all)
+		e.forgetAliases(ctx, p, aliases, all, true)
 	} else if fresh {
-		e.checkAliases(ctx, p, ids)
+		e.checkAliases(ctx, p, ids, false) // a probe: it does not wait for another process's write lock
 	}
 	return e.cache(c), nil
 }
@@ -1352,7 +1355,7 @@ func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 	if replaced != nil {
 		return fmt.Errorf("%s not sent: %w (the plugin was replaced mid-operation; %s)", rpc, replaced, remedy(c, replaced))
 	}
-	e.checkAliases(ctx, c.plugin, ids)
+	e.checkAliases(ctx, c.plugin, ids, true)
 	return nil
 }
 

@@ -514,6 +514,13 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 			if err := e.noteCapabilityChange(tx, p.ID, c.fp); err != nil {
 				return err
 			}
+			all, err := tx.Plugins().List()
+			if err != nil {
+				return err
+			}
+			if err := moveTogether(tx, cur, all); err != nil {
+				return err
+			}
 			if err := tx.Plugins().SetFingerprint(p.ID, *r.fp); err != nil {
 				return err
 			}

@@ -66,13 +66,13 @@ func (e *Engine) anotherPluginsSocket(ctx context.Context, p store.Plugin, ids [
 // registered (list reads them): the conflict naming the plugin whose socket s is, or nil.
 func aliasRefusal(p store.Plugin, s socketID, list func() ([]store.Plugin, error)) error {
 	var was *socketEntry
-	for _, r := range p.Fingerprint.Sockets {
-		if r.Path == s.path && r.Entry != "" {
-			was = &socketEntry{resolved: r.Entry, dev: r.DirDev, inode: r.DirInode}
-		}
+	if en, ok := storedEntry(p, s.path); ok {
+		was = &en
 	}
 	// Its directory is not the one it was in (another at its path now, or its path another's):
 	// whose name it is now is told by the other plugins' names.
+	// Not was.same: a directory bind-mounted on p's keeps p's resolved path, and only its inode
+	// tells; a directory made again at a reboot is let go below, by the other plugin's entry.
 	moved := was != nil && *was != entryOf(s.path)
 	bound := boundName(s.path)
 	if bound != "" && sameEntry(bound, s.path) && !moved {
@@ -94,12 +94,18 @@ func aliasRefusal(p store.Plugin, s socketID, list func() ([]store.Plugin, error
 			continue
 		}
 		for _, q := range pluginSockets(o) {
+			if q == s.path {
+				continue // one path is never another name, whatever its directory is now
+			}
 			if qid := identify(q); qid[0].inode == 0 || qid[0].dev != s.dev || qid[0].inode != s.inode {
 				continue
 			}
 			if sameEntry(q, s.path) {
 				if was == nil || was.same(entryOf(q)) {
 					continue // one entry, as it was when p was fingerprinted
+				}
+				if theirs, ok := storedEntry(o, q); ok && was.same(theirs) {
+					continue // one entry when each was last fingerprinted: moved together (a directory made again at a reboot, a release symlink switched)
 				}
 				return conflictf("socket %s of plugin %q is now plugin %q's socket %s: its directory %s is %s's directory now (a symlink to it, or a bind mount of it, made since plugin %q was fingerprinted with its socket at %s), another plugin's process, which would be sent plugin %q's volume RPCs and answer them about its own storage; no RPC goes to it: "+
 					"put plugin %q's own directory back at %s (remove the symlink, or umount the bind mount) and start plugin %q there again; if the two are one plugin process on purpose, register %q again (volctl plugin register)",
@@ -149,8 +155,11 @@ func aliasesOf(p store.Plugin, ids []socketID, all []store.Plugin) []store.Plugi
 // forgotten and its connection in this process retired, so that its next connection
 // fingerprints it afresh and is refused before any RPC (a symlink made while p was not
 // registered, or before p's listener bound p's path, was reused as fingerprinted through until
-// its plugin restarted). Failing to forget is logged: the plugin stays as it was.
-func (e *Engine) forgetAliases(ctx context.Context, p store.Plugin, aliases, all []store.Plugin) {
+// its plugin restarted). Failing to forget is logged: the plugin stays as it was. A probe
+// (wait false: plugin status, the dashboard) does not wait for another process's write lock,
+// nor takes it when the row has nothing to forget: busy, it lets it go, and the next fresh
+// fingerprint finds the alias again.
+func (e *Engine) forgetAliases(ctx context.Context, p store.Plugin, aliases, all []store.Plugin, wait bool) {
 	if len(aliases) == 0 {
 		return
 	}
@@ -173,7 +182,14 @@ func (e *Engine) forgetAliases(ctx context.Context, p store.Plugin, aliases, all
 			e.retire(c)
 		}
 		e.mu.Unlock()
-		if err := e.store.UpdateProgress(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		recorded := slices.ContainsFunc(o.Fingerprint.Sockets, func(s store.SocketIdentity) bool { return s.Inode != 0 })
+		update := e.store.UpdateProgress
+		if !recorded {
+			update = func(context.Context, func(*store.Tx) error) error { return nil } // o's row, as read, has nothing to forget: no lock taken
+		} else if !wait {
+			update = e.store.TryUpdateProgress
+		}
+		if err := update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 			cur, err := tx.Plugins().Get(o.ID)
 			if err != nil {
 				return err
@@ -188,7 +204,9 @@ func (e *Engine) forgetAliases(ctx context.Context, p store.Plugin, aliases, all
 				return nil
 			}
 			return tx.Plugins().SetFingerprint(o.ID, cur.Fingerprint)
-		}); err != nil && !errors.Is(err, store.ErrNotFound) {
+		}); !wait && errors.Is(err, store.ErrBusy) {
+			continue // another process writes: the next fresh fingerprint finds it again
+		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 			e.log.Warn("forgetting the fingerprint of a plugin on another plugin's socket", "plugin", o.ID, "err", err)
 			continue
 		}
@@ -198,13 +216,13 @@ func (e *Engine) forgetAliases(ctx context.Context, p store.Plugin, aliases, all
 
 // checkAliases is aliasesOf and forgetAliases for a caller that has no transaction to read the
 // plugins in (a registration, a probe, a connection made mid-operation): one read more.
-func (e *Engine) checkAliases(ctx context.Context, p store.Plugin, ids []socketID) {
+func (e *Engine) checkAliases(ctx context.Context, p store.Plugin, ids []socketID, wait bool) {
 	all, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Plugin, error) { return tx.Plugins().List() })
 	if err != nil {
 		e.log.Warn("reading the plugins on another name of a plugin's socket", "plugin", p.ID, "err", err)
 		return
 	}
-	e.forgetAliases(ctx, p, aliasesOf(p, ids, all), all)
+	e.forgetAliases(ctx, p, aliasesOf(p, ids, all), all, wait)
 }
 
 // socketEntry is where a socket's name is: its path with its directory's symlinks resolved, and
@@ -231,6 +249,16 @@ func entriesOf(ids []socketID) []socketEntry {
 		out[i] = entryOf(s.path)
 	}
 	return out
+}
+
+// storedEntry is where p's socket path was when p was last fingerprinted, if that was recorded.
+func storedEntry(p store.Plugin, path string) (socketEntry, bool) {
+	for _, r := range p.Fingerprint.Sockets {
+		if r.Path == path && r.Entry != "" {
+			return socketEntry{resolved: r.Entry, dev: r.DirDev, inode: r.DirInode}, true
+		}
+	}
+	return socketEntry{}, false
 }
 
 // storedEntries is where the names of p's sockets were when p was last fingerprinted.
@@ -302,4 +330,40 @@ func sameEntry(a, b string) bool {
 	}
 	var sa, sb syscall.Stat_t
 	return syscall.Stat(filepath.Dir(a), &sa) == nil && syscall.Stat(filepath.Dir(b), &sb) == nil && sa.Dev == sb.Dev && sa.Ino == sb.Ino
+}
+
+// moveTogether records anew, for the other plugins in all, the entry of each socket that was one
+// entry with one of p's at both last fingerprints and is one entry with it now (a directory
+// bind-mounted at another and made again at a reboot: a new inode for both), as p's is being
+// recorded: the one fingerprinted second would otherwise compare its old entry with p's new one
+// and be refused as moved into p's directory.
+func moveTogether(tx *store.Tx, p store.Plugin, all []store.Plugin) error {
+	for _, o := range all {
+		if o.ID == p.ID {
+			continue
+		}
+		changed := false
+		for i := range o.Fingerprint.Sockets {
+			r := &o.Fingerprint.Sockets[i]
+			theirs, ok := storedEntry(o, r.Path)
+			if !ok {
+				continue
+			}
+			for _, ps := range pluginSockets(p) {
+				if mine, ok := storedEntry(p, ps); ok && mine.same(theirs) && sameEntry(ps, r.Path) {
+					if now := entryOf(r.Path); now != theirs {
+						r.Entry, r.DirDev, r.DirInode = now.resolved, now.dev, now.inode
+						changed = true
+					}
+					break
+				}
+			}
+		}
+		if changed {
+			if err := tx.Plugins().SetFingerprint(o.ID, o.Fingerprint); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
