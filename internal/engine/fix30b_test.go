@@ -120,14 +120,7 @@ func TestSymlinkToAPluginWhoseListenerBoundAnotherNameIsRefused(t *testing.T) {
 func TestLinkMadeBeforeItsTargetWasRegisteredIsRefused(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("db"))
-	other := nodeOnePlugin()
-	socket, _ := csitest.Serve(t, csitest.WithServer(other))
-	aliasSocket(t, "symlink", h.socket, socket)
-	h.open(Config{})
-	if infos, err := h.e.PluginStatus(h.ctx, "mem"); err != nil || !infos[0].Healthy { // mem fingerprinted through the link
-		t.Fatalf("premise: mem through the link before other is registered: %+v %v", infos, err)
-	}
-	h.registerPlugin("other", socket)
+	other, _, _ := linkThenRegisterOther(t, h)
 	sent := len(other.Calls())
 	h.open(Config{})
 	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "a"})
@@ -141,14 +134,7 @@ func TestLinkMadeBeforeItsTargetWasRegisteredIsRefused(t *testing.T) {
 // registered, and after other's process restarts alike (not only then).
 func TestLinkMadeBeforeItsTargetWasRegisteredIsRefusedInTheSameProcess(t *testing.T) {
 	h := newHarness(t, nil)
-	other := nodeOnePlugin()
-	socket, stop := csitest.Serve(t, csitest.WithServer(other))
-	aliasSocket(t, "symlink", h.socket, socket)
-	h.open(Config{})
-	if infos, err := h.e.PluginStatus(h.ctx, "mem"); err != nil || !infos[0].Healthy {
-		t.Fatalf("premise: mem through the link before other is registered: %+v %v", infos, err)
-	}
-	h.registerPlugin("other", socket)
+	other, socket, stop := linkThenRegisterOther(t, h)
 	for _, when := range []string{"after other registered", "after other's process restarted"} {
 		infos, err := h.e.PluginStatus(h.ctx, "mem")
 		if err != nil || infos[0].Healthy || !strings.Contains(infos[0].LastError, `is plugin "other"'s socket`) {
@@ -218,4 +204,20 @@ func TestOneSocketUnderOneEntryIsNotRefused(t *testing.T) {
 		}
 		stop = serve()
 	}
+}
+
+// linkThenRegisterOther makes mem's socket path a symlink to the socket of a plugin served
+// beside it, has mem fingerprinted through the link (healthy: no registered plugin is there
+// yet), then registers that plugin as "other": the link made before its target was registered.
+func linkThenRegisterOther(t *testing.T, h *harness) (other *csitest.MemPlugin, socket string, stop func()) {
+	t.Helper()
+	other = nodeOnePlugin()
+	socket, stop = csitest.Serve(t, csitest.WithServer(other))
+	aliasSocket(t, "symlink", h.socket, socket)
+	h.open(Config{})
+	if infos, err := h.e.PluginStatus(h.ctx, "mem"); err != nil || !infos[0].Healthy {
+		t.Fatalf("premise: mem through the link before other is registered: %+v %v", infos, err)
+	}
+	h.registerPlugin("other", socket)
+	return other, socket, stop
 }

@@ -90,14 +90,7 @@ func TestReview30hSamePathThroughSwitchedReleaseSymlinkNotRefused(t *testing.T) 
 // write does not: TryUpdateProgress).
 func TestReview30hProbeDoesNotWaitForTheWriteLock(t *testing.T) {
 	h := newHarness(t, nil)
-	other := nodeOnePlugin()
-	socket, stop := csitest.Serve(t, csitest.WithServer(other))
-	aliasSocket(t, "symlink", h.socket, socket)
-	h.open(Config{})
-	if infos, err := h.e.PluginStatus(h.ctx, "mem"); err != nil || !infos[0].Healthy {
-		t.Fatalf("premise: %+v %v", infos, err)
-	}
-	h.registerPlugin("other", socket)
+	other, socket, stop := linkThenRegisterOther(t, h)
 	stop()
 	csitest.ServeAt(t, socket, csitest.WithServer(other)) // other restarted: a new socket file
 	h.open(Config{})

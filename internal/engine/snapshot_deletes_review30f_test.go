@@ -16,6 +16,7 @@ import (
 
 // review30f's findings in reconcile's finishing of recorded snapshot deletes.
 
+// A delete unanswered (the plugin did delete it), then a new snapshot under the same ID (the
 // plugin derives IDs from names): reconcile must not delete the new one.
 func TestReview30fReconcileDeletesASnapshotMadeSinceUnderTheSameID(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
@@ -40,6 +41,8 @@ func TestReview30fReconcileDeletesASnapshotMadeSinceUnderTheSameID(t *testing.T)
 	}
 }
 
+// A recorded delete against a plugin answering UNAVAILABLE: each pass keeps the recorded delete
+// (and logs what it cost: tries, events).
 func TestReview30fReconcileAgainstUnavailable(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
@@ -64,7 +67,9 @@ func TestReview30fReconcileAgainstUnavailable(t *testing.T) {
 	}
 }
 
-// which says the first delete may have deleted the snapshot -- is forgotten.
+// A delete given --secret (a snapshot volctl does not record), unanswered; reconcile sends it
+// without the secret, the plugin refuses it (it needs the secret), and the recorded delete --
+// which says the first delete may have deleted the snapshot -- must not be forgotten.
 func TestReview30fReconcileWithoutTheDeletesSecrets(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
 	c := h.pluginClient()
@@ -86,7 +91,9 @@ func TestReview30fReconcileWithoutTheDeletesSecrets(t *testing.T) {
 	}
 }
 
-// deregisters the snapshot meanwhile (as reconcile's problem advised): told it is left, it is deleted.
+// The agent's reconcile finishing a recorded delete, its DeleteSnapshot slow; the user
+// deregisters the snapshot meanwhile (as reconcile's problem advised): told it is left, it must
+// not be deleted.
 func TestReview30fDeregisterDuringReconcilesDelete(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
@@ -106,6 +113,7 @@ func TestReview30fDeregisterDuringReconcilesDelete(t *testing.T) {
 	}
 }
 
+// The same with volctl's own snapshot: its delete unanswered (the plugin did delete it), the user
 // takes the snapshot of the same name again.
 func TestReview30fRecordedSnapshotTakenAgainThenReconcile(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
@@ -127,18 +135,11 @@ func TestReview30fRecordedSnapshotTakenAgainThenReconcile(t *testing.T) {
 	}
 }
 
-// the delete every pass; does the advised deregister clear it?
+// An unrecorded snapshot's delete unanswered, then the plugin deregistered: reconcile must not
+// report the delete every pass with no way out; the advised deregister clears it.
 func TestReview30fRecordedDeleteOfADeregisteredPlugin(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
-	c := h.pluginClient()
-	if _, err := c.CreateSnapshot(h.ctx, csi.CreateSnapshotRequest{SourceVolumeID: h.volumeInfo("db").ExternalID, Name: "other"}); err != nil {
-		t.Fatal(err)
-	}
-	h.unansweredSnapshotDelete("other")
-	h.faults.Clear()
-	if err := h.e.DeleteVolume(h.ctx, "db"); err != nil {
-		t.Fatal(err)
-	}
+	unrecordedDeleteThenVolumeGone(t, h)
 	err := h.e.DeregisterPlugin(h.ctx, "mem", false)
 	t.Logf("plugin deregister: %v; delete recorded %v", err, h.deletingRecorded("other"))
 	if err != nil {
@@ -156,18 +157,12 @@ func TestReview30fRecordedDeleteOfADeregisteredPlugin(t *testing.T) {
 	}
 }
 
-// sends it the delete recorded for the first driver.
+// An unrecorded snapshot's delete unanswered, the plugin deregistered, then "mem" registered
+// again for another driver that has a snapshot "other": reconcile must not send it the delete
+// recorded for the first driver.
 func TestReview30fRecordedDeleteSentToAnotherDriverUnderTheID(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
-	c := h.pluginClient()
-	if _, err := c.CreateSnapshot(h.ctx, csi.CreateSnapshotRequest{SourceVolumeID: h.volumeInfo("db").ExternalID, Name: "other"}); err != nil {
-		t.Fatal(err)
-	}
-	h.unansweredSnapshotDelete("other")
-	h.faults.Clear()
-	if err := h.e.DeleteVolume(h.ctx, "db"); err != nil {
-		t.Fatal(err)
-	}
+	unrecordedDeleteThenVolumeGone(t, h)
 	if err := h.e.DeregisterPlugin(h.ctx, "mem", false); err != nil {
 		t.Fatal(err)
 	}
@@ -193,5 +188,19 @@ func TestReview30fRecordedDeleteSentToAnotherDriverUnderTheID(t *testing.T) {
 	t.Logf("reconcile: %v %+v %+v", err, rep.Actions, rep.Problems)
 	if len(mem2.Snapshots()) != 1 {
 		t.Fatalf("reconcile deleted driver other.driver's snapshot \"other\", for a delete recorded against the plugin ID's earlier driver")
+	}
+}
+
+// unrecordedDeleteThenVolumeGone makes a snapshot "other" of volume db on the plugin (volctl
+// records none), has volctl's delete of it go unanswered (recorded), then deletes db.
+func unrecordedDeleteThenVolumeGone(t *testing.T, h *harness) {
+	t.Helper()
+	if _, err := h.pluginClient().CreateSnapshot(h.ctx, csi.CreateSnapshotRequest{SourceVolumeID: h.volumeInfo("db").ExternalID, Name: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	h.unansweredSnapshotDelete("other")
+	h.faults.Clear()
+	if err := h.e.DeleteVolume(h.ctx, "db"); err != nil {
+		t.Fatal(err)
 	}
 }
