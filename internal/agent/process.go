@@ -675,6 +675,13 @@ func untrustedProgram(command, path string, env []string) error {
 		if pr.Script != "" {
 			via = fmt.Sprintf(" (the interpreter the #! line of the script %s names)", spec.QuoteName(pr.Script))
 		}
+		if pr.System {
+			return fmt.Errorf("command %s%s: not run: the dynamic loader loads into the ELF program %s%s, as into every program it starts, %s, and %s %s: "+
+				"another user could have their code run in it (and in every program started after), as uid %d: "+
+				"make that file or directory, and every directory on the way, root's and writable by root alone (chown root, chmod go-w), "+
+				"or take what it names out of the system's preload file",
+				spec.QuoteName(command), found, spec.QuoteName(pr.ELF), via, pr.Entry, spec.QuoteName(pr.Path), pr.Why, os.Geteuid())
+		}
 		if strings.HasPrefix(pr.Entry, "LD_LIBRARY_PATH") {
 			return fmt.Errorf("command %s%s: not run: the ELF program %s%s has its dynamic loader search the plugin's environment's %s, "+
 				"expanding $ORIGIN to that program's directory, and %s %s: another user could put a library there that it loads, their code run as uid %d: "+

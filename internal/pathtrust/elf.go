@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -76,7 +77,7 @@ func loadedWith(path string, env LoaderEnv) *Problem {
 	if !d.dynamic {
 		return nil
 	}
-	var system *systemLibs
+	var sysLibs *systemLibs
 	var envDirs []string
 	if env.LibraryPath != "" {
 		// $ORIGIN is this ELF program's directory: for a script, its interpreter's, not the
@@ -94,12 +95,22 @@ func loadedWith(path string, env LoaderEnv) *Problem {
 			envDirs = append(envDirs, dirs...)
 		}
 	}
-	queue := []loadedObject{{path: path, d: d, preload: env.Preload}}
+	preload := make([]preloaded, 0, len(env.Preload))
+	for _, lib := range env.Preload {
+		preload = append(preload, preloaded{lib, "LD_PRELOAD"})
+	}
+	sysPreload, pr := systemPreload()
+	if pr != nil {
+		pr.ELF, pr.Entry, pr.System = path, ldPreload, true
+		return pr
+	}
+	preload = append(preload, sysPreload...)
+	queue := []loadedObject{{path: path, d: d, preload: preload}}
 	seen := map[string]bool{realPath(path): true}
 	for len(queue) > 0 {
 		o := queue[0]
 		queue = queue[1:]
-		deps, pr := o.deps(path, envDirs, &system)
+		deps, pr := o.deps(path, envDirs, &sysLibs)
 		if pr != nil {
 			return pr
 		}
@@ -148,8 +159,14 @@ type loadedObject struct {
 	path, via string
 	d         dynamic
 	inherited []string
-	preload   []string // the program's: LD_PRELOAD's and LD_AUDIT's libraries, loaded first
+	preload   []preloaded // the program's: LD_PRELOAD's and LD_AUDIT's libraries, then ldPreload's, loaded first
+	system    bool        // loaded for ldPreload: what it controls is the system's to fix (Problem.System)
 }
+
+// preloaded is a library the dynamic loader loads before a program's own: lib as named, and
+// from, what names it: "LD_PRELOAD" (LD_PRELOAD's or LD_AUDIT's, whose paths the caller
+// checks, naming the variable) or ldPreload.
+type preloaded struct{ lib, from string }
 
 // realPath is path with its symlinks resolved, or path where it cannot be.
 func realPath(path string) string {
@@ -162,8 +179,8 @@ func realPath(path string) string {
 // deps checks what another user controls of the directories o's RUNPATH or RPATH searches and
 // of the libraries o needs (by path, or found in those directories), prog being the program
 // whose problem it is, and returns the libraries ld.so loads for o: each NEEDED found first in
-// those directories or, failing them, in the system's (*system, read once a program).
-func (o loadedObject) deps(prog string, envDirs []string, system **systemLibs) ([]loadedObject, *Problem) {
+// those directories or, failing them, in the system's (*sysLibs, read once a program).
+func (o loadedObject) deps(prog string, envDirs []string, sysLibs **systemLibs) ([]loadedObject, *Problem) {
 	name := func(entry string) string {
 		if o.path == prog {
 			return entry
@@ -180,7 +197,7 @@ func (o loadedObject) deps(prog string, envDirs []string, system **systemLibs) (
 		for _, entry := range strings.Split(l, ":") {
 			dirs, pr := searchedDirs(entry, origin)
 			if pr != nil {
-				pr.ELF, pr.Entry = prog, name(kind+" "+l)
+				pr.ELF, pr.Entry, pr.System = prog, name(kind+" "+l), o.system
 				return nil, pr
 			}
 			searched = append(searched, dirs...)
@@ -208,14 +225,19 @@ func (o loadedObject) deps(prog string, envDirs []string, system **systemLibs) (
 		return own
 	}
 	var deps []loadedObject
-	what := "LD_PRELOAD"
-	for i, lib := range slices.Concat(o.preload, o.d.needed) {
-		if i == len(o.preload) {
-			what = "NEEDED"
-		}
-		via := fmt.Sprintf("%s %s of %s", what, lib, o.path)
-		if what == "LD_PRELOAD" {
+	libs := o.preload
+	for _, lib := range o.d.needed {
+		libs = append(libs, preloaded{lib, "NEEDED"})
+	}
+	for _, l := range libs {
+		lib, what, via := l.lib, l.from, fmt.Sprintf("NEEDED %s of %s", l.lib, o.path)
+		system := o.system || l.from == ldPreload
+		switch what {
+		case "LD_PRELOAD":
 			via = "LD_PRELOAD " + lib
+		case ldPreload:
+			what = ldPreload + "'s library"
+			via = what + " " + lib
 		}
 		if strings.Contains(lib, "/") {
 			// ld.so loads this path as it is, its tokens expanded: no search.
@@ -224,10 +246,11 @@ func (o loadedObject) deps(prog string, envDirs []string, system **systemLibs) (
 					if what == "LD_PRELOAD" {
 						continue // the caller's to refuse, naming the variable
 					}
+					pr.System = system
 					pr.ELF, pr.Entry = prog, name(what+" "+lib)
 					return nil, pr
 				}
-				deps = append(deps, loadedObject{path: file, via: via, inherited: inherited})
+				deps = append(deps, loadedObject{path: file, via: via, inherited: inherited, system: system})
 			}
 			continue
 		}
@@ -238,7 +261,7 @@ func (o loadedObject) deps(prog string, envDirs []string, system **systemLibs) (
 				continue
 			}
 			if pr := makeable(file); pr != nil {
-				pr.ELF, pr.Entry = prog, name(fmt.Sprintf("%s %s, found in %s", what, lib, from(i)))
+				pr.ELF, pr.Entry, pr.System = prog, name(fmt.Sprintf("%s %s, found in %s", what, lib, from(i))), system
 				return nil, pr
 			}
 			if found == nil {
@@ -246,21 +269,21 @@ func (o loadedObject) deps(prog string, envDirs []string, system **systemLibs) (
 			}
 		}
 		if found == nil {
-			if *system == nil {
-				*system = readSystemLibs()
+			if *sysLibs == nil {
+				*sysLibs = readSystemLibs()
 			}
-			found = (*system).find(lib)
+			found = (*sysLibs).find(lib)
 			for _, file := range found {
 				// ld.so.cache lists what ldconfig found, in the directories it was given (ld.so.conf,
 				// its includes): a file there another user may write is code of theirs all the same.
 				if pr := makeable(file); pr != nil {
-					pr.ELF, pr.Entry = prog, name(fmt.Sprintf("%s %s, found in the system's libraries", what, lib))
+					pr.ELF, pr.Entry, pr.System = prog, name(fmt.Sprintf("%s %s, found in the system's libraries", what, lib)), system
 					return nil, pr
 				}
 			}
 		}
 		for _, file := range found {
-			deps = append(deps, loadedObject{path: file, via: via, inherited: inherited})
+			deps = append(deps, loadedObject{path: file, via: via, inherited: inherited, system: system})
 		}
 	}
 	return deps, nil
@@ -643,6 +666,52 @@ func Source(name string) *Problem {
 		return &Problem{Path: name, Why: "is relative: it is searched from whatever directory the program runs in"}
 	}
 	return makeable(filepath.Clean(name))
+}
+
+// ldPreload is the file of libraries glibc's dynamic loader loads into every dynamic program it
+// starts, after LD_PRELOAD's and before the program's own; a test points it elsewhere.
+var ldPreload = "/etc/ld.so.preload"
+
+// maxLdPreload bounds what is read of ldPreload, far above a real one (a line or two).
+const maxLdPreload = 1 << 20
+
+// systemPreload is the libraries ldPreload names, as ld.so reads it (names separated by white
+// space or colons, a '#' making the rest of its line a comment), each from ldPreload; with what
+// another user controls of the file itself, or of /etc where it is not made yet, or nil. What
+// is not a regular file names none (ld.so maps the file's size, none). One that cannot be read
+// is refused: ld.so, which only needs to be allowed to, may read it. What the libraries are,
+// and load, is loadedObject.deps's to check, as it does LD_PRELOAD's.
+func systemPreload() ([]preloaded, *Problem) {
+	if pr := makeable(ldPreload); pr != nil {
+		return nil, pr
+	}
+	f, err := os.OpenFile(ldPreload, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &Problem{Path: ldPreload, Why: fmt.Sprintf("cannot be read (%v), so the libraries it has loaded cannot be checked", err)}
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxLdPreload+1))
+	if err != nil || len(b) > maxLdPreload {
+		why := fmt.Sprintf("is more than %d bytes", maxLdPreload)
+		if err != nil {
+			why = fmt.Sprintf("cannot be read (%v)", err)
+		}
+		return nil, &Problem{Path: ldPreload, Why: why + ", so the libraries it has loaded cannot be checked"}
+	}
+	var libs []preloaded
+	for _, line := range strings.Split(string(b), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		for _, lib := range strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == '\t' || r == ':' }) {
+			libs = append(libs, preloaded{lib, ldPreload})
+		}
+	}
+	return libs, nil
 }
 
 // ldCache is where the dynamic loader's cache of the system's libraries is; a test points it

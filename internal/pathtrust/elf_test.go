@@ -249,3 +249,92 @@ func BenchmarkLoaded(b *testing.B) {
 		})
 	}
 }
+
+// preloadFile points ldPreload at path for the test.
+func preloadFile(t *testing.T, path string) {
+	t.Helper()
+	old := ldPreload
+	ldPreload = path
+	t.Cleanup(func() { ldPreload = old })
+}
+
+// glibc's ld.so loads the libraries /etc/ld.so.preload names into every dynamic program it
+// starts, before the program's own: a preload file another user may write, or may make where it
+// is missing, or a library it names (by path, or by a name found in a directory they may write),
+// or what such a library loads in turn, is their code run in every root plugin. Before, the file
+// was never read and each such program passed. Now each is refused, naming the file or the
+// library it names (System set: the fix is the system's, not the program's); names are
+// separated by white space or colons, and a '#' comments the rest of its line, as ld.so reads it.
+func TestLoadedHoldsTheSystemsPreloadFileToTheRule(t *testing.T) {
+	base := t.TempDir()
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	etc, open, safe := mkdirMode(t, filepath.Join(base, "etc"), 0o755), mkdirMode(t, filepath.Join(base, "open"), 0o755), mkdirMode(t, filepath.Join(base, "safe"), 0o755)
+	const lib = "int volctl_test_hook(void) { return 0; }\n"
+	cc(t, filepath.Join(open, "libvthook.so"), lib, "-shared", "-fPIC")
+	cc(t, filepath.Join(safe, "libvtok.so"), lib, "-shared", "-fPIC")
+	cc(t, filepath.Join(safe, "libvtrunpath.so"), lib, "-shared", "-fPIC", "-Wl,--enable-new-dtags,-rpath,"+open)
+	cc(t, filepath.Join(safe, "libvtneeds.so"), lib+"int volctl_test_hook2(void) { return 0; }\n", "-shared", "-fPIC", "-Wl,--no-as-needed", "-L"+open, "-lvthook")
+	prog := filepath.Join(base, "prog")
+	cc(t, prog, "int main(void) { return 0; }\n")
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(base, "ld.so.cache")
+	writeLdCache(t, cache, map[string]string{"libvthook.so": filepath.Join(open, "libvthook.so")})
+	old := ldCache
+	ldCache = cache
+	t.Cleanup(func() { ldCache = old })
+
+	preload := filepath.Join(etc, "ld.so.preload")
+	for _, tt := range []struct {
+		name, content string
+		mode          os.FileMode
+		bad           string // the Problem's Path, "" for none
+		entry         string // what its Entry says
+	}{
+		{"none", "", 0, "", ""},
+		{"root's, naming a root library", filepath.Join(safe, "libvtok.so") + "\n", 0o644, "", ""},
+		{"a comment", "# " + filepath.Join(open, "libvthook.so") + "\n" + filepath.Join(safe, "libvtok.so") + " #" + filepath.Join(open, "libvthook.so"), 0o644, "", ""},
+		{"any user may write it", "", 0o666, preload, preload},
+		{"a library in a directory any user may write", filepath.Join(open, "libvthook.so") + "\n", 0o644, open, preload + "'s library " + filepath.Join(open, "libvthook.so")},
+		{"after a colon", filepath.Join(safe, "libvtok.so") + ":" + filepath.Join(open, "libvthook.so"), 0o644, open, preload + "'s library " + filepath.Join(open, "libvthook.so")},
+		{"after a tab, missing where any user may make it", filepath.Join(safe, "libvtok.so") + "\t" + filepath.Join(open, "libvtmissing.so"), 0o644, open, "libvtmissing.so"},
+		{"a bare name found in the system's libraries", "libvthook.so", 0o644, open, preload + "'s library libvthook.so, found in the system's libraries"},
+		{"a root library whose RUNPATH any user may write", filepath.Join(safe, "libvtrunpath.so"), 0o644, open, "RUNPATH " + open},
+		{"a root library that needs one any user may write", filepath.Join(safe, "libvtneeds.so"), 0o644, open, "libvthook.so"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			preloadFile(t, preload)
+			os.Remove(preload)
+			if tt.mode != 0 {
+				if err := os.WriteFile(preload, []byte(tt.content), tt.mode); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(preload, tt.mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pr := loaded(prog)
+			if tt.bad == "" {
+				if pr != nil {
+					t.Fatalf("loaded(%s) with %s holding %q = %+v, want nothing held against it", prog, preload, tt.content, *pr)
+				}
+				return
+			}
+			if pr == nil {
+				t.Fatalf("loaded(%s) = nil with %s (mode %#o) holding %q: want %s named", prog, preload, tt.mode, tt.content, tt.bad)
+			}
+			if pr.Path != tt.bad || pr.ELF != prog || !pr.System || !strings.Contains(pr.Entry, tt.entry) {
+				t.Errorf("loaded(%s) = %+v, want Path %s, System, and an Entry that says %q", prog, *pr, tt.bad, tt.entry)
+			}
+		})
+	}
+
+	// Missing in a directory another user may write, they could make it.
+	preloadFile(t, filepath.Join(open, "ld.so.preload"))
+	if pr := loaded(prog); pr == nil || pr.Path != open || pr.Entry != filepath.Join(open, "ld.so.preload") || !pr.System {
+		t.Errorf("loaded(%s) = %+v with the preload file missing in %s, which any user may write: want it named", prog, pr, open)
+	}
+}
