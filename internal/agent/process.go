@@ -510,7 +510,7 @@ func untrustedEnv(command, path string, env []string) error {
 					fix = "name it by its absolute path, in a directory root's alone"
 				}
 				if n == "" {
-					n = "an empty entry, the working directory,"
+					n = "an empty entry, the working directory"
 				} else {
 					n = spec.QuoteName(n)
 				}

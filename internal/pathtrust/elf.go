@@ -40,9 +40,13 @@ import (
 func loaded(path string) *Problem { return loadedWith(path, LoaderEnv{}) }
 
 // LibraryPathEntries is the entries of an LD_LIBRARY_PATH as ld.so reads them: separated by
-// colons or semicolons, an empty one ("a::b", "a:;b", a separator first or last) kept, as
-// ld.so searches the working directory for it.
+// colons or semicolons, an empty one ("a::b", "a:;b", ":", a separator first or last) kept, as
+// ld.so searches the working directory for it; none of an empty variable, which ld.so reads
+// as unset (_dl_init_paths: LD_DEBUG=libs shows no LD_LIBRARY_PATH search).
 func LibraryPathEntries(v string) []string {
+	if v == "" {
+		return nil
+	}
 	return strings.Split(strings.ReplaceAll(v, ";", ":"), ":")
 }
 
