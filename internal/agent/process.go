@@ -676,10 +676,10 @@ func untrustedProgram(command, path string, env []string) error {
 			via = fmt.Sprintf(" (the interpreter the #! line of the script %s names)", spec.QuoteName(pr.Script))
 		}
 		if pr.System {
-			return fmt.Errorf("command %s%s: not run: the dynamic loader loads into the ELF program %s%s, as into every program it starts, %s, and %s %s: "+
+			return fmt.Errorf("command %s%s: not run: the dynamic loader of the ELF program %s%s goes, as for every program it starts, by the system's files, here %s, and %s %s: "+
 				"another user could have their code run in it (and in every program started after), as uid %d: "+
-				"make that file or directory, and every directory on the way, root's and writable by root alone (chown root, chmod go-w), "+
-				"or take what it names out of the system's preload file",
+				"make that file or directory, and every directory on the way, root's and writable by root alone (chown root, chmod go-w); "+
+				"a library the system's ld.so.preload names may instead be taken out of it",
 				spec.QuoteName(command), found, spec.QuoteName(pr.ELF), via, pr.Entry, spec.QuoteName(pr.Path), pr.Why, os.Geteuid())
 		}
 		if strings.HasPrefix(pr.Entry, "LD_LIBRARY_PATH") {

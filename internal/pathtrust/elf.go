@@ -276,6 +276,13 @@ func (o loadedObject) deps(prog string, envDirs []string, sysLibs **systemLibs) 
 			if *sysLibs == nil {
 				*sysLibs = readSystemLibs()
 			}
+			if c := (*sysLibs).untrusted; c != nil {
+				// The file that says where ld.so finds the library: what another user writes
+				// there points it at their own, after this check or at once.
+				pr := *c
+				pr.ELF, pr.Entry, pr.System = prog, name(fmt.Sprintf("%s %s, looked up in %s", what, lib, ldCache)), true
+				return nil, &pr
+			}
 			found = (*sysLibs).find(lib)
 			for _, file := range found {
 				// ld.so.cache lists what ldconfig found, in the directories it was given (ld.so.conf,
@@ -729,12 +736,17 @@ const maxLdCache = 16 << 20
 // entries by name, else (no cache, or one in a format not read here) the default directories.
 type systemLibs struct {
 	cache map[string][]string // nil: no cache read
+	// untrusted is what another user controls of ldCache (makeable: the file, a directory on
+	// the way, or where it is missing, the directory they could make it in), or nil: ld.so
+	// reads it at each start, so a cache they may write points it at their library whatever
+	// it said when it was checked.
+	untrusted *Problem
 }
 
 // readSystemLibs reads ldCache (glibc's "glibc-ld.so.cache1.1" format, the only one glibc 2.32
 // and later writes): a cache that cannot be read leaves the default directories.
 func readSystemLibs() *systemLibs {
-	sys := &systemLibs{}
+	sys := &systemLibs{untrusted: makeable(ldCache)}
 	f, err := os.Open(ldCache)
 	if err != nil {
 		return sys

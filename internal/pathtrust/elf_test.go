@@ -338,3 +338,56 @@ func TestLoadedHoldsTheSystemsPreloadFileToTheRule(t *testing.T) {
 		t.Errorf("loaded(%s) = %+v with the preload file missing in %s, which any user may write: want it named", prog, pr, open)
 	}
 }
+
+// ld.so reads ld.so.cache at each start to find the libraries no RUNPATH holds: a cache another
+// user may write (or make, where it is missing) sends it to their library whatever the cache
+// said when the program was checked. Before, the cache was read and trusted: a program whose
+// libraries it listed in root's directories passed, and the cache could be rewritten the next
+// moment. Now the program is refused, naming the cache (System set).
+func TestLoadedHoldsTheSystemsLibraryCacheToTheRule(t *testing.T) {
+	base := t.TempDir()
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	etc, safe, open := mkdirMode(t, filepath.Join(base, "etc"), 0o755), mkdirMode(t, filepath.Join(base, "safe"), 0o755), mkdirMode(t, filepath.Join(base, "open"), 0o777)
+	cc(t, filepath.Join(safe, "libvtok.so"), "int volctl_test_lib(void) { return 0; }\n", "-shared", "-fPIC")
+	prog := filepath.Join(base, "prog")
+	cc(t, prog, "int volctl_test_lib(void);\nint main(void) { return volctl_test_lib(); }\n", "-L"+safe, "-lvtok")
+	preloadFile(t, filepath.Join(etc, "ld.so.preload")) // none: the cache's test alone
+	for _, tt := range []struct {
+		name  string
+		cache string
+		mode  os.FileMode
+		bad   string
+	}{
+		{"root's", filepath.Join(etc, "ld.so.cache"), 0o644, ""},
+		{"any user may write it", filepath.Join(etc, "ld.so.cache"), 0o666, filepath.Join(etc, "ld.so.cache")},
+		{"in a directory any user may write", filepath.Join(open, "ld.so.cache"), 0o644, open},
+		{"missing where any user may make it", filepath.Join(open, "missing.cache"), 0, open},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.mode != 0 {
+				writeLdCache(t, tt.cache, map[string]string{"libvtok.so": filepath.Join(safe, "libvtok.so")})
+				if err := os.Chmod(tt.cache, tt.mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			old := ldCache
+			ldCache = tt.cache
+			t.Cleanup(func() { ldCache = old })
+			pr := loaded(prog)
+			if tt.bad == "" {
+				if pr != nil {
+					t.Fatalf("loaded(%s) with the cache %s = %+v, want nothing held against it", prog, tt.cache, *pr)
+				}
+				return
+			}
+			if pr == nil {
+				t.Fatalf("loaded(%s) = nil with the cache %s (mode %#o): another user could point ld.so at their libvtok.so; want %s named", prog, tt.cache, tt.mode, tt.bad)
+			}
+			if want := "NEEDED libvtok.so, looked up in " + tt.cache; pr.Path != tt.bad || pr.ELF != prog || !pr.System || pr.Entry != want {
+				t.Errorf("loaded(%s) = %+v, want Path %s, System, Entry %q", prog, *pr, tt.bad, want)
+			}
+		})
+	}
+}
