@@ -52,7 +52,8 @@ func LibraryPathEntries(v string) []string {
 
 // loadedWith is loaded of a program run with env: LD_LIBRARY_PATH's directories ld.so searches
 // for each library before a RUNPATH (after an RPATH), and LD_PRELOAD's and LD_AUDIT's libraries
-// it loads first, as the program's first needs (found alike, a path's $ORIGIN, $LIB and
+// it loads first, then ldPreload's and the program's DT_AUDIT's and DT_DEPAUDIT's, as the
+// program's first needs (found alike, a path's $ORIGIN, $LIB and
 // $PLATFORM expanded): each library found so is checked and followed as one a RUNPATH finds. An
 // LD_LIBRARY_PATH directory another user controls ($ORIGIN being this program's directory, an
 // empty entry the working directory's) is refused, naming it; LD_PRELOAD's and LD_AUDIT's paths
@@ -108,7 +109,7 @@ func loadedWith(path string, env LoaderEnv) *Problem {
 		pr.ELF, pr.Entry, pr.System = path, ldPreload, true
 		return pr
 	}
-	preload = append(preload, sysPreload...)
+	preload = append(append(preload, sysPreload...), d.audit...)
 	queue := []loadedObject{{path: path, d: d, preload: preload}}
 	seen := map[string]bool{realPath(path): true}
 	for len(queue) > 0 {
@@ -169,7 +170,8 @@ type loadedObject struct {
 
 // preloaded is a library the dynamic loader loads before a program's own: lib as named, and
 // from, what names it: "LD_PRELOAD" (LD_PRELOAD's or LD_AUDIT's, whose paths the caller
-// checks, naming the variable) or ldPreload.
+// checks, naming the variable), ldPreload, or the program's own "AUDIT" or "DEPAUDIT"
+// (dynamic.audit); "NEEDED" for a library a loaded object needs.
 type preloaded struct{ lib, from string }
 
 // realPath is path with its symlinks resolved, or path where it cannot be.
@@ -234,7 +236,7 @@ func (o loadedObject) deps(prog string, envDirs []string, sysLibs **systemLibs) 
 		libs = append(libs, preloaded{lib, "NEEDED"})
 	}
 	for _, l := range libs {
-		lib, what, via := l.lib, l.from, fmt.Sprintf("NEEDED %s of %s", l.lib, o.path)
+		lib, what, via := l.lib, l.from, fmt.Sprintf("%s %s of %s", l.from, l.lib, o.path)
 		system := o.system || l.from == ldPreload
 		switch what {
 		case "LD_PRELOAD":
@@ -305,6 +307,11 @@ type dynamic struct {
 	interp                 string   // PT_INTERP, "" for none
 	dynamic                bool     // it has a PT_DYNAMIC
 	needed, runpath, rpath []string // DT_NEEDED, DT_RUNPATH, DT_RPATH, in order
+	// audit is the audit libraries its DT_AUDIT and DT_DEPAUDIT name (ld --audit, --depaudit,
+	// or --depaudit brought by a library it was linked with), each a colon-separated list as
+	// LD_AUDIT is: ld.so loads them into the program it starts (glibc 2.32 and later), as it
+	// does LD_AUDIT's, whatever the environment; a library's own are not read.
+	audit []preloaded
 }
 
 // Bounds on what readDynamic allocates, far above any real program's: PATH_MAX for the loader's
@@ -379,7 +386,7 @@ func (d *dynamic) readTable(f *elf.File, p *elf.Prog) error {
 			strtab, haveStrtab = val, true
 		case elf.DT_STRSZ:
 			strsz = val
-		case elf.DT_NEEDED, elf.DT_RUNPATH, elf.DT_RPATH:
+		case elf.DT_NEEDED, elf.DT_RUNPATH, elf.DT_RPATH, elf.DT_AUDIT, elf.DT_DEPAUDIT:
 			entries = append(entries, entry{tag, val})
 		}
 	}
@@ -416,6 +423,13 @@ func (d *dynamic) readTable(f *elf.File, p *elf.Prog) error {
 			d.runpath = append(d.runpath, s)
 		case elf.DT_RPATH:
 			d.rpath = append(d.rpath, s)
+		case elf.DT_AUDIT, elf.DT_DEPAUDIT:
+			what := map[elf.DynTag]string{elf.DT_AUDIT: "AUDIT", elf.DT_DEPAUDIT: "DEPAUDIT"}[e.tag]
+			for _, lib := range strings.Split(s, ":") {
+				if lib != "" {
+					d.audit = append(d.audit, preloaded{lib, what})
+				}
+			}
 		}
 	}
 	return nil

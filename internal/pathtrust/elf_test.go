@@ -391,3 +391,63 @@ func TestLoadedHoldsTheSystemsLibraryCacheToTheRule(t *testing.T) {
 		})
 	}
 }
+
+// A program linked with --audit or --depaudit (or against a library linked with --depaudit,
+// which ld copies into the program) names audit libraries in its DT_AUDIT or DT_DEPAUDIT, and
+// glibc's ld.so (2.32 and later) loads them into it at its start, as it does LD_AUDIT's: one in
+// a directory another user may write is their code in the plugin. Before, neither tag was read
+// and such a program passed. Now each library is found (a path as it is, a bare name as a
+// NEEDED one is), checked and followed, the refusal naming the tag.
+func TestLoadedChecksTheProgramsAuditLibraries(t *testing.T) {
+	base := t.TempDir()
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	safe, open := mkdirMode(t, filepath.Join(base, "safe"), 0o755), mkdirMode(t, filepath.Join(base, "open"), 0o755)
+	const audit = "unsigned int la_version(unsigned int v) { return v; }\n"
+	cc(t, filepath.Join(open, "libvtaudit.so"), audit, "-shared", "-fPIC")
+	cc(t, filepath.Join(safe, "libvtaudit.so"), audit, "-shared", "-fPIC")
+	cc(t, filepath.Join(safe, "libvtauditrunpath.so"), audit, "-shared", "-fPIC", "-Wl,--enable-new-dtags,-rpath,"+open)
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	preloadFile(t, filepath.Join(base, "no-ld.so.preload"))
+	cache := filepath.Join(base, "ld.so.cache")
+	writeLdCache(t, cache, map[string]string{"libvtaudit.so": filepath.Join(open, "libvtaudit.so")})
+	old := ldCache
+	ldCache = cache
+	t.Cleanup(func() { ldCache = old })
+	const main = "int main(void) { return 0; }\n"
+	for _, tt := range []struct {
+		name, flag string
+		bad        string // the Problem's Path, "" for none
+		entry      string
+	}{
+		{"AUDIT of a root library", "-Wl,--audit=" + filepath.Join(safe, "libvtaudit.so"), "", ""},
+		{"AUDIT in a directory any user may write", "-Wl,--audit=" + filepath.Join(safe, "libvtaudit.so") + ":" + filepath.Join(open, "libvtaudit.so"), open, "AUDIT " + filepath.Join(open, "libvtaudit.so")},
+		{"DEPAUDIT in a directory any user may write", "-Wl,--depaudit=" + filepath.Join(open, "libvtaudit.so"), open, "DEPAUDIT " + filepath.Join(open, "libvtaudit.so")},
+		{"AUDIT by a bare name found in the system's libraries", "-Wl,--audit=libvtaudit.so", open, "AUDIT libvtaudit.so, found in the system's libraries"},
+		{"AUDIT of a root library whose RUNPATH any user may write", "-Wl,--audit=" + filepath.Join(safe, "libvtauditrunpath.so"), open, "RUNPATH " + open},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			prog := filepath.Join(t.TempDir(), "prog")
+			cc(t, prog, main, tt.flag)
+			if b, err := exec.Command("readelf", "-d", prog).Output(); err == nil && !strings.Contains(string(b), "AUDIT") {
+				t.Skipf("this linker wrote no DT_AUDIT or DT_DEPAUDIT for %s", tt.flag)
+			}
+			pr := loaded(prog)
+			if tt.bad == "" {
+				if pr != nil {
+					t.Fatalf("loaded(%s) = %+v, want nothing held against it", prog, *pr)
+				}
+				return
+			}
+			if pr == nil {
+				t.Fatalf("loaded(%s) linked with %s = nil: ld.so loads that audit library into it; want %s named", prog, tt.flag, tt.bad)
+			}
+			if pr.Path != tt.bad || pr.ELF != prog || pr.System || !strings.Contains(pr.Entry, tt.entry) {
+				t.Errorf("loaded(%s) = %+v, want Path %s and an Entry that says %q", prog, *pr, tt.bad, tt.entry)
+			}
+		})
+	}
+}
