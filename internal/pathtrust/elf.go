@@ -171,7 +171,8 @@ type loadedObject struct {
 // preloaded is a library the dynamic loader loads before a program's own: lib as named, and
 // from, what names it: "LD_PRELOAD" (LD_PRELOAD's or LD_AUDIT's, whose paths the caller
 // checks, naming the variable), ldPreload, or the program's own "AUDIT" or "DEPAUDIT"
-// (dynamic.audit); "NEEDED" for a library a loaded object needs.
+// (dynamic.audit); "NEEDED" for a library a loaded object needs, "AUXILIARY" or "FILTER" for
+// one it filters (dynamic.filters).
 type preloaded struct{ lib, from string }
 
 // realPath is path with its symlinks resolved, or path where it cannot be.
@@ -231,10 +232,11 @@ func (o loadedObject) deps(prog string, envDirs []string, sysLibs **systemLibs) 
 		return own
 	}
 	var deps []loadedObject
-	libs := o.preload
+	libs := slices.Clone(o.preload)
 	for _, lib := range o.d.needed {
 		libs = append(libs, preloaded{lib, "NEEDED"})
 	}
+	libs = append(libs, o.d.filters...)
 	for _, l := range libs {
 		lib, what, via := l.lib, l.from, fmt.Sprintf("%s %s of %s", l.from, l.lib, o.path)
 		system := o.system || l.from == ldPreload
@@ -312,6 +314,9 @@ type dynamic struct {
 	// LD_AUDIT is: ld.so loads them into the program it starts (glibc 2.32 and later), as it
 	// does LD_AUDIT's, whatever the environment; a library's own are not read.
 	audit []preloaded
+	// filters is the libraries its DT_AUXILIARY and DT_FILTER name (ld --auxiliary, --filter:
+	// a filter's filtees), which ld.so loads for it, found as a NEEDED one is.
+	filters []preloaded
 }
 
 // Bounds on what readDynamic allocates, far above any real program's: PATH_MAX for the loader's
@@ -386,7 +391,7 @@ func (d *dynamic) readTable(f *elf.File, p *elf.Prog) error {
 			strtab, haveStrtab = val, true
 		case elf.DT_STRSZ:
 			strsz = val
-		case elf.DT_NEEDED, elf.DT_RUNPATH, elf.DT_RPATH, elf.DT_AUDIT, elf.DT_DEPAUDIT:
+		case elf.DT_NEEDED, elf.DT_RUNPATH, elf.DT_RPATH, elf.DT_AUDIT, elf.DT_DEPAUDIT, elf.DT_AUXILIARY, elf.DT_FILTER:
 			entries = append(entries, entry{tag, val})
 		}
 	}
@@ -423,6 +428,10 @@ func (d *dynamic) readTable(f *elf.File, p *elf.Prog) error {
 			d.runpath = append(d.runpath, s)
 		case elf.DT_RPATH:
 			d.rpath = append(d.rpath, s)
+		case elf.DT_AUXILIARY:
+			d.filters = append(d.filters, preloaded{s, "AUXILIARY"})
+		case elf.DT_FILTER:
+			d.filters = append(d.filters, preloaded{s, "FILTER"})
 		case elf.DT_AUDIT, elf.DT_DEPAUDIT:
 			what := map[elf.DynTag]string{elf.DT_AUDIT: "AUDIT", elf.DT_DEPAUDIT: "DEPAUDIT"}[e.tag]
 			for _, lib := range strings.Split(s, ":") {

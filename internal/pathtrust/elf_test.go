@@ -451,3 +451,62 @@ func TestLoadedChecksTheProgramsAuditLibraries(t *testing.T) {
 		})
 	}
 }
+
+// A library linked with --auxiliary or --filter names its filtees in DT_AUXILIARY or DT_FILTER,
+// and ld.so loads them with it, found as its NEEDED libraries are: a filtee in a directory
+// another user may write is their code in the program. Before, neither tag was read and the
+// program passed. Now each filtee is checked and followed, the refusal naming the tag.
+func TestLoadedChecksTheLibrariesFiltees(t *testing.T) {
+	base := t.TempDir()
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	safe, open := mkdirMode(t, filepath.Join(base, "safe"), 0o755), mkdirMode(t, filepath.Join(base, "open"), 0o755)
+	const filtee = "int volctl_test_lib(void) { return 1; }\n"
+	cc(t, filepath.Join(open, "libvtfiltee.so"), filtee, "-shared", "-fPIC")
+	cc(t, filepath.Join(safe, "libvtfiltee.so"), filtee, "-shared", "-fPIC")
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	preloadFile(t, filepath.Join(base, "no-ld.so.preload"))
+	cache := filepath.Join(base, "ld.so.cache")
+	writeLdCache(t, cache, map[string]string{"libvtfiltee.so": filepath.Join(open, "libvtfiltee.so")})
+	old := ldCache
+	ldCache = cache
+	t.Cleanup(func() { ldCache = old })
+	const lib = "int volctl_test_lib(void) { return 0; }\n"
+	const prog = "int volctl_test_lib(void);\nint main(void) { return volctl_test_lib(); }\n"
+	for _, tt := range []struct {
+		name, flag string
+		bad        string // the Problem's Path, "" for none
+		entry      string
+	}{
+		{"AUXILIARY of a root library", "-Wl,--auxiliary=" + filepath.Join(safe, "libvtfiltee.so"), "", ""},
+		{"AUXILIARY in a directory any user may write", "-Wl,--auxiliary=" + filepath.Join(open, "libvtfiltee.so"), open, "AUXILIARY " + filepath.Join(open, "libvtfiltee.so")},
+		{"FILTER in a directory any user may write", "-Wl,--filter=" + filepath.Join(open, "libvtfiltee.so"), open, "FILTER " + filepath.Join(open, "libvtfiltee.so")},
+		{"AUXILIARY by a bare name found in the system's libraries", "-Wl,--auxiliary=libvtfiltee.so", open, "AUXILIARY libvtfiltee.so, found in the system's libraries"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := mkdirMode(t, filepath.Join(t.TempDir(), "lib"), 0o755)
+			cc(t, filepath.Join(dir, "libvtfilter.so"), lib, "-shared", "-fPIC", tt.flag)
+			if b, err := exec.Command("readelf", "-d", filepath.Join(dir, "libvtfilter.so")).Output(); err == nil && !strings.Contains(string(b), "AUXILIARY") && !strings.Contains(string(b), "FILTER") {
+				t.Skipf("this linker wrote no DT_AUXILIARY or DT_FILTER for %s", tt.flag)
+			}
+			p := filepath.Join(filepath.Dir(dir), "prog")
+			cc(t, p, prog, "-L"+dir, "-lvtfilter", "-Wl,--enable-new-dtags,-rpath,"+dir)
+			pr := loaded(p)
+			if tt.bad == "" {
+				if pr != nil {
+					t.Fatalf("loaded(%s) = %+v, want nothing held against it", p, *pr)
+				}
+				return
+			}
+			if pr == nil {
+				t.Fatalf("loaded(%s), whose library is linked with %s, = nil: ld.so loads that filtee with it; want %s named", p, tt.flag, tt.bad)
+			}
+			if pr.Path != tt.bad || pr.ELF != p || !strings.Contains(pr.Entry, tt.entry) || !strings.Contains(pr.Entry, "libvtfilter.so") {
+				t.Errorf("loaded(%s) = %+v, want Path %s and an Entry that names libvtfilter.so's %q", p, *pr, tt.bad, tt.entry)
+			}
+		})
+	}
+}
