@@ -144,6 +144,10 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 		logf("%v", err)
 		return nil, err
 	}
+	if err := untrustedArgs(sp.Exec.Command, path, sp.Exec.Args, env); err != nil {
+		logf("%v", err)
+		return nil, err
+	}
 	goAhead, send, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("starting plugin: %w", err)
@@ -346,7 +350,10 @@ func UntrustedCommand(sp spec.Plugin) error {
 	if err := untrustedEnv(sp.Exec.Command, path, env); err != nil {
 		return err
 	}
-	return untrustedProgram(sp.Exec.Command, path, env)
+	if err := untrustedProgram(sp.Exec.Command, path, env); err != nil {
+		return err
+	}
+	return untrustedArgs(sp.Exec.Command, path, sp.Exec.Args, env)
 }
 
 // loaderEnv are the variables of a plugin's environment that name files or directories the
