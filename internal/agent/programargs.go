@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/volctl/volctl/internal/pathtrust"
@@ -165,6 +166,17 @@ func (i *interpreter) code(args []string) (paths []argCode, script string, libra
 // environment says: its variables are untrustedEnv's. An interpreter the agent does not know
 // is run as before: what its arguments mean cannot be told.
 func untrustedArgs(command, path string, args, env []string) error {
+	return untrustedArgsAt(command, path, args, env, 0)
+}
+
+// maxEnvs bounds the env(1) commands untrustedArgsAt follows, one running another.
+const maxEnvs = 4
+
+// untrustedArgsAt is untrustedArgs of a command reached through depth env(1) commands.
+func untrustedArgsAt(command, path string, args, env []string, depth int) error {
+	if isEnv(path) {
+		return untrustedEnvArgs(command, args, env, depth)
+	}
 	in := interpreterOf(path)
 	if in == nil {
 		return nil
@@ -236,4 +248,94 @@ func argsError(command string, in *interpreter, what, name string, pr *pathtrust
 	return fmt.Errorf("command %s: not run: it is %s, and %s, and %s %s: "+
 		"another user could change the code the plugin runs as uid %d: %s, or install the plugin's code where only root may write and name it there",
 		spec.QuoteName(command), in.name, what, spec.QuoteName(pr.Path), pr.Why, os.Geteuid(), fix)
+}
+
+// isEnv says whether the program at path is env(1), by its file name or its symlink's target's.
+func isEnv(path string) bool {
+	if filepath.Base(path) == "env" {
+		return true
+	}
+	real, err := filepath.EvalSymlinks(path)
+	return err == nil && filepath.Base(real) == "env"
+}
+
+// untrustedEnvArgs is untrustedArgs of env(1) run with args: the command it runs (after its
+// options, -S's words split, and its NAME=VALUE assignments) is looked up in the PATH it is
+// given (the plugin's, or a PATH= among the assignments) and checked as the plugin's command is
+// (pathtrust.LookedUp, pathtrust.Program), the assignments with the plugin's environment as
+// untrustedEnv checks it (env LD_PRELOAD=... is an exec env's LD_PRELOAD), and its own args in
+// turn (python3 /opt/x/plugin.py). Before, env's command was run unchecked: a program another
+// user may write in a PATH directory of root's, or one their LD_PRELOAD loaded code in.
+func untrustedEnvArgs(command string, args, env []string, depth int) error {
+	if depth >= maxEnvs {
+		return fmt.Errorf("command %s: not run: it runs env(1) through more than %d env commands, which the agent does not follow: run the program as the command", spec.QuoteName(command), maxEnvs)
+	}
+	env = slices.Clone(env)
+	var name string
+	var rest []string
+	for k := 0; k < len(args); k++ {
+		a := args[k]
+		switch {
+		case a == "--":
+			if k+1 < len(args) {
+				name, rest = args[k+1], args[k+2:]
+			}
+		case a == "-u" || a == "-C" || a == "--unset" || a == "--chdir":
+			k++ // its value
+			continue
+		case a == "-S" || a == "--split-string":
+			if k+1 < len(args) {
+				args = slices.Concat(args[:k+1], strings.Fields(args[k+1]), args[k+2:])
+			}
+			args = slices.Delete(args, k, k+1)
+			k--
+			continue
+		case strings.HasPrefix(a, "-S") || strings.HasPrefix(a, "--split-string="):
+			words := strings.Fields(strings.TrimPrefix(strings.TrimPrefix(a, "--split-string="), "-S"))
+			args = slices.Concat(args[:k], words, args[k+1:])
+			k--
+			continue
+		case strings.HasPrefix(a, "-"):
+			continue
+		case strings.Contains(a, "="):
+			env = append(env, a)
+			continue
+		default:
+			name, rest = a, args[k+1:]
+		}
+		break
+	}
+	if name == "" {
+		return nil // env alone prints the environment
+	}
+	envPath, le := programEnv(env)
+	var found string
+	var pr *pathtrust.Problem
+	if strings.Contains(name, "/") {
+		found = name
+		if pr = pathtrust.Source(name); pr == nil {
+			pr = pathtrust.Program(name, name, envPath, le)
+		}
+	} else {
+		found, pr = pathtrust.LookedUp(name, envPath, le)
+	}
+	if pr != nil {
+		at := pr.Path
+		if pr.ELF != "" && pr.Entry != "" {
+			at = fmt.Sprintf("%s (the %s of %s)", pr.Path, pr.Entry, spec.QuoteName(pr.ELF))
+		} else if pr.Shadowed != "" {
+			at = fmt.Sprintf("%s (searched for it first)", pr.Path)
+		}
+		return fmt.Errorf("command %s: not run: it is env(1), which runs %s, looked up in the PATH it is given, and %s %s: "+
+			"another user could change the program the plugin runs as uid %d: make it and every directory on the way root's and writable by root alone (chown root, chmod go-w), "+
+			"or name the program as the command",
+			spec.QuoteName(command), spec.QuoteName(name), spec.QuoteName(at), pr.Why, os.Geteuid())
+	}
+	if found == "" {
+		return nil // not found: env fails to run it, and says so in the plugin's log
+	}
+	if err := untrustedEnv(command, found, env); err != nil {
+		return err
+	}
+	return untrustedArgsAt(command, found, rest, env, depth+1)
 }

@@ -224,3 +224,87 @@ func TestInterpreterArgsAreReadAsTheInterpreterReadsThem(t *testing.T) {
 		}
 	}
 }
+
+// env(1) as the command runs the program its args name, looked up in the PATH it is given,
+// with the variables they assign: that program, its own args, and the assignments are checked
+// as the plugin's command, args and exec env are. Before, only env itself was: `env vttool` ran
+// a program any user may write, found in a PATH directory of root's, and `env
+// LD_PRELOAD=/tmp/x/hook.so true` their library, as root.
+func TestAgentRunsNoProgramEnvRunsThatAnotherUserMayChange(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the system's programs are root's: as another user, each is refused as the command")
+	}
+	envProg, err := exec.LookPath("env")
+	if err != nil {
+		t.Skipf("no env here: %v", err)
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skipf("no sh here: %v", err)
+	}
+	b := baseDir(t)
+	safe, open, bin := mkdir(t, filepath.Join(b, "safe"), 0o755), mkdir(t, filepath.Join(b, "open"), 0o777), mkdir(t, filepath.Join(b, "bin"), 0o755)
+	shBytes, err := os.ReadFile(sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := filepath.Join(bin, "vttool") // a copy of sh any user may write, in root's directory
+	if err := os.WriteFile(tool, shBytes, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(tool, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name      string
+		args      func(t *testing.T) ([]string, string) // and the script that marks its run
+		bad, what string                                // "" for a start
+	}{
+		{"a program any user may write, found in root's PATH directory", func(t *testing.T) ([]string, string) {
+			return []string{"PATH=" + bin, "vttool", "-c", "true"}, ""
+		}, tool, "it is env(1), which runs"},
+		{"a program in a directory any user may write, by its path", func(t *testing.T) ([]string, string) {
+			return []string{filepath.Join(open, "vttool")}, ""
+		}, open, "it is env(1), which runs"},
+		{"an LD_PRELOAD in a directory any user may write", func(t *testing.T) ([]string, string) {
+			return []string{"-i", "LD_PRELOAD=" + filepath.Join(open, "hook.so"), "true"}, ""
+		}, open, "LD_PRELOAD"},
+		{"sh with a script any user may change, -S split", func(t *testing.T) ([]string, string) {
+			s := writeScript(t, filepath.Join(open, "run.sh"), "sh")
+			return []string{"-S", "sh -e " + s}, s
+		}, open, "the script its args name"},
+		{"env running env running sh with a script any user may change", func(t *testing.T) ([]string, string) {
+			s := writeScript(t, filepath.Join(open, "run2.sh"), "sh")
+			return []string{"-u", "HOME", "--", "env", "A=1", "sh", s}, s
+		}, open, "the script its args name"},
+		{"sh with a script only root may change", func(t *testing.T) ([]string, string) {
+			s := writeScript(t, filepath.Join(safe, "ok.sh"), "sh")
+			return []string{"A=1", "sh", s}, s
+		}, "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args, script := tt.args(t)
+			err := startArgs(t, envProg, args...)
+			if tt.bad == "" {
+				if err != nil {
+					t.Fatalf("the agent refused %s %q: %v; want it run", envProg, args, err)
+				}
+				if !ranBeside(script) {
+					t.Errorf("%s %q did not run", envProg, args)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("the agent ran %s %q as uid %d, which runs what another user may change (%s); want it refused", envProg, args, os.Geteuid(), tt.bad)
+			}
+			for _, want := range []string{"not run", tt.what, tt.bad} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %v\nwant it to say %q", err, want)
+				}
+			}
+			if script != "" && ranBeside(script) {
+				t.Error("the script ran")
+			}
+		})
+	}
+}
