@@ -24,6 +24,35 @@ func startArgs(t *testing.T, command string, args ...string) error {
 	return err
 }
 
+// checkArgsStart starts command with args as a plugin and checks the outcome: with bad "", that
+// it ran (the script it was given marks its run); else, that it was refused with an error that
+// says "not run", bad (the path another user controls) and each of wants, and that the script,
+// if any, did not run.
+func checkArgsStart(t *testing.T, command string, args []string, script, bad string, wants ...string) {
+	t.Helper()
+	err := startArgs(t, command, args...)
+	if bad == "" {
+		if err != nil {
+			t.Fatalf("the agent refused %s %q: %v; want it run", command, args, err)
+		}
+		if !ranBeside(script) {
+			t.Errorf("%s %q did not run", command, args)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("the agent ran %s %q as uid %d, which runs code where another user may change it (%s); want it refused", command, args, os.Geteuid(), bad)
+	}
+	for _, want := range append([]string{"not run", bad}, wants...) {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v\nwant it to say %q", err, want)
+		}
+	}
+	if script != "" && ranBeside(script) {
+		t.Error("the script ran")
+	}
+}
+
 // writeScript writes a script at path that leaves path.ran when it runs, in the language of
 // the interpreter named (sh, python3, perl).
 func writeScript(t *testing.T, path, lang string) string {
@@ -101,27 +130,7 @@ func TestAgentRunsNoScriptItsInterpretersArgsNameThatAnotherUserMayChange(t *tes
 		t.Run(tt.name, func(t *testing.T) {
 			command := lookup(t, tt.lang)
 			args, script, bad, what := tt.args(t)
-			err := startArgs(t, command, args...)
-			if bad == "" {
-				if err != nil {
-					t.Fatalf("the agent refused %s %q: %v; want it run", command, args, err)
-				}
-				if !ranBeside(script) {
-					t.Errorf("%s %q did not run", command, args)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("the agent ran %s %q as uid %d, whose code %s names is where another user may change it (%s); want it refused", command, args, os.Geteuid(), what, bad)
-			}
-			for _, want := range []string{"command " + command, "not run", what, bad} {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("err = %v\nwant it to say %q", err, want)
-				}
-			}
-			if script != "" && ranBeside(script) {
-				t.Error("the script ran")
-			}
+			checkArgsStart(t, command, args, script, bad, "command "+command, what)
 		})
 	}
 
@@ -284,27 +293,7 @@ func TestAgentRunsNoProgramEnvRunsThatAnotherUserMayChange(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			args, script := tt.args(t)
-			err := startArgs(t, envProg, args...)
-			if tt.bad == "" {
-				if err != nil {
-					t.Fatalf("the agent refused %s %q: %v; want it run", envProg, args, err)
-				}
-				if !ranBeside(script) {
-					t.Errorf("%s %q did not run", envProg, args)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("the agent ran %s %q as uid %d, which runs what another user may change (%s); want it refused", envProg, args, os.Geteuid(), tt.bad)
-			}
-			for _, want := range []string{"not run", tt.what, tt.bad} {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("err = %v\nwant it to say %q", err, want)
-				}
-			}
-			if script != "" && ranBeside(script) {
-				t.Error("the script ran")
-			}
+			checkArgsStart(t, envProg, args, script, tt.bad, tt.what)
 		})
 	}
 }

@@ -250,6 +250,36 @@ func BenchmarkLoaded(b *testing.B) {
 	}
 }
 
+// useLdCache points ldCache at path for the test.
+func useLdCache(t *testing.T, path string) {
+	t.Helper()
+	old := ldCache
+	ldCache = path
+	t.Cleanup(func() { ldCache = old })
+}
+
+// libIn builds the library name from source in a directory only this user may write (safe)
+// and in one any user may (open), which the system's libraries (a test ld.so.cache) find it in,
+// with no ld.so.preload; base holds both.
+func libIn(t *testing.T, name, source string) (base, safe, open string) {
+	t.Helper()
+	base = t.TempDir()
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	safe, open = mkdirMode(t, filepath.Join(base, "safe"), 0o755), mkdirMode(t, filepath.Join(base, "open"), 0o755)
+	cc(t, filepath.Join(open, name), source, "-shared", "-fPIC")
+	cc(t, filepath.Join(safe, name), source, "-shared", "-fPIC")
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	preloadFile(t, filepath.Join(base, "no-ld.so.preload"))
+	cache := filepath.Join(base, "ld.so.cache")
+	writeLdCache(t, cache, map[string]string{name: filepath.Join(open, name)})
+	useLdCache(t, cache)
+	return base, safe, open
+}
+
 // preloadFile points ldPreload at path for the test.
 func preloadFile(t *testing.T, path string) {
 	t.Helper()
@@ -283,9 +313,7 @@ func TestLoadedHoldsTheSystemsPreloadFileToTheRule(t *testing.T) {
 	}
 	cache := filepath.Join(base, "ld.so.cache")
 	writeLdCache(t, cache, map[string]string{"libvthook.so": filepath.Join(open, "libvthook.so")})
-	old := ldCache
-	ldCache = cache
-	t.Cleanup(func() { ldCache = old })
+	useLdCache(t, cache)
 
 	preload := filepath.Join(etc, "ld.so.preload")
 	for _, tt := range []struct {
@@ -372,9 +400,7 @@ func TestLoadedHoldsTheSystemsLibraryCacheToTheRule(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			old := ldCache
-			ldCache = tt.cache
-			t.Cleanup(func() { ldCache = old })
+			useLdCache(t, tt.cache)
 			pr := loaded(prog)
 			if tt.bad == "" {
 				if pr != nil {
@@ -399,24 +425,9 @@ func TestLoadedHoldsTheSystemsLibraryCacheToTheRule(t *testing.T) {
 // and such a program passed. Now each library is found (a path as it is, a bare name as a
 // NEEDED one is), checked and followed, the refusal naming the tag.
 func TestLoadedChecksTheProgramsAuditLibraries(t *testing.T) {
-	base := t.TempDir()
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	safe, open := mkdirMode(t, filepath.Join(base, "safe"), 0o755), mkdirMode(t, filepath.Join(base, "open"), 0o755)
 	const audit = "unsigned int la_version(unsigned int v) { return v; }\n"
-	cc(t, filepath.Join(open, "libvtaudit.so"), audit, "-shared", "-fPIC")
-	cc(t, filepath.Join(safe, "libvtaudit.so"), audit, "-shared", "-fPIC")
+	_, safe, open := libIn(t, "libvtaudit.so", audit)
 	cc(t, filepath.Join(safe, "libvtauditrunpath.so"), audit, "-shared", "-fPIC", "-Wl,--enable-new-dtags,-rpath,"+open)
-	if err := os.Chmod(open, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	preloadFile(t, filepath.Join(base, "no-ld.so.preload"))
-	cache := filepath.Join(base, "ld.so.cache")
-	writeLdCache(t, cache, map[string]string{"libvtaudit.so": filepath.Join(open, "libvtaudit.so")})
-	old := ldCache
-	ldCache = cache
-	t.Cleanup(func() { ldCache = old })
 	const main = "int main(void) { return 0; }\n"
 	for _, tt := range []struct {
 		name, flag string
@@ -457,23 +468,7 @@ func TestLoadedChecksTheProgramsAuditLibraries(t *testing.T) {
 // another user may write is their code in the program. Before, neither tag was read and the
 // program passed. Now each filtee is checked and followed, the refusal naming the tag.
 func TestLoadedChecksTheLibrariesFiltees(t *testing.T) {
-	base := t.TempDir()
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	safe, open := mkdirMode(t, filepath.Join(base, "safe"), 0o755), mkdirMode(t, filepath.Join(base, "open"), 0o755)
-	const filtee = "int volctl_test_lib(void) { return 1; }\n"
-	cc(t, filepath.Join(open, "libvtfiltee.so"), filtee, "-shared", "-fPIC")
-	cc(t, filepath.Join(safe, "libvtfiltee.so"), filtee, "-shared", "-fPIC")
-	if err := os.Chmod(open, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	preloadFile(t, filepath.Join(base, "no-ld.so.preload"))
-	cache := filepath.Join(base, "ld.so.cache")
-	writeLdCache(t, cache, map[string]string{"libvtfiltee.so": filepath.Join(open, "libvtfiltee.so")})
-	old := ldCache
-	ldCache = cache
-	t.Cleanup(func() { ldCache = old })
+	_, safe, open := libIn(t, "libvtfiltee.so", "int volctl_test_lib(void) { return 1; }\n")
 	const lib = "int volctl_test_lib(void) { return 0; }\n"
 	const prog = "int volctl_test_lib(void);\nint main(void) { return volctl_test_lib(); }\n"
 	for _, tt := range []struct {
