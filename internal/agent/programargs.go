@@ -30,6 +30,9 @@ type interpreter struct {
 	// arguments (-c, -e), value takes the rest of the group or the next argument as a value,
 	// path the same as a path loaded as code.
 	inline, value, path string
+	// attached are the single-dash options whose value, if any, is the rest of their group
+	// only (perl's -x[dir], -l[octal]): the letters after them are not options.
+	attached string
 	// long are the double-dash options: "inline", "value" or "path" (a value naming code:
 	// node's --require), "list" (ld.so's --library-path, a directory list), "preload" (ld.so's
 	// --preload and --audit, a list of libraries); one not listed takes no value, or has it
@@ -43,8 +46,8 @@ type interpreter struct {
 var (
 	shell  = interpreter{name: "the shell", inline: "cs", value: "oO", long: map[string]string{"--rcfile": "path", "--init-file": "path"}}
 	python = interpreter{name: "python", inline: "cm", value: "WXQ", long: map[string]string{"--check-hash-based-pycs": "value"}}
-	perl   = interpreter{name: "perl", inline: "eE", value: "Mm", path: "I"}
-	ruby   = interpreter{name: "ruby", inline: "e", value: "CEFrx", path: "I"}
+	perl   = interpreter{name: "perl", inline: "eE", value: "Mm", path: "I", attached: "xil0CdDFV"}
+	ruby   = interpreter{name: "ruby", inline: "e", value: "CEr", path: "I", attached: "0FKTWx"}
 	node   = interpreter{name: "node", inline: "ep", value: "", path: "r", long: map[string]string{
 		"--eval": "inline", "--print": "inline", "--require": "path", "--import": "path", "--loader": "path",
 		"--experimental-loader": "path", "--input-type": "value", "--title": "value"}}
@@ -136,6 +139,8 @@ func (i *interpreter) code(args []string) (paths []argCode, script string, libra
 				switch {
 				case strings.IndexByte(i.inline, c) >= 0:
 					return paths, "", libraryPath, preload
+				case strings.IndexByte(i.attached, c) >= 0:
+					j = len(a)
 				case strings.IndexByte(i.value, c) >= 0 || strings.IndexByte(i.path, c) >= 0:
 					v := rest
 					if v == "" {
@@ -204,6 +209,14 @@ func untrustedArgsAt(command, path string, args, env []string, depth int) error 
 			}
 			if pr := pathtrust.Source(n); pr != nil {
 				return argsError(command, in, "its option --preload or --audit names "+quoteArg(n), n, pr)
+			}
+		}
+	}
+	if in.searchesWorkingDir(args, env) {
+		if wd, err := os.Getwd(); err == nil {
+			if pr := pathtrust.Source(wd); pr != nil {
+				return argsError(command, in, "it runs code given inline (-c), from stdin or a module (-m), with the working directory it inherits from the agent, "+
+					quoteArg(wd)+", searched first for the modules it imports (give python -P, or -I, to leave it out, or run the agent where only root may write: / under systemd)", wd, pr)
 			}
 		}
 	}
@@ -338,4 +351,50 @@ func untrustedEnvArgs(command string, args, env []string, depth int) error {
 		return err
 	}
 	return untrustedArgsAt(command, found, rest, env, depth+1)
+}
+
+// searchesWorkingDir says whether python, run with args and env, puts its working directory
+// (the agent's, which the plugin inherits) first on its module search path: with code given
+// inline (-c), a module (-m), or code from stdin, unless -I or -P, or PYTHONSAFEPATH, leaves it
+// out (a script's own directory is put there instead: Source checks it with the script). False
+// for another interpreter.
+func (i *interpreter) searchesWorkingDir(args, env []string) bool {
+	if i != &python {
+		return false
+	}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PYTHONSAFEPATH="); ok && v != "" {
+			return false
+		}
+	}
+	safe := false
+	for k := 0; k < len(args); k++ {
+		a := args[k]
+		switch {
+		case a == "-":
+			return !safe
+		case a == "--" || !strings.HasPrefix(a, "-"):
+			return false // a script: its directory, not the working one
+		case strings.HasPrefix(a, "--"):
+			if i.long[a] == "value" {
+				k++
+			}
+			continue
+		}
+		for j := 1; j < len(a); j++ {
+			c := a[j]
+			switch {
+			case c == 'I' || c == 'P':
+				safe = true
+			case strings.IndexByte(i.inline, c) >= 0:
+				return !safe
+			case strings.IndexByte(i.value, c) >= 0:
+				if j == len(a)-1 {
+					k++
+				}
+				j = len(a)
+			}
+		}
+	}
+	return !safe // no script: the code is read from stdin
 }

@@ -222,6 +222,8 @@ func TestInterpreterArgsAreReadAsTheInterpreterReadsThem(t *testing.T) {
 		{&python, []string{"-", "/p.py"}, "", nil},
 		{&perl, []string{"-w", "-I/lib/x", "-Mstrict", "/p.pl"}, "/p.pl", []argCode{{"-I", "/lib/x"}}},
 		{&perl, []string{"-we", "print 1"}, "", nil},
+		{&perl, []string{"-x/home/e", "-l012", "/p.pl"}, "/p.pl", nil}, // -x's and -l's values are no options
+		{&ruby, []string{"-W0", "-Fe", "/p.rb"}, "/p.rb", nil},
 		{&ruby, []string{"-rjson", "-I", "/r", "/p.rb"}, "/p.rb", []argCode{{"-I", "/r"}}},
 		{&node, []string{"--require=/h.js", "--title", "x", "/app.js"}, "/app.js", []argCode{{"--require", "/h.js"}}},
 		{&node, []string{"--eval", "1"}, "", nil},
@@ -295,5 +297,68 @@ func TestAgentRunsNoProgramEnvRunsThatAnotherUserMayChange(t *testing.T) {
 			args, script := tt.args(t)
 			checkArgsStart(t, envProg, args, script, tt.bad, tt.what)
 		})
+	}
+}
+
+// python run with code inline (-c), a module (-m) or code from stdin puts its working directory,
+// the agent's, first on its module search path: one another user may write has their module
+// imported in the plugin as root. Before, it ran. Now it is refused, naming the directory,
+// unless -I or -P (or PYTHONSAFEPATH) leaves it out; a script puts its own directory there
+// instead, which the script's check covers.
+func TestAgentRunsNoPythonThatImportsFromAWorkingDirectoryAnotherUserMayWrite(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the system's interpreters are root's: as another user, each is refused as the command")
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skipf("no python3 here: %v", err)
+	}
+	b := baseDir(t)
+	open, safe := mkdir(t, filepath.Join(b, "open"), 0o777), mkdir(t, filepath.Join(b, "safe"), 0o755)
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chdir(wd) })
+	if err := os.Chdir(open); err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(safe, "m")
+	code := "open('" + mark + ".ran', 'w').close()"
+	for _, tt := range []struct {
+		args []string
+		bad  string
+	}{
+		{[]string{"-c", code}, open},
+		{[]string{"-u", "-m", "this"}, open},
+		{[]string{"-I", "-c", code}, ""},
+		{[]string{"-Ic", code}, ""},
+	} {
+		os.Remove(mark + ".ran")
+		err := startArgs(t, py, tt.args...)
+		if tt.bad == "" {
+			if err != nil {
+				t.Errorf("python3 %q: %v; want it run", tt.args, err)
+			} else if !ranBeside(mark) {
+				t.Errorf("python3 %q did not run", tt.args)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "working directory") || !strings.Contains(err.Error(), tt.bad) {
+			t.Errorf("python3 %q run in %s, which any user may write: %v; want it refused, naming it", tt.args, open, err)
+		}
+	}
+	for _, args := range [][]string{{"-c", "x"}, {"-", "a"}, {}, {"-W", "ignore", "-m", "x"}} {
+		if !(&python).searchesWorkingDir(args, nil) {
+			t.Errorf("python %q: its working directory not seen searched", args)
+		}
+	}
+	for _, args := range [][]string{{"/s.py"}, {"-P", "-c", "x"}, {"-Wignore", "-Ic", "x"}, {"--", "-c"}} {
+		if (&python).searchesWorkingDir(args, nil) {
+			t.Errorf("python %q: its working directory seen searched", args)
+		}
+	}
+	if (&python).searchesWorkingDir([]string{"-c", "x"}, []string{"PYTHONSAFEPATH=1"}) {
+		t.Error("PYTHONSAFEPATH=1 python -c: its working directory seen searched")
 	}
 }
