@@ -164,7 +164,7 @@ type loadedObject struct {
 	path, via string
 	d         dynamic
 	inherited []string
-	preload   []preloaded // the program's: LD_PRELOAD's and LD_AUDIT's libraries, then ldPreload's, loaded first
+	preload   []preloaded // the program's: LD_PRELOAD's and LD_AUDIT's libraries, then ldPreload's and its own DT_AUDIT's, loaded first
 	system    bool        // loaded for ldPreload: what it controls is the system's to fix (Problem.System)
 }
 
