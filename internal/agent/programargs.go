@@ -179,6 +179,28 @@ const maxEnvs = 4
 
 // untrustedArgsAt is untrustedArgs of a command reached through depth env(1) commands.
 func untrustedArgsAt(command, path string, args, env []string, depth int) error {
+	if interp, arg, ok := pathtrust.Shebang(path); ok && depth < maxEnvs {
+		// The kernel runs the #! line's interpreter with its argument (one word), the script and
+		// args: `#!/usr/bin/env -S LD_PRELOAD=... sh` is env with those words, `#!/usr/bin/perl
+		// -I/dir` perl with -I. The interpreter itself is untrustedProgram's.
+		iargs := []string{}
+		if arg != "" {
+			iargs = append(iargs, arg)
+		}
+		script := path
+		if abs, err := filepath.Abs(path); err == nil {
+			script = abs // a relative command ("./bin/plugin", taken with a warning) is the working directory's, as the kernel passes it
+		}
+		iargs = append(append(iargs, script), args...)
+		if err := untrustedArgsAt(command, interp, iargs, env, depth+1); err != nil {
+			return fmt.Errorf("%w (through the #! line of %s, which runs %s)", err, spec.QuoteName(path), spec.QuoteName(interp))
+		}
+		// A script named as an interpreter is a wrapper that passes its args on (pyenv's
+		// python3 shim, a distribution's node script): they are that interpreter's as well.
+		if !isEnv(path) && interpreterOf(path) == nil {
+			return nil
+		}
+	}
 	if isEnv(path) {
 		return untrustedEnvArgs(command, args, env, depth)
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"debug/elf"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -360,5 +361,41 @@ func TestAgentRunsNoPythonThatImportsFromAWorkingDirectoryAnotherUserMayWrite(t 
 	}
 	if (&python).searchesWorkingDir([]string{"-c", "x"}, []string{"PYTHONSAFEPATH=1"}) {
 		t.Error("PYTHONSAFEPATH=1 python -c: its working directory seen searched")
+	}
+}
+
+// A script's #! line runs its interpreter with the line's argument: `#!/usr/bin/env -S
+// LD_PRELOAD=/dir/hook.so sh` is env assigning LD_PRELOAD, `#!/usr/bin/perl -I/dir` perl
+// searching /dir first. Those are held to the rule as the same words in an exec block are.
+// Before, only the interpreter was checked: the script, root's, ran their library or module.
+func TestAgentRunsNoScriptWhoseShebangArgsLoadWhatAnotherUserMayChange(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the system's interpreters are root's: as another user, each is refused as the command")
+	}
+	b := baseDir(t)
+	safe, open := mkdir(t, filepath.Join(b, "safe"), 0o755), mkdir(t, filepath.Join(b, "open"), 0o777)
+	envProg, err := exec.LookPath("env")
+	if err != nil {
+		t.Skipf("no env here: %v", err)
+	}
+	perl, perlErr := exec.LookPath("perl")
+	for i, tt := range []struct {
+		line, body string
+		bad, what  string
+	}{
+		{"#!" + envProg + " -S LD_PRELOAD=" + filepath.Join(open, "hook.so") + " sh", "touch \"$0.ran\"\n", open, "LD_PRELOAD"},
+		{"#!" + perl + " -I" + open, "open(my $f, '>', \"$0.ran\"); close $f;\n", open, "option -I"},
+		{"#!" + envProg + " -S A=1 sh -e", "touch \"$0.ran\"\n", "", ""},
+	} {
+		t.Run(tt.line, func(t *testing.T) {
+			if strings.Contains(tt.line, "perl") && perlErr != nil {
+				t.Skipf("no perl here: %v", perlErr)
+			}
+			script := filepath.Join(safe, fmt.Sprintf("plugin%d", i))
+			if err := os.WriteFile(script, []byte(tt.line+"\n"+tt.body), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			checkArgsStart(t, script, nil, script, tt.bad, tt.what, "#! line of "+script)
+		})
 	}
 }

@@ -642,6 +642,9 @@ func lookPath(name, pathList string) (string, bool) {
 	return "", false
 }
 
+// Shebang is shebang: the interpreter and argument of the #! line of the script at path.
+func Shebang(path string) (interp, arg string, ok bool) { return shebang(path) }
+
 // shebang reads the #! line of the file at path, as the kernel does (binfmt_script): its first
 // 256 bytes, the interpreter up to a blank, and the rest of the line, trimmed, as one argument.
 // ok is false for a file that does not start with #!, or cannot be read (nor waited on: a named
