@@ -144,7 +144,8 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 		logf("%v", err)
 		return nil, err
 	}
-	if err := untrustedArgs(sp.Exec.Command, path, sp.Exec.Args, env); err != nil {
+	wd, _ := os.Getwd() // the plugin's: it inherits the agent's
+	if err := untrustedArgs(sp.Exec.Command, path, sp.Exec.Args, env, wd); err != nil {
 		logf("%v", err)
 		return nil, err
 	}
@@ -353,7 +354,7 @@ func UntrustedCommand(sp spec.Plugin) error {
 	if err := untrustedProgram(sp.Exec.Command, path, env); err != nil {
 		return err
 	}
-	return untrustedArgs(sp.Exec.Command, path, sp.Exec.Args, env)
+	return untrustedArgs(sp.Exec.Command, path, sp.Exec.Args, env, "") // the agent's working directory is not this one
 }
 
 // loaderEnv are the variables of a plugin's environment that name files or directories the

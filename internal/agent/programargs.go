@@ -168,17 +168,22 @@ func (i *interpreter) code(args []string) (paths []argCode, script string, libra
 // plugin as the agent's user. The dynamic loader's program is checked as a command is
 // (pathtrust.Program), with its --library-path and --preload/--audit. A name that is no path
 // (node's --require of a module, ruby's -r of a library) is looked up where the interpreter's own
-// environment says: its variables are untrustedEnv's. An interpreter the agent does not know
-// is run as before: what its arguments mean cannot be told.
-func untrustedArgs(command, path string, args, env []string) error {
-	return untrustedArgsAt(command, path, args, env, 0)
+// environment says: its variables are untrustedEnv's. env(1) is followed to the program it runs
+// (untrustedEnvArgs), and a script's #! line read as its interpreter's args. An interpreter the
+// agent does not know is run as before: what its arguments mean cannot be told.
+//
+// wd is the working directory the plugin runs in (the agent's), which python run with -c or -m
+// imports from first (interpreter.searchesWorkingDir); "" where it is not known (`plugin
+// register`'s warning, made in the command's own): not checked.
+func untrustedArgs(command, path string, args, env []string, wd string) error {
+	return untrustedArgsAt(command, path, args, env, 0, wd)
 }
 
 // maxEnvs bounds the env(1) commands untrustedArgsAt follows, one running another.
 const maxEnvs = 4
 
 // untrustedArgsAt is untrustedArgs of a command reached through depth env(1) commands.
-func untrustedArgsAt(command, path string, args, env []string, depth int) error {
+func untrustedArgsAt(command, path string, args, env []string, depth int, wd string) error {
 	if interp, arg, ok := pathtrust.Shebang(path); ok && depth < maxEnvs {
 		// The kernel runs the #! line's interpreter with its argument (one word), the script and
 		// args: `#!/usr/bin/env -S LD_PRELOAD=... sh` is env with those words, `#!/usr/bin/perl
@@ -192,7 +197,7 @@ func untrustedArgsAt(command, path string, args, env []string, depth int) error 
 			script = abs // a relative command ("./bin/plugin", taken with a warning) is the working directory's, as the kernel passes it
 		}
 		iargs = append(append(iargs, script), args...)
-		if err := untrustedArgsAt(command, interp, iargs, env, depth+1); err != nil {
+		if err := untrustedArgsAt(command, interp, iargs, env, depth+1, wd); err != nil {
 			return fmt.Errorf("%w (through the #! line of %s, which runs %s)", err, spec.QuoteName(path), spec.QuoteName(interp))
 		}
 		// A script named as an interpreter is a wrapper that passes its args on (pyenv's
@@ -202,7 +207,7 @@ func untrustedArgsAt(command, path string, args, env []string, depth int) error 
 		}
 	}
 	if isEnv(path) {
-		return untrustedEnvArgs(command, args, env, depth)
+		return untrustedEnvArgs(command, args, env, depth, wd)
 	}
 	in := interpreterOf(path)
 	if in == nil {
@@ -234,12 +239,10 @@ func untrustedArgsAt(command, path string, args, env []string, depth int) error 
 			}
 		}
 	}
-	if in.searchesWorkingDir(args, env) {
-		if wd, err := os.Getwd(); err == nil {
-			if pr := pathtrust.Source(wd); pr != nil {
-				return argsError(command, in, "it runs code given inline (-c), from stdin or a module (-m), with the working directory it inherits from the agent, "+
-					quoteArg(wd)+", searched first for the modules it imports (give python -P, or -I, to leave it out, or run the agent where only root may write: / under systemd)", wd, pr)
-			}
+	if wd != "" && in.searchesWorkingDir(args, env) {
+		if pr := pathtrust.Source(wd); pr != nil {
+			return argsError(command, in, "it runs code given inline (-c), from stdin or a module (-m), with the working directory it inherits from the agent, "+
+				quoteArg(wd)+", searched first for the modules it imports (give python -P, or -I, to leave it out, or run the agent where only root may write: / under systemd)", wd, pr)
 		}
 	}
 	if script == "" {
@@ -301,7 +304,7 @@ func isEnv(path string) bool {
 // untrustedEnv checks it (env LD_PRELOAD=... is an exec env's LD_PRELOAD), and its own args in
 // turn (python3 /opt/x/plugin.py). Before, env's command was run unchecked: a program another
 // user may write in a PATH directory of root's, or one their LD_PRELOAD loaded code in.
-func untrustedEnvArgs(command string, args, env []string, depth int) error {
+func untrustedEnvArgs(command string, args, env []string, depth int, wd string) error {
 	if depth >= maxEnvs {
 		return fmt.Errorf("command %s: not run: it runs env(1) through more than %d env commands, which the agent does not follow: run the program as the command", spec.QuoteName(command), maxEnvs)
 	}
@@ -372,7 +375,7 @@ func untrustedEnvArgs(command string, args, env []string, depth int) error {
 	if err := untrustedEnv(command, found, env); err != nil {
 		return err
 	}
-	return untrustedArgsAt(command, found, rest, env, depth+1)
+	return untrustedArgsAt(command, found, rest, env, depth+1, wd)
 }
 
 // searchesWorkingDir says whether python, run with args and env, puts its working directory
