@@ -160,3 +160,40 @@ func TestSameFailure(t *testing.T) {
 		t.Error("a message past what the store keeps is not the same as itself, stored")
 	}
 }
+
+// The same for a create left for reconcile (CreateVolume unavailable, its request named in
+// every answer) and a node expansion owed that the node keeps failing: each pass sent the RPC
+// again and recorded its failure as a new event.
+func TestCreateAndNodeExpansionFailingEveryPassAreOneEvent(t *testing.T) {
+	t.Run("create", func(t *testing.T) {
+		h := newHarness(t, nil)
+		for i := range 100 {
+			h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Code: codes.Unavailable, Times: 1, Message: fmt.Sprintf("quota service busy, request %d", i)})
+		}
+		if _, err := h.e.CreateVolume(h.ctx, volume("v")); err == nil {
+			t.Fatal("the create finished")
+		}
+		h.reconcileTimes(5)
+		if evs := h.eventsOf("volume-create", "v", "left for reconcile"); len(evs) != 1 {
+			t.Fatalf("%d \"left for reconcile\" events after a create and 5 passes failing the same way; want 1:\n%s", len(evs), strings.Join(evs, "\n"))
+		}
+	})
+	t.Run("node expansion", func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.create(volume("v"))
+		h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
+		for i := range 100 {
+			h.faults.Inject(csi.RPCNodeExpandVolume, csitest.Fault{Code: codes.Internal, Times: 1, Message: fmt.Sprintf("resize2fs exited 1 at %d.%03ds", i, i)})
+		}
+		if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {
+			t.Fatal("the expand finished")
+		}
+		h.reconcileTimes(5)
+		if n := h.faults.Calls(csi.RPCNodeExpandVolume); n < 6 {
+			t.Fatalf("NodeExpandVolume sent %d times by an expand and 5 passes: reconcile does not send it again", n)
+		}
+		if evs := h.eventsOf("volume-expand", "v", "still owed"); len(evs) != 1 {
+			t.Fatalf("%d \"still owed\" events after an expand and 5 passes failing the same way; want 1:\n%s", len(evs), strings.Join(evs, "\n"))
+		}
+	})
+}
