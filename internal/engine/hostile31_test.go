@@ -197,3 +197,30 @@ func TestCreateAndNodeExpansionFailingEveryPassAreOneEvent(t *testing.T) {
 		}
 	})
 }
+
+// A retryable failure whose attempts all had one code but said different things (the backend
+// busy, then rebooting, then the volume locked by another host) was reported as "the same at
+// each of volctl's 3 attempts", quoting the last: what the first two said was lost behind a
+// claim that they said it too. Attempts that differ only in a request ID are the same.
+func TestRetriedOutFailureOfOneCodeButOtherWordsSaysTheLast(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		messages []string
+		want     string
+	}{
+		{"other words", []string{"backend busy", "backend rebooting", "volume locked by host b"}, "the last of volctl's 3 attempts, the earlier ones failing otherwise"},
+		{"other request IDs", []string{"backend busy (request 7f3a)", "backend busy (request 81c2)", "backend busy (request 9d04)"}, "the same at each of volctl's 3 attempts"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.create(volume("v"))
+			for _, m := range tc.messages {
+				h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Code: codes.Unavailable, Message: m, Times: 1})
+			}
+			_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+			if err == nil || !strings.Contains(err.Error(), tc.messages[2]) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("claim = %v\nwant the last attempt's failure, saying %q", err, tc.want)
+			}
+		})
+	}
+}
