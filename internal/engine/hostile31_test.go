@@ -13,7 +13,7 @@ import (
 	"github.com/volctl/volctl/internal/store"
 )
 
-// eventsOf is the messages of the events of kind on volume vol that contain text.
+// eventsOf is the messages of the events of kind on volume vol (any: "") that contain text.
 func (h *harness) eventsOf(kind, vol, text string) []string {
 	h.t.Helper()
 	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: kind, VolumeID: vol})
