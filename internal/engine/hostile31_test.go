@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -222,5 +223,42 @@ func TestRetriedOutFailureOfOneCodeButOtherWordsSaysTheLast(t *testing.T) {
 				t.Fatalf("claim = %v\nwant the last attempt's failure, saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A plugin whose readiness flaps at every probe (a backend half up) had every change recorded
+// as an event, one per probe: the agent's probes (every 5 to 30 s) pushed the rest of the
+// event log out within a day or two. Past flapChanges changes within flapWindow, one event says
+// it flaps and the rest are not recorded; the plugin's row still has every reading; once the
+// window has passed, a change is an event again.
+func TestFlappingPluginHealthIsBoundedInTheEventLog(t *testing.T) {
+	h := newHarness(t, nil)
+	now := time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)
+	h.open(Config{Now: func() time.Time { return now }})
+	notReady, ready := false, true
+	probe := func(r *bool) {
+		t.Helper()
+		h.mem.SetReady(r)
+		now = now.Add(10 * time.Second)
+		infos, err := h.e.PluginStatus(h.ctx, "mem")
+		if err != nil || len(infos) != 1 || infos[0].Ready != *r {
+			t.Fatalf("plugin status = %+v, %v; want it read as ready %v", infos, err, *r)
+		}
+	}
+	for range 50 {
+		probe(&notReady)
+		probe(&ready)
+	}
+	health := h.eventsSaying("plugin-health", "")
+	if len(health) > flapChanges+1 {
+		t.Fatalf("%d plugin-health events after 100 changes of a flapping plugin within 17 minutes; want at most %d:\n%s", len(health), flapChanges+1, strings.Join(health, "\n"))
+	}
+	if !strings.Contains(health[0], `plugin "mem" is flapping`) || !strings.Contains(health[0], "volctl plugin status mem") {
+		t.Fatalf("newest plugin-health event = %q; want it to say the plugin flaps and where its health is shown", health[0])
+	}
+	now = now.Add(2 * flapWindow)
+	probe(&notReady)
+	if health := h.eventsSaying("plugin-health", ""); !strings.Contains(health[0], `plugin "mem" became not ready`) {
+		t.Fatalf("newest plugin-health event after the window = %q; want the change recorded again", health[0])
 	}
 }
