@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
@@ -730,6 +732,15 @@ func (e *Engine) reconcileSnapshotDeletes(ctx context.Context, rep *ReconcileRep
 		err := e.deleteSnapshotStored(onVolume(ctx, "snapshot "+d.SnapshotID), d.PluginID, d.SnapshotID, nil, true)
 		switch {
 		case errors.Is(err, errNoDeleteToFinish): // another volctl finished it meanwhile
+		case err != nil && refusedForSecrets(err):
+			// Reconcile sends the source volume's secrets, or none: never the --secret a delete
+			// was given, which volctl keeps nowhere. The way out is that delete again, with them
+			// (TestReconcileAdvisesTheSnapshotDeleteWithItsSecrets).
+			rep.problem("", "", fmt.Errorf("%w (volctl keeps no secret a delete was given, and reconcile sent none of them: "+
+				"`%s --secret KEY=VALUE` (or --secret-file KEY=FILE) sends the delete again with the secrets the plugin needs; "+
+				"`%s` forgets the delete and leaves the snapshot)", err,
+				shellquote.Command("volctl volume snapshot delete", d.PluginID, d.SnapshotID),
+				shellquote.Command("volctl volume snapshot deregister", d.PluginID, d.SnapshotID)))
 		case err != nil:
 			rep.problem("", "", fmt.Errorf("%w (`%s` forgets the delete and leaves the snapshot)", err,
 				shellquote.Command("volctl volume snapshot deregister", d.PluginID, d.SnapshotID)))
@@ -737,6 +748,17 @@ func (e *Engine) reconcileSnapshotDeletes(ctx context.Context, rep *ReconcileRep
 			rep.did("deleted", "", "", "snapshot %q of plugin %q deleted (interrupted earlier)", d.SnapshotID, d.PluginID)
 		}
 	}
+}
+
+// refusedForSecrets reports whether err is a plugin's refusal of the credentials sent (or of
+// their absence): UNAUTHENTICATED, PERMISSION_DENIED, or INVALID_ARGUMENT, the code a plugin
+// missing a required secret answers too.
+func refusedForSecrets(err error) bool {
+	switch csi.CodeOf(err) {
+	case codes.Unauthenticated, codes.PermissionDenied, codes.InvalidArgument:
+		return true
+	}
+	return false
 }
 
 // ListSnapshots lists the snapshots of one plugin, or of every registered plugin when pluginID
