@@ -12,7 +12,11 @@ import (
 // VOLUME was shown but never sorted by: s put the sort on it, its title took the arrow, the
 // wider title no longer fitted, VOLUME was hidden, and the sort fell back to the first column
 // (AGE): the user pressing s saw AGE again, and VOLUME could not be sorted by at that width.
+//
+// A column s reaches may be one the screen hid under the sort before (its arrow elsewhere), and
+// others give way for it: never the columns the view is for, which show whole under every sort.
 func TestSortKeyReachesEveryColumnShown(t *testing.T) {
+	keep := [][]string{{"ID", "SCHEDULABLE"}, {"VOLUME", "ALLOC", "STATE", "LAST ERROR"}, {"ID", "HEALTH"}, {"AGE", "KIND", "MESSAGE"}, {"GROUP", "STATE", "LAST ERROR"}}
 	for width := minWidth; width <= 120; width++ {
 		h := newHarness(t, fixture(), Options{})
 		h.send(tea.WindowSizeMsg{Width: width, Height: 24})
@@ -30,6 +34,12 @@ func TestSortKeyReachesEveryColumnShown(t *testing.T) {
 			for range 2 * len(tb.cols) {
 				h.keys("s")
 				sorted[tb.cols[tb.sortCol].title] = true
+				header := strings.Split(h.m.View(), "\n")[1]
+				for _, title := range keep[i] {
+					if !hasWord(header, title) {
+						t.Errorf("at %d columns view %d sorted by %s lacks %s whole: %q", width, i+1, tb.cols[tb.sortCol].title, title, header)
+					}
+				}
 			}
 			for _, title := range shown {
 				if !sorted[title] {
