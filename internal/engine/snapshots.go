@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"time"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
@@ -732,7 +730,7 @@ func (e *Engine) reconcileSnapshotDeletes(ctx context.Context, rep *ReconcileRep
 		err := e.deleteSnapshotStored(onVolume(ctx, "snapshot "+d.SnapshotID), d.PluginID, d.SnapshotID, nil, true)
 		switch {
 		case errors.Is(err, errNoDeleteToFinish): // another volctl finished it meanwhile
-		case err != nil && refusedForSecrets(err):
+		case csi.IsRefusedCredentials(err):
 			// Reconcile sends the source volume's secrets, or none: never the --secret a delete
 			// was given, which volctl keeps nowhere. The way out is that delete again, with them
 			// (TestReconcileAdvisesTheSnapshotDeleteWithItsSecrets).
@@ -748,17 +746,6 @@ func (e *Engine) reconcileSnapshotDeletes(ctx context.Context, rep *ReconcileRep
 			rep.did("deleted", "", "", "snapshot %q of plugin %q deleted (interrupted earlier)", d.SnapshotID, d.PluginID)
 		}
 	}
-}
-
-// refusedForSecrets reports whether err is a plugin's refusal of the credentials sent (or of
-// their absence): UNAUTHENTICATED, PERMISSION_DENIED, or INVALID_ARGUMENT, the code a plugin
-// missing a required secret answers too.
-func refusedForSecrets(err error) bool {
-	switch csi.CodeOf(err) {
-	case codes.Unauthenticated, codes.PermissionDenied, codes.InvalidArgument:
-		return true
-	}
-	return false
 }
 
 // ListSnapshots lists the snapshots of one plugin, or of every registered plugin when pluginID
