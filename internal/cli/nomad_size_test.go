@@ -145,7 +145,7 @@ func TestNomadReleaseWithThePluginGoneSaysTheSizeMayBeBehind(t *testing.T) {
 		t.Errorf("release: stdout %q, want the take-back said", out)
 	}
 	for _, want := range []string{`Warning: volume "db": volctl could not learn from its plugin what size it has now`, "does not exist",
-		"volctl's record of it (10MiB) is behind", "`volctl volume expand db SIZE`"} {
+		"volctl's record of it (10MiB) is behind", "`volctl volume expand db --size SIZE`"} {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("release: stderr %q\nwant it to say %q", errOut, want)
 		}

@@ -1,0 +1,203 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/shellquote/shellquotetest"
+)
+
+// placeholders are the words messages and docs write for a value the user is to give, each
+// with a value of its kind for the parser.
+var placeholders = strings.NewReplacer("SIZE", "20GiB", "MAX", "40GiB", "ID", "db", "FILE", "db.hcl")
+
+// parseAdvised parses command, a volctl command line a message or a doc tells the user to run,
+// as volctl would (its words as sh gives them), without running it: it returns the error
+// volctl gives for an unknown command or flag, a flag without its value or the wrong number
+// of arguments (exit 2).
+func parseAdvised(t *testing.T, command string) error {
+	t.Helper()
+	args := shellquotetest.RunArgs(t, placeholders.Replace(command))
+	ios, _, _, _ := iostreams.Test()
+	root := NewRootCmdFor(NewFactory(ios), args)
+	cmd, rest, err := root.Find(args)
+	if err != nil {
+		return err
+	}
+	if err := cmd.ParseFlags(rest); err != nil {
+		return err
+	}
+	if cmd.Args != nil {
+		return cmd.Args(cmd, cmd.Flags().Args())
+	}
+	return nil
+}
+
+// checkAdvised fails t for each volctl command in backquotes in text that volctl refuses as a
+// command line; it returns how many there were.
+func checkAdvised(t *testing.T, where, text string) int {
+	t.Helper()
+	n := 0
+	for _, c := range shellquotetest.Commands(text) {
+		if !strings.HasPrefix(c, "volctl ") {
+			continue
+		}
+		n++
+		if err := parseAdvised(t, c); err != nil {
+			t.Errorf("%s advises `%s`, which volctl refuses: %v", where, c, err)
+		}
+	}
+	return n
+}
+
+// The take-back of a volume whose plugin is gone warns that volctl's record of its size may be
+// behind, and advised `volctl volume expand db SIZE` to record it: expand takes the size as
+// --size, so the command as advised was refused ("accepts 1 arg(s), received 2", exit 2). The
+// same for register --dry-run's `volctl volume expand db SIZE --limit MAX`.
+func TestSizeAdviceIsACommandVolctlTakes(t *testing.T) {
+	h := nomadHarness(t)
+	n := newFakeNomad(t)
+	if _, _, err := registerIn(h, n); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(hpSocket(t, h)); err != nil {
+		t.Fatal(err)
+	}
+	ios, _, _, errOut := iostreams.Test()
+	if err := nomadReleaseRun(context.Background(), &NomadReleaseOptions{IO: ios, Engine: h.engine, Volumes: []string{"db"}, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if checkAdvised(t, "nomad release with the plugin gone", errOut.String()) == 0 {
+		t.Fatalf("nomad release with the plugin gone advises no command: %q", errOut)
+	}
+
+	h = nomadHarness(t)
+	if _, err := h.e.ExpandVolume(h.ctx, "db", 10<<20, 15<<20); err != nil {
+		t.Fatal(err)
+	}
+	n = newFakeNomad(t)
+	if _, _, err := registerIn(h, n); err != nil {
+		t.Fatal(err)
+	}
+	n.mu.Lock()
+	n.readBack = func(v map[string]any) {
+		v["Capacity"], v["RequestedCapacityMin"], v["RequestedCapacityMax"] = 20<<20, 20<<20, 30<<20
+	}
+	n.mu.Unlock()
+	ios, _, out, _ := iostreams.Test()
+	_ = nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}, DryRun: true})
+	if !strings.Contains(out.String(), "volctl volume expand") {
+		t.Fatalf("register --dry-run of a capacity_max below Nomad's capacity advises no expand: %q", out)
+	}
+	checkAdvised(t, "nomad register --dry-run", out.String())
+}
+
+// TestDocsAdviseCommandsVolctlTakes: every volctl command line the README and docs/ quote
+// whole (with its arguments, placeholders such as ID and SIZE given values) is one volctl
+// takes. docs/architecture.md named `volctl volume expand ID SIZE`, refused for its second
+// argument. A command named without its arguments (`volctl volume claim`, as a heading) and
+// one with "...", "|" or a redirection is not a command line to run.
+func TestDocsAdviseCommandsVolctlTakes(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, filepath.Join("..", "..", "README.md"))
+	spaces := regexp.MustCompile(` +`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range shellquotetest.Commands(strings.ReplaceAll(string(b), "\n", " ")) {
+			c = spaces.ReplaceAllString(c, " ")
+			if !strings.HasPrefix(c, "volctl ") || strings.ContainsAny(c, "|.[<>") {
+				continue
+			}
+			err := parseAdvised(t, c)
+			if err != nil && !strings.Contains(err.Error(), "received 0") {
+				t.Errorf("%s quotes `%s`, which volctl refuses: %v", f, c, err)
+			}
+		}
+	}
+}
+
+// An expand that fails with the expansion pending or owed (the controller's answer lost, the
+// node's NodeExpandVolume failing) said to run `volctl volume expand v` again: without --size,
+// which expand requires, that is refused ("--size is required", exit 2). The advice names the
+// size, and run as advised it finishes the expansion.
+func TestExpandAdviceRunsAsAdvised(t *testing.T) {
+	requireMount(t)
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name  string
+		fault func(*csitest.Faults)
+		claim bool
+	}{
+		{"controller answer lost", func(f *csitest.Faults) { f.FailAlways(csi.RPCControllerExpandVolume, codes.Unavailable) }, false},
+		{"node expansion failed", func(f *csitest.Faults) { f.FailAlways(csi.RPCNodeExpandVolume, codes.Internal) }, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			faults := csitest.NewFaults()
+			_, e, _ := serveMem(t, csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig()), csitest.WithFaults(faults))
+			createSingleWriter(t, e, "v")
+			if tt.claim {
+				if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "v", Alloc: "a1"}); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _, _ = e.Release(ctx, "v", "a1") })
+			}
+			run := func(args ...string) (int, string) {
+				ios, _, _, errOut := iostreams.Test()
+				f := NewFactory(ios)
+				f.engine = e
+				root := NewRootCmd(f)
+				root.SetArgs(args)
+				return f.Report(root.ExecuteContext(ctx)), errOut.String()
+			}
+			tt.fault(faults)
+			code, errOut := run("volume", "expand", "v", "--size", "2GiB")
+			faults.Clear()
+			if code != ExitError {
+				t.Fatalf("expand with the fault: exit %d, want %d: %s", code, ExitError, errOut)
+			}
+			var again string
+			for _, c := range shellquotetest.Commands(errOut) {
+				if strings.HasPrefix(c, "volctl volume expand") {
+					again = c
+				}
+			}
+			if again == "" {
+				t.Fatalf("expand with the fault advises no expand to run again: %s", errOut)
+			}
+			if err := parseAdvised(t, again); err != nil {
+				t.Fatalf("expand with the fault advises `%s`, which volctl refuses: %v\n%s", again, err, errOut)
+			}
+			if code, out := run(shellquotetest.RunArgs(t, again)...); code != ExitOK {
+				t.Fatalf("the advised `%s`: exit %d: %s", again, code, out)
+			}
+			info, err := e.Volume(ctx, "v")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Unclaimed, the node expansion is owed until a claim publishes the volume.
+			owed := int64(2 << 30)
+			if tt.claim {
+				owed = 0
+			}
+			if info.CapacityBytes != 2<<30 || info.NodeExpansionOwed != owed {
+				t.Errorf("after the advised `%s`: capacity %d, node expansion owed %d; want %d and %d", again, info.CapacityBytes, info.NodeExpansionOwed, int64(2<<30), owed)
+			}
+		})
+	}
+}
