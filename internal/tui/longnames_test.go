@@ -92,3 +92,34 @@ func TestLongNamesInEveryViewAndSize(t *testing.T) {
 		}
 	}
 }
+
+// TestResizeStorm: a terminal dragged through sizes (a tiling window manager, a tmux pane
+// zoomed in and out) with a dialog, a detail or a filter open and the sort moved: every frame
+// is the screen's size, and the sort the user chose comes back at the size it was chosen at.
+func TestResizeStorm(t *testing.T) {
+	sizes := [][2]int{{80, 24}, {20, 5}, {40, 10}, {200, 50}, {41, 11}, {0, 0}, {39, 24}, {120, 9}, {42, 24}, {80, 24}}
+	for _, keys := range [][]string{{"4", "s", "s"}, {"enter"}, {"2", "x"}, {"/", "数"}, {"3", "s", "s", "s", "S"}, {"?"}} {
+		h := newHarness(t, longFixture(), Options{})
+		h.keys(keys...)
+		tb := h.m.tabs[h.m.active]
+		sorted, desc := tb.cols[tb.sortCol].title, tb.desc
+		for round := range 3 {
+			for _, s := range sizes {
+				h.send(tea.WindowSizeMsg{Width: s[0], Height: s[1]})
+				out := h.m.View()
+				if s[0] >= minWidth && s[1] >= minHeight {
+					checkScreen(t, out, s[0], s[1])
+				} else if s[0] > 0 {
+					for i, l := range strings.Split(out, "\n") {
+						if w := ansi.StringWidth(l); w > s[0] {
+							t.Errorf("%v, round %d, %dx%d: line %d is %d cells wide", keys, round, s[0], s[1], i+1, w)
+						}
+					}
+				}
+			}
+			if got := tb.cols[tb.sortCol].title; got != sorted || tb.desc != desc {
+				t.Errorf("%v, round %d: back at 80x24 sorted by %s (desc %v), want %s (desc %v)", keys, round, got, tb.desc, sorted, desc)
+			}
+		}
+	}
+}
