@@ -15,6 +15,7 @@ import (
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/shellquote/shellquotetest"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // placeholders are the words messages and docs write for a value the user is to give, each
@@ -199,5 +200,64 @@ func TestExpandAdviceRunsAsAdvised(t *testing.T) {
 				t.Errorf("after the advised `%s`: capacity %d, node expansion owed %d; want %d and %d", again, info.CapacityBytes, info.NodeExpansionOwed, int64(2<<30), owed)
 			}
 		})
+	}
+}
+
+// A delete or deregister of a volume with live claims is refused (exit 4), naming them; it
+// said "release them first: volctl volume release / detach", no command to run. It names the
+// release of its one claim, or the detach of them all, and run as advised, the delete goes
+// through.
+func TestClaimedVolumeRefusalNamesTheReleaseToRun(t *testing.T) {
+	requireMount(t)
+	ctx := context.Background()
+	for _, tt := range []struct {
+		verb   []string
+		allocs []string
+	}{
+		{[]string{"volume", "delete", "a b", "--yes"}, []string{"web-0"}},
+		{[]string{"volume", "delete", "a b", "--yes"}, []string{"web-0", "it's 1"}},
+		{[]string{"volume", "deregister", "a b", "--yes"}, []string{"$(x)"}},
+	} {
+		_, e, _ := serveMem(t, csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig()))
+		if _, err := e.CreateVolume(ctx, spec.Volume{ID: "a b", Name: "ab", Type: "csi", PluginID: "mem",
+			Capabilities: []spec.Capability{{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range tt.allocs {
+			if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "a b", Alloc: a}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run := func(args ...string) (int, string) {
+			ios, _, _, errOut := iostreams.Test()
+			f := NewFactory(ios)
+			f.engine = e
+			root := NewRootCmd(f)
+			root.SetArgs(args)
+			return f.Report(root.ExecuteContext(ctx)), errOut.String()
+		}
+		code, errOut := run(tt.verb...)
+		if code != ExitConflict {
+			t.Fatalf("volctl %v of a claimed volume: exit %d, want %d: %s", tt.verb, code, ExitConflict, errOut)
+		}
+		var advised []string
+		for _, c := range shellquotetest.Commands(errOut) {
+			if strings.HasPrefix(c, "volctl volume release") || strings.HasPrefix(c, "volctl volume detach") {
+				advised = append(advised, c)
+			}
+		}
+		if len(advised) == 0 {
+			t.Fatalf("volctl %v of a claimed volume names no command that releases its claims: %s", tt.verb, errOut)
+		}
+		args := shellquotetest.RunArgs(t, advised[0])
+		if args[1] == "detach" {
+			args = append(args, "--yes")
+		}
+		if code, out := run(args...); code != ExitOK {
+			t.Fatalf("the advised `%s`: exit %d: %s", advised[0], code, out)
+		}
+		if code, out := run(tt.verb...); code != ExitOK {
+			t.Errorf("volctl %v after the advised `%s`: exit %d: %s", tt.verb, advised[0], code, out)
+		}
 	}
 }
