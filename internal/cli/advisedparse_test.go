@@ -44,6 +44,17 @@ func parseAdvised(t *testing.T, command string) error {
 	return nil
 }
 
+// runOn runs volctl with args on engine e, as main does, and returns its exit status and
+// stderr.
+func runOn(ctx context.Context, e *engine.Engine, args ...string) (int, string) {
+	ios, _, _, errOut := iostreams.Test()
+	f := NewFactory(ios)
+	f.engine = e
+	root := NewRootCmd(f)
+	root.SetArgs(args)
+	return f.Report(root.ExecuteContext(ctx)), errOut.String()
+}
+
 // checkAdvised fails t for each volctl command in backquotes in text that volctl refuses as a
 // command line; it returns how many there were.
 func checkAdvised(t *testing.T, where, text string) int {
@@ -66,37 +77,14 @@ func checkAdvised(t *testing.T, where, text string) int {
 // --size, so the command as advised was refused ("accepts 1 arg(s), received 2", exit 2). The
 // same for register --dry-run's `volctl volume expand db SIZE --limit MAX`.
 func TestSizeAdviceIsACommandVolctlTakes(t *testing.T) {
-	h := nomadHarness(t)
-	n := newFakeNomad(t)
-	if _, _, err := registerIn(h, n); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(hpSocket(t, h)); err != nil {
-		t.Fatal(err)
-	}
-	ios, _, _, errOut := iostreams.Test()
-	if err := nomadReleaseRun(context.Background(), &NomadReleaseOptions{IO: ios, Engine: h.engine, Volumes: []string{"db"}, Force: true}); err != nil {
+	_, _, errOut, err := releasedWithThePluginGone(t)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if checkAdvised(t, "nomad release with the plugin gone", errOut.String()) == 0 {
 		t.Fatalf("nomad release with the plugin gone advises no command: %q", errOut)
 	}
-
-	h = nomadHarness(t)
-	if _, err := h.e.ExpandVolume(h.ctx, "db", 10<<20, 15<<20); err != nil {
-		t.Fatal(err)
-	}
-	n = newFakeNomad(t)
-	if _, _, err := registerIn(h, n); err != nil {
-		t.Fatal(err)
-	}
-	n.mu.Lock()
-	n.readBack = func(v map[string]any) {
-		v["Capacity"], v["RequestedCapacityMin"], v["RequestedCapacityMax"] = 20<<20, 20<<20, 30<<20
-	}
-	n.mu.Unlock()
-	ios, _, out, _ := iostreams.Test()
-	_ = nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}, DryRun: true})
+	_, _, out, _ := dryRunOfAMaxBelowNomadsCapacity(t)
 	if !strings.Contains(out.String(), "volctl volume expand") {
 		t.Fatalf("register --dry-run of a capacity_max below Nomad's capacity advises no expand: %q", out)
 	}
@@ -158,14 +146,7 @@ func TestExpandAdviceRunsAsAdvised(t *testing.T) {
 				}
 				t.Cleanup(func() { _, _ = e.Release(ctx, "v", "a1") })
 			}
-			run := func(args ...string) (int, string) {
-				ios, _, _, errOut := iostreams.Test()
-				f := NewFactory(ios)
-				f.engine = e
-				root := NewRootCmd(f)
-				root.SetArgs(args)
-				return f.Report(root.ExecuteContext(ctx)), errOut.String()
-			}
+			run := func(args ...string) (int, string) { return runOn(ctx, e, args...) }
 			tt.fault(faults)
 			code, errOut := run("volume", "expand", "v", "--size", "2GiB")
 			faults.Clear()
@@ -228,14 +209,7 @@ func TestClaimedVolumeRefusalNamesTheReleaseToRun(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		run := func(args ...string) (int, string) {
-			ios, _, _, errOut := iostreams.Test()
-			f := NewFactory(ios)
-			f.engine = e
-			root := NewRootCmd(f)
-			root.SetArgs(args)
-			return f.Report(root.ExecuteContext(ctx)), errOut.String()
-		}
+		run := func(args ...string) (int, string) { return runOn(ctx, e, args...) }
 		code, errOut := run(tt.verb...)
 		if code != ExitConflict {
 			t.Fatalf("volctl %v of a claimed volume: exit %d, want %d: %s", tt.verb, code, ExitConflict, errOut)

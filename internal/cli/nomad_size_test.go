@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"strings"
@@ -128,16 +129,7 @@ func TestNomadReleaseWhoseLineCannotBePrintedStillRecordsTheSize(t *testing.T) {
 // all the same, and a warning says that volctl's record may be behind and what records the
 // size.
 func TestNomadReleaseWithThePluginGoneSaysTheSizeMayBeBehind(t *testing.T) {
-	h := nomadHarness(t)
-	n := newFakeNomad(t)
-	if _, _, err := registerIn(h, n); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(hpSocket(t, h)); err != nil {
-		t.Fatal(err)
-	}
-	ios, _, out, errOut := iostreams.Test()
-	err := nomadReleaseRun(context.Background(), &NomadReleaseOptions{IO: ios, Engine: h.engine, Volumes: []string{"db"}, Force: true})
+	h, out, errOut, err := releasedWithThePluginGone(t)
 	if err != nil || handedOver(t, h) {
 		t.Fatalf("release --force with the plugin gone: %v (still marked: %v)", err, handedOver(t, h))
 	}
@@ -150,6 +142,24 @@ func TestNomadReleaseWithThePluginGoneSaysTheSizeMayBeBehind(t *testing.T) {
 			t.Errorf("release: stderr %q\nwant it to say %q", errOut, want)
 		}
 	}
+}
+
+// releasedWithThePluginGone hands volume db over to a fake Nomad, removes its plugin's socket
+// (the plugin not running), and takes db back with nomad release --force; it returns the
+// harness, the release's stdout and stderr, and its error.
+func releasedWithThePluginGone(t *testing.T) (*cliHarness, *bytes.Buffer, *bytes.Buffer, error) {
+	t.Helper()
+	h := nomadHarness(t)
+	n := newFakeNomad(t)
+	if _, _, err := registerIn(h, n); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(hpSocket(t, h)); err != nil {
+		t.Fatal(err)
+	}
+	ios, _, out, errOut := iostreams.Test()
+	err := nomadReleaseRun(context.Background(), &NomadReleaseOptions{IO: ios, Engine: h.engine, Volumes: []string{"db"}, Force: true})
+	return h, out, errOut, err
 }
 
 // hpSocket is the socket of the harness's hostpath plugin, hp.
