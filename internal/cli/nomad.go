@@ -571,8 +571,9 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	r := nomad.Refused(have, want)
 	if exists && len(other) == 0 && slices.Contains(r, "capacity_max") {
 		r = slices.DeleteFunc(r, func(f string) bool { return f == "capacity_max" })
-		but("Nomad refuses a capacity_max below its copy's capacity", "Nomad's copy has a capacity of %s (grown in Nomad), above volctl's capacity_max of %s, and Nomad refuses a capacity_max below a volume's capacity: it would be refused (once deregistered in Nomad, `%s` records the size its plugin lists, and `%s SIZE --limit MAX` a larger limit)",
-			spec.FormatSize(have.Capacity), spec.FormatSize(want.CapacityMax), shellquote.Command("volctl nomad release", id), shellquote.Command("volctl volume expand", id))
+		but("Nomad refuses a capacity_max below its copy's capacity", "Nomad's copy has a capacity of %s (grown in Nomad), above volctl's capacity_max of %s, and Nomad refuses a capacity_max below a volume's capacity: it would be refused (once deregistered in Nomad, `%s` records the size its plugin lists, and `%s` a larger limit)",
+			spec.FormatSize(have.Capacity), spec.FormatSize(want.CapacityMax), shellquote.Command("volctl nomad release", id),
+			shellquote.CommandFlags("volctl volume expand", []string{id}, "--size SIZE", "--limit MAX"))
 	}
 	if exists && len(other) == 0 && len(r) > 0 {
 		but("Nomad refuses to change its "+strings.Join(r, ", "), "Nomad does not change a registered volume's %s, and volctl's differ from its copy's: it would be refused (deregister it in Nomad and register it again to change them)", strings.Join(r, ", "))
@@ -867,8 +868,8 @@ func sizeAfterTakeBack(ios *iostreams.IOStreams, id string, sc engine.SizeCheck,
 	if sc.Recorded > 0 {
 		had += " of it (" + spec.FormatSize(sc.Recorded) + ")"
 	}
-	fix := fmt.Sprintf("if Nomad expanded it, %s is behind: `%s SIZE`, with the size Nomad expanded it to, records it (the plugin answers with the size it has)",
-		had, shellquote.Command("volctl volume expand", id))
+	fix := fmt.Sprintf("if Nomad expanded it, %s is behind: `%s`, with the size Nomad expanded it to, records it (the plugin answers with the size it has)",
+		had, shellquote.CommandFlags("volctl volume expand", []string{id}, "--size SIZE"))
 	switch {
 	case err != nil:
 		fmt.Fprintf(ios.ErrOut, "Warning: volume %q: volctl could not learn from its plugin what size it has now (%s); %s\n", id, escapeLines(err.Error()), fix)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -188,6 +189,26 @@ func TestNomadStatusAndPlanNameTheSameDifferences(t *testing.T) {
 // exited 0; it now says the registration would be refused, with both sizes, and exits 4, and
 // nomad status names capacity_max among the differences.
 func TestNomadRegisterDryRunSaysAMaxBelowNomadsCapacityIsRefused(t *testing.T) {
+	h, n, out, err := dryRunOfAMaxBelowNomadsCapacity(t)
+	if ExitCode(err) != ExitConflict {
+		t.Errorf("register --dry-run of a capacity_max below Nomad's capacity: %v (exit %d), want exit %d\n%s", err, ExitCode(err), ExitConflict, out)
+	}
+	for _, want := range []string{"capacity_max: Nomad's capacity 20MiB; volctl's max 15MiB", "above volctl's capacity_max of 15MiB", "it would be refused"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("register --dry-run: %q\nwant it to say %q", out, want)
+		}
+	}
+	st, _, _ := runNomadStatusOf(t, h, n)
+	if d := anyStrings(st[0]["differs"]); !slices.Contains(d, "capacity_max") {
+		t.Errorf("nomad status: differs %v, want capacity_max among them", d)
+	}
+}
+
+// dryRunOfAMaxBelowNomadsCapacity registers volume db (capacity_max 15MiB) in a fake Nomad
+// that has grown its copy to 20MiB, and runs nomad register --dry-run of it; it returns the
+// harness, the fake Nomad, the dry run's stdout and its error.
+func dryRunOfAMaxBelowNomadsCapacity(t *testing.T) (*cliHarness, *fakeNomad, *bytes.Buffer, error) {
+	t.Helper()
 	h := nomadHarness(t)
 	if _, err := h.e.ExpandVolume(h.ctx, "db", 10<<20, 15<<20); err != nil { // capacity_max 15MiB
 		t.Fatal(err)
@@ -203,18 +224,7 @@ func TestNomadRegisterDryRunSaysAMaxBelowNomadsCapacityIsRefused(t *testing.T) {
 	n.mu.Unlock()
 	ios, _, out, _ := iostreams.Test()
 	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}, DryRun: true})
-	if ExitCode(err) != ExitConflict {
-		t.Errorf("register --dry-run of a capacity_max below Nomad's capacity: %v (exit %d), want exit %d\n%s", err, ExitCode(err), ExitConflict, out)
-	}
-	for _, want := range []string{"capacity_max: Nomad's capacity 20MiB; volctl's max 15MiB", "above volctl's capacity_max of 15MiB", "it would be refused"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("register --dry-run: %q\nwant it to say %q", out, want)
-		}
-	}
-	st, _, _ := runNomadStatusOf(t, h, n)
-	if d := anyStrings(st[0]["differs"]); !slices.Contains(d, "capacity_max") {
-		t.Errorf("nomad status: differs %v, want capacity_max among them", d)
-	}
+	return h, n, out, err
 }
 
 // Nomad's refusal of an update whose capacity_max is below its copy's capacity said Nomad's

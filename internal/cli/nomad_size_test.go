@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"strings"
@@ -128,6 +129,26 @@ func TestNomadReleaseWhoseLineCannotBePrintedStillRecordsTheSize(t *testing.T) {
 // all the same, and a warning says that volctl's record may be behind and what records the
 // size.
 func TestNomadReleaseWithThePluginGoneSaysTheSizeMayBeBehind(t *testing.T) {
+	h, out, errOut, err := releasedWithThePluginGone(t)
+	if err != nil || handedOver(t, h) {
+		t.Fatalf("release --force with the plugin gone: %v (still marked: %v)", err, handedOver(t, h))
+	}
+	if !strings.Contains(out.String(), `Took volume "db" back`) {
+		t.Errorf("release: stdout %q, want the take-back said", out)
+	}
+	for _, want := range []string{`Warning: volume "db": volctl could not learn from its plugin what size it has now`, "does not exist",
+		"volctl's record of it (10MiB) is behind", "`volctl volume expand db --size SIZE`"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("release: stderr %q\nwant it to say %q", errOut, want)
+		}
+	}
+}
+
+// releasedWithThePluginGone hands volume db over to a fake Nomad, removes its plugin's socket
+// (the plugin not running), and takes db back with nomad release --force; it returns the
+// harness, the release's stdout and stderr, and its error.
+func releasedWithThePluginGone(t *testing.T) (*cliHarness, *bytes.Buffer, *bytes.Buffer, error) {
+	t.Helper()
 	h := nomadHarness(t)
 	n := newFakeNomad(t)
 	if _, _, err := registerIn(h, n); err != nil {
@@ -138,18 +159,7 @@ func TestNomadReleaseWithThePluginGoneSaysTheSizeMayBeBehind(t *testing.T) {
 	}
 	ios, _, out, errOut := iostreams.Test()
 	err := nomadReleaseRun(context.Background(), &NomadReleaseOptions{IO: ios, Engine: h.engine, Volumes: []string{"db"}, Force: true})
-	if err != nil || handedOver(t, h) {
-		t.Fatalf("release --force with the plugin gone: %v (still marked: %v)", err, handedOver(t, h))
-	}
-	if !strings.Contains(out.String(), `Took volume "db" back`) {
-		t.Errorf("release: stdout %q, want the take-back said", out)
-	}
-	for _, want := range []string{`Warning: volume "db": volctl could not learn from its plugin what size it has now`, "does not exist",
-		"volctl's record of it (10MiB) is behind", "`volctl volume expand db SIZE`"} {
-		if !strings.Contains(errOut.String(), want) {
-			t.Errorf("release: stderr %q\nwant it to say %q", errOut, want)
-		}
-	}
+	return h, out, errOut, err
 }
 
 // hpSocket is the socket of the harness's hostpath plugin, hp.

@@ -419,7 +419,7 @@ func afterDone(err error, format string, args ...any) error {
 }
 
 // printDone prints line, an acting command's result, to w. The work is done by then; when the
-// line cannot be written (stdout closed, a file on a full disk), the command fails all the
+// line cannot be written (a pipe whose reader closed it, a file on a full disk), the command fails all the
 // same (exit 1), with afterDone's error saying what was done, so that a script reading the
 // line (TARGET=$(volctl volume claim ...)) never takes an empty answer for success.
 func printDone(w io.Writer, line, format string, args ...any) error {

@@ -154,6 +154,17 @@ func IsFailedPrecondition(err error) bool {
 	return err != nil && CodeOf(err) == codes.FailedPrecondition
 }
 
+// IsRefusedCredentials reports whether err is the plugin's refusal of the credentials sent, or
+// of their absence: UNAUTHENTICATED, PERMISSION_DENIED, or INVALID_ARGUMENT, the code a plugin
+// missing a required secret answers too.
+func IsRefusedCredentials(err error) bool {
+	switch CodeOf(err) {
+	case codes.Unauthenticated, codes.PermissionDenied, codes.InvalidArgument:
+		return true
+	}
+	return false
+}
+
 // CodeOf returns the gRPC code of err: OK for nil, the code of an *Error or a gRPC status,
 // Canceled or DeadlineExceeded for context errors, Unknown otherwise.
 func CodeOf(err error) codes.Code {

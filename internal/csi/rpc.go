@@ -106,11 +106,16 @@ type rpcFacts struct {
 
 // Hints several RPCs share.
 const (
-	hintVolumeGone    = "the volume is already gone, so there is nothing to undo"
-	hintSnapshotGone  = "the snapshot is already gone"
-	hintSnapshotBusy  = "another operation on this snapshot is in progress in the plugin; retry shortly"
-	hintPageToken     = "the page token is no longer valid; list again from the start"
-	hintListRejected  = "the plugin rejected the listing request"
+	hintVolumeGone   = "the volume is already gone, so there is nothing to undo"
+	hintSnapshotGone = "the snapshot is already gone"
+	hintSnapshotBusy = "another operation on this snapshot is in progress in the plugin; retry shortly"
+	hintPageToken    = "the page token is no longer valid; list again from the start"
+	hintListRejected = "the plugin rejected the listing request"
+	// hintSnapshotSecrets is a snapshot list's or delete's refusal of its credentials: they
+	// are the ones given with --secret, else the source volume's, else none (a snapshot volctl
+	// does not record has no volume's), so "check the volume's secrets" misled.
+	hintSnapshotSecrets = "the plugin rejected the secrets sent with {rpc} (those given with --secret, else the source volume's, else none): " +
+		"pass the ones it needs with --secret KEY=VALUE or --secret-file KEY=FILE"
 	hintExpandInvalid = "the plugin rejected the request; check the requested size and that the volume's capabilities support expansion"
 	largePage         = "a page of its list"
 )
@@ -165,11 +170,15 @@ var rpcTable = map[string]rpcFacts{
 		codes.NotFound:           hintSnapshotGone,
 		codes.FailedPrecondition: "the snapshot is in use; delete what was created from it first",
 		codes.Aborted:            hintSnapshotBusy,
+		codes.Unauthenticated:    hintSnapshotSecrets,
+		codes.PermissionDenied:   hintSnapshotSecrets,
 	}},
 	RPCListSnapshots: {service: ServiceController, large: largePage, hints: map[codes.Code]string{
-		codes.InvalidArgument: hintListRejected,
-		codes.NotFound:        hintSnapshotGone,
-		codes.Aborted:         hintPageToken,
+		codes.InvalidArgument:  hintListRejected,
+		codes.NotFound:         hintSnapshotGone,
+		codes.Aborted:          hintPageToken,
+		codes.Unauthenticated:  hintSnapshotSecrets,
+		codes.PermissionDenied: hintSnapshotSecrets,
 	}},
 	RPCGetSnapshot: {service: ServiceController, hints: map[codes.Code]string{
 		codes.NotFound: "the plugin no longer has the snapshot",

@@ -56,7 +56,7 @@ func TestNodeExpansionFailedIsRedriven(t *testing.T) {
 			cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
 			h.faults.FailOnce(csi.RPCNodeExpandVolume, codes.Internal)
 			_, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
-			if err == nil || !strings.Contains(err.Error(), "it stays owed: run `volctl volume expand v` again or `volctl reconcile`") {
+			if err == nil || !strings.Contains(err.Error(), "it stays owed: run `volctl volume expand v --size 4MiB` again or `volctl reconcile`") {
 				t.Fatalf("expand with a failing node = %v, want the node expansion left owed", err)
 			}
 			if got := h.owed("v"); got != 4*mib {

@@ -123,7 +123,7 @@ func TestExpandWhoseAnswerIsLostIsRetried(t *testing.T) {
 	if err == nil {
 		t.Fatal("expand whose answers were all lost succeeded")
 	}
-	if !strings.Contains(err.Error(), "may have expanded") || !strings.Contains(err.Error(), "run the same `volctl volume expand v` again") {
+	if !strings.Contains(err.Error(), "may have expanded") || !strings.Contains(err.Error(), "run the same `volctl volume expand v --size 4MiB` again") {
 		t.Errorf("expand whose answers were lost: %v; want it to say the plugin may have expanded it and to run the same expand again", err)
 	}
 	if n := h.faults.Calls(csi.RPCControllerExpandVolume); n != fastRetry.Attempts {
@@ -175,7 +175,7 @@ func TestExpandAnsweredWithANegativeCapacity(t *testing.T) {
 
 	_, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
 	if err == nil || !strings.Contains(err.Error(), "capacity_bytes -5") || !strings.Contains(err.Error(), "may have expanded") ||
-		!strings.Contains(err.Error(), "run the same `volctl volume expand v` again") {
+		!strings.Contains(err.Error(), "run the same `volctl volume expand v --size 4MiB` again") {
 		t.Errorf("expand answered with capacity -5: %v; want it failed naming the answer, saying the plugin may have expanded it and to run it again", err)
 	}
 	if v := h.volumeInfo("v"); v.CapacityBytes != 1*mib {

@@ -730,6 +730,15 @@ func (e *Engine) reconcileSnapshotDeletes(ctx context.Context, rep *ReconcileRep
 		err := e.deleteSnapshotStored(onVolume(ctx, "snapshot "+d.SnapshotID), d.PluginID, d.SnapshotID, nil, true)
 		switch {
 		case errors.Is(err, errNoDeleteToFinish): // another volctl finished it meanwhile
+		case csi.IsRefusedCredentials(err):
+			// Reconcile sends the source volume's secrets, or none: never the --secret a delete
+			// was given, which volctl keeps nowhere. The way out is that delete again, with them
+			// (TestReconcileAdvisesTheSnapshotDeleteWithItsSecrets).
+			rep.problem("", "", fmt.Errorf("%w (volctl keeps no secret a delete was given, and reconcile sent none of them: "+
+				"`%s --secret KEY=VALUE` (or --secret-file KEY=FILE) sends the delete again with the secrets the plugin needs; "+
+				"`%s` forgets the delete and leaves the snapshot)", err,
+				shellquote.Command("volctl volume snapshot delete", d.PluginID, d.SnapshotID),
+				shellquote.Command("volctl volume snapshot deregister", d.PluginID, d.SnapshotID)))
 		case err != nil:
 			rep.problem("", "", fmt.Errorf("%w (`%s` forgets the delete and leaves the snapshot)", err,
 				shellquote.Command("volctl volume snapshot deregister", d.PluginID, d.SnapshotID)))

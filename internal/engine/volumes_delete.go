@@ -10,14 +10,23 @@ import (
 	"github.com/volctl/volctl/internal/store"
 )
 
-// refuseClaimed returns a conflict naming the volume's live claims, if it has any.
+// refuseClaimed returns a conflict naming the volume's live claims, if it has any, and the
+// command that releases them: before, "release them first: volctl volume release / detach"
+// named no command to run (TestClaimedVolumeRefusalNamesTheReleaseToRun).
 func refuseClaimed(tx *store.Tx, volumeID, verb string) error {
 	claims, err := tx.Claims().ByVolume(volumeID)
 	if err != nil || len(claims) == 0 {
 		return err
 	}
-	return conflictf("volume %q has %d live claim(s): %s (release them first: volctl volume release / detach)",
-		volumeID, len(claims), describeClaims(claims))
+	how := fmt.Sprintf("`%s` releases it", shellquote.CommandFlags("volctl volume release", []string{volumeID}, shellquote.Flag("--alloc", claims[0].Alloc)))
+	if len(claims) > 1 {
+		how = fmt.Sprintf("`%s` releases them all", shellquote.Command("volctl volume detach", volumeID))
+	}
+	if verb == "deregister" {
+		how += fmt.Sprintf(", or `%s` releases them first", shellquote.CommandFlags("volctl volume deregister", []string{volumeID}, "--force"))
+	}
+	return conflictf("volume %q has %d live claim(s): %s; release them first (%s), then %s it",
+		volumeID, len(claims), describeClaims(claims), how, verb)
 }
 
 func describeClaims(claims []store.Claim) string {

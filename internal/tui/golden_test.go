@@ -13,7 +13,7 @@ import (
 	"github.com/muesli/termenv"
 )
 
-// The screens, drawn at 80x24, 100x30, 120x40 and 200x50, without colour (what NO_COLOR gets) and with 256
+// The screens, drawn at 40x24 (the narrowest the dashboard draws), 80x24, 100x30, 120x40 and 200x50, without colour (what NO_COLOR gets) and with 256
 // colours. `go test ./internal/tui -run TestViewGolden -update` rewrites them; review the diff
 // like code.
 func TestViewGolden(t *testing.T) {
@@ -60,7 +60,7 @@ func TestViewGolden(t *testing.T) {
 		name    string
 		profile termenv.Profile
 	}{{"ascii", termenv.Ascii}, {"ansi256", termenv.ANSI256}}
-	for _, size := range [][2]int{{80, 24}, {100, 30}, {120, 40}, {200, 50}} {
+	for _, size := range [][2]int{{40, 24}, {80, 24}, {100, 30}, {120, 40}, {200, 50}} {
 		for _, p := range profiles {
 			for _, sc := range screens {
 				t.Run(fmt.Sprintf("%dx%d/%s/%s", size[0], size[1], p.name, sc.name), func(t *testing.T) {

@@ -118,15 +118,23 @@ func (t *table) setFilter(s string) {
 	t.apply(keep)
 }
 
-// cycleSort moves the sort to the next column on screen.
+// cycleSort moves the sort to the next column that shows on screen when sorted by: which
+// columns show depends on the sort (its title's arrow takes two cells), so one hidden under
+// the sort now (the plugins' CAPABILITIES at 42 columns, under LATENCY's arrow) was skipped
+// though it shows when sorted by (TestSortKeyReachesEveryColumnShown).
 func (t *table) cycleSort() {
 	keep := t.selectedKey()
+	from, fromDesc := t.sortCol, t.desc
 	for i := 1; i <= len(t.cols); i++ {
-		next := (t.sortCol + i) % len(t.cols)
-		if t.widths == nil || t.widths[next] > 0 {
-			t.sortCol, t.desc = next, false
+		next := (from + i) % len(t.cols)
+		t.sortCol, t.desc = next, false
+		if t.widths == nil {
 			break
 		}
+		if t.fit(); t.widths[next] > 0 {
+			break
+		}
+		t.sortCol, t.desc = from, fromDesc
 	}
 	t.chosen, t.chosenDesc = t.sortCol, t.desc
 	t.apply(keep)
@@ -381,9 +389,13 @@ func (t *table) fitColumns(hidden []bool) {
 			t.widths[widest]-- // one cell at a time keeps the squeeze even
 			continue
 		}
+		// The column the rows are sorted by drops last, after the others are cut short of
+		// their floor: s put the sort on a column shown, its title took the arrow, and the two
+		// cells more dropped it; the sort went back to the first column, and s never sorted by
+		// it (the events' VOLUME at 42 columns: TestSortKeyReachesEveryColumnShown).
 		drop := -1
 		for i, c := range t.cols {
-			if t.widths[i] > 0 && c.drop > 0 && (drop < 0 || c.drop > t.cols[drop].drop) {
+			if i != t.sortCol && t.widths[i] > 0 && c.drop > 0 && (drop < 0 || c.drop > t.cols[drop].drop) {
 				drop = i
 			}
 		}
@@ -398,10 +410,16 @@ func (t *table) fitColumns(hidden []bool) {
 				below = i
 			}
 		}
-		if below < 0 {
-			break
+		if below >= 0 {
+			t.widths[below]--
+			continue
 		}
-		t.widths[below]--
+		if sc := t.sortCol; t.widths[sc] > 0 && t.cols[sc].drop > 0 {
+			gone[sc] = true
+			start()
+			continue
+		}
+		break
 	}
 	if spare := width - total(); spare > 0 {
 		for i, c := range t.cols {

@@ -1,0 +1,237 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/shellquote/shellquotetest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// placeholders are the words messages and docs write for a value the user is to give, each
+// with a value of its kind for the parser.
+var placeholders = strings.NewReplacer("SIZE", "20GiB", "MAX", "40GiB", "ID", "db", "FILE", "db.hcl")
+
+// parseAdvised parses command, a volctl command line a message or a doc tells the user to run,
+// as volctl would (its words as sh gives them), without running it: it returns the error
+// volctl gives for an unknown command or flag, a flag without its value or the wrong number
+// of arguments (exit 2).
+func parseAdvised(t *testing.T, command string) error {
+	t.Helper()
+	args := shellquotetest.RunArgs(t, placeholders.Replace(command))
+	ios, _, _, _ := iostreams.Test()
+	root := NewRootCmdFor(NewFactory(ios), args)
+	cmd, rest, err := root.Find(args)
+	if err != nil {
+		return err
+	}
+	if err := cmd.ParseFlags(rest); err != nil {
+		return err
+	}
+	if cmd.Args != nil {
+		return cmd.Args(cmd, cmd.Flags().Args())
+	}
+	return nil
+}
+
+// runOn runs volctl with args on engine e, as main does, and returns its exit status and
+// stderr.
+func runOn(ctx context.Context, e *engine.Engine, args ...string) (int, string) {
+	ios, _, _, errOut := iostreams.Test()
+	f := NewFactory(ios)
+	f.engine = e
+	root := NewRootCmd(f)
+	root.SetArgs(args)
+	return f.Report(root.ExecuteContext(ctx)), errOut.String()
+}
+
+// checkAdvised fails t for each volctl command in backquotes in text that volctl refuses as a
+// command line; it returns how many there were.
+func checkAdvised(t *testing.T, where, text string) int {
+	t.Helper()
+	n := 0
+	for _, c := range shellquotetest.Commands(text) {
+		if !strings.HasPrefix(c, "volctl ") {
+			continue
+		}
+		n++
+		if err := parseAdvised(t, c); err != nil {
+			t.Errorf("%s advises `%s`, which volctl refuses: %v", where, c, err)
+		}
+	}
+	return n
+}
+
+// The take-back of a volume whose plugin is gone warns that volctl's record of its size may be
+// behind, and advised `volctl volume expand db SIZE` to record it: expand takes the size as
+// --size, so the command as advised was refused ("accepts 1 arg(s), received 2", exit 2). The
+// same for register --dry-run's `volctl volume expand db SIZE --limit MAX`.
+func TestSizeAdviceIsACommandVolctlTakes(t *testing.T) {
+	_, _, errOut, err := releasedWithThePluginGone(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checkAdvised(t, "nomad release with the plugin gone", errOut.String()) == 0 {
+		t.Fatalf("nomad release with the plugin gone advises no command: %q", errOut)
+	}
+	_, _, out, _ := dryRunOfAMaxBelowNomadsCapacity(t)
+	if !strings.Contains(out.String(), "volctl volume expand") {
+		t.Fatalf("register --dry-run of a capacity_max below Nomad's capacity advises no expand: %q", out)
+	}
+	checkAdvised(t, "nomad register --dry-run", out.String())
+}
+
+// TestDocsAdviseCommandsVolctlTakes: every volctl command line the README and docs/ quote
+// whole (with its arguments, placeholders such as ID and SIZE given values) is one volctl
+// takes. docs/architecture.md named `volctl volume expand ID SIZE`, refused for its second
+// argument. A command named without its arguments (`volctl volume claim`, as a heading) and
+// one with "...", "|" or a redirection is not a command line to run.
+func TestDocsAdviseCommandsVolctlTakes(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, filepath.Join("..", "..", "README.md"))
+	spaces := regexp.MustCompile(` +`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range shellquotetest.Commands(strings.ReplaceAll(string(b), "\n", " ")) {
+			c = spaces.ReplaceAllString(c, " ")
+			if !strings.HasPrefix(c, "volctl ") || strings.ContainsAny(c, "|.[<>") {
+				continue
+			}
+			err := parseAdvised(t, c)
+			if err != nil && !strings.Contains(err.Error(), "received 0") {
+				t.Errorf("%s quotes `%s`, which volctl refuses: %v", f, c, err)
+			}
+		}
+	}
+}
+
+// An expand that fails with the expansion pending or owed (the controller's answer lost, the
+// node's NodeExpandVolume failing) said to run `volctl volume expand v` again: without --size,
+// which expand requires, that is refused ("--size is required", exit 2). The advice names the
+// size, and run as advised it finishes the expansion.
+func TestExpandAdviceRunsAsAdvised(t *testing.T) {
+	requireMount(t)
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name  string
+		fault func(*csitest.Faults)
+		claim bool
+	}{
+		{"controller answer lost", func(f *csitest.Faults) { f.FailAlways(csi.RPCControllerExpandVolume, codes.Unavailable) }, false},
+		{"node expansion failed", func(f *csitest.Faults) { f.FailAlways(csi.RPCNodeExpandVolume, codes.Internal) }, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			faults := csitest.NewFaults()
+			_, e, _ := serveMem(t, csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig()), csitest.WithFaults(faults))
+			createSingleWriter(t, e, "v")
+			if tt.claim {
+				if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "v", Alloc: "a1"}); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _, _ = e.Release(ctx, "v", "a1") })
+			}
+			run := func(args ...string) (int, string) { return runOn(ctx, e, args...) }
+			tt.fault(faults)
+			code, errOut := run("volume", "expand", "v", "--size", "2GiB")
+			faults.Clear()
+			if code != ExitError {
+				t.Fatalf("expand with the fault: exit %d, want %d: %s", code, ExitError, errOut)
+			}
+			var again string
+			for _, c := range shellquotetest.Commands(errOut) {
+				if strings.HasPrefix(c, "volctl volume expand") {
+					again = c
+				}
+			}
+			if again == "" {
+				t.Fatalf("expand with the fault advises no expand to run again: %s", errOut)
+			}
+			if err := parseAdvised(t, again); err != nil {
+				t.Fatalf("expand with the fault advises `%s`, which volctl refuses: %v\n%s", again, err, errOut)
+			}
+			if code, out := run(shellquotetest.RunArgs(t, again)...); code != ExitOK {
+				t.Fatalf("the advised `%s`: exit %d: %s", again, code, out)
+			}
+			info, err := e.Volume(ctx, "v")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Unclaimed, the node expansion is owed until a claim publishes the volume.
+			owed := int64(2 << 30)
+			if tt.claim {
+				owed = 0
+			}
+			if info.CapacityBytes != 2<<30 || info.NodeExpansionOwed != owed {
+				t.Errorf("after the advised `%s`: capacity %d, node expansion owed %d; want %d and %d", again, info.CapacityBytes, info.NodeExpansionOwed, int64(2<<30), owed)
+			}
+		})
+	}
+}
+
+// A delete or deregister of a volume with live claims is refused (exit 4), naming them; it
+// said "release them first: volctl volume release / detach", no command to run. It names the
+// release of its one claim, or the detach of them all, and run as advised, the delete goes
+// through.
+func TestClaimedVolumeRefusalNamesTheReleaseToRun(t *testing.T) {
+	requireMount(t)
+	ctx := context.Background()
+	for _, tt := range []struct {
+		verb   []string
+		allocs []string
+	}{
+		{[]string{"volume", "delete", "a b", "--yes"}, []string{"web-0"}},
+		{[]string{"volume", "delete", "a b", "--yes"}, []string{"web-0", "it's 1"}},
+		{[]string{"volume", "deregister", "a b", "--yes"}, []string{"$(x)"}},
+	} {
+		_, e, _ := serveMem(t, csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig()))
+		if _, err := e.CreateVolume(ctx, spec.Volume{ID: "a b", Name: "ab", Type: "csi", PluginID: "mem",
+			Capabilities: []spec.Capability{{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range tt.allocs {
+			if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "a b", Alloc: a}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run := func(args ...string) (int, string) { return runOn(ctx, e, args...) }
+		code, errOut := run(tt.verb...)
+		if code != ExitConflict {
+			t.Fatalf("volctl %v of a claimed volume: exit %d, want %d: %s", tt.verb, code, ExitConflict, errOut)
+		}
+		var advised []string
+		for _, c := range shellquotetest.Commands(errOut) {
+			if strings.HasPrefix(c, "volctl volume release") || strings.HasPrefix(c, "volctl volume detach") {
+				advised = append(advised, c)
+			}
+		}
+		if len(advised) == 0 {
+			t.Fatalf("volctl %v of a claimed volume names no command that releases its claims: %s", tt.verb, errOut)
+		}
+		args := shellquotetest.RunArgs(t, advised[0])
+		if args[1] == "detach" {
+			args = append(args, "--yes")
+		}
+		if code, out := run(args...); code != ExitOK {
+			t.Fatalf("the advised `%s`: exit %d: %s", advised[0], code, out)
+		}
+		if code, out := run(tt.verb...); code != ExitOK {
+			t.Errorf("volctl %v after the advised `%s`: exit %d: %s", tt.verb, advised[0], code, out)
+		}
+	}
+}
