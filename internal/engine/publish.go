@@ -751,10 +751,12 @@ func (p *checkpoint) publishSent() bool {
 }
 
 // linkedToOthers says whether the symlink at a claim of volume v's target (link) leads into
-// volctl's publish directory (another claim's target: no plugin publishes this claim by
-// linking there but to a target of the same volume, which its claim holds) or to another
-// volume's staging path: what another claim holds, which its own release undoes. A plugin
-// sent NodePublishVolume through the link would unmount it from under that claim.
+// volctl's publish directory outside the claim's own (another claim's target: no plugin
+// publishes this claim by linking there but to a target of the same volume, which its claim
+// holds) or to another volume's staging path: what another claim holds, which its own release
+// undoes. A plugin sent NodeUnpublishVolume through the link would unmount it from under that
+// claim. A link into the claim's own publish directory (a plugin that mounts beside the target
+// and links it there) is not: that is the plugin's, and no one else's.
 func (e *Engine) linkedToOthers(v store.Volume, link string) bool {
 	dest, err := os.Readlink(link)
 	if err != nil {
@@ -765,7 +767,11 @@ func (e *Engine) linkedToOthers(v store.Volume, link string) bool {
 	}
 	dest = filepath.Clean(dest)
 	own := stagingPath(e.cfg.StateDir, v.PluginID, v.ID)
+	claimDir := filepath.Dir(link) // publish/<alloc>/<volume>: the claim's own, where a plugin may mount beside the target
 	for _, d := range []string{dest, e.realPath(dest)} {
+		if within(d, claimDir) {
+			return false
+		}
 		for _, dir := range []string{e.cfg.StateDir, e.realPath(e.cfg.StateDir)} {
 			if within(d, filepath.Join(dir, publishDir)) {
 				return true

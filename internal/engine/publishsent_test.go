@@ -2,6 +2,7 @@ package engine
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -208,5 +209,42 @@ func TestLinkAfterARestoresFailedPublishIsUnpublishedFirst(t *testing.T) {
 			}
 			checkUnpublishedFirst(t, h, p, "the release of a claim whose restore's NodePublishVolume failed after the plugin linked the target", fi, lerr, held)
 		})
+	}
+}
+
+// (a') The plugin of (a) mounting beside the target, in the claim's own publish directory
+// (publish/<alloc>/<volume>/mnt), and linking the target there: a link into volctl's publish
+// directory, but the claim's own, not another claim's: still the plugin's, unpublished first.
+// This plugin's NodeUnpublishVolume removes its link and leaves its mount beside it: the
+// rollback stops there, saying to unmount it, and the volume is neither unstaged nor detached
+// under it.
+func TestLinkBesideTheTargetAfterAnUnavailablePublishIsUnpublishedFirst(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) {
+		c.MakeTarget = func(target string) error {
+			mnt := filepath.Join(filepath.Dir(target), "mnt")
+			if err := os.MkdirAll(mnt, 0o750); err != nil {
+				return err
+			}
+			return linkTargetTo(mnt)(target)
+		}
+	})
+	h.create(volume("v"))
+	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Lost: true, Times: 10})
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil {
+		t.Fatal("claim with every NodePublishVolume answered UNAVAILABLE succeeded")
+	}
+	target := publishPath(h.dir, "a", "v", false, spec.FileSystem, spec.SingleNodeWriter)
+	h.faults.Clear()
+	h.mem.ResetCalls()
+	fi, lerr, held, _ := heldUnpublish(t, h, target, func() error { _, err := h.e.Reconcile(h.ctx); return err })
+	if !held || lerr != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("reconcile's NodeUnpublishVolume: held %t, the target then %v, %v; want it sent, finding the plugin's link", held, fi, lerr)
+	}
+	if rpcs := h.rpcs(); slices.Contains(rpcs, csi.RPCNodeUnstageVolume) || slices.Contains(rpcs, csi.RPCControllerUnpublishVolume) {
+		t.Errorf("the plugin was sent %v; want no NodeUnstageVolume nor ControllerUnpublishVolume while its mount beside the target is left", rpcs)
+	}
+	live := h.liveClaims("v")
+	if len(live) != 1 || live[0].State != store.ClaimUnpublishing || !strings.Contains(live[0].LastError, "unmount "+filepath.Join(filepath.Dir(target), "mnt")) {
+		t.Errorf("claims %+v; want a's left unpublishing, saying to unmount the plugin's mount beside the target", live)
 	}
 }
