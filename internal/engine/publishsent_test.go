@@ -160,15 +160,9 @@ func TestLinkAfterACutOffPublishAndAGoneSocketIsUnpublishedFirst(t *testing.T) {
 		t.Fatal("claim with every NodePublishVolume cut off succeeded")
 	}
 	h.faults.Clear()
-	h.stopServe()
-	h.e.Reconcile(h.ctx) // the socket gone: the record overwritten
-	live := h.liveClaims("v")
-	if len(live) != 1 || live[0].LastRPC == csi.RPCNodePublishVolume {
-		t.Fatalf("claims after a reconcile with the socket gone = %+v; want a's, its record overwritten", live)
-	}
-	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
+	cl := h.reconcileWithSocketGone(csi.RPCNodePublishVolume)
 	h.mem.ResetCalls()
-	fi, lerr, held, _ := heldUnpublish(t, h, live[0].TargetPath, func() error { _, err := h.e.Reconcile(h.ctx); return err })
+	fi, lerr, held, _ := heldUnpublish(t, h, cl.TargetPath, func() error { _, err := h.e.Reconcile(h.ctx); return err })
 	checkUnpublishedFirst(t, h, h.mem, "reconcile after a cut-off NodePublishVolume and a pass with the socket gone", fi, lerr, held)
 }
 
@@ -247,4 +241,20 @@ func TestLinkBesideTheTargetAfterAnUnavailablePublishIsUnpublishedFirst(t *testi
 	if len(live) != 1 || live[0].State != store.ClaimUnpublishing || !strings.Contains(live[0].LastError, "unmount "+filepath.Join(filepath.Dir(target), "mnt")) {
 		t.Errorf("claims %+v; want a's left unpublishing, saying to unmount the plugin's mount beside the target", live)
 	}
+}
+
+// reconcileWithSocketGone stops the plugin, runs a reconcile pass that finds its socket gone,
+// which writes its own failure over volume "v"'s claim's record (a failure met before any RPC
+// was sent, where the record held rpc's), and serves the plugin again; it returns the claim as
+// that pass left it.
+func (h *harness) reconcileWithSocketGone(rpc string) store.Claim {
+	h.t.Helper()
+	h.stopServe()
+	h.e.Reconcile(h.ctx)
+	live := h.liveClaims("v")
+	if len(live) != 1 || live[0].LastRPC == rpc {
+		h.t.Fatalf("claims after a reconcile with the socket gone = %+v; want one, its record of %s overwritten", live, rpc)
+	}
+	h.stopServe = csitest.ServeAt(h.t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
+	return live[0]
 }
