@@ -144,6 +144,11 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 		logf("%v", err)
 		return nil, err
 	}
+	wd, _ := os.Getwd() // the plugin's: it inherits the agent's
+	if err := untrustedArgs(sp.Exec.Command, path, sp.Exec.Args, env, wd); err != nil {
+		logf("%v", err)
+		return nil, err
+	}
 	goAhead, send, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("starting plugin: %w", err)
@@ -346,7 +351,10 @@ func UntrustedCommand(sp spec.Plugin) error {
 	if err := untrustedEnv(sp.Exec.Command, path, env); err != nil {
 		return err
 	}
-	return untrustedProgram(sp.Exec.Command, path, env)
+	if err := untrustedProgram(sp.Exec.Command, path, env); err != nil {
+		return err
+	}
+	return untrustedArgs(sp.Exec.Command, path, sp.Exec.Args, env, "") // the agent's working directory is not this one
 }
 
 // loaderEnv are the variables of a plugin's environment that name files or directories the
@@ -510,7 +518,7 @@ func untrustedEnv(command, path string, env []string) error {
 					fix = "name it by its absolute path, in a directory root's alone"
 				}
 				if n == "" {
-					n = "an empty entry, the working directory,"
+					n = "an empty entry, the working directory"
 				} else {
 					n = spec.QuoteName(n)
 				}
@@ -674,6 +682,13 @@ func untrustedProgram(command, path string, env []string) error {
 		via := ""
 		if pr.Script != "" {
 			via = fmt.Sprintf(" (the interpreter the #! line of the script %s names)", spec.QuoteName(pr.Script))
+		}
+		if pr.System {
+			return fmt.Errorf("command %s%s: not run: the dynamic loader of the ELF program %s%s goes, as for every program it starts, by the system's files, here %s, and %s %s: "+
+				"another user could have their code run in it (and in every program started after), as uid %d: "+
+				"make that file or directory, and every directory on the way, root's and writable by root alone (chown root, chmod go-w); "+
+				"a library the system's ld.so.preload names may instead be taken out of it",
+				spec.QuoteName(command), found, spec.QuoteName(pr.ELF), via, pr.Entry, spec.QuoteName(pr.Path), pr.Why, os.Geteuid())
 		}
 		if strings.HasPrefix(pr.Entry, "LD_LIBRARY_PATH") {
 			return fmt.Errorf("command %s%s: not run: the ELF program %s%s has its dynamic loader search the plugin's environment's %s, "+

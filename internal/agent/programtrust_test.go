@@ -442,6 +442,11 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 		{"LD_LIBRARY_PATH with an empty entry between semicolons", func(t *testing.T, b string) (map[string]string, string, string, string) {
 			return map[string]string{"LD_LIBRARY_PATH": "/usr/lib;;/usr/lib64"}, "LD_LIBRARY_PATH", ".", "is relative"
 		}},
+		// A colon alone is two empty entries (LD_DEBUG=libs shows ld.so searching
+		// glibc-hwcaps/x86-64-v3/, a relative path), unlike an empty variable (below).
+		{"LD_LIBRARY_PATH of a colon alone", func(t *testing.T, b string) (map[string]string, string, string, string) {
+			return map[string]string{"LD_LIBRARY_PATH": ":"}, "LD_LIBRARY_PATH", ".", "is relative"
+		}},
 		{"CLASSPATH ending in an empty entry", func(t *testing.T, b string) (map[string]string, string, string, string) {
 			return map[string]string{"CLASSPATH": "/usr/share/java/x.jar:"}, "CLASSPATH", ".", "is relative"
 		}},
@@ -588,8 +593,11 @@ func TestAgentRunsNoPluginWhoseEnvironmentLoadsWhatAnotherUserMayChange(t *testi
 		}
 	})
 	// What names nothing the plugin loads is no reason to refuse it: sh reads ENV only when
-	// interactive (a plugin is not), and bash and glibc take an empty BASH_ENV or TZDIR as unset.
-	for _, env := range []map[string]string{{"ENV": "production"}, {"BASH_ENV": ""}, {"TZDIR": ""}, {"HOSTALIASES": ""}, {"RUBYOPT": "-rjson -W0"},
+	// interactive (a plugin is not), and bash and glibc take an empty BASH_ENV or TZDIR as unset;
+	// so does ld.so an empty LD_LIBRARY_PATH (_dl_init_paths reads none of an empty one:
+	// LD_DEBUG=libs shows no LD_LIBRARY_PATH search), where one empty entry among others is the
+	// working directory (above).
+	for _, env := range []map[string]string{{"ENV": "production"}, {"BASH_ENV": ""}, {"TZDIR": ""}, {"HOSTALIASES": ""}, {"LD_LIBRARY_PATH": ""}, {"RUBYOPT": "-rjson -W0"},
 		{"JAVA_TOOL_OPTIONS": "-Xmx64m -Dfile.encoding=UTF-8 -agentlib:jdwp=transport=dt_socket,server=y -javaagent:/usr/share/java/agent.jar=x"},
 		{"LUA_PATH": "/usr/share/lua/5.4/?.lua;/usr/share/lua/5.4/?/init.lua;;", "LUA_INIT": "print('a plugin') -- code, not a path"},
 		{"SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt", "SSL_CERT_DIR": "/etc/ssl/certs", "OPENSSL_CONF": "/etc/ssl/openssl.cnf"},

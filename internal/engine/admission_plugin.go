@@ -141,7 +141,7 @@ func (e *Engine) noteProbed(ctx context.Context, p store.Plugin, h store.Health)
 			return err
 		}
 		if ev := healthEvent(p.ID, cur.Health, h); ev != nil {
-			return tx.Events().Append(ev)
+			return appendHealthEvent(tx, ev, e.cfg.Now())
 		}
 		return nil
 	})

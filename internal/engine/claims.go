@@ -1153,8 +1153,9 @@ var errMovedOn = errors.New("the claim moved on")
 
 // recordFailure sets cl's failure fields and, in one transaction, writes the claim through
 // update and appends the event saying it was left for reconcile, unless the claim was already
-// left for reconcile with this very failure (the same RPC and message): a claim that fails the
-// same way pass after pass counts its attempts, but says so in the event log once.
+// left for reconcile with this very failure (the same RPC, and the same message but for the
+// numbers in it: sameFailure): a claim that fails the same way pass after pass counts its
+// attempts, but says so in the event log once.
 func (e *Engine) recordFailure(ctx context.Context, cl *store.Claim, rpc string, cause error, update func(tx *store.Tx) error) {
 	if errors.Is(cause, errLockLost) {
 		// Another process may hold the volume's lock now and be moving the claim: this one
@@ -1162,7 +1163,7 @@ func (e *Engine) recordFailure(ctx context.Context, cl *store.Claim, rpc string,
 		e.log.Warn("the volume's lock was lost: the claim's failure is not recorded", "volume", cl.VolumeID, "alloc", cl.Alloc, "err", cause)
 		return
 	}
-	repeat := cl.NeedsReconcile && cl.LastRPC == rpc && cl.LastError == cause.Error()
+	repeat := cl.NeedsReconcile && cl.LastRPC == rpc && sameFailure(cl.LastError, cause.Error())
 	cl.NeedsReconcile = true
 	cl.Attempts++
 	cl.LastRPC, cl.LastCode, cl.LastError = rpc, "", cause.Error()

@@ -1024,8 +1024,10 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 	var err error
 	var spent time.Duration
 	waits := e.cfg.Retry.backoff()
-	var firstCode string // the first attempt's code, and whether every attempt's was the same
-	var sameCode bool
+	// The first attempt's failure, and whether every attempt's was the same: its code, and its
+	// words but for their numbers (failureWords: a request ID, a timestamp).
+	var first string
+	var same bool
 	for attempt := 1; ; attempt++ {
 		// The engine's clock (monotonic, as time.Now's is: a step of the wall clock changes
 		// nothing), which a test can drive: the decision is then the time it measured, not the
@@ -1041,17 +1043,16 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 			e.log.Debug("not retrying an RPC that ran into its timeout", "plugin", c.plugin.ID, "rpc", rpc, "attempt", attempt, "timeout", timeout, "err", err)
 			return err
 		}
-		code := csi.CodeOf(err).String()
-		if attempt == 1 {
-			firstCode, sameCode = code, true
-		} else if code != firstCode {
-			sameCode = false
+		if words := csi.CodeOf(err).String() + ": " + failureWords(err.Error()); attempt == 1 {
+			first, same = words, true
+		} else if words != first {
+			same = false
 		}
 		if attempt >= e.cfg.Retry.Attempts {
 			if attempt == 1 {
 				return err
 			}
-			return &retriedOut{err: err, attempts: attempt, same: sameCode}
+			return &retriedOut{err: err, attempts: attempt, same: same}
 		}
 		if spent+last > timeout {
 			e.log.Debug("not retrying an RPC failing slowly", "plugin", c.plugin.ID, "rpc", rpc, "attempt", attempt, "last", last, "spent", spent, "timeout", timeout, "err", err)
@@ -1098,7 +1099,7 @@ func (s *slowFailure) Unwrap() error { return s.err }
 type retriedOut struct {
 	err      error
 	attempts int
-	same     bool // every attempt failed with err's code
+	same     bool // every attempt failed with err's code and words (but for their numbers)
 }
 
 func (r *retriedOut) Error() string {

@@ -145,7 +145,7 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 				err = fmt.Errorf("%w (the plugin may have expanded volume %q without volctl reading its answer; it stays recorded at %s, the expansion to %s pending: "+
 					"run the same `%s` again, or `volctl reconcile`, which the plugin answers with the size it has)",
 					err, v.ID, spec.FormatSize(cur), spec.FormatSize(size), expandCommand(v))
-				e.event(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume,
+				e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume,
 					Code: csi.CodeOf(err).String(), Message: "expansion answer not read: " + err.Error()})
 			} else {
 				e.expansionAnswered(ctx, v.ID) // refused: the plugin did nothing
@@ -400,7 +400,7 @@ func (e *Engine) sendNodeExpand(ctx context.Context, c *conn, v store.Volume, re
 		}
 		err = fmt.Errorf("plugin %q answered OK with %s, below the %s asked: the file system is not expanded", v.PluginID, spec.FormatSize(answered), spec.FormatSize(req.CapacityMin))
 	}
-	e.event(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCNodeExpandVolume,
+	e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCNodeExpandVolume,
 		Code: csi.CodeOf(err).String(), Message: fmt.Sprintf("node expansion at %s failed, still owed: %v", req.VolumePath, err)})
 	return 0, fmt.Errorf("the node expansion of volume %q to %s for %s (at %s) failed: %w (it stays owed: run `%s` again or `volctl reconcile`)",
 		v.ID, spec.FormatSize(v.NodeExpandMin), whom, req.VolumePath, err, expandCommand(v))

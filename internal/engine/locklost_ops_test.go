@@ -198,17 +198,7 @@ func wantLockLost(t *testing.T, what string, err error, lockPath, vol string) {
 // eventsSaying returns the messages of the events of kind that contain text.
 func (h *harness) eventsSaying(kind, text string) []string {
 	h.t.Helper()
-	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: kind})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	var out []string
-	for _, ev := range evs {
-		if strings.Contains(ev.Message, text) {
-			out = append(out, ev.Message)
-		}
-	}
-	return out
+	return h.eventsOf(kind, "", text)
 }
 
 // The same for `volume deregister --force` of a volume whose ControllerUnpublishVolume is owed:

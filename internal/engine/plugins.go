@@ -529,7 +529,7 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 			return err
 		}
 		if ev := healthEvent(p.ID, cur.Health, r.health); ev != nil {
-			return tx.Events().Append(ev)
+			return appendHealthEvent(tx, ev, e.cfg.Now())
 		}
 		return nil
 	})
@@ -578,6 +578,39 @@ func healthEvent(id string, before, after store.Health) *store.Event {
 		msg += ": " + after.LastError
 	}
 	return &store.Event{Kind: "plugin-health", PluginID: id, Message: msg}
+}
+
+// A plugin whose health flaps (healthy, unhealthy, healthy at every other probe: a backend
+// half up, a liveness check racing its own restarts) had every change recorded as an event:
+// one at least every 30 s, the agent's probe while it is ready, every 5 s while not, which
+// pushed the rest of the event log (10,000 rows) out within a day or two
+// (TestFlappingPluginHealthIsBoundedInTheEventLog). Past flapChanges events about its health
+// within flapWindow, its changes are not recorded: one event says so, naming where its health
+// is shown; once its older changes are past the window, they are recorded again.
+const (
+	flapChanges = 6
+	flapWindow  = time.Hour
+)
+
+// flappingMark begins the event saying a plugin's changes of health are not recorded for now.
+func flappingMark(id string) string { return fmt.Sprintf("plugin %q is flapping", id) }
+
+// appendHealthEvent appends ev, a change of a plugin's health (healthEvent), unless the plugin
+// flaps: its newest flapChanges events of health within flapWindow of now. Then the first
+// change past them is recorded as a flapping notice, and the next ones not at all.
+func appendHealthEvent(tx *store.Tx, ev *store.Event, now time.Time) error {
+	recent, err := tx.Events().Recent(flapChanges, store.EventFilter{Kind: ev.Kind, PluginID: ev.PluginID})
+	if err != nil {
+		return err
+	}
+	if len(recent) == flapChanges && now.Sub(recent[flapChanges-1].At) < flapWindow {
+		if strings.HasPrefix(recent[0].Message, flappingMark(ev.PluginID)) {
+			return nil
+		}
+		ev.Message = fmt.Sprintf("%s: its health changed %d times within an hour, and its changes are not recorded until fewer do (`%s` shows its health now); this change: %s",
+			flappingMark(ev.PluginID), flapChanges, shellquote.Command("volctl plugin status", ev.PluginID), ev.Message)
+	}
+	return tx.Events().Append(ev)
 }
 
 // DeregisterPlugin forgets a plugin. It is refused while volumes use the plugin, unless force,

@@ -484,7 +484,7 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		}
 		if derr != nil && !csi.IsIgnorable(derr) {
 			// The plugin still has the volume: it stays recorded, deleting, rather than leak.
-			e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
+			e.failureEvent(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
 				Code: csi.CodeOf(derr).String(), Message: fmt.Sprintf("create refused; deleting volume %q failed, left for reconcile: %v; %v", shown, err, derr)})
 			return fmt.Errorf("%w; deleting the unusable volume %q failed: %v (volume %q stays marked deleting with it: `volctl reconcile` or `%s` deletes it)",
 				err, shown, derr, v.ID, shellquote.Command("volctl volume delete", v.ID))
@@ -503,7 +503,7 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		sentBefore = false
 	}
 	if csi.IsRetryable(err) || ctx.Err() != nil {
-		e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
+		e.failureEvent(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
 			Code: csi.CodeOf(err).String(), Message: "create left for reconcile: " + err.Error()})
 		return &keptIntent{cause: err, kept: "the create is recorded and `volctl reconcile` or the same create will finish it"}
 	}
@@ -522,7 +522,7 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 	if sentBefore {
 		// A final error says this call created nothing, not that an earlier one whose
 		// answer was lost did not: keep the intent, and the name that finds the volume.
-		e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
+		e.failureEvent(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
 			Code: csi.CodeOf(err).String(), Message: "create failed, kept for reconcile: " + err.Error()})
 		return &keptIntent{cause: err, kept: fmt.Sprintf("an earlier CreateVolume's answer was lost, so the plugin may have the volume: the create stays recorded for `volctl reconcile` or the same create; `%s` sends it again and deletes what it answers, or forgets it while the plugin refuses", shellquote.Command("volctl volume delete", v.ID))}
 	}

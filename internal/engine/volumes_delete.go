@@ -282,7 +282,7 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 				// still exists, and stays usable rather than stuck deleting.
 				return e.keepRefusedDelete(ctx, v, err)
 			}
-			e.event(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
+			e.failureEvent(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
 				Code: csi.CodeOf(err).String(), Message: "delete failed: " + err.Error()})
 			if csi.IsAnswerUnread(err) {
 				// The plugin answered, so it did delete; but every DeleteVolume gets the same
@@ -297,7 +297,7 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 			// saying it was deleted. The plugin may be deleting it in the background, or answer
 			// NOT_FOUND for a volume it holds (a lookup that failed, an ID it mangled).
 			err := stillListed(v.PluginID, csi.RPCDeleteVolume, err, "volume", v.ExternalID, volumeCheck(c))
-			e.event(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: volumeCheck(c),
+			e.failureEvent(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: volumeCheck(c),
 				Message: "delete not finished, volume kept deleting: " + err.Error()})
 			return fmt.Errorf("%w (volume %q stays marked deleting: running the delete again or `volctl reconcile` sends DeleteVolume again and forgets the volume once the plugin answers OK or NOT_FOUND and no longer lists it; "+
 				"if the plugin keeps listing it, `%s` forgets the volume and leaves the storage)", err, v.ID, shellquote.Command("volctl volume deregister", v.ID))

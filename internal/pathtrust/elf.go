@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,15 +40,20 @@ import (
 func loaded(path string) *Problem { return loadedWith(path, LoaderEnv{}) }
 
 // LibraryPathEntries is the entries of an LD_LIBRARY_PATH as ld.so reads them: separated by
-// colons or semicolons, an empty one ("a::b", "a:;b", a separator first or last) kept, as
-// ld.so searches the working directory for it.
+// colons or semicolons, an empty one ("a::b", "a:;b", ":", a separator first or last) kept, as
+// ld.so searches the working directory for it; none of an empty variable, which ld.so reads
+// as unset (_dl_init_paths: LD_DEBUG=libs shows no LD_LIBRARY_PATH search).
 func LibraryPathEntries(v string) []string {
+	if v == "" {
+		return nil
+	}
 	return strings.Split(strings.ReplaceAll(v, ";", ":"), ":")
 }
 
 // loadedWith is loaded of a program run with env: LD_LIBRARY_PATH's directories ld.so searches
 // for each library before a RUNPATH (after an RPATH), and LD_PRELOAD's and LD_AUDIT's libraries
-// it loads first, as the program's first needs (found alike, a path's $ORIGIN, $LIB and
+// it loads first, then ldPreload's and the program's DT_AUDIT's and DT_DEPAUDIT's, as the
+// program's first needs (found alike, a path's $ORIGIN, $LIB and
 // $PLATFORM expanded): each library found so is checked and followed as one a RUNPATH finds. An
 // LD_LIBRARY_PATH directory another user controls ($ORIGIN being this program's directory, an
 // empty entry the working directory's) is refused, naming it; LD_PRELOAD's and LD_AUDIT's paths
@@ -76,7 +82,7 @@ func loadedWith(path string, env LoaderEnv) *Problem {
 	if !d.dynamic {
 		return nil
 	}
-	var system *systemLibs
+	var sysLibs *systemLibs
 	var envDirs []string
 	if env.LibraryPath != "" {
 		// $ORIGIN is this ELF program's directory: for a script, its interpreter's, not the
@@ -94,12 +100,22 @@ func loadedWith(path string, env LoaderEnv) *Problem {
 			envDirs = append(envDirs, dirs...)
 		}
 	}
-	queue := []loadedObject{{path: path, d: d, preload: env.Preload}}
+	preload := make([]preloaded, 0, len(env.Preload))
+	for _, lib := range env.Preload {
+		preload = append(preload, preloaded{lib, "LD_PRELOAD"})
+	}
+	sysPreload, pr := systemPreload()
+	if pr != nil {
+		pr.ELF, pr.Entry, pr.System = path, ldPreload, true
+		return pr
+	}
+	preload = append(append(preload, sysPreload...), d.audit...)
+	queue := []loadedObject{{path: path, d: d, preload: preload}}
 	seen := map[string]bool{realPath(path): true}
 	for len(queue) > 0 {
 		o := queue[0]
 		queue = queue[1:]
-		deps, pr := o.deps(path, envDirs, &system)
+		deps, pr := o.deps(path, envDirs, &sysLibs)
 		if pr != nil {
 			return pr
 		}
@@ -148,8 +164,16 @@ type loadedObject struct {
 	path, via string
 	d         dynamic
 	inherited []string
-	preload   []string // the program's: LD_PRELOAD's and LD_AUDIT's libraries, loaded first
+	preload   []preloaded // the program's: LD_PRELOAD's and LD_AUDIT's libraries, then ldPreload's and its own DT_AUDIT's, loaded first
+	system    bool        // loaded for ldPreload: what it controls is the system's to fix (Problem.System)
 }
+
+// preloaded is a library the dynamic loader loads before a program's own: lib as named, and
+// from, what names it: "LD_PRELOAD" (LD_PRELOAD's or LD_AUDIT's, whose paths the caller
+// checks, naming the variable), ldPreload, or the program's own "AUDIT" or "DEPAUDIT"
+// (dynamic.audit); "NEEDED" for a library a loaded object needs, "AUXILIARY" or "FILTER" for
+// one it filters (dynamic.filters).
+type preloaded struct{ lib, from string }
 
 // realPath is path with its symlinks resolved, or path where it cannot be.
 func realPath(path string) string {
@@ -162,8 +186,8 @@ func realPath(path string) string {
 // deps checks what another user controls of the directories o's RUNPATH or RPATH searches and
 // of the libraries o needs (by path, or found in those directories), prog being the program
 // whose problem it is, and returns the libraries ld.so loads for o: each NEEDED found first in
-// those directories or, failing them, in the system's (*system, read once a program).
-func (o loadedObject) deps(prog string, envDirs []string, system **systemLibs) ([]loadedObject, *Problem) {
+// those directories or, failing them, in the system's (*sysLibs, read once a program).
+func (o loadedObject) deps(prog string, envDirs []string, sysLibs **systemLibs) ([]loadedObject, *Problem) {
 	name := func(entry string) string {
 		if o.path == prog {
 			return entry
@@ -180,7 +204,7 @@ func (o loadedObject) deps(prog string, envDirs []string, system **systemLibs) (
 		for _, entry := range strings.Split(l, ":") {
 			dirs, pr := searchedDirs(entry, origin)
 			if pr != nil {
-				pr.ELF, pr.Entry = prog, name(kind+" "+l)
+				pr.ELF, pr.Entry, pr.System = prog, name(kind+" "+l), o.system
 				return nil, pr
 			}
 			searched = append(searched, dirs...)
@@ -208,14 +232,20 @@ func (o loadedObject) deps(prog string, envDirs []string, system **systemLibs) (
 		return own
 	}
 	var deps []loadedObject
-	what := "LD_PRELOAD"
-	for i, lib := range slices.Concat(o.preload, o.d.needed) {
-		if i == len(o.preload) {
-			what = "NEEDED"
-		}
-		via := fmt.Sprintf("%s %s of %s", what, lib, o.path)
-		if what == "LD_PRELOAD" {
+	libs := slices.Clone(o.preload)
+	for _, lib := range o.d.needed {
+		libs = append(libs, preloaded{lib, "NEEDED"})
+	}
+	libs = append(libs, o.d.filters...)
+	for _, l := range libs {
+		lib, what, via := l.lib, l.from, fmt.Sprintf("%s %s of %s", l.from, l.lib, o.path)
+		system := o.system || l.from == ldPreload
+		switch what {
+		case "LD_PRELOAD":
 			via = "LD_PRELOAD " + lib
+		case ldPreload:
+			what = ldPreload + "'s library"
+			via = what + " " + lib
 		}
 		if strings.Contains(lib, "/") {
 			// ld.so loads this path as it is, its tokens expanded: no search.
@@ -224,10 +254,11 @@ func (o loadedObject) deps(prog string, envDirs []string, system **systemLibs) (
 					if what == "LD_PRELOAD" {
 						continue // the caller's to refuse, naming the variable
 					}
+					pr.System = system
 					pr.ELF, pr.Entry = prog, name(what+" "+lib)
 					return nil, pr
 				}
-				deps = append(deps, loadedObject{path: file, via: via, inherited: inherited})
+				deps = append(deps, loadedObject{path: file, via: via, inherited: inherited, system: system})
 			}
 			continue
 		}
@@ -238,7 +269,7 @@ func (o loadedObject) deps(prog string, envDirs []string, system **systemLibs) (
 				continue
 			}
 			if pr := makeable(file); pr != nil {
-				pr.ELF, pr.Entry = prog, name(fmt.Sprintf("%s %s, found in %s", what, lib, from(i)))
+				pr.ELF, pr.Entry, pr.System = prog, name(fmt.Sprintf("%s %s, found in %s", what, lib, from(i))), system
 				return nil, pr
 			}
 			if found == nil {
@@ -246,21 +277,28 @@ func (o loadedObject) deps(prog string, envDirs []string, system **systemLibs) (
 			}
 		}
 		if found == nil {
-			if *system == nil {
-				*system = readSystemLibs()
+			if *sysLibs == nil {
+				*sysLibs = readSystemLibs()
 			}
-			found = (*system).find(lib)
+			if c := (*sysLibs).untrusted; c != nil {
+				// The file that says where ld.so finds the library: what another user writes
+				// there points it at their own, after this check or at once.
+				pr := *c
+				pr.ELF, pr.Entry, pr.System = prog, name(fmt.Sprintf("%s %s, looked up in %s", what, lib, ldCache)), true
+				return nil, &pr
+			}
+			found = (*sysLibs).find(lib)
 			for _, file := range found {
 				// ld.so.cache lists what ldconfig found, in the directories it was given (ld.so.conf,
 				// its includes): a file there another user may write is code of theirs all the same.
 				if pr := makeable(file); pr != nil {
-					pr.ELF, pr.Entry = prog, name(fmt.Sprintf("%s %s, found in the system's libraries", what, lib))
+					pr.ELF, pr.Entry, pr.System = prog, name(fmt.Sprintf("%s %s, found in the system's libraries", what, lib)), system
 					return nil, pr
 				}
 			}
 		}
 		for _, file := range found {
-			deps = append(deps, loadedObject{path: file, via: via, inherited: inherited})
+			deps = append(deps, loadedObject{path: file, via: via, inherited: inherited, system: system})
 		}
 	}
 	return deps, nil
@@ -271,6 +309,14 @@ type dynamic struct {
 	interp                 string   // PT_INTERP, "" for none
 	dynamic                bool     // it has a PT_DYNAMIC
 	needed, runpath, rpath []string // DT_NEEDED, DT_RUNPATH, DT_RPATH, in order
+	// audit is the audit libraries its DT_AUDIT and DT_DEPAUDIT name (ld --audit, --depaudit,
+	// or --depaudit brought by a library it was linked with), each a colon-separated list as
+	// LD_AUDIT is: ld.so loads them into the program it starts (glibc 2.32 and later), as it
+	// does LD_AUDIT's, whatever the environment; a library's own are not read.
+	audit []preloaded
+	// filters is the libraries its DT_AUXILIARY and DT_FILTER name (ld --auxiliary, --filter:
+	// a filter's filtees), which ld.so loads for it, found as a NEEDED one is.
+	filters []preloaded
 }
 
 // Bounds on what readDynamic allocates, far above any real program's: PATH_MAX for the loader's
@@ -345,7 +391,7 @@ func (d *dynamic) readTable(f *elf.File, p *elf.Prog) error {
 			strtab, haveStrtab = val, true
 		case elf.DT_STRSZ:
 			strsz = val
-		case elf.DT_NEEDED, elf.DT_RUNPATH, elf.DT_RPATH:
+		case elf.DT_NEEDED, elf.DT_RUNPATH, elf.DT_RPATH, elf.DT_AUDIT, elf.DT_DEPAUDIT, elf.DT_AUXILIARY, elf.DT_FILTER:
 			entries = append(entries, entry{tag, val})
 		}
 	}
@@ -382,6 +428,17 @@ func (d *dynamic) readTable(f *elf.File, p *elf.Prog) error {
 			d.runpath = append(d.runpath, s)
 		case elf.DT_RPATH:
 			d.rpath = append(d.rpath, s)
+		case elf.DT_AUXILIARY:
+			d.filters = append(d.filters, preloaded{s, "AUXILIARY"})
+		case elf.DT_FILTER:
+			d.filters = append(d.filters, preloaded{s, "FILTER"})
+		case elf.DT_AUDIT, elf.DT_DEPAUDIT:
+			what := map[elf.DynTag]string{elf.DT_AUDIT: "AUDIT", elf.DT_DEPAUDIT: "DEPAUDIT"}[e.tag]
+			for _, lib := range strings.Split(s, ":") {
+				if lib != "" {
+					d.audit = append(d.audit, preloaded{lib, what})
+				}
+			}
 		}
 	}
 	return nil
@@ -645,6 +702,52 @@ func Source(name string) *Problem {
 	return makeable(filepath.Clean(name))
 }
 
+// ldPreload is the file of libraries glibc's dynamic loader loads into every dynamic program it
+// starts, after LD_PRELOAD's and before the program's own; a test points it elsewhere.
+var ldPreload = "/etc/ld.so.preload"
+
+// maxLdPreload bounds what is read of ldPreload, far above a real one (a line or two).
+const maxLdPreload = 1 << 20
+
+// systemPreload is the libraries ldPreload names, as ld.so reads it (names separated by white
+// space or colons, a '#' making the rest of its line a comment), each from ldPreload; with what
+// another user controls of the file itself, or of /etc where it is not made yet, or nil. What
+// is not a regular file names none (ld.so maps the file's size, none). One that cannot be read
+// is refused: ld.so, which only needs to be allowed to, may read it. What the libraries are,
+// and load, is loadedObject.deps's to check, as it does LD_PRELOAD's.
+func systemPreload() ([]preloaded, *Problem) {
+	if pr := makeable(ldPreload); pr != nil {
+		return nil, pr
+	}
+	f, err := os.OpenFile(ldPreload, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &Problem{Path: ldPreload, Why: fmt.Sprintf("cannot be read (%v), so the libraries it has loaded cannot be checked", err)}
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxLdPreload+1))
+	if err != nil || len(b) > maxLdPreload {
+		why := fmt.Sprintf("is more than %d bytes", maxLdPreload)
+		if err != nil {
+			why = fmt.Sprintf("cannot be read (%v)", err)
+		}
+		return nil, &Problem{Path: ldPreload, Why: why + ", so the libraries it has loaded cannot be checked"}
+	}
+	var libs []preloaded
+	for _, line := range strings.Split(string(b), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		for _, lib := range strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == '\t' || r == ':' }) {
+			libs = append(libs, preloaded{lib, ldPreload})
+		}
+	}
+	return libs, nil
+}
+
 // ldCache is where the dynamic loader's cache of the system's libraries is; a test points it
 // elsewhere.
 var ldCache = "/etc/ld.so.cache"
@@ -656,12 +759,17 @@ const maxLdCache = 16 << 20
 // entries by name, else (no cache, or one in a format not read here) the default directories.
 type systemLibs struct {
 	cache map[string][]string // nil: no cache read
+	// untrusted is what another user controls of ldCache (makeable: the file, a directory on
+	// the way, or where it is missing, the directory they could make it in), or nil: ld.so
+	// reads it at each start, so a cache they may write points it at their library whatever
+	// it said when it was checked.
+	untrusted *Problem
 }
 
 // readSystemLibs reads ldCache (glibc's "glibc-ld.so.cache1.1" format, the only one glibc 2.32
 // and later writes): a cache that cannot be read leaves the default directories.
 func readSystemLibs() *systemLibs {
-	sys := &systemLibs{}
+	sys := &systemLibs{untrusted: makeable(ldCache)}
 	f, err := os.Open(ldCache)
 	if err != nil {
 		return sys

@@ -249,3 +249,259 @@ func BenchmarkLoaded(b *testing.B) {
 		})
 	}
 }
+
+// useLdCache points ldCache at path for the test.
+func useLdCache(t *testing.T, path string) {
+	t.Helper()
+	old := ldCache
+	ldCache = path
+	t.Cleanup(func() { ldCache = old })
+}
+
+// libIn builds the library name from source in a directory only this user may write (safe)
+// and in one any user may (open), which the system's libraries (a test ld.so.cache) find it in,
+// with no ld.so.preload; base holds both.
+func libIn(t *testing.T, name, source string) (base, safe, open string) {
+	t.Helper()
+	base = t.TempDir()
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	safe, open = mkdirMode(t, filepath.Join(base, "safe"), 0o755), mkdirMode(t, filepath.Join(base, "open"), 0o755)
+	cc(t, filepath.Join(open, name), source, "-shared", "-fPIC")
+	cc(t, filepath.Join(safe, name), source, "-shared", "-fPIC")
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	preloadFile(t, filepath.Join(base, "no-ld.so.preload"))
+	cache := filepath.Join(base, "ld.so.cache")
+	writeLdCache(t, cache, map[string]string{name: filepath.Join(open, name)})
+	useLdCache(t, cache)
+	return base, safe, open
+}
+
+// preloadFile points ldPreload at path for the test.
+func preloadFile(t *testing.T, path string) {
+	t.Helper()
+	old := ldPreload
+	ldPreload = path
+	t.Cleanup(func() { ldPreload = old })
+}
+
+// glibc's ld.so loads the libraries /etc/ld.so.preload names into every dynamic program it
+// starts, before the program's own: a preload file another user may write, or may make where it
+// is missing, or a library it names (by path, or by a name found in a directory they may write),
+// or what such a library loads in turn, is their code run in every root plugin. Before, the file
+// was never read and each such program passed. Now each is refused, naming the file or the
+// library it names (System set: the fix is the system's, not the program's); names are
+// separated by white space or colons, and a '#' comments the rest of its line, as ld.so reads it.
+func TestLoadedHoldsTheSystemsPreloadFileToTheRule(t *testing.T) {
+	base := t.TempDir()
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	etc, open, safe := mkdirMode(t, filepath.Join(base, "etc"), 0o755), mkdirMode(t, filepath.Join(base, "open"), 0o755), mkdirMode(t, filepath.Join(base, "safe"), 0o755)
+	const lib = "int volctl_test_hook(void) { return 0; }\n"
+	cc(t, filepath.Join(open, "libvthook.so"), lib, "-shared", "-fPIC")
+	cc(t, filepath.Join(safe, "libvtok.so"), lib, "-shared", "-fPIC")
+	cc(t, filepath.Join(safe, "libvtrunpath.so"), lib, "-shared", "-fPIC", "-Wl,--enable-new-dtags,-rpath,"+open)
+	cc(t, filepath.Join(safe, "libvtneeds.so"), lib+"int volctl_test_hook2(void) { return 0; }\n", "-shared", "-fPIC", "-Wl,--no-as-needed", "-L"+open, "-lvthook")
+	prog := filepath.Join(base, "prog")
+	cc(t, prog, "int main(void) { return 0; }\n")
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(base, "ld.so.cache")
+	writeLdCache(t, cache, map[string]string{"libvthook.so": filepath.Join(open, "libvthook.so")})
+	useLdCache(t, cache)
+
+	preload := filepath.Join(etc, "ld.so.preload")
+	for _, tt := range []struct {
+		name, content string
+		mode          os.FileMode
+		bad           string // the Problem's Path, "" for none
+		entry         string // what its Entry says
+	}{
+		{"none", "", 0, "", ""},
+		{"root's, naming a root library", filepath.Join(safe, "libvtok.so") + "\n", 0o644, "", ""},
+		{"a comment", "# " + filepath.Join(open, "libvthook.so") + "\n" + filepath.Join(safe, "libvtok.so") + " #" + filepath.Join(open, "libvthook.so"), 0o644, "", ""},
+		{"any user may write it", "", 0o666, preload, preload},
+		{"a library in a directory any user may write", filepath.Join(open, "libvthook.so") + "\n", 0o644, open, preload + "'s library " + filepath.Join(open, "libvthook.so")},
+		{"after a colon", filepath.Join(safe, "libvtok.so") + ":" + filepath.Join(open, "libvthook.so"), 0o644, open, preload + "'s library " + filepath.Join(open, "libvthook.so")},
+		{"after a tab, missing where any user may make it", filepath.Join(safe, "libvtok.so") + "\t" + filepath.Join(open, "libvtmissing.so"), 0o644, open, "libvtmissing.so"},
+		{"a bare name found in the system's libraries", "libvthook.so", 0o644, open, preload + "'s library libvthook.so, found in the system's libraries"},
+		{"a root library whose RUNPATH any user may write", filepath.Join(safe, "libvtrunpath.so"), 0o644, open, "RUNPATH " + open},
+		{"a root library that needs one any user may write", filepath.Join(safe, "libvtneeds.so"), 0o644, open, "libvthook.so"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			preloadFile(t, preload)
+			os.Remove(preload)
+			if tt.mode != 0 {
+				if err := os.WriteFile(preload, []byte(tt.content), tt.mode); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(preload, tt.mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pr := loaded(prog)
+			if tt.bad == "" {
+				if pr != nil {
+					t.Fatalf("loaded(%s) with %s holding %q = %+v, want nothing held against it", prog, preload, tt.content, *pr)
+				}
+				return
+			}
+			if pr == nil {
+				t.Fatalf("loaded(%s) = nil with %s (mode %#o) holding %q: want %s named", prog, preload, tt.mode, tt.content, tt.bad)
+			}
+			if pr.Path != tt.bad || pr.ELF != prog || !pr.System || !strings.Contains(pr.Entry, tt.entry) {
+				t.Errorf("loaded(%s) = %+v, want Path %s, System, and an Entry that says %q", prog, *pr, tt.bad, tt.entry)
+			}
+		})
+	}
+
+	// Missing in a directory another user may write, they could make it.
+	preloadFile(t, filepath.Join(open, "ld.so.preload"))
+	if pr := loaded(prog); pr == nil || pr.Path != open || pr.Entry != filepath.Join(open, "ld.so.preload") || !pr.System {
+		t.Errorf("loaded(%s) = %+v with the preload file missing in %s, which any user may write: want it named", prog, pr, open)
+	}
+}
+
+// ld.so reads ld.so.cache at each start to find the libraries no RUNPATH holds: a cache another
+// user may write (or make, where it is missing) sends it to their library whatever the cache
+// said when the program was checked. Before, the cache was read and trusted: a program whose
+// libraries it listed in root's directories passed, and the cache could be rewritten the next
+// moment. Now the program is refused, naming the cache (System set).
+func TestLoadedHoldsTheSystemsLibraryCacheToTheRule(t *testing.T) {
+	base := t.TempDir()
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	etc, safe, open := mkdirMode(t, filepath.Join(base, "etc"), 0o755), mkdirMode(t, filepath.Join(base, "safe"), 0o755), mkdirMode(t, filepath.Join(base, "open"), 0o777)
+	cc(t, filepath.Join(safe, "libvtok.so"), "int volctl_test_lib(void) { return 0; }\n", "-shared", "-fPIC")
+	prog := filepath.Join(base, "prog")
+	cc(t, prog, "int volctl_test_lib(void);\nint main(void) { return volctl_test_lib(); }\n", "-L"+safe, "-lvtok")
+	preloadFile(t, filepath.Join(etc, "ld.so.preload")) // none: the cache's test alone
+	for _, tt := range []struct {
+		name  string
+		cache string
+		mode  os.FileMode
+		bad   string
+	}{
+		{"root's", filepath.Join(etc, "ld.so.cache"), 0o644, ""},
+		{"any user may write it", filepath.Join(etc, "ld.so.cache"), 0o666, filepath.Join(etc, "ld.so.cache")},
+		{"in a directory any user may write", filepath.Join(open, "ld.so.cache"), 0o644, open},
+		{"missing where any user may make it", filepath.Join(open, "missing.cache"), 0, open},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.mode != 0 {
+				writeLdCache(t, tt.cache, map[string]string{"libvtok.so": filepath.Join(safe, "libvtok.so")})
+				if err := os.Chmod(tt.cache, tt.mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			useLdCache(t, tt.cache)
+			pr := loaded(prog)
+			if tt.bad == "" {
+				if pr != nil {
+					t.Fatalf("loaded(%s) with the cache %s = %+v, want nothing held against it", prog, tt.cache, *pr)
+				}
+				return
+			}
+			if pr == nil {
+				t.Fatalf("loaded(%s) = nil with the cache %s (mode %#o): another user could point ld.so at their libvtok.so; want %s named", prog, tt.cache, tt.mode, tt.bad)
+			}
+			if want := "NEEDED libvtok.so, looked up in " + tt.cache; pr.Path != tt.bad || pr.ELF != prog || !pr.System || pr.Entry != want {
+				t.Errorf("loaded(%s) = %+v, want Path %s, System, Entry %q", prog, *pr, tt.bad, want)
+			}
+		})
+	}
+}
+
+// A program linked with --audit or --depaudit (or against a library linked with --depaudit,
+// which ld copies into the program) names audit libraries in its DT_AUDIT or DT_DEPAUDIT, and
+// glibc's ld.so (2.32 and later) loads them into it at its start, as it does LD_AUDIT's: one in
+// a directory another user may write is their code in the plugin. Before, neither tag was read
+// and such a program passed. Now each library is found (a path as it is, a bare name as a
+// NEEDED one is), checked and followed, the refusal naming the tag.
+func TestLoadedChecksTheProgramsAuditLibraries(t *testing.T) {
+	const audit = "unsigned int la_version(unsigned int v) { return v; }\n"
+	_, safe, open := libIn(t, "libvtaudit.so", audit)
+	cc(t, filepath.Join(safe, "libvtauditrunpath.so"), audit, "-shared", "-fPIC", "-Wl,--enable-new-dtags,-rpath,"+open)
+	const main = "int main(void) { return 0; }\n"
+	for _, tt := range []struct {
+		name, flag string
+		bad        string // the Problem's Path, "" for none
+		entry      string
+	}{
+		{"AUDIT of a root library", "-Wl,--audit=" + filepath.Join(safe, "libvtaudit.so"), "", ""},
+		{"AUDIT in a directory any user may write", "-Wl,--audit=" + filepath.Join(safe, "libvtaudit.so") + ":" + filepath.Join(open, "libvtaudit.so"), open, "AUDIT " + filepath.Join(open, "libvtaudit.so")},
+		{"DEPAUDIT in a directory any user may write", "-Wl,--depaudit=" + filepath.Join(open, "libvtaudit.so"), open, "DEPAUDIT " + filepath.Join(open, "libvtaudit.so")},
+		{"AUDIT by a bare name found in the system's libraries", "-Wl,--audit=libvtaudit.so", open, "AUDIT libvtaudit.so, found in the system's libraries"},
+		{"AUDIT of a root library whose RUNPATH any user may write", "-Wl,--audit=" + filepath.Join(safe, "libvtauditrunpath.so"), open, "RUNPATH " + open},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			prog := filepath.Join(t.TempDir(), "prog")
+			cc(t, prog, main, tt.flag)
+			if b, err := exec.Command("readelf", "-d", prog).Output(); err == nil && !strings.Contains(string(b), "AUDIT") {
+				t.Skipf("this linker wrote no DT_AUDIT or DT_DEPAUDIT for %s", tt.flag)
+			}
+			pr := loaded(prog)
+			if tt.bad == "" {
+				if pr != nil {
+					t.Fatalf("loaded(%s) = %+v, want nothing held against it", prog, *pr)
+				}
+				return
+			}
+			if pr == nil {
+				t.Fatalf("loaded(%s) linked with %s = nil: ld.so loads that audit library into it; want %s named", prog, tt.flag, tt.bad)
+			}
+			if pr.Path != tt.bad || pr.ELF != prog || pr.System || !strings.Contains(pr.Entry, tt.entry) {
+				t.Errorf("loaded(%s) = %+v, want Path %s and an Entry that says %q", prog, *pr, tt.bad, tt.entry)
+			}
+		})
+	}
+}
+
+// A library linked with --auxiliary or --filter names its filtees in DT_AUXILIARY or DT_FILTER,
+// and ld.so loads them with it, found as its NEEDED libraries are: a filtee in a directory
+// another user may write is their code in the program. Before, neither tag was read and the
+// program passed. Now each filtee is checked and followed, the refusal naming the tag.
+func TestLoadedChecksTheLibrariesFiltees(t *testing.T) {
+	_, safe, open := libIn(t, "libvtfiltee.so", "int volctl_test_lib(void) { return 1; }\n")
+	const lib = "int volctl_test_lib(void) { return 0; }\n"
+	const prog = "int volctl_test_lib(void);\nint main(void) { return volctl_test_lib(); }\n"
+	for _, tt := range []struct {
+		name, flag string
+		bad        string // the Problem's Path, "" for none
+		entry      string
+	}{
+		{"AUXILIARY of a root library", "-Wl,--auxiliary=" + filepath.Join(safe, "libvtfiltee.so"), "", ""},
+		{"AUXILIARY in a directory any user may write", "-Wl,--auxiliary=" + filepath.Join(open, "libvtfiltee.so"), open, "AUXILIARY " + filepath.Join(open, "libvtfiltee.so")},
+		{"FILTER in a directory any user may write", "-Wl,--filter=" + filepath.Join(open, "libvtfiltee.so"), open, "FILTER " + filepath.Join(open, "libvtfiltee.so")},
+		{"AUXILIARY by a bare name found in the system's libraries", "-Wl,--auxiliary=libvtfiltee.so", open, "AUXILIARY libvtfiltee.so, found in the system's libraries"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := mkdirMode(t, filepath.Join(t.TempDir(), "lib"), 0o755)
+			cc(t, filepath.Join(dir, "libvtfilter.so"), lib, "-shared", "-fPIC", tt.flag)
+			if b, err := exec.Command("readelf", "-d", filepath.Join(dir, "libvtfilter.so")).Output(); err == nil && !strings.Contains(string(b), "AUXILIARY") && !strings.Contains(string(b), "FILTER") {
+				t.Skipf("this linker wrote no DT_AUXILIARY or DT_FILTER for %s", tt.flag)
+			}
+			p := filepath.Join(filepath.Dir(dir), "prog")
+			cc(t, p, prog, "-L"+dir, "-lvtfilter", "-Wl,--enable-new-dtags,-rpath,"+dir)
+			pr := loaded(p)
+			if tt.bad == "" {
+				if pr != nil {
+					t.Fatalf("loaded(%s) = %+v, want nothing held against it", p, *pr)
+				}
+				return
+			}
+			if pr == nil {
+				t.Fatalf("loaded(%s), whose library is linked with %s, = nil: ld.so loads that filtee with it; want %s named", p, tt.flag, tt.bad)
+			}
+			if pr.Path != tt.bad || pr.ELF != p || !strings.Contains(pr.Entry, tt.entry) || !strings.Contains(pr.Entry, "libvtfilter.so") {
+				t.Errorf("loaded(%s) = %+v, want Path %s and an Entry that names libvtfilter.so's %q", p, *pr, tt.bad, tt.entry)
+			}
+		})
+	}
+}

@@ -41,6 +41,10 @@ type Problem struct {
 	// "RPATH /opt/x/lib", "interpreter (PT_INTERP) /lib64/ld-linux-x86-64.so.2"; "" when Path
 	// is on the way to a program or searched for one.
 	ELF, Entry string
+	// System, of Program's answer, says Entry is the system's, not the program's: the file of
+	// libraries the dynamic loader loads into every program (/etc/ld.so.preload), or a library
+	// it names; what to fix is there, not in the program.
+	System bool
 }
 
 // Dir is Path without the "symlink " that names a symlink: what to chown or chmod.
@@ -637,6 +641,9 @@ func lookPath(name, pathList string) (string, bool) {
 	}
 	return "", false
 }
+
+// Shebang is shebang: the interpreter and argument of the #! line of the script at path.
+func Shebang(path string) (interp, arg string, ok bool) { return shebang(path) }
 
 // shebang reads the #! line of the file at path, as the kernel does (binfmt_script): its first
 // 256 bytes, the interpreter up to a blank, and the rest of the line, trimmed, as one argument.
