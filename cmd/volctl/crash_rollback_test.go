@@ -110,6 +110,41 @@ func TestCrashAfterNodePublishOfALinkedTarget(t *testing.T) {
 	}
 }
 
+// TestCrashAfterNodePublishOfALinkedTargetThenAGoneSocket is
+// TestCrashAfterNodePublishOfALinkedTarget with a reconcile pass between the kill and the
+// plugin's return that finds its socket gone: that pass writes its own failure over the claim's
+// record (a failure met before any RPC was sent). The pass after it, the plugin back, took the
+// plugin's link for a hand's (the record no longer showing a NodePublishVolume cut off), put
+// the claim back to controller-published and rolled it back with no NodeUnpublishVolume: the
+// plugin's publication left behind, the volume unstaged and detached under it (or the rollback
+// refused by a plugin that checks, every pass). The claim records that its NodePublishVolume
+// may have been sent, whatever is written over its last error since: the link is the plugin's,
+// and its NodeUnpublishVolume comes first, finding it there.
+func TestCrashAfterNodePublishOfALinkedTargetThenAGoneSocket(t *testing.T) {
+	t.Parallel()
+	lp := newLinkingPlugin(t)
+	env, bin := lp.env, lp.bin
+	const fp = "rpc:NodePublishVolume"
+	env.crash(bin, fp, "volume", "claim", "vol", "--alloc", "a")
+	lp.stop()
+	if out, err := env.run(nil, "reconcile"); err == nil {
+		t.Fatalf("killed at %s, the plugin stopped, then reconcile: it succeeded:\n%s", fp, out)
+	}
+	lp.serve()
+	env.run(nil, "reconcile") // reports the claim rolled back over the plugin's link
+	if out := env.ok("volume", "status", "vol", "--json"); strings.Contains(out, `"alloc": "a"`) {
+		t.Fatalf("killed at %s, a pass with the socket gone, then reconcile: the claim is still there:\n%s\n%s", fp, out, env.ok("volume", "status", "vol"))
+	}
+	env.ok("reconcile") // nothing left to do
+	env.checkInvariants()
+	if _, saw := lp.seen(); len(saw) == 0 || !saw[0] {
+		t.Errorf("killed at %s, a pass with the socket gone, then reconcile: NodeUnpublishVolume found the plugin's link at the target: %v (one per call); want the rollback's first to find it", fp, saw)
+	}
+	if ev := env.ok("events", "--kind", "release", "--alloc", "a"); !strings.Contains(ev, "rolled-back") || strings.Contains(ev, "by hand or by another program") {
+		t.Errorf("killed at %s, a pass with the socket gone, then reconcile: the release event does not say the claim was rolled back over the plugin's link, or blames a hand:\n%s", fp, ev)
+	}
+}
+
 // claimHistory reads volume's freed claims, newest first, from the state dir's store.
 func claimHistory(t *testing.T, state, volume string) []store.PastClaim {
 	t.Helper()
@@ -140,6 +175,10 @@ type linkingPlugin struct {
 	// the plugin's link was at its target when it came.
 	published int
 	sawLink   []bool
+	// serve serves the plugin again at its socket, stopped by stop (a plugin process killed
+	// and started again).
+	serve func()
+	stop  func()
 }
 
 // newLinkingPlugin serves the plugin, registers it as "hp" and creates the volume "vol".
@@ -163,7 +202,9 @@ func newLinkingPlugin(t *testing.T) *linkingPlugin {
 		lp.mu.Unlock()
 		return handler(ctx, req)
 	}
-	socket, _ := csitest.Serve(t, csitest.WithServer(mem), csitest.WithInterceptor(seen))
+	socket, stop := csitest.Serve(t, csitest.WithServer(mem), csitest.WithInterceptor(seen))
+	lp.stop = stop
+	lp.serve = func() { lp.stop = csitest.ServeAt(t, socket, csitest.WithServer(mem), csitest.WithInterceptor(seen)) }
 	lp.env = &hostEnv{t: t, state: t.TempDir(), socket: socket}
 	lp.env.ok("plugin", "register", "--id", "hp", "--socket", socket)
 	lp.env.createVolume("vol", spec.SingleNodeWriter)

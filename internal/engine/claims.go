@@ -534,7 +534,7 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool, probe
 		cl = store.Claim{
 			VolumeID: v.ID, Alloc: req.Alloc, Group: req.Group, Mode: mode,
 			AccessMode: capab.AccessMode, AttachmentMode: capab.AttachmentMode,
-			FSType: mo.FSType, MountFlags: mo.MountFlags, State: store.ClaimTaken, Target: store.TargetNotAccepted,
+			FSType: mo.FSType, MountFlags: mo.MountFlags, State: store.ClaimTaken, Target: store.TargetUnsent,
 			TargetPath: publishPath(e.cfg.StateDir, req.Alloc, v.ID, req.ReadOnly, capab.AttachmentMode, capab.AccessMode),
 			Binds:      req.Binds,
 		}

@@ -355,7 +355,7 @@ func (e *Engine) unstageUnattached(ctx context.Context, c *conn, v store.Volume,
 		return err
 	}
 	if mayBePublished {
-		err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnpublishVolume, "target", p.cl.TargetPath, p.targetRecorded())
+		err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnpublishVolume, "target", p.cl.TargetPath, p.targetRecorded(v))
 		if err != nil {
 			return err
 		}
@@ -368,6 +368,10 @@ func (e *Engine) unstageUnattached(ctx context.Context, c *conn, v store.Volume,
 		if err != nil {
 			return fmt.Errorf("volume %q was staged at %s before plugin %q attached it, so not from the attachment, and unpublishing alloc %q's target to stage it again failed: %w",
 				v.ID, p.st.StagingPath, c.plugin.ID, p.cl.Alloc, err)
+		}
+		if p.cl.Target == store.TargetNotAccepted {
+			p.cl.Target = store.TargetUnsent // the target unpublished: nothing of the plugin's is there
+			p.clDirty = true
 		}
 	}
 	if err := e.unstage(ctx, c, v, p.st, p); err != nil {
@@ -603,6 +607,15 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 	if err := e.locks.makeTargetParent(ctx, e.realPath(cl.TargetPath)); err != nil {
 		return e.linkedTarget(v, p, c, err)
 	}
+	if cl.Target != store.TargetNotAccepted {
+		// Recorded in the commit before NodePublishVolume is sent, and kept until
+		// NodeUnpublishVolume answered: whatever is at the target from here on may be the
+		// plugin's (linkedTarget, targetRecorded), whatever it answers, and whatever is
+		// written over the claim's last error since. A restore's acceptance is void: its target
+		// was found unmounted, and this publish may leave the plugin's link there.
+		cl.Target = store.TargetNotAccepted
+		p.clDirty = true
+	}
 	if err := p.flush(ctx, "claim"); err != nil {
 		return err
 	}
@@ -663,26 +676,31 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 // target itself, of a claim whose target was never accepted (not degraded), is final, as
 // checkTarget's refusal of one is, never left for a reconcile that would find it there every
 // pass and refuse it again, the claim never settled. Whose link it is, the claim's record says
-// where it can (publishSentUnanswered):
-//   - when the drive began at node-staged with no failure recorded since, or with
-//     NodePublishVolume's own cut short (a timeout), the record's last word is the commit sent
-//     just before NodePublishVolume: an earlier command may have sent it and been cut off
-//     before checkTarget saw what the plugin made (a kill, a power loss). The link is taken
-//     for the plugin's answer, as checkTarget takes it (errBadAnswer), and the claim is rolled
-//     back the way an uncut one is, its NodeUnpublishVolume finding the link there for the
-//     plugin to remove (targetRecorded: not accepted)
-//     (TestCrashAfterNodePublishOfALinkedTarget); the message says what else it may be (a
-//     command cut off before it sent it, and a link put there since);
-//   - otherwise no NodePublishVolume of the claim's is known to have reached the plugin
-//     without an answer: this command brought the claim here, or the record holds a failure
-//     (the plugin's error answer to NodePublishVolume after the attempts, or a failure before
-//     it was sent). The link is not the plugin's published answer: left before (by a plugin
-//     under an older volctl), or put there by hand or by another program. The claim is put
-//     back to controller-published, which a release leaves without NodeUnpublishVolume (a
-//     plugin would follow the link and unmount whatever is mounted where it leads), and
-//     rolled back as a conflict saying to remove the link
+// (publishSent): whether a NodePublishVolume of it may have been sent is recorded in the
+// commit made just before it is sent (store.TargetNotAccepted), and kept until
+// NodeUnpublishVolume answered, whatever the plugin answered and whatever failure was written
+// over the claim's last error since:
+//   - one may have been sent: the plugin may have linked the target and then answered an
+//     error (UNAVAILABLE after acting, any error after acting), or its answer may have been
+//     lost (a kill, a power loss, a deadline), or a later failure met before another RPC (a
+//     pass finding the socket gone) written over the record of it. The link is taken for the
+//     plugin's answer, as checkTarget takes it (errBadAnswer), and the claim is rolled back
+//     from node-staged, its NodeUnpublishVolume (the plugin's chance to remove its link and
+//     what it leads to) sent before any NodeUnstageVolume or ControllerUnpublishVolume,
+//     finding the link there (targetRecorded) (TestLinkAfterAnUnavailablePublishIsUnpublishedFirst,
+//     TestCrashAfterNodePublishOfALinkedTarget). The price: a link put there by hand since
+//     gets the plugin's NodeUnpublishVolume, as any release of the claim would send it. A link
+//     into volctl's publish directory, or to another volume's staging path (linkedToOthers),
+//     is not: it leads to what another claim holds, which that claim's own release undoes,
+//     and a plugin following it would unmount it from under that claim;
+//   - none was sent (this claim was taken or its target last unpublished since), or the link
+//     leads to what other claims hold: the link is not the plugin's published answer: left
+//     before (by a plugin under an older volctl), or put there by hand or by another program.
+//     The claim is put back to controller-published, which a release leaves without
+//     NodeUnpublishVolume (a plugin would follow the link and unmount whatever is mounted
+//     where it leads), and rolled back as a conflict saying to remove the link
 //     (TestClaimOnASymlinkLeftAtTheTargetIsRolledBack,
-//     TestLinkAtANodeStagedClaimsTargetAfterAFailedPublishIsNotFollowed).
+//     TestLinkToAnotherClaimsTargetAtANodeStagedClaimIsNotFollowed).
 //
 // A link above the target (a directory of volctl's own replaced) stays an error left for
 // reconcile: a rollback would not send NodeUnpublishVolume through it either
@@ -700,31 +718,70 @@ func (e *Engine) linkedTarget(v store.Volume, p *checkpoint, c *conn, err error)
 		se.Advice = ownPathAdvice(se.Component, target)
 		return fmt.Errorf("publish path: %w", err)
 	}
-	if p.publishSentUnanswered() {
-		what := "a symlink"
-		if dest, lerr := os.Readlink(se.Component); lerr == nil {
-			what = fmt.Sprintf("a symlink to %q", dest)
-		}
-		return badAnswerf("%s: volume %q's claim was recorded node-staged with no answer to it recorded, and its target %s is %s: "+
-			"taken for plugin %q's answer to a %s an earlier volctl may have sent and been cut off before it checked (if it was cut off before it sent it, "+
-			"the link was put there by hand or by another program since): the plugin did not publish the volume there",
-			csi.RPCNodePublishVolume, v.ID, p.cl.TargetPath, what, c.plugin.ID, csi.RPCNodePublishVolume)
+	others := e.linkedToOthers(v, se.Component)
+	if p.publishSent() && !others {
+		return badAnswerf("%s: volume %q's claim records that a %s of it may have reached plugin %q since it was taken (its answer an error, lost or never checked), "+
+			"and its target %s is %s: taken for the plugin's answer, so its %s is sent before the volume is unstaged or detached: the plugin did not publish the volume there",
+			csi.RPCNodePublishVolume, v.ID, csi.RPCNodePublishVolume, c.plugin.ID, p.cl.TargetPath, linkWhat(se.Component), csi.RPCNodeUnpublishVolume)
 	}
-	if p.from == store.ClaimNodeStaged {
-		err = fmt.Errorf("%w; the claim's record holds %s, not a %s cut off: the link is not the plugin's answer, and is not followed", err, recordedFailure(p.cl), csi.RPCNodePublishVolume)
+	switch {
+	case others:
+		err = fmt.Errorf("%w; it leads to what another claim holds (volctl's publish directory, or another volume's staging path), which that claim's release undoes: "+
+			"the link is not the plugin's answer, and is not followed", err)
+	case p.from == store.ClaimNodeStaged:
+		err = fmt.Errorf("%w; the claim records no %s sent since it was taken: the link is not the plugin's answer, and is not followed", err, csi.RPCNodePublishVolume)
 	}
 	p.setState(store.ClaimControllerPublished)
 	return fmt.Errorf("publish path: %w", &kindWrap{kind: ErrConflict, err: err})
 }
 
-// publishSentUnanswered says whether the claim's record allows that NodePublishVolume was sent
-// for it and its answer never recorded: the drive began at node-staged, and the record holds
-// no failure since that commit (the one made just before NodePublishVolume is sent), or
-// NodePublishVolume's own failure without the plugin's answer (a deadline or a cancel, after
-// which a plugin may still have done it). A failure recorded otherwise is the plugin's error
-// answer, or one met before the RPC was sent: no link at the target is its published answer.
-func (p *checkpoint) publishSentUnanswered() bool {
-	return p.from == store.ClaimNodeStaged && sentUnanswered(p.cl, csi.RPCNodePublishVolume)
+// publishSent says whether a NodePublishVolume of the claim may have been sent and not undone,
+// as the claim records it (store.TargetNotAccepted, from the commit made just before it is
+// sent). A claim recorded by a volctl before schema version 11 (store.TargetUnrecorded)
+// recorded nothing of it: its record's last word decides, as that volctl did
+// (sentUnanswered).
+func (p *checkpoint) publishSent() bool {
+	switch p.cl.Target {
+	case store.TargetNotAccepted:
+		return true
+	case store.TargetUnrecorded:
+		return p.from == store.ClaimNodeStaged && sentUnanswered(p.cl, csi.RPCNodePublishVolume)
+	}
+	return false
+}
+
+// linkedToOthers says whether the symlink at a claim of volume v's target (link) leads into
+// volctl's publish directory outside the claim's own (another claim's target: no plugin
+// publishes this claim by linking there but to a target of the same volume, which its claim
+// holds) or to another volume's staging path: what another claim holds, which its own release
+// undoes. A plugin sent NodeUnpublishVolume through the link would unmount it from under that
+// claim. A link into the claim's own publish directory (a plugin that mounts beside the target
+// and links it there) is not: that is the plugin's, and no one else's.
+func (e *Engine) linkedToOthers(v store.Volume, link string) bool {
+	dest, err := os.Readlink(link)
+	if err != nil {
+		return false
+	}
+	if !filepath.IsAbs(dest) {
+		dest = filepath.Join(filepath.Dir(link), dest)
+	}
+	dest = filepath.Clean(dest)
+	own := stagingPath(e.cfg.StateDir, v.PluginID, v.ID)
+	claimDir := filepath.Dir(link) // publish/<alloc>/<volume>: the claim's own, where a plugin may mount beside the target
+	for _, d := range []string{dest, e.realPath(dest)} {
+		if within(d, claimDir) {
+			return false
+		}
+		for _, dir := range []string{e.cfg.StateDir, e.realPath(e.cfg.StateDir)} {
+			if within(d, filepath.Join(dir, publishDir)) {
+				return true
+			}
+			if within(d, filepath.Join(dir, stagingDir)) && !within(d, e.realPath(own)) && !within(d, own) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // sentUnanswered says whether claim cl's record, in the state committed just before rpc is
@@ -735,18 +792,6 @@ func sentUnanswered(cl *store.Claim, rpc string) bool {
 		return true
 	}
 	return cl.LastRPC == rpc && (cl.LastCode == "DeadlineExceeded" || cl.LastCode == "Canceled") // the gRPC code names recorded
-}
-
-// recordedFailure names the failure a claim's record holds: "NodePublishVolume's failure
-// (Unavailable)", or "the failure ... of volctl's own".
-func recordedFailure(cl *store.Claim) string {
-	if cl.LastRPC == "" {
-		return "a failure met before it was sent"
-	}
-	if cl.LastCode == "" {
-		return fmt.Sprintf("%s's failure", cl.LastRPC)
-	}
-	return fmt.Sprintf("%s's failure (%s)", cl.LastRPC, cl.LastCode)
 }
 
 // publishedBefore says whether the claim's target already holds the volume as checkTarget

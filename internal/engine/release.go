@@ -97,7 +97,7 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 	if err := e.unbind(ctx, cl); err != nil {
 		return err
 	}
-	if err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnpublishVolume, "target", cl.TargetPath, p.targetRecorded()); err != nil {
+	if err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnpublishVolume, "target", cl.TargetPath, p.targetRecorded(v)); err != nil {
 		return err
 	}
 	answer := e.retry(ctx, c, csi.RPCNodeUnpublishVolume, func(ctx context.Context) error {
@@ -182,12 +182,17 @@ func (e *Engine) unlinkBeforeTeardown(ctx context.Context, c *conn, v store.Volu
 	return nil
 }
 
-// targetRecorded says whether the claim's target was recorded published (checkTarget passed
-// it as a real mount), as the claim records it (store.Claim.Target, set in the commit that
-// records it published and kept until the claim is freed), or the claim is degraded,
-// published once. Otherwise NodePublishVolume's answer was never accepted: the claim is rolled
-// back after checkTarget refused what the plugin made there (a symlink to its own mount, or to
-// a block device), or it is released before its publish finished. Then a link at the target
+// targetRecorded says whether a link at the claim's target is not the plugin's, to be removed
+// unfollowed before NodeUnpublishVolume (unlinkBeforeTeardown): the target was recorded
+// published (checkTarget passed it as a real mount; store.TargetAccepted, set in the commit
+// that records it published and kept until the claim is freed), or no NodePublishVolume of it
+// was sent since the claim was taken (store.TargetUnsent), or the link leads to what another
+// claim holds (linkedToOthers). Otherwise a NodePublishVolume may have reached the plugin and
+// its answer was never accepted (store.TargetNotAccepted, recorded in the commit before it is
+// sent, whatever it answered and whatever failure was recorded since; a restore's publish
+// too): the claim is rolled back after checkTarget refused what the plugin made there (a
+// symlink to its own mount, or to a block device), or after the plugin linked the target and
+// answered an error, or it is released before its publish finished. Then a link at the target
 // is the plugin's, and NodeUnpublishVolume is the plugin's chance to remove it and what it
 // leads to, as the rollback promises (docs/architecture.md, Claim state machine): volctl
 // removing it first had the plugin answer OK for a target gone and leak its mount, and blamed
@@ -198,12 +203,12 @@ func (e *Engine) unlinkBeforeTeardown(ctx context.Context, c *conn, v store.Volu
 // the drive began: published, or unpublishing (which cannot tell, and takes the side of the
 // host's disks). A link the plugin leaves after answering OK is removed then, as before
 // (nodeUnpublish).
-func (p *checkpoint) targetRecorded() bool {
+func (p *checkpoint) targetRecorded(v store.Volume) bool {
 	switch p.cl.Target {
-	case store.TargetAccepted:
+	case store.TargetAccepted, store.TargetUnsent:
 		return true
 	case store.TargetNotAccepted:
-		return p.cl.Degraded
+		return p.e.linkedToOthers(v, p.e.realPath(p.cl.TargetPath))
 	}
 	return p.from == store.ClaimPublished || p.from == store.ClaimUnpublishing || p.cl.Degraded
 }

@@ -71,13 +71,7 @@ func TestLinkAfterACutOffStageAndAGoneSocketIsNotDetachedUnder(t *testing.T) {
 		t.Fatal("claim with every NodeStageVolume cut off succeeded")
 	}
 	h.faults.Clear()
-	h.stopServe()
-	h.e.Reconcile(h.ctx) // the socket gone: the record overwritten
-	cl := h.liveClaims("v")
-	if len(cl) != 1 || cl[0].LastRPC == csi.RPCNodeStageVolume {
-		t.Fatalf("claims after a reconcile with the socket gone = %+v; want a's, its record overwritten", cl)
-	}
-	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
+	h.reconcileWithSocketGone(csi.RPCNodeStageVolume)
 	h.faults.ResetCounts()
 	h.e.Reconcile(h.ctx)
 	checkNotDetachedUnderStaging(t, h, "reconcile after a cut-off NodeStageVolume and a pass with the socket gone")

@@ -66,9 +66,11 @@ type Claim struct {
 	// It is held whatever the plugin answers (never rolled back), re-driven by reconcile, and
 	// freed only by an explicit release or detach. Cleared when it is published again.
 	Degraded bool
-	// Target is whether the claim's target was accepted (recorded published): a release takes
-	// a link at an accepted target for one put in its place, and leaves one at a target never
-	// accepted to the plugin that made it (docs/architecture.md, Claim state machine).
+	// Target is what is recorded of the claim's target: whether a NodePublishVolume of it may
+	// have been sent, and whether what it made there was accepted (recorded published). A
+	// release takes a link at an accepted target, or at one no publish was sent to, for one put
+	// in its place, and leaves one at a target sent a publish and never accepted to the plugin
+	// that made it (docs/architecture.md, Claim state machine).
 	Target         TargetAcceptance
 	TargetPath     string
 	PublishContext map[string]string
@@ -81,37 +83,54 @@ type Claim struct {
 	UpdatedAt      time.Time
 }
 
-// TargetAcceptance is what is recorded of whether a claim's target was accepted: checkTarget
-// passed what NodePublishVolume made there as a mount, and the claim was recorded published.
+// TargetAcceptance is what is recorded of a claim's target: whether a NodePublishVolume of it
+// may have been sent (recorded in the commit made just before it is sent, kept until
+// NodeUnpublishVolume answered), and whether it was accepted: checkTarget passed what
+// NodePublishVolume made there as a mount, and the claim was recorded published.
 type TargetAcceptance int8
 
-// The target acceptances.
+// The target acceptances. Columns target_accepted (0011) and target_sent (0014): NULL and NULL,
+// 0 and 1, 1 and 1, 0 and 0.
 const (
 	// TargetUnrecorded: a claim recorded by a volctl before schema version 11 (NULL), which
 	// recorded nothing of it: its release decides from its state, as that volctl did.
-	TargetUnrecorded  TargetAcceptance = iota
-	TargetNotAccepted                  // not accepted (yet): what NodePublishVolume made there is the plugin's
-	TargetAccepted                     // accepted, and recorded published; it stays so until the claim is freed
+	TargetUnrecorded TargetAcceptance = iota
+	// TargetNotAccepted: a NodePublishVolume may have been sent, its answer not accepted (yet):
+	// what is at the target is the plugin's.
+	TargetNotAccepted
+	// TargetAccepted: accepted, and recorded published; it stays so until the claim is freed, or
+	// a restore sends NodePublishVolume again (TargetNotAccepted).
+	TargetAccepted
+	// TargetUnsent: no NodePublishVolume sent since the claim was taken, or since its target was
+	// last unpublished (NodeUnpublishVolume answered): what is at the target is not the plugin's.
+	TargetUnsent
 )
 
-// encTarget is a's column value: NULL for TargetUnrecorded, else 0 or 1.
-func encTarget(a TargetAcceptance) any {
+// encTarget is a's column values: target_accepted (NULL for TargetUnrecorded, else 0 or 1) and
+// target_sent (likewise NULL, 0 for TargetUnsent, else 1).
+func encTarget(a TargetAcceptance) (accepted, sent any) {
 	switch a {
 	case TargetNotAccepted:
-		return 0
+		return 0, 1
 	case TargetAccepted:
-		return 1
+		return 1, 1
+	case TargetUnsent:
+		return 0, 0
 	}
-	return nil
+	return nil, nil
 }
 
-// decTarget is encTarget undone.
-func decTarget(n sql.NullInt64) TargetAcceptance {
+// decTarget is encTarget undone. A target not accepted whose target_sent is not 0 (NULL: a
+// history entry freed before version 14) may have been sent a publish: the safe side, where a
+// link is the plugin's.
+func decTarget(accepted, sent sql.NullInt64) TargetAcceptance {
 	switch {
-	case !n.Valid:
+	case !accepted.Valid:
 		return TargetUnrecorded
-	case n.Int64 != 0:
+	case accepted.Int64 != 0:
 		return TargetAccepted
+	case sent.Valid && sent.Int64 == 0:
+		return TargetUnsent
 	}
 	return TargetNotAccepted
 }
@@ -173,18 +192,18 @@ type claims struct{ tx *Tx }
 // claimBody is every claim column but the id, shared by claims and claim_history.
 const claimBody = `volume_id, alloc, group_name, mode, access_mode, attachment_mode, fs_type, mount_flags,
 	state, releasing, needs_reconcile, target_path, publish_context, binds, attempts, last_rpc, last_code,
-	last_error, degraded, target_accepted, created_at, updated_at`
+	last_error, degraded, target_accepted, target_sent, created_at, updated_at`
 
 const claimColumns = `id, ` + claimBody
 
-func claimTargets(c *Claim, flags, pctx, binds *sql.NullString, accepted *sql.NullInt64, created, updated *int64) []any {
+func claimTargets(c *Claim, flags, pctx, binds *sql.NullString, target *[2]sql.NullInt64, created, updated *int64) []any {
 	return []any{&c.VolumeID, &c.Alloc, &c.Group, &c.Mode, &c.AccessMode, &c.AttachmentMode, &c.FSType, flags,
 		&c.State, &c.Releasing, &c.NeedsReconcile, &c.TargetPath, pctx, binds, &c.Attempts, &c.LastRPC, &c.LastCode,
-		&c.LastError, &c.Degraded, accepted, created, updated}
+		&c.LastError, &c.Degraded, &target[0], &target[1], created, updated}
 }
 
-func decodeClaim(c *Claim, flags, pctx, binds sql.NullString, accepted sql.NullInt64, created, updated int64) error {
-	c.Target = decTarget(accepted)
+func decodeClaim(c *Claim, flags, pctx, binds sql.NullString, target [2]sql.NullInt64, created, updated int64) error {
+	c.Target = decTarget(target[0], target[1])
 	var raw []string
 	if err := decJSONs(jsonCol{flags, &raw}, jsonCol{pctx, &c.PublishContext}, jsonCol{binds, &c.Binds}); err != nil {
 		return fmt.Errorf("claim %d: decode: %w", c.ID, err)
@@ -198,19 +217,19 @@ func scanClaim(sc scanner) (Claim, error) {
 	var (
 		c                  Claim
 		flags, pctx, binds sql.NullString
-		accepted           sql.NullInt64
+		target             [2]sql.NullInt64
 		created, updated   int64
 	)
-	if err := sc.Scan(append([]any{&c.ID}, claimTargets(&c, &flags, &pctx, &binds, &accepted, &created, &updated)...)...); err != nil {
+	if err := sc.Scan(append([]any{&c.ID}, claimTargets(&c, &flags, &pctx, &binds, &target, &created, &updated)...)...); err != nil {
 		return Claim{}, err
 	}
-	return c, decodeClaim(&c, flags, pctx, binds, accepted, created, updated)
+	return c, decodeClaim(&c, flags, pctx, binds, target, created, updated)
 }
 
 // claimMutable are the columns Update rewrites, and claimMutableArgs their values.
 const claimMutable = `group_name = ?, mode = ?, access_mode = ?, attachment_mode = ?, fs_type = ?, mount_flags = ?,
 	state = ?, releasing = ?, needs_reconcile = ?, target_path = ?, publish_context = ?, binds = ?, attempts = ?,
-	last_rpc = ?, last_code = ?, last_error = ?, degraded = ?, target_accepted = ?`
+	last_rpc = ?, last_code = ?, last_error = ?, degraded = ?, target_accepted = ?, target_sent = ?`
 
 func claimMutableArgs(c *Claim) ([]any, error) {
 	var cols [3]any
@@ -220,9 +239,10 @@ func claimMutableArgs(c *Claim) ([]any, error) {
 			return nil, fmt.Errorf("%s: encode: %w", claimWhat(c), err)
 		}
 	}
+	accepted, sent := encTarget(c.Target)
 	return []any{c.Group, c.Mode, c.AccessMode, c.AttachmentMode, c.FSType, cols[0],
 		c.State, encBool(c.Releasing), encBool(c.NeedsReconcile), c.TargetPath, cols[1], cols[2], c.Attempts,
-		c.LastRPC, c.LastCode, spec.Cut(c.LastError, MaxStoredMessage), encBool(c.Degraded), encTarget(c.Target)}, nil
+		c.LastRPC, c.LastCode, spec.Cut(c.LastError, MaxStoredMessage), encBool(c.Degraded), accepted, sent}, nil
 }
 
 func claimWhat(c *Claim) string {
@@ -382,16 +402,16 @@ func scanPastClaim(sc scanner) (PastClaim, error) {
 	var (
 		p                  PastClaim
 		flags, pctx, binds sql.NullString
-		accepted           sql.NullInt64
+		target             [2]sql.NullInt64
 		created, updated   int64
 		freed              int64
 	)
-	targets := append([]any{&p.HistoryID, &p.ID}, claimTargets(&p.Claim, &flags, &pctx, &binds, &accepted, &created, &updated)...)
+	targets := append([]any{&p.HistoryID, &p.ID}, claimTargets(&p.Claim, &flags, &pctx, &binds, &target, &created, &updated)...)
 	if err := sc.Scan(append(targets, &freed, &p.Outcome)...); err != nil {
 		return PastClaim{}, err
 	}
 	p.FreedAt = decTime(freed)
-	return p, decodeClaim(&p.Claim, flags, pctx, binds, accepted, created, updated)
+	return p, decodeClaim(&p.Claim, flags, pctx, binds, target, created, updated)
 }
 
 // History returns up to limit freed claims, newest first (limit <= 0: all); only volumeID's

@@ -20,7 +20,7 @@ func fill(v reflect.Value, n *int) {
 		return
 	}
 	if v.Type() == reflect.TypeOf(TargetAcceptance(0)) {
-		// Three values, not a number: the one that is no column's default (NULL, or 0).
+		// Four values, not a number: the one that is no column's default (NULL, or 0).
 		v.Set(reflect.ValueOf(TargetAccepted))
 		return
 	}

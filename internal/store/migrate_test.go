@@ -441,3 +441,87 @@ func TestClaimTargetAcceptanceMigratesAsUnrecorded(t *testing.T) {
 		return err
 	})
 }
+
+// Migration 0014 records whether a claim's NodePublishVolume may have been sent
+// (target_sent). Claims recorded at version 13 read: a taken claim as unsent (NodePublishVolume
+// is sent only after node-staged is committed), any other claim not yet accepted as maybe sent
+// (the safe side: a link at its target is left to the plugin's NodeUnpublishVolume), an accepted
+// one as accepted, and one recorded before version 11 as unrecorded still. TargetUnsent is a
+// value of its own, in the row and in the history, distinct from TargetNotAccepted.
+func TestClaimTargetSentMigratesOnTheSafeSide(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	old, err := open(context.Background(), dir, 13)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, old.Path())
+	if _, err := db.Exec(seedV1); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	for _, row := range []struct {
+		alloc, state string
+		accepted     any
+	}{{"taken-0", "taken", 0}, {"staged-0", "node-staged", 0}, {"cp-0", "controller-published", 0}, {"pub-1", "published", 1}, {"old-null", "node-staged", nil}} {
+		if _, err := db.Exec(`INSERT INTO claims (volume_id, alloc, mode, access_mode, attachment_mode, state, target_path, target_accepted, created_at, updated_at)
+			VALUES ('db', ?, 'read', 'single-node-writer', 'file-system', ?, '/t', ?, 1, 1)`, row.alloc, row.state, row.accepted); err != nil {
+			t.Fatalf("seed %s: %v", row.alloc, err)
+		}
+	}
+	old.Close()
+	s, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatalf("migrate from 13: %v", err)
+	}
+	defer s.Close()
+	want := map[string]TargetAcceptance{"taken-0": TargetUnsent, "staged-0": TargetNotAccepted, "cp-0": TargetNotAccepted,
+		"pub-1": TargetAccepted, "old-null": TargetUnrecorded}
+	view(t, s, func(tx *Tx) error {
+		for alloc, w := range want {
+			c, err := tx.Claims().Find("db", alloc)
+			if err != nil {
+				return err
+			}
+			if c.Target != w {
+				t.Errorf("claim %s recorded at version 13 reads target %d, want %d", alloc, c.Target, w)
+			}
+		}
+		return nil
+	})
+	for _, w := range []TargetAcceptance{TargetUnsent, TargetNotAccepted} {
+		var id int64
+		update(t, s, func(tx *Tx) error {
+			c, err := tx.Claims().Find("db", "taken-0")
+			if err != nil {
+				return err
+			}
+			c.Target, id = w, c.ID
+			return tx.Claims().Update(&c)
+		})
+		view(t, s, func(tx *Tx) error {
+			c, err := tx.Claims().Get(id)
+			if err == nil && c.Target != w {
+				t.Errorf("claim updated to target %d reads %d", w, c.Target)
+			}
+			return err
+		})
+	}
+	update(t, s, func(tx *Tx) error {
+		c, err := tx.Claims().Find("db", "taken-0")
+		if err != nil {
+			return err
+		}
+		c.Target = TargetUnsent
+		if err := tx.Claims().Update(&c); err != nil {
+			return err
+		}
+		return tx.Claims().Free(c.ID, OutcomeRolledBack)
+	})
+	view(t, s, func(tx *Tx) error {
+		past, err := tx.History("db", 1)
+		if err == nil && (len(past) != 1 || past[0].Target != TargetUnsent) {
+			t.Errorf("history of a claim freed unsent: %+v; want target %d", past, TargetUnsent)
+		}
+		return err
+	})
+}
