@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -346,13 +348,38 @@ func (d *decoder) capacityText(attr *hcl.Attribute, s string) bool {
 	case !strings.HasPrefix(raw, `"`):
 		return true // a number: size reads its text as written
 	case strings.Trim(raw, `"`) != s:
-		d.errorf(rng, "Invalid capacity", "%s: Nomad reads a capacity's text as written, escapes and all, and refuses %s. Write the size without escapes: %q.", attr.Name, raw, s)
+		d.errorf(rng, "Invalid capacity", "%s: Nomad reads a capacity's text as written, escapes and all, and refuses %s. %s", attr.Name, raw, unescapedSize(s))
 		return false
 	case strings.TrimSpace(s) != "" && strings.TrimLeftFunc(s, unicode.IsSpace) != s:
 		d.errorf(rng, "Invalid capacity", "%s: Nomad reads a size from the digits it starts with, and refuses one that starts with a blank. Write %q.", attr.Name, strings.TrimSpace(s))
 		return false
 	}
 	return true
+}
+
+// unescapedSize advises how to write the capacity s, read from a string with escapes, so that
+// Nomad reads it: s itself, when a character of it needs no escape in quotes ("\u0030" for 0);
+// else s without the characters only an escape writes (a tab, a newline, a quote, a
+// backslash, a control character), when what is left is a size: advising s quoted would
+// repeat the escape the user wrote.
+func unescapedSize(s string) string {
+	needsEscape := func(r rune) bool { return r == '"' || r == '\\' || !strconv.IsPrint(r) }
+	if !strings.ContainsFunc(s, needsEscape) {
+		return fmt.Sprintf("Write the size without escapes: %q.", s)
+	}
+	if left := strings.Map(func(r rune) rune {
+		if needsEscape(r) {
+			return -1
+		}
+		return r
+	}, s); strings.TrimSpace(left) == left {
+		if _, err := ParseSize(left); err == nil {
+			return fmt.Sprintf("Write the size without escapes: %q.", left)
+		}
+	}
+	i := strings.IndexFunc(s, needsEscape)
+	r, _ := utf8.DecodeRuneInString(s[i:])
+	return fmt.Sprintf("Its text holds %s, which only an escape writes; write the size as digits and a unit (\"10GiB\") or a number of bytes.", strconv.Quote(string(r)))
 }
 
 // capability decodes access_mode and attachment_mode from c (a capability block, or the top
