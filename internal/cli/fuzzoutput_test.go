@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/itchyny/gojq"
+
+	"github.com/volctl/volctl/internal/iostreams"
 )
 
 // FuzzJQOutput fuzzes what --jq prints (exportFlags.Write), not only how a filter is parsed
@@ -143,6 +146,116 @@ func FuzzJQOutput(f *testing.F) {
 		}
 		if got != "" {
 			t.Fatalf("--jq %q: printed more than gojq's %d results: %q left", filter, len(want), got)
+		}
+	})
+}
+
+// templateMayLoop reports a -t template that may range over a large count ({{range 1000000}})
+// or call itself from a range (a tree of calls without end): text/template cannot be
+// stopped, so one that loops without writing runs on, its output unread, after Write returned
+// (executeTemplate), and in a fuzzing process such runs would pile up. Write's bound of time
+// for them is TestExportFilterTimeIsBounded's.
+func templateMayLoop(s string) bool {
+	if !strings.Contains(s, "range") {
+		return false
+	}
+	return strings.Contains(s, "define") || strings.Contains(s, "block") || bigNumber.MatchString(s)
+}
+
+var bigNumber = regexp.MustCompile(`[0-9]{4}|0[xXbBoO_]|[0-9][eEpP_]|'`)
+
+// FuzzTemplateOutput fuzzes what -t prints (exportFlags.Write), not only how a template is
+// parsed (FuzzTemplateParse): a template over data holding arbitrary text, as a hostile
+// plugin's version, node ID or context would. It must not panic and must end; a template that
+// fails prints nothing and is a usage error (exit 2), unless its context ended first. One
+// that succeeds prints, when stdout is not a terminal, exactly what text/template makes of the
+// JSON form (a script reads the data as it is); when stdout is a terminal, nothing a terminal
+// acts on rather than shows (a control character but newline and tab, a bidi control, a
+// character that shows as nothing, a byte that is not UTF-8), and, where text/template's
+// output holds none of those, exactly that output.
+func FuzzTemplateOutput(f *testing.F) {
+	for _, s := range []struct{ tmpl, text string }{
+		{"{{.id}}", "plain"},
+		{"{{.id}}\t{{index .context \"c\"}}\n", versionWithEscapes},
+		{"{{range $k, $v := .context}}{{$k}}={{$v}}\n{{end}}", "\x1b]52;c;cm0gLXJmIH4=\x07"},
+		{"{{printf \"%q|%s|%x\" .id .id .id}}", "\u009b31m\u202e\u200b"},
+		{"{{json .}}", "\u2028\u2029\u0085\u007f"},
+		{"{{range .claims}}{{.alloc}} {{.read_only}}{{end}}", "\r\x1b[1A"},
+		{"{{upper .id}}{{lower .id}}", "ǅ\u0130ﬃ"},
+		{"{{join (index .claims 0 | printf \"%v\" | printf \"%s\" | print | println | html | js | urlquery) \",\"}}", "x"},
+		{"{{join .list \"\\x1b\"}}", "\xff\xfe"},
+		{"{{index .context .id}}", "c"},
+		{"\x1b[31m{{.id}}\x1b[0m", "red"},
+		{"{{with index . \"missing\"}}{{.}}{{else}}none{{end}}", ""},
+		{"{{.nosuch}}", ""},
+		{"{{index .list 5}}", ""},
+		{"{{len .id}} {{slice .id 1}} {{eq .id \"db\"}}", "é"},
+		{"{{.capacity_bytes}} {{printf \"%d\" .capacity_bytes}}", ""},
+		{"{{call .id}}", ""},
+		{"{{define \"x\"}}{{.}}{{end}}{{template \"x\" .id}}", "\x00"},
+	} {
+		f.Add(s.tmpl, s.text, false)
+		f.Add(s.tmpl, s.text, true)
+	}
+	f.Fuzz(func(t *testing.T, tmplText, text string, terminal bool) {
+		if len(tmplText) > 512 || len(text) > 4096 || templateMayLoop(tmplText) {
+			return
+		}
+		tmpl, err := parseTemplate(tmplText)
+		if err != nil {
+			return // FuzzTemplateParse's
+		}
+		data := map[string]any{
+			"id": "db" + text, "capacity_bytes": 1 << 30,
+			"context": map[string]string{"c": text, text: "v"},
+			"list":    []string{text, "b"},
+			"claims":  []map[string]any{{"alloc": text, "read_only": true}, {"alloc": "a2", "mode": nil}},
+		}
+		ios, _, _, _ := iostreams.Test()
+		ios.SetTTY(false, terminal, false)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var out bytes.Buffer
+		e := &exportFlags{Template: tmplText, tmpl: tmpl, ios: ios}
+		start := time.Now()
+		err = e.Write(ctx, &out, data)
+		if took := time.Since(start); took > 10*time.Second {
+			t.Fatalf("-t %q ran %s, past its context's 2s", tmplText, took)
+		}
+		if err != nil {
+			if out.Len() > 0 {
+				t.Fatalf("-t %q failed (%v) and printed %q", tmplText, err, out.String())
+			}
+			if ExitCode(err) != ExitUsage && ctx.Err() == nil {
+				t.Fatalf("-t %q: %v, exit %d, not a usage error", tmplText, err, ExitCode(err))
+			}
+			return
+		}
+
+		// What text/template itself makes of the data as Write gives it (its JSON form).
+		raw, _ := json.Marshal(data)
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		var want bytes.Buffer
+		if err := tmpl.Execute(&want, v); err != nil {
+			t.Fatalf("-t %q printed %q, but fails when text/template runs it: %v", tmplText, out.String(), err)
+		}
+		got := out.String()
+		if !terminal {
+			if got != want.String() {
+				t.Fatalf("-t %q piped printed %+q, not text/template's %+q", tmplText, got, want.String())
+			}
+			return
+		}
+		if what, ok := actsOnTerminal(got); ok {
+			t.Fatalf("-t %q printed to a terminal %+q raw: %+q", tmplText, what, got)
+		}
+		if _, ok := actsOnTerminal(want.String()); !ok && got != want.String() {
+			t.Fatalf("-t %q printed to a terminal %+q, where text/template's %+q needs no escape", tmplText, got, want.String())
 		}
 	})
 }
