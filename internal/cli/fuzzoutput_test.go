@@ -15,6 +15,7 @@ import (
 	"github.com/itchyny/gojq"
 
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // FuzzJQOutput fuzzes what --jq prints (exportFlags.Write), not only how a filter is parsed
@@ -22,13 +23,14 @@ import (
 // node ID would. It must not panic and must end (the filter's bounds, or its context); a
 // filter that fails prints nothing and is a usage error (exit 2), unless its context ended
 // first; one that succeeds prints one line for each of gojq's results, a string bare and
-// anything else as JSON that decodes to that result and holds no DEL, C1 control or
-// U+2028/2029 raw (escapeJSONControls).
+// anything else as JSON that decodes to that result and holds no DEL, C1 control,
+// U+2028/2029, bidi control or character that shows as nothing raw (escapeJSONControls).
 func FuzzJQOutput(f *testing.F) {
 	for _, s := range []struct{ filter, text string }{
 		{".", "plain"},
 		{".context", "\u009b31m\u007f\u0085\u2028\u2029end"},
 		{".context.c", "\x1b[2J"},
+		{"[.context.c]", "\u202edeliaf\u202c\u2066\u200b\u2060\ufeff\u00ad\u180e"},
 		{"[.context[] | ascii_downcase]", "Ab\u0080"},
 		{".claims | map(.alloc) | join(\",\")", "x"},
 		{"tojson", "\xff\xfe invalid UTF-8"},
@@ -126,7 +128,9 @@ func FuzzJQOutput(f *testing.F) {
 			if !utf8.ValidString(line) {
 				t.Fatalf("--jq %q: result %d printed as JSON that is not UTF-8: %q", filter, i, line)
 			}
-			if j := strings.IndexFunc(line, func(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f || r == 0x2028 || r == 0x2029 }); j >= 0 {
+			if j := strings.IndexFunc(line, func(r rune) bool {
+				return r < 0x20 || r >= 0x7f && r <= 0x9f || r == 0x2028 || r == 0x2029 || spec.IsBidiControl(r) || spec.IsInvisible(r)
+			}); j >= 0 {
 				t.Fatalf("--jq %q: result %d printed as JSON with %U raw: %q", filter, i, []rune(line[j:])[0], line)
 			}
 			wantJSON, err := gojq.Marshal(x)
