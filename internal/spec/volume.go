@@ -298,6 +298,16 @@ func (d *decoder) size(attr *hcl.Attribute) int64 {
 		d.errorf(attr.Expr.Range(), "Invalid capacity", "%s: %s.", attr.Name, err)
 		return 0
 	}
+	if nomad, ok := nomadSize(s); ok && nomad != n {
+		// Nomad multiplies in floating point: read the size as it does, so that a volume is
+		// the same created by either, and say how to ask for the exact bytes.
+		advice := "no form of it reads alike in both (Nomad holds only some sizes past 2^53 bytes)"
+		if f := FormatSize(n); func() bool { m, ok := nomadSize(f); return ok && m == n }() {
+			advice = fmt.Sprintf("to ask for %d bytes, write %q, which both read alike", n, f)
+		}
+		d.warnf(attr.Expr.Range(), "Capacity read as Nomad reads it", "%s: Nomad reads %q as %d bytes, not %d (it multiplies the number by the unit in floating point), and volctl reads it as Nomad does, so that the volume is the same created by either; %s.", attr.Name, s, nomad, n, advice)
+		n = nomad
+	}
 	if n == 0 && strings.ContainsAny(s, "123456789") {
 		d.warnf(attr.Expr.Range(), "Capacity under 1 byte", "%s is %q, under 1 byte: a fraction of a byte is dropped, as Nomad drops it, and a capacity of 0 is unset (no %s). Write a size such as \"512MiB\", or remove %s.", attr.Name, s, strings.TrimPrefix(attr.Name, "capacity_")+"imum", attr.Name)
 	}
