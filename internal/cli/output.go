@@ -590,13 +590,14 @@ func marshalJSON(v any, indent bool) ([]byte, error) {
 // makes "n1\u200b" read as "n1", as a table shows neither raw (display.Escape). Escaped, the
 // text is still JSON and decodes to the same strings. In JSON these characters can stand only
 // inside strings, and b is valid UTF-8 (both encoders write nothing else), so a scan of its
-// runes is exact.
+// runes is exact. Each of them is DEL or starts with the byte 0xc2, 0xe1, 0xe2 or 0xef, which
+// no continuation byte is: any other byte is skipped without decoding (a table of 10,000
+// volumes named in CJK passes through here).
 func escapeJSONControls(b []byte) []byte {
 	var out []byte
 	done := 0 // b[:done] is in out
-	for i := 0; i < len(b); {
-		if b[i] < 0x7f {
-			i++
+	for i := 0; i < len(b); i++ {
+		if c := b[i]; c < 0x7f || c != 0x7f && c != 0xc2 && c != 0xe1 && c != 0xe2 && c != 0xef {
 			continue
 		}
 		r, n := utf8.DecodeRune(b[i:])
@@ -605,7 +606,7 @@ func escapeJSONControls(b []byte) []byte {
 			out = fmt.Appendf(out, `\u%04x`, r)
 			done = i + n
 		}
-		i += n
+		i += n - 1
 	}
 	if out == nil {
 		return b
