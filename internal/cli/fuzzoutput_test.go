@@ -7,6 +7,7 @@ import (
 	"errors"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,34 +67,13 @@ func FuzzJQOutput(f *testing.F) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		var out bytes.Buffer
-		e := &exportFlags{JQ: filter, jq: code}
-		start := time.Now()
-		err = e.Write(ctx, &out, data)
-		if took := time.Since(start); took > 10*time.Second {
-			t.Fatalf("--jq %q ran %s, past its context's 2s", filter, took)
-		}
-		if err != nil {
-			if out.Len() > 0 {
-				t.Fatalf("--jq %q failed (%v) and printed %q", filter, err, out.String())
-			}
-			if ExitCode(err) != ExitUsage && ctx.Err() == nil {
-				t.Fatalf("--jq %q: %v, exit %d, not a usage error", filter, err, ExitCode(err))
-			}
-			return
-		}
-		if ctx.Err() != nil {
-			return // the reference run below could time out where this one did not
+		got, ok := writeChecked(t, ctx, &exportFlags{JQ: filter, jq: code}, "--jq "+strconv.Quote(filter), data)
+		if !ok || ctx.Err() != nil {
+			return // failed, as checked; or the reference run below could time out where this one did not
 		}
 
 		// What gojq itself gives, over the data as Write gives it (its JSON form).
-		raw, _ := json.Marshal(data)
-		var v any
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&v); err != nil {
-			t.Fatal(err)
-		}
+		v := jsonForm(t, data)
 		var want []any
 		iter := code.RunWithContext(ctx, v)
 		for {
@@ -110,7 +90,6 @@ func FuzzJQOutput(f *testing.F) {
 			}
 			want = append(want, x)
 		}
-		got := out.String()
 		for i, x := range want {
 			var line string
 			if s, ok := x.(string); ok {
@@ -219,36 +198,16 @@ func FuzzTemplateOutput(f *testing.F) {
 		ios.SetTTY(false, terminal, false)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		var out bytes.Buffer
-		e := &exportFlags{Template: tmplText, tmpl: tmpl, ios: ios}
-		start := time.Now()
-		err = e.Write(ctx, &out, data)
-		if took := time.Since(start); took > 10*time.Second {
-			t.Fatalf("-t %q ran %s, past its context's 2s", tmplText, took)
-		}
-		if err != nil {
-			if out.Len() > 0 {
-				t.Fatalf("-t %q failed (%v) and printed %q", tmplText, err, out.String())
-			}
-			if ExitCode(err) != ExitUsage && ctx.Err() == nil {
-				t.Fatalf("-t %q: %v, exit %d, not a usage error", tmplText, err, ExitCode(err))
-			}
+		got, ok := writeChecked(t, ctx, &exportFlags{Template: tmplText, tmpl: tmpl, ios: ios}, "-t "+strconv.Quote(tmplText), data)
+		if !ok {
 			return
 		}
 
 		// What text/template itself makes of the data as Write gives it (its JSON form).
-		raw, _ := json.Marshal(data)
-		var v any
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&v); err != nil {
-			t.Fatal(err)
-		}
 		var want bytes.Buffer
-		if err := tmpl.Execute(&want, v); err != nil {
-			t.Fatalf("-t %q printed %q, but fails when text/template runs it: %v", tmplText, out.String(), err)
+		if err := tmpl.Execute(&want, jsonForm(t, data)); err != nil {
+			t.Fatalf("-t %q printed %q, but fails when text/template runs it: %v", tmplText, got, err)
 		}
-		got := out.String()
 		if !terminal {
 			if got != want.String() {
 				t.Fatalf("-t %q piped printed %+q, not text/template's %+q", tmplText, got, want.String())
@@ -262,4 +221,41 @@ func FuzzTemplateOutput(f *testing.F) {
 			t.Fatalf("-t %q printed to a terminal %+q, where text/template's %+q needs no escape", tmplText, got, want.String())
 		}
 	})
+}
+
+// writeChecked runs e.Write over data until ctx ends, as the output fuzzers do, and returns
+// what it printed, ok false when it failed. It fails t when Write runs far past ctx's end, or
+// fails and prints anything, or fails with other than a usage error (exit 2) while ctx lasts.
+func writeChecked(t *testing.T, ctx context.Context, e *exportFlags, what string, data any) (string, bool) {
+	t.Helper()
+	var out bytes.Buffer
+	start := time.Now()
+	err := e.Write(ctx, &out, data)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("%s ran %s, far past its context", what, took)
+	}
+	if err != nil {
+		if out.Len() > 0 {
+			t.Fatalf("%s failed (%v) and printed %q", what, err, out.String())
+		}
+		if ExitCode(err) != ExitUsage && ctx.Err() == nil {
+			t.Fatalf("%s: %v, exit %d, not a usage error", what, err, ExitCode(err))
+		}
+		return "", false
+	}
+	return out.String(), true
+}
+
+// jsonForm is data as Write gives it to a filter or template: its JSON form, numbers as
+// json.Number.
+func jsonForm(t *testing.T, data any) any {
+	t.Helper()
+	raw, _ := json.Marshal(data)
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
