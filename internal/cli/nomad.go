@@ -137,7 +137,7 @@ again). With --json (or --jq, -t) it prints that plan as JSON instead, one objec
 	cmd.Flags().BoolVar(&opts.All, "all", false, "register every volume")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would change; change nothing")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "hand volumes over despite live local claims (none holding an attachment), an unpublish or a node expansion owed")
-	addActingExportFlags[[]NomadRegisterPlan](cmd, &opts.Exporter)
+	addActingExportFlags[[]NomadRegisterPlan](cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 
@@ -1069,7 +1069,7 @@ Nomad's servers erase at each event-stream event of the volume (a version before
   volctl nomad status db --json`,
 		RunE: runOpts(opts, idArgs(&opts.Volumes), runF, nomadStatusRun),
 	}
-	addExportFlags(cmd, &opts.Exporter)
+	addExportFlags(cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 

@@ -38,7 +38,7 @@ Releasing a claim that does not exist is a no-op: it says so on stderr and exits
 		RunE: runOpts(opts, idArg(&opts.VolumeID), runF, volumeReleaseRun),
 	}
 	idVar(cmd.Flags(), &opts.Alloc, "alloc", "the alloc whose claim to release (required)")
-	addActingExportFlags[engine.ReleaseResult](cmd, &opts.Exporter)
+	addActingExportFlags[engine.ReleaseResult](cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 
