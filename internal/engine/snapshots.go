@@ -520,7 +520,32 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	}
 	note := e.uncheckedNote(unchecked, err, pluginID, csi.RPCDeleteSnapshot, "snapshot", snapshotID)
 	kept = false
+	var takenAgain error
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		// The delete recorded above gone while a record of the ID is there: a snapshot create
+		// answered with this ID since and recorded it (finishSnapshot's Undelete), from another
+		// volctl, which holds the source volume's lock, not this snapshot's. The plugin may have
+		// made it after this DeleteSnapshot (one that names snapshots by their name makes them
+		// anew under the same ID): forgetting the record would leave the snapshot another
+		// command just said it made unrecorded (TestSnapshotTakenAgainWhileItsDeleteIsAnsweredKeepsItsRecord).
+		// Kept, a snapshot the DeleteSnapshot did delete (the create answered before it) shows
+		// as missing, and the delete again forgets it.
+		if recorded {
+			marked, err := tx.Snapshots().Deleting(pluginID, snapshotID)
+			if err != nil {
+				return err
+			}
+			if now, err := tx.Snapshots().Get(pluginID, snapshotID); err == nil && !marked {
+				takenAgain = conflictf("plugin %q answered %s for snapshot %q, but a snapshot create (another volctl's, of volume %q) was answered with the same ID meanwhile and recorded it as %q: "+
+					"the plugin may have made it again after this delete, so its record is kept; `volctl volume snapshot list --plugin %s` shows it missing if this delete took it, and `%s` then forgets it",
+					pluginID, csi.RPCDeleteSnapshot, snapshotID, now.SourceVolumeID, now.Name, pluginID,
+					shellquote.Command("volctl volume snapshot delete", pluginID, snapshotID))
+				return tx.Events().Append(&store.Event{Kind: "snapshot-delete", VolumeID: now.SourceVolumeID, PluginID: pluginID,
+					RPC: csi.RPCDeleteSnapshot, Message: "delete answered, record kept: " + takenAgain.Error()})
+			} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
 		if err := tx.Snapshots().Undelete(pluginID, snapshotID); err != nil {
 			return err
 		}
@@ -534,6 +559,9 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	})
 	if err != nil {
 		return fail(err)
+	}
+	if takenAgain != nil {
+		return fail(takenAgain)
 	}
 	return nil
 }
@@ -730,6 +758,8 @@ func (e *Engine) reconcileSnapshotDeletes(ctx context.Context, rep *ReconcileRep
 		err := e.deleteSnapshotStored(onVolume(ctx, "snapshot "+d.SnapshotID), d.PluginID, d.SnapshotID, nil, true)
 		switch {
 		case errors.Is(err, errNoDeleteToFinish): // another volctl finished it meanwhile
+		case err != nil && !e.deleteRecorded(ctx, d):
+			rep.problem("", "", err) // nothing left to forget: a create recorded the ID again meanwhile
 		case err != nil:
 			rep.problem("", "", fmt.Errorf("%w (`%s` forgets the delete and leaves the snapshot)", err,
 				shellquote.Command("volctl volume snapshot deregister", d.PluginID, d.SnapshotID)))
@@ -737,6 +767,12 @@ func (e *Engine) reconcileSnapshotDeletes(ctx context.Context, rep *ReconcileRep
 			rep.did("deleted", "", "", "snapshot %q of plugin %q deleted (interrupted earlier)", d.SnapshotID, d.PluginID)
 		}
 	}
+}
+
+// deleteRecorded says whether snapshot delete d is still recorded; true when that cannot be read.
+func (e *Engine) deleteRecorded(ctx context.Context, d store.SnapshotDelete) bool {
+	marked, err := viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) { return tx.Snapshots().Deleting(d.PluginID, d.SnapshotID) })
+	return marked || err != nil
 }
 
 // ListSnapshots lists the snapshots of one plugin, or of every registered plugin when pluginID

@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+)
+
+// chaos31: two volctl processes racing on one state dir.
+
+// pauseAtLog is a slog handler that holds the goroutine logging a record whose message holds
+// text until proceed is closed, having closed reached: a test stops an operation at a warning it
+// logs between two of its steps (another process acts meanwhile), then lets it go on.
+type pauseAtLog struct {
+	text             string
+	reached, proceed chan struct{}
+}
+
+func (p *pauseAtLog) Enabled(context.Context, slog.Level) bool { return true }
+func (p *pauseAtLog) WithAttrs([]slog.Attr) slog.Handler       { return p }
+func (p *pauseAtLog) WithGroup(string) slog.Handler            { return p }
+func (p *pauseAtLog) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, p.text) {
+		select {
+		case <-p.reached:
+		default:
+			close(p.reached)
+		}
+		<-p.proceed
+	}
+	return nil
+}
+
+// A snapshot delete (the user's, or reconcile finishing a recorded one) answered by the plugin,
+// and before it forgets the record, another volctl takes the snapshot of the same name again (a
+// plugin that names snapshots by their name, as most do, makes it anew under the same ID) and
+// records it. The delete must not forget that record: the plugin has the snapshot the other
+// volctl just made and said it made. Before, the delete's last commit deleted the record by ID,
+// and the new snapshot was left on the plugin unrecorded, its create answered OK.
+func TestSnapshotTakenAgainWhileItsDeleteIsAnsweredKeepsItsRecord(t *testing.T) {
+	for _, by := range []string{"delete", "reconcile"} {
+		t.Run(by, func(t *testing.T) {
+			h, _ := snapshotHarness(t, nil)
+			s := h.snapshot("nightly")
+			if by == "reconcile" {
+				h.unansweredSnapshotDelete(s.ID) // the plugin keeps it: nothing reached it
+				h.faults.Clear()
+			}
+			// The check after the delete fails (the plugin's listing is down): the deleting
+			// volctl warns that it could not check, between its DeleteSnapshot and its record.
+			h.faults.FailAlways(csi.RPCListSnapshots, codes.Unavailable)
+			pause := &pauseAtLog{text: "could not be checked", reached: make(chan struct{}), proceed: make(chan struct{})}
+			deleter, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts, Now: h.e.cfg.Now,
+				Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}, Logger: slog.New(pause)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer deleter.Close()
+			done := make(chan error, 1)
+			go func() {
+				if by == "reconcile" {
+					rep, err := deleter.Reconcile(h.ctx)
+					if len(rep.Problems) > 0 {
+						err = errors.New(rep.Problems[0].Message)
+					}
+					done <- err
+					return
+				}
+				done <- deleter.DeleteSnapshot(h.ctx, "mem", s.ID, nil)
+			}()
+			select {
+			case <-pause.reached:
+			case err := <-done:
+				close(pause.proceed)
+				t.Fatalf("the %s ended before its check's warning: %v", by, err)
+			case <-time.After(30 * time.Second):
+				close(pause.proceed)
+				t.Fatalf("the %s never got to its check's warning", by)
+			}
+			if got := h.mem.Snapshots(); len(got) != 0 {
+				close(pause.proceed)
+				t.Fatalf("the plugin still has %+v after the %s's DeleteSnapshot", got, by)
+			}
+			// Another volctl takes it again: the plugin makes it anew under the same ID.
+			again, err := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil)
+			close(pause.proceed)
+			derr := <-done
+			t.Logf("%s: %v", by, derr)
+			if err != nil {
+				t.Fatalf("snapshot %q taken again: %v", "nightly", err)
+			}
+			if again.ID != s.ID || len(h.mem.Snapshots()) != 1 {
+				t.Fatalf("taken again as %q, plugin has %+v; want the plugin to make %q anew", again.ID, h.mem.Snapshots(), s.ID)
+			}
+			if !h.recordedSnapshot(s.ID) {
+				t.Fatalf("the %s forgot snapshot %s's record, which the snapshot taken again meanwhile made (the plugin has it, volctl said it made it)", by, s.ID)
+			}
+			if derr == nil || !strings.Contains(derr.Error(), "nightly") || !strings.Contains(derr.Error(), s.ID) {
+				t.Errorf("the %s says %v; want it to fail naming the snapshot taken again meanwhile (%q, %s)", by, derr, "nightly", s.ID)
+			}
+			if h.deletingRecorded(s.ID) {
+				t.Errorf("a delete of %s is still recorded: reconcile would delete the snapshot taken again", s.ID)
+			}
+		})
+	}
+}
