@@ -5,12 +5,14 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
 )
 
 // chaos31: two volctl processes racing on one state dir.
@@ -110,4 +112,59 @@ func TestSnapshotTakenAgainWhileItsDeleteIsAnsweredKeepsItsRecord(t *testing.T) 
 			}
 		})
 	}
+}
+
+// A user's `snapshot delete` in flight (its DeleteSnapshot not answered yet) and, in another
+// volctl, `snapshot deregister` of the same snapshot: told the snapshot is left on the plugin,
+// the user must not have it deleted by the delete in flight. Before, only reconcile's finishing
+// of a recorded delete held the snapshot's lock across its DeleteSnapshot
+// (TestReview30fDeregisterDuringReconcilesDelete); the user's delete did not, the deregister
+// went ahead at once saying the snapshot was left, and the delete then deleted it.
+func TestDeregisterDuringAnotherVolctlsSnapshotDeleteDoesNotSayItIsLeft(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	s := h.snapshot("nightly")
+	deleter := h.otherProcess()
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCDeleteSnapshot, csitest.Fault{Gate: gate, Times: 1})
+	delDone := make(chan error, 1)
+	go func() { delDone <- deleter.DeleteSnapshot(h.ctx, "mem", s.ID, nil) }()
+	h.waitInFlight(gate, delDone)
+	ctx, waiting := whenWaitingForAnyLock(h.ctx)
+	type result struct {
+		warnings []string
+		err      error
+	}
+	deregDone := make(chan result, 1)
+	go func() { w, err := h.e.DeregisterSnapshot(ctx, "mem", s.ID); deregDone <- result{w, err} }()
+	var dereg result
+	select {
+	case <-waiting: // it waits for the delete: let the delete go on
+		close(gate)
+		dereg = <-deregDone
+	case dereg = <-deregDone:
+		close(gate)
+	case <-time.After(30 * time.Second):
+		close(gate)
+		t.Fatal("the deregister neither waited for a lock nor returned")
+	}
+	derr := <-delDone
+	t.Logf("delete: %v; deregister: %v %v", derr, dereg.warnings, dereg.err)
+	if dereg.err == nil && len(h.mem.Snapshots()) == 0 {
+		t.Fatalf("the deregister succeeded saying %q, and the delete in flight in another volctl deleted the snapshot", dereg.warnings)
+	}
+	if derr != nil {
+		t.Errorf("the delete, which the deregister waited for: %v", derr)
+	}
+}
+
+// whenWaitingForAnyLock returns ctx with a progress watcher that closes waiting once the
+// operation run with it says it waits for a lock another volctl holds.
+func whenWaitingForAnyLock(ctx context.Context) (_ context.Context, waiting <-chan struct{}) {
+	ch := make(chan struct{})
+	var once sync.Once
+	return WithProgress(ctx, func(step string) {
+		if strings.HasPrefix(step, "waiting for the lock on ") {
+			once.Do(func() { close(ch) })
+		}
+	}), ch
 }

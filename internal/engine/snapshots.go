@@ -415,16 +415,19 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	// recorded after a check in a read-only view, and cut short before its CreateVolume, was
 	// NOT_FOUND for good once the snapshot was gone
 	// (TestSnapshotDeleteRefusesARestoreRecordedAfterItsCheck).
-	if finishing {
-		// Held across the DeleteSnapshot, as deregister takes it: a deregister meanwhile waits,
-		// or forgot the delete first and this sends nothing
-		// (TestReview30fDeregisterDuringReconcilesDelete).
-		unlock, err := e.locks.snapshot(ctx, pluginID, snapshotID)
-		if err != nil {
-			return fail(err)
-		}
-		defer unlock()
+	//
+	// The snapshot's lock is held from here across the DeleteSnapshot and its record, as
+	// deregister takes it: a deregister meanwhile waits, or forgot the delete first and
+	// reconcile's finishing sends nothing (TestReview30fDeregisterDuringReconcilesDelete). So
+	// does the user's delete: before, only reconcile's held it, and a deregister in another
+	// volctl during the user's delete said the snapshot was left while the delete in flight
+	// deleted it (TestDeregisterDuringAnotherVolctlsSnapshotDeleteDoesNotSayItIsLeft); two
+	// deletes of one snapshot (the user's and reconcile's) take turns.
+	unlock, err := e.locks.snapshot(ctx, pluginID, snapshotID)
+	if err != nil {
+		return fail(err)
 	}
+	defer unlock()
 	var already bool // an earlier delete, killed or unanswered, recorded it: it may be gone
 	if err := e.store.Update(ctx, func(tx *store.Tx) error {
 		if err := refuseRestoreInFlight(tx, pluginID, snapshotID); err != nil {
