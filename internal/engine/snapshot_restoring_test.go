@@ -65,13 +65,14 @@ func TestSnapshotDeleteRefusedWhileAVolumeIsBeingRestoredFromIt(t *testing.T) {
 func TestSnapshotDeleteRefusesARestoreRecordedAfterItsCheck(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
-	// Another process, held at the first lock it takes once armed: the delete's, past its
-	// check (the plugin's controller lock; nothing held yet).
+	// Another process, held at the second lock it takes once armed: the delete's, past its
+	// check (the plugin's controller lock; the first is the snapshot's, taken before the check).
 	var armed atomic.Bool
+	var taken atomic.Int32
 	reached, gate := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	e2, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts, BeforeLock: func() {
-		if armed.Load() {
+		if armed.Load() && taken.Add(1) == 2 {
 			once.Do(func() { close(reached); <-gate })
 		}
 	}})
