@@ -13,6 +13,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // chaos31: two volctl processes racing on one state dir.
@@ -167,4 +168,61 @@ func whenWaitingForAnyLock(ctx context.Context) (_ context.Context, waiting <-ch
 			once.Do(func() { close(ch) })
 		}
 	}), ch
+}
+
+// Two reconciles at once (the agent's pass and a user's), each its own process on one state
+// dir, with a volume create and a volume delete interrupted, a snapshot whose CreateSnapshot
+// was never answered and a snapshot delete recorded, and a plugin slow to answer each of them:
+// each is finished once, by one of the two, and nothing is sent twice (a second DeleteVolume or
+// DeleteSnapshot may reach an ID the plugin gave since to another); neither reports a problem.
+func TestTwoReconcilesAtOnceFinishEachThingOnce(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	newVol := volume("newvol")
+	h.interrupted(csi.RPCCreateVolume, "create", func() error { _, err := h.e.CreateVolume(h.ctx, newVol); return err })
+	h.create(volume("oldvol"))
+	h.interrupted(csi.RPCDeleteVolume, "delete", func() error { return h.e.DeleteVolume(h.ctx, "oldvol") })
+	h.interrupted(csi.RPCCreateSnapshot, "snapshot", func() error { _, err := h.e.CreateSnapshot(h.ctx, "db", "pending", nil); return err })
+	gone := h.snapshot("gone")
+	h.unansweredSnapshotDelete(gone.ID)
+	h.faults.Clear()
+	for _, rpc := range []string{csi.RPCCreateVolume, csi.RPCDeleteVolume, csi.RPCCreateSnapshot, csi.RPCDeleteSnapshot} {
+		h.faults.Delay(rpc, 150*time.Millisecond)
+	}
+	before := map[string]int{}
+	for _, rpc := range []string{csi.RPCCreateVolume, csi.RPCDeleteVolume, csi.RPCCreateSnapshot, csi.RPCDeleteSnapshot} {
+		before[rpc] = h.mem.CallCount(rpc)
+	}
+	engines := []*Engine{h.e, h.otherProcess()}
+	reps := make([]ReconcileReport, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, e := range engines {
+		wg.Add(1)
+		go func() { defer wg.Done(); reps[i], errs[i] = e.Reconcile(h.ctx) }()
+	}
+	wg.Wait()
+	h.faults.Clear()
+	for i := range engines {
+		if errs[i] != nil || len(reps[i].Problems) != 0 {
+			t.Errorf("reconcile %d: %v, problems %+v", i, errs[i], reps[i].Problems)
+		}
+	}
+	for rpc, n := range before {
+		if got := h.mem.CallCount(rpc) - n; got != 1 {
+			t.Errorf("%s sent %d times by the two reconciles; want once", rpc, got)
+		}
+	}
+	if got := h.volumeInfo("newvol").State; got != string(store.VolumeReady) {
+		t.Errorf("volume newvol after the two reconciles: %s; want ready", got)
+	}
+	if _, err := h.e.Volume(h.ctx, "oldvol"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("volume oldvol after the two reconciles: %v; want it gone", err)
+	}
+	if h.recordedSnapshot(gone.ID) || h.deletingRecorded(gone.ID) {
+		t.Errorf("snapshot %s after the two reconciles: still recorded or its delete still recorded", gone.ID)
+	}
+	if !h.recordedSnapshot("pending") {
+		t.Errorf("snapshot %q after the two reconciles: not recorded", "pending")
+	}
+	h.reconcileClean(1)
 }
