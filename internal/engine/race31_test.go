@@ -226,3 +226,50 @@ func TestTwoReconcilesAtOnceFinishEachThingOnce(t *testing.T) {
 	}
 	h.reconcileClean(1)
 }
+
+// The other order: a snapshot delete in flight in another volctl (its DeleteSnapshot sent, not
+// answered yet), and a snapshot create of the same name, which the plugin would answer with
+// the snapshot being deleted (CreateSnapshot is idempotent by name). The create must not say it
+// made a snapshot the delete then deletes. It holds: the create's CreateSnapshot waits for the
+// plugin's controller lock, which the delete holds across its DeleteSnapshot, and the plugin
+// makes the snapshot anew after the delete.
+func TestSnapshotCreateDuringAnotherVolctlsDeleteOfItWaitsForIt(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	s := h.snapshot("nightly")
+	deleter := h.otherProcess()
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCDeleteSnapshot, csitest.Fault{Gate: gate, Times: 1})
+	delDone := make(chan error, 1)
+	go func() { delDone <- deleter.DeleteSnapshot(h.ctx, "mem", s.ID, nil) }()
+	h.waitInFlight(gate, delDone)
+	ctx, waiting := whenWaitingForAnyLock(h.ctx)
+	type result struct {
+		info SnapshotInfo
+		err  error
+	}
+	createDone := make(chan result, 1)
+	go func() { info, err := h.e.CreateSnapshot(ctx, "db", "nightly", nil); createDone <- result{info, err} }()
+	var created result
+	select {
+	case <-waiting: // it waits for the delete: let the delete go on
+		close(gate)
+		created = <-createDone
+	case created = <-createDone:
+		close(gate)
+	case <-time.After(30 * time.Second):
+		close(gate)
+		t.Fatal("the create neither waited for a lock nor returned")
+	}
+	derr := <-delDone
+	t.Logf("delete: %v; create: %+v %v", derr, created.info.ID, created.err)
+	if created.err == nil && len(h.mem.Snapshots()) == 0 {
+		t.Fatalf("the create said it made snapshot %q, and the delete in flight deleted it", created.info.ID)
+	}
+	if created.err == nil && !h.recordedSnapshot(created.info.ID) {
+		t.Errorf("the create's snapshot %q is not recorded", created.info.ID)
+	}
+	if derr != nil {
+		t.Errorf("the delete, which the create waited for: %v", derr)
+	}
+	h.reconcileClean(1)
+}
