@@ -124,31 +124,13 @@ func TestSnapshotTakenAgainWhileItsDeleteIsAnsweredKeepsItsRecord(t *testing.T) 
 func TestDeregisterDuringAnotherVolctlsSnapshotDeleteDoesNotSayItIsLeft(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
-	deleter := h.otherProcess()
-	gate := make(chan struct{})
-	h.faults.Inject(csi.RPCDeleteSnapshot, csitest.Fault{Gate: gate, Times: 1})
-	delDone := make(chan error, 1)
-	go func() { delDone <- deleter.DeleteSnapshot(h.ctx, "mem", s.ID, nil) }()
-	h.waitInFlight(gate, delDone)
-	ctx, waiting := whenWaitingForAnyLock(h.ctx)
-	type result struct {
+	var dereg struct {
 		warnings []string
 		err      error
 	}
-	deregDone := make(chan result, 1)
-	go func() { w, err := h.e.DeregisterSnapshot(ctx, "mem", s.ID); deregDone <- result{w, err} }()
-	var dereg result
-	select {
-	case <-waiting: // it waits for the delete: let the delete go on
-		close(gate)
-		dereg = <-deregDone
-	case dereg = <-deregDone:
-		close(gate)
-	case <-time.After(30 * time.Second):
-		close(gate)
-		t.Fatal("the deregister neither waited for a lock nor returned")
-	}
-	derr := <-delDone
+	derr := h.duringOthersSnapshotDelete(s.ID, "deregister", func(ctx context.Context) {
+		dereg.warnings, dereg.err = h.e.DeregisterSnapshot(ctx, "mem", s.ID)
+	})
 	t.Logf("delete: %v; deregister: %v %v", derr, dereg.warnings, dereg.err)
 	if dereg.err == nil && len(h.mem.Snapshots()) == 0 {
 		t.Fatalf("the deregister succeeded saying %q, and the delete in flight in another volctl deleted the snapshot", dereg.warnings)
@@ -156,6 +138,34 @@ func TestDeregisterDuringAnotherVolctlsSnapshotDeleteDoesNotSayItIsLeft(t *testi
 	if derr != nil {
 		t.Errorf("the delete, which the deregister waited for: %v", derr)
 	}
+}
+
+// duringOthersSnapshotDelete runs op (what, in messages) in this volctl while another volctl's
+// `snapshot delete` of snapshot id of plugin mem is in flight, its DeleteSnapshot held at the
+// plugin: once op waits for a lock (the delete's) or returns, the DeleteSnapshot goes on. It
+// returns the delete's error once both ended.
+func (h *harness) duringOthersSnapshotDelete(id, what string, op func(ctx context.Context)) error {
+	h.t.Helper()
+	deleter := h.otherProcess()
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCDeleteSnapshot, csitest.Fault{Gate: gate, Times: 1})
+	delDone := make(chan error, 1)
+	go func() { delDone <- deleter.DeleteSnapshot(h.ctx, "mem", id, nil) }()
+	h.waitInFlight(gate, delDone)
+	ctx, waiting := whenWaitingForAnyLock(h.ctx)
+	opDone := make(chan struct{})
+	go func() { defer close(opDone); op(ctx) }()
+	select {
+	case <-waiting: // it waits for the delete: let the delete go on
+		close(gate)
+		<-opDone
+	case <-opDone:
+		close(gate)
+	case <-time.After(30 * time.Second):
+		close(gate)
+		h.t.Fatalf("the %s neither waited for a lock nor returned", what)
+	}
+	return <-delDone
 }
 
 // whenWaitingForAnyLock returns ctx with a progress watcher that closes waiting once the
@@ -236,31 +246,13 @@ func TestTwoReconcilesAtOnceFinishEachThingOnce(t *testing.T) {
 func TestSnapshotCreateDuringAnotherVolctlsDeleteOfItWaitsForIt(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
-	deleter := h.otherProcess()
-	gate := make(chan struct{})
-	h.faults.Inject(csi.RPCDeleteSnapshot, csitest.Fault{Gate: gate, Times: 1})
-	delDone := make(chan error, 1)
-	go func() { delDone <- deleter.DeleteSnapshot(h.ctx, "mem", s.ID, nil) }()
-	h.waitInFlight(gate, delDone)
-	ctx, waiting := whenWaitingForAnyLock(h.ctx)
-	type result struct {
+	var created struct {
 		info SnapshotInfo
 		err  error
 	}
-	createDone := make(chan result, 1)
-	go func() { info, err := h.e.CreateSnapshot(ctx, "db", "nightly", nil); createDone <- result{info, err} }()
-	var created result
-	select {
-	case <-waiting: // it waits for the delete: let the delete go on
-		close(gate)
-		created = <-createDone
-	case created = <-createDone:
-		close(gate)
-	case <-time.After(30 * time.Second):
-		close(gate)
-		t.Fatal("the create neither waited for a lock nor returned")
-	}
-	derr := <-delDone
+	derr := h.duringOthersSnapshotDelete(s.ID, "create", func(ctx context.Context) {
+		created.info, created.err = h.e.CreateSnapshot(ctx, "db", "nightly", nil)
+	})
 	t.Logf("delete: %v; create: %+v %v", derr, created.info.ID, created.err)
 	if created.err == nil && len(h.mem.Snapshots()) == 0 {
 		t.Fatalf("the create said it made snapshot %q, and the delete in flight deleted it", created.info.ID)
