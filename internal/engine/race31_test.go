@@ -265,3 +265,47 @@ func TestSnapshotCreateDuringAnotherVolctlsDeleteOfItWaitsForIt(t *testing.T) {
 	}
 	h.reconcileClean(1)
 }
+
+// `volctl nomad register` of a volume (its registration on its way to Nomad, slow) and, in
+// another volctl, a local claim of the same volume: the claim is refused at once, naming the
+// handover, not admitted and not held until the registration ends; and once Nomad refuses the
+// registration (the mark taken back), a claim again is admitted and published. It holds: the
+// mark is committed before the registration is sent, and admission checks it in its
+// transaction whether or not it has the volume's lock.
+func TestLocalClaimDuringANomadRegistrationIsRefusedAtOnce(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db"))
+	other := h.otherProcess()
+	sent, nomad := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.e.HandOver(h.ctx, "db", HandoverTarget{Address: "http://nomad.example:4646"}, false,
+			func(context.Context, bool, VolumeInfo) (Registered, error) {
+				close(sent)
+				<-nomad
+				return Registered{Undo: true}, errors.New("nomad refused the registration")
+			})
+		done <- err
+	}()
+	select {
+	case <-sent:
+	case err := <-done:
+		t.Fatalf("the handover ended before its registration was sent: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, 20*time.Second)
+	_, err := other.Claim(ctx, ClaimRequest{VolumeID: "db", Alloc: "local-0"})
+	cancel()
+	close(nomad)
+	if herr := <-done; herr == nil {
+		t.Fatal("the handover Nomad refused succeeded")
+	}
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "handed over to Nomad") {
+		t.Fatalf("a local claim during the registration: %v; want a conflict naming the handover", err)
+	}
+	if cls := h.liveClaims("db"); len(cls) != 0 {
+		t.Fatalf("claims after the refused claim: %+v; want none", cls)
+	}
+	if c := h.claim(ClaimRequest{VolumeID: "db", Alloc: "local-0"}); c.State != string(store.ClaimPublished) {
+		t.Fatalf("the claim again once Nomad refused the registration: %+v; want published", c)
+	}
+}
