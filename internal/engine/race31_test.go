@@ -309,3 +309,55 @@ func TestLocalClaimDuringANomadRegistrationIsRefusedAtOnce(t *testing.T) {
 		t.Fatalf("the claim again once Nomad refused the registration: %+v; want published", c)
 	}
 }
+
+// `volume expand` of a claimed volume (its ControllerExpandVolume held at the plugin) and, in
+// another volctl, the release of the volume's only claim: the NodeExpandVolume the expand owes
+// is never sent to the target or staging the release takes away. It holds: the expand holds
+// the volume's lock from before its ControllerExpandVolume to after its NodeExpandVolume, and
+// the release waits for it; the node expansion reaches the target while it is published, and
+// every NodeExpandVolume the plugin got found its path.
+func TestReleaseDuringAnExpandWaitsForItsNodeExpansion(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db"))
+	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	other := h.otherProcess()
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Gate: gate, Times: 1})
+	expDone := make(chan error, 1)
+	go func() { _, err := h.e.ExpandVolume(h.ctx, "db", 4<<20, 0); expDone <- err }()
+	h.waitInFlight(gate, expDone)
+	ctx, waiting := whenWaitingForLock(h.ctx, "db")
+	relDone := make(chan error, 1)
+	go func() { _, err := other.Release(ctx, "db", "web-0"); relDone <- err }()
+	select {
+	case <-waiting:
+	case err := <-relDone:
+		close(gate)
+		t.Fatalf("the release ended while the expand held the volume: %v", err)
+	case <-time.After(30 * time.Second):
+		close(gate)
+		t.Fatal("the release never waited for the expand")
+	}
+	close(gate)
+	if err := <-expDone; err != nil {
+		t.Fatalf("expand: %v", err)
+	}
+	if err := <-relDone; err != nil {
+		t.Fatalf("release after the expand: %v", err)
+	}
+	n := 0
+	for _, c := range h.mem.Calls() {
+		if c.RPC == csi.RPCNodeExpandVolume {
+			n++
+			if c.Code != codes.OK {
+				t.Errorf("NodeExpandVolume %+v answered %s: sent to a path the release took away", c.Request, c.Code)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("NodeExpandVolume sent %d times; want once, to the published target", n)
+	}
+	if v := h.volumeInfo("db"); v.NodeExpansionOwed != 0 || v.CapacityBytes < 4<<20 {
+		t.Errorf("volume after the expand and the release: %+v; want expanded, nothing owed", v)
+	}
+}
