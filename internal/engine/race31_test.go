@@ -141,31 +141,45 @@ func TestDeregisterDuringAnotherVolctlsSnapshotDeleteDoesNotSayItIsLeft(t *testi
 }
 
 // duringOthersSnapshotDelete runs op (what, in messages) in this volctl while another volctl's
-// `snapshot delete` of snapshot id of plugin mem is in flight, its DeleteSnapshot held at the
-// plugin: once op waits for a lock (the delete's) or returns, the DeleteSnapshot goes on. It
-// returns the delete's error once both ended.
+// `snapshot delete` of snapshot id of plugin mem is in flight (whileHeld), and returns the
+// delete's error.
 func (h *harness) duringOthersSnapshotDelete(id, what string, op func(ctx context.Context)) error {
 	h.t.Helper()
 	deleter := h.otherProcess()
+	derr, _ := h.whileHeld(csi.RPCDeleteSnapshot, what, false,
+		func() error { return deleter.DeleteSnapshot(h.ctx, "mem", id, nil) },
+		func(ctx context.Context) error { op(ctx); return nil })
+	return derr
+}
+
+// whileHeld runs first until its rpc is held at the plugin, then second (what, in messages),
+// with a context that says when it waits for a lock another volctl holds; once second waits
+// (or returns, unless mustWait, which fails the test then), the rpc goes on. It returns what
+// each returned.
+func (h *harness) whileHeld(rpc, what string, mustWait bool, first func() error, second func(ctx context.Context) error) (firstErr, secondErr error) {
+	h.t.Helper()
 	gate := make(chan struct{})
-	h.faults.Inject(csi.RPCDeleteSnapshot, csitest.Fault{Gate: gate, Times: 1})
-	delDone := make(chan error, 1)
-	go func() { delDone <- deleter.DeleteSnapshot(h.ctx, "mem", id, nil) }()
-	h.waitInFlight(gate, delDone)
+	h.faults.Inject(rpc, csitest.Fault{Gate: gate, Times: 1})
+	firstDone := make(chan error, 1)
+	go func() { firstDone <- first() }()
+	h.waitInFlight(gate, firstDone)
 	ctx, waiting := whenWaitingForAnyLock(h.ctx)
-	opDone := make(chan struct{})
-	go func() { defer close(opDone); op(ctx) }()
+	secondDone := make(chan error, 1)
+	go func() { secondDone <- second(ctx) }()
 	select {
-	case <-waiting: // it waits for the delete: let the delete go on
+	case <-waiting: // it waits for first: let first go on
 		close(gate)
-		<-opDone
-	case <-opDone:
+		secondErr = <-secondDone
+	case secondErr = <-secondDone:
 		close(gate)
+		if mustWait {
+			h.t.Fatalf("the %s returned before waiting for a lock: %v", what, secondErr)
+		}
 	case <-time.After(30 * time.Second):
 		close(gate)
 		h.t.Fatalf("the %s neither waited for a lock nor returned", what)
 	}
-	return <-delDone
+	return <-firstDone, secondErr
 }
 
 // whenWaitingForAnyLock returns ctx with a progress watcher that closes waiting once the
@@ -321,29 +335,14 @@ func TestReleaseDuringAnExpandWaitsForItsNodeExpansion(t *testing.T) {
 	h.create(volume("db"))
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
 	other := h.otherProcess()
-	gate := make(chan struct{})
-	h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Gate: gate, Times: 1})
-	expDone := make(chan error, 1)
-	go func() { _, err := h.e.ExpandVolume(h.ctx, "db", 4<<20, 0); expDone <- err }()
-	h.waitInFlight(gate, expDone)
-	ctx, waiting := whenWaitingForLock(h.ctx, "db")
-	relDone := make(chan error, 1)
-	go func() { _, err := other.Release(ctx, "db", "web-0"); relDone <- err }()
-	select {
-	case <-waiting:
-	case err := <-relDone:
-		close(gate)
-		t.Fatalf("the release ended while the expand held the volume: %v", err)
-	case <-time.After(30 * time.Second):
-		close(gate)
-		t.Fatal("the release never waited for the expand")
+	expErr, relErr := h.whileHeld(csi.RPCControllerExpandVolume, "release", true,
+		func() error { _, err := h.e.ExpandVolume(h.ctx, "db", 4<<20, 0); return err },
+		func(ctx context.Context) error { _, err := other.Release(ctx, "db", "web-0"); return err })
+	if expErr != nil {
+		t.Fatalf("expand: %v", expErr)
 	}
-	close(gate)
-	if err := <-expDone; err != nil {
-		t.Fatalf("expand: %v", err)
-	}
-	if err := <-relDone; err != nil {
-		t.Fatalf("release after the expand: %v", err)
+	if relErr != nil {
+		t.Fatalf("release after the expand: %v", relErr)
 	}
 	n := 0
 	for _, c := range h.mem.Calls() {
