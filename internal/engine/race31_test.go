@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -359,4 +360,74 @@ func TestReleaseDuringAnExpandWaitsForItsNodeExpansion(t *testing.T) {
 	if v := h.volumeInfo("db"); v.NodeExpansionOwed != 0 || v.CapacityBytes < 4<<20 {
 		t.Errorf("volume after the expand and the release: %+v; want expanded, nothing owed", v)
 	}
+}
+
+// A snapshot delete in another volctl that has recorded its delete and not yet sent
+// DeleteSnapshot (the plugin's controller lock free), and a snapshot create of the same name
+// answered then by the plugin with the snapshot about to be deleted (CreateSnapshot is
+// idempotent by name). The create must not say it made a snapshot the delete then deletes: it
+// waits for the delete (the snapshot's lock, which a delete holds from its record to its end)
+// and asks the plugin again, which makes the snapshot anew. Before, it recorded the answer at
+// once, taking the delete's record back, said it made the snapshot, and the delete deleted it.
+func TestSnapshotCreateAnsweredWithOneAboutToBeDeletedAsksAgainAfterTheDelete(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	s := h.snapshot("nightly")
+	// The deleting volctl, held at the first lock it takes once its delete is recorded: its
+	// controller lock, for DeleteSnapshot.
+	var armed atomic.Bool
+	reached, gate := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	deleter, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts, BeforeLock: func() {
+		if armed.Load() && h.deletingRecorded(s.ID) {
+			once.Do(func() { close(reached); <-gate })
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleter.Close() })
+	armed.Store(true)
+	delDone := make(chan error, 1)
+	go func() { delDone <- deleter.DeleteSnapshot(h.ctx, "mem", s.ID, nil) }()
+	select {
+	case <-reached:
+	case err := <-delDone:
+		t.Fatalf("the delete returned before its controller lock: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the delete never got to its controller lock")
+	}
+	if !h.deletingRecorded(s.ID) {
+		close(gate)
+		t.Fatal("the delete held at its controller lock has not recorded its delete")
+	}
+	ctx, waiting := whenWaitingForAnyLock(h.ctx)
+	type result struct {
+		info SnapshotInfo
+		err  error
+	}
+	createDone := make(chan result, 1)
+	go func() { info, err := h.e.CreateSnapshot(ctx, "db", "nightly", nil); createDone <- result{info, err} }()
+	var created result
+	select {
+	case <-waiting: // it waits for the delete: let the delete go on
+		close(gate)
+		created = <-createDone
+	case created = <-createDone:
+		close(gate)
+	case <-time.After(30 * time.Second):
+		close(gate)
+		t.Fatal("the create neither waited for a lock nor returned")
+	}
+	derr := <-delDone
+	t.Logf("delete: %v; create: %+v %v", derr, created.info.ID, created.err)
+	if created.err == nil && len(h.mem.Snapshots()) == 0 {
+		t.Fatalf("the create said it made snapshot %q, and the delete it answered beside deleted it", created.info.ID)
+	}
+	if created.err == nil && !h.recordedSnapshot(created.info.ID) {
+		t.Errorf("the create's snapshot %q is not recorded", created.info.ID)
+	}
+	if derr != nil {
+		t.Errorf("the delete, which the create waited for: %v", derr)
+	}
+	h.reconcileClean(1)
 }

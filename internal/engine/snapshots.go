@@ -148,13 +148,40 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 	if err := e.locks.stillHeld(intent.SourceVolumeID); err != nil {
 		return store.Snapshot{}, csi.Snapshot{}, err
 	}
-	snap, earlier, err := controllerAnswer(ctx, e, c, csi.RPCCreateSnapshot, func(ctx context.Context) (csi.Snapshot, error) {
+	send := func(ctx context.Context) (csi.Snapshot, error) {
 		return c.client.CreateSnapshot(ctx, csi.CreateSnapshotRequest{
 			SourceVolumeID: intent.SourceExternalID, Name: intent.Name, Secrets: intent.Secrets, Parameters: intent.Parameters})
-	})
+	}
+	snap, earlier, err := controllerAnswer(ctx, e, c, csi.RPCCreateSnapshot, send)
 	failpoint("rpc:CreateSnapshot")
 	if lost := e.locks.stillHeld(intent.SourceVolumeID); lost != nil {
 		return store.Snapshot{}, snap, lost
+	}
+	if err == nil && snap.ID != "" {
+		// Answered with a snapshot whose delete is recorded: a delete in flight in another
+		// volctl holds the snapshot's lock from that record to its end, and one that has not
+		// sent its DeleteSnapshot yet deletes the snapshot this answer is about. Wait for it,
+		// then ask again under the lock (no delete of it runs then), and record that answer:
+		// before, the create recorded the first answer at once, taking the delete's record
+		// back, said it made the snapshot, and the delete deleted it
+		// (TestSnapshotCreateAnsweredWithOneAboutToBeDeletedAsksAgainAfterTheDelete). The lock
+		// is held to the record, so no delete records itself between.
+		marked, verr := viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) { return tx.Snapshots().Deleting(intent.PluginID, snap.ID) })
+		if verr != nil {
+			return store.Snapshot{}, snap, verr
+		}
+		if marked {
+			unlock, lerr := e.locks.snapshot(ctx, intent.PluginID, snap.ID)
+			if lerr != nil {
+				return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w (the plugin answered with snapshot %q, whose delete is recorded; it stays recorded as being created: `volctl reconcile` finishes it)", intent.Name, lerr, snap.ID)
+			}
+			defer unlock()
+			snap, _, err = controllerAnswer(ctx, e, c, csi.RPCCreateSnapshot, send)
+			earlier = true // the first answer's snapshot may be the one made: a refusal now keeps the intent
+			if lost := e.locks.stillHeld(intent.SourceVolumeID); lost != nil {
+				return store.Snapshot{}, snap, lost
+			}
+		}
 	}
 	if err != nil {
 		ev := &store.Event{Kind: "snapshot-create", VolumeID: intent.SourceVolumeID, PluginID: intent.PluginID,
