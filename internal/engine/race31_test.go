@@ -183,6 +183,38 @@ func (h *harness) whileHeld(rpc, what string, mustWait bool, first func() error,
 	return <-firstDone, secondErr
 }
 
+// deleteHeldOnceRecorded starts another volctl's `snapshot delete` of snapshot id of plugin mem
+// and returns once it is held at the first lock it takes after its delete is recorded (its
+// controller lock, for DeleteSnapshot: past its check, nothing sent); closing gate lets it go
+// on, and done says how it ended.
+func (h *harness) deleteHeldOnceRecorded(id string) (gate chan struct{}, done <-chan error) {
+	h.t.Helper()
+	var armed atomic.Bool
+	reached := make(chan struct{})
+	gate = make(chan struct{})
+	var once sync.Once
+	deleter, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts, BeforeLock: func() {
+		if armed.Load() && h.deletingRecorded(id) {
+			once.Do(func() { close(reached); <-gate })
+		}
+	}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { deleter.Close() })
+	armed.Store(true)
+	delDone := make(chan error, 1)
+	go func() { delDone <- deleter.DeleteSnapshot(h.ctx, "mem", id, nil) }()
+	select {
+	case <-reached:
+	case err := <-delDone:
+		h.t.Fatalf("the snapshot's delete returned before it took a lock with its delete recorded: %v", err)
+	case <-time.After(30 * time.Second):
+		h.t.Fatal("the snapshot's delete never took a lock with its delete recorded")
+	}
+	return gate, delDone
+}
+
 // whenWaitingForAnyLock returns ctx with a progress watcher that closes waiting once the
 // operation run with it says it waits for a lock another volctl holds.
 func whenWaitingForAnyLock(ctx context.Context) (_ context.Context, waiting <-chan struct{}) {
@@ -372,34 +404,7 @@ func TestReleaseDuringAnExpandWaitsForItsNodeExpansion(t *testing.T) {
 func TestSnapshotCreateAnsweredWithOneAboutToBeDeletedAsksAgainAfterTheDelete(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
-	// The deleting volctl, held at the first lock it takes once its delete is recorded: its
-	// controller lock, for DeleteSnapshot.
-	var armed atomic.Bool
-	reached, gate := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	deleter, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts, BeforeLock: func() {
-		if armed.Load() && h.deletingRecorded(s.ID) {
-			once.Do(func() { close(reached); <-gate })
-		}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { deleter.Close() })
-	armed.Store(true)
-	delDone := make(chan error, 1)
-	go func() { delDone <- deleter.DeleteSnapshot(h.ctx, "mem", s.ID, nil) }()
-	select {
-	case <-reached:
-	case err := <-delDone:
-		t.Fatalf("the delete returned before its controller lock: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the delete never got to its controller lock")
-	}
-	if !h.deletingRecorded(s.ID) {
-		close(gate)
-		t.Fatal("the delete held at its controller lock has not recorded its delete")
-	}
+	gate, delDone := h.deleteHeldOnceRecorded(s.ID)
 	ctx, waiting := whenWaitingForAnyLock(h.ctx)
 	type result struct {
 		info SnapshotInfo
