@@ -1,6 +1,7 @@
 package nomad
 
 import (
+	"cmp"
 	"compress/gzip"
 	"context"
 	"crypto/tls"
@@ -97,10 +98,13 @@ func NewClient(address string) (*Client, error) {
 		cfg.Address = address
 	}
 	creds := []string{cfg.SecretID}
+	// basic notes a basic auth credential: its password, or its user when it has none (an API
+	// key a proxy or gateway takes as the user, NOMAD_ADDR=https://KEY@host or
+	// NOMAD_HTTP_AUTH=KEY: the only credential the request carries), and its header's encoding.
 	basic := func(user, password string) {
-		creds = append(creds, password, base64.StdEncoding.EncodeToString([]byte(user+":"+password)))
+		creds = append(creds, cmp.Or(password, user), base64.StdEncoding.EncodeToString([]byte(user+":"+password)))
 	}
-	if a := cfg.HttpAuth; a != nil && a.Password != "" {
+	if a := cfg.HttpAuth; a != nil && (a.Password != "" || a.Username != "") {
 		basic(a.Username, a.Password)
 	}
 	// shown is the address for messages and the handover mark: without a password in it. One
@@ -109,10 +113,15 @@ func NewClient(address string) (*Client, error) {
 	shown := hiddenUserinfo(cfg.Address)
 	u, perr := url.Parse(cfg.Address)
 	if perr == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok {
+		pw, _ := u.User.Password()
+		if pw != "" || u.User.Username() != "" {
 			basic(u.User.Username(), pw)
 		}
 		shown = u.Redacted()
+		if pw == "" && u.User.Username() != "" {
+			// A user with no password is the credential: hidden as Redacted hides a password.
+			shown = hiddenUserinfo(u.String())
+		}
 	}
 	// Longest first, so that a credential holding another is replaced whole.
 	sort.Slice(creds, func(i, j int) bool { return len(creds[i]) > len(creds[j]) })
