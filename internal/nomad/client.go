@@ -25,6 +25,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -96,6 +97,9 @@ func NewClient(address string) (*Client, error) {
 	cfg := api.DefaultConfig()
 	if address != "" {
 		cfg.Address = address
+	}
+	if err := strayCredential(cfg.SecretID, os.Getenv("NOMAD_HTTP_AUTH")); err != nil {
+		return nil, err
 	}
 	creds := []string{cfg.SecretID}
 	// basic notes a basic auth credential: its password, or its user when it has none (an API
@@ -194,6 +198,22 @@ func speakable(address, shown string) error {
 		return fmt.Errorf("Nomad at %s: NOMAD_ADDR=%s must start with http://, https:// or unix://: NOMAD_ADDR=http://%s (https:// if Nomad's tls block enables TLS for its HTTP API)", shown, shown, shown)
 	}
 	return fmt.Errorf("Nomad at %s: NOMAD_ADDR=%s must start with http://, https:// or unix://", shown, shown)
+}
+
+// strayCredential refuses NOMAD_TOKEN (token) with stray text about it (spec.StrayText: a
+// newline from $(cat FILE), a CR from a CRLF file, a blank before or after it), and
+// NOMAD_HTTP_AUTH (auth) with a control character (a password may begin or end with a blank),
+// naming the variable, never its value. A token's control character failed every request in
+// Go's words ("invalid header field value"), with advice to check that Nomad runs; a blank
+// was sent on, and Nomad's refusal read as a token it does not know.
+func strayCredential(token, auth string) error {
+	if stray := spec.StrayText(token); stray != "" {
+		return fmt.Errorf("NOMAD_TOKEN %s: set it to the token's secret ID without it", stray)
+	}
+	if strings.IndexFunc(auth, unicode.IsControl) >= 0 {
+		return fmt.Errorf("NOMAD_HTTP_AUTH %s: set it to USER:PASSWORD without it", spec.StrayText(auth))
+	}
+	return nil
 }
 
 // hiddenUserinfo is address with what may be a user and password before its host (between

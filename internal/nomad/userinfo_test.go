@@ -47,3 +47,32 @@ func TestNomadUserOnlyCredentialIsNotShown(t *testing.T) {
 		}
 	}
 }
+
+// NOMAD_TOKEN (or NOMAD_HTTP_AUTH) with a stray newline, CR or blank — read from a file with
+// $(cat FILE), a CRLF file, a paste — is refused before any request, naming the variable and
+// never its value, as NOMAD_ADDR is. Before, a control character made every request fail in
+// Go's words ("invalid header field value for \"X-Nomad-Token\"") with the advice to check
+// that Nomad runs at NOMAD_ADDR; a blank was sent on, and Nomad's "Permission denied" was
+// read as a token it does not know.
+func TestNomadCredentialWithStrayTextIsNamed(t *testing.T) {
+	const token = "0b5e-acl-token-77c1"
+	for _, c := range []struct{ name, value string }{
+		{"NOMAD_TOKEN", token + "\r"},
+		{"NOMAD_TOKEN", token + "\n"},
+		{"NOMAD_TOKEN", token + " "},
+		{"NOMAD_TOKEN", " " + token},
+		{"NOMAD_HTTP_AUTH", "user:" + token + "\r"},
+	} {
+		t.Setenv("NOMAD_TOKEN", "")
+		t.Setenv("NOMAD_HTTP_AUTH", "")
+		t.Setenv(c.name, c.value)
+		_, err := NewClient("http://127.0.0.1:4646")
+		if err == nil {
+			t.Errorf("%s=%q: no error", c.name, c.value)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.name+" ") || strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), "without it") {
+			t.Errorf("%s=%q: %v\nwant it to name %s, not its value, and say what to write", c.name, c.value, err, c.name)
+		}
+	}
+}
