@@ -108,8 +108,13 @@ func NewClient(address string) (*Client, error) {
 	basic := func(user, password string) {
 		creds = append(creds, cmp.Or(password, user), base64.StdEncoding.EncodeToString([]byte(user+":"+password)))
 	}
-	if a := cfg.HttpAuth; a != nil && (a.Password != "" || a.Username != "") {
-		basic(a.Username, a.Password)
+	userinfo := func(ui *url.Userinfo) {
+		if pw, _ := ui.Password(); pw != "" || ui.Username() != "" {
+			basic(ui.Username(), pw)
+		}
+	}
+	if a := cfg.HttpAuth; a != nil {
+		userinfo(url.UserPassword(a.Username, a.Password))
 	}
 	// shown is the address for messages and the handover mark: without a password in it. One
 	// url.Parse does not read as user:password@host (a '#', '/' or '?' in the password ends its
@@ -117,14 +122,19 @@ func NewClient(address string) (*Client, error) {
 	shown := hiddenUserinfo(cfg.Address)
 	u, perr := url.Parse(cfg.Address)
 	if perr == nil && u.User != nil {
-		pw, _ := u.User.Password()
-		if pw != "" || u.User.Username() != "" {
-			basic(u.User.Username(), pw)
-		}
+		userinfo(u.User)
 		shown = u.Redacted()
-		if pw == "" && u.User.Username() != "" {
+		if pw, _ := u.User.Password(); pw == "" && u.User.Username() != "" {
 			// A user with no password is the credential: hidden as Redacted hides a password.
 			shown = hiddenUserinfo(u.String())
+		}
+	}
+	if perr == nil && !strings.EqualFold(u.Scheme, "unix") {
+		// The forward proxy's credentials (HTTP_PROXY=http://USER:PASSWORD@HOST), which every
+		// request through it carries in its Proxy-Authorization header: its 407 page may echo
+		// them.
+		if pu, err := http.ProxyFromEnvironment(&http.Request{URL: u}); err == nil && pu != nil && pu.User != nil {
+			userinfo(pu.User)
 		}
 	}
 	// Longest first, so that a credential holding another is replaced whole.
