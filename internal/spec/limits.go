@@ -203,6 +203,10 @@ func (d *decoder) checkSecrets(m *stringMap) {
 	d.checkCSIMap(m)
 }
 
+// PlaceholderSummary is the summary of the error that refuses a placeholder (placeholder), for
+// `volctl export nomad` to tell the placeholders it wrote on purpose from another error.
+const PlaceholderSummary = "Placeholder, not a value"
+
 // placeholder refuses Redacted as the value of what (`secret "token"`, "mount_flags[0]"): the
 // placeholder `volctl export nomad` writes, without --include-secrets, for stands (a secret
 // value, a mount flag, a context value holding a secret), and Nomad answers a volume's mount
@@ -214,7 +218,7 @@ func (d *decoder) placeholder(rng hcl.Range, what, stands string) {
 	if strings.HasPrefix(what, "mount_flags[") {
 		nomads = ", and Nomad answers a volume's mount flags as"
 	}
-	d.errorf(rng, "Placeholder, not a value", "The value of %s is %s, the placeholder volctl export nomad writes for %s without --include-secrets%s: "+
+	d.errorf(rng, PlaceholderSummary, "The value of %s is %s, the placeholder volctl export nomad writes for %s without --include-secrets%s: "+
 		"it is not the value, and the plugin would be given it as one. Write the real value here, or export the volume again with --include-secrets.",
 		what, Redacted, stands, nomads)
 }
