@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -495,7 +496,29 @@ func (d *decoder) mountOptions(b *hcl.Block) *MountOptions {
 			d.errorf(c.Attributes["mount_flags"].Expr.Range(), "Value too long",
 				"mount_flags hold %d bytes; the CSI spec limits them to %d bytes (4 KiB) in total.", total, MaxCSIMountOpts)
 		}
+		if slices.Contains(flags, Redacted) {
+			rngs := mountFlagRanges(c.Attributes["mount_flags"].Expr, len(flags))
+			for i, f := range flags {
+				if f == Redacted {
+					d.placeholder(rngs[i], fmt.Sprintf("mount_flags[%d]", i), "a mount flag")
+				}
+			}
+		}
 		out.MountFlags = MountFlags(flags)
+	}
+	return out
+}
+
+// mountFlagRanges are the source ranges of the n mount flags expr lists: each its item's, or
+// expr's own when it is not a list of n items written out.
+func mountFlagRanges(expr hcl.Expression, n int) []hcl.Range {
+	out := make([]hcl.Range, n)
+	items, diags := hcl.ExprList(expr)
+	for i := range out {
+		out[i] = expr.Range()
+		if !diags.HasErrors() && len(items) == n {
+			out[i] = items[i].Range()
+		}
 	}
 	return out
 }
