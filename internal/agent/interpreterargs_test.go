@@ -314,6 +314,7 @@ func TestRelativeArgsWithoutAWorkingDirectoryAreRefused(t *testing.T) {
 		{node, []string{"-r", "hook", "/x.js"}, safe, "node_modules"}, // /tmp/node_modules, any user's to make
 		{node, []string{"-r", "node:fs", "/x.js"}, "", ""},
 		{node, []string{"-r", "./hook.js", "/x.js"}, open, filepath.Join(open, "hook.js")},
+		{node, []string{"-r", "file:hook.js", "/x.js"}, open, filepath.Join(open, "hook.js")},
 	} {
 		err := untrustedArgs("cmd", tt.path, tt.args, nil, tt.wd)
 		switch {
@@ -426,6 +427,42 @@ func TestEnvUnsetAndIgnoreEnvironment(t *testing.T) {
 			t.Errorf("env %q: %v; want it run", tt.args, err)
 		case tt.bad != "" && (err == nil || !strings.Contains(err.Error(), tt.bad)):
 			t.Errorf("env %q: %v; want it refused, naming %s", tt.args, err, tt.bad)
+		}
+	}
+}
+
+// Inline code ends python's options (-c, -m: what follows is the code's argv), but not perl's,
+// ruby's or node's, whose -e takes the code as its value with more options after it, nor a
+// shell's, whose -c is a flag, the code the first argument no option takes: what those later
+// options load is checked. Before, the reader stopped at the first -e or -c.
+func TestOptionsAfterInlineCodeAreRead(t *testing.T) {
+	safe, open := argsDirs(t)
+	fake := func(name string) string { return argsWrite(t, filepath.Join(safe, name), "") }
+	perl, ruby, node, py := fake("perl"), fake("ruby"), fake("node"), fake("python3")
+	sh := argsLook(t, "sh")
+	evil := filepath.Join(open, "evil")
+	for _, tt := range []struct {
+		path string
+		args []string
+		env  []string
+		bad  string
+	}{
+		{perl, []string{"-e", "use Foo", "-Mlib=" + open}, nil, open},
+		{perl, []string{"-we", "use Foo", "-I", open}, nil, open},
+		{ruby, []string{"-e", "require 'x'", "-I", open}, nil, open},
+		{node, []string{"-e", "1", "-r", evil}, nil, open},
+		{node, []string{"--eval", "1", "--require=" + evil}, nil, open},
+		{sh, []string{"-c", "-l", "true"}, []string{"HOME=" + open}, open},
+		{sh, []string{"-c", "true", "-l"}, []string{"HOME=" + open}, ""}, // -l is $0 there
+		{perl, []string{"-e", "1", evil}, nil, ""},                       // an argument of the code
+		{py, []string{"-c", "1", "-X", evil}, nil, ""},                   // the code's argv
+	} {
+		err := untrustedArgs("cmd", tt.path, tt.args, tt.env, "/")
+		switch {
+		case tt.bad == "" && err != nil:
+			t.Errorf("%s %q with %q: %v; want it run", filepath.Base(tt.path), tt.args, tt.env, err)
+		case tt.bad != "" && (err == nil || !strings.Contains(err.Error(), tt.bad)):
+			t.Errorf("%s %q with %q: %v; want it refused, naming %s", filepath.Base(tt.path), tt.args, tt.env, err, tt.bad)
 		}
 	}
 }

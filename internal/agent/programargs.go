@@ -54,6 +54,11 @@ type interpreter struct {
 	// dashEnds says a lone "-" ends the options as "--" does, the script next (a shell's);
 	// otherwise it is the script read from stdin.
 	dashEnds bool
+	// inlineEnds says an inline option ends the options, what follows the code's own
+	// arguments (python's -c and -m). Otherwise the options go on: a shell's -c is a flag,
+	// the code the first argument no option takes; perl's, ruby's and node's -e take the code
+	// as their value, and more options may follow (perl -e CODE -Mlib=DIR).
+	inlineEnds bool
 	// zsh reads ZDOTDIR's (or HOME's) .zshenv before any script.
 	zsh bool
 	// loader is the dynamic loader run as a program: its script is an ELF program, checked
@@ -115,7 +120,7 @@ var (
 	shell = interpreter{name: "the shell", inline: "cs", value: "oO", startup: "il", dashEnds: true,
 		long: map[string]string{"--rcfile": "path", "--init-file": "path", "--login": "startup"}}
 	zsh    = interpreter{name: "zsh", inline: "cs", value: "oO", startup: "il", dashEnds: true, zsh: true, long: map[string]string{"--login": "startup", "--interactive": "startup"}}
-	python = interpreter{name: "python", inline: "cm", value: "WXQ", noEnv: "EI", safePath: "IP", long: map[string]string{"--check-hash-based-pycs": "value"}}
+	python = interpreter{name: "python", inline: "cm", inlineEnds: true, value: "WXQ", noEnv: "EI", safePath: "IP", long: map[string]string{"--check-hash-based-pycs": "value"}}
 	perl   = interpreter{name: "perl", inline: "eE", value: "", lib: "Mm", path: "I", attached: "xil0CdDFV"}
 	ruby   = interpreter{name: "ruby", inline: "e", value: "CE", module: "r", path: "I", attached: "0FKTWxi"}
 	node   = interpreter{name: "node", inline: "ep", value: "C", module: "r", long: nodeLong, strictLong: true}
@@ -195,6 +200,10 @@ func (i *interpreter) parse(args []string) parsed {
 			return ""
 		}
 		switch {
+		case p.inline && !strings.HasPrefix(a, "-") && !(i.dashEnds && strings.HasPrefix(a, "+")):
+			return p // the inline code's (a shell's -c) or its arguments
+		case p.inline && (a == "--" || a == "-"):
+			return p
 		case a == "--" || (a == "-" && i.dashEnds):
 			if k+1 < len(args) {
 				p.script = args[k+1]
@@ -228,7 +237,9 @@ func (i *interpreter) parse(args []string) parsed {
 			switch kind {
 			case "inline":
 				p.inline = true
-				return p
+				if i.inlineEnds {
+					return p
+				}
 			case "path":
 				p.paths = append(p.paths, argCode{name, v})
 			case "module":
@@ -257,7 +268,15 @@ func (i *interpreter) parse(args []string) parsed {
 				switch {
 				case has(i.inline):
 					p.inline = true
-					return p
+					switch {
+					case i.inlineEnds:
+						return p
+					case !i.dashEnds: // the code is its value
+						if j == len(a)-1 {
+							next()
+						}
+						j = len(a)
+					}
 				case has(i.attached):
 					j = len(a)
 				case has(i.value) || has(i.path) || has(i.module) || has(i.lib):
@@ -458,10 +477,17 @@ func untrustedArgsAt(command, path string, args, env []string, depth int, wd str
 // untrustedEnv's), or node's package, looked up in the node_modules of wd and each directory
 // above it before NODE_PATH's: each is checked, made or not (wd unknown: the name is relative).
 func untrustedModule(command string, in *interpreter, m argCode, wd string) error {
-	name := strings.TrimPrefix(m.path, "file://")
+	name := m.path
+	rest, url := strings.CutPrefix(name, "file:")
+	if url {
+		name = strings.TrimPrefix(rest, "//") // file:///x is /x; file:x a relative URL, x
+		if name == "" {
+			name = "."
+		}
+	}
 	var names []string
 	switch {
-	case strings.HasPrefix(name, "/") || strings.HasPrefix(name, "./") || strings.HasPrefix(name, "../") || name == "." || name == "..":
+	case url || strings.HasPrefix(name, "/") || strings.HasPrefix(name, "./") || strings.HasPrefix(name, "../") || name == "." || name == "..":
 		names = []string{name}
 	case strings.HasPrefix(name, "~"):
 		names = []string{name} // relative: refused
