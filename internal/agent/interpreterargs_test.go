@@ -316,13 +316,7 @@ func TestRelativeArgsWithoutAWorkingDirectoryAreRefused(t *testing.T) {
 		{node, []string{"-r", "./hook.js", "/x.js"}, open, filepath.Join(open, "hook.js")},
 		{node, []string{"-r", "file:hook.js", "/x.js"}, open, filepath.Join(open, "hook.js")},
 	} {
-		err := untrustedArgs("cmd", tt.path, tt.args, nil, tt.wd)
-		switch {
-		case tt.bad == "" && err != nil:
-			t.Errorf("%s %q in %q: %v; want it run", tt.path, tt.args, tt.wd, err)
-		case tt.bad != "" && (err == nil || !strings.Contains(err.Error(), tt.bad)):
-			t.Errorf("%s %q in %q: %v; want it refused, naming %s", tt.path, tt.args, tt.wd, err, tt.bad)
-		}
+		checkUntrustedArgs(t, tt.path, tt.args, nil, tt.wd, tt.bad)
 	}
 }
 
@@ -377,13 +371,7 @@ func TestStartupFilesAreCheckedOnlyWhereRead(t *testing.T) {
 		{py, []string{"-i"}, []string{"PYTHONSTARTUP=" + filepath.Join(open, "s.py")}, open},
 		{py, []string{"-E", "-i"}, []string{"PYTHONSTARTUP=" + filepath.Join(open, "s.py")}, ""},
 	} {
-		err := untrustedArgs("cmd", tt.path, tt.args, tt.env, safe)
-		switch {
-		case tt.bad == "" && err != nil:
-			t.Errorf("%s %q with %q: %v; want it run", tt.path, tt.args, tt.env, err)
-		case tt.bad != "" && (err == nil || !strings.Contains(err.Error(), tt.bad)):
-			t.Errorf("%s %q with %q: %v; want it refused, naming %s", tt.path, tt.args, tt.env, err, tt.bad)
-		}
+		checkUntrustedArgs(t, tt.path, tt.args, tt.env, safe, tt.bad)
 	}
 }
 
@@ -421,13 +409,7 @@ func TestEnvUnsetAndIgnoreEnvironment(t *testing.T) {
 		{[]string{"sh", ok}, open},
 		{[]string{"-i", "LD_PRELOAD=" + filepath.Join(open, "x.so"), "sh", ok}, open},
 	} {
-		err := untrustedArgs("env", env, tt.args, bad, safe)
-		switch {
-		case tt.bad == "" && err != nil:
-			t.Errorf("env %q: %v; want it run", tt.args, err)
-		case tt.bad != "" && (err == nil || !strings.Contains(err.Error(), tt.bad)):
-			t.Errorf("env %q: %v; want it refused, naming %s", tt.args, err, tt.bad)
-		}
+		checkUntrustedArgs(t, env, tt.args, bad, safe, tt.bad)
 	}
 }
 
@@ -457,12 +439,19 @@ func TestOptionsAfterInlineCodeAreRead(t *testing.T) {
 		{perl, []string{"-e", "1", evil}, nil, ""},                       // an argument of the code
 		{py, []string{"-c", "1", "-X", evil}, nil, ""},                   // the code's argv
 	} {
-		err := untrustedArgs("cmd", tt.path, tt.args, tt.env, "/")
-		switch {
-		case tt.bad == "" && err != nil:
-			t.Errorf("%s %q with %q: %v; want it run", filepath.Base(tt.path), tt.args, tt.env, err)
-		case tt.bad != "" && (err == nil || !strings.Contains(err.Error(), tt.bad)):
-			t.Errorf("%s %q with %q: %v; want it refused, naming %s", filepath.Base(tt.path), tt.args, tt.env, err, tt.bad)
-		}
+		checkUntrustedArgs(t, tt.path, tt.args, tt.env, "/", tt.bad)
+	}
+}
+
+// checkUntrustedArgs checks untrustedArgs of the program at path run with args and env in wd:
+// with bad "", that it passes; else that it refuses, naming bad.
+func checkUntrustedArgs(t *testing.T, path string, args, env []string, wd, bad string) {
+	t.Helper()
+	err := untrustedArgs("cmd", path, args, env, wd)
+	switch {
+	case bad == "" && err != nil:
+		t.Errorf("%s %q with %q in %q: %v; want it run", filepath.Base(path), args, env, wd, err)
+	case bad != "" && (err == nil || !strings.Contains(err.Error(), bad)):
+		t.Errorf("%s %q with %q in %q: %v; want it refused, naming %s", filepath.Base(path), args, env, wd, err, bad)
 	}
 }

@@ -658,8 +658,22 @@ func untrustedEnvArgs(command string, args, env []string, depth int, wd string) 
 	split := func(k int, v string) []string {
 		return slices.Concat(args[:k+1], strings.Fields(v), args[k+1:])
 	}
+	var k int
+	// apply is env's option c (its short letter) with its value v.
+	apply := func(c byte, v string) {
+		switch c {
+		case 'i':
+			env = nil
+		case 'u':
+			unset(v)
+		case 'C':
+			wd = envChdir(wd, v)
+		case 'S':
+			args = split(k, v)
+		}
+	}
 args:
-	for k := 0; k < len(args); k++ {
+	for k = 0; k < len(args); k++ {
 		a := args[k]
 		next := func() string {
 			if k+1 < len(args) {
@@ -678,44 +692,23 @@ args:
 			env = nil // as -i
 		case strings.HasPrefix(a, "--"):
 			opt, v, eq := strings.Cut(a, "=")
-			switch opt {
-			case "--ignore-environment":
-				env = nil
-			case "--unset", "--chdir", "--split-string", "--argv0":
-				if !eq {
-					v = next()
-				}
-				switch opt {
-				case "--unset":
-					unset(v)
-				case "--chdir":
-					wd = envChdir(wd, v)
-				case "--split-string":
-					args = split(k, v)
-				}
+			c := envLong[opt]
+			if c != 0 && c != 'i' && !eq {
+				v = next()
 			}
+			apply(c, v)
 		case strings.HasPrefix(a, "-"):
 			for j := 1; j < len(a); j++ {
 				c := a[j]
-				if c == 'i' {
-					env = nil
-					continue
-				}
 				if strings.IndexByte("uCSaP", c) < 0 {
+					apply(c, "")
 					continue
 				}
 				v := a[j+1:]
 				if v == "" {
 					v = next()
 				}
-				switch c {
-				case 'u':
-					unset(v)
-				case 'C':
-					wd = envChdir(wd, v)
-				case 'S':
-					args = split(k, v)
-				}
+				apply(c, v)
 				break
 			}
 		case strings.Contains(a, "="):
@@ -759,6 +752,9 @@ args:
 	}
 	return untrustedArgsAt(command, found, rest, env, depth+1, wd)
 }
+
+// envLong are env(1)'s long options that act, by their short letter.
+var envLong = map[string]byte{"--ignore-environment": 'i', "--unset": 'u', "--chdir": 'C', "--split-string": 'S', "--argv0": 'a'}
 
 // envChdir is the working directory env -C dir gives the program it runs, started in wd: dir
 // itself, or, relative, wd's (wd unknown: relative still, which the checks refuse).
