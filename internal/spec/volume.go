@@ -300,14 +300,15 @@ func (d *decoder) size(attr *hcl.Attribute) int64 {
 		return 0
 	}
 	if nomad, ok := nomadSize(s); ok && nomad != n {
-		// Nomad multiplies in floating point: read the size as it does, so that a volume is
-		// the same created by either, and say how to ask for the exact bytes.
+		// Nomad multiplies in floating point. volctl keeps the exact bytes written (a volume
+		// made or registered from the file before keeps its size: a reading that moved would
+		// refuse the same file again as a shrink, and `volume expand --size` reads the same
+		// text exactly), and says how to write a size both read alike.
 		advice := "no form of it reads alike in both (Nomad holds only some sizes past 2^53 bytes)"
 		if f := FormatSize(n); func() bool { m, ok := nomadSize(f); return ok && m == n }() {
-			advice = fmt.Sprintf("to ask for %d bytes, write %q, which both read alike", n, f)
+			advice = fmt.Sprintf("write %q, which both read as %d bytes", f, n)
 		}
-		d.warnf(attr.Expr.Range(), "Capacity read as Nomad reads it", "%s: Nomad reads %q as %d bytes, not %d (it multiplies the number by the unit in floating point), and volctl reads it as Nomad does, so that the volume is the same created by either; %s.", attr.Name, s, nomad, n, advice)
-		n = nomad
+		d.warnf(attr.Expr.Range(), "Capacity Nomad reads otherwise", "%s: volctl reads %q as %d bytes, Nomad as %d (it multiplies the number by the unit in floating point and truncates), so `nomad volume create` of this file would ask the plugin for other bytes; %s.", attr.Name, s, n, nomad, advice)
 	}
 	if n == 0 && strings.ContainsAny(s, "123456789") {
 		d.warnf(attr.Expr.Range(), "Capacity under 1 byte", "%s is %q, under 1 byte: a fraction of a byte is dropped, as Nomad drops it, and a capacity of 0 is unset (no %s). Write a size such as \"512MiB\", or remove %s.", attr.Name, s, strings.TrimPrefix(attr.Name, "capacity_")+"imum", attr.Name)
