@@ -603,7 +603,8 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 	}
 	if cl.Target != store.TargetNotAccepted {
 		// Recorded in the commit before NodePublishVolume is sent, and kept until
-		// NodeUnpublishVolume answered: whatever is at the target from here on may be the
+		// NodeUnpublishVolume answered and the target was found holding nothing
+		// (unpublishTarget): whatever is at the target from here on may be the
 		// plugin's (linkedTarget, targetRecorded), whatever it answers, and whatever is
 		// written over the claim's last error since. A restore's acceptance is void: its target
 		// was found unmounted, and this publish may leave the plugin's link there.
@@ -672,7 +673,8 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 // pass and refuse it again, the claim never settled. Whose link it is, the claim's record says
 // (publishSent): whether a NodePublishVolume of it may have been sent is recorded in the
 // commit made just before it is sent (store.TargetNotAccepted), and kept until
-// NodeUnpublishVolume answered, whatever the plugin answered and whatever failure was written
+// NodeUnpublishVolume answered and the target was found holding nothing (unpublishTarget),
+// whatever the plugin answered and whatever failure was written
 // over the claim's last error since:
 //   - one may have been sent: the plugin may have linked the target and then answered an
 //     error (UNAVAILABLE after acting, any error after acting), or its answer may have been
@@ -684,11 +686,14 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 //     finding the link there (targetRecorded) (TestLinkAfterAnUnavailablePublishIsUnpublishedFirst,
 //     TestCrashAfterNodePublishOfALinkedTarget). The price: a link put there by hand since
 //     gets the plugin's NodeUnpublishVolume, as any release of the claim would send it. A link
-//     into volctl's publish directory, or to another volume's staging path (linkedToOthers),
-//     is not: it leads to what another claim holds, which that claim's own release undoes,
-//     and a plugin following it would unmount it from under that claim;
-//   - none was sent (this claim was taken or its target last unpublished since), or the link
-//     leads to what other claims hold: the link is not the plugin's published answer: left
+//     leading (by any reading, fully resolved) to what another claim holds (linkedToOthers) is
+//     not: that claim's own release undoes it, and a plugin following the link would unmount
+//     it from under that claim. The claim stays node-staged all the same, and its rollback
+//     removes the link unfollowed (targetRecorded) and sends NodeUnpublishVolume at the target:
+//     the plugin's publication may be there, the link put in its place since
+//     (TestLinkToOthersAfterASentPublishIsRemovedAndTheTargetUnpublished);
+//   - none was sent (this claim was taken or its target last unpublished since): the link,
+//     wherever it leads, is not the plugin's published answer: left
 //     before (by a plugin under an older volctl), or put there by hand or by another program.
 //     The claim is put back to controller-published, which a release leaves without
 //     NodeUnpublishVolume (a plugin would follow the link and unmount whatever is mounted
@@ -700,7 +705,8 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 // reconcile: a rollback would not send NodeUnpublishVolume through it either
 // (unlinkBeforeTeardown), and only its removal, which the error says, lets either way on. A
 // degraded claim (published once, being restored) is never rolled back: it is held, as for any
-// error.
+// error; the plugin's own link at its target after its restore's publish was sent never gets
+// here (restoresOwnLink).
 func (e *Engine) linkedTarget(v store.Volume, p *checkpoint, c *conn, err error) error {
 	var se *symlinkError
 	if !errors.As(err, &se) {

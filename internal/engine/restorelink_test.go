@@ -26,7 +26,7 @@ func TestRestoresOwnLinkIsUnpublishedNotToldToBeRemovedByHand(t *testing.T) {
 	h.stopServe()
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "node-1"
-	cfg.MakeTarget = linkTargetTo(t.TempDir())
+	cfg.MakeTarget = linkPathTo(t.TempDir())
 	p := csitest.NewMemPlugin(cfg)
 	p.AddVolume(csi.Volume{ID: h.externalID("v")})
 	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(p), csitest.WithFaults(h.faults))

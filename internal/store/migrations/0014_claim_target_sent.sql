@@ -1,5 +1,6 @@
 -- 0014: whether a NodePublishVolume of a claim may have been sent (target_sent), recorded in the
--- commit made just before it is sent and kept until NodeUnpublishVolume answered, beside
+-- commit made just before it is sent and kept until NodeUnpublishVolume answered (the target
+-- found holding nothing), beside
 -- whether the target was accepted (target_accepted, 0011). A link found at a target whose
 -- publish may have been sent, and was never accepted, is the plugin's answer: the way back
 -- sends NodeUnpublishVolume (its chance to remove the link and what it leads to) before any
