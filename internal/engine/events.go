@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"regexp"
 	"strings"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -72,73 +73,103 @@ var EventKinds = []string{
 
 // sameFailure reports whether a failure's message as the store kept it (cut to
 // store.MaxStoredMessage) and a fresh one say the same thing: equal, the fresh one cut as the
-// store cuts it, once every word holding a digit is taken as one placeholder. A plugin's
-// message often carries what changes at every call and says nothing of the failure: a request
-// ID, a timestamp, an attempt or trace number (an SDK's "RequestID: 5b1e…", "at
+// store cuts it, once what looks like an ID or a time is taken as one placeholder
+// (failureWords). A plugin's message often carries what changes at every call and says nothing
+// of the failure: a request ID, a timestamp, a trace number (an SDK's "RequestID: 5b1e…", "at
 // 2026-12-01T14:07:00Z"), and volctl's own words do too (how long a slow attempt took).
 // Compared byte for byte, such a failure was a new one at every reconcile pass, each an event:
 // a plugin failing one volume so pushed the rest of the event log (10,000 rows) out within days
-// (TestFailureWithAChangingRequestIDIsOneEvent). Two failures told apart only by a number
-// ("95% full", "99% full") are taken as one; the command's or pass's report, and a claim's last
-// error, still show the newest words.
-func sameFailure(stored, fresh string) bool {
+// (TestFailureWithAChangingRequestIDIsOneEvent). Any other number is the failure's own: an HTTP
+// status, an errno, an exit status, an address, a host or device (`node-2`, `nvme1n1`) told
+// apart from another by its number (TestFailureChangingOnlyItsStatusNumberIsRecorded).
+func sameFailure(stored, fresh string) bool { return sameFailureOf(stored, fresh, "") }
+
+// sameFailureOf is sameFailure for a failure whose message begins with own, the words volctl
+// writes naming what failed (a snapshot's name, a node expansion's path and size): those must
+// be stored as they are, whatever digits they hold, for the rest to be compared. Two snapshots
+// named by their date are two objects, not one failure (TestAnotherSnapshotsCreateFailureIsRecorded).
+func sameFailureOf(stored, fresh, own string) bool {
 	fresh = spec.Cut(fresh, store.MaxStoredMessage)
-	return stored == fresh || failureWords(stored) == failureWords(fresh)
+	rest, ok := strings.CutPrefix(stored, own)
+	freshRest, freshOK := strings.CutPrefix(fresh, own)
+	return ok && freshOK && (rest == freshRest || failureWords(rest) == failureWords(freshRest))
 }
 
-// failureWords is msg with each word that holds a digit written "#": a word is a run of ASCII
-// letters and digits, a '.' or ':' between two of them joining it ("1.5s", "14:07:00.123").
+// timeLike matches an RFC 3339 timestamp, a time of day and a Go duration ("1.5s", "3m20s").
+var timeLike = regexp.MustCompile(`\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?` +
+	`|\b\d\d?:\d\d:\d\d(?:\.\d+)?\b` +
+	`|\b(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+\b`)
+
+// hexRun matches a word of hex digits, dashes between them (a UUID), which idRun keeps unless
+// it looks like an ID.
+var hexRun = regexp.MustCompile(`\b[0-9A-Fa-f]+(?:-[0-9A-Fa-f]+)*\b`)
+
+// failureWords is msg with each timestamp, time of day, duration and ID written "#": an ID is
+// a run of hex digits (dashes between them allowed) of 8 or more holding a digit, or of 6
+// decimal digits or more. Short numbers, and words of letters and digits, stay as they are.
 func failureWords(msg string) string {
-	var b strings.Builder
-	b.Grow(len(msg))
-	for i := 0; i < len(msg); {
-		if !alnum(msg[i]) {
-			b.WriteByte(msg[i])
-			i++
-			continue
+	return hexRun.ReplaceAllStringFunc(timeLike.ReplaceAllLiteralString(msg, "#"), idRun)
+}
+
+// idRun is m, a run of hex digits and dashes, or "#" when it looks like an ID.
+func idRun(m string) string {
+	hex, decimal := 0, 0
+	for i := 0; i < len(m); i++ {
+		switch c := m[i]; {
+		case c >= '0' && c <= '9':
+			hex++
+			decimal++
+		case c != '-':
+			hex++
 		}
-		j, digit := i, false
-		for ; j < len(msg) && (alnum(msg[j]) || joins(msg, j)); j++ {
-			digit = digit || msg[j] >= '0' && msg[j] <= '9'
-		}
-		if digit {
-			b.WriteByte('#')
-		} else {
-			b.WriteString(msg[i:j])
-		}
-		i = j
 	}
-	return b.String()
+	if decimal >= 6 && decimal == hex || hex >= 8 && decimal > 0 {
+		return "#"
+	}
+	return m
 }
 
-// joins reports whether msg[j] is a '.' or ':' between two letters or digits.
-func joins(msg string, j int) bool {
-	return (msg[j] == '.' || msg[j] == ':') && j > 0 && j+1 < len(msg) && alnum(msg[j-1]) && alnum(msg[j+1])
-}
-
-func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+// failureLookback is how many of a volume's newest events appendFailure compares a failure
+// with: a plugin alternating between two or three failures (busy at one pass, an operation
+// pending at the next) is still an event per failure, not one per pass
+// (TestDeleteAlternatingTwoFailuresIsBounded). It bounds the read too: a volume whose own
+// events fill the log is read for these few rows only, through events_volume.
+const failureLookback = 4
 
 // appendFailure appends ev, a failure that a reconcile pass (or a command run again) meets
-// again until the plugin changes its mind, unless the newest event of its kind on its volume
-// and plugin is the same failure (sameFailure, of the same RPC and code): a deleting volume
-// whose plugin keeps failing its DeleteVolume, or keeps listing it, is one event, not one per
-// pass, as a claim left for reconcile is (recordFailure). Anything else recorded in between of
-// that kind (the delete refused, a snapshot taken) makes the next failure an event again.
-func appendFailure(tx *store.Tx, ev *store.Event) error {
-	last, err := tx.Events().Recent(1, store.EventFilter{Kind: ev.Kind, VolumeID: ev.VolumeID, PluginID: ev.PluginID})
+// again until the plugin changes its mind, unless it is already recorded: one of the
+// volume's failureLookback newest events, of any kind, before any of another kind or plugin,
+// is the same failure (sameFailureOf, own the words volctl wrote naming its object, of the
+// same RPC and code). A deleting volume whose plugin keeps failing its DeleteVolume, or keeps
+// listing it, is one event, not one per pass, as a claim left for reconcile is
+// (recordFailure). Anything else recorded on the volume in between (the delete refused, a
+// snapshot taken, the volume deregistered and created again under its ID) makes the next
+// failure an event again (TestNewCreateOfAReusedIDIsRecorded). A failure of no volume (a
+// snapshot whose source volctl never knew) is compared with its plugin's events of its kind.
+func appendFailure(tx *store.Tx, ev *store.Event, own string) error {
+	f := store.EventFilter{VolumeID: ev.VolumeID}
+	if ev.VolumeID == "" {
+		f = store.EventFilter{Kind: ev.Kind, PluginID: ev.PluginID}
+	}
+	recent, err := tx.Events().Recent(failureLookback, f)
 	if err != nil {
 		return err
 	}
-	if len(last) == 1 && last[0].RPC == ev.RPC && last[0].Code == ev.Code && sameFailure(last[0].Message, ev.Message) {
-		return nil
+	for _, r := range recent {
+		if r.Kind != ev.Kind || r.PluginID != ev.PluginID {
+			break
+		}
+		if r.RPC == ev.RPC && r.Code == ev.Code && sameFailureOf(r.Message, ev.Message, own) {
+			return nil
+		}
 	}
 	return tx.Events().Append(ev)
 }
 
 // failureEvent is appendFailure in its own transaction, logging (not returning) a failure to
-// write it, as event does.
-func (e *Engine) failureEvent(ctx context.Context, ev *store.Event) {
-	if err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error { return appendFailure(tx, ev) }); err != nil {
+// write it, as event does. own begins ev.Message: volctl's words naming what failed.
+func (e *Engine) failureEvent(ctx context.Context, ev *store.Event, own string) {
+	if err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error { return appendFailure(tx, ev, own) }); err != nil {
 		e.log.Warn("writing the event log", "err", err)
 	}
 }
