@@ -599,14 +599,24 @@ func flappingMark(id string) string { return fmt.Sprintf("plugin %q is flapping"
 
 // recordHealth records in the event log what a probe of plugin id found, before being the
 // health its row held: a change (healthEvent, bounded by appendHealthEvent), or, for a health
-// unchanged since the row's last reading, its settling after the changes appendHealthEvent left
-// unrecorded (settledHealthEvent).
+// unchanged since the row's last reading in another settleCheckEvery slot, its settling after
+// the changes appendHealthEvent left unrecorded (healthSinceEvent).
 func recordHealth(tx *store.Tx, id string, before, after store.Health, now time.Time) error {
 	if ev := healthEvent(id, before, after); ev != nil {
 		return appendHealthEvent(tx, ev, now, before.ProbedAt.IsZero())
 	}
+	if before.ProbedAt.IsZero() || before.ProbedAt.Truncate(settleCheckEvery).Equal(now.Truncate(settleCheckEvery)) {
+		return nil
+	}
 	return healthSinceEvent(tx, id, after, now, false)
 }
+
+// settleCheckEvery is how often a probe that found a plugin's health unchanged reads its newest
+// health event (healthSinceEvent): at the first probe in each such slot of the clock, as the
+// row's last probe tells, whichever process probes. The events table has no index by plugin: a
+// stable plugin's newest health event is far back in a busy log, and reading back to it at
+// every probe (every 30 s, and every `plugin status`) cost 1.5 ms of CPU each (BENCHMARKS.md).
+const settleCheckEvery = 10 * time.Minute
 
 // appendHealthEvent appends ev, a change of a plugin's health (healthEvent), unless the plugin
 // flaps: its newest flapChanges events of health within flapWindow of now. Then the first
@@ -645,14 +655,19 @@ func flapping(recent []store.Event, now time.Time) bool {
 // registered again under its ID stores its health with the registration, no change either
 // (TestReRegisteredPluginsFirstReadingIsRecorded). It reads the event log, not the process's
 // memory: the agent and every command probe the plugin, each in its own process. Its cost is
-// one read of the plugin's newest health events at such a probe or registration.
+// one read of the plugin's newest health event at such a probe (once per settleCheckEvery) or
+// registration, and of its newest flapChanges only when that one says otherwise.
 func healthSinceEvent(tx *store.Tx, id string, h store.Health, now time.Time, registered bool) error {
-	recent, err := tx.Events().Recent(flapChanges, store.EventFilter{Kind: "plugin-health", PluginID: id})
-	if err != nil || len(recent) == 0 || !registered && flapping(recent, now) {
+	f := store.EventFilter{Kind: "plugin-health", PluginID: id}
+	newest, err := tx.Events().Recent(1, f)
+	if err != nil || len(newest) == 0 || eventHealth(id, newest[0].Message) == healthState(h) {
 		return err
 	}
-	if eventHealth(id, recent[0].Message) == healthState(h) {
-		return nil
+	if !registered {
+		recent, err := tx.Events().Recent(flapChanges, f)
+		if err != nil || flapping(recent, now) {
+			return err
+		}
 	}
 	msg := fmt.Sprintf("plugin %q stopped flapping: it became %s", id, healthState(h))
 	if registered {
