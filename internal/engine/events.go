@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"regexp"
 	"strings"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -95,38 +94,158 @@ func sameFailureOf(stored, fresh, own string) bool {
 	return ok && freshOK && (rest == freshRest || failureWords(rest) == failureWords(freshRest))
 }
 
-// timeLike matches an RFC 3339 timestamp, a time of day and a Go duration ("1.5s", "3m20s").
-var timeLike = regexp.MustCompile(`\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?` +
-	`|\b\d\d?:\d\d:\d\d(?:\.\d+)?\b` +
-	`|\b(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+\b`)
-
-// hexRun matches a word of hex digits, dashes between them (a UUID), which idRun keeps unless
-// it looks like an ID.
-var hexRun = regexp.MustCompile(`\b[0-9A-Fa-f]+(?:-[0-9A-Fa-f]+)*\b`)
-
 // failureWords is msg with each timestamp, time of day, duration and ID written "#": an ID is
-// a run of hex digits (dashes between them allowed) of 8 or more holding a digit, or of 6
-// decimal digits or more. Short numbers, and words of letters and digits, stay as they are.
+// a run of hex digits (dashes between them allowed: a UUID) of 8 or more holding a digit, or of
+// 6 decimal digits or more. Short numbers, and words of letters and digits (`node-2`,
+// `nvme1n1`), stay as they are. Each is a whole word: neither letter, digit nor '_' touches it.
+// It is one pass, no regular expression: retry words every failed attempt.
 func failureWords(msg string) string {
-	return hexRun.ReplaceAllStringFunc(timeLike.ReplaceAllLiteralString(msg, "#"), idRun)
+	var b strings.Builder
+	b.Grow(len(msg))
+	for i := 0; i < len(msg); {
+		if !wordByte(msg[i]) {
+			b.WriteByte(msg[i])
+			i++
+			continue
+		}
+		if n := maskedLen(msg[i:]); n > 0 {
+			b.WriteByte('#')
+			i += n
+			continue
+		}
+		j := i
+		for j < len(msg) && wordByte(msg[j]) {
+			j++
+		}
+		b.WriteString(msg[i:j])
+		i = j
+	}
+	return b.String()
 }
 
-// idRun is m, a run of hex digits and dashes, or "#" when it looks like an ID.
-func idRun(m string) string {
-	hex, decimal := 0, 0
-	for i := 0; i < len(m); i++ {
-		switch c := m[i]; {
-		case c >= '0' && c <= '9':
-			hex++
-			decimal++
-		case c != '-':
-			hex++
+// maskedLen is the length of the timestamp, duration or ID, a whole word, that begins s, or 0.
+func maskedLen(s string) int {
+	if !isHex(s[0]) {
+		return 0 // each begins with a digit, or an ID with a hex letter
+	}
+	for _, n := range [...]int{stampLen(s), durationLen(s), idLen(s)} {
+		if n > 0 && (n == len(s) || !wordByte(s[n])) {
+			return n
 		}
 	}
-	if decimal >= 6 && decimal == hex || hex >= 8 && decimal > 0 {
-		return "#"
+	return 0
+}
+
+func wordByte(c byte) bool { return alnum(c) || c == '_' }
+
+func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || isDigit(c) }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func isHex(c byte) bool { return isDigit(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// digitsLen is how many digits begin s.
+func digitsLen(s string) int {
+	n := 0
+	for n < len(s) && isDigit(s[n]) {
+		n++
 	}
-	return m
+	return n
+}
+
+// stampLen is the length of the RFC 3339 timestamp ("2026-12-01T14:07:00.123Z") or the time of
+// day ("14:07:00") that begins s, or 0.
+func stampLen(s string) int {
+	n := 0
+	if len(s) >= 11 && digitsLen(s) == 4 && s[4] == '-' && digitsLen(s[5:]) == 2 && s[7] == '-' && digitsLen(s[8:]) == 2 && (s[10] == 'T' || s[10] == ' ') {
+		n = 11
+	}
+	d := digitsLen(s[n:])
+	if d < 1 || d > 2 || n > 0 && d != 2 {
+		if n > 0 {
+			return 10 // a date alone
+		}
+		return 0
+	}
+	t := n + d
+	for range 2 {
+		if t+3 > len(s) || s[t] != ':' || digitsLen(s[t+1:]) != 2 {
+			if n > 0 {
+				return 10
+			}
+			return 0
+		}
+		t += 3
+	}
+	if t+1 < len(s) && s[t] == '.' && isDigit(s[t+1]) {
+		t += 1 + digitsLen(s[t+1:])
+	}
+	if n == 0 {
+		return t
+	}
+	switch {
+	case t < len(s) && s[t] == 'Z':
+		t++
+	case t+3 <= len(s) && (s[t] == '+' || s[t] == '-') && digitsLen(s[t+1:]) == 2:
+		t += 3
+		if t+3 <= len(s) && s[t] == ':' && digitsLen(s[t+1:]) == 2 {
+			t += 3
+		} else if digitsLen(s[t:]) == 2 {
+			t += 2
+		}
+	}
+	return t
+}
+
+// durationLen is the length of the Go duration ("1.5s", "3m20s", "250µs") that begins s, or 0.
+func durationLen(s string) int {
+	t := 0
+	for {
+		d := digitsLen(s[t:])
+		if d == 0 {
+			return t
+		}
+		u := t + d
+		if u+1 < len(s) && s[u] == '.' && isDigit(s[u+1]) {
+			u += 1 + digitsLen(s[u+1:])
+		}
+		n := 0
+		for _, unit := range []string{"ns", "us", "µs", "ms", "s", "m", "h"} {
+			if strings.HasPrefix(s[u:], unit) {
+				n = len(unit)
+				break
+			}
+		}
+		if n == 0 {
+			return t
+		}
+		t = u + n
+	}
+}
+
+// idLen is the length of the ID that begins s, or 0: a run of hex digits, dashes between them,
+// of 8 or more holding a digit, or of 6 decimal digits or more.
+func idLen(s string) int {
+	t, hex, decimal := 0, 0, 0
+	for t < len(s) {
+		if isHex(s[t]) {
+			hex++
+			if isDigit(s[t]) {
+				decimal++
+			}
+			t++
+			continue
+		}
+		if s[t] == '-' && t > 0 && t+1 < len(s) && isHex(s[t+1]) {
+			t++
+			continue
+		}
+		break
+	}
+	if decimal >= 6 && decimal == hex || hex >= 8 && decimal > 0 {
+		return t
+	}
+	return 0
 }
 
 // failureLookback is how many of a volume's newest events appendFailure compares a failure
