@@ -19,29 +19,14 @@ import (
 // `plugin status` for hours, for ever if the plugin stays as it is.
 func TestFlappingPluginThenSettledIsRecorded(t *testing.T) {
 	h := newHarness(t, nil)
-	now := time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)
-	h.open(Config{Now: func() time.Time { return now }})
-	notReady, ready := false, true
-	probe := func(r *bool) {
-		t.Helper()
-		h.mem.SetReady(r)
-		now = now.Add(30 * time.Second)
-		infos, err := h.e.PluginStatus(h.ctx, "mem")
-		if err != nil || len(infos) != 1 || infos[0].Ready != *r {
-			t.Fatalf("plugin status = %+v, %v; want it read as ready %v", infos, err, *r)
-		}
-	}
+	probe, _ := h.probesOnAClock(30 * time.Second)
 	// Flap: 5 down/up pairs in 5 minutes.
 	for range 5 {
-		probe(&notReady)
-		probe(&ready)
+		probe(false)
+		probe(true)
 	}
 	// It settles in the state the newest recorded event does not say.
-	newest := h.eventsSaying("plugin-health", "")[0]
-	final, word := &ready, "became healthy"
-	if strings.HasPrefix(lastChange(newest), "became healthy") {
-		final, word = &notReady, "became not ready"
-	}
+	final, word := h.unrecordedHealth()
 	// ... and stays so for three hours of the agent's probes (every 30 s).
 	for range 360 {
 		probe(final)
@@ -104,6 +89,34 @@ func TestAnotherSnapshotsStuckDeleteIsRecorded(t *testing.T) {
 
 // lastChange is the change a plugin-health event records: from its last "became".
 func lastChange(msg string) string { return msg[strings.LastIndex(msg, "became "):] }
+
+// probesOnAClock reopens h's engine on a clock the test moves and returns probe, which makes
+// the plugin ready or not, moves the clock by step and reads `plugin status`, which must say
+// so, and later, which moves the clock on.
+func (h *harness) probesOnAClock(step time.Duration) (probe func(ready bool), later func(time.Duration)) {
+	now := time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)
+	h.open(Config{Now: func() time.Time { return now }})
+	probe = func(ready bool) {
+		h.t.Helper()
+		h.mem.SetReady(&ready)
+		now = now.Add(step)
+		infos, err := h.e.PluginStatus(h.ctx, "mem")
+		if err != nil || len(infos) != 1 || infos[0].Ready != ready {
+			h.t.Fatalf("plugin status = %+v, %v; want it read as ready %v", infos, err, ready)
+		}
+	}
+	return probe, func(d time.Duration) { now = now.Add(d) }
+}
+
+// unrecordedHealth is the readiness the plugin's newest health event does not say, and the
+// change that would say it.
+func (h *harness) unrecordedHealth() (ready bool, word string) {
+	h.t.Helper()
+	if strings.HasPrefix(lastChange(h.eventsSaying("plugin-health", "")[0]), "became healthy") {
+		return false, "became not ready"
+	}
+	return true, "became healthy"
+}
 
 // review31b: a deleting volume whose plugin alternates between two failures (an overloaded
 // backend: busy at one pass, an operation pending at the next) is still an event per pass:
@@ -200,30 +213,19 @@ func TestRetriedOutOtherHostsSaysTheLast(t *testing.T) {
 // recorded it. A first reading is always recorded.
 func TestReRegisteredPluginsFirstReadingIsRecorded(t *testing.T) {
 	h := newHarness(t, nil)
-	now := time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)
-	h.open(Config{Now: func() time.Time { return now }})
-	notReady, ready := false, true
-	for i := range 10 {
-		h.mem.SetReady(map[bool]*bool{false: &notReady, true: &ready}[i%2 == 1])
-		now = now.Add(30 * time.Second)
-		if _, err := h.e.PluginStatus(h.ctx, "mem"); err != nil {
-			t.Fatal(err)
-		}
+	probe, _ := h.probesOnAClock(30 * time.Second)
+	for range 5 {
+		probe(false)
+		probe(true)
 	}
 	if err := h.e.DeregisterPlugin(h.ctx, "mem", false); err != nil {
 		t.Fatal(err)
 	}
 	// It comes back in the state the newest recorded event does not say.
-	final, word := &ready, "became healthy"
-	if strings.HasPrefix(lastChange(h.eventsSaying("plugin-health", "")[0]), "became healthy") {
-		final, word = &notReady, "became not ready"
-	}
-	h.mem.SetReady(final)
+	final, word := h.unrecordedHealth()
+	h.mem.SetReady(&final)
 	h.registerPlugin("mem", h.socket)
-	now = now.Add(30 * time.Second)
-	if _, err := h.e.PluginStatus(h.ctx, "mem"); err != nil {
-		t.Fatal(err)
-	}
+	probe(final)
 	if health := h.eventsSaying("plugin-health", ""); !strings.HasPrefix(lastChange(health[0]), word) {
 		t.Fatalf("plugin mem registered again, %s; the newest plugin-health event is %q\nall:\n%s", word, health[0], strings.Join(health, "\n"))
 	}

@@ -242,21 +242,10 @@ func TestRetriedOutFailureOfOneCodeButOtherWordsSaysTheLast(t *testing.T) {
 // window has passed, a change is an event again.
 func TestFlappingPluginHealthIsBoundedInTheEventLog(t *testing.T) {
 	h := newHarness(t, nil)
-	now := time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)
-	h.open(Config{Now: func() time.Time { return now }})
-	notReady, ready := false, true
-	probe := func(r *bool) {
-		t.Helper()
-		h.mem.SetReady(r)
-		now = now.Add(10 * time.Second)
-		infos, err := h.e.PluginStatus(h.ctx, "mem")
-		if err != nil || len(infos) != 1 || infos[0].Ready != *r {
-			t.Fatalf("plugin status = %+v, %v; want it read as ready %v", infos, err, *r)
-		}
-	}
+	probe, later := h.probesOnAClock(10 * time.Second)
 	for range 50 {
-		probe(&notReady)
-		probe(&ready)
+		probe(false)
+		probe(true)
 	}
 	health := h.eventsSaying("plugin-health", "")
 	if len(health) > flapChanges+1 {
@@ -265,8 +254,8 @@ func TestFlappingPluginHealthIsBoundedInTheEventLog(t *testing.T) {
 	if !strings.Contains(health[0], `plugin "mem" is flapping`) || !strings.Contains(health[0], "volctl plugin status mem") {
 		t.Fatalf("newest plugin-health event = %q; want it to say the plugin flaps and where its health is shown", health[0])
 	}
-	now = now.Add(2 * flapWindow)
-	probe(&notReady)
+	later(2 * flapWindow)
+	probe(false)
 	if health := h.eventsSaying("plugin-health", ""); !strings.Contains(health[0], `plugin "mem" became not ready`) {
 		t.Fatalf("newest plugin-health event after the window = %q; want the change recorded again", health[0])
 	}

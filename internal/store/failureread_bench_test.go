@@ -10,12 +10,25 @@ import (
 // any kind, through events_volume (volume_id, id). The volume here is one whose own events fill
 // the log (a volume claimed and released by a periodic job), none of the failure's kind: read
 // by kind, as it was, every one of them was read to find none (3.5–5.2 ms a pass).
-func BenchmarkFailureReadOnABusyVolume(b *testing.B) { benchFailureRead(b, "v") }
+func BenchmarkFailureReadOnABusyVolume(b *testing.B) {
+	benchEventRead(b, fullEventLog(b, "v", "mem"), 4, EventFilter{VolumeID: "v"})
+}
 
 // The same log, every event on another volume: the read a failure of a quiet volume makes.
-func BenchmarkFailureReadOnAQuietVolume(b *testing.B) { benchFailureRead(b, "w") }
+func BenchmarkFailureReadOnAQuietVolume(b *testing.B) {
+	benchEventRead(b, fullEventLog(b, "w", "mem"), 4, EventFilter{VolumeID: "v"})
+}
 
-func benchFailureRead(b *testing.B, vol string) {
+// fix31b: the read a probe that found a plugin's health unchanged makes (the engine's
+// healthSinceEvent): the plugin's newest health event. The events table has no index by plugin:
+// on a full log none of whose events is the plugin's (the worst case), every row is read.
+func BenchmarkNewestHealthEventOnAFullLog(b *testing.B) {
+	benchEventRead(b, fullEventLog(b, "v", "other"), 1, EventFilter{Kind: "plugin-health", PluginID: "mem"})
+}
+
+// fullEventLog is a store whose event log holds 10,000 claims and releases of volume vol
+// through plugin plugin.
+func fullEventLog(b *testing.B, vol, plugin string) *Store {
 	s := newStore(b)
 	if err := s.Update(context.Background(), func(tx *Tx) error {
 		for i := range 10000 {
@@ -23,7 +36,7 @@ func benchFailureRead(b *testing.B, vol string) {
 			if i%2 == 1 {
 				kind = "release"
 			}
-			if err := tx.Events().Append(&Event{Kind: kind, VolumeID: vol, PluginID: "mem", Message: "claimed by alloc web-0 on node-1"}); err != nil {
+			if err := tx.Events().Append(&Event{Kind: kind, VolumeID: vol, PluginID: plugin, Message: "claimed by alloc web-0 on node-1"}); err != nil {
 				return err
 			}
 		}
@@ -31,38 +44,17 @@ func benchFailureRead(b *testing.B, vol string) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	b.ResetTimer()
-	defer cpuPerOp(b)()
-	for i := 0; i < b.N; i++ {
-		if err := s.Update(context.Background(), func(tx *Tx) error {
-			_, err := tx.Events().Recent(4, EventFilter{VolumeID: "v"})
-			return err
-		}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	return s
 }
 
-// fix31b: the read a probe that found a plugin's health unchanged makes (the engine's
-// healthSinceEvent): the plugin's newest health event. The events table has no index by plugin:
-// on a full log none of whose events is the plugin's (the worst case), every row is read.
-func BenchmarkNewestHealthEventOnAFullLog(b *testing.B) {
-	s := newStore(b)
-	if err := s.Update(context.Background(), func(tx *Tx) error {
-		for range 10000 {
-			if err := tx.Events().Append(&Event{Kind: "claim", VolumeID: "v", PluginID: "other", Message: "claimed by alloc web-0 on node-1"}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		b.Fatal(err)
-	}
+// benchEventRead measures Recent(limit, f) on s, each in its own write transaction as the
+// engine reads it before it appends.
+func benchEventRead(b *testing.B, s *Store, limit int, f EventFilter) {
 	b.ResetTimer()
 	defer cpuPerOp(b)()
 	for i := 0; i < b.N; i++ {
 		if err := s.Update(context.Background(), func(tx *Tx) error {
-			_, err := tx.Events().Recent(1, EventFilter{Kind: "plugin-health", PluginID: "mem"})
+			_, err := tx.Events().Recent(limit, f)
 			return err
 		}); err != nil {
 			b.Fatal(err)
