@@ -270,3 +270,25 @@ func TestNodeExpansionOwedAtAnotherPathIsRecorded(t *testing.T) {
 		}
 	}
 }
+
+// review31b: snapshots volctl has no record of (taken by the backend's own schedule, named by
+// date), deleted through volctl and still listed by the plugin: their events name no volume,
+// and the newest snapshot-delete event of the plugin on any volume was taken for each one's.
+func TestAnotherUnrecordedSnapshotsStuckDeleteIsRecorded(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.DeleteLater = true })
+	ids := []string{"nightly-20261201", "nightly-20261202"}
+	for _, id := range ids {
+		h.mem.AddSnapshot(csi.Snapshot{ID: id, SourceVolumeID: "backend-vol-7", SizeBytes: mib, ReadyToUse: true})
+	}
+	for _, id := range ids {
+		if err := h.e.DeleteSnapshot(h.ctx, "mem", id, nil); err == nil {
+			t.Fatalf("the delete of snapshot %s, which the plugin still lists, finished", id)
+		}
+	}
+	for _, id := range ids {
+		if evs := h.eventsOf("snapshot-delete", "", id); len(evs) == 0 {
+			t.Errorf("no event names snapshot %q, kept because the plugin still lists it; snapshot-delete events:\n%s", id,
+				strings.Join(h.eventsOf("snapshot-delete", "", ""), "\n"))
+		}
+	}
+}
