@@ -101,8 +101,12 @@ func (e *Engine) registerPlugin(ctx context.Context, sp spec.Plugin, keepServers
 		if err := tx.Plugins().SetHealth(p.ID, health); err != nil {
 			return err
 		}
-		if err := healthSinceEvent(tx, p.ID, health, now, true); err != nil {
-			return err
+		if !health.ProbedAt.IsZero() {
+			// Probed (not a plugin the agent has yet to start, whose first probe records it):
+			// a plugin registered again may be in another state than its last health event.
+			if err := healthSinceEvent(tx, p.ID, health, now, true); err != nil {
+				return err
+			}
 		}
 		msg := fmt.Sprintf("plugin %q registered (%s)", p.ID, describeFingerprint(fp))
 		if joined {
