@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-func TestR31hHeldLegit(t *testing.T) {
-	safe, _ := r31hSafe(t)
+func TestLegitimateInterpreterStartsStillStart(t *testing.T) {
+	safe, _ := readerDirs(t)
 	node, py, sh, bash, env, perl := argsLook(t, "node"), argsLook(t, "python3"), argsLook(t, "sh"), argsLook(t, "bash"), argsLook(t, "env"), argsLook(t, "perl")
 	js := argsWrite(t, filepath.Join(safe, "index.js"), "1\n")
 	pyS := writeScript(t, filepath.Join(safe, "p.py"), "python3")
@@ -48,8 +48,8 @@ func TestR31hHeldLegit(t *testing.T) {
 	}
 }
 
-func TestR31hHeldBypass(t *testing.T) {
-	safe, open := r31hSafe(t)
+func TestKnownInterpreterBypassesStayRefused(t *testing.T) {
+	safe, open := readerDirs(t)
 	node, perl, sh := argsLook(t, "node"), argsLook(t, "perl"), argsLook(t, "sh")
 	js := argsWrite(t, filepath.Join(safe, "index.js"), "1\n")
 	evil := argsWrite(t, filepath.Join(open, "e.js"), "1\n")

@@ -44,7 +44,8 @@ type interpreter struct {
 	attached string
 	// digits are the single-dash options whose value is only the digits (octal, or hex after
 	// x) or, for perl's -C, the letters of its set, that follow them in the group: the letters
-	// after those are options again (perl -le CODE is -l and -e, -CSDAe is -CSDA and -e).
+	// after those are options again (perl -le CODE is -l and -e, -0777e -0777 and -e; after
+	// -C's, perl refuses any, and reading them as options refuses no more than it runs).
 	digits string
 	// search is the flag that has it look its script up in PATH (perl's and ruby's -S).
 	search string
