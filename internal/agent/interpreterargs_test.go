@@ -42,9 +42,11 @@ func argsStartEnv(t *testing.T, env map[string]string, command string, args ...s
 	return err
 }
 
+// argsDirs are a directory root's alone (safe) and one any user may write (open).
 func argsDirs(t *testing.T) (safe, open string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root")
+		t.Skip("needs root: the files must be root's")
 	}
 	b := baseDir(t)
 	return mkdir(t, filepath.Join(b, "safe"), 0o755), mkdir(t, filepath.Join(b, "open"), 0o777)

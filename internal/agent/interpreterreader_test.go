@@ -10,19 +10,10 @@ import (
 	"testing"
 )
 
-func readerDirs(t *testing.T) (safe, open string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the files must be root's")
-	}
-	b := baseDir(t)
-	return mkdir(t, filepath.Join(b, "safe"), 0o755), mkdir(t, filepath.Join(b, "open"), 0o777)
-}
-
 // A real agent runs in / under systemd: legitimate node plugins with node's and V8's own
 // options (all accepted by node v20: `node --trace-gc index.js` runs) must start.
 func TestNodeV8AndUnlistedFlagsStart(t *testing.T) {
-	safe, _ := readerDirs(t)
+	safe, _ := argsDirs(t)
 	node := argsLook(t, "node")
 	s := argsWrite(t, filepath.Join(safe, "index.js"), "1\n")
 	for _, opts := range [][]string{
@@ -39,7 +30,7 @@ func TestNodeV8AndUnlistedFlagsStart(t *testing.T) {
 // sh (dash, bash as sh, ksh, mksh) reads ENV only when interactive: a non-interactive plugin
 // script's ENV naming an application's file is not a startup file.
 func TestNonInteractiveShellsENVIsNotRead(t *testing.T) {
-	safe, open := readerDirs(t)
+	safe, open := argsDirs(t)
 	sh := argsLook(t, "sh")
 	s := writeScript(t, filepath.Join(safe, "run.sh"), "sh")
 	appEnv := argsWrite(t, filepath.Join(open, "app.env"), "X=1\n")
@@ -61,7 +52,7 @@ func TestNonInteractiveShellsENVIsNotRead(t *testing.T) {
 // perl -l takes an octal number only: -le is -l and -e, and the options after the code are
 // perl's (perl -le 'require Foo' -I/dir loads /dir/Foo.pm).
 func TestPerlLEIsInlineAndTheOptionsAfterAreRead(t *testing.T) {
-	_, open := readerDirs(t)
+	_, open := argsDirs(t)
 	perl := argsLook(t, "perl")
 	if err := untrustedArgs("perl", perl, []string{"-le", "require Foo", "-I" + open}, nil, "/"); err == nil {
 		t.Errorf("perl -le CODE -I%s ran: -I names a directory another user may write", open)
@@ -70,7 +61,7 @@ func TestPerlLEIsInlineAndTheOptionsAfterAreRead(t *testing.T) {
 
 // perl's -M'MODULE LIST' is `use MODULE LIST;`: -M'lib qw(DIR)' puts DIR first as -Mlib=DIR does.
 func TestPerlMlibListIsRefused(t *testing.T) {
-	safe, open := readerDirs(t)
+	safe, open := argsDirs(t)
 	perl := argsLook(t, "perl")
 	s := writeScript(t, filepath.Join(safe, "ok.pl"), "perl")
 	if err := untrustedArgs("perl", perl, []string{"-Mlib qw(" + open + ")", s}, nil, "/"); err == nil {
@@ -81,7 +72,7 @@ func TestPerlMlibListIsRefused(t *testing.T) {
 // env's long options are getopt_long's, which takes any unambiguous prefix: --unse is --unset,
 // which takes the next argument; what env runs is the one after.
 func TestEnvAbbreviatedLongOptionsAreGetoptLongs(t *testing.T) {
-	_, open := readerDirs(t)
+	_, open := argsDirs(t)
 	env := argsLook(t, "env")
 	s := writeScript(t, filepath.Join(open, "evil.sh"), "sh")
 	if err := os.Chmod(s, 0o755); err != nil {
@@ -94,7 +85,7 @@ func TestEnvAbbreviatedLongOptionsAreGetoptLongs(t *testing.T) {
 
 // node's -pe is an alias of --print --eval; the options after its code are node's.
 func TestNodePEThenRequireIsRead(t *testing.T) {
-	_, open := readerDirs(t)
+	_, open := argsDirs(t)
 	node := argsLook(t, "node")
 	m := argsWrite(t, filepath.Join(open, "evil.js"), "1\n")
 	if err := untrustedArgs("node", node, []string{"-pe", "1", "-r", m}, nil, "/"); err == nil {
@@ -105,7 +96,7 @@ func TestNodePEThenRequireIsRead(t *testing.T) {
 // env -S splits its string as a shell would its quotes, \_ and ${VAR}: what it runs is
 // /usr/bin/python3 with <open>/evil.py in each.
 func TestEnvSplitStringQuotesAndEscapesAreRead(t *testing.T) {
-	_, open := readerDirs(t)
+	_, open := argsDirs(t)
 	env := argsLook(t, "env")
 	py := argsLook(t, "python3")
 	s := writeScript(t, filepath.Join(open, "evil.py"), "python3")
@@ -125,7 +116,7 @@ func TestEnvSplitStringQuotesAndEscapesAreRead(t *testing.T) {
 // The same through startProcess (the agent's own cwd, root's here): the code another user may
 // write runs as root.
 func TestEnvSplitStringQuotedScriptIsNotStarted(t *testing.T) {
-	_, open := readerDirs(t)
+	_, open := argsDirs(t)
 	env := argsLook(t, "env")
 	argsLook(t, "python3")
 	s := writeScript(t, filepath.Join(open, "evil.py"), "python3")
@@ -137,7 +128,7 @@ func TestEnvSplitStringQuotedScriptIsNotStarted(t *testing.T) {
 
 // node reads NODE_OPTIONS with double quotes taken off ("--require \"/dir/x.js\"").
 func TestNodeOptionsQuotedRequireIsChecked(t *testing.T) {
-	safe, open := readerDirs(t)
+	safe, open := argsDirs(t)
 	node := argsLook(t, "node")
 	js := argsWrite(t, filepath.Join(safe, "index.js"), "1\n")
 	evil := argsWrite(t, filepath.Join(open, "e.js"), "1\n")
@@ -154,7 +145,7 @@ func TestNodeOptionsQuotedRequireIsChecked(t *testing.T) {
 
 // perl -S looks its script up in PATH: one another user owns, in a root directory of PATH.
 func TestPerlSScriptIsLookedUpInPATH(t *testing.T) {
-	safe, _ := readerDirs(t)
+	safe, _ := argsDirs(t)
 	perl := argsLook(t, "perl")
 	s := writeScript(t, filepath.Join(safe, "readerplugin.pl"), "perl")
 	if err := os.Chmod(s, 0o755); err != nil {
@@ -172,7 +163,7 @@ func TestPerlSScriptIsLookedUpInPATH(t *testing.T) {
 // node's -r (CommonJS require) of a name with a colon other than node: is a package looked up
 // in node_modules as any name is (node -r a:b loads ./node_modules/a:b).
 func TestNodeRequireOfAColonNameIsLookedUp(t *testing.T) {
-	safe, open := readerDirs(t)
+	safe, open := argsDirs(t)
 	node := argsLook(t, "node")
 	js := argsWrite(t, filepath.Join(safe, "index.js"), "1\n")
 	if err := untrustedArgs("node", node, []string{"-r", "a:b", js}, nil, open); err == nil {
@@ -186,7 +177,7 @@ func TestNodeRequireOfAColonNameIsLookedUp(t *testing.T) {
 // A word the reader takes as the script, joined to the working directory, that is not there
 // (a misread value: /'x', /print 1) is refused: before, nobody could make it, so it passed.
 func TestAScriptThatIsNotThereIsRefused(t *testing.T) {
-	safe, _ := readerDirs(t)
+	safe, _ := argsDirs(t)
 	sh, py := argsLook(t, "sh"), argsLook(t, "python3")
 	for _, tt := range []struct {
 		path string
@@ -238,7 +229,7 @@ func TestEnvSplitStringIsSplitAsGNUEnvDoes(t *testing.T) {
 // env -S's words name the program env runs: a quoted script another user may write is refused
 // for that (not for a word that is not there), and a string env cannot split is refused.
 func TestEnvSplitStringNamesTheUntrustedScript(t *testing.T) {
-	_, open := readerDirs(t)
+	_, open := argsDirs(t)
 	env := argsLook(t, "env")
 	argsLook(t, "python3")
 	s := writeScript(t, filepath.Join(open, "evil.py"), "python3")
@@ -256,7 +247,7 @@ func TestEnvSplitStringNamesTheUntrustedScript(t *testing.T) {
 // env's long options by prefix: an ambiguous or unknown one without "=" is refused; a unique
 // prefix is the option (--chd is --chdir, whose value is the next argument).
 func TestEnvLongOptionPrefixes(t *testing.T) {
-	readerDirs(t)
+	argsDirs(t)
 	env := argsLook(t, "env")
 	for _, a := range []string{"--i", "--frobnicate"} { // --ignore-environment, --ignore-signal
 		if err := untrustedArgs("env", env, []string{a, "X", "/bin/true"}, nil, "/"); err == nil || !strings.Contains(err.Error(), a) {
@@ -272,7 +263,7 @@ func TestEnvLongOptionPrefixes(t *testing.T) {
 
 // perl -S NAME that no PATH directory holds runs nothing: refused, as a missing script is.
 func TestPerlSScriptNotInPATHIsRefused(t *testing.T) {
-	safe, _ := readerDirs(t)
+	safe, _ := argsDirs(t)
 	perl := argsLook(t, "perl")
 	if err := untrustedArgs("perl", perl, []string{"-S", "no-such-plugin.pl"}, []string{"PATH=" + safe}, "/"); err == nil || !strings.Contains(err.Error(), "no-such-plugin.pl") {
 		t.Errorf("perl -S no-such-plugin.pl: %v; want it refused, naming it", err)
@@ -289,7 +280,7 @@ func TestPerlSScriptNotInPATHIsRefused(t *testing.T) {
 // perl's -l and -0 stop at their octal (or 0x hex) digits: -0777e CODE -I DIR is -0777, -e
 // CODE and -I DIR. (-C takes the rest of its group: a letter not its own perl refuses.)
 func TestPerlDigitOptionsEndAtTheirDigits(t *testing.T) {
-	_, open := readerDirs(t)
+	_, open := argsDirs(t)
 	perl := argsLook(t, "perl")
 	for _, o := range []string{"-0777e", "-0x1Fle", "-l012e", "-le", "-wle"} {
 		if err := untrustedArgs("perl", perl, []string{o, "1", "-I" + open}, nil, "/"); err == nil || !strings.Contains(err.Error(), open) {
