@@ -288,3 +288,21 @@ func TestPerlDigitOptionsEndAtTheirDigits(t *testing.T) {
 		}
 	}
 }
+
+// A #! line's env -S string is split the same way: `#!/usr/bin/env -S python3 "<open>/evil.py"`
+// runs that script, refused for it.
+func TestShebangEnvSplitStringQuotesAreRead(t *testing.T) {
+	safe, open := argsDirs(t)
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skipf("no /usr/bin/python3, which env looks up in PATH=/usr/bin:/bin here: %v", err)
+	}
+	evil := writeScript(t, filepath.Join(open, "evil.py"), "python3")
+	sb := filepath.Join(safe, "plugin")
+	if err := os.WriteFile(sb, []byte("#!/usr/bin/env -S python3 \""+evil+"\" --v\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := untrustedArgs(sb, sb, nil, []string{"PATH=/usr/bin:/bin"}, "/")
+	if err == nil || !strings.Contains(err.Error(), open) || strings.Contains(err.Error(), "is not there") {
+		t.Errorf("#!/usr/bin/env -S python3 \"%s\": %v; want it refused, naming %s", evil, err, open)
+	}
+}
