@@ -42,9 +42,11 @@ func argsStartEnv(t *testing.T, env map[string]string, command string, args ...s
 	return err
 }
 
+// argsDirs are a directory root's alone (safe) and one any user may write (open).
 func argsDirs(t *testing.T) (safe, open string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root")
+		t.Skip("needs root: the files must be root's")
 	}
 	b := baseDir(t)
 	return mkdir(t, filepath.Join(b, "safe"), 0o755), mkdir(t, filepath.Join(b, "open"), 0o777)
@@ -300,6 +302,8 @@ func TestRelativeArgsWithoutAWorkingDirectoryAreRefused(t *testing.T) {
 	safe, open := argsDirs(t)
 	sh := argsLook(t, "sh")
 	node := argsWrite(t, filepath.Join(safe, "node"), "")
+	argsWrite(t, filepath.Join(safe, "run.sh"), "") // the scripts run are there: one that is not is refused
+	x := argsWrite(t, filepath.Join(safe, "x.js"), "")
 	for _, tt := range []struct {
 		path string
 		args []string
@@ -309,20 +313,21 @@ func TestRelativeArgsWithoutAWorkingDirectoryAreRefused(t *testing.T) {
 		{sh, []string{"run.sh"}, "", "run.sh"},
 		{sh, []string{"run.sh"}, safe, ""},
 		{sh, []string{"run.sh"}, open, filepath.Join(open, "run.sh")},
-		{node, []string{"-r", "hook", "/x.js"}, "", "hook"},
-		{node, []string{"-r", "hook", "/x.js"}, "/", ""},
-		{node, []string{"-r", "hook", "/x.js"}, safe, "node_modules"}, // /tmp/node_modules, any user's to make
-		{node, []string{"-r", "node:fs", "/x.js"}, "", ""},
-		{node, []string{"-r", "./hook.js", "/x.js"}, open, filepath.Join(open, "hook.js")},
-		{node, []string{"-r", "file:hook.js", "/x.js"}, open, filepath.Join(open, "hook.js")},
+		{node, []string{"-r", "hook", x}, "", "hook"},
+		{node, []string{"-r", "hook", x}, "/", ""},
+		{node, []string{"-r", "hook", x}, safe, "node_modules"}, // /tmp/node_modules, any user's to make
+		{node, []string{"-r", "node:fs", x}, "", ""},
+		{node, []string{"-r", "./hook.js", x}, open, filepath.Join(open, "hook.js")},
+		{node, []string{"-r", "file:hook.js", x}, open, filepath.Join(open, "hook.js")},
 	} {
 		checkUntrustedArgs(t, tt.path, tt.args, nil, tt.wd, tt.bad)
 	}
 }
 
 // node's long options may take their value in the next argument: one the agent does not list,
-// without "=", leaves which argument is the script unknown: refused, saying how to write it;
-// with "=", or with "--" next, or a listed flag, it is read.
+// without "=", leaves which argument is the script unknown: both readings are checked, and a
+// script another user controls in either is refused, saying how to write the option; with "=",
+// or with "--" next, or a listed flag, it is read.
 func TestNodeUnknownLongOptionWithoutValueIsRefused(t *testing.T) {
 	safe, open := argsDirs(t)
 	node := argsWrite(t, filepath.Join(safe, "node"), "")
@@ -334,19 +339,25 @@ func TestNodeUnknownLongOptionWithoutValueIsRefused(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"--some-new-option=x", ok}, {"--some-new-option", "--", ok}, {"--enable-source-maps", "--no-warnings", ok},
-		{"--max-old-space-size", "512", ok}, {"--inspect=127.0.0.1:9229", ok},
+		{"--max-old-space-size=512", ok}, {"--inspect=127.0.0.1:9229", ok},
+		{"--some-new-option", "x", ok}, {"--trace-gc", ok},
 	} {
 		if err := untrustedArgs("node", node, args, nil, safe); err != nil {
 			t.Errorf("node %q: %v; want it run", args, err)
 		}
+	}
+	// V8's options take their value only after "=": node refuses `--max-old-space-size 512`
+	// ("illegal value for flag"), and the agent reads 512 as the script, which is not there.
+	if err := untrustedArgs("node", node, []string{"--max-old-space-size", "512", ok}, nil, safe); err == nil || !strings.Contains(err.Error(), "512") {
+		t.Errorf("node --max-old-space-size 512 %s: %v; want it refused, naming 512 as the script that is not there", ok, err)
 	}
 	if err := untrustedArgs("node", node, []string{"--some-new-option=x", evil}, nil, safe); err == nil {
 		t.Errorf("node --some-new-option=x %s: nil; want the script refused", evil)
 	}
 }
 
-// ENV is an application's setting as often as a shell's startup file (ENV=production): a plain
-// word is left alone where no flag makes the shell interactive; a path, or -i, is checked.
+// ENV is an application's setting as often as a shell's startup file (ENV=production), and a
+// POSIX shell reads it only when interactive: it is checked with -i only.
 // zsh reads ZDOTDIR's (or HOME's) .zshenv before any script. python -E ignores PYTHONSTARTUP.
 func TestStartupFilesAreCheckedOnlyWhereRead(t *testing.T) {
 	safe, open := argsDirs(t)
@@ -361,8 +372,9 @@ func TestStartupFilesAreCheckedOnlyWhereRead(t *testing.T) {
 		bad  string
 	}{
 		{sh, []string{ok}, []string{"ENV=production"}, ""},
-		{sh, []string{"-i", ok}, []string{"ENV=production"}, ""}, // the working directory's, root's
-		{sh, []string{ok}, []string{"ENV=" + filepath.Join(open, "rc")}, open},
+		{sh, []string{"-i", ok}, []string{"ENV=production"}, ""},             // the working directory's, root's
+		{sh, []string{ok}, []string{"ENV=" + filepath.Join(open, "rc")}, ""}, // not interactive: not read
+		{sh, []string{"-i", ok}, []string{"ENV=" + filepath.Join(open, "rc")}, open},
 		{sh, []string{"-i", ok}, []string{"ENV=$HOME/rc"}, "expands"},
 		{sh, []string{ok}, []string{"HOME=" + open}, ""},
 		{sh, []string{"--login", ok}, []string{"HOME=" + open}, open},

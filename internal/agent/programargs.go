@@ -40,8 +40,17 @@ type interpreter struct {
 	// (-I, -P).
 	inline, value, path, module, lib, startup, noEnv, safePath string
 	// attached are the single-dash options whose value, if any, is the rest of their group
-	// only (perl's -x[dir], -l[octal], ruby's -i[ext]): the letters after them are not options.
+	// only (perl's -x[dir], ruby's -i[ext]): the letters after them are not options.
 	attached string
+	// digits are the single-dash options whose value is only the digits (octal, or hex after
+	// x) or, for perl's -C, the letters of its set, that follow them in the group: the letters
+	// after those are options again (perl -le CODE is -l and -e, -0777e -0777 and -e; after
+	// -C's, perl refuses any, and reading them as options refuses no more than it runs).
+	digits string
+	// search is the flag that has it look its script up in PATH (perl's and ruby's -S).
+	search string
+	// aliases are arguments it reads as others (node's -pe is --print --eval, the code next).
+	aliases map[string]string
 	// long are the double-dash options: "inline", "value" or "path", "module" (node's
 	// --require, --import), "envfile" (node's --env-file: variables it sets), "startup"
 	// (bash's --login), "flag" (takes no value), "list" (ld.so's --library-path, a directory
@@ -85,7 +94,7 @@ var nodeLong = func() map[string]string {
 		--secure-heap-min --test-concurrency --test-name-pattern --test-reporter --test-reporter-destination
 		--test-shard --test-timeout --title --tls-cipher-list --tls-keylog --trace-event-categories
 		--trace-event-file-pattern --trace-require-module --unhandled-rejections --use-largepages --v8-pool-size
-		--watch-path --stack-trace-limit --max-old-space-size --max-semi-space-size --stack-size`) {
+		--watch-path`) {
 		m[v] = "value"
 	}
 	for _, f := range strings.Fields(`--abort-on-uncaught-exception --allow-addons --allow-child-process --allow-wasi
@@ -110,8 +119,9 @@ var nodeLong = func() map[string]string {
 		--trace-sync-io --trace-tls --trace-uncaught --trace-warnings --track-heap-objects --use-bundled-ca
 		--use-openssl-ca --v8-options --version --watch --watch-preserve-output --zero-fill-buffers
 		--inspect --inspect-brk --inspect-wait --experimental-strip-types --experimental-transform-types
-		--experimental-detect-module --experimental-sqlite --experimental-webstorage`) {
-		m[f] = "flag" // --inspect's host:port only after "="
+		--experimental-detect-module --experimental-sqlite --experimental-webstorage
+		--stack-trace-limit --max-old-space-size --max-semi-space-size --stack-size`) {
+		m[f] = "flag" // --inspect's host:port only after "="; V8's options (the last line) take theirs only after "=" too
 	}
 	return m
 }()
@@ -121,9 +131,9 @@ var (
 		long: map[string]string{"--rcfile": "path", "--init-file": "path", "--login": "startup"}}
 	zsh    = interpreter{name: "zsh", inline: "cs", value: "oO", startup: "il", dashEnds: true, zsh: true, long: map[string]string{"--login": "startup", "--interactive": "startup"}}
 	python = interpreter{name: "python", inline: "cm", inlineEnds: true, value: "WXQ", noEnv: "EI", safePath: "IP", long: map[string]string{"--check-hash-based-pycs": "value"}}
-	perl   = interpreter{name: "perl", inline: "eE", value: "", lib: "Mm", path: "I", attached: "xil0CdDFV"}
-	ruby   = interpreter{name: "ruby", inline: "e", value: "CE", module: "r", path: "I", attached: "0FKTWxi"}
-	node   = interpreter{name: "node", inline: "ep", value: "C", module: "r", long: nodeLong, strictLong: true}
+	perl   = interpreter{name: "perl", inline: "eE", value: "", lib: "Mm", path: "I", attached: "xidDFV", digits: "l0C", search: "S"}
+	ruby   = interpreter{name: "ruby", inline: "e", value: "CE", module: "r", path: "I", attached: "FKTWxi", digits: "0", search: "S"}
+	node   = interpreter{name: "node", inline: "ep", value: "C", module: "r", long: nodeLong, strictLong: true, aliases: map[string]string{"-pe": "-e"}}
 	loader = interpreter{name: "the dynamic loader", loader: true, long: map[string]string{
 		"--library-path": "list", "--preload": "preload", "--audit": "preload", "--argv0": "value",
 		"--inhibit-rpath": "value", "--glibc-hwcaps-prepend": "value", "--glibc-hwcaps-mask": "value"}}
@@ -176,12 +186,17 @@ type parsed struct {
 	// the code inline, or stdin does (stdin true then, or with no argument left).
 	script string
 	inline bool // code given inline (-c, -e), or a module (python's -m), or from stdin
-	// startup: a flag has a shell read its startup files; noEnv: python ignores its PYTHON*
-	// variables; safePath: python leaves its working directory off its module path.
-	startup, noEnv, safePath bool
+	// startup: a flag has a shell read its startup files (interactive: -i, which has a POSIX
+	// shell read ENV as well); noEnv: python ignores its PYTHON* variables; safePath: python
+	// leaves its working directory off its module path; search: the script is looked up in
+	// PATH (perl -S).
+	startup, interactive, noEnv, safePath, search bool
 	// unknown is a long option the interpreter (strictLong) may take a value for, which the
-	// agent does not know.
-	unknown string
+	// agent does not know, without "=": args[unknownAt]. Where the parse stopped.
+	unknown   string
+	unknownAt int
+	// unreadable is an option's value the agent cannot read (perl's -M'lib LIST').
+	unreadable string
 	// the dynamic loader's: what its options add to its environment.
 	libraryPath string
 	preload     []string
@@ -192,6 +207,9 @@ func (i *interpreter) parse(args []string) parsed {
 	var p parsed
 	for k := 0; k < len(args); k++ {
 		a := args[k]
+		if alias, ok := i.aliases[a]; ok {
+			a = alias
+		}
 		next := func() string {
 			if k+1 < len(args) {
 				k++
@@ -219,7 +237,7 @@ func (i *interpreter) parse(args []string) parsed {
 			kind := i.long[name]
 			if kind == "" {
 				if i.strictLong && !eq && k+1 < len(args) && args[k+1] != "--" {
-					p.unknown = name
+					p.unknown, p.unknownAt = name, k
 					return p
 				}
 				continue
@@ -258,6 +276,10 @@ func (i *interpreter) parse(args []string) parsed {
 				has := func(set string) bool { return strings.IndexByte(set, c) >= 0 }
 				if on && has(i.startup) {
 					p.startup = true
+					p.interactive = p.interactive || c == 'i'
+				}
+				if has(i.search) {
+					p.search = true
 				}
 				if has(i.noEnv) {
 					p.noEnv = true
@@ -279,6 +301,17 @@ func (i *interpreter) parse(args []string) parsed {
 					}
 				case has(i.attached):
 					j = len(a)
+				case has(i.digits):
+					// -l and -0 take octal digits (-0 hex after x), -C digits or its letters.
+					set := "01234567"
+					if c == '0' && j+1 < len(a) && (a[j+1] == 'x' || a[j+1] == 'X') {
+						set, j = "0123456789abcdefABCDEF", j+1
+					} else if c == 'C' {
+						set = "0123456789IOEioeSDAaL"
+					}
+					for j+1 < len(a) && strings.IndexByte(set, a[j+1]) >= 0 {
+						j++
+					}
 				case has(i.value) || has(i.path) || has(i.module) || has(i.lib):
 					v := a[j+1:]
 					if v == "" {
@@ -295,6 +328,11 @@ func (i *interpreter) parse(args []string) parsed {
 							for _, d := range strings.Split(dirs, ",") {
 								p.paths = append(p.paths, argCode{opt + "lib=", d})
 							}
+						} else if rest, ok := strings.CutPrefix(strings.TrimLeft(v, " \t"), "lib"); ok && rest != "" && !isPerlWordChar(rest[0]) && rest[0] != ':' {
+							// -M'lib LIST' is `use lib LIST;`: a list of perl's, which
+							// the agent does not read.
+							p.unreadable = opt + v
+							return p
 						}
 					}
 					j = len(a)
@@ -307,6 +345,11 @@ func (i *interpreter) parse(args []string) parsed {
 	}
 	p.inline = true // no script: the code is read from stdin
 	return p
+}
+
+// isPerlWordChar says whether b may go on a perl module's name (lib, or libfoo).
+func isPerlWordChar(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
 }
 
 // untrustedArgs refuses to run command, found at path, with args and env, when it is an
@@ -363,11 +406,67 @@ func untrustedArgsAt(command, path string, args, env []string, depth int, wd str
 	if in == nil {
 		return nil
 	}
+	err := untrustedReadings(command, path, in, args, env, wd, maxUnknown)
+	var missing *missingScriptError
+	if errors.As(err, &missing) {
+		return missing.err
+	}
+	return err
+}
+
+// maxUnknown bounds the long options untrustedReadings reads both ways, one after another.
+const maxUnknown = 6
+
+// missingScriptError is untrustedArgs' refusal of a script that is not there: one reading of
+// args an unknown option leaves open (untrustedReadings) may name no file where another runs one.
+type missingScriptError struct{ err error }
+
+func (e *missingScriptError) Error() string { return e.err.Error() }
+
+// untrustedReadings is untrustedArgsAt of interpreter in, found at path: a long option the
+// agent does not know (node's, strictLong), without "=", may take the next argument or not
+// (V8's options, --trace-gc, never do): args are checked read both ways, and refused if either
+// reading runs code another user controls, or if neither runs a script that exists. budget
+// bounds the unknown options read so.
+func untrustedReadings(command, path string, in *interpreter, args, env []string, wd string, budget int) error {
 	p := in.parse(args)
-	if p.unknown != "" {
-		return fmt.Errorf("command %s: not run: it is %s, and its option %s is not one the agent knows: whether it takes the next argument as its value, "+
-			"and so which argument is the script it runs, cannot be told: give its value after \"=\" (%s=VALUE), or put \"--\" before the script",
+	if p.unknown == "" {
+		return untrustedParsed(command, path, in, p, env, wd)
+	}
+	if budget == 0 {
+		return fmt.Errorf("command %s: not run: it is %s, and its options %s and more before it are not ones the agent knows: whether each takes the next argument as its value, "+
+			"and so which argument is the script it runs, cannot be told: give their values after \"=\" (%s=VALUE), or put \"--\" before the script",
 			spec.QuoteName(command), in.name, spec.QuoteName(p.unknown), p.unknown)
+	}
+	var missing error
+	for _, n := range []int{1, 2} { // a flag; a value taking the next argument
+		reading := slices.Delete(slices.Clone(args), p.unknownAt, min(p.unknownAt+n, len(args)))
+		err := untrustedReadings(command, path, in, reading, env, wd, budget-1)
+		var m *missingScriptError
+		if errors.As(err, &m) {
+			if missing == nil {
+				missing = err
+			}
+			continue
+		}
+		if err != nil {
+			how := "with no value"
+			if n == 2 {
+				how = "as taking " + quoteArg(args[p.unknownAt+1]) + " for its value"
+			}
+			return fmt.Errorf("%w (reading its option %s, which the agent does not know, %s: give its value after \"=\" (%s=VALUE), or put \"--\" before the script)",
+				err, p.unknown, how, p.unknown)
+		}
+		return nil
+	}
+	return missing
+}
+
+// untrustedParsed is untrustedArgsAt of interpreter in, found at path, with args read as p.
+func untrustedParsed(command, path string, in *interpreter, p parsed, env []string, wd string) error {
+	if p.unreadable != "" {
+		return fmt.Errorf("command %s: not run: it is %s, and its option %s gives a list the agent does not read, which may put a directory first on its module path: "+
+			"give the directories as -Mlib=DIR,DIR", spec.QuoteName(command), in.name, spec.QuoteName(p.unreadable))
 	}
 	// at is a path of the arguments as the interpreter opens it: a relative one from the
 	// working directory it runs in (wd), or, that unknown, relative (Source refuses it).
@@ -449,14 +548,33 @@ func untrustedArgsAt(command, path string, args, env []string, depth int, wd str
 	if in.loader {
 		kind = "program"
 	}
+	envPath, le := programEnv(env)
+	if p.search && !strings.Contains(p.script, "/") {
+		// perl -S NAME, ruby -S NAME: the script is looked up in the PATH it is given.
+		found, pr := pathtrust.LookedUp(p.script, envPath, le)
+		if pr != nil {
+			return argsError(command, in, "it runs the script its args name, "+quoteArg(p.script)+", looked up in the PATH it is given (-S)", pr.Path, pr)
+		}
+		if found == "" {
+			return &missingScriptError{fmt.Errorf("command %s: not run: it is %s, and the script its args name, %s, to be looked up in the PATH it is given (-S), is not there: "+
+				"no plugin runs a script that is not there: name the script by its absolute path", spec.QuoteName(command), in.name, quoteArg(p.script))}
+		}
+		return nil
+	}
 	script := at(p.script)
 	if err := check("it runs the "+kind+" its args name, "+quoteArg(p.script), p.script); err != nil {
 		return err
 	}
+	if _, err := os.Stat(script); errors.Is(err, fs.ErrNotExist) {
+		// A word read as the script that is not one (a value of an option the agent misread)
+		// names no file: refused, not taken as harmless, since what runs instead is unknown.
+		return &missingScriptError{fmt.Errorf("command %s: not run: it is %s, and the %s its args name, %s, is not there: no plugin runs a %s that is not there, "+
+			"and the agent may have read another argument as it: name the %s by its absolute path, and put \"--\" before it if an option comes first",
+			spec.QuoteName(command), in.name, kind, spec.QuoteName(script), kind, kind)}
+	}
 	if !in.loader {
 		return nil
 	}
-	envPath, le := programEnv(env)
 	if p.libraryPath != "" {
 		le.LibraryPath = p.libraryPath // ld.so's --library-path replaces LD_LIBRARY_PATH
 	}
@@ -493,8 +611,10 @@ func untrustedModule(command string, in *interpreter, m argCode, wd string) erro
 		names = []string{name} // relative: refused
 	case in != &node:
 		return nil // ruby's library by name
-	case strings.HasPrefix(name, "node:") || strings.Contains(name, ":"):
-		return nil // node's own module, or a URL scheme node does not load from disk
+	case strings.HasPrefix(name, "node:"):
+		return nil // node's own module
+	case m.what != "-r" && m.what != "--require" && urlScheme.MatchString(name):
+		return nil // --import's URL of a scheme node does not load from disk (data:, https:); require's a:b is a package's name
 	case wd == "":
 		names = []string{name}
 	default:
@@ -521,6 +641,9 @@ func untrustedModule(command string, in *interpreter, m argCode, wd string) erro
 	}
 	return nil
 }
+
+// urlScheme is a URL's scheme, as node's ESM loader reads a specifier (a:b is scheme a).
+var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 
 // envFileVars are the NAME=VALUE assignments of a file node's --env-file reads (one a line, a
 // leading "export ", # comments, the value's quotes taken off), at most 1 MiB of it.
@@ -554,12 +677,14 @@ func envFileVars(path string) ([]string, error) {
 
 // startupFiles are the files an interpreter, run with p's flags and env, reads before its
 // script or commands: python's PYTHONSTARTUP (an interactive python's, which -i or
-// PYTHONINSPECT make it; not with -E or -I); a shell's ENV with -i, or whenever it names a path
-// (a plain word, ENV=production, is an application's setting a non-interactive shell leaves
-// alone); with -l or --login, a login shell's profiles in HOME (.profile, bash's .bash_profile
-// and .bash_login), with -i bash's .bashrc there; zsh's .zshenv in ZDOTDIR, or HOME, always, and
-// its .zprofile, .zshrc and .zlogin with either flag. A HOME the plugin's environment does not
-// set is the passwd entry's: the agent's user's own.
+// PYTHONINSPECT make it; not with -E or -I); a shell's ENV with -i only (a POSIX shell reads
+// ENV only when interactive, and a plugin's is not unless -i makes it: a non-interactive sh,
+// or a #!/bin/sh plugin, leaves an ENV naming an application's file alone); with -l or
+// --login, a login shell's profiles in HOME (.profile, bash's .bash_profile and .bash_login),
+// with -i bash's .bashrc there; zsh's .zshenv in ZDOTDIR, or HOME, always, and its .zprofile,
+// .zshrc and .zlogin with either flag. Where the plugin's environment sets no HOME (and no
+// ZDOTDIR), none of those is checked: the shell reads the passwd entry's home, the agent's
+// user's own.
 func startupFiles(in *interpreter, p parsed, env []string) []string {
 	var home, zdot, envFile, pyStartup string
 	for _, kv := range env {
@@ -585,7 +710,7 @@ func startupFiles(in *interpreter, p parsed, env []string) []string {
 	if in != &shell && in != &zsh {
 		return nil
 	}
-	if in == &shell && envFile != "" && (p.startup || strings.Contains(envFile, "/")) {
+	if in == &shell && envFile != "" && p.interactive {
 		files = append(files, envFile)
 	}
 	if in == &zsh {
@@ -654,11 +779,10 @@ func untrustedEnvArgs(command string, args, env []string, depth int, wd string) 
 	var name string
 	var rest []string
 	// env's options are getopt's: grouped (-iv), -u, -C, -S and -a taking the rest of their
-	// group or the next argument, the long ones their value after "=" or next.
-	split := func(k int, v string) []string {
-		return slices.Concat(args[:k+1], strings.Fields(v), args[k+1:])
-	}
+	// group or the next argument, the long ones (or a prefix of one alone) their value after
+	// "=" or next.
 	var k int
+	var bad error
 	// apply is env's option c (its short letter) with its value v.
 	apply := func(c byte, v string) {
 		switch c {
@@ -669,7 +793,12 @@ func untrustedEnvArgs(command string, args, env []string, depth int, wd string) 
 		case 'C':
 			wd = envChdir(wd, v)
 		case 'S':
-			args = split(k, v)
+			words, err := splitString(v, env)
+			if err != nil {
+				bad = fmt.Errorf("command %s: not run: it is env(1), and its -S string %s cannot be read: %v: env refuses it too: write it with plain words, "+
+					"'quotes', \"quotes\" and ${NAME}, or give the words as args", spec.QuoteName(command), quoteArg(v), err)
+			}
+			args = slices.Concat(args[:k+1], words, args[k+1:])
 		}
 	}
 args:
@@ -692,8 +821,12 @@ args:
 			env = nil // as -i
 		case strings.HasPrefix(a, "--"):
 			opt, v, eq := strings.Cut(a, "=")
-			c := envLong[opt]
-			if c != 0 && c != 'i' && !eq {
+			long, c, ok := envLongOption(opt)
+			if !ok {
+				return fmt.Errorf("command %s: not run: it is env(1), and its option %s is not one of env's, or is the start of more than one: "+
+					"what it takes, and so which argument is the program env runs, cannot be told: spell the option out", spec.QuoteName(command), spec.QuoteName(opt))
+			}
+			if envTakesValue(long) && !eq {
 				v = next()
 			}
 			apply(c, v)
@@ -716,6 +849,9 @@ args:
 		default:
 			name, rest = a, args[k+1:]
 			break args
+		}
+		if bad != nil {
+			return bad
 		}
 	}
 	if name == "" {
@@ -753,8 +889,136 @@ args:
 	return untrustedArgsAt(command, found, rest, env, depth+1, wd)
 }
 
-// envLong are env(1)'s long options that act, by their short letter.
-var envLong = map[string]byte{"--ignore-environment": 'i', "--unset": 'u', "--chdir": 'C', "--split-string": 'S', "--argv0": 'a'}
+// envLong are env(1)'s long options (GNU coreutils 9), by the short letter of those that act:
+// the others are 0.
+var envLong = map[string]byte{"--ignore-environment": 'i', "--unset": 'u', "--chdir": 'C', "--split-string": 'S', "--argv0": 'a',
+	"--null": 0, "--block-signal": 0, "--default-signal": 0, "--ignore-signal": 0, "--list-signal-handling": 0,
+	"--debug": 0, "--help": 0, "--version": 0}
+
+// envLongOption is env's long option opt names as getopt_long reads it: itself, or the one it
+// is a prefix of alone (--unse is --unset); ok false for none, or more than one.
+func envLongOption(opt string) (long string, c byte, ok bool) {
+	if c, ok := envLong[opt]; ok {
+		return opt, c, true
+	}
+	for l := range envLong {
+		if len(opt) > 2 && strings.HasPrefix(l, opt) {
+			if long != "" {
+				return "", 0, false
+			}
+			long = l
+		}
+	}
+	return long, envLong[long], long != ""
+}
+
+// envTakesValue says whether env's long option takes a value in the next argument without
+// "=" (the signal options take theirs only after "=").
+func envTakesValue(long string) bool {
+	return long == "--unset" || long == "--chdir" || long == "--split-string" || long == "--argv0"
+}
+
+// splitString is env -S's string split into words as GNU env splits it: at blanks outside
+// quotes; 'single quotes' literal but for \\ and \'; "double quotes" and bare words with the
+// backslash escapes \" \# \$ \' \\ \f \n \r \t \v, \_ (a blank between words, a space inside
+// double quotes) and \c (the rest ignored); ${NAME} the value of NAME in env, the variables
+// env has at that point; # at the start of a word a comment to the end. What env refuses (an
+// unclosed quote, another escape, $ not in ${NAME}) is an error.
+func splitString(s string, env []string) ([]string, error) {
+	var words []string
+	var w strings.Builder
+	inWord, sq, dq := false, false, false
+	end := func() {
+		if inWord {
+			words = append(words, w.String())
+			w.Reset()
+			inWord = false
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case sq:
+			if c == '\'' {
+				sq = false
+			} else if c == '\\' && i+1 < len(s) && (s[i+1] == '\\' || s[i+1] == '\'') {
+				i++
+				w.WriteByte(s[i])
+			} else {
+				w.WriteByte(c)
+			}
+			continue
+		case !dq && strings.IndexByte(" \t\n\v\f\r", c) >= 0:
+			end()
+			continue
+		case !dq && !inWord && c == '#':
+			end()
+			return words, nil
+		}
+		inWord = true
+		switch c {
+		case '\'':
+			if dq {
+				w.WriteByte(c)
+			} else {
+				sq = true
+			}
+		case '"':
+			dq = !dq
+		case '\\':
+			if i+1 == len(s) {
+				return nil, errors.New("a backslash at its end")
+			}
+			i++
+			switch e := s[i]; e {
+			case '"', '#', '$', '\'', '\\':
+				w.WriteByte(e)
+			case '_':
+				if dq {
+					w.WriteByte(' ')
+				} else {
+					end()
+				}
+			case 'c':
+				if dq {
+					return nil, errors.New("\\c inside double quotes")
+				}
+				end()
+				return words, nil
+			case 'f', 'n', 'r', 't', 'v':
+				w.WriteByte(map[byte]byte{'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'v': '\v'}[e])
+			default:
+				return nil, fmt.Errorf("the escape \\%c, which env does not know", e)
+			}
+		case '$':
+			name, ok := strings.CutPrefix(s[i:], "${")
+			if ok {
+				name, _, ok = strings.Cut(name, "}")
+			}
+			if !ok || !envVarName.MatchString(name) {
+				return nil, errors.New("a $ not in ${NAME}")
+			}
+			i += len(name) + 2
+			var val string
+			for _, kv := range env {
+				if v, ok := strings.CutPrefix(kv, name+"="); ok {
+					val = v // the last assignment wins
+				}
+			}
+			w.WriteString(val)
+		default:
+			w.WriteByte(c)
+		}
+	}
+	if sq || dq {
+		return nil, errors.New("a quote not closed")
+	}
+	end()
+	return words, nil
+}
+
+// envVarName is a name env -S expands in ${NAME}.
+var envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // envChdir is the working directory env -C dir gives the program it runs, started in wd: dir
 // itself, or, relative, wd's (wd unknown: relative still, which the checks refuse).
