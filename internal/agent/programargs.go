@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/spec"
@@ -143,17 +144,25 @@ var (
 // resolved, or as named): python3.11, bash, ld-linux-x86-64.so.2. These patterns are the
 // whole rule (docs/agent.md repeats them): a program under another name (a hard link, a copy
 // renamed, busybox's applets) is not read as an interpreter.
-var interpreters = []struct {
+//
+// The patterns are compiled on first use, not at package initialisation: every volctl process
+// would compile them at start-up (TestNoRegexpCompiledAtInit).
+var interpreters = sync.OnceValue(func() []interpreterName {
+	return []interpreterName{
+		{regexp.MustCompile(`^(sh|bash|rbash|dash|ash|ksh|ksh93|mksh|lksh|pdksh|posh|yash)$`), &shell},
+		{regexp.MustCompile(`^zsh[0-9.]*$`), &zsh},
+		{regexp.MustCompile(`^(python|pypy)[0-9.]*(d|m|dm|-dbg)?$`), &python},
+		{regexp.MustCompile(`^perl[0-9.]*(-[a-z0-9_]+-linux-gnu[a-z]*)?$`), &perl},
+		{regexp.MustCompile(`^ruby[0-9.]*$`), &ruby},
+		{regexp.MustCompile(`^(node|nodejs)[0-9.]*$`), &node},
+		{regexp.MustCompile(`^(ld-linux.*\.so(\.[0-9]+)*|ld\.so|ld64\.so(\.[0-9]+)*)$`), &loader},
+	}
+})
+
+// interpreterName is one of interpreters' patterns and the interpreter it names.
+type interpreterName struct {
 	re *regexp.Regexp
 	in *interpreter
-}{
-	{regexp.MustCompile(`^(sh|bash|rbash|dash|ash|ksh|ksh93|mksh|lksh|pdksh|posh|yash)$`), &shell},
-	{regexp.MustCompile(`^zsh[0-9.]*$`), &zsh},
-	{regexp.MustCompile(`^(python|pypy)[0-9.]*(d|m|dm|-dbg)?$`), &python},
-	{regexp.MustCompile(`^perl[0-9.]*(-[a-z0-9_]+-linux-gnu[a-z]*)?$`), &perl},
-	{regexp.MustCompile(`^ruby[0-9.]*$`), &ruby},
-	{regexp.MustCompile(`^(node|nodejs)[0-9.]*$`), &node},
-	{regexp.MustCompile(`^(ld-linux.*\.so(\.[0-9]+)*|ld\.so|ld64\.so(\.[0-9]+)*)$`), &loader},
 }
 
 // interpreterOf is the interpreter the program at path is, or nil for one the agent does not
@@ -164,7 +173,7 @@ func interpreterOf(path string) *interpreter {
 		names = append(names, filepath.Base(real))
 	}
 	for _, n := range names {
-		for _, i := range interpreters {
+		for _, i := range interpreters() {
 			if i.re.MatchString(n) {
 				return i.in
 			}
@@ -613,7 +622,7 @@ func untrustedModule(command string, in *interpreter, m argCode, wd string) erro
 		return nil // ruby's library by name
 	case strings.HasPrefix(name, "node:"):
 		return nil // node's own module
-	case m.what != "-r" && m.what != "--require" && urlScheme.MatchString(name):
+	case m.what != "-r" && m.what != "--require" && urlScheme().MatchString(name):
 		return nil // --import's URL of a scheme node does not load from disk (data:, https:); require's a:b is a package's name
 	case wd == "":
 		names = []string{name}
@@ -643,7 +652,7 @@ func untrustedModule(command string, in *interpreter, m argCode, wd string) erro
 }
 
 // urlScheme is a URL's scheme, as node's ESM loader reads a specifier (a:b is scheme a).
-var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
+var urlScheme = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`) })
 
 // envFileVars are the NAME=VALUE assignments of a file node's --env-file reads (one a line, a
 // leading "export ", # comments, the value's quotes taken off), at most 1 MiB of it.
@@ -995,7 +1004,7 @@ func splitString(s string, env []string) ([]string, error) {
 			if ok {
 				name, _, ok = strings.Cut(name, "}")
 			}
-			if !ok || !envVarName.MatchString(name) {
+			if !ok || !envVarName().MatchString(name) {
 				return nil, errors.New("a $ not in ${NAME}")
 			}
 			i += len(name) + 2
@@ -1018,7 +1027,7 @@ func splitString(s string, env []string) ([]string, error) {
 }
 
 // envVarName is a name env -S expands in ${NAME}.
-var envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envVarName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // envChdir is the working directory env -C dir gives the program it runs, started in wd: dir
 // itself, or, relative, wd's (wd unknown: relative still, which the checks refuse).
