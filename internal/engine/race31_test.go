@@ -135,6 +135,131 @@ func TestSnapshotTakenAgainWhileItsDeleteIsAnsweredKeepsItsRecord(t *testing.T) 
 	}
 }
 
+// A create in one volctl, answered with snapshot X, finds no delete of X recorded and goes on to
+// record it, holding the source volume's lock, not X's; a delete of X in another volctl (the
+// user's, or reconcile finishing one recorded then) records itself meanwhile, sends its
+// DeleteSnapshot, and before its last commit the create records X (finishSnapshot: the record
+// put, the delete's record taken back). The delete must keep that record, and fail as a
+// conflict naming the snapshot and its volume without advising a deregister: the create said it
+// made X, and the plugin may have made it again after the DeleteSnapshot. Before round 31 its
+// last commit forgot the record by ID (deleteSnapshotStored's takenAgain check; reconcile's
+// report of it: reconcileSnapshotDeletes's case for a recorded delete gone). The user's delete
+// runs against a real create stopped between its check and its record
+// (testHookSnapshotDeleteLookedFor); reconcile's plays the create's record, since reconcile
+// finishes the stopped create's own intent first and waits for the source volume's lock it holds.
+// (found by review31f)
+func TestSnapshotDeleteRecordedAfterTheCreateLookedKeepsItsRecord(t *testing.T) {
+	for _, by := range []string{"delete", "reconcile"} {
+		t.Run(by, func(t *testing.T) {
+			h, _ := snapshotHarness(t, nil)
+			s := h.snapshot("nightly")
+			var rec store.Snapshot
+			h.update(func(tx *store.Tx) error {
+				var err error
+				rec, err = tx.Snapshots().Get("mem", s.ID)
+				return err
+			})
+			// The create (the user's delete case): answered with s.ID (the plugin's snapshot of
+			// that name), it found no delete of it recorded, and stops before its record.
+			createDone := make(chan error, 1)
+			looked, proceedCreate := make(chan struct{}), make(chan struct{})
+			if by == "delete" {
+				var once sync.Once
+				old := testHookSnapshotDeleteLookedFor
+				t.Cleanup(func() { testHookSnapshotDeleteLookedFor = old })
+				testHookSnapshotDeleteLookedFor = func(_, id string) {
+					if id == s.ID {
+						once.Do(func() { close(looked); <-proceedCreate })
+					}
+				}
+				go func() { _, err := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil); createDone <- err }()
+				select {
+				case <-looked:
+				case err := <-createDone:
+					t.Fatalf("the create ended before its record: %v", err)
+				case <-time.After(30 * time.Second):
+					close(proceedCreate)
+					t.Fatal("the create never looked for a delete of its snapshot")
+				}
+			} else {
+				h.unansweredSnapshotDelete(s.ID)
+				h.faults.Clear()
+			}
+			// The delete: its check after the DeleteSnapshot fails (the plugin's listing is down),
+			// so it warns, between its DeleteSnapshot and its last commit, and stops there.
+			h.faults.FailAlways(csi.RPCListSnapshots, codes.Unavailable)
+			pause := &pauseAtLog{text: "could not be checked", reached: make(chan struct{}), proceed: make(chan struct{})}
+			deleter, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts, Now: h.e.cfg.Now,
+				Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}, Logger: slog.New(pause)})
+			if err != nil {
+				close(proceedCreate)
+				t.Fatal(err)
+			}
+			defer deleter.Close()
+			done := make(chan error, 1)
+			go func() {
+				if by == "reconcile" {
+					rep, err := deleter.Reconcile(h.ctx)
+					if len(rep.Problems) > 0 {
+						err = errors.New(rep.Problems[0].Message)
+					}
+					done <- err
+					return
+				}
+				done <- deleter.DeleteSnapshot(h.ctx, "mem", s.ID, nil)
+			}()
+			select {
+			case <-pause.reached:
+			case err := <-done:
+				close(pause.proceed)
+				close(proceedCreate)
+				t.Fatalf("the %s ended before its check's warning: %v", by, err)
+			case <-time.After(30 * time.Second):
+				close(pause.proceed)
+				close(proceedCreate)
+				t.Fatalf("the %s never got to its check's warning", by)
+			}
+			// The create records s.ID now.
+			if by == "delete" {
+				close(proceedCreate)
+				if err := <-createDone; err != nil {
+					close(pause.proceed)
+					t.Fatalf("the create: %v", err)
+				}
+			} else {
+				// Reconcile's: another volctl's create, answered with s.ID before this
+				// DeleteSnapshot and past its look for a delete, records it as finishSnapshot does.
+				h.update(func(tx *store.Tx) error {
+					if err := tx.Snapshots().Put(&rec); err != nil {
+						return err
+					}
+					return tx.Snapshots().Undelete("mem", s.ID)
+				})
+			}
+			close(pause.proceed)
+			derr := <-done
+			t.Logf("%s: %v", by, derr)
+			if !h.recordedSnapshot(s.ID) {
+				t.Fatalf("the %s forgot snapshot %s's record, which a create recorded meanwhile (volctl said it made it)", by, s.ID)
+			}
+			if derr == nil || !strings.Contains(derr.Error(), "nightly") || !strings.Contains(derr.Error(), `"db"`) {
+				t.Errorf("the %s says %v; want a conflict naming the snapshot recorded again meanwhile and its volume", by, derr)
+			}
+			if derr != nil && strings.Contains(derr.Error(), "deregister") {
+				t.Errorf("the %s advises a deregister, which forgets the record of the snapshot the create made (no delete is left to forget): %v", by, derr)
+			}
+			// The plugin lists snapshots (it has LIST_SNAPSHOTS): the advice is the delete again,
+			// which forgets the record of the snapshot the delete took.
+			if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err != nil {
+				t.Fatalf("the advised delete again: %v", err)
+			}
+			if h.recordedSnapshot(s.ID) || h.deletingRecorded(s.ID) {
+				t.Errorf("after the advised delete, snapshot %s is still recorded or its delete is", s.ID)
+			}
+		})
+	}
+}
+
 // A user's `snapshot delete` in flight (its DeleteSnapshot not answered yet) and, in another
 // volctl, `snapshot deregister` of the same snapshot: told the snapshot is left on the plugin,
 // the user must not have it deleted by the delete in flight. Before, only reconcile's finishing

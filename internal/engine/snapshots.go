@@ -181,6 +181,8 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 			if lost := e.locks.stillHeld(intent.SourceVolumeID); lost != nil {
 				return store.Snapshot{}, snap, lost
 			}
+		} else {
+			testHookSnapshotDeleteLookedFor(intent.PluginID, snap.ID)
 		}
 	}
 	if err != nil {
@@ -301,6 +303,12 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 	}
 	return rec, snap, nil
 }
+
+// testHookSnapshotDeleteLookedFor runs, in tests, once a create answered with snapshot ID
+// snapshotID has found no delete of it recorded, before it records the snapshot: a delete in
+// another volctl that records itself now is not waited for, and its own check keeps the record
+// (deleteSnapshotStored's takenAgain; TestSnapshotDeleteRecordedAfterTheCreateLookedKeepsItsRecord).
+var testHookSnapshotDeleteLookedFor = func(pluginID, snapshotID string) {}
 
 // snapshotOfMate returns the record of snapshotID made through another plugin ID registered on
 // one of pluginID's sockets (socketMates), or a zero Snapshot when there is none.
