@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -248,8 +249,17 @@ func TestSnapshotDeleteRecordedAfterTheCreateLookedKeepsItsRecord(t *testing.T) 
 			if derr != nil && strings.Contains(derr.Error(), "deregister") {
 				t.Errorf("the %s advises a deregister, which forgets the record of the snapshot the create made (no delete is left to forget): %v", by, derr)
 			}
-			// The plugin lists snapshots (it has LIST_SNAPSHOTS): the advice is the delete again,
-			// which forgets the record of the snapshot the delete took.
+			// The plugin lists snapshots (it has LIST_SNAPSHOTS): the advice is `snapshot list`,
+			// which shows the snapshot the delete took missing, then the delete again, which
+			// forgets its record.
+			h.faults.Clear()
+			list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i := slices.IndexFunc(list.Snapshots, func(sn SnapshotInfo) bool { return sn.ID == s.ID }); i < 0 || !list.Snapshots[i].Missing {
+				t.Errorf("`snapshot list` does not show %s, which the delete took, missing: %+v (warnings %q)", s.ID, list.Snapshots, list.Warnings)
+			}
 			if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err != nil {
 				t.Fatalf("the advised delete again: %v", err)
 			}
@@ -257,6 +267,85 @@ func TestSnapshotDeleteRecordedAfterTheCreateLookedKeepsItsRecord(t *testing.T) 
 				t.Errorf("after the advised delete, snapshot %s is still recorded or its delete is", s.ID)
 			}
 		})
+	}
+}
+
+// The conflict of a delete that kept a record a create made meanwhile advised `snapshot list`,
+// which shows the snapshot missing if the delete took it, then `snapshot delete`. A plugin
+// without LIST_SNAPSHOTS is never listed: the list shows volctl's records alone, never missing,
+// so the user could not tell the snapshot the delete took from one the plugin made again, and
+// the advised delete would delete the latter, which the create said it made. The advice is the
+// storage's own tools, and a deregister (sending nothing) of one they show gone; never the delete.
+// (found by review31f)
+func TestSnapshotTakenAgainAdviceWithoutListSnapshots(t *testing.T) {
+	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.Controller.ListSnapshots = false })
+	s := h.snapshot("nightly")
+	var rec store.Snapshot
+	h.update(func(tx *store.Tx) error {
+		var err error
+		rec, err = tx.Snapshots().Get("mem", s.ID)
+		return err
+	})
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCDeleteSnapshot, csitest.Fault{Gate: gate, Times: 1})
+	deleter, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts, Now: h.e.cfg.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer deleter.Close()
+	done := make(chan error, 1)
+	go func() { done <- deleter.DeleteSnapshot(h.ctx, "mem", s.ID, nil) }()
+	for deadline := time.Now().Add(30 * time.Second); h.faults.Held() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(gate)
+			t.Fatal("DeleteSnapshot never reached the plugin")
+		}
+	}
+	// Another volctl's create, answered with s.ID before this DeleteSnapshot and past its look
+	// for a delete, records it (finishSnapshot's record).
+	h.update(func(tx *store.Tx) error {
+		if err := tx.Snapshots().Put(&rec); err != nil {
+			return err
+		}
+		return tx.Snapshots().Undelete("mem", s.ID)
+	})
+	close(gate)
+	derr := <-done
+	t.Logf("delete: %v", derr)
+	if derr == nil {
+		t.Fatal("the delete succeeded; want the conflict")
+	}
+	if !h.recordedSnapshot(s.ID) {
+		t.Fatalf("the delete forgot snapshot %s's record, which a create recorded meanwhile", s.ID)
+	}
+	if len(h.mem.Snapshots()) != 0 {
+		t.Fatalf("the plugin still has %+v", h.mem.Snapshots())
+	}
+	msg := derr.Error()
+	if strings.Contains(msg, "snapshot list") || strings.Contains(msg, "`volctl volume snapshot delete") {
+		t.Errorf("the conflict advises `snapshot list`, which never shows a snapshot of a plugin without LIST_SNAPSHOTS missing, or the delete again, which would delete a snapshot made again: %v", derr)
+	}
+	for _, want := range []string{"LIST_SNAPSHOTS", "storage provider's own tools", "`volctl volume snapshot deregister mem nightly`", `"db"`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the conflict does not say %q: %v", want, derr)
+		}
+	}
+	// What the list shows: volctl's record, not missing (the reason the advice is not the list).
+	list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sn := range list.Snapshots {
+		if sn.ID == s.ID && sn.Missing {
+			t.Errorf("`snapshot list` shows %s missing from a plugin it cannot list: %+v", s.ID, sn)
+		}
+	}
+	// The storage shows it gone (the delete took it): the advised deregister forgets the record.
+	if _, err := h.e.DeregisterSnapshot(h.ctx, "mem", s.ID); err != nil {
+		t.Fatalf("the advised deregister: %v", err)
+	}
+	if h.recordedSnapshot(s.ID) || h.deletingRecorded(s.ID) {
+		t.Errorf("after the advised deregister, snapshot %s is still recorded or its delete is", s.ID)
 	}
 }
 

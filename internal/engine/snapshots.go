@@ -567,7 +567,11 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		// anew under the same ID): forgetting the record would leave the snapshot another
 		// command just said it made unrecorded (TestSnapshotTakenAgainWhileItsDeleteIsAnsweredKeepsItsRecord).
 		// Kept, a snapshot the DeleteSnapshot did delete (the create answered before it) shows
-		// as missing, and the delete again forgets it.
+		// as missing in `snapshot list` of a plugin that lists snapshots, and the delete again
+		// forgets it. One that does not shows volctl's records alone, never missing: the user
+		// checks with the storage's own tools, and a deregister forgets the record of one gone;
+		// the delete again, advised blindly, deleted the snapshot the create had said it made
+		// (takenAgainAdvice; TestSnapshotTakenAgainAdviceWithoutListSnapshots).
 		if recorded {
 			marked, err := tx.Snapshots().Deleting(pluginID, snapshotID)
 			if err != nil {
@@ -575,9 +579,8 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 			}
 			if now, err := tx.Snapshots().Get(pluginID, snapshotID); err == nil && !marked {
 				takenAgain = conflictf("plugin %q answered %s for snapshot %q, but a snapshot create (another volctl's, of volume %q) was answered with the same ID meanwhile and recorded it as %q: "+
-					"the plugin may have made it again after this delete, so its record is kept; `volctl volume snapshot list --plugin %s` shows it missing if this delete took it, and `%s` then forgets it",
-					pluginID, csi.RPCDeleteSnapshot, snapshotID, now.SourceVolumeID, now.Name, pluginID,
-					shellquote.Command("volctl volume snapshot delete", pluginID, snapshotID))
+					"the plugin may have made it again after this delete, so its record is kept; %s",
+					pluginID, csi.RPCDeleteSnapshot, snapshotID, now.SourceVolumeID, now.Name, takenAgainAdvice(c, pluginID, snapshotID))
 				return tx.Events().Append(&store.Event{Kind: "snapshot-delete", VolumeID: now.SourceVolumeID, PluginID: pluginID,
 					RPC: csi.RPCDeleteSnapshot, Message: "delete answered, record kept: " + takenAgain.Error()})
 			} else if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -602,6 +605,23 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		return fail(takenAgain)
 	}
 	return nil
+}
+
+// takenAgainAdvice is the way out of a delete that kept the record of snapshot snapshotID, which
+// a create recorded again while the delete was answered: the snapshot is there (made again) or
+// not (this delete took it). `snapshot list` tells which only for a plugin that lists snapshots
+// (it shows a record the plugin no longer lists as missing); for one that does not, it shows
+// volctl's records alone, and only the storage's own tools tell, so the delete again, which
+// would delete a snapshot made again, is not the advice there: a deregister of one gone is.
+func takenAgainAdvice(c *conn, pluginID, snapshotID string) string {
+	if c.fp.Controller && c.fp.Capabilities.Controller.ListSnapshots {
+		return fmt.Sprintf("`volctl volume snapshot list --plugin %s` shows it missing if this delete took it, and `%s` then forgets it",
+			pluginID, shellquote.Command("volctl volume snapshot delete", pluginID, snapshotID))
+	}
+	return fmt.Sprintf("plugin %q does not list snapshots (no LIST_SNAPSHOTS controller capability), so volctl cannot tell whether this delete took it: "+
+		"check with the storage provider's own tools whether snapshot %q is there; if it is not, `%s` forgets its record (sending nothing); "+
+		"if it is, it is the snapshot the create made: keep it (a delete again would delete it)",
+		pluginID, snapshotID, shellquote.Command("volctl volume snapshot deregister", pluginID, snapshotID))
 }
 
 // refuseRestoreInFlight refuses to delete snapshot snapshotID of plugin pluginID while a volume
