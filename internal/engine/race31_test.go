@@ -51,7 +51,7 @@ func (p *pauseAtLog) Handle(_ context.Context, r slog.Record) error {
 // and the new snapshot was left on the plugin unrecorded, its create answered OK. (Since the
 // create waits for a delete of the ID it is answered with, and asks again, it waits here for
 // the delete to end; the delete's own check, which keeps the record, is for a delete recorded
-// after the create looked for one.)
+// after the create looked for one: TestSnapshotDeleteRecordedAfterTheCreateLookedKeepsItsRecord.)
 func TestSnapshotTakenAgainWhileItsDeleteIsAnsweredKeepsItsRecord(t *testing.T) {
 	for _, by := range []string{"delete", "reconcile"} {
 		t.Run(by, func(t *testing.T) {

@@ -165,7 +165,9 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 		// before, the create recorded the first answer at once, taking the delete's record
 		// back, said it made the snapshot, and the delete deleted it
 		// (TestSnapshotCreateAnsweredWithOneAboutToBeDeletedAsksAgainAfterTheDelete). The lock
-		// is held to the record, so no delete records itself between.
+		// is held to the record, so no delete records itself between. The source volume's lock
+		// is held while it waits: a DeleteSnapshot that hangs holds up the volume's claims and
+		// releases until the delete's timeouts and retries run out (docs/architecture.md).
 		marked, verr := viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) { return tx.Snapshots().Deleting(intent.PluginID, snap.ID) })
 		if verr != nil {
 			return store.Snapshot{}, snap, verr
@@ -565,7 +567,7 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		// volctl, which holds the source volume's lock, not this snapshot's. The plugin may have
 		// made it after this DeleteSnapshot (one that names snapshots by their name makes them
 		// anew under the same ID): forgetting the record would leave the snapshot another
-		// command just said it made unrecorded (TestSnapshotTakenAgainWhileItsDeleteIsAnsweredKeepsItsRecord).
+		// command just said it made unrecorded (TestSnapshotDeleteRecordedAfterTheCreateLookedKeepsItsRecord).
 		// Kept, a snapshot the DeleteSnapshot did delete (the create answered before it) shows
 		// as missing in `snapshot list` of a plugin that lists snapshots, and the delete again
 		// forgets it. One that does not shows volctl's records alone, never missing: the user
