@@ -43,6 +43,70 @@ func (p *pauseAtLog) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
+// snapshotRecordedAgain returns what records snapshot id of plugin "mem" again as it is recorded
+// now, as a create answered with it records it (finishSnapshot: the record put, a delete
+// recorded of it taken back): another volctl's create, played at a point a test chooses.
+func (h *harness) snapshotRecordedAgain(id string) func() {
+	h.t.Helper()
+	var rec store.Snapshot
+	h.update(func(tx *store.Tx) error {
+		var err error
+		rec, err = tx.Snapshots().Get("mem", id)
+		return err
+	})
+	return func() {
+		h.update(func(tx *store.Tx) error {
+			if err := tx.Snapshots().Put(&rec); err != nil {
+				return err
+			}
+			return tx.Snapshots().Undelete("mem", id)
+		})
+	}
+}
+
+// snapshotDeleteStoppedAtItsCheck runs, in another engine on h's state dir, a delete of snapshot
+// id of plugin "mem" (by "delete": the user's; by "reconcile": reconcile finishing a recorded
+// one, its first problem as its error), with the plugin's listing down, so that it warns that it
+// could not check between its DeleteSnapshot and its last commit, and stops it there: the test
+// closes pause.proceed to let it go on, and done has its error. On a failure to get there, stop
+// is called (to let go what the test holds) before the test fails.
+func (h *harness) snapshotDeleteStoppedAtItsCheck(id, by string, stop func()) (pause *pauseAtLog, done <-chan error) {
+	h.t.Helper()
+	h.faults.FailAlways(csi.RPCListSnapshots, codes.Unavailable)
+	pause = &pauseAtLog{text: "could not be checked", reached: make(chan struct{}), proceed: make(chan struct{})}
+	deleter, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts, Now: h.e.cfg.Now,
+		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}, Logger: slog.New(pause)})
+	if err != nil {
+		stop()
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { deleter.Close() })
+	ch := make(chan error, 1)
+	go func() {
+		if by == "reconcile" {
+			rep, err := deleter.Reconcile(h.ctx)
+			if len(rep.Problems) > 0 {
+				err = errors.New(rep.Problems[0].Message)
+			}
+			ch <- err
+			return
+		}
+		ch <- deleter.DeleteSnapshot(h.ctx, "mem", id, nil)
+	}()
+	select {
+	case <-pause.reached:
+	case err := <-ch:
+		close(pause.proceed)
+		stop()
+		h.t.Fatalf("the %s ended before its check's warning: %v", by, err)
+	case <-time.After(30 * time.Second):
+		close(pause.proceed)
+		stop()
+		h.t.Fatalf("the %s never got to its check's warning", by)
+	}
+	return pause, ch
+}
+
 // A snapshot delete (the user's, or reconcile finishing a recorded one) answered by the plugin,
 // and before it forgets the record, another volctl takes the snapshot of the same name again (a
 // plugin that names snapshots by their name, as most do, makes it anew under the same ID) and
@@ -63,35 +127,7 @@ func TestSnapshotTakenAgainWhileItsDeleteIsAnsweredKeepsItsRecord(t *testing.T) 
 			}
 			// The check after the delete fails (the plugin's listing is down): the deleting
 			// volctl warns that it could not check, between its DeleteSnapshot and its record.
-			h.faults.FailAlways(csi.RPCListSnapshots, codes.Unavailable)
-			pause := &pauseAtLog{text: "could not be checked", reached: make(chan struct{}), proceed: make(chan struct{})}
-			deleter, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts, Now: h.e.cfg.Now,
-				Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}, Logger: slog.New(pause)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer deleter.Close()
-			done := make(chan error, 1)
-			go func() {
-				if by == "reconcile" {
-					rep, err := deleter.Reconcile(h.ctx)
-					if len(rep.Problems) > 0 {
-						err = errors.New(rep.Problems[0].Message)
-					}
-					done <- err
-					return
-				}
-				done <- deleter.DeleteSnapshot(h.ctx, "mem", s.ID, nil)
-			}()
-			select {
-			case <-pause.reached:
-			case err := <-done:
-				close(pause.proceed)
-				t.Fatalf("the %s ended before its check's warning: %v", by, err)
-			case <-time.After(30 * time.Second):
-				close(pause.proceed)
-				t.Fatalf("the %s never got to its check's warning", by)
-			}
+			pause, done := h.snapshotDeleteStoppedAtItsCheck(s.ID, by, func() {})
 			if got := h.mem.Snapshots(); len(got) != 0 {
 				close(pause.proceed)
 				t.Fatalf("the plugin still has %+v after the %s's DeleteSnapshot", got, by)
@@ -154,12 +190,7 @@ func TestSnapshotDeleteRecordedAfterTheCreateLookedKeepsItsRecord(t *testing.T) 
 		t.Run(by, func(t *testing.T) {
 			h, _ := snapshotHarness(t, nil)
 			s := h.snapshot("nightly")
-			var rec store.Snapshot
-			h.update(func(tx *store.Tx) error {
-				var err error
-				rec, err = tx.Snapshots().Get("mem", s.ID)
-				return err
-			})
+			recordAgain := h.snapshotRecordedAgain(s.ID)
 			// The create (the user's delete case): answered with s.ID (the plugin's snapshot of
 			// that name), it found no delete of it recorded, and stops before its record.
 			createDone := make(chan error, 1)
@@ -188,38 +219,7 @@ func TestSnapshotDeleteRecordedAfterTheCreateLookedKeepsItsRecord(t *testing.T) 
 			}
 			// The delete: its check after the DeleteSnapshot fails (the plugin's listing is down),
 			// so it warns, between its DeleteSnapshot and its last commit, and stops there.
-			h.faults.FailAlways(csi.RPCListSnapshots, codes.Unavailable)
-			pause := &pauseAtLog{text: "could not be checked", reached: make(chan struct{}), proceed: make(chan struct{})}
-			deleter, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts, Now: h.e.cfg.Now,
-				Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}, Logger: slog.New(pause)})
-			if err != nil {
-				close(proceedCreate)
-				t.Fatal(err)
-			}
-			defer deleter.Close()
-			done := make(chan error, 1)
-			go func() {
-				if by == "reconcile" {
-					rep, err := deleter.Reconcile(h.ctx)
-					if len(rep.Problems) > 0 {
-						err = errors.New(rep.Problems[0].Message)
-					}
-					done <- err
-					return
-				}
-				done <- deleter.DeleteSnapshot(h.ctx, "mem", s.ID, nil)
-			}()
-			select {
-			case <-pause.reached:
-			case err := <-done:
-				close(pause.proceed)
-				close(proceedCreate)
-				t.Fatalf("the %s ended before its check's warning: %v", by, err)
-			case <-time.After(30 * time.Second):
-				close(pause.proceed)
-				close(proceedCreate)
-				t.Fatalf("the %s never got to its check's warning", by)
-			}
+			pause, done := h.snapshotDeleteStoppedAtItsCheck(s.ID, by, func() { close(proceedCreate) })
 			// The create records s.ID now.
 			if by == "delete" {
 				close(proceedCreate)
@@ -230,12 +230,7 @@ func TestSnapshotDeleteRecordedAfterTheCreateLookedKeepsItsRecord(t *testing.T) 
 			} else {
 				// Reconcile's: another volctl's create, answered with s.ID before this
 				// DeleteSnapshot and past its look for a delete, records it as finishSnapshot does.
-				h.update(func(tx *store.Tx) error {
-					if err := tx.Snapshots().Put(&rec); err != nil {
-						return err
-					}
-					return tx.Snapshots().Undelete("mem", s.ID)
-				})
+				recordAgain()
 			}
 			close(pause.proceed)
 			derr := <-done
@@ -280,12 +275,7 @@ func TestSnapshotDeleteRecordedAfterTheCreateLookedKeepsItsRecord(t *testing.T) 
 func TestSnapshotTakenAgainAdviceWithoutListSnapshots(t *testing.T) {
 	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.Controller.ListSnapshots = false })
 	s := h.snapshot("nightly")
-	var rec store.Snapshot
-	h.update(func(tx *store.Tx) error {
-		var err error
-		rec, err = tx.Snapshots().Get("mem", s.ID)
-		return err
-	})
+	recordAgain := h.snapshotRecordedAgain(s.ID)
 	gate := make(chan struct{})
 	h.faults.Inject(csi.RPCDeleteSnapshot, csitest.Fault{Gate: gate, Times: 1})
 	deleter, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts, Now: h.e.cfg.Now})
@@ -303,12 +293,7 @@ func TestSnapshotTakenAgainAdviceWithoutListSnapshots(t *testing.T) {
 	}
 	// Another volctl's create, answered with s.ID before this DeleteSnapshot and past its look
 	// for a delete, records it (finishSnapshot's record).
-	h.update(func(tx *store.Tx) error {
-		if err := tx.Snapshots().Put(&rec); err != nil {
-			return err
-		}
-		return tx.Snapshots().Undelete("mem", s.ID)
-	})
+	recordAgain()
 	close(gate)
 	derr := <-done
 	t.Logf("delete: %v", derr)
