@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,70 @@ func (p *pauseAtLog) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
+// snapshotRecordedAgain returns what records snapshot id of plugin "mem" again as it is recorded
+// now, as a create answered with it records it (finishSnapshot: the record put, a delete
+// recorded of it taken back): another volctl's create, played at a point a test chooses.
+func (h *harness) snapshotRecordedAgain(id string) func() {
+	h.t.Helper()
+	var rec store.Snapshot
+	h.update(func(tx *store.Tx) error {
+		var err error
+		rec, err = tx.Snapshots().Get("mem", id)
+		return err
+	})
+	return func() {
+		h.update(func(tx *store.Tx) error {
+			if err := tx.Snapshots().Put(&rec); err != nil {
+				return err
+			}
+			return tx.Snapshots().Undelete("mem", id)
+		})
+	}
+}
+
+// snapshotDeleteStoppedAtItsCheck runs, in another engine on h's state dir, a delete of snapshot
+// id of plugin "mem" (by "delete": the user's; by "reconcile": reconcile finishing a recorded
+// one, its first problem as its error), with the plugin's listing down, so that it warns that it
+// could not check between its DeleteSnapshot and its last commit, and stops it there: the test
+// closes pause.proceed to let it go on, and done has its error. On a failure to get there, stop
+// is called (to let go what the test holds) before the test fails.
+func (h *harness) snapshotDeleteStoppedAtItsCheck(id, by string, stop func()) (pause *pauseAtLog, done <-chan error) {
+	h.t.Helper()
+	h.faults.FailAlways(csi.RPCListSnapshots, codes.Unavailable)
+	pause = &pauseAtLog{text: "could not be checked", reached: make(chan struct{}), proceed: make(chan struct{})}
+	deleter, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts, Now: h.e.cfg.Now,
+		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}, Logger: slog.New(pause)})
+	if err != nil {
+		stop()
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { deleter.Close() })
+	ch := make(chan error, 1)
+	go func() {
+		if by == "reconcile" {
+			rep, err := deleter.Reconcile(h.ctx)
+			if len(rep.Problems) > 0 {
+				err = errors.New(rep.Problems[0].Message)
+			}
+			ch <- err
+			return
+		}
+		ch <- deleter.DeleteSnapshot(h.ctx, "mem", id, nil)
+	}()
+	select {
+	case <-pause.reached:
+	case err := <-ch:
+		close(pause.proceed)
+		stop()
+		h.t.Fatalf("the %s ended before its check's warning: %v", by, err)
+	case <-time.After(30 * time.Second):
+		close(pause.proceed)
+		stop()
+		h.t.Fatalf("the %s never got to its check's warning", by)
+	}
+	return pause, ch
+}
+
 // A snapshot delete (the user's, or reconcile finishing a recorded one) answered by the plugin,
 // and before it forgets the record, another volctl takes the snapshot of the same name again (a
 // plugin that names snapshots by their name, as most do, makes it anew under the same ID) and
@@ -50,7 +115,7 @@ func (p *pauseAtLog) Handle(_ context.Context, r slog.Record) error {
 // and the new snapshot was left on the plugin unrecorded, its create answered OK. (Since the
 // create waits for a delete of the ID it is answered with, and asks again, it waits here for
 // the delete to end; the delete's own check, which keeps the record, is for a delete recorded
-// after the create looked for one.)
+// after the create looked for one: TestSnapshotDeleteRecordedAfterTheCreateLookedKeepsItsRecord.)
 func TestSnapshotTakenAgainWhileItsDeleteIsAnsweredKeepsItsRecord(t *testing.T) {
 	for _, by := range []string{"delete", "reconcile"} {
 		t.Run(by, func(t *testing.T) {
@@ -62,35 +127,7 @@ func TestSnapshotTakenAgainWhileItsDeleteIsAnsweredKeepsItsRecord(t *testing.T) 
 			}
 			// The check after the delete fails (the plugin's listing is down): the deleting
 			// volctl warns that it could not check, between its DeleteSnapshot and its record.
-			h.faults.FailAlways(csi.RPCListSnapshots, codes.Unavailable)
-			pause := &pauseAtLog{text: "could not be checked", reached: make(chan struct{}), proceed: make(chan struct{})}
-			deleter, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts, Now: h.e.cfg.Now,
-				Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}, Logger: slog.New(pause)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer deleter.Close()
-			done := make(chan error, 1)
-			go func() {
-				if by == "reconcile" {
-					rep, err := deleter.Reconcile(h.ctx)
-					if len(rep.Problems) > 0 {
-						err = errors.New(rep.Problems[0].Message)
-					}
-					done <- err
-					return
-				}
-				done <- deleter.DeleteSnapshot(h.ctx, "mem", s.ID, nil)
-			}()
-			select {
-			case <-pause.reached:
-			case err := <-done:
-				close(pause.proceed)
-				t.Fatalf("the %s ended before its check's warning: %v", by, err)
-			case <-time.After(30 * time.Second):
-				close(pause.proceed)
-				t.Fatalf("the %s never got to its check's warning", by)
-			}
+			pause, done := h.snapshotDeleteStoppedAtItsCheck(s.ID, by, func() {})
 			if got := h.mem.Snapshots(); len(got) != 0 {
 				close(pause.proceed)
 				t.Fatalf("the plugin still has %+v after the %s's DeleteSnapshot", got, by)
@@ -132,6 +169,168 @@ func TestSnapshotTakenAgainWhileItsDeleteIsAnsweredKeepsItsRecord(t *testing.T) 
 				t.Errorf("a delete of %s is still recorded: reconcile would delete the snapshot taken again", s.ID)
 			}
 		})
+	}
+}
+
+// A create in one volctl, answered with snapshot X, finds no delete of X recorded and goes on to
+// record it, holding the source volume's lock, not X's; a delete of X in another volctl (the
+// user's, or reconcile finishing one recorded then) records itself meanwhile, sends its
+// DeleteSnapshot, and before its last commit the create records X (finishSnapshot: the record
+// put, the delete's record taken back). The delete must keep that record, and fail as a
+// conflict naming the snapshot and its volume without advising a deregister: the create said it
+// made X, and the plugin may have made it again after the DeleteSnapshot. Before round 31 its
+// last commit forgot the record by ID (deleteSnapshotStored's takenAgain check; reconcile's
+// report of it: reconcileSnapshotDeletes's case for a recorded delete gone). The user's delete
+// runs against a real create stopped between its check and its record
+// (testHookSnapshotDeleteLookedFor); reconcile's plays the create's record, since reconcile
+// finishes the stopped create's own intent first and waits for the source volume's lock it holds.
+// (found by review31f)
+func TestSnapshotDeleteRecordedAfterTheCreateLookedKeepsItsRecord(t *testing.T) {
+	for _, by := range []string{"delete", "reconcile"} {
+		t.Run(by, func(t *testing.T) {
+			h, _ := snapshotHarness(t, nil)
+			s := h.snapshot("nightly")
+			recordAgain := h.snapshotRecordedAgain(s.ID)
+			// The create (the user's delete case): answered with s.ID (the plugin's snapshot of
+			// that name), it found no delete of it recorded, and stops before its record.
+			createDone := make(chan error, 1)
+			looked, proceedCreate := make(chan struct{}), make(chan struct{})
+			if by == "delete" {
+				var once sync.Once
+				old := testHookSnapshotDeleteLookedFor
+				t.Cleanup(func() { testHookSnapshotDeleteLookedFor = old })
+				testHookSnapshotDeleteLookedFor = func(_, id string) {
+					if id == s.ID {
+						once.Do(func() { close(looked); <-proceedCreate })
+					}
+				}
+				go func() { _, err := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil); createDone <- err }()
+				select {
+				case <-looked:
+				case err := <-createDone:
+					t.Fatalf("the create ended before its record: %v", err)
+				case <-time.After(30 * time.Second):
+					close(proceedCreate)
+					t.Fatal("the create never looked for a delete of its snapshot")
+				}
+			} else {
+				h.unansweredSnapshotDelete(s.ID)
+				h.faults.Clear()
+			}
+			// The delete: its check after the DeleteSnapshot fails (the plugin's listing is down),
+			// so it warns, between its DeleteSnapshot and its last commit, and stops there.
+			pause, done := h.snapshotDeleteStoppedAtItsCheck(s.ID, by, func() { close(proceedCreate) })
+			// The create records s.ID now.
+			if by == "delete" {
+				close(proceedCreate)
+				if err := <-createDone; err != nil {
+					close(pause.proceed)
+					t.Fatalf("the create: %v", err)
+				}
+			} else {
+				// Reconcile's: another volctl's create, answered with s.ID before this
+				// DeleteSnapshot and past its look for a delete, records it as finishSnapshot does.
+				recordAgain()
+			}
+			close(pause.proceed)
+			derr := <-done
+			t.Logf("%s: %v", by, derr)
+			if !h.recordedSnapshot(s.ID) {
+				t.Fatalf("the %s forgot snapshot %s's record, which a create recorded meanwhile (volctl said it made it)", by, s.ID)
+			}
+			if derr == nil || !strings.Contains(derr.Error(), "nightly") || !strings.Contains(derr.Error(), `"db"`) {
+				t.Errorf("the %s says %v; want a conflict naming the snapshot recorded again meanwhile and its volume", by, derr)
+			}
+			if derr != nil && strings.Contains(derr.Error(), "deregister") {
+				t.Errorf("the %s advises a deregister, which forgets the record of the snapshot the create made (no delete is left to forget): %v", by, derr)
+			}
+			// The plugin lists snapshots (it has LIST_SNAPSHOTS): the advice is `snapshot list`,
+			// which shows the snapshot the delete took missing, then the delete again, which
+			// forgets its record.
+			h.faults.Clear()
+			list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i := slices.IndexFunc(list.Snapshots, func(sn SnapshotInfo) bool { return sn.ID == s.ID }); i < 0 || !list.Snapshots[i].Missing {
+				t.Errorf("`snapshot list` does not show %s, which the delete took, missing: %+v (warnings %q)", s.ID, list.Snapshots, list.Warnings)
+			}
+			if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err != nil {
+				t.Fatalf("the advised delete again: %v", err)
+			}
+			if h.recordedSnapshot(s.ID) || h.deletingRecorded(s.ID) {
+				t.Errorf("after the advised delete, snapshot %s is still recorded or its delete is", s.ID)
+			}
+		})
+	}
+}
+
+// The conflict of a delete that kept a record a create made meanwhile advised `snapshot list`,
+// which shows the snapshot missing if the delete took it, then `snapshot delete`. A plugin
+// without LIST_SNAPSHOTS is never listed: the list shows volctl's records alone, never missing,
+// so the user could not tell the snapshot the delete took from one the plugin made again, and
+// the advised delete would delete the latter, which the create said it made. The advice is the
+// storage's own tools, and a deregister (sending nothing) of one they show gone; never the delete.
+// (found by review31f)
+func TestSnapshotTakenAgainAdviceWithoutListSnapshots(t *testing.T) {
+	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.Controller.ListSnapshots = false })
+	s := h.snapshot("nightly")
+	recordAgain := h.snapshotRecordedAgain(s.ID)
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCDeleteSnapshot, csitest.Fault{Gate: gate, Times: 1})
+	deleter, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts, Now: h.e.cfg.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer deleter.Close()
+	done := make(chan error, 1)
+	go func() { done <- deleter.DeleteSnapshot(h.ctx, "mem", s.ID, nil) }()
+	for deadline := time.Now().Add(30 * time.Second); h.faults.Held() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(gate)
+			t.Fatal("DeleteSnapshot never reached the plugin")
+		}
+	}
+	// Another volctl's create, answered with s.ID before this DeleteSnapshot and past its look
+	// for a delete, records it (finishSnapshot's record).
+	recordAgain()
+	close(gate)
+	derr := <-done
+	t.Logf("delete: %v", derr)
+	if derr == nil {
+		t.Fatal("the delete succeeded; want the conflict")
+	}
+	if !h.recordedSnapshot(s.ID) {
+		t.Fatalf("the delete forgot snapshot %s's record, which a create recorded meanwhile", s.ID)
+	}
+	if len(h.mem.Snapshots()) != 0 {
+		t.Fatalf("the plugin still has %+v", h.mem.Snapshots())
+	}
+	msg := derr.Error()
+	if strings.Contains(msg, "snapshot list") || strings.Contains(msg, "`volctl volume snapshot delete") {
+		t.Errorf("the conflict advises `snapshot list`, which never shows a snapshot of a plugin without LIST_SNAPSHOTS missing, or the delete again, which would delete a snapshot made again: %v", derr)
+	}
+	for _, want := range []string{"LIST_SNAPSHOTS", "storage provider's own tools", "`volctl volume snapshot deregister mem nightly`", `"db"`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the conflict does not say %q: %v", want, derr)
+		}
+	}
+	// What the list shows: volctl's record, not missing (the reason the advice is not the list).
+	list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sn := range list.Snapshots {
+		if sn.ID == s.ID && sn.Missing {
+			t.Errorf("`snapshot list` shows %s missing from a plugin it cannot list: %+v", s.ID, sn)
+		}
+	}
+	// The storage shows it gone (the delete took it): the advised deregister forgets the record.
+	if _, err := h.e.DeregisterSnapshot(h.ctx, "mem", s.ID); err != nil {
+		t.Fatalf("the advised deregister: %v", err)
+	}
+	if h.recordedSnapshot(s.ID) || h.deletingRecorded(s.ID) {
+		t.Errorf("after the advised deregister, snapshot %s is still recorded or its delete is", s.ID)
 	}
 }
 

@@ -165,7 +165,9 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 		// before, the create recorded the first answer at once, taking the delete's record
 		// back, said it made the snapshot, and the delete deleted it
 		// (TestSnapshotCreateAnsweredWithOneAboutToBeDeletedAsksAgainAfterTheDelete). The lock
-		// is held to the record, so no delete records itself between.
+		// is held to the record, so no delete records itself between. The source volume's lock
+		// is held while it waits: a DeleteSnapshot that hangs holds up the volume's claims and
+		// releases until the delete's timeouts and retries run out (docs/architecture.md).
 		marked, verr := viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) { return tx.Snapshots().Deleting(intent.PluginID, snap.ID) })
 		if verr != nil {
 			return store.Snapshot{}, snap, verr
@@ -181,6 +183,8 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 			if lost := e.locks.stillHeld(intent.SourceVolumeID); lost != nil {
 				return store.Snapshot{}, snap, lost
 			}
+		} else {
+			testHookSnapshotDeleteLookedFor(intent.PluginID, snap.ID)
 		}
 	}
 	if err != nil {
@@ -302,6 +306,12 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 	}
 	return rec, snap, nil
 }
+
+// testHookSnapshotDeleteLookedFor runs, in tests, once a create answered with snapshot ID
+// snapshotID has found no delete of it recorded, before it records the snapshot: a delete in
+// another volctl that records itself now is not waited for, and its own check keeps the record
+// (deleteSnapshotStored's takenAgain; TestSnapshotDeleteRecordedAfterTheCreateLookedKeepsItsRecord).
+var testHookSnapshotDeleteLookedFor = func(pluginID, snapshotID string) {}
 
 // snapshotOfMate returns the record of snapshotID made through another plugin ID registered on
 // one of pluginID's sockets (socketMates), or a zero Snapshot when there is none.
@@ -559,9 +569,13 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		// volctl, which holds the source volume's lock, not this snapshot's. The plugin may have
 		// made it after this DeleteSnapshot (one that names snapshots by their name makes them
 		// anew under the same ID): forgetting the record would leave the snapshot another
-		// command just said it made unrecorded (TestSnapshotTakenAgainWhileItsDeleteIsAnsweredKeepsItsRecord).
+		// command just said it made unrecorded (TestSnapshotDeleteRecordedAfterTheCreateLookedKeepsItsRecord).
 		// Kept, a snapshot the DeleteSnapshot did delete (the create answered before it) shows
-		// as missing, and the delete again forgets it.
+		// as missing in `snapshot list` of a plugin that lists snapshots, and the delete again
+		// forgets it. One that does not shows volctl's records alone, never missing: the user
+		// checks with the storage's own tools, and a deregister forgets the record of one gone;
+		// the delete again, advised blindly, deleted the snapshot the create had said it made
+		// (takenAgainAdvice; TestSnapshotTakenAgainAdviceWithoutListSnapshots).
 		if recorded {
 			marked, err := tx.Snapshots().Deleting(pluginID, snapshotID)
 			if err != nil {
@@ -569,9 +583,8 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 			}
 			if now, err := tx.Snapshots().Get(pluginID, snapshotID); err == nil && !marked {
 				takenAgain = conflictf("plugin %q answered %s for snapshot %q, but a snapshot create (another volctl's, of volume %q) was answered with the same ID meanwhile and recorded it as %q: "+
-					"the plugin may have made it again after this delete, so its record is kept; `volctl volume snapshot list --plugin %s` shows it missing if this delete took it, and `%s` then forgets it",
-					pluginID, csi.RPCDeleteSnapshot, snapshotID, now.SourceVolumeID, now.Name, pluginID,
-					shellquote.Command("volctl volume snapshot delete", pluginID, snapshotID))
+					"the plugin may have made it again after this delete, so its record is kept; %s",
+					pluginID, csi.RPCDeleteSnapshot, snapshotID, now.SourceVolumeID, now.Name, takenAgainAdvice(c, pluginID, snapshotID))
 				return tx.Events().Append(&store.Event{Kind: "snapshot-delete", VolumeID: now.SourceVolumeID, PluginID: pluginID,
 					RPC: csi.RPCDeleteSnapshot, Message: "delete answered, record kept: " + takenAgain.Error()})
 			} else if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -596,6 +609,23 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		return fail(takenAgain)
 	}
 	return nil
+}
+
+// takenAgainAdvice is the way out of a delete that kept the record of snapshot snapshotID, which
+// a create recorded again while the delete was answered: the snapshot is there (made again) or
+// not (this delete took it). `snapshot list` tells which only for a plugin that lists snapshots
+// (it shows a record the plugin no longer lists as missing); for one that does not, it shows
+// volctl's records alone, and only the storage's own tools tell, so the delete again, which
+// would delete a snapshot made again, is not the advice there: a deregister of one gone is.
+func takenAgainAdvice(c *conn, pluginID, snapshotID string) string {
+	if c.fp.Controller && c.fp.Capabilities.Controller.ListSnapshots {
+		return fmt.Sprintf("`volctl volume snapshot list --plugin %s` shows it missing if this delete took it, and `%s` then forgets it",
+			pluginID, shellquote.Command("volctl volume snapshot delete", pluginID, snapshotID))
+	}
+	return fmt.Sprintf("plugin %q does not list snapshots (no LIST_SNAPSHOTS controller capability), so volctl cannot tell whether this delete took it: "+
+		"check with the storage provider's own tools whether snapshot %q is there; if it is not, `%s` forgets its record (sending nothing); "+
+		"if it is, it is the snapshot the create made: keep it (a delete again would delete it)",
+		pluginID, snapshotID, shellquote.Command("volctl volume snapshot deregister", pluginID, snapshotID))
 }
 
 // refuseRestoreInFlight refuses to delete snapshot snapshotID of plugin pluginID while a volume
