@@ -871,10 +871,18 @@ func wayOut(c store.Claim) string {
 	switch {
 	case c.Releasing || c.Degraded:
 		return ""
-	case c.Group != "":
-		return fmt.Sprintf(" (`%s` releases it)", shellquote.Command("volctl group stop", c.Group))
 	}
-	return fmt.Sprintf(" (`%s` releases it)", releaseCommand(c))
+	return fmt.Sprintf(" (`%s` releases it)", freeCommand(c))
+}
+
+// freeCommand is the command that frees a volume of the live claim c: a group's claim is
+// released by its group's stop, so that `group status` agrees (a release of the group's alloc
+// leaves the group running without its volume), any other by its release.
+func freeCommand(c store.Claim) string {
+	if c.Group != "" {
+		return shellquote.Command("volctl group stop", c.Group)
+	}
+	return releaseCommand(c)
 }
 
 func holder(c store.Claim) string {
@@ -1072,14 +1080,14 @@ func nodeLimitsChanged(stored store.Fingerprint, live *csi.Fingerprint) bool {
 	return stored.MaxVolumes != live.MaxVolumes || !maps.Equal(stored.Topology, topology)
 }
 
-// interruptedNote says what became of a claim whose publish the caller interrupted: it stays
-// where it got to, and reconcile, which re-drives every claim not at rest that is not being
-// released, finishes publishing it; a release undoes it.
 // releaseCommand is the command that releases the claim cl, its words quoted for a shell.
 func releaseCommand(cl store.Claim) string {
 	return shellquote.CommandFlags("volctl volume release", []string{cl.VolumeID}, shellquote.Flag("--alloc", cl.Alloc))
 }
 
+// interruptedNote says what became of a claim whose publish the caller interrupted: it stays
+// where it got to, and reconcile, which re-drives every claim not at rest that is not being
+// released, finishes publishing it; a release undoes it.
 func interruptedNote(cl store.Claim) string {
 	return "interrupted: " + leftNote(cl)
 }
