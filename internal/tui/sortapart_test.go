@@ -7,12 +7,12 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 )
 
-// review31c: on the claims view, s reaching MODE (a column that may drop) cuts VOLUME and
+// review31c found: on the claims view, s reaching MODE (a column that may drop) cuts VOLUME and
 // ALLOC, the claim's identity, below their floor: two claims of one volume by render[0] and
 // render[1] read alike ("share…  rend…"). Before, MODE dropped at this width and they stayed
 // apart. Every width 40–120: the claims' rows, under every sort s reaches, keep the VOLUME
 // and ALLOC cells of two claims apart when they differ.
-func TestReview31cSortKeepsClaimsApart(t *testing.T) {
+func TestSortKeepsClaimsApart(t *testing.T) {
 	for width := minWidth; width <= 120; width++ {
 		h := newHarness(t, fixture(), Options{})
 		h.send(tea.WindowSizeMsg{Width: width, Height: 40})
@@ -41,9 +41,6 @@ func TestReview31cSortKeepsClaimsApart(t *testing.T) {
 			}
 			lines := strings.Split(h.m.View(), "\n")
 			seen := map[string]string{}
-			for _, r := range tb.view {
-				_ = r
-			}
 			for _, line := range lines[2 : 2+len(tb.view)] {
 				f := strings.Fields(strings.TrimPrefix(strings.TrimPrefix(line, ">"), " "))
 				if len(f) < 2 {
