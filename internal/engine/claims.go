@@ -948,7 +948,7 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 		// Nothing was sent, but the claim stays recorded, holding the volume: say so.
 		switch {
 		case cl.Releasing:
-			err = fmt.Errorf("%w (the claim is left %s for `volctl reconcile`; `%s` drops it if the plugin is gone)", err, cl.State, shellquote.CommandFlags("volctl volume detach", []string{cl.VolumeID}, "--force"))
+			err = fmt.Errorf("%w (the claim is left %s for `volctl reconcile`; `%s` drops it if the plugin is gone)", err, cl.State, forceDetachCommand(cl.VolumeID))
 		case ctx.Err() != nil:
 			err = fmt.Errorf("%w (%s)", err, interruptedNote(cl))
 		default:
@@ -1078,6 +1078,14 @@ func nodeLimitsChanged(stored store.Fingerprint, live *csi.Fingerprint) bool {
 		topology = live.AccessibleTopology.Segments
 	}
 	return stored.MaxVolumes != live.MaxVolumes || !maps.Equal(stored.Topology, topology)
+}
+
+// forceDetachCommand is the command that forgets volume id's claims, staging and attachment
+// whatever the plugin answers, its words quoted for a shell. It carries --yes, without which
+// detach refuses off a terminal: advised bare, it did not run as written
+// (TestAdvisedForceDetachRunsAsWritten).
+func forceDetachCommand(id string) string {
+	return shellquote.CommandFlags("volctl volume detach", []string{id}, "--force", "--yes")
 }
 
 // releaseCommand is the command that releases the claim cl, its words quoted for a shell.

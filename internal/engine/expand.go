@@ -279,7 +279,7 @@ func offlineOnly(c *conn, v store.Volume, ctrl bool, claims []store.Claim, st st
 	}
 	return conflictf("plugin %q %s and %q is %s with no claim, so ControllerExpandVolume is not sent: `volctl reconcile` undoes that once plugin %q can "+
 		"(or `%s` forgets it), then expand again", v.PluginID, says, v.ID, on, v.PluginID,
-		shellquote.CommandFlags("volctl volume detach", []string{v.ID}, "--force", "--yes"))
+		forceDetachCommand(v.ID))
 }
 
 // aboveLimit is the error for a plugin that answered an expansion (rpc) of v OK with answered
