@@ -65,6 +65,28 @@ func runOn(ctx context.Context, e *engine.Engine, args ...string) (int, string) 
 	return f.Report(root.ExecuteContext(ctx)), errOut.String()
 }
 
+// lastAdvised is the last command in backquotes in text that starts with prefix ("" when
+// there is none): the one an error tells the user to run.
+func lastAdvised(text, prefix string) string {
+	var last string
+	for _, c := range shellquotetest.Commands(text) {
+		if strings.HasPrefix(c, prefix) {
+			last = c
+		}
+	}
+	return last
+}
+
+// claimUntilCleanup claims volume for alloc on e, released when t ends.
+func claimUntilCleanup(t *testing.T, e *engine.Engine, volume, alloc string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: volume, Alloc: alloc}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = e.Release(ctx, volume, alloc) })
+}
+
 // checkAdvised fails t for each volctl command in backquotes in text that volctl refuses as a
 // command line; it returns how many there were.
 func checkAdvised(t *testing.T, where, text string) int {
@@ -161,10 +183,7 @@ func TestExpandAdviceRunsAsAdvised(t *testing.T) {
 			_, e, _ := serveMem(t, csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig()), csitest.WithFaults(faults))
 			createSingleWriter(t, e, "v")
 			if tt.claim {
-				if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "v", Alloc: "a1"}); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _, _ = e.Release(ctx, "v", "a1") })
+				claimUntilCleanup(t, e, "v", "a1")
 			}
 			run := func(args ...string) (int, string) { return runOn(ctx, e, args...) }
 			tt.fault(faults)
@@ -173,12 +192,7 @@ func TestExpandAdviceRunsAsAdvised(t *testing.T) {
 			if code != ExitError {
 				t.Fatalf("expand with the fault: exit %d, want %d: %s", code, ExitError, errOut)
 			}
-			var again string
-			for _, c := range shellquotetest.Commands(errOut) {
-				if strings.HasPrefix(c, "volctl volume expand") {
-					again = c
-				}
-			}
+			again := lastAdvised(errOut, "volctl volume expand")
 			if again == "" {
 				t.Fatalf("expand with the fault advises no expand to run again: %s", errOut)
 			}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"testing"
 
@@ -31,12 +30,7 @@ func TestExpandAdviceKeepsTheLimit(t *testing.T) {
 	if code != ExitError {
 		t.Fatalf("expand with its answers lost: exit %d: %s", code, errOut)
 	}
-	var again string
-	for _, c := range shellquotetest.Commands(errOut) {
-		if strings.HasPrefix(c, "volctl volume expand") {
-			again = c
-		}
-	}
+	again := lastAdvised(errOut, "volctl volume expand")
 	var (
 		mu     sync.Mutex
 		limits []int64

@@ -2,14 +2,12 @@ package cli
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
-	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/shellquote/shellquotetest"
 )
 
@@ -25,10 +23,7 @@ func TestOwedExpandAdviceAfterARoundedAnswer(t *testing.T) {
 	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
 	_, e, _ := serveMem(t, mem, csitest.WithFaults(faults))
 	createSingleWriter(t, e, "v")
-	if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "v", Alloc: "a1"}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = e.Release(ctx, "v", "a1") })
+	claimUntilCleanup(t, e, "v", "a1")
 	mem.AnswerExpandWith(2 << 30)
 	faults.FailAlways(csi.RPCNodeExpandVolume, codes.Internal)
 	code, errOut := runOn(ctx, e, "volume", "expand", "v", "--size", "1536MiB")
@@ -36,12 +31,7 @@ func TestOwedExpandAdviceAfterARoundedAnswer(t *testing.T) {
 	if code != ExitError {
 		t.Fatalf("expand with the node failing: exit %d: %s", code, errOut)
 	}
-	var again string
-	for _, c := range shellquotetest.Commands(errOut) {
-		if strings.HasPrefix(c, "volctl volume expand") {
-			again = c
-		}
-	}
+	again := lastAdvised(errOut, "volctl volume expand")
 	if again == "" {
 		t.Fatalf("no expand advised: %s", errOut)
 	}

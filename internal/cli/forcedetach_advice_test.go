@@ -2,14 +2,12 @@ package cli
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
-	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/shellquote/shellquotetest"
 )
 
@@ -23,22 +21,14 @@ func TestAdvisedForceDetachRunsAsWritten(t *testing.T) {
 	faults := csitest.NewFaults()
 	_, e, _ := serveMem(t, csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig()), csitest.WithFaults(faults))
 	createSingleWriter(t, e, "v")
-	if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "v", Alloc: "a1"}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = e.Release(ctx, "v", "a1") })
+	claimUntilCleanup(t, e, "v", "a1")
 	faults.FailAlways(csi.RPCNodeUnpublishVolume, codes.Internal)
 	code, errOut := runOn(ctx, e, "volume", "release", "v", "--alloc", "a1")
 	faults.Clear()
 	if code == ExitOK {
 		t.Fatalf("release with NodeUnpublishVolume failing: exit 0: %s", errOut)
 	}
-	var detach string
-	for _, c := range shellquotetest.Commands(errOut) {
-		if strings.HasPrefix(c, "volctl volume detach") {
-			detach = c
-		}
-	}
+	detach := lastAdvised(errOut, "volctl volume detach")
 	if detach == "" {
 		t.Fatalf("the failed release advises no detach: %s", errOut)
 	}
