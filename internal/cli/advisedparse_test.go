@@ -128,7 +128,8 @@ func TestSizeAdviceIsACommandVolctlTakes(t *testing.T) {
 // takes. docs/architecture.md named `volctl volume expand ID SIZE`, refused for its second
 // argument, and `volctl volume expand ID`, refused for want of --size. A command named alone
 // (`volctl volume claim`, as a heading: its words and nothing else, or with --json, as
-// json.md's headings name its output) is a mention, not a command line; one with "..." or "|" is not one to run as written. Every other is held to
+// json.md's headings name its output) is a mention, not a command line; one with "..." or "|" is not one to run as written; one quoted as refused
+// (docRefusedExamples) must stay so. Every other is held to
 // the checks volctl makes before running it: arguments counted (none given to a command that
 // takes one is refused too) and required flags (TestDocsParseRunsTheCommandsOwnChecks).
 func TestDocsAdviseCommandsVolctlTakes(t *testing.T) {
@@ -153,7 +154,14 @@ func TestDocsAdviseCommandsVolctlTakes(t *testing.T) {
 				continue // the command named (with --json: its output, in json.md), not a command line
 			}
 			checked++
-			if err := parseAdvised(t, c); err != nil {
+			err := parseAdvised(t, c)
+			if why, ok := docRefusedExamples["volctl "+strings.Join(shellquotetest.RunArgs(t, c), " ")]; ok {
+				if err == nil { // quoted as one volctl refuses (TestDocCommandsParse's list)
+					t.Errorf("%s quotes `%s` as refused (%s), and volctl takes it", f, c, why)
+				}
+				continue
+			}
+			if err != nil {
 				t.Errorf("%s quotes `%s`, which volctl refuses: %v", f, c, err)
 			}
 		}
