@@ -359,8 +359,9 @@ func UntrustedCommand(sp spec.Plugin) error {
 
 // loaderEnv are the variables of a plugin's environment that name files or directories the
 // plugin loads code from (ld.so(8): LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH; iconv's GCONV_PATH;
-// a #!/bin/bash plugin's BASH_ENV, which the shell runs first (sh's ENV is left out: only an
-// interactive shell reads it, as PYTHONSTARTUP is only an interactive Python's); the module paths of
+// a #!/bin/bash plugin's BASH_ENV, which the shell runs first (sh's ENV, which only an
+// interactive shell runs, and PYTHONSTARTUP, which only an interactive Python does, are
+// checked where a shell or python is the program run: startupFiles); the module paths of
 // Python, Perl, Ruby and Node: PYTHONPATH, PYTHONHOME, PYTHONUSERBASE (whose site-packages Python
 // searches), PERL5LIB, PERLLIB (perl's when PERL5LIB is unset), RUBYLIB, NODE_PATH), reads its
 // settings from (LOCPATH's locales, HOSTALIASES' host names, TZDIR's time zones) or writes
@@ -383,8 +384,8 @@ func UntrustedCommand(sp spec.Plugin) error {
 // and the cloud configurations that name the endpoint, the credentials or a credential_process
 // command: AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE, KUBECONFIG,
 // GOOGLE_APPLICATION_CREDENTIALS. These are a list, not every variable any program reads:
-// docs/agent.md says which. A variable read only interactively (ENV, PYTHONSTARTUP), or holding
-// a shell command (GIT_SSH_COMMAND), is not checked.
+// docs/agent.md says which. A variable read only interactively (ENV, PYTHONSTARTUP: see
+// startupFiles), or holding a shell command (GIT_SSH_COMMAND), is not checked here.
 var loaderEnv = map[string]string{
 	"LD_PRELOAD": ": ", "LD_AUDIT": ":", "LD_LIBRARY_PATH": ":;", "GCONV_PATH": ":", "LOCPATH": ":",
 	"HOSTALIASES": "", "LD_DEBUG_OUTPUT": "", "MALLOC_TRACE": "", "LD_PROFILE_OUTPUT": "",
@@ -534,51 +535,26 @@ func untrustedEnv(command, path string, env []string) error {
 }
 
 // optionPaths is the paths the options in PERL5OPT, RUBYOPT or NODE_OPTIONS have the interpreter
-// load code from: perl's and ruby's -I DIR (the module search path, searched before the
-// system's), perl's -Mlib=DIR,... and -mlib=DIR,... (lib.pm's, the same), ruby's -r naming a
-// path (/, ./, ../ or ~ first: a bare name is looked up in the module path, checked as that is),
-// node's --require,
-// -r, --import, --loader and --experimental-loader MODULE (a module loaded before the program;
-// one named without a leading slash is resolved from the working directory, and so counts as
-// relative).
+// load code from, read by the same reader as its command line (interpreter.parse): perl's and
+// ruby's -I DIR (the module search path, searched before the system's), perl's -Mlib=DIR,...
+// and -mlib=DIR,... (lib.pm's, the same), ruby's -r naming a path (/, ./, ../ or ~ first: a
+// bare name is looked up in the module path, checked as that is), node's --require, -r,
+// --import, --loader and --experimental-loader MODULE (a module loaded before the program; one
+// named without a leading slash is resolved from the working directory, and so counts as
+// relative; file:// is taken off), --openssl-config and --env-file FILE.
 func optionPaths(k, v string) []string {
+	in := map[string]*interpreter{"PERL5OPT": &perl, "RUBYOPT": &ruby, "NODE_OPTIONS": &node}[k]
+	p := in.parse(strings.Fields(v))
 	var names []string
-	words := strings.Fields(v)
-	for i := 0; i < len(words); i++ {
-		w := words[i]
-		if k == "PERL5OPT" || k == "RUBYOPT" {
-			opt := "-I"
-			if k == "RUBYOPT" && strings.HasPrefix(w, "-r") {
-				opt = "-r"
-			}
-			if dir, ok := strings.CutPrefix(w, opt); ok {
-				if dir == "" && i+1 < len(words) {
-					i++
-					dir = words[i]
-				}
-				if opt == "-I" || strings.HasPrefix(dir, "/") || strings.HasPrefix(dir, "./") ||
-					strings.HasPrefix(dir, "../") || strings.HasPrefix(dir, "~") {
-					names = append(names, dir)
-				}
-			}
-			for _, m := range []string{"-Mlib=", "-mlib="} {
-				if dirs, ok := strings.CutPrefix(w, m); ok && k == "PERL5OPT" {
-					names = append(names, strings.Split(dirs, ",")...)
-				}
-			}
+	for _, c := range slices.Concat(p.paths, p.envFiles) {
+		names = append(names, c.path)
+	}
+	for _, m := range p.modules {
+		n := strings.TrimPrefix(m.path, "file://")
+		if in == &ruby && !strings.HasPrefix(n, "/") && !strings.HasPrefix(n, "./") && !strings.HasPrefix(n, "../") && !strings.HasPrefix(n, "~") {
 			continue
 		}
-		for _, opt := range []string{"--require", "-r", "--import", "--loader", "--experimental-loader"} {
-			if w == opt && i+1 < len(words) {
-				i++
-				names = append(names, words[i])
-			} else if m, ok := strings.CutPrefix(w, opt+"="); ok {
-				names = append(names, m)
-			}
-		}
-	}
-	for i, n := range names {
-		names[i] = strings.TrimPrefix(n, "file://")
+		names = append(names, n)
 	}
 	return names
 }

@@ -1,7 +1,10 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,50 +26,123 @@ import (
 // interpreter is how an interpreter the agent knows reads its arguments: which options end
 // them with code given inline or from stdin (no script follows), which take a value, and
 // which name a path it loads code from; the first argument that is none of those is the
-// script it runs.
+// script it runs. One reader (parse) serves both its command line and the options it takes
+// from its environment (PERL5OPT, RUBYOPT, NODE_OPTIONS: optionPaths).
 type interpreter struct {
 	name string // what the refusal calls it: "python", "the dynamic loader"
 	// letters are the single-dash options, which may be grouped (-ec, -We): inline ends the
 	// arguments (-c, -e), value takes the rest of the group or the next argument as a value,
-	// path the same as a path loaded as code.
-	inline, value, path string
+	// path the same as a path loaded as code, module the same as a module loaded first, by
+	// its path or its name (node's and ruby's -r), lib as a module whose lib=DIR,... puts
+	// DIR first on the module path (perl's -Mlib=, -mlib=), startup a flag that has a shell
+	// read its startup files (-i, -l), noEnv one that has python ignore its PYTHON*
+	// variables (-E, -I), safePath one that leaves its working directory off its module path
+	// (-I, -P).
+	inline, value, path, module, lib, startup, noEnv, safePath string
 	// attached are the single-dash options whose value, if any, is the rest of their group
-	// only (perl's -x[dir], -l[octal]): the letters after them are not options.
+	// only (perl's -x[dir], -l[octal], ruby's -i[ext]): the letters after them are not options.
 	attached string
-	// long are the double-dash options: "inline", "value" or "path" (a value naming code:
-	// node's --require), "list" (ld.so's --library-path, a directory list), "preload" (ld.so's
-	// --preload and --audit, a list of libraries); one not listed takes no value, or has it
-	// after "=".
-	long map[string]string
+	// long are the double-dash options: "inline", "value" or "path", "module" (node's
+	// --require, --import), "envfile" (node's --env-file: variables it sets), "startup"
+	// (bash's --login), "flag" (takes no value), "list" (ld.so's --library-path, a directory
+	// list), "preload" (ld.so's --preload and --audit, a list of libraries). One not listed
+	// takes no value, or has it after "="; with strictLong (node, whose long options may
+	// take their value in the next argument), one not listed, without "=", is refused unless
+	// nothing but "--" follows: what it takes cannot be told.
+	long       map[string]string
+	strictLong bool
+	// dashEnds says a lone "-" ends the options as "--" does, the script next (a shell's);
+	// otherwise it is the script read from stdin.
+	dashEnds bool
+	// inlineEnds says an inline option ends the options, what follows the code's own
+	// arguments (python's -c and -m). Otherwise the options go on: a shell's -c is a flag,
+	// the code the first argument no option takes; perl's, ruby's and node's -e take the code
+	// as their value, and more options may follow (perl -e CODE -Mlib=DIR).
+	inlineEnds bool
+	// zsh reads ZDOTDIR's (or HOME's) .zshenv before any script.
+	zsh bool
 	// loader is the dynamic loader run as a program: its script is an ELF program, checked
 	// with what its options add to its loader's environment.
 	loader bool
 }
 
+// nodeLong are node's double-dash options (node --help, v20 to v22): those that take a value
+// (after "=" or in the next argument), and those that take none.
+var nodeLong = func() map[string]string {
+	m := map[string]string{
+		"--eval": "inline", "--print": "inline", "--require": "module", "--import": "module", "--loader": "module",
+		"--experimental-loader": "module", "--env-file": "envfile", "--env-file-if-exists": "envfile",
+		"--openssl-config": "path", "--snapshot-blob": "path", "--experimental-policy": "path",
+		"--startup-snapshot": "path", "--experimental-config-file": "path",
+		"--interactive": "startup",
+	}
+	for _, v := range strings.Fields(`--allow-fs-read --allow-fs-write --build-snapshot-config --conditions --cpu-prof-dir
+		--cpu-prof-interval --cpu-prof-name --diagnostic-dir --disable-proto --disable-warning --dns-result-order
+		--experimental-default-type --experimental-sea-config --heap-prof-dir --heap-prof-interval --heap-prof-name
+		--heapsnapshot-near-heap-limit --heapsnapshot-signal --icu-data-dir --input-type --inspect-port --debug-port
+		--inspect-publish-uid --max-http-header-size --network-family-autoselection-attempt-timeout --policy-integrity
+		--redirect-warnings --report-dir --report-directory --report-filename --report-signal --secure-heap
+		--secure-heap-min --test-concurrency --test-name-pattern --test-reporter --test-reporter-destination
+		--test-shard --test-timeout --title --tls-cipher-list --tls-keylog --trace-event-categories
+		--trace-event-file-pattern --trace-require-module --unhandled-rejections --use-largepages --v8-pool-size
+		--watch-path --stack-trace-limit --max-old-space-size --max-semi-space-size --stack-size`) {
+		m[v] = "value"
+	}
+	for _, f := range strings.Fields(`--abort-on-uncaught-exception --allow-addons --allow-child-process --allow-wasi
+		--allow-worker --build-snapshot --check --completion-bash --cpu-prof --disable-wasm-trap-handler
+		--disallow-code-generation-from-strings --enable-etw-stack-walking --enable-fips
+		--enable-network-family-autoselection --enable-source-maps --experimental-eventsource
+		--experimental-import-meta-resolve --experimental-network-imports --experimental-network-inspection
+		--experimental-permission --permission --experimental-print-required-tla --experimental-require-module
+		--experimental-test-coverage --experimental-test-module-mocks --experimental-vm-modules
+		--experimental-wasm-modules --experimental-websocket --expose-gc --force-context-aware --force-fips
+		--force-node-api-uncaught-exceptions-policy --frozen-intrinsics --heap-prof --help
+		--huge-max-old-generation-size --insecure-http-parser --interpreted-frames-native-stack --jitless
+		--no-addons --no-deprecation --no-experimental-detect-module --no-experimental-fetch
+		--no-experimental-global-customevent --no-experimental-global-webcrypto --no-experimental-repl-await
+		--no-experimental-require-module --no-extra-info-on-fatal-exception --no-force-async-hooks-checks
+		--no-global-search-paths --no-network-family-autoselection --no-warnings --node-memory-debug
+		--openssl-legacy-provider --openssl-shared-config --pending-deprecation --preserve-symlinks
+		--preserve-symlinks-main --prof --prof-process --report-compact --report-exclude-network
+		--report-on-fatalerror --report-on-signal --report-uncaught-exception --test --test-force-exit --test-only
+		--throw-deprecation --tls-max-v1.2 --tls-max-v1.3 --tls-min-v1.0 --tls-min-v1.1 --tls-min-v1.2
+		--tls-min-v1.3 --trace-atomics-wait --trace-deprecation --trace-exit --trace-promises --trace-sigint
+		--trace-sync-io --trace-tls --trace-uncaught --trace-warnings --track-heap-objects --use-bundled-ca
+		--use-openssl-ca --v8-options --version --watch --watch-preserve-output --zero-fill-buffers
+		--inspect --inspect-brk --inspect-wait --experimental-strip-types --experimental-transform-types
+		--experimental-detect-module --experimental-sqlite --experimental-webstorage`) {
+		m[f] = "flag" // --inspect's host:port only after "="
+	}
+	return m
+}()
+
 var (
-	shell  = interpreter{name: "the shell", inline: "cs", value: "oO", long: map[string]string{"--rcfile": "path", "--init-file": "path"}}
-	python = interpreter{name: "python", inline: "cm", value: "WXQ", long: map[string]string{"--check-hash-based-pycs": "value"}}
-	perl   = interpreter{name: "perl", inline: "eE", value: "Mm", path: "I", attached: "xil0CdDFV"}
-	ruby   = interpreter{name: "ruby", inline: "e", value: "CEr", path: "I", attached: "0FKTWx"}
-	node   = interpreter{name: "node", inline: "ep", value: "", path: "r", long: map[string]string{
-		"--eval": "inline", "--print": "inline", "--require": "path", "--import": "path", "--loader": "path",
-		"--experimental-loader": "path", "--input-type": "value", "--title": "value"}}
+	shell = interpreter{name: "the shell", inline: "cs", value: "oO", startup: "il", dashEnds: true,
+		long: map[string]string{"--rcfile": "path", "--init-file": "path", "--login": "startup"}}
+	zsh    = interpreter{name: "zsh", inline: "cs", value: "oO", startup: "il", dashEnds: true, zsh: true, long: map[string]string{"--login": "startup", "--interactive": "startup"}}
+	python = interpreter{name: "python", inline: "cm", inlineEnds: true, value: "WXQ", noEnv: "EI", safePath: "IP", long: map[string]string{"--check-hash-based-pycs": "value"}}
+	perl   = interpreter{name: "perl", inline: "eE", value: "", lib: "Mm", path: "I", attached: "xil0CdDFV"}
+	ruby   = interpreter{name: "ruby", inline: "e", value: "CE", module: "r", path: "I", attached: "0FKTWxi"}
+	node   = interpreter{name: "node", inline: "ep", value: "C", module: "r", long: nodeLong, strictLong: true}
 	loader = interpreter{name: "the dynamic loader", loader: true, long: map[string]string{
 		"--library-path": "list", "--preload": "preload", "--audit": "preload", "--argv0": "value",
 		"--inhibit-rpath": "value", "--glibc-hwcaps-prepend": "value", "--glibc-hwcaps-mask": "value"}}
 )
 
 // interpreters names each by the file name of the program the command is (its symlinks
-// resolved, or as named): python3.11, bash, ld-linux-x86-64.so.2.
+// resolved, or as named): python3.11, bash, ld-linux-x86-64.so.2. These patterns are the
+// whole rule (docs/agent.md repeats them): a program under another name (a hard link, a copy
+// renamed, busybox's applets) is not read as an interpreter.
 var interpreters = []struct {
 	re *regexp.Regexp
 	in *interpreter
 }{
-	{regexp.MustCompile(`^(sh|bash|dash|ash|ksh|mksh|zsh)$`), &shell},
-	{regexp.MustCompile(`^python[0-9.]*$`), &python},
-	{regexp.MustCompile(`^perl[0-9.]*$`), &perl},
+	{regexp.MustCompile(`^(sh|bash|rbash|dash|ash|ksh|ksh93|mksh|lksh|pdksh|posh|yash)$`), &shell},
+	{regexp.MustCompile(`^zsh[0-9.]*$`), &zsh},
+	{regexp.MustCompile(`^(python|pypy)[0-9.]*(d|m|dm|-dbg)?$`), &python},
+	{regexp.MustCompile(`^perl[0-9.]*(-[a-z0-9_]+-linux-gnu[a-z]*)?$`), &perl},
 	{regexp.MustCompile(`^ruby[0-9.]*$`), &ruby},
-	{regexp.MustCompile(`^(node|nodejs)$`), &node},
+	{regexp.MustCompile(`^(node|nodejs)[0-9.]*$`), &node},
 	{regexp.MustCompile(`^(ld-linux.*\.so(\.[0-9]+)*|ld\.so|ld64\.so(\.[0-9]+)*)$`), &loader},
 }
 
@@ -91,11 +167,29 @@ func interpreterOf(path string) *interpreter {
 // script", "-I", "--preload") and the path.
 type argCode struct{ what, path string }
 
-// code is what i loads code from, given args: the paths its options name, and the script, the
-// first argument no option takes (nil when an option gives the code inline or from stdin). For
-// the dynamic loader, the program is the script, and libraryPath and preload what its options
-// add to the loader's environment.
-func (i *interpreter) code(args []string) (paths []argCode, script string, libraryPath string, preload []string) {
+// parsed is what an interpreter's arguments have it load and run (interpreter.parse).
+type parsed struct {
+	paths    []argCode // files and directories its options load code from (-I, --rcfile, -Mlib='s)
+	modules  []argCode // modules its options load first, by path or name (node's and ruby's -r)
+	envFiles []argCode // files of variables it reads (node's --env-file)
+	// script is the first argument no option takes, the code it runs; "" when an option gives
+	// the code inline, or stdin does (stdin true then, or with no argument left).
+	script string
+	inline bool // code given inline (-c, -e), or a module (python's -m), or from stdin
+	// startup: a flag has a shell read its startup files; noEnv: python ignores its PYTHON*
+	// variables; safePath: python leaves its working directory off its module path.
+	startup, noEnv, safePath bool
+	// unknown is a long option the interpreter (strictLong) may take a value for, which the
+	// agent does not know.
+	unknown string
+	// the dynamic loader's: what its options add to its environment.
+	libraryPath string
+	preload     []string
+}
+
+// parse reads args as i reads them.
+func (i *interpreter) parse(args []string) parsed {
+	var p parsed
 	for k := 0; k < len(args); k++ {
 		a := args[k]
 		next := func() string {
@@ -106,17 +200,35 @@ func (i *interpreter) code(args []string) (paths []argCode, script string, libra
 			return ""
 		}
 		switch {
-		case a == "--":
+		case p.inline && !strings.HasPrefix(a, "-") && !(i.dashEnds && strings.HasPrefix(a, "+")):
+			return p // the inline code's (a shell's -c) or its arguments
+		case p.inline && (a == "--" || a == "-"):
+			return p
+		case a == "--" || (a == "-" && i.dashEnds):
 			if k+1 < len(args) {
-				return paths, args[k+1], libraryPath, preload
+				p.script = args[k+1]
+			} else {
+				p.inline = true // stdin
 			}
-			return paths, "", libraryPath, preload
+			return p
 		case a == "-":
-			return paths, "", libraryPath, preload // stdin
+			p.inline = true // stdin
+			return p
 		case strings.HasPrefix(a, "--"):
 			name, v, eq := strings.Cut(a, "=")
 			kind := i.long[name]
 			if kind == "" {
+				if i.strictLong && !eq && k+1 < len(args) && args[k+1] != "--" {
+					p.unknown = name
+					return p
+				}
+				continue
+			}
+			if kind == "flag" {
+				continue
+			}
+			if kind == "startup" {
+				p.startup = true
 				continue
 			}
 			if !eq {
@@ -124,39 +236,77 @@ func (i *interpreter) code(args []string) (paths []argCode, script string, libra
 			}
 			switch kind {
 			case "inline":
-				return paths, "", libraryPath, preload
+				p.inline = true
+				if i.inlineEnds {
+					return p
+				}
 			case "path":
-				paths = append(paths, argCode{name, v})
+				p.paths = append(p.paths, argCode{name, v})
+			case "module":
+				p.modules = append(p.modules, argCode{name, v})
+			case "envfile":
+				p.envFiles = append(p.envFiles, argCode{name, v})
 			case "list":
-				libraryPath = v
+				p.libraryPath = v
 			case "preload":
-				preload = append(preload, strings.FieldsFunc(v, func(r rune) bool { return r == ':' || r == ' ' })...)
+				p.preload = append(p.preload, strings.FieldsFunc(v, func(r rune) bool { return r == ':' || r == ' ' })...)
 			}
-		case strings.HasPrefix(a, "-") || (i == &shell && strings.HasPrefix(a, "+")):
+		case strings.HasPrefix(a, "-") || (i.dashEnds && strings.HasPrefix(a, "+")):
+			on := a[0] == '-'
 			for j := 1; j < len(a); j++ {
 				c := a[j]
-				rest := a[j+1:]
+				has := func(set string) bool { return strings.IndexByte(set, c) >= 0 }
+				if on && has(i.startup) {
+					p.startup = true
+				}
+				if has(i.noEnv) {
+					p.noEnv = true
+				}
+				if has(i.safePath) {
+					p.safePath = true
+				}
 				switch {
-				case strings.IndexByte(i.inline, c) >= 0:
-					return paths, "", libraryPath, preload
-				case strings.IndexByte(i.attached, c) >= 0:
+				case has(i.inline):
+					p.inline = true
+					switch {
+					case i.inlineEnds:
+						return p
+					case !i.dashEnds: // the code is its value
+						if j == len(a)-1 {
+							next()
+						}
+						j = len(a)
+					}
+				case has(i.attached):
 					j = len(a)
-				case strings.IndexByte(i.value, c) >= 0 || strings.IndexByte(i.path, c) >= 0:
-					v := rest
+				case has(i.value) || has(i.path) || has(i.module) || has(i.lib):
+					v := a[j+1:]
 					if v == "" {
 						v = next()
 					}
-					if strings.IndexByte(i.path, c) >= 0 {
-						paths = append(paths, argCode{"-" + string(c), v})
+					opt := "-" + string(c)
+					switch {
+					case has(i.path):
+						p.paths = append(p.paths, argCode{opt, v})
+					case has(i.module):
+						p.modules = append(p.modules, argCode{opt, v})
+					case has(i.lib):
+						if dirs, ok := strings.CutPrefix(v, "lib="); ok {
+							for _, d := range strings.Split(dirs, ",") {
+								p.paths = append(p.paths, argCode{opt + "lib=", d})
+							}
+						}
 					}
 					j = len(a)
 				}
 			}
 		default:
-			return paths, a, libraryPath, preload
+			p.script = a
+			return p
 		}
 	}
-	return paths, "", libraryPath, preload
+	p.inline = true // no script: the code is read from stdin
+	return p
 }
 
 // untrustedArgs refuses to run command, found at path, with args and env, when it is an
@@ -213,56 +363,104 @@ func untrustedArgsAt(command, path string, args, env []string, depth int, wd str
 	if in == nil {
 		return nil
 	}
-	paths, script, libraryPath, preload := in.code(args)
-	for _, p := range paths {
-		if p.what == "--require" || p.what == "-r" || p.what == "--import" || p.what == "--loader" || p.what == "--experimental-loader" {
-			if !strings.HasPrefix(p.path, "/") && !strings.HasPrefix(p.path, ".") {
-				continue // a module's name, resolved by node: NODE_PATH's, untrustedEnv's
-			}
+	p := in.parse(args)
+	if p.unknown != "" {
+		return fmt.Errorf("command %s: not run: it is %s, and its option %s is not one the agent knows: whether it takes the next argument as its value, "+
+			"and so which argument is the script it runs, cannot be told: give its value after \"=\" (%s=VALUE), or put \"--\" before the script",
+			spec.QuoteName(command), in.name, spec.QuoteName(p.unknown), p.unknown)
+	}
+	// at is a path of the arguments as the interpreter opens it: a relative one from the
+	// working directory it runs in (wd), or, that unknown, relative (Source refuses it).
+	at := func(name string) string {
+		if wd != "" && name != "" && !filepath.IsAbs(name) {
+			return filepath.Join(wd, name)
 		}
-		if pr := pathtrust.Source(p.path); pr != nil {
-			return argsError(command, in, fmt.Sprintf("its option %s names %s", p.what, quoteArg(p.path)), p.path, pr)
+		return name
+	}
+	check := func(what, name string) error {
+		if pr := pathtrust.Source(at(name)); pr != nil {
+			if at(name) != name {
+				what += ", " + quoteArg(at(name)) + " from the working directory it inherits from the agent,"
+			}
+			return argsError(command, in, what, at(name), pr)
+		}
+		return nil
+	}
+	for _, c := range p.paths {
+		if err := check(fmt.Sprintf("its option %s names %s", c.what, quoteArg(c.path)), c.path); err != nil {
+			return err
+		}
+	}
+	for _, m := range p.modules {
+		if err := untrustedModule(command, in, m, wd); err != nil {
+			return err
+		}
+	}
+	for _, f := range p.envFiles {
+		if err := check(fmt.Sprintf("its option %s names %s, whose variables it sets", f.what, quoteArg(f.path)), f.path); err != nil {
+			return err
+		}
+		vars, err := envFileVars(at(f.path))
+		if err != nil {
+			if f.what == "--env-file-if-exists" && errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return fmt.Errorf("command %s: not run: it is %s, and its option %s names %s, which cannot be read: %v: name a file of variables that exists, root's",
+				spec.QuoteName(command), in.name, f.what, spec.QuoteName(at(f.path)), err)
+		}
+		if err := untrustedEnv(command, path, vars); err != nil {
+			return fmt.Errorf("%w (set by %s, which its option %s names)", err, spec.QuoteName(at(f.path)), f.what)
+		}
+	}
+	for _, f := range startupFiles(in, p, env) {
+		if strings.ContainsAny(f, "$`") {
+			return fmt.Errorf("command %s: not run: it is %s, which reads a startup file its environment names (ENV), and that holds what the shell expands ($ or `) before it runs the file: "+
+				"what it runs first cannot be checked: name the file by a plain absolute path, or take ENV out of the exec block's env", spec.QuoteName(command), in.name)
+		}
+		if err := check("it reads "+quoteArg(f)+" first, a startup file its flags and its environment (ENV, PYTHONSTARTUP, HOME, ZDOTDIR) name", f); err != nil {
+			return err
 		}
 	}
 	if in.loader {
-		for _, n := range pathtrust.LibraryPathEntries(libraryPath) {
+		for _, n := range pathtrust.LibraryPathEntries(p.libraryPath) {
 			if pr := pathtrust.LibraryDir(n, filepath.Dir(path)); pr != nil {
 				return argsError(command, in, "its option --library-path names "+quoteArg(n), n, pr)
 			}
 		}
-		for _, n := range preload {
+		for _, n := range p.preload {
 			if !strings.Contains(n, "/") {
 				continue // looked up as a library is: checked with the program
 			}
-			if pr := pathtrust.Source(n); pr != nil {
-				return argsError(command, in, "its option --preload or --audit names "+quoteArg(n), n, pr)
+			if err := check("its option --preload or --audit names "+quoteArg(n), n); err != nil {
+				return err
 			}
 		}
 	}
-	if wd != "" && in.searchesWorkingDir(args, env) {
+	if wd != "" && in.searchesWorkingDirParsed(p, env) {
 		if pr := pathtrust.Source(wd); pr != nil {
 			return argsError(command, in, "it runs code given inline (-c), from stdin or a module (-m), with the working directory it inherits from the agent, "+
 				quoteArg(wd)+", searched first for the modules it imports (give python -P, or -I, to leave it out, or run the agent where only root may write: / under systemd)", wd, pr)
 		}
 	}
-	if script == "" {
+	if p.script == "" {
 		return nil
 	}
 	kind := "script"
 	if in.loader {
 		kind = "program"
 	}
-	if pr := pathtrust.Source(script); pr != nil {
-		return argsError(command, in, "it runs the "+kind+" its args name, "+quoteArg(script), script, pr)
+	script := at(p.script)
+	if err := check("it runs the "+kind+" its args name, "+quoteArg(p.script), p.script); err != nil {
+		return err
 	}
 	if !in.loader {
 		return nil
 	}
 	envPath, le := programEnv(env)
-	if libraryPath != "" {
-		le.LibraryPath = libraryPath // ld.so's --library-path replaces LD_LIBRARY_PATH
+	if p.libraryPath != "" {
+		le.LibraryPath = p.libraryPath // ld.so's --library-path replaces LD_LIBRARY_PATH
 	}
-	le.Preload = append(le.Preload, preload...)
+	le.Preload = append(le.Preload, p.preload...)
 	if pr := pathtrust.Program(script, script, envPath, le); pr != nil {
 		where := pr.Path
 		if pr.ELF != "" && pr.Entry != "" {
@@ -271,6 +469,147 @@ func untrustedArgsAt(command, path string, args, env []string, depth int, wd str
 		return argsError(command, in, "it runs the program its args name, "+quoteArg(script)+", and loads what that loads", where, pr)
 	}
 	return nil
+}
+
+// untrustedModule refuses the module m an option of in (node's --require, --import, -r;
+// ruby's -r) loads first, run in wd: one named by a path (after node's file://) is that file,
+// from wd when relative; a bare name is ruby's library, looked up in its module path (RUBYLIB:
+// untrustedEnv's), or node's package, looked up in the node_modules of wd and each directory
+// above it before NODE_PATH's: each is checked, made or not (wd unknown: the name is relative).
+func untrustedModule(command string, in *interpreter, m argCode, wd string) error {
+	name := m.path
+	rest, url := strings.CutPrefix(name, "file:")
+	if url {
+		name = strings.TrimPrefix(rest, "//") // file:///x is /x; file:x a relative URL, x
+		if name == "" {
+			name = "."
+		}
+	}
+	var names []string
+	switch {
+	case url || strings.HasPrefix(name, "/") || strings.HasPrefix(name, "./") || strings.HasPrefix(name, "../") || name == "." || name == "..":
+		names = []string{name}
+	case strings.HasPrefix(name, "~"):
+		names = []string{name} // relative: refused
+	case in != &node:
+		return nil // ruby's library by name
+	case strings.HasPrefix(name, "node:") || strings.Contains(name, ":"):
+		return nil // node's own module, or a URL scheme node does not load from disk
+	case wd == "":
+		names = []string{name}
+	default:
+		for d := wd; ; d = filepath.Dir(d) {
+			if filepath.Base(d) != "node_modules" {
+				names = append(names, filepath.Join(d, "node_modules"))
+			}
+			if d == "/" || d == "." {
+				break
+			}
+		}
+	}
+	for _, n := range names {
+		if !filepath.IsAbs(n) && wd != "" {
+			n = filepath.Join(wd, n)
+		}
+		if pr := pathtrust.Source(n); pr != nil {
+			what := fmt.Sprintf("its option %s names %s", m.what, quoteArg(m.path))
+			if n != name {
+				what += ", looked up in " + quoteArg(n)
+			}
+			return argsError(command, in, what, n, pr)
+		}
+	}
+	return nil
+}
+
+// envFileVars are the NAME=VALUE assignments of a file node's --env-file reads (one a line, a
+// leading "export ", # comments, the value's quotes taken off), at most 1 MiB of it.
+func envFileVars(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	var vars []string
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "export "))
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'' || v[0] == '`') && v[len(v)-1] == v[0] {
+			v = v[1 : len(v)-1]
+		} else if c := strings.Index(v, " #"); c >= 0 {
+			v = strings.TrimSpace(v[:c])
+		}
+		vars = append(vars, strings.TrimSpace(k)+"="+v)
+	}
+	return vars, nil
+}
+
+// startupFiles are the files an interpreter, run with p's flags and env, reads before its
+// script or commands: python's PYTHONSTARTUP (an interactive python's, which -i or
+// PYTHONINSPECT make it; not with -E or -I); a shell's ENV with -i, or whenever it names a path
+// (a plain word, ENV=production, is an application's setting a non-interactive shell leaves
+// alone); with -l or --login, a login shell's profiles in HOME (.profile, bash's .bash_profile
+// and .bash_login), with -i bash's .bashrc there; zsh's .zshenv in ZDOTDIR, or HOME, always, and
+// its .zprofile, .zshrc and .zlogin with either flag. A HOME the plugin's environment does not
+// set is the passwd entry's: the agent's user's own.
+func startupFiles(in *interpreter, p parsed, env []string) []string {
+	var home, zdot, envFile, pyStartup string
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "HOME":
+			home = v
+		case "ZDOTDIR":
+			zdot = v
+		case "ENV":
+			envFile = v
+		case "PYTHONSTARTUP":
+			pyStartup = v
+		}
+	}
+	var files []string
+	if in == &python {
+		if pyStartup != "" && !p.noEnv {
+			files = append(files, pyStartup)
+		}
+		return files
+	}
+	if in != &shell && in != &zsh {
+		return nil
+	}
+	if in == &shell && envFile != "" && (p.startup || strings.Contains(envFile, "/")) {
+		files = append(files, envFile)
+	}
+	if in == &zsh {
+		if zdot == "" {
+			zdot = home
+		}
+		if zdot == "" {
+			return files
+		}
+		files = append(files, filepath.Join(zdot, ".zshenv"))
+		if p.startup {
+			for _, f := range []string{".zprofile", ".zshrc", ".zlogin"} {
+				files = append(files, filepath.Join(zdot, f))
+			}
+		}
+		return files
+	}
+	if !p.startup || home == "" {
+		return files
+	}
+	for _, f := range []string{".bash_profile", ".bash_login", ".profile", ".bashrc"} {
+		files = append(files, filepath.Join(home, f))
+	}
+	return files
 }
 
 // quoteArg is an argument as the refusal prints it.
@@ -309,39 +648,75 @@ func untrustedEnvArgs(command string, args, env []string, depth int, wd string) 
 		return fmt.Errorf("command %s: not run: it runs env(1) through more than %d env commands, which the agent does not follow: run the program as the command", spec.QuoteName(command), maxEnvs)
 	}
 	env = slices.Clone(env)
+	unset := func(k string) {
+		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, k+"=") })
+	}
 	var name string
 	var rest []string
-	for k := 0; k < len(args); k++ {
+	// env's options are getopt's: grouped (-iv), -u, -C, -S and -a taking the rest of their
+	// group or the next argument, the long ones their value after "=" or next.
+	split := func(k int, v string) []string {
+		return slices.Concat(args[:k+1], strings.Fields(v), args[k+1:])
+	}
+	var k int
+	// apply is env's option c (its short letter) with its value v.
+	apply := func(c byte, v string) {
+		switch c {
+		case 'i':
+			env = nil
+		case 'u':
+			unset(v)
+		case 'C':
+			wd = envChdir(wd, v)
+		case 'S':
+			args = split(k, v)
+		}
+	}
+args:
+	for k = 0; k < len(args); k++ {
 		a := args[k]
+		next := func() string {
+			if k+1 < len(args) {
+				k++
+				return args[k]
+			}
+			return ""
+		}
 		switch {
 		case a == "--":
 			if k+1 < len(args) {
 				name, rest = args[k+1], args[k+2:]
 			}
-		case a == "-u" || a == "-C" || a == "--unset" || a == "--chdir":
-			k++ // its value
-			continue
-		case a == "-S" || a == "--split-string":
-			if k+1 < len(args) {
-				args = slices.Concat(args[:k+1], strings.Fields(args[k+1]), args[k+2:])
+			break args
+		case a == "-":
+			env = nil // as -i
+		case strings.HasPrefix(a, "--"):
+			opt, v, eq := strings.Cut(a, "=")
+			c := envLong[opt]
+			if c != 0 && c != 'i' && !eq {
+				v = next()
 			}
-			args = slices.Delete(args, k, k+1)
-			k--
-			continue
-		case strings.HasPrefix(a, "-S") || strings.HasPrefix(a, "--split-string="):
-			words := strings.Fields(strings.TrimPrefix(strings.TrimPrefix(a, "--split-string="), "-S"))
-			args = slices.Concat(args[:k], words, args[k+1:])
-			k--
-			continue
+			apply(c, v)
 		case strings.HasPrefix(a, "-"):
-			continue
+			for j := 1; j < len(a); j++ {
+				c := a[j]
+				if strings.IndexByte("uCSaP", c) < 0 {
+					apply(c, "")
+					continue
+				}
+				v := a[j+1:]
+				if v == "" {
+					v = next()
+				}
+				apply(c, v)
+				break
+			}
 		case strings.Contains(a, "="):
 			env = append(env, a)
-			continue
 		default:
 			name, rest = a, args[k+1:]
+			break args
 		}
-		break
 	}
 	if name == "" {
 		return nil // env alone prints the environment
@@ -378,48 +753,38 @@ func untrustedEnvArgs(command string, args, env []string, depth int, wd string) 
 	return untrustedArgsAt(command, found, rest, env, depth+1, wd)
 }
 
+// envLong are env(1)'s long options that act, by their short letter.
+var envLong = map[string]byte{"--ignore-environment": 'i', "--unset": 'u', "--chdir": 'C', "--split-string": 'S', "--argv0": 'a'}
+
+// envChdir is the working directory env -C dir gives the program it runs, started in wd: dir
+// itself, or, relative, wd's (wd unknown: relative still, which the checks refuse).
+func envChdir(wd, dir string) string {
+	if filepath.IsAbs(dir) || wd == "" {
+		return dir
+	}
+	return filepath.Join(wd, dir)
+}
+
 // searchesWorkingDir says whether python, run with args and env, puts its working directory
 // (the agent's, which the plugin inherits) first on its module search path: with code given
-// inline (-c), a module (-m), or code from stdin, unless -I or -P, or PYTHONSAFEPATH, leaves it
-// out (a script's own directory is put there instead: Source checks it with the script). False
-// for another interpreter.
+// inline (-c), a module (-m), or code from stdin, unless -I or -P, or PYTHONSAFEPATH (which -E
+// and -I have it ignore), leaves it out (a script's own directory is put there instead: Source
+// checks it with the script). False for another interpreter.
 func (i *interpreter) searchesWorkingDir(args, env []string) bool {
-	if i != &python {
+	return i.searchesWorkingDirParsed(i.parse(args), env)
+}
+
+// searchesWorkingDirParsed is searchesWorkingDir of args parsed as p.
+func (i *interpreter) searchesWorkingDirParsed(p parsed, env []string) bool {
+	if i != &python || !p.inline || p.safePath {
 		return false
 	}
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PYTHONSAFEPATH="); ok && v != "" {
-			return false
-		}
-	}
-	safe := false
-	for k := 0; k < len(args); k++ {
-		a := args[k]
-		switch {
-		case a == "-":
-			return !safe
-		case a == "--" || !strings.HasPrefix(a, "-"):
-			return false // a script: its directory, not the working one
-		case strings.HasPrefix(a, "--"):
-			if i.long[a] == "value" {
-				k++
-			}
-			continue
-		}
-		for j := 1; j < len(a); j++ {
-			c := a[j]
-			switch {
-			case c == 'I' || c == 'P':
-				safe = true
-			case strings.IndexByte(i.inline, c) >= 0:
-				return !safe
-			case strings.IndexByte(i.value, c) >= 0:
-				if j == len(a)-1 {
-					k++
-				}
-				j = len(a)
+	if !p.noEnv {
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, "PYTHONSAFEPATH="); ok && v != "" {
+				return false
 			}
 		}
 	}
-	return !safe // no script: the code is read from stdin
+	return true
 }

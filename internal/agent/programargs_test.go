@@ -112,8 +112,9 @@ func TestAgentRunsNoScriptItsInterpretersArgsNameThatAnotherUserMayChange(t *tes
 			s := writeScript(t, filepath.Join(safe, "plugin.pl"), "perl")
 			return []string{"-I", open, s}, s, open, "option -I"
 		}},
-		{"sh with a relative script", "sh", func(t *testing.T) ([]string, string, string, string) {
-			return []string{"run.sh"}, "", "run.sh", "the script its args name"
+		{"sh with a relative script, the agent in a directory any user may write", "sh", func(t *testing.T) ([]string, string, string, string) {
+			t.Chdir(open) // the plugin's working directory: run.sh is open's, made or not
+			return []string{"run.sh"}, "", filepath.Join(open, "run.sh"), "the script its args name"
 		}},
 		{"sh with a script only root may change", "sh", func(t *testing.T) ([]string, string, string, string) {
 			s := writeScript(t, filepath.Join(safe, "ok.sh"), "sh")
@@ -230,7 +231,13 @@ func TestInterpreterArgsAreReadAsTheInterpreterReadsThem(t *testing.T) {
 		{&node, []string{"--eval", "1"}, "", nil},
 		{&loader, []string{"--library-path", "/l", "--argv0", "x", "/bin/prog", "-c"}, "/bin/prog", nil},
 	} {
-		paths, script, _, _ := tt.in.code(tt.args)
+		p := tt.in.parse(tt.args)
+		paths, script := p.paths, p.script
+		for _, m := range p.modules {
+			if strings.HasPrefix(m.path, "/") { // a module by its path; -rjson is ruby's library
+				paths = append(paths, m)
+			}
+		}
 		if script != tt.script || len(paths) != len(tt.paths) || (len(paths) > 0 && paths[0] != tt.paths[0]) {
 			t.Errorf("%s %q: script %q, paths %v; want %q, %v", tt.in.name, tt.args, script, paths, tt.script, tt.paths)
 		}

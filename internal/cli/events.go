@@ -64,7 +64,7 @@ each event is then one JSON object per line, else the list is one JSON array (do
 	idVar(fl, &opts.Filter.VolumeID, "volume", "only events of this volume")
 	idVar(fl, &opts.Filter.Alloc, "alloc", "only events of this alloc")
 	idVar(fl, &opts.Filter.PluginID, "plugin", "only events of this plugin")
-	addExportFlags(cmd, &opts.Exporter)
+	addExportFlags(cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/volctl/volctl/internal/atomicfile"
@@ -296,7 +297,9 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		notes = append(notes, n...)
 		name := "volume-" + info.ID + ".hcl"
 		if _, diags := spec.ParseVolume(name, data, spec.VerbRegister); diags.HasErrors() {
-			return fmt.Errorf("export nomad: volume %q: the exported spec does not validate for register (a volctl bug): %s", info.ID, diags.Error())
+			if diags = exportErrors(diags, !opts.IncludeSecrets); diags.HasErrors() {
+				return fmt.Errorf("export nomad: volume %q: the exported spec does not validate for register (a volctl bug): %s", info.ID, diags.Error())
+			}
 		}
 		files = append(files, exportFile{name: name, what: fmt.Sprintf("volume %q", info.ID), data: data, mode: mode})
 	}
@@ -531,4 +534,18 @@ func orUnknown(s string) string {
 		return "driver unknown: never fingerprinted"
 	}
 	return s
+}
+
+// exportErrors are the errors of diags, what volctl reads of a file export nomad wrote, but
+// the placeholders it wrote on purpose when placeholders (without --include-secrets): a
+// secret value, mount flag or context value of spec.Redacted, which volctl refuses to read as
+// the value (spec.PlaceholderSummary) until the file is edited.
+func exportErrors(diags hcl.Diagnostics, placeholders bool) hcl.Diagnostics {
+	var out hcl.Diagnostics
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError && !(placeholders && d.Summary == spec.PlaceholderSummary) {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -84,13 +84,10 @@ func TestExportNomadVolumeRoundTrips(t *testing.T) {
 	if !strings.Contains(stderr, "1 secret(s) written as [REDACTED]") || !strings.Contains(stderr, "2 mount flag(s)") {
 		t.Errorf("stderr does not say which values are placeholders:\n%s", stderr)
 	}
-	got, diags := spec.ParseVolume(path, src, spec.VerbRegister)
-	if diags.HasErrors() {
-		t.Fatalf("exported file does not validate for register: %s\n%s", diags.Error(), src)
-	}
+	got := parseExported(t, path, src)
 	want := nomad.RegisterSpec(info)
-	want.Secrets = spec.Secrets{"token": spec.Redacted}
-	want.MountOptions = &spec.MountOptions{FSType: "ext4", MountFlags: spec.MountFlags{spec.Redacted, spec.Redacted}}
+	want.Secrets = spec.Secrets{"token": filledIn}
+	want.MountOptions = &spec.MountOptions{FSType: "ext4", MountFlags: spec.MountFlags{filledIn, filledIn}}
 	want.Capacity = 0 // the size, which a volume file has no place for: only the API carries it
 	if info.ExternalID == "" || len(info.Context) == 0 {
 		t.Fatalf("the test volume has no external ID or context: %+v", info)
@@ -111,7 +108,7 @@ func TestExportNomadVolumeRoundTrips(t *testing.T) {
 	}
 	path = filepath.Join(dir, "volume-db.hcl")
 	src, _ = os.ReadFile(path)
-	got, diags = spec.ParseVolume(path, src, spec.VerbRegister)
+	got, diags := spec.ParseVolume(path, src, spec.VerbRegister)
 	if diags.HasErrors() || got.Secrets.Plain()["token"] != "s3cr3t-value" || got.MountOptions.MountFlags.Plain()[1] != "password=hunter2" {
 		t.Fatalf("--include-secrets: %v\n%s", diags, src)
 	}
@@ -343,9 +340,8 @@ func TestExportNomadDefaultNamespaceIsTheRequests(t *testing.T) {
 	if strings.Contains(string(vol), "namespace") {
 		t.Errorf("the volume file of a volume in the default namespace names one, which Nomad keeps whatever NOMAD_NAMESPACE says:\n%s", vol)
 	}
-	got, diags := spec.ParseVolume("volume-db.hcl", vol, spec.VerbRegister)
-	if diags.HasErrors() || got.Namespace != spec.DefaultNamespace {
-		t.Fatalf("volctl reads the file back in namespace %q (%v), want the default one", got.Namespace, diags)
+	if got := parseExported(t, "volume-db.hcl", vol); got.Namespace != spec.DefaultNamespace {
+		t.Fatalf("volctl reads the file back in namespace %q, want the default one", got.Namespace)
 	}
 }
 
@@ -574,4 +570,27 @@ func TestExportNomadBoolWordKeys(t *testing.T) {
 	if diags.HasErrors() || got.Parameters["true"] != "x" || got.Parameters["false"] != "y" {
 		t.Errorf("read back as %v %v\n%s", diags, got, out)
 	}
+}
+
+// filledIn is what parseExported writes where a file holds a placeholder.
+const filledIn = "filled-in-value"
+
+// parseExported reads back a volume file export nomad wrote without --include-secrets: its
+// only errors are its placeholders' (spec.PlaceholderSummary), one for each, which volctl
+// refuses to read as values; with each filled in (filledIn), as the file's comment asks, it
+// reads back whole.
+func parseExported(t *testing.T, name string, src []byte) *spec.Volume {
+	t.Helper()
+	_, diags := spec.ParseVolume(name, src, spec.VerbRegister)
+	if rest := exportErrors(diags, true); rest.HasErrors() {
+		t.Fatalf("exported file does not validate for register: %s\n%s", rest.Error(), src)
+	}
+	if n, want := len(diags.Errs()), strings.Count(string(src), `"`+spec.Redacted+`"`); n != want {
+		t.Fatalf("exported file read back with %d placeholder error(s) for %d placeholder(s): %s\n%s", n, want, diags.Error(), src)
+	}
+	got, diags := spec.ParseVolume(name, []byte(strings.ReplaceAll(string(src), `"`+spec.Redacted+`"`, `"`+filledIn+`"`)), spec.VerbRegister)
+	if diags.HasErrors() {
+		t.Fatalf("exported file, its placeholders filled in, does not validate for register: %s\n%s", diags.Error(), src)
+	}
+	return got
 }

@@ -21,7 +21,7 @@ func exportCmd(v any, out *bytes.Buffer) *cobra.Command {
 		}
 		return e.Write(cmd.Context(), out, v)
 	}}
-	addExportFlags(cmd, &e)
+	addExportFlags(cmd, &e, nil)
 	return cmd
 }
 

@@ -6,12 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/itchyny/gojq"
+
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // FuzzJQOutput fuzzes what --jq prints (exportFlags.Write), not only how a filter is parsed
@@ -19,13 +24,14 @@ import (
 // node ID would. It must not panic and must end (the filter's bounds, or its context); a
 // filter that fails prints nothing and is a usage error (exit 2), unless its context ended
 // first; one that succeeds prints one line for each of gojq's results, a string bare and
-// anything else as JSON that decodes to that result and holds no DEL, C1 control or
-// U+2028/2029 raw (escapeJSONControls).
+// anything else as JSON that decodes to that result and holds no DEL, C1 control,
+// U+2028/2029, bidi control or character that shows as nothing raw (escapeJSONControls).
 func FuzzJQOutput(f *testing.F) {
 	for _, s := range []struct{ filter, text string }{
 		{".", "plain"},
 		{".context", "\u009b31m\u007f\u0085\u2028\u2029end"},
 		{".context.c", "\x1b[2J"},
+		{"[.context.c]", "\u202edeliaf\u202c\u2066\u200b\u2060\ufeff\u00ad\u180e"},
 		{"[.context[] | ascii_downcase]", "Ab\u0080"},
 		{".claims | map(.alloc) | join(\",\")", "x"},
 		{"tojson", "\xff\xfe invalid UTF-8"},
@@ -61,34 +67,13 @@ func FuzzJQOutput(f *testing.F) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		var out bytes.Buffer
-		e := &exportFlags{JQ: filter, jq: code}
-		start := time.Now()
-		err = e.Write(ctx, &out, data)
-		if took := time.Since(start); took > 10*time.Second {
-			t.Fatalf("--jq %q ran %s, past its context's 2s", filter, took)
-		}
-		if err != nil {
-			if out.Len() > 0 {
-				t.Fatalf("--jq %q failed (%v) and printed %q", filter, err, out.String())
-			}
-			if ExitCode(err) != ExitUsage && ctx.Err() == nil {
-				t.Fatalf("--jq %q: %v, exit %d, not a usage error", filter, err, ExitCode(err))
-			}
-			return
-		}
-		if ctx.Err() != nil {
-			return // the reference run below could time out where this one did not
+		got, ok := writeChecked(t, ctx, &exportFlags{JQ: filter, jq: code}, "--jq "+strconv.Quote(filter), data)
+		if !ok || ctx.Err() != nil {
+			return // failed, as checked; or the reference run below could time out where this one did not
 		}
 
 		// What gojq itself gives, over the data as Write gives it (its JSON form).
-		raw, _ := json.Marshal(data)
-		var v any
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&v); err != nil {
-			t.Fatal(err)
-		}
+		v := jsonForm(t, data)
 		var want []any
 		iter := code.RunWithContext(ctx, v)
 		for {
@@ -105,7 +90,6 @@ func FuzzJQOutput(f *testing.F) {
 			}
 			want = append(want, x)
 		}
-		got := out.String()
 		for i, x := range want {
 			var line string
 			if s, ok := x.(string); ok {
@@ -123,7 +107,9 @@ func FuzzJQOutput(f *testing.F) {
 			if !utf8.ValidString(line) {
 				t.Fatalf("--jq %q: result %d printed as JSON that is not UTF-8: %q", filter, i, line)
 			}
-			if j := strings.IndexFunc(line, func(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f || r == 0x2028 || r == 0x2029 }); j >= 0 {
+			if j := strings.IndexFunc(line, func(r rune) bool {
+				return r < 0x20 || r >= 0x7f && r <= 0x9f || r == 0x2028 || r == 0x2029 || spec.IsBidiControl(r) || spec.IsInvisible(r)
+			}); j >= 0 {
 				t.Fatalf("--jq %q: result %d printed as JSON with %U raw: %q", filter, i, []rune(line[j:])[0], line)
 			}
 			wantJSON, err := gojq.Marshal(x)
@@ -145,4 +131,131 @@ func FuzzJQOutput(f *testing.F) {
 			t.Fatalf("--jq %q: printed more than gojq's %d results: %q left", filter, len(want), got)
 		}
 	})
+}
+
+// templateMayLoop reports a -t template that may range over a large count ({{range 1000000}})
+// or call itself from a range (a tree of calls without end): text/template cannot be
+// stopped, so one that loops without writing runs on, its output unread, after Write returned
+// (executeTemplate), and in a fuzzing process such runs would pile up. Write's bound of time
+// for them is TestExportFilterTimeIsBounded's.
+func templateMayLoop(s string) bool {
+	if !strings.Contains(s, "range") {
+		return false
+	}
+	return strings.Contains(s, "define") || strings.Contains(s, "block") || bigNumber.MatchString(s)
+}
+
+var bigNumber = regexp.MustCompile(`[0-9]{4}|0[xXbBoO_]|[0-9][eEpP_]|'`)
+
+// FuzzTemplateOutput fuzzes what -t prints (exportFlags.Write), not only how a template is
+// parsed (FuzzTemplateParse): a template over data holding arbitrary text, as a hostile
+// plugin's version, node ID or context would. It must not panic and must end; a template that
+// fails prints nothing and is a usage error (exit 2), unless its context ended first. One
+// that succeeds prints, when stdout is not a terminal, exactly what text/template makes of the
+// JSON form (a script reads the data as it is); when stdout is a terminal, nothing a terminal
+// acts on rather than shows (a control character but newline and tab, a bidi control, a
+// character that shows as nothing, a byte that is not UTF-8), and, where text/template's
+// output holds none of those, exactly that output.
+func FuzzTemplateOutput(f *testing.F) {
+	for _, s := range []struct{ tmpl, text string }{
+		{"{{.id}}", "plain"},
+		{"{{.id}}\t{{index .context \"c\"}}\n", versionWithEscapes},
+		{"{{range $k, $v := .context}}{{$k}}={{$v}}\n{{end}}", "\x1b]52;c;cm0gLXJmIH4=\x07"},
+		{"{{printf \"%q|%s|%x\" .id .id .id}}", "\u009b31m\u202e\u200b"},
+		{"{{json .}}", "\u2028\u2029\u0085\u007f"},
+		{"{{range .claims}}{{.alloc}} {{.read_only}}{{end}}", "\r\x1b[1A"},
+		{"{{upper .id}}{{lower .id}}", "ǅ\u0130ﬃ"},
+		{"{{join (index .claims 0 | printf \"%v\" | printf \"%s\" | print | println | html | js | urlquery) \",\"}}", "x"},
+		{"{{join .list \"\\x1b\"}}", "\xff\xfe"},
+		{"{{index .context .id}}", "c"},
+		{"\x1b[31m{{.id}}\x1b[0m", "red"},
+		{"{{with index . \"missing\"}}{{.}}{{else}}none{{end}}", ""},
+		{"{{.nosuch}}", ""},
+		{"{{index .list 5}}", ""},
+		{"{{len .id}} {{slice .id 1}} {{eq .id \"db\"}}", "é"},
+		{"{{.capacity_bytes}} {{printf \"%d\" .capacity_bytes}}", ""},
+		{"{{call .id}}", ""},
+		{"{{define \"x\"}}{{.}}{{end}}{{template \"x\" .id}}", "\x00"},
+	} {
+		f.Add(s.tmpl, s.text, false)
+		f.Add(s.tmpl, s.text, true)
+	}
+	f.Fuzz(func(t *testing.T, tmplText, text string, terminal bool) {
+		if len(tmplText) > 512 || len(text) > 4096 || templateMayLoop(tmplText) {
+			return
+		}
+		tmpl, err := parseTemplate(tmplText)
+		if err != nil {
+			return // FuzzTemplateParse's
+		}
+		data := map[string]any{
+			"id": "db" + text, "capacity_bytes": 1 << 30,
+			"context": map[string]string{"c": text, text: "v"},
+			"list":    []string{text, "b"},
+			"claims":  []map[string]any{{"alloc": text, "read_only": true}, {"alloc": "a2", "mode": nil}},
+		}
+		ios, _, _, _ := iostreams.Test()
+		ios.SetTTY(false, terminal, false)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		got, ok := writeChecked(t, ctx, &exportFlags{Template: tmplText, tmpl: tmpl, ios: ios}, "-t "+strconv.Quote(tmplText), data)
+		if !ok {
+			return
+		}
+
+		// What text/template itself makes of the data as Write gives it (its JSON form).
+		var want bytes.Buffer
+		if err := tmpl.Execute(&want, jsonForm(t, data)); err != nil {
+			t.Fatalf("-t %q printed %q, but fails when text/template runs it: %v", tmplText, got, err)
+		}
+		if !terminal {
+			if got != want.String() {
+				t.Fatalf("-t %q piped printed %+q, not text/template's %+q", tmplText, got, want.String())
+			}
+			return
+		}
+		if what, ok := actsOnTerminal(got); ok {
+			t.Fatalf("-t %q printed to a terminal %+q raw: %+q", tmplText, what, got)
+		}
+		if _, ok := actsOnTerminal(want.String()); !ok && got != want.String() {
+			t.Fatalf("-t %q printed to a terminal %+q, where text/template's %+q needs no escape", tmplText, got, want.String())
+		}
+	})
+}
+
+// writeChecked runs e.Write over data until ctx ends, as the output fuzzers do, and returns
+// what it printed, ok false when it failed. It fails t when Write runs far past ctx's end, or
+// fails and prints anything, or fails with other than a usage error (exit 2) while ctx lasts.
+func writeChecked(t *testing.T, ctx context.Context, e *exportFlags, what string, data any) (string, bool) {
+	t.Helper()
+	var out bytes.Buffer
+	start := time.Now()
+	err := e.Write(ctx, &out, data)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("%s ran %s, far past its context", what, took)
+	}
+	if err != nil {
+		if out.Len() > 0 {
+			t.Fatalf("%s failed (%v) and printed %q", what, err, out.String())
+		}
+		if ExitCode(err) != ExitUsage && ctx.Err() == nil {
+			t.Fatalf("%s: %v, exit %d, not a usage error", what, err, ExitCode(err))
+		}
+		return "", false
+	}
+	return out.String(), true
+}
+
+// jsonForm is data as Write gives it to a filter or template: its JSON form, numbers as
+// json.Number.
+func jsonForm(t *testing.T, data any) any {
+	t.Helper()
+	raw, _ := json.Marshal(data)
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -54,7 +54,7 @@ before 1 when allocs fail differently), with each failed alloc named.`,
 		Args: exactArgs(1),
 		RunE: runOpts(opts, firstArg(&opts.File), runF, groupRunRun),
 	}
-	addActingExportFlags[engine.GroupInfo](cmd, &opts.Exporter)
+	addActingExportFlags[engine.GroupInfo](cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 
@@ -181,7 +181,7 @@ each is bind-mounted when the group has volume_mount blocks.`,
 		Args: maximumArgs(1),
 		RunE: runOpts(opts, idArg(&opts.Name), runF, groupStatusRun),
 	}
-	addExportFlags(cmd, &opts.Exporter)
+	addExportFlags(cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 
@@ -313,7 +313,7 @@ for volctl reconcile, which releases the claims of stopped groups (exit 1 meanwh
 		Args:    exactArgs(1),
 		RunE:    runOpts(opts, idArg(&opts.Name), runF, groupStopRun),
 	}
-	addActingExportFlags[engine.GroupInfo](cmd, &opts.Exporter)
+	addActingExportFlags[engine.GroupInfo](cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 

@@ -137,7 +137,7 @@ again). With --json (or --jq, -t) it prints that plan as JSON instead, one objec
 	cmd.Flags().BoolVar(&opts.All, "all", false, "register every volume")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would change; change nothing")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "hand volumes over despite live local claims (none holding an attachment), an unpublish or a node expansion owed")
-	addActingExportFlags[[]NomadRegisterPlan](cmd, &opts.Exporter)
+	addActingExportFlags[[]NomadRegisterPlan](cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 
@@ -1060,7 +1060,9 @@ with another plugin or external ID is another volume (IN NOMAD: another), and a 
 a warning names the volumes Nomad has of a volume's storage (its plugin and external ID) under
 another ID or namespace, whose allocs Nomad lets use it at once;
 a note names the fields Nomad's copy of this one has otherwise than volctl's, and those Nomad
-would refuse to change, with what each side has. It only reads: Nomad answers a read with a
+would refuse to change, with what each side has. A volume marked handed over whose registration
+Nomad did not settle (volctl interrupted, Nomad not answering it), or that Nomad no longer has
+where it was handed over, gets a note saying so and what to run. It only reads: Nomad answers a read with a
 copy of the volume, its secrets left out and its mount flags redacted, and keeps its own as
 registered; a note says
 which volumes' secrets or mount flags could not be compared so, and a warning which of them
@@ -1069,7 +1071,7 @@ Nomad's servers erase at each event-stream event of the volume (a version before
   volctl nomad status db --json`,
 		RunE: runOpts(opts, idArgs(&opts.Volumes), runF, nomadStatusRun),
 	}
-	addExportFlags(cmd, &opts.Exporter)
+	addExportFlags(cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 
@@ -1225,6 +1227,9 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			if note := nomadStatusNote(s); note != "" {
 				fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", note)
 			}
+			if note := handoverNote(s); note != "" {
+				fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", note)
+			}
 			if s.Erasing != "" {
 				fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", s.Erasing)
 			}
@@ -1284,6 +1289,27 @@ func nomadStatusNote(s NomadVolumeStatus) string {
 	case len(s.Differs) > 0:
 		return fmt.Sprintf("volume %q: Nomad's copy in namespace %s differs from volctl's in %s (changed in Nomad since it was registered, or here): %s; Nomad serves its own; `%s` shows what registering volctl's would change",
 			s.ID, display.Escape(s.NomadNamespace), strings.Join(s.Differs, ", "), display.Escape(differenceWords(s.Differences)), shellquote.Command("volctl nomad register --dry-run", s.ID))
+	}
+	return ""
+}
+
+// handoverNote says, under the table, where a volume marked handed over is when its cells
+// ("HANDED OVER yes") cannot: its registration unsettled, so Nomad may have it or yet apply
+// it, and what settles that; or settled, and Nomad, asked where it was handed over, has no
+// volume by its ID (its own 404): deregistered there since, and what takes it back. Empty
+// otherwise (not marked, in Nomad as handed over, or Nomad not asked: the row's error says
+// why). Before, a row "yes, no" said neither, where register, release and `volctl volume
+// status` do.
+func handoverNote(s NomadVolumeStatus) string {
+	h := s.Handover
+	switch {
+	case h == nil:
+		return ""
+	case h.Unsettled:
+		return display.Escape(fmt.Sprintf("volume %q is marked handed over to %s, but %s", s.ID, h.Where(), h.UnsettledWhy()))
+	case s.Nomad == nil && s.Error == "":
+		return display.Escape(fmt.Sprintf("volume %q is marked handed over to %s, but Nomad has no volume %q in namespace %s: it was deregistered there since (`nomad volume deregister`, or another tool); `%s` takes it back, or `%s` hands it over again",
+			s.ID, h.Where(), s.ID, s.NomadNamespace, shellquote.Command("volctl nomad release", s.ID), shellquote.Command("volctl nomad register", s.ID)))
 	}
 	return ""
 }

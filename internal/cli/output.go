@@ -24,6 +24,7 @@ import (
 	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -62,10 +63,14 @@ type exportFlags struct {
 	tmpl     *template.Template // Template, parsed when the flag was set
 	jq       *gojq.Code         // JQ, compiled when the flag was set
 	result   reflect.Type       // what an acting command prints (addActingExportFlags), or nil
+	// ios is the command's streams: what -t and --jq print to a terminal is escaped
+	// (forTerminal), what they print elsewhere is exact. Nil (tests calling Write): exact.
+	ios *iostreams.IOStreams
 }
 
-// addExportFlags adds the flags to a command that only shows something.
-func addExportFlags(cmd *cobra.Command, e *exportFlags) {
+// addExportFlags adds the flags to a command that only shows something, printing to ios.
+func addExportFlags(cmd *cobra.Command, e *exportFlags, ios *iostreams.IOStreams) {
+	e.ios = ios
 	cmd.Flags().BoolVar(&e.JSON, "json", false, "print JSON (a stable contract, see docs/json.md)")
 	cmd.Flags().VarP(parsedValue[*gojq.Code]{&e.JQ, &e.Template, &e.jq, "expression", compileJQ},
 		"jq", "q", "filter the JSON form with a jq expression (gojq); strings print bare")
@@ -77,9 +82,9 @@ func addExportFlags(cmd *cobra.Command, e *exportFlags) {
 // stops...) and then prints a T: a -t template reading a field no T has is refused as the
 // flag is set, before anything is done (templateFieldsError), rather than exit 2 once the
 // work was done, by a script that then knows nothing of it.
-func addActingExportFlags[T any](cmd *cobra.Command, e *exportFlags) {
+func addActingExportFlags[T any](cmd *cobra.Command, e *exportFlags, ios *iostreams.IOStreams) {
 	e.result = reflect.TypeFor[T]()
-	addExportFlags(cmd, e)
+	addExportFlags(cmd, e, ios)
 }
 
 // parseTemplate parses -t, and holds it to the fields of what an acting command prints.
@@ -214,8 +219,46 @@ func (e *exportFlags) Write(ctx context.Context, w io.Writer, v any) error {
 		}
 		return usageError("--template: %v (the fields are those of --json: docs/json.md; for one left out when empty, {{with index . \"FIELD\"}}...{{end}})", err)
 	}
-	_, err = buf.WriteTo(w)
+	return e.writeHeld(w, &buf)
+}
+
+// writeHeld writes what a -t template or --jq filter printed to w: exactly, unless stdout is
+// a terminal, where every character the terminal would act on rather than show is escaped
+// (forTerminal). A template or a filter prints a plugin's strings raw (its version, node ID,
+// a volume's context), and its escape sequences would clear the screen, retitle the window,
+// write the clipboard (OSC 52) or reorder the line (a bidi override) where a table shows them
+// as text; a script reading a pipe or a file gets the data as it is.
+func (e *exportFlags) writeHeld(w io.Writer, buf *heldOutput) error {
+	if e.ios == nil || !e.ios.IsStdoutTTY() {
+		_, err := buf.WriteTo(w)
+		return err
+	}
+	var all bytes.Buffer
+	all.Grow(buf.Len())
+	buf.WriteTo(&all) // a bytes.Buffer's writes do not fail
+	_, err := w.Write(forTerminal(all.Bytes()))
 	return err
+}
+
+// forTerminal is b with every control character but newline and tab, every bidi control,
+// every character that shows as nothing and every byte that is not UTF-8 written as an escape
+// (spec.EscapeControl: "\x1b", "\u009b", "\u202e", "\xff"): the output of a template or a
+// filter made fit for a terminal, its lines and columns (newlines, tabs) kept as laid out.
+func forTerminal(b []byte) []byte {
+	var out []byte
+	for len(b) > 0 {
+		i := bytes.IndexAny(b, "\n\t")
+		if i < 0 {
+			i = len(b)
+		}
+		out = append(out, spec.EscapeControl(string(b[:i]))...)
+		if i < len(b) {
+			out = append(out, b[i])
+			i++
+		}
+		b = b[i:]
+	}
+	return out
 }
 
 // filterInterrupted is a --jq filter or -t template ended by ctx (Ctrl-C, the SIGTERM of
@@ -494,8 +537,7 @@ func (e *exportFlags) writeJQ(ctx context.Context, w io.Writer, data any) error 
 			return usageError("--jq %s: %v", e.JQ, errFilterOutput)
 		}
 	}
-	_, err := buf.WriteTo(w)
-	return err
+	return e.writeHeld(w, &buf)
 }
 
 var templateFuncs = template.FuncMap{
@@ -540,33 +582,30 @@ func marshalJSON(v any, indent bool) ([]byte, error) {
 }
 
 // escapeJSONControls rewrites, in the JSON text b, each DEL, C1 control (U+0080–U+009F),
-// U+2028 and U+2029 as a \u escape. encoding/json escapes C0 only (and U+2028/2029), gojq C0
+// U+2028 and U+2029, bidi control (spec.IsBidiControl) and character that shows as nothing
+// (spec.IsInvisible) as a \u escape. encoding/json escapes C0 only (and U+2028/2029), gojq C0
 // and DEL: the rest would reach a terminal raw, and C1's U+009B is an escape sequence's CSI
-// (a plugin's node ID, version or context could recolour the screen or worse). Escaped, the
+// (a plugin's node ID, version or context could recolour the screen or worse), a bidi
+// override lays the rest of the line out reversed ("Trojan Source"), and a zero width space
+// makes "n1\u200b" read as "n1", as a table shows neither raw (display.Escape). Escaped, the
 // text is still JSON and decodes to the same strings. In JSON these characters can stand only
-// inside strings, and b is valid UTF-8 (both encoders write nothing else), so a byte scan is
-// exact: 0x7f is DEL, 0xc2 0x80–0x9f a C1 control, 0xe2 0x80 0xa8/0xa9 U+2028/2029.
+// inside strings, and b is valid UTF-8 (both encoders write nothing else), so a scan of its
+// runes is exact. Each of them is DEL or starts with the byte 0xc2, 0xe1, 0xe2 or 0xef, which
+// no continuation byte is: any other byte is skipped without decoding (a table of 10,000
+// volumes named in CJK passes through here).
 func escapeJSONControls(b []byte) []byte {
 	var out []byte
 	done := 0 // b[:done] is in out
 	for i := 0; i < len(b); i++ {
-		var r rune
-		n := 0
-		switch c := b[i]; {
-		case c < 0x7f:
-			continue
-		case c == 0x7f:
-			r, n = 0x7f, 1
-		case c == 0xc2 && i+1 < len(b) && b[i+1] >= 0x80 && b[i+1] <= 0x9f:
-			r, n = rune(b[i+1]), 2
-		case c == 0xe2 && i+2 < len(b) && b[i+1] == 0x80 && (b[i+2] == 0xa8 || b[i+2] == 0xa9):
-			r, n = 0x2000|rune(b[i+2]-0x80), 3
-		default:
+		if c := b[i]; c < 0x7f || c != 0x7f && c != 0xc2 && c != 0xe1 && c != 0xe2 && c != 0xef {
 			continue
 		}
-		out = append(out, b[done:i]...)
-		out = fmt.Appendf(out, `\u%04x`, r)
-		done = i + n
+		r, n := utf8.DecodeRune(b[i:])
+		if r == 0x7f || r >= 0x80 && r <= 0x9f || r == 0x2028 || r == 0x2029 || spec.IsBidiControl(r) || spec.IsInvisible(r) {
+			out = append(out, b[done:i]...)
+			out = fmt.Appendf(out, `\u%04x`, r)
+			done = i + n
+		}
 		i += n - 1
 	}
 	if out == nil {

@@ -29,11 +29,14 @@ func TestPluginProbeFlags(t *testing.T) {
 		{name: "extra argument", args: []string{"--socket", "/s", "x"}, wantErr: "accepts 0 arg"},
 	}
 	checkFlagCases(t, newCmdPluginProbe, tests, func(t *testing.T, got PluginProbeOptions) (PluginProbeOptions, error) {
+		if got.Exporter.ios != got.IO || got.IO == nil {
+			t.Errorf("-t and --jq print to streams other than the command's (a terminal's escapes would follow another stream)")
+		}
 		got.IO, got.Logger, got.State = nil, nil, nil // the factory's, not flags
 		if (got.Exporter.tmpl != nil) != (got.Exporter.Template != "") {
 			t.Errorf("-t %q parsed when set: %v", got.Exporter.Template, got.Exporter.tmpl != nil)
 		}
-		got.Exporter.tmpl = nil
+		got.Exporter.tmpl, got.Exporter.ios = nil, nil
 		return got, nil
 	})
 }

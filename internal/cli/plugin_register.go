@@ -97,7 +97,7 @@ be reached or fingerprinted.`,
 	fl.StringVar(&opts.NodeSocket, "node-socket", "", "a split monolith's node socket")
 	durationVar(fl, &opts.Timeout, "timeout", 0, "timeout of the long RPCs (create, publish, stage, ...), 1s to 24h; 0 is the default, 2m")
 	durationVar(fl, &opts.Wait, "wait", defaultRegisterWait, "how long to wait for a plugin whose socket is missing or refuses connections (starting, or restarting); 0 fails at once")
-	addActingExportFlags[[]engine.PluginInfo](cmd, &opts.Exporter)
+	addActingExportFlags[[]engine.PluginInfo](cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 

@@ -41,7 +41,7 @@ not ready yet exits 0).`,
 		Args: maximumArgs(1),
 		RunE: runOpts(opts, idArg(&opts.ID), runF, pluginStatusRun),
 	}
-	addExportFlags(cmd, &opts.Exporter)
+	addExportFlags(cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 

@@ -41,7 +41,7 @@ runs the same pass at start and on a timer.`,
 		Args: exactArgs(0),
 		RunE: runOpts(opts, nil, runF, reconcileRun),
 	}
-	addActingExportFlags[engine.ReconcileReport](cmd, &opts.Exporter)
+	addActingExportFlags[engine.ReconcileReport](cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 

@@ -59,6 +59,10 @@ func TestValidateFlags(t *testing.T) {
 			if expectErr(t, err, tt.wantErr, tt.wantCode) {
 				return
 			}
+			if got.Export.ios != got.IO || got.IO == nil {
+				t.Fatalf("validate's -t and --jq print to streams other than the command's")
+			}
+			got.Export.ios = nil // the command's, checked above; not a flag
 			if got.Verb != tt.verb || strings.Join(got.Files, ",") != strings.Join(tt.files, ",") || got.Export != tt.export {
 				t.Fatalf("options = %+v", got)
 			}

@@ -70,7 +70,7 @@ claim is in. Mounting needs root.`,
 	fl.StringVar(&opts.AttachmentMode, "attachment-mode", "", "attachment mode: "+joinModes(spec.AttachmentModes))
 	fl.StringVar(&opts.FSType, "fs-type", "", "filesystem type, replacing the volume's")
 	fl.StringArrayVar(&opts.MountFlags, "mount-flag", nil, "a mount flag, replacing the volume's (repeatable)")
-	addActingExportFlags[engine.ClaimInfo](cmd, &opts.Exporter)
+	addActingExportFlags[engine.ClaimInfo](cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 

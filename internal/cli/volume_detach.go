@@ -49,7 +49,7 @@ be released (it is left for volctl reconcile).`,
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "skip the node RPCs (the plugin is gone) and free the claims anyway")
 	addYesFlag(cmd, &opts.Yes, "off a terminal")
-	addActingExportFlags[engine.DetachResult](cmd, &opts.Exporter)
+	addActingExportFlags[engine.DetachResult](cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 

@@ -60,7 +60,7 @@ refused (exit 2).`,
 	cmd.Flags().StringVar(&opts.Size, "size", "", `the size to grow to, e.g. "20GiB" (required)`)
 	cmd.Flags().StringVar(&opts.Limit, "limit", "", "a new upper bound (capacity_max) for the plugin")
 	requiredFlag(cmd, "size", expandSizeRequired)
-	addActingExportFlags[engine.VolumeInfo](cmd, &opts.Exporter)
+	addActingExportFlags[engine.VolumeInfo](cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 

@@ -39,7 +39,7 @@ Releasing a claim that does not exist is a no-op: it says so on stderr and exits
 	}
 	idVar(cmd.Flags(), &opts.Alloc, "alloc", "the alloc whose claim to release (required)")
 	requiredFlag(cmd, "alloc", releaseAllocRequired)
-	addActingExportFlags[engine.ReleaseResult](cmd, &opts.Exporter)
+	addActingExportFlags[engine.ReleaseResult](cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 

@@ -73,7 +73,7 @@ take. Exits 2 when the plugin cannot snapshot (no CREATE_DELETE_SNAPSHOT).`,
 		}, runF, snapshotCreateRun),
 	}
 	cmd.Flags().StringArrayVar(&opts.Parameters, "parameter", nil, "a parameter for the plugin, KEY=VALUE (repeatable)")
-	addActingExportFlags[engine.SnapshotInfo](cmd, &opts.Exporter)
+	addActingExportFlags[engine.SnapshotInfo](cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 
@@ -292,7 +292,7 @@ created with, when they all carry the same ones; when they differ, it sends none
 	}
 	idVar(cmd.Flags(), &opts.PluginID, "plugin", "list only this plugin's snapshots")
 	opts.Secrets.add(cmd)
-	addExportFlags(cmd, &opts.Exporter)
+	addExportFlags(cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 

@@ -46,7 +46,7 @@ plugin health is as last recorded (volctl plugin status probes live).`,
 		Args: maximumArgs(1),
 		RunE: runOpts(opts, idArg(&opts.ID), runF, volumeStatusRun),
 	}
-	addExportFlags(cmd, &opts.Exporter)
+	addExportFlags(cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 

@@ -88,7 +88,7 @@ several commands.`
 		cmd.Example = `  volctl volume create db.hcl
   volctl create db.hcl -t '{{range .}}{{.id}} {{.external_id}}{{"\n"}}{{end}}'`
 	}
-	addActingExportFlags[[]engine.VolumeInfo](cmd, &opts.Exporter)
+	addActingExportFlags[[]engine.VolumeInfo](cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 

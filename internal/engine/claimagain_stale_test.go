@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -25,30 +26,18 @@ func TestClaimAgainDoesNotStageAgainAStagingMadeWhileItWaited(t *testing.T) {
 	h.claimThenReboot("v", "a", spec.MultiNodeMultiWriter)
 	table := &republishedMounts{fakeMounts: h.mounts, mem: h.mem, since: len(h.mem.Calls())}
 	agent, cli := h.processWith(table), h.processWith(table)
-	gate := make(chan struct{})
-	h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Gate: gate, Times: 1})
 	h.faults.ResetCounts()
-	other := make(chan error, 1)
-	go func() { _, err := agent.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "b"}); other <- err }()
-	h.waitInFlight(gate, other)
-	ctx, waiting := whenWaitingForLock(h.ctx, "v")
-	again := make(chan error, 1)
-	go func() { _, err := cli.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); again <- err }()
-	select {
-	case <-waiting:
-	case err := <-again:
-		close(gate)
-		t.Fatalf("the claim again returned before waiting for the volume's lock: %v", err)
-	case <-time.After(30 * time.Second):
-		close(gate)
-		t.Fatal("the claim again never waited for the volume's lock")
+	otherErr, againErr := h.whileHeld(csi.RPCNodeStageVolume, "claim again", true,
+		func() error { _, err := agent.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "b"}); return err },
+		func(ctx context.Context) error {
+			_, err := cli.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+			return err
+		})
+	if otherErr != nil {
+		t.Fatalf("the second alloc's claim: %v", otherErr)
 	}
-	close(gate)
-	if err := <-other; err != nil {
-		t.Fatalf("the second alloc's claim: %v", err)
-	}
-	if err := <-again; err != nil {
-		t.Fatalf("the claim again: %v", err)
+	if againErr != nil {
+		t.Fatalf("the claim again: %v", againErr)
 	}
 	if n := h.faults.Calls(csi.RPCNodeStageVolume); n != 1 {
 		t.Errorf("NodeStageVolume sent %d times; want once, by the second alloc's claim: the claim again staged the volume over that staging", n)

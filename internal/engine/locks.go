@@ -211,9 +211,10 @@ func (l *locker) group(ctx context.Context, name string) (func(), error) {
 	return l.take(ctx, "group-"+lockHash(name), fmt.Sprintf("group %q (another `volctl group run` of it)", name))
 }
 
-// snapshot locks one snapshot of one plugin, for the delete reconcile finishes and a
-// deregister of it (taken after the source volume's lock, before a controller's). The key is
-// hashed, as a snapshot ID may be anything.
+// snapshot locks one snapshot of one plugin, for a delete of it (the user's, or one reconcile
+// finishes), a deregister of it and a create answered with it while its delete is recorded
+// (taken after the source volume's lock, before a controller's). The key is hashed, as a
+// snapshot ID may be anything.
 func (l *locker) snapshot(ctx context.Context, pluginID, snapshotID string) (func(), error) {
 	return l.take(ctx, "snapshot-"+lockHash(pluginID+"\x00"+snapshotID), fmt.Sprintf("snapshot %q of plugin %q", snapshotID, pluginID))
 }

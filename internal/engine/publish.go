@@ -99,12 +99,24 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 		}
 		if err != nil {
 			// Keep what was done before the failure (a state reached without an RPC).
-			if ferr := p.flush(ctx, "claim"); ferr != nil {
-				return errors.Join(err, ferr)
-			}
-			return err
+			return withFlushError(err, p.flush(ctx, "claim"))
 		}
 	}
+}
+
+// withFlushError is err, a step's failure (nil: none), with ferr, the failure of the flush that records
+// what was done before it, when there is one. A flush failing as the step's own commit did
+// (the state's file system full, a database met damaged: the one error the store explains) is
+// not said twice: before, the claim's error named the database and told what to do twice over
+// (TestDiskFullClaimSaysItOnce).
+func withFlushError(err, ferr error) error {
+	if err == nil {
+		return ferr
+	}
+	if ferr == nil || strings.Contains(err.Error(), ferr.Error()) {
+		return err
+	}
+	return errors.Join(err, ferr)
 }
 
 // getStaging returns the volume's staging row, if there is one.

@@ -1208,7 +1208,7 @@ func (e *Engine) undoLeft(ctx context.Context, c *conn, v store.Volume) (done st
 	before := p.st
 	err = e.undoUnused(ctx, c, v, p)
 	if ferr := p.flush(ctx, "clean"); ferr != nil {
-		return "", errors.Join(err, ferr) // nothing recorded: say nothing done
+		return "", withFlushError(err, ferr) // nothing recorded: say nothing done
 	}
 	unstaged := before.StagingPath != "" && p.st.StagingPath == ""
 	detached := before.ControllerPublished && !p.st.ControllerPublished

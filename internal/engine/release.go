@@ -52,9 +52,7 @@ func (e *Engine) release(ctx context.Context, c *conn, v store.Volume, cl *store
 		}
 		if err != nil {
 			// A release cannot be rolled back: whatever the class, it is left for reconcile.
-			if ferr := p.flush(ctx, "release"); ferr != nil {
-				err = errors.Join(err, ferr)
-			}
+			err = withFlushError(err, p.flush(ctx, "release"))
 			e.markForReconcile(ctx, cl, lastRPC(err), err)
 			if ctx.Err() != nil {
 				// The caller gave up (Ctrl-C, SIGTERM), not the plugin: the release is resumable,

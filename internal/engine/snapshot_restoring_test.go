@@ -3,10 +3,7 @@ package engine
 import (
 	"errors"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -65,34 +62,12 @@ func TestSnapshotDeleteRefusedWhileAVolumeIsBeingRestoredFromIt(t *testing.T) {
 func TestSnapshotDeleteRefusesARestoreRecordedAfterItsCheck(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
-	// Another process, held at the first lock it takes once armed: the delete's, past its
-	// check (the plugin's controller lock; nothing held yet).
-	var armed atomic.Bool
-	reached, gate := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	e2, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts, BeforeLock: func() {
-		if armed.Load() {
-			once.Do(func() { close(reached); <-gate })
-		}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e2.Close() })
-	armed.Store(true)
-	deleteErr := make(chan error, 1)
-	go func() { deleteErr <- e2.DeleteSnapshot(h.ctx, "mem", s.ID, nil) }()
-	select {
-	case <-reached:
-	case err := <-deleteErr:
-		t.Fatalf("the snapshot's delete returned before it took a lock: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the snapshot's delete never took a lock")
-	}
+	// Another process, held past its check and the record of its delete, nothing sent.
+	gate, deleteErr := h.deleteHeldOnceRecorded(s.ID)
 	sv := volume("restored")
 	sv.SnapshotID = s.ID
 	h.faults.FailAlways(csi.RPCCreateVolume, codes.Unavailable)
-	_, err = h.e.CreateVolume(h.ctx, sv)
+	_, err := h.e.CreateVolume(h.ctx, sv)
 	h.faults.Clear(csi.RPCCreateVolume)
 	close(gate)
 	if derr := <-deleteErr; derr != nil {

@@ -148,13 +148,40 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 	if err := e.locks.stillHeld(intent.SourceVolumeID); err != nil {
 		return store.Snapshot{}, csi.Snapshot{}, err
 	}
-	snap, earlier, err := controllerAnswer(ctx, e, c, csi.RPCCreateSnapshot, func(ctx context.Context) (csi.Snapshot, error) {
+	send := func(ctx context.Context) (csi.Snapshot, error) {
 		return c.client.CreateSnapshot(ctx, csi.CreateSnapshotRequest{
 			SourceVolumeID: intent.SourceExternalID, Name: intent.Name, Secrets: intent.Secrets, Parameters: intent.Parameters})
-	})
+	}
+	snap, earlier, err := controllerAnswer(ctx, e, c, csi.RPCCreateSnapshot, send)
 	failpoint("rpc:CreateSnapshot")
 	if lost := e.locks.stillHeld(intent.SourceVolumeID); lost != nil {
 		return store.Snapshot{}, snap, lost
+	}
+	if err == nil && snap.ID != "" {
+		// Answered with a snapshot whose delete is recorded: a delete in flight in another
+		// volctl holds the snapshot's lock from that record to its end, and one that has not
+		// sent its DeleteSnapshot yet deletes the snapshot this answer is about. Wait for it,
+		// then ask again under the lock (no delete of it runs then), and record that answer:
+		// before, the create recorded the first answer at once, taking the delete's record
+		// back, said it made the snapshot, and the delete deleted it
+		// (TestSnapshotCreateAnsweredWithOneAboutToBeDeletedAsksAgainAfterTheDelete). The lock
+		// is held to the record, so no delete records itself between.
+		marked, verr := viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) { return tx.Snapshots().Deleting(intent.PluginID, snap.ID) })
+		if verr != nil {
+			return store.Snapshot{}, snap, verr
+		}
+		if marked {
+			unlock, lerr := e.locks.snapshot(ctx, intent.PluginID, snap.ID)
+			if lerr != nil {
+				return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w (the plugin answered with snapshot %q, whose delete is recorded; it stays recorded as being created: `volctl reconcile` finishes it)", intent.Name, lerr, snap.ID)
+			}
+			defer unlock()
+			snap, _, err = controllerAnswer(ctx, e, c, csi.RPCCreateSnapshot, send)
+			earlier = true // the first answer's snapshot may be the one made: a refusal now keeps the intent
+			if lost := e.locks.stillHeld(intent.SourceVolumeID); lost != nil {
+				return store.Snapshot{}, snap, lost
+			}
+		}
 	}
 	if err != nil {
 		ev := &store.Event{Kind: "snapshot-create", VolumeID: intent.SourceVolumeID, PluginID: intent.PluginID,
@@ -415,16 +442,19 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	// recorded after a check in a read-only view, and cut short before its CreateVolume, was
 	// NOT_FOUND for good once the snapshot was gone
 	// (TestSnapshotDeleteRefusesARestoreRecordedAfterItsCheck).
-	if finishing {
-		// Held across the DeleteSnapshot, as deregister takes it: a deregister meanwhile waits,
-		// or forgot the delete first and this sends nothing
-		// (TestReview30fDeregisterDuringReconcilesDelete).
-		unlock, err := e.locks.snapshot(ctx, pluginID, snapshotID)
-		if err != nil {
-			return fail(err)
-		}
-		defer unlock()
+	//
+	// The snapshot's lock is held from here across the DeleteSnapshot and its record, as
+	// deregister takes it: a deregister meanwhile waits, or forgot the delete first and
+	// reconcile's finishing sends nothing (TestReview30fDeregisterDuringReconcilesDelete). So
+	// does the user's delete: before, only reconcile's held it, and a deregister in another
+	// volctl during the user's delete said the snapshot was left while the delete in flight
+	// deleted it (TestDeregisterDuringAnotherVolctlsSnapshotDeleteDoesNotSayItIsLeft); two
+	// deletes of one snapshot (the user's and reconcile's) take turns.
+	unlock, err := e.locks.snapshot(ctx, pluginID, snapshotID)
+	if err != nil {
+		return fail(err)
 	}
+	defer unlock()
 	var already bool // an earlier delete, killed or unanswered, recorded it: it may be gone
 	if err := e.store.Update(ctx, func(tx *store.Tx) error {
 		if err := refuseRestoreInFlight(tx, pluginID, snapshotID); err != nil {
@@ -520,7 +550,32 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	}
 	note := e.uncheckedNote(unchecked, err, pluginID, csi.RPCDeleteSnapshot, "snapshot", snapshotID)
 	kept = false
+	var takenAgain error
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		// The delete recorded above gone while a record of the ID is there: a snapshot create
+		// answered with this ID since and recorded it (finishSnapshot's Undelete), from another
+		// volctl, which holds the source volume's lock, not this snapshot's. The plugin may have
+		// made it after this DeleteSnapshot (one that names snapshots by their name makes them
+		// anew under the same ID): forgetting the record would leave the snapshot another
+		// command just said it made unrecorded (TestSnapshotTakenAgainWhileItsDeleteIsAnsweredKeepsItsRecord).
+		// Kept, a snapshot the DeleteSnapshot did delete (the create answered before it) shows
+		// as missing, and the delete again forgets it.
+		if recorded {
+			marked, err := tx.Snapshots().Deleting(pluginID, snapshotID)
+			if err != nil {
+				return err
+			}
+			if now, err := tx.Snapshots().Get(pluginID, snapshotID); err == nil && !marked {
+				takenAgain = conflictf("plugin %q answered %s for snapshot %q, but a snapshot create (another volctl's, of volume %q) was answered with the same ID meanwhile and recorded it as %q: "+
+					"the plugin may have made it again after this delete, so its record is kept; `volctl volume snapshot list --plugin %s` shows it missing if this delete took it, and `%s` then forgets it",
+					pluginID, csi.RPCDeleteSnapshot, snapshotID, now.SourceVolumeID, now.Name, pluginID,
+					shellquote.Command("volctl volume snapshot delete", pluginID, snapshotID))
+				return tx.Events().Append(&store.Event{Kind: "snapshot-delete", VolumeID: now.SourceVolumeID, PluginID: pluginID,
+					RPC: csi.RPCDeleteSnapshot, Message: "delete answered, record kept: " + takenAgain.Error()})
+			} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
 		if err := tx.Snapshots().Undelete(pluginID, snapshotID); err != nil {
 			return err
 		}
@@ -534,6 +589,9 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	})
 	if err != nil {
 		return fail(err)
+	}
+	if takenAgain != nil {
+		return fail(takenAgain)
 	}
 	return nil
 }
@@ -730,6 +788,8 @@ func (e *Engine) reconcileSnapshotDeletes(ctx context.Context, rep *ReconcileRep
 		err := e.deleteSnapshotStored(onVolume(ctx, "snapshot "+d.SnapshotID), d.PluginID, d.SnapshotID, nil, true)
 		switch {
 		case errors.Is(err, errNoDeleteToFinish): // another volctl finished it meanwhile
+		case err != nil && !e.deleteRecorded(ctx, d):
+			rep.problem("", "", err) // nothing left to forget: a create recorded the ID again meanwhile
 		case csi.IsRefusedCredentials(err):
 			// Reconcile sends the source volume's secrets, or none: never the --secret a delete
 			// was given, which volctl keeps nowhere. The way out is that delete again, with them
@@ -746,6 +806,12 @@ func (e *Engine) reconcileSnapshotDeletes(ctx context.Context, rep *ReconcileRep
 			rep.did("deleted", "", "", "snapshot %q of plugin %q deleted (interrupted earlier)", d.SnapshotID, d.PluginID)
 		}
 	}
+}
+
+// deleteRecorded says whether snapshot delete d is still recorded; true when that cannot be read.
+func (e *Engine) deleteRecorded(ctx context.Context, d store.SnapshotDelete) bool {
+	marked, err := viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) { return tx.Snapshots().Deleting(d.PluginID, d.SnapshotID) })
+	return marked || err != nil
 }
 
 // ListSnapshots lists the snapshots of one plugin, or of every registered plugin when pluginID

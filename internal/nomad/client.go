@@ -1,6 +1,7 @@
 package nomad
 
 import (
+	"cmp"
 	"compress/gzip"
 	"context"
 	"crypto/tls"
@@ -24,6 +25,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -96,12 +98,23 @@ func NewClient(address string) (*Client, error) {
 	if address != "" {
 		cfg.Address = address
 	}
-	creds := []string{cfg.SecretID}
-	basic := func(user, password string) {
-		creds = append(creds, password, base64.StdEncoding.EncodeToString([]byte(user+":"+password)))
+	if err := strayCredential(cfg.SecretID, os.Getenv("NOMAD_HTTP_AUTH")); err != nil {
+		return nil, err
 	}
-	if a := cfg.HttpAuth; a != nil && a.Password != "" {
-		basic(a.Username, a.Password)
+	creds := []string{cfg.SecretID}
+	// basic notes a basic auth credential: its password, or its user when it has none (an API
+	// key a proxy or gateway takes as the user, NOMAD_ADDR=https://KEY@host or
+	// NOMAD_HTTP_AUTH=KEY: the only credential the request carries), and its header's encoding.
+	basic := func(user, password string) {
+		creds = append(creds, cmp.Or(password, user), base64.StdEncoding.EncodeToString([]byte(user+":"+password)))
+	}
+	userinfo := func(ui *url.Userinfo) {
+		if pw, _ := ui.Password(); pw != "" || ui.Username() != "" {
+			basic(ui.Username(), pw)
+		}
+	}
+	if a := cfg.HttpAuth; a != nil {
+		userinfo(url.UserPassword(a.Username, a.Password))
 	}
 	// shown is the address for messages and the handover mark: without a password in it. One
 	// url.Parse does not read as user:password@host (a '#', '/' or '?' in the password ends its
@@ -109,10 +122,20 @@ func NewClient(address string) (*Client, error) {
 	shown := hiddenUserinfo(cfg.Address)
 	u, perr := url.Parse(cfg.Address)
 	if perr == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok {
-			basic(u.User.Username(), pw)
-		}
+		userinfo(u.User)
 		shown = u.Redacted()
+		if pw, _ := u.User.Password(); pw == "" && u.User.Username() != "" {
+			// A user with no password is the credential: hidden as Redacted hides a password.
+			shown = hiddenUserinfo(u.String())
+		}
+	}
+	if perr == nil && !strings.EqualFold(u.Scheme, "unix") {
+		// The forward proxy's credentials (HTTP_PROXY=http://USER:PASSWORD@HOST), which every
+		// request through it carries in its Proxy-Authorization header: its 407 page may echo
+		// them.
+		if pu, err := http.ProxyFromEnvironment(&http.Request{URL: u}); err == nil && pu != nil && pu.User != nil {
+			userinfo(pu.User)
+		}
 	}
 	// Longest first, so that a credential holding another is replaced whole.
 	sort.Slice(creds, func(i, j int) bool { return len(creds[i]) > len(creds[j]) })
@@ -185,6 +208,22 @@ func speakable(address, shown string) error {
 		return fmt.Errorf("Nomad at %s: NOMAD_ADDR=%s must start with http://, https:// or unix://: NOMAD_ADDR=http://%s (https:// if Nomad's tls block enables TLS for its HTTP API)", shown, shown, shown)
 	}
 	return fmt.Errorf("Nomad at %s: NOMAD_ADDR=%s must start with http://, https:// or unix://", shown, shown)
+}
+
+// strayCredential refuses NOMAD_TOKEN (token) with stray text about it (spec.StrayText: a
+// newline from $(cat FILE), a CR from a CRLF file, a blank before or after it), and
+// NOMAD_HTTP_AUTH (auth) with a control character (a password may begin or end with a blank),
+// naming the variable, never its value. A token's control character failed every request in
+// Go's words ("invalid header field value"), with advice to check that Nomad runs; a blank
+// was sent on, and Nomad's refusal read as a token it does not know.
+func strayCredential(token, auth string) error {
+	if stray := spec.StrayText(token); stray != "" {
+		return fmt.Errorf("NOMAD_TOKEN %s: set it to the token's secret ID without it", stray)
+	}
+	if strings.IndexFunc(auth, unicode.IsControl) >= 0 {
+		return fmt.Errorf("NOMAD_HTTP_AUTH %s: set it to USER:PASSWORD without it", spec.StrayText(auth))
+	}
+	return nil
 }
 
 // hiddenUserinfo is address with what may be a user and password before its host (between

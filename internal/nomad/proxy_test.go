@@ -3,10 +3,12 @@ package nomad
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/pem"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,5 +104,48 @@ func TestNomadTokenIsNotShownToAnHTTPSProxy(t *testing.T) {
 		if !strings.HasPrefix(p, "CONNECT example.com:443") || strings.Contains(p, token) {
 			t.Errorf("the proxy saw %q; want only a CONNECT to example.com:443, without the token", p)
 		}
+	}
+}
+
+// A forward proxy's credentials (HTTP_PROXY=http://USER:PASSWORD@proxy, as the nomad CLI takes
+// them) go to the proxy with every request to an http:// Nomad, in its Proxy-Authorization
+// header; a proxy that refuses them answers a 407 page, which may echo that header or the
+// password. Before, only the credentials sent to Nomad were hidden: the proxy's password
+// was shown, as it is and in base64, in the error of every request. They are hidden too. The
+// client runs in a child process, since Go reads the proxy variables once per process.
+func TestNomadProxyPasswordIsNotShown(t *testing.T) {
+	const password = "pr0xy-pa55-9e1d"
+	if os.Getenv("VOLCTL_TEST_PROXY_CHILD") != "" {
+		c, err := NewClient("http://nomad.example.com:4646")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Plugin(context.Background(), "hp")
+		if err == nil {
+			t.Fatal("the proxy's 407 was taken for Nomad's answer")
+		}
+		os.Stdout.WriteString("\nERROR: " + err.Error() + "\n")
+		return
+	}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		decoded, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(r.Header.Get("Proxy-Authorization"), "Basic "))
+		http.Error(w, "Proxy Authentication Required: Proxy-Authorization: "+r.Header.Get("Proxy-Authorization")+" ("+string(decoded)+")",
+			http.StatusProxyAuthRequired)
+	}))
+	t.Cleanup(proxy.Close)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestNomadProxyPasswordIsNotShown$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "VOLCTL_TEST_PROXY_CHILD=1", "NOMAD_TOKEN=", "NOMAD_HTTP_AUTH=",
+		"HTTP_PROXY="+strings.Replace(proxy.URL, "http://", "http://puser:"+password+"@", 1), "http_proxy=", "NO_PROXY=", "no_proxy=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the plugin read through the proxy: %v\n%s", err, out)
+	}
+	_, shown, ok := strings.Cut(string(out), "\nERROR: ")
+	if !ok || !strings.Contains(shown, "407") {
+		t.Fatalf("the child did not meet the proxy's 407:\n%s", out)
+	}
+	encoded := base64.StdEncoding.EncodeToString([]byte("puser:" + password))
+	if strings.Contains(shown, password) || strings.Contains(shown, encoded) {
+		t.Errorf("the error shows the proxy's password: %s", shown)
 	}
 }

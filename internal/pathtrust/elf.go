@@ -104,7 +104,7 @@ func loadedWith(path string, env LoaderEnv) *Problem {
 	for _, lib := range env.Preload {
 		preload = append(preload, preloaded{lib, "LD_PRELOAD"})
 	}
-	sysPreload, pr := systemPreload()
+	sysPreload, pr := systemPreload(privileged(path))
 	if pr != nil {
 		pr.ELF, pr.Entry, pr.System = path, ldPreload, true
 		return pr
@@ -712,15 +712,18 @@ const maxLdPreload = 1 << 20
 // systemPreload is the libraries ldPreload names, as ld.so reads it (names separated by white
 // space or colons, a '#' making the rest of its line a comment), each from ldPreload; with what
 // another user controls of the file itself, or of /etc where it is not made yet, or nil. What
-// is not a regular file names none (ld.so maps the file's size, none). One that cannot be read
-// is refused: ld.so, which only needs to be allowed to, may read it. What the libraries are,
-// and load, is loadedObject.deps's to check, as it does LD_PRELOAD's.
-func systemPreload() ([]preloaded, *Problem) {
+// is not a regular file names none (ld.so maps the file's size, none). One this user is not
+// allowed to read names none for a program run as this user (the plugin is: ld.so in it is
+// refused the file as well, and loads nothing from it); for a privileged one (setuid, setgid,
+// or given capabilities: privileged), whose ld.so may read it, it is refused, as one that
+// cannot be read for another reason is. What the libraries are, and load, is
+// loadedObject.deps's to check, as it does LD_PRELOAD's.
+func systemPreload(privileged bool) ([]preloaded, *Problem) {
 	if pr := makeable(ldPreload); pr != nil {
 		return nil, pr
 	}
 	f, err := os.OpenFile(ldPreload, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || (errors.Is(err, fs.ErrPermission) && !privileged) {
 		return nil, nil
 	}
 	if err != nil {
@@ -746,6 +749,21 @@ func systemPreload() ([]preloaded, *Problem) {
 		}
 	}
 	return libs, nil
+}
+
+// privileged says whether the program at path runs with more than its caller's privileges:
+// setuid, setgid, or with file capabilities (security.capability); true when that cannot be
+// told.
+func privileged(path string) bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return true
+	}
+	if fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+		return true
+	}
+	_, err = unix.Getxattr(path, "security.capability", nil)
+	return !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.ENOTSUP)
 }
 
 // ldCache is where the dynamic loader's cache of the system's libraries is; a test points it

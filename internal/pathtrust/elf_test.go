@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -503,5 +505,51 @@ func TestLoadedChecksTheLibrariesFiltees(t *testing.T) {
 				t.Errorf("loaded(%s) = %+v, want Path %s and an Entry that names libvtfilter.so's %q", p, *pr, tt.bad, tt.entry)
 			}
 		})
+	}
+}
+
+// A non-root agent that may not read /etc/ld.so.preload (root's, mode 0600 on a hardened host)
+// runs its plugins as itself: ld.so in them is refused the file too, and loads nothing from
+// it. Before, every dynamic program was refused ("cannot be read"): no plugin ran. A privileged
+// program (setuid), whose ld.so may read the file, is still refused.
+func TestLoadedTakesAPreloadFileItsUserMayNotReadAsLdSoDoes(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to make a file this thread, run as another user, may not read")
+	}
+	base := t.TempDir()
+	for _, d := range []string{filepath.Dir(base), base} { // testing's directories are 0700
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	preload := filepath.Join(base, "ld.so.preload")
+	if err := os.WriteFile(preload, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	preloadFile(t, preload)
+	prog := filepath.Join(base, "prog")
+	cc(t, prog, "int main(void) { return 0; }\n")
+	suid := filepath.Join(base, "suid")
+	cc(t, suid, "int main(void) { return 0; }\n")
+	if err := os.Chmod(suid, os.ModeSetuid|0o755); err != nil {
+		t.Fatal(err)
+	}
+	// This thread alone runs as nobody (setresuid(2) as a raw syscall is per thread; Go's
+	// syscall.Setresuid would change every thread), its saved uid root's to come back.
+	runtime.LockOSThread()
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, ^uintptr(0), 65534, ^uintptr(0)); e != 0 {
+		runtime.UnlockOSThread()
+		t.Skipf("setresuid: %v", e)
+	}
+	prProg, prSuid := loaded(prog), loaded(suid)
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, ^uintptr(0), 0, ^uintptr(0)); e != 0 {
+		t.Fatalf("setresuid back to root: %v", e) // the thread stays locked: it dies with the test
+	}
+	runtime.UnlockOSThread()
+	if prProg != nil {
+		t.Errorf("loaded(%s) as uid 65534, who may not read %s: %v; want nil, as ld.so run as that user reads nothing from it", prog, preload, prProg)
+	}
+	if prSuid == nil || prSuid.Path != preload {
+		t.Errorf("loaded(%s), setuid, as uid 65534: %v; want %s refused, which its ld.so, as root, reads", suid, prSuid, preload)
 	}
 }

@@ -111,6 +111,34 @@ func TestCapacityTextAsNomadReadsIt(t *testing.T) {
 	}
 }
 
+// TestCapacityEscapeAdviceIsNotTheEscape: a capacity whose escape stands for a character
+// only an escape writes (a tab, a newline, a quote, a backslash) was refused with the advice
+// "Write the size without escapes:" followed by the same escape ("1\tGiB"), which the user
+// had written: the advice is a size Nomad reads, or says what to leave out.
+func TestCapacityEscapeAdviceIsNotTheEscape(t *testing.T) {
+	line := strings.Count(baseVolume, "\n") + 2
+	for _, c := range []struct{ name, src, detail string }{
+		{"tab", `capacity_min = "1\tGiB"`, `Write the size without escapes: "1GiB"`},
+		{"newline", `capacity_min = "10\nGB"`, `Write the size without escapes: "10GB"`},
+		{"quote", `capacity_min = "1GiB\""`, `Write the size without escapes: "1GiB"`},
+		{"backslash", `capacity_min = "1\\GiB"`, `Write the size without escapes: "1GiB"`},
+		{"control", `capacity_min = "1\u001bGiB"`, `Write the size without escapes: "1GiB"`},
+		{"no size left", `capacity_min = "\tGiB"`, `Its text holds "\t", which only an escape writes; write the size as digits and a unit ("10GiB")`},
+	} {
+		_, diags := ParseVolume("v.hcl", []byte(baseVolume+"\n"+c.src+"\n"), VerbAny)
+		d := diagAt(t, c.name, diags, "Invalid capacity", line, 16)
+		if d == nil {
+			continue
+		}
+		if !strings.Contains(d.Detail, c.detail) {
+			t.Errorf("%s: %q, want %q", c.name, d.Detail, c.detail)
+		}
+		if raw := c.src[len("capacity_min = "):]; strings.Contains(d.Detail, "escapes: "+raw) {
+			t.Errorf("%s: %q advises writing what was written", c.name, d.Detail)
+		}
+	}
+}
+
 // TestEscapedTemplateIsWarnedOf: "$${" is read as "${" by volctl, but Nomad v2.0.6-dev sends
 // `x = "$${pvc.name}"` as "$${pvc.name}": a warning says the file is read otherwise there,
 // at the escape, without the value (it may be a secret). A JSON spec, where neither reads a

@@ -98,6 +98,11 @@ func (d *decoder) checkContext(m *stringMap) {
 	if m == nil {
 		return
 	}
+	for _, e := range m.entries {
+		if e.value == Redacted {
+			d.placeholder(e.valueRange, fmt.Sprintf("context %q", e.key), "a context value that holds a secret (its plugin echoed one there)")
+		}
+	}
 	switch total := m.size(); {
 	case total > MaxPluginMap:
 		d.errorf(m.nameRange, "Map too large", "%s holds %d bytes of keys and values; volctl takes a volume's context of up to %d bytes (16 KiB), "+
@@ -185,6 +190,9 @@ func (d *decoder) checkSecrets(m *stringMap) {
 		if !validSecretKey(e.key) {
 			d.errorf(e.keyRange, "Invalid secret key", "Secret key %q is not valid: the CSI spec allows only letters, digits, \"-\", \"_\" and \".\" in secret keys.", e.key)
 		}
+		if e.value == Redacted {
+			d.placeholder(e.valueRange, fmt.Sprintf("secret %q", e.key), "a secret value")
+		}
 		if n := len(e.value); n > 0 && n < MinScrubLen {
 			d.warnf(e.valueRange, "Secret too short to scrub", "The value of secret %q is %d bytes long. volctl never prints it from its own records, and "+
 				"scrubs it from a plugin's answer to a request carrying it where it stands as a word of its own, but a value under %d bytes is too common to "+
@@ -193,6 +201,26 @@ func (d *decoder) checkSecrets(m *stringMap) {
 		}
 	}
 	d.checkCSIMap(m)
+}
+
+// PlaceholderSummary is the summary of the error that refuses a placeholder (placeholder), for
+// `volctl export nomad` to tell the placeholders it wrote on purpose from another error.
+const PlaceholderSummary = "Placeholder, not a value"
+
+// placeholder refuses Redacted as the value of what (`secret "token"`, "mount_flags[0]"): the
+// placeholder `volctl export nomad` writes, without --include-secrets, for stands (a secret
+// value, a mount flag, a context value holding a secret), and Nomad answers a volume's mount
+// flags as. It is not the value: read back as one, the volume was recorded with it, its plugin
+// given it as a credential or asked to mount with it, and `volctl nomad register` sent it on to
+// Nomad.
+func (d *decoder) placeholder(rng hcl.Range, what, stands string) {
+	nomads := ""
+	if strings.HasPrefix(what, "mount_flags[") {
+		nomads = ", and Nomad answers a volume's mount flags as"
+	}
+	d.errorf(rng, PlaceholderSummary, "The value of %s is %s, the placeholder volctl export nomad writes for %s without --include-secrets%s: "+
+		"it is not the value, and the plugin would be given it as one. Write the real value here, or export the volume again with --include-secrets.",
+		what, Redacted, stands, nomads)
 }
 
 // checkSegments applies the CSI Topology rules: a key is an optional DNS-style prefix (lower

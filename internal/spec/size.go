@@ -83,6 +83,28 @@ func ParseSize(s string) (int64, error) {
 	return bytes.Int64(), nil
 }
 
+// nomadSize is the size s, one ParseSize reads, as Nomad reads it (go-humanize's ParseBytes,
+// through parseCapacityBytes): the number, its commas dropped, as a float64, times the unit, the
+// product truncated. Where ParseSize's exact reading holds more digits than a float64 ("2.01GB":
+// 2.01 × 1e9 is 2009999999.9999998; "9007199254740993", past 2^53), the two differ by a byte or
+// a few. ok is false when the product passes int64, where ParseSize refuses the size.
+func nomadSize(s string) (n int64, ok bool) {
+	in := strings.TrimSpace(s)
+	end := 0
+	for end < len(in) && (in[end] >= '0' && in[end] <= '9' || in[end] == '.' || in[end] == ',') {
+		end++
+	}
+	mult, known := sizeUnits[strings.ToLower(strings.TrimSpace(in[end:]))]
+	f, err := strconv.ParseFloat(strings.ReplaceAll(in[:end], ",", ""), 64)
+	if !known || err != nil {
+		return 0, false
+	}
+	if f *= float64(mult); !(f < math.MaxInt64) {
+		return 0, false
+	}
+	return int64(f), true
+}
+
 // writtenOut is " (1000GiB)" for the number num and the rest of a size, an exponent and a unit
 // ("e3GiB"), when that is a whole number of a known unit, else "".
 func writtenOut(num, rest string) string {

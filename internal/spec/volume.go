@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -296,6 +299,17 @@ func (d *decoder) size(attr *hcl.Attribute) int64 {
 		d.errorf(attr.Expr.Range(), "Invalid capacity", "%s: %s.", attr.Name, err)
 		return 0
 	}
+	if nomad, ok := nomadSize(s); ok && nomad != n {
+		// Nomad multiplies in floating point. volctl keeps the exact bytes written (a volume
+		// made or registered from the file before keeps its size: a reading that moved would
+		// refuse the same file again as a shrink, and `volume expand --size` reads the same
+		// text exactly), and says how to write a size both read alike.
+		advice := "no form of it reads alike in both (Nomad holds only some sizes past 2^53 bytes)"
+		if f := FormatSize(n); func() bool { m, ok := nomadSize(f); return ok && m == n }() {
+			advice = fmt.Sprintf("write %q, which both read as %d bytes", f, n)
+		}
+		d.warnf(attr.Expr.Range(), "Capacity Nomad reads otherwise", "%s: volctl reads %q as %d bytes, Nomad as %d (it multiplies the number by the unit in floating point and truncates), so `nomad volume create` of this file would ask the plugin for other bytes; %s.", attr.Name, s, n, nomad, advice)
+	}
 	if n == 0 && strings.ContainsAny(s, "123456789") {
 		d.warnf(attr.Expr.Range(), "Capacity under 1 byte", "%s is %q, under 1 byte: a fraction of a byte is dropped, as Nomad drops it, and a capacity of 0 is unset (no %s). Write a size such as \"512MiB\", or remove %s.", attr.Name, s, strings.TrimPrefix(attr.Name, "capacity_")+"imum", attr.Name)
 	}
@@ -346,13 +360,38 @@ func (d *decoder) capacityText(attr *hcl.Attribute, s string) bool {
 	case !strings.HasPrefix(raw, `"`):
 		return true // a number: size reads its text as written
 	case strings.Trim(raw, `"`) != s:
-		d.errorf(rng, "Invalid capacity", "%s: Nomad reads a capacity's text as written, escapes and all, and refuses %s. Write the size without escapes: %q.", attr.Name, raw, s)
+		d.errorf(rng, "Invalid capacity", "%s: Nomad reads a capacity's text as written, escapes and all, and refuses %s. %s", attr.Name, raw, unescapedSize(s))
 		return false
 	case strings.TrimSpace(s) != "" && strings.TrimLeftFunc(s, unicode.IsSpace) != s:
 		d.errorf(rng, "Invalid capacity", "%s: Nomad reads a size from the digits it starts with, and refuses one that starts with a blank. Write %q.", attr.Name, strings.TrimSpace(s))
 		return false
 	}
 	return true
+}
+
+// unescapedSize advises how to write the capacity s, read from a string with escapes, so that
+// Nomad reads it: s itself, when a character of it needs no escape in quotes ("\u0030" for 0);
+// else s without the characters only an escape writes (a tab, a newline, a quote, a
+// backslash, a control character), when what is left is a size: advising s quoted would
+// repeat the escape the user wrote.
+func unescapedSize(s string) string {
+	needsEscape := func(r rune) bool { return r == '"' || r == '\\' || !strconv.IsPrint(r) }
+	if !strings.ContainsFunc(s, needsEscape) {
+		return fmt.Sprintf("Write the size without escapes: %q.", s)
+	}
+	if left := strings.Map(func(r rune) rune {
+		if needsEscape(r) {
+			return -1
+		}
+		return r
+	}, s); strings.TrimSpace(left) == left {
+		if _, err := ParseSize(left); err == nil {
+			return fmt.Sprintf("Write the size without escapes: %q.", left)
+		}
+	}
+	i := strings.IndexFunc(s, needsEscape)
+	r, _ := utf8.DecodeRuneInString(s[i:])
+	return fmt.Sprintf("Its text holds %s, which only an escape writes; write the size as digits and a unit (\"10GiB\") or a number of bytes.", strconv.Quote(string(r)))
 }
 
 // capability decodes access_mode and attachment_mode from c (a capability block, or the top
@@ -458,7 +497,29 @@ func (d *decoder) mountOptions(b *hcl.Block) *MountOptions {
 			d.errorf(c.Attributes["mount_flags"].Expr.Range(), "Value too long",
 				"mount_flags hold %d bytes; the CSI spec limits them to %d bytes (4 KiB) in total.", total, MaxCSIMountOpts)
 		}
+		if slices.Contains(flags, Redacted) {
+			rngs := mountFlagRanges(c.Attributes["mount_flags"].Expr, len(flags))
+			for i, f := range flags {
+				if f == Redacted {
+					d.placeholder(rngs[i], fmt.Sprintf("mount_flags[%d]", i), "a mount flag")
+				}
+			}
+		}
 		out.MountFlags = MountFlags(flags)
+	}
+	return out
+}
+
+// mountFlagRanges are the source ranges of the n mount flags expr lists: each its item's, or
+// expr's own when it is not a list of n items written out.
+func mountFlagRanges(expr hcl.Expression, n int) []hcl.Range {
+	out := make([]hcl.Range, n)
+	items, diags := hcl.ExprList(expr)
+	for i := range out {
+		out[i] = expr.Range()
+		if !diags.HasErrors() && len(items) == n {
+			out[i] = items[i].Range()
+		}
 	}
 	return out
 }
