@@ -140,10 +140,7 @@ func (e *Engine) noteProbed(ctx context.Context, p store.Plugin, h store.Health)
 		if err := tx.Plugins().SetHealth(p.ID, h); err != nil {
 			return err
 		}
-		if ev := healthEvent(p.ID, cur.Health, h); ev != nil {
-			return appendHealthEvent(tx, ev, e.cfg.Now())
-		}
-		return nil
+		return recordHealth(tx, p.ID, cur.Health, h, e.cfg.Now())
 	})
 	if err != nil && !errors.Is(err, store.ErrBusy) && !errors.Is(err, store.ErrNotFound) {
 		e.log.Warn("recording a plugin's health", "plugin", p.ID, "err", err)

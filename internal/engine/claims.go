@@ -1170,7 +1170,7 @@ var errMovedOn = errors.New("the claim moved on")
 // recordFailure sets cl's failure fields and, in one transaction, writes the claim through
 // update and appends the event saying it was left for reconcile, unless the claim was already
 // left for reconcile with this very failure (the same RPC, and the same message but for the
-// numbers in it: sameFailure): a claim that fails the same way pass after pass counts its
+// IDs and times in it: sameFailure): a claim that fails the same way pass after pass counts its
 // attempts, but says so in the event log once.
 func (e *Engine) recordFailure(ctx context.Context, cl *store.Claim, rpc string, cause error, update func(tx *store.Tx) error) {
 	if errors.Is(cause, errLockLost) {

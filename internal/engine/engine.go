@@ -1025,7 +1025,7 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 	var spent time.Duration
 	waits := e.cfg.Retry.backoff()
 	// The first attempt's failure, and whether every attempt's was the same: its code, and its
-	// words but for their numbers (failureWords: a request ID, a timestamp).
+	// words but for the IDs and times in them (failureWords: a request ID, a timestamp).
 	var first string
 	var same bool
 	for attempt := 1; ; attempt++ {
@@ -1099,7 +1099,7 @@ func (s *slowFailure) Unwrap() error { return s.err }
 type retriedOut struct {
 	err      error
 	attempts int
-	same     bool // every attempt failed with err's code and words (but for their numbers)
+	same     bool // every attempt failed with err's code and words (but for IDs and times)
 }
 
 func (r *retriedOut) Error() string {

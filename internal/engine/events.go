@@ -72,73 +72,223 @@ var EventKinds = []string{
 
 // sameFailure reports whether a failure's message as the store kept it (cut to
 // store.MaxStoredMessage) and a fresh one say the same thing: equal, the fresh one cut as the
-// store cuts it, once every word holding a digit is taken as one placeholder. A plugin's
-// message often carries what changes at every call and says nothing of the failure: a request
-// ID, a timestamp, an attempt or trace number (an SDK's "RequestID: 5b1e…", "at
+// store cuts it, once what looks like an ID or a time is taken as one placeholder
+// (failureWords). A plugin's message often carries what changes at every call and says nothing
+// of the failure: a request ID, a timestamp, a trace number (an SDK's "RequestID: 5b1e…", "at
 // 2026-12-01T14:07:00Z"), and volctl's own words do too (how long a slow attempt took).
 // Compared byte for byte, such a failure was a new one at every reconcile pass, each an event:
 // a plugin failing one volume so pushed the rest of the event log (10,000 rows) out within days
-// (TestFailureWithAChangingRequestIDIsOneEvent). Two failures told apart only by a number
-// ("95% full", "99% full") are taken as one; the command's or pass's report, and a claim's last
-// error, still show the newest words.
-func sameFailure(stored, fresh string) bool {
+// (TestFailureWithAChangingRequestIDIsOneEvent). Any other number is the failure's own: an HTTP
+// status, an errno, an exit status, an address, a host or device (`node-2`, `nvme1n1`) told
+// apart from another by its number (TestFailureChangingOnlyItsStatusNumberIsRecorded).
+func sameFailure(stored, fresh string) bool { return sameFailureOf(stored, fresh, "") }
+
+// sameFailureOf is sameFailure for a failure whose message begins with own, the words volctl
+// writes naming what failed (a snapshot's name, a node expansion's path and size): those must
+// be stored as they are, whatever digits they hold, for the rest to be compared. Two snapshots
+// named by their date are two objects, not one failure (TestAnotherSnapshotsCreateFailureIsRecorded).
+func sameFailureOf(stored, fresh, own string) bool {
 	fresh = spec.Cut(fresh, store.MaxStoredMessage)
-	return stored == fresh || failureWords(stored) == failureWords(fresh)
+	rest, ok := strings.CutPrefix(stored, own)
+	freshRest, freshOK := strings.CutPrefix(fresh, own)
+	return ok && freshOK && (rest == freshRest || failureWords(rest) == failureWords(freshRest))
 }
 
-// failureWords is msg with each word that holds a digit written "#": a word is a run of ASCII
-// letters and digits, a '.' or ':' between two of them joining it ("1.5s", "14:07:00.123").
+// failureWords is msg with each timestamp, time of day, duration and ID written "#": an ID is
+// a run of hex digits (dashes between them allowed: a UUID) of 8 or more holding a digit, or of
+// 6 decimal digits or more. Short numbers, and words of letters and digits (`node-2`,
+// `nvme1n1`), stay as they are. Each is a whole word: neither letter, digit nor '_' touches it.
+// It is one pass, no regular expression: retry words every failed attempt.
 func failureWords(msg string) string {
 	var b strings.Builder
 	b.Grow(len(msg))
 	for i := 0; i < len(msg); {
-		if !alnum(msg[i]) {
+		if !wordByte(msg[i]) {
 			b.WriteByte(msg[i])
 			i++
 			continue
 		}
-		j, digit := i, false
-		for ; j < len(msg) && (alnum(msg[j]) || joins(msg, j)); j++ {
-			digit = digit || msg[j] >= '0' && msg[j] <= '9'
-		}
-		if digit {
+		if n := maskedLen(msg[i:]); n > 0 {
 			b.WriteByte('#')
-		} else {
-			b.WriteString(msg[i:j])
+			i += n
+			continue
 		}
+		j := i
+		for j < len(msg) && wordByte(msg[j]) {
+			j++
+		}
+		b.WriteString(msg[i:j])
 		i = j
 	}
 	return b.String()
 }
 
-// joins reports whether msg[j] is a '.' or ':' between two letters or digits.
-func joins(msg string, j int) bool {
-	return (msg[j] == '.' || msg[j] == ':') && j > 0 && j+1 < len(msg) && alnum(msg[j-1]) && alnum(msg[j+1])
+// maskedLen is the length of the timestamp, duration or ID, a whole word, that begins s, or 0.
+func maskedLen(s string) int {
+	if !isHex(s[0]) {
+		return 0 // each begins with a digit, or an ID with a hex letter
+	}
+	for _, n := range [...]int{stampLen(s), durationLen(s), idLen(s)} {
+		if n > 0 && (n == len(s) || !wordByte(s[n])) {
+			return n
+		}
+	}
+	return 0
 }
 
-func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+func wordByte(c byte) bool { return alnum(c) || c == '_' }
+
+func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || isDigit(c) }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func isHex(c byte) bool { return isDigit(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// digitsLen is how many digits begin s.
+func digitsLen(s string) int {
+	n := 0
+	for n < len(s) && isDigit(s[n]) {
+		n++
+	}
+	return n
+}
+
+// stampLen is the length of the RFC 3339 timestamp ("2026-12-01T14:07:00.123Z") or the time of
+// day ("14:07:00") that begins s, or 0.
+func stampLen(s string) int {
+	n := 0
+	if len(s) >= 11 && digitsLen(s) == 4 && s[4] == '-' && digitsLen(s[5:]) == 2 && s[7] == '-' && digitsLen(s[8:]) == 2 && (s[10] == 'T' || s[10] == ' ') {
+		n = 11
+	}
+	d := digitsLen(s[n:])
+	if d < 1 || d > 2 || n > 0 && d != 2 {
+		if n > 0 {
+			return 10 // a date alone
+		}
+		return 0
+	}
+	t := n + d
+	for range 2 {
+		if t+3 > len(s) || s[t] != ':' || digitsLen(s[t+1:]) != 2 {
+			if n > 0 {
+				return 10
+			}
+			return 0
+		}
+		t += 3
+	}
+	if t+1 < len(s) && s[t] == '.' && isDigit(s[t+1]) {
+		t += 1 + digitsLen(s[t+1:])
+	}
+	if n == 0 {
+		return t
+	}
+	switch {
+	case t < len(s) && s[t] == 'Z':
+		t++
+	case t+3 <= len(s) && (s[t] == '+' || s[t] == '-') && digitsLen(s[t+1:]) == 2:
+		t += 3
+		if t+3 <= len(s) && s[t] == ':' && digitsLen(s[t+1:]) == 2 {
+			t += 3
+		} else if digitsLen(s[t:]) == 2 {
+			t += 2
+		}
+	}
+	return t
+}
+
+// durationLen is the length of the Go duration ("1.5s", "3m20s", "250µs") that begins s, or 0.
+func durationLen(s string) int {
+	t := 0
+	for {
+		d := digitsLen(s[t:])
+		if d == 0 {
+			return t
+		}
+		u := t + d
+		if u+1 < len(s) && s[u] == '.' && isDigit(s[u+1]) {
+			u += 1 + digitsLen(s[u+1:])
+		}
+		n := 0
+		for _, unit := range []string{"ns", "us", "µs", "ms", "s", "m", "h"} {
+			if strings.HasPrefix(s[u:], unit) {
+				n = len(unit)
+				break
+			}
+		}
+		if n == 0 {
+			return t
+		}
+		t = u + n
+	}
+}
+
+// idLen is the length of the ID that begins s, or 0: a run of hex digits, dashes between them,
+// of 8 or more holding a digit, or of 6 decimal digits or more.
+func idLen(s string) int {
+	t, hex, decimal := 0, 0, 0
+	for t < len(s) {
+		if isHex(s[t]) {
+			hex++
+			if isDigit(s[t]) {
+				decimal++
+			}
+			t++
+			continue
+		}
+		if s[t] == '-' && t > 0 && t+1 < len(s) && isHex(s[t+1]) {
+			t++
+			continue
+		}
+		break
+	}
+	if decimal >= 6 && decimal == hex || hex >= 8 && decimal > 0 {
+		return t
+	}
+	return 0
+}
+
+// failureLookback is how many of a volume's newest events appendFailure compares a failure
+// with: a plugin alternating between two or three failures (busy at one pass, an operation
+// pending at the next) is still an event per failure, not one per pass
+// (TestDeleteAlternatingTwoFailuresIsBounded). It bounds the read too: a volume whose own
+// events fill the log is read for these few rows only, through events_volume.
+const failureLookback = 4
 
 // appendFailure appends ev, a failure that a reconcile pass (or a command run again) meets
-// again until the plugin changes its mind, unless the newest event of its kind on its volume
-// and plugin is the same failure (sameFailure, of the same RPC and code): a deleting volume
-// whose plugin keeps failing its DeleteVolume, or keeps listing it, is one event, not one per
-// pass, as a claim left for reconcile is (recordFailure). Anything else recorded in between of
-// that kind (the delete refused, a snapshot taken) makes the next failure an event again.
-func appendFailure(tx *store.Tx, ev *store.Event) error {
-	last, err := tx.Events().Recent(1, store.EventFilter{Kind: ev.Kind, VolumeID: ev.VolumeID, PluginID: ev.PluginID})
+// again until the plugin changes its mind, unless it is already recorded: one of the
+// volume's failureLookback newest events, of any kind, before any of another kind or plugin,
+// is the same failure (sameFailureOf, own the words volctl wrote naming its object, of the
+// same RPC and code). A deleting volume whose plugin keeps failing its DeleteVolume, or keeps
+// listing it, is one event, not one per pass, as a claim left for reconcile is
+// (recordFailure). Anything else recorded on the volume in between (the delete refused, a
+// snapshot taken, the volume deregistered and created again under its ID) makes the next
+// failure an event again (TestNewCreateOfAReusedIDIsRecorded). A failure of no volume (a
+// snapshot whose source volctl never knew) is compared with its plugin's events of its kind.
+func appendFailure(tx *store.Tx, ev *store.Event, own string) error {
+	f := store.EventFilter{VolumeID: ev.VolumeID}
+	if ev.VolumeID == "" {
+		f = store.EventFilter{Kind: ev.Kind, PluginID: ev.PluginID}
+	}
+	recent, err := tx.Events().Recent(failureLookback, f)
 	if err != nil {
 		return err
 	}
-	if len(last) == 1 && last[0].RPC == ev.RPC && last[0].Code == ev.Code && sameFailure(last[0].Message, ev.Message) {
-		return nil
+	for _, r := range recent {
+		if r.Kind != ev.Kind || r.PluginID != ev.PluginID {
+			break
+		}
+		if r.RPC == ev.RPC && r.Code == ev.Code && sameFailureOf(r.Message, ev.Message, own) {
+			return nil
+		}
 	}
 	return tx.Events().Append(ev)
 }
 
 // failureEvent is appendFailure in its own transaction, logging (not returning) a failure to
-// write it, as event does.
-func (e *Engine) failureEvent(ctx context.Context, ev *store.Event) {
-	if err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error { return appendFailure(tx, ev) }); err != nil {
+// write it, as event does. own begins ev.Message: volctl's words naming what failed.
+func (e *Engine) failureEvent(ctx context.Context, ev *store.Event, own string) {
+	if err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error { return appendFailure(tx, ev, own) }); err != nil {
 		e.log.Warn("writing the event log", "err", err)
 	}
 }

@@ -145,8 +145,9 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 				err = fmt.Errorf("%w (the plugin may have expanded volume %q without volctl reading its answer; it stays recorded at %s, the expansion to %s pending: "+
 					"run the same `%s` again, or `volctl reconcile`, which the plugin answers with the size it has)",
 					err, v.ID, spec.FormatSize(cur), spec.FormatSize(size), expandCommand(v, size, limit))
+				own := fmt.Sprintf("expansion answer not read (to %s): ", spec.FormatSize(size))
 				e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume,
-					Code: csi.CodeOf(err).String(), Message: "expansion answer not read: " + err.Error()})
+					Code: csi.CodeOf(err).String(), Message: own + err.Error()}, own)
 			} else {
 				e.expansionAnswered(ctx, v.ID) // refused: the plugin did nothing
 			}
@@ -400,8 +401,9 @@ func (e *Engine) sendNodeExpand(ctx context.Context, c *conn, v store.Volume, re
 		}
 		err = fmt.Errorf("plugin %q answered OK with %s, below the %s asked: the file system is not expanded", v.PluginID, spec.FormatSize(answered), spec.FormatSize(req.CapacityMin))
 	}
+	own := fmt.Sprintf("node expansion to %s at %s failed, still owed: ", spec.FormatSize(req.CapacityMin), req.VolumePath)
 	e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCNodeExpandVolume,
-		Code: csi.CodeOf(err).String(), Message: fmt.Sprintf("node expansion at %s failed, still owed: %v", req.VolumePath, err)})
+		Code: csi.CodeOf(err).String(), Message: own + err.Error()}, own)
 	return 0, fmt.Errorf("the node expansion of volume %q to %s for %s (at %s) failed: %w (it stays owed: run `%s` again or `volctl reconcile`)",
 		v.ID, spec.FormatSize(v.NodeExpandMin), whom, req.VolumePath, err, owedExpandCommand(v))
 }

@@ -14,15 +14,7 @@ func (h *harness) expandEvents(vol string) string { return h.eventMessages("volu
 // eventMessages returns the messages of the events of one kind about a volume, one a line.
 func (h *harness) eventMessages(kind, vol string) string {
 	h.t.Helper()
-	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: kind, VolumeID: vol})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	var msgs []string
-	for _, ev := range evs {
-		msgs = append(msgs, ev.Message)
-	}
-	return strings.Join(msgs, "\n")
+	return strings.Join(h.eventsOf(kind, vol, ""), "\n")
 }
 
 // A plugin that answers ControllerExpandVolume with more than the limit asked (it allocates in

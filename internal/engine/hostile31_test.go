@@ -51,7 +51,7 @@ func TestFailureWithAChangingRequestIDIsOneEvent(t *testing.T) {
 	h.create(volume("v"))
 	for i := range 100 {
 		h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Code: codes.Unavailable, Times: 1,
-			Message: fmt.Sprintf("backend busy (RequestID: %08x-3f1a-4c2e-9d%02d-5b1e2c3d4e5f, at 2026-12-01T14:%02d:%02d.%03dZ, attempt %d)", i*7919, i%100, i/60, i%60, i*37%1000, i+1)})
+			Message: fmt.Sprintf("backend busy (RequestID: %08x-3f1a-4c2e-9d%02d-5b1e2c3d4e5f, at 2026-12-01T14:%02d:%02d.%03dZ, trace %016x)", i*7919, i%100, i/60, i%60, i*37%1000, uint64(i+1)*0x9e3779b97f4a7c15)})
 	}
 	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil {
 		t.Fatal("a claim whose NodeStageVolume failed was admitted")
@@ -85,7 +85,7 @@ func TestDeleteFailingEveryPassIsOneEvent(t *testing.T) {
 	}{
 		{name: "DeleteVolume unavailable", text: "delete failed",
 			fail: func(h *harness, i int) {
-				h.faults.Inject(csi.RPCDeleteVolume, csitest.Fault{Code: codes.Unavailable, Times: 1, Message: fmt.Sprintf("backend busy, request %d", i)})
+				h.faults.Inject(csi.RPCDeleteVolume, csitest.Fault{Code: codes.Unavailable, Times: 1, Message: fmt.Sprintf("backend busy, request %08x", 0x5b1e0000+i*7919)})
 			},
 			honest: func(h *harness) { h.faults.Clear(csi.RPCDeleteVolume) }},
 		{name: "DeleteVolume OK, still listed", text: "delete not finished",
@@ -144,7 +144,16 @@ func TestSameFailure(t *testing.T) {
 		a, b string
 		same bool
 	}{
-		{"busy (request 32)", "busy (request 33)", true},
+		{"busy (request 7f3a90c1)", "busy (request 81c2d004)", true},
+		{"busy (request 1764597600123)", "busy (request 1764597600456)", true},
+		// Any other number is the failure's own (review31b): a status, an errno, an exit
+		// status, an address, a host or a device named by its number.
+		{"backend answered HTTP 503", "backend answered HTTP 403", false},
+		{"mkfs failed: errno 28", "mkfs failed: errno 5", false},
+		{"resize2fs exit status 1", "resize2fs exit status 8", false},
+		{"portal 10.0.0.12:3260 unreachable", "portal 10.0.0.13:3260 unreachable", false},
+		{"volume locked by host node-1", "volume locked by host node-2", false},
+		{"device nvme1n1 busy", "device nvme2n1 busy", false},
 		{"RequestID: 5b1e2c3d-aaaa-4c2e", "RequestID: 09f3e2d1-aaaa-4c2e", true},
 		{"took 1.234s (its attempts 3.1s in all)", "took 998ms (its attempts 1m2.5s in all)", true},
 		{"at 2026-12-01T14:07:00.123Z.", "at 2026-12-02T01:00:00Z.", true},
@@ -169,7 +178,7 @@ func TestCreateAndNodeExpansionFailingEveryPassAreOneEvent(t *testing.T) {
 	t.Run("create", func(t *testing.T) {
 		h := newHarness(t, nil)
 		for i := range 100 {
-			h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Code: codes.Unavailable, Times: 1, Message: fmt.Sprintf("quota service busy, request %d", i)})
+			h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Code: codes.Unavailable, Times: 1, Message: fmt.Sprintf("quota service busy, request %08x", 0x5b1e0000+i*7919)})
 		}
 		if _, err := h.e.CreateVolume(h.ctx, volume("v")); err == nil {
 			t.Fatal("the create finished")
@@ -210,7 +219,7 @@ func TestRetriedOutFailureOfOneCodeButOtherWordsSaysTheLast(t *testing.T) {
 		want     string
 	}{
 		{"other words", []string{"backend busy", "backend rebooting", "volume locked by host b"}, "the last of volctl's 3 attempts, the earlier ones failing otherwise"},
-		{"other request IDs", []string{"backend busy (request 7f3a)", "backend busy (request 81c2)", "backend busy (request 9d04)"}, "the same at each of volctl's 3 attempts"},
+		{"other request IDs", []string{"backend busy (request 7f3a90c1)", "backend busy (request 81c2d004)", "backend busy (request 9d04e5f2)"}, "the same at each of volctl's 3 attempts"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -233,21 +242,10 @@ func TestRetriedOutFailureOfOneCodeButOtherWordsSaysTheLast(t *testing.T) {
 // window has passed, a change is an event again.
 func TestFlappingPluginHealthIsBoundedInTheEventLog(t *testing.T) {
 	h := newHarness(t, nil)
-	now := time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)
-	h.open(Config{Now: func() time.Time { return now }})
-	notReady, ready := false, true
-	probe := func(r *bool) {
-		t.Helper()
-		h.mem.SetReady(r)
-		now = now.Add(10 * time.Second)
-		infos, err := h.e.PluginStatus(h.ctx, "mem")
-		if err != nil || len(infos) != 1 || infos[0].Ready != *r {
-			t.Fatalf("plugin status = %+v, %v; want it read as ready %v", infos, err, *r)
-		}
-	}
+	probe, later := h.probesOnAClock(10 * time.Second)
 	for range 50 {
-		probe(&notReady)
-		probe(&ready)
+		probe(false)
+		probe(true)
 	}
 	health := h.eventsSaying("plugin-health", "")
 	if len(health) > flapChanges+1 {
@@ -256,8 +254,8 @@ func TestFlappingPluginHealthIsBoundedInTheEventLog(t *testing.T) {
 	if !strings.Contains(health[0], `plugin "mem" is flapping`) || !strings.Contains(health[0], "volctl plugin status mem") {
 		t.Fatalf("newest plugin-health event = %q; want it to say the plugin flaps and where its health is shown", health[0])
 	}
-	now = now.Add(2 * flapWindow)
-	probe(&notReady)
+	later(2 * flapWindow)
+	probe(false)
 	if health := h.eventsSaying("plugin-health", ""); !strings.Contains(health[0], `plugin "mem" became not ready`) {
 		t.Fatalf("newest plugin-health event after the window = %q; want the change recorded again", health[0])
 	}

@@ -83,8 +83,9 @@ func newHostpathEngineWith(t *testing.T, cfg hostpath.Config) *hostpathEngine {
 	return newHostpathEngineAt(t, hostpathtest.MountDir(t), cfg)
 }
 
-// newHostpathEngineAt is newHostpathEngineWith with the engine's state dir state.
-func newHostpathEngineAt(t *testing.T, state string, cfg hostpath.Config) *hostpathEngine {
+// newHostpathEngineAt is newHostpathEngineWith with the engine's state dir state; opts are
+// added to the plugin's server (an interceptor recording what it was asked).
+func newHostpathEngineAt(t *testing.T, state string, cfg hostpath.Config, opts ...csitest.ServeOption) *hostpathEngine {
 	t.Helper()
 	h := &hostpathEngine{ctx: context.Background(), faults: csitest.NewFaults(), state: state, root: cfg.Root}
 	p, err := hostpath.New(cfg)
@@ -92,7 +93,7 @@ func newHostpathEngineAt(t *testing.T, state string, cfg hostpath.Config) *hostp
 		t.Fatal(err)
 	}
 	h.plugin = p
-	socket, _ := csitest.Serve(t, csitest.WithServer(p), csitest.WithFaults(h.faults))
+	socket, _ := csitest.Serve(t, append([]csitest.ServeOption{csitest.WithServer(p), csitest.WithFaults(h.faults)}, opts...)...)
 	e, err := Open(h.ctx, Config{StateDir: h.state, Retry: fastRetry})
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
-	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -77,41 +76,9 @@ func TestLinkAtANodeStagedClaimsTargetAfterAFailedPublishIsUnpublishedFirst(t *t
 
 // Against volctl's own plugin: the link put at the node-staged claim's target leads to another
 // claim's mounted target. Following it, NodeUnpublishVolume was refused every pass (the claim
-// stuck at unpublishing), and the other claim's mount was at stake.
+// stuck at unpublishing), and the other claim's mount was at stake. The claim's publish is
+// recorded maybe sent: the link is removed unfollowed and NodeUnpublishVolume sent at the
+// target (linkAtASentPublishsTarget checks none goes through a link).
 func TestLinkToAnotherClaimsTargetAtANodeStagedClaimIsNotFollowed(t *testing.T) {
-	h := newHostpathEngine(t)
-	other := h.claimNew(t, "w", "b", "single-node-writer")
-	sv := spec.Volume{ID: "v", Name: "v", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
-		Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}
-	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
-		t.Fatal(err)
-	}
-	h.faults.FailAlways(csi.RPCNodePublishVolume, codes.Unavailable)
-	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil {
-		t.Fatal("claim with NodePublishVolume unavailable succeeded")
-	}
-	h.faults.Clear()
-	claims, err := viewOne(h.ctx, h.e.store, func(tx *store.Tx) ([]store.Claim, error) { return tx.Claims().ByVolume("v") })
-	if err != nil || len(claims) != 1 {
-		t.Fatalf("claims of v %+v, %v; want one", claims, err)
-	}
-	target := claims[0].TargetPath
-	if err := os.Symlink(other.TargetPath, target); err != nil {
-		t.Fatal(err)
-	}
-	defer os.Remove(target)
-	h.e.Reconcile(h.ctx) // reports the claim rolled back over the link
-	if rep, err := h.e.Reconcile(h.ctx); err != nil {
-		t.Errorf("second reconcile: %+v, %v; want nothing to do (the claim settled)", rep.Problems, err)
-	}
-	if n := h.faults.Calls(csi.RPCNodeUnpublishVolume); n != 0 {
-		t.Errorf("NodeUnpublishVolume sent %d times through the link to alloc b's target; want none", n)
-	}
-	claims, _ = viewOne(h.ctx, h.e.store, func(tx *store.Tx) ([]store.Claim, error) { return tx.Claims().ByVolume("v") })
-	if len(claims) != 0 {
-		t.Errorf("claims of v after two passes %+v; want the claim rolled back, not stuck", claims)
-	}
-	if _, err := h.e.Release(h.ctx, "w", "b"); err != nil {
-		t.Errorf("release b: %v", err)
-	}
+	linkAtASentPublishsTarget(t, func(t *testing.T, h *hostpathEngine, target, otherTarget string) string { return otherTarget })
 }

@@ -15,17 +15,6 @@ import (
 	"github.com/volctl/volctl/internal/csi/csitest"
 )
 
-// linkStagingTo is a MakeStaging that replaces the CO's staging directory with a symlink to
-// dest: a plugin that "stages" by linking the path it was given to a directory of its own.
-func linkStagingTo(dest string) func(string) error {
-	return func(staging string) error {
-		if err := os.Remove(staging); err != nil {
-			return err
-		}
-		return os.Symlink(dest, staging)
-	}
-}
-
 // A plugin whose NodeStageVolume answers OK and leaves a symlink where the staging directory
 // was (to a directory of its own) did not stage the volume at the path volctl gave it: every
 // check of the staging (a bare staging bind-mounted, another volume's data) is blind behind
@@ -37,7 +26,7 @@ func linkStagingTo(dest string) func(string) error {
 // remove, no event blaming a hand or a program.
 func TestPluginThatLinksItsStagingPathIsRolledBack(t *testing.T) {
 	elsewhere := t.TempDir() // the plugin's own directory, where its link leads
-	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeStaging = linkStagingTo(elsewhere) })
+	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeStaging = linkPathTo(elsewhere) })
 	h.create(volume("v"))
 	staging := stagingPath(h.dir, "mem", "v")
 	gate := make(chan struct{})

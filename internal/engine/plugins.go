@@ -101,6 +101,13 @@ func (e *Engine) registerPlugin(ctx context.Context, sp spec.Plugin, keepServers
 		if err := tx.Plugins().SetHealth(p.ID, health); err != nil {
 			return err
 		}
+		if !health.ProbedAt.IsZero() {
+			// Probed (not a plugin the agent has yet to start, whose first probe records it):
+			// a plugin registered again may be in another state than its last health event.
+			if err := healthSinceEvent(tx, p.ID, health, now, true); err != nil {
+				return err
+			}
+		}
 		msg := fmt.Sprintf("plugin %q registered (%s)", p.ID, describeFingerprint(fp))
 		if joined {
 			msg = fmt.Sprintf("plugin %q registered with its controller on %s and its node on %s (%s)",
@@ -528,10 +535,7 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 		if err := tx.Plugins().SetHealth(p.ID, r.health); err != nil {
 			return err
 		}
-		if ev := healthEvent(p.ID, cur.Health, r.health); ev != nil {
-			return appendHealthEvent(tx, ev, e.cfg.Now())
-		}
-		return nil
+		return recordHealth(tx, p.ID, cur.Health, r.health, e.cfg.Now())
 	})
 	switch {
 	case err == nil:
@@ -560,16 +564,7 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 
 // healthEvent describes a change of health worth an event, or nil.
 func healthEvent(id string, before, after store.Health) *store.Event {
-	state := func(h store.Health) string {
-		switch {
-		case !h.Healthy:
-			return "unhealthy"
-		case !h.Ready:
-			return "not ready"
-		}
-		return "healthy"
-	}
-	b, a := state(before), state(after)
+	b, a := healthState(before), healthState(after)
 	if b == a && !before.ProbedAt.IsZero() {
 		return nil
 	}
@@ -578,6 +573,17 @@ func healthEvent(id string, before, after store.Health) *store.Event {
 		msg += ": " + after.LastError
 	}
 	return &store.Event{Kind: "plugin-health", PluginID: id, Message: msg}
+}
+
+// healthState is the word for h in a plugin-health event.
+func healthState(h store.Health) string {
+	switch {
+	case !h.Healthy:
+		return "unhealthy"
+	case !h.Ready:
+		return "not ready"
+	}
+	return "healthy"
 }
 
 // A plugin whose health flaps (healthy, unhealthy, healthy at every other probe: a backend
@@ -595,22 +601,104 @@ const (
 // flappingMark begins the event saying a plugin's changes of health are not recorded for now.
 func flappingMark(id string) string { return fmt.Sprintf("plugin %q is flapping", id) }
 
+// recordHealth records in the event log what a probe of plugin id found, before being the
+// health its row held: a change (healthEvent, bounded by appendHealthEvent), or, for a health
+// unchanged since the row's last reading in another settleCheckEvery slot, its settling after
+// the changes appendHealthEvent left unrecorded (healthSinceEvent).
+func recordHealth(tx *store.Tx, id string, before, after store.Health, now time.Time) error {
+	if ev := healthEvent(id, before, after); ev != nil {
+		return appendHealthEvent(tx, ev, now, before.ProbedAt.IsZero())
+	}
+	if before.ProbedAt.IsZero() || before.ProbedAt.Truncate(settleCheckEvery).Equal(now.Truncate(settleCheckEvery)) {
+		return nil
+	}
+	return healthSinceEvent(tx, id, after, now, false)
+}
+
+// settleCheckEvery is how often a probe that found a plugin's health unchanged reads its newest
+// health event (healthSinceEvent): at the first probe in each such slot of the clock, as the
+// row's last probe tells, whichever process probes. The events table has no index by plugin: a
+// stable plugin's newest health event is far back in a busy log, and reading back to it at
+// every probe (every 30 s, and every `plugin status`) cost 1.5 ms of CPU each (BENCHMARKS.md).
+const settleCheckEvery = 10 * time.Minute
+
 // appendHealthEvent appends ev, a change of a plugin's health (healthEvent), unless the plugin
 // flaps: its newest flapChanges events of health within flapWindow of now. Then the first
-// change past them is recorded as a flapping notice, and the next ones not at all.
-func appendHealthEvent(tx *store.Tx, ev *store.Event, now time.Time) error {
+// change past them is recorded as a flapping notice, and the next ones not at all. A first
+// reading (a plugin registered again under its ID) is always recorded.
+func appendHealthEvent(tx *store.Tx, ev *store.Event, now time.Time, first bool) error {
 	recent, err := tx.Events().Recent(flapChanges, store.EventFilter{Kind: ev.Kind, PluginID: ev.PluginID})
 	if err != nil {
 		return err
 	}
-	if len(recent) == flapChanges && now.Sub(recent[flapChanges-1].At) < flapWindow {
+	if !first && flapping(recent, now) {
 		if strings.HasPrefix(recent[0].Message, flappingMark(ev.PluginID)) {
 			return nil
 		}
-		ev.Message = fmt.Sprintf("%s: its health changed %d times within an hour, and its changes are not recorded until fewer do (`%s` shows its health now); this change: %s",
-			flappingMark(ev.PluginID), flapChanges, shellquote.Command("volctl plugin status", ev.PluginID), ev.Message)
+		ev.Message = fmt.Sprintf("%s: its health changed %d times within an hour, and its changes are not recorded until fewer do (`%s` shows its health now)%s%s",
+			flappingMark(ev.PluginID), flapChanges, shellquote.Command("volctl plugin status", ev.PluginID), thisChange, ev.Message)
 	}
 	return tx.Events().Append(ev)
+}
+
+// thisChange joins a flapping notice to the change it was written for.
+const thisChange = "; this change: "
+
+// flapping reports whether recent, a plugin's newest flapChanges events of health, all fall
+// within flapWindow of now: its changes are not recorded for now.
+func flapping(recent []store.Event, now time.Time) bool {
+	return len(recent) == flapChanges && now.Sub(recent[flapChanges-1].At) < flapWindow
+}
+
+// healthSinceEvent records a plugin's health h when it is not the one its newest health event
+// says: at a probe that found the health unchanged since the row's last reading, once the
+// plugin no longer flaps; at a registration (registered), always. A plugin that settled within
+// the hour of its flapping notice, in the state opposite to the change the notice names,
+// changes no more, so no change would ever record it, and the newest event said the opposite
+// of `volctl plugin status` for good (TestFlappingPluginThenSettledIsRecorded); a plugin
+// registered again under its ID stores its health with the registration, no change either
+// (TestReRegisteredPluginsFirstReadingIsRecorded). It reads the event log, not the process's
+// memory: the agent and every command probe the plugin, each in its own process. Its cost is
+// one read of the plugin's newest health event at such a probe (once per settleCheckEvery) or
+// registration, and of its newest flapChanges only when that one says otherwise.
+func healthSinceEvent(tx *store.Tx, id string, h store.Health, now time.Time, registered bool) error {
+	f := store.EventFilter{Kind: "plugin-health", PluginID: id}
+	newest, err := tx.Events().Recent(1, f)
+	if err != nil || len(newest) == 0 || eventHealth(id, newest[0].Message) == healthState(h) {
+		return err
+	}
+	if !registered {
+		recent, err := tx.Events().Recent(flapChanges, f)
+		if err != nil || flapping(recent, now) {
+			return err
+		}
+	}
+	msg := fmt.Sprintf("plugin %q stopped flapping: it became %s", id, healthState(h))
+	if registered {
+		msg = fmt.Sprintf("plugin %q became %s", id, healthState(h))
+	}
+	if h.LastError != "" {
+		msg += ": " + h.LastError
+	}
+	return tx.Events().Append(&store.Event{Kind: "plugin-health", PluginID: id, Message: msg})
+}
+
+// eventHealth is the state a plugin-health event of plugin id says the plugin is in
+// (healthState's words), "" if it says none.
+func eventHealth(id, msg string) string {
+	if rest, ok := strings.CutPrefix(msg, flappingMark(id)); ok {
+		_, msg, _ = strings.Cut(rest, thisChange)
+	}
+	for _, prefix := range []string{fmt.Sprintf("plugin %q became ", id), fmt.Sprintf("plugin %q stopped flapping: it became ", id)} {
+		if rest, ok := strings.CutPrefix(msg, prefix); ok {
+			for _, state := range []string{"unhealthy", "not ready", "healthy"} {
+				if strings.HasPrefix(rest, state) {
+					return state
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // DeregisterPlugin forgets a plugin. It is refused while volumes use the plugin, unless force,

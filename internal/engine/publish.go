@@ -367,23 +367,9 @@ func (e *Engine) unstageUnattached(ctx context.Context, c *conn, v store.Volume,
 		return err
 	}
 	if mayBePublished {
-		err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnpublishVolume, "target", p.cl.TargetPath, p.targetRecorded(v))
-		if err != nil {
-			return err
-		}
-		err = e.retry(ctx, c, csi.RPCNodeUnpublishVolume, func(ctx context.Context) error {
-			return c.client.NodeUnpublishVolume(ctx, csi.NodeUnpublishVolumeRequest{VolumeID: v.ExternalID, TargetPath: p.cl.TargetPath})
-		})
-		if err == nil || csi.IsIgnorable(err) {
-			err = e.checkUnmounted(v, csi.RPCNodeUnpublishVolume, "target", p.cl.TargetPath, c, err)
-		}
-		if err != nil {
+		if _, err := e.unpublishTarget(ctx, c, v, p); err != nil {
 			return fmt.Errorf("volume %q was staged at %s before plugin %q attached it, so not from the attachment, and unpublishing alloc %q's target to stage it again failed: %w",
 				v.ID, p.st.StagingPath, c.plugin.ID, p.cl.Alloc, err)
-		}
-		if p.cl.Target == store.TargetNotAccepted {
-			p.cl.Target = store.TargetUnsent // the target unpublished: nothing of the plugin's is there
-			p.clDirty = true
 		}
 	}
 	if err := e.unstage(ctx, c, v, p.st, p); err != nil {
@@ -617,11 +603,20 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 	cl := p.cl
 	// volctl makes the target's parent; the plugin makes the target itself.
 	if err := e.locks.makeTargetParent(ctx, e.realPath(cl.TargetPath)); err != nil {
-		return e.linkedTarget(v, p, c, err)
+		if !e.restoresOwnLink(v, p, err) {
+			return e.linkedTarget(v, p, c, err)
+		}
+		if err := e.restoreLink(ctx, c, v, p); err != nil {
+			return err
+		}
+		if err := e.locks.makeTargetParent(ctx, e.realPath(cl.TargetPath)); err != nil {
+			return e.linkedTarget(v, p, c, err)
+		}
 	}
 	if cl.Target != store.TargetNotAccepted {
 		// Recorded in the commit before NodePublishVolume is sent, and kept until
-		// NodeUnpublishVolume answered: whatever is at the target from here on may be the
+		// NodeUnpublishVolume answered and the target was found holding nothing
+		// (unpublishTarget): whatever is at the target from here on may be the
 		// plugin's (linkedTarget, targetRecorded), whatever it answers, and whatever is
 		// written over the claim's last error since. A restore's acceptance is void: its target
 		// was found unmounted, and this publish may leave the plugin's link there.
@@ -690,7 +685,8 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 // pass and refuse it again, the claim never settled. Whose link it is, the claim's record says
 // (publishSent): whether a NodePublishVolume of it may have been sent is recorded in the
 // commit made just before it is sent (store.TargetNotAccepted), and kept until
-// NodeUnpublishVolume answered, whatever the plugin answered and whatever failure was written
+// NodeUnpublishVolume answered and the target was found holding nothing (unpublishTarget),
+// whatever the plugin answered and whatever failure was written
 // over the claim's last error since:
 //   - one may have been sent: the plugin may have linked the target and then answered an
 //     error (UNAVAILABLE after acting, any error after acting), or its answer may have been
@@ -702,11 +698,14 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 //     finding the link there (targetRecorded) (TestLinkAfterAnUnavailablePublishIsUnpublishedFirst,
 //     TestCrashAfterNodePublishOfALinkedTarget). The price: a link put there by hand since
 //     gets the plugin's NodeUnpublishVolume, as any release of the claim would send it. A link
-//     into volctl's publish directory, or to another volume's staging path (linkedToOthers),
-//     is not: it leads to what another claim holds, which that claim's own release undoes,
-//     and a plugin following it would unmount it from under that claim;
-//   - none was sent (this claim was taken or its target last unpublished since), or the link
-//     leads to what other claims hold: the link is not the plugin's published answer: left
+//     leading (by any reading, fully resolved) to what another claim holds (linkedToOthers) is
+//     not: that claim's own release undoes it, and a plugin following the link would unmount
+//     it from under that claim. The claim stays node-staged all the same, and its rollback
+//     removes the link unfollowed (targetRecorded) and sends NodeUnpublishVolume at the target:
+//     the plugin's publication may be there, the link put in its place since
+//     (TestLinkToOthersAfterASentPublishIsRemovedAndTheTargetUnpublished);
+//   - none was sent (this claim was taken or its target last unpublished since): the link,
+//     wherever it leads, is not the plugin's published answer: left
 //     before (by a plugin under an older volctl), or put there by hand or by another program.
 //     The claim is put back to controller-published, which a release leaves without
 //     NodeUnpublishVolume (a plugin would follow the link and unmount whatever is mounted
@@ -718,7 +717,8 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 // reconcile: a rollback would not send NodeUnpublishVolume through it either
 // (unlinkBeforeTeardown), and only its removal, which the error says, lets either way on. A
 // degraded claim (published once, being restored) is never rolled back: it is held, as for any
-// error.
+// error; the plugin's own link at its target after its restore's publish was sent never gets
+// here (restoresOwnLink).
 func (e *Engine) linkedTarget(v store.Volume, p *checkpoint, c *conn, err error) error {
 	var se *symlinkError
 	if !errors.As(err, &se) {
@@ -737,8 +737,16 @@ func (e *Engine) linkedTarget(v store.Volume, p *checkpoint, c *conn, err error)
 			csi.RPCNodePublishVolume, v.ID, csi.RPCNodePublishVolume, c.plugin.ID, p.cl.TargetPath, linkWhat(se.Component), csi.RPCNodeUnpublishVolume)
 	}
 	switch {
+	case others && p.publishSent():
+		// The plugin may hold a publication of the claim all the same (its answer lost, and
+		// the link put there since): the claim stays node-staged, and the rollback removes the
+		// link unfollowed (targetRecorded) and sends NodeUnpublishVolume at the target, before
+		// any NodeUnstageVolume or ControllerUnpublishVolume.
+		return fmt.Errorf("publish path: %w", &kindWrap{kind: ErrConflict, err: fmt.Errorf("%w; it leads to what another claim holds (volctl's publish directory or state dir, or another volume's staging path), "+
+			"which that claim's release undoes: the link is not the plugin's answer, and is not followed; the claim records that a %s of it may have reached plugin %q, "+
+			"so the rollback removes the link, not what it points to, and sends %s at the target before the volume is unstaged or detached", err, csi.RPCNodePublishVolume, c.plugin.ID, csi.RPCNodeUnpublishVolume)})
 	case others:
-		err = fmt.Errorf("%w; it leads to what another claim holds (volctl's publish directory, or another volume's staging path), which that claim's release undoes: "+
+		err = fmt.Errorf("%w; it leads to what another claim holds (volctl's publish directory or state dir, or another volume's staging path), which that claim's release undoes: "+
 			"the link is not the plugin's answer, and is not followed", err)
 	case p.from == store.ClaimNodeStaged:
 		err = fmt.Errorf("%w; the claim records no %s sent since it was taken: the link is not the plugin's answer, and is not followed", err, csi.RPCNodePublishVolume)
@@ -747,12 +755,48 @@ func (e *Engine) linkedTarget(v store.Volume, p *checkpoint, c *conn, err error)
 	return fmt.Errorf("publish path: %w", &kindWrap{kind: ErrConflict, err: err})
 }
 
+// restoresOwnLink says whether makeTargetParent's refusal err is a symlink at the target itself
+// of a degraded claim (published once, being restored) whose record says a NodePublishVolume
+// of it may have been sent since (a restore's, its answer lost or an error after the plugin
+// linked the target), leading to nothing another claim holds: the plugin's own link, with its
+// mount perhaps behind it. Removed by hand (which the advice for any other link says), that
+// mount is leaked and the plugin publishes again beside it: the plugin is sent
+// NodeUnpublishVolume first (restoreLink).
+func (e *Engine) restoresOwnLink(v store.Volume, p *checkpoint, err error) bool {
+	var se *symlinkError
+	if !errors.As(err, &se) || !p.cl.Degraded || se.Component != filepath.Clean(e.realPath(p.cl.TargetPath)) {
+		return false
+	}
+	return p.publishSent() && !e.linkedToOthers(v, se.Component)
+}
+
+// restoreLink sends NodeUnpublishVolume of a degraded claim's target holding the plugin's own
+// link (restoresOwnLink), the plugin's chance to remove it and what it leads to, before the
+// restore publishes again (unpublishTarget; a link the plugin leaves after answering OK is
+// removed then). What fails leaves the claim held, degraded, for reconcile, naming the RPC.
+func (e *Engine) restoreLink(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {
+	e.log.Info("the target of a claim being restored holds a symlink left by its last NodePublishVolume: sending NodeUnpublishVolume first",
+		"volume", v.ID, "alloc", p.cl.Alloc, "target", p.cl.TargetPath)
+	if _, err := e.unpublishTarget(ctx, c, v, p); err != nil {
+		return fmt.Errorf("volume %q's target %s holds a symlink that plugin %q's last %s (a restore's, its answer not accepted) may have left, and %s, sent so that the plugin removes it and what it leads to before the restore publishes again, failed: %w",
+			v.ID, p.cl.TargetPath, c.plugin.ID, csi.RPCNodePublishVolume, csi.RPCNodeUnpublishVolume, err)
+	}
+	return nil
+}
+
 // publishSent says whether a NodePublishVolume of the claim may have been sent and not undone,
 // as the claim records it (store.TargetNotAccepted, from the commit made just before it is
 // sent). A claim recorded by a volctl before schema version 11 (store.TargetUnrecorded)
 // recorded nothing of it: its record's last word decides, as that volctl did
-// (sentUnanswered).
+// (sentUnanswered). A claim this drive began at taken or controller-published sent none
+// whatever its record says: NodePublishVolume is sent only after node-staged is committed, and
+// a claim is put back to controller-published only with none left to undo (linkedTarget). Only
+// a record read otherwise says so: a database migrated to schema 14 by a build whose 0014 read
+// every claim past taken as maybe sent.
 func (p *checkpoint) publishSent() bool {
+	if p.from == store.ClaimTaken || p.from == store.ClaimControllerPublished {
+		return false
+	}
 	switch p.cl.Target {
 	case store.TargetNotAccepted:
 		return true
@@ -762,38 +806,71 @@ func (p *checkpoint) publishSent() bool {
 	return false
 }
 
-// linkedToOthers says whether the symlink at a claim of volume v's target (link) leads into
-// volctl's publish directory outside the claim's own (another claim's target: no plugin
-// publishes this claim by linking there but to a target of the same volume, which its claim
-// holds) or to another volume's staging path: what another claim holds, which its own release
-// undoes. A plugin sent NodeUnpublishVolume through the link would unmount it from under that
-// claim. A link into the claim's own publish directory (a plugin that mounts beside the target
-// and links it there) is not: that is the plugin's, and no one else's.
+// linkedToOthers says whether the symlink at a claim of volume v's target (link) leads to what
+// another claim holds, which its own release undoes: into volctl's publish directory outside
+// the claim's own (another claim's target: no plugin publishes this claim by linking there but
+// to a target of the same volume, which its claim holds), to another volume's staging path, or
+// to a directory that holds either (the state dir, the publish or staging directory, their
+// parents: every target is below it). A plugin sent NodeUnpublishVolume through the link would
+// unmount it from under that claim. Where it leads is read every way a plugin could reach it:
+// the link's text, its full resolution (filepath.EvalSymlinks, through every further link,
+// relative or absolute, in the claim's own directory or outside the state dir, through any
+// alias of the state dir; as far as it exists when it dangles), and each through realPath (the
+// state dir's own alias): any of them leading to others' is enough. Only then is a link whose
+// resolution stays in the claim's own publish directory (a plugin that mounts beside the target
+// and links it there) taken for what it is: the plugin's, and no one else's.
 func (e *Engine) linkedToOthers(v store.Volume, link string) bool {
-	dest, err := os.Readlink(link)
+	text, err := os.Readlink(link)
 	if err != nil {
 		return false
 	}
-	if !filepath.IsAbs(dest) {
-		dest = filepath.Join(filepath.Dir(link), dest)
+	if !filepath.IsAbs(text) {
+		text = filepath.Join(filepath.Dir(link), text)
 	}
-	dest = filepath.Clean(dest)
+	leads := []string{filepath.Clean(text), resolveExisting(link)}
+	for _, d := range leads[:2] {
+		leads = append(leads, e.realPath(d))
+	}
 	own := stagingPath(e.cfg.StateDir, v.PluginID, v.ID)
 	claimDir := filepath.Dir(link) // publish/<alloc>/<volume>: the claim's own, where a plugin may mount beside the target
-	for _, d := range []string{dest, e.realPath(dest)} {
-		if within(d, claimDir) {
-			return false
-		}
+	for _, d := range leads {
 		for _, dir := range []string{e.cfg.StateDir, e.realPath(e.cfg.StateDir)} {
-			if within(d, filepath.Join(dir, publishDir)) {
+			publish, staging := filepath.Join(dir, publishDir), filepath.Join(dir, stagingDir)
+			switch {
+			case within(publish, d), within(staging, d): // the state dir, or a parent: every target is below it
 				return true
-			}
-			if within(d, filepath.Join(dir, stagingDir)) && !within(d, e.realPath(own)) && !within(d, own) {
+			case within(d, publish) && !within(d, claimDir):
+				return true
+			case within(d, staging) && !within(d, own) && !within(d, e.realPath(own)):
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// resolveExisting is path with every symlink on the way resolved (filepath.EvalSymlinks); when
+// it dangles, its longest part that exists resolved, with the rest joined as it is (a dangling
+// link followed to where it points, up to the kernel's own limit of links on one path).
+func resolveExisting(path string) string {
+	return resolveFrom(filepath.Clean(path), 40)
+}
+
+func resolveFrom(path string, hops int) string {
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	parent := filepath.Dir(path)
+	if parent == path || hops == 0 {
+		return path
+	}
+	if l, err := os.Readlink(path); err == nil {
+		if !filepath.IsAbs(l) {
+			l = filepath.Join(parent, l)
+		}
+		return resolveFrom(filepath.Clean(l), hops-1)
+	}
+	return filepath.Join(resolveFrom(parent, hops), filepath.Base(path))
 }
 
 // sentUnanswered says whether claim cl's record, in the state committed just before rpc is

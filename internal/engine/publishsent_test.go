@@ -16,14 +16,15 @@ import (
 	"github.com/volctl/volctl/internal/store"
 )
 
-// linkTargetTo is a MemConfig.MakeTarget: a plugin whose NodePublishVolume "publishes" by
-// putting a symlink to dest (its own mount, say) at the target, in place of anything there.
-func linkTargetTo(dest string) func(string) error {
-	return func(target string) error {
-		if err := os.Remove(target); err != nil && !os.IsNotExist(err) {
+// linkPathTo is a MemConfig.MakeTarget or MakeStaging: a plugin whose NodePublishVolume
+// "publishes" (or NodeStageVolume "stages") by putting a symlink to dest (its own mount, a
+// directory of its own) at the path it was given, in place of anything there.
+func linkPathTo(dest string) func(string) error {
+	return func(path string) error {
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 			return err
 		}
-		return os.Symlink(dest, target)
+		return os.Symlink(dest, path)
 	}
 }
 
@@ -100,7 +101,7 @@ func heldUnpublish(t *testing.T, h *harness, target string, drive func() error) 
 // leaked, the volume unstaged and detached under it. The claim records that its
 // NodePublishVolume may have been sent: the link is the plugin's, unpublished first.
 func TestLinkAfterAnUnavailablePublishIsUnpublishedFirst(t *testing.T) {
-	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeTarget = linkTargetTo(t.TempDir()) })
+	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeTarget = linkPathTo(t.TempDir()) })
 	h.create(volume("v"))
 	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Lost: true, Times: 10})
 	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil {
@@ -134,7 +135,7 @@ func TestLinkAfterAnUnavailablePublishIsUnpublishedFirst(t *testing.T) {
 // so the claim is rolled back at once, and the rollback sends NodeUnpublishVolume first, its
 // link left there for it.
 func TestLinkAfterAnInvalidArgumentPublishIsUnpublishedFirst(t *testing.T) {
-	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeTarget = linkTargetTo(t.TempDir()) })
+	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeTarget = linkPathTo(t.TempDir()) })
 	h.create(volume("v"))
 	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Lost: true, Code: codes.InvalidArgument, Times: 1})
 	target := publishPath(h.dir, "a", "v", false, spec.FileSystem, spec.SingleNodeWriter)
@@ -153,7 +154,7 @@ func TestLinkAfterAnInvalidArgumentPublishIsUnpublishedFirst(t *testing.T) {
 // the claim's record ("a failure met before it was sent"), then the plugin back: the next
 // pass took the link for a hand's and rolled back with no NodeUnpublishVolume.
 func TestLinkAfterACutOffPublishAndAGoneSocketIsUnpublishedFirst(t *testing.T) {
-	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeTarget = linkTargetTo(t.TempDir()) })
+	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeTarget = linkPathTo(t.TempDir()) })
 	h.create(volume("v"))
 	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Lost: true, Code: codes.DeadlineExceeded, Times: 10})
 	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil {
@@ -182,7 +183,7 @@ func TestLinkAfterARestoresFailedPublishIsUnpublishedFirst(t *testing.T) {
 			h.stopServe()
 			cfg := csitest.DefaultMemConfig()
 			cfg.NodeID = "node-1"
-			cfg.MakeTarget = linkTargetTo(t.TempDir())
+			cfg.MakeTarget = linkPathTo(t.TempDir())
 			p := csitest.NewMemPlugin(cfg)
 			p.AddVolume(csi.Volume{ID: h.externalID("v")})
 			h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(p), csitest.WithFaults(h.faults))
@@ -219,7 +220,7 @@ func TestLinkBesideTheTargetAfterAnUnavailablePublishIsUnpublishedFirst(t *testi
 			if err := os.MkdirAll(mnt, 0o750); err != nil {
 				return err
 			}
-			return linkTargetTo(mnt)(target)
+			return linkPathTo(mnt)(target)
 		}
 	})
 	h.create(volume("v"))

@@ -94,28 +94,8 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 	if err := e.unbind(ctx, cl); err != nil {
 		return err
 	}
-	if err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnpublishVolume, "target", cl.TargetPath, p.targetRecorded(v)); err != nil {
-		return err
-	}
-	answer := e.retry(ctx, c, csi.RPCNodeUnpublishVolume, func(ctx context.Context) error {
-		return c.client.NodeUnpublishVolume(ctx, csi.NodeUnpublishVolumeRequest{VolumeID: v.ExternalID, TargetPath: cl.TargetPath})
-	})
-	if answer != nil && !csi.IsIgnorable(answer) {
-		return answer
-	}
-	failpoint("rpc:NodeUnpublishVolume")
-	// A symlink the plugin left at the target is no mount (checkUnmounted passes it), but it
-	// would refuse every later claim at the target: removed, not followed, and said.
-	if dest, removed, err := e.locks.removeTargetLink(ctx, e.realPath(cl.TargetPath)); err != nil {
-		return fmt.Errorf("after %s of volume %q: %w", csi.RPCNodeUnpublishVolume, v.ID, err)
-	} else if removed {
-		msg := fmt.Sprintf("plugin %q answered %s OK and left a symlink to %q at the target %s: volctl removed the link (not what it points to)",
-			c.plugin.ID, csi.RPCNodeUnpublishVolume, dest, cl.TargetPath)
-		e.log.Warn(msg)
-		p.event(&store.Event{Kind: "target-link-removed", VolumeID: v.ID, Alloc: cl.Alloc, PluginID: v.PluginID, Message: msg})
-	}
-	e.locks.removeEmptyDirs(ctx, e.realPath(cl.TargetPath), filepath.Join(e.cfg.StateDir, publishDir))
-	if err := e.checkUnmounted(v, csi.RPCNodeUnpublishVolume, "target", cl.TargetPath, c, answer); err != nil {
+	answer, err := e.unpublishTarget(ctx, c, v, p)
+	if err != nil {
 		return err
 	}
 	// Then the claim's own publish directory, which volctl made for it (publish/<alloc>/
@@ -135,6 +115,49 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 	}
 	p.setState(store.ClaimNodeDetached)
 	return nil
+}
+
+// unpublishTarget sends the plugin NodeUnpublishVolume of the claim's target, the one way every
+// path that undoes a publication takes (a release, a rollback, unstageUnattached, a restore
+// finding the plugin's link at the target, restoreLink): a link standing in place of the
+// target, not the plugin's, is removed unfollowed first (unlinkBeforeTeardown, targetRecorded);
+// one the plugin leaves after answering OK is no mount (checkUnmounted passes it), but it would
+// refuse every later publish at the target: removed, not followed, and said; the target's empty
+// directories are removed (a publish makes them again), and the target must hold nothing
+// (checkUnmounted). Once it holds nothing, no NodePublishVolume of the claim
+// is left to undo: a record of one maybe sent (store.TargetNotAccepted) is reset to
+// store.TargetUnsent, so that a link found there later is a hand's; an accepted target keeps
+// its record until the claim is freed (its history says it was published). It returns the
+// plugin's answer (nil, or an ignorable error) beside the error that stopped it.
+func (e *Engine) unpublishTarget(ctx context.Context, c *conn, v store.Volume, p *checkpoint) (answer, err error) {
+	cl := p.cl
+	if err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnpublishVolume, "target", cl.TargetPath, p.targetRecorded(v)); err != nil {
+		return nil, err
+	}
+	answer = e.retry(ctx, c, csi.RPCNodeUnpublishVolume, func(ctx context.Context) error {
+		return c.client.NodeUnpublishVolume(ctx, csi.NodeUnpublishVolumeRequest{VolumeID: v.ExternalID, TargetPath: cl.TargetPath})
+	})
+	if answer != nil && !csi.IsIgnorable(answer) {
+		return nil, answer
+	}
+	failpoint("rpc:NodeUnpublishVolume")
+	if dest, removed, err := e.locks.removeTargetLink(ctx, e.realPath(cl.TargetPath)); err != nil {
+		return answer, fmt.Errorf("after %s of volume %q: %w", csi.RPCNodeUnpublishVolume, v.ID, err)
+	} else if removed {
+		msg := fmt.Sprintf("plugin %q answered %s OK and left a symlink to %q at the target %s: volctl removed the link (not what it points to)",
+			c.plugin.ID, csi.RPCNodeUnpublishVolume, dest, cl.TargetPath)
+		e.log.Warn(msg)
+		p.event(&store.Event{Kind: "target-link-removed", VolumeID: v.ID, Alloc: cl.Alloc, PluginID: v.PluginID, Message: msg})
+	}
+	e.locks.removeEmptyDirs(ctx, e.realPath(cl.TargetPath), filepath.Join(e.cfg.StateDir, publishDir))
+	if err := e.checkUnmounted(v, csi.RPCNodeUnpublishVolume, "target", cl.TargetPath, c, answer); err != nil {
+		return answer, err
+	}
+	if cl.Target == store.TargetNotAccepted {
+		cl.Target = store.TargetUnsent // the target unpublished: nothing of the plugin's is there
+		p.clDirty = true
+	}
+	return answer, nil
 }
 
 // unlinkBeforeTeardown readies path, volctl's own (a claim's target, what "target"; a volume's

@@ -202,8 +202,9 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 		// intent's under it, however many were sent, and no later one will.
 		nameTaken := csi.IsAlreadyExists(err)
 		if csi.IsRetryable(err) || ctx.Err() != nil || ((replay || earlier) && !nameTaken) {
-			ev.Message = fmt.Sprintf("snapshot %q left for reconcile: %v", intent.Name, err)
-			e.failureEvent(ctx, ev)
+			own := fmt.Sprintf("snapshot %q left for reconcile: ", intent.Name)
+			ev.Message = own + err.Error()
+			e.failureEvent(ctx, ev, own)
 			return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w (the plugin may have made it: it stays recorded as being created; `volctl reconcile` finishes it, `%s` removes it)",
 				intent.Name, err, shellquote.Command("volctl volume snapshot delete", intent.PluginID, intent.Name))
 		}
@@ -536,8 +537,9 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		// The snapshot (someone's data) is still there: forgetting its record would leave it
 		// unaccounted for while saying it was deleted.
 		err := stillListed(pluginID, csi.RPCDeleteSnapshot, err, "snapshot", snapshotID, snapshotCheck(c))
+		msg := "delete not finished, snapshot kept: " + err.Error() // volctl's words, naming the snapshot
 		e.failureEvent(ctx, &store.Event{Kind: "snapshot-delete", VolumeID: rec.SourceVolumeID, PluginID: pluginID, RPC: snapshotCheck(c),
-			Message: "delete not finished, snapshot kept: " + err.Error()})
+			Message: msg}, msg)
 		// The way out names the ID: the record is the ID's, and a NAME that found the snapshot
 		// pending finds nothing now (a delete by it is of a snapshot ID nobody has).
 		again := "`" + shellquote.Command("volctl volume snapshot delete", pluginID, snapshotID) + "`"

@@ -40,7 +40,7 @@ func checkNotDetachedUnderStaging(t *testing.T, h *harness, what string) {
 // live staging. The link is taken for the plugin's (a staging recorded: a NodeStageVolume may
 // have reached it): the rollback unstages through the plugin first.
 func TestLinkAfterALostStageAnswerIsNotDetachedUnder(t *testing.T) {
-	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeStaging = linkStagingTo(t.TempDir()) })
+	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeStaging = linkPathTo(t.TempDir()) })
 	h.create(volume("v"))
 	h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Lost: true, Times: 10})
 	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil {
@@ -64,7 +64,7 @@ func TestLinkAfterALostStageAnswerIsNotDetachedUnder(t *testing.T) {
 // it was sent"), then the plugin back: the next pass took the link for a hand's and detached
 // the volume under the plugin's staging.
 func TestLinkAfterACutOffStageAndAGoneSocketIsNotDetachedUnder(t *testing.T) {
-	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeStaging = linkStagingTo(t.TempDir()) })
+	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeStaging = linkPathTo(t.TempDir()) })
 	h.create(volume("v"))
 	h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Lost: true, Code: codes.DeadlineExceeded, Times: 10})
 	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil {
@@ -82,7 +82,7 @@ func TestLinkAfterACutOffStageAndAGoneSocketIsNotDetachedUnder(t *testing.T) {
 // link: a counted as no staging user, b dropped the staging path, and its rollback... the
 // volume stays attached for a, but the staging is forgotten: b's claim must not drop it.
 func TestLinkOfAnotherClaimsCutOffStageIsKept(t *testing.T) {
-	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeStaging = linkStagingTo(t.TempDir()) })
+	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeStaging = linkPathTo(t.TempDir()) })
 	h.create(volume("v", spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}))
 	h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Lost: true, Code: codes.DeadlineExceeded, Times: 10})
 	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil {
@@ -109,7 +109,7 @@ func TestLinkOfAnotherClaimsCutOffStageIsKept(t *testing.T) {
 // event). The link at a staging recorded but never accepted is the plugin's to remove,
 // whatever state the release resumes from.
 func TestResumedRollbackLeavesThePluginsStagingLink(t *testing.T) {
-	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeStaging = linkStagingTo(t.TempDir()) })
+	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeStaging = linkPathTo(t.TempDir()) })
 	h.create(volume("v"))
 	gate := make(chan struct{})
 	defer func() {

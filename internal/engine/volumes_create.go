@@ -492,8 +492,9 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		}
 		if derr != nil && !csi.IsIgnorable(derr) {
 			// The plugin still has the volume: it stays recorded, deleting, rather than leak.
+			own := fmt.Sprintf("create refused; deleting volume %q failed, left for reconcile: ", shown)
 			e.failureEvent(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
-				Code: csi.CodeOf(derr).String(), Message: fmt.Sprintf("create refused; deleting volume %q failed, left for reconcile: %v; %v", shown, err, derr)})
+				Code: csi.CodeOf(derr).String(), Message: fmt.Sprintf("%s%v; %v", own, err, derr)}, own)
 			return fmt.Errorf("%w; deleting the unusable volume %q failed: %v (volume %q stays marked deleting with it: `volctl reconcile` or `%s` deletes it)",
 				err, shown, derr, v.ID, shellquote.Command("volctl volume delete", v.ID))
 		}
@@ -512,7 +513,7 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 	}
 	if csi.IsRetryable(err) || ctx.Err() != nil {
 		e.failureEvent(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
-			Code: csi.CodeOf(err).String(), Message: "create left for reconcile: " + err.Error()})
+			Code: csi.CodeOf(err).String(), Message: "create left for reconcile: " + err.Error()}, "create left for reconcile: ")
 		return &keptIntent{cause: err, kept: "the create is recorded and `volctl reconcile` or the same create will finish it"}
 	}
 	if csi.IsAnswerUnread(err) {
@@ -531,7 +532,7 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		// A final error says this call created nothing, not that an earlier one whose
 		// answer was lost did not: keep the intent, and the name that finds the volume.
 		e.failureEvent(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
-			Code: csi.CodeOf(err).String(), Message: "create failed, kept for reconcile: " + err.Error()})
+			Code: csi.CodeOf(err).String(), Message: "create failed, kept for reconcile: " + err.Error()}, "create failed, kept for reconcile: ")
 		return &keptIntent{cause: err, kept: fmt.Sprintf("an earlier CreateVolume's answer was lost, so the plugin may have the volume: the create stays recorded for `volctl reconcile` or the same create; `%s` sends it again and deletes what it answers, or forgets it while the plugin refuses", shellquote.Command("volctl volume delete", v.ID))}
 	}
 	// A final error to the only CreateVolume sent: nothing was created, so forget the intent.

@@ -310,7 +310,7 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 				return e.keepRefusedDelete(ctx, v, err)
 			}
 			e.failureEvent(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
-				Code: csi.CodeOf(err).String(), Message: "delete failed: " + err.Error()})
+				Code: csi.CodeOf(err).String(), Message: "delete failed: " + err.Error()}, "delete failed: ")
 			if csi.IsAnswerUnread(err) {
 				// The plugin answered, so it did delete; but every DeleteVolume gets the same
 				// answer, so running the delete again cannot finish it.
@@ -324,8 +324,9 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 			// saying it was deleted. The plugin may be deleting it in the background, or answer
 			// NOT_FOUND for a volume it holds (a lookup that failed, an ID it mangled).
 			err := stillListed(v.PluginID, csi.RPCDeleteVolume, err, "volume", v.ExternalID, volumeCheck(c))
+			msg := "delete not finished, volume kept deleting: " + err.Error() // volctl's words, naming the volume
 			e.failureEvent(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: volumeCheck(c),
-				Message: "delete not finished, volume kept deleting: " + err.Error()})
+				Message: msg}, msg)
 			return fmt.Errorf("%w (volume %q stays marked deleting: running the delete again or `volctl reconcile` sends DeleteVolume again and forgets the volume once the plugin answers OK or NOT_FOUND and no longer lists it; "+
 				"if the plugin keeps listing it, `%s` forgets the volume and leaves the storage)", err, v.ID, shellquote.Command("volctl volume deregister", v.ID))
 		}

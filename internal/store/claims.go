@@ -85,7 +85,7 @@ type Claim struct {
 
 // TargetAcceptance is what is recorded of a claim's target: whether a NodePublishVolume of it
 // may have been sent (recorded in the commit made just before it is sent, kept until
-// NodeUnpublishVolume answered), and whether it was accepted: checkTarget passed what
+// NodeUnpublishVolume answered and the target was found holding nothing), and whether it was accepted: checkTarget passed what
 // NodePublishVolume made there as a mount, and the claim was recorded published.
 type TargetAcceptance int8
 
@@ -102,7 +102,8 @@ const (
 	// a restore sends NodePublishVolume again (TargetNotAccepted).
 	TargetAccepted
 	// TargetUnsent: no NodePublishVolume sent since the claim was taken, or since its target was
-	// last unpublished (NodeUnpublishVolume answered): what is at the target is not the plugin's.
+	// last unpublished (NodeUnpublishVolume answered and the target found holding nothing): what
+	// is at the target is not the plugin's.
 	TargetUnsent
 )
 

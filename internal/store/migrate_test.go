@@ -443,8 +443,10 @@ func TestClaimTargetAcceptanceMigratesAsUnrecorded(t *testing.T) {
 }
 
 // Migration 0014 records whether a claim's NodePublishVolume may have been sent
-// (target_sent). Claims recorded at version 13 read: a taken claim as unsent (NodePublishVolume
-// is sent only after node-staged is committed), any other claim not yet accepted as maybe sent
+// (target_sent). Claims recorded at version 13 read: a taken or controller-published claim as
+// unsent (NodePublishVolume is sent only after node-staged is committed: a controller-published
+// claim read as maybe sent had a hand's link at its target followed by NodeUnpublishVolume once
+// driven on), any other claim not yet accepted as maybe sent
 // (the safe side: a link at its target is left to the plugin's NodeUnpublishVolume), an accepted
 // one as accepted, and one recorded before version 11 as unrecorded still. TargetUnsent is a
 // value of its own, in the row and in the history, distinct from TargetNotAccepted.
@@ -462,7 +464,7 @@ func TestClaimTargetSentMigratesOnTheSafeSide(t *testing.T) {
 	for _, row := range []struct {
 		alloc, state string
 		accepted     any
-	}{{"taken-0", "taken", 0}, {"staged-0", "node-staged", 0}, {"cp-0", "controller-published", 0}, {"pub-1", "published", 1}, {"old-null", "node-staged", nil}} {
+	}{{"taken-0", "taken", 0}, {"staged-0", "node-staged", 0}, {"cp-0", "controller-published", 0}, {"unpub-0", "unpublishing", 0}, {"pub-1", "published", 1}, {"old-null", "node-staged", nil}} {
 		if _, err := db.Exec(`INSERT INTO claims (volume_id, alloc, mode, access_mode, attachment_mode, state, target_path, target_accepted, created_at, updated_at)
 			VALUES ('db', ?, 'read', 'single-node-writer', 'file-system', ?, '/t', ?, 1, 1)`, row.alloc, row.state, row.accepted); err != nil {
 			t.Fatalf("seed %s: %v", row.alloc, err)
@@ -474,7 +476,7 @@ func TestClaimTargetSentMigratesOnTheSafeSide(t *testing.T) {
 		t.Fatalf("migrate from 13: %v", err)
 	}
 	defer s.Close()
-	want := map[string]TargetAcceptance{"taken-0": TargetUnsent, "staged-0": TargetNotAccepted, "cp-0": TargetNotAccepted,
+	want := map[string]TargetAcceptance{"taken-0": TargetUnsent, "staged-0": TargetNotAccepted, "cp-0": TargetUnsent, "unpub-0": TargetNotAccepted,
 		"pub-1": TargetAccepted, "old-null": TargetUnrecorded}
 	view(t, s, func(tx *Tx) error {
 		for alloc, w := range want {
