@@ -64,6 +64,7 @@ claim is in. Mounting needs root.`,
 	}
 	fl := cmd.Flags()
 	idVar(fl, &opts.Alloc, "alloc", "the alloc claiming the volume (required)")
+	requiredFlag(cmd, "alloc", claimAllocRequired)
 	fl.BoolVar(&opts.ReadOnly, "read-only", false, "claim for reading only")
 	fl.StringVar(&opts.AccessMode, "access-mode", "", "access mode: "+joinModes(spec.AccessModes))
 	fl.StringVar(&opts.AttachmentMode, "attachment-mode", "", "attachment mode: "+joinModes(spec.AttachmentModes))
@@ -81,11 +82,13 @@ func joinModes[T ~string](modes []T) string {
 	return strings.Join(parts, ", ")
 }
 
+const claimAllocRequired = "volume claim: --alloc is required: the name of the alloc claiming the volume, e.g. --alloc web-0"
+
 // request checks the flags and builds the engine's claim request.
 func (o *VolumeClaimOptions) request() (engine.ClaimRequest, error) {
 	req := engine.ClaimRequest{VolumeID: o.VolumeID, Alloc: o.Alloc, ReadOnly: o.ReadOnly}
 	if o.Alloc == "" {
-		return req, usageError("volume claim: --alloc is required: the name of the alloc claiming the volume, e.g. --alloc web-0")
+		return req, usageError("%s", claimAllocRequired)
 	}
 	if err := spec.ValidateNewID("alloc", o.Alloc); err != nil {
 		return req, usageError("volume claim: --alloc: %v", err)

@@ -59,13 +59,16 @@ refused (exit 2).`,
 	}
 	cmd.Flags().StringVar(&opts.Size, "size", "", `the size to grow to, e.g. "20GiB" (required)`)
 	cmd.Flags().StringVar(&opts.Limit, "limit", "", "a new upper bound (capacity_max) for the plugin")
+	requiredFlag(cmd, "size", expandSizeRequired)
 	addActingExportFlags[engine.VolumeInfo](cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 
+const expandSizeRequired = "volume expand: --size is required"
+
 func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 	if opts.Size == "" {
-		return usageError("volume expand: --size is required")
+		return usageError("%s", expandSizeRequired)
 	}
 	size, err := spec.ParseSize(opts.Size)
 	if err != nil {

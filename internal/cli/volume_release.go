@@ -38,13 +38,16 @@ Releasing a claim that does not exist is a no-op: it says so on stderr and exits
 		RunE: runOpts(opts, idArg(&opts.VolumeID), runF, volumeReleaseRun),
 	}
 	idVar(cmd.Flags(), &opts.Alloc, "alloc", "the alloc whose claim to release (required)")
+	requiredFlag(cmd, "alloc", releaseAllocRequired)
 	addActingExportFlags[engine.ReleaseResult](cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 
+const releaseAllocRequired = "volume release: --alloc is required: the alloc whose claim to release"
+
 func volumeReleaseRun(ctx context.Context, opts *VolumeReleaseOptions) error {
 	if opts.Alloc == "" {
-		return usageError("volume release: --alloc is required: the alloc whose claim to release")
+		return usageError("%s", releaseAllocRequired)
 	}
 	// The alloc names that claim refuses can hold no claim: say so, not "nothing to release".
 	if err := spec.ValidateID("alloc", opts.Alloc); err != nil {

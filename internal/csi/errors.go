@@ -155,11 +155,13 @@ func IsFailedPrecondition(err error) bool {
 }
 
 // IsRefusedCredentials reports whether err is the plugin's refusal of the credentials sent, or
-// of their absence: UNAUTHENTICATED, PERMISSION_DENIED, or INVALID_ARGUMENT, the code a plugin
-// missing a required secret answers too.
+// of their absence: UNAUTHENTICATED or PERMISSION_DENIED, the codes the RPC table's hints count
+// as such. Not INVALID_ARGUMENT, which a plugin answers for any field it refuses (an ID it no
+// longer parses): advised to send the secrets again, the user was refused the same
+// (TestReconcileInvalidArgumentIsNotASecretsRefusal).
 func IsRefusedCredentials(err error) bool {
 	switch CodeOf(err) {
-	case codes.Unauthenticated, codes.PermissionDenied, codes.InvalidArgument:
+	case codes.Unauthenticated, codes.PermissionDenied:
 		return true
 	}
 	return false

@@ -871,10 +871,18 @@ func wayOut(c store.Claim) string {
 	switch {
 	case c.Releasing || c.Degraded:
 		return ""
-	case c.Group != "":
-		return fmt.Sprintf(" (`%s` releases it)", shellquote.Command("volctl group stop", c.Group))
 	}
-	return fmt.Sprintf(" (`%s` releases it)", releaseCommand(c))
+	return fmt.Sprintf(" (`%s` releases it)", freeCommand(c))
+}
+
+// freeCommand is the command that frees a volume of the live claim c: a group's claim is
+// released by its group's stop, so that `group status` agrees (a release of the group's alloc
+// leaves the group running without its volume), any other by its release.
+func freeCommand(c store.Claim) string {
+	if c.Group != "" {
+		return shellquote.Command("volctl group stop", c.Group)
+	}
+	return releaseCommand(c)
 }
 
 func holder(c store.Claim) string {
@@ -940,7 +948,7 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 		// Nothing was sent, but the claim stays recorded, holding the volume: say so.
 		switch {
 		case cl.Releasing:
-			err = fmt.Errorf("%w (the claim is left %s for `volctl reconcile`; `%s` drops it if the plugin is gone)", err, cl.State, shellquote.CommandFlags("volctl volume detach", []string{cl.VolumeID}, "--force"))
+			err = fmt.Errorf("%w (the claim is left %s for `volctl reconcile`; `%s` drops it if the plugin is gone)", err, cl.State, forceDetachCommand(cl.VolumeID))
 		case ctx.Err() != nil:
 			err = fmt.Errorf("%w (%s)", err, interruptedNote(cl))
 		default:
@@ -1072,14 +1080,22 @@ func nodeLimitsChanged(stored store.Fingerprint, live *csi.Fingerprint) bool {
 	return stored.MaxVolumes != live.MaxVolumes || !maps.Equal(stored.Topology, topology)
 }
 
-// interruptedNote says what became of a claim whose publish the caller interrupted: it stays
-// where it got to, and reconcile, which re-drives every claim not at rest that is not being
-// released, finishes publishing it; a release undoes it.
+// forceDetachCommand is the command that forgets volume id's claims, staging and attachment
+// whatever the plugin answers, its words quoted for a shell. It carries --yes, without which
+// detach refuses off a terminal: advised bare, it did not run as written
+// (TestAdvisedForceDetachRunsAsWritten).
+func forceDetachCommand(id string) string {
+	return shellquote.CommandFlags("volctl volume detach", []string{id}, "--force", "--yes")
+}
+
 // releaseCommand is the command that releases the claim cl, its words quoted for a shell.
 func releaseCommand(cl store.Claim) string {
 	return shellquote.CommandFlags("volctl volume release", []string{cl.VolumeID}, shellquote.Flag("--alloc", cl.Alloc))
 }
 
+// interruptedNote says what became of a claim whose publish the caller interrupted: it stays
+// where it got to, and reconcile, which re-drives every claim not at rest that is not being
+// released, finishes publishing it; a release undoes it.
 func interruptedNote(cl store.Claim) string {
 	return "interrupted: " + leftNote(cl)
 }

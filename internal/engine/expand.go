@@ -144,7 +144,7 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 				// idempotent).
 				err = fmt.Errorf("%w (the plugin may have expanded volume %q without volctl reading its answer; it stays recorded at %s, the expansion to %s pending: "+
 					"run the same `%s` again, or `volctl reconcile`, which the plugin answers with the size it has)",
-					err, v.ID, spec.FormatSize(cur), spec.FormatSize(size), expandCommand(v, size))
+					err, v.ID, spec.FormatSize(cur), spec.FormatSize(size), expandCommand(v, size, limit))
 				own := fmt.Sprintf("expansion answer not read (to %s): ", spec.FormatSize(size))
 				e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume,
 					Code: csi.CodeOf(err).String(), Message: own + err.Error()}, own)
@@ -280,7 +280,7 @@ func offlineOnly(c *conn, v store.Volume, ctrl bool, claims []store.Claim, st st
 	}
 	return conflictf("plugin %q %s and %q is %s with no claim, so ControllerExpandVolume is not sent: `volctl reconcile` undoes that once plugin %q can "+
 		"(or `%s` forgets it), then expand again", v.PluginID, says, v.ID, on, v.PluginID,
-		shellquote.CommandFlags("volctl volume detach", []string{v.ID}, "--force", "--yes"))
+		forceDetachCommand(v.ID))
 }
 
 // aboveLimit is the error for a plugin that answered an expansion (rpc) of v OK with answered
@@ -308,7 +308,7 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume) (sen
 		return false, fmt.Errorf("volume %q is owed a node expansion to %s (its controller answered node_expansion_required), but plugin %q's node service "+
 			"does not have the capability EXPAND_VOLUME, so NodeExpandVolume cannot be sent: the file system is not expanded; "+
 			"start the plugin with that capability, then run `%s` again or `volctl reconcile`",
-			v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, expandCommand(v, v.NodeExpandMin))
+			v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, owedExpandCommand(v))
 	}
 	var (
 		claims []store.Claim
@@ -405,7 +405,7 @@ func (e *Engine) sendNodeExpand(ctx context.Context, c *conn, v store.Volume, re
 	e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCNodeExpandVolume,
 		Code: csi.CodeOf(err).String(), Message: own + err.Error()}, own)
 	return 0, fmt.Errorf("the node expansion of volume %q to %s for %s (at %s) failed: %w (it stays owed: run `%s` again or `volctl reconcile`)",
-		v.ID, spec.FormatSize(v.NodeExpandMin), whom, req.VolumePath, err, expandCommand(v, v.NodeExpandMin))
+		v.ID, spec.FormatSize(v.NodeExpandMin), whom, req.VolumePath, err, owedExpandCommand(v))
 }
 
 // nodeExpanded clears a volume's owed node expansion. answered is the largest capacity the
@@ -586,11 +586,25 @@ func (e *Engine) lockedVolume(ctx context.Context, id string) (v store.Volume, c
 	return v, c, func() { e.done(c); unlockVolume() }, nil
 }
 
-// expandCommand is the command that expands v to size again, its words quoted for a shell. It
-// names --size, which expand requires: `volctl volume expand ID` alone, as advised before, was
-// refused (TestExpandAdviceRunsAsAdvised).
-func expandCommand(v store.Volume, size int64) string {
-	return shellquote.CommandFlags("volctl volume expand", []string{v.ID}, shellquote.Flag("--size", spec.FormatSize(size)))
+// expandCommand is the command that expands v to size again, bounded by limit (none when 0),
+// its words quoted for a shell. It names --size, which expand requires: `volctl volume expand
+// ID` alone, as advised before, was refused (TestExpandAdviceRunsAsAdvised); and the limit the
+// expand was given, without which the same expand run again sends no limit_bytes and lets the
+// plugin grow the volume past it, for good (TestExpandAdviceKeepsTheLimit).
+func expandCommand(v store.Volume, size, limit int64) string {
+	flags := []string{shellquote.Flag("--size", spec.FormatSize(size))}
+	if limit != 0 {
+		flags = append(flags, shellquote.Flag("--limit", spec.FormatSize(limit)))
+	}
+	return shellquote.CommandFlags("volctl volume expand", []string{v.ID}, flags...)
+}
+
+// owedExpandCommand is the command that drives v's owed node expansion: expand to the size v
+// is recorded at (a plugin that rounded its controller answer up left it above the size owed,
+// and expand refuses a size below it: TestOwedExpandAdviceAfterARoundedAnswer), which pays the
+// debt, with the node expansion's limit.
+func owedExpandCommand(v store.Volume) string {
+	return expandCommand(v, max(v.NodeExpandMin, currentSize(v)), v.NodeExpandMax)
 }
 
 // setRequestedMax records a volume's new capacity_max, read again in the commit (an owed node

@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/csi"
-	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -61,7 +60,7 @@ func (e *Engine) release(ctx context.Context, c *conn, v store.Volume, cl *store
 				return fmt.Errorf("release: %w (interrupted: the claim is left %s, releasing; `volctl reconcile` will finish releasing it, as will `%s` run again)",
 					err, cl.State, releaseCommand(*cl))
 			}
-			return fmt.Errorf("release: %w (the claim is left %s for `volctl reconcile`; `%s` drops it if the plugin is gone)", err, cl.State, shellquote.CommandFlags("volctl volume detach", []string{cl.VolumeID}, "--force"))
+			return fmt.Errorf("release: %w (the claim is left %s for `volctl reconcile`; `%s` drops it if the plugin is gone)", err, cl.State, forceDetachCommand(cl.VolumeID))
 		}
 	}
 	// The last checkpoint frees the claim in the same transaction that records the volume's
@@ -419,7 +418,7 @@ func keptAttachment(v store.Volume, st store.Staging) string {
 	return fmt.Sprintf("volume %q is recorded as attached to node %q, but plugin %q no longer has the controller capability PUBLISH_UNPUBLISH_VOLUME, so ControllerUnpublishVolume cannot be sent: "+
 		"the attachment stays recorded, owed; start the plugin with that capability again and `volctl reconcile` sends it, "+
 		"or detach the volume from that node with the storage provider's tools and run `%s` to forget it",
-		v.ID, attachedNode(st), v.PluginID, shellquote.CommandFlags("volctl volume detach", []string{v.ID}, "--force", "--yes"))
+		v.ID, attachedNode(st), v.PluginID, forceDetachCommand(v.ID))
 }
 
 // unstage undoes a staging no claim uses, before undoUnused forgets it: NodeUnstageVolume, its

@@ -369,6 +369,14 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) erro
 		snap, found, err = e.findsSnapshot(ctx, c, sv.SnapshotID, sv.Secrets)
 		return err
 	})
+	var ce *csi.Error
+	if errors.As(err, &ce) && csi.IsRefusedCredentials(err) {
+		// The RPC's own hint names --secret, which the snapshot commands take and a create
+		// does not: the check sends the volume spec's secrets
+		// (TestRestoreCheckRefusedCredentialsNamesTheSpecsSecrets).
+		ce.Hint = fmt.Sprintf("the plugin rejected the secrets sent with %s, volume %q's spec's (none when it has no secrets block): "+
+			"give the ones it needs in the spec's secrets block", ce.RPC, sv.ID)
+	}
 	switch {
 	case err != nil:
 		e.log.Warn(fmt.Sprintf("plugin %q: whether snapshot %q is ready to restore volume %q from could not be checked", c.plugin.ID, sv.SnapshotID, sv.ID), "err", err)

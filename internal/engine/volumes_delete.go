@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/shellquote"
@@ -11,18 +12,35 @@ import (
 )
 
 // refuseClaimed returns a conflict naming the volume's live claims, if it has any, and the
-// command that releases them: before, "release them first: volctl volume release / detach"
-// named no command to run (TestClaimedVolumeRefusalNamesTheReleaseToRun).
+// commands that release them: before, "release them first: volctl volume release / detach"
+// named no command to run (TestClaimedVolumeRefusalNamesTheReleaseToRun). A group's claim is
+// released by the group's stop, as a claim it refuses says (freeCommand), not by a release of
+// its alloc, which left the group running with its volume deleted under it
+// (TestClaimedByAGroupNamesTheGroupsStop).
 func refuseClaimed(tx *store.Tx, volumeID, verb string) error {
 	claims, err := tx.Claims().ByVolume(volumeID)
 	if err != nil || len(claims) == 0 {
 		return err
 	}
-	how := fmt.Sprintf("`%s` releases it", shellquote.CommandFlags("volctl volume release", []string{volumeID}, shellquote.Flag("--alloc", claims[0].Alloc)))
-	if len(claims) > 1 {
-		how = fmt.Sprintf("`%s` releases them all", shellquote.Command("volctl volume detach", volumeID))
+	var (
+		cmds    []string
+		grouped bool
+	)
+	for _, c := range claims {
+		grouped = grouped || c.Group != ""
+		if cmd := "`" + freeCommand(c) + "`"; !slices.Contains(cmds, cmd) {
+			cmds = append(cmds, cmd)
+		}
 	}
-	if verb == "deregister" {
+	how := fmt.Sprintf("%s releases it", cmds[0])
+	switch {
+	case len(claims) > 1 && !grouped:
+		// Off a terminal detach asks for --yes: the command runs as written.
+		how = fmt.Sprintf("`%s` releases them all", shellquote.CommandFlags("volctl volume detach", []string{volumeID}, "--yes"))
+	case len(cmds) > 1:
+		how = fmt.Sprintf("%s release them", listSome(cmds, 5, func(s string) string { return s }))
+	}
+	if verb == "deregister" && !grouped {
 		how += fmt.Sprintf(", or `%s` releases them first", shellquote.CommandFlags("volctl volume deregister", []string{volumeID}, "--force"))
 	}
 	return conflictf("volume %q has %d live claim(s): %s; release them first (%s), then %s it",
