@@ -2,8 +2,8 @@ package cli
 
 import (
 	"os"
-	"strings"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi/csitest"
