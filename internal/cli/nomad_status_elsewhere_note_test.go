@@ -15,7 +15,9 @@ import (
 func TestNomadStatusUnsettledNoteAdviceRunsAsWrittenFromAnotherAddress(t *testing.T) {
 	h := nomadHarness(t)
 	a, b := newFakeNomad(t), newFakeNomad(t)
-	a.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) { return http.StatusInternalServerError, "rpc error: EOF" })
+	a.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) {
+		return http.StatusInternalServerError, "rpc error: EOF"
+	})
 	if _, _, err := registerIn(h, a); err == nil || !handedOver(t, h) {
 		t.Fatalf("register answered 500: %v", err)
 	}
