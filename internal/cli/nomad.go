@@ -900,8 +900,8 @@ func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h e
 	// Only the cluster the volume was handed to can say it has let go of it: any other
 	// answers that it has no such volume.
 	if !engine.SameNomadAddress(h.Address, c.Address) {
-		return "", fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s, which cannot say whether that cluster has let go of it: run `%s` (with that cluster's token), or --force if that cluster is gone and nothing uses the volume",
-			h.VolumeID, h.Address, c.Address, "NOMAD_ADDR="+shellquote.Arg(h.Address)+" "+shellquote.Command("volctl nomad release", h.VolumeID))
+		return "", fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s, which cannot say whether that cluster has let go of it: run `%s`%s (with that cluster's token), or --force if that cluster is gone and nothing uses the volume",
+			h.VolumeID, h.Address, c.Address, h.NomadAddr()+" "+shellquote.Command("volctl nomad release", h.VolumeID), h.CredentialBack())
 	}
 	have, err := c.VolumeIn(ctx, h.VolumeID, h.Namespace, h.Region)
 	switch {
@@ -1140,8 +1140,8 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			err = fmt.Errorf("volume %q: not asked: %w", info.ID, why)
 		case h != nil && !engine.SameNomadAddress(h.Address, c.Address):
 			// Another cluster would say it has no such volume: not asked.
-			err = fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s: `%s` asks that cluster",
-				info.ID, h.Address, c.Address, "NOMAD_ADDR="+shellquote.Arg(h.Address)+" "+shellquote.Command("volctl nomad status", info.ID))
+			err = fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s: `%s`%s asks that cluster",
+				info.ID, h.Address, c.Address, h.NomadAddr()+" "+shellquote.Command("volctl nomad status", info.ID), h.CredentialBack())
 		case h != nil: // where it was registered, whatever NOMAD_NAMESPACE says now
 			st.NomadNamespace = cmp.Or(h.Namespace, spec.DefaultNamespace) // none recorded: Nomad's default one
 			have, err = c.VolumeIn(ctx, info.ID, h.Namespace, h.Region)
