@@ -31,6 +31,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -251,20 +252,11 @@ func strayCredential(token, auth string) error {
 
 // hiddenUserinfo is address with what may be a user and password before its host (between
 // its scheme, if any, and its last "@") as xxxxx, for an address that url.Parse cannot read
-// and Redacted cannot hide. The last "@" anywhere, not only before a '/', '?' or '#': those may
-// be in the password (a generated one), and an "@" in a path, hidden by mistake, costs only a
-// message's detail.
-func hiddenUserinfo(address string) string {
-	start := 0
-	if i := strings.Index(address, "://"); i >= 0 {
-		start = i + len("://")
-	}
-	at := strings.LastIndex(address[start:], "@")
-	if at < 0 {
-		return address
-	}
-	return address[:start] + "xxxxx" + address[start+at:]
-}
+// and Redacted cannot hide: engine.ShownNomadAddress, which a handover mark's address is shown
+// through too. The last "@" anywhere, not only before a '/', '?' or '#': those may be in the
+// password (a generated one), and an "@" in a path, hidden by mistake, costs only a message's
+// detail.
+func hiddenUserinfo(address string) string { return engine.ShownNomadAddress(address) }
 
 // httpClient is the api module's HTTP client (TLS 1.2 at least, HTTP/1, the TLS variables'
 // certificates), except that it follows no redirect. Nomad's API answers where it is asked;
