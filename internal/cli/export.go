@@ -296,8 +296,10 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		}
 		notes = append(notes, n...)
 		name := "volume-" + info.ID + ".hcl"
+		recorded := recordedPlaceholders(info)
+		notes = append(notes, placeholderNotes(info.ID, recorded)...)
 		if _, diags := spec.ParseVolume(name, data, spec.VerbRegister); diags.HasErrors() {
-			if diags = exportErrors(diags, !opts.IncludeSecrets); diags.HasErrors() {
+			if diags = exportErrors(diags, !opts.IncludeSecrets, recorded); diags.HasErrors() {
 				return fmt.Errorf("export nomad: volume %q: the exported spec does not validate for register (a volctl bug): %s", info.ID, diags.Error())
 			}
 		}
@@ -538,14 +540,55 @@ func orUnknown(s string) string {
 
 // exportErrors are the errors of diags, what volctl reads of a file export nomad wrote, but
 // the placeholders it wrote on purpose when placeholders (without --include-secrets): a
-// secret value, mount flag or context value of spec.Redacted, which volctl refuses to read as
-// the value (spec.PlaceholderSummary) until the file is edited.
-func exportErrors(diags hcl.Diagnostics, placeholders bool) hcl.Diagnostics {
+// secret value or mount flag of spec.Redacted, which volctl refuses to read as the value
+// (spec.PlaceholderSummary) until the file is edited; and, with --include-secrets, those where
+// the volume is recorded with the placeholder itself (recorded, recordedPlaceholders): the file
+// holds what the volume holds, which export notes (placeholderNotes), and no volctl bug.
+func exportErrors(diags hcl.Diagnostics, placeholders bool, recorded map[spec.PlaceholderAt]bool) hcl.Diagnostics {
 	var out hcl.Diagnostics
 	for _, d := range diags {
-		if d.Severity == hcl.DiagError && !(placeholders && d.Summary == spec.PlaceholderSummary) {
-			out = append(out, d)
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		if d.Summary == spec.PlaceholderSummary {
+			if at, _ := d.Extra.(spec.PlaceholderAt); placeholders || recorded[at] {
+				continue
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// recordedPlaceholders are the secrets and mount flags info is recorded with as spec.Redacted
+// itself, named as the decoder's placeholder error names them: what an older volctl recorded
+// when it read back an export's placeholders as values.
+func recordedPlaceholders(info engine.VolumeInfo) map[spec.PlaceholderAt]bool {
+	out := map[spec.PlaceholderAt]bool{}
+	for k, v := range info.Secrets {
+		if v == spec.Redacted {
+			out[spec.PlaceholderWhat(k, 0)] = true
+		}
+	}
+	if info.MountOptions != nil {
+		for i, f := range info.MountOptions.MountFlags {
+			if f == spec.Redacted {
+				out[spec.PlaceholderWhat("", i)] = true
+			}
 		}
 	}
 	return out
+}
+
+// placeholderNotes name, for volume id, what it is recorded with as the placeholder
+// (recordedPlaceholders) and what to do: its plugin is given that as a credential or a mount
+// flag, and volctl reads no file holding it back.
+func placeholderNotes(id string, recorded map[spec.PlaceholderAt]bool) []string {
+	var notes []string
+	for _, at := range slices.Sorted(maps.Keys(recorded)) {
+		notes = append(notes, fmt.Sprintf("volume %q: its %s is recorded as %s, the placeholder of an export read back as a value (before volctl refused it): "+
+			"its plugin is given that, and volctl reads the file back only once it holds the real value; write it into the volume's spec and run "+
+			"`volctl volume register` of it to record it", id, at, spec.Redacted))
+	}
+	return notes
 }

@@ -582,10 +582,18 @@ const filledIn = "filled-in-value"
 func parseExported(t *testing.T, name string, src []byte) *spec.Volume {
 	t.Helper()
 	_, diags := spec.ParseVolume(name, src, spec.VerbRegister)
-	if rest := exportErrors(diags, true); rest.HasErrors() {
+	if rest := exportErrors(diags, true, nil); rest.HasErrors() {
 		t.Fatalf("exported file does not validate for register: %s\n%s", rest.Error(), src)
 	}
-	if n, want := len(diags.Errs()), strings.Count(string(src), `"`+spec.Redacted+`"`); n != want {
+	// One diagnostic for each placeholder: an error for a secret or mount flag, a warning for
+	// a context value (the plugin's, which may be the placeholder itself).
+	n := 0
+	for _, d := range diags {
+		if d.Summary == spec.PlaceholderSummary {
+			n++
+		}
+	}
+	if want := strings.Count(string(src), `"`+spec.Redacted+`"`); n != want {
 		t.Fatalf("exported file read back with %d placeholder error(s) for %d placeholder(s): %s\n%s", n, want, diags.Error(), src)
 	}
 	got, diags := spec.ParseVolume(name, []byte(strings.ReplaceAll(string(src), `"`+spec.Redacted+`"`, `"`+filledIn+`"`)), spec.VerbRegister)

@@ -900,8 +900,8 @@ func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h e
 	// Only the cluster the volume was handed to can say it has let go of it: any other
 	// answers that it has no such volume.
 	if !engine.SameNomadAddress(h.Address, c.Address) {
-		return "", fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s, which cannot say whether that cluster has let go of it: run `%s` (with that cluster's token), or --force if that cluster is gone and nothing uses the volume",
-			h.VolumeID, h.Address, c.Address, "NOMAD_ADDR="+shellquote.Arg(h.Address)+" "+shellquote.Command("volctl nomad release", h.VolumeID))
+		return "", fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s, which cannot say whether that cluster has let go of it: run `%s`%s (with that cluster's token), or --force if that cluster is gone and nothing uses the volume",
+			h.VolumeID, h.Address, c.Address, h.NomadAddr()+" "+shellquote.Command("volctl nomad release", h.VolumeID), h.CredentialBack())
 	}
 	have, err := c.VolumeIn(ctx, h.VolumeID, h.Namespace, h.Region)
 	switch {
@@ -1045,6 +1045,10 @@ type NomadVolumeStatus struct {
 	// volumes of one storage, whose allocs Nomad lets use it at once.
 	Twins []nomad.Twin `json:"twins,omitempty"`
 	Error string       `json:"error,omitempty"`
+	// notFoundIndex is the X-Nomad-Index of Nomad's 404 for the volume (nomad.IndexOf), for
+	// handoverNote to tell Nomad's word that it was deregistered (at the mark's index or
+	// after) from a state before its registration, on which release refuses.
+	notFoundIndex uint64
 }
 
 func newCmdNomadStatus(f *Factory, runF func(*NomadStatusOptions) error) *cobra.Command {
@@ -1136,8 +1140,8 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			err = fmt.Errorf("volume %q: not asked: %w", info.ID, why)
 		case h != nil && !engine.SameNomadAddress(h.Address, c.Address):
 			// Another cluster would say it has no such volume: not asked.
-			err = fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s: `%s` asks that cluster",
-				info.ID, h.Address, c.Address, "NOMAD_ADDR="+shellquote.Arg(h.Address)+" "+shellquote.Command("volctl nomad status", info.ID))
+			err = fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s: `%s`%s asks that cluster",
+				info.ID, h.Address, c.Address, h.NomadAddr()+" "+shellquote.Command("volctl nomad status", info.ID), h.CredentialBack())
 		case h != nil: // where it was registered, whatever NOMAD_NAMESPACE says now
 			st.NomadNamespace = cmp.Or(h.Namespace, spec.DefaultNamespace) // none recorded: Nomad's default one
 			have, err = c.VolumeIn(ctx, info.ID, h.Namespace, h.Region)
@@ -1185,6 +1189,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 				st.Erasing = erasing.warning(ctx, c, want, "then run `"+shellquote.Command("volctl nomad register", info.ID)+"` again")
 			}
 		case errors.Is(err, nomad.ErrNotFound):
+			st.notFoundIndex = nomad.IndexOf(err)
 		case why != nil:
 			st.Error = err.Error()
 		default:
@@ -1296,17 +1301,27 @@ func nomadStatusNote(s NomadVolumeStatus) string {
 // handoverNote says, under the table, where a volume marked handed over is when its cells
 // ("HANDED OVER yes") cannot: its registration unsettled, so Nomad may have it or yet apply
 // it, and what settles that; or settled, and Nomad, asked where it was handed over, has no
-// volume by its ID (its own 404): deregistered there since, and what takes it back. Empty
+// volume by its ID (its own 404 at the mark's index or after): deregistered there since, and
+// what takes it back; a 404 from a state before the registration (notFoundIndex below the
+// mark's index): what release says of it, which refuses to take the volume back. Empty for a
+// mark of another address than NOMAD_ADDR's (the row's error says how to ask there), and
 // otherwise (not marked, in Nomad as handed over, or Nomad not asked: the row's error says
 // why). Before, a row "yes, no" said neither, where register, release and `volctl volume
 // status` do.
 func handoverNote(s NomadVolumeStatus) string {
 	h := s.Handover
 	switch {
-	case h == nil:
+	case h == nil, !engine.SameNomadAddress(h.Address, s.NomadAddress):
+		// Handed over to another cluster than NOMAD_ADDR's: the row's error says so, and
+		// how to ask that one; advice to run a command here would act on this one.
 		return ""
 	case h.Unsettled:
 		return display.Escape(fmt.Sprintf("volume %q is marked handed over to %s, but %s", s.ID, h.Where(), h.UnsettledWhy()))
+	case s.Nomad == nil && s.Error == "" && s.notFoundIndex < h.Index:
+		// What `volctl nomad release` says of that 404: it refuses to take the volume back.
+		return display.Escape(fmt.Sprintf("volume %q is marked handed over to %s, but Nomad at %s says it has no volume %q in namespace %s at index %d, from a state before the one it answered its registration from (index %d): "+
+			"not its word on it (another server or cluster answers at NOMAD_ADDR, or one restored from an older snapshot), and `%s` refuses to take it back on it: see `%s` on the cluster it was handed over to",
+			s.ID, h.Where(), s.NomadAddress, s.ID, s.NomadNamespace, s.notFoundIndex, h.Index, shellquote.Command("volctl nomad release", s.ID), h.NomadCommand("volume status", s.ID)))
 	case s.Nomad == nil && s.Error == "":
 		return display.Escape(fmt.Sprintf("volume %q is marked handed over to %s, but Nomad has no volume %q in namespace %s: it was deregistered there since (`nomad volume deregister`, or another tool); `%s` takes it back, or `%s` hands it over again",
 			s.ID, h.Where(), s.ID, s.NomadNamespace, shellquote.Command("volctl nomad release", s.ID), shellquote.Command("volctl nomad register", s.ID)))

@@ -202,7 +202,7 @@ func (v VolumeInfo) Schedulability() Schedulability {
 		return s
 	}
 	if v.Handover != nil {
-		s.Why, s.Detail = HandedOver, v.Handover.Address
+		s.Why, s.Detail = HandedOver, ShownNomadAddress(v.Handover.Address)
 		return s
 	}
 	switch {

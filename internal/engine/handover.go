@@ -45,7 +45,7 @@ type HandoverTarget struct {
 }
 
 func handoverInfo(h store.Handover) HandoverInfo {
-	return HandoverInfo{VolumeID: h.VolumeID, Address: h.Address, Region: h.Region, Namespace: h.Namespace,
+	return HandoverInfo{VolumeID: h.VolumeID, Address: ShownNomadAddress(h.Address), Region: h.Region, Namespace: h.Namespace,
 		Forced: h.Forced, Unsettled: h.Unsettled, Index: h.Index, HandedAt: h.HandedAt}
 }
 
@@ -301,9 +301,9 @@ func (h HandoverInfo) Elsewhere(to HandoverTarget) error {
 // may name another cluster or namespace, where a bare `nomad volume deregister` would
 // deregister another volume by the ID.
 func (h HandoverInfo) TakeBackCommands() string {
-	addr := "NOMAD_ADDR=" + shellquote.Arg(h.Address) + " "
-	return fmt.Sprintf("`%s`, then `%s`", addr+h.NomadCommand("volume deregister", h.VolumeID),
-		addr+shellquote.Command("volctl nomad release", h.VolumeID))
+	addr := h.NomadAddr() + " "
+	return fmt.Sprintf("`%s`, then `%s`%s", addr+h.NomadCommand("volume deregister", h.VolumeID),
+		addr+shellquote.Command("volctl nomad release", h.VolumeID), h.CredentialBack())
 }
 
 // environment is the NOMAD_* settings under which `volctl nomad register` names where the
@@ -311,14 +311,49 @@ func (h HandoverInfo) TakeBackCommands() string {
 // registration that names none, NOMAD_REGION naming the agent's own region included, so
 // it says to unset it.
 func (h HandoverInfo) environment() string {
-	env := "NOMAD_ADDR=" + shellquote.Arg(h.Address)
+	env := h.NomadAddr()
 	if h.Namespace != "" {
 		env += " NOMAD_NAMESPACE=" + shellquote.Arg(h.Namespace)
 	}
 	if h.Region != "" {
 		return env + " NOMAD_REGION=" + shellquote.Arg(h.Region)
 	}
-	return env + " with NOMAD_REGION unset (no region was named when it was handed over: the agent's own)"
+	return env + " with NOMAD_REGION unset (no region was named when it was handed over: the agent's own)" + h.CredentialBack()
+}
+
+// NomadAddr is NOMAD_ADDR=ADDRESS, the mark's address quoted for a shell, for advice to run a
+// command where the volume was handed over; the address is the one shown (ShownNomadAddress),
+// so a credential in it is xxxxx, which CredentialBack says to put back.
+func (h HandoverInfo) NomadAddr() string { return "NOMAD_ADDR=" + shellquote.Arg(h.Address) }
+
+// CredentialBack is, for advice built from NomadAddr, " (put the credential ... in place of
+// xxxxx)" when the mark's address holds a hidden one, else empty: pasted as written, the
+// command would send the literal xxxxx as the user to Nomad (or its proxy).
+func (h HandoverInfo) CredentialBack() string {
+	if !strings.Contains(h.Address, hiddenCredential+"@") {
+		return ""
+	}
+	return " (with the credential of that address, which volctl does not show, in place of " + hiddenCredential + ")"
+}
+
+// hiddenCredential stands for a user and password in an address volctl shows.
+const hiddenCredential = "xxxxx"
+
+// ShownNomadAddress is a Nomad address as volctl shows it: what may be a user and password
+// before its host (between its scheme and its last "@") as xxxxx. A mark records the address
+// NOMAD_ADDR's client shows, its credential hidden, but an older volctl recorded one with a
+// key-only user (http://KEY@host) as it was: every message, note and --json field naming the
+// mark's address showed the key. The user is no place (SameNomadAddress ignores it).
+func ShownNomadAddress(addr string) string {
+	start := 0
+	if i := strings.Index(addr, "://"); i >= 0 {
+		start = i + len("://")
+	}
+	at := strings.LastIndex(addr[start:], "@")
+	if at < 0 {
+		return addr
+	}
+	return addr[:start] + hiddenCredential + addr[start+at:]
 }
 
 // To reports whether the volume is handed over to the cluster, namespace and region of to,
@@ -378,9 +413,9 @@ func handoverWhere(h store.Handover) string {
 		in = append(in, "region "+h.Region)
 	}
 	if len(in) == 0 {
-		return "Nomad at " + h.Address
+		return "Nomad at " + ShownNomadAddress(h.Address)
 	}
-	return fmt.Sprintf("Nomad at %s (%s)", h.Address, strings.Join(in, ", "))
+	return fmt.Sprintf("Nomad at %s (%s)", ShownNomadAddress(h.Address), strings.Join(in, ", "))
 }
 
 // TakeBackResult is what TakeBack did.
@@ -481,7 +516,7 @@ func (e *Engine) removeMark(ctx context.Context, volumeID, why string, also func
 			return err
 		}
 		if err := tx.Events().Append(&store.Event{Kind: "nomad-release", VolumeID: volumeID,
-			Message: fmt.Sprintf("volume %q taken back from Nomad at %s: %s", volumeID, h.Address, why)}); err != nil {
+			Message: fmt.Sprintf("volume %q taken back from Nomad at %s: %s", volumeID, ShownNomadAddress(h.Address), why)}); err != nil {
 			return err
 		}
 		if also != nil {
@@ -541,7 +576,7 @@ func (e *Engine) handedOver(ctx context.Context, volumeID string) (h store.Hando
 // is taken back (and Nomad, which no longer has it then, has let go of it).
 func keptForNomad(v store.Volume, node string, h store.Handover) string {
 	return fmt.Sprintf("ControllerUnpublishVolume of volume %q from node %q not sent: the volume is handed over to Nomad at %s, whose allocations on that node may use the attachment; volctl keeps it recorded, and `volctl reconcile` sends it once the volume is taken back (`%s`)",
-		v.ID, node, h.Address, shellquote.Command("volctl nomad release", v.ID))
+		v.ID, node, ShownNomadAddress(h.Address), shellquote.Command("volctl nomad release", v.ID))
 }
 
 // whatToRun says what takes the volume back from Nomad. While the mark is unsettled, Nomad
@@ -576,10 +611,10 @@ func refuseHandedOver(tx *store.Tx, volumeID string) error {
 	info := handoverInfo(h)
 	if h.Unsettled {
 		return conflictf("volume %q is handed over to Nomad at %s (since %s), but %s",
-			volumeID, h.Address, h.HandedAt.UTC().Format(time.RFC3339), info.UnsettledWhy())
+			volumeID, info.Address, h.HandedAt.UTC().Format(time.RFC3339), info.UnsettledWhy())
 	}
 	return conflictf("volume %q is handed over to Nomad at %s (since %s): Nomad claims it, not volctl; %s",
-		volumeID, h.Address, h.HandedAt.UTC().Format(time.RFC3339), info.whatToRun())
+		volumeID, info.Address, h.HandedAt.UTC().Format(time.RFC3339), info.whatToRun())
 }
 
 // GroupSpecs returns the recorded specs of the named groups, or of every group when names is

@@ -26,10 +26,12 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -105,8 +107,14 @@ func NewClient(address string) (*Client, error) {
 	// basic notes a basic auth credential: its password, or its user when it has none (an API
 	// key a proxy or gateway takes as the user, NOMAD_ADDR=https://KEY@host or
 	// NOMAD_HTTP_AUTH=KEY: the only credential the request carries), and its header's encoding.
+	// A user with no password is taken for a key only when it looks like one (userKey): a
+	// plain one (http://ops@host, NOMAD_HTTP_AUTH=ops) was replaced in everything Nomad said
+	// (volume "dev[REDACTED]"), and is hidden only in the address and the header's encoding.
 	basic := func(user, password string) {
-		creds = append(creds, cmp.Or(password, user), base64.StdEncoding.EncodeToString([]byte(user+":"+password)))
+		if password != "" || userKey(user) {
+			creds = append(creds, cmp.Or(password, user))
+		}
+		creds = append(creds, base64.StdEncoding.EncodeToString([]byte(user+":"+password)))
 	}
 	userinfo := func(ui *url.Userinfo) {
 		if pw, _ := ui.Password(); pw != "" || ui.Username() != "" {
@@ -183,6 +191,20 @@ func NewClient(address string) (*Client, error) {
 	return out, nil
 }
 
+// userKey reports whether user, a basic auth user with no password, looks like a key a proxy
+// or gateway takes as the user: at least minUserKey characters, with a digit or both cases
+// of letters (a generated token), not a name or a word.
+func userKey(user string) bool {
+	if len(user) < minUserKey {
+		return false
+	}
+	digit := strings.ContainsFunc(user, unicode.IsDigit)
+	return digit || (strings.ContainsFunc(user, unicode.IsUpper) && strings.ContainsFunc(user, unicode.IsLower))
+}
+
+// minUserKey is the length from which a user with no password may be a key (userKey).
+const minUserKey = 16
+
 // speakable refuses an address the API client cannot speak to, before any request: one with no
 // scheme (host:port, as Nomad prints the address it binds) is parsed as a scheme or a path and
 // fails as "unsupported protocol scheme", which said() took for a Nomad not running, sending
@@ -212,7 +234,9 @@ func speakable(address, shown string) error {
 
 // strayCredential refuses NOMAD_TOKEN (token) with stray text about it (spec.StrayText: a
 // newline from $(cat FILE), a CR from a CRLF file, a blank before or after it), and
-// NOMAD_HTTP_AUTH (auth) with a control character (a password may begin or end with a blank),
+// NOMAD_HTTP_AUTH (auth) with a CR or LF, or a control character at its end (a password may
+// begin or end with a blank, and hold a tab: basic auth sends it base64-encoded, and before a
+// tab inside one was refused, TestNomadTabInHTTPAuthPasswordIsTaken),
 // naming the variable, never its value. A token's control character failed every request in
 // Go's words ("invalid header field value"), with advice to check that Nomad runs; a blank
 // was sent on, and Nomad's refusal read as a token it does not know.
@@ -220,7 +244,7 @@ func strayCredential(token, auth string) error {
 	if stray := spec.StrayText(token); stray != "" {
 		return fmt.Errorf("NOMAD_TOKEN %s: set it to the token's secret ID without it", stray)
 	}
-	if strings.IndexFunc(auth, unicode.IsControl) >= 0 {
+	if last, _ := utf8.DecodeLastRuneInString(auth); strings.ContainsAny(auth, "\r\n") || (auth != "" && unicode.IsControl(last)) {
 		return fmt.Errorf("NOMAD_HTTP_AUTH %s: set it to USER:PASSWORD without it", spec.StrayText(auth))
 	}
 	return nil
@@ -228,20 +252,11 @@ func strayCredential(token, auth string) error {
 
 // hiddenUserinfo is address with what may be a user and password before its host (between
 // its scheme, if any, and its last "@") as xxxxx, for an address that url.Parse cannot read
-// and Redacted cannot hide. The last "@" anywhere, not only before a '/', '?' or '#': those may
-// be in the password (a generated one), and an "@" in a path, hidden by mistake, costs only a
-// message's detail.
-func hiddenUserinfo(address string) string {
-	start := 0
-	if i := strings.Index(address, "://"); i >= 0 {
-		start = i + len("://")
-	}
-	at := strings.LastIndex(address[start:], "@")
-	if at < 0 {
-		return address
-	}
-	return address[:start] + "xxxxx" + address[start+at:]
-}
+// and Redacted cannot hide: engine.ShownNomadAddress, which a handover mark's address is shown
+// through too. The last "@" anywhere, not only before a '/', '?' or '#': those may be in the
+// password (a generated one), and an "@" in a path, hidden by mistake, costs only a message's
+// detail.
+func hiddenUserinfo(address string) string { return engine.ShownNomadAddress(address) }
 
 // httpClient is the api module's HTTP client (TLS 1.2 at least, HTTP/1, the TLS variables'
 // certificates), except that it follows no redirect. Nomad's API answers where it is asked;

@@ -58,10 +58,19 @@ secrets { token = "` + spec.Redacted + `" }
 		t.Errorf("a create spec's secret of the placeholder: errors do not name it:\n%s", errorsOf(diags))
 	}
 
-	// A context value the export wrote as the placeholder (one its plugin echoed a secret into).
+	// A context value the export wrote as the placeholder (one its plugin echoed a secret into)
+	// is warned about, naming it, not refused: the context is the plugin's, and a plugin may
+	// answer the placeholder itself (TestExportIncludeSecretsWritesAPluginsPlaceholderContext).
 	ctx := strings.Replace(string(data), `"/srv/db"`, `"`+spec.Redacted+`"`, 1)
-	if _, diags := spec.NewParser().ParseVolume("volume-db.hcl", []byte(ctx), spec.VerbRegister); !strings.Contains(errorsOf(diags), `context "export"`) {
-		t.Errorf("a context value of the placeholder: errors do not name it:\n%s", errorsOf(diags))
+	_, diags = spec.NewParser().ParseVolume("volume-db.hcl", []byte(ctx), spec.VerbRegister)
+	warned := false
+	for _, d := range diags {
+		if d.Severity == hcl.DiagWarning && d.Summary == spec.PlaceholderSummary && strings.Contains(d.Detail, `context "export"`) {
+			warned = true
+		}
+	}
+	if !warned || strings.Contains(errorsOf(diags), `context "export"`) {
+		t.Errorf("a context value of the placeholder: want a warning naming it, not an error:\n%s", diags)
 	}
 
 	// With --include-secrets the values read back as they were.

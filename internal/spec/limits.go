@@ -100,7 +100,12 @@ func (d *decoder) checkContext(m *stringMap) {
 	}
 	for _, e := range m.entries {
 		if e.value == Redacted {
-			d.placeholder(e.valueRange, fmt.Sprintf("context %q", e.key), "a context value that holds a secret (its plugin echoed one there)")
+			// The context is the plugin's: one may answer the placeholder itself (a plugin
+			// that redacts what it echoes), and the volume is then recorded with it, so it is
+			// a warning, not a refusal (`volctl export nomad --include-secrets` writes it).
+			d.warnf(e.valueRange, PlaceholderSummary, "The value of context %q is %s, the placeholder volctl export nomad writes without --include-secrets "+
+				"for a context value that holds a secret (its plugin echoed one there): if it stands for one, write the real value here, or export the volume "+
+				"again with --include-secrets; if the plugin itself gave this value, it is read as written.", e.key, Redacted)
 		}
 	}
 	switch total := m.size(); {
@@ -191,7 +196,7 @@ func (d *decoder) checkSecrets(m *stringMap) {
 			d.errorf(e.keyRange, "Invalid secret key", "Secret key %q is not valid: the CSI spec allows only letters, digits, \"-\", \"_\" and \".\" in secret keys.", e.key)
 		}
 		if e.value == Redacted {
-			d.placeholder(e.valueRange, fmt.Sprintf("secret %q", e.key), "a secret value")
+			d.placeholder(e.valueRange, PlaceholderWhat(e.key, 0), "a secret value")
 		}
 		if n := len(e.value); n > 0 && n < MinScrubLen {
 			d.warnf(e.valueRange, "Secret too short to scrub", "The value of secret %q is %d bytes long. volctl never prints it from its own records, and "+
@@ -203,24 +208,41 @@ func (d *decoder) checkSecrets(m *stringMap) {
 	d.checkCSIMap(m)
 }
 
-// PlaceholderSummary is the summary of the error that refuses a placeholder (placeholder), for
-// `volctl export nomad` to tell the placeholders it wrote on purpose from another error.
+// PlaceholderSummary is the summary of the error that refuses a placeholder (placeholder), and
+// of the warning about one in a context (checkContext), for `volctl export nomad` to tell the
+// placeholders it wrote on purpose from another error.
 const PlaceholderSummary = "Placeholder, not a value"
+
+// PlaceholderAt is the Extra of the error that refuses a placeholder: what holds it
+// (`secret "token"`, "mount_flags[0]"), as PlaceholderWhat names it, for `volctl export nomad
+// --include-secrets` to tell a value the volume is recorded with (one an older volctl read
+// back) from a placeholder it wrote by mistake.
+type PlaceholderAt string
+
+// PlaceholderWhat names a secret (secret "KEY") or a mount flag (mount_flags[I]) as the
+// placeholder error's PlaceholderAt does.
+func PlaceholderWhat(secretKey string, flag int) PlaceholderAt {
+	if secretKey != "" {
+		return PlaceholderAt(fmt.Sprintf("secret %q", secretKey))
+	}
+	return PlaceholderAt(fmt.Sprintf("mount_flags[%d]", flag))
+}
 
 // placeholder refuses Redacted as the value of what (`secret "token"`, "mount_flags[0]"): the
 // placeholder `volctl export nomad` writes, without --include-secrets, for stands (a secret
-// value, a mount flag, a context value holding a secret), and Nomad answers a volume's mount
-// flags as. It is not the value: read back as one, the volume was recorded with it, its plugin
-// given it as a credential or asked to mount with it, and `volctl nomad register` sent it on to
-// Nomad.
-func (d *decoder) placeholder(rng hcl.Range, what, stands string) {
+// value, a mount flag), and Nomad answers a volume's mount flags as. It is not the value: read
+// back as one, the volume was recorded with it, its plugin given it as a credential or asked
+// to mount with it, and `volctl nomad register` sent it on to Nomad. (A context value is the
+// plugin's, which may be the placeholder itself: checkContext warns.)
+func (d *decoder) placeholder(rng hcl.Range, what PlaceholderAt, stands string) {
 	nomads := ""
-	if strings.HasPrefix(what, "mount_flags[") {
+	if strings.HasPrefix(string(what), "mount_flags[") {
 		nomads = ", and Nomad answers a volume's mount flags as"
 	}
 	d.errorf(rng, PlaceholderSummary, "The value of %s is %s, the placeholder volctl export nomad writes for %s without --include-secrets%s: "+
 		"it is not the value, and the plugin would be given it as one. Write the real value here, or export the volume again with --include-secrets.",
-		what, Redacted, stands, nomads)
+		string(what), Redacted, stands, nomads)
+	d.diags[len(d.diags)-1].Extra = what
 }
 
 // checkSegments applies the CSI Topology rules: a key is an optional DNS-style prefix (lower

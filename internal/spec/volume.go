@@ -501,7 +501,7 @@ func (d *decoder) mountOptions(b *hcl.Block) *MountOptions {
 			rngs := mountFlagRanges(c.Attributes["mount_flags"].Expr, len(flags))
 			for i, f := range flags {
 				if f == Redacted {
-					d.placeholder(rngs[i], fmt.Sprintf("mount_flags[%d]", i), "a mount flag")
+					d.placeholder(rngs[i], PlaceholderWhat("", i), "a mount flag")
 				}
 			}
 		}
