@@ -178,17 +178,7 @@ func TestLinkAfterARestoresFailedPublishIsUnpublishedFirst(t *testing.T) {
 	for _, code := range []codes.Code{codes.Unavailable, codes.InvalidArgument} {
 		t.Run(code.String(), func(t *testing.T) {
 			h := newHarness(t, nil)
-			h.claimThenReboot("v", "a", spec.SingleNodeWriter)
-			target := publishPath(h.dir, "a", "v", false, spec.FileSystem, spec.SingleNodeWriter)
-			h.stopServe()
-			cfg := csitest.DefaultMemConfig()
-			cfg.NodeID = "node-1"
-			cfg.MakeTarget = linkPathTo(t.TempDir())
-			p := csitest.NewMemPlugin(cfg)
-			p.AddVolume(csi.Volume{ID: h.externalID("v")})
-			h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(p), csitest.WithFaults(h.faults))
-			h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Lost: true, Code: code, Times: 10})
-			h.e.Reconcile(h.ctx)
+			p, target := h.restoreLostByALinkingPlugin(t, code)
 			live := h.liveClaims("v")
 			if len(live) != 1 || !live[0].Degraded || live[0].State != store.ClaimNodeStaged {
 				t.Fatalf("claims after the restore's NodePublishVolume failed = %+v; want a's held, degraded, node-staged", live)
@@ -258,4 +248,24 @@ func (h *harness) reconcileWithSocketGone(rpc string) store.Claim {
 	}
 	h.stopServe = csitest.ServeAt(h.t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
 	return live[0]
+}
+
+// restoreLostByALinkingPlugin claims volume v for alloc a, reboots, and serves in the plugin's
+// place one whose NodePublishVolume links the target to a mount of its own and whose answer is
+// lost (code; OK for no code), then runs reconcile: the restore's publish fails after the
+// plugin linked claim a's target, which it returns.
+func (h *harness) restoreLostByALinkingPlugin(t *testing.T, code codes.Code) (*csitest.MemPlugin, string) {
+	t.Helper()
+	h.claimThenReboot("v", "a", spec.SingleNodeWriter)
+	target := publishPath(h.dir, "a", "v", false, spec.FileSystem, spec.SingleNodeWriter)
+	h.stopServe()
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	cfg.MakeTarget = linkPathTo(t.TempDir())
+	p := csitest.NewMemPlugin(cfg)
+	p.AddVolume(csi.Volume{ID: h.externalID("v")})
+	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(p), csitest.WithFaults(h.faults))
+	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Lost: true, Code: code, Times: 10})
+	h.e.Reconcile(h.ctx)
+	return p, target
 }

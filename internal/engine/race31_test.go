@@ -518,17 +518,7 @@ func TestSnapshotCreateDuringAnotherVolctlsDeleteOfItWaitsForIt(t *testing.T) {
 	derr := h.duringOthersSnapshotDelete(s.ID, "create", func(ctx context.Context) {
 		created.info, created.err = h.e.CreateSnapshot(ctx, "db", "nightly", nil)
 	})
-	t.Logf("delete: %v; create: %+v %v", derr, created.info.ID, created.err)
-	if created.err == nil && len(h.mem.Snapshots()) == 0 {
-		t.Fatalf("the create said it made snapshot %q, and the delete in flight deleted it", created.info.ID)
-	}
-	if created.err == nil && !h.recordedSnapshot(created.info.ID) {
-		t.Errorf("the create's snapshot %q is not recorded", created.info.ID)
-	}
-	if derr != nil {
-		t.Errorf("the delete, which the create waited for: %v", derr)
-	}
-	h.reconcileClean(1)
+	h.createOutlivedTheDelete(created.info.ID, created.err, derr, "in flight")
 }
 
 // `volctl nomad register` of a volume (its registration on its way to Nomad, slow) and, in
@@ -642,15 +632,24 @@ func TestSnapshotCreateAnsweredWithOneAboutToBeDeletedAsksAgainAfterTheDelete(t 
 		t.Fatal("the create neither waited for a lock nor returned")
 	}
 	derr := <-delDone
-	t.Logf("delete: %v; create: %+v %v", derr, created.info.ID, created.err)
-	if created.err == nil && len(h.mem.Snapshots()) == 0 {
-		t.Fatalf("the create said it made snapshot %q, and the delete it answered beside deleted it", created.info.ID)
+	h.createOutlivedTheDelete(created.info.ID, created.err, derr, "it answered beside")
+}
+
+// createOutlivedTheDelete holds a snapshot create that waited for another volctl's delete of
+// the snapshot it was answered with (the delete what: "in flight"): a create that said it made
+// the snapshot (id; cerr nil) left it on the plugin and recorded, the delete ended without an
+// error (derr), and a reconcile then finds nothing to do.
+func (h *harness) createOutlivedTheDelete(id string, cerr, derr error, what string) {
+	h.t.Helper()
+	h.t.Logf("delete: %v; create: %+v %v", derr, id, cerr)
+	if cerr == nil && len(h.mem.Snapshots()) == 0 {
+		h.t.Fatalf("the create said it made snapshot %q, and the delete %s deleted it", id, what)
 	}
-	if created.err == nil && !h.recordedSnapshot(created.info.ID) {
-		t.Errorf("the create's snapshot %q is not recorded", created.info.ID)
+	if cerr == nil && !h.recordedSnapshot(id) {
+		h.t.Errorf("the create's snapshot %q is not recorded", id)
 	}
 	if derr != nil {
-		t.Errorf("the delete, which the create waited for: %v", derr)
+		h.t.Errorf("the delete, which the create waited for: %v", derr)
 	}
 	h.reconcileClean(1)
 }

@@ -7,9 +7,8 @@ import (
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi"
-	"github.com/volctl/volctl/internal/csi/csitest"
-	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
+	"google.golang.org/grpc/codes"
 )
 
 // A restore's NodePublishVolume makes the target the plugin's (claims31: "A
@@ -21,17 +20,7 @@ import (
 // mount behind it, and had the plugin publish again beside it).
 func TestRestoresOwnLinkIsUnpublishedNotToldToBeRemovedByHand(t *testing.T) {
 	h := newHarness(t, nil)
-	h.claimThenReboot("v", "a", spec.SingleNodeWriter)
-	target := publishPath(h.dir, "a", "v", false, spec.FileSystem, spec.SingleNodeWriter)
-	h.stopServe()
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID = "node-1"
-	cfg.MakeTarget = linkPathTo(t.TempDir())
-	p := csitest.NewMemPlugin(cfg)
-	p.AddVolume(csi.Volume{ID: h.externalID("v")})
-	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(p), csitest.WithFaults(h.faults))
-	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Lost: true, Times: 10})
-	h.e.Reconcile(h.ctx)
+	p, target := h.restoreLostByALinkingPlugin(t, codes.OK)
 	live := h.liveClaims("v")
 	if len(live) != 1 || !live[0].Degraded || live[0].Target != store.TargetNotAccepted {
 		t.Fatalf("claims after the restore's NodePublishVolume failed = %+v; want a's held, degraded, its publish recorded sent", live)
