@@ -38,7 +38,7 @@ func TestPluginGoneAtConnectSaysWhatIsLeft(t *testing.T) {
 	if err == nil {
 		t.Fatal("release with the plugin's socket gone succeeded")
 	}
-	for _, want := range []string{"does not exist", "left unpublishing", "volctl reconcile", "`volctl volume detach w --force`"} {
+	for _, want := range []string{"does not exist", "left unpublishing", "volctl reconcile", "`volctl volume detach w --force --yes`"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("release error = %q; want it to say %q", err, want)
 		}
