@@ -115,6 +115,27 @@ func TestNomadTokenIsNotShownToAnHTTPSProxy(t *testing.T) {
 // client runs in a child process, since Go reads the proxy variables once per process.
 func TestNomadProxyPasswordIsNotShown(t *testing.T) {
 	const password = "pr0xy-pa55-9e1d"
+	shown, child := proxiedError(t, func(proxy string) string { return strings.Replace(proxy, "http://", "http://puser:"+password+"@", 1) },
+		func(r *http.Request) string {
+			decoded, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(r.Header.Get("Proxy-Authorization"), "Basic "))
+			return "Proxy Authentication Required: Proxy-Authorization: " + r.Header.Get("Proxy-Authorization") + " (" + string(decoded) + ")"
+		})
+	if child {
+		return
+	}
+	encoded := base64.StdEncoding.EncodeToString([]byte("puser:" + password))
+	if strings.Contains(shown, password) || strings.Contains(shown, encoded) {
+		t.Errorf("the error shows the proxy's password: %s", shown)
+	}
+}
+
+// proxiedError runs the test calling it again as a child process whose HTTP_PROXY is
+// proxyEnv(the URL of a proxy answering every request 407 with page(request)), Go reading the
+// proxy variables once per process. In the child (child true) it asks Nomad through that
+// proxy and prints the error met; in the parent it returns that error (shown), failing the
+// test where the child met no 407.
+func proxiedError(t *testing.T, proxyEnv func(proxyURL string) string, page func(*http.Request) string) (shown string, child bool) {
+	t.Helper()
 	if os.Getenv("VOLCTL_TEST_PROXY_CHILD") != "" {
 		c, err := NewClient("http://nomad.example.com:4646")
 		if err != nil {
@@ -125,17 +146,15 @@ func TestNomadProxyPasswordIsNotShown(t *testing.T) {
 			t.Fatal("the proxy's 407 was taken for Nomad's answer")
 		}
 		os.Stdout.WriteString("\nERROR: " + err.Error() + "\n")
-		return
+		return "", true
 	}
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		decoded, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(r.Header.Get("Proxy-Authorization"), "Basic "))
-		http.Error(w, "Proxy Authentication Required: Proxy-Authorization: "+r.Header.Get("Proxy-Authorization")+" ("+string(decoded)+")",
-			http.StatusProxyAuthRequired)
+		http.Error(w, page(r), http.StatusProxyAuthRequired)
 	}))
 	t.Cleanup(proxy.Close)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestNomadProxyPasswordIsNotShown$", "-test.count=1", "-test.v")
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), "VOLCTL_TEST_PROXY_CHILD=1", "NOMAD_TOKEN=", "NOMAD_HTTP_AUTH=",
-		"HTTP_PROXY="+strings.Replace(proxy.URL, "http://", "http://puser:"+password+"@", 1), "http_proxy=", "NO_PROXY=", "no_proxy=")
+		"HTTP_PROXY="+proxyEnv(proxy.URL), "http_proxy=", "NO_PROXY=", "no_proxy=")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the plugin read through the proxy: %v\n%s", err, out)
@@ -144,8 +163,5 @@ func TestNomadProxyPasswordIsNotShown(t *testing.T) {
 	if !ok || !strings.Contains(shown, "407") {
 		t.Fatalf("the child did not meet the proxy's 407:\n%s", out)
 	}
-	encoded := base64.StdEncoding.EncodeToString([]byte("puser:" + password))
-	if strings.Contains(shown, password) || strings.Contains(shown, encoded) {
-		t.Errorf("the error shows the proxy's password: %s", shown)
-	}
+	return shown, false
 }
