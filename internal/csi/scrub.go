@@ -144,6 +144,13 @@ func (sc *scrubber) scrub(msg string) string {
 			spans = sc.find(spans, view, at, nil)
 		}
 	}
+	// A value with an escape (\u0068, \x1b) or with what shows as nothing (an ANSI escape
+	// sequence, a zero width space, a control byte) written into it is found as it reads.
+	if shownDiffers(msg) {
+		if view, at := shownView(msg); at != nil {
+			spans = sc.find(spans, view, at, nil)
+		}
+	}
 	// Base64 or hex broken into lines (MIME, PEM, a dump's quoted "\n") is found joined again.
 	if strings.ContainsAny(msg, "\n\r\\") {
 		if view, cuts := unwrappedView(msg); cuts != nil {
