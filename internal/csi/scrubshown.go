@@ -12,15 +12,23 @@ import (
 // have none, and cost this one pass.
 func shownDiffers(msg string) bool {
 	for i := range len(msg) {
-		switch c := msg[i]; {
-		case c == '\\', c == 0x7f, c < 0x20 && c != '\t' && c != '\n' && c != '\r':
-			return true
-		case c == 0xc2, c == 0xe1, c == 0xe2, c == 0xef, c >= 0xd8 && c <= 0xdb, c == 0xf3:
+		if shownMayDiffer[msg[i]] {
 			return true
 		}
 	}
 	return false
 }
+
+// shownMayDiffer holds the bytes shownDiffers looks for.
+var shownMayDiffer = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = c != '\t' && c != '\n' && c != '\r'
+	}
+	for _, c := range []byte{'\\', 0x7f, 0xc2, 0xe1, 0xe2, 0xef, 0xd8, 0xd9, 0xda, 0xdb, 0xf3} {
+		t[c] = true
+	}
+	return t
+}()
 
 // shownView is msg as a reader of it reads it: each escape a quoting wrote undone (\xNN,
 // octal \NNN, \uNNNN with a surrogate pair joined as JSON and Python's json.dumps write a
@@ -35,8 +43,8 @@ func shownDiffers(msg string) bool {
 // view's byte i, at[len(view)] is len(msg); at is nil when the view is msg.
 func shownView(msg string) (view string, at []int) {
 	d, dat := unescaped(msg)
-	b := make([]byte, 0, len(d))
-	at = make([]int, 0, len(d)+1)
+	// What is kept is written over d and dat: never past what was read.
+	b, at := d[:0], dat[:0]
 	dropped := false
 	for i := 0; i < len(d); {
 		c := d[i]
@@ -110,14 +118,14 @@ func ansiLen(s []byte) int {
 // byte (or the escape) that became byte i.
 func unescaped(msg string) (d []byte, at []int) {
 	d = make([]byte, 0, len(msg))
-	at = make([]int, 0, len(msg))
+	at = make([]int, 0, len(msg)+1) // shownView appends the end
 	for i := 0; i < len(msg); {
 		if msg[i] == '\\' {
-			if out, n := unescape(msg[i:]); n > 0 {
-				d = append(d, out...)
-				for range out {
+			if out, n := unescape(d, msg[i:]); n > 0 {
+				for range len(out) - len(d) {
 					at = append(at, i)
 				}
+				d = out
 				i += n
 				continue
 			}
@@ -129,43 +137,43 @@ func unescaped(msg string) (d []byte, at []int) {
 	return d, at
 }
 
-// unescape decodes the escape at the start of s (s[0] is a backslash): what it stands for and
-// its length, or 0 when it is none shownView undoes.
-func unescape(s string) ([]byte, int) {
+// unescape appends to d what the escape at the start of s (s[0] is a backslash) stands for,
+// and returns its length, or 0 when it is none shownView undoes.
+func unescape(d []byte, s string) ([]byte, int) {
 	if len(s) < 2 {
-		return nil, 0
+		return d, 0
 	}
 	switch c := s[1]; {
 	case c == '\\' || c == '"' || c == '\'' || c == '/':
-		return []byte{c}, 2
+		return append(d, c), 2
 	case c == 'x':
 		if v, ok := hexValue(s[2:], 2); ok {
-			return []byte{byte(v)}, 4
+			return append(d, byte(v)), 4
 		}
 	case c >= '0' && c <= '3':
 		if len(s) >= 4 && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7' {
-			return []byte{(c-'0')<<6 | (s[2]-'0')<<3 | (s[3] - '0')}, 4
+			return append(d, (c-'0')<<6|(s[2]-'0')<<3|(s[3]-'0')), 4
 		}
 	case c == 'u':
 		v, ok := hexValue(s[2:], 4)
 		if !ok {
-			return nil, 0
+			return d, 0
 		}
 		if v >= 0xd800 && v < 0xdc00 && len(s) >= 12 && s[6] == '\\' && s[7] == 'u' {
 			if lo, ok := hexValue(s[8:], 4); ok && lo >= 0xdc00 && lo < 0xe000 {
-				return utf8.AppendRune(nil, 0x10000+(v-0xd800)<<10+(lo-0xdc00)), 12
+				return utf8.AppendRune(d, 0x10000+(v-0xd800)<<10+(lo-0xdc00)), 12
 			}
 		}
 		if v >= 0xd800 && v < 0xe000 {
-			return nil, 0
+			return d, 0
 		}
-		return utf8.AppendRune(nil, v), 6
+		return utf8.AppendRune(d, v), 6
 	case c == 'U':
 		if v, ok := hexValue(s[2:], 8); ok && utf8.ValidRune(v) {
-			return utf8.AppendRune(nil, v), 10
+			return utf8.AppendRune(d, v), 10
 		}
 	}
-	return nil, 0
+	return d, 0
 }
 
 // hexValue reads n hex digits at the start of s.
