@@ -27,8 +27,9 @@ var shownEchoes = map[string]func(string) string{
 
 // TestPluginDataEchoingShownSecretsRedacted is TestPluginDataEchoingSecretsRedacted with a
 // plugin that writes the secret into its data (version, manifest, node ID, publish and volume
-// context) with an ANSI colour, a zero width space, a soft hyphen or a byte order mark inside
-// it. volume status, status, plugin status and events (text, --json, -t) showed each: in text
+// context, a volume's external ID) with an ANSI colour, a zero width space, a soft hyphen or a
+// byte order mark inside it. volume status, status, plugin status and events (text, --json,
+// -t) showed each: in text
 // with the escapes as \x1b[31m or \u200b between the secret's parts, in --json as the
 // JSON a reader decodes to the secret with nothing visible inside it, and the ANSI
 // colour's reset leaves a terminal showing the rest in the plain. Each is redacted now.
@@ -44,14 +45,23 @@ func TestPluginDataEchoingShownSecretsRedacted(t *testing.T) {
 		resp, err := handler(ctx, req)
 		if r, ok := resp.(*csipb.CreateVolumeResponse); ok && err == nil {
 			r.Volume.VolumeContext = map[string]string{}
+			sent := req.(*csipb.CreateVolumeRequest).GetSecrets()["token"]
 			for name, echo := range shownEchoes {
-				r.Volume.VolumeContext[name] = "ctx:" + echo(req.(*csipb.CreateVolumeRequest).GetSecrets()["token"])
+				r.Volume.VolumeContext[name] = "ctx:" + echo(sent)
+			}
+			if req.(*csipb.CreateVolumeRequest).GetName() == "extid" {
+				r.Volume.VolumeId = "vol-" + shownEchoes["ANSI colour"](sent) // the volume-create event names it
 			}
 		}
 		return resp, err
 	}
 	_, e, eng := serveMem(t, mem, csitest.WithInterceptor(echoCtx))
 	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
+		Secrets:      spec.Secrets{"token": secret},
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "extid", Name: "extid", Type: "csi", PluginID: "mem",
 		Secrets:      spec.Secrets{"token": secret},
 		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
 		t.Fatal(err)
@@ -94,5 +104,15 @@ func TestPluginDataEchoingShownSecretsRedacted(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("plugin status mem "+name, out, errOut)
+		ios, _, out, errOut = iostreams.Test()
+		if err := eventsRun(ctx, &EventsOptions{IO: ios, Engine: eng, Now: nowFunc, Exporter: x}); err != nil {
+			t.Fatal(err)
+		}
+		check("events "+name, out, errOut)
+		ios, _, out, errOut = iostreams.Test()
+		if err := statusRun(ctx, &StatusOptions{IO: ios, Engine: eng, Now: nowFunc, ID: "extid", Exporter: x, MaxVolumes: 20}); err != nil {
+			t.Fatal(err)
+		}
+		check("status extid "+name, out, errOut)
 	}
 }
