@@ -50,6 +50,14 @@ type interpreter struct {
 	digits string
 	// search is the flag that has it look its script up in PATH (perl's and ruby's -S).
 	search string
+	// chdir are the single-dash options that change its working directory as they are read,
+	// their value next (ruby's -C and -X), and chdirAttached those whose value, if any, is the
+	// rest of their group (ruby's -x[dir]): a relative script, or a path an option after them
+	// names, is opened from there.
+	chdir, chdirAttached string
+	// pycachePrefix is python's -X pycache_prefix=DIR: the directory it reads (and writes)
+	// the compiled modules it imports from, as PYTHONPYCACHEPREFIX names it.
+	pycachePrefix bool
 	// aliases are arguments it reads as others (node's -pe is --print --eval, the code next).
 	aliases map[string]string
 	// long are the double-dash options: "inline", "value" or "path", "module" (node's
@@ -131,9 +139,9 @@ var (
 	shell = interpreter{name: "the shell", inline: "cs", value: "oO", startup: "il", dashEnds: true,
 		long: map[string]string{"--rcfile": "path", "--init-file": "path", "--login": "startup"}}
 	zsh    = interpreter{name: "zsh", inline: "cs", value: "oO", startup: "il", dashEnds: true, zsh: true, long: map[string]string{"--login": "startup", "--interactive": "startup"}}
-	python = interpreter{name: "python", inline: "cm", inlineEnds: true, value: "WXQ", noEnv: "EI", safePath: "IP", long: map[string]string{"--check-hash-based-pycs": "value"}}
+	python = interpreter{name: "python", inline: "cm", inlineEnds: true, value: "WXQ", noEnv: "EI", safePath: "IP", pycachePrefix: true, long: map[string]string{"--check-hash-based-pycs": "value"}}
 	perl   = interpreter{name: "perl", inline: "eE", value: "", lib: "Mm", path: "I", attached: "xidDFV", digits: "l0C", search: "S"}
-	ruby   = interpreter{name: "ruby", inline: "e", value: "CE", module: "r", path: "I", attached: "FKTWxi", digits: "0", search: "S"}
+	ruby   = interpreter{name: "ruby", inline: "e", value: "E", module: "r", path: "I", attached: "FKTWxi", digits: "0", search: "S", chdir: "CX", chdirAttached: "x"}
 	node   = interpreter{name: "node", inline: "ep", value: "C", module: "r", long: nodeLong, strictLong: true, aliases: map[string]string{"-pe": "-e"}}
 	loader = interpreter{name: "the dynamic loader", loader: true, long: map[string]string{
 		"--library-path": "list", "--preload": "preload", "--audit": "preload", "--argv0": "value",
@@ -209,6 +217,24 @@ type parsed struct {
 	// the dynamic loader's: what its options add to its environment.
 	libraryPath string
 	preload     []string
+	// chdir is the working directory ruby's -C, -X or -xDIR moved it to, relative to the one it
+	// started in when relative; "" for none.
+	chdir string
+}
+
+// from is the path name names after the options that changed the working directory (chdir).
+func (p *parsed) from(name string) string {
+	if p.chdir == "" || name == "" || filepath.IsAbs(name) {
+		return name
+	}
+	return filepath.Join(p.chdir, name)
+}
+
+// cd is the working directory moved to dir, as chdir(2) does it.
+func (p *parsed) cd(dir string) {
+	if dir != "" {
+		p.chdir = p.from(dir)
+	}
 }
 
 // parse reads args as i reads them.
@@ -233,7 +259,7 @@ func (i *interpreter) parse(args []string) parsed {
 			return p
 		case a == "--" || (a == "-" && i.dashEnds):
 			if k+1 < len(args) {
-				p.script = args[k+1]
+				p.script = p.from(args[k+1])
 			} else {
 				p.inline = true // stdin
 			}
@@ -309,6 +335,9 @@ func (i *interpreter) parse(args []string) parsed {
 						j = len(a)
 					}
 				case has(i.attached):
+					if strings.IndexByte(i.chdirAttached, c) >= 0 {
+						p.cd(a[j+1:])
+					}
 					j = len(a)
 				case has(i.digits):
 					// -l and -0 take octal digits (-0 hex after x), -C digits or its letters.
@@ -321,16 +350,25 @@ func (i *interpreter) parse(args []string) parsed {
 					for j+1 < len(a) && strings.IndexByte(set, a[j+1]) >= 0 {
 						j++
 					}
-				case has(i.value) || has(i.path) || has(i.module) || has(i.lib):
+				case has(i.value) || has(i.path) || has(i.module) || has(i.lib) || has(i.chdir):
 					v := a[j+1:]
 					if v == "" {
 						v = next()
 					}
 					opt := "-" + string(c)
 					switch {
+					case has(i.chdir):
+						p.cd(v)
+					case c == 'X' && i.pycachePrefix:
+						if dir, ok := strings.CutPrefix(v, "pycache_prefix="); ok {
+							p.paths = append(p.paths, argCode{"-X pycache_prefix", dir})
+						}
 					case has(i.path):
-						p.paths = append(p.paths, argCode{opt, v})
+						p.paths = append(p.paths, argCode{opt, p.from(v)})
 					case has(i.module):
+						if strings.HasPrefix(v, "./") || strings.HasPrefix(v, "../") {
+							v = p.from(v)
+						}
 						p.modules = append(p.modules, argCode{opt, v})
 					case has(i.lib):
 						if dirs, ok := strings.CutPrefix(v, "lib="); ok {
@@ -348,7 +386,7 @@ func (i *interpreter) parse(args []string) parsed {
 				}
 			}
 		default:
-			p.script = a
+			p.script = p.from(a)
 			return p
 		}
 	}
