@@ -95,3 +95,30 @@ func TestRubyChdirIsWhereItsRelativeScriptIs(t *testing.T) {
 		}
 	}
 }
+
+// node --inspect (--inspect-brk, --inspect-wait, =HOST:PORT or not; or in NODE_OPTIONS) opens
+// node's inspector on a TCP port, 127.0.0.1:9229 by default, which any local user may connect
+// to and run JavaScript through in the plugin as root: the code another user can change is
+// whatever they send. The reader took --inspect for a flag, and the plugin ran. node with
+// --inspect-port alone (no inspector) still runs.
+func TestNodeInspectorIsRefused(t *testing.T) {
+	safe, _ := argsDirs(t)
+	node := argsLook(t, "node")
+	ok := argsWrite(t, filepath.Join(safe, "ok.js"), "require('fs').writeFileSync(__filename + '.ran', '')\n")
+	for _, args := range [][]string{{"--inspect", ok}, {"--inspect=127.0.0.1:0", ok}, {"--inspect-brk=0", ok}, {"--inspect-wait", ok}} {
+		err := untrustedArgs("node", node, args, nil, safe)
+		if err == nil || !strings.Contains(err.Error(), "not run") || !strings.Contains(err.Error(), "inspector") || !strings.Contains(err.Error(), strings.Split(args[0], "=")[0]) {
+			t.Errorf("untrustedArgs(node %q) = %v; want refused, naming the option and its inspector", args, err)
+		}
+	}
+	for _, v := range []string{"--inspect", "--max-old-space-size=64 --inspect=0"} {
+		err := untrustedEnv("node", node, []string{"NODE_OPTIONS=" + v})
+		if err == nil || !strings.Contains(err.Error(), "NODE_OPTIONS") || !strings.Contains(err.Error(), "--inspect") || strings.Contains(err.Error(), "max-old") {
+			t.Errorf("untrustedEnv(NODE_OPTIONS=%q) = %v; want refused, naming the variable and the option, not the value", v, err)
+		}
+	}
+	if err := untrustedEnv("node", node, []string{"NODE_OPTIONS=--inspect-port=9230 --max-old-space-size=64"}); err != nil {
+		t.Errorf("NODE_OPTIONS with --inspect-port alone refused: %v", err)
+	}
+	checkArgsStart(t, node, []string{"--inspect-port=0", ok}, ok, "")
+}

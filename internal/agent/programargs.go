@@ -93,6 +93,7 @@ var nodeLong = func() map[string]string {
 		"--openssl-config": "path", "--snapshot-blob": "path", "--experimental-policy": "path",
 		"--startup-snapshot": "path", "--experimental-config-file": "path",
 		"--interactive": "startup",
+		"--inspect":     "inspector", "--inspect-brk": "inspector", "--inspect-wait": "inspector",
 	}
 	for _, v := range strings.Fields(`--allow-fs-read --allow-fs-write --build-snapshot-config --conditions --cpu-prof-dir
 		--cpu-prof-interval --cpu-prof-name --diagnostic-dir --disable-proto --disable-warning --dns-result-order
@@ -127,10 +128,10 @@ var nodeLong = func() map[string]string {
 		--tls-min-v1.3 --trace-atomics-wait --trace-deprecation --trace-exit --trace-promises --trace-sigint
 		--trace-sync-io --trace-tls --trace-uncaught --trace-warnings --track-heap-objects --use-bundled-ca
 		--use-openssl-ca --v8-options --version --watch --watch-preserve-output --zero-fill-buffers
-		--inspect --inspect-brk --inspect-wait --experimental-strip-types --experimental-transform-types
+		--experimental-strip-types --experimental-transform-types
 		--experimental-detect-module --experimental-sqlite --experimental-webstorage
 		--stack-trace-limit --max-old-space-size --max-semi-space-size --stack-size`) {
-		m[f] = "flag" // --inspect's host:port only after "="; V8's options (the last line) take theirs only after "=" too
+		m[f] = "flag" // V8's options (the last line) take their values only after "="
 	}
 	return m
 }()
@@ -217,6 +218,9 @@ type parsed struct {
 	// the dynamic loader's: what its options add to its environment.
 	libraryPath string
 	preload     []string
+	// inspector is node's option that opens its inspector (--inspect, --inspect-brk,
+	// --inspect-wait): a TCP port any local user may connect to and run code through.
+	inspector string
 	// chdir is the working directory ruby's -C, -X or -xDIR moved it to, relative to the one it
 	// started in when relative; "" for none.
 	chdir string
@@ -282,6 +286,10 @@ func (i *interpreter) parse(args []string) parsed {
 			}
 			if kind == "startup" {
 				p.startup = true
+				continue
+			}
+			if kind == "inspector" {
+				p.inspector = name // its host:port only after "="
 				continue
 			}
 			if !eq {
@@ -511,6 +519,9 @@ func untrustedReadings(command, path string, in *interpreter, args, env []string
 
 // untrustedParsed is untrustedArgsAt of interpreter in, found at path, with args read as p.
 func untrustedParsed(command, path string, in *interpreter, p parsed, env []string, wd string) error {
+	if p.inspector != "" {
+		return inspectorError(command, p.inspector, "it is node, and its args give")
+	}
 	if p.unreadable != "" {
 		return fmt.Errorf("command %s: not run: it is %s, and its option %s gives a list the agent does not read, which may put a directory first on its module path: "+
 			"give the directories as -Mlib=DIR,DIR", spec.QuoteName(command), in.name, spec.QuoteName(p.unreadable))
@@ -634,6 +645,15 @@ func untrustedParsed(command, path string, in *interpreter, p parsed, env []stri
 		return argsError(command, in, "it runs the program its args name, "+quoteArg(script)+", and loads what that loads", where, pr)
 	}
 	return nil
+}
+
+// inspectorError is the refusal of node run with its inspector open (opt: --inspect, which
+// where gives: its args, or NODE_OPTIONS): node listens on a TCP port (127.0.0.1:9229 unless
+// told otherwise), which any local user may connect to, unauthenticated, and run JavaScript
+// through in the plugin, as the agent's user. A loopback port is no other user's to keep out.
+func inspectorError(command, opt, where string) error {
+	return fmt.Errorf("command %s: not run: %s node's option %s, which opens node's inspector on a TCP port, through which any local user may run code in the plugin as uid %d: "+
+		"take %s out (attach a debugger to a plugin only where no other user logs in)", spec.QuoteName(command), where, opt, os.Geteuid(), opt)
 }
 
 // untrustedModule refuses the module m an option of in (node's --require, --import, -r;
