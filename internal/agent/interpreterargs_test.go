@@ -339,7 +339,7 @@ func TestNodeUnknownLongOptionWithoutValueIsRefused(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"--some-new-option=x", ok}, {"--some-new-option", "--", ok}, {"--enable-source-maps", "--no-warnings", ok},
-		{"--max-old-space-size=512", ok}, {"--inspect=127.0.0.1:9229", ok},
+		{"--max-old-space-size=512", ok}, {"--dns-result-order=ipv4first", ok},
 		{"--some-new-option", "x", ok}, {"--trace-gc", ok},
 	} {
 		if err := untrustedArgs("node", node, args, nil, safe); err != nil {

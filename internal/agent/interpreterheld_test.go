@@ -27,8 +27,8 @@ func TestLegitimateInterpreterStartsStillStart(t *testing.T) {
 		env  []string
 	}{
 		{node, append([]string{js}, ep...), nil},
-		{node, append([]string{"--max-old-space-size=512", "--inspect", "--enable-source-maps", "--no-warnings", "--unhandled-rejections=strict", "--title", "x", js}, ep...), nil},
-		{node, []string{"--inspect=127.0.0.1:9229", "-r", "dotenv/config", js}, nil},
+		{node, append([]string{"--max-old-space-size=512", "--trace-warnings", "--enable-source-maps", "--no-warnings", "--unhandled-rejections=strict", "--title", "x", js}, ep...), nil},
+		{node, []string{"--dns-result-order=ipv4first", "-r", "dotenv/config", js}, nil},
 		{py, []string{"-u", "-m", "csi_plugin"}, nil},
 		{py, []string{"-W", "ignore", pyS}, nil},
 		{py, []string{"-X", "frozen_modules=off", pyS}, nil},
