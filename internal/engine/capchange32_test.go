@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"google.golang.org/grpc"
 	"strings"
 	"testing"
 
@@ -85,3 +86,54 @@ func deleteSnapshot(h *harness, name string) error {
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// A monolith that comes back from a restart serving its controller alone (no Node service on
+// the socket) while a claim holds a volume staged and published through it: nothing is sent,
+// the release is left for reconcile with the staging and attachment recorded, and the error
+// (and `plugin status`'s last_error) says the node service is gone, the node it served as, and
+// to start it with the service again. Before: "NodeGetCapabilities: Unimplemented: unknown
+// service csi.v1.Node (the plugin does not implement NodeGetCapabilities; check its
+// capabilities)", nothing saying it had one. Back with it, reconcile undoes what was recorded.
+func TestPluginBackWithoutItsNodeServiceIsToldSo(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.stopServe()
+	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithRegister(func(s *grpc.Server) {
+		h.mem.RegisterServices(s, csitest.Identity, csitest.Controller)
+	}))
+	h.mem.ResetCalls()
+
+	_, err := h.e.Release(h.ctx, "v", "a")
+	wants := []string{`plugin "mem" came back without its node service`, `as node "node-1"`, "STAGE_UNSTAGE_VOLUME",
+		"start the plugin with its node service again, then run `volctl reconcile`"}
+	for _, want := range wants {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("release through a plugin without its node service: %v; want it to say %s", err, want)
+		}
+	}
+	if rpcs := h.rpcs(); len(rpcs) != 0 {
+		t.Errorf("sent %v", rpcs)
+	}
+	if st, ok := h.staging("v"); !ok || !st.Staged || !st.ControllerPublished {
+		t.Errorf("staging after the refused release = %+v, want it staged and attached as recorded", st)
+	}
+	ps, err := h.e.PluginStatus(h.ctx, "mem")
+	if err != nil || len(ps) != 1 || !strings.Contains(ps[0].LastError, wants[0]) {
+		t.Errorf("plugin status = %+v, %v; want its last error to say %s", ps, err, wants[0])
+	}
+
+	h.stopServe()
+	h.serveAgain(t)
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile with the node service back: %v (%+v)", err, rep.Problems)
+	}
+	for _, rpc := range []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume} {
+		if n := h.mem.CallCount(rpc); n != 1 {
+			t.Errorf("%s sent %d times once the node service was back, want 1", rpc, n)
+		}
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Errorf("claims after the reconcile: %+v", live)
+	}
+}
