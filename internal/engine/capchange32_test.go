@@ -2,6 +2,7 @@ package engine
 
 import (
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"strings"
 	"testing"
 
@@ -135,5 +136,69 @@ func TestPluginBackWithoutItsNodeServiceIsToldSo(t *testing.T) {
 	}
 	if live := h.liveClaims("v"); len(live) != 0 {
 		t.Errorf("claims after the reconcile: %+v", live)
+	}
+}
+
+// An expansion pending (ControllerExpandVolume sent, its answer never read: here it never
+// reached the plugin, so the storage did not grow) whose plugin comes back without the
+// controller capability EXPAND_VOLUME (× keeping the node's, or losing both) × the next
+// command (reconcile, the expand again). Before, with the node's capability, the expansion went
+// on as a node-only one: NodeExpandVolume sent, the volume recorded at 4GiB and the pending mark
+// cleared while the storage was still 1MiB; with neither, "cannot expand volumes (no
+// EXPAND_VOLUME capability)" every pass, nothing saying what is pending. Now nothing is sent,
+// the record and the pending mark stay, the error says what was lost and what to do, and with
+// the capability back reconcile finishes it.
+func TestPendingExpansionThroughAPluginThatLostControllerExpand(t *testing.T) {
+	for _, lose := range []struct {
+		name string
+		edit func(*csitest.MemConfig)
+	}{
+		{"controller's", func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false }},
+		{"both", func(c *csitest.MemConfig) { c.Controller.ExpandVolume, c.Node.ExpandVolume = false, false }},
+	} {
+		for _, next := range []struct {
+			name string
+			run  func(h *harness) error
+		}{
+			{"reconcile", func(h *harness) error { return reconcileProblem(h, "") }},
+			{"expand again", func(h *harness) error { _, err := h.e.ExpandVolume(h.ctx, "v", 4<<30, 0); return err }},
+			{"expand further", func(h *harness) error { _, err := h.e.ExpandVolume(h.ctx, "v", 8<<30, 0); return err }},
+		} {
+			t.Run(lose.name+"/"+next.name, func(t *testing.T) {
+				h := newHarness(t, nil)
+				h.create(volume("v"))
+				h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+				h.faults.FailAlways(csi.RPCControllerExpandVolume, codes.Unavailable)
+				if _, err := h.e.ExpandVolume(h.ctx, "v", 4<<30, 0); err == nil {
+					t.Fatal("expand with the plugin unavailable succeeded")
+				}
+				h.faults.Clear(csi.RPCControllerExpandVolume)
+				h.restartWith(lose.edit)
+
+				err := next.run(h)
+				for _, want := range []string{`plugin "mem" no longer has the controller capability EXPAND_VOLUME`, "expansion to 4GiB is pending",
+					"start the plugin with that capability again"} {
+					if err == nil || !strings.Contains(err.Error(), want) {
+						t.Errorf("%s: %v; want it to say %s", next.name, err, want)
+					}
+				}
+				if rpcs := h.rpcs(); len(rpcs) != 0 {
+					t.Errorf("sent %v", rpcs)
+				}
+				if v := h.volumeInfo("v"); v.CapacityBytes != 1<<20 || v.ExpansionPending != 4<<30 || v.NodeExpansionOwed != 0 {
+					t.Errorf("volume recorded at %d, pending %d, node expansion owed %d; want 1MiB, 4GiB pending, none owed (the storage is %+v)",
+						v.CapacityBytes, v.ExpansionPending, v.NodeExpansionOwed, h.mem.Volumes())
+				}
+
+				h.restartWith(func(c *csitest.MemConfig) { c.Controller.ExpandVolume, c.Node.ExpandVolume = true, true })
+				if rep, err := h.e.Reconcile(h.ctx); err != nil {
+					t.Fatalf("reconcile with the capability back: %v (%+v)", err, rep.Problems)
+				}
+				if v := h.volumeInfo("v"); v.CapacityBytes != 4<<30 || v.ExpansionPending != 0 || h.mem.CallCount(csi.RPCControllerExpandVolume) != 1 {
+					t.Errorf("after the reconcile: volume recorded at %d, pending %d, ControllerExpandVolume sent %d times; want 4GiB, none, once",
+						v.CapacityBytes, v.ExpansionPending, h.mem.CallCount(csi.RPCControllerExpandVolume))
+				}
+			})
+		}
 	}
 }
