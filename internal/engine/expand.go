@@ -264,6 +264,10 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 // or not the storage ever grew (TestPendingExpansionThroughAPluginThatLostControllerExpand).
 // Nothing is sent; the pending mark stays for the plugin with the capability back.
 func pendingWithoutController(c *conn, v store.Volume) error {
+	if needsControllerHalf(c) {
+		return controllerHalfMissing(c.plugin.ID, fmt.Sprintf("finish volume %q's pending expansion to %s (ControllerExpandVolume sent, its answer never read)",
+			v.ID, spec.FormatSize(v.ExpandMin)))
+	}
 	return conflictf("volume %q's expansion to %s is pending (a ControllerExpandVolume whose answer volctl never read: the storage may or may not have grown), "+
 		"but plugin %q no longer has the controller capability EXPAND_VOLUME, so ControllerExpandVolume cannot be sent again to learn the size, "+
 		"and NodeExpandVolume is not sent to grow the file system to a size the storage may not have; the volume stays recorded at %s: "+
