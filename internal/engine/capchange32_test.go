@@ -202,3 +202,55 @@ func TestPendingExpansionThroughAPluginThatLostControllerExpand(t *testing.T) {
 		}
 	}
 }
+
+// A volume delete in flight (DeleteVolume's answer lost: the storage is gone or not, volctl
+// cannot tell) whose plugin comes back without CREATE_DELETE_VOLUME × the next command
+// (reconcile, the delete again): DeleteVolume is not sent to a plugin that does not advertise
+// it, and the refusal says the capability was lost, names the deregister that forgets the
+// volume and the storage it may leave; the deregister then warns of that storage. Before,
+// reconcile sent DeleteVolume every pass and said to run the delete again or reconcile, the
+// delete said "cannot delete volumes", and the deregister forgot the volume without a word.
+func TestInterruptedDeleteThroughAPluginThatLostCreateDelete(t *testing.T) {
+	for _, next := range []struct {
+		name string
+		run  func(h *harness) error
+	}{
+		{"reconcile", func(h *harness) error { return reconcileProblem(h, "") }},
+		{"delete again", func(h *harness) error { return h.e.DeleteVolume(h.ctx, "v") }},
+	} {
+		t.Run(next.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			ext := h.create(volume("v")).ExternalID
+			h.faults.FailAlways(csi.RPCDeleteVolume, codes.Unavailable)
+			if err := h.e.DeleteVolume(h.ctx, "v"); err == nil {
+				t.Fatal("delete with the plugin unavailable succeeded")
+			}
+			h.faults.Clear(csi.RPCDeleteVolume)
+			h.restartWith(func(c *csitest.MemConfig) { c.Controller.CreateDeleteVolume = false })
+
+			err := next.run(h)
+			for _, want := range []string{`plugin "mem" no longer has the controller capability CREATE_DELETE_VOLUME`,
+				"start the plugin with that capability again", "volctl volume deregister v", ext} {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("%s: %v; want it to say %s", next.name, err, want)
+				}
+			}
+			if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 0 {
+				t.Errorf("DeleteVolume sent %d times to a plugin without CREATE_DELETE_VOLUME", n)
+			}
+			if v := h.volumeInfo("v"); v.State != "deleting" {
+				t.Errorf("volume %s after the refusal, want deleting", v.State)
+			}
+			warnings, err := h.e.DeregisterVolume(h.ctx, "v", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(warnings) != 1 || !strings.Contains(warnings[0], "delete was interrupted") || !strings.Contains(warnings[0], ext) {
+				t.Errorf("deregister of the interrupted delete warned %q; want the storage %q it may leave", warnings, ext)
+			}
+			if msgs := h.eventMessages("volume-deregister", "v"); !strings.Contains(msgs, ext) {
+				t.Errorf("the deregister event %q does not name %q", msgs, ext)
+			}
+		})
+	}
+}
