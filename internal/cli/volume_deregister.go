@@ -29,7 +29,9 @@ that node with the storage provider's tools.
 
 A volume whose create was interrupted is forgotten with a warning on stderr (and in the event
 log) naming its CSI name: the plugin may hold a volume a CreateVolume whose answer was lost
-made under that name, to delete with the storage provider's tools.
+made under that name, to delete with the storage provider's tools. So is one whose delete was
+interrupted, naming its external ID: a DeleteVolume whose answer was lost may or may not have
+deleted its storage.
 
 It asks first on a terminal and needs --yes otherwise.`,
 		Example: `  volctl volume deregister db --yes

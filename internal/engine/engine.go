@@ -702,9 +702,27 @@ func (e *Engine) fingerprintNow(ctx context.Context, p store.Plugin, client Plug
 		if errors.As(err, &ce) {
 			hung.note(p, ce.RPC, "", err) // an identity's hang is the plugin's, whatever the volume
 		}
-		return nil, err
+		return nil, lostNodeService(p, err)
 	}
 	return fp, nil
+}
+
+// lostNodeService words a fingerprint that failed because the plugin, fingerprinted before with
+// a node service (a node ID recorded), answers the node service's identity calls with
+// UNIMPLEMENTED: it came back from a restart without it (started as a controller only, or
+// another build). Nothing is sent to it, as for any failed fingerprint; the error says what
+// changed and what to do, where it said only "the plugin does not implement
+// NodeGetCapabilities; check its capabilities", and the claims it holds wait for the node
+// service's return (TestPluginBackWithoutItsNodeServiceIsToldSo).
+func lostNodeService(p store.Plugin, err error) error {
+	var ce *csi.Error
+	if p.Fingerprint.NodeID == "" || !errors.As(err, &ce) || !csi.IsUnimplemented(err) ||
+		(ce.RPC != csi.RPCNodeGetCapabilities && ce.RPC != csi.RPCNodeGetInfo) {
+		return err
+	}
+	return fmt.Errorf("%w: plugin %q came back without its node service (it served one as node %q, with node capabilities [%s], when fingerprinted at %s, and is registered as %s); "+
+		"no node RPC can be sent, so claims of its volumes on this host can be neither published nor released: start the plugin with its node service again, then run `volctl reconcile`",
+		err, p.ID, p.Fingerprint.NodeID, strings.Join(p.Fingerprint.NodeCaps, " "), p.Fingerprint.At.UTC().Format(time.RFC3339), p.Type)
 }
 
 // sameFingerprint says whether fp, a plugin's fingerprint taken now, is the one stored: the

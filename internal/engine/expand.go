@@ -77,6 +77,9 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		return fail(err)
 	}
 	ctrl, node := c.fp.Controller && c.fp.Capabilities.Controller.ExpandVolume, c.fp.Node && c.fp.Capabilities.Node.ExpandVolume
+	if v.ExpandMin > 0 && !ctrl {
+		return fail(pendingWithoutController(c, v))
+	}
 	if !ctrl && !node {
 		return fail(invalidf("plugin %q cannot expand volumes (no EXPAND_VOLUME capability)", v.PluginID))
 	}
@@ -250,6 +253,26 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		return fail(err)
 	}
 	return e.Volume(ctx, v.ID)
+}
+
+// pendingWithoutController is the refusal to go on with volume v's pending expansion (a
+// ControllerExpandVolume sent and its answer never read, recorded only while the plugin had the
+// controller capability EXPAND_VOLUME: v.ExpandMin) through plugin c, which lost that
+// capability in a restart. Only ControllerExpandVolume, sent again, says what size the storage
+// has; without it, the expansion went on as a node-only one: NodeExpandVolume grew the file
+// system to the size asked and the volume was recorded at it, the pending mark cleared, whether
+// or not the storage ever grew (TestPendingExpansionThroughAPluginThatLostControllerExpand).
+// Nothing is sent; the pending mark stays for the plugin with the capability back.
+func pendingWithoutController(c *conn, v store.Volume) error {
+	if needsControllerHalf(c) {
+		return controllerHalfMissing(c.plugin.ID, fmt.Sprintf("finish volume %q's pending expansion to %s (ControllerExpandVolume sent, its answer never read)",
+			v.ID, spec.FormatSize(v.ExpandMin)))
+	}
+	return conflictf("volume %q's expansion to %s is pending (a ControllerExpandVolume whose answer volctl never read: the storage may or may not have grown), "+
+		"but plugin %q no longer has the controller capability EXPAND_VOLUME, so ControllerExpandVolume cannot be sent again to learn the size, "+
+		"and NodeExpandVolume is not sent to grow the file system to a size the storage may not have; the volume stays recorded at %s: "+
+		"start the plugin with that capability again, then run `volctl reconcile` (or the expand again)",
+		v.ID, spec.FormatSize(v.ExpandMin), c.plugin.ID, spec.FormatSize(currentSize(v)))
 }
 
 // offlineOnly refuses to expand volume v while it is on the node (a claim, or a staging or

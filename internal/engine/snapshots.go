@@ -347,6 +347,39 @@ func canSnapshot(c *conn, what string) error {
 	return nil
 }
 
+// snapshotCapabilityLost is the refusal, by canSnapshotRecorded, to send CreateSnapshot or
+// DeleteSnapshot for a snapshot volctl records through a plugin that has lost
+// CREATE_DELETE_SNAPSHOT since. A recorded delete that reconcile finishes reports it as it is:
+// it names the way out already.
+type snapshotCapabilityLost struct{ error }
+
+func (e snapshotCapabilityLost) Unwrap() error { return e.error }
+
+// canSnapshotRecorded is canSnapshot for snapshot name (an ID, or the CSI name of one still
+// being created, pending) that volctl records: made, or being made, while the plugin had
+// CREATE_DELETE_SNAPSHOT (CreateSnapshot checks it, and nothing else records one), so a plugin
+// without it now lost it in a restart. That is said, with what is left where and the ways out
+// (the capability back, or `snapshot deregister`), as finishCreate says it of an interrupted
+// volume create: before, reconcile reported "cannot create snapshots" every pass, and the
+// delete the user tried next "cannot delete snapshots", neither naming the snapshot the plugin
+// may hold nor the deregister that ends it (TestSnapshotOfAPluginThatLostCreateDeleteSnapshot).
+func canSnapshotRecorded(c *conn, what, name string, pending bool) error {
+	if needsControllerHalf(c) || (c.fp.Controller && c.fp.Capabilities.Controller.CreateDeleteSnapshot) {
+		return canSnapshot(c, what)
+	}
+	deregister := shellquote.Command("volctl volume snapshot deregister", c.plugin.ID, name)
+	if pending {
+		return snapshotCapabilityLost{invalidf("plugin %q no longer has the controller capability CREATE_DELETE_SNAPSHOT, which snapshot %q was being created through, "+
+			"so neither CreateSnapshot (to finish it) nor DeleteSnapshot is sent: start the plugin with that capability again, which lets `volctl reconcile` finish it and `%s` delete it; "+
+			"or `%s` forgets it (the plugin may hold a snapshot named %q, made by a CreateSnapshot whose answer was lost: delete it with the storage provider's tools)",
+			c.plugin.ID, name, shellquote.Command("volctl volume snapshot delete", c.plugin.ID, name), deregister, name)}
+	}
+	return snapshotCapabilityLost{invalidf("plugin %q no longer has the controller capability CREATE_DELETE_SNAPSHOT, which snapshot %q was made through, so DeleteSnapshot is not sent: "+
+		"start the plugin with that capability again, then delete it again (or let `volctl reconcile` finish a delete it recorded); "+
+		"or `%s` forgets it and leaves it on the storage (delete it there with the storage provider's tools)",
+		c.plugin.ID, name, deregister)}
+}
+
 // snapshotConn connects to the plugin of a snapshot: the registered plugin, or, when its record
 // is gone (deregistered), the plugin as it was reached when the snapshot was made, which must
 // still be the same driver (its name pinned as for a registered plugin). The caller gives the
@@ -504,8 +537,10 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		return fail(err)
 	}
 	defer e.done(c)
-	if err := canSnapshot(c, "delete snapshots"); err != nil {
+	if err := canSnapshotRecorded(c, "delete snapshots", snapshotID, false); err != nil && (recorded || finishing) {
 		return fail(err)
+	} else if err != nil {
+		return fail(canSnapshot(c, "delete snapshots"))
 	}
 	if secrets == nil {
 		secrets = rec.Secrets
@@ -710,7 +745,7 @@ func (e *Engine) finishPendingForDelete(ctx context.Context, intent store.Snapsh
 		return store.Snapshot{}, err
 	}
 	defer e.done(c)
-	if err := canSnapshot(c, "delete snapshots"); err != nil {
+	if err := canSnapshotRecorded(c, "delete snapshots", intent.Name, true); err != nil {
 		return store.Snapshot{}, err
 	}
 	rec, _, err := e.finishSnapshot(ctx, c, intent, true)
@@ -782,7 +817,7 @@ func (e *Engine) reconcileSnapshots(ctx context.Context, rep *ReconcileReport) {
 				return err
 			}
 			defer e.done(c)
-			if err := canSnapshot(c, "create snapshots"); err != nil {
+			if err := canSnapshotRecorded(c, "create snapshots", in.Name, true); err != nil {
 				return err
 			}
 			rec, _, err = e.finishSnapshot(ctx, c, in, true)
@@ -831,6 +866,8 @@ func (e *Engine) reconcileSnapshotDeletes(ctx context.Context, rep *ReconcileRep
 				"`%s` forgets the delete and leaves the snapshot)", err,
 				shellquote.Command("volctl volume snapshot delete", d.PluginID, d.SnapshotID),
 				shellquote.Command("volctl volume snapshot deregister", d.PluginID, d.SnapshotID)))
+		case errors.As(err, new(snapshotCapabilityLost)):
+			rep.problem("", "", err) // it names the deregister already
 		case err != nil:
 			rep.problem("", "", fmt.Errorf("%w (`%s` forgets the delete and leaves the snapshot)", err,
 				shellquote.Command("volctl volume snapshot deregister", d.PluginID, d.SnapshotID)))

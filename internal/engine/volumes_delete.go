@@ -91,6 +91,9 @@ func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 		return fail(controllerHalfMissing(v.PluginID, fmt.Sprintf("delete volume %q", v.ID)))
 	}
 	if !c.fp.Controller || !c.fp.Capabilities.Controller.CreateDeleteVolume {
+		if v.State == store.VolumeDeleting {
+			return fail(deleteCapabilityLost(c, v))
+		}
 		return fail(invalidf("plugin %q cannot delete volumes (no CREATE_DELETE_VOLUME controller capability); use `volctl volume deregister` to forget the volume", v.PluginID))
 	}
 	if v.State == store.VolumeCreating {
@@ -246,6 +249,25 @@ func refuseCloneInFlight(tx *store.Tx, v store.Volume) error {
 	return nil
 }
 
+// deleteCapabilityLost is the refusal to send DeleteVolume to finish volume v's interrupted
+// delete (state deleting: recorded while plugin c had CREATE_DELETE_VOLUME, which the delete
+// checks) through c, which lost the capability in a restart, as finishCreate refuses to finish
+// an interrupted create. Before, reconcile sent DeleteVolume to a plugin that does not
+// advertise it every pass, its problem saying to run the delete again or reconcile, and the
+// delete again said "cannot delete volumes", neither saying the storage may be left
+// (TestInterruptedDeleteThroughAPluginThatLostCreateDelete).
+func deleteCapabilityLost(c *conn, v store.Volume) error {
+	return invalidf("plugin %q no longer has the controller capability CREATE_DELETE_VOLUME, so DeleteVolume is not sent to finish volume %q's interrupted delete: "+
+		"start the plugin with that capability again, which lets `volctl reconcile` finish it; or `%s` forgets it (%s)",
+		c.plugin.ID, v.ID, shellquote.Command("volctl volume deregister", v.ID), deleteMayBeLeft(v))
+}
+
+// deleteMayBeLeft says that an interrupted delete of volume v may have left its storage.
+func deleteMayBeLeft(v store.Volume) string {
+	return fmt.Sprintf("a DeleteVolume whose answer was lost may or may not have deleted its storage, external ID %q: if plugin %q still holds it, delete it with the storage provider's tools",
+		v.ExternalID, v.PluginID)
+}
+
 // refuseSharedDelete refuses to delete volume v's storage while another volctl volume records
 // it (sameStorage: state from before a check saw the two were one, such as one plugin reached
 // through two spellings of its socket): DeleteVolume would delete that volume's data too. It is
@@ -272,6 +294,9 @@ func refuseSharedDelete(tx *store.Tx, v store.Volume) error {
 func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) error {
 	if err := e.locks.stillHeld(v.ID); err != nil {
 		return err
+	}
+	if !c.fp.Controller || !c.fp.Capabilities.Controller.CreateDeleteVolume {
+		return deleteCapabilityLost(c, v)
 	}
 	if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseSharedDelete(tx, v) }); err != nil {
 		if errors.Is(err, ErrConflict) {

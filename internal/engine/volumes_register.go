@@ -416,6 +416,10 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 			forgot = fmt.Sprintf("its create was interrupted, and plugin %q may hold a volume named %q (made by a CreateVolume whose answer was lost), "+
 				"which volctl forgets with it: if so, delete it with the storage provider's tools", v.PluginID, v.CSIName)
 			msg += "; " + forgot
+		} else if v.State == store.VolumeDeleting && v.ExternalID != "" {
+			// Its delete was interrupted: the storage may be left, which this forgets.
+			forgot = "its delete was interrupted, and " + deleteMayBeLeft(v)
+			msg += "; " + forgot
 		}
 		st, owed, err := owedUnpublish(tx, v.ID)
 		if err != nil {
@@ -425,8 +429,9 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 			if !force {
 				return refuseOwedUnpublish(v, st)
 			}
-			forgot = forgottenAttachment(v.PluginID, st, unsent)
-			msg += " with --force; " + forgot
+			att := forgottenAttachment(v.PluginID, st, unsent)
+			msg += " with --force; " + att
+			forgot = strings.Join(slices.DeleteFunc([]string{forgot, att}, func(s string) bool { return s == "" }), "; ")
 		}
 		// With no claims, any other staging row is what a release cut short in a way the
 		// state machine did not foresee left: forgetting the volume forgets it, as it leaves

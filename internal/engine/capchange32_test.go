@@ -1,0 +1,256 @@
+package engine
+
+import (
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+)
+
+// A snapshot volctl records (being created, made, or being deleted) whose plugin comes back
+// from a restart without CREATE_DELETE_SNAPSHOT, × the next command (reconcile, snapshot
+// delete): nothing is sent, and the refusal says the plugin lost the capability, names the
+// snapshot, and names both ways out (the capability back; `volume snapshot deregister`, which
+// then forgets it). Before, reconcile reported "plugin "mem" cannot create snapshots (no
+// CREATE_DELETE_SNAPSHOT controller capability)" every pass and the delete "cannot delete
+// snapshots", naming neither; volume creates had this (TestInterruptedCreateThroughAPluginThatLostCreateDelete).
+func TestSnapshotOfAPluginThatLostCreateDeleteSnapshot(t *testing.T) {
+	pending := func(h *harness) string { return pendingSnapshot(h.t, h) }
+	for _, tc := range []struct {
+		name string
+		// leave makes the snapshot's record, returning the name the refusal must name.
+		leave func(h *harness) string
+		next  func(h *harness, name string) error
+	}{
+		{"being created, reconcile", pending, reconcileProblem},
+		{"being created, delete", pending, deleteSnapshot},
+		{"made, delete", func(h *harness) string { return h.snapshot("made").ID }, deleteSnapshot},
+		{"delete recorded, reconcile", func(h *harness) string {
+			id := h.snapshot("deleting").ID
+			h.faults.Inject(csi.RPCDeleteSnapshot, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
+			if err := h.e.DeleteSnapshot(h.ctx, "mem", id, nil); err == nil {
+				h.t.Fatal("delete with every answer lost succeeded")
+			}
+			return id
+		}, reconcileProblem},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, _ := snapshotHarness(t, nil)
+			name := tc.leave(h)
+			h.restartWith(func(c *csitest.MemConfig) { c.Controller.CreateDeleteSnapshot = false })
+
+			err := tc.next(h, name)
+			if err == nil {
+				t.Fatal("nothing refused")
+			}
+			for _, want := range []string{`plugin "mem" no longer has the controller capability CREATE_DELETE_SNAPSHOT`, `"` + name + `"`,
+				"volctl volume snapshot deregister mem " + name, "start the plugin with that capability again"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("the refusal %q does not say %s", err, want)
+				}
+			}
+			if n := strings.Count(err.Error(), "snapshot deregister"); n != 1 {
+				t.Errorf("the refusal %q names the deregister %d times, want once", err, n)
+			}
+			if rpcs := h.rpcs(); len(rpcs) != 0 {
+				t.Errorf("sent %v to a plugin without CREATE_DELETE_SNAPSHOT", rpcs)
+			}
+			// The way out it names forgets it.
+			if _, err := h.e.DeregisterSnapshot(h.ctx, "mem", name); err != nil {
+				t.Fatal(err)
+			}
+			if rep, err := h.e.Reconcile(h.ctx); err != nil {
+				t.Fatalf("reconcile after the deregister: %v (%+v)", err, rep.Problems)
+			}
+		})
+	}
+}
+
+func reconcileProblem(h *harness, _ string) error {
+	rep, err := h.e.Reconcile(h.ctx)
+	if err == nil {
+		return nil
+	}
+	if len(rep.Problems) != 1 {
+		h.t.Fatalf("reconcile problems %+v, want one", rep.Problems)
+	}
+	return errorString(rep.Problems[0].Message)
+}
+
+func deleteSnapshot(h *harness, name string) error {
+	return h.e.DeleteSnapshot(h.ctx, "mem", name, nil)
+}
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// A monolith that comes back from a restart serving its controller alone (no Node service on
+// the socket) while a claim holds a volume staged and published through it: nothing is sent,
+// the release is left for reconcile with the staging and attachment recorded, and the error
+// (and `plugin status`'s last_error) says the node service is gone, the node it served as, and
+// to start it with the service again. Before: "NodeGetCapabilities: Unimplemented: unknown
+// service csi.v1.Node (the plugin does not implement NodeGetCapabilities; check its
+// capabilities)", nothing saying it had one. Back with it, reconcile undoes what was recorded.
+func TestPluginBackWithoutItsNodeServiceIsToldSo(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.stopServe()
+	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithRegister(func(s *grpc.Server) {
+		h.mem.RegisterServices(s, csitest.Identity, csitest.Controller)
+	}))
+	h.mem.ResetCalls()
+
+	_, err := h.e.Release(h.ctx, "v", "a")
+	wants := []string{`plugin "mem" came back without its node service`, `as node "node-1"`, "STAGE_UNSTAGE_VOLUME",
+		"start the plugin with its node service again, then run `volctl reconcile`"}
+	for _, want := range wants {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("release through a plugin without its node service: %v; want it to say %s", err, want)
+		}
+	}
+	if rpcs := h.rpcs(); len(rpcs) != 0 {
+		t.Errorf("sent %v", rpcs)
+	}
+	if st, ok := h.staging("v"); !ok || !st.Staged || !st.ControllerPublished {
+		t.Errorf("staging after the refused release = %+v, want it staged and attached as recorded", st)
+	}
+	ps, err := h.e.PluginStatus(h.ctx, "mem")
+	if err != nil || len(ps) != 1 || !strings.Contains(ps[0].LastError, wants[0]) {
+		t.Errorf("plugin status = %+v, %v; want its last error to say %s", ps, err, wants[0])
+	}
+
+	h.stopServe()
+	h.serveAgain(t)
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile with the node service back: %v (%+v)", err, rep.Problems)
+	}
+	for _, rpc := range []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume} {
+		if n := h.mem.CallCount(rpc); n != 1 {
+			t.Errorf("%s sent %d times once the node service was back, want 1", rpc, n)
+		}
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Errorf("claims after the reconcile: %+v", live)
+	}
+}
+
+// An expansion pending (ControllerExpandVolume sent, its answer never read: here it never
+// reached the plugin, so the storage did not grow) whose plugin comes back without the
+// controller capability EXPAND_VOLUME (× keeping the node's, or losing both) × the next
+// command (reconcile, the expand again). Before, with the node's capability, the expansion went
+// on as a node-only one: NodeExpandVolume sent, the volume recorded at 4GiB and the pending mark
+// cleared while the storage was still 1MiB; with neither, "cannot expand volumes (no
+// EXPAND_VOLUME capability)" every pass, nothing saying what is pending. Now nothing is sent,
+// the record and the pending mark stay, the error says what was lost and what to do, and with
+// the capability back reconcile finishes it.
+func TestPendingExpansionThroughAPluginThatLostControllerExpand(t *testing.T) {
+	for _, lose := range []struct {
+		name string
+		edit func(*csitest.MemConfig)
+	}{
+		{"controller's", func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false }},
+		{"both", func(c *csitest.MemConfig) { c.Controller.ExpandVolume, c.Node.ExpandVolume = false, false }},
+	} {
+		for _, next := range []struct {
+			name string
+			run  func(h *harness) error
+		}{
+			{"reconcile", func(h *harness) error { return reconcileProblem(h, "") }},
+			{"expand again", func(h *harness) error { _, err := h.e.ExpandVolume(h.ctx, "v", 4<<30, 0); return err }},
+			{"expand further", func(h *harness) error { _, err := h.e.ExpandVolume(h.ctx, "v", 8<<30, 0); return err }},
+		} {
+			t.Run(lose.name+"/"+next.name, func(t *testing.T) {
+				h := newHarness(t, nil)
+				h.create(volume("v"))
+				h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+				h.faults.FailAlways(csi.RPCControllerExpandVolume, codes.Unavailable)
+				if _, err := h.e.ExpandVolume(h.ctx, "v", 4<<30, 0); err == nil {
+					t.Fatal("expand with the plugin unavailable succeeded")
+				}
+				h.faults.Clear(csi.RPCControllerExpandVolume)
+				h.restartWith(lose.edit)
+
+				err := next.run(h)
+				for _, want := range []string{`plugin "mem" no longer has the controller capability EXPAND_VOLUME`, "expansion to 4GiB is pending",
+					"start the plugin with that capability again"} {
+					if err == nil || !strings.Contains(err.Error(), want) {
+						t.Errorf("%s: %v; want it to say %s", next.name, err, want)
+					}
+				}
+				if rpcs := h.rpcs(); len(rpcs) != 0 {
+					t.Errorf("sent %v", rpcs)
+				}
+				if v := h.volumeInfo("v"); v.CapacityBytes != 1<<20 || v.ExpansionPending != 4<<30 || v.NodeExpansionOwed != 0 {
+					t.Errorf("volume recorded at %d, pending %d, node expansion owed %d; want 1MiB, 4GiB pending, none owed (the storage is %+v)",
+						v.CapacityBytes, v.ExpansionPending, v.NodeExpansionOwed, h.mem.Volumes())
+				}
+
+				h.restartWith(func(c *csitest.MemConfig) { c.Controller.ExpandVolume, c.Node.ExpandVolume = true, true })
+				if rep, err := h.e.Reconcile(h.ctx); err != nil {
+					t.Fatalf("reconcile with the capability back: %v (%+v)", err, rep.Problems)
+				}
+				if v := h.volumeInfo("v"); v.CapacityBytes != 4<<30 || v.ExpansionPending != 0 || h.mem.CallCount(csi.RPCControllerExpandVolume) != 1 {
+					t.Errorf("after the reconcile: volume recorded at %d, pending %d, ControllerExpandVolume sent %d times; want 4GiB, none, once",
+						v.CapacityBytes, v.ExpansionPending, h.mem.CallCount(csi.RPCControllerExpandVolume))
+				}
+			})
+		}
+	}
+}
+
+// A volume delete in flight (DeleteVolume's answer lost: the storage is gone or not, volctl
+// cannot tell) whose plugin comes back without CREATE_DELETE_VOLUME × the next command
+// (reconcile, the delete again): DeleteVolume is not sent to a plugin that does not advertise
+// it, and the refusal says the capability was lost, names the deregister that forgets the
+// volume and the storage it may leave; the deregister then warns of that storage. Before,
+// reconcile sent DeleteVolume every pass and said to run the delete again or reconcile, the
+// delete said "cannot delete volumes", and the deregister forgot the volume without a word.
+func TestInterruptedDeleteThroughAPluginThatLostCreateDelete(t *testing.T) {
+	for _, next := range []struct {
+		name string
+		run  func(h *harness) error
+	}{
+		{"reconcile", func(h *harness) error { return reconcileProblem(h, "") }},
+		{"delete again", func(h *harness) error { return h.e.DeleteVolume(h.ctx, "v") }},
+	} {
+		t.Run(next.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			ext := h.create(volume("v")).ExternalID
+			h.faults.FailAlways(csi.RPCDeleteVolume, codes.Unavailable)
+			if err := h.e.DeleteVolume(h.ctx, "v"); err == nil {
+				t.Fatal("delete with the plugin unavailable succeeded")
+			}
+			h.faults.Clear(csi.RPCDeleteVolume)
+			h.restartWith(func(c *csitest.MemConfig) { c.Controller.CreateDeleteVolume = false })
+
+			err := next.run(h)
+			for _, want := range []string{`plugin "mem" no longer has the controller capability CREATE_DELETE_VOLUME`,
+				"start the plugin with that capability again", "volctl volume deregister v", ext} {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("%s: %v; want it to say %s", next.name, err, want)
+				}
+			}
+			if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 0 {
+				t.Errorf("DeleteVolume sent %d times to a plugin without CREATE_DELETE_VOLUME", n)
+			}
+			if v := h.volumeInfo("v"); v.State != "deleting" {
+				t.Errorf("volume %s after the refusal, want deleting", v.State)
+			}
+			warnings, err := h.e.DeregisterVolume(h.ctx, "v", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(warnings) != 1 || !strings.Contains(warnings[0], "delete was interrupted") || !strings.Contains(warnings[0], ext) {
+				t.Errorf("deregister of the interrupted delete warned %q; want the storage %q it may leave", warnings, ext)
+			}
+			if msgs := h.eventMessages("volume-deregister", "v"); !strings.Contains(msgs, ext) {
+				t.Errorf("the deregister event %q does not name %q", msgs, ext)
+			}
+		})
+	}
+}
