@@ -118,6 +118,10 @@ type VolumeStore interface {
 	EachBrief(cols BriefColumns, fn func(b *VolumeBrief) error) error
 	// CountByPlugin counts the volumes that name a plugin.
 	CountByPlugin(pluginID string) (int, error)
+	// ExternalIDs lists, ordered by volume ID, the volume and external IDs of a plugin's
+	// volumes that record one, reading those two columns only: for a check of an external ID
+	// against every one stored (engine's nearStorage), which List's whole rows would cost more.
+	ExternalIDs(pluginID string) ([]VolumeExternalID, error)
 	// SetNodeExpansion records the NodeExpandVolume owed to this node for a volume (min 0: none),
 	// touching nothing else; ErrNotFound if there is no such volume.
 	SetNodeExpansion(id string, min, max int64) error
@@ -424,6 +428,16 @@ func (vs volumes) CountByPlugin(pluginID string) (int, error) {
 		return 0, wrap(err, fmt.Sprintf("count volumes of plugin %q", pluginID), "")
 	}
 	return n, nil
+}
+
+// VolumeExternalID is a volume's ID and its external ID (VolumeStore.ExternalIDs).
+type VolumeExternalID struct{ ID, ExternalID string }
+
+func (vs volumes) ExternalIDs(pluginID string) ([]VolumeExternalID, error) {
+	return listAll(vs.tx, fmt.Sprintf("list external IDs of plugin %q", pluginID), func(sc scanner) (VolumeExternalID, error) {
+		var v VolumeExternalID
+		return v, sc.Scan(&v.ID, &v.ExternalID)
+	}, `SELECT id, external_id FROM volumes WHERE plugin_id = ? AND external_id != '' ORDER BY id`, pluginID)
 }
 
 func (vs volumes) OnNode(pluginID string) ([]string, error) {
