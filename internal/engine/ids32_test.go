@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,5 +87,44 @@ func TestCreateAnsweredWithANearSpellingOfAnotherVolumesStorageDeletesNothing(t 
 				}
 			})
 		}
+	}
+}
+
+// The same of CreateSnapshot: a plugin answering snapshot "two" of volume db with "ONE", its
+// snapshot "one" spelled otherwise, and finding snapshots by IDs so spelled. Before, the answer
+// was recorded as a second snapshot (only the ID exactly as recorded was taken for another's),
+// and `snapshot delete mem ONE` deleted snapshot one. Now it is refused as the same snapshot
+// under another name is, naming "one" and the ID answered, and nothing is recorded.
+func TestCreateSnapshotAnsweredWithANearSpellingOfAnotherSnapshotIsRefused(t *testing.T) {
+	for _, tc := range nearIDs {
+		t.Run(tc.name, func(t *testing.T) {
+			h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.FoldIDs = true })
+			first := cmp.Or(tc.external, "one")
+			if _, err := h.e.CreateSnapshot(h.ctx, "db", first, nil); err != nil {
+				t.Fatal(err)
+			}
+			near := tc.answer(first)
+			h.mem.AnswerSnapshotWith(near)
+			_, err := h.e.CreateSnapshot(h.ctx, "db", "two", nil)
+			if err == nil {
+				h.mem.AnswerSnapshotWith("")
+				derr := h.e.DeleteSnapshot(h.ctx, "mem", near, nil)
+				t.Errorf("snapshot two answered with %+q, snapshot %+q spelled otherwise, was recorded (its delete: %v)", near, first, derr)
+			} else if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), fmt.Sprintf("%q", first)) || !strings.Contains(err.Error(), fmt.Sprintf("%+q", near)) {
+				t.Errorf("snapshot two: %v, want a conflict naming snapshot %q and the ID answered", err, first)
+			}
+			if !slices.ContainsFunc(h.mem.Snapshots(), func(s csi.Snapshot) bool { return s.ID == first }) {
+				t.Fatalf("snapshot %+q was deleted through %+q", first, near)
+			}
+			list, lerr := h.e.ListSnapshots(h.ctx, "mem", nil)
+			if lerr != nil {
+				t.Fatal(lerr)
+			}
+			for _, s := range list.Snapshots {
+				if s.ID == near || s.Name == "two" {
+					t.Errorf("snapshot two is recorded: %+v", s)
+				}
+			}
+		})
 	}
 }

@@ -121,10 +121,11 @@ type MemConfig struct {
 	// SnapshotIDPrefix is put before a snapshot's name to make its ID (none: the ID is the
 	// name), as plugins whose IDs are not the names asked for do.
 	SnapshotIDPrefix string
-	// FoldIDs makes the plugin find a volume by an ID that differs from its own only in case,
-	// Unicode normalisation or surrounding white space (DeleteVolume, and the volume
-	// AnswerCreateWith names, which CreateVolume then answers under the spelling given): a
-	// plugin on a case-insensitive backend, or one that trims and normalises what it is sent.
+	// FoldIDs makes the plugin find a volume or snapshot by an ID that differs from its own
+	// only in case, Unicode normalisation or surrounding white space (DeleteVolume and
+	// DeleteSnapshot, and the volume AnswerCreateWith or snapshot AnswerSnapshotWith names,
+	// which CreateVolume or CreateSnapshot then answers under the spelling given): a plugin on
+	// a case-insensitive backend, or one that trims and normalises what it is sent.
 	FoldIDs bool
 }
 
@@ -516,16 +517,23 @@ func errorf(code codes.Code, format string, args ...any) error {
 // lookup finds the volume of ID id: by that ID, or with FoldIDs by one the same when case,
 // Unicode normalisation and surrounding white space are ignored.
 func (m *MemPlugin) lookup(id string) (*memVolume, bool) {
-	if v, ok := m.volumes[id]; ok || !m.cfg.FoldIDs || id == "" {
-		return v, ok
+	k, ok := foldFind(m.volumes, id, m.cfg.FoldIDs)
+	return m.volumes[k], ok
+}
+
+// foldFind returns the key of in that is id, or with fold the first, in order, that is id
+// when case, Unicode normalisation and surrounding white space are ignored.
+func foldFind[T any](in map[string]T, id string, fold bool) (string, bool) {
+	if _, ok := in[id]; ok || !fold || id == "" {
+		return id, ok
 	}
 	folded := norm.NFC.String(strings.TrimSpace(id))
-	for _, k := range slices.Sorted(maps.Keys(m.volumes)) {
+	for _, k := range slices.Sorted(maps.Keys(in)) {
 		if strings.EqualFold(norm.NFC.String(strings.TrimSpace(k)), folded) {
-			return m.volumes[k], true
+			return k, true
 		}
 	}
-	return nil, false
+	return "", false
 }
 
 func (m *MemPlugin) volume(id string) (*memVolume, error) {
@@ -983,8 +991,10 @@ func (s *memServer) CreateSnapshot(ctx context.Context, req *csipb.CreateSnapsho
 	if req.GetName() == "" || req.GetSourceVolumeId() == "" {
 		return nil, errorf(codes.InvalidArgument, "name and source_volume_id are required")
 	}
-	if snap, ok := m.snapshots[m.snapshotAs]; ok {
-		return &csipb.CreateSnapshotResponse{Snapshot: snapshotToCSI(snap)}, nil
+	if k, ok := foldFind(m.snapshots, m.snapshotAs, m.cfg.FoldIDs); ok {
+		answer := snapshotToCSI(m.snapshots[k])
+		answer.SnapshotId = m.snapshotAs // the spelling given: the same ID unless FoldIDs
+		return &csipb.CreateSnapshotResponse{Snapshot: answer}, nil
 	}
 	if snap, ok := m.snapshots[m.cfg.SnapshotIDPrefix+req.GetName()]; ok {
 		if snap.SourceVolumeID != req.GetSourceVolumeId() {
@@ -1022,7 +1032,9 @@ func (s *memServer) DeleteSnapshot(ctx context.Context, req *csipb.DeleteSnapsho
 	if m.cfg.DeleteLater {
 		return &csipb.DeleteSnapshotResponse{}, nil
 	}
-	delete(m.snapshots, req.GetSnapshotId())
+	if k, ok := foldFind(m.snapshots, req.GetSnapshotId(), m.cfg.FoldIDs); ok {
+		delete(m.snapshots, k)
+	}
 	return &csipb.DeleteSnapshotResponse{}, nil
 }
 
