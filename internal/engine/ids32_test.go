@@ -128,3 +128,40 @@ func TestCreateSnapshotAnsweredWithANearSpellingOfAnotherSnapshotIsRefused(t *te
 		})
 	}
 }
+
+// The clone's rule (an answer naming the clone's source is the source: refused, left alone),
+// for the source's ID spelled otherwise, of a source volctl does not record (clone_id naming
+// the provider's volume): before, only the ID exactly as sent was taken for the source, and
+// through a plugin that finds volumes by IDs so spelled, the cleanup of an answer too small,
+// or `volume delete` of the clone recorded under it, deleted the source.
+func TestCloneAnsweredWithANearSpellingOfItsSourceIsRefused(t *testing.T) {
+	for _, unusable := range []bool{true, false} {
+		t.Run(map[bool]string{true: "too small", false: "usable"}[unusable], func(t *testing.T) {
+			h := newHarness(t, func(c *csitest.MemConfig) { c.FoldIDs = true })
+			h.mem.AddVolume(csi.Volume{ID: "src-1", CapacityBytes: 1 << 20})
+			h.mem.AnswerCreateWith("SRC-1")
+			sv := volume("c")
+			sv.CloneID = "src-1"
+			if unusable {
+				sv.CapacityMin = 1 << 30
+			}
+			_, err := h.e.CreateVolume(h.ctx, sv)
+			if err == nil {
+				h.mem.AnswerCreateWith("")
+				derr := h.e.DeleteVolume(h.ctx, "c")
+				t.Errorf("clone c of src-1 answered with \"SRC-1\" was recorded (its delete: %v)", derr)
+			} else if !strings.Contains(err.Error(), `"SRC-1"`) || !strings.Contains(err.Error(), `"src-1"`) {
+				t.Errorf("clone c: %v, want it to name the answer and the source", err)
+			}
+			if _, ok := h.mem.Volume("src-1"); !ok {
+				t.Fatal("the clone's source src-1 was deleted through \"SRC-1\"")
+			}
+			if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 0 {
+				t.Errorf("DeleteVolume sent %d time(s): \"SRC-1\" may be the source", n)
+			}
+			if _, err := h.e.Volume(h.ctx, "c"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("clone c is recorded: %v", err)
+			}
+		})
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -328,21 +327,20 @@ var testHookSnapshotDeleteLookedFor = func(pluginID, snapshotID string) {}
 
 // nearSnapshot returns the record, through pluginID or a plugin ID on one of its sockets
 // (socketMates), of a snapshot whose ID is not snapshotID but is the same once case, Unicode
-// normalisation and surrounding white space are set aside (foldedID), or a zero Snapshot when
+// normalisation and surrounding white space are set aside (spec.SameStorageID), or a zero Snapshot when
 // there is none: what a plugin that reads IDs so takes snapshotID for.
 func nearSnapshot(tx *store.Tx, pluginID, snapshotID string) (store.Snapshot, error) {
 	mates, err := socketMates(tx, pluginID)
 	if err != nil {
 		return store.Snapshot{}, err
 	}
-	want := foldedID(snapshotID)
 	for _, id := range slices.Sorted(maps.Keys(mates)) {
 		recs, err := tx.Snapshots().List(id)
 		if err != nil {
 			return store.Snapshot{}, err
 		}
 		for _, r := range recs {
-			if r.SnapshotID != snapshotID && strings.EqualFold(foldedID(r.SnapshotID), want) {
+			if r.SnapshotID != snapshotID && spec.SameStorageID(r.SnapshotID, snapshotID) {
 				return r, nil
 			}
 		}

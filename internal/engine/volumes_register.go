@@ -11,8 +11,6 @@ import (
 	"sort"
 	"strings"
 
-	"golang.org/x/text/unicode/norm"
-
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
@@ -533,7 +531,7 @@ func sameStorage(tx *store.Tx, pluginID, externalID, exceptID string) ([]store.V
 
 // nearStorage returns a volume of pluginID's socket mates other than exceptID whose external ID
 // is not externalID but is the same once case, Unicode normalisation and surrounding white
-// space are set aside (its ID and external ID; "" for none): the storage a plugin on a
+// space are set aside (spec.SameStorageID; its ID and external ID, "" for none): the storage a plugin on a
 // case-insensitive backend, or one that trims and normalises the IDs it is sent, takes
 // externalID for. A plugin's answer naming such an ID (CreateVolume's) may be that volume's
 // storage, which neither deleting the answer nor recording it as another volume may reach.
@@ -547,24 +545,19 @@ func nearStorage(tx *store.Tx, pluginID, externalID, exceptID string) (id, store
 	if err != nil {
 		return "", "", err
 	}
-	want := foldedID(externalID)
 	for _, mate := range slices.Sorted(maps.Keys(mates)) {
 		all, err := tx.Volumes().ExternalIDs(mate)
 		if err != nil {
 			return "", "", err
 		}
 		for _, o := range all {
-			if o.ID != exceptID && o.ExternalID != externalID && strings.EqualFold(foldedID(o.ExternalID), want) {
+			if o.ID != exceptID && o.ExternalID != externalID && spec.SameStorageID(o.ExternalID, externalID) {
 				return o.ID, o.ExternalID, nil
 			}
 		}
 	}
 	return "", "", nil
 }
-
-// foldedID is an ID in NFC without surrounding white space, for nearStorage's comparison
-// (strings.EqualFold then sets case aside).
-func foldedID(id string) string { return norm.NFC.String(strings.TrimSpace(id)) }
 
 // socketMates returns pluginID and the other plugin IDs registered on one of its sockets,
 // however spelled (oneSocket): one process, so one storage, one controller and one set of
