@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -545,15 +544,13 @@ func nearStorage(tx *store.Tx, pluginID, externalID, exceptID string) (id, store
 	if err != nil {
 		return "", "", err
 	}
-	for _, mate := range slices.Sorted(maps.Keys(mates)) {
-		all, err := tx.Volumes().ExternalIDs(mate)
-		if err != nil {
-			return "", "", err
-		}
-		for _, o := range all {
-			if o.ID != exceptID && o.ExternalID != externalID && spec.SameStorageID(o.ExternalID, externalID) {
-				return o.ID, o.ExternalID, nil
-			}
+	all, err := tx.Volumes().NearExternalIDs(externalID)
+	if err != nil {
+		return "", "", err
+	}
+	for _, o := range all {
+		if o.ID != exceptID && mates[o.PluginID] && o.ExternalID != externalID && spec.SameStorageID(o.ExternalID, externalID) {
+			return o.ID, o.ExternalID, nil
 		}
 	}
 	return "", "", nil
