@@ -55,7 +55,7 @@ func createdVolume(r CreateVolumeRequest, resp *csipb.CreateVolumeResponse) (Vol
 	// So is one naming it spelled otherwise (another case, normal form, surrounding white
 	// space), which a plugin that reads IDs so takes for it: before, only the ID exactly as
 	// sent was, and the cleanup of an answer too small, or the delete of the clone recorded
-	// under it, deleted the source (TestCloneAnsweredWithANearSpellingOfItsSourceIsRefused).
+	// under it, deleted the source (TestCloneAnsweredWithItsSourceIsRefused).
 	if r.CloneID != "" && spec.SameStorageID(v.ID, r.CloneID) {
 		itself := fmt.Sprintf("%q itself", v.ID)
 		if v.ID != r.CloneID {
