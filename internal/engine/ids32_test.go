@@ -68,13 +68,13 @@ func TestCreateAnsweredWithANearSpellingOfAnotherVolumesStorageDeletesNothing(t 
 					// Recorded as b: its delete is what reaches a's storage.
 					h.mem.AnswerCreateWith("")
 					err = h.e.DeleteVolume(h.ctx, "b")
-					t.Errorf("create of b answered with %q, volume a's %q spelled otherwise, was recorded (delete of b: %v)", near, a.ExternalID, err)
+					t.Errorf("create of b answered with %+q, volume a's %+q spelled otherwise, was recorded (delete of b: %v)", near, a.ExternalID, err)
 				}
 				if _, ok := h.mem.Volume(a.ExternalID); !ok {
-					t.Fatalf("volume a's storage %q was deleted through %q", a.ExternalID, near)
+					t.Fatalf("volume a's storage %+q was deleted through %+q", a.ExternalID, near)
 				}
 				if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 0 {
-					t.Errorf("DeleteVolume sent %d time(s): %q may be volume a's storage", n, near)
+					t.Errorf("DeleteVolume sent %d time(s): %+q may be volume a's storage", n, near)
 				}
 				if err == nil {
 					return
