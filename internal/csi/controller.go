@@ -52,10 +52,18 @@ func createdVolume(r CreateVolumeRequest, resp *csipb.CreateVolumeResponse) (Vol
 	v := volumeFromCSI(resp.GetVolume())
 	// A clone is a new volume: an answer naming the source is the source, which recording as
 	// the clone would let deleting the clone delete, and which is not returned to delete.
-	if r.CloneID != "" && v.ID == r.CloneID {
-		return Volume{}, fmt.Errorf("%s: the plugin answered %q, a clone of volume %q, with volume %q itself: "+
+	// So is one naming it spelled otherwise (another case, normal form, surrounding white
+	// space), which a plugin that reads IDs so takes for it: before, only the ID exactly as
+	// sent was, and the cleanup of an answer too small, or the delete of the clone recorded
+	// under it, deleted the source (TestCloneAnsweredWithItsSourceIsRefused).
+	if r.CloneID != "" && spec.SameStorageID(v.ID, r.CloneID) {
+		itself := fmt.Sprintf("%q itself", v.ID)
+		if v.ID != r.CloneID {
+			itself = fmt.Sprintf("%+q, %+q spelled otherwise (another case, Unicode normal form or surrounding white space), which a plugin that reads IDs so takes for it", v.ID, r.CloneID)
+		}
+		return Volume{}, fmt.Errorf("%s: the plugin answered %q, a clone of volume %q, with volume %s: "+
 			"it is not recorded as the clone, and left alone (the plugin does not clone: report it to the plugin's authors)",
-			RPCCreateVolume, r.Name, r.CloneID, v.ID)
+			RPCCreateVolume, r.Name, r.CloneID, itself)
 	}
 	// A content source of a type volctl does not know (a oneof member added to the spec since,
 	// or a plugin's own) still says the volume was pre-populated, from what volctl cannot

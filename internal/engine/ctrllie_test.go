@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
 )
 
 // A plugin that answers CreateVolume with another volctl volume's storage, too small for the
@@ -150,16 +151,31 @@ func TestExpandAnsweredWithLessThanBefore(t *testing.T) {
 // that answers with the source volume itself: the clone is refused, and the source, which
 // deleting the clone would delete, is neither recorded as the clone nor deleted.
 func TestCloneAnsweredWithItsSourceIsRefused(t *testing.T) {
-	for _, tooSmall := range []bool{false, true} {
-		h := newHarness(t, nil)
-		h.mem.AddVolume(csi.Volume{ID: "provider-src", CapacityBytes: 1 << 30})
-		h.mem.AnswerCreateWith("provider-src")
-		sv := volume("clone")
-		sv.CloneID = "provider-src"
-		if tooSmall {
-			sv.CapacityMin = 2 << 30
+	for _, answer := range []string{"provider-src", "PROVIDER-SRC"} {
+		for _, tooSmall := range []bool{false, true} {
+			// The source's ID spelled otherwise (another case), to a plugin that finds volumes
+			// by IDs so spelled, of a source volctl does not record (clone_id naming the
+			// provider's volume): before, only the ID exactly as sent was taken for the
+			// source, and the cleanup of an answer too small, or `volume delete` of the
+			// clone recorded under it, deleted the source.
+			near := answer != "provider-src"
+			h := newHarness(t, func(c *csitest.MemConfig) { c.FoldIDs = near })
+			h.mem.AddVolume(csi.Volume{ID: "provider-src", CapacityBytes: 1 << 30})
+			h.mem.AnswerCreateWith(answer)
+			sv := volume("clone")
+			sv.CloneID = "provider-src"
+			if tooSmall {
+				sv.CapacityMin = 2 << 30
+			}
+			_, err := h.e.CreateVolume(h.ctx, sv)
+			want := []string{`volume "provider-src" itself`}
+			if near {
+				want = []string{`volume "PROVIDER-SRC", "provider-src" spelled otherwise`}
+			}
+			h.refusedCreate(err, "clone", "provider-src", want...)
+			if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 0 {
+				t.Errorf("answered with %q: DeleteVolume sent %d time(s): that is the source", answer, n)
+			}
 		}
-		_, err := h.e.CreateVolume(h.ctx, sv)
-		h.refusedCreate(err, "clone", "provider-src", `volume "provider-src" itself`)
 	}
 }

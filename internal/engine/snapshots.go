@@ -248,6 +248,10 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 		if err != nil {
 			return err
 		}
+		near, err := nearSnapshot(tx, rec.PluginID, rec.SnapshotID)
+		if err != nil {
+			return err
+		}
 		old, err := tx.Snapshots().Get(rec.PluginID, rec.SnapshotID)
 		switch {
 		case mate.PluginID != "":
@@ -267,6 +271,14 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %q, which volctl made under the name %q; "+
 				"it stays %q, and %s (the plugin maps two names onto one snapshot: report it to the plugin's authors)",
 				rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, old.Name, old.Name, fate)
+		case errors.Is(err, store.ErrNotFound) && near.SnapshotID != "":
+			// The same snapshot to a plugin that reads IDs so (nearStorage's rule, for
+			// snapshots): recorded, its delete deleted the other
+			// (TestCreateSnapshotAnsweredWithANearSpellingOfAnotherSnapshotIsRefused).
+			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %+q, which differs only in case, Unicode normalisation or surrounding white space "+
+				"from snapshot %+q (name %q, volume %q) that volctl records through plugin %q; a plugin that reads IDs so takes it for that snapshot, so it is left alone, "+
+				"neither recorded nor deleted, and %s (the plugin answered a new snapshot with another one's ID spelled otherwise: report it to the plugin's authors)",
+				rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, near.SnapshotID, near.Name, near.SourceVolumeID, near.PluginID, fate)
 		case snap.SourceVolumeID != "" && snap.SourceVolumeID != rec.SourceExternalID:
 			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %q of another volume (%q); "+
 				"it is not recorded, and %s", rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, snap.SourceVolumeID, fate)
@@ -312,6 +324,29 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 // another volctl that records itself now is not waited for, and its own check keeps the record
 // (deleteSnapshotStored's takenAgain; TestSnapshotDeleteRecordedAfterTheCreateLookedKeepsItsRecord).
 var testHookSnapshotDeleteLookedFor = func(pluginID, snapshotID string) {}
+
+// nearSnapshot returns the record, through pluginID or a plugin ID on one of its sockets
+// (socketMates), of a snapshot whose ID is not snapshotID but is the same once case, Unicode
+// normalisation and surrounding white space are set aside (spec.SameStorageID), or a zero Snapshot when
+// there is none: what a plugin that reads IDs so takes snapshotID for.
+func nearSnapshot(tx *store.Tx, pluginID, snapshotID string) (store.Snapshot, error) {
+	mates, err := socketMates(tx, pluginID)
+	if err != nil {
+		return store.Snapshot{}, err
+	}
+	for _, id := range slices.Sorted(maps.Keys(mates)) {
+		recs, err := tx.Snapshots().List(id)
+		if err != nil {
+			return store.Snapshot{}, err
+		}
+		for _, r := range recs {
+			if r.SnapshotID != snapshotID && spec.SameStorageID(r.SnapshotID, snapshotID) {
+				return r, nil
+			}
+		}
+	}
+	return store.Snapshot{}, nil
+}
 
 // snapshotOfMate returns the record of snapshotID made through another plugin ID registered on
 // one of pluginID's sockets (socketMates), or a zero Snapshot when there is none.

@@ -593,28 +593,48 @@ func (e *Engine) recordCreated(ctx context.Context, v store.Volume, created csi.
 // refuseSharedStorage refuses the plugin's answer to volume v's CreateVolume, external ID id,
 // when another volctl volume records that storage: one storage volume under two volctl IDs
 // would let each one's claims ignore the other's access mode, and deleting one would pull the
-// storage from under the other. The storage is the other volume's and is left alone, and the
-// conflict saying so is returned (nil when no other volume records id). This create made
-// nothing volctl can use, so its intent is forgotten, in tx; unless resent: an earlier
-// CreateVolume under the name whose answer was lost may have made a volume, which only the
-// intent's CSI name still finds, so the intent is kept, as after a final error to a call sent
-// again (createFailed), for reconcile or the same create to send it again.
+// storage from under the other. So too when another volume's external ID is id but for case,
+// Unicode normalisation or surrounding white space (nearStorage): a plugin that reads IDs so
+// (a case-insensitive backend, one that trims what it is sent) takes the answer for that
+// volume's storage, and before, an unusable answer so spelled was deleted again, and a usable
+// one recorded, whose delete reached that volume's data
+// (TestCreateAnsweredWithANearSpellingOfAnotherVolumesStorageDeletesNothing). The storage is
+// left alone, and the conflict saying so is returned (nil when no other volume records id). This
+// create made nothing volctl can use, so its intent is forgotten, in tx; unless resent: an
+// earlier CreateVolume under the name whose answer was lost may have made a volume, which only
+// the intent's CSI name still finds, so the intent is kept, as after a final error to a call
+// sent again (createFailed), for reconcile or the same create to send it again.
 func refuseSharedStorage(tx *store.Tx, v store.Volume, id string, resent bool) (dup, err error) {
 	same, err := sameStorage(tx, v.PluginID, id, v.ID)
-	if err != nil || len(same) == 0 {
+	if err != nil {
 		return nil, err
 	}
-	o := same[0]
+	var answered, whose, lie string
+	if len(same) > 0 {
+		o := same[0].ID
+		answered = fmt.Sprintf("%q", id)
+		whose = fmt.Sprintf("which is already volume %q; the storage belongs to %q and is left alone", o, o)
+		lie = "the plugin maps two names onto one volume"
+	} else {
+		o, stored, err := nearStorage(tx, v.PluginID, id, v.ID)
+		if err != nil || o == "" {
+			return nil, err
+		}
+		answered = fmt.Sprintf("%+q", id)
+		whose = fmt.Sprintf("which differs only in case, Unicode normalisation or surrounding white space from volume %q's external ID %+q; "+
+			"a plugin that reads IDs so takes it for %q's storage, so it is left alone, neither recorded nor deleted "+
+			"(if the plugin does hold another volume under that ID, delete it with the storage provider's tools)", o, stored, o)
+		lie = "the plugin answered a new volume with another volume's ID spelled otherwise"
+	}
 	if resent {
-		dup = &keptIntent{cause: conflictf("plugin %q answered CreateVolume (name %q), sent again after an earlier answer was lost, with external ID %q, which is already volume %q; "+
-			"the storage belongs to %q and is left alone", v.PluginID, v.CSIName, id, o.ID, o.ID),
+		dup = &keptIntent{cause: conflictf("plugin %q answered CreateVolume (name %q), sent again after an earlier answer was lost, with external ID %s, %s",
+			v.PluginID, v.CSIName, answered, whose),
 			kept: fmt.Sprintf("this create stays recorded, since the plugin may hold a volume the lost answer was about, "+
 				"found by the name %q with the storage provider's tools: `volctl reconcile` or the same create sends CreateVolume again, `%s` forgets it "+
-				"(the plugin maps two names onto one volume: report it to the plugin's authors)", v.CSIName, shellquote.Command("volctl volume delete", v.ID))}
+				"(%s: report it to the plugin's authors)", v.CSIName, shellquote.Command("volctl volume delete", v.ID), lie)}
 	} else {
-		dup = conflictf("plugin %q answered CreateVolume (name %q) with external ID %q, which is already volume %q; "+
-			"the storage belongs to %q and is left alone, and this create is forgotten (the plugin maps two names onto one volume: report it to the plugin's authors)",
-			v.PluginID, v.CSIName, id, o.ID, o.ID)
+		dup = conflictf("plugin %q answered CreateVolume (name %q) with external ID %s, %s, and this create is forgotten (%s: report it to the plugin's authors)",
+			v.PluginID, v.CSIName, answered, whose, lie)
 		if err := tx.Volumes().Delete(v.ID); err != nil {
 			return nil, err
 		}

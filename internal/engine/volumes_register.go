@@ -533,6 +533,34 @@ func sameStorage(tx *store.Tx, pluginID, externalID, exceptID string) ([]store.V
 	return out, nil
 }
 
+// nearStorage returns a volume of pluginID's socket mates other than exceptID whose external ID
+// is not externalID but is the same once case, Unicode normalisation and surrounding white
+// space are set aside (spec.SameStorageID; its ID and external ID, "" for none): the storage a plugin on a
+// case-insensitive backend, or one that trims and normalises the IDs it is sent, takes
+// externalID for. A plugin's answer naming such an ID (CreateVolume's) may be that volume's
+// storage, which neither deleting the answer nor recording it as another volume may reach.
+// Distinct storage so spelled, two IDs a plugin made that differ only so, is not what a
+// plugin's IDs look like: volctl's CSI names are lower-case and distinct by a hash.
+func nearStorage(tx *store.Tx, pluginID, externalID, exceptID string) (id, stored string, err error) {
+	if externalID == "" {
+		return "", "", nil
+	}
+	mates, err := socketMates(tx, pluginID)
+	if err != nil {
+		return "", "", err
+	}
+	all, err := tx.Volumes().NearExternalIDs(externalID)
+	if err != nil {
+		return "", "", err
+	}
+	for _, o := range all {
+		if o.ID != exceptID && mates[o.PluginID] && o.ExternalID != externalID && spec.SameStorageID(o.ExternalID, externalID) {
+			return o.ID, o.ExternalID, nil
+		}
+	}
+	return "", "", nil
+}
+
 // socketMates returns pluginID and the other plugin IDs registered on one of its sockets,
 // however spelled (oneSocket): one process, so one storage, one controller and one set of
 // mounts. A plugin not registered is only itself.

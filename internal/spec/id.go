@@ -7,6 +7,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/volctl/volctl/internal/shellquote"
 )
 
@@ -237,4 +239,14 @@ func writtenTogether(a, b string) bool {
 	other := func(s string) bool { return s == "Hangul" || s == "Bopomofo" }
 	// Hangul or Bopomofo go with Latin and Han only; kana with each other, Latin and Han.
 	return !(other(a) && (kana(b) || other(b)) || other(b) && kana(a))
+}
+
+// SameStorageID reports whether two IDs a plugin uses (volume or snapshot IDs) differ, if at
+// all, only in case, Unicode normalisation or surrounding white space: what a plugin on a
+// case-insensitive backend, or one that trims and normalises the IDs it is sent, takes for one
+// ID. A plugin's answer naming an ID so near a known one may be about that one, and volctl
+// neither deletes it nor records it as another (engine's nearStorage and nearSnapshot, csi's
+// check of a clone answered with its source).
+func SameStorageID(a, b string) bool {
+	return a == b || strings.EqualFold(norm.NFC.String(strings.TrimSpace(a)), norm.NFC.String(strings.TrimSpace(b)))
 }

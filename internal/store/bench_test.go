@@ -381,3 +381,36 @@ func BenchmarkEventsLogged(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNearStorageRead is what a create's record (engine's nearStorage) adds among 1,000
+// volumes of its plugin: the external IDs that may be the answer's spelled otherwise read
+// (NearExternalIDs, filtered in SQL: none here) and each compared (spec.SameStorageID), in a
+// read transaction; a Get of one volume beside it, as the floor of a transaction.
+func BenchmarkNearStorageRead(b *testing.B) {
+	s := newStore(b)
+	insertVolumes(b, s, "v", 1000)
+	for _, bm := range []struct {
+		name string
+		fn   func(tx *Tx) error
+	}{
+		{"external-ids", func(tx *Tx) error {
+			all, err := tx.Volumes().NearExternalIDs("ext-new")
+			for _, o := range all {
+				if o.PluginID == "hostpath" && o.ExternalID != "ext-new" && spec.SameStorageID(o.ExternalID, "ext-new") {
+					return errors.New("near")
+				}
+			}
+			return err
+		}},
+		{"get", func(tx *Tx) error { _, err := tx.Volumes().Get("v-00500"); return err }},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			defer cpuPerOp(b)()
+			for b.Loop() {
+				if err := s.View(context.Background(), bm.fn); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

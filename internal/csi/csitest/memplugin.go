@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/text/unicode/norm"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -119,6 +121,12 @@ type MemConfig struct {
 	// SnapshotIDPrefix is put before a snapshot's name to make its ID (none: the ID is the
 	// name), as plugins whose IDs are not the names asked for do.
 	SnapshotIDPrefix string
+	// FoldIDs makes the plugin find a volume or snapshot by an ID that differs from its own
+	// only in case, Unicode normalisation or surrounding white space (DeleteVolume and
+	// DeleteSnapshot, and the volume AnswerCreateWith or snapshot AnswerSnapshotWith names,
+	// which CreateVolume or CreateSnapshot then answers under the spelling given): a plugin on
+	// a case-insensitive backend, or one that trims and normalises what it is sent.
+	FoldIDs bool
 }
 
 // DefaultMemConfig returns a monolith with the controller (create/delete, publish, list,
@@ -506,6 +514,28 @@ func errorf(code codes.Code, format string, args ...any) error {
 	return status.Errorf(code, format, args...)
 }
 
+// lookup finds the volume of ID id: by that ID, or with FoldIDs by one the same when case,
+// Unicode normalisation and surrounding white space are ignored.
+func (m *MemPlugin) lookup(id string) (*memVolume, bool) {
+	k, ok := foldFind(m.volumes, id, m.cfg.FoldIDs)
+	return m.volumes[k], ok
+}
+
+// foldFind returns the key of in that is id, or with fold the first, in order, that is id
+// when case, Unicode normalisation and surrounding white space are ignored.
+func foldFind[T any](in map[string]T, id string, fold bool) (string, bool) {
+	if _, ok := in[id]; ok || !fold || id == "" {
+		return id, ok
+	}
+	folded := norm.NFC.String(strings.TrimSpace(id))
+	for _, k := range slices.Sorted(maps.Keys(in)) {
+		if strings.EqualFold(norm.NFC.String(strings.TrimSpace(k)), folded) {
+			return k, true
+		}
+	}
+	return "", false
+}
+
 func (m *MemPlugin) volume(id string) (*memVolume, error) {
 	if id == "" {
 		return nil, errorf(codes.InvalidArgument, "volume_id is required")
@@ -693,8 +723,10 @@ func (s *memServer) CreateVolume(ctx context.Context, req *csipb.CreateVolumeReq
 	if m.cfg.MaxVolumeSize > 0 && size > m.cfg.MaxVolumeSize {
 		return nil, errorf(codes.OutOfRange, "%d bytes is above the maximum volume size %d", size, m.cfg.MaxVolumeSize)
 	}
-	if v, ok := m.volumes[m.createAs]; ok {
-		return &csipb.CreateVolumeResponse{Volume: volumeToCSI(v.vol)}, nil
+	if v, ok := m.lookup(m.createAs); ok {
+		answer := volumeToCSI(v.vol)
+		answer.VolumeId = m.createAs // the spelling given: the same ID unless FoldIDs
+		return &csipb.CreateVolumeResponse{Volume: answer}, nil
 	}
 	src := req.GetVolumeContentSource()
 	snapID, cloneID := src.GetSnapshot().GetSnapshotId(), src.GetVolume().GetVolumeId()
@@ -765,7 +797,7 @@ func (s *memServer) DeleteVolume(ctx context.Context, req *csipb.DeleteVolumeReq
 	if req.GetVolumeId() == "" {
 		return nil, errorf(codes.InvalidArgument, "volume_id is required")
 	}
-	v, ok := m.volumes[req.GetVolumeId()]
+	v, ok := m.lookup(req.GetVolumeId())
 	if !ok {
 		return &csipb.DeleteVolumeResponse{}, nil // deleting twice is fine
 	}
@@ -959,8 +991,10 @@ func (s *memServer) CreateSnapshot(ctx context.Context, req *csipb.CreateSnapsho
 	if req.GetName() == "" || req.GetSourceVolumeId() == "" {
 		return nil, errorf(codes.InvalidArgument, "name and source_volume_id are required")
 	}
-	if snap, ok := m.snapshots[m.snapshotAs]; ok {
-		return &csipb.CreateSnapshotResponse{Snapshot: snapshotToCSI(snap)}, nil
+	if k, ok := foldFind(m.snapshots, m.snapshotAs, m.cfg.FoldIDs); ok {
+		answer := snapshotToCSI(m.snapshots[k])
+		answer.SnapshotId = m.snapshotAs // the spelling given: the same ID unless FoldIDs
+		return &csipb.CreateSnapshotResponse{Snapshot: answer}, nil
 	}
 	if snap, ok := m.snapshots[m.cfg.SnapshotIDPrefix+req.GetName()]; ok {
 		if snap.SourceVolumeID != req.GetSourceVolumeId() {
@@ -998,7 +1032,9 @@ func (s *memServer) DeleteSnapshot(ctx context.Context, req *csipb.DeleteSnapsho
 	if m.cfg.DeleteLater {
 		return &csipb.DeleteSnapshotResponse{}, nil
 	}
-	delete(m.snapshots, req.GetSnapshotId())
+	if k, ok := foldFind(m.snapshots, req.GetSnapshotId(), m.cfg.FoldIDs); ok {
+		delete(m.snapshots, k)
+	}
 	return &csipb.DeleteSnapshotResponse{}, nil
 }
 
