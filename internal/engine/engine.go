@@ -301,8 +301,8 @@ func dialCSI(p store.Plugin, srv *servers, timeouts csi.Timeouts, log *slog.Logg
 	cfg := csi.ConfigFromSpec(&sp)
 	cfg.Timeouts = pluginTimeouts(p, timeouts)
 	if _, err := spec.ClampPluginTimeout(p.Timeout); err != nil {
-		log.Warn(fmt.Sprintf("plugin %q: its timeout %s, stored by an older volctl, %v: %s is used; set one within 1s to 24h with volctl plugin register --id %s --timeout DURATION (and its sockets), or its plugin block's timeout",
-			p.ID, p.Timeout, strings.TrimPrefix(err.Error(), p.Timeout.String()+" "), cfg.Timeouts.Long, p.ID))
+		log.Warn(fmt.Sprintf("plugin %q: its timeout %s, stored by an older volctl, %v: %s is used; set one within 1s to 24h with `%s` (another duration for %s), or its plugin block's timeout",
+			p.ID, p.Timeout, strings.TrimPrefix(err.Error(), p.Timeout.String()+" "), cfg.Timeouts.Long, registerAgainCommand(p, cfg.Timeouts.Long), cfg.Timeouts.Long))
 	}
 	cfg.Logger = log.With("plugin", p.ID) // the RPC trace names the plugin beside the rpc
 	cfg.Name = p.ID                       // and so do its errors' hints
@@ -413,6 +413,13 @@ func longTimeoutAdvice(p store.Plugin, long time.Duration) string {
 	if p.Exec != nil {
 		return fmt.Sprintf("if it needs longer, raise the timeout (%s) in its plugin block, to %s say, and register that file again (`volctl plugin register FILE`, or restart the agent whose config declares it)", long, next)
 	}
+	return fmt.Sprintf("if it needs longer, raise its timeout (%s): `%s` (or the timeout of its plugin block, where a file declares it)",
+		long, registerAgainCommand(p, next))
+}
+
+// registerAgainCommand is the command that registers plugin p again as it is registered (its
+// ID, type and sockets) with the long-RPC timeout timeout, its words quoted for a shell.
+func registerAgainCommand(p store.Plugin, timeout time.Duration) string {
 	sp := p.Spec()
 	cfg := csi.ConfigFromSpec(&sp)
 	var flags []string
@@ -426,9 +433,8 @@ func longTimeoutAdvice(p store.Plugin, long time.Duration) string {
 	default:
 		flags = []string{shellquote.Flag("--socket", cfg.ControllerSocket)}
 	}
-	flags = append(append([]string{shellquote.Flag("--id", p.ID)}, flags...), shellquote.Flag("--timeout", next.String()))
-	return fmt.Sprintf("if it needs longer, raise its timeout (%s): `%s` (or the timeout of its plugin block, where a file declares it)",
-		long, shellquote.CommandFlags("volctl plugin register", nil, flags...))
+	flags = append(append([]string{shellquote.Flag("--id", p.ID)}, flags...), shellquote.Flag("--timeout", timeout.String()))
+	return shellquote.CommandFlags("volctl plugin register", nil, flags...)
 }
 
 // conn is a connected, fingerprinted plugin. Its fingerprint is only trusted while the
