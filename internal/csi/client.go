@@ -54,8 +54,9 @@ type Config struct {
 	// own long timeout: where that timeout is set and how to raise it (the engine's words, with
 	// the command that does it). A plugin slower than the timeout, not hung, fails so on every
 	// try, and "did not answer within 2m0s" alone said neither that the limit is the plugin's
-	// setting nor how to change it.
-	LongTimeoutAdvice string
+	// setting nor how to change it. A function, called only then: a claim's dial builds no
+	// words it will not print.
+	LongTimeoutAdvice func() string
 	// CheckPeer, when set, is asked about every connection the client makes, the first and each
 	// one gRPC makes again by itself after the plugin went away, with the credentials of the
 	// process listening on the socket (SO_PEERCRED), before anything is sent over it: an error
@@ -95,7 +96,7 @@ type Client struct {
 	// named is how errors name the plugin (Config.Name).
 	named string
 	// longTimeoutAdvice is Config.LongTimeoutAdvice.
-	longTimeoutAdvice string
+	longTimeoutAdvice func() string
 	// checkPeer is Config.CheckPeer; nil connects to whoever listens.
 	checkPeer func(socket string, cred *unix.Ucred) error
 	// checkAccepted is Config.CheckAccepted; nil asks nothing more at the first data.
@@ -375,8 +376,10 @@ func invoke[Req proto.Message, Resp any](ctx context.Context, c *Client, ep *end
 		err = translate(ctx, rpc, c.named, ep.socket, timeout, deadline, err, text, req, p.Addr != nil)
 		// Only for a call that reached the plugin: one that never got past the handshake is no
 		// slow plugin, and its error says what listens there instead.
-		if e := (*Error)(nil); c.longTimeoutAdvice != "" && IsLong(rpc) && p.Addr != nil && errors.As(err, &e) && e.TimedOut {
-			e.Hint += "; " + c.longTimeoutAdvice
+		if e := (*Error)(nil); c.longTimeoutAdvice != nil && IsLong(rpc) && p.Addr != nil && errors.As(err, &e) && e.TimedOut {
+			if advice := c.longTimeoutAdvice(); advice != "" {
+				e.Hint += "; " + advice
+			}
 		}
 		return zero, err
 	}

@@ -306,7 +306,8 @@ func dialCSI(p store.Plugin, srv *servers, timeouts csi.Timeouts, log *slog.Logg
 	}
 	cfg.Logger = log.With("plugin", p.ID) // the RPC trace names the plugin beside the rpc
 	cfg.Name = p.ID                       // and so do its errors' hints
-	cfg.LongTimeoutAdvice = longTimeoutAdvice(p, cfg.Timeouts.Long)
+	long := cfg.Timeouts.Long
+	cfg.LongTimeoutAdvice = func() string { return longTimeoutAdvice(p, long) }
 	cfg.Redact = redact
 	cfg.CheckPeer = srv.checkPeer // every connection, gRPC's reconnects too, not only checkServers' own
 	cfg.CheckAccepted = srv.checkAccepted
