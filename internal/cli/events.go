@@ -47,7 +47,9 @@ log keeps the newest 10,000 events, dropping the oldest as new ones come.
 
 --since keeps the events of the last DURATION ("10m", "2h") or since an RFC 3339 time;
 -n the newest N; --kind the events of one kind, matched exactly (a kind volctl never records,
-unless the log holds events of it from an older volctl, is a usage error listing the kinds). --follow prints new events as they are recorded until Ctrl-C; with --json
+unless the log holds events of it from an older volctl, is a usage error listing the kinds).
+A --volume, --alloc or --plugin that no event names, when nothing matches, is told with the
+ones the log names that were likely meant (did you mean "logs"?). --follow prints new events as they are recorded until Ctrl-C; with --json
 each event is then one JSON object per line, else the list is one JSON array (docs/json.md).`,
 		Example: `  volctl events --since 10m
   volctl events --volume db --follow
@@ -125,7 +127,14 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 			fmt.Fprintln(opts.IO.ErrOut, "No events recorded yet: volctl records one per claim, release, registration, health change, ...")
 			return nil
 		case len(evs) == 0:
-			fmt.Fprintln(opts.IO.ErrOut, "No events match.")
+			near, err := e.EventFilterNear(ctx, opts.Filter)
+			if err != nil {
+				return fmt.Errorf("events: %w", err)
+			}
+			if near != "" {
+				near = ": " + near // its IDs quoted (strconv.Quote): no control or bidi character raw
+			}
+			fmt.Fprintf(opts.IO.ErrOut, "No events match%s.\n", near)
 			return nil
 		}
 		return writeEventTable(out, evs, opts.Now(), true)

@@ -68,8 +68,17 @@ in doubt.`,
 	fl.StringVar(&opts.NodeID, "node-id", "", "node ID reported by NodeGetInfo and in the volumes' topology (required)")
 	fl.BoolVar(&opts.EnableAttach, "enable-attach", false, "offer ControllerPublishVolume and require its publish_context in NodeStageVolume")
 	intVar(fl, &opts.MaxVolumes, "max-volumes", "", 0, "max volumes per node reported by NodeGetInfo and enforced by ControllerPublishVolume (0 = unset)")
+	// Checked where the docs test parses too (requiredFlag): the run's own check below keeps
+	// an empty value given (--root ''), and --socket, which CSI_ENDPOINT may stand for.
+	requiredFlag(cmd, "root", serveRootRequired)
+	requiredFlag(cmd, "node-id", serveNodeIDRequired)
 	return cmd
 }
+
+const (
+	serveRootRequired   = "plugin serve hostpath: --root is required"
+	serveNodeIDRequired = "plugin serve hostpath: --node-id is required"
+)
 
 // pluginServeHostpathRun checks the options and serves until ctx is done.
 func pluginServeHostpathRun(ctx context.Context, opts *PluginServeHostpathOptions) error {
@@ -81,9 +90,9 @@ func pluginServeHostpathRun(ctx context.Context, opts *PluginServeHostpathOption
 	case endpoint == "":
 		return usageError("plugin serve hostpath: --socket is required (or set CSI_ENDPOINT=unix://PATH)")
 	case opts.Root == "":
-		return usageError("plugin serve hostpath: --root is required")
+		return usageError("%s", serveRootRequired)
 	case opts.NodeID == "":
-		return usageError("plugin serve hostpath: --node-id is required")
+		return usageError("%s", serveNodeIDRequired)
 	case opts.MaxVolumes < 0:
 		return usageError("plugin serve hostpath: --max-volumes must not be negative, got %d", opts.MaxVolumes)
 	}

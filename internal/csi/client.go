@@ -50,6 +50,13 @@ type Config struct {
 	// Name is the plugin's name in the client's errors (volctl's plugin ID): a timeout's says
 	// `plugin "mem" did not answer within 2m0s`. Empty says "the plugin".
 	Name string
+	// LongTimeoutAdvice, when set, is added to the hint of a long RPC cut off by the client's
+	// own long timeout: where that timeout is set and how to raise it (the engine's words, with
+	// the command that does it). A plugin slower than the timeout, not hung, fails so on every
+	// try, and "did not answer within 2m0s" alone said neither that the limit is the plugin's
+	// setting nor how to change it. A function, called only then: a claim's dial builds no
+	// words it will not print.
+	LongTimeoutAdvice func() string
 	// CheckPeer, when set, is asked about every connection the client makes, the first and each
 	// one gRPC makes again by itself after the plugin went away, with the credentials of the
 	// process listening on the socket (SO_PEERCRED), before anything is sent over it: an error
@@ -88,6 +95,8 @@ type Client struct {
 	observe func(rpc, code string, d time.Duration)
 	// named is how errors name the plugin (Config.Name).
 	named string
+	// longTimeoutAdvice is Config.LongTimeoutAdvice.
+	longTimeoutAdvice func() string
 	// checkPeer is Config.CheckPeer; nil connects to whoever listens.
 	checkPeer func(socket string, cred *unix.Ucred) error
 	// checkAccepted is Config.CheckAccepted; nil asks nothing more at the first data.
@@ -112,7 +121,8 @@ func New(cfg Config) (*Client, error) {
 	if cfg.ControllerSocket == "" && cfg.NodeSocket == "" {
 		return nil, errors.New("csi client: no controller or node socket given")
 	}
-	c := &Client{timeouts: cfg.Timeouts.withDefaults(), log: cfg.Logger, redact: cfg.Redact, observe: cfg.Observe, named: "the plugin", checkPeer: cfg.CheckPeer, checkAccepted: cfg.CheckAccepted}
+	c := &Client{timeouts: cfg.Timeouts.withDefaults(), log: cfg.Logger, redact: cfg.Redact, observe: cfg.Observe, named: "the plugin", checkPeer: cfg.CheckPeer, checkAccepted: cfg.CheckAccepted,
+		longTimeoutAdvice: cfg.LongTimeoutAdvice}
 	if cfg.Name != "" {
 		c.named = fmt.Sprintf("plugin %q", EscapeControl(cfg.Name))
 	}
@@ -363,7 +373,15 @@ func invoke[Req proto.Message, Resp any](ctx context.Context, c *Client, ep *end
 			return zero, fmt.Errorf("%s: %w", rpc, *refused) // nothing was sent: who listens was refused
 		}
 		deadline, _ := cctx.Deadline()
-		return zero, translate(ctx, rpc, c.named, ep.socket, timeout, deadline, err, text, req, p.Addr != nil)
+		err = translate(ctx, rpc, c.named, ep.socket, timeout, deadline, err, text, req, p.Addr != nil)
+		// Only for a call that reached the plugin: one that never got past the handshake is no
+		// slow plugin, and its error says what listens there instead.
+		if e := (*Error)(nil); c.longTimeoutAdvice != nil && IsLong(rpc) && p.Addr != nil && errors.As(err, &e) && e.TimedOut {
+			if advice := c.longTimeoutAdvice(); advice != "" {
+				e.Hint += "; " + advice
+			}
+		}
+		return zero, err
 	}
 	return resp, nil
 }

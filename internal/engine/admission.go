@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -33,8 +34,8 @@ func checkNode(tx *store.Tx, v store.Volume, onNode bool, p *store.Plugin) error
 		// Recorded before fingerprinting refused it: not matched, nor shown in a refusal. The
 		// next connection fingerprints the plugin again (reusableFingerprint), recording what
 		// it says now, or refusing it.
-		return badAnswerf("plugin %q: %v (recorded by an older volctl): run `volctl plugin status %s` to fingerprint it again",
-			p.ID, err, p.ID)
+		return badAnswerf("plugin %q: %v (recorded by an older volctl): run `%s` to fingerprint it again",
+			p.ID, err, shellquote.Command("volctl plugin status", p.ID))
 	}
 	if topos := volumeTopologies(v); len(topos) > 0 && !topologyMatch(fp.Topology, topos) {
 		node := "has no accessible topology"

@@ -24,6 +24,7 @@ import (
 
 	"github.com/volctl/volctl/internal/backoff"
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -300,11 +301,13 @@ func dialCSI(p store.Plugin, srv *servers, timeouts csi.Timeouts, log *slog.Logg
 	cfg := csi.ConfigFromSpec(&sp)
 	cfg.Timeouts = pluginTimeouts(p, timeouts)
 	if _, err := spec.ClampPluginTimeout(p.Timeout); err != nil {
-		log.Warn(fmt.Sprintf("plugin %q: its timeout %s, stored by an older volctl, %v: %s is used; set one within 1s to 24h with volctl plugin register --id %s --timeout DURATION (and its sockets), or its plugin block's timeout",
-			p.ID, p.Timeout, strings.TrimPrefix(err.Error(), p.Timeout.String()+" "), cfg.Timeouts.Long, p.ID))
+		log.Warn(fmt.Sprintf("plugin %q: its timeout %s, stored by an older volctl, %v: %s is used; set one within 1s to 24h with `%s` (another duration for %s), or its plugin block's timeout",
+			p.ID, p.Timeout, strings.TrimPrefix(err.Error(), p.Timeout.String()+" "), cfg.Timeouts.Long, registerAgainCommand(p, cfg.Timeouts.Long), cfg.Timeouts.Long))
 	}
 	cfg.Logger = log.With("plugin", p.ID) // the RPC trace names the plugin beside the rpc
 	cfg.Name = p.ID                       // and so do its errors' hints
+	long := cfg.Timeouts.Long
+	cfg.LongTimeoutAdvice = func() string { return longTimeoutAdvice(p, long) }
 	cfg.Redact = redact
 	cfg.CheckPeer = srv.checkPeer // every connection, gRPC's reconnects too, not only checkServers' own
 	cfg.CheckAccepted = srv.checkAccepted
@@ -392,6 +395,47 @@ func pluginTimeouts(p store.Plugin, defaults csi.Timeouts) csi.Timeouts {
 	}
 	t.Short = defaults.Short
 	return t
+}
+
+// longTimeoutAdvice says, for the hint of a long RPC that ran into it, that long is plugin p's
+// own timeout and how to raise it: a plugin slower than it (a cloud disk that takes minutes to
+// attach), not hung, fails so on every try, and "did not answer within 2m0s" named neither
+// (TestTimedOutRPCSaysHowToRaiseTheTimeout). It proposes twice long, within the bounds a
+// plugin's timeout is held to. A plugin the agent starts (an exec block) is declared in a
+// file, which is where its timeout is changed: registered again by flags, it would lose its
+// exec block. Any other is registered again with its own sockets, the command ready to paste;
+// one the agent's config declares takes the file's timeout back at the agent's next start,
+// which the words say too.
+func longTimeoutAdvice(p store.Plugin, long time.Duration) string {
+	next, _ := spec.ClampPluginTimeout(2 * long)
+	if next <= long {
+		return fmt.Sprintf("its timeout, %s, is the most a plugin's timeout can be", long)
+	}
+	if p.Exec != nil {
+		return fmt.Sprintf("if it needs longer, raise the timeout (%s) in its plugin block, to %s say, and register that file again (`volctl plugin register FILE`, or restart the agent whose config declares it)", long, next)
+	}
+	return fmt.Sprintf("if it needs longer, raise its timeout (%s): `%s` (or the timeout of its plugin block, where a file declares it)",
+		long, registerAgainCommand(p, next))
+}
+
+// registerAgainCommand is the command that registers plugin p again as it is registered (its
+// ID, type and sockets) with the long-RPC timeout timeout, its words quoted for a shell.
+func registerAgainCommand(p store.Plugin, timeout time.Duration) string {
+	sp := p.Spec()
+	cfg := csi.ConfigFromSpec(&sp)
+	var flags []string
+	switch {
+	case p.Type == spec.PluginController:
+		flags = []string{"--type controller", shellquote.Flag("--socket", cfg.ControllerSocket)}
+	case p.Type == spec.PluginNode:
+		flags = []string{"--type node", shellquote.Flag("--socket", cfg.NodeSocket)}
+	case p.Socket == "":
+		flags = []string{shellquote.Flag("--controller-socket", cfg.ControllerSocket), shellquote.Flag("--node-socket", cfg.NodeSocket)}
+	default:
+		flags = []string{shellquote.Flag("--socket", cfg.ControllerSocket)}
+	}
+	flags = append(append([]string{shellquote.Flag("--id", p.ID)}, flags...), shellquote.Flag("--timeout", timeout.String()))
+	return shellquote.CommandFlags("volctl plugin register", nil, flags...)
 }
 
 // conn is a connected, fingerprinted plugin. Its fingerprint is only trusted while the

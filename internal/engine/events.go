@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -31,6 +32,31 @@ func (e *Engine) Events(ctx context.Context, limit int, f EventFilter) ([]EventI
 		return err
 	})
 	return out, err
+}
+
+// EventFilterNear says, for a filter that matched no event, which of its volume, alloc and
+// plugin no event names, with the ones the log names that were likely meant: `events --volume
+// dat` printed only "No events match.", as for a volume that has no events in the time asked
+// (TestEventsFilterTypoNamesTheNearID). Empty when each names something, or nothing is near.
+func (e *Engine) EventFilterNear(ctx context.Context, f EventFilter) (string, error) {
+	var says []string
+	for _, x := range []struct {
+		t    store.IDTable
+		what string
+		id   string
+	}{{store.EventVolumeIDs, "volume", f.VolumeID}, {store.EventAllocs, "alloc", f.Alloc}, {store.EventPluginIDs, "plugin", f.PluginID}} {
+		if x.id == "" {
+			continue
+		}
+		near, err := nearKeys(ctx, e, x.t, x.id)
+		if err != nil {
+			return "", err
+		}
+		if len(near) > 0 {
+			says = append(says, fmt.Sprintf("no event names %s %q (did you mean %s?)", x.what, x.id, orList(near)))
+		}
+	}
+	return strings.Join(says, "; "), nil
 }
 
 // storedFilter turns a filter's volume ID, alloc and plugin ID into the forms the event log

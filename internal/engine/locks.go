@@ -17,6 +17,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/pathtrust"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -117,8 +118,8 @@ func (l *locker) stillHeld(id string) error {
 	}
 	return &kindError{kind: errLockLost, msg: fmt.Sprintf("volume %q's lock file %s was %s while this volctl held the volume's lock (volctl never removes its lock files; something else did): "+
 		"another volctl may hold the lock on the new file and be working on the volume, so this one stopped before its next step, leaving what it did recorded; "+
-		"`volctl volume status %s` shows where the volume and its claims are, and `volctl reconcile` resumes what was cut short once no other volctl is working on the volume; never remove the files in %s",
-		id, h.path, how, id, filepath.Dir(h.path))}
+		"`%s` shows where the volume and its claims are, and `volctl reconcile` resumes what was cut short once no other volctl is working on the volume; never remove the files in %s",
+		id, h.path, how, shellquote.Command("volctl volume status", id), filepath.Dir(h.path))}
 }
 
 // holding is fn, a write of an operation holding volume id's lock, run only while that lock is

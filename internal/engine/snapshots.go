@@ -689,8 +689,8 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 // would delete a snapshot made again, is not the advice there: a deregister of one gone is.
 func takenAgainAdvice(c *conn, pluginID, snapshotID string) string {
 	if c.fp.Controller && c.fp.Capabilities.Controller.ListSnapshots {
-		return fmt.Sprintf("`volctl volume snapshot list --plugin %s` shows it missing if this delete took it, and `%s` then forgets it",
-			pluginID, shellquote.Command("volctl volume snapshot delete", pluginID, snapshotID))
+		return fmt.Sprintf("`%s` shows it missing if this delete took it, and `%s` then forgets it",
+			shellquote.Command("volctl volume snapshot list "+shellquote.Flag("--plugin", pluginID)), shellquote.Command("volctl volume snapshot delete", pluginID, snapshotID))
 	}
 	return fmt.Sprintf("plugin %q does not list snapshots (no LIST_SNAPSHOTS controller capability), so volctl cannot tell whether this delete took it: "+
 		"check with the storage provider's own tools whether snapshot %q is there; if it is not, `%s` forgets its record (sending nothing); "+
@@ -897,9 +897,12 @@ func (e *Engine) reconcileSnapshotDeletes(ctx context.Context, rep *ReconcileRep
 			// was given, which volctl keeps nowhere. The way out is that delete again, with them
 			// (TestReconcileAdvisesTheSnapshotDeleteWithItsSecrets).
 			rep.problem("", "", fmt.Errorf("%w (volctl keeps no secret a delete was given, and reconcile sent none of them: "+
-				"`%s --secret KEY=VALUE` (or --secret-file KEY=FILE) sends the delete again with the secrets the plugin needs; "+
+				"`%s` (or --secret-file KEY=FILE) sends the delete again with the secrets the plugin needs; "+
 				"`%s` forgets the delete and leaves the snapshot)", err,
-				shellquote.Command("volctl volume snapshot delete", d.PluginID, d.SnapshotID),
+				// The flag in the command's own words: written after it, a snapshot ID starting
+				// with "-" (which follows "--") made --secret two more arguments, refused
+				// (TestSnapshotDeleteWithSecretsAdviceRunsForADashedID).
+				shellquote.CommandFlags("volctl volume snapshot delete", []string{d.PluginID, d.SnapshotID}, shellquote.Flag("--secret", "KEY=VALUE")),
 				shellquote.Command("volctl volume snapshot deregister", d.PluginID, d.SnapshotID)))
 		case errors.As(err, new(snapshotCapabilityLost)):
 			rep.problem("", "", err) // it names the deregister already

@@ -52,7 +52,17 @@ func nearStoredID(ctx context.Context, e *Engine, t store.IDTable, id string, er
 	if !errors.Is(err, ErrNotFound) && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	near, kerr := viewOne(ctx, e.store, func(tx *store.Tx) ([]string, error) {
+	near, kerr := nearKeys(ctx, e, t, id)
+	if kerr != nil || len(near) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (did you mean %s?)", err, orList(near))
+}
+
+// nearKeys is the keys of table t the user likely meant by id, which is not one of them
+// (nearStoredID's rule); none when id is one.
+func nearKeys(ctx context.Context, e *Engine, t store.IDTable, id string) ([]string, error) {
+	return viewOne(ctx, e.store, func(tx *store.Tx) ([]string, error) {
 		keys, err := tx.Keys(t)
 		if err != nil {
 			return nil, err
@@ -79,10 +89,6 @@ func nearStoredID(ctx context.Context, e *Engine, t store.IDTable, id string, er
 		}
 		return equallyNear(id, near, dist, keys), nil
 	})
-	if kerr != nil || len(near) == 0 {
-		return err
-	}
-	return fmt.Errorf("%w (did you mean %s?)", err, orList(near))
 }
 
 // equallyNear is near and every other key as near to id as it, dist edits: `volume delete

@@ -36,7 +36,7 @@ func TestStoredPluginTimeoutOutsideItsBoundsIsClamped(t *testing.T) {
 		t.Fatalf("create through a plugin stored with timeout 1ns: %v", err)
 	}
 	got := logs.String()
-	for _, want := range []string{`plugin \"mem\": its timeout 1ns`, "less than the least it may be, 1s", "1s is used", "volctl plugin register --id mem --timeout"} {
+	for _, want := range []string{`plugin \"mem\": its timeout 1ns`, "less than the least it may be, 1s", "1s is used", "`volctl plugin register --id mem --socket " + h.socket + " --timeout 1s`"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("log = %q, want it to say %q", got, want)
 		}

@@ -61,11 +61,16 @@ var keysQuery = map[IDTable]string{
 	VolumeIDs:  `SELECT id FROM volumes ORDER BY id`,
 	PluginIDs:  `SELECT id FROM plugins ORDER BY id`,
 	GroupNames: `SELECT name FROM groups ORDER BY name`,
+	// The IDs the event log names (a deleted volume's too), for an events filter that matched
+	// nothing.
+	EventVolumeIDs: `SELECT DISTINCT volume_id FROM events WHERE volume_id != '' ORDER BY volume_id`,
+	EventAllocs:    `SELECT DISTINCT alloc FROM events WHERE alloc != '' ORDER BY alloc`,
+	EventPluginIDs: `SELECT DISTINCT plugin_id FROM events WHERE plugin_id != '' ORDER BY plugin_id`,
 }
 
-// Keys lists, ordered, every stored key of VolumeIDs, PluginIDs or GroupNames: for the path
-// where a key typed was not found and volctl looks for the one meant (engine's nearStoredID),
-// never the common one.
+// Keys lists, ordered, every stored key of a table (or every ID the event log names): for the
+// path where a key typed was not found and volctl looks for the one meant (engine's
+// nearStoredID), never the common one.
 func (tx *Tx) Keys(t IDTable) ([]string, error) {
 	q, ok := keysQuery[t]
 	if !ok {
