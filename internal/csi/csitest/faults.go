@@ -29,8 +29,8 @@ import (
 // Fault is one thing to do to calls of an RPC, in this order: hang, gate, delay, (lost: the
 // call itself,) fail.
 type Fault struct {
-	Code    codes.Code    // the error to return; OK returns none (a Delay alone)
-	Message string        // the error's message; default "injected <Code>"
+	Code    codes.Code // the error to return; OK returns none (a Delay alone)
+	Message string     // the error's message; default "injected <Code>"
 	// Details, with Code, are the error's status details: a plugin that says more than its
 	// message (a debug dump, its request echoed) in google.rpc.Status details.
 	Details []string
