@@ -208,7 +208,7 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest, probeFirst *
 	failpoint("claim:taken")
 	if locked && fresh {
 		if err := e.restageIfLost(ctx, v.ID, ld); err != nil {
-			e.markForReconcile(ctx, &cl, "", err)
+			e.markForReconcile(ctx, &cl, lastRPC(err), err)
 			return fail(fmt.Errorf("%w (the claim is left %s for `volctl reconcile`)", err, cl.State))
 		}
 		cl, err = e.driveClaim(ctx, cl, v, ld, store.OutcomeRolledBack)
@@ -944,7 +944,9 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 		err = conflictf("%v", err)
 	}
 	if err != nil {
-		e.markForReconcile(ctx, &cl, "", err)
+		// A connection that failed at a question of the fingerprint (GetPluginInfo, NodeGetInfo,
+		// ...) names it and its code in the event, as any RPC's failure does.
+		e.markForReconcile(ctx, &cl, lastRPC(err), err)
 		// Nothing was sent, but the claim stays recorded, holding the volume: say so.
 		switch {
 		case cl.Releasing:

@@ -88,6 +88,7 @@ func matrixCodeName(c codes.Code) string { return c.String() }
 // how.
 type matrixCell struct {
 	t     *testing.T
+	row   *testing.T // the row's, which outlives the cell (what the cell serves anew)
 	h     *harness
 	vol   string
 	ext   string
@@ -113,7 +114,7 @@ func matrixRow(t *testing.T, h *harness, rpc string, answers []matrixAnswer, act
 			defer func() { h.t = parent }()
 			vol := fmt.Sprintf("v%d", i)
 			h.create(volume(vol))
-			c := &matrixCell{t: t, h: h, vol: vol, ext: h.externalID(vol), rpc: rpc, a: a, acted: acted, class: matrixClass(rpc, a.code)}
+			c := &matrixCell{t: t, row: parent, h: h, vol: vol, ext: h.externalID(vol), rpc: rpc, a: a, acted: acted, class: matrixClass(rpc, a.code)}
 			h.faults.ResetCounts()
 			run(c)
 			h.faults.Clear()
@@ -465,4 +466,70 @@ func TestCodeMatrixKernel(t *testing.T) {
 			})
 		}
 	}
+}
+
+// matrixProbeRPCs are the questions volctl asks a plugin it connects to anew (its socket a new
+// file: a restart), before any RPC of a claim.
+var matrixProbeRPCs = []string{csi.RPCProbe, csi.RPCGetPluginInfo, csi.RPCGetPluginCapabilities,
+	csi.RPCNodeGetCapabilities, csi.RPCControllerGetCapabilities, csi.RPCNodeGetInfo}
+
+// TestCodeMatrixProbes: a plugin restarted (its socket a new file) whose answer to one of the
+// questions asked of it anew is each code. A Probe that fails refuses the claim before it is
+// admitted (the plugin unhealthy; but UNAVAILABLE, a plugin still starting, which the RPCs
+// after it find out about for themselves); the fingerprint's other questions leave the claim
+// taken for reconcile, nothing sent. Either way the plugin is sent nothing of the claim, the
+// error names the volume, the plugin, the RPC and the code, with no secret, and once the
+// plugin answers again a reconcile pass and a release leave nothing.
+func TestCodeMatrixProbes(t *testing.T) {
+	var answers []matrixAnswer
+	for _, a := range matrixAnswers() {
+		if a.name == a.code.String() || a.name == "Code99" {
+			answers = append(answers, a)
+		}
+	}
+	for _, rpc := range matrixProbeRPCs {
+		t.Run(rpc, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, nil)
+			matrixRow(t, h, rpc, answers, false, (*matrixCell).probe, func(matrixAnswer) string { return "" })
+		})
+	}
+}
+
+func (c *matrixCell) probe() {
+	h, t := c.h, c.t
+	h.stopServe()
+	h.faults.Inject(c.rpc, csitest.Fault{Code: c.a.code, Message: c.a.message})
+	h.stopServe = csitest.ServeAt(c.row, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
+	h.mem.ResetCalls()
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: c.vol, Alloc: "a"})
+	c.noSecret("claim", err)
+	if c.rpc == csi.RPCProbe && c.a.code == codes.Unavailable {
+		// A plugin still starting: the claim's own RPCs find out whether it answers.
+		if err != nil {
+			t.Fatalf("claim through a plugin whose Probe answered UNAVAILABLE and the rest OK: %v", err)
+		}
+	} else {
+		if err == nil {
+			t.Fatalf("the claim passed a %s answered %s", c.rpc, c.a.name)
+		}
+		c.names("claim", err)
+		if rpcs := h.rpcs(); len(rpcs) != 0 {
+			t.Errorf("RPCs of the claim sent to a plugin whose %s failed: %v", c.rpc, rpcs)
+		}
+		if cls := h.liveClaims(c.vol); len(cls) > 0 {
+			if !cls[0].NeedsReconcile || cls[0].State != store.ClaimTaken {
+				t.Errorf("claim after its plugin's %s failed: %+v; want it taken, left for reconcile", c.rpc, cls[0])
+			}
+			c.failingPass()
+			if evs := c.failureEvents(); len(evs) != 1 {
+				all, _ := h.e.Events(h.ctx, 0, EventFilter{VolumeID: c.vol})
+				t.Errorf("events of the failure after the claim and a pass meeting it again: %d; want 1: %+v", len(evs), all)
+			}
+		}
+	}
+	if err := c.agree(false); err != nil {
+		t.Errorf("after the claim: %v", err)
+	}
+	c.healAndRelease()
 }
