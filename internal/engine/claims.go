@@ -1196,7 +1196,15 @@ func (e *Engine) recordFailure(ctx context.Context, cl *store.Claim, rpc string,
 		if err := update(tx); err != nil || repeat {
 			return err
 		}
-		return tx.Events().Append(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc,
+		// The plugin it failed on, as the claim's admission and release events name it: a
+		// failure event without it was missing from `volctl events --plugin`
+		// (TestFailureEventsOfAClaimRecordEachChangeAndNameThePlugin). Read in this
+		// transaction, for the failures that are events only.
+		v, err := tx.Volumes().Get(cl.VolumeID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
 			RPC: rpc, Code: cl.LastCode, Message: fmt.Sprintf("claim left %s for reconcile: %v", cl.State, cause)})
 	}))
 	if errors.Is(err, errLockLost) {

@@ -533,3 +533,59 @@ func (c *matrixCell) probe() {
 	}
 	c.healAndRelease()
 }
+
+// The event log against the matrix (fix31b's second reading): a claim whose plugin keeps
+// failing its NodeStageVolume with one message, its code alternating, is an event at every
+// change of code (a flood of alternating codes is still recorded, not taken for a repeat);
+// after the stage passes, its NodePublishVolume failing with that same message is an event
+// of its own (another RPC, not a repeat); and every one of them is found by the plugin it
+// failed on (`volctl events --plugin`), as the claim's admission and release are. Before, a
+// claim's failure event named no plugin, and `volctl events --plugin mem` showed none of them.
+func TestFailureEventsOfAClaimRecordEachChangeAndNameThePlugin(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	const msg = "backend busy"
+	codesSeen := []codes.Code{codes.Unavailable, codes.Aborted, codes.Unavailable, codes.Aborted}
+	h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Code: codesSeen[0], Message: msg, Times: fastRetry.Attempts})
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil {
+		t.Fatal("the claim passed a failing NodeStageVolume")
+	}
+	for _, code := range codesSeen[1:] {
+		h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Code: code, Message: msg, Times: fastRetry.Attempts})
+		if rep, err := h.e.Reconcile(h.ctx); err == nil || rep.OK() {
+			t.Fatalf("a pass with NodeStageVolume failing %s: %v", code, err)
+		}
+	}
+	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Code: codes.Aborted, Message: msg, Times: fastRetry.Attempts})
+	if rep, err := h.e.Reconcile(h.ctx); err == nil || rep.OK() {
+		t.Fatalf("a pass with NodePublishVolume failing: %v", err)
+	}
+	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "claim", VolumeID: "v"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range evs {
+		if ev.RPC != "" {
+			got = append(got, ev.RPC+"/"+ev.Code)
+		}
+	}
+	slices.Reverse(got)
+	want := []string{"NodeStageVolume/Unavailable", "NodeStageVolume/Aborted", "NodeStageVolume/Unavailable", "NodeStageVolume/Aborted", "NodePublishVolume/Aborted"}
+	if !slices.Equal(got, want) {
+		t.Errorf("failure events of the claim: %v; want one per change, %v", got, want)
+	}
+	byPlugin, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "claim", PluginID: "mem"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failures := 0
+	for _, ev := range byPlugin {
+		if ev.RPC != "" {
+			failures++
+		}
+	}
+	if failures != len(want) {
+		t.Errorf("failure events of the claim found by its plugin (`volctl events --plugin mem`): %d; want %d", failures, len(want))
+	}
+}
