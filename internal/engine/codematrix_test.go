@@ -2,12 +2,14 @@ package engine
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -468,6 +470,22 @@ func TestCodeMatrixKernel(t *testing.T) {
 	}
 }
 
+// serveAnew serves the harness's plugin on a new socket file at its path, as a restarted
+// plugin does, which volctl fingerprints anew: the old file is kept linked until the new one
+// is made, so that the new one cannot be given its inode and, made within the same tick of
+// the kernel's coarse clock, its change time, and pass for the old one (the stored fingerprint
+// reused, the questions the cell fails never asked). The server lives as long as t.
+func (h *harness) serveAnew(t *testing.T) {
+	h.t.Helper()
+	keep := h.socket + ".old"
+	if err := os.Link(h.socket, keep); err != nil {
+		h.t.Fatal(err)
+	}
+	defer os.Remove(keep)
+	h.stopServe()
+	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
+}
+
 // matrixProbeRPCs are the questions volctl asks a plugin it connects to anew (its socket a new
 // file: a restart), before any RPC of a claim.
 var matrixProbeRPCs = []string{csi.RPCProbe, csi.RPCGetPluginInfo, csi.RPCGetPluginCapabilities,
@@ -498,9 +516,8 @@ func TestCodeMatrixProbes(t *testing.T) {
 
 func (c *matrixCell) probe() {
 	h, t := c.h, c.t
-	h.stopServe()
 	h.faults.Inject(c.rpc, csitest.Fault{Code: c.a.code, Message: c.a.message})
-	h.stopServe = csitest.ServeAt(c.row, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
+	h.serveAnew(c.row)
 	h.mem.ResetCalls()
 	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: c.vol, Alloc: "a"})
 	c.noSecret("claim", err)
@@ -587,5 +604,59 @@ func TestFailureEventsOfAClaimRecordEachChangeAndNameThePlugin(t *testing.T) {
 	}
 	if failures != len(want) {
 		t.Errorf("failure events of the claim found by its plugin (`volctl events --plugin mem`): %d; want %d", failures, len(want))
+	}
+}
+
+// TestCodeMatrixOKAnswers: the matrix's OK column, an answer OK whose message is empty where
+// CSI requires a field, or carries bytes volctl cannot decode or does not know. ControllerPublishVolume's
+// publish_context not UTF-8 (the plugin attached) is an unread answer, rolled back, the
+// attachment undone; one empty is the plugin's to refuse at NodeStageVolume, rolled back;
+// fields volctl does not know in a node answer are read past; an empty node ID or driver
+// name, or a node ID not UTF-8, fails the fingerprint, naming it, the claim taken for
+// reconcile, nothing sent. In every case the store and the plugin agree, and once the
+// plugin answers well a reconcile pass and a release leave nothing.
+func TestCodeMatrixOKAnswers(t *testing.T) {
+	clear := func(field string) func(proto.Message) {
+		return func(m proto.Message) {
+			r := m.ProtoReflect()
+			r.Clear(r.Descriptor().Fields().ByName(protoreflect.Name(field)))
+		}
+	}
+	h := newHarness(t, nil)
+	for i, x := range []struct {
+		name, rpc string
+		fault     csitest.Fault
+		fails     string // what the claim's error says; "" when the claim passes
+	}{
+		{"publish_context not UTF-8", csi.RPCControllerPublishVolume, csitest.Fault{Raw: csitest.AppendString("\xff", 1, 2)}, "its answer cannot be decoded"},
+		{"publish_context empty", csi.RPCControllerPublishVolume, csitest.Fault{Answer: clear("publish_context")}, "rolled back"},
+		{"stage answer with a field unknown", csi.RPCNodeStageVolume, csitest.Fault{Raw: csitest.AppendString("\xff", 7)}, ""},
+		{"publish answer with a field unknown", csi.RPCNodePublishVolume, csitest.Fault{Raw: csitest.AppendString("\xff", 7)}, ""},
+		{"node ID empty", csi.RPCNodeGetInfo, csitest.Fault{Answer: clear("node_id")}, "empty node ID"},
+		{"node ID not UTF-8", csi.RPCNodeGetInfo, csitest.Fault{Raw: csitest.AppendString("\xff", 1)}, "its answer cannot be decoded"},
+		{"driver name empty", csi.RPCGetPluginInfo, csitest.Fault{Answer: clear("name")}, "empty name"},
+	} {
+		t.Run(x.name, func(t *testing.T) {
+			parent := h.t
+			h.t = t
+			defer func() { h.t = parent }()
+			vol := fmt.Sprintf("v%d", i)
+			h.create(volume(vol))
+			c := &matrixCell{t: t, row: parent, h: h, vol: vol, ext: h.externalID(vol), rpc: x.rpc}
+			h.faults.Inject(x.rpc, x.fault)
+			h.serveAnew(parent)
+			h.faults.ResetCounts()
+			_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: vol, Alloc: "a"})
+			switch {
+			case x.fails == "" && err != nil:
+				t.Fatalf("claim: %v", err)
+			case x.fails != "" && (err == nil || !strings.Contains(err.Error(), x.fails) || !strings.Contains(err.Error(), `plugin "mem"`)):
+				t.Fatalf("claim: %v; want it to say %q and name the plugin", err, x.fails)
+			}
+			if err := c.agree(false); err != nil {
+				t.Errorf("after the claim: %v", err)
+			}
+			c.healAndRelease()
+		})
 	}
 }
