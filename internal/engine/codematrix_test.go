@@ -59,7 +59,7 @@ func matrixAnswers() []matrixAnswer {
 }
 
 // matrixClass is what the design says of a code answered to rpc: retryable, ignorable (done)
-// or final (docs/architecture.md, "The rules", Error classes).
+// or final (docs/architecture.md, "The rules, in one place": Error classes).
 func matrixClass(rpc string, code codes.Code) string {
 	switch code {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted:
