@@ -93,7 +93,7 @@ type Client struct {
 	redact func(context.Context) ([]string, error)
 	// observe is Config.Observe; nil observes nothing.
 	observe func(rpc, code string, d time.Duration)
-	// named is how errors name the plugin (Config.Name).
+	// named is how errors name the plugin (Config.Name), or unnamedPlugin.
 	named string
 	// longTimeoutAdvice is Config.LongTimeoutAdvice.
 	longTimeoutAdvice func() string
@@ -121,7 +121,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.ControllerSocket == "" && cfg.NodeSocket == "" {
 		return nil, errors.New("csi client: no controller or node socket given")
 	}
-	c := &Client{timeouts: cfg.Timeouts.withDefaults(), log: cfg.Logger, redact: cfg.Redact, observe: cfg.Observe, named: "the plugin", checkPeer: cfg.CheckPeer, checkAccepted: cfg.CheckAccepted,
+	c := &Client{timeouts: cfg.Timeouts.withDefaults(), log: cfg.Logger, redact: cfg.Redact, observe: cfg.Observe, named: unnamedPlugin, checkPeer: cfg.CheckPeer, checkAccepted: cfg.CheckAccepted,
 		longTimeoutAdvice: cfg.LongTimeoutAdvice}
 	if cfg.Name != "" {
 		c.named = fmt.Sprintf("plugin %q", EscapeControl(cfg.Name))

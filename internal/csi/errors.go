@@ -296,7 +296,26 @@ func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Dur
 		// "did not answer within" the timeout, which it did).
 		e.Hint = strings.ReplaceAll(pluginDeadlineHint, "{plugin}", plugin)
 	}
+	e.Hint = namedHint(e.Hint, plugin)
 	return e
+}
+
+// namedHint is a hint that names the plugin that answered (`plugin "mem"`, Config.Name): one
+// that does not already is led by the name. The error of an RPC is read where the command that
+// sent it reports it, and a claim's or release's names the volume, whose plugin the user would
+// otherwise have to look up; most of the spec's hints say "the plugin" (a NodeStageVolume
+// ALREADY_EXISTS, a PermissionDenied, the code 99 no one defines), and a user with several plugins, or
+// one answering for another on its socket, could not tell from the error which one to look at
+// (TestCodeMatrix: every cell's error names the plugin). A client given no name ("the plugin")
+// leaves the hint as it is.
+func namedHint(h, plugin string) string {
+	if plugin == unnamedPlugin || strings.Contains(h, plugin) {
+		return h
+	}
+	if h == "" {
+		return plugin
+	}
+	return plugin + ": " + h
 }
 
 // hostpathNoMountPrivilege opens the FAILED_PRECONDITION message of volctl's own plugin
@@ -632,3 +651,6 @@ func unnamed(err error) error {
 	}
 	return err
 }
+
+// unnamedPlugin is how errors name a plugin whose client was given no name (Config.Name).
+const unnamedPlugin = "the plugin"

@@ -208,7 +208,7 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest, probeFirst *
 	failpoint("claim:taken")
 	if locked && fresh {
 		if err := e.restageIfLost(ctx, v.ID, ld); err != nil {
-			e.markForReconcile(ctx, &cl, "", err)
+			e.markForReconcile(ctx, &cl, lastRPC(err), err)
 			return fail(fmt.Errorf("%w (the claim is left %s for `volctl reconcile`)", err, cl.State))
 		}
 		cl, err = e.driveClaim(ctx, cl, v, ld, store.OutcomeRolledBack)
@@ -944,7 +944,9 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 		err = conflictf("%v", err)
 	}
 	if err != nil {
-		e.markForReconcile(ctx, &cl, "", err)
+		// A connection that failed at a question of the fingerprint (GetPluginInfo, NodeGetInfo,
+		// ...) names it and its code in the event, as any RPC's failure does.
+		e.markForReconcile(ctx, &cl, lastRPC(err), err)
 		// Nothing was sent, but the claim stays recorded, holding the volume: say so.
 		switch {
 		case cl.Releasing:
@@ -1194,7 +1196,15 @@ func (e *Engine) recordFailure(ctx context.Context, cl *store.Claim, rpc string,
 		if err := update(tx); err != nil || repeat {
 			return err
 		}
-		return tx.Events().Append(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc,
+		// The plugin it failed on, as the claim's admission and release events name it: a
+		// failure event without it was missing from `volctl events --plugin`
+		// (TestFailureEventsOfAClaimRecordEachChangeAndNameThePlugin). Read in this
+		// transaction, for the failures that are events only.
+		v, err := tx.Volumes().Get(cl.VolumeID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
 			RPC: rpc, Code: cl.LastCode, Message: fmt.Sprintf("claim left %s for reconcile: %v", cl.State, cause)})
 	}))
 	if errors.Is(err, errLockLost) {

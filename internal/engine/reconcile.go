@@ -1006,7 +1006,7 @@ func (e *Engine) restoreLocked(ctx context.Context, claimID int64, listed listed
 	}
 	c, err := e.connectRead(ctx, v.PluginID, plugin, pluginErr)
 	if err != nil {
-		e.markForReconcile(ctx, &cl, "", err)
+		e.markForReconcile(ctx, &cl, lastRPC(err), err)
 		if errors.Is(err, ErrNotFound) {
 			// The plugin is not registered: a problem to report, not a claim gone meanwhile.
 			err = conflictf("%v", err)

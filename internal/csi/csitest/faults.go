@@ -21,14 +21,19 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/protoadapt"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // Fault is one thing to do to calls of an RPC, in this order: hang, gate, delay, (lost: the
 // call itself,) fail.
 type Fault struct {
-	Code    codes.Code    // the error to return; OK returns none (a Delay alone)
-	Message string        // the error's message; default "injected <Code>"
+	Code    codes.Code // the error to return; OK returns none (a Delay alone)
+	Message string     // the error's message; default "injected <Code>"
+	// Details, with Code, are the error's status details: a plugin that says more than its
+	// message (a debug dump, its request echoed) in google.rpc.Status details.
+	Details []string
 	Delay   time.Duration // wait this long first, cut short if the call's context ends
 	Hang    bool          // block until the call's context ends (the client's timeout fires)
 	// Gate, when set, blocks the call until the channel is closed (or the call's context
@@ -421,7 +426,15 @@ func (f *Faults) apply(ctx context.Context, rpc string, req any, handler grpc.Un
 		if msg == "" {
 			msg = fmt.Sprintf("injected %s", fault.Code)
 		}
-		return nil, status.Error(fault.Code, msg)
+		st := status.New(fault.Code, msg)
+		for _, d := range fault.Details {
+			withDetail, err := st.WithDetails(protoadapt.MessageV1Of(wrapperspb.String(d)))
+			if err != nil {
+				return nil, err
+			}
+			st = withDetail
+		}
+		return nil, st.Err()
 	}
 	asked := req
 	if in, ok := req.(proto.Message); ok && fault.FirstPage {
