@@ -264,7 +264,10 @@ func TestPausedPairClaimClaimSingleWriter(t *testing.T) {
 // claimOf, releaseIn, reconcileIn and deleteIn are the commands the pairs run, on engine e (this
 // process's or the other's).
 func claimOf(e *Engine, vol, alloc string) func(ctx context.Context) error {
-	return func(ctx context.Context) error { _, err := e.Claim(ctx, ClaimRequest{VolumeID: vol, Alloc: alloc}); return err }
+	return func(ctx context.Context) error {
+		_, err := e.Claim(ctx, ClaimRequest{VolumeID: vol, Alloc: alloc})
+		return err
+	}
 }
 
 func releaseIn(e *Engine, vol, alloc string) func(ctx context.Context) error {
