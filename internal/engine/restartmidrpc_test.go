@@ -2,14 +2,18 @@ package engine
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -132,4 +136,73 @@ func TestPluginRestartedMidRPCWithOtherCapabilities(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A snapshot's DeleteSnapshot hangs at the plugin while another volctl deletes the snapshot's
+// source volume: both finish (or the volume delete says what it waited for or refused, naming
+// the volume), and the store's volumes and snapshots match the plugin's after.
+func TestSourceVolumeDeletedWhileItsSnapshotsDeleteHangs(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	s := h.snapshot("nightly")
+	other := h.otherProcess()
+	derr, verr := h.whileHeld(csi.RPCDeleteSnapshot, "volume delete", false,
+		func() error { return h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil) },
+		func(ctx context.Context) error { return other.DeleteVolume(ctx, "db") })
+	if derr != nil {
+		t.Errorf("the snapshot delete: %v", derr)
+	}
+	saysWhatItWaitedFor(t, "the volume delete", verr, "db")
+	h.storeMatchesPlugin("after both")
+	h.snapshotsMatch("after both")
+	if verr == nil && len(h.mem.Volumes()) != 0 {
+		t.Errorf("the volume delete succeeded and the plugin still has %+v", h.mem.Volumes())
+	}
+}
+
+// A snapshot delete's lock file is removed (by hand, a cleanup of the state dir) once the
+// delete is recorded and before its DeleteSnapshot is sent, and another volctl creates a
+// snapshot of the same name meanwhile, answered with the snapshot being deleted (a plugin's
+// CreateSnapshot is idempotent by name). The create waits for a delete in flight by the
+// snapshot's lock: on the new file, it does not, and records the snapshot as made. The delete
+// must not go on to delete it: before, it sent DeleteSnapshot, the plugin deleted the snapshot
+// the create had just said it made, and the store kept a record of a snapshot nobody has. It
+// stops, as a volume operation whose lock file is removed does (stillHeld), sending nothing and
+// naming the lock file and the snapshot.
+func TestSnapshotLockFileRemovedBeforeTheDeleteIsSentStopsTheDelete(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	s := h.snapshot("nightly")
+	other := h.otherProcess()
+	p := pauseAtFailpoint(t, "snapshot:deleting")
+	delDone := make(chan error, 1)
+	go func() { delDone <- h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil) }()
+	waitFor(t, p.reached, "the delete to record itself")
+	lockPath := filepath.Join(h.dir, lockDir, "snapshot-"+lockHash("mem\x00"+s.ID)+".lock")
+	if err := os.Remove(lockPath); err != nil {
+		p.release()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+	defer cancel()
+	made, cerr := other.CreateSnapshot(ctx, "db", "nightly", nil)
+	p.release()
+	derr := <-delDone
+	if cerr == nil {
+		found := false
+		for _, ps := range h.mem.Snapshots() {
+			found = found || ps.ID == made.ID
+		}
+		if !found {
+			t.Errorf("the create said it made snapshot %s, and the delete whose lock file was removed deleted it (the delete returned %v)", made.ID, derr)
+		}
+	}
+	if derr == nil {
+		t.Errorf("the delete whose lock file was removed before its DeleteSnapshot went on and said it deleted snapshot %s", s.ID)
+	} else {
+		for _, want := range []string{lockPath, "removed", s.ID} {
+			if !strings.Contains(derr.Error(), want) {
+				t.Errorf("the delete: %v\nwant it to say %q", derr, want)
+			}
+		}
+	}
+	h.snapshotsMatch("after the create and the delete")
 }
