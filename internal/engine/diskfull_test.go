@@ -24,28 +24,34 @@ func diskFullHarness(t *testing.T) (h *harness, fillAfter *string, free func()) 
 	t.Helper()
 	var after string
 	var fill string
-	fillUp := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	fillAt := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		resp, err := handler(ctx, req)
 		if err == nil && after != "" && strings.HasSuffix(info.FullMethod, "/"+after) {
-			f, ferr := os.OpenFile(fill, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-			if ferr == nil {
-				buf := make([]byte, 4096)
-				for {
-					if _, werr := f.Write(buf); werr != nil {
-						break
-					}
-				}
-				f.Close()
-			}
+			fillUp(fill)
 		}
 		return resp, err
 	}
-	h, mnt := tmpfsStateHarness(t, "size=2m", fillUp)
+	h, mnt := tmpfsStateHarness(t, "size=2m", fillAt)
 	fill = filepath.Join(mnt, "fill")
 	return h, &after, func() {
 		after = ""
 		if err := os.Remove(fill); err != nil && !errors.Is(err, os.ErrNotExist) {
 			t.Fatal(err)
+		}
+	}
+}
+
+// fillUp writes to file fill until its file system is full.
+func fillUp(fill string) {
+	f, err := os.OpenFile(fill, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			return
 		}
 	}
 }

@@ -864,6 +864,20 @@ func checkIdentity(p store.Plugin, fp *csi.Fingerprint, sockets []socketID) erro
 		spec.QuoteName(sockets[0].path), fp.Provider, p.Fingerprint.Provider, p.Fingerprint.Provider)
 }
 
+// capsChange returns the capabilities (plugin, controller and node ones) was has and now has
+// not, and those now has and was has not.
+func capsChange(was, now store.Fingerprint) (lost, gained []string) {
+	for _, set := range [][2][]string{
+		{was.PluginCaps, now.PluginCaps},
+		{was.ControllerCaps, now.ControllerCaps},
+		{was.NodeCaps, now.NodeCaps},
+	} {
+		lost = append(lost, missingFrom(set[0], set[1])...)
+		gained = append(gained, missingFrom(set[1], set[0])...)
+	}
+	return lost, gained
+}
+
 // noteCapabilityChange appends an event when a plugin comes back (a restart: a new socket
 // file) with other capabilities than it was last fingerprinted with, naming what it lost and
 // gained. When it lost STAGE_UNSTAGE_VOLUME or PUBLISH_UNPUBLISH_VOLUME while volumes are
@@ -881,15 +895,7 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 		return err
 	}
 	now := fingerprintToStore(fp, time.Time{})
-	var lost, gained []string
-	for _, set := range [][2][]string{
-		{cur.Fingerprint.PluginCaps, now.PluginCaps},
-		{cur.Fingerprint.ControllerCaps, now.ControllerCaps},
-		{cur.Fingerprint.NodeCaps, now.NodeCaps},
-	} {
-		lost = append(lost, missingFrom(set[0], set[1])...)
-		gained = append(gained, missingFrom(set[1], set[0])...)
-	}
+	lost, gained := capsChange(cur.Fingerprint, now)
 	oldNode := cur.Fingerprint.NodeID
 	movedNode := oldNode != "" && now.NodeID != "" && now.NodeID != oldNode
 	limits, err := nodeLimitsNews(tx, pluginID, cur.Fingerprint, now)
@@ -1486,7 +1492,20 @@ func (e *Engine) otherInstance(ctx context.Context, c *conn, full bool) (replace
 	was, now := fingerprintToStore(c.fp, time.Time{}), fingerprintToStore(fp, time.Time{})
 	if !slices.Equal(was.PluginCaps, now.PluginCaps) || !slices.Equal(was.ControllerCaps, now.ControllerCaps) ||
 		!slices.Equal(was.NodeCaps, now.NodeCaps) || was.NodeID != now.NodeID {
-		return fmt.Errorf("plugin %q now has other capabilities or another node ID", c.plugin.ID), nil
+		// What changed, named: "other capabilities or another node ID" alone left the reader to
+		// find which in `volctl plugin status`, and whether it was the plugin's doing or volctl's.
+		var what []string
+		lost, gained := capsChange(was, now)
+		if len(lost) > 0 {
+			what = append(what, "lost "+strings.Join(lost, ", "))
+		}
+		if len(gained) > 0 {
+			what = append(what, "gained "+strings.Join(gained, ", "))
+		}
+		if was.NodeID != now.NodeID {
+			what = append(what, fmt.Sprintf("its node ID is now %q, was %q", now.NodeID, was.NodeID))
+		}
+		return fmt.Errorf("plugin %q now has other capabilities or another node ID (%s)", c.plugin.ID, strings.Join(what, "; ")), nil
 	}
 	return nil, nil
 }

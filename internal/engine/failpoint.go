@@ -12,3 +12,8 @@ package engine
 // failpoint is a no-op (failpoint_off.go) and the variable is ignored: a shipped volctl never
 // kills itself because of its environment.
 const FailpointEnv = "VOLCTL_FAILPOINT"
+
+// testHookFailpoint runs, in tests, at every failpoint, whatever the build: a test pauses one
+// operation there (another volctl's command runs meanwhile) and then lets it go on, or lists the
+// failpoints an operation passes (pausepairs_test.go). It is a no-op outside tests.
+var testHookFailpoint = func(name string) {}

@@ -36,6 +36,7 @@ func parseFailpoints(v string) map[string]string {
 // with TEXT in the panic's value, as a bug's panic carrying data would (a secret: the crash
 // report's scrubbing is tested so).
 func failpoint(name string) {
+	testHookFailpoint(name)
 	switch failpoints[name] {
 	case "kill":
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)

@@ -104,7 +104,25 @@ var errLockLost = errors.New("the volume's lock was lost")
 // reconcile, resumes. It costs one lstat(2); a volume whose lock this process does not hold
 // (none taken through locker.volume or tryVolume) passes.
 func (l *locker) stillHeld(id string) error {
-	v, ok := l.held.Load("volume-" + id)
+	return l.stillHeldNamed("volume-"+id, fmt.Sprintf("volume %q", id), "the volume",
+		"`"+shellquote.Command("volctl volume status", id)+"` shows where the volume and its claims are")
+}
+
+// snapshotStillHeld is stillHeld for a snapshot's lock (locker.snapshot), which a snapshot's
+// delete holds from its record to its end: checked before its DeleteSnapshot is sent and before
+// its answer is recorded. One removed while held lets another volctl's create of the same name,
+// answered with the snapshot being deleted, take the lock on a new file instead of waiting for
+// the delete, record the snapshot as made, and have the delete delete it
+// (TestSnapshotLockFileRemovedBeforeTheDeleteIsSentStopsTheDelete).
+func (l *locker) snapshotStillHeld(pluginID, snapshotID string) error {
+	return l.stillHeldNamed("snapshot-"+lockHash(pluginID+"\x00"+snapshotID), fmt.Sprintf("snapshot %q of plugin %q", snapshotID, pluginID), "the snapshot",
+		"`"+shellquote.Command("volctl volume snapshot list "+shellquote.Flag("--plugin", pluginID))+"` shows what is recorded of it and what the plugin has")
+}
+
+// stillHeldNamed is stillHeld for lock name, what's (the volume, the snapshot: it in the
+// message), status saying where to see it now.
+func (l *locker) stillHeldNamed(name, what, it, status string) error {
+	v, ok := l.held.Load(name)
 	if !ok {
 		return nil
 	}
@@ -116,10 +134,10 @@ func (l *locker) stillHeld(id string) error {
 	if _, err := os.Lstat(h.path); err == nil {
 		how = "removed, and another file made at its path,"
 	}
-	return &kindError{kind: errLockLost, msg: fmt.Sprintf("volume %q's lock file %s was %s while this volctl held the volume's lock (volctl never removes its lock files; something else did): "+
-		"another volctl may hold the lock on the new file and be working on the volume, so this one stopped before its next step, leaving what it did recorded; "+
-		"`%s` shows where the volume and its claims are, and `volctl reconcile` resumes what was cut short once no other volctl is working on the volume; never remove the files in %s",
-		id, h.path, how, shellquote.Command("volctl volume status", id), filepath.Dir(h.path))}
+	return &kindError{kind: errLockLost, msg: fmt.Sprintf("%s's lock file %s was %s while this volctl held its lock (volctl never removes its lock files; something else did): "+
+		"another volctl may hold the lock on the new file and be working on %s, so this one stopped before its next step, leaving what it did recorded; "+
+		"%s, and `volctl reconcile` resumes what was cut short once no other volctl is working on %s; never remove the files in %s",
+		what, h.path, how, it, status, it, filepath.Dir(h.path))}
 }
 
 // holding is fn, a write of an operation holding volume id's lock, run only while that lock is

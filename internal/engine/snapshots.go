@@ -589,6 +589,14 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 			}
 		}
 	}
+	// The snapshot's lock file removed since it was taken: another volctl may hold the lock on a
+	// new file, and a create of it there recorded it as made (it waits for no delete then).
+	// Nothing is sent, and nothing undone: the recorded delete stays unless that create took it
+	// back, for reconcile or the delete again to finish.
+	if lost := e.locks.snapshotStillHeld(pluginID, snapshotID); lost != nil {
+		kept = false
+		return fail(lost)
+	}
 	listed, unchecked, err := e.teardownChecked(ctx, c, e.retry, csi.RPCDeleteSnapshot, func(ctx context.Context) error {
 		return c.client.DeleteSnapshot(ctx, csi.DeleteSnapshotRequest{SnapshotID: snapshotID, Secrets: secrets})
 	}, func(ctx context.Context) (bool, error) { return e.listsSnapshot(ctx, c, snapshotID, secrets) })
@@ -634,6 +642,11 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	kept = false
 	var takenAgain error
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		// Lost meanwhile (the file removed while DeleteSnapshot was in flight): the answer is
+		// not recorded over what another volctl holding the new file may have written.
+		if lost := e.locks.snapshotStillHeld(pluginID, snapshotID); lost != nil {
+			return lost
+		}
 		// The delete recorded above gone while a record of the ID is there: a snapshot create
 		// answered with this ID since and recorded it (finishSnapshot's Undelete), from another
 		// volctl, which holds the source volume's lock, not this snapshot's. The plugin may have

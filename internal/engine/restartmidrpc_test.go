@@ -1,0 +1,208 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// chaos32: the agent restarts the plugin while one of a command's RPCs is in flight: the
+// instance the RPC reached dies without answering (UNAVAILABLE), and a new one, on a new socket
+// file, serves what the plugin keeps on disk (the same MemPlugin's volumes, stagings and
+// targets), with the capabilities edit gives it (none changed when edit is nil).
+
+// restartingHarness is a harness whose plugin is restarted so the first time method (a gRPC
+// full method name) reaches it once arm is called; initial edits its configuration before.
+func restartingHarness(t *testing.T, method string, initial, edit func(*csitest.MemConfig)) (h *harness, arm func(), restarted <-chan struct{}) {
+	t.Helper()
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	if initial != nil {
+		initial(&cfg)
+	}
+	mem := csitest.NewMemPlugin(cfg)
+	var (
+		mu     sync.Mutex
+		armed  bool
+		stop   func()
+		socket string
+	)
+	done := make(chan struct{})
+	hook := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		mu.Lock()
+		fire := armed && info.FullMethod == method
+		armed = armed && !fire
+		mu.Unlock()
+		if !fire {
+			return handler(ctx, req)
+		}
+		stop()
+		if edit != nil {
+			mem.Reconfigure(edit)
+		}
+		csitest.ServeAt(t, socket, csitest.WithServer(mem))
+		close(done)
+		return nil, status.Error(codes.Unavailable, "the plugin was killed")
+	}
+	socket, stop = csitest.Serve(t, csitest.WithServer(mem), csitest.WithInterceptor(hook))
+	h = &harness{t: t, ctx: context.Background(), mem: mem, faults: csitest.NewFaults(), socket: socket, dir: t.TempDir(), mounts: newFakeMounts(mem)}
+	h.open(Config{})
+	h.registerPlugin("mem", socket)
+	return h, func() { mu.Lock(); armed = true; mu.Unlock() }, done
+}
+
+// The same plugin restarted, same capabilities, while a claim's NodeStageVolume and a release's
+// NodeUnstageVolume are in flight: the command goes on with the new instance and finishes, the
+// store matching the plugin.
+func TestPluginRestartedMidRPCSameCapabilitiesFinishes(t *testing.T) {
+	for _, tc := range []struct{ method, op string }{
+		{"/csi.v1.Node/NodeStageVolume", "claim"},
+		{"/csi.v1.Node/NodePublishVolume", "claim"},
+		{"/csi.v1.Node/NodeUnstageVolume", "release"},
+		{"/csi.v1.Controller/ControllerUnpublishVolume", "release"},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			h, arm, restarted := restartingHarness(t, tc.method, nil, nil)
+			h.create(volume("v", capab(spec.SingleNodeWriter)))
+			var err error
+			if tc.op == "claim" {
+				arm()
+				_, err = h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+			} else {
+				h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+				arm()
+				_, err = h.e.Release(h.ctx, "v", "a")
+			}
+			waitFor(t, restarted, "the plugin's restart")
+			if err != nil {
+				t.Errorf("%s with the plugin restarted (same driver, same capabilities) during %s: %v", tc.op, tc.method, err)
+			}
+			h.storeMatchesPlugin(tc.op + " across the restart")
+		})
+	}
+}
+
+// The same driver restarted without STAGE_UNSTAGE_VOLUME while a claim's NodeStageVolume is in
+// flight, and with it while a claim's NodePublishVolume is (a volume never staged): the claim's
+// steps were chosen by the capabilities before, so it sends nothing more, stops saying the
+// plugin restarted with other capabilities, which (it said "other capabilities or another node
+// ID", not which), and what to run; reconcile then publishes it by the new capabilities, the
+// store matching the plugin.
+func TestPluginRestartedMidRPCWithOtherCapabilities(t *testing.T) {
+	for _, tc := range []struct {
+		name, method string
+		stage        bool   // the plugin's STAGE_UNSTAGE_VOLUME before the restart
+		change       string // what the claim's error says changed
+	}{
+		{"lost-stage", "/csi.v1.Node/NodeStageVolume", true, "lost STAGE_UNSTAGE_VOLUME"},
+		{"gained-stage", "/csi.v1.Node/NodePublishVolume", false, "gained STAGE_UNSTAGE_VOLUME"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, arm, restarted := restartingHarness(t, tc.method,
+				func(c *csitest.MemConfig) { c.Node.StageUnstageVolume = tc.stage },
+				func(c *csitest.MemConfig) { c.Node.StageUnstageVolume = !tc.stage })
+			h.create(volume("v", capab(spec.SingleNodeWriter)))
+			arm()
+			_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+			waitFor(t, restarted, "the plugin's restart")
+			t.Logf("claim: %v", err)
+			if err == nil {
+				t.Fatalf("the claim succeeded by the capabilities of the plugin before its restart")
+			}
+			for _, want := range []string{`"v"`, "`volctl reconcile`", tc.change} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("claim: %v\nwant it to say %q: the volume, what to run, what changed", err, want)
+				}
+			}
+			rep, rerr := h.e.Reconcile(h.ctx)
+			if rerr != nil || !rep.OK() {
+				t.Fatalf("reconcile after the restart: %v, problems %+v", rerr, rep.Problems)
+			}
+			h.storeMatchesPlugin("reconcile after the restart")
+			if live := h.liveClaims("v"); len(live) != 1 {
+				t.Errorf("live claims %+v, want a's, published by reconcile", live)
+			}
+		})
+	}
+}
+
+// A snapshot's DeleteSnapshot hangs at the plugin while another volctl deletes the snapshot's
+// source volume: both finish (or the volume delete says what it waited for or refused, naming
+// the volume), and the store's volumes and snapshots match the plugin's after.
+func TestSourceVolumeDeletedWhileItsSnapshotsDeleteHangs(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	s := h.snapshot("nightly")
+	other := h.otherProcess()
+	derr, verr := h.whileHeld(csi.RPCDeleteSnapshot, "volume delete", false,
+		func() error { return h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil) },
+		func(ctx context.Context) error { return other.DeleteVolume(ctx, "db") })
+	if derr != nil {
+		t.Errorf("the snapshot delete: %v", derr)
+	}
+	saysWhatItWaitedFor(t, "the volume delete", verr, "db")
+	h.storeMatchesPlugin("after both")
+	h.snapshotsMatch("after both")
+	if verr == nil && len(h.mem.Volumes()) != 0 {
+		t.Errorf("the volume delete succeeded and the plugin still has %+v", h.mem.Volumes())
+	}
+}
+
+// A snapshot delete's lock file is removed (by hand, a cleanup of the state dir) once the
+// delete is recorded and before its DeleteSnapshot is sent, and another volctl creates a
+// snapshot of the same name meanwhile, answered with the snapshot being deleted (a plugin's
+// CreateSnapshot is idempotent by name). The create waits for a delete in flight by the
+// snapshot's lock: on the new file, it does not, and records the snapshot as made. The delete
+// must not go on to delete it: before, it sent DeleteSnapshot, the plugin deleted the snapshot
+// the create had just said it made, and the store kept a record of a snapshot nobody has. It
+// stops, as a volume operation whose lock file is removed does (stillHeld), sending nothing and
+// naming the lock file and the snapshot.
+func TestSnapshotLockFileRemovedBeforeTheDeleteIsSentStopsTheDelete(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	s := h.snapshot("nightly")
+	other := h.otherProcess()
+	p := pauseAtFailpoint(t, "snapshot:deleting")
+	delDone := make(chan error, 1)
+	go func() { delDone <- h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil) }()
+	waitFor(t, p.reached, "the delete to record itself")
+	lockPath := filepath.Join(h.dir, lockDir, "snapshot-"+lockHash("mem\x00"+s.ID)+".lock")
+	if err := os.Remove(lockPath); err != nil {
+		p.release()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+	defer cancel()
+	made, cerr := other.CreateSnapshot(ctx, "db", "nightly", nil)
+	p.release()
+	derr := <-delDone
+	if cerr == nil {
+		found := false
+		for _, ps := range h.mem.Snapshots() {
+			found = found || ps.ID == made.ID
+		}
+		if !found {
+			t.Errorf("the create said it made snapshot %s, and the delete whose lock file was removed deleted it (the delete returned %v)", made.ID, derr)
+		}
+	}
+	if derr == nil {
+		t.Errorf("the delete whose lock file was removed before its DeleteSnapshot went on and said it deleted snapshot %s", s.ID)
+	} else {
+		for _, want := range []string{lockPath, "removed", s.ID} {
+			if !strings.Contains(derr.Error(), want) {
+				t.Errorf("the delete: %v\nwant it to say %q", derr, want)
+			}
+		}
+	}
+	h.snapshotsMatch("after the create and the delete")
+}
