@@ -283,8 +283,9 @@ func (d *decoder) placeholder(rng hcl.Range, what PlaceholderAt, stands string) 
 		nomads = ", and Nomad answers a volume's mount flags as"
 	}
 	d.errorf(rng, PlaceholderSummary, "The value of %s is %s, the placeholder volctl export nomad writes for %s without --include-secrets%s: "+
-		"it is not the value, and the plugin would be given it as one. Write the real value here, or export the volume again with --include-secrets.",
-		string(what), Redacted, stands, nomads)
+		"it is not the value, and the plugin would be given it as one. Write the real value here, or export the volume again with --include-secrets. "+
+		"(A %s whose real value is this text cannot be told from the placeholder, by volctl or by whoever reads the file: change it where the storage keeps it.)",
+		string(what), Redacted, stands, nomads, strings.TrimPrefix(stands, "a "))
 	d.diags[len(d.diags)-1].Extra = what
 }
 

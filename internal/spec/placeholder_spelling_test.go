@@ -61,6 +61,10 @@ secrets { token = "` + secret + `" }
 		if c.refused && (len(errs) != 2 || len(warns) != 0) {
 			t.Errorf("value %q: want the secret and the flag refused as the placeholder, got errors %q, warnings %q", c.value, errs, warns)
 		}
+		if c.refused && (!strings.Contains(all, "secret value whose real value is this text") || !strings.Contains(all, "change it where the storage keeps it")) {
+			// A secret that really is "[REDACTED]": the refusal says what to do then too.
+			t.Errorf("value %q: the refusal does not say what to do when it is the real value:\n%s", c.value, all)
+		}
 		if !c.refused {
 			if len(errs) != 0 || len(warns) != 2 {
 				t.Errorf("value %q: want a warning each for the secret and the flag, no error; got errors %q, warnings %q", c.value, errs, warns)
