@@ -311,6 +311,9 @@ func namedVolumes(ids []string) string {
 type pluginAnswer struct {
 	health nomad.PluginHealth
 	err    error
+	// others are the IDs Nomad runs a driver's plugins under (otherPluginIDs), for the entry
+	// of the driver.
+	others []string
 }
 
 func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine.Engine, c *nomad.Client, plugins map[string]pluginAnswer, erasing *erasingAnswer, id string) error {
@@ -424,6 +427,25 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		"volume %q %s in Nomad at %s", id, strings.ToLower(verb), c.Address)
 }
 
+// otherPluginIDs are the IDs of the plugins Nomad at c runs of volume info's driver (its
+// provider, as its plugin answered GetPluginInfo) when Nomad has no plugin of info's plugin
+// ID, listed once per driver in a command (plugins, under the driver's name after a NUL, which
+// no plugin ID holds); none when the
+// driver is not known or Nomad does not list its plugins (the error said is the missing
+// plugin's).
+func otherPluginIDs(ctx context.Context, c *nomad.Client, plugins map[string]pluginAnswer, info engine.VolumeInfo) []string {
+	if info.Provider == "" {
+		return nil
+	}
+	key := "\x00" + info.Provider
+	pa, asked := plugins[key]
+	if !asked {
+		pa.others, pa.err = c.PluginsOfDriver(ctx, info.Provider)
+		plugins[key] = pa
+	}
+	return pa.others
+}
+
 // pluginReady checks that volume info's plugin runs in Nomad at c, is healthy, and is the same
 // driver (nomadRegisterOne). Nomad is asked once per plugin in a command (plugins); the health
 // it gives with each volume it reads back then stands for it, so a plugin that turns unhealthy
@@ -437,6 +459,11 @@ func pluginReady(ctx context.Context, c *nomad.Client, plugins map[string]plugin
 	}
 	p, err := pa.health, pa.err
 	if errors.Is(err, nomad.ErrNotFound) {
+		if other := otherPluginIDs(ctx, c, plugins, info); len(other) > 0 {
+			// The same driver under another ID: a job of it run anew would be a second plugin.
+			return fmt.Errorf("volume %q: plugin %q does not run in Nomad at %s, but its driver %q does, as plugin %s: a Nomad volume names its plugin by Nomad's plugin ID, and volctl registers it under volctl's (%q), which Nomad would refuse; make the two agree: run the plugin's job with `csi_plugin { id = %q }` (or register the plugin in volctl under Nomad's ID and the volume with it), then run `%s` again",
+				id, info.PluginID, c.Address, info.Provider, display.Escape(quotedIDs(other)), info.PluginID, info.PluginID, shellquote.Command("volctl nomad register", id))
+		}
 		return fmt.Errorf("volume %q: plugin %q does not run in Nomad at %s: run its job first (volctl export nomad writes the hostpath plugin's)", id, info.PluginID, c.Address)
 	}
 	if err != nil {

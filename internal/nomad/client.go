@@ -1095,6 +1095,27 @@ func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 		NodesHealthy: p.NodesHealthy, NodesExpected: p.NodesExpected}, nil
 }
 
+// PluginsOfDriver lists the IDs of the CSI plugins Nomad runs of driver provider (their
+// GetPluginInfo name), in the client's region, sorted: for a volume whose plugin Nomad runs
+// under another ID than volctl's. Nomad's words (the IDs) have the credentials sent to it
+// replaced.
+func (c *Client) PluginsOfDriver(ctx context.Context, provider string) ([]string, error) {
+	rctx, _, cancel := c.request(ctx)
+	defer cancel()
+	var stubs []*api.CSIPluginListStub
+	if _, err := c.api.Raw().Query("/v1/plugins?type=csi", &stubs, (&api.QueryOptions{Region: c.Region}).WithContext(rctx)); err != nil {
+		return nil, fmt.Errorf("Nomad at %s: its CSI plugins: %s", c.Address, c.said(ctx, err, nil))
+	}
+	var ids []string
+	for _, p := range stubs {
+		if p != nil && p.Provider == provider && p.ID != "" {
+			ids = append(ids, c.hideCreds(p.ID))
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
+}
+
 // VolumeState is a CSI volume as Nomad has it.
 type VolumeState struct {
 	ID        string `json:"id"`
