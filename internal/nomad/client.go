@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/netip"
 	"net/url"
 	"os"
 	"slices"
@@ -151,6 +152,10 @@ func NewClient(address string) (*Client, error) {
 		return nil, err
 	}
 	if perr != nil {
+		if fixed, ok := zoneEscaped(cfg.Address); ok {
+			return nil, fmt.Errorf("Nomad at %s: NOMAD_ADDR's IPv6 address names its zone after a bare %%, which a URL writes as %%25: NOMAD_ADDR=%s%s",
+				shown, hiddenUserinfo(fixed), credentialBack(fixed))
+		}
 		// Not url.Parse's words nor the api module's, which quote the address, or the part of
 		// the password it took for a port.
 		return nil, fmt.Errorf("Nomad at %s: NOMAD_ADDR cannot be read as a URL (a '#', '/', '?' or '@' in a password must be written %%23, %%2F, %%3F or %%40)", shown)
@@ -204,6 +209,40 @@ func userKey(user string) bool {
 
 // minUserKey is the length from which a user with no password may be a key (userKey).
 const minUserKey = 16
+
+// zoneEscaped is address with the zone of its bracketed IPv6 host (http://[fe80::1%eth0]:4646,
+// as `ip address` prints one) written as a URL writes it, after %25, and true, when the zone
+// follows a bare "%" that url.Parse cannot read; before, such an address was refused with
+// advice about the characters of a password.
+func zoneEscaped(address string) (string, bool) {
+	open := strings.LastIndex(address, "[")
+	end := strings.Index(address[open+1:], "]")
+	if open < 0 || end < 0 {
+		return "", false
+	}
+	host := address[open+1 : open+1+end]
+	ip, zone, ok := strings.Cut(host, "%")
+	if !ok || zone == "" || strings.HasPrefix(zone, "25") {
+		return "", false
+	}
+	if _, err := netip.ParseAddr(ip); err != nil || !strings.Contains(ip, ":") {
+		return "", false
+	}
+	fixed := address[:open+1] + ip + "%25" + url.PathEscape(zone) + address[open+1+end:]
+	if _, err := url.Parse(fixed); err != nil {
+		return "", false
+	}
+	return fixed, true
+}
+
+// credentialBack is, for advice naming address as hiddenUserinfo shows it, " (with the
+// credential in place of xxxxx)" when it hides one, else empty.
+func credentialBack(address string) string {
+	if hiddenUserinfo(address) == address {
+		return ""
+	}
+	return " (with your user and password in place of xxxxx)"
+}
 
 // speakable refuses an address the API client cannot speak to, before any request: one with no
 // scheme (host:port, as Nomad prints the address it binds) is parsed as a scheme or a path and
