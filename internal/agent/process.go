@@ -486,6 +486,8 @@ func untrustedEnv(command, path string, env []string) error {
 				}
 				names = expanded
 			}
+		case k == "NODE_OPTIONS" && node.parse(strings.Fields(v)).inspector != "":
+			return inspectorError(command, node.parse(strings.Fields(v)).inspector, "the plugin's environment's NODE_OPTIONS gives")
 		case k == "PERL5OPT" || k == "RUBYOPT" || k == "NODE_OPTIONS":
 			names = optionPaths(k, v)
 		case javaOptionsEnv[k]:

@@ -50,6 +50,14 @@ type interpreter struct {
 	digits string
 	// search is the flag that has it look its script up in PATH (perl's and ruby's -S).
 	search string
+	// chdir are the single-dash options that change its working directory as they are read,
+	// their value next (ruby's -C and -X), and chdirAttached those whose value, if any, is the
+	// rest of their group (ruby's -x[dir]): a relative script, or a path an option after them
+	// names, is opened from there.
+	chdir, chdirAttached string
+	// pycachePrefix is python's -X pycache_prefix=DIR: the directory it reads (and writes)
+	// the compiled modules it imports from, as PYTHONPYCACHEPREFIX names it.
+	pycachePrefix bool
 	// aliases are arguments it reads as others (node's -pe is --print --eval, the code next).
 	aliases map[string]string
 	// long are the double-dash options: "inline", "value" or "path", "module" (node's
@@ -85,6 +93,7 @@ var nodeLong = func() map[string]string {
 		"--openssl-config": "path", "--snapshot-blob": "path", "--experimental-policy": "path",
 		"--startup-snapshot": "path", "--experimental-config-file": "path",
 		"--interactive": "startup",
+		"--inspect":     "inspector", "--inspect-brk": "inspector", "--inspect-wait": "inspector",
 	}
 	for _, v := range strings.Fields(`--allow-fs-read --allow-fs-write --build-snapshot-config --conditions --cpu-prof-dir
 		--cpu-prof-interval --cpu-prof-name --diagnostic-dir --disable-proto --disable-warning --dns-result-order
@@ -119,10 +128,10 @@ var nodeLong = func() map[string]string {
 		--tls-min-v1.3 --trace-atomics-wait --trace-deprecation --trace-exit --trace-promises --trace-sigint
 		--trace-sync-io --trace-tls --trace-uncaught --trace-warnings --track-heap-objects --use-bundled-ca
 		--use-openssl-ca --v8-options --version --watch --watch-preserve-output --zero-fill-buffers
-		--inspect --inspect-brk --inspect-wait --experimental-strip-types --experimental-transform-types
+		--experimental-strip-types --experimental-transform-types
 		--experimental-detect-module --experimental-sqlite --experimental-webstorage
 		--stack-trace-limit --max-old-space-size --max-semi-space-size --stack-size`) {
-		m[f] = "flag" // --inspect's host:port only after "="; V8's options (the last line) take theirs only after "=" too
+		m[f] = "flag" // V8's options (the last line) take their values only after "="
 	}
 	return m
 }()
@@ -131,9 +140,9 @@ var (
 	shell = interpreter{name: "the shell", inline: "cs", value: "oO", startup: "il", dashEnds: true,
 		long: map[string]string{"--rcfile": "path", "--init-file": "path", "--login": "startup"}}
 	zsh    = interpreter{name: "zsh", inline: "cs", value: "oO", startup: "il", dashEnds: true, zsh: true, long: map[string]string{"--login": "startup", "--interactive": "startup"}}
-	python = interpreter{name: "python", inline: "cm", inlineEnds: true, value: "WXQ", noEnv: "EI", safePath: "IP", long: map[string]string{"--check-hash-based-pycs": "value"}}
+	python = interpreter{name: "python", inline: "cm", inlineEnds: true, value: "WXQ", noEnv: "EI", safePath: "IP", pycachePrefix: true, long: map[string]string{"--check-hash-based-pycs": "value"}}
 	perl   = interpreter{name: "perl", inline: "eE", value: "", lib: "Mm", path: "I", attached: "xidDFV", digits: "l0C", search: "S"}
-	ruby   = interpreter{name: "ruby", inline: "e", value: "CE", module: "r", path: "I", attached: "FKTWxi", digits: "0", search: "S"}
+	ruby   = interpreter{name: "ruby", inline: "e", value: "E", module: "r", path: "I", attached: "FKTWxi", digits: "0", search: "S", chdir: "CX", chdirAttached: "x"}
 	node   = interpreter{name: "node", inline: "ep", value: "C", module: "r", long: nodeLong, strictLong: true, aliases: map[string]string{"-pe": "-e"}}
 	loader = interpreter{name: "the dynamic loader", loader: true, long: map[string]string{
 		"--library-path": "list", "--preload": "preload", "--audit": "preload", "--argv0": "value",
@@ -209,6 +218,27 @@ type parsed struct {
 	// the dynamic loader's: what its options add to its environment.
 	libraryPath string
 	preload     []string
+	// inspector is node's option that opens its inspector (--inspect, --inspect-brk,
+	// --inspect-wait): a TCP port any local user may connect to and run code through.
+	inspector string
+	// chdir is the working directory ruby's -C, -X or -xDIR moved it to, relative to the one it
+	// started in when relative; "" for none.
+	chdir string
+}
+
+// from is the path name names after the options that changed the working directory (chdir).
+func (p *parsed) from(name string) string {
+	if p.chdir == "" || name == "" || filepath.IsAbs(name) {
+		return name
+	}
+	return filepath.Join(p.chdir, name)
+}
+
+// cd is the working directory moved to dir, as chdir(2) does it.
+func (p *parsed) cd(dir string) {
+	if dir != "" {
+		p.chdir = p.from(dir)
+	}
 }
 
 // parse reads args as i reads them.
@@ -233,7 +263,7 @@ func (i *interpreter) parse(args []string) parsed {
 			return p
 		case a == "--" || (a == "-" && i.dashEnds):
 			if k+1 < len(args) {
-				p.script = args[k+1]
+				p.script = p.from(args[k+1])
 			} else {
 				p.inline = true // stdin
 			}
@@ -256,6 +286,10 @@ func (i *interpreter) parse(args []string) parsed {
 			}
 			if kind == "startup" {
 				p.startup = true
+				continue
+			}
+			if kind == "inspector" {
+				p.inspector = name // its host:port only after "="
 				continue
 			}
 			if !eq {
@@ -309,6 +343,9 @@ func (i *interpreter) parse(args []string) parsed {
 						j = len(a)
 					}
 				case has(i.attached):
+					if strings.IndexByte(i.chdirAttached, c) >= 0 {
+						p.cd(a[j+1:])
+					}
 					j = len(a)
 				case has(i.digits):
 					// -l and -0 take octal digits (-0 hex after x), -C digits or its letters.
@@ -321,16 +358,25 @@ func (i *interpreter) parse(args []string) parsed {
 					for j+1 < len(a) && strings.IndexByte(set, a[j+1]) >= 0 {
 						j++
 					}
-				case has(i.value) || has(i.path) || has(i.module) || has(i.lib):
+				case has(i.value) || has(i.path) || has(i.module) || has(i.lib) || has(i.chdir):
 					v := a[j+1:]
 					if v == "" {
 						v = next()
 					}
 					opt := "-" + string(c)
 					switch {
+					case has(i.chdir):
+						p.cd(v)
+					case c == 'X' && i.pycachePrefix:
+						if dir, ok := strings.CutPrefix(v, "pycache_prefix="); ok {
+							p.paths = append(p.paths, argCode{"-X pycache_prefix", dir})
+						}
 					case has(i.path):
-						p.paths = append(p.paths, argCode{opt, v})
+						p.paths = append(p.paths, argCode{opt, p.from(v)})
 					case has(i.module):
+						if strings.HasPrefix(v, "./") || strings.HasPrefix(v, "../") {
+							v = p.from(v)
+						}
 						p.modules = append(p.modules, argCode{opt, v})
 					case has(i.lib):
 						if dirs, ok := strings.CutPrefix(v, "lib="); ok {
@@ -348,7 +394,7 @@ func (i *interpreter) parse(args []string) parsed {
 				}
 			}
 		default:
-			p.script = a
+			p.script = p.from(a)
 			return p
 		}
 	}
@@ -473,6 +519,9 @@ func untrustedReadings(command, path string, in *interpreter, args, env []string
 
 // untrustedParsed is untrustedArgsAt of interpreter in, found at path, with args read as p.
 func untrustedParsed(command, path string, in *interpreter, p parsed, env []string, wd string) error {
+	if p.inspector != "" {
+		return inspectorError(command, p.inspector, "it is node, and its args give")
+	}
 	if p.unreadable != "" {
 		return fmt.Errorf("command %s: not run: it is %s, and its option %s gives a list the agent does not read, which may put a directory first on its module path: "+
 			"give the directories as -Mlib=DIR,DIR", spec.QuoteName(command), in.name, spec.QuoteName(p.unreadable))
@@ -596,6 +645,15 @@ func untrustedParsed(command, path string, in *interpreter, p parsed, env []stri
 		return argsError(command, in, "it runs the program its args name, "+quoteArg(script)+", and loads what that loads", where, pr)
 	}
 	return nil
+}
+
+// inspectorError is the refusal of node run with its inspector open (opt: --inspect, which
+// where gives: its args, or NODE_OPTIONS): node listens on a TCP port (127.0.0.1:9229 unless
+// told otherwise), which any local user may connect to, unauthenticated, and run JavaScript
+// through in the plugin, as the agent's user. A loopback port is no other user's to keep out.
+func inspectorError(command, opt, where string) error {
+	return fmt.Errorf("command %s: not run: %s node's option %s, which opens node's inspector on a TCP port, through which any local user may run code in the plugin as uid %d: "+
+		"take %s out (attach a debugger to a plugin only where no other user logs in)", spec.QuoteName(command), where, opt, os.Geteuid(), opt)
 }
 
 // untrustedModule refuses the module m an option of in (node's --require, --import, -r;

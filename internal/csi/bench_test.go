@@ -32,7 +32,8 @@ func BenchmarkClient(b *testing.B) {
 // to 40 bytes: building it (the engine builds one for each message, record or value it shows),
 // and scrubbing a message that holds none of them, one with a URL and base64 in it that holds
 // none either, one that echoes two, and one of several lines, a plugin's dump of its request
-// with base64 broken into lines, that holds none (the lines joined again: unwrappedView).
+// with base64 broken into lines, that holds none (the lines joined again: unwrappedView), and a
+// quoted dump with escapes and an ANSI colour that holds none (read as shown: shownView).
 func BenchmarkScrub(b *testing.B) {
 	var secrets []string
 	for i := range 40 {
@@ -49,7 +50,10 @@ func BenchmarkScrub(b *testing.B) {
 		}
 	})
 	scrub := csi.Scrubber(secrets)
-	for _, c := range []struct{ name, msg string }{{"clean", clean}, {"url", urlish}, {"echo", echo}, {"lines", lines}} {
+	// A quoted dump of a request with escapes and a colour in it, that holds none: read as it is
+	// shown (shownView).
+	quoted := clean + `: {"volume_id": "vol-1", "name": "caf\u00e9 \"db\"", "path": "C:\\data"} ` + "\x1b[31mfailed\x1b[0m"
+	for _, c := range []struct{ name, msg string }{{"clean", clean}, {"url", urlish}, {"echo", echo}, {"lines", lines}, {"quoted", quoted}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -73,10 +73,11 @@ func wordByte(c byte) bool {
 // of either case, '+' for a space); hex (either case); base64 in the standard and URL alphabets,
 // padded or not, on its own or inside a longer base64 text (appendEncodedForms); any of those
 // broken into lines, as MIME, PEM and base64 tools write base64, or a quoted dump of that
-// (unwrappedView). Where occurrences
+// (unwrappedView); as it reads once a quoting's escapes are undone and what shows as nothing (an
+// ANSI sequence, a zero width space, a control byte) is left out (shownView). Where occurrences
 // overlap (a value that contains another, values that share a stretch, a percent-encoded value
 // around one as it is), the whole stretch they cover becomes one marker, so no part of either
-// is left shown. Not covered: other encodings (base32, HTML entities, double percent-encoding,
+// is left shown. Not covered: a value changed in case, reversed or split across fields, other encodings (base32, HTML entities, double percent-encoding,
 // hex with separators), a value split across lines other than between two base64 characters,
 // one transformed before it was encoded (compressed, encrypted, hashed), and what
 // appendEncodedForms leaves of base64.
@@ -141,6 +142,13 @@ func (sc *scrubber) scrub(msg string) string {
 	}
 	if sc.space && strings.IndexByte(msg, '+') >= 0 {
 		if view, at := percentView(msg, true); at != nil {
+			spans = sc.find(spans, view, at, nil)
+		}
+	}
+	// A value with an escape (\u0068, \x1b) or with what shows as nothing (an ANSI escape
+	// sequence, a zero width space, a control byte) written into it is found as it reads.
+	if shownDiffers(msg) {
+		if view, at := shownView(msg); at != nil {
 			spans = sc.find(spans, view, at, nil)
 		}
 	}

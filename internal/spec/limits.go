@@ -206,6 +206,30 @@ func (d *decoder) checkSecrets(m *stringMap) {
 	d.checkCSIMap(m)
 }
 
+// checkSecretsInNames warns of a secret value that is part of a name of the volume's (its ID,
+// name or plugin ID, in names' order): volctl scrubs every secret value of the state from all
+// it prints, whatever holds it (a plugin may echo a secret into any field), so that name prints
+// with [REDACTED] in it everywhere: the volume's own ID in volume status, in events and errors.
+// The value is not named, nor the name's text.
+func (d *decoder) checkSecretsInNames(m *stringMap, names [][2]string) {
+	if m == nil {
+		return
+	}
+	for _, e := range m.entries {
+		if len(e.value) < MinScrubLen {
+			continue // not scrubbed from what volctl prints (checkSecrets warns)
+		}
+		for _, n := range names {
+			if strings.Contains(n[1], e.value) {
+				d.warnf(e.valueRange, "Secret in the volume's names", "The value of secret %q is part of the volume's %s. volctl masks every secret value "+
+					"wherever it prints one, as [REDACTED], since a plugin may echo a secret into anything it returns: the volume's %s will print masked too "+
+					"(in volume status, events and errors), and anything else that holds the value. Use a secret value that is no part of the volume's names.", e.key, n[0], n[0])
+				break
+			}
+		}
+	}
+}
+
 // PlaceholderSummary is the summary of the error that refuses a placeholder (placeholder), and
 // of the warning about one in a context (checkContext), for `volctl export nomad` to tell the
 // placeholders it wrote on purpose from another error.

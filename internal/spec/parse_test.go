@@ -751,3 +751,50 @@ func TestPluginIDsPastTheCSILimitAreWarnedOf(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretInTheVolumesNamesWarned: a secret value that is part of the volume's ID, name or
+// plugin ID ("database" for volume "database", a common choice in examples) is masked wherever
+// volctl prints it, the volume's own ID included: volume status listed the volume as
+// [REDACTED], its events and errors named [REDACTED], with nothing saying why. The spec is
+// accepted with a warning naming the key and which name, never the value; a value in no name,
+// and one too short to be scrubbed, get none of it.
+func TestSecretInTheVolumesNamesWarned(t *testing.T) {
+	for _, c := range []struct{ secrets, want string }{
+		{`{ token = "database" }`, "part of the volume's ID"},
+		{`{ token = "prod-db" }`, "part of the volume's name"},
+		{`{ token = "ebs-csi" }`, "part of the volume's plugin ID"},
+		{`{ token = "s3cr3t-value" }`, ""},
+		{`{ token = "db" }`, ""}, // 2 bytes: the short-secret warning only
+	} {
+		src := "id = \"database\"\nname = \"prod-db-1\"\ntype = \"csi\"\nplugin_id = \"ebs-csi\"\nexternal_id = \"x\"\n" +
+			"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n" +
+			"secrets = " + c.secrets + "\n"
+		p := NewParser()
+		v, diags := p.ParseVolume("t.hcl", []byte(src), VerbRegister)
+		if diags.HasErrors() || v == nil {
+			t.Fatal(diags)
+		}
+		var named []string
+		for _, d := range diags {
+			if d.Summary == "Secret in the volume's names" {
+				named = append(named, d.Detail)
+			}
+		}
+		if c.want == "" {
+			if len(named) != 0 {
+				t.Errorf("%s: warned %q; want no such warning", c.secrets, named)
+			}
+			continue
+		}
+		if len(named) != 1 || !strings.Contains(named[0], c.want) || !strings.Contains(named[0], `secret "token"`) {
+			t.Errorf("%s: warnings %v; want one saying the value is %s, naming the key", c.secrets, diags, c.want)
+		}
+		var out strings.Builder
+		if err := p.WriteDiagnostics(&out, diags, 0, false); err != nil {
+			t.Fatal(err)
+		}
+		if value := strings.Split(c.secrets, `"`)[1]; strings.Contains(out.String(), `"`+value+`"`) {
+			t.Errorf("%s: the warning shows the secret:\n%s", c.secrets, out.String())
+		}
+	}
+}

@@ -243,6 +243,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 	// Maps.
 	if m := d.nomadMap(c, "secrets"); m != nil {
 		d.checkSecrets(m)
+		d.checkSecretsInNames(m, [][2]string{{"ID", v.ID}, {"name", v.Name}, {"plugin ID", v.PluginID}})
 		v.Secrets = Secrets(m.values())
 	}
 	if m := d.nomadMap(c, "parameters"); m != nil {

@@ -1,0 +1,92 @@
+package csi_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi"
+)
+
+// shownSecret is a secret with a character past U+FFFF, which JSON encoders that keep to ASCII
+// (Python's json.dumps, Java's) write as a surrogate pair: "\ud83d\udd11".
+const shownSecret = "k3y-\U0001f511-s3cret"
+
+// escapedEvery is s with each character written as JSON's \uNNNN escape (a pair for one past
+// U+FFFF), as an encoder escaping everything (or a hostile plugin) writes it.
+func escapedEvery(s string, upper bool) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r > 0xffff {
+			r -= 0x10000
+			b.WriteString(hex4(0xd800+r>>10, upper) + hex4(0xdc00+r&0x3ff, upper))
+			continue
+		}
+		b.WriteString(hex4(r, upper))
+	}
+	return b.String()
+}
+
+func hex4(r rune, upper bool) string {
+	digits := "0123456789abcdef"
+	if upper {
+		digits = "0123456789ABCDEF"
+	}
+	return `\u` + string([]byte{digits[r>>12&15], digits[r>>8&15], digits[r>>4&15], digits[r&15]})
+}
+
+// The adversary: a plugin that echoes a secret with something written inside it that shows
+// as nothing or is an escape a reader undoes: an ANSI escape sequence (raw, or as the "\x1b" or
+// "\u001b" a quoting writes it), a zero width space, a soft hyphen, a bidi control, a control
+// byte, or every character as JSON's \uNNNN (a surrogate pair past U+FFFF, as Python's
+// json.dumps writes it). The terminal, the --json's reader and the log's reader see the
+// secret whole, while none of the message's bytes spell it: before, each was left as it was.
+// Honest text with escapes and invisible characters, and a secret's parts apart with visible
+// text between them, are left as they are.
+func TestScrubFindsAValueAsItIsShown(t *testing.T) {
+	const s = "hunter2-s3cret"
+	pyJSON, err := json.Marshal(shownSecret) // Go keeps UTF-8; Python's default escapes to ASCII
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(pyJSON), `\u`) {
+		t.Fatalf("Go's JSON escaped %q: the case below is not Python's", pyJSON)
+	}
+	for _, c := range []struct{ name, secret, echoed string }{
+		{"ANSI colour raw", s, "hunter\x1b[31m2-s3\x1b[0mcret"},
+		{"ANSI colour quoted by Go", s, `hunter\x1b[31m2-s3cret`},
+		{"ANSI colour quoted by JSON", s, `hunter\u001b[31m2-s3cret`},
+		{"ANSI colour as octal", s, `hunter\033[1;31m2-s3cret`},
+		{"OSC title", s, "hun\x1b]0;x\x07ter2-s3cret"},
+		{"zero width space", s, "hun\u200bter2-s3cret"},
+		{"zero width space quoted", s, `hun\u200bter2-s3cret`},
+		{"soft hyphen", s, "hunter2-\u00ads3cret"},
+		{"bidi override", s, "hunter2\u202e-s3cret"},
+		{"byte order mark", s, "hunter2-\ufeffs3\ufeffcret"},
+		{"control byte", s, "hunter2\x00-s3\x08cret"},
+		{"C1 control", s, "hunter2\u009b-s3cret"},
+		{"every character as \\u", s, escapedEvery(s, false)},
+		{"every character as \\u, upper-case", s, escapedEvery(s, true)},
+		{"surrogate pair (Python json.dumps)", shownSecret, `k3y-\ud83d\udd11-s3cret`},
+		{"surrogate pair, upper-case", shownSecret, `k3y-\uD83D\uDD11-s3cret`},
+		{"every character, surrogates", shownSecret, escapedEvery(shownSecret, false)},
+		{"\\U escape", shownSecret, `k3y-\U0001f511-s3cret`},
+	} {
+		msg := `stage failed: {"token": "` + c.echoed + `", "zone": "eu-1"}`
+		got := csi.Scrubber([]string{c.secret})(msg)
+		if want := `stage failed: {"token": "[REDACTED]", "zone": "eu-1"}`; got != want {
+			t.Errorf("%s: scrubbed %q\n to %q\nwant %q", c.name, msg, got, want)
+		}
+	}
+	for _, msg := range []string{
+		"hunter\x1b[31m2 and s3cret in red",                // parts apart, visible text between
+		`C:\\Users\\hunter2-s3 cret \u00e4 \x41`,           // escapes and a backslashed path
+		"\x1b[1mbold\x1b[0m hunter2-\u200bs3 cret",         // invisibles, but no secret once left out
+		`\ud83d alone, \uZZZZ, \x4, \0 and \ at the end \`, // escapes that are not whole
+		"zone \u202eeu-1\u202c with \u00ad",
+	} {
+		if got := csi.Scrubber([]string{s})(msg); got != msg {
+			t.Errorf("scrubbed %q\n to %q, which holds no secret", msg, got)
+		}
+	}
+}

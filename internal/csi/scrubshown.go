@@ -1,0 +1,192 @@
+package csi
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// shownDiffers reports whether msg may read otherwise than its bytes spell it (shownView): it
+// has a backslash (an escape), a control byte other than a tab or a line break, DEL, or the
+// first byte of a C1 control or a format character (U+0080..U+00AD: 0xc2; U+180E: 0xe1;
+// U+200B.., U+2060.., U+206x: 0xe2; U+FEFF: 0xef; others in 0xd8..0xdb, 0xf3). Most messages
+// have none, and cost this one pass.
+func shownDiffers(msg string) bool {
+	for i := range len(msg) {
+		if shownMayDiffer[msg[i]] {
+			return true
+		}
+	}
+	return false
+}
+
+// shownMayDiffer holds the bytes shownDiffers looks for.
+var shownMayDiffer = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = c != '\t' && c != '\n' && c != '\r'
+	}
+	for _, c := range []byte{'\\', 0x7f, 0xc2, 0xe1, 0xe2, 0xef, 0xd8, 0xd9, 0xda, 0xdb, 0xf3} {
+		t[c] = true
+	}
+	return t
+}()
+
+// shownView is msg as a reader of it reads it: each escape a quoting wrote undone (\xNN,
+// octal \NNN, \uNNNN with a surrogate pair joined as JSON and Python's json.dumps write a
+// character past U+FFFF, \UNNNNNNNN, and \\, \", \', \/), then what shows as nothing left
+// out: control bytes other than a tab or a line break, DEL, C1 controls, ANSI escape
+// sequences (CSI, OSC and two-byte ones, whether written raw or as an escape) and Unicode's
+// format characters (zero width spaces and joiners, bidi controls, soft hyphen, byte order
+// mark). A plugin that writes a secret with one of those inside it ("hun\x1b[0mter2",
+// "hun\u200bter2", "\u0068\u0075...") shows it whole to whoever reads the terminal, the
+// --json's string or the log, while none of its bytes spells it; an honest plugin's text
+// holds a value so only when it echoes it. at[i] is the offset in msg of what became the
+// view's byte i, at[len(view)] is len(msg); at is nil when the view is msg.
+func shownView(msg string) (view string, at []int) {
+	d, dat := unescaped(msg)
+	// What is kept is written over d and dat: never past what was read.
+	b, at := d[:0], dat[:0]
+	dropped := false
+	for i := 0; i < len(d); {
+		c := d[i]
+		n := 1
+		switch {
+		case c == 0x1b:
+			n = ansiLen(d[i:])
+		case c < 0x20 && c != '\t' && c != '\n' && c != '\r', c == 0x7f:
+		case c >= 0x80:
+			r, size := utf8.DecodeRune(d[i:])
+			n = size
+			if r == utf8.RuneError || !(r <= 0x9f || unicode.Is(unicode.Cf, r)) {
+				b = append(b, d[i:i+n]...)
+				for range n {
+					at = append(at, dat[i])
+				}
+				i += n
+				continue
+			}
+		default:
+			b = append(b, c)
+			at = append(at, dat[i])
+			i++
+			continue
+		}
+		dropped = true
+		i += n
+	}
+	if !dropped && len(d) == len(msg) {
+		return "", nil
+	}
+	return string(b), append(at, len(msg))
+}
+
+// ansiLen is the length of the ANSI escape sequence at the start of s (s[0] is ESC): a CSI
+// (ESC [, parameters and intermediates, a final byte), an OSC (ESC ], up to BEL or ESC \, or
+// the end), or ESC and one byte.
+func ansiLen(s []byte) int {
+	if len(s) < 2 {
+		return 1
+	}
+	switch s[1] {
+	case '[':
+		for i := 2; i < len(s); i++ {
+			if s[i] >= 0x40 && s[i] <= 0x7e {
+				return i + 1
+			}
+			if s[i] < 0x20 || s[i] > 0x3f {
+				return i
+			}
+		}
+		return len(s)
+	case ']':
+		for i := 2; i < len(s); i++ {
+			if s[i] == 0x07 {
+				return i + 1
+			}
+			if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\' {
+				return i + 2
+			}
+		}
+		return len(s)
+	}
+	if s[1] >= 0x40 && s[1] <= 0x5f {
+		return 2
+	}
+	return 1
+}
+
+// unescaped is msg with the escapes of shownView undone; at[i] is the offset in msg of the
+// byte (or the escape) that became byte i.
+func unescaped(msg string) (d []byte, at []int) {
+	d = make([]byte, 0, len(msg))
+	at = make([]int, 0, len(msg)+1) // shownView appends the end
+	for i := 0; i < len(msg); {
+		if msg[i] == '\\' {
+			if out, n := unescape(d, msg[i:]); n > 0 {
+				for range len(out) - len(d) {
+					at = append(at, i)
+				}
+				d = out
+				i += n
+				continue
+			}
+		}
+		d = append(d, msg[i])
+		at = append(at, i)
+		i++
+	}
+	return d, at
+}
+
+// unescape appends to d what the escape at the start of s (s[0] is a backslash) stands for,
+// and returns its length, or 0 when it is none shownView undoes.
+func unescape(d []byte, s string) ([]byte, int) {
+	if len(s) < 2 {
+		return d, 0
+	}
+	switch c := s[1]; {
+	case c == '\\' || c == '"' || c == '\'' || c == '/':
+		return append(d, c), 2
+	case c == 'x':
+		if v, ok := hexValue(s[2:], 2); ok {
+			return append(d, byte(v)), 4
+		}
+	case c >= '0' && c <= '3':
+		if len(s) >= 4 && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7' {
+			return append(d, (c-'0')<<6|(s[2]-'0')<<3|(s[3]-'0')), 4
+		}
+	case c == 'u':
+		v, ok := hexValue(s[2:], 4)
+		if !ok {
+			return d, 0
+		}
+		if v >= 0xd800 && v < 0xdc00 && len(s) >= 12 && s[6] == '\\' && s[7] == 'u' {
+			if lo, ok := hexValue(s[8:], 4); ok && lo >= 0xdc00 && lo < 0xe000 {
+				return utf8.AppendRune(d, 0x10000+(v-0xd800)<<10+(lo-0xdc00)), 12
+			}
+		}
+		if v >= 0xd800 && v < 0xe000 {
+			return d, 0
+		}
+		return utf8.AppendRune(d, v), 6
+	case c == 'U':
+		if v, ok := hexValue(s[2:], 8); ok && utf8.ValidRune(v) {
+			return utf8.AppendRune(d, v), 10
+		}
+	}
+	return d, 0
+}
+
+// hexValue reads n hex digits at the start of s.
+func hexValue(s string, n int) (rune, bool) {
+	if len(s) < n {
+		return 0, false
+	}
+	var v rune
+	for i := range n {
+		if !isHex(s[i]) {
+			return 0, false
+		}
+		v = v<<4 | rune(unhex(s[i]))
+	}
+	return v, true
+}
