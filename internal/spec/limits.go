@@ -195,7 +195,9 @@ func (d *decoder) checkSecrets(m *stringMap) {
 		if !validSecretKey(e.key) {
 			d.errorf(e.keyRange, "Invalid secret key", "Secret key %q is not valid: the CSI spec allows only letters, digits, \"-\", \"_\" and \".\" in secret keys.", e.key)
 		}
-		d.checkPlaceholder(e.valueRange, e.value, PlaceholderWhat(e.key, 0), "a secret value")
+		if IsPlaceholder(e.value) || placeholderSpelling(e.value) { // the name is made only then
+			d.checkPlaceholder(e.valueRange, e.value, PlaceholderWhat(e.key, 0), "a secret value")
+		}
 		if n := len(e.value); n > 0 && n < MinScrubLen {
 			d.warnf(e.valueRange, "Secret too short to scrub", "The value of secret %q is %d bytes long. volctl never prints it from its own records, and "+
 				"scrubs it from a plugin's answer to a request carrying it where it stands as a word of its own, but a value under %d bytes is too common to "+
