@@ -174,14 +174,20 @@ func TestNomadCorpusRoundTrip(t *testing.T) {
 		if !strings.Contains(out, fmt.Sprintf("Registered volume %q", v.ID)) {
 			t.Fatalf("%s: volctl nomad register: %s", name, out)
 		}
-		var got api.CSIVolume
-		if !w.getJSON("/v1/volume/csi/"+url.PathEscape(v.ID)+"?namespace="+ns, &got) {
-			t.Fatalf("%s: Nomad has no volume %q in namespace %s after its registration", name, v.ID, ns)
+		// stored is Nomad's copy of the volume after what, with the validation Nomad sent the
+		// plugin for it.
+		stored := func(after string) (api.CSIVolume, *csipb.ValidateVolumeCapabilitiesRequest) {
+			var got api.CSIVolume
+			if !w.getJSON("/v1/volume/csi/"+url.PathEscape(v.ID)+"?namespace="+ns, &got) {
+				t.Fatalf("%s: Nomad has no volume %q in namespace %s after %s", name, v.ID, ns, after)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			sent := validated[got.ExternalID]
+			delete(validated, got.ExternalID)
+			return got, sent
 		}
-		mu.Lock()
-		sent := validated[got.ExternalID]
-		delete(validated, got.ExternalID)
-		mu.Unlock()
+		got, sent := stored("its registration")
 		compareStored(t, name, e.verb, v, info, ns, &got, sent)
 		compareWays(t, name, e.verb, own, ownSecrets, &got, sent.GetSecrets())
 
@@ -193,14 +199,7 @@ func TestNomadCorpusRoundTrip(t *testing.T) {
 		nomadAsks.Store(true)
 		w.nomad("volume", "register", "-namespace", ns, filepath.Join(exported, "volume-"+v.ID+".hcl"))
 		nomadAsks.Store(false)
-		var again api.CSIVolume
-		if !w.getJSON("/v1/volume/csi/"+url.PathEscape(v.ID)+"?namespace="+ns, &again) {
-			t.Fatalf("%s: Nomad has no volume %q in namespace %s after `nomad volume register` of its export", name, v.ID, ns)
-		}
-		mu.Lock()
-		sentAgain := validated[again.ExternalID]
-		delete(validated, again.ExternalID)
-		mu.Unlock()
+		again, sentAgain := stored("`nomad volume register` of its export")
 		if sentAgain == nil {
 			t.Errorf("%s: Nomad sent the plugin no ValidateVolumeCapabilities for `nomad volume register` of the export", name)
 		}
