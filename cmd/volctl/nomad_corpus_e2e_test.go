@@ -174,16 +174,38 @@ func TestNomadCorpusRoundTrip(t *testing.T) {
 		if !strings.Contains(out, fmt.Sprintf("Registered volume %q", v.ID)) {
 			t.Fatalf("%s: volctl nomad register: %s", name, out)
 		}
-		var got api.CSIVolume
-		if !w.getJSON("/v1/volume/csi/"+url.PathEscape(v.ID)+"?namespace="+ns, &got) {
-			t.Fatalf("%s: Nomad has no volume %q in namespace %s after its registration", name, v.ID, ns)
+		// stored is Nomad's copy of the volume after what, with the validation Nomad sent the
+		// plugin for it.
+		stored := func(after string) (api.CSIVolume, *csipb.ValidateVolumeCapabilitiesRequest) {
+			var got api.CSIVolume
+			if !w.getJSON("/v1/volume/csi/"+url.PathEscape(v.ID)+"?namespace="+ns, &got) {
+				t.Fatalf("%s: Nomad has no volume %q in namespace %s after %s", name, v.ID, ns, after)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			sent := validated[got.ExternalID]
+			delete(validated, got.ExternalID)
+			return got, sent
 		}
-		mu.Lock()
-		sent := validated[got.ExternalID]
-		delete(validated, got.ExternalID)
-		mu.Unlock()
+		got, sent := stored("its registration")
 		compareStored(t, name, e.verb, v, info, ns, &got, sent)
 		compareWays(t, name, e.verb, own, ownSecrets, &got, sent.GetSecrets())
+
+		// The volume's export, registered by Nomad's own CLI over the copy volctl registered:
+		// what Nomad's reader makes of the file volctl writes must be what it stored from
+		// volctl's registration, the secrets the plugin gets included.
+		exported := filepath.Join(w.dir, fmt.Sprintf("export%d", i))
+		w.volctl(0, "export", "nomad", v.ID, "--include-secrets", "--out", exported)
+		nomadAsks.Store(true)
+		w.nomad("volume", "register", "-namespace", ns, filepath.Join(exported, "volume-"+v.ID+".hcl"))
+		nomadAsks.Store(false)
+		again, sentAgain := stored("`nomad volume register` of its export")
+		if sentAgain == nil {
+			t.Errorf("%s: Nomad sent the plugin no ValidateVolumeCapabilities for `nomad volume register` of the export", name)
+		}
+		// A register spec whatever the volume's verb: the external ID and context are the
+		// plugin's, in both copies.
+		compareWays(t, name+" (its export)", spec.VerbRegister, &again, sentAgain.GetSecrets(), &got, sent.GetSecrets())
 		if e.verb == spec.VerbCreate && !updated {
 			// An update in Nomad of the volume volctl handed over that asks for no more than
 			// it has (a capacity_max set, say): Nomad expands a volume when the capacity_min

@@ -566,13 +566,13 @@ func exportErrors(diags hcl.Diagnostics, placeholders bool, recorded map[spec.Pl
 func recordedPlaceholders(info engine.VolumeInfo) map[spec.PlaceholderAt]bool {
 	out := map[spec.PlaceholderAt]bool{}
 	for k, v := range info.Secrets {
-		if v == spec.Redacted {
+		if spec.IsPlaceholder(v) {
 			out[spec.PlaceholderWhat(k, 0)] = true
 		}
 	}
 	if info.MountOptions != nil {
 		for i, f := range info.MountOptions.MountFlags {
-			if f == spec.Redacted {
+			if spec.IsPlaceholder(f) {
 				out[spec.PlaceholderWhat("", i)] = true
 			}
 		}

@@ -59,3 +59,25 @@ func TestExportIncludeSecretsOfARecordedPlaceholderIsNoVolctlBug(t *testing.T) {
 		}
 	}
 }
+
+// So too a volume an older volctl recorded with the placeholder and a blank about it, which
+// volctl now refuses to read as it refuses the placeholder (spec.IsPlaceholder): the export
+// writes the file, and names the secret and the flag.
+func TestExportIncludeSecretsOfARecordedPlaceholderWithABlank(t *testing.T) {
+	h := newCLIHarness(t)
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
+		MountOptions: &spec.MountOptions{FSType: "ext4", MountFlags: spec.MountFlags{"noatime", spec.Redacted + " "}},
+		Secrets:      spec.Secrets{"token": " " + spec.Redacted}}); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes = []string{"db"}; o.IncludeSecrets = true })
+	if err != nil {
+		t.Errorf("export --include-secrets of a volume holding the placeholder with a blank: %.900v", err)
+	}
+	for _, want := range []string{`its secret "token" is recorded as`, `its mount_flags[1] is recorded as`} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("export does not say %q:\n%s", want, stderr)
+		}
+	}
+}

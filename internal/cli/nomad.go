@@ -204,7 +204,11 @@ func nomadRegisterRun(ctx context.Context, opts *NomadRegisterOptions) error {
 		}
 		// What Nomad said is scrubbed of every secret volctl knows and the credentials sent
 		// to it, as nomad status's output is.
-		if err := redactOutput(ctx, e, c.Credentials(), &planned); err != nil {
+		var own []string
+		for _, p := range planned {
+			own = append(own, p.ID, p.NomadNamespace)
+		}
+		if err := redactOutputKeeping(ctx, e, own, c.Credentials(), &planned); err != nil {
 			return fmt.Errorf("nomad register: %w", err)
 		}
 		if err := opts.Exporter.Write(ctx, opts.IO.Out, planned); err != nil {
@@ -307,6 +311,9 @@ func namedVolumes(ids []string) string {
 type pluginAnswer struct {
 	health nomad.PluginHealth
 	err    error
+	// others are the IDs Nomad runs a driver's plugins under (otherPluginIDs), for the entry
+	// of the driver.
+	others []string
 }
 
 func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine.Engine, c *nomad.Client, plugins map[string]pluginAnswer, erasing *erasingAnswer, id string) error {
@@ -420,6 +427,25 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		"volume %q %s in Nomad at %s", id, strings.ToLower(verb), c.Address)
 }
 
+// otherPluginIDs are the IDs of the plugins Nomad at c runs of volume info's driver (its
+// provider, as its plugin answered GetPluginInfo) when Nomad has no plugin of info's plugin
+// ID, listed once per driver in a command (plugins, under the driver's name after a NUL, which
+// no plugin ID holds); none when the
+// driver is not known or Nomad does not list its plugins (the error said is the missing
+// plugin's).
+func otherPluginIDs(ctx context.Context, c *nomad.Client, plugins map[string]pluginAnswer, info engine.VolumeInfo) []string {
+	if info.Provider == "" {
+		return nil
+	}
+	key := "\x00" + info.Provider
+	pa, asked := plugins[key]
+	if !asked {
+		pa.others, pa.err = c.PluginsOfDriver(ctx, info.Provider)
+		plugins[key] = pa
+	}
+	return pa.others
+}
+
 // pluginReady checks that volume info's plugin runs in Nomad at c, is healthy, and is the same
 // driver (nomadRegisterOne). Nomad is asked once per plugin in a command (plugins); the health
 // it gives with each volume it reads back then stands for it, so a plugin that turns unhealthy
@@ -433,6 +459,11 @@ func pluginReady(ctx context.Context, c *nomad.Client, plugins map[string]plugin
 	}
 	p, err := pa.health, pa.err
 	if errors.Is(err, nomad.ErrNotFound) {
+		if other := otherPluginIDs(ctx, c, plugins, info); len(other) > 0 {
+			// The same driver under another ID: a job of it run anew would be a second plugin.
+			return fmt.Errorf("volume %q: plugin %q does not run in Nomad at %s, but its driver %q does, as plugin %s: a Nomad volume names its plugin by Nomad's plugin ID, and volctl registers it under volctl's (%q), which Nomad would refuse; make the two agree: run the plugin's job with `csi_plugin { id = %q }` (or register the plugin in volctl under Nomad's ID and the volume with it), then run `%s` again",
+				id, info.PluginID, c.Address, info.Provider, display.Escape(quotedIDs(other)), info.PluginID, info.PluginID, shellquote.Command("volctl nomad register", id))
+		}
 		return fmt.Errorf("volume %q: plugin %q does not run in Nomad at %s: run its job first (volctl export nomad writes the hostpath plugin's)", id, info.PluginID, c.Address)
 	}
 	if err != nil {
@@ -465,7 +496,7 @@ func replacedInNomad(ctx context.Context, e *engine.Engine, c *nomad.Client, bef
 	words := strings.Join(fields, ", ")
 	// Both sides' values (a context's may be a secret's), with no secret volctl knows nor the
 	// credentials sent to Nomad, as --dry-run shows them.
-	if ds := nomad.Differences(*before, v, fields); redactOutput(ctx, e, c.Credentials(), &ds) == nil {
+	if ds := nomad.Differences(*before, v, fields); redactOutputKeeping(ctx, e, []string{v.ID, v.PluginID}, c.Credentials(), &ds) == nil {
 		words = differenceWords(ds)
 	}
 	return fmt.Sprintf("volume %q: the registration replaced what Nomad's copy had with volctl's: %s; a job of Nomad's that relied on what it had (another access mode, mount options) fails to place or mount until its volume block asks what volctl's has, or Nomad's copy is registered again as it was",
@@ -552,7 +583,7 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		// Both sides' values (a context's may be a secret's), with no secret volctl knows
 		// nor the credentials sent to Nomad, as nomad status shows them.
 		plan.Differences = nomad.Differences(have, info, nomad.Differing(have, info))
-		if err := redactOutput(ctx, e, c.Credentials(), &plan.Differences); err != nil {
+		if err := redactOutputKeeping(ctx, e, []string{id, info.PluginID, to.Namespace}, c.Credentials(), &plan.Differences); err != nil {
 			return nil, fmt.Errorf("volume %q: %w", id, err)
 		}
 	}
@@ -1202,7 +1233,17 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 	// Nomad's copy holds what the plugin told Nomad (its version, the volume's context), and
 	// Nomad's errors what it was sent: no secret volctl knows is shown from either, nor the
 	// credentials sent to Nomad, which what answers for it may echo anywhere.
-	if err := redactOutput(ctx, e, c.Credentials(), &out); err != nil {
+	// volctl's own identifiers (each volume's ID, its plugin's, where it is registered), and
+	// Nomad's answer of exactly one of them, are shown as every other command shows them, even
+	// where one is also a credential sent to Nomad (redactOutputKeeping).
+	var own []string
+	for _, s := range out {
+		own = append(own, s.ID, s.PluginID, s.NomadNamespace)
+		if h := s.Handover; h != nil {
+			own = append(own, h.VolumeID, h.Namespace, h.Region)
+		}
+	}
+	if err := redactOutputKeeping(ctx, e, own, c.Credentials(), &out); err != nil {
 		return fmt.Errorf("nomad status: %w", err)
 	}
 	if opts.Exporter.Enabled() {

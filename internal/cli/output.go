@@ -46,9 +46,16 @@ func flush(out *bufio.Writer, err *error) {
 // allocs, a reconcile's report) and returns the error that says what the interrupt left, where
 // a read ended by the signal would have withheld both behind "context canceled".
 func redactOutput(ctx context.Context, e *engine.Engine, extra []string, vs ...any) error {
+	return redactOutputKeeping(ctx, e, nil, extra, vs...)
+}
+
+// redactOutputKeeping is redactOutput with extra, the credentials sent to Nomad, not scrubbed
+// from a string that is exactly one of own, volctl's own identifiers in the output (its
+// volumes' and plugins' IDs): engine.RedactValueKeeping.
+func redactOutputKeeping(ctx context.Context, e *engine.Engine, own, extra []string, vs ...any) error {
 	ctx = context.WithoutCancel(ctx) // one read of the local state: it ends on its own
 	for _, v := range vs {
-		if err := e.RedactValue(ctx, v, extra...); err != nil {
+		if err := e.RedactValueKeeping(ctx, v, own, extra...); err != nil {
 			return fmt.Errorf("the output is withheld: reading the state to redact secrets from it: %w", err)
 		}
 	}

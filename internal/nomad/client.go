@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/netip"
 	"net/url"
 	"os"
 	"slices"
@@ -151,6 +152,10 @@ func NewClient(address string) (*Client, error) {
 		return nil, err
 	}
 	if perr != nil {
+		if fixed, ok := zoneEscaped(cfg.Address); ok {
+			return nil, fmt.Errorf("Nomad at %s: NOMAD_ADDR's IPv6 address names its zone after a bare %%, which a URL writes as %%25: NOMAD_ADDR=%s%s",
+				shown, hiddenUserinfo(fixed), credentialBack(fixed))
+		}
 		// Not url.Parse's words nor the api module's, which quote the address, or the part of
 		// the password it took for a port.
 		return nil, fmt.Errorf("Nomad at %s: NOMAD_ADDR cannot be read as a URL (a '#', '/', '?' or '@' in a password must be written %%23, %%2F, %%3F or %%40)", shown)
@@ -204,6 +209,40 @@ func userKey(user string) bool {
 
 // minUserKey is the length from which a user with no password may be a key (userKey).
 const minUserKey = 16
+
+// zoneEscaped is address with the zone of its bracketed IPv6 host (http://[fe80::1%eth0]:4646,
+// as `ip address` prints one) written as a URL writes it, after %25, and true, when the zone
+// follows a bare "%" that url.Parse cannot read; before, such an address was refused with
+// advice about the characters of a password.
+func zoneEscaped(address string) (string, bool) {
+	open := strings.LastIndex(address, "[")
+	end := strings.Index(address[open+1:], "]")
+	if open < 0 || end < 0 {
+		return "", false
+	}
+	host := address[open+1 : open+1+end]
+	ip, zone, ok := strings.Cut(host, "%")
+	if !ok || zone == "" || strings.HasPrefix(zone, "25") {
+		return "", false
+	}
+	if _, err := netip.ParseAddr(ip); err != nil || !strings.Contains(ip, ":") {
+		return "", false
+	}
+	fixed := address[:open+1] + ip + "%25" + url.PathEscape(zone) + address[open+1+end:]
+	if _, err := url.Parse(fixed); err != nil {
+		return "", false
+	}
+	return fixed, true
+}
+
+// credentialBack is, for advice naming address as hiddenUserinfo shows it, " (with the
+// credential in place of xxxxx)" when it hides one, else empty.
+func credentialBack(address string) string {
+	if hiddenUserinfo(address) == address {
+		return ""
+	}
+	return " (with your user and password in place of xxxxx)"
+}
 
 // speakable refuses an address the API client cannot speak to, before any request: one with no
 // scheme (host:port, as Nomad prints the address it binds) is parsed as a scheme or a path and
@@ -1093,6 +1132,27 @@ func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 	return PluginHealth{ID: p.ID, Provider: p.Provider, Version: p.Version, ControllerRequired: p.ControllerRequired,
 		ControllersHealthy: p.ControllersHealthy, ControllersExpected: p.ControllersExpected,
 		NodesHealthy: p.NodesHealthy, NodesExpected: p.NodesExpected}, nil
+}
+
+// PluginsOfDriver lists the IDs of the CSI plugins Nomad runs of driver provider (their
+// GetPluginInfo name), in the client's region, sorted: for a volume whose plugin Nomad runs
+// under another ID than volctl's. Nomad's words (the IDs) have the credentials sent to it
+// replaced.
+func (c *Client) PluginsOfDriver(ctx context.Context, provider string) ([]string, error) {
+	rctx, _, cancel := c.request(ctx)
+	defer cancel()
+	var stubs []*api.CSIPluginListStub
+	if _, err := c.api.Raw().Query("/v1/plugins?type=csi", &stubs, (&api.QueryOptions{Region: c.Region}).WithContext(rctx)); err != nil {
+		return nil, fmt.Errorf("Nomad at %s: its CSI plugins: %s", c.Address, c.said(ctx, err, nil))
+	}
+	var ids []string
+	for _, p := range stubs {
+		if p != nil && p.Provider == provider && p.ID != "" {
+			ids = append(ids, c.hideCreds(p.ID))
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
 }
 
 // VolumeState is a CSI volume as Nomad has it.

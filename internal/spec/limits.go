@@ -99,7 +99,7 @@ func (d *decoder) checkContext(m *stringMap) {
 		return
 	}
 	for _, e := range m.entries {
-		if e.value == Redacted {
+		if IsPlaceholder(e.value) {
 			// The context is the plugin's: one may answer the placeholder itself (a plugin
 			// that redacts what it echoes), and the volume is then recorded with it, so it is
 			// a warning, not a refusal (`volctl export nomad --include-secrets` writes it).
@@ -195,8 +195,8 @@ func (d *decoder) checkSecrets(m *stringMap) {
 		if !validSecretKey(e.key) {
 			d.errorf(e.keyRange, "Invalid secret key", "Secret key %q is not valid: the CSI spec allows only letters, digits, \"-\", \"_\" and \".\" in secret keys.", e.key)
 		}
-		if e.value == Redacted {
-			d.placeholder(e.valueRange, PlaceholderWhat(e.key, 0), "a secret value")
+		if IsPlaceholder(e.value) || placeholderSpelling(e.value) { // the name is made only then
+			d.checkPlaceholder(e.valueRange, e.value, PlaceholderWhat(e.key, 0), "a secret value")
 		}
 		if n := len(e.value); n > 0 && n < MinScrubLen {
 			d.warnf(e.valueRange, "Secret too short to scrub", "The value of secret %q is %d bytes long. volctl never prints it from its own records, and "+
@@ -252,6 +252,51 @@ func PlaceholderWhat(secretKey string, flag int) PlaceholderAt {
 	return PlaceholderAt(fmt.Sprintf("mount_flags[%d]", flag))
 }
 
+// IsPlaceholder reports whether v, a secret value or mount flag, is the placeholder Redacted
+// that `volctl export nomad` writes (and Nomad answers mount flags as), blanks about it
+// included: one pasted with a blank before or after it is no more a value than it is.
+func IsPlaceholder(v string) bool { return strings.TrimSpace(v) == Redacted }
+
+// placeholderSpelling reports whether v is another spelling of a placeholder for a hidden
+// value ("<redacted>", as Nomad's agent shows its own tokens; "[redacted]", as nomad operator
+// debug writes flags; "REDACTED", "( redacted )"): no tool writes one in place of a CSI
+// secret or mount flag, so it may be a real value, but it is most likely copied from such
+// output in place of one.
+func placeholderSpelling(v string) bool {
+	w := strings.TrimSpace(v)
+	for _, p := range []string{"[]", "<>", "()", "{}"} {
+		if len(w) >= 2 && w[0] == p[0] && w[len(w)-1] == p[1] {
+			w = strings.TrimSpace(w[1 : len(w)-1])
+			break
+		}
+	}
+	return strings.EqualFold(w, "redacted") && !IsPlaceholder(v)
+}
+
+// PlaceholderSpellingSummary is the summary of the warning about another spelling of a
+// placeholder (placeholderSpelling) as a secret value or mount flag.
+const PlaceholderSpellingSummary = "Value that reads as a placeholder"
+
+// checkPlaceholder refuses value, the value of what (a secret value or a mount flag, stands),
+// when it is the placeholder (IsPlaceholder), and warns when it is another spelling of one
+// (placeholderSpelling), which may be the real value: the warning names what holds it, never
+// the value. Before, only the placeholder exactly as written was refused, and "<redacted>" or
+// "[ REDACTED ]" copied from another tool's output was given to the plugin as the credential
+// without a word.
+func (d *decoder) checkPlaceholder(rng hcl.Range, value string, what PlaceholderAt, stands string) {
+	switch {
+	case IsPlaceholder(value):
+		d.placeholder(rng, what, stands)
+	case placeholderSpelling(value):
+		// The detail names no spelling of the word: the parser masks the value wherever
+		// its diagnostics quote it (hideMasked).
+		d.warnf(rng, PlaceholderSpellingSummary, "The value of %s reads as a placeholder that output writes in place of a hidden value "+
+			"(as Nomad's agent writes its own tokens, or nomad operator debug its flags), not as one: if it was copied from such output, "+
+			"it is not %s, and the plugin would be given it as one; write the real value here. If it is the real value, it is taken as written.",
+			string(what), stands)
+	}
+}
+
 // placeholder refuses Redacted as the value of what (`secret "token"`, "mount_flags[0]"): the
 // placeholder `volctl export nomad` writes, without --include-secrets, for stands (a secret
 // value, a mount flag), and Nomad answers a volume's mount flags as. It is not the value: read
@@ -264,8 +309,9 @@ func (d *decoder) placeholder(rng hcl.Range, what PlaceholderAt, stands string) 
 		nomads = ", and Nomad answers a volume's mount flags as"
 	}
 	d.errorf(rng, PlaceholderSummary, "The value of %s is %s, the placeholder volctl export nomad writes for %s without --include-secrets%s: "+
-		"it is not the value, and the plugin would be given it as one. Write the real value here, or export the volume again with --include-secrets.",
-		string(what), Redacted, stands, nomads)
+		"it is not the value, and the plugin would be given it as one. Write the real value here, or export the volume again with --include-secrets. "+
+		"(A %s whose real value is this text cannot be told from the placeholder, by volctl or by whoever reads the file: change it where the storage keeps it.)",
+		string(what), Redacted, stands, nomads, strings.TrimPrefix(stands, "a "))
 	d.diags[len(d.diags)-1].Extra = what
 }
 
