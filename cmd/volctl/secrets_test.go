@@ -223,7 +223,7 @@ func leakCases(e *leakEnv) []leakCase {
 		{cmd: "plugin serve", want: "hostpath"},
 		// The served hostpath plugin (-v) is the long-running process started with the sweep;
 		// its log is scanned at the end.
-		{cmd: "plugin serve hostpath", code: 2, want: "--socket is required"},
+		{cmd: "plugin serve hostpath", args: []string{"--root", "hproot", "--node-id", "n1"}, code: 2, want: "--socket is required"},
 
 		{cmd: "volume", want: "Usage:"},
 		{cmd: "volume create", args: []string{"sv.hcl", "sv2.hcl", "sv3.hcl", "sv4.hcl", "sv5.hcl", "su.hcl", "hv.hcl"}, json: true},

@@ -301,8 +301,12 @@ func dialCSI(p store.Plugin, srv *servers, timeouts csi.Timeouts, log *slog.Logg
 	cfg := csi.ConfigFromSpec(&sp)
 	cfg.Timeouts = pluginTimeouts(p, timeouts)
 	if _, err := spec.ClampPluginTimeout(p.Timeout); err != nil {
-		log.Warn(fmt.Sprintf("plugin %q: its timeout %s, stored by an older volctl, %v: %s is used; set one within 1s to 24h with `%s` (another duration for %s), or its plugin block's timeout",
-			p.ID, p.Timeout, strings.TrimPrefix(err.Error(), p.Timeout.String()+" "), cfg.Timeouts.Long, registerAgainCommand(p, cfg.Timeouts.Long), cfg.Timeouts.Long))
+		how := fmt.Sprintf("with `%s` (another duration for %s), or its plugin block's timeout", registerAgainCommand(p, cfg.Timeouts.Long), cfg.Timeouts.Long)
+		if p.Exec != nil { // registered again by flags, it would lose its exec block
+			how = "in its plugin block's timeout, then " + registerFileAgain
+		}
+		log.Warn(fmt.Sprintf("plugin %q: its timeout %s, stored by an older volctl, %v: %s is used; set one within 1s to 24h %s",
+			p.ID, p.Timeout, strings.TrimPrefix(err.Error(), p.Timeout.String()+" "), cfg.Timeouts.Long, how))
 	}
 	cfg.Logger = log.With("plugin", p.ID) // the RPC trace names the plugin beside the rpc
 	cfg.Name = p.ID                       // and so do its errors' hints
@@ -412,11 +416,16 @@ func longTimeoutAdvice(p store.Plugin, long time.Duration) string {
 		return fmt.Sprintf("its timeout, %s, is the most a plugin's timeout can be", long)
 	}
 	if p.Exec != nil {
-		return fmt.Sprintf("if it needs longer, raise the timeout (%s) in its plugin block, to %s say, and register that file again (`volctl plugin register FILE`, or restart the agent whose config declares it)", long, next)
+		return fmt.Sprintf("if it needs longer, raise the timeout (%s) in its plugin block, to %s say, and %s", long, next, registerFileAgain)
 	}
 	return fmt.Sprintf("if it needs longer, raise its timeout (%s): `%s` (or the timeout of its plugin block, where a file declares it)",
 		long, registerAgainCommand(p, next))
 }
+
+// registerFileAgain is how a plugin the agent starts (an exec block, declared in a file) takes
+// a changed timeout: registered again by flags (registerAgainCommand), it would lose its exec
+// block (TestStoredTimeoutOfAPluginTheAgentStartsIsRaisedInItsBlock).
+const registerFileAgain = "register that file again (`volctl plugin register FILE`, or restart the agent whose config declares it)"
 
 // registerAgainCommand is the command that registers plugin p again as it is registered (its
 // ID, type and sockets) with the long-RPC timeout timeout, its words quoted for a shell.

@@ -50,3 +50,29 @@ func TestStoredPluginTimeoutOutsideItsBoundsIsClamped(t *testing.T) {
 		t.Fatalf("joined plugin's timeout = %v, %v; want 1s, the stored 1ns clamped", p.Timeout, err)
 	}
 }
+
+// A plugin the agent starts (an exec block), stored by an older volctl with a timeout out of
+// bounds: the warning sends it to its plugin block, never to a register by flags, which would
+// replace its declaration and drop the exec block (review32d).
+func TestStoredTimeoutOfAPluginTheAgentStartsIsRaisedInItsBlock(t *testing.T) {
+	h := newHarness(t, nil)
+	if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error {
+		p := store.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: h.socket, Timeout: time.Nanosecond,
+			Exec: &spec.Exec{Command: "/usr/local/bin/mem-csi", Env: spec.Secrets{"TOKEN": "t0ps3cret"}}}
+		return tx.Plugins().Put(&p)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	h.open(Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if _, err := h.e.CreateVolume(h.ctx, volume("v")); err != nil {
+		t.Fatalf("create through a plugin stored with timeout 1ns: %v", err)
+	}
+	got := logs.String()
+	if !strings.Contains(got, "1s is used") || !strings.Contains(got, "in its plugin block's timeout, then register that file again") {
+		t.Errorf("log = %q, want the clamp warning sending it to its plugin block", got)
+	}
+	if strings.Contains(got, "volctl plugin register --id") || strings.Contains(got, "t0ps3cret") {
+		t.Errorf("log = %q: advises registering a plugin the agent starts by flags (which drops its exec block), or shows its env", got)
+	}
+}
