@@ -122,3 +122,68 @@ func TestNodeInspectorIsRefused(t *testing.T) {
 	}
 	checkArgsStart(t, node, []string{"--inspect-port=0", ok}, ok, "")
 }
+
+// node reads '_' as '-' in a long option's name (--inspect_brk is --inspect-brk), and has
+// --inspect-brk-node: each opens its inspector. In NODE_OPTIONS, node takes the quotes off
+// ("--inspect"), and an option the reader does not know (--experimental-shadow-realm) stopped
+// it before the --inspect after it. Each was read as no inspector, and node run (review32a).
+func TestNodeInspectorIsRefusedInEverySpelling(t *testing.T) {
+	safe, _ := argsDirs(t)
+	node := argsLook(t, "node")
+	ok := argsWrite(t, filepath.Join(safe, "ok.js"), "")
+	for _, args := range [][]string{
+		{"--inspect_brk=127.0.0.1:0", ok},
+		{"--inspect_wait=127.0.0.1:0", ok},
+		{"--inspect-brk-node=127.0.0.1:0", ok},
+		{"--inspect-brk_node", ok},
+	} {
+		err := untrustedArgs("node", node, args, nil, safe)
+		if err == nil || !strings.Contains(err.Error(), "inspector") || !strings.Contains(err.Error(), strings.Split(args[0], "=")[0]) {
+			t.Errorf("untrustedArgs(node %q) = %v; want refused, naming the option as written: node opens its inspector", args, err)
+		}
+	}
+	for _, v := range []string{
+		"--inspect_brk",
+		"--inspect_wait=0",
+		"--experimental-shadow-realm --inspect=0",
+		"--trace-gc --trace-gc-verbose --inspect",
+		`"--inspect"`,
+		`--max-old-space-size=64 "--insp"ect"-brk"`,
+	} {
+		err := untrustedEnv("node", node, []string{"NODE_OPTIONS=" + v})
+		if err == nil || !strings.Contains(err.Error(), "inspect") || !strings.Contains(err.Error(), "NODE_OPTIONS") {
+			t.Errorf("untrustedEnv(NODE_OPTIONS=%q) = %v; want refused: node opens its inspector", v, err)
+		}
+	}
+}
+
+// NODE_OPTIONS is split as node splits it (spaces outside double quotes; a backslash in them
+// escapes), and read both ways at an option the agent does not know, as the args are: a
+// --require after --experimental-shadow-realm (unknown) was not read, and node loaded another
+// user's file first. A quote left open, which node refuses, is refused; honest values run.
+func TestNodeOptionsAreReadAsNodeReadsThem(t *testing.T) {
+	_, open := argsDirs(t)
+	node := argsLook(t, "node")
+	evil := argsWrite(t, filepath.Join(open, "evil.js"), "")
+	spaced := argsWrite(t, filepath.Join(open, "a b.js"), "")
+	for _, v := range []string{
+		"--experimental-shadow-realm --require " + evil,
+		"--trace-gc --require=" + evil,
+		`--require "` + strings.ReplaceAll(spaced, " ", `\ `) + `"`,
+		`--require "` + spaced + `"`,
+	} {
+		if err := untrustedEnv("node", node, []string{"NODE_OPTIONS=" + v}); err == nil || !strings.Contains(err.Error(), "NODE_OPTIONS") {
+			t.Errorf("untrustedEnv(NODE_OPTIONS=%q) = %v; want refused: node loads another user's file first", v, err)
+		}
+	}
+	err := untrustedEnv("node", node, []string{`NODE_OPTIONS=--title "s3cret`})
+	if err == nil || !strings.Contains(err.Error(), "quote") || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("NODE_OPTIONS with a quote left open: %v; want refused, saying so, without the value", err)
+	}
+	for _, v := range []string{"--max-old-space-size=512", "--enable-source-maps", "--dns-result-order=ipv4first",
+		"--max-old-space-size=512 --enable-source-maps --dns-result-order ipv4first", `--title "csi plugin"`, "--trace-gc"} {
+		if err := untrustedEnv("node", node, []string{"NODE_OPTIONS=" + v}); err != nil {
+			t.Errorf("untrustedEnv(NODE_OPTIONS=%q) refused: %v", v, err)
+		}
+	}
+}

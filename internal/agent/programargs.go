@@ -82,6 +82,9 @@ type interpreter struct {
 	// loader is the dynamic loader run as a program: its script is an ELF program, checked
 	// with what its options add to its loader's environment.
 	loader bool
+	// underscoreDash says it reads '_' as '-' in a long option's name (node: --inspect_brk is
+	// --inspect-brk).
+	underscoreDash bool
 }
 
 // nodeLong are node's double-dash options (node --help, v20 to v22): those that take a value
@@ -94,6 +97,7 @@ var nodeLong = func() map[string]string {
 		"--startup-snapshot": "path", "--experimental-config-file": "path",
 		"--interactive": "startup",
 		"--inspect":     "inspector", "--inspect-brk": "inspector", "--inspect-wait": "inspector",
+		"--inspect-brk-node": "inspector",
 	}
 	for _, v := range strings.Fields(`--allow-fs-read --allow-fs-write --build-snapshot-config --conditions --cpu-prof-dir
 		--cpu-prof-interval --cpu-prof-name --diagnostic-dir --disable-proto --disable-warning --dns-result-order
@@ -143,7 +147,7 @@ var (
 	python = interpreter{name: "python", inline: "cm", inlineEnds: true, value: "WXQ", noEnv: "EI", safePath: "IP", pycachePrefix: true, long: map[string]string{"--check-hash-based-pycs": "value"}}
 	perl   = interpreter{name: "perl", inline: "eE", value: "", lib: "Mm", path: "I", attached: "xidDFV", digits: "l0C", search: "S"}
 	ruby   = interpreter{name: "ruby", inline: "e", value: "E", module: "r", path: "I", attached: "FKTWxi", digits: "0", search: "S", chdir: "CX", chdirAttached: "x"}
-	node   = interpreter{name: "node", inline: "ep", value: "C", module: "r", long: nodeLong, strictLong: true, aliases: map[string]string{"-pe": "-e"}}
+	node   = interpreter{name: "node", inline: "ep", value: "C", module: "r", long: nodeLong, strictLong: true, underscoreDash: true, aliases: map[string]string{"-pe": "-e"}}
 	loader = interpreter{name: "the dynamic loader", loader: true, long: map[string]string{
 		"--library-path": "list", "--preload": "preload", "--audit": "preload", "--argv0": "value",
 		"--inhibit-rpath": "value", "--glibc-hwcaps-prepend": "value", "--glibc-hwcaps-mask": "value"}}
@@ -273,7 +277,11 @@ func (i *interpreter) parse(args []string) parsed {
 			return p
 		case strings.HasPrefix(a, "--"):
 			name, v, eq := strings.Cut(a, "=")
-			kind := i.long[name]
+			key := name
+			if i.underscoreDash {
+				key = "--" + strings.ReplaceAll(name[2:], "_", "-")
+			}
+			kind := i.long[key]
 			if kind == "" {
 				if i.strictLong && !eq && k+1 < len(args) && args[k+1] != "--" {
 					p.unknown, p.unknownAt = name, k
@@ -515,6 +523,27 @@ func untrustedReadings(command, path string, in *interpreter, args, env []string
 		return nil
 	}
 	return missing
+}
+
+// readings are the ways i may read args (parse): one, or, at a long option it does not know
+// without "=" (strictLong), each way of reading it (a flag; a value taking the next argument)
+// in turn, up to budget such options one after another; past that, unknown names the option.
+func (i *interpreter) readings(args []string, budget int) (ps []parsed, unknown string) {
+	p := i.parse(args)
+	if p.unknown == "" {
+		return []parsed{p}, ""
+	}
+	if budget == 0 {
+		return nil, p.unknown
+	}
+	for _, n := range []int{1, 2} {
+		r, u := i.readings(slices.Delete(slices.Clone(args), p.unknownAt, min(p.unknownAt+n, len(args))), budget-1)
+		if u != "" {
+			return nil, u
+		}
+		ps = append(ps, r...)
+	}
+	return ps, ""
 }
 
 // untrustedParsed is untrustedArgsAt of interpreter in, found at path, with args read as p.
