@@ -187,3 +187,62 @@ func TestNodeOptionsAreReadAsNodeReadsThem(t *testing.T) {
 		}
 	}
 }
+
+// ruby requires its -r libraries once it has read every option, -C's chdir included, and keeps
+// a "./" -I relative (its expand_include_path): both are opened from the last working directory,
+// not the one the option was read in. The reader checked them where they were read, and ruby
+// loaded another user's lib.rb (review32a).
+func TestRubyRequireBeforeChdirIsOpenedAfterIt(t *testing.T) {
+	safe, open := argsDirs(t)
+	ruby := argsWrite(t, filepath.Join(safe, "ruby"), "")
+	plugin := argsWrite(t, filepath.Join(safe, "plugin.rb"), "")
+	argsWrite(t, filepath.Join(safe, "lib.rb"), "")
+	argsWrite(t, filepath.Join(open, "lib.rb"), "")
+	mkdir(t, filepath.Join(safe, "lib"), 0o755)
+	mkdir(t, filepath.Join(open, "lib"), 0o777)
+	for _, args := range [][]string{
+		{"-r", "./lib.rb", "-C", open, plugin},
+		{"-r./lib.rb", "-C" + open, plugin},
+		{"-I", "./lib", "-C", open, "-r", "lib2", plugin},
+	} {
+		err := untrustedArgs("ruby", ruby, args, nil, safe)
+		if err == nil || !strings.Contains(err.Error(), open) {
+			t.Errorf("untrustedArgs(ruby %q) in %s = %v; want refused, naming %s: ruby requires from there", args, safe, err, open)
+		}
+	}
+	// The same from root's directory, -C moving there last, runs.
+	for _, args := range [][]string{{"-r", "./lib.rb", "-C", safe, plugin}, {"-I", "./lib", "-C", safe, plugin}} {
+		if err := untrustedArgs("ruby", ruby, args, nil, open); err != nil {
+			t.Errorf("untrustedArgs(ruby %q) in %s refused: %v", args, open, err)
+		}
+	}
+}
+
+// chdir(2) and open(2) follow a symlink before "..": ruby -C link/.. is the parent of link's
+// target, not the directory link is in, as the reader's filepath.Join (Clean) had it, and ruby
+// ran another user's plugin.rb (review32a). A ".." after a symlink is refused; one after none
+// is read as before.
+func TestDotDotAfterASymlinkIsRefused(t *testing.T) {
+	safe, open := argsDirs(t)
+	ruby := argsWrite(t, filepath.Join(safe, "ruby"), "")
+	argsWrite(t, filepath.Join(safe, "plugin.rb"), "")
+	argsWrite(t, filepath.Join(open, "plugin.rb"), "")
+	sub := mkdir(t, filepath.Join(open, "sub"), 0o777)
+	if err := os.Symlink(sub, filepath.Join(safe, "link")); err != nil {
+		t.Fatal(err)
+	}
+	mkdir(t, filepath.Join(safe, "dir"), 0o755)
+	for _, args := range [][]string{
+		{"-C", "link/..", "plugin.rb"},
+		{"-C", "link", "-C", "..", "plugin.rb"},
+		{filepath.Join(safe, "link") + "/../plugin.rb"},
+	} {
+		err := untrustedArgs("ruby", ruby, args, nil, safe)
+		if err == nil || !strings.Contains(err.Error(), `".."`) || !strings.Contains(err.Error(), filepath.Join(safe, "link")) {
+			t.Errorf("untrustedArgs(ruby %q) in %s = %v; want refused, naming the symlink: ruby runs %s", args, safe, err, filepath.Join(open, "plugin.rb"))
+		}
+	}
+	if err := untrustedArgs("ruby", ruby, []string{"-C", "dir/..", "plugin.rb"}, nil, safe); err != nil {
+		t.Errorf("ruby -C dir/.. (no symlink) refused: %v", err)
+	}
+}
