@@ -1,42 +1,45 @@
 package csi
 
 import (
-	"unicode"
+	"sync"
 	"unicode/utf8"
+
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // shownDiffers reports whether msg may read otherwise than its bytes spell it (shownView): it
 // has a backslash (an escape), a control byte other than a tab or a line break, DEL, or the
-// first byte of a C1 control or a format character (U+0080..U+00AD: 0xc2; U+180E: 0xe1;
-// U+200B.., U+2060.., U+206x: 0xe2; U+FEFF: 0xef; others in 0xd8..0xdb, 0xf3). Most messages
-// have none, and cost this one pass.
+// first byte of a C1 control (0xc2) or of a character spec.ShowsAsNothing reports
+// (spec.InvisibleLeads). Most messages have none, and cost this one pass.
 func shownDiffers(msg string) bool {
+	t := shownMayDiffer()
 	for i := range len(msg) {
-		if shownMayDiffer[msg[i]] {
+		if t[msg[i]] {
 			return true
 		}
 	}
 	return false
 }
 
-// shownMayDiffer holds the bytes shownDiffers looks for.
-var shownMayDiffer = func() (t [256]bool) {
+// shownMayDiffer holds the bytes shownDiffers looks for, made on first use from the predicate
+// shownView drops by, so the two cannot disagree.
+var shownMayDiffer = sync.OnceValue(func() *[256]bool {
+	t := *spec.InvisibleLeads()
 	for c := range 0x20 {
 		t[c] = c != '\t' && c != '\n' && c != '\r'
 	}
-	for _, c := range []byte{'\\', 0x7f, 0xc2, 0xe1, 0xe2, 0xef, 0xd8, 0xd9, 0xda, 0xdb, 0xf3} {
-		t[c] = true
-	}
-	return t
-}()
+	t['\\'], t[0x7f], t[0xc2] = true, true, true
+	return &t
+})
 
 // shownView is msg as a reader of it reads it: each escape a quoting wrote undone (\xNN,
 // octal \NNN, \uNNNN with a surrogate pair joined as JSON and Python's json.dumps write a
 // character past U+FFFF, \UNNNNNNNN, and \\, \", \', \/), then what shows as nothing left
 // out: control bytes other than a tab or a line break, DEL, C1 controls, ANSI escape
-// sequences (CSI, OSC and two-byte ones, whether written raw or as an escape) and Unicode's
-// format characters (zero width spaces and joiners, bidi controls, soft hyphen, byte order
-// mark). A plugin that writes a secret with one of those inside it ("hun\x1b[0mter2",
+// sequences (CSI, OSC and two-byte ones, whether written raw or as an escape) and what
+// spec.ShowsAsNothing reports (Unicode's default ignorables and format characters: zero width
+// spaces and joiners, bidi controls, soft hyphen, byte order mark, variation selectors,
+// combining grapheme joiner, Hangul fillers, tags). A plugin that writes a secret with one of those inside it ("hun\x1b[0mter2",
 // "hun\u200bter2", "\u0068\u0075...") shows it whole to whoever reads the terminal, the
 // --json's string or the log, while none of its bytes spells it; an honest plugin's text
 // holds a value so only when it echoes it. at[i] is the offset in msg of what became the
@@ -56,7 +59,7 @@ func shownView(msg string) (view string, at []int) {
 		case c >= 0x80:
 			r, size := utf8.DecodeRune(d[i:])
 			n = size
-			if r == utf8.RuneError || !(r <= 0x9f || unicode.Is(unicode.Cf, r)) {
+			if r == utf8.RuneError || !(r <= 0x9f || spec.ShowsAsNothing(r)) {
 				b = append(b, d[i:i+n]...)
 				for range n {
 					at = append(at, dat[i])
