@@ -127,3 +127,23 @@ func TestScrubFindsAValueWithAnythingShownAsNothingInside(t *testing.T) {
 		t.Fatalf("%d characters tried: the predicate lost its ranges", tried)
 	}
 }
+
+// What follows a secret and shows as nothing is not the secret's: a match in shownView's view
+// ends where the source of its last byte ends. It ended at the next byte the view kept, so the
+// colour's reset after a secret, a hyperlink after it, a zero width space, and after an OSC left
+// open (a message cut short) all the rest of the message went into [REDACTED] (review32a).
+func TestScrubKeepsWhatFollowsAShownValue(t *testing.T) {
+	const s = "hunter2-s3cret"
+	for _, c := range []struct{ msg, want string }{
+		{"token \x1b[31mhunter2-s3cret\x1b[0m rejected", "token \x1b[31m[REDACTED]\x1b[0m rejected"},
+		{`token \u001b[31mhunter2-s3cret\u001b[0m rejected`, `token \u001b[31m[REDACTED]\u001b[0m rejected`},
+		{"token hunter2-s3cret\x1b]8;;http://x/\x07 is wrong: see the docs for the 'token' field", "token [REDACTED]\x1b]8;;http://x/\x07 is wrong: see the docs for the 'token' field"},
+		{"token hunter2-s3cret\u200b, rejected", "token [REDACTED]\u200b, rejected"},
+		{"token hun\x1b[1mter2-s3cret\x1b]0;title cut here, then the reason", "token [REDACTED]\x1b]0;title cut here, then the reason"},
+		{`token hunter2-s3cre\u0074\u200b!`, `token [REDACTED]\u200b!`},
+	} {
+		if got := csi.Scrubber([]string{s})(c.msg); got != c.want {
+			t.Errorf("scrubbed %+q\n to %+q\nwant %+q", c.msg, got, c.want)
+		}
+	}
+}

@@ -82,6 +82,17 @@ func shownView(msg string) (view string, at []int) {
 	return string(b), append(at, len(msg))
 }
 
+// shownEnd is where the source of a byte of shownView's view ends, the byte at msg[from]
+// (at[i]) its start: after the escape that wrote it, or after the byte itself.
+func shownEnd(msg string, from int) int {
+	if msg[from] == '\\' {
+		if _, n := unescape(nil, msg[from:]); n > 0 {
+			return from + n
+		}
+	}
+	return from + 1
+}
+
 // ansiLen is the length of the ANSI escape sequence at the start of s (s[0] is ESC): a CSI
 // (ESC [, parameters and intermediates, a final byte), an OSC (ESC ], up to BEL or ESC \, or
 // the end), or ESC and one byte.
