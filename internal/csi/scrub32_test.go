@@ -64,7 +64,7 @@ func TestScrubFindsAValueAsItIsShown(t *testing.T) {
 		{"soft hyphen", s, "hunter2-\u00ads3cret"},
 		{"bidi override", s, "hunter2\u202e-s3cret"},
 		{"byte order mark", s, "hunter2-\ufeffs3\ufeffcret"},
-		{"control byte", s, "hunter2\x00-s3\x08cret"},
+		{"control byte, backspace over a byte", s, "hunter2\x00-s3X\x08cret"}, // a terminal writes c over X
 		{"C1 control", s, "hunter2\u009b-s3cret"},
 		{"every character as \\u", s, escapedEvery(s, false)},
 		{"every character as \\u, upper-case", s, escapedEvery(s, true)},
@@ -85,6 +85,7 @@ func TestScrubFindsAValueAsItIsShown(t *testing.T) {
 		"\x1b[1mbold\x1b[0m hunter2-\u200bs3 cret",         // invisibles, but no secret once left out
 		`\ud83d alone, \uZZZZ, \x4, \0 and \ at the end \`, // escapes that are not whole
 		"zone \u202eeu-1\u202c with \u00ad",
+		"hunter2-s3\x08cret", // c written over 3: it shows "hunter2-scret"
 	} {
 		if got := csi.Scrubber([]string{s})(msg); got != msg {
 			t.Errorf("scrubbed %q\n to %q, which holds no secret", msg, got)
@@ -145,5 +146,39 @@ func TestScrubKeepsWhatFollowsAShownValue(t *testing.T) {
 		if got := csi.Scrubber([]string{s})(c.msg); got != c.want {
 			t.Errorf("scrubbed %+q\n to %+q\nwant %+q", c.msg, got, c.want)
 		}
+	}
+}
+
+// Escapes a terminal reads as nothing that shownView did not undo: tput sgr0's ESC ( B (an nF
+// sequence), ESC 7 and ESC = (one byte after ESC outside 0x40..0x5F), DCS, APC, PM and SOS
+// strings up to ST; Rust's Debug quoting (\u{1b}, \u{200b}) and Ruby's inspect (\e); and a
+// backspace, over which a terminal writes the next character. Each kept the secret apart in
+// the view while the terminal showed it whole (review32a).
+func TestScrubFindsAValueThroughEveryEscapeATerminalReads(t *testing.T) {
+	const s = "hunter2-s3cret"
+	for _, c := range []struct{ name, echoed string }{
+		{"tput sgr0 raw", "hunter2\x1b(B\x1b[m-s3cret"},
+		{"tput sgr0 quoted", `hunter2\u001b(B\u001b[m-s3cret`},
+		{"DECSC ESC 7", "hunter2\x1b7-s3cret"},
+		{"keypad ESC =", "hunter2\x1b=-s3cret"},
+		{"DCS string", "hunter2\x1bP1$r0m\x1b\\-s3cret"},
+		{"APC string", "hunter2\x1b_anything at all\x1b\\-s3cret"},
+		{"Rust Debug ANSI", `hunter2\u{1b}[31m-s3cret`},
+		{"Rust Debug zero width space", `hunter2\u{200b}-s3cret`},
+		{"Ruby inspect ANSI", `hunter2\e[31m-s3cret`},
+		{"backspace overwrite", "hunter2-X\bs3cret"},
+		{"backspaces, then written over", "hunter2-s3cXet\b\b\bret"},
+		{"backspace over a character of two bytes", "hunter2-é\bs3cret"},
+	} {
+		msg := `stage failed: token "` + c.echoed + `" rejected`
+		if got, want := csi.Scrubber([]string{s})(msg), `stage failed: token "[REDACTED]" rejected`; got != want {
+			t.Errorf("%s: scrubbed %+q\n to %+q\nwant %+q", c.name, msg, got, want)
+		}
+	}
+	// A backspace back to the start, the secret's first byte written last: the mask still
+	// covers every byte that wrote it.
+	msg := "token Xunter2-s3cret" + strings.Repeat("\b", 14) + "h\nrejected"
+	if got := csi.Scrubber([]string{s})(msg); strings.Contains(got, "unter2") || !strings.HasSuffix(got, "\nrejected") {
+		t.Errorf("scrubbed %+q to %+q", msg, got)
 	}
 }
