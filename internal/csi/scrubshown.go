@@ -10,13 +10,24 @@ import (
 // shownDiffers reports whether msg may read otherwise than its bytes spell it (shownView): it
 // has a backslash (an escape), a control byte other than a tab or a line break, DEL, or the
 // first byte of a C1 control (0xc2) or of a character spec.ShowsAsNothing reports
-// (spec.InvisibleLeads). Most messages have none, and cost this one pass.
+// (spec.InvisibleLeads), that character then decoded and asked of. Most messages have none,
+// and cost this one pass.
 func shownDiffers(msg string) bool {
 	t := shownMayDiffer()
-	for i := range len(msg) {
-		if t[msg[i]] {
+	for i := 0; i < len(msg); i++ {
+		c := msg[i]
+		if !t[c] {
+			continue
+		}
+		if c < 0x80 {
 			return true
 		}
+		// A lead the table marks begins others too (0xe3 kana, 0xf0 emoji): the character decides.
+		r, n := utf8.DecodeRuneInString(msg[i:])
+		if r == utf8.RuneError || r <= 0x9f || spec.ShowsAsNothing(r) {
+			return true
+		}
+		i += n - 1
 	}
 	return false
 }
@@ -79,7 +90,12 @@ func shownView(msg string) (view string, at []int) {
 			if c == '\n' {
 				cur = len(b) // a new line: what a backspace went back over stays as it is
 			}
-			b, at, cur = keepShown(b, at, cur, d[i:i+1], dat[i])
+			if cur == len(b) { // most bytes: kept at the end
+				b, at = append(b, c), append(at, dat[i])
+				cur++
+			} else {
+				b, at, cur = keepShown(b, at, cur, d[i:i+1], dat[i])
+			}
 			i++
 			continue
 		}
