@@ -56,11 +56,7 @@ func TestPluginDataEchoingShownSecretsRedacted(t *testing.T) {
 		return resp, err
 	}
 	_, e, eng := serveMem(t, mem, csitest.WithInterceptor(echoCtx))
-	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
-		Secrets:      spec.Secrets{"token": secret},
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
+	createWithSecret(t, e, "db", secret)
 	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "extid", Name: "extid", Type: "csi", PluginID: "mem",
 		Secrets:      spec.Secrets{"token": secret},
 		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
@@ -142,11 +138,7 @@ func TestVolumeStatusShowsNoSecretSplitByAnIgnorable(t *testing.T) {
 		return resp, err
 	}
 	_, e, eng := serveMem(t, mem, csitest.WithInterceptor(echoCtx))
-	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
-		Secrets:      spec.Secrets{"token": secret},
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
+	createWithSecret(t, e, "db", secret)
 	ios, _, out, _ := iostreams.Test()
 	if err := volumeStatusRun(ctx, &VolumeStatusOptions{IO: ios, Engine: eng, Now: nowFunc, ID: "db"}); err != nil {
 		t.Fatal(err)
