@@ -486,10 +486,17 @@ func untrustedEnv(command, path string, env []string) error {
 				}
 				names = expanded
 			}
-		case k == "NODE_OPTIONS" && node.parse(strings.Fields(v)).inspector != "":
-			return inspectorError(command, node.parse(strings.Fields(v)).inspector, "the plugin's environment's NODE_OPTIONS gives")
 		case k == "PERL5OPT" || k == "RUBYOPT" || k == "NODE_OPTIONS":
-			names = optionPaths(k, v)
+			readings, err := envOptionReadings(command, k, v)
+			if err != nil {
+				return err
+			}
+			for _, p := range readings {
+				if p.inspector != "" {
+					return inspectorError(command, p.inspector, "the plugin's environment's NODE_OPTIONS gives")
+				}
+				names = append(names, optionPaths(k, p)...)
+			}
 		case javaOptionsEnv[k]:
 			names = javaOptionPaths(k, v)
 		case isLuaEnv(k):
@@ -543,10 +550,10 @@ func untrustedEnv(command, path string, env []string) error {
 // bare name is looked up in the module path, checked as that is), node's --require, -r,
 // --import, --loader and --experimental-loader MODULE (a module loaded before the program; one
 // named without a leading slash is resolved from the working directory, and so counts as
-// relative; file:// is taken off), --openssl-config and --env-file FILE.
-func optionPaths(k, v string) []string {
-	in := map[string]*interpreter{"PERL5OPT": &perl, "RUBYOPT": &ruby, "NODE_OPTIONS": &node}[k]
-	p := in.parse(strings.Fields(v))
+// relative; file:// is taken off), --openssl-config and --env-file FILE. p is one reading of
+// the variable's options (envOptionReadings).
+func optionPaths(k string, p parsed) []string {
+	in := envOptionsReader[k]
 	var names []string
 	for _, c := range slices.Concat(p.paths, p.envFiles) {
 		names = append(names, c.path)
@@ -559,6 +566,68 @@ func optionPaths(k, v string) []string {
 		names = append(names, n)
 	}
 	return names
+}
+
+// envOptionsReader is the interpreter that reads each variable of options.
+var envOptionsReader = map[string]*interpreter{"PERL5OPT": &perl, "RUBYOPT": &ruby, "NODE_OPTIONS": &node}
+
+// envOptionReadings are the ways the interpreter may read the options in PERL5OPT, RUBYOPT or
+// NODE_OPTIONS (k) v: split as it splits them (perl and ruby at white space; node at spaces,
+// with double quotes kept together and taken off and a backslash in them escaping the next
+// character: nodeOptionsWords), and read both ways at a long option the agent does not know
+// without "=" (node's: it may take the next word as its value or not; the argument path reads
+// args so, untrustedReadings), each reading's paths and inspector checked. Past maxUnknown such
+// options, or a NODE_OPTIONS node itself refuses (a quote left open), it is refused: what it
+// loads cannot be told. The value is not printed (an exec env's are secret).
+func envOptionReadings(command, k, v string) ([]parsed, error) {
+	in := envOptionsReader[k]
+	words := strings.Fields(v)
+	if in == &node {
+		var bad string
+		if words, bad = nodeOptionsWords(v); bad != "" {
+			return nil, fmt.Errorf("command %s: not run: the plugin's environment's NODE_OPTIONS %s, which node refuses: close its quote, or take NODE_OPTIONS out of the exec block's env",
+				spec.QuoteName(command), bad)
+		}
+	}
+	readings, unknown := in.readings(words, maxUnknown)
+	if unknown != "" {
+		return nil, fmt.Errorf("command %s: not run: the plugin's environment's %s gives %s options %s and more before it, which the agent does not know: whether each takes the next word as its value, "+
+			"and so what it loads, cannot be told: give their values after \"=\" (%s=VALUE), or take them out of %s", spec.QuoteName(command), k, in.name, spec.QuoteName(unknown), unknown, k)
+	}
+	return readings, nil
+}
+
+// nodeOptionsWords splits NODE_OPTIONS as node does: at each space outside double quotes; a
+// double quote opens or closes a quoted part, and is taken off; a backslash within one escapes
+// the character after it. bad says why node refuses v ("" when it does not).
+func nodeOptionsWords(v string) (words []string, bad string) {
+	quoted, start := false, true
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '\\' && quoted:
+			if i+1 == len(v) {
+				return words, "ends in a backslash within a quote"
+			}
+			i++
+			c = v[i]
+		case c == ' ' && !quoted:
+			start = true
+			continue
+		case c == '"':
+			quoted = !quoted
+			continue
+		}
+		if start {
+			words = append(words, "")
+			start = false
+		}
+		words[len(words)-1] += string(c)
+	}
+	if quoted {
+		return words, "leaves a double quote open"
+	}
+	return words, ""
 }
 
 // javaOptionPaths is the paths the JVM options in v (JAVA_TOOL_OPTIONS, _JAVA_OPTIONS or, for

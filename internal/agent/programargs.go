@@ -82,6 +82,9 @@ type interpreter struct {
 	// loader is the dynamic loader run as a program: its script is an ELF program, checked
 	// with what its options add to its loader's environment.
 	loader bool
+	// underscoreDash says it reads '_' as '-' in a long option's name (node: --inspect_brk is
+	// --inspect-brk).
+	underscoreDash bool
 }
 
 // nodeLong are node's double-dash options (node --help, v20 to v22): those that take a value
@@ -94,6 +97,7 @@ var nodeLong = func() map[string]string {
 		"--startup-snapshot": "path", "--experimental-config-file": "path",
 		"--interactive": "startup",
 		"--inspect":     "inspector", "--inspect-brk": "inspector", "--inspect-wait": "inspector",
+		"--inspect-brk-node": "inspector",
 	}
 	for _, v := range strings.Fields(`--allow-fs-read --allow-fs-write --build-snapshot-config --conditions --cpu-prof-dir
 		--cpu-prof-interval --cpu-prof-name --diagnostic-dir --disable-proto --disable-warning --dns-result-order
@@ -143,7 +147,7 @@ var (
 	python = interpreter{name: "python", inline: "cm", inlineEnds: true, value: "WXQ", noEnv: "EI", safePath: "IP", pycachePrefix: true, long: map[string]string{"--check-hash-based-pycs": "value"}}
 	perl   = interpreter{name: "perl", inline: "eE", value: "", lib: "Mm", path: "I", attached: "xidDFV", digits: "l0C", search: "S"}
 	ruby   = interpreter{name: "ruby", inline: "e", value: "E", module: "r", path: "I", attached: "FKTWxi", digits: "0", search: "S", chdir: "CX", chdirAttached: "x"}
-	node   = interpreter{name: "node", inline: "ep", value: "C", module: "r", long: nodeLong, strictLong: true, aliases: map[string]string{"-pe": "-e"}}
+	node   = interpreter{name: "node", inline: "ep", value: "C", module: "r", long: nodeLong, strictLong: true, underscoreDash: true, aliases: map[string]string{"-pe": "-e"}}
 	loader = interpreter{name: "the dynamic loader", loader: true, long: map[string]string{
 		"--library-path": "list", "--preload": "preload", "--audit": "preload", "--argv0": "value",
 		"--inhibit-rpath": "value", "--glibc-hwcaps-prepend": "value", "--glibc-hwcaps-mask": "value"}}
@@ -192,8 +196,13 @@ func interpreterOf(path string) *interpreter {
 }
 
 // argCode is a path an interpreter's arguments have it load code from: what names it ("the
-// script", "-I", "--preload") and the path.
-type argCode struct{ what, path string }
+// script", "-I", "--preload") and the path. late says it is opened from the working directory
+// the interpreter is in once every option is read (ruby's -r, required after them, and its
+// -I ./DIR, kept relative), not the one it was in where the option was read.
+type argCode struct {
+	what, path string
+	late       bool
+}
 
 // parsed is what an interpreter's arguments have it load and run (interpreter.parse).
 type parsed struct {
@@ -227,11 +236,39 @@ type parsed struct {
 }
 
 // from is the path name names after the options that changed the working directory (chdir).
+// It is not cleaned: "link/.." is the parent of link's target, as chdir(2) and open(2) take it,
+// which only the file system tells (dotDotAfterSymlink).
 func (p *parsed) from(name string) string {
 	if p.chdir == "" || name == "" || filepath.IsAbs(name) {
 		return name
 	}
-	return filepath.Join(p.chdir, name)
+	return strings.TrimSuffix(p.chdir, "/") + "/" + name
+}
+
+// dotDotAfterSymlink is the symlink a ".." of path (absolute, or relative to wd) follows, or ""
+// for none: the kernel takes "link/.." to the parent of link's target, where a path cleaned as
+// text (filepath.Clean) names the directory link is in, another place.
+func dotDotAfterSymlink(wd, path string) string {
+	if !filepath.IsAbs(path) {
+		if wd == "" {
+			return ""
+		}
+		path = wd + "/" + path
+	}
+	cur := "/"
+	for _, c := range strings.Split(path, "/") {
+		switch c {
+		case "", ".":
+		case "..":
+			if real, err := filepath.EvalSymlinks(cur); err == nil && real != cur {
+				return cur
+			}
+			cur = filepath.Dir(cur)
+		default:
+			cur = filepath.Join(cur, c)
+		}
+	}
+	return ""
 }
 
 // cd is the working directory moved to dir, as chdir(2) does it.
@@ -243,6 +280,19 @@ func (p *parsed) cd(dir string) {
 
 // parse reads args as i reads them.
 func (i *interpreter) parse(args []string) parsed {
+	p := i.parseOptions(args)
+	for _, cs := range [][]argCode{p.paths, p.modules} {
+		for k := range cs {
+			if cs[k].late {
+				cs[k].path, cs[k].late = p.from(cs[k].path), false
+			}
+		}
+	}
+	return p
+}
+
+// parseOptions is parse, but for the paths opened from where the options leave it (late).
+func (i *interpreter) parseOptions(args []string) parsed {
 	var p parsed
 	for k := 0; k < len(args); k++ {
 		a := args[k]
@@ -273,7 +323,11 @@ func (i *interpreter) parse(args []string) parsed {
 			return p
 		case strings.HasPrefix(a, "--"):
 			name, v, eq := strings.Cut(a, "=")
-			kind := i.long[name]
+			key := name
+			if i.underscoreDash {
+				key = "--" + strings.ReplaceAll(name[2:], "_", "-")
+			}
+			kind := i.long[key]
 			if kind == "" {
 				if i.strictLong && !eq && k+1 < len(args) && args[k+1] != "--" {
 					p.unknown, p.unknownAt = name, k
@@ -302,11 +356,11 @@ func (i *interpreter) parse(args []string) parsed {
 					return p
 				}
 			case "path":
-				p.paths = append(p.paths, argCode{name, v})
+				p.paths = append(p.paths, argCode{what: name, path: v})
 			case "module":
-				p.modules = append(p.modules, argCode{name, v})
+				p.modules = append(p.modules, argCode{what: name, path: v})
 			case "envfile":
-				p.envFiles = append(p.envFiles, argCode{name, v})
+				p.envFiles = append(p.envFiles, argCode{what: name, path: v})
 			case "list":
 				p.libraryPath = v
 			case "preload":
@@ -369,19 +423,21 @@ func (i *interpreter) parse(args []string) parsed {
 						p.cd(v)
 					case c == 'X' && i.pycachePrefix:
 						if dir, ok := strings.CutPrefix(v, "pycache_prefix="); ok {
-							p.paths = append(p.paths, argCode{"-X pycache_prefix", dir})
+							p.paths = append(p.paths, argCode{what: "-X pycache_prefix", path: dir})
 						}
 					case has(i.path):
-						p.paths = append(p.paths, argCode{opt, p.from(v)})
-					case has(i.module):
-						if strings.HasPrefix(v, "./") || strings.HasPrefix(v, "../") {
-							v = p.from(v)
+						if strings.HasPrefix(v, "./") {
+							p.paths = append(p.paths, argCode{what: opt, path: v, late: true}) // ruby's expand_include_path keeps it relative
+						} else {
+							p.paths = append(p.paths, argCode{what: opt, path: p.from(v)})
 						}
-						p.modules = append(p.modules, argCode{opt, v})
+					case has(i.module):
+						late := strings.HasPrefix(v, "./") || strings.HasPrefix(v, "../")
+						p.modules = append(p.modules, argCode{what: opt, path: v, late: late}) // required once the options are read
 					case has(i.lib):
 						if dirs, ok := strings.CutPrefix(v, "lib="); ok {
 							for _, d := range strings.Split(dirs, ",") {
-								p.paths = append(p.paths, argCode{opt + "lib=", d})
+								p.paths = append(p.paths, argCode{what: opt + "lib=", path: d})
 							}
 						} else if rest, ok := strings.CutPrefix(strings.TrimLeft(v, " \t"), "lib"); ok && rest != "" && !isPerlWordChar(rest[0]) && rest[0] != ':' {
 							// -M'lib LIST' is `use lib LIST;`: a list of perl's, which
@@ -517,6 +573,27 @@ func untrustedReadings(command, path string, in *interpreter, args, env []string
 	return missing
 }
 
+// readings are the ways i may read args (parse): one, or, at a long option it does not know
+// without "=" (strictLong), each way of reading it (a flag; a value taking the next argument)
+// in turn, up to budget such options one after another; past that, unknown names the option.
+func (i *interpreter) readings(args []string, budget int) (ps []parsed, unknown string) {
+	p := i.parse(args)
+	if p.unknown == "" {
+		return []parsed{p}, ""
+	}
+	if budget == 0 {
+		return nil, p.unknown
+	}
+	for _, n := range []int{1, 2} {
+		r, u := i.readings(slices.Delete(slices.Clone(args), p.unknownAt, min(p.unknownAt+n, len(args))), budget-1)
+		if u != "" {
+			return nil, u
+		}
+		ps = append(ps, r...)
+	}
+	return ps, ""
+}
+
 // untrustedParsed is untrustedArgsAt of interpreter in, found at path, with args read as p.
 func untrustedParsed(command, path string, in *interpreter, p parsed, env []string, wd string) error {
 	if p.inspector != "" {
@@ -525,6 +602,12 @@ func untrustedParsed(command, path string, in *interpreter, p parsed, env []stri
 	if p.unreadable != "" {
 		return fmt.Errorf("command %s: not run: it is %s, and its option %s gives a list the agent does not read, which may put a directory first on its module path: "+
 			"give the directories as -Mlib=DIR,DIR", spec.QuoteName(command), in.name, spec.QuoteName(p.unreadable))
+	}
+	for _, c := range slices.Concat(p.paths, p.modules, p.envFiles, []argCode{{what: "the script its args name", path: p.script}}) {
+		if link := dotDotAfterSymlink(wd, c.path); link != "" {
+			return fmt.Errorf("command %s: not run: it is %s, and %s, %s, has a \"..\" after the symlink %s, which the kernel takes to the parent of the symlink's target, not the directory it is in: "+
+				"name the path without \"..\"", spec.QuoteName(command), in.name, c.what, quoteArg(c.path), spec.QuoteName(link))
+		}
 	}
 	// at is a path of the arguments as the interpreter opens it: a relative one from the
 	// working directory it runs in (wd), or, that unknown, relative (Source refuses it).

@@ -56,11 +56,7 @@ func TestPluginDataEchoingShownSecretsRedacted(t *testing.T) {
 		return resp, err
 	}
 	_, e, eng := serveMem(t, mem, csitest.WithInterceptor(echoCtx))
-	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
-		Secrets:      spec.Secrets{"token": secret},
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
+	createWithSecret(t, e, "db", secret)
 	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "extid", Name: "extid", Type: "csi", PluginID: "mem",
 		Secrets:      spec.Secrets{"token": secret},
 		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
@@ -114,5 +110,65 @@ func TestPluginDataEchoingShownSecretsRedacted(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("status extid "+name, out, errOut)
+	}
+}
+
+// A plugin echoes the secret into the volume context with a character inside it that a terminal
+// shows as nothing but that is neither a format character (Cf, shownView) nor escaped by
+// spec.EscapeControl: COMBINING GRAPHEME JOINER, VARIATION SELECTOR-16, HANGUL FILLER. volume
+// status printed it raw, and the terminal showed the secret whole (review32a). Now one predicate,
+// spec.ShowsAsNothing, is both the scrubber's view's and the display's.
+func TestVolumeStatusShowsNoSecretSplitByAnIgnorable(t *testing.T) {
+	const secret = "shown-s3cret-40d9"
+	ctx := context.Background()
+	echoes := map[string]string{
+		"cgj":    secret[:5] + "\u034f" + secret[5:],
+		"vs16":   secret[:5] + "\ufe0f" + secret[5:],
+		"filler": secret[:5] + "\u3164" + secret[5:],
+	}
+	mem := csitest.NewMountingMemPlugin(t, echoingMemConfig("x"))
+	echoCtx := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		resp, err := handler(ctx, req)
+		if r, ok := resp.(*csipb.CreateVolumeResponse); ok && err == nil {
+			r.Volume.VolumeContext = map[string]string{}
+			for k, v := range echoes {
+				r.Volume.VolumeContext[k] = "ctx:" + v
+			}
+		}
+		return resp, err
+	}
+	_, e, eng := serveMem(t, mem, csitest.WithInterceptor(echoCtx))
+	createWithSecret(t, e, "db", secret)
+	ios, _, out, _ := iostreams.Test()
+	if err := volumeStatusRun(ctx, &VolumeStatusOptions{IO: ios, Engine: eng, Now: nowFunc, ID: "db"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "ctx:") {
+		t.Fatalf("volume status shows no context: the test tests nothing:\n%s", out)
+	}
+	for name, v := range echoes {
+		if strings.Contains(out.String(), "ctx:"+v) {
+			t.Errorf("volume status prints the %s echo raw, which reads as the secret %q:\n%s", name, secret, out)
+		}
+	}
+}
+
+// --json writes what shows as nothing as an escape, one past U+FFFF as JSON does, a surrogate
+// pair, so the text decodes to the same string: VARIATION SELECTOR-17 and a tag (first byte
+// 0xf3, which the hand-written pre-check skipped) and COMBINING GRAPHEME JOINER reached the
+// terminal raw (review32a).
+func TestJSONEscapesEveryIgnorable(t *testing.T) {
+	in := "db\u034f\U000e0100\U000e0041\u3164"
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := escapeJSONControls(b)
+	if want := `"db\u034f\udb40\udd00\udb40\udc41\u3164"`; string(out) != want {
+		t.Errorf("escapeJSONControls(%s) = %s; want %s", b, out, want)
+	}
+	var back string
+	if err := json.Unmarshal(out, &back); err != nil || back != in {
+		t.Errorf("%s decodes to %+q (%v); want %+q", out, back, err, in)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"text/template"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/itchyny/gojq"
@@ -597,20 +598,27 @@ func marshalJSON(v any, indent bool) ([]byte, error) {
 // makes "n1\u200b" read as "n1", as a table shows neither raw (display.Escape). Escaped, the
 // text is still JSON and decodes to the same strings. In JSON these characters can stand only
 // inside strings, and b is valid UTF-8 (both encoders write nothing else), so a scan of its
-// runes is exact. Each of them is DEL or starts with the byte 0xc2, 0xe1, 0xe2 or 0xef, which
-// no continuation byte is: any other byte is skipped without decoding (a table of 10,000
-// volumes named in CJK passes through here).
+// runes is exact. Each of them is DEL or starts with the byte 0xc2, 0xe2 or one of
+// spec.InvisibleLeads, which no continuation byte is: any other byte is skipped without decoding (a table of 10,000
+// volumes named in CJK passes through here). One past U+FFFF is written as JSON writes it, a
+// surrogate pair.
 func escapeJSONControls(b []byte) []byte {
 	var out []byte
 	done := 0 // b[:done] is in out
+	leads := spec.InvisibleLeads()
 	for i := 0; i < len(b); i++ {
-		if c := b[i]; c < 0x7f || c != 0x7f && c != 0xc2 && c != 0xe1 && c != 0xe2 && c != 0xef {
+		if c := b[i]; c < 0x7f || c != 0x7f && c != 0xc2 && c != 0xe2 && !leads[c] {
 			continue
 		}
 		r, n := utf8.DecodeRune(b[i:])
 		if r == 0x7f || r >= 0x80 && r <= 0x9f || r == 0x2028 || r == 0x2029 || spec.IsBidiControl(r) || spec.IsInvisible(r) {
 			out = append(out, b[done:i]...)
-			out = fmt.Appendf(out, `\u%04x`, r)
+			if r > 0xffff {
+				hi, lo := utf16.EncodeRune(r)
+				out = fmt.Appendf(out, `\u%04x\u%04x`, hi, lo)
+			} else {
+				out = fmt.Appendf(out, `\u%04x`, r)
+			}
 			done = i + n
 		}
 		i += n - 1

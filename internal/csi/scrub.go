@@ -132,30 +132,32 @@ type scrubber struct {
 }
 
 func (sc *scrubber) scrub(msg string) string {
-	spans := sc.find(nil, msg, nil, nil)
+	spans := sc.find(nil, msg, nil, nil, nil)
 	// Percent-encoded forms are found by decoding the message, not by listing encodings:
 	// which characters a URL escapes depends on the part and on the library.
 	if strings.IndexByte(msg, '%') >= 0 {
 		if view, at := percentView(msg, false); at != nil {
-			spans = sc.find(spans, view, at, nil)
+			spans = sc.find(spans, view, at, nil, nil)
 		}
 	}
 	if sc.space && strings.IndexByte(msg, '+') >= 0 {
 		if view, at := percentView(msg, true); at != nil {
-			spans = sc.find(spans, view, at, nil)
+			spans = sc.find(spans, view, at, nil, nil)
 		}
 	}
 	// A value with an escape (\u0068, \x1b) or with what shows as nothing (an ANSI escape
 	// sequence, a zero width space, a control byte) written into it is found as it reads.
 	if shownDiffers(msg) {
 		if view, at := shownView(msg); at != nil {
-			spans = sc.find(spans, view, at, nil)
+			// A match ends where its last byte's source ends: what follows it and shows as
+			// nothing (a colour's reset, a hyperlink, a zero width space) is not the value's.
+			spans = sc.find(spans, view, at, nil, func(from, to int) (int, int) { return shownBounds(msg, at, from, to) })
 		}
 	}
 	// Base64 or hex broken into lines (MIME, PEM, a dump's quoted "\n") is found joined again.
 	if strings.ContainsAny(msg, "\n\r\\") {
 		if view, cuts := unwrappedView(msg); cuts != nil {
-			spans = sc.find(spans, view, nil, cuts)
+			spans = sc.find(spans, view, nil, cuts, nil)
 		}
 	}
 	spans = sc.findAtCuts(spans, msg)
@@ -217,11 +219,14 @@ func cutMarkAt(rest string) bool {
 }
 
 // find appends every occurrence in text of every form, overlapping ones too. at maps text's
-// offsets to the message's (nil: text is the message); with cuts, text is the message with
+// offsets to the message's (nil: text is the message); with bounds, an occurrence of text's
+// from..to-1 is the stretch of the message bounds gives, which ends where the source of its
+// last byte ends, not at the next byte kept (shownView's, which leaves out what shows as
+// nothing: shownBounds); with cuts, text is the message with
 // stretches left out (unwrappedView), and an occurrence ends after its last byte, not before
 // the next byte kept. A form whose first or last three bytes text does not hold anywhere is not
 // looked for: most forms, in most messages.
-func (sc *scrubber) find(spans []span, text string, at []int, cuts []cut) []span {
+func (sc *scrubber) find(spans []span, text string, at []int, cuts []cut, bounds func(from, to int) (int, int)) []span {
 	var held trigrams
 	for i := 0; i+3 <= len(text); i++ {
 		held.add(trigram(text, i))
@@ -239,6 +244,8 @@ func (sc *scrubber) find(spans []span, text string, at []int, cuts []cut) []span
 			switch {
 			case cuts != nil:
 				from, to = joinedAt(cuts, from), joinedAt(cuts, to-1)+1
+			case bounds != nil:
+				from, to = bounds(from, to)
 			case at != nil:
 				from, to = at[from], at[to]
 			}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -328,9 +329,9 @@ func EscapeLines(s string) string {
 // EscapeControl writes each control character in s (C0, newline and tab included, DEL, C1),
 // each bidi embedding, override and isolate (U+202A..U+202E, U+2066..U+2069: raw, a terminal
 // that does bidi lays out the rest of the line reordered, so text could make the words after
-// it read as others), each character that shows as nothing (IsInvisible: "db\u200b" would read
-// as "db") and each byte that is not UTF-8 as strconv.Quote writes it ("\x1b", "\n",
-// "\u009b", "\u202e", "\u200b", "\xff"), and
+// it read as others), each character that shows as nothing (IsInvisible: "db\u200b" or
+// "db\ufe0f" would read as "db") and each byte that is not UTF-8 as strconv.Quote writes it
+// ("\x1b", "\n", "\u009b", "\u202e", "\u200b", "\U000e0100", "\xff"), and
 // leaves the rest, non-ASCII letters and backslashes included, as it is: text from outside
 // volctl made fit for a terminal. The command line shows plugins' data through it
 // (display.Escape), and diagnostics the source lines of spec files.
@@ -352,7 +353,7 @@ func EscapeControl(s string) string {
 		case r == utf8.RuneError && n == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[0])
 		case isControl(r):
-			q := strconv.QuoteRune(r)
+			q := strconv.QuoteRuneToASCII(r) // not QuoteRune: a mark (U+FE0F) or a filler (U+3164) is printable to it
 			b.WriteString(q[1 : len(q)-1])
 		default:
 			b.WriteString(s[:n])
@@ -368,19 +369,76 @@ func isControl(r rune) bool {
 	return r < 0x20 || r >= 0x7f && r <= 0x9f || IsBidiControl(r) || IsInvisible(r)
 }
 
-// IsInvisible reports the format characters that show as nothing wherever they stand: ZERO
-// WIDTH SPACE, WORD JOINER and the invisible operators (U+2060..U+2064), ZERO WIDTH NO-BREAK
-// SPACE (a byte order mark), SOFT HYPHEN and MONGOLIAN VOWEL SEPARATOR. Printed raw, a
-// plugin's node ID "n1\u200b" reads as "n1", and a topology or claim refused over the difference
-// names two alike. The joiners (ZWJ, ZWNJ), which shape emoji and the scripts written with
-// them, and the bidi marks are left alone.
+// IsInvisible reports a character a terminal shows as nothing, or as not itself, which a
+// display writes as an escape: ShowsAsNothing's, save the joiners (ZWJ, ZWNJ), which shape
+// emoji and the scripts written with them, and the bidi marks (LRM, RLM, ALM), which only act
+// on the characters beside them. Printed raw, a plugin's node ID "n1\u200b" or
+// "n1\u034f" reads as "n1", and a topology or claim refused over the difference names two
+// alike.
 func IsInvisible(r rune) bool {
 	switch r {
-	case 0x00ad, 0x180e, 0x200b, 0xfeff:
-		return true
+	case 0x200c, 0x200d, 0x200e, 0x200f, 0x061c:
+		return false
 	}
-	return r >= 0x2060 && r <= 0x2064
+	return ShowsAsNothing(r)
 }
+
+// ShowsAsNothing is the one predicate of what a reader does not see as a character of its own
+// (the scrubber's view of a text, csi's shownView, leaves each out; the displays escape it:
+// IsInvisible): Unicode's Default_Ignorable_Code_Point set (zero width spaces and joiners, the
+// bidi marks and controls, soft hyphen, COMBINING GRAPHEME JOINER, the variation selectors, the
+// Hangul fillers, the invisible operators, byte order mark, tags, and the code points Unicode
+// keeps for more of them), and every other format character (Cf: a terminal draws most as
+// nothing, or as a box). The controls (C0, DEL, C1) are each caller's.
+func ShowsAsNothing(r rune) bool {
+	if r < 0xad {
+		return false
+	}
+	for _, g := range ignorable {
+		if r < g[0] {
+			break
+		}
+		if r <= g[1] {
+			return true
+		}
+	}
+	return unicode.Is(unicode.Cf, r)
+}
+
+// ignorable are the ranges of Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt,
+// Unicode 15), in order.
+var ignorable = [...][2]rune{
+	{0x00ad, 0x00ad}, {0x034f, 0x034f}, {0x061c, 0x061c}, {0x115f, 0x1160}, {0x17b4, 0x17b5},
+	{0x180b, 0x180f}, {0x200b, 0x200f}, {0x202a, 0x202e}, {0x2060, 0x206f}, {0x3164, 0x3164},
+	{0xfe00, 0xfe0f}, {0xfeff, 0xfeff}, {0xffa0, 0xffa0}, {0xfff0, 0xfff8}, {0x1bca0, 0x1bca3},
+	{0x1d173, 0x1d17a}, {0xe0000, 0xe0fff},
+}
+
+// InvisibleLeads says which bytes begin the UTF-8 of a character ShowsAsNothing reports: a
+// text with none of them holds none (a pre-check that skips decoding). Made on first use from
+// the ranges themselves, not at start-up.
+var InvisibleLeads = sync.OnceValue(func() *[256]bool {
+	var t [256]bool
+	mark := func(lo, hi rune) {
+		// The lead byte grows with the code point: every byte between the ends' leads begins one.
+		var a, b [utf8.UTFMax]byte
+		utf8.EncodeRune(a[:], lo)
+		utf8.EncodeRune(b[:], hi)
+		for c := int(a[0]); c <= int(b[0]); c++ {
+			t[c] = true
+		}
+	}
+	for _, g := range ignorable {
+		mark(g[0], g[1])
+	}
+	for _, g := range unicode.Cf.R16 {
+		mark(rune(g.Lo), rune(g.Hi))
+	}
+	for _, g := range unicode.Cf.R32 {
+		mark(rune(g.Lo), rune(g.Hi))
+	}
+	return &t
+})
 
 // IsBidiControl reports Unicode's explicit bidi formatting characters that reorder the text
 // after them: LRE, RLE, PDF, LRO, RLO (U+202A..U+202E) and LRI, RLI, FSI, PDI

@@ -332,3 +332,23 @@ func TestDiagnosticListCountsWhatItLeavesOut(t *testing.T) {
 		t.Errorf("no diagnostics: %#v, want an empty list (JSON [])", got)
 	}
 }
+
+// EscapeControl escapes what ShowsAsNothing reports, save the joiners and bidi marks that shape
+// text: COMBINING GRAPHEME JOINER, VARIATION SELECTOR-16 and -17, HANGUL FILLER and a tag were
+// printed raw (strconv.QuoteRune takes the marks and the filler for printable), and "db" and
+// "db\u034f" read alike (review32a).
+func TestEscapeControlEscapesEveryIgnorable(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"db\u034f", `db\u034f`},
+		{"db\ufe0f", `db\ufe0f`},
+		{"db\U000e0100", `db\U000e0100`},
+		{"db\u3164", `db\u3164`},
+		{"db\U000e0041", `db\U000e0041`},
+		{"db\u200b", `db\u200b`},
+		{"👩\u200d👩 \u200c \u200e é 日本", "👩\u200d👩 \u200c \u200e é 日本"},
+	} {
+		if got := EscapeControl(c.in); got != c.want {
+			t.Errorf("EscapeControl(%+q) = %+q; want %+q", c.in, got, c.want)
+		}
+	}
+}

@@ -209,25 +209,39 @@ func (d *decoder) checkSecrets(m *stringMap) {
 }
 
 // checkSecretsInNames warns of a secret value that is part of a name of the volume's (its ID,
-// name or plugin ID, in names' order): volctl scrubs every secret value of the state from all
-// it prints, whatever holds it (a plugin may echo a secret into any field), so that name prints
-// with [REDACTED] in it everywhere: the volume's own ID in volume status, in events and errors.
-// The value is not named, nor the name's text.
-func (d *decoder) checkSecretsInNames(m *stringMap, names [][2]string) {
-	if m == nil {
-		return
-	}
-	for _, e := range m.entries {
-		if len(e.value) < MinScrubLen {
-			continue // not scrubbed from what volctl prints (checkSecrets warns)
+// name, plugin ID or external ID, in names' order): volctl scrubs every secret value of the
+// state from all it prints, whatever holds it (a plugin may echo a secret into any field), so
+// that name prints with [REDACTED] in it everywhere: the volume's own ID in volume status, in
+// events and errors. The secrets are the secrets map's values and the mount flags' (each flag
+// whole, and the values of its items whose key names a secret: MountFlagSecrets, as
+// store.Tx.SecretValues takes them), flags the ones read at flagsAt. The value is not named,
+// nor the name's text. Another volume's secrets, which mask this one's names as well, are not
+// looked at: a spec is read alone (docs/specs.md says so).
+func (d *decoder) checkSecretsInNames(m *stringMap, flags []string, flagsAt *hcl.Range, names [][2]string) {
+	warn := func(what, value string, at hcl.Range) {
+		if len(value) < MinScrubLen {
+			return // not scrubbed from what volctl prints (checkSecrets warns)
 		}
 		for _, n := range names {
-			if strings.Contains(n[1], e.value) {
-				d.warnf(e.valueRange, "Secret in the volume's names", "The value of secret %q is part of the volume's %s. volctl masks every secret value "+
+			if n[1] != "" && strings.Contains(n[1], value) {
+				d.warnf(at, "Secret in the volume's names", "The value of %s is part of the volume's %s. volctl masks every secret value "+
 					"wherever it prints one, as [REDACTED], since a plugin may echo a secret into anything it returns: the volume's %s will print masked too "+
-					"(in volume status, events and errors), and anything else that holds the value. Use a secret value that is no part of the volume's names.", e.key, n[0], n[0])
-				break
+					"(in volume status, events and errors), and anything else that holds the value. Use a secret value that is no part of the volume's names.", what, n[0], n[0])
+				return
 			}
+		}
+	}
+	if m != nil {
+		for _, e := range m.entries {
+			warn(fmt.Sprintf("secret %q", e.key), e.value, e.valueRange)
+		}
+	}
+	for i, f := range flags {
+		if flagsAt == nil || ShownMountFlag(f) {
+			continue
+		}
+		for _, v := range append([]string{f}, MountFlagSecrets(f)...) {
+			warn(string(PlaceholderWhat("", i)), v, *flagsAt)
 		}
 	}
 }

@@ -793,8 +793,41 @@ func TestSecretInTheVolumesNamesWarned(t *testing.T) {
 		if err := p.WriteDiagnostics(&out, diags, 0, false); err != nil {
 			t.Fatal(err)
 		}
-		if value := strings.Split(c.secrets, `"`)[1]; strings.Contains(out.String(), `"`+value+`"`) {
-			t.Errorf("%s: the warning shows the secret:\n%s", c.secrets, out.String())
+		if value := strings.Split(c.secrets, `"`)[1]; strings.Contains(out.String(), value) {
+			t.Errorf("%s: the warning shows the secret, quoted or not:\n%s", c.secrets, out.String())
+		}
+	}
+}
+
+// A value volctl masks from all it prints is part of a name it prints, with no warning: a
+// secret in the volume's external ID (volume status prints it), and a mount flag's secret
+// (password=, whose value alone is masked too) in its ID (review32a). Each is warned of, naming
+// what holds the value and which name, never the value.
+func TestSecretInTheVolumesExternalIDOrAMountFlagWarned(t *testing.T) {
+	for _, c := range []struct{ name, extra, value, what, where string }{
+		{"secret in external_id", "external_id = \"vol-database-01\"\nsecrets = { token = \"database\" }\n", "database", `secret "token"`, "external ID"},
+		{"mount flag secret in ID", "external_id = \"x\"\nmount_options {\n  mount_flags = [\"noatime\", \"password=prod-db\"]\n}\n", "prod-db", "mount_flags[1]", "ID"},
+	} {
+		src := "id = \"prod-db\"\nname = \"prod-db\"\ntype = \"csi\"\nplugin_id = \"ebs-csi\"\n" +
+			"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n" + c.extra
+		p := NewParser()
+		v, diags := p.ParseVolume("t.hcl", []byte(src), VerbRegister)
+		if diags.HasErrors() || v == nil {
+			t.Fatalf("%s: %v", c.name, diags)
+		}
+		var named []string
+		for _, d := range diags {
+			if d.Summary == "Secret in the volume's names" {
+				named = append(named, d.Detail)
+			}
+		}
+		if len(named) != 1 || !strings.Contains(named[0], c.what) || !strings.Contains(named[0], "the volume's "+c.where+".") {
+			t.Errorf("%s: warnings %q; want one naming %s and the volume's %s", c.name, named, c.what, c.where)
+		}
+		for _, d := range named {
+			if strings.Contains(d, c.value) {
+				t.Errorf("%s: the warning shows the value: %s", c.name, d)
+			}
 		}
 	}
 }

@@ -233,19 +233,26 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 			`A volume needs at least one capability block, e.g. capability { access_mode = "single-node-writer" attachment_mode = "file-system" }.`)
 	}
 
+	var flagsAt *hcl.Range // where the mount flags are, for checkSecretsInNames
 	if b := d.single(c, "mount_options", "a volume spec"); b != nil {
 		v.MountOptions = d.mountOptions(b)
+		flagsAt = &b.DefRange
 	}
 	if b := d.single(c, "topology_request", "a volume spec"); b != nil {
 		v.TopologyRequest = d.topologyRequest(b, verb)
 	}
 
 	// Maps.
-	if m := d.nomadMap(c, "secrets"); m != nil {
+	m := d.nomadMap(c, "secrets")
+	if m != nil {
 		d.checkSecrets(m)
-		d.checkSecretsInNames(m, [][2]string{{"ID", v.ID}, {"name", v.Name}, {"plugin ID", v.PluginID}})
 		v.Secrets = Secrets(m.values())
 	}
+	var flags []string
+	if v.MountOptions != nil {
+		flags = v.MountOptions.MountFlags
+	}
+	d.checkSecretsInNames(m, flags, flagsAt, [][2]string{{"ID", v.ID}, {"name", v.Name}, {"plugin ID", v.PluginID}, {"external ID", v.ExternalID}})
 	if m := d.nomadMap(c, "parameters"); m != nil {
 		d.checkCSIMap(m)
 		v.Parameters = m.values()

@@ -175,7 +175,7 @@ func clean(s string) string {
 		case r == utf8.RuneError:
 			b.WriteRune(r)
 		case spec.IsInvisible(r), escapedFormat(r):
-			q := strconv.QuoteRune(r)
+			q := strconv.QuoteRuneToASCII(r)
 			b.WriteString(q[1 : len(q)-1])
 		case unclean(r):
 			b.WriteByte(' ')
