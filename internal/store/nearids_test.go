@@ -5,6 +5,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -96,5 +100,37 @@ func TestNearExternalIDsOfAnIDPastSQLitesPatternLimit(t *testing.T) {
 	}
 	if p, _ := nearPattern(strings.Repeat("%", 60000)); len(p) > 50000 || !strings.HasSuffix(p, `\%%`) {
 		t.Errorf("nearPattern of 60,000 '%%' is %d bytes ending %q: longer than SQLite takes, or an escape cut in two", len(p), p[len(p)-4:])
+	}
+}
+
+// nearPattern's table of ASCII characters a non-ASCII rune folds or normalises to agrees with
+// spec.SameStorageID for every rune: each non-ASCII rune taken for an ASCII character (its
+// NFC form's simple case-folding orbit holding it) is found, checked with SameStorageID, and
+// that character is a '_' in nearPattern, else a create's check would miss a stored ID holding
+// the rune. A sweep of each rune's orbit (fast), not of every rune against every character.
+func TestNearPatternAgreesWithSameStorageIDForEveryRune(t *testing.T) {
+	found := 0
+	for r := rune(0x80); r <= unicode.MaxRune; r++ {
+		if !utf8.ValidRune(r) || unicode.IsSpace(r) {
+			continue
+		}
+		n := []rune(norm.NFC.String(string(r)))
+		if len(n) != 1 {
+			continue
+		}
+		for f := unicode.SimpleFold(n[0]); ; f = unicode.SimpleFold(f) {
+			if f < 0x80 && f > ' ' && spec.SameStorageID("x"+string(r)+"y", "x"+string(f)+"y") {
+				found++
+				if p, _ := nearPattern("x" + string(f) + "y"); p != "%x_y%" {
+					t.Errorf("SameStorageID takes %+q (U+%04X) for %q, but nearPattern(%q) = %q: an ID holding it is left out", string(r), r, f, "x"+string(f)+"y", p)
+				}
+			}
+			if f == n[0] {
+				break
+			}
+		}
+	}
+	if found < 4 {
+		t.Errorf("found %d non-ASCII runes taken for ASCII ones, want at least KELVIN SIGN, LONG S, GREEK QUESTION MARK and VARIA: the sweep is broken", found)
 	}
 }
