@@ -82,6 +82,13 @@ func TestCreateAnsweredWithANearSpellingOfAnotherVolumesStorageDeletesNothing(t 
 				if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `volume "a"`) || !strings.Contains(err.Error(), fmt.Sprintf("%+q", near)) {
 					t.Errorf("create of b: %v, want a conflict naming volume a and the ID answered", err)
 				}
+				// The ways out: a case-sensitive plugin that made a distinct volume has it
+				// registered as b (register is not held to the rule); its provider's tools
+				// would delete a's data on a folding backend.
+				if way := fmt.Sprintf("`volctl volume register` of volume %q's spec with external_id = %+q added", "b", near); !strings.Contains(err.Error(), way) ||
+					!strings.Contains(err.Error(), `deletes "a"'s data on a backend that folds IDs`) {
+					t.Errorf("create of b: %v, want the way out for a case-sensitive plugin (%s) and the provider's tools' danger", err, way)
+				}
 				if _, err := h.e.Volume(h.ctx, "b"); !errors.Is(err, ErrNotFound) {
 					t.Errorf("b's create is still recorded: %v", err)
 				}
@@ -112,6 +119,8 @@ func TestCreateSnapshotAnsweredWithANearSpellingOfAnotherSnapshotIsRefused(t *te
 				t.Errorf("snapshot two answered with %+q, snapshot %+q spelled otherwise, was recorded (its delete: %v)", near, first, derr)
 			} else if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), fmt.Sprintf("%q", first)) || !strings.Contains(err.Error(), fmt.Sprintf("%+q", near)) {
 				t.Errorf("snapshot two: %v, want a conflict naming snapshot %q and the ID answered", err, first)
+			} else if way := fmt.Sprintf("by that exact ID with the storage provider's tools, which on a backend that folds IDs deletes snapshot %+q too", first); !strings.Contains(err.Error(), way) {
+				t.Errorf("snapshot two: %v, want the way out for a case-sensitive plugin and its danger (%s)", err, way)
 			}
 			if !slices.ContainsFunc(h.mem.Snapshots(), func(s csi.Snapshot) bool { return s.ID == first }) {
 				t.Fatalf("snapshot %+q was deleted through %+q", first, near)

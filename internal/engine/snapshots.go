@@ -277,8 +277,10 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 			// (TestCreateSnapshotAnsweredWithANearSpellingOfAnotherSnapshotIsRefused).
 			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %+q, which differs only in case, Unicode normalisation or surrounding white space "+
 				"from snapshot %+q (name %q, volume %q) that volctl records through plugin %q; a plugin that reads IDs so takes it for that snapshot, so it is left alone, "+
-				"neither recorded nor deleted, and %s (the plugin answered a new snapshot with another one's ID spelled otherwise: report it to the plugin's authors)",
-				rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, near.SnapshotID, near.Name, near.SourceVolumeID, near.PluginID, fate)
+				"neither recorded nor deleted, and %s (the plugin answered a new snapshot with another one's ID spelled otherwise: report it to the plugin's authors; "+
+				"if the plugin is case-sensitive and did make a distinct snapshot under that ID, volctl keeps no record of it: delete it by that exact ID with the storage provider's tools, "+
+				"which on a backend that folds IDs deletes snapshot %+q too)",
+				rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, near.SnapshotID, near.Name, near.SourceVolumeID, near.PluginID, fate, near.SnapshotID)
 		case snap.SourceVolumeID != "" && snap.SourceVolumeID != rec.SourceExternalID:
 			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %q of another volume (%q); "+
 				"it is not recorded, and %s", rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, snap.SourceVolumeID, fate)

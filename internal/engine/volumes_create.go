@@ -612,7 +612,7 @@ func refuseSharedStorage(tx *store.Tx, v store.Volume, id string, resent bool) (
 	var answered, whose, lie string
 	if len(same) > 0 {
 		o := same[0].ID
-		answered = fmt.Sprintf("%q", id)
+		answered = fmt.Sprintf("%q", spec.Cut(id, 256))
 		whose = fmt.Sprintf("which is already volume %q; the storage belongs to %q and is left alone", o, o)
 		lie = "the plugin maps two names onto one volume"
 	} else {
@@ -620,10 +620,12 @@ func refuseSharedStorage(tx *store.Tx, v store.Volume, id string, resent bool) (
 		if err != nil || o == "" {
 			return nil, err
 		}
-		answered = fmt.Sprintf("%+q", id)
+		answered = fmt.Sprintf("%+q", spec.Cut(id, 256))
 		whose = fmt.Sprintf("which differs only in case, Unicode normalisation or surrounding white space from volume %q's external ID %+q; "+
 			"a plugin that reads IDs so takes it for %q's storage, so it is left alone, neither recorded nor deleted "+
-			"(if the plugin does hold another volume under that ID, delete it with the storage provider's tools)", o, stored, o)
+			"(if the plugin is case-sensitive and did make a distinct volume under that ID, `volctl volume register` of volume %q's spec "+
+			"with external_id = %s added records it as %q; deleting it with the storage provider's tools instead deletes %q's data on a backend that folds IDs)",
+			o, spec.Cut(stored, 256), o, v.ID, answered, v.ID, o)
 		lie = "the plugin answered a new volume with another volume's ID spelled otherwise"
 	}
 	if resent {

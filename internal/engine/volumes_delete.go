@@ -8,6 +8,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/shellquote"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -270,17 +271,34 @@ func deleteMayBeLeft(v store.Volume) string {
 
 // refuseSharedDelete refuses to delete volume v's storage while another volctl volume records
 // it (sameStorage: state from before a check saw the two were one, such as one plugin reached
-// through two spellings of its socket): DeleteVolume would delete that volume's data too. It is
-// checked before DeleteVolume is sent, by a delete and by reconcile finishing one.
+// through two spellings of its socket): DeleteVolume would delete that volume's data too. So
+// too while another volume records it but for case, Unicode normalisation or surrounding white
+// space (nearStorage): register is not held to that rule, and a plugin that reads IDs so takes
+// DeleteVolume of v's spelling for the other's storage; before, `volume delete` of a volume
+// registered on "DATA-1" deleted the data of the one created as "data-1"
+// (TestReviewDeleteOfARegisteredNearSpellingKeepsTheOthersData). No override sends it anyway:
+// a refused delete can be undone, deleted data cannot; the ways out are named. It is checked
+// before DeleteVolume is sent, by a delete and by reconcile finishing one.
 func refuseSharedDelete(tx *store.Tx, v store.Volume) error {
 	same, err := sameStorage(tx, v.PluginID, v.ExternalID, v.ID)
-	if err != nil || len(same) == 0 {
+	if err != nil {
 		return err
 	}
-	o := same[0]
-	return conflictf("volume %q's storage (external ID %q on plugin %q) is also recorded as volume %q: deleting it would delete %q's data; "+
-		"`%s` forgets %q and leaves the storage to %q", v.ID, v.ExternalID, v.PluginID, o.ID, o.ID,
-		shellquote.Command("volctl volume deregister", v.ID), v.ID, o.ID)
+	deregister := shellquote.Command("volctl volume deregister", v.ID)
+	if len(same) > 0 {
+		o := same[0]
+		return conflictf("volume %q's storage (external ID %q on plugin %q) is also recorded as volume %q: deleting it would delete %q's data; "+
+			"`%s` forgets %q and leaves the storage to %q", v.ID, spec.Cut(v.ExternalID, 256), v.PluginID, o.ID, o.ID, deregister, v.ID, o.ID)
+	}
+	o, stored, err := nearStorage(tx, v.PluginID, v.ExternalID, v.ID)
+	if err != nil || o == "" {
+		return err
+	}
+	return conflictf("volume %q's external ID %+q on plugin %q differs only in case, Unicode normalisation or surrounding white space from volume %q's %+q: "+
+		"a plugin that reads IDs so (a case-insensitive backend, one that trims or normalises the IDs it is sent) takes DeleteVolume of it for %q's storage, "+
+		"so it is not sent. If they are one volume, `%s` forgets %q and leaves the storage to %q; if the plugin is case-sensitive and holds them as two volumes, "+
+		"`%s` and delete %+q with the storage provider's tools (volctl sends no such DeleteVolume: on a backend that folds IDs, that deletes %q's data)",
+		v.ID, spec.Cut(v.ExternalID, 256), v.PluginID, o, spec.Cut(stored, 256), o, deregister, v.ID, o, deregister, spec.Cut(v.ExternalID, 256), o)
 }
 
 // finishDelete sends DeleteVolume for a volume in state deleting and forgets it. An attachment

@@ -247,6 +247,30 @@ func writtenTogether(a, b string) bool {
 // ID. A plugin's answer naming an ID so near a known one may be about that one, and volctl
 // neither deletes it nor records it as another (engine's nearStorage and nearSnapshot, csi's
 // check of a clone answered with its source).
+//
+// Bytes that are not UTF-8 must be the same bytes: strings.EqualFold reads each as U+FFFD, so
+// "vol-\xff" and "vol-\xfe", distinct to any plugin, were taken for one
+// (TestSameStorageIDKeepsDistinctInvalidBytesApart).
 func SameStorageID(a, b string) bool {
-	return a == b || strings.EqualFold(norm.NFC.String(strings.TrimSpace(a)), norm.NFC.String(strings.TrimSpace(b)))
+	if a == b {
+		return true
+	}
+	a, b = norm.NFC.String(strings.TrimSpace(a)), norm.NFC.String(strings.TrimSpace(b))
+	if utf8.ValidString(a) && utf8.ValidString(b) {
+		return strings.EqualFold(a, b)
+	}
+	for a != "" && b != "" {
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		if ra == utf8.RuneError && na == 1 || rb == utf8.RuneError && nb == 1 {
+			if a[0] != b[0] {
+				return false
+			}
+			na, nb = 1, 1
+		} else if !strings.EqualFold(a[:na], b[:nb]) {
+			return false
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return a == b
 }

@@ -3,7 +3,12 @@ package store
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -50,5 +55,82 @@ func TestNearExternalIDsReturnsEveryNearSpelling(t *testing.T) {
 		if asked == "key_s;`1" && slices.Contains(got, "key-s;`1") {
 			t.Errorf("NearExternalIDs(%+q) = %+q: '_' read as a wildcard", asked, got)
 		}
+	}
+}
+
+// An ID past SQLite's LIKE pattern limit (50,000 bytes; a plugin's answer of 60,000, which
+// csi refuses and the create's cleanup deletes) is still checked: its pattern is cut, not
+// refused by SQLite ("LIKE or GLOB pattern too complex"), and a stored ID near it is found;
+// the error of a failed look-up would not quote all of it.
+func TestNearExternalIDsOfAnIDPastSQLitesPatternLimit(t *testing.T) {
+	s := newStore(t)
+	long := strings.Repeat("v", 59990) + "_s"
+	stored := []string{strings.ToUpper(long), long[:59990], "other"}
+	if err := s.Update(context.Background(), func(tx *Tx) error {
+		for i, ext := range stored {
+			v := benchVolume(string(rune('a' + i)))
+			v.ExternalID = ext
+			if err := tx.Volumes().Insert(&v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, asked := range []string{long, " " + long + "\t", strings.Repeat("v", 70000)} {
+		var got []string
+		if err := s.View(context.Background(), func(tx *Tx) error {
+			all, err := tx.Volumes().NearExternalIDs(asked)
+			for _, o := range all {
+				got = append(got, o.ExternalID)
+			}
+			return err
+		}); err != nil {
+			t.Fatalf("NearExternalIDs of an ID of %d bytes: %.300v", len(asked), err)
+		}
+		for _, ext := range stored {
+			if spec.SameStorageID(ext, asked) && !slices.Contains(got, ext) {
+				t.Errorf("NearExternalIDs of an ID of %d bytes left out the stored one of %d bytes, the same but for case or white space", len(asked), len(ext))
+			}
+		}
+		if slices.Contains(got, "other") {
+			t.Errorf("NearExternalIDs of an ID of %d bytes returned %q, which its pattern's start does not match", len(asked), "other")
+		}
+	}
+	if p, _ := nearPattern(strings.Repeat("%", 60000)); len(p) > 50000 || !strings.HasSuffix(p, `\%%`) {
+		t.Errorf("nearPattern of 60,000 '%%' is %d bytes ending %q: longer than SQLite takes, or an escape cut in two", len(p), p[len(p)-4:])
+	}
+}
+
+// nearPattern's table of ASCII characters a non-ASCII rune folds or normalises to agrees with
+// spec.SameStorageID for every rune: each non-ASCII rune taken for an ASCII character (its
+// NFC form's simple case-folding orbit holding it) is found, checked with SameStorageID, and
+// that character is a '_' in nearPattern, else a create's check would miss a stored ID holding
+// the rune. A sweep of each rune's orbit (fast), not of every rune against every character.
+func TestNearPatternAgreesWithSameStorageIDForEveryRune(t *testing.T) {
+	found := 0
+	for r := rune(0x80); r <= unicode.MaxRune; r++ {
+		if !utf8.ValidRune(r) || unicode.IsSpace(r) {
+			continue
+		}
+		n := []rune(norm.NFC.String(string(r)))
+		if len(n) != 1 {
+			continue
+		}
+		for f := unicode.SimpleFold(n[0]); ; f = unicode.SimpleFold(f) {
+			if f < 0x80 && f > ' ' && spec.SameStorageID("x"+string(r)+"y", "x"+string(f)+"y") {
+				found++
+				if p, _ := nearPattern("x" + string(f) + "y"); p != "%x_y%" {
+					t.Errorf("SameStorageID takes %+q (U+%04X) for %q, but nearPattern(%q) = %q: an ID holding it is left out", string(r), r, f, "x"+string(f)+"y", p)
+				}
+			}
+			if f == n[0] {
+				break
+			}
+		}
+	}
+	if found < 4 {
+		t.Errorf("found %d non-ASCII runes taken for ASCII ones, want at least KELVIN SIGN, LONG S, GREEK QUESTION MARK and VARIA: the sweep is broken", found)
 	}
 }
