@@ -1,13 +1,16 @@
 package engine
 
 import (
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
+	"strconv"
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // A snapshot volctl records (being created, made, or being deleted) whose plugin comes back
@@ -142,27 +145,48 @@ func TestPluginBackWithoutItsNodeServiceIsToldSo(t *testing.T) {
 // An expansion pending (ControllerExpandVolume sent, its answer never read: here it never
 // reached the plugin, so the storage did not grow) whose plugin comes back without the
 // controller capability EXPAND_VOLUME (× keeping the node's, or losing both) × the next
-// command (reconcile, the expand again). Before, with the node's capability, the expansion went
-// on as a node-only one: NodeExpandVolume sent, the volume recorded at 4GiB and the pending mark
-// cleared while the storage was still 1MiB; with neither, "cannot expand volumes (no
-// EXPAND_VOLUME capability)" every pass, nothing saying what is pending. Now nothing is sent,
-// the record and the pending mark stay, the error says what was lost and what to do, and with
-// the capability back reconcile finishes it.
+// command (reconcile, the expand again, the expand further). One rule, the plugin's current
+// declaration: with node EXPAND_VOLUME alone it declares node-only expansion (the CSI spec's
+// case where NodeExpandVolume is the whole expansion), as volctl trusts for any other volume of
+// it, so the pending expansion is finished so: NodeExpandVolume sent once, the size recorded,
+// the pending mark cleared, and the event and the command's output say it was finished
+// node-only, naming the plugin and the sizes. With neither capability nothing is sent, the
+// record and the pending mark stay, the error says what was lost and both ways out, and with
+// the capability back reconcile finishes it. (caps32 refused the node-only case for good,
+// while the same plugin grew another volume node-only: TestPendingExpansionNodeOnlyIsOneRuleForEveryVolume.)
 func TestPendingExpansionThroughAPluginThatLostControllerExpand(t *testing.T) {
 	for _, lose := range []struct {
-		name string
-		edit func(*csitest.MemConfig)
+		name     string
+		nodeOnly bool
+		edit     func(*csitest.MemConfig)
 	}{
-		{"controller's", func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false }},
-		{"both", func(c *csitest.MemConfig) { c.Controller.ExpandVolume, c.Node.ExpandVolume = false, false }},
+		{"controller's", true, func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false }},
+		{"both", false, func(c *csitest.MemConfig) { c.Controller.ExpandVolume, c.Node.ExpandVolume = false, false }},
 	} {
 		for _, next := range []struct {
 			name string
-			run  func(h *harness) error
+			size int64 // what the volume is recorded at once it is finished node-only
+			run  func(h *harness) (output string, err error)
 		}{
-			{"reconcile", func(h *harness) error { return reconcileProblem(h, "") }},
-			{"expand again", func(h *harness) error { _, err := h.e.ExpandVolume(h.ctx, "v", 4<<30, 0); return err }},
-			{"expand further", func(h *harness) error { _, err := h.e.ExpandVolume(h.ctx, "v", 8<<30, 0); return err }},
+			{"reconcile", 4 << 30, func(h *harness) (string, error) {
+				rep, err := h.e.Reconcile(h.ctx)
+				if err != nil {
+					return "", reconcileProblem(h, "")
+				}
+				var out []string
+				for _, a := range rep.Actions {
+					out = append(out, a.Message)
+				}
+				return strings.Join(out, "\n"), nil
+			}},
+			{"expand again", 4 << 30, func(h *harness) (string, error) {
+				v, err := h.e.ExpandVolume(h.ctx, "v", 4<<30, 0)
+				return v.ExpansionNote, err
+			}},
+			{"expand further", 8 << 30, func(h *harness) (string, error) {
+				v, err := h.e.ExpandVolume(h.ctx, "v", 8<<30, 0)
+				return v.ExpansionNote, err
+			}},
 		} {
 			t.Run(lose.name+"/"+next.name, func(t *testing.T) {
 				h := newHarness(t, nil)
@@ -175,9 +199,36 @@ func TestPendingExpansionThroughAPluginThatLostControllerExpand(t *testing.T) {
 				h.faults.Clear(csi.RPCControllerExpandVolume)
 				h.restartWith(lose.edit)
 
-				err := next.run(h)
-				for _, want := range []string{`plugin "mem" no longer has the controller capability EXPAND_VOLUME`, "expansion to 4GiB is pending",
-					"start the plugin with that capability again"} {
+				out, err := next.run(h)
+				if lose.nodeOnly {
+					if err != nil {
+						t.Fatalf("%s through a plugin that now declares node-only expansion: %v", next.name, err)
+					}
+					if n, c := h.mem.CallCount(csi.RPCNodeExpandVolume), h.mem.CallCount(csi.RPCControllerExpandVolume); n != 1 || c != 0 {
+						t.Errorf("NodeExpandVolume sent %d times, ControllerExpandVolume %d; want once, never", n, c)
+					}
+					if v := h.volumeInfo("v"); v.CapacityBytes != next.size || v.ExpansionPending != 0 || v.NodeExpansionOwed != 0 {
+						t.Errorf("volume recorded at %d, pending %d, node expansion owed %d; want %d, none pending, none owed",
+							v.CapacityBytes, v.ExpansionPending, v.NodeExpansionOwed, next.size)
+					}
+					wants := []string{"the pending controller expansion to 4GiB", "finished node-only, to " + spec.FormatSize(next.size),
+						`plugin "mem" now declares node EXPAND_VOLUME without the controller's`, "recorded at 1MiB"}
+					for _, want := range wants {
+						if !strings.Contains(out, want) {
+							t.Errorf("%s's output %q; want it to say %s", next.name, out, want)
+						}
+						if msgs := h.eventMessages("volume-expand", "v"); !strings.Contains(msgs, want) {
+							t.Errorf("the expand events %q; want one to say %s", msgs, want)
+						}
+					}
+					if rep, err := h.e.Reconcile(h.ctx); err != nil || h.mem.CallCount(csi.RPCNodeExpandVolume) != 1 {
+						t.Errorf("reconcile after: %v (%+v), NodeExpandVolume sent %d times in all; want nothing left, once",
+							err, rep.Problems, h.mem.CallCount(csi.RPCNodeExpandVolume))
+					}
+					return
+				}
+				for _, want := range []string{`plugin "mem" no longer has the controller capability EXPAND_VOLUME, nor the node's`, "expansion to 4GiB is pending",
+					"start the plugin with an EXPAND_VOLUME capability again", "`volctl volume deregister v`", "`volctl volume register`"} {
 					if err == nil || !strings.Contains(err.Error(), want) {
 						t.Errorf("%s: %v; want it to say %s", next.name, err, want)
 					}
@@ -199,6 +250,91 @@ func TestPendingExpansionThroughAPluginThatLostControllerExpand(t *testing.T) {
 						v.CapacityBytes, v.ExpansionPending, h.mem.CallCount(csi.RPCControllerExpandVolume))
 				}
 			})
+		}
+	}
+}
+
+// One plugin back with node EXPAND_VOLUME alone: volume w (nothing pending) and volume v (a
+// controller expansion pending) are both expanded node-only, each recorded at the size asked.
+// Before, w was expanded while v was refused for good, on a ground (NodeExpandVolume may grow
+// the file system to a size the storage may not have) that held for w just as much (review32b).
+func TestPendingExpansionNodeOnlyIsOneRuleForEveryVolume(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.create(volume("w"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.claim(ClaimRequest{VolumeID: "w", Alloc: "b"})
+	h.faults.FailAlways(csi.RPCControllerExpandVolume, codes.Unavailable)
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4<<30, 0); err == nil {
+		t.Fatal("expand with the plugin unavailable succeeded")
+	}
+	h.faults.Clear(csi.RPCControllerExpandVolume)
+	h.restartWith(func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
+	_, werr := h.e.ExpandVolume(h.ctx, "w", 4<<30, 0)
+	_, verr := h.e.ExpandVolume(h.ctx, "v", 4<<30, 0)
+	if werr != nil || verr != nil {
+		t.Fatalf("one plugin, node-only expansion: w %v, v %v; want both expanded", werr, verr)
+	}
+	for _, id := range []string{"v", "w"} {
+		if v := h.volumeInfo(id); v.CapacityBytes != 4<<30 || v.ExpansionPending != 0 {
+			t.Errorf("volume %q recorded at %d, pending %d; want 4GiB, none", id, v.CapacityBytes, v.ExpansionPending)
+		}
+	}
+}
+
+// A pending expansion through a plugin with no EXPAND_VOLUME left, which will not have it
+// again: the expand's refusal and handover's both name the way out, and the commands they
+// advise (release, `volume deregister`, `volume register` of the spec with its external_id)
+// leave the volume recorded anew, nothing pending, reconcile clean, claimable, the storage
+// untouched. Before, the refusal named only the capability back (review32b).
+func TestPendingExpansionWithNoExpandCapabilityWayOut(t *testing.T) {
+	h := newHarness(t, nil)
+	ext := h.create(volume("v")).ExternalID
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.faults.FailAlways(csi.RPCControllerExpandVolume, codes.Unavailable)
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4<<30, 0); err == nil {
+		t.Fatal("expand with the plugin unavailable succeeded")
+	}
+	h.faults.Clear(csi.RPCControllerExpandVolume)
+	h.restartWith(func(c *csitest.MemConfig) { c.Controller.ExpandVolume, c.Node.ExpandVolume = false, false })
+
+	_, expandErr := h.e.ExpandVolume(h.ctx, "v", 4<<30, 0)
+	if _, err := h.e.Release(h.ctx, "v", "a"); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	_, handErr := h.e.HandOver(h.ctx, "v", HandoverTarget{Address: "http://127.0.0.1:4646"}, false, nil)
+	for name, err := range map[string]error{"expand": expandErr, "handover": handErr} {
+		for _, want := range []string{"`volctl volume deregister v`", "`volctl volume register` of its spec with external_id = " + strconv.Quote(ext),
+			"the storage is not touched"} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s refusal: %v; want it to say %s", name, err, want)
+			}
+		}
+	}
+	h.mem.ResetCalls()
+
+	// The way out, as advised.
+	if _, err := h.e.DeregisterVolume(h.ctx, "v", false); err != nil {
+		t.Fatalf("deregister: %v", err)
+	}
+	sv := volume("v")
+	sv.ExternalID = ext
+	if _, err := h.e.RegisterVolume(h.ctx, sv); err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	if v := h.volumeInfo("v"); v.ExpansionPending != 0 || v.CapacityBytes > 1<<20 || v.RequestedMin != 1<<20 {
+		t.Errorf("registered anew: recorded at %d (asked %d), pending %d; want 1MiB, nothing pending", v.CapacityBytes, v.RequestedMin, v.ExpansionPending)
+	}
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Errorf("reconcile after the way out: %v (%+v)", err, rep.Problems)
+	}
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "b"})
+	if _, ok := h.mem.Volume(ext); !ok {
+		t.Errorf("storage %q gone", ext)
+	}
+	for _, rpc := range []string{csi.RPCDeleteVolume, csi.RPCControllerExpandVolume, csi.RPCNodeExpandVolume} {
+		if n := h.mem.CallCount(rpc); n != 0 {
+			t.Errorf("%s sent %d times on the way out", rpc, n)
 		}
 	}
 }
