@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // A snapshot volctl records (being created, made, or being deleted) whose plugin comes back
@@ -389,4 +392,148 @@ func TestInterruptedDeleteThroughAPluginThatLostCreateDelete(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An interrupted delete whose plugin lost CREATE_DELETE_VOLUME and then got it back, × the
+// next command (reconcile twice, the delete again): DeleteVolume is sent exactly once, the
+// storage and the record are gone (review32b).
+func TestInterruptedDeleteWithTheCapabilityBackFinishesOnce(t *testing.T) {
+	for _, next := range []struct {
+		name string
+		run  func(h *harness) error
+	}{
+		{"reconcile", func(h *harness) error {
+			for range 2 {
+				if rep, err := h.e.Reconcile(h.ctx); err != nil {
+					return fmt.Errorf("%w (%+v)", err, rep.Problems)
+				}
+			}
+			return nil
+		}},
+		{"delete again", func(h *harness) error { return h.e.DeleteVolume(h.ctx, "v") }},
+	} {
+		t.Run(next.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			ext := h.create(volume("v")).ExternalID
+			h.faults.FailAlways(csi.RPCDeleteVolume, codes.Unavailable)
+			if err := h.e.DeleteVolume(h.ctx, "v"); err == nil {
+				t.Fatal("delete with the plugin unavailable succeeded")
+			}
+			h.faults.Clear(csi.RPCDeleteVolume)
+			h.restartWith(func(c *csitest.MemConfig) { c.Controller.CreateDeleteVolume = false })
+			if err := h.e.DeleteVolume(h.ctx, "v"); err == nil {
+				t.Fatal("delete without the capability succeeded")
+			}
+			if err := reconcileProblem(h, ""); err == nil {
+				t.Fatal("reconcile without the capability refused nothing")
+			}
+			h.restartWith(func(c *csitest.MemConfig) { c.Controller.CreateDeleteVolume = true })
+			if err := next.run(h); err != nil {
+				t.Fatalf("%s with the capability back: %v", next.name, err)
+			}
+			if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 1 {
+				t.Errorf("DeleteVolume sent %d times with the capability back, want 1", n)
+			}
+			if _, ok := h.mem.Volume(ext); ok {
+				t.Errorf("storage %q still there", ext)
+			}
+			if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("volume after the finished delete: %v, want not found", err)
+			}
+		})
+	}
+}
+
+// A split plugin whose controller half is not registered (only its node half) and a volume
+// whose delete was interrupted: reconcile, like the delete again, says the controller half is
+// missing, and sends nothing. Before, reconcile said the plugin "no longer has the controller
+// capability CREATE_DELETE_VOLUME", which the driver has (review32b).
+func TestSplitInterruptedDeleteThroughTheNodeHalfNamesTheMissingHalf(t *testing.T) {
+	h := newHarness(t, nil)
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	backend := csitest.NewMemPlugin(cfg)
+	backend.AddVolume(csi.Volume{ID: "ext-1", CapacityBytes: 1 << 20})
+	nodeSock, _ := csitest.Serve(t, csitest.WithRegister(func(s *grpc.Server) {
+		backend.RegisterServices(s, csitest.Identity, csitest.Node)
+	}))
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "split", Type: spec.PluginNode, NodeSocket: nodeSock}); err != nil {
+		t.Fatalf("register the node half: %v", err)
+	}
+	sv := spec.Volume{ID: "v", Name: "v", Type: "csi", PluginID: "split", ExternalID: "ext-1",
+		Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}
+	h.update(func(tx *store.Tx) error { // recorded deleting: its delete interrupted while the controller half was registered
+		v := store.VolumeFromSpec(sv)
+		v.State = store.VolumeDeleting
+		return tx.Volumes().Insert(&v)
+	})
+	want := `plugin "split" advertises CONTROLLER_SERVICE but only its node half is registered`
+	if err := h.e.DeleteVolume(h.ctx, "v"); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("delete again = %v; want it to say %s", err, want)
+	}
+	err := reconcileProblem(h, "")
+	for _, want := range []string{want, `finish volume "v"'s interrupted delete`, `type "controller"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("reconcile of the interrupted delete = %v; want it to say %s", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "no longer has the controller capability") {
+		t.Errorf("reconcile says a capability was lost: %v", err)
+	}
+	if n := backend.CallCount(csi.RPCDeleteVolume); n != 0 {
+		t.Errorf("DeleteVolume sent %d times", n)
+	}
+	if v := h.volumeInfo("v"); v.State != "deleting" {
+		t.Errorf("volume %s, want deleting", v.State)
+	}
+}
+
+// A snapshot volctl records whose plugin lost CREATE_DELETE_SNAPSHOT and got it back: a
+// pending create is finished once by reconcile (CreateSnapshot once), a recorded delete likewise
+// (DeleteSnapshot once) (review32b).
+func TestSnapshotWithTheCapabilityBackFinishesOnce(t *testing.T) {
+	t.Run("pending create", func(t *testing.T) {
+		h, _ := snapshotHarness(t, nil)
+		name := pendingSnapshot(h.t, h)
+		h.restartWith(func(c *csitest.MemConfig) { c.Controller.CreateDeleteSnapshot = false })
+		if err := reconcileProblem(h, name); err == nil {
+			t.Fatal("nothing refused")
+		}
+		h.restartWith(func(c *csitest.MemConfig) { c.Controller.CreateDeleteSnapshot = true })
+		for range 2 {
+			if rep, err := h.e.Reconcile(h.ctx); err != nil {
+				t.Fatalf("reconcile with the capability back: %v (%+v)", err, rep.Problems)
+			}
+		}
+		if n := h.mem.CallCount(csi.RPCCreateSnapshot); n != 1 {
+			t.Errorf("CreateSnapshot sent %d times, want 1", n)
+		}
+		list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
+		if err != nil || len(list.Snapshots) != 1 || list.Snapshots[0].Pending {
+			t.Errorf("snapshots after: %+v %v", list.Snapshots, err)
+		}
+	})
+	t.Run("recorded delete", func(t *testing.T) {
+		h, _ := snapshotHarness(t, nil)
+		id := h.snapshot("deleting").ID
+		h.faults.Inject(csi.RPCDeleteSnapshot, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
+		if err := h.e.DeleteSnapshot(h.ctx, "mem", id, nil); err == nil {
+			t.Fatal("delete with every answer lost succeeded")
+		}
+		h.restartWith(func(c *csitest.MemConfig) { c.Controller.CreateDeleteSnapshot = false })
+		if err := reconcileProblem(h, id); err == nil {
+			t.Fatal("nothing refused")
+		}
+		h.restartWith(func(c *csitest.MemConfig) { c.Controller.CreateDeleteSnapshot = true })
+		if rep, err := h.e.Reconcile(h.ctx); err != nil {
+			t.Fatalf("reconcile with the capability back: %v (%+v)", err, rep.Problems)
+		}
+		if n := h.mem.CallCount(csi.RPCDeleteSnapshot); n != 1 {
+			t.Errorf("DeleteSnapshot sent %d times, want 1", n)
+		}
+		list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
+		if err != nil || len(list.Snapshots) != 0 {
+			t.Errorf("snapshots after: %+v %v", list.Snapshots, err)
+		}
+	})
 }

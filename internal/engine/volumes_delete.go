@@ -295,6 +295,11 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 	if err := e.locks.stillHeld(v.ID); err != nil {
 		return err
 	}
+	// A split plugin's controller half not registered is not a lost capability: the driver has
+	// it, and the refusal names the half to register, as the delete's own does.
+	if needsControllerHalf(c) {
+		return controllerHalfMissing(v.PluginID, fmt.Sprintf("finish volume %q's interrupted delete (DeleteVolume)", v.ID))
+	}
 	if !c.fp.Controller || !c.fp.Capabilities.Controller.CreateDeleteVolume {
 		return deleteCapabilityLost(c, v)
 	}
