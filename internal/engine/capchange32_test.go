@@ -537,3 +537,31 @@ func TestSnapshotWithTheCapabilityBackFinishesOnce(t *testing.T) {
 		}
 	})
 }
+
+// A plugin whose node service answers NodeGetCapabilities but NodeGetInfo UNIMPLEMENTED (a
+// proxy, a broken build) under a claim: the release sends nothing and says NodeGetInfo, which
+// the spec requires, does not answer, not that the plugin came back without its node service,
+// which it did not (review32b).
+func TestPluginWhoseNodeGetInfoIsUnimplementedIsNotToldItLostItsNodeService(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.faults.FailAlways(csi.RPCNodeGetInfo, codes.Unimplemented)
+	h.restartWith(func(c *csitest.MemConfig) {})
+	_, err := h.e.Release(h.ctx, "v", "a")
+	if h.faults.Calls(csi.RPCNodeGetCapabilities) == 0 {
+		t.Fatal("NodeGetCapabilities was not asked: the fingerprint no longer asks it before NodeGetInfo, and this test tells nothing")
+	}
+	if err != nil && strings.Contains(err.Error(), "came back without its node service") {
+		t.Errorf("NodeGetCapabilities answered, yet: %v", err)
+	}
+	for _, want := range []string{`plugin "mem"'s node service answers (NodeGetCapabilities did) but NodeGetInfo`, `as node "node-1"`,
+		"so that NodeGetInfo answers, then run `volctl reconcile`"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("release: %v; want it to say %s", err, want)
+		}
+	}
+	if rpcs := h.rpcs(); len(rpcs) != 0 {
+		t.Errorf("sent %v", rpcs)
+	}
+}
