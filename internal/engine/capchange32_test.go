@@ -384,7 +384,7 @@ func TestInterruptedDeleteThroughAPluginThatLostCreateDelete(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(warnings) != 1 || !strings.Contains(warnings[0], "delete was interrupted") || !strings.Contains(warnings[0], ext) {
+			if len(warnings) != 1 || !strings.Contains(warnings[0], "its delete, or its create's removal of a volume the plugin answered with that volctl could not use, was not finished") || !strings.Contains(warnings[0], ext) {
 				t.Errorf("deregister of the interrupted delete warned %q; want the storage %q it may leave", warnings, ext)
 			}
 			if msgs := h.eventMessages("volume-deregister", "v"); !strings.Contains(msgs, ext) {
@@ -472,7 +472,7 @@ func TestSplitInterruptedDeleteThroughTheNodeHalfNamesTheMissingHalf(t *testing.
 		t.Errorf("delete again = %v; want it to say %s", err, want)
 	}
 	err := reconcileProblem(h, "")
-	for _, want := range []string{want, `finish volume "v"'s interrupted delete`, `type "controller"`} {
+	for _, want := range []string{want, `send the DeleteVolume volume "v" is marked deleting for`, `type "controller"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("reconcile of the interrupted delete = %v; want it to say %s", err, want)
 		}
@@ -563,5 +563,43 @@ func TestPluginWhoseNodeGetInfoIsUnimplementedIsNotToldItLostItsNodeService(t *t
 	}
 	if rpcs := h.rpcs(); len(rpcs) != 0 {
 		t.Errorf("sent %v", rpcs)
+	}
+}
+
+// A create whose plugin answered with a volume volctl cannot use (1GiB for a capacity_max of
+// 2MiB) and whose removal of it failed: the record stays deleting with that volume's external
+// ID, and `volume deregister` of it warns that the storage may be left without calling it an
+// interrupted delete (no delete was asked) or a DeleteVolume whose answer was lost (it was
+// answered, with an error): it names both things a deleting record can be, and that DeleteVolume
+// may not have been sent. Before: "its delete was interrupted, and a DeleteVolume whose answer
+// was lost may or may not have deleted its storage" (review32b).
+func TestDeregisterOfACreateCleanupSaysWhatItMayBe(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Granularity = 1 << 30 })
+	h.faults.FailAlways(csi.RPCDeleteVolume, codes.Unavailable)
+	sv := volume("v")
+	sv.CapacityMax = 2 << 20
+	if _, err := h.e.CreateVolume(h.ctx, sv); err == nil {
+		t.Fatal("create answered above its capacity_max succeeded")
+	}
+	v := h.volumeInfo("v")
+	if v.State != "deleting" || v.ExternalID == "" {
+		t.Fatalf("after the failed cleanup: %s with external ID %q; want deleting with the unusable volume's", v.State, v.ExternalID)
+	}
+	warnings, err := h.e.DeregisterVolume(h.ctx, "v", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"its create's removal of a volume the plugin answered with that volctl could not use", "may not have been sent", strconv.Quote(v.ExternalID)} {
+		if len(warnings) != 1 || !strings.Contains(warnings[0], want) {
+			t.Errorf("deregister warned %q; want it to say %s", warnings, want)
+		}
+	}
+	for _, wrong := range []string{"its delete was interrupted", "whose answer was lost may"} {
+		if len(warnings) == 1 && strings.Contains(warnings[0], wrong) {
+			t.Errorf("deregister warned %q: %q is not what happened", warnings[0], wrong)
+		}
+	}
+	if msgs := h.eventMessages("volume-deregister", "v"); !strings.Contains(msgs, "may not have been sent") {
+		t.Errorf("the deregister event %q does not say it", msgs)
 	}
 }
