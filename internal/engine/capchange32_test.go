@@ -195,11 +195,7 @@ func TestPendingExpansionThroughAPluginThatLostControllerExpand(t *testing.T) {
 				h := newHarness(t, nil)
 				h.create(volume("v"))
 				h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-				h.faults.FailAlways(csi.RPCControllerExpandVolume, codes.Unavailable)
-				if _, err := h.e.ExpandVolume(h.ctx, "v", 4<<30, 0); err == nil {
-					t.Fatal("expand with the plugin unavailable succeeded")
-				}
-				h.faults.Clear(csi.RPCControllerExpandVolume)
+				expansionPending(h, "v", 4<<30)
 				h.restartWith(lose.edit)
 
 				out, err := next.run(h)
@@ -267,11 +263,7 @@ func TestPendingExpansionNodeOnlyIsOneRuleForEveryVolume(t *testing.T) {
 	h.create(volume("w"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 	h.claim(ClaimRequest{VolumeID: "w", Alloc: "b"})
-	h.faults.FailAlways(csi.RPCControllerExpandVolume, codes.Unavailable)
-	if _, err := h.e.ExpandVolume(h.ctx, "v", 4<<30, 0); err == nil {
-		t.Fatal("expand with the plugin unavailable succeeded")
-	}
-	h.faults.Clear(csi.RPCControllerExpandVolume)
+	expansionPending(h, "v", 4<<30)
 	h.restartWith(func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
 	_, werr := h.e.ExpandVolume(h.ctx, "w", 4<<30, 0)
 	_, verr := h.e.ExpandVolume(h.ctx, "v", 4<<30, 0)
@@ -294,11 +286,7 @@ func TestPendingExpansionWithNoExpandCapabilityWayOut(t *testing.T) {
 	h := newHarness(t, nil)
 	ext := h.create(volume("v")).ExternalID
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	h.faults.FailAlways(csi.RPCControllerExpandVolume, codes.Unavailable)
-	if _, err := h.e.ExpandVolume(h.ctx, "v", 4<<30, 0); err == nil {
-		t.Fatal("expand with the plugin unavailable succeeded")
-	}
-	h.faults.Clear(csi.RPCControllerExpandVolume)
+	expansionPending(h, "v", 4<<30)
 	h.restartWith(func(c *csitest.MemConfig) { c.Controller.ExpandVolume, c.Node.ExpandVolume = false, false })
 
 	_, expandErr := h.e.ExpandVolume(h.ctx, "v", 4<<30, 0)
@@ -359,13 +347,7 @@ func TestInterruptedDeleteThroughAPluginThatLostCreateDelete(t *testing.T) {
 	} {
 		t.Run(next.name, func(t *testing.T) {
 			h := newHarness(t, nil)
-			ext := h.create(volume("v")).ExternalID
-			h.faults.FailAlways(csi.RPCDeleteVolume, codes.Unavailable)
-			if err := h.e.DeleteVolume(h.ctx, "v"); err == nil {
-				t.Fatal("delete with the plugin unavailable succeeded")
-			}
-			h.faults.Clear(csi.RPCDeleteVolume)
-			h.restartWith(func(c *csitest.MemConfig) { c.Controller.CreateDeleteVolume = false })
+			ext := deleteInterruptedThenCapabilityLost(h)
 
 			err := next.run(h)
 			for _, want := range []string{`plugin "mem" no longer has the controller capability CREATE_DELETE_VOLUME`,
@@ -414,13 +396,7 @@ func TestInterruptedDeleteWithTheCapabilityBackFinishesOnce(t *testing.T) {
 	} {
 		t.Run(next.name, func(t *testing.T) {
 			h := newHarness(t, nil)
-			ext := h.create(volume("v")).ExternalID
-			h.faults.FailAlways(csi.RPCDeleteVolume, codes.Unavailable)
-			if err := h.e.DeleteVolume(h.ctx, "v"); err == nil {
-				t.Fatal("delete with the plugin unavailable succeeded")
-			}
-			h.faults.Clear(csi.RPCDeleteVolume)
-			h.restartWith(func(c *csitest.MemConfig) { c.Controller.CreateDeleteVolume = false })
+			ext := deleteInterruptedThenCapabilityLost(h)
 			if err := h.e.DeleteVolume(h.ctx, "v"); err == nil {
 				t.Fatal("delete without the capability succeeded")
 			}
@@ -450,16 +426,7 @@ func TestInterruptedDeleteWithTheCapabilityBackFinishesOnce(t *testing.T) {
 // capability CREATE_DELETE_VOLUME", which the driver has (review32b).
 func TestSplitInterruptedDeleteThroughTheNodeHalfNamesTheMissingHalf(t *testing.T) {
 	h := newHarness(t, nil)
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID = "node-1"
-	backend := csitest.NewMemPlugin(cfg)
-	backend.AddVolume(csi.Volume{ID: "ext-1", CapacityBytes: 1 << 20})
-	nodeSock, _ := csitest.Serve(t, csitest.WithRegister(func(s *grpc.Server) {
-		backend.RegisterServices(s, csitest.Identity, csitest.Node)
-	}))
-	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "split", Type: spec.PluginNode, NodeSocket: nodeSock}); err != nil {
-		t.Fatalf("register the node half: %v", err)
-	}
+	backend := h.nodeHalfAlone()
 	sv := spec.Volume{ID: "v", Name: "v", Type: "csi", PluginID: "split", ExternalID: "ext-1",
 		Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}
 	h.update(func(tx *store.Tx) error { // recorded deleting: its delete interrupted while the controller half was registered
@@ -602,4 +569,30 @@ func TestDeregisterOfACreateCleanupSaysWhatItMayBe(t *testing.T) {
 	if msgs := h.eventMessages("volume-deregister", "v"); !strings.Contains(msgs, "may not have been sent") {
 		t.Errorf("the deregister event %q does not say it", msgs)
 	}
+}
+
+// deleteInterruptedThenCapabilityLost deletes volume "v", created here, with every DeleteVolume
+// answered UNAVAILABLE (left deleting), then restarts the plugin without CREATE_DELETE_VOLUME;
+// it returns the volume's external ID.
+func deleteInterruptedThenCapabilityLost(h *harness) string {
+	h.t.Helper()
+	ext := h.create(volume("v")).ExternalID
+	h.faults.FailAlways(csi.RPCDeleteVolume, codes.Unavailable)
+	if err := h.e.DeleteVolume(h.ctx, "v"); err == nil {
+		h.t.Fatal("delete with the plugin unavailable succeeded")
+	}
+	h.faults.Clear(csi.RPCDeleteVolume)
+	h.restartWith(func(c *csitest.MemConfig) { c.Controller.CreateDeleteVolume = false })
+	return ext
+}
+
+// expansionPending expands volume id to size with ControllerExpandVolume answered UNAVAILABLE:
+// the expansion is left pending, the storage not grown.
+func expansionPending(h *harness, id string, size int64) {
+	h.t.Helper()
+	h.faults.FailAlways(csi.RPCControllerExpandVolume, codes.Unavailable)
+	if _, err := h.e.ExpandVolume(h.ctx, id, size, 0); err == nil {
+		h.t.Fatal("expand with the plugin unavailable succeeded")
+	}
+	h.faults.Clear(csi.RPCControllerExpandVolume)
 }
