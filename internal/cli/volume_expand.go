@@ -127,6 +127,9 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 	default:
 		fmt.Fprintf(&out, "Volume %q expanded to %s\n", v.ID, bytesIEC(v.CapacityBytes))
 	}
+	if v.ExpansionNote != "" {
+		fmt.Fprintf(&out, "Note: %s\n", v.ExpansionNote)
+	}
 	if v.NodeExpansionOwed > 0 {
 		fmt.Fprintf(&out, "The node expansion to %s is owed: it is sent when a claim next publishes the volume on this node\n",
 			bytesIEC(v.NodeExpansionOwed))

@@ -762,20 +762,33 @@ func (e *Engine) fingerprintNow(ctx context.Context, p store.Plugin, client Plug
 
 // lostNodeService words a fingerprint that failed because the plugin, fingerprinted before with
 // a node service (a node ID recorded), answers the node service's identity calls with
-// UNIMPLEMENTED: it came back from a restart without it (started as a controller only, or
-// another build). Nothing is sent to it, as for any failed fingerprint; the error says what
-// changed and what to do, where it said only "the plugin does not implement
-// NodeGetCapabilities; check its capabilities", and the claims it holds wait for the node
-// service's return (TestPluginBackWithoutItsNodeServiceIsToldSo).
+// UNIMPLEMENTED. NodeGetCapabilities UNIMPLEMENTED: it came back from a restart without the
+// service (started as a controller only, or another build). NodeGetInfo UNIMPLEMENTED, asked
+// only once NodeGetCapabilities answered: the node service is there, but not the call the CSI
+// spec requires of it, which alone gives the node ID (a proxy, a broken build); saying it lost
+// its node service would send the user looking for the wrong thing. Nothing is sent to it, as
+// for any failed fingerprint; the error says what changed and what to do, where it said only
+// "the plugin does not implement NodeGetCapabilities; check its capabilities", and the claims
+// it holds wait (TestPluginBackWithoutItsNodeServiceIsToldSo,
+// TestPluginWhoseNodeGetInfoIsUnimplementedIsNotToldItLostItsNodeService).
 func lostNodeService(p store.Plugin, err error) error {
 	var ce *csi.Error
-	if p.Fingerprint.NodeID == "" || !errors.As(err, &ce) || !csi.IsUnimplemented(err) ||
-		(ce.RPC != csi.RPCNodeGetCapabilities && ce.RPC != csi.RPCNodeGetInfo) {
+	if p.Fingerprint.NodeID == "" || !errors.As(err, &ce) || !csi.IsUnimplemented(err) {
 		return err
 	}
-	return fmt.Errorf("%w: plugin %q came back without its node service (it served one as node %q, with node capabilities [%s], when fingerprinted at %s, and is registered as %s); "+
-		"no node RPC can be sent, so claims of its volumes on this host can be neither published nor released: start the plugin with its node service again, then run `volctl reconcile`",
-		err, p.ID, p.Fingerprint.NodeID, strings.Join(p.Fingerprint.NodeCaps, " "), p.Fingerprint.At.UTC().Format(time.RFC3339), p.Type)
+	had := fmt.Sprintf("it served one as node %q, with node capabilities [%s], when fingerprinted at %s, and is registered as %s",
+		p.Fingerprint.NodeID, strings.Join(p.Fingerprint.NodeCaps, " "), p.Fingerprint.At.UTC().Format(time.RFC3339), p.Type)
+	const stuck = "no node RPC can be sent, so claims of its volumes on this host can be neither published nor released"
+	switch ce.RPC {
+	case csi.RPCNodeGetCapabilities:
+		return fmt.Errorf("%w: plugin %q came back without its node service (%s); %s: start the plugin with its node service again, then run `volctl reconcile`",
+			err, p.ID, had, stuck)
+	case csi.RPCNodeGetInfo:
+		return fmt.Errorf("%w: plugin %q's node service answers (NodeGetCapabilities did) but NodeGetInfo, which the CSI spec requires of every node service, does not, "+
+			"so volctl cannot learn its node ID (%s); %s: fix the plugin (its build, or whatever proxies its socket) so that NodeGetInfo answers, then run `volctl reconcile`",
+			err, p.ID, had, stuck)
+	}
+	return err
 }
 
 // sameFingerprint says whether fp, a plugin's fingerprint taken now, is the one stored: the

@@ -77,8 +77,15 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		return fail(err)
 	}
 	ctrl, node := c.fp.Controller && c.fp.Capabilities.Controller.ExpandVolume, c.fp.Node && c.fp.Capabilities.Node.ExpandVolume
+	// A pending controller expansion through a plugin that now declares node-only expansion is
+	// finished by NodeExpandVolume, as any expansion through it is (finishedNodeOnly); with no
+	// EXPAND_VOLUME left, or its controller half not registered, it is refused.
+	var nodeOnlyNote string
 	if v.ExpandMin > 0 && !ctrl {
-		return fail(pendingWithoutController(c, v))
+		if !node || needsControllerHalf(c) {
+			return fail(pendingWithoutController(c, v))
+		}
+		nodeOnlyNote = finishedNodeOnly(v, size)
 	}
 	if !ctrl && !node {
 		return fail(invalidf("plugin %q cannot expand volumes (no EXPAND_VOLUME capability)", v.PluginID))
@@ -226,6 +233,9 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		}
 		msg += "; the node expansion owed since an earlier expand is still owed"
 	}
+	if nodeOnlyNote != "" {
+		msg += "; " + nodeOnlyNote
+	}
 	if err := e.store.Update(ctx, e.locks.holding(v.ID, func(tx *store.Tx) error {
 		if err := tx.Volumes().Update(&v); err != nil {
 			return err
@@ -252,27 +262,50 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 	if err := errors.Join(short, over); err != nil {
 		return fail(err)
 	}
-	return e.Volume(ctx, v.ID)
+	info, err := e.Volume(ctx, v.ID)
+	info.ExpansionNote = nodeOnlyNote
+	return info, err
+}
+
+// finishedNodeOnly says that volume v's pending controller expansion (v.ExpandMin: a
+// ControllerExpandVolume sent, its answer never read) is finished by this expand to size as a
+// node-only one: its plugin came back declaring node EXPAND_VOLUME without the controller's,
+// which in the CSI spec says NodeExpandVolume is the whole expansion, the one rule volctl
+// follows for every volume of that plugin (TestPendingExpansionThroughAPluginThatLostControllerExpand).
+func finishedNodeOnly(v store.Volume, size int64) string {
+	return fmt.Sprintf("the pending controller expansion to %s (a ControllerExpandVolume whose answer was never read; recorded at %s) was finished node-only, to %s: "+
+		"plugin %q now declares node EXPAND_VOLUME without the controller's, so its NodeExpandVolume is the whole expansion",
+		spec.FormatSize(v.ExpandMin), spec.FormatSize(currentSize(v)), spec.FormatSize(size), v.PluginID)
 }
 
 // pendingWithoutController is the refusal to go on with volume v's pending expansion (a
 // ControllerExpandVolume sent and its answer never read, recorded only while the plugin had the
-// controller capability EXPAND_VOLUME: v.ExpandMin) through plugin c, which lost that
-// capability in a restart. Only ControllerExpandVolume, sent again, says what size the storage
-// has; without it, the expansion went on as a node-only one: NodeExpandVolume grew the file
-// system to the size asked and the volume was recorded at it, the pending mark cleared, whether
-// or not the storage ever grew (TestPendingExpansionThroughAPluginThatLostControllerExpand).
-// Nothing is sent; the pending mark stays for the plugin with the capability back.
+// controller capability EXPAND_VOLUME: v.ExpandMin) through plugin c, whose controller half is
+// not registered, or which came back from a restart with no EXPAND_VOLUME at all: nothing can
+// learn the storage's size or grow the file system. (With the node's EXPAND_VOLUME alone the
+// plugin declares node-only expansion, and expandLocked finishes it so: finishedNodeOnly.)
+// Nothing is sent; the pending mark stays for the plugin with the capability back, and the
+// refusal names the way out for a plugin that will not have it again: forget the volume and
+// register it anew, which the storage does not notice
+// (TestPendingExpansionWithNoExpandCapabilityWayOut).
 func pendingWithoutController(c *conn, v store.Volume) error {
 	if needsControllerHalf(c) {
 		return controllerHalfMissing(c.plugin.ID, fmt.Sprintf("finish volume %q's pending expansion to %s (ControllerExpandVolume sent, its answer never read)",
 			v.ID, spec.FormatSize(v.ExpandMin)))
 	}
 	return conflictf("volume %q's expansion to %s is pending (a ControllerExpandVolume whose answer volctl never read: the storage may or may not have grown), "+
-		"but plugin %q no longer has the controller capability EXPAND_VOLUME, so ControllerExpandVolume cannot be sent again to learn the size, "+
-		"and NodeExpandVolume is not sent to grow the file system to a size the storage may not have; the volume stays recorded at %s: "+
-		"start the plugin with that capability again, then run `volctl reconcile` (or the expand again)",
-		v.ID, spec.FormatSize(v.ExpandMin), c.plugin.ID, spec.FormatSize(currentSize(v)))
+		"but plugin %q no longer has the controller capability EXPAND_VOLUME, nor the node's, so nothing can learn the storage's size or grow the file system; "+
+		"the volume stays recorded at %s: start the plugin with an EXPAND_VOLUME capability again, then run `volctl reconcile` (or the expand again); %s",
+		v.ID, spec.FormatSize(v.ExpandMin), c.plugin.ID, spec.FormatSize(currentSize(v)), pendingExpansionForget(v))
+}
+
+// pendingExpansionForget is the way out of volume v's pending expansion for a plugin that will
+// not have EXPAND_VOLUME again: deregistering forgets the volume and its pending mark without
+// touching the storage, and registering it again records it at the size its spec says.
+func pendingExpansionForget(v store.Volume) string {
+	return fmt.Sprintf("or, if plugin %q will not have it again, forget the volume and record it anew at the size the storage provider shows: `%s` "+
+		"(after releasing its claims, or with --force), then `volctl volume register` of its spec with external_id = %q (the storage is not touched)",
+		v.PluginID, shellquote.Command("volctl volume deregister", v.ID), v.ExternalID)
 }
 
 // offlineOnly refuses to expand volume v while it is on the node (a claim, or a staging or
@@ -542,8 +575,12 @@ func (e *Engine) reconcilePendingExpansions(ctx context.Context, rep *ReconcileR
 			rep.problem(listed.ID, "", fmt.Errorf("volume %q: its expansion to %s, pending since an expand that did not record the answer: %w",
 				listed.ID, spec.FormatSize(listed.ExpandMin), err))
 		case done:
-			rep.did("expanded", listed.ID, "", "volume %q expanded to %s (the expand pending since an earlier run, its answer not recorded)",
-				listed.ID, spec.FormatSize(info.CapacityBytes))
+			note := ""
+			if info.ExpansionNote != "" {
+				note = "; " + info.ExpansionNote
+			}
+			rep.did("expanded", listed.ID, "", "volume %q expanded to %s (the expand pending since an earlier run, its answer not recorded)%s",
+				listed.ID, spec.FormatSize(info.CapacityBytes), note)
 		}
 	}
 }

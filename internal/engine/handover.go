@@ -161,8 +161,9 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		// reconcile finishes here, not Nomad: handed over, the volume would be registered at
 		// the old size, its node expansion never owed, never sent.
 		if v.ExpandMin > 0 && !force && !marked {
-			return conflictf("volume %q has an expansion to %s pending (ControllerExpandVolume was sent to plugin %q and its answer not recorded), which Nomad would never finish: run `volctl reconcile` to finish it, then hand it over; or pass --force to hand it over anyway (the expansion then waits for the volume to be taken back)",
-				v.ID, spec.FormatSize(v.ExpandMin), v.PluginID)
+			return conflictf("volume %q has an expansion to %s pending (ControllerExpandVolume was sent to plugin %q and its answer not recorded), which Nomad would never finish: run `volctl reconcile` to finish it, then hand it over "+
+				"(reconcile needs the plugin to have an EXPAND_VOLUME capability, the controller's or the node's; %s); or pass --force to hand it over anyway (the expansion then waits for the volume to be taken back)",
+				v.ID, spec.FormatSize(v.ExpandMin), v.PluginID, pendingExpansionForget(v))
 		}
 		// A registration about to be sent is unsettled until it ends (Registered); with none,
 		// the mark keeps what it said.

@@ -98,17 +98,8 @@ func TestSplitPluginServesTheWholeLifecycle(t *testing.T) {
 // volume that was never ControllerPublished.
 func TestNodeHalfAloneOfAControllerPlugin(t *testing.T) {
 	h := newHarness(t, nil)
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID = "node-1"
-	backend := csitest.NewMemPlugin(cfg)
-	backend.AddVolume(csi.Volume{ID: "ext-1", CapacityBytes: 1 << 20})
 	nodeFaults := csitest.NewFaults()
-	nodeSock, _ := csitest.Serve(t, csitest.WithFaults(nodeFaults), csitest.WithRegister(func(s *grpc.Server) {
-		backend.RegisterServices(s, csitest.Identity, csitest.Node)
-	}))
-	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "split", Type: spec.PluginNode, NodeSocket: nodeSock}); err != nil {
-		t.Fatalf("register the node half: %v", err)
-	}
+	h.nodeHalfAlone(csitest.WithFaults(nodeFaults))
 	sv := spec.Volume{ID: "v", Name: "v", Type: "csi", PluginID: "split", ExternalID: "ext-1",
 		Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}
 	_, err := h.e.RegisterVolume(h.ctx, sv)
@@ -191,4 +182,22 @@ func TestNodeExpansionOwedWhileOnlyTheControllerHalfIsRegistered(t *testing.T) {
 	if got := h.owed("v"); got != 0 {
 		t.Errorf("node expansion still owed after the publish: %d", got)
 	}
+}
+
+// nodeHalfAlone registers plugin "split", a driver that advertises CONTROLLER_SERVICE, by its
+// node half alone (node ID "node-1", holding volume "ext-1" of 1MiB), served with opts; it
+// returns the driver.
+func (h *harness) nodeHalfAlone(opts ...csitest.ServeOption) *csitest.MemPlugin {
+	h.t.Helper()
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	backend := csitest.NewMemPlugin(cfg)
+	backend.AddVolume(csi.Volume{ID: "ext-1", CapacityBytes: 1 << 20})
+	nodeSock, _ := csitest.Serve(h.t, append(opts, csitest.WithRegister(func(s *grpc.Server) {
+		backend.RegisterServices(s, csitest.Identity, csitest.Node)
+	}))...)
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "split", Type: spec.PluginNode, NodeSocket: nodeSock}); err != nil {
+		h.t.Fatalf("register the node half: %v", err)
+	}
+	return backend
 }

@@ -258,16 +258,23 @@ func refuseCloneInFlight(tx *store.Tx, v store.Volume) error {
 // delete again said "cannot delete volumes", neither saying the storage may be left
 // (TestInterruptedDeleteThroughAPluginThatLostCreateDelete).
 func deleteCapabilityLost(c *conn, v store.Volume) error {
-	return invalidf("plugin %q no longer has the controller capability CREATE_DELETE_VOLUME, so DeleteVolume is not sent to finish volume %q's interrupted delete: "+
-		"start the plugin with that capability again, which lets `volctl reconcile` finish it; or `%s` forgets it (%s)",
-		c.plugin.ID, v.ID, shellquote.Command("volctl volume deregister", v.ID), deleteMayBeLeft(v))
+	return invalidf("plugin %q no longer has the controller capability CREATE_DELETE_VOLUME, so DeleteVolume is not sent for volume %q, marked deleting: "+
+		"start the plugin with that capability again, which lets `volctl reconcile` finish it; or `%s` forgets it (%s; %s)",
+		c.plugin.ID, v.ID, shellquote.Command("volctl volume deregister", v.ID), unfinishedDelete, deleteMayBeLeft(v))
 }
 
-// deleteMayBeLeft says that an interrupted delete of volume v may have left its storage.
+// deleteMayBeLeft says that volume v's unfinished delete may have left its storage. A record
+// marked deleting is a volume delete not finished, or a create's removal of a volume the plugin
+// answered with that volctl could not use (createFailed), which the record cannot tell apart;
+// and in either, DeleteVolume may not have been sent yet, or its answer been an error or lost.
 func deleteMayBeLeft(v store.Volume) string {
-	return fmt.Sprintf("a DeleteVolume whose answer was lost may or may not have deleted its storage, external ID %q: if plugin %q still holds it, delete it with the storage provider's tools",
+	return fmt.Sprintf("the DeleteVolume of its storage, external ID %q, may not have been sent, or its answer was an error or lost, so that storage may still exist: if plugin %q still holds it, delete it with the storage provider's tools",
 		v.ExternalID, v.PluginID)
 }
+
+// unfinishedDelete says what a volume marked deleting is (deleteMayBeLeft): a delete not
+// finished, or a create removing an answer it could not use.
+const unfinishedDelete = "its delete, or its create's removal of a volume the plugin answered with that volctl could not use, was not finished"
 
 // refuseSharedDelete refuses to delete volume v's storage while another volctl volume records
 // it (sameStorage: state from before a check saw the two were one, such as one plugin reached
@@ -312,6 +319,11 @@ func refuseSharedDelete(tx *store.Tx, v store.Volume) error {
 func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) error {
 	if err := e.locks.stillHeld(v.ID); err != nil {
 		return err
+	}
+	// A split plugin's controller half not registered is not a lost capability: the driver has
+	// it, and the refusal names the half to register, as the delete's own does.
+	if needsControllerHalf(c) {
+		return controllerHalfMissing(v.PluginID, fmt.Sprintf("send the DeleteVolume volume %q is marked deleting for", v.ID))
 	}
 	if !c.fp.Controller || !c.fp.Capabilities.Controller.CreateDeleteVolume {
 		return deleteCapabilityLost(c, v)

@@ -417,8 +417,9 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 				"which volctl forgets with it: if so, delete it with the storage provider's tools", v.PluginID, v.CSIName)
 			msg += "; " + forgot
 		} else if v.State == store.VolumeDeleting && v.ExternalID != "" {
-			// Its delete was interrupted: the storage may be left, which this forgets.
-			forgot = "its delete was interrupted, and " + deleteMayBeLeft(v)
+			// Its delete, or its create's cleanup of an unusable answer, was not finished: the
+			// storage may be left, which this forgets.
+			forgot = unfinishedDelete + ", and " + deleteMayBeLeft(v)
 			msg += "; " + forgot
 		}
 		st, owed, err := owedUnpublish(tx, v.ID)
