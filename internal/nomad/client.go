@@ -1175,13 +1175,20 @@ func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 // PluginsOfDriver lists the IDs of the CSI plugins Nomad runs of driver provider (their
 // GetPluginInfo name), in the client's region, sorted: for a volume whose plugin Nomad runs
 // under another ID than volctl's. Nomad's words (the IDs) have the credentials sent to it
-// replaced.
+// replaced. A failure that stops every other request (no answer, a gone token) is noted for
+// the command (noteStopped), as Plugin's is; a list answered without Nomad's X-Nomad-Index
+// header (a proxy's or another server's page) is not Nomad's word of which plugins it runs,
+// and is an error, not IDs to advise.
 func (c *Client) PluginsOfDriver(ctx context.Context, provider string) ([]string, error) {
-	rctx, _, cancel := c.request(ctx)
+	rctx, a, cancel := c.request(ctx)
 	defer cancel()
 	var stubs []*api.CSIPluginListStub
 	if _, err := c.api.Raw().Query("/v1/plugins?type=csi", &stubs, (&api.QueryOptions{Region: c.Region}).WithContext(rctx)); err != nil {
+		c.noteStopped(ctx, err, "its CSI plugins")
 		return nil, fmt.Errorf("Nomad at %s: its CSI plugins: %s", c.Address, c.said(ctx, err, nil))
+	}
+	if !a.fromNomad {
+		return nil, fmt.Errorf("Nomad at %s: its CSI plugins: answered without Nomad's X-Nomad-Index header, so not as Nomad does (a proxy or a page answering for it: NOMAD_ADDR must name Nomad's API)", c.Address)
 	}
 	var ids []string
 	for _, p := range stubs {
