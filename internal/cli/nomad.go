@@ -204,11 +204,11 @@ func nomadRegisterRun(ctx context.Context, opts *NomadRegisterOptions) error {
 		}
 		// What Nomad said is scrubbed of every secret volctl knows and the credentials sent
 		// to it, as nomad status's output is.
-		var own []string
-		for _, p := range planned {
-			own = append(own, p.ID, p.NomadNamespace)
+		var keep []*string
+		for i := range planned {
+			keep = append(keep, &planned[i].ID, &planned[i].NomadNamespace)
 		}
-		if err := redactOutputKeeping(ctx, e, own, c.Credentials(), &planned); err != nil {
+		if err := redactOutputKeeping(ctx, e, keep, c.Credentials(), &planned); err != nil {
 			return fmt.Errorf("nomad register: %w", err)
 		}
 		if err := opts.Exporter.Write(ctx, opts.IO.Out, planned); err != nil {
@@ -496,7 +496,7 @@ func replacedInNomad(ctx context.Context, e *engine.Engine, c *nomad.Client, bef
 	words := strings.Join(fields, ", ")
 	// Both sides' values (a context's may be a secret's), with no secret volctl knows nor the
 	// credentials sent to Nomad, as --dry-run shows them.
-	if ds := nomad.Differences(*before, v, fields); redactOutputKeeping(ctx, e, []string{v.ID, v.PluginID}, c.Credentials(), &ds) == nil {
+	if ds := nomad.Differences(*before, v, fields); redactOutput(ctx, e, c.Credentials(), &ds) == nil {
 		words = differenceWords(ds)
 	}
 	return fmt.Sprintf("volume %q: the registration replaced what Nomad's copy had with volctl's: %s; a job of Nomad's that relied on what it had (another access mode, mount options) fails to place or mount until its volume block asks what volctl's has, or Nomad's copy is registered again as it was",
@@ -583,7 +583,7 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		// Both sides' values (a context's may be a secret's), with no secret volctl knows
 		// nor the credentials sent to Nomad, as nomad status shows them.
 		plan.Differences = nomad.Differences(have, info, nomad.Differing(have, info))
-		if err := redactOutputKeeping(ctx, e, []string{id, info.PluginID, to.Namespace}, c.Credentials(), &plan.Differences); err != nil {
+		if err := redactOutput(ctx, e, c.Credentials(), &plan.Differences); err != nil {
 			return nil, fmt.Errorf("volume %q: %w", id, err)
 		}
 	}
@@ -1234,16 +1234,27 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 	// Nomad's errors what it was sent: no secret volctl knows is shown from either, nor the
 	// credentials sent to Nomad, which what answers for it may echo anywhere.
 	// volctl's own identifiers (each volume's ID, its plugin's, where it is registered), and
-	// Nomad's answer of exactly one of them, are shown as every other command shows them, even
-	// where one is also a credential sent to Nomad (redactOutputKeeping).
-	var own []string
-	for _, s := range out {
-		own = append(own, s.ID, s.PluginID, s.NomadNamespace)
+	// Nomad's copy's ID and plugin ID where they are the volume's own, are shown as every
+	// other command shows them, even where one is also a credential sent to Nomad: kept by
+	// their fields, not their value (redactOutputKeeping), so that the same string elsewhere in
+	// Nomad's answer (a context value under a key naming the password) is still hidden.
+	var keep []*string
+	for i := range out {
+		s := &out[i]
+		keep = append(keep, &s.ID, &s.PluginID, &s.NomadNamespace)
 		if h := s.Handover; h != nil {
-			own = append(own, h.VolumeID, h.Namespace, h.Region)
+			keep = append(keep, &h.VolumeID, &h.Namespace, &h.Region)
+		}
+		if n := s.Nomad; n != nil {
+			if n.ID == s.ID {
+				keep = append(keep, &n.ID)
+			}
+			if n.PluginID == s.PluginID {
+				keep = append(keep, &n.PluginID)
+			}
 		}
 	}
-	if err := redactOutputKeeping(ctx, e, own, c.Credentials(), &out); err != nil {
+	if err := redactOutputKeeping(ctx, e, keep, c.Credentials(), &out); err != nil {
 		return fmt.Errorf("nomad status: %w", err)
 	}
 	if opts.Exporter.Enabled() {

@@ -19,7 +19,10 @@ import (
 // included: the volume's ID and plugin ID were "[REDACTED]" in --json (a contract, which a
 // script feeds back to volctl) and in the table, while the text of register names the
 // volume as it is. volctl's own identifiers, and what Nomad answers that is exactly one of
-// them, are shown; the credential echoed anywhere else in Nomad's answer stays hidden.
+// them, are shown; the credential echoed anywhere else in Nomad's answer stays hidden. Kept
+// by their place, not by their value (review32g): kept wherever a string equalled an own ID,
+// Nomad's copy's context {"nomad_http_password": "pg-primary-2024"} was shown as it is, the
+// key saying which string is the password.
 func TestNomadOutputKeepsVolctlsOwnIDsEqualToACredential(t *testing.T) {
 	const cred = "pg-primary-2024"
 	h := nomadHarness(t)
@@ -39,7 +42,7 @@ func TestNomadOutputKeepsVolctlsOwnIDsEqualToACredential(t *testing.T) {
 	n.mu.Lock()
 	n.vols["default/"+cred] = true
 	// Nomad's copy echoes the credential into its context, beside its own ID.
-	n.sent["default/"+cred] = map[string]any{"PluginID": cred, "ExternalID": info.ExternalID, "Context": map[string]any{"echo": "auth " + cred + " seen"}}
+	n.sent["default/"+cred] = map[string]any{"PluginID": cred, "ExternalID": info.ExternalID, "Context": map[string]any{"echo": "auth " + cred + " seen", "nomad_http_password": cred}}
 	n.mu.Unlock()
 	t.Setenv("NOMAD_TOKEN", "")
 	t.Setenv("NOMAD_HTTP_AUTH", "admin:"+cred)
@@ -66,6 +69,11 @@ func TestNomadOutputKeepsVolctlsOwnIDsEqualToACredential(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "auth "+cred) {
 		t.Errorf("nomad status --json shows the password Nomad's answer echoed: %s", out)
+	}
+	if nv, _ := got[0]["nomad"].(map[string]any); nv != nil {
+		if ctx, _ := nv["context"].(map[string]any); ctx == nil || ctx["nomad_http_password"] != spec.Redacted {
+			t.Errorf("nomad status --json shows Nomad's echo of the password, whole, under its key, because it equals the volume's ID: %s", out)
+		}
 	}
 
 	ios, _, out, _ = iostreams.Test()

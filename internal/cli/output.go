@@ -50,15 +50,33 @@ func redactOutput(ctx context.Context, e *engine.Engine, extra []string, vs ...a
 	return redactOutputKeeping(ctx, e, nil, extra, vs...)
 }
 
-// redactOutputKeeping is redactOutput with extra, the credentials sent to Nomad, not scrubbed
-// from a string that is exactly one of own, volctl's own identifiers in the output (its
-// volumes' and plugins' IDs): engine.RedactValueKeeping.
-func redactOutputKeeping(ctx context.Context, e *engine.Engine, own, extra []string, vs ...any) error {
+// redactOutputKeeping is redactOutput, then each string keep points to (a field of the
+// values, volctl's own identifier there: a volume's ID, its plugin's, the namespace it is
+// registered in) is given back its value scrubbed of the state's secrets only, not of extra,
+// the credentials sent to Nomad: a NOMAD_HTTP_AUTH password that is also a volume's name is
+// not [REDACTED] where the output names the volume, which every other command prints. What is
+// kept is chosen by its place, not its value: the same string anywhere else (in what Nomad
+// answered, under a key that says it is the password) is scrubbed of extra.
+func redactOutputKeeping(ctx context.Context, e *engine.Engine, keep []*string, extra []string, vs ...any) error {
 	ctx = context.WithoutCancel(ctx) // one read of the local state: it ends on its own
+	was := make([]string, len(keep))
+	for i, p := range keep {
+		was[i] = *p
+	}
 	for _, v := range vs {
-		if err := e.RedactValueKeeping(ctx, v, own, extra...); err != nil {
+		if err := e.RedactValue(ctx, v, extra...); err != nil {
 			return fmt.Errorf("the output is withheld: reading the state to redact secrets from it: %w", err)
 		}
+	}
+	if len(keep) == 0 || len(extra) == 0 {
+		return nil
+	}
+	local, err := e.Redactor(ctx)
+	if err != nil {
+		return fmt.Errorf("the output is withheld: reading the state to redact secrets from it: %w", err)
+	}
+	for i, p := range keep {
+		*p = local(was[i])
 	}
 	return nil
 }

@@ -155,9 +155,22 @@ func (sf *secretFlags) parse(ctx context.Context, stdin io.Reader, errOut io.Wri
 		return nil, nil
 	}
 	out := make(spec.Secrets, len(sf.Values)+len(sf.Files))
+	// A value that is the placeholder export writes in place of a secret is refused, and
+	// another tool's spelling of one warned of, as a spec's secret is (spec.IsPlaceholder,
+	// spec.PlaceholderSpelling), naming the key, never the value: before, --secret
+	// token='[REDACTED]' copied from an export was given to the plugin as the credential.
 	put := func(flag, k, v string) error {
 		if _, dup := out[k]; dup {
 			return usageError("%s: %s is given twice", flag, k)
+		}
+		switch {
+		case spec.IsPlaceholder(v):
+			return usageError("%s %s: the value is %s, the placeholder volctl export nomad writes in place of a secret without --include-secrets: "+
+				"it is not the secret, and the plugin would be given it as one; give the real value", flag, escapeLines(k), spec.Redacted)
+		case spec.PlaceholderSpelling(v):
+			fmt.Fprintf(errOut, "Warning: %s %s: the value reads as a placeholder that output writes in place of a hidden value, not as one: "+
+				"if it was copied from such output, it is not the secret, and the plugin would be given it as one; if it is the real value, it is taken as written\n",
+				flag, escapeLines(k))
 		}
 		out[k] = v
 		return nil

@@ -20,38 +20,6 @@ func (e *Engine) RedactValue(ctx context.Context, v any, extra ...string) error 
 	return redactWith(v, redact)
 }
 
-// RedactValueKeeping is RedactValue, but a string that is exactly one of own, volctl's own
-// identifiers in *v (a volume's ID, its plugin's, the namespace it is registered in), is
-// scrubbed of the state's secrets only, not of extra: credentials sent elsewhere (to Nomad),
-// which only what answers there can echo. Before, a Nomad password that was also a volume's
-// name turned that name into [REDACTED] in every --json field naming it, Nomad's copy of it
-// included, where the volume's other output names it as it is; showing volctl's own
-// identifier, which it prints everywhere else, shows nothing more. Anywhere else (the credential
-// inside other text, in a value Nomad answered) extra is scrubbed as RedactValue does.
-func (e *Engine) RedactValueKeeping(ctx context.Context, v any, own []string, extra ...string) error {
-	redact, err := e.Redactor(ctx, extra...)
-	if err != nil {
-		return err
-	}
-	if len(own) == 0 || len(extra) == 0 {
-		return redactWith(v, redact)
-	}
-	local, err := e.Redactor(ctx)
-	if err != nil {
-		return err
-	}
-	keep := make(map[string]bool, len(own))
-	for _, id := range own {
-		keep[id] = id != ""
-	}
-	return redactWith(v, func(s string) string {
-		if keep[s] {
-			return local(s)
-		}
-		return redact(s)
-	})
-}
-
 // redactWith replaces every string under v, a pointer, with redact of it (scrubValue).
 func redactWith(v any, redact func(string) string) error {
 	rv := reflect.ValueOf(v)

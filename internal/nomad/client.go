@@ -130,6 +130,11 @@ func NewClient(address string) (*Client, error) {
 	// host early) has everything before its last '@' hidden.
 	shown := hiddenUserinfo(cfg.Address)
 	u, perr := url.Parse(cfg.Address)
+	if perr == nil && misread(cfg.Address, u) {
+		// Parsed, but not as written: the requests, with NOMAD_TOKEN, would go to the host the
+		// password's first part names, while shown names the one meant.
+		perr = errMisread
+	}
 	if perr == nil && u.User != nil {
 		userinfo(u.User)
 		shown = u.Redacted()
@@ -210,6 +215,32 @@ func userKey(user string) bool {
 // minUserKey is the length from which a user with no password may be a key (userKey).
 const minUserKey = 16
 
+// errMisread is url.Parse's success at reading an address otherwise than it is written (misread).
+var errMisread = errors.New("read as another address")
+
+// misread reports whether u, address as url.Parse read it, is not the address written: a
+// fragment (http://ops:1234#5678@nomad:4646, a password with a '#': host "ops:1234", the rest
+// a fragment), or an '@' after the host it read (a '/' or '?' in a password ends the host
+// there, the rest read as a path or query). The request would go, with the token, to the
+// host the password's first part names, while the address shown (everything before its last
+// '@' hidden) names the one meant. A Nomad address needs neither (unix:// is a path, and kept).
+func misread(address string, u *url.URL) bool {
+	if strings.EqualFold(u.Scheme, "unix") {
+		return false
+	}
+	if u.Fragment != "" || strings.Contains(address, "#") {
+		return true
+	}
+	rest := address
+	if i := strings.Index(rest, "://"); i >= 0 {
+		rest = rest[i+len("://"):]
+	}
+	if end := strings.IndexAny(rest, "/?"); end >= 0 {
+		return strings.Contains(rest[end:], "@")
+	}
+	return false
+}
+
 // zoneEscaped is address with the zone of its bracketed IPv6 host (http://[fe80::1%eth0]:4646,
 // as `ip address` prints one) written as a URL writes it, after %25, and true, when the zone
 // follows a bare "%" that url.Parse cannot read; before, such an address was refused with
@@ -229,7 +260,14 @@ func zoneEscaped(address string) (string, bool) {
 		return "", false
 	}
 	fixed := address[:open+1] + ip + "%25" + url.PathEscape(zone) + address[open+1+end:]
-	if _, err := url.Parse(fixed); err != nil {
+	// The fixed address must read as the one meant: the bracketed address its host, with
+	// its user when one was written before it. A '#', '/' or '?' in a password still makes
+	// it another host (ops:1234), which that advice alone would send the token to.
+	u, err := url.Parse(fixed)
+	if err != nil || misread(fixed, u) || u.Hostname() != ip+"%"+zone {
+		return "", false
+	}
+	if strings.Contains(address[:open], "@") && u.User == nil {
 		return "", false
 	}
 	return fixed, true
@@ -1137,13 +1175,20 @@ func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 // PluginsOfDriver lists the IDs of the CSI plugins Nomad runs of driver provider (their
 // GetPluginInfo name), in the client's region, sorted: for a volume whose plugin Nomad runs
 // under another ID than volctl's. Nomad's words (the IDs) have the credentials sent to it
-// replaced.
+// replaced. A failure that stops every other request (no answer, a gone token) is noted for
+// the command (noteStopped), as Plugin's is; a list answered without Nomad's X-Nomad-Index
+// header (a proxy's or another server's page) is not Nomad's word of which plugins it runs,
+// and is an error, not IDs to advise.
 func (c *Client) PluginsOfDriver(ctx context.Context, provider string) ([]string, error) {
-	rctx, _, cancel := c.request(ctx)
+	rctx, a, cancel := c.request(ctx)
 	defer cancel()
 	var stubs []*api.CSIPluginListStub
 	if _, err := c.api.Raw().Query("/v1/plugins?type=csi", &stubs, (&api.QueryOptions{Region: c.Region}).WithContext(rctx)); err != nil {
+		c.noteStopped(ctx, err, "its CSI plugins")
 		return nil, fmt.Errorf("Nomad at %s: its CSI plugins: %s", c.Address, c.said(ctx, err, nil))
+	}
+	if !a.fromNomad {
+		return nil, fmt.Errorf("Nomad at %s: its CSI plugins: answered without Nomad's X-Nomad-Index header, so not as Nomad does (a proxy or a page answering for it: NOMAD_ADDR must name Nomad's API)", c.Address)
 	}
 	var ids []string
 	for _, p := range stubs {

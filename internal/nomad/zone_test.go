@@ -30,3 +30,41 @@ func TestNomadAddressWithABareIPv6ZoneIsNamed(t *testing.T) {
 		t.Errorf("the zone written after %%25: %v", err)
 	}
 }
+
+// NOMAD_ADDR with a password holding an unescaped '#', '/' or '?' after digits
+// (http://ops:1234#5678@nomad:4646): url.Parse reads host "ops:1234" (the digits its port)
+// and the rest as a fragment, path or query, so volctl showed the address meant
+// (http://xxxxx@nomad:4646) while every request, NOMAD_TOKEN with it, went to host "ops". It
+// is refused with the '#', '/', '?', '@' advice, the password not shown; so is the "fixed"
+// address the bare-zone advice gave for such a password (review32g), whose host was "ops"
+// too.
+func TestNomadAddressReadAsAnotherHostIsRefused(t *testing.T) {
+	t.Setenv("NOMAD_TOKEN", "")
+	t.Setenv("NOMAD_HTTP_AUTH", "")
+	for _, addr := range []string{
+		"http://ops:1234#5678@nomad.example:4646",
+		"http://ops:1234/5678@nomad.example:4646",
+		"http://ops:1234?5678@nomad.example:4646",
+		"http://ops:1234#5678@[fe80::1%eth0]:4646",
+		"http://ops:1234#5678@[fe80::1%25eth0]:4646",
+		"http://ops:1234/5678@[fe80::1%25eth0]:4646",
+		"http://nomad.example:4646/#frag",
+	} {
+		c, err := NewClient(addr)
+		if err == nil {
+			t.Errorf("NOMAD_ADDR=%s is taken, as Nomad at %s, though its requests go to another host", addr, c.Address)
+			continue
+		}
+		if !strings.Contains(err.Error(), "%23") {
+			t.Errorf("NOMAD_ADDR=%s: the error does not say a '#' in a password is written %%23: %v", addr, err)
+		}
+		if strings.Contains(err.Error(), "1234") || strings.Contains(err.Error(), "5678") {
+			t.Errorf("NOMAD_ADDR=%s: the error shows the password: %v", addr, err)
+		}
+	}
+	for _, addr := range []string{"http://ops:1234%235678@nomad.example:4646", "http://ops:pw@[fe80::1%25eth0]:4646/", "unix:///run/nomad@1.sock"} {
+		if _, err := NewClient(addr); err != nil {
+			t.Errorf("NOMAD_ADDR=%s, written as a URL writes it: %v", addr, err)
+		}
+	}
+}

@@ -195,7 +195,7 @@ func (d *decoder) checkSecrets(m *stringMap) {
 		if !validSecretKey(e.key) {
 			d.errorf(e.keyRange, "Invalid secret key", "Secret key %q is not valid: the CSI spec allows only letters, digits, \"-\", \"_\" and \".\" in secret keys.", e.key)
 		}
-		if IsPlaceholder(e.value) || placeholderSpelling(e.value) { // the name is made only then
+		if IsPlaceholder(e.value) || PlaceholderSpelling(e.value) { // the name is made only then
 			d.checkPlaceholder(e.valueRange, e.value, PlaceholderWhat(e.key, 0), "a secret value")
 		}
 		if n := len(e.value); n > 0 && n < MinScrubLen {
@@ -271,12 +271,12 @@ func PlaceholderWhat(secretKey string, flag int) PlaceholderAt {
 // included: one pasted with a blank before or after it is no more a value than it is.
 func IsPlaceholder(v string) bool { return strings.TrimSpace(v) == Redacted }
 
-// placeholderSpelling reports whether v is another spelling of a placeholder for a hidden
+// PlaceholderSpelling reports whether v is another spelling of a placeholder for a hidden
 // value ("<redacted>", as Nomad's agent shows its own tokens; "[redacted]", as nomad operator
 // debug writes flags; "REDACTED", "( redacted )"): no tool writes one in place of a CSI
 // secret or mount flag, so it may be a real value, but it is most likely copied from such
 // output in place of one.
-func placeholderSpelling(v string) bool {
+func PlaceholderSpelling(v string) bool {
 	w := strings.TrimSpace(v)
 	for _, p := range []string{"[]", "<>", "()", "{}"} {
 		if len(w) >= 2 && w[0] == p[0] && w[len(w)-1] == p[1] {
@@ -288,12 +288,12 @@ func placeholderSpelling(v string) bool {
 }
 
 // PlaceholderSpellingSummary is the summary of the warning about another spelling of a
-// placeholder (placeholderSpelling) as a secret value or mount flag.
+// placeholder (PlaceholderSpelling) as a secret value or mount flag.
 const PlaceholderSpellingSummary = "Value that reads as a placeholder"
 
 // checkPlaceholder refuses value, the value of what (a secret value or a mount flag, stands),
 // when it is the placeholder (IsPlaceholder), and warns when it is another spelling of one
-// (placeholderSpelling), which may be the real value: the warning names what holds it, never
+// (PlaceholderSpelling), which may be the real value: the warning names what holds it, never
 // the value. Before, only the placeholder exactly as written was refused, and "<redacted>" or
 // "[ REDACTED ]" copied from another tool's output was given to the plugin as the credential
 // without a word.
@@ -301,7 +301,7 @@ func (d *decoder) checkPlaceholder(rng hcl.Range, value string, what Placeholder
 	switch {
 	case IsPlaceholder(value):
 		d.placeholder(rng, what, stands)
-	case placeholderSpelling(value):
+	case PlaceholderSpelling(value):
 		// The detail names no spelling of the word: the parser masks the value wherever
 		// its diagnostics quote it (hideMasked).
 		d.warnf(rng, PlaceholderSpellingSummary, "The value of %s reads as a placeholder that output writes in place of a hidden value "+

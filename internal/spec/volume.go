@@ -505,7 +505,7 @@ func (d *decoder) mountOptions(b *hcl.Block) *MountOptions {
 			d.errorf(c.Attributes["mount_flags"].Expr.Range(), "Value too long",
 				"mount_flags hold %d bytes; the CSI spec limits them to %d bytes (4 KiB) in total.", total, MaxCSIMountOpts)
 		}
-		if slices.ContainsFunc(flags, func(f string) bool { return IsPlaceholder(f) || placeholderSpelling(f) }) {
+		if slices.ContainsFunc(flags, func(f string) bool { return IsPlaceholder(f) || PlaceholderSpelling(f) }) {
 			rngs := mountFlagRanges(c.Attributes["mount_flags"].Expr, len(flags))
 			for i, f := range flags {
 				d.checkPlaceholder(rngs[i], f, PlaceholderWhat("", i), "a mount flag")
