@@ -16,6 +16,7 @@ import (
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -697,6 +698,55 @@ func TestCodeMatrixOKAnswers(t *testing.T) {
 				t.Errorf("after the claim: %v", err)
 			}
 			c.healAndRelease()
+		})
+	}
+}
+
+// TestCodeMatrixRestoreFingerprint: the fingerprint's questions (TestCodeMatrixProbes) met by
+// a reconcile's restore rather than a claim: after a reboot (the claim's mounts gone), the
+// plugin restarted (its socket a new file) answers one question of its fingerprint with an
+// error. The claim stays held, left for reconcile, its record and its one failure event naming
+// the question and its code, as a claim's RPC failing does; once the plugin answers again a
+// pass restores it and a release leaves nothing. Before, restoreLocked's connection failure
+// was recorded with no RPC (`volctl events` showed neither the question nor the code).
+func TestCodeMatrixRestoreFingerprint(t *testing.T) {
+	h := newHarnessConfig(t, nil, matrixConfig())
+	for i, rpc := range matrixProbeRPCs[1:] { // Probe's failure is the plugin's health, not a connection's
+		t.Run(rpc, func(t *testing.T) {
+			parent := h.t
+			h.t = t
+			defer func() { h.t = parent }()
+			vol := fmt.Sprintf("v%d", i)
+			h.claimThenReboot(vol, "a", spec.SingleNodeWriter)
+			c := &matrixCell{t: t, row: parent, h: h, vol: vol, ext: h.externalID(vol), rpc: rpc,
+				a: matrixAnswer{name: "Internal", code: codes.Internal, message: "backend said no (token " + matrixSecret + ")"}, class: "final"}
+			h.faults.Inject(rpc, csitest.Fault{Code: c.a.code, Message: c.a.message})
+			defer h.faults.Clear() // a cell that fails leaves the next its plugin healed
+			h.serveAnew(parent)
+			rep, err := h.e.Reconcile(h.ctx)
+			if err == nil || rep.OK() {
+				t.Fatalf("reconcile restoring through a plugin whose %s fails: %+v, %v; want a problem", rpc, rep, err)
+			}
+			c.noSecret("reconcile", err)
+			cls := h.liveClaims(vol)
+			if len(cls) != 1 || cls[0].Releasing || !cls[0].NeedsReconcile {
+				t.Fatalf("claims after the restore failed: %+v; want the claim held, left for reconcile", cls)
+			}
+			if cls[0].LastRPC != rpc || cls[0].LastCode != c.a.code.String() {
+				t.Errorf("claim after its restore's %s failed records %q/%q; want %s/%s", rpc, cls[0].LastRPC, cls[0].LastCode, rpc, c.a.code)
+			}
+			if evs := c.failureEvents(); len(evs) != 1 {
+				all, _ := h.e.Events(h.ctx, 0, EventFilter{VolumeID: vol})
+				t.Errorf("events of the restore's %s failing: %d; want 1: %+v", rpc, len(evs), all)
+			}
+			h.faults.Clear()
+			if rep, err := h.e.Reconcile(h.ctx); err != nil || !slices.ContainsFunc(rep.Actions, func(a ReconcileAction) bool { return a.Kind == "restored" && a.VolumeID == vol }) {
+				t.Fatalf("reconcile once the plugin answers: %+v, %v; want %s restored", rep, err, vol)
+			}
+			h.release(vol, "a")
+			if err := c.empty(); err != nil {
+				t.Errorf("after the restore and the release: %v", err)
+			}
 		})
 	}
 }
