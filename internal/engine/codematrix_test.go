@@ -5,7 +5,9 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
@@ -14,6 +16,7 @@ import (
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -29,6 +32,18 @@ import (
 // A row (an RPC, the plugin acting or not) is one harness, each of its cells a volume of its
 // own, the fault applying to that volume's requests only: an engine opened per cell cost a
 // second of CPU under -race (its statements prepared), the whole matrix minutes.
+
+// matrixConfig is the engine's config of the matrix's harnesses, whose cells must not rest on
+// the machine's speed. Its clock (Config.Now, by which retry measures an attempt and stops
+// retrying one that failed slowly: slowFailure) reads a nanosecond later at each reading, so
+// no attempt is slow however loaded the machine, and a retryable cell is sent every attempt
+// (sent). Its RPC timeouts are contentTimeouts: no cell answers late, and a megabyte's answer
+// decoded under -race on a loaded machine must not run into the deadline instead.
+func matrixConfig() Config {
+	start := time.Now()
+	var readings atomic.Int64
+	return Config{Timeouts: contentTimeouts, Now: func() time.Time { return start.Add(time.Duration(readings.Add(1))) }}
+}
 
 // matrixAnswer is one way a plugin answers an RPC it fails.
 type matrixAnswer struct {
@@ -51,11 +66,55 @@ func matrixAnswers() []matrixAnswer {
 		matrixAnswer{name: "InternalWithDetails", code: codes.Internal, message: "see details",
 			details: []string{"request dump: secrets={token: " + matrixSecret + "}"}},
 		matrixAnswer{name: "InternalControlChars", code: codes.Internal, message: "first\n\x1b[2J\x1b[31mred\x00\r\u009b " + matrixSecret},
-		// Of a final code: one of a retryable code is retried only while its attempts fit the
-		// RPC's timeout (slowFailure), which a megabyte's under -race on a loaded machine may
-		// not, and the cell would depend on the machine's speed.
+		// Of a final code: a megabyte scrubbed and checked once, not at each of a retryable
+		// code's attempts; what volctl makes of the message does not rest on its code.
 		matrixAnswer{name: "Internal1MiB", code: codes.Internal, message: matrixSecret + " " + strings.Repeat("x", 1<<20)},
 	)
+}
+
+// form says the answer is one of a message's forms (details, control characters, a megabyte),
+// not a code's plain answer.
+func (a matrixAnswer) form() bool {
+	return a.name != a.code.String() && a.code <= codes.Unauthenticated
+}
+
+// matrixBranched are the codes the claim and release paths act on by the code itself, besides
+// its class: NOT_FOUND, UNIMPLEMENTED and FAILED_PRECONDITION (checkAnswerer asks who answered;
+// unstage and reattach read them), ALREADY_EXISTS (attachedOtherwise, stillStaged), UNAVAILABLE
+// (PluginNotAnswering), RESOURCE_EXHAUSTED (its class the RPC's); with INTERNAL, a final
+// code's, and a number no one defines. The other codes are their class's and their hint's,
+// the same on every RPC: DEADLINE_EXCEEDED among them, a plugin's answer, which is no timeout
+// of volctl's (csi.IsTimeout: the deadline reached).
+var matrixBranched = []codes.Code{codes.NotFound, codes.Unimplemented, codes.FailedPrecondition, codes.AlreadyExists,
+	codes.Unavailable, codes.ResourceExhausted, codes.Internal, codes.Code(99)}
+
+// matrixCells says which of a row's answers TestCodeMatrix runs, and why not the others: every
+// code the engine acts on by itself (matrixBranched), the plugin acting or not; each other
+// code, and each message's form, the plugin not acting, at one claim RPC and one release RPC,
+// turn about (the code's handling is its class's, the message's the client's, on every RPC:
+// run at every RPC, they cost the matrix half its time and tested one path again).
+func matrixCells(answers []matrixAnswer, rpc string, acted bool) func(matrixAnswer) string {
+	mounts := needsMounts(rpc, acted)
+	return func(a matrixAnswer) string {
+		if why := mounts(a); why != "" {
+			return why
+		}
+		if a.form() && acted {
+			return "the message's form is the same answer's whether the plugin acted or not: run with acted=false"
+		}
+		if !a.form() && slices.Contains(matrixBranched, a.code) {
+			return ""
+		}
+		if acted {
+			return "the engine acts on this code as on its class's, whose cells of this row run with the plugin acting"
+		}
+		k := slices.IndexFunc(answers, func(b matrixAnswer) bool { return b.name == a.name })
+		claim, release := matrixClaimRPCs[k%len(matrixClaimRPCs)], matrixReleaseRPCs[k%len(matrixReleaseRPCs)]
+		if rpc == claim || rpc == release {
+			return ""
+		}
+		return fmt.Sprintf("handled as on every RPC: run at %s and %s", claim, release)
+	}
 }
 
 // matrixClass is what the design says of a code answered to rpc: retryable, ignorable (done)
@@ -107,9 +166,6 @@ func matrixRow(t *testing.T, h *harness, rpc string, answers []matrixAnswer, act
 		t.Run(a.name, func(t *testing.T) {
 			if why := skip(a); why != "" {
 				t.Skip(why)
-			}
-			if acted && a.name != a.code.String() {
-				t.Skip("the message's form is the same answer's whether the plugin acted or not: run with acted=false")
 			}
 			parent := h.t
 			h.t = t
@@ -331,11 +387,12 @@ func needsMounts(rpc string, acted bool) func(matrixAnswer) string {
 }
 
 func TestCodeMatrix(t *testing.T) {
+	answers := matrixAnswers()
 	for _, rpc := range append(slices.Clone(matrixClaimRPCs), matrixReleaseRPCs...) {
 		for _, acted := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/acted=%v", rpc, acted), func(t *testing.T) {
 				t.Parallel()
-				matrixRow(t, newHarness(t, nil), rpc, matrixAnswers(), acted, matrixRun(rpc), needsMounts(rpc, acted))
+				matrixRow(t, newHarnessConfig(t, nil, matrixConfig()), rpc, answers, acted, matrixRun(rpc), matrixCells(answers, rpc, acted))
 			})
 		}
 	}
@@ -459,7 +516,7 @@ func TestCodeMatrixKernel(t *testing.T) {
 		for _, acted := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/acted=%v", rpc, acted), func(t *testing.T) {
 				t.Parallel()
-				h := kernelHarness(t, nil)
+				h := kernelHarnessConfig(t, nil, matrixConfig())
 				matrixRow(t, h, rpc, answers, acted, func(c *matrixCell) {
 					matrixRun(rpc)(c)
 					if left := mountsUnder(t, h.dir); len(left) != 0 {
@@ -507,8 +564,10 @@ func TestCodeMatrixProbes(t *testing.T) {
 		}
 	}
 	// Probe is its own path (admission's health check), the fingerprint's questions one path
-	// (connect): every code for Probe and the fingerprint's first question, a few of each
-	// class for the others, whose cells cost the matrix's time and test that path again.
+	// (connect): every code for the fingerprint's first question; for Probe the codes the
+	// engine acts on by themselves (matrixBranched: UNAVAILABLE is a plugin still starting);
+	// a few of each class for the fingerprint's others, whose cells cost the matrix's time and
+	// test that path again.
 	few := func(a matrixAnswer) string {
 		switch a.code {
 		case codes.Internal, codes.Unavailable, codes.Unimplemented, codes.Code(99):
@@ -516,13 +575,22 @@ func TestCodeMatrixProbes(t *testing.T) {
 		}
 		return "the fingerprint's path: every code is run at GetPluginInfo"
 	}
+	branched := func(a matrixAnswer) string {
+		if slices.Contains(matrixBranched, a.code) {
+			return ""
+		}
+		return "the engine acts on this code at Probe as on its class's: every code is run at GetPluginInfo"
+	}
 	for _, rpc := range matrixProbeRPCs {
 		t.Run(rpc, func(t *testing.T) {
 			t.Parallel()
-			h := newHarness(t, nil)
-			skip := func(matrixAnswer) string { return "" }
-			if rpc != csi.RPCProbe && rpc != csi.RPCGetPluginInfo {
-				skip = few
+			h := newHarnessConfig(t, nil, matrixConfig())
+			skip := few
+			switch rpc {
+			case csi.RPCGetPluginInfo:
+				skip = func(matrixAnswer) string { return "" }
+			case csi.RPCProbe:
+				skip = branched
 			}
 			matrixRow(t, h, rpc, answers, false, (*matrixCell).probe, skip)
 		})
@@ -549,9 +617,20 @@ func (c *matrixCell) probe() {
 		if rpcs := h.rpcs(); len(rpcs) != 0 {
 			t.Errorf("RPCs of the claim sent to a plugin whose %s failed: %v", c.rpc, rpcs)
 		}
-		if cls := h.liveClaims(c.vol); len(cls) > 0 {
+		cls := h.liveClaims(c.vol)
+		switch {
+		case c.rpc == csi.RPCProbe:
+			if len(cls) != 0 {
+				t.Errorf("claims after its plugin's Probe answered %s: %+v; want it refused before it was admitted", c.a.name, cls)
+			}
+		case len(cls) != 1:
+			t.Fatalf("claims after its plugin's %s answered %s: %+v; want one, taken, left for reconcile", c.rpc, c.a.name, cls)
+		default:
 			if !cls[0].NeedsReconcile || cls[0].State != store.ClaimTaken {
 				t.Errorf("claim after its plugin's %s failed: %+v; want it taken, left for reconcile", c.rpc, cls[0])
+			}
+			if cls[0].LastRPC != c.rpc || cls[0].LastCode != c.a.code.String() {
+				t.Errorf("claim after its plugin's %s failed records %q/%q; want %s/%s", c.rpc, cls[0].LastRPC, cls[0].LastCode, c.rpc, c.a.code)
 			}
 			c.failingPass()
 			if evs := c.failureEvents(); len(evs) != 1 {
@@ -637,7 +716,7 @@ func TestCodeMatrixOKAnswers(t *testing.T) {
 			r.Clear(r.Descriptor().Fields().ByName(protoreflect.Name(field)))
 		}
 	}
-	h := newHarness(t, nil)
+	h := newHarnessConfig(t, nil, matrixConfig())
 	for i, x := range []struct {
 		name, rpc string
 		fault     csitest.Fault
@@ -673,6 +752,55 @@ func TestCodeMatrixOKAnswers(t *testing.T) {
 				t.Errorf("after the claim: %v", err)
 			}
 			c.healAndRelease()
+		})
+	}
+}
+
+// TestCodeMatrixRestoreFingerprint: the fingerprint's questions (TestCodeMatrixProbes) met by
+// a reconcile's restore rather than a claim: after a reboot (the claim's mounts gone), the
+// plugin restarted (its socket a new file) answers one question of its fingerprint with an
+// error. The claim stays held, left for reconcile, its record and its one failure event naming
+// the question and its code, as a claim's RPC failing does; once the plugin answers again a
+// pass restores it and a release leaves nothing. Before, restoreLocked's connection failure
+// was recorded with no RPC (`volctl events` showed neither the question nor the code).
+func TestCodeMatrixRestoreFingerprint(t *testing.T) {
+	h := newHarnessConfig(t, nil, matrixConfig())
+	for i, rpc := range matrixProbeRPCs[1:] { // Probe's failure is the plugin's health, not a connection's
+		t.Run(rpc, func(t *testing.T) {
+			parent := h.t
+			h.t = t
+			defer func() { h.t = parent }()
+			vol := fmt.Sprintf("v%d", i)
+			h.claimThenReboot(vol, "a", spec.SingleNodeWriter)
+			c := &matrixCell{t: t, row: parent, h: h, vol: vol, ext: h.externalID(vol), rpc: rpc,
+				a: matrixAnswer{name: "Internal", code: codes.Internal, message: "backend said no (token " + matrixSecret + ")"}, class: "final"}
+			h.faults.Inject(rpc, csitest.Fault{Code: c.a.code, Message: c.a.message})
+			defer h.faults.Clear() // a cell that fails leaves the next its plugin healed
+			h.serveAnew(parent)
+			rep, err := h.e.Reconcile(h.ctx)
+			if err == nil || rep.OK() {
+				t.Fatalf("reconcile restoring through a plugin whose %s fails: %+v, %v; want a problem", rpc, rep, err)
+			}
+			c.noSecret("reconcile", err)
+			cls := h.liveClaims(vol)
+			if len(cls) != 1 || cls[0].Releasing || !cls[0].NeedsReconcile {
+				t.Fatalf("claims after the restore failed: %+v; want the claim held, left for reconcile", cls)
+			}
+			if cls[0].LastRPC != rpc || cls[0].LastCode != c.a.code.String() {
+				t.Errorf("claim after its restore's %s failed records %q/%q; want %s/%s", rpc, cls[0].LastRPC, cls[0].LastCode, rpc, c.a.code)
+			}
+			if evs := c.failureEvents(); len(evs) != 1 {
+				all, _ := h.e.Events(h.ctx, 0, EventFilter{VolumeID: vol})
+				t.Errorf("events of the restore's %s failing: %d; want 1: %+v", rpc, len(evs), all)
+			}
+			h.faults.Clear()
+			if rep, err := h.e.Reconcile(h.ctx); err != nil || !slices.ContainsFunc(rep.Actions, func(a ReconcileAction) bool { return a.Kind == "restored" && a.VolumeID == vol }) {
+				t.Fatalf("reconcile once the plugin answers: %+v, %v; want %s restored", rep, err, vol)
+			}
+			h.release(vol, "a")
+			if err := c.empty(); err != nil {
+				t.Errorf("after the restore and the release: %v", err)
+			}
 		})
 	}
 }

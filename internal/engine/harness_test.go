@@ -38,6 +38,13 @@ var fastRetry = RetryPolicy{Attempts: 3, Base: time.Millisecond, Max: 4 * time.M
 
 func newHarness(t *testing.T, mutate func(*csitest.MemConfig)) *harness {
 	t.Helper()
+	return newHarnessConfig(t, mutate, Config{})
+}
+
+// newHarnessConfig is newHarness with the engine opened on ecfg (its state dir, and the
+// retry policy, timeouts and mounts it leaves zero, the harness's).
+func newHarnessConfig(t *testing.T, mutate func(*csitest.MemConfig), ecfg Config) *harness {
+	t.Helper()
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "node-1"
 	if mutate != nil {
@@ -47,7 +54,7 @@ func newHarness(t *testing.T, mutate func(*csitest.MemConfig)) *harness {
 	storetest.Seed(t, h.dir) // the schema database, copied
 	h.socket, h.stopServe = csitest.Serve(t, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
 	h.mounts = newFakeMounts(h.mem)
-	h.open(Config{})
+	h.open(ecfg)
 	h.registerPlugin("mem", h.socket)
 	return h
 }

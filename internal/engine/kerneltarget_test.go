@@ -19,6 +19,13 @@ import (
 // for real (as root) as cfg further says, under a state dir where mounts are allowed.
 func kernelHarness(t *testing.T, mutate func(*csitest.MemConfig)) *harness {
 	t.Helper()
+	return kernelHarnessConfig(t, mutate, Config{})
+}
+
+// kernelHarnessConfig is kernelHarness with the engine opened on cfg (its mounts the
+// kernel's).
+func kernelHarnessConfig(t *testing.T, mutate func(*csitest.MemConfig), cfg Config) *harness {
+	t.Helper()
 	hostpathtest.RequireMount(t)
 	root := t.TempDir()
 	h := newHarness(t, func(c *csitest.MemConfig) {
@@ -34,7 +41,8 @@ func kernelHarness(t *testing.T, mutate func(*csitest.MemConfig)) *harness {
 	})
 	h.dir = hostpathtest.MountDir(t)
 	h.e = nil
-	h.open(Config{Mounts: kernelMounts{}})
+	cfg.Mounts = kernelMounts{}
+	h.open(cfg)
 	h.registerPlugin("mem", h.socket)
 	return h
 }
