@@ -237,7 +237,8 @@ func (l *locker) group(ctx context.Context, name string) (func(), error) {
 // (taken after the source volume's lock, before a controller's). The key is hashed, as a
 // snapshot ID may be anything. Each holder checks it is still held (snapshotStillHeld) before
 // it acts on the plugin and inside the transaction that records what it did: a create that
-// waited for a delete, after its second answer and in its record (finishSnapshot).
+// waited for a delete, after its second answer and in its record (finishSnapshot); a
+// deregister in its transaction (deregisterSnapshotStored).
 func (l *locker) snapshot(ctx context.Context, pluginID, snapshotID string) (func(), error) {
 	return l.take(ctx, "snapshot-"+lockHash(pluginID+"\x00"+snapshotID), fmt.Sprintf("snapshot %q of plugin %q", snapshotID, pluginID))
 }

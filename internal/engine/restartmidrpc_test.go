@@ -324,3 +324,57 @@ func TestSnapshotCreateThatWaitedForADeleteChecksItsLockWhenRecording(t *testing
 	}
 	h.snapshotsMatch("after the create and the other volctl's delete")
 }
+
+// review32f: a snapshot deregister holds the snapshot's lock, and its lock file is removed
+// meanwhile (failpoint snapshot:deregistering); another volctl's delete of the snapshot takes
+// the lock on a new file and records itself, its DeleteSnapshot not sent yet. Before, the
+// deregister, which never checked its lock, wiped that delete's mark and the record and said the
+// snapshot was left on the plugin, and the delete then deleted it. It stops, naming the lock
+// file, forgetting nothing; the delete finishes.
+func TestSnapshotDeregisterStopsOnALostSnapshotLock(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	s := h.snapshot("nightly")
+	other := h.otherProcess()
+	lockPath := filepath.Join(h.dir, lockDir, "snapshot-"+lockHash("mem\x00"+s.ID)+".lock")
+	var derr error
+	ran := false
+	marked, proceed, delDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	old := testHookFailpoint
+	testHookFailpoint = func(n string) {
+		switch {
+		case n == "snapshot:deleting":
+			close(marked)
+			<-proceed // the other delete's DeleteSnapshot waits for the deregister's end
+		case n == "snapshot:deregistering" && !ran:
+			ran = true
+			if err := os.Remove(lockPath); err != nil {
+				t.Error(err)
+				return
+			}
+			go func() { defer close(delDone); derr = other.DeleteSnapshot(context.Background(), "mem", s.ID, nil) }()
+			select {
+			case <-marked:
+			case <-delDone:
+			}
+		}
+	}
+	t.Cleanup(func() { testHookFailpoint = old })
+	warnings, err := h.e.DeregisterSnapshot(h.ctx, "mem", s.ID)
+	close(proceed)
+	if !ran {
+		t.Fatalf("the deregister never passed snapshot:deregistering (it returned %v)", err)
+	}
+	<-delDone
+	t.Logf("the other volctl's delete: %v; the deregister: %v %q", derr, err, warnings)
+	if err == nil {
+		if len(h.mem.Snapshots()) == 0 {
+			t.Errorf("the deregister, its snapshot lock file removed, said %q, and another volctl's delete, on a new lock file, deleted the snapshot", warnings)
+		}
+	} else if !strings.Contains(err.Error(), lockPath) {
+		t.Errorf("the deregister: %v\nwant it to name the lock file %s", err, lockPath)
+	}
+	if derr != nil {
+		t.Errorf("the other volctl's delete, on a new lock file: %v", derr)
+	}
+	h.snapshotsMatch("after the deregister and the other volctl's delete")
+}

@@ -1319,8 +1319,16 @@ func (e *Engine) deregisterSnapshotStored(ctx context.Context, pluginID, snapsho
 		return fail(err)
 	}
 	defer unlockSnap()
+	failpoint("snapshot:deregistering") // the snapshot's lock taken, nothing forgotten yet
 	var warning string
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		// The snapshot's lock file removed since it was taken: another volctl's delete may hold
+		// the lock on a new file, its mark recorded and its DeleteSnapshot on its way; wiping
+		// that mark and the record would say the snapshot is left while it deletes it
+		// (TestSnapshotDeregisterStopsOnALostSnapshotLock). Nothing is forgotten.
+		if lost := e.locks.snapshotStillHeld(pluginID, snapshotID); lost != nil {
+			return lost
+		}
 		// A recorded delete of it (one killed or unanswered) is forgotten with it: reconcile,
 		// which finishes recorded deletes, would otherwise delete what the user chose to leave.
 		marked, err := tx.Snapshots().Deleting(pluginID, snapshotID)
