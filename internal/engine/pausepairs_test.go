@@ -559,3 +559,36 @@ func TestPausedPairSnapshotDeleteSnapshotCreate(t *testing.T) {
 			h.snapshotsMatch("at " + fp)
 		})
 }
+
+// A snapshot deregister, and another process's delete of the snapshot: the delete waits for the
+// deregister's snapshot lock (failpoint snapshot:deregistering, review32f), then either deletes
+// the snapshot the deregister left or says why not; the deregister never forgets a delete in
+// flight.
+func TestPausedPairSnapshotDeregisterSnapshotDelete(t *testing.T) {
+	setup := func(t *testing.T) *harness { h := snapshotDB(t); h.snapshot("nightly"); return h }
+	forEachFailpoint(t, setup,
+		onThis(func(e *Engine) func(ctx context.Context) error {
+			return func(ctx context.Context) error { _, err := e.DeregisterSnapshot(ctx, "mem", "nightly"); return err }
+		}),
+		onOther(func(e *Engine) func(ctx context.Context) error {
+			return func(ctx context.Context) error { return e.DeleteSnapshot(ctx, "mem", "nightly", nil) }
+		}),
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			if out.aErr != nil {
+				t.Errorf("at %s: the deregister: %v", fp, out.aErr)
+			}
+			if !out.bWaited {
+				t.Errorf("at %s: the delete did not wait for the deregister's snapshot lock (it returned %v)", fp, out.bErr)
+			}
+			if out.bErr == nil && len(h.mem.Snapshots()) != 0 {
+				t.Errorf("at %s: the delete said it deleted nightly, and the plugin has %+v", fp, h.mem.Snapshots())
+			}
+			if out.bErr != nil {
+				saysWhatItWaitedFor(t, "at "+fp, out.bErr, "nightly")
+			}
+			recs, err := viewOne(h.ctx, h.e.store, func(tx *store.Tx) ([]store.Snapshot, error) { return tx.Snapshots().List("mem") })
+			if err != nil || len(recs) != 0 {
+				t.Errorf("at %s: after the deregister and the delete, the store records %+v (%v)", fp, recs, err)
+			}
+		})
+}
