@@ -199,11 +199,7 @@ func TestSnapshotLockFileRemovedBeforeTheDeleteIsSentStopsTheDelete(t *testing.T
 	if derr == nil {
 		t.Errorf("the delete whose lock file was removed before its DeleteSnapshot went on and said it deleted snapshot %s", s.ID)
 	} else {
-		for _, want := range []string{lockPath, "removed", s.ID} {
-			if !strings.Contains(derr.Error(), want) {
-				t.Errorf("the delete: %v\nwant it to say %q", derr, want)
-			}
-		}
+		wantSays(t, "the delete", derr, lockPath, "removed", s.ID)
 	}
 	h.snapshotsMatch("after the create and the delete")
 }
@@ -215,16 +211,7 @@ func TestSnapshotLockFileRemovedBeforeTheDeleteIsSentStopsTheDelete(t *testing.T
 // then recorded the snapshot as made and said it made it, and the plugin had none. It stops,
 // naming the lock file, recording nothing, its intent kept for reconcile.
 func TestSnapshotCreateThatWaitedForADeleteStopsOnALostSnapshotLock(t *testing.T) {
-	h, _ := snapshotHarness(t, nil)
-	s := h.snapshot("nightly")
-	// An earlier delete, unanswered: its record (the mark) stays, the snapshot too.
-	h.faults.Inject(csi.RPCDeleteSnapshot, csitest.Fault{Code: codes.Unavailable})
-	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err == nil {
-		t.Fatal("the unanswered delete succeeded")
-	}
-	h.faults.Clear(csi.RPCDeleteSnapshot)
-	other := h.otherProcess()
-	lockPath := filepath.Join(h.dir, lockDir, "snapshot-"+lockHash("mem\x00"+s.ID)+".lock")
+	h, s, other, lockPath := snapshotWithAnUnansweredDelete(t)
 	var derr error
 	ran, calls := false, 0
 	marked := make(chan struct{})
@@ -270,11 +257,7 @@ func TestSnapshotCreateThatWaitedForADeleteStopsOnALostSnapshotLock(t *testing.T
 			t.Errorf("the create said it made snapshot %s (its snapshot lock file removed while it held it), and another volctl's delete had deleted it: the plugin has %+v", made.ID, h.mem.Snapshots())
 		}
 	} else {
-		for _, want := range []string{lockPath, "removed", "nightly", "volctl reconcile"} {
-			if !strings.Contains(cerr.Error(), want) {
-				t.Errorf("the create: %v\nwant it to say %q", cerr, want)
-			}
-		}
+		wantSays(t, "the create", cerr, lockPath, "removed", "nightly", "volctl reconcile")
 	}
 	h.snapshotsMatch("after the create and the other volctl's delete")
 }
@@ -285,15 +268,7 @@ func TestSnapshotCreateThatWaitedForADeleteStopsOnALostSnapshotLock(t *testing.T
 // transaction alone let the create record the snapshot (and Undelete wipe a delete's mark
 // recorded in between): it is checked again inside the record's transaction.
 func TestSnapshotCreateThatWaitedForADeleteChecksItsLockWhenRecording(t *testing.T) {
-	h, _ := snapshotHarness(t, nil)
-	s := h.snapshot("nightly")
-	h.faults.Inject(csi.RPCDeleteSnapshot, csitest.Fault{Code: codes.Unavailable})
-	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err == nil {
-		t.Fatal("the unanswered delete succeeded")
-	}
-	h.faults.Clear(csi.RPCDeleteSnapshot)
-	other := h.otherProcess()
-	lockPath := filepath.Join(h.dir, lockDir, "snapshot-"+lockHash("mem\x00"+s.ID)+".lock")
+	h, s, other, lockPath := snapshotWithAnUnansweredDelete(t)
 	var derr error
 	ran := false
 	old := testHookFailpoint
@@ -377,4 +352,29 @@ func TestSnapshotDeregisterStopsOnALostSnapshotLock(t *testing.T) {
 		t.Errorf("the other volctl's delete, on a new lock file: %v", derr)
 	}
 	h.snapshotsMatch("after the deregister and the other volctl's delete")
+}
+
+// snapshotWithAnUnansweredDelete makes snapshot nightly of volume db and a delete of it the
+// plugin never answered (its mark recorded, the snapshot kept), and returns another volctl
+// process and the path of the snapshot's lock file.
+func snapshotWithAnUnansweredDelete(t *testing.T) (*harness, SnapshotInfo, *Engine, string) {
+	t.Helper()
+	h, _ := snapshotHarness(t, nil)
+	s := h.snapshot("nightly")
+	h.faults.Inject(csi.RPCDeleteSnapshot, csitest.Fault{Code: codes.Unavailable})
+	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err == nil {
+		t.Fatal("the unanswered delete succeeded")
+	}
+	h.faults.Clear(csi.RPCDeleteSnapshot)
+	return h, s, h.otherProcess(), filepath.Join(h.dir, lockDir, "snapshot-"+lockHash("mem\x00"+s.ID)+".lock")
+}
+
+// wantSays fails the test unless err's message says each of wants.
+func wantSays(t *testing.T, what string, err error, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v\nwant it to say %q", what, err, want)
+		}
+	}
 }
