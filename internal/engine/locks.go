@@ -113,7 +113,9 @@ func (l *locker) stillHeld(id string) error {
 // its answer is recorded. One removed while held lets another volctl's create of the same name,
 // answered with the snapshot being deleted, take the lock on a new file instead of waiting for
 // the delete, record the snapshot as made, and have the delete delete it
-// (TestSnapshotLockFileRemovedBeforeTheDeleteIsSentStopsTheDelete).
+// (TestSnapshotLockFileRemovedBeforeTheDeleteIsSentStopsTheDelete); one removed while a create
+// that waited for a delete holds it, another volctl's delete to delete what the create records
+// (TestSnapshotCreateThatWaitedForADeleteStopsOnALostSnapshotLock).
 func (l *locker) snapshotStillHeld(pluginID, snapshotID string) error {
 	return l.stillHeldNamed("snapshot-"+lockHash(pluginID+"\x00"+snapshotID), fmt.Sprintf("snapshot %q of plugin %q", snapshotID, pluginID), "the snapshot",
 		"`"+shellquote.Command("volctl volume snapshot list "+shellquote.Flag("--plugin", pluginID))+"` shows what is recorded of it and what the plugin has")
@@ -233,7 +235,10 @@ func (l *locker) group(ctx context.Context, name string) (func(), error) {
 // snapshot locks one snapshot of one plugin, for a delete of it (the user's, or one reconcile
 // finishes), a deregister of it and a create answered with it while its delete is recorded
 // (taken after the source volume's lock, before a controller's). The key is hashed, as a
-// snapshot ID may be anything.
+// snapshot ID may be anything. Each holder checks it is still held (snapshotStillHeld) before
+// it acts on the plugin and inside the transaction that records what it did: a create that
+// waited for a delete, after its second answer and in its record (finishSnapshot); a
+// deregister in its transaction (deregisterSnapshotStored).
 func (l *locker) snapshot(ctx context.Context, pluginID, snapshotID string) (func(), error) {
 	return l.take(ctx, "snapshot-"+lockHash(pluginID+"\x00"+snapshotID), fmt.Sprintf("snapshot %q of plugin %q", snapshotID, pluginID))
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -198,11 +199,182 @@ func TestSnapshotLockFileRemovedBeforeTheDeleteIsSentStopsTheDelete(t *testing.T
 	if derr == nil {
 		t.Errorf("the delete whose lock file was removed before its DeleteSnapshot went on and said it deleted snapshot %s", s.ID)
 	} else {
-		for _, want := range []string{lockPath, "removed", s.ID} {
-			if !strings.Contains(derr.Error(), want) {
-				t.Errorf("the delete: %v\nwant it to say %q", derr, want)
+		wantSays(t, "the delete", derr, lockPath, "removed", s.ID)
+	}
+	h.snapshotsMatch("after the create and the delete")
+}
+
+// review32f: a snapshot create answered with a snapshot whose delete is recorded takes the
+// snapshot's lock and asks again (finishSnapshot). Its lock file removed while it holds it,
+// another volctl's delete of the snapshot takes the lock on a new file, deletes the snapshot and
+// forgets it. Before, the create, which checked only the source volume's lock before recording,
+// then recorded the snapshot as made and said it made it, and the plugin had none. It stops,
+// naming the lock file, recording nothing, its intent kept for reconcile.
+func TestSnapshotCreateThatWaitedForADeleteStopsOnALostSnapshotLock(t *testing.T) {
+	h, s, other, lockPath := snapshotWithAnUnansweredDelete(t)
+	var derr error
+	ran, calls := false, 0
+	marked := make(chan struct{})
+	old := testHookFailpoint
+	testHookFailpoint = func(n string) {
+		if n == "snapshot:deleting" {
+			close(marked)
+		}
+	}
+	t.Cleanup(func() { testHookFailpoint = old })
+	delDone := make(chan struct{})
+	// The second CreateSnapshot (the one asked again under the snapshot's lock) answered, before
+	// the create reads the answer: the lock file removed, another volctl's delete takes the lock
+	// on a new file and records itself (it then waits for the controller lock this create holds).
+	h.faults.Inject(csi.RPCCreateSnapshot, csitest.Fault{Times: 2, Answer: func(proto.Message) {
+		if calls++; calls != 2 {
+			return // the first answer: the create has not taken the snapshot's lock yet
+		}
+		ran = true
+		if err := os.Remove(lockPath); err != nil {
+			t.Error(err)
+			close(delDone)
+			return
+		}
+		go func() { defer close(delDone); derr = other.DeleteSnapshot(context.Background(), "mem", s.ID, nil) }()
+		select {
+		case <-marked:
+		case <-delDone:
+		}
+	}})
+	made, cerr := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil)
+	if !ran {
+		t.Fatalf("the create never asked again under the snapshot's lock (it returned %v)", cerr)
+	}
+	<-delDone
+	t.Logf("the other volctl's delete: %v; the create: %v", derr, cerr)
+	if cerr == nil {
+		found := false
+		for _, ps := range h.mem.Snapshots() {
+			found = found || ps.ID == made.ID
+		}
+		if !found {
+			t.Errorf("the create said it made snapshot %s (its snapshot lock file removed while it held it), and another volctl's delete had deleted it: the plugin has %+v", made.ID, h.mem.Snapshots())
+		}
+	} else {
+		wantSays(t, "the create", cerr, lockPath, "removed", "nightly", "volctl reconcile")
+	}
+	h.snapshotsMatch("after the create and the other volctl's delete")
+}
+
+// review32f: as above, the lock file removed after the create checked its snapshot's lock
+// (failpoint snapshot:asked-again), before it records the answer; another volctl's delete takes
+// the lock on a new file, deletes the snapshot and forgets it meanwhile. A check before the
+// transaction alone let the create record the snapshot (and Undelete wipe a delete's mark
+// recorded in between): it is checked again inside the record's transaction.
+func TestSnapshotCreateThatWaitedForADeleteChecksItsLockWhenRecording(t *testing.T) {
+	h, s, other, lockPath := snapshotWithAnUnansweredDelete(t)
+	var derr error
+	ran := false
+	old := testHookFailpoint
+	testHookFailpoint = func(n string) {
+		if n != "snapshot:asked-again" || ran {
+			return
+		}
+		ran = true
+		if err := os.Remove(lockPath); err != nil {
+			t.Error(err)
+			return
+		}
+		derr = other.DeleteSnapshot(context.Background(), "mem", s.ID, nil)
+	}
+	t.Cleanup(func() { testHookFailpoint = old })
+	made, cerr := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil)
+	if !ran {
+		t.Fatalf("the create never passed snapshot:asked-again (it returned %v)", cerr)
+	}
+	t.Logf("the other volctl's delete: %v; the create: %v", derr, cerr)
+	if derr != nil {
+		t.Fatalf("the other volctl's delete, on a new lock file: %v", derr)
+	}
+	if cerr == nil {
+		t.Errorf("the create said it made snapshot %s after another volctl's delete, on a new lock file, deleted it: the plugin has %+v", made.ID, h.mem.Snapshots())
+	} else if !strings.Contains(cerr.Error(), lockPath) {
+		t.Errorf("the create: %v\nwant it to name the lock file %s", cerr, lockPath)
+	}
+	h.snapshotsMatch("after the create and the other volctl's delete")
+}
+
+// review32f: a snapshot deregister holds the snapshot's lock, and its lock file is removed
+// meanwhile (failpoint snapshot:deregistering); another volctl's delete of the snapshot takes
+// the lock on a new file and records itself, its DeleteSnapshot not sent yet. Before, the
+// deregister, which never checked its lock, wiped that delete's mark and the record and said the
+// snapshot was left on the plugin, and the delete then deleted it. It stops, naming the lock
+// file, forgetting nothing; the delete finishes.
+func TestSnapshotDeregisterStopsOnALostSnapshotLock(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	s := h.snapshot("nightly")
+	other := h.otherProcess()
+	lockPath := filepath.Join(h.dir, lockDir, "snapshot-"+lockHash("mem\x00"+s.ID)+".lock")
+	var derr error
+	ran := false
+	marked, proceed, delDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	old := testHookFailpoint
+	testHookFailpoint = func(n string) {
+		switch {
+		case n == "snapshot:deleting":
+			close(marked)
+			<-proceed // the other delete's DeleteSnapshot waits for the deregister's end
+		case n == "snapshot:deregistering" && !ran:
+			ran = true
+			if err := os.Remove(lockPath); err != nil {
+				t.Error(err)
+				return
+			}
+			go func() { defer close(delDone); derr = other.DeleteSnapshot(context.Background(), "mem", s.ID, nil) }()
+			select {
+			case <-marked:
+			case <-delDone:
 			}
 		}
 	}
-	h.snapshotsMatch("after the create and the delete")
+	t.Cleanup(func() { testHookFailpoint = old })
+	warnings, err := h.e.DeregisterSnapshot(h.ctx, "mem", s.ID)
+	close(proceed)
+	if !ran {
+		t.Fatalf("the deregister never passed snapshot:deregistering (it returned %v)", err)
+	}
+	<-delDone
+	t.Logf("the other volctl's delete: %v; the deregister: %v %q", derr, err, warnings)
+	if err == nil {
+		if len(h.mem.Snapshots()) == 0 {
+			t.Errorf("the deregister, its snapshot lock file removed, said %q, and another volctl's delete, on a new lock file, deleted the snapshot", warnings)
+		}
+	} else if !strings.Contains(err.Error(), lockPath) {
+		t.Errorf("the deregister: %v\nwant it to name the lock file %s", err, lockPath)
+	}
+	if derr != nil {
+		t.Errorf("the other volctl's delete, on a new lock file: %v", derr)
+	}
+	h.snapshotsMatch("after the deregister and the other volctl's delete")
+}
+
+// snapshotWithAnUnansweredDelete makes snapshot nightly of volume db and a delete of it the
+// plugin never answered (its mark recorded, the snapshot kept), and returns another volctl
+// process and the path of the snapshot's lock file.
+func snapshotWithAnUnansweredDelete(t *testing.T) (*harness, SnapshotInfo, *Engine, string) {
+	t.Helper()
+	h, _ := snapshotHarness(t, nil)
+	s := h.snapshot("nightly")
+	h.faults.Inject(csi.RPCDeleteSnapshot, csitest.Fault{Code: codes.Unavailable})
+	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err == nil {
+		t.Fatal("the unanswered delete succeeded")
+	}
+	h.faults.Clear(csi.RPCDeleteSnapshot)
+	return h, s, h.otherProcess(), filepath.Join(h.dir, lockDir, "snapshot-"+lockHash("mem\x00"+s.ID)+".lock")
+}
+
+// wantSays fails the test unless err's message says each of wants.
+func wantSays(t *testing.T, what string, err error, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v\nwant it to say %q", what, err, want)
+		}
+	}
 }

@@ -157,6 +157,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 	if lost := e.locks.stillHeld(intent.SourceVolumeID); lost != nil {
 		return store.Snapshot{}, snap, lost
 	}
+	lockedID := "" // the snapshot whose lock this create holds, taken while its delete was recorded
 	if err == nil && snap.ID != "" {
 		// Answered with a snapshot whose delete is recorded: a delete in flight in another
 		// volctl holds the snapshot's lock from that record to its end, and one that has not
@@ -178,11 +179,20 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 				return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w (the plugin answered with snapshot %q, whose delete is recorded; it stays recorded as being created: `volctl reconcile` finishes it)", intent.Name, lerr, snap.ID)
 			}
 			defer unlock()
+			lockedID = snap.ID
 			snap, _, err = controllerAnswer(ctx, e, c, csi.RPCCreateSnapshot, send)
 			earlier = true // the first answer's snapshot may be the one made: a refusal now keeps the intent
 			if lost := e.locks.stillHeld(intent.SourceVolumeID); lost != nil {
 				return store.Snapshot{}, snap, lost
 			}
+			// The snapshot's lock file removed while held: another volctl's delete of it may hold
+			// the lock on a new file and delete what this answer is about. Nothing is recorded;
+			// the intent stays for reconcile, which asks again
+			// (TestSnapshotCreateThatWaitedForADeleteStopsOnALostSnapshotLock).
+			if lost := e.locks.snapshotStillHeld(intent.PluginID, lockedID); lost != nil {
+				return store.Snapshot{}, snap, lostSnapshotLock(intent, lost)
+			}
+			failpoint("snapshot:asked-again") // answered again under the snapshot's lock, not recorded
 		} else {
 			testHookSnapshotDeleteLookedFor(intent.PluginID, snap.ID)
 		}
@@ -242,6 +252,14 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 	}
 	var dup error
 	err = e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		// Checked again in the transaction, as deleteSnapshotStored does: lost after the check
+		// above, a delete holding the new file may have recorded its mark since, which the
+		// Undelete below would wipe, recording a snapshot that delete then deletes.
+		if lockedID != "" {
+			if lost := e.locks.snapshotStillHeld(intent.PluginID, lockedID); lost != nil {
+				return lost
+			}
+		}
 		// Created again under the same name, the plugin returned the snapshot it made the first
 		// time: that one was made with the first request's parameters.
 		mate, err := snapshotOfMate(tx, rec.PluginID, rec.SnapshotID)
@@ -312,6 +330,9 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 		return tx.Events().Append(&store.Event{Kind: "snapshot-create", VolumeID: intent.SourceVolumeID, PluginID: intent.PluginID,
 			RPC: csi.RPCCreateSnapshot, Message: fmt.Sprintf("snapshot %q (%s) of volume %q created", snap.ID, intent.Name, intent.SourceVolumeID)})
 	})
+	if errors.Is(err, errLockLost) {
+		return store.Snapshot{}, snap, lostSnapshotLock(intent, err)
+	}
 	if err != nil {
 		return rec, snap, fmt.Errorf("the plugin made snapshot %q but recording it failed: %w (it stays recorded as being created: `volctl reconcile` finishes it)", snap.ID, err)
 	}
@@ -319,6 +340,13 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 		return store.Snapshot{}, snap, dup
 	}
 	return rec, snap, nil
+}
+
+// lostSnapshotLock is the error of a snapshot create that lost the lock of the snapshot it was
+// answered with (its delete recorded) before recording it: nothing is recorded of the snapshot,
+// and the intent stays for reconcile, which asks again once no delete of it runs.
+func lostSnapshotLock(intent store.SnapshotCreate, lost error) error {
+	return fmt.Errorf("snapshot %q: %w (nothing is recorded of what the plugin answered: the snapshot stays recorded as being created, and `volctl reconcile` finishes it)", intent.Name, lost)
 }
 
 // testHookSnapshotDeleteLookedFor runs, in tests, once a create answered with snapshot ID
@@ -1293,8 +1321,16 @@ func (e *Engine) deregisterSnapshotStored(ctx context.Context, pluginID, snapsho
 		return fail(err)
 	}
 	defer unlockSnap()
+	failpoint("snapshot:deregistering") // the snapshot's lock taken, nothing forgotten yet
 	var warning string
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		// The snapshot's lock file removed since it was taken: another volctl's delete may hold
+		// the lock on a new file, its mark recorded and its DeleteSnapshot on its way; wiping
+		// that mark and the record would say the snapshot is left while it deletes it
+		// (TestSnapshotDeregisterStopsOnALostSnapshotLock). Nothing is forgotten.
+		if lost := e.locks.snapshotStillHeld(pluginID, snapshotID); lost != nil {
+			return lost
+		}
 		// A recorded delete of it (one killed or unanswered) is forgotten with it: reconcile,
 		// which finishes recorded deletes, would otherwise delete what the user chose to leave.
 		marked, err := tx.Snapshots().Deleting(pluginID, snapshotID)
