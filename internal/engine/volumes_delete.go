@@ -283,7 +283,7 @@ const unfinishedDelete = "its delete, or its create's removal of a volume the pl
 // space (nearStorage): register is not held to that rule, and a plugin that reads IDs so takes
 // DeleteVolume of v's spelling for the other's storage; before, `volume delete` of a volume
 // registered on "DATA-1" deleted the data of the one created as "data-1"
-// (TestReviewDeleteOfARegisteredNearSpellingKeepsTheOthersData). No override sends it anyway:
+// (TestDeleteOfANearSpellingOfAnotherVolumesStorageIsRefused). No override sends it anyway:
 // a refused delete can be undone, deleted data cannot; the ways out are named. It is checked
 // before DeleteVolume is sent, by a delete and by reconcile finishing one.
 func refuseSharedDelete(tx *store.Tx, v store.Volume) error {

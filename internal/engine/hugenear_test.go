@@ -12,7 +12,7 @@ import (
 // before the near-spelling check (TestCreateAnsweredWithAHugeIDIsRefusedAndTheVolumeDeleted,
 // which has no other volume recorded). NearExternalIDs builds a LIKE pattern of the whole ID,
 // past SQLite's LIKE pattern limit (50,000 bytes).
-func TestReviewHugeIDAnswerAmongOtherVolumesIsStillDeleted(t *testing.T) {
+func TestHugeIDAnswerAmongOtherVolumesIsStillDeleted(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("a"))
 	huge := strings.Repeat("v", 60000)
