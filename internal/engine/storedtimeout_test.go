@@ -30,12 +30,7 @@ func TestStoredPluginTimeoutOutsideItsBoundsIsClamped(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var logs strings.Builder
-	h.open(Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	if _, err := h.e.CreateVolume(h.ctx, volume("v")); err != nil {
-		t.Fatalf("create through a plugin stored with timeout 1ns: %v", err)
-	}
-	got := logs.String()
+	got := warningsOfACreate(t, h)
 	for _, want := range []string{`plugin \"mem\": its timeout 1ns`, "less than the least it may be, 1s", "1s is used", "`volctl plugin register --id mem --socket " + h.socket + " --timeout 1s`"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("log = %q, want it to say %q", got, want)
@@ -63,16 +58,23 @@ func TestStoredTimeoutOfAPluginTheAgentStartsIsRaisedInItsBlock(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var logs strings.Builder
-	h.open(Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	if _, err := h.e.CreateVolume(h.ctx, volume("v")); err != nil {
-		t.Fatalf("create through a plugin stored with timeout 1ns: %v", err)
-	}
-	got := logs.String()
+	got := warningsOfACreate(t, h)
 	if !strings.Contains(got, "1s is used") || !strings.Contains(got, "in its plugin block's timeout, then register that file again") {
 		t.Errorf("log = %q, want the clamp warning sending it to its plugin block", got)
 	}
 	if strings.Contains(got, "volctl plugin register --id") || strings.Contains(got, "t0ps3cret") {
 		t.Errorf("log = %q: advises registering a plugin the agent starts by flags (which drops its exec block), or shows its env", got)
 	}
+}
+
+// warningsOfACreate opens h's engine again with a logger of warnings, creates a volume through
+// the plugins stored (out of bounds timeouts), and returns what was logged.
+func warningsOfACreate(t *testing.T, h *harness) string {
+	t.Helper()
+	var logs strings.Builder
+	h.open(Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if _, err := h.e.CreateVolume(h.ctx, volume("v")); err != nil {
+		t.Fatalf("create through a plugin stored with timeout 1ns: %v", err)
+	}
+	return logs.String()
 }
