@@ -24,18 +24,7 @@ func TestNearExternalIDsReturnsEveryNearSpelling(t *testing.T) {
 	s := newStore(t)
 	stored := []string{"key-s;`1", "KEY-S;`1", " key-s;`1\t", "\u212aey-\u017f\u037e\u1fef1", "key-s;`1\u00a0", "\u3000KEY-S;`1",
 		"kez-s;`1", "key-s;`12", "key_s;`1", "key%s;`1", "ke"}
-	if err := s.Update(context.Background(), func(tx *Tx) error {
-		for i, ext := range stored {
-			v := benchVolume(string(rune('a' + i)))
-			v.ExternalID = ext
-			if err := tx.Volumes().Insert(&v); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	insertExternalIDs(t, s, stored)
 	for _, asked := range []string{"key-s;`1", "Key-S;`1 ", "key_s;`1", "key%s;`1", "caf\u00e9"} {
 		var got []string
 		if err := s.View(context.Background(), func(tx *Tx) error {
@@ -66,18 +55,7 @@ func TestNearExternalIDsOfAnIDPastSQLitesPatternLimit(t *testing.T) {
 	s := newStore(t)
 	long := strings.Repeat("v", 59990) + "_s"
 	stored := []string{strings.ToUpper(long), long[:59990], "other"}
-	if err := s.Update(context.Background(), func(tx *Tx) error {
-		for i, ext := range stored {
-			v := benchVolume(string(rune('a' + i)))
-			v.ExternalID = ext
-			if err := tx.Volumes().Insert(&v); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	insertExternalIDs(t, s, stored)
 	for _, asked := range []string{long, " " + long + "\t", strings.Repeat("v", 70000)} {
 		var got []string
 		if err := s.View(context.Background(), func(tx *Tx) error {
@@ -132,5 +110,22 @@ func TestNearPatternAgreesWithSameStorageIDForEveryRune(t *testing.T) {
 	}
 	if found < 4 {
 		t.Errorf("found %d non-ASCII runes taken for ASCII ones, want at least KELVIN SIGN, LONG S, GREEK QUESTION MARK and VARIA: the sweep is broken", found)
+	}
+}
+
+// insertExternalIDs records one volume (a, b, c...) for each of the external IDs stored.
+func insertExternalIDs(t *testing.T, s *Store, stored []string) {
+	t.Helper()
+	if err := s.Update(context.Background(), func(tx *Tx) error {
+		for i, ext := range stored {
+			v := benchVolume(string(rune('a' + i)))
+			v.ExternalID = ext
+			if err := tx.Volumes().Insert(&v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
