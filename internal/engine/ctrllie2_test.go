@@ -68,21 +68,28 @@ func TestDeleteRefusedWhileAnotherVolumeRecordsTheStorage(t *testing.T) {
 	}
 
 	// A delete of b begun before (marked deleting) is not finished by reconcile either.
-	h.update(func(tx *store.Tx) error {
-		b, err := tx.Volumes().Get("b")
-		if err != nil {
-			return err
-		}
-		b.State = store.VolumeDeleting
-		return tx.Volumes().Update(&b)
-	})
-	if _, err := h.e.Reconcile(h.ctx); err != nil {
-		t.Logf("reconcile: %v", err)
-	}
+	h.reconcileAsDeleting("b")
 	if _, ok := h.mem.Volume(a.ExternalID); !ok {
 		t.Fatalf("a's storage %q was deleted by reconcile finishing b's delete", a.ExternalID)
 	}
 	if v := h.volumeInfo("b"); v.State != "ready" {
 		t.Errorf("b is %s after reconcile, want ready", v.State)
+	}
+}
+
+// reconcileAsDeleting marks volume id deleting, as a delete begun before leaves it, and runs a
+// reconcile pass, which finishes such a delete unless something refuses it.
+func (h *harness) reconcileAsDeleting(id string) {
+	h.t.Helper()
+	h.update(func(tx *store.Tx) error {
+		v, err := tx.Volumes().Get(id)
+		if err != nil {
+			return err
+		}
+		v.State = store.VolumeDeleting
+		return tx.Volumes().Update(&v)
+	})
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		h.t.Logf("reconcile: %v", err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
-	"github.com/volctl/volctl/internal/store"
 )
 
 // Volume b registered on "DATA-1" (register is not held to the near-spelling rule) while
@@ -50,17 +49,7 @@ func TestDeleteOfANearSpellingOfAnotherVolumesStorageIsRefused(t *testing.T) {
 	}
 
 	// A delete of b begun before (marked deleting) is not finished by reconcile either.
-	h.update(func(tx *store.Tx) error {
-		b, err := tx.Volumes().Get("b")
-		if err != nil {
-			return err
-		}
-		b.State = store.VolumeDeleting
-		return tx.Volumes().Update(&b)
-	})
-	if _, err := h.e.Reconcile(h.ctx); err != nil {
-		t.Logf("reconcile: %v", err)
-	}
+	h.reconcileAsDeleting("b")
 	if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 0 {
 		t.Errorf("reconcile sent DeleteVolume %d time(s) finishing b's delete", n)
 	}
