@@ -136,21 +136,7 @@ func TestSnapshotTakenAgainWhileItsDeleteIsAnsweredKeepsItsRecord(t *testing.T) 
 			// create, answered with a snapshot whose delete is recorded, may wait for the
 			// delete (the snapshot's lock): the delete goes on then.
 			ctx, waiting := whenWaitingForAnyLock(h.ctx)
-			type result struct {
-				info SnapshotInfo
-				err  error
-			}
-			createDone := make(chan result, 1)
-			go func() { info, err := h.e.CreateSnapshot(ctx, "db", "nightly", nil); createDone <- result{info, err} }()
-			var created result
-			select {
-			case <-waiting:
-				close(pause.proceed)
-				created = <-createDone
-			case created = <-createDone:
-				close(pause.proceed)
-			}
-			again, err := created.info, created.err
+			again, err := h.createNightlyLettingTheDeleteOn(ctx, waiting, pause.proceed)
 			derr := <-done
 			t.Logf("%s: %v", by, derr)
 			if err != nil {
@@ -614,25 +600,9 @@ func TestSnapshotCreateAnsweredWithOneAboutToBeDeletedAsksAgainAfterTheDelete(t 
 	s := h.snapshot("nightly")
 	gate, delDone := h.deleteHeldOnceRecorded(s.ID)
 	ctx, waiting := whenWaitingForAnyLock(h.ctx)
-	type result struct {
-		info SnapshotInfo
-		err  error
-	}
-	createDone := make(chan result, 1)
-	go func() { info, err := h.e.CreateSnapshot(ctx, "db", "nightly", nil); createDone <- result{info, err} }()
-	var created result
-	select {
-	case <-waiting: // it waits for the delete: let the delete go on
-		close(gate)
-		created = <-createDone
-	case created = <-createDone:
-		close(gate)
-	case <-time.After(30 * time.Second):
-		close(gate)
-		t.Fatal("the create neither waited for a lock nor returned")
-	}
+	info, err := h.createNightlyLettingTheDeleteOn(ctx, waiting, gate)
 	derr := <-delDone
-	h.createOutlivedTheDelete(created.info.ID, created.err, derr, "it answered beside")
+	h.createOutlivedTheDelete(info.ID, err, derr, "it answered beside")
 }
 
 // createOutlivedTheDelete holds a snapshot create that waited for another volctl's delete of
@@ -652,4 +622,30 @@ func (h *harness) createOutlivedTheDelete(id string, cerr, derr error, what stri
 		h.t.Errorf("the delete, which the create waited for: %v", derr)
 	}
 	h.reconcileClean(1)
+}
+
+// createNightlyLettingTheDeleteOn creates snapshot nightly of volume db with ctx, and closes
+// gate, which holds a delete of it in another volctl, once the create waits for a lock
+// (waiting: for the delete's) or has returned, whichever comes first; it returns the create's
+// answer.
+func (h *harness) createNightlyLettingTheDeleteOn(ctx context.Context, waiting <-chan struct{}, gate chan struct{}) (SnapshotInfo, error) {
+	h.t.Helper()
+	type result struct {
+		info SnapshotInfo
+		err  error
+	}
+	createDone := make(chan result, 1)
+	go func() { info, err := h.e.CreateSnapshot(ctx, "db", "nightly", nil); createDone <- result{info, err} }()
+	var created result
+	select {
+	case <-waiting: // it waits for the delete: let the delete go on
+		close(gate)
+		created = <-createDone
+	case created = <-createDone:
+		close(gate)
+	case <-time.After(30 * time.Second):
+		close(gate)
+		h.t.Fatal("the create neither waited for a lock nor returned")
+	}
+	return created.info, created.err
 }
