@@ -16,6 +16,7 @@ import (
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store/storetest"
 )
 
 // hostpathEngine is an engine with real mounts against volctl's own plugin (with attach, so
@@ -94,6 +95,7 @@ func newHostpathEngineAt(t *testing.T, state string, cfg hostpath.Config, opts .
 	}
 	h.plugin = p
 	socket, _ := csitest.Serve(t, append([]csitest.ServeOption{csitest.WithServer(p), csitest.WithFaults(h.faults)}, opts...)...)
+	storetest.Seed(t, h.state) // the schema database, copied, as newHarness's
 	e, err := Open(h.ctx, Config{StateDir: h.state, Retry: fastRetry})
 	if err != nil {
 		t.Fatal(err)

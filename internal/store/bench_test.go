@@ -293,6 +293,29 @@ func BenchmarkViewClaims(b *testing.B) {
 	}
 }
 
+// BenchmarkViewAfterAWrite is the engine's pattern of a lifecycle: a progress commit on the
+// write connection, then a short read on a read connection (a claim's or a release's look
+// before its next step), whose page cache the other connection's commit emptied. The View's
+// first statement, which takes its snapshot, then reads what it touches afresh from the file.
+//
+//	go test ./internal/store -run '^$' -bench ViewAfterAWrite -benchtime 2000x -count 3
+func BenchmarkViewAfterAWrite(b *testing.B) {
+	s := newStore(b, WithEventLimit(1000))
+	insertVolumes(b, s, "v", 100)
+	get := func(tx *Tx) error { _, err := tx.Volumes().Get("v-00050"); return err }
+	defer cpuPerOp(b)()
+	for b.Loop() {
+		if err := s.UpdateProgress(context.Background(), func(tx *Tx) error {
+			return tx.Events().Append(&Event{Kind: "claim", VolumeID: "v-00050"})
+		}); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.View(context.Background(), get); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkDeleteVolumeWithSecrets creates a volume with secrets and deletes it, one durable
 // transaction each, in a state of 1,000 volumes, opened as the engine opens it (WithForget):
 // the delete pays the secrets' comparison, the event log's pass and, since secrets left the
