@@ -232,7 +232,7 @@ func handOverIn(e *Engine, vol string, force bool) func(ctx context.Context) err
 	return func(ctx context.Context) error {
 		_, err := e.HandOver(ctx, vol, HandoverTarget{Address: "http://127.0.0.1:4646"}, force,
 			func(ctx context.Context, first bool, v VolumeInfo) (Registered, error) {
-				failpoint("test:nomad-registering")
+				e.failpoint("test:nomad-registering")
 				return Registered{OK: true, Index: 7}, nil
 			})
 		return err

@@ -124,7 +124,7 @@ func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 	if err != nil {
 		return fail(err)
 	}
-	failpoint("delete:intent")
+	e.failpoint("delete:intent")
 	if err := e.finishDelete(ctx, c, v); err != nil {
 		return fail(err)
 	}
@@ -386,7 +386,7 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 				"if the plugin keeps listing it, `%s` forgets the volume and leaves the storage)", err, v.ID, shellquote.Command("volctl volume deregister", v.ID))
 		}
 	}
-	failpoint("rpc:DeleteVolume")
+	e.failpoint("rpc:DeleteVolume")
 	note := e.uncheckedNote(unchecked, answer, v.PluginID, csi.RPCDeleteVolume, "volume", v.ExternalID)
 	err := e.store.Update(ctx, e.locks.holding(v.ID, func(tx *store.Tx) error {
 		if err := tx.Volumes().Delete(v.ID); err != nil {
