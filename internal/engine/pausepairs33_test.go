@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -397,4 +398,102 @@ func TestPausedPairGroupStopSingleClaim(t *testing.T) {
 				t.Errorf("at %s: x's claim was refused (%v), and %s has claims %+v", fp, out.bErr, data0, live)
 			}
 		}, func(fps []string) []string { return fps })
+}
+
+// A delete of the volume, and another process's claim of it: the claim, admitted without the
+// lock the delete holds, finds the volume being deleted and waits; then says the volume is
+// gone (naming it), or the delete was refused; never a claim on a deleted volume.
+func TestPausedPairVolumeDeleteClaim(t *testing.T) {
+	forEachFailpoint(t, createdV,
+		onThis(func(e *Engine) func(ctx context.Context) error {
+			return func(ctx context.Context) error { return e.DeleteVolume(ctx, "v") }
+		}),
+		onOther(func(e *Engine) func(ctx context.Context) error { return claimOf(e, "v", "b-0") }),
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			if (out.aErr == nil) == (out.bErr == nil) {
+				t.Errorf("at %s: the delete: %v; the claim: %v (want exactly one to succeed)", fp, out.aErr, out.bErr)
+			}
+			saysWhatItWaitedFor(t, "at "+fp+" (claim)", out.bErr, "v")
+			if out.aErr == nil && len(h.mem.Volumes()) != 0 {
+				t.Errorf("at %s: the delete said it deleted v, and the plugin holds %+v", fp, h.mem.Volumes())
+			}
+		})
+}
+
+// A reconcile finishing a claim cut short, and another process's release of that claim: both
+// succeed, and nothing is left claimed or mounted.
+func TestPausedPairReconcileRelease(t *testing.T) {
+	setup := func(t *testing.T) *harness {
+		h := newHarness(t, nil)
+		h.create(volume("v"))
+		h.faults.FailAlways("NodePublishVolume", 14) // UNAVAILABLE: the claim is left for reconcile
+		if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a-0"}); err == nil {
+			t.Fatal("the claim succeeded with NodePublishVolume failing")
+		}
+		h.faults.Clear("NodePublishVolume")
+		return h
+	}
+	forEachFailpoint(t, setup, onThis(reconcileIn),
+		onOther(func(e *Engine) func(ctx context.Context) error { return releaseIn(e, "v", "a-0") }),
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			if out.aErr != nil || out.bErr != nil {
+				t.Errorf("at %s: the reconcile: %v; the release: %v", fp, out.aErr, out.bErr)
+			}
+			if live := h.liveClaims("v"); len(live) != 0 {
+				t.Errorf("at %s: live claims %+v after the release", fp, live)
+			}
+		})
+}
+
+// A reconcile finishing a claim cut short, and another process's claim again by the same alloc
+// (its task restarted): one claim, published, and both say so.
+func TestPausedPairReconcileClaimAgain(t *testing.T) {
+	setup := func(t *testing.T) *harness {
+		h := newHarness(t, nil)
+		h.create(volume("v"))
+		h.faults.FailAlways("NodePublishVolume", 14)
+		if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a-0"}); err == nil {
+			t.Fatal("the claim succeeded with NodePublishVolume failing")
+		}
+		h.faults.Clear("NodePublishVolume")
+		return h
+	}
+	forEachFailpoint(t, setup, onThis(reconcileIn),
+		onOther(func(e *Engine) func(ctx context.Context) error { return claimOf(e, "v", "a-0") }),
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			if out.aErr != nil || out.bErr != nil {
+				t.Errorf("at %s: the reconcile: %v; the claim again: %v", fp, out.aErr, out.bErr)
+			}
+			if live := h.liveClaims("v"); len(live) != 1 || live[0].State != store.ClaimPublished {
+				t.Errorf("at %s: live claims %+v, want a-0's, published", fp, live)
+			}
+		})
+}
+
+// A forced deregister (its claims released first, outside the volume's lock), and another
+// process's claim of the multi-writer volume by another alloc meanwhile: never both, a claim
+// left on a forgotten volume; the refused one names the volume.
+func TestPausedPairVolumeDeregisterForcedClaim(t *testing.T) {
+	setup := func(t *testing.T) *harness {
+		h := newHarness(t, nil)
+		h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
+		h.claim(ClaimRequest{VolumeID: "v", Alloc: "a-0"})
+		return h
+	}
+	forEachFailpoint(t, setup,
+		onThis(func(e *Engine) func(ctx context.Context) error { return deregisterIn(e, "v", true) }),
+		onOther(func(e *Engine) func(ctx context.Context) error { return claimOf(e, "v", "b-0") }),
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			if (out.aErr == nil) == (out.bErr == nil) {
+				t.Errorf("at %s: the forced deregister: %v; the claim: %v (want exactly one to succeed)", fp, out.aErr, out.bErr)
+			}
+			saysWhatItWaitedFor(t, "at "+fp+" (deregister)", out.aErr, "v")
+			saysWhatItWaitedFor(t, "at "+fp+" (claim)", out.bErr, "v")
+			if out.aErr != nil && (strings.Contains(out.aErr.Error(), "--force` releases them first") || !strings.Contains(out.aErr.Error(), "claimed by another volctl")) {
+				t.Errorf("at %s: the forced deregister: %v\nwant it to say the volume was claimed by another volctl meanwhile, not to advise the --force it was run with", fp, out.aErr)
+			}
+			if out.aErr == nil {
+				h.deregisteredClean("at "+fp, "v", h.mem.Volumes()[0].ID)
+			}
+		})
 }
