@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,10 +51,23 @@ func (h *harness) deregisteredClean(what, vol, ext string) {
 	}
 }
 
+// firstOfEachKindAndLast keeps, of the failpoints a command passes, the first of each kind (the
+// text before the colon) and the last: for a pair whose second command waits for the volume's
+// lock the first holds throughout, or is refused at once, every step of the first meets it the
+// same way, and these show it before the first RPC, at each kind of step, and once everything
+// is mounted or unmounted, at a fraction of the cost.
+func firstOfEachKindAndLast(fps []string) []string {
+	kept := eachStepKindOnce("")(fps)
+	if last := fps[len(fps)-1]; !slices.Contains(kept, last) {
+		kept = append(kept, last)
+	}
+	return kept
+}
+
 // A claim, and another process's deregister of the volume: the claim succeeds and holds the
 // volume; the deregister waited for it and was refused naming the volume (it is claimed).
 func TestPausedPairClaimVolumeDeregister(t *testing.T) {
-	forEachFailpoint(t, createdV,
+	forSomeFailpoints(t, createdV,
 		onThis(func(e *Engine) func(ctx context.Context) error { return claimOf(e, "v", "a-0") }),
 		onOther(func(e *Engine) func(ctx context.Context) error { return deregisterIn(e, "v", false) }),
 		func(t *testing.T, h *harness, fp string, out pairOutcome) {
@@ -67,7 +81,7 @@ func TestPausedPairClaimVolumeDeregister(t *testing.T) {
 			if live := h.liveClaims("v"); len(live) != 1 {
 				t.Errorf("at %s: live claims %+v, want a-0's", fp, live)
 			}
-		})
+		}, firstOfEachKindAndLast)
 }
 
 // A claim, and another process's forced deregister: the deregister releases what it finds
@@ -75,7 +89,7 @@ func TestPausedPairClaimVolumeDeregister(t *testing.T) {
 // the volume stays mounted, staged or attached at the plugin once it is forgotten, and the
 // claim either said it held the volume or named it.
 func TestPausedPairClaimVolumeDeregisterForced(t *testing.T) {
-	forEachFailpoint(t, createdV,
+	forSomeFailpoints(t, createdV,
 		onThis(func(e *Engine) func(ctx context.Context) error { return claimOf(e, "v", "a-0") }),
 		onOther(func(e *Engine) func(ctx context.Context) error { return deregisterIn(e, "v", true) }),
 		func(t *testing.T, h *harness, fp string, out pairOutcome) {
@@ -88,13 +102,13 @@ func TestPausedPairClaimVolumeDeregisterForced(t *testing.T) {
 				}
 				h.deregisteredClean("at "+fp, "v", ext)
 			}
-		})
+		}, firstOfEachKindAndLast)
 }
 
 // A release, and another process's deregister: the deregister waits for the release, then
 // forgets the volume (or is refused naming it), and nothing of it is left at the plugin.
 func TestPausedPairReleaseVolumeDeregister(t *testing.T) {
-	forEachFailpoint(t, claimedV,
+	forSomeFailpoints(t, claimedV,
 		onThis(func(e *Engine) func(ctx context.Context) error { return releaseIn(e, "v", "a-0") }),
 		onOther(func(e *Engine) func(ctx context.Context) error { return deregisterIn(e, "v", false) }),
 		func(t *testing.T, h *harness, fp string, out pairOutcome) {
@@ -109,7 +123,7 @@ func TestPausedPairReleaseVolumeDeregister(t *testing.T) {
 			if live := h.liveClaims("v"); len(live) != 0 {
 				t.Errorf("at %s: live claims %+v after the release", fp, live)
 			}
-		})
+		}, firstOfEachKindAndLast)
 }
 
 // A registration that grows the volume (its capacity_min past the recorded size: an expand
@@ -190,7 +204,7 @@ func TestPausedPairReconcileVolumeDeregister(t *testing.T) {
 // A claim, and another process's deregister of the volume's plugin: refused, naming the
 // volume using it; the claim succeeds.
 func TestPausedPairClaimPluginDeregister(t *testing.T) {
-	forEachFailpoint(t, createdV,
+	forSomeFailpoints(t, createdV,
 		onThis(func(e *Engine) func(ctx context.Context) error { return claimOf(e, "v", "a-0") }),
 		onOther(func(e *Engine) func(ctx context.Context) error {
 			return func(ctx context.Context) error { return e.DeregisterPlugin(ctx, "mem", false) }
@@ -203,14 +217,14 @@ func TestPausedPairClaimPluginDeregister(t *testing.T) {
 				t.Errorf("at %s: plugin mem deregistered under volume v's claim", fp)
 			}
 			saysWhatItWaitedFor(t, "at "+fp, out.bErr, "v")
-		})
+		}, firstOfEachKindAndLast)
 }
 
 // A claim, and another process's forced deregister of the volume's plugin (the volume left
 // recorded): once the plugin is registered again and a reconcile runs, the store matches the
 // plugin: the claim in flight neither leaked a mount nor left a record of one not there.
 func TestPausedPairClaimPluginDeregisterForced(t *testing.T) {
-	forEachFailpoint(t, createdV,
+	forSomeFailpoints(t, createdV,
 		onThis(func(e *Engine) func(ctx context.Context) error { return claimOf(e, "v", "a-0") }),
 		onOther(func(e *Engine) func(ctx context.Context) error {
 			return func(ctx context.Context) error { return e.DeregisterPlugin(ctx, "mem", true) }
@@ -224,7 +238,7 @@ func TestPausedPairClaimPluginDeregisterForced(t *testing.T) {
 			if err := reconcileIn(h.e)(h.ctx); err != nil {
 				t.Errorf("at %s: the reconcile once mem is registered again: %v", fp, err)
 			}
-		})
+		}, firstOfEachKindAndLast)
 }
 
 // handOverIn is a `volctl nomad register` of vol from engine e, whose registration in Nomad
@@ -253,7 +267,7 @@ func (h *harness) handedOver(id string) bool {
 // A claim, and another process's handover of the volume to Nomad: never both. The claim wins
 // (it held the volume first) and the handover is refused naming the volume's claim.
 func TestPausedPairClaimHandOver(t *testing.T) {
-	forEachFailpoint(t, createdV,
+	forSomeFailpoints(t, createdV,
 		onThis(func(e *Engine) func(ctx context.Context) error { return claimOf(e, "v", "a-0") }),
 		onOther(func(e *Engine) func(ctx context.Context) error { return handOverIn(e, "v", false) }),
 		func(t *testing.T, h *harness, fp string, out pairOutcome) {
@@ -264,7 +278,7 @@ func TestPausedPairClaimHandOver(t *testing.T) {
 				t.Errorf("at %s: volume v handed over to Nomad (%v) beside a local claim", fp, out.bErr)
 			}
 			saysWhatItWaitedFor(t, "at "+fp, out.bErr, "v")
-		})
+		}, firstOfEachKindAndLast)
 }
 
 // A handover whose registration in Nomad is on its way, and another process's claim: the claim
@@ -290,7 +304,7 @@ func TestPausedPairHandOverClaim(t *testing.T) {
 // A release, and another process's handover: the handover waits for the release, then hands
 // the volume over with nothing left attached or staged here (Nomad's allocs stage it).
 func TestPausedPairReleaseHandOver(t *testing.T) {
-	forEachFailpoint(t, claimedV,
+	forSomeFailpoints(t, claimedV,
 		onThis(func(e *Engine) func(ctx context.Context) error { return releaseIn(e, "v", "a-0") }),
 		onOther(func(e *Engine) func(ctx context.Context) error { return handOverIn(e, "v", false) }),
 		func(t *testing.T, h *harness, fp string, out pairOutcome) {
@@ -307,7 +321,7 @@ func TestPausedPairReleaseHandOver(t *testing.T) {
 					t.Errorf("at %s: handed over with the volume still staged (%v) or attached (%q) here", fp, staged, h.mem.PublishedNodes(ext))
 				}
 			}
-		})
+		}, firstOfEachKindAndLast)
 }
 
 // A take-back from Nomad, and another process's claim: the claim is refused naming the volume
@@ -480,7 +494,7 @@ func TestPausedPairVolumeDeregisterForcedClaim(t *testing.T) {
 		h.claim(ClaimRequest{VolumeID: "v", Alloc: "a-0"})
 		return h
 	}
-	forEachFailpoint(t, setup,
+	forSomeFailpoints(t, setup,
 		onThis(func(e *Engine) func(ctx context.Context) error { return deregisterIn(e, "v", true) }),
 		onOther(func(e *Engine) func(ctx context.Context) error { return claimOf(e, "v", "b-0") }),
 		func(t *testing.T, h *harness, fp string, out pairOutcome) {
@@ -495,5 +509,5 @@ func TestPausedPairVolumeDeregisterForcedClaim(t *testing.T) {
 			if out.aErr == nil {
 				h.deregisteredClean("at "+fp, "v", h.mem.Volumes()[0].ID)
 			}
-		})
+		}, firstOfEachKindAndLast)
 }
