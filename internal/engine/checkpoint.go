@@ -239,7 +239,7 @@ func (p *checkpoint) commit(ctx context.Context, path string, update func(contex
 	p.saved = p.cl.State
 	p.clDirty, p.stDirty, p.events = false, false, nil
 	if committed {
-		failpoint(path + ":" + string(p.cl.State))
+		p.e.failpoint(path + ":" + string(p.cl.State))
 	}
 	return nil
 }

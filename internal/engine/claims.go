@@ -205,7 +205,7 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest, probeFirst *
 		}
 		return claimInfo(cl), nil
 	}
-	failpoint("claim:taken")
+	e.failpoint("claim:taken")
 	if locked && fresh {
 		if err := e.restageIfLost(ctx, v.ID, ld); err != nil {
 			e.markForReconcile(ctx, &cl, lastRPC(err), err)

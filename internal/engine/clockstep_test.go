@@ -51,3 +51,54 @@ func TestRestoreIndexSeesADirectoryMadeSinceItWasBuiltAfterTheClockSteppedBack(t
 		t.Fatalf("claim = %v\nwant an error saying %s", err, want)
 	}
 }
+
+// chaos33: a plugin flaps for a few minutes (its changes past flapChanges left unrecorded, as
+// appendHealthEvent bounds them), and then the wall clock steps back a day (NTP correcting a
+// clock a VM resumed with, or an RTC set wrong) and the plugin settles in the state the newest
+// event does not say. The flapping rule measured the hour since its sixth newest change on the
+// wall clock: stamped a day ahead of the clock now, those changes looked younger than the hour
+// for a day and an hour, and the settling (a change no probe records while the plugin flaps)
+// was not recorded for all that time: `volctl events` and the dashboard's event view said the
+// opposite of `volctl plugin status`. A change dated after now is not counted as within the
+// window: its age is unknown.
+func TestFlappingRuleAfterTheClockSteppedBackRecordsTheSettling(t *testing.T) {
+	h := newHarness(t, nil)
+	probe, later := h.probesOnAClock(5 * time.Minute)
+	for range 5 { // ten changes within the hour: flapping
+		probe(false)
+		probe(true)
+	}
+	if health := h.eventsSaying("plugin-health", ""); !strings.Contains(health[0], `plugin "mem" is flapping`) {
+		t.Fatalf("newest plugin-health event %q; want the flapping notice (the test's premise)", health[0])
+	}
+	final, word := h.unrecordedHealth()
+	later(-24 * time.Hour)
+	for range 30 { // two and a half hours of probes on the stepped clock
+		probe(final)
+	}
+	health := h.eventsSaying("plugin-health", "")
+	if !strings.HasPrefix(lastChange(health[0]), word) {
+		t.Fatalf("the plugin settled %q 2.5 hours ago by the clock stepped back a day, and `plugin status` says so, but the newest plugin-health event is %q\nall:\n%s",
+			word, health[0], strings.Join(health, "\n"))
+	}
+}
+
+// The honest case beside it: a plugin flapping within the hour, the clock stepping forward a
+// minute meanwhile, still has its changes past flapChanges left unrecorded (its flapping notice
+// is not repeated, nor each change recorded).
+func TestFlappingRuleStillBoundsAFlappingPluginOnAClockThatRunsOn(t *testing.T) {
+	h := newHarness(t, nil)
+	probe, later := h.probesOnAClock(10 * time.Second)
+	for range 5 {
+		probe(false)
+		probe(true)
+	}
+	later(time.Minute)
+	for range 20 {
+		probe(false)
+		probe(true)
+	}
+	if health := h.eventsSaying("plugin-health", ""); len(health) > flapChanges+1 {
+		t.Fatalf("%d plugin-health events for a plugin flapping within the hour, want at most %d:\n%s", len(health), flapChanges+1, strings.Join(health, "\n"))
+	}
+}

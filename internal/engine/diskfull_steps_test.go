@@ -38,7 +38,7 @@ func diskFullAtSomeFailpoints(t *testing.T, setup func(h *harness), run func(h *
 	h0 := newHarness(t, nil)
 	setup(h0)
 	var err0 error
-	fps := failpointsOf(t, func() { err0 = run(h0) })
+	fps := failpointsOf(t, h0.e, func() { err0 = run(h0) })
 	if err0 != nil {
 		t.Fatalf("the command alone: %v", err0)
 	}
@@ -51,14 +51,13 @@ func diskFullAtSomeFailpoints(t *testing.T, setup func(h *harness), run func(h *
 			setup(h)
 			fill := filepath.Join(mnt, "fill")
 			var filled atomic.Bool
-			old := testHookFailpoint
-			testHookFailpoint = func(n string) {
+			h.e.failpointHook = func(n string) {
 				if n == fp && filled.CompareAndSwap(false, true) {
 					fillUp(fill)
 				}
 			}
 			err := run(h)
-			testHookFailpoint = old
+			h.e.failpointHook = nil
 			t.Logf("filled up at %s: %v", fp, err)
 			if !filled.Load() {
 				t.Fatalf("the command did not pass %s this time (it returned %v)", fp, err)

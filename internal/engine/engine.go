@@ -152,6 +152,9 @@ type Engine struct {
 	// placeReads counts the reads of the mount table that place volume_mount destinations
 	// (placeView.load): one per reconcile pass, not one per claim.
 	placeReads atomic.Int64
+	// failpointHook, when set (by tests only: nil in every binary), runs at each failpoint
+	// this engine passes (failpoint.go).
+	failpointHook func(name string)
 }
 
 // Open builds an engine on a state dir, opening its database unless cfg.Store is given.

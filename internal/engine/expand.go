@@ -135,7 +135,7 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		})); err != nil {
 			return fail(err)
 		}
-		failpoint("expand:intent")
+		e.failpoint("expand:intent")
 		if err := e.locks.stillHeld(v.ID); err != nil {
 			return fail(err)
 		}
@@ -163,7 +163,7 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 			}
 			return fail(err)
 		}
-		failpoint("rpc:ControllerExpandVolume") // answered, not yet recorded
+		e.failpoint("rpc:ControllerExpandVolume") // answered, not yet recorded
 		if resp.CapacityBytes > 0 {
 			newSize = resp.CapacityBytes
 		}
@@ -253,7 +253,7 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 	})); err != nil {
 		return fail(err)
 	}
-	failpoint("expand:node-owed")
+	e.failpoint("expand:node-owed")
 	if nodeRequired || owedBefore {
 		if _, err := e.expandOnNode(ctx, c, v); err != nil {
 			return fail(errors.Join(short, over, err))
@@ -451,7 +451,7 @@ func (e *Engine) sendNodeExpand(ctx context.Context, c *conn, v store.Volume, re
 		return 0, lost
 	}
 	if err == nil {
-		failpoint("rpc:NodeExpandVolume")
+		e.failpoint("rpc:NodeExpandVolume")
 		if answered == 0 || answered >= req.CapacityMin {
 			return answered, nil
 		}

@@ -13,7 +13,9 @@ package engine
 // kills itself because of its environment.
 const FailpointEnv = "VOLCTL_FAILPOINT"
 
-// testHookFailpoint runs, in tests, at every failpoint, whatever the build: a test pauses one
-// operation there (another volctl's command runs meanwhile) and then lets it go on, or lists the
-// failpoints an operation passes (pausepairs_test.go). It is a no-op outside tests.
-var testHookFailpoint = func(name string) {}
+// failpointHook (an Engine's field) runs, in tests, at every failpoint that engine passes,
+// whatever the build: a test pauses one operation there (another volctl's command, another
+// Engine, runs meanwhile) and then lets it go on, or lists the failpoints an operation passes
+// (pausepairs_test.go). Set on one engine, it sees that engine's operations alone, so tests
+// that set it on theirs run in parallel. It is nil outside tests: a failpoint then costs a nil
+// check.

@@ -35,8 +35,10 @@ func parseFailpoints(v string) map[string]string {
 // as NAME=panic, it panics there instead, as a bug would (internal/crash); as NAME=panic:TEXT,
 // with TEXT in the panic's value, as a bug's panic carrying data would (a secret: the crash
 // report's scrubbing is tested so).
-func failpoint(name string) {
-	testHookFailpoint(name)
+func (e *Engine) failpoint(name string) {
+	if e.failpointHook != nil {
+		e.failpointHook(name)
+	}
 	switch failpoints[name] {
 	case "kill":
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)

@@ -90,7 +90,7 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 	}); err != nil {
 		return fail(err)
 	}
-	failpoint("group:recorded") // the count recorded; no alloc run, nothing past it released
+	e.failpoint("group:recorded") // the count recorded; no alloc run, nothing past it released
 	info := GroupInfo{Name: g.Name, State: string(store.GroupRunning), Count: g.Count}
 	var errs []error
 	for i := 0; i < g.Count; i++ {
@@ -284,7 +284,7 @@ func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, e
 	if err != nil {
 		return GroupInfo{}, fmt.Errorf("stop group %q: %w", name, err)
 	}
-	failpoint("group:stopped") // the group recorded stopped; none of its claims released yet
+	e.failpoint("group:stopped") // the group recorded stopped; none of its claims released yet
 	if overtaken, err := e.releaseGroupPast(ctx, name, func(store.Claim) bool { return true }, false); err != nil {
 		return GroupInfo{}, fmt.Errorf("stop group %q: %w (the group is stopped; `volctl reconcile` finishes the release)", name, err)
 	} else if overtaken != nil {

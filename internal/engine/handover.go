@@ -492,7 +492,7 @@ func (e *Engine) takeBackStored(ctx context.Context, volumeID string, check func
 	if r.SizeErr == nil && r.Size.Listed > currentSize(v) {
 		grow = func(tx *store.Tx) error { return recordListedSize(tx, v, &r.Size) }
 	}
-	failpoint("takeback:size-asked")
+	e.failpoint("takeback:size-asked")
 	r.Had, err = e.removeMark(ctx, volumeID, why, grow)
 	return r, err
 }

@@ -206,7 +206,7 @@ func (e *Engine) teardownChecked(ctx context.Context, c *conn, send sender, rpc 
 	err = e.withController(ctx, c, func(ctx context.Context) error {
 		err := send(ctx, c, rpc, call)
 		if err == nil || csi.IsIgnorable(err) {
-			failpoint("check:" + rpc) // answered, not yet checked nor recorded
+			e.failpoint("check:" + rpc) // answered, not yet checked nor recorded
 			unchecked = e.boundCheck(ctx, func(ctx context.Context) error {
 				var err error
 				stillThere, err = still(ctx)

@@ -31,37 +31,49 @@ type failpointPause struct {
 // release lets the paused operation go on (once; the test's end does it too).
 func (p *failpointPause) release() { p.letGo.Do(func() { close(p.proceed) }) }
 
-// pauseAtFailpoint arms a failpointPause at name for the rest of the test; the test's end lets a
-// paused operation go.
-func pauseAtFailpoint(t *testing.T, name string) *failpointPause {
+// pauseAtFailpoint arms a failpointPause at name on engine e (its failpointHook: another
+// process's engine passes it unpaused) for the rest of the test; the test's end lets a paused
+// operation go.
+func pauseAtFailpoint(t *testing.T, e *Engine, name string) *failpointPause {
 	t.Helper()
 	p := &failpointPause{name: name, reached: make(chan struct{}), proceed: make(chan struct{})}
-	old := testHookFailpoint
-	testHookFailpoint = func(n string) {
+	e.failpointHook = func(n string) {
 		if n == name && p.fired.CompareAndSwap(false, true) {
 			close(p.reached)
 			<-p.proceed
 		}
 	}
-	t.Cleanup(func() { p.release(); testHookFailpoint = old })
+	t.Cleanup(func() { p.release(); e.failpointHook = nil })
 	return p
 }
 
-// failpointsOf runs op and returns the failpoints it passed, each once, in the order first
-// passed.
-func failpointsOf(t *testing.T, op func()) []string {
+// onFailpoints runs hook at each failpoint the engines pass, for the rest of the test.
+func onFailpoints(t *testing.T, hook func(name string), engines ...*Engine) {
+	t.Helper()
+	for _, e := range engines {
+		e.failpointHook = hook
+	}
+	t.Cleanup(func() {
+		for _, e := range engines {
+			e.failpointHook = nil
+		}
+	})
+}
+
+// failpointsOf runs op and returns the failpoints engine e passed meanwhile, each once, in the
+// order first passed.
+func failpointsOf(t *testing.T, e *Engine, op func()) []string {
 	t.Helper()
 	var mu sync.Mutex
 	var names []string
-	old := testHookFailpoint
-	testHookFailpoint = func(n string) {
+	e.failpointHook = func(n string) {
 		mu.Lock()
 		defer mu.Unlock()
 		if !slices.Contains(names, n) {
 			names = append(names, n)
 		}
 	}
-	defer func() { testHookFailpoint = old }()
+	defer func() { e.failpointHook = nil }()
 	op()
 	return names
 }
@@ -79,7 +91,7 @@ type pairOutcome struct {
 func (h *harness) pausedPair(fp string, a func(ctx context.Context) error, b func(ctx context.Context, other *Engine) error) pairOutcome {
 	h.t.Helper()
 	other := h.otherProcess()
-	p := pauseAtFailpoint(h.t, fp)
+	p := pauseAtFailpoint(h.t, h.e, fp)
 	aDone := make(chan error, 1)
 	go func() { aDone <- a(h.ctx) }()
 	select {
@@ -235,7 +247,7 @@ func forSomeFailpoints(t *testing.T, setup func(t *testing.T) *harness, a func(h
 	h0 := setup(t)
 	run := a(h0)
 	var firstErr error
-	fps := failpointsOf(t, func() { firstErr = run(h0.ctx) })
+	fps := failpointsOf(t, h0.e, func() { firstErr = run(h0.ctx) })
 	if firstErr != nil {
 		t.Fatalf("the first command alone: %v", firstErr)
 	}
@@ -244,6 +256,7 @@ func forSomeFailpoints(t *testing.T, setup func(t *testing.T) *harness, a func(h
 	}
 	for _, fp := range pick(fps) {
 		t.Run(strings.ReplaceAll(fp, ":", "_"), func(t *testing.T) {
+			t.Parallel() // each pair on its own harness, the pause on its engine alone
 			h := setup(t)
 			out := h.pausedPair(fp, a(h), b(h))
 			t.Logf("first: %v; second (waited %v): %v", out.aErr, out.bWaited, out.bErr)

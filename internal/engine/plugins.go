@@ -645,9 +645,21 @@ func appendHealthEvent(tx *store.Tx, ev *store.Event, now time.Time, first bool)
 const thisChange = "; this change: "
 
 // flapping reports whether recent, a plugin's newest flapChanges events of health, all fall
-// within flapWindow of now: its changes are not recorded for now.
+// within flapWindow of now: its changes are not recorded for now. The events' times are the
+// wall clock's, stamped by whichever process recorded them, so no monotonic reading measures
+// their age: one dated after now was stamped before the clock stepped back (NTP correcting a
+// clock that ran ahead, a VM resumed with a wrong one), and its age is unknown. It is not
+// counted as within the window: taken as younger than the hour, changes dated a day ahead left
+// the plugin's changes, and its settling (healthSinceEvent), unrecorded for a day and the hour,
+// the newest event saying the opposite of `plugin status` all along
+// (TestFlappingRuleAfterTheClockSteppedBackRecordsTheSettling). Not counted, they let at most
+// flapChanges changes more be recorded, on the stepped clock, before the rule holds again.
 func flapping(recent []store.Event, now time.Time) bool {
-	return len(recent) == flapChanges && now.Sub(recent[flapChanges-1].At) < flapWindow
+	if len(recent) != flapChanges {
+		return false
+	}
+	age := now.Sub(recent[flapChanges-1].At)
+	return age >= 0 && age < flapWindow
 }
 
 // healthSinceEvent records a plugin's health h when it is not the one its newest health event

@@ -177,7 +177,7 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 				if err := e.controllerUnpublish(ctx, c, v, p.st.NodeID); err != nil {
 					return err
 				}
-				failpoint("claim:old-node-detached") // recorded attached to the old node still
+				e.failpoint("claim:old-node-detached") // recorded attached to the old node still
 			}
 			p.staging(func(st *store.Staging) { st.NodeID, st.PublishContext = c.fp.NodeID, nil })
 			ownIntent = true // the old node's attachment is undone; the new node's is this claim's
@@ -201,7 +201,7 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 		if err != nil {
 			return err
 		}
-		failpoint("rpc:ControllerPublishVolume")
+		e.failpoint("rpc:ControllerPublishVolume")
 		cl.PublishContext = pc
 		p.staging(func(st *store.Staging) { st.PublishContext = pc })
 		p.attached = true
@@ -308,7 +308,7 @@ func (e *Engine) attachedAlready(ctx context.Context, c *conn, v store.Volume) b
 	err := e.controllerCheck(ctx, c, func(ctx context.Context) error {
 		var err error
 		published, err = e.listsPublished(ctx, c, v.ExternalID, c.fp.NodeID)
-		failpoint("check:attached-already") // the claim taken, no intent recorded yet
+		e.failpoint("check:attached-already") // the claim taken, no intent recorded yet
 		return err
 	})
 	if err != nil {
@@ -437,7 +437,7 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 		if err != nil && !p.stillStaged(ctx, err) {
 			return err
 		}
-		failpoint("rpc:NodeStageVolume")
+		e.failpoint("rpc:NodeStageVolume")
 		if err := e.checkStaging(v, c, path); err != nil {
 			return err
 		}
@@ -665,7 +665,7 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 		if err != nil {
 			return err
 		}
-		failpoint("rpc:NodePublishVolume")
+		e.failpoint("rpc:NodePublishVolume")
 		if err := e.checkTarget(ctx, v, cl, c, req.StagingPath); err != nil {
 			return err
 		}

@@ -140,7 +140,7 @@ func (e *Engine) unpublishTarget(ctx context.Context, c *conn, v store.Volume, p
 	if answer != nil && !csi.IsIgnorable(answer) {
 		return nil, answer
 	}
-	failpoint("rpc:NodeUnpublishVolume")
+	e.failpoint("rpc:NodeUnpublishVolume")
 	if dest, removed, err := e.locks.removeTargetLink(ctx, e.realPath(cl.TargetPath)); err != nil {
 		return answer, fmt.Errorf("after %s of volume %q: %w", csi.RPCNodeUnpublishVolume, v.ID, err)
 	} else if removed {
@@ -448,7 +448,7 @@ func (e *Engine) unstage(ctx context.Context, c *conn, v store.Volume, st store.
 		return c.client.NodeUnstageVolume(ctx, csi.NodeUnstageVolumeRequest{VolumeID: v.ExternalID, StagingPath: st.StagingPath})
 	})
 	if csi.IsUnimplemented(err) {
-		failpoint("rpc:NodeUnstageVolume")
+		e.failpoint("rpc:NodeUnstageVolume")
 		return e.checkUnstageable(v, st, c, p, fmt.Sprintf("plugin %q, which advertises the node capability STAGE_UNSTAGE_VOLUME, answered %v", c.plugin.ID, err),
 			"fix or replace the plugin")
 	}
@@ -459,14 +459,14 @@ func (e *Engine) unstage(ctx context.Context, c *conn, v store.Volume, st store.
 		// it never staged ("not staged"): every retry and reconcile pass would get it again,
 		// the claim held releasing until a forced detach. The mount table decides, as for a
 		// plugin that cannot be asked.
-		failpoint("rpc:NodeUnstageVolume")
+		e.failpoint("rpc:NodeUnstageVolume")
 		return e.checkUnstageable(v, st, c, p, fmt.Sprintf("plugin %q answered %v for a staging NodeStageVolume never confirmed", c.plugin.ID, err),
 			"fix the plugin")
 	}
 	if err != nil && !csi.IsIgnorable(err) {
 		return err
 	}
-	failpoint("rpc:NodeUnstageVolume")
+	e.failpoint("rpc:NodeUnstageVolume")
 	if err := e.checkUnmounted(v, csi.RPCNodeUnstageVolume, "staging", st.StagingPath, c, err); err != nil {
 		return err
 	}
@@ -500,7 +500,7 @@ func (e *Engine) unpublishChecked(ctx context.Context, c *conn, v store.Volume, 
 	if err != nil && !csi.IsIgnorable(err) {
 		return err
 	}
-	failpoint("rpc:ControllerUnpublishVolume")
+	e.failpoint("rpc:ControllerUnpublishVolume")
 	if published {
 		return fmt.Errorf("plugin %q answered %s %s for volume %q (external ID %q) but still lists it published to node %q (%s published_node_ids): "+
 			"the volume may still be attached there, so volctl keeps it recorded attached and `volctl reconcile` sends %s again; "+
@@ -727,7 +727,7 @@ func (e *Engine) releaseStored(ctx context.Context, volumeID, alloc string) (Rel
 	if !found {
 		return ReleaseResult{}, nil
 	}
-	failpoint("release:" + string(cl.State))
+	e.failpoint("release:" + string(cl.State))
 	final, err := e.driveClaim(ctx, cl, v, ld, store.OutcomeReleased)
 	if err != nil {
 		return fail(err)

@@ -173,7 +173,7 @@ func TestSnapshotLockFileRemovedBeforeTheDeleteIsSentStopsTheDelete(t *testing.T
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
 	other := h.otherProcess()
-	p := pauseAtFailpoint(t, "snapshot:deleting")
+	p := pauseAtFailpoint(t, h.e, "snapshot:deleting")
 	delDone := make(chan error, 1)
 	go func() { delDone <- h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil) }()
 	waitFor(t, p.reached, "the delete to record itself")
@@ -215,13 +215,11 @@ func TestSnapshotCreateThatWaitedForADeleteStopsOnALostSnapshotLock(t *testing.T
 	var derr error
 	ran, calls := false, 0
 	marked := make(chan struct{})
-	old := testHookFailpoint
-	testHookFailpoint = func(n string) {
+	onFailpoints(t, func(n string) {
 		if n == "snapshot:deleting" {
 			close(marked)
 		}
-	}
-	t.Cleanup(func() { testHookFailpoint = old })
+	}, h.e, other)
 	delDone := make(chan struct{})
 	// The second CreateSnapshot (the one asked again under the snapshot's lock) answered, before
 	// the create reads the answer: the lock file removed, another volctl's delete takes the lock
@@ -271,8 +269,7 @@ func TestSnapshotCreateThatWaitedForADeleteChecksItsLockWhenRecording(t *testing
 	h, s, other, lockPath := snapshotWithAnUnansweredDelete(t)
 	var derr error
 	ran := false
-	old := testHookFailpoint
-	testHookFailpoint = func(n string) {
+	onFailpoints(t, func(n string) {
 		if n != "snapshot:asked-again" || ran {
 			return
 		}
@@ -282,8 +279,7 @@ func TestSnapshotCreateThatWaitedForADeleteChecksItsLockWhenRecording(t *testing
 			return
 		}
 		derr = other.DeleteSnapshot(context.Background(), "mem", s.ID, nil)
-	}
-	t.Cleanup(func() { testHookFailpoint = old })
+	}, h.e, other)
 	made, cerr := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil)
 	if !ran {
 		t.Fatalf("the create never passed snapshot:asked-again (it returned %v)", cerr)
@@ -314,8 +310,7 @@ func TestSnapshotDeregisterStopsOnALostSnapshotLock(t *testing.T) {
 	var derr error
 	ran := false
 	marked, proceed, delDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	old := testHookFailpoint
-	testHookFailpoint = func(n string) {
+	onFailpoints(t, func(n string) {
 		switch {
 		case n == "snapshot:deleting":
 			close(marked)
@@ -332,8 +327,7 @@ func TestSnapshotDeregisterStopsOnALostSnapshotLock(t *testing.T) {
 			case <-delDone:
 			}
 		}
-	}
-	t.Cleanup(func() { testHookFailpoint = old })
+	}, h.e, other)
 	warnings, err := h.e.DeregisterSnapshot(h.ctx, "mem", s.ID)
 	close(proceed)
 	if !ran {

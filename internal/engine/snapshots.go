@@ -125,7 +125,7 @@ func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string
 	if err != nil {
 		return fail(err)
 	}
-	failpoint("snapshot:intent")
+	e.failpoint("snapshot:intent")
 	rec, snap, err := e.finishSnapshot(ctx, c, intent, replay)
 	if err != nil {
 		return fail(err)
@@ -153,7 +153,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 			SourceVolumeID: intent.SourceExternalID, Name: intent.Name, Secrets: intent.Secrets, Parameters: intent.Parameters})
 	}
 	snap, earlier, err := controllerAnswer(ctx, e, c, csi.RPCCreateSnapshot, send)
-	failpoint("rpc:CreateSnapshot")
+	e.failpoint("rpc:CreateSnapshot")
 	if lost := e.locks.stillHeld(intent.SourceVolumeID); lost != nil {
 		return store.Snapshot{}, snap, lost
 	}
@@ -192,7 +192,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 			if lost := e.locks.snapshotStillHeld(intent.PluginID, lockedID); lost != nil {
 				return store.Snapshot{}, snap, lostSnapshotLock(intent, lost)
 			}
-			failpoint("snapshot:asked-again") // answered again under the snapshot's lock, not recorded
+			e.failpoint("snapshot:asked-again") // answered again under the snapshot's lock, not recorded
 		} else {
 			testHookSnapshotDeleteLookedFor(intent.PluginID, snap.ID)
 		}
@@ -580,7 +580,7 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		}
 		return fail(err)
 	}
-	failpoint("snapshot:deleting") // the delete recorded, DeleteSnapshot not sent
+	e.failpoint("snapshot:deleting") // the delete recorded, DeleteSnapshot not sent
 	// kept is whether the snapshot is known to be there still, when this returns an error. An
 	// earlier delete's record says it may be gone: this one failing before its DeleteSnapshot
 	// (the plugin unreachable) learns nothing that forgets it
@@ -1121,7 +1121,7 @@ func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares 
 			if err := turns.call(ctx, func(ctx context.Context) error {
 				var err error
 				page, err = c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{StartingToken: token, Secrets: secrets})
-				failpoint("rpc:ListSnapshots")
+				e.failpoint("rpc:ListSnapshots")
 				return err
 			}); err != nil {
 				return "", false, err
@@ -1321,7 +1321,7 @@ func (e *Engine) deregisterSnapshotStored(ctx context.Context, pluginID, snapsho
 		return fail(err)
 	}
 	defer unlockSnap()
-	failpoint("snapshot:deregistering") // the snapshot's lock taken, nothing forgotten yet
+	e.failpoint("snapshot:deregistering") // the snapshot's lock taken, nothing forgotten yet
 	var warning string
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
 		// The snapshot's lock file removed since it was taken: another volctl's delete may hold

@@ -148,7 +148,7 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 		return fail(err)
 	}
 	if !done {
-		failpoint("create:intent")
+		e.failpoint("create:intent")
 		if err := e.finishCreate(ctx, c, v, replay); err != nil {
 			return fail(err)
 		}
@@ -432,7 +432,7 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		created, earlier, err := sendAnswered(ctx, e, c, csi.RPCCreateVolume, func(ctx context.Context) (csi.Volume, error) {
 			return c.client.CreateVolume(ctx, req)
 		})
-		failpoint("rpc:CreateVolume")
+		e.failpoint("rpc:CreateVolume")
 		testHookCreateAnswered(v.ID)
 		if lost := e.locks.stillHeld(v.ID); lost != nil {
 			return lost
@@ -478,11 +478,11 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		if dup != nil {
 			return fmt.Errorf("%w (the answer was unusable anyway: %v)", dup, err)
 		}
-		failpoint("create:unusable") // recorded deleting with the unusable answer's ID, DeleteVolume not sent
+		e.failpoint("create:unusable") // recorded deleting with the unusable answer's ID, DeleteVolume not sent
 		derr := e.attempt(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
 			return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: created.ID, Secrets: v.Secrets})
 		})
-		failpoint("rpc:DeleteVolume")
+		e.failpoint("rpc:DeleteVolume")
 		if derr == nil || csi.IsIgnorable(derr) {
 			if listed, unchecked := e.listsVolume(ctx, c, created.ID); listed {
 				derr = stillListed(v.PluginID, csi.RPCDeleteVolume, derr, "volume", shown, volumeCheck(c))
@@ -502,7 +502,7 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		if uerr := e.store.Update(ctx, func(tx *store.Tx) error { return tx.Volumes().Update(&v) }); uerr != nil {
 			return errors.Join(err, uerr)
 		}
-		failpoint("create:unusable-deleted") // the bare intent again, not yet kept or forgotten
+		e.failpoint("create:unusable-deleted") // the bare intent again, not yet kept or forgotten
 		// The plugin answered the name with that volume, which CSI's idempotency by name makes
 		// the one any earlier CreateVolume under it made (recordCreated takes it so too), and
 		// it is deleted: nothing is left under the name for the intent to find. Kept, it was
@@ -586,7 +586,7 @@ func (e *Engine) recordCreated(ctx context.Context, v store.Volume, created csi.
 	if dup != nil {
 		return dup
 	}
-	failpoint("create:ready")
+	e.failpoint("create:ready")
 	return nil
 }
 

@@ -41,12 +41,25 @@ func refuseClaimed(tx *store.Tx, volumeID, verb string) error {
 	case len(cmds) > 1:
 		how = fmt.Sprintf("%s release them", listSome(cmds, 5, func(s string) string { return s }))
 	}
+	if verb == forcedDeregister {
+		// --force released the claims it found, outside the volume's lock; these were made by
+		// another volctl since, and may be in use: advising --force again would take them too.
+		return conflictf("volume %q was claimed by another volctl after this --force released the claims it found, and has %d live claim(s): %s; "+
+			"nothing deregistered, the claims made meanwhile left as they are (they may be in use): release them first (%s), then deregister it",
+			volumeID, len(claims), describeClaims(claims), how)
+	}
 	if verb == "deregister" && !grouped {
 		how += fmt.Sprintf(", or `%s` releases them first", shellquote.CommandFlags("volctl volume deregister", []string{volumeID}, "--force"))
 	}
 	return conflictf("volume %q has %d live claim(s): %s; release them first (%s), then %s it",
 		volumeID, len(claims), describeClaims(claims), how, verb)
 }
+
+// forcedDeregister is refuseClaimed's verb for `volume deregister --force`, whose claims were
+// released before it took the volume's lock: a claim it finds was made meanwhile by another
+// volctl, which its refusal says instead of advising the --force it was run with
+// (TestPausedPairVolumeDeregisterForcedClaim).
+const forcedDeregister = "deregister --force"
 
 func describeClaims(claims []store.Claim) string {
 	return listSome(claims, 5, func(c store.Claim) string { return fmt.Sprintf("alloc %q (%s, %s)", c.Alloc, c.Mode, c.State) })
@@ -124,7 +137,7 @@ func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 	if err != nil {
 		return fail(err)
 	}
-	failpoint("delete:intent")
+	e.failpoint("delete:intent")
 	if err := e.finishDelete(ctx, c, v); err != nil {
 		return fail(err)
 	}
@@ -386,7 +399,7 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 				"if the plugin keeps listing it, `%s` forgets the volume and leaves the storage)", err, v.ID, shellquote.Command("volctl volume deregister", v.ID))
 		}
 	}
-	failpoint("rpc:DeleteVolume")
+	e.failpoint("rpc:DeleteVolume")
 	note := e.uncheckedNote(unchecked, answer, v.PluginID, csi.RPCDeleteVolume, "volume", v.ExternalID)
 	err := e.store.Update(ctx, e.locks.holding(v.ID, func(tx *store.Tx) error {
 		if err := tx.Volumes().Delete(v.ID); err != nil {

@@ -403,7 +403,11 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 			return err
 		}
 		pluginID = v.PluginID
-		if err := refuseClaimed(tx, v.ID, "deregister"); err != nil {
+		verb := "deregister"
+		if force {
+			verb = forcedDeregister
+		}
+		if err := refuseClaimed(tx, v.ID, verb); err != nil {
 			return err
 		}
 		if err := refuseHandedOver(tx, v.ID); err != nil {

@@ -112,7 +112,10 @@ func eventRows(es []engine.EventInfo, now time.Time) []row {
 		r := newRow(strconv.FormatInt(e.ID, 10), i, []string{
 			display.Age(now, e.At), e.Kind, e.VolumeID, e.Alloc, e.PluginID, e.Message,
 		})
-		r.nums[0] = -e.At.UnixNano()
+		// AGE sorts by the log's order, the events' IDs, not their times: those are the wall
+		// clock's, and one stepped back between two events stamps the newer one earlier, which
+		// sorted it below the older ones (TestEventsNewestFirstAfterTheClockSteppedBack).
+		r.nums[0] = -e.ID
 		r.tone = badOrWarn(e.Code != "", false)
 		return r
 	})
