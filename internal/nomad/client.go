@@ -151,6 +151,9 @@ func NewClient(address string) (*Client, error) {
 			userinfo(pu.User)
 		}
 	}
+	// Its query's values too: the API client sends none of it, and a token there
+	// (?token=SECRET) was shown wherever the address is (engine.HiddenNomadQuery).
+	shown = engine.HiddenNomadQuery(shown)
 	// Longest first, so that a credential holding another is replaced whole.
 	sort.Slice(creds, func(i, j int) bool { return len(creds[i]) > len(creds[j]) })
 	if err := speakable(cfg.Address, shown); err != nil {
