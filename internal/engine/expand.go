@@ -264,6 +264,13 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 	}
 	info, err := e.Volume(ctx, v.ID)
 	info.ExpansionNote = nodeOnlyNote
+	if nodeOnlyNote != "" && info.NodeExpansionOwed > 0 {
+		// expandOnNode succeeded with the debt left: the volume is on no path here, and the
+		// NodeExpandVolume that is the whole expansion was not sent. Said, where the note alone
+		// said "finished" of an expansion nothing had done yet (reconcile's report too).
+		info.ExpansionNote += fmt.Sprintf("; that NodeExpandVolume was not sent: volume %q is on no path on this node (no published claim, nothing staged), "+
+			"so it is owed, sent when a claim next publishes the volume here, and the storage has not grown until then", v.ID)
+	}
 	return info, err
 }
 

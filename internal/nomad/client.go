@@ -151,6 +151,9 @@ func NewClient(address string) (*Client, error) {
 			userinfo(pu.User)
 		}
 	}
+	// Its query's values too: the API client sends none of it, and a token there
+	// (?token=SECRET) was shown wherever the address is (engine.HiddenNomadQuery).
+	shown = engine.HiddenNomadQuery(shown)
 	// Longest first, so that a credential holding another is replaced whole.
 	sort.Slice(creds, func(i, j int) bool { return len(creds[i]) > len(creds[j]) })
 	if err := speakable(cfg.Address, shown); err != nil {
@@ -302,6 +305,17 @@ func speakable(address, shown string) error {
 	scheme, _, found := strings.Cut(address, "://")
 	if s := strings.ToLower(scheme); found && (s == "http" || s == "https" || s == "unix") {
 		return nil
+	}
+	if s, rest, ok := strings.Cut(address, ":"); !found && ok && slices.Contains([]string{"http", "https", "unix"}, strings.ToLower(s)) {
+		// The scheme with one '/' or none after it (http:nomad:4646, http:/nomad:4646, a
+		// backslash for a slash): the advice was http:// before it all
+		// (NOMAD_ADDR=http://http:nomad:4646), naming a host "http".
+		fixed := s + "://" + strings.TrimLeft(rest, `/\`)
+		if strings.EqualFold(s, "unix") {
+			fixed = s + ":///" + strings.TrimLeft(rest, `/\`)
+		}
+		return fmt.Errorf("Nomad at %s: NOMAD_ADDR=%s must start with http://, https:// or unix://, two slashes after the scheme: NOMAD_ADDR=%s%s",
+			shown, shown, hiddenUserinfo(fixed), credentialBack(fixed))
 	}
 	if !found { // shown is hiddenUserinfo's: user:password@host is not parsed as such
 		return fmt.Errorf("Nomad at %s: NOMAD_ADDR=%s must start with http://, https:// or unix://: NOMAD_ADDR=http://%s (https:// if Nomad's tls block enables TLS for its HTTP API)", shown, shown, shown)

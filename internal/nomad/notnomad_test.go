@@ -27,6 +27,13 @@ func TestNomadAddressWithoutAnHTTPSchemeIsNamed(t *testing.T) {
 		{"ops:s3cret#x@nomad.example:4646", "NOMAD_ADDR=xxxxx@nomad.example:4646 must start with"},
 		{"ops:s3cret/x@nomad.example:4646", "NOMAD_ADDR=xxxxx@nomad.example:4646 must start with"},
 		{"ops:s3cret?x@nomad.example:4646", "NOMAD_ADDR=xxxxx@nomad.example:4646 must start with"},
+		// The scheme without its two slashes: the advice was NOMAD_ADDR=http://http:nomad...,
+		// a host named "http" (recheck33b).
+		{"http:nomad.example:4646", "must start with http://, https:// or unix://, two slashes after the scheme: NOMAD_ADDR=http://nomad.example:4646"},
+		{"HTTPS:/nomad.example:4646", "two slashes after the scheme: NOMAD_ADDR=HTTPS://nomad.example:4646"},
+		{`http:\\nomad.example:4646`, "two slashes after the scheme: NOMAD_ADDR=http://nomad.example:4646"},
+		{"unix:/run/nomad.sock", "two slashes after the scheme: NOMAD_ADDR=unix:///run/nomad.sock"},
+		{"http:ops:s3cret@nomad.example:4646", "two slashes after the scheme: NOMAD_ADDR=http://xxxxx@nomad.example:4646 (with your user and password in place of xxxxx)"},
 	} {
 		_, err := NewClient(tc.addr)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "running there") || strings.Contains(err.Error(), "s3cret") {
