@@ -388,6 +388,14 @@ func (e *Engine) snapshotLockAfterItsDelete(ctx context.Context, hold *volumeHol
 			_, err := tx.Snapshots().GetCreate(intent.PluginID, intent.Name)
 			if errors.Is(err, store.ErrNotFound) {
 				rec, recorded, err = recordNamed(tx, intent.PluginID, intent.Name)
+				if err == nil && recorded {
+					// The record under the name is the create's answer only when no delete of it
+					// is recorded: one that is, the snapshot waited for, was not made for this create.
+					var deleting bool
+					if deleting, err = tx.Snapshots().Deleting(intent.PluginID, rec.SnapshotID); err == nil && deleting {
+						recorded = false
+					}
+				}
 				if err == nil && !recorded {
 					err = notFoundf("it is no longer recorded as being created, nor as made: another volctl forgot it (`volctl volume snapshot deregister`) "+
 						"while this one waited for the delete of snapshot %q, with volume %q's lock let go", id, intent.SourceVolumeID)
