@@ -1439,7 +1439,21 @@ func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 	if err := checkServers(ids, c.servers); err != nil {
 		return fmt.Errorf("%s not sent: %w (the plugin restarted mid-operation)", rpc, err)
 	}
-	replaced, err := e.otherInstance(ctx, c, true)
+	// Asked over a connection of its own, made now to the files at the paths, not over c's
+	// client: that may still hold a connection to the process that had the old file (it runs on,
+	// its socket's name taken by another: a second instance started before the first exits, a
+	// listener that binds a temporary name and renames it into place), which would answer for the
+	// process on the new file; once it exits, gRPC's reconnect reaches the new process, which
+	// checkServers has just recorded as the socket's listener, unasked: another driver was sent
+	// the RPC (TestAnotherDriverOnTheSocketWhileTheOldConnectionLivesIsAskedNotTheOld). c's
+	// client goes on over either: the old process, fingerprinted before, or the new one, asked
+	// now; a third one since is another listener than checkServers recorded (servers.checkPeer).
+	fresh, err := dialCSI(c.plugin, c.servers, e.cfg.Timeouts, e.log, e.secretValues, e.cfg.ObserveRPC)
+	if err != nil {
+		return notSent(rpc, "the plugin restarted mid-operation and connecting to it again failed", err)
+	}
+	replaced, err := e.otherInstanceOn(ctx, c, fresh, true)
+	_ = fresh.Close()
 	if err != nil {
 		return notSent(rpc, "the plugin restarted mid-operation and checking it again failed", err)
 	}
@@ -1493,13 +1507,18 @@ func (e *Engine) checkAnswerer(ctx context.Context, c *conn, rpc string, err err
 // its whole fingerprint, and says how it is not the instance c was fingerprinted as (nil when it
 // is): another driver (a conflict), or other capabilities or another node ID.
 func (e *Engine) otherInstance(ctx context.Context, c *conn, full bool) (replaced, err error) {
+	return e.otherInstanceOn(ctx, c, c.client, full)
+}
+
+// otherInstanceOn is otherInstance asking over client, a connection to c's plugin's sockets.
+func (e *Engine) otherInstanceOn(ctx context.Context, c *conn, client Plugin, full bool) (replaced, err error) {
 	var fp *csi.Fingerprint
 	if full {
-		if fp, err = c.client.Fingerprint(ctx); err != nil {
+		if fp, err = client.Fingerprint(ctx); err != nil {
 			return nil, err
 		}
 	} else {
-		info, err := c.client.GetPluginInfo(ctx)
+		info, err := client.GetPluginInfo(ctx)
 		if err != nil {
 			return nil, err
 		}
