@@ -829,6 +829,7 @@ func (c *conn) storedFingerprint(now time.Time) store.Fingerprint {
 		if i < len(c.entries) {
 			id.Entry, id.DirDev, id.DirInode = c.entries[i].resolved, c.entries[i].dev, c.entries[i].inode
 		}
+		id.Boot = bootID()
 		id.ServerUID, id.ServerKnown = c.servers.uidOf(s.path)
 		id.Listener = c.servers.listenerOf(s.path)
 		id.Accepts = c.servers.acceptsOf(s.path)
@@ -852,6 +853,12 @@ func reusableFingerprint(p store.Plugin, ids []socketID) *csi.Fingerprint {
 		if ids[i].inode == 0 || (socketID{path: s.Path, dev: s.Dev, inode: s.Inode, ctime: s.CtimeNs}) != ids[i] {
 			return nil
 		}
+		// Taken in another boot (or by a volctl that did not record it): the file's identity
+		// and its listener's pid and start time may read the same for another instance
+		// (TestFingerprintOfAnotherBootIsNotReused).
+		if s.Boot != bootID() {
+			return nil
+		}
 	}
 	sp := p.Spec()
 	cfg := csi.ConfigFromSpec(&sp)
@@ -869,6 +876,22 @@ func reusableFingerprint(p store.Plugin, ids []socketID) *csi.Fingerprint {
 	}
 	return fp
 }
+
+// bootID is the kernel's boot ID, read once per process (/proc/sys/kernel/random/boot_id), ""
+// where it cannot be read. What identifies a plugin instance on a socket (the file's device,
+// inode and change time; its listener's pid, start time and program file) is the boot's own: a
+// socket made again at its path after a reboot may have the same inode (a tmpfs numbers its
+// inodes from boot), and its change time too where the clock starts where it started (no
+// battery), its listener the same pid and start time (ticks since boot) in a boot that runs as
+// the last did. A fingerprint is reused only within the boot it was taken in
+// (reusableFingerprint).
+var bootID = sync.OnceValue(func() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+})
 
 // checkIdentity refuses a plugin that is not the driver registered under p's ID: another
 // driver now answering on its socket would take the volume RPCs meant for the registered one
