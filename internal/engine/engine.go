@@ -832,6 +832,7 @@ func (c *conn) storedFingerprint(now time.Time) store.Fingerprint {
 		if i < len(c.entries) {
 			id.Entry, id.DirDev, id.DirInode = c.entries[i].resolved, c.entries[i].dev, c.entries[i].inode
 		}
+		id.Boot = bootID()
 		id.ServerUID, id.ServerKnown = c.servers.uidOf(s.path)
 		id.Listener = c.servers.listenerOf(s.path)
 		id.Accepts = c.servers.acceptsOf(s.path)
@@ -855,6 +856,12 @@ func reusableFingerprint(p store.Plugin, ids []socketID) *csi.Fingerprint {
 		if ids[i].inode == 0 || (socketID{path: s.Path, dev: s.Dev, inode: s.Inode, ctime: s.CtimeNs}) != ids[i] {
 			return nil
 		}
+		// Taken in another boot (or by a volctl that did not record it): the file's identity
+		// and its listener's pid and start time may read the same for another instance
+		// (TestFingerprintOfAnotherBootIsNotReused).
+		if s.Boot != bootID() {
+			return nil
+		}
 	}
 	sp := p.Spec()
 	cfg := csi.ConfigFromSpec(&sp)
@@ -872,6 +879,22 @@ func reusableFingerprint(p store.Plugin, ids []socketID) *csi.Fingerprint {
 	}
 	return fp
 }
+
+// bootID is the kernel's boot ID, read once per process (/proc/sys/kernel/random/boot_id), ""
+// where it cannot be read. What identifies a plugin instance on a socket (the file's device,
+// inode and change time; its listener's pid, start time and program file) is the boot's own: a
+// socket made again at its path after a reboot may have the same inode (a tmpfs numbers its
+// inodes from boot), and its change time too where the clock starts where it started (no
+// battery), its listener the same pid and start time (ticks since boot) in a boot that runs as
+// the last did. A fingerprint is reused only within the boot it was taken in
+// (reusableFingerprint).
+var bootID = sync.OnceValue(func() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+})
 
 // checkIdentity refuses a plugin that is not the driver registered under p's ID: another
 // driver now answering on its socket would take the volume RPCs meant for the registered one
@@ -1442,7 +1465,21 @@ func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 	if err := checkServers(ids, c.servers); err != nil {
 		return fmt.Errorf("%s not sent: %w (the plugin restarted mid-operation)", rpc, err)
 	}
-	replaced, err := e.otherInstance(ctx, c, true)
+	// Asked over a connection of its own, made now to the files at the paths, not over c's
+	// client: that may still hold a connection to the process that had the old file (it runs on,
+	// its socket's name taken by another: a second instance started before the first exits, a
+	// listener that binds a temporary name and renames it into place), which would answer for the
+	// process on the new file; once it exits, gRPC's reconnect reaches the new process, which
+	// checkServers has just recorded as the socket's listener, unasked: another driver was sent
+	// the RPC (TestAnotherDriverOnTheSocketWhileTheOldConnectionLivesIsAskedNotTheOld). c's
+	// client goes on over either: the old process, fingerprinted before, or the new one, asked
+	// now; a third one since is another listener than checkServers recorded (servers.checkPeer).
+	fresh, err := dialCSI(c.plugin, c.servers, e.cfg.Timeouts, e.log, e.secretValues, e.cfg.ObserveRPC)
+	if err != nil {
+		return notSent(rpc, "the plugin restarted mid-operation and connecting to it again failed", err)
+	}
+	replaced, err := e.otherInstanceOn(ctx, c, fresh, true)
+	_ = fresh.Close()
 	if err != nil {
 		return notSent(rpc, "the plugin restarted mid-operation and checking it again failed", err)
 	}
@@ -1496,13 +1533,18 @@ func (e *Engine) checkAnswerer(ctx context.Context, c *conn, rpc string, err err
 // its whole fingerprint, and says how it is not the instance c was fingerprinted as (nil when it
 // is): another driver (a conflict), or other capabilities or another node ID.
 func (e *Engine) otherInstance(ctx context.Context, c *conn, full bool) (replaced, err error) {
+	return e.otherInstanceOn(ctx, c, c.client, full)
+}
+
+// otherInstanceOn is otherInstance asking over client, a connection to c's plugin's sockets.
+func (e *Engine) otherInstanceOn(ctx context.Context, c *conn, client Plugin, full bool) (replaced, err error) {
 	var fp *csi.Fingerprint
 	if full {
-		if fp, err = c.client.Fingerprint(ctx); err != nil {
+		if fp, err = client.Fingerprint(ctx); err != nil {
 			return nil, err
 		}
 	} else {
-		info, err := c.client.GetPluginInfo(ctx)
+		info, err := client.GetPluginInfo(ctx)
 		if err != nil {
 			return nil, err
 		}

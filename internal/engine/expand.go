@@ -632,8 +632,20 @@ func (e *Engine) reconcileExpansions(ctx context.Context, rep *ReconcileReport, 
 // volume and connects to its plugin. The caller must call unlock when err is nil, which gives
 // the connection back too.
 func (e *Engine) lockedVolume(ctx context.Context, id string) (v store.Volume, c *conn, unlock func(), err error) {
-	if unlock, err = e.locks.volume(ctx, id); err != nil {
+	hold, v, c, err := e.heldVolume(ctx, id)
+	if err != nil {
 		return v, nil, nil, err
+	}
+	return v, c, func() { e.done(c); hold.release() }, nil
+}
+
+// heldVolume is lockedVolume with the volume's lock as a volumeHold, which the operation may let
+// go while it waits for another volctl and take again (finishSnapshot); the caller releases it,
+// and gives c back (done).
+func (e *Engine) heldVolume(ctx context.Context, id string) (hold *volumeHold, v store.Volume, c *conn, err error) {
+	unlock, err := e.locks.volume(ctx, id)
+	if err != nil {
+		return nil, v, nil, err
 	}
 	err = e.store.View(ctx, func(tx *store.Tx) error {
 		v, err = tx.Volumes().Get(id)
@@ -647,10 +659,9 @@ func (e *Engine) lockedVolume(ctx context.Context, id string) (v store.Volume, c
 	}
 	if err != nil {
 		unlock()
-		return v, nil, nil, err
+		return nil, v, nil, err
 	}
-	unlockVolume := unlock
-	return v, c, func() { e.done(c); unlockVolume() }, nil
+	return &volumeHold{locks: e.locks, id: id, unlock: unlock}, v, c, nil
 }
 
 // expandCommand is the command that expands v to size again, bounded by limit (none when 0),

@@ -243,6 +243,52 @@ func (l *locker) snapshot(ctx context.Context, pluginID, snapshotID string) (fun
 	return l.take(ctx, "snapshot-"+lockHash(pluginID+"\x00"+snapshotID), fmt.Sprintf("snapshot %q of plugin %q", snapshotID, pluginID))
 }
 
+// trySnapshot is snapshot without waiting: ok is false when another operation holds the lock
+// (a delete of the snapshot in flight).
+func (l *locker) trySnapshot(pluginID, snapshotID string) (release func(), ok bool, err error) {
+	return l.exclusive("snapshot-" + lockHash(pluginID+"\x00"+snapshotID))
+}
+
+// volumeHold is a volume's lock an operation holds (locker.volume), which it may let go while it
+// waits for another volctl's operation that needs no lock of the volume, and take again: a
+// snapshot create waiting for a delete of the snapshot the plugin answered with
+// (finishSnapshot), which holding it made every claim and release of the volume wait for as long
+// as the plugin hung on that DeleteSnapshot. nil holds nothing (a snapshot with no source volume
+// recorded).
+type volumeHold struct {
+	locks  *locker
+	id     string
+	unlock func() // nil while let go
+}
+
+// holdVolume takes volume id's lock as a volumeHold.
+func (l *locker) holdVolume(ctx context.Context, id string) (*volumeHold, error) {
+	unlock, err := l.volume(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &volumeHold{locks: l, id: id, unlock: unlock}, nil
+}
+
+// release lets the lock go, if held; the operation's deferred release after a retake that failed
+// does nothing.
+func (h *volumeHold) release() {
+	if h != nil && h.unlock != nil {
+		h.unlock()
+		h.unlock = nil
+	}
+}
+
+// retake takes the lock again after release, waiting while ctx lasts.
+func (h *volumeHold) retake(ctx context.Context) error {
+	unlock, err := h.locks.volume(ctx, h.id)
+	if err != nil {
+		return err
+	}
+	h.unlock = unlock
+	return nil
+}
+
 // tryVolume takes a volume's lock only if it is free now; ok is false when another operation
 // holds it.
 func (l *locker) tryVolume(id string) (release func(), ok bool, err error) {

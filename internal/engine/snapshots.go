@@ -90,11 +90,12 @@ func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string
 	fail := func(err error) (SnapshotInfo, error) {
 		return SnapshotInfo{}, fmt.Errorf("snapshot volume %q: %w", volumeID, err)
 	}
-	v, c, unlock, err := e.lockedVolume(ctx, volumeID)
+	hold, v, c, err := e.heldVolume(ctx, volumeID)
 	if err != nil {
 		return fail(err)
 	}
-	defer unlock()
+	defer hold.release()
+	defer e.done(c)
 	if v.State != store.VolumeReady {
 		return fail(notReady(v))
 	}
@@ -126,7 +127,7 @@ func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string
 		return fail(err)
 	}
 	e.failpoint("snapshot:intent")
-	rec, snap, err := e.finishSnapshot(ctx, c, intent, replay)
+	rec, snap, err := e.finishSnapshot(ctx, c, hold, intent, replay)
 	if err != nil {
 		return fail(err)
 	}
@@ -139,12 +140,14 @@ func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string
 // of the intent. replay says an earlier call may have sent it already. A final error to the only
 // CreateSnapshot ever sent means nothing was made, and the intent is forgotten, as it is after
 // ALREADY_EXISTS to any of them (the name is another snapshot's); any other failure keeps it for
-// reconcile. The caller holds the source volume's lock.
+// reconcile. The caller holds the source volume's lock, hold (nil for a snapshot recorded with
+// no source volume), which is let go while the create waits for a delete of the snapshot the
+// plugin answered with (snapshotLockAfterItsDelete).
 //
 // The source volume's lock is checked before CreateSnapshot and once it answered, before
 // anything is recorded or forgotten (stillHeld): a lock file removed meanwhile lets another
 // volctl finish, or delete, the same snapshot beside this one, which stops, leaving the intent.
-func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.SnapshotCreate, replay bool) (store.Snapshot, csi.Snapshot, error) {
+func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, intent store.SnapshotCreate, replay bool) (store.Snapshot, csi.Snapshot, error) {
 	if err := e.locks.stillHeld(intent.SourceVolumeID); err != nil {
 		return store.Snapshot{}, csi.Snapshot{}, err
 	}
@@ -167,16 +170,21 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 		// back, said it made the snapshot, and the delete deleted it
 		// (TestSnapshotCreateAnsweredWithOneAboutToBeDeletedAsksAgainAfterTheDelete). The lock
 		// is held to the record, so no delete records itself between. The source volume's lock
-		// is held while it waits: a DeleteSnapshot that hangs holds up the volume's claims and
-		// releases until the delete's timeouts and retries run out (docs/architecture.md).
+		// is let go while it waits (snapshotLockAfterItsDelete): held, a DeleteSnapshot that hung
+		// held up every claim and release of the volume for as long as the plugin hung
+		// (TestSnapshotCreateWaitingForAHungDeleteDoesNotHoldItsVolume).
 		marked, verr := viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) { return tx.Snapshots().Deleting(intent.PluginID, snap.ID) })
 		if verr != nil {
 			return store.Snapshot{}, snap, verr
 		}
 		if marked {
-			unlock, lerr := e.locks.snapshot(ctx, intent.PluginID, snap.ID)
+			unlock, finished, lerr := e.snapshotLockAfterItsDelete(ctx, hold, intent, snap.ID)
 			if lerr != nil {
 				return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w (the plugin answered with snapshot %q, whose delete is recorded; it stays recorded as being created: `volctl reconcile` finishes it)", intent.Name, lerr, snap.ID)
+			}
+			if finished != nil {
+				return *finished, csi.Snapshot{ID: finished.SnapshotID, SourceVolumeID: finished.SourceExternalID, SizeBytes: finished.SizeBytes,
+					CreatedAt: finished.CreatedAt, ReadyToUse: finished.ReadyToUse}, nil
 			}
 			defer unlock()
 			lockedID = snap.ID
@@ -340,6 +348,68 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 		return store.Snapshot{}, snap, dup
 	}
 	return rec, snap, nil
+}
+
+// snapshotLockAfterItsDelete takes the lock of snapshot id of intent's plugin, which a delete of it
+// in another volctl holds from its record to its end, for a create the plugin answered with that
+// snapshot (finishSnapshot): it waits for the delete to end. Not with the source volume's lock
+// held (hold): a DeleteSnapshot that hangs would hold up every claim and release of the volume
+// until the delete's timeouts and retries ran out, or for good under a context without a bound.
+// So the volume's lock is let go while it waits, and taken again once the delete ended, then the
+// snapshot's, in the lock order (volume, then snapshot: waiting for the volume's with the
+// snapshot's held would deadlock with a `snapshot deregister`, which takes them in that order);
+// a delete of the snapshot that took its lock again meanwhile is waited for the same way. With
+// the volume let go, another volctl (reconcile) may have finished the intent, or `snapshot
+// deregister` forgotten it: the intent is read again once the volume's lock is taken again,
+// and finished is the snapshot recorded under its name then (nothing more to ask), or the
+// error says it is gone. The caller holds the snapshot's lock until it has recorded the answer.
+func (e *Engine) snapshotLockAfterItsDelete(ctx context.Context, hold *volumeHold, intent store.SnapshotCreate, id string) (unlock func(), finished *store.Snapshot, err error) {
+	for {
+		unlock, ok, err := e.locks.trySnapshot(intent.PluginID, id)
+		if err != nil || ok {
+			return unlock, nil, err
+		}
+		if hold == nil {
+			unlock, err := e.locks.snapshot(ctx, intent.PluginID, id)
+			return unlock, nil, err
+		}
+		hold.release()
+		wait, err := e.locks.snapshot(ctx, intent.PluginID, id) // the delete's end
+		if err != nil {
+			return nil, nil, err
+		}
+		wait()
+		if err := hold.retake(ctx); err != nil {
+			return nil, nil, err
+		}
+		var rec store.Snapshot
+		var recorded bool
+		err = e.store.View(ctx, func(tx *store.Tx) error {
+			_, err := tx.Snapshots().GetCreate(intent.PluginID, intent.Name)
+			if errors.Is(err, store.ErrNotFound) {
+				rec, recorded, err = recordNamed(tx, intent.PluginID, intent.Name)
+				if err == nil && recorded {
+					// The record under the name is the create's answer only when no delete of it
+					// is recorded: one that is, the snapshot waited for, was not made for this create.
+					var deleting bool
+					if deleting, err = tx.Snapshots().Deleting(intent.PluginID, rec.SnapshotID); err == nil && deleting {
+						recorded = false
+					}
+				}
+				if err == nil && !recorded {
+					err = notFoundf("it is no longer recorded as being created, nor as made: another volctl forgot it (`volctl volume snapshot deregister`) "+
+						"while this one waited for the delete of snapshot %q, with volume %q's lock let go", id, intent.SourceVolumeID)
+				}
+			}
+			return err
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		if recorded {
+			return nil, &rec, nil // finished by another volctl meanwhile
+		}
+	}
 }
 
 // lostSnapshotLock is the error of a snapshot create that lost the lock of the snapshot it was
@@ -811,12 +881,13 @@ func (u *keptIntent) Unwrap() error { return u.cause }
 // that refuses for good (its source volume is gone, say) made nothing volctl can find: the
 // intent is forgotten and an empty record returned.
 func (e *Engine) finishPendingForDelete(ctx context.Context, intent store.SnapshotCreate) (store.Snapshot, error) {
+	var hold *volumeHold
 	if intent.SourceVolumeID != "" {
-		unlock, err := e.locks.volume(ctx, intent.SourceVolumeID)
-		if err != nil {
+		var err error
+		if hold, err = e.locks.holdVolume(ctx, intent.SourceVolumeID); err != nil {
 			return store.Snapshot{}, err
 		}
-		defer unlock()
+		defer hold.release()
 	}
 	c, err := e.snapshotConn(ctx, intent.PluginID, intent.Reach)
 	if err != nil {
@@ -826,7 +897,7 @@ func (e *Engine) finishPendingForDelete(ctx context.Context, intent store.Snapsh
 	if err := canSnapshotRecorded(c, "delete snapshots", intent.Name, true); err != nil {
 		return store.Snapshot{}, err
 	}
-	rec, _, err := e.finishSnapshot(ctx, c, intent, true)
+	rec, _, err := e.finishSnapshot(ctx, c, hold, intent, true)
 	if err == nil {
 		return rec, nil
 	}
@@ -875,12 +946,13 @@ func (e *Engine) reconcileSnapshots(ctx context.Context, rep *ReconcileReport) {
 		var rec store.Snapshot
 		ctx := onVolume(ctx, cmp.Or(in.SourceVolumeID, "snapshot "+in.Name))
 		err := func() error {
+			var hold *volumeHold
 			if in.SourceVolumeID != "" {
-				unlock, err := e.locks.volume(ctx, in.SourceVolumeID)
-				if err != nil {
+				var err error
+				if hold, err = e.locks.holdVolume(ctx, in.SourceVolumeID); err != nil {
 					return err
 				}
-				defer unlock()
+				defer hold.release()
 			}
 			// Another volctl may have finished it meanwhile.
 			if err := e.store.View(ctx, func(tx *store.Tx) error {
@@ -898,7 +970,7 @@ func (e *Engine) reconcileSnapshots(ctx context.Context, rep *ReconcileReport) {
 			if err := canSnapshotRecorded(c, "create snapshots", in.Name, true); err != nil {
 				return err
 			}
-			rec, _, err = e.finishSnapshot(ctx, c, in, true)
+			rec, _, err = e.finishSnapshot(ctx, c, hold, in, true)
 			return err
 		}()
 		switch {

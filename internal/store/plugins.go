@@ -71,6 +71,13 @@ type SocketIdentity struct {
 	Entry    string `json:"entry,omitempty"`
 	DirDev   uint64 `json:"dir_dev,omitempty"`
 	DirInode uint64 `json:"dir_inode,omitempty"`
+	// Boot is the kernel's boot ID (/proc/sys/kernel/random/boot_id) when the plugin was
+	// fingerprinted through the socket: a file's device, inode and change time, and its
+	// listener's pid and start time, are the boot's own, and may come back alike after a
+	// reboot (a tmpfs numbers its inodes from boot; a clock with no battery starts where it
+	// started), so they identify the instance only within Boot. "" when not recorded (volctl
+	// before round 33, or no boot ID to read).
+	Boot string `json:"boot,omitempty"`
 }
 
 // Health is the result of the last Probe.
