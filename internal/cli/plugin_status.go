@@ -46,6 +46,13 @@ not ready yet exits 0).`,
 }
 
 func pluginStatusRun(ctx context.Context, opts *PluginStatusOptions) error {
+	check := checkReadTemplate[[]engine.PluginInfo]
+	if opts.ID != "" {
+		check = checkReadTemplate[engine.PluginInfo]
+	}
+	if err := check(&opts.Exporter); err != nil {
+		return err
+	}
 	e, err := opts.Engine(ctx)
 	if err != nil {
 		return err
