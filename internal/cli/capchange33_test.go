@@ -22,7 +22,7 @@ func TestPluginStatusSaysWhatCapabilitiesChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeCapabilityChanges(&table, []engine.PluginInfo{changed, steady}, now)
-	want := `Plugin "hp" came back with other capabilities 3m ago: lost STAGE_UNSTAGE_VOLUME; gained none (volctl events --kind plugin-capabilities --plugin hp)`
+	want := `Plugin "hp" came back with other capabilities 3m ago: lost STAGE_UNSTAGE_VOLUME; gained none (` + "`volctl events --kind plugin-capabilities`" + ` shows each change)`
 	if !strings.Contains(table.String(), want) || strings.Contains(table.String(), `Plugin "mem" came back`) {
 		t.Errorf("plugin table:\n%s\nwant the note %q for hp alone", table.String(), want)
 	}

@@ -60,8 +60,8 @@ func capabilityChangeWords(ch *engine.CapabilityChange) string {
 func writeCapabilityChanges(out io.Writer, plugins []engine.PluginInfo, now time.Time) {
 	for _, p := range plugins {
 		if ch := p.CapabilityChange; ch != nil {
-			fmt.Fprintf(out, "Plugin %q came back with other capabilities %s: %s (%s)\n", p.ID, ago(now, ch.At), capabilityChangeWords(ch),
-				shellquote.Command("volctl events --kind plugin-capabilities --plugin", p.ID))
+			fmt.Fprintf(out, "Plugin %q came back with other capabilities %s: %s (`volctl events --kind plugin-capabilities` shows each change)\n",
+				p.ID, ago(now, ch.At), capabilityChangeWords(ch))
 		}
 	}
 }
