@@ -89,6 +89,13 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 }
 
 func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
+	check := checkReadTemplate[[]engine.EventInfo]
+	if opts.Follow {
+		check = checkReadTemplate[engine.EventInfo] // each event as it is recorded
+	}
+	if err := check(&opts.Exporter); err != nil {
+		return err
+	}
 	if opts.Limit < 0 {
 		return usageError("events: -n must be 0 (every event) or more, got %d", opts.Limit)
 	}

@@ -186,6 +186,13 @@ each is bind-mounted when the group has volume_mount blocks.`,
 }
 
 func groupStatusRun(ctx context.Context, opts *GroupStatusOptions) (err error) {
+	check := checkReadTemplate[[]engine.GroupInfo]
+	if opts.Name != "" {
+		check = checkReadTemplate[engine.GroupInfo]
+	}
+	if err := check(&opts.Exporter); err != nil {
+		return err
+	}
 	e, err := opts.Engine(ctx)
 	if err != nil {
 		return err

@@ -1106,7 +1106,7 @@ Nomad's servers erase at each event-stream event of the volume (a version before
   volctl nomad status db --json`,
 		RunE: runOpts(opts, idArgs(&opts.Volumes), runF, nomadStatusRun),
 	}
-	addExportFlags(cmd, &opts.Exporter, opts.IO)
+	addReadExportFlags[[]NomadVolumeStatus](cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 

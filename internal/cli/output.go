@@ -88,7 +88,8 @@ type exportFlags struct {
 	JQ       string
 	tmpl     *template.Template // Template, parsed when the flag was set
 	jq       *gojq.Code         // JQ, compiled when the flag was set
-	result   reflect.Type       // what an acting command prints (addActingExportFlags), or nil
+	result   reflect.Type       // what the command prints, when one type whatever its arguments (addActingExportFlags, addReadExportFlags), or nil
+	reads    bool               // result is a reading command's (addReadExportFlags)
 	// ios is the command's streams: what -t and --jq print to a terminal is escaped
 	// (forTerminal), what they print elsewhere is exact. Nil (tests calling Write): exact.
 	ios *iostreams.IOStreams
@@ -113,11 +114,25 @@ func addActingExportFlags[T any](cmd *cobra.Command, e *exportFlags, ios *iostre
 	addExportFlags(cmd, e, ios)
 }
 
+// addReadExportFlags adds the flags to a command that only reads, and prints a T whatever its
+// arguments: a -t template reading a field no T has is refused as the flag is set, as an acting
+// command's is, whatever the state holds. Before, it ran only on a T: a range over an empty
+// list never ran it, exit 0, and the same command failed, exit 2, once there was one. A reading
+// command whose arguments decide its result's type calls checkReadTemplate before reading.
+func addReadExportFlags[T any](cmd *cobra.Command, e *exportFlags, ios *iostreams.IOStreams) {
+	e.result, e.reads = reflect.TypeFor[T](), true
+	addExportFlags(cmd, e, ios)
+}
+
 // parseTemplate parses -t, and holds it to the fields of what an acting command prints.
 func (e *exportFlags) parseTemplate(s string) (*template.Template, error) {
 	t, err := parseTemplate(s)
 	if err == nil {
-		err = templateFieldsError(s, t, e.result)
+		when := afterWork
+		if e.reads {
+			when = onEveryState
+		}
+		err = templateFieldsError(s, t, e.result, when)
 	}
 	return t, err
 }

@@ -61,7 +61,7 @@ error; 2 for a socket path no socket can have (longer than 107 bytes). A plugin 
 	fl.StringVar(&opts.ControllerSocket, "controller-socket", "", "a split plugin's controller socket")
 	fl.StringVar(&opts.NodeSocket, "node-socket", "", "a split plugin's node socket")
 	boundedDurationVar(fl, &opts.Timeout, "timeout", csi.DefaultShortTimeout, probeTimeoutBounds, "timeout of each RPC, 100ms to 24h")
-	addExportFlags(cmd, &opts.Exporter, opts.IO)
+	addReadExportFlags[pluginProbeResult](cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +37,10 @@ func TestPluginProbeFlags(t *testing.T) {
 		if (got.Exporter.tmpl != nil) != (got.Exporter.Template != "") {
 			t.Errorf("-t %q parsed when set: %v", got.Exporter.Template, got.Exporter.tmpl != nil)
 		}
-		got.Exporter.tmpl, got.Exporter.ios = nil, nil
+		if got.Exporter.result != reflect.TypeFor[pluginProbeResult]() || !got.Exporter.reads {
+			t.Errorf("-t is not held to what plugin probe prints, pluginProbeResult: %v", got.Exporter.result)
+		}
+		got.Exporter.tmpl, got.Exporter.ios, got.Exporter.result, got.Exporter.reads = nil, nil, nil, false // checked above; not flags
 		return got, nil
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/volctl/volctl/internal/display"
@@ -40,6 +41,29 @@ func writePluginTable(out io.Writer, plugins []engine.PluginInfo) error {
 			p.ProbeLatency.String(), strconv.Itoa(p.Volumes))
 	}
 	return t.render()
+}
+
+// capabilityChangeWords says what a plugin lost and gained: "lost STAGE_UNSTAGE_VOLUME;
+// gained none".
+func capabilityChangeWords(ch *engine.CapabilityChange) string {
+	words := func(names []string) string {
+		if len(names) == 0 {
+			return "none"
+		}
+		return strings.Join(names, ", ")
+	}
+	return "lost " + words(ch.Lost) + "; gained " + words(ch.Gained)
+}
+
+// writeCapabilityChanges says, under a plugin table, which plugins came back with other
+// capabilities than they had, and what changed: the table shows none of them.
+func writeCapabilityChanges(out io.Writer, plugins []engine.PluginInfo, now time.Time) {
+	for _, p := range plugins {
+		if ch := p.CapabilityChange; ch != nil {
+			fmt.Fprintf(out, "Plugin %q came back with other capabilities %s: %s (`volctl events --kind plugin-capabilities` shows each change)\n",
+				p.ID, ago(now, ch.At), capabilityChangeWords(ch))
+		}
+	}
 }
 
 // writePluginProblems says, under a plugin table, why each plugin that is not healthy is so
@@ -84,6 +108,9 @@ func writePluginDetail(out io.Writer, p engine.PluginInfo, now time.Time) error 
 		{"Probed", ago(now, p.ProbedAt)},
 		{"Last Error", p.LastError},
 		{"Volumes", strconv.Itoa(p.Volumes)},
+	}
+	if ch := p.CapabilityChange; ch != nil {
+		pairs = append(pairs, [2]string{"Capabilities Changed", ago(now, ch.At) + ": " + capabilityChangeWords(ch)})
 	}
 	if err := keyValues(out, pairs...); err != nil {
 		return err

@@ -46,6 +46,13 @@ not ready yet exits 0).`,
 }
 
 func pluginStatusRun(ctx context.Context, opts *PluginStatusOptions) error {
+	check := checkReadTemplate[[]engine.PluginInfo]
+	if opts.ID != "" {
+		check = checkReadTemplate[engine.PluginInfo]
+	}
+	if err := check(&opts.Exporter); err != nil {
+		return err
+	}
 	e, err := opts.Engine(ctx)
 	if err != nil {
 		return err
@@ -68,6 +75,7 @@ func pluginStatusRun(ctx context.Context, opts *PluginStatusOptions) error {
 			fmt.Fprintln(opts.IO.ErrOut, "No plugins registered: start a CSI plugin and register it (volctl plugin register --id ID --socket PATH), or try volctl quickstart.")
 		} else if err = writePluginTable(out, plugins); err == nil {
 			writePluginProblems(out, plugins)
+			writeCapabilityChanges(out, plugins, opts.Now())
 		}
 		flush(out, &err)
 		return err

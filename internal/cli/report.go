@@ -13,6 +13,7 @@ import (
 	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -95,7 +96,11 @@ func unprinted(outErr error) error {
 	if outErr == nil || errors.Is(outErr, syscall.EPIPE) {
 		return nil
 	}
-	return fmt.Errorf("writing to standard output: %w; what volctl printed there is incomplete", outErr)
+	var se *iostreams.StdoutError
+	if errors.As(outErr, &se) {
+		return outErr // worded already, as every write to stdout that fails is
+	}
+	return &iostreams.StdoutError{Err: outErr}
 }
 
 // RedactError returns err with every secret value and mount flag the state holds replaced by

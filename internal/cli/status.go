@@ -45,7 +45,7 @@ With a volume ID or prefix it is volctl volume status ID.`,
 		Args: maximumArgs(1),
 		RunE: runOpts(opts, idArg(&opts.ID), runF, statusRun),
 	}
-	addExportFlags(cmd, &opts.Exporter, opts.IO)
+	addReadExportFlags[statusSummary](cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 

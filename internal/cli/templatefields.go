@@ -19,15 +19,35 @@ import (
 // set; this is the same check for a template set without the flag, by a caller in this
 // package.
 func checkTemplateFields[T any](e *exportFlags) error {
+	return checkTemplateFieldsOf(e, reflect.TypeFor[T](), afterWork)
+}
+
+// checkReadTemplate is checkTemplateFields for a command that only reads, whose result (of
+// type T) its arguments decide (one volume's status or the list): called before anything is
+// read. A template that reads a field no T has ran only on a T: on an empty state (a range
+// over no volumes) it printed nothing, exit 0, and once a volume existed it failed, exit 2;
+// a CI script's typo passed until then (TestReadingTemplatesAreCheckedWhateverTheState).
+func checkReadTemplate[T any](e *exportFlags) error {
+	return checkTemplateFieldsOf(e, reflect.TypeFor[T](), onEveryState)
+}
+
+func checkTemplateFieldsOf(e *exportFlags, result reflect.Type, when string) error {
 	tmpl := e.tmpl
 	if tmpl == nil && e.Template != "" {
 		tmpl, _ = parseTemplate(e.Template) // a template that does not parse fails as it is written
 	}
-	if err := templateFieldsError(e.Template, tmpl, reflect.TypeFor[T]()); err != nil {
+	if err := templateFieldsError(e.Template, tmpl, result, when); err != nil {
 		return usageError("--template: %v", err)
 	}
 	return nil
 }
+
+// What a template refused for a field its result never has would have done: an acting
+// command's (afterWork), a reading command's (onEveryState).
+const (
+	afterWork    = "so the template would fail once the work was done: nothing was done"
+	onEveryState = "so the template would fail on every state that gives it one to print (an empty one runs no range over it)"
+)
 
 // templateFieldsError says why tmpl would fail on every result of type result, or nil. The
 // template is parsed as its flag is set, but a field is looked up only as it runs, on the
@@ -41,7 +61,7 @@ func checkTemplateFields[T any](e *exportFlags) error {
 // is left to the run: a field left out when empty (it is in the type), what a function or
 // variable other than $ gives, a map's keys, a type that writes its own JSON.
 // The error says where the read is in text, the template, as -t's other errors do.
-func templateFieldsError(text string, tmpl *template.Template, result reflect.Type) error {
+func templateFieldsError(text string, tmpl *template.Template, result reflect.Type, when string) error {
 	if tmpl == nil || tmpl.Tree == nil || result == nil {
 		return nil
 	}
@@ -62,8 +82,8 @@ func templateFieldsError(text string, tmpl *template.Template, result reflect.Ty
 		if at != "" {
 			at += ","
 		}
-		return fmt.Errorf("%s reads a field of a list, which has none,%s so the template would fail once the work was done: nothing was done. "+
-			"Range over the list: {{range %s}}{{.%s}}{{end}} (docs/json.md)", c.bad, at, list, c.name)
+		return fmt.Errorf("%s reads a field of a list, which has none,%s %s. "+
+			"Range over the list: {{range %s}}{{.%s}}{{end}} (docs/json.md)", c.bad, at, when, list, c.name)
 	}
 	hint := ""
 	if sug := spec.Suggest(c.name, c.fields); sug != "" {
@@ -73,8 +93,8 @@ func templateFieldsError(text string, tmpl *template.Template, result reflect.Ty
 	if c.of != "" {
 		where = c.of
 	}
-	return fmt.Errorf("%s has no field %q%s%s, so the template would fail once the work was done: nothing was done. "+
-		"Its fields are %s (docs/json.md)", where, c.name, hint, at, strings.Join(c.fields, ", "))
+	return fmt.Errorf("%s has no field %q%s%s, %s. "+
+		"Its fields are %s (docs/json.md)", where, c.name, hint, at, when, strings.Join(c.fields, ", "))
 }
 
 // fieldCheck walks a template's tree, following the type of dot (nil: not known, nothing

@@ -73,7 +73,7 @@ is printed).`,
 		},
 	}
 	cmd.Flags().StringVar(&verb, "for", "", "check volume specs for one `verb`: register or create (default: the rules common to both)")
-	addExportFlags(cmd, &opts.Export, opts.IO)
+	addReadExportFlags[[]spec.JSONDiagnostic](cmd, &opts.Export, opts.IO)
 	return cmd
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -63,6 +64,10 @@ func TestValidateFlags(t *testing.T) {
 				t.Fatalf("validate's -t and --jq print to streams other than the command's")
 			}
 			got.Export.ios = nil // the command's, checked above; not a flag
+			if got.Export.result != reflect.TypeFor[[]spec.JSONDiagnostic]() || !got.Export.reads {
+				t.Fatalf("validate's -t is not held to what it prints, []spec.JSONDiagnostic: %v", got.Export.result)
+			}
+			got.Export.result, got.Export.reads = nil, false // checked above; not flags
 			if got.Verb != tt.verb || strings.Join(got.Files, ",") != strings.Join(tt.files, ",") || got.Export != tt.export {
 				t.Fatalf("options = %+v", got)
 			}

@@ -305,7 +305,7 @@ created with, when they all carry the same ones; when they differ, it sends none
 	}
 	idVar(cmd.Flags(), &opts.PluginID, "plugin", "list only this plugin's snapshots")
 	opts.Secrets.add(cmd)
-	addExportFlags(cmd, &opts.Exporter, opts.IO)
+	addReadExportFlags[engine.SnapshotList](cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 

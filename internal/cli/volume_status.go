@@ -53,6 +53,13 @@ plugin health is as last recorded (volctl plugin status probes live).`,
 // volumeStatusRun lists the volumes or shows one. Output goes through a buffer: a list of
 // 10,000 volumes is one write, not one per cell.
 func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error) {
+	check := checkReadTemplate[[]engine.VolumeSummary]
+	if opts.ID != "" {
+		check = checkReadTemplate[engine.VolumeInfo]
+	}
+	if err := check(&opts.Exporter); err != nil {
+		return err
+	}
 	e, err := opts.Engine(ctx)
 	if err != nil {
 		return err

@@ -633,6 +633,9 @@ func hint(rpc string, code codes.Code, plugin, socket string, timeout time.Durat
 			"would not mend; report it to the plugin's authors", uint32(code))
 	default:
 		h = codeHints[code]
+		if c := carriesHint(rpcTable[rpc], code); c != "" {
+			h = c
+		}
 	}
 	return strings.NewReplacer("{rpc}", rpc, "{plugin}", plugin, "{socket}", socket, "{timeout}", timeout.String()).Replace(h)
 }

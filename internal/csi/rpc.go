@@ -102,6 +102,14 @@ type rpcFacts struct {
 	hints map[codes.Code]string
 	// large names the part of the plugin's answer that can grow past gRPC's size limit.
 	large string
+	// What the request does not carry, as the CSI protobuf has it (TestRPCTableCarries holds
+	// them to csipb's request messages): noArgs, nothing at all (the identity and capability
+	// questions, NodeGetInfo); noVolume, no volume (no volume_id, no source volume, no
+	// volume's name); noSecrets, no secrets. A code whose hint (codeHints) speaks of what the
+	// request sent (this volume, its secrets) gets carriesHints' instead: a Probe answered
+	// NOT_FOUND was told "the plugin does not know this volume; check its external_id", for
+	// an RPC that names none.
+	noArgs, noVolume, noSecrets bool
 }
 
 // Hints several RPCs share.
@@ -118,13 +126,15 @@ const (
 		"pass the ones it needs with --secret KEY=VALUE or --secret-file KEY=FILE"
 	hintExpandInvalid = "the plugin rejected the request; check the requested size and that the volume's capabilities support expansion"
 	largePage         = "a page of its list"
+	// hintSizeOutOfRange is OUT_OF_RANGE's of an RPC that asks for a size (a capacity_range).
+	hintSizeOutOfRange = "requested size outside the plugin's supported range"
 )
 
 // rpcTable holds the facts of every RPC in RPCs (TestRPCTable keeps them in step).
 var rpcTable = map[string]rpcFacts{
-	RPCGetPluginInfo:         {service: ServiceIdentity},
-	RPCGetPluginCapabilities: {service: ServiceIdentity},
-	RPCProbe: {service: ServiceIdentity, hints: map[codes.Code]string{
+	RPCGetPluginInfo:         {service: ServiceIdentity, noArgs: true, noVolume: true, noSecrets: true},
+	RPCGetPluginCapabilities: {service: ServiceIdentity, noArgs: true, noVolume: true, noSecrets: true},
+	RPCProbe: {service: ServiceIdentity, noArgs: true, noVolume: true, noSecrets: true, hints: map[codes.Code]string{
 		codes.FailedPrecondition: "the plugin is unhealthy or misses a dependency; check its logs",
 	}},
 	RPCCreateVolume: {service: ServiceController, long: true, large: "its volume_context or topology", exhaustedFinal: true, hints: map[codes.Code]string{
@@ -150,22 +160,24 @@ var rpcTable = map[string]rpcFacts{
 		codes.NotFound: hintVolumeGone,
 	}},
 	RPCValidateVolumeCapabilities: {service: ServiceController, long: true},
-	RPCListVolumes: {service: ServiceController, large: largePage, hints: map[codes.Code]string{
+	RPCListVolumes: {service: ServiceController, large: largePage, noVolume: true, noSecrets: true, hints: map[codes.Code]string{
 		codes.InvalidArgument: hintListRejected,
 		codes.Aborted:         hintPageToken,
 	}},
-	RPCControllerGetVolume: {service: ServiceController, large: "its volume_context or topology", hints: map[codes.Code]string{
+	RPCControllerGetVolume: {service: ServiceController, large: "its volume_context or topology", noSecrets: true, hints: map[codes.Code]string{
 		codes.NotFound: "the plugin no longer has the volume",
 	}},
-	RPCGetCapacity:               {service: ServiceController},
-	RPCControllerGetCapabilities: {service: ServiceController},
+	RPCGetCapacity: {service: ServiceController, noVolume: true, noSecrets: true, hints: map[codes.Code]string{
+		codes.InvalidArgument: "the plugin rejected the capacity query; check the capabilities, parameters and topology it asks about",
+	}},
+	RPCControllerGetCapabilities: {service: ServiceController, noArgs: true, noVolume: true, noSecrets: true},
 	RPCCreateSnapshot: {service: ServiceController, long: true, exhaustedFinal: true, hints: map[codes.Code]string{
 		codes.NotFound:          "the source volume does not exist; check its external_id",
 		codes.AlreadyExists:     "a snapshot with this name exists for another volume; choose another name",
 		codes.ResourceExhausted: "not enough space for the snapshot: free space on the plugin's storage (delete snapshots or volumes no longer needed; its message says where), then snapshot again",
 		codes.Aborted:           hintSnapshotBusy,
 	}},
-	RPCDeleteSnapshot: {service: ServiceController, long: true, notFoundDone: true, hints: map[codes.Code]string{
+	RPCDeleteSnapshot: {service: ServiceController, long: true, notFoundDone: true, noVolume: true, hints: map[codes.Code]string{
 		codes.InvalidArgument:    "the snapshot may be part of a group snapshot and cannot be deleted alone",
 		codes.NotFound:           hintSnapshotGone,
 		codes.FailedPrecondition: "the snapshot is in use; delete what was created from it first",
@@ -180,18 +192,22 @@ var rpcTable = map[string]rpcFacts{
 		codes.Unauthenticated:  hintSnapshotSecrets,
 		codes.PermissionDenied: hintSnapshotSecrets,
 	}},
-	RPCGetSnapshot: {service: ServiceController, hints: map[codes.Code]string{
-		codes.NotFound: "the plugin no longer has the snapshot",
+	RPCGetSnapshot: {service: ServiceController, noVolume: true, hints: map[codes.Code]string{
+		codes.NotFound:         "the plugin no longer has the snapshot",
+		codes.InvalidArgument:  "the plugin rejected the snapshot ID; check it (`volctl volume snapshot list` shows the IDs)",
+		codes.Unauthenticated:  hintSnapshotSecrets,
+		codes.PermissionDenied: hintSnapshotSecrets,
 	}},
 	RPCControllerExpandVolume: {service: ServiceController, long: true, hints: map[codes.Code]string{
 		codes.InvalidArgument:    hintExpandInvalid,
 		codes.FailedPrecondition: "the volume is published and the plugin cannot expand it online; release its claims first",
+		codes.OutOfRange:         hintSizeOutOfRange,
 	}},
 	RPCNodeStageVolume: {service: ServiceNode, long: true, hints: map[codes.Code]string{
 		codes.AlreadyExists:      "the volume is already staged at this path with another capability",
 		codes.FailedPrecondition: "the volume does not support the requested capability, or is still in use elsewhere",
 	}},
-	RPCNodeUnstageVolume: {service: ServiceNode, long: true, notFoundDone: true, hints: map[codes.Code]string{
+	RPCNodeUnstageVolume: {service: ServiceNode, long: true, notFoundDone: true, noSecrets: true, hints: map[codes.Code]string{
 		codes.NotFound:           hintVolumeGone,
 		codes.FailedPrecondition: "the volume is still published from this staging path; unpublish it first",
 	}},
@@ -199,20 +215,21 @@ var rpcTable = map[string]rpcFacts{
 		codes.AlreadyExists:      "the volume is already published at this target with another capability or read-only flag",
 		codes.FailedPrecondition: "the volume may be published elsewhere with an incompatible mode, or is not staged",
 	}},
-	RPCNodeUnpublishVolume: {service: ServiceNode, long: true, notFoundDone: true, hints: map[codes.Code]string{
+	RPCNodeUnpublishVolume: {service: ServiceNode, long: true, notFoundDone: true, noSecrets: true, hints: map[codes.Code]string{
 		codes.NotFound: hintVolumeGone,
 	}},
-	RPCNodeGetCapabilities: {service: ServiceNode},
-	RPCNodeGetInfo:         {service: ServiceNode},
+	RPCNodeGetCapabilities: {service: ServiceNode, noArgs: true, noVolume: true, noSecrets: true},
+	RPCNodeGetInfo:         {service: ServiceNode, noArgs: true, noVolume: true, noSecrets: true},
 	RPCNodeExpandVolume: {service: ServiceNode, long: true, hints: map[codes.Code]string{
 		codes.InvalidArgument:    hintExpandInvalid,
 		codes.FailedPrecondition: "the filesystem cannot be expanded while staged or published",
+		codes.OutOfRange:         hintSizeOutOfRange,
 		// CSI: no volume with that volume_id on this node, or none at volume_path (hostpath's
 		// "not staged or published at"): the mount volctl recorded may be lost.
 		codes.NotFound: "the plugin has the volume neither staged nor published at that path on this node, or does not know it; " +
 			"`volctl reconcile` restores a claim whose mount was lost, else check its external_id",
 	}},
-	RPCNodeGetVolumeStats: {service: ServiceNode, hints: map[codes.Code]string{
+	RPCNodeGetVolumeStats: {service: ServiceNode, noSecrets: true, hints: map[codes.Code]string{
 		codes.NotFound: "the volume is not at that path; it may not be published",
 	}},
 }
@@ -236,7 +253,46 @@ var codeHints = map[codes.Code]string{
 	codes.FailedPrecondition: "{plugin} is not in a state to do this; check its logs",
 	codes.ResourceExhausted:  "{plugin} ran out of a resource (its storage full, a quota reached); free some, then retry",
 	codes.Aborted:            "another operation on this volume is in progress in the plugin; retry shortly",
-	codes.OutOfRange:         "requested size outside the plugin's supported range",
+	codes.OutOfRange:         "{plugin} answered that something asked is outside the range it supports; its message says what",
+}
+
+// carriesHints replace codeHints' for an RPC whose request does not carry what they speak of
+// (rpcFacts.noArgs, noVolume, noSecrets).
+const (
+	// hintNoArgs: an RPC that sends nothing (Probe, GetPluginInfo, NodeGetInfo, ...) answered
+	// with a code that blames what was sent.
+	hintNoArgs = "{rpc} sends nothing (no volume, no argument), so this answer is about {plugin} itself, not anything volctl asked: " +
+		"check its logs and its configuration"
+	// hintNoVolume: an RPC that names no volume answered NOT_FOUND.
+	hintNoVolume = "{rpc} names no volume: {plugin} misses something else it needs (its backend, what the request names); check its logs"
+	// hintAbortedNoVolume: an RPC that names no volume answered ABORTED.
+	hintAbortedNoVolume = "another operation is in progress in {plugin}; retry shortly"
+	// hintNoSecrets: an RPC that carries no secrets had its credentials refused.
+	hintNoSecrets = "{rpc} carries no secrets (CSI sends none with it), so {plugin} refuses volctl itself: " +
+		"check which callers its configuration lets in, and its logs"
+)
+
+// carriesHint is the hint of code for an RPC whose request does not carry what codeHints'
+// speaks of, or "" when codeHints' fits.
+func carriesHint(f rpcFacts, code codes.Code) string {
+	switch code {
+	case codes.Unauthenticated, codes.PermissionDenied:
+		if f.noSecrets {
+			return hintNoSecrets
+		}
+	case codes.NotFound, codes.InvalidArgument, codes.AlreadyExists, codes.OutOfRange:
+		if f.noArgs {
+			return hintNoArgs
+		}
+		if f.noVolume && code == codes.NotFound {
+			return hintNoVolume
+		}
+	case codes.Aborted:
+		if f.noVolume {
+			return hintAbortedNoVolume
+		}
+	}
+	return ""
 }
 
 // longTimeoutHint replaces codeHints' DEADLINE_EXCEEDED for a long RPC: the plugin may still

@@ -1115,12 +1115,41 @@ func isLocalRetryable(err error) bool {
 	return !errors.As(err, &ce) && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrConflict) && !errors.Is(err, errBadAnswer)
 }
 
+// lastRPC is the RPC err is about: the one that failed (a *csi.Error's), else the one a check
+// of volctl's failed after (checkFailure's), else "".
 func lastRPC(err error) string {
 	var ce *csi.Error
 	if errors.As(err, &ce) {
 		return ce.RPC
 	}
+	var cf *checkFailure
+	if errors.As(err, &cf) {
+		return cf.rpc
+	}
 	return ""
+}
+
+// checkFailure is a check volctl made of what a plugin did after answering rpc, or in place of
+// sending it, that failed without any RPC failing: a mount left after NodeUnpublishVolume or
+// NodeUnstageVolume answered OK (checkUnmounted, checkSharedDir), a staging still mounted that
+// the plugin cannot be asked to unstage (checkUnstageable). The claim's failure record and its
+// event name rpc, with no code (docs/json.md: `rpc` and `code`), so that `volctl events --rpc
+// NodeUnpublishVolume` and a --json reader find it with the plugin's own failures of that RPC:
+// before, its RPC column was empty (TestCheckFailuresNameTheRPCTheyCheckedAfter).
+type checkFailure struct {
+	rpc string
+	err error
+}
+
+func (c *checkFailure) Error() string { return c.err.Error() }
+func (c *checkFailure) Unwrap() error { return c.err }
+
+// checkedAfter is err, a check's failure after rpc (nil stays nil).
+func checkedAfter(rpc string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &checkFailure{rpc: rpc, err: err}
 }
 
 // save commits a claim's new state, with its error fields cleared after a success, plus any
@@ -1185,8 +1214,9 @@ func (e *Engine) recordFailure(ctx context.Context, cl *store.Claim, rpc string,
 	cl.NeedsReconcile = true
 	cl.Attempts++
 	cl.LastRPC, cl.LastCode, cl.LastError = rpc, "", cause.Error()
-	if rpc != "" {
-		cl.LastCode = csi.CodeOf(cause).String()
+	var cf *checkFailure
+	if rpc != "" && (!errors.As(cause, &cf) || errors.As(cause, new(*csi.Error))) {
+		cl.LastCode = csi.CodeOf(cause).String() // a check's failure has none: no RPC failed
 	}
 	// The lock is checked again inside the transaction (holding): the record may wait for the
 	// database while the lock file is removed and another volctl locks a new one, and this copy

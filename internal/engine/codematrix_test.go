@@ -614,6 +614,11 @@ func (c *matrixCell) probe() {
 			t.Fatalf("the claim passed a %s answered %s", c.rpc, c.a.name)
 		}
 		c.names("claim", err)
+		// The questions send nothing of a volume: their error's hint must not send the user to
+		// one (a NOT_FOUND was "the plugin does not know this volume; check its external_id").
+		if msg := err.Error(); strings.Contains(msg, "external_id") || strings.Contains(msg, "the volume's secrets") {
+			t.Errorf("the claim's error sends the user to the volume for an answer to %s, which names none: %.400s", c.rpc, msg)
+		}
 		if rpcs := h.rpcs(); len(rpcs) != 0 {
 			t.Errorf("RPCs of the claim sent to a plugin whose %s failed: %v", c.rpc, rpcs)
 		}

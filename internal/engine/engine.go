@@ -966,10 +966,10 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 		msg = fmt.Sprintf("plugin %q came back", pluginID)
 	}
 	if len(lost) > 0 {
-		msg += "; lost: " + strings.Join(lost, ", ")
+		msg += capsLostMark + strings.Join(lost, ", ")
 	}
 	if len(gained) > 0 {
-		msg += "; gained: " + strings.Join(gained, ", ")
+		msg += capsGainedMark + strings.Join(gained, ", ")
 	}
 	msg += version
 	if movedNode {
@@ -1006,6 +1006,46 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 	msg += limits
 	e.log.Warn(msg)
 	return tx.Events().Append(&store.Event{Kind: "plugin-capabilities", PluginID: pluginID, Message: msg})
+}
+
+// What a plugin-capabilities event says the plugin lost and gained (noteCapabilityChange),
+// which lastCapabilityChange reads back for `plugin status`.
+const (
+	capsLostMark   = "; lost: "
+	capsGainedMark = "; gained: "
+)
+
+// lastCapabilityChange is plugin's last change of capabilities its plugin-capabilities events
+// record (the newest that lost or gained any: one for its version or node ID alone is not), or
+// nil. `plugin status` showed the capabilities a plugin has now, and what it had before was
+// only in `volctl events --kind plugin-capabilities` (TestPluginStatusShowsTheLastCapabilityChange).
+func lastCapabilityChange(tx *store.Tx, plugin string) (*CapabilityChange, error) {
+	evs, err := tx.Events().Recent(capabilityEventsRead, store.EventFilter{Kind: "plugin-capabilities", PluginID: plugin})
+	if err != nil {
+		return nil, err
+	}
+	for _, ev := range evs {
+		lost, gained := capsNamed(ev.Message, capsLostMark), capsNamed(ev.Message, capsGainedMark)
+		if len(lost) > 0 || len(gained) > 0 {
+			return &CapabilityChange{At: ev.At, Lost: lost, Gained: gained}, nil
+		}
+	}
+	return nil, nil
+}
+
+// capabilityEventsRead bounds the plugin-capabilities events lastCapabilityChange reads: a
+// plugin restarted often with another version alone records one each time.
+const capabilityEventsRead = 16
+
+// capsNamed is the list of capability names msg gives after mark ("; lost: A, B"), up to the
+// next "; ": CSI's capability names hold neither ";" nor ",".
+func capsNamed(msg, mark string) []string {
+	_, after, ok := strings.Cut(msg, mark)
+	if !ok {
+		return []string{}
+	}
+	list, _, _ := strings.Cut(after, "; ")
+	return strings.Split(list, ", ")
 }
 
 // nodeLimitsNews words, for the plugin-capabilities event, the node limits NodeGetInfo states

@@ -877,7 +877,11 @@ func (e *Engine) pluginInfos(ctx context.Context, id string, live map[string]rea
 					p.Fingerprint = *r.fp
 				}
 			}
-			out = append(out, pluginInfo(p, n))
+			info := pluginInfo(p, n)
+			if info.CapabilityChange, err = lastCapabilityChange(tx, p.ID); err != nil {
+				return err
+			}
+			out = append(out, info)
 		}
 		return nil
 	})

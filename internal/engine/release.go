@@ -528,20 +528,20 @@ func (e *Engine) unpublishChecked(ctx context.Context, c *conn, v store.Volume, 
 func (e *Engine) checkUnmounted(v store.Volume, rpc, what, path string, c *conn, answer error) error {
 	left, err := e.mountsLeft(path)
 	if err != nil {
-		return fmt.Errorf("checking the mount table for volume %q's %s at %s after %s: %w", v.ID, what, path, rpc, err)
+		return checkedAfter(rpc, fmt.Errorf("checking the mount table for volume %q's %s at %s after %s: %w", v.ID, what, path, rpc, err))
 	}
 	switch {
 	case len(left) == 0:
 		return nil
 	case answer != nil:
-		return fmt.Errorf("volume %q's %s at %s is still mounted, but plugin %q answered %s NOT_FOUND (%v): it does not know volume %q (external ID %q) that it mounted: "+
+		return checkedAfter(rpc, fmt.Errorf("volume %q's %s at %s is still mounted, but plugin %q answered %s NOT_FOUND (%v): it does not know volume %q (external ID %q) that it mounted: "+
 			"it was most likely restarted with another state (another root or data directory) than the one it mounted with; "+
 			"restart it as it ran then and run `volctl reconcile`, or, if that state is lost, unmount %s by hand, then run `volctl reconcile`",
-			v.ID, what, path, c.plugin.ID, rpc, answer, v.ID, v.ExternalID, e.mountNames(left))
+			v.ID, what, path, c.plugin.ID, rpc, answer, v.ID, v.ExternalID, e.mountNames(left)))
 	}
-	return fmt.Errorf("volume %q's %s at %s is still mounted after plugin %q answered %s: "+
+	return checkedAfter(rpc, fmt.Errorf("volume %q's %s at %s is still mounted after plugin %q answered %s: "+
 		"the plugin did not unmount it; unmount %s by hand (or restart the plugin), then run `volctl reconcile`",
-		v.ID, what, path, c.plugin.ID, rpc, e.mountNames(left))
+		v.ID, what, path, c.plugin.ID, rpc, e.mountNames(left)))
 }
 
 // checkSharedDir checks, after the plugin answered rpc for volume v, that nothing is mounted
@@ -559,16 +559,16 @@ func (e *Engine) checkSharedDir(v store.Volume, rpc, what, dir string, c *conn) 
 	}
 	under, err := e.mountsAt(dir)
 	if err != nil {
-		return fmt.Errorf("checking the mount table for %s %s after %s of volume %q: %w", what, dir, rpc, v.ID, err)
+		return checkedAfter(rpc, fmt.Errorf("checking the mount table for %s %s after %s of volume %q: %w", what, dir, rpc, v.ID, err))
 	}
 	real := e.realPath(dir)
 	if !slices.ContainsFunc(under, func(m string) bool { return m == dir || m == real }) {
 		return nil
 	}
-	return fmt.Errorf("%s %s is still mounted after plugin %q answered %s for volume %q: volctl mounts nothing there, and the mount hides the mounts of the "+
+	return checkedAfter(rpc, fmt.Errorf("%s %s is still mounted after plugin %q answered %s for volume %q: volctl mounts nothing there, and the mount hides the mounts of the "+
 		"other claims and volumes below it; the plugin (or someone) mounted over it: unmount %s by hand (`umount -l`, which takes what the plugin mounted inside it too), "+
 		"then run `volctl reconcile`",
-		what, dir, c.plugin.ID, rpc, v.ID, dir)
+		what, dir, c.plugin.ID, rpc, v.ID, dir))
 }
 
 // mountsLeft returns what the mount table has at path or below it, sorted; nothing, without
@@ -633,11 +633,12 @@ func (e *Engine) mountsAt(path string) ([]string, error) {
 func (e *Engine) checkUnstageable(v store.Volume, st store.Staging, c *conn, p *checkpoint, why, remedy string) error {
 	left, err := e.mountsAt(st.StagingPath)
 	if err != nil {
-		return fmt.Errorf("checking the mount table for volume %q's staging at %s: %w", v.ID, st.StagingPath, err)
+		return checkedAfter(csi.RPCNodeUnstageVolume, fmt.Errorf("checking the mount table for volume %q's staging at %s: %w", v.ID, st.StagingPath, err))
 	}
 	if len(left) > 0 {
-		return fmt.Errorf("volume %q's staging at %s is still mounted, but %s: %s, or unmount %s by hand, then run `volctl reconcile`",
-			v.ID, st.StagingPath, why, remedy, e.mountNames(left))
+		// Named by the RPC the check stands in for (not sent, or answered without unstaging).
+		return checkedAfter(csi.RPCNodeUnstageVolume, fmt.Errorf("volume %q's staging at %s is still mounted, but %s: %s, or unmount %s by hand, then run `volctl reconcile`",
+			v.ID, st.StagingPath, why, remedy, e.mountNames(left)))
 	}
 	if st.Staged {
 		msg := fmt.Sprintf("volume %q was recorded as staged at %s, but %s; nothing is mounted there, so the record is dropped",

@@ -32,6 +32,17 @@ type PluginInfo struct {
 	ProbedAt         time.Time         `json:"probed_at,omitzero"`
 	FingerprintedAt  time.Time         `json:"fingerprinted_at,omitzero"`
 	Volumes          int               `json:"volumes"` // registered volumes using the plugin
+	// CapabilityChange is the plugin's last change of capabilities (a restart with others), as
+	// its plugin-capabilities event recorded it, while the event log keeps it; absent when none.
+	CapabilityChange *CapabilityChange `json:"capability_change,omitempty"`
+}
+
+// CapabilityChange is what a plugin lost and gained when it came back with other capabilities,
+// and when: Capabilities is what it has now, this what changed to make it so.
+type CapabilityChange struct {
+	At     time.Time `json:"at"`
+	Lost   []string  `json:"lost"`
+	Gained []string  `json:"gained"`
 }
 
 // CapabilityNames are a plugin's capabilities by CSI name, per service.

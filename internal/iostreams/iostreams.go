@@ -5,7 +5,9 @@ package iostreams
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"sync"
@@ -133,26 +135,47 @@ type Stdout struct {
 
 func (o *Stdout) Write(p []byte) (int, error) {
 	n, err := o.File.Write(p)
-	o.note(err)
-	return n, err
+	return n, o.note(err)
 }
 
 func (o *Stdout) WriteString(s string) (int, error) {
 	n, err := o.File.WriteString(s)
-	o.note(err)
-	return n, err
+	return n, o.note(err)
 }
 
-func (o *Stdout) note(err error) {
+// note keeps the first write error, and returns err as a StdoutError.
+func (o *Stdout) note(err error) error {
 	if err == nil {
-		return
+		return nil
 	}
+	err = &StdoutError{Err: err}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.err == nil {
 		o.err = err
 	}
+	return err
 }
+
+// StdoutError is a write to standard output that failed (a full disk behind `> file`,
+// /dev/full, a reader gone once SIGPIPE no longer ends volctl), in one wording whichever
+// command met it and wherever: "writing to standard output: no space left on device; what
+// volctl printed there is incomplete". Before, a command's own write said "write
+// /dev/stdout: no space left on device" and the same write noticed at the end (cobra's help)
+// "writing to standard output: write /dev/stdout: ...". It unwraps to the *os.PathError (its
+// errno: EPIPE, a reader gone, is told apart by errors.Is).
+type StdoutError struct{ Err error }
+
+func (e *StdoutError) Error() string {
+	cause := e.Err
+	var pe *fs.PathError
+	if errors.As(cause, &pe) {
+		cause = pe.Err // "write /dev/stdout: " says again what this error says
+	}
+	return "writing to standard output: " + cause.Error() + "; what volctl printed there is incomplete"
+}
+
+func (e *StdoutError) Unwrap() error { return e.Err }
 
 // Err is the first write error, or nil.
 func (o *Stdout) Err() error {
