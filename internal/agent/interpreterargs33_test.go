@@ -5,6 +5,7 @@ package agent
 // which node decodes (%XX, %2e%2e a "..") before it loads the file.
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,4 +75,23 @@ func TestNodeFileURLIsDecodedAsNodeDecodesIt(t *testing.T) {
 	if err := untrustedEnv("node", nodeProg, []string{"NODE_OPTIONS=--import=file://" + filepath.Join(safe, "a%20dir", "hook.mjs")}); err != nil {
 		t.Errorf("NODE_OPTIONS with a root module's escaped URL refused: %v", err)
 	}
+}
+
+// node reads NODE_OPTIONS from the file its --env-file names (node 20.6 on) when the
+// environment has none: an --inspect there opens the inspector as one in the exec env would.
+// The file's variables are checked as the exec env is, so it is refused, whatever the quoting;
+// a file that sets other options still runs.
+func TestNodeInspectorInAnEnvFileIsRefused(t *testing.T) {
+	safe, _ := argsDirs(t)
+	nodeProg := argsLook(t, "node")
+	ok := argsWrite(t, filepath.Join(safe, "ok.js"), "require('fs').writeFileSync(__filename + '.ran', '')\n")
+	for i, line := range []string{`NODE_OPTIONS="--inspect"`, `NODE_OPTIONS='--inspect-brk=0'`, `export NODE_OPTIONS=--max-old-space-size=64 --inspect_wait`} {
+		env := argsWrite(t, filepath.Join(safe, fmt.Sprintf("inspect%d.env", i)), line+"\n")
+		err := untrustedArgs("node", nodeProg, []string{"--env-file=" + env, ok}, nil, safe)
+		if err == nil || !strings.Contains(err.Error(), "not run") || !strings.Contains(err.Error(), "inspect") || !strings.Contains(err.Error(), env) {
+			t.Errorf("node --env-file with %s: %v; want refused, naming the file and the inspector", line, err)
+		}
+	}
+	env := argsWrite(t, filepath.Join(safe, "ok.env"), "NODE_OPTIONS=\"--max-old-space-size=64\"\nA=1\n")
+	checkArgsStart(t, nodeProg, []string{"--env-file=" + env, ok}, ok, "")
 }
