@@ -550,7 +550,7 @@ func untrustedEnv(command, path string, env []string) error {
 // bare name is looked up in the module path, checked as that is), node's --require, -r,
 // --import, --loader and --experimental-loader MODULE (a module loaded before the program; one
 // named without a leading slash is resolved from the working directory, and so counts as
-// relative; file:// is taken off), --openssl-config and --env-file FILE. p is one reading of
+// relative; a file: URL is the path node decodes from it, fileURLPath), --openssl-config and --env-file FILE. p is one reading of
 // the variable's options (envOptionReadings).
 func optionPaths(k string, p parsed) []string {
 	in := envOptionsReader[k]
@@ -559,7 +559,10 @@ func optionPaths(k string, p parsed) []string {
 		names = append(names, c.path)
 	}
 	for _, m := range p.modules {
-		n := strings.TrimPrefix(m.path, "file://")
+		n := m.path
+		if rest, ok := strings.CutPrefix(n, "file:"); ok && in == &node {
+			n = fileURLPath(rest)
+		}
 		if in == &ruby && !strings.HasPrefix(n, "/") && !strings.HasPrefix(n, "./") && !strings.HasPrefix(n, "../") && !strings.HasPrefix(n, "~") {
 			continue
 		}

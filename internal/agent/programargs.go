@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -55,6 +56,11 @@ type interpreter struct {
 	// rest of their group (ruby's -x[dir]): a relative script, or a path an option after them
 	// names, is opened from there.
 	chdir, chdirAttached string
+	// chdirLate are the single-dash options whose value, if any, is the rest of their group and
+	// a directory it moves to once its script is opened, before it searches its module path
+	// (perl's -x[dir]): a relative -I or -Mlib= directory, wherever written, is searched from
+	// there; the script is not.
+	chdirLate string
 	// pycachePrefix is python's -X pycache_prefix=DIR: the directory it reads (and writes)
 	// the compiled modules it imports from, as PYTHONPYCACHEPREFIX names it.
 	pycachePrefix bool
@@ -145,7 +151,7 @@ var (
 		long: map[string]string{"--rcfile": "path", "--init-file": "path", "--login": "startup"}}
 	zsh    = interpreter{name: "zsh", inline: "cs", value: "oO", startup: "il", dashEnds: true, zsh: true, long: map[string]string{"--login": "startup", "--interactive": "startup"}}
 	python = interpreter{name: "python", inline: "cm", inlineEnds: true, value: "WXQ", noEnv: "EI", safePath: "IP", pycachePrefix: true, long: map[string]string{"--check-hash-based-pycs": "value"}}
-	perl   = interpreter{name: "perl", inline: "eE", value: "", lib: "Mm", path: "I", attached: "xidDFV", digits: "l0C", search: "S"}
+	perl   = interpreter{name: "perl", inline: "eE", value: "", lib: "Mm", path: "I", attached: "xidDFV", digits: "l0C", search: "S", chdirLate: "x"}
 	ruby   = interpreter{name: "ruby", inline: "e", value: "E", module: "r", path: "I", attached: "FKTWxi", digits: "0", search: "S", chdir: "CX", chdirAttached: "x"}
 	node   = interpreter{name: "node", inline: "ep", value: "C", module: "r", long: nodeLong, strictLong: true, underscoreDash: true, aliases: map[string]string{"-pe": "-e"}}
 	loader = interpreter{name: "the dynamic loader", loader: true, long: map[string]string{
@@ -233,6 +239,10 @@ type parsed struct {
 	// chdir is the working directory ruby's -C, -X or -xDIR moved it to, relative to the one it
 	// started in when relative; "" for none.
 	chdir string
+	// runDir is the directory perl's last -xDIR moves it to once the script is opened (relative
+	// to the one it started in when relative), where its relative -I and -Mlib= directories are
+	// searched; "" for none.
+	runDir, runDirOpt string
 }
 
 // from is the path name names after the options that changed the working directory (chdir).
@@ -283,9 +293,14 @@ func (i *interpreter) parse(args []string) parsed {
 	p := i.parseOptions(args)
 	for _, cs := range [][]argCode{p.paths, p.modules} {
 		for k := range cs {
-			if cs[k].late {
-				cs[k].path, cs[k].late = p.from(cs[k].path), false
+			switch {
+			case cs[k].late && p.runDir != "" && !filepath.IsAbs(cs[k].path):
+				cs[k].what += ", searched from the directory " + p.runDirOpt + " moves it to,"
+				cs[k].path = strings.TrimSuffix(p.runDir, "/") + "/" + cs[k].path
+			case cs[k].late:
+				cs[k].path = p.from(cs[k].path)
 			}
+			cs[k].late = false
 		}
 	}
 	return p
@@ -400,6 +415,9 @@ func (i *interpreter) parseOptions(args []string) parsed {
 					if strings.IndexByte(i.chdirAttached, c) >= 0 {
 						p.cd(a[j+1:])
 					}
+					if strings.IndexByte(i.chdirLate, c) >= 0 && j+1 < len(a) {
+						p.runDir, p.runDirOpt = a[j+1:], "-"+a[j:] // the last one's, from where it started
+					}
 					j = len(a)
 				case has(i.digits):
 					// -l and -0 take octal digits (-0 hex after x), -C digits or its letters.
@@ -426,8 +444,10 @@ func (i *interpreter) parseOptions(args []string) parsed {
 							p.paths = append(p.paths, argCode{what: "-X pycache_prefix", path: dir})
 						}
 					case has(i.path):
-						if strings.HasPrefix(v, "./") {
-							p.paths = append(p.paths, argCode{what: opt, path: v, late: true}) // ruby's expand_include_path keeps it relative
+						if strings.HasPrefix(v, "./") || i.chdirLate != "" && !filepath.IsAbs(v) {
+							// ruby's expand_include_path keeps it relative; perl's @INC entry is
+							// searched from where -xDIR leaves it
+							p.paths = append(p.paths, argCode{what: opt, path: v, late: true})
 						} else {
 							p.paths = append(p.paths, argCode{what: opt, path: p.from(v)})
 						}
@@ -437,7 +457,7 @@ func (i *interpreter) parseOptions(args []string) parsed {
 					case has(i.lib):
 						if dirs, ok := strings.CutPrefix(v, "lib="); ok {
 							for _, d := range strings.Split(dirs, ",") {
-								p.paths = append(p.paths, argCode{what: opt + "lib=", path: d})
+								p.paths = append(p.paths, argCode{what: opt + "lib=", path: d, late: i.chdirLate != "" && !filepath.IsAbs(d)})
 							}
 						} else if rest, ok := strings.CutPrefix(strings.TrimLeft(v, " \t"), "lib"); ok && rest != "" && !isPerlWordChar(rest[0]) && rest[0] != ':' {
 							// -M'lib LIST' is `use lib LIST;`: a list of perl's, which
@@ -748,10 +768,7 @@ func untrustedModule(command string, in *interpreter, m argCode, wd string) erro
 	name := m.path
 	rest, url := strings.CutPrefix(name, "file:")
 	if url {
-		name = strings.TrimPrefix(rest, "//") // file:///x is /x; file:x a relative URL, x
-		if name == "" {
-			name = "."
-		}
+		name = fileURLPath(rest)
 	}
 	var names []string
 	switch {
@@ -790,6 +807,56 @@ func untrustedModule(command string, in *interpreter, m argCode, wd string) erro
 		}
 	}
 	return nil
+}
+
+// fileURLPath is the file node loads for the file: URL whose part after "file:" is rest, as
+// node's URL parser and fileURLToPath read it: tabs and line breaks taken out, a backslash a
+// slash, the query and fragment off, "//" and a host of "" or "localhost" off (another host
+// kept, and so refused as relative: node refuses it), each %XX decoded, and the dot segments
+// (".", "..", and their escaped spellings "%2e", ".%2e", "%2e%2e") taken off as text, as the
+// URL parser does, not by the kernel: file:///srv/x/%2e%2e/y.mjs is /srv/y.mjs. A relative URL
+// (file:x) stays relative, from the working directory, as node resolves it against it. An
+// escape that is none (%zz) is kept as it is; an escaped slash (%2f), which node refuses,
+// decoded like the rest, and so only refused more.
+func fileURLPath(rest string) string {
+	rest = strings.Map(func(r rune) rune {
+		switch r {
+		case '\t', '\n', '\r':
+			return -1
+		case '\\':
+			return '/'
+		}
+		return r
+	}, strings.TrimSpace(rest))
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	if after, ok := strings.CutPrefix(rest, "//"); ok {
+		host, p, _ := strings.Cut(after, "/")
+		if host != "" && !strings.EqualFold(host, "localhost") {
+			return after // another host: relative, refused
+		}
+		rest = "/" + p
+	}
+	var b strings.Builder
+	for i := 0; i < len(rest); i++ {
+		if rest[i] == '%' && i+2 < len(rest) && isHexDigit(rest[i+1]) && isHexDigit(rest[i+2]) {
+			v, _ := strconv.ParseUint(rest[i+1:i+3], 16, 8)
+			b.WriteByte(byte(v))
+			i += 2
+			continue
+		}
+		b.WriteByte(rest[i])
+	}
+	name := b.String()
+	if name == "" {
+		return "."
+	}
+	return filepath.Clean(name)
+}
+
+func isHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // urlScheme is a URL's scheme, as node's ESM loader reads a specifier (a:b is scheme a).

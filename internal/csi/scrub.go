@@ -148,10 +148,18 @@ func (sc *scrubber) scrub(msg string) string {
 	// A value with an escape (\u0068, \x1b) or with what shows as nothing (an ANSI escape
 	// sequence, a zero width space, a control byte) written into it is found as it reads.
 	if shownDiffers(msg) {
-		if view, at := shownView(msg); at != nil {
+		view, at, twoWays := shownView(msg, false)
+		if at != nil {
 			// A match ends where its last byte's source ends: what follows it and shows as
 			// nothing (a colour's reset, a hyperlink, a zero width space) is not the value's.
 			spans = sc.find(spans, view, at, nil, func(from, to int) (int, int) { return shownBounds(msg, at, from, to) })
+		}
+		// A C1 control or a right-to-left override: read too as the terminals that act on it
+		// draw it (a CSI begun by U+009B, the text after U+202E reversed).
+		if twoWays {
+			if view, at, _ := shownView(msg, true); at != nil {
+				spans = sc.find(spans, view, at, nil, func(from, to int) (int, int) { return shownBounds(msg, at, from, to) })
+			}
 		}
 	}
 	// Base64 or hex broken into lines (MIME, PEM, a dump's quoted "\n") is found joined again.

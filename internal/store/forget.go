@@ -8,13 +8,15 @@ import (
 
 // WithForget makes every write transaction that takes secret values out of the state (a
 // volume deleted, deregistered or registered again with other secrets, a plugin with another
-// exec env, a snapshot record forgotten) rewrite the event log's messages with scrub(values)
-// of the values it took out, before it commits. The engine scrubs what it prints with the
+// exec env, a snapshot record forgotten) rewrite the event log's messages, and the last errors
+// kept of claims, past claims and plugins, with scrub(values) of the values it took out, before
+// it commits. The engine scrubs what it prints with the
 // values the state holds (store.Tx.SecretValues), but an event's message may word data a
 // plugin returned (a node ID, an external ID, a topology), which a hostile plugin may have
 // echoed a secret into: once the secret has left the state, nothing would scrub it from the
-// log that outlives it. The cost is paid by those transactions only: two reads of the secret
-// values and a pass over the log (at most DefaultEventLimit messages) when some went.
+// log that outlives it, nor from a last error worded so (TestSecretsLeavingTheStateAreScrubbedFromTheLastErrors).
+// The cost is paid by those transactions only: two reads of the secret values and a pass over
+// the log (at most DefaultEventLimit messages) and the non-empty last errors when some went.
 func WithForget(scrub func(values []string) func(string) string) Option {
 	return func(o *options) { o.forget = scrub }
 }
@@ -52,8 +54,8 @@ func (tx *Tx) noteSecretsUnlessSame(query string, args ...any) error {
 	return tx.noteSecrets()
 }
 
-// forgetGone, at commit, scrubs the event log of the values noteSecrets read that the state
-// no longer holds.
+// forgetGone, at commit, scrubs the event log, and the last errors of claims, past claims and
+// plugins, of the values noteSecrets read that the state no longer holds.
 func (tx *Tx) forgetGone() error {
 	if !tx.noted {
 		return nil
@@ -77,22 +79,39 @@ func (tx *Tx) forgetGone() error {
 	}
 	tx.forgot = true
 	scrub := tx.s.forget(gone)
+	// The event log, and the last errors kept of claims, past claims and plugins: each may word
+	// data a plugin returned for another record, with a value that has just left in it.
+	for _, m := range [...]struct{ table, column, what string }{
+		{"events", "message", "the event log"},
+		{"claims", "last_error", "the claims' last errors"},
+		{"claim_history", "last_error", "the claim history's last errors"},
+		{"plugins", "last_error", "the plugins' last errors"},
+	} {
+		if err := tx.scrubColumn(m.table, m.column, scrub); err != nil {
+			return fmt.Errorf("scrub %s of the secrets that left the state: %w", m.what, err)
+		}
+	}
+	return nil
+}
+
+// scrubColumn rewrites each non-empty text of table's column that scrub changes.
+func (tx *Tx) scrubColumn(table, column string, scrub func(string) string) error {
 	type msg struct {
 		id   int64
 		text string
 	}
-	rows, err := tx.query(`SELECT id, message FROM events`)
+	rows, err := tx.query(`SELECT rowid, ` + column + ` FROM ` + table + ` WHERE ` + column + ` <> ''`)
 	msgs, err := collect(rows, err, func(sc scanner) (msg, error) {
 		var m msg
 		return m, sc.Scan(&m.id, &m.text)
 	})
 	if err != nil {
-		return fmt.Errorf("read the event log to scrub the secrets that left the state: %w", mapBusy(err))
+		return mapBusy(err)
 	}
 	for _, m := range msgs {
 		if s := scrub(m.text); s != m.text {
-			if _, err := tx.exec(`UPDATE events SET message = ? WHERE id = ?`, s, m.id); err != nil {
-				return fmt.Errorf("scrub the event log of the secrets that left the state: %w", mapBusy(err))
+			if _, err := tx.exec(`UPDATE `+table+` SET `+column+` = ? WHERE rowid = ?`, s, m.id); err != nil {
+				return mapBusy(err)
 			}
 		}
 	}
