@@ -88,3 +88,49 @@ func TestDeleteOfANearSpellingOfAnotherSnapshotIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// The honest case the key keeps apart: a case-sensitive provider holds "straße" and "STRASSE"
+// as two volumes (two words; full case folding is not applied, spec.SameStorageID), and a
+// create answered with the second, beside the first recorded, is recorded, and deleting it
+// deletes only it.
+func TestCreateAnsweredWithAFullCaseFoldingOfAnotherVolumesIDIsRecorded(t *testing.T) {
+	h := newHarness(t, nil)
+	h.mem.AddVolume(csi.Volume{ID: "stra\u00dfe", CapacityBytes: 1 << 20})
+	if _, err := h.e.RegisterVolume(h.ctx, registered("a", "stra\u00dfe")); err != nil {
+		t.Fatal(err)
+	}
+	h.mem.AddVolume(csi.Volume{ID: "STRASSE", CapacityBytes: 1 << 20})
+	h.mem.AnswerCreateWith("STRASSE")
+	if _, err := h.e.CreateVolume(h.ctx, volume("b")); err != nil {
+		t.Fatalf("create of b answered with %q beside a's %q: %v; want it recorded", "STRASSE", "stra\u00dfe", err)
+	}
+	h.mem.AnswerCreateWith("")
+	if err := h.e.DeleteVolume(h.ctx, "b"); err != nil {
+		t.Fatalf("delete of b: %v", err)
+	}
+	if _, ok := h.mem.Volume("stra\u00dfe"); !ok {
+		t.Errorf("a's storage was deleted with b's")
+	}
+}
+
+// A snapshot of another plugin, on another socket (another storage), whose ID is near the one
+// deleted does not refuse the delete: the near look reads every plugin's keys, and the rule is
+// the plugin's and its socket mates'.
+func TestSnapshotDeleteBesideANearIDOfAnotherPluginGoesOn(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	if _, err := h.e.CreateSnapshot(h.ctx, "db", "one", nil); err != nil {
+		t.Fatal(err)
+	}
+	other := csitest.NewMemPlugin(csitest.DefaultMemConfig())
+	sock, _ := csitest.Serve(t, csitest.WithServer(other))
+	h.registerPlugin("mem2", sock)
+	h.update(func(tx *store.Tx) error {
+		return tx.Snapshots().Put(&store.Snapshot{PluginID: "mem2", SnapshotID: "ONE", Name: "theirs", SourceVolumeID: "elsewhere"})
+	})
+	if err := h.e.DeleteSnapshot(h.ctx, "mem", "one", nil); err != nil {
+		t.Fatalf("delete of mem's snapshot one beside mem2's ONE: %v", err)
+	}
+	if slices.ContainsFunc(h.mem.Snapshots(), func(s csi.Snapshot) bool { return s.ID == "one" }) {
+		t.Errorf("snapshot one is still there after its delete")
+	}
+}

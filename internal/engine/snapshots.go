@@ -293,7 +293,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 			// The same snapshot to a plugin that reads IDs so (nearStorage's rule, for
 			// snapshots): recorded, its delete deleted the other
 			// (TestCreateSnapshotAnsweredWithANearSpellingOfAnotherSnapshotIsRefused).
-			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %+q, which differs only in case, Unicode normalisation or surrounding white space "+
+			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %+q, which differs only in case, Unicode normalisation (compatibility forms too), invisible characters or surrounding white space "+
 				"from snapshot %+q (name %q, volume %q) that volctl records through plugin %q; a plugin that reads IDs so takes it for that snapshot, so it is left alone, "+
 				"neither recorded nor deleted, and %s (the plugin answered a new snapshot with another one's ID spelled otherwise: report it to the plugin's authors; "+
 				"if the plugin is case-sensitive and did make a distinct snapshot under that ID, volctl keeps no record of it: delete it by that exact ID with the storage provider's tools, "+
@@ -360,19 +360,22 @@ var testHookSnapshotDeleteLookedFor = func(pluginID, snapshotID string) {}
 // normalisation and surrounding white space are set aside (spec.SameStorageID), or a zero Snapshot when
 // there is none: what a plugin that reads IDs so takes snapshotID for.
 func nearSnapshot(tx *store.Tx, pluginID, snapshotID string) (store.Snapshot, error) {
-	mates, err := socketMates(tx, pluginID)
+	recs, err := tx.Snapshots().Near(snapshotID)
 	if err != nil {
 		return store.Snapshot{}, err
 	}
-	for _, id := range slices.Sorted(maps.Keys(mates)) {
-		recs, err := tx.Snapshots().List(id)
-		if err != nil {
-			return store.Snapshot{}, err
+	var mates map[string]bool
+	for _, r := range recs {
+		if r.SnapshotID == snapshotID || !spec.SameStorageID(r.SnapshotID, snapshotID) {
+			continue
 		}
-		for _, r := range recs {
-			if r.SnapshotID != snapshotID && spec.SameStorageID(r.SnapshotID, snapshotID) {
-				return r, nil
+		if mates == nil {
+			if mates, err = socketMates(tx, pluginID); err != nil {
+				return store.Snapshot{}, err
 			}
+		}
+		if mates[r.PluginID] {
+			return r, nil
 		}
 	}
 	return store.Snapshot{}, nil
@@ -783,7 +786,7 @@ func refuseNearSnapshotDelete(tx *store.Tx, pluginID, snapshotID string) error {
 		return err
 	}
 	deregister := shellquote.Command("volctl volume snapshot deregister", pluginID, snapshotID)
-	return conflictf("snapshot %+q of plugin %q differs only in case, Unicode normalisation or surrounding white space from snapshot %+q (name %q, volume %q) that volctl records through plugin %q: "+
+	return conflictf("snapshot %+q of plugin %q differs only in case, Unicode normalisation (compatibility forms too), invisible characters or surrounding white space from snapshot %+q (name %q, volume %q) that volctl records through plugin %q: "+
 		"a plugin that reads IDs so (a case-insensitive backend, one that trims or normalises the IDs it is sent) takes DeleteSnapshot of it for that snapshot, so nothing was sent. "+
 		"If they are one snapshot, `%s` forgets %+q and leaves the snapshot to the other record; if the plugin is case-sensitive and holds them as two snapshots, "+
 		"`%s` and delete %+q with the storage provider's tools (volctl sends no such DeleteSnapshot: on a backend that folds IDs, that deletes snapshot %+q)",
