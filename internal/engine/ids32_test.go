@@ -22,6 +22,16 @@ var nearIDs = []struct {
 	{"another case", "", strings.ToUpper},
 	{"a trailing space", "", func(id string) string { return id + " " }},
 	{"another Unicode normal form", "caf\u00e9-1", func(string) string { return "cafe\u0301-1" }},
+	// Round 33: what HFS+ ignores in names, and what ZFS's normalization=formKC composes.
+	{"a zero width joiner", "", func(id string) string { return id[:1] + "\u200d" + id[1:] }},
+	{"full-width forms", "", func(id string) string {
+		return strings.Map(func(r rune) rune {
+			if '!' <= r && r <= '~' {
+				return r + 0xfee0
+			}
+			return r
+		}, id)
+	}},
 }
 
 // nearHarness is a harness whose plugin finds volumes by IDs spelled otherwise (FoldIDs), with

@@ -301,7 +301,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 			// The same snapshot to a plugin that reads IDs so (nearStorage's rule, for
 			// snapshots): recorded, its delete deleted the other
 			// (TestCreateSnapshotAnsweredWithANearSpellingOfAnotherSnapshotIsRefused).
-			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %+q, which differs only in case, Unicode normalisation or surrounding white space "+
+			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %+q, which differs only in case, Unicode normalisation (compatibility forms too), invisible characters or surrounding white space "+
 				"from snapshot %+q (name %q, volume %q) that volctl records through plugin %q; a plugin that reads IDs so takes it for that snapshot, so it is left alone, "+
 				"neither recorded nor deleted, and %s (the plugin answered a new snapshot with another one's ID spelled otherwise: report it to the plugin's authors; "+
 				"if the plugin is case-sensitive and did make a distinct snapshot under that ID, volctl keeps no record of it: delete it by that exact ID with the storage provider's tools, "+
@@ -430,19 +430,22 @@ var testHookSnapshotDeleteLookedFor = func(pluginID, snapshotID string) {}
 // normalisation and surrounding white space are set aside (spec.SameStorageID), or a zero Snapshot when
 // there is none: what a plugin that reads IDs so takes snapshotID for.
 func nearSnapshot(tx *store.Tx, pluginID, snapshotID string) (store.Snapshot, error) {
-	mates, err := socketMates(tx, pluginID)
+	recs, err := tx.Snapshots().Near(snapshotID)
 	if err != nil {
 		return store.Snapshot{}, err
 	}
-	for _, id := range slices.Sorted(maps.Keys(mates)) {
-		recs, err := tx.Snapshots().List(id)
-		if err != nil {
-			return store.Snapshot{}, err
+	var mates map[string]bool
+	for _, r := range recs {
+		if r.SnapshotID == snapshotID || !spec.SameStorageID(r.SnapshotID, snapshotID) {
+			continue
 		}
-		for _, r := range recs {
-			if r.SnapshotID != snapshotID && spec.SameStorageID(r.SnapshotID, snapshotID) {
-				return r, nil
+		if mates == nil {
+			if mates, err = socketMates(tx, pluginID); err != nil {
+				return store.Snapshot{}, err
 			}
+		}
+		if mates[r.PluginID] {
+			return r, nil
 		}
 	}
 	return store.Snapshot{}, nil
@@ -639,6 +642,9 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		if err := refuseRestoreInFlight(tx, pluginID, snapshotID); err != nil {
 			return err
 		}
+		if err := refuseNearSnapshotDelete(tx, pluginID, snapshotID); err != nil {
+			return err
+		}
 		var err error
 		if already, err = tx.Snapshots().MarkDeleting(pluginID, snapshotID); err == nil && finishing && !already {
 			err = errNoDeleteToFinish // rolls the mark back
@@ -831,6 +837,31 @@ func refuseRestoreInFlight(tx *store.Tx, pluginID, snapshotID string) error {
 		}
 	}
 	return nil
+}
+
+// refuseNearSnapshotDelete refuses to send DeleteSnapshot of snapshotID through pluginID while
+// volctl records, through it or a plugin ID on one of its sockets, another snapshot whose ID
+// differs from it only so that spec.SameStorageID takes them for one (nearSnapshot): a plugin
+// that reads IDs so deletes that snapshot. Such a pair is what an older volctl, whose
+// CreateSnapshot took no such answer for another's, may have recorded, or a delete of an ID
+// volctl does not record typed in another case; before, `snapshot delete mem ONE` beside a
+// recorded "one" deleted one's data and left its record naming a snapshot gone
+// (TestDeleteOfANearSpellingOfAnotherSnapshotIsRefused). No override sends it anyway, as
+// refuseSharedDelete's rule for volumes: a refused delete can be undone, deleted data cannot. It
+// is checked in the transaction that records the delete, by a delete and by reconcile finishing
+// one.
+func refuseNearSnapshotDelete(tx *store.Tx, pluginID, snapshotID string) error {
+	near, err := nearSnapshot(tx, pluginID, snapshotID)
+	if err != nil || near.SnapshotID == "" {
+		return err
+	}
+	deregister := shellquote.Command("volctl volume snapshot deregister", pluginID, snapshotID)
+	return conflictf("snapshot %+q of plugin %q differs only in case, Unicode normalisation (compatibility forms too), invisible characters or surrounding white space from snapshot %+q (name %q, volume %q) that volctl records through plugin %q: "+
+		"a plugin that reads IDs so (a case-insensitive backend, one that trims or normalises the IDs it is sent) takes DeleteSnapshot of it for that snapshot, so nothing was sent. "+
+		"If they are one snapshot, `%s` forgets %+q and leaves the snapshot to the other record; if the plugin is case-sensitive and holds them as two snapshots, "+
+		"`%s` and delete %+q with the storage provider's tools (volctl sends no such DeleteSnapshot: on a backend that folds IDs, that deletes snapshot %+q)",
+		spec.Cut(snapshotID, 256), pluginID, spec.Cut(near.SnapshotID, 256), near.Name, near.SourceVolumeID, near.PluginID,
+		deregister, spec.Cut(snapshotID, 256), deregister, spec.Cut(snapshotID, 256), spec.Cut(near.SnapshotID, 256))
 }
 
 // notMatesSnapshot refuses a delete through pluginID of a snapshot it does not record that

@@ -594,7 +594,7 @@ func (e *Engine) recordCreated(ctx context.Context, v store.Volume, created csi.
 // when another volctl volume records that storage: one storage volume under two volctl IDs
 // would let each one's claims ignore the other's access mode, and deleting one would pull the
 // storage from under the other. So too when another volume's external ID is id but for case,
-// Unicode normalisation or surrounding white space (nearStorage): a plugin that reads IDs so
+// Unicode normalisation, invisible characters or surrounding white space (nearStorage): a plugin that reads IDs so
 // (a case-insensitive backend, one that trims what it is sent) takes the answer for that
 // volume's storage, and before, an unusable answer so spelled was deleted again, and a usable
 // one recorded, whose delete reached that volume's data
@@ -621,7 +621,7 @@ func refuseSharedStorage(tx *store.Tx, v store.Volume, id string, resent bool) (
 			return nil, err
 		}
 		answered = fmt.Sprintf("%+q", spec.Cut(id, 256))
-		whose = fmt.Sprintf("which differs only in case, Unicode normalisation or surrounding white space from volume %q's external ID %+q; "+
+		whose = fmt.Sprintf("which differs only in case, Unicode normalisation (compatibility forms too), invisible characters or surrounding white space from volume %q's external ID %+q; "+
 			"a plugin that reads IDs so takes it for %q's storage, so it is left alone, neither recorded nor deleted "+
 			"(if the plugin is case-sensitive and did make a distinct volume under that ID, `volctl volume register` of volume %q's spec "+
 			"with external_id = %s added records it as %q; deleting it with the storage provider's tools instead deletes %q's data on a backend that folds IDs)",

@@ -314,7 +314,7 @@ func refuseSharedDelete(tx *store.Tx, v store.Volume) error {
 	if err != nil || o == "" {
 		return err
 	}
-	return conflictf("volume %q's external ID %+q on plugin %q differs only in case, Unicode normalisation or surrounding white space from volume %q's %+q: "+
+	return conflictf("volume %q's external ID %+q on plugin %q differs only in case, Unicode normalisation (compatibility forms too), invisible characters or surrounding white space from volume %q's %+q: "+
 		"a plugin that reads IDs so (a case-insensitive backend, one that trims or normalises the IDs it is sent) takes DeleteVolume of it for %q's storage, "+
 		"so it is not sent. If they are one volume, `%s` forgets %q and leaves the storage to %q; if the plugin is case-sensitive and holds them as two volumes, "+
 		"`%s` and delete %+q with the storage provider's tools (volctl sends no such DeleteVolume: on a backend that folds IDs, that deletes %q's data)",

@@ -550,16 +550,21 @@ func nearStorage(tx *store.Tx, pluginID, externalID, exceptID string) (id, store
 	if externalID == "" {
 		return "", "", nil
 	}
-	mates, err := socketMates(tx, pluginID)
-	if err != nil {
-		return "", "", err
-	}
 	all, err := tx.Volumes().NearExternalIDs(externalID)
 	if err != nil {
 		return "", "", err
 	}
+	var mates map[string]bool // read once a candidate is found: most looks find none
 	for _, o := range all {
-		if o.ID != exceptID && mates[o.PluginID] && o.ExternalID != externalID && spec.SameStorageID(o.ExternalID, externalID) {
+		if o.ID == exceptID || o.ExternalID == externalID || !spec.SameStorageID(o.ExternalID, externalID) {
+			continue
+		}
+		if mates == nil {
+			if mates, err = socketMates(tx, pluginID); err != nil {
+				return "", "", err
+			}
+		}
+		if mates[o.PluginID] {
 			return o.ID, o.ExternalID, nil
 		}
 	}

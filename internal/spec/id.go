@@ -242,35 +242,106 @@ func writtenTogether(a, b string) bool {
 }
 
 // SameStorageID reports whether two IDs a plugin uses (volume or snapshot IDs) differ, if at
-// all, only in case, Unicode normalisation or surrounding white space: what a plugin on a
-// case-insensitive backend, or one that trims and normalises the IDs it is sent, takes for one
-// ID. A plugin's answer naming an ID so near a known one may be about that one, and volctl
-// neither deletes it nor records it as another (engine's nearStorage and nearSnapshot, csi's
-// check of a clone answered with its source).
-//
-// Bytes that are not UTF-8 must be the same bytes: strings.EqualFold reads each as U+FFFD, so
-// "vol-\xff" and "vol-\xfe", distinct to any plugin, were taken for one
-// (TestSameStorageIDKeepsDistinctInvalidBytesApart).
+// all, only so that a plugin on a case-insensitive or normalising backend, or one that trims
+// and cleans the IDs it is sent, takes them for one ID: in case, Unicode normalisation
+// (compatibility forms included), invisible characters or surrounding white space; exactly
+// when their StorageIDKey is the same. A plugin's answer naming an ID so near a known one may
+// be about that one, and volctl neither deletes it nor records it as another (engine's
+// nearStorage and nearSnapshot, csi's check of a clone answered with its source).
 func SameStorageID(a, b string) bool {
-	if a == b {
-		return true
-	}
-	a, b = norm.NFC.String(strings.TrimSpace(a)), norm.NFC.String(strings.TrimSpace(b))
-	if utf8.ValidString(a) && utf8.ValidString(b) {
-		return strings.EqualFold(a, b)
-	}
-	for a != "" && b != "" {
-		ra, na := utf8.DecodeRuneInString(a)
-		rb, nb := utf8.DecodeRuneInString(b)
-		if ra == utf8.RuneError && na == 1 || rb == utf8.RuneError && nb == 1 {
-			if a[0] != b[0] {
-				return false
-			}
-			na, nb = 1, 1
-		} else if !strings.EqualFold(a[:na], b[:nb]) {
-			return false
+	return a == b || StorageIDKey(a) == StorageIDKey(b)
+}
+
+// StorageIDKey is id's canonical key under SameStorageID, its one definition: two IDs are the
+// same storage ID exactly when their keys are equal, so the store keeps the key beside each
+// ID it records and finds the IDs near one by an indexed equality. The key is id with its
+// default-ignorable code points removed (ZERO WIDTH SPACE, ZERO WIDTH JOINER and NON-JOINER,
+// SOFT HYPHEN, BYTE ORDER MARK, variation selectors, bidirectional marks: characters that show
+// as nothing, which HFS+ ignores in names), in Unicode compatibility composition (NFKC:
+// full-width "ＶＯＬ１" is "VOL1", the ligature "ﬁ" is "fi", as ZFS's normalization=formKC
+// makes them; it includes canonical composition, "é" composed and decomposed), Unicode white
+// space trimmed at both ends, and each character replaced by the least of its simple case
+// folding orbit ("Data" and "DATA", K and KELVIN SIGN; what strings.EqualFold equates, NTFS's
+// and SMB's upcase tables). Bytes that are not UTF-8 are kept as they are, so only the same
+// bytes match them: strings.EqualFold reads each as U+FFFD, and "vol-\xff" and "vol-\xfe",
+// distinct to any plugin, were taken for one (TestSameStorageIDKeepsDistinctInvalidBytesApart).
+// Full case folding is not applied ("straße" and "STRASSE" stay two IDs): no common
+// case-insensitive backend folds so, and two such names are words a case-sensitive provider
+// may hold apart (TestSameStorageIDKeepsFullCaseFoldingApart).
+//
+// The key depends on the Unicode tables it is computed with (StorageIDKeyVersion): a key
+// stored by a volctl built with other tables is not compared as one of this version's.
+func StorageIDKey(id string) string {
+	ascii := true
+	for i := 0; i < len(id); i++ {
+		if id[i] >= utf8.RuneSelf {
+			ascii = false
+			break
 		}
-		a, b = a[na:], b[nb:]
 	}
-	return a == b
+	if ascii {
+		// NFKC leaves ASCII as it is, and no ASCII character is default-ignorable.
+		return strings.ToUpper(strings.TrimSpace(id))
+	}
+	var b strings.Builder
+	b.Grow(len(id))
+	for i := 0; i < len(id); {
+		r, n := utf8.DecodeRuneInString(id[i:])
+		if !(r == utf8.RuneError && n == 1) && defaultIgnorable(r) {
+			i += n
+			continue
+		}
+		b.WriteString(id[i : i+n])
+		i += n
+	}
+	s := strings.TrimSpace(norm.NFKC.String(b.String()))
+	b.Reset()
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteByte(s[i]) // not UTF-8: kept, matched only by the same byte
+		} else {
+			b.WriteRune(leastOfOrbit(r))
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// StorageIDKeyVersion names the definition of StorageIDKey and the Unicode tables it is
+// computed with: a key stored by a volctl with another one may differ from this one's for the
+// same ID (a character new to one of them), so the store reads such keys as candidates for
+// every check.
+const StorageIDKeyVersion = "1/" + unicode.Version + "/" + norm.Version
+
+// leastOfOrbit is the least rune of r's simple case folding orbit (unicode.SimpleFold): the
+// runes strings.EqualFold takes for r, and only those.
+func leastOfOrbit(r rune) rune {
+	if r < utf8.RuneSelf {
+		if 'a' <= r && r <= 'z' {
+			return r - 'a' + 'A'
+		}
+		return r
+	}
+	least := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		least = min(least, f)
+	}
+	return least
+}
+
+// defaultIgnorable reports whether r is a Default_Ignorable_Code_Point (Unicode's
+// DerivedCoreProperties: Other_Default_Ignorable_Code_Point, Cf and Variation_Selector, but for
+// white space, the interlinear annotation characters, the Egyptian hieroglyph format controls
+// and the prepended concatenation marks, which show).
+func defaultIgnorable(r rune) bool {
+	switch {
+	case r < 0xad:
+		return false
+	case 0xfff9 <= r && r <= 0xfffb, 0x13430 <= r && r <= 0x1343f:
+		return false
+	case unicode.Is(unicode.White_Space, r), unicode.Is(unicode.Prepended_Concatenation_Mark, r):
+		return false
+	}
+	return unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector, unicode.Cf)
 }

@@ -82,6 +82,14 @@ func loadMigrations() []migration {
 	return out
 }
 
+// goSteps are the steps of migrations that SQL cannot write, run after the migration's file
+// in its transaction, so that a database is at the old version or at the new one with every
+// step done, never in between (a kill mid-step loses nothing: TestStorageKeyBackfillKilledHalfwayIsRedone).
+// A new database made from schema.sql has no rows to run them on.
+var goSteps = map[int]func(tx *Tx) error{
+	15: backfillStorageKeys,
+}
+
 // source is the migration's SQL.
 func (m migration) source() (string, error) {
 	if m.sql != "" {
@@ -253,6 +261,9 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 			sql, err := m.source()
 			if err == nil {
 				err = tx.execOnce(sql)
+			}
+			if step := goSteps[m.version]; err == nil && step != nil {
+				err = step(tx)
 			}
 			if err != nil {
 				return fmt.Errorf("migration %s: %w", m.name, err)

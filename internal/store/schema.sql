@@ -1,4 +1,4 @@
--- volctl schema at version 14
+-- volctl schema at version 15
 -- Written by `VOLCTL_WRITE_SCHEMA=1 go test ./internal/store -run TestSchemaFileIsTheMigrationsApplied`
 -- from the migrations in migrations/, which stay the record of how the schema came to be: a new
 -- database gets this in one step (migrate.go, schemaFile). Do not edit it by hand.
@@ -53,7 +53,7 @@ CREATE TABLE volumes (
     attachment_mode     TEXT    NOT NULL DEFAULT '',
     created_at          INTEGER NOT NULL,
     updated_at          INTEGER NOT NULL
-, node_expand_min INTEGER NOT NULL DEFAULT 0, node_expand_max INTEGER NOT NULL DEFAULT 0, expand_min INTEGER NOT NULL DEFAULT 0, expand_max INTEGER NOT NULL DEFAULT 0, clone_spec TEXT) STRICT;
+, node_expand_min INTEGER NOT NULL DEFAULT 0, node_expand_max INTEGER NOT NULL DEFAULT 0, expand_min INTEGER NOT NULL DEFAULT 0, expand_max INTEGER NOT NULL DEFAULT 0, clone_spec TEXT, external_key TEXT) STRICT;
 
 CREATE INDEX volumes_plugin ON volumes (plugin_id);
 
@@ -131,7 +131,7 @@ CREATE TABLE snapshots (
     size_bytes         INTEGER NOT NULL DEFAULT 0,
     ready_to_use       INTEGER NOT NULL DEFAULT 0 CHECK (ready_to_use IN (0, 1)),
     parameters         TEXT,
-    created_at         INTEGER NOT NULL, secrets TEXT, plugin_type TEXT NOT NULL DEFAULT '', socket TEXT NOT NULL DEFAULT '', controller_socket TEXT NOT NULL DEFAULT '', provider TEXT NOT NULL DEFAULT '',
+    created_at         INTEGER NOT NULL, secrets TEXT, plugin_type TEXT NOT NULL DEFAULT '', socket TEXT NOT NULL DEFAULT '', controller_socket TEXT NOT NULL DEFAULT '', provider TEXT NOT NULL DEFAULT '', snapshot_key TEXT,
     PRIMARY KEY (plugin_id, snapshot_id)
 ) STRICT;
 
@@ -199,3 +199,7 @@ CREATE TABLE snapshot_deletes (
     created_at  INTEGER NOT NULL,
     PRIMARY KEY (plugin_id, snapshot_id)
 ) STRICT;
+
+CREATE INDEX volumes_external_key ON volumes (external_key);
+
+CREATE INDEX snapshots_key ON snapshots (snapshot_key);

@@ -1,8 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"database/sql"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -54,6 +57,12 @@ type SnapshotStore interface {
 	Get(pluginID, snapshotID string) (Snapshot, error)
 	// List returns the snapshots of a plugin ("" for all), ordered by plugin and snapshot ID.
 	List(pluginID string) ([]Snapshot, error)
+	// Near returns, ordered by plugin and snapshot ID, the snapshots of every plugin whose ID
+	// may be snapshotID spelled otherwise, or is it (engine's nearSnapshot, which decides by
+	// spec.SameStorageID and the plugin): those whose stored key (snapshot_key) is
+	// snapshotID's, through its index, and any whose key was stored by a volctl with other
+	// Unicode tables or by hand.
+	Near(snapshotID string) ([]Snapshot, error)
 	// Put inserts or replaces a snapshot; a zero CreatedAt is stamped with the current time.
 	Put(sn *Snapshot) error
 	// Delete removes a snapshot; ErrNotFound if there is none.
@@ -141,6 +150,20 @@ func (ss snapshots) List(pluginID string) ([]Snapshot, error) {
 		ORDER BY plugin_id, snapshot_id`, pluginID, pluginID)
 }
 
+// nearSnapshotsQuery is Near's query, around nearKeyWhere's condition.
+const nearSnapshotsQuery = `SELECT ` + snapshotColumns + ` FROM snapshots WHERE %s`
+
+func (ss snapshots) Near(snapshotID string) ([]Snapshot, error) {
+	where, args := nearKeyWhere("snapshot_key", storageKey(snapshotID))
+	// Sorted here, as NearExternalIDs sorts, to keep SQLite on the key's index.
+	out, err := listAll(ss.tx, fmt.Sprintf("list snapshots near %q", spec.Cut(snapshotID, 256)), scanSnapshot,
+		fmt.Sprintf(nearSnapshotsQuery, where), args...)
+	slices.SortFunc(out, func(a, b Snapshot) int {
+		return cmp.Or(strings.Compare(a.PluginID, b.PluginID), strings.Compare(a.SnapshotID, b.SnapshotID))
+	})
+	return out, err
+}
+
 func (ss snapshots) Put(sn *Snapshot) error {
 	what := snapshotWhat(sn.PluginID, sn.SnapshotID)
 	params, sec, err := ss.encParamsSecrets(what, sn.Parameters, sn.Secrets, &sn.CreatedAt)
@@ -150,9 +173,11 @@ func (ss snapshots) Put(sn *Snapshot) error {
 	if err := ss.tx.noteSecretsUnlessSame(`SELECT secrets IS ? FROM snapshots WHERE plugin_id = ? AND snapshot_id = ?`, sec, sn.PluginID, sn.SnapshotID); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	_, err = ss.tx.exec(`INSERT OR REPLACE INTO snapshots (`+snapshotColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		sn.PluginID, sn.SnapshotID, sn.Name, sn.SourceVolumeID, sn.SourceExternalID, sn.SizeBytes,
-		encBool(sn.ReadyToUse), params, encTime(sn.CreatedAt), sec, sn.Reach.Type, sn.Reach.Socket, sn.Reach.ControllerSocket, sn.Reach.Provider)
+	keyCol, keyArg := ss.tx.keyColumn("snapshot_key", sn.SnapshotID)
+	_, err = ss.tx.exec(`INSERT OR REPLACE INTO snapshots (`+snapshotColumns+keyCol+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`+strings.Repeat(", ?", len(keyArg))+`)`,
+		append([]any{sn.PluginID, sn.SnapshotID, sn.Name, sn.SourceVolumeID, sn.SourceExternalID, sn.SizeBytes,
+			encBool(sn.ReadyToUse), params, encTime(sn.CreatedAt), sec, sn.Reach.Type, sn.Reach.Socket, sn.Reach.ControllerSocket, sn.Reach.Provider},
+			keyArg...)...)
 	return wrap(err, what, "")
 }
 

@@ -119,6 +119,9 @@ type Store struct {
 	// marked says the schema has the state mark (markVersion on), which every commit that
 	// changes a row updates (walpair.go).
 	marked bool
+	// keyed says the schema has the storage keys (keysVersion on, storagekeys.go), which
+	// every write of an external or snapshot ID sets.
+	keyed bool
 	// debts says the state mark records the wipes of secrets owed (debtVersion on,
 	// securedelete.go); vacuumOwed that this Open's migration recorded the VACUUM owed, and
 	// vacuumTried that this process tried it.
@@ -317,6 +320,7 @@ func openWritable(ctx context.Context, abs string, target int, o options) (*Stor
 		return nil, inDir(abs, openFailed(path, err))
 	}
 	s.marked = target >= markVersion
+	s.keyed = target >= keysVersion
 	if s.debts = target >= debtVersion; s.vacuumOwed {
 		s.payAtOpen()
 	} else if s.debts {

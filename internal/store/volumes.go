@@ -3,6 +3,7 @@ package store
 import (
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -120,9 +121,9 @@ type VolumeStore interface {
 	CountByPlugin(pluginID string) (int, error)
 	// NearExternalIDs lists, ordered by volume ID, the volume, plugin and external IDs of the
 	// volumes whose external ID may be externalID spelled otherwise, or is it (engine's
-	// nearStorage, which decides by spec.SameStorageID and the plugin): a superset, narrowed
-	// in SQL (nearPattern) so that a create's check among many volumes reads few of them into
-	// Go; every one with an external ID when externalID holds a non-ASCII character.
+	// nearStorage, which decides by spec.SameStorageID and the plugin): those whose stored key
+	// (external_key) is externalID's, found through its index, and any whose key was stored
+	// by a volctl with other Unicode tables or by hand (nearKeyWhere), of every plugin.
 	NearExternalIDs(externalID string) ([]VolumeExternalID, error)
 	// SetNodeExpansion records the NodeExpandVolume owed to this node for a volume (min 0: none),
 	// touching nothing else; ErrNotFound if there is no such volume.
@@ -371,8 +372,9 @@ func (vs volumes) Insert(v *Volume) error {
 		return err
 	}
 	now := vs.tx.now()
-	_, err = vs.tx.exec(`INSERT INTO volumes (`+volumeColumns+`) VALUES (?`+strings.Repeat(", ?", 24)+`)`,
-		append(append([]any{v.ID}, args...), encTime(now), encTime(now))...)
+	keyCol, keyArg := vs.tx.keyColumn("external_key", v.ExternalID)
+	_, err = vs.tx.exec(`INSERT INTO volumes (`+volumeColumns+keyCol+`) VALUES (?`+strings.Repeat(", ?", 24+len(keyArg))+`)`,
+		append(append(append([]any{v.ID}, args...), encTime(now), encTime(now)), keyArg...)...)
 	if err != nil {
 		return wrap(err, volumeWhat(v.ID), "")
 	}
@@ -401,13 +403,17 @@ func (vs volumes) Update(v *Volume) error {
 		return fmt.Errorf("%s: %w", volumeWhat(v.ID), err)
 	}
 	now := vs.tx.now()
+	keySet, keyArg := "", []any(nil)
+	if vs.tx.s.keyed {
+		keySet, keyArg = ", external_key = ?", []any{storageKey(v.ExternalID)}
+	}
 	var access, attachment string
 	err = vs.tx.queryRow(`
 		UPDATE volumes SET namespace = ?, name = ?, plugin_id = ?, external_id = ?, csi_name = ?, state = ?,
 			capabilities = ?, mount_options = ?, secrets = ?, parameters = ?, context = ?, topology_request = ?,
 			accessible_topology = ?, capacity_bytes = ?, requested_min = ?, requested_max = ?, snapshot_id = ?,
-			clone_id = ?, node_expand_min = ?, node_expand_max = ?, updated_at = ?
-		WHERE id = ? RETURNING access_mode, attachment_mode`, append(args, encTime(now), v.ID)...).Scan(&access, &attachment)
+			clone_id = ?, node_expand_min = ?, node_expand_max = ?, updated_at = ?`+keySet+`
+		WHERE id = ? RETURNING access_mode, attachment_mode`, append(append(append(args, encTime(now)), keyArg...), v.ID)...).Scan(&access, &attachment)
 	if err != nil {
 		return wrap(err, volumeWhat(v.ID), "")
 	}
@@ -432,67 +438,27 @@ func (vs volumes) CountByPlugin(pluginID string) (int, error) {
 	return n, nil
 }
 
+// nearExternalIDsQuery is NearExternalIDs' query, around nearKeyWhere's condition.
+const nearExternalIDsQuery = `SELECT id, plugin_id, external_id FROM volumes WHERE %s AND external_id != ''`
+
 // VolumeExternalID is a volume's ID, plugin and external ID (VolumeStore.NearExternalIDs).
 type VolumeExternalID struct{ ID, PluginID, ExternalID string }
 
 func (vs volumes) NearExternalIDs(externalID string) ([]VolumeExternalID, error) {
-	// One pass over the table, not through the plugin_id index (a lookup of each row it
-	// names, twice the CPU among 1,000 volumes of one plugin): the caller keeps its plugins'.
-	q := `SELECT id, plugin_id, external_id FROM volumes NOT INDEXED WHERE external_id != ''`
-	var args []any
-	if pattern, ok := nearPattern(externalID); ok {
-		q += ` AND external_id LIKE ? ESCAPE '\'`
-		args = append(args, pattern)
+	if externalID == "" {
+		return nil, nil
 	}
-	// The ID as the error shows it: a plugin's answer may hold one of megabytes.
-	return listAll(vs.tx, fmt.Sprintf("list external IDs near %q", spec.Cut(externalID, 256)), func(sc scanner) (VolumeExternalID, error) {
+	where, args := nearKeyWhere("external_key", storageKey(externalID))
+	// The ID as the error shows it: a plugin's answer may hold one of megabytes. Sorted here,
+	// the few rows found: an ORDER BY had SQLite walk the table in id order instead of the
+	// key's index (TestNearLooksUseTheKeyIndex).
+	out, err := listAll(vs.tx, fmt.Sprintf("list external IDs near %q", spec.Cut(externalID, 256)), func(sc scanner) (VolumeExternalID, error) {
 		var v VolumeExternalID
 		return v, sc.Scan(&v.ID, &v.PluginID, &v.ExternalID)
-	}, q+` ORDER BY id`, args...)
+	}, fmt.Sprintf(nearExternalIDsQuery, where), args...)
+	slices.SortFunc(out, func(a, b VolumeExternalID) int { return strings.Compare(a.ID, b.ID) })
+	return out, err
 }
-
-// nearPattern is a LIKE pattern every ID that is id but for case, Unicode normalisation or
-// surrounding white space (spec.SameStorageID) matches, for an ASCII id (ok false otherwise:
-// no pattern, every ID a candidate). SQLite's LIKE folds ASCII case; the pattern is id with
-// its surrounding white space trimmed, anything before and after it ('%': white space of any
-// kind), and '_' (one character) for each character another rune folds or normalises to
-// ("k": U+212A KELVIN SIGN, "s": U+017F LONG S, ";": U+037E GREEK QUESTION MARK, "`": U+1FEF
-// GREEK VARIA), the only non-ASCII runes an ID near an ASCII one can hold but for white space.
-// A pattern is never longer than SQLite takes (maxLikePattern): an ID too long for one is cut,
-// its pattern ending at the cut with '%', still matching every ID the whole one's matches.
-// Before, a CreateVolume answer past the limit (an ID of 60,000 bytes) failed the check with
-// "LIKE or GLOB pattern too complex", so the create's cleanup never sent DeleteVolume
-// (TestNearExternalIDsOfAnIDPastSQLitesPatternLimit).
-func nearPattern(id string) (string, bool) {
-	for i := 0; i < len(id); i++ {
-		if id[i] >= 0x80 {
-			return "", false
-		}
-	}
-	var b strings.Builder
-	b.WriteByte('%')
-	for _, c := range []byte(strings.TrimSpace(id)) {
-		if b.Len()+3 > maxLikePattern { // room for an escaped character and the closing '%'
-			break
-		}
-		switch c {
-		case 'k', 'K', 's', 'S', ';', '`':
-			b.WriteByte('_')
-		case '%', '_', '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('%')
-	return b.String(), true
-}
-
-// maxLikePattern is the longest LIKE pattern, in bytes, SQLite takes
-// (SQLITE_MAX_LIKE_PATTERN_LENGTH, as modernc.org/sqlite builds it): a longer one fails its
-// statement.
-const maxLikePattern = 50000
 
 func (vs volumes) OnNode(pluginID string) ([]string, error) {
 	return listAll(vs.tx, fmt.Sprintf("list volumes of plugin %q on this node", pluginID), func(sc scanner) (string, error) {

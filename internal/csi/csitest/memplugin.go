@@ -122,7 +122,8 @@ type MemConfig struct {
 	// name), as plugins whose IDs are not the names asked for do.
 	SnapshotIDPrefix string
 	// FoldIDs makes the plugin find a volume or snapshot by an ID that differs from its own
-	// only in case, Unicode normalisation or surrounding white space (DeleteVolume and
+	// only in case, Unicode normalisation (compatibility forms too), invisible characters or
+	// surrounding white space (foldForm; DeleteVolume and
 	// DeleteSnapshot, and the volume AnswerCreateWith or snapshot AnswerSnapshotWith names,
 	// which CreateVolume or CreateSnapshot then answers under the spelling given): a plugin on
 	// a case-insensitive backend, or one that trims and normalises what it is sent.
@@ -527,13 +528,28 @@ func foldFind[T any](in map[string]T, id string, fold bool) (string, bool) {
 	if _, ok := in[id]; ok || !fold || id == "" {
 		return id, ok
 	}
-	folded := norm.NFC.String(strings.TrimSpace(id))
+	folded := foldForm(id)
 	for _, k := range slices.Sorted(maps.Keys(in)) {
-		if strings.EqualFold(norm.NFC.String(strings.TrimSpace(k)), folded) {
+		if strings.EqualFold(foldForm(k), folded) {
 			return k, true
 		}
 	}
 	return "", false
+}
+
+// foldForm is what a FoldIDs plugin compares case-insensitively: the ID without the invisible
+// characters HFS+ ignores in names (and a soft hyphen, a byte order mark, a variation
+// selector), in compatibility composition as ZFS's normalization=formKC keeps names, trimmed.
+// It is written apart from spec.StorageIDKey, which it checks.
+func foldForm(id string) string {
+	id = strings.Map(func(r rune) rune {
+		switch {
+		case 0x200b <= r && r <= 0x200f, 0x202a <= r && r <= 0x202e, 0x206a <= r && r <= 0x206f, r == 0xfeff, r == 0xad, 0xfe00 <= r && r <= 0xfe0f:
+			return -1
+		}
+		return r
+	}, id)
+	return strings.TrimSpace(norm.NFKC.String(id))
 }
 
 func (m *MemPlugin) volume(id string) (*memVolume, error) {
