@@ -257,7 +257,7 @@ func SameStorageID(a, b string) bool {
 // ID it records and finds the IDs near one by an indexed equality. The key is id with its
 // default-ignorable code points removed (ZERO WIDTH SPACE, ZERO WIDTH JOINER and NON-JOINER,
 // SOFT HYPHEN, BYTE ORDER MARK, variation selectors, bidirectional marks: characters that show
-// as nothing, which HFS+ ignores in names), in Unicode compatibility composition (NFKC:
+// as nothing or as a blank, some of which, not all, HFS+ ignores in names), in Unicode compatibility composition (NFKC:
 // full-width "ＶＯＬ１" is "VOL1", the ligature "ﬁ" is "fi", as ZFS's normalization=formKC
 // makes them; it includes canonical composition, "é" composed and decomposed), Unicode white
 // space trimmed at both ends, and each character replaced by the least of its simple case

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -37,14 +38,28 @@ func nearKeyWhere(col, k string) (string, []any) {
 	return fmt.Sprintf(`(%[1]s = ? OR %[1]s IS NULL OR (%[1]s > '' AND %[1]s < ?) OR %[1]s >= ?)`, col), []any{k, keyPrefix, keyPrefixEnd}
 }
 
+// staleKeyWhere is the condition on column col (external_key, snapshot_key) of a row whose key
+// this volctl did not store: NULL (written by hand, or before migration 0015's step) or another
+// version's (a volctl built with other Unicode tables). Such a row is a candidate of every near
+// look (nearKeyWhere) until it is keyed again.
+func staleKeyWhere(col string) (string, []any) {
+	return fmt.Sprintf(`(%[1]s IS NULL OR (%[1]s > '' AND %[1]s < ?) OR %[1]s >= ?)`, col), []any{keyPrefix, keyPrefixEnd}
+}
+
 // backfillStorageKeys is migration 0015's step: the key of every volume's external ID and every
 // snapshot's ID recorded before it.
-func backfillStorageKeys(tx *Tx) error {
+func backfillStorageKeys(tx *Tx) error { return keyStaleRows(tx) }
+
+// keyStaleRows stores this volctl's key for every volume and snapshot whose key it did not
+// store (staleKeyWhere): all of them in migration 0015, and at a writable open those a volctl
+// with other Unicode tables or a hand keyed (rekeyAtOpen).
+func keyStaleRows(tx *Tx) error {
 	type row struct{ a, b string }
+	volStale, volArgs := staleKeyWhere("external_key")
 	vols, err := listAll(tx, "read external IDs to key", func(sc scanner) (row, error) {
 		var r row
 		return r, sc.Scan(&r.a, &r.b)
-	}, `SELECT id, external_id FROM volumes WHERE external_id != ''`)
+	}, `SELECT id, external_id FROM volumes WHERE external_id != '' AND `+volStale, volArgs...)
 	if err != nil {
 		return err
 	}
@@ -54,13 +69,14 @@ func backfillStorageKeys(tx *Tx) error {
 		}
 		testHookBackfilled()
 	}
-	if _, err := tx.exec(`UPDATE volumes SET external_key = '' WHERE external_id = ''`); err != nil {
+	if _, err := tx.exec(`UPDATE volumes SET external_key = '' WHERE external_id = '' AND external_key IS NOT ''`); err != nil {
 		return wrap(err, "key volumes without an external ID", "")
 	}
+	snapStale, snapArgs := staleKeyWhere("snapshot_key")
 	snaps, err := listAll(tx, "read snapshot IDs to key", func(sc scanner) (row, error) {
 		var r row
 		return r, sc.Scan(&r.a, &r.b)
-	}, `SELECT plugin_id, snapshot_id FROM snapshots`)
+	}, `SELECT plugin_id, snapshot_id FROM snapshots WHERE `+snapStale, snapArgs...)
 	if err != nil {
 		return err
 	}
@@ -71,6 +87,36 @@ func backfillStorageKeys(tx *Tx) error {
 		testHookBackfilled()
 	}
 	return nil
+}
+
+// staleKeysQuery says whether any row's key is stale (staleKeyWhere): ranges of the keys'
+// indexes, nothing read when there is none.
+var staleKeysQuery = func() string {
+	v, _ := staleKeyWhere("external_key")
+	sn, _ := staleKeyWhere("snapshot_key")
+	return `SELECT EXISTS (SELECT 1 FROM volumes WHERE ` + v + `) OR EXISTS (SELECT 1 FROM snapshots WHERE ` + sn + `)`
+}()
+
+// rekeyAtOpen keys again, at a writable open, the rows whose key this volctl did not store:
+// after an upgrade to a volctl built with other Unicode tables every row's key is of another
+// version, and each one a candidate of every create's and delete's near look, the whole table
+// read into Go each time, for good (TestOpenRekeysKeysOfAnotherVersion). Most opens find none,
+// through the keys' indexes. A failure leaves the rows as they were, every check still right
+// (such rows stay candidates), and is logged, not the open's.
+func (s *Store) rekeyAtOpen(ctx context.Context) {
+	c, err := s.w.get(ctx, s.busyTimeout)
+	if err != nil {
+		return
+	}
+	var stale bool
+	err = (&Tx{ctx: ctx, c: c, s: s}).queryRow(staleKeysQuery, keyPrefix, keyPrefixEnd, keyPrefix, keyPrefixEnd).Scan(&stale)
+	s.w.put(c)
+	if err != nil || !stale {
+		return
+	}
+	if err := s.Update(ctx, keyStaleRows); err != nil && s.log != nil {
+		s.log.Warn("state: could not key again the storage and snapshot IDs keyed by another volctl (each stays a candidate of every near look)", "err", err)
+	}
 }
 
 // testHookBackfilled runs, in tests, after each row backfillStorageKeys keyed.

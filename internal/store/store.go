@@ -341,6 +341,9 @@ func openWritable(ctx context.Context, abs string, target int, o options) (*Stor
 	if target > 0 {
 		s.roErr = checkPath(ctx, abs, o.busyTimeout, o.log)
 	}
+	if s.keyed && !o.reading && s.roErr == nil {
+		s.rekeyAtOpen(ctx)
+	}
 	return s, nil
 }
 
