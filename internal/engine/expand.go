@@ -58,7 +58,7 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 	case size == cur:
 		if v.NodeExpandMin > 0 {
 			// The controller expanded it before, the node expansion is still owed: drive it.
-			if _, err := e.expandOnNode(ctx, c, v); err != nil {
+			if _, err := e.expandOnNode(ctx, c, v, false); err != nil {
 				return fail(err)
 			}
 		}
@@ -255,7 +255,8 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 	}
 	e.failpoint("expand:node-owed")
 	if nodeRequired || owedBefore {
-		if _, err := e.expandOnNode(ctx, c, v); err != nil {
+		// ctrl: the ControllerExpandVolume this run sent answered at the size owed, or more.
+		if _, err := e.expandOnNode(ctx, c, v, ctrl); err != nil {
 			return fail(errors.Join(short, over, err))
 		}
 	}
@@ -362,8 +363,10 @@ func aboveLimit(v store.Volume, rpc string, answered, limit int64) error {
 // published claim at its target, else at its staging path when it is staged only. Once every
 // one succeeded, the debt is cleared. A volume on no path here keeps it for its next publish
 // (sent reports whether anything was sent). A failure leaves it owed, and says how to go on.
-// The caller holds the volume lock; v is the volume as last read or written under it.
-func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume) (sent bool, err error) {
+// Where the plugin now declares the controller's EXPAND_VOLUME, a ControllerExpandVolume to the
+// size owed is sent first (controllerBeforeNode), unless controllerDone: the caller's own
+// ControllerExpandVolume answered for that size in this run. The caller holds the volume lock; v is the volume as last read or written under it.
+func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, controllerDone bool) (sent bool, err error) {
 	if v.NodeExpandMin <= 0 || !c.fp.Node {
 		return false, nil
 	}
@@ -412,6 +415,11 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume) (sen
 		return false, nil // sent at the volume's next publish
 	}
 	var answered int64
+	if !controllerDone {
+		if answered, err = e.controllerBeforeNode(ctx, c, v); err != nil {
+			return true, err
+		}
+	}
 	for i, req := range reqs {
 		got, err := e.sendNodeExpand(ctx, c, v, req, whom[i])
 		if err != nil {
@@ -420,6 +428,51 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume) (sen
 		answered = max(answered, got)
 	}
 	return true, e.nodeExpanded(ctx, v, answered)
+}
+
+// controllerBeforeNode sends, before volume v's owed NodeExpandVolume, a ControllerExpandVolume
+// at the size recorded when plugin c now declares the controller's EXPAND_VOLUME, and returns
+// the capacity it answered (0: none sent, or not said). The debt does not say whether the
+// controller has had that size: a node-only expansion (or a pending controller one finished
+// node-only, finishedNodeOnly) records the new size with NodeExpandVolume, the whole expansion
+// then, owed; a plugin back with the controller's EXPAND_VOLUME takes NodeExpandVolume as the
+// node's step alone, and it grew nothing: the volume was recorded at the new size, nothing
+// owed, the storage at the old one (TestOwedNodeExpansionThroughAPluginBackWithControllerExpandSendsItFirst).
+// The plugin's declaration when the work is sent rules, as for a pending expansion: the
+// RPC is idempotent, so a controller that expanded the volume already answers OK with the
+// size it has. Not sent to a plugin that expands only offline (VOLUME_EXPANSION ONLINE not
+// declared): the volume is published or staged here when its debt comes due, and the CSI spec
+// says ControllerExpandVolume SHALL NOT be sent then. A failure, or an answer below the size
+// owed, leaves the node expansion owed (NodeExpandVolume not sent), and says so.
+func (e *Engine) controllerBeforeNode(ctx context.Context, c *conn, v store.Volume) (int64, error) {
+	if !c.fp.Controller || !c.fp.Capabilities.Controller.ExpandVolume || !c.fp.Capabilities.Plugin.VolumeExpansionOnline {
+		return 0, nil
+	}
+	if err := e.locks.stillHeld(v.ID); err != nil {
+		return 0, err
+	}
+	resp, _, err := controllerAnswer(ctx, e, c, csi.RPCControllerExpandVolume,
+		func(ctx context.Context) (csi.ControllerExpandVolumeResponse, error) {
+			return c.client.ControllerExpandVolume(ctx, csi.ControllerExpandVolumeRequest{
+				VolumeID: v.ExternalID, CapacityMin: v.NodeExpandMin, CapacityMax: v.NodeExpandMax, Secrets: v.Secrets})
+		})
+	if lost := e.locks.stillHeld(v.ID); lost != nil {
+		return 0, lost
+	}
+	if err == nil && resp.CapacityBytes > 0 && resp.CapacityBytes < v.NodeExpandMin {
+		err = fmt.Errorf("plugin %q answered OK with %s, below the %s asked: the storage is not expanded", v.PluginID,
+			spec.FormatSize(resp.CapacityBytes), spec.FormatSize(v.NodeExpandMin))
+	}
+	if err != nil {
+		own := fmt.Sprintf("node expansion to %s still owed, its ControllerExpandVolume failed: ", spec.FormatSize(v.NodeExpandMin))
+		e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume,
+			Code: csi.CodeOf(err).String(), Message: own + err.Error()}, own)
+		return 0, fmt.Errorf("volume %q is recorded at %s with its node expansion owed, and plugin %q now declares the controller's EXPAND_VOLUME, "+
+			"so the ControllerExpandVolume to that size is sent before the NodeExpandVolume (the storage may not have it: it was owed as a node-only expansion), "+
+			"and it failed: %w (the expansion stays owed, NodeExpandVolume not sent: run `%s` again or `volctl reconcile`)",
+			v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, err, owedExpandCommand(v))
+	}
+	return resp.CapacityBytes, nil
 }
 
 // nodeExpandRequest is the NodeExpandVolume a volume is owed, at path (a claim's target, with
@@ -511,9 +564,13 @@ func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, c
 	if v.NodeExpandMin <= 0 || !c.fp.Node || !c.fp.Capabilities.Node.ExpandVolume {
 		return
 	}
-	answered, err := e.sendNodeExpand(ctx, c, v, e.nodeExpandRequest(c, v, cl, cl.TargetPath, st), fmt.Sprintf("alloc %q", cl.Alloc))
+	ctrlAnswered, err := e.controllerBeforeNode(ctx, c, v)
 	if err == nil {
-		err = e.nodeExpanded(ctx, v, answered)
+		var answered int64
+		answered, err = e.sendNodeExpand(ctx, c, v, e.nodeExpandRequest(c, v, cl, cl.TargetPath, st), fmt.Sprintf("alloc %q", cl.Alloc))
+		if err == nil {
+			err = e.nodeExpanded(ctx, v, max(answered, ctrlAnswered))
+		}
 	}
 	if err != nil {
 		e.log.Warn("owed node expansion", "volume", v.ID, "alloc", cl.Alloc, "err", err)
@@ -614,7 +671,7 @@ func (e *Engine) reconcileExpansions(ctx context.Context, rep *ReconcileReport, 
 				return err
 			}
 			defer unlock()
-			sent, err = e.expandOnNode(ctx, c, v)
+			sent, err = e.expandOnNode(ctx, c, v, false)
 			return err
 		}()
 		switch {
