@@ -765,10 +765,11 @@ func inspectorError(command, opt, where string) error {
 // untrustedEnv's), or node's package, looked up in the node_modules of wd and each directory
 // above it before NODE_PATH's: each is checked, made or not (wd unknown: the name is relative).
 func untrustedModule(command string, in *interpreter, m argCode, wd string) error {
-	name := m.path
-	rest, url := strings.CutPrefix(name, "file:")
-	if url {
-		name = fileURLPath(rest)
+	name, url := m.path, false
+	if in == &node {
+		name, url = nodeModulePath(m.what, m.path)
+	} else if rest, ok := strings.CutPrefix(name, "file:"); ok {
+		name, url = fileURLPath(rest), true
 	}
 	var names []string
 	switch {
@@ -807,6 +808,27 @@ func untrustedModule(command string, in *interpreter, m argCode, wd string) erro
 		}
 	}
 	return nil
+}
+
+// nodeModulePath is the file node loads for the module its option opt (--require, -r,
+// --import, --loader, --experimental-loader) names by spec, and whether spec names one by a
+// path: a file: URL is read by fileURLPath; so is a path (/, ./, ../ first, or . or ..) given
+// to --import or a loader, which node resolves as an ES module specifier, a URL relative to the
+// working directory (/x/%2e%2e/y.mjs is /y.mjs, %XX decoded, a #fragment off: mend33a; before,
+// the kernel's reading of it was checked). --require's path is a path, as the kernel reads it.
+func nodeModulePath(opt, spec string) (string, bool) {
+	if rest, ok := strings.CutPrefix(spec, "file:"); ok {
+		return fileURLPath(rest), true
+	}
+	esm := opt != "-r" && opt != "--require"
+	if esm && (strings.HasPrefix(spec, "/") || strings.HasPrefix(spec, "./") || strings.HasPrefix(spec, "../") || spec == "." || spec == "..") {
+		n := fileURLPath(spec)
+		if !filepath.IsAbs(n) && n != "." && n != ".." && !strings.HasPrefix(n, "../") {
+			n = "./" + n // relative still, from the working directory
+		}
+		return n, true
+	}
+	return spec, false
 }
 
 // fileURLPath is the file node loads for the file: URL whose part after "file:" is rest, as
