@@ -45,3 +45,28 @@ func TestNodeImportPathIsReadAsAURL(t *testing.T) {
 	req := argsWrite(t, filepath.Join(pct, "req.js"), "")
 	checkArgsStart(t, nodeProg, []string{"--require", req, ok}, ok, "")
 }
+
+// node resolves --import #name through the "imports" of the package.json nearest the working
+// directory: root's package.json mapping #hook to ./hooks/h.mjs, hooks another user's
+// directory, had node load their module as root; the reader looked #hook up in node_modules
+// only. Now the package.json node finds and the files its imports name are checked; a
+// package whose hooks are root's still runs.
+func TestNodeImportSubpathThroughPackageJSONIsChecked(t *testing.T) {
+	safe, _ := argsDirs(t)
+	pkg := mkdir(t, filepath.Join(safe, "pkg"), 0o755)
+	hooks := mkdir(t, filepath.Join(pkg, "hooks"), 0o777)
+	good := mkdir(t, filepath.Join(pkg, "good"), 0o755)
+	argsWrite(t, filepath.Join(hooks, "h.mjs"), "")
+	argsWrite(t, filepath.Join(good, "h.mjs"), "")
+	argsWrite(t, filepath.Join(pkg, "package.json"), `{"imports": {"#hook": {"node": "./hooks/h.mjs"}, "#good": "./good/h.mjs"}}`)
+	for _, name := range []string{"#hook", "#good"} {
+		m := argCode{what: "--import", path: name}
+		err := untrustedModule("node", &node, m, pkg)
+		if name == "#hook" && (err == nil || !strings.Contains(err.Error(), hooks)) {
+			t.Errorf("node --import #hook in %s: %v; want refused, naming %s", pkg, err, hooks)
+		}
+		if name == "#good" && err != nil {
+			t.Errorf("node --import #good in %s: %v; want it run", pkg, err)
+		}
+	}
+}
