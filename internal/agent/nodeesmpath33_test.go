@@ -70,3 +70,20 @@ func TestNodeImportSubpathThroughPackageJSONIsChecked(t *testing.T) {
 		}
 	}
 }
+
+// The URL parser strips C0 controls and spaces around a URL, no other white space: a no-break
+// space before file:'s path makes it relative to the working directory, after it part of the
+// name. fileURLPath trimmed every Unicode space, and checked /safe/x where node loads
+// ./<NBSP>///safe/x from the working directory.
+func TestFileURLPathTrimsOnlyWhatNodeTrims(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"\u00a0///safe/x.mjs": "\u00a0/safe/x.mjs",
+		"///safe/x.mjs\u00a0": "/safe/x.mjs\u00a0",
+		" ///safe/x.mjs\t\n":  "/safe/x.mjs",
+	} {
+		if got := fileURLPath(in); got != want {
+			t.Errorf("fileURLPath(%+q) = %+q; want %+q", in, got, want)
+		}
+	}
+}

@@ -921,7 +921,7 @@ func fileURLPath(rest string) string {
 			return '/'
 		}
 		return r
-	}, strings.TrimSpace(rest))
+	}, strings.TrimFunc(rest, func(r rune) bool { return r <= ' ' })) // the URL parser's C0 controls and spaces, no other white space
 	if i := strings.IndexAny(rest, "?#"); i >= 0 {
 		rest = rest[:i]
 	}
