@@ -550,7 +550,8 @@ func untrustedEnv(command, path string, env []string) error {
 // bare name is looked up in the module path, checked as that is), node's --require, -r,
 // --import, --loader and --experimental-loader MODULE (a module loaded before the program; one
 // named without a leading slash is resolved from the working directory, and so counts as
-// relative; a file: URL is the path node decodes from it, fileURLPath), --openssl-config and --env-file FILE. p is one reading of
+// relative; a file: URL, and --import's or a loader's path, is the path node decodes from it,
+// nodeModulePath), --openssl-config and --env-file FILE. p is one reading of
 // the variable's options (envOptionReadings).
 func optionPaths(k string, p parsed) []string {
 	in := envOptionsReader[k]
@@ -560,8 +561,8 @@ func optionPaths(k string, p parsed) []string {
 	}
 	for _, m := range p.modules {
 		n := m.path
-		if rest, ok := strings.CutPrefix(n, "file:"); ok && in == &node {
-			n = fileURLPath(rest)
+		if in == &node {
+			n, _ = nodeModulePath(m.what, n)
 		}
 		if in == &ruby && !strings.HasPrefix(n, "/") && !strings.HasPrefix(n, "./") && !strings.HasPrefix(n, "../") && !strings.HasPrefix(n, "~") {
 			continue

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -765,10 +766,11 @@ func inspectorError(command, opt, where string) error {
 // untrustedEnv's), or node's package, looked up in the node_modules of wd and each directory
 // above it before NODE_PATH's: each is checked, made or not (wd unknown: the name is relative).
 func untrustedModule(command string, in *interpreter, m argCode, wd string) error {
-	name := m.path
-	rest, url := strings.CutPrefix(name, "file:")
-	if url {
-		name = fileURLPath(rest)
+	name, url := m.path, false
+	if in == &node {
+		name, url = nodeModulePath(m.what, m.path)
+	} else if rest, ok := strings.CutPrefix(name, "file:"); ok {
+		name, url = fileURLPath(rest), true
 	}
 	var names []string
 	switch {
@@ -784,6 +786,8 @@ func untrustedModule(command string, in *interpreter, m argCode, wd string) erro
 		return nil // --import's URL of a scheme node does not load from disk (data:, https:); require's a:b is a package's name
 	case wd == "":
 		names = []string{name}
+	case strings.HasPrefix(name, "#") && m.what != "-r" && m.what != "--require":
+		names = nodeImportsNames(name, wd)
 	default:
 		for d := wd; ; d = filepath.Dir(d) {
 			if filepath.Base(d) != "node_modules" {
@@ -809,6 +813,96 @@ func untrustedModule(command string, in *interpreter, m argCode, wd string) erro
 	return nil
 }
 
+// nodeModulePath is the file node loads for the module its option opt (--require, -r,
+// --import, --loader, --experimental-loader) names by spec, and whether spec names one by a
+// path: a file: URL is read by fileURLPath; so is a path (/, ./, ../ first, or . or ..) given
+// to --import or a loader, which node resolves as an ES module specifier, a URL relative to the
+// working directory (/x/%2e%2e/y.mjs is /y.mjs, %XX decoded, a #fragment off: mend33a; before,
+// the kernel's reading of it was checked). --require's path is a path, as the kernel reads it.
+func nodeModulePath(opt, spec string) (string, bool) {
+	if rest, ok := strings.CutPrefix(spec, "file:"); ok {
+		return fileURLPath(rest), true
+	}
+	esm := opt != "-r" && opt != "--require"
+	if esm && (strings.HasPrefix(spec, "/") || strings.HasPrefix(spec, "./") || strings.HasPrefix(spec, "../") || spec == "." || spec == "..") {
+		n := fileURLPath(spec)
+		if !filepath.IsAbs(n) && n != "." && n != ".." && !strings.HasPrefix(n, "../") {
+			n = "./" + n // relative still, from the working directory
+		}
+		return n, true
+	}
+	return spec, false
+}
+
+// nodeImportsNames are the files node reads to load the subpath import name (#hook) from wd,
+// to be checked: the package.json of wd and each directory above it, to the first that is
+// there (node's package scope: one not made yet where another user may make it is theirs), and
+// what that one's "imports" map name to (its key, else each "*" pattern key it matches), each
+// target of any condition, as node resolves it (./x in the package's directory, a pattern's
+// directory; a package's name in its node_modules and those above) (mend33a; before, #hook
+// was looked up in node_modules only, and root's package.json mapping it to another user's
+// file was loaded).
+func nodeImportsNames(name, wd string) []string {
+	var names []string
+	dir := ""
+	for d := wd; ; d = filepath.Dir(d) {
+		f := filepath.Join(d, "package.json")
+		names = append(names, f)
+		if _, err := os.Stat(f); err == nil {
+			dir = d
+			break
+		}
+		if d == "/" || d == "." {
+			return names
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	var pj struct {
+		Imports any `json:"imports"`
+	}
+	if err != nil || json.Unmarshal(b, &pj) != nil {
+		return names // node refuses it, or the check of the file says whose it is
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for _, w := range v {
+				walk(w)
+			}
+		case []any:
+			for _, w := range v {
+				walk(w)
+			}
+		case string:
+			if rest, ok := strings.CutPrefix(v, "./"); ok {
+				if k := strings.IndexByte(rest, '*'); k >= 0 {
+					rest = filepath.Dir(rest[:k] + "x")
+				}
+				names = append(names, filepath.Join(dir, rest))
+				return
+			}
+			for d := dir; ; d = filepath.Dir(d) {
+				names = append(names, filepath.Join(d, "node_modules"))
+				if d == "/" || d == "." {
+					break
+				}
+			}
+		}
+	}
+	imports, _ := pj.Imports.(map[string]any)
+	if v, ok := imports[name]; ok {
+		walk(v)
+		return names
+	}
+	for k, v := range imports {
+		if pre, post, ok := strings.Cut(k, "*"); ok && strings.HasPrefix(name, pre) && strings.HasSuffix(name, post) {
+			walk(v) // node takes the longest such key: each is checked
+		}
+	}
+	return names
+}
+
 // fileURLPath is the file node loads for the file: URL whose part after "file:" is rest, as
 // node's URL parser and fileURLToPath read it: tabs and line breaks taken out, a backslash a
 // slash, the query and fragment off, "//" and a host of "" or "localhost" off (another host
@@ -827,7 +921,7 @@ func fileURLPath(rest string) string {
 			return '/'
 		}
 		return r
-	}, strings.TrimSpace(rest))
+	}, strings.TrimFunc(rest, func(r rune) bool { return r <= ' ' })) // the URL parser's C0 controls and spaces, no other white space
 	if i := strings.IndexAny(rest, "?#"); i >= 0 {
 		rest = rest[:i]
 	}

@@ -57,7 +57,7 @@ var shownMayDiffer = sync.OnceValue(func() *[256]bool {
 // default ignorables and format characters: zero width spaces and joiners, bidi controls,
 // soft hyphen, byte order mark, variation selectors, combining grapheme joiner, Hangul
 // fillers, tags); the cursor moved as the terminal moves it (a backspace back a character, a
-// carriage return to the line's start, CSI's CUB, CUF and CHA, DECSC/DECRC and CSI s/u saving
+// carriage return to the line's start, a tab to the next tab stop (drawing.tab), CSI's CUB, CUF and CHA, DECSC/DECRC and CSI s/u saving
 // and restoring it, EL cutting the line at it), the characters written after a move written over those
 // there (keepShown); and the run after a right-to-left override (U+202E, to U+202C or the
 // line's end) reversed, as a terminal that lays out bidi text shows it. A plugin that writes
@@ -106,6 +106,7 @@ func shownView(msg string, drawn bool) (view string, at []int, twoWays bool) {
 			}
 		case c == 0x08:
 			v.back(1)
+		case c == '\t' && v.tab(dat[i]):
 		case c == '\r':
 			v.cur = v.line
 		case c < 0x20 && c != '\t' && c != '\n', c == 0x7f:
@@ -194,6 +195,24 @@ func (v *drawing) forward(k, src int) {
 			v.cur++
 		}
 	}
+}
+
+// tab moves the cursor to the next tab stop (every 8 columns), over what is written and on
+// past the end over blanks, as a terminal moves it (src the tab's source), when the line's
+// start is at most maxMove bytes back: a tab costs at most that. It reports false (the tab
+// kept as one character, as before) when the start is farther back.
+func (v *drawing) tab(src int) bool {
+	col := 0
+	for k := v.cur - 1; k >= v.line; k-- {
+		if v.cur-k > maxMove {
+			return false
+		}
+		if v.b[k]&0xc0 != 0x80 {
+			col++
+		}
+	}
+	v.forward(8-col%8, src)
+	return true
 }
 
 // erase is EL with no parameter or 0: the line from the cursor on is cut. EL 1 and 2, which
