@@ -102,3 +102,30 @@ func TestFlappingRuleStillBoundsAFlappingPluginOnAClockThatRunsOn(t *testing.T) 
 		t.Fatalf("%d plugin-health events for a plugin flapping within the hour, want at most %d:\n%s", len(health), flapChanges+1, strings.Join(health, "\n"))
 	}
 }
+
+// mend33: the bound flapping's doc states for a clock stepped back while the plugin still
+// flaps: the changes stamped ahead of the stepped clock no longer count as within the hour, and
+// at most flapChanges changes more (and one flapping notice) are recorded on the stepped clock
+// before the rule holds again, however long the plugin keeps flapping.
+func TestFlappingRuleAfterTheClockSteppedBackWhileStillFlappingIsBounded(t *testing.T) {
+	h := newHarness(t, nil)
+	probe, later := h.probesOnAClock(10 * time.Second)
+	for range 5 {
+		probe(false)
+		probe(true)
+	}
+	before := len(h.eventsSaying("plugin-health", ""))
+	later(-24 * time.Hour)
+	for range 20 {
+		probe(false)
+		probe(true)
+	}
+	health := h.eventsSaying("plugin-health", "")
+	if n := len(health) - before; n > flapChanges+1 {
+		t.Fatalf("%d plugin-health events recorded after the clock stepped back a day, the plugin flapping within minutes; want at most %d:\n%s",
+			n, flapChanges+1, strings.Join(health, "\n"))
+	}
+	if !strings.Contains(health[0], `plugin "mem" is flapping`) {
+		t.Fatalf("newest plugin-health event %q; want the flapping notice once the rule holds again on the stepped clock", health[0])
+	}
+}
