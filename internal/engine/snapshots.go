@@ -179,6 +179,11 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 		}
 		if marked {
 			unlock, finished, lerr := e.snapshotLockAfterItsDelete(ctx, hold, intent, snap.ID)
+			var forgot *intentForgotten
+			if errors.As(lerr, &forgot) {
+				// Not kept for reconcile: the user forgot it (TestSnapshotCreateWaitingForAHungDeleteWhoseIntentIsForgottenMeanwhile).
+				return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w", intent.Name, lerr)
+			}
 			if lerr != nil {
 				return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w (the plugin answered with snapshot %q, whose delete is recorded; it stays recorded as being created: `volctl reconcile` finishes it)", intent.Name, lerr, snap.ID)
 			}
@@ -397,8 +402,8 @@ func (e *Engine) snapshotLockAfterItsDelete(ctx context.Context, hold *volumeHol
 					}
 				}
 				if err == nil && !recorded {
-					err = notFoundf("it is no longer recorded as being created, nor as made: another volctl forgot it (`volctl volume snapshot deregister`) "+
-						"while this one waited for the delete of snapshot %q, with volume %q's lock let go", id, intent.SourceVolumeID)
+					err = &intentForgotten{notFoundf("it is no longer recorded as being created, nor as made: another volctl forgot it (`volctl volume snapshot deregister`) "+
+						"while this one waited for the delete of snapshot %q, with volume %q's lock let go; nothing more was sent", id, intent.SourceVolumeID)}
 				}
 			}
 			return err
@@ -411,6 +416,13 @@ func (e *Engine) snapshotLockAfterItsDelete(ctx context.Context, hold *volumeHol
 		}
 	}
 }
+
+// intentForgotten is snapshotLockAfterItsDelete's error for a create whose intent another volctl
+// forgot while it waited: nothing is left for reconcile, and the error must not say it is.
+type intentForgotten struct{ err error }
+
+func (f *intentForgotten) Error() string { return f.err.Error() }
+func (f *intentForgotten) Unwrap() error { return f.err }
 
 // lostSnapshotLock is the error of a snapshot create that lost the lock of the snapshot it was
 // answered with (its delete recorded) before recording it: nothing is recorded of the snapshot,
