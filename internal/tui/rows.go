@@ -65,7 +65,9 @@ func claimRows(cs []engine.ClaimInfo, now time.Time) []row {
 		r := newRow(strconv.FormatInt(c.ID, 10), i, []string{
 			c.VolumeID, c.Alloc, c.Mode, c.Condition().String(), c.TargetPath, display.Age(now, c.CreatedAt), c.LastErrorText(),
 		})
-		r.nums[5] = -c.CreatedAt.UnixNano() // ascending age is newest first
+		// Ascending age is newest made first, by the claim's ID (the order claims are made in),
+		// not its wall-clock stamp: a claim made after the clock stepped back sorts as the newest.
+		r.nums[5] = -c.ID
 		r.tone = badOrWarn(c.LastError != "" || c.Degraded, !c.AtRest())
 		return r
 	})

@@ -162,7 +162,7 @@ func TestSort(t *testing.T) {
 		{name: "by capacity", keys: []string{"s", "s"}, want: []string{"tmp-build", "scratch", "mysql-0", "mysql-1", "pg-data", "shared-media"}},
 		{name: "by capacity, largest first", keys: []string{"s", "s", "S"}, want: []string{"shared-media", "pg-data", "mysql-0", "mysql-1", "scratch", "tmp-build"}},
 		{name: "s after the last column wraps to ID", keys: []string{"s", "s", "s", "s", "s", "s"}, want: allVolumes},
-		{name: "claims by age, newest first", keys: []string{"2", "s", "s", "s", "s"}, want: []string{"5", "4", "3", "1", "2"}},
+		{name: "claims by age, newest first", keys: []string{"2", "s", "s", "s", "s"}, want: []string{"5", "4", "3", "2", "1"}},
 		{name: "events newest first by default", keys: []string{"4"}, want: []string{"9", "8", "7", "6", "5", "4", "3", "2", "1"}},
 	}
 	for _, tt := range tests {
