@@ -1015,22 +1015,29 @@ const (
 	capsGainedMark = "; gained: "
 )
 
-// lastCapabilityChange is plugin's last change of capabilities its plugin-capabilities events
-// record (the newest that lost or gained any: one for its version or node ID alone is not), or
-// nil. `plugin status` showed the capabilities a plugin has now, and what it had before was
-// only in `volctl events --kind plugin-capabilities` (TestPluginStatusShowsTheLastCapabilityChange).
-func lastCapabilityChange(tx *store.Tx, plugin string) (*CapabilityChange, error) {
-	evs, err := tx.Events().Recent(capabilityEventsRead, store.EventFilter{Kind: "plugin-capabilities", PluginID: plugin})
+// lastCapabilityChanges is each plugin's (plugin's alone when it is not "") last change of
+// capabilities its plugin-capabilities events record (the newest that lost or gained any: one
+// for its version or node ID alone is not); a plugin without one is not in it. `plugin status`
+// showed the capabilities a plugin has now, and what it had before was only in `volctl events
+// --kind plugin-capabilities` (TestPluginStatusShowsTheLastCapabilityChange). One indexed read
+// for every plugin (store's PluginCapabilities): every plugin list pays it
+// (BenchmarkPluginsFullEventLog).
+func lastCapabilityChanges(tx *store.Tx, plugin string) (map[string]*CapabilityChange, error) {
+	evs, err := tx.Events().PluginCapabilities(plugin, capabilityEventsRead)
 	if err != nil {
 		return nil, err
 	}
-	for _, ev := range evs {
+	out := map[string]*CapabilityChange{}
+	for _, ev := range evs { // newest first
+		if _, ok := out[ev.PluginID]; ok {
+			continue
+		}
 		lost, gained := capsNamed(ev.Message, capsLostMark), capsNamed(ev.Message, capsGainedMark)
 		if len(lost) > 0 || len(gained) > 0 {
-			return &CapabilityChange{At: ev.At, Lost: lost, Gained: gained}, nil
+			out[ev.PluginID] = &CapabilityChange{At: ev.At, Lost: lost, Gained: gained}
 		}
 	}
-	return nil, nil
+	return out, nil
 }
 
 // capabilityEventsRead bounds the plugin-capabilities events lastCapabilityChange reads: a

@@ -866,6 +866,10 @@ func (e *Engine) pluginInfos(ctx context.Context, id string, live map[string]rea
 		if err != nil {
 			return err
 		}
+		changes, err := lastCapabilityChanges(tx, id)
+		if err != nil {
+			return err
+		}
 		for _, p := range plugins {
 			n, err := tx.Volumes().CountByPlugin(p.ID)
 			if err != nil {
@@ -878,9 +882,7 @@ func (e *Engine) pluginInfos(ctx context.Context, id string, live map[string]rea
 				}
 			}
 			info := pluginInfo(p, n)
-			if info.CapabilityChange, err = lastCapabilityChange(tx, p.ID); err != nil {
-				return err
-			}
+			info.CapabilityChange = changes[p.ID]
 			out = append(out, info)
 		}
 		return nil

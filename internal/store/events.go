@@ -45,6 +45,11 @@ type EventStore interface {
 	Recent(limit int, f EventFilter) ([]Event, error)
 	// Logged returns how many events the log holds.
 	Logged() (int, error)
+	// PluginCapabilities returns up to limit plugin-capabilities events of each plugin (of
+	// plugin alone when it is not ""), newest first, in one statement by their own index
+	// (events_plugin_capabilities): Recent with that filter walks the whole log for a plugin
+	// that has none, and a statement per plugin doubled what a plugin list costs.
+	PluginCapabilities(plugin string, limit int) ([]Event, error)
 }
 
 // Events is the event-log API inside this transaction.
@@ -106,6 +111,16 @@ func (es events) Recent(limit int, f EventFilter) ([]Event, error) {
 	}
 	return listAll(es.tx, "recent events", scanEvent, `SELECT `+eventColumns+` FROM events WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
+}
+
+// The kind is written into the statement, not bound: SQLite uses a partial index only for a
+// WHERE it can prove implies the index's, and a bound parameter proves nothing.
+func (es events) PluginCapabilities(plugin string, limit int) ([]Event, error) {
+	return listAll(es.tx, "plugin-capabilities events", scanEvent, `SELECT `+eventColumns+` FROM (
+		SELECT `+eventColumns+`, row_number() OVER (PARTITION BY plugin_id ORDER BY id DESC) AS n
+		FROM events INDEXED BY events_plugin_capabilities
+		WHERE kind = 'plugin-capabilities' AND (? = '' OR plugin_id = ?))
+		WHERE n <= ? ORDER BY id DESC`, plugin, plugin, limit)
 }
 
 func (es events) Logged() (int, error) {

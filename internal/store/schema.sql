@@ -1,4 +1,4 @@
--- volctl schema at version 15
+-- volctl schema at version 16
 -- Written by `VOLCTL_WRITE_SCHEMA=1 go test ./internal/store -run TestSchemaFileIsTheMigrationsApplied`
 -- from the migrations in migrations/, which stay the record of how the schema came to be: a new
 -- database gets this in one step (migrate.go, schemaFile). Do not edit it by hand.
@@ -203,3 +203,5 @@ CREATE TABLE snapshot_deletes (
 CREATE INDEX volumes_external_key ON volumes (external_key);
 
 CREATE INDEX snapshots_key ON snapshots (snapshot_key);
+
+CREATE INDEX events_plugin_capabilities ON events (plugin_id, id) WHERE kind = 'plugin-capabilities';
