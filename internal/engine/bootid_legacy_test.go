@@ -1,14 +1,9 @@
 package engine
 
 import (
-	"database/sql"
-	"encoding/json"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi"
-	"github.com/volctl/volctl/internal/store"
 )
 
 // A fingerprint an older volctl recorded (no boot with its sockets) is fingerprinted again by
@@ -21,31 +16,12 @@ func TestFingerprintWithNoBootRecordedIsTakenAgainOnceThenReused(t *testing.T) {
 	}
 	h := newHarness(t, nil)
 	h.create(volume("v"))
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(h.dir, store.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var raw string
-	if err := db.QueryRow(`SELECT fingerprint_sockets FROM plugins WHERE id = 'mem'`).Scan(&raw); err != nil {
-		t.Fatal(err)
-	}
-	var sockets []map[string]any
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&sockets); err != nil || len(sockets) == 0 {
-		t.Fatalf("fingerprint_sockets %q: %v", raw, err)
-	}
-	for _, s := range sockets {
+	rewriteRecordedSockets(t, h, "", func(s map[string]any) {
 		if s["boot"] != bootID() {
 			t.Fatalf("socket recorded with boot %v; this boot is %q", s["boot"], bootID())
 		}
 		delete(s, "boot") // as a volctl before round 33 recorded it
-	}
-	b, _ := json.Marshal(sockets)
-	if _, err := db.Exec(`UPDATE plugins SET fingerprint_sockets = ? WHERE id = 'mem'`, string(b)); err != nil {
-		t.Fatal(err)
-	}
+	})
 
 	h.open(Config{})
 	infos := h.mem.CallCount(csi.RPCNodeGetInfo)

@@ -23,28 +23,9 @@ import (
 func TestFingerprintOfAnotherBootIsNotReused(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("v"))
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(h.dir, store.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var raw string
-	if err := db.QueryRow(`SELECT fingerprint_sockets FROM plugins WHERE id = 'mem'`).Scan(&raw); err != nil {
-		t.Fatal(err)
-	}
-	var sockets []map[string]any
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.UseNumber() // a change time in nanoseconds is past a float64's integers
-	if err := dec.Decode(&sockets); err != nil || len(sockets) == 0 {
-		t.Fatalf("fingerprint_sockets %q: %v", raw, err)
-	}
-	for _, s := range sockets {
+	rewriteRecordedSockets(t, h, "node-before-reboot", func(s map[string]any) {
 		s["boot"] = "00000000-0000-4000-8000-000000000000" // another boot's
-	}
-	b, _ := json.Marshal(sockets)
-	if _, err := db.Exec(`UPDATE plugins SET fingerprint_sockets = ?, node_id = 'node-before-reboot' WHERE id = 'mem'`, string(b)); err != nil {
-		t.Fatal(err)
-	}
+	})
 
 	h.open(Config{}) // the next process
 	infos := h.mem.CallCount(csi.RPCNodeGetInfo)
@@ -80,5 +61,38 @@ func TestFingerprintOfThisBootIsReused(t *testing.T) {
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 	if n := h.mem.CallCount(csi.RPCNodeGetInfo) - infos; n != 0 {
 		t.Errorf("the unchanged plugin was fingerprinted again (%d NodeGetInfo) in the boot its record was taken in", n)
+	}
+}
+
+// rewriteRecordedSockets rewrites plugin mem's recorded sockets in h's state as edit leaves
+// each, and its node ID when nodeID is not empty: the record as another boot, or a volctl
+// before round 33, left it.
+func rewriteRecordedSockets(t *testing.T, h *harness, nodeID string, edit func(s map[string]any)) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(h.dir, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var raw string
+	if err := db.QueryRow(`SELECT fingerprint_sockets FROM plugins WHERE id = 'mem'`).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	var sockets []map[string]any
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber() // a change time in nanoseconds is past a float64's integers
+	if err := dec.Decode(&sockets); err != nil || len(sockets) == 0 {
+		t.Fatalf("fingerprint_sockets %q: %v", raw, err)
+	}
+	for _, s := range sockets {
+		edit(s)
+	}
+	b, _ := json.Marshal(sockets)
+	q, args := `UPDATE plugins SET fingerprint_sockets = ? WHERE id = 'mem'`, []any{string(b)}
+	if nodeID != "" {
+		q, args = `UPDATE plugins SET fingerprint_sockets = ?, node_id = ? WHERE id = 'mem'`, append(args, nodeID)
+	}
+	if _, err := db.Exec(q, args...); err != nil {
+		t.Fatal(err)
 	}
 }
