@@ -32,7 +32,7 @@ func TestClosedStandardDescriptorsNeverReachTheState(t *testing.T) {
 	} {
 		cmd := exec.Command("/bin/sh", "-c", `exec volctl "$@" <&- >&- 2>&-`, "volctl")
 		cmd.Args = append(cmd.Args, step.args...)
-		cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+env.state, "NO_COLOR=1")
+		cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+env.state, "NO_COLOR=1", "PATH="+shortPath(t))
 		if err := cmd.Run(); err != nil {
 			t.Errorf("volctl %s, its standard descriptors closed: %v; want exit 0, what it printed discarded", strings.Join(step.args, " "), err)
 		}

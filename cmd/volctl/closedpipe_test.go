@@ -34,7 +34,7 @@ func TestCommandThatWritesFinishesWhenItsReaderIsGone(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.Close() // the reader gone before the first line
-		cmd := exec.Command("volctl", step.args...)
+		cmd := exec.Command(shortVolctl(t), step.args...)
 		cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+env.state, "NO_COLOR=1")
 		cmd.Stdout, cmd.Stderr = w, w
 		err = cmd.Run()
@@ -90,7 +90,7 @@ func TestReadingCommandEndsQuietlyWhenItsReaderIsGone(t *testing.T) {
 		}
 		r.Close()
 		var stderr strings.Builder
-		cmd := exec.Command("volctl", args...)
+		cmd := exec.Command(shortVolctl(t), args...)
 		cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+env.state, "NO_COLOR=1")
 		cmd.Stdout, cmd.Stderr = w, &stderr
 		err = cmd.Run()
@@ -123,7 +123,7 @@ func TestListingThatLocksEndsQuietlyWhenItsReaderIsGone(t *testing.T) {
 	}
 	r.Close()
 	var stderr strings.Builder
-	cmd := exec.Command("volctl", "volume", "snapshot", "list", "--json")
+	cmd := exec.Command(shortVolctl(t), "volume", "snapshot", "list", "--json")
 	cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+env.state, "NO_COLOR=1")
 	cmd.Stdout, cmd.Stderr = w, &stderr
 	err = cmd.Run()

@@ -55,6 +55,7 @@ var leakWords = []string{"database is locked", "sqlite_busy", "busy"}
 func TestConcurrentClaims(t *testing.T) {
 	t.Parallel()
 	env := newHostEnv(t)
+	env.raceBuilt() // the processes' own goroutines under contention: runScanned runs it too
 	for _, v := range concurrentVolumes {
 		env.createVolume(v.id, v.mode)
 	}

@@ -166,7 +166,7 @@ func TestCrashAtRandomMoments(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				cmd := exec.Command("volctl", args...)
+				cmd := exec.Command(shortVolctl(t), args...)
 				cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+env.state)
 				if err := cmd.Start(); err != nil {
 					t.Error(err)

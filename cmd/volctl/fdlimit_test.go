@@ -48,7 +48,7 @@ func underFewFiles(t *testing.T, n int, args []string) (failed bool) {
 	state := t.TempDir()
 	cmd := exec.Command("sh", "-c", fmt.Sprintf(`ulimit -n %d && exec volctl "$@"`, n), "sh")
 	cmd.Args = append(cmd.Args, args...)
-	cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+state, "NO_COLOR=1")
+	cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+state, "NO_COLOR=1", "PATH="+shortPath(t))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
@@ -65,7 +65,7 @@ func underFewFiles(t *testing.T, n int, args []string) (failed bool) {
 		// Below what the Go runtime itself needs, it dies before volctl runs (exit 2, "runtime: eventfd failed").
 		t.Errorf("volctl %s under ulimit -n %d: %v\n%s", strings.Join(args, " "), n, err, stderr.String())
 	}
-	again := exec.Command("volctl", args...)
+	again := exec.Command(shortVolctl(t), args...)
 	again.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+state, "NO_COLOR=1")
 	if out, err := again.CombinedOutput(); err != nil {
 		t.Errorf("volctl %s, run again after ulimit -n %d: %v\n%s", strings.Join(args, " "), n, err, out)

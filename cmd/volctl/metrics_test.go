@@ -34,7 +34,7 @@ func TestAgentMetricsEndToEnd(t *testing.T) {
 	dir := hostpathtest.ShortDir(t)
 	state := filepath.Join(dir, "state")
 	volctl := func(args ...string) (string, error) {
-		cmd := exec.Command("volctl", args...)
+		cmd := exec.Command(shortVolctl(t), args...)
 		// Short retry waits (testRetry): the release below fails its tries either way.
 		cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+state, "NO_COLOR=1", commandRetryEnv+"=10ms")
 		out, err := cmd.CombinedOutput()

@@ -108,7 +108,7 @@ func TestNomadRegisterKilledAfterNomadTookItConverges(t *testing.T) {
 	defer close(fake.hold)
 	nomadEnv := []string{"NOMAD_ADDR=" + srv.URL, "NOMAD_TOKEN=", "NOMAD_NAMESPACE=", "NOMAD_REGION="}
 
-	cmd := exec.Command("volctl", "nomad", "register", "db") // as env.run starts it
+	cmd := exec.Command(env.volctl(), "nomad", "register", "db") // as env.run starts it
 	cmd.Env = append(append(os.Environ(), "VOLCTL_STATE_DIR="+env.state, "NO_COLOR=1"), nomadEnv...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -45,7 +45,7 @@ func TestPluginRegisterWaitsForAPluginRestarting(t *testing.T) {
 				l.Close()
 			}
 			register := func(args ...string) (string, error) {
-				cmd := exec.Command("volctl", append([]string{"plugin", "register", "--id", "hp", "--socket", socket}, args...)...)
+				cmd := exec.Command(shortVolctl(t), append([]string{"plugin", "register", "--id", "hp", "--socket", socket}, args...)...)
 				cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+filepath.Join(dir, "state"), "NO_COLOR=1")
 				var out bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &out, &out

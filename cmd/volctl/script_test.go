@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -86,19 +87,21 @@ func setRetryBase(name string, p *engine.RetryPolicy) {
 	p.Base, p.Max = d, 8*d
 }
 
-// A script's volctl commands are many (600 processes in all), and the race detector triples a
-// command's CPU time (about 0.1 s to 0.3 s each): under -race, scripts run volctl from this
-// package's test binary built without it (scriptVolctl), but for the commands that live on
-// beside others, `agent`, `plugin serve` and `tui`, which replace themselves with this race-built
-// binary (execRaceBuilt). What runs without the race detector is one command's own code,
-// which internal/cli's and internal/engine's tests run in process under -race; what the
-// scripts' agents and plugins do while commands come and go is still race-checked, and so is
-// every volctl the other tests here run (hostEnv's, the concurrency test's).
+// The volctl commands the tests here start are many (600 processes for the scripts alone, as
+// many again for the crash, race and leak tests), and under -race a process spends about 60 ms
+// of CPU on the race runtime's start before volctl runs (its shadow memory's page faults) and
+// runs its command about three times slower: under -race, commands that end by themselves run
+// from this package's test binary built without it (scriptVolctl, shortVolctl), but for the
+// commands that live on beside others, `agent`, `plugin serve` and `tui`, which replace
+// themselves with this race-built binary (execRaceBuilt). What runs without the race detector
+// is one command's own code, which internal/cli's and internal/engine's tests run in process
+// under -race; what the agents and plugins do while commands come and go is still race-checked,
+// and so are TestConcurrentClaims's processes (hostEnv.raceBuilt).
 const raceVolctlEnv = "VOLCTL_TEST_RACE_VOLCTL" // the race-built volctl, in a script's environment
 
 // scriptVolctl returns the directory of a volctl built as this package's test binary without
 // -race, once per test process, or "" when this binary is not race-built (it is that volctl).
-func scriptVolctl(t *testing.T) string {
+func scriptVolctl(t testing.TB) string {
 	if !raceBuilt {
 		return ""
 	}
@@ -111,6 +114,49 @@ func scriptVolctl(t *testing.T) string {
 		}
 	}
 	return filepath.Dir(builtOnce(t, strings.Join(args, " "), ".", "volctl", args, nil))
+}
+
+// shortVolctl returns the volctl the tests here run for a command that ends by itself (a
+// claim, a status, a reconcile), as the scripts do: under -race, this package's test binary
+// built without it (scriptVolctl), with $VOLCTL_TEST_RACE_VOLCTL set in this process's
+// environment, which the commands inherit, so that one asked to run the agent, a plugin server
+// or the dashboard replaces itself with the race-built binary (execRaceBuilt); otherwise
+// "volctl", this test binary. The race detector sees one process: what these tests race and
+// kill is processes, which it cannot see, and a command's own code runs under it in
+// internal/cli's and internal/engine's tests, and in TestConcurrentClaims's processes here,
+// which stay race-built (hostEnv.raceBuilt).
+func shortVolctl(t testing.TB) string {
+	t.Helper()
+	dir := scriptVolctl(t)
+	if dir == "" {
+		return "volctl"
+	}
+	raceSelf.once.Do(func() {
+		raceSelf.bin, raceSelf.err = exec.LookPath("volctl")
+		if raceSelf.err == nil {
+			raceSelf.err = os.Setenv(raceVolctlEnv, raceSelf.bin)
+		}
+	})
+	if raceSelf.err != nil {
+		t.Fatalf("the race-built volctl for long-lived commands: %v", raceSelf.err)
+	}
+	return filepath.Join(dir, "volctl")
+}
+
+// shortPath is $PATH with shortVolctl's directory first, for a command a shell finds by name.
+func shortPath(t testing.TB) string {
+	t.Helper()
+	if bin := shortVolctl(t); bin != "volctl" {
+		return filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH")
+	}
+	return os.Getenv("PATH")
+}
+
+// raceSelf is this race-built test binary as $PATH names it "volctl" (shortVolctl).
+var raceSelf struct {
+	once sync.Once
+	bin  string
+	err  error
 }
 
 // execRaceBuilt replaces a script's volctl built without -race with the race-built one

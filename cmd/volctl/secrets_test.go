@@ -453,7 +453,7 @@ func (e *leakEnv) runCase(c leakCase) {
 // its streams for the sentinels.
 func (e *leakEnv) volctl(stdin string, args ...string) procResult {
 	e.t.Helper()
-	cmd := exec.Command("volctl", args...)
+	cmd := exec.Command(shortVolctl(e.t), args...)
 	cmd.Dir = e.dir
 	// TMPDIR: quickstart makes its directory, socket included, under the short test dir.
 	// Short retry waits (testRetry): what is scanned is the same however long the waits between

@@ -32,7 +32,7 @@ func TestStdoutFullFailsTheCommand(t *testing.T) {
 		{"version"},
 		{"status"},
 	} {
-		cmd := exec.Command("volctl", args...)
+		cmd := exec.Command(shortVolctl(t), args...)
 		cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+state)
 		var stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = full, &stderr

@@ -25,7 +25,7 @@ func runIntoFull(t *testing.T, state string, args ...string) (string, int) {
 	}
 	defer full.Close()
 	var stderr strings.Builder
-	cmd := exec.Command("volctl", args...)
+	cmd := exec.Command(shortVolctl(t), args...)
 	cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+state, "NO_COLOR=1")
 	cmd.Stdout, cmd.Stderr = full, &stderr
 	err = cmd.Run()
@@ -51,7 +51,7 @@ func TestStdoutThatCannotBeWrittenIsOneError(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	specFile := filepath.Join(dir, "v.hcl")
-	if out, err := exec.Command("volctl", "init", "volume", specFile).CombinedOutput(); err != nil {
+	if out, err := exec.Command(shortVolctl(t), "init", "volume", specFile).CombinedOutput(); err != nil {
 		t.Fatalf("volctl init volume: %v\n%s", err, out)
 	}
 	for _, args := range [][]string{
