@@ -24,7 +24,7 @@ func TestStatusOfOneVolumeTakesAVolumesTemplate(t *testing.T) {
 		field string
 	}{
 		{[]string{"status", "db", "-t", "{{range .plugins}}{{.id}}{{end}}"}, `"plugins"`}, // the summary's field, not a volume's
-		{[]string{"status", "-t", "{{.id}}"}, `"id"`},                                    // a volume's field, not the summary's
+		{[]string{"status", "-t", "{{.id}}"}, `"id"`},                                     // a volume's field, not the summary's
 	} {
 		code, out, errOut := h.runReported(c.args...)
 		if code != ExitUsage || out != "" || !strings.Contains(errOut, c.field) {
