@@ -12,8 +12,8 @@ import (
 // summary `volctl status` prints without an ID: an honest {{.id}} was refused, exit 2 ("the
 // result has no field "id" ... Its fields are plugins, volumes, claims, unsettled_claims"),
 // and a summary's field passed the flag. Each is held to what the arguments make it print.
+// Not parallel: it builds command trees, whose cobra template functions are global.
 func TestStatusOfOneVolumeTakesAVolumesTemplate(t *testing.T) {
-	t.Parallel()
 	h := newCLIHarness(t)
 	h.createVolume(t, "db", spec.SingleNodeWriter)
 	if code, out, errOut := h.runReported("status", "db", "-t", "{{.id}} {{.plugin_id}}"); code != 0 || out != "db mem" {
