@@ -45,7 +45,9 @@ With a volume ID or prefix it is volctl volume status ID.`,
 		Args: maximumArgs(1),
 		RunE: runOpts(opts, idArg(&opts.ID), runF, statusRun),
 	}
-	addReadExportFlags[statusSummary](cmd, &opts.Exporter, opts.IO)
+	// Not addReadExportFlags: with an ID it prints one volume's status (engine.VolumeInfo), not
+	// the summary, so -t is checked in statusRun, against what the arguments make it print.
+	addExportFlags(cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 
@@ -74,6 +76,9 @@ type claimCounts struct {
 func statusRun(ctx context.Context, opts *StatusOptions) (err error) {
 	if opts.ID != "" {
 		return volumeStatusRun(ctx, &VolumeStatusOptions{IO: opts.IO, Engine: opts.Engine, Now: opts.Now, ID: opts.ID, Exporter: opts.Exporter})
+	}
+	if err := checkReadTemplate[statusSummary](&opts.Exporter); err != nil {
+		return err
 	}
 	e, err := opts.Engine(ctx)
 	if err != nil {

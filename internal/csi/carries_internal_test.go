@@ -33,5 +33,12 @@ func TestRPCTableCarries(t *testing.T) {
 			t.Errorf("%s: rpcTable says noArgs %v, noVolume %v, noSecrets %v; its request has %d fields (noVolume %v, secrets %v)",
 				rpc, f.noArgs, f.noVolume, f.noSecrets, fs.Len(), noVolume, fs.ByName("secrets") != nil)
 		}
+		// noShape and noName (round 34): no capability, parameters or volume_context; no name.
+		noShape := fs.ByName("volume_capability") == nil && fs.ByName("volume_capabilities") == nil &&
+			fs.ByName("parameters") == nil && fs.ByName("volume_context") == nil
+		if f.noShape != noShape || f.noName != (fs.ByName("name") == nil) {
+			t.Errorf("%s: rpcTable says noShape %v, noName %v; its request has noShape %v, name %v",
+				rpc, f.noShape, f.noName, noShape, fs.ByName("name") != nil)
+		}
 	}
 }

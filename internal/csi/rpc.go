@@ -110,6 +110,12 @@ type rpcFacts struct {
 	// NOT_FOUND was told "the plugin does not know this volume; check its external_id", for
 	// an RPC that names none.
 	noArgs, noVolume, noSecrets bool
+	// noShape: the request carries none of a volume's capabilities (volume_capability or
+	// volume_capabilities, where mount options travel), parameters or volume_context, which
+	// INVALID_ARGUMENT's hint (codeHints) sends the user to check; noName: it carries no name
+	// (only CreateVolume and CreateSnapshot make something by name), of which ALREADY_EXISTS's
+	// speaks. TestRPCTableCarries holds them to csipb's request messages too.
+	noShape, noName bool
 }
 
 // Hints several RPCs share.
@@ -132,9 +138,9 @@ const (
 
 // rpcTable holds the facts of every RPC in RPCs (TestRPCTable keeps them in step).
 var rpcTable = map[string]rpcFacts{
-	RPCGetPluginInfo:         {service: ServiceIdentity, noArgs: true, noVolume: true, noSecrets: true},
-	RPCGetPluginCapabilities: {service: ServiceIdentity, noArgs: true, noVolume: true, noSecrets: true},
-	RPCProbe: {service: ServiceIdentity, noArgs: true, noVolume: true, noSecrets: true, hints: map[codes.Code]string{
+	RPCGetPluginInfo:         {service: ServiceIdentity, noShape: true, noName: true, noArgs: true, noVolume: true, noSecrets: true},
+	RPCGetPluginCapabilities: {service: ServiceIdentity, noShape: true, noName: true, noArgs: true, noVolume: true, noSecrets: true},
+	RPCProbe: {service: ServiceIdentity, noShape: true, noName: true, noArgs: true, noVolume: true, noSecrets: true, hints: map[codes.Code]string{
 		codes.FailedPrecondition: "the plugin is unhealthy or misses a dependency; check its logs",
 	}},
 	RPCCreateVolume: {service: ServiceController, long: true, large: "its volume_context or topology", exhaustedFinal: true, hints: map[codes.Code]string{
@@ -145,39 +151,39 @@ var rpcTable = map[string]rpcFacts{
 			"free space on the plugin's storage (delete volumes or snapshots no longer needed; its message says where), or relax topology_request",
 		codes.OutOfRange: "requested capacity outside the plugin's supported range (a volume cannot be smaller than its source)",
 	}},
-	RPCDeleteVolume: {service: ServiceController, long: true, notFoundDone: true, hints: map[codes.Code]string{
+	RPCDeleteVolume: {service: ServiceController, noShape: true, noName: true, long: true, notFoundDone: true, hints: map[codes.Code]string{
 		codes.NotFound:           hintVolumeGone,
 		codes.FailedPrecondition: "the volume is in use or has snapshots; release its claims and delete its snapshots first",
 	}},
-	RPCControllerPublishVolume: {service: ServiceController, long: true, large: "its publish_context", exhaustedFinal: true, hints: map[codes.Code]string{
+	RPCControllerPublishVolume: {service: ServiceController, noName: true, long: true, large: "its publish_context", exhaustedFinal: true, hints: map[codes.Code]string{
 		codes.NotFound:           "the plugin does not know the volume or the node; check the volume's external_id and the node ID",
 		codes.AlreadyExists:      "the volume is already published to this node with another capability or read-only flag",
 		codes.FailedPrecondition: "the volume is published to another node and its access mode is single-node (release the other claim first)",
 		codes.ResourceExhausted: "the node reached its max volumes, whatever its NodeGetInfo max_volumes_per_node says, or the plugin has no room to record the attachment (its message says which): " +
 			"release a volume on this node (or free space on the plugin's storage), then claim again",
 	}},
-	RPCControllerUnpublishVolume: {service: ServiceController, long: true, notFoundDone: true, hints: map[codes.Code]string{
+	RPCControllerUnpublishVolume: {service: ServiceController, noShape: true, noName: true, long: true, notFoundDone: true, hints: map[codes.Code]string{
 		codes.NotFound: hintVolumeGone,
 	}},
-	RPCValidateVolumeCapabilities: {service: ServiceController, long: true},
-	RPCListVolumes: {service: ServiceController, large: largePage, noVolume: true, noSecrets: true, hints: map[codes.Code]string{
+	RPCValidateVolumeCapabilities: {service: ServiceController, noName: true, long: true},
+	RPCListVolumes: {service: ServiceController, noShape: true, noName: true, large: largePage, noVolume: true, noSecrets: true, hints: map[codes.Code]string{
 		codes.InvalidArgument: hintListRejected,
 		codes.Aborted:         hintPageToken,
 	}},
-	RPCControllerGetVolume: {service: ServiceController, large: "its volume_context or topology", noSecrets: true, hints: map[codes.Code]string{
+	RPCControllerGetVolume: {service: ServiceController, noShape: true, noName: true, large: "its volume_context or topology", noSecrets: true, hints: map[codes.Code]string{
 		codes.NotFound: "the plugin no longer has the volume",
 	}},
-	RPCGetCapacity: {service: ServiceController, noVolume: true, noSecrets: true, hints: map[codes.Code]string{
+	RPCGetCapacity: {service: ServiceController, noName: true, noVolume: true, noSecrets: true, hints: map[codes.Code]string{
 		codes.InvalidArgument: "the plugin rejected the capacity query; check the capabilities, parameters and topology it asks about",
 	}},
-	RPCControllerGetCapabilities: {service: ServiceController, noArgs: true, noVolume: true, noSecrets: true},
+	RPCControllerGetCapabilities: {service: ServiceController, noShape: true, noName: true, noArgs: true, noVolume: true, noSecrets: true},
 	RPCCreateSnapshot: {service: ServiceController, long: true, exhaustedFinal: true, hints: map[codes.Code]string{
 		codes.NotFound:          "the source volume does not exist; check its external_id",
 		codes.AlreadyExists:     "a snapshot with this name exists for another volume; choose another name",
 		codes.ResourceExhausted: "not enough space for the snapshot: free space on the plugin's storage (delete snapshots or volumes no longer needed; its message says where), then snapshot again",
 		codes.Aborted:           hintSnapshotBusy,
 	}},
-	RPCDeleteSnapshot: {service: ServiceController, long: true, notFoundDone: true, noVolume: true, hints: map[codes.Code]string{
+	RPCDeleteSnapshot: {service: ServiceController, noShape: true, noName: true, long: true, notFoundDone: true, noVolume: true, hints: map[codes.Code]string{
 		codes.InvalidArgument:    "the snapshot may be part of a group snapshot and cannot be deleted alone",
 		codes.NotFound:           hintSnapshotGone,
 		codes.FailedPrecondition: "the snapshot is in use; delete what was created from it first",
@@ -185,42 +191,42 @@ var rpcTable = map[string]rpcFacts{
 		codes.Unauthenticated:    hintSnapshotSecrets,
 		codes.PermissionDenied:   hintSnapshotSecrets,
 	}},
-	RPCListSnapshots: {service: ServiceController, large: largePage, hints: map[codes.Code]string{
+	RPCListSnapshots: {service: ServiceController, noShape: true, noName: true, large: largePage, hints: map[codes.Code]string{
 		codes.InvalidArgument:  hintListRejected,
 		codes.NotFound:         hintSnapshotGone,
 		codes.Aborted:          hintPageToken,
 		codes.Unauthenticated:  hintSnapshotSecrets,
 		codes.PermissionDenied: hintSnapshotSecrets,
 	}},
-	RPCGetSnapshot: {service: ServiceController, noVolume: true, hints: map[codes.Code]string{
+	RPCGetSnapshot: {service: ServiceController, noShape: true, noName: true, noVolume: true, hints: map[codes.Code]string{
 		codes.NotFound:         "the plugin no longer has the snapshot",
 		codes.InvalidArgument:  "the plugin rejected the snapshot ID; check it (`volctl volume snapshot list` shows the IDs)",
 		codes.Unauthenticated:  hintSnapshotSecrets,
 		codes.PermissionDenied: hintSnapshotSecrets,
 	}},
-	RPCControllerExpandVolume: {service: ServiceController, long: true, hints: map[codes.Code]string{
+	RPCControllerExpandVolume: {service: ServiceController, noName: true, long: true, hints: map[codes.Code]string{
 		codes.InvalidArgument:    hintExpandInvalid,
 		codes.FailedPrecondition: "the volume is published and the plugin cannot expand it online; release its claims first",
 		codes.OutOfRange:         hintSizeOutOfRange,
 	}},
-	RPCNodeStageVolume: {service: ServiceNode, long: true, hints: map[codes.Code]string{
+	RPCNodeStageVolume: {service: ServiceNode, noName: true, long: true, hints: map[codes.Code]string{
 		codes.AlreadyExists:      "the volume is already staged at this path with another capability",
 		codes.FailedPrecondition: "the volume does not support the requested capability, or is still in use elsewhere",
 	}},
-	RPCNodeUnstageVolume: {service: ServiceNode, long: true, notFoundDone: true, noSecrets: true, hints: map[codes.Code]string{
+	RPCNodeUnstageVolume: {service: ServiceNode, noShape: true, noName: true, long: true, notFoundDone: true, noSecrets: true, hints: map[codes.Code]string{
 		codes.NotFound:           hintVolumeGone,
 		codes.FailedPrecondition: "the volume is still published from this staging path; unpublish it first",
 	}},
-	RPCNodePublishVolume: {service: ServiceNode, long: true, hints: map[codes.Code]string{
+	RPCNodePublishVolume: {service: ServiceNode, noName: true, long: true, hints: map[codes.Code]string{
 		codes.AlreadyExists:      "the volume is already published at this target with another capability or read-only flag",
 		codes.FailedPrecondition: "the volume may be published elsewhere with an incompatible mode, or is not staged",
 	}},
-	RPCNodeUnpublishVolume: {service: ServiceNode, long: true, notFoundDone: true, noSecrets: true, hints: map[codes.Code]string{
+	RPCNodeUnpublishVolume: {service: ServiceNode, noShape: true, noName: true, long: true, notFoundDone: true, noSecrets: true, hints: map[codes.Code]string{
 		codes.NotFound: hintVolumeGone,
 	}},
-	RPCNodeGetCapabilities: {service: ServiceNode, noArgs: true, noVolume: true, noSecrets: true},
-	RPCNodeGetInfo:         {service: ServiceNode, noArgs: true, noVolume: true, noSecrets: true},
-	RPCNodeExpandVolume: {service: ServiceNode, long: true, hints: map[codes.Code]string{
+	RPCNodeGetCapabilities: {service: ServiceNode, noShape: true, noName: true, noArgs: true, noVolume: true, noSecrets: true},
+	RPCNodeGetInfo:         {service: ServiceNode, noShape: true, noName: true, noArgs: true, noVolume: true, noSecrets: true},
+	RPCNodeExpandVolume: {service: ServiceNode, noName: true, long: true, hints: map[codes.Code]string{
 		codes.InvalidArgument:    hintExpandInvalid,
 		codes.FailedPrecondition: "the filesystem cannot be expanded while staged or published",
 		codes.OutOfRange:         hintSizeOutOfRange,
@@ -229,7 +235,7 @@ var rpcTable = map[string]rpcFacts{
 		codes.NotFound: "the plugin has the volume neither staged nor published at that path on this node, or does not know it; " +
 			"`volctl reconcile` restores a claim whose mount was lost, else check its external_id",
 	}},
-	RPCNodeGetVolumeStats: {service: ServiceNode, noSecrets: true, hints: map[codes.Code]string{
+	RPCNodeGetVolumeStats: {service: ServiceNode, noShape: true, noName: true, noSecrets: true, hints: map[codes.Code]string{
 		codes.NotFound: "the volume is not at that path; it may not be published",
 	}},
 }
@@ -267,6 +273,12 @@ const (
 	hintNoVolume = "{rpc} names no volume: {plugin} misses something else it needs (its backend, what the request names); check its logs"
 	// hintAbortedNoVolume: an RPC that names no volume answered ABORTED.
 	hintAbortedNoVolume = "another operation is in progress in {plugin}; retry shortly"
+	// hintInvalidNoShape: an RPC that carries no capabilities, parameters or context (a
+	// DeleteVolume, a NodeUnpublishVolume, NodeGetVolumeStats) answered INVALID_ARGUMENT.
+	hintInvalidNoShape = "{rpc} carries no capabilities, parameters, context or mount options: {plugin} rejected what it does carry " +
+		"(an ID, a node or a path; its message says which); check its logs"
+	// hintExistsNoName: an RPC that makes nothing by name answered ALREADY_EXISTS.
+	hintExistsNoName = "{rpc} makes nothing by name, yet {plugin} answered that something exists already: its message says what; check its logs"
 	// hintNoSecrets: an RPC that carries no secrets had its credentials refused.
 	hintNoSecrets = "{rpc} carries no secrets (CSI sends none with it), so {plugin} refuses volctl itself: " +
 		"check which callers its configuration lets in, and its logs"
@@ -281,11 +293,15 @@ func carriesHint(f rpcFacts, code codes.Code) string {
 			return hintNoSecrets
 		}
 	case codes.NotFound, codes.InvalidArgument, codes.AlreadyExists, codes.OutOfRange:
-		if f.noArgs {
+		switch {
+		case f.noArgs:
 			return hintNoArgs
-		}
-		if f.noVolume && code == codes.NotFound {
+		case f.noVolume && code == codes.NotFound:
 			return hintNoVolume
+		case f.noShape && code == codes.InvalidArgument:
+			return hintInvalidNoShape
+		case f.noName && code == codes.AlreadyExists:
+			return hintExistsNoName
 		}
 	case codes.Aborted:
 		if f.noVolume {

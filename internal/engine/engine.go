@@ -961,7 +961,7 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 	if len(lost) == 0 && len(gained) == 0 && !movedNode && limits == "" && version == "" {
 		return nil
 	}
-	msg := fmt.Sprintf("plugin %q came back with other capabilities", pluginID)
+	msg := capsChangedHeader(pluginID)
 	if len(lost) == 0 && len(gained) == 0 {
 		msg = fmt.Sprintf("plugin %q came back", pluginID)
 	}
@@ -1032,7 +1032,7 @@ func lastCapabilityChanges(tx *store.Tx, plugin string) (map[string]*CapabilityC
 		if _, ok := out[ev.PluginID]; ok {
 			continue
 		}
-		lost, gained := capsNamed(ev.Message, capsLostMark), capsNamed(ev.Message, capsGainedMark)
+		lost, gained := capsNamed(ev.Message, ev.PluginID)
 		if len(lost) > 0 || len(gained) > 0 {
 			out[ev.PluginID] = &CapabilityChange{At: ev.At, Lost: lost, Gained: gained}
 		}
@@ -1044,15 +1044,38 @@ func lastCapabilityChanges(tx *store.Tx, plugin string) (map[string]*CapabilityC
 // plugin restarted often with another version alone records one each time.
 const capabilityEventsRead = 16
 
-// capsNamed is the list of capability names msg gives after mark ("; lost: A, B"), up to the
-// next "; ": CSI's capability names hold neither ";" nor ",".
-func capsNamed(msg, mark string) []string {
-	_, after, ok := strings.Cut(msg, mark)
+// capsChangedHeader begins the plugin-capabilities event of a plugin that lost or gained
+// capabilities; capsLostMark's and capsGainedMark's lists follow it at once.
+func capsChangedHeader(pluginID string) string {
+	return fmt.Sprintf("plugin %q came back with other capabilities", pluginID)
+}
+
+// capsNamed is what a plugin-capabilities event's msg (noteCapabilityChange's, of plugin
+// pluginID) says the plugin lost and gained: the lists right after its header ("; lost: A, B;
+// gained: C"), each up to the next "; " (CSI's capability names hold neither ";" nor ","),
+// and nothing found elsewhere in it. The rest of the message quotes what the plugin said (its
+// vendor_version, its node ID), and a vendor_version of "2.0; lost: STAGE_UNSTAGE_VOLUME" was
+// read as a change of capabilities the plugin never made
+// (TestCapabilityChangeIsNotReadFromThePluginsWords).
+func capsNamed(msg, pluginID string) (lost, gained []string) {
+	lost, gained = []string{}, []string{}
+	rest, ok := strings.CutPrefix(msg, capsChangedHeader(pluginID))
 	if !ok {
-		return []string{}
+		return lost, gained
 	}
-	list, _, _ := strings.Cut(after, "; ")
-	return strings.Split(list, ", ")
+	list := func(s string) ([]string, string) {
+		if i := strings.Index(s, "; "); i >= 0 {
+			return strings.Split(s[:i], ", "), s[i:]
+		}
+		return strings.Split(s, ", "), ""
+	}
+	if r, ok := strings.CutPrefix(rest, capsLostMark); ok {
+		lost, rest = list(r)
+	}
+	if r, ok := strings.CutPrefix(rest, capsGainedMark); ok {
+		gained, _ = list(r)
+	}
+	return lost, gained
 }
 
 // nodeLimitsNews words, for the plugin-capabilities event, the node limits NodeGetInfo states
