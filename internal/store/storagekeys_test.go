@@ -27,6 +27,22 @@ INSERT INTO snapshots (plugin_id, snapshot_id, source_volume_id, created_at) VAL
 	('hp', 'one', 'a', 1), ('hp', 'ONE', 'a', 1), ('other', 'One', 'e', 1);
 `
 
+// seedVersion14 makes, in dir, the database a volctl of schema version 14 left holding
+// seedV14Near, closed; it returns a raw connection to it for the test's checks.
+func seedVersion14(t *testing.T, dir string) *sql.DB {
+	t.Helper()
+	old, err := open(context.Background(), dir, 14)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, old.Path())
+	if _, err := db.Exec(seedV14Near); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	old.Close()
+	return db
+}
+
 // nearIDs is what NearExternalIDs and Snapshots().Near return for id, as "volume:external ID"
 // and "plugin/snapshot ID".
 func nearIDs(t *testing.T, s *Store, id string) (vols, snaps []string) {
@@ -55,15 +71,7 @@ func nearIDs(t *testing.T, s *Store, id string) (vols, snaps []string) {
 func TestStorageKeysBackfilledFromVersion14(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	old, err := open(context.Background(), dir, 14)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := rawDB(t, old.Path())
-	if _, err := db.Exec(seedV14Near); err != nil {
-		t.Fatalf("seed: %v", err)
-	}
-	old.Close()
+	db := seedVersion14(t, dir)
 	s, err := Open(context.Background(), dir)
 	if err != nil {
 		t.Fatalf("migrate from 14: %v", err)
@@ -134,20 +142,12 @@ func TestStorageKeyBackfillKilledHalfwayIsRedone(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	old, err := open(context.Background(), dir, 14)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := rawDB(t, old.Path())
-	if _, err := db.Exec(seedV14Near); err != nil {
-		t.Fatalf("seed: %v", err)
-	}
-	old.Close()
+	db := seedVersion14(t, dir)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestStorageKeyBackfillKilledHalfwayIsRedone$", "-test.count=1")
 	cmd.Env = append(os.Environ(), backfillKillEnv+"="+dir)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
+	err := cmd.Run()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("the child migrating the database was not killed in the backfill: %v\n%s", err, out.String())
 	}
