@@ -27,16 +27,17 @@ INSERT INTO snapshots (plugin_id, snapshot_id, source_volume_id, created_at) VAL
 	('hp', 'one', 'a', 1), ('hp', 'ONE', 'a', 1), ('other', 'One', 'e', 1);
 `
 
-// seedVersion14 makes, in dir, the database a volctl of schema version 14 left holding
-// seedV14Near, closed; it returns a raw connection to it for the test's checks.
-func seedVersion14(t *testing.T, dir string) *sql.DB {
+// seedAtVersion makes, in dir, the database a volctl of schema version left holding what the
+// statements seed insert, closed; it returns a raw connection to it for the test's own rows
+// and checks.
+func seedAtVersion(t *testing.T, dir string, version int, seed string) *sql.DB {
 	t.Helper()
-	old, err := open(context.Background(), dir, 14)
+	old, err := open(context.Background(), dir, version)
 	if err != nil {
 		t.Fatal(err)
 	}
 	db := rawDB(t, old.Path())
-	if _, err := db.Exec(seedV14Near); err != nil {
+	if _, err := db.Exec(seed); err != nil {
 		t.Fatalf("seed: %v", err)
 	}
 	old.Close()
@@ -71,7 +72,7 @@ func nearIDs(t *testing.T, s *Store, id string) (vols, snaps []string) {
 func TestStorageKeysBackfilledFromVersion14(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	db := seedVersion14(t, dir)
+	db := seedAtVersion(t, dir, 14, seedV14Near)
 	s, err := Open(context.Background(), dir)
 	if err != nil {
 		t.Fatalf("migrate from 14: %v", err)
@@ -142,7 +143,7 @@ func TestStorageKeyBackfillKilledHalfwayIsRedone(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	db := seedVersion14(t, dir)
+	db := seedAtVersion(t, dir, 14, seedV14Near)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestStorageKeyBackfillKilledHalfwayIsRedone$", "-test.count=1")
 	cmd.Env = append(os.Environ(), backfillKillEnv+"="+dir)
 	var out bytes.Buffer
