@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -200,48 +201,69 @@ func untimedFilters(t *testing.T) {
 	t.Cleanup(func() { maxFilterTime = d })
 }
 
+// lowerFilterOutput lowers maxFilterOutput to n for the rest of t, and lowerFilterHeap
+// maxFilterHeap: a bound passed at a MiB or two proves what one passed at 64 or 512 does, for a
+// fraction of the work and memory (they took 45 s of CPU and 1.9 GB at their real sizes). Only
+// for tests that do not call t.Parallel: an honest filter of a test running beside it would
+// see the lowered bound.
+func lowerFilterOutput(t *testing.T, n int64) {
+	d := maxFilterOutput.Load()
+	maxFilterOutput.Store(n)
+	t.Cleanup(func() { maxFilterOutput.Store(d) })
+}
+
+func lowerFilterHeap(t *testing.T, n uint64) {
+	d := maxFilterHeap
+	maxFilterHeap = n
+	t.Cleanup(func() { maxFilterHeap = d })
+}
+
 // TestExportFilterOutputIsBounded: a --jq filter or -t template that writes for good is held
 // (nothing is printed from one that fails half-way) only up to maxFilterOutput: past it, it
 // fails as a usage error, printing nothing, rather than hold more until the machine runs out
-// of memory (the context never ends here: nobody pressed Ctrl-C).
+// of memory (the context never ends here: nobody pressed Ctrl-C). At two bounds, 1 and 2 MiB,
+// each named by the error: the one set is the one held to.
 func TestExportFilterOutputIsBounded(t *testing.T) {
 	untimedFilters(t)
-	jq, err := compileJQ(`"x" * 1048576 | repeat(.)`)
+	jq, err := compileJQ(`"x" * 65536 | repeat(.)`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm, err := parseTemplate(`{{define "x"}}{{range $}}{{printf "%1048576d" 1}}{{template "x" $}}{{end}}{{end}}{{template "x" .}}`)
+	tm, err := parseTemplate(`{{define "x"}}{{range $}}{{printf "%65536d" 1}}{{template "x" $}}{{end}}{{end}}{{template "x" .}}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range []exportFlags{{JQ: "repeat", jq: jq}, {Template: "recursive", tmpl: tm}} {
-		// Bounded by the memory the filter holds, not by time, which a starved machine (a
-		// parallel go test, the race detector) stretches: past 1 GiB more, 16 times the bound, the
-		// output is not bounded, and the filter is stopped (an interrupted one, which the
-		// check below refuses) before it takes the machine's memory.
-		// Past the heap as it is now: the process's heap holds other tests' garbage too (the
-		// filter memory test's 512 MiB, not yet collected), and a bound on the whole of it
-		// stopped this filter before it began.
-		ctx, cancel := cancelPastHeap(context.Background(), heapBytes()+1<<30, errors.New("the heap grew by 1 GiB"))
-		var out bytes.Buffer
-		err := e.Write(ctx, &out, exportSample)
-		cancel()
-		if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "its output passed 64 MiB") {
-			t.Errorf("%s%s: %v (exit %d), want a usage error saying its output passed 64 MiB", e.JQ, e.Template, err, ExitCode(err))
-		}
-		if out.Len() > 0 {
-			t.Errorf("%s%s printed %d bytes", e.JQ, e.Template, out.Len())
+	for _, bound := range []int64{1 << 20, 2 << 20} {
+		lowerFilterOutput(t, bound)
+		for _, e := range []exportFlags{{JQ: "repeat", jq: jq}, {Template: "recursive", tmpl: tm}} {
+			// Bounded by the memory the filter holds, not by time, which a starved machine (a
+			// parallel go test, the race detector) stretches: past 64 MiB more, 32 times the
+			// bound, the output is not bounded, and the filter is stopped (an interrupted one,
+			// which the check below refuses) before it takes the machine's memory.
+			// Past the heap as it is now: the process's heap holds other tests' garbage too.
+			ctx, cancel := cancelPastHeap(context.Background(), heapBytes()+64<<20, errors.New("the heap grew by 64 MiB"))
+			var out bytes.Buffer
+			err := e.Write(ctx, &out, exportSample)
+			cancel()
+			if want := fmt.Sprintf("its output passed %d MiB", bound>>20); err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s%s: %v (exit %d), want a usage error saying %s", e.JQ, e.Template, err, ExitCode(err), want)
+			}
+			if out.Len() > 0 {
+				t.Errorf("%s%s printed %d bytes", e.JQ, e.Template, out.Len())
+			}
 		}
 	}
 }
 
 // TestExportFilterMemoryIsBounded: a --jq filter that builds a value without end and prints
 // nothing while it does ([range(1e9)], a recursion that keeps what it made) is stopped once it
-// holds maxFilterHeap, as a usage error saying so, printing nothing, rather than run the
-// machine, and the agent and plugins beside it, out of memory while nobody presses Ctrl-C.
+// holds maxFilterHeap (32 MiB here), as a usage error saying so, printing nothing, rather than
+// run the machine, and the agent and plugins beside it, out of memory while nobody presses
+// Ctrl-C.
 func TestExportFilterMemoryIsBounded(t *testing.T) {
 	untimedFilters(t)
-	// A new 64 KiB string each step, so that the filter passes the bound within seconds, even
+	lowerFilterHeap(t, 32<<20)
+	// A new 64 KiB string each step, so that the filter passes the bound within a second, even
 	// under the race detector: collected in an array, and kept on a recursion's stack.
 	for _, filter := range []string{`[range(1e9) | "x" * 65536]`, `def f: ["x" * 65536, f]; f`} {
 		code, err := compileJQ(filter)
@@ -249,14 +271,14 @@ func TestExportFilterMemoryIsBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 		e := exportFlags{JQ: filter, jq: code}
-		// Past four times the bound, the filter is not bounded: it is stopped (interrupted,
-		// which the check below refuses) before it takes the machine's memory.
-		ctx, cancel := cancelPastHeap(context.Background(), 4*maxFilterHeap, errors.New("the heap passed 2 GiB"))
+		// Past four times the bound more, the filter is not bounded: it is stopped
+		// (interrupted, which the check below refuses) before it takes the machine's memory.
+		ctx, cancel := cancelPastHeap(context.Background(), heapBytes()+4*maxFilterHeap, errors.New("the heap grew by 128 MiB"))
 		var out bytes.Buffer
 		err = e.Write(ctx, &out, exportSample)
 		cancel()
-		if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "it held more than 512 MiB") {
-			t.Errorf("--jq %s: %v (exit %d), want a usage error saying it held more than 512 MiB", filter, err, ExitCode(err))
+		if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "it held more than 32 MiB") {
+			t.Errorf("--jq %s: %v (exit %d), want a usage error saying it held more than 32 MiB", filter, err, ExitCode(err))
 		}
 		if out.Len() > 0 {
 			t.Errorf("--jq %s printed %d bytes", filter, out.Len())
@@ -270,17 +292,20 @@ func TestExportFilterMemoryIsBounded(t *testing.T) {
 // string in each call) is stopped as a usage error saying why, printing nothing, rather than take
 // the machine's memory (the agent's and the plugins' beside it) while nobody presses Ctrl-C.
 // Each template here ends on its own, so that the old code's failure is an answer, not the
-// test's process killed.
+// test's process killed. The bounds are lowered, the output's to 1 MiB and the heap's to 32 MiB,
+// and the templates with them.
 func TestExportTemplateMemoryIsBounded(t *testing.T) {
 	untimedFilters(t)
+	lowerFilterOutput(t, 1<<20)
+	lowerFilterHeap(t, 32<<20)
 	for _, text := range []string{
-		// A string doubled by printf, none of it written: 2^26 bytes here, 2^40 for 40.
-		`{{$x := "x"}}{{range 26}}{{$x = printf "%s%s" $x $x}}{{end}}{{len $x}}`,
-		// js escapes \ as \: doubled again without printf.
-		`{{$x := "\\"}}{{range 26}}{{$x = js $x}}{{end}}{{len $x}}`,
-		// 2,000 calls deep, each holding its own copy of what it was given, 500 bytes shorter
-		// each time, 1 GB in all: no one step is large.
-		`{{define "r"}}{{$k := printf "%s" .}}{{if gt (len .) 500}}{{template "r" (slice . 500)}}{{end}}{{end}}{{template "r" (printf "%1000000d" 1)}}`,
+		// A string doubled by printf, none of it written: 2^22 bytes here, 2^40 for 40.
+		`{{$x := "x"}}{{range 22}}{{$x = printf "%s%s" $x $x}}{{end}}{{len $x}}`,
+		// js escapes \ as \\: doubled again without printf.
+		`{{$x := "\\"}}{{range 22}}{{$x = js $x}}{{end}}{{len $x}}`,
+		// 2,000 calls deep, each holding its own copy of what it was given, 50 bytes shorter
+		// each time, 100 MB in all: no one step is large.
+		`{{define "r"}}{{$k := printf "%s" .}}{{if gt (len .) 50}}{{template "r" (slice . 50)}}{{end}}{{end}}{{template "r" (printf "%100000d" 1)}}`,
 	} {
 		tm, err := parseTemplate(text)
 		if err != nil {
@@ -289,7 +314,7 @@ func TestExportTemplateMemoryIsBounded(t *testing.T) {
 		e := exportFlags{Template: text, tmpl: tm}
 		var out bytes.Buffer
 		err = e.Write(context.Background(), &out, exportSample)
-		if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "64 MiB") && !strings.Contains(err.Error(), "it held more than 512 MiB") {
+		if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "1 MiB") && !strings.Contains(err.Error(), "it held more than 32 MiB") {
 			t.Errorf("-t %s: %v (exit %d), want a usage error saying it passed a bound", text, err, ExitCode(err))
 		}
 		if out.Len() > 0 {

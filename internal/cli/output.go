@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"text/tabwriter"
 	"text/template"
 	"time"
@@ -348,7 +349,7 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 	if err := c.ctx.Err(); err != nil {
 		return 0, err
 	}
-	if c.w.Len()+len(p) > maxFilterOutput {
+	if int64(c.w.Len()+len(p)) > maxFilterOutput.Load() {
 		return 0, errFilterOutput
 	}
 	return c.w.Write(p)
@@ -359,7 +360,13 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 // (`repeat(1)`, a template calling itself) would hold more and more until the machine ran out
 // of memory, the plugins and the agent beside it too, while `| head` waited for a first line.
 // No volctl object comes near it (the event log's 10,000 events are a few MiB of JSON).
-const maxFilterOutput = 64 << 20
+// An atomic for the tests, which lower it (a bound passed at a MiB proves what one passed at
+// 64 does, for a 64th of the work) while another test's template, left running, may read it.
+var maxFilterOutput = func() *atomic.Int64 {
+	var n atomic.Int64
+	n.Store(64 << 20)
+	return &n
+}()
 
 // maxFilterHeap bounds the memory a --jq filter or -t template may take while it runs: one that builds a value
 // without end and prints nothing meanwhile ([range(1e9)], a recursion keeping what it made)
@@ -367,9 +374,21 @@ const maxFilterOutput = 64 << 20
 // beside it, while nobody pressed Ctrl-C. gojq looks at its context between any two steps, so
 // the filter stops at the next one once a watcher (boundFilter) sees the heap grown past this.
 // No filter over a volctl object comes near it (the event log's 10,000 events are a few MiB).
-const maxFilterHeap = 512 << 20
+// A var for the tests, which lower it (TestExportFilterMemoryIsBounded): it is read when a
+// filter starts, by the goroutine starting it.
+var maxFilterHeap uint64 = 512 << 20
 
-var errFilterHeap = fmt.Errorf("stopped: it held more than %d MiB, more than any filter or template over a volctl object needs (one that builds a value without end?); nothing is printed", maxFilterHeap>>20)
+var errFilterHeap error = &boundError{"stopped: it held more than %d MiB, more than any filter or template over a volctl object needs (one that builds a value without end?); nothing is printed",
+	func() int64 { return int64(maxFilterHeap) }}
+
+// boundError is the error of a filter or template stopped by one of its bounds (one error per
+// bound, for errors.Is), saying the bound as it is when the error is printed.
+type boundError struct {
+	format string // with one %d: the bound in MiB
+	bound  func() int64
+}
+
+func (e *boundError) Error() string { return fmt.Sprintf(e.format, e.bound()>>20) }
 
 // maxFilterTime bounds the time a --jq filter or -t template may run. One that never ends and
 // prints nothing meanwhile (repeat(empty), last(range(1e18)), a template ranging over
@@ -491,7 +510,7 @@ func (h *heldOutput) WriteTo(w io.Writer) (int64, error) {
 	return n, nil
 }
 
-var errFilterOutput = fmt.Errorf("its output passed %d MiB, more than any volctl object makes (a filter or template that repeats for good?); nothing is printed", maxFilterOutput>>20)
+var errFilterOutput error = &boundError{"its output passed %d MiB, more than any volctl object makes (a filter or template that repeats for good?); nothing is printed", maxFilterOutput.Load}
 
 // afterDone wraps the error of printing an acting command's result (a --jq filter or -t
 // template that fails on it): the work is done by then, and the error says what was done.
@@ -574,7 +593,7 @@ func (e *exportFlags) writeJQ(ctx context.Context, w io.Writer, data any) error 
 			buf.Write(escapeJSONControls(b))
 		}
 		buf.WriteByte('\n')
-		if buf.Len() > maxFilterOutput {
+		if int64(buf.Len()) > maxFilterOutput.Load() {
 			return usageError("--jq %s: %v", e.JQ, errFilterOutput)
 		}
 	}

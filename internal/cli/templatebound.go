@@ -16,7 +16,7 @@ import (
 // kept, one per call of a recursion).
 
 // errTemplateText is a template function refused because its result could pass maxFilterOutput.
-var errTemplateText = fmt.Errorf("it would make more than %d MiB of text, more than any volctl object needs (a template that builds a value without end?); nothing is printed", maxFilterOutput>>20)
+var errTemplateText error = &boundError{"it would make more than %d MiB of text, more than any volctl object needs (a template that builds a value without end?); nothing is printed", maxFilterOutput.Load}
 
 // textGrowth is the most bytes fmt's verbs, html, js and urlquery make of one byte of their
 // arguments (js's \u003C for <, %+q's \x80 for an invalid byte).
@@ -66,7 +66,7 @@ func escaper(name string, f func(...any) string) func(...any) (string, error) {
 
 // checkText is errTemplateText, naming the function, when size passes maxFilterOutput.
 func checkText(name string, size int) error {
-	if size > maxFilterOutput || size < 0 {
+	if int64(size) > maxFilterOutput.Load() || size < 0 {
 		return fmt.Errorf("%s: %w", name, errTemplateText)
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 func TestDiskFullAfterExpand(t *testing.T) {
 	for _, rpc := range []string{csi.RPCControllerExpandVolume, csi.RPCNodeExpandVolume} {
 		t.Run(rpc, func(t *testing.T) {
+			t.Parallel() // each on a tmpfs of its own
 			h, after, free := diskFullHarness(t)
 			h.create(volume("db"))
 			h.claim(ClaimRequest{VolumeID: "db", Alloc: "a"})

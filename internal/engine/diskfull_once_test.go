@@ -14,6 +14,7 @@ import (
 func TestDiskFullClaimSaysItOnce(t *testing.T) {
 	for _, rpc := range []string{csi.RPCControllerPublishVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
 		t.Run(rpc, func(t *testing.T) {
+			t.Parallel() // each on a tmpfs of its own
 			h, after, free := diskFullHarness(t)
 			defer free()
 			h.create(volume("db"))
@@ -31,6 +32,7 @@ func TestDiskFullClaimSaysItOnce(t *testing.T) {
 func TestDiskFullReleaseSaysItOnce(t *testing.T) {
 	for _, rpc := range []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume} {
 		t.Run(rpc, func(t *testing.T) {
+			t.Parallel() // each on a tmpfs of its own
 			h, after, free := diskFullHarness(t)
 			defer free()
 			h.create(volume("db"))

@@ -14,6 +14,7 @@ import (
 func TestDiskFullDuringARestoreThenRelease(t *testing.T) {
 	for _, rpc := range []string{csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
 		t.Run(rpc, func(t *testing.T) {
+			t.Parallel() // each on a tmpfs of its own
 			h, after, free := diskFullHarness(t)
 			h.claimThenReboot("db", "web-0", "single-node-writer")
 			*after = rpc

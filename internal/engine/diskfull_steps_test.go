@@ -47,6 +47,7 @@ func diskFullAtSomeFailpoints(t *testing.T, setup func(h *harness), run func(h *
 	}
 	for _, fp := range pick(fps) {
 		t.Run(strings.ReplaceAll(fp, ":", "_"), func(t *testing.T) {
+			t.Parallel() // each on a tmpfs of its own, its failpoint hook its engine's
 			h, mnt := tmpfsStateHarness(t, "size=2m", pass)
 			setup(h)
 			fill := filepath.Join(mnt, "fill")

@@ -15,6 +15,7 @@ import (
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/store"
+	"github.com/volctl/volctl/internal/store/storetest"
 )
 
 // diskFullHarness is a harness whose state dir is a small tmpfs, and whose plugin fills that
@@ -71,6 +72,7 @@ func tmpfsStateHarness(t *testing.T, opts string, ic grpc.UnaryServerInterceptor
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "node-1"
 	h = &harness{t: t, ctx: context.Background(), mem: csitest.NewMemPlugin(cfg), faults: csitest.NewFaults(), dir: filepath.Join(mnt, "state")}
+	storetest.Seed(t, h.dir) // the schema database, copied: what a full disk does to a command is this test's, not the migrations'
 	h.socket, h.stopServe = csitest.Serve(t, csitest.WithServer(h.mem), csitest.WithFaults(h.faults), csitest.WithInterceptor(ic))
 	h.mounts = newFakeMounts(h.mem)
 	h.open(Config{})
@@ -99,6 +101,7 @@ func wantDiskFull(t *testing.T, what string, err error, h *harness) {
 func TestDiskFullAfterEachClaimRPC(t *testing.T) {
 	for _, rpc := range []string{csi.RPCControllerPublishVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
 		t.Run(rpc, func(t *testing.T) {
+			t.Parallel() // each on a tmpfs of its own
 			h, after, free := diskFullHarness(t)
 			h.create(volume("db"))
 			*after = rpc
@@ -133,6 +136,7 @@ func TestDiskFullAfterEachClaimRPC(t *testing.T) {
 func TestDiskFullAfterEachReleaseRPC(t *testing.T) {
 	for _, rpc := range []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume} {
 		t.Run(rpc, func(t *testing.T) {
+			t.Parallel() // each on a tmpfs of its own
 			h, after, free := diskFullHarness(t)
 			h.create(volume("db"))
 			h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
@@ -179,6 +183,7 @@ func wantLeftAsStored(t *testing.T, what string, err error, h *harness) {
 // snapshot recorded.
 func TestDiskFullAfterCreateDeleteAndSnapshot(t *testing.T) {
 	t.Run(csi.RPCCreateVolume, func(t *testing.T) {
+		t.Parallel() // each on a tmpfs of its own
 		h, after, free := diskFullHarness(t)
 		*after = csi.RPCCreateVolume
 		_, err := h.e.CreateVolume(h.ctx, volume("db"))
@@ -193,6 +198,7 @@ func TestDiskFullAfterCreateDeleteAndSnapshot(t *testing.T) {
 		}
 	})
 	t.Run(csi.RPCDeleteVolume, func(t *testing.T) {
+		t.Parallel() // each on a tmpfs of its own
 		h, after, free := diskFullHarness(t)
 		h.create(volume("db"))
 		*after = csi.RPCDeleteVolume
@@ -209,6 +215,7 @@ func TestDiskFullAfterCreateDeleteAndSnapshot(t *testing.T) {
 		}
 	})
 	t.Run(csi.RPCCreateSnapshot, func(t *testing.T) {
+		t.Parallel() // each on a tmpfs of its own
 		h, after, free := diskFullHarness(t)
 		h.create(volume("db"))
 		*after = csi.RPCCreateSnapshot

@@ -14,6 +14,33 @@ import (
 	"github.com/volctl/volctl/internal/spec"
 )
 
+// pluginPair is a plugin's two drivers for a test of another driver taking its socket in
+// the middle of an operation: real, the mem plugin registered on node-1, and impostor, another
+// driver (impostor.csi.volctl.test) on the same node, whose faults count the RPCs it got.
+type pluginPair struct {
+	real, impostor *csitest.MemPlugin
+	impFaults      *csitest.Faults
+}
+
+func newPluginPair() pluginPair {
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	icfg := csitest.DefaultMemConfig()
+	icfg.Name, icfg.NodeID = "impostor.csi.volctl.test", "node-1"
+	return pluginPair{real: csitest.NewMemPlugin(cfg), impostor: csitest.NewMemPlugin(icfg), impFaults: csitest.NewFaults()}
+}
+
+// open is an engine (cfg) with p.real registered as plugin mem at socket, where the test
+// serves it, and its volume v (single-node-writer) created.
+func (p pluginPair) open(t *testing.T, socket string, cfg Config) (*harness, VolumeInfo) {
+	t.Helper()
+	h := &harness{t: t, ctx: context.Background(), mem: p.real, faults: csitest.NewFaults(), socket: socket, dir: t.TempDir(),
+		mounts: newFakeMounts(p.real)}
+	h.open(cfg)
+	h.registerPlugin("mem", socket)
+	return h, h.create(volume("v", capab(spec.SingleNodeWriter)))
+}
+
 // TestPluginReplacedMidOperation: another driver takes the plugin's socket in the middle of a
 // release, between NodeUnpublishVolume and NodeUnstageVolume (the registered plugin killed, an
 // impostor started in its place). The RPC cut off is retried, and gRPC reconnects to whatever
@@ -22,13 +49,8 @@ import (
 // still has the volume staged and attached. No volume RPC may go to the impostor; the release
 // is left for reconcile, and the staging and attachment stay recorded.
 func TestPluginReplacedMidOperation(t *testing.T) {
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID = "node-1"
-	real := csitest.NewMemPlugin(cfg)
-	icfg := csitest.DefaultMemConfig()
-	icfg.Name, icfg.NodeID = "impostor.csi.volctl.test", "node-1"
-	impostor := csitest.NewMemPlugin(icfg)
-	impFaults := csitest.NewFaults()
+	p := newPluginPair()
+	real, impostor, impFaults := p.real, p.impostor, p.impFaults
 
 	var (
 		mu      sync.Mutex
@@ -48,13 +70,8 @@ func TestPluginReplacedMidOperation(t *testing.T) {
 		}
 		return handler(ctx, req)
 	}
-	dir := t.TempDir()
 	socket, stopRea = csitest.Serve(t, csitest.WithServer(real), csitest.WithInterceptor(hook))
-	h := &harness{t: t, ctx: context.Background(), mem: real, faults: csitest.NewFaults(), socket: socket, dir: dir,
-		mounts: newFakeMounts(real)}
-	h.open(Config{})
-	h.registerPlugin("mem", socket)
-	v := h.create(volume("v", capab(spec.SingleNodeWriter)))
+	h, v := p.open(t, socket, Config{})
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 
 	mu.Lock()

@@ -12,7 +12,6 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
-	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -40,13 +39,8 @@ func serveInPlace(t *testing.T, socket string, opts ...csitest.ServeOption) {
 // was sent the volume's NodePublishVolume (its secrets with it) and the claim was recorded
 // published.
 func TestAnotherDriverOnTheSocketWhileTheOldConnectionLivesIsAskedNotTheOld(t *testing.T) {
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID = "node-1"
-	real := csitest.NewMemPlugin(cfg)
-	icfg := csitest.DefaultMemConfig()
-	icfg.Name, icfg.NodeID = "impostor.csi.volctl.test", "node-1"
-	impostor := csitest.NewMemPlugin(icfg)
-	impFaults := csitest.NewFaults()
+	p := newPluginPair()
+	real, impostor, impFaults := p.real, p.impostor, p.impFaults
 
 	var (
 		mu      sync.Mutex
@@ -83,11 +77,7 @@ func TestAnotherDriverOnTheSocketWhileTheOldConnectionLivesIsAskedNotTheOld(t *t
 	}
 	socket, _ = csitest.Serve(t, csitest.WithServer(real), csitest.WithInterceptor(hook),
 		csitest.WithRegister(func(g *grpc.Server) { realSrv = g }))
-	h := &harness{t: t, ctx: context.Background(), mem: real, faults: csitest.NewFaults(), socket: socket, dir: t.TempDir(),
-		mounts: newFakeMounts(real)}
-	h.open(Config{ObserveRPC: observe})
-	h.registerPlugin("mem", socket)
-	v := h.create(volume("v", capab(spec.SingleNodeWriter)))
+	h, v := p.open(t, socket, Config{ObserveRPC: observe})
 
 	mu.Lock()
 	armed = true

@@ -453,14 +453,7 @@ func TestClaimTargetAcceptanceMigratesAsUnrecorded(t *testing.T) {
 func TestClaimTargetSentMigratesOnTheSafeSide(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	old, err := open(context.Background(), dir, 13)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := rawDB(t, old.Path())
-	if _, err := db.Exec(seedV1); err != nil {
-		t.Fatalf("seed: %v", err)
-	}
+	db := seedAtVersion(t, dir, 13, seedV1)
 	for _, row := range []struct {
 		alloc, state string
 		accepted     any
@@ -470,7 +463,6 @@ func TestClaimTargetSentMigratesOnTheSafeSide(t *testing.T) {
 			t.Fatalf("seed %s: %v", row.alloc, err)
 		}
 	}
-	old.Close()
 	s, err := Open(context.Background(), dir)
 	if err != nil {
 		t.Fatalf("migrate from 13: %v", err)

@@ -27,6 +27,23 @@ INSERT INTO snapshots (plugin_id, snapshot_id, source_volume_id, created_at) VAL
 	('hp', 'one', 'a', 1), ('hp', 'ONE', 'a', 1), ('other', 'One', 'e', 1);
 `
 
+// seedAtVersion makes, in dir, the database a volctl of schema version left holding what the
+// statements seed insert, closed; it returns a raw connection to it for the test's own rows
+// and checks.
+func seedAtVersion(t *testing.T, dir string, version int, seed string) *sql.DB {
+	t.Helper()
+	old, err := open(context.Background(), dir, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, old.Path())
+	if _, err := db.Exec(seed); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	old.Close()
+	return db
+}
+
 // nearIDs is what NearExternalIDs and Snapshots().Near return for id, as "volume:external ID"
 // and "plugin/snapshot ID".
 func nearIDs(t *testing.T, s *Store, id string) (vols, snaps []string) {
@@ -55,15 +72,7 @@ func nearIDs(t *testing.T, s *Store, id string) (vols, snaps []string) {
 func TestStorageKeysBackfilledFromVersion14(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	old, err := open(context.Background(), dir, 14)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := rawDB(t, old.Path())
-	if _, err := db.Exec(seedV14Near); err != nil {
-		t.Fatalf("seed: %v", err)
-	}
-	old.Close()
+	db := seedAtVersion(t, dir, 14, seedV14Near)
 	s, err := Open(context.Background(), dir)
 	if err != nil {
 		t.Fatalf("migrate from 14: %v", err)
@@ -134,20 +143,12 @@ func TestStorageKeyBackfillKilledHalfwayIsRedone(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	old, err := open(context.Background(), dir, 14)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := rawDB(t, old.Path())
-	if _, err := db.Exec(seedV14Near); err != nil {
-		t.Fatalf("seed: %v", err)
-	}
-	old.Close()
+	db := seedAtVersion(t, dir, 14, seedV14Near)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestStorageKeyBackfillKilledHalfwayIsRedone$", "-test.count=1")
 	cmd.Env = append(os.Environ(), backfillKillEnv+"="+dir)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
+	err := cmd.Run()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("the child migrating the database was not killed in the backfill: %v\n%s", err, out.String())
 	}
