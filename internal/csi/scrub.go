@@ -402,8 +402,8 @@ func percentView(msg string, plus bool) (view string, at []int) {
 	return string(b), append(at, len(msg))
 }
 
-// unwrappedView is msg with each line break that stands between two base64 characters left
-// out, with the spaces and tabs around it: base64 (or hex) as MIME, PEM, openssl and Python's
+// unwrappedView is msg with each line break (lineBreakEnd) that stands between two base64
+// characters left out, with the spaces and tabs around it: base64 (or hex) as MIME, PEM, openssl and Python's
 // base64.encodebytes write it, in lines of 76 or 64 characters, and as a JSON or Go-quoted dump
 // of that writes it (the break as \n, \r\n), or indented under a key as YAML does. cuts says
 // where the view's offsets stand in msg (joinedAt); it is nil when nothing was left out, and
@@ -451,12 +451,14 @@ func joinedAt(cuts []cut, i int) int {
 	return cuts[n-1].msg + i - cuts[n-1].view
 }
 
-// lineBreakEnd returns the end of the line break at msg[i:] (one of \r\n, \n, \r, or the
+// lineBreakEnd returns the end of the line break at msg[i:] (\r\n or \n, or the
 // two-character escapes a quoted dump writes for them), with the spaces and tabs before and
-// after it, or i when there is none.
+// after it, or i when there is none. A carriage return alone is none: a terminal goes back to
+// the line's start there and writes what follows over what is before it ("hunter2-\rs3cret"
+// shows "s3cret2-"), and no base64 tool breaks its lines so.
 func lineBreakEnd(msg string, i int) int {
 	j := skipBlanks(msg, i)
-	for _, br := range []string{"\r\n", "\n", "\r", `\r\n`, `\n`, `\r`} {
+	for _, br := range []string{"\r\n", "\n", `\r\n`, `\n`} {
 		if strings.HasPrefix(msg[j:], br) {
 			return skipBlanks(msg, j+len(br))
 		}

@@ -1,8 +1,14 @@
 package csi
 
 import (
+	"bytes"
+	"slices"
+	"sort"
 	"sync"
+	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/width"
 
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -51,35 +57,39 @@ var shownMayDiffer = sync.OnceValue(func() *[256]bool {
 // shownView is msg as a reader of it reads it: each escape a quoting wrote undone (\xNN,
 // octal \NNN, \uNNNN with a surrogate pair joined as JSON and Python's json.dumps write a
 // character past U+FFFF, \UNNNNNNNN, Rust's \u{HEX}, Ruby's \e, and \\, \", \', \/), then
-// drawn as a terminal draws it: what shows as nothing left out (control bytes other than a tab
-// or a line break, DEL, C1 controls, escape sequences, written raw, as an escape, or begun by
-// a C1 introducer as UTF-8: escapeSeq), and what spec.ShowsAsNothing reports (Unicode's
-// default ignorables and format characters: zero width spaces and joiners, bidi controls,
-// soft hyphen, byte order mark, variation selectors, combining grapheme joiner, Hangul
-// fillers, tags); the cursor moved as the terminal moves it (a backspace back a character, a
-// carriage return to the line's start, a tab to the next tab stop (drawing.tab), CSI's CUB, CUF and CHA, DECSC/DECRC and CSI s/u saving
-// and restoring it, EL cutting the line at it), the characters written after a move written over those
-// there (keepShown); and the run after a right-to-left override (U+202E, to U+202C or the
-// line's end) reversed, as a terminal that lays out bidi text shows it. A plugin that writes
-// a secret with one of those inside it ("hun\x1b[0mter2", "hun\u200bter2",
-// "hunXXXX\x1b[4Dter2", "\u202e2retnuh") shows it whole to whoever reads the terminal, the
-// --json's string or the log, while none of its bytes spells it; an honest plugin's text
-// holds a value so only when it echoes it. Terminals differ in two of those: whether a C1
-// control as UTF-8 begins a sequence (xterm's and VTE's do) or is one character shown as
-// nothing, and whether an override reverses the text (one that lays out bidi text) or shows as
-// nothing; drawn reads them the first way, else the second, and twoWays says msg has one of
-// them, so the other reading differs (the scrubber looks in both). at[i] is the offset in msg
-// of what became the view's byte i, at[len(view)] is len(msg); at is nil when the view is
-// msg. Not drawn: moves
-// to another line (CUU, CUD, CUP), scrolling, insert and delete (ICH, DCH), wide characters'
-// two columns, and a terminal that reads 0x80..0x9F bytes (not UTF-8) as C1 controls.
+// drawn as a terminal draws it, in rows and columns (drawing): what shows as nothing left out
+// (control bytes other than a tab or a line break, DEL, C1 controls, escape sequences, written
+// raw, as an escape, or begun by a C1 introducer as UTF-8: escapeSeq), and what
+// spec.ShowsAsNothing reports (Unicode's default ignorables and format characters: zero width
+// spaces and joiners, bidi controls, soft hyphen, byte order mark, variation selectors,
+// combining grapheme joiner, Hangul fillers, tags); a character written in its columns (a wide
+// one, East Asian wide or an emoji, in two, a combining mark in its letter's: shownWidth); the
+// cursor moved as the terminal moves it, a column at a time (a backspace, a carriage return to
+// the line's start, a tab to the next stop of every 8 columns, CSI's CUB, CUF and CHA, EL cutting
+// the line at it and EL 2 blanking it) and a row at a time (a line feed to the next row's start,
+// as a terminal's output post-processing writes it; a vertical tab, a form feed, IND and
+// CUD down in the same column, RI and CUU up, CNL and CPL to the start of the next or previous,
+// CUP and VPA to an absolute row, DECSC/DECRC and CSI s/u saving and restoring both), the
+// characters written after a move written over those there, a wide one's other half rubbed out
+// with it; and the run after a right-to-left override (U+202E, to U+202C or the line's end)
+// reversed, as a terminal that lays out bidi text shows it. The view is the rows, top to
+// bottom, each ended by a line break. A plugin that writes a secret with one of those inside
+// it ("hun\x1b[0mter2", "hun\u200bter2", "hunXXXX\x1b[4Dter2", "hun界\b\bter2",
+// "hunXXXX\n\x1b[A\x1b[3Cter2", "\u202e2retnuh") shows it whole to whoever reads the
+// terminal, the --json's string or the log, while none of its bytes spells it; an honest
+// plugin's text holds a value so only when it echoes it. Terminals differ in two of those:
+// whether a C1 control as UTF-8 begins a sequence (xterm's and VTE's do) or is one character
+// shown as nothing, and whether an override reverses the text (one that lays out bidi text) or
+// shows as nothing; drawn reads them the first way, else the second, and twoWays says msg has
+// one of them, so the other reading differs (the scrubber looks in both). at[i] is the offset
+// in msg of what became the view's byte i, at[len(view)] is len(msg); at is nil when the view
+// is msg. Not drawn: the screen's width (a line wrapped at its edge), where the message began
+// on it (an absolute row, CUP's and VPA's, is a row of its own, never one a line feed or a
+// relative move reaches), scrolling regions, insert and delete (ICH, DCH, IL, DL), EL 1 and
+// ED, and a terminal that reads 0x80..0x9F bytes (not UTF-8) as C1 controls.
 func shownView(msg string, drawn bool) (view string, at []int, twoWays bool) {
 	d, dat := unescaped(msg)
-	// What is kept is written over d and dat: never past what was read, but for the blanks a
-	// move forward past the line's end writes, for which v.b and v.at are copied.
-	v := drawing{b: d[:0], at: dat[:0], blanks: len(d)}
-	saved := 0
-	dropped := false
+	v := drawing{d: d, dat: dat, blanks: len(d)}
 	for i := 0; i < len(d); {
 		c := d[i]
 		n := 1
@@ -89,140 +99,222 @@ func shownView(msg string, drawn bool) (view string, at []int, twoWays bool) {
 			var final byte
 			var params []byte
 			n, csi, final, params = escapeSeq(d[i:])
+			v.moved = dat[i]
+			if c == 0xc2 && !csi { // IND, NEL and RI as C1 controls
+				switch d[i+1] {
+				case 0x84:
+					final = 'D'
+				case 0x85:
+					final = 'E'
+				case 0x8d:
+					final = 'M'
+				}
+			}
 			switch {
 			case csi && final == 'D':
-				v.back(csiCount(params))
+				v.col = max(0, v.col-csiCount(params))
 			case csi && final == 'C':
-				v.forward(csiCount(params), dat[i])
+				v.col += csiCount(params)
 			case csi && final == 'G':
-				v.cur = v.line
-				v.forward(csiCount(params)-1, dat[i])
+				v.col = csiCount(params) - 1
 			case csi && final == 'K':
 				v.erase(params)
+			case csi && (final == 'A' || final == 'F'), !csi && final == 'M':
+				v.down(-csiCount(params), final == 'F')
+			case csi && (final == 'B' || final == 'E'), !csi && (final == 'D' || final == 'E'):
+				v.down(csiCount(params), final == 'E')
+			case csi && final == 'd':
+				v.row = absoluteRows + int64(csiCount(params))
+			case csi && (final == 'H' || final == 'f'):
+				v.row, v.col = absoluteRows+int64(csiCount(params)), csiCount(csiParam(params, 1))-1
 			case csi && final == 's' && len(params) == 0, !csi && final == '7' && c == 0x1b:
-				saved = v.cur
+				v.savedRow, v.savedCol = v.row, v.col
 			case csi && final == 'u' && len(params) == 0, !csi && final == '8' && c == 0x1b:
-				v.cur = max(v.line, min(saved, len(v.b)))
+				v.row, v.col = v.savedRow, v.savedCol
 			}
 		case c == 0x08:
-			v.back(1)
-		case c == '\t' && v.tab(dat[i]):
+			v.col = max(0, v.col-1)
+		case c == '\t':
+			v.moved = dat[i]
+			v.col += 8 - v.col%8
 		case c == '\r':
-			v.cur = v.line
-		case c < 0x20 && c != '\t' && c != '\n', c == 0x7f:
+			v.col = 0
+		case c == '\n':
+			v.moved = dat[i]
+			v.down(1, true)
+			v.line() // made, empty if nothing is written in it: the view keeps each line break
+		case c == '\v' || c == '\f':
+			v.moved = dat[i]
+			v.down(1, false)
+		case c < 0x20, c == 0x7f:
 		case c >= 0x80:
 			r, size := utf8.DecodeRune(d[i:])
 			n = size
 			twoWays = twoWays || r == 0x202e || r >= 0x90 && r <= 0x9f
 			if r == 0x202e && drawn {
-				n = v.reversed(d, dat, i+size) + size
+				n = v.reversed(i+size) + size
 				break
 			}
 			if r == utf8.RuneError || !(r <= 0x9f || spec.ShowsAsNothing(r)) {
-				v.keep(d[i:i+n], dat[i])
-				i += n
-				continue
+				v.char(i, i+n, r)
 			}
 		default:
-			if c == '\n' {
-				v.cur = len(v.b) // a new line: what a backspace went back over stays as it is
-			}
-			if v.cur == len(v.b) { // most bytes: kept at the end
-				v.b, v.at = append(v.b, c), append(v.at, dat[i])
-				v.cur++
-			} else {
-				v.keep(d[i:i+1], dat[i])
-			}
-			if c == '\n' {
-				v.line = len(v.b)
-			}
-			i++
-			continue
+			v.put(i, i+1, 1)
 		}
-		dropped = true
 		i += n
 	}
-	if !dropped && len(d) == len(msg) {
+	view, at = v.view()
+	if view == msg {
 		return "", nil, false
 	}
-	return string(v.b), append(v.at, len(msg)), twoWays
+	return view, append(at, len(msg)), twoWays
 }
 
-// drawing is shownView's view as it is drawn: b the text, at its bytes' sources, cur the cursor (where the
-// next character goes: the end, or the character it writes over), line where its line begins.
+// absoluteRows is the first row a move to an absolute row (CUP, VPA) goes to: the message's
+// own rows, which begin where the terminal's cursor was, are counted from 0, and no relative
+// move of a message goes near this far (csiCount's maxMove a move).
+const absoluteRows = 1 << 40
+
+// drawing is shownView's view as it is drawn: the rows written, each a cell a column; the
+// cursor, at row and col, where the next character goes.
 type drawing struct {
-	b         []byte
-	at        []int
-	cur, line int
-	blanks    int  // how many blanks forward may still write: msg's length in all
-	own       bool // b and at are copies, no longer written over what was read
+	d        []byte      // the message with its escapes undone, which the cells point into
+	dat      []int       // the offset in the message of each byte of d
+	rows     []*drawnRow // by key, top to bottom
+	cur      *drawnRow   // the row at row, once looked up or made
+	row      int64
+	col      int
+	savedRow int64
+	savedCol int
+	blanks   int // how many blanks a character written past a line's end may still put before it: msg's length in all
+	moved    int // the source of the last move: the blanks it leaves are from there
 }
 
-// keep writes the character p, from msg[src], at the cursor (keepShown).
-func (v *drawing) keep(p []byte, src int) { v.b, v.at, v.cur = keepShown(v.b, v.at, v.cur, p, src) }
+// drawnRow is a row written: its cells, and the source of the line break or move that began it.
+type drawnRow struct {
+	key   int64
+	from  int
+	cells []drawnCell
+}
 
-// back moves the cursor back k characters, not past its line's start.
-func (v *drawing) back(k int) {
-	for ; k > 0 && v.cur > v.line; k-- {
-		v.cur--
-		for v.cur > v.line && v.b[v.cur]&0xc0 == 0x80 {
-			v.cur--
-		}
+// drawnCell is a column of a row: d[from:to], the character written there (with the combining
+// marks after it), or, when from is blankCell, a blank (its source in to), or when wideHalf,
+// the right half of the wide character before it.
+type drawnCell struct{ from, to int32 }
+
+const (
+	blankCell = -1
+	wideHalf  = -2
+)
+
+// down moves the cursor k rows down (up when k < 0), to the row's start with home.
+func (v *drawing) down(k int, home bool) {
+	v.row += int64(k)
+	if home {
+		v.col = 0
 	}
 }
 
-// forward moves the cursor on k characters; past the end, over blanks, which a terminal shows
-// between what was written and what is written there (src the move's source).
-func (v *drawing) forward(k, src int) {
-	for ; k > 0; k-- {
-		if v.cur == len(v.b) {
-			if v.blanks == 0 {
-				return
-			}
-			v.blanks--
-			if !v.own {
-				// The blanks are not msg's bytes: written into copies from the first one on,
-				// never over what is unread.
-				v.b, v.at, v.own = append(make([]byte, 0, 2*len(v.b)+16), v.b...), append(make([]int, 0, 2*len(v.at)+16), v.at...), true
-			}
-			v.b = append(v.b, ' ')
-			v.at = append(v.at, src)
-			v.cur++
-			continue
-		}
-		v.cur++
-		for v.cur < len(v.b) && v.b[v.cur]&0xc0 == 0x80 {
-			v.cur++
-		}
+// line is the row the cursor is in, made when it is not there.
+func (v *drawing) line() *drawnRow {
+	if v.cur != nil && v.cur.key == v.row {
+		return v.cur
+	}
+	// Rows are most often made top to bottom, each after the last: found or put in order.
+	k := len(v.rows)
+	if k > 0 && v.rows[k-1].key >= v.row {
+		k = sort.Search(len(v.rows), func(j int) bool { return v.rows[j].key >= v.row })
+	}
+	if k < len(v.rows) && v.rows[k].key == v.row {
+		v.cur = v.rows[k]
+		return v.cur
+	}
+	r := &drawnRow{key: v.row, from: v.moved}
+	if len(v.rows) == 0 {
+		r.cells = make([]drawnCell, 0, len(v.d)) // the first row, most often the only one
+	}
+	v.rows = slices.Insert(v.rows, k, r)
+	v.cur = r
+	return r
+}
+
+// char writes the character d[from:to], r, at the cursor in its columns (shownWidth): a
+// combining mark goes with the character before the cursor, when its bytes follow that
+// character's in d (else it is left out: a mark written after a move, which terminals place
+// differently).
+func (v *drawing) char(from, to int, r rune) {
+	w := shownWidth(r)
+	if w > 0 {
+		v.put(from, to, w)
+		return
+	}
+	row := v.line()
+	k := min(v.col, len(row.cells)) - 1
+	if k >= 0 && row.cells[k].from == wideHalf {
+		k--
+	}
+	if k >= 0 && row.cells[k].from >= 0 && int(row.cells[k].to) == from {
+		row.cells[k].to = int32(to)
 	}
 }
 
-// tab moves the cursor to the next tab stop (every 8 columns), over what is written and on
-// past the end over blanks, as a terminal moves it (src the tab's source), when the line's
-// start is at most maxMove bytes back: a tab costs at most that. It reports false (the tab
-// kept as one character, as before) when the start is farther back.
-func (v *drawing) tab(src int) bool {
-	col := 0
-	for k := v.cur - 1; k >= v.line; k-- {
-		if v.cur-k > maxMove {
-			return false
+// put writes d[from:to], w columns wide, at the cursor, over what is there, and moves the
+// cursor past it. Past the line's end, blanks are put between, as many as v.blanks allows: a
+// move's cell beyond them is brought back to the end. A wide character written over in part
+// is rubbed out whole, its other half a blank.
+func (v *drawing) put(from, to, w int) {
+	row := v.line()
+	if gap := v.col - len(row.cells); gap > 0 {
+		gap = min(gap, v.blanks)
+		v.blanks -= gap
+		for range gap {
+			row.cells = append(row.cells, drawnCell{blankCell, int32(v.moved)})
 		}
-		if v.b[k]&0xc0 != 0x80 {
-			col++
+		v.col = len(row.cells)
+	}
+	for k := v.col; k < v.col+w; k++ {
+		row.rub(k, v.dat)
+	}
+	for k := range w {
+		c := drawnCell{int32(from), int32(to)}
+		if k > 0 {
+			c = drawnCell{wideHalf, 0}
+		}
+		if v.col+k < len(row.cells) {
+			row.cells[v.col+k] = c
+		} else {
+			row.cells = append(row.cells, c)
 		}
 	}
-	v.forward(8-col%8, src)
-	return true
+	v.col += w
 }
 
-// erase is EL with no parameter or 0: the line from the cursor on is cut. EL 1 and 2, which
-// blank the line before the cursor or all of it, are left as they are: what they erased is
-// kept in the view, where a value found is masked though no longer shown, which costs a
-// false find at worst, where blanking it cost a pass over the line each (a message of them
-// would cost its length squared).
+// rub makes the other half of a wide character at column k a blank: k is to be written over.
+func (r *drawnRow) rub(k int, dat []int) {
+	if k >= len(r.cells) {
+		return
+	}
+	if r.cells[k].from == wideHalf && k > 0 && r.cells[k-1].from >= 0 {
+		r.cells[k-1] = drawnCell{blankCell, int32(dat[r.cells[k-1].from])}
+	}
+	if k+1 < len(r.cells) && r.cells[k+1].from == wideHalf && r.cells[k].from >= 0 {
+		r.cells[k+1] = drawnCell{blankCell, int32(dat[r.cells[k].from])}
+	}
+}
+
+// erase is EL: with no parameter or 0, the line from the cursor on is cut; with 2, the whole
+// line is blanked (cut: the cursor stays, and what is written after it is put past blanks). EL 1,
+// which blanks the line before the cursor, is left as it is: what it erased is kept in the
+// view, where a value found is masked though no longer shown, which costs a false find at
+// worst, where blanking it cost a pass over the line each (a message of them would cost its
+// length squared).
 func (v *drawing) erase(params []byte) {
-	if len(params) == 0 || string(params) == "0" {
-		v.b, v.at = v.b[:v.cur], v.at[:v.cur]
+	row := v.line()
+	switch string(params) {
+	case "", "0":
+		row.cells = row.cells[:min(v.col, len(row.cells))]
+	case "2":
+		row.cells = row.cells[:0]
 	}
 }
 
@@ -230,26 +322,79 @@ func (v *drawing) erase(params []byte) {
 // override, or the end) last first, as a terminal that lays out bidi text shows what follows a
 // right-to-left override, and returns the run's length. What shows as nothing in it is left
 // out; a control or escape sequence ends the run early, read as usual after it.
-func (v *drawing) reversed(d []byte, dat []int, i int) int {
-	type char struct{ from, to, src int }
+func (v *drawing) reversed(i int) int {
+	type char struct {
+		from, to int
+		r        rune
+	}
 	var run []char
-	var text []byte // the run's bytes and sources, which the view is written over, copied
 	k := i
-	for k < len(d) {
-		r, size := utf8.DecodeRune(d[k:])
+	for k < len(v.d) {
+		r, size := utf8.DecodeRune(v.d[k:])
 		if r < 0x20 || r == 0x7f || r == 0x202c || r == 0x202d || r == 0x202e || r == 0x2069 {
 			break
 		}
 		if r == utf8.RuneError || !(r >= 0x80 && r <= 0x9f || spec.ShowsAsNothing(r)) {
-			run = append(run, char{len(text), len(text) + size, dat[k]})
-			text = append(text, d[k:k+size]...)
+			run = append(run, char{k, k + size, r})
 		}
 		k += size
 	}
 	for j := len(run) - 1; j >= 0; j-- {
-		v.keep(text[run[j].from:run[j].to], run[j].src)
+		v.char(run[j].from, run[j].to, run[j].r)
 	}
 	return k - i
+}
+
+// view is the rows drawn, top to bottom, each after the first begun by a line break, and the
+// source of each of its bytes.
+func (v *drawing) view() (string, []int) {
+	b := make([]byte, 0, len(v.d)+len(v.rows))
+	at := make([]int, 0, len(v.d)+len(v.rows)+1)
+	for k, r := range v.rows {
+		if k > 0 {
+			b, at = append(b, '\n'), append(at, r.from)
+		}
+		for _, c := range r.cells {
+			switch c.from {
+			case wideHalf:
+			case blankCell:
+				b, at = append(b, ' '), append(at, int(c.to))
+			default:
+				b, at = append(b, v.d[c.from:c.to]...), append(at, v.dat[c.from:c.to]...)
+			}
+		}
+	}
+	return string(b), at
+}
+
+// shownWidth is how many columns a terminal gives the character r: 2 for an East Asian wide
+// or fullwidth one (CJK, kana, Hangul syllables, most emoji), 0 for a combining mark (Mn, Me),
+// drawn in its letter's column, else 1. Terminals differ on a few (an ambiguous-width
+// character, an emoji made wide by a variation selector): those are read as narrow.
+func shownWidth(r rune) int {
+	if r < 0x300 {
+		return 1
+	}
+	if unicode.In(r, unicode.Mn, unicode.Me) {
+		return 0
+	}
+	switch width.LookupRune(r).Kind() {
+	case width.EastAsianWide, width.EastAsianFullwidth:
+		return 2
+	}
+	return 1
+}
+
+// csiParam is a CSI's k-th parameter (from 0), nil when it has fewer.
+func csiParam(params []byte, k int) []byte {
+	for ; k > 0; k-- {
+		i := bytes.IndexByte(params, ';')
+		if i < 0 {
+			return nil
+		}
+		params = params[i+1:]
+	}
+	return params
 }
 
 // csiCount is a cursor move's count, its first parameter: 1 when none or 0, at most maxMove.
@@ -268,31 +413,6 @@ func csiCount(params []byte) int {
 // a time: a message of moves costs at most this much a byte of it. A value farther away is
 // reached by more moves.
 const maxMove = 256
-
-// keepShown puts the character p, from msg[src], at cur of the view b (at its offsets): over the
-// character there, if a backspace moved cur back (one of another length, and what follows,
-// are cut: a rare case, and cut it is never longer), else at the end.
-func keepShown(b []byte, at []int, cur int, p []byte, src int) ([]byte, []int, int) {
-	if cur < len(b) {
-		m := 1
-		for cur+m < len(b) && b[cur+m]&0xc0 == 0x80 {
-			m++
-		}
-		if m == len(p) {
-			copy(b[cur:], p)
-			for k := range m {
-				at[cur+k] = src
-			}
-			return b, at, cur + m
-		}
-		b, at = b[:cur], at[:cur]
-	}
-	b = append(b, p...)
-	for range p {
-		at = append(at, src)
-	}
-	return b, at, len(b)
-}
 
 // shownBounds is the stretch of msg that wrote the view's bytes from..to-1 (at: shownView's
 // offsets): from the first source among them to where the last one ends. A backspace may have

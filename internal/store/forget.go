@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // WithForget makes every write transaction that takes secret values out of the state (a
@@ -74,11 +75,11 @@ func (tx *Tx) forgetGone() error {
 			gone = append(gone, v)
 		}
 	}
-	if len(gone) == 0 {
-		return nil
+	gone, scrub, err := tx.keepHeld(gone)
+	if err != nil || len(gone) == 0 {
+		return err
 	}
 	tx.forgot = true
-	scrub := tx.s.forget(gone)
 	// The event log, and the last errors kept of claims, past claims and plugins: each may word
 	// data a plugin returned for another record, with a value that has just left in it.
 	for _, m := range [...]struct{ table, column, what string }{
@@ -116,4 +117,90 @@ func (tx *Tx) scrubColumn(table, column string, scrub func(string) string) error
 		}
 	}
 	return nil
+}
+
+// pluginData is every column holding data a plugin returned, which is kept raw (it is sent
+// back as it is) and scrubbed where it is shown, with the values SecretValues gives.
+var pluginData = [...]struct{ table, column string }{
+	{"volumes", "external_id"}, {"volumes", "context"}, {"volumes", "accessible_topology"},
+	{"claims", "publish_context"}, {"claim_history", "publish_context"},
+	{"stagings", "node_id"}, {"stagings", "publish_context"},
+	{"plugins", "node_id"}, {"plugins", "provider"}, {"plugins", "version"}, {"plugins", "topology"},
+	{"snapshots", "snapshot_id"}, {"snapshots", "source_external_id"},
+}
+
+// keepHeld keeps among the secret values (kept_secrets) those of gone that data a plugin
+// returned for another record still holds, in any form the scrubber finds, and lets go those
+// kept before that no such data holds any more; it returns the values that left the state for
+// good, those let go among them, and the scrubber of them. Before, volume a's secret a hostile
+// plugin echoed into volume b's publish context, or into its node ID, was printed whole once a
+// was deleted: what prints that data scrubs it with SecretValues, which no longer held a's
+// (TestSecretHeldByAnotherRecordsPluginDataStaysScrubbed). The data itself is not changed:
+// it is what the plugin is sent. The cost, a pass over that data with the scrubber of the
+// values gone (made once, as before, unless some data holds one: a hostile plugin's), is paid
+// only when a value left or some are kept.
+func (tx *Tx) keepHeld(gone []string) ([]string, func(string) string, error) {
+	rows, err := tx.query(`SELECT value FROM kept_secrets`)
+	kept, err := collect(rows, err, func(sc scanner) (string, error) {
+		var v string
+		return v, sc.Scan(&v)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the secrets kept for plugin data: %w", mapBusy(err))
+	}
+	if len(gone) == 0 && len(kept) == 0 {
+		return nil, nil, nil
+	}
+	var texts []string
+	for _, c := range pluginData {
+		rows, err := tx.query(`SELECT ` + c.column + ` FROM ` + c.table + ` WHERE ` + c.column + ` IS NOT NULL AND ` + c.column + ` <> ''`)
+		vs, err := collect(rows, err, func(sc scanner) (string, error) {
+			var v string
+			return v, sc.Scan(&v)
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("read %s.%s for secrets it holds: %w", c.table, c.column, mapBusy(err))
+		}
+		texts = append(texts, vs...)
+	}
+	holding := func(scrub func(string) string) bool {
+		for _, t := range texts {
+			if scrub(t) != t {
+				return true
+			}
+		}
+		return false
+	}
+	all := append(slices.Clip(gone), kept...)
+	scrub := tx.s.forget(all)
+	if !holding(scrub) {
+		// No data holds any (the most common case, kept empty): all left for good.
+		for _, v := range kept {
+			if _, err := tx.exec(`DELETE FROM kept_secrets WHERE value = ?`, v); err != nil {
+				return nil, nil, fmt.Errorf("let go of a secret no plugin data holds: %w", mapBusy(err))
+			}
+		}
+		return all, scrub, nil
+	}
+	var out []string
+	for k, v := range all {
+		held := holding(tx.s.forget([]string{v}))
+		switch {
+		case held && k < len(gone):
+			if _, err := tx.exec(`INSERT INTO kept_secrets (value) VALUES (?) ON CONFLICT DO NOTHING`, v); err != nil {
+				return nil, nil, fmt.Errorf("keep a secret plugin data holds: %w", mapBusy(err))
+			}
+		case !held && k >= len(gone):
+			if _, err := tx.exec(`DELETE FROM kept_secrets WHERE value = ?`, v); err != nil {
+				return nil, nil, fmt.Errorf("let go of a secret no plugin data holds: %w", mapBusy(err))
+			}
+		}
+		if !held {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil, nil
+	}
+	return out, tx.s.forget(out), nil
 }

@@ -1,4 +1,4 @@
--- volctl schema at version 16
+-- volctl schema at version 17
 -- Written by `VOLCTL_WRITE_SCHEMA=1 go test ./internal/store -run TestSchemaFileIsTheMigrationsApplied`
 -- from the migrations in migrations/, which stay the record of how the schema came to be: a new
 -- database gets this in one step (migrate.go, schemaFile). Do not edit it by hand.
@@ -205,3 +205,7 @@ CREATE INDEX volumes_external_key ON volumes (external_key);
 CREATE INDEX snapshots_key ON snapshots (snapshot_key);
 
 CREATE INDEX events_plugin_capabilities ON events (plugin_id, id) WHERE kind = 'plugin-capabilities';
+
+CREATE TABLE kept_secrets (
+    value TEXT NOT NULL PRIMARY KEY
+) STRICT;

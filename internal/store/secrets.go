@@ -10,7 +10,8 @@ import (
 
 // SecretValues returns every secret value and mount flag the state holds, each once: the
 // volumes' secrets and mount flags, the secrets snapshots (and snapshots being created) keep, the mount flags of live and freed claims and of groups'
-// volume requests, and the values of plugins' exec environments. Any of them may have been
+// volume requests, and the values of plugins' exec environments, and those of them that left the state while data a
+// plugin returned for another record still holds them (kept_secrets, keepHeld). Any of them may have been
 // sent to a plugin, and a plugin may echo any of them in a message: the engine scrubs them all
 // from what plugins say before it stores or prints it. A mount flag that is one of the words
 // volume status shows (suid, dev, exec: spec.ShownMountFlag) is no secret, and not scrubbed; the
@@ -55,6 +56,10 @@ func (tx *Tx) SecretValues() ([]string, error) {
 			}
 			return flags
 		}), true},
+		// Values that left with their record while another's plugin data holds them (keepHeld).
+		{"secrets kept for plugin data", `SELECT value FROM kept_secrets`, func(col sql.NullString) ([]string, error) {
+			return []string{col.String}, nil
+		}, false},
 		{"plugin environments", `SELECT DISTINCT exec FROM plugins WHERE exec IS NOT NULL`,
 			jsonValues(func(e *execRow) []string {
 				if e == nil {
