@@ -2,10 +2,12 @@ package engine
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -60,4 +62,53 @@ func TestPausedPairPluginRegisterHalves(t *testing.T) {
 		t.Errorf("the node half's register said it registered, and plugin split's node socket is %q, want %q", got.NodeSocket, nodeSock)
 	}
 	saysWhatItWaitedFor(t, "the controller half", out.aErr, "split")
+}
+
+// registerOf is a `volume register` of volume id, external ID ext, from engine e.
+func registerOf(e *Engine, id, ext string) func(ctx context.Context) error {
+	return func(ctx context.Context) error { _, err := e.RegisterVolume(ctx, registered(id, ext)); return err }
+}
+
+// A volume's register paused once its plugin validated it (failpoint register:validated,
+// nothing recorded yet), while another process registers the same storage under another ID
+// (another volume's lock, not this one's): one ID holds it, the other is refused naming the
+// volume that does; never two IDs on one storage, whose claims would ignore each other's
+// access mode.
+func TestPausedPairVolumeRegisterSameStorageTwice(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.mem.AddVolume(csi.Volume{ID: "ext-1", CapacityBytes: 1 << 20})
+	out := h.pausedPair("register:validated", registerOf(h.e, "v1", "ext-1"),
+		func(ctx context.Context, other *Engine) error { return registerOf(other, "v2", "ext-1")(ctx) })
+	t.Logf("v1: %v; v2 (waited %v): %v", out.aErr, out.bWaited, out.bErr)
+	if (out.aErr == nil) == (out.bErr == nil) {
+		t.Errorf("register v1: %v; register v2: %v (want exactly one to hold ext-1)", out.aErr, out.bErr)
+	}
+	if out.aErr != nil && !strings.Contains(out.aErr.Error(), `"v2"`) {
+		t.Errorf("the refused register of v1 does not name v2, which holds ext-1: %v", out.aErr)
+	}
+	if gone1, gone2 := h.volumeGone("v1"), h.volumeGone("v2"); gone1 == gone2 {
+		t.Errorf("v1 recorded %v, v2 recorded %v: want exactly one", !gone1, !gone2)
+	}
+}
+
+// A volume's register paused once validated, while another process deregisters its plugin
+// with --force (no volume uses it yet): the register is refused naming the plugin, and records
+// nothing, not a volume on a plugin that is gone.
+func TestPausedPairVolumeRegisterPluginDeregisterForced(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.mem.AddVolume(csi.Volume{ID: "ext-1", CapacityBytes: 1 << 20})
+	out := h.pausedPair("register:validated", registerOf(h.e, "v", "ext-1"),
+		func(ctx context.Context, other *Engine) error { return other.DeregisterPlugin(ctx, "mem", true) })
+	t.Logf("register: %v; plugin deregister (waited %v): %v", out.aErr, out.bWaited, out.bErr)
+	if out.bErr != nil {
+		t.Fatalf("the forced plugin deregister: %v", out.bErr)
+	}
+	if out.aErr == nil || !strings.Contains(out.aErr.Error(), `plugin "mem"`) {
+		t.Errorf("the register, its plugin deregistered meanwhile: %v; want refused naming plugin mem", out.aErr)
+	}
+	if !h.volumeGone("v") {
+		t.Errorf("volume v recorded on plugin mem, deregistered")
+	}
 }
