@@ -200,7 +200,7 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		return handoverInfo(h), nil
 	}
 	e.failpoint("handover:marked") // the mark committed, unsettled; nothing sent to Nomad yet
-	r := Registered{Undo: true} // a volume that cannot be read was not registered
+	r := Registered{Undo: true}    // a volume that cannot be read was not registered
 	v, err := e.Volume(ctx, volumeID)
 	if err == nil {
 		r, err = register(ctx, first, v)
