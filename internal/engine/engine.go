@@ -961,7 +961,7 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 	if len(lost) == 0 && len(gained) == 0 && !movedNode && limits == "" && version == "" {
 		return nil
 	}
-	msg := capsChangedHeader(pluginID)
+	msg := fmt.Sprintf("plugin %q", pluginID) + store.CapabilityChangeWords
 	if len(lost) == 0 && len(gained) == 0 {
 		msg = fmt.Sprintf("plugin %q came back", pluginID)
 	}
@@ -1023,7 +1023,7 @@ const (
 // for every plugin (store's PluginCapabilities): every plugin list pays it
 // (BenchmarkPluginsFullEventLog).
 func lastCapabilityChanges(tx *store.Tx, plugin string) (map[string]*CapabilityChange, error) {
-	evs, err := tx.Events().PluginCapabilities(plugin, capabilityEventsRead)
+	evs, err := tx.Events().PluginCapabilityChanges(plugin, capabilityEventsRead)
 	if err != nil {
 		return nil, err
 	}
@@ -1032,51 +1032,42 @@ func lastCapabilityChanges(tx *store.Tx, plugin string) (map[string]*CapabilityC
 		if _, ok := out[ev.PluginID]; ok {
 			continue
 		}
-		lost, gained := capsNamed(ev.Message, ev.PluginID)
-		if len(lost) > 0 || len(gained) > 0 {
+		lost, gained, ok := capsChanged(ev.PluginID, ev.Message)
+		if ok && (len(lost) > 0 || len(gained) > 0) {
 			out[ev.PluginID] = &CapabilityChange{At: ev.At, Lost: lost, Gained: gained}
 		}
 	}
 	return out, nil
 }
 
+// capsChanged reads what noteCapabilityChange's message of plugin id says it lost and gained,
+// from where it says them alone: right after `plugin "ID" came back with other capabilities`,
+// lost first. Not wherever the marks appear: the plugin's words quoted after them (its
+// vendor_version, its node ID) may hold "; lost: ...", which said, before, that a plugin
+// restarted with another version alone had lost a capability it has
+// (TestCapabilityChangeIsNotForgedByAVersion). ok is false for a message not so worded.
+func capsChanged(id, msg string) (lost, gained []string, ok bool) {
+	rest, ok := strings.CutPrefix(msg, fmt.Sprintf("plugin %q", id)+store.CapabilityChangeWords)
+	if !ok {
+		return nil, nil, false
+	}
+	list := func(mark string) []string {
+		after, found := strings.CutPrefix(rest, mark)
+		if !found {
+			return []string{}
+		}
+		names, tail, _ := strings.Cut(after, "; ")
+		rest = "; " + tail
+		return strings.Split(names, ", ")
+	}
+	lost = list(capsLostMark)
+	gained = list(capsGainedMark)
+	return lost, gained, true
+}
+
 // capabilityEventsRead bounds the plugin-capabilities events lastCapabilityChange reads: a
 // plugin restarted often with another version alone records one each time.
 const capabilityEventsRead = 16
-
-// capsChangedHeader begins the plugin-capabilities event of a plugin that lost or gained
-// capabilities; capsLostMark's and capsGainedMark's lists follow it at once.
-func capsChangedHeader(pluginID string) string {
-	return fmt.Sprintf("plugin %q came back with other capabilities", pluginID)
-}
-
-// capsNamed is what a plugin-capabilities event's msg (noteCapabilityChange's, of plugin
-// pluginID) says the plugin lost and gained: the lists right after its header ("; lost: A, B;
-// gained: C"), each up to the next "; " (CSI's capability names hold neither ";" nor ","),
-// and nothing found elsewhere in it. The rest of the message quotes what the plugin said (its
-// vendor_version, its node ID), and a vendor_version of "2.0; lost: STAGE_UNSTAGE_VOLUME" was
-// read as a change of capabilities the plugin never made
-// (TestCapabilityChangeIsNotReadFromThePluginsWords).
-func capsNamed(msg, pluginID string) (lost, gained []string) {
-	lost, gained = []string{}, []string{}
-	rest, ok := strings.CutPrefix(msg, capsChangedHeader(pluginID))
-	if !ok {
-		return lost, gained
-	}
-	list := func(s string) ([]string, string) {
-		if i := strings.Index(s, "; "); i >= 0 {
-			return strings.Split(s[:i], ", "), s[i:]
-		}
-		return strings.Split(s, ", "), ""
-	}
-	if r, ok := strings.CutPrefix(rest, capsLostMark); ok {
-		lost, rest = list(r)
-	}
-	if r, ok := strings.CutPrefix(rest, capsGainedMark); ok {
-		gained, _ = list(r)
-	}
-	return lost, gained
-}
 
 // nodeLimitsNews words, for the plugin-capabilities event, the node limits NodeGetInfo states
 // otherwise than it did before the restart (was, now): another accessible topology, naming the

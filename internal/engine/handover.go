@@ -199,11 +199,13 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 	if register == nil {
 		return handoverInfo(h), nil
 	}
-	r := Registered{Undo: true} // a volume that cannot be read was not registered
+	e.failpoint("handover:marked") // the mark committed, unsettled; nothing sent to Nomad yet
+	r := Registered{Undo: true}    // a volume that cannot be read was not registered
 	v, err := e.Volume(ctx, volumeID)
 	if err == nil {
 		r, err = register(ctx, first, v)
 	}
+	e.failpoint("handover:answered") // Nomad answered (or failed), the outcome not recorded
 	if err != nil && r.Undo && first {
 		// The mark goes even when ctx has ended: Nomad did not take the volume.
 		if _, terr := e.removeMark(context.WithoutCancel(ctx), volumeID, "Nomad refused the registration", nil); terr != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,9 +42,28 @@ func (e *Engine) RegisterDeclaredPlugin(ctx context.Context, sp spec.Plugin) (Pl
 }
 
 // registerPlugin is RegisterPlugin of the ID as stored (bySpecID); keepServers holds the
-// sockets to who served them as the stored row records (RegisterDeclaredPlugin).
+// sockets to who served them as the stored row records (RegisterDeclaredPlugin). A half whose
+// other half another volctl registered, or replaced, while this one was fingerprinted
+// (errHalfMoved) is joined and fingerprinted again, with the row as it is now.
 func (e *Engine) registerPlugin(ctx context.Context, sp spec.Plugin, keepServers bool) (PluginInfo, error) {
-	sp, joined, err := e.joinRegisteredHalf(ctx, sp)
+	for attempt := 1; ; attempt++ {
+		info, err := e.registerPluginOnce(ctx, sp, keepServers)
+		if errors.Is(err, errHalfMoved) && attempt < 3 {
+			e.forget(sp.ID)
+			continue
+		}
+		return info, err
+	}
+}
+
+// errHalfMoved is a split plugin's half whose registration joined (or did not join) the other
+// half as one row said, which another volctl's registration of the plugin changed before this
+// one's commit: recorded, it would replace the half that one registered.
+var errHalfMoved = errors.New("the other half moved")
+
+// registerPluginOnce is one try of registerPlugin.
+func (e *Engine) registerPluginOnce(ctx context.Context, given spec.Plugin, keepServers bool) (PluginInfo, error) {
+	sp, joined, err := e.joinRegisteredHalf(ctx, given)
 	if err != nil {
 		return PluginInfo{}, fmt.Errorf("register plugin %q: %w", sp.ID, err)
 	}
@@ -77,10 +97,24 @@ func (e *Engine) registerPlugin(ctx context.Context, sp spec.Plugin, keepServers
 	default:
 		return PluginInfo{}, fmt.Errorf("register plugin %q: %w", sp.ID, err)
 	}
+	e.failpoint("plugin:fingerprinted") // fingerprinted and probed, nothing recorded yet
 	now := e.cfg.Now()
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
 		if err := notStoredOtherwise(tx, store.PluginIDs, p.ID); err != nil {
 			return err
+		}
+		if spec.IsSplitHalf(given.Type) {
+			// The join was made with the row read before the fingerprint: another volctl's
+			// registration of the other half (or of the plugin) committed since would be
+			// replaced by this one's, and both would say "registered".
+			now, nowJoined, err := joinHalfWith(tx, given)
+			if err != nil {
+				return err
+			}
+			if nowJoined != joined || !reflect.DeepEqual(now, sp) {
+				return &kindWrap{kind: errHalfMoved, err: conflictf("plugin %q was registered again by another volctl while this %s half was fingerprinted, three times (it is %s now); nothing was recorded: run this again to register this half beside it",
+					p.ID, given.Type, describeStored(tx, p.ID))}
+			}
 		}
 		if err := checkReregistration(tx, p.ID, fp); err != nil {
 			return err
@@ -147,7 +181,35 @@ func (e *Engine) joinRegisteredHalf(ctx context.Context, sp spec.Plugin) (spec.P
 	if !spec.IsSplitHalf(sp.Type) {
 		return sp, false, nil
 	}
-	old, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get(sp.ID) })
+	type result struct {
+		sp     spec.Plugin
+		joined bool
+	}
+	r, err := viewOne(ctx, e.store, func(tx *store.Tx) (result, error) {
+		sp, joined, err := joinHalfWith(tx, sp)
+		return result{sp, joined}, err
+	})
+	if err != nil {
+		return sp, false, err
+	}
+	return r.sp, r.joined, nil
+}
+
+// describeStored says how plugin id is registered as tx reads it, for messages.
+func describeStored(tx *store.Tx, id string) string {
+	p, err := tx.Plugins().Get(id)
+	if err != nil {
+		return "not registered"
+	}
+	return "registered as " + describeSockets(p)
+}
+
+// joinHalfWith is joinRegisteredHalf with the plugin's row as tx reads it.
+func joinHalfWith(tx *store.Tx, sp spec.Plugin) (spec.Plugin, bool, error) {
+	if !spec.IsSplitHalf(sp.Type) {
+		return sp, false, nil
+	}
+	old, err := tx.Plugins().Get(sp.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		return sp, false, nil
 	}

@@ -206,7 +206,8 @@ func (e *Engine) finishCreateForDelete(ctx context.Context, c *conn, v store.Vol
 }
 
 // refuseSnapshotInFlight refuses to delete volume v while a snapshot of it is recorded as being
-// created: its CreateSnapshot was interrupted, and the plugin may have made it. Deleted under
+// created: its CreateSnapshot was interrupted, or its create is still running, waiting, and the
+// plugin may have made it. Deleted under
 // it, the source is gone, so no CreateSnapshot sent again could finish it (a plugin answers
 // NOT_FOUND for the source), and reconcile would report it every pass. A snapshot create holds
 // the volume's lock, as the delete does, so none is recorded while the delete runs.
@@ -217,8 +218,11 @@ func refuseSnapshotInFlight(tx *store.Tx, v store.Volume) error {
 	}
 	for _, sc := range creates {
 		if sc.SourceVolumeID == v.ID {
-			return conflictf("volume %q has a snapshot being created, %q, whose CreateSnapshot was interrupted (plugin %q may have made it): "+
-				"run `volctl reconcile` to finish it, or `%s`, then delete the volume",
+			// Not "interrupted": a create in another volctl waiting for a delete of the
+			// snapshot its plugin answered with lets the volume's lock go while it waits
+			// (snapshotLockAfterItsDelete), and its intent reads the same as one cut short.
+			return conflictf("volume %q has a snapshot being created, %q, through plugin %q, which may have made it: its create may be still running in another volctl "+
+				"(waiting for a delete of the snapshot the plugin answered with), or was interrupted. Let that create end, or run `volctl reconcile` to finish it, or `%s`; then delete the volume",
 				v.ID, sc.Name, sc.PluginID, shellquote.Command("volctl volume snapshot delete", sc.PluginID, sc.Name))
 		}
 	}

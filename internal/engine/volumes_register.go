@@ -50,6 +50,7 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume) (VolumeInfo
 	if err := e.expandRegistered(ctx, c, sv); err != nil {
 		return fail(err)
 	}
+	e.failpoint("register:validated") // the plugin validated (and grew) it, nothing recorded yet
 
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
 		if err := pluginStillRegistered(tx, c); err != nil {
@@ -380,6 +381,7 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 		if _, err := e.Detach(ctx, id, false); err != nil && !errors.Is(err, ErrNotFound) {
 			return fail(err)
 		}
+		e.failpoint("deregister:detached") // its claims released, the volume's lock not taken yet
 	}
 	unlock, err := e.locks.volume(ctx, id)
 	if err != nil {
@@ -392,6 +394,7 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 			return fail(err)
 		}
 	}
+	e.failpoint("deregister:locked") // under the volume's lock (an owed unpublish sent), nothing forgotten yet
 	var (
 		pluginID string
 		forgot   string

@@ -50,6 +50,11 @@ type EventStore interface {
 	// (events_plugin_capabilities): Recent with that filter walks the whole log for a plugin
 	// that has none, and a statement per plugin doubled what a plugin list costs.
 	PluginCapabilities(plugin string, limit int) ([]Event, error)
+	// PluginCapabilityChanges is PluginCapabilities of the events whose message begins as the
+	// engine words a change of capabilities, `plugin "ID" came back with other capabilities`:
+	// a plugin restarted with another version alone, however often, leaves its last change in
+	// reach.
+	PluginCapabilityChanges(plugin string, limit int) ([]Event, error)
 }
 
 // Events is the event-log API inside this transaction.
@@ -121,6 +126,19 @@ func (es events) PluginCapabilities(plugin string, limit int) ([]Event, error) {
 		FROM events INDEXED BY events_plugin_capabilities
 		WHERE kind = 'plugin-capabilities' AND (? = '' OR plugin_id = ?))
 		WHERE n <= ? ORDER BY id DESC`, plugin, plugin, limit)
+}
+
+// CapabilityChangeWords is how the engine's plugin-capabilities event of a change of
+// capabilities goes on after `plugin "ID"` (PluginCapabilityChanges).
+const CapabilityChangeWords = " came back with other capabilities"
+
+func (es events) PluginCapabilityChanges(plugin string, limit int) ([]Event, error) {
+	return listAll(es.tx, "plugin capability changes", scanEvent, `SELECT `+eventColumns+` FROM (
+		SELECT `+eventColumns+`, row_number() OVER (PARTITION BY plugin_id ORDER BY id DESC) AS n
+		FROM events INDEXED BY events_plugin_capabilities
+		WHERE kind = 'plugin-capabilities' AND (? = '' OR plugin_id = ?)
+		AND substr(message, 1, length('plugin "' || plugin_id || '"' || ?)) = 'plugin "' || plugin_id || '"' || ?)
+		WHERE n <= ? ORDER BY id DESC`, plugin, plugin, CapabilityChangeWords, CapabilityChangeWords, limit)
 }
 
 func (es events) Logged() (int, error) {
