@@ -10,6 +10,7 @@ import (
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -70,5 +71,35 @@ func TestRegisterTraceShowsNoSecretThePluginEchoesInItsAnswer(t *testing.T) {
 		if strings.Contains(line, secret) {
 			t.Errorf("the engine's log shows the secret the plugin echoed in its answer:\n%s", line)
 		}
+	}
+}
+
+// TestControllerUnpublishCheckedByGetVolumeAnsweringNoVolume: the adversary answers
+// ControllerUnpublishVolume OK, keeps the attachment, and answers the check's
+// ControllerGetVolume OK with an empty answer (no volume, no status), a default response where
+// CSI requires the volume. Before, that read as the volume published nowhere, the detach
+// checked, silently; it says nothing of the volume asked, as an answer about another volume
+// does not: the check is said not made (a warning naming the volume).
+func TestControllerUnpublishCheckedByGetVolumeAnsweringNoVolume(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, getVolumeOnly)
+	var logs lockedBuffer
+	h.open(Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	ext := h.externalID("v")
+	h.mem.Reconfigure(func(c *csitest.MemConfig) { c.UnpublishLater = true })
+	h.faults.Inject(csi.RPCControllerGetVolume, csitest.Fault{Answer: func(m proto.Message) {
+		resp := m.(*csipb.ControllerGetVolumeResponse)
+		resp.Volume, resp.Status = nil, nil
+	}})
+	if _, err := h.e.Release(h.ctx, "v", "a"); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if h.faults.Calls(csi.RPCControllerGetVolume) == 0 {
+		t.Fatal("the release sent no ControllerGetVolume: the test tests nothing")
+	}
+	if out := logs.String(); !strings.Contains(out, "could not be checked") || !strings.Contains(out, "no volume") || !strings.Contains(out, ext) {
+		t.Fatalf("release checked by a ControllerGetVolume answering no volume; logs:\n%s\nwant a warning that the check could not be made, naming %s", out, ext)
 	}
 }
