@@ -215,13 +215,15 @@ func (sc *scrubber) findAtCuts(spans []span, msg string) []span {
 		if !cutMarkAt(msg[i:]) {
 			continue
 		}
-		spans = sc.appendCutAt(spans, msg, at)
+		spans = sc.appendCutAt(spans, msg, at, false)
 	}
 }
 
 // appendCutAt appends the longest stretch of msg ending at at, of at least minScrubLen bytes,
-// that begins one of the forms: a value cut there.
-func (sc *scrubber) appendCutAt(spans []span, msg string, at int) []span {
+// that begins one of the forms: a value cut there. With word, only a stretch that begins a
+// word (no letter, digit, '_' or non-ASCII byte before it) is: where no mark says a value was
+// cut, the end of an honest word ("ser" of "server" before a mount flag "vers=4.1") is not.
+func (sc *scrubber) appendCutAt(spans []span, msg string, at int, word bool) []span {
 	longest := 0
 	for _, f := range sc.forms {
 		// From the farthest start a cut form may have, to the nearest: the first whose
@@ -232,6 +234,9 @@ func (sc *scrubber) appendCutAt(spans []span, msg string, at int) []span {
 				break
 			}
 			p += k
+			if word && p > 0 && wordByte(msg[p-1]) {
+				continue
+			}
 			if at-p > longest && strings.HasPrefix(f, msg[p:at]) {
 				longest = at - p
 				break
@@ -255,8 +260,8 @@ const ownCutClosers = " \t\r\n\"'`)]}>.,;:!"
 // findAtOwnCuts appends, where a plugin may have cut its own message (a Go %.40s, a Python
 // msg[:40], a backend's answer quoted truncated): at the message's end, past what closes a
 // quote (ownCutClosers), and before each of its first maxOwnCuts ellipses ("..." or "…"),
-// the longest stretch of at least minScrubLen bytes that begins one of the forms, as
-// findAtCuts does at spec.Cut's mark. Before, "token=s3cr3t-SENTINEL-47" was shown, a secret
+// the longest stretch of at least minScrubLen bytes that begins a word and one of the forms,
+// as findAtCuts does at spec.Cut's mark. Before, "token=s3cr3t-SENTINEL-47" was shown, a secret
 // but for its last two bytes (TestPluginMessageCutByThePluginInASecretShowsNoPartOfIt).
 func (sc *scrubber) findAtOwnCuts(spans []span, msg string) []span {
 	if len(sc.forms) == 0 {
@@ -267,7 +272,7 @@ func (sc *scrubber) findAtOwnCuts(spans []span, msg string) []span {
 		end = len(strings.TrimRight(msg[:end-len("…")], ownCutClosers))
 	}
 	if end >= minScrubLen {
-		spans = sc.appendCutAt(spans, msg, end)
+		spans = sc.appendCutAt(spans, msg, end, true)
 	}
 	for i, n := 0, 0; n < maxOwnCuts; n++ {
 		j := strings.IndexAny(msg[i:], ".…")
@@ -285,7 +290,7 @@ func (sc *scrubber) findAtOwnCuts(spans []span, msg string) []span {
 			continue
 		}
 		if at >= minScrubLen {
-			spans = sc.appendCutAt(spans, msg, at)
+			spans = sc.appendCutAt(spans, msg, at, true)
 		}
 	}
 	return spans
