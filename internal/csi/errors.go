@@ -607,7 +607,7 @@ func pluginText(msg string, req proto.Message, sensitive []string) string {
 // pluginTextUpTo is pluginText cut to max bytes where MaxPluginMessage is not the bound (the
 // trace's answers: MaxTraceAnswer).
 func pluginTextUpTo(msg string, req proto.Message, sensitive []string, max int) string {
-	return EscapeControl(spec.Cut(scrubWords(scrub(msg, sensitive), shortSecrets(req)), max))
+	return EscapeControl(spec.Cut(scrubWords(scrubPluginMessage(msg, sensitive), shortSecrets(req)), max))
 }
 
 // EscapeControl writes each control character in s (C0 including newline and tab, DEL, C1) as

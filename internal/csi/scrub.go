@@ -86,7 +86,13 @@ func scrub(msg string, sensitive []string) string { return Scrubber(sensitive)(m
 // Scrubber is scrub with the forms of the values worked out once, for many texts: the engine
 // scrubs with it what it prints of data a plugin returned (engine.Redactor).
 func Scrubber(sensitive []string) func(string) string {
-	var sc scrubber
+	sc := newScrubber(sensitive)
+	return sc.scrub
+}
+
+// newScrubber works out the forms of the sensitive values (Scrubber).
+func newScrubber(sensitive []string) *scrubber {
+	sc := &scrubber{}
 	seen := make(map[string]bool, len(sensitive))
 	for _, s := range sensitive {
 		if len(s) < minScrubLen || seen[s] {
@@ -120,7 +126,7 @@ func Scrubber(sensitive []string) func(string) string {
 	for i, f := range sc.forms {
 		sc.ends[i] = [2]uint16{trigram(f, 0), trigram(f, len(f)-3)}
 	}
-	return sc.scrub
+	return sc
 }
 
 // scrubber holds the forms of the values to find, and the hashes of each one's first and last
@@ -131,7 +137,18 @@ type scrubber struct {
 	space bool // a value has a space, which a query string writes as '+'
 }
 
-func (sc *scrubber) scrub(msg string) string {
+func (sc *scrubber) scrub(msg string) string { return sc.scrubCut(msg, false) }
+
+// scrubPluginMessage is scrub of a plugin's own message, which the plugin may have cut itself
+// in the middle of a value it echoes (findAtOwnCuts).
+func scrubPluginMessage(msg string, sensitive []string) string {
+	sc := newScrubber(sensitive)
+	return sc.scrubCut(msg, true)
+}
+
+// scrubCut is scrub, and with own, of a value cut short where a plugin cuts its own message
+// too (findAtOwnCuts).
+func (sc *scrubber) scrubCut(msg string, own bool) string {
 	spans := sc.find(nil, msg, nil, nil, nil)
 	// Percent-encoded forms are found by decoding the message, not by listing encodings:
 	// which characters a URL escapes depends on the part and on the library.
@@ -169,6 +186,9 @@ func (sc *scrubber) scrub(msg string) string {
 		}
 	}
 	spans = sc.findAtCuts(spans, msg)
+	if own {
+		spans = sc.findAtOwnCuts(spans, msg)
+	}
 	if len(spans) == 0 {
 		return msg
 	}
@@ -195,26 +215,85 @@ func (sc *scrubber) findAtCuts(spans []span, msg string) []span {
 		if !cutMarkAt(msg[i:]) {
 			continue
 		}
-		longest := 0
-		for _, f := range sc.forms {
-			// From the farthest start a cut form may have, to the nearest: the first whose
-			// stretch up to the mark begins f is the longest. Starts are where f's first byte is.
-			for p := at - min(len(f)-1, at); p <= at-max(minScrubLen, longest+1); p++ {
-				k := strings.IndexByte(msg[p:at-minScrubLen+1], f[0])
-				if k < 0 {
-					break
-				}
-				p += k
-				if at-p > longest && strings.HasPrefix(f, msg[p:at]) {
-					longest = at - p
-					break
-				}
+		spans = sc.appendCutAt(spans, msg, at, false)
+	}
+}
+
+// appendCutAt appends the longest stretch of msg ending at at, of at least minScrubLen bytes,
+// that begins one of the forms: a value cut there. With word, only a stretch that begins a
+// word (no letter, digit, '_' or non-ASCII byte before it) is: where no mark says a value was
+// cut, the end of an honest word ("ser" of "server" before a mount flag "vers=4.1") is not.
+func (sc *scrubber) appendCutAt(spans []span, msg string, at int, word bool) []span {
+	longest := 0
+	for _, f := range sc.forms {
+		// From the farthest start a cut form may have, to the nearest: the first whose
+		// stretch up to the mark begins f is the longest. Starts are where f's first byte is.
+		for p := at - min(len(f)-1, at); p <= at-max(minScrubLen, longest+1); p++ {
+			k := strings.IndexByte(msg[p:at-minScrubLen+1], f[0])
+			if k < 0 {
+				break
+			}
+			p += k
+			if word && p > 0 && wordByte(msg[p-1]) {
+				continue
+			}
+			if at-p > longest && strings.HasPrefix(f, msg[p:at]) {
+				longest = at - p
+				break
 			}
 		}
-		if longest > 0 {
-			spans = append(spans, span{at - longest, at})
+	}
+	if longest > 0 {
+		spans = append(spans, span{at - longest, at})
+	}
+	return spans
+}
+
+// maxOwnCuts is how many ellipses of a plugin's message findAtOwnCuts looks before: a plugin
+// that cuts what it quotes cuts it once or twice; each look costs a pass over the forms.
+const maxOwnCuts = 8
+
+// ownCutClosers are what may follow a value a plugin cut at the end of its message: the
+// quote, bracket or full stop that closed what it quoted, white space.
+const ownCutClosers = " \t\r\n\"'`)]}>.,;:!"
+
+// findAtOwnCuts appends, where a plugin may have cut its own message (a Go %.40s, a Python
+// msg[:40], a backend's answer quoted truncated): at the message's end, past what closes a
+// quote (ownCutClosers), and before each of its first maxOwnCuts ellipses ("..." or "…"),
+// the longest stretch of at least minScrubLen bytes that begins a word and one of the forms,
+// as findAtCuts does at spec.Cut's mark. Before, "token=s3cr3t-SENTINEL-47" was shown, a secret
+// but for its last two bytes (TestPluginMessageCutByThePluginInASecretShowsNoPartOfIt).
+func (sc *scrubber) findAtOwnCuts(spans []span, msg string) []span {
+	if len(sc.forms) == 0 {
+		return spans
+	}
+	end := len(strings.TrimRight(msg, ownCutClosers))
+	for strings.HasSuffix(msg[:end], "…") {
+		end = len(strings.TrimRight(msg[:end-len("…")], ownCutClosers))
+	}
+	if end >= minScrubLen {
+		spans = sc.appendCutAt(spans, msg, end, true)
+	}
+	for i, n := 0, 0; n < maxOwnCuts; n++ {
+		j := strings.IndexAny(msg[i:], ".…")
+		if j < 0 {
+			break
+		}
+		at := i + j
+		switch {
+		case strings.HasPrefix(msg[at:], "..."):
+			i = at + len("...")
+		case strings.HasPrefix(msg[at:], "…"):
+			i = at + len("…")
+		default:
+			i, n = at+1, n-1 // a lone full stop is no ellipsis
+			continue
+		}
+		if at >= minScrubLen {
+			spans = sc.appendCutAt(spans, msg, at, true)
 		}
 	}
+	return spans
 }
 
 // cutMarkAt says whether rest, what follows cutMark, ends spec.Cut's mark: digits, then " bytes more)".

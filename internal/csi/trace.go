@@ -28,9 +28,10 @@ type rpcStartKey struct{}
 
 // MaxTraceAnswer is how much of a plugin's answer the trace logs, in bytes of its text: a
 // plugin may answer with megabytes (a volume context, a listing, gRPC takes up to 4 MiB), and
-// `--verbose` would write each of them whole, at every call. An answer past it is scrubbed of
-// the secrets volctl knows before it is cut (Client.pluginTextUpTo), so that the cut leaves no
-// part of one for the log's own redaction to miss.
+// `--verbose` would write each of them whole, at every call. Every answer is scrubbed of the
+// secrets volctl knows (the request's, Config.Redact's) before it is cut (Client.pluginTextUpTo),
+// so that the cut leaves no part of one for the log's own redaction to miss, and a secret the
+// log's redaction does not know (one the state does not hold yet) is not written either.
 const MaxTraceAnswer = 64 << 10
 
 // traceInterceptor logs each RPC at Debug: method, request and response with secrets and
@@ -82,13 +83,17 @@ func traceInterceptor(log *slog.Logger, socket string, text func(context.Context
 			}
 			attrs = append(attrs, slog.String("error", msg))
 		} else {
+			// An answer is the plugin's text as its error messages are, and scrubbed as they
+			// are, whatever its size: a hostile plugin echoes the request's secrets into the
+			// fields of an answer OK (a volume_context, a publish_context, snapshot IDs), and
+			// one the state does not hold yet (a register's spec, `snapshot list --secret`) has
+			// no log redaction after this to catch it. Before, only an answer past
+			// MaxTraceAnswer was (TestVerboseTraceScrubsSecretsEchoedInAnswers).
 			answer := sanitize(reply)
-			if len(answer) > MaxTraceAnswer {
-				if m, ok := req.(proto.Message); ok {
-					answer = text(ctx, m, answer, MaxTraceAnswer)
-				} else {
-					answer = withheld
-				}
+			if m, ok := req.(proto.Message); ok {
+				answer = text(ctx, m, answer, MaxTraceAnswer)
+			} else if len(answer) > MaxTraceAnswer {
+				answer = withheld
 			}
 			attrs = append(attrs, slog.String("response", answer))
 		}

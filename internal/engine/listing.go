@@ -337,7 +337,8 @@ func (e *Engine) listsVolume(ctx context.Context, c *conn, externalID string) (b
 // ControllerGetVolume answering about another volume ID than asked is believed when it says
 // published to the node (a plugin that normalises IDs answers so of the volume asked), and is
 // no answer (err) when it says not: that is another volume's state
-// (`TestControllerUnpublishCheckedByGetVolumeAnsweringAnotherVolume`).
+// (`TestControllerUnpublishCheckedByGetVolumeAnsweringAnotherVolume`), and so is an answer OK
+// with no volume in it (`TestControllerUnpublishCheckedByGetVolumeAnsweringNoVolume`).
 // err says the check failed or did not end.
 func (e *Engine) listsPublished(ctx context.Context, c *conn, externalID, nodeID string) (published bool, err error) {
 	switch publishedCheck(c) {
@@ -353,9 +354,19 @@ func (e *Engine) listsPublished(ctx context.Context, c *conn, externalID, nodeID
 			return page.NextToken, published, nil
 		})
 	case csi.RPCControllerGetVolume:
-		var got csi.ControllerGetVolumeResponse
-		_, got, err = e.getsVolume(ctx, c, externalID)
+		var (
+			got   csi.ControllerGetVolumeResponse
+			found bool
+		)
+		found, got, err = e.getsVolume(ctx, c, externalID)
 		published = slices.Contains(got.PublishedNodeIDs, nodeID)
+		if err == nil && !published && found && got.Volume.ID == "" {
+			// An answer OK without the volume CSI requires in it (a default response) says
+			// nothing of the volume asked either: before, it read as published nowhere, the
+			// detach checked (TestControllerUnpublishCheckedByGetVolumeAnsweringNoVolume).
+			err = fmt.Errorf("%s of volume %q answered OK with no volume: that says nothing of the volume asked",
+				csi.RPCControllerGetVolume, externalID)
+		}
 		if err == nil && !published && got.Volume.ID != "" && got.Volume.ID != externalID {
 			// Quoted cut: the plugin's answer, unbounded but by gRPC's 4 MiB, is no ID volctl made.
 			nodes := "no node"
