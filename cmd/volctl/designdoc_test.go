@@ -213,7 +213,7 @@ var designImports = map[string]map[string][]string{
 	"internal/store":             {"atomicfile": nil, "backoff": nil, "pathtrust": nil, "procfs": nil, "shellquote": nil, "spec": nil},
 	"internal/hostpath":          {"atomicfile": nil, "buildinfo": nil, "crash": nil, "pathtrust": nil, "spec": nil},
 	"internal/engine":            {"backoff": nil, "crash": nil, "csi": nil, "display": {"Latency"}, "pathtrust": nil, "procfs": nil, "shellquote": nil, "spec": nil, "store": nil},
-	"internal/nomad": {"csi": {"Scrubber"}, "engine": {"VolumeInfo", "ShownNomadAddress", "HiddenNomadQuery"},
+	"internal/nomad": {"csi": {"Scrubber"}, "engine": {"VolumeInfo", "ShownNomadAddress", "HiddenNomadPathAndQuery"},
 		"shellquote": nil, "spec": nil},
 	"internal/tui": {"crash": nil, "display": nil, "engine": nil, "shellquote": nil, "spec": nil},
 	"internal/agent": {"atomicfile": nil, "backoff": nil, "crash": nil, "engine": nil, "hostpath": {"RemoveStaleSocket"}, "pathtrust": nil, "procfs": nil,

@@ -789,14 +789,7 @@ func untrustedModule(command string, in *interpreter, m argCode, wd string) erro
 	case strings.HasPrefix(name, "#") && m.what != "-r" && m.what != "--require":
 		names = nodeImportsNames(name, wd)
 	default:
-		for d := wd; ; d = filepath.Dir(d) {
-			if filepath.Base(d) != "node_modules" {
-				names = append(names, filepath.Join(d, "node_modules"))
-			}
-			if d == "/" || d == "." {
-				break
-			}
-		}
+		names = nodePackageNames(name, wd)
 	}
 	for _, n := range names {
 		if !filepath.IsAbs(n) && wd != "" {
@@ -882,12 +875,7 @@ func nodeImportsNames(name, wd string) []string {
 				names = append(names, filepath.Join(dir, rest))
 				return
 			}
-			for d := dir; ; d = filepath.Dir(d) {
-				names = append(names, filepath.Join(d, "node_modules"))
-				if d == "/" || d == "." {
-					break
-				}
-			}
+			names = append(names, nodePackageNames(v, dir)...)
 		}
 	}
 	imports, _ := pj.Imports.(map[string]any)
@@ -901,6 +889,89 @@ func nodeImportsNames(name, wd string) []string {
 		}
 	}
 	return names
+}
+
+// nodePackageNames are the files and directories node reads to load the bare package
+// specifier spec (pkg, pkg/sub, @scope/pkg/sub) from dir, to be checked: the node_modules of
+// dir and each directory above it up to the first that has the package (a nearer one another
+// user may make, or make the package in, is loaded first), and in that one the package's
+// directory (a symlink, as npm link makes, is followed to its target), its package.json, and
+// the files node loads from it: what its "exports" map name (each target of any condition,
+// as for "imports"), else for the package itself its "main" (as written, with .js, or its
+// index.js) and index.js, else the subpath. Before (round 33), only the node_modules
+// directories were checked, and a root-owned node_modules holding another user's package (a
+// symlink to their directory, a file of theirs in it) had node load their code as root
+// (TestNodeBarePackageIsCheckedToTheFileNodeLoads).
+func nodePackageNames(spec, dir string) []string {
+	parts := strings.SplitN(spec, "/", 3)
+	pkg, sub := parts[0], strings.Join(parts[1:], "/")
+	if strings.HasPrefix(spec, "@") && len(parts) > 1 {
+		pkg, sub = parts[0]+"/"+parts[1], strings.Join(parts[2:], "/")
+	}
+	var names []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if filepath.Base(d) != "node_modules" {
+			nm := filepath.Join(d, "node_modules")
+			names = append(names, nm)
+			if root := filepath.Join(nm, pkg); isDir(root) {
+				return append(names, nodePackageFiles(root, sub)...)
+			}
+		}
+		if d == "/" || d == "." {
+			return names
+		}
+	}
+}
+
+// nodePackageFiles are the package directory root, its package.json and the files node loads
+// from it for subpath sub ("" for the package itself) (nodePackageNames).
+func nodePackageFiles(root, sub string) []string {
+	names := []string{root, filepath.Join(root, "package.json")}
+	var pj struct {
+		Exports any    `json:"exports"`
+		Main    string `json:"main"`
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "package.json")); err == nil {
+		json.Unmarshal(b, &pj) // node refuses one it cannot read; the check of the file says whose it is
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for _, w := range v {
+				walk(w)
+			}
+		case []any:
+			for _, w := range v {
+				walk(w)
+			}
+		case string:
+			rest := strings.TrimPrefix(v, "./")
+			if k := strings.IndexByte(rest, '*'); k >= 0 {
+				rest = filepath.Dir(rest[:k] + "x")
+			}
+			names = append(names, filepath.Join(root, rest))
+		}
+	}
+	switch {
+	case pj.Exports != nil:
+		walk(pj.Exports) // every subpath's, every condition's: node loads one of them
+	case sub != "":
+		names = append(names, filepath.Join(root, sub))
+	default:
+		if pj.Main != "" {
+			m := filepath.Join(root, pj.Main)
+			names = append(names, m, m+".js", filepath.Join(m, "index.js"))
+		}
+		names = append(names, filepath.Join(root, "index.js"))
+	}
+	return names
+}
+
+// isDir reports whether name is a directory, a symlink to one followed.
+func isDir(name string) bool {
+	fi, err := os.Stat(name)
+	return err == nil && fi.IsDir()
 }
 
 // fileURLPath is the file node loads for the file: URL whose part after "file:" is rest, as

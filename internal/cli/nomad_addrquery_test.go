@@ -11,7 +11,7 @@ import (
 
 // NOMAD_ADDR with a token in its query (?token=SECRET): register's text and the handover mark
 // it records, and nomad status (its table and --json), showed the address, token and all.
-// The query's values are xxxxx everywhere the address is shown (engine.HiddenNomadQuery);
+// The query's values are xxxxx everywhere the address is shown (engine.HiddenNomadPathAndQuery);
 // the volume is still handed over to, and asked about at, the host written.
 func TestNomadRegisterAndStatusHideAnAddressQuery(t *testing.T) {
 	const secret = "s3cr3t-qu3ry-t0ken"

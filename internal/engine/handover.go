@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
@@ -348,7 +349,7 @@ const hiddenCredential = "xxxxx"
 // key-only user (http://KEY@host) as it was: every message, note and --json field naming the
 // mark's address showed the key. The user is no place (SameNomadAddress ignores it).
 //
-// Its query's values (and a fragment) are hidden too (HiddenNomadQuery).
+// What follows its host is hidden too (HiddenNomadPathAndQuery).
 func ShownNomadAddress(addr string) string {
 	start := 0
 	if i := strings.Index(addr, "://"); i >= 0 {
@@ -357,50 +358,97 @@ func ShownNomadAddress(addr string) string {
 	if at := strings.LastIndex(addr[start:], "@"); at >= 0 {
 		addr = addr[:start] + hiddenCredential + addr[start+at:]
 	}
-	return HiddenNomadQuery(addr)
+	return HiddenNomadPathAndQuery(addr)
 }
 
-// HiddenNomadQuery is addr with each value of its query as xxxxx (a part with no '=' whole),
-// and a fragment as xxxxx: NOMAD_ADDR=http://nomad:4646/?token=SECRET, as some gateways take
-// a token, was shown as it is in every message, note and --json field naming the address, and
-// recorded so in a handover mark (TestNomadAddressQueryIsNotShown). Nomad's API client sends
-// an address's scheme, host and port only (no path, no query): a token there reaches neither
-// Nomad nor a proxy before it, and belongs in NOMAD_TOKEN (or NOMAD_HTTP_AUTH). The keys are
-// kept, to say what was written. The query begins at the first '?' after the last '@' (one
-// in a password that url.Parse cannot read is hidden with it).
-func HiddenNomadQuery(addr string) string {
-	start := 0
+// HiddenNomadPathAndQuery is addr with what may be a secret after its host as xxxxx: each
+// value of its query, each key of it and each segment of its path that is not a plain word
+// (plainWord: a key that is the token itself, ?TOKEN= or ?TOKEN, a gateway's /v1/TOKEN/), a
+// fragment, and anything after the host and port that no URL has there (;TOKEN, \TOKEN).
+// NOMAD_ADDR=http://nomad:4646/?token=SECRET, as some gateways take a token, was shown as it is
+// in every message, note and --json field naming the address, and recorded so in a handover
+// mark (TestNomadAddressQueryIsNotShown); so was a token as a query key or in the path until
+// round 34 (TestNomadAddressKeyOrPathSecretIsNotShown). Nomad's API client sends an address's
+// scheme, user, host and port only (no path, no query): a token there reaches neither Nomad
+// nor a proxy before it, and belongs in NOMAD_TOKEN (or NOMAD_HTTP_AUTH), and an address
+// shown with xxxxx there reaches the same Nomad as written. Plain words are kept, to say what
+// was written (?region=xxxxx, /nomad/). A unix:// address's path is its socket's, kept whole.
+// The host begins after the last '@' (one in a password that url.Parse cannot read is hidden
+// with it).
+func HiddenNomadPathAndQuery(addr string) string {
+	start, unix := 0, false
 	if i := strings.Index(addr, "://"); i >= 0 {
-		start = i + len("://")
+		start, unix = i+len("://"), strings.EqualFold(addr[:i], "unix")
 	}
 	if at := strings.LastIndex(addr[start:], "@"); at >= 0 {
-		start += at
+		start += at + 1
 	}
-	q := strings.IndexAny(addr[start:], "?#")
-	if q < 0 {
+	// The host and port: the characters a host name, an IP address (IPv6 in brackets, its zone
+	// after a '%') and a port are written with.
+	end := strings.IndexFunc(addr[start:], func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune(".-_:[]%", r))
+	})
+	if end < 0 {
 		return addr
 	}
-	q += start
+	end += start
 	var b strings.Builder
-	b.WriteString(addr[:q])
-	rest, frag, hasFrag := addr[q:], "", false
-	if rest[0] == '?' {
-		rest, frag, hasFrag = strings.Cut(rest[1:], "#")
+	b.WriteString(addr[:end])
+	rest := addr[end:]
+	path := rest[:strings.IndexAny(rest+"?", "?#")]
+	rest = rest[len(path):]
+	switch {
+	case unix || path == "":
+		b.WriteString(path)
+	case path[0] != '/':
+		// Not a URL's: ;TOKEN or \TOKEN after the port, refused as no URL, shown so (;xxxxx).
+		// Blanks and control characters are kept, for the error that names them
+		// (TestNomadAddressWithStrayTextIsNamed).
+		inRun, hidden := false, false
+		for _, r := range path {
+			switch {
+			case unicode.IsSpace(r) || unicode.IsControl(r):
+				b.WriteRune(r)
+				inRun = false
+			case !inRun:
+				b.WriteRune(r)
+				inRun, hidden = true, false
+			case !hidden:
+				b.WriteString(hiddenCredential)
+				hidden = true
+			}
+		}
+	default:
+		for i, seg := range strings.Split(path, "/") {
+			if i > 0 {
+				b.WriteByte('/')
+			}
+			if seg == "" || plainWord(seg) || seg[0] == 'v' && len(seg) > 1 && strings.Trim(seg[1:], "0123456789") == "" {
+				b.WriteString(seg)
+			} else {
+				b.WriteString(hiddenCredential)
+			}
+		}
+	}
+	query, frag, hasFrag := "", "", false
+	if rest != "" && rest[0] == '?' {
+		query, frag, hasFrag = strings.Cut(rest[1:], "#")
 		b.WriteByte('?')
-		for i, part := range strings.Split(rest, "&") {
+		for i, part := range strings.Split(query, "&") {
 			if i > 0 {
 				b.WriteByte('&')
 			}
 			switch k, v, ok := strings.Cut(part, "="); {
-			case ok && v != "":
-				b.WriteString(k + "=" + hiddenCredential)
-			case ok || part == "":
-				b.WriteString(part)
-			default:
+			case part == "":
+			case !ok || !plainWord(k): // a part with no '=' may be the token itself, as may a key
 				b.WriteString(hiddenCredential)
+			case v != "":
+				b.WriteString(k + "=" + hiddenCredential)
+			default:
+				b.WriteString(part)
 			}
 		}
-	} else {
+	} else if rest != "" {
 		frag, hasFrag = rest[1:], true
 	}
 	if hasFrag {
@@ -410,6 +458,25 @@ func HiddenNomadQuery(addr string) string {
 		}
 	}
 	return b.String()
+}
+
+// plainWord reports whether s, a query key or a path segment of a Nomad address, is a word a
+// person writes (lower-case ASCII letters, words joined by '-', '_' or '.': region, token,
+// next_token, nomad-api), shown as it is; a token, a generated key, an ID, an upper-case or
+// percent-encoded word is not.
+func plainWord(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for i, r := range s {
+		if 'a' <= r && r <= 'z' {
+			continue
+		}
+		if !strings.ContainsRune("-_.", r) || i == 0 || i == len(s)-1 || strings.ContainsRune("-_.", rune(s[i-1])) {
+			return false
+		}
+	}
+	return true
 }
 
 // To reports whether the volume is handed over to the cluster, namespace and region of to,

@@ -14,7 +14,7 @@ import (
 // take one): the address was shown as it is wherever volctl names it (every "Nomad at ..."
 // error, nomad status, advice, the handover mark it records), though Nomad's API client sends
 // no query (nor path) and the token reached no one. Each query value, and a fragment, is
-// shown as xxxxx, the keys kept (engine.HiddenNomadQuery); the requests still go to the host
+// shown as xxxxx, the keys kept (engine.HiddenNomadPathAndQuery); the requests still go to the host
 // written. An address with no query (https with a port, an IPv6 literal, a path prefix) is
 // shown as it was.
 func TestNomadAddressQueryIsNotShown(t *testing.T) {

@@ -152,8 +152,8 @@ func NewClient(address string) (*Client, error) {
 		}
 	}
 	// Its query's values too: the API client sends none of it, and a token there
-	// (?token=SECRET) was shown wherever the address is (engine.HiddenNomadQuery).
-	shown = engine.HiddenNomadQuery(shown)
+	// (?token=SECRET), its path too, was shown wherever the address is (engine.HiddenNomadPathAndQuery).
+	shown = engine.HiddenNomadPathAndQuery(shown)
 	// Longest first, so that a credential holding another is replaced whole.
 	sort.Slice(creds, func(i, j int) bool { return len(creds[i]) > len(creds[j]) })
 	if err := speakable(cfg.Address, shown); err != nil {
@@ -161,8 +161,12 @@ func NewClient(address string) (*Client, error) {
 	}
 	if perr != nil {
 		if fixed, ok := zoneEscaped(cfg.Address); ok {
-			return nil, fmt.Errorf("Nomad at %s: NOMAD_ADDR's IPv6 address names its zone after a bare %%, which a URL writes as %%25: NOMAD_ADDR=%s%s",
-				shown, hiddenUserinfo(fixed), credentialBack(fixed))
+			return nil, fmt.Errorf("Nomad at %s: NOMAD_ADDR's IPv6 address names its zone after a bare %%, which a URL writes as %%25: %s",
+				shown, advised(fixed))
+		}
+		if fixed, ok := fragmentless(cfg.Address); ok {
+			return nil, fmt.Errorf("Nomad at %s: NOMAD_ADDR ends in a fragment (a '#' and what follows it), which Nomad's API client does not send, nor anything after the host and port: %s (a '#' that is part of a password is written %%23)",
+				shown, advised(fixed))
 		}
 		// Not url.Parse's words nor the api module's, which quote the address, or the part of
 		// the password it took for a port.
@@ -276,13 +280,56 @@ func zoneEscaped(address string) (string, bool) {
 	return fixed, true
 }
 
-// credentialBack is, for advice naming address as hiddenUserinfo shows it, " (with the
-// credential in place of xxxxx)" when it hides one, else empty.
-func credentialBack(address string) string {
-	if hiddenUserinfo(address) == address {
-		return ""
+// fragmentless is address without its fragment, and true, when it has one that cannot be
+// part of a password (a '#' after its last '@') and reads as a URL without it: such an
+// address was refused (misread) with advice about the characters of a password, which it
+// had none of (TestNomadAddressFragmentAndQueryAdviceNameThem).
+func fragmentless(address string) (string, bool) {
+	hash := strings.LastIndex(address, "@") + 1
+	i := strings.Index(address[hash:], "#")
+	if i < 0 {
+		return "", false
 	}
-	return " (with your user and password in place of xxxxx)"
+	fixed := address[:hash+i]
+	u, err := url.Parse(fixed)
+	return fixed, err == nil && !misread(fixed, u)
+}
+
+// advised is NOMAD_ADDR=ADDRESS, advice to set NOMAD_ADDR to fixed, pasteable into a shell as
+// printed: what volctl does not show hidden as everywhere (hiddenUserinfo: a user and
+// password, and a path segment that may be a secret, which works as printed since Nomad's
+// API client sends no path), without its query and fragment, which that client does not send
+// either, each said; quoted where a shell would read the address otherwise. Before, the
+// advice for an address with a query (?token=xxxxx) said to put "your user and password" in
+// place of its xxxxx, and printed a '&' raw, which a shell reads as the command's end.
+func advised(fixed string) string {
+	shown := hiddenUserinfo(fixed)
+	var notes []string
+	if strings.Contains(shown, "xxxxx@") && !strings.Contains(fixed, "xxxxx@") {
+		notes = append(notes, "with your user and password in place of xxxxx")
+	}
+	host := strings.LastIndex(shown, "@") + 1
+	if host == 0 {
+		if i := strings.Index(shown, "://"); i >= 0 {
+			host = i + len("://")
+		}
+	}
+	if i := strings.IndexAny(shown[host:], "?#"); i >= 0 {
+		shown = shown[:host+i]
+		notes = append(notes, "without its query, which Nomad's API client does not send: a token goes in NOMAD_TOKEN, a proxy's credential in NOMAD_HTTP_AUTH")
+	}
+	if strings.Contains(shown[host:], "xxxxx") {
+		notes = append(notes, "xxxxx stands for what volctl does not show of its path, which Nomad's API client does not send either")
+	}
+	// The value of an assignment is not globbed: the brackets of an IPv6 host need no quotes.
+	word := shown
+	if unbracketed := strings.NewReplacer("[", "a", "]", "a").Replace(shown); shellquote.Arg(unbracketed) != unbracketed {
+		word = shellquote.Arg(shown)
+	}
+	if len(notes) == 0 {
+		return "NOMAD_ADDR=" + word
+	}
+	return "NOMAD_ADDR=" + word + " (" + strings.Join(notes, "; ") + ")"
 }
 
 // speakable refuses an address the API client cannot speak to, before any request: one with no
@@ -314,11 +361,11 @@ func speakable(address, shown string) error {
 		if strings.EqualFold(s, "unix") {
 			fixed = s + ":///" + strings.TrimLeft(rest, `/\`)
 		}
-		return fmt.Errorf("Nomad at %s: NOMAD_ADDR=%s must start with http://, https:// or unix://, two slashes after the scheme: NOMAD_ADDR=%s%s",
-			shown, shown, hiddenUserinfo(fixed), credentialBack(fixed))
+		return fmt.Errorf("Nomad at %s: NOMAD_ADDR=%s must start with http://, https:// or unix://, two slashes after the scheme: %s",
+			shown, shown, advised(fixed))
 	}
 	if !found { // shown is hiddenUserinfo's: user:password@host is not parsed as such
-		return fmt.Errorf("Nomad at %s: NOMAD_ADDR=%s must start with http://, https:// or unix://: NOMAD_ADDR=http://%s (https:// if Nomad's tls block enables TLS for its HTTP API)", shown, shown, shown)
+		return fmt.Errorf("Nomad at %s: NOMAD_ADDR=%s must start with http://, https:// or unix://: %s (https:// if Nomad's tls block enables TLS for its HTTP API)", shown, shown, advised("http://"+address))
 	}
 	return fmt.Errorf("Nomad at %s: NOMAD_ADDR=%s must start with http://, https:// or unix://", shown, shown)
 }
