@@ -3,12 +3,14 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 )
 
 // TestPluginCapabilitiesReadsEachPluginsNewest: plugin-capabilities events of several plugins
-// among others: PluginCapabilities gives each plugin's newest up to the limit (one plugin's
-// alone when named), newest first, and nothing of other kinds. Its statement names the partial
+// among others: PluginCapabilityChanges gives each plugin's newest changes of capabilities up to
+// the limit (one plugin's alone when named), newest first, and nothing of other kinds nor a
+// plugin-capabilities event of another change (a version alone). Its statement names the partial
 // index (INDEXED BY): were the index missing or unusable, the read fails here rather than
 // walking the whole log once more for every plugin list.
 func TestPluginCapabilitiesReadsEachPluginsNewest(t *testing.T) {
@@ -18,7 +20,8 @@ func TestPluginCapabilitiesReadsEachPluginsNewest(t *testing.T) {
 	if err := s.Update(ctx, func(tx *Tx) error {
 		for i := range 12 {
 			for _, ev := range []Event{
-				{Kind: "plugin-capabilities", PluginID: fmt.Sprintf("p%d", i%3), Message: fmt.Sprint(i)},
+				{Kind: "plugin-capabilities", PluginID: fmt.Sprintf("p%d", i%3), Message: fmt.Sprintf("plugin %q%s; lost: %d", fmt.Sprintf("p%d", i%3), CapabilityChangeWords, i)},
+				{Kind: "plugin-capabilities", PluginID: fmt.Sprintf("p%d", i%3), Message: fmt.Sprintf("plugin %q came back with version %d", fmt.Sprintf("p%d", i%3), i)},
 				{Kind: "claim", PluginID: fmt.Sprintf("p%d", i%3), Message: "claim"},
 			} {
 				if err := tx.Events().Append(&ev); err != nil {
@@ -33,9 +36,10 @@ func TestPluginCapabilitiesReadsEachPluginsNewest(t *testing.T) {
 	read := func(plugin string, limit int) (got []string) {
 		t.Helper()
 		if err := s.View(ctx, func(tx *Tx) error {
-			evs, err := tx.Events().PluginCapabilities(plugin, limit)
+			evs, err := tx.Events().PluginCapabilityChanges(plugin, limit)
 			for _, ev := range evs {
-				got = append(got, ev.PluginID+":"+ev.Kind+":"+ev.Message)
+				_, n, _ := strings.Cut(ev.Message, "lost: ")
+				got = append(got, ev.PluginID+":"+ev.Kind+":"+n)
 			}
 			return err
 		}); err != nil {

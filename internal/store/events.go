@@ -45,15 +45,13 @@ type EventStore interface {
 	Recent(limit int, f EventFilter) ([]Event, error)
 	// Logged returns how many events the log holds.
 	Logged() (int, error)
-	// PluginCapabilities returns up to limit plugin-capabilities events of each plugin (of
-	// plugin alone when it is not ""), newest first, in one statement by their own index
-	// (events_plugin_capabilities): Recent with that filter walks the whole log for a plugin
-	// that has none, and a statement per plugin doubled what a plugin list costs.
-	PluginCapabilities(plugin string, limit int) ([]Event, error)
-	// PluginCapabilityChanges is PluginCapabilities of the events whose message begins as the
-	// engine words a change of capabilities, `plugin "ID" came back with other capabilities`:
-	// a plugin restarted with another version alone, however often, leaves its last change in
-	// reach.
+	// PluginCapabilityChanges returns up to limit plugin-capabilities events of each plugin (of
+	// plugin alone when it is not "") whose message begins as the engine words a change of
+	// capabilities, `plugin "ID" came back with other capabilities`, newest first, in one
+	// statement by their own index (events_plugin_capabilities): Recent with that filter walks
+	// the whole log for a plugin that has none, a statement per plugin doubled what a plugin
+	// list costs, and a plugin restarted with another version alone, however often, leaves its
+	// last change in reach.
 	PluginCapabilityChanges(plugin string, limit int) ([]Event, error)
 }
 
@@ -118,20 +116,12 @@ func (es events) Recent(limit int, f EventFilter) ([]Event, error) {
 		` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
 }
 
-// The kind is written into the statement, not bound: SQLite uses a partial index only for a
-// WHERE it can prove implies the index's, and a bound parameter proves nothing.
-func (es events) PluginCapabilities(plugin string, limit int) ([]Event, error) {
-	return listAll(es.tx, "plugin-capabilities events", scanEvent, `SELECT `+eventColumns+` FROM (
-		SELECT `+eventColumns+`, row_number() OVER (PARTITION BY plugin_id ORDER BY id DESC) AS n
-		FROM events INDEXED BY events_plugin_capabilities
-		WHERE kind = 'plugin-capabilities' AND (? = '' OR plugin_id = ?))
-		WHERE n <= ? ORDER BY id DESC`, plugin, plugin, limit)
-}
-
 // CapabilityChangeWords is how the engine's plugin-capabilities event of a change of
 // capabilities goes on after `plugin "ID"` (PluginCapabilityChanges).
 const CapabilityChangeWords = " came back with other capabilities"
 
+// The kind is written into the statement, not bound: SQLite uses a partial index only for a
+// WHERE it can prove implies the index's, and a bound parameter proves nothing.
 func (es events) PluginCapabilityChanges(plugin string, limit int) ([]Event, error) {
 	return listAll(es.tx, "plugin capability changes", scanEvent, `SELECT `+eventColumns+` FROM (
 		SELECT `+eventColumns+`, row_number() OVER (PARTITION BY plugin_id ORDER BY id DESC) AS n
