@@ -536,6 +536,19 @@ func (e *Engine) controllerExpandOwed(ctx context.Context, c *conn, v store.Volu
 			v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, err, owedExpandCommand(v))
 	}
 	if err := e.store.Update(context.WithoutCancel(ctx), e.locks.holding(v.ID, func(tx *store.Tx) error {
+		if resp.CapacityBytes > currentSize(v) {
+			// Rounded up: what the storage is now, as an expand records it.
+			cur, err := tx.Volumes().Get(v.ID)
+			if err != nil {
+				return err
+			}
+			if resp.CapacityBytes > cur.CapacityBytes {
+				cur.CapacityBytes = resp.CapacityBytes
+				if err := tx.Volumes().Update(&cur); err != nil {
+					return err
+				}
+			}
+		}
 		return tx.Volumes().SetNodeExpansionControllerDone(v.ID)
 	})); err != nil {
 		// Not recorded: the next attempt sends it again, which the plugin answers the same.
@@ -616,6 +629,14 @@ func (e *Engine) sendNodeExpand(ctx context.Context, c *conn, v store.Volume, re
 	own := fmt.Sprintf("node expansion to %s at %s failed, still owed: ", spec.FormatSize(req.CapacityMin), req.VolumePath)
 	e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCNodeExpandVolume,
 		Code: csi.CodeOf(err).String(), Message: own + err.Error()}, own)
+	if csi.IsUnimplemented(err) {
+		// Its node declared EXPAND_VOLUME (expandOnNode checked): sent again, it answers the same,
+		// and "run it again" alone sent the user round in circles.
+		return 0, fmt.Errorf("the node expansion of volume %q to %s for %s (at %s) failed: plugin %q declares the node capability EXPAND_VOLUME "+
+			"but answered NodeExpandVolume %w: the file system is not expanded, and the same answer comes back until its node service implements it "+
+			"(it stays owed: restart the plugin with a node service that expands, or ask its vendor, then run `%s` or `volctl reconcile`)",
+			v.ID, spec.FormatSize(v.NodeExpandMin), whom, req.VolumePath, v.PluginID, err, owedExpandCommand(v))
+	}
 	return 0, fmt.Errorf("the node expansion of volume %q to %s for %s (at %s) failed: %w (it stays owed: run `%s` again or `volctl reconcile`)",
 		v.ID, spec.FormatSize(v.NodeExpandMin), whom, req.VolumePath, err, owedExpandCommand(v))
 }

@@ -213,3 +213,57 @@ func TestOwedNodeExpansionThroughANodeHalfAloneWaitsForTheControllerHalf(t *test
 		t.Errorf("reconcile sent %v; want the controller's step, then the node's", got)
 	}
 }
+
+// The offline controller step answered OK below the size owed (the spec: it reaches
+// required_bytes or fails): the storage is not grown, so nothing records the controller's step,
+// and the NodeExpandVolume is not sent after the attach: the expansion stays owed, as one whose
+// ControllerExpandVolume failed. One answered above the size owed is recorded as the size.
+func TestOfflineControllerStepAnsweredShortOrLong(t *testing.T) {
+	t.Parallel()
+	for _, answer := range []int64{2 * mib, 6 * mib} {
+		t.Run(fmt.Sprint(answer), func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
+			h.create(volume("v"))
+			if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
+				t.Fatalf("node-only expand: %v", err)
+			}
+			h.restartWith(offlineOnlyExpansion)
+			h.mem.AnswerExpandWith(answer)
+			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+			v := h.volumeInfo("v")
+			if answer < 4*mib {
+				if v.NodeExpansionOwed != 4*mib || h.mem.CallCount(csi.RPCNodeExpandVolume) != 0 {
+					t.Errorf("answered short: owed %d, NodeExpandVolume sent %d times; want 4MiB still owed, none sent",
+						v.NodeExpansionOwed, h.mem.CallCount(csi.RPCNodeExpandVolume))
+				}
+				return
+			}
+			if v.NodeExpansionOwed != 0 || v.CapacityBytes != answer || h.mem.CallCount(csi.RPCNodeExpandVolume) != 1 {
+				t.Errorf("answered %d: owed %d, recorded %d, NodeExpandVolume sent %d times; want nothing owed, the size answered, once",
+					answer, v.NodeExpansionOwed, v.CapacityBytes, h.mem.CallCount(csi.RPCNodeExpandVolume))
+			}
+		})
+	}
+}
+
+// A node that declares EXPAND_VOLUME and answers NodeExpandVolume UNIMPLEMENTED: the expansion
+// stays owed, and the error says the plugin contradicts itself and that running it again gets
+// the same answer, where it said only "run the expand again", which answered the same for good.
+func TestNodeExpandUnimplementedByANodeThatDeclaresIt(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.faults.FailAlways(csi.RPCNodeExpandVolume, codes.Unimplemented)
+	_, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
+	for _, w := range []string{`plugin "mem" declares the node capability EXPAND_VOLUME but answered NodeExpandVolume`, "Unimplemented", "the same answer comes back",
+		"it stays owed", "`volctl volume expand v --size 4MiB`"} {
+		if !strings.Contains(fmt.Sprint(err), w) {
+			t.Errorf("expand = %v; want it to say %q", err, w)
+		}
+	}
+	if v := h.volumeInfo("v"); v.NodeExpansionOwed != 4*mib {
+		t.Errorf("owed %d; want 4MiB still owed", v.NodeExpansionOwed)
+	}
+}
