@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/shellquote"
@@ -86,6 +87,12 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 			return fail(pendingWithoutController(c, v))
 		}
 		nodeOnlyNote = finishedNodeOnly(v, size)
+	}
+	if needsControllerHalf(c) {
+		// Its controller, not registered, may be what grows the storage: done node-only, the
+		// expansion was recorded with a NodeExpandVolume that grew nothing (expand34). Refused,
+		// as a create or delete through the node half alone is.
+		return fail(controllerHalfMissing(c.plugin.ID, fmt.Sprintf("expand volume %q", v.ID)))
 	}
 	if !ctrl && !node {
 		return fail(invalidf("plugin %q cannot expand volumes (no EXPAND_VOLUME capability)", v.PluginID))
@@ -219,6 +226,10 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		// Owed before it is sent, and in the same commit as the new size: whatever happens to
 		// the node expansion, the record says the filesystem may still be the old size.
 		v.NodeExpandMin, v.NodeExpandMax = min(size, newSize), limit
+		// The controller answered at that size: the node's step alone is owed, sent whenever
+		// the volume is on the node (a plugin that expands only offline is sent no
+		// ControllerExpandVolume then). A node-only expansion's debt is the whole expansion.
+		v.NodeExpandControllerDone = ctrl
 		if over != nil {
 			v.NodeExpandMax = 0 // the storage is past the limit already: the node follows it
 		}
@@ -231,6 +242,7 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		if over != nil {
 			v.NodeExpandMax = 0
 		}
+		v.NodeExpandControllerDone = v.NodeExpandControllerDone || ctrl // it answered at size, above the size owed
 		msg += "; the node expansion owed since an earlier expand is still owed"
 	}
 	if nodeOnlyNote != "" {
@@ -430,24 +442,75 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, cont
 	return true, e.nodeExpanded(ctx, v, answered)
 }
 
-// controllerBeforeNode sends, before volume v's owed NodeExpandVolume, a ControllerExpandVolume
-// at the size recorded when plugin c now declares the controller's EXPAND_VOLUME, and returns
-// the capacity it answered (0: none sent, or not said). The debt does not say whether the
-// controller has had that size: a node-only expansion (or a pending controller one finished
-// node-only, finishedNodeOnly) records the new size with NodeExpandVolume, the whole expansion
-// then, owed; a plugin back with the controller's EXPAND_VOLUME takes NodeExpandVolume as the
-// node's step alone, and it grew nothing: the volume was recorded at the new size, nothing
-// owed, the storage at the old one (TestOwedNodeExpansionThroughAPluginBackWithControllerExpandSendsItFirst).
-// The plugin's declaration when the work is sent rules, as for a pending expansion: the
-// RPC is idempotent, so a controller that expanded the volume already answers OK with the
-// size it has. Not sent to a plugin that expands only offline (VOLUME_EXPANSION ONLINE not
-// declared): the volume is published or staged here when its debt comes due, and the CSI spec
-// says ControllerExpandVolume SHALL NOT be sent then. A failure, or an answer below the size
-// owed, leaves the node expansion owed (NodeExpandVolume not sent), and says so.
+// controllerBeforeNode sends, before volume v's owed NodeExpandVolume (v is on the node), the
+// ControllerExpandVolume to the size owed that its controller may not have had, and returns the
+// capacity it answered (0: none sent, or not said); nodeStepFirst says when. A step that must
+// wait (a plugin that expands only offline, a controller half not registered) is an error
+// saying so: the NodeExpandVolume is not sent, the expansion stays owed. A failure, or an
+// answer below the size owed, leaves the node expansion owed (NodeExpandVolume not sent), and
+// says so. The answer is recorded (NodeExpandControllerDone): a NodeExpandVolume that fails
+// after it is sent again alone.
 func (e *Engine) controllerBeforeNode(ctx context.Context, c *conn, v store.Volume) (int64, error) {
-	if !c.fp.Controller || !c.fp.Capabilities.Controller.ExpandVolume || !c.fp.Capabilities.Plugin.VolumeExpansionOnline {
-		return 0, nil
+	send, err := nodeStepFirst(c, v, true)
+	if !send || err != nil {
+		return 0, err
 	}
+	return e.controllerExpandOwed(ctx, c, v)
+}
+
+// nodeStepFirst decides what volume v's owed node expansion needs first through plugin c, with
+// the volume on the node (onNode: a claim, a staging or an attachment) or off it. The debt
+// does not always say the controller has had its size: a node-only expansion (and a pending
+// controller expansion finished node-only, finishedNodeOnly) records the new size with a
+// NodeExpandVolume owed that is then the whole expansion, and a debt recorded before migration
+// 0017 says nothing. So unless the controller's answer is recorded with the debt
+// (NodeExpandControllerDone), a plugin that now declares the controller's EXPAND_VOLUME is sent
+// ControllerExpandVolume to the size owed first (send), idempotent where the storage has it:
+// taken alone, the NodeExpandVolume grew nothing, the volume recorded at the new size, nothing
+// owed, the storage at the old one (TestOwedNodeExpansionThroughAPluginBackWithControllerExpandSendsItFirst).
+// The plugin's declaration when the work is sent rules, as for a pending expansion. For a plugin
+// without VOLUME_EXPANSION ONLINE (one that expands only offline) the CSI spec says
+// ControllerExpandVolume SHALL NOT be sent for a volume on the node: the expansion waits for the
+// volume to be off it (offlineExpansionWaits), where mend33b sent the NodeExpandVolume alone
+// (TestOwedNodeExpansionOfAnOfflineOnlyPluginWaitsWhileTheVolumeIsOnTheNode); and through a
+// node half alone of a plugin that advertises CONTROLLER_SERVICE, whose controller may be what
+// grows the storage, it waits for that half to be registered
+// (TestOwedNodeExpansionThroughANodeHalfAloneWaitsForTheControllerHalf).
+func nodeStepFirst(c *conn, v store.Volume, onNode bool) (send bool, wait error) {
+	switch {
+	case v.NodeExpandMin <= 0 || v.NodeExpandControllerDone:
+		return false, nil
+	case needsControllerHalf(c):
+		return false, controllerHalfMissing(c.plugin.ID, fmt.Sprintf("send the ControllerExpandVolume volume %q's owed expansion to %s may need before its NodeExpandVolume "+
+			"(it was owed as a node-only expansion; the expansion stays owed, NodeExpandVolume not sent, until then)", v.ID, spec.FormatSize(v.NodeExpandMin)))
+	case !c.fp.Controller || !c.fp.Capabilities.Controller.ExpandVolume:
+		return false, nil // node-only: the NodeExpandVolume is the whole expansion
+	case c.fp.Capabilities.Plugin.VolumeExpansionOnline || !onNode:
+		return true, nil
+	}
+	return false, offlineExpansionWaits(c, v)
+}
+
+// offlineExpansionWaits is the conflict of volume v's owed expansion through plugin c, which
+// has the controller's EXPAND_VOLUME without VOLUME_EXPANSION ONLINE, while the volume is on the
+// node: the controller has not had the size, and may not be sent it now.
+func offlineExpansionWaits(c *conn, v store.Volume) error {
+	says := "expands volumes only offline (VOLUME_EXPANSION OFFLINE, not ONLINE)"
+	if !c.fp.Capabilities.Plugin.VolumeExpansionOffline {
+		says = "does not say it expands volumes in use (its GetPluginCapabilities has no VOLUME_EXPANSION ONLINE)"
+	}
+	return conflictf("volume %q is owed its expansion to %s, which its controller has not had (it was owed as a node-only expansion), and plugin %q %s: "+
+		"ControllerExpandVolume is not sent while the volume is on this node, and NodeExpandVolume alone would not grow it, so nothing is sent and the expansion stays owed "+
+		"(the volume is recorded at %s, the storage may be smaller): it is done once the volume is off the node: release its claims, then the next claim sends "+
+		"ControllerExpandVolume before it attaches the volume, or `volctl reconcile` sends it while the volume is unclaimed",
+		v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, says, spec.FormatSize(currentSize(v)))
+}
+
+// controllerExpandOwed sends the ControllerExpandVolume of volume v's owed node expansion
+// (nodeStepFirst said to), and records its answer with the debt (NodeExpandControllerDone), so
+// that it is not sent again, nor waited for by a plugin that expands only offline. A failure, or
+// an answer below the size owed, leaves the expansion owed as it was, and says so.
+func (e *Engine) controllerExpandOwed(ctx context.Context, c *conn, v store.Volume) (int64, error) {
 	if err := e.locks.stillHeld(v.ID); err != nil {
 		return 0, err
 	}
@@ -472,7 +535,53 @@ func (e *Engine) controllerBeforeNode(ctx context.Context, c *conn, v store.Volu
 			"and it failed: %w (the expansion stays owed, NodeExpandVolume not sent: run `%s` again or `volctl reconcile`)",
 			v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, err, owedExpandCommand(v))
 	}
+	if err := e.store.Update(context.WithoutCancel(ctx), e.locks.holding(v.ID, func(tx *store.Tx) error {
+		if resp.CapacityBytes > currentSize(v) {
+			// Rounded up: what the storage is now, as an expand records it.
+			cur, err := tx.Volumes().Get(v.ID)
+			if err != nil {
+				return err
+			}
+			if resp.CapacityBytes > cur.CapacityBytes {
+				cur.CapacityBytes = resp.CapacityBytes
+				if err := tx.Volumes().Update(&cur); err != nil {
+					return err
+				}
+			}
+		}
+		return tx.Volumes().SetNodeExpansionControllerDone(v.ID)
+	})); err != nil {
+		// Not recorded: the next attempt sends it again, which the plugin answers the same.
+		e.log.Warn("recording an owed expansion's controller step", "volume", v.ID, "err", err)
+	}
 	return resp.CapacityBytes, nil
+}
+
+// expandBeforeAttach sends, as a claim begins publishing volume v and before anything puts
+// it on the node (ControllerPublishVolume, NodeStageVolume), the ControllerExpandVolume its owed
+// node expansion waits for through a plugin that expands only offline (nodeStepFirst): the
+// volume is off the node only now, and the claim's publish sends the NodeExpandVolume after it
+// (expandOnPublish). It reports whether the controller's step is done. It never fails the
+// claim: a failure leaves the expansion owed, with an event saying so.
+func (e *Engine) expandBeforeAttach(ctx context.Context, c *conn, v store.Volume, p *checkpoint) bool {
+	if v.NodeExpandMin <= 0 || v.NodeExpandControllerDone || c.fp.Capabilities.Plugin.VolumeExpansionOnline {
+		return false
+	}
+	if p.st.Staged || (p.st.ControllerPublished && !p.attachIntent) {
+		return false
+	}
+	if send, _ := nodeStepFirst(c, v, false); !send {
+		return false
+	}
+	u, err := p.usage(ctx)
+	if err != nil || u.attached > 0 || u.staging > 0 || u.handover != nil {
+		return false
+	}
+	if _, err := e.controllerExpandOwed(ctx, c, v); err != nil {
+		e.log.Warn("owed expansion's controller step before the attach", "volume", v.ID, "err", err)
+		return false
+	}
+	return true
 }
 
 // nodeExpandRequest is the NodeExpandVolume a volume is owed, at path (a claim's target, with
@@ -520,6 +629,14 @@ func (e *Engine) sendNodeExpand(ctx context.Context, c *conn, v store.Volume, re
 	own := fmt.Sprintf("node expansion to %s at %s failed, still owed: ", spec.FormatSize(req.CapacityMin), req.VolumePath)
 	e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCNodeExpandVolume,
 		Code: csi.CodeOf(err).String(), Message: own + err.Error()}, own)
+	if csi.IsUnimplemented(err) {
+		// Its node declared EXPAND_VOLUME (expandOnNode checked): sent again, it answers the same,
+		// and "run it again" alone sent the user round in circles.
+		return 0, fmt.Errorf("the node expansion of volume %q to %s for %s (at %s) failed: plugin %q declares the node capability EXPAND_VOLUME "+
+			"but answered NodeExpandVolume %w: the file system is not expanded, and the same answer comes back until its node service implements it "+
+			"(it stays owed: restart the plugin with a node service that expands, or ask its vendor, then run `%s` or `volctl reconcile`)",
+			v.ID, spec.FormatSize(v.NodeExpandMin), whom, req.VolumePath, v.PluginID, err, owedExpandCommand(v))
+	}
 	return 0, fmt.Errorf("the node expansion of volume %q to %s for %s (at %s) failed: %w (it stays owed: run `%s` again or `volctl reconcile`)",
 		v.ID, spec.FormatSize(v.NodeExpandMin), whom, req.VolumePath, err, owedExpandCommand(v))
 }
@@ -565,6 +682,13 @@ func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, c
 		return
 	}
 	ctrlAnswered, err := e.controllerBeforeNode(ctx, c, v)
+	var wait *kindError
+	if errors.As(err, &wait) {
+		// The expansion waits (a plugin that expands only offline, a controller half not
+		// registered): said where `volctl events` and the dashboard show it.
+		own := fmt.Sprintf("node expansion to %s still owed, not sent at the publish: ", spec.FormatSize(v.NodeExpandMin))
+		e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, Message: own + err.Error()}, own)
+	}
 	if err == nil {
 		var answered int64
 		answered, err = e.sendNodeExpand(ctx, c, v, e.nodeExpandRequest(c, v, cl, cl.TargetPath, st), fmt.Sprintf("alloc %q", cl.Alloc))
@@ -660,6 +784,10 @@ func (e *Engine) reconcileExpansions(ctx context.Context, rep *ReconcileReport, 
 		here[st.VolumeID] = true
 	}
 	for _, listed := range vols {
+		if listed.NodeExpandMin > 0 && !listed.NodeExpandControllerDone && listed.State == store.VolumeReady && !here[listed.ID] {
+			e.expandOffNode(ctx, rep, listed.ID)
+			continue
+		}
 		if listed.NodeExpandMin <= 0 || listed.State != store.VolumeReady || !here[listed.ID] {
 			continue
 		}
@@ -682,6 +810,51 @@ func (e *Engine) reconcileExpansions(ctx context.Context, rep *ReconcileReport, 
 			rep.did("expanded", listed.ID, "", "volume %q expanded on the node to %s (owed since an earlier expand)",
 				listed.ID, spec.FormatSize(listed.NodeExpandMin))
 		}
+	}
+}
+
+// expandOffNode sends, while volume id is off this node (no claim, nothing staged or attached,
+// as the pass listed it), the ControllerExpandVolume its owed node expansion waits for through
+// a plugin that expands only offline (nodeStepFirst), and records it: the next claim then sends
+// the NodeExpandVolume alone. Nothing else is sent for a debt off the node (its NodeExpandVolume
+// waits for the next publish), and a plugin that cannot be reached is not a problem here: the
+// next claim sends it before it attaches the volume (expandBeforeAttach).
+func (e *Engine) expandOffNode(ctx context.Context, rep *ReconcileReport, id string) {
+	ctx = onVolume(ctx, id)
+	var (
+		owed int64
+		sent bool
+	)
+	err := func() error {
+		v, c, unlock, err := e.lockedVolume(ctx, id)
+		if err != nil {
+			e.log.Debug("owed expansion's controller step", "volume", id, "err", err)
+			return nil
+		}
+		defer unlock()
+		if c.fp.Capabilities.Plugin.VolumeExpansionOnline || v.State != store.VolumeReady {
+			return nil // an ONLINE plugin is sent it with the node's step, on the node
+		}
+		if send, _ := nodeStepFirst(c, v, false); !send {
+			return nil
+		}
+		var onNode []string
+		if err := e.store.View(ctx, func(tx *store.Tx) error {
+			onNode, err = tx.Volumes().OnNode(v.PluginID)
+			return err
+		}); err != nil || slices.Contains(onNode, v.ID) {
+			return err // claimed or staged since the pass listed it
+		}
+		owed, sent = v.NodeExpandMin, true
+		_, err = e.controllerExpandOwed(ctx, c, v)
+		return err
+	}()
+	switch {
+	case err != nil:
+		rep.problem(id, "", fmt.Errorf("volume %q: %w", id, err))
+	case sent:
+		rep.did("expanded", id, "", "volume %q expanded by its controller to %s while off the node (plugin expands only offline; owed since an earlier expand): "+
+			"its NodeExpandVolume is sent when a claim next publishes it", id, spec.FormatSize(owed))
 	}
 }
 

@@ -103,6 +103,9 @@ func recordListedSize(tx *store.Tx, v store.Volume, out *SizeCheck) error {
 		v.ID, spec.FormatSize(out.Listed), v.PluginID, spec.FormatSize(currentSize(v)))
 	if out.NodeOwed > 0 {
 		cur.NodeExpandMin, cur.NodeExpandMax = max(cur.NodeExpandMin, out.NodeOwed), 0
+		// The plugin lists the storage at that size: its controller has had it, and only the
+		// node's step is owed (sent alone, even by a plugin that expands only offline).
+		cur.NodeExpandControllerDone = out.Listed >= cur.NodeExpandMin
 		msg += "; the node expansion is owed"
 	}
 	if err := tx.Volumes().Update(&cur); err != nil {

@@ -54,6 +54,12 @@ type Volume struct {
 	// range to send. 0 when none is owed.
 	NodeExpandMin int64
 	NodeExpandMax int64
+	// NodeExpandControllerDone says the controller has had NodeExpandMin: ControllerExpandVolume
+	// answered at that size or more, so only the NodeExpandVolume is owed (migration 0017).
+	// False for a node-only expansion's debt (NodeExpandVolume is the whole expansion, unless
+	// the plugin has since declared the controller's EXPAND_VOLUME) and for a debt recorded
+	// before the mark. Update writes it; SetNodeExpansion clears it.
+	NodeExpandControllerDone bool
 	// ExpandMin and ExpandMax are the capacity range of a ControllerExpandVolume recorded
 	// before it was sent and whose answer is not recorded yet (SetExpansionIntent): the
 	// storage may be that size already. 0 when none is pending. Read only: Insert and Update
@@ -126,8 +132,13 @@ type VolumeStore interface {
 	// by a volctl with other Unicode tables or by hand (nearKeyWhere), of every plugin.
 	NearExternalIDs(externalID string) ([]VolumeExternalID, error)
 	// SetNodeExpansion records the NodeExpandVolume owed to this node for a volume (min 0: none),
-	// touching nothing else; ErrNotFound if there is no such volume.
+	// as not known to have had its controller's step (NodeExpandControllerDone false), touching
+	// nothing else; ErrNotFound if there is no such volume.
 	SetNodeExpansion(id string, min, max int64) error
+	// SetNodeExpansionControllerDone records that the controller has had the size of the
+	// volume's owed node expansion (a ControllerExpandVolume sent before the node's step answered
+	// at it), touching nothing else; ErrNotFound if there is no such volume.
+	SetNodeExpansionControllerDone(id string) error
 	// SetExpansionIntent records the ControllerExpandVolume about to be sent for a volume (min
 	// 0: none pending, its answer recorded), touching nothing else; ErrNotFound if there is no
 	// such volume.
@@ -149,7 +160,7 @@ const volumeColumns = `id, namespace, name, plugin_id, external_id, csi_name, st
 
 // volumeReadColumns are volumeColumns and the ones only SetExpansionIntent or Insert writes,
 // which scanVolume reads.
-const volumeReadColumns = volumeColumns + `, expand_min, expand_max, clone_spec`
+const volumeReadColumns = volumeColumns + `, expand_min, expand_max, clone_spec, node_expand_ctrl`
 
 func scanVolume(sc scanner) (Volume, error) {
 	var (
@@ -161,7 +172,7 @@ func scanVolume(sc scanner) (Volume, error) {
 	err := sc.Scan(&v.ID, &v.Namespace, &v.Name, &v.PluginID, &v.ExternalID, &v.CSIName, &v.State, &caps,
 		&mo, &sec, &params, &vctx, &tr, &topo, &v.CapacityBytes,
 		&v.RequestedMin, &v.RequestedMax, &v.SnapshotID, &v.CloneID, &v.AccessMode, &v.AttachmentMode,
-		&v.NodeExpandMin, &v.NodeExpandMax, &c, &u, &v.ExpandMin, &v.ExpandMax, &cloneSpec)
+		&v.NodeExpandMin, &v.NodeExpandMax, &c, &u, &v.ExpandMin, &v.ExpandMax, &cloneSpec, &v.NodeExpandControllerDone)
 	if err != nil {
 		return Volume{}, err
 	}
@@ -385,6 +396,13 @@ func (vs volumes) Insert(v *Volume) error {
 			return wrap(err, volumeWhat(v.ID), "")
 		}
 	}
+	if v.NodeExpandMin > 0 && v.NodeExpandControllerDone {
+		// As Update writes it: only with a debt, here one recorded with the volume, in a
+		// statement of its own (TestRoundTripEveryField).
+		if _, err := vs.tx.exec(`UPDATE volumes SET node_expand_ctrl = 1 WHERE id = ?`, v.ID); err != nil {
+			return wrap(err, volumeWhat(v.ID), "")
+		}
+	}
 	v.CreatedAt, v.UpdatedAt = now, now
 	return nil
 }
@@ -412,8 +430,8 @@ func (vs volumes) Update(v *Volume) error {
 		UPDATE volumes SET namespace = ?, name = ?, plugin_id = ?, external_id = ?, csi_name = ?, state = ?,
 			capabilities = ?, mount_options = ?, secrets = ?, parameters = ?, context = ?, topology_request = ?,
 			accessible_topology = ?, capacity_bytes = ?, requested_min = ?, requested_max = ?, snapshot_id = ?,
-			clone_id = ?, node_expand_min = ?, node_expand_max = ?, updated_at = ?`+keySet+`
-		WHERE id = ? RETURNING access_mode, attachment_mode`, append(append(append(args, encTime(now)), keyArg...), v.ID)...).Scan(&access, &attachment)
+			clone_id = ?, node_expand_min = ?, node_expand_max = ?, updated_at = ?`+keySet+`, node_expand_ctrl = ?
+		WHERE id = ? RETURNING access_mode, attachment_mode`, append(append(append(args, encTime(now)), keyArg...), v.NodeExpandMin > 0 && v.NodeExpandControllerDone, v.ID)...).Scan(&access, &attachment)
 	if err != nil {
 		return wrap(err, volumeWhat(v.ID), "")
 	}
@@ -471,7 +489,12 @@ func (vs volumes) OnNode(pluginID string) ([]string, error) {
 }
 
 func (vs volumes) SetNodeExpansion(id string, min, max int64) error {
-	res, err := vs.tx.exec(`UPDATE volumes SET node_expand_min = ?, node_expand_max = ? WHERE id = ?`, min, max, id)
+	res, err := vs.tx.exec(`UPDATE volumes SET node_expand_min = ?, node_expand_max = ?, node_expand_ctrl = 0 WHERE id = ?`, min, max, id)
+	return affected(res, err, volumeWhat(id), "")
+}
+
+func (vs volumes) SetNodeExpansionControllerDone(id string) error {
+	res, err := vs.tx.exec(`UPDATE volumes SET node_expand_ctrl = (node_expand_min > 0) WHERE id = ?`, id)
 	return affected(res, err, volumeWhat(id), "")
 }
 

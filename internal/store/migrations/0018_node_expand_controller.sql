@@ -1,0 +1,11 @@
+-- 0018: whether the controller has had the size of a volume's owed node expansion
+-- (node_expand_min, 0004). 1: ControllerExpandVolume answered at that size or more (it said
+-- node_expansion_required, or was sent before the node's step), so the NodeExpandVolume alone is
+-- owed, and is sent whenever the volume is on the node, with no ControllerExpandVolume before it
+-- (which a plugin that expands only offline SHALL NOT be sent for a published volume). 0: not
+-- known to have: a node-only expansion (NodeExpandVolume is then the whole expansion), one whose
+-- plugin has since declared the controller's EXPAND_VOLUME (its ControllerExpandVolume is sent
+-- first, and, for a plugin that expands only offline, while the volume is off the node), or a
+-- debt recorded before this version, which is taken so (the safe side: the RPC is idempotent).
+-- Cleared with the debt. A volctl before this version refuses the database by its version.
+ALTER TABLE volumes ADD COLUMN node_expand_ctrl INTEGER NOT NULL DEFAULT 0 CHECK (node_expand_ctrl IN (0, 1));
