@@ -48,8 +48,11 @@ func (h *harness) listSnapshotsWithin(limit time.Duration) listResult {
 // plugin and the bound, and none is marked missing.
 func TestListSnapshotsOfEndlessFullPagesIsBoundedInMemory(t *testing.T) {
 	h := newHarness(t, func(c *csitest.MemConfig) { c.PageSize = 1 })
-	const bound = 2 << 20
-	h.open(Config{Now: func() time.Time { return snapshotClock }, ListTime: 5 * time.Second, ListMemory: bound})
+	const bound, maxPages = 2 << 20, 40
+	// The time bound far off (a listing at a loaded machine's pace passed 5 s before its
+	// memory bound): the pages end by themselves after maxPages, well past the memory bound,
+	// so a listing that ignored it ends too, and fails the count below.
+	h.open(Config{Now: func() time.Time { return snapshotClock }, ListTime: 2 * time.Minute, ListMemory: bound})
 	h.create(volume("db"))
 	for _, name := range []string{"a", "b", "c"} {
 		h.snapshot(name)
@@ -58,7 +61,12 @@ func TestListSnapshotsOfEndlessFullPagesIsBoundedInMemory(t *testing.T) {
 	// about 350 KiB on the wire, more in memory.
 	entry := csitest.AppendString(strings.Repeat("s", 64), 1, 1, 2)
 	h.faults.Inject(csi.RPCListSnapshots, csitest.Fault{FirstPage: true, Raw: bytes.Repeat(entry, 5000),
-		NextToken: func(start string) string { return start + "." }})
+		NextToken: func(start string) string {
+			if len(start) >= maxPages {
+				return ""
+			}
+			return start + "."
+		}})
 	h.faults.ResetCounts()
 
 	r := h.listSnapshotsWithin(60 * time.Second)
