@@ -856,27 +856,14 @@ func nodeImportsNames(name, wd string) []string {
 	if err != nil || json.Unmarshal(b, &pj) != nil {
 		return names // node refuses it, or the check of the file says whose it is
 	}
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			for _, w := range v {
-				walk(w)
-			}
-		case []any:
-			for _, w := range v {
-				walk(w)
-			}
-		case string:
+	walk := func(v any) {
+		eachJSONString(v, func(v string) {
 			if rest, ok := strings.CutPrefix(v, "./"); ok {
-				if k := strings.IndexByte(rest, '*'); k >= 0 {
-					rest = filepath.Dir(rest[:k] + "x")
-				}
-				names = append(names, filepath.Join(dir, rest))
+				names = append(names, filepath.Join(dir, patternDir(rest)))
 				return
 			}
 			names = append(names, nodePackageNames(v, dir)...)
-		}
+		})
 	}
 	imports, _ := pj.Imports.(map[string]any)
 	if v, ok := imports[name]; ok {
@@ -934,28 +921,12 @@ func nodePackageFiles(root, sub string) []string {
 	if b, err := os.ReadFile(filepath.Join(root, "package.json")); err == nil {
 		json.Unmarshal(b, &pj) // node refuses one it cannot read; the check of the file says whose it is
 	}
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			for _, w := range v {
-				walk(w)
-			}
-		case []any:
-			for _, w := range v {
-				walk(w)
-			}
-		case string:
-			rest := strings.TrimPrefix(v, "./")
-			if k := strings.IndexByte(rest, '*'); k >= 0 {
-				rest = filepath.Dir(rest[:k] + "x")
-			}
-			names = append(names, filepath.Join(root, rest))
-		}
-	}
 	switch {
 	case pj.Exports != nil:
-		walk(pj.Exports) // every subpath's, every condition's: node loads one of them
+		// Every subpath's, every condition's: node loads one of them.
+		eachJSONString(pj.Exports, func(v string) {
+			names = append(names, filepath.Join(root, patternDir(strings.TrimPrefix(v, "./"))))
+		})
 	case sub != "":
 		names = append(names, filepath.Join(root, sub))
 	default:
@@ -966,6 +937,32 @@ func nodePackageFiles(root, sub string) []string {
 		names = append(names, filepath.Join(root, "index.js"))
 	}
 	return names
+}
+
+// eachJSONString calls f with every string in v, a decoded JSON value: a package.json's
+// "imports" or "exports" entry, whose conditions nest objects and arrays.
+func eachJSONString(v any, f func(string)) {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, w := range v {
+			eachJSONString(w, f)
+		}
+	case []any:
+		for _, w := range v {
+			eachJSONString(w, f)
+		}
+	case string:
+		f(v)
+	}
+}
+
+// patternDir is a package.json target with a "*" pattern cut to the directory the pattern
+// matches in (node substitutes any subpath there); a target without one is itself.
+func patternDir(target string) string {
+	if k := strings.IndexByte(target, '*'); k >= 0 {
+		return filepath.Dir(target[:k] + "x")
+	}
+	return target
 }
 
 // isDir reports whether name is a directory, a symlink to one followed.
