@@ -22,7 +22,9 @@ import (
 	"github.com/volctl/volctl/internal/store"
 )
 
-var concurrencyFor = flag.Duration("concurrency", 20*time.Second,
+// 10 s: with its processes built without -race (shortVolctl) they run about 200 commands, where
+// 20 s of race-built ones ran about 110 (2026-12-02, idle 2-core VM).
+var concurrencyFor = flag.Duration("concurrency", 10*time.Second,
 	"how long TestConcurrentClaims keeps its processes going (-short: 4s); raise it for a soak run")
 
 // concurrentVolumes are the volumes the processes fight over: one per access mode, so that
@@ -55,7 +57,6 @@ var leakWords = []string{"database is locked", "sqlite_busy", "busy"}
 func TestConcurrentClaims(t *testing.T) {
 	t.Parallel()
 	env := newHostEnv(t)
-	env.raceBuilt() // the processes' own goroutines under contention: runScanned runs it too
 	for _, v := range concurrentVolumes {
 		env.createVolume(v.id, v.mode)
 	}
@@ -85,7 +86,7 @@ func TestConcurrentClaims(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w)))
 			for time.Now().Before(deadline) && !t.Failed() {
 				op, args := randomOp(rng)
-				res := runScanned(env.state, args...)
+				res := runScanned(env.volctl(), env.state, args...)
 				stats.add(op, res)
 				checkOp(t, op, args, res)
 			}
@@ -108,7 +109,7 @@ func TestConcurrentClaims(t *testing.T) {
 	}
 
 	// Nothing is left half done, so reconcile has nothing to repair.
-	if res := runScanned(env.state, "reconcile", "-t", "{{len .actions}} {{len .problems}}"); res.code != 0 || res.stdout != "0 0" || len(res.leaks) > 0 {
+	if res := runScanned(env.volctl(), env.state, "reconcile", "-t", "{{len .actions}} {{len .problems}}"); res.code != 0 || res.stdout != "0 0" || len(res.leaks) > 0 {
 		t.Fatalf("reconcile after the run: exit %d, %q actions and problems %v\n%s", res.code, res.stdout, res.leaks, res.stderr)
 	}
 	env.checkInvariants()
@@ -117,7 +118,7 @@ func TestConcurrentClaims(t *testing.T) {
 	claims := liveClaims(t, st)
 	for _, c := range claims {
 		args := []string{"volume", "release", c.VolumeID, "--alloc", c.Alloc}
-		if res := runScanned(env.state, args...); res.code != 0 || len(res.leaks) > 0 {
+		if res := runScanned(env.volctl(), env.state, args...); res.code != 0 || len(res.leaks) > 0 {
 			t.Errorf("volctl %s: exit %d %v\n%s", strings.Join(args, " "), res.code, res.leaks, res.stderr)
 		}
 	}
@@ -129,7 +130,7 @@ func TestConcurrentClaims(t *testing.T) {
 	// one is the plugin's own word that nothing of it was left behind.
 	for _, v := range concurrentVolumes {
 		args := []string{"volume", "delete", v.id, "--yes"}
-		if res := runScanned(env.state, args...); res.code != 0 || len(res.leaks) > 0 {
+		if res := runScanned(env.volctl(), env.state, args...); res.code != 0 || len(res.leaks) > 0 {
 			t.Errorf("volctl %s: exit %d %v\n%s", strings.Join(args, " "), res.code, res.leaks, res.stderr)
 		}
 	}
@@ -369,8 +370,8 @@ type procResult struct {
 }
 
 // runScanned runs volctl on a state dir and scans both its streams for leakWords.
-func runScanned(state string, args ...string) procResult {
-	cmd := exec.Command("volctl", args...)
+func runScanned(bin, state string, args ...string) procResult {
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+state, "NO_COLOR=1")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

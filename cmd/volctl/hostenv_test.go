@@ -28,7 +28,6 @@ type hostEnv struct {
 	state  string
 	socket string
 	plugin *hostpath.Plugin
-	bin    string // the volctl run, when not shortVolctl's: the race-built one (raceBuilt)
 }
 
 // newHostEnv makes a hostEnv of t's own: state dir, plugin and mount root are t's temp dirs, so
@@ -42,17 +41,8 @@ func newHostEnv(t *testing.T) *hostEnv {
 	return env
 }
 
-// raceBuilt makes env run the race-built volctl (this test binary) from now on, for a test
-// whose processes' own goroutines are what it checks under contention.
-func (env *hostEnv) raceBuilt() { env.bin = "volctl" }
-
-// volctl is the volctl env runs: shortVolctl's unless raceBuilt.
-func (env *hostEnv) volctl() string {
-	if env.bin != "" {
-		return env.bin
-	}
-	return shortVolctl(env.t)
-}
+// volctl is the volctl env runs (shortVolctl).
+func (env *hostEnv) volctl() string { return shortVolctl(env.t) }
 
 // run runs volctl with extra environment ("K=V") and returns its output and error.
 func (env *hostEnv) run(extraEnv []string, args ...string) (string, error) {

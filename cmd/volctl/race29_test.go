@@ -13,7 +13,7 @@ import (
 
 // atOnce runs each command line as its own volctl process, all started together, and returns
 // their results in order.
-func atOnce(state string, cmds ...[]string) []procResult {
+func atOnce(env *hostEnv, cmds ...[]string) []procResult {
 	res := make([]procResult, len(cmds))
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -22,7 +22,7 @@ func atOnce(state string, cmds ...[]string) []procResult {
 		go func() {
 			defer wg.Done()
 			<-start
-			res[i] = runScanned(state, args...)
+			res[i] = runScanned(env.volctl(), env.state, args...)
 		}()
 	}
 	close(start)
@@ -34,7 +34,7 @@ func atOnce(state string, cmds ...[]string) []procResult {
 // the mount table and the plugin agree.
 func (env *hostEnv) settled(when string) {
 	env.t.Helper()
-	if res := runScanned(env.state, "reconcile", "-t", "{{len .actions}} {{len .problems}}"); res.code != 0 || res.stdout != "0 0" || len(res.leaks) > 0 {
+	if res := runScanned(env.volctl(), env.state, "reconcile", "-t", "{{len .actions}} {{len .problems}}"); res.code != 0 || res.stdout != "0 0" || len(res.leaks) > 0 {
 		env.t.Fatalf("%s: reconcile found something left half done: exit %d, %q actions and problems %v\n%s", when, res.code, res.stdout, res.leaks, res.stderr)
 	}
 	env.checkInvariants()
@@ -51,7 +51,7 @@ func TestWriterSlotRaceOnAMultiNodeSingleWriterVolume(t *testing.T) {
 	env.ok("volume", "claim", "mnsw", "--alloc", "r2", "--read-only")
 	for round := range 8 {
 		allocs := []string{fmt.Sprintf("w%d-a", round), fmt.Sprintf("w%d-b", round)}
-		res := atOnce(env.state, []string{"volume", "claim", "mnsw", "--alloc", allocs[0]}, []string{"volume", "claim", "mnsw", "--alloc", allocs[1]})
+		res := atOnce(env, []string{"volume", "claim", "mnsw", "--alloc", allocs[0]}, []string{"volume", "claim", "mnsw", "--alloc", allocs[1]})
 		var won, lost []int
 		for i, r := range res {
 			switch r.code {
@@ -91,7 +91,7 @@ func TestClaimRacingDeleteOfTheVolume(t *testing.T) {
 	for round := range 8 {
 		vol := fmt.Sprintf("d%d", round)
 		env.createVolume(vol, spec.SingleNodeWriter)
-		res := atOnce(env.state, []string{"volume", "claim", vol, "--alloc", "a"}, []string{"volume", "delete", vol, "--yes"})
+		res := atOnce(env, []string{"volume", "claim", vol, "--alloc", "a"}, []string{"volume", "delete", vol, "--yes"})
 		claim, del := res[0], res[1]
 		switch {
 		case claim.code == 0 && del.code == 4:
@@ -133,7 +133,7 @@ func TestClaimRacingExpandOfTheVolume(t *testing.T) {
 	env.createVolume("e", spec.SingleNodeWriter)
 	for round := range 6 {
 		size := fmt.Sprintf("%dMiB", 2+round)
-		res := atOnce(env.state, []string{"volume", "claim", "e", "--alloc", "a"}, []string{"volume", "expand", "e", "--size", size})
+		res := atOnce(env, []string{"volume", "claim", "e", "--alloc", "a"}, []string{"volume", "expand", "e", "--size", size})
 		for i, r := range res {
 			if r.code != 0 {
 				t.Fatalf("round %d: %s exited %d:\n%s", round, []string{"claim", "expand"}[i], r.code, r.stderr)
@@ -159,7 +159,7 @@ func TestGroupRunRacingGroupStop(t *testing.T) {
 	group := groupWithMounts(t, dest)
 	outcomes := map[string]int{}
 	for round := range 8 {
-		res := atOnce(env.state, []string{"group", "run", group}, []string{"group", "stop", "web"})
+		res := atOnce(env, []string{"group", "run", group}, []string{"group", "stop", "web"})
 		run, stop := res[0], res[1]
 		if run.code != 0 && (run.code != 4 || !strings.Contains(run.stderr, `group "web" was stopped by another volctl`)) {
 			t.Fatalf("round %d: group run exited %d, not refused naming the group and the stop:\n%s", round, run.code, run.stderr)
@@ -182,7 +182,7 @@ func TestGroupRunRacingGroupStop(t *testing.T) {
 			t.Fatalf("round %d: group %s with claims %+v: half done\nrun:\n%s\nstop:\n%s", round, g.State, claims, run.stderr, stop.stderr)
 		}
 		env.settled(fmt.Sprintf("round %d", round))
-		if res := runScanned(env.state, "group", "stop", "web"); res.code != 0 && !strings.Contains(res.stderr, `"web"`) {
+		if res := runScanned(env.volctl(), env.state, "group", "stop", "web"); res.code != 0 && !strings.Contains(res.stderr, `"web"`) {
 			t.Fatalf("round %d: group stop: exit %d\n%s", round, res.code, res.stderr)
 		}
 	}
@@ -205,7 +205,7 @@ func TestReleaseRacingReconcileOfTheClaim(t *testing.T) {
 			env.ok("volume", "claim", "vol", "--alloc", "a")
 			env.crash(bin, fp, "volume", "release", "vol", "--alloc", "a")
 		}
-		res := atOnce(env.state, []string{"volume", "release", "vol", "--alloc", "a"}, []string{"reconcile"})
+		res := atOnce(env, []string{"volume", "release", "vol", "--alloc", "a"}, []string{"reconcile"})
 		if res[0].code != 0 {
 			t.Fatalf("round %d (%s): release exited %d:\n%s", round, fp, res[0].code, res[0].stderr)
 		}

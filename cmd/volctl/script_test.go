@@ -95,8 +95,7 @@ func setRetryBase(name string, p *engine.RetryPolicy) {
 // commands that live on beside others, `agent`, `plugin serve` and `tui`, which replace
 // themselves with this race-built binary (execRaceBuilt). What runs without the race detector
 // is one command's own code, which internal/cli's and internal/engine's tests run in process
-// under -race; what the agents and plugins do while commands come and go is still race-checked,
-// and so are TestConcurrentClaims's processes (hostEnv.raceBuilt).
+// under -race; what the agents and plugins do while commands come and go is still race-checked.
 const raceVolctlEnv = "VOLCTL_TEST_RACE_VOLCTL" // the race-built volctl, in a script's environment
 
 // scriptVolctl returns the directory of a volctl built as this package's test binary without
@@ -123,8 +122,7 @@ func scriptVolctl(t testing.TB) string {
 // or the dashboard replaces itself with the race-built binary (execRaceBuilt); otherwise
 // "volctl", this test binary. The race detector sees one process: what these tests race and
 // kill is processes, which it cannot see, and a command's own code runs under it in
-// internal/cli's and internal/engine's tests, and in TestConcurrentClaims's processes here,
-// which stay race-built (hostEnv.raceBuilt).
+// internal/cli's and internal/engine's tests.
 func shortVolctl(t testing.TB) string {
 	t.Helper()
 	dir := scriptVolctl(t)
