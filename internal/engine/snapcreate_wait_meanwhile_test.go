@@ -24,26 +24,8 @@ import (
 // create waits for that delete's lock.
 func (h *harness) startCreateWaitingForTheDelete(ctx context.Context) (gate chan struct{}, delDone <-chan error, createDone <-chan error, info *SnapshotInfo) {
 	h.t.Helper()
-	s := h.snapshot("nightly")
-	gate, delDone = h.deleteHeldOnceRecorded(s.ID)
-	ctx, waiting := whenWaitingForAnyLock(ctx)
-	done := make(chan error, 1)
-	info = new(SnapshotInfo)
-	go func() {
-		var err error
-		*info, err = h.e.CreateSnapshot(ctx, "db", "nightly", nil)
-		done <- err
-	}()
-	select {
-	case <-waiting:
-	case err := <-done:
-		close(gate)
-		h.t.Fatalf("the create returned before waiting for the delete of the snapshot it was answered with: %v", err)
-	case <-time.After(30 * time.Second):
-		close(gate)
-		h.t.Fatal("the create neither waited for a lock nor returned")
-	}
-	return gate, delDone, done, info
+	gate, delDone, createDone, info, _ = h.startCreateCountingWaits(ctx)
+	return gate, delDone, createDone, info
 }
 
 func TestSnapshotCreateWaitingForAHungDeleteWhoseIntentIsForgottenMeanwhile(t *testing.T) {
