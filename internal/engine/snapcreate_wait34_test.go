@@ -48,6 +48,22 @@ func (h *harness) startCreateCountingWaits(ctx context.Context) (gate chan struc
 	return gate, delDone, done, info, steps
 }
 
+// createAfterTheDelete waits for the held delete, once its gate is closed, and then for the
+// create that waited for it, returning the create's error.
+func (h *harness) createAfterTheDelete(delDone, createDone <-chan error) error {
+	h.t.Helper()
+	if err := <-delDone; err != nil {
+		h.t.Errorf("the delete: %v", err)
+	}
+	select {
+	case err := <-createDone:
+		return err
+	case <-time.After(30 * time.Second):
+		h.t.Fatal("the create never returned once the delete ended")
+		return nil
+	}
+}
+
 // A cancel (^C) while the create, the delete it waited for over, waits to take its source
 // volume's lock again (another volctl holds it): the create returns at once, saying the snapshot
 // stays recorded as being created, holds no lock after, and reconcile finishes it. Round 33
@@ -120,15 +136,7 @@ func TestSnapshotCreateWaitingWhileItsVolumeIsDeregisteredRecordsTheSnapshot(t *
 		t.Fatalf("deregister db while a snapshot create of it waits: %v", err)
 	}
 	close(gate)
-	if err := <-delDone; err != nil {
-		t.Errorf("the delete: %v", err)
-	}
-	var err error
-	select {
-	case err = <-createDone:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the create never returned once the delete ended")
-	}
+	err := h.createAfterTheDelete(delDone, createDone)
 	t.Logf("create: %+v %v", *info, err)
 	if err != nil {
 		t.Errorf("the create, its volume deregistered meanwhile (its storage kept): %v", err)

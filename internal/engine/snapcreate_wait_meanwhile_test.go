@@ -44,15 +44,7 @@ func TestSnapshotCreateWaitingForAHungDeleteWhoseIntentIsForgottenMeanwhile(t *t
 	if derr != nil {
 		t.Fatalf("snapshot deregister of the pending create beside a create waiting for a hung delete: %v", derr)
 	}
-	if err := <-delDone; err != nil {
-		t.Errorf("the delete: %v", err)
-	}
-	var err error
-	select {
-	case err = <-createDone:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the create never returned once the delete ended")
-	}
+	err := h.createAfterTheDelete(delDone, createDone)
 	t.Logf("create: %v", err)
 	if err == nil {
 		t.Fatal("the create of a snapshot forgotten while it waited said it made it")
@@ -97,15 +89,7 @@ func TestSnapshotCreateWaitingForAHungDeleteFinishedMeanwhileByAnotherVolctl(t *
 	}
 	sent := h.mem.CallCount(csi.RPCCreateSnapshot) // both were answered with the snapshot being deleted
 	close(gate)
-	if err := <-delDone; err != nil {
-		t.Errorf("the delete: %v", err)
-	}
-	var err error
-	select {
-	case err = <-createDone:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the create never returned once the delete ended")
-	}
+	err := h.createAfterTheDelete(delDone, createDone)
 	wg.Wait()
 	t.Logf("create: %+v %v; reconcile: %+v %v", *info, err, rep, rerr)
 	if err != nil {
