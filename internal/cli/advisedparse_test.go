@@ -109,6 +109,7 @@ func checkAdvised(t *testing.T, where, text string) int {
 // --size, so the command as advised was refused ("accepts 1 arg(s), received 2", exit 2). The
 // same for register --dry-run's `volctl volume expand db SIZE --limit MAX`.
 func TestSizeAdviceIsACommandVolctlTakes(t *testing.T) {
+	t.Parallel()
 	_, _, errOut, err := releasedWithThePluginGone(t)
 	if err != nil {
 		t.Fatal(err)
@@ -133,6 +134,7 @@ func TestSizeAdviceIsACommandVolctlTakes(t *testing.T) {
 // the checks volctl makes before running it: arguments counted (none given to a command that
 // takes one is refused too) and required flags (TestDocsParseRunsTheCommandsOwnChecks).
 func TestDocsAdviseCommandsVolctlTakes(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -176,6 +178,7 @@ func TestDocsAdviseCommandsVolctlTakes(t *testing.T) {
 // which expand requires, that is refused ("--size is required", exit 2). The advice names the
 // size, and run as advised it finishes the expansion.
 func TestExpandAdviceRunsAsAdvised(t *testing.T) {
+	t.Parallel()
 	requireMount(t)
 	ctx := context.Background()
 	for _, tt := range []struct {
@@ -231,6 +234,7 @@ func TestExpandAdviceRunsAsAdvised(t *testing.T) {
 // release of its one claim, or the detach of them all, and run as advised, the delete goes
 // through.
 func TestClaimedVolumeRefusalNamesTheReleaseToRun(t *testing.T) {
+	t.Parallel()
 	requireMount(t)
 	ctx := context.Background()
 	for _, tt := range []struct {
@@ -282,6 +286,7 @@ func TestClaimedVolumeRefusalNamesTheReleaseToRun(t *testing.T) {
 // ignored (review31c). Each is refused now, as volctl refuses it, and the same lines whole
 // are taken.
 func TestDocsParseRunsTheCommandsOwnChecks(t *testing.T) {
+	t.Parallel()
 	for _, c := range []string{"volctl volume expand db", "volctl volume release db", "volctl volume claim db", "volctl volume expand --size 20GiB"} {
 		if err := parseAdvised(t, c); err == nil {
 			t.Errorf("parseAdvised(%q) = nil: the docs test would pass a doc quoting it, which volctl refuses (exit 2)", c)
