@@ -109,7 +109,6 @@ func checkAdvised(t *testing.T, where, text string) int {
 // --size, so the command as advised was refused ("accepts 1 arg(s), received 2", exit 2). The
 // same for register --dry-run's `volctl volume expand db SIZE --limit MAX`.
 func TestSizeAdviceIsACommandVolctlTakes(t *testing.T) {
-	t.Parallel()
 	_, _, errOut, err := releasedWithThePluginGone(t)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +133,6 @@ func TestSizeAdviceIsACommandVolctlTakes(t *testing.T) {
 // the checks volctl makes before running it: arguments counted (none given to a command that
 // takes one is refused too) and required flags (TestDocsParseRunsTheCommandsOwnChecks).
 func TestDocsAdviseCommandsVolctlTakes(t *testing.T) {
-	t.Parallel()
 	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +176,6 @@ func TestDocsAdviseCommandsVolctlTakes(t *testing.T) {
 // which expand requires, that is refused ("--size is required", exit 2). The advice names the
 // size, and run as advised it finishes the expansion.
 func TestExpandAdviceRunsAsAdvised(t *testing.T) {
-	t.Parallel()
 	requireMount(t)
 	ctx := context.Background()
 	for _, tt := range []struct {
@@ -234,7 +231,6 @@ func TestExpandAdviceRunsAsAdvised(t *testing.T) {
 // release of its one claim, or the detach of them all, and run as advised, the delete goes
 // through.
 func TestClaimedVolumeRefusalNamesTheReleaseToRun(t *testing.T) {
-	t.Parallel()
 	requireMount(t)
 	ctx := context.Background()
 	for _, tt := range []struct {
@@ -286,7 +282,6 @@ func TestClaimedVolumeRefusalNamesTheReleaseToRun(t *testing.T) {
 // ignored (review31c). Each is refused now, as volctl refuses it, and the same lines whole
 // are taken.
 func TestDocsParseRunsTheCommandsOwnChecks(t *testing.T) {
-	t.Parallel()
 	for _, c := range []string{"volctl volume expand db", "volctl volume release db", "volctl volume claim db", "volctl volume expand --size 20GiB"} {
 		if err := parseAdvised(t, c); err == nil {
 			t.Errorf("parseAdvised(%q) = nil: the docs test would pass a doc quoting it, which volctl refuses (exit 2)", c)

@@ -21,7 +21,6 @@ import (
 // recorded as an older volctl recorded a plugin's CreateSnapshot answer with such an ID (volctl
 // refuses one now: TestCreateAnsweredWithAnIDHoldingAControlCharacterIsRefused).
 func TestCompletionShowsNoControlCharacters(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	_, e, _ := serveMem(t, csitest.NewMemPlugin(csitest.DefaultMemConfig()))
 	state := e.StateDir()

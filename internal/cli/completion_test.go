@@ -44,7 +44,6 @@ const noFiles = ":4"
 // Shell completion offers volume, plugin, group, alloc and snapshot IDs from the state, the
 // modes and --for's verbs, and never file names where an ID belongs.
 func TestCompletion(t *testing.T) {
-	t.Parallel()
 	requireMount(t) // it claims
 	h := newCLIHarness(t)
 	h.createVolume(t, "db", spec.MultiNodeMultiWriter)
@@ -105,7 +104,6 @@ func TestCompletionWithoutStateCreatesNothing(t *testing.T) {
 // The filter flags of events and export nomad take IDs too: they complete them, and never offer
 // file names; events --kind offers the kinds in the log, agent --log-format its two formats.
 func TestCompletionOfFilterFlags(t *testing.T) {
-	t.Parallel()
 	requireMount(t) // it claims
 	h := newCLIHarness(t)
 	h.createVolume(t, "db", spec.MultiNodeMultiWriter)

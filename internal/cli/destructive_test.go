@@ -14,7 +14,6 @@ import (
 // Destructive commands ask on a terminal and need --yes otherwise: off a terminal they exit 2
 // without opening the state, "no" exits 3, "yes" goes on (here to "not found", exit 1).
 func TestDestructiveCommandsConfirm(t *testing.T) {
-	t.Parallel()
 	commands := []struct {
 		name     string
 		new      func(*Factory) *cobra.Command

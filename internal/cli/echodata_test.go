@@ -42,7 +42,6 @@ func echoingMemConfig(text string) csitest.MemConfig {
 // snapshot create and list (the plugin's snapshot IDs, and a --secret given on the command
 // line), and errors volctl words from such data (a topology the node does not have).
 func TestPluginDataEchoingSecretsRedacted(t *testing.T) {
-	t.Parallel()
 	const secret = "echodata-s3cret-91c2"
 	const listSecret = "listsecret-91c2"
 	ctx := context.Background()

@@ -15,7 +15,6 @@ import (
 // cuts a word past maxEchoedWord characters to its start and says how many bytes it left out;
 // the exit status is the one the command gave.
 func TestLongTypedValueIsNotEchoedWhole(t *testing.T) {
-	t.Parallel()
 	h := newCLIHarness(t)
 	long := strings.Repeat("a", 10_000)
 	for _, tt := range []struct {

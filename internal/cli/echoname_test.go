@@ -20,7 +20,6 @@ import (
 // volume_id of its CreateVolume answer (the volume's external ID). Both are kept raw, as the
 // plugin's data is, and no command may print the secret from them.
 func TestPluginNameAndVolumeIDEchoingSecretsRedacted(t *testing.T) {
-	t.Parallel()
 	const secret = "echoname-s3cret-5e1a"
 	ctx := context.Background()
 	cfg := csitest.DefaultMemConfig()

@@ -119,7 +119,6 @@ func TestLogVariableTakesTheLevelsOrIsRefused(t *testing.T) {
 // over it. Before, they were told of here and there (agent.md, architecture.md, help texts)
 // and some nowhere a user would look (COLORFGBG, COLUMNS, XDG_STATE_HOME).
 func TestEveryVariableIsDocumentedInOnePlace(t *testing.T) {
-	t.Parallel()
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)

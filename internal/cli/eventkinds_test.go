@@ -51,7 +51,6 @@ func recordedEventKinds(t *testing.T) []string {
 // for it would never see an event (the help's `--kind claim-error`, while a failed claim is
 // recorded as kind claim with its rpc and code).
 func TestEventKindsNamedAreRecorded(t *testing.T) {
-	t.Parallel()
 	kinds := recordedEventKinds(t)
 	for _, k := range []string{"claim", "release", "plugin-health", "volume-create", "plugin-start"} {
 		if !slices.Contains(kinds, k) {
@@ -82,7 +81,6 @@ func TestEventKindsNamedAreRecorded(t *testing.T) {
 // TestEventKindsListsEveryRecordedKind holds engine.EventKinds, the kinds `events --kind`
 // takes, to the kinds the code records: a kind missing from it would be refused as a typo.
 func TestEventKindsListsEveryRecordedKind(t *testing.T) {
-	t.Parallel()
 	if got, want := engine.EventKinds, recordedEventKinds(t); !slices.Equal(got, want) {
 		t.Errorf("engine.EventKinds = %q\nthe code records %q", got, want)
 	}

@@ -21,7 +21,6 @@ import (
 // exit status against the table of docs/architecture.md (Command line) and
 // docs/troubleshooting.md: 1 runtime, 2 usage or invalid spec, 3 declined, 4 conflict.
 func TestExitCodesByFailureClass(t *testing.T) {
-	t.Parallel()
 	requireMount(t)
 	ctx := context.Background()
 	faults := csitest.NewFaults()

@@ -19,7 +19,6 @@ import (
 // as advised the plugin is sent no limit_bytes, free to grow the volume past the limit the user
 // set (a plugin rounding up to its allocation unit does).
 func TestExpandAdviceKeepsTheLimit(t *testing.T) {
-	t.Parallel()
 	requireMount(t)
 	ctx := context.Background()
 	faults := csitest.NewFaults()

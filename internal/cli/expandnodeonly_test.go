@@ -19,7 +19,6 @@ import (
 // naming the plugin and the sizes (fix32b; the engine's rule:
 // TestPendingExpansionThroughAPluginThatLostControllerExpand).
 func TestExpandSaysAPendingExpansionWasFinishedNodeOnly(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	mem := csitest.NewMemPlugin(csitest.DefaultMemConfig())
 	faults := csitest.NewFaults()

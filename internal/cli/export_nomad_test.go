@@ -123,7 +123,6 @@ func TestExportNomadVolumeRoundTrips(t *testing.T) {
 // A group becomes a job whose group keeps its volume blocks unchanged and has one task per
 // volume_mount, with {index} as ${NOMAD_ALLOC_INDEX}; the volumes it uses are exported too.
 func TestExportNomadGroupJob(t *testing.T) {
-	t.Parallel()
 	requireMount(t) // it claims
 	h := newCLIHarness(t)
 	for _, id := range []string{"data[0]", "data[1]"} {
@@ -354,7 +353,6 @@ func TestExportNomadDefaultNamespaceIsTheRequests(t *testing.T) {
 // Nomad's HCL1 does not read, TestMapKeysEqualInNFC); such a volume is made here through the
 // engine, as that volctl stored it. A group spec keeps two such volume block labels apart too.
 func TestExportNomadRefusesKeysEqualInNFC(t *testing.T) {
-	t.Parallel()
 	h := newCLIHarness(t)
 	cfg := csitest.DefaultMemConfig()
 	cfg.CreateTopology = &spec.Topology{Segments: map[string]string{"zone\u00e9": "a", "zonee\u0301": "b"}}

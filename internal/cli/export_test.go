@@ -95,7 +95,6 @@ func TestExportUsageErrors(t *testing.T) {
 // printed, and an acting command says what was done. The error says what ended the filter
 // (main's cause: "interrupt signal received"), not Go's "context canceled".
 func TestExportFilterEndsWithTheContext(t *testing.T) {
-	t.Parallel()
 	for _, e := range neverEnding(t) {
 		what := e.what()
 		t.Run(what, func(t *testing.T) {

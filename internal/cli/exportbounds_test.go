@@ -24,7 +24,6 @@ import (
 // what create took from the plugin. Before, the export failed on its own check ("the exported
 // spec does not validate for register (a volctl bug)"), and such a volume could not be moved.
 func TestExportNomadVolumeWithTheLargestContextAPluginGives(t *testing.T) {
-	t.Parallel()
 	cfg := csitest.DefaultMemConfig()
 	cfg.CreateContext = map[string]string{}
 	for _, k := range []string{"a", "b", "c", "d", "e"} {
@@ -60,7 +59,6 @@ func TestExportNomadVolumeWithAPluginsOwnTopology(t *testing.T) {
 // them within the CSI spec's) is exported as a register spec volctl's own parser takes back
 // whole: what volctl records of a plugin, it can write and read again.
 func TestExportNomadVolumeAtEveryBoundAPluginIsHeldTo(t *testing.T) {
-	t.Parallel()
 	pad := func(prefix string, n int) string { return prefix + strings.Repeat("x", n-len(prefix)) }
 	id := pad("vol-", csi.MaxObjectID)
 	vctx := map[string]string{}

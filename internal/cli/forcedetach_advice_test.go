@@ -16,7 +16,6 @@ import (
 // the advice pasted into one) detach refuses without --yes (exit 2): the advice did not run
 // as written (review31c's lead). Run as advised, it drops the claim.
 func TestAdvisedForceDetachRunsAsWritten(t *testing.T) {
-	t.Parallel()
 	requireMount(t)
 	ctx := context.Background()
 	faults := csitest.NewFaults()

@@ -17,7 +17,6 @@ var manDate = regexp.MustCompile(`(?m)^(\.TH "[^"]*" "[^"]*" )"[^"]*"`)
 // The committed man pages are what the commands generate: a flag, command or help text changed
 // without regenerating them fails here, with the command that does.
 func TestManPagesInSync(t *testing.T) {
-	t.Parallel()
 	const regen = "the man pages in " + manpages.Dir + " differ from the commands; regenerate them: " + manpages.Regenerate
 	ios, _, _, _ := iostreams.Test()
 	gen := t.TempDir()

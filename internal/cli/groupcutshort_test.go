@@ -14,7 +14,6 @@ import (
 // volume. The alloc is not ready, and each volume it lacks is a row saying so and what finishes
 // it; --json has them as "missing".
 func TestGroupStatusSaysWhatAnAllocCutShortLacks(t *testing.T) {
-	t.Parallel()
 	requireMount(t)
 	h := newCLIHarness(t)
 	h.createVolume(t, "data", spec.MultiNodeMultiWriter)

@@ -8,7 +8,6 @@ import (
 // TestHeldOutputKeepsWhatWasWritten: a filter's output held in blocks (heldOutput) is written
 // out whole and in order, whatever the sizes of the writes and wherever a block ends.
 func TestHeldOutputKeepsWhatWasWritten(t *testing.T) {
-	t.Parallel()
 	var h heldOutput
 	var want bytes.Buffer
 	for i := 0; want.Len() < 3*heldBlockMax; i++ {

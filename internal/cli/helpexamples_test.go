@@ -281,7 +281,6 @@ var docRefusedExamples = map[string]string{
 // validate`). A command renamed, a flag dropped, leaves a reader copying a line volctl
 // refuses (exit 2).
 func TestDocCommandsParse(t *testing.T) {
-	t.Parallel()
 	files, err := filepath.Glob("../../docs/*.md")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no docs/*.md (%v)", err)
@@ -377,7 +376,6 @@ var docQuotedOutput = map[string]string{
 // them with a refusal (exit 2) where it promised the way out. Arguments are not counted: a
 // message's are filled in as it is made.
 func TestMessageCommandsParse(t *testing.T) {
-	t.Parallel()
 	verb := regexp.MustCompile(`%[-+# 0-9.]*[a-zA-Z]`)
 	checked := map[string]bool{}
 	check := func(pos token.Position, line string) {

@@ -91,7 +91,6 @@ func TestHelpShowsNoDefaultOfAnEmptyList(t *testing.T) {
 // log keeps its newest events "(store.WithEventLimit; 10,000 by default)": a setter only the
 // tests have, which no flag, variable or file reaches.
 func TestHelpNamesNoGoIdentifier(t *testing.T) {
-	t.Parallel()
 	goName := regexp.MustCompile(`\b(store|engine|spec|csi|tui|cli|agent|nomad|display|hostpath|procfs|pathtrust|iostreams)\.[A-Z][A-Za-z]+`)
 	forEachHelp(t, func(c *cobra.Command, help string) {
 		if m := goName.FindString(help); m != "" {

@@ -15,7 +15,6 @@ import (
 // status` printed it whole, and the table padded every row to its width: the honest plugin's
 // row was a megabyte of spaces. It is kept cut at 256 bytes, and the other rows stay short.
 func TestPluginStatusOfAPluginWithAHugeVersionKeepsTheOthersRows(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	_, e, _ := serveMem(t, csitest.NewMemPlugin(csitest.DefaultMemConfig()))
 	cfg := csitest.DefaultMemConfig()

@@ -44,7 +44,6 @@ func storedIDs(t *testing.T, state, query string) []string {
 // every command must still reach them by name, not answer "not found" (or, for a release, "no
 // such claim" while the claim stays published), and must not rename them.
 func TestIDsStoredDecomposedAreNamedInNFC(t *testing.T) {
-	t.Parallel()
 	requireMount(t) // it claims
 	const pre, dec = "caf\u00e9", "cafe\u0301"
 	ctx := context.Background()

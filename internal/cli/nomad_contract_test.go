@@ -334,7 +334,6 @@ func TestNomadRegisterUpdateInUseContract(t *testing.T) {
 // registration. Nothing stays marked, and the error names the volume, the address and what
 // Nomad said.
 func TestNomadRegisterRefusedContract(t *testing.T) {
-	t.Parallel()
 	registered := step(t, "volctl nomad register")
 	for _, tc := range []struct {
 		name     string
@@ -403,7 +402,6 @@ func TestNomadRegisterLiveClaimsContract(t *testing.T) {
 // when one of its allocs' claims ends, detaching the volume from under them. Exit 4, naming the
 // claim, nothing sent, no mark; --dry-run --force says so too.
 func TestNomadRegisterForcedRefusesClaimsHoldingAnAttachment(t *testing.T) {
-	t.Parallel()
 	h := nomadHarnessWith(t, hostpath.Config{NodeID: "n1", EnableAttach: true})
 	if _, err := h.e.Claim(h.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "local-0"}); err != nil {
 		t.Fatal(err)

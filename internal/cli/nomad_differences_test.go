@@ -126,7 +126,6 @@ func TestNomadDifferencesDoNotShowTheToken(t *testing.T) {
 // compared the requested capacities only, which volctl's registration sets back); it now
 // names capacity_bytes, with Nomad's capacity and volctl's.
 func TestNomadStatusSaysNomadGrewTheVolume(t *testing.T) {
-	t.Parallel()
 	h, n := handedOverThenEdited(t, func(v map[string]any) { v["Capacity"] = 20 << 20 })
 	st, _, notes := runNomadStatusOf(t, h, n)
 	if d := anyStrings(st[0]["differs"]); !slices.Equal(d, []string{"capacity_bytes"}) {

@@ -20,7 +20,6 @@ import (
 // before over plain HTTP: it now says Nomad went away part way. (--dry-run's plan exits 4 when any registration would not go through,
 // beside an error or not: docs/json.md.)
 func TestNomadRegisterCutShortExitsOneBesideAConflict(t *testing.T) {
-	t.Parallel()
 	for _, dryRun := range []bool{false, true} {
 		h := nomadHarness(t)
 		ids := manyVolumes(t, h, 3)
@@ -48,7 +47,6 @@ func TestNomadRegisterCutShortExitsOneBesideAConflict(t *testing.T) {
 // So too release: db still in Nomad (refused: exit 4), Nomad gone once asked about v1, v2 not
 // asked: exit 1, where it exited 4.
 func TestNomadReleaseCutShortExitsOneBesideAConflict(t *testing.T) {
-	t.Parallel()
 	h := nomadHarness(t)
 	ids := manyVolumes(t, h, 2)
 	n := newFakeNomad(t)

@@ -457,7 +457,6 @@ func TestNomadRegisterRacingRegister(t *testing.T) {
 // A registration that gets no answer may have been taken: the volume stays marked, and the
 // error says so and how to find out; one Nomad answered with a refusal is taken back.
 func TestNomadRegisterWithoutAnAnswerKeepsTheMark(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		answer func(n *fakeNomad, w http.ResponseWriter, r *http.Request) (int, string)
@@ -514,7 +513,6 @@ func TestNomadRegisterWithoutAnAnswerKeepsTheMark(t *testing.T) {
 // timeout or at Ctrl-C, says so, and the volume stays marked: Nomad's 404 right after does not
 // say it will not apply a registration it did not answer.
 func TestNomadHungIsBounded(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		timeout time.Duration

@@ -21,7 +21,6 @@ import (
 // volume stays marked handed over, the error says what to run to finish or take it back, and
 // both work.
 func TestNomadRegisterInFlightKeepsTheMarkOnA404(t *testing.T) {
-	t.Parallel()
 	hangUp := func(w http.ResponseWriter, r *http.Request) (int, string) {
 		conn, _, _ := w.(http.Hijacker).Hijack()
 		conn.Close()
@@ -242,7 +241,6 @@ func TestNomadRegisterInFlightBesideAnotherVolumeKeepsTheMark(t *testing.T) {
 // refusal, no leader) settles the registration; any other 500 (a text not known: another Nomad
 // version's, a proxy's), or another 5xx, keeps the mark on a 404 after, unsettled.
 func TestNomadRegisterUnknown500IsUnsettled(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		status int
 		body   string
@@ -297,7 +295,6 @@ func TestNomadRegisterUnknown500IsUnsettled(t *testing.T) {
 // mark stays settled, and release takes it back once Nomad has let go of it. Of a volume
 // Nomad had before (an update), its having it says nothing of the update: unsettled.
 func TestNomadRegisterUnansweredButAppliedIsSettled(t *testing.T) {
-	t.Parallel()
 	for _, had := range []bool{false, true} {
 		t.Run(fmt.Sprintf("had it before: %v", had), func(t *testing.T) {
 			h := nomadHarness(t)

@@ -16,7 +16,6 @@ import (
 // only --force (which is for a cluster that is gone). Once Nomad has a leader again, the
 // release takes the volume back.
 func TestNomadReleaseDuringALeaderElection(t *testing.T) {
-	t.Parallel()
 	for _, status := range []int{http.StatusInternalServerError, http.StatusServiceUnavailable} {
 		t.Run(http.StatusText(status), func(t *testing.T) {
 			h := nomadHarness(t)
@@ -90,7 +89,6 @@ func TestNomadRegisterAndStatusDuringALeaderElection(t *testing.T) {
 // do. It now says what Nomad could not reach, how to see it, and to run the command again;
 // nothing stays marked, exit 1.
 func TestNomadRegisterWhileNomadCannotReachThePluginsController(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct{ body, how string }{
 		{"rpc error: controller validate volume: No path to node", "`nomad node status`"},
 		{"rpc error: no healthy controllers for CSI plugin: hp", "`nomad plugin status hp`"},

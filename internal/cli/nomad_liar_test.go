@@ -20,7 +20,6 @@ import (
 // does not take the volume back on it, nor does a registration that got no answer drop the
 // mark on it.
 func TestNomadA404NotFromNomadIsNotItsWord(t *testing.T) {
-	t.Parallel()
 	h := nomadHarness(t)
 	a := newFakeNomad(t)
 	if _, _, err := registerIn(h, a); err != nil {
@@ -81,7 +80,6 @@ func TestNomadRegisterRefusedAfterTakingKeepsTheMark(t *testing.T) {
 // or plugin): someone else's. volctl does not overwrite it (Nomad of some versions, or a proxy
 // for it, would), marks nothing, and says whose it is; exit 4.
 func TestNomadRegisterDoesNotOverwriteAnotherVolume(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		other map[string]any
@@ -119,7 +117,6 @@ func TestNomadRegisterDoesNotOverwriteAnotherVolume(t *testing.T) {
 // and the volume stays marked (Nomad said it took it); a volume missing on read-back was not
 // registered, and the mark goes.
 func TestNomadRegisterReadsBack(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		edit   func(map[string]any)

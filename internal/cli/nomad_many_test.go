@@ -94,7 +94,6 @@ func shortTimeout(n *fakeNomad, d time.Duration) func() (*nomad.Client, error) {
 // A Nomad whose writes hang (its Raft cannot commit) while it answers reads: register --all
 // sends one registration, which stays unsettled, and leaves the other volumes as they were.
 func TestNomadRegisterAllStopsAtANomadThatDoesNotAnswer(t *testing.T) {
-	t.Parallel()
 	h := nomadHarness(t)
 	ids := manyVolumes(t, h, 4)
 	n := newFakeNomad(t)
@@ -146,7 +145,6 @@ func TestNomadRegisterOfManyStopsAtA429(t *testing.T) {
 
 // Ctrl-C during the first volume's registration: the command ends there.
 func TestNomadRegisterOfManyEndsAtCtrlC(t *testing.T) {
-	t.Parallel()
 	h := nomadHarness(t)
 	manyVolumes(t, h, 3)
 	n := newFakeNomad(t)
@@ -174,7 +172,6 @@ func TestNomadRegisterOfManyEndsAtCtrlC(t *testing.T) {
 // nomad status of every volume against a Nomad that takes requests and never answers: one
 // request, and a row for every volume, the others' saying they were not asked.
 func TestNomadStatusOfManyStopsAtANomadThatDoesNotAnswer(t *testing.T) {
-	t.Parallel()
 	h := nomadHarness(t)
 	manyVolumes(t, h, 4)
 	n := newFakeNomad(t)
@@ -192,7 +189,6 @@ func TestNomadStatusOfManyStopsAtANomadThatDoesNotAnswer(t *testing.T) {
 
 // release --all against a Nomad that does not answer: one question; every mark stays.
 func TestNomadReleaseAllStopsAtANomadThatDoesNotAnswer(t *testing.T) {
-	t.Parallel()
 	h := nomadHarness(t)
 	ids := manyVolumes(t, h, 3)
 	n := newFakeNomad(t)
@@ -238,7 +234,6 @@ func TestNamedVolumesNamesTenAtMost(t *testing.T) {
 // gives with each volume it reads back stands for the plugin's after that: a plugin whose
 // nodes turn unhealthy part way is named for the volumes after, which are not registered.
 func TestNomadRegisterAsksForThePluginOnce(t *testing.T) {
-	t.Parallel()
 	h := nomadHarness(t)
 	ids := manyVolumes(t, h, 4)
 	n := newFakeNomad(t)

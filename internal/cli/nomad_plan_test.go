@@ -17,7 +17,6 @@ import (
 // exits 0 where it would. Before, it said "it would be refused" and exited 0 all the same, so
 // a CI step running it passed, and the handover it gated then failed.
 func TestNomadRegisterDryRunFailsWhereTheRegistrationWould(t *testing.T) {
-	t.Parallel()
 	h := nomadHarness(t)
 	a := newFakeNomad(t)
 	dryRun := func() (string, error) {

@@ -92,7 +92,6 @@ func TestNomadRegisterElsewhereSaysWhereItIsFirst(t *testing.T) {
 // with that cluster's error ("run it again") where the registration exits 4 every time
 // (review30d).
 func TestNomadRegisterDryRunElsewhereAsksThatClusterNothing(t *testing.T) {
-	t.Parallel()
 	for _, how := range []string{"down", "403", "500"} {
 		t.Run(how, func(t *testing.T) {
 			h := nomadHarness(t)

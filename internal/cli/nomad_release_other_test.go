@@ -11,7 +11,6 @@ import (
 // out of Nomad (allocs and all), and must say what does work. The mark stays (the rule: only
 // Nomad's 404 takes it back; --force is the user's call).
 func TestNomadReleaseDoesNotAdviseDeregisteringAnotherVolume(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		edit func(map[string]any)

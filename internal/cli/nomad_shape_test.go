@@ -102,7 +102,6 @@ func TestNomadErrorQuotingTheRequestDoesNotShowSecrets(t *testing.T) {
 // Nomad's 404 and take it back while Nomad has it: two orchestrators on one volume. The
 // volume is registered only where the mark says, or not at all.
 func TestNomadRegisterOfAVolumeReplacedMeanwhile(t *testing.T) {
-	t.Parallel()
 	h := nomadHarness(t)
 	a := newFakeNomad(t)
 	other := openEngine(t, h.state) // the second process's engine
@@ -153,7 +152,6 @@ func TestNomadRegisterOfAVolumeReplacedMeanwhile(t *testing.T) {
 // works: the registration again, not "after nomad volume deregister, release", which the
 // release refuses while Nomad may yet apply that registration.
 func TestVolumeStatusOfAnUnsettledHandoverSaysWhatWorks(t *testing.T) {
-	t.Parallel()
 	h := nomadHarness(t)
 	a := newFakeNomad(t)
 	a.setOnPut(hangUp)

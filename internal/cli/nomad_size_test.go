@@ -56,7 +56,6 @@ func grownInNomadThenDeregistered(t *testing.T) (*cliHarness, *fakeNomad) {
 // while Nomad has the volume). The take-back now asks the plugin what size the volume has,
 // records it, and says so; the file system is owed the node expansion to it.
 func TestNomadReleaseRecordsTheSizeNomadGrewTheVolumeTo(t *testing.T) {
-	t.Parallel()
 	h, n := grownInNomadThenDeregistered(t)
 	out, err := runNomadRelease(h, n.client, nil)
 	if err != nil || handedOver(t, h) {

@@ -17,7 +17,6 @@ import (
 // status` each say so. Each is noted under the table, with what to run; --json has the mark's
 // "unsettled" already.
 func TestNomadStatusSaysWhereAMarkedVolumeIs(t *testing.T) {
-	t.Parallel()
 	status := func(h *cliHarness, n *fakeNomad) (string, string) {
 		t.Helper()
 		ios, _, out, errOut := iostreams.Test()

@@ -288,7 +288,6 @@ func TestNomadLookingNeverWrites(t *testing.T) {
 // whose secrets Nomad lost (its event stream before 1.11.1 redacts them: GH-27176) showed no
 // difference. It now says, per volume, that they are not compared and what sends them again.
 func TestNomadStatusSaysWhatItDidNotCompare(t *testing.T) {
-	t.Parallel()
 	h := nomadHarness(t)
 	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "sec", Name: "sec", Type: "csi", PluginID: "hp", CapacityMin: 10 << 20,
 		Secrets: spec.Secrets{"token": "s3cret"}, MountOptions: &spec.MountOptions{MountFlags: spec.MountFlags{"noatime"}},
@@ -335,7 +334,6 @@ func TestNomadStatusSaysWhatItDidNotCompare(t *testing.T) {
 // Before: "nothing would change", no difference, and "Registered", Nomad's copy still without
 // one.
 func TestNomadTopologyNomadKeepsIsNamed(t *testing.T) {
-	t.Parallel()
 	h := nomadHarness(t)
 	info, err := h.e.Volume(h.ctx, "db")
 	if err != nil || len(info.AccessibleTopology) == 0 {
@@ -396,7 +394,6 @@ func anyStrings(v any) []string {
 // read: TestNomadRegisterWithoutNodeReadSaysItCouldNotCheck). Before: nothing said so, and
 // Nomad sent the plugin a volume without its secrets.
 func TestNomadRegisterWarnsOfANomadThatErasesSecrets(t *testing.T) {
-	t.Parallel()
 	h := nomadHarness(t)
 	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "sec", Name: "sec", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
 		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
@@ -450,7 +447,6 @@ func TestNomadRegisterWarnsOfANomadThatErasesSecrets(t *testing.T) {
 // servers erase them at each event-stream event of the volume; not of one without, nor when
 // every server keeps them.
 func TestNomadStatusWarnsOfANomadThatErasesSecrets(t *testing.T) {
-	t.Parallel()
 	for _, builds := range [][]string{{"1.11.1", "1.10.5"}, {"1.11.1"}} {
 		h := nomadHarness(t)
 		if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "sec", Name: "sec", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,

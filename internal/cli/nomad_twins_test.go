@@ -63,7 +63,6 @@ func TestNomadRegisterRefusesAVolumeWhoseStorageNomadHasInAnotherNamespace(t *te
 // volumes, a handover of hundreds fetched the whole list hundreds of times. It is listed once
 // per command now, and what the command registers is compared with the volumes after it.
 func TestNomadRegisterAllListsNomadsVolumesOnce(t *testing.T) {
-	t.Parallel()
 	h := nomadHarness(t)
 	ids := manyVolumes(t, h, 4)
 	n := newFakeNomad(t)
@@ -92,7 +91,6 @@ func TestNomadRegisterAllListsNomadsVolumesOnce(t *testing.T) {
 // now, naming the other and its deregister, and --json carries it as twins; Nomad's volumes are
 // listed once for every volume shown.
 func TestNomadStatusSaysNomadHasTheStorageAsAnotherVolume(t *testing.T) {
-	t.Parallel()
 	h := nomadHarness(t)
 	ids := manyVolumes(t, h, 3)
 	info, err := h.e.Volume(h.ctx, "db")
@@ -145,7 +143,6 @@ func TestNomadStatusSaysNomadHasTheStorageAsAnotherVolume(t *testing.T) {
 // A token that may not list volumes (no csi-list-volume): nomad status shows every volume as
 // before, and says once, not once per volume, that it could not look for twins.
 func TestNomadStatusSaysOnceItCouldNotLookForTwins(t *testing.T) {
-	t.Parallel()
 	h := nomadHarness(t)
 	manyVolumes(t, h, 3)
 	n := newFakeNomad(t)
@@ -176,7 +173,6 @@ func TestNomadStatusSaysOnceItCouldNotLookForTwins(t *testing.T) {
 // --json too, since no field of its objects says so (as with a 403, which --json kept quiet
 // about though docs/json.md promises the note).
 func TestNomadStatusNotesOnceThatNomadFailedTheList(t *testing.T) {
-	t.Parallel()
 	h := nomadHarness(t)
 	manyVolumes(t, h, 3)
 	n := newFakeNomad(t)

@@ -14,7 +14,6 @@ import (
 // "db" (the rest a query), "db#1" as "db", "a%41" as "aA": Nomad's 404 for that other volume
 // took the mark of a volume Nomad had just registered, and volctl would claim it beside Nomad.
 func TestNomadVolumeIDsAreEscapedInURLs(t *testing.T) {
-	t.Parallel()
 	for _, id := range []string{"db?x", "db#1", "a%41", "50%", "db?namespace=other"} {
 		t.Run(id, func(t *testing.T) {
 			h := nomadHarness(t)

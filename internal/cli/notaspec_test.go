@@ -17,7 +17,6 @@ import (
 // or invalid spec, as the README's table says, from every command that reads spec files; a
 // file that is not there, or not readable, stays a runtime error (exit 1).
 func TestAFileThatIsNoSpecIsAUsageError(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	write := func(name string, b []byte) string {
 		path := filepath.Join(dir, name)

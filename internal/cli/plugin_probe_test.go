@@ -233,7 +233,6 @@ func TestPluginProbeSocketTooLongSaysSo(t *testing.T) {
 // `plugin probe --json` printed it whole, 3 MiB of it. Now the probe fails, naming the plugin
 // and its manifest, and prints nothing.
 func TestPluginProbeRefusesAManifestPastItsBound(t *testing.T) {
-	t.Parallel()
 	cfg := csitest.DefaultMemConfig()
 	cfg.Manifest = map[string]string{"blob": strings.Repeat("b", 3<<20)}
 	socket, _ := probePlugin(t, cfg)

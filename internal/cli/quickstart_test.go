@@ -37,7 +37,6 @@ func assertCleanedUp(t *testing.T, parent string) {
 }
 
 func TestQuickstart(t *testing.T) {
-	t.Parallel()
 	hostpathtest.RequireMount(t)
 	parent := hostpathtest.MountDir(t)
 	ios, _, out, errOut := iostreams.Test()
@@ -143,7 +142,6 @@ func TestQuickstartWithoutMountPrivileges(t *testing.T) {
 // An interrupt (Ctrl-C cancels the command's context) at any step still cleans up: the
 // claim is released through the plugin, nothing stays mounted, the directory goes.
 func TestQuickstartInterrupted(t *testing.T) {
-	t.Parallel()
 	for _, tt := range []struct {
 		name       string
 		after      int  // cancel once this step is done
@@ -184,7 +182,6 @@ func TestQuickstartInterrupted(t *testing.T) {
 // to its secure_path, so a volctl found through the user's PATH elsewhere (the README's
 // export PATH="$PWD/bin:$PATH") is named by its full path, a path typed is kept as typed.
 func TestQuickstartSudoNamesVolctlAsSudoFindsIt(t *testing.T) {
-	t.Parallel()
 	for _, tt := range []struct{ argv0, exe, want string }{
 		{"bin/volctl", "/home/u/volctl/bin/volctl", "bin/volctl"},
 		{"./volctl", "/home/u/volctl", "./volctl"},
@@ -242,7 +239,6 @@ func TestQuickstartStateDirErrorNamesTheDirOnce(t *testing.T) {
 // raw: pasted, `export VOLCTL_STATE_DIR=/tmp/a b$x/...` sets the state dir to "/tmp/a" and cat
 // reads files that are not there. Each line, run by sh, gives the path quickstart used.
 func TestQuickstartCommandsRunAsShown(t *testing.T) {
-	t.Parallel()
 	hostpathtest.RequireMount(t)
 	parent := filepath.Join(hostpathtest.MountDir(t), "a b$x")
 	if err := os.Mkdir(parent, 0o700); err != nil {

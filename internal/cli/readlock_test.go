@@ -45,7 +45,6 @@ const readDeadline = 8 * time.Second
 // an engine of its own as a new volctl process opens it. status and plugin status probe the
 // live plugin and show what the probe found even though they could not record it.
 func TestReadCommandsDoNotWaitForWriters(t *testing.T) {
-	t.Parallel()
 	h := newCLIHarness(t)
 	h.createVolume(t, "db", spec.SingleNodeWriter)
 	notReady, ready := false, true

@@ -16,7 +16,6 @@ import (
 // flags, subcommands), a mistyped subcommand's refusal, a bad flag's. Anything that is not
 // a top-level command's name gets the whole tree (help, completion, suggestions).
 func TestOneCommandsTreeRunsAsTheWholeOne(t *testing.T) {
-	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	whole := NewRootCmd(NewFactory(ios))
 	var names []string

@@ -24,7 +24,6 @@ import (
 // two more arguments: `volctl volume snapshot delete -- mem -old --secret KEY=VALUE` was
 // refused ("accepts 2 arg(s), received 4"). The flag now comes before the "--".
 func TestSnapshotDeleteWithSecretsAdviceRunsForADashedID(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	faults := csitest.NewFaults()
 	socket, e, _ := serveMem(t, csitest.NewMemPlugin(csitest.DefaultMemConfig()), csitest.WithFaults(faults))

@@ -90,7 +90,6 @@ func TestTableHoldsManyRowsInFewAllocations(t *testing.T) {
 // the slice of rows it replaced did, and the chunk list grew by copying. The chunks stay at
 // 64 KiB however many there are.
 func TestTableChunksStayWholePastManyChunks(t *testing.T) {
-	t.Parallel()
 	var out bytes.Buffer
 	tb := newTable(&out, "ID", "NAME")
 	cell := strings.Repeat("x", 40)

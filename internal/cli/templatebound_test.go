@@ -11,7 +11,6 @@ import (
 // makes any, arguments it could make more than maxFilterOutput of, and otherwise makes what the
 // builtin or volctl's own function makes.
 func TestTemplateTextFuncsAreBounded(t *testing.T) {
-	t.Parallel()
 	big := strings.Repeat("<", 12<<20) // 6 times this is past 64 MiB
 	call := func(name string, args ...any) (string, error) {
 		f, ok := textFuncs[name]

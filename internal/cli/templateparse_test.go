@@ -42,7 +42,6 @@ func TestTemplateParseErrorSaysWhere(t *testing.T) {
 // times; a template of megabytes (text/template parses a few a second) keeps the line alone
 // rather than take seconds more to be refused.
 func TestTemplateParseErrorPlaceIsBounded(t *testing.T) {
-	t.Parallel()
 	_, err := parseTemplate(strings.Repeat("x", templateParseErrorBudget) + "{{.b}")
 	if err == nil || err.Error() != "template: output:1: bad character U+007D '}'" {
 		t.Errorf("err = %v, want text/template's own", err)

@@ -53,7 +53,6 @@ func actsOnTerminal(s string) (string, bool) {
 // the invisible character as \u escapes too. Piped (stdout not a terminal), -t and --jq's
 // strings are the data exactly, for the script reading them.
 func TestTemplateAndJQOutputEscapedOnTerminal(t *testing.T) {
-	t.Parallel()
 	cfg := csitest.DefaultMemConfig()
 	cfg.Version = versionWithEscapes
 	_, e, _ := serveMem(t, csitest.NewMemPlugin(cfg))

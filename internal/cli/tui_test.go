@@ -343,7 +343,6 @@ func TestTUILogFileOfTheUsersOwnOpens(t *testing.T) {
 // may be planted, a symlink never followed. The race is run for a bounded number of attempts:
 // the old code lost it within a few thousand; the new code cannot, its open never follows.
 func TestTUILogFileRaceWithAPlantedSymlinkIsNotFollowed(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	sticky := filepath.Join(dir, "tmp")
 	if err := os.Mkdir(sticky, 0o700); err != nil {

@@ -240,7 +240,6 @@ func (w *cancelAfter) Write(p []byte) (int, error) {
 // does (1, saying so), with every diagnostic printed whole and no later file looked at; with
 // --json, nothing is printed. validate printed all 3,000 and went on to the next file.
 func TestValidateStopsWhenInterrupted(t *testing.T) {
-	t.Parallel()
 	var b strings.Builder
 	b.WriteString(validVolume)
 	for i := range 3000 {
@@ -277,7 +276,6 @@ func TestValidateStopsWhenInterrupted(t *testing.T) {
 // status still that of every diagnostic: 2 when any error, shown or not, and an error among
 // those left out makes the counting one an error too.
 func TestValidateShowsAFilesFirstDiagnostics(t *testing.T) {
-	t.Parallel()
 	const n = 1000 // ten times those shown: 5,000 proved no more, for five times the parsing
 	var many, warned strings.Builder
 	many.WriteString(validVolume)
@@ -409,7 +407,6 @@ func TestSpecSecretsReadableByOthersAreWarnedOf(t *testing.T) {
 // warnings and the files they are in), where the first of them is, an error when any of them
 // is one; the exit status is still that of every diagnostic.
 func TestValidateJSONBoundsDiagnosticsOverAllFiles(t *testing.T) {
-	t.Parallel()
 	const files, each = 30, 150
 	var bad strings.Builder
 	for i := range each {

@@ -73,7 +73,6 @@ func TestVolumeClaimOutput(t *testing.T) {
 // plugin is ready, the same command claims. Before, it claimed and published through the plugin
 // not ready, exit 0.
 func TestVolumeClaimOnAPluginNotReadyExits4(t *testing.T) {
-	t.Parallel()
 	h := newCLIHarness(t)
 	h.createVolume(t, "db", spec.SingleNodeWriter)
 	notReady := false
