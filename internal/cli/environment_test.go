@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"io/fs"
 	"log/slog"
@@ -137,6 +138,9 @@ func TestEveryVariableIsDocumentedInOnePlace(t *testing.T) {
 			return err
 		}
 		src, err := os.ReadFile(path)
+		if !bytes.Contains(src, []byte("env(\"")) && !bytes.Contains(src, []byte("Env(\"")) {
+			return err // no call the pattern matches: the regexp over every file cost seconds under -race
+		}
 		for _, m := range read.FindAllStringSubmatch(string(src), -1) {
 			if !internal[m[1]] {
 				names[m[1]] = path

@@ -15,6 +15,14 @@ import (
 // usage lines ran to 170: an 80-column terminal broke them mid-word, one line in three.
 const helpWidth = 80
 
+// The template functions wrapHelp's templates call, added once: cobra keeps them in a map of
+// its own, which adding them at every root's making (as before) wrote while another root, in
+// another goroutine (the tests', in parallel), read it to render its help: a data race.
+func init() {
+	cobra.AddTemplateFunc("wrapProse", wrapProse)
+	cobra.AddTemplateFunc("flagUsages", flagUsages)
+}
+
 // wrapHelp lays c's help (and, as cobra inherits templates, that of every command under it)
 // out for helpWidth columns: its description's prose paragraphs are filled again
 // (wrapProse), each flag's usage wraps under its own column (pflag's FlagUsagesWrapped), and
@@ -22,8 +30,6 @@ const helpWidth = 80
 // Only the layout changes: Long, Example and the flags' words stay as written, so the man
 // pages, made from them, are untouched, and an example is never broken (a script runs them).
 func wrapHelp(c *cobra.Command) {
-	cobra.AddTemplateFunc("wrapProse", wrapProse)
-	cobra.AddTemplateFunc("flagUsages", flagUsages)
 	help := strings.Replace(c.HelpTemplate(), "{{. | trimTrailingWhitespaces}}", "{{. | trimTrailingWhitespaces | wrapProse}}", 1)
 	usage := c.UsageTemplate()
 	for _, set := range []string{".LocalFlags", ".InheritedFlags"} {

@@ -37,7 +37,8 @@ import (
 // tell anything.
 //
 // A process /proc does not show (gone: a launcher that listened, handed the socket to the
-// plugin it started and exited) is listenerGone: nothing of what runs behind the socket, which
+// plugin it started and exited), or shows without a program (exiting, or a zombie), is
+// listenerGone: nothing of what runs behind the socket, which
 // a later process given the same pid would seem to change (listenerKnown). "" when nothing
 // answers on the socket.
 //
@@ -71,7 +72,17 @@ func listenerImage(pid int32) string {
 	}
 	stack := f[28-3]
 	exe := "?"
-	if fi, err := os.Stat(filepath.Join(dir, "exe")); err == nil {
+	fi, err := os.Stat(filepath.Join(dir, "exe"))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// No program, no memory: the process is exiting, or a zombie, its descriptors about
+		// to close (a launcher that handed its socket on and exits: its exit can take seconds
+		// on a loaded machine). It is as gone as one /proc no longer shows: recorded as it, a
+		// fingerprint taken meanwhile refused every connection once it was reaped ("another
+		// process than the one that listened there"), the plugin behind the socket healthy.
+		// (Another user's process reads EACCES, not this: it is compared by pid and start.)
+		return fmt.Sprintf("pid %d %s", pid, listenerGone)
+	case err == nil:
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 			exe = fmt.Sprintf("%d:%d", st.Dev, st.Ino)
 		}

@@ -21,7 +21,7 @@ import (
 
 // chaos32: the agent restarts the plugin while one of a command's RPCs is in flight: the
 // instance the RPC reached dies without answering (UNAVAILABLE), and a new one, on a new socket
-// file, serves what the plugin keeps on disk (the same MemPlugin's volumes, stagings and
+// file (listening before the old one dies), serves what the plugin keeps on disk (the same MemPlugin's volumes, stagings and
 // targets), with the capabilities edit gives it (none changed when edit is nil).
 
 // restartingHarness is a harness whose plugin is restarted so the first time method (a gRPC
@@ -49,11 +49,14 @@ func restartingHarness(t *testing.T, method string, initial, edit func(*csitest.
 		if !fire {
 			return handler(ctx, req)
 		}
-		stop()
+		// The new instance listens (its socket file renamed over the old one's) before the old
+		// one stops: the command, seeing its connection closed, reconnects to the new one, never
+		// to an empty path ("nothing is listening"), however slowly this goroutine runs.
 		if edit != nil {
 			mem.Reconfigure(edit)
 		}
-		csitest.ServeAt(t, socket, csitest.WithServer(mem))
+		csitest.ServeAt(t, socket, csitest.WithServer(mem), csitest.ReplacingSocket())
+		stop()
 		close(done)
 		return nil, status.Error(codes.Unavailable, "the plugin was killed")
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -26,6 +27,9 @@ type serveConfig struct {
 	errs         []string
 	// uid is the user the socket listens as (AsUser); nil: this process's.
 	uid *uint32
+	// replace: listen on a new file beside the socket path and rename it over the path
+	// (ReplacingSocket).
+	replace bool
 }
 
 // Registrar is a server that registers its CSI services itself, as MemPlugin does.
@@ -100,6 +104,15 @@ func AsUser(uid uint32) ServeOption {
 	return func(c *serveConfig) { c.uid = &uid }
 }
 
+// ReplacingSocket makes ServeAt listen on a new socket file beside the path and rename it over
+// the path, whatever is there (a live socket included): a plugin restarted with its new instance
+// listening before the old one is gone, so a client that reconnects finds the new one at once,
+// never an empty path. The old instance's stop leaves the new file alone (it removes only the
+// socket file it made).
+func ReplacingSocket() ServeOption {
+	return func(c *serveConfig) { c.replace = true }
+}
+
 // listenAs listens on socket with uid as the effective user and group of the listen(2), which is what the
 // kernel records as the listener's credentials. Only the thread that listens takes those ids (the
 // raw system call: Go's Setresuid changes every thread of the process), and that thread ends with
@@ -144,8 +157,12 @@ func listenAs(socket string, uid uint32) (net.Listener, error) {
 	return r.lis, r.err
 }
 
+// replaceSeq names the files ReplacingSocket listens on before renaming them.
+var replaceSeq atomic.Uint64
+
 // ServeAt serves on the given socket path, so a test can restart a plugin where it was.
-// It returns the stop function; the server is also stopped when the test ends.
+// It returns the stop function, which removes the socket file only if it is still the one this
+// server made; the server is also stopped when the test ends.
 func ServeAt(t testing.TB, socket string, opts ...ServeOption) (stop func()) {
 	t.Helper()
 	var cfg serveConfig
@@ -166,15 +183,37 @@ func ServeAt(t testing.TB, socket string, opts ...ServeOption) (stop func()) {
 	for _, r := range cfg.register {
 		r(srv)
 	}
+	at := socket
+	if cfg.replace {
+		// A short name beside the path: a socket path must stay under 108 bytes.
+		at = filepath.Join(filepath.Dir(socket), fmt.Sprintf(".r%d", replaceSeq.Add(1)))
+	}
 	var lis net.Listener
 	var err error
 	if cfg.uid != nil {
-		lis, err = listenAs(socket, *cfg.uid)
+		lis, err = listenAs(at, *cfg.uid)
 	} else {
-		lis, err = net.Listen("unix", socket)
+		lis, err = net.Listen("unix", at)
 	}
 	if err != nil {
-		t.Fatalf("csitest: listen on %s: %v", socket, err)
+		t.Fatalf("csitest: listen on %s: %v", at, err)
+	}
+	if ul, ok := lis.(*net.UnixListener); ok {
+		// Closing the listener must not unlink the path, which may name another instance's
+		// socket by then (ReplacingSocket): stop removes the file only if it is this one.
+		ul.SetUnlinkOnClose(false)
+	}
+	if cfg.replace {
+		if err := os.Rename(at, socket); err != nil {
+			lis.Close()
+			os.Remove(at)
+			t.Fatalf("csitest: replace %s: %v", socket, err)
+		}
+	}
+	made, err := os.Lstat(socket)
+	if err != nil {
+		lis.Close()
+		t.Fatalf("csitest: the socket just made: %v", err)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -186,7 +225,11 @@ func ServeAt(t testing.TB, socket string, opts ...ServeOption) (stop func()) {
 		once.Do(func() {
 			srv.Stop()
 			<-done
-			os.Remove(socket)
+			// Only the socket file this server made: a new instance may have replaced it
+			// (ReplacingSocket), or a test put another file there.
+			if now, err := os.Lstat(socket); err == nil && os.SameFile(made, now) {
+				os.Remove(socket)
+			}
 		})
 	}
 	t.Cleanup(stop)
