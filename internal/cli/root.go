@@ -109,7 +109,7 @@ refused, volume in use), 70 volctl crashed (a panic: a bug in volctl, its text o
 --json, --jq and -t. Output that cannot be written to stdout (a full disk) is exit 1, "writing
 to standard output: ..."; a reader gone (` + "`| head -1`" + `) ends a command that only reads
 quietly, by SIGPIPE as any filter, and one that changes the state finishes its work, then
-exits 1, quietly.`,
+exits 1, its stderr saying what it did, which stands (a claim: how to release it).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

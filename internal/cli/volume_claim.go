@@ -138,7 +138,9 @@ func volumeClaimRun(ctx context.Context, opts *VolumeClaimOptions) error {
 		return err
 	}
 	if opts.Exporter.Enabled() {
-		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, cl), "claim %q for alloc %q published at %s", cl.VolumeID, cl.Alloc, cl.TargetPath)
+		return withNext(afterDone(opts.Exporter.Write(ctx, opts.IO.Out, cl), "claim %q for alloc %q published at %s", cl.VolumeID, cl.Alloc, cl.TargetPath),
+			claimKeptNext(cl.VolumeID, cl.Alloc))
 	}
-	return printDone(opts.IO.Out, cl.TargetPath+"\n", "claim %q for alloc %q published at %s", cl.VolumeID, cl.Alloc, cl.TargetPath)
+	return withNext(printDone(opts.IO.Out, cl.TargetPath+"\n", "claim %q for alloc %q published at %s", cl.VolumeID, cl.Alloc, cl.TargetPath),
+		claimKeptNext(cl.VolumeID, cl.Alloc))
 }
