@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -79,6 +80,85 @@ func TestClaimKeptAdviceQuotesTheAlloc(t *testing.T) {
 		got := shellquotetest.RunArgs(t, advised[i][1])
 		if want := []string{"volume", verb, "db", "--alloc", "web[0]"}; !slices.Equal(got, want) {
 			t.Errorf("advised %q runs as %q; want %q", advised[i][1], got, want)
+		}
+	}
+}
+
+// TestActingCommandsSayWhatTheyDidWhenTheirResultIsLost: `volume create`, `snapshot create`,
+// `snapshot delete`, `group run` and `reconcile` printed their text result without checking
+// the write. Their reader gone (`| head -c0`) they exited 0, silent, against the docs' exit 1
+// for an acting command's result unprinted (claim, release, delete and the rest do); on a full
+// disk they exited 1 saying only that stdout failed, not that the volume or snapshot was made.
+// Now each exits 1 saying what it did, which stands, as claim does.
+func TestActingCommandsSayWhatTheyDidWhenTheirResultIsLost(t *testing.T) {
+	requireMount(t) // group run claims
+	h := newCLIHarness(t)
+	dir := t.TempDir()
+	volSpec := filepath.Join(dir, "db.hcl")
+	if err := os.WriteFile(volSpec, []byte(`id = "db"
+name = "db"
+type = "csi"
+plugin_id = "mem"
+capability {
+  access_mode = "multi-node-multi-writer"
+  attachment_mode = "file-system"
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	groupSpec := filepath.Join(dir, "g.hcl")
+	if err := os.WriteFile(groupSpec, []byte(`group "g" {
+  volume "d" {
+    type            = "csi"
+    source          = "db"
+    access_mode     = "multi-node-multi-writer"
+    attachment_mode = "file-system"
+  }
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"volume", "create", volSpec}, `volume "db" created; only printing it failed: `},
+		{[]string{"volume", "snapshot", "create", "db", "s1"}, `snapshot "s1" (ID `},
+		{[]string{"volume", "snapshot", "delete", "mem", "s1", "--yes"}, `snapshot "s1" of plugin "mem" deleted; only printing it failed: `},
+		{[]string{"group", "run", groupSpec}, `group "g" run: 1 of 1 allocs have their volumes; only printing it failed: `},
+		{[]string{"reconcile"}, `reconcile: 0 action(s) done, 0 problem(s) left; only printing it failed: `},
+	}
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full here: %v", err)
+	}
+	defer full.Close()
+	for _, s := range steps {
+		for _, lost := range []string{"broken pipe", "no space left on device"} {
+			out := full
+			var w *os.File
+			if lost == "broken pipe" {
+				r, pw, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.Close() // the reader gone before the first line
+				out, w = pw, pw
+			}
+			ios, _, _, errOut := iostreams.Test()
+			ios.Out = &iostreams.Stdout{File: out}
+			f := NewFactory(ios)
+			root := NewRootCmd(f)
+			root.SetArgs(append([]string{"--state-dir", h.state}, s.args...))
+			code := f.Report(f.RedactError(h.ctx, root.ExecuteContext(h.ctx)))
+			f.Close()
+			if w != nil {
+				w.Close()
+			}
+			cmd := "volctl " + strings.Join(s.args, " ")
+			if code != ExitError || !strings.Contains(errOut.String(), s.want) || !strings.Contains(errOut.String(), lost) {
+				t.Errorf("%s, its stdout lost (%s): exit %d, stderr %q; want exit 1 saying %q and %q", cmd, lost, code, errOut.String(), s.want, lost)
+			}
 		}
 	}
 }
