@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/shellquote/shellquotetest"
 	"github.com/volctl/volctl/internal/spec"
@@ -160,5 +162,48 @@ capability {
 				t.Errorf("%s, its stdout lost (%s): exit %d, stderr %q; want exit 1 saying %q and %q", cmd, lost, code, errOut.String(), s.want, lost)
 			}
 		}
+	}
+}
+
+// TestRegistrationThatFailsIsNotHiddenByAReaderGone: `volctl plugin register a.hcl b.hcl |
+// head -c0`, a's plugin registered and b's refused (its socket missing): the error joined the
+// unprinted line (a reader gone, quiet) with b's refusal, and Report kept quiet about both: exit
+// 1, stderr empty, b's failure said nowhere. Now both are said.
+func TestRegistrationThatFailsIsNotHiddenByAReaderGone(t *testing.T) {
+	t.Parallel()
+	socket, e, _ := serveMem(t, csitest.NewMemPlugin(csitest.DefaultMemConfig()))
+	state := e.StateDir()
+	specFile := filepath.Join(t.TempDir(), "plugins.hcl")
+	if err := os.WriteFile(specFile, []byte(`plugin "a" {
+  type = "monolith"
+  socket = "`+socket+`"
+}
+plugin "b" {
+  type = "monolith"
+  socket = "`+filepath.Join(t.TempDir(), "none.sock")+`"
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	defer w.Close()
+	ios, _, _, errOut := iostreams.Test()
+	ios.Out = &iostreams.Stdout{File: w}
+	f := NewFactory(ios)
+	root := NewRootCmd(f)
+	root.SetArgs([]string{"--state-dir", state, "plugin", "register", specFile, "--wait", "0s"})
+	code := f.Report(f.RedactError(context.Background(), root.ExecuteContext(context.Background())))
+	f.Close()
+	for _, want := range []string{`plugin "a" registered; only printing it failed: `, "broken pipe", `"b"`, "none.sock"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("plugin register of a (registered) and b (no socket) | head -c0: exit %d, stderr %q; want it to say %q", code, errOut.String(), want)
+		}
+	}
+	if code == 0 {
+		t.Errorf("plugin register with b refused: exit 0")
 	}
 }
