@@ -136,3 +136,38 @@ func TestListingThatLocksEndsQuietlyWhenItsReaderIsGone(t *testing.T) {
 		t.Errorf("volctl volume snapshot list --json into a closed pipe: exit status %d; want 1 (or SIGPIPE's end)", ee.ExitCode())
 	}
 }
+
+// TestClaimWhoseReaderIsGoneSaysOnStderrItIsKept: `volctl volume claim vol --alloc a | head
+// -c0` in a script, its stderr kept. SIGPIPE taken at the first lock, the claim is made and
+// kept, and the EPIPE of its one line was quiet: exit 1 and nothing on stderr, as a claim rolled
+// back whose error was lost would look. The process, not the package's Report alone: the real
+// SIGPIPE handling turns the write into the EPIPE that Report words.
+func TestClaimWhoseReaderIsGoneSaysOnStderrItIsKept(t *testing.T) {
+	t.Parallel()
+	env := newHostEnv(t)
+	env.createVolume("vol", spec.SingleNodeWriter)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	var stderr strings.Builder
+	cmd := exec.Command(shortVolctl(t), "volume", "claim", "vol", "--alloc", "a")
+	cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+env.state, "NO_COLOR=1")
+	cmd.Stdout, cmd.Stderr = w, &stderr
+	err = cmd.Run()
+	w.Close()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("volctl volume claim vol --alloc a | head -c0: %v; want exit status 1", err)
+	}
+	for _, want := range []string{`claim "vol" for alloc "a" published at `, "broken pipe", "the claim stands", "`volctl volume release vol --alloc a` releases it"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("volctl volume claim vol --alloc a | head -c0: stderr %q; want it to say %q", stderr.String(), want)
+		}
+	}
+	// The claim was kept: the advice's release finds it.
+	if out := env.ok("volume", "release", "vol", "--alloc", "a"); !strings.Contains(out, `Released write claim of alloc "a"`) {
+		t.Errorf("volctl volume release vol --alloc a after the claim whose reader was gone: %q; want the claim released", out)
+	}
+}

@@ -83,11 +83,14 @@ func groupRunRun(ctx context.Context, opts *GroupRunOptions) error {
 	}
 	out := bufio.NewWriter(opts.IO.Out)
 	if opts.Exporter.Enabled() {
-		err = afterDone(opts.Exporter.Write(ctx, out, info), "group %q run: %s", info.Name, allocsServed(info))
+		err = opts.Exporter.Write(ctx, out, info)
 	} else {
 		err = writeGroupRun(out, info)
 	}
 	flush(out, &err)
+	// The table too: unprinted (a reader gone, a full disk), it failed quietly, exit 1 with
+	// nothing said of the claims the run made (TestActingCommandsSayWhatTheyDidWhenTheirResultIsLost).
+	err = afterDone(err, "group %q run: %s", info.Name, allocsServed(info))
 	if runErr != nil {
 		return runErr
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -518,7 +519,45 @@ func afterDone(err error, format string, args ...any) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("%s; only printing it failed: %w", fmt.Sprintf(format, args...), err)
+	return &doneError{done: fmt.Sprintf(format, args...), err: err}
+}
+
+// doneError is the error of an acting command that did its work but could not print its
+// result (afterDone): what was done, which stands, and, for a claim, what to run next.
+// Report words it for a reader gone (`| head -c0`), whose EPIPE is otherwise quiet: a script
+// whose claim exited 1 with nothing on stderr could not tell a claim made and kept from one
+// refused or rolled back (TestActingCommandWhoseReaderIsGoneSaysWhatItKept).
+type doneError struct {
+	done string // what was done: `claim "db" for alloc "a" published at /...`
+	next string // what to run next, commands pasteable as printed; "" for nothing to say
+	err  error  // printing the result
+}
+
+func (e *doneError) Error() string {
+	msg := e.done + "; only printing it failed: " + e.err.Error()
+	if e.next != "" {
+		msg += "; " + e.next
+	}
+	return msg
+}
+
+func (e *doneError) Unwrap() error { return e.err }
+
+// withNext is err (afterDone's) with next, what to run next, added to it; err as it is when it
+// is not afterDone's.
+func withNext(err error, next string) error {
+	if de, ok := err.(*doneError); ok {
+		de.next = next
+	}
+	return err
+}
+
+// claimKeptNext is what to run after a claim made whose result was not printed: claiming
+// again prints the target path, a release undoes the claim.
+func claimKeptNext(volumeID, alloc string) string {
+	return fmt.Sprintf("the claim stands: `%s` prints its target path again, `%s` releases it",
+		shellquote.CommandFlags("volctl volume claim", []string{volumeID}, shellquote.Flag("--alloc", alloc)),
+		shellquote.CommandFlags("volctl volume release", []string{volumeID}, shellquote.Flag("--alloc", alloc)))
 }
 
 // printDone prints line, an acting command's result, to w. The work is done by then; when the

@@ -63,7 +63,7 @@ func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
 	}
 	out := bufio.NewWriter(opts.IO.Out)
 	if opts.Exporter.Enabled() {
-		err = afterDone(opts.Exporter.Write(ctx, out, rep), "reconcile: %d action(s) done, %d problem(s) left", len(rep.Actions), len(rep.Problems))
+		err = opts.Exporter.Write(ctx, out, rep)
 	} else if len(rep.Actions) == 0 {
 		// A pass that failed (recErr) did not find everything in place: it may not have looked.
 		if len(rep.Problems) == 0 && recErr == nil {
@@ -77,6 +77,8 @@ func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
 		err = t.render()
 	}
 	flush(out, &err)
+	// The table's too (TestActingCommandsSayWhatTheyDidWhenTheirResultIsLost).
+	err = afterDone(err, "reconcile: %d action(s) done, %d problem(s) left", len(rep.Actions), len(rep.Problems))
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func (f *Factory) Report(err error) int {
 	if err == nil {
 		err = unprinted(f.IO.OutError())
 	}
-	if err != nil && !isSilent(err) && !readerGone(err) {
+	if err != nil && !isSilent(err) && (!readerGone(err) || keptUnprinted(err)) {
 		fmt.Fprintf(f.IO.ErrOut, "Error: %s%s%s\n", escapeLines(err.Error()), outOfFilesAdvice(err), f.notFoundAdvice(err))
 	}
 	return ExitCode(err)
@@ -36,10 +36,22 @@ func (f *Factory) Report(err error) int {
 // -1`), which a command that took SIGPIPE (outliveReaderForGood: one that changes the state,
 // from its first lock on) returns where SIGPIPE would have ended it: as quiet as that end,
 // exit 1 for its result unprinted (TestCommandThatWritesFinishesWhenItsReaderIsGone), not an
-// "Error: write /dev/stdout: broken pipe" after `volctl volume snapshot list | head -1`.
+// "Error: write /dev/stdout: broken pipe" after `volctl volume snapshot list | head -1`. But
+// for an acting command's result (keptUnprinted), whose error says what was done and stands.
 func readerGone(err error) bool {
 	var pe *fs.PathError
 	return errors.As(err, &pe) && pe.Op == "write" && errors.Is(pe.Err, syscall.EPIPE)
+}
+
+// keptUnprinted reports whether err says what an acting command did before printing its
+// result failed (afterDone's doneError): with its reader gone too, that is said on stderr, as
+// for a full disk. A claim made and kept, then `exit 1` and nothing on stderr, could not be told
+// by a script (`volctl volume claim db --alloc a | head -c0`) from a claim refused or rolled
+// back: a script may read its stderr, or log it, where its stdout went
+// (TestActingCommandWhoseReaderIsGoneSaysWhatItKept).
+func keptUnprinted(err error) bool {
+	var de *doneError
+	return errors.As(err, &de)
 }
 
 // outOfFilesAdvice is what to do, appended to an error that met the end of the open files

@@ -106,10 +106,12 @@ against CSI plugins on local unix sockets. State lives in one SQLite file in the
 Exit codes: 0 ok, 1 runtime error, 2 usage or invalid spec, 3 declined, 4 conflict (claim
 refused, volume in use), 70 volctl crashed (a panic: a bug in volctl, its text on stderr;
 ` + "`volctl reconcile`" + ` finishes what it left half-done; please report it). The same with
---json, --jq and -t. Output that cannot be written to stdout (a full disk) is exit 1, "writing
-to standard output: ..."; a reader gone (` + "`| head -1`" + `) ends a command that only reads
+--json, --jq and -t. A command stopped by SIGINT, SIGTERM or SIGHUP exits 1 saying where it
+stopped (agent, plugin serve, tui and events --follow, which run until stopped: 0). Output that
+cannot be written to stdout (a full disk) is exit 1, "writing to standard output: ..."; a
+reader gone (` + "`| head -1`" + `) ends a command that only reads
 quietly, by SIGPIPE as any filter, and one that changes the state finishes its work, then
-exits 1, quietly.`,
+exits 1, its stderr saying what it did, which stands (a claim: how to release it).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

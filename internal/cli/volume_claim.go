@@ -138,7 +138,13 @@ func volumeClaimRun(ctx context.Context, opts *VolumeClaimOptions) error {
 		return err
 	}
 	if opts.Exporter.Enabled() {
-		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, cl), "claim %q for alloc %q published at %s", cl.VolumeID, cl.Alloc, cl.TargetPath)
+		err = afterDone(opts.Exporter.Write(ctx, opts.IO.Out, cl), "claim %q for alloc %q published at %s", cl.VolumeID, cl.Alloc, cl.TargetPath)
+	} else {
+		err = printDone(opts.IO.Out, cl.TargetPath+"\n", "claim %q for alloc %q published at %s", cl.VolumeID, cl.Alloc, cl.TargetPath)
 	}
-	return printDone(opts.IO.Out, cl.TargetPath+"\n", "claim %q for alloc %q published at %s", cl.VolumeID, cl.Alloc, cl.TargetPath)
+	if err != nil {
+		// Its result unprinted, the claim stands: say how to get its path, or give it back.
+		return withNext(err, claimKeptNext(cl.VolumeID, cl.Alloc))
+	}
+	return nil
 }

@@ -105,12 +105,13 @@ func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) error {
 	if opts.Exporter.Enabled() {
 		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, s), "snapshot %q (ID %s) of volume %q created", s.Name, s.ID, s.SourceVolumeID)
 	}
-	fmt.Fprintf(opts.IO.Out, "Snapshot %q of volume %q created (name %q, %s", s.ID, s.SourceVolumeID, s.Name, sizeOrUnknown(s.SizeBytes))
+	line := fmt.Sprintf("Snapshot %q of volume %q created (name %q, %s", s.ID, s.SourceVolumeID, s.Name, sizeOrUnknown(s.SizeBytes))
 	if !s.ReadyToUse {
-		fmt.Fprint(opts.IO.Out, ", not ready to use yet")
+		line += ", not ready to use yet"
 	}
-	fmt.Fprintln(opts.IO.Out, ")")
-	return nil
+	// Unprinted, it exited 0 (a reader gone) or 1 saying only that stdout failed (a full disk):
+	// TestActingCommandsSayWhatTheyDidWhenTheirResultIsLost.
+	return printDone(opts.IO.Out, line+")\n", "snapshot %q (ID %s) of volume %q created", s.Name, s.ID, s.SourceVolumeID)
 }
 
 // parseParameters reads KEY=VALUE flags into a map; nil when there are none.
@@ -430,8 +431,8 @@ func snapshotDeleteRun(ctx context.Context, opts *SnapshotDeleteOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.IO.Out, "Snapshot %q of plugin %q deleted\n", opts.SnapshotID, opts.PluginID)
-	return nil
+	return printDone(opts.IO.Out, fmt.Sprintf("Snapshot %q of plugin %q deleted\n", opts.SnapshotID, opts.PluginID),
+		"snapshot %q of plugin %q deleted", opts.SnapshotID, opts.PluginID)
 }
 
 // SnapshotDeregisterOptions are the inputs of `volctl volume snapshot deregister`.

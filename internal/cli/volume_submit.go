@@ -150,23 +150,28 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 		// Each failure is on stderr already; the exit code is the first one's.
 		failed = withCode(ExitCode(errs[0]), fmt.Errorf("%s: %d of %d volumes failed (see above)", command, len(errs), len(vols)))
 	}
+	var printErr error
 	if opts.Exporter.Enabled() {
 		if err := redactOutput(ctx, e, nil, &infos); err != nil {
 			return fmt.Errorf("%s: %w", command, err)
 		}
-		if err := opts.Exporter.Write(ctx, out, infos); err != nil && len(infos) > 0 {
-			// A filter or template stopped by the interrupt that also ended a create: the
-			// error says what was done and what failed, never that an empty list was done.
-			ids := make([]string, len(infos))
-			for i, info := range infos {
-				ids[i] = info.ID
-			}
-			err = afterDone(err, "volume %s %sd", quotedIDs(ids), opts.Verb)
-			if failed == nil {
-				return err
-			}
-			return withCode(ExitCode(failed), errors.Join(failed, err))
+		printErr = opts.Exporter.Write(ctx, out, infos)
+	}
+	// The lines too: unprinted (a reader gone, a full disk), the volumes made, it exited 0, or 1
+	// saying only that stdout failed (TestActingCommandsSayWhatTheyDidWhenTheirResultIsLost).
+	flush(out, &printErr)
+	if printErr != nil && len(infos) > 0 {
+		// A filter or template stopped by the interrupt that also ended a create: the
+		// error says what was done and what failed, never that an empty list was done.
+		ids := make([]string, len(infos))
+		for i, info := range infos {
+			ids[i] = info.ID
 		}
+		err := afterDone(printErr, "volume %s %sd", quotedIDs(ids), opts.Verb)
+		if failed == nil {
+			return err
+		}
+		return withCode(ExitCode(failed), errors.Join(failed, err))
 	}
 	return failed
 }
