@@ -121,6 +121,9 @@ func newScrubber(sensitive []string) *scrubber {
 		sc.forms = sc.forms[:from+len(kept)]
 		// A query string writes a space as '+': only a value with a space needs that decoding.
 		sc.space = sc.space || strings.IndexByte(s, ' ') >= 0
+		// A control byte (but a line feed, which a drawing spells as its rows' break, and ESC)
+		// is found through escapes only as the decoded string holds it (controlsKept).
+		sc.controls = sc.controls || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 && r != '\n' && r != 0x1b || r == 0x7f })
 	}
 	sc.ends = make([][2]uint16, len(sc.forms))
 	for i, f := range sc.forms {
@@ -135,6 +138,8 @@ type scrubber struct {
 	forms []string
 	ends  [][2]uint16
 	space bool // a value has a space, which a query string writes as '+'
+	// controls: a value has a control byte a drawing does not spell (a tab, a carriage return)
+	controls bool
 }
 
 func (sc *scrubber) scrub(msg string) string { return sc.scrubCut(msg, false) }
@@ -165,18 +170,18 @@ func (sc *scrubber) scrubCut(msg string, own bool) string {
 	// A value with an escape (\u0068, \x1b) or with what shows as nothing (an ANSI escape
 	// sequence, a zero width space, a control byte) written into it is found as it reads.
 	if shownDiffers(msg) {
-		view, at, twoWays := shownView(msg, false)
-		if at != nil {
-			// A match ends where its last byte's source ends: what follows it and shows as
-			// nothing (a colour's reset, a hyperlink, a zero width space) is not the value's.
-			spans = sc.find(spans, view, at, nil, func(from, to int) (int, int) { return shownBounds(msg, at, from, to) })
+		var back bool
+		spans, back = sc.findShown(spans, msg, controlsEscaped)
+		// An escaped control byte (\b, \r, \t, \n, JSON's and Go's): read too as a reader
+		// decoding the string draws it, the cursor moved ("hunter2-X\bs3cret"); the view
+		// above kept it as written, where a value with a tab or a line break is found quoted.
+		if drawsControlEscapes(msg, back) {
+			spans, _ = sc.findShown(spans, msg, controlsDrawn)
 		}
-		// A C1 control or a right-to-left override: read too as the terminals that act on it
-		// draw it (a CSI begun by U+009B, the text after U+202E reversed).
-		if twoWays {
-			if view, at, _ := shownView(msg, true); at != nil {
-				spans = sc.find(spans, view, at, nil, func(from, to int) (int, int) { return shownBounds(msg, at, from, to) })
-			}
+		// A value with a control byte in it (a tab, a carriage return) is found too as the
+		// decoded string holds it, which no drawing spells ("pass\u0009word").
+		if sc.controls {
+			spans, _ = sc.findShown(spans, msg, controlsKept)
 		}
 	}
 	// Base64 or hex broken into lines (MIME, PEM, a dump's quoted "\n") is found joined again.
@@ -193,6 +198,29 @@ func (sc *scrubber) scrubCut(msg string, own bool) string {
 		return msg
 	}
 	return redactSpans(msg, spans)
+}
+
+// findShown appends the values found in msg's shown view (shownView, controls so read), and, when
+// msg has a C1 control or a right-to-left override, in the view of the terminals that act on
+// it (a CSI begun by U+009B, the text after U+202E reversed). A match ends where its last
+// byte's source ends: what follows it and shows as nothing (a colour's reset, a hyperlink, a
+// zero width space) is not the value's. back is shownView's.
+func (sc *scrubber) findShown(spans []span, msg string, controls controlsShown) (_ []span, back bool) {
+	view, at, twoWays, back := shownView(msg, false, controls)
+	bounds := func(at []int) func(from, to int) (int, int) {
+		return func(from, to int) (int, int) { return shownBounds(msg, at, from, to, controls) }
+	}
+	if at != nil {
+		spans = sc.find(spans, view, at, nil, bounds(at))
+	}
+	if twoWays {
+		view, at, _, drawnBack := shownView(msg, true, controls)
+		if at != nil {
+			spans = sc.find(spans, view, at, nil, bounds(at))
+		}
+		back = back || drawnBack
+	}
+	return spans, back
 }
 
 // cutMark begins what spec.Cut writes where it cut a text: "… (1044480 bytes more)".

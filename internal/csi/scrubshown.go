@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -87,13 +88,18 @@ var shownMayDiffer = sync.OnceValue(func() *[256]bool {
 // on it (an absolute row, CUP's and VPA's, is a row of its own, never one a line feed or a
 // relative move reaches), scrolling regions, insert and delete (ICH, DCH, IL, DL), EL 1 and
 // ED, and a terminal that reads 0x80..0x9F bytes (not UTF-8) as C1 controls.
-func shownView(msg string, drawn bool) (view string, at []int, twoWays bool) {
-	d, dat := unescaped(msg)
+// How the escapes of control bytes are read is controls (controlsShown).
+// back says the cursor was moved back or up (a backspace, a carriage return, CUB, CUU, CUP...):
+// without, what is drawn is the text in its order, a tab's blanks and line breaks between.
+func shownView(msg string, drawn bool, controls controlsShown) (view string, at []int, twoWays, back bool) {
+	d, dat := unescaped(msg, controls != controlsEscaped)
 	v := drawing{d: d, dat: dat, blanks: len(d)}
 	for i := 0; i < len(d); {
 		c := d[i]
 		n := 1
 		switch {
+		case controls == controlsKept && (c < 0x20 && c != 0x1b || c == 0x7f):
+			v.put(i, i+1, 1)
 		case c == 0x1b || drawn && c == 0xc2 && i+1 < len(d) && d[i+1] >= 0x80 && d[i+1] <= 0x9f:
 			var csi bool
 			var final byte
@@ -109,6 +115,10 @@ func shownView(msg string, drawn bool) (view string, at []int, twoWays bool) {
 				case 0x8d:
 					final = 'M'
 				}
+			}
+			switch {
+			case csi && strings.IndexByte("DGKAFHfdu", final) >= 0, !csi && (final == 'M' || final == '8'):
+				back = true
 			}
 			switch {
 			case csi && final == 'D':
@@ -133,12 +143,12 @@ func shownView(msg string, drawn bool) (view string, at []int, twoWays bool) {
 				v.row, v.col = v.savedRow, v.savedCol
 			}
 		case c == 0x08:
-			v.col = max(0, v.col-1)
+			v.col, back = max(0, v.col-1), true
 		case c == '\t':
 			v.moved = dat[i]
 			v.col += 8 - v.col%8
 		case c == '\r':
-			v.col = 0
+			v.col, back = 0, true
 		case c == '\n':
 			v.moved = dat[i]
 			v.down(1, true)
@@ -165,10 +175,30 @@ func shownView(msg string, drawn bool) (view string, at []int, twoWays bool) {
 	}
 	view, at = v.view()
 	if view == msg {
-		return "", nil, false
+		return "", nil, false, back
 	}
-	return view, append(at, len(msg)), twoWays
+	return view, append(at, len(msg)), twoWays, back
 }
+
+// controlsShown is how shownView reads a control byte and the escape a quoting wrote for it.
+type controlsShown uint8
+
+const (
+	// controlsEscaped keeps the escapes C and its kin write for control bytes (controlEscapes:
+	// \t, \n, \b...) as written, and draws the bytes: a value with a tab or a line break in it
+	// quoted so ("pass\tword") is found as its quoted form in a view that undid another escape
+	// inside it ("pa\u0073s\tword").
+	controlsEscaped controlsShown = iota
+	// controlsDrawn undoes those escapes too, and draws them: a reader decoding the string (jq
+	// -r, a log viewer) has the cursor moved by "\b" as by a backspace ("hunter2-X\bs3cret"
+	// draws the secret).
+	controlsDrawn
+	// controlsKept undoes them, and keeps every control byte but ESC in the view as a character,
+	// not drawn: a value with a tab or a carriage return in it, which a drawing cannot spell
+	// (a tab is blanks to its stop), echoed with an escape or what shows as nothing inside
+	// ("pass\u0009word", "pass\tw\u200bord"), is found as the decoded string holds it.
+	controlsKept
+)
 
 // absoluteRows is the first row a move to an absolute row (CUP, VPA) goes to: the message's
 // own rows, which begin where the terminal's cursor was, are counted from 0, and no relative
@@ -417,20 +447,20 @@ const maxMove = 256
 // shownBounds is the stretch of msg that wrote the view's bytes from..to-1 (at: shownView's
 // offsets): from the first source among them to where the last one ends. A backspace may have
 // put a later source before an earlier one.
-func shownBounds(msg string, at []int, from, to int) (int, int) {
+func shownBounds(msg string, at []int, from, to int, controls controlsShown) (int, int) {
 	lo, hi := at[from], 0
 	for _, a := range at[from:to] {
-		lo, hi = min(lo, a), max(hi, shownEnd(msg, a))
+		lo, hi = min(lo, a), max(hi, shownEnd(msg, a, controls))
 	}
 	return lo, hi
 }
 
 // shownEnd is where the source of a byte of shownView's view ends, the byte at msg[from]
 // (at[i]) its start: after the escape that wrote it, the character, or the byte itself.
-func shownEnd(msg string, from int) int {
+func shownEnd(msg string, from int, controls controlsShown) int {
 	switch {
 	case msg[from] == '\\':
-		if _, n := unescape(nil, msg[from:]); n > 0 {
+		if _, n := unescape(nil, msg[from:], controls != controlsEscaped); n > 0 {
 			return from + n
 		}
 	case msg[from] >= 0x80:
@@ -517,12 +547,12 @@ func escapeSeq(s []byte) (n int, csi bool, final byte, params []byte) {
 
 // unescaped is msg with the escapes of shownView undone; at[i] is the offset in msg of the
 // byte (or the escape) that became byte i.
-func unescaped(msg string) (d []byte, at []int) {
+func unescaped(msg string, controls bool) (d []byte, at []int) {
 	d = make([]byte, 0, len(msg))
 	at = make([]int, 0, len(msg)+1) // shownView appends the end
 	for i := 0; i < len(msg); {
 		if msg[i] == '\\' {
-			if out, n := unescape(d, msg[i:]); n > 0 {
+			if out, n := unescape(d, msg[i:], controls); n > 0 {
 				for range len(out) - len(d) {
 					at = append(at, i)
 				}
@@ -539,10 +569,16 @@ func unescaped(msg string) (d []byte, at []int) {
 }
 
 // unescape appends to d what the escape at the start of s (s[0] is a backslash) stands for,
-// and returns its length, or 0 when it is none shownView undoes.
-func unescape(d []byte, s string) ([]byte, int) {
+// and returns its length, or 0 when it is none shownView undoes; with controls, the escapes of
+// control bytes (controlEscapes) too.
+func unescape(d []byte, s string, controls bool) ([]byte, int) {
 	if len(s) < 2 {
 		return d, 0
+	}
+	if controls {
+		if k := strings.IndexByte(controlEscapes, s[1]); k >= 0 && !(s[1] == '0' && len(s) >= 4 && isOctal(s[2]) && isOctal(s[3])) {
+			return append(d, controlBytes[k]), 2
+		}
 	}
 	switch c := s[1]; {
 	case c == '\\' || c == '"' || c == '\'' || c == '/':
@@ -589,6 +625,49 @@ func unescape(d []byte, s string) ([]byte, int) {
 	}
 	return d, 0
 }
+
+// controlEscapes are the letters of the escapes C and its kin write for a control byte, and
+// controlBytes those bytes: \a BEL, \b backspace, \t, \n, \v, \f, \r, and Rust's and C's \0
+// (not octal's \0NN). JSON writes \b, \t, \n, \f and \r; Go all but \0; Python \t, \n, \r.
+const (
+	controlEscapes = "abtnvfr0"
+	controlBytes   = "\a\b\t\n\v\f\r\x00"
+)
+
+// drawsControlEscapes reports whether msg may be drawn otherwise with its escapes of control
+// bytes carried out (controlsDrawn) than kept as written: it has one that shows as nothing or
+// moves the cursor back or down in its column (\a, \b, \0, \v, \f, \r but before \n), or
+// a \n or \t and back, the view with them kept as written moved the cursor back or up
+// (shownView), which may write over the blanks or the line they make. A quoted dump of
+// lines and tabs alone draws its text in its order: the view with them kept finds what it holds
+// (a value with a line break or a tab quoted so).
+func drawsControlEscapes(msg string, back bool) bool {
+	lines := false
+	for i := 0; i+1 < len(msg); i++ {
+		if msg[i] != '\\' {
+			continue
+		}
+		switch c := msg[i+1]; c {
+		case '\\':
+		case 'a', 'b', 'v', 'f':
+			return true
+		case '0':
+			if !(i+3 < len(msg) && isOctal(msg[i+2]) && isOctal(msg[i+3])) {
+				return true
+			}
+		case 'r':
+			if !strings.HasPrefix(msg[i+2:], `\n`) {
+				return true
+			}
+		case 'n', 't':
+			lines = true
+		}
+		i++
+	}
+	return lines && back
+}
+
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }
 
 // hexValue reads n hex digits at the start of s.
 func hexValue(s string, n int) (rune, bool) {

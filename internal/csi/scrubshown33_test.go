@@ -14,7 +14,7 @@ func TestShownViewBlanksAreBounded(t *testing.T) {
 		strings.Repeat("\x1b[65535C", 4096),
 		strings.Repeat("x\x1b[99999G", 4096),
 	} {
-		view, at, _ := shownView(msg, false)
+		view, at, _, _ := shownView(msg, false, controlsEscaped)
 		if at == nil || len(view) > 2*len(msg) || len(at) != len(view)+1 {
 			t.Errorf("shownView of %d bytes of moves: a view of %d bytes (%d offsets); want at most %d", len(msg), len(view), len(at), 2*len(msg))
 		}
