@@ -193,6 +193,7 @@ func (sc *scrubber) scrubCut(msg string, own bool) string {
 	spans = sc.findAtCuts(spans, msg)
 	if own {
 		spans = sc.findAtOwnCuts(spans, msg)
+		spans = sc.findAtOwnStarts(spans, msg)
 	}
 	if len(spans) == 0 {
 		return msg
@@ -320,6 +321,93 @@ func (sc *scrubber) findAtOwnCuts(spans []span, msg string) []span {
 		if at >= minScrubLen {
 			spans = sc.appendCutAt(spans, msg, at, true)
 		}
+	}
+	return spans
+}
+
+// ownStartOpeners are what may come before a value a plugin cut at the start of its message:
+// white space, the quote or bracket that opened what it quoted.
+const ownStartOpeners = " \t\r\n\"'`([{<"
+
+// findAtOwnStarts is findAtOwnCuts at the other end of what a plugin cut: where a plugin may
+// have kept the end of a text alone (the tail of a mount helper's stderr, "..." + out[-40:],
+// the rest of a message split across two errors), at the message's start past what opens a
+// quote and an ellipsis, and after each of its first maxOwnCuts ellipses, the longest stretch
+// of at least minScrubLen bytes that ends a word and one of the forms, the form's start cut
+// off. Before, "…r2-s3cret rejected" showed all of a secret but its first bytes, and a secret
+// split across a first error ending "token=hunter2-" (masked: findAtOwnCuts) and its retry's
+// beginning "s3cret rejected" showed its second half.
+func (sc *scrubber) findAtOwnStarts(spans []span, msg string) []span {
+	if len(sc.forms) == 0 {
+		return spans
+	}
+	start := 0
+	for {
+		start = len(msg) - len(strings.TrimLeft(msg[start:], ownStartOpeners))
+		n := 0
+		switch {
+		case strings.HasPrefix(msg[start:], "…"):
+			n = len("…")
+		case strings.HasPrefix(msg[start:], "..."):
+			n = len("...")
+		}
+		if n == 0 {
+			break
+		}
+		start += n
+	}
+	spans = sc.appendStartAt(spans, msg, start)
+	for i, n := 0, 0; n < maxOwnCuts; n++ {
+		j := strings.IndexAny(msg[i:], ".…")
+		if j < 0 {
+			break
+		}
+		at := i + j
+		switch {
+		case strings.HasPrefix(msg[at:], "..."):
+			i = at + len("...")
+		case strings.HasPrefix(msg[at:], "…"):
+			i = at + len("…")
+		default:
+			i, n = at+1, n-1 // a lone full stop is no ellipsis
+			continue
+		}
+		if i > start {
+			spans = sc.appendStartAt(spans, msg, i)
+		}
+	}
+	return spans
+}
+
+// appendStartAt appends the longest stretch of msg beginning at at, of at least minScrubLen
+// bytes and ending a word (no letter, digit, '_' or non-ASCII byte after it), that ends one of
+// the forms and is not the whole of it (which find finds): a value whose start was cut off.
+func (sc *scrubber) appendStartAt(spans []span, msg string, at int) []span {
+	if at >= len(msg) {
+		return spans
+	}
+	longest := 0
+	for _, f := range sc.forms {
+		// From the form's second byte on, the first place the stretch may begin f's tail at
+		// gives the longest tail.
+		for k := 1; len(f)-k >= max(minScrubLen, longest+1); k++ {
+			j := strings.IndexByte(f[k:len(f)-minScrubLen+1], msg[at])
+			if j < 0 {
+				break
+			}
+			k += j
+			n := len(f) - k
+			if n <= longest || at+n > len(msg) {
+				continue
+			}
+			if msg[at:at+n] == f[k:] && (at+n == len(msg) || !wordByte(msg[at+n])) {
+				longest = n
+				break
+			}
+		}
+	}
+	if longest > 0 {
+		spans = append(spans, span{at, at + longest})
 	}
 	return spans
 }
