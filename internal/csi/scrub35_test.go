@@ -4,6 +4,7 @@ package csi_test
 // and C's \0), and a value with a control byte in it echoed through escapes.
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -67,6 +68,50 @@ func TestScrubKeepsEscapedControlsThatDrawNoSecret(t *testing.T) {
 		msg := "bad secret \"" + c.echoed + "\"!"
 		if got := csi.Scrubber([]string{c.secret})(msg); got != `bad secret "[REDACTED]"!` {
 			t.Errorf("scrubbed %q\n to %q; want the value masked", msg, got)
+		}
+	}
+}
+
+// The adversary: a plugin that draws a secret with the editing sequences of xterm and VTE, which
+// the view did not draw (scrub35): REP repeating the last character (a doubled letter), ICH
+// inserting blanks that its letters are then written into, DCH deleting what stood between
+// its halves, and, for a value with a space in it (a passphrase), ECH and EL 1 blanking a
+// letter between its words. Before, each was shown whole.
+func TestScrubDrawsTheEditingSequences(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, secret, echoed string }{
+		{"REP, a doubled letter", "s3cret-passw0rd", "s3cret-pas\x1b[bw0rd"},
+		{"REP of three", "s3cret-paaaaw0rd", "s3cret-pa\x1b[3bw0rd"},
+		{"ICH, the letters written into the blanks", shownSecret34, "hunter2-cret\x1b[9G\x1b[2@s3"},
+		{"DCH, what stood between deleted", shownSecret34, "hunter2-XXs3cret\x1b[9G\x1b[2P"},
+		{"DCH, quoted", shownSecret34, `hunter2-XXs3cret\x1b[9G\u001b[2P`},
+		{"ECH, a passphrase's blank", "hunter2 s3cret", "hunter2Xs3cret\x1b[8G\x1b[X"},
+		{"EL 1, the line written again", "hunter2 s3cret", "XXXXXXXXs3cret\x1b[8G\x1b[1K\rhunter2"},
+		// DL: the row above deleted, the secret's first half moves up into it, and the rest is
+		// written after it there; IL: an empty row inserted pushes the first half down into the
+		// row the rest is written in.
+		{"DL, the rows below moved up", shownSecret34, "XXXXXXXX\nhunter2-\x1b[A\x1b[M\x1b[9Gs3cret"},
+		{"IL, the row moved down", shownSecret34, "hunter2-\x1b[L\n\x1b[8Cs3cret"},
+	} {
+		msg := "stage failed:\n" + c.echoed + "\n rejected"
+		got := csi.Scrubber([]string{c.secret})(msg)
+		if strings.Contains(got, "hunter2") || strings.Contains(got, "s3cret") || strings.Contains(got, "w0rd") {
+			t.Errorf("%s: scrubbed %q\n to %q: a part of the secret is left", c.name, msg, got)
+		}
+		if !strings.Contains(got, "[REDACTED]") || !strings.HasPrefix(got, "stage failed:\n") || !strings.HasSuffix(got, "\n rejected") {
+			t.Errorf("%s: scrubbed %q\n to %q; want the secret masked, the words around it kept", c.name, msg, got)
+		}
+	}
+	// Honest: the same sequences drawing something else than the secret are kept.
+	for _, c := range []struct{ msg, shown string }{
+		{"hunter2-cret\x1b[9G\x1b[2@", "hunter2-  cret"},
+		{"hunter2-XXs3cret\x1b[9G\x1b[1P", "hunter2-Xs3cret"},
+		{"hunter2-s3crXt\x1b[13G\x1b[X", "hunter2-s3cr t"},
+		{"hunter2-s3cre\x1b[3b", "hunter2-s3creeee"},
+		{"XXXXXXXXs3cret\x1b[9G\x1b[1K\rhunter2", "hunter2  3cret"},
+	} {
+		if got := csi.Scrubber([]string{shownSecret34})(c.msg); got != c.msg {
+			t.Errorf("scrubbed %q\n to %q, though a terminal draws %q: no secret", c.msg, got, c.shown)
 		}
 	}
 }

@@ -86,14 +86,16 @@ var shownMayDiffer = sync.OnceValue(func() *[256]bool {
 // in msg of what became the view's byte i, at[len(view)] is len(msg); at is nil when the view
 // is msg. Not drawn: the screen's width (a line wrapped at its edge), where the message began
 // on it (an absolute row, CUP's and VPA's, is a row of its own, never one a line feed or a
-// relative move reaches), scrolling regions, insert and delete (ICH, DCH, IL, DL), EL 1 and
-// ED, and a terminal that reads 0x80..0x9F bytes (not UTF-8) as C1 controls.
+// relative move reaches), scrolling regions, ED, and a terminal that reads 0x80..0x9F bytes
+// (not UTF-8) as C1 controls. Drawn: REP, ICH, DCH, ECH, EL 1, IL and DL (repeat, edit, erase,
+// lines), within a bound of the message's length of cells.
+//
 // How the escapes of control bytes are read is controls (controlsShown).
 // back says the cursor was moved back or up (a backspace, a carriage return, CUB, CUU, CUP...):
 // without, what is drawn is the text in its order, a tab's blanks and line breaks between.
 func shownView(msg string, drawn bool, controls controlsShown) (view string, at []int, twoWays, back bool) {
 	d, dat := unescaped(msg, controls != controlsEscaped)
-	v := drawing{d: d, dat: dat, blanks: len(d)}
+	v := drawing{d: d, dat: dat, blanks: len(d), work: len(d)}
 	for i := 0; i < len(d); {
 		c := d[i]
 		n := 1
@@ -129,6 +131,14 @@ func shownView(msg string, drawn bool, controls controlsShown) (view string, at 
 				v.col = csiCount(params) - 1
 			case csi && final == 'K':
 				v.erase(params)
+			case csi && final == 'b':
+				v.repeat(csiCount(params))
+			case csi && (final == '@' || final == 'P' || final == 'X'):
+				v.edit(final, csiCount(params))
+			case csi && final == 'L':
+				v.lines(csiCount(params))
+			case csi && final == 'M':
+				v.lines(-csiCount(params))
 			case csi && (final == 'A' || final == 'F'), !csi && final == 'M':
 				v.down(-csiCount(params), final == 'F')
 			case csi && (final == 'B' || final == 'E'), !csi && (final == 'D' || final == 'E'):
@@ -218,6 +228,11 @@ type drawing struct {
 	savedCol int
 	blanks   int // how many blanks a character written past a line's end may still put before it: msg's length in all
 	moved    int // the source of the last move: the blanks it leaves are from there
+	// work is how many cells REP, ICH, DCH, ECH and EL 1 may still write, shift or blank: the
+	// message's length in all, so that a message of them costs at most twice its length.
+	work int
+	// last is the last character put, from, to and its width: what REP repeats.
+	last [3]int
 }
 
 // drawnRow is a row written: its cells, and the source of the line break or move that began it.
@@ -305,6 +320,7 @@ func (v *drawing) put(from, to, w int) {
 	for k := v.col; k < v.col+w; k++ {
 		row.rub(k, v.dat)
 	}
+	v.last = [3]int{from, to, w}
 	for k := range w {
 		c := drawnCell{int32(from), int32(to)}
 		if k > 0 {
@@ -317,6 +333,82 @@ func (v *drawing) put(from, to, w int) {
 		}
 	}
 	v.col += w
+}
+
+// repeat is REP: the last character put written n more times, as xterm and VTE do.
+func (v *drawing) repeat(n int) {
+	if v.last[2] == 0 {
+		return
+	}
+	n = min(n, v.work/v.last[2])
+	v.work -= n * v.last[2]
+	for range n {
+		v.put(v.last[0], v.last[1], v.last[2])
+	}
+}
+
+// edit is ICH (n blanks inserted at the cursor, what is after it moved right), DCH (n cells
+// deleted there, what is after them moved left) and ECH (n cells from it blanked), the
+// cursor left where it is; a wide character cut in two is rubbed out. Each costs v.work the
+// cells it moves or blanks: past it, edit does nothing.
+func (v *drawing) edit(final byte, n int) {
+	row := v.line()
+	if v.col >= len(row.cells) {
+		return
+	}
+	after := len(row.cells) - v.col
+	cost := after + n
+	if final == 'X' {
+		cost = min(n, after)
+	}
+	if cost > v.work {
+		return
+	}
+	v.work -= cost
+	blank := drawnCell{blankCell, int32(v.moved)}
+	switch final {
+	case '@':
+		row.rub(v.col, v.dat)
+		row.cells = slices.Insert(row.cells, v.col, slices.Repeat([]drawnCell{blank}, n)...)
+	case 'P':
+		end := min(v.col+n, len(row.cells))
+		row.rub(v.col, v.dat)
+		row.rub(end-1, v.dat)
+		row.cells = slices.Delete(row.cells, v.col, end)
+		if v.col < len(row.cells) && row.cells[v.col].from == wideHalf {
+			row.cells[v.col] = blank
+		}
+	case 'X':
+		end := min(v.col+n, len(row.cells))
+		row.rub(v.col, v.dat)
+		row.rub(end-1, v.dat)
+		for k := v.col; k < end; k++ {
+			row.cells[k] = blank
+		}
+	}
+}
+
+// lines is IL (n > 0: n empty rows inserted at the cursor's, it and those below moved down)
+// and DL (n < 0: -n rows deleted from the cursor's on, those below moved up), the cursor going
+// to the row's start as DEC's terminals put it. Rows of the message's own and those an
+// absolute move went to are moved each among their own (absoluteRows). Each costs v.work the
+// rows drawn: past it, lines does nothing.
+func (v *drawing) lines(n int) {
+	if len(v.rows) > v.work {
+		return
+	}
+	v.work -= len(v.rows)
+	abs := v.row >= absoluteRows
+	same := func(r *drawnRow) bool { return (r.key >= absoluteRows) == abs }
+	if n < 0 {
+		v.rows = slices.DeleteFunc(v.rows, func(r *drawnRow) bool { return same(r) && r.key >= v.row && r.key < v.row-int64(n) })
+	}
+	for _, r := range v.rows {
+		if same(r) && r.key >= v.row {
+			r.key += int64(n)
+		}
+	}
+	v.cur, v.col = nil, 0
 }
 
 // rub makes the other half of a wide character at column k a blank: k is to be written over.
@@ -333,16 +425,26 @@ func (r *drawnRow) rub(k int, dat []int) {
 }
 
 // erase is EL: with no parameter or 0, the line from the cursor on is cut; with 2, the whole
-// line is blanked (cut: the cursor stays, and what is written after it is put past blanks). EL 1,
-// which blanks the line before the cursor, is left as it is: what it erased is kept in the
-// view, where a value found is masked though no longer shown, which costs a false find at
-// worst, where blanking it cost a pass over the line each (a message of them would cost its
-// length squared).
+// line is blanked (cut: the cursor stays, and what is written after it is put past blanks);
+// with 1, the line up to the cursor and the cell under it blanked, each blank costing v.work
+// (past it, EL 1 does nothing): a value with a blank in it may be drawn so, its letters
+// written around what EL 1 erased ("hunter2Xs3cret", back to the X, EL 1, the line written
+// again to it).
 func (v *drawing) erase(params []byte) {
 	row := v.line()
 	switch string(params) {
 	case "", "0":
 		row.cells = row.cells[:min(v.col, len(row.cells))]
+	case "1":
+		end := min(v.col+1, len(row.cells))
+		if end > v.work || end == 0 {
+			return
+		}
+		v.work -= end
+		row.rub(end-1, v.dat)
+		for k := range end {
+			row.cells[k] = drawnCell{blankCell, int32(v.moved)}
+		}
 	case "2":
 		row.cells = row.cells[:0]
 	}
