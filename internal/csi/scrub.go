@@ -208,16 +208,16 @@ func (sc *scrubber) scrubCut(msg string, own bool) string {
 // zero width space) is not the value's. back is shownView's.
 func (sc *scrubber) findShown(spans []span, msg string, controls controlsShown) (_ []span, back bool) {
 	view, at, twoWays, back := shownView(msg, false, controls)
-	bounds := func(at []int) func(from, to int) (int, int) {
-		return func(from, to int) (int, int) { return shownBounds(msg, at, from, to, controls) }
+	bounds := func(view string, at []int) func(from, to int) (int, int) {
+		return func(from, to int) (int, int) { return shownBounds(msg, view, at, from, to, controls) }
 	}
 	if at != nil {
-		spans = sc.find(spans, view, at, nil, bounds(at))
+		spans = sc.find(spans, view, at, nil, bounds(view, at))
 	}
 	if twoWays {
 		view, at, _, drawnBack := shownView(msg, true, controls)
 		if at != nil {
-			spans = sc.find(spans, view, at, nil, bounds(at))
+			spans = sc.find(spans, view, at, nil, bounds(view, at))
 		}
 		back = back || drawnBack
 	}

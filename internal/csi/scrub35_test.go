@@ -115,3 +115,22 @@ func TestScrubDrawsTheEditingSequences(t *testing.T) {
 		}
 	}
 }
+
+// The adversary: a plugin that writes a secret's head, writes over it, and draws the secret by
+// writing its head again after a move back ("hunter2-sXXXXX", a carriage return, "hunter2-",
+// a cursor move over the s, "3cret"). The view finds it, from the second head to the tail; the
+// first head, before that, was left as it was, and once the moves after it were masked a
+// terminal drew it again: "hunter2-[REDACTED]". The stretch before a value drawn by a move
+// back that begins it is masked with it (scrub35).
+func TestScrubMasksTheHeadAValueWasDrawnOver(t *testing.T) {
+	t.Parallel()
+	for _, echoed := range []string{
+		"hunter2-sXXXXX\rhunter2-\x1b[C3cret",
+		"hunter2-XXXX\b\b\b\bs3cret",
+	} {
+		msg := "stage failed:\n" + echoed + "\n rejected"
+		if got := csi.Scrubber([]string{shownSecret34})(msg); got != "stage failed:\n[REDACTED]\n rejected" {
+			t.Errorf("scrubbed %q\n to %q; want the secret masked with the head it was drawn over", msg, got)
+		}
+	}
+}

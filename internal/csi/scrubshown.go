@@ -547,12 +547,28 @@ func csiCount(params []byte) int {
 const maxMove = 256
 
 // shownBounds is the stretch of msg that wrote the view's bytes from..to-1 (at: shownView's
-// offsets): from the first source among them to where the last one ends. A backspace may have
-// put a later source before an earlier one.
-func shownBounds(msg string, at []int, from, to int, controls controlsShown) (int, int) {
+// offsets, view its view): from the first source among them to where the last one ends. A
+// backspace may have put a later source before an earlier one; where one did (the value drawn
+// by a move back), the stretch takes in too the longest one of at least minScrubLen bytes just
+// before it that begins the value: its head written first and written over by the move back,
+// which the terminal showed no more, but once the value's moves are masked with it is drawn
+// again. Before (scrub35), "hunter2-sXXXXX\rhunter2-\e[C3cret" was masked as
+// "hunter2-[REDACTED]", which a terminal draws with the secret's first half.
+func shownBounds(msg, view string, at []int, from, to int, controls controlsShown) (int, int) {
 	lo, hi := at[from], 0
-	for _, a := range at[from:to] {
+	back := false
+	for i, a := range at[from:to] {
+		back = back || i > 0 && a < at[from+i-1]
 		lo, hi = min(lo, a), max(hi, shownEnd(msg, a, controls))
+	}
+	if back {
+		value := view[from:to]
+		for n := min(lo, len(value)-1); n >= minScrubLen; n-- {
+			if strings.HasPrefix(value, msg[lo-n:lo]) {
+				lo -= n
+				break
+			}
+		}
 	}
 	return lo, hi
 }
