@@ -33,7 +33,8 @@ func BenchmarkClient(b *testing.B) {
 // and scrubbing a message that holds none of them, one with a URL and base64 in it that holds
 // none either, one that echoes two, and one of several lines, a plugin's dump of its request
 // with base64 broken into lines, that holds none (the lines joined again: unwrappedView), and a
-// quoted dump with escapes and an ANSI colour that holds none (read as shown: shownView).
+// quoted dump with escapes and an ANSI colour that holds none (read as shown: shownView), and
+// one with control bytes' escapes too (\n, \t: read again with them carried out).
 func BenchmarkScrub(b *testing.B) {
 	var secrets []string
 	for i := range 40 {
@@ -53,7 +54,10 @@ func BenchmarkScrub(b *testing.B) {
 	// A quoted dump of a request with escapes and a colour in it, that holds none: read as it is
 	// shown (shownView).
 	quoted := clean + `: {"volume_id": "vol-1", "name": "caf\u00e9 \"db\"", "path": "C:\\data"} ` + "\x1b[31mfailed\x1b[0m"
-	for _, c := range []struct{ name, msg string }{{"clean", clean}, {"url", urlish}, {"echo", echo}, {"lines", lines}, {"quoted", quoted}} {
+	// The same with control bytes' escapes (a Go %q of stderr): read too with them carried out
+	// (controlsDrawn).
+	quotedControls := quoted + ` stderr: "mount: wrong fs type\n\tdmesg(1) may have more\r\n"`
+	for _, c := range []struct{ name, msg string }{{"clean", clean}, {"url", urlish}, {"echo", echo}, {"lines", lines}, {"quoted", quoted}, {"quotedcontrols", quotedControls}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

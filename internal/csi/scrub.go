@@ -121,6 +121,9 @@ func newScrubber(sensitive []string) *scrubber {
 		sc.forms = sc.forms[:from+len(kept)]
 		// A query string writes a space as '+': only a value with a space needs that decoding.
 		sc.space = sc.space || strings.IndexByte(s, ' ') >= 0
+		// A control byte (but a line feed, which a drawing spells as its rows' break, and ESC)
+		// is found through escapes only as the decoded string holds it (controlsKept).
+		sc.controls = sc.controls || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 && r != '\n' && r != 0x1b || r == 0x7f })
 	}
 	sc.ends = make([][2]uint16, len(sc.forms))
 	for i, f := range sc.forms {
@@ -135,6 +138,8 @@ type scrubber struct {
 	forms []string
 	ends  [][2]uint16
 	space bool // a value has a space, which a query string writes as '+'
+	// controls: a value has a control byte a drawing does not spell (a tab, a carriage return)
+	controls bool
 }
 
 func (sc *scrubber) scrub(msg string) string { return sc.scrubCut(msg, false) }
@@ -165,18 +170,18 @@ func (sc *scrubber) scrubCut(msg string, own bool) string {
 	// A value with an escape (\u0068, \x1b) or with what shows as nothing (an ANSI escape
 	// sequence, a zero width space, a control byte) written into it is found as it reads.
 	if shownDiffers(msg) {
-		view, at, twoWays := shownView(msg, false)
-		if at != nil {
-			// A match ends where its last byte's source ends: what follows it and shows as
-			// nothing (a colour's reset, a hyperlink, a zero width space) is not the value's.
-			spans = sc.find(spans, view, at, nil, func(from, to int) (int, int) { return shownBounds(msg, at, from, to) })
+		var back bool
+		spans, back = sc.findShown(spans, msg, controlsEscaped)
+		// An escaped control byte (\b, \r, \t, \n, JSON's and Go's): read too as a reader
+		// decoding the string draws it, the cursor moved ("hunter2-X\bs3cret"); the view
+		// above kept it as written, where a value with a tab or a line break is found quoted.
+		if drawsControlEscapes(msg, back) {
+			spans, _ = sc.findShown(spans, msg, controlsDrawn)
 		}
-		// A C1 control or a right-to-left override: read too as the terminals that act on it
-		// draw it (a CSI begun by U+009B, the text after U+202E reversed).
-		if twoWays {
-			if view, at, _ := shownView(msg, true); at != nil {
-				spans = sc.find(spans, view, at, nil, func(from, to int) (int, int) { return shownBounds(msg, at, from, to) })
-			}
+		// A value with a control byte in it (a tab, a carriage return) is found too as the
+		// decoded string holds it, which no drawing spells ("pass\u0009word").
+		if sc.controls {
+			spans, _ = sc.findShown(spans, msg, controlsKept)
 		}
 	}
 	// Base64 or hex broken into lines (MIME, PEM, a dump's quoted "\n") is found joined again.
@@ -188,11 +193,35 @@ func (sc *scrubber) scrubCut(msg string, own bool) string {
 	spans = sc.findAtCuts(spans, msg)
 	if own {
 		spans = sc.findAtOwnCuts(spans, msg)
+		spans = sc.findAtOwnStarts(spans, msg)
 	}
 	if len(spans) == 0 {
 		return msg
 	}
 	return redactSpans(msg, spans)
+}
+
+// findShown appends the values found in msg's shown view (shownView, controls so read), and, when
+// msg has a C1 control or a right-to-left override, in the view of the terminals that act on
+// it (a CSI begun by U+009B, the text after U+202E reversed). A match ends where its last
+// byte's source ends: what follows it and shows as nothing (a colour's reset, a hyperlink, a
+// zero width space) is not the value's. back is shownView's.
+func (sc *scrubber) findShown(spans []span, msg string, controls controlsShown) (_ []span, back bool) {
+	view, at, twoWays, back := shownView(msg, false, controls)
+	bounds := func(view string, at []int) func(from, to int) (int, int) {
+		return func(from, to int) (int, int) { return shownBounds(msg, view, at, from, to, controls) }
+	}
+	if at != nil {
+		spans = sc.find(spans, view, at, nil, bounds(view, at))
+	}
+	if twoWays {
+		view, at, _, drawnBack := shownView(msg, true, controls)
+		if at != nil {
+			spans = sc.find(spans, view, at, nil, bounds(view, at))
+		}
+		back = back || drawnBack
+	}
+	return spans, back
 }
 
 // cutMark begins what spec.Cut writes where it cut a text: "… (1044480 bytes more)".
@@ -292,6 +321,93 @@ func (sc *scrubber) findAtOwnCuts(spans []span, msg string) []span {
 		if at >= minScrubLen {
 			spans = sc.appendCutAt(spans, msg, at, true)
 		}
+	}
+	return spans
+}
+
+// ownStartOpeners are what may come before a value a plugin cut at the start of its message:
+// white space, the quote or bracket that opened what it quoted.
+const ownStartOpeners = " \t\r\n\"'`([{<"
+
+// findAtOwnStarts is findAtOwnCuts at the other end of what a plugin cut: where a plugin may
+// have kept the end of a text alone (the tail of a mount helper's stderr, "..." + out[-40:],
+// the rest of a message split across two errors), at the message's start past what opens a
+// quote and an ellipsis, and after each of its first maxOwnCuts ellipses, the longest stretch
+// of at least minScrubLen bytes that ends a word and one of the forms, the form's start cut
+// off. Before, "…r2-s3cret rejected" showed all of a secret but its first bytes, and a secret
+// split across a first error ending "token=hunter2-" (masked: findAtOwnCuts) and its retry's
+// beginning "s3cret rejected" showed its second half.
+func (sc *scrubber) findAtOwnStarts(spans []span, msg string) []span {
+	if len(sc.forms) == 0 {
+		return spans
+	}
+	start := 0
+	for {
+		start = len(msg) - len(strings.TrimLeft(msg[start:], ownStartOpeners))
+		n := 0
+		switch {
+		case strings.HasPrefix(msg[start:], "…"):
+			n = len("…")
+		case strings.HasPrefix(msg[start:], "..."):
+			n = len("...")
+		}
+		if n == 0 {
+			break
+		}
+		start += n
+	}
+	spans = sc.appendStartAt(spans, msg, start)
+	for i, n := 0, 0; n < maxOwnCuts; n++ {
+		j := strings.IndexAny(msg[i:], ".…")
+		if j < 0 {
+			break
+		}
+		at := i + j
+		switch {
+		case strings.HasPrefix(msg[at:], "..."):
+			i = at + len("...")
+		case strings.HasPrefix(msg[at:], "…"):
+			i = at + len("…")
+		default:
+			i, n = at+1, n-1 // a lone full stop is no ellipsis
+			continue
+		}
+		if i > start {
+			spans = sc.appendStartAt(spans, msg, i)
+		}
+	}
+	return spans
+}
+
+// appendStartAt appends the longest stretch of msg beginning at at, of at least minScrubLen
+// bytes and ending a word (no letter, digit, '_' or non-ASCII byte after it), that ends one of
+// the forms and is not the whole of it (which find finds): a value whose start was cut off.
+func (sc *scrubber) appendStartAt(spans []span, msg string, at int) []span {
+	if at >= len(msg) {
+		return spans
+	}
+	longest := 0
+	for _, f := range sc.forms {
+		// From the form's second byte on, the first place the stretch may begin f's tail at
+		// gives the longest tail.
+		for k := 1; len(f)-k >= max(minScrubLen, longest+1); k++ {
+			j := strings.IndexByte(f[k:len(f)-minScrubLen+1], msg[at])
+			if j < 0 {
+				break
+			}
+			k += j
+			n := len(f) - k
+			if n <= longest || at+n > len(msg) {
+				continue
+			}
+			if msg[at:at+n] == f[k:] && (at+n == len(msg) || !wordByte(msg[at+n])) {
+				longest = n
+				break
+			}
+		}
+	}
+	if longest > 0 {
+		spans = append(spans, span{at, at + longest})
 	}
 	return spans
 }

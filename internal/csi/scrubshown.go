@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -85,15 +86,22 @@ var shownMayDiffer = sync.OnceValue(func() *[256]bool {
 // in msg of what became the view's byte i, at[len(view)] is len(msg); at is nil when the view
 // is msg. Not drawn: the screen's width (a line wrapped at its edge), where the message began
 // on it (an absolute row, CUP's and VPA's, is a row of its own, never one a line feed or a
-// relative move reaches), scrolling regions, insert and delete (ICH, DCH, IL, DL), EL 1 and
-// ED, and a terminal that reads 0x80..0x9F bytes (not UTF-8) as C1 controls.
-func shownView(msg string, drawn bool) (view string, at []int, twoWays bool) {
-	d, dat := unescaped(msg)
-	v := drawing{d: d, dat: dat, blanks: len(d)}
+// relative move reaches), scrolling regions, ED, and a terminal that reads 0x80..0x9F bytes
+// (not UTF-8) as C1 controls. Drawn: REP, ICH, DCH, ECH, EL 1, IL and DL (repeat, edit, erase,
+// lines), within a bound of the message's length of cells.
+//
+// How the escapes of control bytes are read is controls (controlsShown).
+// back says the cursor was moved back or up (a backspace, a carriage return, CUB, CUU, CUP...):
+// without, what is drawn is the text in its order, a tab's blanks and line breaks between.
+func shownView(msg string, drawn bool, controls controlsShown) (view string, at []int, twoWays, back bool) {
+	d, dat := unescaped(msg, controls != controlsEscaped)
+	v := drawing{d: d, dat: dat, blanks: len(d), work: len(d)}
 	for i := 0; i < len(d); {
 		c := d[i]
 		n := 1
 		switch {
+		case controls == controlsKept && (c < 0x20 && c != 0x1b || c == 0x7f):
+			v.put(i, i+1, 1)
 		case c == 0x1b || drawn && c == 0xc2 && i+1 < len(d) && d[i+1] >= 0x80 && d[i+1] <= 0x9f:
 			var csi bool
 			var final byte
@@ -111,6 +119,10 @@ func shownView(msg string, drawn bool) (view string, at []int, twoWays bool) {
 				}
 			}
 			switch {
+			case csi && strings.IndexByte("DGKAFHfdu", final) >= 0, !csi && (final == 'M' || final == '8'):
+				back = true
+			}
+			switch {
 			case csi && final == 'D':
 				v.col = max(0, v.col-csiCount(params))
 			case csi && final == 'C':
@@ -119,6 +131,14 @@ func shownView(msg string, drawn bool) (view string, at []int, twoWays bool) {
 				v.col = csiCount(params) - 1
 			case csi && final == 'K':
 				v.erase(params)
+			case csi && final == 'b':
+				v.repeat(csiCount(params))
+			case csi && (final == '@' || final == 'P' || final == 'X'):
+				v.edit(final, csiCount(params))
+			case csi && final == 'L':
+				v.lines(csiCount(params))
+			case csi && final == 'M':
+				v.lines(-csiCount(params))
 			case csi && (final == 'A' || final == 'F'), !csi && final == 'M':
 				v.down(-csiCount(params), final == 'F')
 			case csi && (final == 'B' || final == 'E'), !csi && (final == 'D' || final == 'E'):
@@ -133,12 +153,12 @@ func shownView(msg string, drawn bool) (view string, at []int, twoWays bool) {
 				v.row, v.col = v.savedRow, v.savedCol
 			}
 		case c == 0x08:
-			v.col = max(0, v.col-1)
+			v.col, back = max(0, v.col-1), true
 		case c == '\t':
 			v.moved = dat[i]
 			v.col += 8 - v.col%8
 		case c == '\r':
-			v.col = 0
+			v.col, back = 0, true
 		case c == '\n':
 			v.moved = dat[i]
 			v.down(1, true)
@@ -165,10 +185,30 @@ func shownView(msg string, drawn bool) (view string, at []int, twoWays bool) {
 	}
 	view, at = v.view()
 	if view == msg {
-		return "", nil, false
+		return "", nil, false, back
 	}
-	return view, append(at, len(msg)), twoWays
+	return view, append(at, len(msg)), twoWays, back
 }
+
+// controlsShown is how shownView reads a control byte and the escape a quoting wrote for it.
+type controlsShown uint8
+
+const (
+	// controlsEscaped keeps the escapes C and its kin write for control bytes (controlEscapes:
+	// \t, \n, \b...) as written, and draws the bytes: a value with a tab or a line break in it
+	// quoted so ("pass\tword") is found as its quoted form in a view that undid another escape
+	// inside it ("pa\u0073s\tword").
+	controlsEscaped controlsShown = iota
+	// controlsDrawn undoes those escapes too, and draws them: a reader decoding the string (jq
+	// -r, a log viewer) has the cursor moved by "\b" as by a backspace ("hunter2-X\bs3cret"
+	// draws the secret).
+	controlsDrawn
+	// controlsKept undoes them, and keeps every control byte but ESC in the view as a character,
+	// not drawn: a value with a tab or a carriage return in it, which a drawing cannot spell
+	// (a tab is blanks to its stop), echoed with an escape or what shows as nothing inside
+	// ("pass\u0009word", "pass\tw\u200bord"), is found as the decoded string holds it.
+	controlsKept
+)
 
 // absoluteRows is the first row a move to an absolute row (CUP, VPA) goes to: the message's
 // own rows, which begin where the terminal's cursor was, are counted from 0, and no relative
@@ -188,6 +228,11 @@ type drawing struct {
 	savedCol int
 	blanks   int // how many blanks a character written past a line's end may still put before it: msg's length in all
 	moved    int // the source of the last move: the blanks it leaves are from there
+	// work is how many cells REP, ICH, DCH, ECH and EL 1 may still write, shift or blank: the
+	// message's length in all, so that a message of them costs at most twice its length.
+	work int
+	// last is the last character put, from, to and its width: what REP repeats.
+	last [3]int
 }
 
 // drawnRow is a row written: its cells, and the source of the line break or move that began it.
@@ -275,6 +320,7 @@ func (v *drawing) put(from, to, w int) {
 	for k := v.col; k < v.col+w; k++ {
 		row.rub(k, v.dat)
 	}
+	v.last = [3]int{from, to, w}
 	for k := range w {
 		c := drawnCell{int32(from), int32(to)}
 		if k > 0 {
@@ -287,6 +333,82 @@ func (v *drawing) put(from, to, w int) {
 		}
 	}
 	v.col += w
+}
+
+// repeat is REP: the last character put written n more times, as xterm and VTE do.
+func (v *drawing) repeat(n int) {
+	if v.last[2] == 0 {
+		return
+	}
+	n = min(n, v.work/v.last[2])
+	v.work -= n * v.last[2]
+	for range n {
+		v.put(v.last[0], v.last[1], v.last[2])
+	}
+}
+
+// edit is ICH (n blanks inserted at the cursor, what is after it moved right), DCH (n cells
+// deleted there, what is after them moved left) and ECH (n cells from it blanked), the
+// cursor left where it is; a wide character cut in two is rubbed out. Each costs v.work the
+// cells it moves or blanks: past it, edit does nothing.
+func (v *drawing) edit(final byte, n int) {
+	row := v.line()
+	if v.col >= len(row.cells) {
+		return
+	}
+	after := len(row.cells) - v.col
+	cost := after + n
+	if final == 'X' {
+		cost = min(n, after)
+	}
+	if cost > v.work {
+		return
+	}
+	v.work -= cost
+	blank := drawnCell{blankCell, int32(v.moved)}
+	switch final {
+	case '@':
+		row.rub(v.col, v.dat)
+		row.cells = slices.Insert(row.cells, v.col, slices.Repeat([]drawnCell{blank}, n)...)
+	case 'P':
+		end := min(v.col+n, len(row.cells))
+		row.rub(v.col, v.dat)
+		row.rub(end-1, v.dat)
+		row.cells = slices.Delete(row.cells, v.col, end)
+		if v.col < len(row.cells) && row.cells[v.col].from == wideHalf {
+			row.cells[v.col] = blank
+		}
+	case 'X':
+		end := min(v.col+n, len(row.cells))
+		row.rub(v.col, v.dat)
+		row.rub(end-1, v.dat)
+		for k := v.col; k < end; k++ {
+			row.cells[k] = blank
+		}
+	}
+}
+
+// lines is IL (n > 0: n empty rows inserted at the cursor's, it and those below moved down)
+// and DL (n < 0: -n rows deleted from the cursor's on, those below moved up), the cursor going
+// to the row's start as DEC's terminals put it. Rows of the message's own and those an
+// absolute move went to are moved each among their own (absoluteRows). Each costs v.work the
+// rows drawn: past it, lines does nothing.
+func (v *drawing) lines(n int) {
+	if len(v.rows) > v.work {
+		return
+	}
+	v.work -= len(v.rows)
+	abs := v.row >= absoluteRows
+	same := func(r *drawnRow) bool { return (r.key >= absoluteRows) == abs }
+	if n < 0 {
+		v.rows = slices.DeleteFunc(v.rows, func(r *drawnRow) bool { return same(r) && r.key >= v.row && r.key < v.row-int64(n) })
+	}
+	for _, r := range v.rows {
+		if same(r) && r.key >= v.row {
+			r.key += int64(n)
+		}
+	}
+	v.cur, v.col = nil, 0
 }
 
 // rub makes the other half of a wide character at column k a blank: k is to be written over.
@@ -303,16 +425,26 @@ func (r *drawnRow) rub(k int, dat []int) {
 }
 
 // erase is EL: with no parameter or 0, the line from the cursor on is cut; with 2, the whole
-// line is blanked (cut: the cursor stays, and what is written after it is put past blanks). EL 1,
-// which blanks the line before the cursor, is left as it is: what it erased is kept in the
-// view, where a value found is masked though no longer shown, which costs a false find at
-// worst, where blanking it cost a pass over the line each (a message of them would cost its
-// length squared).
+// line is blanked (cut: the cursor stays, and what is written after it is put past blanks);
+// with 1, the line up to the cursor and the cell under it blanked, each blank costing v.work
+// (past it, EL 1 does nothing): a value with a blank in it may be drawn so, its letters
+// written around what EL 1 erased ("hunter2Xs3cret", back to the X, EL 1, the line written
+// again to it).
 func (v *drawing) erase(params []byte) {
 	row := v.line()
 	switch string(params) {
 	case "", "0":
 		row.cells = row.cells[:min(v.col, len(row.cells))]
+	case "1":
+		end := min(v.col+1, len(row.cells))
+		if end > v.work || end == 0 {
+			return
+		}
+		v.work -= end
+		row.rub(end-1, v.dat)
+		for k := range end {
+			row.cells[k] = drawnCell{blankCell, int32(v.moved)}
+		}
 	case "2":
 		row.cells = row.cells[:0]
 	}
@@ -415,22 +547,38 @@ func csiCount(params []byte) int {
 const maxMove = 256
 
 // shownBounds is the stretch of msg that wrote the view's bytes from..to-1 (at: shownView's
-// offsets): from the first source among them to where the last one ends. A backspace may have
-// put a later source before an earlier one.
-func shownBounds(msg string, at []int, from, to int) (int, int) {
+// offsets, view its view): from the first source among them to where the last one ends. A
+// backspace may have put a later source before an earlier one; where one did (the value drawn
+// by a move back), the stretch takes in too the longest one of at least minScrubLen bytes just
+// before it that begins the value: its head written first and written over by the move back,
+// which the terminal showed no more, but once the value's moves are masked with it is drawn
+// again. Before (scrub35), "hunter2-sXXXXX\rhunter2-\e[C3cret" was masked as
+// "hunter2-[REDACTED]", which a terminal draws with the secret's first half.
+func shownBounds(msg, view string, at []int, from, to int, controls controlsShown) (int, int) {
 	lo, hi := at[from], 0
-	for _, a := range at[from:to] {
-		lo, hi = min(lo, a), max(hi, shownEnd(msg, a))
+	back := false
+	for i, a := range at[from:to] {
+		back = back || i > 0 && a < at[from+i-1]
+		lo, hi = min(lo, a), max(hi, shownEnd(msg, a, controls))
+	}
+	if back {
+		value := view[from:to]
+		for n := min(lo, len(value)-1); n >= minScrubLen; n-- {
+			if strings.HasPrefix(value, msg[lo-n:lo]) {
+				lo -= n
+				break
+			}
+		}
 	}
 	return lo, hi
 }
 
 // shownEnd is where the source of a byte of shownView's view ends, the byte at msg[from]
 // (at[i]) its start: after the escape that wrote it, the character, or the byte itself.
-func shownEnd(msg string, from int) int {
+func shownEnd(msg string, from int, controls controlsShown) int {
 	switch {
 	case msg[from] == '\\':
-		if _, n := unescape(nil, msg[from:]); n > 0 {
+		if _, n := unescape(nil, msg[from:], controls != controlsEscaped); n > 0 {
 			return from + n
 		}
 	case msg[from] >= 0x80:
@@ -517,12 +665,12 @@ func escapeSeq(s []byte) (n int, csi bool, final byte, params []byte) {
 
 // unescaped is msg with the escapes of shownView undone; at[i] is the offset in msg of the
 // byte (or the escape) that became byte i.
-func unescaped(msg string) (d []byte, at []int) {
+func unescaped(msg string, controls bool) (d []byte, at []int) {
 	d = make([]byte, 0, len(msg))
 	at = make([]int, 0, len(msg)+1) // shownView appends the end
 	for i := 0; i < len(msg); {
 		if msg[i] == '\\' {
-			if out, n := unescape(d, msg[i:]); n > 0 {
+			if out, n := unescape(d, msg[i:], controls); n > 0 {
 				for range len(out) - len(d) {
 					at = append(at, i)
 				}
@@ -539,10 +687,16 @@ func unescaped(msg string) (d []byte, at []int) {
 }
 
 // unescape appends to d what the escape at the start of s (s[0] is a backslash) stands for,
-// and returns its length, or 0 when it is none shownView undoes.
-func unescape(d []byte, s string) ([]byte, int) {
+// and returns its length, or 0 when it is none shownView undoes; with controls, the escapes of
+// control bytes (controlEscapes) too.
+func unescape(d []byte, s string, controls bool) ([]byte, int) {
 	if len(s) < 2 {
 		return d, 0
+	}
+	if controls {
+		if k := strings.IndexByte(controlEscapes, s[1]); k >= 0 && !(s[1] == '0' && len(s) >= 4 && isOctal(s[2]) && isOctal(s[3])) {
+			return append(d, controlBytes[k]), 2
+		}
 	}
 	switch c := s[1]; {
 	case c == '\\' || c == '"' || c == '\'' || c == '/':
@@ -589,6 +743,49 @@ func unescape(d []byte, s string) ([]byte, int) {
 	}
 	return d, 0
 }
+
+// controlEscapes are the letters of the escapes C and its kin write for a control byte, and
+// controlBytes those bytes: \a BEL, \b backspace, \t, \n, \v, \f, \r, and Rust's and C's \0
+// (not octal's \0NN). JSON writes \b, \t, \n, \f and \r; Go all but \0; Python \t, \n, \r.
+const (
+	controlEscapes = "abtnvfr0"
+	controlBytes   = "\a\b\t\n\v\f\r\x00"
+)
+
+// drawsControlEscapes reports whether msg may be drawn otherwise with its escapes of control
+// bytes carried out (controlsDrawn) than kept as written: it has one that shows as nothing or
+// moves the cursor back or down in its column (\a, \b, \0, \v, \f, \r but before \n), or
+// a \n or \t and back, the view with them kept as written moved the cursor back or up
+// (shownView), which may write over the blanks or the line they make. A quoted dump of
+// lines and tabs alone draws its text in its order: the view with them kept finds what it holds
+// (a value with a line break or a tab quoted so).
+func drawsControlEscapes(msg string, back bool) bool {
+	lines := false
+	for i := 0; i+1 < len(msg); i++ {
+		if msg[i] != '\\' {
+			continue
+		}
+		switch c := msg[i+1]; c {
+		case '\\':
+		case 'a', 'b', 'v', 'f':
+			return true
+		case '0':
+			if !(i+3 < len(msg) && isOctal(msg[i+2]) && isOctal(msg[i+3])) {
+				return true
+			}
+		case 'r':
+			if !strings.HasPrefix(msg[i+2:], `\n`) {
+				return true
+			}
+		case 'n', 't':
+			lines = true
+		}
+		i++
+	}
+	return lines && back
+}
+
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }
 
 // hexValue reads n hex digits at the start of s.
 func hexValue(s string, n int) (rune, bool) {

@@ -40,3 +40,19 @@ func TestEscapedEchoedSecretsScrubbedOnEveryPath(t *testing.T) {
 	echoedSecretsScrubbed(t, echoSentinels{secret: "echo-secret@7f3a/x y+z?", volFlag: "volflag:7f3a/p@ss=?",
 		claimFlag: "claimflag 7f3a+q@r", other: "other-volume-secret/7f3a:s@t"}, encodings)
 }
+
+// TestEscapedControlsEchoedScrubbedOnEveryPath is TestEscapedEchoedSecretsScrubbedOnEveryPath
+// with a plugin that writes inside every value a control byte's escape a reader decoding the
+// dump carries out (scrub35): a character backspaced over as JSON writes it ("X\b"), a bell and
+// Rust's NUL, which show as nothing. Before, every path showed each of them.
+func TestEscapedControlsEchoedScrubbedOnEveryPath(t *testing.T) {
+	inside := func(ins string) func(string) string {
+		return func(s string) string { return s[:len(s)/2] + ins + s[len(s)/2:] }
+	}
+	echoedSecretsScrubbed(t, echoSentinels{secret: "echo-secret@7f3a/x y+z?", volFlag: "volflag:7f3a/p@ss=?",
+		claimFlag: "claimflag 7f3a+q@r", other: "other-volume-secret/7f3a:s@t"}, map[string]func(string) string{
+		"a character backspaced over": inside(`X\b`),
+		"a bell":                      inside(`\a`),
+		"Rust's NUL":                  inside(`\0`),
+	})
+}
