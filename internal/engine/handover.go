@@ -364,9 +364,8 @@ func ShownNomadAddress(addr string) string {
 // shownNomadAddressesIn is msg, an event's message as the log keeps it, with the address after
 // each "Nomad at " (the words every event naming a Nomad address writes it after) shown as
 // ShownNomadAddress shows it. An older volctl wrote the address as it showed it then: with a
-// key-only user (before round 31), a query's token (before round 33), a token as a query key
-// or path segment (before round 34), a lower-case secret (?opensesame=, before round 35); the
-// log keeps 10,000 events, and `volctl events`, its --json and the dashboard showed them as
+// key-only user, a query's token, a token as a query key or path segment (before round 34), a
+// lower-case secret (?opensesame=, before round 35); the log keeps 10,000 events, and `volctl events`, its --json and the dashboard showed them as
 // written (TestOldEventsShowNoNomadAddressSecret). The address runs to the next blank (an
 // address volctl takes has none), less one mark of the message's own after it (the ':' of
 // "taken back from Nomad at ADDR: why", the ',' of "Nomad at ADDR, whose"). What volctl
@@ -405,8 +404,7 @@ func shownNomadAddressesIn(msg string) string {
 // HiddenNomadPathAndQuery is addr with what may be a secret after its host as xxxxx: each
 // value of its query, each key of it and each segment of its path that is not one of the
 // words shown (plainWord: a key that is the token itself, ?TOKEN= or ?TOKEN, a gateway's
-// /v1/TOKEN/, a lower-case ?opensesame=), a
-// fragment, and anything after the host and port that no URL has there (;TOKEN, \TOKEN).
+// /v1/TOKEN/, a lower-case ?opensesame=), a fragment, and anything after the host and port that no URL has there (;TOKEN, \TOKEN).
 // NOMAD_ADDR=http://nomad:4646/?token=SECRET, as some gateways take a token, was shown as it is
 // in every message, note and --json field naming the address, and recorded so in a handover
 // mark (TestNomadAddressQueryIsNotShown); so was a token as a query key or in the path until
@@ -414,8 +412,8 @@ func shownNomadAddressesIn(msg string) string {
 // scheme, user, host and port only (no path, no query): a token there reaches neither Nomad
 // nor a proxy before it, and belongs in NOMAD_TOKEN (or NOMAD_HTTP_AUTH), and an address
 // shown with xxxxx there reaches the same Nomad as written. Nomad's and gateways' words are
-// kept, to say what was written (?region=xxxxx, /nomad/). A unix:// address's path is its socket's, kept whole.
-// The host begins after the last '@' (one in a password that url.Parse cannot read is hidden
+// kept, to say what was written (?region=xxxxx, /nomad/). A unix:// address's path is its
+// socket's, kept whole. The host begins after the last '@' (one in a password that url.Parse cannot read is hidden
 // with it).
 func HiddenNomadPathAndQuery(addr string) string {
 	start, unix := 0, false

@@ -8,11 +8,11 @@ import (
 )
 
 // The event log keeps what an older volctl wrote: a handover's and a take-back's address as
-// that version showed it, with a key-only user (before round 31), a query's token (before
-// round 33), a token as a query key or path segment (before round 34), a lower-case secret
-// (?opensesame=, /opensesame/, shown until round 35). `volctl events`, its --json and the
-// dashboard (Events and Dashboard both) showed each as written. Each is shown now as a mark's
-// address is (ShownNomadAddress), the message around it as it was.
+// that version showed it, with a key-only user, a query's token, a token as a query key or
+// path segment (before round 34), a lower-case secret (?opensesame=, /opensesame/, shown
+// until round 35). `volctl events`, its --json and the dashboard (Events and Dashboard both)
+// showed each as written. Each is shown now as a mark's address is (ShownNomadAddress), the
+// message around it as it was.
 func TestOldEventsShowNoNomadAddressSecret(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
