@@ -404,7 +404,8 @@ func shownNomadAddressesIn(msg string) string {
 // HiddenNomadPathAndQuery is addr with what may be a secret after its host as xxxxx: each
 // value of its query, each key of it and each segment of its path that is not one of the
 // words shown (plainWord: a key that is the token itself, ?TOKEN= or ?TOKEN, a gateway's
-// /v1/TOKEN/, a lower-case ?opensesame=), a fragment, and anything after the host and port that no URL has there (;TOKEN, \TOKEN).
+// /v1/TOKEN/, a lower-case ?opensesame=), a fragment, and anything after the host and port
+// that no URL has there (;TOKEN, \TOKEN).
 // NOMAD_ADDR=http://nomad:4646/?token=SECRET, as some gateways take a token, was shown as it is
 // in every message, note and --json field naming the address, and recorded so in a handover
 // mark (TestNomadAddressQueryIsNotShown); so was a token as a query key or in the path until
@@ -413,8 +414,8 @@ func shownNomadAddressesIn(msg string) string {
 // nor a proxy before it, and belongs in NOMAD_TOKEN (or NOMAD_HTTP_AUTH), and an address
 // shown with xxxxx there reaches the same Nomad as written. Nomad's and gateways' words are
 // kept, to say what was written (?region=xxxxx, /nomad/). A unix:// address's path is its
-// socket's, kept whole. The host begins after the last '@' (one in a password that url.Parse cannot read is hidden
-// with it).
+// socket's, kept whole. The host begins after the last '@' (one in a password that url.Parse
+// cannot read is hidden with it).
 func HiddenNomadPathAndQuery(addr string) string {
 	start, unix := 0, false
 	if i := strings.Index(addr, "://"); i >= 0 {
