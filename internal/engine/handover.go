@@ -361,20 +361,61 @@ func ShownNomadAddress(addr string) string {
 	return HiddenNomadPathAndQuery(addr)
 }
 
+// shownNomadAddressesIn is msg, an event's message as the log keeps it, with the address after
+// each "Nomad at " (the words every event naming a Nomad address writes it after) shown as
+// ShownNomadAddress shows it. An older volctl wrote the address as it showed it then: with a
+// key-only user, a query's token, a token as a query key or path segment (before round 34), a
+// lower-case secret (?opensesame=, before round 35); the log keeps 10,000 events, and `volctl events`, its --json and the dashboard showed them as
+// written (TestOldEventsShowNoNomadAddressSecret). The address runs to the next blank (an
+// address volctl takes has none), less one mark of the message's own after it (the ':' of
+// "taken back from Nomad at ADDR: why", the ',' of "Nomad at ADDR, whose"). What volctl
+// writes now is shown so already, and stays as it is.
+func shownNomadAddressesIn(msg string) string {
+	const at = "Nomad at "
+	if !strings.Contains(msg, at) {
+		return msg
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(msg, at)
+		if i < 0 {
+			b.WriteString(msg)
+			return b.String()
+		}
+		i += len(at)
+		b.WriteString(msg[:i])
+		msg = msg[i:]
+		end := strings.IndexFunc(msg, unicode.IsSpace)
+		if end < 0 {
+			end = len(msg)
+		}
+		addr, mark := msg[:end], ""
+		if n := len(addr); n > 0 && strings.ContainsRune(":,;.)", rune(addr[n-1])) {
+			addr, mark = addr[:n-1], addr[n-1:]
+		}
+		if strings.Contains(addr, "://") {
+			addr = ShownNomadAddress(addr)
+		}
+		b.WriteString(addr + mark)
+		msg = msg[end:]
+	}
+}
+
 // HiddenNomadPathAndQuery is addr with what may be a secret after its host as xxxxx: each
-// value of its query, each key of it and each segment of its path that is not a plain word
-// (plainWord: a key that is the token itself, ?TOKEN= or ?TOKEN, a gateway's /v1/TOKEN/), a
-// fragment, and anything after the host and port that no URL has there (;TOKEN, \TOKEN).
+// value of its query, each key of it and each segment of its path that is not one of the
+// words shown (plainWord: a key that is the token itself, ?TOKEN= or ?TOKEN, a gateway's
+// /v1/TOKEN/, a lower-case ?opensesame=), a fragment, and anything after the host and port
+// that no URL has there (;TOKEN, \TOKEN).
 // NOMAD_ADDR=http://nomad:4646/?token=SECRET, as some gateways take a token, was shown as it is
 // in every message, note and --json field naming the address, and recorded so in a handover
 // mark (TestNomadAddressQueryIsNotShown); so was a token as a query key or in the path until
 // round 34 (TestNomadAddressKeyOrPathSecretIsNotShown). Nomad's API client sends an address's
 // scheme, user, host and port only (no path, no query): a token there reaches neither Nomad
 // nor a proxy before it, and belongs in NOMAD_TOKEN (or NOMAD_HTTP_AUTH), and an address
-// shown with xxxxx there reaches the same Nomad as written. Plain words are kept, to say what
-// was written (?region=xxxxx, /nomad/). A unix:// address's path is its socket's, kept whole.
-// The host begins after the last '@' (one in a password that url.Parse cannot read is hidden
-// with it).
+// shown with xxxxx there reaches the same Nomad as written. Nomad's and gateways' words are
+// kept, to say what was written (?region=xxxxx, /nomad/). A unix:// address's path is its
+// socket's, kept whole. The host begins after the last '@' (one in a password that url.Parse
+// cannot read is hidden with it).
 func HiddenNomadPathAndQuery(addr string) string {
 	start, unix := 0, false
 	if i := strings.Index(addr, "://"); i >= 0 {
@@ -423,7 +464,7 @@ func HiddenNomadPathAndQuery(addr string) string {
 			if i > 0 {
 				b.WriteByte('/')
 			}
-			if seg == "" || plainWord(seg) || seg[0] == 'v' && len(seg) > 1 && strings.Trim(seg[1:], "0123456789") == "" {
+			if seg == "" || plainWord(seg) {
 				b.WriteString(seg)
 			} else {
 				b.WriteString(hiddenCredential)
@@ -460,23 +501,37 @@ func HiddenNomadPathAndQuery(addr string) string {
 	return b.String()
 }
 
-// plainWord reports whether s, a query key or a path segment of a Nomad address, is a word a
-// person writes (lower-case ASCII letters, words joined by '-', '_' or '.': region, token,
-// next_token, nomad-api), shown as it is; a token, a generated key, an ID, an upper-case or
-// percent-encoded word is not.
+// plainWord reports whether s, a query key or a path segment of a Nomad address, is shown as
+// it is: one of the words an address to Nomad or a gateway before it is written with
+// (addressWords: Nomad's API path words and query parameters, a gateway's usual prefix and
+// credential keys), an API version (v1), a key of one or two letters (?t=), or the xxxxx
+// volctl shows in place of what it hides. Anything else may be the secret: round 34 showed
+// any lower-case word (?opensesame=, /opensesame/, a password a person chose) and hid
+// /cluster1/; no rule tells a chosen word from a word, and the path and query are never sent
+// (Nomad's API client sends the scheme, user, host and port only), so showing them serves only
+// a person's recognition of the address, which the host and port give: what is not one of
+// these is xxxxx (TestNomadAddressWordSecretIsShownNowhere).
 func plainWord(s string) bool {
-	if s == "" || len(s) > 32 {
-		return false
+	if s == hiddenCredential || addressWords[s] {
+		return true
 	}
-	for i, r := range s {
-		if 'a' <= r && r <= 'z' {
-			continue
-		}
-		if !strings.ContainsRune("-_.", r) || i == 0 || i == len(s)-1 || strings.ContainsRune("-_.", rune(s[i-1])) {
-			return false
-		}
+	if len(s) <= 2 && strings.Trim(s, "abcdefghijklmnopqrstuvwxyz") == "" {
+		return s != ""
 	}
-	return true
+	return len(s) > 1 && len(s) <= 3 && s[0] == 'v' && strings.Trim(s[1:], "0123456789") == ""
+}
+
+// addressWords are the path segments and query keys a Nomad address is shown with
+// (plainWord): Nomad's own query parameters, and the words of a gateway's prefix and of the
+// keys gateways take a credential in (the key is shown, its value never).
+var addressWords = map[string]bool{
+	// Nomad's query parameters (api.QueryOptions, api.WriteOptions).
+	"region": true, "namespace": true, "stale": true, "index": true, "wait": true, "prefix": true,
+	"filter": true, "per_page": true, "next_token": true, "reverse": true, "type": true,
+	// A gateway's prefix.
+	"nomad": true, "nomad-api": true, "api": true, "ui": true, "proxy": true,
+	// Credential keys.
+	"token": true, "access_token": true, "api_key": true, "apikey": true, "key": true, "auth": true,
 }
 
 // To reports whether the volume is handed over to the cluster, namespace and region of to,

@@ -198,7 +198,7 @@ type EventInfo struct {
 
 func eventInfo(ev store.Event) EventInfo {
 	return EventInfo{ID: ev.ID, At: ev.At, Kind: ev.Kind, VolumeID: ev.VolumeID, Alloc: ev.Alloc,
-		PluginID: ev.PluginID, RPC: ev.RPC, Code: ev.Code, Message: ev.Message}
+		PluginID: ev.PluginID, RPC: ev.RPC, Code: ev.Code, Message: shownNomadAddressesIn(ev.Message)}
 }
 
 func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) }
