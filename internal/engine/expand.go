@@ -426,20 +426,26 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, cont
 	if len(reqs) == 0 {
 		return false, nil // sent at the volume's next publish
 	}
-	var answered int64
+	var (
+		answered int64
+		over     error // the controller's step went above the limit: said naming it
+	)
 	if !controllerDone {
-		if answered, err = e.controllerBeforeNode(ctx, c, v); err != nil {
+		if answered, over, err = e.controllerBeforeNode(ctx, c, &v); err != nil {
 			return true, err
+		}
+		for i := range reqs {
+			reqs[i].CapacityMax = v.NodeExpandMax // 0 once the storage went past the limit: the node follows it
 		}
 	}
 	for i, req := range reqs {
 		got, err := e.sendNodeExpand(ctx, c, v, req, whom[i])
 		if err != nil {
-			return true, err
+			return true, errors.Join(over, err)
 		}
 		answered = max(answered, got)
 	}
-	return true, e.nodeExpanded(ctx, v, answered)
+	return true, errors.Join(over, e.nodeExpanded(ctx, v, answered))
 }
 
 // controllerBeforeNode sends, before volume v's owed NodeExpandVolume (v is on the node), the
@@ -448,12 +454,12 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, cont
 // wait (a plugin that expands only offline, a controller half not registered) is an error
 // saying so: the NodeExpandVolume is not sent, the expansion stays owed. A failure, or an
 // answer below the size owed, leaves the node expansion owed (NodeExpandVolume not sent), and
-// says so. The answer is recorded (NodeExpandControllerDone): a NodeExpandVolume that fails
-// after it is sent again alone.
-func (e *Engine) controllerBeforeNode(ctx context.Context, c *conn, v store.Volume) (int64, error) {
-	send, err := nodeStepFirst(c, v, true)
+// says so. The answer is recorded (NodeExpandControllerDone), in v too: a NodeExpandVolume that
+// fails after it is sent again alone. over is an answer above the debt's limit (controllerExpandOwed).
+func (e *Engine) controllerBeforeNode(ctx context.Context, c *conn, v *store.Volume) (answered int64, over, err error) {
+	send, err := nodeStepFirst(c, *v, true)
 	if !send || err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	return e.controllerExpandOwed(ctx, c, v)
 }
@@ -508,80 +514,142 @@ func offlineExpansionWaits(c *conn, v store.Volume) error {
 
 // controllerExpandOwed sends the ControllerExpandVolume of volume v's owed node expansion
 // (nodeStepFirst said to), and records its answer with the debt (NodeExpandControllerDone), so
-// that it is not sent again, nor waited for by a plugin that expands only offline. A failure, or
-// an answer below the size owed, leaves the expansion owed as it was, and says so.
-func (e *Engine) controllerExpandOwed(ctx context.Context, c *conn, v store.Volume) (int64, error) {
+// that it is not sent again, nor waited for by a plugin that expands only offline; v is
+// updated as recorded. A failure, or an answer below the size owed, leaves the expansion owed
+// as it was, and says so (err). An answer above the debt's limit (NodeExpandMax) is recorded, the
+// storage being that size, with the limit dropped from the node's step (the node follows the
+// storage), and returned as over, naming ControllerExpandVolume: before, it was found only in
+// the node's answer and said as NodeExpandVolume's, or, by a plugin that expands only offline,
+// not at all (expand35).
+//
+// The step may have been sent before without its answer recorded: a volctl killed between
+// the two, a mark whose commit failed, an answer lost. The CSI spec makes the RPC idempotent,
+// but a plugin that is not (one that grows the volume by the difference each call) grows the
+// volume twice when asked twice. So where the plugin can say a volume's size (LIST_VOLUMES or
+// GET_VOLUME), it is asked first, and a volume it lists at the size owed or more has had its
+// controller's step: recorded so, not sent again (owedStepListed,
+// TestOwedControllerStepAnsweredButNotRecordedIsNotSentAgain). A plugin that cannot say is
+// sent it again, on the spec's word.
+func (e *Engine) controllerExpandOwed(ctx context.Context, c *conn, v *store.Volume) (answered int64, over, err error) {
 	if err := e.locks.stillHeld(v.ID); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	resp, _, err := controllerAnswer(ctx, e, c, csi.RPCControllerExpandVolume,
-		func(ctx context.Context) (csi.ControllerExpandVolumeResponse, error) {
-			return c.client.ControllerExpandVolume(ctx, csi.ControllerExpandVolumeRequest{
-				VolumeID: v.ExternalID, CapacityMin: v.NodeExpandMin, CapacityMax: v.NodeExpandMax, Secrets: v.Secrets})
-		})
-	if lost := e.locks.stillHeld(v.ID); lost != nil {
-		return 0, lost
+	listed := e.owedStepListed(ctx, c, *v)
+	resp := csi.ControllerExpandVolumeResponse{CapacityBytes: listed}
+	if listed < v.NodeExpandMin {
+		resp, _, err = controllerAnswer(ctx, e, c, csi.RPCControllerExpandVolume,
+			func(ctx context.Context) (csi.ControllerExpandVolumeResponse, error) {
+				return c.client.ControllerExpandVolume(ctx, csi.ControllerExpandVolumeRequest{
+					VolumeID: v.ExternalID, CapacityMin: v.NodeExpandMin, CapacityMax: v.NodeExpandMax, Secrets: v.Secrets})
+			})
+		if lost := e.locks.stillHeld(v.ID); lost != nil {
+			return 0, nil, lost
+		}
+		if err == nil && resp.CapacityBytes > 0 && resp.CapacityBytes < v.NodeExpandMin {
+			err = fmt.Errorf("plugin %q answered OK with %s, below the %s asked: the storage is not expanded", v.PluginID,
+				spec.FormatSize(resp.CapacityBytes), spec.FormatSize(v.NodeExpandMin))
+		}
+		if err != nil {
+			own := fmt.Sprintf("node expansion to %s still owed, its ControllerExpandVolume failed: ", spec.FormatSize(v.NodeExpandMin))
+			e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume,
+				Code: csi.CodeOf(err).String(), Message: own + err.Error()}, own)
+			return 0, nil, fmt.Errorf("volume %q is recorded at %s with its node expansion owed, and plugin %q now declares the controller's EXPAND_VOLUME, "+
+				"so the ControllerExpandVolume to that size is sent before the NodeExpandVolume (the storage may not have it: it was owed as a node-only expansion), "+
+				"and it failed: %w (the expansion stays owed, NodeExpandVolume not sent: run `%s` again or `volctl reconcile`)",
+				v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, err, owedExpandCommand(*v))
+		}
+		e.failpoint("rpc:ControllerExpandVolume") // answered, its step not recorded yet
 	}
-	if err == nil && resp.CapacityBytes > 0 && resp.CapacityBytes < v.NodeExpandMin {
-		err = fmt.Errorf("plugin %q answered OK with %s, below the %s asked: the storage is not expanded", v.PluginID,
-			spec.FormatSize(resp.CapacityBytes), spec.FormatSize(v.NodeExpandMin))
-	}
-	if err != nil {
-		own := fmt.Sprintf("node expansion to %s still owed, its ControllerExpandVolume failed: ", spec.FormatSize(v.NodeExpandMin))
-		e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume,
-			Code: csi.CodeOf(err).String(), Message: own + err.Error()}, own)
-		return 0, fmt.Errorf("volume %q is recorded at %s with its node expansion owed, and plugin %q now declares the controller's EXPAND_VOLUME, "+
-			"so the ControllerExpandVolume to that size is sent before the NodeExpandVolume (the storage may not have it: it was owed as a node-only expansion), "+
-			"and it failed: %w (the expansion stays owed, NodeExpandVolume not sent: run `%s` again or `volctl reconcile`)",
-			v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, err, owedExpandCommand(v))
+	over = aboveLimit(*v, csi.RPCControllerExpandVolume, resp.CapacityBytes, v.NodeExpandMax)
+	var msg string
+	switch {
+	case listed >= v.NodeExpandMin:
+		msg = fmt.Sprintf("volume %q's owed expansion to %s: ControllerExpandVolume not sent, plugin %q lists the volume at %s already "+
+			"(its controller had that step, its answer not recorded); the NodeExpandVolume alone is owed", v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, spec.FormatSize(listed))
+	case over != nil:
+		msg = "owed expansion's controller step went above the limit: " + over.Error()
 	}
 	if err := e.store.Update(context.WithoutCancel(ctx), e.locks.holding(v.ID, func(tx *store.Tx) error {
-		if resp.CapacityBytes > currentSize(v) {
-			// Rounded up: what the storage is now, as an expand records it.
+		if resp.CapacityBytes > currentSize(*v) || over != nil {
+			// Rounded up: what the storage is now, as an expand records it; past the limit, the
+			// node's step follows the storage, as an expand's does.
 			cur, err := tx.Volumes().Get(v.ID)
 			if err != nil {
 				return err
 			}
-			if resp.CapacityBytes > cur.CapacityBytes {
-				cur.CapacityBytes = resp.CapacityBytes
-				if err := tx.Volumes().Update(&cur); err != nil {
-					return err
-				}
+			cur.CapacityBytes = max(cur.CapacityBytes, resp.CapacityBytes)
+			if over != nil {
+				cur.NodeExpandMax = 0
+			}
+			if err := tx.Volumes().Update(&cur); err != nil {
+				return err
+			}
+		}
+		if msg != "" {
+			if err := tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume, Message: msg}); err != nil {
+				return err
 			}
 		}
 		return tx.Volumes().SetNodeExpansionControllerDone(v.ID)
 	})); err != nil {
-		// Not recorded: the next attempt sends it again, which the plugin answers the same.
+		// Not recorded: the next attempt lists the volume at its size (where the plugin can
+		// say), or sends it again, which the plugin answers the same.
 		e.log.Warn("recording an owed expansion's controller step", "volume", v.ID, "err", err)
+	} else {
+		e.failpoint("expand:controller-done")
 	}
-	return resp.CapacityBytes, nil
+	v.CapacityBytes = max(v.CapacityBytes, resp.CapacityBytes)
+	v.NodeExpandControllerDone = true
+	if over != nil {
+		v.NodeExpandMax = 0
+	}
+	return resp.CapacityBytes, over, nil
+}
+
+// owedStepListed is the size plugin c lists volume v at (LIST_VOLUMES, else GET_VOLUME), asked
+// before the ControllerExpandVolume of its owed node expansion is sent (controllerExpandOwed); 0
+// when it cannot say, or did not answer (logged: the step is sent then, as before).
+func (e *Engine) owedStepListed(ctx context.Context, c *conn, v store.Volume) int64 {
+	rpc := volumeCheck(c)
+	if rpc == "" {
+		return 0
+	}
+	var listed int64
+	if err := e.withController(ctx, c, func(ctx context.Context) error {
+		var err error
+		listed, err = e.listedSize(ctx, c, rpc, v.ExternalID)
+		return err
+	}); err != nil {
+		e.log.Debug("asking the size of a volume owed its expansion's controller step", "volume", v.ID, "rpc", rpc, "err", err)
+		return 0
+	}
+	return listed
 }
 
 // expandBeforeAttach sends, as a claim begins publishing volume v and before anything puts
 // it on the node (ControllerPublishVolume, NodeStageVolume), the ControllerExpandVolume its owed
 // node expansion waits for through a plugin that expands only offline (nodeStepFirst): the
 // volume is off the node only now, and the claim's publish sends the NodeExpandVolume after it
-// (expandOnPublish). It reports whether the controller's step is done. It never fails the
-// claim: a failure leaves the expansion owed, with an event saying so.
-func (e *Engine) expandBeforeAttach(ctx context.Context, c *conn, v store.Volume, p *checkpoint) bool {
+// (expandOnPublish). v is updated as the step is recorded (controllerExpandOwed). It never fails
+// the claim: a failure leaves the expansion owed, with an event saying so.
+func (e *Engine) expandBeforeAttach(ctx context.Context, c *conn, v *store.Volume, p *checkpoint) {
 	if v.NodeExpandMin <= 0 || v.NodeExpandControllerDone || c.fp.Capabilities.Plugin.VolumeExpansionOnline {
-		return false
+		return
 	}
 	if p.st.Staged || (p.st.ControllerPublished && !p.attachIntent) {
-		return false
+		return
 	}
-	if send, _ := nodeStepFirst(c, v, false); !send {
-		return false
+	if send, _ := nodeStepFirst(c, *v, false); !send {
+		return
 	}
 	u, err := p.usage(ctx)
 	if err != nil || u.attached > 0 || u.staging > 0 || u.handover != nil {
-		return false
+		return
 	}
-	if _, err := e.controllerExpandOwed(ctx, c, v); err != nil {
+	_, over, err := e.controllerExpandOwed(ctx, c, v)
+	if err = errors.Join(over, err); err != nil {
 		e.log.Warn("owed expansion's controller step before the attach", "volume", v.ID, "err", err)
-		return false
 	}
-	return true
 }
 
 // nodeExpandRequest is the NodeExpandVolume a volume is owed, at path (a claim's target, with
@@ -681,7 +749,7 @@ func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, c
 	if v.NodeExpandMin <= 0 || !c.fp.Node || !c.fp.Capabilities.Node.ExpandVolume {
 		return
 	}
-	ctrlAnswered, err := e.controllerBeforeNode(ctx, c, v)
+	ctrlAnswered, over, err := e.controllerBeforeNode(ctx, c, &v) // over: recorded with its event
 	var wait *kindError
 	if errors.As(err, &wait) {
 		// The expansion waits (a plugin that expands only offline, a controller half not
@@ -696,7 +764,7 @@ func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, c
 			err = e.nodeExpanded(ctx, v, max(answered, ctrlAnswered))
 		}
 	}
-	if err != nil {
+	if err = errors.Join(over, err); err != nil {
 		e.log.Warn("owed node expansion", "volume", v.ID, "alloc", cl.Alloc, "err", err)
 	}
 }
@@ -846,8 +914,8 @@ func (e *Engine) expandOffNode(ctx context.Context, rep *ReconcileReport, id str
 			return err // claimed or staged since the pass listed it
 		}
 		owed, sent = v.NodeExpandMin, true
-		_, err = e.controllerExpandOwed(ctx, c, v)
-		return err
+		_, over, err := e.controllerExpandOwed(ctx, c, &v)
+		return errors.Join(over, err)
 	}()
 	switch {
 	case err != nil:

@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+)
+
+// expand35: an owed expansion's controller step (expand34's, sent before the NodeExpandVolume of
+// a debt its controller never had) met with a plugin whose ControllerExpandVolume is not
+// idempotent, answers above the limit, and the rest.
+
+// nodeOnlyDebt creates volume v on a node-only plugin and expands it to 4MiB while it is on no
+// path here: the debt (NodeExpandVolume owed, the whole expansion) its controller never had. The
+// plugin then comes back with edit applied and the controller's EXPAND_VOLUME, growing by the
+// delta each call (ExpandByDelta). It returns v's external ID.
+func nodeOnlyDebt(t *testing.T, edit func(*csitest.MemConfig)) (*harness, string) {
+	t.Helper()
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
+	ext := h.create(volume("v")).ExternalID
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
+		t.Fatalf("node-only expand: %v", err)
+	}
+	h.restartWith(func(c *csitest.MemConfig) {
+		c.Controller.ExpandVolume = true
+		if edit != nil {
+			edit(c)
+		}
+	})
+	h.mem.ExpandByDelta(true)
+	return h, ext
+}
+
+// The owed controller step answered, and its answer not recorded (the plugin grew the volume
+// and answered an error: the answer lost as a kill after it would lose it), through a plugin
+// whose ControllerExpandVolume grows the volume by the delta each call. The CSI spec makes the
+// RPC idempotent; this plugin is not, and the plugin lists the volume at its size: volctl could
+// know the step was had. Before, the next attempt sent it again, and the storage grew to 7MiB
+// for the 4MiB asked. Now the plugin is asked the volume's size first, and a volume listed at
+// the size owed has its step recorded, not sent again; the NodeExpandVolume alone follows.
+// Both ways the step is sent: before the attach (a plugin that expands only offline, reconcile
+// while the volume is off the node) and before the node's step (ONLINE, `volume expand`).
+func TestOwedControllerStepAnsweredButNotRecordedIsNotSentAgain(t *testing.T) {
+	t.Parallel()
+	for _, plugin := range []string{"offline only", "online"} {
+		t.Run(plugin, func(t *testing.T) {
+			t.Parallel()
+			var h *harness
+			var ext string
+			if plugin == "online" {
+				h, ext = nodeOnlyDebt(t, nil)
+			} else {
+				h, ext = nodeOnlyDebt(t, offlineOnlyExpansion)
+			}
+			// The claim sends the step (before the attach, or before the node's step once
+			// published), and its answer is lost.
+			h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Lost: true, Code: codes.Internal, Times: 1})
+			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+			if plugin != "online" {
+				h.release("v", "a")
+			}
+			if mv, _ := h.mem.Volume(ext); mv.CapacityBytes != 4*mib {
+				t.Fatalf("the lost step left the storage at %d; want 4MiB (the plugin did it)", mv.CapacityBytes)
+			}
+			// Again: reconcile (off the node) or the expand (on it).
+			if plugin == "online" {
+				if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
+					t.Fatalf("expand again: %v", err)
+				}
+			} else {
+				if rep, err := h.e.Reconcile(h.ctx); err != nil || !rep.OK() {
+					t.Fatalf("reconcile: %v (%+v)", err, rep.Problems)
+				}
+				h.claim(ClaimRequest{VolumeID: "v", Alloc: "b"})
+			}
+			mv, _ := h.mem.Volume(ext)
+			v := h.volumeInfo("v")
+			if mv.CapacityBytes != 4*mib || v.CapacityBytes != 4*mib || v.NodeExpansionOwed != 0 {
+				t.Errorf("after the step again: storage %d, recorded %d, owed %d; want 4MiB grown once, recorded, nothing owed (ControllerExpandVolume sent %d times)",
+					mv.CapacityBytes, v.CapacityBytes, v.NodeExpansionOwed, h.mem.CallCount(csi.RPCControllerExpandVolume))
+			}
+			if n := h.mem.CallCount(csi.RPCNodeExpandVolume); n != 1 {
+				t.Errorf("NodeExpandVolume sent %d times; want once", n)
+			}
+			if ev := h.eventsOf("volume-expand", "v", "ControllerExpandVolume not sent"); len(ev) != 1 || !strings.Contains(ev[0], "lists the volume at 4MiB") {
+				t.Errorf("events saying the step was not sent again: %q; want one naming the size listed", ev)
+			}
+		})
+	}
+}
+
+// The honest case of the same: a plugin that lists the volume below the size owed (its
+// controller never had the step) is sent it, once, and a plugin that cannot say a volume's size
+// (no LIST_VOLUMES nor GET_VOLUME) is sent it as before, on the spec's word.
+func TestOwedControllerStepSentWhereTheListingSaysItIsNeeded(t *testing.T) {
+	t.Parallel()
+	for _, lists := range []bool{true, false} {
+		t.Run(fmt.Sprint("lists=", lists), func(t *testing.T) {
+			t.Parallel()
+			h, ext := nodeOnlyDebt(t, func(c *csitest.MemConfig) {
+				offlineOnlyExpansion(c)
+				c.Controller.ListVolumes, c.Controller.GetVolume = lists, lists
+			})
+			h.mem.ExpandByDelta(false)
+			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+			mv, _ := h.mem.Volume(ext)
+			if v := h.volumeInfo("v"); mv.CapacityBytes != 4*mib || v.NodeExpansionOwed != 0 || h.mem.CallCount(csi.RPCControllerExpandVolume) != 1 {
+				t.Errorf("storage %d, owed %d, ControllerExpandVolume sent %d times; want 4MiB, nothing owed, once",
+					mv.CapacityBytes, v.NodeExpansionOwed, h.mem.CallCount(csi.RPCControllerExpandVolume))
+			}
+		})
+	}
+}
+
+// The owed controller step answered above the debt's limit (`volume expand --limit`): the
+// storage is that size, and what is said names the RPC that answered, ControllerExpandVolume.
+// Before, the answer was carried into the node's step and said as NodeExpandVolume's ("plugin
+// answered NodeExpandVolume ... above the limit"), and through a plugin that expands only
+// offline (the step sent before the attach) not at all: the record at 6MiB past its 5MiB limit,
+// and no event. The NodeExpandVolume then follows the storage (no limit), as an expand's does.
+func TestOwedControllerStepAboveTheLimitNamesControllerExpandVolume(t *testing.T) {
+	t.Parallel()
+	for _, plugin := range []string{"offline only", "online"} {
+		t.Run(plugin, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
+			h.create(volume("v"))
+			if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 5*mib); err != nil {
+				t.Fatalf("node-only expand: %v", err)
+			}
+			h.restartWith(func(c *csitest.MemConfig) {
+				c.Controller.ExpandVolume = true
+				if plugin != "online" {
+					offlineOnlyExpansion(c)
+				}
+			})
+			h.mem.AnswerExpandWith(6 * mib)
+			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"}) // the step: before the attach, or before the node's once published
+			var err error
+			said := fmt.Sprint(err, h.eventsOf("volume-expand", "v", "above the limit"))
+			if !strings.Contains(said, "answered ControllerExpandVolume for volume \"v\" with 6MiB, above the limit 5MiB") ||
+				strings.Contains(said, "answered NodeExpandVolume") {
+				t.Errorf("said %s; want it to name ControllerExpandVolume's 6 MiB answer above the 5 MiB limit, not NodeExpandVolume", said)
+			}
+			if v := h.volumeInfo("v"); v.CapacityBytes != 6*mib || v.NodeExpansionOwed != 0 {
+				t.Errorf("recorded %d, owed %d; want the 6MiB the storage is, nothing owed", v.CapacityBytes, v.NodeExpansionOwed)
+			}
+			reqs := csitest.Requests[csi.NodeExpandVolumeRequest](h.mem)
+			if len(reqs) == 0 || reqs[len(reqs)-1].CapacityMax != 0 {
+				t.Errorf("NodeExpandVolume %+v; want it sent with no limit (the node follows the storage past it)", reqs)
+			}
+		})
+	}
+}
