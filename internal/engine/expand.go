@@ -456,12 +456,19 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, cont
 // answer below the size owed, leaves the node expansion owed (NodeExpandVolume not sent), and
 // says so. The answer is recorded (NodeExpandControllerDone), in v too: a NodeExpandVolume that
 // fails after it is sent again alone. over is an answer above the debt's limit (controllerExpandOwed).
+//
+// A step that must wait may have been had already: a claim killed inside its step before the
+// attach (the step answered, not recorded) is driven on by reconcile with the attach's intent
+// recorded, so the volume may be attached, and its publish found the expansion waiting for the
+// release, the claim's own. Where the plugin lists the volume at the size owed, the step is
+// recorded and the NodeExpandVolume sent alone (controllerExpandOwed asks the listing, and sends
+// nothing when the step must wait; TestOwedControllerStepKilledBeforeTheAttach).
 func (e *Engine) controllerBeforeNode(ctx context.Context, c *conn, v *store.Volume) (answered int64, over, err error) {
-	send, err := nodeStepFirst(c, *v, true)
-	if !send || err != nil {
-		return 0, nil, err
+	send, wait := nodeStepFirst(c, *v, true)
+	if !send && wait == nil {
+		return 0, nil, nil
 	}
-	return e.controllerExpandOwed(ctx, c, v)
+	return e.controllerExpandOwed(ctx, c, v, wait)
 }
 
 // nodeStepFirst decides what volume v's owed node expansion needs first through plugin c, with
@@ -529,13 +536,17 @@ func offlineExpansionWaits(c *conn, v store.Volume) error {
 // GET_VOLUME), it is asked first, and a volume it lists at the size owed or more has had its
 // controller's step: recorded so, not sent again (owedStepListed,
 // TestOwedControllerStepAnsweredButNotRecordedIsNotSentAgain). A plugin that cannot say is
-// sent it again, on the spec's word.
-func (e *Engine) controllerExpandOwed(ctx context.Context, c *conn, v *store.Volume) (answered int64, over, err error) {
+// sent it again, on the spec's word. wait, when not nil, says why the step may not be sent now
+// (nodeStepFirst): only the listing is asked, and wait returned unless it has the size.
+func (e *Engine) controllerExpandOwed(ctx context.Context, c *conn, v *store.Volume, wait error) (answered int64, over, err error) {
 	if err := e.locks.stillHeld(v.ID); err != nil {
 		return 0, nil, err
 	}
 	listed := e.owedStepListed(ctx, c, *v)
 	resp := csi.ControllerExpandVolumeResponse{CapacityBytes: listed}
+	if listed < v.NodeExpandMin && wait != nil {
+		return 0, nil, wait
+	}
 	if listed < v.NodeExpandMin {
 		resp, _, err = controllerAnswer(ctx, e, c, csi.RPCControllerExpandVolume,
 			func(ctx context.Context) (csi.ControllerExpandVolumeResponse, error) {
@@ -646,7 +657,7 @@ func (e *Engine) expandBeforeAttach(ctx context.Context, c *conn, v *store.Volum
 	if err != nil || u.attached > 0 || u.staging > 0 || u.handover != nil {
 		return
 	}
-	_, over, err := e.controllerExpandOwed(ctx, c, v)
+	_, over, err := e.controllerExpandOwed(ctx, c, v, nil)
 	if err = errors.Join(over, err); err != nil {
 		e.log.Warn("owed expansion's controller step before the attach", "volume", v.ID, "err", err)
 	}
@@ -914,7 +925,7 @@ func (e *Engine) expandOffNode(ctx context.Context, rep *ReconcileReport, id str
 			return err // claimed or staged since the pass listed it
 		}
 		owed, sent = v.NodeExpandMin, true
-		_, over, err := e.controllerExpandOwed(ctx, c, &v)
+		_, over, err := e.controllerExpandOwed(ctx, c, &v, nil)
 		return errors.Join(over, err)
 	}()
 	switch {

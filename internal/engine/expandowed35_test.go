@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // expand35: an owed expansion's controller step (expand34's, sent before the NodeExpandVolume of
@@ -18,11 +20,12 @@ import (
 // nodeOnlyDebt creates volume v on a node-only plugin and expands it to 4MiB while it is on no
 // path here: the debt (NodeExpandVolume owed, the whole expansion) its controller never had. The
 // plugin then comes back with edit applied and the controller's EXPAND_VOLUME, growing by the
-// delta each call (ExpandByDelta). It returns v's external ID.
-func nodeOnlyDebt(t *testing.T, edit func(*csitest.MemConfig)) (*harness, string) {
+// delta each call (ExpandByDelta). It returns v's external ID. caps are v's (none: one
+// single-node-writer).
+func nodeOnlyDebt(t *testing.T, edit func(*csitest.MemConfig), caps ...spec.Capability) (*harness, string) {
 	t.Helper()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
-	ext := h.create(volume("v")).ExternalID
+	ext := h.create(volume("v", caps...)).ExternalID
 	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
 		t.Fatalf("node-only expand: %v", err)
 	}
@@ -154,6 +157,106 @@ func TestOwedControllerStepAboveTheLimitNamesControllerExpandVolume(t *testing.T
 			if len(reqs) == 0 || reqs[len(reqs)-1].CapacityMax != 0 {
 				t.Errorf("NodeExpandVolume %+v; want it sent with no limit (the node follows the storage past it)", reqs)
 			}
+		})
+	}
+}
+
+// killedAt runs op on h's engine until it passes failpoint fp, and stops it there as a kill
+// would (a panic through the failpoint hook, recovered here: what op committed stands, nothing
+// after fp is done), then opens the engine again, as the next volctl process. It fails the test
+// when op never reaches fp.
+func killedAt(h *harness, fp string, op func()) {
+	h.t.Helper()
+	type killed struct{}
+	reached := false
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				if _, ok := r.(killed); !ok {
+					panic(r)
+				}
+				reached = true
+			}
+		}()
+		onFailpoints(h.t, func(n string) {
+			if n == fp {
+				panic(killed{})
+			}
+		}, h.e)
+		op()
+	}()
+	h.e.failpointHook = nil
+	if !reached {
+		h.t.Fatalf("the operation never reached failpoint %s", fp)
+	}
+	h.open(Config{})
+}
+
+// A claim killed inside the owed expansion's controller step before the attach: once
+// ControllerExpandVolume answered, before the step is recorded (rpc:ControllerExpandVolume),
+// and once it is recorded (expand:controller-done). reconcile drives the claim on; it was taken
+// with the attach's intent recorded, so the volume may be attached and no ControllerExpandVolume
+// may be sent (the plugin expands only offline). Before, the first kill's expansion then waited
+// for the claim's own release (reconcile exit 1, naming it), and was sent again after it: a
+// plugin that grows by the delta each call grew the volume twice. The plugin lists the volume at
+// the size owed: the step is recorded, and the NodeExpandVolume sent alone at the publish.
+func TestOwedControllerStepKilledBeforeTheAttach(t *testing.T) {
+	t.Parallel()
+	for _, fp := range []string{"rpc:ControllerExpandVolume", "expand:controller-done"} {
+		t.Run(fp, func(t *testing.T) {
+			t.Parallel()
+			h, ext := nodeOnlyDebt(t, offlineOnlyExpansion)
+			killedAt(h, fp, func() { _, _ = h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}) })
+			if rep, err := h.e.Reconcile(h.ctx); err != nil || !rep.OK() {
+				t.Fatalf("reconcile after the kill: %v (%+v)", err, rep.Problems)
+			}
+			mv, _ := h.mem.Volume(ext)
+			v := h.volumeInfo("v")
+			if mv.CapacityBytes != 4*mib || v.NodeExpansionOwed != 0 || len(v.Claims) != 1 || v.Claims[0].State != "published" {
+				t.Errorf("after reconcile: storage %d, owed %d, claims %+v; want 4MiB, nothing owed, the claim published", mv.CapacityBytes, v.NodeExpansionOwed, v.Claims)
+			}
+			if c, n := h.mem.CallCount(csi.RPCControllerExpandVolume), h.mem.CallCount(csi.RPCNodeExpandVolume); c != 1 || n != 1 {
+				t.Errorf("ControllerExpandVolume sent %d times, NodeExpandVolume %d; want once each", c, n)
+			}
+		})
+	}
+}
+
+// A second claim, by another process, racing the first's owed controller step (paused once
+// ControllerExpandVolume answered, before the step is recorded) on a volume both may hold: it
+// waits for the volume's lock, and finds the debt paid. And reconcile racing the first paused
+// once the step is recorded, before the attach: it sends nothing. Either way the storage is grown
+// once (the plugin grows by the delta each call), its file system once, nothing owed.
+func TestPausedPairOwedControllerStep(t *testing.T) {
+	t.Parallel()
+	for _, fp := range []string{"rpc:ControllerExpandVolume", "expand:controller-done"} {
+		t.Run(fp, func(t *testing.T) {
+			t.Parallel()
+			h, ext := nodeOnlyDebt(t, offlineOnlyExpansion, capab(spec.MultiNodeMultiWriter))
+			out := h.pausedPair(fp,
+				func(ctx context.Context) error {
+					_, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+					return err
+				},
+				func(ctx context.Context, other *Engine) error {
+					if fp == "expand:controller-done" {
+						_, err := other.Reconcile(ctx)
+						return err
+					}
+					_, err := other.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "b"})
+					return err
+				})
+			if out.aErr != nil || out.bErr != nil {
+				t.Fatalf("the claim: %v; the other (waited %v): %v", out.aErr, out.bWaited, out.bErr)
+			}
+			mv, _ := h.mem.Volume(ext)
+			if v := h.volumeInfo("v"); mv.CapacityBytes != 4*mib || v.NodeExpansionOwed != 0 {
+				t.Errorf("storage %d, owed %d; want 4MiB, nothing owed", mv.CapacityBytes, v.NodeExpansionOwed)
+			}
+			if c, n := h.mem.CallCount(csi.RPCControllerExpandVolume), h.mem.CallCount(csi.RPCNodeExpandVolume); c != 1 || n != 1 {
+				t.Errorf("ControllerExpandVolume sent %d times, NodeExpandVolume %d; want once each", c, n)
+			}
+			h.storeMatchesPlugin("after the pair")
 		})
 	}
 }
