@@ -1019,3 +1019,46 @@ func describeLimit(n int64) string {
 	}
 	return spec.FormatSize(n)
 }
+
+// owedExpansionWaits says why volume v's owed node expansion (NodeExpandMin) is not done yet and
+// what does it, from what the store has (its plugin p, known or not, as last fingerprinted; its
+// claims; its staging row st): what the publish's event, reconcile and `volume expand` say when
+// they meet it, for `volume status` (NodeExpansionWaits), where before it showed the size owed
+// alone, in --json only (expand35). "" when nothing is owed.
+func owedExpansionWaits(v store.Volume, p store.Plugin, known bool, claims []store.Claim, st store.Staging) string {
+	if v.NodeExpandMin <= 0 {
+		return ""
+	}
+	if !known {
+		return fmt.Sprintf("plugin %q is not registered: nothing can send it; register the plugin, then run `volctl reconcile`", v.PluginID)
+	}
+	fp := recordedFingerprint(p)
+	if fp == nil {
+		return fmt.Sprintf("plugin %q has not been reached yet: `volctl reconcile` (or a claim) reaches it and sends what is owed", v.PluginID)
+	}
+	if !fp.Node {
+		return fmt.Sprintf("plugin %q has no node service registered on this host: NodeExpandVolume cannot be sent here; register its node service, then run `volctl reconcile`", v.PluginID)
+	}
+	if !fp.Capabilities.Node.ExpandVolume {
+		return fmt.Sprintf("plugin %q's node service does not have the capability EXPAND_VOLUME, so NodeExpandVolume cannot be sent: the file system is not expanded; "+
+			"start the plugin with that capability, then run `%s` or `volctl reconcile`", v.PluginID, owedExpandCommand(v))
+	}
+	published := false
+	for _, cl := range claims {
+		published = published || (cl.State == store.ClaimPublished && !cl.Releasing)
+	}
+	onNode := len(claims) > 0 || st.Staged || st.ControllerPublished
+	send, wait := nodeStepFirst(&conn{plugin: p, fp: fp}, v, onNode)
+	switch {
+	case wait != nil:
+		return wait.Error()
+	case published || st.Staged:
+		return fmt.Sprintf("volume %q is on this node, and the NodeExpandVolume has not been sent or failed (`%s` says why): "+
+			"`volctl reconcile` or `%s` sends it", v.ID, "volctl events "+shellquote.Flag("--volume", v.ID), owedExpandCommand(v))
+	case send:
+		return fmt.Sprintf("volume %q is on no path on this node, and plugin %q, which expands only offline, has not had the size through its controller "+
+			"(the expansion was owed as a node-only one): `volctl reconcile` or the next claim sends ControllerExpandVolume while the volume is off the node, "+
+			"and the claim's publish the NodeExpandVolume", v.ID, v.PluginID)
+	}
+	return fmt.Sprintf("volume %q is on no path on this node: the NodeExpandVolume is sent when a claim next publishes it here", v.ID)
+}

@@ -260,3 +260,50 @@ func TestPausedPairOwedControllerStep(t *testing.T) {
 		})
 	}
 }
+
+// `volume status` of a volume owed a node expansion says why it waits and what does it, as the
+// publish's event, reconcile and `volume expand` do: before, it showed the size owed in --json
+// alone, and the expansion waiting for a release, or for a controller half, looked like one
+// about to be sent. Each state: off the node (the next publish), an offline-only plugin's step
+// owed off the node (reconcile or the next claim), the same on the node (the release), the node
+// half alone (the controller half), and on the node with the NodeExpandVolume failed.
+func TestVolumeStatusSaysWhyAnOwedExpansionWaits(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
+	h.create(volume("v"))
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
+		t.Fatalf("node-only expand: %v", err)
+	}
+	says := func(state string, want ...string) {
+		t.Helper()
+		v := h.volumeInfo("v")
+		for _, w := range want {
+			if !strings.Contains(v.NodeExpansionWaits, w) {
+				t.Errorf("%s: status says %q (owed %d); want it to say %q", state, v.NodeExpansionWaits, v.NodeExpansionOwed, w)
+			}
+		}
+	}
+	says("off the node", "on no path on this node", "when a claim next publishes it")
+	h.restartWith(offlineOnlyExpansion)
+	h.registerPlugin("mem", h.socket) // the new instance fingerprinted and recorded
+	says("off the node, an offline-only plugin's step owed", "expands only offline", "`volctl reconcile` or the next claim sends ControllerExpandVolume")
+	h.faults.FailOnce(csi.RPCControllerExpandVolume, codes.Internal)
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	says("on the node, an offline-only plugin's step owed", `plugin "mem" expands volumes only offline`, "release its claims")
+	h.release("v", "a")
+	h.restartWith(func(c *csitest.MemConfig) { c.Plugin.VolumeExpansionOnline = true })
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginNode, NodeSocket: h.socket}); err != nil {
+		t.Fatalf("register the node half alone: %v", err)
+	}
+	says("the node half alone", "only its node half is registered", `type "controller"`)
+	h.registerPlugin("mem", h.socket)
+	h.faults.FailOnce(csi.RPCNodeExpandVolume, codes.Internal)
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "b"})
+	says("on the node, its NodeExpandVolume failed", "is on this node", "`volctl events --volume v`", "`volctl reconcile` or `volctl volume expand v --size 4MiB`")
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if v := h.volumeInfo("v"); v.NodeExpansionOwed != 0 || v.NodeExpansionWaits != "" {
+		t.Errorf("paid: owed %d, waits %q; want neither", v.NodeExpansionOwed, v.NodeExpansionWaits)
+	}
+}
