@@ -862,9 +862,12 @@ func (e *Engine) reconcileExpansions(ctx context.Context, rep *ReconcileReport, 
 	for _, st := range stagings {
 		here[st.VolumeID] = true
 	}
+	plugins := map[string]*store.Plugin{} // read once a debt off the node needs it; nil: not registered
 	for _, listed := range vols {
 		if listed.NodeExpandMin > 0 && !listed.NodeExpandControllerDone && listed.State == store.VolumeReady && !here[listed.ID] {
-			e.expandOffNode(ctx, rep, listed.ID)
+			if e.offNodeStepMayBeOwed(ctx, plugins, listed) {
+				e.expandOffNode(ctx, rep, listed.ID)
+			}
 			continue
 		}
 		if listed.NodeExpandMin <= 0 || listed.State != store.VolumeReady || !here[listed.ID] {
@@ -890,6 +893,43 @@ func (e *Engine) reconcileExpansions(ctx context.Context, rep *ReconcileReport, 
 				listed.ID, spec.FormatSize(listed.NodeExpandMin))
 		}
 	}
+}
+
+// offNodeStepMayBeOwed decides from the store whether volume v's debt, off this node as the pass
+// listed it, may be owed the controller step expandOffNode sends: not when its plugin's recorded
+// fingerprint says the plugin expands ONLINE (the step goes with the node's, at the publish) or
+// has no controller EXPAND_VOLUME (node-only: the NodeExpandVolume is the whole expansion) or
+// that its controller half is not registered (it waits for it). Before, expandOffNode took the
+// volume's lock and connected to the plugin for every such debt to find that out, and a
+// reconcile waited for another process's hold on the volume with nothing to send
+// (TestReconcileDecidesAnOffNodeDebtFromTheStore). A plugin not fingerprinted yet, or whose row
+// cannot be read, is left to expandOffNode. plugins caches the rows read, by ID. A fingerprint
+// gone stale (the plugin restarted with the controller's step since) is caught by the next
+// claim, which connects and sends the step before it attaches the volume (expandBeforeAttach).
+func (e *Engine) offNodeStepMayBeOwed(ctx context.Context, plugins map[string]*store.Plugin, v store.Volume) bool {
+	p, seen := plugins[v.PluginID]
+	if !seen {
+		err := e.store.View(ctx, func(tx *store.Tx) error {
+			row, err := tx.Plugins().Get(v.PluginID)
+			if err == nil {
+				p = &row
+			}
+			return err
+		})
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return true
+		}
+		plugins[v.PluginID] = p
+	}
+	if p == nil {
+		return false // not registered: nothing can be sent (expandOffNode's connect said no more)
+	}
+	fp := recordedFingerprint(*p)
+	if fp == nil {
+		return true
+	}
+	send, _ := nodeStepFirst(&conn{plugin: *p, fp: fp}, v, false)
+	return send && !fp.Capabilities.Plugin.VolumeExpansionOnline
 }
 
 // expandOffNode sends, while volume id is off this node (no claim, nothing staged or attached,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -305,5 +306,54 @@ func TestVolumeStatusSaysWhyAnOwedExpansionWaits(t *testing.T) {
 	}
 	if v := h.volumeInfo("v"); v.NodeExpansionOwed != 0 || v.NodeExpansionWaits != "" {
 		t.Errorf("paid: owed %d, waits %q; want neither", v.NodeExpansionOwed, v.NodeExpansionWaits)
+	}
+}
+
+// reconcile with a node-only expansion's debt owed to a volume off the node, through a plugin
+// whose recorded fingerprint says there is no controller step to send (node-only, or ONLINE:
+// the step goes with the node's, at the publish), while another process holds the volume's
+// lock (a long claim, a snapshot): nothing is to be done, and reconcile decides so from the
+// store. Before, expandOffNode took the volume's lock and connected to the plugin first, for
+// every such volume, so reconcile waited for the other process to let the volume go.
+func TestReconcileDecidesAnOffNodeDebtFromTheStore(t *testing.T) {
+	t.Parallel()
+	for _, plugin := range []string{"node-only", "online"} {
+		t.Run(plugin, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
+			h.create(volume("v"))
+			if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
+				t.Fatalf("node-only expand: %v", err)
+			}
+			if plugin == "online" {
+				h.restartWith(func(c *csitest.MemConfig) { c.Controller.ExpandVolume = true })
+				h.registerPlugin("mem", h.socket)
+			}
+			unlock, err := h.otherProcess().locks.volume(h.ctx, "v")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, waiting := whenWaitingForAnyLock(h.ctx)
+			done := make(chan error, 1)
+			go func() { _, err := h.e.Reconcile(ctx); done <- err }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("reconcile: %v", err)
+				}
+				unlock()
+			case <-waiting:
+				t.Errorf("reconcile waited for volume v's lock, held by another process, with nothing to send for its debt")
+				unlock()
+				select {
+				case <-done:
+				case <-time.After(30 * time.Second):
+					t.Fatal("reconcile never returned once the lock was let go")
+				}
+			}
+			if v := h.volumeInfo("v"); v.NodeExpansionOwed != 4*mib {
+				t.Errorf("owed %d after reconcile; want the 4MiB still owed, for the next publish", v.NodeExpansionOwed)
+			}
+		})
 	}
 }
