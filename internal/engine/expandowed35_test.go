@@ -357,3 +357,48 @@ func TestReconcileDecidesAnOffNodeDebtFromTheStore(t *testing.T) {
 		})
 	}
 }
+
+// The node's step alone owed, its controller's step recorded done (node_expand_ctrl: the
+// controller answered node_expansion_required at the size), and the plugin then registered by
+// its node half alone (its controller half down, or not registered on this host): nothing
+// needs the controller, so the NodeExpandVolume is sent alone, by reconcile and by the expand
+// again, not held for the missing half as a debt its controller never had is
+// (TestOwedNodeExpansionThroughANodeHalfAloneWaitsForTheControllerHalf). expand34 left this
+// untested.
+func TestOwedNodeStepThroughANodeHalfAloneAfterTheControllersStep(t *testing.T) {
+	t.Parallel()
+	for _, by := range []string{"reconcile", "expand"} {
+		t.Run(by, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, nil)
+			h.create(volume("v"))
+			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+			h.faults.FailOnce(csi.RPCNodeExpandVolume, codes.Internal)
+			if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {
+				t.Fatal("expand with the node failing succeeded")
+			}
+			if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginNode, NodeSocket: h.socket}); err != nil {
+				t.Fatalf("register the node half alone: %v", err)
+			}
+			if w := h.volumeInfo("v").NodeExpansionWaits; !strings.Contains(w, "is on this node") {
+				t.Errorf("status says %q; want it to say the volume is on the node and what sends the step", w)
+			}
+			var err error
+			if by == "reconcile" {
+				var rep ReconcileReport
+				if rep, err = h.e.Reconcile(h.ctx); err == nil && !rep.OK() {
+					err = fmt.Errorf("%+v", rep.Problems)
+				}
+			} else {
+				_, err = h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
+			}
+			if err != nil {
+				t.Errorf("%s through the node half alone: %v", by, err)
+			}
+			if v := h.volumeInfo("v"); v.NodeExpansionOwed != 0 || h.mem.CallCount(csi.RPCControllerExpandVolume) != 1 || h.mem.CallCount(csi.RPCNodeExpandVolume) != 1 {
+				t.Errorf("owed %d, ControllerExpandVolume sent %d times, NodeExpandVolume %d; want nothing owed, the expand's once, the node's reaching the plugin once (its first failed before it)",
+					v.NodeExpansionOwed, h.mem.CallCount(csi.RPCControllerExpandVolume), h.mem.CallCount(csi.RPCNodeExpandVolume))
+			}
+		})
+	}
+}
