@@ -564,6 +564,15 @@ func (e *Engine) controllerExpandOwed(ctx context.Context, c *conn, v *store.Vol
 			own := fmt.Sprintf("node expansion to %s still owed, its ControllerExpandVolume failed: ", spec.FormatSize(v.NodeExpandMin))
 			e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume,
 				Code: csi.CodeOf(err).String(), Message: own + err.Error()}, own)
+			if csi.IsUnimplemented(err) {
+				// It declares the capability (nodeStepFirst checked): sent again, it answers the
+				// same, and "run it again" alone sent the user round in circles, as the node's
+				// UNIMPLEMENTED did (TestOwedControllerStepUnimplementedByAControllerThatDeclaresIt).
+				return 0, nil, fmt.Errorf("volume %q is recorded at %s with its node expansion owed, and plugin %q declares the controller capability EXPAND_VOLUME "+
+					"but answered the ControllerExpandVolume sent before the NodeExpandVolume %w: the storage is not expanded, and the same answer comes back until its controller implements it "+
+					"(the expansion stays owed, NodeExpandVolume not sent: restart the plugin with a controller that expands, or without the capability, or ask its vendor, then run `%s` or `volctl reconcile`)",
+					v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, err, owedExpandCommand(*v))
+			}
 			return 0, nil, fmt.Errorf("volume %q is recorded at %s with its node expansion owed, and plugin %q now declares the controller's EXPAND_VOLUME, "+
 				"so the ControllerExpandVolume to that size is sent before the NodeExpandVolume (the storage may not have it: it was owed as a node-only expansion), "+
 				"and it failed: %w (the expansion stays owed, NodeExpandVolume not sent: run `%s` again or `volctl reconcile`)",

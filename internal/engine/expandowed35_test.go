@@ -402,3 +402,26 @@ func TestOwedNodeStepThroughANodeHalfAloneAfterTheControllersStep(t *testing.T) 
 		})
 	}
 }
+
+// A plugin that declares the controller's EXPAND_VOLUME and answers the owed expansion's
+// ControllerExpandVolume UNIMPLEMENTED: the expansion stays owed, and the error says the plugin
+// contradicts itself and that the same answer comes back, where it advised only running the
+// expand again, which met the same answer for good (as the node's UNIMPLEMENTED did before
+// expand34, TestNodeExpandUnimplementedByANodeThatDeclaresIt).
+func TestOwedControllerStepUnimplementedByAControllerThatDeclaresIt(t *testing.T) {
+	t.Parallel()
+	h, _ := nodeOnlyDebt(t, nil)
+	h.mem.ExpandByDelta(false)
+	h.faults.FailAlways(csi.RPCControllerExpandVolume, codes.Unimplemented)
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	_, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
+	for _, w := range []string{`plugin "mem" declares the controller capability EXPAND_VOLUME but answered the ControllerExpandVolume`, "Unimplemented",
+		"the same answer comes back", "stays owed", "`volctl volume expand v --size 4MiB`"} {
+		if !strings.Contains(fmt.Sprint(err), w) {
+			t.Errorf("expand = %v; want it to say %q", err, w)
+		}
+	}
+	if v := h.volumeInfo("v"); v.NodeExpansionOwed != 4*mib || h.mem.CallCount(csi.RPCNodeExpandVolume) != 0 {
+		t.Errorf("owed %d, NodeExpandVolume sent %d times; want 4MiB still owed, none sent", v.NodeExpansionOwed, h.mem.CallCount(csi.RPCNodeExpandVolume))
+	}
+}
