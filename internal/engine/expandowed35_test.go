@@ -425,3 +425,42 @@ func TestOwedControllerStepUnimplementedByAControllerThatDeclaresIt(t *testing.T
 		t.Errorf("owed %d, NodeExpandVolume sent %d times; want 4MiB still owed, none sent", v.NodeExpansionOwed, h.mem.CallCount(csi.RPCNodeExpandVolume))
 	}
 }
+
+// An expansion asked by another process while a snapshot of the volume is being taken (paused
+// once CreateSnapshot answered, before the snapshot is recorded): the expand waits for the
+// volume's lock, then grows it; the snapshot is recorded at the size the plugin answered for
+// it (the volume's size when it was taken), not the size grown to after, and restores at that.
+// Held; written for expand35's look at expansion elsewhere.
+func TestPausedPairSnapshotCreateExpand(t *testing.T) {
+	t.Parallel()
+	h, _ := snapshotHarness(t, nil)
+	out := h.pausedPair("rpc:CreateSnapshot",
+		func(ctx context.Context) error { _, err := h.e.CreateSnapshot(ctx, "db", "s1", nil); return err },
+		func(ctx context.Context, other *Engine) error { _, err := other.ExpandVolume(ctx, "db", 4*mib, 0); return err })
+	if out.aErr != nil || out.bErr != nil {
+		t.Fatalf("snapshot: %v; expand (waited %v): %v", out.aErr, out.bWaited, out.bErr)
+	}
+	if !out.bWaited {
+		t.Errorf("the expand did not wait for the snapshot's hold on the volume")
+	}
+	snaps, err := h.e.ListSnapshots(h.ctx, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range snaps.Snapshots {
+		if s.Name != "s1" && !strings.HasSuffix(s.ID, "s1") {
+			continue
+		}
+		found = true
+		if s.SizeBytes != 1*mib {
+			t.Errorf("snapshot s1 recorded at %d bytes; want the 1MiB the volume was when taken", s.SizeBytes)
+		}
+	}
+	if !found {
+		t.Errorf("snapshot s1 not listed: %+v", snaps)
+	}
+	if v := h.volumeInfo("db"); v.CapacityBytes != 4*mib {
+		t.Errorf("volume recorded at %d; want 4MiB", v.CapacityBytes)
+	}
+}
