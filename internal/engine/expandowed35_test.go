@@ -436,7 +436,10 @@ func TestPausedPairSnapshotCreateExpand(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
 	out := h.pausedPair("rpc:CreateSnapshot",
 		func(ctx context.Context) error { _, err := h.e.CreateSnapshot(ctx, "db", "s1", nil); return err },
-		func(ctx context.Context, other *Engine) error { _, err := other.ExpandVolume(ctx, "db", 4*mib, 0); return err })
+		func(ctx context.Context, other *Engine) error {
+			_, err := other.ExpandVolume(ctx, "db", 4*mib, 0)
+			return err
+		})
 	if out.aErr != nil || out.bErr != nil {
 		t.Fatalf("snapshot: %v; expand (waited %v): %v", out.aErr, out.bWaited, out.bErr)
 	}
