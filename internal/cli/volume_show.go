@@ -109,6 +109,15 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 	pairs = append(pairs,
 		[2]string{"Staged", display.YesNo(v.Staged)},
 	)
+	if v.NodeExpansionOwed > 0 {
+		// Why it waits, as the publish's event, reconcile and the expand say it (expand35):
+		// before, status showed nothing of it but --json's size.
+		row := "to " + bytesIEC(v.NodeExpansionOwed)
+		if v.NodeExpansionWaits != "" {
+			row += ": " + v.NodeExpansionWaits
+		}
+		pairs = append(pairs, [2]string{"Node Expansion Owed", row})
+	}
 	if v.ExpansionPending > 0 {
 		pairs = append(pairs, [2]string{"Expansion Pending", fmt.Sprintf("to %s: ControllerExpandVolume was sent and its answer not recorded (the expand was killed or lost it), so the storage may be that size already; `volctl reconcile` sends it again and records the answer, as does the expand run again",
 			bytesIEC(v.ExpansionPending))})

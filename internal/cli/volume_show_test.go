@@ -115,3 +115,20 @@ func TestVolumeDetailShowsAnAttachmentLeft(t *testing.T) {
 		t.Fatalf("detail of a volume left attached:\n%s", b.String())
 	}
 }
+
+// A volume owed a node expansion shows it in its detail, with why it waits (the engine's
+// node_expansion_waits): before, the text said nothing of it.
+func TestVolumeDetailShowsAnOwedNodeExpansion(t *testing.T) {
+	var v engine.VolumeInfo
+	if err := json.Unmarshal([]byte(`{"id": "db", "plugin_id": "ebs", "state": "ready", "node_expansion_owed": 4194304,
+		"node_expansion_waits": "plugin \"ebs\" expands volumes only offline: release its claims", "claims": []}`), &v); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := writeVolumeDetail(&b, v, showNow); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "Node Expansion Owed") || !strings.Contains(b.String(), "to 4.0 MiB: plugin \"ebs\" expands volumes only offline: release its claims") {
+		t.Fatalf("detail of a volume owed a node expansion:\n%s", b.String())
+	}
+}

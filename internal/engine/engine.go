@@ -863,6 +863,18 @@ func reusableFingerprint(p store.Plugin, ids []socketID) *csi.Fingerprint {
 			return nil
 		}
 	}
+	return recordedFingerprint(p)
+}
+
+// recordedFingerprint is plugin p's stored fingerprint as a connection has it (which services
+// it fingerprinted, their capabilities), as of the last time it was taken: what reusableFingerprint
+// hands a connection, and what status reads to say what a plugin's state means (nil: never
+// fingerprinted).
+func recordedFingerprint(p store.Plugin) *csi.Fingerprint {
+	sf := p.Fingerprint
+	if sf.At.IsZero() {
+		return nil
+	}
 	sp := p.Spec()
 	cfg := csi.ConfigFromSpec(&sp)
 	fp := &csi.Fingerprint{Provider: sf.Provider, Version: sf.Version, NodeID: sf.NodeID, MaxVolumes: sf.MaxVolumes}

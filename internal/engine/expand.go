@@ -426,20 +426,26 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, cont
 	if len(reqs) == 0 {
 		return false, nil // sent at the volume's next publish
 	}
-	var answered int64
+	var (
+		answered int64
+		over     error // the controller's step went above the limit: said naming it
+	)
 	if !controllerDone {
-		if answered, err = e.controllerBeforeNode(ctx, c, v); err != nil {
+		if answered, over, err = e.controllerBeforeNode(ctx, c, &v); err != nil {
 			return true, err
+		}
+		for i := range reqs {
+			reqs[i].CapacityMax = v.NodeExpandMax // 0 once the storage went past the limit: the node follows it
 		}
 	}
 	for i, req := range reqs {
 		got, err := e.sendNodeExpand(ctx, c, v, req, whom[i])
 		if err != nil {
-			return true, err
+			return true, errors.Join(over, err)
 		}
 		answered = max(answered, got)
 	}
-	return true, e.nodeExpanded(ctx, v, answered)
+	return true, errors.Join(over, e.nodeExpanded(ctx, v, answered))
 }
 
 // controllerBeforeNode sends, before volume v's owed NodeExpandVolume (v is on the node), the
@@ -448,14 +454,21 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, cont
 // wait (a plugin that expands only offline, a controller half not registered) is an error
 // saying so: the NodeExpandVolume is not sent, the expansion stays owed. A failure, or an
 // answer below the size owed, leaves the node expansion owed (NodeExpandVolume not sent), and
-// says so. The answer is recorded (NodeExpandControllerDone): a NodeExpandVolume that fails
-// after it is sent again alone.
-func (e *Engine) controllerBeforeNode(ctx context.Context, c *conn, v store.Volume) (int64, error) {
-	send, err := nodeStepFirst(c, v, true)
-	if !send || err != nil {
-		return 0, err
+// says so. The answer is recorded (NodeExpandControllerDone), in v too: a NodeExpandVolume that
+// fails after it is sent again alone. over is an answer above the debt's limit (controllerExpandOwed).
+//
+// A step that must wait may have been had already: a claim killed inside its step before the
+// attach (the step answered, not recorded) is driven on by reconcile with the attach's intent
+// recorded, so the volume may be attached, and its publish found the expansion waiting for the
+// release, the claim's own. Where the plugin lists the volume at the size owed, the step is
+// recorded and the NodeExpandVolume sent alone (controllerExpandOwed asks the listing, and sends
+// nothing when the step must wait; TestOwedControllerStepKilledBeforeTheAttach).
+func (e *Engine) controllerBeforeNode(ctx context.Context, c *conn, v *store.Volume) (answered int64, over, err error) {
+	send, wait := nodeStepFirst(c, *v, true)
+	if !send && wait == nil {
+		return 0, nil, nil
 	}
-	return e.controllerExpandOwed(ctx, c, v)
+	return e.controllerExpandOwed(ctx, c, v, wait)
 }
 
 // nodeStepFirst decides what volume v's owed node expansion needs first through plugin c, with
@@ -508,80 +521,155 @@ func offlineExpansionWaits(c *conn, v store.Volume) error {
 
 // controllerExpandOwed sends the ControllerExpandVolume of volume v's owed node expansion
 // (nodeStepFirst said to), and records its answer with the debt (NodeExpandControllerDone), so
-// that it is not sent again, nor waited for by a plugin that expands only offline. A failure, or
-// an answer below the size owed, leaves the expansion owed as it was, and says so.
-func (e *Engine) controllerExpandOwed(ctx context.Context, c *conn, v store.Volume) (int64, error) {
+// that it is not sent again, nor waited for by a plugin that expands only offline; v is
+// updated as recorded. A failure, or an answer below the size owed, leaves the expansion owed
+// as it was, and says so (err). An answer above the debt's limit (NodeExpandMax) is recorded, the
+// storage being that size, with the limit dropped from the node's step (the node follows the
+// storage), and returned as over, naming ControllerExpandVolume: before, it was found only in
+// the node's answer and said as NodeExpandVolume's, or, by a plugin that expands only offline,
+// not at all (expand35).
+//
+// The step may have been sent before without its answer recorded: a volctl killed between
+// the two, a mark whose commit failed, an answer lost. The CSI spec makes the RPC idempotent,
+// but a plugin that is not (one that grows the volume by the difference each call) grows the
+// volume twice when asked twice. So where the plugin can say a volume's size (LIST_VOLUMES or
+// GET_VOLUME), it is asked first, and a volume it lists at the size owed or more has had its
+// controller's step: recorded so, not sent again (owedStepListed,
+// TestOwedControllerStepAnsweredButNotRecordedIsNotSentAgain). A plugin that cannot say is
+// sent it again, on the spec's word. wait, when not nil, says why the step may not be sent now
+// (nodeStepFirst): only the listing is asked, and wait returned unless it has the size.
+func (e *Engine) controllerExpandOwed(ctx context.Context, c *conn, v *store.Volume, wait error) (answered int64, over, err error) {
 	if err := e.locks.stillHeld(v.ID); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	resp, _, err := controllerAnswer(ctx, e, c, csi.RPCControllerExpandVolume,
-		func(ctx context.Context) (csi.ControllerExpandVolumeResponse, error) {
-			return c.client.ControllerExpandVolume(ctx, csi.ControllerExpandVolumeRequest{
-				VolumeID: v.ExternalID, CapacityMin: v.NodeExpandMin, CapacityMax: v.NodeExpandMax, Secrets: v.Secrets})
-		})
-	if lost := e.locks.stillHeld(v.ID); lost != nil {
-		return 0, lost
+	listed := e.owedStepListed(ctx, c, *v)
+	resp := csi.ControllerExpandVolumeResponse{CapacityBytes: listed}
+	if listed < v.NodeExpandMin && wait != nil {
+		return 0, nil, wait
 	}
-	if err == nil && resp.CapacityBytes > 0 && resp.CapacityBytes < v.NodeExpandMin {
-		err = fmt.Errorf("plugin %q answered OK with %s, below the %s asked: the storage is not expanded", v.PluginID,
-			spec.FormatSize(resp.CapacityBytes), spec.FormatSize(v.NodeExpandMin))
+	if listed < v.NodeExpandMin {
+		resp, _, err = controllerAnswer(ctx, e, c, csi.RPCControllerExpandVolume,
+			func(ctx context.Context) (csi.ControllerExpandVolumeResponse, error) {
+				return c.client.ControllerExpandVolume(ctx, csi.ControllerExpandVolumeRequest{
+					VolumeID: v.ExternalID, CapacityMin: v.NodeExpandMin, CapacityMax: v.NodeExpandMax, Secrets: v.Secrets})
+			})
+		if lost := e.locks.stillHeld(v.ID); lost != nil {
+			return 0, nil, lost
+		}
+		if err == nil && resp.CapacityBytes > 0 && resp.CapacityBytes < v.NodeExpandMin {
+			err = fmt.Errorf("plugin %q answered OK with %s, below the %s asked: the storage is not expanded", v.PluginID,
+				spec.FormatSize(resp.CapacityBytes), spec.FormatSize(v.NodeExpandMin))
+		}
+		if err != nil {
+			own := fmt.Sprintf("node expansion to %s still owed, its ControllerExpandVolume failed: ", spec.FormatSize(v.NodeExpandMin))
+			e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume,
+				Code: csi.CodeOf(err).String(), Message: own + err.Error()}, own)
+			if csi.IsUnimplemented(err) {
+				// It declares the capability (nodeStepFirst checked): sent again, it answers the
+				// same, and "run it again" alone sent the user round in circles, as the node's
+				// UNIMPLEMENTED did (TestOwedControllerStepUnimplementedByAControllerThatDeclaresIt).
+				return 0, nil, fmt.Errorf("volume %q is recorded at %s with its node expansion owed, and plugin %q declares the controller capability EXPAND_VOLUME "+
+					"but answered the ControllerExpandVolume sent before the NodeExpandVolume %w: the storage is not expanded, and the same answer comes back until its controller implements it "+
+					"(the expansion stays owed, NodeExpandVolume not sent: restart the plugin with a controller that expands, or without the capability, or ask its vendor, then run `%s` or `volctl reconcile`)",
+					v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, err, owedExpandCommand(*v))
+			}
+			return 0, nil, fmt.Errorf("volume %q is recorded at %s with its node expansion owed, and plugin %q now declares the controller's EXPAND_VOLUME, "+
+				"so the ControllerExpandVolume to that size is sent before the NodeExpandVolume (the storage may not have it: it was owed as a node-only expansion), "+
+				"and it failed: %w (the expansion stays owed, NodeExpandVolume not sent: run `%s` again or `volctl reconcile`)",
+				v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, err, owedExpandCommand(*v))
+		}
+		e.failpoint("rpc:ControllerExpandVolume") // answered, its step not recorded yet
 	}
-	if err != nil {
-		own := fmt.Sprintf("node expansion to %s still owed, its ControllerExpandVolume failed: ", spec.FormatSize(v.NodeExpandMin))
-		e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume,
-			Code: csi.CodeOf(err).String(), Message: own + err.Error()}, own)
-		return 0, fmt.Errorf("volume %q is recorded at %s with its node expansion owed, and plugin %q now declares the controller's EXPAND_VOLUME, "+
-			"so the ControllerExpandVolume to that size is sent before the NodeExpandVolume (the storage may not have it: it was owed as a node-only expansion), "+
-			"and it failed: %w (the expansion stays owed, NodeExpandVolume not sent: run `%s` again or `volctl reconcile`)",
-			v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, err, owedExpandCommand(v))
+	over = aboveLimit(*v, csi.RPCControllerExpandVolume, resp.CapacityBytes, v.NodeExpandMax)
+	var msg string
+	switch {
+	case listed >= v.NodeExpandMin:
+		msg = fmt.Sprintf("volume %q's owed expansion to %s: ControllerExpandVolume not sent, plugin %q lists the volume at %s already "+
+			"(its controller had that step, its answer not recorded); the NodeExpandVolume alone is owed", v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, spec.FormatSize(listed))
+	case over != nil:
+		msg = "owed expansion's controller step went above the limit: " + over.Error()
 	}
 	if err := e.store.Update(context.WithoutCancel(ctx), e.locks.holding(v.ID, func(tx *store.Tx) error {
-		if resp.CapacityBytes > currentSize(v) {
-			// Rounded up: what the storage is now, as an expand records it.
+		if resp.CapacityBytes > currentSize(*v) || over != nil {
+			// Rounded up: what the storage is now, as an expand records it; past the limit, the
+			// node's step follows the storage, as an expand's does.
 			cur, err := tx.Volumes().Get(v.ID)
 			if err != nil {
 				return err
 			}
-			if resp.CapacityBytes > cur.CapacityBytes {
-				cur.CapacityBytes = resp.CapacityBytes
-				if err := tx.Volumes().Update(&cur); err != nil {
-					return err
-				}
+			cur.CapacityBytes = max(cur.CapacityBytes, resp.CapacityBytes)
+			if over != nil {
+				cur.NodeExpandMax = 0
+			}
+			if err := tx.Volumes().Update(&cur); err != nil {
+				return err
+			}
+		}
+		if msg != "" {
+			if err := tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume, Message: msg}); err != nil {
+				return err
 			}
 		}
 		return tx.Volumes().SetNodeExpansionControllerDone(v.ID)
 	})); err != nil {
-		// Not recorded: the next attempt sends it again, which the plugin answers the same.
+		// Not recorded: the next attempt lists the volume at its size (where the plugin can
+		// say), or sends it again, which the plugin answers the same.
 		e.log.Warn("recording an owed expansion's controller step", "volume", v.ID, "err", err)
+	} else {
+		e.failpoint("expand:controller-done")
 	}
-	return resp.CapacityBytes, nil
+	v.CapacityBytes = max(v.CapacityBytes, resp.CapacityBytes)
+	v.NodeExpandControllerDone = true
+	if over != nil {
+		v.NodeExpandMax = 0
+	}
+	return resp.CapacityBytes, over, nil
+}
+
+// owedStepListed is the size plugin c lists volume v at (LIST_VOLUMES, else GET_VOLUME), asked
+// before the ControllerExpandVolume of its owed node expansion is sent (controllerExpandOwed); 0
+// when it cannot say, or did not answer (logged: the step is sent then, as before).
+func (e *Engine) owedStepListed(ctx context.Context, c *conn, v store.Volume) int64 {
+	rpc := volumeCheck(c)
+	if rpc == "" {
+		return 0
+	}
+	var listed int64
+	if err := e.withController(ctx, c, func(ctx context.Context) error {
+		var err error
+		listed, err = e.listedSize(ctx, c, rpc, v.ExternalID)
+		return err
+	}); err != nil {
+		e.log.Debug("asking the size of a volume owed its expansion's controller step", "volume", v.ID, "rpc", rpc, "err", err)
+		return 0
+	}
+	return listed
 }
 
 // expandBeforeAttach sends, as a claim begins publishing volume v and before anything puts
 // it on the node (ControllerPublishVolume, NodeStageVolume), the ControllerExpandVolume its owed
 // node expansion waits for through a plugin that expands only offline (nodeStepFirst): the
 // volume is off the node only now, and the claim's publish sends the NodeExpandVolume after it
-// (expandOnPublish). It reports whether the controller's step is done. It never fails the
-// claim: a failure leaves the expansion owed, with an event saying so.
-func (e *Engine) expandBeforeAttach(ctx context.Context, c *conn, v store.Volume, p *checkpoint) bool {
+// (expandOnPublish). v is updated as the step is recorded (controllerExpandOwed). It never fails
+// the claim: a failure leaves the expansion owed, with an event saying so.
+func (e *Engine) expandBeforeAttach(ctx context.Context, c *conn, v *store.Volume, p *checkpoint) {
 	if v.NodeExpandMin <= 0 || v.NodeExpandControllerDone || c.fp.Capabilities.Plugin.VolumeExpansionOnline {
-		return false
+		return
 	}
 	if p.st.Staged || (p.st.ControllerPublished && !p.attachIntent) {
-		return false
+		return
 	}
-	if send, _ := nodeStepFirst(c, v, false); !send {
-		return false
+	if send, _ := nodeStepFirst(c, *v, false); !send {
+		return
 	}
 	u, err := p.usage(ctx)
 	if err != nil || u.attached > 0 || u.staging > 0 || u.handover != nil {
-		return false
+		return
 	}
-	if _, err := e.controllerExpandOwed(ctx, c, v); err != nil {
+	_, over, err := e.controllerExpandOwed(ctx, c, v, nil)
+	if err = errors.Join(over, err); err != nil {
 		e.log.Warn("owed expansion's controller step before the attach", "volume", v.ID, "err", err)
-		return false
 	}
-	return true
 }
 
 // nodeExpandRequest is the NodeExpandVolume a volume is owed, at path (a claim's target, with
@@ -681,7 +769,7 @@ func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, c
 	if v.NodeExpandMin <= 0 || !c.fp.Node || !c.fp.Capabilities.Node.ExpandVolume {
 		return
 	}
-	ctrlAnswered, err := e.controllerBeforeNode(ctx, c, v)
+	ctrlAnswered, over, err := e.controllerBeforeNode(ctx, c, &v) // over: recorded with its event
 	var wait *kindError
 	if errors.As(err, &wait) {
 		// The expansion waits (a plugin that expands only offline, a controller half not
@@ -696,7 +784,7 @@ func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, c
 			err = e.nodeExpanded(ctx, v, max(answered, ctrlAnswered))
 		}
 	}
-	if err != nil {
+	if err = errors.Join(over, err); err != nil {
 		e.log.Warn("owed node expansion", "volume", v.ID, "alloc", cl.Alloc, "err", err)
 	}
 }
@@ -783,9 +871,12 @@ func (e *Engine) reconcileExpansions(ctx context.Context, rep *ReconcileReport, 
 	for _, st := range stagings {
 		here[st.VolumeID] = true
 	}
+	plugins := map[string]*store.Plugin{} // read once a debt off the node needs it; nil: not registered
 	for _, listed := range vols {
 		if listed.NodeExpandMin > 0 && !listed.NodeExpandControllerDone && listed.State == store.VolumeReady && !here[listed.ID] {
-			e.expandOffNode(ctx, rep, listed.ID)
+			if e.offNodeStepMayBeOwed(ctx, plugins, listed) {
+				e.expandOffNode(ctx, rep, listed.ID)
+			}
 			continue
 		}
 		if listed.NodeExpandMin <= 0 || listed.State != store.VolumeReady || !here[listed.ID] {
@@ -811,6 +902,43 @@ func (e *Engine) reconcileExpansions(ctx context.Context, rep *ReconcileReport, 
 				listed.ID, spec.FormatSize(listed.NodeExpandMin))
 		}
 	}
+}
+
+// offNodeStepMayBeOwed decides from the store whether volume v's debt, off this node as the pass
+// listed it, may be owed the controller step expandOffNode sends: not when its plugin's recorded
+// fingerprint says the plugin expands ONLINE (the step goes with the node's, at the publish) or
+// has no controller EXPAND_VOLUME (node-only: the NodeExpandVolume is the whole expansion) or
+// that its controller half is not registered (it waits for it). Before, expandOffNode took the
+// volume's lock and connected to the plugin for every such debt to find that out, and a
+// reconcile waited for another process's hold on the volume with nothing to send
+// (TestReconcileDecidesAnOffNodeDebtFromTheStore). A plugin not fingerprinted yet, or whose row
+// cannot be read, is left to expandOffNode. plugins caches the rows read, by ID. A fingerprint
+// gone stale (the plugin restarted with the controller's step since) is caught by the next
+// claim, which connects and sends the step before it attaches the volume (expandBeforeAttach).
+func (e *Engine) offNodeStepMayBeOwed(ctx context.Context, plugins map[string]*store.Plugin, v store.Volume) bool {
+	p, seen := plugins[v.PluginID]
+	if !seen {
+		err := e.store.View(ctx, func(tx *store.Tx) error {
+			row, err := tx.Plugins().Get(v.PluginID)
+			if err == nil {
+				p = &row
+			}
+			return err
+		})
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return true
+		}
+		plugins[v.PluginID] = p
+	}
+	if p == nil {
+		return false // not registered: nothing can be sent (expandOffNode's connect said no more)
+	}
+	fp := recordedFingerprint(*p)
+	if fp == nil {
+		return true
+	}
+	send, _ := nodeStepFirst(&conn{plugin: *p, fp: fp}, v, false)
+	return send && !fp.Capabilities.Plugin.VolumeExpansionOnline
 }
 
 // expandOffNode sends, while volume id is off this node (no claim, nothing staged or attached,
@@ -846,8 +974,8 @@ func (e *Engine) expandOffNode(ctx context.Context, rep *ReconcileReport, id str
 			return err // claimed or staged since the pass listed it
 		}
 		owed, sent = v.NodeExpandMin, true
-		_, err = e.controllerExpandOwed(ctx, c, v)
-		return err
+		_, over, err := e.controllerExpandOwed(ctx, c, &v, nil)
+		return errors.Join(over, err)
 	}()
 	switch {
 	case err != nil:
@@ -939,4 +1067,47 @@ func describeLimit(n int64) string {
 		return "none"
 	}
 	return spec.FormatSize(n)
+}
+
+// owedExpansionWaits says why volume v's owed node expansion (NodeExpandMin) is not done yet and
+// what does it, from what the store has (its plugin p, known or not, as last fingerprinted; its
+// claims; its staging row st): what the publish's event, reconcile and `volume expand` say when
+// they meet it, for `volume status` (NodeExpansionWaits), where before it showed the size owed
+// alone, in --json only (expand35). "" when nothing is owed.
+func owedExpansionWaits(v store.Volume, p store.Plugin, known bool, claims []store.Claim, st store.Staging) string {
+	if v.NodeExpandMin <= 0 {
+		return ""
+	}
+	if !known {
+		return fmt.Sprintf("plugin %q is not registered: nothing can send it; register the plugin, then run `volctl reconcile`", v.PluginID)
+	}
+	fp := recordedFingerprint(p)
+	if fp == nil {
+		return fmt.Sprintf("plugin %q has not been reached yet: `volctl reconcile` (or a claim) reaches it and sends what is owed", v.PluginID)
+	}
+	if !fp.Node {
+		return fmt.Sprintf("plugin %q has no node service registered on this host: NodeExpandVolume cannot be sent here; register its node service, then run `volctl reconcile`", v.PluginID)
+	}
+	if !fp.Capabilities.Node.ExpandVolume {
+		return fmt.Sprintf("plugin %q's node service does not have the capability EXPAND_VOLUME, so NodeExpandVolume cannot be sent: the file system is not expanded; "+
+			"start the plugin with that capability, then run `%s` or `volctl reconcile`", v.PluginID, owedExpandCommand(v))
+	}
+	published := false
+	for _, cl := range claims {
+		published = published || (cl.State == store.ClaimPublished && !cl.Releasing)
+	}
+	onNode := len(claims) > 0 || st.Staged || st.ControllerPublished
+	send, wait := nodeStepFirst(&conn{plugin: p, fp: fp}, v, onNode)
+	switch {
+	case wait != nil:
+		return wait.Error()
+	case published || st.Staged:
+		return fmt.Sprintf("volume %q is on this node, and the NodeExpandVolume has not been sent or failed (`%s` says why): "+
+			"`volctl reconcile` or `%s` sends it", v.ID, "volctl events "+shellquote.Flag("--volume", v.ID), owedExpandCommand(v))
+	case send:
+		return fmt.Sprintf("volume %q is on no path on this node, and plugin %q, which expands only offline, has not had the size through its controller "+
+			"(the expansion was owed as a node-only one): `volctl reconcile` or the next claim sends ControllerExpandVolume while the volume is off the node, "+
+			"and the claim's publish the NodeExpandVolume", v.ID, v.PluginID)
+	}
+	return fmt.Sprintf("volume %q is on no path on this node: the NodeExpandVolume is sent when a claim next publishes it here", v.ID)
 }

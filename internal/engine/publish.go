@@ -46,10 +46,10 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 	// A staging recorded without an attachment, while the plugin attaches now: it was made by
 	// an instance without PUBLISH_UNPUBLISH_VOLUME, not from the attachment this claim makes.
 	p.stagedUnattached = c.controllerPublishes() && c.stages() && p.st.Staged && !p.st.ControllerPublished
-	if cl.State == store.ClaimTaken && e.expandBeforeAttach(ctx, c, v, p) {
-		// The owed expansion's controller step, sent while the volume was off the node (a
+	if cl.State == store.ClaimTaken {
+		// The owed expansion's controller step, sent while the volume is off the node (a
 		// plugin that expands only offline): the NodeExpandVolume alone follows the publish.
-		v.NodeExpandControllerDone = true
+		e.expandBeforeAttach(ctx, c, &v, p)
 	}
 	for {
 		switch cl.State {

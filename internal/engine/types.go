@@ -116,6 +116,11 @@ type VolumeInfo struct {
 	// NodeExpansionOwed is the size a NodeExpandVolume owed to this node asks for, 0 when
 	// none is: the filesystem may still be the old size until it is sent.
 	NodeExpansionOwed int64 `json:"node_expansion_owed,omitempty"`
+	// NodeExpansionWaits says, with NodeExpansionOwed, why that expansion is not done yet and
+	// what does it (owedExpansionWaits): the volume on no path here (the next publish), a
+	// plugin that expands only offline while the volume is on the node (its release), a
+	// controller half not registered, a node without EXPAND_VOLUME. Empty when none is owed.
+	NodeExpansionWaits string `json:"node_expansion_waits,omitempty"`
 	// ExpansionPending is the size a ControllerExpandVolume asked for whose answer is not
 	// recorded (the expand was killed, or lost the answer), 0 when none is: the storage may be
 	// that size already; reconcile or the same expand again sends it again and records it.

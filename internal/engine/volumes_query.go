@@ -145,6 +145,7 @@ func (e *Engine) volumeStored(ctx context.Context, idOrPrefix string) (VolumeInf
 		case !errors.Is(herr, store.ErrNotFound):
 			return herr
 		}
+		info.NodeExpansionWaits = owedExpansionWaits(v, p, perr == nil, claims, st)
 		return nil
 	})
 	return info, err

@@ -199,6 +199,10 @@ type MemPlugin struct {
 	// nodeExpandAs, when not 0, is the capacity every NodeExpandVolume answers with
 	// (AnswerNodeExpandWith).
 	nodeExpandAs int64
+	// expandBase, when not nil, makes every ControllerExpandVolume grow the volume by the
+	// difference between the size asked and the volume's size when it was first asked
+	// (recorded here by volume ID), however large the volume is already (ExpandByDelta).
+	expandBase map[string]int64
 	// mounted are the paths the plugin bind-mounted (MountRoot) and has not unmounted yet.
 	mounted map[string]bool
 }
@@ -349,6 +353,20 @@ func (m *MemPlugin) AnswerExpandWith(capacity int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.expandAs = capacity
+}
+
+// ExpandByDelta makes the plugin's ControllerExpandVolume not idempotent: from now on, every
+// call grows the volume by the size asked less the size the volume had at the first call it
+// got (a plugin that works out the growth from a size it read once), however large the volume
+// is already, and answers the size it grew to. The CSI spec makes the RPC idempotent; a plugin
+// that is not grows a volume twice when asked twice. False ends it.
+func (m *MemPlugin) ExpandByDelta(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.expandBase = nil
+	if on {
+		m.expandBase = map[string]int64{}
+	}
 }
 
 // AnswerNodeExpansionRequired makes the controller answer every ControllerExpandVolume with
@@ -1120,6 +1138,15 @@ func (s *memServer) ControllerExpandVolume(ctx context.Context, req *csipb.Contr
 	nodeRequired := m.cfg.Node.ExpandVolume || m.nodeRequired
 	if m.expandAs != 0 {
 		return &csipb.ControllerExpandVolumeResponse{CapacityBytes: m.expandAs, NodeExpansionRequired: nodeRequired}, nil
+	}
+	if m.expandBase != nil {
+		base, seen := m.expandBase[v.vol.ID]
+		if !seen {
+			base = v.vol.CapacityBytes
+			m.expandBase[v.vol.ID] = base
+		}
+		v.vol.CapacityBytes += max(want-base, 0)
+		return &csipb.ControllerExpandVolumeResponse{CapacityBytes: v.vol.CapacityBytes, NodeExpansionRequired: nodeRequired}, nil
 	}
 	v.vol.CapacityBytes = max(v.vol.CapacityBytes, want)
 	return &csipb.ControllerExpandVolumeResponse{CapacityBytes: v.vol.CapacityBytes, NodeExpansionRequired: nodeRequired}, nil
