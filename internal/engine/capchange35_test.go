@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// TestCapabilityChangeOutlivesTheEventLog: a plugin restarted without STAGE_UNSTAGE_VOLUME,
+// then a busy host: a full event log (store.DefaultEventLimit) of claims and releases since,
+// which drops the plugin-capabilities event. `plugin status` read the last change from that
+// event alone, so it said nothing of what the plugin lost once the log had moved on, while
+// the plugin still lacked it. The change is kept in the plugin's record; a restart with the
+// same capabilities keeps it, one with them back replaces it, and a deregistration forgets it.
+func TestCapabilityChangeOutlivesTheEventLog(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	change := func() *CapabilityChange {
+		t.Helper()
+		ps, err := h.e.PluginStatus(h.ctx, "mem")
+		if err != nil || len(ps) != 1 {
+			t.Fatalf("plugin status: %+v, %v", ps, err)
+		}
+		return ps[0].CapabilityChange
+	}
+	h.restartPlugin(func(cfg *csitest.MemConfig) { cfg.Node.StageUnstageVolume = false })
+	first := change()
+	if first == nil || !slices.Equal(first.Lost, []string{"STAGE_UNSTAGE_VOLUME"}) {
+		t.Fatalf("after a restart without STAGE_UNSTAGE_VOLUME: %+v", first)
+	}
+	if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error {
+		for i := range store.DefaultEventLimit {
+			if err := tx.Events().Append(&store.Event{Kind: "claim", VolumeID: fmt.Sprintf("v%d", i%50), PluginID: "mem", Message: "claimed"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ch := change()
+	if ch == nil || !slices.Equal(ch.Lost, []string{"STAGE_UNSTAGE_VOLUME"}) || len(ch.Gained) != 0 || ch.Gained == nil || !ch.At.Equal(first.At) {
+		t.Fatalf("after %d events more, the plugin-capabilities event dropped from the log: capability change %+v; want %+v", store.DefaultEventLimit, ch, first)
+	}
+	h.restartPlugin(func(cfg *csitest.MemConfig) { cfg.Node.StageUnstageVolume = false; cfg.Version = "9.9" })
+	if again := change(); again == nil || !again.At.Equal(first.At) || !slices.Equal(again.Lost, first.Lost) {
+		t.Fatalf("after a restart with another version alone: %+v; want the last change, %+v", again, first)
+	}
+	h.restartPlugin(func(cfg *csitest.MemConfig) {})
+	if back := change(); back == nil || len(back.Lost) != 0 || !slices.Equal(back.Gained, []string{"STAGE_UNSTAGE_VOLUME"}) || back.Lost == nil {
+		t.Fatalf("after a restart with it back: %+v; want it gained, nothing lost ([] in JSON)", back)
+	}
+}
