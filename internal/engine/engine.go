@@ -1056,8 +1056,8 @@ func nodeLimitsNews(tx *store.Tx, pluginID string, was, now store.Fingerprint) (
 			}
 		}
 		if len(off) > 0 {
-			msg += fmt.Sprintf("; %d volume(s) on the node are accessible only from other topologies: %s (their claims stand; "+
-				"once released, a claim of one here is refused while the plugin states this topology)", len(off), describeIDs(off))
+			msg += fmt.Sprintf("; %d volume(s) on the node are accessible only from other topologies: %s (their claims stand, mounted as they are; "+
+				"no other claim of one is admitted here, nor a restore of one mounts it anew, while the plugin states this topology)", len(off), describeIDs(off))
 		}
 	}
 	if was.MaxVolumes != now.MaxVolumes {
