@@ -985,13 +985,20 @@ func heldUntil(err error) string {
 // (NodeStageVolume; NodePublishVolume for a plugin that does not stage), when the plugin's node,
 // by its live NodeGetInfo accessible_topology, is in none of the topologies the volume is
 // accessible from: the plugin restarted stating another topology since the claim was admitted.
-// Admission refuses a new claim there (checkNode, recheckAdmission); this holds a restore (after
-// a reboot took the mounts) and a re-drive, which admission does not see again: before, the
-// restore staged and published the volume on a node the plugin says cannot reach it, and
-// reported it restored (TestRestoreOutsideTheVolumesTopologyIsRefused). A staging still mounted
-// is published from as it is: nothing is mounted anew. A claim being restored stays held,
-// degraded, for the plugin's topology back or its release; a fresh one is rolled back.
+// Admission refuses a new claim there (checkNode, recheckAdmission); this holds the restore of
+// a published claim (degraded: after a reboot took its mounts), which admission does not see
+// again: before, the restore staged and published the volume on a node the plugin says cannot
+// reach it, and reported it restored (TestRestoreOutsideTheVolumesTopologyIsRefused). The claim
+// stays held, degraded, for the plugin's topology back or its release. A staging still mounted
+// is published from as it is: nothing is mounted anew. A claim admitted and not yet published,
+// driven on by reconcile after an interruption, is not held to it, as admission's limits are
+// not checked again then (recheckAdmission): the node ID correction drives such a claim onto
+// the plugin's new node (TestCrashInTheNodeIDCorrection, whose hostpath plugin's topology is
+// its node ID).
 func (e *Engine) outsideTopology(ctx context.Context, c *conn, v store.Volume, p *checkpoint, rpc string) error {
+	if !p.cl.Degraded {
+		return nil
+	}
 	topos := volumeTopologies(v)
 	var node map[string]string
 	if c.fp.AccessibleTopology != nil {
@@ -1004,7 +1011,7 @@ func (e *Engine) outsideTopology(ctx context.Context, c *conn, v store.Volume, p
 	if err != nil {
 		return err
 	}
-	way := releaseThem(claims, "release its claims", func(h store.Claim) bool { return h.ID == p.cl.ID && p.cl.Degraded })
+	way := releaseThem(claims, "release its claims", func(h store.Claim) bool { return h.ID == p.cl.ID })
 	return &topologyRefusal{plugin: c.plugin.ID, msg: fmt.Sprintf("volume %q is accessible only from topology %s, and plugin %q's node %q %s now (NodeGetInfo accessible_topology changed since the claim): "+
 		"%s is not sent to mount it on a node the plugin says cannot reach it; restart the plugin with a topology the volume is accessible from, or %s",
 		v.ID, formatTopologies(topos), c.plugin.ID, c.fp.NodeID, nodeTopologyWords(node), rpc, way)}
