@@ -57,7 +57,7 @@ func TestCapabilityChangeMigratesFromTheEventLog(t *testing.T) {
 		})
 		return p.CapabilityChange
 	}
-	want := &CapabilityChange{At: decTime(10001), AtNs: 10001, Lost: []string{"STAGE_UNSTAGE_VOLUME", "PUBLISH_UNPUBLISH_VOLUME"}, Gained: []string{"GET_VOLUME_STATS"}}
+	want := &CapabilityChange{At: decTime(10001), Lost: []string{"STAGE_UNSTAGE_VOLUME", "PUBLISH_UNPUBLISH_VOLUME"}, Gained: []string{"GET_VOLUME_STATS"}}
 	if got := get("hp"); !reflect.DeepEqual(got, want) {
 		t.Fatalf("hp after the migration: %+v; want its newest change, %+v", got, want)
 	}

@@ -88,10 +88,16 @@ type SocketIdentity struct {
 // CapabilityChange is what a plugin lost and gained, by capability name, when it came back with
 // other capabilities, and when (its plugin-capabilities event's time).
 type CapabilityChange struct {
-	At     time.Time `json:"-"`
-	AtNs   int64     `json:"at"`
-	Lost   []string  `json:"lost"`
-	Gained []string  `json:"gained"`
+	At     time.Time
+	Lost   []string
+	Gained []string
+}
+
+// capabilityChangeRow is CapabilityChange as its column holds it: the time in unix ns.
+type capabilityChangeRow struct {
+	At     int64    `json:"at"`
+	Lost   []string `json:"lost"`
+	Gained []string `json:"gained"`
 }
 
 // Health is the result of the last Probe.
@@ -163,14 +169,16 @@ func scanPlugin(sc scanner) (Plugin, error) {
 		return Plugin{}, err
 	}
 	var er *execRow
+	var chRow *capabilityChangeRow
 	if err := decJSONs(jsonCol{exec, &er}, jsonCol{pcaps, &p.Fingerprint.PluginCaps},
 		jsonCol{ccaps, &p.Fingerprint.ControllerCaps}, jsonCol{ncaps, &p.Fingerprint.NodeCaps},
 		jsonCol{topo, &p.Fingerprint.Topology}, jsonCol{fs, &p.Fingerprint.Sockets},
-		jsonCol{change, &p.CapabilityChange}); err != nil {
+		jsonCol{change, &chRow}); err != nil {
 		return Plugin{}, fmt.Errorf("plugin %q: decode: %w", p.ID, err)
 	}
-	if ch := p.CapabilityChange; ch != nil {
-		ch.At = decTime(ch.AtNs)
+	if chRow != nil {
+		p.CapabilityChange = &CapabilityChange{At: decTime(chRow.At), Lost: chRow.Lost, Gained: chRow.Gained}
+		ch := p.CapabilityChange
 		// Never null in JSON: [] for none.
 		if ch.Lost == nil {
 			ch.Lost = []string{}
@@ -271,8 +279,7 @@ func (ps plugins) SetCapabilityChange(id string, ch CapabilityChange) error {
 	if ch.At.IsZero() {
 		ch.At = ps.tx.now()
 	}
-	ch.AtNs = encTime(ch.At)
-	col, err := encJSON(ch)
+	col, err := encJSON(capabilityChangeRow{At: encTime(ch.At), Lost: ch.Lost, Gained: ch.Gained})
 	if err != nil {
 		return fmt.Errorf("%s: encode capability change: %w", what, err)
 	}
