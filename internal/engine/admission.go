@@ -23,13 +23,13 @@ import (
 // on the node already (a live claim or a staging row), p is its plugin row as admission's
 // transaction read it (load), with the fingerprint whose limits apply.
 func checkNode(tx *store.Tx, v store.Volume, onNode bool, p *store.Plugin) error {
-	if onNode {
-		return nil
-	}
 	if p == nil {
 		return nil // the publish path reports the missing plugin
 	}
 	fp := p.Fingerprint
+	if onNode {
+		return standingOutsideTopology(tx, v, p)
+	}
 	if err := csi.CheckNodeTopology(fp.Provider, fp.Topology); err != nil {
 		// Recorded before fingerprinting refused it: not matched, nor shown in a refusal. The
 		// next connection fingerprints the plugin again (reusableFingerprint), recording what
@@ -38,12 +38,8 @@ func checkNode(tx *store.Tx, v store.Volume, onNode bool, p *store.Plugin) error
 			p.ID, err, shellquote.Command("volctl plugin status", p.ID))
 	}
 	if topos := volumeTopologies(v); len(topos) > 0 && !topologyMatch(fp.Topology, topos) {
-		node := "has no accessible topology"
-		if len(fp.Topology) > 0 {
-			node = "is in " + formatSegments(fp.Topology)
-		}
 		return conflictf("volume %q is accessible only from topology %s, and plugin %q's node %q %s (NodeGetInfo accessible_topology): the volume cannot be used on this node",
-			v.ID, formatTopologies(topos), p.ID, fp.NodeID, node)
+			v.ID, formatTopologies(topos), p.ID, fp.NodeID, nodeTopologyWords(fp.Topology))
 	}
 	if fp.MaxVolumes < 0 {
 		// Recorded before fingerprinting refused it (csi.Client.Fingerprint): not "no limit".
@@ -64,6 +60,39 @@ func checkNode(tx *store.Tx, v store.Volume, onNode bool, p *store.Plugin) error
 		}
 	}
 	return nil
+}
+
+// standingOutsideTopology is checkNode's topology rule for a volume already on the node: its
+// claims here stand, mounted as they are (nothing unmounts an alloc's data because its plugin
+// restarted stating another accessible topology), but no other claim of it is admitted while
+// the plugin states a topology the volume is not accessible from, as Nomad's scheduler would
+// place none; before, any volume on the node passed, and the new claim shared the staging of a
+// volume the plugin says this node cannot reach
+// (TestNewClaimOutsideTheVolumesTopologyIsRefusedWhileItsClaimsStand). Its count against
+// max_volumes_per_node is not asked again: it is counted already.
+func standingOutsideTopology(tx *store.Tx, v store.Volume, p *store.Plugin) error {
+	fp := p.Fingerprint
+	topos := volumeTopologies(v)
+	if len(topos) == 0 || csi.CheckNodeTopology(fp.Provider, fp.Topology) != nil || topologyMatch(fp.Topology, topos) {
+		return nil
+	}
+	claims, err := tx.Claims().ByVolume(v.ID)
+	if err != nil {
+		return err
+	}
+	standing := releaseThem(claims, "release its claims and stagings here", func(store.Claim) bool { return true })
+	return conflictf("volume %q is accessible only from topology %s, and plugin %q's node %q %s now (NodeGetInfo accessible_topology, changed since the volume came to this node): "+
+		"the claims it has here stand, mounted as they are, but no other is admitted here while the plugin states this topology; "+
+		"restart the plugin with a topology the volume is accessible from, or %s to use the volume from a node in %s",
+		v.ID, formatTopologies(topos), p.ID, fp.NodeID, nodeTopologyWords(fp.Topology), standing, formatTopologies(topos))
+}
+
+// nodeTopologyWords says where a node is, by its plugin's NodeGetInfo accessible_topology.
+func nodeTopologyWords(t map[string]string) string {
+	if len(t) > 0 {
+		return "is in " + formatSegments(t)
+	}
+	return "has no accessible topology"
 }
 
 // volumesOnNode lists, sorted, the volumes on the node (a live claim or a staging) that the

@@ -1017,69 +1017,30 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 	}
 	msg += limits
 	e.log.Warn(msg)
-	return tx.Events().Append(&store.Event{Kind: "plugin-capabilities", PluginID: pluginID, Message: msg})
+	ev := &store.Event{Kind: "plugin-capabilities", PluginID: pluginID, Message: msg}
+	if err := tx.Events().Append(ev); err != nil {
+		return err
+	}
+	if len(lost) == 0 && len(gained) == 0 {
+		return nil
+	}
+	// Kept with the plugin for `plugin status`, which read it back from this event: the log
+	// drops it once store.DefaultEventLimit events follow, while the plugin still has what it
+	// has now (TestCapabilityChangeOutlivesTheEventLog).
+	return tx.Plugins().SetCapabilityChange(pluginID, store.CapabilityChange{At: ev.At, Lost: nonNil(lost), Gained: nonNil(gained)})
 }
 
 // What a plugin-capabilities event says the plugin lost and gained (noteCapabilityChange),
-// which lastCapabilityChange reads back for `plugin status`.
+// which migration 0019 reads back (store.CapabilityChangeOf) for the plugin's record.
 const (
-	capsLostMark   = "; lost: "
-	capsGainedMark = "; gained: "
+	capsLostMark   = store.CapabilitiesLostMark
+	capsGainedMark = store.CapabilitiesGainedMark
 )
 
-// lastCapabilityChanges is each plugin's (plugin's alone when it is not "") last change of
-// capabilities its plugin-capabilities events record (the newest that lost or gained any: one
-// for its version or node ID alone is not); a plugin without one is not in it. `plugin status`
-// showed the capabilities a plugin has now, and what it had before was only in `volctl events
-// --kind plugin-capabilities` (TestPluginStatusShowsTheLastCapabilityChange). One indexed read
-// for every plugin (store's PluginCapabilities): every plugin list pays it
-// (BenchmarkPluginsFullEventLog).
-func lastCapabilityChanges(tx *store.Tx, plugin string) (map[string]*CapabilityChange, error) {
-	evs, err := tx.Events().PluginCapabilityChanges(plugin, capabilityEventsRead)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]*CapabilityChange{}
-	for _, ev := range evs { // newest first
-		if _, ok := out[ev.PluginID]; ok {
-			continue
-		}
-		lost, gained, ok := capsChanged(ev.PluginID, ev.Message)
-		if ok && (len(lost) > 0 || len(gained) > 0) {
-			out[ev.PluginID] = &CapabilityChange{At: ev.At, Lost: lost, Gained: gained}
-		}
-	}
-	return out, nil
-}
-
-// capsChanged reads what noteCapabilityChange's message of plugin id says it lost and gained,
-// from where it says them alone: right after `plugin "ID" came back with other capabilities`,
-// lost first. Not wherever the marks appear: the plugin's words quoted after them (its
-// vendor_version, its node ID) may hold "; lost: ...", which said, before, that a plugin
-// restarted with another version alone had lost a capability it has
-// (TestCapabilityChangeIsNotForgedByAVersion). ok is false for a message not so worded.
-func capsChanged(id, msg string) (lost, gained []string, ok bool) {
-	rest, ok := strings.CutPrefix(msg, fmt.Sprintf("plugin %q", id)+store.CapabilityChangeWords)
-	if !ok {
-		return nil, nil, false
-	}
-	list := func(mark string) []string {
-		after, found := strings.CutPrefix(rest, mark)
-		if !found {
-			return []string{}
-		}
-		names, tail, _ := strings.Cut(after, "; ")
-		rest = "; " + tail
-		return strings.Split(names, ", ")
-	}
-	lost = list(capsLostMark)
-	gained = list(capsGainedMark)
-	return lost, gained, true
-}
-
-// capabilityEventsRead bounds the plugin-capabilities events lastCapabilityChange reads: a
-// plugin restarted often with another version alone records one each time.
-const capabilityEventsRead = 16
+// capabilityEventsRead is how many plugin-capabilities events of each plugin `plugin status`
+// read for its last change of capabilities before the plugin's record kept it (migration 0019
+// reads them once so): a plugin restarted often with another version alone records one each time.
+const capabilityEventsRead = store.CapabilityEventsRead
 
 // nodeLimitsNews words, for the plugin-capabilities event, the node limits NodeGetInfo states
 // otherwise than it did before the restart (was, now): another accessible topology, naming the
@@ -1107,8 +1068,8 @@ func nodeLimitsNews(tx *store.Tx, pluginID string, was, now store.Fingerprint) (
 			}
 		}
 		if len(off) > 0 {
-			msg += fmt.Sprintf("; %d volume(s) on the node are accessible only from other topologies: %s (their claims stand; "+
-				"once released, a claim of one here is refused while the plugin states this topology)", len(off), describeIDs(off))
+			msg += fmt.Sprintf("; %d volume(s) on the node are accessible only from other topologies: %s (their claims stand, mounted as they are; "+
+				"no other claim of one is admitted here, nor a restore of one mounts it anew, while the plugin states this topology)", len(off), describeIDs(off))
 		}
 	}
 	if was.MaxVolumes != now.MaxVolumes {

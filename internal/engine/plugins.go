@@ -928,10 +928,6 @@ func (e *Engine) pluginInfos(ctx context.Context, id string, live map[string]rea
 		if err != nil {
 			return err
 		}
-		changes, err := lastCapabilityChanges(tx, id)
-		if err != nil {
-			return err
-		}
 		for _, p := range plugins {
 			n, err := tx.Volumes().CountByPlugin(p.ID)
 			if err != nil {
@@ -944,7 +940,9 @@ func (e *Engine) pluginInfos(ctx context.Context, id string, live map[string]rea
 				}
 			}
 			info := pluginInfo(p, n)
-			info.CapabilityChange = changes[p.ID]
+			if ch := p.CapabilityChange; ch != nil {
+				info.CapabilityChange = &CapabilityChange{At: ch.At, Lost: ch.Lost, Gained: ch.Gained}
+			}
 			out = append(out, info)
 		}
 		return nil

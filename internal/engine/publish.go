@@ -411,6 +411,9 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 		if err := e.attachedElsewhere(ctx, c, v, p, csi.RPCNodeStageVolume); err != nil {
 			return err
 		}
+		if err := e.outsideTopology(ctx, c, v, p, csi.RPCNodeStageVolume); err != nil {
+			return err
+		}
 		path := stagingPath(e.cfg.StateDir, v.PluginID, v.ID)
 		if err := e.locks.makeDirs(ctx, path); err != nil {
 			return e.linkedStaging(ctx, v, p, c, path, err)
@@ -639,6 +642,9 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 	if !c.stages() {
 		// The plugin works from the attachment itself, not from a staging made with it.
 		if err := e.attachedElsewhere(ctx, c, v, p, csi.RPCNodePublishVolume); err != nil {
+			return err
+		}
+		if err := e.outsideTopology(ctx, c, v, p, csi.RPCNodePublishVolume); err != nil {
 			return err
 		}
 	} else {
@@ -963,13 +969,60 @@ func releaseThem(claims []store.Claim, general string, holds func(store.Claim) b
 type otherNodesAttachment struct{ msg string }
 
 // heldUntil says what a claim held (degraded) after err waits for: reconcile, which restores it
-// once the plugin answers, or, after attachedElsewhere's refusal, its release.
+// once the plugin answers, or, after attachedElsewhere's refusal, its release, or, after
+// outsideTopology's, the plugin's node back in the volume's topology, or its release.
 func heldUntil(err error) string {
 	if errors.As(err, new(*otherNodesAttachment)) {
 		return "until it is released"
 	}
+	if o := new(*topologyRefusal); errors.As(err, o) {
+		return fmt.Sprintf("until plugin %q states a topology the volume is accessible from again (the next `volctl reconcile` then restores it), or it is released", (*o).plugin)
+	}
 	return "for `volctl reconcile`"
 }
+
+// outsideTopology refuses to send rpc, the node RPC that mounts the volume on this node anew
+// (NodeStageVolume; NodePublishVolume for a plugin that does not stage), when the plugin's node,
+// by its live NodeGetInfo accessible_topology, is in none of the topologies the volume is
+// accessible from: the plugin restarted stating another topology since the claim was admitted.
+// Admission refuses a new claim there (checkNode, recheckAdmission); this holds the restore of
+// a published claim (degraded: after a reboot took its mounts), which admission does not see
+// again: before, the restore staged and published the volume on a node the plugin says cannot
+// reach it, and reported it restored (TestRestoreOutsideTheVolumesTopologyIsRefused). The claim
+// stays held, degraded, for the plugin's topology back or its release. A staging still mounted
+// is published from as it is: nothing is mounted anew. A claim admitted and not yet published,
+// driven on by reconcile after an interruption, is not held to it, as admission's limits are
+// not checked again then (recheckAdmission): the node ID correction drives such a claim onto
+// the plugin's new node (TestCrashInTheNodeIDCorrection, whose hostpath plugin's topology is
+// its node ID).
+func (e *Engine) outsideTopology(ctx context.Context, c *conn, v store.Volume, p *checkpoint, rpc string) error {
+	if !p.cl.Degraded {
+		return nil
+	}
+	topos := volumeTopologies(v)
+	var node map[string]string
+	if c.fp.AccessibleTopology != nil {
+		node = c.fp.AccessibleTopology.Segments
+	}
+	if len(topos) == 0 || topologyMatch(node, topos) {
+		return nil
+	}
+	claims, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Claim, error) { return tx.Claims().ByVolume(v.ID) })
+	if err != nil {
+		return err
+	}
+	way := releaseThem(claims, "release its claims", func(h store.Claim) bool { return h.ID == p.cl.ID })
+	return &topologyRefusal{plugin: c.plugin.ID, msg: fmt.Sprintf("volume %q is accessible only from topology %s, and plugin %q's node %q %s now (NodeGetInfo accessible_topology changed since the claim): "+
+		"%s is not sent to mount it on a node the plugin says cannot reach it; restart the plugin with a topology the volume is accessible from, or %s",
+		v.ID, formatTopologies(topos), c.plugin.ID, c.fp.NodeID, nodeTopologyWords(node), rpc, way)}
+}
+
+// topologyRefusal is outsideTopology's refusal: a conflict (exit 4), which no retry resolves
+// and a reconcile pass does once the plugin states the volume's topology again.
+type topologyRefusal struct{ plugin, msg string }
+
+func (o *topologyRefusal) Error() string        { return o.msg }
+func (o *topologyRefusal) Is(target error) bool { return target == ErrConflict }
 
 func (o *otherNodesAttachment) Error() string        { return o.msg }
 func (o *otherNodesAttachment) Is(target error) bool { return target == ErrConflict }

@@ -677,7 +677,7 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published, l
 			case errors.Is(err, ErrNotFound):
 			case errors.As(err, new(*unrecordedBeside)):
 				results[i].err = fmt.Errorf("restore claim %q for alloc %q: %w", cl.VolumeID, cl.Alloc, err)
-			case errors.As(err, new(*otherNodesAttachment)):
+			case errors.As(err, new(*otherNodesAttachment)), errors.As(err, new(*topologyRefusal)):
 				results[i].err = fmt.Errorf("restore claim %q for alloc %q: %w (the claim stays held, degraded, %s)", cl.VolumeID, cl.Alloc, err, heldUntil(err))
 			case err != nil:
 				results[i].err = fmt.Errorf("restore claim %q for alloc %q: %w (the claim stays held; the next reconcile restores it)", cl.VolumeID, cl.Alloc, err)

@@ -30,7 +30,10 @@ import (
 // Nor is a plugin whose own listener bound its path when another plugin's path is the link
 // (that plugin is refused). Where the listener's bound name tells nothing (a relative or
 // unnamed address, or one that is neither path: a listener in a container, a name renamed
-// after binding), a symlink at p's path to the file at another plugin's path is refused.
+// after binding), a symlink at p's path to the file at another plugin's path is refused, and
+// so is a hard link or a bind mount of the file when the other plugin was last fingerprinted
+// through that very file at its own path (device and inode, this boot) and p was not
+// (recordedThrough): before, nothing was checked, and p's RPCs went to the other's process.
 //
 // The other registered plugins on one of these files under another name are held to the same
 // rule afterwards (aliasesOf, forgetAliases), p among them: a link made before p was registered,
@@ -39,7 +42,7 @@ import (
 //
 // It runs where the plugin is fingerprinted afresh (its socket files are new), before any RPC:
 // one connect per socket, and a read of the plugin rows only when one is not where it was bound
-// or its directory is not the one it was in.
+// (or its bound name is unknown) or its directory is not the one it was in.
 func (e *Engine) anotherPluginsSocket(ctx context.Context, p store.Plugin, ids []socketID) error {
 	var others []store.Plugin
 	list := func() ([]store.Plugin, error) {
@@ -82,9 +85,6 @@ func aliasRefusal(p store.Plugin, s socketID, list func() ([]store.Plugin, error
 	if fi, err := os.Lstat(s.path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		link, _ = os.Readlink(s.path)
 	}
-	if bound == "" && link == "" && !moved {
-		return nil // nothing tells whose name this is
-	}
 	others, err := list()
 	if err != nil {
 		return err
@@ -116,8 +116,12 @@ func aliasRefusal(p store.Plugin, s socketID, list func() ([]store.Plugin, error
 			case bound != "" && sameEntry(bound, s.path):
 				continue // p's listener bound p's path: q is the other name
 			case bound != "" && sameEntry(bound, q):
-			case link == "":
-				continue // a hard link or a bind mount of the file, and nothing tells whose
+			case link == "" && (!recordedThrough(o, q, s) || recordedThrough(p, s.path, s)):
+				// A hard link or a bind mount of the file, and nothing in the names tells whose.
+				// The records do when o was fingerprinted through this very file at q and p
+				// through another at its path: the file is o's, at p's path since
+				// (TestHardLinkOfAnotherPluginsSocketWhoseBoundNameTellsNothing).
+				continue
 			}
 			return conflictf("socket %s of plugin %q is plugin %q's socket %s under another name (%s): another plugin's process, which would be sent plugin %q's volume RPCs and answer them about its own storage; no RPC goes to it: "+
 				"remove %s (umount it, if a bind mount) and start plugin %q on its own socket again; if the two are one plugin process on purpose, register %q on %s",
@@ -125,6 +129,17 @@ func aliasRefusal(p store.Plugin, s socketID, list func() ([]store.Plugin, error
 		}
 	}
 	return nil
+}
+
+// recordedThrough says whether plugin pl was last fingerprinted through socket file s (its
+// device and inode, in this boot: another boot's numbers may be another file's) at path.
+func recordedThrough(pl store.Plugin, path string, s socketID) bool {
+	for _, r := range pl.Fingerprint.Sockets {
+		if r.Path == path && r.Dev == s.dev && r.Inode == s.inode && r.Boot != "" && r.Boot == bootID() {
+			return true
+		}
+	}
+	return false
 }
 
 // aliasesOf are the plugins of all, the registered ones, other than p with a socket that is one

@@ -33,7 +33,7 @@ type PluginInfo struct {
 	FingerprintedAt  time.Time         `json:"fingerprinted_at,omitzero"`
 	Volumes          int               `json:"volumes"` // registered volumes using the plugin
 	// CapabilityChange is the plugin's last change of capabilities (a restart with others), as
-	// its plugin-capabilities event recorded it, while the event log keeps it; absent when none.
+	// its record keeps it (store.Plugin.CapabilityChange), however long ago; absent when none.
 	CapabilityChange *CapabilityChange `json:"capability_change,omitempty"`
 }
 

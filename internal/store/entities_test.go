@@ -124,6 +124,9 @@ func TestRoundTripEveryField(t *testing.T) {
 		if err := tx.Plugins().SetHealth(plugin.ID, plugin.Health); err != nil {
 			return err
 		}
+		if err := tx.Plugins().SetCapabilityChange(plugin.ID, *plugin.CapabilityChange); err != nil {
+			return err
+		}
 		if err := tx.Stagings().Put(&staging); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -117,8 +118,71 @@ func (es events) Recent(limit int, f EventFilter) ([]Event, error) {
 }
 
 // CapabilityChangeWords is how the engine's plugin-capabilities event of a change of
-// capabilities goes on after `plugin "ID"` (PluginCapabilityChanges).
-const CapabilityChangeWords = " came back with other capabilities"
+// capabilities goes on after `plugin "ID"` (PluginCapabilityChanges), and the marks before
+// what it lost and gained, in that order, right after them.
+const (
+	CapabilityChangeWords  = " came back with other capabilities"
+	CapabilitiesLostMark   = "; lost: "
+	CapabilitiesGainedMark = "; gained: "
+)
+
+// CapabilityEventsRead bounds the plugin-capabilities events of each plugin migration 0019
+// reads for its last change of capabilities (backfillCapabilityChanges), as `plugin status`
+// read them before the change was kept in the plugin's record: a plugin restarted often with
+// another version alone records one each time.
+const CapabilityEventsRead = 16
+
+// CapabilityChangeOf reads what the engine's plugin-capabilities message of plugin id says it
+// lost and gained, from where it says them alone: right after `plugin "ID" came back with other
+// capabilities`, lost first. Not wherever the marks appear: the plugin's words quoted after them
+// (its vendor_version, its node ID) may hold "; lost: ...", which said, before, that a plugin
+// restarted with another version alone had lost a capability it has
+// (TestCapabilityChangeIsNotForgedByAVersion). ok is false for a message not so worded.
+func CapabilityChangeOf(id, msg string) (lost, gained []string, ok bool) {
+	rest, ok := strings.CutPrefix(msg, fmt.Sprintf("plugin %q", id)+CapabilityChangeWords)
+	if !ok {
+		return nil, nil, false
+	}
+	list := func(mark string) []string {
+		after, found := strings.CutPrefix(rest, mark)
+		if !found {
+			return []string{}
+		}
+		names, tail, _ := strings.Cut(after, "; ")
+		rest = "; " + tail
+		return strings.Split(names, ", ")
+	}
+	lost = list(CapabilitiesLostMark)
+	gained = list(CapabilitiesGainedMark)
+	return lost, gained, true
+}
+
+// backfillCapabilityChanges is migration 0019's Go step: each plugin's last change of
+// capabilities its plugin-capabilities events still in the log record (the newest that lost or
+// gained any: one for its version or node ID alone is not), into its record, as `plugin status`
+// read it before. A plugin whose events the log dropped has none to keep.
+func backfillCapabilityChanges(tx *Tx) error {
+	evs, err := tx.Events().PluginCapabilityChanges("", CapabilityEventsRead)
+	if err != nil {
+		return err
+	}
+	done := map[string]bool{}
+	for _, ev := range evs { // newest first
+		if done[ev.PluginID] {
+			continue
+		}
+		lost, gained, ok := CapabilityChangeOf(ev.PluginID, ev.Message)
+		if !ok || len(lost) == 0 && len(gained) == 0 {
+			continue
+		}
+		done[ev.PluginID] = true
+		err := tx.Plugins().SetCapabilityChange(ev.PluginID, CapabilityChange{At: ev.At, Lost: lost, Gained: gained})
+		if err != nil && !errors.Is(err, ErrNotFound) { // the events of a plugin deregistered since stay
+			return err
+		}
+	}
+	return nil
+}
 
 // The kind is written into the statement, not bound: SQLite uses a partial index only for a
 // WHERE it can prove implies the index's, and a bound parameter proves nothing.

@@ -88,6 +88,7 @@ func loadMigrations() []migration {
 // A new database made from schema.sql has no rows to run them on.
 var goSteps = map[int]func(tx *Tx) error{
 	15: backfillStorageKeys,
+	19: backfillCapabilityChanges,
 }
 
 // source is the migration's SQL.

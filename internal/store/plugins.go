@@ -19,6 +19,11 @@ type Plugin struct {
 	Exec             *spec.Exec    // nil unless volctl starts the plugin itself
 	Fingerprint      Fingerprint
 	Health           Health
+	// CapabilityChange is the plugin's last change of capabilities (it came back from a
+	// restart with others), kept with the plugin rather than read back from its
+	// plugin-capabilities event, which the event log drops once DefaultEventLimit events
+	// follow it (SetCapabilityChange); nil when it never changed.
+	CapabilityChange *CapabilityChange
 	CreatedAt        time.Time
 	UpdatedAt        time.Time // when the declaration last changed; probes have their own times
 }
@@ -80,6 +85,21 @@ type SocketIdentity struct {
 	Boot string `json:"boot,omitempty"`
 }
 
+// CapabilityChange is what a plugin lost and gained, by capability name, when it came back with
+// other capabilities, and when (its plugin-capabilities event's time).
+type CapabilityChange struct {
+	At     time.Time
+	Lost   []string
+	Gained []string
+}
+
+// capabilityChangeRow is CapabilityChange as its column holds it: the time in unix ns.
+type capabilityChangeRow struct {
+	At     int64    `json:"at"`
+	Lost   []string `json:"lost"`
+	Gained []string `json:"gained"`
+}
+
 // Health is the result of the last Probe.
 type Health struct {
 	Healthy      bool
@@ -120,6 +140,9 @@ type PluginStore interface {
 	SetFingerprint(id string, fp Fingerprint) error
 	// SetHealth records a probe result; a zero h.ProbedAt is stamped with the current time.
 	SetHealth(id string, h Health) error
+	// SetCapabilityChange records the plugin's last change of capabilities, in place of the one
+	// before; a zero ch.At is stamped with the current time.
+	SetCapabilityChange(id string, ch CapabilityChange) error
 }
 
 // Plugins is the plugin API inside this transaction.
@@ -129,26 +152,40 @@ type plugins struct{ tx *Tx }
 
 const pluginColumns = `id, type, socket, controller_socket, node_socket, timeout_ns, exec,
 	provider, version, plugin_caps, controller_caps, node_caps, node_id, max_volumes, topology, fingerprinted_at,
-	fingerprint_sockets, healthy, ready, probe_latency_ns, last_error, probed_at, created_at, updated_at`
+	fingerprint_sockets, healthy, ready, probe_latency_ns, last_error, probed_at, created_at, updated_at, capability_change`
 
 func scanPlugin(sc scanner) (Plugin, error) {
 	var (
 		p                                    Plugin
 		exec, pcaps, ccaps, ncaps, topo, fs  sql.NullString
+		change                               sql.NullString
 		timeout, fpAt, latency, probed, c, u int64
 	)
 	err := sc.Scan(&p.ID, &p.Type, &p.Socket, &p.ControllerSocket, &p.NodeSocket, &timeout, &exec,
 		&p.Fingerprint.Provider, &p.Fingerprint.Version, &pcaps, &ccaps, &ncaps, &p.Fingerprint.NodeID,
 		&p.Fingerprint.MaxVolumes, &topo, &fpAt, &fs,
-		&p.Health.Healthy, &p.Health.Ready, &latency, &p.Health.LastError, &probed, &c, &u)
+		&p.Health.Healthy, &p.Health.Ready, &latency, &p.Health.LastError, &probed, &c, &u, &change)
 	if err != nil {
 		return Plugin{}, err
 	}
 	var er *execRow
+	var chRow *capabilityChangeRow
 	if err := decJSONs(jsonCol{exec, &er}, jsonCol{pcaps, &p.Fingerprint.PluginCaps},
 		jsonCol{ccaps, &p.Fingerprint.ControllerCaps}, jsonCol{ncaps, &p.Fingerprint.NodeCaps},
-		jsonCol{topo, &p.Fingerprint.Topology}, jsonCol{fs, &p.Fingerprint.Sockets}); err != nil {
+		jsonCol{topo, &p.Fingerprint.Topology}, jsonCol{fs, &p.Fingerprint.Sockets},
+		jsonCol{change, &chRow}); err != nil {
 		return Plugin{}, fmt.Errorf("plugin %q: decode: %w", p.ID, err)
+	}
+	if chRow != nil {
+		p.CapabilityChange = &CapabilityChange{At: decTime(chRow.At), Lost: chRow.Lost, Gained: chRow.Gained}
+		ch := p.CapabilityChange
+		// Never null in JSON: [] for none.
+		if ch.Lost == nil {
+			ch.Lost = []string{}
+		}
+		if ch.Gained == nil {
+			ch.Gained = []string{}
+		}
 	}
 	p.Exec = er.spec()
 	p.Timeout = time.Duration(timeout)
@@ -235,4 +272,17 @@ func (ps plugins) SetHealth(id string, h Health) error {
 		WHERE id = ?`,
 		encBool(h.Healthy), encBool(h.Ready), int64(h.ProbeLatency), spec.Cut(h.LastError, MaxStoredMessage), encTime(h.ProbedAt), id)
 	return affected(res, err, pluginWhat(id), "")
+}
+
+func (ps plugins) SetCapabilityChange(id string, ch CapabilityChange) error {
+	what := pluginWhat(id)
+	if ch.At.IsZero() {
+		ch.At = ps.tx.now()
+	}
+	col, err := encJSON(capabilityChangeRow{At: encTime(ch.At), Lost: ch.Lost, Gained: ch.Gained})
+	if err != nil {
+		return fmt.Errorf("%s: encode capability change: %w", what, err)
+	}
+	res, err := ps.tx.exec(`UPDATE plugins SET capability_change = ? WHERE id = ?`, col, id)
+	return affected(res, err, what, "")
 }
