@@ -742,15 +742,7 @@ func (e *Engine) reconcilePendingExpansions(ctx context.Context, rep *ReconcileR
 				e.expansionAnswered(ctx, v.ID) // the record has the size already
 				return nil
 			}
-			var handed bool
-			if err := e.store.View(ctx, func(tx *store.Tx) error {
-				_, err := tx.Handovers().Get(v.ID)
-				handed = err == nil
-				if errors.Is(err, store.ErrNotFound) {
-					return nil
-				}
-				return err
-			}); err != nil || handed {
+			if _, handed, err := e.handedOver(ctx, v.ID); err != nil || handed {
 				return err // handed over anyway (forced): it waits for the volume to be taken back
 			}
 			info, err = e.expandLocked(ctx, c, v, v.ExpandMin, v.ExpandMax)
@@ -844,6 +836,13 @@ func (e *Engine) expandOffNode(ctx context.Context, rep *ReconcileReport, id str
 			return err
 		}); err != nil || slices.Contains(onNode, v.ID) {
 			return err // claimed or staged since the pass listed it
+		}
+		// Handed over to Nomad (forced, with the expansion owed): Nomad may have it published on
+		// any node, which nothing here lists, and it is grown through Nomad, not behind its back.
+		// The expansion waits for the take-back, as a pending one does (recheck35: it was sent,
+		// TestOwedControllerStepOfAHandedOverVolumeWaitsForTheTakeBack).
+		if _, handed, err := e.handedOver(ctx, v.ID); err != nil || handed {
+			return err
 		}
 		owed, sent = v.NodeExpandMin, true
 		_, err = e.controllerExpandOwed(ctx, c, v)
