@@ -58,7 +58,12 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		return fail(invalidf("volumes cannot shrink: %q is %s, %s asked", v.ID, spec.FormatSize(cur), spec.FormatSize(size)))
 	case size == cur:
 		if v.NodeExpandMin > 0 {
-			// The controller expanded it before, the node expansion is still owed: drive it.
+			// The controller expanded it before, the node expansion is still owed: drive it,
+			// unless the volume is handed over to Nomad (forced, with the debt: it waits for the
+			// take-back, and is grown through Nomad; recheck35, before, it was sent here).
+			if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseHandedOver(tx, v.ID) }); err != nil {
+				return fail(err)
+			}
 			if _, err := e.expandOnNode(ctx, c, v, false); err != nil {
 				return fail(err)
 			}
@@ -791,6 +796,9 @@ func (e *Engine) reconcileExpansions(ctx context.Context, rep *ReconcileReport, 
 				return err
 			}
 			defer unlock()
+			if _, handed, err := e.handedOver(ctx, v.ID); err != nil || handed {
+				return err // handed over anyway (forced): it waits for the take-back
+			}
 			sent, err = e.expandOnNode(ctx, c, v, false)
 			return err
 		}()
