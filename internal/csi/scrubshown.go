@@ -2,8 +2,8 @@ package csi
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"unicode"
@@ -218,10 +218,12 @@ const absoluteRows = 1 << 40
 // drawing is shownView's view as it is drawn: the rows written, each a cell a column; the
 // cursor, at row and col, where the next character goes.
 type drawing struct {
-	d        []byte      // the message with its escapes undone, which the cells point into
-	dat      []int       // the offset in the message of each byte of d
-	rows     []*drawnRow // by key, top to bottom
-	cur      *drawnRow   // the row at row, once looked up or made
+	d        []byte              // the message with its escapes undone, which the cells point into
+	dat      []int               // the offset in the message of each byte of d
+	rows     []*drawnRow         // made in key order, top to bottom, until a row above is made (unsorted)
+	byKey    map[int64]*drawnRow // the rows by key, made once a row not the last is looked up
+	unsorted bool                // a row was made above the last: view sorts rows
+	cur      *drawnRow           // the row at row, once looked up or made
 	row      int64
 	col      int
 	savedRow int64
@@ -265,20 +267,35 @@ func (v *drawing) line() *drawnRow {
 	if v.cur != nil && v.cur.key == v.row {
 		return v.cur
 	}
-	// Rows are most often made top to bottom, each after the last: found or put in order.
-	k := len(v.rows)
-	if k > 0 && v.rows[k-1].key >= v.row {
-		k = sort.Search(len(v.rows), func(j int) bool { return v.rows[j].key >= v.row })
+	// Rows are most often made top to bottom, each after the last: appended. Another is found
+	// by its key, and one made above the last is appended too, and the rows sorted once, by
+	// view: kept sorted by an insert each, a message moving up a row before each character
+	// ("\x1b[Ax" repeated) cost its length squared, 12 s of CPU for 1 MiB, which a plugin's
+	// message or answer may be (recheck35, TestScrubOfAMessageMovingUpEachCharacterIsLinear).
+	n := len(v.rows)
+	if v.byKey != nil || n > 0 && v.rows[n-1].key >= v.row {
+		if v.byKey == nil {
+			v.byKey = make(map[int64]*drawnRow, len(v.rows))
+			for _, r := range v.rows {
+				v.byKey[r.key] = r
+			}
+		}
+		if r := v.byKey[v.row]; r != nil {
+			v.cur = r
+			return r
+		}
 	}
-	if k < len(v.rows) && v.rows[k].key == v.row {
-		v.cur = v.rows[k]
-		return v.cur
+	if n > 0 && v.rows[n-1].key > v.row {
+		v.unsorted = true
 	}
 	r := &drawnRow{key: v.row, from: v.moved}
 	if len(v.rows) == 0 {
 		r.cells = make([]drawnCell, 0, len(v.d)) // the first row, most often the only one
 	}
-	v.rows = slices.Insert(v.rows, k, r)
+	v.rows = append(v.rows, r)
+	if v.byKey != nil {
+		v.byKey[r.key] = r
+	}
 	v.cur = r
 	return r
 }
@@ -408,6 +425,14 @@ func (v *drawing) lines(n int) {
 			r.key += int64(n)
 		}
 	}
+	if v.byKey != nil {
+		// The rows found by key before are at other keys now, or deleted: found anew (the
+		// rows' order is kept, every row at or below the cursor moved alike).
+		clear(v.byKey)
+		for _, r := range v.rows {
+			v.byKey[r.key] = r
+		}
+	}
 	v.cur, v.col = nil, 0
 }
 
@@ -480,6 +505,9 @@ func (v *drawing) reversed(i int) int {
 // view is the rows drawn, top to bottom, each after the first begun by a line break, and the
 // source of each of its bytes.
 func (v *drawing) view() (string, []int) {
+	if v.unsorted {
+		slices.SortFunc(v.rows, func(a, b *drawnRow) int { return cmp.Compare(a.key, b.key) })
+	}
 	b := make([]byte, 0, len(v.d)+len(v.rows))
 	at := make([]int, 0, len(v.d)+len(v.rows)+1)
 	for k, r := range v.rows {

@@ -58,7 +58,12 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		return fail(invalidf("volumes cannot shrink: %q is %s, %s asked", v.ID, spec.FormatSize(cur), spec.FormatSize(size)))
 	case size == cur:
 		if v.NodeExpandMin > 0 {
-			// The controller expanded it before, the node expansion is still owed: drive it.
+			// The controller expanded it before, the node expansion is still owed: drive it,
+			// unless the volume is handed over to Nomad (forced, with the debt: it waits for the
+			// take-back, and is grown through Nomad; recheck35, before, it was sent here).
+			if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseHandedOver(tx, v.ID) }); err != nil {
+				return fail(err)
+			}
 			if _, err := e.expandOnNode(ctx, c, v, false); err != nil {
 				return fail(err)
 			}
@@ -830,15 +835,7 @@ func (e *Engine) reconcilePendingExpansions(ctx context.Context, rep *ReconcileR
 				e.expansionAnswered(ctx, v.ID) // the record has the size already
 				return nil
 			}
-			var handed bool
-			if err := e.store.View(ctx, func(tx *store.Tx) error {
-				_, err := tx.Handovers().Get(v.ID)
-				handed = err == nil
-				if errors.Is(err, store.ErrNotFound) {
-					return nil
-				}
-				return err
-			}); err != nil || handed {
+			if _, handed, err := e.handedOver(ctx, v.ID); err != nil || handed {
 				return err // handed over anyway (forced): it waits for the volume to be taken back
 			}
 			info, err = e.expandLocked(ctx, c, v, v.ExpandMin, v.ExpandMax)
@@ -890,6 +887,9 @@ func (e *Engine) reconcileExpansions(ctx context.Context, rep *ReconcileReport, 
 				return err
 			}
 			defer unlock()
+			if _, handed, err := e.handedOver(ctx, v.ID); err != nil || handed {
+				return err // handed over anyway (forced): it waits for the take-back
+			}
 			sent, err = e.expandOnNode(ctx, c, v, false)
 			return err
 		}()
@@ -972,6 +972,13 @@ func (e *Engine) expandOffNode(ctx context.Context, rep *ReconcileReport, id str
 			return err
 		}); err != nil || slices.Contains(onNode, v.ID) {
 			return err // claimed or staged since the pass listed it
+		}
+		// Handed over to Nomad (forced, with the expansion owed): Nomad may have it published on
+		// any node, which nothing here lists, and it is grown through Nomad, not behind its back.
+		// The expansion waits for the take-back, as a pending one does (recheck35: it was sent,
+		// TestOwedControllerStepOfAHandedOverVolumeWaitsForTheTakeBack).
+		if _, handed, err := e.handedOver(ctx, v.ID); err != nil || handed {
+			return err
 		}
 		owed, sent = v.NodeExpandMin, true
 		_, over, err := e.controllerExpandOwed(ctx, c, &v, nil)

@@ -120,9 +120,16 @@ func (tx *Tx) scrubColumn(table, column string, scrub func(string) string) error
 }
 
 // pluginData is every column holding data a plugin returned, which is kept raw (it is sent
-// back as it is) and scrubbed where it is shown, with the values SecretValues gives.
+// back as it is) and scrubbed where it is shown, with the values SecretValues gives: copies
+// of it too, a clone's clone_id (its source's external ID, and clone_spec as the spec wrote
+// it), a restored volume's snapshot_id, a snapshot create's source_external_id and a snapshot
+// delete's snapshot_id, which outlive the record they were copied from (recheck35: a secret
+// a plugin echoed into a clone's source ID was let go once the source was deleted, and
+// `volume status` of the clone printed it, TestSecretHeldByACloneOrRestoreSourceIDStaysScrubbed).
 var pluginData = [...]struct{ table, column string }{
 	{"volumes", "external_id"}, {"volumes", "context"}, {"volumes", "accessible_topology"},
+	{"volumes", "clone_id"}, {"volumes", "clone_spec"}, {"volumes", "snapshot_id"},
+	{"snapshot_creates", "source_external_id"}, {"snapshot_deletes", "snapshot_id"},
 	{"claims", "publish_context"}, {"claim_history", "publish_context"},
 	{"stagings", "node_id"}, {"stagings", "publish_context"},
 	{"plugins", "node_id"}, {"plugins", "provider"}, {"plugins", "version"}, {"plugins", "topology"},
