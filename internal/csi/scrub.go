@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"iter"
 	"slices"
 	"sort"
 	"strconv"
@@ -303,26 +304,38 @@ func (sc *scrubber) findAtOwnCuts(spans []span, msg string) []span {
 	if end >= minScrubLen {
 		spans = sc.appendCutAt(spans, msg, end, true)
 	}
-	for i, n := 0, 0; n < maxOwnCuts; n++ {
-		j := strings.IndexAny(msg[i:], ".…")
-		if j < 0 {
-			break
-		}
-		at := i + j
-		switch {
-		case strings.HasPrefix(msg[at:], "..."):
-			i = at + len("...")
-		case strings.HasPrefix(msg[at:], "…"):
-			i = at + len("…")
-		default:
-			i, n = at+1, n-1 // a lone full stop is no ellipsis
-			continue
-		}
+	for at := range ownEllipses(msg) {
 		if at >= minScrubLen {
 			spans = sc.appendCutAt(spans, msg, at, true)
 		}
 	}
 	return spans
+}
+
+// ownEllipses yields where each of msg's first maxOwnCuts ellipses ("..." or "…") begins and
+// where it ends: the places findAtOwnCuts and findAtOwnStarts look for a plugin's own cut.
+func ownEllipses(msg string) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		for i, n := 0, 0; n < maxOwnCuts; n++ {
+			j := strings.IndexAny(msg[i:], ".…")
+			if j < 0 {
+				return
+			}
+			at := i + j
+			switch {
+			case strings.HasPrefix(msg[at:], "..."):
+				i = at + len("...")
+			case strings.HasPrefix(msg[at:], "…"):
+				i = at + len("…")
+			default:
+				i, n = at+1, n-1 // a lone full stop is no ellipsis
+				continue
+			}
+			if !yield(at, i) {
+				return
+			}
+		}
+	}
 }
 
 // ownStartOpeners are what may come before a value a plugin cut at the start of its message:
@@ -357,23 +370,9 @@ func (sc *scrubber) findAtOwnStarts(spans []span, msg string) []span {
 		start += n
 	}
 	spans = sc.appendStartAt(spans, msg, start)
-	for i, n := 0, 0; n < maxOwnCuts; n++ {
-		j := strings.IndexAny(msg[i:], ".…")
-		if j < 0 {
-			break
-		}
-		at := i + j
-		switch {
-		case strings.HasPrefix(msg[at:], "..."):
-			i = at + len("...")
-		case strings.HasPrefix(msg[at:], "…"):
-			i = at + len("…")
-		default:
-			i, n = at+1, n-1 // a lone full stop is no ellipsis
-			continue
-		}
-		if i > start {
-			spans = sc.appendStartAt(spans, msg, i)
+	for _, after := range ownEllipses(msg) {
+		if after > start {
+			spans = sc.appendStartAt(spans, msg, after)
 		}
 	}
 	return spans
