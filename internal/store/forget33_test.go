@@ -2,7 +2,6 @@ package store
 
 import (
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -18,14 +17,7 @@ import (
 // value still held (b's own secret, the same value another volume holds) is kept as it is.
 func TestSecretsLeavingTheStateAreScrubbedFromTheLastErrors(t *testing.T) {
 	t.Parallel()
-	s := newStore(t, WithForget(func(values []string) func(string) string {
-		return func(msg string) string {
-			for _, x := range values {
-				msg = strings.ReplaceAll(msg, x, "[GONE]")
-			}
-			return msg
-		}
-	}))
+	s := newStore(t, WithForget(forgottenAsGone))
 	const echo = `node ID "n-vol-a-s3cret" is not the one recorded; b-kept-s3cret`
 	const want = `node ID "n-[GONE]" is not the one recorded; b-kept-s3cret`
 	plugin := Plugin{ID: "p", Type: spec.PluginNode}

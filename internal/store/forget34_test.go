@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -18,14 +17,7 @@ import (
 // until that data goes, and the data itself is not changed (it is what the plugin is sent).
 func TestSecretHeldByAnotherRecordsPluginDataStaysScrubbed(t *testing.T) {
 	t.Parallel()
-	s := newStore(t, WithForget(func(values []string) func(string) string {
-		return func(msg string) string {
-			for _, x := range values {
-				msg = strings.ReplaceAll(msg, x, "[GONE]")
-			}
-			return msg
-		}
-	}))
+	s := newStore(t, WithForget(forgottenAsGone))
 	const aSecret, other, dSecret = "vol-a-s3cret", "vol-c-s3cret", "vol-d-s3cret"
 	plugin := Plugin{ID: "p", Type: spec.PluginNode}
 	a := Volume{ID: "a", PluginID: "p", State: VolumeReady, Secrets: spec.Secrets{"k": aSecret}}

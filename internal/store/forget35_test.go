@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -19,14 +18,7 @@ import (
 // the restored volume's snapshot_id were printed with them whole.
 func TestSecretHeldByACloneOrRestoreSourceIDStaysScrubbed(t *testing.T) {
 	t.Parallel()
-	s := newStore(t, WithForget(func(values []string) func(string) string {
-		return func(msg string) string {
-			for _, x := range values {
-				msg = strings.ReplaceAll(msg, x, "[GONE]")
-			}
-			return msg
-		}
-	}))
+	s := newStore(t, WithForget(forgottenAsGone))
 	const aSecret, dSecret, eSecret = "vol-a-s3cret", "vol-d-s3cret", "vol-e-s3cret"
 	plugin := Plugin{ID: "p", Type: spec.PluginNode}
 	vols := []Volume{

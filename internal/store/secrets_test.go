@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -95,12 +94,7 @@ func TestSecretsLeavingTheStateAreScrubbedFromTheEventLog(t *testing.T) {
 		v := slices.Clone(values)
 		slices.Sort(v)
 		scrubbed = append(scrubbed, v)
-		return func(msg string) string {
-			for _, x := range values {
-				msg = strings.ReplaceAll(msg, x, "[GONE]")
-			}
-			return msg
-		}
+		return forgottenAsGone(values)
 	}))
 	plugin := Plugin{ID: "p", Type: spec.PluginNode, Exec: &spec.Exec{Command: "x", Env: spec.Secrets{"TOKEN": "env-one"}}}
 	vol := Volume{ID: "v", PluginID: "p", State: VolumeReady, Secrets: spec.Secrets{"k": "vol-one", "s": "shared"}}

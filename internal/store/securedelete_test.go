@@ -23,14 +23,7 @@ import (
 // volctl.db-wal for whoever later read the files (a backup, a disk handed on).
 func TestSecretsLeavingTheStateLeaveTheFiles(t *testing.T) {
 	t.Parallel()
-	forget := WithForget(func(values []string) func(string) string {
-		return func(msg string) string {
-			for _, v := range values {
-				msg = strings.ReplaceAll(msg, v, "[GONE]")
-			}
-			return msg
-		}
-	})
+	forget := WithForget(forgottenAsGone)
 	for _, tc := range []struct {
 		what       string
 		checkpoint bool // the secret's commit copied into the database file before it went
@@ -300,14 +293,7 @@ var forgetNothing = WithForget(func([]string) func(string) string { return func(
 func TestPrunedClaimHistoryLeavesTheFiles(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "state")
-	forget := WithForget(func(values []string) func(string) string {
-		return func(msg string) string {
-			for _, v := range values {
-				msg = strings.ReplaceAll(msg, v, "[GONE]")
-			}
-			return msg
-		}
-	})
+	forget := WithForget(forgottenAsGone)
 	s, err := Open(context.Background(), dir, forget, WithHistoryLimit(1))
 	if err != nil {
 		t.Fatal(err)

@@ -856,3 +856,14 @@ func TestOpenRefusesToMakeAForeignDirectoryPrivate(t *testing.T) {
 		}
 	})
 }
+
+// forgottenAsGone is a forget scrubber (WithForget) that writes "[GONE]" for each value leaving
+// the state: what the tests of secrets leaving the state look for.
+func forgottenAsGone(values []string) func(string) string {
+	return func(msg string) string {
+		for _, x := range values {
+			msg = strings.ReplaceAll(msg, x, "[GONE]")
+		}
+		return msg
+	}
+}
