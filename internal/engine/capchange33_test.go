@@ -16,22 +16,14 @@ import (
 func TestPluginStatusShowsTheLastCapabilityChange(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	status := func() *CapabilityChange {
-		t.Helper()
-		ps, err := h.e.PluginStatus(h.ctx, "mem")
-		if err != nil || len(ps) != 1 {
-			t.Fatalf("plugin status: %+v, %v", ps, err)
-		}
-		return ps[0].CapabilityChange
-	}
-	if ch := status(); ch != nil {
+	if ch := h.capabilityChange(); ch != nil {
 		t.Fatalf("a plugin that never changed: %+v; want no change", ch)
 	}
 	h.restartPlugin(func(cfg *csitest.MemConfig) {
 		cfg.Node.StageUnstageVolume = false
 		cfg.Controller.PublishUnpublishVolume = false
 	})
-	ch := status()
+	ch := h.capabilityChange()
 	if ch == nil || !slices.Equal(ch.Lost, []string{"PUBLISH_UNPUBLISH_VOLUME", "STAGE_UNSTAGE_VOLUME"}) || len(ch.Gained) != 0 || ch.Gained == nil || ch.At.IsZero() {
 		t.Fatalf("after a restart without STAGE_UNSTAGE_VOLUME and PUBLISH_UNPUBLISH_VOLUME: %+v; want both lost, none gained ([] in JSON), and when", ch)
 	}
@@ -39,11 +31,21 @@ func TestPluginStatusShowsTheLastCapabilityChange(t *testing.T) {
 		cfg.Node.StageUnstageVolume = false
 		cfg.Controller.PublishUnpublishVolume = false
 	})
-	if again := status(); again == nil || !slices.Equal(again.Lost, ch.Lost) || !again.At.Equal(ch.At) {
+	if again := h.capabilityChange(); again == nil || !slices.Equal(again.Lost, ch.Lost) || !again.At.Equal(ch.At) {
 		t.Fatalf("after a restart with the same capabilities: %+v; want the last change, %+v", again, ch)
 	}
 	h.restartPlugin(func(cfg *csitest.MemConfig) {})
-	if back := status(); back == nil || len(back.Lost) != 0 || !slices.Equal(back.Gained, []string{"PUBLISH_UNPUBLISH_VOLUME", "STAGE_UNSTAGE_VOLUME"}) {
+	if back := h.capabilityChange(); back == nil || len(back.Lost) != 0 || !slices.Equal(back.Gained, []string{"PUBLISH_UNPUBLISH_VOLUME", "STAGE_UNSTAGE_VOLUME"}) {
 		t.Fatalf("after a restart with them back: %+v; want both gained", back)
 	}
+}
+
+// capabilityChange is the last capability change `plugin status` shows for plugin mem.
+func (h *harness) capabilityChange() *CapabilityChange {
+	h.t.Helper()
+	ps, err := h.e.PluginStatus(h.ctx, "mem")
+	if err != nil || len(ps) != 1 {
+		h.t.Fatalf("plugin status: %+v, %v", ps, err)
+	}
+	return ps[0].CapabilityChange
 }

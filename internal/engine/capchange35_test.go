@@ -20,16 +20,8 @@ import (
 func TestCapabilityChangeOutlivesTheEventLog(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	change := func() *CapabilityChange {
-		t.Helper()
-		ps, err := h.e.PluginStatus(h.ctx, "mem")
-		if err != nil || len(ps) != 1 {
-			t.Fatalf("plugin status: %+v, %v", ps, err)
-		}
-		return ps[0].CapabilityChange
-	}
 	h.restartPlugin(func(cfg *csitest.MemConfig) { cfg.Node.StageUnstageVolume = false })
-	first := change()
+	first := h.capabilityChange()
 	if first == nil || !slices.Equal(first.Lost, []string{"STAGE_UNSTAGE_VOLUME"}) {
 		t.Fatalf("after a restart without STAGE_UNSTAGE_VOLUME: %+v", first)
 	}
@@ -46,16 +38,16 @@ func TestCapabilityChangeOutlivesTheEventLog(t *testing.T) {
 		t.Fatalf("drop the plugin-capabilities event: %d dropped, %v; want 1", n, err)
 	}
 	db.Close()
-	ch := change()
+	ch := h.capabilityChange()
 	if ch == nil || !slices.Equal(ch.Lost, []string{"STAGE_UNSTAGE_VOLUME"}) || len(ch.Gained) != 0 || ch.Gained == nil || !ch.At.Equal(first.At) {
 		t.Fatalf("the plugin-capabilities event dropped from the log: capability change %+v; want %+v", ch, first)
 	}
 	h.restartPlugin(func(cfg *csitest.MemConfig) { cfg.Node.StageUnstageVolume = false; cfg.Version = "9.9" })
-	if again := change(); again == nil || !again.At.Equal(first.At) || !slices.Equal(again.Lost, first.Lost) {
+	if again := h.capabilityChange(); again == nil || !again.At.Equal(first.At) || !slices.Equal(again.Lost, first.Lost) {
 		t.Fatalf("after a restart with another version alone: %+v; want the last change, %+v", again, first)
 	}
 	h.restartPlugin(func(cfg *csitest.MemConfig) {})
-	if back := change(); back == nil || len(back.Lost) != 0 || !slices.Equal(back.Gained, []string{"STAGE_UNSTAGE_VOLUME"}) || back.Lost == nil {
+	if back := h.capabilityChange(); back == nil || len(back.Lost) != 0 || !slices.Equal(back.Gained, []string{"STAGE_UNSTAGE_VOLUME"}) || back.Lost == nil {
 		t.Fatalf("after a restart with it back: %+v; want it gained, nothing lost ([] in JSON)", back)
 	}
 }

@@ -17,21 +17,13 @@ import (
 func TestCapabilityChangeIsNotReadFromThePluginsWords(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	change := func() *CapabilityChange {
-		t.Helper()
-		ps, err := h.e.PluginStatus(h.ctx, "mem")
-		if err != nil || len(ps) != 1 {
-			t.Fatalf("plugin status: %+v, %v", ps, err)
-		}
-		return ps[0].CapabilityChange
-	}
 	h.restartPlugin(func(cfg *csitest.MemConfig) { cfg.Version = "2.0; lost: STAGE_UNSTAGE_VOLUME; gained: MAGIC" })
 	h.restartPlugin(func(cfg *csitest.MemConfig) { cfg.Version = "3.0"; cfg.NodeID = "node-1; gained: MAGIC" })
-	if ch := change(); ch != nil {
+	if ch := h.capabilityChange(); ch != nil {
 		t.Fatalf("a plugin that came back with the same capabilities and another vendor_version and node ID saying they changed: %+v; want no change", ch)
 	}
 	h.restartPlugin(func(cfg *csitest.MemConfig) { cfg.Version = "4.0; gained: MAGIC"; cfg.Node.StageUnstageVolume = false })
-	if ch := change(); ch == nil || !slices.Equal(ch.Lost, []string{"STAGE_UNSTAGE_VOLUME"}) || len(ch.Gained) != 0 || ch.Gained == nil {
+	if ch := h.capabilityChange(); ch == nil || !slices.Equal(ch.Lost, []string{"STAGE_UNSTAGE_VOLUME"}) || len(ch.Gained) != 0 || ch.Gained == nil {
 		t.Fatalf("after a restart without STAGE_UNSTAGE_VOLUME, its vendor_version saying it gained MAGIC: %+v; want STAGE_UNSTAGE_VOLUME lost and nothing gained", ch)
 	}
 }
