@@ -645,14 +645,17 @@ func joinedAt(cuts []cut, i int) int {
 	return cuts[n-1].msg + i - cuts[n-1].view
 }
 
-// lineBreakEnd returns the end of the line break at msg[i:] (\r\n or \n, or the
-// two-character escapes a quoted dump writes for them), with the spaces and tabs before and
-// after it, or i when there is none. A carriage return alone is none: a terminal goes back to
-// the line's start there and writes what follows over what is before it ("hunter2-\rs3cret"
-// shows "s3cret2-"), and no base64 tool breaks its lines so.
+// lineBreakEnd returns the end of the line break at msg[i:] (\r\n, \n or a carriage return
+// alone, or the two-character escapes a quoted dump writes for them), with the spaces and tabs
+// before and after it, or i when there is none. A carriage return alone is one too (scrub36):
+// a terminal goes back to the line's start there and writes what follows over what is before
+// it ("hunter2-\rs3cret" draws "s3cret2-"), but what volctl writes is not only drawn: its
+// --json, the event log, the agent's log and a redirect to a file carry the byte or its
+// escape, where a reader reads "hunter2-" and then "s3cret", the secret split as a line
+// break splits it (scrub34 to scrub35 kept it so, for what a terminal draws alone).
 func lineBreakEnd(msg string, i int) int {
 	j := skipBlanks(msg, i)
-	for _, br := range []string{"\r\n", "\n", `\r\n`, `\n`} {
+	for _, br := range []string{"\r\n", "\n", "\r", `\r\n`, `\n`, `\r`} {
 		if strings.HasPrefix(msg[j:], br) {
 			return skipBlanks(msg, j+len(br))
 		}
