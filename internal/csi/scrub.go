@@ -203,24 +203,46 @@ func (sc *scrubber) scrubCut(msg string, own bool) string {
 }
 
 // findShown appends the values found in msg's shown view (shownView, controls so read), and, when
-// msg has a C1 control or a right-to-left override, in the view of the terminals that act on
-// it (a CSI begun by U+009B, the text after U+202E reversed). A match ends where its last
-// byte's source ends: what follows it and shows as nothing (a colour's reset, a hyperlink, a
-// zero width space) is not the value's. back is shownView's.
+// msg holds something terminals draw two ways (a C1 control or a right-to-left override, a
+// screen move or edit, an ambiguous-width character or an emoji made wide by VS16, each of the
+// latter two when the cursor moves back: reading), in the view of every combination of those
+// readings (a CSI begun by U+009B, the text after U+202E reversed, the screen scrolled or
+// erased, two columns for the character). A match ends where its last byte's source ends:
+// what follows it and shows as nothing (a colour's reset, a hyperlink, a zero width space) is
+// not the value's. back is shownView's, in any reading.
 func (sc *scrubber) findShown(spans []span, msg string, controls controlsShown) (_ []span, back bool) {
-	view, at, twoWays, back := shownView(msg, false, controls)
+	view, at, others, back := drawnView(msg, 0, controls)
 	bounds := func(view string, at []int) func(from, to int) (int, int) {
 		return func(from, to int) (int, int) { return shownBounds(msg, view, at, from, to, controls) }
 	}
 	if at != nil {
 		spans = sc.find(spans, view, at, nil, bounds(view, at))
 	}
-	if twoWays {
-		view, at, _, drawnBack := shownView(msg, true, controls)
-		if at != nil {
-			spans = sc.find(spans, view, at, nil, bounds(view, at))
+	// A character's width changes nothing drawn unless the cursor goes back over it. A
+	// reading may find more to differ on (a C1 CSI that is an ED): looked in too.
+	widths := readAmbiguousWide | readEmojiWide
+	var drawn [readings]bool
+	drawn[0] = true
+	for more := true; more; {
+		more = false
+		if !back {
+			others &^= widths
 		}
-		back = back || drawnBack
+		for rd := reading(1); rd < readings; rd++ {
+			// A width read wide is a terminal's, which draws the screen's moves and edits: the
+			// reading that does not draw them keeps what it found before, narrow (10 drawings at
+			// most, not 16).
+			if drawn[rd] || rd&^others != 0 || rd&widths != 0 && others&readScreen != 0 && rd&readScreen == 0 {
+				continue
+			}
+			drawn[rd], more = true, true
+			view, at, found, drawnBack := drawnView(msg, rd, controls)
+			if at != nil {
+				spans = sc.find(spans, view, at, nil, bounds(view, at))
+			}
+			others |= found
+			back = back || drawnBack
+		}
 	}
 	return spans, back
 }
