@@ -212,11 +212,20 @@ func (sc *scrubber) scrubCut(msg string, own bool) string {
 // not the value's. back is shownView's, in any reading.
 func (sc *scrubber) findShown(spans []span, msg string, controls controlsShown) (_ []span, back bool) {
 	view, at, others, back := drawnView(msg, 0, controls)
-	bounds := func(view string, at []int) func(from, to int) (int, int) {
-		return func(from, to int) (int, int) { return shownBounds(msg, view, at, from, to, controls) }
+	// A value drawn by a move back is masked with what drew in its columns first, which the
+	// drawing is made again to say (draw's firsts): rare, paid by such a find alone.
+	bounds := func(view string, at []int, rd reading) func(from, to int) (int, int) {
+		var firsts []int
+		first := func() []int {
+			if firsts == nil {
+				_, _, firsts, _, _ = draw(msg, rd, controls, true)
+			}
+			return firsts
+		}
+		return func(from, to int) (int, int) { return shownBounds(msg, view, at, from, to, controls, first) }
 	}
 	if at != nil {
-		spans = sc.find(spans, view, at, nil, bounds(view, at))
+		spans = sc.find(spans, view, at, nil, bounds(view, at, 0))
 	}
 	// A character's width changes nothing drawn unless the cursor goes back over it. A
 	// reading may find more to differ on (a C1 CSI that is an ED): looked in too.
@@ -238,7 +247,7 @@ func (sc *scrubber) findShown(spans []span, msg string, controls controlsShown) 
 			drawn[rd], more = true, true
 			view, at, found, drawnBack := drawnView(msg, rd, controls)
 			if at != nil {
-				spans = sc.find(spans, view, at, nil, bounds(view, at))
+				spans = sc.find(spans, view, at, nil, bounds(view, at, rd))
 			}
 			others |= found
 			back = back || drawnBack

@@ -122,3 +122,30 @@ func TestScrubDrawsCharactersTerminalsWidenOtherwise(t *testing.T) {
 		{"\u2764\ufe0f hunter2 \u2460\r\u2764\ufe0f done", "❤️ done"},
 	})
 }
+
+// The adversary: a plugin that draws a secret by a move back into columns where it first wrote
+// the secret's head with another letter after it, then erased that letter (EL 1, ED 1) and
+// wrote the head again, or wrote the head, then a row elsewhere, then came back. The value is
+// found, from its first source to its last; what drew first in its columns, before that, was
+// left as it was, and once the value was masked a terminal drew it again: "hunter2X[REDACTED]"
+// (scrub35's head, the stretch just before the value that begins it, missed it: the X). Now
+// whatever drew a character in the value's columns before it is masked with it (shownBounds,
+// draw's firsts).
+func TestScrubMasksWhatDrewFirstInAValuesColumns(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ secret, echoed string }{
+		{"hunter2 s3cret", "hunter2Xs3cret\x1b[8G\x1b[1K\rhunter2"},
+		{"hunter2 s3cret", "hunter2Xs3cret\x1b[8G\x1b[1J\rhunter2"},
+		{"hunter2 s3cret", "hunter2X\nY\x1b[A\x1b[9Gs3cret\x1b[8G\x1b[1K\rhunter2"},
+	} {
+		msg := "stage failed:\n" + c.echoed + "\n rejected"
+		if got := csi.Scrubber([]string{c.secret})(msg); got != "stage failed:\n[REDACTED]\n rejected" {
+			t.Errorf("scrubbed %q\n to %q; want the secret masked with what drew first in its columns", msg, got)
+		}
+	}
+	// Honest: a value drawn in its order over a progress line is masked alone, the line kept.
+	msg := "copying 50%\rhunter2-s3cret rejected"
+	if got := csi.Scrubber([]string{shownSecret34})(msg); got != "copying 50%\r[REDACTED] rejected" {
+		t.Errorf("scrubbed %q\n to %q; want the progress line kept", msg, got)
+	}
+}

@@ -135,9 +135,17 @@ const (
 // something to differ on (a C1 control or an override, a screen move or edit, an ambiguous
 // character, a VS16 after a character): drawn with any of them flipped, the view may differ.
 func drawnView(msg string, rd reading, controls controlsShown) (view string, at []int, others reading, back bool) {
+	view, at, _, others, back = draw(msg, rd, controls, false)
+	return view, at, others, back
+}
+
+// draw is drawnView, and with track the first source written in each view byte's column
+// (firsts, as at is: the earliest byte of msg that drew a character there, written over since
+// or not: shownBounds).
+func draw(msg string, rd reading, controls controlsShown, track bool) (view string, at, firsts []int, others reading, back bool) {
 	d, dat := unescaped(msg, controls != controlsEscaped)
 	drawn := rd&readC1 != 0
-	v := drawing{d: d, dat: dat, blanks: len(d), work: len(d), rd: rd}
+	v := drawing{d: d, dat: dat, blanks: len(d), work: len(d), rd: rd, track: track}
 	for i := 0; i < len(d); {
 		c := d[i]
 		n := 1
@@ -255,9 +263,9 @@ func drawnView(msg string, rd reading, controls controlsShown) (view string, at 
 	view, at = v.view()
 	others |= v.others
 	if view == msg {
-		return "", nil, others, back
+		return "", nil, nil, others, back
 	}
-	return view, append(at, len(msg)), others, back
+	return view, append(at, len(msg)), v.firsts, others, back
 }
 
 // controlsShown is how shownView reads a control byte and the escape a quoting wrote for it.
@@ -313,6 +321,10 @@ type drawing struct {
 	// rd is the reading drawn; others the bits of the readings a character drawn differs on
 	// (drawnView's others).
 	rd, others reading
+	// track keeps each row's first source written in each column (drawnRow.firsts), and view
+	// gives them for its bytes in firsts (draw).
+	track  bool
+	firsts []int
 }
 
 // screen says the screen's own moves and edits are drawn (readScreen).
@@ -323,6 +335,9 @@ type drawnRow struct {
 	key   int64
 	from  int
 	cells []drawnCell
+	// firsts, when the drawing tracks them, is the first character's source (in d) written in
+	// each column, -1 for none: kept when the cell is written over, erased or cut.
+	firsts []int32
 }
 
 // drawnCell is a column of a row: d[from:to], the character written there (with the combining
@@ -617,6 +632,16 @@ func (v *drawing) put(from, to, w int) {
 		row.rub(k, v.dat)
 	}
 	v.last = [3]int{from, to, w}
+	if v.track {
+		for len(row.firsts) < v.col+w {
+			row.firsts = append(row.firsts, -1)
+		}
+		for k := v.col; k < v.col+w; k++ {
+			if row.firsts[k] < 0 {
+				row.firsts[k] = int32(from)
+			}
+		}
+	}
 	for k := range w {
 		c := drawnCell{int32(from), int32(to)}
 		if k > 0 {
@@ -793,7 +818,8 @@ func (v *drawing) view() (string, []int) {
 		if k > 0 {
 			b, at = append(b, '\n'), append(at, r.from)
 		}
-		for _, c := range r.cells {
+		for col, c := range r.cells {
+			n := len(at)
 			switch c.from {
 			case wideHalf:
 			case blankCell:
@@ -801,7 +827,25 @@ func (v *drawing) view() (string, []int) {
 			default:
 				b, at = append(b, v.d[c.from:c.to]...), append(at, v.dat[c.from:c.to]...)
 			}
+			if v.track {
+				v.firsts = append(v.firsts, at[len(v.firsts):n]...) // a row's break before
+				first := at[n:]
+				if len(first) > 0 {
+					f := first[0]
+					for k := col; k < len(r.firsts) && (k == col || k < len(r.cells) && r.cells[k].from == wideHalf); k++ {
+						if r.firsts[k] >= 0 {
+							f = min(f, v.dat[r.firsts[k]])
+						}
+					}
+					for range first {
+						v.firsts = append(v.firsts, f)
+					}
+				}
+			}
 		}
+	}
+	if v.track {
+		v.firsts = append(v.firsts, at[len(v.firsts):]...)
 	}
 	return string(b), at
 }
@@ -864,7 +908,7 @@ const maxMove = 256
 // which the terminal showed no more, but once the value's moves are masked with it is drawn
 // again. Before (scrub35), "hunter2-sXXXXX\rhunter2-\e[C3cret" was masked as
 // "hunter2-[REDACTED]", which a terminal draws with the secret's first half.
-func shownBounds(msg, view string, at []int, from, to int, controls controlsShown) (int, int) {
+func shownBounds(msg, view string, at []int, from, to int, controls controlsShown, firsts func() []int) (int, int) {
 	lo, hi := at[from], 0
 	back := false
 	for i, a := range at[from:to] {
@@ -877,6 +921,15 @@ func shownBounds(msg, view string, at []int, from, to int, controls controlsShow
 			if strings.HasPrefix(value, msg[lo-n:lo]) {
 				lo -= n
 				break
+			}
+		}
+		// Whatever drew a character in the value's columns before it (a head with another
+		// letter after it, which EL 1 erased and the line written again drew over) is drawn
+		// again once the value is masked: it is masked with it (scrub36; before,
+		// "hunter2Xs3cret", back to the X, EL 1, "\rhunter2" was masked as "hunter2X[REDACTED]").
+		if firsts != nil {
+			for _, f := range firsts()[from:to] {
+				lo = min(lo, f)
 			}
 		}
 	}
