@@ -110,6 +110,9 @@ func newScrubber(sensitive []string) *scrubber {
 		if needsCEscape(s) {
 			sc.forms = append(sc.forms, cEscape(s, false), cEscape(s, true), pyBytesRepr(s))
 		}
+		if caret, ok := caretNotation(s); ok {
+			sc.forms = append(sc.forms, caret)
+		}
 		sc.forms = appendEncodedForms(sc.forms, s)
 		// The forms of one value that are the same (its quoted forms, when quoting changes only
 		// part of them; base64 and its raw form, when no padding is needed) are looked for once.
@@ -125,6 +128,7 @@ func newScrubber(sensitive []string) *scrubber {
 		// A control byte (but a line feed, which a drawing spells as its rows' break, and ESC)
 		// is found through escapes only as the decoded string holds it (controlsKept).
 		sc.controls = sc.controls || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 && r != '\n' && r != 0x1b || r == 0x7f })
+		sc.esc = sc.esc || strings.IndexByte(s, 0x1b) >= 0
 	}
 	sc.ends = make([][2]uint16, len(sc.forms))
 	for i, f := range sc.forms {
@@ -141,6 +145,8 @@ type scrubber struct {
 	space bool // a value has a space, which a query string writes as '+'
 	// controls: a value has a control byte a drawing does not spell (a tab, a carriage return)
 	controls bool
+	// esc: a value has ESC, which a drawing reads as beginning a sequence (controlsKeptAll)
+	esc bool
 }
 
 func (sc *scrubber) scrub(msg string) string { return sc.scrubCut(msg, false) }
@@ -183,6 +189,9 @@ func (sc *scrubber) scrubCut(msg string, own bool) string {
 		// decoded string holds it, which no drawing spells ("pass\u0009word").
 		if sc.controls {
 			spans, _ = sc.findShown(spans, msg, controlsKept)
+		}
+		if sc.esc {
+			spans, _ = sc.findShown(spans, msg, controlsKeptAll)
 		}
 	}
 	// Base64 or hex broken into lines (MIME, PEM, a dump's quoted "\n") is found joined again.
@@ -533,6 +542,29 @@ func cEscape(s string, octalHigh bool) string {
 	return escapeBytes(s, `"'`, octalHigh, func(b *strings.Builder, c byte) {
 		b.Write([]byte{'\\', '0' + c>>6, '0' + c>>3&7, '0' + c&7})
 	})
+}
+
+// caretNotation is s as cat -v, less and vim show its control bytes: each C0 control but a tab
+// and a line feed as ^ and the letter 0x40 above it (ESC as ^[), DEL as ^?; ok says s has one.
+// A plugin that quotes a helper's output shown so echoes a value with ESC in it as
+// "hunter2^[s3cret" (scrub36; before, shown).
+func caretNotation(s string) (string, bool) {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' || r == 0x7f }) {
+		return "", false
+	}
+	var b strings.Builder
+	for i := range len(s) {
+		switch c := s[i]; {
+		case c < 0x20 && c != '\t' && c != '\n':
+			b.WriteByte('^')
+			b.WriteByte(c + 0x40)
+		case c == 0x7f:
+			b.WriteString("^?")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), true
 }
 
 // pyBytesRepr is s encoded as Python's repr writes bytes (b'...'), inside the quotes: the

@@ -149,3 +149,36 @@ func TestScrubMasksWhatDrewFirstInAValuesColumns(t *testing.T) {
 		t.Errorf("scrubbed %q\n to %q; want the progress line kept", msg, got)
 	}
 }
+
+// The adversary: a plugin echoing a secret with ESC in it through an escape for ESC that no
+// quoting of the whole value writes (Rust's Debug "\u{1b}", JavaScript's util.inspect "\x1B",
+// Ruby's inspect "\e", Java's JSON "\u001B", cat -v's "^["), or drawing a colour inside a
+// secret with ESC spelled as cat -v shows it. Before, each was shown whole: the view read the
+// decoded ESC as beginning a sequence (ESC s ate the s), and "^[" as two characters.
+func TestScrubFindsESCSpelledEveryWay(t *testing.T) {
+	t.Parallel()
+	const secret = "hunter2\x1bs3cret"
+	for _, echoed := range []string{
+		`hunter2\u{1b}s3cret`,
+		`hunter2\u{001b}s3cret`,
+		`hunter2\x1Bs3cret`,
+		`hunter2\es3cret`,
+		`hunter2\u001Bs3cret`,
+		`hunter2^[s3cret`,
+	} {
+		msg := `bad secret "` + echoed + `"!`
+		if got := csi.Scrubber([]string{secret})(msg); got != `bad secret "[REDACTED]"!` {
+			t.Errorf("scrubbed %q\n to %q; want the value masked", msg, got)
+		}
+	}
+	drawsWhole(t, []struct{ name, echoed string }{
+		{"a colour inside, ESC as cat -v shows it", "hun^[[0mter2-s3cret"},
+		{"a move back, ESC as cat -v shows it", "hunter2-XXXXXX^[[6Ds3cret"},
+	})
+	drawsOtherwise(t, []struct{ msg, shown string }{
+		// A caret that begins a regular expression is read as ESC too: what it draws holds no
+		// secret, and the message is kept.
+		{"name must match ^[a-z0-9-]+$, not hunter2-s3cre", "name must match -z0-9-]+$, not hunter2-s3cre"},
+		{"hunter2 ^ s3cret", "hunter2 ^ s3cret"},
+	})
+}

@@ -16,7 +16,8 @@ import (
 
 // shownDiffers reports whether msg may read otherwise than its bytes spell it (shownView): it
 // has a backslash (an escape), a control byte other than a tab or a line break (a carriage
-// return not before a line feed included: the start of the line written over), DEL, or the
+// return not before a line feed included: the start of the line written over), DEL, "^[" (ESC
+// as cat -v shows it), or the
 // first byte of a C1 control (0xc2) or of a character spec.ShowsAsNothing reports
 // (spec.InvisibleLeads), that character then decoded and asked of. Most messages have none,
 // and cost this one pass.
@@ -31,6 +32,9 @@ func shownDiffers(msg string) bool {
 			if c == '\r' && i+1 < len(msg) && msg[i+1] == '\n' {
 				i++ // a line's end, as CRLF writes it: the view would be the same
 				continue
+			}
+			if c == '^' && !(i+1 < len(msg) && msg[i+1] == '[') {
+				continue // a caret alone; "^[" is ESC as cat -v shows it
 			}
 			return true
 		}
@@ -51,7 +55,7 @@ var shownMayDiffer = sync.OnceValue(func() *[256]bool {
 	for c := range 0x20 {
 		t[c] = c != '\t' && c != '\n' // a carriage return moves the cursor back: shownDiffers asks
 	}
-	t['\\'], t[0x7f], t[0xc2] = true, true, true
+	t['\\'], t['^'], t[0x7f], t[0xc2] = true, true, true, true
 	return &t
 })
 
@@ -150,7 +154,7 @@ func draw(msg string, rd reading, controls controlsShown, track bool) (view stri
 		c := d[i]
 		n := 1
 		switch {
-		case controls == controlsKept && (c < 0x20 && c != 0x1b || c == 0x7f):
+		case controls == controlsKept && (c < 0x20 && c != 0x1b || c == 0x7f), controls == controlsKeptAll && (c < 0x20 || c == 0x7f):
 			v.put(i, i+1, 1)
 		case c == 0x1b || drawn && c == 0xc2 && i+1 < len(d) && d[i+1] >= 0x80 && d[i+1] <= 0x9f:
 			var csi bool
@@ -286,6 +290,11 @@ const (
 	// (a tab is blanks to its stop), echoed with an escape or what shows as nothing inside
 	// ("pass\u0009word", "pass\tw\u200bord"), is found as the decoded string holds it.
 	controlsKept
+	// controlsKeptAll is controlsKept with ESC kept as a character too, not read as beginning a
+	// sequence: a value with ESC in it, echoed with an escape for it no quoting of the whole
+	// value writes (Rust's "\u{1b}", JavaScript's "\x1B", Ruby's "\e", Java's "\u001B"), is
+	// found as the decoded string holds it (scrub36; before, each was shown).
+	controlsKeptAll
 )
 
 // absoluteRows is the first row a move to an absolute row (CUP, VPA) goes to: the message's
@@ -944,6 +953,8 @@ func shownEnd(msg string, from int, controls controlsShown) int {
 		if _, n := unescape(nil, msg[from:], controls != controlsEscaped); n > 0 {
 			return from + n
 		}
+	case msg[from] == '^' && from+1 < len(msg) && msg[from+1] == '[':
+		return from + 2
 	case msg[from] >= 0x80:
 		_, n := utf8.DecodeRuneInString(msg[from:])
 		return from + n
@@ -1041,6 +1052,13 @@ func unescaped(msg string, controls bool) (d []byte, at []int) {
 				i += n
 				continue
 			}
+		}
+		if msg[i] == '^' && i+1 < len(msg) && msg[i+1] == '[' {
+			// ESC as cat -v, less and vim show it: read as one by whoever knows them (scrub36;
+			// before, "hun^[[0mter2-s3cret" was shown).
+			d, at = append(d, 0x1b), append(at, i)
+			i += 2
+			continue
 		}
 		d = append(d, msg[i])
 		at = append(at, i)
