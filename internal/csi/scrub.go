@@ -349,7 +349,62 @@ func (sc *scrubber) findAtOwnCuts(spans []span, msg string) []span {
 			spans = sc.appendCutAt(spans, msg, at, true)
 		}
 	}
+	for at := range ownCutMarks(msg) {
+		if at >= minScrubLen {
+			spans = sc.appendCutAt(spans, msg, at, true)
+		}
+	}
 	return spans
+}
+
+// ownCutMarks yields, for each of msg's first maxOwnCuts words of a cut in brackets ("(truncated)",
+// "[output truncated]", "<truncated 120 bytes>": "truncat" in any case, within a bracket of at
+// most 64 bytes), where the blanks before it begin and where the blanks after it end: the
+// places findAtOwnCuts and findAtOwnStarts look for a plugin's own cut, as at an ellipsis
+// (scrub36; before, "token=hunter2-s3 (truncated)" showed the secret's head, and
+// "...(truncated) r2-s3cret rejected" its tail).
+func ownCutMarks(msg string) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		n := 0
+		for i := 0; i < len(msg) && n < maxOwnCuts; {
+			j := indexFold(msg[i:], "truncat")
+			if j < 0 {
+				return
+			}
+			at := i + j
+			i = at + len("truncat")
+			open := strings.LastIndexAny(msg[max(0, at-64):at], "([{<")
+			if open < 0 {
+				continue
+			}
+			open += max(0, at-64)
+			closeAt := strings.IndexAny(msg[i:min(len(msg), open+64)], ")]}>")
+			if closeAt < 0 || strings.ContainsAny(msg[open+1:at], ")]}>") {
+				continue
+			}
+			end := i + closeAt + 1
+			n++
+			if !yield(len(strings.TrimRight(msg[:open], " \t")), skipBlanks(msg, end)) {
+				return
+			}
+			i = end
+		}
+	}
+}
+
+// indexFold is strings.Index of the lower-case ASCII word in s, in any case of its letters.
+func indexFold(s, word string) int {
+	for i := 0; i+len(word) <= len(s); i++ {
+		k := strings.IndexAny(s[i:len(s)-len(word)+1], word[:1]+strings.ToUpper(word[:1]))
+		if k < 0 {
+			return -1
+		}
+		i += k
+		if strings.EqualFold(s[i:i+len(word)], word) {
+			return i
+		}
+	}
+	return -1
 }
 
 // ownEllipses yields where each of msg's first maxOwnCuts ellipses ("..." or "…") begins and
@@ -414,6 +469,9 @@ func (sc *scrubber) findAtOwnStarts(spans []span, msg string) []span {
 		if after > start {
 			spans = sc.appendStartAt(spans, msg, after)
 		}
+	}
+	for _, after := range ownCutMarks(msg) {
+		spans = sc.appendStartAt(spans, msg, after)
 	}
 	return spans
 }
