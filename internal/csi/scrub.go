@@ -110,6 +110,9 @@ func newScrubber(sensitive []string) *scrubber {
 		if needsCEscape(s) {
 			sc.forms = append(sc.forms, cEscape(s, false), cEscape(s, true), pyBytesRepr(s))
 		}
+		if caret, ok := caretNotation(s); ok {
+			sc.forms = append(sc.forms, caret)
+		}
 		sc.forms = appendEncodedForms(sc.forms, s)
 		// The forms of one value that are the same (its quoted forms, when quoting changes only
 		// part of them; base64 and its raw form, when no padding is needed) are looked for once.
@@ -125,6 +128,7 @@ func newScrubber(sensitive []string) *scrubber {
 		// A control byte (but a line feed, which a drawing spells as its rows' break, and ESC)
 		// is found through escapes only as the decoded string holds it (controlsKept).
 		sc.controls = sc.controls || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 && r != '\n' && r != 0x1b || r == 0x7f })
+		sc.esc = sc.esc || strings.IndexByte(s, 0x1b) >= 0
 	}
 	sc.ends = make([][2]uint16, len(sc.forms))
 	for i, f := range sc.forms {
@@ -141,6 +145,8 @@ type scrubber struct {
 	space bool // a value has a space, which a query string writes as '+'
 	// controls: a value has a control byte a drawing does not spell (a tab, a carriage return)
 	controls bool
+	// esc: a value has ESC, which a drawing reads as beginning a sequence (controlsKeptAll)
+	esc bool
 }
 
 func (sc *scrubber) scrub(msg string) string { return sc.scrubCut(msg, false) }
@@ -184,6 +190,9 @@ func (sc *scrubber) scrubCut(msg string, own bool) string {
 		if sc.controls {
 			spans, _ = sc.findShown(spans, msg, controlsKept)
 		}
+		if sc.esc {
+			spans, _ = sc.findShown(spans, msg, controlsKeptAll)
+		}
 	}
 	// Base64 or hex broken into lines (MIME, PEM, a dump's quoted "\n") is found joined again.
 	if strings.ContainsAny(msg, "\n\r\\") {
@@ -203,24 +212,55 @@ func (sc *scrubber) scrubCut(msg string, own bool) string {
 }
 
 // findShown appends the values found in msg's shown view (shownView, controls so read), and, when
-// msg has a C1 control or a right-to-left override, in the view of the terminals that act on
-// it (a CSI begun by U+009B, the text after U+202E reversed). A match ends where its last
-// byte's source ends: what follows it and shows as nothing (a colour's reset, a hyperlink, a
-// zero width space) is not the value's. back is shownView's.
+// msg holds something terminals draw two ways (a C1 control or a right-to-left override, a
+// screen move or edit, an ambiguous-width character or an emoji made wide by VS16, each of the
+// latter two when the cursor moves back: reading), in the view of every combination of those
+// readings (a CSI begun by U+009B, the text after U+202E reversed, the screen scrolled or
+// erased, two columns for the character). A match ends where its last byte's source ends:
+// what follows it and shows as nothing (a colour's reset, a hyperlink, a zero width space) is
+// not the value's. back is shownView's, in any reading.
 func (sc *scrubber) findShown(spans []span, msg string, controls controlsShown) (_ []span, back bool) {
-	view, at, twoWays, back := shownView(msg, false, controls)
-	bounds := func(view string, at []int) func(from, to int) (int, int) {
-		return func(from, to int) (int, int) { return shownBounds(msg, view, at, from, to, controls) }
+	view, at, others, back := drawnView(msg, 0, controls)
+	// A value drawn by a move back is masked with what drew in its columns first, which the
+	// drawing is made again to say (draw's firsts): rare, paid by such a find alone.
+	bounds := func(view string, at []int, rd reading) func(from, to int) (int, int) {
+		var firsts []int
+		first := func() []int {
+			if firsts == nil {
+				_, _, firsts, _, _ = draw(msg, rd, controls, true)
+			}
+			return firsts
+		}
+		return func(from, to int) (int, int) { return shownBounds(msg, view, at, from, to, controls, first) }
 	}
 	if at != nil {
-		spans = sc.find(spans, view, at, nil, bounds(view, at))
+		spans = sc.find(spans, view, at, nil, bounds(view, at, 0))
 	}
-	if twoWays {
-		view, at, _, drawnBack := shownView(msg, true, controls)
-		if at != nil {
-			spans = sc.find(spans, view, at, nil, bounds(view, at))
+	// A character's width changes nothing drawn unless the cursor goes back over it. A
+	// reading may find more to differ on (a C1 CSI that is an ED): looked in too.
+	widths := readAmbiguousWide | readEmojiWide
+	var drawn [readings]bool
+	drawn[0] = true
+	for more := true; more; {
+		more = false
+		if !back {
+			others &^= widths
 		}
-		back = back || drawnBack
+		for rd := reading(1); rd < readings; rd++ {
+			// A width read wide is a terminal's, which draws the screen's moves and edits: the
+			// reading that does not draw them keeps what it found before, narrow (10 drawings at
+			// most, not 16).
+			if drawn[rd] || rd&^others != 0 || rd&widths != 0 && others&readScreen != 0 && rd&readScreen == 0 {
+				continue
+			}
+			drawn[rd], more = true, true
+			view, at, found, drawnBack := drawnView(msg, rd, controls)
+			if at != nil {
+				spans = sc.find(spans, view, at, nil, bounds(view, at, rd))
+			}
+			others |= found
+			back = back || drawnBack
+		}
 	}
 	return spans, back
 }
@@ -309,7 +349,62 @@ func (sc *scrubber) findAtOwnCuts(spans []span, msg string) []span {
 			spans = sc.appendCutAt(spans, msg, at, true)
 		}
 	}
+	for at := range ownCutMarks(msg) {
+		if at >= minScrubLen {
+			spans = sc.appendCutAt(spans, msg, at, true)
+		}
+	}
 	return spans
+}
+
+// ownCutMarks yields, for each of msg's first maxOwnCuts words of a cut in brackets ("(truncated)",
+// "[output truncated]", "<truncated 120 bytes>": "truncat" in any case, within a bracket of at
+// most 64 bytes), where the blanks before it begin and where the blanks after it end: the
+// places findAtOwnCuts and findAtOwnStarts look for a plugin's own cut, as at an ellipsis
+// (scrub36; before, "token=hunter2-s3 (truncated)" showed the secret's head, and
+// "...(truncated) r2-s3cret rejected" its tail).
+func ownCutMarks(msg string) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		n := 0
+		for i := 0; i < len(msg) && n < maxOwnCuts; {
+			j := indexFold(msg[i:], "truncat")
+			if j < 0 {
+				return
+			}
+			at := i + j
+			i = at + len("truncat")
+			open := strings.LastIndexAny(msg[max(0, at-64):at], "([{<")
+			if open < 0 {
+				continue
+			}
+			open += max(0, at-64)
+			closeAt := strings.IndexAny(msg[i:min(len(msg), open+64)], ")]}>")
+			if closeAt < 0 || strings.ContainsAny(msg[open+1:at], ")]}>") {
+				continue
+			}
+			end := i + closeAt + 1
+			n++
+			if !yield(len(strings.TrimRight(msg[:open], " \t")), skipBlanks(msg, end)) {
+				return
+			}
+			i = end
+		}
+	}
+}
+
+// indexFold is strings.Index of the lower-case ASCII word in s, in any case of its letters.
+func indexFold(s, word string) int {
+	for i := 0; i+len(word) <= len(s); i++ {
+		k := strings.IndexAny(s[i:len(s)-len(word)+1], word[:1]+strings.ToUpper(word[:1]))
+		if k < 0 {
+			return -1
+		}
+		i += k
+		if strings.EqualFold(s[i:i+len(word)], word) {
+			return i
+		}
+	}
+	return -1
 }
 
 // ownEllipses yields where each of msg's first maxOwnCuts ellipses ("..." or "…") begins and
@@ -374,6 +469,9 @@ func (sc *scrubber) findAtOwnStarts(spans []span, msg string) []span {
 		if after > start {
 			spans = sc.appendStartAt(spans, msg, after)
 		}
+	}
+	for _, after := range ownCutMarks(msg) {
+		spans = sc.appendStartAt(spans, msg, after)
 	}
 	return spans
 }
@@ -502,6 +600,29 @@ func cEscape(s string, octalHigh bool) string {
 	return escapeBytes(s, `"'`, octalHigh, func(b *strings.Builder, c byte) {
 		b.Write([]byte{'\\', '0' + c>>6, '0' + c>>3&7, '0' + c&7})
 	})
+}
+
+// caretNotation is s as cat -v, less and vim show its control bytes: each C0 control but a tab
+// and a line feed as ^ and the letter 0x40 above it (ESC as ^[), DEL as ^?; ok says s has one.
+// A plugin that quotes a helper's output shown so echoes a value with ESC in it as
+// "hunter2^[s3cret" (scrub36; before, shown).
+func caretNotation(s string) (string, bool) {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' || r == 0x7f }) {
+		return "", false
+	}
+	var b strings.Builder
+	for i := range len(s) {
+		switch c := s[i]; {
+		case c < 0x20 && c != '\t' && c != '\n':
+			b.WriteByte('^')
+			b.WriteByte(c + 0x40)
+		case c == 0x7f:
+			b.WriteString("^?")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), true
 }
 
 // pyBytesRepr is s encoded as Python's repr writes bytes (b'...'), inside the quotes: the
@@ -645,14 +766,17 @@ func joinedAt(cuts []cut, i int) int {
 	return cuts[n-1].msg + i - cuts[n-1].view
 }
 
-// lineBreakEnd returns the end of the line break at msg[i:] (\r\n or \n, or the
-// two-character escapes a quoted dump writes for them), with the spaces and tabs before and
-// after it, or i when there is none. A carriage return alone is none: a terminal goes back to
-// the line's start there and writes what follows over what is before it ("hunter2-\rs3cret"
-// shows "s3cret2-"), and no base64 tool breaks its lines so.
+// lineBreakEnd returns the end of the line break at msg[i:] (\r\n, \n or a carriage return
+// alone, or the two-character escapes a quoted dump writes for them), with the spaces and tabs
+// before and after it, or i when there is none. A carriage return alone is one too (scrub36):
+// a terminal goes back to the line's start there and writes what follows over what is before
+// it ("hunter2-\rs3cret" draws "s3cret2-"), but what volctl writes is not only drawn: its
+// --json, the event log, the agent's log and a redirect to a file carry the byte or its
+// escape, where a reader reads "hunter2-" and then "s3cret", the secret split as a line
+// break splits it (scrub34 to scrub35 kept it so, for what a terminal draws alone).
 func lineBreakEnd(msg string, i int) int {
 	j := skipBlanks(msg, i)
-	for _, br := range []string{"\r\n", "\n", `\r\n`, `\n`} {
+	for _, br := range []string{"\r\n", "\n", "\r", `\r\n`, `\n`, `\r`} {
 		if strings.HasPrefix(msg[j:], br) {
 			return skipBlanks(msg, j+len(br))
 		}

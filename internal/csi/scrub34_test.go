@@ -114,21 +114,32 @@ func TestScrubDrawsATabFarIntoALine(t *testing.T) {
 	})
 }
 
-// The line-join pass (base64 broken into lines) read a bare carriage return as a line break,
-// and joined hunter2- to s3cret across it; a terminal goes back to the line's start there and
-// writes s3cret over hunter: it shows s3cret2-. Base64 broken by CRLF or LF is still joined.
-func TestScrubDoesNotJoinLinesAcrossABareCarriageReturn(t *testing.T) {
+// The line-join pass (base64 broken into lines) read a bare carriage return as a line break
+// before scrub34, which stopped it, since a terminal goes back to the line's start there and
+// writes s3cret over hunter: it draws s3cret2-. But volctl's output is not only a terminal:
+// --json, the event log, the agent's log and a redirect to a file carry the byte or its escape,
+// where a reader reads hunter2- and then s3cret (scrub36). The secret must be unreadable in
+// every view volctl writes, so a bare carriage return (raw or escaped) between two base64
+// characters is a break joined again, as CRLF and LF are: the cases a terminal draws as
+// s3cret2- are masked now, where scrub34 kept them; the rule is stronger, not weaker.
+// Base64 broken by CRLF or LF is still joined, and a carriage return between other text
+// (a progress line redrawn) is kept.
+func TestScrubJoinsLinesAcrossABareCarriageReturn(t *testing.T) {
 	t.Parallel()
-	drawsOtherwise(t, []struct{ msg, shown string }{
-		{"hunter2-\t\rs3cret", "s3cret2-"},
-		{"hunter2-\rs3cret", "s3cret2-"},
-		{"token: hunter2- \r s3cret", " s3cretunter2- "},
-		// Quoted, the same: read as it is, \r between them; decoded, drawn as above.
-		{`hunter2-\rs3cret`, `hunter2-\rs3cret`},
-	})
 	drawsWhole(t, []struct{ name, echoed string }{
+		// A terminal draws s3cret2- (scrub34's reading); --json, a log, a file read hunter2- s3cret.
+		{"bare CR after a tab", "hunter2-\t\rs3cret"},
+		{"bare CR", "hunter2-\rs3cret"},
+		{"bare CR between blanks", "token: hunter2- \r s3cret"},
+		// Quoted, the same: a reader of the --json reads hunter2-\rs3cret.
+		{"quoted bare CR", `hunter2-\rs3cret`},
 		{"CRLF between base64 characters", "hunter2-\r\ns3cret"},
 		{"LF between base64 characters, indented", "hunter2-\n    s3cret"},
 		{"quoted CRLF between base64 characters", `hunter2-\r\ns3cret`},
+	})
+	drawsOtherwise(t, []struct{ msg, shown string }{
+		// A carriage return between text that is no secret's two parts is kept.
+		{"copying 10%\rcopying 20%\rhunter2-done", "hunter2-done20%"},
+		{"hunter2-\rXXXXXX s3cret", "XXXXXX s3cret"},
 	})
 }

@@ -51,7 +51,6 @@ func TestScrubKeepsEscapedControlsThatDrawNoSecret(t *testing.T) {
 	for _, c := range []struct{ msg, shown string }{
 		{`"hunter2-\ts3cret"`, "hunter2-        s3cret"},
 		{`"hunter2-s3cre\bX"`, "hunter2-s3crX"},
-		{`"hunter2-\rs3cret"`, "s3cret2-"},
 		{`C:\temp\new\hunter2\bin\s3cret.txt`, "a path"},
 		{`line one\r\nline two\thunter2 \b s3cret`, "honest text"},
 	} {
@@ -60,6 +59,10 @@ func TestScrubKeepsEscapedControlsThatDrawNoSecret(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ secret, echoed string }{
+		// A decoding reader draws s3cret2-, but the --json's reader reads hunter2-\rs3cret: a
+		// bare carriage return between two parts is joined as a line break is (scrub36; kept
+		// before, in the list above).
+		{shownSecret34, `hunter2-\rs3cret`},
 		{"pass\tw0rd-9", `pass\tw0rd-9`},
 		{"pass\tw0rd-9", "pass\tw0rd-9"},
 		{"line-1\nline-2", `line-1\nline-2`},

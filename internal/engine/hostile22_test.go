@@ -106,6 +106,10 @@ func TestWrappedEchoedSecretsScrubbedOnEveryPath(t *testing.T) {
 		"YAML":          wrapped(base64.StdEncoding, "", "\n    "),
 		"quoted YAML":   wrapped(base64.StdEncoding, "", `\n    `),
 		"basic auth us": wrapped(base64.StdEncoding, "us:", "\n"),
+		// A bare carriage return: a terminal draws the next line over the last, but the event
+		// log, --json and a log file carry it, read a line after another (scrub36).
+		"bare CR":        wrapped(base64.StdEncoding, "", "\r"),
+		"quoted bare CR": wrapped(base64.StdEncoding, "", `\r`),
 	}
 	echoedSecretsScrubbed(t, echoSentinels{secret: "echo-secret@7f3a/x y+z?", volFlag: "volflag:7f3a/p@ss=?",
 		claimFlag: "claimflag 7f3a+q@r", other: "other-volume-secret/7f3a:s@t"}, encodings)
