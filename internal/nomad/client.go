@@ -237,8 +237,8 @@ const minUserKey = 16
 var errMisread = errors.New("read as another address")
 
 // misread reports whether u, address as url.Parse read it, is not the address written: a
-// fragment (http://ops:1234#5678@nomad:4646, a password with a '#': host "ops:1234", the rest
-// a fragment), or an '@' after the host it read (a '/' or '?' in a password ends the host
+// fragment that may be a password's (http://ops:1234#5678@nomad:4646, a password with a '#':
+// host "ops:1234", the rest a fragment), or an '@' after the host it read (a '/' or '?' in a password ends the host
 // there, the rest read as a path or query). The request would go, with the token, to the
 // host the password's first part names, while the address shown (everything before its last
 // '@' hidden) names the one meant. A Nomad address needs neither (unix:// is a path, and kept).
@@ -246,8 +246,18 @@ func misread(address string, u *url.URL) bool {
 	if strings.EqualFold(u.Scheme, "unix") {
 		return false
 	}
-	if u.Fragment != "" || strings.Contains(address, "#") {
-		return true
+	if hash := strings.Index(address, "#"); hash >= 0 {
+		// A fragment the nomad CLI takes, as volctl does (its API client sends the scheme,
+		// user, host and port only): one after the last '@', the address before it read as
+		// written. Before, http://nomad:4646/#x was refused, where `nomad` works. A '#' before
+		// an '@' is a password's (ops:1234#5678@nomad) or puts an '@' in the fragment
+		// (nomad:4646/#x@other), whose address shown (everything before its last '@' hidden)
+		// would name another host than the one asked.
+		if hash < strings.LastIndex(address, "@") {
+			return true
+		}
+		before, err := url.Parse(address[:hash])
+		return err != nil || misread(address[:hash], before)
 	}
 	rest := address
 	if i := strings.Index(rest, "://"); i >= 0 {
