@@ -46,3 +46,22 @@ func TestNomadPlainUserCredentialIsMaskedInNomadsReplies(t *testing.T) {
 		}
 	}
 }
+
+// maskWords, where a plain user stands as a word of its own and where it is part of a name.
+func TestMaskWordsBoundaries(t *testing.T) {
+	for in, want := range map[string]string{
+		"user opensesame.":                     "user [REDACTED].",
+		"OpenSesame denied":                    "[REDACTED] denied",
+		"https://opensesame@h":                 "https://[REDACTED]@h",
+		"https%3A%2F%2Fopensesame%40h":         "https%3A%2F%2F[REDACTED]%40h",
+		`{"u":"\u0022opensesame\u0022"}`:       `{"u":"\u0022[REDACTED]\u0022"}`,
+		"opensesame:":                          "[REDACTED]:",
+		"volume opensesame-db, opensesame.dev": "volume opensesame-db, opensesame.dev",
+		"devopensesame, opensesame2":           "devopensesame, opensesame2",
+		"-opensesame- _opensesame_":            "-[REDACTED]- _[REDACTED]_",
+	} {
+		if got := maskWords(in, []string{"opensesame"}); got != want {
+			t.Errorf("maskWords(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
