@@ -44,7 +44,7 @@ func nomadClient() (*nomad.Client, error) { return nomad.NewClient("") }
 func connectNomad(get func() (*nomad.Client, error)) (*nomad.Client, error) {
 	c, err := get()
 	if c != nil {
-		noteSecrets(c.Credentials()...)
+		noteSecrets(append(c.Credentials(), c.Words()...)...)
 	}
 	return c, err
 }
@@ -208,7 +208,7 @@ func nomadRegisterRun(ctx context.Context, opts *NomadRegisterOptions) error {
 		for i := range planned {
 			keep = append(keep, &planned[i].ID, &planned[i].NomadNamespace)
 		}
-		if err := redactOutputKeeping(ctx, e, keep, c.Credentials(), &planned); err != nil {
+		if err := redactNomadOutput(ctx, e, c, keep, &planned); err != nil {
 			return fmt.Errorf("nomad register: %w", err)
 		}
 		if err := opts.Exporter.Write(ctx, opts.IO.Out, planned); err != nil {
@@ -496,7 +496,7 @@ func replacedInNomad(ctx context.Context, e *engine.Engine, c *nomad.Client, bef
 	words := strings.Join(fields, ", ")
 	// Both sides' values (a context's may be a secret's), with no secret volctl knows nor the
 	// credentials sent to Nomad, as --dry-run shows them.
-	if ds := nomad.Differences(*before, v, fields); redactOutput(ctx, e, c.Credentials(), &ds) == nil {
+	if ds := nomad.Differences(*before, v, fields); redactNomadOutput(ctx, e, c, nil, &ds) == nil {
 		words = differenceWords(ds)
 	}
 	return fmt.Sprintf("volume %q: the registration replaced what Nomad's copy had with volctl's: %s; a job of Nomad's that relied on what it had (another access mode, mount options) fails to place or mount until its volume block asks what volctl's has, or Nomad's copy is registered again as it was",
@@ -583,7 +583,7 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		// Both sides' values (a context's may be a secret's), with no secret volctl knows
 		// nor the credentials sent to Nomad, as nomad status shows them.
 		plan.Differences = nomad.Differences(have, info, nomad.Differing(have, info))
-		if err := redactOutput(ctx, e, c.Credentials(), &plan.Differences); err != nil {
+		if err := redactNomadOutput(ctx, e, c, nil, &plan.Differences); err != nil {
 			return nil, fmt.Errorf("volume %q: %w", id, err)
 		}
 	}
@@ -1254,7 +1254,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			}
 		}
 	}
-	if err := redactOutputKeeping(ctx, e, keep, c.Credentials(), &out); err != nil {
+	if err := redactNomadOutput(ctx, e, c, keep, &out); err != nil {
 		return fmt.Errorf("nomad status: %w", err)
 	}
 	if opts.Exporter.Enabled() {

@@ -78,6 +78,10 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("X-Nomad-Index", strconv.FormatUint(max(n.index.Load(), 1), 10))
 	switch id, ok := strings.CutPrefix(r.URL.Path, "/v1/volume/csi/"); {
+	case r.URL.Path == "/v1/status/leader":
+		// The cluster's leader, which a handover asks before its registration and after its
+		// read-back (nomad.Client.crossedClusters): one cluster, one leader.
+		io.WriteString(w, `"127.0.0.1:4647"`)
 	case r.URL.Path == "/v1/agent/members":
 		n.mu.Lock()
 		builds := n.builds

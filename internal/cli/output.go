@@ -27,6 +27,7 @@ import (
 	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/nomad"
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -49,7 +50,14 @@ func flush(out *bufio.Writer, err *error) {
 // allocs, a reconcile's report) and returns the error that says what the interrupt left, where
 // a read ended by the signal would have withheld both behind "context canceled".
 func redactOutput(ctx context.Context, e *engine.Engine, extra []string, vs ...any) error {
-	return redactOutputKeeping(ctx, e, nil, extra, vs...)
+	return redactOutputKeeping(ctx, e, nil, extra, nil, vs...)
+}
+
+// redactNomadOutput is redactOutputKeeping with the credentials sent to Nomad (c's): its
+// values, and its plain user masked as a word (nomad.Client.HideWords), which what answers
+// for Nomad may echo anywhere.
+func redactNomadOutput(ctx context.Context, e *engine.Engine, c *nomad.Client, keep []*string, vs ...any) error {
+	return redactOutputKeeping(ctx, e, keep, c.Credentials(), c.HideWords, vs...)
 }
 
 // redactOutputKeeping is redactOutput, then each string keep points to (a field of the
@@ -59,7 +67,8 @@ func redactOutput(ctx context.Context, e *engine.Engine, extra []string, vs ...a
 // not [REDACTED] where the output names the volume, which every other command prints. What is
 // kept is chosen by its place, not its value: the same string anywhere else (in what Nomad
 // answered, under a key that says it is the password) is scrubbed of extra.
-func redactOutputKeeping(ctx context.Context, e *engine.Engine, keep []*string, extra []string, vs ...any) error {
+// words, when set, is applied after: what a scrubber of values cannot do (nomad.Client.HideWords).
+func redactOutputKeeping(ctx context.Context, e *engine.Engine, keep []*string, extra []string, words func(string) string, vs ...any) error {
 	ctx = context.WithoutCancel(ctx) // one read of the local state: it ends on its own
 	was := make([]string, len(keep))
 	for i, p := range keep {
@@ -69,8 +78,11 @@ func redactOutputKeeping(ctx context.Context, e *engine.Engine, keep []*string, 
 		if err := e.RedactValue(ctx, v, extra...); err != nil {
 			return fmt.Errorf("the output is withheld: reading the state to redact secrets from it: %w", err)
 		}
+		if words != nil {
+			engine.RedactWith(v, words)
+		}
 	}
-	if len(keep) == 0 || len(extra) == 0 {
+	if len(keep) == 0 || (len(extra) == 0 && words == nil) {
 		return nil
 	}
 	local, err := e.Redactor(ctx)

@@ -20,6 +20,10 @@ func (e *Engine) RedactValue(ctx context.Context, v any, extra ...string) error 
 	return redactWith(v, redact)
 }
 
+// RedactWith replaces every string under v, a pointer, with redact of it: for what a
+// scrubber of values cannot do (the Nomad client's masking of a plain user as a word).
+func RedactWith(v any, redact func(string) string) error { return redactWith(v, redact) }
+
 // redactWith replaces every string under v, a pointer, with redact of it (scrubValue).
 func redactWith(v any, redact func(string) string) error {
 	rv := reflect.ValueOf(v)

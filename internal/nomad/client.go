@@ -52,6 +52,11 @@ type Client struct {
 	// creds are the credentials every request carries (the ACL token, a basic auth password
 	// and its header's encoding), never shown in what Nomad says.
 	creds []string
+	// words are the basic auth users with no password that do not look like keys (userKey):
+	// each is the request's only credential, and may be a name or a password a person chose
+	// (http://opensesame@host), so it is masked in what Nomad says wherever it stands as a
+	// word of its own (maskWords), and kept inside a longer name (volume "ops-db").
+	words []string
 	// token: requests carry an ACL token (NOMAD_TOKEN is set).
 	token bool
 	// trusts names the CA certificates volctl trusts Nomad's to be signed by, when the
@@ -110,10 +115,16 @@ func NewClient(address string) (*Client, error) {
 	// NOMAD_HTTP_AUTH=KEY: the only credential the request carries), and its header's encoding.
 	// A user with no password is taken for a key only when it looks like one (userKey): a
 	// plain one (http://ops@host, NOMAD_HTTP_AUTH=ops) was replaced in everything Nomad said
-	// (volume "dev[REDACTED]"), and is hidden only in the address and the header's encoding.
+	// (volume "dev[REDACTED]"), and is masked only where it stands as a word of its own
+	// (words), besides the address and the header's encoding: it may be a password a person
+	// chose (http://opensesame@host), which a proxy's refusal echoes as a word.
+	var words []string
 	basic := func(user, password string) {
-		if password != "" || userKey(user) {
+		switch {
+		case password != "" || userKey(user):
 			creds = append(creds, cmp.Or(password, user))
+		case !slices.Contains(words, user):
+			words = append(words, user)
 		}
 		creds = append(creds, base64.StdEncoding.EncodeToString([]byte(user+":"+password)))
 	}
@@ -192,7 +203,7 @@ func NewClient(address string) (*Client, error) {
 	// has no such volume.
 	region, namespace := cfg.Region, cfg.Namespace
 	c.SetNamespace("")
-	out := &Client{api: c, Address: shown, Region: region, Namespace: namespace, creds: creds, token: cfg.SecretID != "",
+	out := &Client{api: c, Address: shown, Region: region, Namespace: namespace, creds: creds, words: words, token: cfg.SecretID != "",
 		serverName: cfg.TLSConfig.TLSServerName, stopped: new(atomic.Pointer[string]), seen: new(atomic.Bool), volumes: new(volumeList), tokenSelf: new(tokenSelf)}
 	if v := os.Getenv("NOMAD_SKIP_VERIFY"); v != "" {
 		if _, err := strconv.ParseBool(v); err != nil {
@@ -226,8 +237,8 @@ const minUserKey = 16
 var errMisread = errors.New("read as another address")
 
 // misread reports whether u, address as url.Parse read it, is not the address written: a
-// fragment (http://ops:1234#5678@nomad:4646, a password with a '#': host "ops:1234", the rest
-// a fragment), or an '@' after the host it read (a '/' or '?' in a password ends the host
+// fragment that may be a password's (http://ops:1234#5678@nomad:4646, a password with a '#':
+// host "ops:1234", the rest a fragment), or an '@' after the host it read (a '/' or '?' in a password ends the host
 // there, the rest read as a path or query). The request would go, with the token, to the
 // host the password's first part names, while the address shown (everything before its last
 // '@' hidden) names the one meant. A Nomad address needs neither (unix:// is a path, and kept).
@@ -235,8 +246,18 @@ func misread(address string, u *url.URL) bool {
 	if strings.EqualFold(u.Scheme, "unix") {
 		return false
 	}
-	if u.Fragment != "" || strings.Contains(address, "#") {
-		return true
+	if hash := strings.Index(address, "#"); hash >= 0 {
+		// A fragment the nomad CLI takes, as volctl does (its API client sends the scheme,
+		// user, host and port only): one after the last '@', the address before it read as
+		// written. Before, http://nomad:4646/#x was refused, where `nomad` works. A '#' before
+		// an '@' is a password's (ops:1234#5678@nomad) or puts an '@' in the fragment
+		// (nomad:4646/#x@other), whose address shown (everything before its last '@' hidden)
+		// would name another host than the one asked.
+		if hash < strings.LastIndex(address, "@") {
+			return true
+		}
+		before, err := url.Parse(address[:hash])
+		return err != nil || misread(address[:hash], before)
 	}
 	rest := address
 	if i := strings.Index(rest, "://"); i >= 0 {
@@ -936,7 +957,111 @@ func busy(err error, a *answer) string {
 
 // hideCreds replaces the credentials every request carries in s, something Nomad (or what
 // answers for it) said (scrubAll).
-func (c *Client) hideCreds(s string) string { return scrubAll(s, c.creds) }
+func (c *Client) hideCreds(s string) string { return maskWords(scrubAll(s, c.creds), c.words) }
+
+// maskWords replaces each of words in s, something Nomad or what answers for it said, where it
+// stands as a word of its own, in any case of its ASCII letters: not inside a longer name,
+// whose letters, digits, and '-', '_', '.' or '~' between two of them, go on before or after
+// it ("ops-db", "devops", "ops.example" keep the user ops; "ops." at a sentence's end does
+// not). A '%XX' or '\uXXXX' escape before it ends a word (a URL or JSON quoting the address:
+// https%3A%2F%2Fops%40host), and so do its forms as a URL's query or path and JSON write it.
+// The honest name that equals the user (admin) is masked too where it stands alone: volctl
+// cannot tell a name from a password a person chose, and showing the one costs the access
+// it gives, hiding the other one word of a message.
+func maskWords(s string, words []string) string {
+	if len(words) == 0 {
+		return s
+	}
+	var forms []string
+	for _, w := range words {
+		for _, f := range []string{w, url.QueryEscape(w), url.PathEscape(w), jsonInner(w)} {
+			if f = asciiLower(f); f != "" && !slices.Contains(forms, f) {
+				forms = append(forms, f)
+			}
+		}
+	}
+	// Longest first, so that a word holding another is replaced whole.
+	sort.Slice(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+	lower := asciiLower(s)
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(lower); {
+		matched := 0
+		for _, f := range forms {
+			if strings.HasPrefix(lower[i:], f) && wordStarts(lower, i) && wordEnds(lower, i+len(f)) {
+				matched = len(f)
+				break
+			}
+		}
+		if matched == 0 {
+			i++
+			continue
+		}
+		b.WriteString(s[last:i])
+		b.WriteString(spec.Redacted)
+		i += matched
+		last = i
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// jsonInner is w as a JSON string writes it, without its quotes.
+func jsonInner(w string) string {
+	q, _ := json.Marshal(w)
+	return string(q[1 : len(q)-1])
+}
+
+// asciiLower is s with its ASCII letters in lower case, each byte where it was.
+func asciiLower(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'A' && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}, s)
+}
+
+// wordByte reports whether b is a letter or digit of a name (any byte of a non-ASCII rune).
+func wordByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b >= 0x80
+}
+
+// joiner reports whether b joins two parts of one name (ops-db, ops.example).
+func joiner(b byte) bool { return b == '-' || b == '_' || b == '.' || b == '~' }
+
+// wordStarts reports whether no name goes on before s[i:] (maskWords).
+func wordStarts(s string, i int) bool {
+	if i == 0 {
+		return true
+	}
+	if i >= 3 && s[i-3] == '%' && isHex(s[i-2]) && isHex(s[i-1]) {
+		return true
+	}
+	if i >= 6 && s[i-6] == '\\' && s[i-5] == 'u' && isHex(s[i-4]) && isHex(s[i-3]) && isHex(s[i-2]) && isHex(s[i-1]) {
+		return true
+	}
+	if wordByte(s[i-1]) {
+		return false
+	}
+	return !(joiner(s[i-1]) && i >= 2 && wordByte(s[i-2]))
+}
+
+// wordEnds reports whether no name goes on from s[i:] (maskWords).
+func wordEnds(s string, i int) bool {
+	if i == len(s) {
+		return true
+	}
+	if wordByte(s[i]) {
+		return false
+	}
+	return !(joiner(s[i]) && i+1 < len(s) && wordByte(s[i+1]))
+}
+
+func isHex(b byte) bool { return b >= '0' && b <= '9' || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F' }
 
 // Hide is s, something Nomad or what answers for it said (a name in Nomad's copy of a volume),
 // with the credentials every request carries replaced, as in Nomad's errors: for a message
@@ -959,6 +1084,15 @@ func scrubAll(s string, vals []string) string {
 	}
 	return s
 }
+
+// HideWords is s with the plain users sent to Nomad as the only credential masked where each
+// stands as a word of its own (maskWords): for a command's output, whose values a scrubber of
+// Credentials has scrubbed.
+func (c *Client) HideWords(s string) string { return maskWords(s, c.words) }
+
+// Words are the plain users sent to Nomad as the only credential (HideWords masks them), for
+// a crash report, which is scrubbed of them wherever they are.
+func (c *Client) Words() []string { return slices.Clone(c.words) }
 
 // Credentials are the values hideCreds replaces (the ACL token, a basic auth password and its
 // header's encoding), for a command to replace in Nomad's answers it prints.

@@ -112,6 +112,10 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 		// the plugin's node calls may need it. Sent back, it is kept by both.
 		v.Context = maps.Clone(have.Context)
 	}
+	// The cluster's leader before the registration, and again after it is read back: two
+	// clusters behind one balancer answer at one address, and a registration one took and a
+	// read-back the other answered proves nothing of either (crossedClusters).
+	before := c.leader(ctx)
 	warnings, index, err := c.register(ctx, v)
 	if err == nil || inFlight(err) {
 		// Nomad has it now, or may yet: a later volume of this command of the same storage
@@ -140,6 +144,15 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 	out.OK, out.Index = true, index
 	out.Warnings = c.shown(warnings, v)
 	got, gerr := c.VolumeIn(ctx, v.ID, ns, c.Region)
+	if crossed := c.crossedClusters(ctx, before); crossed != "" && (gerr == nil || errors.Is(gerr, ErrNotFound)) {
+		// Which cluster took the registration, and which one answered the read, is not
+		// known: neither Nomad's copy nor its 404 settles it. The mark stays, unsettled, so
+		// that no later word of the other cluster's ("no such volume") takes it back while the
+		// one that took it may use the volume.
+		out.InFlight = true
+		return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK at index %d, but %s, so volctl cannot tell which cluster took it nor trust the read-back (%s); it stays marked handed over, unsettled, and volctl does not claim it: set NOMAD_ADDR to one cluster's own servers (and NOMAD_REGION to its region), see `%s` there, and run `%s` again; once each cluster has let go of it (nomad volume deregister), `%s` takes it back",
+			v.ID, c.Address, index, crossed, readBackWords(gerr), c.nomadCmd("volume status", ns, v.ID), volctl("register", v.ID), volctl("release", v.ID))
+	}
 	switch {
 	case errors.Is(gerr, ErrNotFound) && IndexOf(gerr) < index:
 		// A state older than the one Nomad applied the registration in (X-Nomad-Index going
@@ -533,3 +546,48 @@ func capabilities(cs []spec.Capability) string {
 // shown is s, something Nomad said, with the credentials and the volume's secrets and mount
 // flags replaced.
 func (c *Client) shown(s string, v spec.Volume) string { return scrub(c.hideCreds(s), v) }
+
+// leader is the address of the leader of the Nomad cluster's region (c.Region, the agent's own
+// when none) as GET /v1/status/leader answers it ("10.0.0.1:4647": no ACL needed), "" when it
+// did not answer so (an error, a proxy's page, no leader, an older fake): then nothing is
+// compared. Bounded as the question after a failed registration is (askAfterFailure), and not
+// noted as Nomad stopping: it is a check, not the command's work.
+func (c *Client) leader(ctx context.Context) string {
+	rctx, a, cancel := c.request(ctx)
+	defer cancel()
+	rctx, cancelAsk := context.WithTimeout(rctx, min(c.timeout(), askAfterFailure))
+	defer cancelAsk()
+	var addr string
+	if _, err := c.api.Raw().Query("/v1/status/leader", &addr, (&api.QueryOptions{Region: c.Region}).WithContext(rctx)); err != nil || !a.connected.Load() {
+		return ""
+	}
+	return addr
+}
+
+// crossedClusters says, when the leader GET /v1/status/leader names now differs from before,
+// the one it named before the registration, that more than one cluster answers at NOMAD_ADDR;
+// "" when both named the same leader, or either named none. Nomad's answers name no cluster
+// (its X-Nomad-Index is a Raft index of whichever cluster answered, and a request naming no
+// region is answered in the agent's own), so a leader that changes between two questions of one
+// command is the sign volctl has: two clusters behind one load balancer (a round-robin one
+// sends the registration to one and the read-back to the other), or a new leader elected
+// meanwhile, for which the same command run again settles it.
+func (c *Client) crossedClusters(ctx context.Context, before string) string {
+	if before == "" {
+		return ""
+	}
+	after := c.leader(context.WithoutCancel(ctx))
+	if after == "" || after == before {
+		return ""
+	}
+	return fmt.Sprintf("its cluster's leader was %s before the registration and is %s after it (more than one Nomad cluster answers at that address, behind a load balancer, or a new leader was elected meanwhile)",
+		c.hideCreds(spec.Cut(before, 64)), c.hideCreds(spec.Cut(after, 64)))
+}
+
+// readBackWords says what the read-back of a registration answered, for crossedClusters' error.
+func readBackWords(gerr error) string {
+	if gerr != nil {
+		return fmt.Sprintf("the read-back said it has no such volume, at index %d", IndexOf(gerr))
+	}
+	return "the read-back found it"
+}

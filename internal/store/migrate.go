@@ -89,6 +89,7 @@ func loadMigrations() []migration {
 var goSteps = map[int]func(tx *Tx) error{
 	15: backfillStorageKeys,
 	19: backfillCapabilityChanges,
+	20: hideRecordedNomadAddresses,
 }
 
 // source is the migration's SQL.

@@ -1,4 +1,4 @@
--- volctl schema at version 19
+-- volctl schema at version 20
 -- Written by `VOLCTL_WRITE_SCHEMA=1 go test ./internal/store -run TestSchemaFileIsTheMigrationsApplied`
 -- from the migrations in migrations/, which stay the record of how the schema came to be: a new
 -- database gets this in one step (migrate.go, schemaFile). Do not edit it by hand.

@@ -1,0 +1,12 @@
+-- 0020: the Nomad addresses an older volctl recorded as they were written, a credential in them
+-- included (http://KEY@host, ?token=SECRET, /SECRET/, ?opensesame=: before rounds 33 to 35
+-- hid them), are rewritten as volctl shows them (nomadaddr.Shown): each handover mark's
+-- address, and the address after each "Nomad at " in the event log and the last errors of
+-- claims, past claims and plugins. Since round 35 they were hidden when shown, but stayed in
+-- the database at rest, in a backup of it and in its WAL. The migration's Go step
+-- (hideRecordedNomadAddresses) rewrites them, and its commit truncates the WAL (as forgetGone's
+-- does), so the old pages leave the files. Nothing reads the raw address back: taking a volume
+-- back from Nomad talks to the Nomad NOMAD_ADDR names then, with the credentials of that
+-- environment, and compares the mark with it by scheme, host and port (SameNomadAddress).
+-- A volctl before this version refuses the database by its version.
+SELECT 1;
