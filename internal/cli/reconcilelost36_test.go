@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// TestReconcileWhoseResultIsLostStillSaysItsProblems: `volctl reconcile --json | head -c0` (or
+// a reader that died, or stdout on a full disk) with a problem left (here a snapshot delete whose
+// answer was lost, which the plugin now refuses without the secret reconcile does not have).
+// The problems go to stderr, which is still there, but reconcile returned its result's
+// unprinted error first and never wrote them: stderr said "1 problem(s) left" and not which,
+// nor what to run, so a script logging stderr learnt that something was left and nothing
+// else. Now each problem is said on stderr as when stdout is read, and the exit is 1 saying
+// what was done.
+func TestReconcileWhoseResultIsLostStillSaysItsProblems(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	faults := csitest.NewFaults()
+	socket, e, _ := serveMem(t, csitest.NewMemPlugin(csitest.DefaultMemConfig()), csitest.WithFaults(faults))
+	createSingleWriter(t, e, "db")
+	v, err := e.Volume(ctx, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := csi.New(csi.Config{ControllerSocket: socket, NodeSocket: socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CreateSnapshot(ctx, csi.CreateSnapshotRequest{SourceVolumeID: v.ExternalID, Name: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	faults.FailAlways(csi.RPCDeleteSnapshot, codes.Unavailable)
+	if err := e.DeleteSnapshot(ctx, "mem", "s1", spec.Secrets{"token": "t0ps3cret"}); err == nil {
+		t.Fatal("the delete with its answer lost succeeded")
+	}
+	faults.Clear()
+	faults.FailAlways(csi.RPCDeleteSnapshot, codes.PermissionDenied)
+
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full here: %v", err)
+	}
+	defer full.Close()
+	for _, args := range [][]string{{"reconcile", "--json"}, {"reconcile", "--jq", ".problems[].message"}} {
+		for _, lost := range []string{"broken pipe", "no space left on device"} {
+			out := full
+			if lost == "broken pipe" {
+				r, w, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.Close() // the reader gone before the first line
+				defer w.Close()
+				out = w
+			}
+			ios, _, _, errOut := iostreams.Test()
+			ios.Out = &iostreams.Stdout{File: out}
+			f := NewFactory(ios)
+			f.engine = e
+			root := NewRootCmd(f)
+			root.SetArgs(args)
+			code := f.Report(f.RedactError(ctx, root.ExecuteContext(ctx)))
+			cmd := "volctl " + strings.Join(args, " ")
+			for _, want := range []string{"Problem: ", `"s1"`, "DeleteSnapshot", "1 problem(s) left; only printing it failed: ", lost} {
+				if !strings.Contains(errOut.String(), want) {
+					t.Errorf("%s, its stdout lost (%s), a problem left: stderr %q; want it to say %q", cmd, lost, errOut.String(), want)
+				}
+			}
+			if code != ExitError {
+				t.Errorf("%s, its stdout lost (%s): exit %d, want %d", cmd, lost, code, ExitError)
+			}
+		}
+	}
+}
