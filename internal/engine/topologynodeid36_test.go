@@ -87,7 +87,9 @@ func TestZoneTopologyRefusalNamesNoNodeID(t *testing.T) {
 	zoneA := &spec.Topology{Segments: map[string]string{"zone": "a"}}
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Topology, c.CreateTopology = zoneA, zoneA })
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
-	h.restartWith(func(c *csitest.MemConfig) { c.NodeID, c.Topology = "node-2", &spec.Topology{Segments: map[string]string{"zone": "b"}} })
+	h.restartWith(func(c *csitest.MemConfig) {
+		c.NodeID, c.Topology = "node-2", &spec.Topology{Segments: map[string]string{"zone": "b"}}
+	})
 	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
 	if !errors.Is(err, ErrConflict) || strings.Contains(err.Error(), "node ID") {
 		t.Errorf("a claim of v, in zone a, with the plugin in zone b: %v; want a conflict that says nothing of a node ID", err)
