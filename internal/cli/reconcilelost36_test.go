@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -81,5 +82,52 @@ func TestReconcileWhoseResultIsLostStillSaysItsProblems(t *testing.T) {
 				t.Errorf("%s, its stdout lost (%s): exit %d, want %d", cmd, lost, code, ExitError)
 			}
 		}
+	}
+}
+
+// TestGroupRunThatFailsInPartWhoseResultIsLostSaysWhatItKept: `volctl group run g.hcl |
+// head -c0` whose second alloc fails (its volume, db[1], is not there) and whose first got
+// its volume (db[0]): the run's error named the refused alloc alone, and the
+// result that said the first alloc's claim was made and stands was dropped with it, so a
+// script learnt of the failure and not of the claim kept. Now stderr says both, the exit
+// status the failure's as before.
+func TestGroupRunThatFailsInPartWhoseResultIsLostSaysWhatItKept(t *testing.T) {
+	requireMount(t) // group run claims
+	h := newCLIHarness(t)
+	h.createVolume(t, "db[0]", spec.SingleNodeWriter) // db[1] is not there
+	groupSpec := filepath.Join(t.TempDir(), "g.hcl")
+	if err := os.WriteFile(groupSpec, []byte(`group "g" {
+  count = 2
+  volume "d" {
+    type            = "csi"
+    source          = "db"
+    per_alloc       = true
+    access_mode     = "single-node-writer"
+    attachment_mode = "file-system"
+  }
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // the reader gone before the first line
+	defer w.Close()
+	ios, _, _, errOut := iostreams.Test()
+	ios.Out = &iostreams.Stdout{File: w}
+	f := NewFactory(ios)
+	root := NewRootCmd(f)
+	root.SetArgs([]string{"--state-dir", h.state, "group", "run", groupSpec})
+	code := f.Report(f.RedactError(h.ctx, root.ExecuteContext(h.ctx)))
+	f.Close()
+	for _, want := range []string{`group "g" run: 1 of 2 allocs have their volumes; only printing it failed: `, "broken pipe", `"db[1]"`} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("group run, one alloc of two failed, its stdout gone: stderr %q; want it to say %q", errOut.String(), want)
+		}
+	}
+	if code != ExitError {
+		t.Errorf("group run, one alloc of two failed: exit %d, want %d", code, ExitError)
 	}
 }
