@@ -7,10 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -129,5 +132,56 @@ func TestGroupRunThatFailsInPartWhoseResultIsLostSaysWhatItKept(t *testing.T) {
 	}
 	if code != ExitError {
 		t.Errorf("group run, one alloc of two failed: exit %d, want %d", code, ExitError)
+	}
+}
+
+// TestDetachThatFailsInPartWhoseResultIsLostSaysWhatItReleased: `volctl volume detach db --yes
+// | head -c0`, alloc a's claim released and b's failing (its NodeUnpublishVolume refused): the
+// detach's error named b's failure alone, and the lines that said a's claim was released were
+// dropped with the reader, with no word of them on stderr. Now stderr says both.
+func TestDetachThatFailsInPartWhoseResultIsLostSaysWhatItReleased(t *testing.T) {
+	requireMount(t) // it claims
+	ctx := context.Background()
+	faults := csitest.NewFaults()
+	_, e, _ := serveMem(t, csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig()), csitest.WithFaults(faults))
+	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
+		Capabilities: []spec.Capability{{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults.Inject(csi.RPCNodeUnpublishVolume, csitest.Fault{Code: codes.FailedPrecondition, When: func(req proto.Message) bool {
+		return req.(*csipb.NodeUnpublishVolumeRequest).GetTargetPath() == b.TargetPath
+	}})
+	for _, args := range [][]string{{"volume", "detach", "db", "--yes"}, {"volume", "detach", "db", "--yes", "--json"}} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close() // the reader gone before the first line
+		ios, _, _, errOut := iostreams.Test()
+		ios.Out = &iostreams.Stdout{File: w}
+		f := NewFactory(ios)
+		f.engine = e
+		root := NewRootCmd(f)
+		root.SetArgs(args)
+		code := f.Report(f.RedactError(ctx, root.ExecuteContext(ctx)))
+		w.Close()
+		cmd := "volctl " + strings.Join(args, " ")
+		// The second run finds a's claim released already and b's failing again: 0 released.
+		released := map[bool]string{true: `volume "db": 1 claim(s) released; only printing it failed: `, false: `volume "db": 0 claim(s) released; only printing it failed: `}[args[len(args)-1] == "--yes"]
+		for _, want := range []string{released, "broken pipe", `"b"`} {
+			if !strings.Contains(errOut.String(), want) {
+				t.Errorf("%s, a's claim released and b's failing, its stdout gone: stderr %q; want it to say %q", cmd, errOut.String(), want)
+			}
+		}
+		if code != ExitError {
+			t.Errorf("%s: exit %d, want %d", cmd, code, ExitError)
+		}
 	}
 }
