@@ -91,10 +91,12 @@ func groupRunRun(ctx context.Context, opts *GroupRunOptions) error {
 	// The table too: unprinted (a reader gone, a full disk), it failed quietly, exit 1 with
 	// nothing said of the claims the run made (TestActingCommandsSayWhatTheyDidWhenTheirResultIsLost).
 	err = afterDone(err, "group %q run: %s", info.Name, allocsServed(info))
-	if runErr != nil {
-		return runErr
+	if err != nil {
+		// With the allocs that failed, the claims the others made, which stand, that the
+		// result unprinted would have said (TestGroupRunThatFailsInPartWhoseResultIsLostSaysWhatItKept).
+		return joinUnprinted(runErr, err)
 	}
-	return err
+	return runErr
 }
 
 // writeGroupRun prints what each alloc got: one row per claim, a failed alloc's row says so

@@ -79,11 +79,14 @@ func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
 	flush(out, &err)
 	// The table's too (TestActingCommandsSayWhatTheyDidWhenTheirResultIsLost).
 	err = afterDone(err, "reconcile: %d action(s) done, %d problem(s) left", len(rep.Actions), len(rep.Problems))
-	if err != nil {
-		return err
-	}
+	// Said on stderr whether or not the result reached stdout: a result lost (a reader gone, a
+	// full disk) said only how many problems were left, not which nor what to run
+	// (TestReconcileWhoseResultIsLostStillSaysItsProblems).
 	for _, p := range rep.Problems {
 		fmt.Fprintf(opts.IO.ErrOut, "Problem: %s\n", escapeLines(p.Message))
+	}
+	if err != nil {
+		return err
 	}
 	switch {
 	case len(rep.Problems) > 0:

@@ -80,8 +80,8 @@ func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
 		return err // nothing was tried (an unknown volume, say): nothing to report on stdout
 	}
 	if opts.Exporter.Enabled() {
-		if werr := opts.Exporter.Write(ctx, opts.IO.Out, res); werr != nil && err == nil {
-			err = afterDone(werr, "volume %q: %d claim(s) released", opts.VolumeID, len(res.Released))
+		if werr := opts.Exporter.Write(ctx, opts.IO.Out, res); werr != nil {
+			err = joinUnprinted(err, afterDone(werr, "volume %q: %d claim(s) released", opts.VolumeID, len(res.Released)))
 		}
 		return err
 	}
@@ -90,12 +90,24 @@ func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
 		fmt.Fprintf(&lines, "Released %s claim of alloc %q\n", c.Mode, c.Alloc)
 	}
 	if lines.Len() > 0 {
-		if werr := printDone(opts.IO.Out, lines.String(), "volume %q: %d claim(s) released", opts.VolumeID, len(res.Released)); werr != nil && err == nil {
-			err = werr
+		if werr := printDone(opts.IO.Out, lines.String(), "volume %q: %d claim(s) released", opts.VolumeID, len(res.Released)); werr != nil {
+			err = joinUnprinted(err, werr)
 		}
 	}
 	if len(res.Released) == 0 && len(res.Failed) == 0 && err == nil {
 		fmt.Fprintf(opts.IO.ErrOut, "Volume %q has no claims: nothing to detach\n", opts.VolumeID)
 	}
 	return err
+}
+
+// joinUnprinted is a command's failure, failed (nil for none), with unprinted, afterDone's
+// error saying what it did whose result was not printed: both said, the failure's exit status
+// kept. A detach that released some claims and failed others, its reader gone, said the
+// failure alone, the claims released nowhere
+// (TestDetachThatFailsInPartWhoseResultIsLostSaysWhatItReleased).
+func joinUnprinted(failed, unprinted error) error {
+	if failed == nil {
+		return unprinted
+	}
+	return withCode(ExitCode(failed), errors.Join(failed, unprinted))
 }

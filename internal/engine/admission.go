@@ -38,8 +38,12 @@ func checkNode(tx *store.Tx, v store.Volume, onNode bool, p *store.Plugin) error
 			p.ID, err, shellquote.Command("volctl plugin status", p.ID))
 	}
 	if topos := volumeTopologies(v); len(topos) > 0 && !topologyMatch(fp.Topology, topos) {
-		return conflictf("volume %q is accessible only from topology %s, and plugin %q's node %q %s (NodeGetInfo accessible_topology): the volume cannot be used on this node",
-			v.ID, formatTopologies(topos), p.ID, fp.NodeID, nodeTopologyWords(fp.Topology))
+		wayOut := ""
+		if w := renamedNodeWayOut(p.ID, topos, fp.NodeID, fp.Topology); w != "" {
+			wayOut = "; " + w
+		}
+		return conflictf("volume %q is accessible only from topology %s, and plugin %q's node %q %s (NodeGetInfo accessible_topology): the volume cannot be used on this node%s",
+			v.ID, formatTopologies(topos), p.ID, fp.NodeID, nodeTopologyWords(fp.Topology), wayOut)
 	}
 	if fp.MaxVolumes < 0 {
 		// Recorded before fingerprinting refused it (csi.Client.Fingerprint): not "no limit".
@@ -83,8 +87,44 @@ func standingOutsideTopology(tx *store.Tx, v store.Volume, p *store.Plugin) erro
 	standing := releaseThem(claims, "release its claims and stagings here", func(store.Claim) bool { return true })
 	return conflictf("volume %q is accessible only from topology %s, and plugin %q's node %q %s now (NodeGetInfo accessible_topology, changed since the volume came to this node): "+
 		"the claims it has here stand, mounted as they are, but no other is admitted here while the plugin states this topology; "+
-		"restart the plugin with a topology the volume is accessible from, or %s to use the volume from a node in %s",
-		v.ID, formatTopologies(topos), p.ID, fp.NodeID, nodeTopologyWords(fp.Topology), standing, formatTopologies(topos))
+		"%s, or %s to use the volume from a node in %s",
+		v.ID, formatTopologies(topos), p.ID, fp.NodeID, nodeTopologyWords(fp.Topology), restartWords(p.ID, topos, fp.NodeID, fp.Topology), standing, formatTopologies(topos))
+}
+
+// restartWords says how to have plugin pluginID's node (nodeID, in topology node) in one of
+// topos again: restart the plugin so, or, where its topology is its node ID and the volume was
+// made under another (renamedNodeWayOut), start it with that node ID again.
+func restartWords(pluginID string, topos []spec.Topology, nodeID string, node map[string]string) string {
+	if w := renamedNodeWayOut(pluginID, topos, nodeID, node); w != "" {
+		return w
+	}
+	return "restart the plugin with a topology the volume is accessible from"
+}
+
+// renamedNodeWayOut is what to do when plugin pluginID's topology is its node ID (a segment of
+// its node's topology, node, holds its node ID, nodeID: volctl's hostpath plugin keys its
+// topology so) and the volume's topologies, topos, name another node ID under that segment:
+// the plugin was started under another node ID since the volume was made there, most often the
+// same host renamed (hostpath's --node-id $(hostname)). Restarted with the old node ID, the
+// volume is accessible again and its claims restored; before, the refusals said only to
+// restart the plugin "with a topology the volume is accessible from", which names no flag of
+// hostpath's, or, with an attachment, to release the claim and claim the volume again, which
+// the topology refused (TestHostRenamedUnderATopologyKeyedByNodeID). "" when no segment says so.
+func renamedNodeWayOut(pluginID string, topos []spec.Topology, nodeID string, node map[string]string) string {
+	if nodeID == "" {
+		return ""
+	}
+	for _, t := range topos {
+		for _, k := range slices.Sorted(maps.Keys(t.Segments)) {
+			if was := t.Segments[k]; was != "" && was != nodeID && node[k] == nodeID {
+				return fmt.Sprintf("plugin %q's topology is its node ID (%s), and the volume was made on node %q: if this is that node under another name "+
+					"(a host renamed, its plugin started with the host's name as its node ID), start plugin %q with node ID %q again "+
+					"(volctl's hostpath plugin: --node-id %s), which the volume is accessible from, and the next `volctl reconcile` restores its claims here",
+					pluginID, csi.EscapeControl(k), was, pluginID, was, shellquote.Arg(was))
+			}
+		}
+	}
+	return ""
 }
 
 // nodeTopologyWords says where a node is, by its plugin's NodeGetInfo accessible_topology.

@@ -943,6 +943,20 @@ func (e *Engine) attachedElsewhere(ctx context.Context, c *conn, v store.Volume,
 		// holds no attachment, or this claim, which its rollback releases
 		return h.State != store.ClaimTaken && (h.ID != p.cl.ID || p.saved != store.ClaimTaken)
 	})
+	var node map[string]string
+	if c.fp.AccessibleTopology != nil {
+		node = c.fp.AccessibleTopology.Segments
+	}
+	if topos := volumeTopologies(v); len(topos) > 0 && !topologyMatch(node, topos) {
+		// The claim again would be refused by the topology (checkNode): the way out is the
+		// plugin back on a node the volume is accessible from, where the attachment is its own
+		// again (TestHostRenamedUnderATopologyKeyedByNodeID).
+		return &otherNodesAttachment{wayBack: true, plugin: c.plugin.ID, msg: fmt.Sprintf("volume %q is attached to node %q, but plugin %q now reports node %q (its NodeGetInfo node_id changed), which %s: "+
+			"%s is not sent with node %q's publish context, which on this node may name another volume's device, and the volume, accessible only from topology %s, cannot be claimed on node %q either: "+
+			"%s; or, to leave it, %s (the release detaches node %q)",
+			v.ID, st.NodeID, c.plugin.ID, c.fp.NodeID, nodeTopologyWords(node), rpc, st.NodeID, formatTopologies(topos), c.fp.NodeID,
+			restartWords(c.plugin.ID, topos, c.fp.NodeID, node), way, st.NodeID)}
+	}
 	return &otherNodesAttachment{msg: fmt.Sprintf("volume %q is attached to node %q, but plugin %q now reports node %q (its NodeGetInfo node_id changed): "+
 		"%s is not sent with node %q's publish context, which on this node may name another volume's device. "+
 		"The last claim holding the attachment detaches node %q when it is released: %s, then claim the volume again, which attaches node %q",
@@ -966,13 +980,22 @@ func releaseThem(claims []store.Claim, general string, holds func(store.Claim) b
 
 // otherNodesAttachment is attachedElsewhere's refusal: a conflict (exit 4), which no retry and
 // no reconcile pass resolves until the claims holding the old node's attachment are released.
-type otherNodesAttachment struct{ msg string }
+type otherNodesAttachment struct {
+	msg string
+	// wayBack: the plugin's new node is outside the volume's topology too, and the plugin back
+	// on the volume's node is the way out (plugin names it), not only the release.
+	wayBack bool
+	plugin  string
+}
 
 // heldUntil says what a claim held (degraded) after err waits for: reconcile, which restores it
 // once the plugin answers, or, after attachedElsewhere's refusal, its release, or, after
 // outsideTopology's, the plugin's node back in the volume's topology, or its release.
 func heldUntil(err error) string {
-	if errors.As(err, new(*otherNodesAttachment)) {
+	if o := new(*otherNodesAttachment); errors.As(err, o) {
+		if (*o).wayBack {
+			return fmt.Sprintf("until plugin %q is on the node it is attached to again (the next `volctl reconcile` then restores it), or it is released", (*o).plugin)
+		}
 		return "until it is released"
 	}
 	if o := new(*topologyRefusal); errors.As(err, o) {
@@ -1013,8 +1036,8 @@ func (e *Engine) outsideTopology(ctx context.Context, c *conn, v store.Volume, p
 	}
 	way := releaseThem(claims, "release its claims", func(h store.Claim) bool { return h.ID == p.cl.ID })
 	return &topologyRefusal{plugin: c.plugin.ID, msg: fmt.Sprintf("volume %q is accessible only from topology %s, and plugin %q's node %q %s now (NodeGetInfo accessible_topology changed since the claim): "+
-		"%s is not sent to mount it on a node the plugin says cannot reach it; restart the plugin with a topology the volume is accessible from, or %s",
-		v.ID, formatTopologies(topos), c.plugin.ID, c.fp.NodeID, nodeTopologyWords(node), rpc, way)}
+		"%s is not sent to mount it on a node the plugin says cannot reach it; %s, or %s",
+		v.ID, formatTopologies(topos), c.plugin.ID, c.fp.NodeID, nodeTopologyWords(node), rpc, restartWords(c.plugin.ID, topos, c.fp.NodeID, node), way)}
 }
 
 // topologyRefusal is outsideTopology's refusal: a conflict (exit 4), which no retry resolves

@@ -185,13 +185,18 @@ func backfillCapabilityChanges(tx *Tx) error {
 }
 
 // The kind is written into the statement, not bound: SQLite uses a partial index only for a
-// WHERE it can prove implies the index's, and a bound parameter proves nothing.
+// WHERE it can prove implies the index's, and a bound parameter proves nothing. The message
+// begins with the plugin's ID as the engine writes it, quoted by Go's %q: a backslash and a
+// double quote in it escaped (ValidateID refuses the control characters %q escapes too); before,
+// the ID was compared unescaped, and a plugin ID with either had no change found
+// (TestCapabilityChangeOfAQuotedPluginIDMigrates).
 func (es events) PluginCapabilityChanges(plugin string, limit int) ([]Event, error) {
+	const quoted = `'plugin "' || replace(replace(plugin_id, '\', '\\'), '"', '\"') || '"' || ?`
 	return listAll(es.tx, "plugin capability changes", scanEvent, `SELECT `+eventColumns+` FROM (
 		SELECT `+eventColumns+`, row_number() OVER (PARTITION BY plugin_id ORDER BY id DESC) AS n
 		FROM events INDEXED BY events_plugin_capabilities
 		WHERE kind = 'plugin-capabilities' AND (? = '' OR plugin_id = ?)
-		AND substr(message, 1, length('plugin "' || plugin_id || '"' || ?)) = 'plugin "' || plugin_id || '"' || ?)
+		AND substr(message, 1, length(`+quoted+`)) = `+quoted+`)
 		WHERE n <= ? ORDER BY id DESC`, plugin, plugin, CapabilityChangeWords, CapabilityChangeWords, limit)
 }
 
