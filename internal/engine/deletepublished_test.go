@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -34,6 +35,13 @@ func checkDeleteRefusedAsPublished(t *testing.T, h *harness, e *Engine, err erro
 			t.Errorf("err = %v\nwant it to say %s", err, want)
 		}
 	}
+	checkKeptPublished(t, h, e, vol, ext)
+}
+
+// checkKeptPublished checks that no DeleteVolume was sent, the plugin still has ext, published
+// to node-1, and volume vol stays recorded, ready, in e's state dir.
+func checkKeptPublished(t *testing.T, h *harness, e *Engine, vol, ext string) {
+	t.Helper()
 	if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 0 {
 		t.Errorf("DeleteVolume sent %d time(s) for a volume published to node-1", n)
 	}
@@ -83,6 +91,38 @@ func TestDeleteOfAVolumeAnotherStateDirPublishedIsRefused(t *testing.T) {
 	if _, ok := h.mem.Volume(ext); ok {
 		t.Errorf("the plugin still has %q after the delete", ext)
 	}
+}
+
+// The same through reconcile: state dir B's delete of w was interrupted (recorded deleting,
+// DeleteVolume not sent) and state dir A claimed the storage meanwhile. Reconcile, finishing
+// the delete, asks the plugin too: nothing is deleted, w goes back to ready, and the pass
+// reports the refusal as a problem naming the node.
+func TestReconcileFinishingADeleteOfAVolumeAnotherStateDirPublishedKeepsIt(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, deleteInUse)
+	ext := h.create(volume("v")).ExternalID
+	other := h.otherStateDir()
+	if _, err := other.RegisterVolume(h.ctx, registered("w", ext)); err != nil {
+		t.Fatalf("register the volume in the other state dir: %v", err)
+	}
+	if err := other.store.Update(h.ctx, func(tx *store.Tx) error {
+		w, err := tx.Volumes().Get("w")
+		if err != nil {
+			return err
+		}
+		w.State = store.VolumeDeleting
+		return tx.Volumes().Update(&w)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.mem.ResetCalls()
+
+	rep, err := other.Reconcile(h.ctx)
+	if problems := fmt.Sprint(rep.Problems); err == nil || !strings.Contains(problems, `node "node-1"`) || !strings.Contains(problems, "DeleteVolume not sent") {
+		t.Errorf("reconcile: %v %+v; want a problem naming node-1, which holds w", err, rep.Problems)
+	}
+	checkKeptPublished(t, h, other, "w", ext)
 }
 
 // One state dir, one storage volume recorded twice: as v on plugin mem and as w on plugin mem2,

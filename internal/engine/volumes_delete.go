@@ -399,7 +399,7 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 			// Nothing was sent: the volume is as it was, ready.
 			return e.keepRefusedDelete(ctx, v, held.err)
 		}
-		if !asked && publishedCheck(c) != "" && (err == nil || csi.IsIgnorable(err)) {
+		if !asked && before != nil && (err == nil || csi.IsIgnorable(err)) {
 			e.log.Warn(fmt.Sprintf("plugin %q: whether a node holds volume %q (published there) could not be checked before DeleteVolume, which it answered %s", v.PluginID, v.ID, answerWord(err)),
 				"err", before)
 			beforeNote = fmt.Sprintf(" (not checked that no node held it before DeleteVolume: %v)", before)
