@@ -29,12 +29,19 @@ func newCmdVolumeDelete(f *Factory, runF func(*VolumeDeleteOptions) error) *cobr
 
 The volume must have no live claims (exit 4, naming them: release or detach them first) and
 its plugin must be able to delete volumes (CREATE_DELETE_VOLUME; otherwise use volctl volume
-deregister). A plugin that answers NOT_FOUND has no such volume any more: that counts as
+deregister). A plugin that can say which nodes a volume is published to
+(LIST_VOLUMES_PUBLISHED_NODES, with LIST_VOLUMES or GET_VOLUME) is asked first: a volume it
+reports published to any node, once what this state dir recorded of it is undone, is not
+deleted (exit 4, naming the nodes: another volctl state dir, Nomad, or another volume recorded
+here on the same storage holds it; release it there, or detach it with the storage provider's
+tools). No flag overrides that. A plugin that cannot say, or whose answer cannot be had, is not
+held to it: volctl cannot know, and the delete goes on. A plugin that answers NOT_FOUND has no such volume any more: that counts as
 deleted; one that refuses with FAILED_PRECONDITION (snapshots left, say) keeps the volume,
 ready. A plugin with LIST_VOLUMES that answers OK is asked to list its volumes: while it still
 lists the volume (deleting it in the background), the volume stays deleting and the command
 fails saying so; run it again later. If that listing fails, or takes more than 30 s or 1,000
-pages, the volume is forgotten and a warning says it could not be checked. A volume whose
+pages (with the listing before DeleteVolume: the two share that bound), the volume is
+forgotten and a warning says it could not be checked. A volume whose
 storage another volctl volume also records is not deleted (exit 4,
 naming it: volctl volume deregister forgets one), nor one with a snapshot whose create was
 interrupted (exit 4, naming it: volctl reconcile finishes that snapshot, volctl volume snapshot

@@ -131,8 +131,15 @@ func boundList(ctx context.Context, bound time.Duration, bounds string, list fun
 // "" again, forgets what it kept of the pages before
 // (`TestListSnapshotsStartsAgainWhenThePluginRefusesItsOwnToken`; before, the token was
 // retried at each attempt, ABORTED each time, and the listing failed).
+//
+// Under a checkBudget (withCheckBudget: a delete's listings), every page sent, retries and
+// restarts included, is taken from its pages, and paging stops when none is left.
 func (e *Engine) listPages(ctx context.Context, c *conn, rpc string, maxPages int, page func(ctx context.Context, token string) (next string, done bool, err error)) error {
 	token, given, restarts := "", map[[sha256.Size]byte]bool{}, 0
+	budget := checkBudgetOf(ctx)
+	if budget != nil {
+		maxPages = min(maxPages, budget.pages)
+	}
 	// Each page that does not end the listing gives one token, and a restart forgets them: the
 	// bound counts the pages of the listing under way, not those of listings the plugin cut
 	// short (TestListingStartedAgainCountsItsOwnPages), and the whole stays within
@@ -142,7 +149,16 @@ func (e *Engine) listPages(ctx context.Context, c *conn, rpc string, maxPages in
 			next string
 			done bool
 		)
+		if budget != nil && budget.pages <= 0 {
+			break
+		}
 		err := e.retry(ctx, c, rpc, func(ctx context.Context) error {
+			if budget != nil {
+				if budget.pages <= 0 {
+					return errPagesSpent
+				}
+				budget.pages--
+			}
 			var err error
 			next, done, err = page(ctx, token)
 			if token != "" && csi.IsAborted(err) {
@@ -159,6 +175,9 @@ func (e *Engine) listPages(ctx context.Context, c *conn, rpc string, maxPages in
 			restarts++
 			token, given = "", map[[sha256.Size]byte]bool{}
 			continue
+		}
+		if errors.Is(err, errPagesSpent) {
+			break
 		}
 		if err != nil || done || next == "" {
 			return err
@@ -220,10 +239,70 @@ func (e *Engine) teardownChecked(ctx context.Context, c *conn, send sender, rpc 
 
 // boundCheck runs check, a listing asked of the plugin under its controller lock, within
 // cfg.ListCheck (boundList): the lock it holds is the one every other create, delete, publish
-// and snapshot of the plugin waits for.
+// and snapshot of the plugin waits for. Under a checkBudget (withCheckBudget), within what is
+// left of the budget's time, which the check's time is taken from; with none left, check is
+// not run, and the error says what used it up.
 func (e *Engine) boundCheck(ctx context.Context, check func(context.Context) error) error {
-	return boundList(ctx, e.cfg.ListCheck, "the bound on this check (it holds the plugin's controller lock)", check)
+	b := checkBudgetOf(ctx)
+	if b == nil {
+		return boundList(ctx, e.cfg.ListCheck, "the bound on this check (it holds the plugin's controller lock)", check)
+	}
+	if b.pages <= 0 || b.left <= 0 {
+		return b.spentError(e.cfg.ListCheck)
+	}
+	began := time.Now()
+	err := boundList(ctx, b.left, "the bound on this check (it holds the plugin's controller lock)", check)
+	b.left -= time.Since(began)
+	if err != nil {
+		b.last = err
+	}
+	return err
 }
+
+// checkBudget is the one bound the listings asked around a DeleteVolume share
+// (withCheckBudget): the one before it, of the nodes that hold the volume (publishedNodes),
+// and the one after it, of whether the plugin still has it (listsVolume). Both run under the
+// plugin's controller lock, and take their pages (listPages) and their time (boundCheck) from
+// one maxCheckPages and one cfg.ListCheck: a plugin whose listing never ends holds the lock
+// as long as one check did, not twice as long, and the check after a listing that used it
+// all is not asked, "not checked", as one cut short is
+// (`TestDeleteCheckAgainstASlowEndlessListingIsBounded`,
+// `TestDeleteChecksShareOneBoundAgainstAHungListing`).
+type checkBudget struct {
+	pages int           // pages that may still be sent
+	left  time.Duration // time the listings may still take
+	last  error         // the last listing's failure: what used the budget up, when it is
+}
+
+type checkBudgetKey struct{}
+
+// withCheckBudget returns ctx whose checks (boundCheck, listPages) share b.
+func withCheckBudget(ctx context.Context, b *checkBudget) context.Context {
+	return context.WithValue(ctx, checkBudgetKey{}, b)
+}
+
+// checkBudgetOf is ctx's checkBudget, nil for none.
+func checkBudgetOf(ctx context.Context) *checkBudget {
+	b, _ := ctx.Value(checkBudgetKey{}).(*checkBudget)
+	return b
+}
+
+// newCheckBudget is a whole checkBudget: maxCheckPages pages within cfg.ListCheck.
+func (e *Engine) newCheckBudget() *checkBudget {
+	return &checkBudget{pages: maxCheckPages, left: e.cfg.ListCheck}
+}
+
+// spentError is why a check under b is not asked: an earlier listing used b up.
+func (b *checkBudget) spentError(listCheck time.Duration) error {
+	msg := fmt.Sprintf("not asked: the listing before it used up the bound they share (%d pages within %s: they hold the plugin's controller lock)", maxCheckPages, listCheck)
+	if b.last == nil {
+		return errors.New(msg)
+	}
+	return fmt.Errorf("%s, and %w", msg, b.last)
+}
+
+// errPagesSpent stops listPages when its checkBudget has no page left.
+var errPagesSpent = errors.New("no page left of the bound")
 
 // controllerCheck is boundCheck taking the plugin's controller lock for check.
 func (e *Engine) controllerCheck(ctx context.Context, c *conn, check func(context.Context) error) error {
@@ -381,6 +460,59 @@ func (e *Engine) listsPublished(ctx context.Context, c *conn, externalID, nodeID
 		}
 	}
 	return published, err
+}
+
+// publishedNodes returns the nodes the plugin reports its volume externalID published to
+// (publishedCheck: ListVolumes' or ControllerGetVolume's published_node_ids), asked before a
+// DeleteVolume of it; the caller holds the plugin's controller lock. A plugin that cannot say
+// is not asked (none, nil). Paging stops at the first entry of the volume that names a node;
+// entries of other volumes, near spellings of its ID included, say nothing of it, and an empty
+// node ID is no node. ControllerGetVolume answering NOT_FOUND says none; answering about
+// another volume ID, or OK with no volume, is no answer (err), as for listsPublished when it
+// says not published: that is another volume's state, which must not refuse this volume's
+// delete. err says the check failed or did not end: volctl could not check.
+func (e *Engine) publishedNodes(ctx context.Context, c *conn, externalID string) (nodes []string, err error) {
+	add := func(ids []string) {
+		for _, n := range ids {
+			if n != "" && !slices.Contains(nodes, n) {
+				nodes = append(nodes, n)
+			}
+		}
+	}
+	switch publishedCheck(c) {
+	case csi.RPCListVolumes:
+		err = e.listPages(ctx, c, csi.RPCListVolumes, maxCheckPages, func(ctx context.Context, token string) (string, bool, error) {
+			page, err := c.client.ListVolumes(ctx, csi.ListVolumesRequest{StartingToken: token})
+			if err != nil {
+				return "", false, err
+			}
+			for _, en := range page.Entries {
+				if en.Volume.ID == externalID {
+					add(en.PublishedNodeIDs)
+				}
+			}
+			return page.NextToken, len(nodes) > 0, nil
+		})
+	case csi.RPCControllerGetVolume:
+		found, got, gerr := e.getsVolume(ctx, c, externalID)
+		switch {
+		case gerr != nil:
+			err = gerr
+		case !found:
+		case got.Volume.ID == "":
+			err = fmt.Errorf("%s of volume %q answered OK with no volume: that says nothing of the volume asked", csi.RPCControllerGetVolume, externalID)
+		case got.Volume.ID != externalID:
+			// Quoted cut: the plugin's answer, unbounded but by gRPC's 4 MiB.
+			err = fmt.Errorf("%s of volume %q answered about volume %q: that says nothing of the volume asked",
+				csi.RPCControllerGetVolume, externalID, spec.Cut(got.Volume.ID, 256))
+		default:
+			add(got.PublishedNodeIDs)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return nodes, nil
 }
 
 // snapshotCheck is volumeCheck of a snapshot: ListSnapshots where the plugin has

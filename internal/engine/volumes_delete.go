@@ -359,8 +359,9 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 		return fmt.Errorf("undoing %s: %w (the volume is marked deleting; run the delete again or `volctl reconcile` once plugin %q answers)",
 			e.leftBehind(ctx, v), err, v.PluginID)
 	}
-	var unchecked error // why whether the plugin still lists the volume could not be checked
-	var answer error    // the plugin's answer taken as done: nil (OK) or NOT_FOUND
+	var unchecked error   // why whether the plugin still lists the volume could not be checked
+	var beforeNote string // the event's words when the nodes holding it could not be checked
+	var answer error      // the plugin's answer taken as done: nil (OK) or NOT_FOUND
 	if v.ExternalID != "" {
 		if err := e.locks.stillHeld(v.ID); err != nil {
 			return err
@@ -368,12 +369,40 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 		var (
 			listed bool
 			err    error
+			asked  bool  // whether the nodes holding the volume were learnt
+			before error // why they could not be
 		)
-		listed, unchecked, err = e.teardownChecked(ctx, c, e.retry, csi.RPCDeleteVolume, func(ctx context.Context) error {
+		// The listing before DeleteVolume and the one after it share one bound (checkBudget).
+		listed, unchecked, err = e.teardownChecked(withCheckBudget(ctx, e.newCheckBudget()), c, e.retry, csi.RPCDeleteVolume, func(ctx context.Context) error {
+			// Asked here, in DeleteVolume's attempt: after checkSockets has checked that the
+			// registered driver answers on the socket (another driver is asked nothing), under
+			// the controller lock DeleteVolume is sent under. An attempt after one whose check
+			// failed asks again.
+			if !asked {
+				var nodes []string
+				before = e.boundCheck(ctx, func(ctx context.Context) error {
+					var err error
+					nodes, err = e.publishedNodes(ctx, c, v.ExternalID)
+					return err
+				})
+				asked = before == nil
+				if len(nodes) > 0 {
+					return heldByNodes{e.publishedElsewhere(ctx, c, v, nodes)}
+				}
+			}
 			return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: v.ExternalID, Secrets: v.Secrets})
 		}, func(ctx context.Context) (bool, error) { return e.listsVolume(ctx, c, v.ExternalID) })
 		if lost := e.locks.stillHeld(v.ID); lost != nil {
 			return lost
+		}
+		if held := (heldByNodes{}); errors.As(err, &held) {
+			// Nothing was sent: the volume is as it was, ready.
+			return e.keepRefusedDelete(ctx, v, held.err)
+		}
+		if !asked && before != nil && (err == nil || csi.IsIgnorable(err)) {
+			e.log.Warn(fmt.Sprintf("plugin %q: whether a node holds volume %q (published there) could not be checked before DeleteVolume, which it answered %s", v.PluginID, v.ID, answerWord(err)),
+				"err", before)
+			beforeNote = fmt.Sprintf(" (not checked that no node held it before DeleteVolume: %v)", before)
 		}
 		if err != nil && !csi.IsIgnorable(err) {
 			if csi.IsFailedPrecondition(err) {
@@ -404,7 +433,7 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 		}
 	}
 	e.failpoint("rpc:DeleteVolume")
-	note := e.uncheckedNote(unchecked, answer, v.PluginID, csi.RPCDeleteVolume, "volume", v.ExternalID)
+	note := beforeNote + e.uncheckedNote(unchecked, answer, v.PluginID, csi.RPCDeleteVolume, "volume", v.ExternalID)
 	err := e.store.Update(ctx, e.locks.holding(v.ID, func(tx *store.Tx) error {
 		if err := tx.Volumes().Delete(v.ID); err != nil {
 			return err
@@ -458,4 +487,78 @@ func (e *Engine) event(ctx context.Context, ev *store.Event) {
 	if err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error { return tx.Events().Append(ev) }); err != nil {
 		e.log.Warn("writing the event log", "err", err)
 	}
+}
+
+// heldByNodes is publishedElsewhere's refusal, returned from DeleteVolume's attempt in its
+// stead: finishDelete keeps the volume, ready, since nothing was sent.
+type heldByNodes struct{ err error }
+
+func (h heldByNodes) Error() string { return h.err.Error() }
+func (h heldByNodes) Unwrap() error { return h.err }
+
+// publishedElsewhere is the refusal to send DeleteVolume for volume v, which plugin c reports
+// published to nodes (publishedNodes) after the delete undid what this state dir recorded of
+// it (undoLeftStaging): no claim of v is recorded (refuseClaimed), so what published it is not
+// this state dir's claim of v. It is another volctl state dir's claim of the same storage
+// (registered there too), Nomad's, another volume recorded here on the same storage through
+// another plugin instance (not a socket mate: refuseSharedDelete does not see it), or an
+// attachment made by hand, any of which may be using the data; and a plugin that does not
+// refuse DeleteVolume of a published volume (CSI says it SHOULD answer FAILED_PRECONDITION;
+// many do not) deletes it from under them. Nomad refuses to delete a volume with claims; so
+// does volctl, for its own claims and for these, with no flag to send it anyway (a refused
+// delete can be undone, deleted data cannot). The node that is the plugin's own here is
+// refused too: an attachment left by this state dir's own crash is recorded (the claim's
+// intent is written before ControllerPublishVolume is sent) and was undone above, so one left
+// there is another state dir's on this host, or another volume's. The error names the volume,
+// the plugin, the nodes, what the listing was, the volumes recorded here on the same storage
+// with their claims and the commands that release them, and the ways out.
+func (e *Engine) publishedElsewhere(ctx context.Context, c *conn, v store.Volume, nodes []string) error {
+	asked := publishedCheck(c)
+	shown := listSome(nodes, 5, func(n string) string {
+		if n == c.fp.NodeID {
+			return fmt.Sprintf("node %q (this host's, for plugin %q)", spec.Cut(n, 256), v.PluginID)
+		}
+		return fmt.Sprintf("node %q", spec.Cut(n, 256)) // quoted cut: the plugin's answer
+	})
+	var here []string // volumes recorded here on the same storage, with their claims
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		same, err := tx.Volumes().List(store.VolumeFilter{ExternalID: v.ExternalID})
+		if err != nil {
+			return err
+		}
+		for _, o := range same {
+			if o.ID == v.ID {
+				continue
+			}
+			claims, err := tx.Claims().ByVolume(o.ID)
+			if err != nil {
+				return err
+			}
+			if len(claims) == 0 {
+				here = append(here, fmt.Sprintf("volume %q (plugin %q) records the same external ID here, with no claim", o.ID, o.PluginID))
+				continue
+			}
+			var cmds []string
+			for _, cl := range claims {
+				if cmd := "`" + freeCommand(cl) + "`"; !slices.Contains(cmds, cmd) {
+					cmds = append(cmds, cmd)
+				}
+			}
+			here = append(here, fmt.Sprintf("volume %q (plugin %q) records the same external ID here, claimed by %s (%s)",
+				o.ID, o.PluginID, describeClaims(claims), listSome(cmds, 5, func(s string) string { return s })))
+		}
+		return nil
+	})
+	who := "another volctl state dir with the same storage registered, Nomad, or an attachment made by hand"
+	switch {
+	case err != nil:
+		who += fmt.Sprintf(" (the volumes recorded here on the same storage could not be read: %v)", err)
+	case len(here) > 0:
+		who = listSome(here, 3, func(s string) string { return s }) + "; or " + who
+	}
+	return conflictf("volume %q (external ID %q) is published to %s: plugin %q says so (%s published_node_ids), and this volctl state dir records no claim of it there. "+
+		"Whatever published it may be using its data: %s. DeleteVolume not sent (a plugin may delete a published volume's data: CSI does not make it refuse), and the volume is kept: "+
+		"release it where it is claimed, or, if nothing uses it, detach it from the node with the storage provider's tools, then delete it again; "+
+		"`%s` forgets it here and leaves the storage",
+		v.ID, spec.Cut(v.ExternalID, 256), shown, v.PluginID, possessive(asked), who, shellquote.Command("volctl volume deregister", v.ID))
 }

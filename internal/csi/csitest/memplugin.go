@@ -104,6 +104,11 @@ type MemConfig struct {
 	// were asked to delete, until a test turns it off (Reconfigure) and the next delete
 	// deletes: a plugin that deletes in the background, or says it deleted and did not.
 	DeleteLater bool
+	// DeleteInUse makes DeleteVolume delete a volume that is published to a node, staged or
+	// published on the node, and answer OK, where the plugin otherwise refuses it
+	// FAILED_PRECONDITION: a plugin that does not refuse, as the CSI spec says it SHOULD, the
+	// delete of a volume in use, and deletes its data from under whoever uses it.
+	DeleteInUse bool
 	// UnpublishLater makes ControllerUnpublishVolume answer OK and keep the attachment, listed
 	// in ListVolumes' and ControllerGetVolume's published_node_ids, until a test turns it off (Reconfigure) and the next
 	// unpublish detaches: a plugin that detaches in the background, or says it detached and
@@ -835,7 +840,7 @@ func (s *memServer) DeleteVolume(ctx context.Context, req *csipb.DeleteVolumeReq
 	if !ok {
 		return &csipb.DeleteVolumeResponse{}, nil // deleting twice is fine
 	}
-	if len(v.nodes) > 0 || v.staging != "" || len(v.targets) > 0 {
+	if (len(v.nodes) > 0 || v.staging != "" || len(v.targets) > 0) && !m.cfg.DeleteInUse {
 		return nil, errorf(codes.FailedPrecondition, "volume %q is in use", v.vol.ID)
 	}
 	if m.cfg.DeleteLater {
