@@ -3,10 +3,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/cli"
 	"github.com/volctl/volctl/internal/crash"
@@ -28,7 +29,7 @@ func run() int {
 	defer stop()
 	f := cli.NewFactory(iostreams.System())
 	err := cli.NewRootCmdFor(f, os.Args[1:]).ExecuteContext(ctx)
-	err = f.RedactError(ctx, err)
+	err = cli.SaySignal(ctx, f.RedactError(ctx, err))
 	// The exit closes the state database: SQLite leaves its WAL to the next command.
 	if cerr := f.CloseAtExit(); err == nil {
 		err = cerr
@@ -50,7 +51,7 @@ func stopContext(parent context.Context) (context.Context, context.CancelFunc) {
 		select {
 		case sig := <-ch:
 			signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-			cancel(errors.New(sig.String() + " signal received"))
+			cancel(cli.StopSignal{Name: unix.SignalName(sig.(syscall.Signal))})
 		case <-ctx.Done():
 		}
 	})

@@ -527,9 +527,17 @@ var errFilterOutput error = &boundError{"its output passed %d MiB, more than any
 
 // afterDone wraps the error of printing an acting command's result (a --jq filter or -t
 // template that fails on it): the work is done by then, and the error says what was done.
+// It is exit 1, as a result lost to a full disk or a reader gone is, even when printing failed
+// for a filter or template, which before the work is a usage error, exit 2: 2 says nothing was
+// done (flags, specs and a template's fields are all checked before anything is), and a script
+// that took a claim kept for one never made would leave it held
+// (TestFilterFailingAfterTheWorkExitsOne).
 func afterDone(err error, format string, args ...any) error {
 	if err == nil {
 		return nil
+	}
+	if ee, ok := err.(*exitError); ok && ee.code == ExitUsage && !ee.silent {
+		err = ee.err
 	}
 	return &doneError{done: fmt.Sprintf(format, args...), err: err}
 }

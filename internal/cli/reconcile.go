@@ -78,7 +78,12 @@ func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
 	}
 	flush(out, &err)
 	// The table's too (TestActingCommandsSayWhatTheyDidWhenTheirResultIsLost).
+	code := ExitCode(err)
 	err = afterDone(err, "reconcile: %d action(s) done, %d problem(s) left", len(rep.Actions), len(rep.Problems))
+	if len(rep.Actions) == 0 && code == ExitUsage {
+		// A pass that did nothing whose filter failed is a read's: 2, nothing was done.
+		err = withCode(ExitUsage, err)
+	}
 	// Said on stderr whether or not the result reached stdout: a result lost (a reader gone, a
 	// full disk) said only how many problems were left, not which nor what to run
 	// (TestReconcileWhoseResultIsLostStillSaysItsProblems).

@@ -111,7 +111,8 @@ stopped (agent, plugin serve, tui and events --follow, which run until stopped: 
 cannot be written to stdout (a full disk) is exit 1, "writing to standard output: ..."; a
 reader gone (` + "`| head -1`" + `) ends a command that only reads
 quietly, by SIGPIPE as any filter, and one that changes the state finishes its work, then
-exits 1, its stderr saying what it did, which stands (a claim: how to release it).`,
+exits 1, its stderr saying what it did, which stands (a claim: how to release it); so does one
+whose --jq or -t fails on its result: 2 is for what is refused before anything is done.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

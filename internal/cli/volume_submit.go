@@ -167,7 +167,7 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 		for i, info := range infos {
 			ids[i] = info.ID
 		}
-		err := afterDone(printErr, "volume %s %sd", quotedIDs(ids), opts.Verb)
+		err := afterDone(printErr, "volume %s %s", quotedIDs(ids), pastTense(opts.Verb))
 		if failed == nil {
 			return err
 		}

@@ -50,9 +50,11 @@ type EventStore interface {
 	// plugin alone when it is not "") whose message begins as the engine words a change of
 	// capabilities, `plugin "ID" came back with other capabilities`, newest first, in one
 	// statement by their own index (events_plugin_capabilities): Recent with that filter walks
-	// the whole log for a plugin that has none, a statement per plugin doubled what a plugin
-	// list costs, and a plugin restarted with another version alone, however often, leaves its
-	// last change in reach.
+	// the whole log for a plugin that has none, and a plugin restarted with another version
+	// alone, however often, leaves its last change in reach. Since 0019 keeps each plugin's last
+	// change with its record, only that migration's Go step reads it; the index stays for
+	// `volctl events --kind plugin-capabilities --plugin ID`, which `plugin status` advises and
+	// SQLite plans through it (TestCapabilityIndexServesTheEventsFilter).
 	PluginCapabilityChanges(plugin string, limit int) ([]Event, error)
 }
 
@@ -100,6 +102,12 @@ func (es events) Append(e *Event) error {
 }
 
 func (es events) Recent(limit int, f EventFilter) ([]Event, error) {
+	query, args := recentQuery(limit, f)
+	return listAll(es.tx, "recent events", scanEvent, query, args...)
+}
+
+// recentQuery is Recent's statement and its arguments.
+func recentQuery(limit int, f EventFilter) (string, []any) {
 	where := []string{"id > ?"}
 	args := []any{f.AfterID}
 	for _, c := range []struct{ col, val string }{
@@ -113,8 +121,7 @@ func (es events) Recent(limit int, f EventFilter) ([]Event, error) {
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	return listAll(es.tx, "recent events", scanEvent, `SELECT `+eventColumns+` FROM events WHERE `+strings.Join(where, " AND ")+
-		` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
+	return `SELECT ` + eventColumns + ` FROM events WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id DESC LIMIT ?`, append(args, limit)
 }
 
 // CapabilityChangeWords is how the engine's plugin-capabilities event of a change of

@@ -151,10 +151,17 @@ func (s *Store) migrateTo(ctx context.Context, versions *pool, target int) error
 	deadline := time.Now().Add(s.busyTimeout)
 	waits := backoff.New(time.Millisecond, 100*time.Millisecond)
 	probed := false // checkLockHolds ran
+	var whenHeld func() (bool, error)
+	if versions == s.r { // opened for reading, an existing database
+		whenHeld = func() (bool, error) { return s.readMigrating(ctx, versions, target) }
+	}
 	for {
-		locked, err := s.lockShared(ctx, deadline)
+		locked, err := s.lockShared(ctx, deadline, whenHeld)
 		if err != nil {
 			return err
+		}
+		if s.migrating != nil {
+			return nil // read as last committed, at this volctl's version
 		}
 		if locked && !probed {
 			if err := s.checkLockHolds(); err != nil {

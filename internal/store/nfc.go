@@ -29,14 +29,12 @@ const (
 // --follow polls so); other tables ignore afterID.
 func (tx *Tx) SameInNFC(t IDTable, id string, afterID int64) ([]string, error) {
 	q := map[IDTable]string{
-		VolumeIDs:  keysQuery[VolumeIDs],
-		PluginIDs:  keysQuery[PluginIDs],
-		GroupNames: keysQuery[GroupNames],
-		// The log is bounded (DefaultEventLimit rows); events_volume indexes volume_id; id is
-		// the rowid, so "id > ?" reads only the rows after it.
-		EventVolumeIDs: `SELECT DISTINCT volume_id FROM events WHERE id > ? ORDER BY volume_id`,
-		EventAllocs:    `SELECT DISTINCT alloc FROM events WHERE id > ? ORDER BY alloc`,
-		EventPluginIDs: `SELECT DISTINCT plugin_id FROM events WHERE id > ? ORDER BY plugin_id`,
+		VolumeIDs:      keysQuery[VolumeIDs],
+		PluginIDs:      keysQuery[PluginIDs],
+		GroupNames:     keysQuery[GroupNames],
+		EventVolumeIDs: eventKeysAfterQuery[EventVolumeIDs],
+		EventAllocs:    eventKeysAfterQuery[EventAllocs],
+		EventPluginIDs: eventKeysAfterQuery[EventPluginIDs],
 	}[t]
 	var args []any
 	if t == EventVolumeIDs || t == EventAllocs || t == EventPluginIDs {
@@ -54,6 +52,15 @@ func (tx *Tx) SameInNFC(t IDTable, id string, afterID int64) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// eventKeysAfterQuery reads the keys of an event log column in the events after an ID. The log
+// is bounded (DefaultEventLimit rows); events_volume indexes volume_id; id is the rowid, so
+// "id > ?" reads only the rows after it.
+var eventKeysAfterQuery = map[IDTable]string{
+	EventVolumeIDs: `SELECT DISTINCT volume_id FROM events WHERE id > ? ORDER BY volume_id`,
+	EventAllocs:    `SELECT DISTINCT alloc FROM events WHERE id > ? ORDER BY alloc`,
+	EventPluginIDs: `SELECT DISTINCT plugin_id FROM events WHERE id > ? ORDER BY plugin_id`,
 }
 
 // keysQuery reads every key of a table, ordered.

@@ -109,7 +109,7 @@ func openReadOnly(ctx context.Context, dir string, target int, o options) (*Stor
 		s.lock = nil
 	}
 	if s.lock != nil {
-		if _, err := s.lockShared(ctx, time.Now().Add(s.busyTimeout)); err != nil {
+		if _, err := s.lockShared(ctx, time.Now().Add(s.busyTimeout), nil); err != nil {
 			s.lock.Close()
 			return nil, inDir(dir, err)
 		}

@@ -108,6 +108,9 @@ type Store struct {
 	// (readonly.go), which leaves w nil, or is reached through another path than the one it
 	// is used at (statepath.go).
 	roErr error
+	// migrating is set when the store was opened for reading while another volctl migrated
+	// the database (readMigrating): it reads without the open lock, and writes nothing.
+	migrating error
 	// ro is how a store on a read-only file system reads (readonly.go); nil otherwise.
 	ro *readOnlyState
 	// forget scrubs the event log of the secret values a transaction took out of the state
@@ -323,7 +326,7 @@ func openWritable(ctx context.Context, abs string, target int, o options) (*Stor
 	s.keyed = target >= keysVersion
 	if s.debts = target >= debtVersion; s.vacuumOwed {
 		s.payAtOpen()
-	} else if s.debts {
+	} else if s.debts && s.migrating == nil {
 		s.payOwedWipe(versions)
 	}
 	// SQLite creates -wal and -shm with the database's mode, but only while that mode survives
@@ -340,6 +343,9 @@ func openWritable(ctx context.Context, abs string, target int, o options) (*Stor
 	// at target 0 (the tests' empty database, no table in it) it is not.
 	if target > 0 {
 		s.roErr = checkPath(ctx, abs, o.busyTimeout, o.log)
+	}
+	if s.roErr == nil && s.migrating != nil {
+		s.roErr = s.migrating
 	}
 	if s.keyed && !o.reading && s.roErr == nil {
 		s.rekeyAtOpen(ctx)
