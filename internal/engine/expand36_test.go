@@ -149,3 +149,23 @@ func TestExpandAppliesTheRecordedLimitUnderTheLock(t *testing.T) {
 		t.Errorf("ControllerExpandVolume %+v; want limit_bytes the recorded 3MiB", reqs[len(reqs)-1])
 	}
 }
+
+// NodeExpandVolume whose answer is lost (the node grew the file system, UNAVAILABLE arrived) is
+// sent again by the same expand's retry, unasked: the CSI spec makes it idempotent, the node has
+// no listing to ask, and a file system (or a block device's size) grown to the size the storage
+// has is found done the second time. The expand succeeds, the debt cleared, the volume recorded
+// at the size the controller answered.
+func TestNodeExpandWhoseAnswerIsLostIsSentAgain(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.faults.Inject(csi.RPCNodeExpandVolume, csitest.Fault{Lost: true, Times: 1})
+	info, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
+	if err != nil {
+		t.Fatalf("expand whose NodeExpandVolume's first answer was lost: %v", err)
+	}
+	if n := h.mem.CallCount(csi.RPCNodeExpandVolume); n != 2 || info.CapacityBytes != 4*mib || info.NodeExpansionOwed != 0 {
+		t.Errorf("NodeExpandVolume sent %d times, recorded %d, owed %d; want it sent again (2), 4MiB, nothing owed", n, info.CapacityBytes, info.NodeExpansionOwed)
+	}
+}
