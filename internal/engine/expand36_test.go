@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 )
@@ -167,5 +171,37 @@ func TestNodeExpandWhoseAnswerIsLostIsSentAgain(t *testing.T) {
 	}
 	if n := h.mem.CallCount(csi.RPCNodeExpandVolume); n != 2 || info.CapacityBytes != 4*mib || info.NodeExpansionOwed != 0 {
 		t.Errorf("NodeExpandVolume sent %d times, recorded %d, owed %d; want it sent again (2), 4MiB, nothing owed", n, info.CapacityBytes, info.NodeExpansionOwed)
+	}
+}
+
+// The listing asked before a ControllerExpandVolume is sent again names the volume twice, at the
+// size asked (first) and at the size it has: a listing that disagrees with itself. The first
+// attempt failed without reaching the plugin (UNAVAILABLE, nothing grown). Taking the first
+// entry, volctl skipped the RPC and recorded the volume at 4MiB with the storage at 1MiB; the
+// smaller size is the safe answer, and the RPC is sent.
+func TestExpandRetryAsksAListingThatNamesTheVolumeTwice(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	ext := h.create(volume("v")).ExternalID
+	h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Code: codes.Unavailable, Times: 1})
+	h.faults.Inject(csi.RPCListVolumes, csitest.Fault{Answer: func(m proto.Message) {
+		resp := m.(*csipb.ListVolumesResponse)
+		for _, en := range resp.Entries {
+			if en.GetVolume().GetVolumeId() == ext {
+				lie := proto.Clone(en).(*csipb.ListVolumesResponse_Entry)
+				lie.Volume.CapacityBytes = 4 * mib
+				resp.Entries = append([]*csipb.ListVolumesResponse_Entry{lie}, resp.Entries...)
+				return
+			}
+		}
+	}})
+	info, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
+	if err != nil {
+		t.Fatalf("expand: %v", err)
+	}
+	mv, _ := h.mem.Volume(ext)
+	if mv.CapacityBytes != 4*mib || info.CapacityBytes != 4*mib || h.mem.CallCount(csi.RPCControllerExpandVolume) != 1 {
+		t.Errorf("storage %d, recorded %d, ControllerExpandVolume reaching the plugin %d times; want it sent, the storage grown to the 4MiB recorded",
+			mv.CapacityBytes, info.CapacityBytes, h.mem.CallCount(csi.RPCControllerExpandVolume))
 	}
 }
