@@ -95,12 +95,12 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 			opts.ID, opts.ID, before.ID)
 	}
 	id := before.ID // the stored form of the ID given
-	if limit == 0 && before.RequestedMax != 0 {
-		if size > before.RequestedMax {
-			return usageError("expand volume %q: %s is above its capacity_max %s; pass --limit to raise it",
-				id, spec.FormatSize(size), spec.FormatSize(before.RequestedMax))
-		}
-		limit = before.RequestedMax // the bound the volume was created with still holds
+	if limit == 0 && before.RequestedMax != 0 && size > before.RequestedMax {
+		// Said here before anything starts; the engine applies the capacity_max it reads under
+		// the volume's lock (a registration may lower it meanwhile), so no limit is passed for
+		// it: the bound read here may be stale by then.
+		return usageError("expand volume %q: %s is above its capacity_max %s; pass --limit to raise it",
+			id, spec.FormatSize(size), spec.FormatSize(before.RequestedMax))
 	}
 	pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
 	v, err := e.ExpandVolume(pctx, id, size, limit)

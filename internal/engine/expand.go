@@ -12,7 +12,8 @@ import (
 	"github.com/volctl/volctl/internal/store"
 )
 
-// ExpandVolume grows a volume to at least size bytes (and at most limit, when not 0):
+// ExpandVolume grows a volume to at least size bytes (and at most limit, when not 0; 0 keeps the
+// volume's capacity_max, read under its lock, and refuses a size above it: recordedLimit):
 // ControllerExpandVolume when the controller can expand, then NodeExpandVolume when the plugin
 // says the node must expand too (or only the node can). Shrinking is refused; a plugin that only
 // expands offline is refused while the volume is in use. A node expansion is recorded as owed
@@ -31,7 +32,26 @@ func (e *Engine) expandVolumeStored(ctx context.Context, volumeID string, size, 
 		return fail(err)
 	}
 	defer unlock()
+	if limit, err = recordedLimit(v, size, limit); err != nil {
+		return fail(err)
+	}
 	return e.expandLocked(ctx, c, v, size, limit)
+}
+
+// recordedLimit is the limit of an expand of volume v to size given limit (0: none given): the
+// one given, else v's capacity_max, read under the volume's lock, a size above which is refused
+// (nothing sent). The engine is the one place it is applied: the CLI read it before the lock
+// and sent that, so a registration lowering it meanwhile (another process, holding the lock
+// the expand waited for) let the expand grow the volume past the new limit, and ExpandVolume
+// given no limit applied none (TestExpandAppliesTheRecordedLimitUnderTheLock).
+func recordedLimit(v store.Volume, size, limit int64) (int64, error) {
+	if limit != 0 || v.RequestedMax == 0 {
+		return limit, nil
+	}
+	if size > v.RequestedMax {
+		return 0, invalidf("%s is above its capacity_max %s; pass --limit to raise it", spec.FormatSize(size), spec.FormatSize(v.RequestedMax))
+	}
+	return v.RequestedMax, nil
 }
 
 // currentSize is the best known size of a volume: what the plugin reported, else what was asked.
@@ -130,6 +150,9 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 	var (
 		short error // the plugin answered OK with less than size
 		over  error // the plugin answered OK with more than limit: done, but not as asked
+		// listed: ControllerExpandVolume was not sent (again), the plugin listing the volume at
+		// that size already (sendControllerExpand)
+		listed int64
 	)
 	if ctrl {
 		// The expansion is recorded as pending, durably, before it is sent: killed before its
@@ -151,11 +174,15 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		if err := e.locks.stillHeld(v.ID); err != nil {
 			return fail(err)
 		}
-		resp, earlier, err := controllerAnswer(ctx, e, c, csi.RPCControllerExpandVolume,
-			func(ctx context.Context) (csi.ControllerExpandVolumeResponse, error) {
-				return c.client.ControllerExpandVolume(ctx, csi.ControllerExpandVolumeRequest{
-					VolumeID: v.ExternalID, CapacityMin: size, CapacityMax: limit, Secrets: v.Secrets})
-			})
+		// Sent again (a pending one replayed, an attempt after one whose answer was lost), it is
+		// sent only where the plugin does not list the volume at the size already
+		// (sendControllerExpand): a plugin that is not idempotent grew it twice.
+		var (
+			resp    csi.ControllerExpandVolumeResponse
+			earlier bool
+			err     error
+		)
+		resp, listed, earlier, err = e.sendControllerExpand(ctx, c, v, size, limit, replayed, nil)
 		if lost := e.locks.stillHeld(v.ID); lost != nil {
 			return fail(lost)
 		}
@@ -175,7 +202,9 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 			}
 			return fail(err)
 		}
-		e.failpoint("rpc:ControllerExpandVolume") // answered, not yet recorded
+		if listed == 0 {
+			e.failpoint("rpc:ControllerExpandVolume") // answered, not yet recorded
+		}
 		if resp.CapacityBytes > 0 {
 			newSize = resp.CapacityBytes
 		}
@@ -221,6 +250,9 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		}
 	}
 	msg := fmt.Sprintf("volume %q expanded to %s", v.ID, spec.FormatSize(newSize))
+	if listed > 0 {
+		msg += "; " + notSentAgain(v, listed)
+	}
 	switch {
 	case short != nil:
 		msg = "expansion fell short: " + short.Error()
@@ -539,7 +571,7 @@ func offlineExpansionWaits(c *conn, v store.Volume) error {
 // but a plugin that is not (one that grows the volume by the difference each call) grows the
 // volume twice when asked twice. So where the plugin can say a volume's size (LIST_VOLUMES or
 // GET_VOLUME), it is asked first, and a volume it lists at the size owed or more has had its
-// controller's step: recorded so, not sent again (owedStepListed,
+// controller's step: recorded so, not sent again (sendControllerExpand,
 // TestOwedControllerStepAnsweredButNotRecordedIsNotSentAgain). A plugin that cannot say is
 // sent it again, on the spec's word. wait, when not nil, says why the step may not be sent now
 // (nodeStepFirst): only the listing is asked, and wait returned unless it has the size.
@@ -547,50 +579,43 @@ func (e *Engine) controllerExpandOwed(ctx context.Context, c *conn, v *store.Vol
 	if err := e.locks.stillHeld(v.ID); err != nil {
 		return 0, nil, err
 	}
-	listed := e.owedStepListed(ctx, c, *v)
-	resp := csi.ControllerExpandVolumeResponse{CapacityBytes: listed}
-	if listed < v.NodeExpandMin && wait != nil {
-		return 0, nil, wait
+	resp, listed, _, err := e.sendControllerExpand(ctx, c, *v, v.NodeExpandMin, v.NodeExpandMax, true, wait)
+	if wait != nil && err != nil {
+		return 0, nil, wait // not listed at the size: the step waits, nothing sent
 	}
-	if listed < v.NodeExpandMin {
-		resp, _, err = controllerAnswer(ctx, e, c, csi.RPCControllerExpandVolume,
-			func(ctx context.Context) (csi.ControllerExpandVolumeResponse, error) {
-				return c.client.ControllerExpandVolume(ctx, csi.ControllerExpandVolumeRequest{
-					VolumeID: v.ExternalID, CapacityMin: v.NodeExpandMin, CapacityMax: v.NodeExpandMax, Secrets: v.Secrets})
-			})
-		if lost := e.locks.stillHeld(v.ID); lost != nil {
-			return 0, nil, lost
-		}
-		if err == nil && resp.CapacityBytes > 0 && resp.CapacityBytes < v.NodeExpandMin {
-			err = fmt.Errorf("plugin %q answered OK with %s, below the %s asked: the storage is not expanded", v.PluginID,
-				spec.FormatSize(resp.CapacityBytes), spec.FormatSize(v.NodeExpandMin))
-		}
-		if err != nil {
-			own := fmt.Sprintf("node expansion to %s still owed, its ControllerExpandVolume failed: ", spec.FormatSize(v.NodeExpandMin))
-			e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume,
-				Code: csi.CodeOf(err).String(), Message: own + err.Error()}, own)
-			if csi.IsUnimplemented(err) {
-				// It declares the capability (nodeStepFirst checked): sent again, it answers the
-				// same, and "run it again" alone sent the user round in circles, as the node's
-				// UNIMPLEMENTED did (TestOwedControllerStepUnimplementedByAControllerThatDeclaresIt).
-				return 0, nil, fmt.Errorf("volume %q is recorded at %s with its node expansion owed, and plugin %q declares the controller capability EXPAND_VOLUME "+
-					"but answered the ControllerExpandVolume sent before the NodeExpandVolume %w: the storage is not expanded, and the same answer comes back until its controller implements it "+
-					"(the expansion stays owed, NodeExpandVolume not sent: restart the plugin with a controller that expands, or without the capability, or ask its vendor, then run `%s` or `volctl reconcile`)",
-					v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, err, owedExpandCommand(*v))
-			}
-			return 0, nil, fmt.Errorf("volume %q is recorded at %s with its node expansion owed, and plugin %q now declares the controller's EXPAND_VOLUME, "+
-				"so the ControllerExpandVolume to that size is sent before the NodeExpandVolume (the storage may not have it: it was owed as a node-only expansion), "+
-				"and it failed: %w (the expansion stays owed, NodeExpandVolume not sent: run `%s` again or `volctl reconcile`)",
+	if lost := e.locks.stillHeld(v.ID); lost != nil {
+		return 0, nil, lost
+	}
+	if err == nil && listed == 0 && resp.CapacityBytes > 0 && resp.CapacityBytes < v.NodeExpandMin {
+		err = fmt.Errorf("plugin %q answered OK with %s, below the %s asked: the storage is not expanded", v.PluginID,
+			spec.FormatSize(resp.CapacityBytes), spec.FormatSize(v.NodeExpandMin))
+	}
+	if err != nil {
+		own := fmt.Sprintf("node expansion to %s still owed, its ControllerExpandVolume failed: ", spec.FormatSize(v.NodeExpandMin))
+		e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume,
+			Code: csi.CodeOf(err).String(), Message: own + err.Error()}, own)
+		if csi.IsUnimplemented(err) {
+			// It declares the capability (nodeStepFirst checked): sent again, it answers the
+			// same, and "run it again" alone sent the user round in circles, as the node's
+			// UNIMPLEMENTED did (TestOwedControllerStepUnimplementedByAControllerThatDeclaresIt).
+			return 0, nil, fmt.Errorf("volume %q is recorded at %s with its node expansion owed, and plugin %q declares the controller capability EXPAND_VOLUME "+
+				"but answered the ControllerExpandVolume sent before the NodeExpandVolume %w: the storage is not expanded, and the same answer comes back until its controller implements it "+
+				"(the expansion stays owed, NodeExpandVolume not sent: restart the plugin with a controller that expands, or without the capability, or ask its vendor, then run `%s` or `volctl reconcile`)",
 				v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, err, owedExpandCommand(*v))
 		}
+		return 0, nil, fmt.Errorf("volume %q is recorded at %s with its node expansion owed, and plugin %q now declares the controller's EXPAND_VOLUME, "+
+			"so the ControllerExpandVolume to that size is sent before the NodeExpandVolume (the storage may not have it: it was owed as a node-only expansion), "+
+			"and it failed: %w (the expansion stays owed, NodeExpandVolume not sent: run `%s` again or `volctl reconcile`)",
+			v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, err, owedExpandCommand(*v))
+	}
+	if listed == 0 {
 		e.failpoint("rpc:ControllerExpandVolume") // answered, its step not recorded yet
 	}
 	over = aboveLimit(*v, csi.RPCControllerExpandVolume, resp.CapacityBytes, v.NodeExpandMax)
 	var msg string
 	switch {
-	case listed >= v.NodeExpandMin:
-		msg = fmt.Sprintf("volume %q's owed expansion to %s: ControllerExpandVolume not sent, plugin %q lists the volume at %s already "+
-			"(its controller had that step, its answer not recorded); the NodeExpandVolume alone is owed", v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, spec.FormatSize(listed))
+	case listed > 0:
+		msg = fmt.Sprintf("volume %q's owed expansion to %s: %s; the NodeExpandVolume alone is owed", v.ID, spec.FormatSize(v.NodeExpandMin), notSentAgain(*v, listed))
 	case over != nil:
 		msg = "owed expansion's controller step went above the limit: " + over.Error()
 	}
@@ -631,21 +656,77 @@ func (e *Engine) controllerExpandOwed(ctx context.Context, c *conn, v *store.Vol
 	return resp.CapacityBytes, over, nil
 }
 
-// owedStepListed is the size plugin c lists volume v at (LIST_VOLUMES, else GET_VOLUME), asked
-// before the ControllerExpandVolume of its owed node expansion is sent (controllerExpandOwed); 0
-// when it cannot say, or did not answer (logged: the step is sent then, as before).
-func (e *Engine) owedStepListed(ctx context.Context, c *conn, v store.Volume) int64 {
+// sendControllerExpand sends volume v's ControllerExpandVolume to size (at most limit, when not 0)
+// holding the plugin's controller lock, with retries, and returns its answer, and whether an
+// earlier attempt may have reached the plugin (sendAnswered's earlier).
+//
+// It may be had already when it is sent: again after an attempt whose answer was lost (the
+// plugin grew the volume, its answer did not arrive: a retryable failure, which retry sends
+// again), and, when listFirst, before its first attempt (an expansion pending since an earlier
+// run, an owed node expansion's controller step: a volctl killed between the answer and its
+// record, a record whose commit failed, an answer lost). The CSI spec makes the RPC
+// idempotent; a plugin that is not (one that grows the volume by the difference each call)
+// grows it once more each time it is asked. So where the plugin can say a volume's size
+// (sizeListed), it is asked before each such send, and a volume listed at size or more has had
+// it: not sent (again), answered with the size listed, returned as listed (0 when it was
+// sent); node_expansion_required is not known then (the caller owes the node's step where the
+// node can expand). Before, the retry within one `volume expand` sent it again unasked, and the
+// storage grew to 7MiB for the 4MiB asked (TestExpandRetryAfterALostAnswerAsksTheListingFirst);
+// the owed step asked (TestOwedControllerStepAnsweredButNotRecordedIsNotSentAgain). A plugin
+// that cannot say is sent it again, on the spec's word. wait, when not nil, says why the step
+// may not be sent now (nodeStepFirst): only the listing is asked, and wait returned unless it
+// has the size.
+func (e *Engine) sendControllerExpand(ctx context.Context, c *conn, v store.Volume, size, limit int64, listFirst bool, wait error) (
+	resp csi.ControllerExpandVolumeResponse, listed int64, earlier bool, err error) {
+	err = e.withController(ctx, c, func(ctx context.Context) error {
+		if listFirst {
+			if l := e.sizeListed(ctx, c, v); l >= size {
+				resp.CapacityBytes, listed = l, l
+				return nil
+			}
+			if wait != nil {
+				return wait
+			}
+		}
+		sent := 0
+		var last error
+		err := e.retry(ctx, c, csi.RPCControllerExpandVolume, func(ctx context.Context) error {
+			if sent > 0 {
+				if l := e.sizeListed(ctx, c, v); l >= size {
+					resp, listed, last = csi.ControllerExpandVolumeResponse{CapacityBytes: l}, l, nil
+					return nil
+				}
+			}
+			sent++
+			resp, last = c.client.ControllerExpandVolume(ctx, csi.ControllerExpandVolumeRequest{
+				VolumeID: v.ExternalID, CapacityMin: size, CapacityMax: limit, Secrets: v.Secrets})
+			return last
+		})
+		earlier = sent > 1 || sent == 1 && (listed > 0 || err != nil && !errors.Is(err, last))
+		return err
+	})
+	return resp, listed, earlier, err
+}
+
+// notSentAgain says that volume v's ControllerExpandVolume was not sent (again) because plugin
+// lists the volume at listed already (sendControllerExpand).
+func notSentAgain(v store.Volume, listed int64) string {
+	return fmt.Sprintf("ControllerExpandVolume not sent again: plugin %q lists the volume at %s already "+
+		"(it had the expansion, sent before and its answer not read or not recorded)", v.PluginID, spec.FormatSize(listed))
+}
+
+// sizeListed is the size plugin c lists volume v at (LIST_VOLUMES, else GET_VOLUME), asked
+// before a ControllerExpandVolume that may have been had already is sent (sendControllerExpand);
+// 0 when it cannot say, or did not answer (logged: the RPC is sent then, on the spec's word).
+// The caller holds the plugin's controller lock.
+func (e *Engine) sizeListed(ctx context.Context, c *conn, v store.Volume) int64 {
 	rpc := volumeCheck(c)
 	if rpc == "" {
 		return 0
 	}
-	var listed int64
-	if err := e.withController(ctx, c, func(ctx context.Context) error {
-		var err error
-		listed, err = e.listedSize(ctx, c, rpc, v.ExternalID)
-		return err
-	}); err != nil {
-		e.log.Debug("asking the size of a volume owed its expansion's controller step", "volume", v.ID, "rpc", rpc, "err", err)
+	listed, err := e.listedSize(ctx, c, rpc, v.ExternalID)
+	if err != nil {
+		e.log.Debug("asking the size of a volume before its ControllerExpandVolume is sent again", "volume", v.ID, "rpc", rpc, "err", err)
 		return 0
 	}
 	return listed

@@ -108,7 +108,10 @@ func TestNodeOnlyExpandAnsweredAboveTheLimit(t *testing.T) {
 // records nothing new; the same expand run again is answered (the RPC is idempotent) and records
 // the size.
 func TestExpandWhoseAnswerIsLostIsRetried(t *testing.T) {
-	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume = false })
+	// A plugin that cannot say a volume's size (no LIST_VOLUMES nor GET_VOLUME): one that can is
+	// asked before the RPC is sent again, and its listing ends the expand
+	// (TestExpandRetryAfterALostAnswerAsksTheListingFirst).
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume, c.Controller.ListVolumes = false, false })
 	h.create(volume("v"))
 	h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
 	_, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
@@ -190,7 +193,8 @@ func TestExpandAnsweredWithANegativeCapacity(t *testing.T) {
 // size the plugin answers, without the expand being run again. Before, nothing recorded it:
 // reconcile did nothing and the record kept the old size until someone ran the same expand.
 func TestExpandWhoseAnswerIsLostIsSentAgainByReconcile(t *testing.T) {
-	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume = false })
+	// A plugin that cannot say a volume's size, as in TestExpandWhoseAnswerIsLostIsRetried.
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume, c.Controller.ListVolumes = false, false })
 	h.create(volume("v"))
 	h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
 	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil || !strings.Contains(err.Error(), "volctl reconcile") {

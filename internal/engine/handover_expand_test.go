@@ -46,7 +46,9 @@ func TestHandOverRefusesAnOwedNodeExpansionUnlessForced(t *testing.T) {
 // expansion. The refusal names the size and that reconcile finishes it; forced, reconcile
 // leaves the expansion pending for after the take-back, reporting no problem each pass.
 func TestHandOverRefusesAPendingExpansionUnlessForced(t *testing.T) {
-	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume = false })
+	// A plugin that cannot say a volume's size: one that can is asked before the RPC is sent
+	// again, and its listing ends the expand (TestExpandRetryAfterALostAnswerAsksTheListingFirst).
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume, c.Controller.ListVolumes = false, false })
 	h.create(volume("v"))
 	h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
 	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {

@@ -118,7 +118,11 @@ func recordListedSize(tx *store.Tx, v store.Volume, out *SizeCheck) error {
 // listedSize is the size the plugin answers rpc (ListVolumes or ControllerGetVolume) with for
 // its volume externalID: 0 when it does not list it, answers about another volume, or answers
 // a negative size, which CSI does not allow. ListVolumes is paged until the page naming it
-// (maxCheckPages, as listsID); the caller holds the plugin's controller lock.
+// (maxCheckPages, as listsID); a page naming it twice at two sizes answers the smaller, a
+// listing that disagrees with itself giving no size the storage may not have: the first entry
+// was taken, and a ControllerExpandVolume sent again skipped on its word
+// (TestExpandRetryAsksAListingThatNamesTheVolumeTwice). The caller holds the plugin's
+// controller lock.
 func (e *Engine) listedSize(ctx context.Context, c *conn, rpc, externalID string) (int64, error) {
 	var size int64
 	switch rpc {
@@ -128,13 +132,18 @@ func (e *Engine) listedSize(ctx context.Context, c *conn, rpc, externalID string
 			if err != nil {
 				return "", false, err
 			}
+			found := false
 			for _, en := range page.Entries {
 				if en.Volume.ID == externalID {
-					size = en.Volume.CapacityBytes
-					return page.NextToken, true, nil
+					// Named twice, at two sizes: the smaller, the safe answer (a size the storage
+					// may not have, taken, records it grown or skips the RPC that grows it).
+					if !found || en.Volume.CapacityBytes < size {
+						size = en.Volume.CapacityBytes
+					}
+					found = true
 				}
 			}
-			return page.NextToken, false, nil
+			return page.NextToken, found, nil
 		})
 		if err != nil {
 			return 0, err

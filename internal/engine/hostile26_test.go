@@ -114,7 +114,10 @@ func TestExpandRetryAnsweredNodeExpansionNotRequiredStillExpandsTheNode(t *testi
 		{"sent again by the same expand", func(h *harness) error { _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); return err }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, nil)
+			// Every attempt lost: through a plugin that cannot say a volume's size, since one
+			// that can is asked before the RPC is sent again, and its listing ends the expand
+			// (TestExpandRetryAfterALostAnswerAsksTheListingFirst).
+			h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ListVolumes = tt.again == nil })
 			h.create(volume("v"))
 			cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "web"})
 			lost := 1

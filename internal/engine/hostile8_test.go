@@ -120,12 +120,14 @@ func TestLargerExpandSendsTheNodeExpansionStillOwed(t *testing.T) {
 		t.Fatalf("expand with a failing node: %v, owed %d; want it failed and 4 MiB owed", err, h.owed("v"))
 	}
 	h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Raw: csitest.AppendBool(false, 2), Times: 1}) // node_expansion_required
-	if _, err := h.e.ExpandVolume(h.ctx, "v", 8*mib, 0); err != nil {
+	// With a limit of its own: given none, an expand is bounded by the volume's capacity_max,
+	// the first expand's 4 MiB, and 8 MiB is refused (recordedLimit).
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 8*mib, 16*mib); err != nil {
 		t.Fatal(err)
 	}
 	reqs := h.nodeExpands()
-	if len(reqs) != 1 || reqs[0].VolumePath != cl.TargetPath || reqs[0].CapacityMin != 4*mib || reqs[0].CapacityMax != 0 {
-		t.Errorf("NodeExpandVolume after the larger expand: %+v; want the owed one (4 MiB, no limit) at %s", reqs, cl.TargetPath)
+	if len(reqs) != 1 || reqs[0].VolumePath != cl.TargetPath || reqs[0].CapacityMin != 4*mib || reqs[0].CapacityMax != 16*mib {
+		t.Errorf("NodeExpandVolume after the larger expand: %+v; want the owed one (4 MiB, this expand's 16 MiB limit) at %s", reqs, cl.TargetPath)
 	}
 	if got := h.owed("v"); got != 0 {
 		t.Errorf("volume status after the larger expand: node expansion owed %d, want none", got)
