@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io/fs"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -366,16 +367,24 @@ func repoText(t *testing.T, fn func(path, text string)) {
 // parsedGoFiles calls fn with every Go file of volctl, tests included, parsed.
 func parsedGoFiles(t *testing.T, fn func(path string, f *ast.File)) {
 	t.Helper()
+	goFiles(t, func(path string) {
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(path, f)
+	})
+}
+
+// goFiles calls fn with the path of every Go file of volctl, tests included.
+func goFiles(t *testing.T, fn func(path string)) {
+	t.Helper()
 	for _, root := range []string{"../../internal", "."} {
 		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
 				return err
 			}
-			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
-			if err != nil {
-				return err
-			}
-			fn(path, f)
+			fn(path)
 			return nil
 		})
 		if err != nil {
@@ -414,6 +423,85 @@ var (
 	goTestPattern = regexp.MustCompile(`(?:^|[\s` + "`" + `(])-(run|bench)[ =]('[^']*'|"[^"]*"|[A-Z^.][^\s'"` + "`" + `)]*)`)
 )
 
+// goTestPatterns is goTestPattern.FindAllStringSubmatch(text, -1), the regexp left unrun on
+// the text (most of the repository's) holding neither "-run" nor "-bench", which every match
+// holds: run over every file under -race it cost seconds of CPU.
+func goTestPatterns(text string) [][]string {
+	if !strings.Contains(text, "-run") && !strings.Contains(text, "-bench") {
+		return nil
+	}
+	return goTestPattern.FindAllStringSubmatch(text, -1)
+}
+
+// citedTests is the names citedTest finds in text, in order (its first group of each match of
+// FindAllStringSubmatch), found without the regexp: a match starts at the start of the text
+// or at any character but a dot or a word character, so the regexp tried one at nearly every
+// character of the repository's text, 2 s of CPU with as much again in the race runtime.
+// TestCitedTestsScanIsTheRegexp holds the two to the same answers.
+func citedTests(text string) []string {
+	var names []string
+	for i := 0; i < len(text); {
+		j := strings.IndexAny(text[i:], "TBF")
+		if j < 0 {
+			break
+		}
+		j += i
+		i = j + 1
+		if j > 0 && (text[j-1] == '.' || isWordByte(text[j-1])) {
+			continue
+		}
+		var n int
+		for _, p := range []string{"Test", "Benchmark", "Fuzz"} {
+			if strings.HasPrefix(text[j:], p) {
+				n = len(p)
+			}
+		}
+		if n == 0 || j+n >= len(text) || !(text[j+n] == '_' || '0' <= text[j+n] && text[j+n] <= '9' || 'A' <= text[j+n] && text[j+n] <= 'Z') {
+			continue
+		}
+		end := j + n + 1
+		for end < len(text) && isWordByte(text[end]) {
+			end++
+		}
+		names = append(names, text[j:end])
+		i = end
+	}
+	return names
+}
+
+// TestCitedTestsScanIsTheRegexp: citedTests finds what citedTest does, on the cases at its
+// edges and on random text built of their pieces.
+func TestCitedTestsScanIsTheRegexp(t *testing.T) {
+	// Written with @ for Test, % for Benchmark and & for Fuzz: this file's text is one that
+	// TestCitedTestsExist reads, and these are no tests' names.
+	texts := strings.Split(strings.NewReplacer("@", "Test", "%", "Benchmark", "&", "Fuzz").Replace(
+		"|@|@A|@_|@9|@a| @A|.@A|x@A|_@A|9@A|@A.@B|@A @B|@A@B|(@A)|`%X`|&Y,|&@A|é@A|\n@A\n|T@A|B%C|%|&_x|@É"+
+			"|sanity.@Config and @Config|-run @A/b|a.b @C_d9e"), "|")
+	pieces := []string{"Test", "Benchmark", "Fuzz", "T", "B", "F", "A", "a", "9", "_", ".", " ", "é", "\n", "("}
+	r := rand.New(rand.NewPCG(36, 36))
+	for range 3000 {
+		var b strings.Builder
+		for range 1 + r.IntN(12) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		texts = append(texts, b.String())
+	}
+	for _, text := range texts {
+		var want []string
+		for _, m := range citedTest.FindAllStringSubmatch(text, -1) {
+			want = append(want, m[1])
+		}
+		if got := citedTests(text); !slices.Equal(got, want) {
+			t.Errorf("citedTests(%q) = %q; the regexp finds %q", text, got, want)
+		}
+	}
+}
+
+// isWordByte says whether b is a word character as \w means it: [0-9A-Za-z_].
+func isWordByte(b byte) bool {
+	return b == '_' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
+}
+
 // TestCitedTestsExist: every test, benchmark or fuzz target the documentation, a comment, a
 // message or a script names by its name is one the tests declare, and every `go test -run`
 // or `-bench` pattern they give selects at least one. A test renamed or removed leaves its
@@ -424,7 +512,7 @@ func TestCitedTestsExist(t *testing.T) {
 	cited := 0
 	repoText(t, func(path, text string) {
 		flat := commentLineBreak.ReplaceAllString(text, " ")
-		for _, m := range goTestPattern.FindAllStringSubmatch(flat, -1) {
+		for _, m := range goTestPatterns(flat) {
 			pattern := strings.Trim(m[2], `'"`)
 			if pattern == "^$" {
 				continue
@@ -447,10 +535,10 @@ func TestCitedTestsExist(t *testing.T) {
 				t.Errorf("%s: go test -%s %s selects no %s function of volctl's tests", path, m[1], m[2], strings.ReplaceAll(prefix, "|", " or "))
 			}
 		}
-		for _, m := range citedTest.FindAllStringSubmatch(flat, -1) {
+		for _, name := range citedTests(flat) {
 			cited++
-			if !slices.Contains(declared, m[1]) && !prefixOfPattern(flat, m[1]) {
-				t.Errorf("%s names %s, which no test declares: name the test as it is now", path, m[1])
+			if !slices.Contains(declared, name) && !prefixOfPattern(flat, name) {
+				t.Errorf("%s names %s, which no test declares: name the test as it is now", path, name)
 			}
 		}
 	})
@@ -462,7 +550,7 @@ func TestCitedTestsExist(t *testing.T) {
 // prefixOfPattern says whether name occurs in text as (the start of) a go test -run or -bench
 // pattern, which TestCitedTestsExist checks as a pattern: -run TestCompatCorpus.
 func prefixOfPattern(text, name string) bool {
-	for _, m := range goTestPattern.FindAllStringSubmatch(text, -1) {
+	for _, m := range goTestPatterns(text) {
 		if strings.HasPrefix(strings.TrimLeft(m[2], `'"^`), name) {
 			return true
 		}
@@ -572,7 +660,7 @@ func TestPackageTableNamesEveryPackage(t *testing.T) {
 		t.Fatal("docs/architecture.md opens with no package table (a ``` block)")
 	}
 	pkgs := map[string]bool{}
-	parsedGoFiles(t, func(path string, _ *ast.File) {
+	goFiles(t, func(path string) { // the paths alone: parsing each file cost 2 s of CPU under -race
 		if !strings.Contains(path, "testdata") {
 			pkgs[strings.TrimPrefix(filepath.ToSlash(filepath.Dir(path)), "../../")] = true
 		}

@@ -360,9 +360,15 @@ func (t *table) cutBesides(fill int) bool {
 // there to show.
 func (t *table) fitColumns(hidden []bool) {
 	width := t.c.Width
+	// The titles' widths, measured once: the squeeze below asks for them once a cell, for
+	// every column.
+	titleW := make([]int, len(t.cols))
+	for i, c := range t.cols {
+		titleW[i] = ansi.StringWidth(c.title)
+	}
 	title := func(i int) int {
 		c := t.cols[i]
-		w, most := ansi.StringWidth(c.title), c.max
+		w, most := titleW[i], c.max
 		if i == t.sortCol {
 			// Room for the arrow, past the column's max too: a column as wide as its title
 			// at most (ALLOCS, MODE) showed the sort by it as "ALLOC…".
