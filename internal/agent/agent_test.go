@@ -240,6 +240,12 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "daemonizes-mid":
 		os.Exit(daemonize("hostpath", false))
+	case "daemonizes-unbound":
+		// As daemonizes, but the daemon (nosocket) never makes its socket: a daemon still
+		// starting when the agent looks for it.
+		os.Exit(daemonize("daemonizes-unbound-mid", true))
+	case "daemonizes-unbound-mid":
+		os.Exit(daemonize("nosocket", false))
 	case "daemonizes-helper":
 		// As daemonizes, but the server the first child leaves, which does not lead its group
 		// (the first child, which made the session, has exited), starts a helper in that group
@@ -268,6 +274,13 @@ func TestMain(m *testing.M) {
 		// child in a session of its own and exits 0. SO_PEERCRED on the socket names this
 		// process, which called listen(), long after it exited.
 		os.Exit(listenThenDaemonise("serves-inherited"))
+	case "serves-then-daemonises":
+		// A plugin that listens and serves hostpath itself, then daemonises when the test
+		// sends it SIGUSR1 (not after a sleep): it hands the listening socket to a child in a
+		// session of its own (serves-inherited), records the child's pid in child.pid under its
+		// root, and exits 0, its connections closing with it. SO_PEERCRED on the socket names
+		// this process, which the plugin was fingerprinted as, long after it exited.
+		os.Exit(serveThenDaemonise("serves-inherited"))
 	case "stubborn-hands-socket":
 		// A plugin that ignores SIGTERM, binds its socket and hands it to a child in a session
 		// of its own, which serves it never healthy, and stays: only SIGKILL ends it, and its
@@ -465,6 +478,12 @@ func listenThenDaemonise(mode string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	return startInheritor(mode, lf)
+}
+
+// startInheritor starts the test binary again in mode, in a session of its own with lf, a
+// listening socket, as its fd 3, and records its pid in child.pid under the root.
+func startInheritor(mode string, lf *os.File) int {
 	cmd := exec.Command(os.Args[0], os.Args[1:]...)
 	cmd.Env = append(os.Environ(), pluginModeEnv+"="+mode)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -475,7 +494,8 @@ func listenThenDaemonise(mode string) int {
 		return 1
 	}
 	root := os.Getenv(pluginRootEnv)
-	if err = os.MkdirAll(root, 0o700); err == nil {
+	err := os.MkdirAll(root, 0o700)
+	if err == nil {
 		err = os.WriteFile(filepath.Join(root, "child.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
 	}
 	if err != nil {
@@ -483,6 +503,41 @@ func listenThenDaemonise(mode string) int {
 		return 1
 	}
 	return 0
+}
+
+// serveThenDaemonise listens on $CSI_ENDPOINT and serves hostpath on it until SIGUSR1, then
+// hands the listening socket to the test binary started again in mode (listenThenDaemonise's
+// way) and returns, leaving the socket file in place and the daemon serving it.
+func serveThenDaemonise(mode string) int {
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	socket, err := hostpath.ParseEndpoint(os.Getenv(spec.EndpointEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	lis.SetUnlinkOnClose(false)
+	lf, err := lis.File() // taken before serving: the daemon's descriptor
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go func() {
+		_ = serveHostpathOn(ctx, func(string) (net.Listener, error) { return lis, nil })
+	}()
+	select {
+	case <-ctx.Done():
+		return 0
+	case <-usr1:
+	}
+	return startInheritor(mode, lf)
 }
 
 // serveMem serves an in-memory plugin with cfg, behind intercept, on $CSI_ENDPOINT until
@@ -614,8 +669,21 @@ func (f *fixture) register(sp spec.Plugin) {
 // startAgent runs an agent in the background; stop ends it like SIGTERM and returns Run's error.
 func (f *fixture) startAgent(s Settings, declared ...spec.Plugin) (stop func() error) {
 	f.t.Helper()
-	_, stop = f.startAgentWith(func(c *Config) { c.Settings, c.Plugins, c.Now, c.Observer = s, declared, f.now, f.obs })
+	_, stop = f.startAgentWith(func(c *Config) { c.Settings, c.Plugins, c.Observer = s, declared, f.obs })
 	return stop
+}
+
+// agentClock is the clock the fixture's agents run on: f.now, a clock the test moves, or else
+// one that stays where it was when the agent started. The agent measures the health timeout
+// alone on it (a plugin is restarted once it has been unhealthy that long), so no plugin is
+// restarted past its health timeout unless the test moves a clock there: on a loaded machine a
+// test binary run as a plugin took more than testSettings' 5s to make its socket, and was
+// restarted (and a daemon it had left killed with it) in tests about something else.
+func (f *fixture) agentClock() func() time.Time {
+	if f.now != nil {
+		return f.now
+	}
+	return (&fakeClock{t: time.Now()}).Now
 }
 
 // plugin returns a plugin's stored state (no probe).

@@ -51,7 +51,7 @@ func (r *recorder) has(prefix string) bool {
 // startAgentWith runs an agent built from the fixture's config changed by edit; stop ends it.
 func (f *fixture) startAgentWith(edit func(*Config)) (a *Agent, stop func() error) {
 	f.t.Helper()
-	cfg := Config{Engine: f.e, Settings: testSettings,
+	cfg := Config{Engine: f.e, Settings: testSettings, Now: f.agentClock(),
 		Logger: slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	edit(&cfg)
 	a, err := New(cfg)

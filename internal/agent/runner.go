@@ -205,6 +205,16 @@ func (r *runner) loop(ctx context.Context) {
 				lastGood = a.now()
 				continue
 			}
+			if ctx.Err() != nil {
+				// The agent is stopping, maybe in the middle of the wait for a daemon still
+				// starting: the process stays recorded, pid file and instance, for the stop,
+				// which counts the mounts afresh and stops what it left (stopLeftBy) when there
+				// are none, or leaves it for the next agent to adopt (adoptDaemon). Taken for
+				// the plugin's end here, with its mounts uncountable on a context that is done,
+				// the daemon was left running and its pid file removed: nothing stopped it, and
+				// the next agent took it for a plugin no agent started.
+				return
+			}
 			// What it left outside its group may serve its mounts (a FUSE daemon in a session
 			// of its own): stopped only while the plugin has none, counted under the publish
 			// lock, as at a clean stop and a restart past the health timeout.
