@@ -6,14 +6,10 @@ package csi_test
 // ED erasing the display.
 
 import (
-	"context"
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/volctl/volctl/internal/csi"
-	"github.com/volctl/volctl/internal/csi/csitest"
 )
 
 // drawsWholeSecret is drawsWhole for another secret than shownSecret34: each echoed text is
@@ -196,13 +192,9 @@ func TestScrubFindsESCSpelledEveryWay(t *testing.T) {
 // words: a mark with no secret's part beside it, or two bytes of one.
 func TestPluginMessageCutAtATruncatedMarkShowsNoPartOfIt(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, csitest.DefaultMemConfig())
-	h.mem.AddVolume(csi.Volume{ID: "vol-1", CapacityBytes: 1 << 30})
-	stage := sensitiveCalls(h.client, t.TempDir())[csi.RPCNodeStageVolume]
-	ctx := context.Background()
 	cut := sentinelSecret[:len(sentinelSecret)-2]
 	tail := sentinelSecret[2:]
-	for _, c := range []struct{ msg, want string }{
+	stagedMessagesShownAs(t, []struct{ msg, want string }{
 		{"auth failed: token=" + cut + " (truncated)", "auth failed: token=[REDACTED] (truncated)"},
 		{"token=" + cut + "[output truncated]", "token=[REDACTED][output truncated]"},
 		{"<truncated 1200 bytes> " + tail + " rejected", "<truncated 1200 bytes> [REDACTED] rejected"},
@@ -211,18 +203,5 @@ func TestPluginMessageCutAtATruncatedMarkShowsNoPartOfIt(t *testing.T) {
 		// Honest: no secret's part beside the mark, or two bytes of one.
 		{"name too long (truncated to 63 bytes): vol-1", "name too long (truncated to 63 bytes): vol-1"},
 		{"retry " + sentinelSecret[:2] + " (truncated)", "retry " + sentinelSecret[:2] + " (truncated)"},
-	} {
-		h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Code: codes.PermissionDenied, Message: c.msg, Times: 1})
-		err := stage(ctx)
-		if err == nil {
-			t.Fatalf("%q: the injected fault did not fail the call", c.msg)
-		}
-		if got := csi.CodeOf(err); got != codes.PermissionDenied {
-			t.Fatalf("%q: got %v, want the injected PermissionDenied", c.msg, err)
-		}
-		want := csi.EscapeControl(c.want)
-		if !strings.Contains(err.Error(), ": "+want+" (") {
-			t.Errorf("plugin message %q\nshown as %v\nwant %q", c.msg, err, want)
-		}
-	}
+	})
 }

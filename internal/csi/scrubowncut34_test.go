@@ -21,12 +21,8 @@ import (
 // bytes of one (minScrubLen), stays.
 func TestPluginMessageCutByThePluginInASecretShowsNoPartOfIt(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, csitest.DefaultMemConfig())
-	h.mem.AddVolume(csi.Volume{ID: "vol-1", CapacityBytes: 1 << 30})
-	stage := sensitiveCalls(h.client, t.TempDir())[csi.RPCNodeStageVolume]
-	ctx := context.Background()
 	cut := sentinelSecret[:len(sentinelSecret)-2] // "s3cr3t-SENTINEL-47"
-	for _, c := range []struct{ msg, want string }{
+	stagedMessagesShownAs(t, []struct{ msg, want string }{
 		{"auth failed: token=" + cut, "auth failed: token=[REDACTED]"},
 		{"auth failed: token=" + sentinelSecret[:3], "auth failed: token=[REDACTED]"},
 		{"backend said \"token=" + cut + "\"", "backend said \"token=[REDACTED]\""},
@@ -42,7 +38,18 @@ func TestPluginMessageCutByThePluginInASecretShowsNoPartOfIt(t *testing.T) {
 		// Nor does the end of a word whose tail begins a secret: no value begins inside a word.
 		{"lookup of xs3cr", "lookup of xs3cr"},
 		{"no answer from server (mount flag noa", "no answer from server (mount flag [REDACTED]"},
-	} {
+	})
+}
+
+// stagedMessagesShownAs has a plugin refuse NodeStageVolume with each message in turn and
+// checks the error shows it as want (its control bytes escaped as every message's are).
+func stagedMessagesShownAs(t *testing.T, cases []struct{ msg, want string }) {
+	t.Helper()
+	h := newHarness(t, csitest.DefaultMemConfig())
+	h.mem.AddVolume(csi.Volume{ID: "vol-1", CapacityBytes: 1 << 30})
+	stage := sensitiveCalls(h.client, t.TempDir())[csi.RPCNodeStageVolume]
+	ctx := context.Background()
+	for _, c := range cases {
 		h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Code: codes.PermissionDenied, Message: c.msg, Times: 1})
 		err := stage(ctx)
 		if err == nil {
@@ -51,8 +58,9 @@ func TestPluginMessageCutByThePluginInASecretShowsNoPartOfIt(t *testing.T) {
 		if got := csi.CodeOf(err); got != codes.PermissionDenied {
 			t.Fatalf("%q: got %v, want the injected PermissionDenied", c.msg, err)
 		}
-		if !strings.Contains(err.Error(), ": "+c.want+" (") {
-			t.Errorf("plugin message %q\nshown as %v\nwant %q", c.msg, err, c.want)
+		want := csi.EscapeControl(c.want)
+		if !strings.Contains(err.Error(), ": "+want+" (") {
+			t.Errorf("plugin message %q\nshown as %v\nwant %q", c.msg, err, want)
 		}
 	}
 }

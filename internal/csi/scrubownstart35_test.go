@@ -1,15 +1,6 @@
 package csi_test
 
-import (
-	"context"
-	"strings"
-	"testing"
-
-	"google.golang.org/grpc/codes"
-
-	"github.com/volctl/volctl/internal/csi"
-	"github.com/volctl/volctl/internal/csi/csitest"
-)
+import "testing"
 
 // TestPluginMessageBegunInASecretShowsNoPartOfIt is
 // TestPluginMessageCutByThePluginInASecretShowsNoPartOfIt at the other end: a plugin that keeps
@@ -23,12 +14,8 @@ import (
 // where nothing says a text was cut.
 func TestPluginMessageBegunInASecretShowsNoPartOfIt(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, csitest.DefaultMemConfig())
-	h.mem.AddVolume(csi.Volume{ID: "vol-1", CapacityBytes: 1 << 30})
-	stage := sensitiveCalls(h.client, t.TempDir())[csi.RPCNodeStageVolume]
-	ctx := context.Background()
 	tail := sentinelSecret[2:] // "cr3t-SENTINEL-4711"
-	for _, c := range []struct{ msg, want string }{
+	stagedMessagesShownAs(t, []struct{ msg, want string }{
 		{"…" + tail + " rejected", "…[REDACTED] rejected"},
 		{tail + " rejected", "[REDACTED] rejected"},
 		{sentinelSecret[len(sentinelSecret)-3:] + ": no such key", "[REDACTED]: no such key"},
@@ -42,18 +29,5 @@ func TestPluginMessageBegunInASecretShowsNoPartOfIt(t *testing.T) {
 		{tail + "x rejected", tail + "x rejected"},
 		{"staging... please wait", "staging... please wait"},
 		{"rejected: " + tail, "rejected: " + tail},
-	} {
-		h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Code: codes.PermissionDenied, Message: c.msg, Times: 1})
-		err := stage(ctx)
-		if err == nil {
-			t.Fatalf("%q: the injected fault did not fail the call", c.msg)
-		}
-		if got := csi.CodeOf(err); got != codes.PermissionDenied {
-			t.Fatalf("%q: got %v, want the injected PermissionDenied", c.msg, err)
-		}
-		want := csi.EscapeControl(c.want)
-		if !strings.Contains(err.Error(), ": "+want+" (") {
-			t.Errorf("plugin message %q\nshown as %v\nwant %q", c.msg, err, want)
-		}
-	}
+	})
 }
