@@ -29,26 +29,7 @@ import (
 func TestReconcileWhoseResultIsLostStillSaysItsProblems(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	faults := csitest.NewFaults()
-	socket, e, _ := serveMem(t, csitest.NewMemPlugin(csitest.DefaultMemConfig()), csitest.WithFaults(faults))
-	createSingleWriter(t, e, "db")
-	v, err := e.Volume(ctx, "db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := csi.New(csi.Config{ControllerSocket: socket, NodeSocket: socket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.CreateSnapshot(ctx, csi.CreateSnapshotRequest{SourceVolumeID: v.ExternalID, Name: "s1"}); err != nil {
-		t.Fatal(err)
-	}
-	faults.FailAlways(csi.RPCDeleteSnapshot, codes.Unavailable)
-	if err := e.DeleteSnapshot(ctx, "mem", "s1", spec.Secrets{"token": "t0ps3cret"}); err == nil {
-		t.Fatal("the delete with its answer lost succeeded")
-	}
-	faults.Clear()
+	e, faults := snapshotDeleteLeftOwed(t, "s1")
 	faults.FailAlways(csi.RPCDeleteSnapshot, codes.PermissionDenied)
 
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)

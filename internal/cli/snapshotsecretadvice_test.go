@@ -11,6 +11,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/shellquote/shellquotetest"
 	"github.com/volctl/volctl/internal/spec"
@@ -25,27 +26,8 @@ import (
 // refused ("accepts 2 arg(s), received 4"). The flag now comes before the "--".
 func TestSnapshotDeleteWithSecretsAdviceRunsForADashedID(t *testing.T) {
 	ctx := context.Background()
-	faults := csitest.NewFaults()
-	socket, e, _ := serveMem(t, csitest.NewMemPlugin(csitest.DefaultMemConfig()), csitest.WithFaults(faults))
-	createSingleWriter(t, e, "db")
-	v, err := e.Volume(ctx, "db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := csi.New(csi.Config{ControllerSocket: socket, NodeSocket: socket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	const snap = "-old"
-	if _, err := c.CreateSnapshot(ctx, csi.CreateSnapshotRequest{SourceVolumeID: v.ExternalID, Name: snap}); err != nil {
-		t.Fatal(err)
-	}
-	faults.FailAlways(csi.RPCDeleteSnapshot, codes.Unavailable)
-	if err := e.DeleteSnapshot(ctx, "mem", snap, spec.Secrets{"token": "t0ps3cret"}); err == nil {
-		t.Fatal("the delete with its answer lost succeeded")
-	}
-	faults.Clear()
+	e, faults := snapshotDeleteLeftOwed(t, snap)
 	faults.Inject(csi.RPCDeleteSnapshot, csitest.Fault{Code: codes.PermissionDenied, When: func(req proto.Message) bool {
 		return len(req.(*csipb.DeleteSnapshotRequest).GetSecrets()) == 0
 	}})
@@ -66,4 +48,33 @@ func TestSnapshotDeleteWithSecretsAdviceRunsForADashedID(t *testing.T) {
 	if got := strings.Join(shellquotetest.RunArgs(t, advised), " "); !strings.Contains(got, "--secret") || !strings.HasSuffix(got, "-- mem "+snap) {
 		t.Fatalf("`%s` runs as %q: --secret is not a flag of it", advised, got)
 	}
+}
+
+// snapshotDeleteLeftOwed serves a mem plugin whose volume db has snapshot snap (made on the
+// plugin, by its name), and leaves a delete of it, sent with a secret, owed to reconcile: its
+// answer was lost. The faults are cleared for the caller's own.
+func snapshotDeleteLeftOwed(t *testing.T, snap string) (*engine.Engine, *csitest.Faults) {
+	t.Helper()
+	ctx := context.Background()
+	faults := csitest.NewFaults()
+	socket, e, _ := serveMem(t, csitest.NewMemPlugin(csitest.DefaultMemConfig()), csitest.WithFaults(faults))
+	createSingleWriter(t, e, "db")
+	v, err := e.Volume(ctx, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := csi.New(csi.Config{ControllerSocket: socket, NodeSocket: socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CreateSnapshot(ctx, csi.CreateSnapshotRequest{SourceVolumeID: v.ExternalID, Name: snap}); err != nil {
+		t.Fatal(err)
+	}
+	faults.FailAlways(csi.RPCDeleteSnapshot, codes.Unavailable)
+	if err := e.DeleteSnapshot(ctx, "mem", snap, spec.Secrets{"token": "t0ps3cret"}); err == nil {
+		t.Fatal("the delete with its answer lost succeeded")
+	}
+	faults.Clear()
+	return e, faults
 }
