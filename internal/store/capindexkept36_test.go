@@ -56,21 +56,7 @@ func TestCapabilityIndexServesTheEventsFilter(t *testing.T) {
 	var indexed int // statements planned through some index: the plans are read, not empty
 	var readers []string
 	for _, st := range stmts {
-		rows, err := db.Query(`EXPLAIN QUERY PLAN `+st.query, st.args...)
-		if err != nil {
-			t.Fatalf("%s: %v", st.query, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, notused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		text := strings.Join(plan, "; ")
+		text := queryPlan(t, db, st.query, st.args...)
 		if strings.Contains(text, "INDEX") {
 			indexed++
 		}

@@ -212,21 +212,7 @@ func TestNearLooksUseTheKeyIndex(t *testing.T) {
 		{"snapshot_key", "snapshots", nearSnapshotsQuery},
 	} {
 		where, args := nearKeyWhere(q.col, storageKey("x"))
-		rows, err := db.Query(`EXPLAIN QUERY PLAN `+fmt.Sprintf(q.query, where), args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, notused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		text := strings.Join(plan, "; ")
+		text := queryPlan(t, db, fmt.Sprintf(q.query, where), args...)
 		if strings.Contains(text, "SCAN "+q.table) || !strings.Contains(text, "INDEX") {
 			t.Errorf("the near look of %s is planned as %q: a pass over the table", q.table, text)
 		}
@@ -293,9 +279,18 @@ func TestOpenRekeysKeysOfAnotherVersion(t *testing.T) {
 func TestStaleKeysLookUsesTheKeyIndexes(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
-	rows, err := rawDB(t, s.Path()).Query(`EXPLAIN QUERY PLAN `+staleKeysQuery, keyPrefix, keyPrefixEnd, keyPrefix, keyPrefixEnd)
+	text := queryPlan(t, rawDB(t, s.Path()), staleKeysQuery, keyPrefix, keyPrefixEnd, keyPrefix, keyPrefixEnd)
+	if strings.Contains(text, "SCAN volumes") || strings.Contains(text, "SCAN snapshots") || strings.Count(text, "INDEX") < 2 {
+		t.Errorf("the look for stale keys is planned as %q: a pass over a table", text)
+	}
+}
+
+// queryPlan is SQLite's plan of query with args, its steps' details joined by "; ".
+func queryPlan(t *testing.T, db *sql.DB, query string, args ...any) string {
+	t.Helper()
+	rows, err := db.Query(`EXPLAIN QUERY PLAN `+query, args...)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", query, err)
 	}
 	defer rows.Close()
 	var plan []string
@@ -307,8 +302,8 @@ func TestStaleKeysLookUsesTheKeyIndexes(t *testing.T) {
 		}
 		plan = append(plan, detail)
 	}
-	text := strings.Join(plan, "; ")
-	if strings.Contains(text, "SCAN volumes") || strings.Contains(text, "SCAN snapshots") || strings.Count(text, "INDEX") < 2 {
-		t.Errorf("the look for stale keys is planned as %q: a pass over a table", text)
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", query, err)
 	}
+	return strings.Join(plan, "; ")
 }
