@@ -462,23 +462,32 @@ func daemonize(mode string, setsid bool) int {
 // in a session of its own with the listening socket as its fd 3, records its pid in child.pid
 // under the root, and returns, leaving the socket file in place.
 func listenThenDaemonise(mode string) int {
-	socket, err := hostpath.ParseEndpoint(os.Getenv(spec.EndpointEnv))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	lis.SetUnlinkOnClose(false)
-	lf, err := lis.File()
+	_, lf, err := listenOnEndpoint()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return startInheritor(mode, lf)
+}
+
+// listenOnEndpoint listens on $CSI_ENDPOINT's socket, left in place when the listener closes,
+// and returns the listener with a descriptor of it to hand to a daemon.
+func listenOnEndpoint() (*net.UnixListener, *os.File, error) {
+	socket, err := hostpath.ParseEndpoint(os.Getenv(spec.EndpointEnv))
+	if err != nil {
+		return nil, nil, err
+	}
+	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
+	if err != nil {
+		return nil, nil, err
+	}
+	lis.SetUnlinkOnClose(false)
+	lf, err := lis.File()
+	if err != nil {
+		lis.Close()
+		return nil, nil, err
+	}
+	return lis, lf, nil
 }
 
 // startInheritor starts the test binary again in mode, in a session of its own with lf, a
@@ -511,18 +520,7 @@ func startInheritor(mode string, lf *os.File) int {
 func serveThenDaemonise(mode string) int {
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
-	socket, err := hostpath.ParseEndpoint(os.Getenv(spec.EndpointEnv))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	lis.SetUnlinkOnClose(false)
-	lf, err := lis.File() // taken before serving: the daemon's descriptor
+	lis, lf, err := listenOnEndpoint() // lf taken before serving: the daemon's descriptor
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
