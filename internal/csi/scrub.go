@@ -233,8 +233,23 @@ func (sc *scrubber) findShown(spans []span, msg string, controls controlsShown) 
 		}
 		return func(from, to int) (int, int) { return shownBounds(msg, view, at, from, to, controls, first) }
 	}
+	// A drawn view is looked in as drawn, and with its rows of base64 joined again
+	// (unwrappedView): a vertical tab, a form feed, CUD or IND draws "hunter2-" and, a row
+	// down, "        s3cret", which is the same text written with a line feed is.
+	look := func(view string, at []int, rd reading) {
+		b := bounds(view, at, rd)
+		spans = sc.find(spans, view, at, nil, b)
+		if strings.IndexByte(view, '\n') < 0 {
+			return
+		}
+		if joined, cuts := unwrappedView(view); cuts != nil {
+			spans = sc.find(spans, joined, nil, nil, func(from, to int) (int, int) {
+				return b(joinedAt(cuts, from), joinedAt(cuts, to-1)+1)
+			})
+		}
+	}
 	if at != nil {
-		spans = sc.find(spans, view, at, nil, bounds(view, at, 0))
+		look(view, at, 0)
 	}
 	// A character's width changes nothing drawn unless the cursor goes back over it. A
 	// reading may find more to differ on (a C1 CSI that is an ED): looked in too.
@@ -256,7 +271,7 @@ func (sc *scrubber) findShown(spans []span, msg string, controls controlsShown) 
 			drawn[rd], more = true, true
 			view, at, found, drawnBack := drawnView(msg, rd, controls)
 			if at != nil {
-				spans = sc.find(spans, view, at, nil, bounds(view, at, rd))
+				look(view, at, rd)
 			}
 			others |= found
 			back = back || drawnBack
