@@ -68,10 +68,7 @@ func TestDeleteOfAVolumeAnotherStateDirPublishedIsRefused(t *testing.T) {
 	h := newHarness(t, deleteInUse)
 	ext := h.create(volume("v")).ExternalID
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	other := h.otherStateDir()
-	if _, err := other.RegisterVolume(h.ctx, registered("w", ext)); err != nil {
-		t.Fatalf("register the volume in the other state dir: %v", err)
-	}
+	other := h.registeredElsewhere("w", ext)
 	h.mem.ResetCalls()
 
 	err := other.DeleteVolume(h.ctx, "w")
@@ -101,10 +98,7 @@ func TestReconcileFinishingADeleteOfAVolumeAnotherStateDirPublishedKeepsIt(t *te
 	t.Parallel()
 	h := newHarness(t, deleteInUse)
 	ext := h.create(volume("v")).ExternalID
-	other := h.otherStateDir()
-	if _, err := other.RegisterVolume(h.ctx, registered("w", ext)); err != nil {
-		t.Fatalf("register the volume in the other state dir: %v", err)
-	}
+	other := h.registeredElsewhere("w", ext)
 	if err := other.store.Update(h.ctx, func(tx *store.Tx) error {
 		w, err := tx.Volumes().Get("w")
 		if err != nil {
@@ -166,10 +160,7 @@ func TestDeleteOfAVolumePublishedElsewhereCheckedByGetVolume(t *testing.T) {
 	})
 	ext := h.create(volume("v")).ExternalID
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	other := h.otherStateDir()
-	if _, err := other.RegisterVolume(h.ctx, registered("w", ext)); err != nil {
-		t.Fatalf("register the volume in the other state dir: %v", err)
-	}
+	other := h.registeredElsewhere("w", ext)
 	h.mem.ResetCalls()
 	err := other.DeleteVolume(h.ctx, "w")
 	checkDeleteRefusedAsPublished(t, h, other, err, "w", "mem", ext)
@@ -193,10 +184,7 @@ func TestDeleteAsksAgainAfterUndoingALeftAttachment(t *testing.T) {
 	target, staging := forceDetachFailingControllerUnpublish(t, h)
 	forgetNodeSide(t, h, target, staging)
 	ext := h.externalID("v")
-	other := h.otherStateDir()
-	if _, err := other.RegisterVolume(h.ctx, registered("w", ext)); err != nil {
-		t.Fatalf("register the volume in the other state dir: %v", err)
-	}
+	other := h.registeredElsewhere("w", ext)
 	claimed := false
 	h.e.failpointHook = func(name string) {
 		if name != "rpc:"+csi.RPCControllerUnpublishVolume || claimed {
@@ -366,4 +354,15 @@ func TestDeleteChecksShareOneBoundAgainstAHungListing(t *testing.T) {
 			t.Errorf("the delete event %q; want it to say %q", msgs, want)
 		}
 	}
+}
+
+// registeredElsewhere is another state dir on this host and plugin, with the storage ext
+// registered in it as volume id.
+func (h *harness) registeredElsewhere(id, ext string) *Engine {
+	h.t.Helper()
+	other := h.otherStateDir()
+	if _, err := other.RegisterVolume(h.ctx, registered(id, ext)); err != nil {
+		h.t.Fatalf("register the volume in the other state dir: %v", err)
+	}
+	return other
 }

@@ -86,15 +86,7 @@ func TestNomadHandOverAcrossTwoClustersKeepsTheMark(t *testing.T) {
 	a := &fakeCluster{leader: "10.0.1.1:4647", index: 10, idle404: 900000, vols: map[string]json.RawMessage{}}
 	b := &fakeCluster{leader: "10.0.2.1:4647", index: 20, idle404: 800000, vols: map[string]json.RawMessage{}}
 	lb := roundRobin(t, a, b)
-	t.Setenv("NOMAD_TOKEN", "")
-	t.Setenv("NOMAD_HTTP_AUTH", "")
-	c, err := NewClient(lb.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := spec.Volume{ID: "db", PluginID: "hp", ExternalID: "x", Namespace: "default",
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}
-	done, err := c.HandOver(context.Background(), v, true)
+	done, err := handOverDB(t, lb.URL)
 	if a.puts+b.puts != 1 {
 		t.Fatalf("%d registrations sent, want 1", a.puts+b.puts)
 	}
@@ -123,17 +115,23 @@ func TestNomadHandOverThroughABalancerOfOneClusterSettles(t *testing.T) {
 			})
 		}
 		lb := roundRobin(t, h, h)
-		t.Setenv("NOMAD_TOKEN", "")
-		t.Setenv("NOMAD_HTTP_AUTH", "")
-		c, err := NewClient(lb.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v := spec.Volume{ID: "db", PluginID: "hp", ExternalID: "x", Namespace: "default",
-			Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}
-		done, err := c.HandOver(context.Background(), v, true)
+		done, err := handOverDB(t, lb.URL)
 		if err != nil || !done.OK || done.Undo || done.InFlight {
 			t.Errorf("leader %q: handover through a balancer of one cluster: %+v, %v", leader, done, err)
 		}
 	}
+}
+
+// handOverDB hands volume db over, forced, to the Nomad at addr, with no token set.
+func handOverDB(t *testing.T, addr string) (Handed, error) {
+	t.Helper()
+	t.Setenv("NOMAD_TOKEN", "")
+	t.Setenv("NOMAD_HTTP_AUTH", "")
+	c, err := NewClient(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := spec.Volume{ID: "db", PluginID: "hp", ExternalID: "x", Namespace: "default",
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}
+	return c.HandOver(context.Background(), v, true)
 }
