@@ -82,7 +82,7 @@ func TestAgentTrimsTheLogOfAnAdoptedPlugin(t *testing.T) {
 	f := newFixture(t)
 	f.register(f.execPlugin("hp", "hostpath"))
 	pid := f.leftPlugin("hp")
-	flood(t, pid, 3*maxLogSize/2)
+	flood(t, pid, 3*int(maxLogSize)/2)
 	stop := f.startAgent(adoptSettings())
 	waitFor(t, "the agent to adopt the plugin", func() bool { return strings.Contains(f.logs.String(), "adopted the running plugin") })
 	waitFor(t, "the adopted plugin's log to be kept under its limit", func() bool { return outputBounded(t, pid) })
@@ -110,7 +110,7 @@ func TestAgentTrimsAnAdoptedPluginsLogReplacedWhileItWasDown(t *testing.T) {
 				t.Fatal(err)
 			}
 			outside := filepath.Join(t.TempDir(), "precious")
-			big := strings.Repeat("z", maxLogSize+1024)
+			big := strings.Repeat("z", int(maxLogSize)+1024)
 			if err := os.WriteFile(outside, []byte(big), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -124,7 +124,7 @@ func TestAgentTrimsAnAdoptedPluginsLogReplacedWhileItWasDown(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			flood(t, pid, 3*maxLogSize/2)
+			flood(t, pid, 3*int(maxLogSize)/2)
 			stop := f.startAgent(adoptSettings())
 			waitFor(t, "the agent to adopt the plugin", func() bool { return strings.Contains(f.logs.String(), "adopted the running plugin") })
 			waitFor(t, "the adopted plugin's output file to be kept under its limit", func() bool { return outputBounded(t, pid) })

@@ -53,17 +53,42 @@ func init() {
 	}
 }
 
+// startHelperTestEnv names the start helper built without -race (buildStartHelper) to the
+// processes this test binary starts as agents (agent-killed-after-start, say), which use it too.
+const startHelperTestEnv = "VOLCTL_AGENT_TEST_START_HELPER"
+
 func TestMain(m *testing.M) {
+	// A plugin's log is kept under 1 MiB here, checked every 100 ms, where volctl keeps it under
+	// 10 MiB, checked every second: the same code, with a tenth of the bytes to write, copy and
+	// compare (the chatty plugin, run as this binary, too), and a tenth of the wait.
+	maxLogSize, logCheckInterval = 1<<20, 100*time.Millisecond
+	if bin := os.Getenv(startHelperTestEnv); bin != "" {
+		startHelperBin = bin
+	}
 	switch os.Getenv(pluginModeEnv) {
 	case "":
 		testproc.Start() // the plugins of a test binary that dies go with it (internal/testproc)
+		dir, err := os.MkdirTemp("", "starthelper-")
+		if err == nil {
+			err = buildStartHelper(filepath.Join(dir, "starthelper"))
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "the start helper without -race: %v; plugins start through this race-built test binary\n", err)
+		} else {
+			startHelperBin = filepath.Join(dir, "starthelper")
+			os.Setenv(startHelperTestEnv, startHelperBin)
+		}
 		// Under -race every process sleeps 1 s before it exits (the race runtime's default
 		// atexit_sleep_ms), and each test here starts plugins (this binary) that exit, or are
 		// stopped and waited for: the processes this one starts inherit this, the plugins get
 		// it in their exec block's env (execPlugin), and exit at once, as cmd/volctl's tests'.
 		// (It does not change this process: GORACE is read at start.)
 		os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-		os.Exit(m.Run())
+		rc := m.Run()
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
+		os.Exit(rc)
 	case "hostpath":
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		defer stop()
@@ -185,7 +210,7 @@ func TestMain(m *testing.M) {
 	case "chatty":
 		// hostpath that first writes 2.5 times maxLogSize to stdout: a plugin logging a flood.
 		line := strings.Repeat("x", 1023) + "\n"
-		for range 5 * maxLogSize / 2 / len(line) {
+		for range 5 * int(maxLogSize) / 2 / len(line) {
 			os.Stdout.WriteString(line)
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -301,10 +326,15 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		defer lis.Close()
-		ballast := make([]byte, 256<<20)
-		for i := 0; i < len(ballast); i += 4096 {
-			ballast[i] = 1
+		// Mapped and populated by the kernel, outside Go's heap: 256 MiB resident all the same,
+		// torn down at SIGKILL before the files close, without this race-built process
+		// writing each page (and the race detector's shadow of each) first.
+		ballast, err := unix.Mmap(-1, 0, 256<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
 		}
+		defer unix.Munmap(ballast)
 		fmt.Println("ready")
 		select {}
 	case "first-thread-exits":
@@ -347,6 +377,24 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "unknown %s\n", pluginModeEnv)
 		os.Exit(2)
 	}
+}
+
+// buildStartHelper builds package starthelper alone (testdata/starthelper) without -race, to
+// bin: the agent starts a plugin through it (startHelperBin) in a few milliseconds of CPU where
+// this race-built binary, the start helper volctl's agent is (/proc/self/exe), took about 0.18 s
+// (the race runtime and every package's init), at each of the hundreds of starts here. The
+// helper's code is the same package either way; volctl's own tests (cmd/volctl) start plugins
+// through /proc/self/exe. After go vet, as in CI, the standard library is compiled without
+// -race already: this is a link, about a second of CPU.
+func buildStartHelper(bin string) error {
+	gocmd, err := exec.LookPath("go")
+	if err != nil {
+		gocmd = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	if out, err := exec.Command(gocmd, "build", "-o", bin, "./testdata/starthelper").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./testdata/starthelper: %v\n%s", err, out)
+	}
+	return nil
 }
 
 // runAgent runs an agent with testSettings on the state dir until SIGTERM.

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,10 +21,10 @@ import (
 // how much output was dropped and why, no partial .log.1 is left, and the error names the
 // file that could not be written.
 func TestTrimLogOnAFullDiskGivesTheSpaceBack(t *testing.T) {
-	mnt := hostpathtest.Tmpfs(t, "size=16m")
+	mnt := hostpathtest.Tmpfs(t, fmt.Sprintf("size=%dk", 2*maxLogSize>>10)) // the log past its bound, and room for little more
 	path := filepath.Join(mnt, "p.log")
 	line := strings.Repeat("x", 1023) + "\n"
-	if err := os.WriteFile(path, bytes.Repeat([]byte(line), (maxLogSize+maxLogSize/8)/len(line)), 0o600); err != nil {
+	if err := os.WriteFile(path, bytes.Repeat([]byte(line), int(maxLogSize+maxLogSize/8)/len(line)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	hostpathtest.Fill(t, filepath.Join(mnt, "fill"))
@@ -66,7 +67,7 @@ func TestTrimLogOnAFullDiskGivesTheSpaceBack(t *testing.T) {
 func TestTrimLogKeepsTheLogWhenOnlyItsRotationFails(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "p.log")
 	line := strings.Repeat("x", 1023) + "\n"
-	if err := os.WriteFile(path, bytes.Repeat([]byte(line), (maxLogSize+maxLogSize/8)/len(line)), 0o600); err != nil {
+	if err := os.WriteFile(path, bytes.Repeat([]byte(line), int(maxLogSize+maxLogSize/8)/len(line)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	before, err := os.Stat(path)

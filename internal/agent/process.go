@@ -27,10 +27,10 @@ import (
 
 // maxLogSize is the size past which a plugin's log is rotated (to .log.1): when it is started,
 // and while it runs (trimLog, every logCheckInterval).
-const maxLogSize = 10 << 20
+var maxLogSize int64 = 10 << 20
 
 // logCheckInterval is how often the agent checks the size of its plugins' logs.
-const logCheckInterval = time.Second
+var logCheckInterval = time.Second
 
 // process is a plugin process the agent may signal: one it started, or one an earlier agent
 // started and left running (adopted through its pid file).
@@ -160,11 +160,11 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 		return nil, fmt.Errorf("starting plugin: %w", err)
 	}
 	defer execErr.Close()
-	cmd := exec.Command("/proc/self/exe")
+	cmd := exec.Command(startHelperBin)
 	cmd.Args = append([]string{startHelperArg0, path, sp.Exec.Command}, sp.Exec.Args...)
 	instance := newInstance()
 	cmd.Env = append(env, startHelperEnv+"=1", instanceEnv+"="+instance)
-	cmd.ExtraFiles = []*os.File{goAhead, execErrW} // fds 3 and 4: goAheadFD, execErrFD
+	cmd.ExtraFiles = []*os.File{goAhead, execErrW} // fds 3 and 4: starthelper.GoAheadFD, ExecErrFD
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	childMu.Lock() // reapOrphans leaves it to cmd.Wait, even if it exits at once

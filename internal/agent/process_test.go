@@ -373,7 +373,7 @@ func TestTrimLogKeepsTheRotatedLogBounded(t *testing.T) {
 	// Made in one piece, not grown, and compared as bytes: under -race every copy of the
 	// 30 MiB (a builder's growth, a conversion) is checked byte range by byte range, most of
 	// this test's CPU.
-	flood := bytes.Repeat([]byte(line), 3*maxLogSize/len(line)+1)
+	flood := bytes.Repeat([]byte(line), 3*int(maxLogSize)/len(line)+1)
 	copy(flood[len(flood)-len(line):], "the newest line\n")
 	flood = flood[:len(flood)-len(line)+len("the newest line\n")]
 	if err := os.WriteFile(path, flood, 0o600); err != nil {
@@ -386,7 +386,7 @@ func TestTrimLogKeepsTheRotatedLogBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rotated) > maxLogSize+200 || !bytes.HasSuffix(rotated, []byte("x\nthe newest line\n")) {
+	if int64(len(rotated)) > maxLogSize+200 || !bytes.HasSuffix(rotated, []byte("x\nthe newest line\n")) {
 		t.Errorf("the rotated log holds %d bytes ending %q, want at most about %d, the newest output", len(rotated), rotated[max(0, len(rotated)-20):], maxLogSize)
 	}
 	if !bytes.Contains(rotated[:200], []byte("bytes of earlier output dropped")) {
