@@ -119,6 +119,16 @@ func TestEchoedSecretsLeaveNoStoredBytes(t *testing.T) {
 			t.Fatalf("delete %s: %v", id, err)
 		}
 	}
+	// Honest: the deleted volume's past claims are kept, who and how they ended, without flags.
+	if err := h.e.store.View(h.ctx, func(tx *store.Tx) error {
+		past, err := tx.History("db", 10)
+		if err == nil && (len(past) == 0 || past[0].Alloc != "a1" || len(past[0].MountFlags) != 0) {
+			t.Errorf("db's past claims after its delete: %+v, want a1's kept without its mount flags", past)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if err := h.e.Close(); err != nil {
 		t.Fatal(err)
 	}
