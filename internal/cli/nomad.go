@@ -39,12 +39,14 @@ came to is said on its own line.`,
 func nomadClient() (*nomad.Client, error) { return nomad.NewClient("") }
 
 // connectNomad is the client get makes, whose credentials (the ACL token, a basic auth password
-// and its header's encoding) a crash report is scrubbed of from here on (noteSecrets): a
-// panic's value may print a request, or the client, whole.
+// and its header's encoding) a crash report is scrubbed of from here on (noteSecrets), and its
+// plain users masked in as words (noteWords): a panic's value may print a request, or the
+// client, whole.
 func connectNomad(get func() (*nomad.Client, error)) (*nomad.Client, error) {
 	c, err := get()
 	if c != nil {
-		noteSecrets(append(c.Credentials(), c.Words()...)...)
+		noteSecrets(c.Credentials()...)
+		noteWords(c.Words()...)
 	}
 	return c, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/nomad"
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -174,6 +175,7 @@ func withEngine(e *engine.Engine, fn func() error) error {
 var inputSecrets struct {
 	sync.Mutex
 	values     []string
+	words      []string // noteWords
 	registered bool
 }
 
@@ -197,14 +199,36 @@ func noteSecrets(values ...string) {
 			inputSecrets.values = append(inputSecrets.values, v)
 		}
 	}
-	if len(inputSecrets.values) == 0 || inputSecrets.registered {
+	if len(inputSecrets.values)+len(inputSecrets.words) == 0 || inputSecrets.registered {
 		return
 	}
 	inputSecrets.registered = true
-	crash.Redact(func(text string) (string, error) {
-		inputSecrets.Lock()
-		values := slices.Clone(inputSecrets.values)
-		inputSecrets.Unlock()
-		return csi.Scrubber(values)(text), nil
-	})
+	crash.Redact(func(text string) (string, error) { return scrubInputs(text), nil })
+}
+
+// noteWords adds the plain users a nomad command sends as its only credential (nomad.Client's
+// Words) to what a crash report is masked of where each stands as a word of its own
+// (nomad.MaskWords, as in what Nomad says), whatever its length: the scrubber of noteSecrets'
+// values skips one under 3 bytes (csi's floor), and a user of one or two characters
+// (http://q7@host) was printed whole in the address a panic's value holds. A word so short
+// costs a report only its own places as a word (a path's "/q7/"), not the stack's.
+func noteWords(words ...string) {
+	noteSecrets(words...) // scrubbed everywhere, from 3 bytes on, as before
+	inputSecrets.Lock()
+	for _, w := range words {
+		if w != "" && !slices.Contains(inputSecrets.words, w) {
+			inputSecrets.words = append(inputSecrets.words, w)
+		}
+	}
+	inputSecrets.Unlock()
+	noteSecrets() // registers the scrub when only words too short for it were noted
+}
+
+// scrubInputs is a crash report's text scrubbed of the secrets noted (noteSecrets) and masked
+// of the words noted (noteWords).
+func scrubInputs(text string) string {
+	inputSecrets.Lock()
+	values, words := slices.Clone(inputSecrets.values), slices.Clone(inputSecrets.words)
+	inputSecrets.Unlock()
+	return nomad.MaskWords(csi.Scrubber(values)(text), words)
 }

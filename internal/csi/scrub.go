@@ -788,15 +788,31 @@ func joinedAt(cuts []cut, i int) int {
 // it ("hunter2-\rs3cret" draws "s3cret2-"), but what volctl writes is not only drawn: its
 // --json, the event log, the agent's log and a redirect to a file carry the byte or its
 // escape, where a reader reads "hunter2-" and then "s3cret", the secret split as a line
-// break splits it (scrub34 to scrub35 kept it so, for what a terminal draws alone).
+// break splits it (scrub34 to scrub35 kept it so, for what a terminal draws alone). A run of
+// carriage returns with at most one line feed among them is one break too (secrets37): a
+// second return goes back to the start of the line it is at, and "hunter2-\r\rs3cret",
+// "hunter2-\r\r\ns3cret" (a CRLF text written again with CRLF ends) are read as the single
+// return's are; before, the view joined only one break's bytes and such a secret was shown.
+// Two line feeds are a blank line, a paragraph's end, and not one break.
 func lineBreakEnd(msg string, i int) int {
 	j := skipBlanks(msg, i)
-	for _, br := range []string{"\r\n", "\n", "\r", `\r\n`, `\n`, `\r`} {
-		if strings.HasPrefix(msg[j:], br) {
-			return skipBlanks(msg, j+len(br))
+	end, lf := i, false
+	for {
+		switch rest := msg[j:]; {
+		case strings.HasPrefix(rest, "\r"):
+			j++
+		case strings.HasPrefix(rest, `\r`):
+			j += 2
+		case !lf && strings.HasPrefix(rest, "\n"):
+			j, lf = j+1, true
+		case !lf && strings.HasPrefix(rest, `\n`):
+			j, lf = j+2, true
+		default:
+			return end
 		}
+		j = skipBlanks(msg, j)
+		end = j
 	}
-	return i
 }
 
 func skipBlanks(msg string, i int) int {

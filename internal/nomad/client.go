@@ -1033,6 +1033,10 @@ func wordByte(b byte) bool {
 // joiner reports whether b joins two parts of one name (ops-db, ops.example).
 func joiner(b byte) bool { return b == '-' || b == '_' || b == '.' || b == '~' }
 
+// MaskWords is maskWords, for a crash report, which the words a command's clients send
+// (Words) are masked of as Nomad's answers are, whatever their length.
+func MaskWords(s string, words []string) string { return maskWords(s, words) }
+
 // wordStarts reports whether no name goes on before s[i:] (maskWords).
 func wordStarts(s string, i int) bool {
 	if i == 0 {

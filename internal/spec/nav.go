@@ -155,7 +155,14 @@ func (n *blockNav) ContextString(offset int) string {
 	b := blocks[i]
 	var s strings.Builder
 	s.WriteString(b.Type)
+	// A block whose name says it holds secrets (`secrets "hunter2" {`, refused for its label)
+	// has its labels masked in the snippet, as every string of its value: named here, they
+	// printed the secret on the line above it (secrets37).
+	hide := sensitiveName(b.Type)
 	for _, l := range b.Labels {
+		if hide {
+			l = Redacted
+		}
 		s.WriteString(" " + strconv.Quote(l))
 	}
 	return s.String()

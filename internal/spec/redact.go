@@ -202,7 +202,9 @@ func hideText(s, text string) string {
 }
 
 // sensitiveToken returns the name that toks[i] starts, if any, and the index of its last
-// token: a bare name, or a quoted one (HCL1's "secrets" = {...}) that '=', ':' or '{' follows.
+// token: a bare name, or a quoted one (HCL1's "secrets" = {...}) that '=', ':' or '{' follows,
+// or a block's labels and then '{' (`"secrets" "hunter2" {`, refused for its label, whose
+// label was shown: secrets37).
 func sensitiveToken(toks hclsyntax.Tokens, i int) (string, int) {
 	switch {
 	case toks[i].Type == hclsyntax.TokenIdent:
@@ -213,9 +215,28 @@ func sensitiveToken(toks hclsyntax.Tokens, i int) (string, int) {
 		case hclsyntax.TokenEqual, hclsyntax.TokenColon, hclsyntax.TokenOBrace:
 			return unescape(string(toks[i+1].Bytes)), i + 2
 		}
+		// Labels: a bare name or a plain quoted one each, a few at most (a spec's blocks take
+		// one; the bound keeps a line of many quoted strings linear).
+		k := i + 3
+		for n := 0; n < maxLabels && k < len(toks); n++ {
+			if toks[k].Type == hclsyntax.TokenIdent {
+				k++
+			} else if k+2 < len(toks) && toks[k].Type == hclsyntax.TokenOQuote && toks[k+1].Type == hclsyntax.TokenQuotedLit &&
+				toks[k+2].Type == hclsyntax.TokenCQuote {
+				k += 3
+			} else {
+				break
+			}
+		}
+		if k > i+3 && k < len(toks) && toks[k].Type == hclsyntax.TokenOBrace {
+			return unescape(string(toks[i+1].Bytes)), i + 2
+		}
 	}
 	return "", i
 }
+
+// maxLabels is how many labels sensitiveToken looks past for a quoted block name's '{'.
+const maxLabels = 4
 
 // unescape returns a quoted name's text with its escapes (\u0065) read, as the parser reads
 // them; a name it cannot read is returned as written.

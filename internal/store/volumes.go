@@ -115,7 +115,9 @@ type VolumeStore interface {
 	// the live claims' (docs/architecture.md, Modes: ClaimStore's Insert and Free set them), so a
 	// copy of the volume read before a claim was admitted or freed cannot write them back.
 	Update(v *Volume) error
-	// Delete removes a volume; ErrConflict while claims or a staging refer to it.
+	// Delete removes a volume; ErrConflict while claims or a staging refer to it. Its past
+	// claims stay in the history, without their mount flags: those may hold a credential
+	// (password=...), which no longer has a use and would otherwise outlive the volume.
 	Delete(id string) error
 	// EachBrief streams every volume's list fields with its live claims counted, ordered by
 	// ID, from one query that decodes none of the JSON columns (what a list of 10,000 volumes
@@ -445,7 +447,19 @@ func (vs volumes) Delete(id string) error {
 		return fmt.Errorf("%s: %w", volumeWhat(id), err)
 	}
 	res, err := vs.tx.exec(`DELETE FROM volumes WHERE id = ?`, id)
-	return affected(res, err, volumeWhat(id), "in use: live claims or a staging still refer to it")
+	if err := affected(res, err, volumeWhat(id), "in use: live claims or a staging still refer to it"); err != nil {
+		return err
+	}
+	// The volume's past claims keep what they say (who, when, how it ended), not the mount
+	// flags they were made with: a flag may be a password (a cifs or ceph claim's), and the
+	// history kept it after the volume and its secrets went, in the database file until 10,000
+	// later claims pruned it (secrets37, TestEchoedSecretsLeaveNoStoredBytes). The flags
+	// leave the state in this transaction, as the volume's secrets do (noteSecrets above: the
+	// log's echoes of them are scrubbed and the files wiped).
+	if _, err := vs.tx.exec(`UPDATE claim_history SET mount_flags = NULL WHERE volume_id = ? AND mount_flags IS NOT NULL`, id); err != nil {
+		return wrap(err, fmt.Sprintf("forget the mount flags of %s's past claims", volumeWhat(id)), "")
+	}
+	return nil
 }
 
 func (vs volumes) CountByPlugin(pluginID string) (int, error) {
