@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+)
+
+// A restore answered with the volume its snapshot was taken of: a plugin that "restores" by
+// rolling its source back in place, or hands the source over, answers CreateVolume with the
+// source's ID. The source is not recorded here any more (deregistered, or handed over to
+// Nomad), so sameStorage does not see it. Before, the answer was recorded as the restored
+// volume: its writes went to the source, and its `volume delete` deleted the source's data; an
+// answer too small was deleted at once, the source with it. The source is known from volctl's
+// record of the snapshot and from the plugin's own listing of it (a snapshot volctl did not
+// make), and an answer naming it, or naming it spelled otherwise to a plugin that reads IDs
+// so, is refused as a clone answered with its source is: neither recorded nor deleted.
+func TestRestoreAnsweredWithItsSnapshotsSourceIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		recorded bool // the snapshot is volctl's (else the plugin's own, found by its listing)
+		tooSmall bool // the answer is below capacity_min: before, deleted at once
+		near     bool // answered with the source's ID in another case, to a plugin that folds IDs
+		listing  bool // the plugin can list snapshots (LIST_SNAPSHOTS)
+	}{
+		{name: "recorded", recorded: true, listing: true},
+		{name: "recorded-too-small", recorded: true, tooSmall: true, listing: true},
+		{name: "recorded-near", recorded: true, near: true, listing: true},
+		{name: "recorded-no-listing", recorded: true},
+		{name: "plugins-own", listing: true},
+		{name: "plugins-own-too-small", tooSmall: true, listing: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h, db := snapshotHarness(t, func(c *csitest.MemConfig) {
+				c.FoldIDs = tc.near
+				c.Controller.ListSnapshots = tc.listing
+			})
+			snapID := "provider-snap"
+			if tc.recorded {
+				snapID = h.snapshot("nightly").ID
+			} else {
+				h.mem.AddSnapshot(csi.Snapshot{ID: snapID, SourceVolumeID: db.ExternalID, SizeBytes: db.CapacityBytes, ReadyToUse: true})
+			}
+			if _, err := h.e.DeregisterVolume(h.ctx, "db", false); err != nil {
+				t.Fatal(err)
+			}
+			answer := db.ExternalID
+			if tc.near {
+				answer = strings.ToUpper(answer)
+			}
+			h.mem.AnswerCreateWith(answer)
+			h.mem.ResetCalls()
+			sv := volume("r")
+			sv.SnapshotID = snapID
+			if tc.tooSmall {
+				sv.CapacityMin = 2 * db.CapacityBytes
+			}
+			_, err := h.e.CreateVolume(h.ctx, sv)
+			h.refusedCreate(err, "r", db.ExternalID, "the volume that snapshot was taken of", "restore from snapshot "+`"`+snapID+`"`)
+			if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 0 {
+				t.Errorf("DeleteVolume sent %d time(s): the answer is the snapshot's source %q", n, db.ExternalID)
+			}
+			if rep, err := h.e.Reconcile(h.ctx); err != nil || !rep.OK() {
+				t.Errorf("reconcile after the refused restore: %v, %+v", err, rep.Problems)
+			}
+			if _, ok := h.mem.Volume(db.ExternalID); !ok {
+				t.Errorf("the source %q was deleted by reconcile", db.ExternalID)
+			}
+
+			// The honest plugin: a restore answered with a new volume is recorded.
+			h.mem.AnswerCreateWith("")
+			sv.CapacityMin = db.CapacityBytes
+			r := h.create(sv)
+			if r.ExternalID == db.ExternalID || r.SnapshotID != snapID {
+				t.Errorf("honest restore recorded %+v", r)
+			}
+		})
+	}
+}
