@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -78,5 +81,46 @@ func TestRestoreAnsweredWithItsSnapshotsSourceIsRefused(t *testing.T) {
 				t.Errorf("honest restore recorded %+v", r)
 			}
 		})
+	}
+}
+
+// The same lie met by a restore sent again: the first CreateVolume of a restore from the
+// plugin's own snapshot (one volctl does not record, whose source only the plugin's listing
+// names) failed retryably, and reconcile sends it again, answered with the source. Before, the
+// readiness check that learned the source ran before the first send only, and reconcile
+// recorded the source as the restored volume.
+func TestRestoreSentAgainAnsweredWithItsSnapshotsSourceIsRefused(t *testing.T) {
+	h, db := snapshotHarness(t, nil)
+	h.mem.AddSnapshot(csi.Snapshot{ID: "provider-snap", SourceVolumeID: db.ExternalID, SizeBytes: db.CapacityBytes, ReadyToUse: true})
+	if _, err := h.e.DeregisterVolume(h.ctx, "db", false); err != nil {
+		t.Fatal(err)
+	}
+	sv := volume("r")
+	sv.SnapshotID = "provider-snap"
+	h.faults.FailAlways(csi.RPCCreateVolume, codes.Unavailable)
+	if _, err := h.e.CreateVolume(h.ctx, sv); err == nil {
+		t.Fatal("create answered UNAVAILABLE succeeded")
+	}
+	h.faults.Clear(csi.RPCCreateVolume)
+	h.mem.AnswerCreateWith(db.ExternalID)
+	rep, err := h.e.Reconcile(h.ctx)
+	t.Logf("reconcile: %v, %+v", err, rep.Problems)
+	if v, err := h.e.Volume(h.ctx, "r"); err == nil && v.ExternalID == db.ExternalID {
+		t.Fatalf("reconcile recorded the restore as its snapshot's source %q: %+v", db.ExternalID, v)
+	}
+	if rep.OK() || !strings.Contains(fmt.Sprint(rep.Problems), "the volume that snapshot was taken of") {
+		t.Errorf("reconcile's problems %+v; want the refused answer said", rep.Problems)
+	}
+	if _, ok := h.mem.Volume(db.ExternalID); !ok {
+		t.Errorf("the source %q was deleted", db.ExternalID)
+	}
+
+	// The plugin honest again: reconcile finishes the restore with a new volume.
+	h.mem.AnswerCreateWith("")
+	if rep, err := h.e.Reconcile(h.ctx); err != nil || !rep.OK() {
+		t.Fatalf("reconcile with an honest plugin: %v, %+v", err, rep.Problems)
+	}
+	if r := h.volumeInfo("r"); r.ExternalID == db.ExternalID || r.State != "ready" {
+		t.Errorf("restore finished as %+v", r)
 	}
 }

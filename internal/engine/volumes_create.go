@@ -442,6 +442,22 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		if err := e.locks.stillHeld(v.ID); err != nil {
 			return err
 		}
+		if replay && v.SnapshotID != "" && !slices.ContainsFunc(req.SnapshotSources, func(s string) bool { return s != "" }) && snapshotCheck(c) != "" {
+			// A restore sent again (reconcile, the same create, a delete finishing it) from a
+			// snapshot volctl does not record: the readiness check that learned its source ran
+			// before the first CreateVolume only, so the source is asked again, for the answer's
+			// check alone (it was refused only at the first send). A check that fails leaves
+			// the answer unchecked against it, as a plugin that cannot be asked does.
+			if err := e.boundCheck(ctx, func(ctx context.Context) error {
+				snap, found, err := e.findsSnapshot(ctx, c, v.SnapshotID, v.Secrets)
+				if found && snap.ID == v.SnapshotID {
+					req.SnapshotSources = append(req.SnapshotSources, snap.SourceVolumeID)
+				}
+				return err
+			}); err != nil {
+				e.log.Warn(fmt.Sprintf("plugin %q: which volume snapshot %q was taken of could not be asked before volume %q's restore was sent again", c.plugin.ID, v.SnapshotID, v.ID), "err", err)
+			}
+		}
 		created, earlier, err := sendAnswered(ctx, e, c, csi.RPCCreateVolume, func(ctx context.Context) (csi.Volume, error) {
 			return c.client.CreateVolume(ctx, req)
 		})
