@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"database/sql"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,6 +12,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // A restore answered with the volume its snapshot was taken of: a plugin that "restores" by
@@ -122,5 +126,75 @@ func TestRestoreSentAgainAnsweredWithItsSnapshotsSourceIsRefused(t *testing.T) {
 	}
 	if r := h.volumeInfo("r"); r.ExternalID == db.ExternalID || r.State != "ready" {
 		t.Errorf("restore finished as %+v", r)
+	}
+}
+
+// What an older volctl recorded of such a lie: a restore, or a clone of a provider's volume,
+// recorded with its source's storage as its own. Its `volume delete` sent DeleteVolume of the
+// source, which volctl no longer records (deregistered) or never did (a provider's volume
+// named by clone_id), deleting its data. The delete is refused, a conflict naming the source
+// and the deregister that forgets the record; nothing is sent. A restore and a clone of their
+// own storage still delete.
+func TestDeleteOfARestoreRecordedAsItsSourceIsRefused(t *testing.T) {
+	for _, kind := range []string{"restore", "clone"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			h, db := snapshotHarness(t, func(c *csitest.MemConfig) { c.Controller.CloneVolume = true })
+			sv := volume("r")
+			source := db.ExternalID
+			if kind == "restore" {
+				sv.SnapshotID = h.snapshot("nightly").ID
+				if _, err := h.e.DeregisterVolume(h.ctx, "db", false); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				source = "provider-src"
+				h.mem.AddVolume(csi.Volume{ID: source, CapacityBytes: 1 << 20})
+				sv.CloneID = source
+			}
+			// The honest answer, a volume of its own, deletes.
+			h.create(sv)
+			if err := h.e.DeleteVolume(h.ctx, "r"); err != nil {
+				t.Fatalf("delete of an honest %s: %v", kind, err)
+			}
+			// An older volctl's record of the source as the new volume.
+			h.create(sv)
+			sdb, err := sql.Open("sqlite", "file:"+filepath.Join(h.dir, store.FileName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sdb.Close()
+			if _, err := sdb.Exec(`UPDATE volumes SET external_id = ? WHERE id = 'r'`, source); err != nil {
+				t.Fatal(err)
+			}
+			h.mem.ResetCalls()
+			err = h.e.DeleteVolume(h.ctx, "r")
+			t.Logf("delete: %v", err)
+			if !errors.Is(err, ErrConflict) {
+				t.Errorf("delete of a %s recorded as its source %q: %v, want a conflict", kind, source, err)
+			}
+			for _, want := range []string{`"r"`, `"` + source + `"`, "volctl volume deregister r"} {
+				if err != nil && !strings.Contains(err.Error(), want) {
+					t.Errorf("delete: %v; want it to say %s", err, want)
+				}
+			}
+			if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 0 {
+				t.Errorf("DeleteVolume sent %d time(s) for the source %q", n, source)
+			}
+			if _, ok := h.mem.Volume(source); !ok {
+				t.Fatalf("the source %q was deleted", source)
+			}
+			if rep, err := h.e.Reconcile(h.ctx); err != nil {
+				t.Errorf("reconcile: %v", err)
+			} else if _, ok := h.mem.Volume(source); !ok {
+				t.Fatalf("the source %q was deleted by reconcile: %+v", source, rep.Problems)
+			}
+			if _, err := h.e.DeregisterVolume(h.ctx, "r", false); err != nil {
+				t.Errorf("the way out, deregister: %v", err)
+			}
+			if _, ok := h.mem.Volume(source); !ok {
+				t.Errorf("the source %q was deleted by the deregister", source)
+			}
+		})
 	}
 }
