@@ -69,8 +69,8 @@ func createdVolume(r CreateVolumeRequest, resp *csipb.CreateVolumeResponse) (Vol
 	// otherwise): a plugin that rolls the source back in place, or hands it over, answers so.
 	// Recorded as the restored volume, its writes went to the source, and its `volume delete`,
 	// or the cleanup of an answer too small, deleted the source's data: the source was
-	// refused only while volctl recorded it (sameStorage), not once it was deregistered or
-	// handed over to Nomad (TestRestoreAnsweredWithItsSnapshotsSourceIsRefused).
+	// refused only while volctl recorded it (sameStorage), not once it was deregistered
+	// (TestRestoreAnsweredWithItsSnapshotsSourceIsRefused).
 	if r.SnapshotID != "" {
 		for _, src := range r.SnapshotSources {
 			if src == "" || !spec.SameStorageID(v.ID, src) {

@@ -17,8 +17,8 @@ import (
 
 // A restore answered with the volume its snapshot was taken of: a plugin that "restores" by
 // rolling its source back in place, or hands the source over, answers CreateVolume with the
-// source's ID. The source is not recorded here any more (deregistered, or handed over to
-// Nomad), so sameStorage does not see it. Before, the answer was recorded as the restored
+// source's ID. The source is not recorded here any more (deregistered, which leaves the
+// storage), so sameStorage does not see it. Before, the answer was recorded as the restored
 // volume: its writes went to the source, and its `volume delete` deleted the source's data; an
 // answer too small was deleted at once, the source with it. The source is known from volctl's
 // record of the snapshot and from the plugin's own listing of it (a snapshot volctl did not
