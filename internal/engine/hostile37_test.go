@@ -4,11 +4,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -196,5 +198,48 @@ func TestDeleteOfARestoreRecordedAsItsSourceIsRefused(t *testing.T) {
 				t.Errorf("the source %q was deleted by the deregister", source)
 			}
 		})
+	}
+}
+
+// A listing that names a snapshot twice, ready and not ready (TestRestoreCheckedByASnapshotListingThatDisagreesWithItself's
+// plugin): the restore is refused as not ready, the safe answer, and its error advises
+// `snapshot list` to see when the plugin says it is ready. Before, that listing showed the
+// first entry, ready, so the command advised showed the snapshot ready while the restore said
+// it was not; now it shows what the restore's check reads, not ready.
+func TestSnapshotListingThatDisagreesWithItselfShowsItNotReady(t *testing.T) {
+	h, db := snapshotHarness(t, nil)
+	h.mem.AddSnapshot(csi.Snapshot{ID: "snap-uploading", SourceVolumeID: db.ExternalID, SizeBytes: db.CapacityBytes})
+	h.mem.AddSnapshot(csi.Snapshot{ID: "snap-done", SourceVolumeID: db.ExternalID, SizeBytes: db.CapacityBytes, ReadyToUse: true})
+	h.faults.Inject(csi.RPCListSnapshots, csitest.Fault{Answer: func(m proto.Message) {
+		resp := m.(*csipb.ListSnapshotsResponse)
+		var twice []*csipb.ListSnapshotsResponse_Entry
+		for _, en := range resp.GetEntries() {
+			ready := proto.Clone(en).(*csipb.ListSnapshotsResponse_Entry)
+			ready.Snapshot.ReadyToUse = true
+			twice = append(twice, ready, en)
+		}
+		resp.Entries = twice
+	}})
+	sv := volume("restored")
+	sv.SnapshotID = "snap-uploading"
+	if _, err := h.e.CreateVolume(h.ctx, sv); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "volctl volume snapshot list") {
+		t.Fatalf("restore from a snapshot listed ready and not ready: %v; want the conflict advising the listing", err)
+	}
+	l, err := h.e.ListSnapshots(h.ctx, "mem", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, s := range l.Snapshots {
+		got[s.ID] = s.ReadyToUse
+	}
+	if ready, ok := got["snap-uploading"]; !ok || ready {
+		t.Errorf("the listing the refusal advises shows snap-uploading ready=%v (listed %v): the restore was refused as not ready", ready, ok)
+	}
+	if !got["snap-done"] {
+		t.Errorf("snap-done, listed ready twice, shows not ready: %+v", l.Snapshots)
+	}
+	if len(l.Snapshots) != 2 {
+		t.Errorf("listing %+v, want each snapshot once", l.Snapshots)
 	}
 }
