@@ -65,6 +65,28 @@ func createdVolume(r CreateVolumeRequest, resp *csipb.CreateVolumeResponse) (Vol
 			"it is not recorded as the clone, and left alone (the plugin does not clone: report it to the plugin's authors)",
 			RPCCreateVolume, r.Name, r.CloneID, itself)
 	}
+	// So is a restore answered with the volume its snapshot was taken of (or that ID spelled
+	// otherwise): a plugin that rolls the source back in place, or hands it over, answers so.
+	// Recorded as the restored volume, its writes went to the source, and its `volume delete`,
+	// or the cleanup of an answer too small, deleted the source's data: the source was
+	// refused only while volctl recorded it (sameStorage), not once it was deregistered
+	// (TestRestoreAnsweredWithItsSnapshotsSourceIsRefused).
+	if r.SnapshotID != "" {
+		for _, src := range r.SnapshotSources {
+			if src == "" || !spec.SameStorageID(v.ID, src) {
+				continue
+			}
+			itself := fmt.Sprintf("%q", spec.Cut(v.ID, 256))
+			if v.ID != src {
+				itself = fmt.Sprintf("%+q, %+q spelled otherwise (another case, Unicode normal form or surrounding white space), which a plugin that reads IDs so takes for it",
+					spec.Cut(v.ID, 256), spec.Cut(src, 256))
+			}
+			return Volume{}, fmt.Errorf("%s: the plugin answered %q, a restore from snapshot %q, with volume %s, the volume that snapshot was taken of, not a new one: "+
+				"it is not recorded as the restored volume, and left alone, neither recorded nor deleted (the plugin restores in place or answers with the snapshot's source: "+
+				"report it to the plugin's authors, and check the source's data, which an in-place restore rolled back)",
+				RPCCreateVolume, r.Name, r.SnapshotID, itself)
+		}
+	}
 	// A content source of a type volctl does not know (a oneof member added to the spec since,
 	// or a plugin's own) still says the volume was pre-populated, from what volctl cannot
 	// compare with what was asked: not this request's volume, as for another source.

@@ -82,6 +82,11 @@ type CreateVolumeRequest struct {
 	SnapshotID        string // create from this snapshot; exclusive with CloneID
 	CloneID           string // clone this volume
 	TopologyRequest   *spec.TopologyRequest
+	// SnapshotSources, with SnapshotID, are the IDs of the volume that snapshot was taken of,
+	// as volctl knows them (its snapshot record, the plugin's listing); not sent. A restore is
+	// a new volume: an answer naming one of them is the source (a plugin that restores in
+	// place, or hands the source over), as an answer naming CloneID is a clone's.
+	SnapshotSources []string
 }
 
 // DeleteVolumeRequest asks a controller to delete a volume.

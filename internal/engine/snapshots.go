@@ -1332,12 +1332,20 @@ func mergeSnapshots(pluginID string, listed []csi.Snapshot, recs, matesRecs []st
 		}
 	}
 	out := make([]SnapshotInfo, 0, len(listed)+len(recs))
-	seen := map[string]bool{}
+	at := map[string]int{} // where in out each listed snapshot is
 	for _, s := range listed {
-		if seen[s.ID] {
-			continue // a plugin paging while snapshots come and go may repeat one
+		if i, seen := at[s.ID]; seen {
+			// A plugin paging while snapshots come and go may repeat one. One entry saying it
+			// is not ready makes it not ready, as the restore's check reads such a listing
+			// (findsSnapshot): before, the first entry was shown, ready, and the listing a
+			// restore refused as not ready advises showed the snapshot ready
+			// (TestSnapshotListingThatDisagreesWithItselfShowsItNotReady).
+			if !s.ReadyToUse {
+				out[i].ReadyToUse = false
+			}
+			continue
 		}
-		seen[s.ID] = true
+		at[s.ID] = len(out)
 		info := SnapshotInfo{PluginID: pluginID, ID: s.ID, SourceExternalID: s.SourceVolumeID,
 			SizeBytes: s.SizeBytes, ReadyToUse: s.ReadyToUse, CreatedAt: s.CreatedAt, Listed: true,
 			SourceVolumeID: volumeOf[[2]string{pluginID, s.SourceVolumeID}]}
@@ -1358,7 +1366,7 @@ func mergeSnapshots(pluginID string, listed []csi.Snapshot, recs, matesRecs []st
 		out = append(out, info)
 	}
 	for _, r := range recs {
-		if seen[r.SnapshotID] {
+		if _, seen := at[r.SnapshotID]; seen {
 			continue
 		}
 		info := snapshotInfo(r)

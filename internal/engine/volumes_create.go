@@ -82,7 +82,8 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 	if err := checkCreateCapabilities(c, sv); err != nil {
 		return fail(err)
 	}
-	if err := e.restoreReady(ctx, c, sv); err != nil {
+	listedSource, err := e.restoreReady(ctx, c, sv)
+	if err != nil {
 		return fail(err)
 	}
 
@@ -149,7 +150,7 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 	}
 	if !done {
 		e.failpoint("create:intent")
-		if err := e.finishCreate(ctx, c, v, replay); err != nil {
+		if err := e.finishCreate(ctx, c, v, replay, listedSource); err != nil {
 			return fail(err)
 		}
 		if !replay {
@@ -350,15 +351,15 @@ func checkCreateCapabilities(c *conn, sv spec.Volume) error {
 // A GetSnapshot answered OK about another snapshot ID is refused as not ready is: the plugin
 // said nothing of the one asked (`TestRestoreCheckedByGetSnapshotAnsweringAnotherSnapshot`).
 // The refusal is a conflict, before anything is recorded or sent.
-func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) error {
+func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (source string, _ error) {
 	if sv.SnapshotID == "" || snapshotCheck(c) == "" {
-		return nil
+		return "", nil
 	}
 	switch _, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(sv.ID) }); {
 	case err == nil:
-		return nil // recorded: created already, or a replay, sent as it was first asked
+		return "", nil // recorded: created already, or a replay, sent as it was first asked
 	case !errors.Is(err, store.ErrNotFound):
-		return err
+		return "", err
 	}
 	var (
 		snap  csi.Snapshot
@@ -388,25 +389,30 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) erro
 		if snap.ID == "" {
 			about = "without a snapshot ID"
 		}
-		return conflictf("plugin %q answered %s for snapshot %q %s: whether the snapshot asked for is ready to restore from is not known, "+
+		return "", conflictf("plugin %q answered %s for snapshot %q %s: whether the snapshot asked for is ready to restore from is not known, "+
 			"so nothing was created: check the snapshot ID given for volume %q, and report the plugin's answer to its authors",
 			c.plugin.ID, snapshotCheck(c), sv.SnapshotID, about, sv.ID)
 	case found && !snap.ReadyToUse:
-		return conflictf("plugin %q says snapshot %q is not ready to use (ready_to_use false, %s): it is still processing it, and a volume restored from it now "+
+		return "", conflictf("plugin %q says snapshot %q is not ready to use (ready_to_use false, %s): it is still processing it, and a volume restored from it now "+
 			"may miss what that has not done; nothing was created: wait until the plugin says it is ready (`%s` shows what the plugin lists), then create volume %q again",
 			c.plugin.ID, sv.SnapshotID, snapshotCheck(c), "volctl volume snapshot list "+shellquote.Flag("--plugin", c.plugin.ID), sv.ID)
+	case found:
+		return snap.SourceVolumeID, nil
 	}
-	return nil
+	return "", nil
 }
 
 // finishCreate sends CreateVolume for a volume in state creating and records the result. replay
-// says an earlier call sent it already, its answer lost.
+// says an earlier call sent it already, its answer lost. listedSource is the volume the plugin
+// says a restore's snapshot was taken of (restoreReady), "" when not asked; with the source
+// volctl's own record of the snapshot keeps (snapshotSources), an answer naming it is refused
+// as the source, not a new volume (csi.CreateVolumeRequest's SnapshotSources).
 //
 // The plugin's controller lock is held from CreateVolume until its answer is recorded or the
 // volume it made is deleted: a concurrent create (another process) answered with the same
 // storage either recorded it before this one looks (refuseSharedStorage then leaves it alone),
 // or sees this one's record; a cleanup never deletes storage another create has just recorded.
-func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, replay bool) error {
+func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, replay bool, listedSource string) error {
 	if !c.fp.Controller || !c.fp.Capabilities.Controller.CreateDeleteVolume {
 		// Recorded while the plugin had the capability (createVolume checks it), lost since (a
 		// restart): CreateVolume is not sent to a plugin that does not advertise it, and the
@@ -421,6 +427,13 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		Capabilities: volumeCapabilities(v.Spec()), Parameters: v.Parameters, Secrets: v.Secrets,
 		SnapshotID: v.SnapshotID, CloneID: v.CloneID, TopologyRequest: v.TopologyRequest,
 	}
+	if v.SnapshotID != "" {
+		recorded, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]string, error) { return snapshotSources(tx, v.PluginID, v.SnapshotID) })
+		if err != nil {
+			return err
+		}
+		req.SnapshotSources = append(recorded, listedSource)
+	}
 	return e.withController(ctx, c, func(ctx context.Context) error {
 		// The volume's lock, held since the intent was read, is checked before CreateVolume is
 		// sent and again once it answers, before anything is recorded or cleaned up: a lock file
@@ -428,6 +441,22 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		// one, and this one stops, leaving the intent as recorded (stillHeld).
 		if err := e.locks.stillHeld(v.ID); err != nil {
 			return err
+		}
+		if replay && v.SnapshotID != "" && !slices.ContainsFunc(req.SnapshotSources, func(s string) bool { return s != "" }) && snapshotCheck(c) != "" {
+			// A restore sent again (reconcile, the same create, a delete finishing it) from a
+			// snapshot volctl does not record: the readiness check that learned its source ran
+			// before the first CreateVolume only, so the source is asked again, for the answer's
+			// check alone (it was refused only at the first send). A check that fails leaves
+			// the answer unchecked against it, as a plugin that cannot be asked does.
+			if err := e.boundCheck(ctx, func(ctx context.Context) error {
+				snap, found, err := e.findsSnapshot(ctx, c, v.SnapshotID, v.Secrets)
+				if found && snap.ID == v.SnapshotID {
+					req.SnapshotSources = append(req.SnapshotSources, snap.SourceVolumeID)
+				}
+				return err
+			}); err != nil {
+				e.log.Warn(fmt.Sprintf("plugin %q: which volume snapshot %q was taken of could not be asked before volume %q's restore was sent again", c.plugin.ID, v.SnapshotID, v.ID), "err", err)
+			}
 		}
 		created, earlier, err := sendAnswered(ctx, e, c, csi.RPCCreateVolume, func(ctx context.Context) (csi.Volume, error) {
 			return c.client.CreateVolume(ctx, req)
@@ -442,6 +471,27 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		}
 		return e.recordCreated(ctx, v, created, replay || earlier)
 	})
+}
+
+// snapshotSources returns the external IDs of the volumes volctl records snapshotID as taken of,
+// through pluginID or a plugin ID on one of its sockets (socketMates: one storage): a restore
+// from it answered with one of them is answered with its source (finishCreate).
+func snapshotSources(tx *store.Tx, pluginID, snapshotID string) ([]string, error) {
+	mates, err := socketMates(tx, pluginID)
+	if err != nil {
+		return nil, err
+	}
+	var sources []string
+	for _, id := range slices.Sorted(maps.Keys(mates)) {
+		sn, err := tx.Snapshots().Get(id, snapshotID)
+		switch {
+		case err == nil:
+			sources = append(sources, sn.SourceExternalID)
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, err
+		}
+	}
+	return sources, nil
 }
 
 // testHookCreateAnswered runs, in tests, after a CreateVolume answer is in and before it is

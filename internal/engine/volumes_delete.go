@@ -159,7 +159,7 @@ func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 // unusable answer that failed leaves the volume deleting (createFailed): that error is returned.
 // The caller holds the volume lock.
 func (e *Engine) finishCreateForDelete(ctx context.Context, c *conn, v store.Volume) (_ store.Volume, done bool, err error) {
-	ferr := e.finishCreate(ctx, c, v, true)
+	ferr := e.finishCreate(ctx, c, v, true, "")
 	if errors.Is(ferr, errLockLost) {
 		return v, true, ferr // another volctl drives the volume now: nothing more is written
 	}
@@ -304,11 +304,14 @@ const unfinishedDelete = "its delete, or its create's removal of a volume the pl
 // a refused delete can be undone, deleted data cannot; the ways out are named. It is checked
 // before DeleteVolume is sent, by a delete and by reconcile finishing one.
 func refuseSharedDelete(tx *store.Tx, v store.Volume) error {
+	deregister := shellquote.Command("volctl volume deregister", v.ID)
+	if err := refuseDeleteOfItsSource(tx, v, deregister); err != nil {
+		return err
+	}
 	same, err := sameStorage(tx, v.PluginID, v.ExternalID, v.ID)
 	if err != nil {
 		return err
 	}
-	deregister := shellquote.Command("volctl volume deregister", v.ID)
 	if len(same) > 0 {
 		o := same[0]
 		return conflictf("volume %q's storage (external ID %q on plugin %q) is also recorded as volume %q: deleting it would delete %q's data; "+
@@ -323,6 +326,39 @@ func refuseSharedDelete(tx *store.Tx, v store.Volume) error {
 		"so it is not sent. If they are one volume, `%s` forgets %q and leaves the storage to %q; if the plugin is case-sensitive and holds them as two volumes, "+
 		"`%s` and delete %+q with the storage provider's tools (volctl sends no such DeleteVolume: on a backend that folds IDs, that deletes %q's data)",
 		v.ID, spec.Cut(v.ExternalID, 256), v.PluginID, o, spec.Cut(stored, 256), o, deregister, v.ID, o, deregister, spec.Cut(v.ExternalID, 256), o)
+}
+
+// refuseDeleteOfItsSource refuses to delete a clone or restore v whose storage is its own source:
+// the volume it was cloned from (clone_id, the source's storage ID), or the one its snapshot was
+// taken of (snapshotSources). An older volctl recorded such an answer as the new volume (a plugin
+// that restores in place, or hands the source over; csi.createdVolume refuses it now), and
+// DeleteVolume of it deletes the source's data, which volctl may no longer record
+// (TestDeleteOfARestoreRecordedAsItsSourceIsRefused). deregister is the way out it names.
+func refuseDeleteOfItsSource(tx *store.Tx, v store.Volume, deregister string) error {
+	if v.ExternalID == "" || v.CloneID == "" && v.SnapshotID == "" {
+		return nil
+	}
+	var source, what string
+	if v.CloneID != "" && spec.SameStorageID(v.ExternalID, v.CloneID) {
+		source, what = v.CloneID, "the volume it was cloned from"
+	} else if v.SnapshotID != "" {
+		sources, err := snapshotSources(tx, v.PluginID, v.SnapshotID)
+		if err != nil {
+			return err
+		}
+		for _, s := range sources {
+			if s != "" && spec.SameStorageID(v.ExternalID, s) {
+				source, what = s, fmt.Sprintf("the volume snapshot %q it was restored from was taken of", spec.Cut(v.SnapshotID, 256))
+				break
+			}
+		}
+	}
+	if source == "" {
+		return nil
+	}
+	return conflictf("volume %q's storage (external ID %q on plugin %q) is %s (%q), not a volume of its own: the plugin answered its create with the source, "+
+		"which an older volctl recorded; deleting it would delete the source's data, so DeleteVolume is not sent: `%s` forgets %q and leaves the storage alone",
+		v.ID, spec.Cut(v.ExternalID, 256), v.PluginID, what, spec.Cut(source, 256), deregister, v.ID)
 }
 
 // finishDelete sends DeleteVolume for a volume in state deleting and forgets it. An attachment
