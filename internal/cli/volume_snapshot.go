@@ -382,7 +382,11 @@ func newCmdVolumeSnapshotDelete(f *Factory, runF func(*SnapshotDeleteOptions) er
 		Short: "Delete a snapshot",
 		Long: `Delete a snapshot through its plugin (DeleteSnapshot) and forget volctl's record of it.
 
-A snapshot the plugin does not know counts as deleted. A plugin with LIST_SNAPSHOTS that
+A snapshot the plugin does not know counts as deleted. One volctl records nothing of, by that
+ID or NAME, is asked of a plugin that lists snapshots first: for one it does not have (a
+mistyped name, most often, which the plugin answers OK for as for any ID) the command says "not
+found, nothing deleted", exit 0, naming the recorded snapshots likely meant; where the plugin
+cannot be asked, a warning says its OK proves nothing. A plugin with LIST_SNAPSHOTS that
 answers OK is asked for the snapshot (ListSnapshots): while it still lists it (deleting it in
 the background), volctl keeps its record and the command fails saying so; run it again later,
 with the snapshot ID the error names (a pending snapshot's NAME no longer finds it). A plugin
@@ -426,13 +430,35 @@ func snapshotDeleteRun(ctx context.Context, opts *SnapshotDeleteOptions) error {
 		return err
 	}
 	pctx, done := startProgress(ctx, opts.IO, false)
-	err = e.DeleteSnapshot(pctx, opts.PluginID, opts.SnapshotID, secrets)
+	res, err := e.DeleteSnapshotNoted(pctx, opts.PluginID, opts.SnapshotID, secrets)
 	done()
 	if err != nil {
 		return err
 	}
+	meant := " (`volctl volume snapshot list` lists the snapshots)"
+	if len(res.Near) > 0 {
+		meant = "; did you mean " + quotedOr(res.Near) + "?" + meant
+	}
+	switch {
+	case res.Absent:
+		// Nothing to delete, as a release of a claim that is not there: exit 0, saying so.
+		return printDone(opts.IO.Out, fmt.Sprintf("Snapshot %q of plugin %q not found, nothing deleted: the plugin has no snapshot by that ID, and volctl records none by that ID or name (deleted already, or never made)%s\n",
+			opts.SnapshotID, opts.PluginID, meant),
+			"snapshot %q of plugin %q not found, nothing deleted", opts.SnapshotID, opts.PluginID)
+	case res.Unchecked:
+		fmt.Fprintf(opts.IO.ErrOut, "Warning: volctl records no snapshot %q of plugin %q by that ID or name, and could not ask the plugin whether it has one: "+
+			"it answered DeleteSnapshot OK, as a plugin answers for a snapshot it never had too%s\n", opts.SnapshotID, opts.PluginID, meant)
+	}
 	return printDone(opts.IO.Out, fmt.Sprintf("Snapshot %q of plugin %q deleted\n", opts.SnapshotID, opts.PluginID),
 		"snapshot %q of plugin %q deleted", opts.SnapshotID, opts.PluginID)
+}
+
+// quotedOr is IDs quoted, joined for "did you mean ...?": "a", "a" or "b", "a", "b" or "c".
+func quotedOr(ids []string) string {
+	if len(ids) == 1 {
+		return quotedIDs(ids)
+	}
+	return quotedIDs(ids[:len(ids)-1]) + " or " + quotedIDs(ids[len(ids)-1:])
 }
 
 // SnapshotDeregisterOptions are the inputs of `volctl volume snapshot deregister`.

@@ -207,6 +207,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, &store.DirError{Dir: given, Err: err, Named: cfg.StateDir == given}
 	}
 	locks.before = cfg.BeforeLock
+	locks.readOnly = st.CheckWritable
 	e := &Engine{cfg: cfg, store: st, ownsStore: owns, locks: locks, log: cfg.Logger, linkDir: linkDir, conns: map[string]*conn{}, retired: map[*conn]bool{},
 		publishWalkPaths: publishWalkPaths}
 	e.log = e.RedactLogger(cfg.Logger) // what the engine words from plugin data may hold an echoed secret

@@ -46,6 +46,26 @@ type locker struct {
 	// caseless says the state dir looks names up without regard to case (caseInsensitive):
 	// every lock is refused (file), and with it whatever would name something after an ID.
 	caseless bool
+	// readOnly is the store's CheckWritable: the error of every write to a state dir on a
+	// read-only file system, which a lock file that cannot be made there is too (onReadOnly).
+	readOnly func() error
+}
+
+// onReadOnly is err, a lock file's open or lock, as the store words every write to a state dir
+// on a read-only file system (`volctl can read the state there but not change it`), when it
+// failed for that: a lock file not made before the state dir went read-only cannot be made
+// (EROFS), and the command, which would write, stops there. Before, `volume register`, `group
+// run` and `snapshot delete` of an ID with no lock file yet said only `lock volume "r3": open
+// .../locks/volume-r3.lock: read-only file system`, where claim, create and release of one with
+// a lock file said what it is and what to do (TestReadOnlyStateDirLockNotMadeSaysTheStateDirIsReadOnly).
+func (l *locker) onReadOnly(err error) error {
+	if err == nil || l.readOnly == nil || !errors.Is(err, syscall.EROFS) {
+		return err
+	}
+	if ro := l.readOnly(); ro != nil {
+		return ro
+	}
+	return err
 }
 
 // heldLock is a lock file this process holds a volume's lock on, as the device and inode of the
@@ -357,6 +377,10 @@ func (l *locker) dirs(ctx context.Context, exclusive bool) (func(), heldLock, er
 		if err == nil && !ok {
 			ok, err = try(ctx, lockRetry)
 		}
+		if ro := l.onReadOnly(err); ro != err {
+			_ = fl.Close()
+			return nil, heldLock{}, ro
+		}
 		err = store.NoSpace(err) // dirs.lock made anew in a full state dir
 		if err != nil || !ok {
 			_ = fl.Close()
@@ -417,7 +441,7 @@ func (l *locker) exclusive(name string) (release func(), ok bool, err error) {
 		ok, err = fl.TryLock()
 		if err != nil || !ok {
 			_ = fl.Close()
-			return nil, ok, store.NoSpace(err)
+			return nil, ok, store.NoSpace(l.onReadOnly(err))
 		}
 		h, err := lockedAtPath(fl)
 		if err == nil {
@@ -555,6 +579,8 @@ func (l *locker) lockOnce(ctx context.Context, name, what string, shared bool) (
 	if err == nil && !ok {
 		err = l.await(ctx, fl, try, what)
 		ok = err == nil
+	} else if ro := l.onReadOnly(err); ro != err {
+		err = ro
 	} else if err != nil {
 		err = fmt.Errorf("lock %s: %w", what, store.NoSpace(err))
 	}

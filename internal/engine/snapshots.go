@@ -562,10 +562,39 @@ func (e *Engine) snapshotConn(ctx context.Context, pluginID string, reach store.
 // secrets the snapshot was made with. A snapshot whose plugin was deregistered is deleted
 // through the plugin's sockets as they were when it was made.
 func (e *Engine) DeleteSnapshot(ctx context.Context, pluginID, snapshotID string, secrets spec.Secrets) error {
-	_, err := byStoredID(ctx, e, store.PluginIDs, pluginID, func(id string) (struct{}, error) {
-		return struct{}{}, e.deleteSnapshotStored(ctx, id, snapshotID, secrets, false)
-	})
+	_, err := e.DeleteSnapshotNoted(ctx, pluginID, snapshotID, secrets)
 	return err
+}
+
+// SnapshotDeleted is what a delete of a snapshot found that its success alone does not say: a
+// snapshot volctl records nothing of, by the ID or NAME given, which the plugin was asked for
+// first. A mistyped name ("nightyl" for "nightly") went to the plugin as an ID nobody has,
+// the plugin answered OK (a snapshot it does not know counts as deleted), and volctl said
+// "deleted", the snapshot meant still there (TestDeleteSnapshotOfATypoSaysNothingWasDeleted).
+type SnapshotDeleted struct {
+	// Absent: volctl records no snapshot by that ID or NAME, and the plugin, asked
+	// (ListSnapshots or GetSnapshot) under the controller lock the delete was sent under, had
+	// none by that ID: nothing was deleted. The delete is done, as a release of a claim that
+	// is not there is.
+	Absent bool
+	// Unchecked: volctl records no snapshot by that ID or NAME and could not ask the plugin
+	// whether it has one (it lists no snapshots, or the listing failed): DeleteSnapshot was sent,
+	// and its OK is also what a plugin answers for a snapshot it never had.
+	Unchecked bool
+	// Near are the IDs and NAMEs of the plugin's recorded snapshots the user likely meant, when
+	// Absent or Unchecked.
+	Near []string
+}
+
+// DeleteSnapshotNoted is DeleteSnapshot, saying what it found of a snapshot volctl records
+// nothing of (SnapshotDeleted).
+func (e *Engine) DeleteSnapshotNoted(ctx context.Context, pluginID, snapshotID string, secrets spec.Secrets) (SnapshotDeleted, error) {
+	var res SnapshotDeleted
+	_, err := byStoredID(ctx, e, store.PluginIDs, pluginID, func(id string) (struct{}, error) {
+		res = SnapshotDeleted{}
+		return struct{}{}, e.deleteSnapshotStored(ctx, id, snapshotID, secrets, false, &res)
+	})
+	return res, err
 }
 
 // errNoDeleteToFinish is deleteSnapshotStored's answer, when finishing a recorded delete, that
@@ -577,7 +606,8 @@ var errNoDeleteToFinish = errors.New("no snapshot delete is recorded")
 // and does nothing (errNoDeleteToFinish) unless one is still recorded when it records its
 // own, so that a snapshot made since under an ID the plugin reuses is never deleted; the ID is
 // never taken for a NAME, which would delete another snapshot.
-func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID string, secrets spec.Secrets, finishing bool) (err error) {
+// res, when not nil, is told what the delete found of a snapshot volctl records nothing of.
+func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID string, secrets spec.Secrets, finishing bool, res *SnapshotDeleted) (err error) {
 	fail := func(err error) error {
 		return fmt.Errorf("delete snapshot %q of plugin %q: %w", snapshotID, pluginID, err)
 	}
@@ -715,7 +745,20 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		kept = false
 		return fail(lost)
 	}
-	listed, unchecked, err := e.teardownChecked(ctx, c, e.retry, csi.RPCDeleteSnapshot, func(ctx context.Context) error {
+	// A snapshot volctl records nothing of, by ID or NAME, with no earlier delete of it
+	// unfinished: the plugin is asked whether it has it, under the controller lock the delete
+	// is sent under, where it can be asked. The ID is most often a name mistyped, which the
+	// plugin answers OK for as for any ID it does not know: the result says that nothing was
+	// there to delete (res.Absent), rather than "deleted". The delete is sent all the same, and
+	// recorded as before: what it finds is only said.
+	send, absent, asked := e.retry, false, false
+	if !recorded && !already && !finishing && res != nil {
+		send = func(ctx context.Context, c *conn, rpc string, call func(context.Context) error) error {
+			absent, asked = e.snapshotAbsent(ctx, c, snapshotID, secrets)
+			return e.retry(ctx, c, rpc, call)
+		}
+	}
+	listed, unchecked, err := e.teardownChecked(ctx, c, send, csi.RPCDeleteSnapshot, func(ctx context.Context) error {
 		return c.client.DeleteSnapshot(ctx, csi.DeleteSnapshotRequest{SnapshotID: snapshotID, Secrets: secrets})
 	}, func(ctx context.Context) (bool, error) { return e.listsSnapshot(ctx, c, snapshotID, secrets) })
 	if err != nil && !csi.IsIgnorable(err) {
@@ -800,16 +843,67 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 				return err
 			}
 		}
+		msg := fmt.Sprintf("snapshot %q deleted", snapshotID)
+		if absent {
+			msg = fmt.Sprintf("snapshot %q not found, nothing deleted: plugin %q had no snapshot by that ID, and volctl recorded none by that ID or name", snapshotID, pluginID)
+		}
 		return tx.Events().Append(&store.Event{Kind: "snapshot-delete", VolumeID: rec.SourceVolumeID, PluginID: pluginID,
-			RPC: csi.RPCDeleteSnapshot, Message: fmt.Sprintf("snapshot %q deleted", snapshotID) + note})
+			RPC: csi.RPCDeleteSnapshot, Message: msg + note})
 	})
 	if err != nil {
 		return fail(err)
+	}
+	if res != nil && !recorded && !already && !finishing && (absent || !asked) {
+		near, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]string, error) { return nearSnapshots(tx, pluginID, snapshotID) })
+		if err != nil {
+			return fail(err)
+		}
+		res.Absent, res.Unchecked, res.Near = absent, !asked, near
 	}
 	if takenAgain != nil {
 		return fail(takenAgain)
 	}
 	return nil
+}
+
+// snapshotAbsent asks the plugin, within the bound on such checks, whether it has snapshot id
+// (findsSnapshot): absent when it answered that it has none; checked when it answered at all. A
+// plugin that cannot be asked, or whose answer cannot be had, is neither. The caller holds the
+// plugin's controller lock.
+func (e *Engine) snapshotAbsent(ctx context.Context, c *conn, id string, secrets spec.Secrets) (absent, checked bool) {
+	if snapshotCheck(c) == "" {
+		return false, false
+	}
+	var found bool
+	err := e.boundCheck(ctx, func(ctx context.Context) error {
+		var err error
+		_, found, err = e.findsSnapshot(ctx, c, id, secrets)
+		return err
+	})
+	if err != nil {
+		return false, false
+	}
+	return !found, true
+}
+
+// nearSnapshots is the IDs and NAMEs of plugin pluginID's recorded snapshots the user likely
+// meant by id, which names none of them (nearAmong).
+func nearSnapshots(tx *store.Tx, pluginID, id string) ([]string, error) {
+	all, err := tx.Snapshots().List(pluginID)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, sn := range all {
+		if sn.PluginID != pluginID {
+			continue
+		}
+		keys = append(keys, sn.SnapshotID)
+		if sn.Name != "" && sn.Name != sn.SnapshotID {
+			keys = append(keys, sn.Name)
+		}
+	}
+	return nearAmong(id, keys), nil
 }
 
 // takenAgainAdvice is the way out of a delete that kept the record of snapshot snapshotID, which
@@ -1045,7 +1139,7 @@ func (e *Engine) reconcileSnapshotDeletes(ctx context.Context, rep *ReconcileRep
 		return
 	}
 	for _, d := range dels {
-		err := e.deleteSnapshotStored(onVolume(ctx, "snapshot "+d.SnapshotID), d.PluginID, d.SnapshotID, nil, true)
+		err := e.deleteSnapshotStored(onVolume(ctx, "snapshot "+d.SnapshotID), d.PluginID, d.SnapshotID, nil, true, nil)
 		switch {
 		case errors.Is(err, errNoDeleteToFinish): // another volctl finished it meanwhile
 		case err != nil && !e.deleteRecorded(ctx, d):

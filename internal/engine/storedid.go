@@ -67,28 +67,35 @@ func nearKeys(ctx context.Context, e *Engine, t store.IDTable, id string) ([]str
 		if err != nil {
 			return nil, err
 		}
-		var folded []string
-		for _, k := range keys {
-			if k == id {
-				return nil, nil
-			}
-			if strings.EqualFold(k, id) {
-				folded = append(folded, k)
-			}
-		}
-		if len(folded) > 0 {
-			return folded, nil
-		}
-		near := spec.Suggest(id, keys)
-		if near == "" {
-			return nil, nil
-		}
-		dist := levenshtein.Distance(id, near, nil)
-		if dist >= utf8.RuneCountInString(id) {
-			return nil, nil // every character changed: "db" is no typo of "x"
-		}
-		return equallyNear(id, near, dist, keys), nil
+		return nearAmong(id, keys), nil
 	})
+}
+
+// nearAmong is the keys the user likely meant by id (nearStoredID's rule): those equal to it
+// but for case, else the nearest by edit distance but not one with every character changed;
+// none when id is one of keys.
+func nearAmong(id string, keys []string) []string {
+	var folded []string
+	for _, k := range keys {
+		if k == id {
+			return nil
+		}
+		if strings.EqualFold(k, id) {
+			folded = append(folded, k)
+		}
+	}
+	if len(folded) > 0 {
+		return folded
+	}
+	near := spec.Suggest(id, keys)
+	if near == "" {
+		return nil
+	}
+	dist := levenshtein.Distance(id, near, nil)
+	if dist >= utf8.RuneCountInString(id) {
+		return nil // every character changed: "db" is no typo of "x"
+	}
+	return equallyNear(id, near, dist, keys)
 }
 
 // equallyNear is near and every other key as near to id as it, dist edits: `volume delete
