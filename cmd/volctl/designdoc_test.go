@@ -34,6 +34,9 @@ func citesRule(doc, name string) bool {
 // comment cites a design document that is not there, and every rule a comment names by section
 // is one docs/architecture.md states ("**Name.**" under "The rules, in one place").
 func TestDesignCitations(t *testing.T) {
+	if ranWithoutRace(t) { // source read, nothing to race
+		return
+	}
 	doc, err := os.ReadFile("../../docs/architecture.md")
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +141,9 @@ func walkGoFiles(t *testing.T, roots []string, fn func(path string) error) {
 // csi client that no code of volctl calls (only tests) is a seam nobody uses: it moves to the
 // tests or goes. It is a check by name: a name volctl uses anywhere counts as used.
 func TestExportsAreUsed(t *testing.T) {
+	if ranWithoutRace(t) { // source read, nothing to race
+		return
+	}
 	// Exported for an interface, or for the tests of other packages; each says why.
 	allowed := map[string]string{
 		"GRPCStatus": "csi.Error: lets gRPC's status.Code see the code through wrapping",
@@ -240,6 +246,9 @@ var testOnlyPackages = []string{"internal/csi/csitest", "internal/hostpath/hostp
 // protobuf stubs are imported by the internal/csi tree and internal/hostpath only, and
 // database/sql by internal/store only (nothing else writes SQL).
 func TestPackagesImportAsTheDesignSays(t *testing.T) {
+	if ranWithoutRace(t) { // source read, nothing to race
+		return
+	}
 	const mod = "github.com/volctl/volctl/internal/"
 	seen := map[string]bool{}
 	walkGoFiles(t, []string{"../../internal", "."}, func(path string) error {
@@ -509,6 +518,9 @@ func isWordByte(b byte) bool {
 // citations pointing at nothing, and a reader who looks for the proof of a claim finds none;
 // a reproduce command that selects no benchmark runs nothing and says PASS.
 func TestCitedTestsExist(t *testing.T) {
+	if ranWithoutRace(t) { // source read, nothing to race
+		return
+	}
 	declared := testFuncs(t)
 	cited := 0
 	repoText(t, func(path, text string) {
@@ -614,6 +626,9 @@ var foreignGoNames = map[string]string{
 // (foreignGoNames). A function renamed or folded into another leaves the document pointing a
 // reader at nothing.
 func TestCitedGoNamesExist(t *testing.T) {
+	if ranWithoutRace(t) { // source read, nothing to race
+		return
+	}
 	declared, types := goDeclared(t)
 	// A name qualified by what is not volctl's package or type (`sync.OnceValue`, `api.DefaultConfig`) is the
 	// standard library's or another module's.

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,9 +18,18 @@ import (
 
 // A volctl command exits without closing the state database (Factory.CloseAtExit): SQLite's
 // checkpoint at the last close, its fsyncs and the WAL's deletion are left out, and the next
-// command reads the WAL back. The WAL stays bounded (store's wal_autocheckpoint: without it 40
-// claims and releases leave 4 MiB to read back at every open) and nothing committed is
-// lost.
+// command reads the WAL back. The WAL stays bounded (store's wal_autocheckpoint: without it the
+// WAL grows to SQLite's default of 1000 pages, 4 MiB, read back at every open) and nothing
+// committed is lost.
+//
+// How many claims and releases it takes: enough for the WAL to have been checkpointed and
+// restarted from its start (its header's checkpoint sequence number moves, checked below) and
+// for the commits to have written more than the 1 MiB the WAL must stay under, so that a WAL
+// never checkpointed (wal_autocheckpoint back at SQLite's 1000 pages) fails the bound. A cycle
+// writes about 40 pages (160 KiB; the registration and the create before it, 220 KiB): ten
+// of them and those write 1.8 MiB, and that mutation fails here with a WAL of 1,870,512 bytes,
+// never restarted, while the store as it is restarts it four times. Each cycle is two processes:
+// more of them prove nothing more (it was 40 cycles, 4 MiB).
 func TestCommandsLeaveTheWALToTheNext(t *testing.T) {
 	t.Parallel()
 	bin := buildVolctl(t)
@@ -36,15 +47,21 @@ func TestCommandsLeaveTheWALToTheNext(t *testing.T) {
 		t.Fatalf("after volctl plugin register exited, its WAL %s: %v (size %d); the command should leave it to the next one", wal, err, sizeOf(fi))
 	}
 	run("volume", "create", writeVolumeSpec(t, "v", spec.SingleNodeWriter))
-	const cycles = 40
-	for range cycles {
+	first := walCheckpoints(t, wal)
+	const cycles = 10 // see above
+	for i := range cycles {
 		run("volume", "claim", "v", "--alloc", "a")
 		run("volume", "release", "v", "--alloc", "a")
+		fi, _ := os.Stat(wal)
+		t.Logf("cycle %d: WAL %d bytes, checkpoint sequence %d", i, sizeOf(fi), walCheckpoints(t, wal))
 	}
 	// 100 pages of 4 KiB and their frame headers, plus the commit that crossed the mark, well
 	// under 1 MiB; SQLite's default of 1000 pages would let it pass 4 MiB.
 	if fi, err := os.Stat(wal); err != nil || fi.Size() > 1<<20 {
 		t.Errorf("after %d claims and releases the WAL %s is %d bytes (%v): it should be checkpointed at %d KiB or so", cycles, wal, sizeOf(fi), err, 400)
+	}
+	if last := walCheckpoints(t, wal); last == first {
+		t.Errorf("after %d claims and releases the WAL %s was never checkpointed and restarted (checkpoint sequence %d throughout): it should be, every %d KiB or so", cycles, wal, first, 400)
 	}
 	st, err := store.Open(context.Background(), env.state)
 	if err != nil {
@@ -71,6 +88,23 @@ func TestCommandsLeaveTheWALToTheNext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// walCheckpoints reads the checkpoint sequence number of the WAL's header (bytes 12 to 16, big
+// endian): SQLite adds one each time a writer restarts the WAL from its start after a
+// checkpoint copied all of it into the database.
+func walCheckpoints(t *testing.T, wal string) uint32 {
+	t.Helper()
+	f, err := os.Open(wal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var hdr [16]byte
+	if _, err := io.ReadFull(f, hdr[:]); err != nil {
+		t.Fatalf("the header of the WAL %s: %v", wal, err)
+	}
+	return binary.BigEndian.Uint32(hdr[12:])
 }
 
 func sizeOf(fi os.FileInfo) int64 {
