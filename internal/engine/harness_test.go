@@ -434,3 +434,9 @@ func (h *harness) claimThenReboot(vol, alloc string, mode spec.AccessMode) {
 	h.mounts.markGone(cl.TargetPath)
 	h.mounts.markGone(st.StagingPath)
 }
+
+// DeleteSnapshot is DeleteSnapshotNoted for the tests that need only its error.
+func (e *Engine) DeleteSnapshot(ctx context.Context, pluginID, snapshotID string, secrets spec.Secrets) error {
+	_, err := e.DeleteSnapshotNoted(ctx, pluginID, snapshotID, secrets)
+	return err
+}

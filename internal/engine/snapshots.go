@@ -554,18 +554,6 @@ func (e *Engine) snapshotConn(ctx context.Context, pluginID string, reach store.
 	return c, nil
 }
 
-// DeleteSnapshot deletes a snapshot through its plugin and forgets volctl's record of it.
-// A snapshot the plugin does not know counts as deleted (the CSI spec makes DeleteSnapshot
-// idempotent). snapshotID may also be the name of a snapshot still being created (see
-// CreateSnapshot): it is finished first, to learn its ID. secrets, when not nil, are sent;
-// otherwise the source volume's current secrets when volctl still knows the volume, else the
-// secrets the snapshot was made with. A snapshot whose plugin was deregistered is deleted
-// through the plugin's sockets as they were when it was made.
-func (e *Engine) DeleteSnapshot(ctx context.Context, pluginID, snapshotID string, secrets spec.Secrets) error {
-	_, err := e.DeleteSnapshotNoted(ctx, pluginID, snapshotID, secrets)
-	return err
-}
-
 // SnapshotDeleted is what a delete of a snapshot found that its success alone does not say: a
 // snapshot volctl records nothing of, by the ID or NAME given, which the plugin was asked for
 // first. A mistyped name ("nightyl" for "nightly") went to the plugin as an ID nobody has,
@@ -586,8 +574,14 @@ type SnapshotDeleted struct {
 	Near []string
 }
 
-// DeleteSnapshotNoted is DeleteSnapshot, saying what it found of a snapshot volctl records
-// nothing of (SnapshotDeleted).
+// DeleteSnapshotNoted deletes a snapshot through its plugin and forgets volctl's record of it,
+// saying what it found of a snapshot volctl records nothing of (SnapshotDeleted). A snapshot
+// the plugin does not know counts as deleted (the CSI spec makes DeleteSnapshot idempotent).
+// snapshotID may also be the name of a snapshot still being created (see CreateSnapshot): it
+// is finished first, to learn its ID. secrets, when not nil, are sent; otherwise the source
+// volume's current secrets when volctl still knows the volume, else the secrets the snapshot
+// was made with. A snapshot whose plugin was deregistered is deleted through the plugin's
+// sockets as they were when it was made.
 func (e *Engine) DeleteSnapshotNoted(ctx context.Context, pluginID, snapshotID string, secrets spec.Secrets) (SnapshotDeleted, error) {
 	var res SnapshotDeleted
 	_, err := byStoredID(ctx, e, store.PluginIDs, pluginID, func(id string) (struct{}, error) {
