@@ -1,0 +1,124 @@
+package agent
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// agent37: plugin status (plain, --json) and the dashboard said "Supervised: yes" of every
+// plugin with an exec block, from the declaration alone: also of one whose socket the agent
+// found served by a process it did not start (a plugin started by hand, another agent's on
+// another state dir, a daemon it could not tell for the plugin's), which it probes only and
+// never stops or restarts. Only the agent's log and /healthz ("foreign") said so. The agent
+// records what it does with each exec plugin's process (the plugin's supervision: runs, daemon,
+// probed, stopped, left), and plugin status shows it.
+
+// supervisionOf waits for the agent to record plugin id's supervision in mode, and returns
+// the plugin as plugin status shows it.
+func (f *fixture) supervisionOf(id, mode string) engine.PluginInfo {
+	f.t.Helper()
+	var p engine.PluginInfo
+	waitFor(f.t, fmt.Sprintf("plugin %q's supervision recorded as %q", id, mode), func() bool {
+		p = f.plugin(id)
+		return p.Supervision != nil && p.Supervision.Mode == mode
+	})
+	return p
+}
+
+// A plugin whose socket a process the agent did not start serves (started by hand, then
+// daemonised; or carrying another agent's plugin instance): plugin status says the agent
+// probes it only, naming the pid serving the socket, and that it can neither stop nor restart
+// it; Supervised is false.
+func TestPluginStatusSaysTheAgentOnlyProbesAPluginItDidNotStart(t *testing.T) {
+	for _, tc := range []struct {
+		name, instance, says string
+	}{
+		{"by-hand", "", "which no agent of this state dir started"},
+		{"another-agents", "0123456789abcdef01234567", "another agent (on another state dir) runs it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			sp := f.execPlugin("dm", "listens-then-daemonises")
+			root := sp.Exec.Env.Plain()[pluginRootEnv]
+			t.Cleanup(func() { killWithEnv(pluginRootEnv + "=" + root) })
+			var env []string
+			if tc.instance != "" {
+				env = append(env, instanceEnv+"="+tc.instance)
+			}
+			f.runByHand(sp, env...)
+			waitFor(t, "the daemon to serve the socket", func() bool { return socketsLive([]string{sp.Socket}) })
+			daemons := pidsWithEnv(pluginRootEnv + "=" + root)
+			if len(daemons) != 1 {
+				t.Fatalf("processes with the plugin's root: %v; want its daemon alone", daemons)
+			}
+			f.register(sp)
+			if p := f.plugin("dm"); !p.Supervised || p.Supervision != nil {
+				t.Fatalf("before any agent: supervised %v, supervision %+v; want yes (its exec block) and no record", p.Supervised, p.Supervision)
+			}
+			stop := f.startAgent(testSettings)
+			p := f.supervisionOf("dm", store.SupervisionProbed)
+			s := p.Supervision
+			if p.Supervised || s.CanStop || s.CanRestart || s.Pid != daemons[0] {
+				t.Errorf("plugin status: supervised %v, supervision %+v; want not supervised, neither stop nor restart, pid %d (its socket's server)",
+					p.Supervised, s, daemons[0])
+			}
+			words := s.Words()
+			for _, want := range []string{"probes it only", fmt.Sprintf("served by pid %d", daemons[0]), tc.says} {
+				if !strings.Contains(words, want) {
+					t.Errorf("supervision says %q; want it to say %q", words, want)
+				}
+			}
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			if !alive(daemons[0]) {
+				t.Errorf("the agent stopped pid %d, a plugin it did not start", daemons[0])
+			}
+			if s := f.plugin("dm").Supervision; s == nil || s.Mode != store.SupervisionProbed {
+				t.Errorf("after the agent's stop: supervision %+v; want still probed only (it never ran it)", s)
+			}
+		})
+	}
+}
+
+// The honest cases: a plugin the agent started is shown run by it (its pid, stop and restart),
+// and stopped by it at its stop; a plugin that daemonises is shown followed as its daemon.
+func TestPluginStatusSaysTheAgentRunsThePluginItStarted(t *testing.T) {
+	f := newFixture(t)
+	f.register(f.execPlugin("hp", "hostpath"))
+	stop := f.startAgent(testSettings)
+	p := f.supervisionOf("hp", store.SupervisionRuns)
+	if s := p.Supervision; !p.Supervised || !s.CanStop || !s.CanRestart || s.Pid != f.pid("hp") || s.Pid == 0 || s.AgentPid != syscall.Getpid() {
+		t.Errorf("plugin status: supervised %v, supervision %+v; want supervised, stop and restart, the pid file's pid %d, this agent's pid", p.Supervised, s, f.pid("hp"))
+	}
+	pid := p.Supervision.Pid
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	p = f.plugin("hp")
+	if s := p.Supervision; s == nil || s.Mode != store.SupervisionStopped || s.Pid != pid || s.CanStop || !strings.Contains(s.Words(), "stopped it") {
+		t.Errorf("after the agent's clean stop: supervision %+v; want stopped, pid %d", s, pid)
+	}
+}
+
+func TestPluginStatusSaysTheAgentFollowsAPluginsDaemon(t *testing.T) {
+	f := newFixture(t)
+	stop, _ := f.startDaemonisingLater()
+	first := f.supervisionOf("dm", store.SupervisionRuns).Supervision.Pid
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("dm").Healthy }) // its SIGUSR1 handler set
+	if err := syscall.Kill(first, syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	daemon := f.childPid("dm")
+	f.daemonFollowed(daemon)
+	p := f.supervisionOf("dm", store.SupervisionDaemon)
+	if s := p.Supervision; !p.Supervised || !s.CanStop || !s.CanRestart || s.Pid != daemon {
+		t.Errorf("plugin status: supervised %v, supervision %+v; want supervised, its daemon's pid %d, stop and restart", p.Supervised, s, daemon)
+	}
+	stopThenGone(t, stop, daemon, "the plugin's daemon")
+}
