@@ -253,7 +253,7 @@ func (r *runner) loop(ctx context.Context) {
 func (r *runner) followDaemon(ctx context.Context) bool {
 	a, id, socket := r.a, r.spec.ID, execEndpoint(r.spec)
 	beforeFollowDaemon(socket)
-	d, err := daemonOf(ctx, r.proc, socket, a.s.ProbeInterval, a.s.HealthTimeout, a.supervisedElsewhere(r))
+	d, err := daemonOf(ctx, r.proc, socket, a.s.ProbeInterval, a.s.HealthTimeout, a.now, a.supervisedElsewhere(r))
 	if err != nil {
 		if !errors.Is(err, errNoDaemon) {
 			a.log.Warn(fmt.Sprintf("plugin %q exited (%s): %v", id, r.proc.exitStatus(), err), "plugin", id, "pid", r.proc.pid)
