@@ -3,7 +3,6 @@ package agent
 import (
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/volctl/volctl/internal/engine"
@@ -86,39 +85,7 @@ func TestPluginStatusSaysTheAgentOnlyProbesAPluginItDidNotStart(t *testing.T) {
 	}
 }
 
-// The honest cases: a plugin the agent started is shown run by it (its pid, stop and restart),
-// and stopped by it at its stop; a plugin that daemonises is shown followed as its daemon.
-func TestPluginStatusSaysTheAgentRunsThePluginItStarted(t *testing.T) {
-	f := newFixture(t)
-	f.register(f.execPlugin("hp", "hostpath"))
-	stop := f.startAgent(testSettings)
-	p := f.supervisionOf("hp", store.SupervisionRuns)
-	if s := p.Supervision; !p.Supervised || !s.CanStop || !s.CanRestart || s.Pid != f.pid("hp") || s.Pid == 0 || s.AgentPid != syscall.Getpid() {
-		t.Errorf("plugin status: supervised %v, supervision %+v; want supervised, stop and restart, the pid file's pid %d, this agent's pid", p.Supervised, s, f.pid("hp"))
-	}
-	pid := p.Supervision.Pid
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	p = f.plugin("hp")
-	if s := p.Supervision; s == nil || s.Mode != store.SupervisionStopped || s.Pid != pid || s.CanStop || !strings.Contains(s.Words(), "stopped it") {
-		t.Errorf("after the agent's clean stop: supervision %+v; want stopped, pid %d", s, pid)
-	}
-}
-
-func TestPluginStatusSaysTheAgentFollowsAPluginsDaemon(t *testing.T) {
-	f := newFixture(t)
-	stop, _ := f.startDaemonisingLater()
-	first := f.supervisionOf("dm", store.SupervisionRuns).Supervision.Pid
-	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("dm").Healthy }) // its SIGUSR1 handler set
-	if err := syscall.Kill(first, syscall.SIGUSR1); err != nil {
-		t.Fatal(err)
-	}
-	daemon := f.childPid("dm")
-	f.daemonFollowed(daemon)
-	p := f.supervisionOf("dm", store.SupervisionDaemon)
-	if s := p.Supervision; !p.Supervised || !s.CanStop || !s.CanRestart || s.Pid != daemon {
-		t.Errorf("plugin status: supervised %v, supervision %+v; want supervised, its daemon's pid %d, stop and restart", p.Supervised, s, daemon)
-	}
-	stopThenGone(t, stop, daemon, "the plugin's daemon")
-}
+// The honest cases, a plugin the agent started (shown run by it, its pid, then stopped by it)
+// and one that daemonises (shown followed as its daemon), are held by
+// TestAgentNotifiesReadyOncePluginsHealthyAndRestored and
+// TestAgentFollowsAPluginThatDaemonisesAfterServing.
