@@ -941,7 +941,7 @@ func (a *Agent) recordStop(ctx context.Context, r *runner, mode, note string) {
 	if r.recorded.mode == "" {
 		return
 	}
-	_ = a.recordSupervision(ctx, r.spec.ID, supervision{mode: mode, pid: r.proc.pid, note: note})
+	_ = a.recordSupervision(ctx, r.spec.ID, supervision{mode: mode, pid: r.proc.pid, note: note}, true)
 }
 
 // stopLeftBy stops, once plugin id's process p is stopped or has exited, what it left running

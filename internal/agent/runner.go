@@ -38,6 +38,7 @@ type runner struct {
 	foreignPid  int
 	foreignNote string
 	recorded    supervision
+	recordErr   bool // a record failed, logged once until one succeeds
 
 	// What Status shows, copied from the fields above by publish under smu: only the loop
 	// touches those.
@@ -489,18 +490,19 @@ func (r *runner) noteSupervision(ctx context.Context) {
 	if s == r.recorded {
 		return
 	}
-	if err := r.a.recordSupervision(ctx, r.spec.ID, s); err != nil {
+	if err := r.a.recordSupervision(ctx, r.spec.ID, s, !r.recordErr); err != nil {
+		r.recordErr = true
 		return
 	}
-	r.recorded = s
+	r.recorded, r.recordErr = s, false
 }
 
 // recordSupervision records s as what the agent does with plugin id's process; a failure is
-// logged (a plugin deregistered meanwhile has no record to keep).
-func (a *Agent) recordSupervision(ctx context.Context, id string, s supervision) error {
+// logged when warn says so (a plugin deregistered meanwhile has no record to keep).
+func (a *Agent) recordSupervision(ctx context.Context, id string, s supervision, warn bool) error {
 	err := a.e.RecordSupervision(ctx, id, s.mode, s.pid, s.note, os.Getpid())
-	if err != nil && !errors.Is(err, engine.ErrNotFound) && ctx.Err() == nil {
-		a.log.Warn("recording what the agent does with the plugin's process, for plugin status", "plugin", id, "mode", s.mode, "err", err)
+	if err != nil && warn && !errors.Is(err, engine.ErrNotFound) && ctx.Err() == nil {
+		a.log.Warn("recording what the agent does with the plugin's process, for plugin status (tried again at each probe)", "plugin", id, "mode", s.mode, "err", err)
 	}
 	return err
 }

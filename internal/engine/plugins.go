@@ -985,9 +985,13 @@ func supervisionInfo(s *store.Supervision) *Supervision {
 // RecordSupervision records what the agent does with plugin id's process (store.Supervision's
 // modes), by the agent running as agentPid, for plugin status and the dashboard.
 func (e *Engine) RecordSupervision(ctx context.Context, id, mode string, pid int, note string, agentPid int) error {
-	return e.store.UpdateProgress(ctx, func(tx *store.Tx) error {
+	err := e.store.UpdateProgress(ctx, func(tx *store.Tx) error {
 		return tx.Plugins().SetSupervision(id, store.Supervision{Mode: mode, Pid: pid, Note: note, AgentPid: agentPid})
 	})
+	if errors.Is(err, store.ErrNotFound) {
+		return notFoundf("plugin %q is not registered", id) // deregistered meanwhile
+	}
+	return err
 }
 
 func nonNil(s []string) []string {
