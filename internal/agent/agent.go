@@ -28,7 +28,6 @@ import (
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/spec"
-	"github.com/volctl/volctl/internal/store"
 )
 
 // The defaults of the agent's intervals (docs/architecture.md, Plugins).
@@ -909,12 +908,12 @@ func (a *Agent) stopIfUnmounted(r *runner, countAs string) bool {
 	switch {
 	case err != nil:
 		a.log.Warn("leaving plugin running: could not count its mounts", "plugin", r.spec.ID, "pid", p.pid, "err", err)
-		a.recordStop(ctx, r, store.SupervisionLeft, fmt.Sprintf("its mounts could not be counted (%v)", err))
+		a.recordStop(ctx, r, engine.SupervisionLeft, fmt.Sprintf("its mounts could not be counted (%v)", err))
 		return false
 	case m.Any():
 		a.log.Warn("leaving plugin running: it has mounts, or mounts in doubt, and stopping a plugin under mounted volumes is never right",
 			"plugin", r.spec.ID, "pid", p.pid, "mounts", m.Mounts, "in_doubt", m.InDoubt, "publishing", m.Publishing, "counted_as", countAs)
-		a.recordStop(ctx, r, store.SupervisionLeft, fmt.Sprintf("it has %d mounts and %d in doubt", m.Mounts, m.InDoubt))
+		a.recordStop(ctx, r, engine.SupervisionLeft, fmt.Sprintf("it has %d mounts and %d in doubt", m.Mounts, m.InDoubt))
 		return false
 	}
 	if a.afterCount != nil {
@@ -923,12 +922,12 @@ func (a *Agent) stopIfUnmounted(r *runner, countAs string) bool {
 	a.log.Info("stopping plugin", "plugin", r.spec.ID, "pid", p.pid)
 	if err := p.stop(a.s.StopTimeout); err != nil {
 		a.log.Warn("stopping plugin", "plugin", r.spec.ID, "pid", p.pid, "err", err)
-		a.recordStop(ctx, r, store.SupervisionLeft, fmt.Sprintf("stopping it failed: %v", err))
+		a.recordStop(ctx, r, engine.SupervisionLeft, fmt.Sprintf("stopping it failed: %v", err))
 		return false
 	}
 	a.stopLeftBy(r.spec.ID, p)
 	removePidFile(a.runDir, r.spec.ID)
-	a.recordStop(ctx, r, store.SupervisionStopped, "")
+	a.recordStop(ctx, r, engine.SupervisionStopped, "")
 	a.e.PluginEvent(ctx, r.spec.ID, "plugin-stop", fmt.Sprintf("plugin %q stopped by the agent (pid %d)", r.spec.ID, p.pid))
 	return true
 }

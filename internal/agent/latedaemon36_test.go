@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/volctl/volctl/internal/store"
+	"github.com/volctl/volctl/internal/engine"
 )
 
 // A plugin that serves a while, then daemonises (hands its listening socket to a child in a
@@ -33,7 +33,7 @@ func TestAgentFollowsAPluginThatDaemonisesAfterServing(t *testing.T) {
 		return p.Healthy && p.FingerprintedAt.After(fingerprinted)
 	})
 	// plugin status says the agent follows the daemon, which it stops and restarts (agent37).
-	if p := f.supervisionOf("dm", store.SupervisionDaemon); !p.Supervised || !p.Supervision.CanStop || !p.Supervision.CanRestart || p.Supervision.Pid != daemon {
+	if p := f.supervisionOf("dm", engine.SupervisionDaemon); !p.Supervised || !p.Supervision.CanStop || !p.Supervision.CanRestart || p.Supervision.Pid != daemon {
 		t.Errorf("plugin status: supervised %v, supervision %+v; want supervised, its daemon's pid %d, stop and restart", p.Supervised, p.Supervision, daemon)
 	}
 	stopThenGone(t, stop, daemon, "the plugin's daemon")

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/volctl/volctl/internal/engine"
-	"github.com/volctl/volctl/internal/store"
 )
 
 // recorder is an Observer that keeps what it was told, in order.
@@ -181,7 +180,7 @@ func TestAgentNotifiesReadyOncePluginsHealthyAndRestored(t *testing.T) {
 	// plugin status says so too (agent37): the agent runs it, with its pid, and can stop and
 	// restart it.
 	first := f.pid("hp")
-	if p := f.supervisionOf("hp", store.SupervisionRuns); !p.Supervised || p.Supervision.Pid != first || !p.Supervision.CanStop ||
+	if p := f.supervisionOf("hp", engine.SupervisionRuns); !p.Supervised || p.Supervision.Pid != first || !p.Supervision.CanStop ||
 		!p.Supervision.CanRestart || p.Supervision.AgentPid != syscall.Getpid() {
 		t.Errorf("plugin status: supervised %v, supervision %+v; want supervised, run by this agent with pid %d, stop and restart", p.Supervised, p.Supervision, first)
 	}
@@ -194,14 +193,14 @@ func TestAgentNotifiesReadyOncePluginsHealthyAndRestored(t *testing.T) {
 	waitFor(t, "Status to count the restart", func() bool { return a.Status().Plugins[0].Restarts == 1 })
 	waitFor(t, "plugin status to name the restarted process", func() bool {
 		s := f.plugin("hp").Supervision
-		return s != nil && s.Mode == store.SupervisionRuns && s.Pid != first && s.Pid == f.pid("hp")
+		return s != nil && s.Mode == engine.SupervisionRuns && s.Pid != first && s.Pid == f.pid("hp")
 	})
 	second := f.pid("hp")
 
 	if err := stop(); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	if s := f.plugin("hp").Supervision; s == nil || s.Mode != store.SupervisionStopped || s.Pid != second || s.CanStop || !strings.Contains(s.Words(), "stopped it") {
+	if s := f.plugin("hp").Supervision; s == nil || s.Mode != engine.SupervisionStopped || s.Pid != second || s.CanStop || !strings.Contains(s.Words(), "stopped it") {
 		t.Errorf("after the agent's clean stop: supervision %+v; want stopped, pid %d", s, second)
 	}
 	if got := receive(t, ch, "STOPPING=1"); got != "STOPPING=1" {

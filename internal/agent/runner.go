@@ -14,7 +14,6 @@ import (
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/spec"
-	"github.com/volctl/volctl/internal/store"
 )
 
 // runner probes one registered plugin on a loop and, for a plugin with an exec block, keeps its
@@ -479,13 +478,13 @@ func (r *runner) noteSupervision(ctx context.Context) {
 	var s supervision
 	switch {
 	case r.foreign:
-		s = supervision{mode: store.SupervisionProbed, pid: r.foreignPid, note: r.foreignNote}
+		s = supervision{mode: engine.SupervisionProbed, pid: r.foreignPid, note: r.foreignNote}
 	case r.proc == nil:
 		return
 	case r.proc.daemon:
-		s = supervision{mode: store.SupervisionDaemon, pid: r.proc.pid}
+		s = supervision{mode: engine.SupervisionDaemon, pid: r.proc.pid}
 	default:
-		s = supervision{mode: store.SupervisionRuns, pid: r.proc.pid}
+		s = supervision{mode: engine.SupervisionRuns, pid: r.proc.pid}
 	}
 	if s == r.recorded {
 		return

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/volctl/volctl/internal/engine"
-	"github.com/volctl/volctl/internal/store"
 )
 
 // agent37: plugin status (plain, --json) and the dashboard said "Supervised: yes" of every
@@ -60,7 +59,7 @@ func TestPluginStatusSaysTheAgentOnlyProbesAPluginItDidNotStart(t *testing.T) {
 				t.Fatalf("before any agent: supervised %v, supervision %+v; want yes (its exec block) and no record", p.Supervised, p.Supervision)
 			}
 			stop := f.startAgent(testSettings)
-			p := f.supervisionOf("dm", store.SupervisionProbed)
+			p := f.supervisionOf("dm", engine.SupervisionProbed)
 			s := p.Supervision
 			if p.Supervised || s.CanStop || s.CanRestart || s.Pid != daemons[0] {
 				t.Errorf("plugin status: supervised %v, supervision %+v; want not supervised, neither stop nor restart, pid %d (its socket's server)",
@@ -78,7 +77,7 @@ func TestPluginStatusSaysTheAgentOnlyProbesAPluginItDidNotStart(t *testing.T) {
 			if !alive(daemons[0]) {
 				t.Errorf("the agent stopped pid %d, a plugin it did not start", daemons[0])
 			}
-			if s := f.plugin("dm").Supervision; s == nil || s.Mode != store.SupervisionProbed {
+			if s := f.plugin("dm").Supervision; s == nil || s.Mode != engine.SupervisionProbed {
 				t.Errorf("after the agent's stop: supervision %+v; want still probed only (it never ran it)", s)
 			}
 		})

@@ -11,7 +11,6 @@ import (
 	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/shellquote"
-	"github.com/volctl/volctl/internal/store"
 )
 
 // How plugins are shown: the one-line verdict of a register, the status table, and the detail
@@ -73,7 +72,7 @@ func writeCapabilityChanges(out io.Writer, plugins []engine.PluginInfo, now time
 // nor restarts them, which the exec block alone would have the reader believe.
 func writeProbedOnly(out io.Writer, plugins []engine.PluginInfo, now time.Time) {
 	for _, p := range plugins {
-		if sv := p.Supervision; sv != nil && sv.Mode == store.SupervisionProbed {
+		if sv := p.Supervision; sv != nil && sv.Mode == engine.SupervisionProbed {
 			fmt.Fprintf(out, "Plugin %q is not supervised despite its exec block: %s\n", p.ID, supervisionWords(sv, now))
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
-	"github.com/volctl/volctl/internal/store"
 )
 
 // agent37: `plugin status` said "Supervised = yes" of a plugin declared with an exec block whose
@@ -38,12 +37,12 @@ func TestPluginStatusSaysWhatTheAgentDoesWithTheProcess(t *testing.T) {
 		detail     []string
 		list       string
 	}{
-		{store.SupervisionProbed, false, []string{"Supervised ", "= no", "Supervision ", "= the agent probes it only, never stopping or restarting it (pid 4242): " + note + " (recorded by the agent, pid 77, 3m ago)"},
+		{engine.SupervisionProbed, false, []string{"Supervised ", "= no", "Supervision ", "= the agent probes it only, never stopping or restarting it (pid 4242): " + note + " (recorded by the agent, pid 77, 3m ago)"},
 			`Plugin "mem" is not supervised despite its exec block: the agent probes it only`},
-		{store.SupervisionRuns, true, []string{"Supervised ", "= yes", "Supervision ", "= the agent runs it (pid 4242)"}, ""},
+		{engine.SupervisionRuns, true, []string{"Supervised ", "= yes", "Supervision ", "= the agent runs it (pid 4242)"}, ""},
 	} {
 		n := ""
-		if tc.mode == store.SupervisionProbed {
+		if tc.mode == engine.SupervisionProbed {
 			n = note
 		}
 		if err := h.e.RecordSupervision(h.ctx, "mem", tc.mode, 4242, n, 77); err != nil {

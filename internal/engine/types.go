@@ -41,6 +41,15 @@ type PluginInfo struct {
 	Supervision *Supervision `json:"supervision,omitempty"`
 }
 
+// What an agent does with a plugin's process (Supervision.Mode), as the store records it.
+const (
+	SupervisionRuns    = store.SupervisionRuns    // it started the process, or adopted one an agent started
+	SupervisionDaemon  = store.SupervisionDaemon  // it follows the daemon the process left serving the socket
+	SupervisionProbed  = store.SupervisionProbed  // it probes the plugin only, never signalling what serves it
+	SupervisionStopped = store.SupervisionStopped // it stopped the process at its own stop
+	SupervisionLeft    = store.SupervisionLeft    // it stopped, leaving the process running
+)
+
 // Supervision is what an agent recorded it does with a plugin's process (store.Supervision).
 type Supervision struct {
 	// Mode is "runs" (the agent started the process, or adopted one an agent started),
