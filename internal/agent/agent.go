@@ -908,10 +908,12 @@ func (a *Agent) stopIfUnmounted(r *runner, countAs string) bool {
 	switch {
 	case err != nil:
 		a.log.Warn("leaving plugin running: could not count its mounts", "plugin", r.spec.ID, "pid", p.pid, "err", err)
+		a.recordStop(ctx, r, engine.SupervisionLeft, fmt.Sprintf("its mounts could not be counted (%v)", err))
 		return false
 	case m.Any():
 		a.log.Warn("leaving plugin running: it has mounts, or mounts in doubt, and stopping a plugin under mounted volumes is never right",
 			"plugin", r.spec.ID, "pid", p.pid, "mounts", m.Mounts, "in_doubt", m.InDoubt, "publishing", m.Publishing, "counted_as", countAs)
+		a.recordStop(ctx, r, engine.SupervisionLeft, fmt.Sprintf("it has %d mounts and %d in doubt", m.Mounts, m.InDoubt))
 		return false
 	}
 	if a.afterCount != nil {
@@ -920,12 +922,25 @@ func (a *Agent) stopIfUnmounted(r *runner, countAs string) bool {
 	a.log.Info("stopping plugin", "plugin", r.spec.ID, "pid", p.pid)
 	if err := p.stop(a.s.StopTimeout); err != nil {
 		a.log.Warn("stopping plugin", "plugin", r.spec.ID, "pid", p.pid, "err", err)
+		a.recordStop(ctx, r, engine.SupervisionLeft, fmt.Sprintf("stopping it failed: %v", err))
 		return false
 	}
 	a.stopLeftBy(r.spec.ID, p)
 	removePidFile(a.runDir, r.spec.ID)
+	a.recordStop(ctx, r, engine.SupervisionStopped, "")
 	a.e.PluginEvent(ctx, r.spec.ID, "plugin-stop", fmt.Sprintf("plugin %q stopped by the agent (pid %d)", r.spec.ID, p.pid))
 	return true
+}
+
+// recordStop records, at a stop of runner r's process (the agent's own, a re-declaration's, a
+// deregistration's), that the agent stopped it or left it running, and why: what plugin status
+// shows until an agent runs the plugin again. A runner that recorded nothing (a plugin without
+// an exec block) records nothing; a plugin deregistered has no record to keep.
+func (a *Agent) recordStop(ctx context.Context, r *runner, mode, note string) {
+	if r.recorded.mode == "" {
+		return
+	}
+	_ = a.recordSupervision(ctx, r.spec.ID, supervision{mode: mode, pid: r.proc.pid, note: note}, true)
 }
 
 // stopLeftBy stops, once plugin id's process p is stopped or has exited, what it left running

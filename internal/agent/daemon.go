@@ -286,11 +286,17 @@ var errNoDaemon = errors.New("no daemon")
 // be supervised (not the agent's descendant: the agent is no subreaper, or it is another
 // program) is an error naming its pid.
 //
+// The patience is measured on now, the agent's clock (Config.Now), as the health timeout it is
+// is measured by the runner: on the real clock, a daemon that took longer than that to bind on
+// a loaded machine was taken for the plugin's end in tests about something else, and the
+// plugin started again beside it (TestDaemonWaitIsOnTheAgentsClock). The wait for a server to
+// appear at all stays on the real clock: it is ended early by nothing of the plugin's running.
+//
 // others reports whether a pid, or its process group, is another plugin's the agent supervises.
-func daemonOf(ctx context.Context, p *process, socket string, wait, patience time.Duration, others func(pid, pgrp int) bool) (*process, error) {
-	deadline, last := time.Now().Add(wait), time.Now().Add(max(wait, patience))
+func daemonOf(ctx context.Context, p *process, socket string, wait, patience time.Duration, now func() time.Time, others func(pid, pgrp int) bool) (*process, error) {
+	deadline, last := time.Now().Add(wait), now().Add(max(wait, patience))
 	if p.exitStatus() != "exit status 0" {
-		deadline, last = time.Now(), time.Now()
+		deadline, last = time.Now(), now()
 	}
 	for {
 		reapOrphans()
@@ -314,15 +320,15 @@ func daemonOf(ctx context.Context, p *process, socket string, wait, patience tim
 				}
 			}
 		}
-		now := time.Now()
-		if !hasStrayChild() || !now.Before(last) || (!now.Before(deadline) && !pluginLeft(p.instance)) {
+		waited := !time.Now().Before(deadline)
+		if !hasStrayChild() || !now().Before(last) || (waited && !pluginLeft(p.instance)) {
 			// Nothing the plugin left runs (its orphans are re-parented to the agent the
 			// moment it exits), or past the probe interval nothing with its instance does, or
 			// its patience ran out: no daemon will come.
 			return nil, errNoDaemon
 		}
 		pace := 20 * time.Millisecond
-		if !now.Before(deadline) {
+		if waited {
 			pace = 50 * time.Millisecond // pluginLeft reads environments: a gentler pace
 		}
 		select {

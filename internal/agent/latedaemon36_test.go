@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/volctl/volctl/internal/engine"
 )
 
 // A plugin that serves a while, then daemonises (hands its listening socket to a child in a
@@ -30,6 +32,10 @@ func TestAgentFollowsAPluginThatDaemonisesAfterServing(t *testing.T) {
 		p := f.plugin("dm")
 		return p.Healthy && p.FingerprintedAt.After(fingerprinted)
 	})
+	// plugin status says the agent follows the daemon, which it stops and restarts (agent37).
+	if p := f.supervisionOf("dm", engine.SupervisionDaemon); !p.Supervised || !p.Supervision.CanStop || !p.Supervision.CanRestart || p.Supervision.Pid != daemon {
+		t.Errorf("plugin status: supervised %v, supervision %+v; want supervised, its daemon's pid %d, stop and restart", p.Supervised, p.Supervision, daemon)
+	}
 	stopThenGone(t, stop, daemon, "the plugin's daemon")
 	if n := len(f.events("plugin-start")); n != 1 {
 		t.Errorf("%d plugin-start events, want 1: %q", n, f.events("plugin-start"))

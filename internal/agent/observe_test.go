@@ -177,6 +177,13 @@ func TestAgentNotifiesReadyOncePluginsHealthyAndRestored(t *testing.T) {
 		st.Plugins[0].Health != "healthy" || st.Plugins[0].Pid != f.pid("hp") || st.Plugins[0].Pid == 0 {
 		t.Errorf("Status = %+v, want ready, hp supervised and healthy with pid %d", st, f.pid("hp"))
 	}
+	// plugin status says so too (agent37): the agent runs it, with its pid, and can stop and
+	// restart it.
+	first := f.pid("hp")
+	if p := f.supervisionOf("hp", engine.SupervisionRuns); !p.Supervised || p.Supervision.Pid != first || !p.Supervision.CanStop ||
+		!p.Supervision.CanRestart || p.Supervision.AgentPid != syscall.Getpid() {
+		t.Errorf("plugin status: supervised %v, supervision %+v; want supervised, run by this agent with pid %d, stop and restart", p.Supervised, p.Supervision, first)
+	}
 
 	// Killed, the plugin is restarted: the observer and Status count it.
 	if err := syscall.Kill(f.pid("hp"), syscall.SIGKILL); err != nil {
@@ -184,9 +191,17 @@ func TestAgentNotifiesReadyOncePluginsHealthyAndRestored(t *testing.T) {
 	}
 	waitFor(t, "the observer to hear of the restart", func() bool { return rec.has("restarted hp exited") })
 	waitFor(t, "Status to count the restart", func() bool { return a.Status().Plugins[0].Restarts == 1 })
+	waitFor(t, "plugin status to name the restarted process", func() bool {
+		s := f.plugin("hp").Supervision
+		return s != nil && s.Mode == engine.SupervisionRuns && s.Pid != first && s.Pid == f.pid("hp")
+	})
+	second := f.pid("hp")
 
 	if err := stop(); err != nil {
 		t.Fatalf("Run = %v", err)
+	}
+	if s := f.plugin("hp").Supervision; s == nil || s.Mode != engine.SupervisionStopped || s.Pid != second || s.CanStop || !strings.Contains(s.Words(), "stopped it") {
+		t.Errorf("after the agent's clean stop: supervision %+v; want stopped, pid %d", s, second)
 	}
 	if got := receive(t, ch, "STOPPING=1"); got != "STOPPING=1" {
 		t.Errorf("notification on stop %q, want STOPPING=1", got)

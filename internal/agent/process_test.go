@@ -571,9 +571,17 @@ func TestAgentRunsOneProcessForPluginIDsOnOneSocket(t *testing.T) {
 	b.ID = "b"
 	f.register(a)
 	f.register(b)
+	rec := &recorder{}
+	f.obs = rec
 	stop := f.startAgent(testSettings)
 	waitFor(t, "both plugin IDs to be healthy", func() bool { return f.plugin("a").Healthy && f.plugin("b").Healthy })
-	time.Sleep(500 * time.Millisecond) // time for a second start, or a restart, to show
+	// Time for a second start, or a restart, to show: five more probes of each ID by the
+	// agent's own loops, not a span of the wall clock, which on a loaded machine held none.
+	probes := func(id string) int {
+		return len(slices.DeleteFunc(rec.list(), func(e string) bool { return !strings.HasPrefix(e, "probed "+id+" ") }))
+	}
+	fromA, fromB := probes("a"), probes("b")
+	waitFor(t, "five more probes of each plugin ID", func() bool { return probes("a") >= fromA+5 && probes("b") >= fromB+5 })
 	pid := f.pid("a")
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -601,8 +609,8 @@ func TestAgentRefusesADeclaredSocketWithTwoCommands(t *testing.T) {
 	b := f.execPlugin("b", "hostpath") // another root in its env: another exec block
 	b.Socket = a.Socket
 	stop := f.startAgent(testSettings, a, b)
-	time.Sleep(200 * time.Millisecond)
-	err := stop()
+	err := stop() // Run refuses the config before it looks at its context
+
 	if !errors.Is(err, engine.ErrInvalid) || !strings.Contains(fmt.Sprint(err), `plugins "a" and "b" are declared on one socket with different exec blocks`) {
 		t.Errorf("Run = %v, want the config refused naming both plugins", err)
 	}

@@ -32,6 +32,12 @@ type runner struct {
 	proc    *process // the supervised process, when volctl can stop it
 	foreign bool     // a live socket not started by a volctl agent: probed, never signalled
 	state   string   // last logged health: healthy, not ready, unhealthy
+	// foreignPid and foreignNote say what serves a foreign plugin's socket (foreignServer), for
+	// its record; recorded is what the runner last recorded of its supervision (noteSupervision).
+	foreignPid  int
+	foreignNote string
+	recorded    supervision
+	recordErr   bool // a record failed, logged once until one succeeds
 
 	// What Status shows, copied from the fields above by publish under smu: only the loop
 	// touches those.
@@ -87,6 +93,7 @@ func (r *runner) loop(ctx context.Context) {
 			r.publish()
 		}
 
+		r.noteSupervision(ctx)
 		healthy, ready, reason := r.probe(ctx)
 		if ctx.Err() != nil {
 			return
@@ -246,7 +253,7 @@ func (r *runner) loop(ctx context.Context) {
 func (r *runner) followDaemon(ctx context.Context) bool {
 	a, id, socket := r.a, r.spec.ID, execEndpoint(r.spec)
 	beforeFollowDaemon(socket)
-	d, err := daemonOf(ctx, r.proc, socket, a.s.ProbeInterval, a.s.HealthTimeout, a.supervisedElsewhere(r))
+	d, err := daemonOf(ctx, r.proc, socket, a.s.ProbeInterval, a.s.HealthTimeout, a.now, a.supervisedElsewhere(r))
 	if err != nil {
 		if !errors.Is(err, errNoDaemon) {
 			a.log.Warn(fmt.Sprintf("plugin %q exited (%s): %v", id, r.proc.exitStatus(), err), "plugin", id, "pid", r.proc.pid)
@@ -411,6 +418,7 @@ func (r *runner) startOrAdopt(ctx context.Context) (started bool, err error) {
 	}
 	if socketsLive(sockets) {
 		r.foreign = true
+		r.foreignPid, r.foreignNote = foreignServer(sockets[0])
 		a.log.Warn("plugin socket is live but no volctl agent started it: probing it only, never stopping it",
 			append([]any{"plugin", id, "socket", sockets[0]}, servedBy(sockets[0])...)...)
 		return false, nil
@@ -449,6 +457,53 @@ func (r *runner) startOrAdopt(ctx context.Context) (started bool, err error) {
 		}
 	}
 	return true, nil
+}
+
+// supervision is what the agent records it does with a plugin's process (store.Supervision).
+type supervision struct {
+	mode string
+	pid  int
+	note string
+}
+
+// noteSupervision records, when it changed, what the runner does with its exec plugin's
+// process: runs it (started or adopted), follows its daemon, or probes it only (a foreign
+// socket). plugin status and the dashboard show it: the exec block alone said "Supervised: yes"
+// of a plugin whose socket a process the agent did not start serves, which it never stops or
+// restarts. A record that fails is logged and tried again at the next probe.
+func (r *runner) noteSupervision(ctx context.Context) {
+	if r.spec.Exec == nil {
+		return
+	}
+	var s supervision
+	switch {
+	case r.foreign:
+		s = supervision{mode: engine.SupervisionProbed, pid: r.foreignPid, note: r.foreignNote}
+	case r.proc == nil:
+		return
+	case r.proc.daemon:
+		s = supervision{mode: engine.SupervisionDaemon, pid: r.proc.pid}
+	default:
+		s = supervision{mode: engine.SupervisionRuns, pid: r.proc.pid}
+	}
+	if s == r.recorded {
+		return
+	}
+	if err := r.a.recordSupervision(ctx, r.spec.ID, s, !r.recordErr); err != nil {
+		r.recordErr = true
+		return
+	}
+	r.recorded, r.recordErr = s, false
+}
+
+// recordSupervision records s as what the agent does with plugin id's process; a failure is
+// logged when warn says so (a plugin deregistered meanwhile has no record to keep).
+func (a *Agent) recordSupervision(ctx context.Context, id string, s supervision, warn bool) error {
+	err := a.e.RecordSupervision(ctx, id, s.mode, s.pid, s.note, os.Getpid())
+	if err != nil && warn && !errors.Is(err, engine.ErrNotFound) && ctx.Err() == nil {
+		a.log.Warn("recording what the agent does with the plugin's process, for plugin status (tried again at each probe)", "plugin", id, "mode", s.mode, "err", err)
+	}
+	return err
 }
 
 // restarting counts a restart of the supervised plugin, for Status and the metrics.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -76,6 +77,46 @@ func servedBy(path string) []any {
 	}
 	return []any{"served_by_pid", "unknown", "listened_by_pid", peer,
 		"note", "the process that called listen() on the socket has exited, handing it on, and no process holding it could be read"}
+}
+
+// foreignServer is what serves the socket at path of a plugin the agent found live at its
+// start, not started by an agent of its state dir, for the plugin's record (plugin status): the
+// pid seen holding the listening socket (0 when none is) and a sentence naming it, and whether it
+// carries a volctl agent's plugin instance in its environment (another agent, on another state
+// dir, runs it, or an earlier one whose pid file is gone). Looked for as servedBy looks.
+func foreignServer(path string) (pid int, note string) {
+	sock := spec.QuoteName(path)
+	peer := peerPid(path)
+	if peer <= 0 {
+		return 0, fmt.Sprintf("its socket %s was live when the agent started it, served by a process it could not name (no credentials from the socket), which no agent of this state dir started", sock)
+	}
+	pid, seen := holderOf(path, peer, func(int) bool { return true })
+	if !seen {
+		if _, live := procGroup(peer); !live {
+			return 0, fmt.Sprintf("its socket %s was live when the agent started it; pid %d listened on it and has exited, handing it on to a process the agent could not read; no agent of this state dir started it", sock, peer)
+		}
+		return peer, fmt.Sprintf("its socket %s was live when the agent started it, listened on by pid %d (not seen holding it), which no agent of this state dir started", sock, peer)
+	}
+	whose := "which no agent of this state dir started"
+	if agentInstance(pid) {
+		whose = "which carries a volctl agent's plugin instance in its environment but is not this agent's: another agent (on another state dir) runs it, or one whose pid file is gone"
+	}
+	return pid, fmt.Sprintf("its socket %s was live when the agent started it, served by pid %d, %s", sock, pid, whose)
+}
+
+// agentInstance reports whether pid's environment holds a volctl agent's plugin instance
+// (instanceEnv), whichever agent's.
+func agentInstance(pid int) bool {
+	b, err := os.ReadFile(filepath.Join(procfs.Dir("/proc", pid), "environ"))
+	if err != nil {
+		return false
+	}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if strings.HasPrefix(kv, instanceEnv+"=") {
+			return true
+		}
+	}
+	return false
 }
 
 // holdsSocket reports whether pid has a descriptor on the socket with inode ino; an error when

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,6 +67,17 @@ func writeCapabilityChanges(out io.Writer, plugins []engine.PluginInfo, now time
 	}
 }
 
+// writeProbedOnly says, under a plugin table, which plugins declared with an exec block the agent
+// probes only (their socket served by a process it did not start), and why: it neither stops
+// nor restarts them, which the exec block alone would have the reader believe.
+func writeProbedOnly(out io.Writer, plugins []engine.PluginInfo, now time.Time) {
+	for _, p := range plugins {
+		if sv := p.Supervision; sv != nil && sv.Mode == engine.SupervisionProbed {
+			fmt.Fprintf(out, "Plugin %q is not supervised despite its exec block: %s\n", p.ID, supervisionWords(sv, now))
+		}
+	}
+}
+
 // writePluginProblems says, under a plugin table, why each plugin that is not healthy is so
 // and what that means, in the engine's words (engine.PluginHealth), as the dashboard does.
 func writePluginProblems(out io.Writer, plugins []engine.PluginInfo) {
@@ -109,6 +121,12 @@ func writePluginDetail(out io.Writer, p engine.PluginInfo, now time.Time) error 
 		{"Last Error", p.LastError},
 		{"Volumes", strconv.Itoa(p.Volumes)},
 	}
+	if sv := p.Supervision; sv != nil {
+		// What the agent does with it, which the exec block alone does not say: one whose
+		// socket another process serves is probed only, never stopped or restarted.
+		pairs = slices.Insert(pairs, slices.IndexFunc(pairs, func(kv [2]string) bool { return kv[0] == "Supervised" })+1,
+			[2]string{"Supervision", supervisionWords(sv, now)})
+	}
 	if ch := p.CapabilityChange; ch != nil {
 		pairs = append(pairs, [2]string{"Capabilities Changed", ago(now, ch.At) + ": " + capabilityChangeWords(ch)})
 	}
@@ -117,6 +135,12 @@ func writePluginDetail(out io.Writer, p engine.PluginInfo, now time.Time) error 
 	}
 	fmt.Fprintln(out)
 	return writeCapabilityTable(out, p.Capabilities.Plugin, p.Capabilities.Controller, p.Capabilities.Node)
+}
+
+// supervisionWords says what the agent does with a plugin's process, as it recorded it, and when:
+// "the agent runs it (pid 12); ... (recorded by the agent, pid 7, 3m ago)".
+func supervisionWords(sv *engine.Supervision, now time.Time) string {
+	return fmt.Sprintf("%s (recorded by the agent, pid %d, %s)", display.Escape(sv.Words()), sv.AgentPid, ago(now, sv.At))
 }
 
 // writeCapabilityTable lists a plugin's capabilities by service, <none> for a service without any.

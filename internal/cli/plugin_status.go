@@ -75,6 +75,7 @@ func pluginStatusRun(ctx context.Context, opts *PluginStatusOptions) error {
 			fmt.Fprintln(opts.IO.ErrOut, "No plugins registered: start a CSI plugin and register it (volctl plugin register --id ID --socket PATH), or try volctl quickstart.")
 		} else if err = writePluginTable(out, plugins); err == nil {
 			writePluginProblems(out, plugins)
+			writeProbedOnly(out, plugins, opts.Now())
 			writeCapabilityChanges(out, plugins, opts.Now())
 		}
 		flush(out, &err)

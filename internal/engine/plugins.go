@@ -959,7 +959,7 @@ func pluginInfo(p store.Plugin, volumes int) PluginInfo {
 	cfg := csi.ConfigFromSpec(&sp)
 	return PluginInfo{
 		ID: p.ID, Type: p.Type, ControllerSocket: cfg.ControllerSocket, NodeSocket: cfg.NodeSocket,
-		Supervised: p.Exec != nil,
+		Supervised: p.Exec != nil && (p.Supervision == nil || p.Supervision.Mode != store.SupervisionProbed),
 		Provider:   p.Fingerprint.Provider, Version: p.Fingerprint.Version, NodeID: p.Fingerprint.NodeID,
 		MaxVolumes: p.Fingerprint.MaxVolumes, Topology: p.Fingerprint.Topology,
 		Capabilities: CapabilityNames{
@@ -969,8 +969,29 @@ func pluginInfo(p store.Plugin, volumes int) PluginInfo {
 		},
 		Healthy: p.Health.Healthy, Ready: p.Health.Ready, ProbeLatency: Duration(p.Health.ProbeLatency),
 		LastError: p.Health.LastError, ProbedAt: p.Health.ProbedAt, FingerprintedAt: p.Fingerprint.At,
-		Volumes: volumes,
+		Volumes: volumes, Supervision: supervisionInfo(p.Supervision),
 	}
+}
+
+// supervisionInfo is what the agent recorded of a plugin's process, as PluginInfo shows it.
+func supervisionInfo(s *store.Supervision) *Supervision {
+	if s == nil {
+		return nil
+	}
+	can := s.Mode == store.SupervisionRuns || s.Mode == store.SupervisionDaemon
+	return &Supervision{Mode: s.Mode, Pid: s.Pid, Note: s.Note, CanStop: can, CanRestart: can, AgentPid: s.AgentPid, At: s.At}
+}
+
+// RecordSupervision records what the agent does with plugin id's process (store.Supervision's
+// modes), by the agent running as agentPid, for plugin status and the dashboard.
+func (e *Engine) RecordSupervision(ctx context.Context, id, mode string, pid int, note string, agentPid int) error {
+	err := e.store.UpdateProgress(ctx, func(tx *store.Tx) error {
+		return tx.Plugins().SetSupervision(id, store.Supervision{Mode: mode, Pid: pid, Note: note, AgentPid: agentPid})
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return notFoundf("plugin %q is not registered", id) // deregistered meanwhile
+	}
+	return err
 }
 
 func nonNil(s []string) []string {

@@ -35,6 +35,63 @@ type PluginInfo struct {
 	// CapabilityChange is the plugin's last change of capabilities (a restart with others), as
 	// its record keeps it (store.Plugin.CapabilityChange), however long ago; absent when none.
 	CapabilityChange *CapabilityChange `json:"capability_change,omitempty"`
+	// Supervision is what the agent last recorded it does with the plugin's process (runs it,
+	// follows its daemon, probes it only, stopped it, left it running), and so whether it can
+	// stop and restart it; absent when no agent has recorded anything.
+	Supervision *Supervision `json:"supervision,omitempty"`
+}
+
+// What an agent does with a plugin's process (Supervision.Mode), as the store records it.
+const (
+	SupervisionRuns    = store.SupervisionRuns    // it started the process, or adopted one an agent started
+	SupervisionDaemon  = store.SupervisionDaemon  // it follows the daemon the process left serving the socket
+	SupervisionProbed  = store.SupervisionProbed  // it probes the plugin only, never signalling what serves it
+	SupervisionStopped = store.SupervisionStopped // it stopped the process at its own stop
+	SupervisionLeft    = store.SupervisionLeft    // it stopped, leaving the process running
+)
+
+// Supervision is what an agent recorded it does with a plugin's process (store.Supervision).
+type Supervision struct {
+	// Mode is "runs" (the agent started the process, or adopted one an agent started),
+	// "daemon" (it follows the daemon the process it started left serving the socket),
+	// "probed" (it probes the plugin only, never signalling what serves its socket), "stopped"
+	// (it stopped the process at its own stop) or "left" (it stopped, leaving the process
+	// running: mounts, or a stop that failed).
+	Mode string `json:"mode"`
+	Pid  int    `json:"pid,omitempty"` // the process it runs, follows, probes or left
+	Note string `json:"note,omitempty"`
+	// CanStop and CanRestart say what the agent does with the process: both true while it runs
+	// it or follows its daemon, false for one it probes only (and for one no agent runs now).
+	CanStop    bool      `json:"can_stop"`
+	CanRestart bool      `json:"can_restart"`
+	AgentPid   int       `json:"agent_pid,omitempty"` // the agent that recorded it
+	At         time.Time `json:"at"`
+}
+
+// Words says what the agent does with the process, for plugin status and the dashboard: "the
+// agent runs it (pid 12): stops and restarts it".
+func (s *Supervision) Words() string {
+	pid := ""
+	if s.Pid > 0 {
+		pid = " (pid " + strconv.Itoa(s.Pid) + ")"
+	}
+	note := ""
+	if s.Note != "" {
+		note = ": " + s.Note
+	}
+	switch s.Mode {
+	case store.SupervisionRuns:
+		return "the agent runs it" + pid + note + "; it stops it at its own stop and restarts it when it exits or stays unhealthy"
+	case store.SupervisionDaemon:
+		return "the agent follows its daemon" + pid + ", left serving its socket by the process it started" + note + "; it stops it at its own stop and restarts the plugin when it exits or stays unhealthy"
+	case store.SupervisionProbed:
+		return "the agent probes it only, never stopping or restarting it" + pid + note
+	case store.SupervisionStopped:
+		return "the agent stopped it" + pid + " at its own stop; nothing runs it until an agent starts"
+	case store.SupervisionLeft:
+		return "the agent stopped, leaving it running" + pid + note + "; nothing supervises it until the next agent adopts it"
+	}
+	return s.Mode + pid + note
 }
 
 // CapabilityChange is what a plugin lost and gained when it came back with other capabilities,

@@ -127,6 +127,9 @@ func TestRoundTripEveryField(t *testing.T) {
 		if err := tx.Plugins().SetCapabilityChange(plugin.ID, *plugin.CapabilityChange); err != nil {
 			return err
 		}
+		if err := tx.Plugins().SetSupervision(plugin.ID, *plugin.Supervision); err != nil {
+			return err
+		}
 		if err := tx.Stagings().Put(&staging); err != nil {
 			return err
 		}

@@ -24,8 +24,11 @@ type Plugin struct {
 	// plugin-capabilities event, which the event log drops once DefaultEventLimit events
 	// follow it (SetCapabilityChange); nil when it never changed.
 	CapabilityChange *CapabilityChange
-	CreatedAt        time.Time
-	UpdatedAt        time.Time // when the declaration last changed; probes have their own times
+	// Supervision is what the agent last recorded it does with the plugin's process
+	// (SetSupervision); nil when no agent has recorded anything.
+	Supervision *Supervision
+	CreatedAt   time.Time
+	UpdatedAt   time.Time // when the declaration last changed; probes have their own times
 }
 
 // Fingerprint is what the plugin said about itself on its last (re)connect.
@@ -100,6 +103,45 @@ type capabilityChangeRow struct {
 	Gained []string `json:"gained"`
 }
 
+// What an agent does with a plugin's process (Supervision.Mode).
+const (
+	// SupervisionRuns: the agent started the process, or adopted one an agent started; it
+	// stops it at its own stop (when the plugin has no mounts) and restarts it when it exits
+	// or stays unhealthy past the health timeout.
+	SupervisionRuns = "runs"
+	// SupervisionDaemon: the process the agent started exited, leaving a daemon serving the
+	// plugin's socket, which the agent follows as the plugin: it stops it (its process group)
+	// and restarts the plugin by running its command again.
+	SupervisionDaemon = "daemon"
+	// SupervisionProbed: the agent probes the plugin only and never signals what serves its
+	// socket: a process it did not start (another agent's, one started by hand, a daemon it
+	// could not tell for the plugin's), or another plugin ID's process on the same socket.
+	SupervisionProbed = "probed"
+	// SupervisionStopped: the agent stopped the process at its own stop; nothing runs it now.
+	SupervisionStopped = "stopped"
+	// SupervisionLeft: the agent stopped, leaving the process running (it has mounts, or could
+	// not be stopped) for the next agent to adopt; nothing supervises it meanwhile.
+	SupervisionLeft = "left"
+)
+
+// Supervision is what an agent recorded it does with a plugin's process, and when.
+type Supervision struct {
+	Mode     string    // one of the Supervision* constants
+	Pid      int       // the process the agent runs, follows, probes or left; 0 when not known
+	Note     string    // why, in the agent's words: what serves the socket of a plugin probed only
+	AgentPid int       // the agent that recorded it
+	At       time.Time // when
+}
+
+// supervisionRow is Supervision as its column holds it: the time in unix ns.
+type supervisionRow struct {
+	Mode     string `json:"mode"`
+	Pid      int    `json:"pid,omitempty"`
+	Note     string `json:"note,omitempty"`
+	AgentPid int    `json:"agent_pid,omitempty"`
+	At       int64  `json:"at"`
+}
+
 // Health is the result of the last Probe.
 type Health struct {
 	Healthy      bool
@@ -143,6 +185,9 @@ type PluginStore interface {
 	// SetCapabilityChange records the plugin's last change of capabilities, in place of the one
 	// before; a zero ch.At is stamped with the current time.
 	SetCapabilityChange(id string, ch CapabilityChange) error
+	// SetSupervision records what the agent does with the plugin's process, in place of what
+	// was recorded before; a zero s.At is stamped with the current time.
+	SetSupervision(id string, s Supervision) error
 }
 
 // Plugins is the plugin API inside this transaction.
@@ -152,25 +197,26 @@ type plugins struct{ tx *Tx }
 
 const pluginColumns = `id, type, socket, controller_socket, node_socket, timeout_ns, exec,
 	provider, version, plugin_caps, controller_caps, node_caps, node_id, max_volumes, topology, fingerprinted_at,
-	fingerprint_sockets, healthy, ready, probe_latency_ns, last_error, probed_at, created_at, updated_at, capability_change`
+	fingerprint_sockets, healthy, ready, probe_latency_ns, last_error, probed_at, created_at, updated_at, capability_change, supervision`
 
 func scanPlugin(sc scanner) (Plugin, error) {
 	var (
 		p                                    Plugin
 		exec, pcaps, ccaps, ncaps, topo, fs  sql.NullString
-		change                               sql.NullString
+		change, supervision                  sql.NullString
 		timeout, fpAt, latency, probed, c, u int64
 	)
 	err := sc.Scan(&p.ID, &p.Type, &p.Socket, &p.ControllerSocket, &p.NodeSocket, &timeout, &exec,
 		&p.Fingerprint.Provider, &p.Fingerprint.Version, &pcaps, &ccaps, &ncaps, &p.Fingerprint.NodeID,
 		&p.Fingerprint.MaxVolumes, &topo, &fpAt, &fs,
-		&p.Health.Healthy, &p.Health.Ready, &latency, &p.Health.LastError, &probed, &c, &u, &change)
+		&p.Health.Healthy, &p.Health.Ready, &latency, &p.Health.LastError, &probed, &c, &u, &change, &supervision)
 	if err != nil {
 		return Plugin{}, err
 	}
 	var er *execRow
 	var chRow *capabilityChangeRow
-	if err := decJSONs(jsonCol{exec, &er}, jsonCol{pcaps, &p.Fingerprint.PluginCaps},
+	var supRow *supervisionRow
+	if err := decJSONs(jsonCol{supervision, &supRow}, jsonCol{exec, &er}, jsonCol{pcaps, &p.Fingerprint.PluginCaps},
 		jsonCol{ccaps, &p.Fingerprint.ControllerCaps}, jsonCol{ncaps, &p.Fingerprint.NodeCaps},
 		jsonCol{topo, &p.Fingerprint.Topology}, jsonCol{fs, &p.Fingerprint.Sockets},
 		jsonCol{change, &chRow}); err != nil {
@@ -186,6 +232,9 @@ func scanPlugin(sc scanner) (Plugin, error) {
 		if ch.Gained == nil {
 			ch.Gained = []string{}
 		}
+	}
+	if supRow != nil {
+		p.Supervision = &Supervision{Mode: supRow.Mode, Pid: supRow.Pid, Note: supRow.Note, AgentPid: supRow.AgentPid, At: decTime(supRow.At)}
 	}
 	p.Exec = er.spec()
 	p.Timeout = time.Duration(timeout)
@@ -284,5 +333,18 @@ func (ps plugins) SetCapabilityChange(id string, ch CapabilityChange) error {
 		return fmt.Errorf("%s: encode capability change: %w", what, err)
 	}
 	res, err := ps.tx.exec(`UPDATE plugins SET capability_change = ? WHERE id = ?`, col, id)
+	return affected(res, err, what, "")
+}
+
+func (ps plugins) SetSupervision(id string, s Supervision) error {
+	what := pluginWhat(id)
+	if s.At.IsZero() {
+		s.At = ps.tx.now()
+	}
+	col, err := encJSON(supervisionRow{Mode: s.Mode, Pid: s.Pid, Note: spec.Cut(s.Note, MaxStoredMessage), AgentPid: s.AgentPid, At: encTime(s.At)})
+	if err != nil {
+		return fmt.Errorf("%s: encode supervision: %w", what, err)
+	}
+	res, err := ps.tx.exec(`UPDATE plugins SET supervision = ? WHERE id = ?`, col, id)
 	return affected(res, err, what, "")
 }

@@ -1,4 +1,4 @@
--- volctl schema at version 20
+-- volctl schema at version 21
 -- Written by `VOLCTL_WRITE_SCHEMA=1 go test ./internal/store -run TestSchemaFileIsTheMigrationsApplied`
 -- from the migrations in migrations/, which stay the record of how the schema came to be: a new
 -- database gets this in one step (migrate.go, schemaFile). Do not edit it by hand.
@@ -27,7 +27,7 @@ CREATE TABLE plugins (
     probed_at         INTEGER NOT NULL DEFAULT 0,
     created_at        INTEGER NOT NULL,
     updated_at        INTEGER NOT NULL
-, fingerprint_sockets TEXT, capability_change TEXT) STRICT;
+, fingerprint_sockets TEXT, capability_change TEXT, supervision TEXT) STRICT;
 
 CREATE TABLE volumes (
     id                  TEXT    NOT NULL PRIMARY KEY,

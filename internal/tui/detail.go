@@ -267,6 +267,9 @@ func pluginDetail(s *Styles, p engine.PluginInfo, now time.Time, w int) string {
 	b.kv("Controller Socket", p.ControllerSocket)
 	b.kv("Node Socket", p.NodeSocket)
 	b.kv("Supervised", yesNo(p.Supervised))
+	if sv := p.Supervision; sv != nil {
+		b.kv("Supervision", sv.Words()+" (recorded "+stamp(now, sv.At)+")")
+	}
 	b.kv("Node ID", p.NodeID)
 	b.kv("Max Volumes", maxVolumes(p.MaxVolumes))
 	health := p.Health().String()

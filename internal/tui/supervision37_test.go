@@ -1,0 +1,34 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/muesli/termenv"
+
+	"github.com/volctl/volctl/internal/engine"
+)
+
+// agent37: the dashboard's plugin detail said "Supervised = yes" of a plugin with an exec block
+// whose socket a process the agent did not start serves, which the agent probes only. It says
+// "no" and shows what the agent recorded (its Supervision); one the agent runs stays "yes".
+func TestPluginDetailShowsWhatTheAgentDoesWithIt(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	s := NewStyles(FixedRenderer(termenv.Ascii))
+	probed := engine.PluginInfo{ID: "dm", Supervised: false, Supervision: &engine.Supervision{Mode: "probed", Pid: 4242,
+		Note: "served by pid 4242, which no agent of this state dir started", AgentPid: 7, At: now.Add(-time.Minute)}}
+	d := strings.Join(strings.Fields(pluginDetail(s, probed, now, 200)), " ")
+	for _, want := range []string{"Supervised = no", "Supervision = the agent probes it only, never stopping or restarting it (pid 4242): served by pid 4242"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("plugin detail lacks %q:\n%s", want, d)
+		}
+	}
+	runs := engine.PluginInfo{ID: "hp", Supervised: true, Supervision: &engine.Supervision{Mode: "runs", Pid: 12, CanStop: true, CanRestart: true, At: now}}
+	d = strings.Join(strings.Fields(pluginDetail(s, runs, now, 200)), " ")
+	for _, want := range []string{"Supervised = yes", "Supervision = the agent runs it (pid 12)"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("plugin detail lacks %q:\n%s", want, d)
+		}
+	}
+}
