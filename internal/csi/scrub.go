@@ -1,6 +1,7 @@
 package csi
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -313,7 +314,7 @@ func (sc *scrubber) findSkipped(spans *[]span, msg, view string, at []int) {
 // or SGR, shown when it was CUU). at[i] is the offset in msg of what became the view's byte
 // i, at[len(view)] is len(msg); at is nil when msg holds no sequence.
 func sequencesSkipped(msg string) (view string, at []int) {
-	if !strings.Contains(msg, "\x1b") && !strings.Contains(msg, "\xc2") && !strings.Contains(msg, "^[") && !strings.Contains(msg, "\\") {
+	if !holdsSequence(msg) {
 		return "", nil
 	}
 	d, dat := unescaped(msg, false)
@@ -343,6 +344,28 @@ func sequencesSkipped(msg string) (view string, at []int) {
 		return "", nil
 	}
 	return string(b), append(at, len(msg))
+}
+
+// holdsSequence says whether msg may begin an escape sequence once its escapes are undone
+// (sequencesSkipped): ESC or a C1 control's lead raw, ESC as ^[, or an escape that stands for
+// one ("\u001b", "\x1b", "\e", "\u009b"). Most messages with a backslash hold none: a quoted
+// string's \" and \n cost this scan, not the view.
+func holdsSequence(msg string) bool {
+	if strings.IndexByte(msg, 0x1b) >= 0 || strings.IndexByte(msg, 0xc2) >= 0 || strings.Contains(msg, "^[") {
+		return true
+	}
+	var buf [8]byte
+	for i := strings.IndexByte(msg, '\\'); i >= 0; {
+		if d, n := unescape(buf[:0], msg[i:], false); n > 0 && (bytes.IndexByte(d, 0x1b) >= 0 || bytes.IndexByte(d, 0xc2) >= 0) {
+			return true
+		}
+		j := strings.IndexByte(msg[i+1:], '\\')
+		if j < 0 {
+			return false
+		}
+		i += 1 + j
+	}
+	return false
 }
 
 // cutMark begins what spec.Cut writes where it cut a text: "… (1044480 bytes more)".

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 )
@@ -70,5 +72,69 @@ func TestCreateCleanupOfAnUnusableNewVolumeStillDeletesIt(t *testing.T) {
 	}
 	if _, verr := h.e.Volume(h.ctx, "w"); !errors.Is(verr, ErrNotFound) {
 		t.Errorf("w after its failed create: %v; want its intent forgotten", verr)
+	}
+}
+
+// An expand whose ControllerExpandVolume to 6MiB failed UNAVAILABLE at every attempt stays pending, recorded with the
+// limit it was sent with (the volume's capacity_max then, 16MiB). A registration again lowers
+// capacity_max to 4MiB, below the pending size, or to 8MiB, below the pending limit. Before,
+// the registration was taken and left the pending expansion as it was: reconcile sent it
+// again with the old 16MiB limit and recorded that limit as the volume's capacity_max, the
+// registration's undone, and through the 4MiB one grew the volume past the capacity_max the
+// user had set since. Now the registration below the pending size is refused, naming it and
+// reconcile, and one at or above it is the pending expansion's limit; reconcile keeps it.
+func TestRegisterLoweringCapacityMaxUnderAPendingExpansion(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		lowered int64
+		refused bool
+	}{
+		{"below the pending size", 4 * mib, true},
+		{"below the pending limit", 8 * mib, false},
+		{"above the pending limit", 32 * mib, false}, // honest: raised, and kept
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume = false })
+			sv := volume("v")
+			sv.CapacityMax = 16 * mib
+			ext := h.create(sv).ExternalID
+			h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Code: codes.Unavailable, Times: fastRetry.Attempts})
+			if _, err := h.e.ExpandVolume(h.ctx, "v", 6*mib, 0); err == nil {
+				t.Fatal("expand whose ControllerExpandVolume failed UNAVAILABLE at every attempt succeeded")
+			}
+			if p := h.volumeInfo("v").ExpansionPending; p != 6*mib {
+				t.Fatalf("expansion pending %d, want 6MiB", p)
+			}
+			re := registered("v", ext)
+			re.CapacityMin, re.CapacityMax = sv.CapacityMin, tc.lowered
+			_, err := h.e.RegisterVolume(h.ctx, re)
+			if tc.refused {
+				if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "6MiB") || !strings.Contains(err.Error(), "volctl reconcile") {
+					t.Errorf("registration with capacity_max 4MiB under an expansion to 6MiB pending: %v; want a conflict naming the 6MiB and reconcile", err)
+				}
+			} else if err != nil {
+				t.Fatalf("registration with capacity_max %d under an expansion to 6MiB pending: %v", tc.lowered, err)
+			}
+			if _, err := h.e.Reconcile(h.ctx); err != nil {
+				t.Fatal(err)
+			}
+			v := h.volumeInfo("v")
+			want := tc.lowered
+			if tc.refused {
+				want = 16 * mib // the registration was not taken
+			}
+			if v.RequestedMax != want {
+				t.Errorf("capacity_max %d after reconcile finished the expansion; want %d", v.RequestedMax, want)
+			}
+			if mv, _ := h.mem.Volume(ext); mv.CapacityBytes > want || v.CapacityBytes != 6*mib {
+				t.Errorf("the plugin holds the volume at %d, volctl records %d; want 6MiB, within capacity_max %d", mv.CapacityBytes, v.CapacityBytes, want)
+			}
+			reqs := csitest.Requests[csi.ControllerExpandVolumeRequest](h.mem)
+			if last := reqs[len(reqs)-1]; last.CapacityMax > want {
+				t.Errorf("ControllerExpandVolume sent again with limit_bytes %d, above the capacity_max %d", last.CapacityMax, want)
+			}
+		})
 	}
 }
