@@ -318,10 +318,12 @@ func sequencesSkipped(msg string) (view string, at []int) {
 		return "", nil
 	}
 	d, dat := unescaped(msg, false)
+	moves := false // a sequence other than those that draw nothing and move nothing
 	var b []byte
 	for i := 0; i < len(d); {
 		if c := d[i]; c == 0x1b || c == 0xc2 && i+1 < len(d) && d[i+1] >= 0x80 && d[i+1] <= 0x9f {
 			n, csi, final, _ := escapeSeq(d[i:])
+			moves = moves || !quietSequence(d[i:], csi, final)
 			if b == nil {
 				b, at = make([]byte, 0, len(d)), make([]int, 0, len(d)+1)
 				b, at = append(b, d[:i]...), append(at, dat[:i]...)
@@ -340,10 +342,31 @@ func sequencesSkipped(msg string) (view string, at []int) {
 		}
 		i++
 	}
-	if b == nil {
+	if b == nil || !moves && !bytes.Contains(b, []byte("\r")) && !bytes.Contains(b, []byte(`\r`)) {
+		// Colours, hyperlinks, titles and charsets alone: the drawn view is this one already,
+		// but for a carriage return, which it draws and this view keeps, to be joined as a
+		// line break ("hunter2-\x1b[0m\rs3cret", a colour reset before it).
 		return "", nil
 	}
 	return string(b), append(at, len(msg))
+}
+
+// quietSequence says whether the escape sequence at the start of s (escapeSeq's csi and
+// final) draws nothing and moves nothing, so that the drawn view (findShown) leaves it out
+// as sequencesSkipped does: SGR (a colour), a string (OSC's hyperlink or title, DCS, SOS, PM,
+// APC) or an nF sequence (a character set designated).
+func quietSequence(s []byte, csi bool, final byte) bool {
+	if csi {
+		return final == 'm'
+	}
+	if len(s) < 2 {
+		return false
+	}
+	kind := s[1]
+	if s[0] == 0xc2 {
+		return kind == 0x9d || kind == 0x90 || kind == 0x98 || kind == 0x9e || kind == 0x9f
+	}
+	return strings.IndexByte("]PX^_", kind) >= 0 || kind >= 0x20 && kind <= 0x2f
 }
 
 // holdsSequence says whether msg may begin an escape sequence once its escapes are undone

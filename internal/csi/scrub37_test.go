@@ -18,6 +18,10 @@ func TestScrubSkipsTheSequencesBetweenASecretsParts(t *testing.T) {
 		{"reverse index as a C1 control", "hunter2-\u008ds3cret"},
 		{"insert line (IL)", "hunter2-\x1b[Ls3cret"},
 		{"cursor up, then a colour", "hunter2-\x1b[3A\x1b[1;31ms3cret\x1b[0m"},
+		// A bare carriage return between the halves is joined as a line break (scrub36); a
+		// colour's reset before it hid it from that join.
+		{"colour reset, then a bare carriage return", "hunter2-\x1b[0m\rs3cret"},
+		{"colour reset, then a bare carriage return, quoted", `hunter2-\u001b[0m\rs3cret`},
 	})
 	// Honest text with sequences between words, and a move along the line that draws blanks as
 	// spaces would (TestScrubFindsAValueAsATerminalDrawsIt's "moved forward past the end"):
