@@ -9,6 +9,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // State dir A claims volume v (the plugin publishes it to node-1). State dir B creates w, which
@@ -136,5 +137,39 @@ func TestRegisterLoweringCapacityMaxUnderAPendingExpansion(t *testing.T) {
 				t.Errorf("ControllerExpandVolume sent again with limit_bytes %d, above the capacity_max %d", last.CapacityMax, want)
 			}
 		})
+	}
+}
+
+// State dir A claims volume v (published to node-1); state dir B, which registered the same
+// storage as w, deletes it. B's question of which nodes hold the volume fails (ListVolumes
+// INTERNAL), which is not held against the delete, so DeleteVolume is sent; it fails
+// UNAVAILABLE (a plugin that did nothing), and the retry asks again, learning node-1. The
+// refusal said "DeleteVolume not sent", though one was: now it says the earlier attempt sent
+// it once, and with what answer. The volume is kept, ready, the plugin still holding it.
+func TestDeleteRetriedAfterAFailedQuestionSaysItSentOne(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, deleteInUse)
+	ext := h.create(volume("v")).ExternalID
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	other := h.registeredElsewhere("w", ext)
+	h.mem.ResetCalls()
+	h.faults.Inject(csi.RPCListVolumes, csitest.Fault{Times: 1, Code: codes.Internal})
+	h.faults.Inject(csi.RPCDeleteVolume, csitest.Fault{Times: 1, Code: codes.Unavailable})
+
+	err := other.DeleteVolume(h.ctx, "w")
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("delete of w, published to node-1 by state dir A: %v; want a conflict", err)
+	}
+	if n := h.faults.Calls(csi.RPCDeleteVolume); n != 1 {
+		t.Errorf("DeleteVolume sent %d time(s); want the one before the question could be asked", n)
+	}
+	if strings.Contains(err.Error(), "DeleteVolume not sent (") || !strings.Contains(err.Error(), "sent it once") {
+		t.Errorf("err = %v\nwant it to say the earlier attempt sent DeleteVolume once, not that none was sent", err)
+	}
+	if _, ok := h.mem.Volume(ext); !ok {
+		t.Fatalf("the plugin deleted volume %q, published to node-1", ext)
+	}
+	if info, verr := other.Volume(h.ctx, "w"); verr != nil || info.State != string(store.VolumeReady) {
+		t.Errorf("w after the refused delete: %+v, %v; want it kept, ready", info.State, verr)
 	}
 }
