@@ -1,6 +1,7 @@
 package csi
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -193,6 +194,11 @@ func (sc *scrubber) scrubCut(msg string, own bool) string {
 		if sc.esc {
 			spans, _ = sc.findShown(spans, msg, controlsKeptAll)
 		}
+		// What --json, the event log and a file carry: the sequences between a value's parts
+		// are no part of what a reader reads there, wherever a terminal would move the cursor.
+		if view, at := sequencesSkipped(msg); at != nil {
+			sc.findSkipped(&spans, msg, view, at)
+		}
 	}
 	// Base64 or hex broken into lines (MIME, PEM, a dump's quoted "\n") is found joined again.
 	if strings.ContainsAny(msg, "\n\r\\") {
@@ -278,6 +284,111 @@ func (sc *scrubber) findShown(spans []span, msg string, controls controlsShown) 
 		}
 	}
 	return spans, back
+}
+
+// findSkipped appends the values found in view, msg with its escape sequences left out
+// (sequencesSkipped), and in view with its rows of base64 joined (unwrappedView), as findShown
+// looks in a drawn view. A match ends where its last byte's source ends.
+func (sc *scrubber) findSkipped(spans *[]span, msg, view string, at []int) {
+	bounds := func(from, to int) (int, int) { return at[from], shownEnd(msg, at[to-1], controlsEscaped) }
+	*spans = sc.find(*spans, view, at, nil, bounds)
+	if !strings.ContainsAny(view, "\n\r") {
+		return
+	}
+	if joined, cuts := unwrappedView(view); cuts != nil {
+		*spans = sc.find(*spans, joined, nil, nil, func(from, to int) (int, int) {
+			return bounds(joinedAt(cuts, from), joinedAt(cuts, to-1)+1)
+		})
+	}
+}
+
+// sequencesSkipped is msg with its escapes undone (unescaped, ESC as cat -v's ^[ too) and each
+// escape sequence (escapeSeq: begun by ESC, or by a C1 control as UTF-8) left out (one that
+// moves along the line read as a blank), every other byte kept as it is: the message as whoever reads its bytes reads it, in the --json's string,
+// the event log, the agent's log or a file, where a sequence is no character of the text around
+// it. A plugin that echoes "hunter2-" ESC [ A "s3cret" has a terminal draw "s3cret" a row above
+// "hunter2-", two rows no drawn view joins (the secret's second half first), while every
+// reader of those bytes reads the secret with a sequence inside it; so too CUU's kin (RI, IL)
+// and a move that draws the halves far apart (recheck37:
+// TestScrubSkipsTheSequencesBetweenASecretsParts; before, masked when the sequence was CUD
+// or SGR, shown when it was CUU). at[i] is the offset in msg of what became the view's byte
+// i, at[len(view)] is len(msg); at is nil when msg holds no sequence.
+func sequencesSkipped(msg string) (view string, at []int) {
+	if !holdsSequence(msg) {
+		return "", nil
+	}
+	d, dat := unescaped(msg, false)
+	moves := false // a sequence other than those that draw nothing and move nothing
+	var b []byte
+	for i := 0; i < len(d); {
+		if c := d[i]; c == 0x1b || c == 0xc2 && i+1 < len(d) && d[i+1] >= 0x80 && d[i+1] <= 0x9f {
+			n, csi, final, _ := escapeSeq(d[i:])
+			moves = moves || !quietSequence(d[i:], csi, final)
+			if b == nil {
+				b, at = make([]byte, 0, len(d)), make([]int, 0, len(d)+1)
+				b, at = append(b, d[:i]...), append(at, dat[:i]...)
+			}
+			if csi && strings.IndexByte("CaGI`", final) >= 0 {
+				// A move along the line (CUF, HPR, CHA, CHT, HPA) draws blanks between what is
+				// before and after it, as spaces would: a blank, not nothing
+				// (TestScrubFindsAValueAsATerminalDrawsIt's "moved forward past the end").
+				b, at = append(b, ' '), append(at, dat[i])
+			}
+			i += n
+			continue
+		}
+		if b != nil {
+			b, at = append(b, d[i]), append(at, dat[i])
+		}
+		i++
+	}
+	if b == nil || !moves && !bytes.Contains(b, []byte("\r")) && !bytes.Contains(b, []byte(`\r`)) {
+		// Colours, hyperlinks, titles and charsets alone: the drawn view is this one already,
+		// but for a carriage return, which it draws and this view keeps, to be joined as a
+		// line break ("hunter2-\x1b[0m\rs3cret", a colour reset before it).
+		return "", nil
+	}
+	return string(b), append(at, len(msg))
+}
+
+// quietSequence says whether the escape sequence at the start of s (escapeSeq's csi and
+// final) draws nothing and moves nothing, so that the drawn view (findShown) leaves it out
+// as sequencesSkipped does: SGR (a colour), a string (OSC's hyperlink or title, DCS, SOS, PM,
+// APC) or an nF sequence (a character set designated).
+func quietSequence(s []byte, csi bool, final byte) bool {
+	if csi {
+		return final == 'm'
+	}
+	if len(s) < 2 {
+		return false
+	}
+	kind := s[1]
+	if s[0] == 0xc2 {
+		return kind == 0x9d || kind == 0x90 || kind == 0x98 || kind == 0x9e || kind == 0x9f
+	}
+	return strings.IndexByte("]PX^_", kind) >= 0 || kind >= 0x20 && kind <= 0x2f
+}
+
+// holdsSequence says whether msg may begin an escape sequence once its escapes are undone
+// (sequencesSkipped): ESC or a C1 control's lead raw, ESC as ^[, or an escape that stands for
+// one ("\u001b", "\x1b", "\e", "\u009b"). Most messages with a backslash hold none: a quoted
+// string's \" and \n cost this scan, not the view.
+func holdsSequence(msg string) bool {
+	if strings.IndexByte(msg, 0x1b) >= 0 || strings.IndexByte(msg, 0xc2) >= 0 || strings.Contains(msg, "^[") {
+		return true
+	}
+	var buf [8]byte
+	for i := strings.IndexByte(msg, '\\'); i >= 0; {
+		if d, n := unescape(buf[:0], msg[i:], false); n > 0 && (bytes.IndexByte(d, 0x1b) >= 0 || bytes.IndexByte(d, 0xc2) >= 0) {
+			return true
+		}
+		j := strings.IndexByte(msg[i+1:], '\\')
+		if j < 0 {
+			return false
+		}
+		i += 1 + j
+	}
+	return false
 }
 
 // cutMark begins what spec.Cut writes where it cut a text: "… (1044480 bytes more)".

@@ -529,12 +529,23 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 			return fmt.Errorf("%w (the answer was unusable anyway: %v)", dup, err)
 		}
 		e.failpoint("create:unusable") // recorded deleting with the unusable answer's ID, DeleteVolume not sent
+		// The listing before DeleteVolume and the one after it share one bound, as a delete's do.
+		bctx := withCheckBudget(ctx, e.newCheckBudget())
+		if nodes := e.unusableAnswerHeld(bctx, c, v, created.ID); len(nodes) > 0 {
+			return e.keepPublishedAnswer(ctx, c, v, sentBefore, created.ID, nodes, err)
+		}
 		derr := e.attempt(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
 			return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: created.ID, Secrets: v.Secrets})
 		})
 		e.failpoint("rpc:DeleteVolume")
 		if derr == nil || csi.IsIgnorable(derr) {
-			if listed, unchecked := e.listsVolume(ctx, c, created.ID); listed {
+			var listed bool
+			unchecked := e.boundCheck(bctx, func(ctx context.Context) error {
+				var err error
+				listed, err = e.listsVolume(ctx, c, created.ID)
+				return err
+			})
+			if listed {
 				derr = stillListed(v.PluginID, csi.RPCDeleteVolume, derr, "volume", shown, volumeCheck(c))
 			} else {
 				e.uncheckedNote(unchecked, derr, v.PluginID, csi.RPCDeleteVolume, "volume", shown)
@@ -638,6 +649,68 @@ func (e *Engine) recordCreated(ctx context.Context, v store.Volume, created csi.
 	}
 	e.failpoint("create:ready")
 	return nil
+}
+
+// unusableAnswerHeld asks plugin c, whose answer to volume v's CreateVolume (external ID id)
+// volctl cannot use, which nodes it reports that volume published to (publishedNodes, bounded
+// by ctx's checkBudget), before the DeleteVolume that removes it again; the caller holds the
+// plugin's controller lock. A volume CreateVolume made is published nowhere, so one published
+// to a node is not this create's: a plugin that maps two names onto one volume answered with
+// another's, recorded in another volctl state dir (refuseSharedStorage sees only this one's),
+// or Nomad's, and whatever published it may be using its data, which a plugin that does not
+// refuse DeleteVolume of a published volume deletes (TestCreateCleanupOfAnUnusableAnswerPublishedElsewhereKeepsIt).
+// A listing that fails or runs past its bound is not held against the cleanup, as for a delete:
+// it is logged, and none is returned.
+func (e *Engine) unusableAnswerHeld(ctx context.Context, c *conn, v store.Volume, id string) []string {
+	var nodes []string
+	if err := e.boundCheck(ctx, func(ctx context.Context) error {
+		var err error
+		nodes, err = e.publishedNodes(ctx, c, id)
+		return err
+	}); err != nil {
+		e.log.Warn(fmt.Sprintf("plugin %q: whether a node holds volume %q, its unusable answer to volume %q's CreateVolume (published there), could not be checked before the DeleteVolume that removes it",
+			v.PluginID, spec.Cut(id, 256), v.ID), "err", err)
+		return nil
+	}
+	return nodes
+}
+
+// keepPublishedAnswer leaves alone the volume id that plugin c answered volume v's CreateVolume
+// with, unusable (cause), and reports published to nodes (unusableAnswerHeld): no DeleteVolume is
+// sent, and the answer is not recorded. The intent goes back to what it was before the cleanup
+// marked it deleting: kept when an earlier CreateVolume's answer was lost (sentBefore: the plugin
+// may hold a volume that answer was about, as refuseSharedStorage keeps it), else forgotten.
+func (e *Engine) keepPublishedAnswer(ctx context.Context, c *conn, v store.Volume, sentBefore bool, id string, nodes []string, cause error) error {
+	shown := listSome(nodes, 5, func(n string) string {
+		if n == c.fp.NodeID {
+			return fmt.Sprintf("node %q (this host's, for plugin %q)", spec.Cut(n, 256), v.PluginID)
+		}
+		return fmt.Sprintf("node %q", spec.Cut(n, 256)) // quoted cut: the plugin's answer
+	})
+	refusal := conflictf("plugin %q answered CreateVolume (name %q) with volume %q, which volctl cannot use (%v), and which it reports published to %s (%s published_node_ids): "+
+		"a volume a create makes is published nowhere, so it is not this create's but a volume the plugin already held (another volctl state dir's, Nomad's, or attached by hand), "+
+		"whose user may be using its data: DeleteVolume not sent, the volume left alone (the plugin maps two names onto one volume: report it to the plugin's authors)",
+		v.PluginID, v.CSIName, spec.Cut(id, 256), cause, shown, possessive(publishedCheck(c)))
+	uerr := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		if sentBefore {
+			if err := tx.Volumes().Update(&v); err != nil {
+				return err
+			}
+		} else if err := tx.Volumes().Delete(v.ID); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID,
+			RPC: csi.RPCCreateVolume, Message: "create refused: " + refusal.Error()})
+	})
+	if uerr != nil {
+		return errors.Join(refusal, fmt.Errorf("volume %q stays marked deleting with volume %q, and recording the refusal failed: %w; run `volctl reconcile`", v.ID, spec.Cut(id, 256), uerr))
+	}
+	if sentBefore {
+		return &keptIntent{cause: refusal, kept: fmt.Sprintf("this create stays recorded, since an earlier CreateVolume's answer was lost and the plugin may hold a volume that answer was about, "+
+			"found by the name %q with the storage provider's tools: `volctl reconcile` or the same create sends CreateVolume again, `%s` forgets it",
+			v.CSIName, shellquote.Command("volctl volume delete", v.ID))}
+	}
+	return fmt.Errorf("%w, and this create is forgotten", refusal)
 }
 
 // refuseSharedStorage refuses the plugin's answer to volume v's CreateVolume, external ID id,

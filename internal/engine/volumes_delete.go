@@ -407,6 +407,9 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 			err    error
 			asked  bool  // whether the nodes holding the volume were learnt
 			before error // why they could not be
+			// sentBefore is the answer to a DeleteVolume an earlier attempt sent, its question
+			// having failed (nil: none sent): a later attempt that learns the nodes says so.
+			sentBefore error
 		)
 		// The listing before DeleteVolume and the one after it share one bound (checkBudget).
 		listed, unchecked, err = e.teardownChecked(withCheckBudget(ctx, e.newCheckBudget()), c, e.retry, csi.RPCDeleteVolume, func(ctx context.Context) error {
@@ -423,16 +426,18 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 				})
 				asked = before == nil
 				if len(nodes) > 0 {
-					return heldByNodes{e.publishedElsewhere(ctx, c, v, nodes)}
+					return heldByNodes{e.publishedElsewhere(ctx, c, v, nodes, sentBefore)}
 				}
 			}
-			return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: v.ExternalID, Secrets: v.Secrets})
+			sentBefore = c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: v.ExternalID, Secrets: v.Secrets})
+			return sentBefore
 		}, func(ctx context.Context) (bool, error) { return e.listsVolume(ctx, c, v.ExternalID) })
 		if lost := e.locks.stillHeld(v.ID); lost != nil {
 			return lost
 		}
 		if held := (heldByNodes{}); errors.As(err, &held) {
-			// Nothing was sent: the volume is as it was, ready.
+			// Nothing was sent, or one DeleteVolume before the question could be asked (the error
+			// says so) and the plugin still lists the volume: it is kept, ready.
 			return e.keepRefusedDelete(ctx, v, held.err)
 		}
 		if !asked && before != nil && (err == nil || csi.IsIgnorable(err)) {
@@ -548,7 +553,13 @@ func (h heldByNodes) Unwrap() error { return h.err }
 // there is another state dir's on this host, or another volume's. The error names the volume,
 // the plugin, the nodes, what the listing was, the volumes recorded here on the same storage
 // with their claims and the commands that release them, and the ways out.
-func (e *Engine) publishedElsewhere(ctx context.Context, c *conn, v store.Volume, nodes []string) error {
+//
+// sentBefore, when not nil, is the answer to the DeleteVolume an earlier attempt of the same
+// delete sent, before the plugin could say which nodes hold the volume (that question failed,
+// and a failed one is not held against the delete): the error says it was sent once, not
+// "not sent" (TestDeleteRetriedAfterAFailedQuestionSaysItSentOne; before, it said DeleteVolume
+// was not sent, the volume "as it was").
+func (e *Engine) publishedElsewhere(ctx context.Context, c *conn, v store.Volume, nodes []string, sentBefore error) error {
 	asked := publishedCheck(c)
 	shown := listSome(nodes, 5, func(n string) string {
 		if n == c.fp.NodeID {
@@ -592,9 +603,13 @@ func (e *Engine) publishedElsewhere(ctx context.Context, c *conn, v store.Volume
 	case len(here) > 0:
 		who = listSome(here, 3, func(s string) string { return s }) + "; or " + who
 	}
+	notSent := "DeleteVolume not sent"
+	if sentBefore != nil {
+		notSent = fmt.Sprintf("DeleteVolume not sent again: an earlier attempt of this delete sent it once, answered %v, before the plugin could be asked which nodes hold the volume (if the plugin acted on it, the data may be gone or going)", sentBefore)
+	}
 	return conflictf("volume %q (external ID %q) is published to %s: plugin %q says so (%s published_node_ids), and this volctl state dir records no claim of it there. "+
-		"Whatever published it may be using its data: %s. DeleteVolume not sent (a plugin may delete a published volume's data: CSI does not make it refuse), and the volume is kept: "+
+		"Whatever published it may be using its data: %s. %s (a plugin may delete a published volume's data: CSI does not make it refuse), and the volume is kept: "+
 		"release it where it is claimed, or, if nothing uses it, detach it from the node with the storage provider's tools, then delete it again; "+
 		"`%s` forgets it here and leaves the storage",
-		v.ID, spec.Cut(v.ExternalID, 256), shown, v.PluginID, possessive(asked), who, shellquote.Command("volctl volume deregister", v.ID))
+		v.ID, spec.Cut(v.ExternalID, 256), shown, v.PluginID, possessive(asked), who, notSent, shellquote.Command("volctl volume deregister", v.ID))
 }

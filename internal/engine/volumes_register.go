@@ -91,9 +91,18 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume) (VolumeInfo
 		if err := refuseCapabilityInUse(tx, old.ID, sv.Capabilities); err != nil {
 			return err
 		}
+		limit, err := pendingLimit(old, sv.CapacityMax)
+		if err != nil {
+			return err
+		}
 		v := mergeRegistered(old, sv)
 		if err := tx.Volumes().Update(&v); err != nil {
 			return err
+		}
+		if limit != old.ExpandMax {
+			if err := tx.Volumes().SetExpansionIntent(old.ID, old.ExpandMin, limit); err != nil {
+				return err
+			}
 		}
 		return tx.Events().Append(&store.Event{Kind: "volume-register", VolumeID: v.ID, PluginID: v.PluginID,
 			Message: fmt.Sprintf("volume %q updated by a new registration", v.ID)})
@@ -277,6 +286,27 @@ func refuseCapabilityInUse(tx *store.Tx, id string, caps []spec.Capability) erro
 			id, used.AccessMode, used.AttachmentMode, holder(c), describeCapabilities(caps), way)
 	}
 	return nil
+}
+
+// pendingLimit is the limit volume old's pending expansion (old.ExpandMin: a ControllerExpandVolume
+// sent, its answer not recorded, which the same expand or reconcile sends again with the limit
+// recorded with it, and records as the volume's capacity_max) keeps under a registration again
+// with capacity_max (0: none): that capacity_max, the registration's word being the later one. A
+// capacity_max below the pending size is refused: the plugin may have grown the volume to it
+// already, and reconcile finishing it is what says. Before, the registration was taken and the
+// pending expansion kept its limit: reconcile sent it again with that, recorded it as the
+// volume's capacity_max, undoing the registration's, and grew the volume past the capacity_max
+// registered since (TestRegisterLoweringCapacityMaxUnderAPendingExpansion).
+func pendingLimit(old store.Volume, capacityMax int64) (int64, error) {
+	switch {
+	case old.ExpandMin <= 0 || capacityMax == 0:
+		return old.ExpandMax, nil
+	case capacityMax < old.ExpandMin:
+		return 0, conflictf("volume %q has an expansion to %s pending (ControllerExpandVolume was sent to plugin %q and its answer not recorded: the storage may be that size already), "+
+			"and this spec's capacity_max %s is below it: run `volctl reconcile` to finish that expansion first, then register it again",
+			old.ID, spec.FormatSize(old.ExpandMin), old.PluginID, spec.FormatSize(capacityMax))
+	}
+	return capacityMax, nil
 }
 
 // mergeRegistered applies a re-registration to the stored volume.
