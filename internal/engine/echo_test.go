@@ -97,14 +97,7 @@ func echoedSecretsScrubbed(t *testing.T, s echoSentinels, encodings map[string]f
 			}
 		}
 	}
-	sv := volume("db")
-	sv.Secrets = spec.Secrets{"token": secret}
-	sv.MountOptions = &spec.MountOptions{FSType: "ext4", MountFlags: spec.MountFlags{volFlag}}
-	h.create(sv)
-	ov := volume("other")
-	ov.Secrets = spec.Secrets{"token": other}
-	h.create(ov)
-	h.claim(ClaimRequest{VolumeID: "db", Alloc: "a1", MountOptions: &spec.MountOptions{MountFlags: spec.MountFlags{claimFlag}}})
+	claimWithSecretsToEcho(h, secret, volFlag, other, claimFlag)
 	if seen := strings.Join(h.faults.Seen(), " "); !strings.Contains(seen, claimFlag) || !strings.Contains(seen, other) {
 		t.Fatalf("the plugin was not sent what it should echo; it saw %q", seen)
 	}
@@ -176,4 +169,19 @@ func echoedSecretsScrubbed(t *testing.T, s echoSentinels, encodings map[string]f
 	if !strings.Contains(stored, "echo:") {
 		t.Errorf("no stored error holds the plugin's echo, so nothing was checked:\n%s", stored)
 	}
+}
+
+// claimWithSecretsToEcho makes volume "db" with secret as its token and volFlag as its mount
+// flag, volume "other" with its own token, and claims db for alloc a1 with claimFlag: the
+// secrets a plugin that echoes what it is sent then has to echo.
+func claimWithSecretsToEcho(h *harness, secret, volFlag, other, claimFlag string) {
+	h.t.Helper()
+	sv := volume("db")
+	sv.Secrets = spec.Secrets{"token": secret}
+	sv.MountOptions = &spec.MountOptions{FSType: "ext4", MountFlags: spec.MountFlags{volFlag}}
+	h.create(sv)
+	ov := volume("other")
+	ov.Secrets = spec.Secrets{"token": other}
+	h.create(ov)
+	h.claim(ClaimRequest{VolumeID: "db", Alloc: "a1", MountOptions: &spec.MountOptions{MountFlags: spec.MountFlags{claimFlag}}})
 }

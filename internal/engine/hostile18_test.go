@@ -25,16 +25,7 @@ func TestRestoreCheckedByASnapshotListingThatDisagreesWithItself(t *testing.T) {
 	h, db := snapshotHarness(t, nil)
 	processing := csi.Snapshot{ID: "snap-uploading", SourceVolumeID: db.ExternalID, SizeBytes: db.CapacityBytes}
 	h.mem.AddSnapshot(processing)
-	h.faults.Inject(csi.RPCListSnapshots, csitest.Fault{Answer: func(m proto.Message) {
-		resp := m.(*csipb.ListSnapshotsResponse)
-		var twice []*csipb.ListSnapshotsResponse_Entry
-		for _, en := range resp.GetEntries() {
-			ready := proto.Clone(en).(*csipb.ListSnapshotsResponse_Entry)
-			ready.Snapshot.ReadyToUse = true
-			twice = append(twice, ready, en)
-		}
-		resp.Entries = twice
-	}})
+	listEachSnapshotReadyThenAsItIs(h.faults)
 	h.mem.ResetCalls()
 	sv := volume("restored")
 	sv.SnapshotID = processing.ID
@@ -173,4 +164,19 @@ func claimUntouched(t *testing.T, h *harness, volume string) {
 	if live := h.liveClaims(volume); len(live) != 1 || live[0].Releasing || live[0].LastError != "" {
 		t.Fatalf("claims of %s after reconcile = %+v, want its claim published as before", volume, live)
 	}
+}
+
+// listEachSnapshotReadyThenAsItIs makes the plugin's ListSnapshots name each snapshot twice:
+// first ready, then as it is (a listing that disagrees with itself).
+func listEachSnapshotReadyThenAsItIs(faults *csitest.Faults) {
+	faults.Inject(csi.RPCListSnapshots, csitest.Fault{Answer: func(m proto.Message) {
+		resp := m.(*csipb.ListSnapshotsResponse)
+		var twice []*csipb.ListSnapshotsResponse_Entry
+		for _, en := range resp.GetEntries() {
+			ready := proto.Clone(en).(*csipb.ListSnapshotsResponse_Entry)
+			ready.Snapshot.ReadyToUse = true
+			twice = append(twice, ready, en)
+		}
+		resp.Entries = twice
+	}})
 }

@@ -4,13 +4,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -210,16 +208,7 @@ func TestSnapshotListingThatDisagreesWithItselfShowsItNotReady(t *testing.T) {
 	h, db := snapshotHarness(t, nil)
 	h.mem.AddSnapshot(csi.Snapshot{ID: "snap-uploading", SourceVolumeID: db.ExternalID, SizeBytes: db.CapacityBytes})
 	h.mem.AddSnapshot(csi.Snapshot{ID: "snap-done", SourceVolumeID: db.ExternalID, SizeBytes: db.CapacityBytes, ReadyToUse: true})
-	h.faults.Inject(csi.RPCListSnapshots, csitest.Fault{Answer: func(m proto.Message) {
-		resp := m.(*csipb.ListSnapshotsResponse)
-		var twice []*csipb.ListSnapshotsResponse_Entry
-		for _, en := range resp.GetEntries() {
-			ready := proto.Clone(en).(*csipb.ListSnapshotsResponse_Entry)
-			ready.Snapshot.ReadyToUse = true
-			twice = append(twice, ready, en)
-		}
-		resp.Entries = twice
-	}})
+	listEachSnapshotReadyThenAsItIs(h.faults)
 	sv := volume("restored")
 	sv.SnapshotID = "snap-uploading"
 	if _, err := h.e.CreateVolume(h.ctx, sv); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "volctl volume snapshot list") {

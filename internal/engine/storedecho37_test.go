@@ -41,14 +41,7 @@ func TestEchoedSecretsLeaveNoStoredBytes(t *testing.T) {
 		func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }}
 	h := newHarness(t, nil)
 	h.faults.EchoEncoded(encodings...)
-	sv := volume("db")
-	sv.Secrets = spec.Secrets{"token": secret}
-	sv.MountOptions = &spec.MountOptions{FSType: "ext4", MountFlags: spec.MountFlags{volFlag}}
-	h.create(sv)
-	ov := volume("other")
-	ov.Secrets = spec.Secrets{"token": other}
-	h.create(ov)
-	h.claim(ClaimRequest{VolumeID: "db", Alloc: "a1", MountOptions: &spec.MountOptions{MountFlags: spec.MountFlags{claimFlag}}})
+	claimWithSecretsToEcho(h, secret, volFlag, other, claimFlag)
 	snap, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil)
 	if err != nil {
 		t.Fatal(err)
