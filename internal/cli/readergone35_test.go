@@ -123,12 +123,17 @@ capability {
 	steps := []struct {
 		args []string
 		want string
+		// before runs, its stdout kept, ahead of each of the step's two runs: the snapshot
+		// deleted by the first is made again for the second, which would otherwise delete a
+		// snapshot the plugin no longer has ("not found, nothing deleted").
+		before []string
 	}{
-		{[]string{"volume", "create", volSpec}, `volume "db" created; only printing it failed: `},
-		{[]string{"volume", "snapshot", "create", "db", "s1"}, `snapshot "s1" (ID `},
-		{[]string{"volume", "snapshot", "delete", "mem", "s1", "--yes"}, `snapshot "s1" of plugin "mem" deleted; only printing it failed: `},
-		{[]string{"group", "run", groupSpec}, `group "g" run: 1 of 1 allocs have their volumes; only printing it failed: `},
-		{[]string{"reconcile"}, `reconcile: 0 action(s) done, 0 problem(s) left; only printing it failed: `},
+		{[]string{"volume", "create", volSpec}, `volume "db" created; only printing it failed: `, nil},
+		{[]string{"volume", "snapshot", "create", "db", "s1"}, `snapshot "s1" (ID `, nil},
+		{[]string{"volume", "snapshot", "delete", "mem", "s1", "--yes"}, `snapshot "s1" of plugin "mem" deleted; only printing it failed: `,
+			[]string{"volume", "snapshot", "create", "db", "s1"}},
+		{[]string{"group", "run", groupSpec}, `group "g" run: 1 of 1 allocs have their volumes; only printing it failed: `, nil},
+		{[]string{"reconcile"}, `reconcile: 0 action(s) done, 0 problem(s) left; only printing it failed: `, nil},
 	}
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {
@@ -137,6 +142,11 @@ capability {
 	defer full.Close()
 	for _, s := range steps {
 		for _, lost := range []string{"broken pipe", "no space left on device"} {
+			if s.before != nil {
+				if code, _, errOut := h.runReported(s.before...); code != ExitOK {
+					t.Fatalf("volctl %s: exit %d: %s", strings.Join(s.before, " "), code, errOut)
+				}
+			}
 			out := full
 			var w *os.File
 			if lost == "broken pipe" {
