@@ -509,6 +509,7 @@ func (b boundedAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if a, ok := req.Context().Value(answerKey{}).(*answer); ok {
+		a.got.Store(true)
 		a.fromNomad = resp.Header.Get("X-Nomad-Index") != ""
 		if a.fromNomad && a.seen != nil {
 			a.seen.Store(true)
@@ -566,6 +567,9 @@ type answer struct {
 	// it writes a byte), so it may have reached Nomad whole. A request that never got one (the
 	// dial or the TLS handshake failed, or Ctrl-C came first) did not.
 	connected atomic.Bool
+	// got: an HTTP answer came, of any status (a leader question's that came is not the
+	// command's failure to reach Nomad: Client.askLeader).
+	got atomic.Bool
 }
 
 type answerKey struct{}
