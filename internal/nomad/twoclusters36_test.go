@@ -2,6 +2,7 @@ package nomad
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -122,4 +123,44 @@ type refusingNomad struct {
 func refusing(t *testing.T, page func(*http.Request) string) refusingNomad {
 	url, asked := nomadtest.Refusing(t, page)
 	return refusingNomad{url, asked}
+}
+
+// Three clusters behind one round-robin balancer, one of which holds a matching copy of the
+// volume already (registered there by hand from the export, or by a handover that reached it
+// before): the read before the registration and the read-back reached that one, the
+// registration another, and the leader questions, three requests apart, the third. The
+// read-back found the copy as sent, and the handover settled, "an update", exit 0, while the
+// volume was now registered in two clusters, each free to place allocs on it. Asked twice in
+// a row first, the leader is named by two clusters: nothing is sent, whichever cluster holds
+// the copy and wherever the balancer starts.
+func TestNomadHandOverBesideAMatchingCopyInAnotherClusterSendsNothing(t *testing.T) {
+	for holder := range 3 {
+		for start := range 3 {
+			cs := []*nomadtest.Cluster{nomadtest.NewCluster("10.0.1.1:4647", 10, 900000),
+				nomadtest.NewCluster("10.0.2.1:4647", 20, 800000), nomadtest.NewCluster("10.0.3.1:4647", 30, 700000)}
+			cs[holder].Put("db", matchingCopy(t))
+			lb := nomadtest.RoundRobin(t, cs[0], cs[1], cs[2])
+			lb.Set(start)
+			done, err := handOverDB(t, lb.URL)
+			taken := cs[0].Registrations() + cs[1].Registrations() + cs[2].Registrations()
+			if taken > 0 || err == nil || done.OK || !strings.Contains(err.Error(), "more than one Nomad cluster answers") {
+				t.Errorf("copy in cluster %d, start %d: %d registration(s) sent: %+v, %v\nwant none, and the error to say more than one cluster answers", holder, start, taken, done, err)
+			}
+		}
+	}
+}
+
+// matchingCopy is volume db of handOverDB as a registration sends it: what Nomad answers a
+// read of it with once it has it.
+func matchingCopy(t *testing.T) map[string]any {
+	t.Helper()
+	c, err := NewClient("http://127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(c.APIVolume(spec.Volume{ID: "db", PluginID: "hp", ExternalID: "x", Namespace: "default",
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}))
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	return m
 }
