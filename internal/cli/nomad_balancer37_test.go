@@ -91,3 +91,50 @@ func TestNomadReleaseThroughABalancerOfOneClusterTakesItBack(t *testing.T) {
 		t.Fatalf("release through a proxy that answers no leader, the volume deregistered: %v (still marked: %v)", err, handedOver(t, h))
 	}
 }
+
+// A handover through a balancer that cut over to another cluster between the registration and
+// its read-back keeps the mark, unsettled, for that address. Its advice was to set NOMAD_ADDR
+// to one cluster's own servers and register again, which the mark refuses (handed over to the
+// balancer's address, not that one), and to release, which refuses the crossed answers: no
+// command it named settled it. It names what does now: see each cluster, release --force once
+// none has it, then register with NOMAD_ADDR set to one cluster's servers; that works, as
+// followed here.
+func TestNomadHandoverAcrossClustersAdvisesWhatSettlesIt(t *testing.T) {
+	h := nomadHarness(t)
+	a, b := newFakeNomad(t), newFakeNomad(t)
+	b.leader.Store("10.0.2.1:4647")
+	b.index.Store(900000)
+	var lb *nomadtest.Balancer
+	aH := a.srv.Config.Handler
+	lb = nomadtest.RoundRobin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut {
+			lb.Set(0, b.srv.Config.Handler) // cut over before it answers
+		}
+		aH.ServeHTTP(w, r)
+	}))
+	ios, _, _, _ := iostreams.Test()
+	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: balanced(lb), Volumes: []string{"db"}})
+	if !handedOver(t, h) || !a.has("default", "db") {
+		t.Fatalf("the handover across a cut-over: %v (marked %v, in the first cluster %v), want the mark kept", err, handedOver(t, h), a.has("default", "db"))
+	}
+	for _, want := range []string{"more than one Nomad cluster answers", "against each cluster's own servers", "`volctl nomad release --force db` takes it back", "then `volctl nomad register db`, with NOMAD_ADDR set to one cluster's own servers"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("the handover across a cut-over: %v\nwant it to say %q", err, want)
+		}
+	}
+	// What it advised before, a registration with NOMAD_ADDR set to the first cluster's
+	// servers, is refused for the mark.
+	if _, _, err := registerIn(h, a); err == nil || !strings.Contains(err.Error(), "already handed over") {
+		t.Errorf("register elsewhere while marked for the balancer: %v, want it refused for the mark", err)
+	}
+	// Followed: the first cluster let go of it, the take-back forced, then handed to it.
+	a.mu.Lock()
+	delete(a.vols, "default/db")
+	a.mu.Unlock()
+	if _, err := runNomadRelease(h, balanced(lb), func(o *NomadReleaseOptions) { o.Force = true }); err != nil || handedOver(t, h) {
+		t.Fatalf("release --force as advised: %v", err)
+	}
+	if _, _, err := registerIn(h, a); err != nil || !a.has("default", "db") {
+		t.Fatalf("register with NOMAD_ADDR set to the first cluster, as advised: %v", err)
+	}
+}

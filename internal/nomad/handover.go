@@ -86,8 +86,15 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 		return Handed{Undo: true}, fmt.Errorf("volume %q: %w", v.ID, err) // nothing sent
 	}
 	if crossed != "" {
-		return Handed{Undo: true}, fmt.Errorf("volume %q: Nomad at %s: %s, so volctl cannot tell which cluster would take the registration nor trust what it reads back: nothing was sent; set NOMAD_ADDR to one cluster's own servers (and NOMAD_REGION to its region) and run `%s` again there",
-			v.ID, c.Address, crossed, volctl("register", v.ID))
+		way := fmt.Sprintf("set NOMAD_ADDR to one cluster's own servers (and NOMAD_REGION to its region) and run `%s` again there", volctl("register", v.ID))
+		if !first {
+			// Marked for this address from before: a registration elsewhere is refused
+			// (engine.HandoverInfo.Elsewhere), and a release through it cannot tell the
+			// clusters apart either (VolumeOfOneCluster).
+			way = c.crossedWayOut(ns, v.ID)
+		}
+		return Handed{Undo: true}, fmt.Errorf("volume %q: Nomad at %s: %s, so volctl cannot tell which cluster would take the registration nor trust what it reads back: nothing was sent; %s",
+			v.ID, c.Address, crossed, way)
 	}
 	// No second volume of its storage is made: Nomad's volume of it under another ID, or of
 	// this ID in another namespace, is not this one, and Nomad's allocs of the two would use
@@ -161,8 +168,8 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 		// that no later word of the other cluster's ("no such volume") takes it back while the
 		// one that took it may use the volume.
 		out.InFlight = true
-		return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK at index %d, but %s, so volctl cannot tell which cluster took it nor trust the read-back (%s); it stays marked handed over, unsettled, and volctl does not claim it: set NOMAD_ADDR to one cluster's own servers (and NOMAD_REGION to its region), see `%s` there, and run `%s` again; once each cluster has let go of it (nomad volume deregister), `%s` takes it back",
-			v.ID, c.Address, index, crossed, readBackWords(gerr), c.nomadCmd("volume status", ns, v.ID), volctl("register", v.ID), volctl("release", v.ID))
+		return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK at index %d, but %s, so volctl cannot tell which cluster took it nor trust the read-back (%s); %s",
+			v.ID, c.Address, index, crossed, readBackWords(gerr), c.crossedWayOut(ns, v.ID))
 	}
 	switch {
 	case errors.Is(gerr, ErrNotFound) && IndexOf(gerr) < index:
@@ -675,6 +682,17 @@ func (c *Client) VolumeOfOneCluster(ctx context.Context, id, ns, region string) 
 type crossedError struct{ error }
 
 func (e *crossedError) Is(target error) bool { return target == ErrClustersCrossed }
+
+// crossedWayOut says what works for volume id marked handed over to an address more than one
+// cluster answers at: it stays marked, and neither a registration elsewhere (refused for the
+// mark) nor a release through that address (VolumeOfOneCluster) settles it, so each cluster is
+// seen through its own servers, and the take-back is forced once none has it. Before, the
+// advice was to register again with NOMAD_ADDR set to one cluster's servers, which the mark
+// refuses, and to release, which refuses the crossed answers.
+func (c *Client) crossedWayOut(ns, id string) string {
+	return fmt.Sprintf("it stays marked handed over, unsettled, and volctl does not claim it; neither a registration with NOMAD_ADDR set elsewhere (the mark names this address) nor a release through this one (it cannot tell the clusters apart) settles it: see `%s` against each cluster's own servers (NOMAD_ADDR set to them), and once none has it (`%s` there), `%s` takes it back; then `%s`, with NOMAD_ADDR set to one cluster's own servers (and NOMAD_REGION to its region), hands it to that one",
+		c.nomadCmd("volume status", ns, id), c.nomadCmd("volume deregister", ns, id), volctl("release --force", id), volctl("register", id))
+}
 
 // readBackWords says what the read-back of a registration answered, for crossedClusters' error.
 func readBackWords(gerr error) string {
