@@ -1078,15 +1078,19 @@ func (c *Client) Hide(s string) string { return c.hideCreds(s) }
 // WAF's or a gateway's refusal, a validation error quoting its input), which is JSON: a
 // secret or password with a quote, a backslash, <, > or & is written there escaped
 // ("pa\u0026ss"). A value shorter than spec.MinScrubLen, which the scrubber leaves, is
-// replaced as it is.
+// replaced where it stands as a word of its own (maskWords).
 func scrubAll(s string, vals []string) string {
 	s = csi.Scrubber(vals)(s)
+	var short []string
 	for _, v := range vals {
 		if v != "" && len(v) < spec.MinScrubLen {
-			s = strings.ReplaceAll(s, v, spec.Redacted)
+			short = append(short, v)
 		}
 	}
-	return foldScrub(s, vals)
+	// Where it stands as a word of its own (maskWords): replaced inside every word, a mount
+	// flag "ro" garbled each "error", "from" and "group" of Nomad's reply ("rpc
+	// er[REDACTED]r").
+	return foldScrub(maskWords(s, short), vals)
 }
 
 // minFoldLen is the shortest credential foldScrub looks for in any case: a token or a

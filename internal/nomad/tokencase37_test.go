@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // NOMAD_TOKEN, or a basic auth password, echoed by what answers at NOMAD_ADDR in another case
@@ -81,5 +83,18 @@ func TestMaskWordsKeepsAUserGluedToANameByUnderscoreOrDot(t *testing.T) {
 		if got := maskWords(in, []string{"opensesame"}); got != want {
 			t.Errorf("maskWords(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A volume of the corpus's hostpath demo, whose mount flag is "ro": a value shorter than
+// spec.MinScrubLen was replaced inside every word of what Nomad said, so a registration's
+// 500 read "rpc er[REDACTED]r: ... fr[REDACTED]m", Nomad's words garbled. It is masked where
+// it stands as a word of its own (the request's JSON echoed, a flag list), and Nomad's words
+// are kept.
+func TestNomadShortMountFlagIsMaskedAsAWordOnly(t *testing.T) {
+	v := spec.Volume{ID: "db", MountOptions: &spec.MountOptions{MountFlags: spec.MountFlags{"ro"}}}
+	got := scrub(`rpc error: volume from group "ro" rejected: MountFlags ["ro"], ro`, v)
+	if want := `rpc error: volume from group "[REDACTED]" rejected: MountFlags ["[REDACTED]"], [REDACTED]`; got != want {
+		t.Errorf("scrubbed as\n%s\nwant\n%s", got, want)
 	}
 }
