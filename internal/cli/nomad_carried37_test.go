@@ -78,7 +78,9 @@ func TestNomadUserCarriedAcrossThroughEveryMistake(t *testing.T) {
 		// A token without csi-write-volume: Nomad's 403 to the registration.
 		a := newFakeNomad(t)
 		client := a.client
-		a.setOnPut(func(http.ResponseWriter, *http.Request) (int, string) { return http.StatusForbidden, "Permission denied" })
+		a.setOnPut(func(http.ResponseWriter, *http.Request) (int, string) {
+			return http.StatusForbidden, "Permission denied"
+		})
 		err = register(client)
 		says("a 403", err, a.srv.URL, "csi-write-volume")
 		if marked() || a.has("default", id) {
