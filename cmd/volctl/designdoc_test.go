@@ -235,7 +235,7 @@ var designImports = map[string]map[string][]string{
 }
 
 // testOnlyPackages hold test doubles and helpers: no volctl code imports them.
-var testOnlyPackages = []string{"internal/csi/csitest", "internal/hostpath/hostpathtest",
+var testOnlyPackages = []string{"internal/csi/csitest", "internal/hostpath/hostpathtest", "internal/nomad/nomadtest",
 	"internal/hostpath/csisanity", "internal/iostreams/ptytest", "internal/procfs/procfstest", "internal/shellquote/shellquotetest",
 	"internal/store/storetest", "internal/testproc"}
 

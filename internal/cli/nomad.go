@@ -795,7 +795,9 @@ volume Nomad still has is not taken back (exit 4), and the error says what to ru
 Nomad is asked at the address, in the namespace and region the volume was handed over to;
 with NOMAD_ADDR naming another cluster, the volume is not taken back. Nor is it after a
 registration whose outcome Nomad did not say (no answer, or an error after which it may still
-apply it), until Nomad answers one OK: volctl nomad register again settles it.
+apply it), until Nomad answers one OK: volctl nomad register again settles it. Nor when the
+cluster's leader, asked around the read, is named otherwise by two answers (more than one
+cluster behind one address, a balancer's): see each cluster through its own servers.
 --force takes it back without asking Nomad (when the cluster is gone); two orchestrators must
 never claim one volume at once, so be sure Nomad no longer uses it.
 
@@ -936,8 +938,15 @@ func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h e
 		return "", fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s, which cannot say whether that cluster has let go of it: run `%s`%s (with that cluster's token), or --force if that cluster is gone and nothing uses the volume",
 			h.VolumeID, h.Address, c.Address, h.NomadAddr()+" "+shellquote.Command("volctl nomad release", h.VolumeID), h.CredentialBack())
 	}
-	have, err := c.VolumeIn(ctx, h.VolumeID, h.Namespace, h.Region)
+	// Nomad's 404 is its word only from one cluster: the leader asked around the read
+	// (nomad.Client.VolumeOfOneCluster), as the handover asks it around its registration.
+	have, err := c.VolumeOfOneCluster(ctx, h.VolumeID, h.Namespace, h.Region)
 	switch {
+	case errors.Is(err, nomad.ErrClustersCrossed):
+		// Two clusters behind one balancer: the deregistration may have reached one and the
+		// read the other, and the one the volume was handed to may still have it.
+		return "", &exitError{code: ExitConflict, err: fmt.Errorf("%s; volume %q stays marked handed over, and volctl does not claim it: a release through that address cannot tell the clusters apart. See `%s` against each cluster's own servers (NOMAD_ADDR set to them), and once none has it (`nomad volume deregister` there), `%s` takes it back (after a leader election, `%s` again asks anew)",
+			display.Escape(c.Hide(err.Error())), h.VolumeID, h.NomadCommand("volume status", h.VolumeID), shellquote.Command("volctl nomad release --force", h.VolumeID), shellquote.Command("volctl nomad release", h.VolumeID))}
 	case err == nil:
 		if info, verr := e.Volume(ctx, h.VolumeID); verr == nil {
 			ns := h.Namespace

@@ -58,6 +58,9 @@ type fakeNomad struct {
 	nodesDown atomic.Int32
 	// lists counts the lists of every namespace's volumes asked (GET /v1/volumes).
 	lists atomic.Int32
+	// leader, when set, is the cluster's leader /v1/status/leader names (127.0.0.1:4647
+	// when not): another cluster's, behind one balancer with this one.
+	leader atomic.Value
 }
 
 func newFakeNomad(t *testing.T) *fakeNomad {
@@ -80,8 +83,13 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 	switch id, ok := strings.CutPrefix(r.URL.Path, "/v1/volume/csi/"); {
 	case r.URL.Path == "/v1/status/leader":
 		// The cluster's leader, which a handover asks before its registration and after its
-		// read-back (nomad.Client.crossedClusters): one cluster, one leader.
-		io.WriteString(w, `"127.0.0.1:4647"`)
+		// read-back, and a take-back around its read (nomad.Client.crossedClusters): one
+		// cluster, one leader.
+		leader, _ := n.leader.Load().(string)
+		if leader == "" {
+			leader = "127.0.0.1:4647"
+		}
+		fmt.Fprintf(w, "%q", leader)
 	case r.URL.Path == "/v1/agent/members":
 		n.mu.Lock()
 		builds := n.builds

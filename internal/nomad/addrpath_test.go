@@ -3,7 +3,6 @@ package nomad
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"testing"
@@ -23,13 +22,9 @@ func TestNomadAddressKeyOrPathSecretIsNotShown(t *testing.T) {
 	t.Setenv("NOMAD_TOKEN", "")
 	t.Setenv("NOMAD_HTTP_AUTH", "")
 	const secret = "s3cretTOKEN9"
-	var asked []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		asked = append(asked, r.URL.String())
-		w.Header().Set("X-Nomad-Index", "7")
-		http.Error(w, "Permission denied for "+r.URL.String()+" "+r.Header.Get("Authorization"), http.StatusForbidden)
-	}))
-	t.Cleanup(srv.Close)
+	srv := refusing(t, func(r *http.Request) string {
+		return "Permission denied for " + r.URL.String() + " " + r.Header.Get("Authorization")
+	})
 	for addr, want := range map[string]string{
 		srv.URL + "/?" + secret + "=":                                             srv.URL + "/?xxxxx",
 		srv.URL + "/?region=global&" + secret + "=&namespace=":                    srv.URL + "/?region=xxxxx&xxxxx&namespace=",
@@ -56,7 +51,7 @@ func TestNomadAddressKeyOrPathSecretIsNotShown(t *testing.T) {
 			t.Errorf("NOMAD_ADDR=%s: the error names the address otherwise than %s: %v", addr, want, err)
 		}
 	}
-	for _, u := range asked {
+	for _, u := range srv.asked() {
 		if strings.Contains(u, secret[1:]) || !strings.HasPrefix(u, "/v1/plugins") {
 			t.Errorf("Nomad was asked %s: the address's path or query sent", u)
 		}

@@ -2,8 +2,6 @@ package nomad
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -21,13 +19,7 @@ func TestNomadAddressQueryIsNotShown(t *testing.T) {
 	t.Setenv("NOMAD_TOKEN", "")
 	t.Setenv("NOMAD_HTTP_AUTH", "")
 	const secret = "s3cr3t-qu3ry-t0ken"
-	var asked []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		asked = append(asked, r.URL.String())
-		w.Header().Set("X-Nomad-Index", "7")
-		http.Error(w, "Permission denied", http.StatusForbidden)
-	}))
-	t.Cleanup(srv.Close)
+	srv := refusing(t, nil)
 	for addr, want := range map[string]string{
 		srv.URL + "/?token=" + secret:                     srv.URL + "/?token=xxxxx",
 		srv.URL + "?region=global&token=" + secret + "&x": srv.URL + "?region=xxxxx&token=xxxxx&xxxxx",
@@ -47,6 +39,7 @@ func TestNomadAddressQueryIsNotShown(t *testing.T) {
 			t.Errorf("NOMAD_ADDR=%s: the error names the address otherwise than %s: %v", addr, want, err)
 		}
 	}
+	asked := srv.asked()
 	for _, u := range asked {
 		if strings.Contains(u, secret) || !strings.HasPrefix(u, "/v1/plugins") {
 			t.Errorf("Nomad was asked %s: the address's path or query sent", u)

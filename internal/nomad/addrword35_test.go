@@ -3,7 +3,6 @@ package nomad
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -22,11 +21,7 @@ func TestNomadAddressWordSecretIsShownNowhere(t *testing.T) {
 	t.Setenv("NOMAD_TOKEN", "")
 	t.Setenv("NOMAD_HTTP_AUTH", "")
 	const secret = "opensesame"
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Nomad-Index", "7")
-		http.Error(w, "Permission denied for "+r.URL.String(), http.StatusForbidden)
-	}))
-	t.Cleanup(srv.Close)
+	srv := refusing(t, func(r *http.Request) string { return "Permission denied for " + r.URL.String() })
 	for addr, want := range map[string]string{
 		srv.URL + "/?" + secret + "=":                       srv.URL + "/?xxxxx",
 		srv.URL + "/?" + secret + "=1&region=global":        srv.URL + "/?xxxxx&region=xxxxx",

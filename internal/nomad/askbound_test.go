@@ -22,6 +22,8 @@ func TestNomadQuestionAfterAFailedRegistrationSaysItsBound(t *testing.T) {
 	var reads atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
+		case r.URL.Path == "/v1/status/leader": // not the question: no leader said
+			http.Error(w, "404 page not found", http.StatusNotFound)
 		case r.Method == http.MethodPut:
 			http.Error(w, "upstream timed out", http.StatusGatewayTimeout)
 		case reads.Add(1) == 1: // before the registration: Nomad has none

@@ -509,6 +509,7 @@ func (b boundedAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if a, ok := req.Context().Value(answerKey{}).(*answer); ok {
+		a.got.Store(true)
 		a.fromNomad = resp.Header.Get("X-Nomad-Index") != ""
 		if a.fromNomad && a.seen != nil {
 			a.seen.Store(true)
@@ -566,6 +567,9 @@ type answer struct {
 	// it writes a byte), so it may have reached Nomad whole. A request that never got one (the
 	// dial or the TLS handshake failed, or Ctrl-C came first) did not.
 	connected atomic.Bool
+	// got: an HTTP answer came, of any status (a leader question's that came is not the
+	// command's failure to reach Nomad: Client.askLeader).
+	got atomic.Bool
 }
 
 type answerKey struct{}
@@ -1078,15 +1082,72 @@ func (c *Client) Hide(s string) string { return c.hideCreds(s) }
 // WAF's or a gateway's refusal, a validation error quoting its input), which is JSON: a
 // secret or password with a quote, a backslash, <, > or & is written there escaped
 // ("pa\u0026ss"). A value shorter than spec.MinScrubLen, which the scrubber leaves, is
-// replaced as it is.
+// replaced where it stands as a word of its own (maskWords).
 func scrubAll(s string, vals []string) string {
 	s = csi.Scrubber(vals)(s)
+	var short []string
 	for _, v := range vals {
 		if v != "" && len(v) < spec.MinScrubLen {
-			s = strings.ReplaceAll(s, v, spec.Redacted)
+			short = append(short, v)
 		}
 	}
-	return s
+	// Where it stands as a word of its own (maskWords): replaced inside every word, a mount
+	// flag "ro" garbled each "error", "from" and "group" of Nomad's reply ("rpc
+	// er[REDACTED]r").
+	return foldScrub(maskWords(s, short), vals)
+}
+
+// minFoldLen is the shortest credential foldScrub looks for in any case: a token or a
+// password a person chose to be one, not a word ("Volume") an honest reply holds in another
+// case than a short password's.
+const minFoldLen = 8
+
+// foldScrub replaces each of vals of minFoldLen bytes or more in s in any case of its ASCII
+// letters, as it is and percent-encoded: what answers at NOMAD_ADDR may echo a request's
+// header in another case (a proxy that upper-cases a header's value in its error page, a
+// gateway that lower-cases one), and a token's letters, a UUID's hex digits, are the token in
+// any case to whoever reads them. The scrubber (scrubAll) finds each value in its own case.
+func foldScrub(s string, vals []string) string {
+	var forms []string
+	for _, v := range vals {
+		if len(v) < minFoldLen {
+			continue
+		}
+		for _, f := range []string{v, url.QueryEscape(v), url.PathEscape(v)} {
+			if f = asciiLower(f); !slices.Contains(forms, f) {
+				forms = append(forms, f)
+			}
+		}
+	}
+	if len(forms) == 0 {
+		return s
+	}
+	sort.Slice(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+	lower := asciiLower(s) // byte for byte where s has them
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(lower); {
+		matched := 0
+		for _, f := range forms {
+			if strings.HasPrefix(lower[i:], f) {
+				matched = len(f)
+				break
+			}
+		}
+		if matched == 0 {
+			i++
+			continue
+		}
+		b.WriteString(s[last:i])
+		b.WriteString(spec.Redacted)
+		i += matched
+		last = i
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // HideWords is s with the plain users sent to Nomad as the only credential masked where each

@@ -77,6 +77,25 @@ type Handed struct {
 //     settled one, and the error says what to run to finish or take it back (hasNot).
 func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Handed, error) {
 	ns := c.namespaceFor(v)
+	// The cluster's leader, asked twice in a row before anything else: two questions in a row
+	// reach two clusters behind a balancer that sends each request to the next one, whatever
+	// their number, where two questions around other requests may reach one (leaderTwice).
+	// Then no answer of this command can be tied to one cluster: nothing is sent.
+	before, crossed, err := c.leaderTwice(ctx)
+	if err != nil {
+		return Handed{Undo: true}, fmt.Errorf("volume %q: %w", v.ID, err) // nothing sent
+	}
+	if crossed != "" {
+		way := fmt.Sprintf("set NOMAD_ADDR to one cluster's own servers (and NOMAD_REGION to its region) and run `%s` again there", volctl("register", v.ID))
+		if !first {
+			// Marked for this address from before: a registration elsewhere is refused
+			// (engine.HandoverInfo.Elsewhere), and a release through it cannot tell the
+			// clusters apart either (VolumeOfOneCluster).
+			way = c.crossedWayOut(ns, v.ID)
+		}
+		return Handed{Undo: true}, fmt.Errorf("volume %q: Nomad at %s: %s, so volctl cannot tell which cluster would take the registration nor trust what it reads back: nothing was sent; %s",
+			v.ID, c.Address, crossed, way)
+	}
 	// No second volume of its storage is made: Nomad's volume of it under another ID, or of
 	// this ID in another namespace, is not this one, and Nomad's allocs of the two would use
 	// one storage at once.
@@ -112,10 +131,9 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 		// the plugin's node calls may need it. Sent back, it is kept by both.
 		v.Context = maps.Clone(have.Context)
 	}
-	// The cluster's leader before the registration, and again after it is read back: two
-	// clusters behind one balancer answer at one address, and a registration one took and a
-	// read-back the other answered proves nothing of either (crossedClusters).
-	before := c.leader(ctx)
+	// The cluster's leader before the registration (asked above), and again after it is read
+	// back: two clusters behind one balancer answer at one address, and a registration one
+	// took and a read-back the other answered proves nothing of either (crossedClusters).
 	warnings, index, err := c.register(ctx, v)
 	if err == nil || inFlight(err) {
 		// Nomad has it now, or may yet: a later volume of this command of the same storage
@@ -144,14 +162,14 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 	out.OK, out.Index = true, index
 	out.Warnings = c.shown(warnings, v)
 	got, gerr := c.VolumeIn(ctx, v.ID, ns, c.Region)
-	if crossed := c.crossedClusters(ctx, before); crossed != "" && (gerr == nil || errors.Is(gerr, ErrNotFound)) {
+	if crossed := c.crossedClusters(ctx, before, "the registration"); crossed != "" && (gerr == nil || errors.Is(gerr, ErrNotFound)) {
 		// Which cluster took the registration, and which one answered the read, is not
 		// known: neither Nomad's copy nor its 404 settles it. The mark stays, unsettled, so
 		// that no later word of the other cluster's ("no such volume") takes it back while the
 		// one that took it may use the volume.
 		out.InFlight = true
-		return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK at index %d, but %s, so volctl cannot tell which cluster took it nor trust the read-back (%s); it stays marked handed over, unsettled, and volctl does not claim it: set NOMAD_ADDR to one cluster's own servers (and NOMAD_REGION to its region), see `%s` there, and run `%s` again; once each cluster has let go of it (nomad volume deregister), `%s` takes it back",
-			v.ID, c.Address, index, crossed, readBackWords(gerr), c.nomadCmd("volume status", ns, v.ID), volctl("register", v.ID), volctl("release", v.ID))
+		return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK at index %d, but %s, so volctl cannot tell which cluster took it nor trust the read-back (%s); %s",
+			v.ID, c.Address, index, crossed, readBackWords(gerr), c.crossedWayOut(ns, v.ID))
 	}
 	switch {
 	case errors.Is(gerr, ErrNotFound) && IndexOf(gerr) < index:
@@ -553,26 +571,62 @@ func (c *Client) shown(s string, v spec.Volume) string { return scrub(c.hideCred
 // compared. Bounded as the question after a failed registration is (askAfterFailure), and not
 // noted as Nomad stopping: it is a check, not the command's work.
 func (c *Client) leader(ctx context.Context) string {
+	addr, _ := c.askLeader(ctx)
+	return addr
+}
+
+// askLeader is leader, and the error of a question that got no answer at all (no connection,
+// none in time, Ctrl-C: stopsAll, noted as Nomad stopping), which the command's next request
+// would meet too; nil when it was answered, whatever the answer.
+func (c *Client) askLeader(ctx context.Context) (string, error) {
 	rctx, a, cancel := c.request(ctx)
 	defer cancel()
 	rctx, cancelAsk := context.WithTimeout(rctx, min(c.timeout(), askAfterFailure))
 	defer cancelAsk()
 	var addr string
-	if _, err := c.api.Raw().Query("/v1/status/leader", &addr, (&api.QueryOptions{Region: c.Region}).WithContext(rctx)); err != nil || !a.connected.Load() {
-		return ""
+	_, err := c.api.Raw().Query("/v1/status/leader", &addr, (&api.QueryOptions{Region: c.Region}).WithContext(rctx))
+	if err != nil && !a.got.Load() {
+		// No HTTP answer: an answer of any status or body (a proxy's page, a 404 of one that
+		// passes only the volume API, Nomad's "No cluster leader") is none to compare, and the
+		// command goes on to say what its own requests meet.
+		c.noteStopped(ctx, err, "its cluster's leader")
+		return "", fmt.Errorf("Nomad at %s: %s", c.Address, c.said(ctx, err, nil))
 	}
-	return addr
+	if err != nil || !a.connected.Load() {
+		return "", nil
+	}
+	return addr, nil
+}
+
+// leaderTwice asks the cluster's leader twice in a row (leader): the leader both named, and
+// "" for crossed; or, when they named two, "" and crossed saying so (crossedWords). Two
+// questions around other requests may reach one cluster of several behind a balancer that
+// sends each request to the next one (two requests apart, the first of two clusters; three
+// apart, the first of three), and the requests between them the others; two in a row reach
+// two of them, whatever their number. A balancer that picks at random is caught so by each
+// pair with a chance of one in two or better; one that keeps a client on one cluster (per
+// connection, per source address) gives one cluster's answers throughout, and goes unseen.
+// err is the first question's when it got no answer at all (askLeader).
+func (c *Client) leaderTwice(ctx context.Context) (leader, crossed string, err error) {
+	first, err := c.askLeader(ctx)
+	if first == "" || err != nil {
+		return "", "", err
+	}
+	if second := c.leader(ctx); second != "" && second != first {
+		return "", crossedWords(first, second, "two questions in a row", c.hideCreds), nil
+	}
+	return first, "", nil
 }
 
 // crossedClusters says, when the leader GET /v1/status/leader names now differs from before,
-// the one it named before the registration, that more than one cluster answers at NOMAD_ADDR;
-// "" when both named the same leader, or either named none. Nomad's answers name no cluster
-// (its X-Nomad-Index is a Raft index of whichever cluster answered, and a request naming no
-// region is answered in the agent's own), so a leader that changes between two questions of one
-// command is the sign volctl has: two clusters behind one load balancer (a round-robin one
-// sends the registration to one and the read-back to the other), or a new leader elected
-// meanwhile, for which the same command run again settles it.
-func (c *Client) crossedClusters(ctx context.Context, before string) string {
+// the one it named before what (the registration, the read), that more than one cluster
+// answers at NOMAD_ADDR; "" when both named the same leader, or either named none. Nomad's
+// answers name no cluster (its X-Nomad-Index is a Raft index of whichever cluster answered,
+// and a request naming no region is answered in the agent's own), so a leader that changes
+// between questions of one command is the sign volctl has: two clusters behind one load
+// balancer (a round-robin one sends the registration to one and the read-back to the other),
+// or a new leader elected meanwhile, for which the same command run again settles it.
+func (c *Client) crossedClusters(ctx context.Context, before, what string) string {
 	if before == "" {
 		return ""
 	}
@@ -580,8 +634,64 @@ func (c *Client) crossedClusters(ctx context.Context, before string) string {
 	if after == "" || after == before {
 		return ""
 	}
-	return fmt.Sprintf("its cluster's leader was %s before the registration and is %s after it (more than one Nomad cluster answers at that address, behind a load balancer, or a new leader was elected meanwhile)",
-		c.hideCreds(spec.Cut(before, 64)), c.hideCreds(spec.Cut(after, 64)))
+	return crossedWords(before, after, what, c.hideCreds)
+}
+
+// crossedWords says that the leader was before, then after, asked around what.
+func crossedWords(before, after, what string, hide func(string) string) string {
+	when := fmt.Sprintf("was %s before %s and is %s after it", hide(spec.Cut(before, 64)), what, hide(spec.Cut(after, 64)))
+	if what == "two questions in a row" {
+		when = fmt.Sprintf("was named %s and %s by two questions in a row", hide(spec.Cut(before, 64)), hide(spec.Cut(after, 64)))
+	}
+	return "its cluster's leader " + when + " (more than one Nomad cluster answers at that address, behind a load balancer, or a new leader was elected meanwhile)"
+}
+
+// ErrClustersCrossed matches Nomad's word that it has no such volume when the cluster's leader
+// changed around it (VolumeOfOneCluster): not the word of the cluster the volume was handed
+// to, for all volctl can tell.
+var ErrClustersCrossed = errors.New("more than one Nomad cluster answers at that address")
+
+// VolumeOfOneCluster is VolumeIn for a take-back (volctl nomad release): Nomad's 404 is taken
+// as its word only when the cluster's leader, asked twice in a row before the read and once
+// after it, named one leader throughout (leaderTwice, crossedClusters). Else the error matches
+// ErrClustersCrossed (not ErrNotFound), and says so: a 404 one cluster behind a balancer
+// answered says nothing of the other, which the volume was handed to, and may still have it.
+// A leader not answered (a proxy that passes only the volume API) is not compared.
+func (c *Client) VolumeOfOneCluster(ctx context.Context, id, ns, region string) (VolumeState, error) {
+	in := *c // the leader of the region asked (an empty one is the agent's own)
+	in.Region = region
+	before, crossed, err := in.leaderTwice(ctx)
+	if err != nil {
+		return VolumeState{}, fmt.Errorf("volume %q: %w", id, err)
+	}
+	if crossed == "" {
+		have, err := c.VolumeIn(ctx, id, ns, region)
+		if !errors.Is(err, ErrNotFound) {
+			return have, err
+		}
+		if crossed = in.crossedClusters(ctx, before, "the read"); crossed == "" {
+			return have, err
+		}
+	}
+	return VolumeState{}, &crossedError{fmt.Errorf("volume %q (namespace %s): Nomad at %s: %s, so no word of its that it has no such volume can be taken as the word of the cluster the volume was handed to",
+		id, ns, c.Address, crossed)}
+}
+
+// crossedError is VolumeOfOneCluster's error when the leader changed: it matches
+// ErrClustersCrossed, its text saying so in its own words.
+type crossedError struct{ error }
+
+func (e *crossedError) Is(target error) bool { return target == ErrClustersCrossed }
+
+// crossedWayOut says what works for volume id marked handed over to an address more than one
+// cluster answers at: it stays marked, and neither a registration elsewhere (refused for the
+// mark) nor a release through that address (VolumeOfOneCluster) settles it, so each cluster is
+// seen through its own servers, and the take-back is forced once none has it. Before, the
+// advice was to register again with NOMAD_ADDR set to one cluster's servers, which the mark
+// refuses, and to release, which refuses the crossed answers.
+func (c *Client) crossedWayOut(ns, id string) string {
+	return fmt.Sprintf("it stays marked handed over, unsettled, and volctl does not claim it; neither a registration with NOMAD_ADDR set elsewhere (the mark names this address) nor a release through this one (it cannot tell the clusters apart) settles it: see `%s` against each cluster's own servers (NOMAD_ADDR set to them), and once none has it (`%s` there), `%s` takes it back; then `%s`, with NOMAD_ADDR set to one cluster's own servers (and NOMAD_REGION to its region), hands it to that one",
+		c.nomadCmd("volume status", ns, id), c.nomadCmd("volume deregister", ns, id), volctl("release --force", id), volctl("register", id))
 }
 
 // readBackWords says what the read-back of a registration answered, for crossedClusters' error.
