@@ -186,7 +186,7 @@ type modulePackage struct {
 	path       string
 	types      *types.Package
 	info       *types.Info
-	testDouble bool // csitest, hostpathtest, ptytest, nomadcorpus, shellquotetest, storetest, testproc and what lives below them: test code by purpose
+	testDouble bool // testSupport's packages: test code by purpose
 }
 
 // loadModule type-checks every package of the module from source, and the packages it imports
@@ -260,12 +260,13 @@ func loadModule(t *testing.T) []*modulePackage {
 	return pkgs
 }
 
-// testSupport reports whether a package of volctl's is there for tests only: the CSI test
-// doubles, the pty opener, the Nomad corpus locator, the schema database's copier and the
-// process whose first thread ends.
+// testSupport reports whether a package of volctl's is there for tests only: the packages
+// the design test's testOnlyPackages names (the CSI and Nomad test doubles, the pty opener,
+// the schema database's copier, the process whose first thread ends, ...) and what lives
+// below them, and the Nomad corpus locator.
 func testSupport(path string) bool {
-	for _, p := range []string{"/csitest", "/hostpathtest", "/iostreams/ptytest", "/internal/nomadcorpus", "/procfs/procfstest", "/shellquote/shellquotetest", "/store/storetest", "/internal/testproc"} {
-		if strings.Contains(path, p) {
+	for _, p := range append([]string{"internal/nomadcorpus"}, testOnlyPackages...) {
+		if strings.HasSuffix(path, "/"+p) || strings.Contains(path, "/"+p+"/") {
 			return true
 		}
 	}
