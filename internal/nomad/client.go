@@ -984,33 +984,9 @@ func maskWords(s string, words []string) string {
 			}
 		}
 	}
-	// Longest first, so that a word holding another is replaced whole.
-	sort.Slice(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
-	lower := asciiLower(s)
-	var b strings.Builder
-	last := 0
-	for i := 0; i < len(lower); {
-		matched := 0
-		for _, f := range forms {
-			if strings.HasPrefix(lower[i:], f) && wordStarts(lower, i) && wordEnds(lower, i+len(f)) {
-				matched = len(f)
-				break
-			}
-		}
-		if matched == 0 {
-			i++
-			continue
-		}
-		b.WriteString(s[last:i])
-		b.WriteString(spec.Redacted)
-		i += matched
-		last = i
-	}
-	if last == 0 {
-		return s
-	}
-	b.WriteString(s[last:])
-	return b.String()
+	return replaceFolded(s, forms, func(lower string, i, n int) bool {
+		return wordStarts(lower, i) && wordEnds(lower, i+n)
+	})
 }
 
 // jsonInner is w as a JSON string writes it, without its quotes.
@@ -1122,6 +1098,14 @@ func foldScrub(s string, vals []string) string {
 	if len(forms) == 0 {
 		return s
 	}
+	return replaceFolded(s, forms, nil)
+}
+
+// replaceFolded replaces each of forms (lower-case ASCII) found in s in any case of its ASCII
+// letters with spec.Redacted, longest first, so that a form holding another is replaced
+// whole; where is, when not nil, asked whether the n bytes at i of s lowered may be replaced
+// (maskWords: where they stand as a word).
+func replaceFolded(s string, forms []string, where func(lower string, i, n int) bool) string {
 	sort.Slice(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
 	lower := asciiLower(s) // byte for byte where s has them
 	var b strings.Builder
@@ -1129,7 +1113,7 @@ func foldScrub(s string, vals []string) string {
 	for i := 0; i < len(lower); {
 		matched := 0
 		for _, f := range forms {
-			if strings.HasPrefix(lower[i:], f) {
+			if strings.HasPrefix(lower[i:], f) && (where == nil || where(lower, i, len(f))) {
 				matched = len(f)
 				break
 			}
