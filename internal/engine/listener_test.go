@@ -162,7 +162,16 @@ func TestLauncherPidTakenByAnotherProcessRefusesNothing(t *testing.T) {
 	h, _ := execPluginHarness(t, plugin, Config{})
 	launcher := plugin.pid
 	var taker *exec.Cmd
-	for i := 0; i < 200 && taker == nil; i++ {
+	// Another package's tests fork beside this one (go test runs two at once): one may take
+	// the pid between the write and the fork, and hold it a while. Then wait for it to go
+	// rather than fork again into a pid that is taken, within a bound of time, not of tries.
+	tries, deadline := 0, time.Now().Add(30*time.Second)
+	for taker == nil && time.Now().Before(deadline) {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(launcher)); err == nil {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		tries++
 		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(launcher-1)), 0); err != nil {
 			t.Skipf("giving a process the launcher's pid needs /proc/sys/kernel/ns_last_pid written (root): %v", err)
 		}
@@ -178,7 +187,7 @@ func TestLauncherPidTakenByAnotherProcessRefusesNothing(t *testing.T) {
 		_ = c.Wait()
 	}
 	if taker == nil {
-		t.Fatalf("no process got the launcher's pid %d in 200 tries", launcher)
+		t.Fatalf("no process got the launcher's pid %d in %d tries within 30s", launcher, tries)
 	}
 	t.Cleanup(func() { _ = taker.Process.Kill(); _ = taker.Wait() })
 	plugin.command("drop", "dropped")
