@@ -521,7 +521,13 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 			if dup, err = refuseSharedStorage(tx, v, created.ID, sentBefore); err != nil || dup != nil {
 				return err
 			}
-			return tx.Volumes().Update(&doomed)
+			if err := tx.Volumes().Update(&doomed); err != nil {
+				return err
+			}
+			// Marked the create's cleanup: a refusal of its DeleteVolume, here or by reconcile
+			// or `volume delete` finishing it, never puts the answer back to ready
+			// (keepRefusedDelete).
+			return tx.Volumes().SetCreateCleanup(v.ID, true)
 		}); uerr != nil {
 			return errors.Join(err, uerr)
 		}
@@ -560,7 +566,7 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 				err, shown, derr, v.ID, shellquote.Command("volctl volume delete", v.ID))
 		}
 		// Deleted: back to the bare intent, which what follows keeps or forgets.
-		if uerr := e.store.Update(ctx, func(tx *store.Tx) error { return tx.Volumes().Update(&v) }); uerr != nil {
+		if uerr := e.store.Update(ctx, func(tx *store.Tx) error { return backToIntent(tx, &v) }); uerr != nil {
 			return errors.Join(err, uerr)
 		}
 		e.failpoint("create:unusable-deleted") // the bare intent again, not yet kept or forgotten
@@ -693,7 +699,7 @@ func (e *Engine) keepPublishedAnswer(ctx context.Context, c *conn, v store.Volum
 		v.PluginID, v.CSIName, spec.Cut(id, 256), cause, shown, possessive(publishedCheck(c)))
 	uerr := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		if sentBefore {
-			if err := tx.Volumes().Update(&v); err != nil {
+			if err := backToIntent(tx, &v); err != nil {
 				return err
 			}
 		} else if err := tx.Volumes().Delete(v.ID); err != nil {
@@ -711,6 +717,15 @@ func (e *Engine) keepPublishedAnswer(ctx context.Context, c *conn, v store.Volum
 			v.CSIName, shellquote.Command("volctl volume delete", v.ID))}
 	}
 	return fmt.Errorf("%w, and this create is forgotten", refusal)
+}
+
+// backToIntent writes volume v, whose create's cleanup (createFailed) is over, back as its
+// create's bare intent: no longer that cleanup.
+func backToIntent(tx *store.Tx, v *store.Volume) error {
+	if err := tx.Volumes().Update(v); err != nil {
+		return err
+	}
+	return tx.Volumes().SetCreateCleanup(v.ID, false)
 }
 
 // refuseSharedStorage refuses the plugin's answer to volume v's CreateVolume, external ID id,

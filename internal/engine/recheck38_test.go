@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// State dir A creates and claims v (the plugin publishes it to node-1). State dir B's create
+// of w is answered, by a plugin that maps two names onto one storage volume, with v's storage,
+// too small: B's cleanup records w deleting with v's ID, and is killed before it asks which
+// nodes hold it (create:unusable). reconcile finishes the cleanup as a delete: the delete's own
+// question finds v published and refuses. Before, the refusal put w back to ready, as a refused
+// `volume delete` puts a volume it was asked to delete: B then recorded A's storage as w, ready
+// (an answer it had refused as unusable), its claims ignoring A's access mode and its `volume
+// delete` deleting A's data once A released it. Now the cleanup's refusal does what the cleanup
+// does: w goes back to its create's intent, v's storage is left alone and recorded nowhere in B.
+func TestCreateCleanupKilledThenReconciledDoesNotRecordTheAnswer(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, deleteInUse)
+	a := h.otherStateDir()
+	v, err := a.CreateVolume(h.ctx, volume("v"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	h.mem.AnswerCreateWith(v.ExternalID)
+	sv := volume("w")
+	sv.CapacityMin = 1 << 40 // more than v's storage holds: the answer is unusable
+	killedAt(h, "create:unusable", func() { _, _ = h.e.CreateVolume(h.ctx, sv) })
+	h.mem.ResetCalls()
+
+	_, _ = h.e.Reconcile(h.ctx) // its problem: the cleanup refused
+	if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 0 {
+		t.Errorf("reconcile sent DeleteVolume %d time(s) for volume %q, published to node-1 by state dir A", n, v.ExternalID)
+	}
+	if _, ok := h.mem.Volume(v.ExternalID); !ok {
+		t.Fatalf("the plugin deleted volume %q, state dir A's, published to node-1", v.ExternalID)
+	}
+	w, err := h.e.Volume(h.ctx, "w")
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		t.Fatal(err)
+	case w.ExternalID == v.ExternalID || w.State == string(store.VolumeReady):
+		t.Errorf("w after reconcile finished its create's cleanup: %s with external ID %q; want its create's intent (no external ID) or nothing: "+
+			"that answer was refused as unusable, and is state dir A's volume", w.State, w.ExternalID)
+	}
+	// And w can be got rid of: its delete forgets the intent, sending nothing that deletes.
+	if _, err := h.e.Volume(h.ctx, "w"); err == nil {
+		_ = h.e.DeleteVolume(h.ctx, "w")
+		if _, err := h.e.Volume(h.ctx, "w"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("w after its delete: %v; want it forgotten", err)
+		}
+	}
+	if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 0 {
+		t.Errorf("DeleteVolume sent %d time(s) for volume %q, state dir A's", n, v.ExternalID)
+	}
+	if _, ok := h.mem.Volume(v.ExternalID); !ok {
+		t.Fatalf("the plugin deleted volume %q, state dir A's, published to node-1", v.ExternalID)
+	}
+}
+
+// A create's answer too large (a plugin allocating 1 GiB whatever the limit) is removed again,
+// and the plugin refuses that DeleteVolume FAILED_PRECONDITION, twice: the create's cleanup
+// leaves w deleting, and reconcile's DeleteVolume is refused again. Before, reconcile's refusal
+// put w back to ready, as a refused `volume delete` does: the answer volctl had refused as
+// unusable (1 GiB past capacity_max 1 MiB) recorded as w, ready to claim. Now it stays
+// deleting, for the next reconcile; and once the plugin takes the DeleteVolume, it goes.
+func TestCreateCleanupRefusedByThePluginStaysDeleting(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Granularity = 1 << 30 })
+	sv := volume("w")
+	sv.CapacityMax = 1 << 20
+	h.faults.Inject(csi.RPCDeleteVolume, csitest.Fault{Code: codes.FailedPrecondition, Times: 2})
+	if _, err := h.e.CreateVolume(h.ctx, sv); err == nil {
+		t.Fatal("create answered past its capacity_max, its cleanup refused: succeeded")
+	}
+	if w := h.volumeInfo("w"); w.State != string(store.VolumeDeleting) {
+		t.Fatalf("w after its cleanup was refused: %s; want deleting", w.State)
+	}
+	_, _ = h.e.Reconcile(h.ctx)
+	if w := h.volumeInfo("w"); w.State != string(store.VolumeDeleting) {
+		t.Errorf("w after reconcile's DeleteVolume of its unusable answer was refused: %s (capacity %d, capacity_max %d); want deleting, not a volume to claim",
+			w.State, w.CapacityBytes, w.RequestedMax)
+	}
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Volume(h.ctx, "w"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("w once the plugin took the DeleteVolume: %v; want it gone", err)
+	}
+	if vols := h.mem.Volumes(); len(vols) != 0 {
+		t.Errorf("the plugin still holds %+v", vols)
+	}
+}
+
+// The honest side: a `volume delete` of a created volume the plugin refuses FAILED_PRECONDITION
+// keeps it, ready, as before.
+func TestDeleteRefusedOfACreatedVolumeStillKeepsItReady(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.faults.Inject(csi.RPCDeleteVolume, csitest.Fault{Code: codes.FailedPrecondition, Times: 1})
+	if err := h.e.DeleteVolume(h.ctx, "v"); err == nil || !strings.Contains(err.Error(), "kept, ready") {
+		t.Fatalf("delete refused FAILED_PRECONDITION: %v; want the volume kept, ready", err)
+	}
+	if v := h.volumeInfo("v"); v.State != string(store.VolumeReady) {
+		t.Errorf("v after its refused delete: %s; want ready", v.State)
+	}
+}
