@@ -117,3 +117,54 @@ func TestDeleteRefusedOfACreatedVolumeStillKeepsItReady(t *testing.T) {
 		t.Errorf("v after its refused delete: %s; want ready", v.State)
 	}
 }
+
+// The honest plugin beside hostile37's refusal: one that gives a new volume an ID a deleted
+// volume had (ReuseIDs: a storage array's LUN numbers). Volume db, snapshotted, is deleted
+// through volctl; a restore from its snapshot (the way back after that delete) is given db's
+// old ID, free again. Before, the answer was refused as the snapshot's source ("restores in
+// place or answers with the snapshot's source: report it to the plugin's authors, and check the
+// source's data"), the restored volume left on the plugin, recorded nowhere, and the user told
+// to check a source that no longer exists. The source is asked for first (the plugin's volume
+// listing, under the controller lock CreateVolume is sent under): one the plugin no longer
+// lists is not what the answer can be, and the restore is recorded. The plugin that does
+// restore in place (the source still there, deregistered) is still refused:
+// TestRestoreAnsweredWithItsSnapshotsSourceIsRefused.
+func TestRestoreGivenItsDeletedSourcesFreedIDIsRecorded(t *testing.T) {
+	t.Parallel()
+	for _, recorded := range []bool{true, false} {
+		name := map[bool]string{true: "recorded", false: "plugins-own"}[recorded]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h, db := snapshotHarness(t, func(c *csitest.MemConfig) { c.ReuseIDs = true })
+			snapID := "provider-snap"
+			if recorded {
+				snapID = h.snapshot("nightly").ID
+			} else {
+				h.mem.AddSnapshot(csi.Snapshot{ID: snapID, SourceVolumeID: db.ExternalID, SizeBytes: db.CapacityBytes, ReadyToUse: true})
+			}
+			if err := h.e.DeleteVolume(h.ctx, "db"); err != nil {
+				t.Fatal(err)
+			}
+			sv := volume("r")
+			sv.SnapshotID = snapID
+			r, err := h.e.CreateVolume(h.ctx, sv)
+			if err != nil {
+				t.Fatalf("restore of deleted volume db's snapshot, given db's freed ID %q by a plugin that reuses IDs: %v", db.ExternalID, err)
+			}
+			if r.ExternalID != db.ExternalID || r.State != string(store.VolumeReady) {
+				t.Errorf("restored volume r = %s %q; want ready, %q", r.State, r.ExternalID, db.ExternalID)
+			}
+			if mv, ok := h.mem.Volume(r.ExternalID); !ok || mv.SnapshotID != snapID {
+				t.Errorf("the plugin holds %+v (%v) under r's ID; want the restore from %q", mv, ok, snapID)
+			}
+			// And it is a volume of its own: its delete is not refused as the delete of its
+			// snapshot's source (refuseDeleteOfItsSource), and deletes it.
+			if err := h.e.DeleteVolume(h.ctx, "r"); err != nil {
+				t.Fatalf("delete of restored volume r, a volume of its own under the freed ID %q: %v", r.ExternalID, err)
+			}
+			if _, ok := h.mem.Volume(r.ExternalID); ok {
+				t.Errorf("the plugin still holds r's volume %q after its delete", r.ExternalID)
+			}
+		})
+	}
+}

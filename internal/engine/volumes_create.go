@@ -458,6 +458,8 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 				e.log.Warn(fmt.Sprintf("plugin %q: which volume snapshot %q was taken of could not be asked before volume %q's restore was sent again", c.plugin.ID, v.SnapshotID, v.ID), "err", err)
 			}
 		}
+		asked := req.SnapshotSources
+		req.SnapshotSources = e.sourcesStillHeld(ctx, c, v, asked)
 		created, earlier, err := sendAnswered(ctx, e, c, csi.RPCCreateVolume, func(ctx context.Context) (csi.Volume, error) {
 			return c.client.CreateVolume(ctx, req)
 		})
@@ -469,8 +471,72 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		if err != nil {
 			return e.createFailed(ctx, c, v, replay || earlier, created, err)
 		}
-		return e.recordCreated(ctx, v, created, replay || earlier)
+		freed := "" // a source the plugin no longer had, whose ID the answer is
+		for _, src := range asked {
+			if src != "" && !slices.Contains(req.SnapshotSources, src) && spec.SameStorageID(created.ID, src) {
+				freed = src
+			}
+		}
+		return e.recordCreated(ctx, v, created, replay || earlier, freed)
 	})
+}
+
+// sourcesStillHeld returns those of sources, the volumes volume v's restore's snapshot was
+// taken of (csi.CreateVolumeRequest's SnapshotSources), that plugin c still has, asked before
+// CreateVolume under the controller lock it is sent under (volumeCheck, one checkBudget for
+// all). The refusal of an answer naming a source is for a plugin that restores in place or
+// hands the source over, which needs the source there; one the plugin no longer has (deleted,
+// by volctl or by hand) is no volume the answer can be, and a plugin that gives a new volume
+// a freed ID (a storage array's LUN numbers) answered the restore after the source's delete
+// with the source's old ID: refused, the restored volume was left on the plugin recorded
+// nowhere, and the user told to check a source that no longer exists
+// (TestRestoreGivenItsDeletedSourcesFreedIDIsRecorded). A source listed under another spelling
+// (spec.SameStorageID) is held, as the refusal matches it; a check that fails, or a plugin
+// that cannot be asked, keeps every source (the refusal stands, the safe side).
+func (e *Engine) sourcesStillHeld(ctx context.Context, c *conn, v store.Volume, sources []string) []string {
+	var ask []string
+	for _, src := range sources {
+		if src != "" && !slices.Contains(ask, src) {
+			ask = append(ask, src)
+		}
+	}
+	if len(ask) == 0 || volumeCheck(c) == "" {
+		return ask
+	}
+	bctx := withCheckBudget(ctx, e.newCheckBudget())
+	held := ask[:0:0]
+	for _, src := range ask {
+		var listed bool
+		err := e.boundCheck(bctx, func(ctx context.Context) error {
+			var err error
+			listed, err = e.holdsSource(ctx, c, src)
+			return err
+		})
+		if err != nil {
+			e.log.Warn(fmt.Sprintf("plugin %q: whether it still has volume %q, which the snapshot volume %q is restored from was taken of, could not be checked before CreateVolume: an answer naming it is refused as that source",
+				c.plugin.ID, spec.Cut(src, 256), v.ID), "err", err)
+		}
+		if listed || err != nil {
+			held = append(held, src)
+		}
+	}
+	return held
+}
+
+// holdsSource says whether plugin c lists volume src, or src spelled otherwise
+// (spec.SameStorageID), as the refusal of a restore's answer matches it (sourcesStillHeld);
+// the caller holds the plugin's controller lock.
+func (e *Engine) holdsSource(ctx context.Context, c *conn, src string) (bool, error) {
+	if volumeCheck(c) != csi.RPCListVolumes {
+		return e.listsVolume(ctx, c, src) // ControllerGetVolume: an answer about another ID says found
+	}
+	var listed bool
+	err := e.listPages(ctx, c, csi.RPCListVolumes, maxCheckPages, func(ctx context.Context, token string) (string, bool, error) {
+		page, err := c.client.ListVolumes(ctx, csi.ListVolumesRequest{StartingToken: token})
+		listed = err == nil && slices.ContainsFunc(page.Entries, func(en csi.ListedVolume) bool { return spec.SameStorageID(en.Volume.ID, src) })
+		return page.NextToken, listed, err
+	})
+	return listed, err
 }
 
 // snapshotSources returns the external IDs of the volumes volctl records snapshotID as taken of,
@@ -620,7 +686,11 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 // answered and its answer lost: the answer recorded is the last one, which CSI's idempotency
 // by name makes the same volume. volctl cannot check that (docs/architecture.md, what a create
 // cannot know), and the event says so, naming the CSI name.
-func (e *Engine) recordCreated(ctx context.Context, v store.Volume, created csi.Volume, resent bool) error {
+//
+// freed, when not "", is the volume the restore's snapshot was taken of, which the plugin no
+// longer had before CreateVolume (sourcesStillHeld) and whose ID the answer is: recorded
+// (SetSourceGone), so that the volume's delete is not refused as the delete of its own source.
+func (e *Engine) recordCreated(ctx context.Context, v store.Volume, created csi.Volume, resent bool, freed string) error {
 	v.ExternalID = created.ID
 	v.CapacityBytes = created.CapacityBytes
 	if len(created.Context) > 0 {
@@ -640,6 +710,13 @@ func (e *Engine) recordCreated(ctx context.Context, v store.Volume, created csi.
 			return err
 		}
 		msg := fmt.Sprintf("volume %q created (external ID %q)", v.ID, v.ExternalID)
+		if freed != "" {
+			if err := tx.Volumes().SetSourceGone(v.ID); err != nil {
+				return err
+			}
+			msg += fmt.Sprintf("; the ID of volume %q, which snapshot %q was taken of and which the plugin no longer had before CreateVolume: a new volume under that freed ID",
+				spec.Cut(freed, 256), spec.Cut(v.SnapshotID, 256))
+		}
 		if resent {
 			msg += fmt.Sprintf("; an earlier CreateVolume's answer was lost, and this is the plugin's answer to CreateVolume sent again under the name %q, "+
 				"taken as the same volume (CSI makes it idempotent by name): volctl cannot see whether the plugin made another volume under that name", v.CSIName)

@@ -352,6 +352,15 @@ func refuseDeleteOfItsSource(tx *store.Tx, v store.Volume, deregister string) er
 				break
 			}
 		}
+		if source != "" {
+			// A restore recorded under the source's freed ID, the source gone before its
+			// CreateVolume (sourcesStillHeld), is a volume of its own
+			// (TestRestoreGivenItsDeletedSourcesFreedIDIsRecorded).
+			gone, err := tx.Volumes().SourceGone(v.ID)
+			if err != nil || gone {
+				return err
+			}
+		}
 	}
 	if source == "" {
 		return nil

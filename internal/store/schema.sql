@@ -53,7 +53,7 @@ CREATE TABLE volumes (
     attachment_mode     TEXT    NOT NULL DEFAULT '',
     created_at          INTEGER NOT NULL,
     updated_at          INTEGER NOT NULL
-, node_expand_min INTEGER NOT NULL DEFAULT 0, node_expand_max INTEGER NOT NULL DEFAULT 0, expand_min INTEGER NOT NULL DEFAULT 0, expand_max INTEGER NOT NULL DEFAULT 0, clone_spec TEXT, external_key TEXT, node_expand_ctrl INTEGER NOT NULL DEFAULT 0 CHECK (node_expand_ctrl IN (0, 1)), create_cleanup INTEGER NOT NULL DEFAULT 0 CHECK (create_cleanup IN (0, 1))) STRICT;
+, node_expand_min INTEGER NOT NULL DEFAULT 0, node_expand_max INTEGER NOT NULL DEFAULT 0, expand_min INTEGER NOT NULL DEFAULT 0, expand_max INTEGER NOT NULL DEFAULT 0, clone_spec TEXT, external_key TEXT, node_expand_ctrl INTEGER NOT NULL DEFAULT 0 CHECK (node_expand_ctrl IN (0, 1)), create_cleanup INTEGER NOT NULL DEFAULT 0 CHECK (create_cleanup IN (0, 1)), source_gone INTEGER NOT NULL DEFAULT 0 CHECK (source_gone IN (0, 1))) STRICT;
 
 CREATE INDEX volumes_plugin ON volumes (plugin_id);
 

@@ -153,6 +153,13 @@ type VolumeStore interface {
 	// ErrNotFound if there is no such volume. Read alone, where a refused delete decides what
 	// the volume goes back to, not by Get (which every claim and status reads).
 	CreateCleanup(id string) (bool, error)
+	// SetSourceGone records that a restore's answer named the volume its snapshot was taken
+	// of, which the plugin no longer had before the CreateVolume (migration 0022): a new volume
+	// under a freed ID. Touches nothing else; ErrNotFound if there is no such volume.
+	SetSourceGone(id string) error
+	// SourceGone says whether SetSourceGone marked a volume; ErrNotFound if there is no such
+	// volume. Read alone, where a delete weighs whether the volume is its own source.
+	SourceGone(id string) (bool, error)
 	// OnNode lists, ordered, the IDs of a plugin's volumes that are on this node: those with a
 	// live claim or a staging row (an attachment or staging, or the intent of one).
 	OnNode(pluginID string) ([]string, error)
@@ -530,6 +537,18 @@ func (vs volumes) CreateCleanup(id string) (bool, error) {
 		var on bool
 		return on, sc.Scan(&on)
 	}, `SELECT create_cleanup FROM volumes WHERE id = ?`, id)
+}
+
+func (vs volumes) SetSourceGone(id string) error {
+	res, err := vs.tx.exec(`UPDATE volumes SET source_gone = 1 WHERE id = ?`, id)
+	return affected(res, err, volumeWhat(id), "")
+}
+
+func (vs volumes) SourceGone(id string) (bool, error) {
+	return getOne(vs.tx, volumeWhat(id), func(sc scanner) (bool, error) {
+		var on bool
+		return on, sc.Scan(&on)
+	}, `SELECT source_gone FROM volumes WHERE id = ?`, id)
 }
 
 func (vs volumes) SetExpansionIntent(id string, min, max int64) error {

@@ -7,3 +7,8 @@
 -- elsewhere). 0: a volume's own delete, or a cleanup recorded before this version, which is
 -- taken so. A volctl before this version refuses the database by its version.
 ALTER TABLE volumes ADD COLUMN create_cleanup INTEGER NOT NULL DEFAULT 0 CHECK (create_cleanup IN (0, 1));
+-- source_gone: 1 for a restore whose answer named the volume its snapshot was taken of, which
+-- the plugin no longer had when the restore's CreateVolume was sent (engine's sourcesStillHeld):
+-- a new volume under a freed ID (a plugin that reuses IDs), not the source answered in place, so
+-- its `volume delete` is not refused as the delete of its own source (refuseDeleteOfItsSource).
+ALTER TABLE volumes ADD COLUMN source_gone INTEGER NOT NULL DEFAULT 0 CHECK (source_gone IN (0, 1));
