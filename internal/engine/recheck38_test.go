@@ -168,3 +168,78 @@ func TestRestoreGivenItsDeletedSourcesFreedIDIsRecorded(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateCleanupOfAnUnusableAnswerPublishedElsewhereKeepsIt's plugin, whose listing fails
+// (UNAVAILABLE at every ListVolumes): whether a node holds v's storage, the unusable answer to
+// B's create of w, cannot be learnt. Before, the failure was logged and the DeleteVolume sent:
+// a plugin that deletes a published volume deleted A's data from under its claim. Now nothing is
+// sent: w stays marked deleting, its create's cleanup, and reconcile asks again, sending nothing
+// while the listing fails; once the plugin answers, it finds v published and leaves it alone.
+func TestCreateCleanupWhoseQuestionFailsSendsNoDeleteVolume(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, deleteInUse)
+	a := h.otherStateDir()
+	v, err := a.CreateVolume(h.ctx, volume("v"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	h.mem.AnswerCreateWith(v.ExternalID)
+	h.faults.Inject(csi.RPCListVolumes, csitest.Fault{Code: codes.Unavailable})
+	h.mem.ResetCalls()
+	sv := volume("w")
+	sv.CapacityMin = 1 << 40 // more than v's storage holds: the answer is unusable
+	_, err = h.e.CreateVolume(h.ctx, sv)
+	if err == nil {
+		t.Fatal("create of w answered with v's storage, too small: succeeded")
+	}
+	if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 0 {
+		t.Fatalf("DeleteVolume sent %d time(s) for volume %q, published to node-1 by state dir A, whether a node held it unknown (B's create: %v)", n, v.ExternalID, err)
+	}
+	if !strings.Contains(err.Error(), "could not be checked") || !strings.Contains(err.Error(), "volctl reconcile") {
+		t.Errorf("err = %v\nwant it to say the question could not be checked, and reconcile", err)
+	}
+	if w := h.volumeInfo("w"); w.State != string(store.VolumeDeleting) {
+		t.Errorf("w after its cleanup's question failed: %s; want deleting, for reconcile", w.State)
+	}
+	_, _ = h.e.Reconcile(h.ctx)
+	if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 0 {
+		t.Errorf("reconcile sent DeleteVolume %d time(s) for volume %q while the question still failed", n, v.ExternalID)
+	}
+	h.faults.Reset()
+	_, _ = h.e.Reconcile(h.ctx)
+	if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 0 {
+		t.Errorf("reconcile sent DeleteVolume %d time(s) for volume %q, published to node-1", n, v.ExternalID)
+	}
+	if _, ok := h.mem.Volume(v.ExternalID); !ok {
+		t.Fatalf("the plugin deleted volume %q, state dir A's, published to node-1", v.ExternalID)
+	}
+	if w, err := h.e.Volume(h.ctx, "w"); err == nil && (w.State == string(store.VolumeReady) || w.ExternalID == v.ExternalID) {
+		t.Errorf("w after reconcile: %s with %q; want A's storage recorded nowhere in B", w.State, w.ExternalID)
+	}
+}
+
+// The honest side: a cleanup whose question fails once, of an unusable volume the create made,
+// is finished by reconcile once the plugin answers.
+func TestCreateCleanupWhoseQuestionFailedIsFinishedByReconcile(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Granularity = 1 << 30 })
+	sv := volume("w")
+	sv.CapacityMax = 1 << 20
+	h.faults.Inject(csi.RPCListVolumes, csitest.Fault{Code: codes.Unavailable})
+	if _, err := h.e.CreateVolume(h.ctx, sv); err == nil {
+		t.Fatal("create answered past its capacity_max: succeeded")
+	}
+	h.faults.Reset()
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Volume(h.ctx, "w"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("w after reconcile: %v; want it gone", err)
+	}
+	if vols := h.mem.Volumes(); len(vols) != 0 {
+		t.Errorf("the plugin still holds %+v", vols)
+	}
+}

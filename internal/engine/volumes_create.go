@@ -603,8 +603,12 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		e.failpoint("create:unusable") // recorded deleting with the unusable answer's ID, DeleteVolume not sent
 		// The listing before DeleteVolume and the one after it share one bound, as a delete's do.
 		bctx := withCheckBudget(ctx, e.newCheckBudget())
-		if nodes := e.unusableAnswerHeld(bctx, c, v, created.ID); len(nodes) > 0 {
+		nodes, qerr := e.unusableAnswerHeld(bctx, c, v, created.ID)
+		if len(nodes) > 0 {
 			return e.keepPublishedAnswer(ctx, c, v, sentBefore, created.ID, nodes, err)
+		}
+		if qerr != nil {
+			return fmt.Errorf("%w; %w", err, e.cleanupUnchecked(ctx, v, created.ID, qerr))
 		}
 		derr := e.attempt(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
 			return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: created.ID, Secrets: v.Secrets})
@@ -742,20 +746,39 @@ func (e *Engine) recordCreated(ctx context.Context, v store.Volume, created csi.
 // another's, recorded in another volctl state dir (refuseSharedStorage sees only this one's),
 // or Nomad's, and whatever published it may be using its data, which a plugin that does not
 // refuse DeleteVolume of a published volume deletes (TestCreateCleanupOfAnUnusableAnswerPublishedElsewhereKeepsIt).
-// A listing that fails or runs past its bound is not held against the cleanup, as for a delete:
-// it is logged, and none is returned.
-func (e *Engine) unusableAnswerHeld(ctx context.Context, c *conn, v store.Volume, id string) []string {
+// A listing that fails or runs past its bound is held against the cleanup (err), unlike a
+// delete's: a `volume delete` removes a volume the user recorded and asked to delete, while the
+// cleanup removes storage volctl never recorded, whose owner is what the question asks. Before,
+// it was logged and the DeleteVolume sent: a plugin mapping two names onto one volume whose
+// listing failed (UNAVAILABLE, hung, paging forever) had B's cleanup delete A's published
+// volume (TestCreateCleanupWhoseQuestionFailsSendsNoDeleteVolume). The cleanup then stays
+// recorded (cleanupUnchecked), for reconcile or `volume delete` to ask again (finishDelete).
+func (e *Engine) unusableAnswerHeld(ctx context.Context, c *conn, v store.Volume, id string) ([]string, error) {
 	var nodes []string
 	if err := e.boundCheck(ctx, func(ctx context.Context) error {
 		var err error
 		nodes, err = e.publishedNodes(ctx, c, id)
 		return err
 	}); err != nil {
-		e.log.Warn(fmt.Sprintf("plugin %q: whether a node holds volume %q, its unusable answer to volume %q's CreateVolume (published there), could not be checked before the DeleteVolume that removes it",
+		e.log.Warn(fmt.Sprintf("plugin %q: whether a node holds volume %q, its unusable answer to volume %q's CreateVolume (published there), could not be checked: DeleteVolume not sent",
 			v.PluginID, spec.Cut(id, 256), v.ID), "err", err)
-		return nil
+		return nil, err
 	}
-	return nodes
+	return nodes, nil
+}
+
+// cleanupUnchecked is the error of volume v's create's cleanup of the answer id, whose
+// question of the nodes holding it failed (qerr: unusableAnswerHeld, finishDelete): no
+// DeleteVolume is sent, and v stays marked deleting with id, the create's cleanup, for
+// reconcile or `volume delete` to ask again. The failure is recorded as an event.
+func (e *Engine) cleanupUnchecked(ctx context.Context, v store.Volume, id string, qerr error) error {
+	shown := spec.Cut(id, 256)
+	msg := fmt.Sprintf("create's cleanup not finished, kept deleting: whether a node holds volume %q, the plugin's answer volctl could not use, could not be checked (%v): DeleteVolume not sent", shown, qerr)
+	e.failureEvent(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume, Message: msg}, msg)
+	return fmt.Errorf("whether a node holds volume %q, which plugin %q answered volume %q's CreateVolume with and volctl could not use, could not be checked: %w; "+
+		"a volume a create makes is published nowhere, and one published to a node is another's (a plugin mapping two names onto one volume), whose data DeleteVolume would delete, "+
+		"so it is not sent: volume %q stays marked deleting with it; `volctl reconcile` or `%s` asks again and deletes it once the plugin answers, `%s` forgets it and leaves the storage",
+		shown, v.PluginID, v.ID, qerr, v.ID, shellquote.Command("volctl volume delete", v.ID), shellquote.Command("volctl volume deregister", v.ID))
 }
 
 // keepPublishedAnswer leaves alone the volume id that plugin c answered volume v's CreateVolume

@@ -411,6 +411,16 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 		if err := e.locks.stillHeld(v.ID); err != nil {
 			return err
 		}
+		// A create's cleanup (createFailed) sends no DeleteVolume whose question of the nodes
+		// holding the volume failed: the storage is volctl's only if none does
+		// (unusableAnswerHeld, cleanupUnchecked).
+		cleanup := false
+		if publishedCheck(c) != "" {
+			var err error
+			if cleanup, err = viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) { return tx.Volumes().CreateCleanup(v.ID) }); err != nil {
+				return err
+			}
+		}
 		var (
 			listed bool
 			err    error
@@ -437,12 +447,18 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 				if len(nodes) > 0 {
 					return heldByNodes{e.publishedElsewhere(ctx, c, v, nodes, sentBefore)}
 				}
+				if before != nil && cleanup {
+					return cleanupHeld{before}
+				}
 			}
 			sentBefore = c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: v.ExternalID, Secrets: v.Secrets})
 			return sentBefore
 		}, func(ctx context.Context) (bool, error) { return e.listsVolume(ctx, c, v.ExternalID) })
 		if lost := e.locks.stillHeld(v.ID); lost != nil {
 			return lost
+		}
+		if held := (cleanupHeld{}); errors.As(err, &held) {
+			return e.cleanupUnchecked(ctx, v, v.ExternalID, held.err)
 		}
 		if held := (heldByNodes{}); errors.As(err, &held) {
 			// Nothing was sent, or one DeleteVolume before the question could be asked (the error
@@ -586,6 +602,13 @@ type heldByNodes struct{ err error }
 
 func (h heldByNodes) Error() string { return h.err.Error() }
 func (h heldByNodes) Unwrap() error { return h.err }
+
+// cleanupHeld is finishDelete's answer, from DeleteVolume's attempt in its stead, for a
+// create's cleanup whose question of the nodes holding the volume failed (err): nothing sent.
+type cleanupHeld struct{ err error }
+
+// No Unwrap: the question's own code (UNAVAILABLE) is not the attempt's to retry or judge.
+func (h cleanupHeld) Error() string { return h.err.Error() }
 
 // publishedElsewhere is the refusal to send DeleteVolume for volume v, which plugin c reports
 // published to nodes (publishedNodes) after the delete undid what this state dir recorded of
