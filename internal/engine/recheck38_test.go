@@ -243,3 +243,18 @@ func TestCreateCleanupWhoseQuestionFailedIsFinishedByReconcile(t *testing.T) {
 		t.Errorf("the plugin still holds %+v", vols)
 	}
 }
+
+// The common restore, of a snapshot of a volume volctl records, asks the plugin nothing more
+// than before: the source recorded here is there as far as volctl knows (sourcesStillHeld).
+func TestRestoreOfARecordedSourcesSnapshotAsksNoListing(t *testing.T) {
+	t.Parallel()
+	h, _ := snapshotHarness(t, nil)
+	snap := h.snapshot("nightly")
+	h.mem.ResetCalls()
+	sv := volume("r")
+	sv.SnapshotID = snap.ID
+	h.create(sv)
+	if n := h.mem.CallCount(csi.RPCListVolumes); n != 0 {
+		t.Errorf("restore of a recorded volume's snapshot sent ListVolumes %d time(s); want none", n)
+	}
+}

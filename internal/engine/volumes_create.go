@@ -492,7 +492,8 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 // nowhere, and the user told to check a source that no longer exists
 // (TestRestoreGivenItsDeletedSourcesFreedIDIsRecorded). A source listed under another spelling
 // (spec.SameStorageID) is held, as the refusal matches it; a check that fails, or a plugin
-// that cannot be asked, keeps every source (the refusal stands, the safe side).
+// that cannot be asked, keeps every source (the refusal stands, the safe side); so does a source
+// recorded here, which is not asked of the plugin.
 func (e *Engine) sourcesStillHeld(ctx context.Context, c *conn, v store.Volume, sources []string) []string {
 	var ask []string
 	for _, src := range sources {
@@ -506,6 +507,13 @@ func (e *Engine) sourcesStillHeld(ctx context.Context, c *conn, v store.Volume, 
 	bctx := withCheckBudget(ctx, e.newCheckBudget())
 	held := ask[:0:0]
 	for _, src := range ask {
+		// A source volctl records (the restore of a snapshot of a live volume, the common
+		// case) is there as far as volctl knows: held, the plugin not asked.
+		recorded, rerr := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Volume, error) { return sameStorage(tx, v.PluginID, src, v.ID) })
+		if rerr != nil || len(recorded) > 0 {
+			held = append(held, src)
+			continue
+		}
 		var listed bool
 		err := e.boundCheck(bctx, func(ctx context.Context) error {
 			var err error
