@@ -458,6 +458,8 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 				e.log.Warn(fmt.Sprintf("plugin %q: which volume snapshot %q was taken of could not be asked before volume %q's restore was sent again", c.plugin.ID, v.SnapshotID, v.ID), "err", err)
 			}
 		}
+		asked := req.SnapshotSources
+		req.SnapshotSources = e.sourcesStillHeld(ctx, c, v, asked)
 		created, earlier, err := sendAnswered(ctx, e, c, csi.RPCCreateVolume, func(ctx context.Context) (csi.Volume, error) {
 			return c.client.CreateVolume(ctx, req)
 		})
@@ -469,8 +471,80 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		if err != nil {
 			return e.createFailed(ctx, c, v, replay || earlier, created, err)
 		}
-		return e.recordCreated(ctx, v, created, replay || earlier)
+		freed := "" // a source the plugin no longer had, whose ID the answer is
+		for _, src := range asked {
+			if src != "" && !slices.Contains(req.SnapshotSources, src) && spec.SameStorageID(created.ID, src) {
+				freed = src
+			}
+		}
+		return e.recordCreated(ctx, v, created, replay || earlier, freed)
 	})
+}
+
+// sourcesStillHeld returns those of sources, the volumes volume v's restore's snapshot was
+// taken of (csi.CreateVolumeRequest's SnapshotSources), that plugin c still has, asked before
+// CreateVolume under the controller lock it is sent under (volumeCheck, one checkBudget for
+// all). The refusal of an answer naming a source is for a plugin that restores in place or
+// hands the source over, which needs the source there; one the plugin no longer has (deleted,
+// by volctl or by hand) is no volume the answer can be, and a plugin that gives a new volume
+// a freed ID (a storage array's LUN numbers) answered the restore after the source's delete
+// with the source's old ID: refused, the restored volume was left on the plugin recorded
+// nowhere, and the user told to check a source that no longer exists
+// (TestRestoreGivenItsDeletedSourcesFreedIDIsRecorded). A source listed under another spelling
+// (spec.SameStorageID) is held, as the refusal matches it; a check that fails, or a plugin
+// that cannot be asked, keeps every source (the refusal stands, the safe side); so does a source
+// recorded here, which is not asked of the plugin.
+func (e *Engine) sourcesStillHeld(ctx context.Context, c *conn, v store.Volume, sources []string) []string {
+	var ask []string
+	for _, src := range sources {
+		if src != "" && !slices.Contains(ask, src) {
+			ask = append(ask, src)
+		}
+	}
+	if len(ask) == 0 || volumeCheck(c) == "" {
+		return ask
+	}
+	bctx := withCheckBudget(ctx, e.newCheckBudget())
+	held := ask[:0:0]
+	for _, src := range ask {
+		// A source volctl records (the restore of a snapshot of a live volume, the common
+		// case) is there as far as volctl knows: held, the plugin not asked.
+		recorded, rerr := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Volume, error) { return sameStorage(tx, v.PluginID, src, v.ID) })
+		if rerr != nil || len(recorded) > 0 {
+			held = append(held, src)
+			continue
+		}
+		var listed bool
+		err := e.boundCheck(bctx, func(ctx context.Context) error {
+			var err error
+			listed, err = e.holdsSource(ctx, c, src)
+			return err
+		})
+		if err != nil {
+			e.log.Warn(fmt.Sprintf("plugin %q: whether it still has volume %q, which the snapshot volume %q is restored from was taken of, could not be checked before CreateVolume: an answer naming it is refused as that source",
+				c.plugin.ID, spec.Cut(src, 256), v.ID), "err", err)
+		}
+		if listed || err != nil {
+			held = append(held, src)
+		}
+	}
+	return held
+}
+
+// holdsSource says whether plugin c lists volume src, or src spelled otherwise
+// (spec.SameStorageID), as the refusal of a restore's answer matches it (sourcesStillHeld);
+// the caller holds the plugin's controller lock.
+func (e *Engine) holdsSource(ctx context.Context, c *conn, src string) (bool, error) {
+	if volumeCheck(c) != csi.RPCListVolumes {
+		return e.listsVolume(ctx, c, src) // ControllerGetVolume: an answer about another ID says found
+	}
+	var listed bool
+	err := e.listPages(ctx, c, csi.RPCListVolumes, maxCheckPages, func(ctx context.Context, token string) (string, bool, error) {
+		page, err := c.client.ListVolumes(ctx, csi.ListVolumesRequest{StartingToken: token})
+		listed = err == nil && slices.ContainsFunc(page.Entries, func(en csi.ListedVolume) bool { return spec.SameStorageID(en.Volume.ID, src) })
+		return page.NextToken, listed, err
+	})
+	return listed, err
 }
 
 // snapshotSources returns the external IDs of the volumes volctl records snapshotID as taken of,
@@ -521,7 +595,13 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 			if dup, err = refuseSharedStorage(tx, v, created.ID, sentBefore); err != nil || dup != nil {
 				return err
 			}
-			return tx.Volumes().Update(&doomed)
+			if err := tx.Volumes().Update(&doomed); err != nil {
+				return err
+			}
+			// Marked the create's cleanup: a refusal of its DeleteVolume, here or by reconcile
+			// or `volume delete` finishing it, never puts the answer back to ready
+			// (keepRefusedDelete).
+			return tx.Volumes().SetCreateCleanup(v.ID, true)
 		}); uerr != nil {
 			return errors.Join(err, uerr)
 		}
@@ -531,8 +611,12 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		e.failpoint("create:unusable") // recorded deleting with the unusable answer's ID, DeleteVolume not sent
 		// The listing before DeleteVolume and the one after it share one bound, as a delete's do.
 		bctx := withCheckBudget(ctx, e.newCheckBudget())
-		if nodes := e.unusableAnswerHeld(bctx, c, v, created.ID); len(nodes) > 0 {
+		nodes, qerr := e.unusableAnswerHeld(bctx, c, v, created.ID)
+		if len(nodes) > 0 {
 			return e.keepPublishedAnswer(ctx, c, v, sentBefore, created.ID, nodes, err)
+		}
+		if qerr != nil {
+			return fmt.Errorf("%w; %w", err, e.cleanupUnchecked(ctx, v, created.ID, qerr))
 		}
 		derr := e.attempt(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
 			return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: created.ID, Secrets: v.Secrets})
@@ -560,7 +644,7 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 				err, shown, derr, v.ID, shellquote.Command("volctl volume delete", v.ID))
 		}
 		// Deleted: back to the bare intent, which what follows keeps or forgets.
-		if uerr := e.store.Update(ctx, func(tx *store.Tx) error { return tx.Volumes().Update(&v) }); uerr != nil {
+		if uerr := e.store.Update(ctx, func(tx *store.Tx) error { return backToIntent(tx, &v) }); uerr != nil {
 			return errors.Join(err, uerr)
 		}
 		e.failpoint("create:unusable-deleted") // the bare intent again, not yet kept or forgotten
@@ -614,7 +698,11 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 // answered and its answer lost: the answer recorded is the last one, which CSI's idempotency
 // by name makes the same volume. volctl cannot check that (docs/architecture.md, what a create
 // cannot know), and the event says so, naming the CSI name.
-func (e *Engine) recordCreated(ctx context.Context, v store.Volume, created csi.Volume, resent bool) error {
+//
+// freed, when not "", is the volume the restore's snapshot was taken of, which the plugin no
+// longer had before CreateVolume (sourcesStillHeld) and whose ID the answer is: recorded
+// (SetSourceGone), so that the volume's delete is not refused as the delete of its own source.
+func (e *Engine) recordCreated(ctx context.Context, v store.Volume, created csi.Volume, resent bool, freed string) error {
 	v.ExternalID = created.ID
 	v.CapacityBytes = created.CapacityBytes
 	if len(created.Context) > 0 {
@@ -634,6 +722,13 @@ func (e *Engine) recordCreated(ctx context.Context, v store.Volume, created csi.
 			return err
 		}
 		msg := fmt.Sprintf("volume %q created (external ID %q)", v.ID, v.ExternalID)
+		if freed != "" {
+			if err := tx.Volumes().SetSourceGone(v.ID); err != nil {
+				return err
+			}
+			msg += fmt.Sprintf("; the ID of volume %q, which snapshot %q was taken of and which the plugin no longer had before CreateVolume: a new volume under that freed ID",
+				spec.Cut(freed, 256), spec.Cut(v.SnapshotID, 256))
+		}
 		if resent {
 			msg += fmt.Sprintf("; an earlier CreateVolume's answer was lost, and this is the plugin's answer to CreateVolume sent again under the name %q, "+
 				"taken as the same volume (CSI makes it idempotent by name): volctl cannot see whether the plugin made another volume under that name", v.CSIName)
@@ -659,20 +754,39 @@ func (e *Engine) recordCreated(ctx context.Context, v store.Volume, created csi.
 // another's, recorded in another volctl state dir (refuseSharedStorage sees only this one's),
 // or Nomad's, and whatever published it may be using its data, which a plugin that does not
 // refuse DeleteVolume of a published volume deletes (TestCreateCleanupOfAnUnusableAnswerPublishedElsewhereKeepsIt).
-// A listing that fails or runs past its bound is not held against the cleanup, as for a delete:
-// it is logged, and none is returned.
-func (e *Engine) unusableAnswerHeld(ctx context.Context, c *conn, v store.Volume, id string) []string {
+// A listing that fails or runs past its bound is held against the cleanup (err), unlike a
+// delete's: a `volume delete` removes a volume the user recorded and asked to delete, while the
+// cleanup removes storage volctl never recorded, whose owner is what the question asks. Before,
+// it was logged and the DeleteVolume sent: a plugin mapping two names onto one volume whose
+// listing failed (UNAVAILABLE, hung, paging forever) had B's cleanup delete A's published
+// volume (TestCreateCleanupWhoseQuestionFailsSendsNoDeleteVolume). The cleanup then stays
+// recorded (cleanupUnchecked), for reconcile or `volume delete` to ask again (finishDelete).
+func (e *Engine) unusableAnswerHeld(ctx context.Context, c *conn, v store.Volume, id string) ([]string, error) {
 	var nodes []string
 	if err := e.boundCheck(ctx, func(ctx context.Context) error {
 		var err error
 		nodes, err = e.publishedNodes(ctx, c, id)
 		return err
 	}); err != nil {
-		e.log.Warn(fmt.Sprintf("plugin %q: whether a node holds volume %q, its unusable answer to volume %q's CreateVolume (published there), could not be checked before the DeleteVolume that removes it",
+		e.log.Warn(fmt.Sprintf("plugin %q: whether a node holds volume %q, its unusable answer to volume %q's CreateVolume (published there), could not be checked: DeleteVolume not sent",
 			v.PluginID, spec.Cut(id, 256), v.ID), "err", err)
-		return nil
+		return nil, err
 	}
-	return nodes
+	return nodes, nil
+}
+
+// cleanupUnchecked is the error of volume v's create's cleanup of the answer id, whose
+// question of the nodes holding it failed (qerr: unusableAnswerHeld, finishDelete): no
+// DeleteVolume is sent, and v stays marked deleting with id, the create's cleanup, for
+// reconcile or `volume delete` to ask again. The failure is recorded as an event.
+func (e *Engine) cleanupUnchecked(ctx context.Context, v store.Volume, id string, qerr error) error {
+	shown := spec.Cut(id, 256)
+	msg := fmt.Sprintf("create's cleanup not finished, kept deleting: whether a node holds volume %q, the plugin's answer volctl could not use, could not be checked (%v): DeleteVolume not sent", shown, qerr)
+	e.failureEvent(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume, Message: msg}, msg)
+	return fmt.Errorf("whether a node holds volume %q, which plugin %q answered volume %q's CreateVolume with and volctl could not use, could not be checked: %w; "+
+		"a volume a create makes is published nowhere, and one published to a node is another's (a plugin mapping two names onto one volume), whose data DeleteVolume would delete, "+
+		"so it is not sent: volume %q stays marked deleting with it; `volctl reconcile` or `%s` asks again and deletes it once the plugin answers, `%s` forgets it and leaves the storage",
+		shown, v.PluginID, v.ID, qerr, v.ID, shellquote.Command("volctl volume delete", v.ID), shellquote.Command("volctl volume deregister", v.ID))
 }
 
 // keepPublishedAnswer leaves alone the volume id that plugin c answered volume v's CreateVolume
@@ -693,7 +807,7 @@ func (e *Engine) keepPublishedAnswer(ctx context.Context, c *conn, v store.Volum
 		v.PluginID, v.CSIName, spec.Cut(id, 256), cause, shown, possessive(publishedCheck(c)))
 	uerr := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		if sentBefore {
-			if err := tx.Volumes().Update(&v); err != nil {
+			if err := backToIntent(tx, &v); err != nil {
 				return err
 			}
 		} else if err := tx.Volumes().Delete(v.ID); err != nil {
@@ -711,6 +825,15 @@ func (e *Engine) keepPublishedAnswer(ctx context.Context, c *conn, v store.Volum
 			v.CSIName, shellquote.Command("volctl volume delete", v.ID))}
 	}
 	return fmt.Errorf("%w, and this create is forgotten", refusal)
+}
+
+// backToIntent writes volume v, whose create's cleanup (createFailed) is over, back as its
+// create's bare intent: no longer that cleanup.
+func backToIntent(tx *store.Tx, v *store.Volume) error {
+	if err := tx.Volumes().Update(v); err != nil {
+		return err
+	}
+	return tx.Volumes().SetCreateCleanup(v.ID, false)
 }
 
 // refuseSharedStorage refuses the plugin's answer to volume v's CreateVolume, external ID id,

@@ -352,6 +352,15 @@ func refuseDeleteOfItsSource(tx *store.Tx, v store.Volume, deregister string) er
 				break
 			}
 		}
+		if source != "" {
+			// A restore recorded under the source's freed ID, the source gone before its
+			// CreateVolume (sourcesStillHeld), is a volume of its own
+			// (TestRestoreGivenItsDeletedSourcesFreedIDIsRecorded).
+			gone, err := tx.Volumes().SourceGone(v.ID)
+			if err != nil || gone {
+				return err
+			}
+		}
 	}
 	if source == "" {
 		return nil
@@ -383,14 +392,14 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 	}
 	if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseSharedDelete(tx, v) }); err != nil {
 		if errors.Is(err, ErrConflict) {
-			return e.keepRefusedDelete(ctx, v, err)
+			return e.keepRefusedDelete(ctx, v, err, true)
 		}
 		return err
 	}
 	if err := e.undoLeftStaging(ctx, c, v); err != nil {
 		if errors.As(err, new(keptAttachmentError)) {
 			// No retry of the delete can send it: the volume goes back to ready.
-			return e.keepRefusedDelete(ctx, v, conflictf("%v", err))
+			return e.keepRefusedDelete(ctx, v, conflictf("%v", err), false)
 		}
 		return fmt.Errorf("undoing %s: %w (the volume is marked deleting; run the delete again or `volctl reconcile` once plugin %q answers)",
 			e.leftBehind(ctx, v), err, v.PluginID)
@@ -401,6 +410,16 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 	if v.ExternalID != "" {
 		if err := e.locks.stillHeld(v.ID); err != nil {
 			return err
+		}
+		// A create's cleanup (createFailed) sends no DeleteVolume whose question of the nodes
+		// holding the volume failed: the storage is volctl's only if none does
+		// (unusableAnswerHeld, cleanupUnchecked).
+		cleanup := false
+		if publishedCheck(c) != "" {
+			var err error
+			if cleanup, err = viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) { return tx.Volumes().CreateCleanup(v.ID) }); err != nil {
+				return err
+			}
 		}
 		var (
 			listed bool
@@ -428,6 +447,9 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 				if len(nodes) > 0 {
 					return heldByNodes{e.publishedElsewhere(ctx, c, v, nodes, sentBefore)}
 				}
+				if before != nil && cleanup {
+					return cleanupHeld{before}
+				}
 			}
 			sentBefore = c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: v.ExternalID, Secrets: v.Secrets})
 			return sentBefore
@@ -435,10 +457,13 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 		if lost := e.locks.stillHeld(v.ID); lost != nil {
 			return lost
 		}
+		if held := (cleanupHeld{}); errors.As(err, &held) {
+			return e.cleanupUnchecked(ctx, v, v.ExternalID, held.err)
+		}
 		if held := (heldByNodes{}); errors.As(err, &held) {
 			// Nothing was sent, or one DeleteVolume before the question could be asked (the error
 			// says so) and the plugin still lists the volume: it is kept, ready.
-			return e.keepRefusedDelete(ctx, v, held.err)
+			return e.keepRefusedDelete(ctx, v, held.err, true)
 		}
 		if !asked && before != nil && (err == nil || csi.IsIgnorable(err)) {
 			e.log.Warn(fmt.Sprintf("plugin %q: whether a node holds volume %q (published there) could not be checked before DeleteVolume, which it answered %s", v.PluginID, v.ID, answerWord(err)),
@@ -449,7 +474,7 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 			if csi.IsFailedPrecondition(err) {
 				// The plugin refuses for the volume's own state (snapshots, in use elsewhere): it
 				// still exists, and stays usable rather than stuck deleting.
-				return e.keepRefusedDelete(ctx, v, err)
+				return e.keepRefusedDelete(ctx, v, err, false)
 			}
 			e.failureEvent(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
 				Code: csi.CodeOf(err).String(), Message: "delete failed: " + err.Error()}, "delete failed: ")
@@ -499,25 +524,66 @@ func (e *Engine) leftBehind(ctx context.Context, v store.Volume) string {
 }
 
 // keepRefusedDelete puts a volume whose DeleteVolume the plugin (or refuseSharedDelete) refused
-// back to ready.
-func (e *Engine) keepRefusedDelete(ctx context.Context, v store.Volume, cause error) error {
+// back to ready. theirs says the refusal is that the storage is another's: recorded here under
+// another volume (refuseSharedDelete), or published to a node (publishedElsewhere).
+//
+// A volume marked deleting as its create's cleanup (createFailed: the answer to its
+// CreateVolume, which volctl could not use, recorded to be deleted again; migration 0022) was
+// never a volume to put back: that answer was refused, and one published elsewhere or recorded
+// here under another volume is not this create's at all (a plugin mapping two names onto one
+// volume answered with it). Before, a cleanup cut short (a kill after the record, before its
+// question; a DeleteVolume refused) and finished by reconcile or `volume delete` was refused
+// here and put back to ready: state dir B recorded state dir A's published storage as its own
+// volume, whose claims ignored A's access mode and whose delete, once A released it, deleted
+// A's data (TestCreateCleanupKilledThenReconciledDoesNotRecordTheAnswer), and an answer 1 GiB
+// past capacity_max was a volume to claim (TestCreateCleanupRefusedByThePluginStaysDeleting).
+// Now the cleanup's refusal does what the cleanup does (keepPublishedAnswer, refuseSharedStorage):
+// storage that is another's is left alone and the create forgotten (CSI's idempotency by name
+// makes that storage what any CreateVolume under the name made: nothing else is left under it);
+// a plugin refusing for the volume's own state leaves it deleting, for the next attempt.
+func (e *Engine) keepRefusedDelete(ctx context.Context, v store.Volume, cause error, theirs bool) error {
+	var cleanup bool
 	err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		cur, err := tx.Volumes().Get(v.ID)
 		if err != nil {
 			return err
 		}
-		cur.State = store.VolumeReady
-		if err := tx.Volumes().Update(&cur); err != nil {
+		if cleanup, err = tx.Volumes().CreateCleanup(v.ID); err != nil {
 			return err
 		}
 		ev := &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, Message: "delete refused, volume kept: " + cause.Error()}
 		if errors.As(cause, new(*csi.Error)) { // the plugin's refusal, not volctl's own
 			ev.RPC, ev.Code = csi.RPCDeleteVolume, csi.CodeOf(cause).String()
 		}
+		switch {
+		case cleanup && theirs:
+			if err := tx.Volumes().Delete(v.ID); err != nil {
+				return err
+			}
+			ev.Kind, ev.Message = "volume-create", fmt.Sprintf("create forgotten: its cleanup of volume %q, an answer volctl could not use, refused: %v", spec.Cut(cur.ExternalID, 256), cause)
+		case cleanup:
+			ev.Kind, ev.Message = "volume-create", fmt.Sprintf("create's cleanup of volume %q, an answer volctl could not use, refused, kept deleting: %v", spec.Cut(cur.ExternalID, 256), cause)
+		default:
+			cur.State = store.VolumeReady
+			if err := tx.Volumes().Update(&cur); err != nil {
+				return err
+			}
+		}
 		return tx.Events().Append(ev)
 	})
 	if err != nil {
 		return fmt.Errorf("%w (the volume is marked deleting and putting it back failed: %v; run `volctl reconcile`)", cause, err)
+	}
+	switch {
+	case cleanup && theirs:
+		e.removeStagingDir(ctx, v.PluginID, v.ID)
+		return fmt.Errorf("%w (volume %q was its create's removal of volume %q, which plugin %q answered its CreateVolume (name %q) with and volctl could not use: "+
+			"that volume is not this create's, and is left alone, neither deleted nor recorded; the create is forgotten)",
+			cause, v.ID, spec.Cut(v.ExternalID, 256), v.PluginID, v.CSIName)
+	case cleanup:
+		return fmt.Errorf("%w (volume %q stays marked deleting: it is its create's removal of volume %q, which plugin %q answered its CreateVolume with and volctl could not use, never a volume to claim; "+
+			"running the delete again or `volctl reconcile` sends DeleteVolume again; `%s` forgets it and leaves the storage)",
+			cause, v.ID, spec.Cut(v.ExternalID, 256), v.PluginID, shellquote.Command("volctl volume deregister", v.ID))
 	}
 	return fmt.Errorf("%w (the volume is kept, ready)", cause)
 }
@@ -536,6 +602,13 @@ type heldByNodes struct{ err error }
 
 func (h heldByNodes) Error() string { return h.err.Error() }
 func (h heldByNodes) Unwrap() error { return h.err }
+
+// cleanupHeld is finishDelete's answer, from DeleteVolume's attempt in its stead, for a
+// create's cleanup whose question of the nodes holding the volume failed (err): nothing sent.
+type cleanupHeld struct{ err error }
+
+// No Unwrap: the question's own code (UNAVAILABLE) is not the attempt's to retry or judge.
+func (h cleanupHeld) Error() string { return h.err.Error() }
 
 // publishedElsewhere is the refusal to send DeleteVolume for volume v, which plugin c reports
 // published to nodes (publishedNodes) after the delete undid what this state dir recorded of

@@ -145,6 +145,21 @@ type VolumeStore interface {
 	// 0: none pending, its answer recorded), touching nothing else; ErrNotFound if there is no
 	// such volume.
 	SetExpansionIntent(id string, min, max int64) error
+	// SetCreateCleanup records whether a volume (marked deleting) is its create's cleanup: the
+	// create's answer, unusable, recorded to be deleted again (migration 0022), touching nothing
+	// else; ErrNotFound if there is no such volume. Update leaves it as it is.
+	SetCreateCleanup(id string, on bool) error
+	// CreateCleanup says whether SetCreateCleanup marked a volume its create's cleanup;
+	// ErrNotFound if there is no such volume. Read alone, where a refused delete decides what
+	// the volume goes back to, not by Get (which every claim and status reads).
+	CreateCleanup(id string) (bool, error)
+	// SetSourceGone records that a restore's answer named the volume its snapshot was taken
+	// of, which the plugin no longer had before the CreateVolume (migration 0022): a new volume
+	// under a freed ID. Touches nothing else; ErrNotFound if there is no such volume.
+	SetSourceGone(id string) error
+	// SourceGone says whether SetSourceGone marked a volume; ErrNotFound if there is no such
+	// volume. Read alone, where a delete weighs whether the volume is its own source.
+	SourceGone(id string) (bool, error)
 	// OnNode lists, ordered, the IDs of a plugin's volumes that are on this node: those with a
 	// live claim or a staging row (an attachment or staging, or the intent of one).
 	OnNode(pluginID string) ([]string, error)
@@ -510,6 +525,30 @@ func (vs volumes) SetNodeExpansion(id string, min, max int64) error {
 func (vs volumes) SetNodeExpansionControllerDone(id string) error {
 	res, err := vs.tx.exec(`UPDATE volumes SET node_expand_ctrl = (node_expand_min > 0) WHERE id = ?`, id)
 	return affected(res, err, volumeWhat(id), "")
+}
+
+func (vs volumes) SetCreateCleanup(id string, on bool) error {
+	res, err := vs.tx.exec(`UPDATE volumes SET create_cleanup = ? WHERE id = ?`, on, id)
+	return affected(res, err, volumeWhat(id), "")
+}
+
+func (vs volumes) CreateCleanup(id string) (bool, error) {
+	return getOne(vs.tx, volumeWhat(id), func(sc scanner) (bool, error) {
+		var on bool
+		return on, sc.Scan(&on)
+	}, `SELECT create_cleanup FROM volumes WHERE id = ?`, id)
+}
+
+func (vs volumes) SetSourceGone(id string) error {
+	res, err := vs.tx.exec(`UPDATE volumes SET source_gone = 1 WHERE id = ?`, id)
+	return affected(res, err, volumeWhat(id), "")
+}
+
+func (vs volumes) SourceGone(id string) (bool, error) {
+	return getOne(vs.tx, volumeWhat(id), func(sc scanner) (bool, error) {
+		var on bool
+		return on, sc.Scan(&on)
+	}, `SELECT source_gone FROM volumes WHERE id = ?`, id)
 }
 
 func (vs volumes) SetExpansionIntent(id string, min, max int64) error {

@@ -133,6 +133,10 @@ type MemConfig struct {
 	// which CreateVolume or CreateSnapshot then answers under the spelling given): a plugin on
 	// a case-insensitive backend, or one that trims and normalises what it is sent.
 	FoldIDs bool
+	// ReuseIDs gives a new volume the lowest vol-N no volume holds, an ID a deleted volume had
+	// (a storage array's LUN numbers, a pool's slots): an honest plugin whose IDs outlive
+	// nothing, where the default never gives an ID twice.
+	ReuseIDs bool
 }
 
 // DefaultMemConfig returns a monolith with the controller (create/delete, publish, list,
@@ -802,8 +806,15 @@ func (s *memServer) CreateVolume(ctx context.Context, req *csipb.CreateVolumeReq
 		}
 	}
 	m.nextID++
+	id := fmt.Sprintf("vol-%d", m.nextID)
+	for n := 1; m.cfg.ReuseIDs; n++ {
+		if _, taken := m.volumes[fmt.Sprintf("vol-%d", n)]; !taken {
+			id = fmt.Sprintf("vol-%d", n)
+			break
+		}
+	}
 	v := csi.Volume{
-		ID:            fmt.Sprintf("vol-%d", m.nextID),
+		ID:            id,
 		CapacityBytes: size,
 		Context:       map[string]string{"name": req.GetName()},
 		SnapshotID:    snapID,
