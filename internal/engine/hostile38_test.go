@@ -156,44 +156,59 @@ func (h *harness) serveMountingOver(rpc string, up int) (dir func() string, unmo
 // the target is a mount point, so checkTarget passed it, and the claim was published while the
 // alloc's other volume's target was hidden under the plugin's mount, the path the alloc writes
 // that volume's data to now leading into the plugin's file system (a tmpfs here: its data gone
-// with it). Now the claim is refused naming the directory, rolled back (the rollback stopping
-// on the mount left, named, for reconcile), and once the mount is undone by hand, reconcile
-// finishes it, the other volume's claim and data untouched. Real mounts, as root.
+// with it). So with the claim's own publish directory (publish/<alloc>/<volume>), which hides
+// the plugin's first mount at the target. Now the claim is refused naming the directory,
+// rolled back (the rollback stopping on the mount left, named, for reconcile), and once the
+// mount is undone by hand, reconcile finishes it, the other volume's claim and data untouched.
+// Real mounts, as root.
 func TestPluginMountingOverTheAllocsPublishDirectoryIsRefused(t *testing.T) {
-	h := kernelHarness(t, nil)
-	h.create(volume("v"))
-	h.create(volume("w"))
-	wTarget := h.claim(ClaimRequest{VolumeID: "w", Alloc: "a"}).TargetPath
-	data := filepath.Join(wTarget, "w-data")
-	if err := os.WriteFile(data, []byte("w"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	over, unmountByHand := h.serveMountingOver(csi.RPCNodePublishVolume, 2)
-	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
-	allocDir := filepath.Dir(filepath.Dir(wTarget))
-	if over() != allocDir {
-		t.Fatalf("the plugin mounted over %q, want the alloc's publish directory %s", over(), allocDir)
-	}
-	if err == nil || !strings.Contains(err.Error(), "the alloc's publish directory "+allocDir+" is a mount point now") {
-		t.Fatalf("claim through a plugin that mounted over %s = %v\nwant it refused naming the alloc's publish directory", allocDir, err)
-	}
-	for _, cl := range h.liveClaims("v") {
-		if cl.AtRest() || !cl.Releasing {
-			t.Fatalf("v's claim after the refusal = %+v, want it on its way back", cl)
-		}
-	}
-	unmountByHand()
-	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Problems) != 0 {
-		t.Fatalf("reconcile once the mount over %s is undone: %+v, %v", allocDir, rep, err)
-	}
-	if live := h.liveClaims("v"); len(live) != 0 {
-		t.Fatalf("v's claims after reconcile = %+v, want none", live)
-	}
-	if got, err := os.ReadFile(data); err != nil || string(got) != "w" {
-		t.Fatalf("w's data through its target after reconcile = %q, %v", got, err)
-	}
-	if live := h.liveClaims("w"); len(live) != 1 || !live[0].AtRest() {
-		t.Fatalf("w's claims = %+v, want its one claim published still", live)
+	for _, tc := range []struct {
+		what string
+		up   int // the directory mounted over: the target's parent (1) or grandparent (2)
+	}{
+		{"the claim's publish directory", 1},
+		{"the alloc's publish directory", 2},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			h := kernelHarness(t, nil)
+			h.create(volume("v"))
+			h.create(volume("w"))
+			wTarget := h.claim(ClaimRequest{VolumeID: "w", Alloc: "a"}).TargetPath
+			data := filepath.Join(wTarget, "w-data")
+			if err := os.WriteFile(data, []byte("w"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			over, unmountByHand := h.serveMountingOver(csi.RPCNodePublishVolume, tc.up)
+			_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+			dir := filepath.Join(filepath.Dir(filepath.Dir(wTarget)), "v")
+			if tc.up == 2 {
+				dir = filepath.Dir(dir)
+			}
+			if over() != dir {
+				t.Fatalf("the plugin mounted over %q, want %s", over(), dir)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.what+" "+dir+" is a mount point now") {
+				t.Fatalf("claim through a plugin that mounted over %s = %v\nwant it refused naming %s", dir, err, tc.what)
+			}
+			for _, cl := range h.liveClaims("v") {
+				if cl.AtRest() || !cl.Releasing {
+					t.Fatalf("v's claim after the refusal = %+v, want it on its way back", cl)
+				}
+			}
+			unmountByHand()
+			if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Problems) != 0 {
+				t.Fatalf("reconcile once the mount over %s is undone: %+v, %v", dir, rep, err)
+			}
+			if live := h.liveClaims("v"); len(live) != 0 {
+				t.Fatalf("v's claims after reconcile = %+v, want none", live)
+			}
+			if got, err := os.ReadFile(data); err != nil || string(got) != "w" {
+				t.Fatalf("w's data through its target after reconcile = %q, %v", got, err)
+			}
+			if live := h.liveClaims("w"); len(live) != 1 || !live[0].AtRest() {
+				t.Fatalf("w's claims = %+v, want its one claim published still", live)
+			}
+		})
 	}
 }
 
