@@ -449,6 +449,10 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 		if err := e.checkStaging(v, c, path); err != nil {
 			return err
 		}
+		if err := e.mountedOver(v, c, csi.RPCNodeStageVolume,
+			sharedDir{"the plugin's staging directory", filepath.Dir(path), fmt.Sprintf("the stagings of plugin %q's other volumes, which their claims are published from", v.PluginID)}); err != nil {
+			return err
+		}
 		p.staging(func(st *store.Staging) { st.Staged = true })
 	}
 	p.setState(store.ClaimNodeStaged)
@@ -678,6 +682,13 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 		}
 		e.failpoint("rpc:NodePublishVolume")
 		if err := e.checkTarget(ctx, v, cl, c, req.StagingPath); err != nil {
+			return err
+		}
+		claimDir := filepath.Dir(cl.TargetPath)
+		if err := e.mountedOver(v, c, csi.RPCNodePublishVolume,
+			sharedDir{"the claim's publish directory", claimDir, "the target volctl made in it"},
+			sharedDir{"the alloc's publish directory", filepath.Dir(claimDir), fmt.Sprintf("the targets of alloc %q's claims on other volumes, whose paths now lead into the plugin's mount", cl.Alloc)},
+		); err != nil {
 			return err
 		}
 	}
@@ -1127,6 +1138,44 @@ func (e *Engine) checkTarget(ctx context.Context, v store.Volume, cl *store.Clai
 	}
 	return badAnswerf("%s: plugin %q answered OK for volume %q, but the target %s is %s: the plugin did not publish the volume there",
 		csi.RPCNodePublishVolume, c.plugin.ID, v.ID, cl.TargetPath, what)
+}
+
+// sharedDir is a directory of volctl's own that a node RPC's path lies in and that nothing is
+// mounted at (mountedOver): what names it, dir its path, hides what a mount over it hides.
+type sharedDir struct{ what, dir, hides string }
+
+// mountedOver checks, after the plugin answered rpc (NodeStageVolume, NodePublishVolume) OK for
+// volume v, that none of dirs, directories volctl made on the way to the path it gave the
+// plugin (the plugin's staging directory, staging/<plugin>; the claim's and the alloc's publish
+// directories, publish/<alloc>/<volume> and publish/<alloc>) is a mount point: a plugin that
+// mounted over one and made the path it was given inside answered OK with its path a mount, so
+// checkTarget passed it, while its mount hid what volctl keeps there, the alloc's other claims'
+// targets or the plugin's other volumes' stagings, and what used those paths from then on
+// reached the plugin's file system, not their volumes (before, the claim was published:
+// TestPluginMountingOverTheAllocsPublishDirectoryIsRefused). The teardown checks the same
+// after NodeUnpublishVolume and NodeUnstageVolume (checkSharedDir); this refuses it when it is
+// made. A mount there is final (errBadAnswer): the claim is rolled back, and the rollback's
+// teardown finds the mount left and names it, to be unmounted by hand, for reconcile. statx's
+// mount-root flag is asked for each; the table is read only where the kernel does not say.
+func (e *Engine) mountedOver(v store.Volume, c *conn, rpc string, dirs ...sharedDir) error {
+	for _, d := range dirs {
+		real := e.realPath(d.dir)
+		if root, known := isMountRoot(unix.AT_FDCWD, real); known && !root {
+			continue
+		} else if !known {
+			under, err := e.mountsAt(d.dir)
+			if err != nil {
+				return fmt.Errorf("checking the mount table for %s %s after %s of volume %q: %w", d.what, d.dir, rpc, v.ID, err)
+			}
+			if !slices.ContainsFunc(under, func(m string) bool { return m == d.dir || m == real }) {
+				continue
+			}
+		}
+		return badAnswerf("%s: plugin %q answered OK for volume %q, but %s %s is a mount point now: volctl mounts nothing there, and the plugin's mount over it hides %s; "+
+			"the plugin did not mount the volume where it was asked to",
+			rpc, c.plugin.ID, v.ID, d.what, d.dir, d.hides)
+	}
+	return nil
 }
 
 // bareStaging says how the mounted target t is the bare staging directory, on the state dir's

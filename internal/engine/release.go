@@ -468,6 +468,14 @@ func (e *Engine) unstage(ctx context.Context, c *conn, v store.Volume, st store.
 	}
 	e.failpoint("rpc:NodeUnstageVolume")
 	if err := e.checkUnmounted(v, csi.RPCNodeUnstageVolume, "staging", st.StagingPath, c, err); err != nil {
+		// The plugin has said the volume is unstaged: what is still mounted at the path is no
+		// staging of its to publish from. Recorded unstaged (the path kept, owed, until the
+		// check passes), so that a claim admitted while this release is left for reconcile
+		// stages the volume anew and finds what was left mounted (unstageUnrecorded), instead
+		// of sending NodePublishVolume from a mount the plugin disowned; before, the row still
+		// said staged, and the next claim was published from it
+		// (TestClaimAfterNodeUnstageAnsweredOKIsNotPublishedFromTheMountLeft).
+		p.staging(func(st *store.Staging) { st.Staged = false })
 		return err
 	}
 	return e.checkSharedDir(v, csi.RPCNodeUnstageVolume, "the plugin's staging directory", filepath.Dir(st.StagingPath), c)
