@@ -821,7 +821,10 @@ with NOMAD_ADDR naming another cluster, the volume is not taken back. Nor is it 
 registration whose outcome Nomad did not say (no answer, or an error after which it may still
 apply it), until Nomad answers one OK: volctl nomad register again settles it. Nor when the
 cluster's leader, asked around the read, is named otherwise by two answers (more than one
-cluster behind one address, a balancer's): see each cluster through its own servers.
+cluster behind one address, a balancer's): see each cluster through its own servers. Nor when
+the cluster answering names none of the servers the one it was handed to named at the handover
+(a balancer that keeps a client on one cluster, since moved to another; or that cluster's
+servers all replaced since), which a registration again is refused for too.
 --force takes it back without asking Nomad (when the cluster is gone); two orchestrators must
 never claim one volume at once, so be sure Nomad no longer uses it.
 
@@ -1142,7 +1145,10 @@ where it was handed over, gets a note saying so and what to run. It only reads: 
 copy of the volume, its secrets left out and its mount flags redacted, and keeps its own as
 registered; a note says
 which volumes' secrets or mount flags could not be compared so, and a warning which of them
-Nomad's servers erase at each event-stream event of the volume (a version before 1.11.1).`,
+Nomad's servers erase at each event-stream event of the volume (a version before 1.11.1).
+The cluster's leader is asked twice in a row, and its servers, once per region: when more than
+one cluster answers at NOMAD_ADDR (a balancer's), or a handed-over volume's cluster named other
+servers at its handover, the row says so and is not read (exit 1).`,
 		Example: `  volctl nomad status
   volctl nomad status db --json`,
 		RunE: runOpts(opts, idArgs(&opts.Volumes), runF, nomadStatusRun),
