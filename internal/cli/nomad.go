@@ -129,7 +129,10 @@ finishes it.
 registration would not go through (refused, or failing its read-back), each reason on a line
 of its own, so that a script or CI can gate the handover on it; 1, as the registration, when
 the volume's plugin does not run or is not healthy in Nomad (start its job, then run it
-again). With --json (or --jq, -t) it prints that plan as JSON instead, one object per volume
+again). It asks the cluster's leader twice and its servers first, as the registration does:
+through an address more than one cluster answers at it plans nothing (exit 1), and a volume
+handed to a cluster whose servers are none of those answering now would be refused (exit 4).
+With --json (or --jq, -t) it prints that plan as JSON instead, one object per volume
 (docs/json.md).`,
 		Example: `  NOMAD_ADDR=http://127.0.0.1:4646 volctl nomad register db
   volctl nomad register --all --dry-run
