@@ -77,7 +77,7 @@ func TestPeersAreTakenOnlyAsAListOfServers(t *testing.T) {
 	}
 }
 
-// What stays unseen (docs/architecture.md, "Graduating to Nomad"): a balancer that routes
+// What stays unseen (docs/architecture.md, "One orchestrator at a time"): a balancer that routes
 // /v1/status/ to one cluster and the volume API to another. The handover's leader and server
 // questions reach the first cluster, its registration the second; when the balancer then
 // routes the volume API to the first too, the take-back's read gets that cluster's 404, past
