@@ -129,7 +129,10 @@ finishes it.
 registration would not go through (refused, or failing its read-back), each reason on a line
 of its own, so that a script or CI can gate the handover on it; 1, as the registration, when
 the volume's plugin does not run or is not healthy in Nomad (start its job, then run it
-again). With --json (or --jq, -t) it prints that plan as JSON instead, one object per volume
+again). It asks the cluster's leader twice and its servers first, as the registration does:
+through an address more than one cluster answers at it plans nothing (exit 1), and a volume
+handed to a cluster whose servers are none of those answering now would be refused (exit 4).
+With --json (or --jq, -t) it prints that plan as JSON instead, one object per volume
 (docs/json.md).`,
 		Example: `  NOMAD_ADDR=http://127.0.0.1:4646 volctl nomad register db
   volctl nomad register --all --dry-run
@@ -385,14 +388,18 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		}
 		var err error
 		sent = v
-		done, err = c.HandOver(ctx, nomad.RegisterSpec(v), first)
+		var marked []string // the servers of the cluster it was handed to before, as recorded
+		if v.Handover != nil {
+			marked = v.Handover.Peers
+		}
+		done, err = c.HandOver(ctx, nomad.RegisterSpec(v), first, marked)
 		if done.Plugin != nil && done.Plugin.ID == info.PluginID {
 			plugins[info.PluginID] = pluginAnswer{health: *done.Plugin}
 		}
-		if errors.Is(err, nomad.ErrOtherVolume) || errors.Is(err, nomad.ErrSameStorage) || errors.Is(err, nomad.ErrUpdateRefused) {
+		if errors.Is(err, nomad.ErrOtherVolume) || errors.Is(err, nomad.ErrSameStorage) || errors.Is(err, nomad.ErrUpdateRefused) || errors.Is(err, nomad.ErrOtherCluster) {
 			err = withCode(ExitConflict, err)
 		}
-		return engine.Registered{Undo: done.Undo, OK: done.OK, InFlight: done.InFlight, Index: done.Index}, err
+		return engine.Registered{Undo: done.Undo, OK: done.OK, InFlight: done.InFlight, Index: done.Index, Peers: done.Peers}, err
 	})
 	if err != nil {
 		return err
@@ -553,6 +560,26 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 				h.Address, h.Namespace, h.Region, h.TakeBackCommands())
 		}
 		return plan, withCode(ExitConflict, fmt.Errorf("volume %q: the registration would not go through: it is handed over elsewhere (%s)", id, where))
+	}
+	// The cluster that would take the registration, asked as the registration asks it before
+	// it sends anything (nomad.Client.HandOver): through an address more than one cluster
+	// answers at, what the plan reads could be either's, and the registration sends nothing
+	// (exit 1, as it); a volume handed to a cluster whose servers are none of those answering
+	// now is refused by the registration (exit 4, as it). Before, the plan read one cluster's
+	// copy and said "would update" or "would register" of whichever answered.
+	switch cl, err := c.OneCluster(ctx, to.Region); {
+	case err != nil:
+		return nil, fmt.Errorf("volume %q: %w", id, err)
+	case cl.Crossed != "":
+		return nil, c.CrossedRead(id, to.Namespace, to.Region, cl.Crossed, "would take the registration nor what it would find there, and the registration would send nothing")
+	case info.Handover != nil && nomad.OtherCluster(info.Handover.Peers, cl.Peers):
+		err := c.OtherClusterRead(id, to.Namespace, to.Region, info.Handover.Peers, cl.Peers, "the registration would go to another cluster than the one that has the volume, and would be refused")
+		if text {
+			fmt.Fprintf(opts.IO.Out, "Would not register volume %q in Nomad at %s%s (plugin %q, external ID %q)\n", id, c.Address, inNamespace(info.Namespace, to.Namespace), info.PluginID, info.ExternalID)
+			fmt.Fprintf(opts.IO.Out, "  but %s\n", display.Escape(c.Hide(err.Error())))
+		}
+		plan := &NomadRegisterPlan{ID: id, NomadAddress: c.Address, NomadNamespace: to.Namespace, WouldFail: []string{"another cluster answers than the one it is handed over to"}}
+		return plan, withCode(ExitConflict, fmt.Errorf("volume %q: the registration would not go through: another cluster answers than the one it is handed over to (%s)", id, map[bool]string{true: "said above", false: "its would_fail"}[text]))
 	}
 	have, herr := c.Volume(ctx, id, info.Namespace)
 	exists := herr == nil
@@ -797,7 +824,10 @@ with NOMAD_ADDR naming another cluster, the volume is not taken back. Nor is it 
 registration whose outcome Nomad did not say (no answer, or an error after which it may still
 apply it), until Nomad answers one OK: volctl nomad register again settles it. Nor when the
 cluster's leader, asked around the read, is named otherwise by two answers (more than one
-cluster behind one address, a balancer's): see each cluster through its own servers.
+cluster behind one address, a balancer's): see each cluster through its own servers. Nor when
+the cluster answering names none of the servers the one it was handed to named at the handover
+(a balancer that keeps a client on one cluster, since moved to another; or that cluster's
+servers all replaced since), which a registration again is refused for too.
 --force takes it back without asking Nomad (when the cluster is gone); two orchestrators must
 never claim one volume at once, so be sure Nomad no longer uses it.
 
@@ -940,8 +970,14 @@ func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h e
 	}
 	// Nomad's 404 is its word only from one cluster: the leader asked around the read
 	// (nomad.Client.VolumeOfOneCluster), as the handover asks it around its registration.
-	have, err := c.VolumeOfOneCluster(ctx, h.VolumeID, h.Namespace, h.Region)
+	have, err := c.VolumeOfOneCluster(ctx, h.VolumeID, h.Namespace, h.Region, h.Peers)
 	switch {
+	case errors.Is(err, nomad.ErrOtherCluster):
+		// Another cluster than the one the volume was handed to answers at that address (a
+		// balancer that keeps a client on one cluster moved this one): its 404 says nothing of
+		// the one that may still have it.
+		return "", &exitError{code: ExitConflict, err: fmt.Errorf("%s; volume %q stays marked handed over, and volctl does not claim it. See `%s` against the servers of the cluster it was handed to (NOMAD_ADDR set to one of them, those named second above), and once that cluster has let go of it (`nomad volume deregister` there) or is gone, `%s` takes it back; `%s` again asks anew once the address reaches that cluster again",
+			display.Escape(c.Hide(err.Error())), h.VolumeID, h.NomadCommand("volume status", h.VolumeID), shellquote.Command("volctl nomad release --force", h.VolumeID), shellquote.Command("volctl nomad release", h.VolumeID))}
 	case errors.Is(err, nomad.ErrClustersCrossed):
 		// Two clusters behind one balancer: the deregistration may have reached one and the
 		// read the other, and the one the volume was handed to may still have it.
@@ -1112,7 +1148,10 @@ where it was handed over, gets a note saying so and what to run. It only reads: 
 copy of the volume, its secrets left out and its mount flags redacted, and keeps its own as
 registered; a note says
 which volumes' secrets or mount flags could not be compared so, and a warning which of them
-Nomad's servers erase at each event-stream event of the volume (a version before 1.11.1).`,
+Nomad's servers erase at each event-stream event of the volume (a version before 1.11.1).
+The cluster's leader is asked twice in a row, and its servers, once per region: when more than
+one cluster answers at NOMAD_ADDR (a balancer's), or a handed-over volume's cluster named other
+servers at its handover, the row says so and is not read (exit 1).`,
 		Example: `  volctl nomad status
   volctl nomad status db --json`,
 		RunE: runOpts(opts, idArgs(&opts.Volumes), runF, nomadStatusRun),
@@ -1153,6 +1192,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 	unlisted := ""         // Nomad refused to list its volumes: the twins could not be looked for
 	var unchecked []string // the volumes whose twins were not looked for: Nomad failed the list (listFailed)
 	erasing := &erasingAnswer{}
+	clusters := clusterAnswers{}
 	for i, id := range ids {
 		// Once Nomad leaves a request unanswered or answers it busy, the rest are shown
 		// without asking it (as askEach does), each row saying so.
@@ -1177,6 +1217,18 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 		}
 		var have nomad.VolumeState
 		want := nomad.RegisterSpec(info)
+		// The cluster that answers at NOMAD_ADDR in the region the volume is read in, asked
+		// once per region for the command (clusters): a read through an address more than one
+		// cluster answers at, or of a volume handed to a cluster whose servers are none of
+		// those answering now, is no cluster's word on it.
+		var cl clusterAnswer
+		if h := st.Handover; why == nil && (h == nil || engine.SameNomadAddress(h.Address, c.Address)) {
+			region := c.Region
+			if h != nil {
+				region = h.Region
+			}
+			cl = clusters.of(ctx, c, region)
+		}
 		switch h := st.Handover; {
 		case why != nil:
 			err = fmt.Errorf("volume %q: not asked: %w", info.ID, why)
@@ -1184,6 +1236,17 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			// Another cluster would say it has no such volume: not asked.
 			err = fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s: `%s`%s asks that cluster",
 				info.ID, h.Address, c.Address, h.NomadAddr()+" "+shellquote.Command("volctl nomad status", info.ID), h.CredentialBack())
+		case cl.err != nil:
+			err = fmt.Errorf("volume %q: %w", info.ID, cl.err)
+		case cl.Crossed != "" && h != nil:
+			st.NomadNamespace = cmp.Or(h.Namespace, spec.DefaultNamespace)
+			err = c.CrossedRead(info.ID, st.NomadNamespace, h.Region, cl.Crossed, "would answer the read, nor whether the one it was handed to still has it")
+		case cl.Crossed != "":
+			st.NomadNamespace = c.APIVolume(want).Namespace
+			err = c.CrossedRead(info.ID, st.NomadNamespace, c.Region, cl.Crossed, "would answer the read")
+		case h != nil && nomad.OtherCluster(h.Peers, cl.Peers):
+			st.NomadNamespace = cmp.Or(h.Namespace, spec.DefaultNamespace)
+			err = c.OtherClusterRead(info.ID, st.NomadNamespace, h.Region, h.Peers, cl.Peers, "what it answers of the volume is not the word of the cluster it was handed to: not asked")
 		case h != nil: // where it was registered, whatever NOMAD_NAMESPACE says now
 			st.NomadNamespace = cmp.Or(h.Namespace, spec.DefaultNamespace) // none recorded: Nomad's default one
 			have, err = c.VolumeIn(ctx, info.ID, h.Namespace, h.Region)
@@ -1191,7 +1254,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			st.NomadNamespace = c.APIVolume(want).Namespace
 			have, err = c.VolumeIn(ctx, info.ID, st.NomadNamespace, c.Region)
 		}
-		if st.NomadNamespace != "" && stopAsking(ctx, c) == nil {
+		if st.NomadNamespace != "" && stopAsking(ctx, c) == nil && cl.Crossed == "" && (err == nil || !errors.Is(err, nomad.ErrOtherCluster)) {
 			// Nomad's volumes of its storage under other IDs or namespaces, in the region
 			// it was asked in (listed once for the command): what register refuses to make,
 			// made by hand or by another volctl.
@@ -1426,4 +1489,25 @@ func allocNames(v *nomad.VolumeState, mode string) string {
 		}
 	}
 	return orDash(strings.Join(parts, ", "))
+}
+
+// clusterAnswer is what a command that only reads learnt of the cluster answering in a region
+// (nomad.Client.OneCluster), or why it could not.
+type clusterAnswer struct {
+	nomad.Cluster
+	err error
+}
+
+// clusterAnswers are a command's clusterAnswer per region, each asked once: three requests
+// per region, not per volume.
+type clusterAnswers map[string]clusterAnswer
+
+func (cs clusterAnswers) of(ctx context.Context, c *nomad.Client, region string) clusterAnswer {
+	if a, ok := cs[region]; ok {
+		return a
+	}
+	cl, err := c.OneCluster(ctx, region)
+	a := clusterAnswer{Cluster: cl, err: err}
+	cs[region] = a
+	return a
 }

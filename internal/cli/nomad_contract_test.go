@@ -124,6 +124,14 @@ func newReplayNomad(t *testing.T, exchanges ...nomadExchange) *replayNomad {
 			io.WriteString(w, `"127.0.0.1:4647"`)
 			return
 		}
+		if req.Method == http.MethodGet && req.URL.Path == "/v1/status/peers" {
+			// The cluster's servers, which a handover records in its mark and a take-back,
+			// status and a plan compare with (nomad.Client.Peers), came after the captures too:
+			// answered as that leader's cluster of one server (its answer's shape is checked
+			// against a real Nomad by TestNomadHandoverRecordsTheClustersServers in cmd/volctl).
+			io.WriteString(w, `["127.0.0.1:4647"]`)
+			return
+		}
 		t.Errorf("unexpected Nomad request %s %s", req.Method, req.URL.Path)
 		http.Error(w, "no captured exchange", http.StatusTeapot)
 	}))

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -61,6 +62,10 @@ type fakeNomad struct {
 	// leader, when set, is the cluster's leader /v1/status/leader names (127.0.0.1:4647
 	// when not): another cluster's, behind one balancer with this one.
 	leader atomic.Value
+	// peers, when set, are the cluster's servers /v1/status/peers names (its leader alone
+	// when not, as a cluster of one server); "404" answers it 404, as a proxy that passes
+	// only the volume API.
+	peers atomic.Value
 }
 
 func newFakeNomad(t *testing.T) *fakeNomad {
@@ -90,6 +95,19 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 			leader = "127.0.0.1:4647"
 		}
 		fmt.Fprintf(w, "%q", leader)
+	case r.URL.Path == "/v1/status/peers":
+		// The cluster's servers, which a handover records in its mark and a take-back
+		// compares with (nomad.Client.Peers).
+		peers, _ := n.peers.Load().([]string)
+		if slices.Equal(peers, []string{"404"}) {
+			http.Error(w, "404 page not found", http.StatusNotFound)
+			return
+		}
+		if peers == nil {
+			leader, _ := n.leader.Load().(string)
+			peers = []string{cmp.Or(leader, "127.0.0.1:4647")}
+		}
+		json.NewEncoder(w).Encode(peers)
 	case r.URL.Path == "/v1/agent/members":
 		n.mu.Lock()
 		builds := n.builds

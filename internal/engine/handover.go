@@ -28,14 +28,17 @@ import (
 // the last registration Nomad answered OK (0: none known); a 404 from a state before it is
 // not Nomad's word.
 type HandoverInfo struct {
-	VolumeID  string    `json:"volume_id"`
-	Address   string    `json:"address"`
-	Region    string    `json:"region,omitempty"`
-	Namespace string    `json:"namespace,omitempty"`
-	Forced    bool      `json:"forced"`
-	Unsettled bool      `json:"unsettled,omitempty"`
-	Index     uint64    `json:"nomad_index,omitempty"`
-	HandedAt  time.Time `json:"handed_at"`
+	VolumeID  string `json:"volume_id"`
+	Address   string `json:"address"`
+	Region    string `json:"region,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Forced    bool   `json:"forced"`
+	Unsettled bool   `json:"unsettled,omitempty"`
+	Index     uint64 `json:"nomad_index,omitempty"`
+	// Peers are the servers of the cluster the volume was handed to, as it named them
+	// (store.Handover.Peers): a Nomad naming none of them is another cluster.
+	Peers    []string  `json:"nomad_peers,omitempty"`
+	HandedAt time.Time `json:"handed_at"`
 }
 
 // HandoverTarget is the Nomad cluster a volume is handed over to.
@@ -47,7 +50,7 @@ type HandoverTarget struct {
 
 func handoverInfo(h store.Handover) HandoverInfo {
 	return HandoverInfo{VolumeID: h.VolumeID, Address: ShownNomadAddress(h.Address), Region: h.Region, Namespace: h.Namespace,
-		Forced: h.Forced, Unsettled: h.Unsettled, Index: h.Index, HandedAt: h.HandedAt}
+		Forced: h.Forced, Unsettled: h.Unsettled, Index: h.Index, Peers: h.Peers, HandedAt: h.HandedAt}
 }
 
 // Register is the registration in Nomad that HandOver runs after the mark, under the
@@ -76,6 +79,9 @@ type Registered struct {
 	InFlight bool
 	// Index is the X-Nomad-Index of Nomad's OK (0: none): the mark keeps the highest.
 	Index uint64
+	// Peers are the servers of the cluster the registration was sent to, as it named them
+	// (none: not asked, or not answered): the mark keeps the last named.
+	Peers []string
 }
 
 // HandOver marks a volume as handed over to the Nomad cluster at to, under the volume's lock and
@@ -172,7 +178,7 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		h = store.Handover{VolumeID: v.ID, Address: to.Address, Region: to.Region, Namespace: to.Namespace, Forced: len(live) > 0 || owed,
 			Unsettled: wasUnsettled || register != nil}
 		if marked {
-			h.Index = prev.Index
+			h.Index, h.Peers = prev.Index, prev.Peers
 		}
 		if err := tx.Handovers().Put(&h); err != nil {
 			return err
@@ -214,19 +220,23 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		}
 		return HandoverInfo{}, err
 	}
-	unsettled, index := r.InFlight || (!r.OK && wasUnsettled), max(h.Index, r.Index)
-	if unsettled != h.Unsettled || index != h.Index {
+	unsettled, index, peers := r.InFlight || (!r.OK && wasUnsettled), max(h.Index, r.Index), h.Peers
+	if len(r.Peers) > 0 && (r.OK || r.InFlight) {
+		// The cluster Nomad's registration went to (it took it, or may yet).
+		peers = r.Peers
+	}
+	if unsettled != h.Unsettled || index != h.Index || !slices.Equal(peers, h.Peers) {
 		// Recorded even when ctx has ended; a failure leaves it unsettled, the safe side.
 		// Only while the volume's lock is still held: once it is lost, another volctl may have
 		// marked the volume again, with its own registration, whose outcome this would overwrite.
 		serr := e.store.Update(context.WithoutCancel(ctx), e.locks.holding(volumeID, func(tx *store.Tx) error {
-			return tx.Handovers().SetOutcome(volumeID, unsettled, index)
+			return tx.Handovers().SetOutcome(volumeID, unsettled, index, peers)
 		}))
 		if serr != nil {
 			serr = fmt.Errorf("recording how Nomad answered the registration of volume %q failed: %w; its mark stays as it was, unsettled, which `%s` again settles", volumeID, serr, shellquote.Command("volctl nomad register", volumeID))
 			return HandoverInfo{}, errors.Join(err, serr)
 		}
-		h.Unsettled, h.Index = unsettled, index
+		h.Unsettled, h.Index, h.Peers = unsettled, index, peers
 	}
 	if err != nil {
 		return HandoverInfo{}, err

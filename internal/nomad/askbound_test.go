@@ -39,7 +39,7 @@ func TestNomadQuestionAfterAFailedRegistrationSaysItsBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Timeout = 5 * time.Second
-	done, err := c.HandOver(context.Background(), spec.Volume{ID: "db", PluginID: "hp"}, true)
+	done, err := c.HandOver(context.Background(), spec.Volume{ID: "db", PluginID: "hp"}, true, nil)
 	if err == nil || done.Undo || !done.InFlight {
 		t.Fatalf("registration answered 504, question unanswered: %+v, %v; want the mark kept, in flight", done, err)
 	}

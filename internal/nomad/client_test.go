@@ -145,7 +145,7 @@ func TestNomadWarningsAreScrubbed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := c.HandOver(context.Background(), v, true)
+	done, err := c.HandOver(context.Background(), v, true, nil)
 	if err != nil || !strings.Contains(done.Warnings, "policy saw token") {
 		t.Fatalf("HandOver: %+v, %v", done, err)
 	}

@@ -50,6 +50,9 @@ type Handed struct {
 	// Before is Nomad's copy of the volume as read before the registration (nil when Nomad
 	// had none): what an update replaced (Changes), for the command to say.
 	Before *VolumeState
+	// Peers are the servers of the cluster that answered the handover, as it named them
+	// (Peers; none when it did not): the mark keeps them (engine.Registered.Peers).
+	Peers []string
 }
 
 // HandOver registers v in Nomad for a handover (engine.HandOver's Register): first says the
@@ -75,7 +78,12 @@ type Handed struct {
 //     may still apply it, or one volctl does not know), keeps the mark, unsettled (InFlight),
 //     whatever Nomad says it has now, unless Nomad has another volume by the ID after a
 //     settled one, and the error says what to run to finish or take it back (hasNot).
-func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Handed, error) {
+//
+// marked are the servers of the cluster a volume marked from before (not first) was handed to,
+// as the mark recorded them (engine.HandoverInfo.Peers): a Nomad that names none of them as
+// its servers is another cluster (a balancer that keeps a client on one cluster moved this one
+// to another), and nothing is sent; the error matches ErrOtherCluster.
+func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool, marked []string) (Handed, error) {
 	ns := c.namespaceFor(v)
 	// The cluster's leader, asked twice in a row before anything else: two questions in a row
 	// reach two clusters behind a balancer that sends each request to the next one, whatever
@@ -95,6 +103,19 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 		}
 		return Handed{Undo: true}, fmt.Errorf("volume %q: Nomad at %s: %s, so volctl cannot tell which cluster would take the registration nor trust what it reads back: nothing was sent; %s",
 			v.ID, c.Address, crossed, way)
+	}
+	// The cluster's servers, asked right after its leader: the mark keeps them, and a later
+	// command (a take-back, a registration again) through a balancer that keeps a client on one
+	// cluster, and has since moved it to another, meets servers none of which are these.
+	// Asked only of a Nomad that named its leader: one that does not (a proxy that passes only
+	// the volume API, a token gone) names no servers either.
+	var peers []string
+	if before != "" {
+		peers = c.Peers(ctx, c.Region)
+	}
+	if !first && OtherCluster(marked, peers) {
+		return Handed{Undo: true}, &otherClusterError{fmt.Errorf("volume %q: Nomad at %s %s, so a registration through it would go to another cluster than the one that has the volume: nothing was sent; %s",
+			v.ID, c.Address, c.otherClusterWords(marked, peers), c.crossedWayOut(ns, v.ID))}
 	}
 	// No second volume of its storage is made: Nomad's volume of it under another ID, or of
 	// this ID in another namespace, is not this one, and Nomad's allocs of the two would use
@@ -120,7 +141,7 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 				v.ID, c.Address, ErrOtherVolume, ns, c.shown(strings.Join(d, ", "), v), c.nomadCmd("volume deregister", ns, v.ID))
 		}
 	}
-	out := Handed{Updated: err == nil, Unchecked: unchecked}
+	out := Handed{Updated: err == nil, Unchecked: unchecked, Peers: peers}
 	if out.Updated {
 		out.Before = &have
 	}
@@ -657,7 +678,13 @@ var ErrClustersCrossed = errors.New("more than one Nomad cluster answers at that
 // ErrClustersCrossed (not ErrNotFound), and says so: a 404 one cluster behind a balancer
 // answered says nothing of the other, which the volume was handed to, and may still have it.
 // A leader not answered (a proxy that passes only the volume API) is not compared.
-func (c *Client) VolumeOfOneCluster(ctx context.Context, id, ns, region string) (VolumeState, error) {
+//
+// peers are the servers of the cluster the volume was handed to, as the mark recorded them
+// (none: not known): a 404 from a cluster that names none of them as its servers (Peers) is
+// another cluster's, one a balancer that keeps a client on one cluster for a while sent every
+// request of this command to, where no leader question can tell; the error matches
+// ErrOtherCluster, and not ErrNotFound.
+func (c *Client) VolumeOfOneCluster(ctx context.Context, id, ns, region string, peers []string) (VolumeState, error) {
 	in := *c // the leader of the region asked (an empty one is the agent's own)
 	in.Region = region
 	before, crossed, err := in.leaderTwice(ctx)
@@ -670,7 +697,15 @@ func (c *Client) VolumeOfOneCluster(ctx context.Context, id, ns, region string) 
 			return have, err
 		}
 		if crossed = in.crossedClusters(ctx, before, "the read"); crossed == "" {
-			return have, err
+			var now []string
+			if before != "" { // a Nomad that names no leader names no servers either
+				now = in.Peers(context.WithoutCancel(ctx), region)
+			}
+			if !OtherCluster(peers, now) {
+				return have, err
+			}
+			return VolumeState{}, &otherClusterError{fmt.Errorf("volume %q (namespace %s): Nomad at %s %s, so its word that it has no such volume (at index %d) is not the word of the cluster the volume was handed to",
+				id, ns, c.Address, c.otherClusterWords(peers, now), IndexOf(err))}
 		}
 	}
 	return VolumeState{}, &crossedError{fmt.Errorf("volume %q (namespace %s): Nomad at %s: %s, so no word of its that it has no such volume can be taken as the word of the cluster the volume was handed to",
@@ -700,4 +735,127 @@ func readBackWords(gerr error) string {
 		return fmt.Sprintf("the read-back said it has no such volume, at index %d", IndexOf(gerr))
 	}
 	return "the read-back found it"
+}
+
+// ErrOtherCluster matches an answer of a cluster that names none of the servers of the one a
+// volume was handed to (OtherCluster): a registration not sent to it, or its 404 not taken.
+var ErrOtherCluster = errors.New("another Nomad cluster answers at that address")
+
+// otherClusterError is the error of an answer of another cluster (OtherCluster): it matches
+// ErrOtherCluster, its text saying so in its own words.
+type otherClusterError struct{ error }
+
+func (e *otherClusterError) Is(target error) bool { return target == ErrOtherCluster }
+
+// mostPeers bounds the servers an answer of Peers may name, and peerLen each one's length: an
+// answer past them (no Raft configuration has so many servers, nor an address so long) is
+// none, not recorded.
+const (
+	mostPeers = 64
+	peerLen   = 256
+)
+
+// Peers are the servers of the Nomad cluster of region (the agent's own when ""), as GET
+// /v1/status/peers answers them (the Raft configuration's addresses, "10.0.0.1:4647"; no ACL
+// needed), sorted; none when it did not answer so (an error, a proxy's page or 404, an answer
+// that is no list of server addresses). A cluster's servers change one at a time, and two
+// clusters have none in common: a Nomad that names none of the servers a handover recorded is
+// another cluster (OtherCluster). Bounded as the leader question is, and, as it, a check: not
+// noted as Nomad stopping.
+func (c *Client) Peers(ctx context.Context, region string) []string {
+	rctx, a, cancel := c.request(ctx)
+	defer cancel()
+	rctx, cancelAsk := context.WithTimeout(rctx, min(c.timeout(), askAfterFailure))
+	defer cancelAsk()
+	var peers []string
+	if _, err := c.api.Raw().Query("/v1/status/peers", &peers, (&api.QueryOptions{Region: region}).WithContext(rctx)); err != nil || !a.connected.Load() {
+		return nil
+	}
+	if len(peers) > mostPeers {
+		return nil
+	}
+	for _, p := range peers {
+		if p == "" || len(p) > peerLen || strings.ContainsFunc(p, func(r rune) bool { return r <= ' ' || r == ',' || r >= 0x7f }) {
+			return nil
+		}
+	}
+	slices.Sort(peers)
+	return slices.Compact(peers)
+}
+
+// OtherCluster reports whether a cluster whose servers are now (Peers) is another one than the
+// cluster whose servers were recorded: both known, and no server in common. A cluster whose
+// servers were all replaced since the handover reads as another one too: volctl cannot tell the
+// two apart, and the safe side is to take no 404 of it.
+func OtherCluster(recorded, now []string) bool {
+	if len(recorded) == 0 || len(now) == 0 {
+		return false
+	}
+	for _, p := range now {
+		if slices.Contains(recorded, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// otherClusterWords says that the cluster answering names servers now, none of those recorded
+// at the handover, and what that may be.
+func (c *Client) otherClusterWords(recorded, now []string) string {
+	return fmt.Sprintf("names its cluster's servers %s, none of those the cluster it was handed over to named (%s): another Nomad cluster answers there now (a load balancer that keeps a client on one cluster for a while has moved this one, or sends these requests elsewhere), or that cluster's servers were all replaced since",
+		c.hideCreds(peerList(now)), c.hideCreds(peerList(recorded)))
+}
+
+// peerList words servers for an error, the first four and how many more.
+func peerList(peers []string) string {
+	const most = 4
+	s := strings.Join(peers[:min(len(peers), most)], ", ")
+	if len(peers) > most {
+		s += fmt.Sprintf(" and %d more", len(peers)-most)
+	}
+	return "[" + s + "]"
+}
+
+// Cluster is what a command that only reads (volctl nomad status, register --dry-run) learns
+// of the cluster that answers at the client's address in a region (OneCluster): its servers
+// (Peers, none when not answered), or Crossed saying that two questions in a row named two
+// leaders (leaderTwice): more than one cluster answers there, and no read through it can be
+// tied to one.
+type Cluster struct {
+	Peers   []string
+	Crossed string
+}
+
+// OneCluster asks the leader of region twice in a row, then its servers, as a handover does
+// before it sends anything (HandOver): what a read of a volume through the address can be
+// tied to. err is the first question's when it got no answer at all (no connection, none in
+// time): Nomad not reached.
+func (c *Client) OneCluster(ctx context.Context, region string) (Cluster, error) {
+	in := *c
+	in.Region = region
+	leader, crossed, err := in.leaderTwice(ctx)
+	if err != nil || crossed != "" || leader == "" { // no leader named: no servers either
+		return Cluster{Crossed: crossed}, err
+	}
+	return Cluster{Peers: in.Peers(ctx, region)}, nil
+}
+
+// CrossedRead is the error of a read of volume id not made because more than one cluster
+// answers at the client's address (Cluster.Crossed): what it read could be either's. It says
+// what shows the volume: nomad's own status command against each cluster's servers.
+func (c *Client) CrossedRead(id, ns, region, crossed, what string) error {
+	in := *c // its nomad command names the region asked
+	in.Region = region
+	return fmt.Errorf("volume %q: Nomad at %s: %s, so volctl cannot tell which cluster %s: not asked; see `%s` against each cluster's own servers (NOMAD_ADDR set to them)",
+		id, c.Address, c.hideCreds(crossed), what, in.nomadCmd("volume status", ns, id))
+}
+
+// OtherClusterRead is the error of a read of volume id, handed over to a cluster whose
+// servers were recorded, not made because the cluster answering now names none of them
+// (OtherCluster): its answer is another cluster's.
+func (c *Client) OtherClusterRead(id, ns, region string, recorded, now []string, what string) error {
+	in := *c // its nomad command names the region asked
+	in.Region = region
+	return &otherClusterError{fmt.Errorf("volume %q: Nomad at %s %s, so %s; see `%s` against the servers of the cluster it was handed to (NOMAD_ADDR set to one of them)",
+		id, c.Address, c.otherClusterWords(recorded, now), what, in.nomadCmd("volume status", ns, id))}
 }

@@ -43,7 +43,7 @@ func TestNomadVolumeDeregisteredAfterTheRegistrationIsSaidSo(t *testing.T) {
 	}
 	v := spec.Volume{ID: "db", PluginID: "hp", ExternalID: "x", Namespace: "default",
 		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}
-	done, err := c.HandOver(context.Background(), v, true)
+	done, err := c.HandOver(context.Background(), v, true, nil)
 	if !done.Undo {
 		t.Errorf("the mark stays for a volume Nomad deregistered: %+v", done)
 	}
@@ -84,7 +84,7 @@ func TestNomadBusyAnswerSaysWhenToAskAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, perr := c.Plugin(context.Background(), "hp")
-		_, herr := c.HandOver(context.Background(), spec.Volume{ID: "db", PluginID: "hp"}, true)
+		_, herr := c.HandOver(context.Background(), spec.Volume{ID: "db", PluginID: "hp"}, true, nil)
 		srv.Close()
 		for _, err := range []error{perr, herr} {
 			for _, w := range []string{"does not retry", "run the command again " + tc.want} {

@@ -231,7 +231,7 @@ func TestChangesAreWhatNomadsUpdateChanges(t *testing.T) {
 					t.Fatal(err)
 				}
 				said, refused := Changes(before, want), Refused(before, want)
-				_, herr := c.HandOver(context.Background(), want, true)
+				_, herr := c.HandOver(context.Background(), want, true, nil)
 				after, err := c.Volume(context.Background(), "db", "default")
 				if err != nil {
 					t.Fatal(err)
@@ -291,7 +291,7 @@ func TestHandOverSendsTheSecretsOnce(t *testing.T) {
 			v := spec.Volume{ID: "db", Namespace: "default", PluginID: "hp", ExternalID: "ext-db", Secrets: spec.Secrets{"token": "s3cret"},
 				MountOptions: &spec.MountOptions{MountFlags: spec.MountFlags{"password=hunter2", "ro"}},
 				Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}
-			done, err := c.HandOver(context.Background(), v, true)
+			done, err := c.HandOver(context.Background(), v, true, nil)
 			if err != nil || !done.OK {
 				t.Fatalf("handover: %+v, %v", done, err)
 			}

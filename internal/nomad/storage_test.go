@@ -47,7 +47,7 @@ func TestNomadRegisterRefusesAVolumeWhoseStorageNomadHasAsAnother(t *testing.T) 
 		}
 	}))
 	c, v := dbOfStorageExt1(t, srv)
-	done, err := c.HandOver(context.Background(), v, true)
+	done, err := c.HandOver(context.Background(), v, true, nil)
 	if !errors.Is(err, ErrSameStorage) || !done.Undo || done.OK {
 		t.Fatalf("HandOver with Nomad holding its storage as other volumes: %+v, %v; want ErrSameStorage, nothing sent, the mark taken back", done, err)
 	}
@@ -100,7 +100,7 @@ func TestNomadRegisterSaysWhenItCouldNotListVolumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := c.HandOver(context.Background(), spec.Volume{ID: "db", PluginID: "hp", ExternalID: "ext-1", Namespace: "default"}, true)
+	done, err := c.HandOver(context.Background(), spec.Volume{ID: "db", PluginID: "hp", ExternalID: "ext-1", Namespace: "default"}, true, nil)
 	if err != nil || !done.OK {
 		t.Fatalf("HandOver, the list refused: %+v, %v; want it registered", done, err)
 	}
@@ -131,7 +131,7 @@ func TestNomadSameStorageErrorNeverPrintsTheToken(t *testing.T) {
 		}
 	}))
 	c, v := dbOfStorageExt1(t, srv)
-	_, err := c.HandOver(context.Background(), v, true)
+	_, err := c.HandOver(context.Background(), v, true, nil)
 	if !errors.Is(err, ErrSameStorage) {
 		t.Fatalf("HandOver: %v; want ErrSameStorage", err)
 	}
@@ -181,12 +181,12 @@ func TestTwinsListsOnceAndKnowsWhatTheClientRegistered(t *testing.T) {
 		}
 	}))
 	c, v := dbOfStorageExt1(t, srv)
-	if _, err := c.HandOver(context.Background(), v, true); err != nil {
+	if _, err := c.HandOver(context.Background(), v, true, nil); err != nil {
 		t.Fatalf("HandOver db: %v", err)
 	}
 	again := v
 	again.ID = "db-again"
-	done, err := c.HandOver(context.Background(), again, true)
+	done, err := c.HandOver(context.Background(), again, true, nil)
 	if !errors.Is(err, ErrSameStorage) || !done.Undo || !strings.Contains(err.Error(), `volume "db" in namespace default`) {
 		t.Errorf("HandOver of db-again, db's storage, after db: %+v, %v; want ErrSameStorage naming db", done, err)
 	}

@@ -110,7 +110,7 @@ func handOverDB(t *testing.T, addr string) (Handed, error) {
 	}
 	v := spec.Volume{ID: "db", PluginID: "hp", ExternalID: "x", Namespace: "default",
 		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}
-	return c.HandOver(context.Background(), v, true)
+	return c.HandOver(context.Background(), v, true, nil)
 }
 
 // refusingNomad is a Nomad that refuses every request 403 (nomadtest.Refusing): its URL, and

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -20,7 +21,11 @@ type Handover struct {
 	Unsettled bool
 	// Index is the X-Nomad-Index of the last registration Nomad answered OK (0: none known):
 	// the Raft index from which its state has the volume.
-	Index    uint64
+	Index uint64
+	// Peers are the servers (Raft peers, "10.0.0.1:4647") of the cluster its registration
+	// went to, as that cluster named them to the handover (none: not known): a Nomad that
+	// names none of them later is another cluster, whose 404 is not the word of this one.
+	Peers    []string
 	HandedAt time.Time
 }
 
@@ -35,9 +40,9 @@ type HandoverStore interface {
 	Put(h *Handover) error
 	// Delete removes a volume's mark; ErrNotFound if there is none.
 	Delete(volumeID string) error
-	// SetOutcome records what the mark's registrations left (Handover.Unsettled and
-	// Handover.Index); ErrNotFound if there is no mark.
-	SetOutcome(volumeID string, unsettled bool, index uint64) error
+	// SetOutcome records what the mark's registrations left (Handover.Unsettled,
+	// Handover.Index and Handover.Peers); ErrNotFound if there is no mark.
+	SetOutcome(volumeID string, unsettled bool, index uint64, peers []string) error
 }
 
 // Handovers is the handover API inside this transaction.
@@ -45,17 +50,18 @@ func (tx *Tx) Handovers() HandoverStore { return handovers{tx} }
 
 type handovers struct{ tx *Tx }
 
-const handoverColumns = `volume_id, address, region, namespace, forced, unsettled, nomad_index, handed_at`
+const handoverColumns = `volume_id, address, region, namespace, forced, unsettled, nomad_index, nomad_peers, handed_at`
 
 func scanHandover(sc scanner) (Handover, error) {
 	var (
 		h         Handover
 		at, index int64
+		peers     string
 	)
-	if err := sc.Scan(&h.VolumeID, &h.Address, &h.Region, &h.Namespace, &h.Forced, &h.Unsettled, &index, &at); err != nil {
+	if err := sc.Scan(&h.VolumeID, &h.Address, &h.Region, &h.Namespace, &h.Forced, &h.Unsettled, &index, &peers, &at); err != nil {
 		return Handover{}, err
 	}
-	h.HandedAt, h.Index = decTime(at), uint64(index)
+	h.HandedAt, h.Index, h.Peers = decTime(at), uint64(index), decPeers(peers)
 	return h, nil
 }
 
@@ -75,8 +81,8 @@ func (hs handovers) List() ([]Handover, error) {
 
 func (hs handovers) Put(h *Handover) error {
 	now := hs.tx.now()
-	_, err := hs.tx.exec(`INSERT OR REPLACE INTO nomad_handovers (`+handoverColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		h.VolumeID, h.Address, h.Region, h.Namespace, encBool(h.Forced), encBool(h.Unsettled), encIndex(h.Index), encTime(now))
+	_, err := hs.tx.exec(`INSERT OR REPLACE INTO nomad_handovers (`+handoverColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		h.VolumeID, h.Address, h.Region, h.Namespace, encBool(h.Forced), encBool(h.Unsettled), encIndex(h.Index), encPeers(h.Peers), encTime(now))
 	if err != nil {
 		return wrap(err, handoverWhat(h.VolumeID), fmt.Sprintf("volume %q does not exist", h.VolumeID))
 	}
@@ -89,8 +95,8 @@ func (hs handovers) Delete(volumeID string) error {
 	return affected(res, err, handoverWhat(volumeID), "")
 }
 
-func (hs handovers) SetOutcome(volumeID string, unsettled bool, index uint64) error {
-	res, err := hs.tx.exec(`UPDATE nomad_handovers SET unsettled = ?, nomad_index = ? WHERE volume_id = ?`, encBool(unsettled), encIndex(index), volumeID)
+func (hs handovers) SetOutcome(volumeID string, unsettled bool, index uint64, peers []string) error {
+	res, err := hs.tx.exec(`UPDATE nomad_handovers SET unsettled = ?, nomad_index = ?, nomad_peers = ? WHERE volume_id = ?`, encBool(unsettled), encIndex(index), encPeers(peers), volumeID)
 	return affected(res, err, handoverWhat(volumeID), "")
 }
 
@@ -101,4 +107,15 @@ func encIndex(i uint64) int64 {
 		return math.MaxInt64
 	}
 	return int64(i)
+}
+
+// encPeers stores a cluster's servers comma-separated (a server's address, host:port, holds
+// no comma); decPeers reads them back, none for ”.
+func encPeers(peers []string) string { return strings.Join(peers, ",") }
+
+func decPeers(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }

@@ -20,7 +20,7 @@ func TestHandovers(t *testing.T) {
 			tx.Handovers().Put(&Handover{VolumeID: "b", Address: "http://n1:4646"}),
 			tx.Handovers().Put(&Handover{VolumeID: "a", Address: "http://n1:4646"}),
 			tx.Handovers().Put(&Handover{VolumeID: "a", Address: "http://n1:4646", Namespace: "prod", Region: "eu", Forced: true}),
-			tx.Handovers().SetOutcome("b", true, 0),
+			tx.Handovers().SetOutcome("b", true, 0, nil),
 		)
 	})
 	view(t, s, func(tx *Tx) error {
@@ -38,7 +38,7 @@ func TestHandovers(t *testing.T) {
 		return nil
 	})
 	update(t, s, func(tx *Tx) error {
-		return errors.Join(tx.Handovers().SetOutcome("b", false, 1<<63+5),
+		return errors.Join(tx.Handovers().SetOutcome("b", false, 1<<63+5, nil),
 			tx.Handovers().Put(&Handover{VolumeID: "a", Address: "http://n1:4646", Namespace: "prod", Region: "eu", Forced: true, Unsettled: true, Index: 7}))
 	})
 	view(t, s, func(tx *Tx) error {
@@ -49,7 +49,7 @@ func TestHandovers(t *testing.T) {
 		}
 		return nil
 	})
-	if err := s.Update(context.Background(), func(tx *Tx) error { return tx.Handovers().SetOutcome("c", true, 0) }); !errors.Is(err, ErrNotFound) {
+	if err := s.Update(context.Background(), func(tx *Tx) error { return tx.Handovers().SetOutcome("c", true, 0, nil) }); !errors.Is(err, ErrNotFound) {
 		t.Errorf("SetOutcome of an unmarked volume: %v, want ErrNotFound", err)
 	}
 	err := s.Update(context.Background(), func(tx *Tx) error { return tx.Volumes().Delete("a") })

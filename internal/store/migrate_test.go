@@ -141,7 +141,7 @@ func checkSeedV5(t *testing.T, s *Store) {
 		}
 		return nil
 	})
-	update(t, s, func(tx *Tx) error { return tx.Handovers().SetOutcome("db", true, 42) })
+	update(t, s, func(tx *Tx) error { return tx.Handovers().SetOutcome("db", true, 42, nil) })
 	view(t, s, func(tx *Tx) error {
 		if h, err := tx.Handovers().Get("db"); err != nil || !h.Unsettled || h.Index != 42 {
 			t.Errorf("handover marked unsettled after migration: %+v, %v", h, err)

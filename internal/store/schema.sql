@@ -1,4 +1,4 @@
--- volctl schema at version 22
+-- volctl schema at version 23
 -- Written by `VOLCTL_WRITE_SCHEMA=1 go test ./internal/store -run TestSchemaFileIsTheMigrationsApplied`
 -- from the migrations in migrations/, which stay the record of how the schema came to be: a new
 -- database gets this in one step (migrate.go, schemaFile). Do not edit it by hand.
@@ -184,7 +184,7 @@ CREATE TABLE nomad_handovers (
     namespace  TEXT    NOT NULL DEFAULT '',
     forced     INTEGER NOT NULL DEFAULT 0 CHECK (forced IN (0, 1)),
     handed_at  INTEGER NOT NULL
-, unsettled INTEGER NOT NULL DEFAULT 0 CHECK (unsettled IN (0, 1)), nomad_index INTEGER NOT NULL DEFAULT 0 CHECK (nomad_index >= 0)) STRICT;
+, unsettled INTEGER NOT NULL DEFAULT 0 CHECK (unsettled IN (0, 1)), nomad_index INTEGER NOT NULL DEFAULT 0 CHECK (nomad_index >= 0), nomad_peers TEXT NOT NULL DEFAULT '') STRICT;
 
 CREATE TABLE state_mark (
     k     INTEGER NOT NULL PRIMARY KEY CHECK (k = 1),

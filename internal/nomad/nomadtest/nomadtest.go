@@ -1,7 +1,9 @@
 // Package nomadtest holds fakes of Nomad's HTTP API for tests: a cluster as a handover and a
-// take-back ask it (its leader, its CSI volumes, its Raft index), a load balancer that sends
-// each request to the next of several clusters, and a Nomad that refuses every request, for
-// what is shown of the address and credentials it was given. No volctl code imports it.
+// take-back ask it (its leader and servers, its CSI volumes, its Raft index), load balancers
+// before several clusters (one that sends each request to the next, one that keeps a client on
+// one of them, one that routes the status endpoints to one and the rest to another), and a
+// Nomad that refuses every request, for what is shown of the address and credentials it was
+// given. No volctl code imports it.
 package nomadtest
 
 import (
@@ -26,6 +28,9 @@ type Cluster struct {
 	// only the volume API.
 	Leader  string
 	Idle404 uint64
+	// Peers are what /v1/status/peers answers (the cluster's servers); none answers it 404,
+	// as a proxy that passes only the volume API.
+	Peers []string
 
 	mu    sync.Mutex
 	index uint64
@@ -48,6 +53,10 @@ func (f *Cluster) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "404 page not found", http.StatusNotFound)
 	case r.URL.Path == "/v1/status/leader":
 		json.NewEncoder(w).Encode(f.Leader)
+	case r.URL.Path == "/v1/status/peers" && f.Peers == nil:
+		http.Error(w, "404 page not found", http.StatusNotFound)
+	case r.URL.Path == "/v1/status/peers":
+		json.NewEncoder(w).Encode(f.Peers)
 	case r.URL.Path == "/v1/volumes":
 		stubs := []map[string]any{}
 		for _, v := range f.vols {
@@ -141,6 +150,46 @@ func (b *Balancer) Set(start int, backends ...http.Handler) {
 		b.backends = backends
 	}
 	b.next.Store(int64(start))
+}
+
+// Pinned is a load balancer before several clusters that keeps a client on one of them (per
+// connection or source address, as a sticky session does): every request goes to the one it
+// is pinned to, the first at start, until Pin moves it to another (the session expired, the
+// balancer restarted). No answer of one command then comes from two clusters.
+type Pinned struct {
+	URL string
+
+	backends []http.Handler
+	at       atomic.Int64
+}
+
+// Pin is a balancer pinned to the first of backends; closed when the test ends.
+func Pin(t testing.TB, backends ...http.Handler) *Pinned {
+	p := &Pinned{backends: backends}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.backends[int(p.at.Load())%len(p.backends)].ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	p.URL = srv.URL
+	return p
+}
+
+// Move pins the balancer to backend i from the next request on.
+func (p *Pinned) Move(i int) { p.at.Store(int64(i)) }
+
+// Split is a load balancer (or a proxy) that routes by path: /v1/status/ to status, every
+// other request to rest, as one that sends Nomad's status endpoints to one cluster and its
+// API to another; closed when the test ends.
+func Split(t testing.TB, status, rest http.Handler) (url string) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/status/") {
+			status.ServeHTTP(w, r)
+			return
+		}
+		rest.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // Refusing is a Nomad that answers every request 403, at X-Nomad-Index 7, its page what
