@@ -129,7 +129,8 @@ capability {
 			want: []string{`snapshot volume "snapme": snapshot "s1": CreateSnapshot: SIGINT received (the plugin may have made it`},
 			next: []string{"reconcile"}},
 		{rpc: "DeleteSnapshot", signal: "SIGHUP", args: []string{"volume", "snapshot", "delete", "mem", "s1", "--yes"},
-			want: []string{`delete snapshot "s1" of plugin "mem": DeleteSnapshot: SIGHUP received (the delete stays recorded`},
+			want:  []string{`delete snapshot "s1" of plugin "mem": DeleteSnapshot: SIGHUP received (the delete stays recorded`},
+			shows: []string{"volume", "snapshot", "list"}, seen: "s1           snapme  s1    1.0 GiB  deleting",
 			next: []string{"volume", "snapshot", "delete", "mem", "s1", "--yes"}},
 		{rpc: "NodePublishVolume", signal: "SIGINT", args: []string{"group", "run", groupSpec},
 			want: []string{`alloc "g[0]": claim "db" for alloc "g[0]": NodePublishVolume: SIGINT received (interrupted: the claim is left node-staged`,
@@ -168,6 +169,22 @@ capability {
 		if code, out, errOut := volctl("", "", c.next...); code != ExitOK {
 			t.Errorf("volctl %s after %s stopped by %s: exit %d, %s%s; want it to finish", strings.Join(c.next, " "), cmd, c.signal, code, out, errOut)
 		}
+	}
+	// A snapshot whose delete is recorded and unfinished is listed so, not as ready to use; one
+	// beside it whose delete nobody began is not. Each is listed twice, under "mem" and under
+	// "mem2", registered on its socket above, which lists it recorded by "mem".
+	for _, name := range []string{"s2", "s3"} {
+		if _, err := e.CreateSnapshot(context.Background(), "snapme", name, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	volctl("DeleteSnapshot", "SIGINT", "volume", "snapshot", "delete", "mem", "s2", "--yes")
+	if _, out, _ := volctl("", "", "volume", "snapshot", "list", "--json"); strings.Count(out, `"deleting": true`) != 2 || strings.Count(out, `"deleting": false`) != 2 {
+		t.Errorf("volctl volume snapshot list --json after s2's delete was stopped:\n%s\nwant s2 deleting, s3 not", out)
+	}
+	volctl("", "", "reconcile")
+	if _, out, _ := volctl("", "", "volume", "snapshot", "list", "--json"); strings.Contains(out, `"s2"`) || strings.Count(out, `"deleting": false`) != 2 {
+		t.Errorf("volctl volume snapshot list --json after reconcile finished s2's delete:\n%s\nwant s2 gone, s3 not deleting", out)
 	}
 	// Nothing is left half-done, and the event log names each signal, never "context canceled".
 	if _, out, _ := volctl("", "", "status"); !strings.Contains(out, "Claims: 0 live (0 read, 0 write), 0 not at rest") {
