@@ -10,14 +10,16 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/iostreams"
 )
 
 // TestInterruptedOperationsRecordTheSignal: each acting command stopped by SIGINT, SIGTERM or
 // SIGHUP while its plugin holds the RPC (a claim in ControllerPublishVolume and in
-// NodeStageVolume, a create, an expand, a snapshot's create and delete, `group run`, `group
-// stop`, a detach, a plugin's registration) exits 1 naming the signal and what is left, and the
+// NodeStageVolume, a create, an expand in ControllerExpandVolume and in NodeExpandVolume, a
+// snapshot's create and delete, `group run`, `group stop`, a detach, a volume's and a plugin's
+// registration) exits 1 naming the signal and what is left, and the
 // command its error names (the same again, or reconcile) finishes it. Two things said Go's
 // "context canceled" instead: an interrupted `group run`, whose error named the signal in its
 // last line, so main's SaySignal left its first line's `NodePublishVolume: context canceled`
@@ -45,8 +47,19 @@ func TestInterruptedOperationsRecordTheSignal(t *testing.T) {
 	state := e.StateDir()
 	createSingleWriter(t, e, "db", "snapme", "grow")
 	dir := t.TempDir()
-	newSpec, groupSpec := filepath.Join(dir, "new.hcl"), filepath.Join(dir, "g.hcl")
+	newSpec, groupSpec, regSpec := filepath.Join(dir, "new.hcl"), filepath.Join(dir, "g.hcl"), filepath.Join(dir, "reg.hcl")
+	mem.AddVolume(csi.Volume{ID: "ext-old", CapacityBytes: 1 << 30})
 	for file, text := range map[string]string{
+		regSpec: `id = "old"
+name = "old"
+type = "csi"
+plugin_id = "mem"
+external_id = "ext-old"
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+`,
 		newSpec: `id = "new"
 name = "new"
 type = "csi"
@@ -140,6 +153,15 @@ capability {
 			want:  []string{`stop group "g": release "db" for alloc "g[0]": release: NodeUnpublishVolume: SIGTERM received (interrupted`},
 			shows: []string{"group", "status", "g"}, seen: "unpublishing (needs reconcile)",
 			next: []string{"group", "stop", "g"}},
+		{rpc: "ValidateVolumeCapabilities", signal: "SIGTERM", args: []string{"volume", "register", regSpec},
+			want: []string{`register volume "old": ValidateVolumeCapabilities: SIGTERM received`},
+			next: []string{"volume", "register", regSpec}},
+		{args: []string{"volume", "claim", "grow", "--alloc", "x"}},
+		{rpc: "NodeExpandVolume", signal: "SIGINT", args: []string{"volume", "expand", "grow", "--size", "3GiB"},
+			want:  []string{`NodeExpandVolume: SIGINT received (it stays owed: run ` + "`volctl volume expand grow --size 3GiB` again or `volctl reconcile`)"},
+			shows: []string{"volume", "status", "grow"}, seen: "Node Expansion Owed = to 3.0 GiB",
+			next: []string{"volume", "expand", "grow", "--size", "3GiB"}},
+		{args: []string{"volume", "release", "grow", "--alloc", "x"}},
 		{rpc: "GetPluginInfo", signal: "SIGINT", args: []string{"plugin", "register", "--id", "mem2", "--socket", socket},
 			want: []string{`register plugin "mem2": fingerprint: GetPluginInfo: SIGINT received`},
 			next: []string{"plugin", "register", "--id", "mem2", "--socket", socket}},
