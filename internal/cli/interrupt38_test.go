@@ -154,7 +154,7 @@ capability {
 			shows: []string{"group", "status", "g"}, seen: "unpublishing (needs reconcile)",
 			next: []string{"group", "stop", "g"}},
 		{rpc: "ValidateVolumeCapabilities", signal: "SIGTERM", args: []string{"volume", "register", regSpec},
-			want: []string{`register volume "old": ValidateVolumeCapabilities: SIGTERM received`},
+			want: []string{`register volume "old": ValidateVolumeCapabilities: SIGTERM received (interrupted: nothing is registered; run the register again)`},
 			next: []string{"volume", "register", regSpec}},
 		{args: []string{"volume", "claim", "grow", "--alloc", "x"}},
 		{rpc: "NodeExpandVolume", signal: "SIGINT", args: []string{"volume", "expand", "grow", "--size", "3GiB"},
@@ -163,7 +163,7 @@ capability {
 			next: []string{"volume", "expand", "grow", "--size", "3GiB"}},
 		{args: []string{"volume", "release", "grow", "--alloc", "x"}},
 		{rpc: "GetPluginInfo", signal: "SIGINT", args: []string{"plugin", "register", "--id", "mem2", "--socket", socket},
-			want: []string{`register plugin "mem2": fingerprint: GetPluginInfo: SIGINT received`},
+			want: []string{`register plugin "mem2": fingerprint: GetPluginInfo: SIGINT received (interrupted: nothing is registered; run the register again)`},
 			next: []string{"plugin", "register", "--id", "mem2", "--socket", socket}},
 	} {
 		cmd := "volctl " + strings.Join(c.args, " ")
