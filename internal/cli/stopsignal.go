@@ -29,10 +29,12 @@ func SaySignal(ctx context.Context, err error) error {
 	}
 	msg, canceled := err.Error(), context.Canceled.Error()
 	switch {
+	case strings.Contains(msg, canceled):
+		// Even where the signal is named already: an interrupted `group run` names it in its
+		// last line, and its first, the claim's RPC, said "context canceled" beside it.
+		return &redactedError{err: err, msg: strings.ReplaceAll(msg, canceled, sig.Error())}
 	case strings.Contains(msg, sig.Error()):
 		return err // said already (a filter's, validate's, group run's words)
-	case strings.Contains(msg, canceled):
-		return &redactedError{err: err, msg: strings.ReplaceAll(msg, canceled, sig.Error())}
 	case errors.Is(err, context.Canceled):
 		return &redactedError{err: err, msg: msg + " (" + sig.Error() + ")"}
 	}

@@ -288,7 +288,9 @@ volctl created that the plugin no longer lists shows as missing. For a plugin wi
 LIST_SNAPSHOTS, or one that cannot be reached, or whose listing does not end (it gives a
 next_token twice, or runs past 10,000 pages, 2 minutes or 64 MiB of snapshots), volctl's records are shown, none
 marked missing, and a warning on stderr (and in the JSON's warnings) says so. Snapshots whose creation was cut short show as
-pending, without an ID (volctl reconcile finishes them). A snapshot volctl recorded through
+pending, without an ID (volctl reconcile finishes them); one whose delete was cut short shows as
+deleting (a restore from it is refused until the delete run again or volctl reconcile finishes
+it). A snapshot volctl recorded through
 another plugin ID registered on the same socket (one plugin process) is listed under both
 IDs; under the other, its name says which ID records it ("recorded_by" in the JSON): delete it
 through that ID. A snapshot the plugin lists with an ID (or a source volume ID) past 4 KiB is
@@ -353,6 +355,8 @@ func writeSnapshotTable(out io.Writer, snaps []engine.SnapshotInfo, now time.Tim
 			name = strings.TrimSpace(s.Name + " (recorded by " + s.RecordedBy + ")")
 		}
 		switch {
+		case s.Deleting:
+			ready = "deleting" // its delete unfinished: a restore from it is refused
 		case s.Missing:
 			ready = "missing"
 		case s.Pending:

@@ -1210,10 +1210,11 @@ func (e *Engine) recordFailure(ctx context.Context, cl *store.Claim, rpc string,
 		e.log.Warn("the volume's lock was lost: the claim's failure is not recorded", "volume", cl.VolumeID, "alloc", cl.Alloc, "err", cause)
 		return
 	}
-	repeat := cl.NeedsReconcile && cl.LastRPC == rpc && sameFailure(cl.LastError, cause.Error())
+	said := stopWords(ctx, cause.Error()) // "SIGINT received", not Go's "context canceled"
+	repeat := cl.NeedsReconcile && cl.LastRPC == rpc && sameFailure(cl.LastError, said)
 	cl.NeedsReconcile = true
 	cl.Attempts++
-	cl.LastRPC, cl.LastCode, cl.LastError = rpc, "", cause.Error()
+	cl.LastRPC, cl.LastCode, cl.LastError = rpc, "", said
 	var cf *checkFailure
 	if rpc != "" && (!errors.As(cause, &cf) || errors.As(cause, new(*csi.Error))) {
 		cl.LastCode = csi.CodeOf(cause).String() // a check's failure has none: no RPC failed
@@ -1235,7 +1236,7 @@ func (e *Engine) recordFailure(ctx context.Context, cl *store.Claim, rpc string,
 			return err
 		}
 		return tx.Events().Append(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
-			RPC: rpc, Code: cl.LastCode, Message: fmt.Sprintf("claim left %s for reconcile: %v", cl.State, cause)})
+			RPC: rpc, Code: cl.LastCode, Message: fmt.Sprintf("claim left %s for reconcile: %s", cl.State, said)})
 	}))
 	if errors.Is(err, errLockLost) {
 		e.log.Warn("the volume's lock was lost: the claim's failure is not recorded", "volume", cl.VolumeID, "alloc", cl.Alloc, "err", err)

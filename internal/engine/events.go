@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -314,7 +315,23 @@ func appendFailure(tx *store.Tx, ev *store.Event, own string) error {
 // failureEvent is appendFailure in its own transaction, logging (not returning) a failure to
 // write it, as event does. own begins ev.Message: volctl's words naming what failed.
 func (e *Engine) failureEvent(ctx context.Context, ev *store.Event, own string) {
+	ev.Message = stopWords(ctx, ev.Message)
 	if err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error { return appendFailure(tx, ev, own) }); err != nil {
 		e.log.Warn("writing the event log", "err", err)
 	}
+}
+
+// stopWords is msg, the record of a failure of an operation under ctx, with Go's "context
+// canceled" in it said as what ended ctx when that was a cause of its own (context.Cause):
+// main's "SIGINT received", "SIGTERM received" when a signal stopped the command. The command's
+// error says the signal (cli.SaySignal); what it left recorded, a claim's last error and the
+// event log, said "NodeStageVolume: context canceled" to whoever read them later, in words
+// that name neither that volctl was stopped nor by what
+// (TestInterruptedOperationsRecordTheSignal).
+func stopWords(ctx context.Context, msg string) string {
+	cause := context.Cause(ctx)
+	if !errors.Is(ctx.Err(), context.Canceled) || cause == nil || errors.Is(cause, context.Canceled) {
+		return msg
+	}
+	return strings.ReplaceAll(msg, context.Canceled.Error(), cause.Error())
 }

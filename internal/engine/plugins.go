@@ -95,7 +95,7 @@ func (e *Engine) registerPluginOnce(ctx context.Context, given spec.Plugin, keep
 	case sp.Exec != nil:
 		health = store.Health{LastError: "not started yet: the agent starts it (volctl agent)"}
 	default:
-		return PluginInfo{}, fmt.Errorf("register plugin %q: %w", sp.ID, err)
+		return PluginInfo{}, fmt.Errorf("register plugin %q: %w", sp.ID, nothingRecorded(ctx, err))
 	}
 	e.failpoint("plugin:fingerprinted") // fingerprinted and probed, nothing recorded yet
 	now := e.cfg.Now()

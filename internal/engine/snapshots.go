@@ -42,6 +42,10 @@ type SnapshotInfo struct {
 	// a plugin that failed in a way that may have made it): ID is empty until `volctl reconcile`
 	// finishes it; `snapshot delete PLUGIN NAME` removes it.
 	Pending bool `json:"pending"`
+	// Deleting: a delete of it is recorded and unfinished (interrupted, or its plugin failed
+	// it): a restore from it is refused until `snapshot delete` run again or `volctl reconcile`
+	// finishes it. Before, the list showed such a snapshot ready to use and nothing else.
+	Deleting bool `json:"deleting"`
 }
 
 // SnapshotList is what ListSnapshots found. Warnings name the plugins whose snapshots could not
@@ -1186,9 +1190,13 @@ func (e *Engine) listSnapshotsStored(ctx context.Context, pluginID string, secre
 		intents []store.SnapshotCreate
 		vols    []store.Volume
 		mates   map[string][]store.Snapshot
+		deletes []store.SnapshotDelete
 	)
 	err := e.store.View(ctx, func(tx *store.Tx) error {
 		var err error
+		if deletes, err = tx.Snapshots().ListDeleting(); err != nil {
+			return err
+		}
 		if plugins, err = oneOrAll(pluginID, tx.Plugins().Get, tx.Plugins().List); err != nil {
 			return err
 		}
@@ -1251,6 +1259,15 @@ func (e *Engine) listSnapshotsStored(ctx context.Context, pluginID string, secre
 		out.Snapshots = append(out.Snapshots, SnapshotInfo{PluginID: in.PluginID, Name: in.Name, SourceVolumeID: in.SourceVolumeID,
 			SourceExternalID: in.SourceExternalID, CreatedAt: in.CreatedAt, Parameters: maps.Clone(in.Parameters),
 			Recorded: true, Pending: true})
+	}
+	deleting := make(map[[2]string]bool, len(deletes))
+	for _, d := range deletes {
+		deleting[[2]string{d.PluginID, d.SnapshotID}] = true
+	}
+	for i, s := range out.Snapshots {
+		// A snapshot recorded through another ID on its plugin's socket is deleted, and its
+		// delete recorded, through that ID.
+		out.Snapshots[i].Deleting = s.ID != "" && (deleting[[2]string{s.PluginID, s.ID}] || s.RecordedBy != "" && deleting[[2]string{s.RecordedBy, s.ID}])
 	}
 	sort.SliceStable(out.Snapshots, func(i, j int) bool {
 		a, b := out.Snapshots[i], out.Snapshots[j]

@@ -591,6 +591,7 @@ func (e *Engine) keepRefusedDelete(ctx context.Context, v store.Volume, cause er
 // event appends to the event log in its own transaction, logging (not returning) a failure:
 // the event log is a record, and failing to write it must not fail the operation it describes.
 func (e *Engine) event(ctx context.Context, ev *store.Event) {
+	ev.Message = stopWords(ctx, ev.Message)
 	if err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error { return tx.Events().Append(ev) }); err != nil {
 		e.log.Warn("writing the event log", "err", err)
 	}

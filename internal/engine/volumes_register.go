@@ -44,7 +44,7 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume) (VolumeInfo
 			})
 		})
 		if err != nil {
-			return fail(err)
+			return fail(nothingRecorded(ctx, err))
 		}
 	}
 	if err := e.expandRegistered(ctx, c, sv); err != nil {
@@ -328,6 +328,17 @@ func mergeRegistered(old store.Volume, sv spec.Volume) store.Volume {
 }
 
 // failVolume is how a command on one volume fails: the error, prefixed with what it was doing.
+// nothingRecorded is err, a registration's failure before it recorded the volume or plugin
+// (or sent anything that changes storage), saying so when the caller's context ended it (Ctrl-C, SIGTERM): "register volume "v":
+// ValidateVolumeCapabilities: SIGTERM received" alone left the user asking whether the volume
+// was registered (TestInterruptedOperationsRecordTheSignal).
+func nothingRecorded(ctx context.Context, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	return fmt.Errorf("%w (interrupted: nothing is registered; run the register again)", err)
+}
+
 func failVolume(doing, id string) func(error) (VolumeInfo, error) {
 	return func(err error) (VolumeInfo, error) {
 		return VolumeInfo{}, fmt.Errorf("%s volume %q: %w", doing, id, err)
