@@ -740,9 +740,11 @@ func TestAgentStartsNoPluginItCannotRecordOnAFullDisk(t *testing.T) {
 		}
 		return false
 	})
-	time.Sleep(300 * time.Millisecond) // a plugin started unrecorded would serve by now
-	if socketsLive([]string{sp.Socket}) {
-		t.Fatalf("a plugin serves on %s though its pid file could not be written", sp.Socket)
+	// The failed start waits for its process to end before it says so: by the event, nothing
+	// carrying the plugin's environment runs (a plugin started unrecorded, or the start helper
+	// let go), which says at once what a wait of the wall clock for its socket said.
+	if pids := pidsWithEnv(pluginRootEnv + "=" + sp.Exec.Env.Plain()[pluginRootEnv]); len(pids) > 0 || socketsLive([]string{sp.Socket}) {
+		t.Fatalf("a plugin runs (pids %v) or serves on %s though its pid file could not be written", pids, sp.Socket)
 	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
