@@ -696,8 +696,12 @@ func (a *Agent) scheduleRedrive(ctx context.Context, r *redrive) {
 // logCheckInterval until ctx ends. It has a loop of its own: a reconcile pass waiting on a
 // plugin that does not answer holds housekeeping's loop for minutes.
 func (a *Agent) keepLogs(ctx context.Context) {
-	every(ctx, logCheckInterval, func() bool { a.trimLogs(); return false })
+	every(ctx, logCheckInterval, func() bool { a.trimLogs(); logChecks.Add(1); return false })
 }
+
+// logChecks counts keepLogs's checks, for a test: an idle agent's ticks, counted rather than
+// waited for on the wall clock, which on a loaded machine may hold none.
+var logChecks atomic.Int64
 
 // reapInterval is how often the agent reaps orphans with no SIGCHLD to say one exited: a scan
 // reads every process's stat (reapOrphans), thousands on a busy host, so an idle agent does

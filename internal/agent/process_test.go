@@ -815,10 +815,12 @@ func TestIdleAgentDoesNotScanForOrphans(t *testing.T) {
 	if !subreaper {
 		t.Skipf("the agent could not make itself a child subreaper (%v): it reaps nothing", subreaperErr)
 	}
-	before := reapScans.Load()
-	time.Sleep(3 * logCheckInterval)
+	// Three of the agent's own log checks, each a second on a real agent, not three of the
+	// wall clock's intervals, which on a loaded machine held fewer (or none) of them.
+	before, ticks := reapScans.Load(), logChecks.Load()
+	waitFor(t, "three more of the agent's log checks", func() bool { return logChecks.Load() >= ticks+3 })
 	if n := reapScans.Load() - before; n > 1 {
-		t.Errorf("an idle agent scanned for orphans %d times in %s, want at most once", n, 3*logCheckInterval)
+		t.Errorf("an idle agent scanned for orphans %d times in three of its log checks, want at most once", n)
 	}
 	// An orphan re-parented to the agent (outside its group, as a plugin's daemon is) that
 	// exits is reaped on its SIGCHLD, long before reapInterval. To the agent, such an orphan is
