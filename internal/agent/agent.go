@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -173,6 +174,10 @@ type Agent struct {
 	logWarned map[string]bool
 	// mateWarned are the pairs of exec plugins on one socket (oneProcessPerSocket), told once.
 	mateWarned map[string]bool
+	// mates are, by the plugin ID whose runner runs a socket's process, the other IDs declared
+	// with an exec block on its socket, probed only (oneProcessPerSocket): that runner records
+	// their supervision with its own (noteMates). Under mu.
+	mates map[string][]string
 }
 
 // New builds an agent; Run runs it.
@@ -500,6 +505,12 @@ func (a *Agent) oneProcessPerSocket(specs []spec.Plugin) []spec.Plugin {
 	out := slices.Clone(specs)
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	var runs []spec.Plugin // the exec plugins kept, each running a process
+	mates := map[string][]string{}
+	defer func() {
+		a.mu.Lock()
+		a.mates = mates
+		a.mu.Unlock()
+	}()
 	for i, sp := range out {
 		if sp.Exec == nil {
 			continue
@@ -511,6 +522,7 @@ func (a *Agent) oneProcessPerSocket(specs []spec.Plugin) []spec.Plugin {
 		}
 		owner := runs[j]
 		out[i].Exec = nil
+		mates[owner.ID] = append(mates[owner.ID], sp.ID)
 		key := owner.ID + "\x00" + sp.ID
 		a.mu.Lock()
 		warned := a.mateWarned[key]
@@ -684,8 +696,12 @@ func (a *Agent) scheduleRedrive(ctx context.Context, r *redrive) {
 // logCheckInterval until ctx ends. It has a loop of its own: a reconcile pass waiting on a
 // plugin that does not answer holds housekeeping's loop for minutes.
 func (a *Agent) keepLogs(ctx context.Context) {
-	every(ctx, logCheckInterval, func() bool { a.trimLogs(); return false })
+	every(ctx, logCheckInterval, func() bool { a.trimLogs(); logChecks.Add(1); return false })
 }
+
+// logChecks counts keepLogs's checks, for a test: an idle agent's ticks, counted rather than
+// waited for on the wall clock, which on a loaded machine may hold none.
+var logChecks atomic.Int64
 
 // reapInterval is how often the agent reaps orphans with no SIGCHLD to say one exited: a scan
 // reads every process's stat (reapOrphans), thousands on a busy host, so an idle agent does
@@ -940,7 +956,11 @@ func (a *Agent) recordStop(ctx context.Context, r *runner, mode, note string) {
 	if r.recorded.mode == "" {
 		return
 	}
-	_ = a.recordSupervision(ctx, r.spec.ID, supervision{mode: mode, pid: r.proc.pid, note: note}, true)
+	s := supervision{mode: mode, pid: r.proc.pid, note: note}
+	_ = a.recordSupervision(ctx, r.spec.ID, s, true)
+	for _, mate := range slices.Sorted(maps.Keys(r.mates)) {
+		_ = a.recordSupervision(ctx, mate, mateSupervision(r.spec.ID, s), true)
+	}
 }
 
 // stopLeftBy stops, once plugin id's process p is stopped or has exited, what it left running

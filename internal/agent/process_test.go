@@ -740,9 +740,11 @@ func TestAgentStartsNoPluginItCannotRecordOnAFullDisk(t *testing.T) {
 		}
 		return false
 	})
-	time.Sleep(300 * time.Millisecond) // a plugin started unrecorded would serve by now
-	if socketsLive([]string{sp.Socket}) {
-		t.Fatalf("a plugin serves on %s though its pid file could not be written", sp.Socket)
+	// The failed start waits for its process to end before it says so: by the event, nothing
+	// carrying the plugin's environment runs (a plugin started unrecorded, or the start helper
+	// let go), which says at once what a wait of the wall clock for its socket said.
+	if pids := pidsWithEnv(pluginRootEnv + "=" + sp.Exec.Env.Plain()[pluginRootEnv]); len(pids) > 0 || socketsLive([]string{sp.Socket}) {
+		t.Fatalf("a plugin runs (pids %v) or serves on %s though its pid file could not be written", pids, sp.Socket)
 	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
@@ -813,10 +815,12 @@ func TestIdleAgentDoesNotScanForOrphans(t *testing.T) {
 	if !subreaper {
 		t.Skipf("the agent could not make itself a child subreaper (%v): it reaps nothing", subreaperErr)
 	}
-	before := reapScans.Load()
-	time.Sleep(3 * logCheckInterval)
+	// Three of the agent's own log checks, each a second on a real agent, not three of the
+	// wall clock's intervals, which on a loaded machine held fewer (or none) of them.
+	before, ticks := reapScans.Load(), logChecks.Load()
+	waitFor(t, "three more of the agent's log checks", func() bool { return logChecks.Load() >= ticks+3 })
 	if n := reapScans.Load() - before; n > 1 {
-		t.Errorf("an idle agent scanned for orphans %d times in %s, want at most once", n, 3*logCheckInterval)
+		t.Errorf("an idle agent scanned for orphans %d times in three of its log checks, want at most once", n)
 	}
 	// An orphan re-parented to the agent (outside its group, as a plugin's daemon is) that
 	// exits is reaped on its SIGCHLD, long before reapInterval. To the agent, such an orphan is

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +39,9 @@ type runner struct {
 	foreignNote string
 	recorded    supervision
 	recordErr   bool // a record failed, logged once until one succeeds
+	// mates is what the runner last recorded of the plugins on its socket whose exec block it
+	// runs for them (Agent.mates, noteMates), by ID.
+	mates map[string]supervision
 
 	// What Status shows, copied from the fields above by publish under smu: only the loop
 	// touches those.
@@ -486,6 +490,7 @@ func (r *runner) noteSupervision(ctx context.Context) {
 	default:
 		s = supervision{mode: engine.SupervisionRuns, pid: r.proc.pid}
 	}
+	r.noteMates(ctx, s)
 	if s == r.recorded {
 		return
 	}
@@ -494,6 +499,45 @@ func (r *runner) noteSupervision(ctx context.Context) {
 		return
 	}
 	r.recorded, r.recordErr = s, false
+}
+
+// noteMates records, when it changed, s as the supervision of each other plugin ID declared
+// with an exec block on the runner's socket, whose process the runner runs for them
+// (oneProcessPerSocket): their own runners probe them only and record nothing, which left plugin
+// status saying "Supervised: yes" from the exec block with no record, or a record of a process
+// their runner had stopped when the socket went to this one.
+func (r *runner) noteMates(ctx context.Context, s supervision) {
+	r.a.mu.Lock()
+	mates := r.a.mates[r.spec.ID]
+	r.a.mu.Unlock()
+	for id := range r.mates {
+		if !slices.Contains(mates, id) {
+			delete(r.mates, id) // deregistered, or its own runner's now
+		}
+	}
+	for _, id := range mates {
+		ms := mateSupervision(r.spec.ID, s)
+		if prev, ok := r.mates[id]; ok && prev == ms {
+			continue
+		}
+		if r.mates == nil {
+			r.mates = map[string]supervision{}
+		}
+		if err := r.a.recordSupervision(ctx, id, ms, !r.recordErr); err == nil {
+			r.mates[id] = ms
+		}
+	}
+}
+
+// mateSupervision is what the runner of plugin owner, whose process serves a mate's socket too,
+// records of the mate: what it does with the process, saying it is owner's.
+func mateSupervision(owner string, s supervision) supervision {
+	note := fmt.Sprintf("one process serves its socket and plugin %q's, which the agent runs as %q's (the first of the IDs on the socket declared with an exec block)", owner, owner)
+	if s.note != "" {
+		note += "; " + s.note
+	}
+	s.note = note
+	return s
 }
 
 // recordSupervision records s as what the agent does with plugin id's process; a failure is

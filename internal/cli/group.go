@@ -13,6 +13,7 @@ import (
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -284,6 +285,10 @@ func writeGroupDetail(out io.Writer, g engine.GroupInfo, now time.Time) error {
 	}
 	if err := t.render(); err != nil {
 		return err
+	}
+	if g.State == engine.GroupFailed {
+		fmt.Fprintf(out, "\nEvery alloc failed at the last `volctl group run` (each one's error above): nothing holds the group's volumes, and nothing will until it is run again; "+
+			"fix the cause and run the group's spec again (volctl group run), or release it: `%s`\n", shellquote.Command("volctl group stop", g.Name))
 	}
 	// Claims of allocs the group no longer has: a stop or a scale-down killed before it released
 	// them, or releasing them now. Nothing else says they are left, nor what releases them.

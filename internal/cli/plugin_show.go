@@ -70,9 +70,17 @@ func writeCapabilityChanges(out io.Writer, plugins []engine.PluginInfo, now time
 // writeProbedOnly says, under a plugin table, which plugins declared with an exec block the agent
 // probes only (their socket served by a process it did not start), and why: it neither stops
 // nor restarts them, which the exec block alone would have the reader believe.
+//
+// It says too of each plugin whose record names an agent that is gone (killed before it could
+// record its stop: Supervision.AgentGone) that no agent does what the record says.
 func writeProbedOnly(out io.Writer, plugins []engine.PluginInfo, now time.Time) {
 	for _, p := range plugins {
-		if sv := p.Supervision; sv != nil && sv.Mode == engine.SupervisionProbed {
+		sv := p.Supervision
+		if sv != nil && sv.AgentGone {
+			fmt.Fprintf(out, "Plugin %q: %s\n", p.ID, supervisionWords(sv, now))
+			continue
+		}
+		if sv != nil && sv.Mode == engine.SupervisionProbed {
 			fmt.Fprintf(out, "Plugin %q is not supervised despite its exec block: %s\n", p.ID, supervisionWords(sv, now))
 		}
 	}

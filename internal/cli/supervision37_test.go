@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +31,14 @@ func TestPluginStatusSaysWhatTheAgentDoesWithTheProcess(t *testing.T) {
 		Exec: &spec.Exec{Command: "/bin/true"}}); err != nil {
 		t.Fatal(err)
 	}
+	// The agent that records, live: this process holding the agent lock (agent38: a record by an
+	// agent that holds it no more is shown gone, TestPluginStatusSaysTheAgentOfARecordIsGone).
+	release, _, err := h.e.LockAgent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	agent := os.Getpid()
 	now := func() time.Time { return time.Now().Add(3 * time.Minute) }
 	const note = `its socket "/run/x.sock" was live when the agent started it, served by pid 4242, which no agent of this state dir started`
 	for _, tc := range []struct {
@@ -37,7 +47,7 @@ func TestPluginStatusSaysWhatTheAgentDoesWithTheProcess(t *testing.T) {
 		detail     []string
 		list       string
 	}{
-		{engine.SupervisionProbed, false, []string{"Supervised ", "= no", "Supervision ", "= the agent probes it only, never stopping or restarting it (pid 4242): " + note + " (recorded by the agent, pid 77, 3m ago)"},
+		{engine.SupervisionProbed, false, []string{"Supervised ", "= no", "Supervision ", "= the agent probes it only, never stopping or restarting it (pid 4242): " + note + " (recorded by the agent, pid " + strconv.Itoa(agent) + ", 3m ago)"},
 			`Plugin "mem" is not supervised despite its exec block: the agent probes it only`},
 		{engine.SupervisionRuns, true, []string{"Supervised ", "= yes", "Supervision ", "= the agent runs it (pid 4242)"}, ""},
 	} {
@@ -45,7 +55,7 @@ func TestPluginStatusSaysWhatTheAgentDoesWithTheProcess(t *testing.T) {
 		if tc.mode == engine.SupervisionProbed {
 			n = note
 		}
-		if err := h.e.RecordSupervision(h.ctx, "mem", tc.mode, 4242, n, 77); err != nil {
+		if err := h.e.RecordSupervision(h.ctx, "mem", tc.mode, 4242, n, agent); err != nil {
 			t.Fatal(err)
 		}
 		ios, _, out, _ := iostreams.Test()
@@ -68,9 +78,9 @@ func TestPluginStatusSaysWhatTheAgentDoesWithTheProcess(t *testing.T) {
 		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 			t.Fatalf("%v:\n%s", err, out)
 		}
-		if s := got.Supervision; got.Supervised != tc.supervised || s == nil || s.Mode != tc.mode || s.Pid != 4242 || s.CanStop != tc.supervised || s.CanRestart != tc.supervised || s.AgentPid != 77 {
-			t.Errorf("%s: plugin status mem --json: supervised %v, supervision %+v; want supervised %v, can_stop and can_restart %v, pids 4242 and 77:\n%s",
-				tc.mode, got.Supervised, s, tc.supervised, tc.supervised, out)
+		if s := got.Supervision; got.Supervised != tc.supervised || s == nil || s.Mode != tc.mode || s.Pid != 4242 || s.CanStop != tc.supervised || s.CanRestart != tc.supervised || s.AgentPid != agent {
+			t.Errorf("%s: plugin status mem --json: supervised %v, supervision %+v; want supervised %v, can_stop and can_restart %v, pids 4242 and %d:\n%s",
+				tc.mode, got.Supervised, s, tc.supervised, tc.supervised, agent, out)
 		}
 		ios, _, out, _ = iostreams.Test()
 		if err := pluginStatusRun(h.ctx, &PluginStatusOptions{IO: ios, Engine: h.engine, Now: now}); err != nil {

@@ -89,5 +89,6 @@ func (e *Engine) Dashboard(ctx context.Context, events int) (Dashboard, error) {
 		}
 		return nil
 	})
+	e.agentLiveness(d.Plugins)
 	return d, err
 }

@@ -17,7 +17,7 @@ import (
 // GroupInfo is a group and what each of its allocs holds.
 type GroupInfo struct {
 	Name   string      `json:"name"`
-	State  string      `json:"state"` // running | stopped
+	State  string      `json:"state"` // running | stopped | failed (GroupFailed)
 	Count  int         `json:"count"`
 	Allocs []AllocInfo `json:"allocs"`
 }
@@ -108,6 +108,10 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 	if ctx.Err() != nil {
 		return info, fmt.Errorf("run group %q: %w", g.Name, errors.Join(append(errs, interruptedRun(ctx, g, g.Count))...))
 	}
+	if err := e.recordRunErrors(ctx, g.Name, info.Allocs); err != nil {
+		errs = append(errs, err)
+	}
+	info.State = groupState(store.GroupRunning, g.Count, info.Allocs)
 	unlock()
 	locked = false
 	// Released as claim GC releases, each checked again under its volume's lock: another
@@ -123,6 +127,57 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 		return info, fmt.Errorf("run group %q: %w", g.Name, errors.Join(errs...))
 	}
 	return info, nil
+}
+
+// GroupFailed is GroupInfo.State of a running group none of whose allocs holds a claim, each
+// with the error its last run failed with: the run gave no alloc its volumes, and nothing will
+// until the group is run again. Before, it read "running", 0/1 allocs ready, with no reason,
+// until a `group stop` (TestGroupEveryAllocOfWhichFailedReadsFailed).
+const GroupFailed = "failed"
+
+// groupState is what GroupInfo.State says of a group recorded in state with count allocs,
+// whose allocs (within the count first) are as given: GroupFailed for a running group every
+// alloc of which failed its last run and holds nothing.
+func groupState(state store.GroupState, count int, allocs []AllocInfo) string {
+	if state != store.GroupRunning || count < 1 || len(allocs) < count {
+		return string(state)
+	}
+	for _, a := range allocs[:count] {
+		if len(a.Claims) > 0 || a.Error == "" {
+			return string(state)
+		}
+	}
+	return GroupFailed
+}
+
+// recordRunErrors records, at the end of a group run (under the group's lock), the errors of
+// the allocs it could not give their volumes, for group status and the dashboard
+// (store.Group.RunErrors); a run that gave every alloc its volumes clears them.
+func (e *Engine) recordRunErrors(ctx context.Context, name string, allocs []AllocInfo) error {
+	var failed map[string]string
+	for _, a := range allocs {
+		if a.Error != "" {
+			if failed == nil {
+				failed = map[string]string{}
+			}
+			failed[a.Name] = a.Error
+		}
+	}
+	if failed == nil {
+		return nil // the run's own record, made at its start, has none
+	}
+	err := e.store.Update(ctx, func(tx *store.Tx) error {
+		g, err := tx.Groups().Get(name)
+		if err != nil {
+			return err
+		}
+		g.RunErrors = failed
+		return tx.Groups().Put(&g)
+	})
+	if err != nil {
+		return fmt.Errorf("recording which allocs failed, for group status: %w", err)
+	}
+	return nil
 }
 
 // runAlloc claims every volume of one alloc, or releases what this run got of them. The error
@@ -394,10 +449,14 @@ func groupInfo(g store.Group, claims []store.Claim) GroupInfo {
 	}
 	for i := 0; i < n; i++ {
 		name := spec.AllocName(g.Name, i)
-		info.Allocs = append(info.Allocs, AllocInfo{Name: name, Index: i, Claims: nonNilClaims(byAlloc[name]),
-			Missing: lacking(g.Spec, i, byAlloc[name])})
+		a := AllocInfo{Name: name, Index: i, Claims: nonNilClaims(byAlloc[name]), Missing: lacking(g.Spec, i, byAlloc[name])}
+		if len(a.Claims) == 0 {
+			a.Error = g.RunErrors[name] // why the last run left it without its volumes
+		}
+		info.Allocs = append(info.Allocs, a)
 		delete(byAlloc, name)
 	}
+	info.State = groupState(g.State, n, info.Allocs)
 	// Allocs past the count (still releasing, or left by a failed scale-down).
 	var rest []string
 	for a := range byAlloc {

@@ -122,28 +122,33 @@ func recordListedSize(tx *store.Tx, v store.Volume, out *SizeCheck) error {
 // listing that disagrees with itself giving no size the storage may not have: the first entry
 // was taken, and a ControllerExpandVolume sent again skipped on its word
 // (TestExpandRetryAsksAListingThatNamesTheVolumeTwice). The caller holds the plugin's
-// controller lock.
+// controller lock, so the listing has the time bound of the other checks under it too
+// (boundCheck, Config.ListCheck): a plugin that answers each page slowly, with a fresh token
+// each time, held an expand's retry and every other create, delete and publish through the
+// plugin for maxCheckPages pages (TestExpandSizeListingIsTimeBounded).
 func (e *Engine) listedSize(ctx context.Context, c *conn, rpc, externalID string) (int64, error) {
 	var size int64
 	switch rpc {
 	case csi.RPCListVolumes:
-		err := e.listPages(ctx, c, rpc, maxCheckPages, func(ctx context.Context, token string) (string, bool, error) {
-			page, err := c.client.ListVolumes(ctx, csi.ListVolumesRequest{StartingToken: token})
-			if err != nil {
-				return "", false, err
-			}
-			found := false
-			for _, en := range page.Entries {
-				if en.Volume.ID == externalID {
-					// Named twice, at two sizes: the smaller, the safe answer (a size the storage
-					// may not have, taken, records it grown or skips the RPC that grows it).
-					if !found || en.Volume.CapacityBytes < size {
-						size = en.Volume.CapacityBytes
-					}
-					found = true
+		err := e.boundCheck(ctx, func(ctx context.Context) error {
+			return e.listPages(ctx, c, rpc, maxCheckPages, func(ctx context.Context, token string) (string, bool, error) {
+				page, err := c.client.ListVolumes(ctx, csi.ListVolumesRequest{StartingToken: token})
+				if err != nil {
+					return "", false, err
 				}
-			}
-			return page.NextToken, found, nil
+				found := false
+				for _, en := range page.Entries {
+					if en.Volume.ID == externalID {
+						// Named twice, at two sizes: the smaller, the safe answer (a size the storage
+						// may not have, taken, records it grown or skips the RPC that grows it).
+						if !found || en.Volume.CapacityBytes < size {
+							size = en.Volume.CapacityBytes
+						}
+						found = true
+					}
+				}
+				return page.NextToken, found, nil
+			})
 		})
 		if err != nil {
 			return 0, err

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -950,6 +954,7 @@ func (e *Engine) pluginInfos(ctx context.Context, id string, live map[string]rea
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFoundf("plugin %q is not registered", id)
 	}
+	e.agentLiveness(out)
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, err
 }
@@ -980,6 +985,71 @@ func supervisionInfo(s *store.Supervision) *Supervision {
 	}
 	can := s.Mode == store.SupervisionRuns || s.Mode == store.SupervisionDaemon
 	return &Supervision{Mode: s.Mode, Pid: s.Pid, Note: s.Note, CanStop: can, CanRestart: can, AgentPid: s.AgentPid, At: s.At}
+}
+
+// agentLiveness says of each record in infos that the agent that recorded it is gone
+// (Supervision.AgentGone) when it holds the state dir's agent lock no more, for the modes that
+// say an agent does something now (runs, daemon, probed): an agent killed with SIGKILL leaves
+// its last record, "runs", which plugin status and the dashboard showed as true. The lock, not
+// the pid: the kernel drops the lock with the process, and may give its pid to any process
+// since. /proc/locks is read once, and only when a record needs it; when it cannot be read, or a
+// holder is in a PID namespace this process cannot see (pid 0), the records are left as the
+// agent wrote them.
+func (e *Engine) agentLiveness(infos []PluginInfo) {
+	var (
+		read, known bool
+		holders     []int
+	)
+	for i := range infos {
+		s := infos[i].Supervision
+		if s == nil || (s.Mode != store.SupervisionRuns && s.Mode != store.SupervisionDaemon && s.Mode != store.SupervisionProbed) {
+			continue
+		}
+		if !read {
+			read = true
+			holders, known = e.agentLockHolders()
+		}
+		if !known || slices.Contains(holders, 0) || slices.ContainsFunc(holders, func(h int) bool { return sameProcess(h, s.AgentPid) }) {
+			continue
+		}
+		s.AgentGone, s.CanStop, s.CanRestart = true, false, false
+		if len(holders) > 0 {
+			s.AgentNow = holders[0]
+		}
+	}
+}
+
+// agentLockHolders lists the processes holding the state dir's agent lock, this one included
+// (store.FlockPids); none, and known, when its file is not there (no agent ever ran here).
+func (e *Engine) agentLockHolders() (pids []int, known bool) {
+	fi, err := os.Stat(filepath.Join(e.locks.dir, "agent.lock"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, true
+	}
+	if err != nil {
+		return nil, false
+	}
+	return store.FlockPids(fi)
+}
+
+// sameProcess reports whether holder, a pid in this process's PID namespace, is the process an
+// agent recorded as pid in its own: the same number, or one of the pids /proc/<holder>/status's
+// NSpid gives it in the namespaces nested below this one (an agent in a container, its state
+// dir shared with the host).
+func sameProcess(holder, pid int) bool {
+	if holder == pid {
+		return true
+	}
+	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(holder), "status"))
+	if err != nil {
+		return false
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			return slices.Contains(strings.Fields(rest), strconv.Itoa(pid))
+		}
+	}
+	return false
 }
 
 // RecordSupervision records what the agent does with plugin id's process (store.Supervision's

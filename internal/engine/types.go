@@ -66,6 +66,16 @@ type Supervision struct {
 	CanRestart bool      `json:"can_restart"`
 	AgentPid   int       `json:"agent_pid,omitempty"` // the agent that recorded it
 	At         time.Time `json:"at"`
+	// AgentGone is true when the record says the agent runs, follows or probes the process
+	// ("runs", "daemon", "probed") and the agent that recorded it holds the state dir's agent
+	// lock no more: it was killed (SIGKILL, a crash, the host's OOM killer) before it could
+	// record its stop, so no agent does what the record says (CanStop and CanRestart are false).
+	// Told by the lock, which the kernel drops with its holder, not by the pid, which it may
+	// have given to any process since (agentLiveness).
+	AgentGone bool `json:"agent_gone,omitempty"`
+	// AgentNow is the agent that holds the agent lock now, when AgentGone: started since, it
+	// records what it does with the process at its first probe of the plugin. 0 when none runs.
+	AgentNow int `json:"agent_now_pid,omitempty"`
 }
 
 // Words says what the agent does with the process, for plugin status and the dashboard: "the
@@ -78,6 +88,9 @@ func (s *Supervision) Words() string {
 	note := ""
 	if s.Note != "" {
 		note = ": " + s.Note
+	}
+	if s.AgentGone {
+		return s.goneWords(pid)
 	}
 	switch s.Mode {
 	case store.SupervisionRuns:
@@ -92,6 +105,31 @@ func (s *Supervision) Words() string {
 		return "the agent stopped, leaving it running" + pid + note + "; nothing supervises it until the next agent adopts it"
 	}
 	return s.Mode + pid + note
+}
+
+// goneWords says what is true of a record whose agent is gone (AgentGone): "no agent runs it: the
+// agent that ran it (pid 12), pid 77, is gone, killed before it could record its stop; ...".
+func (s *Supervision) goneWords(pid string) string {
+	did := "ran it" + pid
+	none := "no agent runs it"
+	switch s.Mode {
+	case store.SupervisionDaemon:
+		did, none = "followed its daemon"+pid, "no agent follows its daemon"
+	case store.SupervisionProbed:
+		did, none = "probed it"+pid, "no agent probes it"
+	}
+	agent := "the agent that " + did
+	if s.AgentPid > 0 {
+		agent += ", pid " + strconv.Itoa(s.AgentPid) + ","
+	}
+	w := none + ": " + agent + " is gone (it holds the state dir's agent lock no more: killed before it could record its stop)"
+	if s.Mode != store.SupervisionProbed {
+		w += "; nothing stops or restarts the process, which may still run"
+	}
+	if s.AgentNow > 0 {
+		return w + "; the agent running now (pid " + strconv.Itoa(s.AgentNow) + ") has not recorded what it does with it yet"
+	}
+	return w + "; the next agent on this state dir takes it up"
 }
 
 // CapabilityChange is what a plugin lost and gained when it came back with other capabilities,

@@ -19,10 +19,14 @@ const (
 
 // Group is a group spec that was run, with the count it runs at.
 type Group struct {
-	Name      string
-	Spec      spec.Group // stored with raw mount flags
-	Count     int
-	State     GroupState
+	Name  string
+	Spec  spec.Group // stored with raw mount flags
+	Count int
+	State GroupState
+	// RunErrors are the errors of the allocs the last `group run` could not give their volumes,
+	// by alloc name (nil when every alloc got them): a group every alloc of which failed reads
+	// as failed, with the reasons (engine.GroupInfo). Kept in the spec column's JSON.
+	RunErrors map[string]string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -57,7 +61,7 @@ func scanGroup(sc scanner) (Group, error) {
 	if err := json.Unmarshal([]byte(specCol), &r); err != nil {
 		return Group{}, fmt.Errorf("%s: decode: %w", groupWhat(g.Name), err)
 	}
-	g.Spec = r.spec()
+	g.Spec, g.RunErrors = r.spec(), r.RunErrors
 	g.CreatedAt, g.UpdatedAt = decTime(c), decTime(u)
 	return g, nil
 }
@@ -74,7 +78,14 @@ func (gs groups) List() ([]Group, error) {
 
 func (gs groups) Put(g *Group) error {
 	what := groupWhat(g.Name)
-	b, err := json.Marshal(toGroupRow(g.Spec))
+	row := toGroupRow(g.Spec)
+	for alloc, msg := range g.RunErrors {
+		if row.RunErrors == nil {
+			row.RunErrors = make(map[string]string, len(g.RunErrors))
+		}
+		row.RunErrors[alloc] = spec.Cut(msg, MaxStoredMessage)
+	}
+	b, err := json.Marshal(row)
 	if err != nil {
 		return fmt.Errorf("%s: encode: %w", what, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -116,6 +117,34 @@ func sameSleep(prev []LockHolder, h LockHolder) bool {
 // /proc, or a holder in another PID namespace).
 func FlockHolders(fi fs.FileInfo) []LockHolder {
 	return lockHolders(fi, func(fields []string) bool { return fields[1] == "FLOCK" })
+}
+
+// FlockPids lists every process holding a flock on the file fi is the FileInfo of, this one
+// included, as /proc/locks lists them: 0 for a holder in a PID namespace this process cannot see
+// into. ok is false when /proc/locks cannot be read: then nothing is known.
+func FlockPids(fi fs.FileInfo) (pids []int, ok bool) {
+	st, isStat := fi.Sys().(*syscall.Stat_t)
+	if !isStat {
+		return nil, false
+	}
+	b, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return nil, false
+	}
+	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	for line := range strings.Lines(string(b)) {
+		fields := strings.Fields(line)
+		// A waiter's line has "->" after its number, shifting its fields: it holds nothing.
+		if len(fields) < 6 || fields[1] != "FLOCK" || fields[5] != id {
+			continue
+		}
+		pid, err := strconv.Atoi(fields[4])
+		if err != nil || pid < 0 || slices.Contains(pids, pid) {
+			continue
+		}
+		pids = append(pids, pid)
+	}
+	return pids, true
 }
 
 // walWriteLock is the byte of the -shm file whose POSIX write lock is SQLite's WAL write lock

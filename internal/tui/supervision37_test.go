@@ -32,3 +32,21 @@ func TestPluginDetailShowsWhatTheAgentDoesWithIt(t *testing.T) {
 		}
 	}
 }
+
+// agent38: an agent killed with SIGKILL leaves "runs" recorded; the engine says the agent is
+// gone (Supervision.AgentGone, told by the agent lock) and the detail says no agent runs it,
+// not that the agent runs it.
+func TestPluginDetailSaysTheAgentThatRanItIsGone(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	s := NewStyles(FixedRenderer(termenv.Ascii))
+	gone := engine.PluginInfo{ID: "hp", Supervised: true, Supervision: &engine.Supervision{Mode: "runs", Pid: 12, AgentPid: 7, AgentGone: true, At: now.Add(-time.Hour)}}
+	d := strings.Join(strings.Fields(pluginDetail(s, gone, now, 200)), " ")
+	for _, want := range []string{"Supervision = no agent runs it: the agent that ran it (pid 12), pid 7, is gone", "nothing stops or restarts the process, which may still run"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("plugin detail lacks %q:\n%s", want, d)
+		}
+	}
+	if strings.Contains(d, "the agent runs it") {
+		t.Errorf("plugin detail says the agent runs it, whose agent is gone:\n%s", d)
+	}
+}
