@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // swapCase is s with the case of each ASCII letter swapped.
@@ -89,6 +90,52 @@ func TestScrubLeavesAShortValueInAnotherCase(t *testing.T) {
 		}
 		if got := csi.Scrubber([]string{c.value})(c.msg); got != c.want {
 			t.Errorf("value %q: scrubbed %q\n to %q, want %q", c.value, c.msg, got, c.want)
+		}
+	}
+}
+
+// The adversary: a plugin that writes a secret's halves a blank line apart (two line feeds,
+// raw or quoted, a CRLF text's, blanks or a colour's reset on the blank line). Whoever reads the
+// bytes reads "hunter2-" and then "s3cret", and a terminal draws them two rows apart, as a
+// vertical tab twice does, which was masked. Before (secrets38: secrets37 had held a blank line
+// no break), each was shown.
+func TestScrubJoinsASecretsHalvesABlankLineApart(t *testing.T) {
+	t.Parallel()
+	drawsWhole(t, []struct{ name, echoed string }{
+		{"LF LF", "hunter2-\n\ns3cret"},
+		{"LF LF quoted", `hunter2-\n\ns3cret`},
+		{"CRLF CRLF", "hunter2-\r\n\r\ns3cret"},
+		{"CRLF CRLF quoted", `hunter2-\r\n\r\ns3cret`},
+		{"LF, blanks, LF, indent", "hunter2-\n  \t\n    s3cret"},
+		{"three LFs", "hunter2-\n\n\ns3cret"},
+		{"LF, a colour's reset, LF", "hunter2-\n\x1b[0m\ns3cret"},
+		// Held before, and still: the same rows a vertical tab draws.
+		{"VT VT", "hunter2-\v\vs3cret"},
+	})
+	drawsOtherwise(t, []struct{ msg, shown string }{
+		// Paragraphs whose ends spell no value.
+		{"hunter2-XXX\n\ns3cret", "hunter2-XXX\n\ns3cret"},
+		{"hunter2-s3\n\n.cret", "hunter2-s3\n\n.cret"},
+	})
+	msg := "step 1 done.\n\nstep 2: token hunter2-\n\ns3cret rejected\n\nstep 3"
+	if got, want := csi.Scrubber([]string{"hunter2-s3cret"})(msg), "step 1 done.\n\nstep 2: token [REDACTED] rejected\n\nstep 3"; got != want {
+		t.Errorf("scrubbed %+q\n to %+q, want %+q", msg, got, want)
+	}
+}
+
+// The honest case: words of mount(8)'s vocabulary are not the values the scrubber is given
+// (spec.ShownMountFlag: store.Tx.SecretValues and the request's own flags leave them out), so a
+// helper's message saying which it refused is shown; a flag with a value is one still.
+func TestMountVocabularyIsNoSecret(t *testing.T) {
+	t.Parallel()
+	for _, f := range []string{"noatime", "sync", "dev", "rw,noatime", " nodiratime ", "_netdev", "defaults"} {
+		if !spec.ShownMountFlag(f) {
+			t.Errorf("%q is mount(8)'s own word, and taken for a secret", f)
+		}
+	}
+	for _, f := range []string{"password=hunter2", "noatime,password=hunter2", "uid=1000", "hunter2", "", "noatime,", "sync2"} {
+		if spec.ShownMountFlag(f) {
+			t.Errorf("%q is taken for a word of mount(8)'s vocabulary", f)
 		}
 	}
 }
