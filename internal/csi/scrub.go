@@ -79,7 +79,9 @@ func wordByte(c byte) bool {
 // ANSI sequence, a zero width space, a control byte) is left out (shownView). Where occurrences
 // overlap (a value that contains another, values that share a stretch, a percent-encoded value
 // around one as it is), the whole stretch they cover becomes one marker, so no part of either
-// is left shown. Not covered: a value changed in case, reversed or split across fields, other encodings (base32, HTML entities, double percent-encoding,
+// is left shown. A value of spec.MinFoldLen bytes or more is found in any case of its ASCII
+// letters, as it is and quoted, and encoded as its upper- and lower-cased forms are (folds).
+// Not covered: a shorter value in another case, a value reversed or split across fields, other encodings (base32, HTML entities, double percent-encoding,
 // hex with separators), a value split across lines other than between two base64 characters,
 // one transformed before it was encoded (compressed, encrypted, hashed), and what
 // appendEncodedForms leaves of base64.
@@ -114,7 +116,26 @@ func newScrubber(sensitive []string) *scrubber {
 		if caret, ok := caretNotation(s); ok {
 			sc.forms = append(sc.forms, caret)
 		}
+		// A value of spec.MinFoldLen bytes or more is found in any case of its ASCII letters as
+		// it is and as quoted (folds), and encoded as its upper- and lower-cased forms are: a
+		// plugin that upper-cases what it echoes ("PASSWORD=HUNTER2-LONGER"), or base64 of that,
+		// shows the secret to whoever reads it.
+		cased := foldable(s)
+		if cased {
+			for _, f := range sc.forms[from:] {
+				if f = asciiLower(f); !slices.Contains(sc.folds, f) {
+					sc.folds = append(sc.folds, f)
+				}
+			}
+		}
 		sc.forms = appendEncodedForms(sc.forms, s)
+		if cased {
+			for _, c := range []string{asciiUpper(s), asciiLower(s)} {
+				if c != s {
+					sc.forms = appendEncodedForms(sc.forms, c)
+				}
+			}
+		}
 		// The forms of one value that are the same (its quoted forms, when quoting changes only
 		// part of them; base64 and its raw form, when no padding is needed) are looked for once.
 		kept := sc.forms[from:from]
@@ -135,7 +156,38 @@ func newScrubber(sensitive []string) *scrubber {
 	for i, f := range sc.forms {
 		sc.ends[i] = [2]uint16{trigram(f, 0), trigram(f, len(f)-3)}
 	}
+	sc.foldEnds = make([][2]uint16, len(sc.folds))
+	for i, f := range sc.folds {
+		sc.foldEnds[i] = [2]uint16{trigram(f, 0), trigram(f, len(f)-3)}
+	}
 	return sc
+}
+
+// foldable reports whether s is found in any case of its ASCII letters (spec.MinFoldLen): long
+// enough, and with a letter to change.
+func foldable(s string) bool {
+	return len(s) >= spec.MinFoldLen && strings.ContainsFunc(s, func(r rune) bool { return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' })
+}
+
+// asciiLower is s with its ASCII letters in lower case, each byte where it was (so an offset
+// into it is one into s).
+func asciiLower(s string) string {
+	return strings.Map(func(r rune) rune {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}, s)
+}
+
+// asciiUpper is s with its ASCII letters in upper case, each byte where it was.
+func asciiUpper(s string) string {
+	return strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' {
+			return r - 'a' + 'A'
+		}
+		return r
+	}, s)
 }
 
 // scrubber holds the forms of the values to find, and the hashes of each one's first and last
@@ -143,7 +195,11 @@ func newScrubber(sensitive []string) *scrubber {
 type scrubber struct {
 	forms []string
 	ends  [][2]uint16
-	space bool // a value has a space, which a query string writes as '+'
+	// folds are the forms found in any case of their ASCII letters (lower-cased: foldable
+	// values as they are and quoted), looked for in the text lower-cased
+	folds    []string
+	foldEnds [][2]uint16
+	space    bool // a value has a space, which a query string writes as '+'
 	// controls: a value has a control byte a drawing does not spell (a tab, a carriage return)
 	controls bool
 	// esc: a value has ESC, which a drawing reads as beginning a sequence (controlsKeptAll)
@@ -653,7 +709,7 @@ func cutMarkAt(rest string) bool {
 // the next byte kept. A form whose first or last three bytes text does not hold anywhere is not
 // looked for: most forms, in most messages.
 func (sc *scrubber) find(spans []span, text string, at []int, cuts []cut, bounds func(from, to int) (int, int)) []span {
-	var held trigrams
+	var held, heldLower trigrams
 	for i := 0; i+3 <= len(text); i++ {
 		held.add(trigram(text, i))
 	}
@@ -661,25 +717,59 @@ func (sc *scrubber) find(spans []span, text string, at []int, cuts []cut, bounds
 		if !held.has(sc.ends[k][0]) || !held.has(sc.ends[k][1]) {
 			continue
 		}
-		for i := 0; ; {
-			j := strings.Index(text[i:], f)
-			if j < 0 {
-				break
-			}
-			from, to := i+j, i+j+len(f)
-			switch {
-			case cuts != nil:
-				from, to = joinedAt(cuts, from), joinedAt(cuts, to-1)+1
-			case bounds != nil:
-				from, to = bounds(from, to)
-			case at != nil:
-				from, to = at[from], at[to]
-			}
-			spans = append(spans, span{from, to})
-			i += j + 1
+		spans = appendFound(spans, text, f, at, cuts, bounds)
+	}
+	if len(sc.folds) == 0 || len(text) < spec.MinFoldLen {
+		return spans
+	}
+	// The folds, in the text lower-cased: the same bytes at the same offsets but its letters.
+	for i := 0; i+3 <= len(text); i++ {
+		heldLower.add(trigramLower(text, i))
+	}
+	var lower string
+	for k, f := range sc.folds {
+		if !heldLower.has(sc.foldEnds[k][0]) || !heldLower.has(sc.foldEnds[k][1]) {
+			continue
 		}
+		if lower == "" {
+			lower = asciiLower(text)
+		}
+		spans = appendFound(spans, lower, f, at, cuts, bounds)
 	}
 	return spans
+}
+
+// trigramLower is trigram of s[i:i+3] with its ASCII letters lower-cased.
+func trigramLower(s string, i int) uint16 {
+	b := [3]byte{s[i], s[i+1], s[i+2]}
+	for k, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[k] = c + 'a' - 'A'
+		}
+	}
+	x := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16
+	return uint16(x * 0x9e3779b1 >> 20)
+}
+
+// appendFound appends every occurrence of f in text, overlapping ones too, as find says.
+func appendFound(spans []span, text, f string, at []int, cuts []cut, bounds func(from, to int) (int, int)) []span {
+	for i := 0; ; {
+		j := strings.Index(text[i:], f)
+		if j < 0 {
+			return spans
+		}
+		from, to := i+j, i+j+len(f)
+		switch {
+		case cuts != nil:
+			from, to = joinedAt(cuts, from), joinedAt(cuts, to-1)+1
+		case bounds != nil:
+			from, to = bounds(from, to)
+		case at != nil:
+			from, to = at[from], at[to]
+		}
+		spans = append(spans, span{from, to})
+		i += j + 1
+	}
 }
 
 // trigrams is a set of hashes of three-byte strings, which may hold some not added.
@@ -904,20 +994,21 @@ func joinedAt(cuts []cut, i int) int {
 // second return goes back to the start of the line it is at, and "hunter2-\r\rs3cret",
 // "hunter2-\r\r\ns3cret" (a CRLF text written again with CRLF ends) are read as the single
 // return's are; before, the view joined only one break's bytes and such a secret was shown.
-// Two line feeds are a blank line, a paragraph's end, and not one break.
+// So is a run of line feeds, blank lines between a secret's halves (secrets38; secrets37 had
+// held a paragraph's end no break): whoever reads the bytes (--json, the event log, a file)
+// reads "hunter2-", then "s3cret", as across one line feed, and a terminal draws the two a row
+// or more apart, which the drawn view joins already when a vertical tab or CUD moves there
+// (its blank rows left out); before, "hunter2-\n\ns3cret" was shown while "hunter2-\v\vs3cret",
+// the same rows, was masked. Joined, the halves are masked only where they spell a value.
 func lineBreakEnd(msg string, i int) int {
 	j := skipBlanks(msg, i)
-	end, lf := i, false
+	end := i
 	for {
 		switch rest := msg[j:]; {
-		case strings.HasPrefix(rest, "\r"):
+		case strings.HasPrefix(rest, "\r"), strings.HasPrefix(rest, "\n"):
 			j++
-		case strings.HasPrefix(rest, `\r`):
+		case strings.HasPrefix(rest, `\r`), strings.HasPrefix(rest, `\n`):
 			j += 2
-		case !lf && strings.HasPrefix(rest, "\n"):
-			j, lf = j+1, true
-		case !lf && strings.HasPrefix(rest, `\n`):
-			j, lf = j+2, true
 		default:
 			return end
 		}

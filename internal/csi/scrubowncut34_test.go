@@ -37,7 +37,10 @@ func TestPluginMessageCutByThePluginInASecretShowsNoPartOfIt(t *testing.T) {
 		{"staging... please wait", "staging... please wait"},
 		// Nor does the end of a word whose tail begins a secret: no value begins inside a word.
 		{"lookup of xs3cr", "lookup of xs3cr"},
-		{"no answer from server (mount flag noa", "no answer from server (mount flag [REDACTED]"},
+		{"no answer from server (mount flag pas", "no answer from server (mount flag [REDACTED]"},
+		// mount(8)'s "noatime", cut, is no secret's start (secrets38: spec.ShownMountFlag; this
+		// case had "noa" masked, the flag taken for a secret).
+		{"no answer from server (mount flag noa", "no answer from server (mount flag noa"},
 	})
 }
 

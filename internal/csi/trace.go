@@ -175,8 +175,9 @@ func requestValues(m proto.Message, flags bool) []string {
 			switch {
 			case fd.FullName() == mountFlagsField:
 				for i := range v.List().Len() {
-					if flags {
-						flag := v.List().Get(i).String()
+					// A word of mount(8)'s vocabulary ("noatime", "dev") is no credential: the
+					// state's values leave it out too (spec.ShownMountFlag).
+					if flag := v.List().Get(i).String(); flags && !spec.ShownMountFlag(flag) {
 						out = append(append(out, flag), spec.MountFlagSecrets(flag)...)
 					}
 				}

@@ -1069,36 +1069,11 @@ func scrubAll(s string, vals []string) string {
 	}
 	// Where it stands as a word of its own (maskWords): replaced inside every word, a mount
 	// flag "ro" garbled each "error", "from" and "group" of Nomad's reply ("rpc
-	// er[REDACTED]r").
-	return foldScrub(maskWords(s, short), vals)
-}
-
-// minFoldLen is the shortest credential foldScrub looks for in any case: a token or a
-// password a person chose to be one, not a word ("Volume") an honest reply holds in another
-// case than a short password's.
-const minFoldLen = 8
-
-// foldScrub replaces each of vals of minFoldLen bytes or more in s in any case of its ASCII
-// letters, as it is and percent-encoded: what answers at NOMAD_ADDR may echo a request's
-// header in another case (a proxy that upper-cases a header's value in its error page, a
-// gateway that lower-cases one), and a token's letters, a UUID's hex digits, are the token in
-// any case to whoever reads them. The scrubber (scrubAll) finds each value in its own case.
-func foldScrub(s string, vals []string) string {
-	var forms []string
-	for _, v := range vals {
-		if len(v) < minFoldLen {
-			continue
-		}
-		for _, f := range []string{v, url.QueryEscape(v), url.PathEscape(v)} {
-			if f = asciiLower(f); !slices.Contains(forms, f) {
-				forms = append(forms, f)
-			}
-		}
-	}
-	if len(forms) == 0 {
-		return s
-	}
-	return replaceFolded(s, forms, nil)
+	// er[REDACTED]r"). A value of spec.MinFoldLen bytes or more the scrubber finds in any case
+	// of its letters (what answers at NOMAD_ADDR may echo a request's header in another case: a
+	// proxy that upper-cases a header's value in its error page, a gateway that lower-cases it),
+	// as it does in a plugin's messages: one rule.
+	return maskWords(s, short)
 }
 
 // replaceFolded replaces each of forms (lower-case ASCII) found in s in any case of its ASCII

@@ -15,7 +15,7 @@ import (
 // than it was sent: a proxy that upper-cases a header's value in its error page, a gateway that
 // lower-cases it, as it is or percent-encoded. The scrubber looked for each credential in its
 // own case only, and the token was shown whole, its hex digits the token to whoever reads them.
-// Each credential of minFoldLen bytes or more is found in any case now.
+// Each credential of spec.MinFoldLen bytes or more is found in any case now.
 func TestNomadCredentialEchoedInAnotherCaseIsNotShown(t *testing.T) {
 	const token = "5f1c8a2e-3b4d-4e6f-8a9b-0c1d2e3f4a5b"
 	const password = "Tr0ub4dor-x9"
@@ -46,7 +46,7 @@ func TestNomadCredentialEchoedInAnotherCaseIsNotShown(t *testing.T) {
 	}
 }
 
-// The honest case: a password shorter than minFoldLen that an honest reply holds as a word in
+// The honest case: a password shorter than spec.MinFoldLen that an honest reply holds as a word in
 // another case ("Volume" for the password "volume") is left where its case differs: masked in
 // its own case as before, and Nomad's word kept.
 func TestNomadShortPasswordInAnotherCaseIsNomadsWord(t *testing.T) {

@@ -185,6 +185,12 @@ func isAlnum(c byte) bool {
 // as a word); a spec's shorter secret gets a warning.
 const MinScrubLen = 3
 
+// MinFoldLen is the shortest secret value or mount flag volctl scrubs in any case of its ASCII
+// letters (csi's scrub, the Nomad client's answers): a token or a password a person chose to be
+// one, whose letters are the secret to whoever reads them upper- or lower-cased, not a word
+// ("Volume", "ext4-fs") an honest message holds in another case than a short value's.
+const MinFoldLen = 8
+
 // checkSecrets validates secret keys and warns of values too short to scrub. Values are
 // never printed.
 func (d *decoder) checkSecrets(m *stringMap) {

@@ -111,10 +111,30 @@ func (m *MountOptions) Describe() []string {
 // mount(8)'s own vocabulary, which carry no credential.
 var loosening = []string{"suid", "dev", "exec"}
 
-// ShownMountFlag says whether flag is one of the words Allows shows: no credential, so not a
-// value to scrub from output (store.Tx.SecretValues), where it would take "dev" out of every
-// "/dev/..." path, and the status's "asks for dev" with it.
-func ShownMountFlag(flag string) bool { return slices.Contains(loosening, strings.TrimSpace(flag)) }
+// mountWords are mount(8)'s filesystem-independent options that take no value: its own
+// vocabulary, which carries no credential (loosening's words among them).
+var mountWords = []string{"async", "atime", "noatime", "auto", "noauto", "defaults", "dev", "nodev",
+	"diratime", "nodiratime", "dirsync", "exec", "noexec", "group", "iversion", "noiversion", "mand",
+	"nomand", "_netdev", "nofail", "relatime", "norelatime", "strictatime", "nostrictatime",
+	"lazytime", "nolazytime", "suid", "nosuid", "silent", "loud", "owner", "remount", "ro", "rw",
+	"sync", "user", "nouser", "users", "nosymfollow", "bind", "rbind"}
+
+// ShownMountFlag says whether flag is a word of mount(8)'s own vocabulary, or several joined by
+// commas ("rw,noatime"): no credential, so not a value to scrub from output
+// (store.Tx.SecretValues) nor from a plugin's answer to a request that carried it
+// (csi's requestValues). Scrubbed, "dev" went out of every "/dev/..." path (and the status's
+// "asks for dev" with it), "sync" out of every "fsync" and "async", "auto" out of "autofs",
+// and "noatime" out of the helper's "mount -o noatime" that says which flag it refused
+// (secrets38). A flag with a value ("uid=1000", "vers=4.1") is no word of the vocabulary, and
+// stays scrubbed whole; what Allows shows of the flags is loosening's words alone.
+func ShownMountFlag(flag string) bool {
+	for _, item := range strings.Split(flag, ",") {
+		if !slices.Contains(mountWords, strings.TrimSpace(item)) {
+			return false
+		}
+	}
+	return true
+}
 
 // MountFlagSecrets is the values, in flag (one flag, or several items joined by commas:
 // "username=alice,password=..."), of the items whose key names a secret (password, passwd,
