@@ -157,6 +157,7 @@ func TestPluginWithAWorkerAcceptingBesideItsListener(t *testing.T) {
 // on a file whose identity was forgotten (a stale fingerprint); a new socket file is told
 // anew by the connection that fingerprints it.
 func TestSocketSeenAcceptedElsewhereStaysSoUntilItsFileChanges(t *testing.T) {
+	t.Parallel()
 	sock := filepath.Join(t.TempDir(), "csi.sock")
 	listen := func() socketID {
 		t.Helper()
@@ -209,6 +210,7 @@ func TestLaunchedPluginWithoutSocketDiagnostics(t *testing.T) {
 // A row recorded with `unknown` of a listener gone (by round 29's acceptedBy, without socket
 // diagnostics) has the plugin fingerprinted on a process's first connection all the same.
 func TestListenerGoneIsAcceptedElsewhereWhateverAcceptsSays(t *testing.T) {
+	t.Parallel()
 	gone := store.SocketIdentity{Path: "/run/csi.sock", Inode: 1, Listener: "pid 5 " + listenerGone, Accepts: acceptsUnknown}
 	if !acceptedElsewhere([]store.SocketIdentity{gone}) {
 		t.Errorf("acceptedElsewhere(%+v) = false, want true: the listener was gone", gone)

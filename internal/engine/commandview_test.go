@@ -174,6 +174,7 @@ func TestGroupRunSeesAStateDirAliasGivenAFreedMountID(t *testing.T) {
 // existed in the outer volume (the group's second run). A destination on a volume's mount is
 // the volume's, not the state dir's: bound. Real mounts, as root.
 func TestNestedVolumeMountsOfAPluginKeepingItsVolumesInTheStateDir(t *testing.T) {
+	t.Parallel()
 	hostpathtest.RequireMount(t)
 	state := hostpathtest.MountDir(t)
 	h := newHostpathEngineAt(t, state, hostpath.Config{Root: filepath.Join(state, "hp-root"), NodeID: "n1", EnableAttach: true})

@@ -17,6 +17,7 @@ import (
 // 1 to 2 MiB with a 1 GiB volume: that is outside the request as a too-small answer is, so it
 // is refused the same way: the volume it made is deleted and the create forgotten.
 func TestCreateAnsweredAboveTheLimitIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Granularity = 1 << 30 })
 	sv := volume("v")
 	sv.CapacityMax = 2 << 20
@@ -39,6 +40,7 @@ func TestCreateAnsweredAboveTheLimitIsRefused(t *testing.T) {
 // volume", and every reconcile pass (the agent's every minute) sent CreateVolume again, made and
 // deleted the unusable volume anew, and reported the create for good.
 func TestCreateSentAgainAnsweredAboveTheLimitIsForgottenOnceDeleted(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Granularity = 1 << 30 })
 	sv := volume("v")
 	sv.CapacityMax = 2 << 20
@@ -62,6 +64,7 @@ func TestCreateSentAgainAnsweredAboveTheLimitIsForgottenOnceDeleted(t *testing.T
 // The same answer with another volctl volume's storage: refused, and that storage left alone
 // (refuseSharedStorage), as for a too-small answer.
 func TestCreateAboveTheLimitAnsweredWithAnotherVolumesStorageDeletesNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	a := h.create(volume("a")) // 1 MiB
 	h.mem.AnswerCreateWith(a.ExternalID)
@@ -85,6 +88,7 @@ func TestCreateAboveTheLimitAnsweredWithAnotherVolumesStorageDeletesNothing(t *t
 // too when DeleteVolume answers OK while the plugin still lists the volume (LIST_VOLUMES): the
 // storage is still there.
 func TestCreateRefusedAnswerWhoseCleanupFailsIsKept(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		lie    bool   // DeleteVolume answers OK and keeps the volume; else it fails
@@ -182,6 +186,7 @@ func TestCreateCleanupNeverDeletesStorageAConcurrentCreateRecords(t *testing.T) 
 // same answer): the intent is forgotten, as asked, but the command fails saying the snapshot
 // was not deleted and the plugin still has it.
 func TestDeletePendingSnapshotWithAnUnreadableAnswerSaysItWasNotDeleted(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	h.faults.Pad(csi.RPCCreateSnapshot, 5<<20)
 	if _, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil); err == nil {
@@ -200,6 +205,7 @@ func TestDeletePendingSnapshotWithAnUnreadableAnswerSaysItWasNotDeleted(t *testi
 // delete gets the same answer, so the error must not advise running it again, but name what
 // forgets the volume, which then works.
 func TestDeleteAnswerOverGRPCLimitAdvisesWhatWorks(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.faults.Pad(csi.RPCDeleteVolume, 5<<20)
@@ -221,6 +227,7 @@ func TestDeleteAnswerOverGRPCLimitAdvisesWhatWorks(t *testing.T) {
 // or published behind volctl's back. (ControllerPublishVolume's claim side is
 // TestPublishContextOverGRPCLimit.)
 func TestClaimAndReleaseAnswersOverGRPCLimitLeaveNothingBehind(t *testing.T) {
+	t.Parallel()
 	for _, rpc := range []string{csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
 		t.Run("claim "+rpc, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -268,6 +275,7 @@ func (h *harness) nothingLeft(ext string) {
 // deleted is recorded (the intent marked deleting with its external ID) before DeleteVolume is
 // sent, so the register sees it and is refused, and the cleanup deletes only what nobody has.
 func TestCreateCleanupRacingARegisterOfTheSameStorage(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.mem.AddVolume(csi.Volume{ID: "shared", CapacityBytes: 1 << 30})
 	h.mem.AnswerCreateWith("shared")
@@ -312,6 +320,7 @@ func TestCreateCleanupRacingARegisterOfTheSameStorage(t *testing.T) {
 // "nothing was made": the create stays recorded, and the error names the plugin-side name (the
 // CSI name) to look for, rather than forgetting a volume the plugin has.
 func TestCreateWhoseAnswerCannotBeUsedKeepsTheIntent(t *testing.T) {
+	t.Parallel()
 	for name, mutate := range map[string]func(*csitest.MemConfig){
 		"over gRPC's limit": func(c *csitest.MemConfig) { c.CreateContext = map[string]string{"pad": strings.Repeat("x", 5<<20)} },
 		"without an ID":     func(c *csitest.MemConfig) { c.AnswerWithoutID = true },
@@ -339,6 +348,7 @@ func TestCreateWhoseAnswerCannotBeUsedKeepsTheIntent(t *testing.T) {
 // The same for CreateSnapshot: the plugin took the snapshot, and its intent stays (pending),
 // the error naming the snapshot's name on the plugin's side.
 func TestCreateSnapshotWhoseAnswerCannotBeUsedKeepsTheIntent(t *testing.T) {
+	t.Parallel()
 	for name, lie := range map[string]func(*harness){
 		"over gRPC's limit": func(h *harness) { h.faults.Pad(csi.RPCCreateSnapshot, 5<<20) },
 		"without an ID":     func(h *harness) { h.mem.SetAnswerWithoutID(true) },
@@ -378,6 +388,7 @@ func TestCreateSnapshotWhoseAnswerCannotBeUsedKeepsTheIntent(t *testing.T) {
 // leave nothing on the plugin's side: a create replayed after the hand delete makes the
 // storage again, and a forget after that leaves it with no record anywhere.
 func TestUnreadableCreateAdviceFollowedInOrderLeavesNothing(t *testing.T) {
+	t.Parallel()
 	type step struct {
 		at  int
 		run func(h *harness) error

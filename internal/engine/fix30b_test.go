@@ -34,6 +34,7 @@ func noCallsSince(t *testing.T, other *csitest.MemPlugin, sent int) {
 // csi.sock (as CSI plugins' are): one entry to sameEntry, so mem's claim went to other's process
 // with mem's volume's secrets. It was not one entry when mem was fingerprinted: refused.
 func TestSocketDirSymlinkedToAnotherPluginsDirIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	other, socket, ext2 := h.anotherPluginsSocket()
 	if ext := h.create(volume("db")).ExternalID; ext != ext2 || filepath.Base(socket) != filepath.Base(h.socket) {
@@ -153,6 +154,7 @@ func TestLinkMadeBeforeItsTargetWasRegisteredIsRefusedInTheSameProcess(t *testin
 // container's /csi/csi.sock), and a third through a symlinked directory; and all three after
 // their directory is made again at its path (a service manager's runtime directory).
 func TestOneSocketUnderOneEntryIsNotRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	x := nodeOnePlugin()
 	real, stop := csitest.Serve(t, csitest.WithServer(x))

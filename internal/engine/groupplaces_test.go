@@ -21,6 +21,7 @@ import (
 // (TestReconcilePlacesVolumeMountsWithOneReadOfTheMountTable). A group command carries one
 // view too: the table read once for the run, once for the stop. Real mounts, as root.
 func TestGroupCommandsPlaceVolumeMountsWithOneReadOfTheMountTable(t *testing.T) {
+	t.Parallel()
 	h := newSharedVolumeEngine(t, spec.MultiNodeMultiWriter)
 	dir := hostpathtest.MountDir(t)
 	const n = 12

@@ -11,6 +11,7 @@ import (
 // command one timeout, not one per retry attempt, and the error names the RPC, the plugin and
 // the timeout, as on the claim and release paths (TestHungPublishRPCIsSentOnce).
 func TestHungRPCOfEveryPathIsBoundedAndNamed(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		rpc string
 		// setup runs before the hang; act is the command that meets it.

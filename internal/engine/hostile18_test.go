@@ -22,6 +22,7 @@ import (
 // listing, is not ready: a volume missing what the processing had not done. Any entry saying
 // not ready counts, the safe answer, as for a volume listed published (listsPublished).
 func TestRestoreCheckedByASnapshotListingThatDisagreesWithItself(t *testing.T) {
+	t.Parallel()
 	h, db := snapshotHarness(t, nil)
 	processing := csi.Snapshot{ID: "snap-uploading", SourceVolumeID: db.ExternalID, SizeBytes: db.CapacityBytes}
 	h.mem.AddSnapshot(processing)
@@ -129,6 +130,7 @@ func answersAboutAnotherVolume(h *harness, rename func(string) string, nodes fun
 // both IDs), as when it fails. The safe answer (published to the node) is believed whatever
 // the ID (a plugin that normalises IDs answers so of the volume asked): the attachment stays.
 func TestControllerUnpublishCheckedByGetVolumeAnsweringAnotherVolume(t *testing.T) {
+	t.Parallel()
 	t.Run("not published", func(t *testing.T) {
 		h := newHarness(t, getVolumeOnly)
 		var logs strings.Builder

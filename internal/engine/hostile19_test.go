@@ -74,6 +74,7 @@ func TestClaimFindingItsStagingMountedByAnotherRefusesAndNamesIt(t *testing.T) {
 // connection, which fingerprints the restarted plugin afresh, logs it and records a
 // plugin-exposed event, so that the agent's log and `volctl events` show it.
 func TestPluginRestartedWithAnExposedSocketIsWarnedOf(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	var logs strings.Builder
 	h.open(Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})

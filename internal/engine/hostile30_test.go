@@ -104,6 +104,7 @@ func TestSupervisedPluginWithoutSocketDiagnostics(t *testing.T) {
 
 // acceptedElsewhere of each kind of record: `unknown` is not told apart from another process.
 func TestAcceptsUnknownIsFingerprintedOnEachProcess(t *testing.T) {
+	t.Parallel()
 	const image = "pid 5 start 7 exe 1:2 stack 3"
 	for _, tc := range []struct {
 		accepts string
@@ -204,6 +205,7 @@ func TestPluginSocketThatIsAnotherPluginsSocketIsRefused(t *testing.T) {
 // Registering a plugin on another name of a registered plugin's socket is refused the same way,
 // naming the plugin whose socket it is and the path to register on instead.
 func TestRegisteringOnAnotherPluginsSocketUnderAnotherNameIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	link := filepath.Join(t.TempDir(), "mem2.sock")
 	if err := os.Symlink(h.socket, link); err != nil {
@@ -308,6 +310,7 @@ func forwardingProxy(t *testing.T, backend *atomic.Pointer[string]) string {
 // asked its driver's name before a create (bindsStorage) and by a probe, and refused there,
 // nothing sent (docs/architecture.md, Plugins behind a held socket: what is not told).
 func TestForwardingProxyToAnotherDriverIsToldByTheDriversName(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	d := h.anotherDriver(false)
 	var backend atomic.Pointer[string]

@@ -112,6 +112,7 @@ func newHostpathEngineAt(t *testing.T, state string, cfg hostpath.Config, opts .
 // another reader's target, the reader cannot write, and the data lands in the volume's
 // directory. Real bind mounts, as root.
 func TestHostpathDataFlowsBetweenClaims(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	sv := spec.Volume{ID: "data", Name: "data", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
 		Capabilities: []spec.Capability{capab(spec.MultiNodeSingleWriter)}}
@@ -239,6 +240,7 @@ func TestHostpathRestore(t *testing.T) {
 
 // TestRestoreReadsTheMountTableOnce: restoring many claims costs one read of the table.
 func TestRestoreReadsTheMountTableOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.PublishUnpublishVolume = false })
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
 	var targets []string
