@@ -90,6 +90,7 @@ func TestBindRefusesADestinationWhoseParentWasSwapped(t *testing.T) {
 // symlink points, a refused bind leaves no mount behind, and a bind that succeeds was
 // verified at the destination's path.
 func TestBindAgainstARacingRenamer(t *testing.T) {
+	t.Parallel()
 	hostpathtest.RequireMount(t)
 	dir, elsewhere := hostpathtest.MountDir(t), hostpathtest.MountDir(t)
 	src := bindSource(t, dir)

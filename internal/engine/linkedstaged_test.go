@@ -26,6 +26,7 @@ import (
 // (TestClaimOnASymlinkLeftAtTheTargetIsRolledBack), nor one leading to another claim's target
 // (TestLinkToAnotherClaimsTargetAtANodeStagedClaimIsNotFollowed).
 func TestLinkAtANodeStagedClaimsTargetAfterAFailedPublishIsUnpublishedFirst(t *testing.T) {
+	t.Parallel()
 	elsewhere := t.TempDir()
 	if err := os.WriteFile(elsewhere+"/keep", nil, 0o600); err != nil {
 		t.Fatal(err)

@@ -58,6 +58,7 @@ func TestReview30hBindMountedDirAfterRebootNotRefused(t *testing.T) {
 // Two IDs of one monolith registered on the very same path, whose directory is a release
 // symlink (current -> v1) switched to the next release (current -> v2) at an upgrade.
 func TestReview30hSamePathThroughSwitchedReleaseSymlinkNotRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	base := t.TempDir()
 	v1, v2, cur := filepath.Join(base, "v1"), filepath.Join(base, "v2"), filepath.Join(base, "current")

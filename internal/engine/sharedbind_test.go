@@ -114,6 +114,7 @@ func TestVolumeMountDestinationOfAnotherClaimIsRefused(t *testing.T) {
 // bound at; the last one's release unbinds it, and a forced detach of the volume unbinds it
 // at once. Real mounts, as root.
 func TestReleaseLeavesAVolumeMountAnotherClaimIsBoundAt(t *testing.T) {
+	t.Parallel()
 	h := newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
 	dest := filepath.Join(hostpathtest.MountDir(t), "shared")
 	share := func() {
@@ -164,6 +165,7 @@ func TestReleaseLeavesAVolumeMountAnotherClaimIsBoundAt(t *testing.T) {
 // volume_mounts name one destination at once: admission's check is in its transaction, so one
 // run binds it and the other is refused, never both handed the one bind. Real mounts, as root.
 func TestGroupsRacingForOneDestinationFromTwoProcesses(t *testing.T) {
+	t.Parallel()
 	h := newSharedVolumeEngine(t, spec.MultiNodeMultiWriter)
 	other, err := Open(h.ctx, Config{StateDir: h.state, Retry: fastRetry})
 	if err != nil {

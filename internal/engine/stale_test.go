@@ -23,6 +23,7 @@ import (
 // made its release skip NodeUnpublishVolume, and the plugin then refused NodeUnstageVolume for
 // good.
 func TestCancelledLockWaitLeavesAClaimThatMovedOn(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
 	unlock := h.lockVolume("v")
@@ -80,6 +81,7 @@ func TestCancelledLockWaitLeavesAClaimThatMovedOn(t *testing.T) {
 // When the waiting claim gives up while its claim is still as admitted, the failure is
 // recorded on it, and reconcile publishes it.
 func TestCancelledLockWaitRecordsTheFailure(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
 	unlock := h.lockVolume("v")
@@ -159,6 +161,7 @@ func TestReconcileKeepsAReleaseBegunAfterItsList(t *testing.T) {
 // RPC: were the process to die during it, reconcile must finish the rollback, not publish the
 // claim again for an alloc that was told it failed.
 func TestRollbackIsCommittedBeforeItsFirstRPC(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
 	h.faults.FailOnce(csi.RPCNodeStageVolume, codes.InvalidArgument)

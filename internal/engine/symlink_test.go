@@ -59,6 +59,7 @@ func symlinkTo(t *testing.T, dir string) string {
 // paths volctl builds under it must compare equal with the mount table's (which has real
 // paths), or every reconcile pass restores every claim again.
 func TestSymlinkedStateDirIsResolvedOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	link := symlinkTo(t, h.dir)
 	h.e.Close()
@@ -128,6 +129,7 @@ func TestHostpathSymlinkedStateDir(t *testing.T) {
 // their mounts (at real paths) as theirs: not restore them on every pass, and above all not
 // report them as orphans to be unmounted by hand. A new claim publishes from their staging.
 func TestPathsRecordedThroughASymlinkStillMatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	link := symlinkTo(t, h.dir)
 	h.e.Close()

@@ -17,6 +17,7 @@ import (
 // in progress holds the volume's lock for, and whatever a symlink in the state dir points at
 // all stay.
 func TestReconcileTidiesDirsNothingAccountsFor(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	for _, id := range []string{"gone", "kept", "live", "busy", "full"} {
 		h.create(volume(id))
