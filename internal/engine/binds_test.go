@@ -190,6 +190,7 @@ func TestBindDestination(t *testing.T) {
 // TestUnbindRefusesSymlinkedDestination: when a component of a bound destination has become a
 // symlink, release does not unmount what the symlink leads to; it says which component it is.
 func TestUnbindRefusesSymlinkedDestination(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	dests, elsewhere := hostpathtest.MountDir(t), hostpathtest.MountDir(t)
 	dest := filepath.Join(dests, "alloc", "data")

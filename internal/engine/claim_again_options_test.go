@@ -104,6 +104,7 @@ func TestRunGroupAgainWithOtherVolumeMountsIsAConflict(t *testing.T) {
 // again, as reconcile does; and reconcile, which did bind it, reported "Nothing to do ...
 // every mount is in place": it now reports the bind it restored. Real mounts, as root.
 func TestRunGroupAgainBindsAVolumeMountThatWasUnmounted(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	h.createWriterVolume(t, "data")
 	dest := filepath.Join(hostpathtest.MountDir(t), "dest")

@@ -54,6 +54,7 @@ func waitForClaim(t *testing.T, h *harness, vol, alloc string) {
 // data is read through the second claim's target, which is mounted from a staging mounted
 // again, not an empty directory.
 func TestHostpathClaimAfterARebootStagesAgain(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	a := h.claimNew(t, "data", "a", spec.MultiNodeMultiWriter)
 	staging := h.writeThenReboot(t, a, "data")
@@ -142,6 +143,7 @@ func TestClaimAgainAfterARebootRestores(t *testing.T) {
 // TestHostpathClaimAgainAfterARebootRestores: the same with real mounts. The alloc's data is
 // read through its target again after it claims again, not an empty directory.
 func TestHostpathClaimAgainAfterARebootRestores(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	a := h.claimNew(t, "data", "a", spec.SingleNodeWriter)
 	staging := h.writeThenReboot(t, a, "data")

@@ -21,6 +21,7 @@ import (
 // clock (Config.Now) reads the wall clock as it was before the step for the build, and as it
 // is after for the rest.
 func TestRestoreIndexSeesADirectoryMadeSinceItWasBuiltAfterTheClockSteppedBack(t *testing.T) {
+	t.Parallel()
 	from := func(dir string) string { return filepath.Join(dir, "publish", "b") }
 	h := wrongBindHarness(t, true, from, nil)
 	var stepped atomic.Bool

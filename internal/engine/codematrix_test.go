@@ -506,6 +506,7 @@ func (c *matrixCell) release() {
 // nothing leaves its mount, which volctl must find and not forget; and no cell leaves a
 // mount under the test's directories.
 func TestCodeMatrixKernel(t *testing.T) {
+	t.Parallel()
 	hostpathtest.RequireMount(t)
 	var answers []matrixAnswer
 	for _, a := range matrixAnswers() {

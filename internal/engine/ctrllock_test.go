@@ -18,6 +18,7 @@ import (
 // any other ID on that socket waits for it and sends nothing; otherwise two commands would run
 // controller RPCs on one controller at once through two IDs.
 func TestControllerLockIsTheSocketsWhateverIDOrSpelling(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	dir, base := filepath.Dir(h.socket), filepath.Base(h.socket)
 	link := filepath.Join(t.TempDir(), "run")

@@ -24,6 +24,7 @@ import (
 // volume's staging path, is refused naming what it is, and the claim rolled back, the plugin
 // asked to unpublish it. Real mounts, as root.
 func TestTargetBoundFromVolctlsOwnDirectoriesIsRefused(t *testing.T) {
+	t.Parallel()
 	ofStateDir := func(path string) string { return "a bind mount of " + path + ", a directory of volctl's state dir" }
 	for _, tc := range []struct {
 		name string

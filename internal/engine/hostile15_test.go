@@ -228,6 +228,7 @@ func TestDeleteAnsweredNotFoundWhileStillListedKeepsTheVolumeDeleting(t *testing
 // the claim rolled back. v's own storage on the same file system as w's (the test plugin keeps
 // both under one directory) is published as before. Real mounts, as root.
 func TestTargetBoundFromInsideAnotherVolumesStagingIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		block bool

@@ -136,6 +136,7 @@ func TestRestoreFromASnapshotThePluginSaysIsNotReadyIsRefused(t *testing.T) {
 // the release fails naming what is left, and once it is unmounted reconcile finishes it.
 // Real mounts, as root.
 func TestNodeUnpublishLeavingAMountOverTheClaimsPublishDirectory(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	h.create(volume("v"))
 	target := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"}).TargetPath

@@ -49,6 +49,7 @@ func TestRestoreCheckedByASnapshotListingThatDisagreesWithItself(t *testing.T) {
 // between claims, and mounts nothing at, is checked for too: the release fails naming it,
 // and once it is unmounted reconcile finishes, the other claim untouched. Real mounts, as root.
 func TestNodeUnpublishLeavingAMountOverTheAllocsPublishDirectory(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	h.create(volume("v"))
 	h.create(volume("w"))
@@ -67,6 +68,7 @@ func TestNodeUnpublishLeavingAMountOverTheAllocsPublishDirectory(t *testing.T) {
 // alone, leaves a mount hiding every other volume's staging. The unstage fails naming it; once
 // it is unmounted, reconcile finishes, the other volume's claim untouched. Real mounts, as root.
 func TestNodeUnstageLeavingAMountOverThePluginsStagingDirectory(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	h.create(volume("v"))
 	h.create(volume("w"))
@@ -91,6 +93,7 @@ func TestNodeUnstageLeavingAMountOverThePluginsStagingDirectory(t *testing.T) {
 // alone: it is unmounted as the target is, and what is still mounted there after is warned of.
 // Real mounts, as root.
 func TestForcedDetachUnmountsAMountOverTheClaimsPublishDirectory(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	h.create(volume("v"))
 	target := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"}).TargetPath

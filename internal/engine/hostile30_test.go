@@ -169,6 +169,7 @@ func aliasSocket(t *testing.T, how, path, target string) {
 // that plugin's path) is refused before any RPC, naming both plugins and the path; other, whose
 // socket it is, goes on.
 func TestPluginSocketThatIsAnotherPluginsSocketIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"symlink", "hard link", "bind mount"} {
 		t.Run(how, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -226,6 +227,7 @@ func TestRegisteringOnAnotherPluginsSocketUnderAnotherNameIsRefused(t *testing.T
 // A plugin whose socket path another plugin's was made a link to is not refused: its own
 // listener bound its path (the socket is its own); the other plugin is refused.
 func TestPluginWhoseSocketAnotherPluginsPathLinksToGoesOn(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	other, socket, _ := h.anotherPluginsSocket()
 	h.create(volume("db"))
@@ -249,6 +251,7 @@ func TestPluginWhoseSocketAnotherPluginsPathLinksToGoesOn(t *testing.T) {
 // which reached other: the same driver, capabilities and node ID, so the claim's publish RPCs
 // went on to plugin other's process.
 func TestPluginSocketMadeAnotherPluginsMidClaimIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	other, socket, _ := h.anotherPluginsSocket()
 	h.create(volume("db"))

@@ -177,6 +177,7 @@ func TestHostpathDataFlowsBetweenClaims(t *testing.T) {
 // re-published by reconcile without a new claim and without ControllerPublishVolume; after a
 // simulated reboot (every mount gone) the staging is restored too.
 func TestHostpathRestore(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	cl := h.claimNew(t, "data", "a", spec.SingleNodeWriter)
 	if err := os.WriteFile(filepath.Join(cl.TargetPath, "keep.txt"), []byte("kept"), 0o644); err != nil {

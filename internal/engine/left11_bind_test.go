@@ -158,6 +158,7 @@ func TestBindAgainstARacingRenamer(t *testing.T) {
 // went (a mount of the volume outside the state dir that no claim's destination accounts
 // for), names it, and stops, mounts untouched, until it is unmounted.
 func TestReleaseFindsAVolumeMountMovedAway(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	dests := hostpathtest.MountDir(t)
 	dest := filepath.Join(dests, "alloc", "data")

@@ -179,6 +179,7 @@ func TestMountViewSharedPeerGroup(t *testing.T) {
 // up and tears down each time), and again once the socket is another (the plugin started
 // again makes it anew; its ctime changes here).
 func TestMountViewAsksEachPluginServerOnce(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	for range 3 {
 		if err := h.e.checkMountView(h.ctx, ""); err != nil {
@@ -204,6 +205,7 @@ func TestMountViewAsksEachPluginServerOnce(t *testing.T) {
 // server only: the other's mounts are not the ones they act on. A group's run, reconcile
 // (checkMountView of no volume) and a volume not found as named still ask every plugin.
 func TestMountViewAsksOnlyTheVolumesPlugin(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	otherSocket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
 	h.registerPlugin("other", otherSocket)

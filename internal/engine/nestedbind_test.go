@@ -93,6 +93,7 @@ func TestNestedVolumeMountsAreBoundOutermostFirstAndUnboundInnermostFirst(t *tes
 // release of a bind with another mounted below it says what is in the way, not "is something
 // still using it?". Real mounts, as root.
 func TestVolumeMountOverMountsBelowIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	dests := hostpathtest.MountDir(t)
 	dest := filepath.Join(dests, "app")
@@ -240,6 +241,7 @@ func listedName(innerFirst bool) string {
 // host-to-task binds are not joined, and all are bound. Each stop leaves nothing mounted.
 // Real mounts, as root.
 func TestNestedPerAllocVolumeMountsOnASharedStateDirAgreeWithReconcile(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{spec.PropagationPrivate, spec.PropagationHostToTask, spec.PropagationBidirectional} {
 		t.Run(mode, func(t *testing.T) {
 			h := newSharedVolumeEngine(t, spec.MultiNodeMultiWriter)

@@ -257,6 +257,7 @@ func TestReconcileReportsAReadClaimMountedReadWrite(t *testing.T) {
 // volctl over a plugin that ignores readonly left it, is reported by reconcile and left
 // mounted, writable, for the alloc. Real mounts, as root.
 func TestReconcileReportsAReadClaimMountedReadWriteOnKernelMounts(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	r := writerAndReader(h)
 	remount(t, r.TargetPath, 0)
@@ -407,6 +408,7 @@ func (a *askedMounts) Mounted(root, path string) (MountPoint, error) {
 // and reconcile (the agent's, every minute) with it, holding the volume's lock, so that no
 // release of the volume could run either. So is a claim asked again. Real mounts, as root.
 func TestReadClaimCheckedWritableFromTheMountTableAlone(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	r := writerAndReader(h)
 	remount(t, r.TargetPath, 0)

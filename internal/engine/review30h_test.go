@@ -14,6 +14,7 @@ import (
 // directory (docs: one entry, one process, not refused); then a reboot: the directory is
 // made again on tmpfs (a new inode), the bind mount made again, the plugin started again.
 func TestReview30hBindMountedDirAfterRebootNotRefused(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("root")
 	}
@@ -90,6 +91,7 @@ func TestReview30hSamePathThroughSwitchedReleaseSymlinkNotRefused(t *testing.T) 
 // socket: forgetAliases's write waits for another process's write lock (checkHealth's own
 // write does not: TryUpdateProgress).
 func TestReview30hProbeDoesNotWaitForTheWriteLock(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	other, socket, stop := linkThenRegisterOther(t, h)
 	stop()

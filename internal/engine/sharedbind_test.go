@@ -47,6 +47,7 @@ func newSharedVolumeEngine(t *testing.T, mode spec.AccessMode) *hostpathEngine {
 // refused, naming the destination and the claim bound there; the first keeps its bind. Real
 // mounts, as root.
 func TestVolumeMountDestinationOfAnotherClaimIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
 	dest := filepath.Join(hostpathtest.MountDir(t), "shared")
 	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("web", 1, false, dest)); err != nil {
@@ -211,6 +212,7 @@ func TestGroupsRacingForOneDestinationFromTwoProcesses(t *testing.T) {
 // compared as written) are one mount, bound once and taken for both, however each asked
 // (read-only or not). The claim is refused before anything is recorded, naming both.
 func TestVolumeMountsOfOneClaimAtOnePathAreRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	dest := filepath.Join(t.TempDir(), "a")

@@ -107,6 +107,7 @@ func TestSymlinkPlantedInPlaceOfTheKeptStagingDir(t *testing.T) {
 // empty directory that is not a mount point; anything else is left to the table. Real mounts,
 // as root.
 func TestMountFree(t *testing.T) {
+	t.Parallel()
 	hostpathtest.RequireMount(t)
 	dir := hostpathtest.MountDir(t)
 	mk := func(name string) string {
@@ -158,6 +159,7 @@ func TestMountFree(t *testing.T) {
 // free of mounts, but it is a mount root, so the release reads the kernel's table, finds the
 // mount and holds the claim until it is gone. Real mounts, as root.
 func TestReleaseKeepsAnEmptyBindMountLeftOnTheKeptStagingDir(t *testing.T) {
+	t.Parallel()
 	h, staging, _ := claimedOnKernelMounts(t)
 	empty := t.TempDir()
 	h.afterFirstUnstage(func() {

@@ -118,6 +118,7 @@ func (f mountsFunc) Mounted(root, path string) (MountPoint, error) {
 // was undone by writing back the listed copy of the claim: published, not releasing, at rest,
 // while its target was unpublished. The release must survive, and finish on a later pass.
 func TestReconcileKeepsAReleaseBegunAfterItsList(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -203,6 +204,7 @@ func setGroupState(t *testing.T, h *harness, name string, state store.GroupState
 // Reconcile releases the claims of a stopped group as it read the groups at the start of the
 // pass. A group run again after that read keeps its claims.
 func TestReconcileKeepsTheClaimsOfAGroupRunAgain(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.createDBVolumes(1)
 	if _, err := h.e.RunGroup(h.ctx, dbGroup(1)); err != nil {

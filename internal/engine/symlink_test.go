@@ -88,6 +88,7 @@ func TestSymlinkedStateDirIsResolvedOnce(t *testing.T) {
 
 // TestHostpathSymlinkedStateDir is TestSymlinkedStateDirIsResolvedOnce with real mounts.
 func TestHostpathSymlinkedStateDir(t *testing.T) {
+	t.Parallel()
 	hostpathtest.RequireMount(t)
 	p, err := hostpath.New(hostpath.Config{Root: hostpathtest.MountDir(t), NodeID: "n1", EnableAttach: true})
 	if err != nil {
@@ -196,6 +197,7 @@ func TestPathsRecordedThroughASymlinkStillMatch(t *testing.T) {
 // publish directory (or the volume's staging directory), pointing at a directory that holds a
 // mount at the same name, the unmount must not follow it: what is mounted elsewhere stays.
 func TestForcedDetachDoesNotFollowPlantedSymlinks(t *testing.T) {
+	t.Parallel()
 	hostpathtest.RequireMount(t)
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))

@@ -92,6 +92,7 @@ func TestReconcileTidiesDirsNothingAccountsFor(t *testing.T) {
 
 // A leftover directory that is a mount point is not removed (the orphan report names it).
 func TestReconcileTidyLeavesAMountPoint(t *testing.T) {
+	t.Parallel()
 	hostpathtest.RequireMount(t)
 	h := newHarness(t, nil)
 	target := filepath.Join(h.dir, publishDir, "old", "v", "rw-file-system-single-node-writer")

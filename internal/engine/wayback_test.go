@@ -408,6 +408,7 @@ func TestDeleteRacesAClaim(t *testing.T) {
 // NodeUnpublishVolume or NodeUnstageVolume while its mount is still there. The kernel's table
 // keeps the claim held until reconcile, with the plugin well again, has it unmounted.
 func TestHostpathReleaseKeepsWhatThePluginLeftMounted(t *testing.T) {
+	t.Parallel()
 	for _, rpc := range []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume} {
 		t.Run(rpc, func(t *testing.T) {
 			h := newHostpathEngine(t)
@@ -491,6 +492,7 @@ func TestDeleteVolumeAnsweredOKButKept(t *testing.T) {
 // a subdirectory of it): the kernel's table shows it, and the claim is held until it is gone.
 // Real mounts, as root.
 func TestReleaseKeepsAMountLeftBelowTheStaging(t *testing.T) {
+	t.Parallel()
 	h, staging, sub := claimedOnKernelMounts(t)
 	h.afterFirstUnstage(func() {
 		if err := mountTmpfsAt(sub); err != nil {
@@ -544,6 +546,7 @@ func TestStatusShowsAnAttachmentLeftWithoutClaims(t *testing.T) {
 // is not one it can take for its own, but it is not dropped silently either: the warning names
 // it and says to unmount it. Real mounts, as root.
 func TestForceDetachWarnsOfAMountLeftBelowTheStaging(t *testing.T) {
+	t.Parallel()
 	h, _, sub := claimedOnKernelMounts(t)
 	if err := mountTmpfsAt(sub); err != nil {
 		t.Fatal(err)
