@@ -68,6 +68,7 @@ func refusedTruly(t *testing.T, what string, err error) {
 // refusal records the socket as accepted by another process, so the next operation fingerprints
 // the plugin (the five identity RPCs) and goes on with the same driver.
 func TestPluginThatHandsItsSocketToAWorkerIsFingerprintedAgain(t *testing.T) {
+	t.Parallel()
 	const driver = "mem.csi.volctl.test"
 	for _, first := range []string{"claim", "plugin status"} {
 		t.Run(first, func(t *testing.T) {
@@ -122,6 +123,7 @@ func TestPluginThatHandsItsSocketToAWorkerIsFingerprintedAgain(t *testing.T) {
 // is never recorded as the listener's again (until its file changes): the listener accepting a
 // later fingerprint's connection does not undo it.
 func TestPluginWithAWorkerAcceptingBesideItsListener(t *testing.T) {
+	t.Parallel()
 	const driver = "mem.csi.volctl.test"
 	plugin := startExecPlugin(t, driver)
 	h, ext := execPluginHarness(t, plugin, Config{})

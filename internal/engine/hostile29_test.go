@@ -113,6 +113,7 @@ func (p *execPlugin) restart(flags string, volumes ...string) {
 // process than the listener, so a process's first connection fingerprints the plugin afresh,
 // and records what changed with its event.
 func TestClaimThroughASupervisedPluginRestartedWithOtherFlags(t *testing.T) {
+	t.Parallel()
 	const driver, flags = "mem.csi.volctl.test", "max-volumes=1,version=2.0.0"
 	for _, tc := range []struct {
 		name  string
@@ -215,6 +216,7 @@ func acceptedMemConn(b *testing.B) net.Conn {
 // fingerprint stale; recorded as another process's, the first connection goes, and a second
 // (gRPC's reconnect) goes too but has the next operation fingerprint the plugin again.
 func TestConnectionAcceptedOtherwiseThanAtTheFingerprint(t *testing.T) {
+	t.Parallel()
 	p := startSupervisedPlugin(t, "mem.csi.volctl.test")
 	accepted := func() (net.Conn, *unix.Ucred) {
 		t.Helper()

@@ -52,6 +52,7 @@ func (h *harness) holdWriteLock() (release func()) {
 // was refused as the probe was. The refusal not recorded is handed back to the client, which
 // the next operation's connection records (with a write that waits) before it reads the row.
 func TestProbeRefusedWhileTheStateIsLockedIsRecordedByTheNextOperation(t *testing.T) {
+	t.Parallel()
 	const driver = "mem.csi.volctl.test"
 	plugin := startExecPlugin(t, driver)
 	h, ext := execPluginHarness(t, plugin, Config{})

@@ -32,6 +32,7 @@ const noPtraceChildEnv = "VOLCTL_TEST_NO_PTRACE_CHILD"
 // the plugin had not published. Every operation on mounts now refuses up front, naming the two
 // namespaces and what to do, and changes nothing.
 func TestOperationsOnMountsRefusedInAPrivateMountNamespace(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to start a process in a mount namespace of its own")
 	}
@@ -239,6 +240,7 @@ const fdlessEnv = "VOLCTL_TEST_FDLESS_DIR"
 // open. The child, an engine of its own as a command's, claims through the harness's plugin,
 // stopped, then uses up every file descriptor and redacts the error.
 func TestRedactingAFailedClaimWithoutFileDescriptors(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v1"))
 	h.stopServe() // the plugin gone: the claim's error is volctl's words, no plugin message
