@@ -24,6 +24,7 @@ func bothResolvers(t *testing.T, fn func(t *testing.T)) {
 			name = "onofollow"
 		}
 		t.Run(name, func(t *testing.T) {
+			swapsGlobals(t, "noOpenat2")
 			was := noOpenat2.Load()
 			noOpenat2.Store(fallback)
 			t.Cleanup(func() { noOpenat2.Store(was) })

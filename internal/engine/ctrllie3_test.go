@@ -150,6 +150,7 @@ func TestCreateCleanupNeverDeletesStorageAConcurrentCreateRecords(t *testing.T) 
 	t.Cleanup(func() { other.Close() })
 
 	aDone := make(chan error, 1)
+	swapsGlobals(t, "testHookCreateAnswered")
 	old := testHookCreateAnswered
 	t.Cleanup(func() { testHookCreateAnswered = old })
 	testHookCreateAnswered = func(id string) {

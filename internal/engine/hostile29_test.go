@@ -114,6 +114,13 @@ func (p *execPlugin) restart(flags string, volumes ...string) {
 // and records what changed with its event.
 func TestClaimThroughASupervisedPluginRestartedWithOtherFlags(t *testing.T) {
 	t.Parallel()
+	claimThroughASupervisedPluginRestartedWithOtherFlags(t)
+}
+
+// claimThroughASupervisedPluginRestartedWithOtherFlags is the test of that name, which
+// TestSupervisedPluginWithoutSocketDiagnostics runs too: that one swaps peerInodeOf, so it
+// stays serial, and must not be made parallel by calling the parallel test itself.
+func claimThroughASupervisedPluginRestartedWithOtherFlags(t *testing.T) {
 	const driver, flags = "mem.csi.volctl.test", "max-volumes=1,version=2.0.0"
 	for _, tc := range []struct {
 		name  string

@@ -84,6 +84,7 @@ func TestProbeRefusedWhileTheStateIsLockedIsRecordedByTheNextOperation(t *testin
 
 // noSocketDiagnostics has peerInodeOf fail for the test, as a kernel without CONFIG_UNIX_DIAG.
 func noSocketDiagnostics(t *testing.T) {
+	swapsGlobals(t, "peerInodeOf")
 	was := peerInodeOf
 	peerInodeOf = func(net.Conn) (uint32, error) {
 		return 0, errors.New("sock_diag: no such file or directory (as without CONFIG_UNIX_DIAG)")
@@ -100,7 +101,7 @@ func noSocketDiagnostics(t *testing.T) {
 // process's first connection fingerprints it, as one accepted elsewhere.
 func TestSupervisedPluginWithoutSocketDiagnostics(t *testing.T) {
 	noSocketDiagnostics(t)
-	TestClaimThroughASupervisedPluginRestartedWithOtherFlags(t)
+	claimThroughASupervisedPluginRestartedWithOtherFlags(t)
 }
 
 // acceptedElsewhere of each kind of record: `unknown` is not told apart from another process.

@@ -147,6 +147,7 @@ func TestMountViewSharedPeerGroup(t *testing.T) {
 	host := "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n" +
 		"30 22 8:2 / /var rw,relatime shared:7 - ext4 /dev/sda2 rw\n"
 	write("1", "mnt:[4026531841]", host)
+	swapsGlobals(t, "procRoot")
 	old := procRoot
 	procRoot = root
 	t.Cleanup(func() { procRoot = old })
@@ -351,6 +352,7 @@ func TestMountViewOfAPluginWhoseTableIsPartial(t *testing.T) {
 	write("self", "22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n"+
 		"30 22 8:2 / /var rw,relatime - ext4 /dev/sda2 rw\n"+
 		"31 22 8:3 / /srv rw,relatime - ext4 /dev/sda3 rw\n")
+	swapsGlobals(t, "procRoot")
 	old := procRoot
 	procRoot = root
 	t.Cleanup(func() { procRoot = old })

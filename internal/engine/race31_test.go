@@ -184,6 +184,7 @@ func TestSnapshotDeleteRecordedAfterTheCreateLookedKeepsItsRecord(t *testing.T) 
 			looked, proceedCreate := make(chan struct{}), make(chan struct{})
 			if by == "delete" {
 				var once sync.Once
+				swapsGlobals(t, "testHookSnapshotDeleteLookedFor")
 				old := testHookSnapshotDeleteLookedFor
 				t.Cleanup(func() { testHookSnapshotDeleteLookedFor = old })
 				testHookSnapshotDeleteLookedFor = func(_, id string) {
