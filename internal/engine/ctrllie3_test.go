@@ -189,6 +189,7 @@ func TestCreateCleanupNeverDeletesStorageAConcurrentCreateRecords(t *testing.T) 
 func TestDeletePendingSnapshotWithAnUnreadableAnswerSaysItWasNotDeleted(t *testing.T) {
 	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
+	h.open(Config{Now: func() time.Time { return snapshotClock }, Timeouts: contentTimeouts}) // 5 MiB of answer, under -race
 	h.faults.Pad(csi.RPCCreateSnapshot, 5<<20)
 	if _, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil); err == nil {
 		t.Fatal("snapshot succeeded with an answer over gRPC's limit")
@@ -207,7 +208,7 @@ func TestDeletePendingSnapshotWithAnUnreadableAnswerSaysItWasNotDeleted(t *testi
 // forgets the volume, which then works.
 func TestDeleteAnswerOverGRPCLimitAdvisesWhatWorks(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil)
+	h := newHarnessConfig(t, nil, Config{Timeouts: contentTimeouts}) // 5 MiB of answer, under -race
 	h.create(volume("v"))
 	h.faults.Pad(csi.RPCDeleteVolume, 5<<20)
 	err := h.e.DeleteVolume(h.ctx, "v")
@@ -231,7 +232,7 @@ func TestClaimAndReleaseAnswersOverGRPCLimitLeaveNothingBehind(t *testing.T) {
 	t.Parallel()
 	for _, rpc := range []string{csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
 		t.Run("claim "+rpc, func(t *testing.T) {
-			h := newHarness(t, nil)
+			h := newHarnessConfig(t, nil, Config{Timeouts: contentTimeouts}) // 5 MiB of answer, under -race
 			v := h.create(volume("v"))
 			h.faults.Pad(rpc, 5<<20)
 			if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil || !strings.Contains(err.Error(), "rolled back") {
@@ -242,7 +243,7 @@ func TestClaimAndReleaseAnswersOverGRPCLimitLeaveNothingBehind(t *testing.T) {
 	}
 	for _, rpc := range []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume} {
 		t.Run("release "+rpc, func(t *testing.T) {
-			h := newHarness(t, nil)
+			h := newHarnessConfig(t, nil, Config{Timeouts: contentTimeouts}) // 5 MiB of answer, under -race
 			v := h.create(volume("v"))
 			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 			h.faults.Pad(rpc, 5<<20)
@@ -356,6 +357,7 @@ func TestCreateSnapshotWhoseAnswerCannotBeUsedKeepsTheIntent(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			h, _ := snapshotHarness(t, nil)
+			h.open(Config{Now: func() time.Time { return snapshotClock }, Timeouts: contentTimeouts}) // 5 MiB of answer, under -race
 			lie(h)
 			_, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil)
 			if err == nil {
