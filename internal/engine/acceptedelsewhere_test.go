@@ -68,6 +68,7 @@ func refusedTruly(t *testing.T, what string, err error) {
 // refusal records the socket as accepted by another process, so the next operation fingerprints
 // the plugin (the five identity RPCs) and goes on with the same driver.
 func TestPluginThatHandsItsSocketToAWorkerIsFingerprintedAgain(t *testing.T) {
+	t.Parallel()
 	const driver = "mem.csi.volctl.test"
 	for _, first := range []string{"claim", "plugin status"} {
 		t.Run(first, func(t *testing.T) {
@@ -122,6 +123,7 @@ func TestPluginThatHandsItsSocketToAWorkerIsFingerprintedAgain(t *testing.T) {
 // is never recorded as the listener's again (until its file changes): the listener accepting a
 // later fingerprint's connection does not undo it.
 func TestPluginWithAWorkerAcceptingBesideItsListener(t *testing.T) {
+	t.Parallel()
 	const driver = "mem.csi.volctl.test"
 	plugin := startExecPlugin(t, driver)
 	h, ext := execPluginHarness(t, plugin, Config{})
@@ -157,6 +159,7 @@ func TestPluginWithAWorkerAcceptingBesideItsListener(t *testing.T) {
 // on a file whose identity was forgotten (a stale fingerprint); a new socket file is told
 // anew by the connection that fingerprints it.
 func TestSocketSeenAcceptedElsewhereStaysSoUntilItsFileChanges(t *testing.T) {
+	t.Parallel()
 	sock := filepath.Join(t.TempDir(), "csi.sock")
 	listen := func() socketID {
 		t.Helper()
@@ -209,6 +212,7 @@ func TestLaunchedPluginWithoutSocketDiagnostics(t *testing.T) {
 // A row recorded with `unknown` of a listener gone (by round 29's acceptedBy, without socket
 // diagnostics) has the plugin fingerprinted on a process's first connection all the same.
 func TestListenerGoneIsAcceptedElsewhereWhateverAcceptsSays(t *testing.T) {
+	t.Parallel()
 	gone := store.SocketIdentity{Path: "/run/csi.sock", Inode: 1, Listener: "pid 5 " + listenerGone, Accepts: acceptsUnknown}
 	if !acceptedElsewhere([]store.SocketIdentity{gone}) {
 		t.Errorf("acceptedElsewhere(%+v) = false, want true: the listener was gone", gone)

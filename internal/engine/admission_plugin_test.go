@@ -15,6 +15,7 @@ import (
 // before any RPC, naming the plugin and what it lacks, and leaves no claim or staging behind
 // (before, it stayed taken until `detach --force`).
 func TestClaimOnAPluginWithoutNodeServiceIsRefusedAtAdmission(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "ctl", Type: spec.PluginController, Socket: h.socket}); err != nil {
 		t.Fatal(err)
@@ -48,6 +49,7 @@ func TestClaimOnAPluginWithoutNodeServiceIsRefusedAtAdmission(t *testing.T) {
 // driven (another volctl, between admission and the volume lock), is found out when the claim
 // connects. The claim, which no RPC was sent for, is rolled back, not left taken.
 func TestClaimRolledBackWhenThePluginLostItsNodeService(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	cl, _, _, _, err := h.e.admitProbed(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}, false, nil)

@@ -13,6 +13,7 @@ import (
 // "my hp" (IDs take spaces) the shell gave --plugin "my" and an argument "hp", which snapshot
 // list refuses. Run by sh, the advised commands give the words they name.
 func TestTakenAgainAdviceQuotesThePlugin(t *testing.T) {
+	t.Parallel()
 	fp := &csi.Fingerprint{Controller: true}
 	fp.Capabilities.Controller.ListSnapshots = true
 	const plugin, snap = "my hp's $x", "s 1"

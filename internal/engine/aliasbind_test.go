@@ -75,6 +75,7 @@ func claimsOnData(t *testing.T, h *hostpathEngine) []string {
 // claim bound first; its rollback leaves the first's bind; both stops leave nothing mounted.
 // Real mounts, as root.
 func TestVolumeMountAtAnotherClaimsDestinationByAnotherPathIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name              string
 		how               string // the alias's propagation (aliasedDirs)
@@ -166,6 +167,7 @@ func TestVolumeMountAtAnotherClaimsDestinationByAnotherPathIsRefused(t *testing.
 // wrong (a check by place alone refused them every pass), and each stop unbinds its own,
 // leaving nothing mounted. Real mounts, as root.
 func TestVolumeMountsAtOneDirectoryNotJoinedByPropagationAreBound(t *testing.T) {
+	t.Parallel()
 	twice := func(t *testing.T, h *hostpathEngine, first, second string) {
 		t.Helper()
 		if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("first", 1, false, first)); err != nil {
@@ -281,6 +283,7 @@ func multiWriterGroup(name string, count int, dests ...string) spec.Group {
 // binds them all again (a reboot) reads it again only where a bind of the pass holds a
 // destination (none here). Real mounts, as root.
 func TestReconcilePlacesVolumeMountsWithOneReadOfTheMountTable(t *testing.T) {
+	t.Parallel()
 	h := newSharedVolumeEngine(t, spec.MultiNodeMultiWriter)
 	dir := hostpathtest.MountDir(t)
 	const n = 12
@@ -319,6 +322,7 @@ func TestReconcilePlacesVolumeMountsWithOneReadOfTheMountTable(t *testing.T) {
 // reconcile pass names the second as a conflict (it is on another claim's bind), the first's
 // release leaves the bind, and the second's release unbinds both paths. Real mounts, as root.
 func TestReleaseLeavesABindAnotherClaimReachesThroughPropagation(t *testing.T) {
+	t.Parallel()
 	h, real, alias := readerOnWritersBind(t, "shared")
 	rep, err := h.e.Reconcile(h.ctx)
 	if err == nil || len(rep.Problems) != 1 || rep.Problems[0].Alloc != "reader[0]" || !strings.Contains(rep.Problems[0].Message, `alloc "web[0]"`) {
@@ -349,6 +353,7 @@ func TestReleaseLeavesABindAnotherClaimReachesThroughPropagation(t *testing.T) {
 // release unbinds real/x (and alias/x with it), reconcile binds reader[0] again, and its
 // release leaves nothing mounted. Real mounts, as root.
 func TestReleaseUnbindsWhatAClaimAtASlaveAliasCannot(t *testing.T) {
+	t.Parallel()
 	h, real, alias := readerOnWritersBind(t, "slave")
 	if _, err := h.e.StopGroup(h.ctx, "web"); err != nil {
 		t.Fatalf("stop web: %v", err)

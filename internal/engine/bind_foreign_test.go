@@ -43,6 +43,7 @@ func foreignMount(t *testing.T, dest string) {
 // any failed bind, and reconcile names it again); and a release leaves a mount at a
 // destination that is not the claim's bind. Real mounts, as root.
 func TestVolumeMountOverSomethingElseMountedIsRefusedAndLeft(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	dest := filepath.Join(hostpathtest.MountDir(t), "busy")
 	foreignMount(t, dest)
@@ -87,6 +88,7 @@ func TestVolumeMountOverSomethingElseMountedIsRefusedAndLeft(t *testing.T) {
 // mounted over the bind: the group's alloc saw the other volume, and its release unbound the
 // other volume's staging. It is refused before anything is recorded (exit 2).
 func TestVolumeMountInsideTheStateDirIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	for _, dest := range []string{

@@ -24,6 +24,7 @@ func bothResolvers(t *testing.T, fn func(t *testing.T)) {
 			name = "onofollow"
 		}
 		t.Run(name, func(t *testing.T) {
+			swapsGlobals(t, "noOpenat2")
 			was := noOpenat2.Load()
 			noOpenat2.Store(fallback)
 			t.Cleanup(func() { noOpenat2.Store(was) })
@@ -190,6 +191,7 @@ func TestBindDestination(t *testing.T) {
 // TestUnbindRefusesSymlinkedDestination: when a component of a bound destination has become a
 // symlink, release does not unmount what the symlink leads to; it says which component it is.
 func TestUnbindRefusesSymlinkedDestination(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	dests, elsewhere := hostpathtest.MountDir(t), hostpathtest.MountDir(t)
 	dest := filepath.Join(dests, "alloc", "data")

@@ -11,6 +11,7 @@ import (
 // after reuses it with no RPC. Were the boot not written back, every process would fingerprint
 // the plugin again for good.
 func TestFingerprintWithNoBootRecordedIsTakenAgainOnceThenReused(t *testing.T) {
+	t.Parallel()
 	if bootID() == "" {
 		t.Skip("no boot ID to read (/proc/sys/kernel/random/boot_id): none is recorded nor compared")
 	}

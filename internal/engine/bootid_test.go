@@ -21,6 +21,7 @@ import (
 // reused the record (no RPC), and a claim sent ControllerPublishVolume for the node the plugin
 // served before the reboot.
 func TestFingerprintOfAnotherBootIsNotReused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	rewriteRecordedSockets(t, h, "node-before-reboot", func(s map[string]any) {
@@ -46,6 +47,7 @@ func TestFingerprintOfAnotherBootIsNotReused(t *testing.T) {
 // The honest case: a fingerprint recorded in this boot, the plugin unchanged, is reused by the
 // next process with no RPC.
 func TestFingerprintOfThisBootIsReused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	if bootID() == "" {

@@ -30,6 +30,7 @@ capability {
 // from capacity_min = "2.01GB" has RequestedMin 2010000000 stored. `volctl volume create` of
 // the very same file must still say "unchanged", not refuse a shrink.
 func TestSameSpecCreatedAgainAfterAnUpgradeIsUnchanged(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	old := volume("db")
 	old.CapacityMin = 2010000000 // what volctl read before round 31, and reads from "2.01GB"
@@ -43,6 +44,7 @@ func TestSameSpecCreatedAgainAfterAnUpgradeIsUnchanged(t *testing.T) {
 
 // TestSameSpecRegisteredAgainAfterAnUpgradeIsAccepted: the same for a registration.
 func TestSameSpecRegisteredAgainAfterAnUpgradeIsAccepted(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.mem.AddVolume(csi.Volume{ID: "ext-1", CapacityBytes: 2010000000})
 	old := registered("v", "ext-1")

@@ -24,6 +24,7 @@ func (h *harness) restartWith(edit func(*csitest.MemConfig)) {
 // staging never made. A second claim made after the change stages the volume; the last release
 // unstages it once.
 func TestGainedStageUnstageUndoesOnlyWhatWasDone(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.StageUnstageVolume = false })
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -50,6 +51,7 @@ func TestGainedStageUnstageUndoesOnlyWhatWasDone(t *testing.T) {
 // attached: the release sends no ControllerUnpublishVolume for an attachment never made, and
 // frees the claim.
 func TestGainedPublishUnpublishDetachesNothingNeverAttached(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.PublishUnpublishVolume = false })
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -67,6 +69,7 @@ func TestGainedPublishUnpublishDetachesNothingNeverAttached(t *testing.T) {
 // A plugin restarted with another NodeGetInfo node_id while a claim holds an attachment to the
 // old one: the release detaches the node the record names, not the one the plugin reports now.
 func TestReleaseAfterNodeIDChangeDetachesTheRecordedNode(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})

@@ -24,6 +24,7 @@ import (
 // CREATE_DELETE_SNAPSHOT controller capability)" every pass and the delete "cannot delete
 // snapshots", naming neither; volume creates had this (TestInterruptedCreateThroughAPluginThatLostCreateDelete).
 func TestSnapshotOfAPluginThatLostCreateDeleteSnapshot(t *testing.T) {
+	t.Parallel()
 	pending := func(h *harness) string { return pendingSnapshot(h.t, h) }
 	for _, tc := range []struct {
 		name string
@@ -102,6 +103,7 @@ func (e errorString) Error() string { return string(e) }
 // service csi.v1.Node (the plugin does not implement NodeGetCapabilities; check its
 // capabilities)", nothing saying it had one. Back with it, reconcile undoes what was recorded.
 func TestPluginBackWithoutItsNodeServiceIsToldSo(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -158,6 +160,7 @@ func TestPluginBackWithoutItsNodeServiceIsToldSo(t *testing.T) {
 // the capability back reconcile finishes it. (caps32 refused the node-only case for good,
 // while the same plugin grew another volume node-only: TestPendingExpansionNodeOnlyIsOneRuleForEveryVolume.)
 func TestPendingExpansionThroughAPluginThatLostControllerExpand(t *testing.T) {
+	t.Parallel()
 	for _, lose := range []struct {
 		name     string
 		nodeOnly bool
@@ -258,6 +261,7 @@ func TestPendingExpansionThroughAPluginThatLostControllerExpand(t *testing.T) {
 // Before, w was expanded while v was refused for good, on a ground (NodeExpandVolume may grow
 // the file system to a size the storage may not have) that held for w just as much (review32b).
 func TestPendingExpansionNodeOnlyIsOneRuleForEveryVolume(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.create(volume("w"))
@@ -283,6 +287,7 @@ func TestPendingExpansionNodeOnlyIsOneRuleForEveryVolume(t *testing.T) {
 // leave the volume recorded anew, nothing pending, reconcile clean, claimable, the storage
 // untouched. Before, the refusal named only the capability back (review32b).
 func TestPendingExpansionWithNoExpandCapabilityWayOut(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	ext := h.create(volume("v")).ExternalID
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -338,6 +343,7 @@ func TestPendingExpansionWithNoExpandCapabilityWayOut(t *testing.T) {
 // reconcile sent DeleteVolume every pass and said to run the delete again or reconcile, the
 // delete said "cannot delete volumes", and the deregister forgot the volume without a word.
 func TestInterruptedDeleteThroughAPluginThatLostCreateDelete(t *testing.T) {
+	t.Parallel()
 	for _, next := range []struct {
 		name string
 		run  func(h *harness) error
@@ -380,6 +386,7 @@ func TestInterruptedDeleteThroughAPluginThatLostCreateDelete(t *testing.T) {
 // next command (reconcile twice, the delete again): DeleteVolume is sent exactly once, the
 // storage and the record are gone (review32b).
 func TestInterruptedDeleteWithTheCapabilityBackFinishesOnce(t *testing.T) {
+	t.Parallel()
 	for _, next := range []struct {
 		name string
 		run  func(h *harness) error
@@ -425,6 +432,7 @@ func TestInterruptedDeleteWithTheCapabilityBackFinishesOnce(t *testing.T) {
 // missing, and sends nothing. Before, reconcile said the plugin "no longer has the controller
 // capability CREATE_DELETE_VOLUME", which the driver has (review32b).
 func TestSplitInterruptedDeleteThroughTheNodeHalfNamesTheMissingHalf(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	backend := h.nodeHalfAlone()
 	sv := spec.Volume{ID: "v", Name: "v", Type: "csi", PluginID: "split", ExternalID: "ext-1",
@@ -459,6 +467,7 @@ func TestSplitInterruptedDeleteThroughTheNodeHalfNamesTheMissingHalf(t *testing.
 // pending create is finished once by reconcile (CreateSnapshot once), a recorded delete likewise
 // (DeleteSnapshot once) (review32b).
 func TestSnapshotWithTheCapabilityBackFinishesOnce(t *testing.T) {
+	t.Parallel()
 	t.Run("pending create", func(t *testing.T) {
 		h, _ := snapshotHarness(t, nil)
 		name := pendingSnapshot(h.t, h)
@@ -510,6 +519,7 @@ func TestSnapshotWithTheCapabilityBackFinishesOnce(t *testing.T) {
 // the spec requires, does not answer, not that the plugin came back without its node service,
 // which it did not (review32b).
 func TestPluginWhoseNodeGetInfoIsUnimplementedIsNotToldItLostItsNodeService(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -541,6 +551,7 @@ func TestPluginWhoseNodeGetInfoIsUnimplementedIsNotToldItLostItsNodeService(t *t
 // may not have been sent. Before: "its delete was interrupted, and a DeleteVolume whose answer
 // was lost may or may not have deleted its storage" (review32b).
 func TestDeregisterOfACreateCleanupSaysWhatItMayBe(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Granularity = 1 << 30 })
 	h.faults.FailAlways(csi.RPCDeleteVolume, codes.Unavailable)
 	sv := volume("v")

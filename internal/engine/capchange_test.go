@@ -19,6 +19,7 @@ import (
 // still mounted, reconcile reports it until it is unmounted, and the attachment record is
 // dropped with an event saying the volume may still be attached.
 func TestLostCapabilitiesDoNotDropStagingsQuietly(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -112,6 +113,7 @@ func TestLostCapabilitiesDoNotDropStagingsQuietly(t *testing.T) {
 // it; reconcile reports it while the plugin cannot take it, and sends ControllerUnpublishVolume
 // once it can; a forced detach forgets it on the user's word.
 func TestAttachmentKeptWhileThePluginLacksPublishUnpublish(t *testing.T) {
+	t.Parallel()
 	noStaging := func(cfg *csitest.MemConfig) { cfg.Node.StageUnstageVolume = false }
 	h := newHarness(t, noStaging)
 	h.create(volume("v"))
@@ -182,6 +184,7 @@ func TestAttachmentKeptWhileThePluginLacksPublishUnpublish(t *testing.T) {
 // a capability-lost event, as a release that drops the record does: the warning goes to whoever
 // ran the command, the event stays in the history.
 func TestForceDetachWarnsOfAnAttachmentItCannotUndo(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -207,6 +210,7 @@ func TestForceDetachWarnsOfAnAttachmentItCannotUndo(t *testing.T) {
 // attached through it, rather than being recorded silently so that no later connection ever
 // sees a change.
 func TestCapabilityChangeSeenFirstByAProbe(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -232,6 +236,7 @@ func TestCapabilityChangeSeenFirstByAProbe(t *testing.T) {
 // every start, so after a restart of both, a registration is the first to fingerprint the
 // plugin again. The capability change gets its event there too.
 func TestCapabilityChangeSeenFirstByARegistration(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -255,6 +260,7 @@ func TestCapabilityChangeSeenFirstByARegistration(t *testing.T) {
 // sent, and the intent is dropped with the step: kept, it would outlive the claim as an
 // attachment owed that was never made, reported by every reconcile pass.
 func TestAttachIntentOfAPluginThatLostPublishUnpublishIsNotKept(t *testing.T) {
+	t.Parallel()
 	noStaging := func(cfg *csitest.MemConfig) { cfg.Node.StageUnstageVolume = false }
 	h := newHarness(t, noStaging)
 	h.create(volume("v"))
@@ -283,6 +289,7 @@ func TestAttachIntentOfAPluginThatLostPublishUnpublishIsNotKept(t *testing.T) {
 // restarted with and without attach at random). Now it attaches first, recording the intent,
 // and the release detaches.
 func TestClaimRedrivenAttachesOnceThePluginDoes(t *testing.T) {
+	t.Parallel()
 	detachless := func(cfg *csitest.MemConfig) { cfg.Controller.PublishUnpublishVolume = false }
 	h := newHarness(t, detachless)
 	h.create(volume("v"))
@@ -319,6 +326,7 @@ func TestClaimRedrivenAttachesOnceThePluginDoes(t *testing.T) {
 // plugin restarted with and without attach at random, with reboots). The node calls now send
 // the attachment's publish_context.
 func TestNodeCallsUseTheAttachmentsPublishContext(t *testing.T) {
+	t.Parallel()
 	detachless := func(cfg *csitest.MemConfig) { cfg.Controller.PublishUnpublishVolume = false }
 	h := newHarness(t, detachless)
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))

@@ -26,6 +26,7 @@ import (
 // The lookup is made here as a case-insensitive directory makes it, by a bind mount of locks/
 // on LOCKS/; TestCaseFoldedStateDirIsRefused uses a real one where the kernel can make it.
 func TestCaseInsensitiveStateDirRefusesWhatWouldNameByID(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	alias := filepath.Join(h.dir, "LOCKS")
@@ -62,6 +63,7 @@ func TestCaseInsensitiveStateDirRefusesWhatWouldNameByID(t *testing.T) {
 // listing of a case-insensitive dir gives each name once, in whichever case it was made), so
 // volctl refuses them all.
 func TestCaseInsensitiveStateDirRefusesAnIDThatFoldsOntoWhatOnlyTheDiskHolds(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	left := stagingPath(h.dir, "mem", "db")
@@ -108,6 +110,7 @@ func TestCaseInsensitiveStateDirRefusesAnIDThatFoldsOntoWhatOnlyTheDiskHolds(t *
 // TestCaseFoldedStateDirIsRefused is the same on a real case-insensitive directory: a tmpfs
 // mounted with casefold (Linux 6.13 on, a kernel built with CONFIG_UNICODE).
 func TestCaseFoldedStateDirIsRefused(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, to mount a case-insensitive tmpfs")
 	}

@@ -15,6 +15,7 @@ import (
 // place of, and no code (docs/json.md): `volctl events --json` readers filtering by rpc find
 // it beside the plugin's own failures of that RPC. Before, its RPC column was empty.
 func TestCheckFailuresNameTheRPCTheyCheckedAfter(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, rpc string
 		plugin    func(h *harness)

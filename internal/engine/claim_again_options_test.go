@@ -21,6 +21,7 @@ import (
 // options without the flags themselves (they may carry credentials). A claim again that asks
 // nothing of the mount options, or what the claim has, still gets the held claim.
 func TestClaimAgainWithOtherMountOptionsIsAConflict(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	first, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0",
@@ -62,6 +63,7 @@ func TestClaimAgainWithOtherMountOptionsIsAConflict(t *testing.T) {
 // conflict naming the alloc, the destinations it holds and `group stop`; the held claim and its
 // bind stay as they are, and the same spec run again still succeeds. Real mounts, as root.
 func TestRunGroupAgainWithOtherVolumeMountsIsAConflict(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	h.createWriterVolume(t, "data")
 	dir := hostpathtest.MountDir(t)
@@ -102,6 +104,7 @@ func TestRunGroupAgainWithOtherVolumeMountsIsAConflict(t *testing.T) {
 // again, as reconcile does; and reconcile, which did bind it, reported "Nothing to do ...
 // every mount is in place": it now reports the bind it restored. Real mounts, as root.
 func TestRunGroupAgainBindsAVolumeMountThatWasUnmounted(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	h.createWriterVolume(t, "data")
 	dest := filepath.Join(hostpathtest.MountDir(t), "dest")
@@ -145,6 +148,7 @@ func TestRunGroupAgainBindsAVolumeMountThatWasUnmounted(t *testing.T) {
 // said "its claims are released" leaving it published. The claim is not the group's to report
 // or release: the run is a conflict naming it and the release that frees it, the claim left.
 func TestRunGroupOverAPlainClaimOfItsAllocIsAConflict(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("data"))
 	plain := h.claim(ClaimRequest{VolumeID: "data", Alloc: "api[0]"})

@@ -15,6 +15,7 @@ import (
 // processes disagreed about one claim and the release went first. Found by cmd/volctl's
 // TestConcurrentClaims; here the interleaving is forced.
 func TestClaimOvertakenByRelease(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.MultiNodeMultiWriter)))
 	unlock := h.lockVolume("db") // another process's operation on the volume

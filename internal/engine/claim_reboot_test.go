@@ -14,6 +14,7 @@ import (
 // reconcile, a second claim on a volume whose staging row says staged must check the mount
 // table, as reconcile does, and stage the volume again before publishing onto it.
 func TestClaimAfterARebootStagesAgain(t *testing.T) {
+	t.Parallel()
 	for _, locked := range []bool{true, false} {
 		name := map[bool]string{true: "volume free", false: "volume locked by another operation"}[locked]
 		t.Run(name, func(t *testing.T) {
@@ -53,6 +54,7 @@ func waitForClaim(t *testing.T, h *harness, vol, alloc string) {
 // data is read through the second claim's target, which is mounted from a staging mounted
 // again, not an empty directory.
 func TestHostpathClaimAfterARebootStagesAgain(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	a := h.claimNew(t, "data", "a", spec.MultiNodeMultiWriter)
 	staging := h.writeThenReboot(t, a, "data")
@@ -81,6 +83,7 @@ func TestHostpathClaimAfterARebootStagesAgain(t *testing.T) {
 // capability), the claim publishes onto that staging, as it did before the check, rather than
 // being rolled back.
 func TestClaimKeepsAStagingThePluginStillHolds(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -106,6 +109,7 @@ func TestClaimKeepsAStagingThePluginStillHolds(t *testing.T) {
 // more: the claim must be restored (staged and published again) rather than handed back as a
 // path that is now an empty directory on the host's disk.
 func TestClaimAgainAfterARebootRestores(t *testing.T) {
+	t.Parallel()
 	for _, locked := range []bool{true, false} {
 		name := map[bool]string{true: "volume free", false: "volume locked by another operation"}[locked]
 		t.Run(name, func(t *testing.T) {
@@ -139,6 +143,7 @@ func TestClaimAgainAfterARebootRestores(t *testing.T) {
 // TestHostpathClaimAgainAfterARebootRestores: the same with real mounts. The alloc's data is
 // read through its target again after it claims again, not an empty directory.
 func TestHostpathClaimAgainAfterARebootRestores(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	a := h.claimNew(t, "data", "a", spec.SingleNodeWriter)
 	staging := h.writeThenReboot(t, a, "data")

@@ -22,6 +22,7 @@ import (
 // mounts without looking stacks a second mount there). It reads the table again under the lock,
 // and publishes onto the staging as it is.
 func TestClaimAgainDoesNotStageAgainAStagingMadeWhileItWaited(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.claimThenReboot("v", "a", spec.MultiNodeMultiWriter)
 	table := &republishedMounts{fakeMounts: h.mounts, mem: h.mem, since: len(h.mem.Calls())}
@@ -87,6 +88,7 @@ func (g *gatedTable) MountsUnder(dir string) (map[string]bool, error) {
 // the claim was left degraded and the command failed, though the claim was published and in
 // use. It reads the table again under the lock and hands back the claim as it is.
 func TestClaimAgainDoesNotRestoreAClaimRestoredWhileItWaited(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.claimThenReboot("v", "a", spec.SingleNodeWriter)
 	table := &republishedMounts{fakeMounts: h.mounts, mem: h.mem, since: len(h.mem.Calls())}

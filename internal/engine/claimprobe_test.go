@@ -19,6 +19,7 @@ import (
 // ControllerPublishVolume and NodeStageVolume. Nothing is recorded for the refused claim, and
 // nothing is sent but the Probe; once the plugin says ready, the same claim goes ahead.
 func TestClaimOnAPluginNotReadyIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
 	notReady, ready := false, true
@@ -49,6 +50,7 @@ func TestClaimOnAPluginNotReadyIsRefused(t *testing.T) {
 // at all (its socket gone) is not judged here: the claim is admitted and left for reconcile as
 // before (TestPluginGoneAtConnectSaysWhatIsLeft).
 func TestClaimOnAPluginWhoseProbeFailsIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
 	h.faults.Inject(csi.RPCProbe, csitest.Fault{Code: codes.FailedPrecondition, Message: "backend unreachable"})
@@ -67,6 +69,7 @@ func TestClaimOnAPluginWhoseProbeFailsIsRefused(t *testing.T) {
 // gets the claim's release, a claim again of the alloc that holds it is handed the same claim,
 // and reconcile restores a published claim whose mounts a reboot took.
 func TestPluginNotReadyStillUndoesAndRestoresClaims(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.claimThenReboot("db", "web-0", spec.SingleNodeWriter)
 	h.create(volume("logs", capab(spec.SingleNodeWriter)))
@@ -128,6 +131,7 @@ func (h *harness) claimRefusedForItsPlugin(what string, why ...string) {
 // can tell is not probed: a claim again of the alloc holding the claim, and a claim the access
 // mode refuses, which are handed back or refused as at once, without a word to the plugin.
 func TestClaimProbesBeforeItsOneAdmission(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
 	h.open(Config{})

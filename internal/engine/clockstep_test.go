@@ -21,6 +21,7 @@ import (
 // clock (Config.Now) reads the wall clock as it was before the step for the build, and as it
 // is after for the rest.
 func TestRestoreIndexSeesADirectoryMadeSinceItWasBuiltAfterTheClockSteppedBack(t *testing.T) {
+	t.Parallel()
 	from := func(dir string) string { return filepath.Join(dir, "publish", "b") }
 	h := wrongBindHarness(t, true, from, nil)
 	var stepped atomic.Bool
@@ -62,6 +63,7 @@ func TestRestoreIndexSeesADirectoryMadeSinceItWasBuiltAfterTheClockSteppedBack(t
 // opposite of `volctl plugin status`. A change dated after now is not counted as within the
 // window: its age is unknown.
 func TestFlappingRuleAfterTheClockSteppedBackRecordsTheSettling(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	probe, later := h.probesOnAClock(5 * time.Minute)
 	for range 5 { // ten changes within the hour: flapping
@@ -87,6 +89,7 @@ func TestFlappingRuleAfterTheClockSteppedBackRecordsTheSettling(t *testing.T) {
 // minute meanwhile, still has its changes past flapChanges left unrecorded (its flapping notice
 // is not repeated, nor each change recorded).
 func TestFlappingRuleStillBoundsAFlappingPluginOnAClockThatRunsOn(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	probe, later := h.probesOnAClock(10 * time.Second)
 	for range 5 {
@@ -108,6 +111,7 @@ func TestFlappingRuleStillBoundsAFlappingPluginOnAClockThatRunsOn(t *testing.T) 
 // at most flapChanges changes more (and one flapping notice) are recorded on the stepped clock
 // before the rule holds again, however long the plugin keeps flapping.
 func TestFlappingRuleAfterTheClockSteppedBackWhileStillFlappingIsBounded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	probe, later := h.probesOnAClock(10 * time.Second)
 	for range 5 {

@@ -74,6 +74,7 @@ func (h *harness) interrupted(rpc, what string, op func() error) {
 // source named by its volctl ID was refused: the clone was recorded, and reconcile, deleting the
 // source first, left its CreateVolume NOT_FOUND for good.
 func TestCloneByStorageIDOfAVolumeBeingDeletedIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	src := h.create(volume("src"))
 	h.interrupted(csi.RPCDeleteVolume, "delete", func() error { return h.e.DeleteVolume(h.ctx, "src") })
@@ -99,6 +100,7 @@ func TestCloneByStorageIDOfAVolumeBeingDeletedIsRefused(t *testing.T) {
 // CreateVolume, sent with "a" for the source, was NOT_FOUND at every pass; and the source's
 // delete was never refused for it (refuseCloneInFlight matches the storage ID).
 func TestCloneOfAVolumeBeingCreatedIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.interrupted(csi.RPCCreateVolume, "create", func() error { _, err := h.e.CreateVolume(h.ctx, volume("a")); return err })
 	sv := volume("b")
@@ -123,6 +125,7 @@ func TestCloneOfAVolumeBeingCreatedIsRefused(t *testing.T) {
 // the source's delete went through, and the clone's create, recorded still, was NOT_FOUND for
 // the source at every pass.
 func TestSourceDeleteRefusedDuringACloneCleanup(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	sv := h.sourceAndClone(false)
 	h.interrupted(csi.RPCCreateVolume, "create", func() error { _, err := h.e.CreateVolume(h.ctx, sv); return err })
@@ -182,6 +185,7 @@ func TestSourceDeleteRefusedDuringACloneCleanup(t *testing.T) {
 // cleaning up an answer it could not use looks the same in the state), as documented in
 // docs/architecture.md. The refusal says so, and the way on works.
 func TestSourceDeleteWaitsForAnInterruptedDeleteOfItsClone(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.sourceAndClone(true)
 	h.interrupted(csi.RPCDeleteVolume, "delete", func() error { return h.e.DeleteVolume(h.ctx, "clone") })
@@ -197,6 +201,7 @@ func TestSourceDeleteWaitsForAnInterruptedDeleteOfItsClone(t *testing.T) {
 // allows). Before, the spec's clone_id (the source's volctl ID) was compared with the storage
 // ID recorded, which no volume resolves to any more: refused as a change of clone_id.
 func TestSameCloneCreateAfterItsSourceIsDeleted(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	sv := h.sourceAndClone(true)
 	if err := h.e.DeleteVolume(h.ctx, "src"); err != nil {
@@ -220,6 +225,7 @@ func TestSameCloneCreateAfterItsSourceIsDeleted(t *testing.T) {
 // create again is compared as before, by resolving the spec's clone_id again, which finds the
 // same source while it is there.
 func TestSameCloneCreateOfAnOlderVolctlsClone(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	sv := h.sourceAndClone(true)
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(h.dir, store.FileName))
@@ -264,6 +270,7 @@ func TestSameCloneCreateOfAnOlderVolctlsClone(t *testing.T) {
 // A clone whose create the plugin refused for good is forgotten, and does not keep its source
 // from being deleted: the guards match only a clone's record still there.
 func TestSourceOfACloneRefusedForGoodDeletes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	sv := h.sourceAndClone(false)
 	h.faults.FailOnce(csi.RPCCreateVolume, codes.InvalidArgument)

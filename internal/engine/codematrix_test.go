@@ -387,6 +387,7 @@ func needsMounts(rpc string, acted bool) func(matrixAnswer) string {
 }
 
 func TestCodeMatrix(t *testing.T) {
+	t.Parallel()
 	answers := matrixAnswers()
 	for _, rpc := range append(slices.Clone(matrixClaimRPCs), matrixReleaseRPCs...) {
 		for _, acted := range []bool{false, true} {
@@ -505,6 +506,7 @@ func (c *matrixCell) release() {
 // nothing leaves its mount, which volctl must find and not forget; and no cell leaves a
 // mount under the test's directories.
 func TestCodeMatrixKernel(t *testing.T) {
+	t.Parallel()
 	hostpathtest.RequireMount(t)
 	var answers []matrixAnswer
 	for _, a := range matrixAnswers() {
@@ -557,6 +559,7 @@ var matrixProbeRPCs = []string{csi.RPCProbe, csi.RPCGetPluginInfo, csi.RPCGetPlu
 // error names the volume, the plugin, the RPC and the code, with no secret, and once the
 // plugin answers again a reconcile pass and a release leave nothing.
 func TestCodeMatrixProbes(t *testing.T) {
+	t.Parallel()
 	var answers []matrixAnswer
 	for _, a := range matrixAnswers() {
 		if a.name == a.code.String() || a.name == "Code99" {
@@ -658,6 +661,7 @@ func (c *matrixCell) probe() {
 // failed on (`volctl events --plugin`), as the claim's admission and release are. Before, a
 // claim's failure event named no plugin, and `volctl events --plugin mem` showed none of them.
 func TestFailureEventsOfAClaimRecordEachChangeAndNameThePlugin(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	const msg = "backend busy"
@@ -715,6 +719,7 @@ func TestFailureEventsOfAClaimRecordEachChangeAndNameThePlugin(t *testing.T) {
 // reconcile, nothing sent. In every case the store and the plugin agree, and once the
 // plugin answers well a reconcile pass and a release leave nothing.
 func TestCodeMatrixOKAnswers(t *testing.T) {
+	t.Parallel()
 	clear := func(field string) func(proto.Message) {
 		return func(m proto.Message) {
 			r := m.ProtoReflect()
@@ -769,6 +774,7 @@ func TestCodeMatrixOKAnswers(t *testing.T) {
 // pass restores it and a release leaves nothing. Before, restoreLocked's connection failure
 // was recorded with no RPC (`volctl events` showed neither the question nor the code).
 func TestCodeMatrixRestoreFingerprint(t *testing.T) {
+	t.Parallel()
 	h := newHarnessConfig(t, nil, matrixConfig())
 	for i, rpc := range matrixProbeRPCs[1:] { // Probe's failure is the plugin's health, not a connection's
 		t.Run(rpc, func(t *testing.T) {

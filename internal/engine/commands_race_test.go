@@ -97,6 +97,7 @@ func (h *harness) groupLiveClaims(group string) []store.Claim {
 // already) but claim GC, which would pull the mount from under an alloc the run reported as
 // having it. The run loses, a conflict naming the stopped group, and leaves nothing claimed.
 func TestGroupStoppedWhileRunningLeavesNoClaim(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.createDBVolumes(1)
 	other := h.otherProcess()
@@ -159,6 +160,7 @@ func (h *harness) runOvertaking(count int, vol string, op func(ctx context.Conte
 // stop or scale-down must not then release claims that the later run handed out: it loses, a
 // conflict saying the group was run again, and the claims stay.
 func TestGroupStopOrScaleDownOvertakenByRunKeepsTheRunsClaims(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		count int    // the group's count, and the overtaking run's
@@ -214,6 +216,7 @@ func (h *harness) registersHeld(n int) (other *Engine, gate chan struct{}, done 
 // (which the deregistration refuses to leave behind without --force): it loses, a conflict
 // naming the plugin, and records nothing.
 func TestVolumeRegisterOvertakenByPluginDeregister(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	other, gate, done := h.registersHeld(1)
 	go func() { _, err := h.e.RegisterVolume(h.ctx, registered("v", "ext-1")); done <- err }()
@@ -237,6 +240,7 @@ func TestVolumeRegisterOvertakenByPluginDeregister(t *testing.T) {
 // other is a conflict naming the one that did (the check and the record are one write
 // transaction), never two volumes on one storage.
 func TestConcurrentRegistersOfOneExternalIDUnderTwoIDs(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	other, gate, done := h.registersHeld(2)
 	go func() { _, err := h.e.RegisterVolume(h.ctx, registered("a", "ext-1")); done <- err }()
@@ -265,6 +269,7 @@ func TestConcurrentRegistersOfOneExternalIDUnderTwoIDs(t *testing.T) {
 // released the claim (a conflict, exit 4, which would send the user looking for a release
 // nobody ran).
 func TestClaimRolledBackByReconcileMeanwhileSaysWhy(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.faults.FailNext(csi.RPCNodeStageVolume, codes.Unavailable, fastRetry.Attempts)
@@ -306,6 +311,7 @@ func TestClaimRolledBackByReconcileMeanwhileSaysWhy(t *testing.T) {
 // ControllerExpandVolume: a volume whose claim holds it single-node-writer but whose record says
 // no mode would admit a second writer asking for another mode.
 func TestExpandKeepsTheModesOfAClaimAdmittedMeanwhile(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter), capab(spec.MultiNodeMultiWriter)))
 	other := h.otherProcess()
@@ -345,6 +351,7 @@ func TestExpandKeepsTheModesOfAClaimAdmittedMeanwhile(t *testing.T) {
 // The reconcile must not then finish a delete from its stale list: it would send DeleteVolume
 // for a volume nobody is deleting any more, and forget it.
 func TestReconcileDoesNotFinishADeleteThatWasRefusedMeanwhile(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	ext := h.externalID("v")
@@ -383,6 +390,7 @@ func TestReconcileDoesNotFinishADeleteThatWasRefusedMeanwhile(t *testing.T) {
 // The reconcile must not send CreateVolume again from its stale list, nor write back the stale
 // record over what the create recorded.
 func TestReconcileDoesNotFinishACreateFinishedMeanwhile(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	create := func() error { _, err := h.e.CreateVolume(h.ctx, volume("v")); return err }
 	createErr, err, rep := h.reconcileBeside(h.otherProcess(), csi.RPCCreateVolume, create, "v")

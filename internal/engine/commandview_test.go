@@ -79,6 +79,7 @@ func mountIDOf(t *testing.T, path string) uint64 {
 // its alloc. A destination on a mount the view does not list has the table read again, as a
 // claim's own does: web[1] is refused naming x. Real mounts, as root.
 func TestGroupRunSeesBindsMadeDuringTheRunByAnotherProcess(t *testing.T) {
+	t.Parallel()
 	h := newSharedVolumeEngine(t, spec.MultiNodeMultiWriter)
 	sv := spec.Volume{ID: "other", Name: "other", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
 		Capabilities: []spec.Capability{capab(spec.MultiNodeMultiWriter)}}
@@ -174,6 +175,7 @@ func TestGroupRunSeesAStateDirAliasGivenAFreedMountID(t *testing.T) {
 // existed in the outer volume (the group's second run). A destination on a volume's mount is
 // the volume's, not the state dir's: bound. Real mounts, as root.
 func TestNestedVolumeMountsOfAPluginKeepingItsVolumesInTheStateDir(t *testing.T) {
+	t.Parallel()
 	hostpathtest.RequireMount(t)
 	state := hostpathtest.MountDir(t)
 	h := newHostpathEngineAt(t, state, hostpath.Config{Root: filepath.Join(state, "hp-root"), NodeID: "n1", EnableAttach: true})
@@ -196,6 +198,7 @@ func TestNestedVolumeMountsOfAPluginKeepingItsVolumesInTheStateDir(t *testing.T)
 // live bind only when its parent receives the live bind's parent's mounts: the moved bind is
 // named. Real mounts, as root.
 func TestMovedBindOnTheDirectoryOfALiveBindByAPrivateAlias(t *testing.T) {
+	t.Parallel()
 	h := newSharedVolumeEngine(t, spec.MultiNodeMultiWriter)
 	dir := hostpathtest.MountDir(t)
 	if _, err := h.e.RunGroup(h.ctx, multiWriterGroup("b", 1, filepath.Join(dir, "b", "data"))); err != nil {
@@ -230,6 +233,7 @@ func TestMovedBindOnTheDirectoryOfALiveBindByAPrivateAlias(t *testing.T) {
 // in a view thrown away, and the bind read the table again. The claim's checks and binds
 // share one view: one read. Real mounts, as root.
 func TestLoneClaimReadsTheMountTableOnce(t *testing.T) {
+	t.Parallel()
 	h := newSharedVolumeEngine(t, spec.MultiNodeMultiWriter)
 	dir := hostpathtest.MountDir(t)
 	srv := filepath.Join(dir, "srv")

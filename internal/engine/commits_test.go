@@ -19,6 +19,7 @@ import (
 // committed before the next RPC; only the commits a power loss must not undo are durable. A
 // change that adds a commit, or makes a progress commit durable, fails here and has to say why.
 func TestCommitsPerLifecycle(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name           string
 		attach         bool
@@ -81,6 +82,7 @@ func TestCommitsPerLifecycle(t *testing.T) {
 // disk: three progress commits, none durable (a 1,000-claim restore queued its commits behind
 // 2,000 fsyncs on the one write connection).
 func TestCommitsPerRestore(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.claimThenReboot("db", "web-0", spec.SingleNodeWriter)
 	h.open(Config{})
@@ -106,6 +108,7 @@ func TestCommitsPerRestore(t *testing.T) {
 // three claims reads as often as one restoring one (a 1,000-claim restore spent a fifth of its
 // CPU in those reads: BENCHMARKS.md, Restore).
 func TestRestoreReadsNothingPerClaim(t *testing.T) {
+	t.Parallel()
 	reads := func(n int) store.Stats {
 		h := newHarness(t, nil)
 		for i := range n {
@@ -144,6 +147,7 @@ func TestRestoreReadsNothingPerClaim(t *testing.T) {
 // to 22 and 18): what lets Open refuse a WAL beside a database it is not of, which SQLite
 // applied without a word, mixing two states.
 func TestPagesPerLifecycle(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	wal := filepath.Join(h.dir, store.FileName+"-wal")

@@ -13,6 +13,7 @@ import (
 // for reconcile, holding the volume, so the error must say so and what undoes it, as an RPC's
 // retryable failure does: otherwise "is the plugin running?" reads as if nothing happened.
 func TestPluginGoneAtConnectSaysWhatIsLeft(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
 	h.create(volume("w", capab(spec.SingleNodeWriter)))

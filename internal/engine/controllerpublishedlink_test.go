@@ -20,6 +20,7 @@ import (
 // controller-published takes no NodePublishVolume for sent whatever the record says
 // (publishSent).
 func TestControllerPublishedClaimNeverFollowsAHandsLink(t *testing.T) {
+	t.Parallel()
 	for _, migrated := range []bool{false, true} {
 		t.Run(map[bool]string{false: "native", true: "migrated"}[migrated], func(t *testing.T) {
 			h := newHarness(t, nil)

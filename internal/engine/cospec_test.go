@@ -14,6 +14,7 @@ import (
 // The CSI spec: ControllerPublishVolume's readonly MUST be false unless the plugin has the
 // PUBLISH_READONLY controller capability.
 func TestControllerPublishReadonlyNeedsCapability(t *testing.T) {
+	t.Parallel()
 	for _, capOn := range []bool{false, true} {
 		h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.PublishReadonly = capOn })
 		h.create(volume("ro", capab(spec.MultiNodeReaderOnly)))
@@ -31,6 +32,7 @@ func TestControllerPublishReadonlyNeedsCapability(t *testing.T) {
 // A ValidateVolumeCapabilities answer without `confirmed` is the plugin's refusal: register
 // fails and shows the plugin's message, and nothing is recorded.
 func TestRegisterRefusedWithoutConfirmed(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.AccessModes = []spec.AccessMode{spec.SingleNodeWriter} })
 	h.mem.AddVolume(csi.Volume{ID: "ext-1", CapacityBytes: 1 << 30})
 	sv := registered("v", "ext-1")
@@ -47,6 +49,7 @@ func TestRegisterRefusedWithoutConfirmed(t *testing.T) {
 // max_volumes_per_node is enforced when a claim is admitted, as Nomad's scheduler does, not
 // discovered by a ControllerPublishVolume that fails and is retried for good.
 func TestAdmissionMaxVolumesPerNode(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.MaxVolumes = 1 })
 	h.create(volume("a"))
 	h.create(volume("b"))
@@ -71,6 +74,7 @@ func TestAdmissionMaxVolumesPerNode(t *testing.T) {
 // A volume's accessible topology must include the node's (NodeGetInfo accessible_topology):
 // a created volume's from CreateVolume, a registered one's from topology_request.required.
 func TestAdmissionTopology(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) {
 		c.Topology = &spec.Topology{Segments: map[string]string{"zone": "a", "rack": "1"}}
 	})
@@ -107,6 +111,7 @@ func TestAdmissionTopology(t *testing.T) {
 // A volume CreateVolume placed outside the requisite topology asked for is an error: the
 // volume is deleted again and the create forgotten, as for one smaller than asked.
 func TestCreateOutsideRequisiteTopology(t *testing.T) {
+	t.Parallel()
 	zone := func(z string) *spec.Topology { return &spec.Topology{Segments: map[string]string{"zone": z}} }
 	h := newHarness(t, func(c *csitest.MemConfig) { c.CreateTopology = zone("b") })
 	sv := volume("v")

@@ -34,6 +34,7 @@ func (h *harness) volumeRow(id string) store.Volume {
 // secrets' or flags' values), the volume left as stored; the way it names, registering the
 // spec again with the external ID, applies them.
 func TestCreateAgainWithOtherCapabilitiesMountOptionsOrSecretsIsAConflict(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	sv := volume("db", capab(spec.SingleNodeWriter), capab(spec.SingleNodeReaderOnly))
 	sv.MountOptions = &spec.MountOptions{FSType: "ext4", MountFlags: spec.MountFlags{"noatime"}}
@@ -86,6 +87,7 @@ func TestCreateAgainWithOtherCapabilitiesMountOptionsOrSecretsIsAConflict(t *tes
 // capabilities, mount options or secrets out while it said the volume was created. It is a
 // conflict naming the fields, and nothing is sent; the first spec still finishes it.
 func TestCreateReplayedWithOtherCapabilitiesMountOptionsOrSecretsIsAConflict(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	sv := volume("db", capab(spec.SingleNodeWriter), capab(spec.SingleNodeReaderOnly))
 	h.faults.FailNext(csi.RPCCreateVolume, codes.Unavailable, fastRetry.Attempts)

@@ -22,6 +22,7 @@ import (
 // And once the intent is recorded (held in CreateVolume), the volume uses the plugin, and the
 // re-registration for another driver is refused instead: the create finishes.
 func TestVolumeCreateOvertakenByPluginReregisteredForAnotherDriver(t *testing.T) {
+	t.Parallel()
 	for _, samePath := range []bool{false, true} {
 		t.Run(map[bool]string{false: "another socket", true: "another driver on the socket path"}[samePath], func(t *testing.T) {
 			h := newHarness(t, nil)

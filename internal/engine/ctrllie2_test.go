@@ -16,6 +16,7 @@ import (
 // ID's volume under the other is refused as on one spelling, since deleting either volctl
 // volume would delete the other's data.
 func TestOneStorageVolumeThroughTwoSpellingsOfOneSocket(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	spellings := otherSpellings(t, h.socket)
 	a := h.create(volume("a"))
@@ -46,6 +47,7 @@ func otherSpellings(t *testing.T, socket string) []string {
 // finishing one, since DeleteVolume would delete the other's data, and says how to forget it
 // instead.
 func TestDeleteRefusedWhileAnotherVolumeRecordsTheStorage(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	a := h.create(volume("a"))
 	h.update(func(tx *store.Tx) error {

@@ -17,6 +17,7 @@ import (
 // 1 to 2 MiB with a 1 GiB volume: that is outside the request as a too-small answer is, so it
 // is refused the same way: the volume it made is deleted and the create forgotten.
 func TestCreateAnsweredAboveTheLimitIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Granularity = 1 << 30 })
 	sv := volume("v")
 	sv.CapacityMax = 2 << 20
@@ -39,6 +40,7 @@ func TestCreateAnsweredAboveTheLimitIsRefused(t *testing.T) {
 // volume", and every reconcile pass (the agent's every minute) sent CreateVolume again, made and
 // deleted the unusable volume anew, and reported the create for good.
 func TestCreateSentAgainAnsweredAboveTheLimitIsForgottenOnceDeleted(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Granularity = 1 << 30 })
 	sv := volume("v")
 	sv.CapacityMax = 2 << 20
@@ -62,6 +64,7 @@ func TestCreateSentAgainAnsweredAboveTheLimitIsForgottenOnceDeleted(t *testing.T
 // The same answer with another volctl volume's storage: refused, and that storage left alone
 // (refuseSharedStorage), as for a too-small answer.
 func TestCreateAboveTheLimitAnsweredWithAnotherVolumesStorageDeletesNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	a := h.create(volume("a")) // 1 MiB
 	h.mem.AnswerCreateWith(a.ExternalID)
@@ -85,6 +88,7 @@ func TestCreateAboveTheLimitAnsweredWithAnotherVolumesStorageDeletesNothing(t *t
 // too when DeleteVolume answers OK while the plugin still lists the volume (LIST_VOLUMES): the
 // storage is still there.
 func TestCreateRefusedAnswerWhoseCleanupFailsIsKept(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		lie    bool   // DeleteVolume answers OK and keeps the volume; else it fails
@@ -146,6 +150,7 @@ func TestCreateCleanupNeverDeletesStorageAConcurrentCreateRecords(t *testing.T) 
 	t.Cleanup(func() { other.Close() })
 
 	aDone := make(chan error, 1)
+	swapsGlobals(t, "testHookCreateAnswered")
 	old := testHookCreateAnswered
 	t.Cleanup(func() { testHookCreateAnswered = old })
 	testHookCreateAnswered = func(id string) {
@@ -182,7 +187,9 @@ func TestCreateCleanupNeverDeletesStorageAConcurrentCreateRecords(t *testing.T) 
 // same answer): the intent is forgotten, as asked, but the command fails saying the snapshot
 // was not deleted and the plugin still has it.
 func TestDeletePendingSnapshotWithAnUnreadableAnswerSaysItWasNotDeleted(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
+	h.open(Config{Now: func() time.Time { return snapshotClock }, Timeouts: contentTimeouts}) // 5 MiB of answer, under -race
 	h.faults.Pad(csi.RPCCreateSnapshot, 5<<20)
 	if _, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil); err == nil {
 		t.Fatal("snapshot succeeded with an answer over gRPC's limit")
@@ -200,7 +207,8 @@ func TestDeletePendingSnapshotWithAnUnreadableAnswerSaysItWasNotDeleted(t *testi
 // delete gets the same answer, so the error must not advise running it again, but name what
 // forgets the volume, which then works.
 func TestDeleteAnswerOverGRPCLimitAdvisesWhatWorks(t *testing.T) {
-	h := newHarness(t, nil)
+	t.Parallel()
+	h := newHarnessConfig(t, nil, Config{Timeouts: contentTimeouts}) // 5 MiB of answer, under -race
 	h.create(volume("v"))
 	h.faults.Pad(csi.RPCDeleteVolume, 5<<20)
 	err := h.e.DeleteVolume(h.ctx, "v")
@@ -221,9 +229,10 @@ func TestDeleteAnswerOverGRPCLimitAdvisesWhatWorks(t *testing.T) {
 // or published behind volctl's back. (ControllerPublishVolume's claim side is
 // TestPublishContextOverGRPCLimit.)
 func TestClaimAndReleaseAnswersOverGRPCLimitLeaveNothingBehind(t *testing.T) {
+	t.Parallel()
 	for _, rpc := range []string{csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
 		t.Run("claim "+rpc, func(t *testing.T) {
-			h := newHarness(t, nil)
+			h := newHarnessConfig(t, nil, Config{Timeouts: contentTimeouts}) // 5 MiB of answer, under -race
 			v := h.create(volume("v"))
 			h.faults.Pad(rpc, 5<<20)
 			if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil || !strings.Contains(err.Error(), "rolled back") {
@@ -234,7 +243,7 @@ func TestClaimAndReleaseAnswersOverGRPCLimitLeaveNothingBehind(t *testing.T) {
 	}
 	for _, rpc := range []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume} {
 		t.Run("release "+rpc, func(t *testing.T) {
-			h := newHarness(t, nil)
+			h := newHarnessConfig(t, nil, Config{Timeouts: contentTimeouts}) // 5 MiB of answer, under -race
 			v := h.create(volume("v"))
 			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 			h.faults.Pad(rpc, 5<<20)
@@ -268,6 +277,7 @@ func (h *harness) nothingLeft(ext string) {
 // deleted is recorded (the intent marked deleting with its external ID) before DeleteVolume is
 // sent, so the register sees it and is refused, and the cleanup deletes only what nobody has.
 func TestCreateCleanupRacingARegisterOfTheSameStorage(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.mem.AddVolume(csi.Volume{ID: "shared", CapacityBytes: 1 << 30})
 	h.mem.AnswerCreateWith("shared")
@@ -312,6 +322,7 @@ func TestCreateCleanupRacingARegisterOfTheSameStorage(t *testing.T) {
 // "nothing was made": the create stays recorded, and the error names the plugin-side name (the
 // CSI name) to look for, rather than forgetting a volume the plugin has.
 func TestCreateWhoseAnswerCannotBeUsedKeepsTheIntent(t *testing.T) {
+	t.Parallel()
 	for name, mutate := range map[string]func(*csitest.MemConfig){
 		"over gRPC's limit": func(c *csitest.MemConfig) { c.CreateContext = map[string]string{"pad": strings.Repeat("x", 5<<20)} },
 		"without an ID":     func(c *csitest.MemConfig) { c.AnswerWithoutID = true },
@@ -339,12 +350,14 @@ func TestCreateWhoseAnswerCannotBeUsedKeepsTheIntent(t *testing.T) {
 // The same for CreateSnapshot: the plugin took the snapshot, and its intent stays (pending),
 // the error naming the snapshot's name on the plugin's side.
 func TestCreateSnapshotWhoseAnswerCannotBeUsedKeepsTheIntent(t *testing.T) {
+	t.Parallel()
 	for name, lie := range map[string]func(*harness){
 		"over gRPC's limit": func(h *harness) { h.faults.Pad(csi.RPCCreateSnapshot, 5<<20) },
 		"without an ID":     func(h *harness) { h.mem.SetAnswerWithoutID(true) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			h, _ := snapshotHarness(t, nil)
+			h.open(Config{Now: func() time.Time { return snapshotClock }, Timeouts: contentTimeouts}) // 5 MiB of answer, under -race
 			lie(h)
 			_, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil)
 			if err == nil {
@@ -378,6 +391,7 @@ func TestCreateSnapshotWhoseAnswerCannotBeUsedKeepsTheIntent(t *testing.T) {
 // leave nothing on the plugin's side: a create replayed after the hand delete makes the
 // storage again, and a forget after that leaves it with no record anywhere.
 func TestUnreadableCreateAdviceFollowedInOrderLeavesNothing(t *testing.T) {
+	t.Parallel()
 	type step struct {
 		at  int
 		run func(h *harness) error

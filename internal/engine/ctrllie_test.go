@@ -13,6 +13,7 @@ import (
 // new volume: the answer is refused, and the cleanup that deletes a volume made too small does
 // not delete it, since it is the other volume's.
 func TestCreateTooSmallAnsweredWithAnotherVolumesStorageDeletesNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	a := h.create(volume("a")) // 1 MiB
 	h.mem.AnswerCreateWith(a.ExternalID)
@@ -40,6 +41,7 @@ func TestCreateTooSmallAnsweredWithAnotherVolumesStorageDeletesNothing(t *testin
 // A plugin that answers CreateSnapshot under a second name with the snapshot it made under the
 // first, of the same volume: the first snapshot's record stays, and the second is refused.
 func TestCreateSnapshotRefusesTheSameSnapshotUnderAnotherName(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	one := h.snapshot("one")
 	h.mem.AnswerSnapshotWith(one.ID)
@@ -61,6 +63,7 @@ func TestCreateSnapshotRefusesTheSameSnapshotUnderAnotherName(t *testing.T) {
 // A plugin asked to restore a snapshot that answers with a volume pre-populated from another
 // source: the volume is refused, since its data is not what was asked for.
 func TestCreateRefusesAVolumeFromAnotherSource(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("want")
 	h.mem.AddVolume(csi.Volume{ID: "old", CapacityBytes: 1 << 30, SnapshotID: "other-snap"})
@@ -75,6 +78,7 @@ func TestCreateRefusesAVolumeFromAnotherSource(t *testing.T) {
 // A plugin asked for an empty volume that answers with one pre-populated from a snapshot: it is
 // refused too (someone's data, not an empty volume).
 func TestCreateRefusesAPrepopulatedVolumeForAnEmptyOne(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.mem.AddVolume(csi.Volume{ID: "old", CapacityBytes: 1 << 30, SnapshotID: "someones-snap"})
 	h.mem.AnswerCreateWith("old")
@@ -105,6 +109,7 @@ func (h *harness) refusedCreate(err error, id, ext string, want ...string) {
 // A plugin that answers ControllerExpandVolume OK with less than the size asked: the expand
 // fails, saying so, and the record does not claim the size was reached.
 func TestExpandAnsweredWithLessThanAsked(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("a")) // 1 MiB
 	h.mem.AnswerExpandWith(1 << 21)
@@ -132,6 +137,7 @@ func TestExpandAnsweredWithLessThanAsked(t *testing.T) {
 // A plugin that answers ControllerExpandVolume with less than the volume had: the record never
 // shrinks.
 func TestExpandAnsweredWithLessThanBefore(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	sv := volume("a")
 	sv.CapacityMin = 1 << 30
@@ -151,6 +157,7 @@ func TestExpandAnsweredWithLessThanBefore(t *testing.T) {
 // that answers with the source volume itself: the clone is refused, and the source, which
 // deleting the clone would delete, is neither recorded as the clone nor deleted.
 func TestCloneAnsweredWithItsSourceIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, answer := range []string{"provider-src", "PROVIDER-SRC"} {
 		for _, tooSmall := range []bool{false, true} {
 			// The source's ID spelled otherwise (another case), to a plugin that finds volumes

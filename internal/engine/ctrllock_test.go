@@ -18,6 +18,7 @@ import (
 // any other ID on that socket waits for it and sends nothing; otherwise two commands would run
 // controller RPCs on one controller at once through two IDs.
 func TestControllerLockIsTheSocketsWhateverIDOrSpelling(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	dir, base := filepath.Dir(h.socket), filepath.Base(h.socket)
 	link := filepath.Join(t.TempDir(), "run")
@@ -95,6 +96,7 @@ func harnessWithVolumeThroughMem2(t *testing.T) *harness {
 // another plugin ID registered on the same socket is the same process's: it counts for every ID
 // on that socket, however it is spelled, or the agent would restart the process under it.
 func TestPluginMountsCountEveryIDOnTheSocket(t *testing.T) {
+	t.Parallel()
 	h := harnessWithVolumeThroughMem2(t)
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 
@@ -119,6 +121,7 @@ func TestPluginMountsCountEveryIDOnTheSocket(t *testing.T) {
 // registered on the same socket reaches the same process: it waits for that lock too, rather
 // than sending NodeStageVolume or NodePublishVolume to a plugin being stopped.
 func TestPublishLockIsTheSocketsWhateverID(t *testing.T) {
+	t.Parallel()
 	h := harnessWithVolumeThroughMem2(t)
 
 	claimWhileHoldingMounts(t, h, "mem", "v", "mem2")
@@ -150,6 +153,7 @@ func claimWhileHoldingMounts(t *testing.T, h *harness, held, volume, through str
 // must wait for the lock the first one holds, not take a lock of its own and run controller RPCs
 // beside it on the one controller.
 func TestControllerLockHoldsAcrossTheSocketDirRecreated(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	gate, done := createHoldingTheController(h)
 	remakeSocketDir(h)
@@ -176,6 +180,7 @@ func TestControllerLockHoldsAcrossTheSocketDirRecreated(t *testing.T) {
 // applied) would let a create through another spelling run beside the one holding the
 // controller, and no other test sees it, the inode's lock covering the spellings meanwhile.
 func TestControllerLockHoldsAcrossTheSocketDirRecreatedWhateverSpelling(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	dir, base := filepath.Dir(h.socket), filepath.Base(h.socket)
 	link := filepath.Join(t.TempDir(), "run")

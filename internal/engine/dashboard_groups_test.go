@@ -8,6 +8,7 @@ import (
 // The dashboard's read carries the groups too (its groups view), in the same transaction, the
 // same as Groups says.
 func TestDashboardHasTheGroups(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.createDBVolumes(2)
 	if _, err := h.e.RunGroup(h.ctx, dbGroup(2)); err != nil {

@@ -10,6 +10,7 @@ import (
 // The dashboard's one-transaction read must say exactly what the separate calls say, so the TUI
 // can use it in their place.
 func TestDashboardAgreesWithSeparateReads(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("a"))
 	h.create(volume("b", capab(spec.MultiNodeReaderOnly)))
@@ -71,6 +72,7 @@ func TestDashboardAgreesWithSeparateReads(t *testing.T) {
 }
 
 func TestDashboardEmpty(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	d, err := h.e.Dashboard(h.ctx, 10)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 // reconcile restores it. Freeing it would let another alloc take a volume the first may still
 // be using.
 func TestFailedRestoreNeverFreesTheClaim(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		rpc  string
 		code codes.Code
@@ -82,6 +83,7 @@ func TestFailedRestoreNeverFreesTheClaim(t *testing.T) {
 // TestDegradedClaimIsFreedByARelease: a degraded claim is freed by an explicit release, through
 // the whole release path.
 func TestDegradedClaimIsFreedByARelease(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
 	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -107,6 +109,7 @@ func TestDegradedClaimIsFreedByARelease(t *testing.T) {
 // mount is gone, must still be shown as held and degraded with the error, and flagged for the
 // agent's re-drive; once the plugin answers, reconcile restores it.
 func TestRestoreWithThePluginDownMarksTheClaimDegraded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.claimThenReboot("v", "a", spec.SingleNodeWriter)
 	h.open(Config{}) // a new process: no cached connection
@@ -142,6 +145,7 @@ func TestRestoreWithThePluginDownMarksTheClaimDegraded(t *testing.T) {
 // must say so rather than take "plugin not registered" for "claim released meanwhile" and
 // report nothing wrong.
 func TestReconcileReportsClaimsOfAnUnregisteredPlugin(t *testing.T) {
+	t.Parallel()
 	h := releaseLeftForReconcile(t)
 	if err := h.e.DeregisterPlugin(h.ctx, "mem", true); err != nil {
 		t.Fatal(err)
@@ -159,6 +163,7 @@ func TestReconcileReportsClaimsOfAnUnregisteredPlugin(t *testing.T) {
 // one "left for reconcile" event for that failure, not one per pass: the event log is bounded,
 // and a flood of repeats pushes out what an operator needs. A different failure is recorded.
 func TestRepeatedFailureIsOneEvent(t *testing.T) {
+	t.Parallel()
 	h := releaseLeftForReconcile(t)
 	for range 3 {
 		if _, err := h.e.Reconcile(h.ctx); err == nil {
@@ -198,6 +203,7 @@ func TestRepeatedFailureIsOneEvent(t *testing.T) {
 // reboot) records the same "restore" event as one that succeeds at once: the event log, the
 // agent and its operators see every mount restored, whichever pass did it.
 func TestDegradedClaimRestoredLaterRecordsTheRestore(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.claimThenReboot("v", "a", spec.SingleNodeWriter)
 	h.faults.FailNext(csi.RPCNodeStageVolume, codes.Unavailable, 100)

@@ -21,6 +21,7 @@ import (
 // second volctl's claim, and forgot the staging that claim stands on. It checks its lock before
 // each step that undoes something and before its last write, and stops, naming the lock file.
 func TestLockFileDeletedWhileForcedDetachWaitsStopsTheDetach(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.MultiNodeMultiWriter)))
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})

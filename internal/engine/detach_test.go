@@ -17,6 +17,7 @@ import (
 // A forced detach returns its warnings for the caller to show and does not log them too:
 // the command line prints each returned warning, so logging them printed everything twice.
 func TestForceDetachReturnsWarningsWithoutLoggingThem(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	var logs bytes.Buffer
 	h.open(Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
@@ -70,6 +71,7 @@ func forceDetachFailingControllerUnpublish(t *testing.T, h *harness) (target, st
 // An attachment a forced detach could not undo (the plugin answered, but with an error) is not
 // forgotten: reconcile sends ControllerUnpublishVolume once the plugin is well.
 func TestForceDetachLeavesAFailedControllerUnpublishForReconcile(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	forceDetachFailingControllerUnpublish(t, h)
 	h.mem.ResetCalls()
@@ -90,6 +92,7 @@ func TestForceDetachLeavesAFailedControllerUnpublishForReconcile(t *testing.T) {
 // Deleting a volume with such an attachment left undoes it first; deregistering one refuses
 // to forget it (TestDeregisterVolumeRefusesToForgetAnOwedUnpublish).
 func TestDeleteAfterAFailedForceDetach(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	target, staging := forceDetachFailingControllerUnpublish(t, h)
 	forgetNodeSide(t, h, target, staging)
@@ -131,6 +134,7 @@ func forgetNodeSide(t *testing.T, h *harness, target, staging string) {
 // A delete whose ControllerUnpublishVolume still fails keeps the attachment recorded (and the
 // volume, marked deleting) and says what it was undoing: the node, the plugin, what to run.
 func TestDeleteKeepsAnOwedUnpublishThatStillFails(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	target, staging := forceDetachFailingControllerUnpublish(t, h)
 	forgetNodeSide(t, h, target, staging)
@@ -191,6 +195,7 @@ func checkNamesTheOwedUnpublish(t *testing.T, err error, run ...string) {
 // ControllerUnpublishVolume) is not forgotten by deregistering it: that is refused, naming the
 // volume, the node, the plugin, reconcile, and the --force that forgets it.
 func TestDeregisterVolumeRefusesToForgetAnOwedUnpublish(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	forceDetachFailingControllerUnpublish(t, h)
 	ext := h.externalID("v")
@@ -220,6 +225,7 @@ func TestDeregisterVolumeRefusesToForgetAnOwedUnpublish(t *testing.T) {
 // reconcile would; a plugin that still cannot take it gets the attachment forgotten, which
 // --force says in a warning and the event, naming the node and the plugin.
 func TestDeregisterVolumeForceSendsOrForgetsAnOwedUnpublish(t *testing.T) {
+	t.Parallel()
 	t.Run("sent", func(t *testing.T) {
 		h := newHarness(t, nil)
 		forceDetachFailingControllerUnpublish(t, h)
@@ -270,6 +276,7 @@ func TestDeregisterVolumeForceSendsOrForgetsAnOwedUnpublish(t *testing.T) {
 // not: nothing would be left to send it through. The refusal names the volume, the node, the
 // plugin, reconcile, and the volume deregister --force that forgets the attachment.
 func TestDeregisterPluginRefusesWhileAnUnpublishIsOwed(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	forceDetachFailingControllerUnpublish(t, h)
 	for _, force := range []bool{false, true} {
@@ -293,6 +300,7 @@ func TestDeregisterPluginRefusesWhileAnUnpublishIsOwed(t *testing.T) {
 // environment they are pasted into may name another, where a bare `nomad volume deregister`
 // would deregister another volume by the ID.
 func TestDeregisterPluginRefusalNamesWhereAHandedOverVolumeIs(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	forceDetachFailingControllerUnpublish(t, h)
 	to := HandoverTarget{Address: "http://nomad.example:4646", Namespace: "prod", Region: "eu"}

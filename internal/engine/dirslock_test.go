@@ -45,6 +45,7 @@ func buildTargetIndexLosingItsLock(t *testing.T, hook *func(), when string) {
 	}
 	target := publishPath(h.dir, "web-0", "v", false, spec.FileSystem, spec.MultiNodeMultiWriter)
 	lockPath := filepath.Join(h.dir, lockDir, "dirs.lock")
+	swapsGlobals(t, "a target index hook")
 	runs := 0
 	*hook = func() {
 		if runs++; runs > 1 {

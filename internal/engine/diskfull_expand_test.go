@@ -11,6 +11,7 @@ import (
 // the expansion pending (or the node's owed), and once space is freed, reconcile records the
 // size the plugin has and sends the node expansion, nothing left pending or owed.
 func TestDiskFullAfterExpand(t *testing.T) {
+	t.Parallel()
 	for _, rpc := range []string{csi.RPCControllerExpandVolume, csi.RPCNodeExpandVolume} {
 		t.Run(rpc, func(t *testing.T) {
 			t.Parallel() // each on a tmpfs of its own

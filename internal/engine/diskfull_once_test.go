@@ -12,6 +12,7 @@ import (
 // claim's flush of what was done fail the same way, and the two were joined: the error told it
 // twice, naming the database and the advice twice over, the second copy on a line of its own.
 func TestDiskFullClaimSaysItOnce(t *testing.T) {
+	t.Parallel()
 	for _, rpc := range []string{csi.RPCControllerPublishVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
 		t.Run(rpc, func(t *testing.T) {
 			t.Parallel() // each on a tmpfs of its own
@@ -30,6 +31,7 @@ func TestDiskFullClaimSaysItOnce(t *testing.T) {
 
 // The same for each RPC of a release.
 func TestDiskFullReleaseSaysItOnce(t *testing.T) {
+	t.Parallel()
 	for _, rpc := range []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume} {
 		t.Run(rpc, func(t *testing.T) {
 			t.Parallel() // each on a tmpfs of its own

@@ -12,6 +12,7 @@ import (
 // more than the plugin did; once space is freed, the claim's release (not another reconcile)
 // leaves the plugin with nothing staged or published, and reconcile after it nothing to do.
 func TestDiskFullDuringARestoreThenRelease(t *testing.T) {
+	t.Parallel()
 	for _, rpc := range []string{csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
 		t.Run(rpc, func(t *testing.T) {
 			t.Parallel() // each on a tmpfs of its own

@@ -83,16 +83,19 @@ func diskFullAtSomeFailpoints(t *testing.T, setup func(h *harness), run func(h *
 }
 
 func TestDiskFullAtEachStepOfAClaim(t *testing.T) {
+	t.Parallel()
 	diskFullAtEachFailpoint(t, func(h *harness) { h.create(volume("v")) },
 		func(h *harness) error { return claimOf(h.e, "v", "a-0")(h.ctx) })
 }
 
 func TestDiskFullAtEachStepOfARelease(t *testing.T) {
+	t.Parallel()
 	diskFullAtEachFailpoint(t, func(h *harness) { h.create(volume("v")); h.claim(ClaimRequest{VolumeID: "v", Alloc: "a-0"}) },
 		func(h *harness) error { return releaseIn(h.e, "v", "a-0")(h.ctx) })
 }
 
 func TestDiskFullAtEachStepOfACreateAndADelete(t *testing.T) {
+	t.Parallel()
 	t.Run("create", func(t *testing.T) {
 		diskFullAtEachFailpoint(t, func(*harness) {},
 			func(h *harness) error { _, err := h.e.CreateVolume(h.ctx, volume("v")); return err })
@@ -104,6 +107,7 @@ func TestDiskFullAtEachStepOfACreateAndADelete(t *testing.T) {
 }
 
 func TestDiskFullAtEachStepOfASnapshotCreateAndDelete(t *testing.T) {
+	t.Parallel()
 	t.Run("create", func(t *testing.T) {
 		diskFullAtEachFailpoint(t, func(h *harness) { h.create(volume("db")) },
 			func(h *harness) error { return snapshotCreateOf(h.e)(h.ctx) })
@@ -115,6 +119,7 @@ func TestDiskFullAtEachStepOfASnapshotCreateAndDelete(t *testing.T) {
 }
 
 func TestDiskFullAtEachStepOfAnExpansion(t *testing.T) {
+	t.Parallel()
 	diskFullAtEachFailpoint(t, func(h *harness) {
 		h.mem.AnswerNodeExpansionRequired(true)
 		h.create(volume("v"))
@@ -123,6 +128,7 @@ func TestDiskFullAtEachStepOfAnExpansion(t *testing.T) {
 }
 
 func TestDiskFullAtEachStepOfAGroupRunAndStop(t *testing.T) {
+	t.Parallel()
 	t.Run("run", func(t *testing.T) {
 		diskFullAtSomeFailpoints(t, func(h *harness) { h.createDBVolumes(2) },
 			func(h *harness) error { _, err := h.e.RunGroup(h.ctx, dbGroup(2)); return err },

@@ -99,6 +99,7 @@ func wantDiskFull(t *testing.T, what string, err error, h *harness) {
 // that the plugin has not published), and once space is freed, reconcile finishes the claim
 // and a release frees it, the plugin left with nothing.
 func TestDiskFullAfterEachClaimRPC(t *testing.T) {
+	t.Parallel()
 	for _, rpc := range []string{csi.RPCControllerPublishVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
 		t.Run(rpc, func(t *testing.T) {
 			t.Parallel() // each on a tmpfs of its own
@@ -134,6 +135,7 @@ func TestDiskFullAfterEachClaimRPC(t *testing.T) {
 // saying the disk is full, and once space is freed, reconcile (or the release again) finishes
 // it, the plugin left with nothing.
 func TestDiskFullAfterEachReleaseRPC(t *testing.T) {
+	t.Parallel()
 	for _, rpc := range []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume} {
 		t.Run(rpc, func(t *testing.T) {
 			t.Parallel() // each on a tmpfs of its own
@@ -182,6 +184,7 @@ func wantLeftAsStored(t *testing.T, what string, err error, h *harness) {
 // what the plugin did: one volume ready (not a second one created), the volume gone, the
 // snapshot recorded.
 func TestDiskFullAfterCreateDeleteAndSnapshot(t *testing.T) {
+	t.Parallel()
 	t.Run(csi.RPCCreateVolume, func(t *testing.T) {
 		t.Parallel() // each on a tmpfs of its own
 		h, after, free := diskFullHarness(t)
@@ -252,6 +255,7 @@ func TestDiskFullAfterCreateDeleteAndSnapshot(t *testing.T) {
 // left on device" alone sent the reader to df, which shows space free. Nothing is recorded past
 // what the plugin did, and once inodes are freed, reconcile publishes the claim.
 func TestStateDirOutOfInodesSaysSo(t *testing.T) {
+	t.Parallel()
 	h, mnt := tmpfsStateHarness(t, "size=16m,nr_inodes=200", func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		return handler(ctx, req)
 	})

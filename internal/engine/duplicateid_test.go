@@ -14,6 +14,7 @@ import (
 // records: the create is refused as a conflict naming that volume, its intent is forgotten, and
 // the storage (the other volume's) is not deleted.
 func TestCreateRefusesAnExternalIDAnotherVolumeRecords(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	a := h.create(volume("a"))
 	h.mem.AnswerCreateWith(a.ExternalID)
@@ -49,6 +50,7 @@ func TestCreateRefusesAnExternalIDAnotherVolumeRecords(t *testing.T) {
 
 // Two creates at once that the plugin answers with one storage volume: exactly one records it.
 func TestConcurrentCreatesCannotBothRecordOneExternalID(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.mem.AddVolume(csi.Volume{ID: "shared", CapacityBytes: 1 << 30})
 	h.mem.AnswerCreateWith("shared")
@@ -91,6 +93,7 @@ func TestConcurrentCreatesCannotBothRecordOneExternalID(t *testing.T) {
 // that volume under the second ID, are refused like those under one ID. Else each volctl volume's
 // claims would ignore the other's access mode, on one disk.
 func TestOneStorageVolumeThroughTwoPluginIDsOnOneSocket(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.registerPlugin("mem2", h.socket)
 	a := h.create(volume("a"))

@@ -23,6 +23,7 @@ import (
 // must not hand back, store or log any of them, on the claim, release, reconcile, restore,
 // plugin health, snapshot, expand, create and delete paths.
 func TestEchoedSecretsScrubbedOnEveryPath(t *testing.T) {
+	t.Parallel()
 	echoedSecretsScrubbed(t, echoSentinels{secret: "echo-secret-7f3a", volFlag: "volflag-7f3a",
 		claimFlag: "claimflag-7f3a", other: "other-volume-secret-7f3a"}, nil)
 }
@@ -32,6 +33,7 @@ func TestEchoedSecretsScrubbedOnEveryPath(t *testing.T) {
 // or path, in base64 (both alphabets, padded and raw, and inside basic auth's "user:value" at
 // each of base64's three alignments) and hex. The values hold characters each encoding changes.
 func TestReencodedEchoedSecretsScrubbedOnEveryPath(t *testing.T) {
+	t.Parallel()
 	b64 := func(enc *base64.Encoding, prefix string) func(string) string {
 		return func(s string) string { return enc.EncodeToString([]byte(prefix + s)) }
 	}

@@ -18,6 +18,7 @@ import (
 // `volctl events`, the TUI's event view and anyone following the log read) says the opposite of
 // `plugin status` for hours, for ever if the plugin stays as it is.
 func TestFlappingPluginThenSettledIsRecorded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	probe, _ := h.probesOnAClock(30 * time.Second)
 	// Flap: 5 down/up pairs in 5 minutes.
@@ -44,6 +45,7 @@ func TestFlappingPluginThenSettledIsRecorded(t *testing.T) {
 // holding digits), so sameFailure takes it for the first one's and it is never recorded: the
 // event log names one snapshot pending, the other is not there.
 func TestAnotherSnapshotsCreateFailureIsRecorded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.faults.Inject(csi.RPCCreateSnapshot, csitest.Fault{Code: codes.Unavailable, Message: "backend busy"})
@@ -64,6 +66,7 @@ func TestAnotherSnapshotsCreateFailureIsRecorded(t *testing.T) {
 // keeps listing: the second snapshot's "delete not finished, snapshot kept" is taken for the
 // first one's (their IDs hold digits) and never recorded.
 func TestAnotherSnapshotsStuckDeleteIsRecorded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.DeleteLater = true })
 	h.create(volume("v"))
 	var ids []string
@@ -123,6 +126,7 @@ func (h *harness) unrecordedHealth() (ready bool, word string) {
 // appendFailure compares with the newest event only, so the "one stuck volume cannot push the
 // rest of the log out" of architecture.md's Bounds does not hold for it.
 func TestDeleteAlternatingTwoFailuresIsBounded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	for i := range 40 {
@@ -148,6 +152,7 @@ func TestDeleteAlternatingTwoFailuresIsBounded(t *testing.T) {
 // create's failure the newest volume-create event of the volume, so the new create's failure
 // is not recorded at all.
 func TestNewCreateOfAReusedIDIsRecorded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Code: codes.Unavailable, Message: "quota service busy"})
 	if _, err := h.e.CreateVolume(h.ctx, volume("v")); err == nil {
@@ -175,6 +180,7 @@ func TestNewCreateOfAReusedIDIsRecorded(t *testing.T) {
 // for a few passes, then 403 (its credentials were revoked: the user must act). The words
 // differ only in the status, a word holding digits: the change is never an event.
 func TestFailureChangingOnlyItsStatusNumberIsRecorded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.faults.Inject(csi.RPCDeleteVolume, csitest.Fault{Code: codes.Internal, Times: 3, Message: "backend answered HTTP 503"})
@@ -196,6 +202,7 @@ func TestFailureChangingOnlyItsStatusNumberIsRecorded(t *testing.T) {
 // holding digits) are still "the same at each of volctl's 3 attempts", the first two hosts
 // claimed to be the third.
 func TestRetriedOutOtherHostsSaysTheLast(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	for _, m := range []string{"volume locked by host node-1", "volume locked by host node-2", "volume locked by host node-3"} {
@@ -212,6 +219,7 @@ func TestRetriedOutOtherHostsSaysTheLast(t *testing.T) {
 // withheld it as one more change of a flapping plugin; health unchanged since, nothing ever
 // recorded it. A first reading is always recorded.
 func TestReRegisteredPluginsFirstReadingIsRecorded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	probe, _ := h.probesOnAClock(30 * time.Second)
 	for range 5 {
@@ -234,6 +242,7 @@ func TestReRegisteredPluginsFirstReadingIsRecorded(t *testing.T) {
 // review31b: an expansion whose answer volctl did not read, to 4 MiB, then one to 8 MiB: the
 // second is another expansion, its size asked being volctl's own words, not the plugin's.
 func TestAnotherExpansionsUnreadAnswerIsRecorded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Code: codes.Unavailable, Message: "resize queue full"})
@@ -253,6 +262,7 @@ func TestAnotherExpansionsUnreadAnswerIsRecorded(t *testing.T) {
 // the first released while the node's expansion fails): the failure at the second path is
 // another one, not the first's.
 func TestNodeExpansionOwedAtAnotherPathIsRecorded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
 	a := h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0", AccessMode: spec.MultiNodeMultiWriter})
@@ -275,6 +285,7 @@ func TestNodeExpansionOwedAtAnotherPathIsRecorded(t *testing.T) {
 // date), deleted through volctl and still listed by the plugin: their events name no volume,
 // and the newest snapshot-delete event of the plugin on any volume was taken for each one's.
 func TestAnotherUnrecordedSnapshotsStuckDeleteIsRecorded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.DeleteLater = true })
 	ids := []string{"nightly-20261201", "nightly-20261202"}
 	for _, id := range ids {

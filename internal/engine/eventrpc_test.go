@@ -11,6 +11,7 @@ import (
 // plugin carried out is recorded naming its RPC, so that `events --json` filtered on rpc finds
 // all of them: the create, the expansion, the snapshot's create and delete, the delete.
 func TestEventsNameTheRPCThatDidIt(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("a")) // 1 MiB
 	if _, err := h.e.ExpandVolume(h.ctx, "a", 2*mib, 0); err != nil {

@@ -12,6 +12,7 @@ import (
 // refused ("pass --limit to raise it"). The new limit is recorded (no RPC: it bounds later
 // requests); a limit below the size is still refused.
 func TestExpandToTheCurrentSizeSetsTheNewLimit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	sv := volume("db")
 	sv.CapacityMax = 8 << 20

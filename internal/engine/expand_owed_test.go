@@ -25,6 +25,7 @@ func (h *harness) owed(id string) int64 {
 // node_expansion_required for a volume on no path here: NodeExpandVolume is owed and sent when
 // a claim next publishes it.
 func TestNodeExpansionOwedUntilNextPublish(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
@@ -49,6 +50,7 @@ func TestNodeExpansionOwedUntilNextPublish(t *testing.T) {
 // A node expansion that failed stays owed: the same expand run again sends it, and so does
 // reconcile; the recorded size alone does not make it done.
 func TestNodeExpansionFailedIsRedriven(t *testing.T) {
+	t.Parallel()
 	for _, via := range []string{"expand", "reconcile"} {
 		t.Run(via, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -96,6 +98,7 @@ func TestNodeExpansionFailedIsRedriven(t *testing.T) {
 // A plugin that expands only on the node (node EXPAND_VOLUME, no controller EXPAND_VOLUME):
 // the expansion is owed until the volume is published, then done by NodeExpandVolume alone.
 func TestNodeOnlyExpansion(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
 	h.create(volume("v"))
 	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
@@ -127,6 +130,7 @@ func TestNodeOnlyExpansion(t *testing.T) {
 // A volume staged here but not published (its claim's NodePublishVolume keeps failing) is
 // expanded at once, at its staging path.
 func TestNodeExpansionAtStagingPath(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.faults.FailAlways(csi.RPCNodePublishVolume, codes.Unavailable)

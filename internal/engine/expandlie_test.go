@@ -22,6 +22,7 @@ func (h *harness) eventMessages(kind, vol string) string {
 // and the expand fails naming the plugin, the size answered and the limit, with an event; the
 // same expand again changes nothing (the size asked is reached).
 func TestExpandAnsweredAboveTheLimit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("a")) // 1 MiB
 	h.mem.AnswerExpandWith(8 * mib)
@@ -51,6 +52,7 @@ func TestExpandAnsweredAboveTheLimit(t *testing.T) {
 // controller's answer is, TestExpandAnsweredWithANegativeCapacity). The node expansion stays
 // owed and the expand fails naming what was answered; answered properly, the debt is paid.
 func TestNodeExpandAnswerNotTakenStaysOwed(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name   string
 		answer int64
@@ -89,6 +91,7 @@ func TestNodeExpandAnswerNotTakenStaysOwed(t *testing.T) {
 // is: more than asked is recorded (the storage is that size), and above the limit the expand
 // fails, naming the plugin and both sizes, as a controller's answer does.
 func TestNodeOnlyExpandAnsweredAboveTheLimit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
@@ -108,6 +111,7 @@ func TestNodeOnlyExpandAnsweredAboveTheLimit(t *testing.T) {
 // records nothing new; the same expand run again is answered (the RPC is idempotent) and records
 // the size.
 func TestExpandWhoseAnswerIsLostIsRetried(t *testing.T) {
+	t.Parallel()
 	// A plugin that cannot say a volume's size (no LIST_VOLUMES nor GET_VOLUME): one that can is
 	// asked before the RPC is sent again, and its listing ends the expand
 	// (TestExpandRetryAfterALostAnswerAsksTheListingFirst).
@@ -138,6 +142,7 @@ func TestExpandWhoseAnswerIsLostIsRetried(t *testing.T) {
 // expansion is recorded as owed (paid once the node can expand), and the same expand again, or
 // reconcile, says it is still owed rather than succeed.
 func TestNodeExpansionRequiredOfANodeThatCannotExpand(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume = false })
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
@@ -164,6 +169,7 @@ func TestNodeExpansionRequiredOfANodeThatCannotExpand(t *testing.T) {
 // size rather than the size asked, as for an answer not read; the same expand, answered
 // properly, records the size.
 func TestExpandAnsweredWithANegativeCapacity(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume = false })
 	h.create(volume("v")) // 1 MiB
 	h.mem.AnswerExpandWith(-5)
@@ -193,6 +199,7 @@ func TestExpandAnsweredWithANegativeCapacity(t *testing.T) {
 // size the plugin answers, without the expand being run again. Before, nothing recorded it:
 // reconcile did nothing and the record kept the old size until someone ran the same expand.
 func TestExpandWhoseAnswerIsLostIsSentAgainByReconcile(t *testing.T) {
+	t.Parallel()
 	// A plugin that cannot say a volume's size, as in TestExpandWhoseAnswerIsLostIsRetried.
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume, c.Controller.ListVolumes = false, false })
 	h.create(volume("v"))
@@ -211,6 +218,7 @@ func TestExpandWhoseAnswerIsLostIsSentAgainByReconcile(t *testing.T) {
 // An expansion the plugin refuses (OUT_OF_RANGE: it did nothing) is not left pending: reconcile
 // does not send it again, and status shows none pending.
 func TestRefusedExpandIsNotLeftPending(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume = false; c.MaxVolumeSize = 2 * mib })
 	h.create(volume("v"))
 	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {

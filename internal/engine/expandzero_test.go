@@ -12,6 +12,7 @@ import (
 // reaches the size asked or fails), the record keeps the size the controller answered, or the
 // size asked for a plugin that expands only on the node, and nothing stays owed.
 func TestNodeExpandAnsweredZeroKeepsTheSize(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		ctrl bool

@@ -16,6 +16,7 @@ import (
 // which pathtrust takes for root's, and said nothing of who the group lets in. Not parallel: it
 // points pathtrust's account files at its own.
 func TestSocketExposureGroupRuleIsPathtrusts(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("chgrp to a group this user is not in needs root")
 	}

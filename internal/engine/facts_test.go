@@ -6,6 +6,7 @@ import (
 )
 
 func TestPluginHealth(t *testing.T) {
+	t.Parallel()
 	probed := time.Now()
 	for _, tt := range []struct {
 		p    PluginInfo
@@ -27,6 +28,7 @@ func TestPluginHealth(t *testing.T) {
 }
 
 func TestSchedulability(t *testing.T) {
+	t.Parallel()
 	down := &PluginInfo{ID: "ceph", ProbedAt: time.Now(), LastError: "Probe: Unavailable"}
 	never := &PluginInfo{ID: "ceph"}
 	for _, tt := range []struct {
@@ -64,6 +66,7 @@ func TestSchedulability(t *testing.T) {
 
 // A claim's notes appear by one rule, in one order, wherever it is shown.
 func TestClaimCondition(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		c    ClaimInfo
 		want string

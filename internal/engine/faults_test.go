@@ -29,6 +29,7 @@ var faultClasses = []struct {
 // are retried, then leave the claim where it got, marked for reconcile, which finishes it once
 // the plugin recovers; a single retryable failure is absorbed by the retry.
 func TestPublishPathFaults(t *testing.T) {
+	t.Parallel()
 	for _, rpc := range []string{csi.RPCControllerPublishVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
 		for _, fc := range faultClasses {
 			t.Run(rpc+"/"+fc.name, func(t *testing.T) {
@@ -95,6 +96,7 @@ func TestPublishPathFaults(t *testing.T) {
 // counts as done; other failures leave the claim on the release path, marked for reconcile,
 // which frees it once the plugin recovers.
 func TestReleasePathFaults(t *testing.T) {
+	t.Parallel()
 	for _, rpc := range []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume} {
 		for _, fc := range faultClasses {
 			t.Run(rpc+"/"+fc.name, func(t *testing.T) {
@@ -157,6 +159,8 @@ func TestReleasePathFaults(t *testing.T) {
 // out (DeadlineExceeded, retryable); the claim stays at its last checkpoint with the staging
 // intent recorded, so reconcile can finish it, and nothing hangs.
 func TestHungPluginHitsTheTimeout(t *testing.T) {
+	// Serial: its hung-RPC timeout (hungTimeout, 500 ms) bounds the dial and handshake too,
+	// which tests running beside it on a loaded machine made it miss.
 	h := newHarness(t, nil)
 	// The long timeout bounds the hung NodeStageVolume, and the ControllerPublishVolume before it
 	// too: hungTimeout leaves that one room on a loaded machine (at 150ms, calls timed out that

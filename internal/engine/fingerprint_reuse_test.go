@@ -27,6 +27,7 @@ func identityRPCs(mem *csitest.MemPlugin) int {
 // it. Once the plugin restarts (a new socket file on the same path), the next process
 // fingerprints it again.
 func TestNewProcessReusesFingerprintOfSamePluginInstance(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 
@@ -64,6 +65,7 @@ func TestNewProcessReusesFingerprintOfSamePluginInstance(t *testing.T) {
 // by a new process: its socket file is new, so the stored fingerprint is not reused, and the
 // new fingerprint's driver is checked against the registered one.
 func TestRestartedImpostorCaughtByNewProcess(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("a"))
 	h.create(volume("b"))

@@ -52,6 +52,7 @@ func startFirstThreadExits(t *testing.T, socket string, privateNS bool) int {
 // recorded claims degraded while their mounts were in place). The namespace is read through a
 // thread that runs, and the operation refused as for any plugin in another namespace.
 func TestMountViewOfAPluginWhoseFirstThreadExited(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to start a process in a mount namespace of its own")
 	}
@@ -68,6 +69,7 @@ func TestMountViewOfAPluginWhoseFirstThreadExited(t *testing.T) {
 // The same server in volctl's own mount namespace is let act: reading through a running
 // thread finds the same namespace, not a refusal.
 func TestMountViewOfAPluginWhoseFirstThreadExitedSameNamespace(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	h.stopServe()
 	startFirstThreadExits(t, h.socket, false)

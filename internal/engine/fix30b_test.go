@@ -34,6 +34,7 @@ func noCallsSince(t *testing.T, other *csitest.MemPlugin, sent int) {
 // csi.sock (as CSI plugins' are): one entry to sameEntry, so mem's claim went to other's process
 // with mem's volume's secrets. It was not one entry when mem was fingerprinted: refused.
 func TestSocketDirSymlinkedToAnotherPluginsDirIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	other, socket, ext2 := h.anotherPluginsSocket()
 	if ext := h.create(volume("db")).ExternalID; ext != ext2 || filepath.Base(socket) != filepath.Base(h.socket) {
@@ -64,6 +65,7 @@ func TestSocketDirSymlinkedToAnotherPluginsDirIsRefused(t *testing.T) {
 
 // The same with other's socket directory bind-mounted on mem's.
 func TestSocketDirBindMountedFromAnotherPluginsIsRefused(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("a bind mount of a directory needs root")
 	}
@@ -88,6 +90,7 @@ func TestSocketDirBindMountedFromAnotherPluginsIsRefused(t *testing.T) {
 // /csi/csi.sock, or one that binds a temporary name and renames it into place): that name,
 // neither path, turned the check off, and a plain symlink at mem's path to other's socket passed.
 func TestSymlinkToAPluginWhoseListenerBoundAnotherNameIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	other := nodeOnePlugin()
 	dir := t.TempDir()
@@ -118,6 +121,7 @@ func TestSymlinkToAPluginWhoseListenerBoundAnotherNameIsRefused(t *testing.T) {
 // while no registered plugin is on the target, then other registered on its own path. Its
 // stored file identity was reused: nothing was checked until the plugin restarted.
 func TestLinkMadeBeforeItsTargetWasRegisteredIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	other, _, _ := linkThenRegisterOther(t, h)
@@ -133,6 +137,7 @@ func TestLinkMadeBeforeItsTargetWasRegisteredIsRefused(t *testing.T) {
 // The same in one process, whose connection to mem is cached: refused as soon as other is
 // registered, and after other's process restarts alike (not only then).
 func TestLinkMadeBeforeItsTargetWasRegisteredIsRefusedInTheSameProcess(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	other, socket, stop := linkThenRegisterOther(t, h)
 	for _, when := range []string{"after other registered", "after other's process restarted"} {
@@ -153,6 +158,7 @@ func TestLinkMadeBeforeItsTargetWasRegisteredIsRefusedInTheSameProcess(t *testin
 // container's /csi/csi.sock), and a third through a symlinked directory; and all three after
 // their directory is made again at its path (a service manager's runtime directory).
 func TestOneSocketUnderOneEntryIsNotRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	x := nodeOnePlugin()
 	real, stop := csitest.Serve(t, csitest.WithServer(x))

@@ -24,6 +24,7 @@ import (
 // RESOURCE_EXHAUSTED; the rest INTERNAL, naming the root and what to free: the claim is rolled
 // back and nothing is pending.
 func TestClaimAndExpandOnAFullRootAreNotHeldForReconcile(t *testing.T) {
+	t.Parallel()
 	hostpathtest.RequireMount(t)
 	root := hostpathtest.Tmpfs(t, "size=2m,mode=0700")
 	h := newHostpathEngineWith(t, hostpath.Config{Root: root, NodeID: "n1"})

@@ -14,6 +14,7 @@ import (
 // an alloc that lacks its volume, and the volume then deleted under it. Run as advised, the
 // group is stopped and the delete goes through.
 func TestClaimedByAGroupNamesTheGroupsStop(t *testing.T) {
+	t.Parallel()
 	for _, verb := range []string{"delete", "deregister"} {
 		t.Run(verb, func(t *testing.T) {
 			h := newHarness(t, nil)

@@ -21,6 +21,7 @@ import (
 // (TestReconcilePlacesVolumeMountsWithOneReadOfTheMountTable). A group command carries one
 // view too: the table read once for the run, once for the stop. Real mounts, as root.
 func TestGroupCommandsPlaceVolumeMountsWithOneReadOfTheMountTable(t *testing.T) {
+	t.Parallel()
 	h := newSharedVolumeEngine(t, spec.MultiNodeMultiWriter)
 	dir := hostpathtest.MountDir(t)
 	const n = 12
@@ -57,6 +58,7 @@ func TestGroupCommandsPlaceVolumeMountsWithOneReadOfTheMountTable(t *testing.T) 
 // web[1]'s bind down with it; now it is known for web[1]'s, unmounted with it. Real mounts, as
 // root.
 func TestGroupRunRefusesAVolumeMountJoinedWithOneBoundEarlierInTheRun(t *testing.T) {
+	t.Parallel()
 	h := newSharedVolumeEngine(t, spec.MultiNodeMultiWriter)
 	dir := hostpathtest.MountDir(t)
 	for i := range 3 {

@@ -31,6 +31,7 @@ func (h *harness) createDBVolumes(count int) {
 }
 
 func TestRunGroupGivesEachAllocAllItsVolumes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.createDBVolumes(3)
 
@@ -85,6 +86,7 @@ func TestRunGroupGivesEachAllocAllItsVolumes(t *testing.T) {
 // TestRunGroupAllOrNothing: when an alloc's second volume cannot be claimed, the first one it
 // already got is released again.
 func TestRunGroupAllOrNothing(t *testing.T) {
+	t.Parallel()
 	// secondPublishFails creates both volumes; the first publish (data[0]) goes through, the
 	// second (shared) fails with code every time.
 	secondPublishFails := func(code codes.Code) func(h *harness) {
@@ -132,6 +134,7 @@ func TestRunGroupAllOrNothing(t *testing.T) {
 }
 
 func TestGroupVolumeMountDestinations(t *testing.T) {
+	t.Parallel()
 	g := spec.Group{Name: "web", Count: 2, Mounts: []spec.VolumeMount{
 		{Volume: "data", Destination: "/srv/{alloc}/data-{index}"},
 		{Volume: "other", Destination: "/x"},
@@ -150,6 +153,7 @@ func TestGroupVolumeMountDestinations(t *testing.T) {
 // the alloc's other claims, which it held before this run and may be using: all-or-nothing
 // undoes only what this run took.
 func TestRunGroupAgainKeepsClaimsAllocsAlreadyHeld(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.createDBVolumes(1)
 	if _, err := h.e.RunGroup(h.ctx, dbGroup(1)); err != nil {
@@ -184,6 +188,7 @@ func TestRunGroupAgainKeepsClaimsAllocsAlreadyHeld(t *testing.T) {
 // claim left for reconcile was not even seen (read with that context), and every later alloc
 // and the scale-down failed in turn.
 func TestRunGroupInterruptedUndoesNothingAndSaysSo(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.createDBVolumes(2)
 	gate := make(chan struct{})

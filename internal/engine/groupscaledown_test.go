@@ -15,6 +15,7 @@ import (
 // are: reconcile and claim GC release them, each checked again under its volume's lock
 // (pastClaim), as the scale-down would have.
 func TestReconcileFinishesAScaleDownAKillCutShort(t *testing.T) {
+	t.Parallel()
 	for _, pass := range []string{"reconcile", "claim GC"} {
 		t.Run(pass, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -68,6 +69,7 @@ func TestReconcileFinishesAScaleDownAKillCutShort(t *testing.T) {
 // the new count covers are the run's, not past (pastClaim reads the count under the volume's
 // lock), and the pass leaves them.
 func TestReconcileLeavesTheClaimsOfAGroupScaledUp(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.createDBVolumes(3)
 	if _, err := h.e.RunGroup(h.ctx, dbGroup(3)); err != nil {

@@ -13,6 +13,7 @@ import (
 // sent once, not retried, the claim rolled back (which undoes the attachment the plugin did
 // make), and the error says what happened instead of blaming the node's max volumes.
 func TestPublishContextOverGRPCLimit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) {
 		c.PublishContext = map[string]string{"device": strings.Repeat("x", 5<<20)}
 	})

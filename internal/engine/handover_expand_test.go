@@ -15,6 +15,7 @@ import (
 // The refusal names the size and what finishes the expansion; forced, it stays owed for after
 // the take-back.
 func TestHandOverRefusesAnOwedNodeExpansionUnlessForced(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
@@ -46,6 +47,7 @@ func TestHandOverRefusesAnOwedNodeExpansionUnlessForced(t *testing.T) {
 // expansion. The refusal names the size and that reconcile finishes it; forced, reconcile
 // leaves the expansion pending for after the take-back, reporting no problem each pass.
 func TestHandOverRefusesAPendingExpansionUnlessForced(t *testing.T) {
+	t.Parallel()
 	// A plugin that cannot say a volume's size: one that can is asked before the RPC is sent
 	// again, and its listing ends the expand (TestExpandRetryAfterALostAnswerAsksTheListingFirst).
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume, c.Controller.ListVolumes = false, false })

@@ -16,6 +16,7 @@ import (
 // which settles it), rather than "Nomad claims it; after `nomad volume deregister`, release":
 // Nomad may have nothing to deregister, and the release that advice ends with is refused.
 func TestClaimOfAnInterruptedHandoverSaysWhatWorks(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
 	to := HandoverTarget{Address: "http://127.0.0.1:4646", Namespace: "default"}

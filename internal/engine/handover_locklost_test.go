@@ -20,6 +20,7 @@ import (
 // naming the lock file and the command to run again; the mark, and the refusal of local
 // claims, stay. The same when the state dir's whole locks/ is replaced by a new one.
 func TestLockFileDeletedWhileTakeBackAsksNomadKeepsTheMark(t *testing.T) {
+	t.Parallel()
 	for name, lose := range map[string]func(h *harness) (*Engine, string){
 		"lock file removed":  func(h *harness) (*Engine, string) { return h.removeLockThenOpenAnother("db") },
 		"locks dir replaced": func(h *harness) (*Engine, string) { return h.replaceLocksDirThenOpenAnother("db") },
@@ -95,6 +96,7 @@ func takeBackWhileLockLost(t *testing.T, lose func(h *harness) (*Engine, string)
 // were admitted beside Nomad's. The first writes nothing once its lock is lost: the mark stays
 // as the second left it, settled at its index.
 func TestLockFileDeletedWhileHandOverRegistersKeepsTheOtherRegistration(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	lockPath, err := h.handOverBesideAnother(
 		func() (Registered, error) {
@@ -122,6 +124,7 @@ func TestLockFileDeletedWhileHandOverRegistersKeepsTheOtherRegistration(t *testi
 // took Nomad's 404 as its word while the second registration could still be applied. The first
 // records nothing once its lock is lost.
 func TestLockFileDeletedWhileHandOverRegistersKeepsTheOtherOutcome(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	lockPath, err := h.handOverBesideAnother(
 		func() (Registered, error) { return Registered{OK: true, Index: 3}, nil },

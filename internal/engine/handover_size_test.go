@@ -45,6 +45,7 @@ func (h *harness) takenBack(id string, during func()) TakeBackResult {
 // or, for a plugin that only answers for one volume, ControllerGetVolume; records it with the
 // node expansion owed, and never lowers the record.
 func TestTakeBackRecordsTheSizeThePluginLists(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		cfg   func(*csitest.MemConfig)
@@ -77,6 +78,7 @@ func TestTakeBackRecordsTheSizeThePluginLists(t *testing.T) {
 // A plugin that lists a volume smaller than volctl's record (or at a negative size) does not
 // shrink the record; one that cannot say a volume's size is not asked.
 func TestTakeBackNeverShrinksNorAsksWhatItCannot(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.mem.AnswerExpandWith(3 * mib) // recorded at 3MiB, the plugin's storage left at 1MiB
@@ -102,6 +104,7 @@ func TestTakeBackNeverShrinksNorAsksWhatItCannot(t *testing.T) {
 // not wait on it. `nomad release --all` cached every failure by plugin: one volume's held lock
 // left the plugin's other volumes unasked, their records behind what Nomad grew them to.
 func TestTakeBackSaysWhenThePluginDidNotAnswer(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	if _, err := h.e.HandOver(h.ctx, "v", HandoverTarget{Address: "http://127.0.0.1:4646"}, false, nil); err != nil {

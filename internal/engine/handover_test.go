@@ -17,6 +17,7 @@ import (
 // A volume handed over to Nomad is claimed by Nomad only: a local claim is refused, naming the
 // Nomad address, until the volume is taken back.
 func TestHandedOverVolumeRefusesLocalClaims(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
 	to := HandoverTarget{Address: "http://127.0.0.1:4646", Namespace: "default"}
@@ -47,6 +48,7 @@ func TestHandedOverVolumeRefusesLocalClaims(t *testing.T) {
 // (Its plugin attaches nothing: claims holding an attachment are refused even forced,
 // TestForcedHandoverRefusesClaimsHoldingAnAttachment.)
 func TestHandOverRefusesLiveClaimsUnlessForced(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.PublishUnpublishVolume = false })
 	h.create(volume("db", capab(spec.MultiNodeMultiWriter)))
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
@@ -72,6 +74,7 @@ func TestHandOverRefusesLiveClaimsUnlessForced(t *testing.T) {
 // Claims racing a handover: whichever commits first wins, and the two never both hold the
 // volume — every claim that succeeded was admitted before the mark, and the handover then saw it.
 func TestHandOverAndClaimNeverBothWin(t *testing.T) {
+	t.Parallel()
 	for i := 0; i < 10; i++ {
 		h := newHarness(t, nil)
 		h.create(volume("db", capab(spec.SingleNodeWriter)))
@@ -96,6 +99,7 @@ func TestHandOverAndClaimNeverBothWin(t *testing.T) {
 // A handed-over volume is Nomad's: volctl neither forgets it nor deletes its storage until it
 // is taken back, and says so.
 func TestHandedOverVolumeIsNotDeregisteredOrDeleted(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
 	if _, err := h.e.HandOver(h.ctx, "db", HandoverTarget{Address: "http://127.0.0.1:4646"}, false, nil); err != nil {
@@ -122,6 +126,7 @@ func TestHandedOverVolumeIsNotDeregisteredOrDeleted(t *testing.T) {
 // A volume handed over to one Nomad cluster is not handed to another: that would make two
 // orchestrators. Handing it to the same one again is a re-registration.
 func TestHandOverToASecondClusterRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
 	a := HandoverTarget{Address: "http://nomad-a:4646"}
@@ -145,6 +150,7 @@ func TestHandOverToASecondClusterRefused(t *testing.T) {
 // A handed-over volume says so where a user looks first: its status carries the mark and is
 // not schedulable, naming the Nomad address; taken back, it is schedulable again.
 func TestHandedOverVolumeStatusSaysSo(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
 	before, err := h.e.Volume(h.ctx, "db")
@@ -174,6 +180,7 @@ func TestHandedOverVolumeStatusSaysSo(t *testing.T) {
 // forced or not, does not unpublish it from this node, where Nomad's allocs may be using it.
 // Snapshots stay allowed: they neither claim nor change the volume.
 func TestHandedOverVolumeIsNotExpandedOrDetached(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	sv := volume("db", capab(spec.SingleNodeWriter))
 	sv.CapacityMin = 1 << 20
@@ -279,6 +286,7 @@ func handOverClaimed(t *testing.T, h *harness) HandoverTarget {
 // node may be using by then; it stays recorded, with an event saying why, reconcile leaves it
 // alone, and sends the unpublish once the volume is taken back.
 func TestForcedHandoverKeepsTheAttachmentWhenTheLastLocalClaimGoes(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"release", "forced detach"} {
 		t.Run(how, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -320,6 +328,7 @@ func TestForcedHandoverKeepsTheAttachmentWhenTheLastLocalClaimGoes(t *testing.T)
 // not handed over unless forced: the refusal names the node, the plugin and what to run. Forced,
 // the unpublish waits for the volume to be taken back.
 func TestHandOverRefusesAnOwedUnpublishUnlessForced(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	forceDetachFailingControllerUnpublish(t, h)
 	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
@@ -346,6 +355,7 @@ func TestHandOverRefusesAnOwedUnpublishUnlessForced(t *testing.T) {
 // volume is handed over, so "run volctl reconcile first" could never be followed. The mark
 // stays forced, and the attachment waits for the take-back as before.
 func TestHandOverAgainAfterTheAttachmentWasKeptForNomad(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	to := handOverClaimed(t, h)
 	h.release("db", "web-0")
@@ -366,6 +376,7 @@ func TestHandOverAgainAfterTheAttachmentWasKeptForNomad(t *testing.T) {
 // that ControllerUnpublishVolume was held back, or that an attachment stays recorded, when
 // none is, and nothing stays recorded.
 func TestForcedDetachOfAHandedOverVolumeWithNoAttachmentKeepsNone(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(cfg *csitest.MemConfig) { cfg.Controller.PublishUnpublishVolume = false })
 	handOverClaimed(t, h)
 	res, err := h.e.Detach(h.ctx, "db", true)
@@ -387,6 +398,7 @@ func TestForcedDetachOfAHandedOverVolumeWithNoAttachmentKeepsNone(t *testing.T) 
 // Nomad (reconcile leaves it alone until then, and volume deregister refuses a handed-over
 // volume), not only "run volctl reconcile".
 func TestPluginDeregisterNamesTheTakeBackForAnAttachmentKeptForNomad(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	handOverClaimed(t, h)
 	h.release("db", "web-0")
@@ -406,6 +418,7 @@ func because(why string) func(HandoverInfo) (string, error) {
 // the same cluster, so handing over again is an update, not a refusal naming "the one to use",
 // which is the same one. Another scheme, host or port is another cluster, still refused.
 func TestHandOverToTheSameClusterSpelledOtherwise(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		marked string
 		same   []string
@@ -453,6 +466,7 @@ func TestHandOverToTheSameClusterSpelledOtherwise(t *testing.T) {
 // answered OK, which records its index (the highest stays); a first registration refused for
 // certain takes the mark back.
 func TestHandOverRecordsAnUnsettledRegistration(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
 	to := HandoverTarget{Address: "http://127.0.0.1:4646", Namespace: "default"}
@@ -511,6 +525,7 @@ func TestHandOverRecordsAnUnsettledRegistration(t *testing.T) {
 // at the handover (an empty region matches only an empty one: NOMAD_REGION=global is refused
 // even when global is the agent's own).
 func TestHandOverElsewhereSaysWhatWorksAsPasted(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
 	a := HandoverTarget{Address: "http://nomad-a:4646", Namespace: "prod"}
@@ -559,6 +574,7 @@ func TestHandOverElsewhereSaysWhatWorksAsPasted(t *testing.T) {
 // do, and leaves no mark. A plugin that attaches (PUBLISH_UNPUBLISH_VOLUME) is refused so even
 // before the claim recorded an attachment; one that does not may still be handed over forced.
 func TestForcedHandoverRefusesClaimsHoldingAnAttachment(t *testing.T) {
+	t.Parallel()
 	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
 	t.Run("recorded attachment", func(t *testing.T) {
 		h := newHarness(t, nil)
@@ -626,6 +642,7 @@ func markForcedAsBefore(t *testing.T, h *harness, id string, to HandoverTarget) 
 // the attachment is no longer recorded, nothing is left owed, and a second reconcile has
 // nothing to do. (Holds: NOT_FOUND counts as done when the plugin lists no attachment.)
 func TestTakeBackOfAVolumeGoneFromNomadAndItsStorageFinishes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	handOverClaimed(t, h)
 	h.release("db", "web-0")

@@ -11,6 +11,8 @@ import (
 // command one timeout, not one per retry attempt, and the error names the RPC, the plugin and
 // the timeout, as on the claim and release paths (TestHungPublishRPCIsSentOnce).
 func TestHungRPCOfEveryPathIsBoundedAndNamed(t *testing.T) {
+	// Serial: its hung-RPC timeout (hungTimeout, 500 ms) bounds the dial and handshake too,
+	// which tests running beside it on a loaded machine made it miss.
 	for _, tc := range []struct {
 		rpc string
 		// setup runs before the hang; act is the command that meets it.

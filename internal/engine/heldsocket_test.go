@@ -52,6 +52,7 @@ func driverBehind(t *testing.T, held *csitest.HeldSocket, ids ...string) *csites
 // volume whose storage the registered driver still holds. DeleteVolume is not sent to a driver
 // that is not the registered one.
 func TestDeleteThroughAHeldSocketServedByAnotherDriverDeletesNothing(t *testing.T) {
+	t.Parallel()
 	for _, collide := range []bool{true, false} {
 		name := "other driver has no such volume"
 		if collide {
@@ -111,6 +112,7 @@ func TestDeleteThroughAHeldSocketServedByAnotherDriverDeletesNothing(t *testing.
 // socket another driver now serves: its NOT_FOUND says that driver has no such volume, not
 // that the registered one detached it. The attachment stays recorded.
 func TestOwedUnpublishAnsweredNotFoundByAnotherDriverIsKept(t *testing.T) {
+	t.Parallel()
 	h, held, _ := heldHarness(t)
 	forceDetachFailingControllerUnpublish(t, h)
 	driverBehind(t, held)
@@ -125,6 +127,7 @@ func TestOwedUnpublishAnsweredNotFoundByAnotherDriverIsKept(t *testing.T) {
 // The same for DeleteSnapshot: another driver behind the held socket holding a snapshot of the
 // same ID is not asked to delete it, and volctl's record stays.
 func TestDeleteSnapshotThroughAHeldSocketServedByAnotherDriverDeletesNothing(t *testing.T) {
+	t.Parallel()
 	h, held, _ := heldHarness(t)
 	h.create(volume("db"))
 	sn, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil)
@@ -159,6 +162,7 @@ func TestDeleteSnapshotThroughAHeldSocketServedByAnotherDriverDeletesNothing(t *
 // afresh, stages and publishes it; before, reconcile and every claim failed the same way until
 // the socket file was touched.
 func TestClaimThroughAPluginThatGainedStagingBehindAHeldSocket(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.StageUnstageVolume = false })
 	h.create(volume("db"))
 	h.mem.Reconfigure(func(c *csitest.MemConfig) { c.Node.StageUnstageVolume = true }) // the same socket file
@@ -179,6 +183,7 @@ func TestClaimThroughAPluginThatGainedStagingBehindAHeldSocket(t *testing.T) {
 // agent's reconcile and claim GC would otherwise send their RPCs to it on a connection made
 // before, and status would show it healthy.
 func TestProbeOfAHeldSocketServedByAnotherDriverShowsItUnhealthy(t *testing.T) {
+	t.Parallel()
 	h, held, _ := heldHarness(t)
 	h.create(volume("db"))
 	other := driverBehind(t, held)
@@ -211,6 +216,7 @@ func TestProbeOfAHeldSocketServedByAnotherDriverShowsItUnhealthy(t *testing.T) {
 // node ID and attaches the volume to the new node; before, every claim failed so until the
 // socket file was touched.
 func TestClaimThroughAPluginWithANewNodeIDBehindAHeldSocket(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	h.mem.SetNodeID("node-2") // the same socket file
@@ -246,6 +252,8 @@ func claimLeftThenReconciled(t *testing.T, h *harness, want string) {
 // short timeout once, and the delete is not sent nor the question asked again within the
 // command, as for any RPC cut off by volctl's own timeout.
 func TestDeleteWhoseDriverCheckHangsIsNotRetried(t *testing.T) {
+	// Serial: its sub-second Short timeout covers RPCs it does not test (the fingerprint's),
+	// which tests running beside it on a loaded machine made it miss.
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	// The short timeout must outlast the call's way to the plugin, or the test shows nothing:

@@ -22,6 +22,7 @@ import (
 // the old node, and claim again), not that the next reconcile restores it, which it cannot.
 // The release detaches the old node; the claim again attaches the new one.
 func TestRestoreAfterNodeIDChangeSendsNoOtherNodesAttachment(t *testing.T) {
+	t.Parallel()
 	t.Run("staging", func(t *testing.T) { restoreAfterNodeIDChange(t, true, csi.RPCNodeStageVolume) })
 	// A plugin that does not stage publishes from the attachment itself.
 	t.Run("no staging", func(t *testing.T) { restoreAfterNodeIDChange(t, false, csi.RPCNodePublishVolume) })
@@ -68,6 +69,7 @@ func restoreAfterNodeIDChange(t *testing.T, stages bool, rpc string) {
 // the claim that holds the attachment; the new claim is rolled back and the holder's claim and
 // attachment are left as they are.
 func TestClaimSharingAnAttachmentToAnotherNodeIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.claimThenReboot("v", "a", spec.MultiNodeMultiWriter)
 	h.restartWith(func(c *csitest.MemConfig) { c.NodeID = "node-2" })
@@ -100,6 +102,7 @@ func TestClaimSharingAnAttachmentToAnotherNodeIsRefused(t *testing.T) {
 // mount fails on; the expansion stayed owed, and each expand or reconcile failed the same way
 // until the claim was released.
 func TestNodeExpandNamesNoStagingNeverMade(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.StageUnstageVolume = false })
 	h.create(volume("v"))
 	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -126,6 +129,7 @@ func TestNodeExpandNamesNoStagingNeverMade(t *testing.T) {
 // the storage, which nothing tracked any more. While the plugin cannot answer, the delete
 // fails and the volume stays recorded being created.
 func TestDeleteOfAnInterruptedCreateDeletesWhatThePluginMade(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
 	if _, err := h.e.CreateVolume(h.ctx, volume("v")); err == nil {
@@ -161,6 +165,7 @@ func TestDeleteOfAnInterruptedCreateDeletesWhatThePluginMade(t *testing.T) {
 // volume, but its answer has no ID) has the record forgotten too, and the delete fails, saying
 // the volume was not deleted and naming the CSI name to delete it by with the provider's tools.
 func TestDeleteOfAnInterruptedCreateThePluginCannotFinish(t *testing.T) {
+	t.Parallel()
 	interrupted := func(t *testing.T) *harness {
 		h := newHarness(t, nil)
 		h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
@@ -217,6 +222,7 @@ func TestDeleteOfAnInterruptedCreateThePluginCannotFinish(t *testing.T) {
 // this node: attachedElsewhere), from whichever connection records the new fingerprint first,
 // here a health probe. A restart with the same node ID and capabilities records no event.
 func TestNodeIDChangeIsAnEventNamingTheVolumesAttachedToTheOldNode(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -245,6 +251,7 @@ func TestNodeIDChangeIsAnEventNamingTheVolumesAttachedToTheOldNode(t *testing.T)
 // forgets it, warning that the plugin may hold that volume, and the event says so: it forgot it
 // without a word.
 func TestInterruptedCreateThroughAPluginThatLostCreateDelete(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
 	if _, err := h.e.CreateVolume(h.ctx, volume("v")); err == nil {

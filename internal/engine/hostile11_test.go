@@ -47,6 +47,7 @@ func (h *harness) listSnapshotsWithin(limit time.Duration) listResult {
 // past it the plugin's snapshots are shown from volctl's records with a warning naming the
 // plugin and the bound, and none is marked missing.
 func TestListSnapshotsOfEndlessFullPagesIsBoundedInMemory(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.PageSize = 1 })
 	const bound, maxPages = 2 << 20, 40
 	// The time bound far off (a listing at a loaded machine's pace passed 5 s before its
@@ -96,6 +97,7 @@ func TestListSnapshotsOfEndlessFullPagesIsBoundedInMemory(t *testing.T) {
 // never end quoted the token whole, megabytes on the terminal and in the JSON answer. It
 // names the token by its start and its length.
 func TestListSnapshotsRepeatingHugeTokenIsNotQuotedWhole(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.PageSize = 1 })
 	h.open(Config{Now: func() time.Time { return snapshotClock }, Timeouts: contentTimeouts}) // pages of 1 MiB of token
 	h.snapshot("a")
@@ -136,6 +138,7 @@ func (h *harness) createKept(vol string, err error) VolumeInfo {
 // (it is). The create is kept as after a lost answer (the plugin made the volume here) and
 // the error says what the plugin did.
 func TestCreateAnsweredWithMetadataPastGRPCLimitSaysSo(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	// 17 MiB of metadata, encoded and read under -race on a loaded machine, took longer than
 	// the harness's 5 s, and each retry as long: neither is what is under test.
@@ -182,6 +185,7 @@ func manyZones(n int) []byte {
 // words from the plugin's data. The error names a few and counts the rest; and no event
 // message is kept past a bound, whatever built it.
 func TestCreateAnsweredAccessibleFromEverywhereElseIsBounded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) {
 		c.CreateTopology = &spec.Topology{Segments: map[string]string{"zone": "elsewhere"}}
 	})

@@ -24,6 +24,7 @@ import (
 // volume's staging path, is refused naming what it is, and the claim rolled back, the plugin
 // asked to unpublish it. Real mounts, as root.
 func TestTargetBoundFromVolctlsOwnDirectoriesIsRefused(t *testing.T) {
+	t.Parallel()
 	ofStateDir := func(path string) string { return "a bind mount of " + path + ", a directory of volctl's state dir" }
 	for _, tc := range []struct {
 		name string
@@ -110,6 +111,7 @@ func TestTargetBoundFromVolctlsOwnDirectoriesIsRefused(t *testing.T) {
 // loaded machine (load 30-40, chaos15), and the failure was then volctl's own timeout, which
 // this test is not about.
 func TestSlowRetryableFailureIsNotRetriedPastTheTimeout(t *testing.T) {
+	t.Parallel()
 	const timeout = 10 * time.Second
 	for _, code := range []codes.Code{codes.DeadlineExceeded, codes.Unavailable} {
 		for _, rpc := range []string{csi.RPCControllerPublishVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
@@ -177,6 +179,7 @@ func (c *slowClock) observe(_, rpc, _ string, _ time.Duration) {
 // something mounted, it stays, said. A staging the plugin confirmed is not so forgotten: its
 // FAILED_PRECONDITION stays an error, the release left for reconcile.
 func TestUnstageOfAStagingNeverConfirmedAnsweredFailedPrecondition(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.faults.FailAlways(csi.RPCNodeStageVolume, codes.InvalidArgument)

@@ -25,6 +25,7 @@ import (
 // and the claim rolled back. Two claims of one volume share its root, as they must: the
 // second is published. Real mounts, as root.
 func TestTargetBoundFromAnotherClaimsTargetIsRefused(t *testing.T) {
+	t.Parallel()
 	wTarget := func(dir string) string {
 		return publishPath(dir, "b", "w", false, spec.FileSystem, spec.MultiNodeMultiWriter)
 	}
@@ -158,6 +159,7 @@ func stageVFrom(c *csitest.MemConfig, from func(staging string) string) {
 // stage binds another volume's published target at this claim's target. The restore refuses
 // it, naming that target, and the other volume's data is left as it was.
 func TestRestoreRefusesATargetBoundFromAnotherClaimsTarget(t *testing.T) {
+	t.Parallel()
 	var root string
 	h := kernelHarness(t, func(c *csitest.MemConfig) {
 		root, c.Node.StageUnstageVolume = c.MountRoot, false
@@ -202,6 +204,7 @@ func TestRestoreRefusesATargetBoundFromAnotherClaimsTarget(t *testing.T) {
 // was mounted, knows it as the bare directory it was: v's check must still tell w's data,
 // as the walk it replaced did (both claims were held, v reading and writing w's data).
 func TestRestoreIndexSeesATargetPublishedSinceItWasBuilt(t *testing.T) {
+	t.Parallel()
 	var wTarget string
 	h := kernelHarness(t, func(c *csitest.MemConfig) {
 		c.Node.StageUnstageVolume = false
@@ -245,6 +248,7 @@ func TestRestoreIndexSeesATargetPublishedSinceItWasBuilt(t *testing.T) {
 // it) was refused as "volume u's target bind-mounted", naming a target no longer there. A
 // path the index matches is looked at again.
 func TestRestoreIndexForgetsATargetRolledBack(t *testing.T) {
+	t.Parallel()
 	var root, uBacking string
 	h := kernelHarness(t, func(c *csitest.MemConfig) {
 		root, c.Node.StageUnstageVolume, c.IgnoreReadOnly = c.MountRoot, false, true

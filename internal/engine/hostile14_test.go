@@ -23,6 +23,7 @@ import (
 // stage, whose check reads the mount table, when the directory has no target mounted under
 // it yet (the other command between making it and its NodePublishVolume).
 func TestRestoreIndexSeesADirectoryMadeSinceItWasBuilt(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		from func(dir string) string
@@ -71,6 +72,7 @@ func TestRestoreIndexSeesADirectoryMadeSinceItWasBuilt(t *testing.T) {
 // its volume's staging, born before the pass (as a volume's storage is, made at its create),
 // is not a reason to walk the tree again; the pass's claims are checked against one walk.
 func TestRestoreIndexWalksTheTreeOnceForStoragesBornBefore(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	capability := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}
 	ids := []string{"x", "w", "v"}
@@ -103,6 +105,7 @@ func TestRestoreIndexWalksTheTreeOnceForStoragesBornBefore(t *testing.T) {
 // its directories (its staging and publish trees aside, which are compared as they are), is
 // refused naming the file, and the claim rolled back. Real mounts, as root.
 func TestBlockTargetBoundFromVolctlsOwnFilesIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		from func(dir string) string
@@ -149,6 +152,7 @@ func lockFileOf(t *testing.T, dir string) string {
 // of the host's disk. A target that is a directory above the state dir is refused, naming it,
 // and the claim rolled back; so is a staging made of one. Real mounts, as root.
 func TestTargetBoundFromAboveTheStateDirIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		from  func(dir string) string

@@ -25,6 +25,7 @@ import (
 // attached here). The release fails saying so, the claim and the attachment stay recorded, and
 // once the plugin detaches, reconcile finishes the release.
 func TestControllerUnpublishAnsweredWhileStillPublishedKeepsTheAttachment(t *testing.T) {
+	t.Parallel()
 	unpublishStillPublishedKept(t, nil, "(ListVolumes' published_node_ids)")
 }
 
@@ -95,6 +96,7 @@ func unpublishStillPublishedKept(t *testing.T, mutate func(*csitest.MemConfig), 
 // published keeps the attachment recorded, owed, so a handover to Nomad is refused rather than
 // let Nomad attach the volume elsewhere while it is attached here.
 func TestForceDetachThroughAPluginStillListingTheAttachmentKeepsItOwed(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -122,6 +124,8 @@ func TestForceDetachThroughAPluginStillListingTheAttachmentKeepsItOwed(t *testin
 // and a listing that fails leaves the plugin's OK as it is, with a warning: the release
 // finishes.
 func TestControllerUnpublishCheckedOnlyWhenItCanBe(t *testing.T) {
+	// Serial: its sub-second Short timeout covers RPCs it does not test (the fingerprint's),
+	// which tests running beside it on a loaded machine made it miss.
 	unpublishCheckedWhenItCanBe(t, nil, csi.RPCListVolumes, []unpublishCheckCase{
 		{name: "no LIST_VOLUMES_PUBLISHED_NODES", mutate: func(c *csitest.MemConfig) { c.Controller.ListVolumesPublishedNodes = false }},
 		{name: "no LIST_VOLUMES", mutate: func(c *csitest.MemConfig) { c.Controller.ListVolumes = false }},
@@ -184,6 +188,7 @@ func unpublishCheckedWhenItCanBe(t *testing.T, base func(*csitest.MemConfig), rp
 // deleting, the error says what the plugin answered and how to finish; once the plugin deletes,
 // the delete again forgets it.
 func TestDeleteAnsweredNotFoundWhileStillListedKeepsTheVolumeDeleting(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	ext := h.create(volume("v")).ExternalID
 	h.faults.FailAlways(csi.RPCDeleteVolume, codes.NotFound)
@@ -224,6 +229,7 @@ func TestDeleteAnsweredNotFoundWhileStillListedKeepsTheVolumeDeleting(t *testing
 // the claim rolled back. v's own storage on the same file system as w's (the test plugin keeps
 // both under one directory) is published as before. Real mounts, as root.
 func TestTargetBoundFromInsideAnotherVolumesStagingIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		block bool
@@ -312,6 +318,7 @@ func deviceNodeOf(t *testing.T, path string) string {
 // someone's data. It read as no source (every getter empty) and was recorded as the empty
 // volume asked for. It is refused as a volume from another source is, and left alone.
 func TestCreateAnsweredWithAContentSourceOfAnUnknownTypeIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	// volume (1) . content_source (4) . a oneof member CSI's protobuf here does not have (9)
 	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Raw: csitest.AppendString("group-snap-1", 1, 4, 9), Times: 1})

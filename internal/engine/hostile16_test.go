@@ -26,6 +26,7 @@ func getVolumeOnly(c *csitest.MemConfig) {
 // storage still had it attached here. It is kept as a plugin still listing it is, and once the
 // plugin detaches, reconcile finishes the release.
 func TestControllerUnpublishAnsweredWhileGetVolumeStillReportsItPublished(t *testing.T) {
+	t.Parallel()
 	unpublishStillPublishedKept(t, getVolumeOnly, "(ControllerGetVolume's published_node_ids)")
 }
 
@@ -34,6 +35,7 @@ func TestControllerUnpublishAnsweredWhileGetVolumeStillReportsItPublished(t *tes
 // only, and the volume was forgotten while the plugin kept it. It stays deleting; once the
 // plugin deletes (ControllerGetVolume answers NOT_FOUND), the delete again forgets it.
 func TestDeleteAnsweredWhileGetVolumeStillAnswersItKeepsTheVolumeDeleting(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		answer string
@@ -77,6 +79,8 @@ func TestDeleteAnsweredWhileGetVolumeStillAnswersItKeepsTheVolumeDeleting(t *tes
 // then), and a ControllerGetVolume that fails leaves the plugin's OK as it is, with a warning:
 // the release finishes, as through a listing that fails.
 func TestControllerUnpublishCheckedByGetVolumeOnlyWhenItCanBe(t *testing.T) {
+	// Serial: its sub-second Short timeout covers RPCs it does not test (the fingerprint's),
+	// which tests running beside it on a loaded machine made it miss.
 	unpublishCheckedWhenItCanBe(t, getVolumeOnly, csi.RPCControllerGetVolume, []unpublishCheckCase{
 		{name: "no LIST_VOLUMES_PUBLISHED_NODES", mutate: func(c *csitest.MemConfig) { c.Controller.ListVolumesPublishedNodes = false }},
 		{name: "no GET_VOLUME", mutate: func(c *csitest.MemConfig) { c.Controller.GetVolume = false }},
@@ -90,6 +94,7 @@ func TestControllerUnpublishCheckedByGetVolumeOnlyWhenItCanBe(t *testing.T) {
 // while the plugin kept the snapshot, its data unaccounted for. The record stays, the error
 // says so; once the plugin deletes (GetSnapshot answers NOT_FOUND), the delete again forgets it.
 func TestDeleteSnapshotAnsweredWhileGetSnapshotStillAnswersItKeepsItsRecord(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		answer string

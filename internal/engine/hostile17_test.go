@@ -41,6 +41,7 @@ func listsEachVolumeTwice(h *harness) {
 // it is attached here. A listing that disagrees with itself about the node counts as still
 // published, the safe answer: the attachment stays recorded, the claim releasing.
 func TestControllerUnpublishCheckedByAListingThatDisagreesWithItself(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -73,6 +74,7 @@ func TestControllerUnpublishCheckedByAListingThatDisagreesWithItself(t *testing.
 // own (ControllerPublishVolume answers OK for it); its rollback, or its release, would detach
 // the volume from under the other's mounts. It is refused, as when the listing agrees.
 func TestClaimCheckedByAListingThatDisagreesWithItself(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	claimAttachedByAnotherStateDir(t, h, func() { listsEachVolumeTwice(h) })
 }
@@ -85,6 +87,7 @@ func TestClaimCheckedByAListingThatDisagreesWithItself(t *testing.T) {
 // a conflict naming the snapshot and what to do, sending no CreateVolume and recording
 // nothing; once the plugin says it is ready, the same create restores it.
 func TestRestoreFromASnapshotThePluginSaysIsNotReadyIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		mutate func(*csitest.MemConfig)
@@ -133,6 +136,7 @@ func TestRestoreFromASnapshotThePluginSaysIsNotReadyIsRefused(t *testing.T) {
 // the release fails naming what is left, and once it is unmounted reconcile finishes it.
 // Real mounts, as root.
 func TestNodeUnpublishLeavingAMountOverTheClaimsPublishDirectory(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	h.create(volume("v"))
 	target := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"}).TargetPath

@@ -22,6 +22,7 @@ import (
 // listing, is not ready: a volume missing what the processing had not done. Any entry saying
 // not ready counts, the safe answer, as for a volume listed published (listsPublished).
 func TestRestoreCheckedByASnapshotListingThatDisagreesWithItself(t *testing.T) {
+	t.Parallel()
 	h, db := snapshotHarness(t, nil)
 	processing := csi.Snapshot{ID: "snap-uploading", SourceVolumeID: db.ExternalID, SizeBytes: db.CapacityBytes}
 	h.mem.AddSnapshot(processing)
@@ -48,6 +49,7 @@ func TestRestoreCheckedByASnapshotListingThatDisagreesWithItself(t *testing.T) {
 // between claims, and mounts nothing at, is checked for too: the release fails naming it,
 // and once it is unmounted reconcile finishes, the other claim untouched. Real mounts, as root.
 func TestNodeUnpublishLeavingAMountOverTheAllocsPublishDirectory(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	h.create(volume("v"))
 	h.create(volume("w"))
@@ -66,6 +68,7 @@ func TestNodeUnpublishLeavingAMountOverTheAllocsPublishDirectory(t *testing.T) {
 // alone, leaves a mount hiding every other volume's staging. The unstage fails naming it; once
 // it is unmounted, reconcile finishes, the other volume's claim untouched. Real mounts, as root.
 func TestNodeUnstageLeavingAMountOverThePluginsStagingDirectory(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	h.create(volume("v"))
 	h.create(volume("w"))
@@ -90,6 +93,7 @@ func TestNodeUnstageLeavingAMountOverThePluginsStagingDirectory(t *testing.T) {
 // alone: it is unmounted as the target is, and what is still mounted there after is warned of.
 // Real mounts, as root.
 func TestForcedDetachUnmountsAMountOverTheClaimsPublishDirectory(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	h.create(volume("v"))
 	target := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"}).TargetPath
@@ -129,6 +133,7 @@ func answersAboutAnotherVolume(h *harness, rename func(string) string, nodes fun
 // both IDs), as when it fails. The safe answer (published to the node) is believed whatever
 // the ID (a plugin that normalises IDs answers so of the volume asked): the attachment stays.
 func TestControllerUnpublishCheckedByGetVolumeAnsweringAnotherVolume(t *testing.T) {
+	t.Parallel()
 	t.Run("not published", func(t *testing.T) {
 		h := newHarness(t, getVolumeOnly)
 		var logs strings.Builder

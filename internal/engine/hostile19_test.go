@@ -20,6 +20,7 @@ import (
 // hostpath plugin refuses for a mount not its own; the claim fails naming the path and what to
 // do, the mount is left as it is, and once it is gone the claim stages the volume.
 func TestClaimFindingItsStagingMountedByAnotherRefusesAndNamesIt(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	sv := spec.Volume{ID: "v", Name: "v", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
 		Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}
@@ -74,6 +75,7 @@ func TestClaimFindingItsStagingMountedByAnotherRefusesAndNamesIt(t *testing.T) {
 // connection, which fingerprints the restarted plugin afresh, logs it and records a
 // plugin-exposed event, so that the agent's log and `volctl events` show it.
 func TestPluginRestartedWithAnExposedSocketIsWarnedOf(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	var logs strings.Builder
 	h.open(Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})

@@ -23,6 +23,7 @@ import (
 // another driver than the registered one: the create is refused, naming both, and nothing is
 // recorded.
 func TestCreateThroughAHeldSocketServedByAnotherDriverRecordsNothing(t *testing.T) {
+	t.Parallel()
 	h, held, backend := heldHarness(t)
 	h.create(volume("a"))
 	h.mem.AddVolume(csi.Volume{ID: "theirs", CapacityBytes: 1 << 20}) // not volctl's
@@ -63,6 +64,7 @@ func TestCreateThroughAHeldSocketServedByAnotherDriverRecordsNothing(t *testing.
 // volume that snapshot's data, and its delete would delete it. CreateSnapshot is not sent to
 // another driver.
 func TestCreateSnapshotThroughAHeldSocketServedByAnotherDriverRecordsNothing(t *testing.T) {
+	t.Parallel()
 	h, held, backend := heldHarness(t)
 	ext := h.create(volume("db")).ExternalID
 	h.mem.AddSnapshot(csi.Snapshot{ID: "snap-theirs", SourceVolumeID: "elsewhere", SizeBytes: 1 << 20, ReadyToUse: true})
@@ -115,6 +117,7 @@ func renamedAfter(h *harness, n int) {
 // finishes it once the registered driver is back. Before, the intent was forgotten as if no
 // CreateVolume had been sent, and the plugin's volume leaked, recorded nowhere.
 func TestCreateRefusedAfterALostAnswerKeepsTheIntent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Lost: true, Times: 1})
 	renamedAfter(h, 2) // the first attempt's check passes, the second's finds another driver
@@ -148,6 +151,7 @@ func TestCreateRefusedAfterALostAnswerKeepsTheIntent(t *testing.T) {
 
 // The same for CreateSnapshot.
 func TestCreateSnapshotRefusedAfterALostAnswerKeepsTheIntent(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	h.faults.Inject(csi.RPCCreateSnapshot, csitest.Fault{Lost: true, Times: 1})
 	renamedAfter(h, 2)

@@ -18,6 +18,7 @@ import (
 // out, so the user learns of it before a later claim of them is refused. Before, nothing was
 // said: the event was made only for other capabilities or another node ID.
 func TestNodeLimitsChangeIsAnEventNamingTheVolumesOnTheNode(t *testing.T) {
+	t.Parallel()
 	zoneA := &spec.Topology{Segments: map[string]string{"zone": "a"}}
 	for _, tc := range []struct {
 		name string
@@ -60,6 +61,7 @@ func TestNodeLimitsChangeIsAnEventNamingTheVolumesOnTheNode(t *testing.T) {
 // the volume list, its status and the dashboard. Before, they said "yes", counting only that
 // the Probe answered.
 func TestVolumesOfAPluginThatIsNotReadyAreNotSchedulable(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	notReady := false
@@ -118,6 +120,7 @@ func TestVolumesOfAPluginThatIsNotReadyAreNotSchedulable(t *testing.T) {
 // the first ID's record of a snapshot gone. It is refused as a conflict naming the ID that
 // records it and the command that deletes it, nothing sent.
 func TestDeleteSnapshotThroughASocketMateOfTheIDThatRecordsItIsRefused(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	snap := h.snapshot("nightly")
 	h.registerPlugin("mem2", h.socket)

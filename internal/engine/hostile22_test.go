@@ -14,6 +14,7 @@ import (
 // delete there was refused for (notMatesSnapshot) without the listing saying why: it names
 // the ID that records it, with the record's name and volume.
 func TestListSnapshotsThroughASocketMateNamesTheIDThatRecordsIt(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	snap := h.snapshot("nightly")
 	h.registerPlugin("mem2", h.socket)
@@ -56,6 +57,7 @@ func TestListSnapshotsThroughASocketMateNamesTheIDThatRecordsIt(t *testing.T) {
 // the record was overwritten in silence: nothing in the event log said the driver under the
 // claims had changed, nor when. The version is the plugin's word, and is quoted.
 func TestPluginRestartedAsAnotherVersionIsAnEvent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -87,6 +89,7 @@ func TestPluginRestartedAsAnotherVersionIsAnEvent(t *testing.T) {
 // also how an error shows the others (its control characters escaped after the scrub). Before,
 // base64 was looked for unbroken only: every path showed each value's lines.
 func TestWrappedEchoedSecretsScrubbedOnEveryPath(t *testing.T) {
+	t.Parallel()
 	wrapped := func(enc *base64.Encoding, prefix, sep string) func(string) string {
 		return func(s string) string {
 			b64 := enc.EncodeToString([]byte(prefix + s))

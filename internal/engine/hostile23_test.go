@@ -22,6 +22,7 @@ var hugeZone = map[string]string{"zone": strings.Repeat("z", 1<<20)}
 // and the dashboard, and matched at each claim. Registering it is refused, naming the plugin
 // and what to do; a restart into it refuses the connection, recording nothing of it.
 func TestNodeTopologyPastItsBoundIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.open(Config{Timeouts: contentTimeouts}) // NodeGetInfo answers with 1 MiB of topology
 	cfg := csitest.DefaultMemConfig()
@@ -53,6 +54,7 @@ func TestNodeTopologyPastItsBoundIsRefused(t *testing.T) {
 // not answer): the claim is refused, saying what reads it again. Before, the claim's refusal
 // quoted the megabyte whole.
 func TestNodeTopologyPastItsBoundRecordedIsNotReused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Topology = &spec.Topology{Segments: map[string]string{"zone": "a"}} })
 	h.create(volume("v"))
 	recordHuge := func() {
@@ -112,6 +114,7 @@ func (h *harness) storedPlugin(id string) store.Plugin {
 // or 64 KiB of them in all, the answer is refused as one with an ID past its bound is: the
 // volume the plugin made is deleted again and nothing is recorded.
 func TestCreateAnsweredWithAHugeTopologyIsRefusedAndTheVolumeDeleted(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		edit func(h *harness)
@@ -157,6 +160,7 @@ func TestCreateAnsweredWithAHugeTopologyIsRefusedAndTheVolumeDeleted(t *testing.
 // volume's is) nor be deleted by hand through it: the entries past the bound are left out, and
 // a warning says how many and of what size; the others are listed as before.
 func TestSnapshotListingWithHugeIDsLeavesThemOutSayingSo(t *testing.T) {
+	t.Parallel()
 	h, db := snapshotHarness(t, nil)
 	h.open(Config{Now: func() time.Time { return snapshotClock }, Timeouts: contentTimeouts}) // a listing of 2 MiB of IDs
 	mine := h.snapshot("nightly")
@@ -204,6 +208,7 @@ func TestSnapshotListingWithHugeIDsLeavesThemOutSayingSo(t *testing.T) {
 // CSI's bound (16 KiB) the answer is refused as one with a topology or an ID past its bound:
 // the volume the plugin made is deleted again and nothing is recorded. Below it, it is kept.
 func TestCreateAnsweredWithAHugeVolumeContextIsRefusedAndTheVolumeDeleted(t *testing.T) {
+	t.Parallel()
 	// Past CSI's bound, within volctl's: kept whole.
 	h := newHarness(t, func(c *csitest.MemConfig) { c.CreateContext = map[string]string{"blob": strings.Repeat("c", 8<<10)} })
 	h.create(volume("v"))
@@ -239,6 +244,7 @@ func TestCreateAnsweredWithAHugeVolumeContextIsRefusedAndTheVolumeDeleted(t *tes
 // answer is refused as one over gRPC's limit is: sent once, the claim rolled back (which undoes
 // the attachment the plugin made), the error saying what the plugin answered.
 func TestPublishContextPastItsBoundIsRefusedAndRolledBack(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) {
 		c.PublishContext = map[string]string{"device": strings.Repeat("x", 1<<20)}
 	})

@@ -17,6 +17,7 @@ import (
 // command line, the agent's log) for one release. Now it names the ID cut and says how many
 // nodes, naming a few.
 func TestGetVolumeAnswerAboutAHugeVolumeIsQuotedCut(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, getVolumeOnly)
 	var logs strings.Builder
 	// The answer (a megabyte and 200,000 node IDs) took 1.2 s of the check's 2 s under load:
@@ -53,6 +54,7 @@ func TestGetVolumeAnswerAboutAHugeVolumeIsQuotedCut(t *testing.T) {
 // Now the answer is refused as one with an ID past its bound: the volume the plugin made is
 // deleted again and nothing is recorded; the snapshot's create stays recorded under its name.
 func TestCreateAnsweredWithAnIDHoldingAControlCharacterIsRefused(t *testing.T) {
+	t.Parallel()
 	const bad = "vol-\x1b[31m-\x00"
 	t.Run("volume", func(t *testing.T) {
 		h := newHarness(t, nil)

@@ -31,6 +31,8 @@ import (
 // fingerprint (no volume's: the plugin's) each volume's connection asked again, a short
 // timeout each.
 func TestReconcilePassLeavesAHungPluginsOtherWorkForTheNextPass(t *testing.T) {
+	// Serial: its hung-RPC timeout (hungTimeout, 500 ms) bounds the dial and handshake too,
+	// which tests running beside it on a loaded machine made it miss.
 	for _, pass := range []struct {
 		name string
 		run  func(e *Engine, ctx context.Context) (ReconcileReport, error)
@@ -169,6 +171,8 @@ func passLeavesAHungPluginsOtherWork(t *testing.T, pass func(e *Engine, ctx cont
 // into the timeout, it sends that plugin nothing more; what is left is said and left for
 // reconcile, which finishes it once the plugin answers.
 func TestGroupCommandsLeaveAHungPluginsOtherWorkToReconcile(t *testing.T) {
+	// Serial: its hung-RPC timeout (hungTimeout, 500 ms) bounds the dial and handshake too,
+	// which tests running beside it on a loaded machine made it miss.
 	for _, tc := range []struct {
 		name string
 		rpc  string
@@ -213,6 +217,7 @@ func TestGroupCommandsLeaveAHungPluginsOtherWorkToReconcile(t *testing.T) {
 // tried again) left every claim of it one such wait in each pass. It is taken as hung by the
 // pass: its other work is not sent, left for the next pass.
 func TestReconcilePassLeavesAPluginFailingSlowlyForTheNextPass(t *testing.T) {
+	t.Parallel()
 	const timeout = 10 * time.Second
 	h := newHarness(t, nil)
 	for _, id := range []string{"a1", "a2", "a3", "a4"} {
@@ -258,6 +263,8 @@ func TestReconcilePassLeavesAPluginFailingSlowlyForTheNextPass(t *testing.T) {
 // pass, would have left the plugin's other volumes' releases and restores for the next pass,
 // every pass, until the dead backend came back.
 func TestPassGoesOnWithAPluginHungForOneVolume(t *testing.T) {
+	// Serial: its hung-RPC timeout (hungTimeout, 500 ms) bounds the dial and handshake too,
+	// which tests running beside it on a loaded machine made it miss.
 	h := newHarness(t, nil)
 	h.create(volume("a1", capab(spec.MultiNodeMultiWriter)))
 	for _, alloc := range []string{"web", "api"} {

@@ -24,6 +24,7 @@ import (
 // PUBLISH_UNPUBLISH_VOLUME, or a forced detach that could not send it). Both are refused now,
 // nothing sent, the error naming the plugin, the capability, the volume and what holds it.
 func TestControllerExpandOfAVolumeOnTheNodeNeedsOnlineExpansion(t *testing.T) {
+	t.Parallel()
 	t.Run("neither ONLINE nor OFFLINE, claimed", func(t *testing.T) {
 		h := newHarness(t, nil)
 		h.create(volume("v"))
@@ -75,6 +76,7 @@ func TestControllerExpandOfAVolumeOnTheNodeNeedsOnlineExpansion(t *testing.T) {
 // refused for a claimed volume: NodeExpandVolume needs the volume on the node, and no
 // ControllerExpandVolume is sent. Only an offline-only plugin's claims are refused there.
 func TestNodeOnlyExpansionOfAClaimedVolumeIsNotRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(cfg *csitest.MemConfig) {
 		cfg.Controller.ExpandVolume = false
 		cfg.Plugin.VolumeExpansionOnline, cfg.Plugin.VolumeExpansionOffline = false, false
@@ -102,6 +104,7 @@ func TestNodeOnlyExpansionOfAClaimedVolumeIsNotRefused(t *testing.T) {
 // the same command, or by the expand run again or reconcile, the expansion pending from an
 // earlier run) does not clear the node step: it is owed when the node can expand, and sent.
 func TestExpandRetryAnsweredNodeExpansionNotRequiredStillExpandsTheNode(t *testing.T) {
+	t.Parallel()
 	notRequired := csitest.Fault{Answer: func(m proto.Message) {
 		m.(*csipb.ControllerExpandVolumeResponse).NodeExpansionRequired = false
 	}}
@@ -158,6 +161,7 @@ func TestExpandRetryAnsweredNodeExpansionNotRequiredStillExpandsTheNode(t *testi
 // final, as admission's refusal at max_volumes_per_node is: sent once, the claim rolled back,
 // the error naming the plugin's word and what to do, and nothing left for reconcile.
 func TestClaimRefusedByAFullNodeIsRolledBack(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.faults.FailAlways(csi.RPCControllerPublishVolume, codes.ResourceExhausted)
@@ -186,6 +190,7 @@ func TestClaimRefusedByAFullNodeIsRolledBack(t *testing.T) {
 // snapshot pending, until deleted by hand. Now the command fails, sent once, nothing recorded,
 // the hint saying what to change first.
 func TestCreateRefusedForWantOfSpaceIsNotLeftForReconcile(t *testing.T) {
+	t.Parallel()
 	t.Run("CreateVolume", func(t *testing.T) {
 		h := newHarness(t, nil)
 		h.faults.FailAlways(csi.RPCCreateVolume, codes.ResourceExhausted)

@@ -26,6 +26,7 @@ import (
 // missing what the processing had not done. An answer about another snapshot says nothing of
 // the one asked: the create is refused, a conflict naming both, nothing sent or recorded.
 func TestRestoreCheckedByGetSnapshotAnsweringAnotherSnapshot(t *testing.T) {
+	t.Parallel()
 	h, db := snapshotHarness(t, func(c *csitest.MemConfig) {
 		c.Controller.ListSnapshots = false
 		c.Controller.GetSnapshot = true
@@ -90,6 +91,7 @@ func staleTokens(restarted *bool) csitest.Fault {
 // token refused with ABORTED is not retried: the listing starts again from the first page
 // (twice at most), and what the pages before held is not kept twice.
 func TestListSnapshotsStartsAgainWhenThePluginRefusesItsOwnToken(t *testing.T) {
+	t.Parallel()
 	h, db := snapshotHarness(t, func(c *csitest.MemConfig) { c.PageSize = 1 })
 	for _, name := range []string{"a", "b"} {
 		h.snapshot(name)
@@ -116,6 +118,7 @@ func TestListSnapshotsStartsAgainWhenThePluginRefusesItsOwnToken(t *testing.T) {
 // The same plugin refusing every token it gives: the listing starts again twice, never sends a
 // refused token again, and then gives up, saying so.
 func TestListSnapshotsRefusingEveryTokenGivesUpAfterStartingAgainTwice(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.PageSize = 1 })
 	for _, name := range []string{"a", "b"} {
 		h.snapshot(name)
@@ -145,6 +148,7 @@ func TestListSnapshotsRefusingEveryTokenGivesUpAfterStartingAgainTwice(t *testin
 // holds escape sequences, and the TUI's tests). This
 // test pins the acceptance and the byte-exact round trip.
 func TestNodeIDWithControlCharactersIsAcceptedAndSentBackAsItIs(t *testing.T) {
+	t.Parallel()
 	const node = "node-1\n\x1b[31mred\x1b[0m\t"
 	h := newHarness(t, func(c *csitest.MemConfig) { c.NodeID = node })
 	h.create(volume("v"))
@@ -165,6 +169,7 @@ func TestNodeIDWithControlCharactersIsAcceptedAndSentBackAsItIs(t *testing.T) {
 // naming an empty ID as another snapshot's (before the check above, it was read as a snapshot
 // not ready).
 func TestRestoreCheckedByGetSnapshotAnsweringNoSnapshot(t *testing.T) {
+	t.Parallel()
 	h, db := snapshotHarness(t, func(c *csitest.MemConfig) {
 		c.Controller.ListSnapshots = false
 		c.Controller.GetSnapshot = true
@@ -186,6 +191,7 @@ func TestRestoreCheckedByGetSnapshotAnsweringNoSnapshot(t *testing.T) {
 // volctl's records only): the restart that is there for this plugin failed it when its listing
 // was long. The restarts stay bounded (maxListRestarts), so every listing is still finite.
 func TestListingStartedAgainCountsItsOwnPages(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	const pages, refusedAt = 600, 500
 	calls, refused := 0, false

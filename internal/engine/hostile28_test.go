@@ -431,6 +431,7 @@ func copyOfTestBinary(t *testing.T) string {
 // and its image): another program, or the same one exec'd again, is fingerprinted afresh,
 // and another driver refused before any volume RPC.
 func TestClaimThroughAPluginThatExecdAnotherDriverBehindItsSocket(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, program string
 		held          bool // the engine that registered the plugin claims: its connection was made before the exec (the agent's)

@@ -113,6 +113,14 @@ func (p *execPlugin) restart(flags string, volumes ...string) {
 // process than the listener, so a process's first connection fingerprints the plugin afresh,
 // and records what changed with its event.
 func TestClaimThroughASupervisedPluginRestartedWithOtherFlags(t *testing.T) {
+	t.Parallel()
+	claimThroughASupervisedPluginRestartedWithOtherFlags(t)
+}
+
+// claimThroughASupervisedPluginRestartedWithOtherFlags is the test of that name, which
+// TestSupervisedPluginWithoutSocketDiagnostics runs too: that one swaps peerInodeOf, so it
+// stays serial, and must not be made parallel by calling the parallel test itself.
+func claimThroughASupervisedPluginRestartedWithOtherFlags(t *testing.T) {
 	const driver, flags = "mem.csi.volctl.test", "max-volumes=1,version=2.0.0"
 	for _, tc := range []struct {
 		name  string
@@ -215,6 +223,7 @@ func acceptedMemConn(b *testing.B) net.Conn {
 // fingerprint stale; recorded as another process's, the first connection goes, and a second
 // (gRPC's reconnect) goes too but has the next operation fingerprint the plugin again.
 func TestConnectionAcceptedOtherwiseThanAtTheFingerprint(t *testing.T) {
+	t.Parallel()
 	p := startSupervisedPlugin(t, "mem.csi.volctl.test")
 	accepted := func() (net.Conn, *unix.Ucred) {
 		t.Helper()

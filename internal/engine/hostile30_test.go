@@ -52,6 +52,7 @@ func (h *harness) holdWriteLock() (release func()) {
 // was refused as the probe was. The refusal not recorded is handed back to the client, which
 // the next operation's connection records (with a write that waits) before it reads the row.
 func TestProbeRefusedWhileTheStateIsLockedIsRecordedByTheNextOperation(t *testing.T) {
+	t.Parallel()
 	const driver = "mem.csi.volctl.test"
 	plugin := startExecPlugin(t, driver)
 	h, ext := execPluginHarness(t, plugin, Config{})
@@ -83,6 +84,7 @@ func TestProbeRefusedWhileTheStateIsLockedIsRecordedByTheNextOperation(t *testin
 
 // noSocketDiagnostics has peerInodeOf fail for the test, as a kernel without CONFIG_UNIX_DIAG.
 func noSocketDiagnostics(t *testing.T) {
+	swapsGlobals(t, "peerInodeOf")
 	was := peerInodeOf
 	peerInodeOf = func(net.Conn) (uint32, error) {
 		return 0, errors.New("sock_diag: no such file or directory (as without CONFIG_UNIX_DIAG)")
@@ -99,11 +101,12 @@ func noSocketDiagnostics(t *testing.T) {
 // process's first connection fingerprints it, as one accepted elsewhere.
 func TestSupervisedPluginWithoutSocketDiagnostics(t *testing.T) {
 	noSocketDiagnostics(t)
-	TestClaimThroughASupervisedPluginRestartedWithOtherFlags(t)
+	claimThroughASupervisedPluginRestartedWithOtherFlags(t)
 }
 
 // acceptedElsewhere of each kind of record: `unknown` is not told apart from another process.
 func TestAcceptsUnknownIsFingerprintedOnEachProcess(t *testing.T) {
+	t.Parallel()
 	const image = "pid 5 start 7 exe 1:2 stack 3"
 	for _, tc := range []struct {
 		accepts string
@@ -168,6 +171,7 @@ func aliasSocket(t *testing.T, how, path, target string) {
 // that plugin's path) is refused before any RPC, naming both plugins and the path; other, whose
 // socket it is, goes on.
 func TestPluginSocketThatIsAnotherPluginsSocketIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"symlink", "hard link", "bind mount"} {
 		t.Run(how, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -204,6 +208,7 @@ func TestPluginSocketThatIsAnotherPluginsSocketIsRefused(t *testing.T) {
 // Registering a plugin on another name of a registered plugin's socket is refused the same way,
 // naming the plugin whose socket it is and the path to register on instead.
 func TestRegisteringOnAnotherPluginsSocketUnderAnotherNameIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	link := filepath.Join(t.TempDir(), "mem2.sock")
 	if err := os.Symlink(h.socket, link); err != nil {
@@ -224,6 +229,7 @@ func TestRegisteringOnAnotherPluginsSocketUnderAnotherNameIsRefused(t *testing.T
 // A plugin whose socket path another plugin's was made a link to is not refused: its own
 // listener bound its path (the socket is its own); the other plugin is refused.
 func TestPluginWhoseSocketAnotherPluginsPathLinksToGoesOn(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	other, socket, _ := h.anotherPluginsSocket()
 	h.create(volume("db"))
@@ -247,6 +253,7 @@ func TestPluginWhoseSocketAnotherPluginsPathLinksToGoesOn(t *testing.T) {
 // which reached other: the same driver, capabilities and node ID, so the claim's publish RPCs
 // went on to plugin other's process.
 func TestPluginSocketMadeAnotherPluginsMidClaimIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	other, socket, _ := h.anotherPluginsSocket()
 	h.create(volume("db"))
@@ -308,6 +315,7 @@ func forwardingProxy(t *testing.T, backend *atomic.Pointer[string]) string {
 // asked its driver's name before a create (bindsStorage) and by a probe, and refused there,
 // nothing sent (docs/architecture.md, Plugins behind a held socket: what is not told).
 func TestForwardingProxyToAnotherDriverIsToldByTheDriversName(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	d := h.anotherDriver(false)
 	var backend atomic.Pointer[string]

@@ -47,6 +47,7 @@ func (h *harness) reconcileTimes(n int) {
 // the event log (10,000 rows) out within days. The failure is one event however its numbers
 // change; another failure (another code) is an event again.
 func TestFailureWithAChangingRequestIDIsOneEvent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	for i := range 100 {
@@ -76,6 +77,7 @@ func TestFailureWithAChangingRequestIDIsOneEvent(t *testing.T) {
 // (a claim's failure is one event: recordFailure): a volume or two so flushed the event log.
 // It is one event until something else happens to the delete; its end is recorded.
 func TestDeleteFailingEveryPassIsOneEvent(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		mutate func(*csitest.MemConfig)
@@ -119,6 +121,7 @@ func TestDeleteFailingEveryPassIsOneEvent(t *testing.T) {
 
 // The same for a snapshot whose plugin answers DeleteSnapshot OK and keeps listing it.
 func TestSnapshotDeleteStillListedEveryPassIsOneEvent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.DeleteLater = true })
 	h.create(volume("v"))
 	snap, err := h.e.CreateSnapshot(h.ctx, "v", "s", nil)
@@ -140,6 +143,7 @@ func TestSnapshotDeleteStillListedEveryPassIsOneEvent(t *testing.T) {
 }
 
 func TestSameFailure(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		a, b string
 		same bool
@@ -175,6 +179,7 @@ func TestSameFailure(t *testing.T) {
 // every answer) and a node expansion owed that the node keeps failing: each pass sent the RPC
 // again and recorded its failure as a new event.
 func TestCreateAndNodeExpansionFailingEveryPassAreOneEvent(t *testing.T) {
+	t.Parallel()
 	t.Run("create", func(t *testing.T) {
 		h := newHarness(t, nil)
 		for i := range 100 {
@@ -213,6 +218,7 @@ func TestCreateAndNodeExpansionFailingEveryPassAreOneEvent(t *testing.T) {
 // each of volctl's 3 attempts", quoting the last: what the first two said was lost behind a
 // claim that they said it too. Attempts that differ only in a request ID are the same.
 func TestRetriedOutFailureOfOneCodeButOtherWordsSaysTheLast(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		messages []string
@@ -241,6 +247,7 @@ func TestRetriedOutFailureOfOneCodeButOtherWordsSaysTheLast(t *testing.T) {
 // it flaps and the rest are not recorded; the plugin's row still has every reading; once the
 // window has passed, a change is an event again.
 func TestFlappingPluginHealthIsBoundedInTheEventLog(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	probe, later := h.probesOnAClock(10 * time.Second)
 	for range 50 {

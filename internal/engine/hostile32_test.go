@@ -13,6 +13,7 @@ import (
 // space as \u200b. Whoever reads the error, the event or --json (a JSON reader undoes the
 // escapes) sees the value whole. Before, every path showed each of them.
 func TestEscapedEchoedSecretsScrubbedOnEveryPath(t *testing.T) {
+	t.Parallel()
 	every := func(upper bool) func(string) string {
 		return func(s string) string {
 			var b strings.Builder
@@ -46,6 +47,7 @@ func TestEscapedEchoedSecretsScrubbedOnEveryPath(t *testing.T) {
 // dump carries out (scrub35): a character backspaced over as JSON writes it ("X\b"), a bell and
 // Rust's NUL, which show as nothing. Before, every path showed each of them.
 func TestEscapedControlsEchoedScrubbedOnEveryPath(t *testing.T) {
+	t.Parallel()
 	inside := func(ins string) func(string) string {
 		return func(s string) string { return s[:len(s)/2] + ins + s[len(s)/2:] }
 	}

@@ -25,6 +25,7 @@ import (
 // make), and an answer naming it, or naming it spelled otherwise to a plugin that reads IDs
 // so, is refused as a clone answered with its source is: neither recorded nor deleted.
 func TestRestoreAnsweredWithItsSnapshotsSourceIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		recorded bool // the snapshot is volctl's (else the plugin's own, found by its listing)
@@ -94,6 +95,7 @@ func TestRestoreAnsweredWithItsSnapshotsSourceIsRefused(t *testing.T) {
 // readiness check that learned the source ran before the first send only, and reconcile
 // recorded the source as the restored volume.
 func TestRestoreSentAgainAnsweredWithItsSnapshotsSourceIsRefused(t *testing.T) {
+	t.Parallel()
 	h, db := snapshotHarness(t, nil)
 	h.mem.AddSnapshot(csi.Snapshot{ID: "provider-snap", SourceVolumeID: db.ExternalID, SizeBytes: db.CapacityBytes, ReadyToUse: true})
 	if _, err := h.e.DeregisterVolume(h.ctx, "db", false); err != nil {
@@ -136,6 +138,7 @@ func TestRestoreSentAgainAnsweredWithItsSnapshotsSourceIsRefused(t *testing.T) {
 // and the deregister that forgets the record; nothing is sent. A restore and a clone of their
 // own storage still delete.
 func TestDeleteOfARestoreRecordedAsItsSourceIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"restore", "clone"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
@@ -205,6 +208,7 @@ func TestDeleteOfARestoreRecordedAsItsSourceIsRefused(t *testing.T) {
 // first entry, ready, so the command advised showed the snapshot ready while the restore said
 // it was not; now it shows what the restore's check reads, not ready.
 func TestSnapshotListingThatDisagreesWithItselfShowsItNotReady(t *testing.T) {
+	t.Parallel()
 	h, db := snapshotHarness(t, nil)
 	h.mem.AddSnapshot(csi.Snapshot{ID: "snap-uploading", SourceVolumeID: db.ExternalID, SizeBytes: db.CapacityBytes})
 	h.mem.AddSnapshot(csi.Snapshot{ID: "snap-done", SourceVolumeID: db.ExternalID, SizeBytes: db.CapacityBytes, ReadyToUse: true})

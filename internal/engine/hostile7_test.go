@@ -20,6 +20,7 @@ import (
 // restarted): the claim path must not hand the path back as if it were read-only. It says so,
 // a conflict naming the target and the way out, and leaves the mount and the claim as they are.
 func TestClaimAgainOfAReadClaimMountedReadWriteSaysSo(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	r := writerAndReader(h)
 	h.mounts.mountReadWrite(r.TargetPath)
@@ -77,6 +78,7 @@ func (r *republishedMounts) MountsUnder(dir string) (map[string]bool, error) {
 // ALREADY_EXISTS, that would leave a claim that is mounted and in use recorded node-staged,
 // degraded, for a reconcile that gets the same answer every pass.
 func TestReconcileDoesNotRestoreAClaimRestoredMeanwhile(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.claimThenReboot("v", "a", spec.SingleNodeWriter)
 	table := &republishedMounts{fakeMounts: h.mounts, mem: h.mem, since: len(h.mem.Calls())}
@@ -98,6 +100,7 @@ func TestReconcileDoesNotRestoreAClaimRestoredMeanwhile(t *testing.T) {
 // disagrees with the host (`volume status`), and the publish path of the volume's next claim
 // sends NodeStageVolume again. The claim's release still undoes the staging.
 func TestReconcileDoesNotUnstageAStagingRestagedMeanwhile(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.claimThenReboot("v", "a", spec.SingleNodeWriter)
 	h.update(func(tx *store.Tx) error {
@@ -163,6 +166,7 @@ func (h *harness) reconcileTwiceAtOnce(table MountTable, vol string) {
 // nothing. It is refused as a lookup under the one ID refuses it: two records of one snapshot
 // would let deleting either delete the other's, and db's snapshot would be another volume's.
 func TestCreateSnapshotAnsweredWithASocketMatesSnapshotIsRefused(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	h.registerPlugin("mem2", h.socket)
 	sv := volume("other")
@@ -184,6 +188,7 @@ func TestCreateSnapshotAnsweredWithASocketMatesSnapshotIsRefused(t *testing.T) {
 // ID, which now names a driver that never saw it: it loses, a conflict naming the plugin, and
 // records nothing.
 func TestVolumeRegisterOvertakenByPluginReregisteredForAnotherDriver(t *testing.T) {
+	t.Parallel()
 	for _, samePath := range []bool{false, true} {
 		t.Run(map[bool]string{false: "another socket", true: "another driver on the socket path"}[samePath], func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -263,6 +268,7 @@ func (d *otherDriver) overtaken(h *harness, verb string, err, rerr error) {
 // run that applies every plugin's registration does), the plugin is the one that validated the
 // volume: the register goes through.
 func TestVolumeRegisterNotOvertakenByPluginRegisteredAgainAsItWas(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	other, gate, done := h.registersHeld(1)
 	go func() { _, err := h.e.RegisterVolume(h.ctx, registered("v", "ext-1")); done <- err }()

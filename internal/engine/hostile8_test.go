@@ -16,6 +16,7 @@ import (
 // A plugin failing a create with a 1 MiB message: the event the failure leaves (the log keeps
 // 10,000, each holding one) and the error keep a bounded part of it, not the megabyte.
 func TestPluginMessageInAnEventIsBounded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.open(Config{Timeouts: contentTimeouts}) // an answer of 1 MiB of message
 	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Code: codes.InvalidArgument, Message: strings.Repeat("x", 1<<20), Times: 1})
@@ -36,6 +37,7 @@ func TestPluginMessageInAnEventIsBounded(t *testing.T) {
 // list --json` still writes the list (a time past 9999 made encoding/json fail the whole
 // command, every plugin's snapshots with it), from the plugin's listing and from the records.
 func TestSnapshotTimeAndSizeAPluginLiesAbout(t *testing.T) {
+	t.Parallel()
 	y3000, y2100 := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
 	// listed: the time shown while the plugin lists the snapshot; recorded: from the records alone.
 	for name, tc := range map[string]struct{ at, listed, recorded time.Time }{
@@ -81,6 +83,7 @@ func TestSnapshotTimeAndSizeAPluginLiesAbout(t *testing.T) {
 // stays recorded and the error names the plugin-side name, rather than forgetting storage the
 // plugin has ("the plugin failed internally; check its logs", the volume left with no record).
 func TestCreateWhoseAnswerCannotBeDecodedKeepsTheIntent(t *testing.T) {
+	t.Parallel()
 	t.Run("volume", func(t *testing.T) {
 		h := newHarness(t, nil)
 		h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Raw: csitest.AppendString("vol-\xff", 1, 2), Times: 1}) // volume.volume_id
@@ -112,6 +115,7 @@ func TestCreateWhoseAnswerCannotBeDecodedKeepsTheIntent(t *testing.T) {
 // "expanded", the debt left for a later reconcile; and `volume status` says nothing is owed
 // once it is done.
 func TestLargerExpandSendsTheNodeExpansionStillOwed(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})

@@ -16,6 +16,7 @@ import (
 // and with it the CSI name that finds the volume the lost answers were about, is kept. Forgotten,
 // the plugin's volume would be storage nothing tracks.
 func TestCreateResentAnsweredWithAnotherVolumesStorageKeepsTheIntent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	a := h.create(volume("a"))
 	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
@@ -63,6 +64,7 @@ func TestCreateResentAnsweredWithAnotherVolumesStorageKeepsTheIntent(t *testing.
 // `snapshot deregister` (a `snapshot delete` of the name sends CreateSnapshot again first, and
 // gets the same answer).
 func TestCreateSnapshotResentAnsweredWithAnotherSnapshotKeepsTheIntent(t *testing.T) {
+	t.Parallel()
 	pending := func(h *harness) bool {
 		var found bool
 		h.update(func(tx *store.Tx) error {
@@ -136,6 +138,7 @@ func TestCreateSnapshotResentAnsweredWithAnotherSnapshotKeepsTheIntent(t *testin
 // to the spec's capacity_min, as the same create of an existing volume does; before, the create
 // succeeded with a volume smaller than the spec says.
 func TestCreateReplayedFromALargerSpecIsExpanded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
 	if _, err := h.e.CreateVolume(h.ctx, volume("b")); err == nil {

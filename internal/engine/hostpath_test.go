@@ -112,6 +112,7 @@ func newHostpathEngineAt(t *testing.T, state string, cfg hostpath.Config, opts .
 // another reader's target, the reader cannot write, and the data lands in the volume's
 // directory. Real bind mounts, as root.
 func TestHostpathDataFlowsBetweenClaims(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	sv := spec.Volume{ID: "data", Name: "data", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
 		Capabilities: []spec.Capability{capab(spec.MultiNodeSingleWriter)}}
@@ -176,6 +177,7 @@ func TestHostpathDataFlowsBetweenClaims(t *testing.T) {
 // re-published by reconcile without a new claim and without ControllerPublishVolume; after a
 // simulated reboot (every mount gone) the staging is restored too.
 func TestHostpathRestore(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	cl := h.claimNew(t, "data", "a", spec.SingleNodeWriter)
 	if err := os.WriteFile(filepath.Join(cl.TargetPath, "keep.txt"), []byte("kept"), 0o644); err != nil {
@@ -239,6 +241,7 @@ func TestHostpathRestore(t *testing.T) {
 
 // TestRestoreReadsTheMountTableOnce: restoring many claims costs one read of the table.
 func TestRestoreReadsTheMountTableOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.PublishUnpublishVolume = false })
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
 	var targets []string

@@ -14,6 +14,7 @@ import (
 // size; the plugin's volume, which it made for this create, is deleted again by its whole ID;
 // nothing is recorded; no message volctl writes holds the ID whole.
 func TestCreateAnsweredWithAHugeIDIsRefusedAndTheVolumeDeleted(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	huge := strings.Repeat("v", 1<<20)
 	h.mem.AddVolume(csi.Volume{ID: huge, CapacityBytes: 1 << 30})
@@ -44,6 +45,7 @@ func TestCreateAnsweredWithAHugeIDIsRefusedAndTheVolumeDeleted(t *testing.T) {
 // one without an ID: the snapshot's create stays recorded under its name, saying how to remove
 // it, and the ID is recorded nowhere.
 func TestSnapshotAnsweredWithAHugeIDIsNotUsed(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	huge := strings.Repeat("s", 1<<20)
 	h.mem.AddSnapshot(csi.Snapshot{ID: huge, SourceVolumeID: h.volumeInfo("db").ExternalID, ReadyToUse: true})

@@ -13,6 +13,7 @@ import (
 // which has no other volume recorded). NearExternalIDs builds a LIKE pattern of the whole ID,
 // past SQLite's LIKE pattern limit (50,000 bytes).
 func TestHugeIDAnswerAmongOtherVolumesIsStillDeleted(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("a"))
 	huge := strings.Repeat("v", 60000)

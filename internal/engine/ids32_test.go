@@ -59,6 +59,7 @@ func nearHarness(t *testing.T, external string) (*harness, VolumeInfo) {
 // Now the answer is refused as another volume's storage is: nothing sent to delete it, nothing
 // recorded, the error naming the volume whose ID it is near and the ID answered.
 func TestCreateAnsweredWithANearSpellingOfAnotherVolumesStorageDeletesNothing(t *testing.T) {
+	t.Parallel()
 	for _, tc := range nearIDs {
 		for _, unusable := range []bool{true, false} {
 			name := tc.name + "/usable"
@@ -113,6 +114,7 @@ func TestCreateAnsweredWithANearSpellingOfAnotherVolumesStorageDeletesNothing(t 
 // and `snapshot delete mem ONE` deleted snapshot one. Now it is refused as the same snapshot
 // under another name is, naming "one" and the ID answered, and nothing is recorded.
 func TestCreateSnapshotAnsweredWithANearSpellingOfAnotherSnapshotIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range nearIDs {
 		t.Run(tc.name, func(t *testing.T) {
 			h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.FoldIDs = true })

@@ -20,6 +20,7 @@ import (
 // spellings and the ways out; reconcile finishing a delete of it recorded before does not send
 // it either; and the deregister the refusal names works and leaves the snapshot.
 func TestDeleteOfANearSpellingOfAnotherSnapshotIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range nearIDs {
 		t.Run(tc.name, func(t *testing.T) {
 			h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.FoldIDs = true })
@@ -94,6 +95,7 @@ func TestDeleteOfANearSpellingOfAnotherSnapshotIsRefused(t *testing.T) {
 // create answered with the second, beside the first recorded, is recorded, and deleting it
 // deletes only it.
 func TestCreateAnsweredWithAFullCaseFoldingOfAnotherVolumesIDIsRecorded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.mem.AddVolume(csi.Volume{ID: "stra\u00dfe", CapacityBytes: 1 << 20})
 	if _, err := h.e.RegisterVolume(h.ctx, registered("a", "stra\u00dfe")); err != nil {
@@ -117,6 +119,7 @@ func TestCreateAnsweredWithAFullCaseFoldingOfAnotherVolumesIDIsRecorded(t *testi
 // deleted does not refuse the delete: the near look reads every plugin's keys, and the rule is
 // the plugin's and its socket mates'.
 func TestSnapshotDeleteBesideANearIDOfAnotherPluginGoesOn(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	if _, err := h.e.CreateSnapshot(h.ctx, "db", "one", nil); err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ func (h *harness) impostorOnSocket() (impostor *csitest.MemPlugin, stop func()) 
 // detach, a pending snapshot's reconcile): nothing goes to it, and the intents stay for the
 // registered driver, which finishes them once back.
 func TestAnotherDriverGetsNoIntentOrControllerRPC(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("a"))
 	h.claim(ClaimRequest{VolumeID: "a", Alloc: "web"})

@@ -52,6 +52,7 @@ func serveImpostor(t *testing.T, socket string) (reached func() []string) {
 // the next RPC goes over, with the volume's secrets, must be checked too. It is refused before
 // anything is sent, naming the socket, the listener's user and what to do.
 func TestPluginReplacedUnderAHeldConnectionGetsNoRequest(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	if err := os.Chmod(filepath.Dir(h.socket), 0o777|os.ModeSticky); err != nil { // as /tmp
 		t.Fatal(err)
@@ -89,6 +90,7 @@ func TestPluginReplacedUnderAHeldConnectionGetsNoRequest(t *testing.T) {
 // plugin's directory must be. So too where the registered socket's directory is root's symlink
 // to that one: where anyone could make it is where it resolves.
 func TestSocketDirectoryMadeByAnotherUserIsNoLicence(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name        string
 		throughLink bool
@@ -172,6 +174,7 @@ func TestSocketDirectoryMadeByAnotherUserIsNoLicence(t *testing.T) {
 // RPC, by the fresh fingerprint's check and by the check of the connection held, naming both
 // users and what to do; registering the plugin again accepts the new user.
 func TestServerOfAnotherUserThanTheFingerprintsIsRefused(t *testing.T) {
+	t.Parallel()
 	serverOfAnotherUserIsRefused(t, func(dir string) string { return filepath.Join(dir, "csi.sock") })
 }
 
@@ -208,6 +211,7 @@ func serverOfAnotherUserIsRefused(t *testing.T, spell func(dir string) string) {
 // stored with the fingerprint (forgetFingerprintSockets), so that no connection reuses it: who
 // served the socket is kept, and nobody's process serving it next is refused as above.
 func TestServerKeptThroughAStaleFingerprint(t *testing.T) {
+	t.Parallel()
 	h, socket, stop := rootServesInNobodysDirectory(t)
 	c, err := h.e.connect(h.ctx, "hp")
 	if err != nil {
@@ -230,6 +234,7 @@ func TestServerKeptThroughAStaleFingerprint(t *testing.T) {
 // It was not: the check of the connection held found no user recorded for the cleaned path, and
 // let nobody's listener be sent NodeStageVolume and its secret.
 func TestServerOfAnotherUserThanTheFingerprintsIsRefusedHoweverThePathIsSpelled(t *testing.T) {
+	t.Parallel()
 	for name, spell := range map[string]func(dir string) string{
 		"double slash":  func(dir string) string { return dir + "//csi.sock" },
 		"dot":           func(dir string) string { return dir + "/./csi.sock" },
@@ -318,6 +323,7 @@ func stageOverHeld(h *harness, c *conn) (err error) {
 // served: the agent's registration holds it to the user kept with the last fingerprint, as
 // every connection does; only the operator's (volctl plugin register) takes another.
 func TestAgentsRegistrationKeepsWhoServed(t *testing.T) {
+	t.Parallel()
 	h, socket, stop := rootServesInNobodysDirectory(t)
 	stop()
 	wantRefusal := impostorRefused(t, socket)

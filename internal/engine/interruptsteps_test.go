@@ -15,6 +15,7 @@ import (
 // run, and reconcile then finishes the claim (publishing it) or the release (freeing it), the
 // plugin left as the store says.
 func TestInterruptAtEachStepLeavesItResumable(t *testing.T) {
+	t.Parallel()
 	for _, rpc := range []string{csi.RPCControllerPublishVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
 		t.Run("claim/"+rpc, func(t *testing.T) {
 			h := newHarness(t, nil)

@@ -13,6 +13,7 @@ import (
 // by ValidateID's rules alone) is still claimed, released and deleted by that ID: only what
 // volctl makes anew is held to the stricter rule.
 func TestInvisibleCharactersOnlyInNewIDsAreRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-\u202e0"})

@@ -55,6 +55,7 @@ func kernelHarnessConfig(t *testing.T, mutate func(*csitest.MemConfig), cfg Conf
 // and is rolled back (the plugin asked to unpublish it), the writer's claim untouched. Real
 // mounts, as root.
 func TestReadClaimPublishedReadWriteIsRefused(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, func(c *csitest.MemConfig) { c.IgnoreReadOnly = true })
 	h.create(volume("v", capab(spec.MultiNodeSingleWriter)))
 	w := h.claim(ClaimRequest{VolumeID: "v", Alloc: "w"})
@@ -90,6 +91,7 @@ func TestReadClaimPublishedReadWriteIsRefused(t *testing.T) {
 // A plugin that honours readonly is published as before, and the read claim's target refuses
 // writes (EROFS): the check does not refuse what it should pass. Real mounts, as root.
 func TestReadClaimPublishedReadOnlyIsKept(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	h.create(volume("v", capab(spec.MultiNodeSingleWriter)))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "w"})
@@ -105,6 +107,7 @@ func TestReadClaimPublishedReadOnlyIsKept(t *testing.T) {
 // published, and released leaving nothing mounted: the checks of a block target against the
 // kernel (a file, not a directory; a mount point) pass what they should. Real mounts, as root.
 func TestBlockClaimPublishedAsAFileOnKernelMounts(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	h.create(volume("v", spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.BlockDevice}))
 	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a", AttachmentMode: spec.BlockDevice})
@@ -124,6 +127,7 @@ func TestBlockClaimPublishedAsAFileOnKernelMounts(t *testing.T) {
 // writes would land on the host, not the volume. That target is refused like one with nothing
 // mounted on it, naming the staging path, and the claim rolled back. Real mounts, as root.
 func TestTargetBoundFromAnEmptyStagingIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		mutate func(*csitest.MemConfig)

@@ -18,6 +18,7 @@ import (
 // volume stages it again (restageIfLost) and reaches the same data, and the releases leave
 // nothing mounted. Real mounts, as root.
 func TestStagingUnmountedUnderItsTargetsIsStagedAgainByTheNextClaim(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	a := h.claimNew(t, "data", "a", spec.MultiNodeMultiWriter)
 	staging := stagingPath(h.e.StateDir(), "hp", "data")

@@ -90,6 +90,7 @@ func TestBindRefusesADestinationWhoseParentWasSwapped(t *testing.T) {
 // symlink points, a refused bind leaves no mount behind, and a bind that succeeds was
 // verified at the destination's path.
 func TestBindAgainstARacingRenamer(t *testing.T) {
+	t.Parallel()
 	hostpathtest.RequireMount(t)
 	dir, elsewhere := hostpathtest.MountDir(t), hostpathtest.MountDir(t)
 	src := bindSource(t, dir)
@@ -157,6 +158,7 @@ func TestBindAgainstARacingRenamer(t *testing.T) {
 // went (a mount of the volume outside the state dir that no claim's destination accounts
 // for), names it, and stops, mounts untouched, until it is unmounted.
 func TestReleaseFindsAVolumeMountMovedAway(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	dests := hostpathtest.MountDir(t)
 	dest := filepath.Join(dests, "alloc", "data")

@@ -38,6 +38,7 @@ func (h *harness) attachOutside(vol string, vc csi.VolumeCapability, readOnly bo
 // a volume is published to: one that can is refused before the RPC
 // (TestClaimOfAVolumeAnotherStateDirAttachedLeavesItsAttachment).
 func TestAttachmentAnsweredAlreadyExistsIsNotUndone(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ListVolumesPublishedNodes = false })
 	h.create(volume("v", capab(spec.SingleNodeWriter), capab(spec.MultiNodeReaderOnly)))
 	h.attachOutside("v", csi.VolumeCapability{Capability: capab(spec.MultiNodeReaderOnly)}, true)
@@ -72,6 +73,7 @@ func TestAttachmentAnsweredAlreadyExistsIsNotUndone(t *testing.T) {
 // ALREADY_EXISTS. b's rollback must leave a's attachment and its record: a holds the volume
 // and reconcile finishes publishing it over that very attachment.
 func TestAttachmentOfAnInterruptedClaimStaysThroughAnotherClaimsAlreadyExists(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
 	h.faults.FailAlways(csi.RPCNodeStageVolume, codes.Unavailable)
@@ -129,6 +131,7 @@ func (h *harness) restartKeepingState(edit func(*csitest.MemConfig)) {
 // staging, so it is unstaged and staged again with the attachment's publish_context, each
 // step's intent committed first, and the claim is published.
 func TestStagingMadeBeforeTheAttachmentIsMadeAgainFromIt(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(cfg *csitest.MemConfig) {
 		cfg.Controller.PublishUnpublishVolume = false
 		cfg.StageFromAttachment = true
@@ -192,6 +195,7 @@ func (h *harness) leaveStagedWithoutClaim(vol string) store.Staging {
 // Now each line says what was done: unstaged at which path, detached from which node, or the
 // attachment kept, owed.
 func TestReconcileSaysWhatItDidWithALeftStaging(t *testing.T) {
+	t.Parallel()
 	t.Run("unstaged and detached", func(t *testing.T) {
 		h := newHarness(t, nil)
 		st := h.leaveStagedWithoutClaim("v")
@@ -236,6 +240,7 @@ func TestReconcileSaysWhatItDidWithALeftStaging(t *testing.T) {
 // ControllerPublishVolume; claim b was published over the unattached staging, the volume
 // recorded attached though nothing attached it.
 func TestClaimOverAStagingMadeBeforeTheAttachmentNamesTheWayOut(t *testing.T) {
+	t.Parallel()
 	for _, statusFirst := range []bool{false, true} {
 		t.Run(fmt.Sprintf("status first %t", statusFirst), func(t *testing.T) {
 			testClaimOverAStagingMadeBeforeTheAttachment(t, statusFirst)
@@ -294,6 +299,7 @@ func testClaimOverAStagingMadeBeforeTheAttachment(t *testing.T, statusFirst bool
 // The claim's own possible publication is undone first, then the staging made again from the
 // attachment, and the claim published.
 func TestStagingMadeBeforeTheAttachmentUnderItsOwnClaimsTarget(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(cfg *csitest.MemConfig) {
 		cfg.Controller.PublishUnpublishVolume = false
 		cfg.StageFromAttachment = true

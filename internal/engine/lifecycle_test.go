@@ -16,6 +16,7 @@ import (
 )
 
 func TestLifecyclePublishAndReleasePaths(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	sv := volume("db")
 	sv.MountOptions = &spec.MountOptions{FSType: "ext4", MountFlags: spec.MountFlags{"noatime"}}
@@ -107,6 +108,7 @@ func TestLifecyclePublishAndReleasePaths(t *testing.T) {
 }
 
 func TestCapabilityGating(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		mutate func(*csitest.MemConfig)
@@ -143,6 +145,7 @@ func TestCapabilityGating(t *testing.T) {
 }
 
 func TestStagingIsSharedAndReferenceCounted(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("shared", capab(spec.MultiNodeMultiWriter)))
 	h.mem.ResetCalls()
@@ -183,6 +186,7 @@ func TestStagingIsSharedAndReferenceCounted(t *testing.T) {
 }
 
 func TestAdmissionRules(t *testing.T) {
+	t.Parallel()
 	type step struct {
 		alloc    string
 		readOnly bool
@@ -229,6 +233,7 @@ func TestAdmissionRules(t *testing.T) {
 }
 
 func TestClaimModesMustMatchACapabilityAndTheCurrentMode(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter),
 		spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.BlockDevice},
@@ -263,6 +268,7 @@ func TestClaimModesMustMatchACapabilityAndTheCurrentMode(t *testing.T) {
 }
 
 func TestClaimRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	for _, alloc := range []string{"", "..", "a/b", "-x"} {
@@ -276,6 +282,7 @@ func TestClaimRefusesBadInput(t *testing.T) {
 }
 
 func TestClaimStatesAreCommittedWithTheLastError(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.faults.FailAlways(csi.RPCNodePublishVolume, 14) // Unavailable

@@ -15,6 +15,7 @@ import (
 // conflict naming the limit and the volume there, before any RPC, rather than a
 // ControllerPublishVolume over the plugin's limit.
 func TestMaxVolumesPerNodeCountsThePluginIDsOfOneSocket(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.MaxVolumes = 1 })
 	h.registerPlugin("mem2", h.socket)
 	h.create(volume("a"))

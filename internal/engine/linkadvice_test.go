@@ -14,6 +14,7 @@ import (
 // claim left for reconcile, with advice the user can follow: remove the link. "Use the path
 // it points to" was said, of paths no one chooses.
 func TestLinkAboveAClaimsPathsSaysToRemoveIt(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		link func(state string) string
@@ -44,6 +45,7 @@ func TestLinkAboveAClaimsPathsSaysToRemoveIt(t *testing.T) {
 // a symlink is held, never rolled back: the advice is to remove the link and let reconcile
 // restore the mount, not "claim again", which a claim held degraded refuses.
 func TestLinkAtADegradedClaimsTargetSaysToReconcile(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.claimThenReboot("v", "a", spec.SingleNodeWriter)
 	target := publishPath(h.dir, "a", "v", false, spec.FileSystem, spec.SingleNodeWriter)

@@ -26,6 +26,7 @@ import (
 // (TestClaimOnASymlinkLeftAtTheTargetIsRolledBack), nor one leading to another claim's target
 // (TestLinkToAnotherClaimsTargetAtANodeStagedClaimIsNotFollowed).
 func TestLinkAtANodeStagedClaimsTargetAfterAFailedPublishIsUnpublishedFirst(t *testing.T) {
+	t.Parallel()
 	elsewhere := t.TempDir()
 	if err := os.WriteFile(elsewhere+"/keep", nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -80,5 +81,6 @@ func TestLinkAtANodeStagedClaimsTargetAfterAFailedPublishIsUnpublishedFirst(t *t
 // recorded maybe sent: the link is removed unfollowed and NodeUnpublishVolume sent at the
 // target (linkAtASentPublishsTarget checks none goes through a link).
 func TestLinkToAnotherClaimsTargetAtANodeStagedClaimIsNotFollowed(t *testing.T) {
+	t.Parallel()
 	linkAtASentPublishsTarget(t, func(t *testing.T, h *hostpathEngine, target, otherTarget string) string { return otherTarget })
 }

@@ -25,6 +25,7 @@ import (
 // sent, and the rollback's NodeUnstageVolume finds the plugin's link there for the plugin to
 // remove, no event blaming a hand or a program.
 func TestPluginThatLinksItsStagingPathIsRolledBack(t *testing.T) {
+	t.Parallel()
 	elsewhere := t.TempDir() // the plugin's own directory, where its link leads
 	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeStaging = linkPathTo(elsewhere) })
 	h.create(volume("v"))
@@ -83,6 +84,7 @@ func TestPluginThatLinksItsStagingPathIsRolledBack(t *testing.T) {
 // (neither NodeStageVolume nor NodeUnstageVolume, whose plugin would follow it), and the link
 // is left as it was, for its owner.
 func TestLinkAtANewClaimsStagingPathIsRolledBackAsAConflict(t *testing.T) {
+	t.Parallel()
 	elsewhere := t.TempDir()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
@@ -113,6 +115,7 @@ func TestLinkAtANewClaimsStagingPathIsRolledBackAsAConflict(t *testing.T) {
 // NodeUnstageVolume (the plugin's chance to remove its link), then ControllerUnpublishVolume,
 // and says so, blaming no hand; the claim settles.
 func TestLinkAtAStagingPathAfterAFailedStageIsUnstagedFirst(t *testing.T) {
+	t.Parallel()
 	elsewhere := t.TempDir()
 	h := newHarness(t, nil)
 	h.create(volume("v"))

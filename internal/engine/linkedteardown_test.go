@@ -45,6 +45,7 @@ func requireUntouched(t *testing.T, dir, file string) {
 // it). volctl, which made that path, removes the link (never what it points to) before
 // NodeUnpublishVolume, says so, and the release goes on. So for a staging path.
 func TestReleaseRemovesASymlinkPutInPlaceOfTheTargetBeforeNodeUnpublish(t *testing.T) {
+	t.Parallel()
 	for _, which := range []string{"target", "staging"} {
 		t.Run(which, func(t *testing.T) {
 			h := newHostpathEngine(t)
@@ -99,6 +100,7 @@ func TestReleaseRemovesASymlinkPutInPlaceOfTheTargetBeforeNodeUnpublish(t *testi
 // NodeUnpublishVolume is not sent through it, the error names the link and what to do, and the
 // claim is left for reconcile, which finishes once the link is gone.
 func TestReleaseRefusesATargetReachedThroughASymlink(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	cl := h.claimNew(t, "v", "a", spec.SingleNodeWriter)
 	disk, file := hostsDisk(t)

@@ -19,6 +19,7 @@ import (
 // NodeUnpublishVolume at the target. (Before, the claim was put back to controller-published
 // and rolled back with no NodeUnpublishVolume at all.)
 func TestLinkToOthersAfterASentPublishIsRemovedAndTheTargetUnpublished(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeTarget = linkPathTo(t.TempDir()) })
 	h.create(volume("v"))
 	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Lost: true, Times: 10})

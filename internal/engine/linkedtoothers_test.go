@@ -102,6 +102,7 @@ func linkAtASentPublishsTarget(t *testing.T, via func(t *testing.T, h *hostpathE
 
 // A link to a link (outside the state dir) to b's target.
 func TestLinkThroughAHopToAnotherClaimsTargetIsNotFollowed(t *testing.T) {
+	t.Parallel()
 	linkAtASentPublishsTarget(t, func(t *testing.T, h *hostpathEngine, target, otherTarget string) string {
 		hop := filepath.Join(t.TempDir(), "hop")
 		if err := os.Symlink(otherTarget, hop); err != nil {
@@ -113,6 +114,7 @@ func TestLinkThroughAHopToAnotherClaimsTargetIsNotFollowed(t *testing.T) {
 
 // A link into b's target through a second alias of the state dir (not the one volctl was given).
 func TestLinkThroughAnotherAliasOfTheStateDirIsNotFollowed(t *testing.T) {
+	t.Parallel()
 	linkAtASentPublishsTarget(t, func(t *testing.T, h *hostpathEngine, target, otherTarget string) string {
 		alias := filepath.Join(t.TempDir(), "alias")
 		if err := os.Symlink(h.e.StateDir(), alias); err != nil {
@@ -128,6 +130,7 @@ func TestLinkThroughAnotherAliasOfTheStateDirIsNotFollowed(t *testing.T) {
 
 // A relative link to a name in the claim's own publish directory, itself a link to b's target.
 func TestLinkThroughTheClaimsOwnDirectoryToAnotherClaimsTargetIsNotFollowed(t *testing.T) {
+	t.Parallel()
 	linkAtASentPublishsTarget(t, func(t *testing.T, h *hostpathEngine, target, otherTarget string) string {
 		if err := os.Symlink(otherTarget, filepath.Join(filepath.Dir(target), "x")); err != nil {
 			t.Fatal(err)
@@ -139,6 +142,7 @@ func TestLinkThroughTheClaimsOwnDirectoryToAnotherClaimsTargetIsNotFollowed(t *t
 
 // A link to a directory holding b's target: the state dir itself, and a parent of it.
 func TestLinkToADirectoryHoldingAnotherClaimsTargetIsNotFollowed(t *testing.T) {
+	t.Parallel()
 	for _, up := range []int{0, 1} {
 		t.Run(map[int]string{0: "state-dir", 1: "its-parent"}[up], func(t *testing.T) {
 			linkAtASentPublishsTarget(t, func(t *testing.T, h *hostpathEngine, target, otherTarget string) string {

@@ -20,6 +20,7 @@ import (
 // the delete the plugin answered OK still succeeds, the lock is given back, and the event and
 // the warning say why it was not checked.
 func TestDeleteCheckAgainstASlowEndlessListingIsBounded(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		delay time.Duration

@@ -51,6 +51,7 @@ func (p *execPlugin) command(line, answer string) {
 // The new socket files' listeners are checked and recorded first (checkServers, the uid rule
 // kept), as a fresh connection does; the same driver with the same capabilities goes on.
 func TestClaimThroughAPluginRestartedMidClaimBySupervisor(t *testing.T) {
+	t.Parallel()
 	first := startExecPlugin(t, "mem.csi.volctl.test")
 	var once sync.Once
 	var ext string
@@ -93,6 +94,7 @@ func TestClaimThroughAPluginRestartedMidClaimBySupervisor(t *testing.T) {
 // again once the server's first bytes arrive (its HTTP/2 settings, which gRPC awaits before
 // any RPC): by then whoever accepted the connection has written to it.
 func TestExecWhileAConnectionWaitsInTheBacklogIsRefused(t *testing.T) {
+	t.Parallel()
 	plugin := startExecPlugin(t, "mem.csi.volctl.test")
 	h, ext := execPluginHarness(t, plugin, Config{})
 	plugin.command("race "+copyOfTestBinary(t)+" other.csi.example "+ext, "paused")
@@ -142,6 +144,7 @@ func setLongProcessTitle() {
 // plugin closed its idle connections, was refused ("runs another program image ... it
 // exec()ed since"), and every later process fingerprinted it again. Field 48 is not read.
 func TestProcessTitleChangeIsNoExec(t *testing.T) {
+	t.Parallel()
 	plugin := startExecPlugin(t, "mem.csi.volctl.test")
 	h, _ := execPluginHarness(t, plugin, Config{})
 	plugin.command("title", "titled")
@@ -204,6 +207,7 @@ func TestLauncherPidTakenByAnotherProcessRefusesNothing(t *testing.T) {
 // fingerprints it, and another driver is refused. (A held connection, the agent's, is not
 // fingerprinted again mid-operation: docs/architecture.md.)
 func TestClaimThroughALaunchedPluginThatExecdAnotherDriver(t *testing.T) {
+	t.Parallel()
 	plugin := startExecPluginWith(t, "mem.csi.volctl.test", execPluginOptions{launcher: true})
 	h, ext := execPluginHarness(t, plugin, Config{})
 	plugin.exec(copyOfTestBinary(t), "other.csi.example", ext)
@@ -222,6 +226,7 @@ func TestClaimThroughALaunchedPluginThatExecdAnotherDriver(t *testing.T) {
 // (the five identity RPCs: the same driver started again with other flags answers its name as
 // before) and, reading the same, reuses the stored fingerprint: nothing recorded.
 func TestLaunchedPluginUnchangedIsFingerprintedNotRecorded(t *testing.T) {
+	t.Parallel()
 	plugin := startExecPluginWith(t, "mem.csi.volctl.test", execPluginOptions{launcher: true})
 	h, _ := execPluginHarness(t, plugin, Config{})
 	fingerprintAt := func() time.Time {

@@ -15,6 +15,7 @@ import (
 // neither Ctrl-C nor its context reached it (SIGTERM did not end `volctl volume release`); a
 // symlink made volctl create and lock the file it points to, wherever that is.
 func TestLockFileThatIsNotARegularFileIsRefused(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		lock string // the lock file's name under locks/

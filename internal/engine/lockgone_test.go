@@ -20,6 +20,7 @@ import (
 // one at the path; it is not, so it stops, naming the lock file and what happened, sending and
 // writing nothing more, and the second, which took the lock at the path, finishes the claim.
 func TestLockFileDeletedWhileHeldStopsTheHolder(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
 	h.faults.Delay(csi.RPCNodeStageVolume, 300*time.Millisecond)
@@ -59,6 +60,7 @@ func TestLockFileDeletedWhileHeldStopsTheHolder(t *testing.T) {
 // NodeUnpublishVolume is in flight stops at its next checkpoint, and the second volctl's release,
 // on the new lock file, finishes it alone: NodeUnstageVolume and ControllerUnpublishVolume once.
 func TestLockFileDeletedWhileHeldStopsTheRelease(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
@@ -108,6 +110,7 @@ func (h *harness) removeLockThenOpenAnother(vol string) (*Engine, string) {
 // taker's open and its flock guards nothing (the other process locks the new file): it is
 // errNotAtPath, which lock and exclusive answer by taking the lock again on the file at the path.
 func TestLockOnAFileNoLongerAtItsPathIsNotHeld(t *testing.T) {
+	t.Parallel()
 	l, err := newLocker(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 // recording anything, and stops, naming the lock file, and the delete alone finishes (it learns
 // the volume by the create's name and deletes it).
 func TestLockFileDeletedWhileCreateVolumeInFlightStopsTheCreate(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	var created VolumeInfo
 	ferr, serr, lockPath := h.lockLostBeside("db", csi.RPCCreateVolume,
@@ -50,6 +51,7 @@ func TestLockFileDeletedWhileCreateVolumeInFlightStopsTheCreate(t *testing.T) {
 // The first stops once DeleteVolume answers, before forgetting anything, and the second
 // finishes the delete alone.
 func TestLockFileDeletedWhileDeleteVolumeInFlightStopsTheDelete(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	ferr, serr, lockPath := h.lockLostBeside("db", csi.RPCDeleteVolume,
@@ -72,6 +74,7 @@ func TestLockFileDeletedWhileDeleteVolumeInFlightStopsTheDelete(t *testing.T) {
 // it read it before the second began, and said "expanded". It stops once answered, recording
 // nothing, and the second's expansion is what the volume records.
 func TestLockFileDeletedWhileExpandInFlightStopsTheExpand(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	ferr, serr, lockPath := h.lockLostBeside("db", csi.RPCControllerExpandVolume,
@@ -97,6 +100,7 @@ func TestLockFileDeletedWhileExpandInFlightStopsTheExpand(t *testing.T) {
 // volctl, which finishes the intent under the source's lock and deletes what it answers.
 // Before, the create recorded the snapshot and said "created" while the delete removed it.
 func TestLockFileDeletedWhileSnapshotInFlightStopsTheSnapshot(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	ferr, serr, lockPath := h.lockLostBeside("db", csi.RPCCreateSnapshot,
 		func() error { _, err := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil); return err },
@@ -207,6 +211,7 @@ func (h *harness) eventsSaying(kind, text string) []string {
 // forgot it and the volume with it, beside the reconcile working on them. It stops, leaving the
 // volume registered, for the deregister to be run again.
 func TestLockFileDeletedWhileDeregisterUnpublishesStopsTheDeregister(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	forceDetachFailingControllerUnpublish(t, h)
 	var warnings []string

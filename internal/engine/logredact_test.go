@@ -19,6 +19,7 @@ func (s stringer) String() string { return string(s) }
 // added with With, one in a group. The engine words some messages from data a plugin returned
 // (a node ID, a topology), which a hostile plugin may have echoed a secret into.
 func TestLogRecordsAreScrubbedOfKnownSecrets(t *testing.T) {
+	t.Parallel()
 	const secret = "logecho-s3cret-2b7d"
 	var buf bytes.Buffer
 	for _, h := range []slog.Handler{
@@ -52,6 +53,7 @@ func TestLogRecordsAreScrubbedOfKnownSecrets(t *testing.T) {
 // (building one for a thousand values takes milliseconds), and a value added to the state
 // meanwhile is never missed: a new list of values builds a new scrubber.
 func TestRedactorReusesItsScrubberUntilTheValuesChange(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	sv := volume("db", capab(spec.SingleNodeWriter))
 	sv.Secrets = spec.Secrets{"token": "first-s3cret"}

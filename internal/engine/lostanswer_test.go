@@ -22,6 +22,7 @@ func (h *harness) pluginHolds(v string) (attached, staged, targets int) {
 // plugin killed as it answered), the plugin then restarted: the claim left where it got, then
 // reconcile or a release, must converge with the plugin holding exactly what the claim needs.
 func TestEveryClaimRPCDoneButUnansweredConverges(t *testing.T) {
+	t.Parallel()
 	for _, rpc := range []string{csi.RPCControllerPublishVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
 		for _, then := range []string{"reconcile", "release"} {
 			t.Run(rpc+"/"+then, func(t *testing.T) {
@@ -67,6 +68,7 @@ func TestEveryClaimRPCDoneButUnansweredConverges(t *testing.T) {
 // restarted: reconcile frees the claim, the plugin holding nothing of it, and the volume can be
 // claimed again.
 func TestEveryReleaseRPCDoneButUnansweredConverges(t *testing.T) {
+	t.Parallel()
 	for _, rpc := range []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume} {
 		t.Run(rpc, func(t *testing.T) {
 			h := newHarness(t, nil)

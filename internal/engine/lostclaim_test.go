@@ -21,6 +21,7 @@ import (
 // Now the release leaves the volume staged and attached, naming the mount and what to do, the
 // claim on its release path for reconcile; once the mount is gone, reconcile finishes it.
 func TestReleaseLeavesTheStagingOfATargetTheDatabaseLost(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
 	a := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -94,6 +95,7 @@ func TestReleaseLeavesTheStagingOfATargetTheDatabaseLost(t *testing.T) {
 // left), and the release of the last claim the database knows leaves the staging, naming c's
 // target.
 func TestReleaseFindsATargetTheDatabaseLostThroughTheTargetIndex(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
 	h.create(volume("w", capab(spec.MultiNodeMultiWriter)))
@@ -146,6 +148,7 @@ func TestReleaseFindsATargetTheDatabaseLostThroughTheTargetIndex(t *testing.T) {
 // them), or whose index was removed: the first release's look builds it from one walk of the
 // publish tree, so a target the database lost is found there too.
 func TestReleaseBuildsTheTargetIndexFromThePublishTree(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "first"})

@@ -15,3 +15,14 @@ func TestMain(m *testing.M) {
 	testproc.Start()
 	os.Exit(m.Run())
 }
+
+// swapsGlobals marks t as a test that swaps package-level state for its duration (a hook such
+// as peerInodeOf, procRoot, noOpenat2 or a testHook*): such a test must stay serial, as
+// go test runs every serial top-level test before the parallel ones, which read that state.
+// t.Setenv is the testing package's own guard for that: it panics if t or a test above it is
+// parallel, and makes a later t.Parallel on t panic. The variable it sets says which test
+// swapped what, to a process the test starts.
+func swapsGlobals(t *testing.T, what string) {
+	t.Helper()
+	t.Setenv("VOLCTL_ENGINE_TEST_SWAPPED", what)
+}

@@ -49,6 +49,7 @@ func (p pluginPair) open(t *testing.T, socket string, cfg Config) (*harness, Vol
 // still has the volume staged and attached. No volume RPC may go to the impostor; the release
 // is left for reconcile, and the staging and attachment stay recorded.
 func TestPluginReplacedMidOperation(t *testing.T) {
+	t.Parallel()
 	p := newPluginPair()
 	real, impostor, impFaults := p.real, p.impostor, p.impFaults
 

@@ -39,6 +39,7 @@ func serveInPlace(t *testing.T, socket string, opts ...csitest.ServeOption) {
 // was sent the volume's NodePublishVolume (its secrets with it) and the claim was recorded
 // published.
 func TestAnotherDriverOnTheSocketWhileTheOldConnectionLivesIsAskedNotTheOld(t *testing.T) {
+	t.Parallel()
 	p := newPluginPair()
 	real, impostor, impFaults := p.real, p.impostor, p.impFaults
 

@@ -32,6 +32,7 @@ const noPtraceChildEnv = "VOLCTL_TEST_NO_PTRACE_CHILD"
 // the plugin had not published. Every operation on mounts now refuses up front, naming the two
 // namespaces and what to do, and changes nothing.
 func TestOperationsOnMountsRefusedInAPrivateMountNamespace(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to start a process in a mount namespace of its own")
 	}
@@ -146,6 +147,7 @@ func TestMountViewSharedPeerGroup(t *testing.T) {
 	host := "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n" +
 		"30 22 8:2 / /var rw,relatime shared:7 - ext4 /dev/sda2 rw\n"
 	write("1", "mnt:[4026531841]", host)
+	swapsGlobals(t, "procRoot")
 	old := procRoot
 	procRoot = root
 	t.Cleanup(func() { procRoot = old })
@@ -179,6 +181,7 @@ func TestMountViewSharedPeerGroup(t *testing.T) {
 // up and tears down each time), and again once the socket is another (the plugin started
 // again makes it anew; its ctime changes here).
 func TestMountViewAsksEachPluginServerOnce(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	for range 3 {
 		if err := h.e.checkMountView(h.ctx, ""); err != nil {
@@ -204,6 +207,7 @@ func TestMountViewAsksEachPluginServerOnce(t *testing.T) {
 // server only: the other's mounts are not the ones they act on. A group's run, reconcile
 // (checkMountView of no volume) and a volume not found as named still ask every plugin.
 func TestMountViewAsksOnlyTheVolumesPlugin(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	otherSocket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
 	h.registerPlugin("other", otherSocket)
@@ -237,6 +241,7 @@ const fdlessEnv = "VOLCTL_TEST_FDLESS_DIR"
 // open. The child, an engine of its own as a command's, claims through the harness's plugin,
 // stopped, then uses up every file descriptor and redacts the error.
 func TestRedactingAFailedClaimWithoutFileDescriptors(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v1"))
 	h.stopServe() // the plugin gone: the claim's error is volctl's words, no plugin message
@@ -347,6 +352,7 @@ func TestMountViewOfAPluginWhoseTableIsPartial(t *testing.T) {
 	write("self", "22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n"+
 		"30 22 8:2 / /var rw,relatime - ext4 /dev/sda2 rw\n"+
 		"31 22 8:3 / /srv rw,relatime - ext4 /dev/sda3 rw\n")
+	swapsGlobals(t, "procRoot")
 	old := procRoot
 	procRoot = root
 	t.Cleanup(func() { procRoot = old })

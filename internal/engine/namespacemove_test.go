@@ -16,6 +16,7 @@ import (
 // refusal now says the way that keeps it: deregister (the storage stays), then register of the
 // spec with its external ID in the new namespace. Followed, the data is there.
 func TestVolumeMovedToAnotherNamespaceKeepsItsData(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	sv := spec.Volume{ID: "data", Name: "data", Namespace: "team_a", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
 		Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}

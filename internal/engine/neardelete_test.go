@@ -15,6 +15,7 @@ import (
 // sends it; the conflict names a, both spellings (escaped), `volume deregister b`, and how to
 // delete b's storage if the plugin is case-sensitive; b is kept, ready. Deregister then works.
 func TestDeleteOfANearSpellingOfAnotherVolumesStorageIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.FoldIDs = true })
 	h.mem.AddVolume(csi.Volume{ID: "data-1", CapacityBytes: 1 << 20})
 	h.mem.AnswerCreateWith("data-1")

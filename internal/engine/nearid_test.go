@@ -16,6 +16,7 @@ import (
 // and names nothing when no stored ID is near, or when the ID is stored and what is missing
 // is something else (a claim).
 func TestNotFoundNamesTheNearestID(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("data", capab(spec.MultiNodeMultiWriter)))
 	h.create(volume("logs-archive"))
@@ -64,6 +65,7 @@ func TestNotFoundNamesTheNearestID(t *testing.T) {
 // `did you mean "data1"?`, as if it were the one meant: the user retyping it acted on a volume
 // chosen by the store's order. Every one as near is named, in order, the rest counted past five.
 func TestNotFoundNamesEveryIDAsNear(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	for _, id := range []string{"data1", "data2", "logs-a", "logs-b", "logs-c", "logs-d", "logs-e", "logs-f", "logs-g", "web"} {
 		h.create(volume(id))

@@ -12,6 +12,7 @@ import (
 // A plugin on another socket (another process, another storage) whose new volume's ID folds
 // equal to a volume of the first plugin: not the same storage, so the create must go through.
 func TestNearIDOfAnotherPluginOnAnotherSocketIsNotAConflict(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.FoldIDs = true })
 	h.mem.AddVolume(csi.Volume{ID: "data-1", CapacityBytes: 1 << 20})
 	h.mem.AnswerCreateWith("data-1")
@@ -33,6 +34,7 @@ func TestNearIDOfAnotherPluginOnAnotherSocketIsNotAConflict(t *testing.T) {
 // the volume the plugin made for it: the error should say it can be registered, which register
 // allows (it is not held to the rule).
 func TestNearRefusalOfACaseSensitivePluginNamesAWayOut(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil) // case-sensitive
 	h.mem.AddVolume(csi.Volume{ID: "vol-ab", CapacityBytes: 1 << 20})
 	h.mem.AnswerCreateWith("vol-ab")

@@ -47,6 +47,7 @@ func nestedGroup(t *testing.T, h *hostpathEngine, dests string, innerFirst bool)
 // lands in the logs volume (not hidden under data's bind, nor in data's directory), and the stop
 // unbinds the inner one first, so it succeeds and leaves nothing mounted. Real mounts, as root.
 func TestNestedVolumeMountsAreBoundOutermostFirstAndUnboundInnermostFirst(t *testing.T) {
+	t.Parallel()
 	for _, innerFirst := range []bool{false, true} {
 		t.Run(listedName(innerFirst), func(t *testing.T) {
 			h := newHostpathEngine(t)
@@ -92,6 +93,7 @@ func TestNestedVolumeMountsAreBoundOutermostFirstAndUnboundInnermostFirst(t *tes
 // release of a bind with another mounted below it says what is in the way, not "is something
 // still using it?". Real mounts, as root.
 func TestVolumeMountOverMountsBelowIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	dests := hostpathtest.MountDir(t)
 	dest := filepath.Join(dests, "app")
@@ -138,6 +140,7 @@ func TestVolumeMountOverMountsBelowIsRefused(t *testing.T) {
 // then refused the outer one (it would hide it). Both orders now bind outermost first and
 // unbind innermost first, in the run, the stop and reconcile's claim GC. Real mounts, as root.
 func TestOneVolumeBoundTwiceNestedIsBoundOuterFirstAndUnboundInnerFirst(t *testing.T) {
+	t.Parallel()
 	for _, innerFirst := range []bool{false, true} {
 		t.Run(listedName(innerFirst), func(t *testing.T) {
 			h := newSharedVolumeEngine(t, spec.MultiNodeMultiWriter)
@@ -177,6 +180,7 @@ func TestOneVolumeBoundTwiceNestedIsBoundOuterFirstAndUnboundInnerFirst(t *testi
 // was EBUSY with logs bound below it, and the run's error said releasing data failed too,
 // its claim left unpublishing. The run's undo releases innermost first. Real mounts, as root.
 func TestFailedAllocRunReleasesItsNestedClaimsInnerFirst(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	dests := hostpathtest.MountDir(t)
 	g := nestedGroup(t, h, dests, false)
@@ -237,6 +241,7 @@ func listedName(innerFirst bool) string {
 // host-to-task binds are not joined, and all are bound. Each stop leaves nothing mounted.
 // Real mounts, as root.
 func TestNestedPerAllocVolumeMountsOnASharedStateDirAgreeWithReconcile(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{spec.PropagationPrivate, spec.PropagationHostToTask, spec.PropagationBidirectional} {
 		t.Run(mode, func(t *testing.T) {
 			h := newSharedVolumeEngine(t, spec.MultiNodeMultiWriter)

@@ -21,6 +21,7 @@ import (
 // next pass, saying why, and once the plugin answers, the next pass restores both, logs on
 // data's directory. Real mounts, as root.
 func TestAFailedOuterRestoreLeavesTheInnerForTheNextPass(t *testing.T) {
+	t.Parallel()
 	for _, taken := range []bool{false, true} {
 		name := "inner published"
 		if taken {

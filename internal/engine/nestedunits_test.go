@@ -24,6 +24,7 @@ func byVolumeOf(published []store.Claim) (volumes []string, byVolume map[string]
 // characters ("/srv/a" and "/srv/a-b") or do not nest are restored in the first phase, each
 // volume's in the listed order.
 func TestRestorePhasesRestoreNestedVolumeMountsOutermostFirst(t *testing.T) {
+	t.Parallel()
 	claim := claimAt
 	published := []store.Claim{
 		claim("inner", "/srv/app/logs"),  // 0
@@ -49,6 +50,7 @@ func TestRestorePhasesRestoreNestedVolumeMountsOutermostFirst(t *testing.T) {
 // one restore worker: each unit is one volume's claims, and a phase never holds a claim below
 // one of its own or a later phase's (on main, the 400 claims were one unit).
 func TestRestoreSpreadsANestedGroup(t *testing.T) {
+	t.Parallel()
 	for name, published := range nestedLayouts(200) {
 		if name == "disjoint cycles" {
 			continue // no shared volume to spread around: the layout is the sort's cost case (TestNestingOrderReadsEachItemOnce)

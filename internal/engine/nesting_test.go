@@ -50,6 +50,7 @@ func claimAt(vol string, dests ...string) store.Claim {
 // and claim GC; and its steps grow linearly with the claims. Counted, not timed. Both ways, the
 // order is right.
 func TestNestingOrderReadsEachItemOnce(t *testing.T) {
+	t.Parallel()
 	for name, claims := range nestedLayouts(500) {
 		for _, outerFirst := range []bool{true, false} {
 			reads := 0
@@ -129,6 +130,7 @@ func referenceNestingOrder(items []store.Claim, outerFirst bool) []store.Claim {
 // On random groups whose destinations nest without a cycle (each claim one destination, some
 // shared), nestingOrder is the order by definition, both ways.
 func TestNestingOrderIsTheDefinedOrder(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewSource(28))
 	paths := []string{"/a", "/a/b", "/a/b/c", "/a/bc", "/a/b/c/d", "/x", "/x/y", "/a-b", "/a-b/c", "/"}
 	for round := range 500 {
@@ -154,6 +156,7 @@ func TestNestingOrderIsTheDefinedOrder(t *testing.T) {
 // A claim with two nested destinations of its own (one volume at /t and /t/logs) waits on no one
 // for them; a cycle between two claims keeps the listed order, and is broken at one of its own.
 func TestNestingOrderSelfNestedAndCycles(t *testing.T) {
+	t.Parallel()
 	c := claimAt
 	ids := func(cs []store.Claim) (out []string) {
 		for _, c := range cs {
@@ -198,6 +201,7 @@ func TestNestingOrderSelfNestedAndCycles(t *testing.T) {
 // enclosing destination alone); that is all a cycle costs, and bind refuses the claim that would
 // hide another anyway.
 func TestNestingOrderBreaksCyclesOnlyOnThem(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewSource(29))
 	paths := []string{"/", "/a", "/a/b", "/a/b/c", "/b", "/b/a", "/b/a/c", "/c", "/c/a", "/c/a/b"}
 	for round := range 3000 {

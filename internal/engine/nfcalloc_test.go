@@ -10,6 +10,7 @@ import (
 // claim" (a no-op, exit 0) while the claim stays published, and a claim of it must meet the
 // claim it has rather than mount the volume a second time for it.
 func TestAllocStoredDecomposedIsFoundInNFC(t *testing.T) {
+	t.Parallel()
 	const pre, dec = "web-caf\u00e9", "web-cafe\u0301"
 	h := newHarness(t, nil)
 	h.create(volume("v"))

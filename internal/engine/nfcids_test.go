@@ -35,6 +35,7 @@ func renameStored(t *testing.T, dir, from, to string) {
 // both as stored, rather than act on whichever the table lists first; so must a create of it.
 // An ID stored exactly as typed is still the one meant, whatever else normalises alike.
 func TestStoredIDsNormalisingAlikeAreRefused(t *testing.T) {
+	t.Parallel()
 	const nfc, one, two = "v\u1ead", "va\u0323\u0302", "va\u0302\u0323"
 	h := newHarness(t, nil)
 	h.create(volume("seed-1"))
@@ -66,6 +67,7 @@ func TestStoredIDsNormalisingAlikeAreRefused(t *testing.T) {
 // of that name is stored decomposed, it must meet that volume, not add a second one that
 // differs from it only in normalisation (for a create, a second volume on the storage).
 func TestSpecNamingAVolumeStoredDecomposedMeetsIt(t *testing.T) {
+	t.Parallel()
 	const pre, dec = "caf\u00e9", "cafe\u0301"
 	h := newHarness(t, nil)
 	named := func(id string) spec.Volume { v := volume(id); v.Name = "cafe"; return v }
@@ -100,6 +102,7 @@ func TestSpecNamingAVolumeStoredDecomposedMeetsIt(t *testing.T) {
 // mayHaveOtherForm skips the read of every key for ASCII IDs without "K", ";" and "`": that
 // holds only if no other rune normalises (NFC) into ASCII but the three it names.
 func TestOnlyThreeRunesNormaliseToASCII(t *testing.T) {
+	t.Parallel()
 	for r := rune(0x80); r <= unicode.MaxRune; r++ {
 		if r >= 0xd800 && r <= 0xdfff {
 			continue
@@ -116,6 +119,7 @@ func TestOnlyThreeRunesNormaliseToASCII(t *testing.T) {
 // stored decomposed, they must act on the stored ones, not add a second plugin row and a second
 // group whose alloc claims the volume again beside the stored group's claim.
 func TestPluginAndGroupStoredDecomposedAreNotAddedTwice(t *testing.T) {
+	t.Parallel()
 	const pre, dec = "caf\u00e9", "cafe\u0301"
 	h := newHarness(t, nil)
 	h.registerPlugin(dec, h.socket)
@@ -150,6 +154,7 @@ func TestPluginAndGroupStoredDecomposedAreNotAddedTwice(t *testing.T) {
 // the volume must be met, not refused as a change of name, nor its plugin as unregistered; and
 // the stored spelling is kept.
 func TestSpecNamesStoredDecomposedAreNoChange(t *testing.T) {
+	t.Parallel()
 	const pre, dec = "caf\u00e9", "cafe\u0301"
 	h := newHarness(t, nil)
 	h.registerPlugin(dec, h.socket)
@@ -192,6 +197,7 @@ func TestSpecNamesStoredDecomposedAreNoChange(t *testing.T) {
 // alloc is in no table of its own: events --volume and --alloc, typed (NFC), must still find
 // them, and must not answer with nothing, as for a volume and alloc that never existed.
 func TestEventsStoredDecomposedAreFoundInNFC(t *testing.T) {
+	t.Parallel()
 	const pre, dec = "caf\u00e9", "cafe\u0301"
 	h := newHarness(t, nil)
 	h.create(volume(dec))
@@ -221,6 +227,7 @@ func TestEventsStoredDecomposedAreFoundInNFC(t *testing.T) {
 // for. That look reads the events after AfterID only, not the log's column (3,000 allocs
 // here: one row each, every poll), and still finds a new event naming the alloc decomposed.
 func TestFollowedEventsFilterReadsOnlyNewRows(t *testing.T) {
+	t.Parallel()
 	const pre, dec = "w\u00e9b-0", "we\u0301b-0"
 	h := newHarness(t, nil)
 	h.update(func(tx *store.Tx) error {

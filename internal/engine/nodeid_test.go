@@ -23,6 +23,7 @@ import (
 // for good. No ControllerUnpublishVolume goes to the old node for an intent nothing was sent
 // for.
 func TestClaimAfterNodeIDChangeRecordsTheNodeItAttached(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.stopServe()
@@ -51,6 +52,7 @@ func TestClaimAfterNodeIDChangeRecordsTheNodeItAttached(t *testing.T) {
 // release would, then attaches the node the plugin reports now and records it. Nothing is
 // left attached once the claim is released.
 func TestRedriveAfterNodeIDChangeDetachesTheRecordedNode(t *testing.T) {
+	t.Parallel()
 	h := claimWithThePublishAnswerLost(t)
 	if nodes := h.mem.PublishedNodes(h.externalID("v")); !slices.Equal(nodes, []string{"node-1"}) {
 		t.Fatalf("attached to %v after the lost answer, want node-1", nodes)
@@ -80,6 +82,7 @@ func TestRedriveAfterNodeIDChangeDetachesTheRecordedNode(t *testing.T) {
 // sends ControllerUnpublishVolume for a handed-over volume. The claim goes no further, the
 // attachment stays recorded, and it is undone once the volume is taken back.
 func TestRedriveAfterNodeIDChangeOfAHandedOverVolumeKeepsTheAttachment(t *testing.T) {
+	t.Parallel()
 	h := claimWithThePublishAnswerLost(t)
 	markForcedAsBefore(t, h, "v", HandoverTarget{Address: "http://127.0.0.1:4646"})
 

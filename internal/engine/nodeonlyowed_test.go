@@ -18,6 +18,7 @@ import (
 // (recheck33b). They say it is owed, sent at the next publish; the claim then sends it once
 // and the storage grows to the size recorded.
 func TestPendingExpansionFinishedNodeOnlyOnNoPathSaysItIsOwed(t *testing.T) {
+	t.Parallel()
 	for _, next := range []string{"reconcile", "expand again"} {
 		t.Run(next, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -72,6 +73,7 @@ func TestPendingExpansionFinishedNodeOnlyOnNoPathSaysItIsOwed(t *testing.T) {
 // owed step, not only a pending one's): "node-only expand" holds that. One the controller
 // refuses leaves the debt owed, and reconcile says so, and sends it again.
 func TestOwedNodeExpansionThroughAPluginBackWithControllerExpandSendsItFirst(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"pending, finished node-only", "node-only expand"} {
 		for _, due := range []string{"claim", "claim refused, reconcile"} {
 			t.Run(how+"/"+due, func(t *testing.T) {

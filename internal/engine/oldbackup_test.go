@@ -56,6 +56,7 @@ func backupState(t *testing.T, h *harness, cfg Config) (restore func()) {
 // again while a target of it no claim records is mounted: the claim is left for reconcile,
 // the problem naming c's mount and what to do.
 func TestReconcileDoesNotRestoreAClaimOfAnOldBackupBesideAMountItDoesNotKnow(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
 	a := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})

@@ -15,6 +15,7 @@ import (
 // "mkdir .../publish/a0/snro: no such file or directory"). The two sides use lockers of their
 // own, as two processes would.
 func TestMakeDirsWhileAnotherReleaseRemovesTheParent(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	root := filepath.Join(state, publishDir) // makeDirs works below the state dir only
 	locker := func() *locker {
@@ -66,6 +67,7 @@ func TestMakeDirsWhileAnotherReleaseRemovesTheParent(t *testing.T) {
 // is not empty; and nothing at all when a level (root included) is a symlink, nor anything
 // where the symlink points.
 func TestRemoveEmptyDirs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	mk := func(t *testing.T, paths ...string) {
 		t.Helper()

@@ -67,6 +67,7 @@ func firstOfEachKindAndLast(fps []string) []string {
 // A claim, and another process's deregister of the volume: the claim succeeds and holds the
 // volume; the deregister waited for it and was refused naming the volume (it is claimed).
 func TestPausedPairClaimVolumeDeregister(t *testing.T) {
+	t.Parallel()
 	forSomeFailpoints(t, createdV,
 		onThis(func(e *Engine) func(ctx context.Context) error { return claimOf(e, "v", "a-0") }),
 		onOther(func(e *Engine) func(ctx context.Context) error { return deregisterIn(e, "v", false) }),
@@ -89,6 +90,7 @@ func TestPausedPairClaimVolumeDeregister(t *testing.T) {
 // the volume stays mounted, staged or attached at the plugin once it is forgotten, and the
 // claim either said it held the volume or named it.
 func TestPausedPairClaimVolumeDeregisterForced(t *testing.T) {
+	t.Parallel()
 	forSomeFailpoints(t, createdV,
 		onThis(func(e *Engine) func(ctx context.Context) error { return claimOf(e, "v", "a-0") }),
 		onOther(func(e *Engine) func(ctx context.Context) error { return deregisterIn(e, "v", true) }),
@@ -108,6 +110,7 @@ func TestPausedPairClaimVolumeDeregisterForced(t *testing.T) {
 // A release, and another process's deregister: the deregister waits for the release, then
 // forgets the volume (or is refused naming it), and nothing of it is left at the plugin.
 func TestPausedPairReleaseVolumeDeregister(t *testing.T) {
+	t.Parallel()
 	forSomeFailpoints(t, claimedV,
 		onThis(func(e *Engine) func(ctx context.Context) error { return releaseIn(e, "v", "a-0") }),
 		onOther(func(e *Engine) func(ctx context.Context) error { return deregisterIn(e, "v", false) }),
@@ -129,6 +132,7 @@ func TestPausedPairReleaseVolumeDeregister(t *testing.T) {
 // A registration that grows the volume (its capacity_min past the recorded size: an expand
 // first), and another process's claim: both succeed, the claim on the volume as registered.
 func TestPausedPairVolumeRegisterGrowingClaim(t *testing.T) {
+	t.Parallel()
 	grown := func(h *harness) spec.Volume {
 		sv := registered("v", h.externalID("v"))
 		sv.CapacityMin = 4 << 20
@@ -154,6 +158,7 @@ func TestPausedPairVolumeRegisterGrowingClaim(t *testing.T) {
 // A registration that grows the volume, and another process's delete of it: the delete waits,
 // then deletes it (nothing left at the plugin) or is refused naming it.
 func TestPausedPairVolumeRegisterGrowingDelete(t *testing.T) {
+	t.Parallel()
 	forEachFailpoint(t, createdV,
 		func(h *harness) func(ctx context.Context) error {
 			sv := registered("v", h.externalID("v"))
@@ -178,6 +183,7 @@ func TestPausedPairVolumeRegisterGrowingDelete(t *testing.T) {
 // the deregister waits for the reconcile, and is refused naming the volume while the claim is
 // held; the store matches the plugin after.
 func TestPausedPairReconcileVolumeDeregister(t *testing.T) {
+	t.Parallel()
 	setup := func(t *testing.T) *harness {
 		h := newHarness(t, nil)
 		h.create(volume("v"))
@@ -204,6 +210,7 @@ func TestPausedPairReconcileVolumeDeregister(t *testing.T) {
 // A claim, and another process's deregister of the volume's plugin: refused, naming the
 // volume using it; the claim succeeds.
 func TestPausedPairClaimPluginDeregister(t *testing.T) {
+	t.Parallel()
 	forSomeFailpoints(t, createdV,
 		onThis(func(e *Engine) func(ctx context.Context) error { return claimOf(e, "v", "a-0") }),
 		onOther(func(e *Engine) func(ctx context.Context) error {
@@ -224,6 +231,7 @@ func TestPausedPairClaimPluginDeregister(t *testing.T) {
 // recorded): once the plugin is registered again and a reconcile runs, the store matches the
 // plugin: the claim in flight neither leaked a mount nor left a record of one not there.
 func TestPausedPairClaimPluginDeregisterForced(t *testing.T) {
+	t.Parallel()
 	forSomeFailpoints(t, createdV,
 		onThis(func(e *Engine) func(ctx context.Context) error { return claimOf(e, "v", "a-0") }),
 		onOther(func(e *Engine) func(ctx context.Context) error {
@@ -267,6 +275,7 @@ func (h *harness) handedOver(id string) bool {
 // A claim, and another process's handover of the volume to Nomad: never both. The claim wins
 // (it held the volume first) and the handover is refused naming the volume's claim.
 func TestPausedPairClaimHandOver(t *testing.T) {
+	t.Parallel()
 	forSomeFailpoints(t, createdV,
 		onThis(func(e *Engine) func(ctx context.Context) error { return claimOf(e, "v", "a-0") }),
 		onOther(func(e *Engine) func(ctx context.Context) error { return handOverIn(e, "v", false) }),
@@ -284,6 +293,7 @@ func TestPausedPairClaimHandOver(t *testing.T) {
 // A handover whose registration in Nomad is on its way, and another process's claim: the claim
 // is refused naming the volume (handed over), and holds nothing.
 func TestPausedPairHandOverClaim(t *testing.T) {
+	t.Parallel()
 	forEachFailpoint(t, createdV,
 		onThis(func(e *Engine) func(ctx context.Context) error { return handOverIn(e, "v", false) }),
 		onOther(func(e *Engine) func(ctx context.Context) error { return claimOf(e, "v", "b-0") }),
@@ -304,6 +314,7 @@ func TestPausedPairHandOverClaim(t *testing.T) {
 // A release, and another process's handover: the handover waits for the release, then hands
 // the volume over with nothing left attached or staged here (Nomad's allocs stage it).
 func TestPausedPairReleaseHandOver(t *testing.T) {
+	t.Parallel()
 	forSomeFailpoints(t, claimedV,
 		onThis(func(e *Engine) func(ctx context.Context) error { return releaseIn(e, "v", "a-0") }),
 		onOther(func(e *Engine) func(ctx context.Context) error { return handOverIn(e, "v", false) }),
@@ -327,6 +338,7 @@ func TestPausedPairReleaseHandOver(t *testing.T) {
 // A take-back from Nomad, and another process's claim: the claim is refused naming the volume
 // (still handed over) or, after the take-back, holds it; never a claim while Nomad may.
 func TestPausedPairTakeBackClaim(t *testing.T) {
+	t.Parallel()
 	setup := func(t *testing.T) *harness {
 		h := createdV(t)
 		if err := handOverIn(h.e, "v", false)(h.ctx); err != nil {
@@ -356,6 +368,7 @@ func TestPausedPairTakeBackClaim(t *testing.T) {
 // A group run, and another process's claim of one of its volumes by an alloc of no group: the
 // single-writer volume has one claim after, and the run says what it could not claim.
 func TestPausedPairGroupRunSingleClaim(t *testing.T) {
+	t.Parallel()
 	setup := func(t *testing.T) *harness {
 		h := newHarness(t, nil)
 		h.createDBVolumes(2)
@@ -385,6 +398,7 @@ func TestPausedPairGroupRunSingleClaim(t *testing.T) {
 // claim holds throughout: the same outcome at each of that release's steps (mend33: every
 // one of the 8 ran, 7 of them waiting alike), so the first of each kind and the last.
 func TestPausedPairGroupStopSingleClaim(t *testing.T) {
+	t.Parallel()
 	setup := func(t *testing.T) *harness {
 		h := newHarness(t, nil)
 		h.createDBVolumes(2)
@@ -421,6 +435,7 @@ func TestPausedPairGroupStopSingleClaim(t *testing.T) {
 // lock the delete holds, finds the volume being deleted and waits; then says the volume is
 // gone (naming it), or the delete was refused; never a claim on a deleted volume.
 func TestPausedPairVolumeDeleteClaim(t *testing.T) {
+	t.Parallel()
 	forEachFailpoint(t, createdV,
 		onThis(func(e *Engine) func(ctx context.Context) error {
 			return func(ctx context.Context) error { return e.DeleteVolume(ctx, "v") }
@@ -440,6 +455,7 @@ func TestPausedPairVolumeDeleteClaim(t *testing.T) {
 // A reconcile finishing a claim cut short, and another process's release of that claim: both
 // succeed, and nothing is left claimed or mounted.
 func TestPausedPairReconcileRelease(t *testing.T) {
+	t.Parallel()
 	setup := func(t *testing.T) *harness {
 		h := newHarness(t, nil)
 		h.create(volume("v"))
@@ -465,6 +481,7 @@ func TestPausedPairReconcileRelease(t *testing.T) {
 // A reconcile finishing a claim cut short, and another process's claim again by the same alloc
 // (its task restarted): one claim, published, and both say so.
 func TestPausedPairReconcileClaimAgain(t *testing.T) {
+	t.Parallel()
 	setup := func(t *testing.T) *harness {
 		h := newHarness(t, nil)
 		h.create(volume("v"))
@@ -491,6 +508,7 @@ func TestPausedPairReconcileClaimAgain(t *testing.T) {
 // process's claim of the multi-writer volume by another alloc meanwhile: never both, a claim
 // left on a forgotten volume; the refused one names the volume.
 func TestPausedPairVolumeDeregisterForcedClaim(t *testing.T) {
+	t.Parallel()
 	setup := func(t *testing.T) *harness {
 		h := newHarness(t, nil)
 		h.create(volume("v", capab(spec.MultiNodeMultiWriter)))

@@ -270,6 +270,7 @@ func forSomeFailpoints(t *testing.T, setup func(t *testing.T) *harness, a func(h
 // its checkpoints: exactly one of them holds it after, the other was refused (or waited and was
 // refused) naming the volume, and the store matches the plugin.
 func TestPausedPairClaimClaimSingleWriter(t *testing.T) {
+	t.Parallel()
 	setup := func(t *testing.T) *harness {
 		h := newHarness(t, nil)
 		h.create(volume("v", capab(spec.SingleNodeWriter)))
@@ -353,6 +354,7 @@ func createdV(t *testing.T) *harness {
 // A claim, and a release of the same alloc's claim from another process: the claim succeeds;
 // the release either released it (none left) or refused naming the volume (the claim kept).
 func TestPausedPairClaimRelease(t *testing.T) {
+	t.Parallel()
 	forEachFailpoint(t, createdV,
 		onThis(func(e *Engine) func(ctx context.Context) error { return claimOf(e, "v", "a-0") }),
 		onOther(func(e *Engine) func(ctx context.Context) error { return releaseIn(e, "v", "a-0") }),
@@ -374,6 +376,7 @@ func TestPausedPairClaimRelease(t *testing.T) {
 // Two releases of one claim from two processes: the first releases it; the second either found
 // nothing left to release or refused naming the volume; nothing is left claimed.
 func TestPausedPairReleaseRelease(t *testing.T) {
+	t.Parallel()
 	forEachFailpoint(t, claimedV,
 		onThis(func(e *Engine) func(ctx context.Context) error { return releaseIn(e, "v", "a-0") }),
 		onOther(func(e *Engine) func(ctx context.Context) error { return releaseIn(e, "v", "a-0") }),
@@ -390,6 +393,7 @@ func TestPausedPairReleaseRelease(t *testing.T) {
 
 // A release, and another process's reconcile: both succeed, and nothing is left claimed.
 func TestPausedPairReleaseReconcile(t *testing.T) {
+	t.Parallel()
 	forEachFailpoint(t, claimedV,
 		onThis(func(e *Engine) func(ctx context.Context) error { return releaseIn(e, "v", "a-0") }),
 		onOther(reconcileIn),
@@ -407,6 +411,7 @@ func TestPausedPairReleaseReconcile(t *testing.T) {
 // refused naming the volume (it is in use), or the delete went first and the claim says the
 // volume is gone.
 func TestPausedPairClaimVolumeDelete(t *testing.T) {
+	t.Parallel()
 	forEachFailpoint(t, createdV,
 		onThis(func(e *Engine) func(ctx context.Context) error { return claimOf(e, "v", "a-0") }),
 		onOther(func(e *Engine) func(ctx context.Context) error {
@@ -424,6 +429,7 @@ func TestPausedPairClaimVolumeDelete(t *testing.T) {
 // Two processes create one volume name: one volume at the plugin, one in the store, and both
 // commands tell the truth (the second found it created, or refused naming it).
 func TestPausedPairCreateCreate(t *testing.T) {
+	t.Parallel()
 	setup := func(t *testing.T) *harness { return newHarness(t, nil) }
 	mk := func(e *Engine) func(ctx context.Context) error {
 		return func(ctx context.Context) error { _, err := e.CreateVolume(ctx, volume("n")); return err }
@@ -443,6 +449,7 @@ func TestPausedPairCreateCreate(t *testing.T) {
 // A group run, and another process's stop of the group: after both, the group holds no claim
 // when the stop succeeded, and the run says it lost when it did not run to the end.
 func TestPausedPairGroupRunStop(t *testing.T) {
+	t.Parallel()
 	setup := func(t *testing.T) *harness {
 		h := newHarness(t, nil)
 		h.createDBVolumes(2)
@@ -468,6 +475,7 @@ func TestPausedPairGroupRunStop(t *testing.T) {
 
 // An expansion of a claimed volume, and another process's release of its claim: both succeed.
 func TestPausedPairExpandRelease(t *testing.T) {
+	t.Parallel()
 	forEachFailpoint(t, claimedV,
 		func(h *harness) func(ctx context.Context) error {
 			return func(ctx context.Context) error { _, err := h.e.ExpandVolume(ctx, "v", 4<<20, 0); return err }
@@ -520,6 +528,7 @@ func snapshotCreateOf(e *Engine) func(ctx context.Context) error {
 // recorded as the plugin has it, the volume is gone from both or from neither, and a refusal
 // names the volume.
 func TestPausedPairSnapshotCreateVolumeDelete(t *testing.T) {
+	t.Parallel()
 	forEachFailpoint(t, snapshotDB, onThis(snapshotCreateOf),
 		onOther(func(e *Engine) func(ctx context.Context) error {
 			return func(ctx context.Context) error { return e.DeleteVolume(ctx, "db") }
@@ -536,6 +545,7 @@ func TestPausedPairSnapshotCreateVolumeDelete(t *testing.T) {
 // A snapshot create, and another process's delete of the same snapshot name: after both, the
 // store's records match the plugin's snapshots, and a delete that said it deleted did.
 func TestPausedPairSnapshotCreateSnapshotDelete(t *testing.T) {
+	t.Parallel()
 	forEachFailpoint(t, snapshotDB, onThis(snapshotCreateOf),
 		onOther(func(e *Engine) func(ctx context.Context) error {
 			return func(ctx context.Context) error { return e.DeleteSnapshot(ctx, "mem", "nightly", nil) }
@@ -555,6 +565,7 @@ func TestPausedPairSnapshotCreateSnapshotDelete(t *testing.T) {
 // A snapshot delete, and another process's create of the same name: after both, the store's
 // records match the plugin's snapshots.
 func TestPausedPairSnapshotDeleteSnapshotCreate(t *testing.T) {
+	t.Parallel()
 	setup := func(t *testing.T) *harness { h := snapshotDB(t); h.snapshot("nightly"); return h }
 	forEachFailpoint(t, setup,
 		onThis(func(e *Engine) func(ctx context.Context) error {
@@ -578,6 +589,7 @@ func TestPausedPairSnapshotDeleteSnapshotCreate(t *testing.T) {
 // the snapshot the deregister left or says why not; the deregister never forgets a delete in
 // flight.
 func TestPausedPairSnapshotDeregisterSnapshotDelete(t *testing.T) {
+	t.Parallel()
 	setup := func(t *testing.T) *harness { h := snapshotDB(t); h.snapshot("nightly"); return h }
 	forEachFailpoint(t, setup,
 		onThis(func(e *Engine) func(ctx context.Context) error {

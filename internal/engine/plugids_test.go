@@ -26,6 +26,7 @@ import (
 // and say it was deleted. The volume stays deleting, the error says so and what finishes it;
 // once the plugin no longer has it, the delete again (or reconcile) forgets it.
 func TestDeleteAnsweredOKWhileStillListedKeepsTheVolumeDeleting(t *testing.T) {
+	t.Parallel()
 	for _, finish := range []string{"delete", "reconcile"} {
 		t.Run(finish, func(t *testing.T) {
 			h := newHarness(t, func(c *csitest.MemConfig) { c.DeleteLater = true })
@@ -67,6 +68,8 @@ func TestDeleteAnsweredOKWhileStillListedKeepsTheVolumeDeleting(t *testing.T) {
 // answered OK into a failure; the volume is forgotten, and the event and a warning say it was
 // not checked. A plugin without LIST_VOLUMES is not asked.
 func TestDeleteWhoseListingCannotBeCheckedStillDeletes(t *testing.T) {
+	// Serial: its sub-second Short timeout covers RPCs it does not test (the fingerprint's),
+	// which tests running beside it on a loaded machine made it miss.
 	for _, tc := range []struct {
 		name   string
 		fault  func(f *csitest.Faults)
@@ -137,6 +140,7 @@ func (h *harness) recordedSnapshot(id string) bool {
 // fails saying so; once the plugin deletes it, the delete again forgets it. A listing that
 // fails leaves the OK as it is, saying it was not checked.
 func TestDeleteSnapshotAnsweredOKWhileStillListedKeepsItsRecord(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.DeleteLater = true })
 	s := h.snapshot("keep")
 	err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil)
@@ -174,6 +178,7 @@ func TestDeleteSnapshotAnsweredOKWhileStillListedKeepsItsRecord(t *testing.T) {
 // A plugin answers ListSnapshots filtered by snapshot_id with NOT_FOUND for a snapshot it no
 // longer has, as some do: that is not listed, and the delete finishes.
 func TestDeleteSnapshotListedNotFoundFinishes(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("gone")
 	h.faults.FailAlways(csi.RPCListSnapshots, codes.NotFound)
@@ -189,6 +194,7 @@ func TestDeleteSnapshotListedNotFoundFinishes(t *testing.T) {
 // source_volume_id another's): it is not recorded as db's, and nothing is deleted (it is not
 // this request's snapshot, and perhaps someone's).
 func TestCreateSnapshotAnsweredWithAnotherSourceIsNotRecorded(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	other := h.create(volume("other"))
 	theirs, err := h.pluginClient().CreateSnapshot(h.ctx, csi.CreateSnapshotRequest{SourceVolumeID: other.ExternalID, Name: "theirs"})
@@ -223,6 +229,7 @@ func (h *harness) createSnapshotAnsweredWith(id string, want ...string) {
 // neither unpublishes nor re-publishes it (that would pull the mount from under a running
 // alloc), and the claim stays held. A writer's read-write target is no problem.
 func TestReconcileReportsAReadClaimMountedReadWrite(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	r := writerAndReader(h)
 	h.mounts.mountReadWrite(r.TargetPath)
@@ -251,6 +258,7 @@ func TestReconcileReportsAReadClaimMountedReadWrite(t *testing.T) {
 // volctl over a plugin that ignores readonly left it, is reported by reconcile and left
 // mounted, writable, for the alloc. Real mounts, as root.
 func TestReconcileReportsAReadClaimMountedReadWriteOnKernelMounts(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	r := writerAndReader(h)
 	remount(t, r.TargetPath, 0)
@@ -275,6 +283,7 @@ func TestReconcileReportsAReadClaimMountedReadWriteOnKernelMounts(t *testing.T) 
 // the name (ListVolumes names none); the created event says the answer was resent for and
 // names the CSI name, by which the provider's tools find every volume made under it.
 func TestCreateWhoseAnswerWasLostSaysWhatItCannotKnow(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Lost: true, Times: 1})
 	v := h.create(volume("v"))
@@ -313,6 +322,7 @@ func (h *harness) storedControllerCaps() []string {
 // a restart makes the next process fingerprint the plugin again and see what it now has, and
 // so does registering the plugin again.
 func TestPluginRestartedBehindAHeldSocketIsFingerprintedAgainOnceTouched(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	if !slices.Contains(h.storedControllerCaps(), "LIST_SNAPSHOTS") {
@@ -353,6 +363,7 @@ func TestPluginRestartedBehindAHeldSocketIsFingerprintedAgainOnceTouched(t *test
 // snapshot ID nobody has, whose NOT_FOUND reads as deleted, and leaves the record), so it must
 // name the command with the ID, which then forgets it.
 func TestDeletePendingSnapshotStillListedSaysHowToFinish(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.DeleteLater, c.SnapshotIDPrefix = true, "snap-" })
 	h.faults.Inject(csi.RPCCreateSnapshot, csitest.Fault{Lost: true})
 	if _, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil); err == nil {
@@ -398,6 +409,7 @@ func (a *askedMounts) Mounted(root, path string) (MountPoint, error) {
 // and reconcile (the agent's, every minute) with it, holding the volume's lock, so that no
 // release of the volume could run either. So is a claim asked again. Real mounts, as root.
 func TestReadClaimCheckedWritableFromTheMountTableAlone(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	r := writerAndReader(h)
 	remount(t, r.TargetPath, 0)

@@ -20,6 +20,7 @@ import (
 // as done and the rest leave the release for reconcile. In every case the next reconcile, with
 // the plugin well again, settles everything.
 func TestEveryCodeOnEveryRPC(t *testing.T) {
+	t.Parallel()
 	publish := []string{csi.RPCControllerPublishVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume}
 	release := []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume}
 	for code := codes.Canceled; code <= codes.Unauthenticated; code++ {
@@ -91,6 +92,7 @@ func (h *harness) settle(t *testing.T) {
 // TestPluginKilledMidRPC: the plugin dies while NodeStageVolume is in flight; the claim is left
 // at its checkpoint with the error, and once the plugin is back, reconcile publishes it.
 func TestPluginKilledMidRPC(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.faults.Delay(csi.RPCNodeStageVolume, 5*time.Second)
@@ -131,6 +133,7 @@ func TestPluginKilledMidRPC(t *testing.T) {
 // TestPluginRestartIsFingerprintedAgain: a plugin that restarts on its socket with different
 // capabilities is fingerprinted again: capabilities never outlive a restart.
 func TestPluginRestartIsFingerprintedAgain(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -179,6 +182,7 @@ func (h *harness) serveAgain(t *testing.T) {
 // claim, and shared by the second, which must not stage it again with its own capability (a
 // plugin refuses that as incompatible, and the claim would be lost).
 func TestRestoreStagesAVolumeOnceForAllItsClaims(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
 	a := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -235,6 +239,7 @@ func claimLeftNodeStaged(t *testing.T, h *harness, alloc string) {
 // NodeUnpublishVolume. The plugin may still hold the publication from before the reboot, and
 // refuses NodeUnstageVolume while it does, which would leave the claim stuck for good.
 func TestInterruptedRestoreIsReleasedInFull(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	interruptRestore(t, h)
 
@@ -253,6 +258,7 @@ func TestInterruptedRestoreIsReleasedInFull(t *testing.T) {
 // TestReconcileFinishesAnInterruptedRestore: the next pass after a failed restore stages the
 // volume again before publishing it, and the claim is at rest.
 func TestReconcileFinishesAnInterruptedRestore(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	interruptRestore(t, h)
 
@@ -289,6 +295,7 @@ func filterNode(rpcs []string) []string {
 // no longer mounted: reconcile must stage it again before publishing, not publish onto an empty
 // directory (which a real plugin turns into a bind of nothing).
 func TestReconcileStagesAgainForAClaimLeftMidway(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
 	claimLeftNodeStaged(t, h, "a")
@@ -310,6 +317,7 @@ func TestReconcileStagesAgainForAClaimLeftMidway(t *testing.T) {
 // published and another left controller-published is staged again once, by the first claim
 // reconcile drives, and the published claim is restored onto that staging.
 func TestReconcileStagesALostStagingOnceForAllItsClaims(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
 	a := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})

@@ -15,6 +15,7 @@ import (
 // impostor, whose NOT_FOUND counted as deleted: the record was dropped and the real storage
 // left untracked.
 func TestAnotherDriverOnThePluginSocketGetsNoVolumeRPC(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("a"))
 	h.create(volume("b"))
@@ -92,6 +93,7 @@ func TestAnotherDriverOnThePluginSocketGetsNoVolumeRPC(t *testing.T) {
 // while another driver serves its socket would repoint its volumes at storage that is not
 // theirs.
 func TestReregisteringAnotherDriverIsRefusedWhileVolumesUseIt(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("a"))
 	h.stopServe()

@@ -22,6 +22,7 @@ import (
 // blames anyone (TestReleaseRemovesASymlinkPutInPlaceOfTheTargetBeforeNodeUnpublish keeps the
 // link put in place of a published target removed unfollowed).
 func TestRollbackLeavesThePluginsOwnLinkToItsNodeUnpublish(t *testing.T) {
+	t.Parallel()
 	elsewhere := t.TempDir() // the plugin's own mount, say
 	h := newHarness(t, func(c *csitest.MemConfig) {
 		c.MakeTarget = func(target string) error { return os.Symlink(elsewhere, target) }
@@ -70,6 +71,7 @@ func checkPluginsLinkLeft(t *testing.T, h *harness, what, target string, fi os.F
 // records whether its target was accepted (store.Claim.Target): the resumed rollback does what
 // the uncut one does.
 func TestResumedRollbackLeavesThePluginsOwnLinkToItsNodeUnpublish(t *testing.T) {
+	t.Parallel()
 	elsewhere := t.TempDir()
 	h := newHarness(t, func(c *csitest.MemConfig) {
 		c.MakeTarget = func(target string) error { return os.Symlink(elsewhere, target) }

@@ -18,6 +18,7 @@ import (
 // other's Probe has arrived: probed one after the other, the first would time out and show
 // unhealthy.
 func TestPluginStatusProbesPluginsAtOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	var (
 		armed   atomic.Bool
@@ -65,6 +66,7 @@ func TestPluginStatusProbesPluginsAtOnce(t *testing.T) {
 // PluginStatus answers at once with what the probe found, without recording it; once the lock
 // is free the next PluginStatus records the reading and the health event.
 func TestPluginStatusDoesNotWaitToRecord(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	notReady := false
 	h.mem.SetReady(&notReady)
@@ -115,6 +117,7 @@ func TestPluginStatusDoesNotWaitToRecord(t *testing.T) {
 // read (under -race, writing its plugin row was a data race: CI saw it), and that connection is
 // the one the next probe uses, not one dialled again.
 func TestRegisteringAgainWhileProbedSharesTheConnection(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	stop := make(chan struct{})
 	probed := make(chan error, 1)

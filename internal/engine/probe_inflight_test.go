@@ -18,6 +18,7 @@ import (
 // succeeded through a plugin whose Probe fails, and the claim was left for reconcile again
 // and again.
 func TestAnUnhealthyProbeDoesNotCancelAnRPCInFlight(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db", capab("single-node-writer")))
 	h.faults.Delay(csi.RPCNodeStageVolume, 300*time.Millisecond)
@@ -40,6 +41,7 @@ func TestAnUnhealthyProbeDoesNotCancelAnRPCInFlight(t *testing.T) {
 // closed connection failed too, leaving the claim for reconcile. The replaced connection is
 // closed once its last user is done with it.
 func TestAProbeReplacingTheConnectionDoesNotCancelAnRPCInFlight(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db", capab("single-node-writer")))
 	h.faults.Delay(csi.RPCNodeStageVolume, 500*time.Millisecond)

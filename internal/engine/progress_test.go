@@ -19,6 +19,7 @@ import (
 // An operation under WithProgress reports each RPC as it is sent, a retry after a retryable
 // failure, and a wait for another operation's lock on the volume.
 func TestProgressReportsRPCsRetriesAndLockWaits(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
 	var (
@@ -68,6 +69,7 @@ func TestProgressReportsRPCsRetriesAndLockWaits(t *testing.T) {
 // do with it, and that is what reconcile does: it finishes publishing the claim. The release
 // the message offers instead undoes it.
 func TestInterruptedClaimSaysWhatReconcileDoes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
 	for _, alloc := range []string{"a", "b"} {

@@ -19,6 +19,7 @@ import (
 // (isLocalRetryable) it is left taken for reconcile, saying so, and once the
 // pipe is removed, reconcile publishes it.
 func TestClaimWithAPublishLockThatIsNotAFile(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	before := len(h.rpcs())
@@ -53,6 +54,7 @@ func TestClaimWithAPublishLockThatIsNotAFile(t *testing.T) {
 // waits for it, says what it waits for, and Ctrl-C ends the wait: the claim is left for
 // reconcile, saying so, with nothing sent.
 func TestClaimWaitingForThePublishLockIsInterruptible(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	before := len(h.rpcs())
@@ -99,6 +101,7 @@ func TestClaimWaitingForThePublishLockIsInterruptible(t *testing.T) {
 // (byStoredID), and holds its socket's publish lock: a claim through it waits rather than
 // having NodeStageVolume or NodePublishVolume sent to a plugin the agent is stopping.
 func TestHoldPluginMountsOfAPluginStoredDecomposed(t *testing.T) {
+	t.Parallel()
 	const stored, typed = "cafe\u0301", "caf\u00e9"
 	h := newHarness(t, nil)
 	h.registerPlugin(stored, h.socket)
@@ -118,6 +121,7 @@ func TestHoldPluginMountsOfAPluginStoredDecomposed(t *testing.T) {
 // made while the release waits on that RPC, says a publish holds the lock, and once the
 // release is done, the plugin is idle.
 func TestReleaseHoldsThePublishLockAgainstTheAgentsStop(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})

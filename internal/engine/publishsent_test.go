@@ -101,6 +101,7 @@ func heldUnpublish(t *testing.T, h *harness, target string, drive func() error) 
 // leaked, the volume unstaged and detached under it. The claim records that its
 // NodePublishVolume may have been sent: the link is the plugin's, unpublished first.
 func TestLinkAfterAnUnavailablePublishIsUnpublishedFirst(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeTarget = linkPathTo(t.TempDir()) })
 	h.create(volume("v"))
 	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Lost: true, Times: 10})
@@ -135,6 +136,7 @@ func TestLinkAfterAnUnavailablePublishIsUnpublishedFirst(t *testing.T) {
 // so the claim is rolled back at once, and the rollback sends NodeUnpublishVolume first, its
 // link left there for it.
 func TestLinkAfterAnInvalidArgumentPublishIsUnpublishedFirst(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeTarget = linkPathTo(t.TempDir()) })
 	h.create(volume("v"))
 	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Lost: true, Code: codes.InvalidArgument, Times: 1})
@@ -154,6 +156,7 @@ func TestLinkAfterAnInvalidArgumentPublishIsUnpublishedFirst(t *testing.T) {
 // the claim's record ("a failure met before it was sent"), then the plugin back: the next
 // pass took the link for a hand's and rolled back with no NodeUnpublishVolume.
 func TestLinkAfterACutOffPublishAndAGoneSocketIsUnpublishedFirst(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeTarget = linkPathTo(t.TempDir()) })
 	h.create(volume("v"))
 	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Lost: true, Code: codes.DeadlineExceeded, Times: 10})
@@ -175,6 +178,7 @@ func TestLinkAfterACutOffPublishAndAGoneSocketIsUnpublishedFirst(t *testing.T) {
 // answered OK and kept its mount behind the link while the volume was unstaged and detached.
 // The restore's NodePublishVolume makes the target the plugin's again until it is accepted.
 func TestLinkAfterARestoresFailedPublishIsUnpublishedFirst(t *testing.T) {
+	t.Parallel()
 	for _, code := range []codes.Code{codes.Unavailable, codes.InvalidArgument} {
 		t.Run(code.String(), func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -204,6 +208,7 @@ func TestLinkAfterARestoresFailedPublishIsUnpublishedFirst(t *testing.T) {
 // rollback stops there, saying to unmount it, and the volume is neither unstaged nor detached
 // under it.
 func TestLinkBesideTheTargetAfterAnUnavailablePublishIsUnpublishedFirst(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) {
 		c.MakeTarget = func(target string) error {
 			mnt := filepath.Join(filepath.Dir(target), "mnt")

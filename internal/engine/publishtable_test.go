@@ -56,6 +56,7 @@ func (l publishLookup) check(t *testing.T, h *harness, walked bool) {
 // with the state dir a bind mount of another directory (a container's, say), which the table
 // names by that directory's path. Real mounts, as root.
 func TestLargePublishTreeIsLookedUpInTheMountTable(t *testing.T) {
+	t.Parallel()
 	const others = publishWalkPaths + 6 // one alloc's volume directories
 	wTarget := func(dir, alloc string) string {
 		return publishPath(dir, alloc, "w", false, spec.FileSystem, spec.MultiNodeMultiWriter)
@@ -153,6 +154,7 @@ func TestLargePublishTreeIsLookedUpInTheMountTable(t *testing.T) {
 // alloc would write to the host's disk, not the volume. It is refused, naming the target, and
 // the claim rolled back, whether the plugin stages or not. Real mounts, as root.
 func TestTargetBoundOntoItselfIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, att := range []spec.AttachmentMode{spec.FileSystem, spec.BlockDevice} {
 		for _, stage := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stage=%v", att, stage), func(t *testing.T) {

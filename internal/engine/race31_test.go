@@ -117,6 +117,7 @@ func (h *harness) snapshotDeleteStoppedAtItsCheck(id, by string, stop func()) (p
 // the delete to end; the delete's own check, which keeps the record, is for a delete recorded
 // after the create looked for one: TestSnapshotDeleteRecordedAfterTheCreateLookedKeepsItsRecord.)
 func TestSnapshotTakenAgainWhileItsDeleteIsAnsweredKeepsItsRecord(t *testing.T) {
+	t.Parallel()
 	for _, by := range []string{"delete", "reconcile"} {
 		t.Run(by, func(t *testing.T) {
 			h, _ := snapshotHarness(t, nil)
@@ -183,6 +184,7 @@ func TestSnapshotDeleteRecordedAfterTheCreateLookedKeepsItsRecord(t *testing.T) 
 			looked, proceedCreate := make(chan struct{}), make(chan struct{})
 			if by == "delete" {
 				var once sync.Once
+				swapsGlobals(t, "testHookSnapshotDeleteLookedFor")
 				old := testHookSnapshotDeleteLookedFor
 				t.Cleanup(func() { testHookSnapshotDeleteLookedFor = old })
 				testHookSnapshotDeleteLookedFor = func(_, id string) {
@@ -259,6 +261,7 @@ func TestSnapshotDeleteRecordedAfterTheCreateLookedKeepsItsRecord(t *testing.T) 
 // storage's own tools, and a deregister (sending nothing) of one they show gone; never the delete.
 // (found by review31f)
 func TestSnapshotTakenAgainAdviceWithoutListSnapshots(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.Controller.ListSnapshots = false })
 	s := h.snapshot("nightly")
 	recordAgain := h.snapshotRecordedAgain(s.ID)
@@ -327,6 +330,7 @@ func TestSnapshotTakenAgainAdviceWithoutListSnapshots(t *testing.T) {
 // (TestReview30fDeregisterDuringReconcilesDelete); the user's delete did not, the deregister
 // went ahead at once saying the snapshot was left, and the delete then deleted it.
 func TestDeregisterDuringAnotherVolctlsSnapshotDeleteDoesNotSayItIsLeft(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
 	var dereg struct {
@@ -437,6 +441,7 @@ func whenWaitingForAnyLock(ctx context.Context) (_ context.Context, waiting <-ch
 // each is finished once, by one of the two, and nothing is sent twice (a second DeleteVolume or
 // DeleteSnapshot may reach an ID the plugin gave since to another); neither reports a problem.
 func TestTwoReconcilesAtOnceFinishEachThingOnce(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	newVol := volume("newvol")
 	h.interrupted(csi.RPCCreateVolume, "create", func() error { _, err := h.e.CreateVolume(h.ctx, newVol); return err })
@@ -495,6 +500,7 @@ func TestTwoReconcilesAtOnceFinishEachThingOnce(t *testing.T) {
 // plugin's controller lock, which the delete holds across its DeleteSnapshot, and the plugin
 // makes the snapshot anew after the delete.
 func TestSnapshotCreateDuringAnotherVolctlsDeleteOfItWaitsForIt(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
 	var created struct {
@@ -514,6 +520,7 @@ func TestSnapshotCreateDuringAnotherVolctlsDeleteOfItWaitsForIt(t *testing.T) {
 // mark is committed before the registration is sent, and admission checks it in its
 // transaction whether or not it has the volume's lock.
 func TestLocalClaimDuringANomadRegistrationIsRefusedAtOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	other := h.otherProcess()
@@ -558,6 +565,7 @@ func TestLocalClaimDuringANomadRegistrationIsRefusedAtOnce(t *testing.T) {
 // the release waits for it; the node expansion reaches the target while it is published, and
 // every NodeExpandVolume the plugin got found its path.
 func TestReleaseDuringAnExpandWaitsForItsNodeExpansion(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
@@ -596,6 +604,7 @@ func TestReleaseDuringAnExpandWaitsForItsNodeExpansion(t *testing.T) {
 // and asks the plugin again, which makes the snapshot anew. Before, it recorded the answer at
 // once, taking the delete's record back, said it made the snapshot, and the delete deleted it.
 func TestSnapshotCreateAnsweredWithOneAboutToBeDeletedAsksAgainAfterTheDelete(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
 	gate, delDone := h.deleteHeldOnceRecorded(s.ID)

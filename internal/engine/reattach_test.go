@@ -18,6 +18,7 @@ import (
 // and capability), and stages with the publish_context it returns, rather than leaving the
 // claim degraded for every reconcile until a release and a new claim (chaos12's run).
 func TestRestoreAttachesAgainWhenThePluginSaysTheVolumeIsNotPublished(t *testing.T) {
+	t.Parallel()
 	for _, stages := range []bool{true, false} {
 		t.Run(map[bool]string{true: "NodeStageVolume refused", false: "NodePublishVolume refused (no staging)"}[stages], func(t *testing.T) {
 			restoreAttachesAgain(t, stages)
@@ -61,6 +62,7 @@ func restoreAttachesAgain(t *testing.T, stages bool) {
 // plugin answers for a volume not published to the node. The claim attaches again, once, and
 // publishes, rather than being refused until every claim of the volume is released.
 func TestClaimJoiningAStagingAttachesAgainWhenThePluginLostTheAttachment(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.StageUnstageVolume, c.PublishChecksAttachment = true, true })
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})

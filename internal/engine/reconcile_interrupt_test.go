@@ -21,6 +21,7 @@ import (
 // processes at random. Now the pass stops at the interruption and its error says once that it
 // was interrupted and to run it again; what it did is kept, and the next pass finishes.
 func TestReconcileInterruptedSaysSoOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	for _, v := range []string{"v1", "v2", "v3"} {
 		h.claimThenReboot(v, "a-"+v, spec.SingleNodeWriter)
@@ -62,6 +63,7 @@ func TestReconcileInterruptedSaysSoOnce(t *testing.T) {
 // volctl's lock on the volume said "waiting for the lock on volume ...: context canceled"; it
 // says it was interrupted.
 func TestInterruptedLockWaitSaysInterrupted(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	unlock := h.lockVolume("v")
@@ -81,6 +83,7 @@ func TestInterruptedLockWaitSaysInterrupted(t *testing.T) {
 // the next pass, naming the lock, and restores the others; a pass once the lock is free
 // restores it too. A command's own wait stays unbounded (it says it waits; ^C ends it).
 func TestPassDoesNotWaitForeverOnALockHeld(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.open(Config{PassLockWait: 200 * time.Millisecond})
 	h.claimThenReboot("held", "a", spec.SingleNodeWriter)
@@ -115,6 +118,7 @@ func TestPassDoesNotWaitForeverOnALockHeld(t *testing.T) {
 
 // TestClaimGCDoesNotWaitForeverOnALockHeld: the same for the agent's claim GC (ReleasePast).
 func TestClaimGCDoesNotWaitForeverOnALockHeld(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.open(Config{PassLockWait: 200 * time.Millisecond})
 	h.create(volume("v"))
@@ -147,6 +151,7 @@ func TestClaimGCDoesNotWaitForeverOnALockHeld(t *testing.T) {
 // did not do (seen in the agent's log while volctl commands were suspended and resumed). Now it
 // reads the claim again under the lock, and a claim at rest is nothing to do or report.
 func TestReconcileDoesNotReportAClaimItsCommandFinished(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	gate := make(chan struct{})

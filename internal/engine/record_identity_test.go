@@ -9,6 +9,7 @@ import "testing"
 // as the volume's own read, and another for the volume re-made: the dashboard's read
 // (Dashboard), Volumes and EachVolume with every field (volume status --json).
 func TestEveryVolumeListCarriesWhichRecordItIs(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	lists := func() map[string]VolumeSummary {

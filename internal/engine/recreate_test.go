@@ -21,6 +21,7 @@ import (
 // lists and contradicts it keeps the volume deleting
 // (TestDeleteAnsweredNotFoundWhileStillListedKeepsTheVolumeDeleting).
 func TestCreateAfterADeleteThePluginDidNotDoGetsNewStorage(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ListVolumes = false })
 	first := h.create(volume("v"))
 	h.faults.FailAlways(csi.RPCDeleteVolume, codes.NotFound) // answered without deleting

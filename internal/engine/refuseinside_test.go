@@ -17,6 +17,7 @@ import (
 // volume_mount was admitted; its bind made the directory inside that volume, and the other
 // alloc's release then failed, its bind busy. Admission refuses it, naming the bind above.
 func TestVolumeMountInsideAnotherAllocsBindIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
 	dest := filepath.Join(hostpathtest.MountDir(t), "shared")
 	t.Cleanup(func() {

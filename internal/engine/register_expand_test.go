@@ -17,6 +17,7 @@ func regSpec(id string, min int64) spec.Volume {
 }
 
 func TestRegisterAgainWithLargerCapacityExpands(t *testing.T) {
+	t.Parallel()
 	const mib = int64(1 << 20)
 	tests := []struct {
 		name       string
@@ -103,6 +104,7 @@ func TestRegisterAgainWithLargerCapacityExpands(t *testing.T) {
 
 // A re-registration that changes an immutable field is refused before anything is expanded.
 func TestRegisterAgainImmutableChangeDoesNotExpand(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.mem.AddVolume(csi.Volume{ID: "ext-db", CapacityBytes: 1 << 20})
 	if _, err := h.e.RegisterVolume(h.ctx, regSpec("db", 1<<20)); err != nil {

@@ -32,6 +32,7 @@ func (h *harness) registeredBoth() spec.Volume {
 // the volume no longer had, which no later claim could ask for. It is refused, naming the
 // claim, its mode and the way on, and the volume keeps its capabilities.
 func TestRegisterAgainDroppingTheCapabilityInUseIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	sv := h.registeredBoth()
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0", AccessMode: spec.MultiNodeMultiWriter})
@@ -72,6 +73,7 @@ func TestRegisterAgainDroppingTheCapabilityInUseIsRefused(t *testing.T) {
 // admission, sees the claim and is refused; the claim publishes under a capability the volume
 // still has.
 func TestRegisterMidClaimDroppingItsCapabilityIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	sv := h.registeredBoth()
 	narrowed := sv

@@ -19,6 +19,7 @@ import (
 // must neither report it as a problem nor fail (a reconcile run beside a release exited 1 with
 // "claim N: not found", telling the user to fix something that was fine).
 func TestReconcileLeavesAClaimReleasedMeanwhile(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
@@ -98,6 +99,7 @@ func (h *harness) releaseOf(vol, alloc string) func() error {
 // claims anew. It said "the claim is being released (finish it with `volctl reconcile`)",
 // exit 4, sending the user to run a reconcile beside the live release.
 func TestClaimWaitsForTheAllocsReleaseInFlight(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
@@ -118,6 +120,7 @@ func TestClaimWaitsForTheAllocsReleaseInFlight(t *testing.T) {
 // with nobody working on it): under the volume's lock it is still releasing, and the claim is
 // refused naming the way out, `volctl reconcile`, at once.
 func TestClaimOfAnInterruptedReleaseNamesReconcile(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
@@ -137,6 +140,7 @@ func TestClaimOfAnInterruptedReleaseNamesReconcile(t *testing.T) {
 // release has not finished; `volctl reconcile` finishes it" while that release was running.
 // A holder left releasing by an interrupted release still refuses it under the lock.
 func TestClaimWaitsForTheHoldersReleaseInFlight(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
@@ -166,6 +170,7 @@ func TestClaimWaitsForTheHoldersReleaseInFlight(t *testing.T) {
 // "v" is creating (deleting), not ready (run `volctl reconcile`)": a reconcile run then, beside
 // the live create or delete, can only wait for the same lock.
 func TestClaimWaitsForACreateOrDeleteInFlight(t *testing.T) {
+	t.Parallel()
 	for _, rpc := range []string{csi.RPCCreateVolume, csi.RPCDeleteVolume} {
 		t.Run(rpc, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -193,6 +198,7 @@ func TestClaimWaitsForACreateOrDeleteInFlight(t *testing.T) {
 // the user to look in another state dir or for another user's volume: the claim saw the volume,
 // being deleted, a moment before.
 func TestClaimAfterADeleteInFlightSaysTheVolumeWasDeletedMeanwhile(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	opErr, err, _ := h.claimBeside(h.otherProcess(), csi.RPCDeleteVolume, func() error { return h.e.DeleteVolume(h.ctx, "v") }, ClaimRequest{VolumeID: "v", Alloc: "web-0"})
@@ -212,6 +218,7 @@ func TestClaimAfterADeleteInFlightSaysTheVolumeWasDeletedMeanwhile(t *testing.T)
 // claim, an expand and a snapshot are each refused as a conflict that names the way out. The
 // expand and the snapshot said only "volume "v" is deleting".
 func TestOperationsOnAnInterruptedVolumeNameReconcile(t *testing.T) {
+	t.Parallel()
 	for _, state := range []store.VolumeState{store.VolumeCreating, store.VolumeDeleting} {
 		t.Run(string(state), func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -243,6 +250,7 @@ func TestOperationsOnAnInterruptedVolumeNameReconcile(t *testing.T) {
 // then failed for good (the volume forgotten) says so: not that a `volctl volume delete` nobody
 // ran deleted it. It is no plain "not found" either (the volume was there a moment before).
 func TestClaimAfterAFailedCreateInFlightSaysTheCreateFailed(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	gate := make(chan struct{})
 	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Gate: gate, Code: codes.InvalidArgument, Times: 1})

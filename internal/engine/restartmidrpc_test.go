@@ -71,6 +71,7 @@ func restartingHarness(t *testing.T, method string, initial, edit func(*csitest.
 // NodeUnstageVolume are in flight: the command goes on with the new instance and finishes, the
 // store matching the plugin.
 func TestPluginRestartedMidRPCSameCapabilitiesFinishes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ method, op string }{
 		{"/csi.v1.Node/NodeStageVolume", "claim"},
 		{"/csi.v1.Node/NodePublishVolume", "claim"},
@@ -105,6 +106,7 @@ func TestPluginRestartedMidRPCSameCapabilitiesFinishes(t *testing.T) {
 // ID", not which), and what to run; reconcile then publishes it by the new capabilities, the
 // store matching the plugin.
 func TestPluginRestartedMidRPCWithOtherCapabilities(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, method string
 		stage        bool   // the plugin's STAGE_UNSTAGE_VOLUME before the restart
@@ -146,6 +148,7 @@ func TestPluginRestartedMidRPCWithOtherCapabilities(t *testing.T) {
 // source volume: both finish (or the volume delete says what it waited for or refused, naming
 // the volume), and the store's volumes and snapshots match the plugin's after.
 func TestSourceVolumeDeletedWhileItsSnapshotsDeleteHangs(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
 	other := h.otherProcess()
@@ -173,6 +176,7 @@ func TestSourceVolumeDeletedWhileItsSnapshotsDeleteHangs(t *testing.T) {
 // stops, as a volume operation whose lock file is removed does (stillHeld), sending nothing and
 // naming the lock file and the snapshot.
 func TestSnapshotLockFileRemovedBeforeTheDeleteIsSentStopsTheDelete(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
 	other := h.otherProcess()
@@ -214,6 +218,7 @@ func TestSnapshotLockFileRemovedBeforeTheDeleteIsSentStopsTheDelete(t *testing.T
 // then recorded the snapshot as made and said it made it, and the plugin had none. It stops,
 // naming the lock file, recording nothing, its intent kept for reconcile.
 func TestSnapshotCreateThatWaitedForADeleteStopsOnALostSnapshotLock(t *testing.T) {
+	t.Parallel()
 	h, s, other, lockPath := snapshotWithAnUnansweredDelete(t)
 	var derr error
 	ran, calls := false, 0
@@ -269,6 +274,7 @@ func TestSnapshotCreateThatWaitedForADeleteStopsOnALostSnapshotLock(t *testing.T
 // transaction alone let the create record the snapshot (and Undelete wipe a delete's mark
 // recorded in between): it is checked again inside the record's transaction.
 func TestSnapshotCreateThatWaitedForADeleteChecksItsLockWhenRecording(t *testing.T) {
+	t.Parallel()
 	h, s, other, lockPath := snapshotWithAnUnansweredDelete(t)
 	var derr error
 	ran := false
@@ -306,6 +312,7 @@ func TestSnapshotCreateThatWaitedForADeleteChecksItsLockWhenRecording(t *testing
 // snapshot was left on the plugin, and the delete then deleted it. It stops, naming the lock
 // file, forgetting nothing; the delete finishes.
 func TestSnapshotDeregisterStopsOnALostSnapshotLock(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
 	other := h.otherProcess()

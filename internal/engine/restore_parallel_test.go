@@ -49,6 +49,7 @@ func (p *publishBarrier) intercept(ctx context.Context, req any, info *grpc.Unar
 // published claims of three volumes are re-published concurrently, not one after the other.
 // Each volume keeps its own rule: its staging is staged again once, however many claims it has.
 func TestRestoreRunsVolumesInParallel(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	vols := []string{"a", "b", "c"}
 	var gone []string

@@ -17,6 +17,7 @@ import (
 // create does not have (review31c's lead): it names the volume spec's secrets, which the check
 // sends.
 func TestRestoreCheckRefusedCredentialsNamesTheSpecsSecrets(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	var logs bytes.Buffer
 	h.open(Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})

@@ -19,6 +19,7 @@ import (
 // restore publishes again, and never tells the user to rm the link (which leaked the plugin's
 // mount behind it, and had the plugin publish again beside it).
 func TestRestoresOwnLinkIsUnpublishedNotToldToBeRemovedByHand(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	p, target := h.restoreLostByALinkingPlugin(t, codes.OK)
 	live := h.liveClaims("v")

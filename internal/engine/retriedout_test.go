@@ -14,6 +14,7 @@ import (
 // the code's hint, "retry shortly", as if nobody had, where volctl had tried the RPC at each of
 // its attempts, waiting between them. It says so now, its code and class kept.
 func TestRetriedOutFailureSaysTheAttempts(t *testing.T) {
+	t.Parallel()
 	for _, code := range []codes.Code{codes.Aborted, codes.Unavailable} {
 		t.Run(code.String(), func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -40,6 +41,7 @@ func TestRetriedOutFailureSaysTheAttempts(t *testing.T) {
 // Attempts that failed with different codes are not "the same at each": the last one's error
 // says it was the last (review25d).
 func TestRetriedOutFailureOfDifferentCodesSaysTheLast(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.faults.FailNext(csi.RPCNodeStageVolume, codes.Unavailable, fastRetry.Attempts-1)

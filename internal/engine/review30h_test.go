@@ -14,6 +14,7 @@ import (
 // directory (docs: one entry, one process, not refused); then a reboot: the directory is
 // made again on tmpfs (a new inode), the bind mount made again, the plugin started again.
 func TestReview30hBindMountedDirAfterRebootNotRefused(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("root")
 	}
@@ -58,6 +59,7 @@ func TestReview30hBindMountedDirAfterRebootNotRefused(t *testing.T) {
 // Two IDs of one monolith registered on the very same path, whose directory is a release
 // symlink (current -> v1) switched to the next release (current -> v2) at an upgrade.
 func TestReview30hSamePathThroughSwitchedReleaseSymlinkNotRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	base := t.TempDir()
 	v1, v2, cur := filepath.Join(base, "v1"), filepath.Join(base, "v2"), filepath.Join(base, "current")
@@ -89,6 +91,7 @@ func TestReview30hSamePathThroughSwitchedReleaseSymlinkNotRefused(t *testing.T) 
 // socket: forgetAliases's write waits for another process's write lock (checkHealth's own
 // write does not: TryUpdateProgress).
 func TestReview30hProbeDoesNotWaitForTheWriteLock(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	other, socket, stop := linkThenRegisterOther(t, h)
 	stop()

@@ -15,6 +15,7 @@ import (
 // knew the secret to take it out; and a secret cut at the quote's end is not found whole by
 // any scrub after the cut. No part of it may be shown.
 func TestCreateAnsweredWithAnIDHoldingASecretShowsNoPartOfIt(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cr3t-value-0123456789abcdef"
 	for _, tt := range []struct{ name, id string }{
 		{"whole", "vol-\x1b-" + secret},

@@ -22,6 +22,7 @@ import (
 // elsewhere, is in the state dir all the same: refused as the state dir's own path is. Real
 // mounts, as root.
 func TestStateDirThatIsItsOwnMountPoint(t *testing.T) {
+	t.Parallel()
 	h := newSharedVolumeEngine(t, spec.MultiNodeMultiWriter)
 	state := h.state
 	for _, m := range []struct {

@@ -47,6 +47,7 @@ func newSharedVolumeEngine(t *testing.T, mode spec.AccessMode) *hostpathEngine {
 // refused, naming the destination and the claim bound there; the first keeps its bind. Real
 // mounts, as root.
 func TestVolumeMountDestinationOfAnotherClaimIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
 	dest := filepath.Join(hostpathtest.MountDir(t), "shared")
 	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("web", 1, false, dest)); err != nil {
@@ -114,6 +115,7 @@ func TestVolumeMountDestinationOfAnotherClaimIsRefused(t *testing.T) {
 // bound at; the last one's release unbinds it, and a forced detach of the volume unbinds it
 // at once. Real mounts, as root.
 func TestReleaseLeavesAVolumeMountAnotherClaimIsBoundAt(t *testing.T) {
+	t.Parallel()
 	h := newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
 	dest := filepath.Join(hostpathtest.MountDir(t), "shared")
 	share := func() {
@@ -164,6 +166,7 @@ func TestReleaseLeavesAVolumeMountAnotherClaimIsBoundAt(t *testing.T) {
 // volume_mounts name one destination at once: admission's check is in its transaction, so one
 // run binds it and the other is refused, never both handed the one bind. Real mounts, as root.
 func TestGroupsRacingForOneDestinationFromTwoProcesses(t *testing.T) {
+	t.Parallel()
 	h := newSharedVolumeEngine(t, spec.MultiNodeMultiWriter)
 	other, err := Open(h.ctx, Config{StateDir: h.state, Retry: fastRetry})
 	if err != nil {
@@ -209,6 +212,7 @@ func TestGroupsRacingForOneDestinationFromTwoProcesses(t *testing.T) {
 // compared as written) are one mount, bound once and taken for both, however each asked
 // (read-only or not). The claim is refused before anything is recorded, naming both.
 func TestVolumeMountsOfOneClaimAtOnePathAreRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	dest := filepath.Join(t.TempDir(), "a")

@@ -14,6 +14,7 @@ import (
 // name it so that pasted into a shell they act on that snapshot, not on a glob, on two words,
 // on a command substitution's output, or on a flag (shellquote).
 func TestSuggestedSnapshotCommandsNameAHostileIDExactly(t *testing.T) {
+	t.Parallel()
 	for _, prefix := range []string{"db?x ", "a b ", "$(x) ", "it's ", `say "hi" `, "-rf ", "x;y "} {
 		t.Run(prefix, func(t *testing.T) {
 			h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.DeleteLater = true; c.SnapshotIDPrefix = prefix })

@@ -13,6 +13,7 @@ import (
 // in a third volctl, would wait for as long as the plugin hangs. Before, the release waited for
 // the volume's lock until the delete ended.
 func TestSnapshotCreateWaitingForAHungDeleteDoesNotHoldItsVolume(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
 	s := h.snapshot("nightly")
@@ -79,6 +80,7 @@ func TestSnapshotCreateWaitingForAHungDeleteDoesNotHoldItsVolume(t *testing.T) {
 // The create's wait for the delete ends with its context (^C): it returns, its intent kept for
 // reconcile, and holds no lock after (a claim of the volume goes on).
 func TestSnapshotCreateWaitingForAHungDeleteEndsWithItsContext(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
 	gate, delDone := h.deleteHeldOnceRecorded(s.ID)

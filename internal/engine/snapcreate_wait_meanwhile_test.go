@@ -29,6 +29,7 @@ func (h *harness) startCreateWaitingForTheDelete(ctx context.Context) (gate chan
 }
 
 func TestSnapshotCreateWaitingForAHungDeleteWhoseIntentIsForgottenMeanwhile(t *testing.T) {
+	t.Parallel()
 	// Snapshot IDs other than their names, so that `snapshot deregister mem nightly` names the
 	// pending create, not the snapshot being deleted.
 	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.SnapshotIDPrefix = "snap-" })
@@ -66,6 +67,7 @@ func TestSnapshotCreateWaitingForAHungDeleteWhoseIntentIsForgottenMeanwhile(t *t
 }
 
 func TestSnapshotCreateWaitingForAHungDeleteFinishedMeanwhileByAnotherVolctl(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	gate, delDone, createDone, info := h.startCreateWaitingForTheDelete(h.ctx)
 

@@ -20,6 +20,7 @@ import (
 // found. A pending snapshot (its creation cut short) is deregistered by its NAME: the intent
 // goes, and reconcile no longer sends CreateSnapshot for it.
 func TestDeregisterSnapshotForgetsARecordThePluginKeepsListing(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.DeleteLater = true })
 	s := h.snapshot("kept")
 	err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil)

@@ -13,6 +13,7 @@ import (
 // minutes) holds the plugin's controller lock in turns (controllerTurns), so a snapshot create
 // meanwhile, which takes that lock, goes through while the listing still runs, not after it.
 func TestSlowSnapshotListingDoesNotHoldCreatesBack(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	h.faults.Inject(csi.RPCListSnapshots, csitest.Fault{Delay: 50 * time.Millisecond, FirstPage: true,
 		NextToken: func(start string) string { return start + "." }})

@@ -17,6 +17,7 @@ import (
 // plugin's snapshots are shown from volctl's records with a warning naming the plugin, the RPC
 // and the token, and none is marked missing.
 func TestListSnapshotsRepeatingTokenIsNotAnEnd(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		next func(string) string
@@ -68,6 +69,7 @@ func TestListSnapshotsRepeatingTokenIsNotAnEnd(t *testing.T) {
 // user is bounded in time (Config.ListTime): past it the plugin's snapshots are shown from
 // volctl's records with a warning naming the plugin and the bound, and none is marked missing.
 func TestListSnapshotsSlowEndlessPagingIsBounded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.PageSize = 1 })
 	h.open(Config{Now: func() time.Time { return snapshotClock }, ListTime: 300 * time.Millisecond})
 	h.create(volume("db"))

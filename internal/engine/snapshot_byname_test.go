@@ -13,6 +13,7 @@ import (
 // plugin answered OK (a snapshot it does not know counts as deleted), and volctl said
 // "deleted", exit 0, with the snapshot and its record still there.
 func TestDeleteSnapshotByItsNameDeletesIt(t *testing.T) {
+	t.Parallel()
 	// IDs unlike names, as the hostpath plugin's (snap-<hex>) and most plugins' are.
 	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.SnapshotIDPrefix = "snap-" })
 	s := h.snapshot("nightly")

@@ -35,6 +35,7 @@ func unansweredSnapshotDelete(t *testing.T) *harness {
 }
 
 func TestReconcileAdvisesTheSnapshotDeleteWithItsSecrets(t *testing.T) {
+	t.Parallel()
 	for _, code := range []codes.Code{codes.PermissionDenied, codes.Unauthenticated} {
 		t.Run(code.String(), func(t *testing.T) {
 			h := unansweredSnapshotDelete(t)
@@ -74,6 +75,7 @@ func TestReconcileAdvisesTheSnapshotDeleteWithItsSecrets(t *testing.T) {
 // RPC's own hint (csi's rpcTable) counts only UNAUTHENTICATED and PERMISSION_DENIED as a
 // refusal of the secrets. Run as advised, with the secret, it is refused the same.
 func TestReconcileInvalidArgumentIsNotASecretsRefusal(t *testing.T) {
+	t.Parallel()
 	h := unansweredSnapshotDelete(t)
 	h.faults.Inject(csi.RPCDeleteSnapshot, csitest.Fault{Code: codes.InvalidArgument, Message: "snapshot_id: not a snapshot of this backend"})
 	rep, _ := h.e.Reconcile(h.ctx)

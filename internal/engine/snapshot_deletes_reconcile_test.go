@@ -19,6 +19,7 @@ import (
 // naming a delete nobody runs. Before, reconcile left the recorded delete, and every restore
 // from the snapshot was refused until the user ran the delete again.
 func TestReconcileFinishesARecordedSnapshotDelete(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
 	h.unansweredSnapshotDelete(s.ID)
@@ -93,6 +94,7 @@ func (h *harness) deletingRecorded(id string) bool {
 // reaches the plugin and finishes it. Before, the delete again forgot it on its way out, as
 // if nothing had been sent, and a restore from a snapshot that may be gone went ahead.
 func TestSnapshotDeleteAgainThatSendsNothingKeepsTheRecordedDelete(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
 	h.unansweredSnapshotDelete(s.ID)
@@ -122,6 +124,7 @@ func TestSnapshotDeleteAgainThatSendsNothingKeepsTheRecordedDelete(t *testing.T)
 // which finishes recorded deletes, must not delete what the user chose to leave on the plugin.
 // A recorded delete of a snapshot volctl does not record is deregistered the same way.
 func TestSnapshotDeregisterForgetsItsRecordedDelete(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
 	h.unansweredSnapshotDelete(s.ID)

@@ -19,6 +19,7 @@ import (
 // A delete unanswered (the plugin did delete it), then a new snapshot under the same ID (the
 // plugin derives IDs from names): reconcile must not delete the new one.
 func TestReview30fReconcileDeletesASnapshotMadeSinceUnderTheSameID(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	// Another orchestrator's snapshot "nightly" on the plugin, deleted through volctl.
 	c := h.pluginClient()
@@ -44,6 +45,7 @@ func TestReview30fReconcileDeletesASnapshotMadeSinceUnderTheSameID(t *testing.T)
 // A recorded delete against a plugin answering UNAVAILABLE: each pass keeps the recorded delete
 // (and logs what it cost: tries, events).
 func TestReview30fReconcileAgainstUnavailable(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
 	h.unansweredSnapshotDelete(s.ID)
@@ -71,6 +73,7 @@ func TestReview30fReconcileAgainstUnavailable(t *testing.T) {
 // without the secret, the plugin refuses it (it needs the secret), and the recorded delete --
 // which says the first delete may have deleted the snapshot -- must not be forgotten.
 func TestReview30fReconcileWithoutTheDeletesSecrets(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	c := h.pluginClient()
 	if _, err := c.CreateSnapshot(h.ctx, csi.CreateSnapshotRequest{SourceVolumeID: h.volumeInfo("db").ExternalID, Name: "other"}); err != nil {
@@ -95,6 +98,7 @@ func TestReview30fReconcileWithoutTheDeletesSecrets(t *testing.T) {
 // deregisters the snapshot meanwhile (as reconcile's problem advised): told it is left, it must
 // not be deleted.
 func TestReview30fDeregisterDuringReconcilesDelete(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
 	h.unansweredSnapshotDelete(s.ID)
@@ -116,6 +120,7 @@ func TestReview30fDeregisterDuringReconcilesDelete(t *testing.T) {
 // The same with volctl's own snapshot: its delete unanswered (the plugin did delete it), the user
 // takes the snapshot of the same name again.
 func TestReview30fRecordedSnapshotTakenAgainThenReconcile(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
 	h.unansweredSnapshotDelete(s.ID)
@@ -138,6 +143,7 @@ func TestReview30fRecordedSnapshotTakenAgainThenReconcile(t *testing.T) {
 // An unrecorded snapshot's delete unanswered, then the plugin deregistered: reconcile must not
 // report the delete every pass with no way out; the advised deregister clears it.
 func TestReview30fRecordedDeleteOfADeregisteredPlugin(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	unrecordedDeleteThenVolumeGone(t, h)
 	err := h.e.DeregisterPlugin(h.ctx, "mem", false)
@@ -161,6 +167,7 @@ func TestReview30fRecordedDeleteOfADeregisteredPlugin(t *testing.T) {
 // again for another driver that has a snapshot "other": reconcile must not send it the delete
 // recorded for the first driver.
 func TestReview30fRecordedDeleteSentToAnotherDriverUnderTheID(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	unrecordedDeleteThenVolumeGone(t, h)
 	if err := h.e.DeregisterPlugin(h.ctx, "mem", false); err != nil {

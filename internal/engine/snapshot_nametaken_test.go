@@ -18,6 +18,7 @@ import (
 // the chaos run, whose workers name their snapshots s0-s3 on any of three volumes). It is
 // forgotten, the pass saying why once.
 func TestSnapshotIntentWhoseNameAnotherSourceTookIsForgotten(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	h.create(volume("other"))
 	if _, err := h.e.CreateSnapshot(h.ctx, "other", "s1", nil); err != nil {

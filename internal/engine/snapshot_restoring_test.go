@@ -19,6 +19,7 @@ import (
 // the volume), so reconcile reported the create every pass for good. The delete is refused,
 // naming the volume and the way on; once the create is finished, the snapshot deletes.
 func TestSnapshotDeleteRefusedWhileAVolumeIsBeingRestoredFromIt(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
 	sv := volume("restored")
@@ -60,6 +61,7 @@ func TestSnapshotDeleteRefusedWhileAVolumeIsBeingRestoredFromIt(t *testing.T) {
 // was NOT_FOUND for the snapshot for good. The delete is recorded with its check, and the
 // restore is refused, naming the snapshot and the delete that finishes it.
 func TestSnapshotDeleteRefusesARestoreRecordedAfterItsCheck(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
 	// Another process, held past its check and the record of its delete, nothing sent.
@@ -91,6 +93,7 @@ func TestSnapshotDeleteRefusesARestoreRecordedAfterItsCheck(t *testing.T) {
 // forgets its recorded delete, and one whose answer may come later (UNAVAILABLE: the plugin
 // may have deleted it) keeps it, refusing restores until the delete again finishes.
 func TestSnapshotDeleteRecordKeptOnlyWhileTheSnapshotMayBeGone(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
 	restore := func(id string) (VolumeInfo, error) {

@@ -9,6 +9,7 @@ import "testing"
 // snapshot it already had. volctl recorded the old snapshot, its data from before, as the one
 // just asked for. Each derived name now carries a nonce, as a create's does (createName).
 func TestSnapshotWithoutANameAfterOneForgottenIsANewSnapshot(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil) // its clock stands still: every create is in one second
 	first := h.snapshot("")
 	if _, err := h.e.DeregisterSnapshot(h.ctx, "mem", first.ID); err != nil {

@@ -36,6 +36,7 @@ func pendingSnapshot(t *testing.T, h *harness) string {
 // The intent is recorded before CreateSnapshot: a create cut short leaves a tracked snapshot
 // that reconcile finishes.
 func TestSnapshotIntentFinishedByReconcile(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	name := pendingSnapshot(t, h)
 	rep, err := h.e.Reconcile(h.ctx)
@@ -65,6 +66,7 @@ func TestSnapshotIntentFinishedByReconcile(t *testing.T) {
 // `snapshot delete PLUGIN NAME` removes a snapshot still being created: it is finished (the
 // only way to learn its ID) and deleted.
 func TestSnapshotIntentDeletedByName(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	name := pendingSnapshot(t, h)
 	if err := h.e.DeleteSnapshot(h.ctx, "mem", name, nil); err != nil {
@@ -82,6 +84,7 @@ func TestSnapshotIntentDeletedByName(t *testing.T) {
 // snapshot list and delete send the secrets given; without them, delete sends the source
 // volume's, and once the volume is forgotten, those the snapshot was made with.
 func TestSnapshotSecrets(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	given := spec.Secrets{"token": "given"}
 	if _, err := h.e.ListSnapshots(h.ctx, "mem", given); err != nil {
@@ -145,6 +148,7 @@ func snapshotOfDeregisteredPlugin(t *testing.T) (*harness, SnapshotInfo) {
 // A snapshot stays deletable after its plugin is deregistered: volctl reaches the plugin where
 // it was when the snapshot was made.
 func TestSnapshotDeletableAfterPluginDeregistered(t *testing.T) {
+	t.Parallel()
 	h, s := snapshotOfDeregisteredPlugin(t)
 	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err != nil {
 		t.Fatalf("delete after the plugin was deregistered: %v", err)
@@ -168,6 +172,7 @@ func TestSnapshotDeletableAfterPluginDeregistered(t *testing.T) {
 // the snapshot: another driver answering there gets no DeleteSnapshot (its NOT_FOUND would make
 // volctl forget a snapshot that still exists).
 func TestSnapshotDeleteRefusesAnotherDriverAfterDeregistration(t *testing.T) {
+	t.Parallel()
 	h, s := snapshotOfDeregisteredPlugin(t)
 	h.stopServe()
 	cfg := csitest.DefaultMemConfig()
@@ -192,6 +197,7 @@ func TestSnapshotDeleteRefusesAnotherDriverAfterDeregistration(t *testing.T) {
 // another driver's socket is allowed, or the agent re-registered it at start while another
 // driver answered on the socket. The snapshot's record pins the driver that made it.
 func TestSnapshotDeleteRefusesAnotherDriverUnderTheSameID(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	s, err := h.e.CreateSnapshot(h.ctx, "db", "keep", nil)
 	if err != nil {
@@ -231,6 +237,7 @@ func TestSnapshotDeleteRefusesAnotherDriverUnderTheSameID(t *testing.T) {
 // refused, naming it. Recording it again as the second volume's would hand the first volume's
 // snapshot to whoever deletes the second's.
 func TestCreateSnapshotRefusesAnotherVolumesSnapshot(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	h.create(volume("other"))
 	s, err := h.e.CreateSnapshot(h.ctx, "db", "", nil)

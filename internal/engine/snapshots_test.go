@@ -48,6 +48,7 @@ func (h *harness) pluginClient() *csi.Client {
 }
 
 func TestCreateSnapshot(t *testing.T) {
+	t.Parallel()
 	h, v := snapshotHarness(t, nil)
 	wantName := csiName("default", "db") + "-" + "1740830400"
 	tests := []struct {
@@ -99,6 +100,7 @@ func TestCreateSnapshot(t *testing.T) {
 // second is a second snapshot, under a distinct name (issue 13: it used to return the first;
 // the name's nonce makes it distinct, snapshotName).
 func TestCreateSnapshotDerivedNameIsIdempotent(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	h.faults.FailOnce(csi.RPCCreateSnapshot, codes.Unavailable)
 	first := h.snapshot("")
@@ -118,6 +120,7 @@ func TestCreateSnapshotDerivedNameIsIdempotent(t *testing.T) {
 // Creating a named snapshot again returns the first one, and its record keeps the parameters
 // it was made with.
 func TestCreateSnapshotAgainKeepsRecord(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	if _, err := h.e.CreateSnapshot(h.ctx, "db", "s1", map[string]string{"kind": "full"}); err != nil {
 		t.Fatal(err)
@@ -134,6 +137,7 @@ func TestCreateSnapshotAgainKeepsRecord(t *testing.T) {
 }
 
 func TestSnapshotCapabilityMissing(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) {
 		c.Controller.CreateDeleteSnapshot, c.Controller.ListSnapshots = false, false
 	})
@@ -164,6 +168,7 @@ func TestSnapshotCapabilityMissing(t *testing.T) {
 
 // Without LIST_SNAPSHOTS the list is volctl's records, and it says so.
 func TestListSnapshotsRecordsOnly(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.Controller.ListSnapshots = false })
 	h.snapshot("s1")
 	list, err := h.e.ListSnapshots(h.ctx, "", nil)
@@ -177,6 +182,7 @@ func TestListSnapshotsRecordsOnly(t *testing.T) {
 }
 
 func TestListSnapshotsMergesPluginAndRecords(t *testing.T) {
+	t.Parallel()
 	h, v := snapshotHarness(t, nil)
 	if _, err := h.e.CreateSnapshot(h.ctx, "db", "by-volctl", map[string]string{"k": "v"}); err != nil {
 		t.Fatal(err)
@@ -229,6 +235,7 @@ func TestListSnapshotsMergesPluginAndRecords(t *testing.T) {
 }
 
 func TestDeleteSnapshot(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("s1")
 	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err != nil {
@@ -263,6 +270,7 @@ func TestDeleteSnapshot(t *testing.T) {
 
 // A final error from the plugin leaves volctl's record in place, so the delete can be retried.
 func TestDeleteSnapshotFailureKeepsRecord(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	h.snapshot("s1")
 	h.faults.FailAlways(csi.RPCDeleteSnapshot, codes.FailedPrecondition)
@@ -279,6 +287,7 @@ func TestDeleteSnapshotFailureKeepsRecord(t *testing.T) {
 // A volume created with snapshot_id or clone_id asks the plugin for that content source; a
 // clone_id naming a volctl volume is sent as that volume's external ID.
 func TestCreateVolumeFromSnapshotAndClone(t *testing.T) {
+	t.Parallel()
 	h, src := snapshotHarness(t, nil)
 	snap := h.snapshot("s1")
 	tests := []struct {
@@ -305,6 +314,7 @@ func TestCreateVolumeFromSnapshotAndClone(t *testing.T) {
 }
 
 func TestSnapshotOfUnknownOrBusyVolume(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	if _, err := h.e.CreateSnapshot(h.ctx, "nope", "", nil); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown volume: err = %v, want not found", err)
@@ -324,6 +334,7 @@ func TestSnapshotOfUnknownOrBusyVolume(t *testing.T) {
 // keeps the records, still deletable (here after registering it again; without that,
 // TestSnapshotDeletableAfterPluginDeregistered).
 func TestDeregisterPluginWithSnapshotsRefused(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("s1")
 	if _, err := h.e.DeregisterVolume(h.ctx, "db", false); err != nil {
@@ -357,6 +368,7 @@ func TestDeregisterPluginWithSnapshotsRefused(t *testing.T) {
 // answering NOT_FOUND for a source that was gone. The delete is refused, naming the snapshot;
 // once reconcile finished it, the volume is deleted as any volume with snapshots is.
 func TestDeleteRefusedWhileASnapshotOfTheVolumeIsBeingCreated(t *testing.T) {
+	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
 	h.faults.FailAlways(csi.RPCCreateSnapshot, codes.Unavailable)
 	if _, err := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil); err == nil {

@@ -20,6 +20,7 @@ import (
 // second half was shown on each: the scrubber looked for a cut value at a message's end, not
 // at its start.
 func TestSecretSplitAcrossRetriedErrorsShowsNoPartOfIt(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	const secret = "hunter2-s3cret-77"
 	sv := volume("v")

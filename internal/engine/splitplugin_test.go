@@ -18,6 +18,7 @@ import (
 // ID as Nomad's controller and node plugin jobs are, creates, publishes, releases and deletes
 // a volume: controller RPCs on the controller socket, node RPCs on the node socket.
 func TestSplitPluginServesTheWholeLifecycle(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "node-1"
@@ -97,6 +98,7 @@ func TestSplitPluginServesTheWholeLifecycle(t *testing.T) {
 // claim is refused at admission, before any RPC and with no claim left, rather than staged on a
 // volume that was never ControllerPublished.
 func TestNodeHalfAloneOfAControllerPlugin(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	nodeFaults := csitest.NewFaults()
 	h.nodeHalfAlone(csitest.WithFaults(nodeFaults))
@@ -149,6 +151,7 @@ func TestNodeHalfAloneOfAControllerPlugin(t *testing.T) {
 // The node expansion is owed, not dropped: once the node half joins, the claim that publishes
 // the volume sends NodeExpandVolume, or the filesystem would stay the old size for good.
 func TestNodeExpansionOwedWhileOnlyTheControllerHalfIsRegistered(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "node-1"

@@ -30,6 +30,7 @@ func (b *belowMounts) MountsUnder(dir string) (map[string]bool, error) {
 // staging record ("nothing is mounted there") while a mount is left below the path. It keeps
 // the record, names the mount, and reconcile finishes once it is unmounted.
 func TestLostStageCapabilityKeepsAMountBelowTheStaging(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -77,6 +78,7 @@ func TestLostStageCapabilityKeepsAMountBelowTheStaging(t *testing.T) {
 // accounts for" (and fail the pass, exit 1) while the volume is staged and published as it
 // should be. A mount below no recorded path still is one.
 func TestReconcileCountsAMountBelowAStagingAsItsOwn(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})

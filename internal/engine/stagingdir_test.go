@@ -21,6 +21,7 @@ import (
 // claim stages there again. It goes when the volume is deleted or deregistered, and the
 // plugin's directory with its last volume or with the plugin.
 func TestStagingDirKeptWhileTheVolumeIsRegistered(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	for _, id := range []string{"v", "w"} {
 		h.create(volume(id))
@@ -106,6 +107,7 @@ func TestSymlinkPlantedInPlaceOfTheKeptStagingDir(t *testing.T) {
 // empty directory that is not a mount point; anything else is left to the table. Real mounts,
 // as root.
 func TestMountFree(t *testing.T) {
+	t.Parallel()
 	hostpathtest.RequireMount(t)
 	dir := hostpathtest.MountDir(t)
 	mk := func(name string) string {
@@ -157,6 +159,7 @@ func TestMountFree(t *testing.T) {
 // free of mounts, but it is a mount root, so the release reads the kernel's table, finds the
 // mount and holds the claim until it is gone. Real mounts, as root.
 func TestReleaseKeepsAnEmptyBindMountLeftOnTheKeptStagingDir(t *testing.T) {
+	t.Parallel()
 	h, staging, _ := claimedOnKernelMounts(t)
 	empty := t.TempDir()
 	h.afterFirstUnstage(func() {
@@ -189,6 +192,7 @@ func TestReleaseKeepsAnEmptyBindMountLeftOnTheKeptStagingDir(t *testing.T) {
 // directory leaves that directory, empty. The same volume ID registered again stages there,
 // releases, and its delete removes it and the plugin's directory.
 func TestStagingDirLeftByADeleteThatDiedIsReused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -220,6 +224,7 @@ func TestStagingDirLeftByADeleteThatDiedIsReused(t *testing.T) {
 // A volume deleted while a claim of it runs: whichever takes the volume's lock first wins, and
 // a deleted volume leaves no staging directory behind, whatever the claim did.
 func TestDeleteRacingAClaimLeavesNoStagingDir(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	for i := range 12 {
 		id := fmt.Sprintf("v%d", i)

@@ -22,6 +22,7 @@ import (
 // the staging as before. (Nomad, which stages per read-only flag and modes, hands a later
 // claim the earlier one's staging as silently.)
 func TestClaimWithAnotherFSTypeThanTheStagingIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}))
 	first := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a", MountOptions: &spec.MountOptions{FSType: "ext4", MountFlags: spec.MountFlags{"uid=1000"}}})
@@ -57,6 +58,7 @@ func TestClaimWithAnotherFSTypeThanTheStagingIsRefused(t *testing.T) {
 // plugin that does not stage is not asked about fs_type either: it mounts at each target as
 // the claim asks, and says so itself when it cannot.
 func TestClaimsWithOtherMountFlagsShareTheStaging(t *testing.T) {
+	t.Parallel()
 	mmw := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}
 	h := newHarness(t, nil)
 	h.create(volume("v", mmw))
@@ -84,6 +86,7 @@ func TestClaimsWithOtherMountFlagsShareTheStaging(t *testing.T) {
 // (errHolderInFlight), and then stages the volume with its own fs_type. It was refused at once
 // as a conflict naming the releasing claim's ext4.
 func TestClaimWithAnotherFSTypeWaitsForTheReleaseInFlight(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "old", MountOptions: &spec.MountOptions{FSType: "ext4"}})

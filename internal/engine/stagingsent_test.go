@@ -40,6 +40,7 @@ func checkNotDetachedUnderStaging(t *testing.T, h *harness, what string) {
 // live staging. The link is taken for the plugin's (a staging recorded: a NodeStageVolume may
 // have reached it): the rollback unstages through the plugin first.
 func TestLinkAfterALostStageAnswerIsNotDetachedUnder(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeStaging = linkPathTo(t.TempDir()) })
 	h.create(volume("v"))
 	h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Lost: true, Times: 10})
@@ -64,6 +65,7 @@ func TestLinkAfterALostStageAnswerIsNotDetachedUnder(t *testing.T) {
 // it was sent"), then the plugin back: the next pass took the link for a hand's and detached
 // the volume under the plugin's staging.
 func TestLinkAfterACutOffStageAndAGoneSocketIsNotDetachedUnder(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeStaging = linkPathTo(t.TempDir()) })
 	h.create(volume("v"))
 	h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Lost: true, Code: codes.DeadlineExceeded, Times: 10})
@@ -82,6 +84,7 @@ func TestLinkAfterACutOffStageAndAGoneSocketIsNotDetachedUnder(t *testing.T) {
 // link: a counted as no staging user, b dropped the staging path, and its rollback... the
 // volume stays attached for a, but the staging is forgotten: b's claim must not drop it.
 func TestLinkOfAnotherClaimsCutOffStageIsKept(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeStaging = linkPathTo(t.TempDir()) })
 	h.create(volume("v", spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}))
 	h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Lost: true, Code: codes.DeadlineExceeded, Times: 10})
@@ -109,6 +112,7 @@ func TestLinkOfAnotherClaimsCutOffStageIsKept(t *testing.T) {
 // event). The link at a staging recorded but never accepted is the plugin's to remove,
 // whatever state the release resumes from.
 func TestResumedRollbackLeavesThePluginsStagingLink(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.MakeStaging = linkPathTo(t.TempDir()) })
 	h.create(volume("v"))
 	gate := make(chan struct{})

@@ -21,6 +21,7 @@ import (
 // max_volumes_per_node or off the volume's topology (or left for a reconcile whose
 // ControllerPublishVolume the plugin keeps refusing).
 func TestClaimAppliesNodeLimitsStatedAfterARestart(t *testing.T) {
+	t.Parallel()
 	zoneA := &spec.Topology{Segments: map[string]string{"zone": "a"}}
 	for _, tc := range []struct {
 		name string

@@ -23,6 +23,7 @@ import (
 // made its release skip NodeUnpublishVolume, and the plugin then refused NodeUnstageVolume for
 // good.
 func TestCancelledLockWaitLeavesAClaimThatMovedOn(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
 	unlock := h.lockVolume("v")
@@ -80,6 +81,7 @@ func TestCancelledLockWaitLeavesAClaimThatMovedOn(t *testing.T) {
 // When the waiting claim gives up while its claim is still as admitted, the failure is
 // recorded on it, and reconcile publishes it.
 func TestCancelledLockWaitRecordsTheFailure(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
 	unlock := h.lockVolume("v")
@@ -116,6 +118,7 @@ func (f mountsFunc) Mounted(root, path string) (MountPoint, error) {
 // was undone by writing back the listed copy of the claim: published, not releasing, at rest,
 // while its target was unpublished. The release must survive, and finish on a later pass.
 func TestReconcileKeepsAReleaseBegunAfterItsList(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -159,6 +162,7 @@ func TestReconcileKeepsAReleaseBegunAfterItsList(t *testing.T) {
 // RPC: were the process to die during it, reconcile must finish the rollback, not publish the
 // claim again for an alloc that was told it failed.
 func TestRollbackIsCommittedBeforeItsFirstRPC(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
 	h.faults.FailOnce(csi.RPCNodeStageVolume, codes.InvalidArgument)
@@ -200,6 +204,7 @@ func setGroupState(t *testing.T, h *harness, name string, state store.GroupState
 // Reconcile releases the claims of a stopped group as it read the groups at the start of the
 // pass. A group run again after that read keeps its claims.
 func TestReconcileKeepsTheClaimsOfAGroupRunAgain(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.createDBVolumes(1)
 	if _, err := h.e.RunGroup(h.ctx, dbGroup(1)); err != nil {

@@ -42,6 +42,7 @@ func (r *rebootAfterRead) MountsUnder(dir string) (map[string]bool, error) {
 // destination was unmounted by hand. Now a bind checks, from the mount table, that the target
 // is still mounted, refuses, and the next pass restores the target and binds it.
 func TestReconcileDoesNotBindATargetUnmountedSinceItReadTheTable(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	dest := filepath.Join(t.TempDir(), "dest")
 	cl, err := h.claimWithBind(t, "d", spec.VolumeMount{Volume: "d", Destination: dest})

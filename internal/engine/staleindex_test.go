@@ -24,6 +24,7 @@ import (
 // whose contents volctl never writes, is not trusted: the index is built again from the
 // publish tree, and the release leaves the staging, naming c's target.
 func TestReleaseLooksPastATargetIndexRestoredOrDamaged(t *testing.T) {
+	t.Parallel()
 	old := time.Now().Add(-24 * time.Hour)
 	for _, tc := range []struct {
 		name    string
@@ -107,6 +108,7 @@ func writeList(t *testing.T, index, contents string) {
 // the first claim to find it moves it aside, and the release's look builds it from the
 // publish tree, finding c's target.
 func TestClaimMovesARestoredTargetIndexAside(t *testing.T) {
+	t.Parallel()
 	h, c, index := claimsAAndC(t, "v", "w")
 	writeList(t, index, "a\n")
 	old := time.Now().Add(-24 * time.Hour)

@@ -37,6 +37,7 @@ func (m *hookedMounts) MountsUnder(dir string) (map[string]bool, error) {
 // claim's commits changed the staging row, which the pass compares with the one it listed, and
 // reads the table again. The claim is restored onto the staging the other process made.
 func TestReconcileWithAStaleTableKeepsAStagingMadeAfterItWasRead(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.claimThenReboot("v", "a", spec.MultiNodeMultiWriter)
 	h.faults.ResetCounts()
@@ -65,6 +66,7 @@ func TestReconcileWithAStaleTableKeepsAStagingMadeAfterItWasRead(t *testing.T) {
 // accounts for: reconcile must not report them as orphans, failing (exit 1) and advising the
 // user to unmount by hand what an alloc is using.
 func TestReconcileDoesNotReportAClaimMadeWhileItReadTheTableAsOrphans(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("w"))
 	base := &republishedMounts{fakeMounts: h.mounts, mem: h.mem, since: len(h.mem.Calls())}

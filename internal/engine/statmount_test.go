@@ -17,6 +17,7 @@ import (
 // for every shape of mount at a target, stacked ones and targets inside other mounts
 // included; a file is always looked at through the copy.
 func TestSelfBoundByStatmountAgreesWithTheCopy(t *testing.T) {
+	t.Parallel()
 	hostpathtest.RequireMount(t)
 	bind := func(t *testing.T, from, to string) {
 		t.Helper()
@@ -157,6 +158,7 @@ func TestSelfBoundByStatmountAgreesWithTheCopy(t *testing.T) {
 // binds, a file, a path that is no mount point, a missing one, and a mount reached through a
 // symlink (which statmount leaves to the table).
 func TestMountRootsByStatmountAgreeWithTheTable(t *testing.T) {
+	t.Parallel()
 	hostpathtest.RequireMount(t)
 	if _, err := statMount(1); errors.Is(err, unix.ENOSYS) {
 		t.Skip("statmount(2) came in Linux 6.8; this kernel has none, and MountRoots reads the table")

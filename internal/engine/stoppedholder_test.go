@@ -58,6 +58,7 @@ func killGroup(cmd *exec.Cmd) {
 // gives up, saying how to resume or end it, once it has been stopped for stoppedWait; a holder
 // that runs is waited for, as before, and the command goes on once it lets go.
 func TestLockHeldByAStoppedProcessIsNamedAndNotWaitedForEver(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.e.locks.stoppedWait = 500 * time.Millisecond
@@ -116,6 +117,7 @@ func TestLockHeldByAStoppedProcessIsNamedAndNotWaitedForEver(t *testing.T) {
 
 // The agent's pass, which gives up on a lock after PassLockWait, names who holds it.
 func TestPassNamesTheHolderOfALockItGivesUpOn(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.open(Config{PassLockWait: 200 * time.Millisecond})
 	h.claimThenReboot("held", "a", "single-node-writer")

@@ -18,6 +18,7 @@ import (
 // 24h, spec.CheckPluginTimeout), with a warning that names the plugin, the stored timeout and
 // how to set another; a half registered beside it joins with the clamped one.
 func TestStoredPluginTimeoutOutsideItsBoundsIsClamped(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	for _, id := range []string{"mem", "half"} {
 		if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error {
@@ -50,6 +51,7 @@ func TestStoredPluginTimeoutOutsideItsBoundsIsClamped(t *testing.T) {
 // bounds: the warning sends it to its plugin block, never to a register by flags, which would
 // replace its declaration and drop the exec block (review32d).
 func TestStoredTimeoutOfAPluginTheAgentStartsIsRaisedInItsBlock(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error {
 		p := store.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: h.socket, Timeout: time.Nanosecond,

@@ -59,6 +59,7 @@ func symlinkTo(t *testing.T, dir string) string {
 // paths volctl builds under it must compare equal with the mount table's (which has real
 // paths), or every reconcile pass restores every claim again.
 func TestSymlinkedStateDirIsResolvedOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	link := symlinkTo(t, h.dir)
 	h.e.Close()
@@ -87,6 +88,7 @@ func TestSymlinkedStateDirIsResolvedOnce(t *testing.T) {
 
 // TestHostpathSymlinkedStateDir is TestSymlinkedStateDirIsResolvedOnce with real mounts.
 func TestHostpathSymlinkedStateDir(t *testing.T) {
+	t.Parallel()
 	hostpathtest.RequireMount(t)
 	p, err := hostpath.New(hostpath.Config{Root: hostpathtest.MountDir(t), NodeID: "n1", EnableAttach: true})
 	if err != nil {
@@ -128,6 +130,7 @@ func TestHostpathSymlinkedStateDir(t *testing.T) {
 // their mounts (at real paths) as theirs: not restore them on every pass, and above all not
 // report them as orphans to be unmounted by hand. A new claim publishes from their staging.
 func TestPathsRecordedThroughASymlinkStillMatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	link := symlinkTo(t, h.dir)
 	h.e.Close()
@@ -194,6 +197,7 @@ func TestPathsRecordedThroughASymlinkStillMatch(t *testing.T) {
 // publish directory (or the volume's staging directory), pointing at a directory that holds a
 // mount at the same name, the unmount must not follow it: what is mounted elsewhere stays.
 func TestForcedDetachDoesNotFollowPlantedSymlinks(t *testing.T) {
+	t.Parallel()
 	hostpathtest.RequireMount(t)
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))

@@ -24,6 +24,7 @@ import (
 // target and what is there, and is rolled back, the release's NodeUnpublishVolume asking the
 // plugin to remove what it made. Nothing is written where a link points.
 func TestNodePublishTargetIsChecked(t *testing.T) {
+	t.Parallel()
 	elsewhere := t.TempDir() // stands for /etc
 	for _, tc := range []struct {
 		name string
@@ -81,6 +82,7 @@ func TestNodePublishTargetIsChecked(t *testing.T) {
 // advice about symlinks in mount paths: volctl removes the link itself, never what it points
 // to, and says so in an event.
 func TestNodeUnpublishLeavingASymlinkAtTheTarget(t *testing.T) {
+	t.Parallel()
 	elsewhere := t.TempDir() // stands for the plugin's own mount, or /etc
 	if err := os.WriteFile(filepath.Join(elsewhere, "keep"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
@@ -116,6 +118,7 @@ func TestNodeUnpublishLeavingASymlinkAtTheTarget(t *testing.T) {
 // refused, never followed, with an error that says what it is and the remedy that works for
 // volctl's own path: remove the link, not "use the path it points to".
 func TestClaimOnASymlinkLeftAtTheTargetSaysWhatToDo(t *testing.T) {
+	t.Parallel()
 	h, target, elsewhere := linkAtNewClaimsTarget(t)
 	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
 	want := fmt.Sprintf("claim target: %s is a symlink, and volctl does not follow symlinks in mount paths (it points to %q, left there by a plugin or by hand: remove the link with `rm %s`, which leaves what it points to, and claim again)",
@@ -136,6 +139,7 @@ func TestClaimOnASymlinkLeftAtTheTargetSaysWhatToDo(t *testing.T) {
 // NodePublishVolume: its rollback sends no NodeUnpublishVolume, and undoes its staging and
 // attachment.
 func TestClaimOnASymlinkLeftAtTheTargetIsRolledBack(t *testing.T) {
+	t.Parallel()
 	h, target, elsewhere := linkAtNewClaimsTarget(t)
 	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
 	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "the claim was rolled back") {
@@ -166,6 +170,7 @@ func TestClaimOnASymlinkLeftAtTheTargetIsRolledBack(t *testing.T) {
 // else a positive count), not "no limit": read as one, volctl would publish past whatever the
 // node allows. Registering, or connecting to, such a plugin fails naming it and the value.
 func TestNegativeMaxVolumesPerNodeIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	cfg := csitest.DefaultMemConfig()
 	cfg.MaxVolumes = -1
@@ -180,6 +185,7 @@ func TestNegativeMaxVolumesPerNodeIsRefused(t *testing.T) {
 // A negative limit recorded before volctl refused it (an older volctl's fingerprint) is not
 // read as "no limit" either: the claim is refused naming the plugin and the value.
 func TestNegativeMaxVolumesPerNodeRecordedIsNotNoLimit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
 	h.update(func(tx *store.Tx) error {

@@ -14,6 +14,7 @@ import (
 // finds the list past 4 KiB rewrites it with the allocs whose publish directory is still there,
 // its own among them.
 func TestClaimRewritesALongTargetIndexListWithoutItsStaleLines(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
 	index := filepath.Join(h.dir, "targets") // targetIndexDir; made here whole: no publish directory yet
@@ -42,6 +43,7 @@ func TestClaimRewritesALongTargetIndexListWithoutItsStaleLines(t *testing.T) {
 // attaches has no release that looks and drops it. A list naming a publish directory still
 // there (a claim the database lost) stays.
 func TestDeleteDropsTheVolumesTargetIndexList(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
 	h.create(volume("w", capab(spec.MultiNodeMultiWriter)))

@@ -17,6 +17,7 @@ import (
 // in progress holds the volume's lock for, and whatever a symlink in the state dir points at
 // all stay.
 func TestReconcileTidiesDirsNothingAccountsFor(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	for _, id := range []string{"gone", "kept", "live", "busy", "full"} {
 		h.create(volume(id))
@@ -91,6 +92,7 @@ func TestReconcileTidiesDirsNothingAccountsFor(t *testing.T) {
 
 // A leftover directory that is a mount point is not removed (the orphan report names it).
 func TestReconcileTidyLeavesAMountPoint(t *testing.T) {
+	t.Parallel()
 	hostpathtest.RequireMount(t)
 	h := newHarness(t, nil)
 	target := filepath.Join(h.dir, publishDir, "old", "v", "rw-file-system-single-node-writer")

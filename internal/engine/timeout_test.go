@@ -55,6 +55,8 @@ func checkTimedOut(t *testing.T, err error, rpc string) {
 // at its checkpoint for reconcile. A reconcile while the plugin still hangs sends it once more,
 // and the one after the plugin recovers publishes the claim.
 func TestHungPublishRPCIsSentOnce(t *testing.T) {
+	// Serial: its hung-RPC timeout (hungTimeout, 500 ms) bounds the dial and handshake too,
+	// which tests running beside it on a loaded machine made it miss.
 	for _, tc := range []struct {
 		rpc  string
 		left store.ClaimState // the checkpoint the claim is left at
@@ -115,6 +117,8 @@ func (h *harness) leftAfterHang(t *testing.T, verb, rpc string, left store.Claim
 // per command, the release is left where it got for reconcile, which frees the claim (and undoes
 // the staging) once the plugin recovers.
 func TestHungReleaseRPCIsSentOnce(t *testing.T) {
+	// Serial: its hung-RPC timeout (hungTimeout, 500 ms) bounds the dial and handshake too,
+	// which tests running beside it on a loaded machine made it miss.
 	for _, tc := range []struct {
 		rpc  string
 		left store.ClaimState
@@ -146,6 +150,8 @@ func TestHungReleaseRPCIsSentOnce(t *testing.T) {
 // TestHungCreateVolumeIsSentOnce: a hung CreateVolume is sent once by `volume create`, which
 // leaves the create recorded for reconcile; reconcile finishes it once the plugin recovers.
 func TestHungCreateVolumeIsSentOnce(t *testing.T) {
+	// Serial: its hung-RPC timeout (hungTimeout, 500 ms) bounds the dial and handshake too,
+	// which tests running beside it on a loaded machine made it miss.
 	h := newHarness(t, nil)
 	h.open(hungConfig())
 	h.faults.Hang(csi.RPCCreateVolume)
@@ -172,6 +178,8 @@ func TestHungCreateVolumeIsSentOnce(t *testing.T) {
 // it does not retry it. The plugin's timeout is 1s, the least a plugin's may be
 // (spec.CheckPluginTimeout): one below it is used as 1s (TestStoredPluginTimeoutOutsideItsBoundsIsClamped).
 func TestHungRPCUsesThePluginsOwnTimeout(t *testing.T) {
+	// Serial: its hung-RPC timeout (hungTimeout, 500 ms) bounds the dial and handshake too,
+	// which tests running beside it on a loaded machine made it miss.
 	h := newHarness(t, nil)
 	cfg := hungConfig()
 	cfg.Timeouts.Long = time.Minute // the engine's default: not what the plugin runs with
@@ -195,6 +203,8 @@ func TestHungRPCUsesThePluginsOwnTimeout(t *testing.T) {
 // retried like any retryable code; once is absorbed by the retry, always leaves the claim for
 // reconcile after the retry bound.
 func TestPluginDeadlineExceededIsRetried(t *testing.T) {
+	// Serial: its hung-RPC timeout (hungTimeout, 500 ms) bounds the dial and handshake too,
+	// which tests running beside it on a loaded machine made it miss.
 	// A command's retry policy, as the hung tests run with, but nothing here hangs: every answer
 	// comes at once, so no timeout of volctl's is to run out, however loaded the machine. At
 	// hungTimeout, a loaded -race run got the plugin's DEADLINE_EXCEEDED after 500ms and took it

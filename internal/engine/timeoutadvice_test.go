@@ -15,6 +15,7 @@ import (
 // starts is sent to its plugin block instead: registered again by flags, it would lose its
 // exec block. And a timeout at the most a plugin's can be is not raised past it.
 func TestLongTimeoutAdviceFitsThePlugin(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name   string
 		p      spec.Plugin

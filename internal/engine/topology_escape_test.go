@@ -13,6 +13,7 @@ import (
 // volume): a refusal that words them must escape their control characters, so an escape
 // sequence in one (a window title, a screen clear) does not reach the terminal that shows it.
 func TestTopologyRefusalEscapesControlCharacters(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) {
 		c.Topology = &spec.Topology{Segments: map[string]string{"zone": "b\x1b]0;pwned\x07"}}
 		c.CreateTopology = &spec.Topology{Segments: map[string]string{"zone\x1b[31m": "a\x1b[2J"}}

@@ -39,6 +39,7 @@ func (h *harness) otherStateDir() *Engine {
 // tells volctl, before it attaches, that the attachment is not its own: the second claim is
 // refused as a conflict, no RPC sent that could undo the other's attachment.
 func TestClaimOfAVolumeAnotherStateDirAttachedLeavesItsAttachment(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	other := claimAttachedByAnotherStateDir(t, h, func() {})
 	if live := h.liveClaims("v"); len(live) != 1 || live[0].State != "published" {

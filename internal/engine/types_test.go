@@ -9,6 +9,7 @@ import (
 // ClaimInfo.AtRest is store.Claim.AtRest: `volctl status` lists the claims that are not at rest,
 // and the volume list counts them with the store's rule, so the two must agree.
 func TestClaimInfoAtRestMatchesTheStore(t *testing.T) {
+	t.Parallel()
 	for _, state := range store.ClaimStates {
 		for _, releasing := range []bool{false, true} {
 			for _, reconcile := range []bool{false, true} {

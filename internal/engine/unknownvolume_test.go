@@ -18,6 +18,7 @@ import (
 // user to unmount by hand a mount the right plugin would undo and record: a plugin restarted
 // as it ran before then finds its own record of a target volctl freed. Real mounts, as root.
 func TestNotFoundOverAMountSaysThePluginDoesNotKnowTheVolume(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	h.create(volume("v"))
 	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err != nil {
@@ -55,6 +56,7 @@ func TestNotFoundOverAMountSaysThePluginDoesNotKnowTheVolume(t *testing.T) {
 // hand takes the topmost only, the release failing again on the same path. The error says how
 // many are stacked there and to unmount it that many times. Real mounts, as root.
 func TestAMountLeftStackedSaysHowManyToUnmount(t *testing.T) {
+	t.Parallel()
 	h := kernelHarness(t, nil)
 	h.create(volume("v"))
 	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err != nil {

@@ -26,6 +26,7 @@ import (
 // no ControllerPublishVolume; volctl's own ways back, a release and a forced detach (which
 // unmounts volctl's paths itself before it sends the unpublish), still detach the volume.
 func TestHostpathClaimKeepsItsAttachmentWhenAnotherOrchestratorUnpublishes(t *testing.T) {
+	t.Parallel()
 	h := newHostpathEngine(t)
 	a := h.claimNew(t, "db", "a", spec.SingleNodeWriter)
 	v, err := h.e.Volume(h.ctx, "db")

@@ -16,6 +16,7 @@ import (
 // Now the mount table decides, as for a plugin that lost the capability: nothing is mounted,
 // so the staging record is dropped, the volume detached and the claim rolled back.
 func TestUnstageUnimplementedDespiteTheCapability(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.faults.FailAlways(csi.RPCNodeStageVolume, codes.Unimplemented)
@@ -41,6 +42,7 @@ func TestUnstageUnimplementedDespiteTheCapability(t *testing.T) {
 // The same answer for a staging that is mounted: the record stays, and the error names the
 // mount and the plugin's answer, for reconcile once it is unmounted by hand.
 func TestUnstageUnimplementedKeepsAMountedStaging(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})

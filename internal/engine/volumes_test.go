@@ -22,6 +22,7 @@ func registered(id, external string) spec.Volume {
 }
 
 func TestRegisterVolumeValidatesAndUpdatesByNomadsRules(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.mem.AddVolume(csi.Volume{ID: "ext-1", CapacityBytes: 1 << 30})
 
@@ -81,6 +82,7 @@ func TestRegisterVolumeValidatesAndUpdatesByNomadsRules(t *testing.T) {
 }
 
 func TestRegisterNeedsARegisteredReachablePlugin(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	sv := registered("v", "ext-1")
 	sv.PluginID = "ghost"
@@ -98,6 +100,7 @@ func TestRegisterNeedsARegisteredReachablePlugin(t *testing.T) {
 }
 
 func TestCreateVolume(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	sv := volume("db")
 	sv.Namespace = "prod"
@@ -129,6 +132,7 @@ func TestCreateVolume(t *testing.T) {
 }
 
 func TestCSINameIsDeterministicAndSafe(t *testing.T) {
+	t.Parallel()
 	a, b := csiName("default", "ebs-vol[0]"), csiName("default", "ebs-vol[1]")
 	if a == b || a != csiName("default", "ebs-vol[0]") || a == csiName("other", "ebs-vol[0]") {
 		t.Fatalf("names not distinct/deterministic: %q %q", a, b)
@@ -151,6 +155,7 @@ func TestCSINameIsDeterministicAndSafe(t *testing.T) {
 // spec, or reconcile, replays CreateVolume with the same name and the plugin returns the same
 // volume: one volume, not two.
 func TestCreateIsHealedByReplayNotDuplicated(t *testing.T) {
+	t.Parallel()
 	for _, heal := range []string{"create-again", "reconcile"} {
 		t.Run(heal, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -195,6 +200,7 @@ func TestCreateIsHealedByReplayNotDuplicated(t *testing.T) {
 }
 
 func TestCreateFinalErrorForgetsTheIntent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.faults.FailOnce(csi.RPCCreateVolume, codes.InvalidArgument)
 	if _, err := h.e.CreateVolume(h.ctx, volume("v")); err == nil {
@@ -210,6 +216,7 @@ func TestCreateFinalErrorForgetsTheIntent(t *testing.T) {
 // forgotten with the plugin's volume leaked. Two ways to get there: a retry within one create,
 // and a replay by reconcile of a create interrupted earlier.
 func TestCreateFinalErrorAfterALostAnswerKeepsTheIntent(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		run  func(h *harness) error
@@ -267,6 +274,7 @@ func TestCreateFinalErrorAfterALostAnswerKeepsTheIntent(t *testing.T) {
 }
 
 func TestCreateNeedsCapabilities(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name   string
 		mutate func(*csitest.MemConfig)
@@ -295,6 +303,7 @@ func TestCreateNeedsCapabilities(t *testing.T) {
 }
 
 func TestCloneOfARegisteredVolumeUsesItsExternalID(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	src := h.create(volume("src"))
 	sv := volume("copy")
@@ -307,6 +316,7 @@ func TestCloneOfARegisteredVolumeUsesItsExternalID(t *testing.T) {
 }
 
 func TestDeleteAndDeregister(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	v := h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
@@ -353,6 +363,7 @@ func TestDeleteAndDeregister(t *testing.T) {
 }
 
 func TestDeleteFailureIsFinishedByReconcile(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.faults.FailAlways(csi.RPCDeleteVolume, codes.Unavailable)
@@ -371,6 +382,7 @@ func TestDeleteFailureIsFinishedByReconcile(t *testing.T) {
 }
 
 func TestVolumePrefixes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	for _, id := range []string{"db-1", "db-2", "web"} {
 		h.create(volume(id))
@@ -393,6 +405,7 @@ func TestVolumePrefixes(t *testing.T) {
 }
 
 func TestDeregisterPlugin(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	if err := h.e.DeregisterPlugin(h.ctx, "mem", false); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `"v"`) {
@@ -408,6 +421,7 @@ func TestDeregisterPlugin(t *testing.T) {
 }
 
 func TestDescribeMapChangeNamesEachKeyThatDiffers(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		was, now map[string]string
 		want     string
@@ -426,6 +440,7 @@ func TestDescribeMapChangeNamesEachKeyThatDiffers(t *testing.T) {
 // A delete the plugin refuses for the volume's own state (FAILED_PRECONDITION: it has
 // snapshots, say) leaves the volume ready and claimable, not stuck deleting.
 func TestDeleteRefusedByThePluginKeepsTheVolume(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.faults.FailOnce(csi.RPCDeleteVolume, codes.FailedPrecondition)

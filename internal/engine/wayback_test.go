@@ -80,6 +80,7 @@ func (h *harness) serveLeavingMounts(rpc string) (heal func()) {
 // with an error naming the path still mounted and what to do, the claim stays on the release
 // path for reconcile, and reconcile finishes it once the path is unmounted.
 func TestReleaseKeepsWhatThePluginLeftMounted(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		rpc  string
 		code codes.Code // the plugin's answer; OK or NOT_FOUND (ignorable: "already done")
@@ -148,6 +149,8 @@ func TestReleaseKeepsWhatThePluginLeftMounted(t *testing.T) {
 // anyway, after volctl gave up: the claim is not freed on the timeout, the staging stays
 // recorded, and reconcile's NodeUnstageVolume (which finds it done) finishes the release.
 func TestNodeUnstageDoneAfterTheTimeout(t *testing.T) {
+	// Serial: its hung-RPC timeout (hungTimeout, 500 ms) bounds the dial and handshake too,
+	// which tests running beside it on a loaded machine made it miss.
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -205,6 +208,7 @@ func TestNodeUnstageDoneAfterTheTimeout(t *testing.T) {
 // STAGE_UNSTAGE_VOLUME: NodeUnstageVolume is not sent to it, the claim is not freed while the
 // staging is mounted, and reconcile finishes once it is unmounted by hand.
 func TestPluginRestartedWithoutStagingMidRelease(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -253,6 +257,7 @@ func TestPluginRestartedWithoutStagingMidRelease(t *testing.T) {
 // another alloc is refused; the volume cannot be deleted; and reconcile finishes it once the
 // plugin detaches.
 func TestControllerUnpublishFailingForever(t *testing.T) {
+	t.Parallel()
 	for _, code := range []codes.Code{codes.Internal, codes.FailedPrecondition, codes.Unavailable} {
 		t.Run(code.String(), func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -319,6 +324,7 @@ func (h *harness) openSecond() *Engine {
 // Two processes releasing one claim at once: one releases it, the other finds nothing to
 // release; each teardown RPC is sent once.
 func TestTwoReleasesOfOneClaimRace(t *testing.T) {
+	t.Parallel()
 	for i := range 5 {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -353,6 +359,7 @@ func TestTwoReleasesOfOneClaimRace(t *testing.T) {
 // A delete and a claim of one volume racing from two processes: one wins, and the other is
 // refused naming why; never a claim on a deleted volume, nor a volume deleted under a claim.
 func TestDeleteRacesAClaim(t *testing.T) {
+	t.Parallel()
 	for i := range 5 {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -402,6 +409,7 @@ func TestDeleteRacesAClaim(t *testing.T) {
 // NodeUnpublishVolume or NodeUnstageVolume while its mount is still there. The kernel's table
 // keeps the claim held until reconcile, with the plugin well again, has it unmounted.
 func TestHostpathReleaseKeepsWhatThePluginLeftMounted(t *testing.T) {
+	t.Parallel()
 	for _, rpc := range []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume} {
 		t.Run(rpc, func(t *testing.T) {
 			h := newHostpathEngine(t)
@@ -442,6 +450,7 @@ func TestHostpathReleaseKeepsWhatThePluginLeftMounted(t *testing.T) {
 // event, and the volume stays recorded, deleting (a create of it meanwhile is refused, rather
 // than making a second volume); once the plugin deletes, deleting it again finishes.
 func TestDeleteVolumeAnsweredOKButKept(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	var lying atomic.Bool // set by the test, read by the server's goroutines
 	lying.Store(true)
@@ -484,6 +493,7 @@ func TestDeleteVolumeAnsweredOKButKept(t *testing.T) {
 // a subdirectory of it): the kernel's table shows it, and the claim is held until it is gone.
 // Real mounts, as root.
 func TestReleaseKeepsAMountLeftBelowTheStaging(t *testing.T) {
+	t.Parallel()
 	h, staging, sub := claimedOnKernelMounts(t)
 	h.afterFirstUnstage(func() {
 		if err := mountTmpfsAt(sub); err != nil {
@@ -515,6 +525,7 @@ func TestReleaseKeepsAMountLeftBelowTheStaging(t *testing.T) {
 // still attached: status says so (attached_to in JSON, the node it is recorded attached to)
 // until reconcile detaches it.
 func TestStatusShowsAnAttachmentLeftWithoutClaims(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	forceDetachFailingControllerUnpublish(t, h)
 	b, err := json.Marshal(h.volumeInfo("v"))
@@ -536,6 +547,7 @@ func TestStatusShowsAnAttachmentLeftWithoutClaims(t *testing.T) {
 // is not one it can take for its own, but it is not dropped silently either: the warning names
 // it and says to unmount it. Real mounts, as root.
 func TestForceDetachWarnsOfAMountLeftBelowTheStaging(t *testing.T) {
+	t.Parallel()
 	h, _, sub := claimedOnKernelMounts(t)
 	if err := mountTmpfsAt(sub); err != nil {
 		t.Fatal(err)
