@@ -5,14 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-
-	"google.golang.org/grpc"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
-	"github.com/volctl/volctl/internal/iostreams"
 )
 
 // TestInterruptedOperationsRecordTheSignal: each acting command stopped by SIGINT, SIGTERM or
@@ -29,22 +25,7 @@ import (
 // the test has sent the "signal" (the command's context ended with main's cause), no sleep.
 func TestInterruptedOperationsRecordTheSignal(t *testing.T) {
 	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig()) // it claims: skips where mounts are not allowed
-	var mu sync.Mutex
-	hang := ""                        // the RPC that blocks until the caller gives up
-	arrived := make(chan struct{}, 1) // the hung RPC is in the plugin
-	hook := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		mu.Lock()
-		h := hang
-		mu.Unlock()
-		if h != "" && strings.HasSuffix(info.FullMethod, "/"+h) {
-			arrived <- struct{}{}
-			<-ctx.Done() // the client's cancel, sent when the command's context ends
-			return nil, ctx.Err()
-		}
-		return handler(ctx, req)
-	}
-	socket, e, _ := serveMem(t, mem, csitest.WithInterceptor(hook))
-	state := e.StateDir()
+	socket, e, volctl := serveHolding(t, mem)
 	createSingleWriter(t, e, "db", "snapme", "grow")
 	dir := t.TempDir()
 	newSpec, groupSpec, regSpec := filepath.Join(dir, "new.hcl"), filepath.Join(dir, "g.hcl"), filepath.Join(dir, "reg.hcl")
@@ -81,36 +62,6 @@ capability {
 		if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
-	}
-	// volctl runs a command as main does; with rpc set, the plugin holds that RPC until the
-	// command's context ends with signal.
-	volctl := func(rpc, signal string, args ...string) (int, string, string) {
-		t.Helper()
-		mu.Lock()
-		hang = rpc
-		mu.Unlock()
-		defer func() { mu.Lock(); hang = ""; mu.Unlock() }()
-		ctx, cancel := context.WithCancelCause(context.Background())
-		defer cancel(nil)
-		ios, _, out, errOut := iostreams.Test()
-		f := NewFactory(ios)
-		root := NewRootCmd(f)
-		root.SetArgs(append([]string{"--state-dir", state}, args...))
-		done := make(chan error, 1)
-		go func() { done <- root.ExecuteContext(ctx) }()
-		if rpc != "" {
-			select {
-			case <-arrived:
-				cancel(StopSignal{Name: signal})
-			case err := <-done:
-				f.Close()
-				t.Fatalf("volctl %s ended before %s reached the plugin: %v", strings.Join(args, " "), rpc, err)
-			}
-		}
-		err := <-done
-		code := f.Report(SaySignal(ctx, f.RedactError(ctx, err)))
-		f.Close()
-		return code, out.String(), errOut.String()
 	}
 	for _, c := range []struct {
 		rpc, signal string

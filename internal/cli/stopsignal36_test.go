@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 )
 
@@ -22,47 +23,8 @@ import (
 // test has sent the "signal" (the command's context ended with main's cause), no sleep.
 func TestInterruptedCommandSaysWhichSignal(t *testing.T) {
 	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig()) // it claims: skips where mounts are not allowed
-	var mu sync.Mutex
-	hang := ""                        // the RPC that blocks until the caller gives up
-	arrived := make(chan struct{}, 1) // the hung RPC is in the plugin
-	hook := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		mu.Lock()
-		h := hang
-		mu.Unlock()
-		if h != "" && strings.HasSuffix(info.FullMethod, "/"+h) {
-			arrived <- struct{}{}
-			<-ctx.Done() // the client's cancel, sent when the command's context ends
-			return nil, ctx.Err()
-		}
-		return handler(ctx, req)
-	}
-	_, e, _ := serveMem(t, mem, csitest.WithInterceptor(hook))
-	state := e.StateDir()
+	_, e, volctl := serveHolding(t, mem)
 	createSingleWriter(t, e, "db", "gone")
-	run := func(rpc, signal string, args ...string) (int, string) {
-		t.Helper()
-		mu.Lock()
-		hang = rpc
-		mu.Unlock()
-		ctx, cancel := context.WithCancelCause(context.Background())
-		defer cancel(nil)
-		ios, _, _, errOut := iostreams.Test()
-		f := NewFactory(ios)
-		root := NewRootCmd(f)
-		root.SetArgs(append([]string{"--state-dir", state}, args...))
-		done := make(chan error, 1)
-		go func() { done <- root.ExecuteContext(ctx) }()
-		select {
-		case <-arrived:
-			cancel(StopSignal{Name: signal})
-		case err := <-done:
-			t.Fatalf("volctl %s ended before %s reached the plugin: %v", strings.Join(args, " "), rpc, err)
-		}
-		err := <-done
-		code := f.Report(SaySignal(ctx, f.RedactError(ctx, err)))
-		f.Close()
-		return code, errOut.String()
-	}
 	for _, c := range []struct {
 		rpc, signal string
 		args        []string
@@ -77,7 +39,7 @@ func TestInterruptedCommandSaysWhichSignal(t *testing.T) {
 			[]string{"NodeUnstageVolume: SIGTERM received (interrupted: the claim is left ", "`volctl reconcile` will finish releasing it"}},
 		{"DeleteVolume", "SIGINT", []string{"volume", "delete", "gone", "--yes"}, []string{`delete volume "gone": DeleteVolume: SIGINT received (the volume is marked deleting; run the delete again or ` + "`volctl reconcile`)"}},
 	} {
-		code, errOut := run(c.rpc, c.signal, c.args...)
+		code, _, errOut := volctl(c.rpc, c.signal, c.args...)
 		t.Logf("%s: exit %d, %s", c.args, code, errOut)
 		cmd := "volctl " + strings.Join(c.args, " ")
 		if code != ExitError {
@@ -113,4 +75,57 @@ func TestSaySignalLeavesOtherErrorsAlone(t *testing.T) {
 	if got.Error() != "x: SIGHUP received" || ExitCode(got) != ExitUsage {
 		t.Errorf("stopped by SIGHUP: %q exit %d; want %q and the error's own exit status", got, ExitCode(got), "x: SIGHUP received")
 	}
+}
+
+// serveHolding serves mem as plugin "mem" in a state dir of its own, with an interceptor that
+// holds the RPC a command names until the command's context ends. volctl runs a command as
+// main does; with rpc set, the plugin holds that RPC until the command's context ends with
+// signal (main's cause, StopSignal), sent once the RPC is in the plugin: no sleep.
+func serveHolding(t *testing.T, mem *csitest.MemPlugin) (string, *engine.Engine, func(rpc, signal string, args ...string) (int, string, string)) {
+	t.Helper()
+	var mu sync.Mutex
+	hang := ""                        // the RPC that blocks until the caller gives up
+	arrived := make(chan struct{}, 1) // the hung RPC is in the plugin
+	hook := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		mu.Lock()
+		h := hang
+		mu.Unlock()
+		if h != "" && strings.HasSuffix(info.FullMethod, "/"+h) {
+			arrived <- struct{}{}
+			<-ctx.Done() // the client's cancel, sent when the command's context ends
+			return nil, ctx.Err()
+		}
+		return handler(ctx, req)
+	}
+	socket, e, _ := serveMem(t, mem, csitest.WithInterceptor(hook))
+	state := e.StateDir()
+	volctl := func(rpc, signal string, args ...string) (int, string, string) {
+		t.Helper()
+		mu.Lock()
+		hang = rpc
+		mu.Unlock()
+		defer func() { mu.Lock(); hang = ""; mu.Unlock() }()
+		ctx, cancel := context.WithCancelCause(context.Background())
+		defer cancel(nil)
+		ios, _, out, errOut := iostreams.Test()
+		f := NewFactory(ios)
+		root := NewRootCmd(f)
+		root.SetArgs(append([]string{"--state-dir", state}, args...))
+		done := make(chan error, 1)
+		go func() { done <- root.ExecuteContext(ctx) }()
+		if rpc != "" {
+			select {
+			case <-arrived:
+				cancel(StopSignal{Name: signal})
+			case err := <-done:
+				f.Close()
+				t.Fatalf("volctl %s ended before %s reached the plugin: %v", strings.Join(args, " "), rpc, err)
+			}
+		}
+		err := <-done
+		code := f.Report(SaySignal(ctx, f.RedactError(ctx, err)))
+		f.Close()
+		return code, out.String(), errOut.String()
+	}
+	return socket, e, volctl
 }
