@@ -92,15 +92,7 @@ func TestCreateCleanupRefusedByThePluginStaysDeleting(t *testing.T) {
 		t.Errorf("w after reconcile's DeleteVolume of its unusable answer was refused: %s (capacity %d, capacity_max %d); want deleting, not a volume to claim",
 			w.State, w.CapacityBytes, w.RequestedMax)
 	}
-	if _, err := h.e.Reconcile(h.ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.Volume(h.ctx, "w"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("w once the plugin took the DeleteVolume: %v; want it gone", err)
-	}
-	if vols := h.mem.Volumes(); len(vols) != 0 {
-		t.Errorf("the plugin still holds %+v", vols)
-	}
+	h.reconcileLeavesNoVolume(t, "w", "once the plugin took the DeleteVolume")
 }
 
 // The honest side: a `volume delete` of a created volume the plugin refuses FAILED_PRECONDITION
@@ -233,15 +225,7 @@ func TestCreateCleanupWhoseQuestionFailedIsFinishedByReconcile(t *testing.T) {
 		t.Fatal("create answered past its capacity_max: succeeded")
 	}
 	h.faults.Reset()
-	if _, err := h.e.Reconcile(h.ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.Volume(h.ctx, "w"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("w after reconcile: %v; want it gone", err)
-	}
-	if vols := h.mem.Volumes(); len(vols) != 0 {
-		t.Errorf("the plugin still holds %+v", vols)
-	}
+	h.reconcileLeavesNoVolume(t, "w", "after reconcile")
 }
 
 // The common restore, of a snapshot of a volume volctl records, asks the plugin nothing more
@@ -256,5 +240,20 @@ func TestRestoreOfARecordedSourcesSnapshotAsksNoListing(t *testing.T) {
 	h.create(sv)
 	if n := h.mem.CallCount(csi.RPCListVolumes); n != 0 {
 		t.Errorf("restore of a recorded volume's snapshot sent ListVolumes %d time(s); want none", n)
+	}
+}
+
+// reconcileLeavesNoVolume runs reconcile and fails t unless volume id is gone, here and on the
+// plugin (when is what the failure says happened before).
+func (h *harness) reconcileLeavesNoVolume(t *testing.T, id, when string) {
+	t.Helper()
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Volume(h.ctx, id); !errors.Is(err, ErrNotFound) {
+		t.Errorf("%s %s: %v; want it gone", id, when, err)
+	}
+	if vols := h.mem.Volumes(); len(vols) != 0 {
+		t.Errorf("the plugin still holds %+v", vols)
 	}
 }
