@@ -23,14 +23,7 @@ import (
 func TestPluginStatusSaysWhatTheAgentDoesWithTheProcess(t *testing.T) {
 	t.Parallel()
 	h := newCLIHarness(t)
-	ps, err := h.e.Plugins(h.ctx)
-	if err != nil || len(ps) != 1 {
-		t.Fatalf("plugins: %+v, %v", ps, err)
-	}
-	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: ps[0].NodeSocket,
-		Exec: &spec.Exec{Command: "/bin/true"}}); err != nil {
-		t.Fatal(err)
-	}
+	h.registerExecOnItsSocket(t, "mem")
 	// The agent that records, live: this process holding the agent lock (agent38: a record by an
 	// agent that holds it no more is shown gone, TestPluginStatusSaysTheAgentOfARecordIsGone).
 	release, _, err := h.e.LockAgent()
@@ -89,5 +82,19 @@ func TestPluginStatusSaysWhatTheAgentDoesWithTheProcess(t *testing.T) {
 		if has := strings.Contains(out.String(), "not supervised despite its exec block"); has != (tc.list != "") || (tc.list != "" && !strings.Contains(out.String(), tc.list)) {
 			t.Errorf("%s: plugin status: want %q under the table (or nothing when it is supervised):\n%s", tc.mode, tc.list, out)
 		}
+	}
+}
+
+// registerExecOnItsSocket registers plugin id (a new one, or the harness's "mem" again) on the
+// harness's one plugin's socket, with an exec block: a plugin the agent would start.
+func (h *cliHarness) registerExecOnItsSocket(t *testing.T, id string) {
+	t.Helper()
+	ps, err := h.e.Plugins(h.ctx)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("plugins: %+v, %v", ps, err)
+	}
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: id, Type: spec.PluginMonolith, Socket: ps[0].NodeSocket,
+		Exec: &spec.Exec{Command: "/bin/true"}}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
-	"github.com/volctl/volctl/internal/spec"
 )
 
 // agent38: an agent killed with SIGKILL leaves its record of a plugin, "runs", and plugin status
@@ -20,14 +19,7 @@ import (
 func TestPluginStatusSaysTheAgentOfARecordIsGone(t *testing.T) {
 	t.Parallel()
 	h := newCLIHarness(t)
-	ps, err := h.e.Plugins(h.ctx)
-	if err != nil || len(ps) != 1 {
-		t.Fatalf("plugins: %+v, %v", ps, err)
-	}
-	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "ex", Type: spec.PluginMonolith, Socket: ps[0].NodeSocket,
-		Exec: &spec.Exec{Command: "/bin/true"}}); err != nil {
-		t.Fatal(err)
-	}
+	h.registerExecOnItsSocket(t, "ex")
 	// The agent, pid 77, recorded that it runs pid 4242, and was killed: nothing holds the agent lock.
 	if err := h.e.RecordSupervision(h.ctx, "ex", engine.SupervisionRuns, 4242, "", 77); err != nil {
 		t.Fatal(err)
