@@ -38,15 +38,7 @@ func TestGroupStatusSaysWhatAnAllocCutShortLacks(t *testing.T) {
 		{[]string{"group", "status"}, []string{`(?m)^api +running +1 +0/1 +1$`}},
 		{[]string{"group", "status", "api", "--json"}, []string{`"missing": \[\s*"logs"\s*\]`}},
 	} {
-		code, out, errOut := h.runReported(tc.args...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d, %s", tc.args, code, errOut)
-		}
-		for _, w := range tc.want {
-			if !regexp.MustCompile(w).MatchString(out) {
-				t.Errorf("%v: no match for %s in\n%s", tc.args, w, out)
-			}
-		}
+		h.runMatches(t, tc.args, tc.want...)
 	}
 	// Run again, the group is whole.
 	if _, err := h.e.RunGroup(h.ctx, g); err != nil {
@@ -54,5 +46,20 @@ func TestGroupStatusSaysWhatAnAllocCutShortLacks(t *testing.T) {
 	}
 	if _, out, _ := h.runReported("group", "status", "api"); !regexp.MustCompile(`(?m)^Allocs Ready += 1/1$`).MatchString(out) || regexp.MustCompile(`missing`).MatchString(out) {
 		t.Errorf("group status after the run again:\n%s", out)
+	}
+}
+
+// runMatches runs volctl with args as main does and fails t unless it exits 0 and its output
+// matches each of the regular expressions want.
+func (h *cliHarness) runMatches(t *testing.T, args []string, want ...string) {
+	t.Helper()
+	code, out, errOut := h.runReported(args...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d, %s", args, code, errOut)
+	}
+	for _, w := range want {
+		if !regexp.MustCompile(w).MatchString(out) {
+			t.Errorf("%v: no match for %s in\n%s", args, w, out)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"regexp"
 	"testing"
 )
 
@@ -27,14 +26,6 @@ func TestGroupStatusSaysARunEveryAllocOfWhichFailedFailed(t *testing.T) {
 		}},
 		{[]string{"group", "status", "api", "--json"}, []string{`"state": "failed"`, `"error": ".*volume \\"nope\\"`}},
 	} {
-		code, out, errOut := h.runReported(tc.args...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d, %s", tc.args, code, errOut)
-		}
-		for _, w := range tc.want {
-			if !regexp.MustCompile(w).MatchString(out) {
-				t.Errorf("%v: no match for %s in\n%s", tc.args, w, out)
-			}
-		}
+		h.runMatches(t, tc.args, tc.want...)
 	}
 }
