@@ -1,0 +1,201 @@
+package cli
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// A Nomad that fails half-way: each request of `volctl nomad register db` and of `volctl
+// nomad release db` in turn is answered otherwise than the polite Nomad answers it — applied
+// and its answer lost (the connection cut), applied and answered with a 500 or a proxy's 504,
+// or refused with a 403 (a token whose policy grants the requests before it and not that
+// one). Whatever request fails:
+//   - a volume Nomad has is marked handed over here (never claimable by volctl while Nomad
+//     may place allocs on it), and a volume Nomad never had is not left marked for a
+//     failure Nomad settled (a 403);
+//   - one command sends at most one registration;
+//   - a 403's error names the ACL rule the request needs;
+//   - the same command run again finishes: registered once, the mark settled, and after
+//     `nomad volume deregister` the release takes it back; a release never takes back a
+//     volume Nomad still has.
+
+// halfway is a fault: how the request it is put on is answered.
+type halfway struct {
+	name string
+	// applied: the request reaches the fake first (a registration is stored), then the
+	// answer is status (0: the connection cut).
+	applied bool
+	status  int
+	body    string
+}
+
+var halfways = []halfway{
+	{"applied, connection cut", true, 0, ""},
+	{"applied, 500", true, http.StatusInternalServerError, "internal error"},
+	{"applied, a proxy's 504", true, http.StatusGatewayTimeout, "upstream request timeout"},
+	{"403", false, http.StatusForbidden, "Permission denied"},
+}
+
+// faultAt wraps n's handler so that its request number at (0-based, counted from now) is
+// answered as f says; it returns the requests seen ("GET /v1/..."), for the test's messages.
+func faultAt(n *fakeNomad, at int, f halfway) func() []string {
+	var mu sync.Mutex
+	var seen []string
+	next := n.srv.Config.Handler
+	n.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		i := len(seen)
+		seen = append(seen, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		if i != at {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if f.applied {
+			next.ServeHTTP(httptest.NewRecorder(), r)
+		}
+		if f.status == 0 {
+			hangUp(w, r)
+			return
+		}
+		http.Error(w, f.body, f.status)
+	})
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		n.srv.Config.Handler = next
+		return seen
+	}
+}
+
+// requestsOf is the requests run makes of n, polite.
+func requestsOf(t *testing.T, h *cliHarness, n *fakeNomad, run func(*cliHarness, *fakeNomad) error) []string {
+	t.Helper()
+	done := faultAt(n, -1, halfway{})
+	if err := run(h, n); err != nil {
+		t.Fatalf("the polite run: %v", err)
+	}
+	return done()
+}
+
+func registerOnce(h *cliHarness, n *fakeNomad) error { _, _, err := registerIn(h, n); return err }
+
+func TestNomadRegisterFailingAtEachRequest(t *testing.T) {
+	// One volctl and one Nomad throughout: each case ends with the volume taken back, as it
+	// began (a harness each cost 0.3 s of CPU).
+	h, n := nomadHarness(t), newFakeNomad(t)
+	reqs := requestsOf(t, h, n, registerOnce)
+	deregisteredThenReleased(t, h, n, n.client)
+	for at := range reqs {
+		for _, f := range halfways {
+			t.Run(fmt.Sprintf("%d %s: %s", at, reqs[at], f.name), func(t *testing.T) {
+				n.puts = nil
+				done := faultAt(n, at, f)
+				err := registerOnce(h, n)
+				seen := done()
+				// An exit 0 is the handover done (a read it goes on without, or one Go's transport
+				// asked again on a new connection, may fail).
+				if err == nil && (!n.has("default", "db") || !handedOver(t, h) || unsettled(t, h)) {
+					t.Errorf("register: no error, with %s at %s, and the handover not done (in Nomad: %v, marked: %v, unsettled: %v; requests %q)",
+						f.name, reqs[at], n.has("default", "db"), handedOver(t, h), unsettled(t, h), seen)
+				}
+				if n.has("default", "db") && !handedOver(t, h) {
+					t.Fatalf("Nomad has volume db and volctl does not mark it handed over (both places): %v (requests %q)", err, seen)
+				}
+				if len(n.puts) > 1 {
+					t.Errorf("one command sent %d registrations: %q", len(n.puts), seen)
+				}
+				if f.status == http.StatusForbidden && !n.has("default", "db") && handedOver(t, h) && !unsettled(t, h) {
+					t.Errorf("a 403 left volume db marked, settled, with Nomad not having it: %v", err)
+				}
+				if f.status == http.StatusForbidden && err != nil && !namesRule(err.Error()) {
+					t.Errorf("register refused with a 403 at %s: %v\nwant it to name the ACL rule needed", reqs[at], err)
+				}
+				// The same command again finishes the handover: one registration in Nomad, the
+				// mark settled.
+				n.puts = nil
+				if out, _, err := registerIn(h, n); err != nil || !n.has("default", "db") || !handedOver(t, h) || unsettled(t, h) {
+					t.Fatalf("the same command again: %q, %v (in Nomad: %v, marked: %v)", out, err, n.has("default", "db"), handedOver(t, h))
+				}
+				if len(n.puts) != 1 {
+					t.Errorf("the command again sent %d registrations", len(n.puts))
+				}
+				deregisteredThenReleased(t, h, n, n.client)
+			})
+		}
+	}
+}
+
+// The take-back, each of its requests failing in turn: with Nomad still having the volume it
+// is never taken back; once deregistered in Nomad, a failed release keeps the mark or takes it
+// back, never anything between, and the same command again takes it back.
+func TestNomadReleaseFailingAtEachRequest(t *testing.T) {
+	h, n := nomadHarness(t), newFakeNomad(t)
+	releaseOnce := func(h *cliHarness, n *fakeNomad) error { _, err := runNomadRelease(h, n.client, nil); return err }
+	handOver := func(t *testing.T) {
+		t.Helper()
+		if _, _, err := registerIn(h, n); err != nil || !handedOver(t, h) {
+			t.Fatalf("register: %v", err)
+		}
+	}
+	deregister := func() {
+		n.mu.Lock()
+		delete(n.vols, "default/db")
+		n.mu.Unlock()
+	}
+	handOver(t)
+	deregister()
+	reqs := requestsOf(t, h, n, releaseOnce)
+	for at := range reqs {
+		for _, f := range halfways {
+			t.Run(fmt.Sprintf("%d %s: %s", at, reqs[at], f.name), func(t *testing.T) {
+				// Nomad still has it: whatever fails, it stays marked.
+				handOver(t)
+				done := faultAt(n, at, f)
+				err := releaseOnce(h, n)
+				seen := done()
+				if !handedOver(t, h) {
+					t.Fatalf("release took back a volume Nomad still has, with %s at request %d (%q): %v", f.name, at, seen, err)
+				}
+				if f.status == http.StatusForbidden && err != nil && strings.Contains(err.Error(), "Permission denied") && !namesRule(err.Error()) {
+					t.Errorf("release refused with a 403: %v\nwant it to name the ACL rule needed", err)
+				}
+				// Deregistered in Nomad: the failed release keeps the mark or took it back, and
+				// the command again leaves it taken back.
+				deregister()
+				done = faultAt(n, at, f)
+				err = releaseOnce(h, n)
+				seen = done()
+				if err != nil && !handedOver(t, h) {
+					t.Errorf("release failed (%v) yet took the volume back, with %s at %q", err, f.name, seen)
+				}
+				if err := releaseOnce(h, n); err != nil || handedOver(t, h) {
+					t.Fatalf("the same release again: %v (still marked: %v)", err, handedOver(t, h))
+				}
+			})
+		}
+	}
+}
+
+func unsettled(t *testing.T, h *cliHarness) bool {
+	t.Helper()
+	hs, err := h.e.Handovers(h.ctx, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(hs) == 1 && hs[0].Unsettled
+}
+
+// namesRule reports whether an error about a 403 names the ACL rule the request needs.
+func namesRule(s string) bool {
+	for _, rule := range []string{"csi-write-volume", "csi-read-volume", "csi-list-volume", `"plugin" policy`, "node read", "node:read"} {
+		if strings.Contains(s, rule) {
+			return true
+		}
+	}
+	return false
+}
