@@ -44,7 +44,10 @@ func TestNomadRegister400EchoingTheBodyShowsNoSecretAtTheCLI(t *testing.T) {
 		of   func(body string) string
 	}{
 		{"as sent", func(b string) string { return "invalid request: " + b }},
-		{"JSON-quoted", func(b string) string { q, _ := json.Marshal(b); return `{"error":"bad volume","request":` + string(q) + `}` }},
+		{"JSON-quoted", func(b string) string {
+			q, _ := json.Marshal(b)
+			return `{"error":"bad volume","request":` + string(q) + `}`
+		}},
 		{"Go-quoted", func(b string) string { return "decode " + strconv.Quote(b) + ": unexpected field" }},
 		{"URL-encoded", func(b string) string { return "rejected body=" + url.QueryEscape(b) }},
 	} {
@@ -56,7 +59,9 @@ func TestNomadRegister400EchoingTheBodyShowsNoSecretAtTheCLI(t *testing.T) {
 				a.mu.Unlock()
 				// What is shown of an error's body is cut short (the secrets come last in the
 				// body): the part that holds them is echoed, as a refusal of that field would.
-				var req struct{ Volumes []struct{ Secrets json.RawMessage } }
+				var req struct {
+					Volumes []struct{ Secrets json.RawMessage }
+				}
 				if err := json.Unmarshal([]byte(body), &req); err != nil || len(req.Volumes) != 1 || len(leaks(string(req.Volumes[0].Secrets))) == 0 {
 					t.Errorf("the registration's body holds none of the volume's secrets (%v): %s", err, body)
 					return http.StatusBadRequest, "no"
