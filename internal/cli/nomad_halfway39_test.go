@@ -1,13 +1,17 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	"github.com/volctl/volctl/internal/iostreams"
 )
 
 // A Nomad that fails half-way: each request of `volctl nomad register db` and of `volctl
@@ -230,4 +234,48 @@ func namesRule(s string) bool {
 		}
 	}
 	return false
+}
+
+// `volctl nomad register db v1` with a token whose policy lets it write db and not v1: the
+// second registration of the command refused with a 403 after the first went through. Nothing
+// half-done: db registered and marked, v1 neither, the error naming v1 and the rule its
+// registration needs; the same command with a token that may write both finishes (db
+// updated, v1 registered), each registered once.
+func TestNomadRegisterSecondVolumeRefusedWithA403(t *testing.T) {
+	h, n := nomadHarness(t), newFakeNomad(t)
+	ids := manyVolumes(t, h, 1)
+	next := n.srv.Config.Handler
+	var refuse atomic.Bool
+	refuse.Store(true)
+	n.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refuse.Load() && r.Method == http.MethodPut && r.URL.Path == "/v1/volume/csi/v1" {
+			http.Error(w, "Permission denied", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+	run := func() (string, error) {
+		ios, _, out, _ := iostreams.Test()
+		err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: ids})
+		return out.String(), err
+	}
+	out, err := run()
+	if !n.has("default", "db") || !slices.Equal(marked(t, h, ids), []string{"db"}) || n.has("default", "v1") {
+		t.Fatalf("after v1's 403: db in Nomad %v, v1 in Nomad %v, marked %q; want db alone, in both", n.has("default", "db"), n.has("default", "v1"), marked(t, h, ids))
+	}
+	for _, want := range []string{`volume "v1"`, "403", "csi-write-volume"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("register db v1: %v\nwant it to say %q", err, want)
+		}
+	}
+	if !strings.Contains(out, `Registered volume "db"`) {
+		t.Errorf("register db v1: stdout %q, want it to say db was registered", out)
+	}
+	refuse.Store(false)
+	n.puts = nil
+	out, err = run()
+	if err != nil || !strings.Contains(out, `Updated volume "db"`) || !strings.Contains(out, `Registered volume "v1"`) || len(n.puts) != 2 ||
+		!slices.Equal(marked(t, h, ids), ids) {
+		t.Fatalf("the same command again: %q, %v (%d registrations; marked %q)", out, err, len(n.puts), marked(t, h, ids))
+	}
 }
