@@ -619,6 +619,7 @@ var foreignGoNames = map[string]string{
 	"RunWithContext":            "gojq's Code.RunWithContext",
 	"DeadlineExceeded":          "a gRPC status code",
 	"CSIVolumeByID":             "Nomad's state store",
+	"ClusterMetadata":           "Nomad's server state (its cluster ID)",
 }
 
 // TestCitedGoNamesExist: every Go name the documentation quotes as code (README.md,
