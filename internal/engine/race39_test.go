@@ -1,0 +1,318 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// race39: the pairs of acting commands on one volume, snapshot or plugin that round 32's and
+// 33's paused-pair harness (pausepairs_test.go, pausepairs33_test.go) had not run: a detach and
+// a claim, a group run and a delete of a volume its allocs claim, an expand and a release (the
+// release first), an expand and a deregister, a restore and a delete of its snapshot, two deletes
+// of one snapshot, two expands, an expand and a delete. The first command is paused at each
+// failpoint it passes (or the first of each kind and the last), the second runs in another
+// process; after both, each told the truth, the store matches the plugin and a reconcile finds
+// nothing to finish.
+
+// nothingToFinish fails the test when a reconcile, with no command running, finds something to
+// do or a problem: every command that returned left what it did finished or undone.
+func (h *harness) nothingToFinish(what string) {
+	h.t.Helper()
+	rep, err := h.e.Reconcile(h.ctx)
+	if err != nil || len(rep.Actions) != 0 || len(rep.Problems) != 0 {
+		h.t.Errorf("%s: reconcile found something left: %v, actions %+v, problems %+v", what, err, rep.Actions, rep.Problems)
+	}
+}
+
+func detachOf(e *Engine, vol string, force bool) func(ctx context.Context) error {
+	return func(ctx context.Context) error { _, err := e.Detach(ctx, vol, force); return err }
+}
+
+func deleteOf(e *Engine, vol string) func(ctx context.Context) error {
+	return func(ctx context.Context) error { return e.DeleteVolume(ctx, vol) }
+}
+
+func expandOf(e *Engine, vol string, size int64) func(ctx context.Context) error {
+	return func(ctx context.Context) error { _, err := e.ExpandVolume(ctx, vol, size, 0); return err }
+}
+
+// claimedMulti is a multi-node-multi-writer volume v that alloc a-0 holds: another alloc's
+// claim is admitted beside it.
+func claimedMulti(t *testing.T) *harness {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a-0", AccessMode: spec.MultiNodeMultiWriter})
+	return h
+}
+
+func claimMultiOf(e *Engine, vol, alloc string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := e.Claim(ctx, ClaimRequest{VolumeID: vol, Alloc: alloc, AccessMode: spec.MultiNodeMultiWriter})
+		return err
+	}
+}
+
+// A detach of v (a-0 holds it), and another process's claim of v by b-0, on a single-writer
+// volume and on a multi-writer one: the detach releases a-0's claim;
+// b-0's claim either holds the volume after, published, or was refused (or released by the
+// detach it was admitted beside) naming the volume; never a claim recorded published that the
+// plugin does not have, nor a mount left that no claim records.
+func TestPausedPairDetachClaim(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T) *harness
+		claim func(e *Engine) func(ctx context.Context) error
+		force bool
+	}{
+		{"single-writer", claimedV, func(e *Engine) func(ctx context.Context) error { return claimOf(e, "v", "b-0") }, false},
+		{"multi-writer", claimedMulti, func(e *Engine) func(ctx context.Context) error { return claimMultiOf(e, "v", "b-0") }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			forSomeFailpoints(t, tc.setup,
+				onThis(func(e *Engine) func(ctx context.Context) error { return detachOf(e, "v", tc.force) }),
+				onOther(tc.claim),
+				func(t *testing.T, h *harness, fp string, out pairOutcome) {
+					if out.aErr != nil {
+						t.Errorf("at %s: the detach: %v", fp, out.aErr)
+					}
+					saysWhatItWaitedFor(t, "at "+fp, out.bErr, "v")
+					live := h.liveClaims("v")
+					for _, c := range live {
+						if c.Alloc == "a-0" {
+							t.Errorf("at %s: a-0's claim is left after the detach: %+v", fp, c)
+						}
+					}
+					if out.bErr == nil && (len(live) != 1 || live[0].Alloc != "b-0") {
+						t.Errorf("at %s: b-0's claim succeeded, and v's live claims are %+v", fp, live)
+					}
+					if out.bErr != nil && len(live) != 0 {
+						t.Errorf("at %s: b-0's claim failed (%v), and v's live claims are %+v", fp, out.bErr, live)
+					}
+					h.nothingToFinish("at " + fp)
+				}, firstOfEachKindAndLast)
+		})
+	}
+}
+
+// A claim of v by b-0 beside a-0's (multi-writer), and another process's detach of v: the
+// detach waits for the claim, then releases both claims; the claim said it holds v (it did,
+// until the detach) or named v; nothing left mounted or attached.
+func TestPausedPairClaimDetach(t *testing.T) {
+	t.Parallel()
+	forSomeFailpoints(t, claimedMulti,
+		onThis(func(e *Engine) func(ctx context.Context) error { return claimMultiOf(e, "v", "b-0") }),
+		onOther(func(e *Engine) func(ctx context.Context) error { return detachOf(e, "v", false) }),
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			saysWhatItWaitedFor(t, "at "+fp+" (claim)", out.aErr, "v")
+			if out.bErr != nil {
+				t.Errorf("at %s: the detach: %v", fp, out.bErr)
+			}
+			if live := h.liveClaims("v"); len(live) != 0 {
+				t.Errorf("at %s: v's live claims after the detach are %+v", fp, live)
+			}
+			h.nothingToFinish("at " + fp)
+		}, firstOfEachKindAndLast)
+}
+
+// A group run, and another process's delete of data[1], which the run's second alloc claims:
+// the delete is refused naming the volume and the claim in the way, or deletes the volume and
+// the run says it could not claim it (naming it); never a claim on a deleted volume nor a
+// volume deleted under a claim.
+func TestPausedPairGroupRunVolumeDelete(t *testing.T) {
+	t.Parallel()
+	setup := func(t *testing.T) *harness {
+		h := newHarness(t, nil)
+		h.createDBVolumes(2)
+		return h
+	}
+	data1 := spec.AllocName("data", 1)
+	forSomeFailpoints(t, setup,
+		func(h *harness) func(ctx context.Context) error {
+			return func(ctx context.Context) error { _, err := h.e.RunGroup(ctx, dbGroup(2)); return err }
+		},
+		onOther(func(e *Engine) func(ctx context.Context) error { return deleteOf(e, data1) }),
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			if (out.aErr == nil) == (out.bErr == nil) {
+				t.Errorf("at %s: the run: %v; the delete of %s: %v (want exactly one to succeed)", fp, out.aErr, data1, out.bErr)
+			}
+			saysWhatItWaitedFor(t, "at "+fp+" (delete)", out.bErr, data1)
+			saysWhatItWaitedFor(t, "at "+fp+" (run)", out.aErr, data1)
+			if out.bErr == nil {
+				if !h.volumeGone(data1) {
+					t.Errorf("at %s: the delete of %s succeeded and it is still recorded", fp, data1)
+				}
+				if n := h.pluginVolumeCount(); n != 2 {
+					t.Errorf("at %s: the plugin holds %d volumes after %s's delete, want 2", fp, n, data1)
+				}
+			} else if live := h.liveClaims(data1); len(live) != 1 {
+				t.Errorf("at %s: the delete was refused and %s's live claims are %+v", fp, data1, live)
+			}
+			h.nothingToFinish("at " + fp)
+		}, eachStepKindOnce("group"))
+}
+
+// A delete of data[1], and another process's group run claiming it: the run waits for the
+// delete and says it could not claim data[1] (gone, named), or the delete is refused; the other
+// alloc's claims are held either way.
+func TestPausedPairVolumeDeleteGroupRun(t *testing.T) {
+	t.Parallel()
+	setup := func(t *testing.T) *harness {
+		h := newHarness(t, nil)
+		h.createDBVolumes(2)
+		return h
+	}
+	data1 := spec.AllocName("data", 1)
+	forEachFailpoint(t, setup,
+		onThis(func(e *Engine) func(ctx context.Context) error { return deleteOf(e, data1) }),
+		func(h *harness) func(ctx context.Context, other *Engine) error {
+			return func(ctx context.Context, other *Engine) error { _, err := other.RunGroup(ctx, dbGroup(2)); return err }
+		},
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			if (out.aErr == nil) == (out.bErr == nil) {
+				t.Errorf("at %s: the delete: %v; the run: %v (want exactly one to succeed)", fp, out.aErr, out.bErr)
+			}
+			saysWhatItWaitedFor(t, "at "+fp+" (run)", out.bErr, data1)
+			if out.aErr == nil && !h.volumeGone(data1) {
+				t.Errorf("at %s: the delete of %s succeeded and it is still recorded", fp, data1)
+			}
+			if live := h.liveClaims(spec.AllocName("data", 0)); len(live) != 1 {
+				t.Errorf("at %s: data[0]'s live claims are %+v, want db[0]'s", fp, live)
+			}
+			h.nothingToFinish("at " + fp)
+		})
+}
+
+// A release of a-0's claim, and another process's expand of v: both succeed, the volume ends at
+// the new size with no node expansion owed to a claim that is gone, and nothing is left.
+func TestPausedPairReleaseExpand(t *testing.T) {
+	t.Parallel()
+	forSomeFailpoints(t, claimedV,
+		onThis(func(e *Engine) func(ctx context.Context) error { return releaseIn(e, "v", "a-0") }),
+		onOther(func(e *Engine) func(ctx context.Context) error { return expandOf(e, "v", 4<<20) }),
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			if out.aErr != nil || out.bErr != nil {
+				t.Errorf("at %s: the release: %v; the expand: %v", fp, out.aErr, out.bErr)
+			}
+			if live := h.liveClaims("v"); len(live) != 0 {
+				t.Errorf("at %s: live claims %+v after the release", fp, live)
+			}
+			if v := h.volumeInfo("v"); v.CapacityBytes != 4<<20 {
+				t.Errorf("at %s: volume v's capacity is %d after the expand to %d", fp, v.CapacityBytes, 4<<20)
+			}
+			if pv, ok := h.mem.Volume(h.externalID("v")); !ok || pv.CapacityBytes != 4<<20 {
+				t.Errorf("at %s: the plugin's volume is %+v after the expand to %d", fp, pv, 4<<20)
+			}
+			h.nothingToFinish("at " + fp)
+		}, firstOfEachKindAndLast)
+}
+
+// Two expands of one volume from two processes, to two sizes: the volume ends at the larger on
+// both sides (a smaller expand after a larger one is no shrink), and nothing is owed.
+func TestPausedPairExpandExpand(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		first, then int64
+	}{{"larger second", 4 << 20, 8 << 20}, {"smaller second", 8 << 20, 4 << 20}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			forEachFailpoint(t, claimedV,
+				onThis(func(e *Engine) func(ctx context.Context) error { return expandOf(e, "v", tc.first) }),
+				onOther(func(e *Engine) func(ctx context.Context) error { return expandOf(e, "v", tc.then) }),
+				func(t *testing.T, h *harness, fp string, out pairOutcome) {
+					if out.aErr != nil {
+						t.Errorf("at %s: the first expand: %v", fp, out.aErr)
+					}
+					saysWhatItWaitedFor(t, "at "+fp, out.bErr, "v")
+					want := max(tc.first, tc.then)
+					if out.bErr != nil {
+						want = tc.first
+					}
+					if v := h.volumeInfo("v"); v.CapacityBytes != want {
+						t.Errorf("at %s: volume v's capacity is %d, want %d", fp, v.CapacityBytes, want)
+					}
+					if pv, ok := h.mem.Volume(h.externalID("v")); !ok || pv.CapacityBytes != want {
+						t.Errorf("at %s: the plugin's volume is %+v, want capacity %d", fp, pv, want)
+					}
+					if owed := h.owed("v"); owed != 0 {
+						t.Errorf("at %s: node expansion owed %d after both", fp, owed)
+					}
+					h.nothingToFinish("at " + fp)
+				})
+		})
+	}
+}
+
+// An expand of v, and another process's delete of it (no claim): the delete waits, then deletes
+// it (gone from both) or is refused naming it; the expand said it grew v, or named it.
+func TestPausedPairExpandVolumeDelete(t *testing.T) {
+	t.Parallel()
+	forEachFailpoint(t, createdV,
+		onThis(func(e *Engine) func(ctx context.Context) error { return expandOf(e, "v", 4<<20) }),
+		onOther(func(e *Engine) func(ctx context.Context) error { return deleteOf(e, "v") }),
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			if out.aErr != nil {
+				t.Errorf("at %s: the expand: %v", fp, out.aErr)
+			}
+			saysWhatItWaitedFor(t, "at "+fp, out.bErr, "v")
+			if out.bErr == nil && (!h.volumeGone("v") || h.pluginVolumeCount() != 0) {
+				t.Errorf("at %s: the delete succeeded and v is recorded %v, the plugin holds %d volumes", fp, !h.volumeGone("v"), h.pluginVolumeCount())
+			}
+			h.nothingToFinish("at " + fp)
+		})
+}
+
+// A delete of v, and another process's expand of it: the expand waits for the delete, then
+// says v is gone (naming it), or the delete was refused and v grew; never a size recorded for a
+// volume the plugin no longer has.
+func TestPausedPairVolumeDeleteExpand(t *testing.T) {
+	t.Parallel()
+	forEachFailpoint(t, createdV,
+		onThis(func(e *Engine) func(ctx context.Context) error { return deleteOf(e, "v") }),
+		onOther(func(e *Engine) func(ctx context.Context) error { return expandOf(e, "v", 4<<20) }),
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			if out.aErr != nil {
+				t.Errorf("at %s: the delete: %v", fp, out.aErr)
+			}
+			if out.bErr == nil {
+				t.Errorf("at %s: the expand of v succeeded beside its delete", fp)
+			}
+			saysWhatItWaitedFor(t, "at "+fp, out.bErr, "v")
+			if !errors.Is(out.bErr, ErrNotFound) && !errors.Is(out.bErr, ErrConflict) {
+				t.Errorf("at %s: the expand of a volume being deleted: %v, want not found or a conflict", fp, out.bErr)
+			}
+			h.nothingToFinish("at " + fp)
+		})
+}
+
+// An expand of v, and another process's deregister of it: the deregister waits for the
+// expand, then forgets v, whose storage is left at the plugin at the new size; the expand
+// said it grew v.
+func TestPausedPairExpandVolumeDeregister(t *testing.T) {
+	t.Parallel()
+	forEachFailpoint(t, createdV,
+		onThis(func(e *Engine) func(ctx context.Context) error { return expandOf(e, "v", 4<<20) }),
+		onOther(func(e *Engine) func(ctx context.Context) error { return deregisterIn(e, "v", false) }),
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			ext := h.mem.Volumes()[0].ID
+			if out.aErr != nil {
+				t.Errorf("at %s: the expand: %v", fp, out.aErr)
+			}
+			saysWhatItWaitedFor(t, "at "+fp, out.bErr, "v")
+			if pv, _ := h.mem.Volume(ext); pv.CapacityBytes != 4<<20 {
+				t.Errorf("at %s: the plugin's volume is %+v after the expand to %d", fp, pv, 4<<20)
+			}
+			if out.bErr == nil {
+				if !h.volumeGone("v") {
+					t.Errorf("at %s: the deregister succeeded and v is still recorded", fp)
+				}
+				h.deregisteredClean("at "+fp, "v", ext)
+			}
+			h.nothingToFinish("at " + fp)
+		})
+}
