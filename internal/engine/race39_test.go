@@ -3,8 +3,10 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
+	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -315,4 +317,214 @@ func TestPausedPairExpandVolumeDeregister(t *testing.T) {
 			}
 			h.nothingToFinish("at " + fp)
 		})
+}
+
+// A deregister of v, and another process's expand of it: the expand waits for the deregister,
+// then says v is not found (naming it); the storage is left at the plugin at its old size.
+func TestPausedPairVolumeDeregisterExpand(t *testing.T) {
+	t.Parallel()
+	forEachFailpoint(t, createdV,
+		onThis(func(e *Engine) func(ctx context.Context) error { return deregisterIn(e, "v", false) }),
+		onOther(func(e *Engine) func(ctx context.Context) error { return expandOf(e, "v", 4<<20) }),
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			ext := h.mem.Volumes()[0].ID
+			if out.aErr != nil {
+				t.Errorf("at %s: the deregister: %v", fp, out.aErr)
+			}
+			if !errors.Is(out.bErr, ErrNotFound) {
+				t.Errorf("at %s: the expand of a volume deregistered meanwhile: %v, want not found", fp, out.bErr)
+			}
+			saysWhatItWaitedFor(t, "at "+fp, out.bErr, "v")
+			if pv, _ := h.mem.Volume(ext); pv.CapacityBytes != 1<<20 {
+				t.Errorf("at %s: the plugin's volume is %+v, grown by an expand that failed", fp, pv)
+			}
+			h.deregisteredClean("at "+fp, "v", ext)
+			h.nothingToFinish("at " + fp)
+		})
+}
+
+// restoreOf is a `volume create` of volume id from snapshot snap on engine e.
+func restoreOf(e *Engine, id, snap string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		sv := volume(id)
+		sv.SnapshotID = snap
+		_, err := e.CreateVolume(ctx, sv)
+		return err
+	}
+}
+
+func snapshotDeleteOf(e *Engine, snap string) func(ctx context.Context) error {
+	return func(ctx context.Context) error { return e.DeleteSnapshot(ctx, "mem", snap, nil) }
+}
+
+// snapshottedDB is the snapshot harness with snapshot "nightly" of volume db taken; its ID.
+func snapshottedDB(t *testing.T) (*harness, string) {
+	h := snapshotDB(t)
+	return h, h.snapshot("nightly").ID
+}
+
+// A restore from snapshot nightly, and another process's delete of nightly: the restore
+// succeeds; the delete either waited for nothing and was refused naming the volume being
+// restored from it, or deleted the snapshot once the restore was recorded ready. After both,
+// the snapshots and volumes match the plugin's, and nothing is left for reconcile (a restore
+// whose snapshot went from under its CreateVolume would be NOT_FOUND at every pass for good).
+func TestPausedPairRestoreSnapshotDelete(t *testing.T) {
+	t.Parallel()
+	var snap string
+	setup := func(t *testing.T) *harness { h, id := snapshottedDB(t); snap = id; return h }
+	forEachFailpoint(t, setup,
+		func(h *harness) func(ctx context.Context) error { return restoreOf(h.e, "restored", snap) },
+		func(h *harness) func(ctx context.Context, other *Engine) error {
+			return func(ctx context.Context, other *Engine) error { return snapshotDeleteOf(other, snap)(ctx) }
+		},
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			if out.aErr != nil {
+				t.Errorf("at %s: the restore: %v", fp, out.aErr)
+			}
+			if out.bErr != nil && (!errors.Is(out.bErr, ErrConflict) || !strings.Contains(out.bErr.Error(), `volume "restored"`)) {
+				t.Errorf("at %s: the snapshot's delete: %v, want it to succeed or be refused naming the volume restored from it", fp, out.bErr)
+			}
+			if out.bErr == nil && len(h.mem.Snapshots()) != 0 {
+				t.Errorf("at %s: the delete said it deleted the snapshot, and the plugin has %+v", fp, h.mem.Snapshots())
+			}
+			if v := h.volumeInfo("restored"); v.State != "ready" {
+				t.Errorf("at %s: volume restored is %s, want ready", fp, v.State)
+			}
+			h.snapshotsMatch("at " + fp)
+			h.nothingToFinish("at " + fp)
+		})
+}
+
+// A delete of snapshot nightly, and another process's restore from it: the restore is refused
+// naming the snapshot (being deleted) or fails as the plugin no longer has it, recording
+// nothing; or the delete was refused. Never a volume recorded creating from a snapshot that is
+// gone.
+func TestPausedPairSnapshotDeleteRestore(t *testing.T) {
+	t.Parallel()
+	var snap string
+	setup := func(t *testing.T) *harness { h, id := snapshottedDB(t); snap = id; return h }
+	forEachFailpoint(t, setup,
+		func(h *harness) func(ctx context.Context) error { return snapshotDeleteOf(h.e, snap) },
+		func(h *harness) func(ctx context.Context, other *Engine) error {
+			return func(ctx context.Context, other *Engine) error { return restoreOf(other, "restored", snap)(ctx) }
+		},
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			if (out.aErr == nil) == (out.bErr == nil) {
+				t.Errorf("at %s: the delete: %v; the restore: %v (want exactly one to succeed)", fp, out.aErr, out.bErr)
+			}
+			if out.bErr != nil {
+				if !strings.Contains(out.bErr.Error(), snap) || !strings.Contains(out.bErr.Error(), `"restored"`) {
+					t.Errorf("at %s: the restore's failure does not name the snapshot and the volume: %v", fp, out.bErr)
+				}
+				if !h.volumeGone("restored") {
+					t.Errorf("at %s: the restore failed (%v) and volume restored is recorded", fp, out.bErr)
+				}
+			}
+			h.snapshotsMatch("at " + fp)
+			h.nothingToFinish("at " + fp)
+		})
+}
+
+// Two deletes of snapshot nightly from two processes: the first deletes it; the second waits
+// for the first's snapshot lock, then finds it gone (done) or says why not, naming it; the
+// plugin and the store are left with no snapshot, and nothing for reconcile.
+func TestPausedPairSnapshotDeleteSnapshotDelete(t *testing.T) {
+	t.Parallel()
+	var snap string
+	setup := func(t *testing.T) *harness { h, id := snapshottedDB(t); snap = id; return h }
+	forEachFailpoint(t, setup,
+		func(h *harness) func(ctx context.Context) error { return snapshotDeleteOf(h.e, snap) },
+		func(h *harness) func(ctx context.Context, other *Engine) error {
+			return func(ctx context.Context, other *Engine) error { return snapshotDeleteOf(other, snap)(ctx) }
+		},
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			if out.aErr != nil {
+				t.Errorf("at %s: the first delete: %v", fp, out.aErr)
+			}
+			saysWhatItWaitedFor(t, "at "+fp, out.bErr, snap)
+			if n := len(h.mem.Snapshots()); n != 0 {
+				t.Errorf("at %s: the plugin has %d snapshots after two deletes", fp, n)
+			}
+			h.snapshotsMatch("at " + fp)
+			h.nothingToFinish("at " + fp)
+		})
+}
+
+// A snapshot create of db, and another process's deregister of db: the deregister waits for
+// the snapshot's record, then forgets db (its storage left at the plugin); the snapshot is
+// recorded as the plugin has it.
+func TestPausedPairSnapshotCreateVolumeDeregister(t *testing.T) {
+	t.Parallel()
+	forEachFailpoint(t, snapshotDB, onThis(snapshotCreateOf),
+		onOther(func(e *Engine) func(ctx context.Context) error { return deregisterIn(e, "db", false) }),
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			ext := h.mem.Volumes()[0].ID
+			if out.aErr != nil {
+				t.Errorf("at %s: the snapshot create: %v", fp, out.aErr)
+			}
+			saysWhatItWaitedFor(t, "at "+fp, out.bErr, "db")
+			h.snapshotsMatch("at " + fp)
+			if out.bErr == nil {
+				h.deregisteredClean("at "+fp, "db", ext)
+			}
+			h.nothingToFinish("at " + fp)
+		})
+}
+
+// A volume create, and another process's deregister of its plugin: the deregister is refused
+// naming the volume being created (or created), and the create succeeds; never a volume
+// recorded on a plugin that is gone, nor storage made for one nobody records.
+func TestPausedPairCreatePluginDeregister(t *testing.T) {
+	t.Parallel()
+	forEachFailpoint(t, func(t *testing.T) *harness { return newHarness(t, nil) },
+		onThis(func(e *Engine) func(ctx context.Context) error {
+			return func(ctx context.Context) error { _, err := e.CreateVolume(ctx, volume("n")); return err }
+		}),
+		onOther(func(e *Engine) func(ctx context.Context) error {
+			return func(ctx context.Context) error { return e.DeregisterPlugin(ctx, "mem", false) }
+		}),
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			if out.aErr != nil {
+				t.Errorf("at %s: the create: %v", fp, out.aErr)
+			}
+			if out.bErr == nil {
+				t.Errorf("at %s: plugin mem deregistered under volume n's create", fp)
+			}
+			saysWhatItWaitedFor(t, "at "+fp, out.bErr, "n")
+			h.nothingToFinish("at " + fp)
+		})
+}
+
+// A claim between its RPCs, and another process's `plugin register` of its plugin at another
+// socket (the plugin moved: the same plugin served there, its old socket closed once the new
+// registration is recorded): the claim ends published through the plugin, or fails naming the
+// volume and is finished by one reconcile through the new socket; the store matches the plugin
+// and nothing is left after.
+func TestPausedPairClaimPluginMoved(t *testing.T) {
+	t.Parallel()
+	forSomeFailpoints(t, createdV,
+		onThis(func(e *Engine) func(ctx context.Context) error { return claimOf(e, "v", "a-0") }),
+		func(h *harness) func(ctx context.Context, other *Engine) error {
+			moved, _ := csitest.Serve(h.t, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
+			return func(ctx context.Context, other *Engine) error {
+				if _, err := other.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: moved}); err != nil {
+					return err
+				}
+				h.stopServe()
+				return nil
+			}
+		},
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			if out.bErr != nil {
+				t.Errorf("at %s: the plugin's register at its new socket: %v", fp, out.bErr)
+			}
+			t.Logf("at %s: the claim: %v", fp, out.aErr)
+			saysWhatItWaitedFor(t, "at "+fp, out.aErr, "v")
+			if out.aErr != nil {
+				if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Problems) != 0 {
+					t.Errorf("at %s: reconcile after the claim failed: %v, problems %+v", fp, err, rep.Problems)
+				}
+			}
+			h.nothingToFinish("at " + fp)
+		}, firstOfEachKindAndLast)
 }
