@@ -528,3 +528,82 @@ func TestPausedPairClaimPluginMoved(t *testing.T) {
 			h.nothingToFinish("at " + fp)
 		}, firstOfEachKindAndLast)
 }
+
+// A handover of v to Nomad on its way, and another process's delete, expand, forced detach or
+// deregister of v: each is refused naming the volume (handed over: Nomad's allocs may stage
+// it), or waited and was refused; v stays at the plugin, recorded and handed over, at its size.
+func TestPausedPairHandOverThenOthers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		op   func(e *Engine) func(ctx context.Context) error
+	}{
+		{"delete", func(e *Engine) func(ctx context.Context) error { return deleteOf(e, "v") }},
+		{"expand", func(e *Engine) func(ctx context.Context) error { return expandOf(e, "v", 4<<20) }},
+		{"forced detach", func(e *Engine) func(ctx context.Context) error { return detachOf(e, "v", true) }},
+		{"deregister", func(e *Engine) func(ctx context.Context) error { return deregisterIn(e, "v", false) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			forEachFailpoint(t, createdV,
+				onThis(func(e *Engine) func(ctx context.Context) error { return handOverIn(e, "v", false) }),
+				onOther(tc.op),
+				func(t *testing.T, h *harness, fp string, out pairOutcome) {
+					if out.aErr != nil {
+						t.Errorf("at %s: the handover: %v", fp, out.aErr)
+					}
+					if out.bErr == nil {
+						t.Errorf("at %s: the %s of v succeeded beside its handover to Nomad", fp, tc.name)
+					}
+					saysWhatItWaitedFor(t, "at "+fp, out.bErr, "v")
+					if !h.handedOver("v") || h.volumeGone("v") {
+						t.Errorf("at %s: v handed over %v, recorded %v", fp, h.handedOver("v"), !h.volumeGone("v"))
+					}
+					if pv, ok := h.mem.Volume(h.mem.Volumes()[0].ID); !ok || pv.CapacityBytes != 1<<20 {
+						t.Errorf("at %s: the plugin's volume is %+v (%v), want it kept at 1 MiB", fp, pv, ok)
+					}
+				})
+		})
+	}
+}
+
+// A delete or an expand of v, and another process's handover of v: the handover waits for the
+// volume's lock, then is refused naming v (gone, or owed the NodeExpandVolume the expand left,
+// which Nomad would never send); never a volume handed over that the plugin no longer has, nor
+// one handed over with its file system at the old size.
+func TestPausedPairOthersThenHandOver(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		op   func(e *Engine) func(ctx context.Context) error
+	}{
+		{"delete", func(e *Engine) func(ctx context.Context) error { return deleteOf(e, "v") }},
+		{"expand", func(e *Engine) func(ctx context.Context) error { return expandOf(e, "v", 4<<20) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			forEachFailpoint(t, createdV, onThis(tc.op),
+				onOther(func(e *Engine) func(ctx context.Context) error { return handOverIn(e, "v", false) }),
+				func(t *testing.T, h *harness, fp string, out pairOutcome) {
+					if out.aErr != nil {
+						t.Errorf("at %s: the %s: %v", fp, tc.name, out.aErr)
+					}
+					saysWhatItWaitedFor(t, "at "+fp, out.bErr, "v")
+					if tc.name == "delete" {
+						if out.bErr == nil || !h.volumeGone("v") || h.pluginVolumeCount() != 0 {
+							t.Errorf("at %s: the handover of v deleted meanwhile: %v; recorded %v; the plugin holds %d", fp, out.bErr, !h.volumeGone("v"), h.pluginVolumeCount())
+						}
+						return
+					}
+					// An unclaimed volume grown is owed its NodeExpandVolume, which Nomad never
+					// sends: the handover is refused saying so, not made at the old size.
+					if out.bErr == nil || !errors.Is(out.bErr, ErrConflict) || !strings.Contains(out.bErr.Error(), "owed a NodeExpandVolume to 4MiB") || h.handedOver("v") {
+						t.Errorf("at %s: the handover after the expand: %v (handed over %v), want it refused naming the NodeExpandVolume owed", fp, out.bErr, h.handedOver("v"))
+					}
+					if v := h.volumeInfo("v"); v.CapacityBytes != 4<<20 {
+						t.Errorf("at %s: v is %d after the expand to %d", fp, v.CapacityBytes, 4<<20)
+					}
+				})
+		})
+	}
+}
