@@ -8,6 +8,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // race39: the pairs of acting commands on one volume, snapshot or plugin that round 32's and
@@ -497,9 +498,12 @@ func TestPausedPairCreatePluginDeregister(t *testing.T) {
 
 // A claim between its RPCs, and another process's `plugin register` of its plugin at another
 // socket (the plugin moved: the same plugin served there, its old socket closed once the new
-// registration is recorded): the claim ends published through the plugin, or fails naming the
-// volume and is finished by one reconcile through the new socket; the store matches the plugin
-// and nothing is left after.
+// registration is recorded): the claim ends published through the plugin, or, past its first
+// RPC, fails naming the volume and saying the plugin was registered again at its new socket (it
+// never sends the rest of its steps to another process than the one it began with), and is
+// finished by one reconcile through the new socket; the store matches the plugin and nothing is
+// left after. Before, a claim that had sent nothing yet failed through the old socket, and every
+// failure said "is the plugin running?" of the old socket while the plugin ran at the new one.
 func TestPausedPairClaimPluginMoved(t *testing.T) {
 	t.Parallel()
 	forSomeFailpoints(t, createdV,
@@ -520,6 +524,13 @@ func TestPausedPairClaimPluginMoved(t *testing.T) {
 			}
 			t.Logf("at %s: the claim: %v", fp, out.aErr)
 			saysWhatItWaitedFor(t, "at "+fp, out.aErr, "v")
+			if fp == "claim:taken" && out.aErr != nil {
+				// Nothing sent yet: the claim connects to the plugin as registered now.
+				t.Errorf("at %s: the claim, which had sent nothing, failed through the old socket: %v", fp, out.aErr)
+			}
+			if out.aErr != nil && !strings.Contains(out.aErr.Error(), `plugin "mem" was registered again at `+h.pluginSocket("mem")+" by another volctl") {
+				t.Errorf("at %s: the claim's failure does not say its plugin was registered again at its new socket: %v", fp, out.aErr)
+			}
 			if out.aErr != nil {
 				if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Problems) != 0 {
 					t.Errorf("at %s: reconcile after the claim failed: %v, problems %+v", fp, err, rep.Problems)
@@ -606,4 +617,14 @@ func TestPausedPairOthersThenHandOver(t *testing.T) {
 				})
 		})
 	}
+}
+
+// pluginSocket is the socket plugin id is registered at.
+func (h *harness) pluginSocket(id string) string {
+	h.t.Helper()
+	p, err := viewOne(h.ctx, h.e.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get(id) })
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return p.Socket
 }
