@@ -628,3 +628,93 @@ func (h *harness) pluginSocket(id string) string {
 	}
 	return p.Socket
 }
+
+// A delete of db, and another process's snapshot create of it: the snapshot create waits for
+// the delete's lock, then says db is gone (naming it), or the delete was refused and the
+// snapshot recorded; never a snapshot recorded of a volume deleted under it, nor one the plugin
+// made that nobody records.
+func TestPausedPairVolumeDeleteSnapshotCreate(t *testing.T) {
+	t.Parallel()
+	forEachFailpoint(t, snapshotDB,
+		onThis(func(e *Engine) func(ctx context.Context) error { return deleteOf(e, "db") }),
+		onOther(snapshotCreateOf),
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			if (out.aErr == nil) == (out.bErr == nil) {
+				t.Errorf("at %s: the delete: %v; the snapshot create: %v (want exactly one to succeed)", fp, out.aErr, out.bErr)
+			}
+			saysWhatItWaitedFor(t, "at "+fp, out.bErr, "db")
+			h.snapshotsMatch("at " + fp)
+			h.nothingToFinish("at " + fp)
+		})
+}
+
+// A delete of snapshot nightly, and another process's deregister of it: the deregister waits
+// for the delete's snapshot lock, then finds nothing left to forget (naming it) or forgets what
+// the delete left; the store records no snapshot the plugin lacks.
+func TestPausedPairSnapshotDeleteSnapshotDeregister(t *testing.T) {
+	t.Parallel()
+	var snap string
+	setup := func(t *testing.T) *harness { h, id := snapshottedDB(t); snap = id; return h }
+	forEachFailpoint(t, setup,
+		func(h *harness) func(ctx context.Context) error { return snapshotDeleteOf(h.e, snap) },
+		func(h *harness) func(ctx context.Context, other *Engine) error {
+			return func(ctx context.Context, other *Engine) error { _, err := other.DeregisterSnapshot(ctx, "mem", snap); return err }
+		},
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			if out.aErr != nil {
+				t.Errorf("at %s: the delete: %v", fp, out.aErr)
+			}
+			saysWhatItWaitedFor(t, "at "+fp, out.bErr, snap)
+			if n := len(h.mem.Snapshots()); n != 0 {
+				t.Errorf("at %s: the plugin has %d snapshots after the delete", fp, n)
+			}
+			h.snapshotsMatch("at " + fp)
+			h.nothingToFinish("at " + fp)
+		})
+}
+
+// A take-back of v from Nomad, and another process's delete or expand of v: it is refused
+// naming v (still handed over) or waits for the take-back and then acts on a volume volctl
+// holds again; never a delete or an expand while Nomad may have it.
+func TestPausedPairTakeBackThenOthers(t *testing.T) {
+	t.Parallel()
+	setup := func(t *testing.T) *harness {
+		h := createdV(t)
+		if err := handOverIn(h.e, "v", false)(h.ctx); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	for _, tc := range []struct {
+		name string
+		op   func(e *Engine) func(ctx context.Context) error
+	}{
+		{"delete", func(e *Engine) func(ctx context.Context) error { return deleteOf(e, "v") }},
+		{"expand", func(e *Engine) func(ctx context.Context) error { return expandOf(e, "v", 4<<20) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			forEachFailpoint(t, setup,
+				onThis(func(e *Engine) func(ctx context.Context) error {
+					return func(ctx context.Context) error {
+						_, err := e.TakeBack(ctx, "v", func(HandoverInfo) (string, error) { return "gone from Nomad", nil }, nil)
+						return err
+					}
+				}),
+				onOther(tc.op),
+				func(t *testing.T, h *harness, fp string, out pairOutcome) {
+					if out.aErr != nil {
+						t.Errorf("at %s: the take-back: %v", fp, out.aErr)
+					}
+					saysWhatItWaitedFor(t, "at "+fp, out.bErr, "v")
+					if out.bErr == nil && !out.bWaited {
+						t.Errorf("at %s: the %s succeeded without waiting for the take-back", fp, tc.name)
+					}
+					if h.handedOver("v") {
+						t.Errorf("at %s: v is still handed over after the take-back", fp)
+					}
+					h.nothingToFinish("at " + fp)
+				})
+		})
+	}
+}
