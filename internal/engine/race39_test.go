@@ -658,7 +658,10 @@ func TestPausedPairSnapshotDeleteSnapshotDeregister(t *testing.T) {
 	forEachFailpoint(t, setup,
 		func(h *harness) func(ctx context.Context) error { return snapshotDeleteOf(h.e, snap) },
 		func(h *harness) func(ctx context.Context, other *Engine) error {
-			return func(ctx context.Context, other *Engine) error { _, err := other.DeregisterSnapshot(ctx, "mem", snap); return err }
+			return func(ctx context.Context, other *Engine) error {
+				_, err := other.DeregisterSnapshot(ctx, "mem", snap)
+				return err
+			}
 		},
 		func(t *testing.T, h *harness, fp string, out pairOutcome) {
 			if out.aErr != nil {
