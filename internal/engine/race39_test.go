@@ -721,3 +721,54 @@ func TestPausedPairTakeBackThenOthers(t *testing.T) {
 		})
 	}
 }
+
+// A create of volume n, and another process's delete of n: the delete waits for the create's
+// lock, then deletes what the create made (gone from both) or is refused naming n; never
+// storage the plugin keeps that no volume records.
+func TestPausedPairCreateVolumeDelete(t *testing.T) {
+	t.Parallel()
+	forEachFailpoint(t, func(t *testing.T) *harness { return newHarness(t, nil) },
+		onThis(func(e *Engine) func(ctx context.Context) error {
+			return func(ctx context.Context) error { _, err := e.CreateVolume(ctx, volume("n")); return err }
+		}),
+		onOther(func(e *Engine) func(ctx context.Context) error { return deleteOf(e, "n") }),
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			if out.aErr != nil {
+				t.Errorf("at %s: the create: %v", fp, out.aErr)
+			}
+			saysWhatItWaitedFor(t, "at "+fp, out.bErr, "n")
+			if out.bErr == nil && (!h.volumeGone("n") || h.pluginVolumeCount() != 0) {
+				t.Errorf("at %s: the delete said it deleted n, and n is recorded %v, the plugin holds %d volumes", fp, !h.volumeGone("n"), h.pluginVolumeCount())
+			}
+			h.nothingToFinish("at " + fp)
+		})
+}
+
+// A delete of v, and another process's create of a volume of the same ID: the create is
+// refused naming v (being deleted) or waits for the delete and then makes new storage, which
+// the delete, over by then, never touches; one volume at the plugin at most, and recorded.
+func TestPausedPairVolumeDeleteCreate(t *testing.T) {
+	t.Parallel()
+	forEachFailpoint(t, createdV,
+		onThis(func(e *Engine) func(ctx context.Context) error { return deleteOf(e, "v") }),
+		onOther(func(e *Engine) func(ctx context.Context) error {
+			return func(ctx context.Context) error { _, err := e.CreateVolume(ctx, volume("v")); return err }
+		}),
+		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			if out.aErr != nil {
+				t.Errorf("at %s: the delete: %v", fp, out.aErr)
+			}
+			saysWhatItWaitedFor(t, "at "+fp, out.bErr, "v")
+			want := 0
+			if out.bErr == nil {
+				want = 1
+				if h.volumeGone("v") {
+					t.Errorf("at %s: the create of v succeeded after its delete, and v is not recorded", fp)
+				}
+			}
+			if n := h.pluginVolumeCount(); n != want {
+				t.Errorf("at %s: the plugin holds %d volumes, want %d (the create: %v)", fp, n, want, out.bErr)
+			}
+			h.nothingToFinish("at " + fp)
+		})
+}
