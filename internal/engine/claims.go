@@ -932,7 +932,14 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 		err error
 	)
 	if ld != nil && ld.plugin != nil {
-		if c, err = e.connectPlugin(ctx, *ld.plugin, true); err != nil {
+		c, err = e.connectPlugin(ctx, *ld.plugin, true)
+		if errors.Is(err, errNoSocket) && e.registeredElsewhere(ctx, *ld.plugin) != "" {
+			// Registered at other sockets by another volctl since the claim's transaction
+			// read the row, and nothing sent through this connection yet: the plugin as it is
+			// registered now, as reconcile would connect to it. Before, the claim was left
+			// for reconcile saying "is the plugin running?" of the old socket.
+			c, err = e.connect(ctx, v.PluginID)
+		} else if err != nil {
 			err = fmt.Errorf("plugin %q: %w", v.PluginID, err)
 		}
 	} else {

@@ -1190,6 +1190,9 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 		if err == nil || !csi.IsRetryable(err) || ctx.Err() != nil {
 			return err
 		}
+		if moved := (*movedPlugin)(nil); errors.As(err, &moved) {
+			return err
+		}
 		if csi.IsTimeout(err) {
 			e.log.Debug("not retrying an RPC that ran into its timeout", "plugin", c.plugin.ID, "rpc", rpc, "attempt", attempt, "timeout", timeout, "err", err)
 			return err
@@ -1284,6 +1287,11 @@ func (e *Engine) attempt(ctx context.Context, c *conn, rpc string, call func(con
 	hung.note(c.plugin, rpc, volume, err)
 	if err != nil {
 		e.noteAcceptedElsewhere(ctx, c.plugin.ID, c.servers)
+	}
+	if csi.IsUnavailable(err) && socketGone(c.plugin) {
+		if moved := e.registeredElsewhere(ctx, c.plugin); moved != "" {
+			return &movedPlugin{err: err, moved: moved}
+		}
 	}
 	if csi.IsNotFound(err) || csi.IsUnimplemented(err) || csi.IsFailedPrecondition(err) {
 		return e.checkAnswerer(ctx, c, rpc, err)
@@ -1487,7 +1495,9 @@ func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 	}
 	for _, id := range ids {
 		if id.inode == 0 {
-			return nil // nothing there to answer: the RPC fails as unavailable, sent to no one
+			// Nothing there to answer: the RPC fails as unavailable, sent to no one (and
+			// says why when the plugin was registered elsewhere meanwhile: attempt).
+			return nil
 		}
 	}
 	// Who serves the new files is recorded first, held to the uid rule, as a fresh connection
@@ -1524,6 +1534,53 @@ func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 	e.checkAliases(ctx, c.plugin, ids, true)
 	return nil
 }
+
+// registeredElsewhere says, when plugin p (the row a connection or an operation read) is
+// registered now at other sockets than p's (another volctl's `plugin register` moved it
+// meanwhile), what happened and what to do; "" when it is not, or the row cannot be read. Asked
+// only once p's socket is found gone: an operation goes on through the plugin it connected to,
+// or stops there for reconcile, which connects to the plugin as registered; it never sends the
+// rest of its steps to another process than the one it began with. Before, the claim said
+// "is the plugin running?" of the old socket while the plugin ran at the new one
+// (TestPausedPairClaimPluginMoved).
+func (e *Engine) registeredElsewhere(ctx context.Context, p store.Plugin) string {
+	now, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get(p.ID) })
+	if err != nil || slices.Equal(pluginSockets(now), pluginSockets(p)) {
+		return ""
+	}
+	return fmt.Sprintf("plugin %q was registered again at %s by another volctl while this operation used %s, which is gone; `volctl reconcile` finishes what it leaves through the plugin as registered",
+		p.ID, strings.Join(quoteNames(pluginSockets(now)), " and "), strings.Join(quoteNames(pluginSockets(p)), " and "))
+}
+
+// socketGone says whether a socket of plugin p is missing at its path.
+func socketGone(p store.Plugin) bool {
+	for _, id := range identify(pluginSockets(p)...) {
+		if id.inode == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// quoteNames is spec.QuoteName of each path.
+func quoteNames(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = spec.QuoteName(p)
+	}
+	return out
+}
+
+// movedPlugin is an RPC that found its socket gone, its plugin registered at other sockets
+// meanwhile (registeredElsewhere): still the UNAVAILABLE it was, so that the operation is left
+// for reconcile rather than undone, saying why, and not retried, that socket gone for good.
+type movedPlugin struct {
+	err   error // the RPC's own failure: UNAVAILABLE, its socket gone
+	moved string
+}
+
+func (m *movedPlugin) Error() string { return fmt.Sprintf("%v (%s)", m.err, m.moved) }
+func (m *movedPlugin) Unwrap() error { return m.err }
 
 // notSent is rpc's own failure when asking the plugin who it is before it failed with err
 // (why says what was asked), so that its caller records what it was doing: of err's code and
