@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -200,6 +201,10 @@ func execPluginChild() {
 		}
 		env = append(env, execPluginFDEnv+"="+strconv.Itoa(int(lf.Fd())), execPluginNameEnv+"="+f[2], execPluginVolsEnv+"="+vols, execPluginFlagsEnv+"="+flags)
 		err = syscall.Exec(f[1], []string{f[1], "-test.run=^$"}, env)
+		// lf unreachable once its number is in env, its finalizer closed the descriptor now and
+		// then before the exec (a GC meanwhile): the new image read another file, or none, at
+		// that number ("file+net listener: getsockopt: socket operation on non-socket").
+		runtime.KeepAlive(lf)
 		fmt.Fprintln(os.Stderr, "exec plugin: exec:", err)
 		os.Exit(2)
 	}
