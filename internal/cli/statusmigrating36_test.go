@@ -6,10 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
+	"github.com/volctl/volctl/internal/testproc"
 )
 
 // TestStatusReadsWhileAnotherVolctlMigrates: `volctl volume status` and `volctl status` while
@@ -25,10 +24,8 @@ func TestStatusReadsWhileAnotherVolctlMigrates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	h.e.Close() // the harness's own engine holds the lock shared
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		t.Fatalf("taking the migration lock: %v", err)
-	}
+	h.e.Close()                  // the harness's own engine holds the lock shared
+	testproc.LockExclusive(t, f) // once no child being started holds a copy of it
 	for _, args := range [][]string{{"volume", "status", "db", "--jq", ".id"}, {"volume", "status", "--jq", ".[].id"}, {"status", "--jq", "if .volumes.total == 1 then \"db\" else . end"}} {
 		code, out, errOut := h.runReported(args...)
 		if code != ExitOK || strings.TrimSpace(out) != "db" || !strings.Contains(errOut, "another volctl is migrating the state database to a newer schema: shown as last committed before it") {

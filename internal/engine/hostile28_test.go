@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,8 +47,9 @@ const (
 // plugin as the environment says, until its stdin ends. Lines on stdin:
 //   - "exec <program> <driver> <volumes> [flags]" has it exec() program as that driver holding
 //     those volumes, with those flags (execPluginFlagsEnv), keeping the listening socket;
-//   - "race <program> <driver> <volumes>" does the same once a connection waits in the
-//     listening socket's backlog, accepted by no one ("paused" once it stopped accepting);
+//   - "race <program> <driver> <volumes>" does the same once a connection made meanwhile has
+//     had the client's first bytes, and nobody's answer ("paused" once it stopped accepting
+//     and its racer waits for that connection: startRacer);
 //   - "title" sets a process title longer than its arguments, as any process may
 //     (setLongProcessTitle; "titled");
 //   - "drop" closes the connections it accepted, as a plugin closing idle ones does ("dropped");
@@ -98,6 +100,9 @@ func execPluginChild() {
 	}
 	gl := &gateListener{UnixListener: l.(*net.UnixListener)}
 	l = gl
+	if fds := os.Getenv(execPluginRaceEnv); fds != "" {
+		l = racerListener(gl, fds)
+	}
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID, cfg.Name = "node-1", os.Getenv(execPluginNameEnv)
 	for _, flag := range strings.Split(os.Getenv(execPluginFlagsEnv), ",") {
@@ -162,17 +167,21 @@ func execPluginChild() {
 			continue
 		}
 		lf, err := gl.UnixListener.File() // a duplicate, made to outlive the exec
+		vols, flags := "", ""
+		if len(f) > 3 {
+			vols = f[3]
+		}
 		if f[0] == "race" {
-			// Stop accepting; once a connection waits in the backlog, exec.
+			// Stop accepting, the racer ready to take the next connection; exec once that
+			// connection has had the client's first bytes (its dial, and the check made there,
+			// are done), before anything answers it.
 			gl.mu.Lock()
+			bytesIn := startRacer(gl.UnixListener, f[2], vols)
 			fmt.Println("paused")
-			pfd := []unix.PollFd{{Fd: int32(lf.Fd()), Events: unix.POLLIN}}
-			for {
-				if n, perr := unix.Poll(pfd, -1); n > 0 || (perr != nil && perr != unix.EINTR) {
-					break
-				}
+			if _, rerr := bytesIn.Read(make([]byte, 1)); rerr != nil {
+				fmt.Fprintln(os.Stderr, "exec plugin: racer:", rerr)
+				os.Exit(2)
 			}
-			time.Sleep(150 * time.Millisecond)
 		}
 		if err == nil {
 			_, err = unix.FcntlInt(lf.Fd(), unix.F_SETFD, 0)
@@ -180,10 +189,6 @@ func execPluginChild() {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "exec plugin:", err)
 			os.Exit(2)
-		}
-		vols, flags := "", ""
-		if len(f) > 3 {
-			vols = f[3]
 		}
 		if len(f) > 4 {
 			flags = f[4]
@@ -196,6 +201,10 @@ func execPluginChild() {
 		}
 		env = append(env, execPluginFDEnv+"="+strconv.Itoa(int(lf.Fd())), execPluginNameEnv+"="+f[2], execPluginVolsEnv+"="+vols, execPluginFlagsEnv+"="+flags)
 		err = syscall.Exec(f[1], []string{f[1], "-test.run=^$"}, env)
+		// lf unreachable once its number is in env, its finalizer closed the descriptor now and
+		// then before the exec (a GC meanwhile): the new image read another file, or none, at
+		// that number ("file+net listener: getsockopt: socket operation on non-socket").
+		runtime.KeepAlive(lf)
 		fmt.Fprintln(os.Stderr, "exec plugin: exec:", err)
 		os.Exit(2)
 	}
@@ -204,6 +213,124 @@ func execPluginChild() {
 
 // execWorkers are the stdins of the workers an exec plugin started (startWorker).
 var execWorkers []*os.File
+
+// execPluginRaceEnv makes an exec plugin a racer (startRacer): "<bytes-in fd>,<exec'd fd>".
+const execPluginRaceEnv = "VOLCTL_TEST_EXEC_PLUGIN_RACE"
+
+// racerKeep holds an exec plugin's ends of its racer's pipes (startRacer): an *os.File
+// dropped would be closed by its finalizer.
+var racerKeep []*os.File
+
+// startRacer starts the test binary as an exec plugin of driver holding volumes, accepting on
+// l's descriptor, that answers for the image this process is about to exec: racerListener. The
+// exec'd image cannot answer in time itself: a race-built test binary takes 1 to 2.5 s to
+// accept at a load of 20 on two cores, past the 1 s gRPC gives a connection to complete its
+// handshake, so the client gave up on the connection before the new image answered, and the
+// race was not run (the claim's Probe "did not complete the gRPC handshake", the claim refused
+// by whichever check its next connection met). The racer runs already, and answers only once
+// this process has exec()ed, which the pipe whose write end closes at the exec tells it. It
+// returns the pipe on which the racer writes a byte once the connection it took has had the
+// client's first bytes. The racer ends with the exec'd image (its stdin's write end).
+func startRacer(l *net.UnixListener, driver, volumes string) *os.File {
+	lf, err := l.File()
+	var bytesInR, bytesInW, execR, execW, lifeR, lifeW, readyR, readyW *os.File
+	for _, p := range []struct{ r, w **os.File }{{&bytesInR, &bytesInW}, {&execR, &execW}, {&lifeR, &lifeW}, {&readyR, &readyW}} {
+		if err == nil {
+			*p.r, *p.w, err = os.Pipe()
+		}
+	}
+	if err == nil {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		var env []string
+		for _, kv := range os.Environ() {
+			if k, _, _ := strings.Cut(kv, "="); k != execPluginEnv && k != execPluginNameEnv && k != execPluginVolsEnv && k != execPluginFlagsEnv {
+				env = append(env, kv)
+			}
+		}
+		cmd.Env = append(env, execPluginFDEnv+"=3", execPluginRaceEnv+"=4,5", execPluginNameEnv+"="+driver, execPluginVolsEnv+"="+volumes)
+		cmd.ExtraFiles = []*os.File{lf, bytesInW, execR}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = lifeR, readyW, os.Stderr
+		err = cmd.Start()
+		for _, f := range []*os.File{lf, bytesInW, execR, lifeR, readyW} {
+			f.Close()
+		}
+	}
+	if err == nil { // kept open across the exec (once the racer started: not in it), so the racer ends with the exec'd image
+		_, err = unix.FcntlInt(lifeW.Fd(), unix.F_SETFD, 0)
+	}
+	if err == nil {
+		var line string
+		if line, err = bufio.NewReader(readyR).ReadString('\n'); err == nil && line != "ready\n" {
+			err = fmt.Errorf("the racer said %q, want ready", line)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "exec plugin: racer:", err)
+		os.Exit(2)
+	}
+	racerKeep = append(racerKeep, execW, lifeW, readyR)
+	return bytesInR
+}
+
+// racerListener is a racer's listener (startRacer): its first Accept that takes a connection
+// with bytes in it (the client's first: connections closed without a byte, volctl's reads of
+// who listens (socketCred), are closed and passed over) says so on the bytes-in pipe, waits for
+// the exec (EOF on the other pipe), and only then hands the connection to the server, whose
+// answer is the first the client reads. The bytes are peeked, left for the server to read. fds
+// is execPluginRaceEnv's value.
+func racerListener(l net.Listener, fds string) net.Listener {
+	in, ex, _ := strings.Cut(fds, ",")
+	nIn, _ := strconv.Atoi(in)
+	nEx, _ := strconv.Atoi(ex)
+	return &racer{Listener: l, bytesIn: os.NewFile(uintptr(nIn), "bytes-in"), execd: os.NewFile(uintptr(nEx), "execd")}
+}
+
+type racer struct {
+	net.Listener
+	raced          bool // by Accept's goroutine alone: the server's
+	bytesIn, execd *os.File
+}
+
+func (r *racer) Accept() (net.Conn, error) {
+	for {
+		c, err := r.Listener.Accept()
+		if err != nil || r.raced {
+			return c, err
+		}
+		n, err := peekOne(c)
+		if err == nil && n == 0 {
+			c.Close() // closed without a byte: not the client's connection
+			continue
+		}
+		r.raced = true
+		if err == nil {
+			_, err = r.bytesIn.Write([]byte{1})
+		}
+		if err == nil {
+			_, err = io.ReadAll(r.execd) // EOF: the listener exec()ed
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "exec plugin: racer:", err)
+			os.Exit(2)
+		}
+		return c, nil
+	}
+}
+
+// peekOne waits for a byte on c, or its end (n 0), and leaves it there to be read.
+func peekOne(c net.Conn) (n int, err error) {
+	rc, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	if cerr := rc.Read(func(fd uintptr) bool {
+		n, _, err = unix.Recvfrom(int(fd), make([]byte, 1), unix.MSG_PEEK)
+		return !errors.Is(err, unix.EAGAIN)
+	}); cerr != nil {
+		return 0, cerr
+	}
+	return n, err
+}
 
 // startWorker starts the test binary as an exec plugin of the same driver holding volumes
 // (comma-separated) that accepts on l's descriptor, as a plugin's in-place upgrade or a

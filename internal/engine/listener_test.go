@@ -92,7 +92,11 @@ func TestClaimThroughAPluginRestartedMidClaimBySupervisor(t *testing.T) {
 // accepted after the listener exec()ed another driver was served by that driver: the claim's
 // ControllerPublishVolume, NodeStageVolume and NodePublishVolume went to it. The check is made
 // again once the server's first bytes arrive (its HTTP/2 settings, which gRPC awaits before
-// any RPC): by then whoever accepted the connection has written to it.
+// any RPC): by then whoever accepted the connection has written to it. The plugin execs once
+// the claim's first connection has had gRPC's first bytes (written after the check at the dial),
+// and what answers it is a process of the exec'd driver already running (startRacer), which
+// answers only after the exec: the exec'd image itself starts too slowly under load to answer
+// within gRPC's connect timeout, and the race was then not run.
 func TestExecWhileAConnectionWaitsInTheBacklogIsRefused(t *testing.T) {
 	t.Parallel()
 	plugin := startExecPlugin(t, "mem.csi.volctl.test")

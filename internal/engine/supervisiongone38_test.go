@@ -30,7 +30,10 @@ func TestSupervisionOfAKilledAgentSaysItIsGone(t *testing.T) {
 	// The agent, another process holding the agent lock as `volctl agent` does.
 	lock := filepath.Join(h.dir, "locks", "agent.lock")
 	ready := filepath.Join(h.dir, "agent-ready")
-	agent := exec.Command("flock", "--exclusive", "--nonblock", lock, "sh", "-c", `: > "$1"; exec sleep 60`, "sh", ready)
+	// --close: flock(1) alone holds the lock, which its exit, which Wait sees, drops; its
+	// command held it too, and killed with it but not waited for (its exit can take a while on
+	// a loaded machine), held it on past kill: the agent was seen running still.
+	agent := exec.Command("flock", "--exclusive", "--nonblock", "--close", lock, "sh", "-c", `: > "$1"; exec sleep 60`, "sh", ready)
 	agent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // flock(1) and its sleep, killed together
 	if err := agent.Start(); err != nil {
 		t.Skipf("flock(1) cannot be run to hold the agent lock from another process: %v", err)

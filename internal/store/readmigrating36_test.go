@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/volctl/volctl/internal/testproc"
 )
 
 // holdMigrationLock holds the open lock of the database in dir exclusive, as a volctl
-// migrating it does, until the test ends.
+// migrating it does, until the test ends. A store of dir closed just before may hold it a
+// moment yet, through a process being started (testproc.LockExclusive).
 func holdMigrationLock(t *testing.T, dir string) {
 	t.Helper()
 	f, err := os.OpenFile(filepath.Join(dir, FileName)+lockSuffix, os.O_RDONLY|os.O_CREATE, 0o600)
@@ -21,9 +22,7 @@ func holdMigrationLock(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		t.Fatalf("taking the migration lock: %v", err)
-	}
+	testproc.LockExclusive(t, f) // the store closed, its lock may live a moment in a child being started
 }
 
 // TestReaderDoesNotWaitForAMigration: `volctl volume status` (a store opened ForReading) while

@@ -332,3 +332,38 @@ func TestStaleRunIsSweptAtStart(t *testing.T) {
 		}
 	}
 }
+
+// A flock closed here lives on in a copy of its descriptor that another process holds, as a
+// child being started does between its fork and its exec: LOCK_NB refuses it meanwhile, and
+// LockExclusive takes it once the copy is gone.
+func TestLockExclusiveWaitsForACopyOfTheLockedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lock")
+	held, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(int(held.Fd()), unix.LOCK_SH); err != nil {
+		t.Fatal(err)
+	}
+	copyHolder := exec.Command("sh", "-c", "read x") // holds the copy until its stdin ends
+	copyHolder.ExtraFiles = []*os.File{held}
+	stdin, err := copyHolder.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := copyHolder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = copyHolder.Process.Kill(); _ = copyHolder.Wait() })
+	held.Close()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == nil {
+		t.Fatal("LOCK_NB took the lock a copy of the closed descriptor holds: the case LockExclusive waits for is not made")
+	}
+	stdin.Close() // the copy ends
+	LockExclusive(t, f)
+}
