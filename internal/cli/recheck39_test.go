@@ -10,9 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/nomad/nomadtest"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -89,5 +92,73 @@ func TestNomadRegisterOfABodyEchoedIn400ShowsNoSecret(t *testing.T) {
 	}
 	if info, err := h.e.Volume(h.ctx, "sec"); err != nil || info.Handover != nil {
 		t.Errorf("volume sec refused by Nomad is handed over: %+v, %v", info.Handover, err)
+	}
+}
+
+// The honest cases of the handover mark's servers (nomad38): a cluster that gains a server, or
+// loses one (its leader among them), between the handover and the take-back is the same
+// cluster, and one whose /v1/status/peers a proxy or an ACL in front of it refuses (403) with
+// a token that can do the volume calls says nothing of its servers: neither is refused as
+// another cluster. A registration again records the servers named then, so a cluster whose
+// servers are replaced one at a time, a registration again between each, is still the one.
+func TestNomadHandoverToAClusterThatChangesItsServersIsTakenBack(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		steps [][]string // the servers named at each registration again; the last at the take-back
+	}{
+		{"a server added", [][]string{{"10.0.1.1:4647", "10.0.1.2:4647", "10.0.1.3:4647", "10.0.1.4:4647"}}},
+		{"the leader removed", [][]string{{"10.0.1.2:4647", "10.0.1.3:4647"}}},
+		{"one server left", [][]string{{"10.0.1.3:4647"}}},
+		{"every server replaced one at a time, registered again between", [][]string{
+			{"10.0.1.2:4647", "10.0.1.3:4647", "10.0.9.1:4647"},
+			{"10.0.1.3:4647", "10.0.9.1:4647", "10.0.9.2:4647"},
+			{"10.0.9.1:4647", "10.0.9.2:4647", "10.0.9.3:4647"}}},
+		{"peers refused 403", [][]string{{"403"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := nomadHarness(t)
+			a := newFakeNomad(t)
+			a.leader.Store("10.0.1.1:4647")
+			a.peers.Store([]string{"10.0.1.1:4647", "10.0.1.2:4647", "10.0.1.3:4647"})
+			var forbidden atomic.Bool // /v1/status/peers refused 403, the rest of a's API served
+			lb := nomadtest.Pin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if forbidden.Load() && r.URL.Path == "/v1/status/peers" {
+					http.Error(w, "Permission denied", http.StatusForbidden)
+					return
+				}
+				a.srv.Config.Handler.ServeHTTP(w, r)
+			}))
+			ios, _, _, _ := iostreams.Test()
+			if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: pinnedAt(lb), Volumes: []string{"db"}}); err != nil {
+				t.Fatal(err)
+			}
+			if info, err := h.e.Volume(h.ctx, "db"); err != nil || info.Handover == nil || len(info.Handover.Peers) != 3 {
+				t.Fatalf("the handover's mark has no servers of the cluster: %+v, %v", info.Handover, err)
+			}
+			for i, servers := range c.steps {
+				if servers[0] == "403" {
+					forbidden.Store(true)
+				} else {
+					a.leader.Store(servers[0])
+					a.peers.Store(servers)
+				}
+				if i < len(c.steps)-1 {
+					ios, _, out, errOut := iostreams.Test()
+					if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: pinnedAt(lb), Volumes: []string{"db"}}); err != nil {
+						t.Fatalf("register again with the servers %v: %v\n%s%s", servers, err, out, errOut)
+					}
+				}
+			}
+			ios, _, out, errOut := iostreams.Test()
+			if err := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: pinnedAt(lb)}); err != nil || strings.Contains(out.String()+errOut.String(), "another Nomad cluster") {
+				t.Errorf("nomad status: %v\n%s%s", err, out, errOut)
+			}
+			a.mu.Lock()
+			delete(a.vols, "default/db")
+			a.mu.Unlock()
+			if _, err := runNomadRelease(h, pinnedAt(lb), nil); err != nil || handedOver(t, h) {
+				t.Fatalf("release once the cluster has let go of the volume: %v (still marked: %v)", err, handedOver(t, h))
+			}
+		})
 	}
 }
