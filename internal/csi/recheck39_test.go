@@ -61,3 +61,25 @@ func TestScrubLeavesAShortNonASCIIValueInAnotherCase(t *testing.T) {
 		t.Errorf("scrubbed to %q, want %q", got, want)
 	}
 }
+
+// The adversary: a plugin that wraps its message's lines at a width, cutting a secret of
+// non-ASCII letters across a line break (as it is, or upper-cased: the case changed and the
+// line cut), or between two of its letters. An ASCII secret so cut was masked (unwrappedView
+// joins a break between two base64 characters); one in another script, whose letters are no
+// base64 characters, was shown. The honest case: lines of such text that spell no value are
+// kept as written.
+func TestScrubFindsANonASCIIValueCutAcrossALine(t *testing.T) {
+	t.Parallel()
+	sc := csi.Scrubber([]string{"пароль-секрет"})
+	for _, msg := range []string{"key: пароль-\nсекрет bad", "key: ПАРОЛЬ-\r\n  СЕКРЕТ bad", "key: пароль-сек\nрет bad", `key: "ПАРОЛЬ-СЕК\nРЕТ" bad`} {
+		got := sc(msg)
+		if !strings.HasPrefix(got, "key: ") || !strings.HasSuffix(got, " bad") || !strings.Contains(got, "[REDACTED]") || strings.Contains(strings.ToLower(got), "секр") {
+			t.Errorf("scrubbed %q\n to %q; want the value masked, the words around it kept", msg, got)
+		}
+	}
+	for _, msg := range []string{"пароль-\nне тот секрет", "Ошибка:\nсекрет-пароль не принят\n", "ß\nß"} {
+		if got := sc(msg); got != msg {
+			t.Errorf("scrubbed %q\n to %q; it spells no value", msg, got)
+		}
+	}
+}

@@ -965,7 +965,7 @@ func percentView(msg string, plus bool) (view string, at []int) {
 }
 
 // unwrappedView is msg with each line break (lineBreakEnd) that stands between two base64
-// characters left out, with the spaces and tabs around it: base64 (or hex) as MIME, PEM, openssl and Python's
+// characters (or characters beyond ASCII: joins) left out, with the spaces and tabs around it: base64 (or hex) as MIME, PEM, openssl and Python's
 // base64.encodebytes write it, in lines of 76 or 64 characters, and as a JSON or Go-quoted dump
 // of that writes it (the break as \n, \r\n), or indented under a key as YAML does. cuts says
 // where the view's offsets stand in msg (joinedAt); it is nil when nothing was left out, and
@@ -983,7 +983,7 @@ func unwrappedView(msg string) (view string, cuts []cut) {
 			from--
 		}
 		to := lineBreakEnd(msg, from)
-		if from == 0 || to == from || to == len(msg) || !isBase64(msg[from-1]) || !isBase64(msg[to]) || from < kept {
+		if from == 0 || to == from || to == len(msg) || !joins(msg[from-1]) || !joins(msg[to]) || from < kept {
 			i += k + 1
 			continue
 		}
@@ -1000,6 +1000,12 @@ func unwrappedView(msg string) (view string, cuts []cut) {
 	}
 	return string(append(b, msg[kept:]...)), cuts
 }
+
+// joins reports whether a line break after (or before) byte c is left out of unwrappedView: a
+// base64 character, or a byte of a character beyond ASCII (a letter of another script: a
+// secret "пароль-секрет" wrapped at "пароль-\nсекрет" or "сек\nрет" was shown, recheck39b).
+// The view is only looked in: what it joins is masked only where it spells a value.
+func joins(c byte) bool { return isBase64(c) || c >= utf8.RuneSelf }
 
 // cut says that from the view's offset view on, its bytes are msg's from offset msg on.
 type cut struct{ view, msg int }
