@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 
@@ -80,8 +82,9 @@ func wordByte(c byte) bool {
 // overlap (a value that contains another, values that share a stretch, a percent-encoded value
 // around one as it is), the whole stretch they cover becomes one marker, so no part of either
 // is left shown. A value of spec.MinFoldLen bytes or more is found in any case of its ASCII
-// letters, as it is and quoted, and encoded as its upper- and lower-cased forms are (folds).
-// Not covered: a shorter value in another case, a value reversed or split across fields, other encodings (base32, HTML entities, double percent-encoding,
+// letters, as it is and quoted, and encoded as its upper- and lower-cased forms are (folds);
+// one of spec.MinFoldLen characters or more upper- and lower-cased whole beyond ASCII too
+// (unicodeCases). Not covered: a shorter value in another case, a value reversed or split across fields, other encodings (base32, HTML entities, double percent-encoding,
 // hex with separators), a value split across lines other than between two base64 characters,
 // one transformed before it was encoded (compressed, encrypted, hashed), and what
 // appendEncodedForms leaves of base64.
@@ -127,6 +130,15 @@ func newScrubber(sensitive []string) *scrubber {
 					sc.folds = append(sc.folds, f)
 				}
 			}
+			// Its letters beyond ASCII upper- and lower-cased as Unicode, ICU and the Turkish
+			// locale do, as they are and with every non-ASCII letter escaped (recheck39b).
+			for _, c := range unicodeCases(s) {
+				for _, f := range []string{c, strings.Trim(strconv.QuoteToASCII(c), `"`)} {
+					if f = asciiLower(f); !slices.Contains(sc.folds, f) {
+						sc.folds = append(sc.folds, f)
+					}
+				}
+			}
 		}
 		sc.forms = appendEncodedForms(sc.forms, s)
 		if cased {
@@ -163,10 +175,29 @@ func newScrubber(sensitive []string) *scrubber {
 	return sc
 }
 
-// foldable reports whether s is found in any case of its ASCII letters (spec.MinFoldLen): long
-// enough, and with a letter to change.
+// foldable reports whether s is found in any case of its ASCII letters (spec.MinFoldLen), and
+// upper- and lower-cased beyond ASCII (unicodeCases): long enough, and with a letter to change.
 func foldable(s string) bool {
-	return len(s) >= spec.MinFoldLen && strings.ContainsFunc(s, func(r rune) bool { return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' })
+	return len(s) >= spec.MinFoldLen && strings.ContainsFunc(s, func(r rune) bool {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || r >= utf8.RuneSelf && (unicode.ToUpper(r) != r || unicode.ToLower(r) != r || r == 'ß')
+	})
+}
+
+// unicodeCases are s upper- and lower-cased by the rules a plugin may use beyond ASCII's, for
+// a value of spec.MinFoldLen characters or more with a letter that has a case outside ASCII, or
+// an i (the Turkish locale's): Unicode's (Go's strings.ToUpper keeps ß, Python's and ICU's make
+// it SS) and the Turkish locale's (Java's toUpperCase() under tr_TR: "i" becomes "İ", "I"
+// becomes "ı"). A value spelt in a case of its own letter by letter (title case, swapped
+// case) beyond ASCII is not among them.
+func unicodeCases(s string) []string {
+	if utf8.RuneCountInString(s) < spec.MinFoldLen || !strings.ContainsFunc(s, func(r rune) bool {
+		return r == 'i' || r == 'I' || r >= utf8.RuneSelf && (unicode.ToUpper(r) != r || unicode.ToLower(r) != r || r == 'ß')
+	}) {
+		return nil
+	}
+	up := strings.ToUpper(s)
+	return []string{up, strings.ReplaceAll(up, "ß", "SS"), strings.ToLower(s),
+		strings.ToUpperSpecial(unicode.TurkishCase, s), strings.ToLowerSpecial(unicode.TurkishCase, s)}
 }
 
 // asciiLower is s with its ASCII letters in lower case, each byte where it was (so an offset
@@ -934,7 +965,7 @@ func percentView(msg string, plus bool) (view string, at []int) {
 }
 
 // unwrappedView is msg with each line break (lineBreakEnd) that stands between two base64
-// characters left out, with the spaces and tabs around it: base64 (or hex) as MIME, PEM, openssl and Python's
+// characters (or characters beyond ASCII: joins) left out, with the spaces and tabs around it: base64 (or hex) as MIME, PEM, openssl and Python's
 // base64.encodebytes write it, in lines of 76 or 64 characters, and as a JSON or Go-quoted dump
 // of that writes it (the break as \n, \r\n), or indented under a key as YAML does. cuts says
 // where the view's offsets stand in msg (joinedAt); it is nil when nothing was left out, and
@@ -952,7 +983,7 @@ func unwrappedView(msg string) (view string, cuts []cut) {
 			from--
 		}
 		to := lineBreakEnd(msg, from)
-		if from == 0 || to == from || to == len(msg) || !isBase64(msg[from-1]) || !isBase64(msg[to]) || from < kept {
+		if from == 0 || to == from || to == len(msg) || !joins(msg[from-1]) || !joins(msg[to]) || from < kept {
 			i += k + 1
 			continue
 		}
@@ -969,6 +1000,12 @@ func unwrappedView(msg string) (view string, cuts []cut) {
 	}
 	return string(append(b, msg[kept:]...)), cuts
 }
+
+// joins reports whether a line break after (or before) byte c is left out of unwrappedView: a
+// base64 character, or a byte of a character beyond ASCII (a letter of another script: a
+// secret "пароль-секрет" wrapped at "пароль-\nсекрет" or "сек\nрет" was shown, recheck39b).
+// The view is only looked in: what it joins is masked only where it spells a value.
+func joins(c byte) bool { return isBase64(c) || c >= utf8.RuneSelf }
 
 // cut says that from the view's offset view on, its bytes are msg's from offset msg on.
 type cut struct{ view, msg int }

@@ -1022,14 +1022,11 @@ func (e *Engine) agentLiveness(infos []PluginInfo) {
 // agentLockHolders lists the processes holding the state dir's agent lock, this one included
 // (store.FlockPids); none, and known, when its file is not there (no agent ever ran here).
 func (e *Engine) agentLockHolders() (pids []int, known bool) {
-	fi, err := os.Stat(filepath.Join(e.locks.dir, "agent.lock"))
+	pids, known, err := store.FlockPids(filepath.Join(e.locks.dir, "agent.lock"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, true
 	}
-	if err != nil {
-		return nil, false
-	}
-	return store.FlockPids(fi)
+	return pids, known && err == nil
 }
 
 // sameProcess reports whether holder, a pid in this process's PID namespace, is the process an

@@ -1840,14 +1840,25 @@ func sameTopologyRequest(a, b *spec.TopologyRequest) bool {
 }
 
 // scrub replaces the volume's secret values and mount flags in what Nomad said: an error that
-// echoes the request must not print them.
+// echoes the request must not print them. The flags as the plugin path takes them (csi's
+// requestValues, store.Tx.SecretValues): mount(8)'s own words are no secret
+// (spec.ShownMountFlag: masked, "dev" garbled every "/dev/..." and "sync" every "fsync";
+// recheck39b), and
+// a password inside a flag is a value of its own (spec.MountFlagSecrets: a parser's error
+// quotes it alone).
 func scrub(msg string, v spec.Volume) string {
 	var vals []string
 	for _, s := range v.Secrets.Plain() {
 		vals = append(vals, s)
 	}
 	if v.MountOptions != nil {
-		vals = append(vals, v.MountOptions.MountFlags.Plain()...)
+		for _, f := range v.MountOptions.MountFlags.Plain() {
+			// A word shorter than spec.MinScrubLen ("ro") is masked where it stands alone, as
+			// before (maskWords, TestNomadShortMountFlagIsMaskedAsAWordOnly): it garbles no word.
+			if len(f) < spec.MinScrubLen || !spec.ShownMountFlag(f) {
+				vals = append(append(vals, f), spec.MountFlagSecrets(f)...)
+			}
+		}
 	}
 	// Longest first, so a value that contains another is replaced whole.
 	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })

@@ -119,23 +119,38 @@ func FlockHolders(fi fs.FileInfo) []LockHolder {
 	return lockHolders(fi, func(fields []string) bool { return fields[1] == "FLOCK" })
 }
 
-// FlockPids lists every process holding a flock on the file fi is the FileInfo of, this one
-// included, as /proc/locks lists them: 0 for a holder in a PID namespace this process cannot see
-// into. ok is false when /proc/locks cannot be read: then nothing is known.
-func FlockPids(fi fs.FileInfo) (pids []int, ok bool) {
+// FlockPids lists every process holding a flock on the file at path, this one included, as
+// /proc/locks lists them: 0 for a holder in a PID namespace this process cannot see into. err
+// is stat's (fs.ErrNotExist: no such file). ok is false when nothing is known: /proc/locks
+// cannot be read, or the file is on an overlay file system whose layers are on other file
+// systems, where /proc/locks names a lock by the layer's device, not the one stat says (a
+// container's state dir): a FLOCK line with the file's inode number on another device there
+// may be its lock, and none found is no word that none holds it (recheck39b; before, every
+// agent's record on such a file system read gone while the agent ran).
+func FlockPids(path string) (pids []int, ok bool, err error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, false, err
+	}
 	st, isStat := fi.Sys().(*syscall.Stat_t)
 	if !isStat {
-		return nil, false
+		return nil, false, nil
 	}
 	b, err := os.ReadFile("/proc/locks")
 	if err != nil {
-		return nil, false
+		return nil, false, nil
 	}
 	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	ino := ":" + strconv.FormatUint(st.Ino, 10)
+	elsewhere := false // a FLOCK line of the inode number on another device
 	for line := range strings.Lines(string(b)) {
 		fields := strings.Fields(line)
 		// A waiter's line has "->" after its number, shifting its fields: it holds nothing.
-		if len(fields) < 6 || fields[1] != "FLOCK" || fields[5] != id {
+		if len(fields) < 6 || fields[1] != "FLOCK" {
+			continue
+		}
+		if fields[5] != id {
+			elsewhere = elsewhere || strings.HasSuffix(fields[5], ino)
 			continue
 		}
 		pid, err := strconv.Atoi(fields[4])
@@ -144,7 +159,13 @@ func FlockPids(fi fs.FileInfo) (pids []int, ok bool) {
 		}
 		pids = append(pids, pid)
 	}
-	return pids, true
+	if len(pids) == 0 && elsewhere {
+		var sfs unix.Statfs_t
+		if unix.Statfs(path, &sfs) != nil || sfs.Type == unix.OVERLAYFS_SUPER_MAGIC {
+			return nil, false, nil
+		}
+	}
+	return pids, true, nil
 }
 
 // walWriteLock is the byte of the -shm file whose POSIX write lock is SQLite's WAL write lock
