@@ -964,7 +964,7 @@ func pluginInfo(p store.Plugin, volumes int) PluginInfo {
 	cfg := csi.ConfigFromSpec(&sp)
 	return PluginInfo{
 		ID: p.ID, Type: p.Type, ControllerSocket: cfg.ControllerSocket, NodeSocket: cfg.NodeSocket,
-		Supervised: p.Exec != nil && (p.Supervision == nil || p.Supervision.Mode != store.SupervisionProbed),
+		Supervised: supervised(p),
 		Provider:   p.Fingerprint.Provider, Version: p.Fingerprint.Version, NodeID: p.Fingerprint.NodeID,
 		MaxVolumes: p.Fingerprint.MaxVolumes, Topology: p.Fingerprint.Topology,
 		Capabilities: CapabilityNames{
@@ -974,8 +974,22 @@ func pluginInfo(p store.Plugin, volumes int) PluginInfo {
 		},
 		Healthy: p.Health.Healthy, Ready: p.Health.Ready, ProbeLatency: Duration(p.Health.ProbeLatency),
 		LastError: p.Health.LastError, ProbedAt: p.Health.ProbedAt, FingerprintedAt: p.Fingerprint.At,
-		Volumes: volumes, Supervision: supervisionInfo(p.Supervision),
+		Volumes: volumes, Supervision: supervisionInfo(p.Supervision), noExec: p.Exec == nil,
 	}
+}
+
+// supervised is PluginInfo.Supervised: an exec plugin the agent has not found served by a
+// process it did not start, or a plugin without an exec block whose socket's process the agent
+// records it runs (the process of another ID on the socket, which the agent runs as that ID's:
+// TestPluginStatusSaysTheAgentRunsTheProcessOfAnIDWithoutAnExecBlockOnItsSocket; before, it
+// said false of it). agentLiveness makes the latter false once that agent is gone: no exec
+// block says an agent would run it again.
+func supervised(p store.Plugin) bool {
+	s := p.Supervision
+	if p.Exec == nil {
+		return s != nil && (s.Mode == store.SupervisionRuns || s.Mode == store.SupervisionDaemon)
+	}
+	return s == nil || s.Mode != store.SupervisionProbed
 }
 
 // supervisionInfo is what the agent recorded of a plugin's process, as PluginInfo shows it.
@@ -1013,6 +1027,9 @@ func (e *Engine) agentLiveness(infos []PluginInfo) {
 			continue
 		}
 		s.AgentGone, s.CanStop, s.CanRestart = true, false, false
+		if infos[i].noExec {
+			infos[i].Supervised = false // no exec block: no agent runs it again
+		}
 		if len(holders) > 0 {
 			s.AgentNow = holders[0]
 		}

@@ -14,24 +14,26 @@ import (
 
 // PluginInfo is a registered plugin: its declaration, last fingerprint and health.
 type PluginInfo struct {
-	ID               string            `json:"id"`
-	Type             spec.PluginType   `json:"type"`
-	ControllerSocket string            `json:"controller_socket,omitempty"`
-	NodeSocket       string            `json:"node_socket,omitempty"`
-	Supervised       bool              `json:"supervised"` // started by the agent (exec block)
-	Provider         string            `json:"provider"`
-	Version          string            `json:"version"`
-	NodeID           string            `json:"node_id,omitempty"`
-	MaxVolumes       int64             `json:"max_volumes"`
-	Topology         map[string]string `json:"topology,omitempty"`
-	Capabilities     CapabilityNames   `json:"capabilities"`
-	Healthy          bool              `json:"healthy"`
-	Ready            bool              `json:"ready"`
-	ProbeLatency     Duration          `json:"probe_latency_ms"`
-	LastError        string            `json:"last_error,omitempty"`
-	ProbedAt         time.Time         `json:"probed_at,omitzero"`
-	FingerprintedAt  time.Time         `json:"fingerprinted_at,omitzero"`
-	Volumes          int               `json:"volumes"` // registered volumes using the plugin
+	ID               string          `json:"id"`
+	Type             spec.PluginType `json:"type"`
+	ControllerSocket string          `json:"controller_socket,omitempty"`
+	NodeSocket       string          `json:"node_socket,omitempty"`
+	// Supervised: run by the agent: an exec plugin it has not found served by a process it did
+	// not start, or an ID without an exec block on the socket of one whose process it runs.
+	Supervised      bool              `json:"supervised"`
+	Provider        string            `json:"provider"`
+	Version         string            `json:"version"`
+	NodeID          string            `json:"node_id,omitempty"`
+	MaxVolumes      int64             `json:"max_volumes"`
+	Topology        map[string]string `json:"topology,omitempty"`
+	Capabilities    CapabilityNames   `json:"capabilities"`
+	Healthy         bool              `json:"healthy"`
+	Ready           bool              `json:"ready"`
+	ProbeLatency    Duration          `json:"probe_latency_ms"`
+	LastError       string            `json:"last_error,omitempty"`
+	ProbedAt        time.Time         `json:"probed_at,omitzero"`
+	FingerprintedAt time.Time         `json:"fingerprinted_at,omitzero"`
+	Volumes         int               `json:"volumes"` // registered volumes using the plugin
 	// CapabilityChange is the plugin's last change of capabilities (a restart with others), as
 	// its record keeps it (store.Plugin.CapabilityChange), however long ago; absent when none.
 	CapabilityChange *CapabilityChange `json:"capability_change,omitempty"`
@@ -39,6 +41,9 @@ type PluginInfo struct {
 	// follows its daemon, probes it only, stopped it, left it running), and so whether it can
 	// stop and restart it; absent when no agent has recorded anything.
 	Supervision *Supervision `json:"supervision,omitempty"`
+	// noExec: the plugin has no exec block (Supervised only while an agent runs its socket's
+	// process as another ID's: agentLiveness).
+	noExec bool
 }
 
 // What an agent does with a plugin's process (Supervision.Mode), as the store records it.
