@@ -1032,8 +1032,31 @@ func (e *Engine) agentLiveness(infos []PluginInfo) {
 		}
 		if len(holders) > 0 {
 			s.AgentNow = holders[0]
+			s.AgentGoneBy = e.agentStartedAt(holders[0])
 		}
 	}
+}
+
+// agentStartedAt is when the agent pid, holding the agent lock, wrote run/agent.pid (its
+// mtime), which it writes only once it has the lock: an agent gone before it took the lock was
+// gone by then (Supervision.AgentGoneBy). Zero when the file is not a regular file, is larger
+// than a pid, or names another process (the file of a killed agent stays until the next one
+// writes its own; a holder in a nested PID namespace writes the pid it sees, NSpid's last).
+func (e *Engine) agentStartedAt(pid int) time.Time {
+	path := filepath.Join(e.cfg.StateDir, "run", "agent.pid")
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 64 {
+		return time.Time{}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return time.Time{}
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n <= 0 || !sameProcess(pid, n) {
+		return time.Time{}
+	}
+	return fi.ModTime()
 }
 
 // agentLockHolders lists the processes holding the state dir's agent lock, this one included

@@ -81,6 +81,13 @@ type Supervision struct {
 	// AgentNow is the agent that holds the agent lock now, when AgentGone: started since, it
 	// records what it does with the process at its first probe of the plugin. 0 when none runs.
 	AgentNow int `json:"agent_now_pid,omitempty"`
+	// AgentGoneBy is, when AgentGone, a time the agent that recorded it was gone by: when the
+	// agent holding the lock now wrote run/agent.pid, which it does only once it has taken the
+	// lock, which the kernel gave it only once the other was dead. Zero when no agent holds the
+	// lock, or its pid file does not name it. When it died is not recorded anywhere (SIGKILL
+	// leaves no trace, flock(2) does not touch the lock file): At, when it was alive, and this
+	// bound are what can be said (agentLiveness).
+	AgentGoneBy time.Time `json:"agent_gone_by,omitzero"`
 }
 
 // Words says what the agent does with the process, for plugin status and the dashboard: "the
@@ -127,7 +134,12 @@ func (s *Supervision) goneWords(pid string) string {
 	if s.AgentPid > 0 {
 		agent += ", pid " + strconv.Itoa(s.AgentPid) + ","
 	}
-	w := none + ": " + agent + " is gone (it holds the state dir's agent lock no more: killed before it could record its stop)"
+	w := none + ": " + agent + " is gone (it holds the state dir's agent lock no more: killed before it could record its stop; " +
+		"it was alive when it made this record, and when it died is not recorded"
+	if !s.AgentGoneBy.IsZero() {
+		w += ", but it was gone by the time the agent running now took the lock"
+	}
+	w += ")"
 	if s.Mode != store.SupervisionProbed {
 		w += "; nothing stops or restarts the process, which may still run"
 	}
