@@ -141,6 +141,11 @@ type Config struct {
 	// afterCount, for tests, runs when the agent has counted a plugin's mounts to stop it and
 	// found none, before it signals the plugin.
 	afterCount func(pluginID string)
+	// restartWait, for tests, waits out a restart's backoff (the time until the next start on
+	// the agent's clock): sleep, on the real clock, when nil. A test records the waits and
+	// returns at once (TestAgentBacksOffAPluginThatExitsAtOnce), instead of waiting them out
+	// and counting starts in a second of the real clock.
+	restartWait func(ctx context.Context, d time.Duration) bool
 }
 
 // Agent is one running `volctl agent`.
@@ -157,6 +162,7 @@ type Agent struct {
 	runDir       string // pid files
 	logDir       string // plugin output
 	afterCount   func(pluginID string)
+	restartWait  func(ctx context.Context, d time.Duration) bool
 
 	kick chan struct{} // asks for a reconcile pass soon (a restarted plugin may have lost mounts)
 	// unusable receives the error of a pass that found the state database unusable (replaced
@@ -200,6 +206,10 @@ func New(cfg Config) (*Agent, error) {
 	if now == nil {
 		now = time.Now
 	}
+	restartWait := cfg.restartWait
+	if restartWait == nil {
+		restartWait = sleep
+	}
 	dir := cfg.Engine.StateDir()
 	obs, notify := cfg.Observer, cfg.Notify
 	if obs == nil {
@@ -211,7 +221,8 @@ func New(cfg Config) (*Agent, error) {
 	return &Agent{
 		obs: obs, notify: notify,
 		e: cfg.Engine, log: log, s: s, decl: cfg.Plugins, now: now, afterCount: cfg.afterCount,
-		runDir: filepath.Join(dir, "run"), logDir: filepath.Join(dir, "logs"),
+		restartWait: restartWait,
+		runDir:      filepath.Join(dir, "run"), logDir: filepath.Join(dir, "logs"),
 		kick: make(chan struct{}, 1), unusable: make(chan error, 1), runners: map[string]*runner{}, problems: map[string]string{}, logWarned: map[string]bool{},
 		mateWarned: map[string]bool{},
 	}, nil

@@ -81,7 +81,7 @@ func (r *runner) loop(ctx context.Context) {
 	)
 	for ctx.Err() == nil {
 		if r.supervised() && r.proc == nil && !r.foreign {
-			if !sleep(ctx, restartAt.Sub(a.now())) {
+			if !a.restartWait(ctx, restartAt.Sub(a.now())) {
 				return
 			}
 			started, err := r.startOrAdopt(ctx)
