@@ -141,6 +141,11 @@ type Config struct {
 	// afterCount, for tests, runs when the agent has counted a plugin's mounts to stop it and
 	// found none, before it signals the plugin.
 	afterCount func(pluginID string)
+	// restartWait, for tests, waits out a restart's backoff (the time until the next start on
+	// the agent's clock): sleep, on the real clock, when nil. A test records the waits and
+	// returns at once (TestAgentBacksOffAPluginThatExitsAtOnce), instead of waiting them out
+	// and counting starts in a second of the real clock.
+	restartWait func(ctx context.Context, d time.Duration) bool
 }
 
 // Agent is one running `volctl agent`.
@@ -157,6 +162,7 @@ type Agent struct {
 	runDir       string // pid files
 	logDir       string // plugin output
 	afterCount   func(pluginID string)
+	restartWait  func(ctx context.Context, d time.Duration) bool
 
 	kick chan struct{} // asks for a reconcile pass soon (a restarted plugin may have lost mounts)
 	// unusable receives the error of a pass that found the state database unusable (replaced
@@ -174,9 +180,9 @@ type Agent struct {
 	logWarned map[string]bool
 	// mateWarned are the pairs of exec plugins on one socket (oneProcessPerSocket), told once.
 	mateWarned map[string]bool
-	// mates are, by the plugin ID whose runner runs a socket's process, the other IDs declared
-	// with an exec block on its socket, probed only (oneProcessPerSocket): that runner records
-	// their supervision with its own (noteMates). Under mu.
+	// mates are, by the plugin ID whose runner runs a socket's process, the other IDs on its
+	// socket, declared with an exec block or without one, probed only (oneProcessPerSocket):
+	// that runner records their supervision with its own (noteMates). Under mu.
 	mates map[string][]string
 }
 
@@ -200,6 +206,10 @@ func New(cfg Config) (*Agent, error) {
 	if now == nil {
 		now = time.Now
 	}
+	restartWait := cfg.restartWait
+	if restartWait == nil {
+		restartWait = sleep
+	}
 	dir := cfg.Engine.StateDir()
 	obs, notify := cfg.Observer, cfg.Notify
 	if obs == nil {
@@ -211,7 +221,8 @@ func New(cfg Config) (*Agent, error) {
 	return &Agent{
 		obs: obs, notify: notify,
 		e: cfg.Engine, log: log, s: s, decl: cfg.Plugins, now: now, afterCount: cfg.afterCount,
-		runDir: filepath.Join(dir, "run"), logDir: filepath.Join(dir, "logs"),
+		restartWait: restartWait,
+		runDir:      filepath.Join(dir, "run"), logDir: filepath.Join(dir, "logs"),
 		kick: make(chan struct{}, 1), unusable: make(chan error, 1), runners: map[string]*runner{}, problems: map[string]string{}, logWarned: map[string]bool{},
 		mateWarned: map[string]bool{},
 	}, nil
@@ -471,8 +482,16 @@ func (a *Agent) retire(ctx context.Context, r *runner, want map[string]spec.Plug
 		if m, err := a.e.PluginMounts(ctx, r.spec.ID); err == nil && !m.Any() && a.stopIfUnmounted(r, mate) {
 			return
 		}
-		a.log.Warn(fmt.Sprintf("plugin %q deregistered: its process (pid %d) serves plugin %q on the same socket, which has no exec block: nothing supervises it now; "+
-			"give %q the exec block to have the agent supervise it again", r.spec.ID, p.pid, mate, mate), "plugin", mate, "pid", p.pid)
+		msg := fmt.Sprintf("plugin %q deregistered: its process (pid %d) serves plugin %q on the same socket, which has no exec block: nothing supervises it now; "+
+			"give %q the exec block to have the agent supervise it again", r.spec.ID, p.pid, mate, mate)
+		a.log.Warn(msg, "plugin", mate, "pid", p.pid)
+		// The IDs left on the socket had the deregistered ID's record of the process (noteMates):
+		// it runs on, under their mounts, with no agent to stop or restart it.
+		for _, id := range sortedIDs(want) {
+			if shareSocket(want[id], r.spec) {
+				_ = a.recordSupervision(ctx, id, supervision{mode: engine.SupervisionLeft, pid: p.pid, note: msg}, true)
+			}
+		}
 	}
 }
 
@@ -498,7 +517,8 @@ func (a *Agent) handOver(from, to string, p *process) error {
 // on one socket are one process (docs/architecture.md, Lock order), and two processes started
 // for it would both bind it, one of them left serving a socket file nobody reaches, or each
 // taking the other's socket at its restart. The first ID in sorted order with an exec block
-// runs the process; the others on its sockets are probed only, as plugins without one. When
+// runs the process; the others on its sockets, and the IDs without one on them, are probed
+// only, their supervision recorded by the owner's runner (Agent.mates). When
 // their exec blocks differ, which command runs is the agent's choice, not the user's: a
 // warning names both IDs, once per pair.
 func (a *Agent) oneProcessPerSocket(specs []spec.Plugin) []spec.Plugin {
@@ -536,6 +556,18 @@ func (a *Agent) oneProcessPerSocket(specs []spec.Plugin) []spec.Plugin {
 		} else {
 			a.log.Warn(fmt.Sprintf("plugins %q and %q are declared on one socket with different exec blocks: one process serves a socket, so only %q's command runs; "+
 				"give them one exec block, or give each its own socket", owner.ID, sp.ID, owner.ID), "plugin", sp.ID, "served_by", owner.ID)
+		}
+	}
+	// An ID registered without an exec block on the socket of one that runs a process is
+	// served by that process too: its supervision is recorded with the owner's, as a declared
+	// mate's is (before, it had no record, and plugin status said "Supervised: no" of a plugin
+	// whose process the agent runs: TestPluginStatusSaysTheAgentRunsTheProcessOfAnIDWithoutAnExecBlockOnItsSocket).
+	for _, sp := range specs {
+		if sp.Exec != nil {
+			continue
+		}
+		if j := slices.IndexFunc(runs, func(o spec.Plugin) bool { return shareSocket(o, sp) }); j >= 0 {
+			mates[runs[j].ID] = append(mates[runs[j].ID], sp.ID)
 		}
 	}
 	return out

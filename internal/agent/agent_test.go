@@ -148,6 +148,17 @@ func TestMain(m *testing.M) {
 		os.Exit(serveMem(cfg, func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			return h(ctx, req)
 		}))
+	case "renamed":
+		// An in-memory plugin that answers as another driver (GetPluginInfo's name) when a file
+		// named renamed exists under its root at its start: its binary replaced by another
+		// driver's, found at a restart.
+		cfg := csitest.DefaultMemConfig()
+		if _, err := os.Stat(filepath.Join(os.Getenv(pluginRootEnv), "renamed")); err == nil {
+			cfg.Name = "other.driver.test"
+		}
+		os.Exit(serveMem(cfg, func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			return h(ctx, req)
+		}))
 	case "stubborn":
 		// hostpath that ignores SIGTERM: only SIGKILL ends it.
 		signal.Ignore(syscall.SIGTERM, os.Interrupt)

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -424,27 +425,50 @@ func TestAgentReportsACommandThatCannotExecute(t *testing.T) {
 // and the events and log lines each one makes, stay few, not one per few milliseconds.
 func TestAgentBacksOffAPluginThatExitsAtOnce(t *testing.T) {
 	f := newFixture(t)
-	// /bin/true, not this test binary in a mode that exits: its start under -race (the race
+	// /bin/false, not this test binary in a mode that exits: its start under -race (the race
 	// runtime and every package's init) took seconds on a loaded machine, and six such
-	// cycles passed the wait for the cap; how the plugin exits is not what is checked.
+	// cycles passed the wait for the cap; how the plugin exits is not what is checked. Not
+	// /bin/true: a process that exits 0 may have left a daemon, which the agent waits for
+	// (daemonOf) before each restart; one that fails is looked at once.
 	sp := f.execPlugin("ex", "")
-	sp.Exec.Command, sp.Exec.Args = "/bin/true", nil
+	sp.Exec.Command, sp.Exec.Args = "/bin/false", nil
 	f.register(sp)
 	s := testSettings
 	s.BackoffMin, s.BackoffMax = 20*time.Millisecond, 400*time.Millisecond
-	stop := f.startAgent(s)
-	waitFor(t, "the backoff to reach its cap", func() bool { return len(f.events("plugin-exit")) >= 6 })
-	began := len(f.events("plugin-start"))
-	time.Sleep(time.Second)
+	// The waits before each restart, on the agent's clock (which does not move here), recorded
+	// and not waited out: before, the test waited them on the real clock and then counted the
+	// starts in a second of it, three at most (agent39).
+	var (
+		mu    sync.Mutex
+		waits []time.Duration
+	)
+	_, stop := f.startAgentWith(func(c *Config) {
+		c.Settings, c.Observer = s, f.obs
+		c.restartWait = func(ctx context.Context, d time.Duration) bool {
+			if d > 0 {
+				mu.Lock()
+				waits = append(waits, d)
+				mu.Unlock()
+			}
+			return ctx.Err() == nil
+		}
+	})
+	recorded := func() []time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(waits)
+	}
+	waitFor(t, "seven restarts", func() bool { return len(recorded()) >= 7 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	// 20ms doubling reaches 400ms by the sixth exit: a second then holds three starts at most.
-	if n := len(f.events("plugin-start")) - began; n > 3 {
-		t.Errorf("%d starts in a second once the backoff reached its cap of 400ms", n)
+	ms := time.Millisecond
+	want := []time.Duration{20 * ms, 40 * ms, 80 * ms, 160 * ms, 320 * ms, 400 * ms, 400 * ms}
+	if got := recorded()[:len(want)]; !slices.Equal(got, want) {
+		t.Errorf("the waits before the restarts of a plugin that exits at once: %v; want %v (doubling from 20ms to the cap, 400ms)", got, want)
 	}
-	if exits := f.events("plugin-exit"); !strings.Contains(exits[len(exits)-1], "restarting it in 400ms") {
-		t.Errorf("the last plugin-exit event = %q, want the wait at its cap", exits[len(exits)-1])
+	if exits := f.events("plugin-exit"); len(exits) < len(want) || !strings.Contains(exits[len(want)-1], "restarting it in 400ms") {
+		t.Errorf("the plugin-exit events = %q, want the wait at its cap", exits)
 	}
 }
 

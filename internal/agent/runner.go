@@ -81,7 +81,7 @@ func (r *runner) loop(ctx context.Context) {
 	)
 	for ctx.Err() == nil {
 		if r.supervised() && r.proc == nil && !r.foreign {
-			if !sleep(ctx, restartAt.Sub(a.now())) {
+			if !a.restartWait(ctx, restartAt.Sub(a.now())) {
 				return
 			}
 			started, err := r.startOrAdopt(ctx)
@@ -501,8 +501,8 @@ func (r *runner) noteSupervision(ctx context.Context) {
 	r.recorded, r.recordErr = s, false
 }
 
-// noteMates records, when it changed, s as the supervision of each other plugin ID declared
-// with an exec block on the runner's socket, whose process the runner runs for them
+// noteMates records, when it changed, s as the supervision of each other plugin ID on the
+// runner's socket (declared with an exec block or without), whose process the runner runs for them
 // (oneProcessPerSocket): their own runners probe them only and record nothing, which left plugin
 // status saying "Supervised: yes" from the exec block with no record, or a record of a process
 // their runner had stopped when the socket went to this one.

@@ -271,6 +271,16 @@ func TestDeregisteringThePluginIDRunningASocketsProcessLeavesItUnderTheOthersMou
 	if !alive(pid) {
 		t.Fatalf("the socket's process (pid %d) was stopped under plugin b's mounts", pid)
 	}
+	// Plugin b had plugin a's record of the process (agent39): it says now that the process
+	// was left running, nothing supervising it, and that b's exec block would change that.
+	waitFor(t, "plugin b's supervision to say its process was left", func() bool {
+		s := f.plugin("b").Supervision
+		return s != nil && s.Mode == engine.SupervisionLeft
+	})
+	if p := f.plugin("b"); p.Supervised || p.Supervision.Pid != pid || p.Supervision.CanStop || !strings.Contains(p.Supervision.Note, `give "b" the exec block`) {
+		t.Errorf("plugin b once plugin a, which ran its socket's process (pid %d), is deregistered: supervised %v, %+v; want left, not supervised, naming b's exec block",
+			pid, p.Supervised, p.Supervision)
+	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

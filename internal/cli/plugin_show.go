@@ -148,7 +148,11 @@ func writePluginDetail(out io.Writer, p engine.PluginInfo, now time.Time) error 
 // supervisionWords says what the agent does with a plugin's process, as it recorded it, and when:
 // "the agent runs it (pid 12); ... (recorded by the agent, pid 7, 3m ago)".
 func supervisionWords(sv *engine.Supervision, now time.Time) string {
-	return fmt.Sprintf("%s (recorded by the agent, pid %d, %s)", display.Escape(sv.Words()), sv.AgentPid, ago(now, sv.At))
+	gone := ""
+	if !sv.AgentGoneBy.IsZero() {
+		gone = ", gone by " + ago(now, sv.AgentGoneBy)
+	}
+	return fmt.Sprintf("%s (recorded by the agent, pid %d, %s%s)", display.Escape(sv.Words()), sv.AgentPid, ago(now, sv.At), gone)
 }
 
 // writeCapabilityTable lists a plugin's capabilities by service, <none> for a service without any.

@@ -964,7 +964,7 @@ func pluginInfo(p store.Plugin, volumes int) PluginInfo {
 	cfg := csi.ConfigFromSpec(&sp)
 	return PluginInfo{
 		ID: p.ID, Type: p.Type, ControllerSocket: cfg.ControllerSocket, NodeSocket: cfg.NodeSocket,
-		Supervised: p.Exec != nil && (p.Supervision == nil || p.Supervision.Mode != store.SupervisionProbed),
+		Supervised: supervised(p),
 		Provider:   p.Fingerprint.Provider, Version: p.Fingerprint.Version, NodeID: p.Fingerprint.NodeID,
 		MaxVolumes: p.Fingerprint.MaxVolumes, Topology: p.Fingerprint.Topology,
 		Capabilities: CapabilityNames{
@@ -974,8 +974,22 @@ func pluginInfo(p store.Plugin, volumes int) PluginInfo {
 		},
 		Healthy: p.Health.Healthy, Ready: p.Health.Ready, ProbeLatency: Duration(p.Health.ProbeLatency),
 		LastError: p.Health.LastError, ProbedAt: p.Health.ProbedAt, FingerprintedAt: p.Fingerprint.At,
-		Volumes: volumes, Supervision: supervisionInfo(p.Supervision),
+		Volumes: volumes, Supervision: supervisionInfo(p.Supervision), noExec: p.Exec == nil,
 	}
+}
+
+// supervised is PluginInfo.Supervised: an exec plugin the agent has not found served by a
+// process it did not start, or a plugin without an exec block whose socket's process the agent
+// records it runs (the process of another ID on the socket, which the agent runs as that ID's:
+// TestPluginStatusSaysTheAgentRunsTheProcessOfAnIDWithoutAnExecBlockOnItsSocket; before, it
+// said false of it). agentLiveness makes the latter false once that agent is gone: no exec
+// block says an agent would run it again.
+func supervised(p store.Plugin) bool {
+	s := p.Supervision
+	if p.Exec == nil {
+		return s != nil && (s.Mode == store.SupervisionRuns || s.Mode == store.SupervisionDaemon)
+	}
+	return s == nil || s.Mode != store.SupervisionProbed
 }
 
 // supervisionInfo is what the agent recorded of a plugin's process, as PluginInfo shows it.
@@ -1013,10 +1027,36 @@ func (e *Engine) agentLiveness(infos []PluginInfo) {
 			continue
 		}
 		s.AgentGone, s.CanStop, s.CanRestart = true, false, false
+		if infos[i].noExec {
+			infos[i].Supervised = false // no exec block: no agent runs it again
+		}
 		if len(holders) > 0 {
 			s.AgentNow = holders[0]
+			s.AgentGoneBy = e.agentStartedAt(holders[0])
 		}
 	}
+}
+
+// agentStartedAt is when the agent pid, holding the agent lock, wrote run/agent.pid (its
+// mtime), which it writes only once it has the lock: an agent gone before it took the lock was
+// gone by then (Supervision.AgentGoneBy). Zero when the file is not a regular file, is larger
+// than a pid, or names another process (the file of a killed agent stays until the next one
+// writes its own; a holder in a nested PID namespace writes the pid it sees, NSpid's last).
+func (e *Engine) agentStartedAt(pid int) time.Time {
+	path := filepath.Join(e.cfg.StateDir, "run", "agent.pid")
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 64 {
+		return time.Time{}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return time.Time{}
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n <= 0 || !sameProcess(pid, n) {
+		return time.Time{}
+	}
+	return fi.ModTime()
 }
 
 // agentLockHolders lists the processes holding the state dir's agent lock, this one included

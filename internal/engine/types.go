@@ -14,24 +14,26 @@ import (
 
 // PluginInfo is a registered plugin: its declaration, last fingerprint and health.
 type PluginInfo struct {
-	ID               string            `json:"id"`
-	Type             spec.PluginType   `json:"type"`
-	ControllerSocket string            `json:"controller_socket,omitempty"`
-	NodeSocket       string            `json:"node_socket,omitempty"`
-	Supervised       bool              `json:"supervised"` // started by the agent (exec block)
-	Provider         string            `json:"provider"`
-	Version          string            `json:"version"`
-	NodeID           string            `json:"node_id,omitempty"`
-	MaxVolumes       int64             `json:"max_volumes"`
-	Topology         map[string]string `json:"topology,omitempty"`
-	Capabilities     CapabilityNames   `json:"capabilities"`
-	Healthy          bool              `json:"healthy"`
-	Ready            bool              `json:"ready"`
-	ProbeLatency     Duration          `json:"probe_latency_ms"`
-	LastError        string            `json:"last_error,omitempty"`
-	ProbedAt         time.Time         `json:"probed_at,omitzero"`
-	FingerprintedAt  time.Time         `json:"fingerprinted_at,omitzero"`
-	Volumes          int               `json:"volumes"` // registered volumes using the plugin
+	ID               string          `json:"id"`
+	Type             spec.PluginType `json:"type"`
+	ControllerSocket string          `json:"controller_socket,omitempty"`
+	NodeSocket       string          `json:"node_socket,omitempty"`
+	// Supervised: run by the agent: an exec plugin it has not found served by a process it did
+	// not start, or an ID without an exec block on the socket of one whose process it runs.
+	Supervised      bool              `json:"supervised"`
+	Provider        string            `json:"provider"`
+	Version         string            `json:"version"`
+	NodeID          string            `json:"node_id,omitempty"`
+	MaxVolumes      int64             `json:"max_volumes"`
+	Topology        map[string]string `json:"topology,omitempty"`
+	Capabilities    CapabilityNames   `json:"capabilities"`
+	Healthy         bool              `json:"healthy"`
+	Ready           bool              `json:"ready"`
+	ProbeLatency    Duration          `json:"probe_latency_ms"`
+	LastError       string            `json:"last_error,omitempty"`
+	ProbedAt        time.Time         `json:"probed_at,omitzero"`
+	FingerprintedAt time.Time         `json:"fingerprinted_at,omitzero"`
+	Volumes         int               `json:"volumes"` // registered volumes using the plugin
 	// CapabilityChange is the plugin's last change of capabilities (a restart with others), as
 	// its record keeps it (store.Plugin.CapabilityChange), however long ago; absent when none.
 	CapabilityChange *CapabilityChange `json:"capability_change,omitempty"`
@@ -39,6 +41,9 @@ type PluginInfo struct {
 	// follows its daemon, probes it only, stopped it, left it running), and so whether it can
 	// stop and restart it; absent when no agent has recorded anything.
 	Supervision *Supervision `json:"supervision,omitempty"`
+	// noExec: the plugin has no exec block (Supervised only while an agent runs its socket's
+	// process as another ID's: agentLiveness).
+	noExec bool
 }
 
 // What an agent does with a plugin's process (Supervision.Mode), as the store records it.
@@ -76,6 +81,13 @@ type Supervision struct {
 	// AgentNow is the agent that holds the agent lock now, when AgentGone: started since, it
 	// records what it does with the process at its first probe of the plugin. 0 when none runs.
 	AgentNow int `json:"agent_now_pid,omitempty"`
+	// AgentGoneBy is, when AgentGone, a time the agent that recorded it was gone by: when the
+	// agent holding the lock now wrote run/agent.pid, which it does only once it has taken the
+	// lock, which the kernel gave it only once the other was dead. Zero when no agent holds the
+	// lock, or its pid file does not name it. When it died is not recorded anywhere (SIGKILL
+	// leaves no trace, flock(2) does not touch the lock file): At, when it was alive, and this
+	// bound are what can be said (agentLiveness).
+	AgentGoneBy time.Time `json:"agent_gone_by,omitzero"`
 }
 
 // Words says what the agent does with the process, for plugin status and the dashboard: "the
@@ -122,7 +134,12 @@ func (s *Supervision) goneWords(pid string) string {
 	if s.AgentPid > 0 {
 		agent += ", pid " + strconv.Itoa(s.AgentPid) + ","
 	}
-	w := none + ": " + agent + " is gone (it holds the state dir's agent lock no more: killed before it could record its stop)"
+	w := none + ": " + agent + " is gone (it holds the state dir's agent lock no more: killed before it could record its stop; " +
+		"it was alive when it made this record, and when it died is not recorded"
+	if !s.AgentGoneBy.IsZero() {
+		w += ", but it was gone by the time the agent running now took the lock"
+	}
+	w += ")"
 	if s.Mode != store.SupervisionProbed {
 		w += "; nothing stops or restarts the process, which may still run"
 	}

@@ -142,8 +142,8 @@ type groupRow struct {
 	Count   int                `json:"count"`
 	Volumes []volumeRequestRow `json:"volumes"`
 	Mounts  []spec.VolumeMount `json:"volume_mounts"`
-	// RunErrors is Group.RunErrors: not the spec's, kept beside it (no column of its own).
-	RunErrors map[string]string `json:"run_errors,omitempty"`
+	// Group.RunErrors were kept here as "run_errors" before migration 0024 gave them a column
+	// (moveGroupRunErrors).
 }
 
 func toGroupRow(g spec.Group) groupRow {

@@ -10,7 +10,7 @@ import (
 // WithForget makes every write transaction that takes secret values out of the state (a
 // volume deleted, deregistered or registered again with other secrets, a plugin with another
 // exec env, a snapshot record forgotten) rewrite the event log's messages, and the last errors
-// kept of claims, past claims and plugins, with scrub(values) of the values it took out, before
+// kept of claims, past claims, plugins and group runs, with scrub(values) of the values it took out, before
 // it commits. The engine scrubs what it prints with the
 // values the state holds (store.Tx.SecretValues), but an event's message may word data a
 // plugin returned (a node ID, an external ID, a topology), which a hostile plugin may have
@@ -55,8 +55,8 @@ func (tx *Tx) noteSecretsUnlessSame(query string, args ...any) error {
 	return tx.noteSecrets()
 }
 
-// forgetGone, at commit, scrubs the event log, and the last errors of claims, past claims and
-// plugins, of the values noteSecrets read that the state no longer holds.
+// forgetGone, at commit, scrubs the event log, and the last errors of claims, past claims,
+// plugins and groups' runs, of the values noteSecrets read that the state no longer holds.
 func (tx *Tx) forgetGone() error {
 	if !tx.noted {
 		return nil
@@ -91,6 +91,11 @@ func (tx *Tx) forgetGone() error {
 		if err := tx.scrubColumn(m.table, m.column, scrub); err != nil {
 			return fmt.Errorf("scrub %s of the secrets that left the state: %w", m.what, err)
 		}
+	}
+	// The groups' run errors, the claims' last errors of a `group run` kept for group status,
+	// as JSON by alloc (TestSecretsLeavingTheStateAreScrubbedFromGroupRunErrors).
+	if err := tx.scrubRunErrors(scrub); err != nil {
+		return fmt.Errorf("scrub the groups' run errors of the secrets that left the state: %w", err)
 	}
 	return nil
 }

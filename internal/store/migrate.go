@@ -90,6 +90,7 @@ var goSteps = map[int]func(tx *Tx) error{
 	15: backfillStorageKeys,
 	19: backfillCapabilityChanges,
 	20: hideRecordedNomadAddresses,
+	24: moveGroupRunErrors,
 }
 
 // source is the migration's SQL.

@@ -1,4 +1,4 @@
--- volctl schema at version 23
+-- volctl schema at version 24
 -- Written by `VOLCTL_WRITE_SCHEMA=1 go test ./internal/store -run TestSchemaFileIsTheMigrationsApplied`
 -- from the migrations in migrations/, which stay the record of how the schema came to be: a new
 -- database gets this in one step (migrate.go, schemaFile). Do not edit it by hand.
@@ -142,7 +142,7 @@ CREATE TABLE groups (
     state      TEXT    NOT NULL CHECK (state IN ('running', 'stopped')),
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL
-) STRICT;
+, run_errors TEXT) STRICT;
 
 CREATE TABLE events (
     id        INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,

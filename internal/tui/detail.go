@@ -268,7 +268,11 @@ func pluginDetail(s *Styles, p engine.PluginInfo, now time.Time, w int) string {
 	b.kv("Node Socket", p.NodeSocket)
 	b.kv("Supervised", yesNo(p.Supervised))
 	if sv := p.Supervision; sv != nil {
-		b.kv("Supervision", sv.Words()+" (recorded "+stamp(now, sv.At)+")")
+		gone := ""
+		if !sv.AgentGoneBy.IsZero() {
+			gone = ", its agent gone by " + stamp(now, sv.AgentGoneBy)
+		}
+		b.kv("Supervision", sv.Words()+" (recorded "+stamp(now, sv.At)+gone+")")
 	}
 	b.kv("Node ID", p.NodeID)
 	b.kv("Max Volumes", maxVolumes(p.MaxVolumes))
