@@ -56,3 +56,37 @@ func TestRestoreGivenAFreedIDWhoseAnswerWasLostIsRecordedByReconcile(t *testing.
 		})
 	}
 }
+
+// hostile38's leftover: a plugin that answers NodeUnstageVolume OK and leaves the staging
+// mounted. The release stops on it, and the staging is recorded not staged (the plugin
+// disowned it), while the mount is still there. Before, `volume status` said "Staged: no" and
+// nothing of the mount: the reader, told the volume is on no path of this host, had the
+// claim's error alone to say otherwise. Now the view names the staging path still mounted
+// (VolumeInfo.StagingLeft), read from the mount table only for a staging recorded unfinished;
+// once it is unmounted and reconcile finishes the release, it is gone.
+func TestStatusOfAStagingLeftMountedByNodeUnstageNamesIt(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	staging, _ := h.staging("v")
+	if v := h.volumeInfo("v"); !v.Staged || v.StagingLeft != "" {
+		t.Fatalf("v claimed: staged %v, staging left %q; want staged, nothing left", v.Staged, v.StagingLeft)
+	}
+	heal := h.serveLeavingMounts(csi.RPCNodeUnstageVolume)
+	if _, err := h.e.Release(h.ctx, "v", "a"); err == nil {
+		t.Fatal("release through a plugin that leaves the staging mounted: succeeded")
+	}
+	v := h.volumeInfo("v")
+	if v.Staged || v.StagingLeft != staging.StagingPath {
+		t.Errorf("v after NodeUnstageVolume answered OK and left %s mounted: staged %v, staging left %q; want not staged, and that path named",
+			staging.StagingPath, v.Staged, v.StagingLeft)
+	}
+	heal()
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile once the staging is unmounted: %v", err)
+	}
+	if v := h.volumeInfo("v"); v.Staged || v.StagingLeft != "" {
+		t.Errorf("v after reconcile finished the release: staged %v, staging left %q; want neither", v.Staged, v.StagingLeft)
+	}
+}
