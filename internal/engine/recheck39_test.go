@@ -1,10 +1,15 @@
 package engine
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -88,5 +93,52 @@ func TestStatusOfAStagingLeftMountedByNodeUnstageNamesIt(t *testing.T) {
 	}
 	if v := h.volumeInfo("v"); v.Staged || v.StagingLeft != "" {
 		t.Errorf("v after reconcile finished the release: staged %v, staging left %q; want neither", v.Staged, v.StagingLeft)
+	}
+}
+
+// user38's nothingRecorded, on a registration of a volume registered already (an update: a
+// new capacity, context or capability): interrupted in ValidateVolumeCapabilities, it said
+// "nothing is registered; run the register again", while the volume is registered, as it was.
+// Now it says that the volume stays registered as it was; a first registration still says
+// nothing is registered (the honest case, as TestInterruptedOperationsRecordTheSignal holds).
+func TestInterruptedReRegisterSaysTheVolumeStaysRegistered(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.mem.AddVolume(csi.Volume{ID: "ext-1", CapacityBytes: 1 << 30})
+	h.mem.AddVolume(csi.Volume{ID: "ext-2", CapacityBytes: 1 << 30})
+	sv := registered("v", "ext-1")
+	if _, err := h.e.RegisterVolume(h.ctx, sv); err != nil {
+		t.Fatal(err)
+	}
+	interrupted := func(sv spec.Volume) error {
+		t.Helper()
+		gate := make(chan struct{})
+		h.faults.Inject(csi.RPCValidateVolumeCapabilities, csitest.Fault{Gate: gate, Times: 1})
+		ctx, cancel := context.WithCancelCause(h.ctx)
+		done := make(chan error, 1)
+		go func() {
+			_, err := h.e.RegisterVolume(ctx, sv)
+			done <- err
+		}()
+		h.waitInFlight(gate, done)
+		cancel(errors.New("SIGTERM received"))
+		err := <-done
+		close(gate)
+		for h.faults.Held() > 0 { // the held call's end, seen by the server after the client's
+			time.Sleep(time.Millisecond)
+		}
+		return err
+	}
+	again := sv
+	again.Context = map[string]string{"endpoint": "10.0.0.2"}
+	err := interrupted(again)
+	if err == nil || strings.Contains(err.Error(), "nothing is registered") || !strings.Contains(err.Error(), `volume "v" stays registered as it was`) {
+		t.Errorf("register again of registered volume v, interrupted in ValidateVolumeCapabilities: %v\nwant it to say v stays registered as it was, not that nothing is registered", err)
+	}
+	if got := h.volumeInfo("v"); got.Context["endpoint"] != "10.0.0.1" {
+		t.Errorf("v after the interrupted register again: context %v; want the old one", got.Context)
+	}
+	if err := interrupted(registered("w", "ext-2")); err == nil || !strings.Contains(err.Error(), "nothing is registered; run the register again") {
+		t.Errorf("first register of w, interrupted: %v; want it to say nothing is registered", err)
 	}
 }
