@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
@@ -140,5 +142,44 @@ func TestInterruptedReRegisterSaysTheVolumeStaysRegistered(t *testing.T) {
 	}
 	if err := interrupted(registered("w", "ext-2")); err == nil || !strings.Contains(err.Error(), "nothing is registered; run the register again") {
 		t.Errorf("first register of w, interrupted: %v; want it to say nothing is registered", err)
+	}
+}
+
+// recheck38's leftover: TestCreateCleanupWhoseQuestionFailsSendsNoDeleteVolume's plugin, whose
+// listing never comes back: w stays marked deleting with v's storage, state dir A's volume
+// published to node-1, which the plugin (mapping two names onto one volume) answered w's create
+// with. The cleanup's error names `volume deregister` to forget it, and the deregistration's
+// warning said the storage "may still exist: if plugin "mem" still holds it, delete it with the
+// storage provider's tools": A's data, deleted by hand on volctl's word. Now the warning of a
+// create's cleanup says that storage may be another's, and to check before deleting it.
+func TestDeregisterOfAnUnfinishedCreateCleanupDoesNotAdviseDeletingAnothersStorage(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, deleteInUse)
+	a := h.otherStateDir()
+	v, err := a.CreateVolume(h.ctx, volume("v"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	h.mem.AnswerCreateWith(v.ExternalID)
+	h.faults.Inject(csi.RPCListVolumes, csitest.Fault{Code: codes.Unavailable})
+	sv := volume("w")
+	sv.CapacityMin = 1 << 40 // more than v's storage holds: the answer is unusable
+	_, err = h.e.CreateVolume(h.ctx, sv)
+	if err == nil || !strings.Contains(err.Error(), "`volctl volume deregister w`") {
+		t.Fatalf("create of w answered with v's storage, its cleanup's question failing: %v; want it to name volume deregister", err)
+	}
+	warnings, err := h.e.DeregisterVolume(h.ctx, "w", false)
+	if err != nil {
+		t.Fatalf("deregister of w, its create's cleanup unfinished, as the create's error advises: %v", err)
+	}
+	said := strings.Join(warnings, "\n")
+	if strings.Contains(said, "still holds it, delete it") || !strings.Contains(said, "may be another's") {
+		t.Errorf("deregister of w, whose create's cleanup holds %q (state dir A's volume, published to node-1):\n%s\nwant it to say that storage may be another's, not to delete it", v.ExternalID, said)
+	}
+	if _, ok := h.mem.Volume(v.ExternalID); !ok {
+		t.Fatalf("the plugin deleted volume %q, state dir A's", v.ExternalID)
 	}
 }

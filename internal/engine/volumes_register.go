@@ -478,7 +478,11 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 		} else if v.State == store.VolumeDeleting && v.ExternalID != "" {
 			// Its delete, or its create's cleanup of an unusable answer, was not finished: the
 			// storage may be left, which this forgets.
-			forgot = unfinishedDelete + ", and " + deleteMayBeLeft(v)
+			cleanup, err := tx.Volumes().CreateCleanup(v.ID)
+			if err != nil {
+				return err
+			}
+			forgot = unfinishedDelete(cleanup) + ", and " + deleteMayBeLeft(v, cleanup)
 			msg += "; " + forgot
 		}
 		st, owed, err := owedUnpublish(tx, v.ID)
