@@ -74,6 +74,17 @@ func claimsCell(v engine.VolumeSummary) string {
 	return s
 }
 
+// stagedCell is the Staged row: yes or no, and with no, a staging path still mounted
+// (VolumeInfo.StagingLeft), which "no" alone hid: a plugin that answered NodeUnstageVolume OK
+// and left its mount, or a NodeStageVolume whose answer is not recorded yet.
+func stagedCell(v engine.VolumeInfo) string {
+	if v.Staged || v.StagingLeft == "" {
+		return display.YesNo(v.Staged)
+	}
+	return fmt.Sprintf("no, but %s is still mounted: a NodeUnstageVolume answered OK left it (the claim's error says so; unmount it by hand, then run `volctl reconcile`), "+
+		"or a NodeStageVolume's answer is not recorded yet (`volctl reconcile` finishes it)", v.StagingLeft)
+}
+
 // writeVolumeDetail prints everything about one volume, then its capabilities and claims.
 func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error {
 	pairs := [][2]string{
@@ -106,9 +117,7 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 	if asks := claimsAllowing(v.Claims); asks != "" {
 		pairs = append(pairs, [2]string{"Claim Mount Flags", asks})
 	}
-	pairs = append(pairs,
-		[2]string{"Staged", display.YesNo(v.Staged)},
-	)
+	pairs = append(pairs, [2]string{"Staged", stagedCell(v)})
 	if v.NodeExpansionOwed > 0 {
 		// Why it waits, as the publish's event, reconcile and the expand say it (expand35):
 		// before, status showed nothing of it but --json's size.

@@ -99,7 +99,10 @@ func (e *Engine) registerPluginOnce(ctx context.Context, given spec.Plugin, keep
 	case sp.Exec != nil:
 		health = store.Health{LastError: "not started yet: the agent starts it (volctl agent)"}
 	default:
-		return PluginInfo{}, fmt.Errorf("register plugin %q: %w", sp.ID, nothingRecorded(ctx, err))
+		return PluginInfo{}, fmt.Errorf("register plugin %q: %w", sp.ID, e.nothingRecorded(ctx, err, fmt.Sprintf("plugin %q", sp.ID), func(tx *store.Tx) error {
+			_, err := tx.Plugins().Get(sp.ID)
+			return err
+		}))
 	}
 	e.failpoint("plugin:fingerprinted") // fingerprinted and probed, nothing recorded yet
 	now := e.cfg.Now()

@@ -221,6 +221,12 @@ type VolumeInfo struct {
 	SnapshotID         string                `json:"snapshot_id,omitempty"`
 	CloneID            string                `json:"clone_id,omitempty"`
 	Staged             bool                  `json:"staged"`
+	// StagingLeft is the volume's staging path when no staging is recorded there (Staged false)
+	// while the mount table has something mounted at it: a plugin answered NodeUnstageVolume OK
+	// and left its mount (the release waits for it to be unmounted), or a NodeStageVolume's
+	// answer is not recorded yet (one in flight, or killed). Empty otherwise, and always for a
+	// volume whose staging is recorded done or undone.
+	StagingLeft string `json:"staging_left,omitempty"`
 	// AttachedTo is the node volctl recorded the volume controller-published to (attached),
 	// while that record stands; with no claim holding it, ControllerUnpublishVolume is owed
 	// (a forced detach could not send it) and reconcile sends it.

@@ -459,7 +459,11 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 			}
 		}
 		asked := req.SnapshotSources
-		req.SnapshotSources = e.sourcesStillHeld(ctx, c, v, asked)
+		held, err := e.sourcesStillHeld(ctx, c, v, asked)
+		if err != nil {
+			return err
+		}
+		req.SnapshotSources = held
 		created, earlier, err := sendAnswered(ctx, e, c, csi.RPCCreateVolume, func(ctx context.Context) (csi.Volume, error) {
 			return c.client.CreateVolume(ctx, req)
 		})
@@ -494,7 +498,16 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 // (spec.SameStorageID) is held, as the refusal matches it; a check that fails, or a plugin
 // that cannot be asked, keeps every source (the refusal stands, the safe side); so does a source
 // recorded here, which is not asked of the plugin.
-func (e *Engine) sourcesStillHeld(ctx context.Context, c *conn, v store.Volume, sources []string) []string {
+//
+// A source found gone is recorded on v (SetSourcesGone, migration 0025) before CreateVolume is
+// sent, and stays gone for every CreateVolume sent again after an answer lost (reconcile, the
+// create again): the plugin that made the restore under the freed ID lists it then, the
+// restore's own volume, which asked again read as the source still there: the answer was
+// refused as the source and the restored volume left on the plugin recorded nowhere
+// (TestRestoreGivenAFreedIDWhoseAnswerWasLostIsRecordedByReconcile). What the plugin lists
+// under an ID it no longer had is a volume made since, not the source. The error is the
+// store's, before anything is sent.
+func (e *Engine) sourcesStillHeld(ctx context.Context, c *conn, v store.Volume, sources []string) ([]string, error) {
 	var ask []string
 	for _, src := range sources {
 		if src != "" && !slices.Contains(ask, src) {
@@ -502,16 +515,31 @@ func (e *Engine) sourcesStillHeld(ctx context.Context, c *conn, v store.Volume, 
 		}
 	}
 	if len(ask) == 0 || volumeCheck(c) == "" {
-		return ask
+		return ask, nil
 	}
 	bctx := withCheckBudget(ctx, e.newCheckBudget())
 	held := ask[:0:0]
+	var (
+		goneBefore []string // found gone before an earlier CreateVolume of this restore
+		goneRead   bool
+		goneNow    bool // a source found gone by this call
+	)
 	for _, src := range ask {
 		// A source volctl records (the restore of a snapshot of a live volume, the common
 		// case) is there as far as volctl knows: held, the plugin not asked.
 		recorded, rerr := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Volume, error) { return sameStorage(tx, v.PluginID, src, v.ID) })
 		if rerr != nil || len(recorded) > 0 {
 			held = append(held, src)
+			continue
+		}
+		if !goneRead {
+			var err error
+			if goneBefore, err = viewOne(ctx, e.store, func(tx *store.Tx) ([]string, error) { return tx.Volumes().SourcesGone(v.ID) }); err != nil {
+				return nil, err
+			}
+			goneRead = true
+		}
+		if slices.Contains(goneBefore, src) {
 			continue
 		}
 		var listed bool
@@ -526,9 +554,16 @@ func (e *Engine) sourcesStillHeld(ctx context.Context, c *conn, v store.Volume, 
 		}
 		if listed || err != nil {
 			held = append(held, src)
+		} else {
+			goneBefore, goneNow = append(goneBefore, src), true
 		}
 	}
-	return held
+	if goneNow {
+		if err := e.store.Update(ctx, func(tx *store.Tx) error { return tx.Volumes().SetSourcesGone(v.ID, goneBefore) }); err != nil {
+			return nil, err
+		}
+	}
+	return held, nil
 }
 
 // holdsSource says whether plugin c lists volume src, or src spelled otherwise

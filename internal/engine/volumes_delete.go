@@ -106,7 +106,7 @@ func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 	}
 	if !c.fp.Controller || !c.fp.Capabilities.Controller.CreateDeleteVolume {
 		if v.State == store.VolumeDeleting {
-			return fail(deleteCapabilityLost(c, v))
+			return fail(e.deleteCapabilityLost(ctx, c, v))
 		}
 		return fail(invalidf("plugin %q cannot delete volumes (no CREATE_DELETE_VOLUME controller capability); use `volctl volume deregister` to forget the volume", v.PluginID))
 	}
@@ -274,24 +274,46 @@ func refuseCloneInFlight(tx *store.Tx, v store.Volume) error {
 // advertise it every pass, its problem saying to run the delete again or reconcile, and the
 // delete again said "cannot delete volumes", neither saying the storage may be left
 // (TestInterruptedDeleteThroughAPluginThatLostCreateDelete).
-func deleteCapabilityLost(c *conn, v store.Volume) error {
+func (e *Engine) deleteCapabilityLost(ctx context.Context, c *conn, v store.Volume) error {
+	cleanup, err := viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) { return tx.Volumes().CreateCleanup(v.ID) })
+	if err != nil {
+		return err
+	}
 	return invalidf("plugin %q no longer has the controller capability CREATE_DELETE_VOLUME, so DeleteVolume is not sent for volume %q, marked deleting: "+
 		"start the plugin with that capability again, which lets `volctl reconcile` finish it; or `%s` forgets it (%s; %s)",
-		c.plugin.ID, v.ID, shellquote.Command("volctl volume deregister", v.ID), unfinishedDelete, deleteMayBeLeft(v))
+		c.plugin.ID, v.ID, shellquote.Command("volctl volume deregister", v.ID), unfinishedDelete(cleanup), deleteMayBeLeft(v, cleanup))
 }
 
 // deleteMayBeLeft says that volume v's unfinished delete may have left its storage. A record
 // marked deleting is a volume delete not finished, or a create's removal of a volume the plugin
-// answered with that volctl could not use (createFailed), which the record cannot tell apart;
-// and in either, DeleteVolume may not have been sent yet, or its answer been an error or lost.
-func deleteMayBeLeft(v store.Volume) string {
+// answered with that volctl could not use (createFailed); and in either, DeleteVolume may not
+// have been sent yet, or its answer been an error or lost. cleanup says the record is such a
+// removal (volumes.create_cleanup, migration 0022; one recorded before says neither): that
+// storage may be another's, a volume a plugin mapping two names onto one answered the create
+// with, published elsewhere or recorded by another state dir, whose question (unusableAnswerHeld)
+// is what kept the DeleteVolume unsent. Before, its deregistration said to delete it with the
+// storage provider's tools if the plugin still held it: another's data, deleted by hand
+// (TestDeregisterOfAnUnfinishedCreateCleanupDoesNotAdviseDeletingAnothersStorage).
+func deleteMayBeLeft(v store.Volume, cleanup bool) string {
+	if cleanup {
+		return fmt.Sprintf("the DeleteVolume of that storage, external ID %q, may not have been sent, or its answer was an error or lost, so it may still exist; "+
+			"and it may be another's: a plugin that maps two names onto one volume answers a create with a volume made by another create, here, in another state dir or by another orchestrator, "+
+			"which holds its data: delete it with the storage provider's tools only once you know no node has it published and nothing else records it",
+			v.ExternalID)
+	}
 	return fmt.Sprintf("the DeleteVolume of its storage, external ID %q, may not have been sent, or its answer was an error or lost, so that storage may still exist: if plugin %q still holds it, delete it with the storage provider's tools",
 		v.ExternalID, v.PluginID)
 }
 
-// unfinishedDelete says what a volume marked deleting is (deleteMayBeLeft): a delete not
-// finished, or a create removing an answer it could not use.
-const unfinishedDelete = "its delete, or its create's removal of a volume the plugin answered with that volctl could not use, was not finished"
+// unfinishedDelete says what a volume marked deleting is (deleteMayBeLeft): a create removing
+// an answer it could not use (cleanup), or a delete not finished or a removal recorded before
+// migration 0022, which the record cannot tell apart.
+func unfinishedDelete(cleanup bool) string {
+	if cleanup {
+		return "its create's removal of a volume the plugin answered with that volctl could not use was not finished"
+	}
+	return "its delete, or its create's removal of a volume the plugin answered with that volctl could not use, was not finished"
+}
 
 // refuseSharedDelete refuses to delete volume v's storage while another volctl volume records
 // it (sameStorage: state from before a check saw the two were one, such as one plugin reached
@@ -388,7 +410,7 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 		return controllerHalfMissing(v.PluginID, fmt.Sprintf("send the DeleteVolume volume %q is marked deleting for", v.ID))
 	}
 	if !c.fp.Controller || !c.fp.Capabilities.Controller.CreateDeleteVolume {
-		return deleteCapabilityLost(c, v)
+		return e.deleteCapabilityLost(ctx, c, v)
 	}
 	if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseSharedDelete(tx, v) }); err != nil {
 		if errors.Is(err, ErrConflict) {

@@ -44,7 +44,10 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume) (VolumeInfo
 			})
 		})
 		if err != nil {
-			return fail(nothingRecorded(ctx, err))
+			return fail(e.nothingRecorded(ctx, err, fmt.Sprintf("volume %q", sv.ID), func(tx *store.Tx) error {
+				_, err := tx.Volumes().Get(sv.ID)
+				return err
+			}))
 		}
 	}
 	if err := e.expandRegistered(ctx, c, sv); err != nil {
@@ -332,9 +335,17 @@ func mergeRegistered(old store.Volume, sv spec.Volume) store.Volume {
 // (or sent anything that changes storage), saying so when the caller's context ended it (Ctrl-C, SIGTERM): "register volume "v":
 // ValidateVolumeCapabilities: SIGTERM received" alone left the user asking whether the volume
 // was registered (TestInterruptedOperationsRecordTheSignal).
-func nothingRecorded(ctx context.Context, err error) error {
+//
+// what names the record the registration would write ("volume \"v\""), and get reads it: one
+// registered already (a registration again, updating it) stays registered as it was, which the
+// error says, where it said "nothing is registered" of a volume or plugin that is
+// (TestInterruptedReRegisterSaysTheVolumeStaysRegistered). get is asked only once interrupted.
+func (e *Engine) nothingRecorded(ctx context.Context, err error, what string, get func(tx *store.Tx) error) error {
 	if ctx.Err() == nil {
 		return err
+	}
+	if e.store.View(context.WithoutCancel(ctx), get) == nil {
+		return fmt.Errorf("%w (interrupted: nothing is changed, %s stays registered as it was; run the register again)", err, what)
 	}
 	return fmt.Errorf("%w (interrupted: nothing is registered; run the register again)", err)
 }
@@ -467,7 +478,11 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 		} else if v.State == store.VolumeDeleting && v.ExternalID != "" {
 			// Its delete, or its create's cleanup of an unusable answer, was not finished: the
 			// storage may be left, which this forgets.
-			forgot = unfinishedDelete + ", and " + deleteMayBeLeft(v)
+			cleanup, err := tx.Volumes().CreateCleanup(v.ID)
+			if err != nil {
+				return err
+			}
+			forgot = unfinishedDelete(cleanup) + ", and " + deleteMayBeLeft(v, cleanup)
 			msg += "; " + forgot
 		}
 		st, owed, err := owedUnpublish(tx, v.ID)

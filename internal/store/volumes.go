@@ -2,6 +2,7 @@ package store
 
 import (
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -160,6 +161,13 @@ type VolumeStore interface {
 	// SourceGone says whether SetSourceGone marked a volume; ErrNotFound if there is no such
 	// volume. Read alone, where a delete weighs whether the volume is its own source.
 	SourceGone(id string) (bool, error)
+	// SetSourcesGone records the external IDs of the volumes a restore's snapshot was taken of
+	// that the plugin no longer had before its first CreateVolume (migration 0025), replacing
+	// what was recorded; touches nothing else; ErrNotFound if there is no such volume.
+	SetSourcesGone(id string, sources []string) error
+	// SourcesGone is what SetSourcesGone recorded (nil for none); ErrNotFound if there is no
+	// such volume. Read alone, where a restore's CreateVolume is sent again.
+	SourcesGone(id string) ([]string, error)
 	// OnNode lists, ordered, the IDs of a plugin's volumes that are on this node: those with a
 	// live claim or a staging row (an attachment or staging, or the intent of one).
 	OnNode(pluginID string) ([]string, error)
@@ -542,6 +550,33 @@ func (vs volumes) CreateCleanup(id string) (bool, error) {
 func (vs volumes) SetSourceGone(id string) error {
 	res, err := vs.tx.exec(`UPDATE volumes SET source_gone = 1 WHERE id = ?`, id)
 	return affected(res, err, volumeWhat(id), "")
+}
+
+func (vs volumes) SetSourcesGone(id string, sources []string) error {
+	text := ""
+	if len(sources) > 0 {
+		b, err := json.Marshal(sources)
+		if err != nil {
+			return err
+		}
+		text = string(b)
+	}
+	res, err := vs.tx.exec(`UPDATE volumes SET sources_gone = ? WHERE id = ?`, text, id)
+	return affected(res, err, volumeWhat(id), "")
+}
+
+func (vs volumes) SourcesGone(id string) ([]string, error) {
+	return getOne(vs.tx, volumeWhat(id), func(sc scanner) ([]string, error) {
+		var text string
+		if err := sc.Scan(&text); err != nil || text == "" {
+			return nil, err
+		}
+		var sources []string
+		if err := json.Unmarshal([]byte(text), &sources); err != nil {
+			return nil, fmt.Errorf("volume %q: sources_gone %q: %w", id, text, err)
+		}
+		return sources, nil
+	}, `SELECT sources_gone FROM volumes WHERE id = ?`, id)
 }
 
 func (vs volumes) SourceGone(id string) (bool, error) {

@@ -194,6 +194,9 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	}
 	b.kv("Mount Options", mo)
 	b.kv("Staged", yesNo(v.Staged))
+	if v.StagingLeft != "" { // a staging path mounted with no staging recorded there
+		b.kv("Still Mounted", v.StagingLeft+" (no staging recorded there: see the claims' errors; volctl reconcile)")
+	}
 	b.kv("Attached To", v.AttachedTo)
 	if v.AttachedTo != "" {
 		b.kv("Unpublish Owed", yesNo(v.UnpublishOwed()))
