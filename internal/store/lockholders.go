@@ -128,6 +128,24 @@ func FlockHolders(fi fs.FileInfo) []LockHolder {
 // may be its lock, and none found is no word that none holds it (recheck39b; before, every
 // agent's record on such a file system read gone while the agent ran).
 func FlockPids(path string) (pids []int, ok bool, err error) {
+	return flockPids(path, func() ([]byte, error) { return os.ReadFile("/proc/locks") })
+}
+
+// procLocksReads bounds how often flockPids reads /proc/locks for one answer.
+const procLocksReads = 4
+
+// flockPids is FlockPids reading /proc/locks through readLocks. The kernel serves /proc/locks
+// a page per read(2), each read resuming at a line count: a lock released meanwhile in an
+// earlier page shifts the lines after it back by one, and the line that crosses the page's
+// end is in neither page, a lock that is held read as none (flake39: 1 in 3,000 reads of a
+// lock held while other processes took and dropped theirs; an agent then shown gone while it
+// ran). A held lock is in every whole read, a dropped one in none after its drop, so the
+// holders are the union of reads repeated until one after the first adds no holder (at most
+// procLocksReads):
+// a lock missed twice running needs two releases, each at a page's end at the moment of its
+// read; a holder that drops its lock between the reads is named, as it would have been a
+// moment sooner.
+func flockPids(path string, readLocks func() ([]byte, error)) (pids []int, ok bool, err error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, false, err
@@ -136,28 +154,34 @@ func FlockPids(path string) (pids []int, ok bool, err error) {
 	if !isStat {
 		return nil, false, nil
 	}
-	b, err := os.ReadFile("/proc/locks")
-	if err != nil {
-		return nil, false, nil
-	}
 	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
 	ino := ":" + strconv.FormatUint(st.Ino, 10)
 	elsewhere := false // a FLOCK line of the inode number on another device
-	for line := range strings.Lines(string(b)) {
-		fields := strings.Fields(line)
-		// A waiter's line has "->" after its number, shifting its fields: it holds nothing.
-		if len(fields) < 6 || fields[1] != "FLOCK" {
-			continue
+	for i := range procLocksReads {
+		b, err := readLocks()
+		if err != nil {
+			return nil, false, nil
 		}
-		if fields[5] != id {
-			elsewhere = elsewhere || strings.HasSuffix(fields[5], ino)
-			continue
+		added := false
+		for line := range strings.Lines(string(b)) {
+			fields := strings.Fields(line)
+			// A waiter's line has "->" after its number, shifting its fields: it holds nothing.
+			if len(fields) < 6 || fields[1] != "FLOCK" {
+				continue
+			}
+			if fields[5] != id {
+				elsewhere = elsewhere || strings.HasSuffix(fields[5], ino)
+				continue
+			}
+			pid, err := strconv.Atoi(fields[4])
+			if err != nil || pid < 0 || slices.Contains(pids, pid) {
+				continue
+			}
+			pids, added = append(pids, pid), true
 		}
-		pid, err := strconv.Atoi(fields[4])
-		if err != nil || pid < 0 || slices.Contains(pids, pid) {
-			continue
+		if !added && i > 0 {
+			break
 		}
-		pids = append(pids, pid)
 	}
 	if len(pids) == 0 && elsewhere {
 		var sfs unix.Statfs_t
