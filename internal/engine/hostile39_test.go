@@ -1,14 +1,18 @@
 package engine
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
 )
 
 // A plugin whose NodeStageVolume or NodePublishVolume, once it answered OK, also mounts over one
@@ -124,4 +128,110 @@ func TestStateDirsTopLevelsMountedBeforehandAreNoRefusal(t *testing.T) {
 	}
 	h.release("v", "a")
 	h.release("w", "a")
+}
+
+// serveMountingOnlyOver serves the harness's plugin again on its socket, with its faults, as a
+// plugin whose rpc (a teardown: NodeUnpublishVolume, NodeUnstageVolume), once it answered OK,
+// mounts a tmpfs over the directory up levels above the path it was given, and nothing at the
+// path: the path is no mount point, as the teardown asked, while the mount over the directory
+// hides what volctl keeps there. It returns the directory, known once the RPC came, and what
+// unmounts it by hand (also run at the test's end).
+func (h *harness) serveMountingOnlyOver(rpc string, up int) (dir func() string, unmountByHand func()) {
+	h.t.Helper()
+	var (
+		mu   sync.Mutex
+		over string
+	)
+	h.stopServe()
+	h.stopServe = csitest.ServeAt(h.t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults),
+		csitest.WithInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			resp, err := handler(ctx, req)
+			if err != nil || filepath.Base(info.FullMethod) != rpc {
+				return resp, err
+			}
+			var path string
+			switch r := req.(type) {
+			case interface{ GetTargetPath() string }:
+				path = r.GetTargetPath()
+			case interface{ GetStagingTargetPath() string }:
+				path = r.GetStagingTargetPath()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if over != "" {
+				return resp, err
+			}
+			d := path
+			for range up {
+				d = filepath.Dir(d)
+			}
+			if merr := unix.Mount("tmpfs", d, "tmpfs", 0, "size=1m"); merr != nil {
+				return nil, merr
+			}
+			over = d
+			return resp, err
+		}))
+	unmountByHand = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if over != "" {
+			_ = unix.Unmount(over, unix.MNT_DETACH)
+		}
+	}
+	h.t.Cleanup(unmountByHand)
+	return func() string { mu.Lock(); defer mu.Unlock(); return over }, unmountByHand
+}
+
+// The same at the way back: a plugin whose NodeUnpublishVolume or NodeUnstageVolume, once it
+// undid the claim's mount and answered OK, mounts over the state dir's publish or staging
+// directory. Before, the release was done and the claim freed, alloc b's target of w (or w's
+// staging, which w's claims are published from) hidden under the plugin's mount with nothing
+// left to say so. Now the release stops naming the plugin and the directory, the claim left
+// on its way back; once the mount is undone by hand, reconcile frees it, w's claim and data
+// untouched. Real mounts, as root.
+func TestPluginMountingOverTheStateDirsTopLevelsAtTeardownIsNotFreed(t *testing.T) {
+	for _, tc := range []struct {
+		rpc  string
+		up   int
+		sub  string
+		what string
+	}{
+		{csi.RPCNodeUnpublishVolume, 3, publishDir, "the state dir's publish directory"},
+		{csi.RPCNodeUnstageVolume, 2, stagingDir, "the state dir's staging directory"},
+	} {
+		t.Run(tc.rpc, func(t *testing.T) {
+			h := kernelHarness(t, nil)
+			h.create(volume("v"))
+			h.create(volume("w"))
+			wTarget := h.claim(ClaimRequest{VolumeID: "w", Alloc: "b"}).TargetPath
+			data := filepath.Join(wTarget, "w-data")
+			if err := os.WriteFile(data, []byte("w"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+			over, unmountByHand := h.serveMountingOnlyOver(tc.rpc, tc.up)
+			_, err := h.e.Release(h.ctx, "v", "a")
+			dir := filepath.Join(h.dir, tc.sub)
+			if over() != dir {
+				t.Fatalf("the plugin mounted over %q, want %s", over(), dir)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.what+" "+dir+" leads to another mount") || !strings.Contains(err.Error(), `plugin "mem"`) {
+				t.Fatalf("release through a plugin that mounted over %s = %v\nwant it stopped naming the plugin and %s", dir, err, tc.what)
+			}
+			if live := h.liveClaims("v"); len(live) != 1 || !live[0].Releasing {
+				t.Fatalf("v's claims after the stop = %+v, want its claim on its way back", live)
+			}
+			unmountByHand()
+			if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Problems) != 0 {
+				t.Fatalf("reconcile once the mount over %s is undone: %+v, %v", dir, rep, err)
+			}
+			if live := h.liveClaims("v"); len(live) != 0 {
+				t.Fatalf("v's claims after reconcile = %+v, want none", live)
+			}
+			if got, err := os.ReadFile(data); err != nil || string(got) != "w" {
+				t.Fatalf("w's data through its target after reconcile = %q, %v", got, err)
+			}
+			h.release("w", "b")
+		})
+	}
 }

@@ -1247,22 +1247,46 @@ func pathMountID(path string) (id uint64, known bool) {
 // there is final (errBadAnswer), as mountedOver's: the claim is rolled back, which cannot finish
 // until the mount is undone by hand, and `volctl reconcile` then finishes it.
 func (e *Engine) mountedOverTop(v store.Volume, c *conn, rpc string, before []topLevel) error {
-	for _, l := range before {
-		if !l.known {
-			continue
-		}
-		now, known := pathMountID(l.dir)
-		if !known || now == l.id {
-			// Not readable now (removed meanwhile, by another process's release): nothing
-			// mounted over it is seen, and the deeper levels are still checked (mountedOver).
-			continue
-		}
+	if l, now := changedTop(before); l != nil {
 		return badAnswerf("%s: plugin %q answered OK for volume %q, but %s %s leads to another mount than before the plugin was sent %s (mount ID %d, was %d): "+
 			"volctl mounts nothing there, and a mount made over it (or over a directory above it) while the plugin handled the request hides %s; "+
 			"the plugin did not mount the volume where it was asked to: unmount what it mounted over %s by hand (`%s`), then run `volctl reconcile`",
 			rpc, c.plugin.ID, v.ID, l.what, l.dir, rpc, now, l.id, l.hides, l.dir, shellquote.Command("umount -l", l.dir))
 	}
 	return nil
+}
+
+// mountedOverTopAfter is mountedOverTop for a teardown (NodeUnpublishVolume,
+// NodeUnstageVolume) the plugin answered (answer, nil or ignorable): a mount it made over a top
+// level while it undid the claim's or volume's own mount would hide the others' from then on,
+// and nothing would ever undo it once the claim were freed. A check's failure (checkedAfter):
+// the claim stays on its way back, for reconcile once the mount is undone by hand, as
+// checkSharedDir's for the levels below
+// (TestPluginMountingOverTheStateDirsTopLevelsAtTeardownIsNotFreed).
+func (e *Engine) mountedOverTopAfter(v store.Volume, c *conn, rpc string, before []topLevel) error {
+	if l, now := changedTop(before); l != nil {
+		return checkedAfter(rpc, fmt.Errorf("%s %s leads to another mount after plugin %q answered %s for volume %q than before it was sent (mount ID %d, was %d): "+
+			"volctl mounts nothing there, and a mount made over it (or over a directory above it) while the plugin handled the request hides %s; "+
+			"unmount what was mounted over %s by hand (`%s`), then run `volctl reconcile`",
+			l.what, l.dir, c.plugin.ID, rpc, v.ID, now, l.id, l.hides, l.dir, shellquote.Command("umount -l", l.dir)))
+	}
+	return nil
+}
+
+// changedTop returns the first (highest) of before whose path leads to another mount now than
+// it did, with the mount it leads to now; nil when none does.
+func changedTop(before []topLevel) (*topLevel, uint64) {
+	for i, l := range before {
+		if !l.known {
+			continue
+		}
+		// Not readable now (removed meanwhile, by another process's release): nothing mounted
+		// over it is seen, and the deeper levels are still checked (mountedOver).
+		if now, known := pathMountID(l.dir); known && now != l.id {
+			return &before[i], now
+		}
+	}
+	return nil, 0
 }
 
 // bareStaging says how the mounted target t is the bare staging directory, on the state dir's
