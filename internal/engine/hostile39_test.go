@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // A plugin whose NodeStageVolume or NodePublishVolume, once it answered OK, also mounts over one
@@ -234,4 +236,75 @@ func TestPluginMountingOverTheStateDirsTopLevelsAtTeardownIsNotFreed(t *testing.
 			h.release("w", "b")
 		})
 	}
+}
+
+// Two processes claim two volumes while the plugin, restarted, states a lower
+// max_volumes_per_node (2, with v1 claimed) than the stored fingerprint (no limit): each claim
+// is admitted from the fingerprint, and each, once its connection fingerprinted the plugin,
+// has the limit applied again, counting the other's claim on its way in. The first to look is
+// refused (nothing lost: rolled back, nothing sent), and its refusal said "release one of them
+// first" naming v3, whose claim another volctl was publishing: no claim to release, and no
+// command given. Now it says v3 has no claim at rest, its claim under way, and gives the
+// pasteable release command of v1's claim, the one at rest; the claim tried again once v3's
+// has settled is refused naming v3's release command, which run as printed lets it through.
+func TestNodeLimitRefusalSaysWhichVolumesAreOnTheirWay(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	for _, id := range []string{"v1", "v2", "v3"} {
+		h.create(volume(id))
+	}
+	h.claim(ClaimRequest{VolumeID: "v1", Alloc: "a"})
+	h.restartPlugin(func(c *csitest.MemConfig) { c.MaxVolumes = 2 }, "v1", "v2", "v3")
+
+	// As Claim does, under each volume's lock, with a probe that did not reach the plugin: both
+	// admitted from the stored fingerprint, as two processes racing are.
+	type admitted struct {
+		cl     store.Claim
+		v      store.Volume
+		ld     *loaded
+		unlock func()
+	}
+	var adm []admitted
+	for _, r := range []ClaimRequest{{VolumeID: "v2", Alloc: "b"}, {VolumeID: "v3", Alloc: "c"}} {
+		unlock := h.lockVolume(r.VolumeID)
+		cl, v, ld, _, err := h.e.admit(h.ctx, r, true, &claimProbe{plugin: "mem"})
+		if err != nil {
+			unlock()
+			t.Fatalf("admission of %s from the stored fingerprint: %v", r.VolumeID, err)
+		}
+		adm = append(adm, admitted{cl, v, ld, unlock})
+	}
+	_, err := h.e.driveClaim(h.ctx, adm[0].cl, adm[0].v, adm[0].ld, store.OutcomeRolledBack)
+	adm[0].unlock()
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "allows 2 volume(s) per node") {
+		t.Fatalf("v2's claim past the limit = %v, want a conflict naming the limit", err)
+	}
+	if !strings.Contains(err.Error(), "`volctl volume release v1 --alloc a`") {
+		t.Errorf("v2's refusal = %v\nwant it to give the release command of v1's claim, at rest", err)
+	}
+	if !strings.Contains(err.Error(), `"v3" (`+"`volctl volume status v3`"+` shows where it is)`) || !strings.Contains(err.Error(), "no claim at rest") ||
+		strings.Contains(err.Error(), "--alloc c") {
+		t.Errorf("v2's refusal = %v\nwant it to say v3's claim is under way, with no release command for it", err)
+	}
+	if live := h.liveClaims("v2"); len(live) != 0 {
+		t.Fatalf("v2's claims after the refusal = %+v, want none", live)
+	}
+	if _, err := h.e.driveClaim(h.ctx, adm[1].cl, adm[1].v, adm[1].ld, store.OutcomeRolledBack); err != nil {
+		t.Fatalf("v3's claim, v2's refused: %v", err)
+	}
+	adm[1].unlock()
+
+	// Tried again: refused at admission now, each volume's release command given; the one for
+	// v3, run as printed, frees the place.
+	_, err = h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v2", Alloc: "b"})
+	const v3Release = "`volctl volume release v3 --alloc c`"
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), v3Release) {
+		t.Fatalf("v2's claim again = %v, want a conflict giving %s", err, v3Release)
+	}
+	words := strings.Fields(strings.Trim(v3Release, "`"))
+	if words[2] != "release" || words[4] != "--alloc" {
+		t.Fatalf("advised command %q is not a release", v3Release)
+	}
+	h.release(words[3], words[5])
+	h.claim(ClaimRequest{VolumeID: "v2", Alloc: "b"})
 }
