@@ -59,8 +59,12 @@ func checkNode(tx *store.Tx, v store.Volume, onNode bool, p *store.Plugin) error
 		}
 		on = slices.DeleteFunc(on, func(id string) bool { return id == v.ID })
 		if int64(len(on)) >= fp.MaxVolumes {
-			return conflictf("plugin %q allows %d volume(s) per node (NodeGetInfo max_volumes_per_node) and node %q has %d: %s; release one of them first",
-				p.ID, fp.MaxVolumes, fp.NodeID, len(on), describeIDs(on))
+			way, err := nodeLimitWayOut(tx, on)
+			if err != nil {
+				return err
+			}
+			return conflictf("plugin %q allows %d volume(s) per node (NodeGetInfo max_volumes_per_node) and node %q has %d: %s; release one of them first%s",
+				p.ID, fp.MaxVolumes, fp.NodeID, len(on), describeIDs(on), way)
 		}
 	}
 	return nil
@@ -153,6 +157,49 @@ func volumesOnNode(tx *store.Tx, pluginID string) ([]string, error) {
 	}
 	slices.Sort(on)
 	return on, nil
+}
+
+// nodeLimitWayOut says, for checkNode's max_volumes_per_node refusal, how each volume on the
+// node (on, the first ten of them) may leave it: its claims at rest by the release command of
+// each, pasteable; a volume none of whose claims is at rest by what it waits for: a claim or
+// a release under way, another volctl's (two claims admitted from a fingerprint stating a
+// higher limit than the restarted plugin's count each other, and each is refused: the other's
+// claim, on its way in or being rolled back, is no claim to release), or left for reconcile;
+// a staging left with no claim by reconcile, which unstages it. Before, the refusal said only
+// "release one of them first", naming a volume whose claim another volctl was rolling back
+// (TestNodeLimitRefusalSaysWhichVolumesAreOnTheirWay). Read on the refusal's path only.
+func nodeLimitWayOut(tx *store.Tx, on []string) (string, error) {
+	var release, moving, staged []string
+	for _, id := range on[:min(len(on), 10)] {
+		claims, err := tx.Claims().ByVolume(id)
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case slices.ContainsFunc(claims, store.Claim.AtRest):
+			// Every claim of one volume, and any one volume: "a's claim (...) and b's claim (...); or c's claim (...)".
+			release = append(release, strings.TrimPrefix(releaseThem(claims, "", store.Claim.AtRest), "release "))
+		case len(claims) > 0:
+			moving = append(moving, fmt.Sprintf("%q (`%s` shows where it is)", id, shellquote.Command("volctl volume status", id)))
+		default:
+			staged = append(staged, fmt.Sprintf("%q", id))
+		}
+	}
+	var parts []string
+	if len(release) > 0 {
+		parts = append(parts, strings.Join(release, "; or "))
+	}
+	if len(moving) > 0 {
+		parts = append(parts, fmt.Sprintf("volume(s) %s have no claim at rest: a claim or a release of theirs is under way (another volctl's, which may free its place: "+
+			"claim again once it is done) or left for `volctl reconcile`", strings.Join(moving, ", ")))
+	}
+	if len(staged) > 0 {
+		parts = append(parts, fmt.Sprintf("volume(s) %s are staged with no claim: `volctl reconcile` unstages them", strings.Join(staged, ", ")))
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	return ": " + strings.Join(parts, "; "), nil
 }
 
 // volumeTopologies is where a volume is accessible from: what CreateVolume reported, or for a

@@ -16,6 +16,7 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 	"golang.org/x/sys/unix"
@@ -438,6 +439,7 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 				return c.client.NodeStageVolume(ctx, req)
 			})
 		}
+		top := e.topLevels(stagingDir, "the stagings of every plugin's volumes, which their claims are published from")
 		err := stage(req.PublishContext)
 		if err != nil {
 			err = e.reattach(ctx, c, v, p, csi.RPCNodeStageVolume, err, stage)
@@ -446,6 +448,9 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 			return err
 		}
 		e.failpoint("rpc:NodeStageVolume")
+		if err := e.mountedOverTop(v, c, csi.RPCNodeStageVolume, top); err != nil {
+			return err
+		}
 		if err := e.checkStaging(v, c, path); err != nil {
 			return err
 		}
@@ -666,6 +671,7 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 		})
 	}
 	if !e.publishedBefore(ctx, v, p, c, req.StagingPath) {
+		top := e.topLevels(publishDir, "the targets of every alloc's claims, whose paths now lead into the plugin's mount")
 		err := publish(req.PublishContext)
 		if err != nil && !p.stagedUnattached {
 			// A plugin that does not stage works from the attachment in NodePublishVolume, and one
@@ -681,6 +687,9 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 			return err
 		}
 		e.failpoint("rpc:NodePublishVolume")
+		if err := e.mountedOverTop(v, c, csi.RPCNodePublishVolume, top); err != nil {
+			return err
+		}
 		if err := e.checkTarget(ctx, v, cl, c, req.StagingPath); err != nil {
 			return err
 		}
@@ -1176,6 +1185,108 @@ func (e *Engine) mountedOver(v store.Volume, c *conn, rpc string, dirs ...shared
 			rpc, c.plugin.ID, v.ID, d.what, d.dir, d.hides)
 	}
 	return nil
+}
+
+// topLevel is one of the state dir's top levels a node RPC's path lies under (the state dir
+// itself, and its staging or publish directory), with the ID of the mount its path led to
+// before the RPC was sent (topLevels): mountedOverTop compares it with the one it leads to
+// once the plugin answered.
+type topLevel struct {
+	what, dir, hides string
+	id               uint64
+	known            bool
+}
+
+// topLevels reads, before a node RPC whose path lies in the state dir's sub directory
+// (stagingDir, publishDir), the mount IDs of the state dir and of that directory, for
+// mountedOverTop. A level whose ID cannot be read (not there yet) is not compared. The cost is
+// a statx of each (STATX_MNT_ID; an open and a read of its fdinfo where the kernel, older than
+// 5.8, does not say).
+func (e *Engine) topLevels(sub, hides string) []topLevel {
+	levels := []topLevel{
+		{what: "the state dir", dir: e.cfg.StateDir, hides: "volctl's database and lock files and every staging and target under it"},
+		{what: "the state dir's " + sub + " directory", dir: filepath.Join(e.cfg.StateDir, sub), hides: hides},
+	}
+	for i := range levels {
+		levels[i].id, levels[i].known = pathMountID(levels[i].dir)
+	}
+	return levels
+}
+
+// pathMountID is the ID of the mount path leads to (its own, when it is a mount point, or the
+// one it lies on), path's last component not followed; known is false when it cannot be read.
+func pathMountID(path string) (id uint64, known bool) {
+	var sx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID, &sx); err != nil {
+		return 0, false
+	} else if sx.Mask&unix.STATX_MNT_ID != 0 {
+		return sx.Mnt_id, true
+	}
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, false
+	}
+	defer unix.Close(fd)
+	id, err = mountID(fd)
+	return id, err == nil
+}
+
+// mountedOverTop checks, after the plugin answered rpc (NodeStageVolume, NodePublishVolume) OK
+// for volume v, that the state dir and its staging or publish directory (before, read by
+// topLevels just before rpc was sent) lead to the mounts they led to then. mountedOver cannot
+// hold these levels to "no mount point": an honest state dir is often a file system of its own
+// (a dedicated disk at /var/lib/volctl), and its staging or publish directory may be one too.
+// What tells a plugin's mount apart is when it came: a mount over one of them (or over a
+// directory above the state dir) made while the plugin handled rpc changes the mount that
+// level's path leads to, while one made before, by the host's setup, does not. A plugin that
+// mounted over publish/ and made the target inside hid every alloc's targets, their paths
+// leading into its file system from then on, and the claim was published
+// (TestPluginMountingOverTheStateDirsTopLevelsIsRefused); over the state dir, it hid the
+// database and lock files, and the claim stopped on a lock file "removed by something else",
+// not naming the plugin. The highest level changed is named, as what hides the rest. A mount
+// there is final (errBadAnswer), as mountedOver's: the claim is rolled back, which cannot finish
+// until the mount is undone by hand, and `volctl reconcile` then finishes it.
+func (e *Engine) mountedOverTop(v store.Volume, c *conn, rpc string, before []topLevel) error {
+	if l, now := changedTop(before); l != nil {
+		return badAnswerf("%s: plugin %q answered OK for volume %q, but %s %s leads to another mount than before the plugin was sent %s (mount ID %d, was %d): "+
+			"volctl mounts nothing there, and a mount made over it (or over a directory above it) while the plugin handled the request hides %s; "+
+			"the plugin did not mount the volume where it was asked to: unmount what it mounted over %s by hand (`%s`), then run `volctl reconcile`",
+			rpc, c.plugin.ID, v.ID, l.what, l.dir, rpc, now, l.id, l.hides, l.dir, shellquote.Command("umount -l", l.dir))
+	}
+	return nil
+}
+
+// mountedOverTopAfter is mountedOverTop for a teardown (NodeUnpublishVolume,
+// NodeUnstageVolume) the plugin answered (answer, nil or ignorable): a mount it made over a top
+// level while it undid the claim's or volume's own mount would hide the others' from then on,
+// and nothing would ever undo it once the claim were freed. A check's failure (checkedAfter):
+// the claim stays on its way back, for reconcile once the mount is undone by hand, as
+// checkSharedDir's for the levels below
+// (TestPluginMountingOverTheStateDirsTopLevelsAtTeardownIsNotFreed).
+func (e *Engine) mountedOverTopAfter(v store.Volume, c *conn, rpc string, before []topLevel) error {
+	if l, now := changedTop(before); l != nil {
+		return checkedAfter(rpc, fmt.Errorf("%s %s leads to another mount after plugin %q answered %s for volume %q than before it was sent (mount ID %d, was %d): "+
+			"volctl mounts nothing there, and a mount made over it (or over a directory above it) while the plugin handled the request hides %s; "+
+			"unmount what was mounted over %s by hand (`%s`), then run `volctl reconcile`",
+			l.what, l.dir, c.plugin.ID, rpc, v.ID, now, l.id, l.hides, l.dir, shellquote.Command("umount -l", l.dir)))
+	}
+	return nil
+}
+
+// changedTop returns the first (highest) of before whose path leads to another mount now than
+// it did, with the mount it leads to now; nil when none does.
+func changedTop(before []topLevel) (*topLevel, uint64) {
+	for i, l := range before {
+		if !l.known {
+			continue
+		}
+		// Not readable now (removed meanwhile, by another process's release): nothing mounted
+		// over it is seen, and the deeper levels are still checked (mountedOver).
+		if now, known := pathMountID(l.dir); known && now != l.id {
+			return &before[i], now
+		}
+	}
+	return nil, 0
 }
 
 // bareStaging says how the mounted target t is the bare staging directory, on the state dir's

@@ -134,6 +134,7 @@ func (e *Engine) unpublishTarget(ctx context.Context, c *conn, v store.Volume, p
 	if err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnpublishVolume, "target", cl.TargetPath, p.targetRecorded(v)); err != nil {
 		return nil, err
 	}
+	top := e.topLevels(publishDir, "the targets of every alloc's claims, whose paths now lead into that mount")
 	answer = e.retry(ctx, c, csi.RPCNodeUnpublishVolume, func(ctx context.Context) error {
 		return c.client.NodeUnpublishVolume(ctx, csi.NodeUnpublishVolumeRequest{VolumeID: v.ExternalID, TargetPath: cl.TargetPath})
 	})
@@ -141,6 +142,9 @@ func (e *Engine) unpublishTarget(ctx context.Context, c *conn, v store.Volume, p
 		return nil, answer
 	}
 	e.failpoint("rpc:NodeUnpublishVolume")
+	if err := e.mountedOverTopAfter(v, c, csi.RPCNodeUnpublishVolume, top); err != nil {
+		return answer, err
+	}
 	if dest, removed, err := e.locks.removeTargetLink(ctx, e.realPath(cl.TargetPath)); err != nil {
 		return answer, fmt.Errorf("after %s of volume %q: %w", csi.RPCNodeUnpublishVolume, v.ID, err)
 	} else if removed {
@@ -444,9 +448,15 @@ func (e *Engine) unstage(ctx context.Context, c *conn, v store.Volume, st store.
 	if err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnstageVolume, "staging", st.StagingPath, p.stagingRecorded(st)); err != nil {
 		return err
 	}
+	top := e.topLevels(stagingDir, "the stagings of every plugin's volumes, which their claims are published from")
 	err := e.retry(ctx, c, csi.RPCNodeUnstageVolume, func(ctx context.Context) error {
 		return c.client.NodeUnstageVolume(ctx, csi.NodeUnstageVolumeRequest{VolumeID: v.ExternalID, StagingPath: st.StagingPath})
 	})
+	if terr := e.mountedOverTopAfter(v, c, csi.RPCNodeUnstageVolume, top); terr != nil && (err == nil || csi.IsIgnorable(err)) {
+		// The plugin has said the volume is unstaged, as checkUnmounted's failure below.
+		p.staging(func(st *store.Staging) { st.Staged = false })
+		return terr
+	}
 	if csi.IsUnimplemented(err) {
 		e.failpoint("rpc:NodeUnstageVolume")
 		return e.checkUnstageable(v, st, c, p, fmt.Sprintf("plugin %q, which advertises the node capability STAGE_UNSTAGE_VOLUME, answered %v", c.plugin.ID, err),
