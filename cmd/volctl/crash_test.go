@@ -151,6 +151,7 @@ func TestCrashAtRandomMoments(t *testing.T) {
 	env := newHostEnv(t)
 	env.createVolume("shared", spec.MultiNodeSingleWriter)
 	env.createVolume("solo", spec.SingleNodeWriter)
+	waitPrebuilt() // no build of this package's beside the rounds either
 	rounds := 30
 	if testing.Short() {
 		rounds = 8

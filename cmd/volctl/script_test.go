@@ -132,13 +132,14 @@ func scriptBuildArgs() []string {
 // Each build is still the one builtOnce makes once per process (same key): a test that wants
 // one before it is done waits for it, and one that failed fails that test with the go
 // command's output. The returned function waits for the builds, so that the directory they
-// go to is removed after them.
-func prebuild() (wait func()) {
+// go to is removed after them (waitPrebuilt).
+func prebuild() {
 	run, list := flag.Lookup("test.run"), flag.Lookup("test.list")
 	if run == nil || run.Value.String() != "" || (list != nil && list.Value.String() != "") {
-		return func() {}
+		return
 	}
 	done := make(chan struct{})
+	prebuilt = done
 	go func() {
 		defer close(done)
 		var builds [][]string
@@ -150,7 +151,18 @@ func prebuild() (wait func()) {
 			_, _ = buildOnce(strings.Join(args, " "), ".", "volctl", args, nil)
 		}
 	}()
-	return func() { <-done }
+}
+
+// prebuilt is closed once prebuild's builds are done; nil when it started none.
+var prebuilt chan struct{}
+
+// waitPrebuilt waits for prebuild's builds, if it started any. TestCrashAtRandomMoments waits
+// for them before its rounds: its kills, a few milliseconds after a start, are meant for
+// commands running on a machine this package leaves quiet, not beside a build.
+func waitPrebuilt() {
+	if prebuilt != nil {
+		<-prebuilt
+	}
 }
 
 // shortVolctl returns the volctl the tests here run for a command that ends by itself (a
@@ -232,9 +244,9 @@ func (c cleanBench) Run() int {
 	if !flag.Parsed() {
 		flag.Parse() // as m.Run would: prebuild reads -test.run
 	}
-	wait := prebuild()
+	prebuild()
 	code := c.m.Run()
-	wait()
+	waitPrebuilt()
 	if bench.dir != "" {
 		os.RemoveAll(bench.dir)
 	}
