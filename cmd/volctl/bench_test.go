@@ -64,12 +64,21 @@ func benchBuild(b testing.TB, pkg string) string {
 // the binary's path, named name.
 func builtOnce(b testing.TB, key, pkg, name string, args, env []string) string {
 	b.Helper()
+	bin, err := buildOnce(key, pkg, name, args, env)
+	if err != nil {
+		b.Fatalf("building %s: %v", pkg, err)
+	}
+	return bin
+}
+
+// buildOnce is builtOnce's build, which prebuild starts before any test asks for it.
+func buildOnce(key, pkg, name string, args, env []string) (string, error) {
 	bench.mu.Lock()
 	if bench.dir == "" {
 		dir, err := os.MkdirTemp("", "volctl-bench-")
 		if err != nil {
 			bench.mu.Unlock()
-			b.Fatal(err)
+			return "", err
 		}
 		bench.dir, bench.bins = dir, map[string]*built{}
 	}
@@ -91,10 +100,7 @@ func builtOnce(b testing.TB, key, pkg, name string, args, env []string) string {
 			bb.err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	})
-	if bb.err != nil {
-		b.Fatalf("building %s: %v", pkg, bb.err)
-	}
-	return bb.bin
+	return bb.bin, bb.err
 }
 
 // releaseTags are the build tags the release is built with (.goreleaser.yaml's flags, README's

@@ -51,11 +51,17 @@ const failpointsTag = "volctl_failpoints"
 // puts its GOROOT/bin first in $PATH).
 func buildVolctl(t testing.TB, tags ...string) string {
 	t.Helper()
+	args := volctlBuildArgs(tags...)
+	return builtOnce(t, strings.Join(args, " "), ".", "volctl", args, nil)
+}
+
+// volctlBuildArgs are the go command's arguments for buildVolctl's build with tags.
+func volctlBuildArgs(tags ...string) []string {
 	args := []string{"build"}
 	if len(tags) > 0 {
 		args = append(args, "-tags", strings.Join(tags, ","))
 	}
-	return builtOnce(t, strings.Join(args, " "), ".", "volctl", args, nil)
+	return args
 }
 
 func killed(err error) bool {
@@ -145,6 +151,7 @@ func TestCrashAtRandomMoments(t *testing.T) {
 	env := newHostEnv(t)
 	env.createVolume("shared", spec.MultiNodeSingleWriter)
 	env.createVolume("solo", spec.SingleNodeWriter)
+	waitPrebuilt() // no build of this package's beside the rounds either
 	rounds := 30
 	if testing.Short() {
 		rounds = 8

@@ -34,6 +34,7 @@ func citesRule(doc, name string) bool {
 // comment cites a design document that is not there, and every rule a comment names by section
 // is one docs/architecture.md states ("**Name.**" under "The rules, in one place").
 func TestDesignCitations(t *testing.T) {
+	t.Parallel()
 	if ranWithoutRace(t) { // source read, nothing to race
 		return
 	}
@@ -75,6 +76,7 @@ func TestDesignCitations(t *testing.T) {
 // gRPC server), no code imports grpc/codes; it asks csi's predicates (csi.IsTimeout,
 // csi.IsUnavailable, ...) instead. Tests may import it to inject codes.
 func TestGRPCCodesStayInCSI(t *testing.T) {
+	t.Parallel()
 	for path, imp := range imports(t, "../../internal", ".") {
 		if imp["google.golang.org/grpc/codes"] && !strings.HasPrefix(path, "../../internal/csi/") && !strings.HasPrefix(path, "../../internal/hostpath/") {
 			t.Errorf("%s imports grpc/codes: use csi's predicates (internal/csi/errors.go)", path)
@@ -85,6 +87,7 @@ func TestGRPCCodesStayInCSI(t *testing.T) {
 // TestAgentImportsNoHCL: the agent's config is parsed in internal/spec (spec.Parser.ParseAgentConfig),
 // so internal/agent needs no HCL of its own.
 func TestAgentImportsNoHCL(t *testing.T) {
+	t.Parallel()
 	for path, imp := range imports(t, "../../internal/agent") {
 		for p := range imp {
 			if strings.HasPrefix(p, "github.com/hashicorp/hcl") {
@@ -141,6 +144,7 @@ func walkGoFiles(t *testing.T, roots []string, fn func(path string) error) {
 // csi client that no code of volctl calls (only tests) is a seam nobody uses: it moves to the
 // tests or goes. It is a check by name: a name volctl uses anywhere counts as used.
 func TestExportsAreUsed(t *testing.T) {
+	t.Parallel()
 	if ranWithoutRace(t) { // source read, nothing to race
 		return
 	}
@@ -246,6 +250,7 @@ var testOnlyPackages = []string{"internal/csi/csitest", "internal/hostpath/hostp
 // protobuf stubs are imported by the internal/csi tree and internal/hostpath only, and
 // database/sql by internal/store only (nothing else writes SQL).
 func TestPackagesImportAsTheDesignSays(t *testing.T) {
+	t.Parallel()
 	if ranWithoutRace(t) { // source read, nothing to race
 		return
 	}
@@ -322,6 +327,7 @@ func TestPackagesImportAsTheDesignSays(t *testing.T) {
 // TestMigrationsAreInTheDesign: docs/architecture.md's Schema paragraph names every migration
 // of the store (what each adds), so that a new one is described where the schema is.
 func TestMigrationsAreInTheDesign(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../../docs/architecture.md")
 	if err != nil {
 		t.Fatal(err)
@@ -482,6 +488,7 @@ func citedTests(text string) []string {
 // TestCitedTestsScanIsTheRegexp: citedTests finds what citedTest does, on the cases at its
 // edges and on random text built of their pieces.
 func TestCitedTestsScanIsTheRegexp(t *testing.T) {
+	t.Parallel()
 	// Written with @ for Test, % for Benchmark and & for Fuzz: this file's text is one that
 	// TestCitedTestsExist reads, and these are no tests' names.
 	texts := strings.Split(strings.NewReplacer("@", "Test", "%", "Benchmark", "&", "Fuzz").Replace(
@@ -518,6 +525,7 @@ func isWordByte(b byte) bool {
 // citations pointing at nothing, and a reader who looks for the proof of a claim finds none;
 // a reproduce command that selects no benchmark runs nothing and says PASS.
 func TestCitedTestsExist(t *testing.T) {
+	t.Parallel()
 	if ranWithoutRace(t) { // source read, nothing to race
 		return
 	}
@@ -627,6 +635,7 @@ var foreignGoNames = map[string]string{
 // (foreignGoNames). A function renamed or folded into another leaves the document pointing a
 // reader at nothing.
 func TestCitedGoNamesExist(t *testing.T) {
+	t.Parallel()
 	if ranWithoutRace(t) { // source read, nothing to race
 		return
 	}
@@ -667,6 +676,7 @@ func TestCitedGoNamesExist(t *testing.T) {
 // ("storetest/", "csitest/bareclient/"). A package added without a line in the table is one
 // the design document does not describe.
 func TestPackageTableNamesEveryPackage(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../../docs/architecture.md")
 	if err != nil {
 		t.Fatal(err)

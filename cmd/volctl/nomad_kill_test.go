@@ -100,6 +100,7 @@ func (n *killNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // again is an update of the one volume Nomad has and settles the mark; once Nomad deregisters
 // it, the release takes it back and a local claim works again.
 func TestNomadRegisterKilledAfterNomadTookItConverges(t *testing.T) {
+	t.Parallel()
 	env := newHostEnv(t)
 	env.createVolume("db", spec.SingleNodeWriter)
 	fake := &killNomad{volumes: map[string]map[string]any{}, taken: make(chan struct{}), hold: make(chan struct{})}
@@ -173,6 +174,7 @@ func TestNomadRegisterKilledAfterNomadTookItConverges(t *testing.T) {
 // after, so a kill between the two left the record at the size handed over for good
 // (TestNomadReleaseWhoseLineCannotBePrintedStillRecordsTheSize, internal/cli).
 func TestCrashTakeBackAfterTheSizeWasAsked(t *testing.T) {
+	t.Parallel()
 	bin := buildVolctl(t, failpointsTag)
 	env := newHostEnv(t)
 	env.createVolume("db", spec.SingleNodeWriter)

@@ -47,6 +47,7 @@ func command(line string) string {
 
 // TestReadmeTestCommandIsCI: .ci/run runs exactly the README's test command.
 func TestReadmeTestCommandIsCI(t *testing.T) {
+	t.Parallel()
 	setup := readmeBlocks(t)[0]
 	if len(setup) != 2 {
 		t.Fatalf("README setup block: want the build line and the test line, got %q", setup)
@@ -70,6 +71,7 @@ func TestReadmeTestCommandIsCI(t *testing.T) {
 // stand-in go (which builds a bin/volctl that records how it ran), once with no sudo on PATH
 // (root in a container or a CI runner) and once with a sudo that records its use.
 func TestReadmeFirstCommandRunsAsRootAndWithSudo(t *testing.T) {
+	t.Parallel()
 	sh, err := exec.LookPath("sh")
 	if err != nil {
 		t.Skip("no sh to run the README's command with:", err)
@@ -119,6 +121,7 @@ func TestReadmeFirstCommandRunsAsRootAndWithSudo(t *testing.T) {
 // TestReadmeTourPutsVolctlOnPath: the tour calls bare volctl, which go build -o bin/volctl
 // does not put on PATH; a step before the first one must.
 func TestReadmeTourPutsVolctlOnPath(t *testing.T) {
+	t.Parallel()
 	bareVolctl := regexp.MustCompile(`^(\S+=\S+\s+)*volctl\s|\$\(volctl\s`)
 	onPath := false
 	for _, l := range readmeBlocks(t)[1] {
@@ -143,6 +146,7 @@ func TestReadmeTourPutsVolctlOnPath(t *testing.T) {
 // script holds each command to what the README says it does. `volctl tui` and `volctl agent`
 // are left to tui.txtar and agent.txtar: a dashboard and a daemon.
 func TestReadmeTourIsScripted(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join("testdata", "script", "readme_tour.txtar"))
 	if err != nil {
 		t.Fatal(err)

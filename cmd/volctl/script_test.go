@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -104,6 +105,12 @@ func scriptVolctl(t testing.TB) string {
 	if !raceBuilt {
 		return ""
 	}
+	args := scriptBuildArgs()
+	return filepath.Dir(builtOnce(t, strings.Join(args, " "), ".", "volctl", args, nil))
+}
+
+// scriptBuildArgs are the go command's arguments for scriptVolctl's build.
+func scriptBuildArgs() []string {
 	args := []string{"test", "-c"}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
@@ -112,7 +119,50 @@ func scriptVolctl(t testing.TB) string {
 			}
 		}
 	}
-	return filepath.Dir(builtOnce(t, strings.Join(args, " "), ".", "volctl", args, nil))
+	return args
+}
+
+// prebuild starts, when the whole package runs (no -test.run, no -test.list), the builds its
+// tests will ask for, one after the other in the background: scriptVolctl's (under -race),
+// then buildVolctl's with failpoints and without. The tests that run first are the ones not
+// parallel (TestCrashAtRandomMoments, which waits for scriptVolctl's build anyway), alone,
+// each on one core; the builds take the other. Before, each build ran when a test first asked
+// for it, in that test's time: in base runs at a load of 20, the failpoints build made
+// TestCrashTakeBackAfterTheSizeWasAsked, then not parallel, take 168 s of the package's wall.
+// Each build is still the one builtOnce makes once per process (same key): a test that wants
+// one before it is done waits for it, and one that failed fails that test with the go
+// command's output. The returned function waits for the builds, so that the directory they
+// go to is removed after them (waitPrebuilt).
+func prebuild() {
+	run, list := flag.Lookup("test.run"), flag.Lookup("test.list")
+	if run == nil || run.Value.String() != "" || (list != nil && list.Value.String() != "") {
+		return
+	}
+	done := make(chan struct{})
+	prebuilt = done
+	go func() {
+		defer close(done)
+		var builds [][]string
+		if raceBuilt {
+			builds = append(builds, scriptBuildArgs())
+		}
+		builds = append(builds, volctlBuildArgs(failpointsTag), volctlBuildArgs())
+		for _, args := range builds {
+			_, _ = buildOnce(strings.Join(args, " "), ".", "volctl", args, nil)
+		}
+	}()
+}
+
+// prebuilt is closed once prebuild's builds are done; nil when it started none.
+var prebuilt chan struct{}
+
+// waitPrebuilt waits for prebuild's builds, if it started any. TestCrashAtRandomMoments waits
+// for them before its rounds: its kills, a few milliseconds after a start, are meant for
+// commands running on a machine this package leaves quiet, not beside a build.
+func waitPrebuilt() {
+	if prebuilt != nil {
+		<-prebuilt
+	}
 }
 
 // shortVolctl returns the volctl the tests here run for a command that ends by itself (a
@@ -191,7 +241,12 @@ func longLived(args []string) bool {
 type cleanBench struct{ m *testing.M }
 
 func (c cleanBench) Run() int {
+	if !flag.Parsed() {
+		flag.Parse() // as m.Run would: prebuild reads -test.run
+	}
+	prebuild()
 	code := c.m.Run()
+	waitPrebuilt()
 	if bench.dir != "" {
 		os.RemoveAll(bench.dir)
 	}

@@ -13,6 +13,7 @@ import (
 // produces it for real. A heading that drifts from what volctl prints fails here; an error
 // message that drifts from the doc fails the script.
 func TestTroubleshootingErrorsAreScripted(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "troubleshooting.md"))
 	if err != nil {
 		t.Fatal(err)
