@@ -258,16 +258,7 @@ func TestPausedPairExpandVolumeDelete(t *testing.T) {
 	forEachFailpoint(t, createdV,
 		onThis(func(e *Engine) func(ctx context.Context) error { return expandOf(e, "v", 4<<20) }),
 		onOther(func(e *Engine) func(ctx context.Context) error { return deleteOf(e, "v") }),
-		func(t *testing.T, h *harness, fp string, out pairOutcome) {
-			if out.aErr != nil {
-				t.Errorf("at %s: the expand: %v", fp, out.aErr)
-			}
-			saysWhatItWaitedFor(t, "at "+fp, out.bErr, "v")
-			if out.bErr == nil && (!h.volumeGone("v") || h.pluginVolumeCount() != 0) {
-				t.Errorf("at %s: the delete succeeded and v is recorded %v, the plugin holds %d volumes", fp, !h.volumeGone("v"), h.pluginVolumeCount())
-			}
-			h.nothingToFinish("at " + fp)
-		})
+		thenDeleted("expand", "v"))
 }
 
 // A delete of v, and another process's expand of it: the expand waits for the delete, then
@@ -732,16 +723,23 @@ func TestPausedPairCreateVolumeDelete(t *testing.T) {
 			return func(ctx context.Context) error { _, err := e.CreateVolume(ctx, volume("n")); return err }
 		}),
 		onOther(func(e *Engine) func(ctx context.Context) error { return deleteOf(e, "n") }),
-		func(t *testing.T, h *harness, fp string, out pairOutcome) {
-			if out.aErr != nil {
-				t.Errorf("at %s: the create: %v", fp, out.aErr)
-			}
-			saysWhatItWaitedFor(t, "at "+fp, out.bErr, "n")
-			if out.bErr == nil && (!h.volumeGone("n") || h.pluginVolumeCount() != 0) {
-				t.Errorf("at %s: the delete said it deleted n, and n is recorded %v, the plugin holds %d volumes", fp, !h.volumeGone("n"), h.pluginVolumeCount())
-			}
-			h.nothingToFinish("at " + fp)
-		})
+		thenDeleted("create", "n"))
+}
+
+// thenDeleted checks a pair whose second command deletes the volume name the first (what)
+// acted on: the first succeeded; the delete named name in what it waited for or was refused
+// by, or deleted it from the store and the plugin both; reconcile has nothing to finish.
+func thenDeleted(what, name string) func(t *testing.T, h *harness, fp string, out pairOutcome) {
+	return func(t *testing.T, h *harness, fp string, out pairOutcome) {
+		if out.aErr != nil {
+			t.Errorf("at %s: the %s: %v", fp, what, out.aErr)
+		}
+		saysWhatItWaitedFor(t, "at "+fp, out.bErr, name)
+		if out.bErr == nil && (!h.volumeGone(name) || h.pluginVolumeCount() != 0) {
+			t.Errorf("at %s: the delete said it deleted %s, and it is recorded %v, the plugin holds %d volumes", fp, name, !h.volumeGone(name), h.pluginVolumeCount())
+		}
+		h.nothingToFinish("at " + fp)
+	}
 }
 
 // A delete of v, and another process's create of a volume of the same ID: the create is
