@@ -99,6 +99,12 @@ func TestClaimJoiningAStagingAfterAnotherClaimsReleaseIsPublishedFromIt(t *testi
 // the test's end).
 func (h *harness) serveMountingOver(rpc string, up int) (dir func() string, unmountByHand func()) {
 	h.t.Helper()
+	return h.serveMounting(rpc, up, true)
+}
+
+// serveMounting is serveMountingOver, with a mount made at the path too when atPath.
+func (h *harness) serveMounting(rpc string, up int, atPath bool) (dir func() string, unmountByHand func()) {
+	h.t.Helper()
 	var (
 		mu   sync.Mutex
 		over string
@@ -130,7 +136,11 @@ func (h *harness) serveMountingOver(rpc string, up int) (dir func() string, unmo
 			if merr := unix.Mount("tmpfs", d, "tmpfs", 0, "size=1m"); merr != nil {
 				return nil, merr
 			}
-			over, at = d, path
+			over = d
+			if !atPath {
+				return resp, err
+			}
+			at = path
 			if merr := os.MkdirAll(path, 0o750); merr != nil {
 				return nil, merr
 			}
@@ -144,7 +154,9 @@ func (h *harness) serveMountingOver(rpc string, up int) (dir func() string, unmo
 		defer mu.Unlock()
 		if over != "" {
 			_ = unix.Unmount(over, unix.MNT_DETACH) // and the mount inside it
-			_ = unix.Unmount(at, unix.MNT_DETACH)   // the plugin's own mount at the path, hidden under it
+		}
+		if at != "" {
+			_ = unix.Unmount(at, unix.MNT_DETACH) // the plugin's own mount at the path, hidden under it
 		}
 	}
 	h.t.Cleanup(unmountByHand)

@@ -1,16 +1,13 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
-	"google.golang.org/grpc"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -140,48 +137,7 @@ func TestStateDirsTopLevelsMountedBeforehandAreNoRefusal(t *testing.T) {
 // unmounts it by hand (also run at the test's end).
 func (h *harness) serveMountingOnlyOver(rpc string, up int) (dir func() string, unmountByHand func()) {
 	h.t.Helper()
-	var (
-		mu   sync.Mutex
-		over string
-	)
-	h.stopServe()
-	h.stopServe = csitest.ServeAt(h.t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults),
-		csitest.WithInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-			resp, err := handler(ctx, req)
-			if err != nil || filepath.Base(info.FullMethod) != rpc {
-				return resp, err
-			}
-			var path string
-			switch r := req.(type) {
-			case interface{ GetTargetPath() string }:
-				path = r.GetTargetPath()
-			case interface{ GetStagingTargetPath() string }:
-				path = r.GetStagingTargetPath()
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if over != "" {
-				return resp, err
-			}
-			d := path
-			for range up {
-				d = filepath.Dir(d)
-			}
-			if merr := unix.Mount("tmpfs", d, "tmpfs", 0, "size=1m"); merr != nil {
-				return nil, merr
-			}
-			over = d
-			return resp, err
-		}))
-	unmountByHand = func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if over != "" {
-			_ = unix.Unmount(over, unix.MNT_DETACH)
-		}
-	}
-	h.t.Cleanup(unmountByHand)
-	return func() string { mu.Lock(); defer mu.Unlock(); return over }, unmountByHand
+	return h.serveMounting(rpc, up, false)
 }
 
 // The same at the way back: a plugin whose NodeUnpublishVolume or NodeUnstageVolume, once it
