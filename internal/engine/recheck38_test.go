@@ -149,14 +149,7 @@ func TestRestoreGivenItsDeletedSourcesFreedIDIsRecorded(t *testing.T) {
 			if mv, ok := h.mem.Volume(r.ExternalID); !ok || mv.SnapshotID != snapID {
 				t.Errorf("the plugin holds %+v (%v) under r's ID; want the restore from %q", mv, ok, snapID)
 			}
-			// And it is a volume of its own: its delete is not refused as the delete of its
-			// snapshot's source (refuseDeleteOfItsSource), and deletes it.
-			if err := h.e.DeleteVolume(h.ctx, "r"); err != nil {
-				t.Fatalf("delete of restored volume r, a volume of its own under the freed ID %q: %v", r.ExternalID, err)
-			}
-			if _, ok := h.mem.Volume(r.ExternalID); ok {
-				t.Errorf("the plugin still holds r's volume %q after its delete", r.ExternalID)
-			}
+			h.deletesAsItsOwn("r", r.ExternalID)
 		})
 	}
 }
@@ -255,5 +248,18 @@ func (h *harness) reconcileLeavesNoVolume(t *testing.T, id, when string) {
 	}
 	if vols := h.mem.Volumes(); len(vols) != 0 {
 		t.Errorf("the plugin still holds %+v", vols)
+	}
+}
+
+// deletesAsItsOwn deletes restored volume name, made under the freed ID id of its snapshot's
+// source, and checks it went: a volume of its own, whose delete is not refused as the delete
+// of its snapshot's source (refuseDeleteOfItsSource), nor left on the plugin.
+func (h *harness) deletesAsItsOwn(name, id string) {
+	h.t.Helper()
+	if err := h.e.DeleteVolume(h.ctx, name); err != nil {
+		h.t.Fatalf("delete of restored volume %s, a volume of its own under the freed ID %q: %v", name, id, err)
+	}
+	if _, ok := h.mem.Volume(id); ok {
+		h.t.Errorf("the plugin still holds %s's volume %q after its delete", name, id)
 	}
 }

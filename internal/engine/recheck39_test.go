@@ -54,12 +54,7 @@ func TestRestoreGivenAFreedIDWhoseAnswerWasLostIsRecordedByReconcile(t *testing.
 				t.Fatalf("restored volume r after reconcile sent its lost CreateVolume again = %s %q (reconcile: %v); want ready, %q: the plugin's restore under db's freed ID",
 					r.State, r.ExternalID, rerr, db.ExternalID)
 			}
-			if err := h.e.DeleteVolume(h.ctx, "r"); err != nil {
-				t.Fatalf("delete of restored volume r, a volume of its own under the freed ID %q: %v", r.ExternalID, err)
-			}
-			if _, ok := h.mem.Volume(r.ExternalID); ok {
-				t.Errorf("the plugin still holds r's volume %q after its delete", r.ExternalID)
-			}
+			h.deletesAsItsOwn("r", r.ExternalID)
 		})
 	}
 }
