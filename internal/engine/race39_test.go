@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -355,6 +356,25 @@ func snapshottedDB(t *testing.T) (*harness, string) {
 	return h, h.snapshot("nightly").ID
 }
 
+// nightlyIDs keeps, for each harness a paused pair's setup made (snapshottedDB), the ID of
+// its snapshot nightly, which the pair's commands and check name: one per harness, as
+// forEachFailpoint runs its subtests in parallel (one variable written by each setup raced).
+type nightlyIDs struct{ ids sync.Map }
+
+func (s *nightlyIDs) setup(t *testing.T) *harness {
+	h, id := snapshottedDB(t)
+	s.ids.Store(h, id)
+	return h
+}
+
+func (s *nightlyIDs) of(h *harness) string {
+	id, ok := s.ids.Load(h)
+	if !ok {
+		h.t.Fatal("no snapshot recorded for this harness: made by nightlyIDs.setup?")
+	}
+	return id.(string)
+}
+
 // A restore from snapshot nightly, and another process's delete of nightly: the restore
 // succeeds; the delete either waited for nothing and was refused naming the volume being
 // restored from it, or deleted the snapshot once the restore was recorded ready. After both,
@@ -362,11 +382,11 @@ func snapshottedDB(t *testing.T) (*harness, string) {
 // whose snapshot went from under its CreateVolume would be NOT_FOUND at every pass for good).
 func TestPausedPairRestoreSnapshotDelete(t *testing.T) {
 	t.Parallel()
-	var snap string
-	setup := func(t *testing.T) *harness { h, id := snapshottedDB(t); snap = id; return h }
-	forEachFailpoint(t, setup,
-		func(h *harness) func(ctx context.Context) error { return restoreOf(h.e, "restored", snap) },
+	var snaps nightlyIDs
+	forEachFailpoint(t, snaps.setup,
+		func(h *harness) func(ctx context.Context) error { return restoreOf(h.e, "restored", snaps.of(h)) },
 		func(h *harness) func(ctx context.Context, other *Engine) error {
+			snap := snaps.of(h)
 			return func(ctx context.Context, other *Engine) error { return snapshotDeleteOf(other, snap)(ctx) }
 		},
 		func(t *testing.T, h *harness, fp string, out pairOutcome) {
@@ -393,14 +413,15 @@ func TestPausedPairRestoreSnapshotDelete(t *testing.T) {
 // gone.
 func TestPausedPairSnapshotDeleteRestore(t *testing.T) {
 	t.Parallel()
-	var snap string
-	setup := func(t *testing.T) *harness { h, id := snapshottedDB(t); snap = id; return h }
-	forEachFailpoint(t, setup,
-		func(h *harness) func(ctx context.Context) error { return snapshotDeleteOf(h.e, snap) },
+	var snaps nightlyIDs
+	forEachFailpoint(t, snaps.setup,
+		func(h *harness) func(ctx context.Context) error { return snapshotDeleteOf(h.e, snaps.of(h)) },
 		func(h *harness) func(ctx context.Context, other *Engine) error {
+			snap := snaps.of(h)
 			return func(ctx context.Context, other *Engine) error { return restoreOf(other, "restored", snap)(ctx) }
 		},
 		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			snap := snaps.of(h)
 			if (out.aErr == nil) == (out.bErr == nil) {
 				t.Errorf("at %s: the delete: %v; the restore: %v (want exactly one to succeed)", fp, out.aErr, out.bErr)
 			}
@@ -422,14 +443,15 @@ func TestPausedPairSnapshotDeleteRestore(t *testing.T) {
 // plugin and the store are left with no snapshot, and nothing for reconcile.
 func TestPausedPairSnapshotDeleteSnapshotDelete(t *testing.T) {
 	t.Parallel()
-	var snap string
-	setup := func(t *testing.T) *harness { h, id := snapshottedDB(t); snap = id; return h }
-	forEachFailpoint(t, setup,
-		func(h *harness) func(ctx context.Context) error { return snapshotDeleteOf(h.e, snap) },
+	var snaps nightlyIDs
+	forEachFailpoint(t, snaps.setup,
+		func(h *harness) func(ctx context.Context) error { return snapshotDeleteOf(h.e, snaps.of(h)) },
 		func(h *harness) func(ctx context.Context, other *Engine) error {
+			snap := snaps.of(h)
 			return func(ctx context.Context, other *Engine) error { return snapshotDeleteOf(other, snap)(ctx) }
 		},
 		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			snap := snaps.of(h)
 			if out.aErr != nil {
 				t.Errorf("at %s: the first delete: %v", fp, out.aErr)
 			}
@@ -644,17 +666,18 @@ func TestPausedPairVolumeDeleteSnapshotCreate(t *testing.T) {
 // the delete left; the store records no snapshot the plugin lacks.
 func TestPausedPairSnapshotDeleteSnapshotDeregister(t *testing.T) {
 	t.Parallel()
-	var snap string
-	setup := func(t *testing.T) *harness { h, id := snapshottedDB(t); snap = id; return h }
-	forEachFailpoint(t, setup,
-		func(h *harness) func(ctx context.Context) error { return snapshotDeleteOf(h.e, snap) },
+	var snaps nightlyIDs
+	forEachFailpoint(t, snaps.setup,
+		func(h *harness) func(ctx context.Context) error { return snapshotDeleteOf(h.e, snaps.of(h)) },
 		func(h *harness) func(ctx context.Context, other *Engine) error {
+			snap := snaps.of(h)
 			return func(ctx context.Context, other *Engine) error {
 				_, err := other.DeregisterSnapshot(ctx, "mem", snap)
 				return err
 			}
 		},
 		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			snap := snaps.of(h)
 			if out.aErr != nil {
 				t.Errorf("at %s: the delete: %v", fp, out.aErr)
 			}

@@ -25,22 +25,20 @@ const flockWait = 30 * time.Second
 // open's, up to its busy timeout) are not troubled by such a copy.
 func LockExclusive(t testing.TB, f *os.File) {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() {
-		for {
-			err := unix.Flock(int(f.Fd()), unix.LOCK_EX)
-			if !errors.Is(err, unix.EINTR) {
-				done <- err
-				return
-			}
-		}
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
+	deadline := time.Now().Add(flockWait)
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		switch {
+		case err == nil:
+			return
+		case !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR):
 			t.Fatalf("taking the lock on %s exclusive: %v", f.Name(), err)
+		case time.Now().After(deadline):
+			t.Fatalf("taking the lock on %s exclusive: still held by another open of it after %s", f.Name(), flockWait)
 		}
-	case <-time.After(flockWait):
-		t.Fatalf("taking the lock on %s exclusive: still held by another open of it after %s", f.Name(), flockWait)
+		// Polled, not waited for in a goroutine of its own: a go statement here would be the one
+		// a panic in it could not report (internal/crash, TestEveryGoroutineIsStartedByGo), and
+		// the copy held across a fork lasts only until that child's exec.
+		time.Sleep(5 * time.Millisecond)
 	}
 }
