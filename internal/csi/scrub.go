@@ -179,8 +179,14 @@ func newScrubber(sensitive []string) *scrubber {
 // upper- and lower-cased beyond ASCII (unicodeCases): long enough, and with a letter to change.
 func foldable(s string) bool {
 	return len(s) >= spec.MinFoldLen && strings.ContainsFunc(s, func(r rune) bool {
-		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || r >= utf8.RuneSelf && (unicode.ToUpper(r) != r || unicode.ToLower(r) != r || r == 'ß')
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || casedBeyondASCII(r)
 	})
+}
+
+// casedBeyondASCII reports whether r is a letter beyond ASCII that a plugin may write in
+// another case (ß: SS upper-cased by Python and ICU).
+func casedBeyondASCII(r rune) bool {
+	return r >= utf8.RuneSelf && (unicode.ToUpper(r) != r || unicode.ToLower(r) != r || r == 'ß')
 }
 
 // unicodeCases are s upper- and lower-cased by the rules a plugin may use beyond ASCII's, for
@@ -191,7 +197,7 @@ func foldable(s string) bool {
 // case) beyond ASCII is not among them.
 func unicodeCases(s string) []string {
 	if utf8.RuneCountInString(s) < spec.MinFoldLen || !strings.ContainsFunc(s, func(r rune) bool {
-		return r == 'i' || r == 'I' || r >= utf8.RuneSelf && (unicode.ToUpper(r) != r || unicode.ToLower(r) != r || r == 'ß')
+		return r == 'i' || r == 'I' || casedBeyondASCII(r)
 	}) {
 		return nil
 	}

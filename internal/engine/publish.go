@@ -439,7 +439,7 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 				return c.client.NodeStageVolume(ctx, req)
 			})
 		}
-		top := e.topLevels(stagingDir, "the stagings of every plugin's volumes, which their claims are published from")
+		top := e.topLevels(stagingDir)
 		err := stage(req.PublishContext)
 		if err != nil {
 			err = e.reattach(ctx, c, v, p, csi.RPCNodeStageVolume, err, stage)
@@ -671,7 +671,7 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 		})
 	}
 	if !e.publishedBefore(ctx, v, p, c, req.StagingPath) {
-		top := e.topLevels(publishDir, "the targets of every alloc's claims, whose paths now lead into the plugin's mount")
+		top := e.topLevels(publishDir)
 		err := publish(req.PublishContext)
 		if err != nil && !p.stagedUnattached {
 			// A plugin that does not stage works from the attachment in NodePublishVolume, and one
@@ -1202,7 +1202,11 @@ type topLevel struct {
 // mountedOverTop. A level whose ID cannot be read (not there yet) is not compared. The cost is
 // a statx of each (STATX_MNT_ID; an open and a read of its fdinfo where the kernel, older than
 // 5.8, does not say).
-func (e *Engine) topLevels(sub, hides string) []topLevel {
+func (e *Engine) topLevels(sub string) []topLevel {
+	hides := "the stagings of every plugin's volumes, which their claims are published from"
+	if sub == publishDir {
+		hides = "the targets of every alloc's claims, whose paths now lead into that mount"
+	}
 	levels := []topLevel{
 		{what: "the state dir", dir: e.cfg.StateDir, hides: "volctl's database and lock files and every staging and target under it"},
 		{what: "the state dir's " + sub + " directory", dir: filepath.Join(e.cfg.StateDir, sub), hides: hides},

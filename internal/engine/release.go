@@ -134,7 +134,7 @@ func (e *Engine) unpublishTarget(ctx context.Context, c *conn, v store.Volume, p
 	if err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnpublishVolume, "target", cl.TargetPath, p.targetRecorded(v)); err != nil {
 		return nil, err
 	}
-	top := e.topLevels(publishDir, "the targets of every alloc's claims, whose paths now lead into that mount")
+	top := e.topLevels(publishDir)
 	answer = e.retry(ctx, c, csi.RPCNodeUnpublishVolume, func(ctx context.Context) error {
 		return c.client.NodeUnpublishVolume(ctx, csi.NodeUnpublishVolumeRequest{VolumeID: v.ExternalID, TargetPath: cl.TargetPath})
 	})
@@ -448,7 +448,7 @@ func (e *Engine) unstage(ctx context.Context, c *conn, v store.Volume, st store.
 	if err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnstageVolume, "staging", st.StagingPath, p.stagingRecorded(st)); err != nil {
 		return err
 	}
-	top := e.topLevels(stagingDir, "the stagings of every plugin's volumes, which their claims are published from")
+	top := e.topLevels(stagingDir)
 	err := e.retry(ctx, c, csi.RPCNodeUnstageVolume, func(ctx context.Context) error {
 		return c.client.NodeUnstageVolume(ctx, csi.NodeUnstageVolumeRequest{VolumeID: v.ExternalID, StagingPath: st.StagingPath})
 	})
