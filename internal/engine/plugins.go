@@ -1009,9 +1009,9 @@ func supervisionInfo(s *store.Supervision) *Supervision {
 // say an agent does something now (runs, daemon, probed): an agent killed with SIGKILL leaves
 // its last record, "runs", which plugin status and the dashboard showed as true. The lock, not
 // the pid: the kernel drops the lock with the process, and may give its pid to any process
-// since. /proc/locks is read once, and only when a record needs it; when it cannot be read, or a
-// holder is in a PID namespace this process cannot see (pid 0), the records are left as the
-// agent wrote them.
+// since. The lock's holders are looked up (store.FlockPids) once for all records, and only
+// when one needs it; when /proc/locks cannot be read, or a holder is in a PID namespace this
+// process cannot see (pid 0), the records are left as the agent wrote them.
 func (e *Engine) agentLiveness(infos []PluginInfo) {
 	var (
 		read, known bool

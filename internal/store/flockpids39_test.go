@@ -65,3 +65,36 @@ func TestFlockPidsIsNotFooledByOneReadMissingTheHolder(t *testing.T) {
 		})
 	}
 }
+
+// The holders an error names (a state dir's path lock, the open lock, the write lock) come from
+// /proc/locks read the same way: one read missing the holder's line does not make the error
+// name nobody (CI at eeb5dd2f: TestThePathLockHeldTooLongRefusesWritesNamingTheHolder's error
+// named no pid, its one read of /proc/locks having missed flock(1)'s lock).
+func TestLockHoldersAreNotFooledByOneReadMissingTheHolder(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "volctl.path")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	other := "1: POSIX  ADVISORY  WRITE 77 00:1f:12 0 EOF\n"
+	self := fmt.Sprintf("2: FLOCK  ADVISORY  WRITE %d %s 0 EOF\n", os.Getpid(), id)
+	held := other + self + "3: FLOCK  ADVISORY  WRITE 4242 " + id + " 0 EOF\n3: -> FLOCK  ADVISORY  WRITE 4343 " + id + " 0 EOF\n"
+	reads := []string{other + self, held, held}
+	n := 0
+	hs := lockHolders(fi, func() ([]byte, error) {
+		if n >= len(reads) {
+			t.Fatalf("read %d of /proc/locks, %d expected", n+1, len(reads))
+		}
+		n++
+		return []byte(reads[n-1]), nil
+	}, func(fields []string) bool { return fields[1] == "FLOCK" })
+	if len(hs) != 1 || hs[0].Pid != 4242 || n != len(reads) {
+		t.Errorf("holders %v after %d reads; want pid 4242 alone (not this process, not the waiter) after %d", hs, n, len(reads))
+	}
+}

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io/fs"
@@ -116,7 +115,7 @@ func sameSleep(prev []LockHolder, h LockHolder) bool {
 // FileInfo of, as /proc/locks lists them (at most shownNames); nil when none can be named (no
 // /proc, or a holder in another PID namespace).
 func FlockHolders(fi fs.FileInfo) []LockHolder {
-	return lockHolders(fi, func(fields []string) bool { return fields[1] == "FLOCK" })
+	return lockHolders(fi, readProcLocks, func(fields []string) bool { return fields[1] == "FLOCK" })
 }
 
 // FlockPids lists every process holding a flock on the file at path, this one included, as
@@ -128,23 +127,56 @@ func FlockHolders(fi fs.FileInfo) []LockHolder {
 // may be its lock, and none found is no word that none holds it (recheck39b; before, every
 // agent's record on such a file system read gone while the agent ran).
 func FlockPids(path string) (pids []int, ok bool, err error) {
-	return flockPids(path, func() ([]byte, error) { return os.ReadFile("/proc/locks") })
+	return flockPids(path, readProcLocks)
 }
 
-// procLocksReads bounds how often flockPids reads /proc/locks for one answer.
+// readProcLocks reads /proc/locks whole.
+func readProcLocks() ([]byte, error) { return os.ReadFile("/proc/locks") }
+
+// procLocksReads bounds how often lockPids reads /proc/locks for one answer.
 const procLocksReads = 4
 
-// flockPids is FlockPids reading /proc/locks through readLocks. The kernel serves /proc/locks
-// a page per read(2), each read resuming at a line count: a lock released meanwhile in an
-// earlier page shifts the lines after it back by one, and the line that crosses the page's
-// end is in neither page, a lock that is held read as none (flake39: 1 in 3,000 reads of a
-// lock held while other processes took and dropped theirs; an agent then shown gone while it
-// ran). A held lock is in every whole read, a dropped one in none after its drop, so the
-// holders are the union of reads repeated until one after the first adds no holder (at most
-// procLocksReads):
-// a lock missed twice running needs two releases, each at a page's end at the moment of its
-// read; a holder that drops its lock between the reads is named, as it would have been a
-// moment sooner.
+// lockPids lists, once each, the pids of the lock holders' lines of /proc/locks (read through
+// readLocks) that keep accepts: a line's fields, six or more ("1: FLOCK  ADVISORY  READ  1234
+// 08:01:5678 0 EOF"; a waiter's line, with "->" after its number, holds nothing and is left
+// out); 0 is a holder in a PID namespace this process cannot see into. The kernel serves
+// /proc/locks a page per read(2), each read resuming at a line count: a lock released
+// meanwhile in an earlier page shifts the lines after it back by one, and the line that
+// crosses the page's end is in neither page, a lock that is held read as none (flake39: 1 in
+// 3,000 reads of a lock held while other processes took and dropped theirs; an agent then
+// shown gone while it ran; and in CI, a state dir's path lock read as held by nobody named).
+// A held lock is in every whole read, a dropped one in none after its drop, so the holders are
+// the union of reads repeated until one after the first adds no holder (at most
+// procLocksReads): a lock missed twice running needs two releases, each at a page's end at the
+// moment of its read; a holder that drops its lock between the reads is named, as it would
+// have been a moment sooner.
+func lockPids(readLocks func() ([]byte, error), keep func(fields []string) bool) ([]int, error) {
+	var pids []int
+	for i := range procLocksReads {
+		b, err := readLocks()
+		if err != nil {
+			return nil, err
+		}
+		added := false
+		for line := range strings.Lines(string(b)) {
+			fields := strings.Fields(line)
+			if len(fields) < 6 || fields[1] == "->" || !keep(fields) {
+				continue
+			}
+			pid, err := strconv.Atoi(fields[4])
+			if err != nil || pid < 0 || slices.Contains(pids, pid) {
+				continue
+			}
+			pids, added = append(pids, pid), true
+		}
+		if !added && i > 0 {
+			break
+		}
+	}
+	return pids, nil
+}
+
+// flockPids is FlockPids reading /proc/locks through readLocks.
 func flockPids(path string, readLocks func() ([]byte, error)) (pids []int, ok bool, err error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -157,31 +189,18 @@ func flockPids(path string, readLocks func() ([]byte, error)) (pids []int, ok bo
 	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
 	ino := ":" + strconv.FormatUint(st.Ino, 10)
 	elsewhere := false // a FLOCK line of the inode number on another device
-	for i := range procLocksReads {
-		b, err := readLocks()
-		if err != nil {
-			return nil, false, nil
+	pids, err = lockPids(readLocks, func(fields []string) bool {
+		if fields[1] != "FLOCK" {
+			return false
 		}
-		added := false
-		for line := range strings.Lines(string(b)) {
-			fields := strings.Fields(line)
-			// A waiter's line has "->" after its number, shifting its fields: it holds nothing.
-			if len(fields) < 6 || fields[1] != "FLOCK" {
-				continue
-			}
-			if fields[5] != id {
-				elsewhere = elsewhere || strings.HasSuffix(fields[5], ino)
-				continue
-			}
-			pid, err := strconv.Atoi(fields[4])
-			if err != nil || pid < 0 || slices.Contains(pids, pid) {
-				continue
-			}
-			pids, added = append(pids, pid), true
+		if fields[5] != id {
+			elsewhere = elsewhere || strings.HasSuffix(fields[5], ino)
+			return false
 		}
-		if !added && i > 0 {
-			break
-		}
+		return true
+	})
+	if err != nil {
+		return nil, false, nil
 	}
 	if len(pids) == 0 && elsewhere {
 		var sfs unix.Statfs_t
@@ -203,7 +222,7 @@ func (s *Store) writeLockHolders() []LockHolder {
 	if err != nil {
 		return nil
 	}
-	return lockHolders(fi, func(fields []string) bool {
+	return lockHolders(fi, readProcLocks, func(fields []string) bool {
 		if (fields[1] != "POSIX" && fields[1] != "OFDLCK") || fields[3] != "WRITE" || len(fields) < 8 {
 			return false
 		}
@@ -217,35 +236,25 @@ func (s *Store) writeLockHolders() []LockHolder {
 }
 
 // lockHolders lists the processes other than this one holding a lock on the file fi is the
-// FileInfo of that match says is the one waited for, as /proc/locks lists them (at most
-// shownNames).
-func lockHolders(fi fs.FileInfo, match func(fields []string) bool) []LockHolder {
+// FileInfo of that match says is the one waited for, as /proc/locks (read through readLocks,
+// as lockPids does) lists them (at most shownNames).
+func lockHolders(fi fs.FileInfo, readLocks func() ([]byte, error), match func(fields []string) bool) []LockHolder {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return nil
 	}
-	locks, err := os.Open("/proc/locks")
+	// The device is the major and minor number in hex.
+	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	self := os.Getpid()
+	pids, err := lockPids(readLocks, func(fields []string) bool { return fields[5] == id && match(fields) })
 	if err != nil {
 		return nil
 	}
-	defer locks.Close()
-	// A line: "1: FLOCK  ADVISORY  READ  1234 08:01:5678 0 EOF", "2: POSIX  ADVISORY  WRITE 1234
-	// 08:01:5679 120 120"; a waiter's has "->" after the number. The device is the major and
-	// minor number in hex.
-	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
-	self := os.Getpid()
 	var hs []LockHolder
-	sc := bufio.NewScanner(locks)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || fields[5] != id || !match(fields) {
-			continue
+	for _, pid := range pids {
+		if pid > 0 && pid != self && len(hs) < shownNames {
+			hs = append(hs, holderOf(pid))
 		}
-		pid, err := strconv.Atoi(fields[4])
-		if err != nil || pid <= 0 || pid == self || len(hs) >= shownNames || held(hs, pid) {
-			continue
-		}
-		hs = append(hs, holderOf(pid))
 	}
 	return hs
 }
