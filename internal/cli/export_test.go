@@ -134,8 +134,10 @@ func neverEnding(t *testing.T) []exportFlags {
 	return []exportFlags{
 		jqFlags(t, `last(repeat(1))`), jqFlags(t, `[range(infinite)] | length`), jqFlags(t, `[.[] | .id] | until(false; .)`),
 		jqFlags(t, `repeat(empty)`), jqFlags(t, `last(range(1e18))`),
-		// Two items, each calling the template again: 2^depth calls, writing as it goes.
-		templateFlags(t, `{{define "x"}}{{range $}}.{{template "x" $}}{{end}}{{end}}{{template "x" .}}`),
+		// Two calls at each of 60 levels (within maxTemplateDepth): 2^60 calls, writing as it
+		// goes; and a range over a count, printing nothing.
+		templateFlags(t, `{{define "x"}}{{if lt (len .) 60}}{{range 2}}.{{template "x" (printf "%s." $)}}{{end}}{{end}}{{end}}{{template "x" ""}}`),
+		templateFlags(t, `{{range 1000000000000000000}}{{end}}`),
 	}
 }
 
@@ -303,9 +305,10 @@ func TestExportTemplateMemoryIsBounded(t *testing.T) {
 		`{{$x := "x"}}{{range 22}}{{$x = printf "%s%s" $x $x}}{{end}}{{len $x}}`,
 		// js escapes \ as \\: doubled again without printf.
 		`{{$x := "\\"}}{{range 22}}{{$x = js $x}}{{end}}{{len $x}}`,
-		// 2,000 calls deep, each holding its own copy of what it was given, 50 bytes shorter
-		// each time, 100 MB in all: no one step is large.
-		`{{define "r"}}{{$k := printf "%s" .}}{{if gt (len .) 50}}{{template "r" (slice . 50)}}{{end}}{{end}}{{template "r" (printf "%100000d" 1)}}`,
+		// 99 calls deep (within maxTemplateDepth), each holding its own copy of what it was
+		// given, 10,000 bytes shorter each time, 49 MB in all, the last looping while they are
+		// held: no one step is large.
+		`{{define "r"}}{{$k := printf "%s" .}}{{if gt (len .) 10000}}{{template "r" (slice . 10000)}}{{else}}{{range 10000000}}{{end}}{{end}}{{end}}{{template "r" (printf "%990000d" 1)}}`,
 	} {
 		tm, err := parseTemplate(text)
 		if err != nil {

@@ -134,10 +134,10 @@ func FuzzJQOutput(f *testing.F) {
 }
 
 // templateMayLoop reports a -t template that may range over a large count ({{range 1000000}})
-// or call itself from a range (a tree of calls without end): text/template cannot be
-// stopped, so one that loops without writing runs on, its output unread, after Write returned
-// (executeTemplate), and in a fuzzing process such runs would pile up. Write's bound of time
-// for them is TestExportFilterTimeIsBounded's.
+// or call itself from a range (a tree of calls, 2^100 within maxTemplateDepth): one that loops
+// without writing runs until Write's bound of time (a minute) ends it, too long for one input
+// of a fuzzer. That bound is TestExportFilterTimeIsBounded's, and the guard that ends such a
+// template with its context TestTemplateLoopingWithoutWritingEndsWithItsContext's.
 func templateMayLoop(s string) bool {
 	if !strings.Contains(s, "range") {
 		return false

@@ -224,6 +224,9 @@ func parseTemplate(s string) (*template.Template, error) {
 		return nil, templateParseError(s, err)
 	}
 	lenientConditions(t)
+	if err := guardTemplate(t); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -262,6 +265,10 @@ func (e *exportFlags) Write(ctx context.Context, w io.Writer, v any) error {
 	run, stop := boundFilter(ctx)
 	defer stop()
 	if err := executeTemplate(run, tmpl, &buf, data); err != nil {
+		var deep templateDepthError // said in its own words: the guard's place is not the text's
+		if errors.As(err, &deep) {
+			return usageError("--template: %w", deep)
+		}
 		err = templateExecError(e.Template, err)
 		if bound := passedBound(run); bound != nil {
 			return usageError("--template: %v", bound)
@@ -336,13 +343,18 @@ func (f filterInterrupted) Error() string {
 
 func (f filterInterrupted) Unwrap() error { return f.err }
 
-// executeTemplate runs tmpl until it ends or ctx does. text/template cannot be stopped, and a
-// template can loop for good ({{define "x"}}{{range $}}{{template "x" $}}{{end}}{{end}} over two
-// items): one that writes stops at its next write, which fails once ctx has ended; one that
-// only loops is left running, its output unread, until the process exits, as the command does.
+// executeTemplate runs tmpl (parsed by parseTemplate, which guards it) until it ends or ctx
+// does. text/template cannot be stopped from outside, and a template can loop for good
+// ({{range 1000000000000}}): it stops once ctx has ended at its next write, which fails, or
+// at its next range step or template call, whose guard fails (templateguard.go). A step of its
+// own that is long (a function making text, bounded by maxFilterOutput) is not waited for.
 func executeTemplate(ctx context.Context, tmpl *template.Template, buf *heldOutput, data any) error {
+	run, err := guardedRun(ctx, tmpl)
+	if err != nil {
+		return err
+	}
 	done := make(chan error, 1)
-	crash.Go(func() { done <- tmpl.Execute(ctxWriter{ctx, buf}, data) })
+	crash.Go(func() { done <- run.Execute(ctxWriter{ctx, buf}, data) })
 	select {
 	case err := <-done:
 		return indexNamed(err)
