@@ -17,16 +17,7 @@ import (
 // (flake39: TestSupervisionOfAKilledAgentSaysItIsGone read an agent gone while it ran, 2 in 60).
 func TestFlockPidsIsNotFooledByOneReadMissingTheHolder(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "agent.lock")
-	if err := os.WriteFile(path, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := fi.Sys().(*syscall.Stat_t)
-	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	path, _, id := lockFileID(t, "agent.lock")
 	other := "1: POSIX  ADVISORY  WRITE 77 00:1f:12 0 EOF\n2: FLOCK  ADVISORY  WRITE 78 00:1f:13 0 EOF\n"
 	held := other + "3: FLOCK  ADVISORY  WRITE 4242 " + id + " 0 EOF\n3: -> FLOCK  ADVISORY  WRITE 4343 " + id + " 0 EOF\n"
 	holder := func(pids ...int) string {
@@ -72,16 +63,7 @@ func TestFlockPidsIsNotFooledByOneReadMissingTheHolder(t *testing.T) {
 // named no pid, its one read of /proc/locks having missed flock(1)'s lock).
 func TestLockHoldersAreNotFooledByOneReadMissingTheHolder(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "volctl.path")
-	if err := os.WriteFile(path, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := fi.Sys().(*syscall.Stat_t)
-	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	_, fi, id := lockFileID(t, "volctl.path")
 	other := "1: POSIX  ADVISORY  WRITE 77 00:1f:12 0 EOF\n"
 	self := fmt.Sprintf("2: FLOCK  ADVISORY  WRITE %d %s 0 EOF\n", os.Getpid(), id)
 	held := other + self + "3: FLOCK  ADVISORY  WRITE 4242 " + id + " 0 EOF\n3: -> FLOCK  ADVISORY  WRITE 4343 " + id + " 0 EOF\n"
@@ -97,4 +79,20 @@ func TestLockHoldersAreNotFooledByOneReadMissingTheHolder(t *testing.T) {
 	if len(hs) != 1 || hs[0].Pid != 4242 || n != len(reads) {
 		t.Errorf("holders %v after %d reads; want pid 4242 alone (not this process, not the waiter) after %d", hs, n, len(reads))
 	}
+}
+
+// lockFileID makes an empty file named name in a new directory, and returns its path, its
+// FileInfo and its ID as /proc/locks writes it (major:minor:inode, the numbers in hex).
+func lockFileID(t *testing.T, name string) (path string, fi os.FileInfo, id string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return path, fi, fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
 }
