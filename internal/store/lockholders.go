@@ -176,6 +176,12 @@ func lockPids(readLocks func() ([]byte, error), keep func(fields []string) bool)
 	return pids, nil
 }
 
+// procLocksID is how /proc/locks names the file st is of: its device's major and minor
+// number in hex, and its inode number ("08:01:5678").
+func procLocksID(st *syscall.Stat_t) string {
+	return fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+}
+
 // flockPids is FlockPids reading /proc/locks through readLocks.
 func flockPids(path string, readLocks func() ([]byte, error)) (pids []int, ok bool, err error) {
 	fi, err := os.Stat(path)
@@ -186,7 +192,7 @@ func flockPids(path string, readLocks func() ([]byte, error)) (pids []int, ok bo
 	if !isStat {
 		return nil, false, nil
 	}
-	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	id := procLocksID(st)
 	ino := ":" + strconv.FormatUint(st.Ino, 10)
 	elsewhere := false // a FLOCK line of the inode number on another device
 	pids, err = lockPids(readLocks, func(fields []string) bool {
@@ -243,8 +249,7 @@ func lockHolders(fi fs.FileInfo, readLocks func() ([]byte, error), match func(fi
 	if !ok {
 		return nil
 	}
-	// The device is the major and minor number in hex.
-	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	id := procLocksID(st)
 	self := os.Getpid()
 	pids, err := lockPids(readLocks, func(fields []string) bool { return fields[5] == id && match(fields) })
 	if err != nil {
