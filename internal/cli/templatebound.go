@@ -172,5 +172,5 @@ func boundedCase(name string, f func(string) string) func(string) (string, error
 
 // isTemplateBound says whether err is a template stopped by one of the bounds on what it makes.
 func isTemplateBound(err error) bool {
-	return errors.Is(err, errFilterOutput) || errors.Is(err, errTemplateText) || errors.Is(err, errTemplateDepth)
+	return errors.Is(err, errFilterOutput) || errors.Is(err, errTemplateText)
 }

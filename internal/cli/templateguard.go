@@ -54,7 +54,13 @@ func (e templateDepthError) Unwrap() error { return errTemplateDepth }
 // guardTemplate guards every template tmpl holds (see above). It is done once, as -t is
 // parsed: guardedRun binds the functions to one run.
 func guardTemplate(tmpl *template.Template) error {
-	unbound := (&templateGuard{ctx: context.Background()}).funcs()
+	// Not a guard: a run outside guardedRun (a test's, comparing with text/template's own) is
+	// not bounded, and shares no depth with another.
+	unbound := template.FuncMap{
+		enterTemplateFunc: func(string) string { return "" },
+		leaveTemplateFunc: func() string { return "" },
+		rangeStepFunc:     func() string { return "" },
+	}
 	step, err := guardNode(unbound, rangeStepFunc)
 	if err != nil {
 		return err
@@ -75,7 +81,7 @@ func guardTemplate(tmpl *template.Template) error {
 		root := t.Tree.Root
 		root.Nodes = append(append([]parse.Node{enter}, root.Nodes...), leave)
 	}
-	tmpl.Funcs(unbound) // so that the names are known where the template runs unbound
+	tmpl.Funcs(unbound)
 	return nil
 }
 
