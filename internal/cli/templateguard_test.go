@@ -152,3 +152,33 @@ func TestTemplateLoopingWithoutWritingEndsWithItsContext(t *testing.T) {
 		})
 	}
 }
+
+// The guard changes nothing a template prints: each of these, over the sample, prints through
+// Write what text/template prints of it parsed without the guard (break and continue in a
+// guarded range, its else, its variables, blocks and templates called within the bound).
+func TestGuardedTemplatePrintsWhatTextTemplateDoes(t *testing.T) {
+	t.Parallel()
+	for _, text := range []string{
+		`{{range .}}{{if eq .id "db"}}{{continue}}{{end}}{{.id}}{{end}}`,
+		`{{range $i, $v := .}}{{$i}}={{$v.id}};{{break}}{{end}}`,
+		`{{range .}}{{range .claims}}x{{else}}none{{end}}{{end}}`,
+		`{{range $v := .}}{{range $v.claims}}{{.alloc}}{{else}}-{{end}}{{end}}`,
+		`{{define "c"}}[{{.alloc}}]{{end}}{{range .}}{{range .claims}}{{template "c" .}}{{end}}{{end}}`,
+		`{{block "b" .}}{{len .}}{{end}}|{{template "b" .}}`,
+		`{{range 3}}{{.}}{{end}}{{with 1}}{{range 2}}w{{end}}{{end}}`,
+		`{{define "x"}}{{if lt (len .) 5}}{{range 2}}.{{template "x" (printf "%s." $)}}{{end}}{{end}}{{end}}{{template "x" ""}}`,
+	} {
+		plain, err := newTemplate().Parse(text)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		var want bytes.Buffer
+		wantErr := plain.Execute(&want, exportSample)
+		var got bytes.Buffer
+		e := templateFlags(t, text)
+		err = e.Write(context.Background(), &got, exportSample)
+		if err != nil || wantErr != nil || got.String() != want.String() || got.Len() == 0 {
+			t.Errorf("%s: printed %q (%v), text/template alone %q (%v)", text, got.String(), err, want.String(), wantErr)
+		}
+	}
+}
