@@ -443,21 +443,32 @@ func TestPausedPairSnapshotDeleteRestore(t *testing.T) {
 // plugin and the store are left with no snapshot, and nothing for reconcile.
 func TestPausedPairSnapshotDeleteSnapshotDelete(t *testing.T) {
 	t.Parallel()
+	snapshotDeleteThen(t, func(ctx context.Context, other *Engine, snap string) error {
+		return snapshotDeleteOf(other, snap)(ctx)
+	})
+}
+
+// snapshotDeleteThen pairs a delete of snapshot nightly with second, another process's
+// command on it: the delete succeeds; second waits for the delete's snapshot lock, then ends
+// or says why not, naming the snapshot; the plugin is left with no snapshot, the store
+// matching it, and nothing for reconcile.
+func snapshotDeleteThen(t *testing.T, second func(ctx context.Context, other *Engine, snap string) error) {
+	t.Helper()
 	var snaps nightlyIDs
 	forEachFailpoint(t, snaps.setup,
 		func(h *harness) func(ctx context.Context) error { return snapshotDeleteOf(h.e, snaps.of(h)) },
 		func(h *harness) func(ctx context.Context, other *Engine) error {
 			snap := snaps.of(h)
-			return func(ctx context.Context, other *Engine) error { return snapshotDeleteOf(other, snap)(ctx) }
+			return func(ctx context.Context, other *Engine) error { return second(ctx, other, snap) }
 		},
 		func(t *testing.T, h *harness, fp string, out pairOutcome) {
 			snap := snaps.of(h)
 			if out.aErr != nil {
-				t.Errorf("at %s: the first delete: %v", fp, out.aErr)
+				t.Errorf("at %s: the delete: %v", fp, out.aErr)
 			}
 			saysWhatItWaitedFor(t, "at "+fp, out.bErr, snap)
 			if n := len(h.mem.Snapshots()); n != 0 {
-				t.Errorf("at %s: the plugin has %d snapshots after two deletes", fp, n)
+				t.Errorf("at %s: the plugin has %d snapshots after the delete and the other command", fp, n)
 			}
 			h.snapshotsMatch("at " + fp)
 			h.nothingToFinish("at " + fp)
@@ -666,28 +677,10 @@ func TestPausedPairVolumeDeleteSnapshotCreate(t *testing.T) {
 // the delete left; the store records no snapshot the plugin lacks.
 func TestPausedPairSnapshotDeleteSnapshotDeregister(t *testing.T) {
 	t.Parallel()
-	var snaps nightlyIDs
-	forEachFailpoint(t, snaps.setup,
-		func(h *harness) func(ctx context.Context) error { return snapshotDeleteOf(h.e, snaps.of(h)) },
-		func(h *harness) func(ctx context.Context, other *Engine) error {
-			snap := snaps.of(h)
-			return func(ctx context.Context, other *Engine) error {
-				_, err := other.DeregisterSnapshot(ctx, "mem", snap)
-				return err
-			}
-		},
-		func(t *testing.T, h *harness, fp string, out pairOutcome) {
-			snap := snaps.of(h)
-			if out.aErr != nil {
-				t.Errorf("at %s: the delete: %v", fp, out.aErr)
-			}
-			saysWhatItWaitedFor(t, "at "+fp, out.bErr, snap)
-			if n := len(h.mem.Snapshots()); n != 0 {
-				t.Errorf("at %s: the plugin has %d snapshots after the delete", fp, n)
-			}
-			h.snapshotsMatch("at " + fp)
-			h.nothingToFinish("at " + fp)
-		})
+	snapshotDeleteThen(t, func(ctx context.Context, other *Engine, snap string) error {
+		_, err := other.DeregisterSnapshot(ctx, "mem", snap)
+		return err
+	})
 }
 
 // A take-back of v from Nomad, and another process's delete or expand of v: it is refused
