@@ -102,6 +102,38 @@ func (h *harness) serveMountingOver(rpc string, up int) (dir func() string, unmo
 	return h.serveMounting(rpc, up, true)
 }
 
+// claimVBesideW creates volumes v and w, claims w for alloc a and writes a file (data) in its
+// target (wTarget), then claims v for a through a plugin that mounts over the directory up
+// levels above rpc's path (serveMountingOver), returning the claim's error.
+func (h *harness) claimVBesideW(rpc string, up int) (wTarget, data string, over func() string, unmountByHand func(), err error) {
+	h.t.Helper()
+	h.create(volume("v"))
+	h.create(volume("w"))
+	wTarget = h.claim(ClaimRequest{VolumeID: "w", Alloc: "a"}).TargetPath
+	data = filepath.Join(wTarget, "w-data")
+	if err := os.WriteFile(data, []byte("w"), 0o600); err != nil {
+		h.t.Fatal(err)
+	}
+	over, unmountByHand = h.serveMountingOver(rpc, up)
+	_, err = h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	return wTarget, data, over, unmountByHand, err
+}
+
+// onlyWPublished checks, after claimVBesideW's refusal and a reconcile, that v has no claim
+// and w's one claim is published still, its file (data) read through its target.
+func (h *harness) onlyWPublished(data string) {
+	h.t.Helper()
+	if live := h.liveClaims("v"); len(live) != 0 {
+		h.t.Fatalf("v's claims after reconcile = %+v, want none", live)
+	}
+	if got, err := os.ReadFile(data); err != nil || string(got) != "w" {
+		h.t.Fatalf("w's data through its target after reconcile = %q, %v", got, err)
+	}
+	if live := h.liveClaims("w"); len(live) != 1 || !live[0].AtRest() {
+		h.t.Fatalf("w's claims = %+v, want its one claim published still", live)
+	}
+}
+
 // serveMounting is serveMountingOver, with a mount made at the path too when atPath.
 func (h *harness) serveMounting(rpc string, up int, atPath bool) (dir func() string, unmountByHand func()) {
 	h.t.Helper()
@@ -183,15 +215,7 @@ func TestPluginMountingOverTheAllocsPublishDirectoryIsRefused(t *testing.T) {
 	} {
 		t.Run(tc.what, func(t *testing.T) {
 			h := kernelHarness(t, nil)
-			h.create(volume("v"))
-			h.create(volume("w"))
-			wTarget := h.claim(ClaimRequest{VolumeID: "w", Alloc: "a"}).TargetPath
-			data := filepath.Join(wTarget, "w-data")
-			if err := os.WriteFile(data, []byte("w"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			over, unmountByHand := h.serveMountingOver(csi.RPCNodePublishVolume, tc.up)
-			_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+			wTarget, data, over, unmountByHand, err := h.claimVBesideW(csi.RPCNodePublishVolume, tc.up)
 			dir := filepath.Join(filepath.Dir(filepath.Dir(wTarget)), "v")
 			if tc.up == 2 {
 				dir = filepath.Dir(dir)
@@ -211,15 +235,7 @@ func TestPluginMountingOverTheAllocsPublishDirectoryIsRefused(t *testing.T) {
 			if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Problems) != 0 {
 				t.Fatalf("reconcile once the mount over %s is undone: %+v, %v", dir, rep, err)
 			}
-			if live := h.liveClaims("v"); len(live) != 0 {
-				t.Fatalf("v's claims after reconcile = %+v, want none", live)
-			}
-			if got, err := os.ReadFile(data); err != nil || string(got) != "w" {
-				t.Fatalf("w's data through its target after reconcile = %q, %v", got, err)
-			}
-			if live := h.liveClaims("w"); len(live) != 1 || !live[0].AtRest() {
-				t.Fatalf("w's claims = %+v, want its one claim published still", live)
-			}
+			h.onlyWPublished(data)
 		})
 	}
 }

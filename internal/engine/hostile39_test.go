@@ -39,15 +39,7 @@ func TestPluginMountingOverTheStateDirsTopLevelsIsRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := kernelHarness(t, nil)
-			h.create(volume("v"))
-			h.create(volume("w"))
-			wTarget := h.claim(ClaimRequest{VolumeID: "w", Alloc: "a"}).TargetPath
-			data := filepath.Join(wTarget, "w-data")
-			if err := os.WriteFile(data, []byte("w"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			over, unmountByHand := h.serveMountingOver(tc.rpc, tc.up)
-			_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+			_, data, over, unmountByHand, err := h.claimVBesideW(tc.rpc, tc.up)
 			dir := h.dir
 			if tc.up < 4 && tc.rpc == csi.RPCNodePublishVolume || tc.up < 3 {
 				dir = filepath.Join(h.dir, map[string]string{csi.RPCNodeStageVolume: stagingDir, csi.RPCNodePublishVolume: publishDir}[tc.rpc])
@@ -78,15 +70,7 @@ func TestPluginMountingOverTheStateDirsTopLevelsIsRefused(t *testing.T) {
 			if err != nil || len(rep.Problems) != 0 {
 				t.Fatalf("reconcile once the mount over %s is undone: %+v, %v", dir, rep, err)
 			}
-			if live := h.liveClaims("v"); len(live) != 0 {
-				t.Fatalf("v's claims after reconcile = %+v, want none", live)
-			}
-			if got, err := os.ReadFile(data); err != nil || string(got) != "w" {
-				t.Fatalf("w's data through its target after reconcile = %q, %v", got, err)
-			}
-			if live := h.liveClaims("w"); len(live) != 1 || !live[0].AtRest() {
-				t.Fatalf("w's claims = %+v, want its one claim published still", live)
-			}
+			h.onlyWPublished(data)
 			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"}) // the plugin well again: the honest claim
 			h.release("v", "a")
 			h.release("w", "a")
