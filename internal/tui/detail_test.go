@@ -76,6 +76,39 @@ func TestVolumeDetailShowsAttachedTo(t *testing.T) {
 	}
 }
 
+// A volume whose staging path is still mounted with no staging recorded there (a plugin answered
+// NodeUnstageVolume OK and left its mount: engine.VolumeInfo.StagingLeft) says so beside
+// "Staged = no", naming the path and what finishes it; a volume staged, or unstaged with nothing
+// left, shows no such row (`volume status` says the same: TestVolumeStatusNamesAStagingLeftMounted).
+func TestVolumeDetailNamesAStagingLeftMounted(t *testing.T) {
+	s := NewStyles(FixedRenderer(termenv.Ascii))
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	vol := engine.VolumeSummary{ID: "db", PluginID: "hp"}
+	const path = "/var/lib/volctl/staging/hp/db"
+	for _, tt := range []struct {
+		name       string
+		v          engine.VolumeInfo
+		want, lack []string
+	}{
+		{"left mounted", engine.VolumeInfo{VolumeSummary: vol, StagingLeft: path},
+			[]string{"Staged            = no", "Still Mounted     = " + path + " (no staging recorded there: see the claims' errors; volctl reconcile)"}, nil},
+		{"staged", engine.VolumeInfo{VolumeSummary: vol, Staged: true}, []string{"Staged            = yes"}, []string{"Still Mounted"}},
+		{"unstaged, nothing left", engine.VolumeInfo{VolumeSummary: vol}, []string{"Staged            = no"}, []string{"Still Mounted"}},
+	} {
+		out := volumeDetail(s, tt.v, now, 200)
+		for _, w := range tt.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: the detail lacks %q:\n%s", tt.name, w, out)
+			}
+		}
+		for _, l := range tt.lack {
+			if strings.Contains(out, l) {
+				t.Errorf("%s: the detail shows %q:\n%s", tt.name, l, out)
+			}
+		}
+	}
+}
+
 // In a detail, an empty claims, bind mounts or allocs section says none; a full one is a
 // table under its header.
 func TestDetailSectionsSayNoneWhenEmpty(t *testing.T) {
