@@ -25,7 +25,7 @@ import (
 // answers, the same command goes through.
 func TestNomadRegisterWhileTheControllersExpandFails(t *testing.T) {
 	if os.Getenv("NOMAD_BIN") == "" {
-		t.Skip("set NOMAD_BIN")
+		t.Skip("set NOMAD_BIN to a Nomad binary to run the registration against a real agent whose controller expand fails")
 	}
 	w := makeNomadWorld(t, 4*time.Minute)
 	var failing atomic.Bool

@@ -140,11 +140,11 @@ func TestAgentRunsNoScriptItsInterpretersArgsNameThatAnotherUserMayChange(t *tes
 	// directories --library-path names searched first.
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skip("no sh")
+		t.Skipf("no sh to read the dynamic loader of: %v", err)
 	}
 	f, err := elf.Open(sh)
 	if err != nil {
-		t.Skipf("%s: %v", sh, err)
+		t.Skipf("%s is no ELF program to find the dynamic loader of: %v", sh, err)
 	}
 	interp := ""
 	for _, p := range f.Progs {

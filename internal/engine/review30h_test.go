@@ -16,7 +16,7 @@ import (
 func TestReview30hBindMountedDirAfterRebootNotRefused(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
-		t.Skip("root")
+		t.Skip("bind-mounting the plugin's socket directory needs root")
 	}
 	h := newHarness(t, nil)
 	dir := filepath.Join(t.TempDir(), "run")
