@@ -189,8 +189,13 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 			ownIntent = true // the old node's attachment is undone; the new node's is this claim's
 		}
 		req := controllerPublishRequest(c, v, cl)
-		if ownIntent && e.attachedAlready(ctx, c, v) {
-			return e.attachedOtherwise(v, p, req, nil)
+		listedNone := false // the plugin said, before the RPC, that nothing attached the volume to its node
+		if ownIntent {
+			published, checked := e.attachedAlready(ctx, c, v)
+			if published {
+				return e.attachedOtherwise(v, p, req, nil, false)
+			}
+			listedNone = checked
 		}
 		if !p.st.ControllerPublished {
 			p.staging(func(st *store.Staging) {
@@ -200,9 +205,12 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 		if err := p.flushDurable(ctx, "claim"); err != nil {
 			return err
 		}
-		pc, err := e.sendControllerPublish(ctx, c, req)
+		pc, earlier, err := e.sendControllerPublish(ctx, c, req)
 		if csi.IsAlreadyExists(err) && ownIntent {
-			return e.attachedOtherwise(v, p, req, err)
+			if earlier && listedNone {
+				return lostAttachRefused(c, v, req, err)
+			}
+			return e.attachedOtherwise(v, p, req, err, earlier)
 		}
 		if err != nil {
 			return err
@@ -238,9 +246,11 @@ func controllerPublishRequest(c *conn, v store.Volume, cl *store.Claim) csi.Cont
 	}
 }
 
-// sendControllerPublish sends req and returns the publish_context answered.
-func (e *Engine) sendControllerPublish(ctx context.Context, c *conn, req csi.ControllerPublishVolumeRequest) (map[string]string, error) {
-	pc, _, err := controllerAnswer(ctx, e, c, csi.RPCControllerPublishVolume, func(ctx context.Context) (map[string]string, error) {
+// sendControllerPublish sends req and returns the publish_context answered, and whether an
+// attempt reached the plugin before the one that answered (sendAnswered's earlier): its answer
+// lost, it may have made the attachment.
+func (e *Engine) sendControllerPublish(ctx context.Context, c *conn, req csi.ControllerPublishVolumeRequest) (map[string]string, bool, error) {
+	pc, earlier, err := controllerAnswer(ctx, e, c, csi.RPCControllerPublishVolume, func(ctx context.Context) (map[string]string, error) {
 		return c.client.ControllerPublishVolume(ctx, req)
 	})
 	if n := csi.MapSize(pc); err == nil && n > csi.MaxPublishContext {
@@ -248,11 +258,11 @@ func (e *Engine) sendControllerPublish(ctx context.Context, c *conn, req csi.Con
 		// same call gets the same one), so a claim is rolled back, detaching it, as after an
 		// answer past gRPC's limit. Before, a megabyte of it was recorded with the claim and the
 		// staging and sent back in every NodeStageVolume and NodePublishVolume.
-		return nil, badAnswerf("%s: plugin %q answered for volume %q on node %q with a publish_context that holds %d bytes of keys and values (%d entries), "+
+		return nil, earlier, badAnswerf("%s: plugin %q answered for volume %q on node %q with a publish_context that holds %d bytes of keys and values (%d entries), "+
 			"far past the CSI spec's 4 KiB for a map (volctl takes up to %d): it is not used; fix the plugin",
 			csi.RPCControllerPublishVolume, c.plugin.ID, spec.Cut(req.VolumeID, 256), spec.Cut(req.NodeID, 256), n, len(pc), csi.MaxPublishContext)
 	}
-	return pc, err
+	return pc, earlier, err
 }
 
 // reattach answers a node call (rpc: NodeStageVolume, or NodePublishVolume, which a plugin
@@ -275,7 +285,7 @@ func (e *Engine) reattach(ctx context.Context, c *conn, v store.Volume, p *check
 		!p.st.ControllerPublished || p.st.NodeID != c.fp.NodeID {
 		return nodeErr
 	}
-	pc, err := e.sendControllerPublish(ctx, c, controllerPublishRequest(c, v, p.cl))
+	pc, _, err := e.sendControllerPublish(ctx, c, controllerPublishRequest(c, v, p.cl))
 	if err != nil {
 		return fmt.Errorf("%w (volume %q is recorded attached to node %q; ControllerPublishVolume sent again for it failed too: %v)", nodeErr, v.ID, c.fp.NodeID, err)
 	}
@@ -308,9 +318,9 @@ func (p *checkpoint) publishContext(c *conn) map[string]string {
 // or its rollback when the node calls are refused (a second staging path), would detach the
 // volume from under that other user's mounts. Only a plugin with LIST_VOLUMES_PUBLISHED_NODES
 // can say; another is not asked, and a listing that fails or runs past its bound is logged and
-// not held against the claim.
-func (e *Engine) attachedAlready(ctx context.Context, c *conn, v store.Volume) bool {
-	var published bool
+// not held against the claim. checked says the plugin was asked and answered: a published
+// false is then its word that nothing attached the volume to its node.
+func (e *Engine) attachedAlready(ctx context.Context, c *conn, v store.Volume) (published, checked bool) {
 	err := e.controllerCheck(ctx, c, func(ctx context.Context) error {
 		var err error
 		published, err = e.listsPublished(ctx, c, v.ExternalID, c.fp.NodeID)
@@ -319,9 +329,9 @@ func (e *Engine) attachedAlready(ctx context.Context, c *conn, v store.Volume) b
 	})
 	if err != nil {
 		e.log.Warn(fmt.Sprintf("plugin %q: whether volume %q is attached to node %q already, not by volctl, could not be checked", c.plugin.ID, v.ID, c.fp.NodeID), "err", err)
-		return false
+		return false, false
 	}
-	return published
+	return published, publishedCheck(c) != ""
 }
 
 // attachedOtherwise is an attachment of the volume to the plugin's node that is not this
@@ -334,8 +344,13 @@ func (e *Engine) attachedAlready(ctx context.Context, c *conn, v store.Volume) b
 // be committed by the failure's flush, so that the rollback's release has no attachment to
 // undo and sends no ControllerUnpublishVolume (an attachment volctl records for other claims
 // is never this claim's intent: it is shared, or kept while they hold it). The error is final
-// (a conflict) and names the volume, the node and what the claim asked for.
-func (e *Engine) attachedOtherwise(v store.Volume, p *checkpoint, req csi.ControllerPublishVolumeRequest, err error) error {
+// (a conflict) and names the volume, the node and what the claim asked for. earlier says an
+// attempt of this ControllerPublishVolume reached the plugin before the one answered
+// ALREADY_EXISTS, its answer lost, and the plugin could not say beforehand that nothing
+// attached the volume (else lostAttachRefused): the attachment may be that attempt's, refused
+// by a plugin that is not idempotent, or another's made meanwhile, which volctl cannot tell
+// apart; it is left as any attachment that may be in use is, and the error says both.
+func (e *Engine) attachedOtherwise(v store.Volume, p *checkpoint, req csi.ControllerPublishVolumeRequest, err error, earlier bool) error {
 	p.staging(func(st *store.Staging) { st.ControllerPublished, st.PublishContext = false, nil })
 	p.attachIntent = false
 	if err == nil {
@@ -344,10 +359,36 @@ func (e *Engine) attachedOtherwise(v store.Volume, p *checkpoint, req csi.Contro
 			"release the volume where it is claimed, or, if nothing uses it, detach it with the storage provider's tools, then claim again",
 			v.ID, v.ExternalID, req.NodeID, v.PluginID)
 	}
+	if earlier {
+		return fmt.Errorf("volume %q is attached to node %q already, otherwise than this claim asks (%s/%s, read-only %t): %w; "+
+			"an earlier attempt of the same ControllerPublishVolume reached plugin %q and its answer was lost, so the attachment may be that attempt's (a plugin that made it should answer OK to the same request), "+
+			"or another orchestrator's made meanwhile: the plugin cannot list the nodes a volume is published to, so volctl cannot tell them apart, and "+
+			"volctl left that attachment as it is, since what made it may be using the volume: find what holds it with the storage provider's tools, "+
+			"detach it there once nothing uses it, then claim again",
+			v.ID, req.NodeID, req.Capability.AccessMode, req.Capability.AttachmentMode, req.ReadOnly, err, v.PluginID)
+	}
 	return fmt.Errorf("volume %q is attached to node %q already, otherwise than this claim asks (%s/%s, read-only %t), and not by this claim: %w; "+
 		"volctl left that attachment as it is, since what made it may be using the volume: find what holds it with the storage provider's tools, "+
 		"detach it there once nothing uses it, then claim again",
 		v.ID, req.NodeID, req.Capability.AccessMode, req.Capability.AttachmentMode, req.ReadOnly, err)
+}
+
+// lostAttachRefused is a ControllerPublishVolume answered ALREADY_EXISTS after an earlier
+// attempt of the same request reached the plugin and its answer was lost, where the plugin
+// listed no attachment of the volume to its node before the first attempt (attachedAlready,
+// checked): the attachment is that attempt's, which a plugin that is not idempotent refuses
+// to acknowledge (the CSI spec has it answer OK to the same request). The claim's attach
+// intent stays recorded, as after any final error that follows a lost answer (sendAnswered's
+// earlier), so the rollback's release sends ControllerUnpublishVolume for it. Before, the
+// claim took it for another orchestrator's (attachedOtherwise), withdrew the intent and left
+// the attachment it had made recorded nowhere
+// (TestAlreadyExistsAfterALostAttachIsTheClaimsOwnWhereThePluginListedNone). The error is final.
+func lostAttachRefused(c *conn, v store.Volume, req csi.ControllerPublishVolumeRequest, err error) error {
+	return fmt.Errorf("volume %q on node %q: %w; an earlier attempt of the same ControllerPublishVolume reached plugin %q and its answer was lost, "+
+		"and the plugin listed no attachment of the volume to that node before it (%s), so the attachment is that attempt's, "+
+		"which the plugin refuses to acknowledge (the CSI spec has a plugin answer OK to the same request): the claim is rolled back, "+
+		"detaching it (ControllerUnpublishVolume); fix the plugin, then claim again",
+		v.ID, req.NodeID, err, c.plugin.ID, publishedCheck(c))
 }
 
 // unstageUnattached undoes, right after the claim's ControllerPublishVolume, a staging of the
@@ -959,10 +1000,20 @@ func (e *Engine) attachedElsewhere(ctx context.Context, c *conn, v store.Volume,
 	if err != nil {
 		return err
 	}
-	way := releaseThem(claims, "release the claims that hold it", func(h store.Claim) bool {
+	// This claim, unless it is a restore (degraded: held whatever the error), is rolled back by
+	// the refusal, and its rollback releases it: it is no claim to tell the user to release
+	// (TestRolledBackClaimRefusedForAnotherNodesAttachmentIsNotAdvisedToBeReleased; before, a
+	// claim re-driven past its attach step was named, which its rollback had released).
+	rolledBack := !p.cl.Degraded
+	holds := func(h store.Claim) bool {
 		// holds no attachment, or this claim, which its rollback releases
-		return h.State != store.ClaimTaken && (h.ID != p.cl.ID || p.saved != store.ClaimTaken)
-	})
+		return h.State != store.ClaimTaken && (h.ID != p.cl.ID || !rolledBack && p.saved != store.ClaimTaken)
+	}
+	way := releaseThem(claims, "release the claims that hold it", holds)
+	if rolledBack && !slices.ContainsFunc(claims, holds) {
+		// No other claim holds the attachment: this claim's rollback detaches the old node.
+		way = ""
+	}
 	var node map[string]string
 	if c.fp.AccessibleTopology != nil {
 		node = c.fp.AccessibleTopology.Segments
@@ -971,11 +1022,24 @@ func (e *Engine) attachedElsewhere(ctx context.Context, c *conn, v store.Volume,
 		// The claim again would be refused by the topology (checkNode): the way out is the
 		// plugin back on a node the volume is accessible from, where the attachment is its own
 		// again (TestHostRenamedUnderATopologyKeyedByNodeID).
+		if way == "" {
+			return &otherNodesAttachment{wayBack: true, plugin: c.plugin.ID, msg: fmt.Sprintf("volume %q is attached to node %q, but plugin %q now reports node %q (its NodeGetInfo node_id changed), which %s: "+
+				"%s is not sent with node %q's publish context, which on this node may name another volume's device; no other claim holds the attachment, so this claim's rollback detaches node %q, "+
+				"and the volume, accessible only from topology %s, cannot be claimed on node %q: %s, then claim it again",
+				v.ID, st.NodeID, c.plugin.ID, c.fp.NodeID, nodeTopologyWords(node), rpc, st.NodeID, st.NodeID, formatTopologies(topos), c.fp.NodeID,
+				restartWords(c.plugin.ID, topos, c.fp.NodeID, node))}
+		}
 		return &otherNodesAttachment{wayBack: true, plugin: c.plugin.ID, msg: fmt.Sprintf("volume %q is attached to node %q, but plugin %q now reports node %q (its NodeGetInfo node_id changed), which %s: "+
 			"%s is not sent with node %q's publish context, which on this node may name another volume's device, and the volume, accessible only from topology %s, cannot be claimed on node %q either: "+
 			"%s; or, to leave it, %s (the release detaches node %q)",
 			v.ID, st.NodeID, c.plugin.ID, c.fp.NodeID, nodeTopologyWords(node), rpc, st.NodeID, formatTopologies(topos), c.fp.NodeID,
 			restartWords(c.plugin.ID, topos, c.fp.NodeID, node), way, st.NodeID)}
+	}
+	if way == "" {
+		return &otherNodesAttachment{msg: fmt.Sprintf("volume %q is attached to node %q, but plugin %q now reports node %q (its NodeGetInfo node_id changed): "+
+			"%s is not sent with node %q's publish context, which on this node may name another volume's device. "+
+			"No other claim holds the attachment, so this claim's rollback detaches node %q: claim the volume again, which attaches node %q",
+			v.ID, st.NodeID, c.plugin.ID, c.fp.NodeID, rpc, st.NodeID, st.NodeID, c.fp.NodeID)}
 	}
 	return &otherNodesAttachment{msg: fmt.Sprintf("volume %q is attached to node %q, but plugin %q now reports node %q (its NodeGetInfo node_id changed): "+
 		"%s is not sent with node %q's publish context, which on this node may name another volume's device. "+
