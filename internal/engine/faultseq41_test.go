@@ -1,0 +1,281 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// Fault sequences: where the code matrix (TestCodeMatrix) fails one RPC once and follows the
+// way back, a sequence runs random claims (some read-only), releases and reconcile passes of
+// two allocs sharing one volume (multi-node-multi-writer: one staging, two targets), and
+// restarts of the plugin with STAGE_UNSTAGE_VOLUME and PUBLISH_UNPUBLISH_VOLUME each on or off
+// and now and then another node ID (keeping what it holds), each operation preceded by
+// up to two faults queued for the volume's RPCs (a code, the plugin acting or not, once or
+// twice), so that a failure meets another's leftovers: a release while a claim waits for
+// reconcile, a claim again of an alloc whose release failed, a pass whose retry fails
+// differently. After every operation, whatever it answered, the store knows of everything the
+// plugin holds (an attachment, the staging, each target: matrixCell.agree), a claim that
+// answered OK is published at a target the plugin has, a release that answered OK left no
+// claim of its alloc, no error, event or claim record shows the secret the faults echo, and
+// each error names the volume. At the end the plugin heals, and a reconcile, the releases and
+// two passes more leave nothing, on either side, and report nothing of the volume.
+//
+// faultSeqCount sequences run (seeds 1 to faultSeqCount; VOLCTL_FAULT_SEQUENCES=N runs N, and
+// a failure names its seed, which VOLCTL_FAULT_SEQUENCE_FIRST=S runs first).
+const faultSeqCount = 24
+
+// faultSeqOps is how many operations a sequence runs before the plugin heals.
+const faultSeqOps = 12
+
+func TestFaultSequences(t *testing.T) {
+	t.Parallel()
+	n, first := faultSeqCount, 1
+	if s := os.Getenv("VOLCTL_FAULT_SEQUENCES"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n < 1 {
+			t.Fatalf("VOLCTL_FAULT_SEQUENCES=%q: want a count of at least 1", s)
+		}
+	}
+	if s := os.Getenv("VOLCTL_FAULT_SEQUENCE_FIRST"); s != "" {
+		var err error
+		if first, err = strconv.Atoi(s); err != nil {
+			t.Fatalf("VOLCTL_FAULT_SEQUENCE_FIRST=%q: want a seed", s)
+		}
+	}
+	// Two harnesses, the seeds split between them: each runs its sequences one after another
+	// (a sequence's faults are its volume's, but the injector's counts are the harness's).
+	const harnesses = 2
+	for k := range harnesses {
+		t.Run(fmt.Sprintf("harness%d", k), func(t *testing.T) {
+			t.Parallel()
+			h := newHarnessConfig(t, nil, matrixConfig())
+			for seed := first + k; seed < first+n; seed += harnesses {
+				t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+					parent := h.t
+					h.t = t
+					defer func() { h.t = parent }()
+					runFaultSequence(t, parent, h, uint64(seed))
+				})
+			}
+		})
+	}
+}
+
+// faultSeqCodes are the codes a sequence's faults answer with: each class (retryable, final,
+// ignorable on a teardown) and the codes the engine branches on (matrixBranched).
+var faultSeqCodes = []codes.Code{codes.Unavailable, codes.Aborted, codes.DeadlineExceeded, codes.Internal,
+	codes.FailedPrecondition, codes.NotFound, codes.ResourceExhausted, codes.Unimplemented, codes.AlreadyExists}
+
+// faultSeqAllowed says whether a fault fits a sequence run on the in-memory plugin: not a
+// teardown answered NOT_FOUND (or NodeUnstageVolume UNIMPLEMENTED) by a plugin that undid
+// nothing, whose outcome rests on a mount it does not make (needsMounts: TestCodeMatrixKernel
+// runs those), nor an attachment ControllerPublishVolume made and answered ALREADY_EXISTS for,
+// which the design leaves to the user, who is told (TestCodeMatrix's designKeeps).
+func faultSeqAllowed(rpc string, code codes.Code, acted bool) bool {
+	if needsMounts(rpc, acted)(matrixAnswer{code: code}) != "" {
+		return false
+	}
+	return !(rpc == csi.RPCControllerPublishVolume && code == codes.AlreadyExists && acted)
+}
+
+func runFaultSequence(t, parent *testing.T, h *harness, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 41))
+	vol := fmt.Sprintf("seq%d", seed)
+	h.create(volume(vol, capab(spec.MultiNodeMultiWriter)))
+	c := &matrixCell{t: t, h: h, vol: vol, ext: h.externalID(vol)}
+	rpcs := append(slices.Clone(matrixClaimRPCs), matrixReleaseRPCs...)
+	var steps []string // what ran, for a failure's message
+	full := true       // the plugin has both capabilities the restarts take away, and node-1
+	node := "node-1"   // the node ID the plugin reports
+	t.Cleanup(func() { // a sequence that failed leaves the next one the plugin as it found it
+		if !full {
+			restartWithCaps(parent, h, true, true, "node-1")
+		}
+	})
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("seed %d (VOLCTL_FAULT_SEQUENCE_FIRST=%d VOLCTL_FAULT_SEQUENCES=1), after\n  %s\n%s", seed, seed,
+			strings.Join(steps, "\n  "), fmt.Sprintf(format, args...))
+	}
+	for range faultSeqOps {
+		// The operation first, then its faults: mostly at the RPCs it sends (a claim's, a
+		// release's; a reconcile pass sends either), now and then at the others' (a pass's
+		// leftovers, a rollback's teardown).
+		op, alloc := []string{"claim", "claim", "release", "release", "reconcile", "restart"}[r.IntN(6)], []string{"a", "b"}[r.IntN(2)]
+		pool := rpcs
+		switch {
+		case op == "claim" && r.IntN(4) > 0:
+			pool = matrixClaimRPCs
+		case op == "release" && r.IntN(4) > 0:
+			pool = matrixReleaseRPCs
+		}
+		h.faults.Clear()
+		var queued []string
+		for range r.IntN(3) {
+			rpc := pool[r.IntN(len(pool))]
+			code := faultSeqCodes[r.IntN(len(faultSeqCodes))]
+			acted := r.IntN(2) == 0
+			if !faultSeqAllowed(rpc, code, acted) {
+				continue
+			}
+			times := 1 + r.IntN(2)
+			h.faults.Inject(rpc, csitest.Fault{Code: code, Message: "backend said no (token " + matrixSecret + ")", Lost: acted, Times: times,
+				When: func(req proto.Message) bool {
+					f := req.ProtoReflect().Descriptor().Fields().ByName("volume_id")
+					return f != nil && req.ProtoReflect().Get(f).String() == c.ext
+				}})
+			queued = append(queued, fmt.Sprintf("%s %s acted=%v x%d", rpc, code, acted, times))
+		}
+		var (
+			err error
+			rep ReconcileReport
+		)
+		switch op {
+		case "claim":
+			ro := r.IntN(3) == 0
+			if ro {
+				op = "claim read-only"
+			}
+			_, err = h.e.Claim(h.ctx, ClaimRequest{VolumeID: vol, Alloc: alloc, ReadOnly: ro})
+		case "release":
+			_, err = h.e.Release(h.ctx, vol, alloc)
+		case "reconcile":
+			alloc = ""
+			rep, err = h.e.Reconcile(h.ctx)
+		default:
+			// The plugin restarts with STAGE_UNSTAGE_VOLUME and PUBLISH_UNPUBLISH_VOLUME each
+			// on or off, now and then reporting another node ID, keeping what it holds; then a
+			// reconcile pass meets it.
+			stage, attach := r.IntN(2) == 0, r.IntN(2) == 0
+			if r.IntN(4) == 0 {
+				node = map[string]string{"node-1": "node-2", "node-2": "node-1"}[node]
+			}
+			alloc = fmt.Sprintf("(stage %v, attach %v, node %s), reconcile", stage, attach, node)
+			restartWithCaps(parent, h, stage, attach, node)
+			full = stage && attach && node == "node-1"
+			rep, err = h.e.Reconcile(h.ctx)
+		}
+		op = strings.TrimSpace(op + " " + alloc)
+		steps = append(steps, fmt.Sprintf("%s [faults: %s] -> %v", op, strings.Join(queued, "; "), shortErr(err)))
+		if err != nil && strings.Contains(err.Error(), matrixSecret) {
+			fail("the error shows the secret: %.400s", err)
+		}
+		if err != nil && (strings.HasPrefix(op, "claim") || strings.HasPrefix(op, "release")) && !strings.Contains(err.Error(), strconv.Quote(vol)) {
+			fail("the error does not name volume %q: %.400s", vol, err)
+		}
+		for _, p := range rep.Problems {
+			if strings.Contains(p.Message, matrixSecret) || p.VolumeID == vol && !strings.Contains(p.Message, strconv.Quote(vol)) {
+				fail("reconcile's problem shows the secret or does not name volume %q: %.400s", vol, p.Message)
+			}
+		}
+		if err := c.agree(true); err != nil {
+			fail("the store and the plugin disagree: %v", err)
+		}
+		claims := h.liveClaims(vol)
+		mine := slices.IndexFunc(claims, func(cl store.Claim) bool { return cl.Alloc == alloc })
+		switch {
+		case err == nil && strings.HasPrefix(op, "claim"):
+			if mine < 0 || claims[mine].TargetPath == "" || !slices.Contains(h.mem.Targets(c.ext), claims[mine].TargetPath) {
+				fail("the claim answered OK; its alloc's record %+v, the plugin's targets %v", claims, h.mem.Targets(c.ext))
+			}
+		case err == nil && strings.HasPrefix(op, "release"):
+			if mine >= 0 {
+				fail("the release answered OK; a claim of %q is left: %+v", alloc, claims[mine])
+			}
+		}
+		if msg := secretShown(h, vol); msg != "" {
+			fail("%s", msg)
+		}
+	}
+	// The plugin heals, and comes back as node-1 with both capabilities if a restart changed
+	// either.
+	h.faults.Clear()
+	if !full {
+		restartWithCaps(parent, h, true, true, "node-1")
+		full = true
+		steps = append(steps, "restart (stage true, attach true, node node-1)")
+	}
+	// The pass may report what it could not finish before the plugin healed and had to roll
+	// back (a claim refused for another node's attachment); a release of each claim left must
+	// pass, and a pass after it, and one for an owed detach, report nothing of the volume.
+	rep, _ := h.e.Reconcile(h.ctx)
+	for _, p := range rep.Problems {
+		if strings.Contains(p.Message, matrixSecret) || p.VolumeID == vol && !strings.Contains(p.Message, strconv.Quote(vol)) {
+			fail("reconcile's problem after the plugin healed shows the secret or does not name volume %q: %.400s", vol, p.Message)
+		}
+	}
+	for _, cl := range h.liveClaims(vol) {
+		if _, err := h.e.Release(h.ctx, vol, cl.Alloc); err != nil {
+			fail("release of %q after the plugin healed: %v", cl.Alloc, err)
+		}
+	}
+	for range 2 {
+		rep, _ := h.e.Reconcile(h.ctx)
+		if i := slices.IndexFunc(rep.Problems, func(p ReconcileAction) bool { return p.VolumeID == vol }); i >= 0 {
+			fail("reconcile after the plugin healed and the claims were released: %+v", rep.Problems[i])
+		}
+	}
+	if err := c.empty(); err != nil {
+		fail("after the plugin healed and the claims were released: %v", err)
+	}
+	if msg := secretShown(h, vol); msg != "" {
+		fail("%s", msg)
+	}
+}
+
+// restartWithCaps restarts the harness's plugin keeping what it holds, with
+// STAGE_UNSTAGE_VOLUME and PUBLISH_UNPUBLISH_VOLUME as given, reporting node ID node. Its
+// server is the harness's (parent's), which outlives the sequence that restarted it.
+func restartWithCaps(parent *testing.T, h *harness, stage, attach bool, node string) {
+	seq := h.t
+	h.t = parent
+	defer func() { h.t = seq }()
+	h.restartKeepingState(func(c *csitest.MemConfig) {
+		c.Node.StageUnstageVolume, c.Controller.PublishUnpublishVolume, c.NodeID = stage, attach, node
+	})
+}
+
+// shortErr is err's message cut for a sequence's record of its steps.
+func shortErr(err error) string {
+	if err == nil {
+		return "OK"
+	}
+	s := err.Error()
+	if len(s) > 160 {
+		s = s[:160] + "..."
+	}
+	return s
+}
+
+// secretShown says where the volume's events or its claims' records show matrixSecret, if they do.
+func secretShown(h *harness, vol string) string {
+	h.t.Helper()
+	evs, err := h.e.Events(h.ctx, 0, EventFilter{VolumeID: vol})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if strings.Contains(ev.Message, matrixSecret) {
+			return fmt.Sprintf("event %s shows the secret: %.300s", ev.Kind, ev.Message)
+		}
+	}
+	for _, cl := range h.liveClaims(vol) {
+		if strings.Contains(cl.LastError, matrixSecret) {
+			return fmt.Sprintf("the claim of %q shows the secret: %.300s", cl.Alloc, cl.LastError)
+		}
+	}
+	return ""
+}
