@@ -14,6 +14,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -42,12 +43,33 @@ const faultSeqOps = 12
 
 func TestFaultSequences(t *testing.T) {
 	t.Parallel()
-	n, first := faultSeqCount, 1
+	faultSequences(t, 1, faultSeqCount, 2, func(t *testing.T) *harness { return newHarnessConfig(t, nil, matrixConfig()) }, false)
+}
+
+// TestFaultSequencesKernel runs sequences with the in-memory plugin mounting for real (root)
+// and the kernel's mount table, where the teardowns answered NOT_FOUND (or NodeUnstageVolume
+// UNIMPLEMENTED) having undone nothing run too (the cells TestCodeMatrixKernel holds one at a
+// time): the mount they leave is volctl's to find and not forget; and no sequence leaves a
+// mount under the test's directories. Its seeds are its own (from 100001); fewer run, each
+// costing real mounts (VOLCTL_FAULT_SEQUENCES=N runs N/4, at least one).
+func TestFaultSequencesKernel(t *testing.T) {
+	t.Parallel()
+	hostpathtest.RequireMount(t)
+	faultSequences(t, 100001, faultSeqCount/4, 1, func(t *testing.T) *harness { return kernelHarnessConfig(t, nil, matrixConfig()) }, true)
+}
+
+// faultSequences runs count sequences from seed first, or as VOLCTL_FAULT_SEQUENCES (divided
+// by the ratio of faultSeqCount to count) and VOLCTL_FAULT_SEQUENCE_FIRST say, on harnesses
+// harnesses made by harness, the seeds split between them: each runs its sequences one after
+// another (a sequence's faults are its volume's, but the injector's counts are the harness's).
+func faultSequences(t *testing.T, first, count, harnesses int, harness func(*testing.T) *harness, kernel bool) {
+	n := count
 	if s := os.Getenv("VOLCTL_FAULT_SEQUENCES"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil || n < 1 {
+		asked, err := strconv.Atoi(s)
+		if err != nil || asked < 1 {
 			t.Fatalf("VOLCTL_FAULT_SEQUENCES=%q: want a count of at least 1", s)
 		}
+		n = max(1, asked*count/faultSeqCount)
 	}
 	if s := os.Getenv("VOLCTL_FAULT_SEQUENCE_FIRST"); s != "" {
 		var err error
@@ -55,19 +77,22 @@ func TestFaultSequences(t *testing.T) {
 			t.Fatalf("VOLCTL_FAULT_SEQUENCE_FIRST=%q: want a seed", s)
 		}
 	}
-	// Two harnesses, the seeds split between them: each runs its sequences one after another
-	// (a sequence's faults are its volume's, but the injector's counts are the harness's).
-	const harnesses = 2
 	for k := range harnesses {
 		t.Run(fmt.Sprintf("harness%d", k), func(t *testing.T) {
 			t.Parallel()
-			h := newHarnessConfig(t, nil, matrixConfig())
+			h := harness(t)
 			for seed := first + k; seed < first+n; seed += harnesses {
 				t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
 					parent := h.t
 					h.t = t
 					defer func() { h.t = parent }()
-					runFaultSequence(t, parent, h, uint64(seed))
+					runFaultSequence(t, parent, h, uint64(seed), kernel)
+					if !kernel {
+						return
+					}
+					if left := mountsUnder(t, h.dir); len(left) != 0 {
+						t.Errorf("seed %d: mounts left under the state dir: %v", seed, left)
+					}
 				})
 			}
 		})
@@ -79,19 +104,20 @@ func TestFaultSequences(t *testing.T) {
 var faultSeqCodes = []codes.Code{codes.Unavailable, codes.Aborted, codes.DeadlineExceeded, codes.Internal,
 	codes.FailedPrecondition, codes.NotFound, codes.ResourceExhausted, codes.Unimplemented, codes.AlreadyExists}
 
-// faultSeqAllowed says whether a fault fits a sequence run on the in-memory plugin: not a
-// teardown answered NOT_FOUND (or NodeUnstageVolume UNIMPLEMENTED) by a plugin that undid
-// nothing, whose outcome rests on a mount it does not make (needsMounts: TestCodeMatrixKernel
-// runs those), nor an attachment ControllerPublishVolume made and answered ALREADY_EXISTS for,
-// which the design leaves to the user, who is told (TestCodeMatrix's designKeeps).
-func faultSeqAllowed(rpc string, code codes.Code, acted bool) bool {
-	if needsMounts(rpc, acted)(matrixAnswer{code: code}) != "" {
+// faultSeqAllowed says whether a fault fits a sequence: with the in-memory plugin making no
+// mounts (not kernel), not a teardown answered NOT_FOUND (or NodeUnstageVolume UNIMPLEMENTED)
+// by a plugin that undid nothing, whose outcome rests on a mount it does not make
+// (needsMounts: TestFaultSequencesKernel runs those); nor an attachment ControllerPublishVolume
+// made and answered ALREADY_EXISTS for, which the design leaves to the user, who is told
+// (TestCodeMatrix's designKeeps).
+func faultSeqAllowed(rpc string, code codes.Code, acted, kernel bool) bool {
+	if !kernel && needsMounts(rpc, acted)(matrixAnswer{code: code}) != "" {
 		return false
 	}
 	return !(rpc == csi.RPCControllerPublishVolume && code == codes.AlreadyExists && acted)
 }
 
-func runFaultSequence(t, parent *testing.T, h *harness, seed uint64) {
+func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool) {
 	r := rand.New(rand.NewPCG(seed, 41))
 	vol := fmt.Sprintf("seq%d", seed)
 	h.create(volume(vol, capab(spec.MultiNodeMultiWriter)))
@@ -128,7 +154,7 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64) {
 			rpc := pool[r.IntN(len(pool))]
 			code := faultSeqCodes[r.IntN(len(faultSeqCodes))]
 			acted := r.IntN(2) == 0
-			if !faultSeqAllowed(rpc, code, acted) {
+			if !faultSeqAllowed(rpc, code, acted, kernel) {
 				continue
 			}
 			times := 1 + r.IntN(2)
