@@ -20,19 +20,20 @@ import (
 )
 
 // Fault sequences: where the code matrix (TestCodeMatrix) fails one RPC once and follows the
-// way back, a sequence runs random claims (some read-only), releases and reconcile passes of
-// two allocs sharing one volume (multi-node-multi-writer: one staging, two targets), and
-// restarts of the plugin with STAGE_UNSTAGE_VOLUME and PUBLISH_UNPUBLISH_VOLUME each on or off
-// and now and then another node ID (keeping what it holds), each operation preceded by
-// up to two faults queued for the volume's RPCs (a code, the plugin acting or not, once or
-// twice), so that a failure meets another's leftovers: a release while a claim waits for
-// reconcile, a claim again of an alloc whose release failed, a pass whose retry fails
+// way back, a sequence runs random claims (some read-only), releases, detaches, expansions and
+// reconcile passes of two allocs sharing one volume (multi-node-multi-writer: one staging, two
+// targets), and restarts of the plugin with STAGE_UNSTAGE_VOLUME and PUBLISH_UNPUBLISH_VOLUME
+// each on or off and now and then another node ID (keeping what it holds), each operation
+// preceded by up to two faults queued for the volume's RPCs (a code, the plugin acting or not,
+// once or twice), so that a failure meets another's leftovers: a release while a claim waits
+// for reconcile, a claim again of an alloc whose release failed, a pass whose retry fails
 // differently. After every operation, whatever it answered, the store knows of everything the
 // plugin holds (an attachment, the staging, each target: matrixCell.agree), a claim that
-// answered OK is published at a target the plugin has, a release that answered OK left no
-// claim of its alloc, no error, event or claim record shows the secret the faults echo, and
-// each error names the volume. At the end the plugin heals, and a reconcile, the releases and
-// two passes more leave nothing, on either side, and report nothing of the volume.
+// answered OK is published at a target the plugin has, a release that answered OK left no claim
+// of its alloc, a detach that answered OK left no claim, no error, event or claim record shows
+// the secret the faults echo, and each error names the volume. At the end the plugin heals, and
+// a reconcile, the releases and two passes more leave nothing, on either side, and report
+// nothing of the volume.
 //
 // faultSeqCount sequences run (seeds 1 to faultSeqCount; VOLCTL_FAULT_SEQUENCES=N runs N, and
 // a failure names its seed, which VOLCTL_FAULT_SEQUENCE_FIRST=S runs first).
@@ -99,6 +100,9 @@ func faultSequences(t *testing.T, first, count, harnesses int, harness func(*tes
 	}
 }
 
+// faultSeqExpandRPCs are the RPCs an expansion sends.
+var faultSeqExpandRPCs = []string{csi.RPCControllerExpandVolume, csi.RPCNodeExpandVolume}
+
 // faultSeqCodes are the codes a sequence's faults answer with: each class (retryable, final,
 // ignorable on a teardown) and the codes the engine branches on (matrixBranched).
 var faultSeqCodes = []codes.Code{codes.Unavailable, codes.Aborted, codes.DeadlineExceeded, codes.Internal,
@@ -122,11 +126,12 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 	vol := fmt.Sprintf("seq%d", seed)
 	h.create(volume(vol, capab(spec.MultiNodeMultiWriter)))
 	c := &matrixCell{t: t, h: h, vol: vol, ext: h.externalID(vol)}
-	rpcs := append(slices.Clone(matrixClaimRPCs), matrixReleaseRPCs...)
-	var steps []string // what ran, for a failure's message
-	full := true       // the plugin has both capabilities the restarts take away, and node-1
-	node := "node-1"   // the node ID the plugin reports
-	t.Cleanup(func() { // a sequence that failed leaves the next one the plugin as it found it
+	rpcs := slices.Concat(matrixClaimRPCs, matrixReleaseRPCs, faultSeqExpandRPCs)
+	var steps []string     // what ran, for a failure's message
+	size := int64(1 << 20) // the volume's size asked, which each expand grows
+	full := true           // the plugin has both capabilities the restarts take away, and node-1
+	node := "node-1"       // the node ID the plugin reports
+	t.Cleanup(func() {     // a sequence that failed leaves the next one the plugin as it found it
 		if !full {
 			restartWithCaps(parent, h, true, true, "node-1")
 		}
@@ -140,13 +145,15 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 		// The operation first, then its faults: mostly at the RPCs it sends (a claim's, a
 		// release's; a reconcile pass sends either), now and then at the others' (a pass's
 		// leftovers, a rollback's teardown).
-		op, alloc := []string{"claim", "claim", "release", "release", "reconcile", "restart"}[r.IntN(6)], []string{"a", "b"}[r.IntN(2)]
+		op, alloc := []string{"claim", "claim", "release", "release", "reconcile", "restart", "expand", "detach"}[r.IntN(8)], []string{"a", "b"}[r.IntN(2)]
 		pool := rpcs
 		switch {
 		case op == "claim" && r.IntN(4) > 0:
 			pool = matrixClaimRPCs
-		case op == "release" && r.IntN(4) > 0:
+		case (op == "release" || op == "detach") && r.IntN(4) > 0:
 			pool = matrixReleaseRPCs
+		case op == "expand" && r.IntN(4) > 0:
+			pool = faultSeqExpandRPCs
 		}
 		h.faults.Clear()
 		var queued []string
@@ -181,6 +188,16 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 		case "reconcile":
 			alloc = ""
 			rep, err = h.e.Reconcile(h.ctx)
+		case "expand":
+			// Grown by a MiB each time (the volume is made at 1 MiB): the node's part sent at
+			// once where a claim has it staged, else owed to the next publish.
+			size += 1 << 20
+			alloc = fmt.Sprintf("to %d MiB", size>>20)
+			_, err = h.e.ExpandVolume(h.ctx, vol, size, 0)
+		case "detach":
+			// Every claim of the volume released, as `volume detach` (not forced) does.
+			alloc = ""
+			_, err = h.e.Detach(h.ctx, vol, false)
 		default:
 			// The plugin restarts with STAGE_UNSTAGE_VOLUME and PUBLISH_UNPUBLISH_VOLUME each
 			// on or off, now and then reporting another node ID, keeping what it holds; then a
@@ -199,7 +216,7 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 		if err != nil && strings.Contains(err.Error(), matrixSecret) {
 			fail("the error shows the secret: %.400s", err)
 		}
-		if err != nil && (strings.HasPrefix(op, "claim") || strings.HasPrefix(op, "release")) && !strings.Contains(err.Error(), strconv.Quote(vol)) {
+		if err != nil && !strings.HasPrefix(op, "reconcile") && !strings.HasPrefix(op, "restart") && !strings.Contains(err.Error(), strconv.Quote(vol)) {
 			fail("the error does not name volume %q: %.400s", vol, err)
 		}
 		for _, p := range rep.Problems {
@@ -220,6 +237,10 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 		case err == nil && strings.HasPrefix(op, "release"):
 			if mine >= 0 {
 				fail("the release answered OK; a claim of %q is left: %+v", alloc, claims[mine])
+			}
+		case err == nil && op == "detach":
+			if len(claims) != 0 {
+				fail("the detach answered OK; claims are left: %+v", claims)
 			}
 		}
 		if msg := secretShown(h, vol); msg != "" {
