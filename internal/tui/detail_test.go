@@ -63,16 +63,7 @@ func TestVolumeDetailShowsAttachedTo(t *testing.T) {
 				"Unpublish Owed    = yes"}, []string{"a forced detach could not send it"}},
 	} {
 		out := volumeDetail(s, tt.v, now, 200)
-		for _, w := range tt.want {
-			if !strings.Contains(out, w) {
-				t.Errorf("%s: the detail lacks %q:\n%s", tt.name, w, out)
-			}
-		}
-		for _, l := range tt.lack {
-			if strings.Contains(out, l) {
-				t.Errorf("%s: the detail shows %q:\n%s", tt.name, l, out)
-			}
-		}
+		detailHasAndLacks(t, tt.name, out, tt.want, tt.lack)
 	}
 }
 
@@ -96,15 +87,21 @@ func TestVolumeDetailNamesAStagingLeftMounted(t *testing.T) {
 		{"unstaged, nothing left", engine.VolumeInfo{VolumeSummary: vol}, []string{"Staged            = no"}, []string{"Still Mounted"}},
 	} {
 		out := volumeDetail(s, tt.v, now, 200)
-		for _, w := range tt.want {
-			if !strings.Contains(out, w) {
-				t.Errorf("%s: the detail lacks %q:\n%s", tt.name, w, out)
-			}
+		detailHasAndLacks(t, tt.name, out, tt.want, tt.lack)
+	}
+}
+
+// detailHasAndLacks fails the test unless the detail out holds each of want and none of lack.
+func detailHasAndLacks(t *testing.T, name, out string, want, lack []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("%s: the detail lacks %q:\n%s", name, w, out)
 		}
-		for _, l := range tt.lack {
-			if strings.Contains(out, l) {
-				t.Errorf("%s: the detail shows %q:\n%s", tt.name, l, out)
-			}
+	}
+	for _, l := range lack {
+		if strings.Contains(out, l) {
+			t.Errorf("%s: the detail shows %q:\n%s", name, l, out)
 		}
 	}
 }
