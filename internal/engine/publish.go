@@ -346,10 +346,11 @@ func (e *Engine) attachedAlready(ctx context.Context, c *conn, v store.Volume) (
 // is never this claim's intent: it is shared, or kept while they hold it). The error is final
 // (a conflict) and names the volume, the node and what the claim asked for. earlier says an
 // attempt of this ControllerPublishVolume reached the plugin before the one answered
-// ALREADY_EXISTS, its answer lost, and the plugin could not say beforehand that nothing
-// attached the volume (else lostAttachRefused): the attachment may be that attempt's, refused
-// by a plugin that is not idempotent, or another's made meanwhile, which volctl cannot tell
-// apart; it is left as any attachment that may be in use is, and the error says both.
+// ALREADY_EXISTS, its answer lost, and the plugin did not say beforehand that nothing
+// attached the volume (it cannot list, or its listing failed; else lostAttachRefused): the
+// attachment may be that attempt's, refused by a plugin that is not idempotent, or another's
+// made meanwhile, which volctl cannot tell apart; it is left as any attachment that may be in
+// use is, and the error says both.
 func (e *Engine) attachedOtherwise(v store.Volume, p *checkpoint, req csi.ControllerPublishVolumeRequest, err error, earlier bool) error {
 	p.staging(func(st *store.Staging) { st.ControllerPublished, st.PublishContext = false, nil })
 	p.attachIntent = false
@@ -362,7 +363,7 @@ func (e *Engine) attachedOtherwise(v store.Volume, p *checkpoint, req csi.Contro
 	if earlier {
 		return fmt.Errorf("volume %q is attached to node %q already, otherwise than this claim asks (%s/%s, read-only %t): %w; "+
 			"an earlier attempt of the same ControllerPublishVolume reached plugin %q and its answer was lost, so the attachment may be that attempt's (a plugin that made it should answer OK to the same request), "+
-			"or another orchestrator's made meanwhile: the plugin cannot list the nodes a volume is published to, so volctl cannot tell them apart, and "+
+			"or another orchestrator's made meanwhile: volctl could not learn from the plugin before that attempt that nothing had attached it (the plugin cannot list the nodes a volume is published to, or that listing failed), so it cannot tell them apart, and "+
 			"volctl left that attachment as it is, since what made it may be using the volume: find what holds it with the storage provider's tools, "+
 			"detach it there once nothing uses it, then claim again",
 			v.ID, req.NodeID, req.Capability.AccessMode, req.Capability.AttachmentMode, req.ReadOnly, err, v.PluginID)
