@@ -495,7 +495,11 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 		if err != nil && !csi.IsIgnorable(err) {
 			if csi.IsFailedPrecondition(err) {
 				// The plugin refuses for the volume's own state (snapshots, in use elsewhere): it
-				// still exists, and stays usable rather than stuck deleting.
+				// still exists, and stays usable rather than stuck deleting; unless the plugin
+				// no longer lists it (refusedButGone).
+				if gone := e.refusedButGone(ctx, c, v, err); gone != nil {
+					return gone
+				}
 				return e.keepRefusedDelete(ctx, v, err, false)
 			}
 			e.failureEvent(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
@@ -533,6 +537,49 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 		e.removeStagingDir(ctx, v.PluginID, v.ID)
 	}
 	return err
+}
+
+// refusedButGone checks, after the plugin refused volume v's DeleteVolume FAILED_PRECONDITION
+// (refused, the error), that it still has the volume the refusal speaks of: an earlier attempt
+// whose answer was lost may have deleted it, the retry refused by a plugin that checks its
+// precondition before it looks the volume up, or the plugin deleted it and refused all the
+// same. Put back to ready, such a volume is one whose claims fail NOT_FOUND. Where the plugin
+// can say what it holds (volumeCheck), it is asked, under its controller lock, within the
+// check's bound: a volume it no longer lists stays deleting, the event and the returned error
+// saying so, and the next delete or reconcile sends DeleteVolume again and forgets it once the
+// plugin answers OK or NOT_FOUND and no longer lists it (finishDelete). nil where the plugin
+// lists it, cannot be asked, or the asking fails: the refusal is taken at its word, as
+// before. The caller holds the volume lock.
+func (e *Engine) refusedButGone(ctx context.Context, c *conn, v store.Volume, refused error) error {
+	asked := volumeCheck(c)
+	if asked == "" || v.ExternalID == "" {
+		return nil
+	}
+	var listed bool
+	err := e.withController(ctx, c, func(ctx context.Context) error {
+		return e.boundCheck(ctx, func(ctx context.Context) error {
+			var err error
+			listed, err = e.listsVolume(ctx, c, v.ExternalID)
+			return err
+		})
+	})
+	if err != nil {
+		e.log.Warn(fmt.Sprintf("plugin %q refused DeleteVolume for volume %q FAILED_PRECONDITION, and whether it still lists the volume could not be checked", v.PluginID, v.ID), "err", err)
+		return nil
+	}
+	if listed {
+		return nil
+	}
+	if lost := e.locks.stillHeld(v.ID); lost != nil {
+		return lost
+	}
+	msg := fmt.Sprintf("delete not finished, volume kept deleting: plugin %q refused DeleteVolume FAILED_PRECONDITION but no longer lists volume %q (%s): it may have deleted it (an earlier attempt whose answer was lost, or this one)",
+		v.PluginID, v.ExternalID, asked)
+	e.failureEvent(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
+		Code: csi.CodeOf(refused).String(), Message: msg + ": " + refused.Error()}, msg)
+	return fmt.Errorf("%w; but plugin %q no longer lists volume %q (external ID %q; %s): it may have deleted it (an earlier attempt whose answer was lost, or this one), so the volume stays marked deleting: "+
+		"running the delete again or `volctl reconcile` sends DeleteVolume again and forgets the volume once the plugin answers OK or NOT_FOUND and no longer lists it",
+		refused, v.PluginID, v.ID, v.ExternalID, asked)
 }
 
 // leftBehind words what undoLeftStaging failed to undo for volume v, for its error: the
