@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -103,22 +104,58 @@ func faultSequences(t *testing.T, first, count, harnesses int, harness func(*tes
 // faultSeqExpandRPCs are the RPCs an expansion sends.
 var faultSeqExpandRPCs = []string{csi.RPCControllerExpandVolume, csi.RPCNodeExpandVolume}
 
+// faultSeqDeleteRPCs are the RPCs a delete sends: the teardown of an attachment or staging its
+// releases left, the question of the nodes holding the volume, and DeleteVolume.
+var faultSeqDeleteRPCs = []string{csi.RPCControllerUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCListVolumes, csi.RPCDeleteVolume}
+
+// faultSeqOtherDriver is the driver that answers on the plugin's socket now and then, in the
+// real one's place.
+const faultSeqOtherDriver = "other.csi.example"
+
 // faultSeqCodes are the codes a sequence's faults answer with: each class (retryable, final,
 // ignorable on a teardown) and the codes the engine branches on (matrixBranched).
 var faultSeqCodes = []codes.Code{codes.Unavailable, codes.Aborted, codes.DeadlineExceeded, codes.Internal,
 	codes.FailedPrecondition, codes.NotFound, codes.ResourceExhausted, codes.Unimplemented, codes.AlreadyExists}
 
-// faultSeqAllowed says whether a fault fits a sequence: with the in-memory plugin making no
-// mounts (not kernel), not a teardown answered NOT_FOUND (or NodeUnstageVolume UNIMPLEMENTED)
-// by a plugin that undid nothing, whose outcome rests on a mount it does not make
-// (needsMounts: TestFaultSequencesKernel runs those); nor an attachment ControllerPublishVolume
-// made and answered ALREADY_EXISTS for, which the design leaves to the user, who is told
-// (TestCodeMatrix's designKeeps).
-func faultSeqAllowed(rpc string, code codes.Code, acted, kernel bool) bool {
-	if !kernel && needsMounts(rpc, acted)(matrixAnswer{code: code}) != "" {
+// seqFault is one fault queued for a sequence's operation.
+type seqFault struct {
+	rpc   string
+	code  codes.Code
+	acted bool
+}
+
+// faultSeqAllowed says whether fault f fits a sequence, with faults queued before it for the
+// same operation and the plugin listing the nodes a volume is published to or not (list). Left
+// out are the plugin's lies the design takes at their word, leaving them to the user, who is
+// told: an attachment ControllerPublishVolume made and answered ALREADY_EXISTS for
+// (TestCodeMatrix's designKeeps); an attachment ControllerUnpublishVolume answered NOT_FOUND
+// for having undone nothing where no listing can show it is still there (the plugin without
+// LIST_VOLUMES_PUBLISHED_NODES, or its ListVolumes failing in the same operation:
+// unpublishChecked); and, where ListVolumes fails in the same operation, a volume DeleteVolume
+// answered NOT_FOUND for having deleted nothing (finishDelete takes the plugin's word, the
+// event saying the check could not be had) or FAILED_PRECONDITION for having deleted it
+// (refusedButGone: kept ready). With the in-memory plugin making no mounts (not kernel), a teardown
+// answered NOT_FOUND (or NodeUnstageVolume UNIMPLEMENTED) by a plugin that undid nothing, whose
+// outcome rests on a mount it does not make, is left out too (needsMounts:
+// TestFaultSequencesKernel runs those).
+func faultSeqAllowed(f seqFault, queued []seqFault, list, kernel bool) bool {
+	if !kernel && slices.Contains(matrixReleaseRPCs, f.rpc) && needsMounts(f.rpc, f.acted)(matrixAnswer{code: f.code}) != "" {
 		return false
 	}
-	return !(rpc == csi.RPCControllerPublishVolume && code == codes.AlreadyExists && acted)
+	// unlisted is a teardown's answer that only a listing shows false: NOT_FOUND for what the
+	// plugin still has, a delete refused for a volume it deleted.
+	unlisted := func(f seqFault) bool {
+		return (f.rpc == csi.RPCControllerUnpublishVolume || f.rpc == csi.RPCDeleteVolume) && f.code == codes.NotFound && !f.acted ||
+			f.rpc == csi.RPCDeleteVolume && f.code == codes.FailedPrecondition && f.acted
+	}
+	switch {
+	case f.rpc == csi.RPCControllerPublishVolume && f.code == codes.AlreadyExists && f.acted,
+		f.rpc == csi.RPCControllerUnpublishVolume && unlisted(f) && !list,
+		unlisted(f) && slices.ContainsFunc(queued, func(q seqFault) bool { return q.rpc == csi.RPCListVolumes }),
+		f.rpc == csi.RPCListVolumes && slices.ContainsFunc(queued, unlisted):
+		return false
+	}
+	return true
 }
 
 func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool) {
@@ -126,14 +163,16 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 	vol := fmt.Sprintf("seq%d", seed)
 	h.create(volume(vol, capab(spec.MultiNodeMultiWriter)))
 	c := &matrixCell{t: t, h: h, vol: vol, ext: h.externalID(vol)}
-	rpcs := slices.Concat(matrixClaimRPCs, matrixReleaseRPCs, faultSeqExpandRPCs)
-	var steps []string     // what ran, for a failure's message
-	size := int64(1 << 20) // the volume's size asked, which each expand grows
-	full := true           // the plugin has both capabilities the restarts take away, and node-1
-	node := "node-1"       // the node ID the plugin reports
-	t.Cleanup(func() {     // a sequence that failed leaves the next one the plugin as it found it
+	rpcs := slices.Concat(matrixClaimRPCs, matrixReleaseRPCs, faultSeqExpandRPCs, []string{csi.RPCListVolumes, csi.RPCDeleteVolume})
+	var steps []string           // what ran, for a failure's message
+	size := int64(1 << 20)       // the volume's size asked, which each expand grows
+	full := true                 // the plugin serves, as node-1, with every capability the restarts take away
+	node := "node-1"             // the node ID the plugin reports
+	list := true                 // the plugin has LIST_VOLUMES_PUBLISHED_NODES
+	var other *csitest.MemPlugin // the other driver answering on the socket, while one does
+	t.Cleanup(func() {           // a sequence that failed leaves the next one the plugin as it found it
 		if !full {
-			restartWithCaps(parent, h, true, true, "node-1")
+			restartWithCaps(parent, h, true, true, true, "node-1")
 		}
 	})
 	fail := func(format string, args ...any) {
@@ -145,36 +184,50 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 		// The operation first, then its faults: mostly at the RPCs it sends (a claim's, a
 		// release's; a reconcile pass sends either), now and then at the others' (a pass's
 		// leftovers, a rollback's teardown).
-		op, alloc := []string{"claim", "claim", "release", "release", "reconcile", "restart", "expand", "detach"}[r.IntN(8)], []string{"a", "b"}[r.IntN(2)]
+		op, alloc := []string{"claim", "claim", "release", "release", "reconcile", "restart", "expand", "detach", "delete"}[r.IntN(9)], []string{"a", "b"}[r.IntN(2)]
+		_, recorded := recordedVolume(h, vol)
+		if op == "delete" && !recorded {
+			op = "create" // deleted, by a delete or a pass finishing one: made again, no faults
+		}
 		pool := rpcs
 		switch {
+		case op == "create":
+			pool = nil
 		case op == "claim" && r.IntN(4) > 0:
 			pool = matrixClaimRPCs
 		case (op == "release" || op == "detach") && r.IntN(4) > 0:
 			pool = matrixReleaseRPCs
 		case op == "expand" && r.IntN(4) > 0:
 			pool = faultSeqExpandRPCs
+		case op == "delete" && r.IntN(4) > 0:
+			pool = faultSeqDeleteRPCs
 		}
 		h.faults.Clear()
-		var queued []string
-		for range r.IntN(3) {
+		var (
+			queued []string
+			faults []seqFault
+		)
+		for range min(r.IntN(3), 2*len(pool)) {
 			rpc := pool[r.IntN(len(pool))]
 			code := faultSeqCodes[r.IntN(len(faultSeqCodes))]
 			acted := r.IntN(2) == 0
-			if !faultSeqAllowed(rpc, code, acted, kernel) {
+			if !faultSeqAllowed(seqFault{rpc, code, acted}, faults, list, kernel) {
 				continue
 			}
+			faults = append(faults, seqFault{rpc, code, acted})
 			times := 1 + r.IntN(2)
 			h.faults.Inject(rpc, csitest.Fault{Code: code, Message: "backend said no (token " + matrixSecret + ")", Lost: acted, Times: times,
-				When: func(req proto.Message) bool {
+				When: func(req proto.Message) bool { // the volume's RPCs, and ListVolumes (whose answer holds it)
 					f := req.ProtoReflect().Descriptor().Fields().ByName("volume_id")
-					return f != nil && req.ProtoReflect().Get(f).String() == c.ext
+					return f == nil || req.ProtoReflect().Get(f).String() == c.ext
 				}})
 			queued = append(queued, fmt.Sprintf("%s %s acted=%v x%d", rpc, code, acted, times))
 		}
 		var (
-			err error
-			rep ReconcileReport
+			err     error
+			rep     ReconcileReport
+			claimed = len(h.liveClaims(vol)) > 0
+			deletes = h.mem.CallCount(csi.RPCDeleteVolume)
 		)
 		switch op {
 		case "claim":
@@ -198,17 +251,35 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 			// Every claim of the volume released, as `volume detach` (not forced) does.
 			alloc = ""
 			_, err = h.e.Detach(h.ctx, vol, false)
-		default:
-			// The plugin restarts with STAGE_UNSTAGE_VOLUME and PUBLISH_UNPUBLISH_VOLUME each
-			// on or off, now and then reporting another node ID, keeping what it holds; then a
-			// reconcile pass meets it.
-			stage, attach := r.IntN(2) == 0, r.IntN(2) == 0
-			if r.IntN(4) == 0 {
-				node = map[string]string{"node-1": "node-2", "node-2": "node-1"}[node]
+		case "delete":
+			// As `volume delete` does: refused while a claim is live; once deleted, made again.
+			alloc = ""
+			err = h.e.DeleteVolume(h.ctx, vol)
+		case "create":
+			// Refused while another driver answers on the socket.
+			if _, err = h.e.CreateVolume(h.ctx, volume(vol, capab(spec.MultiNodeMultiWriter))); err == nil {
+				c.ext, size = h.externalID(vol), 1<<20
 			}
-			alloc = fmt.Sprintf("(stage %v, attach %v, node %s), reconcile", stage, attach, node)
-			restartWithCaps(parent, h, stage, attach, node)
-			full = stage && attach && node == "node-1"
+		default:
+			// The plugin restarts with STAGE_UNSTAGE_VOLUME, PUBLISH_UNPUBLISH_VOLUME and
+			// LIST_VOLUMES_PUBLISHED_NODES each on or off (the last mostly on), now and then
+			// reporting another node ID, keeping what it holds; or another driver answers on
+			// its socket until the next restart, the plugin's state kept aside. Then a
+			// reconcile pass meets it.
+			if r.IntN(6) == 0 {
+				alloc = "(another driver on the socket), reconcile"
+				other = serveOtherDriver(parent, h)
+				full = false
+			} else {
+				var stage, attach bool
+				stage, attach, list = r.IntN(2) == 0, r.IntN(2) == 0, r.IntN(3) > 0
+				if r.IntN(4) == 0 {
+					node = map[string]string{"node-1": "node-2", "node-2": "node-1"}[node]
+				}
+				alloc = fmt.Sprintf("(stage %v, attach %v, list published %v, node %s), reconcile", stage, attach, list, node)
+				restartWithCaps(parent, h, stage, attach, list, node)
+				other, full = nil, stage && attach && list && node == "node-1"
+			}
 			rep, err = h.e.Reconcile(h.ctx)
 		}
 		op = strings.TrimSpace(op + " " + alloc)
@@ -227,6 +298,14 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 		if err := c.agree(true); err != nil {
 			fail("the store and the plugin disagree: %v", err)
 		}
+		if msg := heldUnrecorded(h, vol, c.ext); msg != "" {
+			fail("%s", msg)
+		}
+		if other != nil {
+			if got := volumeRPCs(other); len(got) > 0 {
+				fail("driver %s, answering on the plugin's socket, was sent %v", faultSeqOtherDriver, got)
+			}
+		}
 		claims := h.liveClaims(vol)
 		mine := slices.IndexFunc(claims, func(cl store.Claim) bool { return cl.Alloc == alloc })
 		switch {
@@ -242,6 +321,25 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 			if len(claims) != 0 {
 				fail("the detach answered OK; claims are left: %+v", claims)
 			}
+		case op == "delete" && claimed:
+			if err == nil || h.mem.CallCount(csi.RPCDeleteVolume) != deletes {
+				fail("a delete while claims are live answered %v, having sent DeleteVolume %d time(s)", err, h.mem.CallCount(csi.RPCDeleteVolume)-deletes)
+			}
+		case op == "delete" && err != nil:
+			if _, ok := recordedVolume(h, vol); !ok {
+				fail("the delete failed (%v), and the store no longer records the volume", err)
+			}
+		case op == "delete":
+			if _, ok := h.mem.Volume(c.ext); ok {
+				fail("the delete answered OK; the plugin still holds %s", c.ext)
+			}
+			if v, ok := recordedVolume(h, vol); ok {
+				fail("the delete answered OK; the store still records it: %+v", v)
+			}
+			h.faults.Clear()
+			h.create(volume(vol, capab(spec.MultiNodeMultiWriter)))
+			c.ext, size = h.externalID(vol), 1<<20
+			steps[len(steps)-1] += " (created again)"
 		}
 		if msg := secretShown(h, vol); msg != "" {
 			fail("%s", msg)
@@ -251,9 +349,9 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 	// either.
 	h.faults.Clear()
 	if !full {
-		restartWithCaps(parent, h, true, true, "node-1")
-		full = true
-		steps = append(steps, "restart (stage true, attach true, node node-1)")
+		restartWithCaps(parent, h, true, true, true, "node-1")
+		other, full, list = nil, true, true
+		steps = append(steps, "restart (stage true, attach true, list published true, node node-1)")
 	}
 	// The pass may report what it could not finish before the plugin healed and had to roll
 	// back (a claim refused for another node's attachment); a release of each claim left must
@@ -278,21 +376,72 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 	if err := c.empty(); err != nil {
 		fail("after the plugin healed and the claims were released: %v", err)
 	}
+	// A delete cut short is finished by the passes: the volume is recorded ready and the plugin
+	// holds it, or neither.
+	if msg := heldUnrecorded(h, vol, c.ext); msg != "" {
+		fail("after the plugin healed: %s", msg)
+	}
+	if v, ok := recordedVolume(h, vol); ok {
+		if _, held := h.mem.Volume(c.ext); v.State != store.VolumeReady || !held {
+			fail("after the plugin healed: the volume recorded %s, the plugin holding it: %v", v.State, held)
+		}
+	}
 	if msg := secretShown(h, vol); msg != "" {
 		fail("%s", msg)
 	}
 }
 
 // restartWithCaps restarts the harness's plugin keeping what it holds, with
-// STAGE_UNSTAGE_VOLUME and PUBLISH_UNPUBLISH_VOLUME as given, reporting node ID node. Its
-// server is the harness's (parent's), which outlives the sequence that restarted it.
-func restartWithCaps(parent *testing.T, h *harness, stage, attach bool, node string) {
+// STAGE_UNSTAGE_VOLUME, PUBLISH_UNPUBLISH_VOLUME and LIST_VOLUMES_PUBLISHED_NODES as given,
+// reporting node ID node; where another driver answered on its socket (serveOtherDriver), the
+// plugin takes it back. Its server is the harness's (parent's), which outlives the sequence
+// that restarted it.
+func restartWithCaps(parent *testing.T, h *harness, stage, attach, list bool, node string) {
 	seq := h.t
 	h.t = parent
 	defer func() { h.t = seq }()
 	h.restartKeepingState(func(c *csitest.MemConfig) {
-		c.Node.StageUnstageVolume, c.Controller.PublishUnpublishVolume, c.NodeID = stage, attach, node
+		c.Node.StageUnstageVolume, c.Controller.PublishUnpublishVolume, c.Controller.ListVolumesPublishedNodes, c.NodeID = stage, attach, list, node
 	})
+}
+
+// serveOtherDriver stops the harness's plugin, its state kept for restartWithCaps, and serves
+// driver faultSeqOtherDriver, holding nothing, on its socket: a plugin of another driver
+// started there while it was down.
+func serveOtherDriver(parent *testing.T, h *harness) *csitest.MemPlugin {
+	h.stopServe()
+	cfg := csitest.DefaultMemConfig()
+	cfg.Name, cfg.NodeID = faultSeqOtherDriver, "node-1"
+	other := csitest.NewMemPlugin(cfg)
+	h.stopServe = csitest.ServeAt(parent, h.socket, csitest.WithServer(other))
+	return other
+}
+
+// recordedVolume is volume vol's record, if the store has one.
+func recordedVolume(h *harness, vol string) (store.Volume, bool) {
+	h.t.Helper()
+	var v store.Volume
+	err := h.e.store.View(h.ctx, func(tx *store.Tx) (err error) { v, err = tx.Volumes().Get(vol); return err })
+	if errors.Is(err, store.ErrNotFound) {
+		return v, false
+	}
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return v, true
+}
+
+// heldUnrecorded says how the plugin holds volume vol, external ID ext, that the store no
+// longer records, if it does: storage left behind that nothing tracks.
+func heldUnrecorded(h *harness, vol, ext string) string {
+	h.t.Helper()
+	if _, ok := recordedVolume(h, vol); ok {
+		return ""
+	}
+	if _, held := h.mem.Volume(ext); held {
+		return fmt.Sprintf("the store no longer records volume %q; the plugin still holds it, as %s", vol, ext)
+	}
+	return ""
 }
 
 // shortErr is err's message cut for a sequence's record of its steps.
