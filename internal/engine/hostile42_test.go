@@ -96,3 +96,26 @@ func TestDeleteRefusedFailedPreconditionKeepsTheVolumeReadyWhereNoListingContrad
 		})
 	}
 }
+
+// A snapshot create left for reconcile whose CreateSnapshot fails again is reconcile's problem,
+// shown as its message alone (`Problem: ...` on stderr): it names the volume snapshotted as well
+// as the snapshot. Before, it named the snapshot and the plugin only (found by
+// TestFaultSequencesKernel, whose every reconcile problem of its volume must name it).
+func TestReconcileProblemOfASnapshotCreateNamesItsVolume(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.faults.FailAlways(csi.RPCCreateSnapshot, codes.Unavailable)
+	if _, err := h.e.CreateSnapshot(h.ctx, "v", "nightly", nil); err == nil {
+		t.Fatal("a snapshot whose CreateSnapshot fails UNAVAILABLE succeeded")
+	}
+	rep, _ := h.e.Reconcile(h.ctx)
+	if len(rep.Problems) != 1 {
+		t.Fatalf("reconcile's problems: %+v; want the snapshot create's", rep.Problems)
+	}
+	for _, want := range []string{`snapshot "nightly"`, `volume "v"`, `plugin "mem"`} {
+		if !strings.Contains(rep.Problems[0].Message, want) {
+			t.Errorf("reconcile's problem %q does not say %s", rep.Problems[0].Message, want)
+		}
+	}
+}

@@ -1111,7 +1111,8 @@ func (e *Engine) reconcileSnapshots(ctx context.Context, rep *ReconcileReport) {
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 		case err != nil:
-			rep.problem(in.SourceVolumeID, "", fmt.Errorf("snapshot %q of plugin %q: %w", in.Name, in.PluginID, err))
+			// The volume named too: a problem is shown as its message alone ("Problem: ...").
+			rep.problem(in.SourceVolumeID, "", fmt.Errorf("snapshot %q of volume %q (plugin %q): %w", in.Name, in.SourceVolumeID, in.PluginID, err))
 		default:
 			rep.did("snapshotted", in.SourceVolumeID, "", "snapshot %q (%s) of volume %q created (interrupted earlier)",
 				rec.SnapshotID, in.Name, in.SourceVolumeID)
