@@ -21,20 +21,27 @@ import (
 )
 
 // Fault sequences: where the code matrix (TestCodeMatrix) fails one RPC once and follows the
-// way back, a sequence runs random claims (some read-only), releases, detaches, expansions and
-// reconcile passes of two allocs sharing one volume (multi-node-multi-writer: one staging, two
-// targets), and restarts of the plugin with STAGE_UNSTAGE_VOLUME and PUBLISH_UNPUBLISH_VOLUME
-// each on or off and now and then another node ID (keeping what it holds), each operation
-// preceded by up to two faults queued for the volume's RPCs (a code, the plugin acting or not,
-// once or twice), so that a failure meets another's leftovers: a release while a claim waits
-// for reconcile, a claim again of an alloc whose release failed, a pass whose retry fails
-// differently. After every operation, whatever it answered, the store knows of everything the
-// plugin holds (an attachment, the staging, each target: matrixCell.agree), a claim that
-// answered OK is published at a target the plugin has, a release that answered OK left no claim
-// of its alloc, a detach that answered OK left no claim, no error, event or claim record shows
-// the secret the faults echo, and each error names the volume. At the end the plugin heals, and
-// a reconcile, the releases and two passes more leave nothing, on either side, and report
-// nothing of the volume.
+// way back, a sequence runs random claims (some read-only), releases, detaches, expansions,
+// deletes (the volume created again once gone), snapshots and their deletes, and reconcile
+// passes of two allocs sharing one volume (multi-node-multi-writer: one staging, two targets),
+// and restarts of the plugin with STAGE_UNSTAGE_VOLUME, PUBLISH_UNPUBLISH_VOLUME and
+// LIST_VOLUMES_PUBLISHED_NODES each on or off and now and then another node ID (keeping what it
+// holds), or with another driver answering on its socket until the next restart; each
+// operation preceded by up to two faults queued for the volume's RPCs and the listings (a code,
+// the plugin acting or not, once or twice), so that a failure meets another's leftovers: a
+// release while a claim waits for reconcile, a claim again of an alloc whose release failed, a
+// delete of a volume whose detach is owed, a pass whose retry fails differently. After every
+// operation, whatever it answered, the store knows of everything the plugin holds (an
+// attachment, the staging, each target: matrixCell.agree; the volume itself, and each snapshot
+// of it, or a create of one that may have made it), a claim that answered OK is published at a
+// target the plugin has, a release that answered OK left no claim of its alloc, a detach that
+// answered OK left no claim, a delete while a claim is live is refused having sent no
+// DeleteVolume, a delete, snapshot or snapshot delete that answered OK is so on both sides, the
+// other driver is sent no volume RPC, no error, event or claim record shows the secret the
+// faults echo, and each error names the volume (a snapshot delete's, the snapshot). At the end
+// the plugin heals, and a reconcile, the releases and two passes more leave nothing, on either
+// side, and report nothing of the volume; the volume is recorded ready and held, or neither,
+// and every snapshot left is deleted on both sides.
 //
 // faultSeqCount sequences run (seeds 1 to faultSeqCount; VOLCTL_FAULT_SEQUENCES=N runs N, and
 // a failure names its seed, which VOLCTL_FAULT_SEQUENCE_FIRST=S runs first).
@@ -108,6 +115,12 @@ var faultSeqExpandRPCs = []string{csi.RPCControllerExpandVolume, csi.RPCNodeExpa
 // releases left, the question of the nodes holding the volume, and DeleteVolume.
 var faultSeqDeleteRPCs = []string{csi.RPCControllerUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCListVolumes, csi.RPCDeleteVolume}
 
+// faultSeqSnapshotRPCs are the RPCs a snapshot's create sends, and its delete's.
+var (
+	faultSeqSnapshotRPCs       = []string{csi.RPCCreateSnapshot, csi.RPCListSnapshots}
+	faultSeqSnapshotDeleteRPCs = []string{csi.RPCDeleteSnapshot, csi.RPCListSnapshots}
+)
+
 // faultSeqOtherDriver is the driver that answers on the plugin's socket now and then, in the
 // real one's place.
 const faultSeqOtherDriver = "other.csi.example"
@@ -134,7 +147,10 @@ type seqFault struct {
 // unpublishChecked); and, where ListVolumes fails in the same operation, a volume DeleteVolume
 // answered NOT_FOUND for having deleted nothing (finishDelete takes the plugin's word, the
 // event saying the check could not be had) or FAILED_PRECONDITION for having deleted it
-// (refusedButGone: kept ready). With the in-memory plugin making no mounts (not kernel), a teardown
+// (refusedButGone: kept ready), and a snapshot DeleteSnapshot answered NOT_FOUND for having
+// deleted nothing; and a snapshot CreateSnapshot made and answered a final error for, to its
+// first attempt or after one that made it (finishSnapshot: a final error to the only
+// CreateSnapshot sent means nothing was made, ALREADY_EXISTS that the name is another's). With the in-memory plugin making no mounts (not kernel), a teardown
 // answered NOT_FOUND (or NodeUnstageVolume UNIMPLEMENTED) by a plugin that undid nothing, whose
 // outcome rests on a mount it does not make, is left out too (needsMounts:
 // TestFaultSequencesKernel runs those).
@@ -142,17 +158,30 @@ func faultSeqAllowed(f seqFault, queued []seqFault, list, kernel bool) bool {
 	if !kernel && slices.Contains(matrixReleaseRPCs, f.rpc) && needsMounts(f.rpc, f.acted)(matrixAnswer{code: f.code}) != "" {
 		return false
 	}
-	// unlisted is a teardown's answer that only a listing shows false: NOT_FOUND for what the
-	// plugin still has, a delete refused for a volume it deleted.
-	unlisted := func(f seqFault) bool {
-		return (f.rpc == csi.RPCControllerUnpublishVolume || f.rpc == csi.RPCDeleteVolume) && f.code == codes.NotFound && !f.acted ||
-			f.rpc == csi.RPCDeleteVolume && f.code == codes.FailedPrecondition && f.acted
+	// listedBy is the listing that alone shows a teardown's answer false ("" for none): NOT_FOUND
+	// for what the plugin still has, a delete refused for a volume it deleted.
+	listedBy := func(f seqFault) string {
+		switch {
+		case (f.rpc == csi.RPCControllerUnpublishVolume || f.rpc == csi.RPCDeleteVolume) && f.code == codes.NotFound && !f.acted,
+			f.rpc == csi.RPCDeleteVolume && f.code == codes.FailedPrecondition && f.acted:
+			return csi.RPCListVolumes
+		case f.rpc == csi.RPCDeleteSnapshot && f.code == codes.NotFound && !f.acted:
+			return csi.RPCListSnapshots
+		}
+		return ""
 	}
+	// creates says whether a CreateSnapshot fault is queued before f (one that acted, if acted).
+	creates := func(acted bool) bool {
+		return slices.ContainsFunc(queued, func(q seqFault) bool { return q.rpc == csi.RPCCreateSnapshot && (q.acted || !acted) })
+	}
+	final := f.code != codes.Unavailable && f.code != codes.DeadlineExceeded && f.code != codes.Aborted
 	switch {
 	case f.rpc == csi.RPCControllerPublishVolume && f.code == codes.AlreadyExists && f.acted,
-		f.rpc == csi.RPCControllerUnpublishVolume && unlisted(f) && !list,
-		unlisted(f) && slices.ContainsFunc(queued, func(q seqFault) bool { return q.rpc == csi.RPCListVolumes }),
-		f.rpc == csi.RPCListVolumes && slices.ContainsFunc(queued, unlisted):
+		f.rpc == csi.RPCCreateSnapshot && f.acted && final && !creates(false),
+		f.rpc == csi.RPCCreateSnapshot && f.code == codes.AlreadyExists && (f.acted || creates(true)),
+		f.rpc == csi.RPCControllerUnpublishVolume && listedBy(f) != "" && !list,
+		listedBy(f) != "" && slices.ContainsFunc(queued, func(q seqFault) bool { return q.rpc == listedBy(f) }),
+		slices.ContainsFunc(queued, func(q seqFault) bool { return listedBy(q) == f.rpc }):
 		return false
 	}
 	return true
@@ -163,7 +192,10 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 	vol := fmt.Sprintf("seq%d", seed)
 	h.create(volume(vol, capab(spec.MultiNodeMultiWriter)))
 	c := &matrixCell{t: t, h: h, vol: vol, ext: h.externalID(vol)}
-	rpcs := slices.Concat(matrixClaimRPCs, matrixReleaseRPCs, faultSeqExpandRPCs, []string{csi.RPCListVolumes, csi.RPCDeleteVolume})
+	rpcs := slices.Concat(matrixClaimRPCs, matrixReleaseRPCs, faultSeqExpandRPCs, []string{csi.RPCListVolumes, csi.RPCDeleteVolume},
+		faultSeqSnapshotRPCs, []string{csi.RPCDeleteSnapshot})
+	exts := []string{c.ext}      // the volume's external IDs, one per create: its snapshots' sources
+	snaps := 0                   // snapshots asked for, naming the next
 	var steps []string           // what ran, for a failure's message
 	size := int64(1 << 20)       // the volume's size asked, which each expand grows
 	full := true                 // the plugin serves, as node-1, with every capability the restarts take away
@@ -184,10 +216,18 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 		// The operation first, then its faults: mostly at the RPCs it sends (a claim's, a
 		// release's; a reconcile pass sends either), now and then at the others' (a pass's
 		// leftovers, a rollback's teardown).
-		op, alloc := []string{"claim", "claim", "release", "release", "reconcile", "restart", "expand", "detach", "delete"}[r.IntN(9)], []string{"a", "b"}[r.IntN(2)]
+		op, alloc := []string{"claim", "claim", "release", "release", "reconcile", "restart", "expand", "detach", "delete", "snapshot", "snapshot delete"}[r.IntN(11)], []string{"a", "b"}[r.IntN(2)]
 		_, recorded := recordedVolume(h, vol)
 		if op == "delete" && !recorded {
 			op = "create" // deleted, by a delete or a pass finishing one: made again, no faults
+		}
+		var snap string // the snapshot a delete deletes: by ID where recorded, else a create's name
+		if op == "snapshot delete" {
+			if known := snapshotsKnown(h, vol); len(known) > 0 {
+				snap = known[r.IntN(len(known))]
+			} else {
+				op = "snapshot" // none to delete
+			}
 		}
 		pool := rpcs
 		switch {
@@ -201,6 +241,10 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 			pool = faultSeqExpandRPCs
 		case op == "delete" && r.IntN(4) > 0:
 			pool = faultSeqDeleteRPCs
+		case op == "snapshot" && r.IntN(4) > 0:
+			pool = faultSeqSnapshotRPCs
+		case op == "snapshot delete" && r.IntN(4) > 0:
+			pool = faultSeqSnapshotDeleteRPCs
 		}
 		h.faults.Clear()
 		var (
@@ -259,6 +303,23 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 			// Refused while another driver answers on the socket.
 			if _, err = h.e.CreateVolume(h.ctx, volume(vol, capab(spec.MultiNodeMultiWriter))); err == nil {
 				c.ext, size = h.externalID(vol), 1<<20
+				exts = append(exts, c.ext)
+			}
+		case "snapshot":
+			snaps++
+			alloc = fmt.Sprintf("%s-s%d", vol, snaps)
+			var sn SnapshotInfo
+			if sn, err = h.e.CreateSnapshot(h.ctx, vol, alloc, nil); err == nil {
+				if msg := snapshotHeld(h, sn.ID, true); msg != "" {
+					fail("the snapshot answered OK: %s", msg)
+				}
+			}
+		case "snapshot delete":
+			alloc = snap
+			if _, err = h.e.DeleteSnapshotNoted(h.ctx, "mem", snap, nil); err == nil {
+				if msg := snapshotHeld(h, snap, false); msg != "" {
+					fail("the snapshot delete answered OK: %s", msg)
+				}
 			}
 		default:
 			// The plugin restarts with STAGE_UNSTAGE_VOLUME, PUBLISH_UNPUBLISH_VOLUME and
@@ -287,8 +348,12 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 		if err != nil && strings.Contains(err.Error(), matrixSecret) {
 			fail("the error shows the secret: %.400s", err)
 		}
-		if err != nil && !strings.HasPrefix(op, "reconcile") && !strings.HasPrefix(op, "restart") && !strings.Contains(err.Error(), strconv.Quote(vol)) {
-			fail("the error does not name volume %q: %.400s", vol, err)
+		named := strconv.Quote(vol) // what an error names: the volume, or the snapshot a delete deletes
+		if snap != "" {
+			named = strconv.Quote(snap)
+		}
+		if err != nil && !strings.HasPrefix(op, "reconcile") && !strings.HasPrefix(op, "restart") && !strings.Contains(err.Error(), named) {
+			fail("the error does not name %s: %.400s", named, err)
 		}
 		for _, p := range rep.Problems {
 			if strings.Contains(p.Message, matrixSecret) || p.VolumeID == vol && !strings.Contains(p.Message, strconv.Quote(vol)) {
@@ -299,6 +364,9 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 			fail("the store and the plugin disagree: %v", err)
 		}
 		if msg := heldUnrecorded(h, vol, c.ext); msg != "" {
+			fail("%s", msg)
+		}
+		if msg := snapshotsUntracked(h, vol, exts); msg != "" {
 			fail("%s", msg)
 		}
 		if other != nil {
@@ -339,6 +407,7 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 			h.faults.Clear()
 			h.create(volume(vol, capab(spec.MultiNodeMultiWriter)))
 			c.ext, size = h.externalID(vol), 1<<20
+			exts = append(exts, c.ext)
 			steps[len(steps)-1] += " (created again)"
 		}
 		if msg := secretShown(h, vol); msg != "" {
@@ -375,6 +444,20 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 	}
 	if err := c.empty(); err != nil {
 		fail("after the plugin healed and the claims were released: %v", err)
+	}
+	// Every snapshot the passes left recorded is deleted, and the plugin keeps none of them.
+	for _, sn := range snapshotsKnown(h, vol) {
+		if _, err := h.e.DeleteSnapshotNoted(h.ctx, "mem", sn, nil); err != nil {
+			fail("snapshot delete of %s after the plugin healed: %v", sn, err)
+		}
+	}
+	if msg := snapshotsUntracked(h, vol, exts); msg != "" {
+		fail("after the plugin healed and the snapshots were deleted: %s", msg)
+	}
+	for _, sn := range h.mem.Snapshots() {
+		if slices.Contains(exts, sn.SourceVolumeID) {
+			fail("after the plugin healed and the snapshots were deleted: the plugin still has snapshot %s of %s", sn.ID, sn.SourceVolumeID)
+		}
 	}
 	// A delete cut short is finished by the passes: the volume is recorded ready and the plugin
 	// holds it, or neither.
@@ -415,6 +498,81 @@ func serveOtherDriver(parent *testing.T, h *harness) *csitest.MemPlugin {
 	other := csitest.NewMemPlugin(cfg)
 	h.stopServe = csitest.ServeAt(parent, h.socket, csitest.WithServer(other))
 	return other
+}
+
+// snapshotsKnown are the snapshots of volume vol the store records (their IDs) or records a
+// create of (their names: a delete by name finishes the create first).
+func snapshotsKnown(h *harness, vol string) []string {
+	h.t.Helper()
+	var out []string
+	err := h.e.store.View(h.ctx, func(tx *store.Tx) error {
+		sns, err := tx.Snapshots().List("mem")
+		if err != nil {
+			return err
+		}
+		for _, sn := range sns {
+			if sn.SourceVolumeID == vol {
+				out = append(out, sn.SnapshotID)
+			}
+		}
+		creates, err := tx.Snapshots().ListCreates("mem")
+		for _, sc := range creates {
+			if sc.SourceVolumeID == vol {
+				out = append(out, sc.Name)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return out
+}
+
+// snapshotHeld says how the store's record of snapshot id and the plugin's disagree with want
+// (both have it, or neither), if they do.
+func snapshotHeld(h *harness, id string, want bool) string {
+	h.t.Helper()
+	var recorded bool
+	err := h.e.store.View(h.ctx, func(tx *store.Tx) error {
+		_, err := tx.Snapshots().Get("mem", id)
+		recorded = err == nil
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	held := slices.ContainsFunc(h.mem.Snapshots(), func(sn csi.Snapshot) bool { return sn.ID == id })
+	if recorded != want || held != want {
+		return fmt.Sprintf("snapshot %s recorded: %v, the plugin holding it: %v; want both %v", id, recorded, held, want)
+	}
+	return ""
+}
+
+// snapshotsUntracked says which of the plugin's snapshots of volume vol (of its external IDs,
+// exts) the store knows nothing of, if any does: not recorded, and no create of the volume's
+// recorded that may have made it.
+func snapshotsUntracked(h *harness, vol string, exts []string) string {
+	h.t.Helper()
+	known := snapshotsKnown(h, vol)
+	pending := false
+	err := h.e.store.View(h.ctx, func(tx *store.Tx) error {
+		creates, err := tx.Snapshots().ListCreates("mem")
+		pending = slices.ContainsFunc(creates, func(sc store.SnapshotCreate) bool { return sc.SourceVolumeID == vol })
+		return err
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, sn := range h.mem.Snapshots() {
+		if slices.Contains(exts, sn.SourceVolumeID) && !slices.Contains(known, sn.ID) && !pending {
+			return fmt.Sprintf("the plugin has snapshot %s of volume %q (%s); the store records nothing of it (%v)", sn.ID, vol, sn.SourceVolumeID, known)
+		}
+	}
+	return ""
 }
 
 // recordedVolume is volume vol's record, if the store has one.
