@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,7 +31,10 @@ import (
 // operation preceded by up to two faults queued for the volume's RPCs and the listings (a code,
 // the plugin acting or not, once or twice), so that a failure meets another's leftovers: a
 // release while a claim waits for reconcile, a claim again of an alloc whose release failed, a
-// delete of a volume whose detach is owed, a pass whose retry fails differently. After every
+// delete of a volume whose detach is owed, a pass whose retry fails differently. One operation
+// in five or so is cut short at one of the failpoints it passes, as a kill there would
+// (cutShort), and the engine opened anew, as the next volctl, the sequence going on from what
+// was committed. After every
 // operation, whatever it answered, the store knows of everything the plugin holds (an
 // attachment, the staging, each target: matrixCell.agree; the volume itself, and each snapshot
 // of it, or a create of one that may have made it), a claim that answered OK is published at a
@@ -194,8 +198,15 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 	c := &matrixCell{t: t, h: h, vol: vol, ext: h.externalID(vol)}
 	rpcs := slices.Concat(matrixClaimRPCs, matrixReleaseRPCs, faultSeqExpandRPCs, []string{csi.RPCListVolumes, csi.RPCDeleteVolume},
 		faultSeqSnapshotRPCs, []string{csi.RPCDeleteSnapshot})
-	exts := []string{c.ext}      // the volume's external IDs, one per create: its snapshots' sources
-	snaps := 0                   // snapshots asked for, naming the next
+	exts := []string{c.ext} // the volume's external IDs, one per create: its snapshots' sources
+	snaps := 0              // snapshots asked for, naming the next
+	// track follows the volume's ID: a create cut short and finished by a pass gives it one.
+	track := func() {
+		if v, ok := recordedVolume(h, vol); ok && v.ExternalID != "" && v.ExternalID != c.ext {
+			c.ext = v.ExternalID
+			exts = append(exts, c.ext)
+		}
+	}
 	var steps []string           // what ran, for a failure's message
 	size := int64(1 << 20)       // the volume's size asked, which each expand grows
 	full := true                 // the plugin serves, as node-1, with every capability the restarts take away
@@ -273,76 +284,89 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 			claimed = len(h.liveClaims(vol)) > 0
 			deletes = h.mem.CallCount(csi.RPCDeleteVolume)
 		)
-		switch op {
-		case "claim":
-			ro := r.IntN(3) == 0
-			if ro {
-				op = "claim read-only"
-			}
-			_, err = h.e.Claim(h.ctx, ClaimRequest{VolumeID: vol, Alloc: alloc, ReadOnly: ro})
-		case "release":
-			_, err = h.e.Release(h.ctx, vol, alloc)
-		case "reconcile":
-			alloc = ""
-			rep, err = h.e.Reconcile(h.ctx)
-		case "expand":
-			// Grown by a MiB each time (the volume is made at 1 MiB): the node's part sent at
-			// once where a claim has it staged, else owed to the next publish.
-			size += 1 << 20
-			alloc = fmt.Sprintf("to %d MiB", size>>20)
-			_, err = h.e.ExpandVolume(h.ctx, vol, size, 0)
-		case "detach":
-			// Every claim of the volume released, as `volume detach` (not forced) does.
-			alloc = ""
-			_, err = h.e.Detach(h.ctx, vol, false)
-		case "delete":
-			// As `volume delete` does: refused while a claim is live; once deleted, made again.
-			alloc = ""
-			err = h.e.DeleteVolume(h.ctx, vol)
-		case "create":
-			// Refused while another driver answers on the socket.
-			if _, err = h.e.CreateVolume(h.ctx, volume(vol, capab(spec.MultiNodeMultiWriter))); err == nil {
-				c.ext, size = h.externalID(vol), 1<<20
-				exts = append(exts, c.ext)
-			}
-		case "snapshot":
-			snaps++
-			alloc = fmt.Sprintf("%s-s%d", vol, snaps)
-			var sn SnapshotInfo
-			if sn, err = h.e.CreateSnapshot(h.ctx, vol, alloc, nil); err == nil {
-				if msg := snapshotHeld(h, sn.ID, true); msg != "" {
-					fail("the snapshot answered OK: %s", msg)
-				}
-			}
-		case "snapshot delete":
-			alloc = snap
-			if _, err = h.e.DeleteSnapshotNoted(h.ctx, "mem", snap, nil); err == nil {
-				if msg := snapshotHeld(h, snap, false); msg != "" {
-					fail("the snapshot delete answered OK: %s", msg)
-				}
-			}
-		default:
-			// The plugin restarts with STAGE_UNSTAGE_VOLUME, PUBLISH_UNPUBLISH_VOLUME and
-			// LIST_VOLUMES_PUBLISHED_NODES each on or off (the last mostly on), now and then
-			// reporting another node ID, keeping what it holds; or another driver answers on
-			// its socket until the next restart, the plugin's state kept aside. Then a
-			// reconcile pass meets it.
-			if r.IntN(6) == 0 {
-				alloc = "(another driver on the socket), reconcile"
-				other = serveOtherDriver(parent, h)
-				full = false
-			} else {
-				var stage, attach bool
-				stage, attach, list = r.IntN(2) == 0, r.IntN(2) == 0, r.IntN(3) > 0
-				if r.IntN(4) == 0 {
-					node = map[string]string{"node-1": "node-2", "node-2": "node-1"}[node]
-				}
-				alloc = fmt.Sprintf("(stage %v, attach %v, list published %v, node %s), reconcile", stage, attach, list, node)
-				restartWithCaps(parent, h, stage, attach, list, node)
-				other, full = nil, stage && attach && list && node == "node-1"
-			}
-			rep, err = h.e.Reconcile(h.ctx)
+		// Now and then the operation is cut short at one of the failpoints it passes, as a
+		// kill there would (cutShort), and the engine opened anew, as the next volctl.
+		at := 0
+		if r.IntN(5) == 0 {
+			at = 1 + r.IntN(4)
 		}
+		crashed := cutShort(h, at, func() {
+			switch op {
+			case "claim":
+				ro := r.IntN(3) == 0
+				if ro {
+					op = "claim read-only"
+				}
+				_, err = h.e.Claim(h.ctx, ClaimRequest{VolumeID: vol, Alloc: alloc, ReadOnly: ro})
+			case "release":
+				_, err = h.e.Release(h.ctx, vol, alloc)
+			case "reconcile":
+				alloc = ""
+				rep, err = h.e.Reconcile(h.ctx)
+			case "expand":
+				// Grown by a MiB each time (the volume is made at 1 MiB): the node's part sent at
+				// once where a claim has it staged, else owed to the next publish.
+				size += 1 << 20
+				alloc = fmt.Sprintf("to %d MiB", size>>20)
+				_, err = h.e.ExpandVolume(h.ctx, vol, size, 0)
+			case "detach":
+				// Every claim of the volume released, as `volume detach` (not forced) does.
+				alloc = ""
+				_, err = h.e.Detach(h.ctx, vol, false)
+			case "delete":
+				// As `volume delete` does: refused while a claim is live; once deleted, made again.
+				alloc = ""
+				err = h.e.DeleteVolume(h.ctx, vol)
+			case "create":
+				// Refused while another driver answers on the socket.
+				if _, err = h.e.CreateVolume(h.ctx, volume(vol, capab(spec.MultiNodeMultiWriter))); err == nil {
+					c.ext, size = h.externalID(vol), 1<<20
+					exts = append(exts, c.ext)
+				}
+			case "snapshot":
+				snaps++
+				alloc = fmt.Sprintf("%s-s%d", vol, snaps)
+				var sn SnapshotInfo
+				if sn, err = h.e.CreateSnapshot(h.ctx, vol, alloc, nil); err == nil {
+					if msg := snapshotHeld(h, sn.ID, true); msg != "" {
+						fail("the snapshot answered OK: %s", msg)
+					}
+				}
+			case "snapshot delete":
+				alloc = snap
+				if _, err = h.e.DeleteSnapshotNoted(h.ctx, "mem", snap, nil); err == nil {
+					if msg := snapshotHeld(h, snap, false); msg != "" {
+						fail("the snapshot delete answered OK: %s", msg)
+					}
+				}
+			default:
+				// The plugin restarts with STAGE_UNSTAGE_VOLUME, PUBLISH_UNPUBLISH_VOLUME and
+				// LIST_VOLUMES_PUBLISHED_NODES each on or off (the last mostly on), now and then
+				// reporting another node ID, keeping what it holds; or another driver answers on
+				// its socket until the next restart, the plugin's state kept aside. Then a
+				// reconcile pass meets it.
+				if r.IntN(6) == 0 {
+					alloc = "(another driver on the socket), reconcile"
+					other = serveOtherDriver(parent, h)
+					full = false
+				} else {
+					var stage, attach bool
+					stage, attach, list = r.IntN(2) == 0, r.IntN(2) == 0, r.IntN(3) > 0
+					if r.IntN(4) == 0 {
+						node = map[string]string{"node-1": "node-2", "node-2": "node-1"}[node]
+					}
+					alloc = fmt.Sprintf("(stage %v, attach %v, list published %v, node %s), reconcile", stage, attach, list, node)
+					restartWithCaps(parent, h, stage, attach, list, node)
+					other, full = nil, stage && attach && list && node == "node-1"
+				}
+				rep, err = h.e.Reconcile(h.ctx)
+			}
+		})
+		if crashed != "" {
+			err = fmt.Errorf("%w at %s", errCutShort, crashed)
+			reopen(parent, h)
+		}
+		track()
 		op = strings.TrimSpace(op + " " + alloc)
 		steps = append(steps, fmt.Sprintf("%s [faults: %s] -> %v", op, strings.Join(queued, "; "), shortErr(err)))
 		if err != nil && strings.Contains(err.Error(), matrixSecret) {
@@ -352,7 +376,7 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 		if snap != "" {
 			named = strconv.Quote(snap)
 		}
-		if err != nil && !strings.HasPrefix(op, "reconcile") && !strings.HasPrefix(op, "restart") && !strings.Contains(err.Error(), named) {
+		if err != nil && crashed == "" && !strings.HasPrefix(op, "reconcile") && !strings.HasPrefix(op, "restart") && !strings.Contains(err.Error(), named) {
 			fail("the error does not name %s: %.400s", named, err)
 		}
 		for _, p := range rep.Problems {
@@ -393,11 +417,11 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 			if err == nil || h.mem.CallCount(csi.RPCDeleteVolume) != deletes {
 				fail("a delete while claims are live answered %v, having sent DeleteVolume %d time(s)", err, h.mem.CallCount(csi.RPCDeleteVolume)-deletes)
 			}
-		case op == "delete" && err != nil:
+		case op == "delete" && err != nil && crashed == "":
 			if _, ok := recordedVolume(h, vol); !ok {
 				fail("the delete failed (%v), and the store no longer records the volume", err)
 			}
-		case op == "delete":
+		case op == "delete" && err == nil:
 			if _, ok := h.mem.Volume(c.ext); ok {
 				fail("the delete answered OK; the plugin still holds %s", c.ext)
 			}
@@ -426,6 +450,7 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 	// back (a claim refused for another node's attachment); a release of each claim left must
 	// pass, and a pass after it, and one for an owed detach, report nothing of the volume.
 	rep, _ := h.e.Reconcile(h.ctx)
+	track()
 	for _, p := range rep.Problems {
 		if strings.Contains(p.Message, matrixSecret) || p.VolumeID == vol && !strings.Contains(p.Message, strconv.Quote(vol)) {
 			fail("reconcile's problem after the plugin healed shows the secret or does not name volume %q: %.400s", vol, p.Message)
@@ -498,6 +523,61 @@ func serveOtherDriver(parent *testing.T, h *harness) *csitest.MemPlugin {
 	other := csitest.NewMemPlugin(cfg)
 	h.stopServe = csitest.ServeAt(parent, h.socket, csitest.WithServer(other))
 	return other
+}
+
+// errCutShort is the error of an operation cutShort cut short: it answered nothing.
+var errCutShort = errors.New("cut short")
+
+// seqCrash is the panic cutShort cuts an operation short with.
+type seqCrash struct{ at string }
+
+// cutShort runs op, cut short at the at-th failpoint its goroutine passes (none, for at 0) as a
+// kill there would: the engine's failpoint hook panics, and the panic unwinds the operation,
+// its transactions rolled back and its locks let go, as the kernel lets a killed process's go;
+// what it committed stays, and nothing after it runs (the failpoints sit after commits, and
+// after RPCs before their answer is committed). Failpoints another goroutine passes (a pass's
+// restores run beside each other) are not counted. It returns the failpoint's name, "" where
+// op ran to its end. The caller opens the engine anew, as the next volctl process.
+func cutShort(h *harness, at int, op func()) (crashed string) {
+	if at > 0 {
+		self, n := goroutineID(), 0
+		h.e.failpointHook = func(name string) {
+			if goroutineID() != self {
+				return
+			}
+			if n++; n == at {
+				panic(seqCrash{name})
+			}
+		}
+	}
+	e := h.e
+	defer func() {
+		e.failpointHook = nil
+		if p := recover(); p != nil {
+			c, ok := p.(seqCrash)
+			if !ok {
+				panic(p)
+			}
+			crashed = c.at
+		}
+	}()
+	op()
+	return ""
+}
+
+// reopen opens the harness's engine anew, as the next volctl process, on its state dir; the
+// engine is the harness's (parent's), which outlives the sequence that opened it.
+func reopen(parent *testing.T, h *harness) {
+	seq := h.t
+	h.t = parent
+	defer func() { h.t = seq }()
+	h.open(h.e.cfg)
+}
+
+// goroutineID is the calling goroutine's number, as runtime.Stack prints it.
+func goroutineID() string {
+	buf := make([]byte, 64)
+	return strings.Fields(string(buf[:runtime.Stack(buf, false)]))[1]
 }
 
 // snapshotsKnown are the snapshots of volume vol the store records (their IDs) or records a
