@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -27,7 +29,9 @@ import (
 // passes of two allocs sharing one volume (multi-node-multi-writer: one staging, two targets),
 // and restarts of the plugin with STAGE_UNSTAGE_VOLUME, PUBLISH_UNPUBLISH_VOLUME and
 // LIST_VOLUMES_PUBLISHED_NODES each on or off and now and then another node ID (keeping what it
-// holds), or with another driver answering on its socket until the next restart; each
+// holds), or with another driver answering on its socket until the next restart; and races,
+// two of those operations at once, one through a second engine on the same state dir (another
+// volctl process: raceCalls), each error naming the volume; each
 // operation preceded by up to two faults queued for the volume's RPCs and the listings (a code,
 // the plugin acting or not, once or twice), so that a failure meets another's leftovers: a
 // release while a claim waits for reconcile, a claim again of an alloc whose release failed, a
@@ -153,8 +157,11 @@ type seqFault struct {
 // event saying the check could not be had) or FAILED_PRECONDITION for having deleted it
 // (refusedButGone: kept ready), and a snapshot DeleteSnapshot answered NOT_FOUND for having
 // deleted nothing; and a snapshot CreateSnapshot made and answered a final error for, to its
-// first attempt or after one that made it (finishSnapshot: a final error to the only
-// CreateSnapshot sent means nothing was made, ALREADY_EXISTS that the name is another's). With the in-memory plugin making no mounts (not kernel), a teardown
+// first attempt (finishSnapshot: a final error to the only CreateSnapshot sent means nothing
+// was made), and any CreateSnapshot answered ALREADY_EXISTS, which volctl takes as the name
+// being another source's snapshot: an earlier attempt, or a command cut short, may have made
+// the snapshot under the name, and no listing finds a snapshot by its name (its ID is the
+// plugin's), so the lie cannot be seen. With the in-memory plugin making no mounts (not kernel), a teardown
 // answered NOT_FOUND (or NodeUnstageVolume UNIMPLEMENTED) by a plugin that undid nothing, whose
 // outcome rests on a mount it does not make, is left out too (needsMounts:
 // TestFaultSequencesKernel runs those).
@@ -174,15 +181,15 @@ func faultSeqAllowed(f seqFault, queued []seqFault, list, kernel bool) bool {
 		}
 		return ""
 	}
-	// creates says whether a CreateSnapshot fault is queued before f (one that acted, if acted).
-	creates := func(acted bool) bool {
-		return slices.ContainsFunc(queued, func(q seqFault) bool { return q.rpc == csi.RPCCreateSnapshot && (q.acted || !acted) })
+	// creates says whether a CreateSnapshot fault is queued before f.
+	creates := func() bool {
+		return slices.ContainsFunc(queued, func(q seqFault) bool { return q.rpc == csi.RPCCreateSnapshot })
 	}
 	final := f.code != codes.Unavailable && f.code != codes.DeadlineExceeded && f.code != codes.Aborted
 	switch {
 	case f.rpc == csi.RPCControllerPublishVolume && f.code == codes.AlreadyExists && f.acted,
-		f.rpc == csi.RPCCreateSnapshot && f.acted && final && !creates(false),
-		f.rpc == csi.RPCCreateSnapshot && f.code == codes.AlreadyExists && (f.acted || creates(true)),
+		f.rpc == csi.RPCCreateSnapshot && f.acted && final && !creates(),
+		f.rpc == csi.RPCCreateSnapshot && f.code == codes.AlreadyExists,
 		f.rpc == csi.RPCControllerUnpublishVolume && listedBy(f) != "" && !list,
 		listedBy(f) != "" && slices.ContainsFunc(queued, func(q seqFault) bool { return q.rpc == listedBy(f) }),
 		slices.ContainsFunc(queued, func(q seqFault) bool { return listedBy(q) == f.rpc }):
@@ -227,7 +234,7 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 		// The operation first, then its faults: mostly at the RPCs it sends (a claim's, a
 		// release's; a reconcile pass sends either), now and then at the others' (a pass's
 		// leftovers, a rollback's teardown).
-		op, alloc := []string{"claim", "claim", "release", "release", "reconcile", "restart", "expand", "detach", "delete", "snapshot", "snapshot delete"}[r.IntN(11)], []string{"a", "b"}[r.IntN(2)]
+		op, alloc := []string{"claim", "claim", "release", "release", "reconcile", "restart", "expand", "detach", "delete", "snapshot", "snapshot delete", "race"}[r.IntN(12)], []string{"a", "b"}[r.IntN(2)]
 		_, recorded := recordedVolume(h, vol)
 		if op == "delete" && !recorded {
 			op = "create" // deleted, by a delete or a pass finishing one: made again, no faults
@@ -272,7 +279,7 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 			faults = append(faults, seqFault{rpc, code, acted})
 			times := 1 + r.IntN(2)
 			h.faults.Inject(rpc, csitest.Fault{Code: code, Message: "backend said no (token " + matrixSecret + ")", Lost: acted, Times: times,
-				When: func(req proto.Message) bool { // the volume's RPCs, and ListVolumes (whose answer holds it)
+				When: func(req proto.Message) bool { // the volume's RPCs, and those naming no volume_id: the listings, the snapshots
 					f := req.ProtoReflect().Descriptor().Fields().ByName("volume_id")
 					return f == nil || req.ProtoReflect().Get(f).String() == c.ext
 				}})
@@ -287,8 +294,14 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 		// Now and then the operation is cut short at one of the failpoints it passes, as a
 		// kill there would (cutShort), and the engine opened anew, as the next volctl.
 		at := 0
-		if r.IntN(5) == 0 {
+		if op != "race" && r.IntN(5) == 0 {
 			at = 1 + r.IntN(4)
+		}
+		var race [2]seqCall // a race's two operations, drawn here: the draws are this goroutine's
+		if op == "race" {
+			for i := range race {
+				race[i] = drawSeqCall(r, vol, &size, &snaps)
+			}
 		}
 		crashed := cutShort(h, at, func() {
 			switch op {
@@ -332,6 +345,19 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 						fail("the snapshot answered OK: %s", msg)
 					}
 				}
+			case "race":
+				// Two volctl processes at once: this one and another on the same state dir, each
+				// running one of the operations above, the queued faults meeting whichever comes
+				// first. Each error must name the volume and hide the secret; what each answered
+				// OK is not checked (the other may have undone it meanwhile).
+				alloc = race[0].what + " | " + race[1].what
+				errs := raceCalls(h, race)
+				for i, e := range errs {
+					if e != nil && race[i].what != "reconcile" && !strings.Contains(e.Error(), strconv.Quote(vol)) {
+						fail("%s, racing %s: the error does not name volume %q: %.400s", race[i].what, race[1-i].what, vol, e)
+					}
+				}
+				err = errors.Join(errs[0], errs[1])
 			case "snapshot delete":
 				alloc = snap
 				if _, err = h.e.DeleteSnapshotNoted(h.ctx, "mem", snap, nil); err == nil {
@@ -376,7 +402,7 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 		if snap != "" {
 			named = strconv.Quote(snap)
 		}
-		if err != nil && crashed == "" && !strings.HasPrefix(op, "reconcile") && !strings.HasPrefix(op, "restart") && !strings.Contains(err.Error(), named) {
+		if err != nil && crashed == "" && !strings.HasPrefix(op, "reconcile") && !strings.HasPrefix(op, "restart") && !strings.HasPrefix(op, "race") && !strings.Contains(err.Error(), named) {
 			fail("the error does not name %s: %.400s", named, err)
 		}
 		for _, p := range rep.Problems {
@@ -523,6 +549,65 @@ func serveOtherDriver(parent *testing.T, h *harness) *csitest.MemPlugin {
 	other := csitest.NewMemPlugin(cfg)
 	h.stopServe = csitest.ServeAt(parent, h.socket, csitest.WithServer(other))
 	return other
+}
+
+// seqCall is one operation of a race (drawSeqCall): its words, and its call through an engine.
+type seqCall struct {
+	what string
+	call func(e *Engine) error
+}
+
+// drawSeqCall draws one of a race's operations on volume vol: a claim (some read-only), a
+// release, a detach, an expansion (growing size), a snapshot (counted by snaps, for its name), a
+// delete or a reconcile pass.
+func drawSeqCall(r *rand.Rand, vol string, size *int64, snaps *int) seqCall {
+	ctx := context.Background()
+	alloc := []string{"a", "b"}[r.IntN(2)]
+	switch op := []string{"claim", "release", "detach", "expand", "snapshot", "delete", "reconcile"}[r.IntN(7)]; op {
+	case "claim":
+		ro := r.IntN(3) == 0
+		return seqCall{fmt.Sprintf("claim %s read-only %v", alloc, ro), func(e *Engine) error {
+			_, err := e.Claim(ctx, ClaimRequest{VolumeID: vol, Alloc: alloc, ReadOnly: ro})
+			return err
+		}}
+	case "release":
+		return seqCall{"release " + alloc, func(e *Engine) error { _, err := e.Release(ctx, vol, alloc); return err }}
+	case "detach":
+		return seqCall{"detach", func(e *Engine) error { _, err := e.Detach(ctx, vol, false); return err }}
+	case "expand":
+		*size += 1 << 20
+		to := *size
+		return seqCall{fmt.Sprintf("expand to %d MiB", to>>20), func(e *Engine) error { _, err := e.ExpandVolume(ctx, vol, to, 0); return err }}
+	case "snapshot":
+		*snaps++
+		name := fmt.Sprintf("%s-s%d", vol, *snaps)
+		return seqCall{"snapshot " + name, func(e *Engine) error { _, err := e.CreateSnapshot(ctx, vol, name, nil); return err }}
+	case "delete":
+		return seqCall{"delete", func(e *Engine) error { return e.DeleteVolume(ctx, vol) }}
+	default:
+		return seqCall{"reconcile", func(e *Engine) error { _, err := e.Reconcile(ctx); return err }}
+	}
+}
+
+// raceCalls runs calls at once, the first through the harness's engine, the second through
+// another opened on its state dir as another volctl process would be (its own lock files,
+// connections and store handle), closed once both returned; it returns their errors.
+func raceCalls(h *harness, calls [2]seqCall) [2]error {
+	h.t.Helper()
+	other, err := Open(h.ctx, h.e.cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer other.Close()
+	var (
+		errs [2]error
+		wg   sync.WaitGroup
+	)
+	for i, e := range []*Engine{h.e, other} {
+		wg.Go(func() { errs[i] = calls[i].call(e) })
+	}
+	wg.Wait()
+	return errs
 }
 
 // errCutShort is the error of an operation cutShort cut short: it answered nothing.
