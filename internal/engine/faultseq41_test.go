@@ -303,33 +303,14 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 				race[i] = drawSeqCall(r, vol, &size, &snaps)
 			}
 		}
+		what := op // the operation's words, for a failure's message
 		crashed := cutShort(h, at, func() {
 			switch op {
-			case "claim":
-				ro := r.IntN(3) == 0
-				if ro {
-					op = "claim read-only"
-				}
-				_, err = h.e.Claim(h.ctx, ClaimRequest{VolumeID: vol, Alloc: alloc, ReadOnly: ro})
-			case "release":
-				_, err = h.e.Release(h.ctx, vol, alloc)
-			case "reconcile":
-				alloc = ""
-				rep, err = h.e.Reconcile(h.ctx)
-			case "expand":
-				// Grown by a MiB each time (the volume is made at 1 MiB): the node's part sent at
-				// once where a claim has it staged, else owed to the next publish.
-				size += 1 << 20
-				alloc = fmt.Sprintf("to %d MiB", size>>20)
-				_, err = h.e.ExpandVolume(h.ctx, vol, size, 0)
-			case "detach":
-				// Every claim of the volume released, as `volume detach` (not forced) does.
-				alloc = ""
-				_, err = h.e.Detach(h.ctx, vol, false)
-			case "delete":
-				// As `volume delete` does: refused while a claim is live; once deleted, made again.
-				alloc = ""
-				err = h.e.DeleteVolume(h.ctx, vol)
+			case "claim", "release", "reconcile", "expand", "detach", "delete":
+				// A delete that answered OK is followed by a create (below).
+				sc := seqOp(r, op, alloc, vol, &size, &snaps)
+				what = sc.what
+				rep, err = sc.call(h.e)
 			case "create":
 				// Refused while another driver answers on the socket.
 				if _, err = h.e.CreateVolume(h.ctx, volume(vol, capab(spec.MultiNodeMultiWriter))); err == nil {
@@ -338,9 +319,10 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 				}
 			case "snapshot":
 				snaps++
-				alloc = fmt.Sprintf("%s-s%d", vol, snaps)
+				name := fmt.Sprintf("%s-s%d", vol, snaps)
+				what = "snapshot " + name
 				var sn SnapshotInfo
-				if sn, err = h.e.CreateSnapshot(h.ctx, vol, alloc, nil); err == nil {
+				if sn, err = h.e.CreateSnapshot(h.ctx, vol, name, nil); err == nil {
 					if msg := snapshotHeld(h, sn.ID, true); msg != "" {
 						fail("the snapshot answered OK: %s", msg)
 					}
@@ -350,7 +332,7 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 				// running one of the operations above, the queued faults meeting whichever comes
 				// first. Each error must name the volume and hide the secret; what each answered
 				// OK is not checked (the other may have undone it meanwhile).
-				alloc = race[0].what + " | " + race[1].what
+				what = "race " + race[0].what + " | " + race[1].what
 				errs := raceCalls(h, race)
 				for i, e := range errs {
 					if e != nil && race[i].what != "reconcile" && !strings.Contains(e.Error(), strconv.Quote(vol)) {
@@ -359,7 +341,7 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 				}
 				err = errors.Join(errs[0], errs[1])
 			case "snapshot delete":
-				alloc = snap
+				what = "snapshot delete " + snap
 				if _, err = h.e.DeleteSnapshotNoted(h.ctx, "mem", snap, nil); err == nil {
 					if msg := snapshotHeld(h, snap, false); msg != "" {
 						fail("the snapshot delete answered OK: %s", msg)
@@ -372,7 +354,7 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 				// its socket until the next restart, the plugin's state kept aside. Then a
 				// reconcile pass meets it.
 				if r.IntN(6) == 0 {
-					alloc = "(another driver on the socket), reconcile"
+					what = "restart (another driver on the socket), reconcile"
 					other = serveOtherDriver(parent, h)
 					full = false
 				} else {
@@ -381,7 +363,7 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 					if r.IntN(4) == 0 {
 						node = map[string]string{"node-1": "node-2", "node-2": "node-1"}[node]
 					}
-					alloc = fmt.Sprintf("(stage %v, attach %v, list published %v, node %s), reconcile", stage, attach, list, node)
+					what = fmt.Sprintf("restart (stage %v, attach %v, list published %v, node %s), reconcile", stage, attach, list, node)
 					restartWithCaps(parent, h, stage, attach, list, node)
 					other, full = nil, stage && attach && list && node == "node-1"
 				}
@@ -393,8 +375,7 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 			reopen(parent, h)
 		}
 		track()
-		op = strings.TrimSpace(op + " " + alloc)
-		steps = append(steps, fmt.Sprintf("%s [faults: %s] -> %v", op, strings.Join(queued, "; "), shortErr(err)))
+		steps = append(steps, fmt.Sprintf("%s [faults: %s] -> %v", what, strings.Join(queued, "; "), shortErr(err)))
 		if err != nil && strings.Contains(err.Error(), matrixSecret) {
 			fail("the error shows the secret: %.400s", err)
 		}
@@ -551,42 +532,59 @@ func serveOtherDriver(parent *testing.T, h *harness) *csitest.MemPlugin {
 	return other
 }
 
-// seqCall is one operation of a race (drawSeqCall): its words, and its call through an engine.
+// seqCall is one of a sequence's operations (seqOp): its words, and its call through an
+// engine.
 type seqCall struct {
 	what string
-	call func(e *Engine) error
+	call func(e *Engine) (ReconcileReport, error)
 }
 
-// drawSeqCall draws one of a race's operations on volume vol: a claim (some read-only), a
-// release, a detach, an expansion (growing size), a snapshot (counted by snaps, for its name), a
-// delete or a reconcile pass.
-func drawSeqCall(r *rand.Rand, vol string, size *int64, snaps *int) seqCall {
+// seqOp is operation op of a sequence on volume vol, for alloc where it takes one: a claim (one
+// in three read-only), a release, a detach of every claim (as `volume detach`, not forced,
+// does), an expansion (by a MiB, size: the volume is made at 1 MiB, and the node's part is sent
+// at once where a claim has it staged, else owed to the next publish), a snapshot (counted by
+// snaps, for its name), a delete (as `volume delete` does: refused while a claim is live) or a
+// reconcile pass.
+func seqOp(r *rand.Rand, op, alloc, vol string, size *int64, snaps *int) seqCall {
 	ctx := context.Background()
-	alloc := []string{"a", "b"}[r.IntN(2)]
-	switch op := []string{"claim", "release", "detach", "expand", "snapshot", "delete", "reconcile"}[r.IntN(7)]; op {
+	done := func(err error) (ReconcileReport, error) { return ReconcileReport{}, err }
+	switch op {
 	case "claim":
 		ro := r.IntN(3) == 0
-		return seqCall{fmt.Sprintf("claim %s read-only %v", alloc, ro), func(e *Engine) error {
+		what := "claim " + alloc
+		if ro {
+			what = "claim read-only " + alloc
+		}
+		return seqCall{what, func(e *Engine) (ReconcileReport, error) {
 			_, err := e.Claim(ctx, ClaimRequest{VolumeID: vol, Alloc: alloc, ReadOnly: ro})
-			return err
+			return done(err)
 		}}
 	case "release":
-		return seqCall{"release " + alloc, func(e *Engine) error { _, err := e.Release(ctx, vol, alloc); return err }}
+		return seqCall{"release " + alloc, func(e *Engine) (ReconcileReport, error) { _, err := e.Release(ctx, vol, alloc); return done(err) }}
 	case "detach":
-		return seqCall{"detach", func(e *Engine) error { _, err := e.Detach(ctx, vol, false); return err }}
+		return seqCall{"detach", func(e *Engine) (ReconcileReport, error) { _, err := e.Detach(ctx, vol, false); return done(err) }}
 	case "expand":
 		*size += 1 << 20
 		to := *size
-		return seqCall{fmt.Sprintf("expand to %d MiB", to>>20), func(e *Engine) error { _, err := e.ExpandVolume(ctx, vol, to, 0); return err }}
+		return seqCall{fmt.Sprintf("expand to %d MiB", to>>20), func(e *Engine) (ReconcileReport, error) { _, err := e.ExpandVolume(ctx, vol, to, 0); return done(err) }}
 	case "snapshot":
 		*snaps++
 		name := fmt.Sprintf("%s-s%d", vol, *snaps)
-		return seqCall{"snapshot " + name, func(e *Engine) error { _, err := e.CreateSnapshot(ctx, vol, name, nil); return err }}
+		return seqCall{"snapshot " + name, func(e *Engine) (ReconcileReport, error) {
+			_, err := e.CreateSnapshot(ctx, vol, name, nil)
+			return done(err)
+		}}
 	case "delete":
-		return seqCall{"delete", func(e *Engine) error { return e.DeleteVolume(ctx, vol) }}
+		return seqCall{"delete", func(e *Engine) (ReconcileReport, error) { return done(e.DeleteVolume(ctx, vol)) }}
 	default:
-		return seqCall{"reconcile", func(e *Engine) error { _, err := e.Reconcile(ctx); return err }}
+		return seqCall{"reconcile", func(e *Engine) (ReconcileReport, error) { return e.Reconcile(ctx) }}
 	}
+}
+
+// drawSeqCall draws one of a race's operations on volume vol (seqOp's).
+func drawSeqCall(r *rand.Rand, vol string, size *int64, snaps *int) seqCall {
+	alloc := []string{"a", "b"}[r.IntN(2)]
+	return seqOp(r, []string{"claim", "release", "detach", "expand", "snapshot", "delete", "reconcile"}[r.IntN(7)], alloc, vol, size, snaps)
 }
 
 // raceCalls runs calls at once, the first through the harness's engine, the second through
@@ -604,7 +602,7 @@ func raceCalls(h *harness, calls [2]seqCall) [2]error {
 		wg   sync.WaitGroup
 	)
 	for i, e := range []*Engine{h.e, other} {
-		wg.Go(func() { errs[i] = calls[i].call(e) })
+		wg.Go(func() { _, errs[i] = calls[i].call(e) })
 	}
 	wg.Wait()
 	return errs
