@@ -241,7 +241,8 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 		}
 		var snap string // the snapshot a delete deletes: by ID where recorded, else a create's name
 		if op == "snapshot delete" {
-			if known := snapshotsKnown(h, vol); len(known) > 0 {
+			if ids, creates := snapshotsKnown(h, vol); len(ids)+len(creates) > 0 {
+				known := append(ids, creates...)
 				snap = known[r.IntN(len(known))]
 			} else {
 				op = "snapshot" // none to delete
@@ -478,7 +479,8 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 		fail("after the plugin healed and the claims were released: %v", err)
 	}
 	// Every snapshot the passes left recorded is deleted, and the plugin keeps none of them.
-	for _, sn := range snapshotsKnown(h, vol) {
+	ids, creates := snapshotsKnown(h, vol)
+	for _, sn := range append(ids, creates...) {
 		if _, err := h.e.DeleteSnapshotNoted(h.ctx, "mem", sn, nil); err != nil {
 			fail("snapshot delete of %s after the plugin healed: %v", sn, err)
 		}
@@ -512,12 +514,20 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 // plugin takes it back. Its server is the harness's (parent's), which outlives the sequence
 // that restarted it.
 func restartWithCaps(parent *testing.T, h *harness, stage, attach, list bool, node string) {
+	asParent(parent, h, func() {
+		h.restartKeepingState(func(c *csitest.MemConfig) {
+			c.Node.StageUnstageVolume, c.Controller.PublishUnpublishVolume, c.Controller.ListVolumesPublishedNodes, c.NodeID = stage, attach, list, node
+		})
+	})
+}
+
+// asParent runs fn with the harness's test its parent's: what fn serves or opens is then torn
+// down with the harness, not with the sequence that ran fn.
+func asParent(parent *testing.T, h *harness, fn func()) {
 	seq := h.t
 	h.t = parent
 	defer func() { h.t = seq }()
-	h.restartKeepingState(func(c *csitest.MemConfig) {
-		c.Node.StageUnstageVolume, c.Controller.PublishUnpublishVolume, c.Controller.ListVolumesPublishedNodes, c.NodeID = stage, attach, list, node
-	})
+	fn()
 }
 
 // serveOtherDriver stops the harness's plugin, its state kept for restartWithCaps, and serves
@@ -651,10 +661,7 @@ func cutShort(h *harness, at int, op func()) (crashed string) {
 // reopen opens the harness's engine anew, as the next volctl process, on its state dir; the
 // engine is the harness's (parent's), which outlives the sequence that opened it.
 func reopen(parent *testing.T, h *harness) {
-	seq := h.t
-	h.t = parent
-	defer func() { h.t = seq }()
-	h.open(h.e.cfg)
+	asParent(parent, h, func() { h.open(h.e.cfg) })
 }
 
 // goroutineID is the calling goroutine's number, as runtime.Stack prints it.
@@ -663,11 +670,10 @@ func goroutineID() string {
 	return strings.Fields(string(buf[:runtime.Stack(buf, false)]))[1]
 }
 
-// snapshotsKnown are the snapshots of volume vol the store records (their IDs) or records a
-// create of (their names: a delete by name finishes the create first).
-func snapshotsKnown(h *harness, vol string) []string {
+// snapshotsKnown are the snapshots of volume vol the store records (their IDs), and those it
+// records a create of (their names: a delete by name finishes the create first).
+func snapshotsKnown(h *harness, vol string) (ids, creates []string) {
 	h.t.Helper()
-	var out []string
 	err := h.e.store.View(h.ctx, func(tx *store.Tx) error {
 		sns, err := tx.Snapshots().List("mem")
 		if err != nil {
@@ -675,13 +681,13 @@ func snapshotsKnown(h *harness, vol string) []string {
 		}
 		for _, sn := range sns {
 			if sn.SourceVolumeID == vol {
-				out = append(out, sn.SnapshotID)
+				ids = append(ids, sn.SnapshotID)
 			}
 		}
-		creates, err := tx.Snapshots().ListCreates("mem")
-		for _, sc := range creates {
+		scs, err := tx.Snapshots().ListCreates("mem")
+		for _, sc := range scs {
 			if sc.SourceVolumeID == vol {
-				out = append(out, sc.Name)
+				creates = append(creates, sc.Name)
 			}
 		}
 		return err
@@ -689,7 +695,7 @@ func snapshotsKnown(h *harness, vol string) []string {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return out
+	return ids, creates
 }
 
 // snapshotHeld says how the store's record of snapshot id and the plugin's disagree with want
@@ -720,19 +726,10 @@ func snapshotHeld(h *harness, id string, want bool) string {
 // recorded that may have made it.
 func snapshotsUntracked(h *harness, vol string, exts []string) string {
 	h.t.Helper()
-	known := snapshotsKnown(h, vol)
-	pending := false
-	err := h.e.store.View(h.ctx, func(tx *store.Tx) error {
-		creates, err := tx.Snapshots().ListCreates("mem")
-		pending = slices.ContainsFunc(creates, func(sc store.SnapshotCreate) bool { return sc.SourceVolumeID == vol })
-		return err
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	ids, creates := snapshotsKnown(h, vol)
 	for _, sn := range h.mem.Snapshots() {
-		if slices.Contains(exts, sn.SourceVolumeID) && !slices.Contains(known, sn.ID) && !pending {
-			return fmt.Sprintf("the plugin has snapshot %s of volume %q (%s); the store records nothing of it (%v)", sn.ID, vol, sn.SourceVolumeID, known)
+		if slices.Contains(exts, sn.SourceVolumeID) && !slices.Contains(ids, sn.ID) && len(creates) == 0 {
+			return fmt.Sprintf("the plugin has snapshot %s of volume %q (%s); the store records nothing of it (%v)", sn.ID, vol, sn.SourceVolumeID, ids)
 		}
 	}
 	return ""
