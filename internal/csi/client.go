@@ -165,6 +165,17 @@ func SocketPath(socket string) (string, error) {
 // dial, and gRPC's default (up to two minutes) would leave a restarted plugin unused for long.
 var reconnectBackoff = backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second}
 
+// connectTimeout is how long gRPC gives one connection to complete its handshake: twice the
+// short RPC timeout (10 s by default). An RPC waiting on that handshake is bounded by its own
+// timeout first, and a short one that runs out says "did not complete the gRPC handshake within
+// 5s"; a long one waits for the connection's end, then fails UNAVAILABLE, which a command may
+// retry. gRPC's answer when it gives up on a connection is UNAVAILABLE for every RPC waiting on
+// it at once, whatever time each has left: the 1 s this was failed the first RPC to a plugin
+// that socket activation starts, that exec()s its driver, or that a loaded machine runs
+// slowly, with most of its timeout left (TestSlowHandshakeWithinTheTimeoutIsWaitedFor).
+// Twice, not once: a short RPC's own deadline then ends it, not a race with gRPC's.
+func (c *Client) connectTimeout() time.Duration { return 2 * c.timeouts.Short }
+
 func (c *Client) dial(socket string) (*endpoint, error) {
 	abs, err := SocketPath(socket)
 	if err != nil {
@@ -176,7 +187,7 @@ func (c *Client) dial(socket string) (*endpoint, error) {
 	ep := &endpoint{socket: abs}
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff, MinConnectTimeout: time.Second}),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff, MinConnectTimeout: c.connectTimeout()}),
 		grpc.WithChainUnaryInterceptor(traceInterceptor(c.log, abs, c.pluginTextUpTo, c.observe)),
 	}
 	if c.checkPeer != nil {

@@ -112,8 +112,9 @@ func checkHandshakeError(t *testing.T, err error, code codes.Code, want string) 
 	if !errors.As(err, &e) {
 		t.Fatalf("error %v (%T) is not a *csi.Error", err, err)
 	}
-	if e.RPC != csi.RPCGetPluginInfo || e.Code != code || csi.CodeOf(err) != code {
-		t.Errorf("error %v: RPC %s code %v, want GetPluginInfo %v", err, e.RPC, e.Code, code)
+	rpc, _, _ := strings.Cut(want, ":")
+	if e.RPC != rpc || e.Code != code || csi.CodeOf(err) != code {
+		t.Errorf("error %v: RPC %s code %v, want %s %v", err, e.RPC, e.Code, rpc, code)
 	}
 	if !csi.IsRetryable(err) {
 		t.Errorf("error %v: class %v, want retryable (the plugin may come back)", err, e.Class)
@@ -129,18 +130,23 @@ func checkHandshakeError(t *testing.T, err error, code codes.Code, want string) 
 }
 
 // TestSocketThatAcceptsButNeverHandshakes: something accepts the connection and holds it
-// without a word (a hung plugin). Past gRPC's connect timeout that is UNAVAILABLE; within a
-// shorter RPC timeout, DEADLINE_EXCEEDED. Both say what happened, by socket, and the trace
-// (--verbose) keeps gRPC's own account.
+// without a word (a hung plugin). A long RPC (DeleteVolume) outlasts gRPC's connect timeout
+// (twice the short RPC timeout), and is UNAVAILABLE past it; a short one (GetPluginInfo) runs
+// into its own timeout first, DEADLINE_EXCEEDED. Both say what happened, by socket, and the
+// trace (--verbose) keeps gRPC's own account.
 func TestSocketThatAcceptsButNeverHandshakes(t *testing.T) {
 	socket := rawListener(t, holdConn)
 	t.Run("unavailable", func(t *testing.T) {
 		var trace iostreams.SyncBuffer
-		c := csitest.NewClient(t, csi.Config{ControllerSocket: socket, Timeouts: csi.Timeouts{Short: 10 * time.Second},
+		c := csitest.NewClient(t, csi.Config{ControllerSocket: socket, Timeouts: csi.Timeouts{Short: 500 * time.Millisecond, Long: 20 * time.Second},
 			Logger: slog.New(slog.NewTextHandler(&trace, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-		_, err := c.GetPluginInfo(context.Background())
-		checkHandshakeError(t, err, codes.Unavailable, "GetPluginInfo: Unavailable: something accepted the connection on "+socket+
+		start := time.Now()
+		err := c.DeleteVolume(context.Background(), csi.DeleteVolumeRequest{VolumeID: "v"})
+		checkHandshakeError(t, err, codes.Unavailable, "DeleteVolume: Unavailable: something accepted the connection on "+socket+
 			" but did not complete the gRPC handshake (a hung plugin, or not a CSI plugin)")
+		if took := time.Since(start); took < time.Second {
+			t.Errorf("gRPC gave up on the connection after %s; want twice the short timeout, 1s", took)
+		}
 		if !strings.Contains(trace.String(), "error reading server preface") {
 			t.Errorf("the RPC trace lost gRPC's own detail:\n%s", trace.String())
 		}
@@ -237,5 +243,46 @@ func TestPluginErrorsWordedAsGRPCsAreThePlugins(t *testing.T) {
 		if strings.Contains(err.Error(), "handshake") || !strings.Contains(err.Error(), msg) {
 			t.Errorf("NodeGetInfo error %q: want the plugin's message, not a handshake that never failed", err)
 		}
+	}
+}
+
+// slowAcceptor forwards each connection to the plugin at socket after delay, as a plugin that
+// is slow to answer its first connection does: one systemd starts on that connection (socket
+// activation), one that exec()s its driver, or one on a loaded machine.
+func slowAcceptor(socket string, delay time.Duration) func(net.Conn) {
+	return func(c net.Conn) {
+		time.Sleep(delay)
+		p, err := net.Dial("unix", socket)
+		if err != nil {
+			c.Close()
+			return
+		}
+		go func() { _, _ = io.Copy(p, c); p.Close() }()
+		_, _ = io.Copy(c, p)
+		c.Close()
+	}
+}
+
+// TestSlowHandshakeWithinTheTimeoutIsWaitedFor: a plugin that completes gRPC's handshake only
+// after a second and a half answers within the RPC's timeout (5 s), and is answered as any
+// other. gRPC gave a connection one second (MinConnectTimeout) before: the first RPC to a
+// plugin that socket activation starts, or that a loaded machine runs slowly, failed
+// UNAVAILABLE "did not complete the gRPC handshake" with most of its timeout left.
+func TestSlowHandshakeWithinTheTimeoutIsWaitedFor(t *testing.T) {
+	h := newHarness(t, csitest.DefaultMemConfig())
+	socket := rawListener(t, slowAcceptor(h.socket, 1500*time.Millisecond))
+	for _, rpc := range []string{csi.RPCGetPluginInfo, csi.RPCDeleteVolume} {
+		t.Run(rpc, func(t *testing.T) {
+			c := csitest.NewClient(t, csi.Config{ControllerSocket: socket, NodeSocket: socket})
+			var err error
+			if rpc == csi.RPCGetPluginInfo {
+				_, err = c.GetPluginInfo(context.Background())
+			} else {
+				err = c.DeleteVolume(context.Background(), csi.DeleteVolumeRequest{VolumeID: "nope"})
+			}
+			if err != nil {
+				t.Fatalf("%s through a plugin that handshakes after 1.5 s: %v; want it answered", rpc, err)
+			}
+		})
 	}
 }

@@ -224,7 +224,7 @@ var racerKeep []*os.File
 // startRacer starts the test binary as an exec plugin of driver holding volumes, accepting on
 // l's descriptor, that answers for the image this process is about to exec: racerListener. The
 // exec'd image cannot answer in time itself: a race-built test binary takes 1 to 2.5 s to
-// accept at a load of 20 on two cores, past the 1 s gRPC gives a connection to complete its
+// accept at a load of 20 on two cores, past the 1 s gRPC then gave a connection to complete its
 // handshake, so the client gave up on the connection before the new image answered, and the
 // race was not run (the claim's Probe "did not complete the gRPC handshake", the claim refused
 // by whichever check its next connection met). The racer runs already, and answers only once

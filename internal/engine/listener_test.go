@@ -96,7 +96,7 @@ func TestClaimThroughAPluginRestartedMidClaimBySupervisor(t *testing.T) {
 // the claim's first connection has had gRPC's first bytes (written after the check at the dial),
 // and what answers it is a process of the exec'd driver already running (startRacer), which
 // answers only after the exec: the exec'd image itself starts too slowly under load to answer
-// within gRPC's connect timeout, and the race was then not run.
+// within gRPC's connect timeout (1 s then), and the race was then not run.
 func TestExecWhileAConnectionWaitsInTheBacklogIsRefused(t *testing.T) {
 	t.Parallel()
 	plugin := startExecPlugin(t, "mem.csi.volctl.test")
