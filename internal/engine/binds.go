@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
@@ -298,11 +299,12 @@ func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 		}
 		if err == nil && mounted {
 			id, idErr := mountID(dst.fd)
-			if err = dst.unmount(0); err == nil && places != nil && idErr == nil {
+			var below []string
+			if below, err = unmountBind(ctx, dst, b.Destination); err == nil && places != nil && idErr == nil {
 				places.noteUnbound(id)
 			}
 			if errors.Is(err, unix.EBUSY) {
-				if below := mountsBelow(b.Destination); len(below) > 0 {
+				if len(below) > 0 {
 					err = fmt.Errorf("unmount: %w: %s mounted below it; unmount or release that first", err, listPaths(below))
 				} else {
 					err = fmt.Errorf("unmount: %w (is something still using it?)", err)
@@ -317,6 +319,33 @@ func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 		}
 	}
 	return e.movedBinds(ctx, cl)
+}
+
+// busyUnbindWait is how long unmountBind tries a bind's unmount again while it is EBUSY with
+// nothing mounted below it.
+const busyUnbindWait = 500 * time.Millisecond
+
+// unmountBind unmounts the bind dst opened at destination. One answered EBUSY with nothing
+// mounted below it is tried again, at doubling intervals up to busyUnbindWait in all: a holder
+// gone a moment later (a child forked while a descriptor on the bind was open, until its exec
+// closes it; a scan of the tree passing through) does not fail the release and leave its claim
+// unpublishing (TestUnbindIsNotMadeBusyByAProcessThisOneStarts). A file open in it, or a
+// working directory, past that is the user's, and the error says so. It returns what is
+// mounted below the destination, when that made it busy.
+func unmountBind(ctx context.Context, dst *pathFD, destination string) (below []string, err error) {
+	err = dst.unmount(0)
+	for waited, d := time.Duration(0), time.Millisecond; errors.Is(err, unix.EBUSY); waited, d = waited+d, 2*d {
+		if below = mountsBelow(destination); len(below) > 0 || waited >= busyUnbindWait {
+			return below, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(d):
+		}
+		err = dst.unmount(0)
+	}
+	return nil, err
 }
 
 // movedBinds refuses a claim's release while its volume is still bound outside the state dir

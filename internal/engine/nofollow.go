@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -399,14 +400,27 @@ func undoMountOn(dst *pathFD) error {
 
 // unmount unmounts what is mounted on the opened path through its parent's descriptor, so the
 // kernel looks up nothing but the last name (not followed). The path's own descriptor is
-// closed first: it holds the mount, which would make it busy.
+// closed first: it holds the mount, which would make it busy. So does a copy of it in a child
+// this process forked while it was open, until the child's exec closes it (it is close-on-exec):
+// the unmount waits for a fork in progress to end (forksDone), and unbind tries an unmount
+// answered EBUSY again for a moment (unmountBind).
 func (p *pathFD) unmount(flags int) error {
 	if p.fd >= 0 && p.fd != p.parent {
 		_ = unix.Close(p.fd)
 		p.fd = -1
+		forksDone()
 	}
 	if p.parent < 0 {
 		return fmt.Errorf("%s: cannot unmount the walk's root", p.path)
 	}
 	return unix.Unmount(procPath(p.parent)+"/"+p.name, flags|unix.UMOUNT_NOFOLLOW)
+}
+
+// forksDone waits for a fork this process has in progress to end: Go forks holding
+// syscall.ForkLock for writing, and the child has exec()ed, or is at the point of it, when the
+// lock is let go. A descriptor closed before forksDone is in no child forked after it, and in
+// none forked before it once their execs have closed their copies, a moment later.
+func forksDone() {
+	syscall.ForkLock.RLock()
+	syscall.ForkLock.RUnlock() //nolint:staticcheck // a barrier: nothing is held under it
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
@@ -136,15 +137,23 @@ func makeFile(path string) error {
 }
 
 // unmount takes away every mount the plugin stacked at path (none when it mounts nothing). The
-// caller holds m.mu.
+// caller holds m.mu. A mount busy for a moment is tried again, up to half a second: a child
+// that this process (the tests') forked while a descriptor on the mount was open holds a copy
+// until its exec closes it. One still busy past that (a descriptor volctl holds across the
+// RPC) is an error.
 func (m *MemPlugin) unmount(path string) error {
 	if !m.mounted[path] {
 		return nil
 	}
-	for {
+	for busy := time.Millisecond; ; {
 		err := unix.Unmount(path, 0)
 		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
 			break // no longer a mount point
+		}
+		if errors.Is(err, unix.EBUSY) && busy < 512*time.Millisecond {
+			time.Sleep(busy)
+			busy *= 2
+			continue
 		}
 		if err != nil {
 			return errorf(codes.Internal, "%v", fmt.Errorf("unmount %s: %w", path, err))
