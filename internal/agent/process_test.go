@@ -756,19 +756,25 @@ func TestAgentStartsNoPluginItCannotRecordOnAFullDisk(t *testing.T) {
 	fl.Close()
 	sp := f.execPlugin("full", "hostpath")
 	f.register(sp)
-	waitFor(t, "a start that fails for want of room", func() bool {
+	failed := func() int {
+		n := 0
 		for _, ev := range f.events("plugin-start") {
 			if strings.Contains(ev, "did not start") && strings.Contains(ev, "no space left on device") {
-				return true
+				n++
 			}
 		}
-		return false
-	})
+		return n
+	}
+	waitFor(t, "a start that fails for want of room", func() bool { return failed() > 0 })
 	// The failed start waits for its process to end before it says so: by the event, nothing
 	// carrying the plugin's environment runs (a plugin started unrecorded, or the start helper
-	// let go), which says at once what a wait of the wall clock for its socket said.
-	if pids := pidsWithEnv(pluginRootEnv + "=" + sp.Exec.Env.Plain()[pluginRootEnv]); len(pids) > 0 || socketsLive([]string{sp.Socket}) {
-		t.Fatalf("a plugin runs (pids %v) or serves on %s though its pid file could not be written", pids, sp.Socket)
+	// let go), which says at once what a wait of the wall clock for its socket said. The start
+	// is retried within milliseconds, and what runs now may be the next attempt's, still
+	// starting: each process found must be gone once the next attempt has failed too.
+	n, pids := failed(), pidsWithEnv(pluginRootEnv+"="+sp.Exec.Env.Plain()[pluginRootEnv])
+	waitFor(t, "the next start to fail too", func() bool { return failed() > n })
+	if alive := slices.DeleteFunc(pids, func(pid int) bool { return !alive(pid) }); len(alive) > 0 || socketsLive([]string{sp.Socket}) {
+		t.Fatalf("a plugin runs (pids %v) or serves on %s though its pid file could not be written", alive, sp.Socket)
 	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
