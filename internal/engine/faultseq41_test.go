@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
@@ -60,8 +61,30 @@ const faultSeqOps = 12
 
 func TestFaultSequences(t *testing.T) {
 	t.Parallel()
-	faultSequences(t, 1, faultSeqCount, 2, func(t *testing.T) *harness { return newHarnessConfig(t, nil, matrixConfig()) }, false)
+	faultSequences(t, 1, faultSeqCount, 2, func(t *testing.T) *harness { return newHarnessConfig(t, nil, matrixConfig()) }, false, false)
 }
+
+// TestFaultSequencesTimeouts runs sequences in which a fault may also be a plugin that does
+// not answer within volctl's timeout, having done what it was asked or not: volctl cannot know
+// which, and must neither forget what the plugin may have made nor take it as done. Its RPC
+// timeouts are a second (faultSeqTimeouts), each such fault costing one; its seeds are its own
+// (from 200001), and fewer run (VOLCTL_FAULT_SEQUENCES=N runs N/3, at least one).
+func TestFaultSequencesTimeouts(t *testing.T) {
+	t.Parallel()
+	faultSequences(t, 200001, faultSeqCount/3, 2, func(t *testing.T) *harness {
+		cfg := matrixConfig()
+		cfg.Timeouts = faultSeqTimeouts
+		return newHarnessConfig(t, nil, cfg)
+	}, false, true)
+}
+
+// faultSeqTimeouts are TestFaultSequencesTimeouts's RPC timeouts: long enough for an RPC of a
+// loaded machine under -race, short enough that a sequence's few timeouts cost seconds.
+var faultSeqTimeouts = csi.Timeouts{Short: time.Second, Long: time.Second}
+
+// faultSeqHangs is how often, one in faultSeqHangs, a fault of TestFaultSequencesTimeouts is
+// a plugin answering too late rather than a code.
+const faultSeqHangs = 4
 
 // TestFaultSequencesKernel runs sequences with the in-memory plugin mounting for real (root)
 // and the kernel's mount table, where the teardowns answered NOT_FOUND (or NodeUnstageVolume
@@ -72,14 +95,15 @@ func TestFaultSequences(t *testing.T) {
 func TestFaultSequencesKernel(t *testing.T) {
 	t.Parallel()
 	hostpathtest.RequireMount(t)
-	faultSequences(t, 100001, faultSeqCount/4, 1, func(t *testing.T) *harness { return kernelHarnessConfig(t, nil, matrixConfig()) }, true)
+	faultSequences(t, 100001, faultSeqCount/4, 1, func(t *testing.T) *harness { return kernelHarnessConfig(t, nil, matrixConfig()) }, true, false)
 }
 
 // faultSequences runs count sequences from seed first, or as VOLCTL_FAULT_SEQUENCES (divided
 // by the ratio of faultSeqCount to count) and VOLCTL_FAULT_SEQUENCE_FIRST say, on harnesses
 // harnesses made by harness, the seeds split between them: each runs its sequences one after
 // another (a sequence's faults are its volume's, but the injector's counts are the harness's).
-func faultSequences(t *testing.T, first, count, harnesses int, harness func(*testing.T) *harness, kernel bool) {
+// kernel and hangs are runFaultSequence's.
+func faultSequences(t *testing.T, first, count, harnesses int, harness func(*testing.T) *harness, kernel, hangs bool) {
 	n := count
 	if s := os.Getenv("VOLCTL_FAULT_SEQUENCES"); s != "" {
 		asked, err := strconv.Atoi(s)
@@ -103,7 +127,7 @@ func faultSequences(t *testing.T, first, count, harnesses int, harness func(*tes
 					parent := h.t
 					h.t = t
 					defer func() { h.t = parent }()
-					runFaultSequence(t, parent, h, uint64(seed), kernel)
+					runFaultSequence(t, parent, h, uint64(seed), kernel, hangs)
 					if !kernel {
 						return
 					}
@@ -123,10 +147,11 @@ var faultSeqExpandRPCs = []string{csi.RPCControllerExpandVolume, csi.RPCNodeExpa
 // releases left, the question of the nodes holding the volume, and DeleteVolume.
 var faultSeqDeleteRPCs = []string{csi.RPCControllerUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCListVolumes, csi.RPCDeleteVolume}
 
-// faultSeqSnapshotRPCs are the RPCs a snapshot's create sends, and its delete's.
+// faultSeqSnapshotRPCs are the RPCs a snapshot's create sends, and its delete's (CreateSnapshot
+// to learn the ID of one still being created).
 var (
 	faultSeqSnapshotRPCs       = []string{csi.RPCCreateSnapshot, csi.RPCListSnapshots}
-	faultSeqSnapshotDeleteRPCs = []string{csi.RPCDeleteSnapshot, csi.RPCListSnapshots}
+	faultSeqSnapshotDeleteRPCs = []string{csi.RPCDeleteSnapshot, csi.RPCListSnapshots, csi.RPCCreateSnapshot}
 )
 
 // faultSeqOtherDriver is the driver that answers on the plugin's socket now and then, in the
@@ -156,7 +181,9 @@ type seqFault struct {
 // answered NOT_FOUND for having deleted nothing (finishDelete takes the plugin's word, the
 // event saying the check could not be had) or FAILED_PRECONDITION for having deleted it
 // (refusedButGone: kept ready), and a snapshot DeleteSnapshot answered NOT_FOUND for having
-// deleted nothing; and a snapshot CreateSnapshot made and answered a final error for, to its
+// deleted nothing, or a pending snapshot's CreateSnapshot answered a final error by a plugin
+// holding it (finishPendingForDelete: forgotten, unless the listing shows a snapshot of the
+// volume volctl records nothing of); and a snapshot CreateSnapshot made and answered a final error for, to its
 // first attempt (finishSnapshot: a final error to the only CreateSnapshot sent means nothing
 // was made), and any CreateSnapshot answered ALREADY_EXISTS, which volctl takes as the name
 // being another source's snapshot: an earlier attempt, or a command cut short, may have made
@@ -166,6 +193,9 @@ type seqFault struct {
 // outcome rests on a mount it does not make, is left out too (needsMounts:
 // TestFaultSequencesKernel runs those).
 func faultSeqAllowed(f seqFault, queued []seqFault, list, kernel bool) bool {
+	final := func(f seqFault) bool {
+		return f.code != codes.Unavailable && f.code != codes.DeadlineExceeded && f.code != codes.Aborted
+	}
 	if !kernel && slices.Contains(matrixReleaseRPCs, f.rpc) && needsMounts(f.rpc, f.acted)(matrixAnswer{code: f.code}) != "" {
 		return false
 	}
@@ -176,7 +206,11 @@ func faultSeqAllowed(f seqFault, queued []seqFault, list, kernel bool) bool {
 		case (f.rpc == csi.RPCControllerUnpublishVolume || f.rpc == csi.RPCDeleteVolume) && f.code == codes.NotFound && !f.acted,
 			f.rpc == csi.RPCDeleteVolume && f.code == codes.FailedPrecondition && f.acted:
 			return csi.RPCListVolumes
-		case f.rpc == csi.RPCDeleteSnapshot && f.code == codes.NotFound && !f.acted:
+		case f.rpc == csi.RPCDeleteSnapshot && f.code == codes.NotFound && !f.acted,
+			f.rpc == csi.RPCCreateSnapshot && final(f) && f.code != codes.AlreadyExists:
+			// A snapshot delete finishing a pending create refused for good forgets it unless
+			// the plugin lists a snapshot of the volume volctl records nothing of
+			// (finishPendingForDelete).
 			return csi.RPCListSnapshots
 		}
 		return ""
@@ -185,10 +219,9 @@ func faultSeqAllowed(f seqFault, queued []seqFault, list, kernel bool) bool {
 	creates := func() bool {
 		return slices.ContainsFunc(queued, func(q seqFault) bool { return q.rpc == csi.RPCCreateSnapshot })
 	}
-	final := f.code != codes.Unavailable && f.code != codes.DeadlineExceeded && f.code != codes.Aborted
 	switch {
 	case f.rpc == csi.RPCControllerPublishVolume && f.code == codes.AlreadyExists && f.acted,
-		f.rpc == csi.RPCCreateSnapshot && f.acted && final && !creates(),
+		f.rpc == csi.RPCCreateSnapshot && f.acted && final(f) && !creates(),
 		f.rpc == csi.RPCCreateSnapshot && f.code == codes.AlreadyExists,
 		f.rpc == csi.RPCControllerUnpublishVolume && listedBy(f) != "" && !list,
 		listedBy(f) != "" && slices.ContainsFunc(queued, func(q seqFault) bool { return q.rpc == listedBy(f) }),
@@ -198,7 +231,9 @@ func faultSeqAllowed(f seqFault, queued []seqFault, list, kernel bool) bool {
 	return true
 }
 
-func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool) {
+// runFaultSequence runs the sequence of seed on h: with kernel, the plugin mounting for real;
+// with hangs, a fault may be a plugin answering after volctl's timeout (faultSeqHangs).
+func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel, hangs bool) {
 	r := rand.New(rand.NewPCG(seed, 41))
 	vol := fmt.Sprintf("seq%d", seed)
 	h.create(volume(vol, capab(spec.MultiNodeMultiWriter)))
@@ -215,6 +250,7 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 		}
 	}
 	var steps []string           // what ran, for a failure's message
+	var running string           // the faults of the operation running, for a failure's message
 	size := int64(1 << 20)       // the volume's size asked, which each expand grows
 	full := true                 // the plugin serves, as node-1, with every capability the restarts take away
 	node := "node-1"             // the node ID the plugin reports
@@ -227,8 +263,8 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 	})
 	fail := func(format string, args ...any) {
 		t.Helper()
-		t.Fatalf("seed %d (VOLCTL_FAULT_SEQUENCE_FIRST=%d VOLCTL_FAULT_SEQUENCES=1), after\n  %s\n%s", seed, seed,
-			strings.Join(steps, "\n  "), fmt.Sprintf(format, args...))
+		t.Fatalf("seed %d (VOLCTL_FAULT_SEQUENCE_FIRST=%d VOLCTL_FAULT_SEQUENCES=1), after\n  %s\n%s%s", seed, seed,
+			strings.Join(steps, "\n  "), running, fmt.Sprintf(format, args...))
 	}
 	for range faultSeqOps {
 		// The operation first, then its faults: mostly at the RPCs it sends (a claim's, a
@@ -274,17 +310,27 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 			rpc := pool[r.IntN(len(pool))]
 			code := faultSeqCodes[r.IntN(len(faultSeqCodes))]
 			acted := r.IntN(2) == 0
+			// A plugin answering too late is a DEADLINE_EXCEEDED to what it may hide, as its
+			// own would be: a failing listing, never a lie.
+			hang := hangs && r.IntN(faultSeqHangs) == 0
+			if hang {
+				code = codes.DeadlineExceeded
+			}
 			if !faultSeqAllowed(seqFault{rpc, code, acted}, faults, list, kernel) {
 				continue
 			}
 			faults = append(faults, seqFault{rpc, code, acted})
 			times := 1 + r.IntN(2)
-			h.faults.Inject(rpc, csitest.Fault{Code: code, Message: "backend said no (token " + matrixSecret + ")", Lost: acted, Times: times,
+			h.faults.Inject(rpc, csitest.Fault{Code: code, Message: "backend said no (token " + matrixSecret + ")", Lost: acted, Hang: hang, Times: times,
 				When: func(req proto.Message) bool { // the volume's RPCs, and those naming no volume_id: the listings, the snapshots
 					f := req.ProtoReflect().Descriptor().Fields().ByName("volume_id")
 					return f == nil || req.ProtoReflect().Get(f).String() == c.ext
 				}})
-			queued = append(queued, fmt.Sprintf("%s %s acted=%v x%d", rpc, code, acted, times))
+			if hang {
+				queued = append(queued, fmt.Sprintf("%s hangs past the timeout acted=%v x%d", rpc, acted, times))
+			} else {
+				queued = append(queued, fmt.Sprintf("%s %s acted=%v x%d", rpc, code, acted, times))
+			}
 		}
 		var (
 			err     error
@@ -305,6 +351,7 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 			}
 		}
 		what := op // the operation's words, for a failure's message
+		running = fmt.Sprintf("in the operation with faults [%s]: ", strings.Join(queued, "; "))
 		crashed := cutShort(h, at, func() {
 			switch op {
 			case "claim", "release", "reconcile", "expand", "detach", "delete":
@@ -377,6 +424,7 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel bool
 		}
 		track()
 		steps = append(steps, fmt.Sprintf("%s [faults: %s] -> %v", what, strings.Join(queued, "; "), shortErr(err)))
+		running = ""
 		if err != nil && strings.Contains(err.Error(), matrixSecret) {
 			fail("the error shows the secret: %.400s", err)
 		}

@@ -1053,17 +1053,91 @@ func (e *Engine) finishPendingForDelete(ctx context.Context, intent store.Snapsh
 		return store.Snapshot{}, errors.Join(fmt.Errorf("snapshot %q forgotten but not deleted: plugin %q has it, and its answer naming it cannot be used (%w); delete it with the storage provider's tools",
 			intent.Name, intent.PluginID, err), ferr)
 	}
-	if csi.IsRetryable(err) || ctx.Err() != nil || !errors.As(err, new(*csi.Error)) {
+	var cause *csi.Error
+	if csi.IsRetryable(err) || ctx.Err() != nil || !errors.As(err, &cause) {
 		return store.Snapshot{}, err
+	}
+	// Refused for good: by CSI the plugin holds no snapshot under the name (it answers OK for
+	// one it made). But a CreateSnapshot under it went unanswered before (the create is
+	// recorded), and may have made one that a plugin keeping to CSI less than it says no longer
+	// gives: one the plugin lists of the volume that volctl records nothing of keeps the create
+	// recorded, and nothing is deleted. Before, it was forgotten under a "deleted", the
+	// snapshot left on the storage, tracked by nothing (TestFaultSequencesTimeouts, seed 200290).
+	unrecorded, unchecked := e.unrecordedSnapshotsOf(ctx, c, intent)
+	if len(unrecorded) > 0 {
+		what, how := fmt.Sprintf("snapshot %q", unrecorded[0]), fmt.Sprintf("`%s` deletes it", shellquote.Command("volctl volume snapshot delete", intent.PluginID, unrecorded[0]))
+		if len(unrecorded) > 1 {
+			what, how = "snapshots "+listSome(unrecorded, 5, func(id string) string { return fmt.Sprintf("%q", id) }), fmt.Sprintf("`%s` deletes one", shellquote.Command("volctl volume snapshot delete", intent.PluginID, "SNAPSHOT_ID"))
+		}
+		return store.Snapshot{}, fmt.Errorf("snapshot %q stays recorded as being created, and nothing was deleted: plugin %q refuses to create it again under its name (%w), "+
+			"the only way to learn its ID, and lists %s of volume %q, which volctl records nothing of and the earlier CreateSnapshot under the name, unanswered, may have made: "+
+			"%s if it is this one; `%s` forgets this one",
+			intent.Name, intent.PluginID, cause, what, intent.SourceVolumeID, how, shellquote.Command("volctl volume snapshot deregister", intent.PluginID, intent.Name))
+	}
+	checked := "the plugin lists no snapshot of the volume that volctl records nothing of"
+	if unchecked != "" {
+		checked = unchecked
 	}
 	ferr := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		if err := tx.Snapshots().DeleteCreate(intent.PluginID, intent.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 		return tx.Events().Append(&store.Event{Kind: "snapshot-delete", VolumeID: intent.SourceVolumeID, PluginID: intent.PluginID,
-			RPC: csi.RPCCreateSnapshot, Message: fmt.Sprintf("snapshot %q forgotten: the plugin refuses to create it again (%v)", intent.Name, err)})
+			RPC: csi.RPCCreateSnapshot, Message: fmt.Sprintf("snapshot %q forgotten: the plugin refuses to create it again (%v); %s", intent.Name, cause, checked)})
 	})
 	return store.Snapshot{}, ferr
+}
+
+// unrecordedSnapshotsOf lists the snapshots of intent's source volume that plugin c lists
+// (ListSnapshots, with the source's ID and the intent's secrets; a plugin ignoring that filter
+// paged through) and volctl records nothing of, under its plugin or another on its socket.
+// unchecked says why the plugin could not be asked ("" when it was): it has no LIST_SNAPSHOTS,
+// or the listing failed. A NOT_FOUND source lists nothing.
+func (e *Engine) unrecordedSnapshotsOf(ctx context.Context, c *conn, intent store.SnapshotCreate) (ids []string, unchecked string) {
+	if !c.fp.Capabilities.Controller.ListSnapshots {
+		return nil, "the plugin cannot list snapshots (no LIST_SNAPSHOTS controller capability), so that could not be checked"
+	}
+	var listed []string
+	err := e.listPages(ctx, c, csi.RPCListSnapshots, maxCheckPages, func(ctx context.Context, token string) (string, bool, error) {
+		if token == "" {
+			listed = listed[:0] // listed again from the start (listPages)
+		}
+		page, err := c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{SourceVolumeID: intent.SourceExternalID, StartingToken: token, Secrets: intent.Secrets})
+		if err != nil {
+			return "", false, err
+		}
+		for _, sn := range page.Snapshots {
+			if sn.SourceVolumeID == intent.SourceExternalID && !slices.Contains(listed, sn.ID) {
+				listed = append(listed, sn.ID)
+			}
+		}
+		return page.NextToken, false, nil
+	})
+	switch {
+	case csi.IsNotFound(err):
+		return nil, ""
+	case err != nil:
+		return nil, fmt.Sprintf("the plugin's snapshots could not be listed to check that (%v)", err)
+	}
+	err = e.store.View(ctx, func(tx *store.Tx) error {
+		for _, id := range listed {
+			_, err := tx.Snapshots().Get(intent.PluginID, id)
+			if errors.Is(err, store.ErrNotFound) {
+				var mate store.Snapshot
+				if mate, err = snapshotOfMate(tx, intent.PluginID, id); err == nil && mate.PluginID == "" {
+					ids = append(ids, spec.Cut(id, 256))
+				}
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Sprintf("volctl's records could not be read to check that (%v)", err)
+	}
+	return ids, ""
 }
 
 // reconcileSnapshots finishes the snapshots whose creation was cut short.

@@ -35,7 +35,9 @@ type Fault struct {
 	// message (a debug dump, its request echoed) in google.rpc.Status details.
 	Details []string
 	Delay   time.Duration // wait this long first, cut short if the call's context ends
-	Hang    bool          // block until the call's context ends (the client's timeout fires)
+	// Hang blocks until the call's context ends (the client's timeout fires); with Lost, the
+	// plugin does what was asked first: its answer comes too late to be read.
+	Hang bool
 	// Gate, when set, blocks the call until the channel is closed (or the call's context
 	// ends): a test holds a caller mid-RPC (InFlight says when it got there), acts meanwhile,
 	// then lets it go on.
@@ -391,6 +393,11 @@ func (f *Faults) apply(ctx context.Context, rpc string, req any, handler grpc.Un
 	}
 	if fault.Hang {
 		defer f.hold()()
+		if fault.Lost {
+			if _, err := handler(ctx, req); err != nil {
+				return nil, err
+			}
+		}
 		<-ctx.Done()
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}
