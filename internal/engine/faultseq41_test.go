@@ -147,6 +147,9 @@ var faultSeqExpandRPCs = []string{csi.RPCControllerExpandVolume, csi.RPCNodeExpa
 // releases left, the question of the nodes holding the volume, and DeleteVolume.
 var faultSeqDeleteRPCs = []string{csi.RPCControllerUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCListVolumes, csi.RPCDeleteVolume}
 
+// faultSeqCreateRPCs are the RPCs a volume's create sends.
+var faultSeqCreateRPCs = []string{csi.RPCCreateVolume}
+
 // faultSeqSnapshotRPCs are the RPCs a snapshot's create sends, and its delete's (CreateSnapshot
 // to learn the ID of one still being created).
 var (
@@ -188,7 +191,9 @@ type seqFault struct {
 // was made), and any CreateSnapshot answered ALREADY_EXISTS, which volctl takes as the name
 // being another source's snapshot: an earlier attempt, or a command cut short, may have made
 // the snapshot under the name, and no listing finds a snapshot by its name (its ID is the
-// plugin's), so the lie cannot be seen. With the in-memory plugin making no mounts (not kernel), a teardown
+// plugin's), so the lie cannot be seen; and a CreateVolume answered a final error by a plugin
+// that made the volume, at that attempt or an earlier one of the operation (a final answer
+// means nothing was made: finishCreate). With the in-memory plugin making no mounts (not kernel), a teardown
 // answered NOT_FOUND (or NodeUnstageVolume UNIMPLEMENTED) by a plugin that undid nothing, whose
 // outcome rests on a mount it does not make, is left out too (needsMounts:
 // TestFaultSequencesKernel runs those).
@@ -219,8 +224,15 @@ func faultSeqAllowed(f seqFault, queued []seqFault, list, kernel bool) bool {
 	creates := func() bool {
 		return slices.ContainsFunc(queued, func(q seqFault) bool { return q.rpc == csi.RPCCreateSnapshot })
 	}
+	// madeBefore says whether a CreateVolume fault queued before f acted: the plugin holds the
+	// volume, and a final answer to a CreateVolume after it is a lie (CSI's CreateVolume answers
+	// OK for a volume it made under the name).
+	madeBefore := func() bool {
+		return slices.ContainsFunc(queued, func(q seqFault) bool { return q.rpc == csi.RPCCreateVolume && q.acted })
+	}
 	switch {
-	case f.rpc == csi.RPCControllerPublishVolume && f.code == codes.AlreadyExists && f.acted,
+	case f.rpc == csi.RPCCreateVolume && final(f) && (f.acted || madeBefore()),
+		f.rpc == csi.RPCControllerPublishVolume && f.code == codes.AlreadyExists && f.acted,
 		f.rpc == csi.RPCCreateSnapshot && f.acted && final(f) && !creates(),
 		f.rpc == csi.RPCCreateSnapshot && f.code == codes.AlreadyExists,
 		f.rpc == csi.RPCControllerUnpublishVolume && listedBy(f) != "" && !list,
@@ -266,46 +278,11 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel, han
 		t.Fatalf("seed %d (VOLCTL_FAULT_SEQUENCE_FIRST=%d VOLCTL_FAULT_SEQUENCES=1), after\n  %s\n%s%s", seed, seed,
 			strings.Join(steps, "\n  "), running, fmt.Sprintf(format, args...))
 	}
-	for range faultSeqOps {
-		// The operation first, then its faults: mostly at the RPCs it sends (a claim's, a
-		// release's; a reconcile pass sends either), now and then at the others' (a pass's
-		// leftovers, a rollback's teardown).
-		op, alloc := []string{"claim", "claim", "release", "release", "reconcile", "restart", "expand", "detach", "delete", "snapshot", "snapshot delete", "race"}[r.IntN(12)], []string{"a", "b"}[r.IntN(2)]
-		_, recorded := recordedVolume(h, vol)
-		if op == "delete" && !recorded {
-			op = "create" // deleted, by a delete or a pass finishing one: made again, no faults
-		}
-		var snap string // the snapshot a delete deletes: by ID where recorded, else a create's name
-		if op == "snapshot delete" {
-			if ids, creates := snapshotsKnown(h, vol); len(ids)+len(creates) > 0 {
-				known := append(ids, creates...)
-				snap = known[r.IntN(len(known))]
-			} else {
-				op = "snapshot" // none to delete
-			}
-		}
-		pool := rpcs
-		switch {
-		case op == "create":
-			pool = nil
-		case op == "claim" && r.IntN(4) > 0:
-			pool = matrixClaimRPCs
-		case (op == "release" || op == "detach") && r.IntN(4) > 0:
-			pool = matrixReleaseRPCs
-		case op == "expand" && r.IntN(4) > 0:
-			pool = faultSeqExpandRPCs
-		case op == "delete" && r.IntN(4) > 0:
-			pool = faultSeqDeleteRPCs
-		case op == "snapshot" && r.IntN(4) > 0:
-			pool = faultSeqSnapshotRPCs
-		case op == "snapshot delete" && r.IntN(4) > 0:
-			pool = faultSeqSnapshotDeleteRPCs
-		}
+	// queueFaults clears the plugin's faults and queues up to two at RPCs of pool (a code; the
+	// plugin acting or not; once or twice), saying what it queued.
+	queueFaults := func(pool []string) (queued []string) {
 		h.faults.Clear()
-		var (
-			queued []string
-			faults []seqFault
-		)
+		var faults []seqFault
 		for range min(r.IntN(3), 2*len(pool)) {
 			rpc := pool[r.IntN(len(pool))]
 			code := faultSeqCodes[r.IntN(len(faultSeqCodes))]
@@ -332,6 +309,44 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel, han
 				queued = append(queued, fmt.Sprintf("%s %s acted=%v x%d", rpc, code, acted, times))
 			}
 		}
+		return queued
+	}
+	for range faultSeqOps {
+		// The operation first, then its faults: mostly at the RPCs it sends (a claim's, a
+		// release's; a reconcile pass sends either), now and then at the others' (a pass's
+		// leftovers, a rollback's teardown).
+		op, alloc := []string{"claim", "claim", "release", "release", "reconcile", "restart", "expand", "detach", "delete", "snapshot", "snapshot delete", "race"}[r.IntN(12)], []string{"a", "b"}[r.IntN(2)]
+		_, recorded := recordedVolume(h, vol)
+		if op == "delete" && !recorded {
+			op = "create" // deleted, by a delete or a pass finishing one: made again
+		}
+		var snap string // the snapshot a delete deletes: by ID where recorded, else a create's name
+		if op == "snapshot delete" {
+			if ids, creates := snapshotsKnown(h, vol); len(ids)+len(creates) > 0 {
+				known := append(ids, creates...)
+				snap = known[r.IntN(len(known))]
+			} else {
+				op = "snapshot" // none to delete
+			}
+		}
+		pool := rpcs
+		switch {
+		case op == "create":
+			pool = faultSeqCreateRPCs
+		case op == "claim" && r.IntN(4) > 0:
+			pool = matrixClaimRPCs
+		case (op == "release" || op == "detach") && r.IntN(4) > 0:
+			pool = matrixReleaseRPCs
+		case op == "expand" && r.IntN(4) > 0:
+			pool = faultSeqExpandRPCs
+		case op == "delete" && r.IntN(4) > 0:
+			pool = faultSeqDeleteRPCs
+		case op == "snapshot" && r.IntN(4) > 0:
+			pool = faultSeqSnapshotRPCs
+		case op == "snapshot delete" && r.IntN(4) > 0:
+			pool = faultSeqSnapshotDeleteRPCs
+		}
+		queued := queueFaults(pool)
 		var (
 			err     error
 			rep     ReconcileReport
@@ -446,6 +461,9 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel, han
 		if msg := heldUnrecorded(h, vol, c.ext); msg != "" {
 			fail("%s", msg)
 		}
+		if msg := volumesUntracked(h); msg != "" {
+			fail("%s", msg)
+		}
 		if msg := snapshotsUntracked(h, vol, exts); msg != "" {
 			fail("%s", msg)
 		}
@@ -484,11 +502,18 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel, han
 			if v, ok := recordedVolume(h, vol); ok {
 				fail("the delete answered OK; the store still records it: %+v", v)
 			}
-			h.faults.Clear()
-			h.create(volume(vol, capab(spec.MultiNodeMultiWriter)))
-			c.ext, size = h.externalID(vol), 1<<20
-			exts = append(exts, c.ext)
-			steps[len(steps)-1] += " (created again)"
+			// Created again, with faults of its own: a create that fails leaves the volume
+			// absent or being created, which the next operations meet.
+			queued := queueFaults(faultSeqCreateRPCs)
+			_, err := h.e.CreateVolume(h.ctx, volume(vol, capab(spec.MultiNodeMultiWriter)))
+			if err == nil {
+				c.ext, size = h.externalID(vol), 1<<20
+				exts = append(exts, c.ext)
+			}
+			steps[len(steps)-1] += fmt.Sprintf(" (created again [faults: %s] -> %v)", strings.Join(queued, "; "), shortErr(err))
+			if err != nil && (strings.Contains(err.Error(), matrixSecret) || !strings.Contains(err.Error(), strconv.Quote(vol))) {
+				fail("the create's error shows the secret or does not name volume %q: %.400s", vol, err)
+			}
 		}
 		if msg := secretShown(h, vol); msg != "" {
 			fail("%s", msg)
@@ -544,6 +569,9 @@ func runFaultSequence(t, parent *testing.T, h *harness, seed uint64, kernel, han
 	// A delete cut short is finished by the passes: the volume is recorded ready and the plugin
 	// holds it, or neither.
 	if msg := heldUnrecorded(h, vol, c.ext); msg != "" {
+		fail("after the plugin healed: %s", msg)
+	}
+	if msg := volumesUntracked(h); msg != "" {
 		fail("after the plugin healed: %s", msg)
 	}
 	if v, ok := recordedVolume(h, vol); ok {
@@ -795,6 +823,28 @@ func recordedVolume(h *harness, vol string) (store.Volume, bool) {
 		h.t.Fatal(err)
 	}
 	return v, true
+}
+
+// volumesUntracked says which volume the plugin holds that the store records nothing of: by its
+// ID, or as a create under its name that may have made it, if one does.
+func volumesUntracked(h *harness) string {
+	h.t.Helper()
+	var vols []store.Volume
+	err := h.e.store.View(h.ctx, func(tx *store.Tx) (err error) { vols, err = tx.Volumes().List(store.VolumeFilter{}); return err })
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, v := range vols {
+		known["id "+v.ExternalID] = v.ExternalID != ""
+		known["name "+v.CSIName] = v.State == store.VolumeCreating
+	}
+	for id, name := range h.mem.VolumeNames() {
+		if !known["id "+id] && !known["name "+name] {
+			return fmt.Sprintf("the plugin holds volume %s (name %q), which the store records nothing of, nor a create under its name", id, name)
+		}
+	}
+	return ""
 }
 
 // heldUnrecorded says how the plugin holds volume vol, external ID ext, that the store no

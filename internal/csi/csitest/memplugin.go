@@ -454,6 +454,17 @@ func (m *MemPlugin) Volume(id string) (csi.Volume, bool) {
 	return v.vol, true
 }
 
+// VolumeNames returns the name each volume was created under (CreateVolume's), by ID.
+func (m *MemPlugin) VolumeNames() map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]string, len(m.volumes))
+	for id, v := range m.volumes {
+		out[id] = v.name
+	}
+	return out
+}
+
 // Volumes returns every volume, sorted by ID.
 func (m *MemPlugin) Volumes() []csi.Volume {
 	m.mu.Lock()
