@@ -1065,9 +1065,9 @@ func (e *Engine) finishPendingForDelete(ctx context.Context, intent store.Snapsh
 	// snapshot left on the storage, tracked by nothing (TestFaultSequencesTimeouts, seed 200290).
 	unrecorded, unchecked := e.unrecordedSnapshotsOf(ctx, c, intent)
 	if len(unrecorded) > 0 {
-		what, how := fmt.Sprintf("snapshot %q", unrecorded[0]), fmt.Sprintf("`%s` deletes it", shellquote.Command("volctl volume snapshot delete", intent.PluginID, unrecorded[0]))
+		what, how := fmt.Sprintf("snapshot %q", spec.Cut(unrecorded[0], 256)), fmt.Sprintf("`%s` deletes it", shellquote.Command("volctl volume snapshot delete", intent.PluginID, unrecorded[0]))
 		if len(unrecorded) > 1 {
-			what, how = "snapshots "+listSome(unrecorded, 5, func(id string) string { return fmt.Sprintf("%q", id) }), fmt.Sprintf("`%s` deletes one", shellquote.Command("volctl volume snapshot delete", intent.PluginID, "SNAPSHOT_ID"))
+			what, how = "snapshots "+listSome(unrecorded, maxUnrecordedShown, func(id string) string { return fmt.Sprintf("%q", spec.Cut(id, 256)) }), fmt.Sprintf("`%s` deletes one", shellquote.Command("volctl volume snapshot delete", intent.PluginID, "SNAPSHOT_ID"))
 		}
 		return store.Snapshot{}, fmt.Errorf("snapshot %q stays recorded as being created, and nothing was deleted: plugin %q refuses to create it again under its name (%w), "+
 			"the only way to learn its ID, and lists %s of volume %q, which volctl records nothing of and the earlier CreateSnapshot under the name, unanswered, may have made: "+
@@ -1090,28 +1090,48 @@ func (e *Engine) finishPendingForDelete(ctx context.Context, intent store.Snapsh
 
 // unrecordedSnapshotsOf lists the snapshots of intent's source volume that plugin c lists
 // (ListSnapshots, with the source's ID and the intent's secrets; a plugin ignoring that filter
-// paged through) and volctl records nothing of, under its plugin or another on its socket.
-// unchecked says why the plugin could not be asked ("" when it was): it has no LIST_SNAPSHOTS,
-// or the listing failed. A NOT_FOUND source lists nothing.
+// paged through) and volctl records nothing of, under its plugin or another on its socket: up
+// to maxUnrecordedShown of them, the listing stopped there, and within the bounds of a
+// check's listing (maxCheckPages, Config.ListTime). unchecked says why the plugin could not be
+// asked ("" when it was): it has no LIST_SNAPSHOTS, or the listing failed. A NOT_FOUND source
+// lists nothing.
 func (e *Engine) unrecordedSnapshotsOf(ctx context.Context, c *conn, intent store.SnapshotCreate) (ids []string, unchecked string) {
 	if !c.fp.Capabilities.Controller.ListSnapshots {
 		return nil, "the plugin cannot list snapshots (no LIST_SNAPSHOTS controller capability), so that could not be checked"
 	}
-	var listed []string
-	err := e.listPages(ctx, c, csi.RPCListSnapshots, maxCheckPages, func(ctx context.Context, token string) (string, bool, error) {
-		if token == "" {
-			listed = listed[:0] // listed again from the start (listPages)
-		}
-		page, err := c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{SourceVolumeID: intent.SourceExternalID, StartingToken: token, Secrets: intent.Secrets})
-		if err != nil {
-			return "", false, err
-		}
-		for _, sn := range page.Snapshots {
-			if sn.SourceVolumeID == intent.SourceExternalID && !slices.Contains(listed, sn.ID) {
-				listed = append(listed, sn.ID)
+	recorded := map[string]bool{} // the IDs volctl records for the plugin and those on its sockets
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		mates, err := socketMates(tx, intent.PluginID)
+		for id := range mates {
+			var sns []store.Snapshot
+			if err == nil {
+				sns, err = tx.Snapshots().List(id)
+			}
+			for _, sn := range sns {
+				recorded[sn.SnapshotID] = true
 			}
 		}
-		return page.NextToken, false, nil
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Sprintf("volctl's records could not be read to check that (%v)", err)
+	}
+	err = boundList(ctx, e.cfg.ListTime, "the bound on listing a plugin's snapshots", func(ctx context.Context) error {
+		return e.listPages(ctx, c, csi.RPCListSnapshots, maxCheckPages, func(ctx context.Context, token string) (string, bool, error) {
+			if token == "" {
+				ids = ids[:0] // listed again from the start (listPages)
+			}
+			page, err := c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{SourceVolumeID: intent.SourceExternalID, StartingToken: token, Secrets: intent.Secrets})
+			if err != nil {
+				return "", false, err
+			}
+			for _, sn := range page.Snapshots {
+				if sn.SourceVolumeID == intent.SourceExternalID && !recorded[sn.ID] && !slices.Contains(ids, sn.ID) && len(ids) < maxUnrecordedShown {
+					ids = append(ids, sn.ID)
+				}
+			}
+			return page.NextToken, len(ids) == maxUnrecordedShown, nil
+		})
 	})
 	switch {
 	case csi.IsNotFound(err):
@@ -1119,26 +1139,12 @@ func (e *Engine) unrecordedSnapshotsOf(ctx context.Context, c *conn, intent stor
 	case err != nil:
 		return nil, fmt.Sprintf("the plugin's snapshots could not be listed to check that (%v)", err)
 	}
-	err = e.store.View(ctx, func(tx *store.Tx) error {
-		for _, id := range listed {
-			_, err := tx.Snapshots().Get(intent.PluginID, id)
-			if errors.Is(err, store.ErrNotFound) {
-				var mate store.Snapshot
-				if mate, err = snapshotOfMate(tx, intent.PluginID, id); err == nil && mate.PluginID == "" {
-					ids = append(ids, spec.Cut(id, 256))
-				}
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Sprintf("volctl's records could not be read to check that (%v)", err)
-	}
 	return ids, ""
 }
+
+// maxUnrecordedShown is how many snapshots volctl records nothing of unrecordedSnapshotsOf
+// gathers: one is enough to keep a create, a few say what the plugin holds.
+const maxUnrecordedShown = 5
 
 // reconcileSnapshots finishes the snapshots whose creation was cut short.
 func (e *Engine) reconcileSnapshots(ctx context.Context, rep *ReconcileReport) {
