@@ -773,8 +773,8 @@ func TestAgentStartsNoPluginItCannotRecordOnAFullDisk(t *testing.T) {
 	// starting: each process found must be gone once the next attempt has failed too.
 	n, pids := failed(), pidsWithEnv(pluginRootEnv+"="+sp.Exec.Env.Plain()[pluginRootEnv])
 	waitFor(t, "the next start to fail too", func() bool { return failed() > n })
-	if alive := slices.DeleteFunc(pids, func(pid int) bool { return !alive(pid) }); len(alive) > 0 || socketsLive([]string{sp.Socket}) {
-		t.Fatalf("a plugin runs (pids %v) or serves on %s though its pid file could not be written", alive, sp.Socket)
+	if left := slices.DeleteFunc(pids, func(pid int) bool { return !alive(pid) }); len(left) > 0 || socketsLive([]string{sp.Socket}) {
+		t.Fatalf("a plugin runs (pids %v) or serves on %s though its pid file could not be written", left, sp.Socket)
 	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)

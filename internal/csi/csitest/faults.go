@@ -26,8 +26,8 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
-// Fault is one thing to do to calls of an RPC, in this order: hang, gate, delay, (lost: the
-// call itself,) fail.
+// Fault is one thing to do to calls of an RPC, in this order: hang (with lost, after the call
+// itself), gate, delay, (lost: the call itself,) fail.
 type Fault struct {
 	Code    codes.Code // the error to return; OK returns none (a Delay alone)
 	Message string     // the error's message; default "injected <Code>"
