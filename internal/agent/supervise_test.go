@@ -272,10 +272,12 @@ func TestDeregisteringThePluginIDRunningASocketsProcessLeavesItUnderTheOthersMou
 		t.Fatalf("the socket's process (pid %d) was stopped under plugin b's mounts", pid)
 	}
 	// Plugin b had plugin a's record of the process (agent39): it says now that the process
-	// was left running, nothing supervising it, and that b's exec block would change that.
-	waitFor(t, "plugin b's supervision to say its process was left", func() bool {
+	// was left running, nothing supervising it, and that b's exec block would change that. The
+	// agent records "left" twice, a moment apart: first as the socket's process kept under its
+	// mounts, then with the handover's words; the second is the one looked for.
+	waitFor(t, "plugin b's supervision to say its process was left, naming b's exec block", func() bool {
 		s := f.plugin("b").Supervision
-		return s != nil && s.Mode == engine.SupervisionLeft
+		return s != nil && s.Mode == engine.SupervisionLeft && strings.Contains(s.Note, `give "b" the exec block`)
 	})
 	if p := f.plugin("b"); p.Supervised || p.Supervision.Pid != pid || p.Supervision.CanStop || !strings.Contains(p.Supervision.Note, `give "b" the exec block`) {
 		t.Errorf("plugin b once plugin a, which ran its socket's process (pid %d), is deregistered: supervised %v, %+v; want left, not supervised, naming b's exec block",
