@@ -75,3 +75,30 @@ func TestNomadAnswerCutShortIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// Nomad (or a proxy before it) takes the question about its cluster's leader and never
+// answers it: that question has its own bound (askAfterFailure, shorter than a request's),
+// and the error says that bound, the time the user waited, not the request's minute
+// (`volctl nomad status` said "no answer within 1m0s" after 10 s). Each caller of the leader
+// question is asked: the handover's, the status read's, the cluster's.
+func TestNomadLeaderQuestionUnansweredSaysItsBound(t *testing.T) {
+	defer func(d time.Duration) { askAfterFailure = d }(askAfterFailure)
+	askAfterFailure = 200 * time.Millisecond
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // every request hangs: the leader question is the first
+	}))
+	t.Cleanup(srv.Close)
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Timeout = 5 * time.Second
+	_, herr := c.HandOver(context.Background(), spec.Volume{ID: "db", PluginID: "hp"}, true, nil)
+	_, verr := c.VolumeOfOneCluster(context.Background(), "db", "default", "", nil)
+	_, cerr := c.OneCluster(context.Background(), "")
+	for name, err := range map[string]error{"HandOver": herr, "VolumeOfOneCluster": verr, "OneCluster": cerr} {
+		if err == nil || !strings.Contains(err.Error(), "no answer within 200ms") || strings.Contains(err.Error(), "within 5s") {
+			t.Errorf("%s, the leader question unanswered: %v\nwant it to say no answer within 200ms, the question's bound, not the request's 5s", name, err)
+		}
+	}
+}

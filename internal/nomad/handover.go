@@ -20,9 +20,19 @@ import (
 // namespace, that is another one (another plugin or external ID): someone else's.
 var ErrOtherVolume = errors.New("has another volume by that ID")
 
-// askAfterFailure bounds the question HandOver asks Nomad after a registration failed (even
-// after Ctrl-C): whether it has the volume.
+// askAfterFailure bounds the questions volctl asks Nomad beside a command's own requests
+// (question): whether it has the volume, after a registration failed (even after Ctrl-C), and
+// its cluster's leader and servers.
 var askAfterFailure = 10 * time.Second
+
+// question is c for a question bounded by askAfterFailure (or c's own timeout when shorter):
+// the bound is its requests' timeout, so that one unanswered says the time it was given (said),
+// not a request's minute. The copy shares c's notes (what Nomad answered, its stopping).
+func (c *Client) question() *Client {
+	ask := *c
+	ask.Timeout = min(c.timeout(), askAfterFailure)
+	return &ask
+}
 
 // Handed is what HandOver did.
 type Handed struct {
@@ -244,11 +254,9 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool, marked
 // leader elected after the one that took it).
 func (c *Client) hasNot(ctx context.Context, v spec.Volume, ns string, updated bool, err error) (undo, inflight bool, _ error) {
 	inflight = inFlight(err)
-	// Asked even after Ctrl-C, within its own bound: as the request's timeout, so that an
-	// unanswered question says so, not that it was interrupted.
-	ask := *c
-	ask.Timeout = min(c.timeout(), askAfterFailure)
-	have, gerr := ask.VolumeIn(context.WithoutCancel(ctx), v.ID, ns, c.Region)
+	// Asked even after Ctrl-C, within its own bound (question), so that an unanswered
+	// question says so, not that it was interrupted.
+	have, gerr := c.question().VolumeIn(context.WithoutCancel(ctx), v.ID, ns, c.Region)
 	switch {
 	case gerr == nil && len(c.Identity(have, v)) > 0 && !inflight:
 		// Another volume by the ID: not this one, and Nomad's state store refused to apply a
@@ -600,10 +608,9 @@ func (c *Client) leader(ctx context.Context) string {
 // none in time, Ctrl-C: stopsAll, noted as Nomad stopping), which the command's next request
 // would meet too; nil when it was answered, whatever the answer.
 func (c *Client) askLeader(ctx context.Context) (string, error) {
-	rctx, a, cancel := c.request(ctx)
+	ask := c.question()
+	rctx, a, cancel := ask.request(ctx)
 	defer cancel()
-	rctx, cancelAsk := context.WithTimeout(rctx, min(c.timeout(), askAfterFailure))
-	defer cancelAsk()
 	var addr string
 	_, err := c.api.Raw().Query("/v1/status/leader", &addr, (&api.QueryOptions{Region: c.Region}).WithContext(rctx))
 	if err != nil && !a.got.Load() {
@@ -611,7 +618,7 @@ func (c *Client) askLeader(ctx context.Context) (string, error) {
 		// passes only the volume API, Nomad's "No cluster leader") is none to compare, and the
 		// command goes on to say what its own requests meet.
 		c.noteStopped(ctx, err, "its cluster's leader")
-		return "", fmt.Errorf("Nomad at %s: %s", c.Address, c.said(ctx, err, nil))
+		return "", fmt.Errorf("Nomad at %s: %s", c.Address, ask.said(ctx, err, nil))
 	}
 	if err != nil || !a.connected.Load() {
 		return "", nil
@@ -763,10 +770,8 @@ const (
 // another cluster (OtherCluster). Bounded as the leader question is, and, as it, a check: not
 // noted as Nomad stopping.
 func (c *Client) Peers(ctx context.Context, region string) []string {
-	rctx, a, cancel := c.request(ctx)
+	rctx, a, cancel := c.question().request(ctx)
 	defer cancel()
-	rctx, cancelAsk := context.WithTimeout(rctx, min(c.timeout(), askAfterFailure))
-	defer cancelAsk()
 	var peers []string
 	if _, err := c.api.Raw().Query("/v1/status/peers", &peers, (&api.QueryOptions{Region: region}).WithContext(rctx)); err != nil || !a.connected.Load() {
 		return nil
