@@ -109,13 +109,10 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 	var errs []error
 	for _, v := range vols {
 		var info engine.VolumeInfo
-		var existing *engine.VolumeInfo // a ready volume the create may find unchanged
+		var outcome engine.CreateOutcome
 		pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
 		if opts.Verb == spec.VerbCreate {
-			if prev, err := e.Volume(ctx, v.ID); err == nil && prev.ID == v.ID && prev.State == "ready" {
-				existing = &prev
-			}
-			info, err = e.CreateVolume(pctx, *v)
+			info, outcome, err = e.CreateVolumeOutcome(pctx, *v)
 		} else {
 			info, err = e.RegisterVolume(pctx, *v)
 		}
@@ -134,7 +131,7 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 		}
 		infos = append(infos, info)
 		if !opts.Exporter.Enabled() {
-			line := volumeSubmittedLine(opts.Verb, info, existing)
+			line := volumeSubmittedLine(opts.Verb, info, outcome)
 			if err := redactOutput(ctx, e, nil, &line); err != nil {
 				return fmt.Errorf("%s: %w", command, err)
 			}
@@ -227,19 +224,19 @@ func pastTense(verb spec.Verb) string {
 }
 
 // volumeSubmittedLine is `Volume "db" registered` or
-// `Volume "db" created (external ID "vol-1", 1.0 GiB)`; a create that found the volume
-// existing (existing, as it was before) says "unchanged", or "expanded" when the spec's
-// capacity_min grew it.
-func volumeSubmittedLine(verb spec.Verb, v engine.VolumeInfo, existing *engine.VolumeInfo) string {
+// `Volume "db" created (external ID "vol-1", 1.0 GiB)`; a create that found the volume made
+// (outcome, the engine's word: only the create, under the volume's lock, can tell) says
+// "unchanged", or "expanded" when the spec's capacity_min grew it.
+func volumeSubmittedLine(verb spec.Verb, v engine.VolumeInfo, outcome engine.CreateOutcome) string {
 	if verb != spec.VerbCreate {
 		return fmt.Sprintf("Volume %q registered", v.ID)
 	}
 	what := "created"
-	if existing != nil && existing.ExternalID == v.ExternalID {
+	switch outcome {
+	case engine.Unchanged:
 		what = "unchanged: it exists with this spec"
-		if v.CapacityBytes != existing.CapacityBytes || v.RequestedMin != existing.RequestedMin {
-			what = "exists; expanded to the spec's capacity_min"
-		}
+	case engine.Expanded:
+		what = "exists; expanded to the spec's capacity_min"
 	}
 	line := fmt.Sprintf("Volume %q %s (external ID %q", v.ID, what, v.ExternalID)
 	if c := bytesIEC(v.CapacityBytes); c != "" {

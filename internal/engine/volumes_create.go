@@ -67,11 +67,36 @@ func saltedName(namespace, id, salt string) string {
 // between is healed by sending CreateVolume again with the same name — by the next create of
 // the same spec or by reconcile — never by creating a second volume.
 func (e *Engine) CreateVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, error) {
-	return bySpecID(sv.ID, func(id string) (VolumeInfo, error) { sv.ID = id; return e.createVolume(ctx, sv) })
+	info, _, err := e.CreateVolumeOutcome(ctx, sv)
+	return info, err
 }
 
-// createVolume is CreateVolume of the ID as stored (bySpecID).
-func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, error) {
+// CreateOutcome is what a create did, which only the create can tell, under the volume's
+// lock: a read before it (the command line's, which said "created" or "unchanged" by it) races
+// another process's create of the same spec, and said "created" of a volume this create found
+// made (TestTwoCreatesOfOneSpecAtOnceOneSaysUnchanged).
+type CreateOutcome int
+
+const (
+	// Created: this create sent CreateVolume, or finished the create an earlier one left
+	// recorded (then grown to the spec's capacity_min when it asks more).
+	Created CreateOutcome = iota
+	// Unchanged: the volume was made, with this spec; nothing was sent.
+	Unchanged
+	// Expanded: the volume was made, and grown to this spec's larger capacity_min.
+	Expanded
+)
+
+// CreateVolumeOutcome is CreateVolume, and what it did.
+func (e *Engine) CreateVolumeOutcome(ctx context.Context, sv spec.Volume) (VolumeInfo, CreateOutcome, error) {
+	var outcome CreateOutcome
+	info, err := bySpecID(sv.ID, func(id string) (VolumeInfo, error) { sv.ID = id; return e.createVolume(ctx, sv, &outcome) })
+	return info, outcome, err
+}
+
+// createVolume is CreateVolume of the ID as stored (bySpecID), saying what it did in outcome.
+func (e *Engine) createVolume(ctx context.Context, sv spec.Volume, outcome *CreateOutcome) (VolumeInfo, error) {
+	*outcome = Created
 	fail := failVolume("create", sv.ID)
 	c, unlock, err := e.lockSpecVolume(ctx, &sv)
 	if err != nil {
@@ -163,7 +188,14 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 			return fail(err)
 		}
 	}
-	if sv.CapacityMin > v.CapacityBytes && sv.CapacityMin > v.RequestedMin {
+	grow := sv.CapacityMin > v.CapacityBytes && sv.CapacityMin > v.RequestedMin
+	if done {
+		*outcome = Unchanged
+		if grow {
+			*outcome = Expanded
+		}
+	}
+	if grow {
 		return e.expandLocked(ctx, c, v, sv.CapacityMin, sv.CapacityMax)
 	}
 	return e.Volume(ctx, sv.ID)
