@@ -79,7 +79,11 @@ func deregisterRun(ctx context.Context, opts *DeregisterOptions, action, noun st
 	if err != nil {
 		return fmt.Errorf("reading the state to keep secrets out of what the deregistration says: %w", err)
 	}
-	warnings, err := deregister(e, ctx, opts.ID, opts.Force)
+	// A progress line, on a terminal, as a delete draws: a deregistration waits for the
+	// volume's (or each volume's) lock while another volctl works on it, and said nothing.
+	pctx, done := startProgress(ctx, opts.IO, false)
+	warnings, err := deregister(e, pctx, opts.ID, opts.Force)
+	done()
 	for _, w := range warnings {
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", escapeLines(redact(w)))
 	}

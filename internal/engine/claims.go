@@ -179,7 +179,7 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest, probeFirst *
 		if errors.Is(err, ErrNotFound) && errors.Is(e.checkVolumeExists(ctx, req.VolumeID), ErrNotFound) {
 			// Admission found the volume a moment ago (being created or deleted, by the
 			// operation it waited for): that operation deleted it, or its create failed.
-			err = goneWhileWaiting(req.VolumeID, waited)
+			err = goneWhileWaiting(req.VolumeID, waited, "create the volume again, then claim it")
 		}
 	}
 	if err != nil {
@@ -365,16 +365,34 @@ type goneMeanwhile struct{ msg string }
 func (g *goneMeanwhile) Error() string        { return g.msg }
 func (g *goneMeanwhile) Is(target error) bool { return target == ErrNotFound }
 
-// goneWhileWaiting is the volume found missing after the claim waited for the operation
+// goneWhileWaiting is the volume found missing after a command waited for the operation
 // holding it, said from the state the volume was found in (waited; "" when it was not the
 // volume's state in the way): a volume being created is gone because its create failed for
-// good and was forgotten, which no `volctl volume delete` did.
-func goneWhileWaiting(volumeID string, waited store.VolumeState) error {
+// good and was forgotten, which no `volctl volume delete` did; then says what to do then.
+func goneWhileWaiting(volumeID string, waited store.VolumeState, then string) error {
 	if waited == store.VolumeCreating {
 		return &goneMeanwhile{msg: fmt.Sprintf("volume %q is gone: it was being created by another volctl while this command waited, "+
-			"and that create failed and was forgotten (its `volctl volume create` said why); create the volume again, then claim it", volumeID)}
+			"and that create failed and was forgotten (its `volctl volume create` said why); %s", volumeID, then)}
 	}
 	return &goneMeanwhile{msg: fmt.Sprintf("volume %q was deleted by another volctl meanwhile (its `volctl volume delete` held the volume while this command waited)", volumeID)}
+}
+
+// lockVolumeNoting takes volume id's lock, waiting for the operation holding it; seen is the
+// volume's state read without the lock when it had to wait ("" when it did not wait, or found
+// no volume then). A volume seen so and not found under the lock was deleted, or its create
+// forgotten, while the command waited (goneWhileWaiting): not a volume to look for in another
+// state dir or under a near ID, as a plain "not found" says
+// (TestCommandsThatWaitedForADeleteSaySo).
+func (e *Engine) lockVolumeNoting(ctx context.Context, id string) (unlock func(), seen store.VolumeState, err error) {
+	unlock, ok, err := e.locks.tryVolume(id)
+	if err != nil || ok {
+		return unlock, "", err
+	}
+	if v, verr := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(id) }); verr == nil {
+		seen = v.State
+	}
+	unlock, err = e.locks.volume(ctx, id)
+	return unlock, seen, err
 }
 
 // IsGoneMeanwhile reports whether err is a volume deleted by another volctl while the command

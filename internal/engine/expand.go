@@ -1089,7 +1089,7 @@ func (e *Engine) lockedVolume(ctx context.Context, id string) (v store.Volume, c
 // go while it waits for another volctl and take again (finishSnapshot); the caller releases it,
 // and gives c back (done).
 func (e *Engine) heldVolume(ctx context.Context, id string) (hold *volumeHold, v store.Volume, c *conn, err error) {
-	unlock, err := e.locks.volume(ctx, id)
+	unlock, seen, err := e.lockVolumeNoting(ctx, id)
 	if err != nil {
 		return nil, v, nil, err
 	}
@@ -1097,7 +1097,10 @@ func (e *Engine) heldVolume(ctx context.Context, id string) (hold *volumeHold, v
 		v, err = tx.Volumes().Get(id)
 		return err
 	})
-	if errors.Is(err, store.ErrNotFound) {
+	switch {
+	case errors.Is(err, store.ErrNotFound) && seen != "":
+		err = goneWhileWaiting(id, seen, "create the volume again, then run this again")
+	case errors.Is(err, store.ErrNotFound):
 		err = notFoundf("volume %q not found", id)
 	}
 	if err == nil {

@@ -27,8 +27,8 @@ var idWhat = map[store.IDTable]string{store.VolumeIDs: "volume", store.PluginIDs
 // given, costs nothing more; a miss costs one read of the table's keys (storedForm).
 func byStoredID[T any](ctx context.Context, e *Engine, t store.IDTable, id string, op func(id string) (T, error)) (T, error) {
 	r, err := op(id)
-	if err == nil || !errors.Is(err, ErrNotFound) && !errors.Is(err, store.ErrNotFound) {
-		return r, err
+	if err == nil || !errors.Is(err, ErrNotFound) && !errors.Is(err, store.ErrNotFound) || IsGoneMeanwhile(err) {
+		return r, err // found as given, a moment before (IsGoneMeanwhile): no other form to look for
 	}
 	stored, ferr := viewOne(ctx, e.store, func(tx *store.Tx) (string, error) { return storedForm(tx, t, id) })
 	if ferr != nil {

@@ -76,7 +76,7 @@ func (e *Engine) DeleteVolume(ctx context.Context, id string) error {
 // deleteVolumeStored is DeleteVolume of the ID as stored (byStoredID).
 func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 	fail := func(err error) error { return fmt.Errorf("delete volume %q: %w", id, err) }
-	unlock, err := e.locks.volume(ctx, id)
+	unlock, seen, err := e.lockVolumeNoting(ctx, id)
 	if err != nil {
 		return fail(err)
 	}
@@ -90,6 +90,9 @@ func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 		}
 		return refuseClaimed(tx, id, "delete")
 	})
+	if errors.Is(err, store.ErrNotFound) && seen != "" {
+		return fail(goneWhileWaiting(id, seen, "there is nothing to delete"))
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return notFoundf("delete volume %q: not found", id)
 	}

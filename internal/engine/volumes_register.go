@@ -423,8 +423,12 @@ func (e *Engine) DeregisterVolume(ctx context.Context, id string, force bool) (w
 
 // deregisterVolumeStored is DeregisterVolume of the ID as stored (byStoredID).
 func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bool) (warnings []string, err error) {
+	var seen store.VolumeState // the volume's state before this waited for its lock (lockVolumeNoting)
 	fail := func(err error) ([]string, error) {
-		if errors.Is(err, store.ErrNotFound) {
+		switch {
+		case errors.Is(err, store.ErrNotFound) && seen != "":
+			err = goneWhileWaiting(id, seen, "there is nothing to deregister")
+		case errors.Is(err, store.ErrNotFound):
 			return nil, notFoundf("deregister volume %q: not found", id)
 		}
 		return nil, fmt.Errorf("deregister volume %q: %w", id, err)
@@ -435,7 +439,7 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 		}
 		e.failpoint("deregister:detached") // its claims released, the volume's lock not taken yet
 	}
-	unlock, err := e.locks.volume(ctx, id)
+	unlock, seen, err := e.lockVolumeNoting(ctx, id)
 	if err != nil {
 		return fail(err)
 	}

@@ -114,3 +114,76 @@ func TestVolumeCreateAgainWithALargerMinimumSaysExpanded(t *testing.T) {
 		}
 	}
 }
+
+// A command that waits for another volctl's `volume delete` of its volume finds the volume
+// gone, and says another volctl deleted it meanwhile, with no advice to look in another state
+// dir or at a near ID (it named the volume right, a moment before): a second `volume delete`,
+// a `volume expand`, a `volume snapshot create`, a `volume deregister`. Before, each said `not found (did you mean
+// "data1"?)`, then that volctl looked in the state dir and what another user made is
+// elsewhere, as a claim that waited for a delete did before
+// TestClaimThatWaitedForADeleteGetsNoAdviceToLookElsewhere.
+func TestCommandsThatWaitedForADeleteSaySo(t *testing.T) {
+	for name, args := range map[string][]string{
+		"delete":          {"volume", "delete", "--yes", "data"},
+		"expand":          {"volume", "expand", "data", "--size", "2GiB"},
+		"snapshot create": {"volume", "snapshot", "create", "data", "s1"},
+		"deregister":      {"volume", "deregister", "--yes", "data"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			faults := csitest.NewFaults()
+			socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())), csitest.WithFaults(faults))
+			h := &cliHarness{ctx: ctx, state: t.TempDir() + "/state"}
+			h.e = openEngine(t, h.state)
+			if _, err := h.e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+				t.Fatal(err)
+			}
+			h.createVolume(t, "data", spec.SingleNodeWriter)
+			h.createVolume(t, "data1", spec.SingleNodeWriter) // a near ID, which "did you mean" named
+
+			gate := make(chan struct{})
+			faults.Inject(csi.RPCDeleteVolume, csitest.Fault{Gate: gate, Times: 1})
+			deleted := make(chan error, 1)
+			go func() { deleted <- h.e.DeleteVolume(ctx, "data") }()
+			for deadline := time.Now().Add(30 * time.Second); faults.Held() < 1; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					close(gate)
+					t.Fatal("the delete's DeleteVolume was never held at the plugin")
+				}
+			}
+			errOut := &signalWriter{want: `waiting for the lock on volume "data"`, seen: make(chan struct{})}
+			ios := &iostreams.IOStreams{In: &bytes.Buffer{}, Out: &bytes.Buffer{}, ErrOut: errOut}
+			ios.SetTTY(false, false, true)
+			second := make(chan int, 1)
+			go func() {
+				f := NewFactory(ios)
+				root := NewRootCmd(f)
+				root.SetArgs(append([]string{"--state-dir", h.state}, args...))
+				code := f.Report(f.RedactError(ctx, root.Execute()))
+				f.Close()
+				second <- code
+			}()
+			select {
+			case <-errOut.seen:
+			case code := <-second:
+				close(gate)
+				t.Fatalf("%s ended (exit %d) before it waited for the delete:\n%s", name, code, errOut.String())
+			case <-time.After(30 * time.Second):
+				close(gate)
+				t.Fatalf("%s never said it waited for the volume's lock:\n%s", name, errOut.String())
+			}
+			close(gate)
+			if err := <-deleted; err != nil {
+				t.Fatalf("the delete: %v", err)
+			}
+			code := <-second
+			said := errOut.String()
+			if code != ExitError || !strings.Contains(said, `volume "data" was deleted by another volctl meanwhile`) {
+				t.Fatalf("%s that waited for the delete: exit %d, stderr:\n%s\nwant exit %d saying the volume was deleted meanwhile", name, code, said, ExitError)
+			}
+			if strings.Contains(said, "did you mean") || strings.Contains(said, "volctl looked in state dir") {
+				t.Errorf("%s that waited for the delete: stderr:\n%s\nwant no near ID and no advice to look elsewhere: the volume was there, and was deleted meanwhile", name, said)
+			}
+		})
+	}
+}
