@@ -187,3 +187,68 @@ func TestCommandsThatWaitedForADeleteSaySo(t *testing.T) {
 		})
 	}
 }
+
+// Two `volume expand` processes to one size at once: the one that waited for the other's
+// ControllerExpandVolume finds the volume at that size, sends nothing, and says it is already
+// that size. Before, the command compared the volume after the expand with one read before it,
+// outside the lock, and the one that waited said "expanded" too, of an expansion it did not
+// make.
+func TestTwoExpandsToOneSizeAtOnceOneSaysAlready(t *testing.T) {
+	ctx := context.Background()
+	faults := csitest.NewFaults()
+	mem := csitest.NewMemPlugin(csitest.DefaultMemConfig())
+	socket, _ := csitest.Serve(t, csitest.WithServer(mem), csitest.WithFaults(faults))
+	h := &cliHarness{ctx: ctx, state: t.TempDir() + "/state"}
+	h.e = openEngine(t, h.state)
+	if _, err := h.e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	h.createVolume(t, "data", spec.SingleNodeWriter)
+	gate := make(chan struct{})
+	faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Gate: gate, Times: 1})
+	type result struct {
+		code int
+		out  string
+	}
+	expand := func(errOut *signalWriter, done chan<- result) {
+		out := &bytes.Buffer{}
+		ios := &iostreams.IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: errOut}
+		ios.SetTTY(false, false, true)
+		f := NewFactory(ios)
+		root := NewRootCmd(f)
+		root.SetArgs([]string{"--state-dir", h.state, "volume", "expand", "data", "--size", "4GiB"})
+		code := f.Report(f.RedactError(ctx, root.Execute()))
+		f.Close()
+		done <- result{code, out.String()}
+	}
+	first, second := make(chan result, 1), make(chan result, 1)
+	go expand(&signalWriter{seen: make(chan struct{})}, first)
+	for deadline := time.Now().Add(30 * time.Second); faults.Held() < 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(gate)
+			t.Fatal("the first expand's ControllerExpandVolume was never held at the plugin")
+		}
+	}
+	errOut := &signalWriter{want: `waiting for the lock on volume "data"`, seen: make(chan struct{})}
+	go expand(errOut, second)
+	select {
+	case <-errOut.seen:
+	case r := <-second:
+		close(gate)
+		t.Fatalf("the second expand ended (exit %d) before it waited for the first:\n%s%s", r.code, r.out, errOut.String())
+	case <-time.After(30 * time.Second):
+		close(gate)
+		t.Fatalf("the second expand never said it waited for the volume's lock:\n%s", errOut.String())
+	}
+	close(gate)
+	a, b := <-first, <-second
+	if a.code != 0 || !strings.HasPrefix(a.out, `Volume "data" expanded to 4.0 GiB`) {
+		t.Errorf("the expand that sent ControllerExpandVolume: exit %d, stdout %q; want exit 0 saying expanded", a.code, a.out)
+	}
+	if b.code != 0 || !strings.HasPrefix(b.out, `Volume "data" is already 4.0 GiB`) {
+		t.Errorf("the expand that waited for it: exit %d, stdout %q, stderr %q; want exit 0 saying it is already 4.0 GiB", b.code, b.out, errOut.String())
+	}
+	if n := mem.CallCount(csi.RPCControllerExpandVolume); n != 1 {
+		t.Errorf("ControllerExpandVolume sent %d times, want once", n)
+	}
+}

@@ -103,7 +103,9 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 			id, spec.FormatSize(size), spec.FormatSize(before.RequestedMax))
 	}
 	pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
-	v, err := e.ExpandVolume(pctx, id, size, limit)
+	// What the expand did is told from the volume as it found it under the volume's lock,
+	// not as read above: another volctl's expand may have been waited for in between.
+	before, v, err := e.ExpandVolumeFrom(pctx, id, size, limit)
 	done()
 	if err != nil {
 		return err

@@ -21,17 +21,33 @@ import (
 // the volume is staged or published here, at the next publish where it is not, and one that
 // failed or was cut short is sent again by the same expand run again or by reconcile.
 func (e *Engine) ExpandVolume(ctx context.Context, volumeID string, size, limit int64) (VolumeInfo, error) {
-	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (VolumeInfo, error) { return e.expandVolumeStored(ctx, id, size, limit) })
+	_, after, err := e.ExpandVolumeFrom(ctx, volumeID, size, limit)
+	return after, err
 }
 
-// expandVolumeStored is ExpandVolume of the ID as stored (byStoredID).
-func (e *Engine) expandVolumeStored(ctx context.Context, volumeID string, size, limit int64) (VolumeInfo, error) {
+// ExpandVolumeFrom is ExpandVolume, and the volume as the expand found it under the volume's
+// lock (before): what the expand did is the difference, which a read before the expand,
+// outside the lock, cannot tell. The command line compared with such a read, and an expand
+// that waited for another volctl's expand to the same size said "expanded" of a volume it
+// found at that size and sent nothing for (TestTwoExpandsToOneSizeAtOnceOneSaysAlready).
+func (e *Engine) ExpandVolumeFrom(ctx context.Context, volumeID string, size, limit int64) (before, after VolumeInfo, err error) {
+	after, err = byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (VolumeInfo, error) {
+		return e.expandVolumeStored(ctx, id, size, limit, &before)
+	})
+	return before, after, err
+}
+
+// expandVolumeStored is ExpandVolumeFrom of the ID as stored (byStoredID).
+func (e *Engine) expandVolumeStored(ctx context.Context, volumeID string, size, limit int64, before *VolumeInfo) (VolumeInfo, error) {
 	fail := failVolume("expand", volumeID)
 	v, c, unlock, err := e.lockedVolume(ctx, volumeID)
 	if err != nil {
 		return fail(err)
 	}
 	defer unlock()
+	if *before, err = e.volumeStored(ctx, v.ID); err != nil {
+		return fail(err)
+	}
 	if limit, err = recordedLimit(v, size, limit); err != nil {
 		return fail(err)
 	}
