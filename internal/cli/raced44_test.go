@@ -118,7 +118,7 @@ func TestVolumeCreateAgainWithALargerMinimumSaysExpanded(t *testing.T) {
 // A command that waits for another volctl's `volume delete` of its volume finds the volume
 // gone, and says another volctl deleted it meanwhile, with no advice to look in another state
 // dir or at a near ID (it named the volume right, a moment before): a second `volume delete`,
-// a `volume expand`, a `volume snapshot create`, a `volume deregister`. Before, each said `not found (did you mean
+// a `volume expand`, a `volume snapshot create`, a `volume deregister`, a `volume detach`. Before, each said `not found (did you mean
 // "data1"?)`, then that volctl looked in the state dir and what another user made is
 // elsewhere, as a claim that waited for a delete did before
 // TestClaimThatWaitedForADeleteGetsNoAdviceToLookElsewhere.
@@ -128,6 +128,7 @@ func TestCommandsThatWaitedForADeleteSaySo(t *testing.T) {
 		"expand":          {"volume", "expand", "data", "--size", "2GiB"},
 		"snapshot create": {"volume", "snapshot", "create", "data", "s1"},
 		"deregister":      {"volume", "deregister", "--yes", "data"},
+		"detach":          {"volume", "detach", "--yes", "data"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()

@@ -38,7 +38,7 @@ func (e *Engine) detachStored(ctx context.Context, volumeID string, force bool) 
 	if err := e.checkVolumeExists(ctx, volumeID); err != nil {
 		return fail(err)
 	}
-	unlock, err := e.locks.volume(ctx, volumeID)
+	unlock, seen, err := e.lockVolumeNoting(ctx, volumeID)
 	if err != nil {
 		return fail(err)
 	}
@@ -75,6 +75,9 @@ func (e *Engine) detachStored(ctx context.Context, volumeID string, force bool) 
 		}
 		return nil
 	}))
+	if errors.Is(err, store.ErrNotFound) && seen != "" {
+		err = goneWhileWaiting(volumeID, seen, "there is nothing to detach")
+	}
 	if err != nil {
 		return fail(err)
 	}
