@@ -357,9 +357,10 @@ func notReady(v store.Volume) error {
 }
 
 // goneMeanwhile is a volume an operation found and another volctl deleted while it waited
-// for the volume's lock (a `volume delete` in flight): not found, but not one to look for in
-// another state dir, which a plain "not found" sends the user to (the command line's advice
-// is left out: IsGoneMeanwhile).
+// for the volume's lock (a `volume delete` in flight), or a plugin a deregistration read and
+// another deregistered before its write: not found, but not one to look for in another state
+// dir, which a plain "not found" sends the user to (the command line's advice is left out:
+// IsGoneMeanwhile).
 type goneMeanwhile struct{ msg string }
 
 func (g *goneMeanwhile) Error() string        { return g.msg }

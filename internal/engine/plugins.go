@@ -793,6 +793,11 @@ func (e *Engine) DeregisterPlugin(ctx context.Context, id string, force bool) er
 
 // deregisterPluginStored is DeregisterPlugin of the ID as stored (byStoredID).
 func (e *Engine) deregisterPluginStored(ctx context.Context, id string, force bool) error {
+	// Read first, so that a plugin gone by the write was deregistered by another volctl
+	// meanwhile (two deregistrations at once), said so: not "not registered" with the advice
+	// to look in another state dir or at a near ID (TestPluginDeregisteredByAnotherMeanwhileIsSaidSo).
+	_, seenErr := viewOne(ctx, e.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get(id) })
+	e.failpoint("plugin-deregister:read")
 	err := e.store.Update(ctx, func(tx *store.Tx) error {
 		if _, err := tx.Plugins().Get(id); err != nil {
 			return err
@@ -839,6 +844,9 @@ func (e *Engine) deregisterPluginStored(ctx context.Context, id string, force bo
 		}
 		return tx.Events().Append(&store.Event{Kind: "plugin-deregister", PluginID: id, Message: msg})
 	})
+	if errors.Is(err, store.ErrNotFound) && seenErr == nil {
+		return fmt.Errorf("deregister plugin %q: %w", id, &goneMeanwhile{msg: fmt.Sprintf("plugin %q was deregistered by another volctl meanwhile", id)})
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return notFoundf("deregister plugin %q: not registered", id)
 	}
