@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -40,6 +41,78 @@ func (w *signalWriter) String() string {
 	return w.buf.String()
 }
 
+// newHeldCLIHarness is a CLI harness whose plugin (a MemPlugin, not mounting) serves through
+// faults, so that a test can hold one volctl's RPC at the plugin (a Fault's Gate) while
+// another runs into the lock it holds (commandWhileHeld).
+func newHeldCLIHarness(t *testing.T) (*cliHarness, *csitest.Faults, *csitest.MemPlugin) {
+	t.Helper()
+	ctx := context.Background()
+	faults := csitest.NewFaults()
+	mem := csitest.NewMemPlugin(csitest.DefaultMemConfig())
+	socket, _ := csitest.Serve(t, csitest.WithServer(mem), csitest.WithFaults(faults))
+	h := &cliHarness{ctx: ctx, state: t.TempDir() + "/state"}
+	h.e = openEngine(t, h.state)
+	if _, err := h.e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	return h, faults, mem
+}
+
+// waitHeld waits until faults holds n calls at their gate, closing gate and failing the test
+// when none is held within 30 s (what should be held is named by what).
+func waitHeld(t *testing.T, faults *csitest.Faults, n int, gate chan struct{}, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); faults.Held() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(gate)
+			t.Fatalf("%s was never held at the plugin", what)
+		}
+	}
+}
+
+// commandResult is what a command run as a user runs it gave: its exit code and its streams.
+type commandResult struct {
+	code        int
+	out, errOut string
+}
+
+// runCommand runs the command line args against the harness's state dir as its own volctl
+// process would (its own Factory and engine), through Report, its stderr a terminal when tty
+// (where a waiting command draws its progress line), and sends the result on done.
+func (h *cliHarness) runCommand(args []string, errOut *signalWriter, tty bool, done chan<- commandResult) {
+	out := &bytes.Buffer{}
+	ios := &iostreams.IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: errOut}
+	ios.SetTTY(false, false, tty)
+	f := NewFactory(ios)
+	root := NewRootCmd(f)
+	root.SetArgs(append([]string{"--state-dir", h.state}, args...))
+	code := f.Report(f.RedactError(h.ctx, root.Execute()))
+	f.Close()
+	done <- commandResult{code, out.String(), errOut.String()}
+}
+
+// commandWhileHeld runs args as another volctl process while an operation on volume holds its
+// lock with a call held at gate: it waits until the command says, on its terminal's stderr,
+// that it waits for that lock, then opens gate, and returns what the command gave. The test
+// fails, the gate opened, when the command ends first or never says it waits.
+func (h *cliHarness) commandWhileHeld(t *testing.T, volume string, gate chan struct{}, args ...string) commandResult {
+	t.Helper()
+	errOut := &signalWriter{want: fmt.Sprintf("waiting for the lock on volume %q", volume), seen: make(chan struct{})}
+	done := make(chan commandResult, 1)
+	go h.runCommand(args, errOut, true, done)
+	select {
+	case <-errOut.seen:
+	case r := <-done:
+		close(gate)
+		t.Fatalf("%v ended (exit %d) before it waited for the operation holding volume %q:\n%s%s", args, r.code, volume, r.out, r.errOut)
+	case <-time.After(30 * time.Second):
+		close(gate)
+		t.Fatalf("%v never said it waited for the lock on volume %q:\n%s", args, volume, errOut.String())
+	}
+	close(gate)
+	return <-done
+}
+
 // A `volume claim` that waited for the volume's lock while another volctl deleted the volume
 // fails as not found, and says the volume was deleted meanwhile; the command line must not add
 // its advice for a volume not found (look in another state dir, another user's, a typo),
@@ -47,59 +120,22 @@ func (w *signalWriter) String() string {
 // left out for engine.IsGoneMeanwhile). Through the command and Report, as a user sees it; the
 // claim is known to wait for the delete by the progress line it draws on a terminal's stderr.
 func TestClaimThatWaitedForADeleteGetsNoAdviceToLookElsewhere(t *testing.T) {
-	ctx := context.Background()
-	faults := csitest.NewFaults()
-	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())), csitest.WithFaults(faults))
-	h := &cliHarness{ctx: ctx, state: t.TempDir() + "/state"}
-	h.e = openEngine(t, h.state)
-	if _, err := h.e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
+	h, faults, _ := newHeldCLIHarness(t)
 	h.createVolume(t, "v", spec.SingleNodeWriter)
 
 	gate := make(chan struct{})
 	faults.Inject(csi.RPCDeleteVolume, csitest.Fault{Gate: gate, Times: 1})
 	deleted := make(chan error, 1)
-	go func() { deleted <- h.e.DeleteVolume(ctx, "v") }()
-	for deadline := time.Now().Add(10 * time.Second); faults.Held() < 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			close(gate)
-			t.Fatal("the delete's DeleteVolume was never held at the plugin")
-		}
-	}
-
-	errOut := &signalWriter{want: `waiting for the lock on volume "v"`, seen: make(chan struct{})}
-	ios := &iostreams.IOStreams{In: &bytes.Buffer{}, Out: &bytes.Buffer{}, ErrOut: errOut}
-	ios.SetTTY(false, false, true) // the progress line says when the claim waits for the lock
-	claimed := make(chan int, 1)
-	go func() {
-		f := NewFactory(ios)
-		root := NewRootCmd(f)
-		root.SetArgs([]string{"--state-dir", h.state, "volume", "claim", "v", "--alloc", "web-0"})
-		err := root.Execute()
-		code := f.Report(f.RedactError(ctx, err))
-		f.Close()
-		claimed <- code
-	}()
-	select {
-	case <-errOut.seen:
-	case code := <-claimed:
-		close(gate)
-		t.Fatalf("the claim ended (exit %d) before it waited for the delete:\n%s", code, errOut.String())
-	case <-time.After(30 * time.Second):
-		close(gate)
-		t.Fatalf("the claim never said it waited for the volume's lock:\n%s", errOut.String())
-	}
-	close(gate)
+	go func() { deleted <- h.e.DeleteVolume(h.ctx, "v") }()
+	waitHeld(t, faults, 1, gate, "the delete's DeleteVolume")
+	r := h.commandWhileHeld(t, "v", gate, "volume", "claim", "v", "--alloc", "web-0")
 	if err := <-deleted; err != nil {
 		t.Fatalf("the delete: %v", err)
 	}
-	code := <-claimed
-	said := errOut.String()
-	if code != ExitError || !strings.Contains(said, `volume "v" was deleted by another volctl meanwhile`) {
-		t.Fatalf("claim that waited for the delete: exit %d, stderr:\n%s\nwant exit %d saying the volume was deleted meanwhile", code, said, ExitError)
+	if r.code != ExitError || !strings.Contains(r.errOut, `volume "v" was deleted by another volctl meanwhile`) {
+		t.Fatalf("claim that waited for the delete: exit %d, stderr:\n%s\nwant exit %d saying the volume was deleted meanwhile", r.code, r.errOut, ExitError)
 	}
-	if strings.Contains(said, "volctl looked in state dir") || strings.Contains(said, "another user") {
-		t.Errorf("claim that waited for the delete: stderr:\n%s\nwant no advice to look in another state dir: the volume was there, and was deleted meanwhile", said)
+	if strings.Contains(r.errOut, "volctl looked in state dir") || strings.Contains(r.errOut, "another user") {
+		t.Errorf("claim that waited for the delete: stderr:\n%s\nwant no advice to look in another state dir: the volume was there, and was deleted meanwhile", r.errOut)
 	}
 }

@@ -1,13 +1,11 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -22,62 +20,23 @@ import (
 // `volume create` processes). Through the command, each with its own engine, as two
 // processes; the second is known to wait by the progress line it draws on a terminal's stderr.
 func TestTwoCreatesOfOneSpecAtOnceOneSaysUnchanged(t *testing.T) {
-	ctx := context.Background()
-	faults := csitest.NewFaults()
-	mem := csitest.NewMemPlugin(csitest.DefaultMemConfig())
-	socket, _ := csitest.Serve(t, csitest.WithServer(mem), csitest.WithFaults(faults))
-	h := &cliHarness{ctx: ctx, state: t.TempDir() + "/state"}
-	h.e = openEngine(t, h.state)
-	if _, err := h.e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
+	h, faults, mem := newHeldCLIHarness(t)
 	file := filepath.Join(t.TempDir(), "a.hcl")
 	if err := os.WriteFile(file, []byte(strings.ReplaceAll(createSpec, "%s", "a")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	gate := make(chan struct{})
 	faults.Inject(csi.RPCCreateVolume, csitest.Fault{Gate: gate, Times: 1})
-	type result struct {
-		code     int
-		out, err string
-	}
-	create := func(errOut *signalWriter, tty bool, done chan<- result) {
-		out := &bytes.Buffer{}
-		ios := &iostreams.IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: errOut}
-		ios.SetTTY(false, false, tty)
-		f := NewFactory(ios)
-		root := NewRootCmd(f)
-		root.SetArgs([]string{"--state-dir", h.state, "volume", "create", file})
-		code := f.Report(f.RedactError(ctx, root.Execute()))
-		f.Close()
-		done <- result{code, out.String(), errOut.String()}
-	}
-	first, second := make(chan result, 1), make(chan result, 1)
-	go create(&signalWriter{seen: make(chan struct{})}, false, first)
-	for deadline := time.Now().Add(30 * time.Second); faults.Held() < 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			close(gate)
-			t.Fatal("the first create's CreateVolume was never held at the plugin")
-		}
-	}
-	errOut := &signalWriter{want: `waiting for the lock on volume "a"`, seen: make(chan struct{})}
-	go create(errOut, true, second)
-	select {
-	case <-errOut.seen:
-	case r := <-second:
-		close(gate)
-		t.Fatalf("the second create ended (exit %d) before it waited for the first:\n%s%s", r.code, r.out, r.err)
-	case <-time.After(30 * time.Second):
-		close(gate)
-		t.Fatalf("the second create never said it waited for the volume's lock:\n%s", errOut.String())
-	}
-	close(gate)
-	a, b := <-first, <-second
+	first := make(chan commandResult, 1)
+	go h.runCommand([]string{"volume", "create", file}, &signalWriter{seen: make(chan struct{})}, false, first)
+	waitHeld(t, faults, 1, gate, "the first create's CreateVolume")
+	b := h.commandWhileHeld(t, "a", gate, "volume", "create", file)
+	a := <-first
 	if a.code != 0 || !strings.HasPrefix(a.out, `Volume "a" created (external ID "`) {
-		t.Errorf("the create that sent CreateVolume: exit %d, stdout %q, stderr %q; want exit 0 saying created", a.code, a.out, a.err)
+		t.Errorf("the create that sent CreateVolume: exit %d, stdout %q, stderr %q; want exit 0 saying created", a.code, a.out, a.errOut)
 	}
 	if b.code != 0 || !strings.HasPrefix(b.out, `Volume "a" unchanged: it exists with this spec (external ID "`) {
-		t.Errorf("the create that waited for it: exit %d, stdout %q, stderr %q; want exit 0 saying unchanged, not created", b.code, b.out, b.err)
+		t.Errorf("the create that waited for it: exit %d, stdout %q, stderr %q; want exit 0 saying unchanged, not created", b.code, b.out, b.errOut)
 	}
 	if n := mem.CallCount(csi.RPCCreateVolume); n != 1 {
 		t.Errorf("CreateVolume sent %d times, want once", n)
@@ -118,9 +77,9 @@ func TestVolumeCreateAgainWithALargerMinimumSaysExpanded(t *testing.T) {
 // A command that waits for another volctl's `volume delete` of its volume finds the volume
 // gone, and says another volctl deleted it meanwhile, with no advice to look in another state
 // dir or at a near ID (it named the volume right, a moment before): a second `volume delete`,
-// a `volume expand`, a `volume snapshot create`, a `volume deregister`, a `volume detach`. Before, each said `not found (did you mean
-// "data1"?)`, then that volctl looked in the state dir and what another user made is
-// elsewhere, as a claim that waited for a delete did before
+// a `volume expand`, a `volume snapshot create`, a `volume deregister`, a `volume detach`.
+// Before, each said `not found (did you mean "data1"?)`, then that volctl looked in the state
+// dir and what another user made is elsewhere, as a claim that waited for a delete did before
 // TestClaimThatWaitedForADeleteGetsNoAdviceToLookElsewhere.
 func TestCommandsThatWaitedForADeleteSaySo(t *testing.T) {
 	for name, args := range map[string][]string{
@@ -131,59 +90,23 @@ func TestCommandsThatWaitedForADeleteSaySo(t *testing.T) {
 		"detach":          {"volume", "detach", "--yes", "data"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			faults := csitest.NewFaults()
-			socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())), csitest.WithFaults(faults))
-			h := &cliHarness{ctx: ctx, state: t.TempDir() + "/state"}
-			h.e = openEngine(t, h.state)
-			if _, err := h.e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-				t.Fatal(err)
-			}
+			h, faults, _ := newHeldCLIHarness(t)
 			h.createVolume(t, "data", spec.SingleNodeWriter)
 			h.createVolume(t, "data1", spec.SingleNodeWriter) // a near ID, which "did you mean" named
-
 			gate := make(chan struct{})
 			faults.Inject(csi.RPCDeleteVolume, csitest.Fault{Gate: gate, Times: 1})
 			deleted := make(chan error, 1)
-			go func() { deleted <- h.e.DeleteVolume(ctx, "data") }()
-			for deadline := time.Now().Add(30 * time.Second); faults.Held() < 1; time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					close(gate)
-					t.Fatal("the delete's DeleteVolume was never held at the plugin")
-				}
-			}
-			errOut := &signalWriter{want: `waiting for the lock on volume "data"`, seen: make(chan struct{})}
-			ios := &iostreams.IOStreams{In: &bytes.Buffer{}, Out: &bytes.Buffer{}, ErrOut: errOut}
-			ios.SetTTY(false, false, true)
-			second := make(chan int, 1)
-			go func() {
-				f := NewFactory(ios)
-				root := NewRootCmd(f)
-				root.SetArgs(append([]string{"--state-dir", h.state}, args...))
-				code := f.Report(f.RedactError(ctx, root.Execute()))
-				f.Close()
-				second <- code
-			}()
-			select {
-			case <-errOut.seen:
-			case code := <-second:
-				close(gate)
-				t.Fatalf("%s ended (exit %d) before it waited for the delete:\n%s", name, code, errOut.String())
-			case <-time.After(30 * time.Second):
-				close(gate)
-				t.Fatalf("%s never said it waited for the volume's lock:\n%s", name, errOut.String())
-			}
-			close(gate)
+			go func() { deleted <- h.e.DeleteVolume(context.Background(), "data") }()
+			waitHeld(t, faults, 1, gate, "the delete's DeleteVolume")
+			r := h.commandWhileHeld(t, "data", gate, args...)
 			if err := <-deleted; err != nil {
 				t.Fatalf("the delete: %v", err)
 			}
-			code := <-second
-			said := errOut.String()
-			if code != ExitError || !strings.Contains(said, `volume "data" was deleted by another volctl meanwhile`) {
-				t.Fatalf("%s that waited for the delete: exit %d, stderr:\n%s\nwant exit %d saying the volume was deleted meanwhile", name, code, said, ExitError)
+			if r.code != ExitError || !strings.Contains(r.errOut, `volume "data" was deleted by another volctl meanwhile`) {
+				t.Fatalf("%s that waited for the delete: exit %d, stderr:\n%s\nwant exit %d saying the volume was deleted meanwhile", name, r.code, r.errOut, ExitError)
 			}
-			if strings.Contains(said, "did you mean") || strings.Contains(said, "volctl looked in state dir") {
-				t.Errorf("%s that waited for the delete: stderr:\n%s\nwant no near ID and no advice to look elsewhere: the volume was there, and was deleted meanwhile", name, said)
+			if strings.Contains(r.errOut, "did you mean") || strings.Contains(r.errOut, "volctl looked in state dir") {
+				t.Errorf("%s that waited for the delete: stderr:\n%s\nwant no near ID and no advice to look elsewhere: the volume was there, and was deleted meanwhile", name, r.errOut)
 			}
 		})
 	}
@@ -195,59 +118,21 @@ func TestCommandsThatWaitedForADeleteSaySo(t *testing.T) {
 // outside the lock, and the one that waited said "expanded" too, of an expansion it did not
 // make.
 func TestTwoExpandsToOneSizeAtOnceOneSaysAlready(t *testing.T) {
-	ctx := context.Background()
-	faults := csitest.NewFaults()
-	mem := csitest.NewMemPlugin(csitest.DefaultMemConfig())
-	socket, _ := csitest.Serve(t, csitest.WithServer(mem), csitest.WithFaults(faults))
-	h := &cliHarness{ctx: ctx, state: t.TempDir() + "/state"}
-	h.e = openEngine(t, h.state)
-	if _, err := h.e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
+	h, faults, mem := newHeldCLIHarness(t)
 	h.createVolume(t, "data", spec.SingleNodeWriter)
 	gate := make(chan struct{})
 	faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Gate: gate, Times: 1})
-	type result struct {
-		code int
-		out  string
-	}
-	expand := func(errOut *signalWriter, done chan<- result) {
-		out := &bytes.Buffer{}
-		ios := &iostreams.IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: errOut}
-		ios.SetTTY(false, false, true)
-		f := NewFactory(ios)
-		root := NewRootCmd(f)
-		root.SetArgs([]string{"--state-dir", h.state, "volume", "expand", "data", "--size", "4GiB"})
-		code := f.Report(f.RedactError(ctx, root.Execute()))
-		f.Close()
-		done <- result{code, out.String()}
-	}
-	first, second := make(chan result, 1), make(chan result, 1)
-	go expand(&signalWriter{seen: make(chan struct{})}, first)
-	for deadline := time.Now().Add(30 * time.Second); faults.Held() < 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			close(gate)
-			t.Fatal("the first expand's ControllerExpandVolume was never held at the plugin")
-		}
-	}
-	errOut := &signalWriter{want: `waiting for the lock on volume "data"`, seen: make(chan struct{})}
-	go expand(errOut, second)
-	select {
-	case <-errOut.seen:
-	case r := <-second:
-		close(gate)
-		t.Fatalf("the second expand ended (exit %d) before it waited for the first:\n%s%s", r.code, r.out, errOut.String())
-	case <-time.After(30 * time.Second):
-		close(gate)
-		t.Fatalf("the second expand never said it waited for the volume's lock:\n%s", errOut.String())
-	}
-	close(gate)
-	a, b := <-first, <-second
+	args := []string{"volume", "expand", "data", "--size", "4GiB"}
+	first := make(chan commandResult, 1)
+	go h.runCommand(args, &signalWriter{seen: make(chan struct{})}, false, first)
+	waitHeld(t, faults, 1, gate, "the first expand's ControllerExpandVolume")
+	b := h.commandWhileHeld(t, "data", gate, args...)
+	a := <-first
 	if a.code != 0 || !strings.HasPrefix(a.out, `Volume "data" expanded to 4.0 GiB`) {
-		t.Errorf("the expand that sent ControllerExpandVolume: exit %d, stdout %q; want exit 0 saying expanded", a.code, a.out)
+		t.Errorf("the expand that sent ControllerExpandVolume: exit %d, stdout %q, stderr %q; want exit 0 saying expanded", a.code, a.out, a.errOut)
 	}
 	if b.code != 0 || !strings.HasPrefix(b.out, `Volume "data" is already 4.0 GiB`) {
-		t.Errorf("the expand that waited for it: exit %d, stdout %q, stderr %q; want exit 0 saying it is already 4.0 GiB", b.code, b.out, errOut.String())
+		t.Errorf("the expand that waited for it: exit %d, stdout %q, stderr %q; want exit 0 saying it is already 4.0 GiB", b.code, b.out, b.errOut)
 	}
 	if n := mem.CallCount(csi.RPCControllerExpandVolume); n != 1 {
 		t.Errorf("ControllerExpandVolume sent %d times, want once", n)
