@@ -103,7 +103,7 @@ func (u *unprobed) Error() string { return fmt.Sprintf("plugin %q not probed yet
 // The error is only the caller's interruption.
 func (e *Engine) probeForClaim(ctx context.Context, p store.Plugin) (*claimProbe, error) {
 	pr := &claimProbe{plugin: p.ID}
-	c, err := e.connectPlugin(ctx, p, true)
+	c, err := e.connectPlugin(withProbeFollowing(ctx), p, true)
 	defer e.done(c)
 	if err == nil {
 		var h store.Health

@@ -707,10 +707,30 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		// (which pins its driver), and this connection, to a driver the ID no longer names, is
 		// refused (pluginStillRegistered; TestVolumeCreateOvertakenByPluginReregisteredForAnotherDriver).
 		exposed := exposedSockets(c) // a restart may have left its sockets open to other users
+		// A plugin reached anew whose row records it other than healthy (its socket was gone
+		// when it was last probed: it restarted since) is probed once, and what the probe finds
+		// is recorded with the fingerprint. Otherwise a command that went through the plugin
+		// left `volume ls` and `volume status` saying its volumes cannot take claims, the
+		// plugin's socket missing, until something else probed it
+		// (TestPluginReachedAnewIsProbedWhenItsRecordSaysUnhealthy). A plugin recorded healthy
+		// is not probed here: this path is every process's first connection after a restart.
+		probed := e.probeReached(ctx, c)
 		var all, aliases []store.Plugin
 		if err := e.store.UpdateProgress(ctx, func(tx *store.Tx) error {
 			if err := pluginStillRegistered(tx, c); err != nil {
 				return err
+			}
+			if probed != nil {
+				cur, err := tx.Plugins().Get(p.ID)
+				if err != nil {
+					return err
+				}
+				if err := tx.Plugins().SetHealth(p.ID, *probed); err != nil {
+					return err
+				}
+				if err := recordHealth(tx, p.ID, cur.Health, *probed, e.cfg.Now()); err != nil {
+					return err
+				}
 			}
 			if fresh {
 				var err error
@@ -745,6 +765,32 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 	}
 	return e.cache(c), nil
 }
+
+// probeReached probes a plugin connectPlugin has just fingerprinted on c when the row it was
+// read from records it other than healthy; nil when that row says healthy, when the caller
+// probes it next anyway (probeFollows: a claim's probe, which records what it finds), or
+// when ctx ended during the probe (an interruption is no reading of the plugin).
+func (e *Engine) probeReached(ctx context.Context, c *conn) *store.Health {
+	if p := c.plugin.Health; probeFollows(ctx) || recordedHealth(p.Healthy, p.Ready, p.ProbedAt) == PluginHealthy {
+		return nil
+	}
+	h, _ := e.probeErr(ctx, c)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return &h
+}
+
+// probeFollowsKey marks a context whose connectPlugin is followed by a Probe of the caller's.
+type probeFollowsKey struct{}
+
+// withProbeFollowing is ctx for a connectPlugin whose caller probes the plugin next.
+func withProbeFollowing(ctx context.Context) context.Context {
+	return context.WithValue(ctx, probeFollowsKey{}, true)
+}
+
+// probeFollows says the caller of connectPlugin probes the plugin next (withProbeFollowing).
+func probeFollows(ctx context.Context) bool { return ctx.Value(probeFollowsKey{}) != nil }
 
 // fingerprintNow asks the plugin on client its fingerprint (identity first); in a pass, not of
 // a plugin that did not answer earlier in it (hungPlugins).
