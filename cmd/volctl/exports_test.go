@@ -36,8 +36,9 @@ func TestExportedMethodsHaveCallers(t *testing.T) {
 		"store.Store.RowsRead":       "the engine's tests count the rows a read costs (events --follow's polls)",
 		// The command asks what its create did (CreateVolumeOutcome); every package's tests
 		// make their volumes with the create that does not say.
-		"engine.Engine.CreateVolume": "every package's tests create volumes with it (CreateVolumeOutcome without the outcome)",
-		"engine.Engine.ExpandVolume": "every package's tests expand volumes with it (ExpandVolumeFrom without the volume as it was)",
+		"engine.Engine.CreateVolume":   "every package's tests create volumes with it (CreateVolumeOutcome without the outcome)",
+		"engine.Engine.ExpandVolume":   "every package's tests expand volumes with it (ExpandVolumeFrom without the volume as it was)",
+		"engine.Engine.RegisterVolume": "every package's tests register volumes with it (RegisterVolumeOutcome without the outcome)",
 		// The streams a command's tests give it: gh's iostreams.Test. Moving them to a helper
 		// package needs a constructor System would share, and touches every command's tests.
 		"iostreams.Test":                      "every package's tests build buffered streams with it",

@@ -74,6 +74,34 @@ func TestVolumeCreateAgainWithALargerMinimumSaysExpanded(t *testing.T) {
 	}
 }
 
+// `volume register` of a volume registered already says what it did, as a create again does:
+// "updated" with what changed, "unchanged" for the same spec. Before, it said "registered" each
+// time.
+func TestVolumeRegisterAgainSaysWhatItDid(t *testing.T) {
+	h := newCLIHarness(t)
+	h.mem.AddVolume(csi.Volume{ID: "ext-1", CapacityBytes: 1 << 30})
+	src := strings.ReplaceAll(createSpec, "%s", "r") + "external_id = \"ext-1\"\n"
+	withSecret := src + "secrets {\n  token = \"r0tat3d-t0ken\"\n}\n"
+	var lines []string
+	for _, files := range []string{src, src, withSecret} {
+		ios, _, out, _ := iostreams.Test()
+		o := &VolumeSubmitOptions{IO: ios, Engine: h.engine, ReadFile: specFiles(map[string]string{"r.hcl": files}), Verb: spec.VerbRegister, Files: []string{"r.hcl"}}
+		if err := volumeSubmitRun(h.ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, strings.TrimSpace(out.String()))
+	}
+	for i, want := range []string{
+		`Volume "r" registered`,
+		`Volume "r" unchanged: it is registered with this spec`,
+		`Volume "r" updated: secrets changed`,
+	} {
+		if lines[i] != want {
+			t.Errorf("register %d: %q, want %q", i+1, lines[i], want)
+		}
+	}
+}
+
 // A command that waits for another volctl's `volume delete` of its volume finds the volume
 // gone, and says another volctl deleted it meanwhile, with no advice to look in another state
 // dir or at a near ID (it named the volume right, a moment before): a second `volume delete`,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -109,12 +110,14 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 	var errs []error
 	for _, v := range vols {
 		var info engine.VolumeInfo
-		var outcome engine.CreateOutcome
+		var outcome engine.SubmitOutcome
 		pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
+		var reg engine.Registration
 		if opts.Verb == spec.VerbCreate {
 			info, outcome, err = e.CreateVolumeOutcome(pctx, *v)
 		} else {
-			info, err = e.RegisterVolume(pctx, *v)
+			info, reg, err = e.RegisterVolumeOutcome(pctx, *v)
+			outcome = reg.Outcome
 		}
 		done()
 		if err != nil {
@@ -131,7 +134,7 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 		}
 		infos = append(infos, info)
 		if !opts.Exporter.Enabled() {
-			line := volumeSubmittedLine(opts.Verb, info, outcome)
+			line := volumeSubmittedLine(opts.Verb, info, outcome, reg.Changed)
 			if err := redactOutput(ctx, e, nil, &line); err != nil {
 				return fmt.Errorf("%s: %w", command, err)
 			}
@@ -224,11 +227,23 @@ func pastTense(verb spec.Verb) string {
 }
 
 // volumeSubmittedLine is `Volume "db" registered` or
-// `Volume "db" created (external ID "vol-1", 1.0 GiB)`; a create that found the volume made
-// (outcome, the engine's word: only the create, under the volume's lock, can tell) says
-// "unchanged", or "expanded" when the spec's capacity_min grew it.
-func volumeSubmittedLine(verb spec.Verb, v engine.VolumeInfo, outcome engine.CreateOutcome) string {
+// `Volume "db" created (external ID "vol-1", 1.0 GiB)`; a create or registration that found
+// the volume made or registered (outcome, the engine's word: only it, under the volume's lock,
+// can tell) says "unchanged", or "expanded" when the spec's capacity_min grew it, and a
+// registration that changed it "updated", naming what changed.
+func volumeSubmittedLine(verb spec.Verb, v engine.VolumeInfo, outcome engine.SubmitOutcome, changed []string) string {
 	if verb != spec.VerbCreate {
+		switch outcome {
+		case engine.Unchanged:
+			return fmt.Sprintf("Volume %q unchanged: it is registered with this spec", v.ID)
+		case engine.Expanded:
+			return fmt.Sprintf("Volume %q updated: expanded to the spec's capacity_min (%s)", v.ID, bytesIEC(v.CapacityBytes))
+		case engine.Updated:
+			if len(changed) == 0 {
+				return fmt.Sprintf("Volume %q updated", v.ID)
+			}
+			return fmt.Sprintf("Volume %q updated: %s changed", v.ID, strings.Join(changed, ", "))
+		}
 		return fmt.Sprintf("Volume %q registered", v.ID)
 	}
 	what := "created"

@@ -71,31 +71,37 @@ func (e *Engine) CreateVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 	return info, err
 }
 
-// CreateOutcome is what a create did, which only the create can tell, under the volume's
-// lock: a read before it (the command line's, which said "created" or "unchanged" by it) races
-// another process's create of the same spec, and said "created" of a volume this create found
-// made (TestTwoCreatesOfOneSpecAtOnceOneSaysUnchanged).
-type CreateOutcome int
+// SubmitOutcome is what a create or a registration did, which only it can tell, under the
+// volume's lock: a read before it (the command line's, which said "created" or "unchanged" by
+// it) races another process's create of the same spec, and said "created" of a volume this
+// create found made (TestTwoCreatesOfOneSpecAtOnceOneSaysUnchanged).
+type SubmitOutcome int
 
 const (
 	// Created: this create sent CreateVolume, or finished the create an earlier one left
-	// recorded (then grown to the spec's capacity_min when it asks more).
-	Created CreateOutcome = iota
-	// Unchanged: the volume was made, with this spec; nothing was sent.
+	// recorded (then grown to the spec's capacity_min when it asks more); this registration
+	// recorded a volume not registered before.
+	Created SubmitOutcome = iota
+	// Unchanged: the volume was made (registered), with this spec; nothing was sent to the
+	// plugin but a registration's ValidateVolumeCapabilities, and nothing recorded.
 	Unchanged
-	// Expanded: the volume was made, and grown to this spec's larger capacity_min.
+	// Expanded: the volume was made (registered), and grown to this spec's larger
+	// capacity_min.
 	Expanded
+	// Updated: the volume was registered, and this registration changed what the spec may
+	// change (Registration.Changed names it).
+	Updated
 )
 
 // CreateVolumeOutcome is CreateVolume, and what it did.
-func (e *Engine) CreateVolumeOutcome(ctx context.Context, sv spec.Volume) (VolumeInfo, CreateOutcome, error) {
-	var outcome CreateOutcome
+func (e *Engine) CreateVolumeOutcome(ctx context.Context, sv spec.Volume) (VolumeInfo, SubmitOutcome, error) {
+	var outcome SubmitOutcome
 	info, err := bySpecID(sv.ID, func(id string) (VolumeInfo, error) { sv.ID = id; return e.createVolume(ctx, sv, &outcome) })
 	return info, outcome, err
 }
 
 // createVolume is CreateVolume of the ID as stored (bySpecID), saying what it did in outcome.
-func (e *Engine) createVolume(ctx context.Context, sv spec.Volume, outcome *CreateOutcome) (VolumeInfo, error) {
+func (e *Engine) createVolume(ctx context.Context, sv spec.Volume, outcome *SubmitOutcome) (VolumeInfo, error) {
 	*outcome = Created
 	fail := failVolume("create", sv.ID)
 	c, unlock, err := e.lockSpecVolume(ctx, &sv)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -21,11 +22,31 @@ import (
 // updates it by Nomad's rules: name, external_id, plugin_id, parameters and topology cannot
 // change, capacity can only grow, and an empty context keeps the stored one.
 func (e *Engine) RegisterVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, error) {
-	return bySpecID(sv.ID, func(id string) (VolumeInfo, error) { sv.ID = id; return e.registerVolume(ctx, sv) })
+	info, _, err := e.RegisterVolumeOutcome(ctx, sv)
+	return info, err
 }
 
-// registerVolume is RegisterVolume of the ID as stored (bySpecID).
-func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, error) {
+// Registration is what a registration did (SubmitOutcome: Created for a volume registered
+// anew), decided under the volume's lock, and, when it updated a volume registered before,
+// which of the spec's fields it changed (Changed; "secrets" names them, never their values).
+// A registration of the spec the volume is registered with writes nothing and records no event:
+// before, each run of the same `volctl volume register` recorded "updated by a new
+// registration" and printed "registered" (TestRegisterAgainSaysWhatItDid).
+type Registration struct {
+	Outcome SubmitOutcome
+	Changed []string
+}
+
+// RegisterVolumeOutcome is RegisterVolume, and what it did.
+func (e *Engine) RegisterVolumeOutcome(ctx context.Context, sv spec.Volume) (VolumeInfo, Registration, error) {
+	var r Registration
+	info, err := bySpecID(sv.ID, func(id string) (VolumeInfo, error) { sv.ID = id; return e.registerVolume(ctx, sv, &r) })
+	return info, r, err
+}
+
+// registerVolume is RegisterVolume of the ID as stored (bySpecID), saying what it did in r.
+func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registration) (VolumeInfo, error) {
+	*r = Registration{Outcome: Created}
 	fail := failVolume("register", sv.ID)
 	c, unlock, err := e.lockSpecVolume(ctx, &sv)
 	if err != nil {
@@ -50,7 +71,8 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume) (VolumeInfo
 			}))
 		}
 	}
-	if err := e.expandRegistered(ctx, c, sv); err != nil {
+	expanded, err := e.expandRegistered(ctx, c, sv)
+	if err != nil {
 		return fail(err)
 	}
 	e.failpoint("register:validated") // the plugin validated (and grew) it, nothing recorded yet
@@ -99,6 +121,17 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume) (VolumeInfo
 			return err
 		}
 		v := mergeRegistered(old, sv)
+		changed := registrationChanges(old, sv)
+		switch {
+		case expanded:
+			r.Outcome, r.Changed = Expanded, changed
+		case len(changed) > 0 || limit != old.ExpandMax:
+			r.Outcome, r.Changed = Updated, changed
+		default:
+			// The spec the volume is registered with: nothing to write.
+			r.Outcome = Unchanged
+			return nil
+		}
 		if err := tx.Volumes().Update(&v); err != nil {
 			return err
 		}
@@ -107,8 +140,11 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume) (VolumeInfo
 				return err
 			}
 		}
-		return tx.Events().Append(&store.Event{Kind: "volume-register", VolumeID: v.ID, PluginID: v.PluginID,
-			Message: fmt.Sprintf("volume %q updated by a new registration", v.ID)})
+		msg := fmt.Sprintf("volume %q updated by a new registration", v.ID)
+		if len(changed) > 0 {
+			msg += " (" + strings.Join(changed, ", ") + ")"
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-register", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
 	})
 	if err != nil {
 		return fail(err)
@@ -120,20 +156,21 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume) (VolumeInfo
 // its known size, when the plugin can expand; otherwise the larger request is only recorded by
 // the registration itself. It runs before the registration's update so that the expansion
 // compares against the stored size, not the new request.
-func (e *Engine) expandRegistered(ctx context.Context, c *conn, sv spec.Volume) error {
+// It reports whether it sent an expansion.
+func (e *Engine) expandRegistered(ctx context.Context, c *conn, sv spec.Volume) (bool, error) {
 	old, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(sv.ID) })
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return nil
+		return false, nil
 	case err != nil:
-		return err
+		return false, err
 	case old.State != store.VolumeReady || checkImmutable(old, sv, true) != nil:
-		return nil // the registration's own checks report it
+		return false, nil // the registration's own checks report it
 	case sv.CapacityMin <= currentSize(old) || !canExpand(c):
-		return nil
+		return false, nil
 	}
 	_, err = e.expandLocked(ctx, c, old, sv.CapacityMin, sv.CapacityMax)
-	return err
+	return err == nil, err
 }
 
 // canExpand reports whether the plugin has any way to grow a volume.
@@ -310,6 +347,24 @@ func pendingLimit(old store.Volume, capacityMax int64) (int64, error) {
 			old.ID, spec.FormatSize(old.ExpandMin), old.PluginID, spec.FormatSize(capacityMax))
 	}
 	return capacityMax, nil
+}
+
+// registrationChanges names what a registration of sv changes of old, a volume registered
+// before, as mergeRegistered applies it: its capabilities, mount options and secrets (as a
+// create would refuse to, createChanges), its context when the spec gives one, and the
+// capacity it asks for.
+func registrationChanges(old store.Volume, sv spec.Volume) []string {
+	changed := createChanges(old, sv)
+	if len(sv.Context) > 0 && !maps.Equal(old.Context, sv.Context) {
+		changed = append(changed, "context")
+	}
+	if sv.CapacityMin > old.RequestedMin {
+		changed = append(changed, "capacity_min")
+	}
+	if sv.CapacityMax != 0 && sv.CapacityMax != old.RequestedMax {
+		changed = append(changed, "capacity_max")
+	}
+	return changed
 }
 
 // mergeRegistered applies a re-registration to the stored volume.
