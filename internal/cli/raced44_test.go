@@ -75,15 +75,16 @@ func TestVolumeCreateAgainWithALargerMinimumSaysExpanded(t *testing.T) {
 }
 
 // `volume register` of a volume registered already says what it did, as a create again does:
-// "updated" with what changed, "unchanged" for the same spec. Before, it said "registered" each
-// time.
+// "updated" with what changed, "unchanged" for the same spec, and what else changed beside an
+// expansion. Before, it said "registered" each time.
 func TestVolumeRegisterAgainSaysWhatItDid(t *testing.T) {
 	h := newCLIHarness(t)
 	h.mem.AddVolume(csi.Volume{ID: "ext-1", CapacityBytes: 1 << 30})
 	src := strings.ReplaceAll(createSpec, "%s", "r") + "external_id = \"ext-1\"\n"
 	withSecret := src + "secrets {\n  token = \"r0tat3d-t0ken\"\n}\n"
+	grownAndMounted := withSecret + "capacity_min = \"2GiB\"\nmount_options {\n  mount_flags = [\"noatime\"]\n}\n"
 	var lines []string
-	for _, files := range []string{src, src, withSecret} {
+	for _, files := range []string{src, src, withSecret, grownAndMounted} {
 		ios, _, out, _ := iostreams.Test()
 		o := &VolumeSubmitOptions{IO: ios, Engine: h.engine, ReadFile: specFiles(map[string]string{"r.hcl": files}), Verb: spec.VerbRegister, Files: []string{"r.hcl"}}
 		if err := volumeSubmitRun(h.ctx, o); err != nil {
@@ -95,6 +96,7 @@ func TestVolumeRegisterAgainSaysWhatItDid(t *testing.T) {
 		`Volume "r" registered`,
 		`Volume "r" unchanged: it is registered with this spec`,
 		`Volume "r" updated: secrets changed`,
+		`Volume "r" updated: expanded to the spec's capacity_min (2.0 GiB); mount_options changed`,
 	} {
 		if lines[i] != want {
 			t.Errorf("register %d: %q, want %q", i+1, lines[i], want)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -237,7 +238,12 @@ func volumeSubmittedLine(verb spec.Verb, v engine.VolumeInfo, outcome engine.Sub
 		case engine.Unchanged:
 			return fmt.Sprintf("Volume %q unchanged: it is registered with this spec", v.ID)
 		case engine.Expanded:
-			return fmt.Sprintf("Volume %q updated: expanded to the spec's capacity_min (%s)", v.ID, bytesIEC(v.CapacityBytes))
+			line := fmt.Sprintf("Volume %q updated: expanded to the spec's capacity_min (%s)", v.ID, bytesIEC(v.CapacityBytes))
+			// What else the registration changed, the capacity it asks for being the expansion.
+			if others := slices.DeleteFunc(slices.Clone(changed), func(f string) bool { return f == "capacity_min" || f == "capacity_max" }); len(others) > 0 {
+				line += "; " + strings.Join(others, ", ") + " changed"
+			}
+			return line
 		case engine.Updated:
 			if len(changed) == 0 {
 				return fmt.Sprintf("Volume %q updated", v.ID)
