@@ -61,7 +61,7 @@ func TestFilterFailingAfterTheWorkExitsOne(t *testing.T) {
 		// Released already: nothing was done, and the filter is the only thing wrong.
 		{[]string{"volume", "release", "db", "--alloc", "a"}, ExitUsage, []string{"--jq "}, "0"},
 		{[]string{"group", "run", filepath.Join(dir, "g.hcl")}, ExitError, []string{`group "g" run: 1 of 1 allocs have their volumes; only printing it failed: --jq `}, "1"},
-		{[]string{"group", "stop", "g"}, ExitError, []string{`group "g" stopped; only printing it failed: --jq `}, "0"},
+		{[]string{"group", "stop", "g"}, ExitError, []string{`group "g" stopped; released "db" for alloc "g[0]"; only printing it failed: --jq `}, "0"},
 		{[]string{"volume", "claim", "db", "--alloc", "b", "--json"}, ExitOK, nil, "1"},
 		{[]string{"volume", "detach", "db", "--yes"}, ExitError, []string{`volume "db": 1 claim(s) released; only printing it failed: --jq `}, "0"},
 		// Nothing to do: nothing was done.

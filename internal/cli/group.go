@@ -37,8 +37,8 @@ all of its volumes or none. A volume with per_alloc = true is claimed as SOURCE[
 one claim of an alloc fails, the claims that alloc already got are released again.
 
 Running a group again is idempotent: allocs that hold their claims keep them, and a smaller
-count releases the allocs past it (cut short after recording the new count and before
-releasing them, volctl reconcile and the agent release them). An alloc holding a claim in another mode, with other
+count releases the allocs past it, naming the claims it released (cut short after recording the
+new count and before releasing them, volctl reconcile and the agent release them). An alloc holding a claim in another mode, with other
 mount_options or other volume_mount blocks than the spec's now is not changed under it: that
 alloc fails (exit 4) and keeps its claims; group stop, then run, applies the new spec. So
 does one holding a claim made outside the group (volume claim --alloc NAME[0]): volume
@@ -91,7 +91,7 @@ func groupRunRun(ctx context.Context, opts *GroupRunOptions) error {
 	flush(out, &err)
 	// The table too: unprinted (a reader gone, a full disk), it failed quietly, exit 1 with
 	// nothing said of the claims the run made (TestActingCommandsSayWhatTheyDidWhenTheirResultIsLost).
-	err = afterDone(err, "group %q run: %s", info.Name, allocsServed(info))
+	err = afterDone(err, "group %q run: %s", info.Name, runDid(info))
 	if err != nil {
 		// With the allocs that failed, the claims the others made, which stand, that the
 		// result unprinted would have said (TestGroupRunThatFailsInPartWhoseResultIsLostSaysWhatItKept).
@@ -115,7 +115,39 @@ func writeGroupRun(out io.Writer, g engine.GroupInfo) error {
 			t.row(withBinds(binds, []string{a.Name, c.VolumeID, c.Mode}, bindsCell(c.Binds), c.TargetPath)...)
 		}
 	}
-	return t.render()
+	if err := t.render(); err != nil || len(g.Released) == 0 {
+		return err
+	}
+	_, err := fmt.Fprintf(out, "Scaled %s\n", downTo(g))
+	return err
+}
+
+// downTo says what a group run's scale-down released: "down to 1: released ...".
+func downTo(g engine.GroupInfo) string {
+	return fmt.Sprintf("down to %d: released %s", g.Count, releasedClaims(g.Released))
+}
+
+// runDid is what a group run did, for the error of one whose result went unprinted: how many
+// allocs have their volumes and, after a scale-down, the claims it released.
+func runDid(g engine.GroupInfo) string {
+	if len(g.Released) == 0 {
+		return allocsServed(g)
+	}
+	return allocsServed(g) + "; scaled " + downTo(g)
+}
+
+// releasedClaims names the claims a group run's scale-down or a group stop released, the first
+// ten of them when there are more (--json lists them all): "data[1]" for alloc "web[1]", ...
+func releasedClaims(rs []engine.ReleasedClaim) string {
+	const most = 10
+	parts := make([]string, 0, min(len(rs), most+1))
+	for _, r := range rs[:min(len(rs), most)] {
+		parts = append(parts, fmt.Sprintf("%q for alloc %q", r.VolumeID, r.Alloc))
+	}
+	if len(rs) > most {
+		parts = append(parts, fmt.Sprintf("and %d more (--json lists them all)", len(rs)-most))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // allocsServed says how many of the allocs a group run got their volumes: "2 of 3 allocs have
@@ -324,8 +356,9 @@ func newCmdGroupStop(f *Factory, runF func(*GroupStopOptions) error) *cobra.Comm
 	cmd := &cobra.Command{
 		Use:   "stop NAME",
 		Short: "Stop a group and release its claims",
-		Long: `Mark a group stopped and release every claim its allocs hold. A release that fails is left
-for volctl reconcile, which releases the claims of stopped groups (exit 1 meanwhile).`,
+		Long: `Mark a group stopped and release every claim its allocs hold, naming the claims it released
+("it held no claims" when there were none). A release that fails is left for volctl reconcile,
+which releases the claims of stopped groups (exit 1 meanwhile).`,
 		Example: `  volctl group stop web`,
 		Args:    exactArgs(1),
 		RunE:    runOpts(opts, idArg(&opts.Name), runF, groupStopRun),
@@ -345,13 +378,17 @@ func groupStopRun(ctx context.Context, opts *GroupStopOptions) error {
 	if err != nil {
 		return err
 	}
+	did := "it held no claims"
+	if len(info.Released) > 0 {
+		did = "released " + releasedClaims(info.Released)
+	}
 	if opts.Exporter.Enabled() {
 		if info.Allocs == nil {
 			info.Allocs = []engine.AllocInfo{}
 		}
-		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, info), "group %q stopped", opts.Name)
+		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, info), "group %q stopped; %s", opts.Name, did)
 	}
-	return printDone(opts.IO.Out, fmt.Sprintf("Group %q stopped; its claims are released\n", opts.Name), "group %q stopped", opts.Name)
+	return printDone(opts.IO.Out, fmt.Sprintf("Group %q stopped; %s\n", opts.Name, did), "group %q stopped; %s", opts.Name, did)
 }
 
 func newCmdGroup(f *Factory) *cobra.Command {

@@ -120,6 +120,20 @@ capability {
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The group at two allocs, for a step's run at one (g.hcl) to scale down.
+	groupSpec2 := filepath.Join(dir, "g2.hcl")
+	if err := os.WriteFile(groupSpec2, []byte(`group "g" {
+  count = 2
+  volume "d" {
+    type            = "csi"
+    source          = "db"
+    access_mode     = "multi-node-multi-writer"
+    attachment_mode = "file-system"
+  }
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	steps := []struct {
 		args []string
 		want string
@@ -133,6 +147,11 @@ capability {
 		{[]string{"volume", "snapshot", "delete", "mem", "s1", "--yes"}, `snapshot "s1" of plugin "mem" deleted; only printing it failed: `,
 			[]string{"volume", "snapshot", "create", "db", "s1"}},
 		{[]string{"group", "run", groupSpec}, `group "g" run: 1 of 1 allocs have their volumes; only printing it failed: `, nil},
+		// What a scale-down and a stop released, which their lost output would have named.
+		{[]string{"group", "run", groupSpec}, `group "g" run: 1 of 1 allocs have their volumes; scaled down to 1: released "db" for alloc "g[1]"; only printing it failed: `,
+			[]string{"group", "run", groupSpec2}},
+		{[]string{"group", "stop", "g"}, `group "g" stopped; released "db" for alloc "g[0]"; only printing it failed: `,
+			[]string{"group", "run", groupSpec}},
 		{[]string{"reconcile"}, `reconcile: 0 action(s) done, 0 problem(s) left; only printing it failed: `, nil},
 	}
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)

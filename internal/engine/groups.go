@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,17 @@ type GroupInfo struct {
 	State  string      `json:"state"` // running | stopped | failed (GroupFailed)
 	Count  int         `json:"count"`
 	Allocs []AllocInfo `json:"allocs"`
+	// Released are the claims the command released: a group run's of the allocs past its
+	// count (a scale-down), a group stop's of every alloc. Before, neither said which claims it
+	// let go of: a run scaled from 3 to 1 printed its one alloc and nothing of the other two
+	// (TestGroupRunAndStopNameTheClaimsTheyRelease). Only those two commands set it.
+	Released []ReleasedClaim `json:"released,omitempty"`
+}
+
+// ReleasedClaim is a claim a group run's scale-down or a group stop released.
+type ReleasedClaim struct {
+	VolumeID string `json:"volume_id"`
+	Alloc    string `json:"alloc"`
 }
 
 // AllocInfo is one alloc of a group: its claims, and the error that kept it from them.
@@ -116,7 +128,8 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 	locked = false
 	// Released as claim GC releases, each checked again under its volume's lock: another
 	// volctl may have run the group again since with a count that covers it.
-	overtaken, err := e.releaseGroupPast(ctx, g.Name, func(c store.Claim) bool { return allocIndex(g.Name, c.Alloc) >= g.Count }, true)
+	released, overtaken, err := e.releaseGroupPast(ctx, g.Name, func(c store.Claim) bool { return allocIndex(g.Name, c.Alloc) >= g.Count }, true)
+	info.Released = released
 	if err == nil {
 		err = overtaken
 	}
@@ -340,7 +353,8 @@ func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, e
 		return GroupInfo{}, fmt.Errorf("stop group %q: %w", name, err)
 	}
 	e.failpoint("group:stopped") // the group recorded stopped; none of its claims released yet
-	if overtaken, err := e.releaseGroupPast(ctx, name, func(store.Claim) bool { return true }, false); err != nil {
+	released, overtaken, err := e.releaseGroupPast(ctx, name, func(store.Claim) bool { return true }, false)
+	if err != nil {
 		return GroupInfo{}, fmt.Errorf("stop group %q: %w (the group is stopped; `volctl reconcile` finishes the release)", name, err)
 	} else if overtaken != nil {
 		return GroupInfo{}, fmt.Errorf("stop group %q: %w", name, overtaken)
@@ -349,6 +363,7 @@ func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, e
 	if err != nil {
 		return GroupInfo{}, err
 	}
+	infos[0].Released = released
 	return infos[0], nil
 }
 
@@ -357,8 +372,9 @@ func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, e
 // released only while it is still a past claim. A claim freed meanwhile is left alone (its
 // alloc may hold a new one since), and so are the claims of a group another volctl ran again
 // since this stop or scale-down recorded the group: that run has handed them out. This one is
-// then overtaken: a conflict naming them.
-func (e *Engine) releaseGroupPast(ctx context.Context, group string, match func(store.Claim) bool, beyondCount bool) (overtaken, err error) {
+// then overtaken: a conflict naming them. released are the claims it released, by alloc index
+// and volume (the order a user reads them in, not the nesting order they were released in).
+func (e *Engine) releaseGroupPast(ctx context.Context, group string, match func(store.Claim) bool, beyondCount bool) (released []ReleasedClaim, overtaken, err error) {
 	var claims []store.Claim
 	if err := e.store.View(ctx, func(tx *store.Tx) error {
 		all, err := tx.Claims().ListAll()
@@ -369,7 +385,7 @@ func (e *Engine) releaseGroupPast(ctx context.Context, group string, match func(
 		}
 		return err
 	}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var (
 		errs []error
@@ -384,10 +400,15 @@ func (e *Engine) releaseGroupPast(ctx context.Context, group string, match func(
 			kept = append(kept, c)
 		case err != nil:
 			errs = append(errs, fmt.Errorf("release %q for alloc %q: %w", c.VolumeID, c.Alloc, err))
+		default:
+			released = append(released, ReleasedClaim{VolumeID: c.VolumeID, Alloc: c.Alloc})
 		}
 	}
+	slices.SortFunc(released, func(a, b ReleasedClaim) int {
+		return cmp.Or(cmp.Compare(allocIndex(group, a.Alloc), allocIndex(group, b.Alloc)), cmp.Compare(a.Alloc, b.Alloc), cmp.Compare(a.VolumeID, b.VolumeID))
+	})
 	if len(errs) > 0 || len(kept) == 0 {
-		return nil, errors.Join(errs...)
+		return released, nil, errors.Join(errs...)
 	}
 	// Not past: freed meanwhile, or its group run again. Only the second overtakes this one.
 	var held []store.Claim
@@ -401,9 +422,9 @@ func (e *Engine) releaseGroupPast(ctx context.Context, group string, match func(
 		}
 		return nil
 	}); err != nil || len(held) == 0 {
-		return nil, err
+		return released, nil, err
 	}
-	return conflictf("group %q was run again by another volctl meanwhile: the run holds its claims %s, which are kept",
+	return released, conflictf("group %q was run again by another volctl meanwhile: the run holds its claims %s, which are kept",
 		group, listSome(held, 5, func(c store.Claim) string { return fmt.Sprintf("%q for alloc %q", c.VolumeID, c.Alloc) })), nil
 }
 
