@@ -48,7 +48,8 @@ func newCmdVolumeSnapshotCreate(f *Factory, runF func(*SnapshotCreateOptions) er
 		Long: `Snapshot a volume through its plugin (CreateSnapshot) and record the snapshot.
 
 NAME is the snapshot's CSI name, which plugins use to make CreateSnapshot idempotent: creating
-again with the same NAME returns the same snapshot. Without NAME, volctl derives one from the
+again with the same NAME returns the same snapshot, and the command says it exists already:
+nothing new is taken (a new snapshot needs a new NAME). Without NAME, volctl derives one from the
 volume, a nonce and the current second (shaped as <the volume's CSI name>-<unix time>, the
 name's hash another each time): retries within one command never make a second snapshot,
 while two commands make two, even within one second. Pass NAME when a script must be
@@ -94,7 +95,7 @@ func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) error {
 		return err
 	}
 	pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
-	s, err := e.CreateSnapshot(pctx, opts.VolumeID, opts.Name, params)
+	s, outcome, err := e.CreateSnapshotOutcome(pctx, opts.VolumeID, opts.Name, params)
 	done()
 	if err != nil {
 		return err
@@ -102,16 +103,35 @@ func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) error {
 	if err := redactOutput(ctx, e, nil, &s); err != nil {
 		return fmt.Errorf("snapshot create: %w", err)
 	}
+	did := "created"
+	if outcome == engine.Unchanged {
+		// The plugin answered with the snapshot this NAME made before: a nightly script that
+		// passes one fixed NAME was told "created" each night of the first night's snapshot.
+		did = "exists already: nothing new was taken (another NAME takes a new snapshot)"
+	}
 	if opts.Exporter.Enabled() {
-		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, s), "snapshot %q (ID %s) of volume %q created", s.Name, s.ID, s.SourceVolumeID)
+		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, s), "snapshot %q (ID %s) of volume %q %s", s.Name, s.ID, s.SourceVolumeID, did)
 	}
 	line := fmt.Sprintf("Snapshot %q of volume %q created (name %q, %s", s.ID, s.SourceVolumeID, s.Name, sizeOrUnknown(s.SizeBytes))
+	if outcome == engine.Unchanged {
+		line = fmt.Sprintf("Snapshot %q of volume %q exists already (name %q, %s", s.ID, s.SourceVolumeID, s.Name, sizeOrUnknown(s.SizeBytes))
+		if !s.CreatedAt.IsZero() {
+			line += ", taken " + age(time.Now(), s.CreatedAt) + " ago"
+		}
+	}
 	if !s.ReadyToUse {
 		line += ", not ready to use yet"
 	}
+	line += ")"
+	if outcome == engine.Unchanged {
+		line += ": nothing new was taken; another NAME takes a new snapshot"
+		if params != nil && !maps.Equal(params, s.Parameters) {
+			line += " (this one keeps the parameters it was taken with, not --parameter's)"
+		}
+	}
 	// Unprinted, it exited 0 (a reader gone) or 1 saying only that stdout failed (a full disk):
 	// TestActingCommandsSayWhatTheyDidWhenTheirResultIsLost.
-	return printDone(opts.IO.Out, line+")\n", "snapshot %q (ID %s) of volume %q created", s.Name, s.ID, s.SourceVolumeID)
+	return printDone(opts.IO.Out, line+"\n", "snapshot %q (ID %s) of volume %q %s", s.Name, s.ID, s.SourceVolumeID, did)
 }
 
 // parseParameters reads KEY=VALUE flags into a map; nil when there are none.

@@ -86,11 +86,25 @@ func reachOf(c *conn) store.PluginReach {
 // crash leaves a snapshot volctl tracks: reconcile sends CreateSnapshot again under the name
 // and records it, or `snapshot delete PLUGIN NAME` does and deletes it.
 func (e *Engine) CreateSnapshot(ctx context.Context, volumeID, name string, params map[string]string) (SnapshotInfo, error) {
-	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (SnapshotInfo, error) { return e.createSnapshotStored(ctx, id, name, params) })
+	info, _, err := e.CreateSnapshotOutcome(ctx, volumeID, name, params)
+	return info, err
 }
 
-// createSnapshotStored is CreateSnapshot of the ID as stored (byStoredID).
-func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string, params map[string]string) (SnapshotInfo, error) {
+// CreateSnapshotOutcome is CreateSnapshot, and what it did: Created, or Unchanged when the
+// plugin answered with the snapshot volctl recorded under NAME before (CSI names make
+// CreateSnapshot idempotent), which was taken then, not now. Decided as the answer is
+// recorded, under the source volume's lock: of two creates of one NAME at once, one says so.
+func (e *Engine) CreateSnapshotOutcome(ctx context.Context, volumeID, name string, params map[string]string) (SnapshotInfo, SubmitOutcome, error) {
+	var outcome SubmitOutcome
+	info, err := byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (SnapshotInfo, error) {
+		return e.createSnapshotStored(ctx, id, name, params, &outcome)
+	})
+	return info, outcome, err
+}
+
+// createSnapshotStored is CreateSnapshot of the ID as stored (byStoredID), saying what it did
+// in outcome.
+func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string, params map[string]string, outcome *SubmitOutcome) (SnapshotInfo, error) {
 	fail := func(err error) (SnapshotInfo, error) {
 		return SnapshotInfo{}, fmt.Errorf("snapshot volume %q: %w", volumeID, err)
 	}
@@ -131,13 +145,14 @@ func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string
 		return fail(err)
 	}
 	e.failpoint("snapshot:intent")
-	rec, snap, err := e.finishSnapshot(ctx, c, hold, intent, replay)
+	rec, existed, err := e.finishSnapshot(ctx, c, hold, intent, replay)
 	if err != nil {
 		return fail(err)
 	}
-	info := snapshotInfo(rec)
-	info.ReadyToUse = snap.ReadyToUse
-	return info, nil
+	if existed {
+		*outcome = Unchanged
+	}
+	return snapshotInfo(rec), nil
 }
 
 // finishSnapshot sends CreateSnapshot for a recorded intent and records the snapshot in place
@@ -151,9 +166,9 @@ func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string
 // The source volume's lock is checked before CreateSnapshot and once it answered, before
 // anything is recorded or forgotten (stillHeld): a lock file removed meanwhile lets another
 // volctl finish, or delete, the same snapshot beside this one, which stops, leaving the intent.
-func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, intent store.SnapshotCreate, replay bool) (store.Snapshot, csi.Snapshot, error) {
+func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, intent store.SnapshotCreate, replay bool) (rec store.Snapshot, existed bool, err error) {
 	if err := e.locks.stillHeld(intent.SourceVolumeID); err != nil {
-		return store.Snapshot{}, csi.Snapshot{}, err
+		return store.Snapshot{}, false, err
 	}
 	send := func(ctx context.Context) (csi.Snapshot, error) {
 		return c.client.CreateSnapshot(ctx, csi.CreateSnapshotRequest{
@@ -162,7 +177,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 	snap, earlier, err := controllerAnswer(ctx, e, c, csi.RPCCreateSnapshot, send)
 	e.failpoint("rpc:CreateSnapshot")
 	if lost := e.locks.stillHeld(intent.SourceVolumeID); lost != nil {
-		return store.Snapshot{}, snap, lost
+		return store.Snapshot{}, false, lost
 	}
 	lockedID := "" // the snapshot whose lock this create holds, taken while its delete was recorded
 	if err == nil && snap.ID != "" {
@@ -179,35 +194,34 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 		// (TestSnapshotCreateWaitingForAHungDeleteDoesNotHoldItsVolume).
 		marked, verr := viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) { return tx.Snapshots().Deleting(intent.PluginID, snap.ID) })
 		if verr != nil {
-			return store.Snapshot{}, snap, verr
+			return store.Snapshot{}, false, verr
 		}
 		if marked {
 			unlock, finished, lerr := e.snapshotLockAfterItsDelete(ctx, hold, intent, snap.ID)
 			var forgot *intentForgotten
 			if errors.As(lerr, &forgot) {
 				// Not kept for reconcile: the user forgot it (TestSnapshotCreateWaitingForAHungDeleteWhoseIntentIsForgottenMeanwhile).
-				return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w", intent.Name, lerr)
+				return store.Snapshot{}, false, fmt.Errorf("snapshot %q: %w", intent.Name, lerr)
 			}
 			if lerr != nil {
-				return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w (the plugin answered with snapshot %q, whose delete is recorded; it stays recorded as being created: `volctl reconcile` finishes it)", intent.Name, lerr, snap.ID)
+				return store.Snapshot{}, false, fmt.Errorf("snapshot %q: %w (the plugin answered with snapshot %q, whose delete is recorded; it stays recorded as being created: `volctl reconcile` finishes it)", intent.Name, lerr, snap.ID)
 			}
 			if finished != nil {
-				return *finished, csi.Snapshot{ID: finished.SnapshotID, SourceVolumeID: finished.SourceExternalID, SizeBytes: finished.SizeBytes,
-					CreatedAt: finished.CreatedAt, ReadyToUse: finished.ReadyToUse}, nil
+				return *finished, false, nil
 			}
 			defer unlock()
 			lockedID = snap.ID
 			snap, _, err = controllerAnswer(ctx, e, c, csi.RPCCreateSnapshot, send)
 			earlier = true // the first answer's snapshot may be the one made: a refusal now keeps the intent
 			if lost := e.locks.stillHeld(intent.SourceVolumeID); lost != nil {
-				return store.Snapshot{}, snap, lost
+				return store.Snapshot{}, false, lost
 			}
 			// The snapshot's lock file removed while held: another volctl's delete of it may hold
 			// the lock on a new file and delete what this answer is about. Nothing is recorded;
 			// the intent stays for reconcile, which asks again
 			// (TestSnapshotCreateThatWaitedForADeleteStopsOnALostSnapshotLock).
 			if lost := e.locks.snapshotStillHeld(intent.PluginID, lockedID); lost != nil {
-				return store.Snapshot{}, snap, lostSnapshotLock(intent, lost)
+				return store.Snapshot{}, false, lostSnapshotLock(intent, lost)
 			}
 			e.failpoint("snapshot:asked-again") // answered again under the snapshot's lock, not recorded
 		} else {
@@ -222,7 +236,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 			// and asking again gets the same one. Its name is what finds it on the plugin's side.
 			ev.Message = fmt.Sprintf("snapshot %q answered unreadably, kept: the plugin took it: %v", intent.Name, err)
 			e.event(ctx, ev)
-			return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w", intent.Name, &keptIntent{cause: err, kept: fmt.Sprintf(
+			return store.Snapshot{}, false, fmt.Errorf("snapshot %q: %w", intent.Name, &keptIntent{cause: err, kept: fmt.Sprintf(
 				"plugin %q took the snapshot but its answer cannot be used: it stays recorded as being created; `%s` forgets it, "+
 					"then delete the plugin's snapshot named %q with the storage provider's tools: in this order, since reconcile and that delete send CreateSnapshot "+
 					"again while it is recorded, which would take it again",
@@ -236,7 +250,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 			own := fmt.Sprintf("snapshot %q left for reconcile: ", intent.Name)
 			ev.Message = own + err.Error()
 			e.failureEvent(ctx, ev, own)
-			return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w (the plugin may have made it: it stays recorded as being created; `volctl reconcile` finishes it, `%s` removes it)",
+			return store.Snapshot{}, false, fmt.Errorf("snapshot %q: %w (the plugin may have made it: it stays recorded as being created; `volctl reconcile` finishes it, `%s` removes it)",
 				intent.Name, err, shellquote.Command("volctl volume snapshot delete", intent.PluginID, intent.Name))
 		}
 		if derr := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
@@ -248,9 +262,9 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 		}); derr != nil {
 			e.log.Warn("forgetting a failed snapshot", "snapshot", intent.Name, "err", derr)
 		}
-		return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w", intent.Name, err)
+		return store.Snapshot{}, false, fmt.Errorf("snapshot %q: %w", intent.Name, err)
 	}
-	rec := store.Snapshot{
+	rec = store.Snapshot{
 		PluginID: intent.PluginID, SnapshotID: snap.ID, Name: intent.Name, SourceVolumeID: intent.SourceVolumeID,
 		SourceExternalID: intent.SourceExternalID, SizeBytes: snap.SizeBytes, ReadyToUse: snap.ReadyToUse,
 		Parameters: intent.Parameters, CreatedAt: snap.CreatedAt, Secrets: intent.Secrets, Reach: intent.Reach,
@@ -320,7 +334,13 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %q of another volume (%q); "+
 				"it is not recorded, and %s", rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, snap.SourceVolumeID, fate)
 		case err == nil:
+			// The snapshot this name made before, which volctl recorded: nothing new was
+			// taken, and the line says so where it said "created" of last night's snapshot
+			// (TestSnapshotCreateAgainSaysItExistsAlready). Unless the plugin says it took it
+			// at another time: one whose IDs derive from the name took a new one under the
+			// old ID, the first gone.
 			rec.Parameters = old.Parameters
+			existed = snap.CreatedAt.IsZero() || old.CreatedAt.Equal(snap.CreatedAt)
 		}
 		if dup != nil {
 			if !resent {
@@ -344,19 +364,22 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 		if err := tx.Snapshots().DeleteCreate(intent.PluginID, intent.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
+		if existed {
+			return nil // made before, and its event recorded then
+		}
 		return tx.Events().Append(&store.Event{Kind: "snapshot-create", VolumeID: intent.SourceVolumeID, PluginID: intent.PluginID,
 			RPC: csi.RPCCreateSnapshot, Message: fmt.Sprintf("snapshot %q (%s) of volume %q created", snap.ID, intent.Name, intent.SourceVolumeID)})
 	})
 	if errors.Is(err, errLockLost) {
-		return store.Snapshot{}, snap, lostSnapshotLock(intent, err)
+		return store.Snapshot{}, false, lostSnapshotLock(intent, err)
 	}
 	if err != nil {
-		return rec, snap, fmt.Errorf("the plugin made snapshot %q but recording it failed: %w (it stays recorded as being created: `volctl reconcile` finishes it)", snap.ID, err)
+		return rec, false, fmt.Errorf("the plugin made snapshot %q but recording it failed: %w (it stays recorded as being created: `volctl reconcile` finishes it)", snap.ID, err)
 	}
 	if dup != nil {
-		return store.Snapshot{}, snap, dup
+		return store.Snapshot{}, false, dup
 	}
-	return rec, snap, nil
+	return rec, existed, nil
 }
 
 // snapshotLockAfterItsDelete takes the lock of snapshot id of intent's plugin, which a delete of it

@@ -83,7 +83,9 @@ const (
 	// recorded a volume not registered before.
 	Created SubmitOutcome = iota
 	// Unchanged: the volume was made (registered), with this spec; nothing was sent to the
-	// plugin but a registration's ValidateVolumeCapabilities, and nothing recorded.
+	// plugin but a registration's ValidateVolumeCapabilities, and nothing recorded. Of a
+	// snapshot create (CreateSnapshotOutcome): the plugin answered with the snapshot recorded
+	// under the name before, taken then.
 	Unchanged
 	// Expanded: the volume was made (registered), and grown to this spec's larger
 	// capacity_min.

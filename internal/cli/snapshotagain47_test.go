@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// Two volctl processes snapshot one volume under one NAME at once: one sends CreateSnapshot
+// and takes the snapshot; the other waits for the volume's lock, gets the same snapshot back
+// from the plugin (CSI names make CreateSnapshot idempotent) and says it exists already:
+// nothing new was taken. Then the same NAME once more, with a --parameter the snapshot was not
+// taken with, says so too, and that the parameter was not applied. Before, all three said
+// "created". Through the command, each with its own engine, as processes.
+func TestSnapshotCreateOfOneNameAgainSaysItExistsAlready(t *testing.T) {
+	h, faults, _ := newHeldCLIHarness(t)
+	h.createVolume(t, "a", spec.SingleNodeWriter)
+	gate := make(chan struct{})
+	faults.Inject(csi.RPCCreateSnapshot, csitest.Fault{Gate: gate, Times: 1})
+	first := make(chan commandResult, 1)
+	go h.runCommand([]string{"volume", "snapshot", "create", "a", "nightly"}, &signalWriter{seen: make(chan struct{})}, false, first)
+	waitHeld(t, faults, 1, gate, "the first create's CreateSnapshot")
+	b := h.commandWhileHeld(t, "a", gate, "volume", "snapshot", "create", "a", "nightly")
+	a := <-first
+	created := regexp.MustCompile(`^Snapshot "[^"]+" of volume "a" created \(name "nightly", [^)]+\)\n$`)
+	existing := regexp.MustCompile(`^Snapshot "[^"]+" of volume "a" exists already \(name "nightly", [^)]+, taken [^)]+ ago\): nothing new was taken; another NAME takes a new snapshot\n$`)
+	if a.code != 0 || !created.MatchString(a.out) {
+		t.Errorf("the create that sent CreateSnapshot first: exit %d, stdout %q, stderr %q; want exit 0 saying created", a.code, a.out, a.errOut)
+	}
+	if b.code != 0 || !existing.MatchString(b.out) {
+		t.Errorf("the create that waited for it: exit %d, stdout %q, stderr %q; want exit 0 saying it exists already", b.code, b.out, b.errOut)
+	}
+	c := make(chan commandResult, 1)
+	h.runCommand([]string{"volume", "snapshot", "create", "a", "nightly", "--parameter", "tier=cold"}, &signalWriter{seen: make(chan struct{})}, false, c)
+	r := <-c
+	if want := " (this one keeps the parameters it was taken with, not --parameter's)\n"; r.code != 0 || !strings.HasSuffix(r.out, want) || !existing.MatchString(strings.TrimSuffix(r.out, want)+"\n") {
+		t.Errorf("the create of nightly again with a parameter: exit %d, stdout %q, stderr %q; want exit 0 saying it exists already, its parameters kept", r.code, r.out, r.errOut)
+	}
+}
