@@ -156,6 +156,8 @@ func TestExportsAreUsed(t *testing.T) {
 		"RowsRead":   "store.Store: the engine's tests count the rows a read costs (events --follow's polls)",
 		// The command asks what its registration did (RegisterVolumeOutcome).
 		"RegisterVolume": "engine.Engine: every package's tests register volumes with it (RegisterVolumeOutcome without the outcome)",
+		// The command asks what its plugin registration did (RegisterPluginOutcome).
+		"RegisterPlugin": "engine.Engine: every package's tests register plugins with it (RegisterPluginOutcome without the outcome)",
 	}
 	declared := map[string]string{}
 	used := map[string]int{}

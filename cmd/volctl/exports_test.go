@@ -40,6 +40,7 @@ func TestExportedMethodsHaveCallers(t *testing.T) {
 		"engine.Engine.ExpandVolume":   "every package's tests expand volumes with it (ExpandVolumeFrom without the volume as it was)",
 		"engine.Engine.RegisterVolume": "every package's tests register volumes with it (RegisterVolumeOutcome without the outcome)",
 		"engine.Engine.CreateSnapshot": "every package's tests snapshot volumes with it (CreateSnapshotOutcome without the outcome)",
+		"engine.Engine.RegisterPlugin": "every package's tests register plugins with it (RegisterPluginOutcome without the outcome)",
 		// The streams a command's tests give it: gh's iostreams.Test. Moving them to a helper
 		// package needs a constructor System would share, and touches every command's tests.
 		"iostreams.Test":                      "every package's tests build buffered streams with it",

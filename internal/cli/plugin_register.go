@@ -191,23 +191,23 @@ const defaultRegisterWait = csi.DefaultShortTimeout
 // registerWaiting registers p, trying again while the plugin does not answer at all
 // (engine.PluginNotAnswering: its socket missing, or nothing listening on it, as while it
 // restarts), up to wait; the last error then says how long it was waited for.
-func registerWaiting(ctx context.Context, e *engine.Engine, p spec.Plugin, wait time.Duration) (engine.PluginInfo, error) {
+func registerWaiting(ctx context.Context, e *engine.Engine, p spec.Plugin, wait time.Duration) (engine.PluginInfo, engine.Registration, error) {
 	deadline := time.Now().Add(wait)
 	waits := backoff.New(100*time.Millisecond, time.Second)
 	for {
-		info, err := e.RegisterPlugin(ctx, p)
+		info, reg, err := e.RegisterPluginOutcome(ctx, p)
 		if err == nil || !engine.PluginNotAnswering(err) || wait <= 0 {
-			return info, err
+			return info, reg, err
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return info, fmt.Errorf("%w; waited %s for it to answer (--wait)", err, wait)
+			return info, reg, fmt.Errorf("%w; waited %s for it to answer (--wait)", err, wait)
 		}
 		t := time.NewTimer(min(waits.Next(), left))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return info, err
+			return info, reg, err
 		case <-t.C:
 		}
 	}
@@ -239,7 +239,7 @@ func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) error {
 	infos := make([]engine.PluginInfo, 0, len(plugins))
 	var regErr, printErr error
 	for _, p := range plugins {
-		info, err := registerWaiting(ctx, e, p, opts.Wait)
+		info, reg, err := registerWaiting(ctx, e, p, opts.Wait)
 		if err != nil {
 			regErr = err
 			break
@@ -249,7 +249,7 @@ func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) error {
 		}
 		infos = append(infos, info)
 		if !opts.Exporter.Enabled() && printErr == nil {
-			_, printErr = fmt.Fprintln(opts.IO.Out, display.Escape(pluginRegisteredLine(info)))
+			_, printErr = fmt.Fprintln(opts.IO.Out, display.Escape(pluginRegisteredLine(info, reg)))
 		}
 	}
 	if opts.Exporter.Enabled() {

@@ -20,14 +20,23 @@ import (
 // "unhealthy", or "unknown" before its first probe.
 func pluginHealthWords(p engine.PluginInfo) string { return p.Health().String() }
 
-// pluginRegisteredLine is what plugin register prints for each plugin:
-// `Plugin "hp" registered: hostpath.csi.volctl.dev 0.1.0, healthy`.
-func pluginRegisteredLine(p engine.PluginInfo) string {
+// pluginRegisteredLine is what plugin register prints for each plugin, saying what the
+// registration did (r): `Plugin "hp" registered: hostpath.csi.volctl.dev 0.1.0, healthy`,
+// `Plugin "hp" unchanged: registered with this declaration; hostpath.csi.volctl.dev 0.1.0,
+// healthy`, `Plugin "hp" updated: timeout changed; ...`.
+func pluginRegisteredLine(p engine.PluginInfo, r engine.Registration) string {
+	did := "registered: "
+	switch r.Outcome {
+	case engine.Unchanged:
+		did = "unchanged: registered with this declaration; "
+	case engine.Updated:
+		did = "updated: " + strings.Join(r.Changed, ", ") + " changed; "
+	}
 	if p.Provider == "" {
 		// A plugin the agent starts itself is recorded before it has ever run.
-		return fmt.Sprintf("Plugin %q registered: not fingerprinted yet (%s)", p.ID, p.LastError)
+		return fmt.Sprintf("Plugin %q %snot fingerprinted yet (%s)", p.ID, did, p.LastError)
 	}
-	line := fmt.Sprintf("Plugin %q registered: %s %s, %s", p.ID, p.Provider, p.Version, pluginHealthWords(p))
+	line := fmt.Sprintf("Plugin %q %s%s %s, %s", p.ID, did, p.Provider, p.Version, pluginHealthWords(p))
 	if p.LastError != "" {
 		line += " (" + p.LastError + ")"
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -26,10 +27,23 @@ import (
 // except one the agent starts itself (an exec block): that one is recorded as declared and
 // fingerprinted when the agent has started it.
 func (e *Engine) RegisterPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo, error) {
+	info, _, err := e.RegisterPluginOutcome(ctx, sp)
+	return info, err
+}
+
+// RegisterPluginOutcome is RegisterPlugin, and what it did: Created (registered anew),
+// Unchanged (registered again with the declaration it has, and answering as the same driver
+// version), or Updated, naming what changed (type, socket, controller_socket, node_socket,
+// timeout, exec — its env by that name only, never its values — and the driver's version).
+// Decided in the registration's transaction. Before, every registration said "registered" and
+// recorded "plugin registered", whatever it changed (TestRegisterPluginAgainSaysWhatItDid).
+func (e *Engine) RegisterPluginOutcome(ctx context.Context, sp spec.Plugin) (PluginInfo, Registration, error) {
 	if err := spec.ValidateNewID("plugin ID", sp.ID); err != nil {
-		return PluginInfo{}, invalidf("register plugin: %v", err)
+		return PluginInfo{}, Registration{}, invalidf("register plugin: %v", err)
 	}
-	return bySpecID(sp.ID, func(id string) (PluginInfo, error) { sp.ID = id; return e.registerPlugin(ctx, sp, false) })
+	var r Registration
+	info, err := bySpecID(sp.ID, func(id string) (PluginInfo, error) { sp.ID = id; return e.registerPlugin(ctx, sp, false, &r) })
+	return info, r, err
 }
 
 // RegisterDeclaredPlugin is RegisterPlugin as the agent does it, of a plugin its config declares,
@@ -42,16 +56,17 @@ func (e *Engine) RegisterDeclaredPlugin(ctx context.Context, sp spec.Plugin) (Pl
 	if err := spec.ValidateNewID("plugin ID", sp.ID); err != nil {
 		return PluginInfo{}, invalidf("register plugin: %v", err)
 	}
-	return bySpecID(sp.ID, func(id string) (PluginInfo, error) { sp.ID = id; return e.registerPlugin(ctx, sp, true) })
+	var r Registration
+	return bySpecID(sp.ID, func(id string) (PluginInfo, error) { sp.ID = id; return e.registerPlugin(ctx, sp, true, &r) })
 }
 
 // registerPlugin is RegisterPlugin of the ID as stored (bySpecID); keepServers holds the
 // sockets to who served them as the stored row records (RegisterDeclaredPlugin). A half whose
 // other half another volctl registered, or replaced, while this one was fingerprinted
 // (errHalfMoved) is joined and fingerprinted again, with the row as it is now.
-func (e *Engine) registerPlugin(ctx context.Context, sp spec.Plugin, keepServers bool) (PluginInfo, error) {
+func (e *Engine) registerPlugin(ctx context.Context, sp spec.Plugin, keepServers bool, r *Registration) (PluginInfo, error) {
 	for attempt := 1; ; attempt++ {
-		info, err := e.registerPluginOnce(ctx, sp, keepServers)
+		info, err := e.registerPluginOnce(ctx, sp, keepServers, r)
 		if errors.Is(err, errHalfMoved) && attempt < 3 {
 			e.forget(sp.ID)
 			continue
@@ -65,8 +80,8 @@ func (e *Engine) registerPlugin(ctx context.Context, sp spec.Plugin, keepServers
 // one's commit: recorded, it would replace the half that one registered.
 var errHalfMoved = errors.New("the other half moved")
 
-// registerPluginOnce is one try of registerPlugin.
-func (e *Engine) registerPluginOnce(ctx context.Context, given spec.Plugin, keepServers bool) (PluginInfo, error) {
+// registerPluginOnce is one try of registerPlugin, saying what it did in r.
+func (e *Engine) registerPluginOnce(ctx context.Context, given spec.Plugin, keepServers bool, r *Registration) (PluginInfo, error) {
 	sp, joined, err := e.joinRegisteredHalf(ctx, given)
 	if err != nil {
 		return PluginInfo{}, fmt.Errorf("register plugin %q: %w", sp.ID, err)
@@ -126,6 +141,17 @@ func (e *Engine) registerPluginOnce(ctx context.Context, given spec.Plugin, keep
 		if err := checkReregistration(tx, p.ID, fp); err != nil {
 			return err
 		}
+		// Created too: this half joined beside the other, registered alone before.
+		*r = Registration{Outcome: Created}
+		if old, err := tx.Plugins().Get(p.ID); err == nil && !(joined && spec.IsSplitHalf(old.Type)) {
+			r.Changed = pluginChanges(old, p, fp)
+			r.Outcome = Unchanged
+			if len(r.Changed) > 0 {
+				r.Outcome = Updated
+			}
+		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
 		if err := tx.Plugins().Put(&p); err != nil {
 			return err
 		}
@@ -149,10 +175,17 @@ func (e *Engine) registerPluginOnce(ctx context.Context, given spec.Plugin, keep
 				return err
 			}
 		}
-		msg := fmt.Sprintf("plugin %q registered (%s)", p.ID, describeFingerprint(fp))
+		did := "registered"
+		switch r.Outcome {
+		case Unchanged:
+			did = "registered again, unchanged"
+		case Updated:
+			did = "registered again, " + strings.Join(r.Changed, ", ") + " changed"
+		}
+		msg := fmt.Sprintf("plugin %q %s (%s)", p.ID, did, describeFingerprint(fp))
 		if joined {
-			msg = fmt.Sprintf("plugin %q registered with its controller on %s and its node on %s (%s)",
-				p.ID, p.ControllerSocket, p.NodeSocket, describeFingerprint(fp))
+			msg = fmt.Sprintf("plugin %q %s with its controller on %s and its node on %s (%s)",
+				p.ID, did, p.ControllerSocket, p.NodeSocket, describeFingerprint(fp))
 		}
 		return tx.Events().Append(&store.Event{Kind: "plugin-register", PluginID: p.ID, Message: msg})
 	})
@@ -176,6 +209,38 @@ func (e *Engine) registerPluginOnce(ctx context.Context, given spec.Plugin, keep
 		return PluginInfo{}, err
 	}
 	return infos[0], nil
+}
+
+// pluginChanges names what a registration again changes of plugin old, registered before: the
+// fields of its declaration p, and the driver's version when fp (nil: not reached) answers
+// with another. exec's env is named, never its values.
+func pluginChanges(old, p store.Plugin, fp *csi.Fingerprint) []string {
+	var changed []string
+	for _, f := range []struct {
+		name string
+		same bool
+	}{
+		{"type", old.Type == p.Type},
+		{"socket", old.Socket == p.Socket},
+		{"controller_socket", old.ControllerSocket == p.ControllerSocket},
+		{"node_socket", old.NodeSocket == p.NodeSocket},
+		{"timeout", old.Timeout == p.Timeout},
+		{"exec", execSame(old.Exec, p.Exec)},
+		{"version", fp == nil || old.Fingerprint.At.IsZero() || old.Fingerprint.Version == fp.Version},
+	} {
+		if !f.same {
+			changed = append(changed, f.name)
+		}
+	}
+	return changed
+}
+
+// execSame reports whether two exec blocks start the same process.
+func execSame(a, b *spec.Exec) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Command == b.Command && slices.Equal(a.Args, b.Args) && maps.Equal(a.Env, b.Env)
 }
 
 // joinRegisteredHalf makes registering one half of a split plugin (type controller or node)
