@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -39,5 +40,19 @@ func TestSnapshotCreateOfOneNameAgainSaysItExistsAlready(t *testing.T) {
 	r := <-c
 	if want := " (this one keeps the parameters it was taken with, not --parameter's)\n"; r.code != 0 || !strings.HasSuffix(r.out, want) || !existing.MatchString(strings.TrimSuffix(r.out, want)+"\n") {
 		t.Errorf("the create of nightly again with a parameter: exit %d, stdout %q, stderr %q; want exit 0 saying it exists already, its parameters kept", r.code, r.out, r.errOut)
+	}
+}
+
+// A snapshot create the plugin answers with a snapshot it held under the NAME, which volctl
+// has no record of and the plugin dates days before, says it recorded that one, and how old
+// the plugin says it is: before, "created".
+func TestSnapshotCreateAnsweredWithAnOldSnapshotSaysItWasRecorded(t *testing.T) {
+	h, _, mem := newHeldCLIHarness(t)
+	v := h.createVolume(t, "a", spec.SingleNodeWriter)
+	mem.AddSnapshot(csi.Snapshot{ID: "kept", SourceVolumeID: v.ExternalID, SizeBytes: 1 << 20, ReadyToUse: true, CreatedAt: time.Now().Add(-72 * time.Hour)})
+	code, out, errOut := h.runReported("volume", "snapshot", "create", "a", "kept")
+	want := `Snapshot "kept" of volume "a" recorded (name "kept", 1.0 MiB): the plugin answered with a snapshot it held under this NAME, which it dates 3d ago, before this create` + "\n"
+	if code != 0 || out != want {
+		t.Errorf("snapshot create answered with a snapshot 3 days old: exit %d, stdout %q, stderr %q; want exit 0 saying\n%s", code, out, errOut, want)
 	}
 }

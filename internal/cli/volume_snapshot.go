@@ -49,7 +49,9 @@ func newCmdVolumeSnapshotCreate(f *Factory, runF func(*SnapshotCreateOptions) er
 
 NAME is the snapshot's CSI name, which plugins use to make CreateSnapshot idempotent: creating
 again with the same NAME returns the same snapshot, and the command says it exists already:
-nothing new is taken (a new snapshot needs a new NAME). Without NAME, volctl derives one from the
+nothing new is taken (a new snapshot needs a new NAME). A snapshot the plugin held under NAME
+that volctl had no record of (forgotten, or made through another state dir) is recorded, and
+the command says so, with the age the plugin gives it. Without NAME, volctl derives one from the
 volume, a nonce and the current second (shaped as <the volume's CSI name>-<unix time>, the
 name's hash another each time): retries within one command never make a second snapshot,
 while two commands make two, even within one second. Pass NAME when a script must be
@@ -103,32 +105,35 @@ func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) error {
 	if err := redactOutput(ctx, e, nil, &s); err != nil {
 		return fmt.Errorf("snapshot create: %w", err)
 	}
-	did := "created"
-	if outcome == engine.Unchanged {
+	did, verb, more := "created", "created", ""
+	now := time.Now()
+	switch {
+	case outcome == engine.Unchanged:
 		// The plugin answered with the snapshot this NAME made before: a nightly script that
 		// passes one fixed NAME was told "created" each night of the first night's snapshot.
-		did = "exists already: nothing new was taken (another NAME takes a new snapshot)"
+		did, verb, more = "exists already: nothing new was taken (another NAME takes a new snapshot)", "exists already",
+			": nothing new was taken; another NAME takes a new snapshot"
+		if params != nil && !maps.Equal(params, s.Parameters) {
+			more += " (this one keeps the parameters it was taken with, not --parameter's)"
+		}
+	case outcome == engine.Adopted:
+		// Not recorded, but dated by the plugin before the request: it held a snapshot under
+		// the NAME, which volctl forgot (snapshot deregister) or never knew (another state
+		// dir), and answered with it.
+		more = fmt.Sprintf(": the plugin answered with a snapshot it held under this NAME, which it dates %s ago, before this create", age(now, s.CreatedAt))
+		did, verb = "recorded"+more, "recorded"
 	}
 	if opts.Exporter.Enabled() {
 		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, s), "snapshot %q (ID %s) of volume %q %s", s.Name, s.ID, s.SourceVolumeID, did)
 	}
-	line := fmt.Sprintf("Snapshot %q of volume %q created (name %q, %s", s.ID, s.SourceVolumeID, s.Name, sizeOrUnknown(s.SizeBytes))
-	if outcome == engine.Unchanged {
-		line = fmt.Sprintf("Snapshot %q of volume %q exists already (name %q, %s", s.ID, s.SourceVolumeID, s.Name, sizeOrUnknown(s.SizeBytes))
-		if !s.CreatedAt.IsZero() {
-			line += ", taken " + age(time.Now(), s.CreatedAt) + " ago"
-		}
+	line := fmt.Sprintf("Snapshot %q of volume %q %s (name %q, %s", s.ID, s.SourceVolumeID, verb, s.Name, sizeOrUnknown(s.SizeBytes))
+	if outcome == engine.Unchanged && !s.CreatedAt.IsZero() {
+		line += ", taken " + age(now, s.CreatedAt) + " ago"
 	}
 	if !s.ReadyToUse {
 		line += ", not ready to use yet"
 	}
-	line += ")"
-	if outcome == engine.Unchanged {
-		line += ": nothing new was taken; another NAME takes a new snapshot"
-		if params != nil && !maps.Equal(params, s.Parameters) {
-			line += " (this one keeps the parameters it was taken with, not --parameter's)"
-		}
-	}
+	line += ")" + more
 	// Unprinted, it exited 0 (a reader gone) or 1 saying only that stdout failed (a full disk):
 	// TestActingCommandsSayWhatTheyDidWhenTheirResultIsLost.
 	return printDone(opts.IO.Out, line+"\n", "snapshot %q (ID %s) of volume %q %s", s.Name, s.ID, s.SourceVolumeID, did)

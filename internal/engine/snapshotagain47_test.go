@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/volctl/volctl/internal/csi"
 )
@@ -61,5 +63,37 @@ func TestSnapshotCreateAgainSaysItExistsAlready(t *testing.T) {
 	}
 	if again, outcome := create("undated"); outcome != Unchanged || again.ID != undated.ID {
 		t.Errorf("create of undated again: %q, outcome %v; want %q, Unchanged", again.ID, outcome, undated.ID)
+	}
+}
+
+// A snapshot create the plugin answers with a snapshot volctl has no record of, which the
+// plugin dates before the request (volctl forgot it, or it was made through another state
+// dir), records it as one it held (Adopted), and its event says so; before, it said "created"
+// of a snapshot three days old. One dated within a minute of the request (a plugin's clock a
+// little off) is taken as made by it.
+func TestSnapshotCreateAnsweredWithOneThePluginHeldSaysSo(t *testing.T) {
+	t.Parallel()
+	h, db := snapshotHarness(t, nil) // the engine's clock: snapshotClock
+	for _, tt := range []struct {
+		name    string
+		dated   time.Time
+		outcome SubmitOutcome
+		event   string
+	}{
+		{"old", snapshotClock.Add(-72 * time.Hour), Adopted, `recorded: the plugin held it under this name, dated 2025-02-26T12:00:00Z`},
+		{"skewed", snapshotClock.Add(-30 * time.Second), Created, `of volume "db" created`},
+	} {
+		h.mem.AddSnapshot(csi.Snapshot{ID: tt.name, SourceVolumeID: db.ExternalID, SizeBytes: 1 << 20, ReadyToUse: true, CreatedAt: tt.dated})
+		s, outcome, err := h.e.CreateSnapshotOutcome(h.ctx, "db", tt.name, nil)
+		if err != nil || outcome != tt.outcome || s.ID != tt.name {
+			t.Errorf("create of %s, which the plugin holds dated %v: %q, %v, %v; want %q, %v", tt.name, tt.dated, s.ID, outcome, err, tt.name, tt.outcome)
+		}
+		if evs := h.eventsOf("snapshot-create", "db", `"`+tt.name+`"`); len(evs) != 1 || !strings.Contains(evs[0], tt.event) {
+			t.Errorf("create of %s: events %q, want one saying %q", tt.name, evs, tt.event)
+		}
+		// Recorded now: the same NAME again is the snapshot volctl has.
+		if _, outcome, err := h.e.CreateSnapshotOutcome(h.ctx, "db", tt.name, nil); err != nil || outcome != Unchanged {
+			t.Errorf("create of %s again: %v, %v; want Unchanged", tt.name, outcome, err)
+		}
 	}
 }

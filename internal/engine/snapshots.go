@@ -90,9 +90,10 @@ func (e *Engine) CreateSnapshot(ctx context.Context, volumeID, name string, para
 	return info, err
 }
 
-// CreateSnapshotOutcome is CreateSnapshot, and what it did: Created, or Unchanged when the
-// plugin answered with the snapshot volctl recorded under NAME before (CSI names make
-// CreateSnapshot idempotent), which was taken then, not now. Decided as the answer is
+// CreateSnapshotOutcome is CreateSnapshot, and what it did: Created; Unchanged when the plugin
+// answered with the snapshot volctl recorded under NAME before (CSI names make CreateSnapshot
+// idempotent), which was taken then, not now; Adopted when it answered with one volctl had no
+// record of that it dates before the request. Decided as the answer is
 // recorded, under the source volume's lock: of two creates of one NAME at once, one says so.
 func (e *Engine) CreateSnapshotOutcome(ctx context.Context, volumeID, name string, params map[string]string) (SnapshotInfo, SubmitOutcome, error) {
 	var outcome SubmitOutcome
@@ -145,13 +146,11 @@ func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string
 		return fail(err)
 	}
 	e.failpoint("snapshot:intent")
-	rec, existed, err := e.finishSnapshot(ctx, c, hold, intent, replay)
+	rec, did, err := e.finishSnapshot(ctx, c, hold, intent, replay)
 	if err != nil {
 		return fail(err)
 	}
-	if existed {
-		*outcome = Unchanged
-	}
+	*outcome = did
 	return snapshotInfo(rec), nil
 }
 
@@ -166,9 +165,9 @@ func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string
 // The source volume's lock is checked before CreateSnapshot and once it answered, before
 // anything is recorded or forgotten (stillHeld): a lock file removed meanwhile lets another
 // volctl finish, or delete, the same snapshot beside this one, which stops, leaving the intent.
-func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, intent store.SnapshotCreate, replay bool) (rec store.Snapshot, existed bool, err error) {
+func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, intent store.SnapshotCreate, replay bool) (rec store.Snapshot, outcome SubmitOutcome, err error) {
 	if err := e.locks.stillHeld(intent.SourceVolumeID); err != nil {
-		return store.Snapshot{}, false, err
+		return store.Snapshot{}, Created, err
 	}
 	send := func(ctx context.Context) (csi.Snapshot, error) {
 		return c.client.CreateSnapshot(ctx, csi.CreateSnapshotRequest{
@@ -177,7 +176,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 	snap, earlier, err := controllerAnswer(ctx, e, c, csi.RPCCreateSnapshot, send)
 	e.failpoint("rpc:CreateSnapshot")
 	if lost := e.locks.stillHeld(intent.SourceVolumeID); lost != nil {
-		return store.Snapshot{}, false, lost
+		return store.Snapshot{}, Created, lost
 	}
 	lockedID := "" // the snapshot whose lock this create holds, taken while its delete was recorded
 	if err == nil && snap.ID != "" {
@@ -194,34 +193,34 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 		// (TestSnapshotCreateWaitingForAHungDeleteDoesNotHoldItsVolume).
 		marked, verr := viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) { return tx.Snapshots().Deleting(intent.PluginID, snap.ID) })
 		if verr != nil {
-			return store.Snapshot{}, false, verr
+			return store.Snapshot{}, Created, verr
 		}
 		if marked {
 			unlock, finished, lerr := e.snapshotLockAfterItsDelete(ctx, hold, intent, snap.ID)
 			var forgot *intentForgotten
 			if errors.As(lerr, &forgot) {
 				// Not kept for reconcile: the user forgot it (TestSnapshotCreateWaitingForAHungDeleteWhoseIntentIsForgottenMeanwhile).
-				return store.Snapshot{}, false, fmt.Errorf("snapshot %q: %w", intent.Name, lerr)
+				return store.Snapshot{}, Created, fmt.Errorf("snapshot %q: %w", intent.Name, lerr)
 			}
 			if lerr != nil {
-				return store.Snapshot{}, false, fmt.Errorf("snapshot %q: %w (the plugin answered with snapshot %q, whose delete is recorded; it stays recorded as being created: `volctl reconcile` finishes it)", intent.Name, lerr, snap.ID)
+				return store.Snapshot{}, Created, fmt.Errorf("snapshot %q: %w (the plugin answered with snapshot %q, whose delete is recorded; it stays recorded as being created: `volctl reconcile` finishes it)", intent.Name, lerr, snap.ID)
 			}
 			if finished != nil {
-				return *finished, false, nil
+				return *finished, Created, nil
 			}
 			defer unlock()
 			lockedID = snap.ID
 			snap, _, err = controllerAnswer(ctx, e, c, csi.RPCCreateSnapshot, send)
 			earlier = true // the first answer's snapshot may be the one made: a refusal now keeps the intent
 			if lost := e.locks.stillHeld(intent.SourceVolumeID); lost != nil {
-				return store.Snapshot{}, false, lost
+				return store.Snapshot{}, Created, lost
 			}
 			// The snapshot's lock file removed while held: another volctl's delete of it may hold
 			// the lock on a new file and delete what this answer is about. Nothing is recorded;
 			// the intent stays for reconcile, which asks again
 			// (TestSnapshotCreateThatWaitedForADeleteStopsOnALostSnapshotLock).
 			if lost := e.locks.snapshotStillHeld(intent.PluginID, lockedID); lost != nil {
-				return store.Snapshot{}, false, lostSnapshotLock(intent, lost)
+				return store.Snapshot{}, Created, lostSnapshotLock(intent, lost)
 			}
 			e.failpoint("snapshot:asked-again") // answered again under the snapshot's lock, not recorded
 		} else {
@@ -236,7 +235,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 			// and asking again gets the same one. Its name is what finds it on the plugin's side.
 			ev.Message = fmt.Sprintf("snapshot %q answered unreadably, kept: the plugin took it: %v", intent.Name, err)
 			e.event(ctx, ev)
-			return store.Snapshot{}, false, fmt.Errorf("snapshot %q: %w", intent.Name, &keptIntent{cause: err, kept: fmt.Sprintf(
+			return store.Snapshot{}, Created, fmt.Errorf("snapshot %q: %w", intent.Name, &keptIntent{cause: err, kept: fmt.Sprintf(
 				"plugin %q took the snapshot but its answer cannot be used: it stays recorded as being created; `%s` forgets it, "+
 					"then delete the plugin's snapshot named %q with the storage provider's tools: in this order, since reconcile and that delete send CreateSnapshot "+
 					"again while it is recorded, which would take it again",
@@ -250,7 +249,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 			own := fmt.Sprintf("snapshot %q left for reconcile: ", intent.Name)
 			ev.Message = own + err.Error()
 			e.failureEvent(ctx, ev, own)
-			return store.Snapshot{}, false, fmt.Errorf("snapshot %q: %w (the plugin may have made it: it stays recorded as being created; `volctl reconcile` finishes it, `%s` removes it)",
+			return store.Snapshot{}, Created, fmt.Errorf("snapshot %q: %w (the plugin may have made it: it stays recorded as being created; `volctl reconcile` finishes it, `%s` removes it)",
 				intent.Name, err, shellquote.Command("volctl volume snapshot delete", intent.PluginID, intent.Name))
 		}
 		if derr := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
@@ -262,7 +261,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 		}); derr != nil {
 			e.log.Warn("forgetting a failed snapshot", "snapshot", intent.Name, "err", derr)
 		}
-		return store.Snapshot{}, false, fmt.Errorf("snapshot %q: %w", intent.Name, err)
+		return store.Snapshot{}, Created, fmt.Errorf("snapshot %q: %w", intent.Name, err)
 	}
 	rec = store.Snapshot{
 		PluginID: intent.PluginID, SnapshotID: snap.ID, Name: intent.Name, SourceVolumeID: intent.SourceVolumeID,
@@ -340,7 +339,15 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 			// at another time: one whose IDs derive from the name took a new one under the
 			// old ID, the first gone.
 			rec.Parameters = old.Parameters
-			existed = snap.CreatedAt.IsZero() || old.CreatedAt.Equal(snap.CreatedAt)
+			if snap.CreatedAt.IsZero() || old.CreatedAt.Equal(snap.CreatedAt) {
+				outcome = Unchanged
+			}
+		case errors.Is(err, store.ErrNotFound) && !snap.CreatedAt.IsZero() && snap.CreatedAt.Before(intent.CreatedAt.Add(-adoptedLeeway)):
+			// Not recorded, but dated by the plugin before the intent was: it held a snapshot
+			// under the name, which volctl forgot (`snapshot deregister`) or never knew (made
+			// through another state dir), and answered with it. Recorded now, it is not said
+			// to be taken now (TestSnapshotCreateAnsweredWithOneThePluginHeldSaysSo).
+			outcome = Adopted
 		}
 		if dup != nil {
 			if !resent {
@@ -364,23 +371,32 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 		if err := tx.Snapshots().DeleteCreate(intent.PluginID, intent.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		if existed {
+		did := "created"
+		switch outcome {
+		case Unchanged:
 			return nil // made before, and its event recorded then
+		case Adopted:
+			did = fmt.Sprintf("recorded: the plugin held it under this name, dated %s", snap.CreatedAt.Format(time.RFC3339))
 		}
 		return tx.Events().Append(&store.Event{Kind: "snapshot-create", VolumeID: intent.SourceVolumeID, PluginID: intent.PluginID,
-			RPC: csi.RPCCreateSnapshot, Message: fmt.Sprintf("snapshot %q (%s) of volume %q created", snap.ID, intent.Name, intent.SourceVolumeID)})
+			RPC: csi.RPCCreateSnapshot, Message: fmt.Sprintf("snapshot %q (%s) of volume %q %s", snap.ID, intent.Name, intent.SourceVolumeID, did)})
 	})
 	if errors.Is(err, errLockLost) {
-		return store.Snapshot{}, false, lostSnapshotLock(intent, err)
+		return store.Snapshot{}, Created, lostSnapshotLock(intent, err)
 	}
 	if err != nil {
-		return rec, false, fmt.Errorf("the plugin made snapshot %q but recording it failed: %w (it stays recorded as being created: `volctl reconcile` finishes it)", snap.ID, err)
+		return rec, Created, fmt.Errorf("the plugin made snapshot %q but recording it failed: %w (it stays recorded as being created: `volctl reconcile` finishes it)", snap.ID, err)
 	}
 	if dup != nil {
-		return store.Snapshot{}, false, dup
+		return store.Snapshot{}, Created, dup
 	}
-	return rec, existed, nil
+	return rec, outcome, nil
 }
+
+// adoptedLeeway is how much earlier than the intent of a create a plugin's date of the
+// snapshot it answered with must be for the snapshot to be one it held before (Adopted): a
+// minute, for a plugin whose clock is not the host's.
+const adoptedLeeway = time.Minute
 
 // snapshotLockAfterItsDelete takes the lock of snapshot id of intent's plugin, which a delete of it
 // in another volctl holds from its record to its end, for a create the plugin answered with that

@@ -93,6 +93,9 @@ const (
 	// Updated: the volume was registered, and this registration changed what the spec may
 	// change (Registration.Changed names it).
 	Updated
+	// Adopted: a snapshot create the plugin answered with a snapshot volctl had no record of
+	// that the plugin dates before the request: one it held under the name, recorded now.
+	Adopted
 )
 
 // CreateVolumeOutcome is CreateVolume, and what it did.
