@@ -85,6 +85,25 @@ func TestGroupRunAndStopNameTheClaimsTheyRelease(t *testing.T) {
 	if stopped, err = h.e.StopGroup(h.ctx, "db"); err != nil || stopped.Released != nil {
 		t.Errorf("group stop again released %v (%v), want nothing", stopped.Released, err)
 	}
+	// A stop one of whose releases fails names the claims it did release in its error.
+	if _, err := h.e.RunGroup(h.ctx, dbGroup(2)); err != nil {
+		t.Fatal(err)
+	}
+	v1, err := h.e.Volume(h.ctx, spec.AllocName("data", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.faults.Inject(csi.RPCNodeUnpublishVolume, csitest.Fault{Code: codes.Internal, When: func(req proto.Message) bool {
+		return req.(*csipb.NodeUnpublishVolumeRequest).GetVolumeId() == v1.ExternalID
+	}})
+	_, err = h.e.StopGroup(h.ctx, "db")
+	for _, want := range []string{`release "data[1]" for alloc "db[1]"`, `; it released "data[0]" for alloc "db[0]", "shared" for alloc "db[0]", "shared" for alloc "db[1]" (`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("group stop whose release of data[1] fails: error %v, want it to say %s", err, want)
+		}
+	}
+	h.faults.Clear(csi.RPCNodeUnpublishVolume)
+
 	// Group status never says a claim was released.
 	gs, err := h.e.Groups(h.ctx, "db")
 	if err != nil || len(gs) != 1 || gs[0].Released != nil {

@@ -355,6 +355,10 @@ func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, e
 	e.failpoint("group:stopped") // the group recorded stopped; none of its claims released yet
 	released, overtaken, err := e.releaseGroupPast(ctx, name, func(store.Claim) bool { return true }, false)
 	if err != nil {
+		if len(released) > 0 {
+			// What the stop did release, which the error would otherwise leave unsaid.
+			err = fmt.Errorf("%w; it released %s", err, listSome(released, 10, func(r ReleasedClaim) string { return fmt.Sprintf("%q for alloc %q", r.VolumeID, r.Alloc) }))
+		}
 		return GroupInfo{}, fmt.Errorf("stop group %q: %w (the group is stopped; `volctl reconcile` finishes the release)", name, err)
 	} else if overtaken != nil {
 		return GroupInfo{}, fmt.Errorf("stop group %q: %w", name, overtaken)
