@@ -90,4 +90,8 @@ func TestRegisterPluginAgainSaysWhatItDid(t *testing.T) {
 			t.Errorf("split registration %d (%s half): %v, %v; want %v", i+1, step.p.Type, reg, err, step.outcome)
 		}
 	}
+	evs := h.eventsOf("plugin-register", "", `plugin "split"`)
+	if want := `plugin "split" registered again, unchanged, with its controller on ` + ctrlSock + " and its node on " + nodeSock; len(evs) != 3 || !strings.HasPrefix(evs[0], want) {
+		t.Errorf("split plugin's events = %q, want three, the last beginning %q", evs, want)
+	}
 }

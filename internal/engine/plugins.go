@@ -184,6 +184,9 @@ func (e *Engine) registerPluginOnce(ctx context.Context, given spec.Plugin, keep
 		}
 		msg := fmt.Sprintf("plugin %q %s (%s)", p.ID, did, describeFingerprint(fp))
 		if joined {
+			if r.Outcome != Created {
+				did += "," // "registered again, unchanged, with its controller on ..."
+			}
 			msg = fmt.Sprintf("plugin %q %s with its controller on %s and its node on %s (%s)",
 				p.ID, did, p.ControllerSocket, p.NodeSocket, describeFingerprint(fp))
 		}
