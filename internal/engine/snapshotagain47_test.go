@@ -64,6 +64,17 @@ func TestSnapshotCreateAgainSaysItExistsAlready(t *testing.T) {
 	if again, outcome := create("undated"); outcome != Unchanged || again.ID != undated.ID {
 		t.Errorf("create of undated again: %q, outcome %v; want %q, Unchanged", again.ID, outcome, undated.ID)
 	}
+
+	// A plugin that dates it in the year 3000, which the store cannot keep (it records the
+	// time of the record): the ID is all there is to go by, as without a date.
+	h.mem.AddSnapshot(csi.Snapshot{ID: "far", SourceVolumeID: fresh.SourceExternalID, SizeBytes: 1 << 20, ReadyToUse: true,
+		CreatedAt: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)})
+	if _, outcome := create("far"); outcome != Created {
+		t.Fatalf("first create of far: outcome %v, want Created", outcome)
+	}
+	if _, outcome := create("far"); outcome != Unchanged {
+		t.Errorf("create of far again: outcome %v; want Unchanged", outcome)
+	}
 }
 
 // A snapshot create the plugin answers with a snapshot volctl has no record of, which the

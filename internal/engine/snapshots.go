@@ -338,11 +338,13 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 			// (TestSnapshotCreateAgainSaysItExistsAlready). Unless the plugin says it took it
 			// at another time: one whose IDs derive from the name took a new one under the
 			// old ID, the first gone.
+			// A date the store cannot keep (none, or a lie) was recorded as the time of the
+			// record: the ID is all there is to go by.
 			rec.Parameters = old.Parameters
-			if snap.CreatedAt.IsZero() || old.CreatedAt.Equal(snap.CreatedAt) {
+			if d := dated(snap); d.IsZero() || old.CreatedAt.Equal(d) {
 				outcome = Unchanged
 			}
-		case errors.Is(err, store.ErrNotFound) && !snap.CreatedAt.IsZero() && snap.CreatedAt.Before(intent.CreatedAt.Add(-adoptedLeeway)):
+		case errors.Is(err, store.ErrNotFound) && !dated(snap).IsZero() && dated(snap).Before(intent.CreatedAt.Add(-adoptedLeeway)):
 			// Not recorded, but dated by the plugin before the intent was: it held a snapshot
 			// under the name, which volctl forgot (`snapshot deregister`) or never knew (made
 			// through another state dir), and answered with it. Recorded now, it is not said
@@ -391,6 +393,13 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 		return store.Snapshot{}, Created, dup
 	}
 	return rec, outcome, nil
+}
+
+// dated is the date a plugin gives a snapshot as the store keeps it, the zero time when it gives
+// none the store can keep (and the snapshot is recorded with the time of the record).
+func dated(snap csi.Snapshot) time.Time {
+	t, _ := store.StoredTime(snap.CreatedAt)
+	return t
 }
 
 // adoptedLeeway is how much earlier than the intent of a create a plugin's date of the

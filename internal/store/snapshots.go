@@ -126,7 +126,7 @@ func (ss snapshots) encParamsSecrets(what string, params map[string]string, secr
 	if secretsCol, err = encJSON(secrets.Plain()); err != nil {
 		return nil, nil, fmt.Errorf("%s: encode: %w", what, err)
 	}
-	if created.IsZero() || !storableTime(*created) || encTime(*created) == 0 {
+	if _, ok := StoredTime(*created); !ok {
 		// A plugin's creation_time outside what the store holds (a lie: the year 3000), or
 		// the epoch itself, which the store holds as "none", is recorded as a plugin's missing
 		// one is: the time volctl recorded the snapshot.
@@ -134,6 +134,16 @@ func (ss snapshots) encParamsSecrets(what string, params map[string]string, secr
 	}
 	*created = decTime(encTime(*created))
 	return paramsCol, secretsCol, nil
+}
+
+// StoredTime is t as the store keeps it (to the nanosecond), and whether it can: not the zero
+// time, the epoch (stored as "none") or one outside what int64 nanoseconds hold (a plugin's lie:
+// the year 3000). A snapshot dated so is recorded with the time volctl recorded it.
+func StoredTime(t time.Time) (time.Time, bool) {
+	if t.IsZero() || !storableTime(t) || encTime(t) == 0 {
+		return time.Time{}, false
+	}
+	return decTime(encTime(t)), true
 }
 
 func snapshotWhat(pluginID, snapshotID string) string {
