@@ -792,7 +792,16 @@ func (e *Engine) settleLocked(ctx context.Context, claimID int64) (bound []strin
 	if err != nil {
 		return nil, err
 	}
-	if bound, err = e.bind(ctx, &cl); err != nil {
+	bound, err = e.bind(ctx, &cl)
+	if len(bound) > 0 {
+		// Something unmounted them (by hand, or a mount namespace's teardown): the event log
+		// says they were found so and bound again, as it says of a target restored. Before,
+		// a claim again or a group run again bound them and nothing said so
+		// (TestVolumeMountBoundAgainIsRecorded).
+		e.event(ctx, &store.Event{Kind: "restore", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: e.pluginOf(ctx, cl.VolumeID),
+			Message: fmt.Sprintf("bound volume_mount %s again (it was not mounted)", strings.Join(bound, ", "))})
+	}
+	if err != nil {
 		return bound, err
 	}
 	if cl.NeedsReconcile {
