@@ -149,6 +149,23 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 // seedVolumes writes n volumes of a registered plugin straight into a new state dir, with
 // what real specs carry (two capabilities, mount options, secrets, parameters, topology), and
 // a live claim on every tenth, so the list has claims to count.
+// fingerprintBenchPlugin records, in seedVolumes' state, plugin hp's fingerprint as a connection
+// to it would: a driver name and node ID, its node in topology node.
+func fingerprintBenchPlugin(b *testing.B, state string, node map[string]string) {
+	b.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, state)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Update(ctx, func(tx *store.Tx) error {
+		return tx.Plugins().SetFingerprint("hp", store.Fingerprint{Provider: "hostpath.csi.volctl.dev", Version: "bench", NodeID: "n1", Topology: node})
+	}); err != nil {
+		b.Fatal(err)
+	}
+}
+
 func seedVolumes(b *testing.B, n int) string {
 	b.Helper()
 	ctx := context.Background()

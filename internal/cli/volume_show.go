@@ -53,6 +53,8 @@ func unschedulableReason(v engine.VolumeInfo) string {
 			return fmt.Sprintf("it is handed over to the Nomad cluster at %s, but %s", h.Address, h.UnsettledWhy())
 		}
 		return fmt.Sprintf("%s: after `nomad volume deregister`, %s takes it back", s.Sentence(), shellquote.Command("volctl nomad release", v.ID))
+	case engine.OutsideTopology:
+		return s.Sentence() // with the way out
 	}
 	return fmt.Sprintf("%s: %s probes it", s.Sentence(), shellquote.Command("volctl plugin status", v.PluginID))
 }

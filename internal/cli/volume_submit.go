@@ -141,6 +141,16 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 			}
 			fmt.Fprintln(out, display.Escape(line))
 		}
+		if sch := info.Schedulability(); sch.Why == engine.OutsideTopology {
+			// Made or registered, and no claim of it is admitted here: said now, not at the
+			// first claim (TestVolumeOutsideItsPluginsTopologyIsNotSchedulable).
+			warning := fmt.Sprintf("Warning: volume %q: %s", info.ID, sch.Sentence())
+			if err := redactOutput(ctx, e, nil, &warning); err != nil {
+				return fmt.Errorf("%s: %w", command, err)
+			}
+			out.Flush()
+			fmt.Fprintln(opts.IO.ErrOut, escapeLines(warning))
+		}
 	}
 	var failed error
 	switch {

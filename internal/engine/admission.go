@@ -202,6 +202,28 @@ func nodeLimitWayOut(tx *store.Tx, on []string) (string, error) {
 	return ": " + strings.Join(parts, "; "), nil
 }
 
+// nodeOutside reports, for a volume accessible from topos (none: everywhere), whether plugin
+// p's node, as its recorded fingerprint states it, is in none of them: checkNode admits no new
+// claim of the volume on this host then, and the volume lists reflect it (Schedulable false,
+// OutsideTopology). A plugin never fingerprinted is not judged, nor one whose recorded topology
+// fingerprinting would refuse (checkNode refuses its claims in its own words).
+func nodeOutside(topos []spec.Topology, fp store.Fingerprint) bool {
+	return len(topos) > 0 && judgedTopology(fp) && !topologyMatch(fp.Topology, topos)
+}
+
+// judgedTopology reports whether a fingerprint's node topology is one nodeOutside judges by.
+func judgedTopology(fp store.Fingerprint) bool {
+	return !fp.At.IsZero() && csi.CheckNodeTopology(fp.Provider, fp.Topology) == nil
+}
+
+// outsideWords says nodeOutside's verdict for `volume status`, and the way out: "accessible only
+// from topology {zone=a}, and plugin "ebs"'s node "n1" is in {zone=b}: ...; restart the plugin
+// with a topology the volume is accessible from".
+func outsideWords(topos []spec.Topology, pluginID string, fp store.Fingerprint) string {
+	return fmt.Sprintf("accessible only from topology %s, and plugin %q's node %q %s: no new claim of it is admitted on this host; %s",
+		formatTopologies(topos), pluginID, fp.NodeID, nodeTopologyWords(fp.Topology), restartWords(pluginID, topos, fp.NodeID, fp.Topology))
+}
+
 // volumeTopologies is where a volume is accessible from: what CreateVolume reported, or for a
 // registered volume its topology_request's required list (as Nomad takes it); none means
 // everywhere.

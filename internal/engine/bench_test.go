@@ -16,6 +16,7 @@ import (
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // BenchmarkLifecycle measures one volume's full lifecycle, claim to release, through the engine
@@ -428,5 +429,68 @@ func BenchmarkReconcileNestedGroup(b *testing.B) {
 				b.ReportMetric(float64(cpuTotal)/float64(b.N), "cpu-ns/op")
 			})
 		}
+	}
+}
+
+// BenchmarkEachVolume10k streams 10,000 volumes as `volume status` lists them, each accessible
+// from zone a, with their plugin unjudged (no fingerprint: the topologies are not read) and
+// judged (its node in zone a: each volume's topologies read and matched, nodeOutside's rule).
+// It reports the CPU time per list (cpu-ns/op):
+//
+//	go test ./internal/engine -run '^$' -bench EachVolume10k -benchtime 30x -count 2
+func BenchmarkEachVolume10k(b *testing.B) {
+	for _, judged := range []bool{false, true} {
+		b.Run(map[bool]string{false: "unjudged", true: "judged"}[judged], func(b *testing.B) {
+			ctx := context.Background()
+			dir := b.TempDir()
+			st, err := store.Open(ctx, dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := st.Update(ctx, func(tx *store.Tx) error {
+				p := store.PluginFromSpec(spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: "/run/volctl/hp.sock"})
+				if err := tx.Plugins().Put(&p); err != nil {
+					return err
+				}
+				if err := tx.Plugins().SetHealth("hp", store.Health{Healthy: true, Ready: true}); err != nil {
+					return err
+				}
+				if judged {
+					if err := tx.Plugins().SetFingerprint("hp", store.Fingerprint{Provider: "hostpath.csi.volctl.dev", NodeID: "n1",
+						Topology: map[string]string{"zone": "a"}}); err != nil {
+						return err
+					}
+				}
+				for i := range 10_000 {
+					v := store.Volume{ID: fmt.Sprintf("vol-%05d", i), Name: fmt.Sprintf("volume %d", i), PluginID: "hp", State: store.VolumeReady,
+						AccessibleTopology: []spec.Topology{{Segments: map[string]string{"zone": "a"}}}}
+					if err := tx.Volumes().Insert(&v); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+			st.Close()
+			e, err := Open(ctx, Config{StateDir: dir})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			start := processCPU(b)
+			for b.Loop() {
+				n := 0
+				if err := e.EachVolume(ctx, TableVolumeFields, func(v *VolumeSummary) error {
+					if v.Schedulable {
+						n++
+					}
+					return nil
+				}); err != nil || n != 10_000 {
+					b.Fatalf("%d schedulable, %v", n, err)
+				}
+			}
+			b.ReportMetric(float64(processCPU(b)-start)/float64(b.N), "cpu-ns/op")
+		})
 	}
 }

@@ -98,6 +98,9 @@ const (
 	PluginNotProbed     Unschedulable = "plugin not probed yet"
 	PluginUnready       Unschedulable = "plugin not ready"     // its Probe answers, saying not ready
 	HandedOver          Unschedulable = "handed over to Nomad" // Nomad is its orchestrator now
+	// OutsideTopology: its plugin's node is in none of the topologies the volume is
+	// accessible from (a host renamed, a plugin started with another node ID or zone).
+	OutsideTopology Unschedulable = "outside its topology"
 )
 
 // Schedulability is whether a volume can take claims and, when not, why.
@@ -133,6 +136,11 @@ func (s Schedulability) Sentence() string {
 		return "its plugin " + quote(s.Plugin) + " is not ready: its Probe answers, saying so (still starting, or waiting for what it needs)"
 	case HandedOver:
 		return "it is handed over to the Nomad cluster at " + s.Detail + ", which claims it now"
+	case OutsideTopology:
+		if s.Detail == "" {
+			return "its plugin " + quote(s.Plugin) + "'s node is in none of the topologies it is accessible from: no new claim of it is admitted on this host"
+		}
+		return "it is " + s.Detail
 	}
 	if s.Detail != "" {
 		return "its plugin " + quote(s.Plugin) + " is unhealthy: " + s.Detail
@@ -162,13 +170,18 @@ func (v VolumeSummary) Schedulability(plugin *PluginInfo) Schedulability {
 	if !s.OK() || v.Schedulable {
 		return s
 	}
-	s.Why = PluginDown
-	if v.pluginWhy != "" {
-		s.Why = v.pluginWhy
-	}
-	if plugin != nil {
+	switch {
+	case plugin != nil:
 		s.Detail = plugin.LastError
 		s.Why = healthWhy(plugin.Health())
+	case v.pluginWhy != "":
+		s.Why = v.pluginWhy
+	case !v.outside:
+		s.Why = PluginDown
+	}
+	if s.Why == Schedulable && v.outside {
+		// Its plugin takes claims: the topology is what keeps them out.
+		s.Why, s.Detail = OutsideTopology, v.outsideWords
 	}
 	return s
 }
@@ -191,7 +204,7 @@ func healthWhy(h PluginHealth) Unschedulable {
 // volume's summary was read with the health last recorded. plugin nil is its plugin not
 // registered.
 func (v VolumeSummary) WithPluginProbed(plugin *PluginInfo) VolumeSummary {
-	v.Schedulable = stateReason(v.State) == Schedulable && plugin != nil && plugin.Health() == PluginHealthy
+	v.Schedulable = stateReason(v.State) == Schedulable && plugin != nil && plugin.Health() == PluginHealthy && !v.outside
 	return v
 }
 
@@ -203,6 +216,10 @@ func (v VolumeInfo) Schedulability() Schedulability {
 	}
 	if v.Handover != nil {
 		s.Why, s.Detail = HandedOver, ShownNomadAddress(v.Handover.Address)
+		return s
+	}
+	if v.outside && v.PluginHealth() == PluginHealthy {
+		s.Why, s.Detail = OutsideTopology, v.outsideWords
 		return s
 	}
 	switch {

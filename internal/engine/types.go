@@ -196,6 +196,12 @@ type VolumeSummary struct {
 	// pluginWhy is why its plugin takes no claims, as a list that read the plugins found it
 	// (EachVolume); "" when not known there. Schedulability(nil) words it.
 	pluginWhy Unschedulable
+	// outside: its plugin's node, as its recorded fingerprint states it, is in none of the
+	// topologies the volume is accessible from, and no new claim of it is admitted on this host
+	// (checkNode); Schedulable is false. outsideWords says it, where the read had the volume's
+	// row (VolumeInfo).
+	outside      bool
+	outsideWords string
 }
 
 // VolumeInfo is everything volctl knows about one volume, as `volume status ID` shows it.

@@ -49,22 +49,46 @@ func (e *Engine) EachVolume(ctx context.Context, fields VolumeFields, fn func(v 
 		if err != nil {
 			return err
 		}
-		why := make(map[string]Unschedulable, len(plugins)) // a plugin not there is not registered
+		why := make(map[string]Unschedulable, len(plugins))       // a plugin not there is not registered
+		nodes := make(map[string]map[string]string, len(plugins)) // the topology of each plugin's node judged by
 		for _, p := range plugins {
 			why[p.ID] = healthWhy(recordedHealth(p.Health.Healthy, p.Health.Ready, p.Health.ProbedAt))
+			if judgedTopology(p.Fingerprint) {
+				nodes[p.ID] = p.Fingerprint.Topology
+			}
 		}
-		var v VolumeSummary
+		if len(nodes) > 0 {
+			fields |= store.BriefTopologies // read only where a node's topology judges them
+		}
+		var (
+			v    VolumeSummary
+			last struct { // the verdict of the last row with topologies
+				plugin  string
+				topos   *spec.Topology
+				outside bool
+			}
+		)
 		return tx.Volumes().EachBrief(fields, func(b *store.VolumeBrief) error {
 			pw, known := why[b.PluginID]
 			if !known {
 				pw = PluginNotRegistered
 			}
+			// nodeOutside's rule, the plugin's part taken once above, and the verdict kept for
+			// the next row of the plugin with the same topologies (the brief shares the slice).
+			outside := false
+			if len(b.Topologies) > 0 {
+				if b.PluginID != last.plugin || &b.Topologies[0] != last.topos {
+					node, judged := nodes[b.PluginID]
+					last.plugin, last.topos, last.outside = b.PluginID, &b.Topologies[0], judged && !topologyMatch(node, b.Topologies)
+				}
+				outside = last.outside
+			}
 			v = VolumeSummary{
 				ID: b.ID, Namespace: b.Namespace, Name: b.Name, PluginID: b.PluginID, State: string(b.State),
-				Schedulable: b.State == store.VolumeReady && pw == Schedulable,
+				Schedulable: b.State == store.VolumeReady && pw == Schedulable && !outside,
 				AccessMode:  b.AccessMode, AttachmentMode: b.AttachmentMode, CapacityBytes: b.CapacityBytes,
 				ReadClaims: b.ReadClaims, WriteClaims: b.WriteClaims, Unsettled: b.Unsettled,
-				CreatedAt: b.CreatedAt, pluginWhy: pw,
+				CreatedAt: b.CreatedAt, pluginWhy: pw, outside: outside,
 			}
 			return fn(&v)
 		})
@@ -242,6 +266,8 @@ func volumeInfo(v store.Volume, claims []store.Claim, p store.Plugin, pluginKnow
 	}
 	if !pluginKnown {
 		info.PluginError = fmt.Sprintf("plugin %q is not registered", v.PluginID)
+	} else if topos := volumeTopologies(v); nodeOutside(topos, p.Fingerprint) {
+		info.Schedulable, info.outside, info.outsideWords = false, true, outsideWords(topos, p.ID, p.Fingerprint)
 	}
 	for _, c := range claims {
 		info.Claims = append(info.Claims, claimInfo(c))

@@ -153,6 +153,30 @@ func BenchmarkListVolumes(b *testing.B) {
 	}
 }
 
+// BenchmarkEachBrief10k streams the briefs of 10,000 volumes as the volume table reads them,
+// without and with their topologies (BriefTopologies, which a list reads when a plugin's node
+// topology judges its volumes).
+func BenchmarkEachBrief10k(b *testing.B) {
+	s := newStore(b)
+	insertVolumes(b, s, "v", 10000)
+	for _, c := range []struct {
+		name string
+		cols BriefColumns
+	}{{"shown", BriefShown}, {"shown+topologies", BriefShown | BriefTopologies}} {
+		b.Run(c.name, func(b *testing.B) {
+			defer cpuPerOp(b)()
+			for b.Loop() {
+				n := 0
+				if err := s.View(context.Background(), func(tx *Tx) error {
+					return tx.Volumes().EachBrief(c.cols, func(*VolumeBrief) error { n++; return nil })
+				}); err != nil || n != 10000 {
+					b.Fatalf("%d briefs, %v", n, err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkInsertVolumes inserts 1,000 volumes: in one transaction, and one transaction each
 // (each commit is an fsync: synchronous=FULL).
 func BenchmarkInsertVolumes(b *testing.B) {

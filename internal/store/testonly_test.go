@@ -37,7 +37,7 @@ func (gs groups) Delete(name string) error {
 // EachBrief streams them, every field read.
 func (vs volumes) Briefs() ([]VolumeBrief, error) {
 	out := []VolumeBrief{}
-	err := vs.EachBrief(BriefAll, func(b *VolumeBrief) error {
+	err := vs.EachBrief(BriefAll|BriefTopologies, func(b *VolumeBrief) error {
 		out = append(out, *b)
 		return nil
 	})

@@ -16,10 +16,21 @@ func TestVolumeBriefsMatchTheFullRows(t *testing.T) {
 	s := newStore(t)
 	mode := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}
 	update(t, s, func(tx *Tx) error {
-		for _, id := range []string{"a", "b", "c"} {
+		for _, id := range []string{"a", "b", "c", "d"} {
 			v := Volume{ID: id, Namespace: "default", Name: "name-" + id, PluginID: "hp", State: VolumeReady,
 				CapacityBytes: 1 << 30, Capabilities: []spec.Capability{mode},
 				Parameters: map[string]string{"k": "v"}, Secrets: spec.Secrets{"t": "s"}}
+			// Where each is accessible from: what the plugin said (b, and d, whose request it
+			// overrides), what its request requires (c), or everywhere (a).
+			zone := []spec.Topology{{Segments: map[string]string{"zone": id}}}
+			switch id {
+			case "b":
+				v.AccessibleTopology = zone
+			case "c":
+				v.TopologyRequest = &spec.TopologyRequest{Required: zone, Preferred: []spec.Topology{{Segments: map[string]string{"zone": "x"}}}}
+			case "d":
+				v.AccessibleTopology, v.TopologyRequest = zone, &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"zone": "x"}}}}
+			}
 			if err := tx.Volumes().Insert(&v); err != nil {
 				return err
 			}
@@ -70,7 +81,8 @@ func TestVolumeBriefsMatchTheFullRows(t *testing.T) {
 	var want []VolumeBrief
 	for _, v := range vols {
 		b := VolumeBrief{ID: v.ID, Namespace: v.Namespace, Name: v.Name, PluginID: v.PluginID, State: v.State,
-			AccessMode: v.AccessMode, AttachmentMode: v.AttachmentMode, CapacityBytes: v.CapacityBytes, CreatedAt: v.CreatedAt}
+			AccessMode: v.AccessMode, AttachmentMode: v.AttachmentMode, CapacityBytes: v.CapacityBytes, CreatedAt: v.CreatedAt,
+			Topologies: briefWant(v)}
 		for _, c := range claims {
 			if c.VolumeID != v.ID {
 				continue
@@ -200,7 +212,7 @@ func TestVolumeBriefsShownReadTheTableFields(t *testing.T) {
 	}
 	var want []VolumeBrief
 	for _, b := range all {
-		b.Namespace, b.AttachmentMode, b.CapacityBytes, b.CreatedAt = "", "", 0, time.Time{}
+		b.Namespace, b.AttachmentMode, b.CapacityBytes, b.CreatedAt, b.Topologies = "", "", 0, time.Time{}, nil
 		want = append(want, b)
 	}
 	if !reflect.DeepEqual(shown, want) {
@@ -220,6 +232,11 @@ func TestVolumeBriefsPackedFieldsRoundTrip(t *testing.T) {
 			v := Volume{ID: id, Name: name, PluginID: "hp-" + id, State: VolumeReady, CapacityBytes: int64(len(name))}
 			if id == "c" {
 				v.Namespace, v.AccessMode, v.AttachmentMode = "prod", spec.SingleNodeWriter, spec.FileSystem
+				// A segment that reads as a packed row would, NUL and all (JSON escapes it).
+				v.AccessibleTopology = []spec.Topology{{Segments: map[string]string{"k\x00": "x\x00hp\x00"}}}
+			}
+			if id == "d" {
+				v.TopologyRequest = &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"zone": "\x00"}}}}
 			}
 			if err := tx.Volumes().Insert(&v); err != nil {
 				return err
@@ -233,7 +250,7 @@ func TestVolumeBriefsPackedFieldsRoundTrip(t *testing.T) {
 		if vols, err = tx.Volumes().List(VolumeFilter{}); err != nil {
 			return err
 		}
-		for _, cols := range []BriefColumns{BriefShown, BriefAll} {
+		for _, cols := range []BriefColumns{BriefShown, BriefAll, BriefShown | BriefTopologies, BriefAll | BriefTopologies} {
 			if err := tx.Volumes().EachBrief(cols, func(b *VolumeBrief) error {
 				briefs[cols] = append(briefs[cols], *b)
 				return nil
@@ -243,11 +260,14 @@ func TestVolumeBriefsPackedFieldsRoundTrip(t *testing.T) {
 		}
 		return nil
 	})
-	for _, cols := range []BriefColumns{BriefShown, BriefAll} {
+	for _, cols := range []BriefColumns{BriefShown, BriefAll, BriefShown | BriefTopologies, BriefAll | BriefTopologies} {
 		var want []VolumeBrief
 		for _, v := range vols {
 			b := VolumeBrief{ID: v.ID, Name: v.Name, PluginID: v.PluginID, State: v.State, AccessMode: v.AccessMode}
-			if cols == BriefAll {
+			if cols&BriefTopologies != 0 {
+				b.Topologies = briefWant(v)
+			}
+			if cols&BriefAll != 0 {
 				b.Namespace, b.AttachmentMode, b.CapacityBytes, b.CreatedAt = v.Namespace, v.AttachmentMode, v.CapacityBytes, v.CreatedAt
 			}
 			want = append(want, b)
@@ -256,4 +276,16 @@ func TestVolumeBriefsPackedFieldsRoundTrip(t *testing.T) {
 			t.Errorf("EachBrief(%d) =\n%+v\nwant (from the full rows)\n%+v", cols, briefs[cols], want)
 		}
 	}
+}
+
+// briefWant is where a volume is accessible from as a brief says it: its accessible topology,
+// else its topology request's required list, else nowhere in particular (nil).
+func briefWant(v Volume) []spec.Topology {
+	switch {
+	case len(v.AccessibleTopology) > 0:
+		return v.AccessibleTopology
+	case v.TopologyRequest != nil && len(v.TopologyRequest.Required) > 0:
+		return v.TopologyRequest.Required
+	}
+	return nil
 }

@@ -267,6 +267,10 @@ type VolumeBrief struct {
 	WriteClaims    int
 	Unsettled      int
 	CreatedAt      time.Time // which record of the ID it is (BriefAll)
+	// Topologies is where the volume is accessible from: its accessible topology, else its
+	// topology request's required list (none: everywhere), decoded once per distinct text (a
+	// plugin's volumes mostly share one) and shared between rows: read it, never change it.
+	Topologies []spec.Topology
 }
 
 // BriefColumns says which of a VolumeBrief's fields a list reads. Every column read of every
@@ -279,6 +283,10 @@ const (
 	BriefShown BriefColumns = iota
 	// BriefAll adds the namespace, the attachment mode, the capacity and the created-at (--json).
 	BriefAll
+	// BriefTopologies, added to either, reads Topologies too: only a list some plugin's node
+	// topology judges them by needs them (engine.EachVolume), and they are the longest text
+	// of a row.
+	BriefTopologies BriefColumns = 2
 )
 
 // EachBrief streams the volumes' briefs in ID order to fn, one row at a time (b is reused
@@ -303,9 +311,13 @@ func (vs volumes) EachBrief(cols BriefColumns, fn func(b *VolumeBrief) error) (e
 		capacity any
 		created  any
 	)
-	query, fields, dest := briefPacked(false), 5, []any{&packed}
-	if cols == BriefAll {
-		query, fields, dest = briefPacked(true)+`, capacity_bytes, created_at`, 7, append(dest, &capacity, &created)
+	all, topo := cols&BriefAll != 0, cols&BriefTopologies != 0
+	query, fields, dest := briefPacked(all, topo), 5, []any{&packed}
+	if all {
+		query, fields, dest = query+`, capacity_bytes, created_at`, fields+2, append(dest, &capacity, &created)
+	}
+	if topo {
+		fields += 2
 	}
 	rows, err := vs.tx.query(query + ` FROM volumes ORDER BY id`)
 	if err != nil {
@@ -316,15 +328,37 @@ func (vs volumes) EachBrief(cols BriefColumns, fn func(b *VolumeBrief) error) (e
 			err = fmt.Errorf("volume list: %w", mapBusy(cerr))
 		}
 	}()
-	var f [7]string
+	var f [9]string
+	topologies := map[string][]spec.Topology{"\x00": nil} // by the two columns' text
+	lastKey := "\x00"                                     // b.Topologies's
 	for rows.rows.Next() {
 		if err := rows.rows.Scan(dest...); err != nil {
 			return fmt.Errorf("volume list: %w", err)
 		}
 		unpackBrief(packed, f[:fields])
 		b.ID, b.PluginID, b.State, b.AccessMode, b.Name = f[0], f[1], VolumeState(f[2]), spec.AccessMode(f[3]), f[fields-1]
-		if cols == BriefAll {
+		at := 4 // the next field
+		if all {
 			b.Namespace, b.AttachmentMode = f[4], spec.AttachmentMode(f[5])
+			at = 6
+		}
+		if topo {
+			// The two topology columns, NUL between them, as one key: a substring of the row.
+			from := len(f[0]) + len(f[1]) + len(f[2]) + len(f[3]) + 4
+			if all {
+				from += len(f[4]) + len(f[5]) + 2
+			}
+			// The previous row's, most often (a plugin's volumes share theirs): no lookup.
+			if key := packed[from : from+len(f[at])+1+len(f[at+1])]; key != lastKey {
+				topos, ok := topologies[key]
+				if !ok {
+					if topos, err = briefTopologies(f[at], f[at+1]); err != nil {
+						return fmt.Errorf("volume list: volume %q: %w", b.ID, err)
+					}
+					topologies[key] = topos
+				}
+				b.Topologies, lastKey = topos, key
+			}
 		}
 		b.CapacityBytes, b.CreatedAt = anyInt64(capacity), decTime(anyInt64(created))
 		// Both lists are in SQLite's BINARY order, which is Go's order of strings (bytewise).
@@ -351,12 +385,35 @@ func (vs volumes) EachBrief(cols BriefColumns, fn func(b *VolumeBrief) error) (e
 // last. None of them but the name can hold a NUL (IDs are checked by spec.ValidateID, the
 // others are volctl's own words), so the name, which is free text, is what follows the last
 // separator unpackBrief looks for, whatever it holds.
-func briefPacked(all bool) string {
+func briefPacked(all, topologies bool) string {
 	cols := `id || char(0) || plugin_id || char(0) || state || char(0) || access_mode`
 	if all {
 		cols += ` || char(0) || namespace || char(0) || attachment_mode`
 	}
+	if topologies {
+		cols += ` || char(0) || ifnull(accessible_topology, '') || char(0) || ifnull(topology_request, '')`
+	}
 	return `SELECT ` + cols + ` || char(0) || name`
+}
+
+// briefTopologies is where a volume whose accessible_topology and topology_request columns hold
+// accessible and request is accessible from (VolumeBrief.Topologies).
+func briefTopologies(accessible, request string) ([]spec.Topology, error) {
+	var (
+		topos []spec.Topology
+		tr    *spec.TopologyRequest
+	)
+	if err := decJSONs(jsonCol{sql.NullString{String: accessible, Valid: accessible != ""}, &topos},
+		jsonCol{sql.NullString{String: request, Valid: request != ""}, &tr}); err != nil {
+		return nil, err
+	}
+	if len(topos) > 0 {
+		return topos, nil
+	}
+	if tr != nil && len(tr.Required) > 0 {
+		return tr.Required, nil
+	}
+	return nil, nil
 }
 
 // unpackBrief splits a briefPacked row into f, whose last element takes the rest (the name).
