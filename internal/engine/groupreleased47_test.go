@@ -52,13 +52,7 @@ func TestGroupRunAndStopNameTheClaimsTheyRelease(t *testing.T) {
 	if _, err := h.e.RunGroup(h.ctx, dbGroup(3)); err != nil {
 		t.Fatal(err)
 	}
-	v2, err := h.e.Volume(h.ctx, spec.AllocName("data", 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.faults.Inject(csi.RPCNodeUnpublishVolume, csitest.Fault{Code: codes.Internal, When: func(req proto.Message) bool {
-		return req.(*csipb.NodeUnpublishVolumeRequest).GetVolumeId() == v2.ExternalID
-	}})
+	h.failUnpublishOf(spec.AllocName("data", 2))
 	info, err = h.e.RunGroup(h.ctx, dbGroup(1))
 	if err == nil || !strings.Contains(err.Error(), `release "data[2]" for alloc "db[2]"`) {
 		t.Errorf("scale-down whose release of data[2] fails: error %v, want it named", err)
@@ -89,13 +83,7 @@ func TestGroupRunAndStopNameTheClaimsTheyRelease(t *testing.T) {
 	if _, err := h.e.RunGroup(h.ctx, dbGroup(2)); err != nil {
 		t.Fatal(err)
 	}
-	v1, err := h.e.Volume(h.ctx, spec.AllocName("data", 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.faults.Inject(csi.RPCNodeUnpublishVolume, csitest.Fault{Code: codes.Internal, When: func(req proto.Message) bool {
-		return req.(*csipb.NodeUnpublishVolumeRequest).GetVolumeId() == v1.ExternalID
-	}})
+	h.failUnpublishOf(spec.AllocName("data", 1))
 	_, err = h.e.StopGroup(h.ctx, "db")
 	for _, want := range []string{`release "data[1]" for alloc "db[1]"`, `; it released "data[0]" for alloc "db[0]", "shared" for alloc "db[0]", "shared" for alloc "db[1]" (`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -109,6 +97,19 @@ func TestGroupRunAndStopNameTheClaimsTheyRelease(t *testing.T) {
 	if err != nil || len(gs) != 1 || gs[0].Released != nil {
 		t.Errorf("group status = %+v, %v; want no claims released", gs, err)
 	}
+}
+
+// failUnpublishOf makes the plugin fail every NodeUnpublishVolume of volume id (Internal)
+// until its faults are cleared.
+func (h *harness) failUnpublishOf(id string) {
+	h.t.Helper()
+	v, err := h.e.Volume(h.ctx, id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.faults.Inject(csi.RPCNodeUnpublishVolume, csitest.Fault{Code: codes.Internal, When: func(req proto.Message) bool {
+		return req.(*csipb.NodeUnpublishVolumeRequest).GetVolumeId() == v.ExternalID
+	}})
 }
 
 func releasedNames(rs []ReleasedClaim) []string {
