@@ -301,6 +301,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 			return err
 		}
 		old, err := tx.Snapshots().Get(rec.PluginID, rec.SnapshotID)
+		d := dated(snap)
 		switch {
 		case mate.PluginID != "":
 			// Recorded through another plugin ID on one of this one's sockets: one process,
@@ -335,16 +336,15 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 		case err == nil:
 			// The snapshot this name made before, which volctl recorded: nothing new was
 			// taken, and the line says so where it said "created" of last night's snapshot
-			// (TestSnapshotCreateAgainSaysItExistsAlready). Unless the plugin says it took it
-			// at another time: one whose IDs derive from the name took a new one under the
-			// old ID, the first gone.
-			// A date the store cannot keep (none, or a lie) was recorded as the time of the
-			// record: the ID is all there is to go by.
+			// (TestSnapshotCreateAgainSaysItExistsAlready). Unless the plugin dates it
+			// otherwise: one whose IDs derive from the name took a new one under the old ID,
+			// the first gone. Without a date the store keeps (none, or a lie, recorded as the
+			// time of the record), the ID is all there is to go by.
 			rec.Parameters = old.Parameters
-			if d := dated(snap); d.IsZero() || old.CreatedAt.Equal(d) {
+			if d.IsZero() || old.CreatedAt.Equal(d) {
 				outcome = Unchanged
 			}
-		case errors.Is(err, store.ErrNotFound) && !dated(snap).IsZero() && dated(snap).Before(intent.CreatedAt.Add(-adoptedLeeway)):
+		case errors.Is(err, store.ErrNotFound) && !d.IsZero() && d.Before(intent.CreatedAt.Add(-adoptedLeeway)):
 			// Not recorded, but dated by the plugin before the intent was: it held a snapshot
 			// under the name, which volctl forgot (`snapshot deregister`) or never knew (made
 			// through another state dir), and answered with it. Recorded now, it is not said

@@ -329,8 +329,11 @@ func (vs volumes) EachBrief(cols BriefColumns, fn func(b *VolumeBrief) error) (e
 		}
 	}()
 	var f [9]string
-	topologies := map[string][]spec.Topology{"\x00": nil} // by the two columns' text
-	lastKey := "\x00"                                     // b.Topologies's
+	var topologies map[string][]spec.Topology // by the two columns' text (BriefTopologies)
+	lastKey := "\x00"                         // b.Topologies's: none
+	if topo {
+		topologies = map[string][]spec.Topology{lastKey: nil}
+	}
 	for rows.rows.Next() {
 		if err := rows.rows.Scan(dest...); err != nil {
 			return fmt.Errorf("volume list: %w", err)
