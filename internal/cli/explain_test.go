@@ -70,7 +70,7 @@ func TestStatusExplainsUnhealthyAndUnschedulable(t *testing.T) {
 	var b bytes.Buffer
 	writePluginProblems(&b, plugins)
 	want := `Plugin "hp" is unhealthy: plugin socket /run/hp.sock does not exist (is the plugin running?)
-  volumes using it cannot take claims; once it runs again, volctl plugin status hp probes it
+  volumes using it cannot take claims until it passes a probe again (volctl plugin status hp probes it)
 Plugin "slow" is not ready: its Probe says so; claims on its volumes are refused until it is ready
 `
 	if b.String() != want {

@@ -182,7 +182,7 @@ func pluginProbeRun(ctx context.Context, opts *PluginProbeOptions) error {
 	start := time.Now()
 	ready, probeErr := client.Probe(ctx)
 	latency := time.Since(start)
-	if csi.IsUnavailable(probeErr) {
+	if csi.IsUnreachable(probeErr) {
 		return fmt.Errorf("plugin probe: %w", probeErr) // nobody there: nothing to show
 	}
 	fp, err := client.Fingerprint(ctx)

@@ -110,7 +110,7 @@ func writePluginProblems(out io.Writer, plugins []engine.PluginInfo) {
 		default:
 			fmt.Fprintf(out, "Plugin %q is %s: %s\n", p.ID, h, display.Escape(p.HealthWhy()))
 		}
-		fmt.Fprintf(out, "  volumes using it cannot take claims; once it runs again, %s probes it\n", shellquote.Command("volctl plugin status", p.ID))
+		fmt.Fprintf(out, "  volumes using it cannot take claims until it passes a probe again (%s probes it)\n", shellquote.Command("volctl plugin status", p.ID))
 	}
 }
 

@@ -40,10 +40,12 @@ multi-node-reader-only allow readers only (--read-only); multi-node-single-write
 writer and any readers; multi-node-multi-writer allows any. A claim refused because another
 alloc holds the volume names the holder and exits 4; so does one whose plugin's Probe, sent
 before the claim is admitted, says it is not ready or fails (volctl plugin status shows its
-health; a release, and a claim again of a claim held, need no probe). A plugin that does not
-answer the Probe at all (its socket missing, nothing listening, a hung or stopped process) is
-not judged so: the claim is admitted, and the RPC that cannot reach the plugin leaves it for
-volctl reconcile, exit 1, as any retryable failure. Without --access-mode and
+health; a release, and a claim again of a claim held, need no probe): a Probe answered
+UNAVAILABLE by the plugin itself (its storage backend out of reach) is such a failure, and so
+is one the plugin holds past the short timeout (a hung or stopped process). A plugin that
+cannot be reached at all (its socket missing, nothing listening on it, its process gone
+before it answered) is not judged so: the claim is admitted, and the RPC that cannot reach the
+plugin leaves it for volctl reconcile, exit 1, as any retryable failure. Without --access-mode and
 --attachment-mode the volume's current mode is used, or its first capability that fits.
 --fs-type replaces the volume's fs type; --mount-flag (repeatable) replaces its mount flags.
 The claims of a volume share its staging (a plugin that stages mounts the file system once): a

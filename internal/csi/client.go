@@ -189,6 +189,7 @@ func (c *Client) dial(socket string) (*endpoint, error) {
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff, MinConnectTimeout: c.connectTimeout()}),
 		grpc.WithChainUnaryInterceptor(traceInterceptor(c.log, abs, c.pluginTextUpTo, c.observe)),
+		grpc.WithStatsHandler(answerWatcher{}),
 	}
 	if c.checkPeer != nil {
 		opts = append(opts, grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
@@ -370,7 +371,9 @@ func invoke[Req proto.Message, Resp any](ctx context.Context, c *Client, ep *end
 	timeout := c.timeouts.For(rpc)
 	// The RPC's clock starts before its deadline is set, so an RPC volctl's timeout ended is
 	// observed taking at least that timeout (traceInterceptor).
-	cctx, cancel := context.WithTimeout(context.WithValue(ctx, rpcStartKey{}, time.Now()), timeout)
+	// answered is set when the plugin ends the call with a status of its own (answerWatcher).
+	var answered atomic.Bool
+	cctx, cancel := context.WithTimeout(context.WithValue(context.WithValue(ctx, rpcStartKey{}, time.Now()), answeredKey{}, &answered), timeout)
 	defer cancel()
 	ReportProgress(ctx, rpc)
 	// gRPC fills p only when the call got a stream on a connection, handshake done: with p
@@ -384,7 +387,7 @@ func invoke[Req proto.Message, Resp any](ctx context.Context, c *Client, ep *end
 			return zero, fmt.Errorf("%s: %w", rpc, *refused) // nothing was sent: who listens was refused
 		}
 		deadline, _ := cctx.Deadline()
-		err = translate(ctx, rpc, c.named, ep.socket, timeout, deadline, err, text, req, p.Addr != nil)
+		err = translate(ctx, rpc, c.named, ep.socket, timeout, deadline, err, text, req, p.Addr != nil, answered.Load())
 		// Only for a call that reached the plugin: one that never got past the handshake is no
 		// slow plugin, and its error says what listens there instead.
 		if e := (*Error)(nil); c.longTimeoutAdvice != nil && IsLong(rpc) && p.Addr != nil && errors.As(err, &e) && e.TimedOut {

@@ -66,6 +66,11 @@ type Error struct {
 	// over gRPC's size limit or not decodable (a string field that is not UTF-8): whatever the
 	// RPC does, the plugin did (IsAnswerUnread).
 	AnswerUnread bool
+	// Answered: the plugin ended the call with this status itself (gRPC read the trailers only
+	// a server sends: answerWatcher), so the code is the plugin's word and not gRPC's account of
+	// a connection it could not make or lost. An UNAVAILABLE so answered is a plugin that is
+	// running and says something it needs is out of reach (IsUnreachable is false for it).
+	Answered bool
 }
 
 // Error reads "NodePublishVolume: FailedPrecondition: <plugin message> (<hint>)".
@@ -132,8 +137,17 @@ type unreadError struct{ error }
 
 func (e unreadError) Unwrap() error { return e.error }
 
-// IsUnavailable reports whether err says the plugin could not be reached (UNAVAILABLE).
+// IsUnavailable reports whether err is an UNAVAILABLE: the plugin could not be reached, or it
+// answered so itself (IsUnreachable tells them apart).
 func IsUnavailable(err error) bool { return err != nil && CodeOf(err) == codes.Unavailable }
+
+// IsUnreachable reports whether err is an UNAVAILABLE the plugin did not answer itself: gRPC
+// could not make the connection, or lost it before the plugin's answer came (its socket
+// missing, nothing listening, the plugin stopped mid-call).
+func IsUnreachable(err error) bool {
+	var e *Error
+	return IsUnavailable(err) && !(errors.As(err, &e) && e.Answered)
+}
 
 // IsUnimplemented reports whether err is the plugin's UNIMPLEMENTED: it does not do this RPC.
 func IsUnimplemented(err error) bool { return err != nil && CodeOf(err) == codes.Unimplemented }
@@ -213,9 +227,10 @@ func classify(rpc string, code codes.Code) Class {
 // the request sent; deadline is the one its timeout set on the call.
 // reached says the call got a stream on a connection whose gRPC handshake was done (gRPC's
 // Peer call option was filled): its error is then the plugin's answer or a connection lost
-// mid-call, never a handshake that failed, whatever its message says. plugin names the plugin
-// in the hint (`plugin "mem"`, or "the plugin").
-func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Duration, deadline time.Time, err error, text func(string) string, req proto.Message, reached bool) error {
+// mid-call, never a handshake that failed, whatever its message says. answered says the plugin
+// ended the call with its own status (answerWatcher): no socket or connection is then to blame.
+// plugin names the plugin in the hint (`plugin "mem"`, or "the plugin").
+func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Duration, deadline time.Time, err error, text func(string) string, req proto.Message, reached, answered bool) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%s: %w", rpc, ctxErr)
 	}
@@ -225,7 +240,7 @@ func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Dur
 		return fmt.Errorf("%s: %w", rpc, context.DeadlineExceeded)
 	}
 	st, _ := status.FromError(err)
-	e := &Error{RPC: rpc, Code: st.Code(), Message: text(st.Message())}
+	e := &Error{RPC: rpc, Code: st.Code(), Message: text(st.Message()), Answered: answered}
 	e.Class = classify(rpc, e.Code)
 	e.TimedOut = e.Code == codes.DeadlineExceeded && !deadline.IsZero() && !time.Now().Before(deadline)
 	e.Hint = hint(rpc, e.Code, plugin, socket, timeout)
@@ -241,6 +256,10 @@ func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Dur
 	// instead. The dump itself stays in the RPC trace (--verbose). The code, and so the class,
 	// stay what gRPC said.
 	switch {
+	case e.Code == codes.Unavailable && answered:
+		// The plugin is running and answered: "is the plugin running and listening on ...?"
+		// would send the user to a socket that works.
+		e.Hint = strings.ReplaceAll(pluginUnavailableHint, "{plugin}", plugin)
 	case e.Code == codes.Unavailable:
 		if msg, h := socketProblem(socket); msg != "" {
 			e.Message, e.Hint = msg, h
@@ -339,6 +358,10 @@ const hostpathRootWithoutCapabilityHint = "{plugin} may not mount: volctl's own 
 	"and it runs as root without it (in a container without --privileged, or in a user namespace): give its container " +
 	"--privileged or the capability (--cap-add SYS_ADMIN), or start `volctl plugin serve hostpath` as root on the host " +
 	"outside any user namespace, then run the command again"
+
+// pluginUnavailableHint is the hint of an UNAVAILABLE a plugin answered itself.
+const pluginUnavailableHint = "{plugin} is running and answered UNAVAILABLE itself: something it depends on (its storage backend, most likely) " +
+	"is out of reach for now, as its message may say; check its logs"
 
 // pluginDeadlineHint is the hint of a DEADLINE_EXCEEDED a plugin answered itself.
 const pluginDeadlineHint = "{plugin} answered in time, but reported a timeout of its own (its storage backend, most likely); " +

@@ -150,10 +150,55 @@ func TestUnavailableNamesTheSocket(t *testing.T) {
 			if !csi.IsRetryable(err) {
 				t.Fatalf("an unreachable plugin should be retryable: %v", err)
 			}
+			if !csi.IsUnreachable(err) {
+				t.Fatalf("IsUnreachable(%v) = false for a socket nobody answers on", err)
+			}
 			if strings.Contains(err.Error(), "transport: ") {
 				t.Fatalf("raw gRPC transport error leaked: %v", err)
 			}
 		})
+	}
+}
+
+// TestUnavailableAnsweredByThePluginIsNotUnreachable: gRPC gives UNAVAILABLE both for a plugin
+// it cannot reach and for one that answers UNAVAILABLE itself (its storage backend out of
+// reach). The second is running: its error must not ask whether it is running and listening
+// (it said "is the plugin running and listening on ...?"), and csi.IsUnreachable, on which a
+// claim's probe decides whether to judge the plugin's health, is false for it, whatever words
+// the plugin chose (gRPC's own for a lost connection among them). A connection lost mid-call,
+// the plugin stopped while it held the RPC, is unreachable still.
+func TestUnavailableAnsweredByThePluginIsNotUnreachable(t *testing.T) {
+	h := newHarness(t, csitest.DefaultMemConfig())
+	for _, msg := range []string{"ceph cluster unreachable: connection refused", "error reading from server: EOF", "connection error: desc = \"transport is closing\""} {
+		h.faults.Inject(csi.RPCProbe, csitest.Fault{Code: codes.Unavailable, Message: msg, Times: 1})
+		_, err := h.client.Probe(context.Background())
+		if !csi.IsUnavailable(err) || csi.IsUnreachable(err) {
+			t.Errorf("Probe answered UNAVAILABLE %q by the plugin: IsUnavailable %v, IsUnreachable %v (%v); want true, false", msg, csi.IsUnavailable(err), csi.IsUnreachable(err), err)
+		}
+		if !csi.IsRetryable(err) {
+			t.Errorf("the plugin's own UNAVAILABLE is not retryable: %v", err)
+		}
+		if text := fmt.Sprint(err); strings.Contains(text, "listening") || !strings.Contains(text, "is running and answered UNAVAILABLE itself") || !strings.Contains(text, msg) {
+			t.Errorf("Probe answered UNAVAILABLE %q by the plugin: %v; want its message and a hint saying it is running and answered so, not one asking whether it listens", msg, err)
+		}
+	}
+
+	// The plugin stops while it holds a NodeStageVolume: no answer came.
+	h.faults.Hang(csi.RPCNodeStageVolume)
+	done := make(chan error, 1)
+	go func() {
+		done <- h.client.NodeStageVolume(context.Background(), csi.NodeStageVolumeRequest{VolumeID: "v", StagingPath: "/s", Capability: fsWriter})
+	}()
+	for h.faults.Held() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	h.stop()
+	err := <-done
+	if !csi.IsUnreachable(err) {
+		t.Errorf("NodeStageVolume whose plugin stopped mid-call: %v (IsUnreachable false); want an UNAVAILABLE no plugin answered", err)
+	}
+	if strings.Contains(fmt.Sprint(err), "answered UNAVAILABLE itself") {
+		t.Errorf("NodeStageVolume whose plugin stopped mid-call says the plugin answered: %v", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -63,6 +64,57 @@ func TestClaimOnAPluginWhoseProbeFailsIsRefused(t *testing.T) {
 
 	h.faults.Clear(csi.RPCProbe)
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+}
+
+// TestProbeUnavailableAnsweredIsNotAPluginGone: a plugin that answers its Probe UNAVAILABLE
+// itself (its storage backend out of reach, as ceph-csi says) is running and unhealthy, and
+// its claim is refused as for any other failing Probe. Before, gRPC's one code for "the plugin
+// said so" and "no connection" read as a plugin not answering at all, which is not judged: the
+// claim was admitted and published through a plugin `plugin status` called unhealthy, and its
+// error asked whether the plugin was running and listening. A plugin that holds the Probe past
+// volctl's timeout is judged too. A plugin that stops while it holds the Probe did not answer,
+// and its claim is still admitted and left for reconcile.
+func TestProbeUnavailableAnsweredIsNotAPluginGone(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	h.faults.Inject(csi.RPCProbe, csitest.Fault{Code: codes.Unavailable, Message: "ceph monitors unreachable"})
+	h.mem.ResetCalls()
+
+	h.claimRefusedForItsPlugin("a plugin whose Probe answers UNAVAILABLE", "unhealthy", "ceph monitors unreachable", "is running and answered UNAVAILABLE itself")
+	if s := h.volumeInfo("db").Schedulability(); s.Why != PluginDown || !strings.Contains(s.Detail, "ceph monitors unreachable") {
+		t.Errorf("volume db after the refusal: %q (%s); want the probe's failure recorded", s, s.Detail)
+	}
+
+	// A plugin that holds the Probe past volctl's timeout (hung, or SIGSTOPped) did not answer
+	// either, but is judged: it is no plugin starting, and the claim's RPCs would each wait for
+	// the long timeout.
+	h.faults.Clear(csi.RPCProbe)
+	h.open(Config{Timeouts: csi.Timeouts{Short: time.Second, Long: time.Minute}})
+	h.faults.Hang(csi.RPCProbe)
+	h.mem.ResetCalls()
+	h.claimRefusedForItsPlugin("a plugin that holds its Probe past the timeout", "unhealthy", "did not answer within 1s")
+	h.faults.Clear(csi.RPCProbe)
+
+	// The plugin stops with the Probe in its hands: no answer, no verdict on its health.
+	h.open(Config{})
+	h.faults.Hang(csi.RPCProbe)
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+		done <- err
+	}()
+	for h.faults.Held() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	h.stopServe()
+	err := <-done
+	if err == nil || errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "volctl reconcile") {
+		t.Errorf("claim whose plugin stopped holding its Probe: %v; want it admitted and left for reconcile, not refused", err)
+	}
+	if live := h.liveClaims("db"); len(live) != 1 || !live[0].NeedsReconcile {
+		t.Errorf("claims after the plugin stopped holding the Probe = %+v; want one, left for reconcile", live)
+	}
 }
 
 // Undoing is always allowed: a plugin that stops being ready after a claim was published still

@@ -553,8 +553,9 @@ var matrixProbeRPCs = []string{csi.RPCProbe, csi.RPCGetPluginInfo, csi.RPCGetPlu
 
 // TestCodeMatrixProbes: a plugin restarted (its socket a new file) whose answer to one of the
 // questions asked of it anew is each code. A Probe that fails refuses the claim before it is
-// admitted (the plugin unhealthy; but UNAVAILABLE, a plugin still starting, which the RPCs
-// after it find out about for themselves); the fingerprint's other questions leave the claim
+// admitted (the plugin unhealthy; UNAVAILABLE too, the plugin's own answer: only a plugin that
+// does not answer at all is left to the RPCs after it, TestProbeUnavailableAnsweredIsNotAPluginGone);
+// the fingerprint's other questions leave the claim
 // taken for reconcile, nothing sent. Either way the plugin is sent nothing of the claim, the
 // error names the volume, the plugin, the RPC and the code, with no secret, and once the
 // plugin answers again a reconcile pass and a release leave nothing.
@@ -568,7 +569,7 @@ func TestCodeMatrixProbes(t *testing.T) {
 	}
 	// Probe is its own path (admission's health check), the fingerprint's questions one path
 	// (connect): every code for the fingerprint's first question; for Probe the codes the
-	// engine acts on by themselves (matrixBranched: UNAVAILABLE is a plugin still starting);
+	// engine acts on by themselves (matrixBranched);
 	// a few of each class for the fingerprint's others, whose cells cost the matrix's time and
 	// test that path again.
 	few := func(a matrixAnswer) string {
@@ -607,44 +608,37 @@ func (c *matrixCell) probe() {
 	h.mem.ResetCalls()
 	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: c.vol, Alloc: "a"})
 	c.noSecret("claim", err)
-	if c.rpc == csi.RPCProbe && c.a.code == codes.Unavailable {
-		// A plugin still starting: the claim's own RPCs find out whether it answers.
-		if err != nil {
-			t.Fatalf("claim through a plugin whose Probe answered UNAVAILABLE and the rest OK: %v", err)
+	if err == nil {
+		t.Fatalf("the claim passed a %s answered %s", c.rpc, c.a.name)
+	}
+	c.names("claim", err)
+	// The questions send nothing of a volume: their error's hint must not send the user to
+	// one (a NOT_FOUND was "the plugin does not know this volume; check its external_id").
+	if msg := err.Error(); strings.Contains(msg, "external_id") || strings.Contains(msg, "the volume's secrets") {
+		t.Errorf("the claim's error sends the user to the volume for an answer to %s, which names none: %.400s", c.rpc, msg)
+	}
+	if rpcs := h.rpcs(); len(rpcs) != 0 {
+		t.Errorf("RPCs of the claim sent to a plugin whose %s failed: %v", c.rpc, rpcs)
+	}
+	cls := h.liveClaims(c.vol)
+	switch {
+	case c.rpc == csi.RPCProbe:
+		if len(cls) != 0 {
+			t.Errorf("claims after its plugin's Probe answered %s: %+v; want it refused before it was admitted", c.a.name, cls)
 		}
-	} else {
-		if err == nil {
-			t.Fatalf("the claim passed a %s answered %s", c.rpc, c.a.name)
+	case len(cls) != 1:
+		t.Fatalf("claims after its plugin's %s answered %s: %+v; want one, taken, left for reconcile", c.rpc, c.a.name, cls)
+	default:
+		if !cls[0].NeedsReconcile || cls[0].State != store.ClaimTaken {
+			t.Errorf("claim after its plugin's %s failed: %+v; want it taken, left for reconcile", c.rpc, cls[0])
 		}
-		c.names("claim", err)
-		// The questions send nothing of a volume: their error's hint must not send the user to
-		// one (a NOT_FOUND was "the plugin does not know this volume; check its external_id").
-		if msg := err.Error(); strings.Contains(msg, "external_id") || strings.Contains(msg, "the volume's secrets") {
-			t.Errorf("the claim's error sends the user to the volume for an answer to %s, which names none: %.400s", c.rpc, msg)
+		if cls[0].LastRPC != c.rpc || cls[0].LastCode != c.a.code.String() {
+			t.Errorf("claim after its plugin's %s failed records %q/%q; want %s/%s", c.rpc, cls[0].LastRPC, cls[0].LastCode, c.rpc, c.a.code)
 		}
-		if rpcs := h.rpcs(); len(rpcs) != 0 {
-			t.Errorf("RPCs of the claim sent to a plugin whose %s failed: %v", c.rpc, rpcs)
-		}
-		cls := h.liveClaims(c.vol)
-		switch {
-		case c.rpc == csi.RPCProbe:
-			if len(cls) != 0 {
-				t.Errorf("claims after its plugin's Probe answered %s: %+v; want it refused before it was admitted", c.a.name, cls)
-			}
-		case len(cls) != 1:
-			t.Fatalf("claims after its plugin's %s answered %s: %+v; want one, taken, left for reconcile", c.rpc, c.a.name, cls)
-		default:
-			if !cls[0].NeedsReconcile || cls[0].State != store.ClaimTaken {
-				t.Errorf("claim after its plugin's %s failed: %+v; want it taken, left for reconcile", c.rpc, cls[0])
-			}
-			if cls[0].LastRPC != c.rpc || cls[0].LastCode != c.a.code.String() {
-				t.Errorf("claim after its plugin's %s failed records %q/%q; want %s/%s", c.rpc, cls[0].LastRPC, cls[0].LastCode, c.rpc, c.a.code)
-			}
-			c.failingPass()
-			if evs := c.failureEvents(); len(evs) != 1 {
-				all, _ := h.e.Events(h.ctx, 0, EventFilter{VolumeID: c.vol})
-				t.Errorf("events of the failure after the claim and a pass meeting it again: %d; want 1: %+v", len(evs), all)
-			}
+		c.failingPass()
+		if evs := c.failureEvents(); len(evs) != 1 {
+			all, _ := h.e.Events(h.ctx, 0, EventFilter{VolumeID: c.vol})
+			t.Errorf("events of the failure after the claim and a pass meeting it again: %d; want 1: %+v", len(evs), all)
 		}
 	}
 	if err := c.agree(false); err != nil {

@@ -606,9 +606,10 @@ func unreachableSocket(path string) error {
 }
 
 // PluginNotAnswering says err is a plugin that did not answer at all: its socket missing, or
-// nothing listening on it (UNAVAILABLE). So reads a plugin starting or restarting, which may
-// answer in a moment; not one that answered, nor one that hung (DEADLINE_EXCEEDED).
-func PluginNotAnswering(err error) bool { return errors.Is(err, errNoSocket) || csi.IsUnavailable(err) }
+// nothing listening on it (UNAVAILABLE, csi.IsUnreachable). So reads a plugin starting or
+// restarting, which may answer in a moment; not one that answered (an UNAVAILABLE of its own
+// included), nor one that hung (DEADLINE_EXCEEDED).
+func PluginNotAnswering(err error) bool { return errors.Is(err, errNoSocket) || csi.IsUnreachable(err) }
 
 // connectPlugin is connect for a plugin row already read. Its errors do not name the plugin:
 // callers say which plugin and what they were doing. The caller gives the connection back with
@@ -1334,7 +1335,7 @@ func (e *Engine) attempt(ctx context.Context, c *conn, rpc string, call func(con
 	if err != nil {
 		e.noteAcceptedElsewhere(ctx, c.plugin.ID, c.servers)
 	}
-	if csi.IsUnavailable(err) && socketGone(c.plugin) {
+	if csi.IsUnreachable(err) && socketGone(c.plugin) {
 		if moved := e.registeredElsewhere(ctx, c.plugin); moved != "" {
 			return &movedPlugin{err: err, moved: moved}
 		}
@@ -1630,12 +1631,14 @@ func (m *movedPlugin) Unwrap() error { return m.err }
 
 // notSent is rpc's own failure when asking the plugin who it is before it failed with err
 // (why says what was asked), so that its caller records what it was doing: of err's code and
-// class, and cut off by volctl's timeout when that question was, which retry does not repeat.
+// class, cut off by volctl's timeout when that question was, which retry does not repeat, and
+// answered by the plugin itself when that question was (csi.IsUnreachable).
 func notSent(rpc, why string, err error) error {
-	var ce *csi.Error
-	timedOut := errors.As(err, &ce) && ce.TimedOut
-	return &csi.Error{RPC: rpc, Code: csi.CodeOf(err), Class: csi.ClassOf(err), TimedOut: timedOut,
-		Message: fmt.Sprintf("not sent: %s: %v", why, err)}
+	out := &csi.Error{RPC: rpc, Code: csi.CodeOf(err), Class: csi.ClassOf(err), Message: fmt.Sprintf("not sent: %s: %v", why, err)}
+	if ce := (*csi.Error)(nil); errors.As(err, &ce) {
+		out.TimedOut, out.Answered = ce.TimedOut, ce.Answered
+	}
+	return out
 }
 
 // remedy is what to do about a plugin found replaced (otherInstance): start the registered
