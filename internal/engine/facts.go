@@ -267,18 +267,25 @@ func (c ClaimInfo) Condition() ClaimCondition {
 }
 
 // LastErrorText is the claim's last error with the RPC and code that gave it:
-// "NodePublishVolume: Unavailable: connection refused"; empty when it has none.
+// "NodePublishVolume: Unavailable: connection refused"; empty when it has none. The error an
+// RPC failed with names them already (csi.Error reads "RPC: Code: message (hint)"), and so
+// does most of what recordFailure keeps: those are not said twice (the dashboard's claims read
+// "NodePublishVolume: Unavailable: NodePublishVolume: Unavailable: nothing is listening ...").
 func (c ClaimInfo) LastErrorText() string {
 	if c.LastError == "" {
 		return ""
 	}
-	parts := make([]string, 0, 3)
-	for _, p := range []string{c.LastRPC, c.LastCode, c.LastError} {
-		if p != "" {
-			parts = append(parts, p)
-		}
+	head := c.LastRPC
+	if c.LastCode != "" {
+		head = strings.TrimPrefix(head+": "+c.LastCode, ": ")
 	}
-	return strings.Join(parts, ": ")
+	switch {
+	case head == "", strings.HasPrefix(c.LastError, head+": "):
+		return c.LastError
+	case c.LastRPC != "" && strings.HasPrefix(c.LastError, c.LastRPC+": "):
+		return c.LastError // the RPC named, its failure in other words than the code's
+	}
+	return head + ": " + c.LastError
 }
 
 // takesClaims says whether a plugin's last probe lets its volumes take claims: it answered,

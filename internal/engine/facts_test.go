@@ -1,8 +1,14 @@
 package engine
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 func TestPluginHealth(t *testing.T) {
@@ -83,11 +89,48 @@ func TestClaimCondition(t *testing.T) {
 			t.Errorf("%+v: %q, want %q", tt.c, got, tt.want)
 		}
 	}
-	c := ClaimInfo{LastRPC: "NodePublishVolume", LastCode: "Unavailable", LastError: "connection refused"}
-	if got := c.LastErrorText(); got != "NodePublishVolume: Unavailable: connection refused" {
-		t.Errorf("LastErrorText = %q", got)
+	for _, tt := range []struct {
+		c    ClaimInfo
+		want string
+	}{
+		{ClaimInfo{LastRPC: "NodePublishVolume", LastCode: "Unavailable", LastError: "connection refused"}, "NodePublishVolume: Unavailable: connection refused"},
+		// The RPC's own error names the RPC and the code already.
+		{ClaimInfo{LastRPC: "NodePublishVolume", LastCode: "Unavailable", LastError: "NodePublishVolume: Unavailable: connection refused"},
+			"NodePublishVolume: Unavailable: connection refused"},
+		{ClaimInfo{LastRPC: "NodeStageVolume", LastCode: "Unknown", LastError: "NodeStageVolume: the mount check failed"}, "NodeStageVolume: the mount check failed"},
+		{ClaimInfo{LastRPC: "NodeStageVolume", LastError: "mount check failed"}, "NodeStageVolume: mount check failed"},
+		{ClaimInfo{LastError: "the volume's lock was lost"}, "the volume's lock was lost"},
+		{ClaimInfo{LastRPC: "NodeStageVolume", LastCode: "Unavailable"}, ""},
+	} {
+		if got := tt.c.LastErrorText(); got != tt.want {
+			t.Errorf("LastErrorText of %+v = %q, want %q", tt.c, got, tt.want)
+		}
 	}
 	if d := Duration(5000350 * time.Microsecond).String(); d != "5.0s" {
 		t.Errorf("latency 5.00035s reads %q, want 5.0s", d)
 	}
+}
+
+// TestClaimsLastErrorNamesItsRPCOnce: the dashboard shows a claim's last error with its RPC and
+// code (LastErrorText), and the error recorded for a failed RPC names both already: a claim
+// left for reconcile read "NodePublishVolume: Unavailable: NodePublishVolume: Unavailable: ..."
+// in the claims view, its detail and a release's error. Read here from a claim that failed.
+func TestClaimsLastErrorNamesItsRPCOnce(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	h.faults.FailAlways(csi.RPCNodePublishVolume, codes.Unavailable)
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err == nil {
+		t.Fatal("a claim whose NodePublishVolume fails succeeded")
+	}
+	claims, err := h.e.Claims(h.ctx)
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claims = %+v, %v; want the one left for reconcile", claims, err)
+	}
+	text := claims[0].LastErrorText()
+	if n := strings.Count(text, "NodePublishVolume"); n != 1 || !strings.HasPrefix(text, "NodePublishVolume: Unavailable: ") {
+		t.Errorf("LastErrorText = %q; want it to name NodePublishVolume once, with its code", text)
+	}
+	h.faults.Clear(csi.RPCNodePublishVolume)
+	h.release("db", "web-0")
 }
