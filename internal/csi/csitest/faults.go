@@ -52,7 +52,11 @@ type Fault struct {
 	Raw []byte
 	// Lost, when set, lets the call through and then answers with Code (UNAVAILABLE if
 	// unset) instead of the plugin's answer: the plugin did what was asked, and its answer was
-	// lost on the way (a connection reset, a client timeout).
+	// lost on the way (a connection reset, a client timeout). The client reads it as the
+	// plugin's own status (csi.Error.Answered: its trailers came), which the engine takes as a
+	// lost answer on every path but a claim's Probe and the fingerprint's questions
+	// (csi.IsUnreachable); a connection really lost mid-call is the server stopped under a
+	// Hang (ServeAt's stop).
 	Lost bool
 	// NextToken, when set, lets a paged call (ListSnapshots, ListVolumes) through and answers
 	// with next_token NextToken(the starting_token it was asked for) instead of the plugin's:
