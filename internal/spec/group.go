@@ -258,7 +258,11 @@ func (d *decoder) volumeRequest(b *hcl.Block, count int) (*VolumeRequest, bool) 
 		}
 	}
 	if mb := d.single(c, "mount_options", "a volume block"); mb != nil {
-		r.MountOptions = d.mountOptions(mb)
+		writable := ""
+		if !r.ReadOnly {
+			writable = "this volume block is not read_only, so each alloc claims it to write"
+		}
+		r.MountOptions = d.mountOptions(mb, writable)
 		if attachOK && r.AttachmentMode == BlockDevice {
 			d.errorf(mb.TypeRange, "mount_options not allowed for block-device",
 				"mount_options apply to file-system volumes; a block-device volume is attached as a raw device. Remove mount_options or use attachment_mode = \"file-system\".")

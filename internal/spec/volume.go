@@ -235,7 +235,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 
 	var flagsAt *hcl.Range // where the mount flags are, for checkSecretsInNames
 	if b := d.single(c, "mount_options", "a volume spec"); b != nil {
-		v.MountOptions = d.mountOptions(b)
+		v.MountOptions = d.mountOptions(b, writableBy(v.Capabilities))
 		flagsAt = &b.DefRange
 	}
 	if b := d.single(c, "topology_request", "a volume spec"); b != nil {
@@ -479,7 +479,20 @@ func invalidMode[M ~string](d *decoder, rng hcl.Range, summary, what, s string, 
 	d.errorf(rng, summary, "%s Valid modes: %s.", detail, joinStrings(modes))
 }
 
-func (d *decoder) mountOptions(b *hcl.Block) *MountOptions {
+// writableBy says which of caps lets a claim write the volume ("" when none does), as the
+// read-only mount flag's warning names it (mountOptions).
+func writableBy(caps []Capability) string {
+	for _, c := range caps {
+		if !c.AccessMode.ReaderOnly() {
+			return fmt.Sprintf("its capability %s lets claims write it", c.AccessMode)
+		}
+	}
+	return ""
+}
+
+// mountOptions reads a mount_options block. writable, when not "", says how the volume may be
+// claimed for writing: a mount flag "ro" then mounts a write claim read-only, which is warned of.
+func (d *decoder) mountOptions(b *hcl.Block, writable string) *MountOptions {
 	c := d.content(b.Body, mountOptionsSchema)
 	out := &MountOptions{}
 	if s, ok := d.literalStr(c.Attributes["fs_type"]); ok {
@@ -510,6 +523,16 @@ func (d *decoder) mountOptions(b *hcl.Block) *MountOptions {
 			for i, f := range flags {
 				d.checkPlaceholder(rngs[i], f, PlaceholderWhat("", i), "a mount flag")
 			}
+		}
+		// mount(8)'s "ro" mounts read-only whatever the claim: a write claim is admitted as the
+		// volume's writer (keeping other writers out) and handed a mount it cannot write. Only
+		// the flag's place is shown: mount flags are masked in diagnostics, as they may carry
+		// credentials (a word as short as this one too, wherever it stands).
+		if i := slices.Index(flags, "ro"); i >= 0 && writable != "" {
+			d.warnf(mountFlagRanges(c.Attributes["mount_flags"].Expr, len(flags))[i], "Read-only mount flag",
+				"This mount flag mounts the volume read-only for every claim, though %s: an alloc that claims it to write "+
+					"gets a mount it cannot write, and holds the volume as its writer all the same. Remove the flag, and claim for reading where reading is meant "+
+					"(volume claim --read-only; read_only = true in a group's volume block).", writable)
 		}
 		out.MountFlags = MountFlags(flags)
 	}
