@@ -150,6 +150,19 @@ func TestPluginProbeUnhealthy(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 	checkHolds(t, "output", out.String(), []string{"Health            = unhealthy\n", "Error             = Probe: FailedPrecondition: backend unreachable"}, nil)
+
+	// An UNAVAILABLE the plugin answers itself is a plugin that is there: its fingerprint is
+	// shown, as for any other failing Probe (before, it read as nobody there: nothing shown,
+	// and a hint asking whether it was running and listening).
+	faults.Clear(csi.RPCProbe)
+	faults.Inject(csi.RPCProbe, csitest.Fault{Code: codes.Unavailable, Message: "ceph monitors unreachable"})
+	ios, _, out, _ = iostreams.Test()
+	err = pluginProbeRun(context.Background(), &PluginProbeOptions{IO: ios, Socket: socket, Timeout: 5 * time.Second})
+	if err == nil || ExitCode(err) != ExitError || !strings.Contains(err.Error(), "is unhealthy: Probe: Unavailable: ceph monitors unreachable") ||
+		strings.Contains(err.Error(), "listening") {
+		t.Errorf("probe of a plugin answering UNAVAILABLE itself: err = %v (exit %d); want exit 1, unhealthy, no question whether it listens", err, ExitCode(err))
+	}
+	checkHolds(t, "output", out.String(), []string{"Provider          = mem.csi.volctl.test\n", "Health            = unhealthy\n"}, nil)
 }
 
 func TestPluginProbeMissingSocket(t *testing.T) {
