@@ -62,8 +62,10 @@ func noNodeService(v store.Volume) error {
 // claim (probeForClaim): Nomad's scheduler places no claim on a node whose plugin is not
 // healthy, and a volume whose plugin says so shows "no: plugin not ready" (takesClaims). A
 // plugin the probe could not reach (its socket missing, nothing listening, its connection
-// refused) is not judged here (reached false): the publish path's connection fails the same way
-// and leaves the claim for reconcile, saying so (TestPluginGoneAtConnectSaysWhatIsLeft).
+// refused or lost before it answered: PluginNotAnswering) is not judged here (reached false):
+// the publish path's connection fails the same way and leaves the claim for reconcile, saying
+// so (TestPluginGoneAtConnectSaysWhatIsLeft). One that answered UNAVAILABLE itself, or held the
+// Probe past the timeout, is judged (TestProbeUnavailableAnsweredIsNotAPluginGone).
 type claimProbe struct {
 	plugin  string
 	reached bool
