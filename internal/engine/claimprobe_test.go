@@ -52,18 +52,26 @@ func TestClaimOnAPluginNotReadyIsRefused(t *testing.T) {
 // before (TestPluginGoneAtConnectSaysWhatIsLeft).
 func TestClaimOnAPluginWhoseProbeFailsIsRefused(t *testing.T) {
 	t.Parallel()
+	h := claimRefusedForItsProbe(t, codes.FailedPrecondition, "backend unreachable")
+	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+}
+
+// claimRefusedForItsProbe makes volume db, whose plugin answers its Probe with code and message,
+// checks that a claim on it is refused (claimRefusedForItsPlugin, saying why too) and that the
+// volume is then listed unschedulable for that answer, and lets the Probe pass again.
+func claimRefusedForItsProbe(t *testing.T, code codes.Code, message string, why ...string) *harness {
+	t.Helper()
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
-	h.faults.Inject(csi.RPCProbe, csitest.Fault{Code: codes.FailedPrecondition, Message: "backend unreachable"})
+	h.faults.Inject(csi.RPCProbe, csitest.Fault{Code: code, Message: message})
 	h.mem.ResetCalls()
 
-	h.claimRefusedForItsPlugin("a plugin whose Probe fails", "unhealthy", "backend unreachable")
-	if s := h.volumeInfo("db").Schedulability(); s.Why != PluginDown || !strings.Contains(s.Detail, "backend unreachable") {
+	h.claimRefusedForItsPlugin("a plugin whose Probe answers "+code.String(), append([]string{"unhealthy", message}, why...)...)
+	if s := h.volumeInfo("db").Schedulability(); s.Why != PluginDown || !strings.Contains(s.Detail, message) {
 		t.Errorf("volume db after the refusal: %q (%s); want the probe's failure recorded", s, s.Detail)
 	}
-
 	h.faults.Clear(csi.RPCProbe)
-	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	return h
 }
 
 // TestProbeUnavailableAnsweredIsNotAPluginGone: a plugin that answers its Probe UNAVAILABLE
@@ -76,20 +84,11 @@ func TestClaimOnAPluginWhoseProbeFailsIsRefused(t *testing.T) {
 // and its claim is still admitted and left for reconcile.
 func TestProbeUnavailableAnsweredIsNotAPluginGone(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil)
-	h.create(volume("db", capab(spec.SingleNodeWriter)))
-	h.faults.Inject(csi.RPCProbe, csitest.Fault{Code: codes.Unavailable, Message: "ceph monitors unreachable"})
-	h.mem.ResetCalls()
-
-	h.claimRefusedForItsPlugin("a plugin whose Probe answers UNAVAILABLE", "unhealthy", "ceph monitors unreachable", "is running and answered UNAVAILABLE itself")
-	if s := h.volumeInfo("db").Schedulability(); s.Why != PluginDown || !strings.Contains(s.Detail, "ceph monitors unreachable") {
-		t.Errorf("volume db after the refusal: %q (%s); want the probe's failure recorded", s, s.Detail)
-	}
+	h := claimRefusedForItsProbe(t, codes.Unavailable, "ceph monitors unreachable", "is running and answered UNAVAILABLE itself")
 
 	// A plugin that holds the Probe past volctl's timeout (hung, or SIGSTOPped) did not answer
 	// either, but is judged: it is no plugin starting, and the claim's RPCs would each wait for
 	// the long timeout.
-	h.faults.Clear(csi.RPCProbe)
 	h.open(Config{Timeouts: csi.Timeouts{Short: time.Second, Long: time.Minute}})
 	h.faults.Hang(csi.RPCProbe)
 	h.mem.ResetCalls()
