@@ -209,3 +209,24 @@ func TestClaimProbesBeforeItsOneAdmission(t *testing.T) {
 		t.Errorf("a claim again and a claim the access mode refuses sent Probe %d times; want none", n)
 	}
 }
+
+// TestRegisterOfAPluginAnsweringUnavailableIsAnAnswer: `plugin register` waits, up to --wait,
+// for a plugin that does not answer at all (PluginNotAnswering), as while it restarts. A
+// plugin that answers its fingerprint's first question UNAVAILABLE itself is there, and its
+// answer is the registration's error at once (before, it was waited on as if it were not there,
+// and the error asked whether it was running and listening).
+func TestRegisterOfAPluginAnsweringUnavailableIsAnAnswer(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.faults.Inject(csi.RPCGetPluginInfo, csitest.Fault{Code: codes.Unavailable, Message: "backend starting"})
+	_, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "again", Type: spec.PluginMonolith, Socket: h.socket})
+	if err == nil || PluginNotAnswering(err) || !strings.Contains(err.Error(), "is running and answered UNAVAILABLE itself") {
+		t.Errorf("register of a plugin answering GetPluginInfo UNAVAILABLE: %v (not answering: %v); want its answer, not a plugin to wait for", err, PluginNotAnswering(err))
+	}
+	h.faults.Clear(csi.RPCGetPluginInfo)
+	h.stopServe()
+	_, err = h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "again", Type: spec.PluginMonolith, Socket: h.socket})
+	if err == nil || !PluginNotAnswering(err) {
+		t.Errorf("register of a plugin whose socket is gone: %v; want a plugin not answering, to wait for", err)
+	}
+}
