@@ -726,9 +726,23 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	}
 	defer unlock()
 	var already bool // an earlier delete, killed or unanswered, recorded it: it may be gone
+	goneMeanwhile := false
 	if err := e.store.Update(ctx, func(tx *store.Tx) error {
 		if err := refuseRestoreInFlight(tx, pluginID, snapshotID); err != nil {
 			return err
+		}
+		// Recorded when read, before the lock: another volctl's delete (or deregister) may have
+		// held the snapshot while this one waited, and forgotten it. It is then one volctl records
+		// nothing of, asked after as such below (res.Absent): before, the delete went on from
+		// the record read, the plugin answered OK for a snapshot it no longer had, and two
+		// deletes at once both said "deleted", recording it twice
+		// (TestSnapshotDeletedByAnotherVolctlMeanwhileIsNotDeletedTwice).
+		if recorded && !finishing {
+			if _, err := tx.Snapshots().Get(pluginID, snapshotID); errors.Is(err, store.ErrNotFound) {
+				goneMeanwhile = true
+			} else if err != nil {
+				return err
+			}
 		}
 		if err := refuseNearSnapshotDelete(tx, pluginID, snapshotID); err != nil {
 			return err
@@ -743,6 +757,9 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 			return err
 		}
 		return fail(err)
+	}
+	if goneMeanwhile {
+		recorded = false // its secrets and source, as recorded, are still the snapshot's
 	}
 	e.failpoint("snapshot:deleting") // the delete recorded, DeleteSnapshot not sent
 	// kept is whether the snapshot is known to be there still, when this returns an error. An
