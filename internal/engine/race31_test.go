@@ -347,6 +347,11 @@ func TestDeregisterDuringAnotherVolctlsSnapshotDeleteDoesNotSayItIsLeft(t *testi
 	if derr != nil {
 		t.Errorf("the delete, which the deregister waited for: %v", derr)
 	}
+	// The deregister read the record before it waited: the snapshot it finds forgotten then is
+	// gone meanwhile, not one to look for in another state dir (a plain not-found's advice).
+	if dereg.err != nil && (!errors.Is(dereg.err, ErrNotFound) || !IsGoneMeanwhile(dereg.err)) {
+		t.Errorf("the deregister that waited for the delete: %v; want it gone meanwhile (IsGoneMeanwhile)", dereg.err)
+	}
 }
 
 // duringOthersSnapshotDelete runs op (what, in messages) in this volctl while another volctl's

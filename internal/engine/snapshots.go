@@ -1749,7 +1749,9 @@ func (e *Engine) deregisterSnapshotStored(ctx context.Context, pluginID, snapsho
 		return tx.Events().Append(&store.Event{Kind: "snapshot-deregister", VolumeID: volumeID, PluginID: pluginID, Message: msg})
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		return fail(notFoundf("volctl has no record of it any more (deleted or deregistered meanwhile)"))
+		// Read before the locks, forgotten while this waited for them: not one to look for in
+		// another state dir, which a plain "not found" sends the user to (IsGoneMeanwhile).
+		return fail(&goneMeanwhile{msg: "volctl has no record of it any more: another volctl deleted or deregistered it while this command waited"})
 	}
 	if err != nil {
 		return fail(err)
