@@ -369,13 +369,20 @@ func (g *goneMeanwhile) Is(target error) bool { return target == ErrNotFound }
 // goneWhileWaiting is the volume found missing after a command waited for the operation
 // holding it, said from the state the volume was found in (waited; "" when it was not the
 // volume's state in the way): a volume being created is gone because its create failed for
-// good and was forgotten, which no `volctl volume delete` did; then says what to do then.
+// good and was forgotten, which no `volctl volume delete` did; then says what to do then. One
+// being deleted was deleted; one found in another state was deleted or deregistered (a
+// deregister forgets a volume in the state it found it, and a delete marks it deleting only
+// once it holds the lock): before, that read "deleted ... its `volctl volume delete`", of a
+// volume another volctl had deregistered (TestCommandThatWaitedForADeregisterDoesNotSayDeleted).
 func goneWhileWaiting(volumeID string, waited store.VolumeState, then string) error {
-	if waited == store.VolumeCreating {
+	switch waited {
+	case store.VolumeCreating:
 		return &goneMeanwhile{msg: fmt.Sprintf("volume %q is gone: it was being created by another volctl while this command waited, "+
 			"and that create failed and was forgotten (its `volctl volume create` said why); %s", volumeID, then)}
+	case store.VolumeDeleting:
+		return &goneMeanwhile{msg: fmt.Sprintf("volume %q was deleted by another volctl meanwhile (its `volctl volume delete` held the volume while this command waited)", volumeID)}
 	}
-	return &goneMeanwhile{msg: fmt.Sprintf("volume %q was deleted by another volctl meanwhile (its `volctl volume delete` held the volume while this command waited)", volumeID)}
+	return &goneMeanwhile{msg: fmt.Sprintf("volume %q was deleted or deregistered by another volctl meanwhile (that command held the volume while this one waited)", volumeID)}
 }
 
 // lockVolumeNoting takes volume id's lock, waiting for the operation holding it; seen is the
