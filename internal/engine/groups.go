@@ -120,6 +120,9 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 	if ctx.Err() != nil {
 		return info, fmt.Errorf("run group %q: %w", g.Name, errors.Join(append(errs, interruptedRun(ctx, g, g.Count))...))
 	}
+	if err := e.stoppedWhileRunning(ctx, g, &info); err != nil {
+		return info, fmt.Errorf("run group %q: %w", g.Name, errors.Join(append(errs, err)...))
+	}
 	if err := e.recordRunErrors(ctx, g.Name, info.Allocs); err != nil {
 		errs = append(errs, err)
 	}
@@ -140,6 +143,40 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 		return info, fmt.Errorf("run group %q: %w", g.Name, errors.Join(errs...))
 	}
 	return info, nil
+}
+
+// stoppedWhileRunning reads, at the end of a run's allocs (under the group's lock), whether a
+// `group stop` from another volctl recorded the group stopped meanwhile: a stop takes no group
+// lock, releases every claim of the group (those this run made for its first allocs too), and
+// admission refuses the run's claims after it (groupStillRunning). The allocs are then read
+// again from the state, each that got its volumes marked as the stop's, the state stopped, and
+// the error says so: before, the run printed its first allocs with the volumes the stop was
+// releasing ("1 of 2 allocs have their volumes"), the group stopped and holding nothing
+// (TestGroupStoppedWhileRunningLeavesNoClaim). Nothing more is run then: no scale-down.
+func (e *Engine) stoppedWhileRunning(ctx context.Context, g spec.Group, info *GroupInfo) error {
+	stored, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Group, error) { return tx.Groups().Get(g.Name) })
+	switch {
+	case err == nil && stored.State == store.GroupRunning:
+		return nil
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return err
+	}
+	var served []string
+	for i := range info.Allocs {
+		a := &info.Allocs[i]
+		a.Claims = e.allocClaims(ctx, g, a.Name, a.Index)
+		a.Missing = lacking(g, a.Index, a.Claims)
+		if a.Error == "" {
+			served = append(served, a.Name)
+			a.Error = fmt.Sprintf("group %q was stopped by another volctl while this run ran: its `volctl group stop` releases the claims this run made for the alloc", g.Name)
+		}
+	}
+	info.State = string(store.GroupStopped)
+	if len(served) == 0 {
+		return nil // each alloc's own error says it already
+	}
+	return conflictf("group %q was stopped by another volctl while this run ran: its `volctl group stop` releases the claims this run made for %s (`volctl group run` runs it again)",
+		g.Name, listSome(served, 10, func(s string) string { return strconv.Quote(s) }))
 }
 
 // GroupFailed is GroupInfo.State of a running group none of whose allocs holds a claim, each
