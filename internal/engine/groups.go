@@ -155,10 +155,7 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 // (TestGroupStoppedWhileRunningLeavesNoClaim). Nothing more is run then: no scale-down.
 func (e *Engine) stoppedWhileRunning(ctx context.Context, g spec.Group, info *GroupInfo) error {
 	stored, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Group, error) { return tx.Groups().Get(g.Name) })
-	switch {
-	case err == nil && stored.State == store.GroupRunning:
-		return nil
-	case err != nil && !errors.Is(err, store.ErrNotFound):
+	if err != nil || stored.State == store.GroupRunning {
 		return err
 	}
 	var served []string
