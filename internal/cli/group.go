@@ -44,7 +44,9 @@ alloc fails (exit 4) and keeps its claims; group stop, then run, applies the new
 does one holding a claim made outside the group (volume claim --alloc NAME[0]): volume
 release frees it. A
 volume_mount of a held claim found unmounted is bound again. A second run of the group started
-while one runs waits for it (saying which process it waits for), then runs on what it left. Prints each alloc's volumes and target paths, and where each
+while one runs waits for it (saying which process it waits for), then runs on what it left; a
+group stop from another volctl while it runs overtakes it (the stop releases what the run
+claimed), and the run reports the group stopped, no alloc served, exit 4. Prints each alloc's volumes and target paths, and where each
 is bind-mounted (MOUNTED AT) when the group has volume_mount blocks.
 
 Exit status: 0 when every alloc got its volumes; otherwise the failure's code, as volume claim
