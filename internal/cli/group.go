@@ -117,22 +117,35 @@ func writeGroupRun(out io.Writer, g engine.GroupInfo) error {
 			t.row(withBinds(binds, []string{a.Name, c.VolumeID, c.Mode}, bindsCell(c.Binds), c.TargetPath)...)
 		}
 	}
-	if err := t.render(); err != nil || len(g.Released) == 0 {
+	if err := t.render(); err != nil || len(g.Released)+len(g.ReleasedMeanwhile) == 0 {
 		return err
 	}
 	_, err := fmt.Fprintf(out, "Scaled %s\n", downTo(g))
 	return err
 }
 
-// downTo says what a group run's scale-down released: "down to 1: released ...".
+// downTo says what a group run's scale-down released: "down to 1: released ...", and what
+// another volctl released meanwhile of what it found to release.
 func downTo(g engine.GroupInfo) string {
+	switch {
+	case len(g.Released) == 0:
+		return fmt.Sprintf("down to %d: %s", g.Count, releasedMeanwhile(g.ReleasedMeanwhile))
+	case len(g.ReleasedMeanwhile) > 0:
+		return fmt.Sprintf("down to %d: released %s; %s", g.Count, releasedClaims(g.Released), releasedMeanwhile(g.ReleasedMeanwhile))
+	}
 	return fmt.Sprintf("down to %d: released %s", g.Count, releasedClaims(g.Released))
+}
+
+// releasedMeanwhile says which claims a group stop or scale-down found to release and another
+// volctl released while it waited for them (engine.GroupInfo.ReleasedMeanwhile).
+func releasedMeanwhile(claims []engine.ReleasedClaim) string {
+	return "another volctl released " + releasedClaims(claims) + " meanwhile"
 }
 
 // runDid is what a group run did, for the error of one whose result went unprinted: how many
 // allocs have their volumes and, after a scale-down, the claims it released.
 func runDid(g engine.GroupInfo) string {
-	if len(g.Released) == 0 {
+	if len(g.Released)+len(g.ReleasedMeanwhile) == 0 {
 		return allocsServed(g)
 	}
 	return allocsServed(g) + "; scaled " + downTo(g)
@@ -359,7 +372,8 @@ func newCmdGroupStop(f *Factory, runF func(*GroupStopOptions) error) *cobra.Comm
 		Use:   "stop NAME",
 		Short: "Stop a group and release its claims",
 		Long: `Mark a group stopped and release every claim its allocs hold, naming the claims it released
-("it held no claims" when there were none). A release that fails is left for volctl reconcile,
+("it held no claims" when there were none) and those another volctl (a stop beside it, a
+release) released while it waited for them. A release that fails is left for volctl reconcile,
 which releases the claims of stopped groups (exit 1 meanwhile).`,
 		Example: `  volctl group stop web`,
 		Args:    exactArgs(1),
@@ -381,8 +395,13 @@ func groupStopRun(ctx context.Context, opts *GroupStopOptions) error {
 		return err
 	}
 	did := "it held no claims"
-	if len(info.Released) > 0 {
+	switch {
+	case len(info.Released) > 0 && len(info.ReleasedMeanwhile) > 0:
+		did = "released " + releasedClaims(info.Released) + "; " + releasedMeanwhile(info.ReleasedMeanwhile)
+	case len(info.Released) > 0:
 		did = "released " + releasedClaims(info.Released)
+	case len(info.ReleasedMeanwhile) > 0:
+		did = releasedMeanwhile(info.ReleasedMeanwhile)
 	}
 	if opts.Exporter.Enabled() {
 		if info.Allocs == nil {

@@ -26,6 +26,11 @@ type GroupInfo struct {
 	// let go of: a run scaled from 3 to 1 printed its one alloc and nothing of the other two
 	// (TestGroupRunAndStopNameTheClaimsTheyRelease). Only those two commands set it.
 	Released []ReleasedClaim `json:"released,omitempty"`
+	// ReleasedMeanwhile are the claims the command found to release and another volctl released
+	// while it waited for their volumes (a second stop beside it, a release, reconcile): a stop
+	// that lost every claim so said "it held no claims" of a group that held them a moment
+	// before (TestGroupStopBesideAnotherSaysTheOtherReleasedItsClaims).
+	ReleasedMeanwhile []ReleasedClaim `json:"released_meanwhile,omitempty"`
 }
 
 // ReleasedClaim is a claim a group run's scale-down or a group stop released.
@@ -131,8 +136,8 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 	locked = false
 	// Released as claim GC releases, each checked again under its volume's lock: another
 	// volctl may have run the group again since with a count that covers it.
-	released, overtaken, err := e.releaseGroupPast(ctx, g.Name, func(c store.Claim) bool { return allocIndex(g.Name, c.Alloc) >= g.Count }, true)
-	info.Released = released
+	released, meanwhile, overtaken, err := e.releaseGroupPast(ctx, g.Name, func(c store.Claim) bool { return allocIndex(g.Name, c.Alloc) >= g.Count }, true)
+	info.Released, info.ReleasedMeanwhile = released, meanwhile
 	if err == nil {
 		err = overtaken
 	}
@@ -387,7 +392,7 @@ func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, e
 		return GroupInfo{}, fmt.Errorf("stop group %q: %w", name, err)
 	}
 	e.failpoint("group:stopped") // the group recorded stopped; none of its claims released yet
-	released, overtaken, err := e.releaseGroupPast(ctx, name, func(store.Claim) bool { return true }, false)
+	released, meanwhile, overtaken, err := e.releaseGroupPast(ctx, name, func(store.Claim) bool { return true }, false)
 	if err != nil {
 		if len(released) > 0 {
 			// What the stop did release, which the error would otherwise leave unsaid.
@@ -401,7 +406,7 @@ func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, e
 	if err != nil {
 		return GroupInfo{}, err
 	}
-	infos[0].Released = released
+	infos[0].Released, infos[0].ReleasedMeanwhile = released, meanwhile
 	return infos[0], nil
 }
 
@@ -410,9 +415,10 @@ func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, e
 // released only while it is still a past claim. A claim freed meanwhile is left alone (its
 // alloc may hold a new one since), and so are the claims of a group another volctl ran again
 // since this stop or scale-down recorded the group: that run has handed them out. This one is
-// then overtaken: a conflict naming them. released are the claims it released, by alloc index
-// and volume (the order a user reads them in, not the nesting order they were released in).
-func (e *Engine) releaseGroupPast(ctx context.Context, group string, match func(store.Claim) bool, beyondCount bool) (released []ReleasedClaim, overtaken, err error) {
+// then overtaken: a conflict naming them. released are the claims it released, meanwhile those
+// another volctl released while this one waited for them, each by alloc index and volume (the
+// order a user reads them in, not the nesting order they were released in).
+func (e *Engine) releaseGroupPast(ctx context.Context, group string, match func(store.Claim) bool, beyondCount bool) (released, meanwhile []ReleasedClaim, overtaken, err error) {
 	var claims []store.Claim
 	if err := e.store.View(ctx, func(tx *store.Tx) error {
 		all, err := tx.Claims().ListAll()
@@ -423,7 +429,7 @@ func (e *Engine) releaseGroupPast(ctx context.Context, group string, match func(
 		}
 		return err
 	}); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var (
 		errs []error
@@ -442,11 +448,12 @@ func (e *Engine) releaseGroupPast(ctx context.Context, group string, match func(
 			released = append(released, ReleasedClaim{VolumeID: c.VolumeID, Alloc: c.Alloc})
 		}
 	}
-	slices.SortFunc(released, func(a, b ReleasedClaim) int {
+	byAlloc := func(a, b ReleasedClaim) int {
 		return cmp.Or(cmp.Compare(allocIndex(group, a.Alloc), allocIndex(group, b.Alloc)), cmp.Compare(a.Alloc, b.Alloc), cmp.Compare(a.VolumeID, b.VolumeID))
-	})
+	}
+	slices.SortFunc(released, byAlloc)
 	if len(errs) > 0 || len(kept) == 0 {
-		return released, nil, errors.Join(errs...)
+		return released, nil, nil, errors.Join(errs...)
 	}
 	// Not past: freed meanwhile, or its group run again. Only the second overtakes this one.
 	var held []store.Claim
@@ -454,15 +461,21 @@ func (e *Engine) releaseGroupPast(ctx context.Context, group string, match func(
 		for _, c := range kept {
 			if _, err := tx.Claims().Get(c.ID); err == nil {
 				held = append(held, c)
-			} else if !errors.Is(err, store.ErrNotFound) {
+			} else if errors.Is(err, store.ErrNotFound) {
+				meanwhile = append(meanwhile, ReleasedClaim{VolumeID: c.VolumeID, Alloc: c.Alloc})
+			} else {
 				return err
 			}
 		}
 		return nil
-	}); err != nil || len(held) == 0 {
-		return released, nil, err
+	}); err != nil {
+		return released, nil, nil, err
 	}
-	return released, conflictf("group %q was run again by another volctl meanwhile: the run holds its claims %s, which are kept",
+	slices.SortFunc(meanwhile, byAlloc)
+	if len(held) == 0 {
+		return released, meanwhile, nil, nil
+	}
+	return released, meanwhile, conflictf("group %q was run again by another volctl meanwhile: the run holds its claims %s, which are kept",
 		group, listSome(held, 5, func(c store.Claim) string { return fmt.Sprintf("%q for alloc %q", c.VolumeID, c.Alloc) })), nil
 }
 
