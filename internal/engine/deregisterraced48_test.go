@@ -10,8 +10,9 @@ import (
 // deregistered meanwhile (gone meanwhile: no advice to look in another state dir). Before, it
 // said the volume "was deleted by another volctl meanwhile (its `volctl volume delete` held the
 // volume ...)", of a volume no delete touched, whose storage is still there. The other
-// process's deregistration holds the lock at its failpoint while this one's deregister, and
-// then a delete, wait.
+// process's deregistration holds the lock at its failpoint while this one's deregister, delete,
+// expand or detach waits. (A claim is admitted without the lock, before the deregistration's
+// write, which then refuses it for the claim: both say what happened.)
 func TestCommandThatWaitedForADeregisterDoesNotSayDeleted(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -19,6 +20,8 @@ func TestCommandThatWaitedForADeregisterDoesNotSayDeleted(t *testing.T) {
 	}{
 		{"deregister", func(h *harness) error { _, err := h.e.DeregisterVolume(h.ctx, "v", false); return err }},
 		{"delete", func(h *harness) error { return h.e.DeleteVolume(h.ctx, "v") }},
+		{"expand", func(h *harness) error { _, err := h.e.ExpandVolume(h.ctx, "v", 2<<30, 0); return err }},
+		{"detach", func(h *harness) error { _, err := h.e.Detach(h.ctx, "v", false); return err }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
