@@ -127,19 +127,22 @@ func writeGroupRun(out io.Writer, g engine.GroupInfo) error {
 // downTo says what a group run's scale-down released: "down to 1: released ...", and what
 // another volctl released meanwhile of what it found to release.
 func downTo(g engine.GroupInfo) string {
-	switch {
-	case len(g.Released) == 0:
-		return fmt.Sprintf("down to %d: %s", g.Count, releasedMeanwhile(g.ReleasedMeanwhile))
-	case len(g.ReleasedMeanwhile) > 0:
-		return fmt.Sprintf("down to %d: released %s; %s", g.Count, releasedClaims(g.Released), releasedMeanwhile(g.ReleasedMeanwhile))
-	}
-	return fmt.Sprintf("down to %d: released %s", g.Count, releasedClaims(g.Released))
+	return fmt.Sprintf("down to %d: %s", g.Count, releasedWords(g))
 }
 
-// releasedMeanwhile says which claims a group stop or scale-down found to release and another
-// volctl released while it waited for them (engine.GroupInfo.ReleasedMeanwhile).
-func releasedMeanwhile(claims []engine.ReleasedClaim) string {
-	return "another volctl released " + releasedClaims(claims) + " meanwhile"
+// releasedWords says what a group stop or scale-down released, and which claims it found to
+// release and another volctl released while it waited for them
+// (engine.GroupInfo.ReleasedMeanwhile): "released ...; another volctl released ... meanwhile";
+// "" when neither.
+func releasedWords(g engine.GroupInfo) string {
+	var parts []string
+	if len(g.Released) > 0 {
+		parts = append(parts, "released "+releasedClaims(g.Released))
+	}
+	if len(g.ReleasedMeanwhile) > 0 {
+		parts = append(parts, "another volctl released "+releasedClaims(g.ReleasedMeanwhile)+" meanwhile")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // runDid is what a group run did, for the error of one whose result went unprinted: how many
@@ -394,14 +397,9 @@ func groupStopRun(ctx context.Context, opts *GroupStopOptions) error {
 	if err != nil {
 		return err
 	}
-	did := "it held no claims"
-	switch {
-	case len(info.Released) > 0 && len(info.ReleasedMeanwhile) > 0:
-		did = "released " + releasedClaims(info.Released) + "; " + releasedMeanwhile(info.ReleasedMeanwhile)
-	case len(info.Released) > 0:
-		did = "released " + releasedClaims(info.Released)
-	case len(info.ReleasedMeanwhile) > 0:
-		did = releasedMeanwhile(info.ReleasedMeanwhile)
+	did := releasedWords(info)
+	if did == "" {
+		did = "it held no claims"
 	}
 	if opts.Exporter.Enabled() {
 		if info.Allocs == nil {
