@@ -2,10 +2,13 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -42,7 +45,11 @@ type process struct {
 	daemon    bool      // the daemon a plugin's process left serving its socket (daemonOf)
 	pgid      int       // its process group when it does not lead one (a daemon's), else 0: pid's
 	instance  string    // the token in the plugin's environment (instanceEnv), which its daemon inherits
-	exited    chan struct{}
+	// execDigest is execDigestOf the declaration the process was started with (its daemon's,
+	// the process's that left it), recorded in its pid file: "" when unknown (a pid file of an
+	// older agent), which is taken for the declared one.
+	execDigest string
+	exited     chan struct{}
 
 	mu  sync.Mutex
 	err error // Wait's answer, for a child
@@ -179,7 +186,7 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 		logf("%v", err)
 		return nil, err
 	}
-	p := &process{pid: cmd.Process.Pid, started: time.Now(), child: true, instance: instance, exited: make(chan struct{})}
+	p := &process{pid: cmd.Process.Pid, started: time.Now(), child: true, instance: instance, execDigest: execDigestOf(sp), exited: make(chan struct{})}
 	p.startTick, _ = procStartTick(p.pid)
 	afterStart()
 	crash.Go(func() {
@@ -1123,18 +1130,47 @@ func procStat(pid int) ([]string, error) {
 
 func pidFilePath(runDir, id string) string { return filepath.Join(runDir, id+".pid") }
 
-// writePidFile records "<pid> <starttime> <instance> <pgid>", so a later agent can tell the
-// process it finds is the one an agent started and not another that reused the pid, find the
-// daemon it left by its instance (adoptDaemon), and stop a daemon that does not lead its
-// process group with that group (pgid; 0 when the process leads its own). An instance-less
-// process is written "-", which an older agent reads as an instance nothing carries. It is
-// written whole (writeRunFile).
+// writePidFile records "<pid> <starttime> <instance> <pgid> <exec>", so a later agent can tell
+// the process it finds is the one an agent started and not another that reused the pid, find
+// the daemon it left by its instance (adoptDaemon), stop a daemon that does not lead its
+// process group with that group (pgid; 0 when the process leads its own), and tell whether it
+// runs the plugin's exec block as declared now (exec: execDigestOf the one it was started
+// with). An instance-less process is written "-", which an older agent reads as an instance
+// nothing carries; so is an unknown exec, and an older agent reads the first four fields only.
+// It is written whole (writeRunFile).
 func writePidFile(runDir, id string, p *process) error {
-	instance := p.instance
+	instance, digest := p.instance, p.execDigest
 	if instance == "" {
 		instance = "-"
 	}
-	return writeRunFile(pidFilePath(runDir, id), fmt.Appendf(nil, "%d %d %s %d\n", p.pid, p.startTick, instance, p.pgid))
+	if digest == "" {
+		digest = "-"
+	}
+	return writeRunFile(pidFilePath(runDir, id), fmt.Appendf(nil, "%d %d %s %d %s\n", p.pid, p.startTick, instance, p.pgid, digest))
+}
+
+// execDigestOf is what tells one exec block from another: a hash of the command, args and env
+// a plugin's process is started with, and the sockets its CSI_ENDPOINT names (pluginEnv), each
+// length-prefixed, the env in key order. The env's values are secrets, and the pid file that
+// holds the hash is root's alone, as the state database that holds the values is.
+func execDigestOf(sp spec.Plugin) string {
+	h := sha256.New()
+	field := func(s string) { fmt.Fprintf(h, "%d:%s,", len(s), s) }
+	field(sp.Exec.Command)
+	field(strconv.Itoa(len(sp.Exec.Args)))
+	for _, a := range sp.Exec.Args {
+		field(a)
+	}
+	env := sp.Exec.Env.Plain()
+	field(strconv.Itoa(len(env)))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		field(k)
+		field(env[k])
+	}
+	for _, s := range execSockets(sp) {
+		field(s)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // removePidFile forgets a plugin's pid. Failing to is harmless: a stale pid file's start time
@@ -1168,8 +1204,8 @@ func adoptFromPidFile(ctx context.Context, runDir, id string) (p, unproven *proc
 }
 
 // readPidFile reads a plugin's pid file (writePidFile; one by an older agent has no group, and
-// maybe no instance: its process is its own group's, as that agent took it), nil when there
-// is none that reads.
+// maybe no instance: its process is its own group's, as that agent took it; nor the digest of
+// its exec block), nil when there is none that reads.
 func readPidFile(runDir, id string) *process {
 	b, err := readStateFile(pidFilePath(runDir, id))
 	if err != nil {
@@ -1194,6 +1230,9 @@ func readPidFile(runDir, id string) *process {
 		if pgid, err := strconv.Atoi(f[3]); err == nil && pgid > 0 && pgid != pid {
 			p.pgid = pgid
 		}
+	}
+	if len(f) > 4 && f[4] != "-" {
+		p.execDigest = f[4]
 	}
 	return p
 }

@@ -78,6 +78,10 @@ func (r *runner) loop(ctx context.Context) {
 		warnedFor bool      // the foreign plugin's unhealthiness was logged
 		withheld  holdKind  // the kind of reason a restart was withheld under mounts, as logged this unhealthy spell
 		stuck     bool      // a failed stop was logged, this unhealthy spell
+		// The same two for a process that runs another exec block than the declared one
+		// (replaceOutdated), for as long as it does.
+		outdatedWithheld holdKind
+		outdatedStuck    bool
 	)
 	for ctx.Err() == nil {
 		if r.supervised() && r.proc == nil && !r.foreign {
@@ -158,13 +162,7 @@ func (r *runner) loop(ctx context.Context) {
 				break
 			}
 			withheld = holdNone
-			err := stopProcess(r.proc, a.s.StopTimeout)
-			if err == nil {
-				// Still under the publish lock: what it left may serve its socket.
-				a.stopLeftBy(id, r.proc)
-			}
-			release()
-			if err != nil {
+			if err := r.stopCounted(release); err != nil {
 				// It still runs (stuck in the kernel, say): its pid file stays, so that this
 				// agent and the next still know it for the agent's, and no second plugin is
 				// started beside it on its socket. The next probe past the timeout tries again.
@@ -183,6 +181,11 @@ func (r *runner) loop(ctx context.Context) {
 			a.e.PluginEvent(ctx, id, "plugin-restart", msg)
 			removePidFile(a.runDir, id)
 			r.proc, restarted, restartAt = nil, true, a.now().Add(wait)
+			continue
+		}
+
+		if r.outdated() && r.replaceOutdated(ctx, &outdatedWithheld, &outdatedStuck) {
+			r.proc, restarted, restartAt = nil, true, a.now()
 			continue
 		}
 
@@ -249,6 +252,70 @@ func (r *runner) loop(ctx context.Context) {
 	}
 }
 
+// stopCounted stops the plugin's process, and what it left outside its process group when it
+// is gone, while the plugin's publish lock mountsHeld took is held; release lets it go.
+func (r *runner) stopCounted(release func()) error {
+	defer release()
+	if err := stopProcess(r.proc, r.a.s.StopTimeout); err != nil {
+		return err
+	}
+	// Still under the publish lock: what it left may serve its socket.
+	r.a.stopLeftBy(r.spec.ID, r.proc)
+	return nil
+}
+
+// outdated reports whether the supervised process runs another exec block than the plugin's
+// declaration has now: one an earlier agent started and left running under mounts, adopted
+// after the declaration changed (in the agent's config, or by a plugin register between two
+// agents), or one this agent ran when a plugin register changed it (sync: supervised anew,
+// adopted as it runs while it has mounts). A process whose exec block is not recorded (an older
+// agent's pid file) is taken for the declared one.
+func (r *runner) outdated() bool {
+	return r.proc != nil && r.spec.Exec != nil && r.proc.execDigest != "" && r.proc.execDigest != execDigestOf(r.spec)
+}
+
+// replaceOutdated stops an outdated process (outdated) once the plugin holds no mounts, the
+// rule for any stop of a plugin, so that the loop starts it again at once with the declared
+// exec block; it reports whether it stopped it. Under mounts it is left running as it is,
+// which is said once for each kind of reason (withholdNews), in the log, as an event and in
+// the supervision plugin status shows (noteSupervision): until then the declaration in the
+// config or the store is not what runs, and nothing else says so. A failed stop is said once
+// (stuck), and tried again at the next probe.
+func (r *runner) replaceOutdated(ctx context.Context, withheld *holdKind, stuck *bool) bool {
+	a, id, pid := r.a, r.spec.ID, r.proc.pid
+	runs := fmt.Sprintf("plugin %q runs (pid %d) with the exec block it was started with, not the one declared now (its command, args, env or socket changed since)", id, pid)
+	why, kind, release := r.mountsHeld(ctx)
+	if why != "" {
+		if withholdNews(*withheld, kind) && ctx.Err() == nil {
+			msg := fmt.Sprintf("%s: not restarting it with the declared one: %s, and stopping a plugin under mounts takes them from the allocs using them; "+
+				"it is restarted with it once it has none, or when its process exits", runs, why)
+			if kind == holdPublishing {
+				msg = fmt.Sprintf("%s: not restarting it with the declared one yet: %s; it is restarted at the next probe that finds none under way", runs, why)
+			}
+			a.log.Warn(msg, "plugin", id, "pid", pid)
+			a.e.PluginEvent(ctx, id, "plugin-restart-withheld", msg)
+			*withheld = kind
+		}
+		return false
+	}
+	*withheld = holdNone
+	if err := r.stopCounted(release); err != nil {
+		if !*stuck && ctx.Err() == nil {
+			msg := fmt.Sprintf("%s, and holds no mounts: stopping it failed: %v; not starting another beside it, trying again at each probe", runs, err)
+			a.log.Error(msg, "plugin", id, "pid", pid)
+			a.e.PluginEvent(ctx, id, "plugin-stop-failed", msg)
+			*stuck = true
+		}
+		return false
+	}
+	msg := fmt.Sprintf("%s, and holds no mounts: stopped it, starting it with the declared one", runs)
+	a.log.Info(msg, "plugin", id, "pid", pid)
+	r.restarting("exec_changed")
+	a.e.PluginEvent(ctx, id, "plugin-restart", msg)
+	removePidFile(a.runDir, id)
+	return true
+}
+
 // followDaemon, once the plugin's process exited, looks for the daemon it left serving its
 // socket outside its process group (daemonOf) and, when there is one, records it in the pid
 // file and supervises it as the plugin, saying so. It reports whether it did. A process serving
@@ -264,6 +331,7 @@ func (r *runner) followDaemon(ctx context.Context) bool {
 		}
 		return false
 	}
+	d.execDigest = r.proc.execDigest // started with its parent's exec block
 	if err := writePidFile(a.runDir, id, d); err != nil {
 		// Unrecorded, a later agent would take it for a plugin no agent started: stopped, and
 		// the plugin started again, as for a start whose pid file cannot be written.
@@ -489,6 +557,9 @@ func (r *runner) noteSupervision(ctx context.Context) {
 		s = supervision{mode: engine.SupervisionDaemon, pid: r.proc.pid}
 	default:
 		s = supervision{mode: engine.SupervisionRuns, pid: r.proc.pid}
+	}
+	if r.outdated() {
+		s.note = "it runs the exec block it was started with, not the one declared now, and is restarted with that once it has no mounts"
 	}
 	r.noteMates(ctx, s)
 	if s == r.recorded {

@@ -44,7 +44,9 @@ The agent starts every registered plugin that has an exec block, with CSI_ENDPOI
 and its exec block's env in its environment, and of the agent's own environment only PATH, HOME,
 USER, LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TZ and TMPDIR (no NOMAD_TOKEN, no credentials), its
 output appended to <state>/logs/<plugin>.log, and restarts it with
-backoff (1s doubling to 1m) when it exits or stays unhealthy past --health-timeout. It probes
+backoff (1s doubling to 1m) when it exits or stays unhealthy past --health-timeout, and at once
+when its exec block changed (the config edited, a plugin register) while it ran; never while it
+has mounts: then it runs as it was started until it has none, which it says. It probes
 every registered plugin, fast (--probe-interval) until ready and slow (--probe-interval-ready)
 after; health, readiness, latency and the last error go to the state, where volctl plugin status
 and the dashboard read them, and every change of health is an event. A plugin that restarted is

@@ -1,0 +1,200 @@
+package agent
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// withEnv is sp with its exec block's env given one more variable: the declaration an operator
+// changes in the agent's config, or registers again, while its process runs.
+func withEnv(sp spec.Plugin, k, v string) spec.Plugin {
+	ex := *sp.Exec
+	ex.Env = maps.Clone(sp.Exec.Env)
+	ex.Env[k] = v
+	sp.Exec = &ex
+	return sp
+}
+
+// environOf is the environment pid was started with.
+func environOf(t *testing.T, pid int) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(string(b), "\x00")
+}
+
+// claimDB creates volume db on plugin id and claims it for alloc web-0, mounted for real.
+func (f *fixture) claimDB(id string) {
+	f.t.Helper()
+	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
+	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: id, Capabilities: caps, CapacityMin: 1 << 20}); err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.e.Claim(f.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// expectOutdatedUntilReleased checks what the agent does with plugin hp's process pid, which
+// runs an exec block other than the declared one (without CHANGED=1 in its env) under the
+// claim claimDB made: left running, said once in an event and in plugin status, and, once the
+// claim is released, stopped and started again with the declared exec block.
+func (f *fixture) expectOutdatedUntilReleased(pid int) {
+	t := f.t
+	t.Helper()
+	waitFor(t, "the agent to withhold the restart of the outdated plugin", func() bool { return len(f.events("plugin-restart-withheld")) > 0 })
+	withheld := f.events("plugin-restart-withheld")
+	if len(withheld) != 1 || !strings.Contains(withheld[0], "with the exec block it was started with, not the one declared now") ||
+		!strings.Contains(withheld[0], "it has 2 mounts") || !strings.Contains(withheld[0], "pid "+strconv.Itoa(pid)) {
+		t.Errorf("plugin-restart-withheld events = %q; want one naming the changed exec block, the mounts and pid %d", withheld, pid)
+	}
+	if n := f.pid("hp"); n != pid || !alive(pid) || len(f.events("plugin-restart")) != 0 {
+		t.Fatalf("the plugin pid %d under its mounts was stopped for its changed exec block (pid file %d, alive %v, restarts %q)",
+			pid, n, alive(pid), f.events("plugin-restart"))
+	}
+	waitFor(t, "plugin status to say the process runs an outdated exec block", func() bool {
+		sv := f.plugin("hp").Supervision
+		return sv != nil && strings.Contains(sv.Words(), "not the one declared now")
+	})
+
+	// Released, it holds no mounts: the next probe stops it, and it is started again at once
+	// with the declared exec block.
+	if _, err := f.e.Release(f.ctx, "db", "web-0"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the outdated plugin without mounts to be started with its declared exec block", func() bool {
+		n := f.pid("hp")
+		return n != 0 && n != pid && alive(n) && !alive(pid) && f.plugin("hp").Healthy
+	})
+	restarts := f.events("plugin-restart")
+	if len(restarts) != 1 || !strings.Contains(restarts[0], "and holds no mounts: stopped it, starting it with the declared one") {
+		t.Errorf("plugin-restart events = %q; want one saying why", restarts)
+	}
+	if env := environOf(t, f.pid("hp")); !slices.Contains(env, "CHANGED=1") {
+		t.Errorf("the restarted plugin's environment lacks the declared CHANGED=1: %q", env)
+	}
+	waitFor(t, "plugin status to stop saying the exec block is outdated", func() bool {
+		sv := f.plugin("hp").Supervision
+		return sv != nil && sv.Pid == f.pid("hp") && !strings.Contains(sv.Words(), "not the one declared now")
+	})
+	if n := len(f.events("plugin-restart-withheld")); n != 1 {
+		t.Errorf("%d plugin-restart-withheld events; want one for the whole time it ran under mounts", n)
+	}
+}
+
+// A plugin left running under mounts by one agent, whose exec block is then changed (the
+// agent's config edited, a plugin register) before the next agent starts, was adopted by that
+// agent and kept running as first started, for good: nothing said the declaration was not
+// what ran, and it never was until the process happened to exit. It is adopted, not stopped
+// under its mounts, said to run an outdated exec block, and restarted with the declared one
+// once it holds no mounts.
+func TestAgentRestartsAnAdoptedPluginWithItsChangedExecBlockOnceItHasNoMounts(t *testing.T) {
+	hostpathtest.RequireMount(t)
+	f := newFixture(t)
+	sp := f.execPlugin("hp", "hostpath")
+	f.register(sp)
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("hp").Healthy })
+	f.claimDB("hp")
+	pid := f.pid("hp")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !alive(pid) {
+		t.Fatalf("plugin pid %d stopped under its mounts", pid)
+	}
+
+	f.register(withEnv(sp, "CHANGED", "1"))
+	stop = f.startAgent(testSettings)
+	f.expectOutdatedUntilReleased(pid)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The same for a declaration changed while the agent runs: the plugin is supervised anew, its
+// process adopted as it runs under its mounts, and restarted with the new exec block once it
+// holds none.
+func TestAgentRestartsARedeclaredPluginOnceItHasNoMounts(t *testing.T) {
+	hostpathtest.RequireMount(t)
+	f := newFixture(t)
+	sp := f.execPlugin("hp", "hostpath")
+	f.register(sp)
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("hp").Healthy })
+	f.claimDB("hp")
+	pid := f.pid("hp")
+	f.register(withEnv(sp, "CHANGED", "1"))
+	f.expectOutdatedUntilReleased(pid)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The pid file records which exec block the process was started with; one written by an
+// agent before it did (four fields) reads as unknown, which is taken for the declared one, so
+// that an upgrade of volctl restarts nothing. The digest tells apart every part of what the
+// process is started with, and nothing else.
+func TestPidFileRecordsTheExecBlock(t *testing.T) {
+	dir := t.TempDir()
+	sp := spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: "/run/hp.sock",
+		Exec: &spec.Exec{Command: "/bin/plugin", Args: []string{"--a", "b"}, Env: spec.Secrets{"K": "v", "L": "w"}}}
+	p := &process{pid: 42, startTick: 7, instance: "abc", execDigest: execDigestOf(sp)}
+	if err := writePidFile(dir, "hp", p); err != nil {
+		t.Fatal(err)
+	}
+	got := readPidFile(dir, "hp")
+	if got == nil || got.execDigest != execDigestOf(sp) {
+		t.Fatalf("read back %+v; want the digest %s", got, execDigestOf(sp))
+	}
+	r := &runner{spec: sp, proc: got}
+	if r.outdated() {
+		t.Error("a process started with the declared exec block is outdated")
+	}
+	r.spec = withEnv(sp, "K", "changed")
+	if !r.outdated() {
+		t.Error("a process started with another env is not outdated")
+	}
+
+	if err := os.WriteFile(pidFilePath(dir, "hp"), []byte("42 7 abc 0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if old := readPidFile(dir, "hp"); old == nil || old.execDigest != "" || (&runner{spec: r.spec, proc: old}).outdated() {
+		t.Errorf("an older agent's pid file read as %+v, outdated; want an unknown exec block, taken for the declared one", old)
+	}
+
+	changes := map[string]func(*spec.Plugin){
+		"command":   func(s *spec.Plugin) { s.Exec.Command = "/bin/other" },
+		"an arg":    func(s *spec.Plugin) { s.Exec.Args = []string{"--a", "c"} },
+		"args cut":  func(s *spec.Plugin) { s.Exec.Args = []string{"--a b"} },
+		"an env":    func(s *spec.Plugin) { s.Exec.Env = spec.Secrets{"K": "v", "L": "x"} },
+		"env split": func(s *spec.Plugin) { s.Exec.Env = spec.Secrets{"K": "v,L", "": "w"} },
+		"socket":    func(s *spec.Plugin) { s.Socket = "/run/other.sock" },
+	}
+	for name, change := range changes {
+		c := sp
+		ex := *sp.Exec
+		ex.Args, ex.Env = slices.Clone(sp.Exec.Args), maps.Clone(sp.Exec.Env)
+		c.Exec = &ex
+		change(&c)
+		if execDigestOf(c) == execDigestOf(sp) {
+			t.Errorf("%s changed: the same digest", name)
+		}
+	}
+	same := sp
+	same.Timeout = 1 // not what the process runs with
+	if execDigestOf(same) != execDigestOf(sp) {
+		t.Error("a declaration whose exec block is the same has another digest")
+	}
+}
