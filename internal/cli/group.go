@@ -46,8 +46,9 @@ release frees it. A
 volume_mount of a held claim found unmounted is bound again. A second run of the group started
 while one runs waits for it (saying which process it waits for), then runs on what it left; a
 group stop from another volctl while it runs overtakes it (the stop releases what the run
-claimed), and the run reports the group stopped, no alloc served, exit 4. Prints each alloc's volumes and target paths, and where each
-is bind-mounted (MOUNTED AT) when the group has volume_mount blocks.
+claimed), and the run reports the group stopped, no alloc served, exit 4. Prints each alloc's volumes and target paths (a
+failed alloc's: the claims it still holds, then its failure), and where each is bind-mounted
+(MOUNTED AT) when the group has volume_mount blocks.
 
 Exit status: 0 when every alloc got its volumes; otherwise the failure's code, as volume claim
 exits (4 for a claim refused, 2 for a spec or request that can never work, else 1; 4 before 2
@@ -109,12 +110,13 @@ func writeGroupRun(out io.Writer, g engine.GroupInfo) error {
 	binds := hasBinds(g)
 	t := newTable(out, withBinds(binds, []string{"ALLOC", "VOLUME", "MODE"}, "MOUNTED AT", "TARGET")...)
 	for _, a := range g.Allocs {
-		if a.Error != "" {
-			t.row(a.Name, "", "", "failed (see the error)")
-			continue
-		}
+		// A failed alloc's claims are those it still holds (from an earlier run, or this one's
+		// when interrupted): listed, then its failure.
 		for _, c := range a.Claims {
 			t.row(withBinds(binds, []string{a.Name, c.VolumeID, c.Mode}, bindsCell(c.Binds), c.TargetPath)...)
+		}
+		if a.Error != "" {
+			t.row(withBinds(binds, []string{a.Name, "", ""}, "", "failed (see the error)")...)
 		}
 	}
 	if err := t.render(); err != nil || len(g.Released)+len(g.ReleasedMeanwhile) == 0 {
@@ -168,16 +170,33 @@ func releasedClaims(rs []engine.ReleasedClaim) string {
 	return strings.Join(parts, ", ")
 }
 
-// allocsServed says how many of the allocs a group run got their volumes: "2 of 3 allocs have
-// their volumes".
+// allocsServed says how many of the allocs a group run got their volumes, and how many of
+// those it did not still hold claims (an earlier run's, which a refusal leaves standing, or
+// this run's, interrupted): "2 of 3 allocs have their volumes; the 1 that failed still holds
+// the claims shown".
 func allocsServed(g engine.GroupInfo) string {
-	ok := 0
+	ok, holding := 0, 0
 	for _, a := range g.Allocs {
-		if a.Error == "" {
+		switch {
+		case a.Error == "":
 			ok++
+		case len(a.Claims) > 0:
+			holding++
 		}
 	}
-	return fmt.Sprintf("%d of %d allocs have their volumes", ok, len(g.Allocs))
+	s := fmt.Sprintf("%d of %d allocs have their volumes", ok, len(g.Allocs))
+	hold := "hold"
+	if holding == 1 {
+		hold = "holds"
+	}
+	switch failed := len(g.Allocs) - ok; {
+	case holding == 0:
+	case holding == failed:
+		s += fmt.Sprintf("; the %d that failed still %s the claims shown", failed, hold)
+	default:
+		s += fmt.Sprintf("; %d of the %d that failed still %s the claims shown", holding, failed, hold)
+	}
+	return s
 }
 
 // hasBinds reports whether any claim of the group is bind-mounted somewhere (volume_mount):

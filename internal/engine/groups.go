@@ -281,7 +281,13 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) (AllocIn
 				}
 			}
 			a.Error = err.Error()
-			a.Claims = slices.DeleteFunc(a.Claims, func(c ClaimInfo) bool { return slices.Contains(taken, c.VolumeID) })
+			// What the alloc holds now, read from the state: the claims it held before this run,
+			// which stand, the one refused among them (an earlier run's, bound at another
+			// destination) and those of volumes after it, which this run did not get to. Only
+			// the claims this run got before the failure were listed, and an alloc whose claims
+			// all stood was reported holding none (TestGroupRunRefusedForAnAllocSaysWhatItStillHolds).
+			a.Claims = e.allocClaims(ctx, g, alloc, index)
+			a.Missing = lacking(g, index, a.Claims)
 			return a, err
 		}
 		a.Claims = append(a.Claims, ci)
