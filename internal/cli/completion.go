@@ -166,11 +166,8 @@ func (f *Factory) existingEngine(ctx context.Context) *engine.Engine {
 	if f.engine != nil {
 		return f.engine
 	}
-	dir, err := f.StateDir()
-	if err != nil {
-		return nil
-	}
-	if fi, err := os.Stat(filepath.Join(dir, store.FileName)); err != nil || !fi.Mode().IsRegular() {
+	dir, ok := f.hasDatabase()
+	if !ok {
 		return nil
 	}
 	e, err := engine.Open(ctx, engine.Config{StateDir: dir, Logger: slog.New(slog.DiscardHandler)})
@@ -180,6 +177,28 @@ func (f *Factory) existingEngine(ctx context.Context) *engine.Engine {
 	f.engine = e // closed by main's Factory.Close, as any command's
 	f.unredact = redactCrashes(e)
 	return e
+}
+
+// hasDatabase returns the state dir and whether it holds a database: one without records nothing.
+func (f *Factory) hasDatabase() (string, bool) {
+	dir, err := f.StateDir()
+	if err != nil {
+		return "", false
+	}
+	fi, err := os.Stat(filepath.Join(dir, store.FileName))
+	return dir, err == nil && fi.Mode().IsRegular()
+}
+
+// storedEngine is Engine when the state dir holds a database, and nil, without creating the
+// state dir, when it holds none: a look before a question (confirmedOnVolume).
+func (f *Factory) storedEngine(ctx context.Context) (*engine.Engine, error) {
+	if f.engine != nil {
+		return f.engine, nil
+	}
+	if _, ok := f.hasDatabase(); !ok {
+		return nil, nil
+	}
+	return f.Engine(ctx)
 }
 
 // completions is one completion line ("VALUE\tdescription") per item.

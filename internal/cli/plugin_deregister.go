@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +16,9 @@ type DeregisterOptions struct {
 	IO      *iostreams.IOStreams
 	Engine  func(context.Context) (*engine.Engine, error)
 	Confirm func(yes bool, action string) error
+	// Stored is Engine when the state dir holds a database, nil without one: the look before
+	// the question for a volume (confirmedOnVolume); volume deregister's. nil: no look.
+	Stored func(context.Context) (*engine.Engine, error)
 
 	ID    string
 	Force bool
@@ -68,7 +72,8 @@ func pluginDeregisterRun(ctx context.Context, opts *DeregisterOptions) error {
 // deregister, prints the warnings it returns on stderr, and says so, naming it with noun.
 func deregisterRun(ctx context.Context, opts *DeregisterOptions, action, noun string,
 	deregister func(e *engine.Engine, ctx context.Context, id string, force bool) ([]string, error)) error {
-	e, err := confirmedEngine(ctx, opts.Confirm, opts.Yes, action, opts.Engine)
+	e, err := confirmedOnVolume(ctx, opts.IO, opts.Confirm, opts.Yes, action, opts.Engine, opts.Stored,
+		fmt.Sprintf("deregister %s %q", strings.ToLower(noun), opts.ID), opts.ID)
 	if err != nil {
 		return err
 	}

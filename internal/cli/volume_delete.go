@@ -15,13 +15,16 @@ type VolumeDeleteOptions struct {
 	IO      *iostreams.IOStreams
 	Engine  func(context.Context) (*engine.Engine, error)
 	Confirm func(yes bool, action string) error
+	// Stored is Engine when the state dir holds a database, nil without one: the look before
+	// the question for a volume (confirmedOnVolume). nil: no look.
+	Stored func(context.Context) (*engine.Engine, error)
 
 	ID  string
 	Yes bool
 }
 
 func newCmdVolumeDelete(f *Factory, runF func(*VolumeDeleteOptions) error) *cobra.Command {
-	opts := &VolumeDeleteOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm}
+	opts := &VolumeDeleteOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm, Stored: f.storedEngine}
 	cmd := &cobra.Command{
 		Use:   "delete ID",
 		Short: "Delete a volume's storage through its plugin and forget it",
@@ -51,7 +54,8 @@ is created again under its CSI name first, the only way to learn what the plugin
 is deleted; a plugin refusing the create for good made nothing, and the record is forgotten;
 one that made a volume it does not give volctl (an answer without its ID) has the record
 forgotten and the command fails, saying it was not deleted and naming the CSI name.
-It asks first on a terminal and needs --yes otherwise.`,
+It asks first on a terminal (a volume volctl does not record is said not found without asking)
+and needs --yes otherwise.`,
 		Example: `  volctl volume delete scratch --yes`,
 		Args:    exactArgs(1),
 		RunE:    runOpts(opts, idArg(&opts.ID), runF, volumeDeleteRun),
@@ -61,7 +65,8 @@ It asks first on a terminal and needs --yes otherwise.`,
 }
 
 func volumeDeleteRun(ctx context.Context, opts *VolumeDeleteOptions) error {
-	e, err := confirmedEngine(ctx, opts.Confirm, opts.Yes, fmt.Sprintf("Delete volume %q and its data", opts.ID), opts.Engine)
+	e, err := confirmedOnVolume(ctx, opts.IO, opts.Confirm, opts.Yes, fmt.Sprintf("Delete volume %q and its data", opts.ID), opts.Engine, opts.Stored,
+		fmt.Sprintf("delete volume %q", opts.ID), opts.ID)
 	if err != nil {
 		return err
 	}

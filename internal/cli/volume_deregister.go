@@ -10,7 +10,7 @@ import (
 )
 
 func newCmdVolumeDeregister(f *Factory, runF func(*DeregisterOptions) error) *cobra.Command {
-	opts := &DeregisterOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm}
+	opts := &DeregisterOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm, Stored: f.storedEngine}
 	cmd := &cobra.Command{
 		Use:   "deregister ID",
 		Short: "Forget a volume without touching its storage",
@@ -33,7 +33,8 @@ made under that name, to delete with the storage provider's tools. So is one who
 interrupted, naming its external ID: a DeleteVolume whose answer was lost may or may not have
 deleted its storage.
 
-It asks first on a terminal and needs --yes otherwise.`,
+It asks first on a terminal (a volume volctl does not record is said not found without asking)
+and needs --yes otherwise.`,
 		Example: `  volctl volume deregister db --yes
   volctl volume deregister db --force --yes`,
 		Args: exactArgs(1),

@@ -17,6 +17,9 @@ type VolumeDetachOptions struct {
 	IO      *iostreams.IOStreams
 	Engine  func(context.Context) (*engine.Engine, error)
 	Confirm func(yes bool, action string) error
+	// Stored is Engine when the state dir holds a database, nil without one: the look before
+	// the question for a volume (confirmedOnVolume). nil: no look.
+	Stored func(context.Context) (*engine.Engine, error)
 
 	VolumeID string
 	Force    bool
@@ -25,7 +28,7 @@ type VolumeDetachOptions struct {
 }
 
 func newCmdVolumeDetach(f *Factory, runF func(*VolumeDetachOptions) error) *cobra.Command {
-	opts := &VolumeDetachOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm}
+	opts := &VolumeDetachOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm, Stored: f.storedEngine}
 	cmd := &cobra.Command{
 		Use:   "detach VOLUME",
 		Short: "Release every claim on a volume on this host",
@@ -40,7 +43,8 @@ volctl reconcile (or volume delete) sends ControllerUnpublishVolume again once t
 answers. Until then volume deregister and plugin deregister refuse to forget it; volume
 deregister --force forgets it, saying so, when the plugin still cannot take it.
 
-It asks first on a terminal and needs --yes otherwise. Exit status 1 when a claim could not
+It asks first on a terminal (a volume volctl does not record is said not found without asking)
+and needs --yes otherwise. Exit status 1 when a claim could not
 be released (it is left for volctl reconcile).`,
 		Example: `  volctl volume detach db --yes
   volctl volume detach db --force --yes`,
@@ -58,7 +62,7 @@ func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
 	if opts.Force {
 		action = fmt.Sprintf("Force-detach volume %q without its plugin's node service", opts.VolumeID)
 	}
-	e, err := confirmedEngine(ctx, opts.Confirm, opts.Yes, action, opts.Engine)
+	e, err := confirmedOnVolume(ctx, opts.IO, opts.Confirm, opts.Yes, action, opts.Engine, opts.Stored, fmt.Sprintf("detach %q", opts.VolumeID), opts.VolumeID)
 	if err != nil {
 		return err
 	}

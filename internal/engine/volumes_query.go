@@ -137,6 +137,22 @@ func (e *Engine) Volume(ctx context.Context, idOrPrefix string) (VolumeInfo, err
 	return byStoredID(ctx, e, store.VolumeIDs, idOrPrefix, func(id string) (VolumeInfo, error) { return e.volumeStored(ctx, id) })
 }
 
+// VolumeRecorded returns nil when the state records volume id as the commands on one volume
+// find it (the ID as given or as stored, byStoredID; no prefix, which Volume takes), else its
+// not-found, naming the ID likely meant: the look before a question (cli's confirmedOnVolume).
+func (e *Engine) VolumeRecorded(ctx context.Context, id string) error {
+	_, err := byStoredID(ctx, e, store.VolumeIDs, id, func(id string) (struct{}, error) {
+		return struct{}{}, e.store.View(ctx, func(tx *store.Tx) error {
+			_, err := tx.Volumes().Get(id)
+			if errors.Is(err, store.ErrNotFound) {
+				return notFoundf("volume %q not found", id)
+			}
+			return err
+		})
+	})
+	return err
+}
+
 // volumeStored is Volume of the ID as stored (byStoredID).
 func (e *Engine) volumeStored(ctx context.Context, idOrPrefix string) (VolumeInfo, error) {
 	var (

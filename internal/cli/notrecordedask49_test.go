@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// A destructive command on a volume the state dir does not record asked on the terminal
+// whether to delete it (and its data), deregister it or detach it, and only after a "yes" said
+// it was not found. It says so without asking, exit 1 as after the question, naming the ID
+// likely meant; a recorded volume is still asked about, and so is every volume where the state
+// dir holds no database yet (TestDestructiveCommandsConfirm), which the look does not create.
+func TestDestructiveCommandsOnAVolumeNotRecordedDoNotAsk(t *testing.T) {
+	h := newCLIHarness(t)
+	h.createVolume(t, "db", spec.SingleNodeWriter)
+	for _, c := range []struct {
+		name     string
+		new      func(*Factory) *cobra.Command
+		args     []string
+		notFound string // the error for "Db"; "" when the command asks
+	}{
+		{"volume delete", func(f *Factory) *cobra.Command { return newCmdVolumeDelete(f, nil) }, []string{"Db"}, `delete volume "Db": volume "Db" not found (did you mean "db"?)`},
+		{"volume deregister", func(f *Factory) *cobra.Command { return newCmdVolumeDeregister(f, nil) }, []string{"Db"}, `deregister volume "Db": volume "Db" not found (did you mean "db"?)`},
+		{"volume deregister --force", func(f *Factory) *cobra.Command { return newCmdVolumeDeregister(f, nil) }, []string{"Db", "--force"}, `deregister volume "Db": volume "Db" not found`},
+		{"volume detach", func(f *Factory) *cobra.Command { return newCmdVolumeDetach(f, nil) }, []string{"Db"}, `detach "Db": volume "Db" not found`},
+		{"volume detach --force", func(f *Factory) *cobra.Command { return newCmdVolumeDetach(f, nil) }, []string{"Db", "--force"}, `detach "Db": volume "Db" not found`},
+	} {
+		for _, id := range []string{"Db", "db"} {
+			t.Run(c.name+"/"+id, func(t *testing.T) {
+				ios, in, _, errOut := iostreams.Test()
+				ios.SetTTY(true, true, true)
+				in.WriteString("n\n")
+				f := NewFactory(ios)
+				f.stateDirFlag = h.state
+				defer f.Close()
+				args := append([]string{id}, c.args[1:]...)
+				err := runCmd(t, c.new(f), args...)
+				asked := strings.Contains(errOut.String(), "[y/N]")
+				if id == "db" {
+					if !asked || ExitCode(err) != ExitDeclined {
+						t.Fatalf("a recorded volume: asked %v, exit %d (%v); want the question, declined", asked, ExitCode(err), err)
+					}
+					return
+				}
+				if asked || ExitCode(err) != ExitError || err == nil || !strings.Contains(err.Error(), c.notFound) {
+					t.Fatalf("a volume not recorded: asked %v (stderr %q), exit %d, err %v; want no question, exit 1, %q", asked, errOut, ExitCode(err), err, c.notFound)
+				}
+			})
+		}
+	}
+	if _, err := h.e.Volume(h.ctx, "db"); err != nil {
+		t.Fatalf("the recorded volume after the declined commands: %v", err)
+	}
+}
