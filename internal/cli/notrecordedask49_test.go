@@ -12,7 +12,7 @@ import (
 
 // A destructive command on a volume the state dir does not record asked on the terminal
 // whether to delete it (and its data), deregister it or detach it, and only after a "yes" said
-// it was not found. It says so without asking, exit 1 as after the question, naming the ID
+// it was not found; the snapshot commands so of a plugin not registered. It says so without asking, exit 1 as after the question, naming the ID
 // likely meant; a recorded volume is still asked about, and so is every volume where the state
 // dir holds no database yet (TestDestructiveCommandsConfirm), which the look does not create.
 func TestDestructiveCommandsOnAVolumeNotRecordedDoNotAsk(t *testing.T) {
@@ -22,15 +22,21 @@ func TestDestructiveCommandsOnAVolumeNotRecordedDoNotAsk(t *testing.T) {
 		name     string
 		new      func(*Factory) *cobra.Command
 		args     []string
-		notFound string // the error for "Db"; "" when the command asks
+		notFound string // the error for the first arg, which differs from a recorded ID in case
 	}{
 		{"volume delete", func(f *Factory) *cobra.Command { return newCmdVolumeDelete(f, nil) }, []string{"Db"}, `delete volume "Db": volume "Db" not found (did you mean "db"?)`},
 		{"volume deregister", func(f *Factory) *cobra.Command { return newCmdVolumeDeregister(f, nil) }, []string{"Db"}, `deregister volume "Db": volume "Db" not found (did you mean "db"?)`},
 		{"volume deregister --force", func(f *Factory) *cobra.Command { return newCmdVolumeDeregister(f, nil) }, []string{"Db", "--force"}, `deregister volume "Db": volume "Db" not found`},
 		{"volume detach", func(f *Factory) *cobra.Command { return newCmdVolumeDetach(f, nil) }, []string{"Db"}, `detach "Db": volume "Db" not found`},
 		{"volume detach --force", func(f *Factory) *cobra.Command { return newCmdVolumeDetach(f, nil) }, []string{"Db", "--force"}, `detach "Db": volume "Db" not found`},
+		// Through a plugin not registered, the snapshot commands likewise.
+		{"volume snapshot delete", func(f *Factory) *cobra.Command { return newCmdVolumeSnapshotDelete(f, nil) }, []string{"Mem", "snap-1"},
+			`delete snapshot "snap-1" of plugin "Mem": plugin "Mem" is not registered (volctl plugin register) (did you mean "mem"?)`},
+		{"volume snapshot deregister", func(f *Factory) *cobra.Command { return newCmdVolumeSnapshotDeregister(f, nil) }, []string{"Mem", "snap-1"},
+			`deregister snapshot "snap-1" of plugin "Mem": plugin "Mem" is not registered`},
 	} {
-		for _, id := range []string{"Db", "db"} {
+		recorded := strings.ToLower(c.args[0])
+		for _, id := range []string{c.args[0], recorded} {
 			t.Run(c.name+"/"+id, func(t *testing.T) {
 				ios, in, _, errOut := iostreams.Test()
 				ios.SetTTY(true, true, true)
@@ -41,7 +47,7 @@ func TestDestructiveCommandsOnAVolumeNotRecordedDoNotAsk(t *testing.T) {
 				args := append([]string{id}, c.args[1:]...)
 				err := runCmd(t, c.new(f), args...)
 				asked := strings.Contains(errOut.String(), "[y/N]")
-				if id == "db" {
+				if id == recorded {
 					if !asked || ExitCode(err) != ExitDeclined {
 						t.Fatalf("a recorded volume: asked %v, exit %d (%v); want the question, declined", asked, ExitCode(err), err)
 					}

@@ -57,18 +57,35 @@ func confirmedEngine(ctx context.Context, confirm func(yes bool, action string) 
 // detach): before it asks on a terminal, the volume is looked up, and one the state dir does not
 // record ends the command with its not-found, as the action would after the question (what
 // names the action: "delete volume \"x\""), without asking whether to delete what is not there
-// (TestDestructiveCommandsOnAVolumeNotRecordedDoNotAsk). The look opens the engine only when
-// the state dir holds a database (stored; nil in tests that give none): a state dir without one
-// records nothing, and a decline leaves it uncreated. Off a terminal nothing is asked, and
-// nothing looked at: the refusal without --yes stays what it is. Any other answer of the look
-// (the volume found, an ID volctl refuses, a state that cannot be read) leaves the question to
-// be asked and the action to say the rest.
+// (TestDestructiveCommandsOnAVolumeNotRecordedDoNotAsk). See confirmedAfterLook.
 func confirmedOnVolume(ctx context.Context, ios *iostreams.IOStreams, confirm func(yes bool, action string) error, yes bool, action string,
 	open, stored func(context.Context) (*engine.Engine, error), what, id string) (*engine.Engine, error) {
+	return confirmedAfterLook(ctx, ios, confirm, yes, action, open, stored, what,
+		func(e *engine.Engine) error { return e.VolumeRecorded(ctx, id) })
+}
+
+// confirmedOnPlugin is confirmedOnVolume for an action through plugin id (volume snapshot
+// delete and deregister): one not registered is its not-found, without the question.
+func confirmedOnPlugin(ctx context.Context, ios *iostreams.IOStreams, confirm func(yes bool, action string) error, yes bool, action string,
+	open, stored func(context.Context) (*engine.Engine, error), what, id string) (*engine.Engine, error) {
+	return confirmedAfterLook(ctx, ios, confirm, yes, action, open, stored, what,
+		func(e *engine.Engine) error { return e.PluginRecorded(ctx, id) })
+}
+
+// confirmedAfterLook is confirmedEngine with a look before the question on a terminal: when
+// look says what the action is about is not recorded (engine.ErrNotFound), that is the
+// command's error at once, what naming the action. The look opens the engine only when the
+// state dir holds a database (stored; nil in tests that give none): a state dir without one
+// records nothing, and a decline leaves it uncreated. Off a terminal nothing is asked, and
+// nothing looked at: the refusal without --yes stays what it is. Any other answer of the look
+// (found, an ID volctl refuses, a state that cannot be read) leaves the question to be asked
+// and the action to say the rest.
+func confirmedAfterLook(ctx context.Context, ios *iostreams.IOStreams, confirm func(yes bool, action string) error, yes bool, action string,
+	open, stored func(context.Context) (*engine.Engine, error), what string, look func(*engine.Engine) error) (*engine.Engine, error) {
 	if action != "" && !yes && stored != nil && ios.CanPrompt() {
 		if e, err := stored(ctx); err == nil && e != nil {
-			if verr := e.VolumeRecorded(ctx, id); errors.Is(verr, engine.ErrNotFound) {
-				return nil, fmt.Errorf("%s: %w", what, verr)
+			if lerr := look(e); errors.Is(lerr, engine.ErrNotFound) {
+				return nil, fmt.Errorf("%s: %w", what, lerr)
 			}
 		}
 	}

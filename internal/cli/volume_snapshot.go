@@ -397,6 +397,7 @@ type SnapshotDeleteOptions struct {
 	IO      *iostreams.IOStreams
 	Engine  func(context.Context) (*engine.Engine, error)
 	Confirm func(yes bool, action string) error
+	Stored  func(context.Context) (*engine.Engine, error) // for the look before the question (confirmedOnPlugin); nil: none
 
 	PluginID   string
 	SnapshotID string
@@ -405,7 +406,7 @@ type SnapshotDeleteOptions struct {
 }
 
 func newCmdVolumeSnapshotDelete(f *Factory, runF func(*SnapshotDeleteOptions) error) *cobra.Command {
-	opts := &SnapshotDeleteOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm}
+	opts := &SnapshotDeleteOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm, Stored: f.storedEngine}
 	cmd := &cobra.Command{
 		Use:   "delete PLUGIN SNAPSHOT_ID|NAME",
 		Short: "Delete a snapshot",
@@ -434,7 +435,7 @@ deregistered, those the snapshot was made with. A snapshot whose plugin was dere
 deleted through the plugin's socket as it was when the snapshot was made.
 
 Exits 2 when the plugin cannot delete snapshots (no CREATE_DELETE_SNAPSHOT). It asks first on a
-terminal and needs --yes otherwise.`,
+terminal (through a plugin not registered, it says so without asking) and needs --yes otherwise.`,
 		Example: `  volctl volume snapshot delete hostpath snap-5f2c0e9a1b7d4c3e8f6a2b1c --yes
   volctl volume snapshot delete ebs snap-0a1b2c --secret-file token=/run/secrets/ebs-token --yes`,
 		Args: exactArgs(2),
@@ -454,7 +455,8 @@ func snapshotDeleteRun(ctx context.Context, opts *SnapshotDeleteOptions) error {
 		return err
 	}
 	action := fmt.Sprintf("Delete snapshot %q of plugin %q", opts.SnapshotID, opts.PluginID)
-	e, err := confirmedEngine(ctx, opts.Confirm, opts.Yes, action, opts.Engine)
+	e, err := confirmedOnPlugin(ctx, opts.IO, opts.Confirm, opts.Yes, action, opts.Engine, opts.Stored,
+		fmt.Sprintf("delete snapshot %q of plugin %q", opts.SnapshotID, opts.PluginID), opts.PluginID)
 	if err != nil {
 		return err
 	}
@@ -495,6 +497,7 @@ type SnapshotDeregisterOptions struct {
 	IO      *iostreams.IOStreams
 	Engine  func(context.Context) (*engine.Engine, error)
 	Confirm func(yes bool, action string) error
+	Stored  func(context.Context) (*engine.Engine, error) // for the look before the question (confirmedOnPlugin); nil: none
 
 	PluginID   string
 	SnapshotID string
@@ -502,7 +505,7 @@ type SnapshotDeregisterOptions struct {
 }
 
 func newCmdVolumeSnapshotDeregister(f *Factory, runF func(*SnapshotDeregisterOptions) error) *cobra.Command {
-	opts := &SnapshotDeregisterOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm}
+	opts := &SnapshotDeregisterOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm, Stored: f.storedEngine}
 	cmd := &cobra.Command{
 		Use:   "deregister PLUGIN SNAPSHOT_ID|NAME",
 		Short: "Forget a snapshot without touching its storage",
@@ -523,7 +526,8 @@ deleted, naming it: delete it with the storage provider's tools if it is not wan
 volume snapshot list shows it still, as the plugin's, while the plugin lists it. A snapshot
 volctl has no record of, nor a delete of, exits 1.
 
-It asks first on a terminal and needs --yes otherwise.`,
+It asks first on a terminal (through a plugin not registered, it says so without asking) and
+needs --yes otherwise.`,
 		Example: `  volctl volume snapshot deregister hostpath snap-5f2c0e9a1b7d4c3e8f6a2b1c --yes`,
 		Args:    exactArgs(2),
 		RunE: runOpts(opts, func(args []string) {
@@ -537,7 +541,8 @@ It asks first on a terminal and needs --yes otherwise.`,
 
 func snapshotDeregisterRun(ctx context.Context, opts *SnapshotDeregisterOptions) error {
 	action := fmt.Sprintf("Deregister snapshot %q of plugin %q (forget it; the plugin's snapshot, if any, is not deleted)", opts.SnapshotID, opts.PluginID)
-	e, err := confirmedEngine(ctx, opts.Confirm, opts.Yes, action, opts.Engine)
+	e, err := confirmedOnPlugin(ctx, opts.IO, opts.Confirm, opts.Yes, action, opts.Engine, opts.Stored,
+		fmt.Sprintf("deregister snapshot %q of plugin %q", opts.SnapshotID, opts.PluginID), opts.PluginID)
 	if err != nil {
 		return err
 	}

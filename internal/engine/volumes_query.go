@@ -153,6 +153,21 @@ func (e *Engine) VolumeRecorded(ctx context.Context, id string) error {
 	return err
 }
 
+// PluginRecorded is VolumeRecorded for a plugin: nil when it is registered, else the
+// not-found a command through it gives.
+func (e *Engine) PluginRecorded(ctx context.Context, id string) error {
+	_, err := byStoredID(ctx, e, store.PluginIDs, id, func(id string) (struct{}, error) {
+		return struct{}{}, e.store.View(ctx, func(tx *store.Tx) error {
+			_, err := tx.Plugins().Get(id)
+			if errors.Is(err, store.ErrNotFound) {
+				return notFoundf("plugin %q is not registered (volctl plugin register)", id)
+			}
+			return err
+		})
+	})
+	return err
+}
+
 // volumeStored is Volume of the ID as stored (byStoredID).
 func (e *Engine) volumeStored(ctx context.Context, idOrPrefix string) (VolumeInfo, error) {
 	var (
