@@ -418,9 +418,14 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 	for _, r := range gone {
 		r.cancel()
 		<-r.done
-		if _, ok := want[r.spec.ID]; ok {
+		if sp, ok := want[r.spec.ID]; ok {
 			a.log.Info("plugin declaration changed; supervising it anew", "plugin", r.spec.ID)
-			a.stopIfUnmounted(r, r.spec.ID)
+			if !a.stopIfUnmounted(r, r.spec.ID) && sp.Exec == nil && r.proc != nil {
+				// Nothing adopts it now: said, as plugin status says it (Supervision.Words).
+				a.log.Warn(fmt.Sprintf("plugin %q was registered again without an exec block: the process the agent started for it (pid %d) is left running under its mounts, "+
+					"and no agent supervises or stops it from now on; stop it yourself once it has none, before the plugin is started otherwise on its socket", r.spec.ID, r.proc.pid),
+					"plugin", r.spec.ID, "pid", r.proc.pid)
+			}
 			continue
 		}
 		a.log.Info("plugin deregistered; no longer supervising it", "plugin", r.spec.ID)

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -196,5 +197,42 @@ func TestPidFileRecordsTheExecBlock(t *testing.T) {
 	same.Timeout = 1 // not what the process runs with
 	if execDigestOf(same) != execDigestOf(sp) {
 		t.Error("a declaration whose exec block is the same has another digest")
+	}
+}
+
+// A plugin registered again without its exec block while its process runs under mounts: the
+// process is left running, as ever under mounts, and nothing adopts it after (no exec block,
+// no runner to), where plugin status said "nothing supervises it until the next agent adopts
+// it", and the log said nothing of who stops it now. Both say no agent will.
+func TestAgentSaysAPluginWhoseExecBlockWasRemovedIsLeftToTheUser(t *testing.T) {
+	hostpathtest.RequireMount(t)
+	f := newFixture(t)
+	sp := f.execPlugin("hp", "hostpath")
+	f.register(sp)
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("hp").Healthy })
+	f.claimDB("hp")
+	pid := f.pid("hp")
+	bare := sp
+	bare.Exec = nil
+	f.register(bare)
+	waitFor(t, "plugin status to say no agent supervises the process left running", func() bool {
+		sv := f.plugin("hp").Supervision
+		return sv != nil && sv.Mode == engine.SupervisionLeft && sv.Pid == pid
+	})
+	if w := f.plugin("hp").Supervision.Words(); !strings.Contains(w, "no agent will: the plugin has no exec block") || strings.Contains(w, "the next agent adopts it") {
+		t.Errorf("plugin status says %q; want that no agent adopts it", w)
+	}
+	waitFor(t, "the agent to warn that nothing stops the process", func() bool {
+		return strings.Contains(f.logs.String(), fmt.Sprintf("the process the agent started for it (pid %d) is left running under its mounts, and no agent supervises or stops it from now on", pid))
+	})
+	if !alive(pid) {
+		t.Fatalf("plugin pid %d stopped under its mounts", pid)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.Release(f.ctx, "db", "web-0"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1053,7 +1053,7 @@ func pluginInfo(p store.Plugin, volumes int) PluginInfo {
 		},
 		Healthy: p.Health.Healthy, Ready: p.Health.Ready, ProbeLatency: Duration(p.Health.ProbeLatency),
 		LastError: p.Health.LastError, ProbedAt: p.Health.ProbedAt, FingerprintedAt: p.Fingerprint.At,
-		Volumes: volumes, Supervision: supervisionInfo(p.Supervision), noExec: p.Exec == nil,
+		Volumes: volumes, Supervision: supervisionInfo(p.Supervision, p.Exec == nil), noExec: p.Exec == nil,
 	}
 }
 
@@ -1071,13 +1071,14 @@ func supervised(p store.Plugin) bool {
 	return s == nil || s.Mode != store.SupervisionProbed
 }
 
-// supervisionInfo is what the agent recorded of a plugin's process, as PluginInfo shows it.
-func supervisionInfo(s *store.Supervision) *Supervision {
+// supervisionInfo is what the agent recorded of a plugin's process, as PluginInfo shows it;
+// noExec says the plugin has no exec block (now).
+func supervisionInfo(s *store.Supervision, noExec bool) *Supervision {
 	if s == nil {
 		return nil
 	}
 	can := s.Mode == store.SupervisionRuns || s.Mode == store.SupervisionDaemon
-	return &Supervision{Mode: s.Mode, Pid: s.Pid, Note: s.Note, CanStop: can, CanRestart: can, AgentPid: s.AgentPid, At: s.At}
+	return &Supervision{Mode: s.Mode, Pid: s.Pid, Note: s.Note, CanStop: can, CanRestart: can, AgentPid: s.AgentPid, At: s.At, noExec: noExec}
 }
 
 // agentLiveness says of each record in infos that the agent that recorded it is gone

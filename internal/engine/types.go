@@ -88,6 +88,8 @@ type Supervision struct {
 	// leaves no trace, flock(2) does not touch the lock file): At, when it was alive, and this
 	// bound are what can be said (agentLiveness).
 	AgentGoneBy time.Time `json:"agent_gone_by,omitzero"`
+	// noExec: the plugin has no exec block now, so no agent adopts a process it left (Words).
+	noExec bool
 }
 
 // Words says what the agent does with the process, for plugin status and the dashboard: "the
@@ -114,6 +116,11 @@ func (s *Supervision) Words() string {
 	case store.SupervisionStopped:
 		return "the agent stopped it" + pid + " at its own stop; nothing runs it until an agent starts"
 	case store.SupervisionLeft:
+		if s.noExec {
+			// Its exec block removed since (a plugin register without one), or never its own
+			// (an ID on the socket of one deregistered): no agent adopts a process for it.
+			return "the agent stopped, leaving it running" + pid + note + "; nothing supervises it, and no agent will: the plugin has no exec block"
+		}
 		return "the agent stopped, leaving it running" + pid + note + "; nothing supervises it until the next agent adopts it"
 	}
 	return s.Mode + pid + note
