@@ -108,9 +108,9 @@ func (s *Supervision) Words() string {
 	}
 	switch s.Mode {
 	case store.SupervisionRuns:
-		return "the agent runs it" + pid + note + "; it stops it at its own stop and restarts it when it exits or stays unhealthy"
+		return "the agent runs it" + pid + note + "; it restarts it when it exits, and stops it at its own stop or to restart it when it stays unhealthy, never while it has mounts"
 	case store.SupervisionDaemon:
-		return "the agent follows its daemon" + pid + ", left serving its socket by the process it started" + note + "; it stops it at its own stop and restarts the plugin when it exits or stays unhealthy"
+		return "the agent follows its daemon" + pid + ", left serving its socket by the process it started" + note + "; it restarts the plugin when it exits, and stops it at its own stop or to restart it when it stays unhealthy, never while it has mounts"
 	case store.SupervisionProbed:
 		return "the agent probes it only, never stopping or restarting it" + pid + note
 	case store.SupervisionStopped:
