@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -47,7 +49,8 @@ cannot be reached at all (its socket missing, nothing listening on it, its proce
 before it answered) is not judged so: the claim is admitted, and the RPC that cannot reach the
 plugin leaves it for volctl reconcile, exit 1, as any retryable failure. Without --access-mode and
 --attachment-mode the volume's current mode is used, or its first capability that fits.
---fs-type replaces the volume's fs type; --mount-flag (repeatable) replaces its mount flags.
+--fs-type replaces the volume's fs type; --mount-flag (repeatable) replaces its mount flags (a
+write claim given "ro" is warned of: it gets a mount it cannot write, as the volume's writer).
 The claims of a volume share its staging (a plugin that stages mounts the file system once): a
 claim asking for another fs type than a claim holding the volume exits 4 naming that claim.
 
@@ -131,6 +134,14 @@ func volumeClaimRun(ctx context.Context, opts *VolumeClaimOptions) error {
 	}
 	if err := checkTemplateFields[engine.ClaimInfo](&opts.Exporter); err != nil {
 		return err
+	}
+	if !req.ReadOnly && slices.Contains(opts.MountFlags, "ro") {
+		// As a spec's mount_flags with "ro" on a volume claims may write is warned of
+		// (validate's "Read-only mount flag"): the flag is the user's to give, for a writer's
+		// slot held with a mount nothing writes through (a backup fencing writers out), but
+		// most often a slip for --read-only.
+		fmt.Fprintln(opts.IO.ErrOut, "Warning: --mount-flag ro mounts the volume read-only, though this claim is for writing: the alloc gets a mount it cannot write, "+
+			"and holds the volume as its writer all the same; claim with --read-only where reading is meant")
 	}
 	e, err := opts.Engine(ctx)
 	if err != nil {
