@@ -537,9 +537,62 @@ func (e *Engine) pluginMountsStored(ctx context.Context, pluginID string) (Plugi
 }
 
 // PluginEvent appends an event about a plugin to the event log, e.g. the agent starting,
-// losing or restarting a plugin process. A failure to record it is logged, not returned.
+// losing or restarting a plugin process. A failure to record it is logged, not returned. The
+// events a crash loop repeats (loopingKinds) are bounded as a plugin's changes of health are
+// (appendLooping).
 func (e *Engine) PluginEvent(ctx context.Context, pluginID, kind, message string) {
-	e.event(ctx, &store.Event{Kind: kind, PluginID: pluginID, Message: message})
+	ev := &store.Event{Kind: kind, PluginID: pluginID, Message: message}
+	if _, ok := loopingKinds[kind]; !ok {
+		e.event(ctx, ev)
+		return
+	}
+	ev.Message = stopWords(ctx, ev.Message)
+	now := e.cfg.Now()
+	if err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error { return appendLooping(tx, ev, now) }); err != nil {
+		e.log.Warn("writing the event log", "err", err)
+	}
+}
+
+// loopingKinds are the events of a plugin's process the agent records at each of its starts,
+// exits and restarts, with what they say of it. A plugin that exits at every start (bad
+// credentials, a missing device, a command that is not there) is restarted at most a minute
+// apart, for as long as the agent runs: two or three events a minute, which pushed the rest of
+// the event log (10,000 rows: every claim and release recorded) out within three days
+// (TestCrashLoopingPluginIsBoundedInTheEventLog).
+var loopingKinds = map[string]struct{ did, them, this string }{
+	"plugin-start":   {"was started, or failed to start,", "starts", "start"},
+	"plugin-exit":    {"exited", "exits", "exit"},
+	"plugin-restart": {"was restarted", "restarts", "restart"},
+}
+
+// appendLooping appends ev, an event of a kind loopingKinds names, unless the plugin's newest
+// flapChanges events of that kind fall within flapWindow of now (flapping): then the first one
+// past them is recorded as a notice saying so, and the next ones not at all, until the older
+// ones are an hour old. The agent's log has every one.
+func appendLooping(tx *store.Tx, ev *store.Event, now time.Time) error {
+	k := loopingKinds[ev.Kind]
+	mark := fmt.Sprintf("plugin %q is looping: it %s", ev.PluginID, k.did)
+	notice := fmt.Sprintf("%s %d times within an hour, and its %s are not recorded until fewer happen (the agent's log has each; `%s` shows its health now); this %s: ",
+		mark, flapChanges, k.them, shellquote.Command("volctl plugin status", ev.PluginID), k.this)
+	return appendBounded(tx, ev, now, false, mark, notice)
+}
+
+// appendBounded appends ev unless its plugin's newest flapChanges events of its kind fall within
+// flapWindow of now (flapping) and the newest of them begins with mark, the notice already
+// recorded; when they fall so and it does not, ev is recorded as the notice, its own message
+// after it. A first event (first) is always recorded as it is.
+func appendBounded(tx *store.Tx, ev *store.Event, now time.Time, first bool, mark, notice string) error {
+	recent, err := tx.Events().Recent(flapChanges, store.EventFilter{Kind: ev.Kind, PluginID: ev.PluginID})
+	if err != nil {
+		return err
+	}
+	if !first && flapping(recent, now) {
+		if strings.HasPrefix(recent[0].Message, mark) {
+			return nil
+		}
+		ev.Message = notice + ev.Message
+	}
+	return tx.Events().Append(ev)
 }
 
 // PluginStatus probes plugins live (one, or all when id is empty), records what it learns, and
@@ -764,18 +817,9 @@ const settleCheckEvery = 10 * time.Minute
 // change past them is recorded as a flapping notice, and the next ones not at all. A first
 // reading (a plugin registered again under its ID) is always recorded.
 func appendHealthEvent(tx *store.Tx, ev *store.Event, now time.Time, first bool) error {
-	recent, err := tx.Events().Recent(flapChanges, store.EventFilter{Kind: ev.Kind, PluginID: ev.PluginID})
-	if err != nil {
-		return err
-	}
-	if !first && flapping(recent, now) {
-		if strings.HasPrefix(recent[0].Message, flappingMark(ev.PluginID)) {
-			return nil
-		}
-		ev.Message = fmt.Sprintf("%s: its health changed %d times within an hour, and its changes are not recorded until fewer do (`%s` shows its health now)%s%s",
-			flappingMark(ev.PluginID), flapChanges, shellquote.Command("volctl plugin status", ev.PluginID), thisChange, ev.Message)
-	}
-	return tx.Events().Append(ev)
+	notice := fmt.Sprintf("%s: its health changed %d times within an hour, and its changes are not recorded until fewer do (`%s` shows its health now)%s",
+		flappingMark(ev.PluginID), flapChanges, shellquote.Command("volctl plugin status", ev.PluginID), thisChange)
+	return appendBounded(tx, ev, now, first, flappingMark(ev.PluginID), notice)
 }
 
 // thisChange joins a flapping notice to the change it was written for.
