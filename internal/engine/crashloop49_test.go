@@ -21,11 +21,12 @@ func TestCrashLoopingPluginIsBoundedInTheEventLog(t *testing.T) {
 	for i := range 100 { // 100 minutes of a crash loop
 		now = now.Add(time.Minute)
 		h.e.PluginEvent(h.ctx, "mem", "plugin-start", fmt.Sprintf("plugin %q started (pid %d)", "mem", 1000+i))
+		h.e.PluginEvent(h.ctx, "mem", "plugin-daemon", fmt.Sprintf("plugin %q daemonised: its process (pid %d) exited (exit status 0), leaving pid %d serving /run/mem.sock", "mem", 1000+i, 2000+i))
 		h.e.PluginEvent(h.ctx, "mem", "plugin-exit", fmt.Sprintf("plugin %q exited (exit status 1): restarting it in 1m0s", "mem"))
 	}
 	h.e.PluginEvent(h.ctx, "other", "plugin-exit", `plugin "other" exited (exit status 2): restarting it in 1s`)
 	h.e.PluginEvent(h.ctx, "mem", "plugin-handover", `plugin "old" deregistered: its process is handed to "mem"`)
-	for kind, did := range map[string]string{"plugin-start": "was started, or failed to start,", "plugin-exit": "exited"} {
+	for kind, did := range map[string]string{"plugin-start": "was started, or failed to start,", "plugin-exit": "exited", "plugin-daemon": "left a daemon"} {
 		evs := pluginEvents(h, kind, "mem")
 		// Within the hour, the first 6 and the notice; the window slides over 100 minutes, so
 		// at most twice that.
