@@ -35,6 +35,20 @@ func environOf(t *testing.T, pid int) []string {
 	return strings.Split(string(b), "\x00")
 }
 
+// supervisedUnderAClaim registers plugin hp with an exec block, runs an agent that starts it,
+// and has volume db claimed through it, mounted for real (as root; skipped otherwise). It
+// returns the declaration, the agent's stop and the plugin's pid.
+func (f *fixture) supervisedUnderAClaim() (sp spec.Plugin, stop func() error, pid int) {
+	f.t.Helper()
+	hostpathtest.RequireMount(f.t)
+	sp = f.execPlugin("hp", "hostpath")
+	f.register(sp)
+	stop = f.startAgent(testSettings)
+	waitFor(f.t, "the plugin to be healthy", func() bool { return f.plugin("hp").Healthy })
+	f.claimDB("hp")
+	return sp, stop, f.pid("hp")
+}
+
 // claimDB creates volume db on plugin id and claims it for alloc web-0, mounted for real.
 func (f *fixture) claimDB(id string) {
 	f.t.Helper()
@@ -103,14 +117,8 @@ func (f *fixture) expectOutdatedUntilReleased(pid int) {
 // under its mounts, said to run an outdated exec block, and restarted with the declared one
 // once it holds no mounts.
 func TestAgentRestartsAnAdoptedPluginWithItsChangedExecBlockOnceItHasNoMounts(t *testing.T) {
-	hostpathtest.RequireMount(t)
 	f := newFixture(t)
-	sp := f.execPlugin("hp", "hostpath")
-	f.register(sp)
-	stop := f.startAgent(testSettings)
-	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("hp").Healthy })
-	f.claimDB("hp")
-	pid := f.pid("hp")
+	sp, stop, pid := f.supervisedUnderAClaim()
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -130,14 +138,8 @@ func TestAgentRestartsAnAdoptedPluginWithItsChangedExecBlockOnceItHasNoMounts(t 
 // process adopted as it runs under its mounts, and restarted with the new exec block once it
 // holds none.
 func TestAgentRestartsARedeclaredPluginOnceItHasNoMounts(t *testing.T) {
-	hostpathtest.RequireMount(t)
 	f := newFixture(t)
-	sp := f.execPlugin("hp", "hostpath")
-	f.register(sp)
-	stop := f.startAgent(testSettings)
-	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("hp").Healthy })
-	f.claimDB("hp")
-	pid := f.pid("hp")
+	sp, stop, pid := f.supervisedUnderAClaim()
 	f.register(withEnv(sp, "CHANGED", "1"))
 	f.expectOutdatedUntilReleased(pid)
 	if err := stop(); err != nil {
@@ -207,14 +209,8 @@ func TestPidFileRecordsTheExecBlock(t *testing.T) {
 // no runner to), where plugin status said "nothing supervises it until the next agent adopts
 // it", and the log said nothing of who stops it now. Both say no agent will.
 func TestAgentSaysAPluginWhoseExecBlockWasRemovedIsLeftToTheUser(t *testing.T) {
-	hostpathtest.RequireMount(t)
 	f := newFixture(t)
-	sp := f.execPlugin("hp", "hostpath")
-	f.register(sp)
-	stop := f.startAgent(testSettings)
-	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("hp").Healthy })
-	f.claimDB("hp")
-	pid := f.pid("hp")
+	sp, stop, pid := f.supervisedUnderAClaim()
 	bare := sp
 	bare.Exec = nil
 	f.register(bare)
