@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
@@ -231,6 +232,37 @@ func TestAgentSaysAPluginWhoseExecBlockWasRemovedIsLeftToTheUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := f.e.Release(f.ctx, "db", "web-0"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An outdated process is not stopped for a declaration that cannot start (its command not
+// there, or one the agent refuses to run): the plugin would be down until the exec block is
+// mended. It runs on, which one event says, naming why, also once it holds no mounts.
+func TestAgentKeepsAnOutdatedPluginWhoseDeclaredExecBlockCannotStart(t *testing.T) {
+	f := newFixture(t)
+	sp, stop, pid := f.supervisedUnderAClaim()
+	broken := sp
+	ex := *sp.Exec
+	ex.Command = filepath.Join(f.dir, "no-such-plugin")
+	broken.Exec = &ex
+	f.register(broken)
+	waitFor(t, "the agent to say the declared exec block cannot start", func() bool { return len(f.events("plugin-restart-withheld")) > 0 })
+	if _, err := f.e.Release(f.ctx, "db", "web-0"); err != nil {
+		t.Fatal(err)
+	}
+	// Probes go on without mounts; none stops it.
+	for range 10 {
+		time.Sleep(testSettings.ProbeIntervalReady)
+		if !alive(pid) || f.pid("hp") != pid {
+			t.Fatalf("plugin pid %d stopped (pid file %d) for a declared exec block that cannot start; events %q", pid, f.pid("hp"), f.events("plugin-restart"))
+		}
+	}
+	withheld := f.events("plugin-restart-withheld")
+	if len(withheld) != 1 || !strings.Contains(withheld[0], "not restarting it with the declared one, which cannot start") || !strings.Contains(withheld[0], "no-such-plugin") {
+		t.Errorf("plugin-restart-withheld events = %q; want one naming the command that cannot start", withheld)
+	}
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 }

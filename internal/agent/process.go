@@ -364,6 +364,16 @@ func UntrustedCommand(sp spec.Plugin) error {
 	return untrustedArgs(sp.Exec.Command, path, sp.Exec.Args, env, "") // the agent's working directory is not this one
 }
 
+// cannotStart is why the agent could not start plugin sp's exec block as declared now (its
+// command not found on the agent's PATH, or one it refuses to run: UntrustedCommand), nil
+// when it could: looked at before a process running an outdated exec block is stopped for it.
+func cannotStart(sp spec.Plugin) error {
+	if _, err := exec.LookPath(sp.Exec.Command); err != nil {
+		return err
+	}
+	return UntrustedCommand(sp)
+}
+
 // loaderEnv are the variables of a plugin's environment that name files or directories the
 // plugin loads code from (ld.so(8): LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH; iconv's GCONV_PATH;
 // a #!/bin/bash plugin's BASH_ENV, which the shell runs first (sh's ENV, which only an

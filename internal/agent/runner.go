@@ -284,6 +284,17 @@ func (r *runner) outdated() bool {
 func (r *runner) replaceOutdated(ctx context.Context, withheld *holdKind, stuck *bool) bool {
 	a, id, pid := r.a, r.spec.ID, r.proc.pid
 	runs := fmt.Sprintf("plugin %q runs (pid %d) with the exec block it was started with, not the one declared now (its command, args, env or socket changed since)", id, pid)
+	// A declaration that cannot start (a command mistyped, one the agent refuses to run) is no
+	// reason to stop the process that serves the plugin: it runs on, and the reason is said.
+	if err := cannotStart(r.spec); err != nil {
+		if withholdNews(*withheld, holdUnstartable) && ctx.Err() == nil {
+			msg := fmt.Sprintf("%s: not restarting it with the declared one, which cannot start: %v; it runs on as started until the exec block is mended", runs, err)
+			a.log.Warn(msg, "plugin", id, "pid", pid)
+			a.e.PluginEvent(ctx, id, "plugin-restart-withheld", msg)
+			*withheld = holdUnstartable
+		}
+		return false
+	}
 	why, kind, release := r.mountsHeld(ctx)
 	if why != "" {
 		if withholdNews(*withheld, kind) && ctx.Err() == nil {
@@ -379,10 +390,11 @@ func (a *Agent) supervisedElsewhere(r *runner) func(pid, pgrp int) bool {
 type holdKind int
 
 const (
-	holdNone       holdKind = iota
-	holdMounts              // the store records mounts or mounts in doubt
-	holdPublishing          // a publish or a release through the plugin holds its publish lock
-	holdUncounted           // the count failed, which counts as mounts
+	holdNone        holdKind = iota
+	holdMounts               // the store records mounts or mounts in doubt
+	holdPublishing           // a publish or a release through the plugin holds its publish lock
+	holdUncounted            // the count failed, which counts as mounts
+	holdUnstartable          // the declared exec block cannot start (replaceOutdated)
 )
 
 // withholdNews reports whether a restart withheld for a reason of kind now is to be logged,
