@@ -39,8 +39,10 @@ one claim of an alloc fails, the claims that alloc already got are released agai
 Running a group again is idempotent: allocs that hold their claims keep them, and a smaller
 count releases the allocs past it, naming the claims it released (cut short after recording the
 new count and before releasing them, volctl reconcile and the agent release them). An alloc holding a claim in another mode, with other
-mount_options or other volume_mount blocks than the spec's now is not changed under it: that
-alloc fails (exit 4) and keeps its claims; group stop, then run, applies the new spec. So
+mount_options or other volume_mount blocks than the spec's now, or on a volume the spec no
+longer names for it (a volume block removed, its source or per_alloc changed), is not changed
+under it: that alloc fails (exit 4) and keeps its claims; group stop, then run, applies the new
+spec. So
 does one holding a claim made outside the group (volume claim --alloc NAME[0]): volume
 release frees it. A
 volume_mount of a held claim found unmounted is bound again. A second run of the group started

@@ -108,11 +108,21 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 		return fail(err)
 	}
 	e.failpoint("group:recorded") // the count recorded; no alloc run, nothing past it released
+	held, err := viewOne(ctx, e.store, func(tx *store.Tx) (map[string][]store.Claim, error) { return groupClaimsByAlloc(tx, g.Name) })
+	if err != nil {
+		return fail(err)
+	}
 	info := GroupInfo{Name: g.Name, State: string(store.GroupRunning), Count: g.Count}
 	var errs []error
 	for i := 0; i < g.Count; i++ {
 		if ctx.Err() != nil {
 			return info, fmt.Errorf("run group %q: %w", g.Name, errors.Join(append(errs, interruptedRun(ctx, g, i))...))
+		}
+		alloc := spec.AllocName(g.Name, i)
+		if a, err := unnamedByTheSpec(g, i, held[alloc]); err != nil {
+			errs = append(errs, fmt.Errorf("alloc %q: %w", alloc, err))
+			info.Allocs = append(info.Allocs, a)
+			continue
 		}
 		a, err := e.runAlloc(ctx, g, i)
 		if err != nil {
@@ -246,12 +256,9 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) (AllocIn
 	}, true)
 	for _, r := range vols {
 		req := ClaimRequest{
-			VolumeID: r.Source, Alloc: alloc, Group: g.Name, ReadOnly: r.ReadOnly,
+			VolumeID: requestVolume(r, index), Alloc: alloc, Group: g.Name, ReadOnly: r.ReadOnly,
 			AccessMode: r.AccessMode, AttachmentMode: r.AttachmentMode, MountOptions: r.MountOptions,
 			Binds: groupBinds(g, r.Name, alloc, index),
-		}
-		if r.PerAlloc {
-			req.VolumeID = spec.AllocName(r.Source, index)
 		}
 		had := e.holds(ctx, req.VolumeID, alloc)
 		ci, err := e.Claim(onVolume(ctx, req.VolumeID), req)
@@ -298,15 +305,68 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) (AllocIn
 	return a, nil
 }
 
+// groupClaimsByAlloc are the live claims group name's runs made, by alloc.
+func groupClaimsByAlloc(tx *store.Tx, name string) (map[string][]store.Claim, error) {
+	all, err := tx.Claims().ListAll()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]store.Claim{}
+	for _, c := range all {
+		if c.Group == name {
+			out[c.Alloc] = append(out[c.Alloc], c)
+		}
+	}
+	return out, nil
+}
+
+// unnamedByTheSpec refuses to run alloc index of g when it holds a claim, made by an earlier
+// run of the group, on a volume g's spec no longer names for it (a volume block removed, its
+// source or per_alloc changed): a run does not take a volume from an alloc under it, as it
+// does not change a held claim's mode, mount options or volume_mounts (claimAgain), and
+// `group stop`, then run, applies the new spec. The alloc's answer lists what it holds. A claim
+// being released (left for reconcile) is on its way out and stands in nothing's way. Before, a
+// run with a volume block removed said every alloc had its volumes, listing those the spec
+// names, while each still held the removed one, a writer's claim kept from every other alloc,
+// which nothing ever released but a stop (TestGroupRunWithAVolumeRemovedDoesNotLeaveItsClaimSilently).
+func unnamedByTheSpec(g spec.Group, index int, held []store.Claim) (AllocInfo, error) {
+	alloc := spec.AllocName(g.Name, index)
+	var extra []string
+	for _, c := range held {
+		if c.Releasing || slices.ContainsFunc(g.Volumes, func(r spec.VolumeRequest) bool { return sameInNFC(c.VolumeID, requestVolume(r, index)) }) {
+			continue
+		}
+		extra = append(extra, c.VolumeID)
+	}
+	if len(extra) == 0 {
+		return AllocInfo{}, nil
+	}
+	a := AllocInfo{Name: alloc, Index: index, Claims: []ClaimInfo{}}
+	for _, c := range held {
+		a.Claims = append(a.Claims, claimInfo(c))
+	}
+	a.Missing = lacking(g, index, a.Claims)
+	err := conflictf("alloc %q holds a claim on %s, which the group's spec no longer names for it: a run does not take a volume from an alloc under it; "+
+		"`%s` releases the alloc's claims, then run the group again", alloc,
+		listSome(extra, 10, func(v string) string { return strconv.Quote(v) }), shellquote.Command("volctl group stop", g.Name))
+	a.Error = err.Error()
+	return a, err
+}
+
+// requestVolume is the volume a group's volume block names for alloc index: its source, or
+// SOURCE[index] for a per_alloc one.
+func requestVolume(r spec.VolumeRequest, index int) string {
+	if r.PerAlloc {
+		return spec.AllocName(r.Source, index)
+	}
+	return r.Source
+}
+
 // allocClaims are the claims alloc (index of g) holds on g's volumes, as recorded.
 func (e *Engine) allocClaims(ctx context.Context, g spec.Group, alloc string, index int) []ClaimInfo {
 	out := []ClaimInfo{}
 	for _, r := range g.Volumes {
-		vol := r.Source
-		if r.PerAlloc {
-			vol = spec.AllocName(r.Source, index)
-		}
-		if ci, err := e.ClaimInfo(ctx, vol, alloc); err == nil {
+		if ci, err := e.ClaimInfo(ctx, requestVolume(r, index), alloc); err == nil {
 			out = append(out, ci)
 		}
 	}
@@ -559,10 +619,7 @@ func lacking(g spec.Group, index int, claims []ClaimInfo) []string {
 	}
 	var out []string
 	for _, r := range g.Volumes {
-		vol := r.Source
-		if r.PerAlloc {
-			vol = spec.AllocName(r.Source, index)
-		}
+		vol := requestVolume(r, index)
 		if !slices.ContainsFunc(claims, func(c ClaimInfo) bool { return sameInNFC(c.VolumeID, vol) }) && !slices.Contains(out, vol) {
 			out = append(out, vol)
 		}
