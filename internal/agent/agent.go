@@ -419,6 +419,14 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 		r.cancel()
 		<-r.done
 		if sp, ok := want[r.spec.ID]; ok {
+			if r.proc != nil && sp.Exec != nil && r.spec.Exec != nil && !r.outdated() && execDigestOf(sp) == execDigestOf(r.spec) {
+				// Only what volctl does with the plugin changed (its RPC timeout), not what its
+				// process runs: the process runs on, and the new runner adopts it through its pid
+				// file, as it adopts one left under mounts. Before, it was stopped and started
+				// again, the plugin down meanwhile (TestAgentKeepsThePluginRunningWhenOnlyItsTimeoutChanges).
+				a.log.Info("plugin declaration changed, not its exec block; supervising it anew, its process running on", "plugin", r.spec.ID, "pid", r.proc.pid)
+				continue
+			}
 			a.log.Info("plugin declaration changed; supervising it anew", "plugin", r.spec.ID)
 			if !a.stopIfUnmounted(r, r.spec.ID) && sp.Exec == nil && r.proc != nil {
 				// Nothing adopts it now: said, as plugin status says it (Supervision.Words).

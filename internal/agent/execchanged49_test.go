@@ -266,3 +266,27 @@ func TestAgentKeepsAnOutdatedPluginWhoseDeclaredExecBlockCannotStart(t *testing.
 		t.Fatal(err)
 	}
 }
+
+// A plugin registered again with only its RPC timeout changed was stopped and started again,
+// down meanwhile, for a change that is volctl's alone: its process runs on, adopted by the
+// runner that supervises it anew.
+func TestAgentKeepsThePluginRunningWhenOnlyItsTimeoutChanges(t *testing.T) {
+	f := newFixture(t)
+	sp := f.execPlugin("hp", "hostpath")
+	f.register(sp)
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("hp").Healthy })
+	pid := f.pid("hp")
+	sp.Timeout = 3 * time.Minute
+	f.register(sp)
+	waitFor(t, "the new runner to adopt the plugin's process, or start another", func() bool {
+		l := f.logs.String()
+		return strings.Contains(l, "adopted the running plugin") || strings.Count(l, "started plugin") > 1
+	})
+	if n := f.pid("hp"); n != pid || !alive(pid) || len(f.events("plugin-start")) != 1 || len(f.events("plugin-stop")) != 0 {
+		t.Fatalf("plugin pid %d -> %d (alive %v), starts %q, stops %q; want the process kept", pid, n, alive(pid), f.events("plugin-start"), f.events("plugin-stop"))
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
