@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -63,8 +65,10 @@ func newCmdExportNomad(f *Factory, runF func(*ExportNomadOptions) error) *cobra.
   plugin-ID.nomad.hcl    for volctl's own hostpath plugin, a system job running
                          volctl plugin serve hostpath as a csi_plugin monolith
 
-A group is one run here (--group NAME), or the group of a group spec file, run here or not
-(--group-file FILE). A group brings the volumes it uses. Secret values and mount flags are written as placeholders
+A file there already is replaced; one that differs from what is written now (a job whose
+task you wrote in, edited since an earlier export) is kept as FILE.bak first, and the line
+naming the file says so. A group is one run here (--group NAME), or the group of a group spec
+file, run here or not (--group-file FILE). A group brings the volumes it uses. Secret values and mount flags are written as placeholders
 unless --include-secrets (the files are then 0600); they are never printed. So is a secret
 value a plugin echoed into a volume's context; one it echoed into the volume's external ID or
 topology, which a placeholder would make another volume's, refuses the volume without
@@ -354,11 +358,19 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 	var printErr error
 	for i, f := range files {
 		path := filepath.Join(opts.OutDir, f.name)
+		kept, err := keepEdited(path, f.data)
+		if err != nil {
+			return fmt.Errorf("export nomad: %s: %w", f.what, err)
+		}
 		if err := atomicfile.Write(path, f.data, f.mode); err != nil {
 			return fmt.Errorf("export nomad: %s: writing %s: %w%s", f.what, path, err, noRoomToExport(err, opts.OutDir, i, len(files)))
 		}
+		line := fmt.Sprintf("Wrote %s to %s\n", f.what, path)
+		if kept != "" {
+			line = fmt.Sprintf("Wrote %s to %s; the file there differed from this export (edited since?) and is kept as %s\n", f.what, path, kept)
+		}
 		if printErr == nil {
-			printErr = printDone(opts.IO.Out, fmt.Sprintf("Wrote %s to %s\n", f.what, path), "export nomad: wrote %d file(s) to %s", len(files), opts.OutDir)
+			printErr = printDone(opts.IO.Out, line, "export nomad: wrote %d file(s) to %s", len(files), opts.OutDir)
 		}
 	}
 	// Notes name plugin data (a plugin's name), which a plugin may have echoed a secret into.
@@ -369,6 +381,34 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(n))
 	}
 	return printErr
+}
+
+// keepEdited moves the regular file at path aside, to path.bak, when it differs from data, the
+// export about to replace it, and returns where it went: a file exported before and edited
+// since (a group's job, whose task the user writes in) was replaced without a word, the edits
+// lost (TestExportNomadKeepsAFileEditedSinceAnEarlierExport). "" when nothing is there, when it
+// is what is written now, or when it is not a regular file (a symlink is replaced, as ever,
+// never followed). An earlier .bak is replaced; the file keeps its mode (0600 with secrets).
+func keepEdited(path string, data []byte) (string, error) {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && !fi.Mode().IsRegular()) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reading %s, which this export replaces: %w", path, err)
+	}
+	if bytes.Equal(old, data) {
+		return "", nil
+	}
+	kept := path + ".bak"
+	if err := os.Rename(path, kept); err != nil {
+		return "", fmt.Errorf("keeping %s, which differs from this export, as %s: %w", path, kept, err)
+	}
+	return kept, nil
 }
 
 // checkOutDir refuses an --out another user controls (pathtrust.Replaceable: it, or a directory

@@ -602,3 +602,47 @@ func parseExported(t *testing.T, name string, src []byte) *spec.Volume {
 	}
 	return got
 }
+
+// A file exported before and edited since (a group's job, whose task the user writes in) was
+// replaced by the next export without a word, the edits lost. One that differs from what is
+// written is kept as FILE.bak, which the line naming the file says; one that is what is
+// written now, or a first export, keeps nothing.
+func TestExportNomadKeepsAFileEditedSinceAnEarlierExport(t *testing.T) {
+	h := newCLIHarness(t)
+	exportVolume(t, h)
+	dir := filepath.Join(t.TempDir(), "out")
+	export := func() string {
+		t.Helper()
+		stdout, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes, o.OutDir = []string{"db"}, dir })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stdout
+	}
+	file := filepath.Join(dir, "volume-db.hcl")
+	for range 2 { // a first export, then the same again
+		if out := export(); strings.Contains(out, ".bak") {
+			t.Errorf("export said it kept a file: %q", out)
+		}
+		if _, err := os.Lstat(file + ".bak"); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("a .bak made of a file that was what is written: %v", err)
+		}
+	}
+	exported, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := append(append([]byte{}, exported...), "# my edit\n"...)
+	if err := os.WriteFile(file, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := export(); !strings.Contains(out, "the file there differed from this export (edited since?) and is kept as "+file+".bak") {
+		t.Errorf("export over an edited file said %q; want it to name the file kept", out)
+	}
+	if b, _ := os.ReadFile(file + ".bak"); string(b) != string(edited) {
+		t.Errorf("kept file = %q; want the edited one", b)
+	}
+	if b, _ := os.ReadFile(file); string(b) != string(exported) {
+		t.Errorf("exported file = %q; want the export", b)
+	}
+}
