@@ -258,6 +258,9 @@ func TestAgentKeepsAnOutdatedPluginWhoseDeclaredExecBlockCannotStart(t *testing.
 			t.Fatalf("plugin pid %d stopped (pid file %d) for a declared exec block that cannot start; events %q", pid, f.pid("hp"), f.events("plugin-restart"))
 		}
 	}
+	if sv := f.plugin("hp").Supervision; sv == nil || !strings.Contains(sv.Words(), "not the one declared now, which cannot start") {
+		t.Errorf("plugin status says %+v; want that the declared exec block cannot start", sv)
+	}
 	withheld := f.events("plugin-restart-withheld")
 	if len(withheld) != 1 || !strings.Contains(withheld[0], "not restarting it with the declared one, which cannot start") || !strings.Contains(withheld[0], "no-such-plugin") {
 		t.Errorf("plugin-restart-withheld events = %q; want one naming the command that cannot start", withheld)

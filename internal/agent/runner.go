@@ -572,6 +572,9 @@ func (r *runner) noteSupervision(ctx context.Context) {
 	}
 	if r.outdated() {
 		s.note = "it runs the exec block it was started with, not the one declared now, and is restarted with that once it has no mounts"
+		if err := cannotStart(r.spec); err != nil {
+			s.note = "it runs the exec block it was started with, not the one declared now, which cannot start; it runs on until that is mended"
+		}
 	}
 	r.noteMates(ctx, s)
 	if s == r.recorded {

@@ -362,8 +362,8 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		if err != nil {
 			return fmt.Errorf("export nomad: %s: %w", f.what, err)
 		}
-		if err := atomicfile.Write(path, f.data, f.mode); err != nil {
-			return fmt.Errorf("export nomad: %s: writing %s: %w%s", f.what, path, err, noRoomToExport(err, opts.OutDir, i, len(files)))
+		if err := writeExported(path, f.data, f.mode); err != nil {
+			return fmt.Errorf("export nomad: %s: writing %s: %w%s%s", f.what, path, err, putBack(kept, path), noRoomToExport(err, opts.OutDir, i, len(files)))
 		}
 		line := fmt.Sprintf("Wrote %s to %s\n", f.what, path)
 		if kept != "" {
@@ -409,6 +409,21 @@ func keepEdited(path string, data []byte) (string, error) {
 		return "", fmt.Errorf("keeping %s, which differs from this export, as %s: %w", path, kept, err)
 	}
 	return kept, nil
+}
+
+// writeExported writes an exported file whole (atomicfile); tests make it fail.
+var writeExported = atomicfile.Write
+
+// putBack returns the file keepEdited kept to path, after a write that failed to replace it,
+// and says so: "" when nothing was kept, else where the file is now.
+func putBack(kept, path string) string {
+	if kept == "" {
+		return ""
+	}
+	if err := os.Rename(kept, path); err != nil {
+		return fmt.Sprintf(" (the file that was there is kept as %s: putting it back failed: %v)", kept, err)
+	}
+	return " (the file that was there is left as it was)"
 }
 
 // checkOutDir refuses an --out another user controls (pathtrust.Replaceable: it, or a directory

@@ -646,3 +646,34 @@ func TestExportNomadKeepsAFileEditedSinceAnEarlierExport(t *testing.T) {
 		t.Errorf("exported file = %q; want the export", b)
 	}
 }
+
+// An export whose write fails after it kept the edited file aside puts that file back, and
+// says so: the destination was left empty, the edits in FILE.bak alone.
+func TestExportNomadWriteFailingPutsTheEditedFileBack(t *testing.T) {
+	h := newCLIHarness(t)
+	exportVolume(t, h)
+	dir := filepath.Join(t.TempDir(), "out")
+	export := func() error {
+		_, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes, o.OutDir = []string{"db"}, dir })
+		return err
+	}
+	if err := export(); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "volume-db.hcl")
+	if err := os.WriteFile(file, []byte("# mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	orig := writeExported
+	t.Cleanup(func() { writeExported = orig })
+	writeExported = func(string, []byte, fs.FileMode) error { return errors.New("no space left on device") }
+	if err := export(); err == nil || !strings.Contains(err.Error(), "the file that was there is left as it was") {
+		t.Fatalf("export whose write fails = %v; want it to say the file there is left as it was", err)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "# mine\n" {
+		t.Errorf("the destination after the failed export = %q, %v; want the edited file back", b, err)
+	}
+	if _, err := os.Lstat(file + ".bak"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a .bak left after the file was put back: %v", err)
+	}
+}
