@@ -31,7 +31,8 @@ uses the staging, then ControllerUnpublishVolume when no other claim holds the v
 free the claim. Each step is recorded before the next, so an interrupted release is finished
 by volctl reconcile.
 
-Releasing a claim that does not exist is a no-op: it says so on stderr and exits 0.`,
+Releasing a claim that does not exist is a no-op: it says so on stderr and exits 0, and so
+does a release that waited for another volctl's release of the claim (saying so).`,
 		Example: `  volctl volume release db --alloc web-0
   volctl volume release db --alloc web-0 --json`,
 		Args: exactArgs(1),
@@ -66,7 +67,10 @@ func volumeReleaseRun(ctx context.Context, opts *VolumeReleaseOptions) error {
 	if err != nil {
 		return err
 	}
-	if !res.Released {
+	switch {
+	case res.ReleasedMeanwhile:
+		fmt.Fprintf(opts.IO.ErrOut, "Alloc %q's claim on volume %q was released by another volctl while this release waited for the volume: nothing left to release\n", opts.Alloc, opts.VolumeID)
+	case !res.Released:
 		fmt.Fprintf(opts.IO.ErrOut, "Alloc %q holds no claim on volume %q: nothing to release\n", opts.Alloc, opts.VolumeID)
 	}
 	if opts.Exporter.Enabled() {
