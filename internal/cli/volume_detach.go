@@ -43,6 +43,7 @@ volctl reconcile (or volume delete) sends ControllerUnpublishVolume again once t
 answers. Until then volume deregister and plugin deregister refuse to forget it; volume
 deregister --force forgets it, saying so, when the plugin still cannot take it.
 
+Claims another volctl released while the detach waited for the volume are named on stderr.
 It asks first on a terminal (a volume volctl does not record is said not found without asking)
 and needs --yes otherwise. Exit status 1 when a claim could not
 be released (it is left for volctl reconcile).`,
@@ -98,10 +99,31 @@ func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
 			err = joinUnprinted(err, werr)
 		}
 	}
+	if len(res.ReleasedMeanwhile) > 0 {
+		fmt.Fprintf(opts.IO.ErrOut, "Another volctl released %s on volume %q while this detach waited for the volume\n", allocClaims(res.ReleasedMeanwhile), opts.VolumeID)
+	}
 	if len(res.Released) == 0 && len(res.Failed) == 0 && err == nil {
-		fmt.Fprintf(opts.IO.ErrOut, "Volume %q has no claims: nothing to detach\n", opts.VolumeID)
+		what := "has no claims"
+		if len(res.ReleasedMeanwhile) > 0 {
+			what = "has no claims left"
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "Volume %q %s: nothing to detach\n", opts.VolumeID, what)
 	}
 	return err
+}
+
+// allocClaims names claims by their allocs: `the write claim of alloc "a1"`, the first ten when
+// there are more.
+func allocClaims(cs []engine.ClaimInfo) string {
+	const most = 10
+	parts := make([]string, 0, min(len(cs), most+1))
+	for _, c := range cs[:min(len(cs), most)] {
+		parts = append(parts, fmt.Sprintf("the %s claim of alloc %q", c.Mode, c.Alloc))
+	}
+	if len(cs) > most {
+		parts = append(parts, fmt.Sprintf("%d more (--json lists them all)", len(cs)-most))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // joinUnprinted is a command's failure, failed (nil for none), with unprinted, afterDone's

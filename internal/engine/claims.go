@@ -392,15 +392,25 @@ func goneWhileWaiting(volumeID string, waited store.VolumeState, then string) er
 // state dir or under a near ID, as a plain "not found" says
 // (TestCommandsThatWaitedForADeleteSaySo).
 func (e *Engine) lockVolumeNoting(ctx context.Context, id string) (unlock func(), seen store.VolumeState, err error) {
+	unlock, err = e.lockVolumeLooking(ctx, id, func(tx *store.Tx) {
+		if v, verr := tx.Volumes().Get(id); verr == nil {
+			seen = v.State
+		}
+	})
+	return unlock, seen, err
+}
+
+// lockVolumeLooking takes volume id's lock, and, only when it must wait for the operation
+// holding it, first has look read the state without the lock: what the command found before
+// the wait, which tells what the holder did meanwhile (lockVolumeNoting's volume state, a
+// release's claim, a detach's claims). The lock taken at once costs no read.
+func (e *Engine) lockVolumeLooking(ctx context.Context, id string, look func(tx *store.Tx)) (unlock func(), err error) {
 	unlock, ok, err := e.locks.tryVolume(id)
 	if err != nil || ok {
-		return unlock, "", err
+		return unlock, err
 	}
-	if v, verr := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(id) }); verr == nil {
-		seen = v.State
-	}
-	unlock, err = e.locks.volume(ctx, id)
-	return unlock, seen, err
+	_ = e.store.View(ctx, func(tx *store.Tx) error { look(tx); return nil })
+	return e.locks.volume(ctx, id)
 }
 
 // IsGoneMeanwhile reports whether err is a volume deleted by another volctl while the command

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/store"
@@ -17,6 +18,11 @@ type DetachResult struct {
 	Failed   []ClaimInfo `json:"failed,omitempty"`
 	// Warnings are what a forced detach could not do (it does not stop for them).
 	Warnings []string `json:"warnings,omitempty"`
+	// ReleasedMeanwhile are the claims the volume had as the detach began that another volctl
+	// freed while the detach waited for the volume (a release, another detach): three detaches
+	// at once said "has no claims: nothing to detach" twice of a volume claimed as they began
+	// (TestDetachThatWaitedForAnotherSaysWhatItReleased).
+	ReleasedMeanwhile []ClaimInfo `json:"released_meanwhile,omitempty"`
 }
 
 // Detach releases every claim on a volume on this host. With force — for a plugin that is gone —
@@ -38,7 +44,16 @@ func (e *Engine) detachStored(ctx context.Context, volumeID string, force bool) 
 	if err := e.checkVolumeExists(ctx, volumeID); err != nil {
 		return fail(err)
 	}
-	unlock, seen, err := e.lockVolumeNoting(ctx, volumeID)
+	var (
+		seen   store.VolumeState
+		before []store.Claim // the volume's claims, read when the lock had to be waited for
+	)
+	unlock, err := e.lockVolumeLooking(ctx, volumeID, func(tx *store.Tx) {
+		if v, verr := tx.Volumes().Get(volumeID); verr == nil {
+			seen = v.State
+			before, _ = tx.Claims().ByVolume(volumeID)
+		}
+	})
 	if err != nil {
 		return fail(err)
 	}
@@ -80,6 +95,11 @@ func (e *Engine) detachStored(ctx context.Context, volumeID string, force bool) 
 	}
 	if err != nil {
 		return fail(err)
+	}
+	for _, b := range before {
+		if !slices.ContainsFunc(claims, func(c store.Claim) bool { return c.ID == b.ID }) {
+			res.ReleasedMeanwhile = append(res.ReleasedMeanwhile, claimInfo(b))
+		}
 	}
 	if force {
 		var lost error

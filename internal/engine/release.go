@@ -766,13 +766,11 @@ func (e *Engine) releaseStored(ctx context.Context, volumeID, alloc string) (Rel
 // claim on the volume, read without the lock when it had to wait for it (false when it did
 // not wait). The lock taken at once, as most are, costs no read.
 func (e *Engine) lockVolumeNotingClaim(ctx context.Context, id, alloc string) (unlock func(), seen bool, err error) {
-	unlock, ok, err := e.locks.tryVolume(id)
-	if err != nil || ok {
-		return unlock, false, err
-	}
-	_, ferr := viewOne(ctx, e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Find(id, alloc) })
-	unlock, err = e.locks.volume(ctx, id)
-	return unlock, ferr == nil, err
+	unlock, err = e.lockVolumeLooking(ctx, id, func(tx *store.Tx) {
+		_, ferr := tx.Claims().Find(id, alloc)
+		seen = ferr == nil
+	})
+	return unlock, seen, err
 }
 
 func (e *Engine) checkVolumeExists(ctx context.Context, id string) error {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // Three `volume release` of one claim at once: one released it, and the two that waited for
@@ -37,5 +38,34 @@ func TestReleaseThatWaitedForAnotherReleaseSaysSo(t *testing.T) {
 	// Again, now that nothing is held: a plain no-op.
 	if again, err := h.e.Release(h.ctx, "db", "web-0"); err != nil || again.Released || again.ReleasedMeanwhile {
 		t.Errorf("a release of nothing = %+v, %v; want a plain no-op", again, err)
+	}
+}
+
+// The same for `volume detach`: one that waited for another volctl's release of the volume's
+// claim said "has no claims: nothing to detach" of a volume claimed as it began. It names the
+// claims another volctl freed meanwhile (DetachResult.ReleasedMeanwhile), and releases those
+// still there; one that did not wait names none.
+func TestDetachThatWaitedForAnotherSaysWhatItReleased(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.MultiNodeMultiWriter)))
+	for _, alloc := range []string{"web-0", "web-1"} {
+		if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: alloc}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := h.otherProcess()
+	var res DetachResult
+	firstErr, secondErr := h.whileHeld(csi.RPCNodeUnpublishVolume, "detach", true,
+		func() error { _, err := first.Release(h.ctx, "db", "web-0"); return err },
+		func(ctx context.Context) error { var err error; res, err = h.e.Detach(ctx, "db", false); return err })
+	if firstErr != nil || secondErr != nil {
+		t.Fatalf("release, detach: %v; %v", firstErr, secondErr)
+	}
+	if len(res.ReleasedMeanwhile) != 1 || res.ReleasedMeanwhile[0].Alloc != "web-0" || len(res.Released) != 1 || res.Released[0].Alloc != "web-1" {
+		t.Errorf("detach that waited for web-0's release: released %+v, meanwhile %+v; want web-1 released, web-0 released meanwhile", res.Released, res.ReleasedMeanwhile)
+	}
+	if again, err := h.e.Detach(h.ctx, "db", false); err != nil || len(again.Released)+len(again.ReleasedMeanwhile) != 0 {
+		t.Errorf("a detach of nothing = %+v, %v; want nothing released, nothing meanwhile", again, err)
 	}
 }
