@@ -161,13 +161,19 @@ func runDid(g engine.GroupInfo) string {
 // releasedClaims names the claims a group run's scale-down or a group stop released, the first
 // ten of them when there are more (--json lists them all): "data[1]" for alloc "web[1]", ...
 func releasedClaims(rs []engine.ReleasedClaim) string {
+	return firstTen(rs, func(r engine.ReleasedClaim) string { return fmt.Sprintf("%q for alloc %q", r.VolumeID, r.Alloc) })
+}
+
+// firstTen joins what show says of each item, the first ten of them when there are more, and
+// how many more (--json lists them all).
+func firstTen[T any](items []T, show func(T) string) string {
 	const most = 10
-	parts := make([]string, 0, min(len(rs), most+1))
-	for _, r := range rs[:min(len(rs), most)] {
-		parts = append(parts, fmt.Sprintf("%q for alloc %q", r.VolumeID, r.Alloc))
+	parts := make([]string, 0, min(len(items), most+1))
+	for _, it := range items[:min(len(items), most)] {
+		parts = append(parts, show(it))
 	}
-	if len(rs) > most {
-		parts = append(parts, fmt.Sprintf("and %d more (--json lists them all)", len(rs)-most))
+	if len(items) > most {
+		parts = append(parts, fmt.Sprintf("and %d more (--json lists them all)", len(items)-most))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -115,15 +115,7 @@ func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
 // allocClaims names claims by their allocs: `the write claim of alloc "a1"`, the first ten when
 // there are more.
 func allocClaims(cs []engine.ClaimInfo) string {
-	const most = 10
-	parts := make([]string, 0, min(len(cs), most+1))
-	for _, c := range cs[:min(len(cs), most)] {
-		parts = append(parts, fmt.Sprintf("the %s claim of alloc %q", c.Mode, c.Alloc))
-	}
-	if len(cs) > most {
-		parts = append(parts, fmt.Sprintf("%d more (--json lists them all)", len(cs)-most))
-	}
-	return strings.Join(parts, ", ")
+	return firstTen(cs, func(c engine.ClaimInfo) string { return fmt.Sprintf("the %s claim of alloc %q", c.Mode, c.Alloc) })
 }
 
 // joinUnprinted is a command's failure, failed (nil for none), with unprinted, afterDone's

@@ -19,11 +19,7 @@ import (
 // volumes after it, which the run did not get to; the group still runs.
 func TestGroupRunRefusedForAnAllocSaysWhatItStillHolds(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil)
-	h.createDBVolumes(2)
-	if _, err := h.e.RunGroup(h.ctx, dbGroup(2)); err != nil {
-		t.Fatal(err)
-	}
+	h := runningDBGroup(t)
 	g := dbGroup(2)
 	g.Volumes[0].MountOptions = &spec.MountOptions{MountFlags: spec.MountFlags{"noexec"}} // "data", claimed first
 	info, err := h.e.RunGroup(h.ctx, g)
@@ -61,11 +57,7 @@ func TestGroupRunRefusedForAnAllocSaysWhatItStillHolds(t *testing.T) {
 // spec names. A claim being released (left for reconcile) stands in no run's way.
 func TestGroupRunWithAVolumeRemovedDoesNotLeaveItsClaimSilently(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil)
-	h.createDBVolumes(2)
-	if _, err := h.e.RunGroup(h.ctx, dbGroup(2)); err != nil {
-		t.Fatal(err)
-	}
+	h := runningDBGroup(t)
 	g := dbGroup(2)
 	g.Volumes = g.Volumes[:1] // "shared" removed
 	info, err := h.e.RunGroup(h.ctx, g)
@@ -103,4 +95,15 @@ func TestGroupRunWithAVolumeRemovedDoesNotLeaveItsClaimSilently(t *testing.T) {
 	if info, err := h.e.RunGroup(h.ctx, g); err != nil {
 		t.Fatalf("a run with the removed volume's claim being released = %+v, %v; want it run", info, err)
 	}
+}
+
+// runningDBGroup is a harness whose group db (dbGroup(2)) ran, each alloc holding its volumes.
+func runningDBGroup(t *testing.T) *harness {
+	t.Helper()
+	h := newHarness(t, nil)
+	h.createDBVolumes(2)
+	if _, err := h.e.RunGroup(h.ctx, dbGroup(2)); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
