@@ -554,10 +554,10 @@ func (e *Engine) PluginEvent(ctx context.Context, pluginID, kind, message string
 }
 
 // loopingKinds are the events of a plugin's process the agent records at each of its starts,
-// exits, restarts and daemons followed, with what they say of it. A plugin that exits at every start (bad
-// credentials, a missing device, a command that is not there) is restarted at most a minute
-// apart, for as long as the agent runs: two or three events a minute, which pushed the rest of
-// the event log (10,000 rows: every claim and release recorded) out within three days
+// exits, restarts and daemons followed, with what they say of it. A plugin that exits at every
+// start (bad credentials, a missing device, a command that is not there) is restarted at most
+// a minute apart, for as long as the agent runs: two or three events a minute, which pushed the
+// rest of the event log (10,000 rows: every claim and release recorded) out within three days
 // (TestCrashLoopingPluginIsBoundedInTheEventLog).
 var loopingKinds = map[string]struct{ did, them, this string }{
 	"plugin-start":   {"was started, or failed to start,", "starts", "start"},
