@@ -193,10 +193,7 @@ func (a action) perform(ctx context.Context, eng Engine) actionDoneMsg {
 		if err != nil {
 			return actionDoneMsg{a: a, err: err}
 		}
-		if !res.Released {
-			return actionDoneMsg{a: a, text: fmt.Sprintf("alloc %q held no claim on %q: nothing to release", a.alloc, a.volume)}
-		}
-		return actionDoneMsg{a: a, text: fmt.Sprintf("released the claim of %q on %q", a.alloc, a.volume)}
+		return releaseReport(a, res)
 	case actDetach, actForceDetach:
 		res, err := eng.Detach(ctx, a.volume, a.kind == actForceDetach)
 		if err != nil {
@@ -272,12 +269,27 @@ func (a action) changed(ctx context.Context, eng Engine) error {
 	return nil
 }
 
+// releaseReport words a release's result, as volume release says it: one that waited for
+// another volctl's release of the claim says so (engine.ReleaseResult.ReleasedMeanwhile).
+func releaseReport(a action, res engine.ReleaseResult) actionDoneMsg {
+	switch {
+	case res.ReleasedMeanwhile:
+		return actionDoneMsg{a: a, text: fmt.Sprintf("the claim of %q on %q was released by another volctl while this release waited: nothing left to release", a.alloc, a.volume)}
+	case !res.Released:
+		return actionDoneMsg{a: a, text: fmt.Sprintf("alloc %q held no claim on %q: nothing to release", a.alloc, a.volume)}
+	}
+	return actionDoneMsg{a: a, text: fmt.Sprintf("released the claim of %q on %q", a.alloc, a.volume)}
+}
+
 func detachReport(a action, res engine.DetachResult) actionDoneMsg {
 	verb := "detached"
 	if a.kind == actForceDetach {
 		verb = "force-detached"
 	}
 	text := fmt.Sprintf("%s %q: released %s", verb, a.volume, plural(len(res.Released), "claim"))
+	if n := len(res.ReleasedMeanwhile); n > 0 {
+		text += fmt.Sprintf(" (another volctl released %s while this detach waited)", plural(n, "claim"))
+	}
 	if len(res.Failed) == 0 {
 		if len(res.Warnings) > 0 {
 			text += "; " + strings.Join(res.Warnings, "; ")
