@@ -178,10 +178,10 @@ func firstTen[T any](items []T, show func(T) string) string {
 	return strings.Join(parts, ", ")
 }
 
-// allocsServed says how many of the allocs a group run got their volumes, and how many of
-// those it did not still hold claims (an earlier run's, which a refusal leaves standing, or
-// this run's, interrupted): "2 of 3 allocs have their volumes; the 1 that failed still holds
-// the claims shown".
+// allocsServed says how many of the allocs a group run got their volumes, and how many of the
+// others still hold claims (an earlier run's, which a refusal leaves standing, or this run's,
+// interrupted): "2 of 3 allocs have their volumes; the 1 that failed still holds the claims
+// shown".
 func allocsServed(g engine.GroupInfo) string {
 	ok, holding := 0, 0
 	for _, a := range g.Allocs {
