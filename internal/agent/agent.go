@@ -419,7 +419,7 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 		r.cancel()
 		<-r.done
 		if sp, ok := want[r.spec.ID]; ok {
-			if r.proc != nil && sp.Exec != nil && r.spec.Exec != nil && !r.outdated() && execDigestOf(sp) == execDigestOf(r.spec) {
+			if r.proc != nil && sp.Exec != nil && r.declared != "" && !r.outdated() && execDigestOf(sp) == r.declared {
 				// Only what volctl does with the plugin changed (its RPC timeout), not what its
 				// process runs: the process runs on, and the new runner adopts it through its pid
 				// file, as it adopts one left under mounts. Before, it was stopped and started

@@ -42,12 +42,20 @@ func environOf(t *testing.T, pid int) []string {
 func (f *fixture) supervisedUnderAClaim() (sp spec.Plugin, stop func() error, pid int) {
 	f.t.Helper()
 	hostpathtest.RequireMount(f.t)
+	sp, stop = f.supervised()
+	f.claimDB("hp")
+	return sp, stop, f.pid("hp")
+}
+
+// supervised registers plugin hp with an exec block and runs an agent, returning once the
+// plugin it started is healthy: the declaration and the agent's stop.
+func (f *fixture) supervised() (sp spec.Plugin, stop func() error) {
+	f.t.Helper()
 	sp = f.execPlugin("hp", "hostpath")
 	f.register(sp)
 	stop = f.startAgent(testSettings)
 	waitFor(f.t, "the plugin to be healthy", func() bool { return f.plugin("hp").Healthy })
-	f.claimDB("hp")
-	return sp, stop, f.pid("hp")
+	return sp, stop
 }
 
 // claimDB creates volume db on plugin id and claims it for alloc web-0, mounted for real.
@@ -164,11 +172,13 @@ func TestPidFileRecordsTheExecBlock(t *testing.T) {
 	if got == nil || got.execDigest != execDigestOf(sp) {
 		t.Fatalf("read back %+v; want the digest %s", got, execDigestOf(sp))
 	}
-	r := &runner{spec: sp, proc: got}
+	r := newRunner(nil, sp)
+	r.proc = got
 	if r.outdated() {
 		t.Error("a process started with the declared exec block is outdated")
 	}
-	r.spec = withEnv(sp, "K", "changed")
+	r = newRunner(nil, withEnv(sp, "K", "changed"))
+	r.proc = got
 	if !r.outdated() {
 		t.Error("a process started with another env is not outdated")
 	}
@@ -176,7 +186,11 @@ func TestPidFileRecordsTheExecBlock(t *testing.T) {
 	if err := os.WriteFile(pidFilePath(dir, "hp"), []byte("42 7 abc 0\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if old := readPidFile(dir, "hp"); old == nil || old.execDigest != "" || (&runner{spec: r.spec, proc: old}).outdated() {
+	old := readPidFile(dir, "hp")
+	if old != nil {
+		r.proc = old
+	}
+	if old == nil || old.execDigest != "" || r.outdated() {
 		t.Errorf("an older agent's pid file read as %+v, outdated; want an unknown exec block, taken for the declared one", old)
 	}
 
@@ -275,10 +289,7 @@ func TestAgentKeepsAnOutdatedPluginWhoseDeclaredExecBlockCannotStart(t *testing.
 // runner that supervises it anew.
 func TestAgentKeepsThePluginRunningWhenOnlyItsTimeoutChanges(t *testing.T) {
 	f := newFixture(t)
-	sp := f.execPlugin("hp", "hostpath")
-	f.register(sp)
-	stop := f.startAgent(testSettings)
-	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("hp").Healthy })
+	sp, stop := f.supervised()
 	pid := f.pid("hp")
 	sp.Timeout = 3 * time.Minute
 	f.register(sp)

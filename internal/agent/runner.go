@@ -23,6 +23,9 @@ import (
 type runner struct {
 	a    *Agent
 	spec spec.Plugin
+	// declared is execDigestOf(spec), "" without an exec block: a runner's spec never changes
+	// (sync makes a new runner for a new declaration), so it is hashed once, not at each probe.
+	declared string
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed when loop returns; proc is then the caller's to read
@@ -53,7 +56,11 @@ type runner struct {
 }
 
 func newRunner(a *Agent, sp spec.Plugin) *runner {
-	return &runner{a: a, spec: sp, done: make(chan struct{}), settled: make(chan struct{})}
+	r := &runner{a: a, spec: sp, done: make(chan struct{}), settled: make(chan struct{})}
+	if sp.Exec != nil {
+		r.declared = execDigestOf(sp)
+	}
+	return r
 }
 
 func (r *runner) settle() { r.settleOnce.Do(func() { close(r.settled) }) }
@@ -271,7 +278,7 @@ func (r *runner) stopCounted(release func()) error {
 // adopted as it runs while it has mounts). A process whose exec block is not recorded (an older
 // agent's pid file) is taken for the declared one.
 func (r *runner) outdated() bool {
-	return r.proc != nil && r.spec.Exec != nil && r.proc.execDigest != "" && r.proc.execDigest != execDigestOf(r.spec)
+	return r.proc != nil && r.declared != "" && r.proc.execDigest != "" && r.proc.execDigest != r.declared
 }
 
 // replaceOutdated stops an outdated process (outdated) once the plugin holds no mounts, the

@@ -773,11 +773,23 @@ func (e *Engine) lockVolumeNotingClaim(ctx context.Context, id, alloc string) (u
 	return unlock, seen, err
 }
 
+// checkVolumeExists is nil when the state records volume id as stored, else its not-found.
 func (e *Engine) checkVolumeExists(ctx context.Context, id string) error {
+	return e.checkStored(ctx, func(tx *store.Tx) error { _, err := tx.Volumes().Get(id); return err }, fmt.Sprintf("volume %q not found", id))
+}
+
+// checkPluginExists is checkVolumeExists for a plugin, its not-found a command through it's.
+func (e *Engine) checkPluginExists(ctx context.Context, id string) error {
+	return e.checkStored(ctx, func(tx *store.Tx) error { _, err := tx.Plugins().Get(id); return err },
+		fmt.Sprintf("plugin %q is not registered (volctl plugin register)", id))
+}
+
+// checkStored is get's error, its not-found worded as notFound.
+func (e *Engine) checkStored(ctx context.Context, get func(tx *store.Tx) error, notFound string) error {
 	return e.store.View(ctx, func(tx *store.Tx) error {
-		_, err := tx.Volumes().Get(id)
+		err := get(tx)
 		if errors.Is(err, store.ErrNotFound) {
-			return notFoundf("volume %q not found", id)
+			return notFoundf("%s", notFound)
 		}
 		return err
 	})

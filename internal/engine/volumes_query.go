@@ -141,28 +141,19 @@ func (e *Engine) Volume(ctx context.Context, idOrPrefix string) (VolumeInfo, err
 // find it (the ID as given or as stored, byStoredID; no prefix, which Volume takes), else its
 // not-found, naming the ID likely meant: the look before a question (cli's confirmedOnVolume).
 func (e *Engine) VolumeRecorded(ctx context.Context, id string) error {
-	return e.recorded(ctx, store.VolumeIDs, id, func(tx *store.Tx, id string) error { _, err := tx.Volumes().Get(id); return err }, "volume %q not found")
+	return e.recorded(ctx, store.VolumeIDs, id, e.checkVolumeExists)
 }
 
 // PluginRecorded is VolumeRecorded for a plugin: nil when it is registered, else the
 // not-found a command through it gives.
 func (e *Engine) PluginRecorded(ctx context.Context, id string) error {
-	return e.recorded(ctx, store.PluginIDs, id, func(tx *store.Tx, id string) error { _, err := tx.Plugins().Get(id); return err },
-		"plugin %q is not registered (volctl plugin register)")
+	return e.recorded(ctx, store.PluginIDs, id, e.checkPluginExists)
 }
 
-// recorded is nil when get finds id in table t (as given or as stored), else notFound's
-// not-found, naming the ID likely meant (byStoredID).
-func (e *Engine) recorded(ctx context.Context, t store.IDTable, id string, get func(tx *store.Tx, id string) error, notFound string) error {
-	_, err := byStoredID(ctx, e, t, id, func(id string) (struct{}, error) {
-		return struct{}{}, e.store.View(ctx, func(tx *store.Tx) error {
-			err := get(tx, id)
-			if errors.Is(err, store.ErrNotFound) {
-				return notFoundf(notFound, id)
-			}
-			return err
-		})
-	})
+// recorded is check of id, found in table t as given or as stored (byStoredID), whose
+// not-found then names the ID likely meant.
+func (e *Engine) recorded(ctx context.Context, t store.IDTable, id string, check func(ctx context.Context, id string) error) error {
+	_, err := byStoredID(ctx, e, t, id, func(id string) (struct{}, error) { return struct{}{}, check(ctx, id) })
 	return err
 }
 
