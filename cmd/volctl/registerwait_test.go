@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -90,5 +91,39 @@ func TestPluginRegisterWaitsForAPluginRestarting(t *testing.T) {
 				t.Errorf("register of a plugin that starts listening 1 s later: %v\n%s", r.err, r.out)
 			}
 		})
+	}
+}
+
+// A socket path that holds a directory, a regular file or a named pipe is no plugin starting:
+// none will listen there while it is. `plugin register` waited its --wait on one all the same
+// and then said "is not a socket; waited 5s for it to answer (--wait)"; it now says at once
+// what the path is, waiting for nothing (a --wait of an hour would fail the test's deadline).
+func TestRegisterOfAPathThatIsNotASocketFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	paths := map[string]string{"a regular file": filepath.Join(dir, "file"), "a directory": filepath.Join(dir, "dir"), "a named pipe (FIFO)": filepath.Join(dir, "fifo")}
+	if err := os.WriteFile(paths["a regular file"], nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(paths["a directory"], 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(paths["a named pipe (FIFO)"], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for kind, path := range paths {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := exec.CommandContext(ctx, shortVolctl(t), "plugin", "register", "--id", "hp", "--socket", path, "--wait", "1h")
+		cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+filepath.Join(dir, "state"), "NO_COLOR=1")
+		out, err := cmd.CombinedOutput()
+		waited := ctx.Err() != nil
+		cancel()
+		if waited {
+			t.Errorf("register of %s as the socket waited for it to answer:\n%s", kind, out)
+			continue
+		}
+		if err == nil || !strings.Contains(string(out), "socket "+path+" is "+kind+", not a socket") || strings.Contains(string(out), "(--wait)") {
+			t.Errorf("register of %s as the socket: %v\n%s\nwant a failure naming the path and what it is, at once", kind, err, out)
+		}
 	}
 }

@@ -174,7 +174,7 @@ func TestPluginProbeMissingSocket(t *testing.T) {
 	}
 	tests := []struct{ socket, want string }{
 		{missing, "plugin socket " + missing + " does not exist (is the plugin running?)"},
-		{notSocket, "plugin socket " + notSocket + " is not a socket"},
+		{notSocket, "plugin socket " + notSocket + " is a regular file, not a socket"},
 	}
 	for _, tt := range tests {
 		ios, _, out, _ := iostreams.Test()

@@ -590,6 +590,24 @@ func probeAnswer(socket string) []byte {
 	return buf[:n]
 }
 
+// FileKind names the kind of file fi is, for a path that should have been a socket: "a
+// directory", "a regular file", "a named pipe (FIFO)", "a device file".
+func FileKind(fi fs.FileInfo) string {
+	switch t := fi.Mode().Type(); {
+	case t == 0:
+		return "a regular file"
+	case t == fs.ModeDir:
+		return "a directory"
+	case t == fs.ModeNamedPipe:
+		return "a named pipe (FIFO)"
+	case t&fs.ModeDevice != 0:
+		return "a device file"
+	case t == fs.ModeSocket:
+		return "a socket"
+	}
+	return "a file of another kind"
+}
+
 // socketProblem explains why a socket cannot be dialled, or returns "" if it looks fine.
 func socketProblem(socket string) (msg, hint string) {
 	fi, err := os.Stat(socket)
@@ -599,7 +617,7 @@ func socketProblem(socket string) (msg, hint string) {
 	case err != nil:
 		return fmt.Sprintf("plugin socket %s: %v", spec.QuoteName(socket), unnamed(err)), "check the socket path and its permissions"
 	case fi.Mode()&fs.ModeSocket == 0:
-		return fmt.Sprintf("plugin socket %s is not a socket", spec.QuoteName(socket)), "check the plugin's socket path"
+		return fmt.Sprintf("plugin socket %s is %s, not a socket", spec.QuoteName(socket), FileKind(fi)), "check the plugin's socket path"
 	}
 	conn, err := net.DialTimeout("unix", socket, time.Second)
 	if err != nil {

@@ -137,7 +137,7 @@ func TestUnavailableNamesTheSocket(t *testing.T) {
 		name, socket, want string
 	}{
 		{"missing", missing, "GetPluginInfo: Unavailable: plugin socket " + missing + " does not exist (is the plugin running?)"},
-		{"not a socket", regular, "GetPluginInfo: Unavailable: plugin socket " + regular + " is not a socket (check the plugin's socket path)"},
+		{"not a socket", regular, "GetPluginInfo: Unavailable: plugin socket " + regular + " is a regular file, not a socket (check the plugin's socket path)"},
 		{"stale", stale, "GetPluginInfo: Unavailable: nothing is listening on plugin socket " + stale + " (is the plugin running? the socket file may be left over from one that died)"},
 	}
 	for _, tt := range tests {

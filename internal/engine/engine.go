@@ -605,6 +605,19 @@ func unreachableSocket(path string) error {
 		spec.QuoteName(path), err, os.Geteuid())
 }
 
+// notASocket refuses a socket path that holds another kind of file (a directory, a regular
+// file, a named pipe), naming it: no plugin that starts will listen there while it is (volctl's
+// own refuses to replace it, as most do), so it is no plugin starting, and `plugin register`'s
+// --wait for one to answer does not wait on it (PluginNotAnswering: before, it waited its 5 s and
+// then said "is not a socket"; TestRegisterOfAPathThatIsNotASocketFailsAtOnce).
+func notASocket(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Type() == fs.ModeSocket {
+		return nil // gone meanwhile: the dial says so
+	}
+	return fmt.Errorf("socket %s is %s, not a socket: check the plugin's socket path (the plugin listens on a socket file it makes there)", spec.QuoteName(path), csi.FileKind(fi))
+}
+
 // PluginNotAnswering says err is a plugin that did not answer at all: its socket missing, or
 // nothing listening on it (UNAVAILABLE, csi.IsUnreachable). So reads a plugin starting or
 // restarting, which may answer in a moment; not one that answered (an UNAVAILABLE of its own
@@ -640,6 +653,9 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 	for _, s := range ids {
 		if s.inode == 0 {
 			return nil, unreachableSocket(s.path)
+		}
+		if err := notASocket(s.path); err != nil {
+			return nil, err
 		}
 	}
 	srv := serversOf(p)
