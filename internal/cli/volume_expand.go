@@ -44,7 +44,10 @@ says the node must expand but whose node service cannot (no EXPAND_VOLUME) fails
 
 Sizes read like a spec's capacity_min: "10GiB", "500M", "1T". A volume never shrinks (exit 2);
 asking for its current size changes nothing but sending a node expansion still owed, and
-recording --limit. A plugin without EXPAND_VOLUME is refused (exit 2).
+recording --limit. A volume with no size recorded (registered, its plugin reporting none) is
+looked up first where the plugin can list it: at --size or more it is not grown, only its size
+recorded ("is already"); where it cannot, the expand is sent and said to be at least --size
+now, which it may have been already. A plugin without EXPAND_VOLUME is refused (exit 2).
 ControllerExpandVolume needs a plugin that advertises online expansion (VOLUME_EXPANSION
 ONLINE) while the volume has claims, or is still attached or staged with none: one that expands
 only offline, or says neither, is refused then (exit 4): release them first, or let reconcile
@@ -105,7 +108,7 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 	pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
 	// What the expand did is told from the volume as it found it under the volume's lock,
 	// not as read above: another volctl's expand may have been waited for in between.
-	before, v, err := e.ExpandVolumeFrom(pctx, id, size, limit)
+	before, v, grew, err := e.ExpandVolumeFrom(pctx, id, size, limit)
 	done()
 	if err != nil {
 		return err
@@ -118,6 +121,11 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 	}
 	var out strings.Builder
 	switch {
+	case grew == engine.Measured:
+		fmt.Fprintf(&out, "Volume %q is already %s, as its plugin lists it (volctl had no size recorded for it, and records this one now)\n", v.ID, bytesIEC(v.CapacityBytes))
+	case grew == engine.Sized:
+		fmt.Fprintf(&out, "Volume %q is %s now, at least the %s asked: volctl had no size recorded for it, and its plugin does not list it, so it may have had that already\n",
+			v.ID, bytesIEC(v.CapacityBytes), bytesIEC(size))
 	case v.CapacityBytes == before.CapacityBytes && v.RequestedMin == before.RequestedMin && before.NodeExpansionOwed > v.NodeExpansionOwed:
 		fmt.Fprintf(&out, "Volume %q expanded on the node to %s\n", v.ID, bytesIEC(before.NodeExpansionOwed))
 	case v.CapacityBytes == before.CapacityBytes && v.RequestedMin == before.RequestedMin:

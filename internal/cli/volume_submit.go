@@ -75,7 +75,8 @@ reachable and able to create volumes (CREATE_DELETE_VOLUME). snapshot_id restore
 clone_id copies another volume (a volctl volume ID or the provider's).
 
 Creating an existing volume with the same spec changes nothing and says "unchanged" (a larger
-capacity_min grows it); changing name, plugin_id, parameters, topology, snapshot_id or clone_id is refused (exit 4).
+capacity_min grows it; of a volume with no size recorded, its plugin is asked its size first
+where it can list it, and says whether it was grown); changing name, plugin_id, parameters, topology, snapshot_id or clone_id is refused (exit 4).
 So is changing capabilities, mount_options or secrets, which a create does not apply: volume
 register of the spec with the volume's external_id (and no snapshot_id, clone_id or preferred
 topology) does.
@@ -237,18 +238,28 @@ func pastTense(verb spec.Verb) string {
 	return "registered"
 }
 
+// grownWords says what a create or registration that asked the plugin for the spec's
+// capacity_min did: grew the volume, or, its size not known before, made sure it has that much
+// (engine.Sized: it may have had it already; engine.Measured: it had; neither is said to be
+// expanded).
+var grownWords = map[engine.SubmitOutcome]string{
+	engine.Expanded: "expanded to the spec's capacity_min",
+	engine.Sized:    "its size, not known before, is at least the spec's capacity_min now, which it may have had already",
+	engine.Measured: "its plugin lists it at the spec's capacity_min or more, so it was not grown; its size, not known before, is recorded now",
+}
+
 // volumeSubmittedLine is `Volume "db" registered` or
 // `Volume "db" created (external ID "vol-1", 1.0 GiB)`; a create or registration that found
 // the volume made or registered (outcome, the engine's word: only it, under the volume's lock,
-// can tell) says "unchanged", or "expanded" when the spec's capacity_min grew it, and a
-// registration that changed it "updated", naming what changed.
+// can tell) says "unchanged", or "expanded" when the spec's capacity_min grew it (grownWords),
+// and a registration that changed it "updated", naming what changed.
 func volumeSubmittedLine(verb spec.Verb, v engine.VolumeInfo, outcome engine.SubmitOutcome, changed []string) string {
 	if verb != spec.VerbCreate {
 		switch outcome {
 		case engine.Unchanged:
 			return fmt.Sprintf("Volume %q unchanged: it is registered with this spec", v.ID)
-		case engine.Expanded:
-			line := fmt.Sprintf("Volume %q updated: expanded to the spec's capacity_min (%s)", v.ID, bytesIEC(v.CapacityBytes))
+		case engine.Expanded, engine.Sized, engine.Measured:
+			line := fmt.Sprintf("Volume %q updated: %s (%s)", v.ID, grownWords[outcome], bytesIEC(v.CapacityBytes))
 			// What else the registration changed, the capacity it asks for being the expansion.
 			if others := slices.DeleteFunc(slices.Clone(changed), func(f string) bool { return f == "capacity_min" || f == "capacity_max" }); len(others) > 0 {
 				line += "; " + strings.Join(others, ", ") + " changed"
@@ -266,8 +277,8 @@ func volumeSubmittedLine(verb spec.Verb, v engine.VolumeInfo, outcome engine.Sub
 	switch outcome {
 	case engine.Unchanged:
 		what = "unchanged: it exists with this spec"
-	case engine.Expanded:
-		what = "exists; expanded to the spec's capacity_min"
+	case engine.Expanded, engine.Sized, engine.Measured:
+		what = "exists; " + grownWords[outcome]
 	}
 	line := fmt.Sprintf("Volume %q %s (external ID %q", v.ID, what, v.ExternalID)
 	if c := bytesIEC(v.CapacityBytes); c != "" {

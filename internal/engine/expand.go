@@ -21,7 +21,7 @@ import (
 // the volume is staged or published here, at the next publish where it is not, and one that
 // failed or was cut short is sent again by the same expand run again or by reconcile.
 func (e *Engine) ExpandVolume(ctx context.Context, volumeID string, size, limit int64) (VolumeInfo, error) {
-	_, after, err := e.ExpandVolumeFrom(ctx, volumeID, size, limit)
+	_, after, _, err := e.ExpandVolumeFrom(ctx, volumeID, size, limit)
 	return after, err
 }
 
@@ -30,15 +30,18 @@ func (e *Engine) ExpandVolume(ctx context.Context, volumeID string, size, limit 
 // outside the lock, cannot tell. The command line compared with such a read, and an expand
 // that waited for another volctl's expand to the same size said "expanded" of a volume it
 // found at that size and sent nothing for (TestTwoExpandsToOneSizeAtOnceOneSaysAlready).
-func (e *Engine) ExpandVolumeFrom(ctx context.Context, volumeID string, size, limit int64) (before, after VolumeInfo, err error) {
+// grew is what it did to a volume whose size it found below size: Expanded, or, its size not
+// known, Measured or Sized (expandLockedSaying); Unchanged otherwise.
+func (e *Engine) ExpandVolumeFrom(ctx context.Context, volumeID string, size, limit int64) (before, after VolumeInfo, grew SubmitOutcome, err error) {
+	grew = Unchanged
 	after, err = byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (VolumeInfo, error) {
-		return e.expandVolumeStored(ctx, id, size, limit, &before)
+		return e.expandVolumeStored(ctx, id, size, limit, &before, &grew)
 	})
-	return before, after, err
+	return before, after, grew, err
 }
 
 // expandVolumeStored is ExpandVolumeFrom of the ID as stored (byStoredID).
-func (e *Engine) expandVolumeStored(ctx context.Context, volumeID string, size, limit int64, before *VolumeInfo) (VolumeInfo, error) {
+func (e *Engine) expandVolumeStored(ctx context.Context, volumeID string, size, limit int64, before *VolumeInfo, grew *SubmitOutcome) (VolumeInfo, error) {
 	fail := failVolume("expand", volumeID)
 	v, c, unlock, err := e.lockedVolume(ctx, volumeID)
 	if err != nil {
@@ -51,7 +54,7 @@ func (e *Engine) expandVolumeStored(ctx context.Context, volumeID string, size, 
 	if limit, err = recordedLimit(v, size, limit); err != nil {
 		return fail(err)
 	}
-	return e.expandLocked(ctx, c, v, size, limit)
+	return e.expandLockedSaying(ctx, c, v, size, limit, grew)
 }
 
 // recordedLimit is the limit of an expand of volume v to size given limit (0: none given): the
@@ -80,6 +83,13 @@ func currentSize(v store.Volume) int64 {
 
 // expandLocked is ExpandVolume with the volume lock held and the plugin connected.
 func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size, limit int64) (VolumeInfo, error) {
+	return e.expandLockedSaying(ctx, c, v, size, limit, new(SubmitOutcome))
+}
+
+// expandLockedSaying is expandLocked saying in grew what it did to a volume it was asked to grow
+// past its recorded size: Expanded from a size known (recorded, or listed by the plugin now), or
+// Measured or Sized, its size not known before (learntSize).
+func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume, size, limit int64, grew *SubmitOutcome) (VolumeInfo, error) {
 	fail := failVolume("expand", v.ID)
 	if v.State != store.VolumeReady {
 		return fail(notReady(v))
@@ -117,6 +127,25 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 	// held, so no handover can start meanwhile).
 	if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseHandedOver(tx, v.ID) }); err != nil {
 		return fail(err)
+	}
+	*grew = Expanded
+	if cur == 0 {
+		// Its size not known (registered, its plugin reporting none): the plugin may have it
+		// at the size asked already, or at any size. Asked first where it can say, the
+		// expansion is one from the size it has; said "expanded" before, of a volume it may
+		// have grown by nothing (TestCapacityMinOfAVolumeOfUnknownSizeIsNotSaidToExpandIt).
+		known, err := e.learntSize(ctx, c, v, size, limit)
+		switch {
+		case err != nil:
+			return fail(err)
+		case known >= size:
+			*grew = Measured
+			return e.Volume(ctx, v.ID)
+		case known > 0:
+			v.CapacityBytes, cur = known, known
+		default:
+			*grew = Sized
+		}
 	}
 	ctrl, node := c.fp.Controller && c.fp.Capabilities.Controller.ExpandVolume, c.fp.Node && c.fp.Capabilities.Node.ExpandVolume
 	// A pending controller expansion through a plugin that now declares node-only expansion is
@@ -266,7 +295,11 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		}
 	}
 	msg := fmt.Sprintf("volume %q expanded to %s", v.ID, spec.FormatSize(newSize))
-	if listed > 0 {
+	switch {
+	case cur == 0:
+		msg = fmt.Sprintf("volume %q is %s now, at least the %s asked (its size was not known before, nor listed by plugin %q: it may have had that already)",
+			v.ID, spec.FormatSize(newSize), spec.FormatSize(size), v.PluginID)
+	case listed > 0:
 		msg += "; " + notSentAgain(v, listed)
 	}
 	switch {
@@ -722,6 +755,35 @@ func (e *Engine) sendControllerExpand(ctx context.Context, c *conn, v store.Volu
 		return err
 	})
 	return resp, listed, earlier, err
+}
+
+// learntSize asks plugin c the size of volume v, whose size is not recorded (expandLocked, asked
+// to grow it to size, limit), where the plugin can say (sizeListed); 0 where it cannot. A size
+// of size or more is recorded, with the event that says so: the volume is not grown, and the
+// request (the spec's capacity_min) is met.
+func (e *Engine) learntSize(ctx context.Context, c *conn, v store.Volume, size, limit int64) (int64, error) {
+	if volumeCheck(c) == "" {
+		return 0, nil
+	}
+	var known int64
+	if err := e.withController(ctx, c, func(ctx context.Context) error {
+		known = e.sizeListed(ctx, c, v)
+		return nil
+	}); err != nil || known < size {
+		return known, err
+	}
+	return known, e.store.Update(ctx, e.locks.holding(v.ID, func(tx *store.Tx) error {
+		v.CapacityBytes, v.RequestedMin = known, max(v.RequestedMin, size)
+		if limit != 0 {
+			v.RequestedMax = limit
+		}
+		if err := tx.Volumes().Update(&v); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: volumeCheck(c),
+			Message: fmt.Sprintf("volume %q is %s as plugin %q lists it, at least the %s asked: its size was not known before, and it was not grown (ControllerExpandVolume not sent)",
+				v.ID, spec.FormatSize(known), v.PluginID, spec.FormatSize(size))})
+	}))
 }
 
 // notSentAgain says that volume v's ControllerExpandVolume was not sent (again) because plugin

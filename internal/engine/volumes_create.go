@@ -90,6 +90,15 @@ const (
 	// Expanded: the volume was made (registered), and grown to this spec's larger
 	// capacity_min.
 	Expanded
+	// Sized: the volume was made (registered) with its size not known (a registration whose
+	// plugin reported none, and cannot list it), and ControllerExpandVolume was sent for this
+	// spec's capacity_min: it has at least that now, which it may have had before. Said
+	// "expanded" before, of a volume the plugin may have grown by nothing
+	// (TestCapacityMinOfAVolumeOfUnknownSizeIsNotSaidToExpandIt).
+	Sized
+	// Measured: as Sized, but the plugin lists the volume at this spec's capacity_min or more:
+	// not grown, nothing sent; the size listed is recorded.
+	Measured
 	// Updated: the volume was registered, and this registration changed what the spec may
 	// change (Registration.Changed names it).
 	Updated
@@ -202,12 +211,13 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume, outcome *Subm
 	grow := sv.CapacityMin > v.CapacityBytes && sv.CapacityMin > v.RequestedMin
 	if done {
 		*outcome = Unchanged
-		if grow {
-			*outcome = Expanded
-		}
 	}
 	if grow {
-		return e.expandLocked(ctx, c, v, sv.CapacityMin, sv.CapacityMax)
+		grew := outcome
+		if !done {
+			grew = new(SubmitOutcome) // a created volume is "created", grown to the spec or not
+		}
+		return e.expandLockedSaying(ctx, c, v, sv.CapacityMin, sv.CapacityMax, grew)
 	}
 	return e.Volume(ctx, sv.ID)
 }

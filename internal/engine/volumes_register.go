@@ -71,7 +71,7 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registra
 			}))
 		}
 	}
-	expanded, err := e.expandRegistered(ctx, c, sv)
+	grown, err := e.expandRegistered(ctx, c, sv)
 	if err != nil {
 		return fail(err)
 	}
@@ -123,8 +123,8 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registra
 		v := mergeRegistered(old, sv)
 		changed := registrationChanges(old, sv)
 		switch {
-		case expanded:
-			r.Outcome, r.Changed = Expanded, changed
+		case grown != Unchanged:
+			r.Outcome, r.Changed = grown, changed
 		case len(changed) > 0 || limit != old.ExpandMax:
 			r.Outcome, r.Changed = Updated, changed
 		default:
@@ -156,21 +156,25 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registra
 // its known size, when the plugin can expand; otherwise the larger request is only recorded by
 // the registration itself. It runs before the registration's update so that the expansion
 // compares against the stored size, not the new request.
-// It reports whether it sent an expansion.
-func (e *Engine) expandRegistered(ctx context.Context, c *conn, sv spec.Volume) (bool, error) {
+// It says what it did: Expanded or Sized (expandLockedSaying) when it grew the volume or made
+// sure of its size, Unchanged when it did neither.
+func (e *Engine) expandRegistered(ctx context.Context, c *conn, sv spec.Volume) (SubmitOutcome, error) {
 	old, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(sv.ID) })
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return false, nil
+		return Unchanged, nil
 	case err != nil:
-		return false, err
+		return Unchanged, err
 	case old.State != store.VolumeReady || checkImmutable(old, sv, true) != nil:
-		return false, nil // the registration's own checks report it
+		return Unchanged, nil // the registration's own checks report it
 	case sv.CapacityMin <= currentSize(old) || !canExpand(c):
-		return false, nil
+		return Unchanged, nil
 	}
-	_, err = e.expandLocked(ctx, c, old, sv.CapacityMin, sv.CapacityMax)
-	return err == nil, err
+	grew := Unchanged
+	if _, err = e.expandLockedSaying(ctx, c, old, sv.CapacityMin, sv.CapacityMax, &grew); err != nil {
+		return Unchanged, err
+	}
+	return grew, nil
 }
 
 // canExpand reports whether the plugin has any way to grow a volume.
