@@ -232,7 +232,7 @@ var designImports = map[string]map[string][]string{
 	"internal/csi/internal/wire": {"spec": nil},
 	"internal/store":             {"atomicfile": nil, "backoff": nil, "nomadaddr": {"Shown", "InMessage"}, "pathtrust": nil, "procfs": nil, "shellquote": nil, "spec": nil},
 	"internal/hostpath":          {"atomicfile": nil, "buildinfo": nil, "crash": nil, "pathtrust": nil, "spec": nil},
-	"internal/engine":            {"backoff": nil, "crash": nil, "csi": nil, "display": {"Latency"}, "nomadaddr": nil, "pathtrust": nil, "procfs": nil, "shellquote": nil, "spec": nil, "store": nil},
+	"internal/engine":            {"backoff": nil, "crash": nil, "csi": nil, "display": {"Ago", "Latency"}, "nomadaddr": nil, "pathtrust": nil, "procfs": nil, "shellquote": nil, "spec": nil, "store": nil},
 	"internal/nomad": {"csi": {"Scrubber"}, "engine": {"VolumeInfo", "ShownNomadAddress", "HiddenNomadPathAndQuery"},
 		"shellquote": nil, "spec": nil},
 	"internal/tui": {"crash": nil, "display": nil, "engine": nil, "shellquote": nil, "spec": nil},

@@ -139,3 +139,23 @@ func TestClaimThatWaitedForADeleteGetsNoAdviceToLookElsewhere(t *testing.T) {
 		t.Errorf("claim that waited for the delete: stderr:\n%s\nwant no advice to look in another state dir: the volume was there, and was deleted meanwhile", r.errOut)
 	}
 }
+
+// A command on a volume deleted here before it ran (by another volctl, a script, the agent's
+// GC) said "not found" and that volctl may have looked in another state dir: it says now what
+// the event log last recorded ending it, and when, and sends the user nowhere else
+// (engine.IsEndedHere); a volume never here keeps that advice.
+func TestCommandOnAVolumeDeletedHereSaysSoNotToLookElsewhere(t *testing.T) {
+	h := newCLIHarness(t)
+	h.createVolume(t, "v", spec.SingleNodeWriter)
+	if err := h.e.DeleteVolume(h.ctx, "v"); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := h.runReported("volume", "claim", "v", "--alloc", "web-0")
+	if code != ExitError || !strings.Contains(errOut, `volume "v" not found (the event log says, just now: volume "v" deleted`) || strings.Contains(errOut, "volctl looked in state dir") {
+		t.Errorf("claim of a volume deleted here: exit %d, stderr:\n%s\nwant exit %d saying when it was deleted, and no advice to look in another state dir", code, errOut, ExitError)
+	}
+	code, _, errOut = h.runReported("volume", "claim", "never", "--alloc", "web-0")
+	if code != ExitError || strings.Contains(errOut, "event log") || !strings.Contains(errOut, "volctl looked in state dir") {
+		t.Errorf("claim of a volume never here: exit %d, stderr:\n%s\nwant the advice to look in another state dir", code, errOut)
+	}
+}

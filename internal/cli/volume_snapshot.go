@@ -513,7 +513,8 @@ func newCmdVolumeSnapshotDeregister(f *Factory, runF func(*SnapshotDeregisterOpt
 plugin has it, stays where it is (volctl volume snapshot delete deletes it too).
 
 It is the way out for a snapshot the plugin keeps listing after answering DeleteSnapshot OK,
-which volctl volume snapshot delete keeps recorded, failing each time. A snapshot listed as
+which volctl volume snapshot delete keeps recorded, failing each time. A recorded snapshot is
+named by its ID or its NAME (volctl volume snapshot list shows both). A snapshot listed as
 pending (its creation was cut short) is named by its NAME: volctl forgets that it was being
 created, and reconcile no longer finishes it, though the plugin may have made it. A delete of
 the snapshot that was cut short (killed, or its answer never came), which reconcile would
@@ -524,7 +525,8 @@ for it to end, then reports what it left.
 A warning on stderr and the event log (snapshot-deregister) say the snapshot is forgotten, not
 deleted, naming it: delete it with the storage provider's tools if it is not wanted. volctl
 volume snapshot list shows it still, as the plugin's, while the plugin lists it. A snapshot
-volctl has no record of, nor a delete of, exits 1.
+volctl has no record of, nor a delete of, exits 1; one deleted or deregistered here before (by
+another volctl at the same moment, say) is said to be, with when, from the event log.
 
 It asks first on a terminal (through a plugin not registered, it says so without asking) and
 needs --yes otherwise.`,

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -1649,10 +1650,25 @@ func (e *Engine) DeregisterSnapshot(ctx context.Context, pluginID, snapshotID st
 	})
 }
 
+// snapshotEndedHere says when and how the event log last recorded the end of plugin pluginID's
+// snapshot named by id (its ID or NAME): deleted or deregistered, as endedHere says it of a
+// volume. Three deregisters of one snapshot at once: the two that read after the first's
+// commit never saw it, and said only that volctl had no record of it, as of a mistyped ID
+// (TestSnapshotDeregisteredHereIsSaidToBe). Up to 500 of each kind's events of the plugin are
+// read, newest first: an error path's cost.
+func (e *Engine) snapshotEndedHere(ctx context.Context, pluginID, id string) string {
+	quoted, named := fmt.Sprintf("%q", id), "("+id+")"
+	return e.lastEnding(ctx, []store.EventFilter{{Kind: "snapshot-delete", PluginID: pluginID}, {Kind: "snapshot-deregister", PluginID: pluginID}}, 500,
+		func(ev store.Event) bool {
+			return (strings.Contains(ev.Message, quoted) || strings.Contains(ev.Message, named)) && !strings.HasPrefix(ev.Message, "delete answered, record kept")
+		})
+}
+
 // deregisterSnapshotStored is DeregisterSnapshot of the ID as stored (byStoredID).
 func (e *Engine) deregisterSnapshotStored(ctx context.Context, pluginID, snapshotID string) (warnings []string, err error) {
+	given := snapshotID // its ID, or the NAME of a pending or recorded one
 	fail := func(err error) ([]string, error) {
-		return nil, fmt.Errorf("deregister snapshot %q of plugin %q: %w", snapshotID, pluginID, err)
+		return nil, fmt.Errorf("deregister snapshot %q of plugin %q: %w", given, pluginID, err)
 	}
 	if snapshotID == "" {
 		return fail(invalidf("the snapshot ID is empty"))
@@ -1671,12 +1687,24 @@ func (e *Engine) deregisterSnapshotStored(ctx context.Context, pluginID, snapsho
 			if marked, merr := tx.Snapshots().Deleting(pluginID, snapshotID); merr != nil || marked {
 				return "", merr // a recorded delete alone: deregister forgets it
 			}
+			// A recorded snapshot named by its NAME, as delete finds one (the usage's
+			// SNAPSHOT_ID|NAME, and `snapshot list`'s NAME column): it said "volctl has no
+			// record of it" of a snapshot listed under that name
+			// (TestSnapshotDeregisterByNameOfARecordedSnapshot).
+			if rec, named, nerr := recordNamed(tx, pluginID, snapshotID); nerr != nil || named {
+				snapshotID = rec.SnapshotID
+				return rec.SourceVolumeID, nerr
+			}
 		}
 		return in.SourceVolumeID, err
 	}
 	volumeID, err := viewOne(ctx, e.store, source)
 	if errors.Is(err, store.ErrNotFound) {
-		return fail(notFoundf("volctl has no record of it (`%s` lists those it has)", "volctl volume snapshot list "+shellquote.Flag("--plugin", pluginID)))
+		nf := notFoundf("volctl has no record of it (`%s` lists those it has)", "volctl volume snapshot list "+shellquote.Flag("--plugin", pluginID))
+		if ended := e.snapshotEndedHere(ctx, pluginID, snapshotID); ended != "" {
+			return fail(&endedHere{err: fmt.Errorf("%w; %s", nf, ended)})
+		}
+		return fail(nf)
 	}
 	if err != nil {
 		return fail(err)

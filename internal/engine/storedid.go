@@ -11,6 +11,7 @@ import (
 	"github.com/agext/levenshtein"
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -52,12 +53,84 @@ func nearStoredID(ctx context.Context, e *Engine, t store.IDTable, id string, er
 	if !errors.Is(err, ErrNotFound) && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
+	if ended := e.endedHere(ctx, t, id); ended != "" {
+		return &endedHere{err: fmt.Errorf("%w (%s)", err, ended)}
+	}
 	near, kerr := nearKeys(ctx, e, t, id)
 	if kerr != nil || len(near) == 0 {
 		return err
 	}
 	return fmt.Errorf("%w (did you mean %s?)", err, orList(near))
 }
+
+// endingKinds are the events that end the record of a volume or a plugin: a not-found of one
+// of their IDs looks for the last of them (endedHere).
+var endingKinds = map[store.IDTable][]string{
+	store.VolumeIDs: {"volume-delete", "volume-deregister"},
+	store.PluginIDs: {"plugin-deregister"},
+}
+
+// endedHere says, of a volume or plugin id not found in table t, when and how its record ended
+// here, from the last event that ends one (endingKinds): "the event log says, 3m ago:
+// volume "db" deleted"; "" when the log has none (never here, or longer ago than the log
+// keeps), or cannot be read. A command on a volume another volctl, the agent or a script
+// deleted or deregistered (three releases at once, the losers reading after the winner's
+// commit) said only "not found", and that volctl may have looked in another state dir
+// (TestNotFoundOfAVolumeDeletedHereSaysWhen).
+func (e *Engine) endedHere(ctx context.Context, t store.IDTable, id string) string {
+	var filters []store.EventFilter
+	for _, k := range endingKinds[t] {
+		f := store.EventFilter{Kind: k, VolumeID: id}
+		if t == store.PluginIDs {
+			f = store.EventFilter{Kind: k, PluginID: id}
+		}
+		filters = append(filters, f)
+	}
+	return e.lastEnding(ctx, filters, 1, nil)
+}
+
+// lastEnding says when and how the newest event matched by filters (each read up to limit
+// events back, and matched by match when it is not nil) ended a record: "the event log says,
+// 3m ago: volume "db" deleted"; "" when none does or the log cannot be read.
+func (e *Engine) lastEnding(ctx context.Context, filters []store.EventFilter, limit int, match func(store.Event) bool) string {
+	if len(filters) == 0 {
+		return ""
+	}
+	last, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Event, error) {
+		var last store.Event
+		for _, f := range filters {
+			evs, err := tx.Events().Recent(limit, f)
+			if err != nil {
+				return last, err
+			}
+			for _, ev := range evs { // newest first
+				if match == nil || match(ev) {
+					if ev.ID > last.ID {
+						last = ev
+					}
+					break
+				}
+			}
+		}
+		return last, nil
+	})
+	if err != nil || last.ID == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the event log says, %s: %s", display.Ago(e.cfg.Now(), last.At), last.Message)
+}
+
+// endedHere is a not-found of a volume, plugin or snapshot whose record the event log says
+// ended here (Engine.endedHere, snapshotEndedHere): no other state dir to look in (IsEndedHere).
+type endedHere struct{ err error }
+
+func (x *endedHere) Error() string { return x.err.Error() }
+func (x *endedHere) Unwrap() error { return x.err }
+
+// IsEndedHere says err is a not-found of a volume, plugin or snapshot that the event log says was
+// deleted or deregistered here: the command's advice does not send the user to other state
+// dirs for it.
+func IsEndedHere(err error) bool { return errors.As(err, new(*endedHere)) }
 
 // nearKeys is the keys of table t the user likely meant by id, which is not one of them
 // (nearStoredID's rule); none when id is one.
