@@ -65,13 +65,14 @@ func pluginDeregisterRun(ctx context.Context, opts *DeregisterOptions) error {
 	}
 	return deregisterRun(ctx, opts, action, "Plugin", func(e *engine.Engine, ctx context.Context, id string, force bool) ([]string, error) {
 		return nil, e.DeregisterPlugin(ctx, id, force)
-	})
+	}, nil)
 }
 
 // deregisterRun asks before action (unless it is empty), then forgets opts.ID through
-// deregister, prints the warnings it returns on stderr, and says so, naming it with noun.
+// deregister, prints the warnings it returns on stderr, and says so, naming it with noun;
+// did, when not nil, is what it did on the way, said above (and also when it failed).
 func deregisterRun(ctx context.Context, opts *DeregisterOptions, action, noun string,
-	deregister func(e *engine.Engine, ctx context.Context, id string, force bool) ([]string, error)) error {
+	deregister func(e *engine.Engine, ctx context.Context, id string, force bool) ([]string, error), did func() string) error {
 	e, err := confirmedOnVolume(ctx, opts.IO, opts.Confirm, opts.Yes, action, opts.Engine, opts.Stored,
 		fmt.Sprintf("deregister %s %q", strings.ToLower(noun), opts.ID), opts.ID)
 	if err != nil {
@@ -92,8 +93,17 @@ func deregisterRun(ctx context.Context, opts *DeregisterOptions, action, noun st
 	for _, w := range warnings {
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", escapeLines(redact(w)))
 	}
+	var lines string
+	if did != nil {
+		lines = did() // what it did on the way (claims --force released), said even if it failed
+	}
 	if err != nil {
+		if lines != "" {
+			if werr := printDone(opts.IO.Out, lines, "%s %q: what it did before the failure", strings.ToLower(noun), opts.ID); werr != nil {
+				return joinUnprinted(err, werr)
+			}
+		}
 		return err
 	}
-	return printDone(opts.IO.Out, fmt.Sprintf("%s %q deregistered\n", noun, opts.ID), "%s %q deregistered", noun, opts.ID)
+	return printDone(opts.IO.Out, lines+fmt.Sprintf("%s %q deregistered\n", noun, opts.ID), "%s %q deregistered", noun, opts.ID)
 }

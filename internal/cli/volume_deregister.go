@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -18,7 +19,9 @@ func newCmdVolumeDeregister(f *Factory, runF func(*DeregisterOptions) error) *co
 removes the storage too).
 
 It is refused while the volume has live claims, naming them (exit 4). --force releases the
-claims first, through the plugin (volctl volume detach --force is for a plugin that is gone).
+claims first, through the plugin (volctl volume detach --force is for a plugin that is gone),
+and says each one it released ("Released write claim of alloc ..."), also when a release then
+fails and the volume stays registered.
 
 It is refused too while the volume is recorded attached to a node with no claim (exit 4): a
 forced detach could not send ControllerUnpublishVolume, which is owed (volctl volume status
@@ -50,5 +53,18 @@ func volumeDeregisterRun(ctx context.Context, opts *DeregisterOptions) error {
 	if opts.Force {
 		action += ", release its claims and detach it (forgetting the attachment if its plugin cannot detach it)"
 	}
-	return deregisterRun(ctx, opts, action, "Volume", (*engine.Engine).DeregisterVolume)
+	// What --force released first is said above the deregistration, as a detach says it, and
+	// also when the deregistration then fails.
+	var released []engine.ClaimInfo
+	deregister := func(e *engine.Engine, ctx context.Context, id string, force bool) (warnings []string, err error) {
+		released, warnings, err = e.DeregisterVolumeReleasing(ctx, id, force)
+		return warnings, err
+	}
+	return deregisterRun(ctx, opts, action, "Volume", deregister, func() string {
+		var lines strings.Builder
+		for _, c := range released {
+			fmt.Fprintf(&lines, "Released %s claim of alloc %q\n", c.Mode, c.Alloc)
+		}
+		return lines.String()
+	})
 }

@@ -477,11 +477,22 @@ func pluginStillRegistered(tx *store.Tx, c *conn) error {
 // plugin still cannot take it the attachment is forgotten, which the returned warnings and the
 // event say.
 func (e *Engine) DeregisterVolume(ctx context.Context, id string, force bool) (warnings []string, err error) {
-	return byStoredID(ctx, e, store.VolumeIDs, id, func(id string) ([]string, error) { return e.deregisterVolumeStored(ctx, id, force) })
+	_, warnings, err = e.DeregisterVolumeReleasing(ctx, id, force)
+	return warnings, err
 }
 
-// deregisterVolumeStored is DeregisterVolume of the ID as stored (byStoredID).
-func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bool) (warnings []string, err error) {
+// DeregisterVolumeReleasing is DeregisterVolume, saying which claims force released first
+// (released, also when the deregistration then fails): a forced deregister released an
+// alloc's claim, its mounts gone, and said only that the volume was deregistered
+// (TestForcedDeregisterSaysWhichClaimsItReleased).
+func (e *Engine) DeregisterVolumeReleasing(ctx context.Context, id string, force bool) (released []ClaimInfo, warnings []string, err error) {
+	warnings, err = byStoredID(ctx, e, store.VolumeIDs, id, func(id string) ([]string, error) { return e.deregisterVolumeStored(ctx, id, force, &released) })
+	return released, warnings, err
+}
+
+// deregisterVolumeStored is DeregisterVolume of the ID as stored (byStoredID), adding to
+// released the claims force released.
+func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bool, released *[]ClaimInfo) (warnings []string, err error) {
 	var seen store.VolumeState // the volume's state before this waited for its lock (lockVolumeNoting)
 	fail := func(err error) ([]string, error) {
 		switch {
@@ -493,7 +504,9 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 		return nil, fmt.Errorf("deregister volume %q: %w", id, err)
 	}
 	if force {
-		if _, err := e.Detach(ctx, id, false); err != nil && !errors.Is(err, ErrNotFound) {
+		res, err := e.Detach(ctx, id, false)
+		*released = append(*released, res.Released...)
+		if err != nil && !errors.Is(err, ErrNotFound) {
 			return fail(err)
 		}
 		e.failpoint("deregister:detached") // its claims released, the volume's lock not taken yet
