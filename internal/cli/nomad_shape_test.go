@@ -113,7 +113,7 @@ func TestNomadRegisterOfAVolumeReplacedMeanwhile(t *testing.T) {
 	a.onPlugin = func() {
 		once.Do(func() {
 			ctx := context.Background()
-			if _, err := other.DeregisterVolume(ctx, "db", false); err != nil {
+			if _, _, err := other.DeregisterVolumeReleasing(ctx, "db", false); err != nil {
 				t.Errorf("deregister from the other process: %v", err)
 			}
 			if _, err := other.RegisterVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "hp", Namespace: "team",

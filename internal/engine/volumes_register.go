@@ -469,22 +469,16 @@ func pluginStillRegistered(tx *store.Tx, c *conn) error {
 	return nil
 }
 
-// DeregisterVolume forgets a volume without touching its storage. It is refused while the volume
+// DeregisterVolumeReleasing forgets a volume without touching its storage. It is refused while the volume
 // has live claims, naming them; with force, the claims are released first. It is refused too
 // while a ControllerUnpublishVolume is owed (the volume is recorded attached with no claim: a
 // forced detach could not send it), naming the node and the plugin: forgetting the volume would
 // forget the attachment. With force it is sent first, as reconcile sends it, and when the
 // plugin still cannot take it the attachment is forgotten, which the returned warnings and the
 // event say.
-func (e *Engine) DeregisterVolume(ctx context.Context, id string, force bool) (warnings []string, err error) {
-	_, warnings, err = e.DeregisterVolumeReleasing(ctx, id, force)
-	return warnings, err
-}
-
-// DeregisterVolumeReleasing is DeregisterVolume, saying which claims force released first
-// (released, also when the deregistration then fails): a forced deregister released an
-// alloc's claim, its mounts gone, and said only that the volume was deregistered
-// (TestForcedDeregisterSaysWhichClaimsItReleased).
+// It says which claims force released first (released, also when the deregistration then
+// fails): a forced deregister released an alloc's claim, its mounts gone, and said only that
+// the volume was deregistered (TestForcedDeregisterSaysWhichClaimsItReleased).
 func (e *Engine) DeregisterVolumeReleasing(ctx context.Context, id string, force bool) (released []ClaimInfo, warnings []string, err error) {
 	warnings, err = byStoredID(ctx, e, store.VolumeIDs, id, func(id string) ([]string, error) { return e.deregisterVolumeStored(ctx, id, force, &released) })
 	return released, warnings, err
