@@ -15,15 +15,7 @@ import (
 // recorded one, whose ID the event names; the plugin keeps it.
 func TestSnapshotDeregisterByNameOfARecordedSnapshot(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) { c.SnapshotIDPrefix = "snap-" }) // its IDs are not its names
-	h.create(volume("db"))
-	sn, err := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sn.ID == "nightly" {
-		t.Fatalf("the snapshot's ID is its NAME %q: the test needs them apart", sn.ID)
-	}
+	h, sn := nightlySnapshot(t)
 	warnings, err := h.e.DeregisterSnapshot(h.ctx, "mem", "nightly")
 	if err != nil {
 		t.Fatalf("deregister of a recorded snapshot by its NAME: %v", err)
@@ -52,12 +44,7 @@ func TestSnapshotDeregisterByNameOfARecordedSnapshot(t *testing.T) {
 // never recorded says nothing of the kind.
 func TestSnapshotDeregisteredHereIsSaidToBe(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) { c.SnapshotIDPrefix = "snap-" }) // its IDs are not its names
-	h.create(volume("db"))
-	sn, err := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, sn := nightlySnapshot(t)
 	if _, err := h.e.DeregisterSnapshot(h.ctx, "mem", sn.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +55,24 @@ func TestSnapshotDeregisteredHereIsSaidToBe(t *testing.T) {
 			t.Errorf("deregister again by %q: %v, want a not-found saying %q", id, err, want)
 		}
 	}
-	_, err = h.e.DeregisterSnapshot(h.ctx, "mem", "never")
+	_, err := h.e.DeregisterSnapshot(h.ctx, "mem", "never")
 	if !errors.Is(err, ErrNotFound) || IsEndedHere(err) || strings.Contains(err.Error(), "event log") {
 		t.Errorf("deregister of a snapshot never recorded: %v, want a plain not-found", err)
 	}
+}
+
+// nightlySnapshot is a harness whose plugin holds volume "db" and its snapshot "nightly",
+// recorded under an ID that is not its NAME.
+func nightlySnapshot(t *testing.T) (*harness, SnapshotInfo) {
+	t.Helper()
+	h := newHarness(t, func(c *csitest.MemConfig) { c.SnapshotIDPrefix = "snap-" })
+	h.create(volume("db"))
+	sn, err := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sn.ID == "nightly" {
+		t.Fatalf("the snapshot's ID is its NAME %q: the test needs them apart", sn.ID)
+	}
+	return h, sn
 }
