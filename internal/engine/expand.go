@@ -760,7 +760,8 @@ func (e *Engine) sendControllerExpand(ctx context.Context, c *conn, v store.Volu
 // learntSize asks plugin c the size of volume v, whose size is not recorded (expandLocked, asked
 // to grow it to size, limit), where the plugin can say (sizeListed); 0 where it cannot. A size
 // of size or more is recorded, with the event that says so: the volume is not grown, and the
-// request (the spec's capacity_min) is met.
+// request (the spec's capacity_min) is met, unless it is above limit, which fails (invalid:
+// volumes cannot shrink), the size recorded all the same.
 func (e *Engine) learntSize(ctx context.Context, c *conn, v store.Volume, size, limit int64) (int64, error) {
 	if volumeCheck(c) == "" {
 		return 0, nil
@@ -772,18 +773,32 @@ func (e *Engine) learntSize(ctx context.Context, c *conn, v store.Volume, size, 
 	}); err != nil || known < size {
 		return known, err
 	}
-	return known, e.store.Update(ctx, e.locks.holding(v.ID, func(tx *store.Tx) error {
-		v.CapacityBytes, v.RequestedMin = known, max(v.RequestedMin, size)
-		if limit != 0 {
-			v.RequestedMax = limit
+	// Above the limit asked (a capacity_max below the size the volume has): nothing can make
+	// it that, as for a volume recorded at that size; the size learnt is recorded, the
+	// request is not, and the error says so.
+	var over error
+	if limit != 0 && known > limit {
+		over = invalidf("volume %q is %s as plugin %q lists it, above the limit %s asked: volumes cannot shrink (its size was not known before, and is recorded now)",
+			v.ID, spec.FormatSize(known), v.PluginID, spec.FormatSize(limit))
+	}
+	err := e.store.Update(ctx, e.locks.holding(v.ID, func(tx *store.Tx) error {
+		v.CapacityBytes = known
+		msg := fmt.Sprintf("volume %q is %s as plugin %q lists it, at least the %s asked: its size was not known before, and it was not grown (ControllerExpandVolume not sent)",
+			v.ID, spec.FormatSize(known), v.PluginID, spec.FormatSize(size))
+		if over == nil {
+			v.RequestedMin = max(v.RequestedMin, size)
+			if limit != 0 {
+				v.RequestedMax = limit
+			}
+		} else {
+			msg = over.Error()
 		}
 		if err := tx.Volumes().Update(&v); err != nil {
 			return err
 		}
-		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: volumeCheck(c),
-			Message: fmt.Sprintf("volume %q is %s as plugin %q lists it, at least the %s asked: its size was not known before, and it was not grown (ControllerExpandVolume not sent)",
-				v.ID, spec.FormatSize(known), v.PluginID, spec.FormatSize(size))})
+		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: volumeCheck(c), Message: msg})
 	}))
+	return known, errors.Join(err, over)
 }
 
 // notSentAgain says that volume v's ControllerExpandVolume was not sent (again) because plugin

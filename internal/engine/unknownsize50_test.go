@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -92,5 +93,28 @@ func TestCapacityMinOfAVolumeOfUnknownSizeIsNotSaidToExpandIt(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A volume of no recorded size that its plugin lists above the limit asked (an expand's
+// --limit, a spec's capacity_max) cannot be made that: the expand fails as one to shrink it
+// does (invalid), nothing is sent, and the size learnt is recorded without the request.
+func TestAVolumeOfUnknownSizeListedAboveTheLimitIsNotSaidToMeetIt(t *testing.T) {
+	t.Parallel()
+	const mib = int64(1 << 20)
+	h := newHarness(t, nil)
+	h.mem.AddVolume(csi.Volume{ID: "ext-db", CapacityBytes: 8 * mib})
+	if _, err := h.e.RegisterVolume(h.ctx, regSpec("db", 0)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, err := h.e.ExpandVolumeFrom(h.ctx, "db", 4*mib, 6*mib)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `volume "db" is 8MiB as plugin "mem" lists it, above the limit 6MiB asked: volumes cannot shrink`) {
+		t.Errorf("expand to 4MiB with a limit of 6MiB of a volume listed at 8MiB: %v, want it refused as invalid, saying why", err)
+	}
+	if n := h.mem.CallCount(csi.RPCControllerExpandVolume); n != 0 {
+		t.Errorf("ControllerExpandVolume sent %d times", n)
+	}
+	if v := h.volumeInfo("db"); v.CapacityBytes != 8*mib || v.RequestedMin != 0 || v.RequestedMax != 0 {
+		t.Errorf("recorded capacity %d, capacity_min %d, capacity_max %d; want the size listed and no request", v.CapacityBytes, v.RequestedMin, v.RequestedMax)
 	}
 }
