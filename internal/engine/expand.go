@@ -129,7 +129,14 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 		return fail(err)
 	}
 	*grew = Expanded
-	if cur == 0 {
+	switch {
+	case cur == 0 && v.ExpandMin > 0:
+		// An expansion pending, its answer lost: sent again below, where the plugin does not
+		// list the volume at the size already (the replay's own look), and its node
+		// expansion owed as after any lost answer, which a volume found at the size here
+		// would skip.
+		*grew = Sized
+	case cur == 0:
 		// Its size not known (registered, its plugin reporting none): the plugin may have it
 		// at the size asked already, or at any size. Asked first where it can say, the
 		// expansion is one from the size it has; said "expanded" before, of a volume it may
@@ -296,7 +303,7 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 	}
 	msg := fmt.Sprintf("volume %q expanded to %s", v.ID, spec.FormatSize(newSize))
 	switch {
-	case cur == 0:
+	case cur == 0 && listed == 0:
 		msg = fmt.Sprintf("volume %q is %s now, at least the %s asked (its size was not known before, nor listed by plugin %q: it may have had that already)",
 			v.ID, spec.FormatSize(newSize), spec.FormatSize(size), v.PluginID)
 	case listed > 0:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // A volume registered with no capacity (its plugin reports none at registration) has no size
@@ -116,5 +117,36 @@ func TestAVolumeOfUnknownSizeListedAboveTheLimitIsNotSaidToMeetIt(t *testing.T) 
 	}
 	if v := h.volumeInfo("db"); v.CapacityBytes != 8*mib || v.RequestedMin != 0 || v.RequestedMax != 0 {
 		t.Errorf("recorded capacity %d, capacity_min %d, capacity_max %d; want the size listed and no request", v.CapacityBytes, v.RequestedMin, v.RequestedMax)
+	}
+}
+
+// A volume of no recorded size with an expansion pending (its ControllerExpandVolume's answer
+// lost before volctl recorded any size) is not taken as met when its plugin lists it at the
+// size: that answer may have said the node must expand too, so reconcile's replay owes the
+// published claim its NodeExpandVolume, as after any lost answer, and clears the pending mark.
+// Looked up as a volume of unknown size is (learntSize), it was left pending, the node never
+// expanded.
+func TestPendingExpansionOfAVolumeOfUnknownSizeStillOwesTheNode(t *testing.T) {
+	t.Parallel()
+	const mib = int64(1 << 20)
+	h := newHarness(t, nil)
+	h.mem.AddVolume(csi.Volume{ID: "ext-db", CapacityBytes: 4 * mib}) // grown by the lost call
+	if _, err := h.e.RegisterVolume(h.ctx, regSpec("db", 0)); err != nil {
+		t.Fatal(err)
+	}
+	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	h.update(func(tx *store.Tx) error { return tx.Volumes().SetExpansionIntent("db", 4*mib, 0) })
+	h.mem.ResetCalls()
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.mem.CallCount(csi.RPCControllerExpandVolume); n != 0 {
+		t.Errorf("ControllerExpandVolume sent %d times to a volume listed at the size pending", n)
+	}
+	if n := h.mem.CallCount(csi.RPCNodeExpandVolume); n != 1 {
+		t.Errorf("NodeExpandVolume sent %d times, want once: the lost answer may have asked for it (RPCs %v)", n, h.rpcs())
+	}
+	if v := h.volumeInfo("db"); v.CapacityBytes != 4*mib || v.ExpansionPending != 0 || v.NodeExpansionOwed != 0 {
+		t.Errorf("after reconcile: capacity %d, pending %d, node expansion owed %d; want %d, none, none", v.CapacityBytes, v.ExpansionPending, v.NodeExpansionOwed, 4*mib)
 	}
 }
