@@ -371,8 +371,11 @@ func writeSnapshotTable(out io.Writer, snaps []engine.SnapshotInfo, now time.Tim
 	t := newTable(out, "PLUGIN", "SNAPSHOT ID", "VOLUME", "NAME", "SIZE", "READY", "CREATED")
 	for _, s := range snaps {
 		source := s.SourceVolumeID
-		if source == "" && s.SourceExternalID != "" {
+		switch {
+		case source == "" && s.SourceExternalID != "":
 			source = "(" + s.SourceExternalID + ")" // a volume volctl does not know, by its external ID
+		case s.SourceGone:
+			source += " (gone)" // deleted or deregistered since: no volume of volctl's now
 		}
 		ready, id, name := strconv.FormatBool(s.ReadyToUse), s.ID, s.Name
 		if s.RecordedBy != "" {

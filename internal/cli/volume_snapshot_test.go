@@ -120,15 +120,17 @@ func TestWriteSnapshotTable(t *testing.T) {
 		{PluginID: "hp", ID: "snap-2", SourceExternalID: "vol-9", ReadyToUse: false},
 		{PluginID: "hp", ID: "snap-3", Name: "old", SourceVolumeID: "db", Missing: true, Recorded: true},
 		{PluginID: "hp2", ID: "snap-1", Name: "nightly", SourceVolumeID: "db", SizeBytes: 1 << 20, ReadyToUse: true, RecordedBy: "hp"},
+		{PluginID: "hp2", ID: "snap-4", Name: "weekly", SourceVolumeID: "logs", SizeBytes: 1 << 20, ReadyToUse: true, SourceGone: true},
 	}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `PLUGIN  SNAPSHOT ID  VOLUME   NAME                      SIZE     READY    CREATED
-hp      snap-1       db       nightly                   1.0 MiB  true     2h
-hp      snap-2       (vol-9)  <none>                    <none>   false    <none>
-hp      snap-3       db       old                       <none>   missing  <none>
-hp2     snap-1       db       nightly (recorded by hp)  1.0 MiB  true     <none>
+	want := `PLUGIN  SNAPSHOT ID  VOLUME       NAME                      SIZE     READY    CREATED
+hp      snap-1       db           nightly                   1.0 MiB  true     2h
+hp      snap-2       (vol-9)      <none>                    <none>   false    <none>
+hp      snap-3       db           old                       <none>   missing  <none>
+hp2     snap-1       db           nightly (recorded by hp)  1.0 MiB  true     <none>
+hp2     snap-4       logs (gone)  weekly                    1.0 MiB  true     <none>
 `
 	if buf.String() != want {
 		t.Fatalf("table:\n%s\nwant:\n%s", buf.String(), want)

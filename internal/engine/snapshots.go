@@ -26,7 +26,7 @@ type SnapshotInfo struct {
 	PluginID         string            `json:"plugin_id"`
 	ID               string            `json:"id"`                         // the provider's ID: a volume's snapshot_id, `snapshot delete`'s argument
 	Name             string            `json:"name,omitempty"`             // the CSI name volctl created it with
-	SourceVolumeID   string            `json:"source_volume_id,omitempty"` // volctl's ID of the source, when registered
+	SourceVolumeID   string            `json:"source_volume_id,omitempty"` // volctl's ID of the source, when recorded (SourceGone: no longer registered)
 	SourceExternalID string            `json:"source_external_id"`
 	SizeBytes        int64             `json:"size_bytes"`
 	ReadyToUse       bool              `json:"ready_to_use"`
@@ -47,6 +47,11 @@ type SnapshotInfo struct {
 	// it): a restore from it is refused until `snapshot delete` run again or `volctl reconcile`
 	// finishes it. Before, the list showed such a snapshot ready to use and nothing else.
 	Deleting bool `json:"deleting"`
+	// SourceGone: SourceVolumeID, the source as recorded, names no volume volctl records now
+	// (deleted or deregistered since), or one of other storage (the ID registered again for
+	// another external ID). The list showed the ID as if it were the volume there
+	// (TestSnapshotListSaysASourceVolumeIsGone).
+	SourceGone bool `json:"source_gone,omitempty"`
 }
 
 // SnapshotList is what ListSnapshots found. Warnings name the plugins whose snapshots could not
@@ -1407,6 +1412,9 @@ func (e *Engine) listSnapshotsStored(ctx context.Context, pluginID string, secre
 			SourceExternalID: in.SourceExternalID, CreatedAt: in.CreatedAt, Parameters: maps.Clone(in.Parameters),
 			Recorded: true, Pending: true})
 	}
+	if err := markSourcesGone(ctx, e, out.Snapshots); err != nil {
+		return out, err
+	}
 	deleting := make(map[[2]string]bool, len(deletes))
 	for _, d := range deletes {
 		deleting[[2]string{d.PluginID, d.SnapshotID}] = true
@@ -1427,6 +1435,36 @@ func (e *Engine) listSnapshotsStored(ctx context.Context, pluginID string, secre
 		return a.ID < b.ID
 	})
 	return out, nil
+}
+
+// markSourcesGone sets SourceGone on each of snaps whose recorded source volume volctl no longer
+// records as that storage: one read of each distinct source. A source recorded without an
+// external ID yet (being created) is taken as it.
+func markSourcesGone(ctx context.Context, e *Engine, snaps []SnapshotInfo) error {
+	type source struct {
+		recorded bool
+		external string
+	}
+	return e.store.View(ctx, func(tx *store.Tx) error {
+		sources := map[string]source{}
+		for i, s := range snaps {
+			if s.SourceVolumeID == "" {
+				continue
+			}
+			src, seen := sources[s.SourceVolumeID]
+			if !seen {
+				v, err := tx.Volumes().Get(s.SourceVolumeID)
+				if err != nil && !errors.Is(err, store.ErrNotFound) {
+					return err
+				}
+				src = source{recorded: err == nil, external: v.ExternalID}
+				sources[s.SourceVolumeID] = src
+			}
+			other := src.external != "" && s.SourceExternalID != "" && src.external != s.SourceExternalID
+			snaps[i].SourceGone = !src.recorded || other
+		}
+		return nil
+	})
 }
 
 // pluginVolumeSecrets is what ListSnapshots sends a plugin when no secrets are given: the
