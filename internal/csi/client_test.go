@@ -252,8 +252,8 @@ func TestCreateVolumeCapacityBelowMinimumIsAnError(t *testing.T) {
 	}))
 	vol, err := h.client.CreateVolume(context.Background(), csi.CreateVolumeRequest{Name: "v", CapacityMin: 1 << 20,
 		Capabilities: []csi.VolumeCapability{fsWriter}})
-	if err == nil || !strings.Contains(err.Error(), "below the requested minimum") {
-		t.Fatalf("CreateVolume = %v, want an error about the capacity", err)
+	if err == nil || !strings.Contains(err.Error(), `the plugin created volume "small" with 1KiB, below the requested minimum of 1MiB`) {
+		t.Fatalf("CreateVolume = %v, want an error about the capacity, its sizes written as a spec writes them", err)
 	}
 	if vol.ID != "small" {
 		t.Fatalf("CreateVolume returned %q with its error; the caller needs the ID to delete it", vol.ID)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -112,12 +113,12 @@ func createdVolume(r CreateVolumeRequest, resp *csipb.CreateVolumeResponse) (Vol
 	}
 	// Zero capacity means the plugin does not know the size, which the spec allows.
 	if r.CapacityMin > 0 && v.CapacityBytes > 0 && v.CapacityBytes < r.CapacityMin {
-		return v, fmt.Errorf("%s: the plugin created volume %q with %d bytes, below the requested minimum of %d",
-			RPCCreateVolume, v.ID, v.CapacityBytes, r.CapacityMin)
+		return v, fmt.Errorf("%s: the plugin created volume %q with %s, below the requested minimum of %s",
+			RPCCreateVolume, v.ID, bytesNamed(v.CapacityBytes), bytesNamed(r.CapacityMin))
 	}
 	if r.CapacityMax > 0 && v.CapacityBytes > r.CapacityMax {
-		return v, fmt.Errorf("%s: the plugin created volume %q with %d bytes, above the requested maximum (limit_bytes) of %d",
-			RPCCreateVolume, v.ID, v.CapacityBytes, r.CapacityMax)
+		return v, fmt.Errorf("%s: the plugin created volume %q with %s, above the requested maximum (limit_bytes) of %s",
+			RPCCreateVolume, v.ID, bytesNamed(v.CapacityBytes), bytesNamed(r.CapacityMax))
 	}
 	// The spec: with requisite topologies, the volume MUST be accessible from at least one of
 	// them. A volume the plugin placed elsewhere is as unusable as one too small.
@@ -555,4 +556,17 @@ func describeCapabilities(caps []VolumeCapability) string {
 		out += fmt.Sprintf("%s/%s", c.AccessMode, c.AttachmentMode)
 	}
 	return out
+}
+
+// bytesNamed is n bytes as a spec writes a size ("2MiB"), or as a count where no unit divides
+// it ("1 byte", "2097153 bytes"): "with 1 bytes, below the requested minimum of 2097152" was two
+// numbers to convert.
+func bytesNamed(n int64) string {
+	switch f := spec.FormatSize(n); {
+	case n == 1:
+		return "1 byte"
+	case strings.HasSuffix(f, "B"):
+		return f
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }

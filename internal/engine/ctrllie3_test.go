@@ -15,15 +15,16 @@ import (
 
 // A plugin that ignores limit_bytes (it allocates in 1 GiB units) answers a create asked for
 // 1 to 2 MiB with a 1 GiB volume: that is outside the request as a too-small answer is, so it
-// is refused the same way: the volume it made is deleted and the create forgotten.
+// is refused the same way: the volume it made is deleted and the create forgotten, which the
+// error says (it named the volume made, and not what became of it).
 func TestCreateAnsweredAboveTheLimitIsRefused(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Granularity = 1 << 30 })
 	sv := volume("v")
 	sv.CapacityMax = 2 << 20
 	_, err := h.e.CreateVolume(h.ctx, sv)
-	if err == nil || !strings.Contains(err.Error(), "above the requested maximum") {
-		t.Fatalf("create answered with 1 GiB for at most 2 MiB: %v, want it refused as above the maximum", err)
+	if err == nil || !strings.Contains(err.Error(), "above the requested maximum") || !strings.Contains(err.Error(), "(volctl deleted that volume again: DeleteVolume answered OK)") {
+		t.Fatalf("create answered with 1 GiB for at most 2 MiB: %v, want it refused as above the maximum, saying the volume made was deleted", err)
 	}
 	if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("the refused create is still recorded: %v", err)

@@ -735,6 +735,9 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		if uerr := e.store.Update(ctx, func(tx *store.Tx) error { return backToIntent(tx, &v) }); uerr != nil {
 			return errors.Join(err, uerr)
 		}
+		// Said: the error named a volume the plugin made, and not what became of it, so that
+		// the user went looking for storage left behind (TestCreateAnsweredAboveTheLimitIsRefused).
+		err = fmt.Errorf("%w (volctl deleted that volume again: DeleteVolume answered OK)", err)
 		e.failpoint("create:unusable-deleted") // the bare intent again, not yet kept or forgotten
 		// The plugin answered the name with that volume, which CSI's idempotency by name makes
 		// the one any earlier CreateVolume under it made (recordCreated takes it so too), and
