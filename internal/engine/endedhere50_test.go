@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/volctl/volctl/internal/store"
 )
 
 // TestNotFoundOfAVolumeDeletedHereSaysWhen: a command on a volume another volctl, the agent or
@@ -22,6 +24,11 @@ func TestNotFoundOfAVolumeDeletedHereSaysWhen(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.release("logs", "a1")
+	h.create(volume("again"))
+	if err := h.e.DeleteVolume(h.ctx, "again"); err != nil {
+		t.Fatal(err)
+	}
+	h.create(volume("again"))
 	if _, err := h.e.DeregisterVolume(h.ctx, "logs", false); err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +41,11 @@ func TestNotFoundOfAVolumeDeletedHereSaysWhen(t *testing.T) {
 		{"claim of a deleted volume", func() error { _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "a2"}); return err }, `volume "db" not found (the event log says, just now: volume "db" deleted)`},
 		{"release on a deregistered volume", func() error { _, err := h.e.Release(h.ctx, "logs", "a1"); return err }, `(the event log says, just now: volume "logs" deregistered)`},
 		{"a volume never here", func() error { _, err := h.e.Volume(h.ctx, "zzzzzz"); return err }, ""},
+		// What is missing is something else than the volume, made again under a deleted one's
+		// ID: that end is not this volume's.
+		{"something of a volume made again under a deleted one's ID", func() error {
+			return nearStoredID(h.ctx, h.e, store.VolumeIDs, "again", notFoundf("no such claim on volume %q", "again"))
+		}, ""},
 	} {
 		err := tt.run()
 		if !errors.Is(err, ErrNotFound) {
@@ -51,6 +63,9 @@ func TestNotFoundOfAVolumeDeletedHereSaysWhen(t *testing.T) {
 		}
 	}
 
+	if err := h.e.DeleteVolume(h.ctx, "again"); err != nil {
+		t.Fatal(err)
+	}
 	if err := h.e.DeregisterPlugin(h.ctx, "mem", false); err != nil {
 		t.Fatal(err)
 	}

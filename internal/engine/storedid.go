@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -48,19 +49,25 @@ func byStoredID[T any](ctx context.Context, e *Engine, t store.IDTable, id strin
 // distance, as the spec validator suggests names (spec.Suggest), but not one with every
 // character changed. Before, the error said only "not found" (TestNotFoundNamesTheNearestID).
 // When id itself is stored, what was not found is something else (a claim): err as it is. A
-// failure to read the keys leaves err as it is too.
+// failure to read the keys leaves err as it is too. An id not stored whose record the event log
+// says ended here is said so instead (endedHere).
 func nearStoredID(ctx context.Context, e *Engine, t store.IDTable, id string, err error) error {
 	if !errors.Is(err, ErrNotFound) && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	keys, kerr := viewOne(ctx, e.store, func(tx *store.Tx) ([]string, error) { return tx.Keys(t) })
+	if kerr != nil || slices.Contains(keys, id) {
+		// Stored: what was not found is something else (a claim), and an end of an earlier
+		// volume of that ID is not this one's (TestNotFoundOfAVolumeDeletedHereSaysWhen).
 		return err
 	}
 	if ended := e.endedHere(ctx, t, id); ended != "" {
 		return &endedHere{err: fmt.Errorf("%w (%s)", err, ended)}
 	}
-	near, kerr := nearKeys(ctx, e, t, id)
-	if kerr != nil || len(near) == 0 {
-		return err
+	if near := nearAmong(id, keys); len(near) > 0 {
+		return fmt.Errorf("%w (did you mean %s?)", err, orList(near))
 	}
-	return fmt.Errorf("%w (did you mean %s?)", err, orList(near))
+	return err
 }
 
 // endingKinds are the events that end the record of a volume or a plugin: a not-found of one
