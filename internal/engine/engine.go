@@ -525,6 +525,9 @@ type socketID struct {
 	path       string
 	dev, inode uint64
 	ctime      int64
+	// notSocket: the path holds another kind of file (a directory, a regular file), which
+	// connectPlugin refuses, naming it (notASocket); never so of a socket recorded.
+	notSocket bool
 }
 
 func identify(paths ...string) []socketID {
@@ -537,6 +540,7 @@ func identify(paths ...string) []socketID {
 		var st syscall.Stat_t
 		if err := syscall.Stat(p, &st); err == nil {
 			id.dev, id.inode, id.ctime = st.Dev, st.Ino, st.Ctim.Nano()
+			id.notSocket = st.Mode&syscall.S_IFMT != syscall.S_IFSOCK
 		}
 		out = append(out, id)
 	}
@@ -610,12 +614,13 @@ func unreachableSocket(path string) error {
 // own refuses to replace it, as most do), so it is no plugin starting, and `plugin register`'s
 // --wait for one to answer does not wait on it (PluginNotAnswering: before, it waited its 5 s and
 // then said "is not a socket"; TestRegisterOfAPathThatIsNotASocketFailsAtOnce).
+// identify found it so (socketID.notSocket), and this looks again only to name what it is.
 func notASocket(path string) error {
-	fi, err := os.Stat(path)
-	if err != nil || fi.Mode().Type() == fs.ModeSocket {
-		return nil // gone meanwhile: the dial says so
+	kind := "not a socket"
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Type() != fs.ModeSocket {
+		kind = csi.FileKind(fi) + ", not a socket"
 	}
-	return fmt.Errorf("socket %s is %s, not a socket: check the plugin's socket path (the plugin listens on a socket file it makes there)", spec.QuoteName(path), csi.FileKind(fi))
+	return fmt.Errorf("socket %s is %s: check the plugin's socket path (the plugin listens on a socket file it makes there)", spec.QuoteName(path), kind)
 }
 
 // PluginNotAnswering says err is a plugin that did not answer at all: its socket missing, or
@@ -654,8 +659,8 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		if s.inode == 0 {
 			return nil, unreachableSocket(s.path)
 		}
-		if err := notASocket(s.path); err != nil {
-			return nil, err
+		if s.notSocket {
+			return nil, notASocket(s.path)
 		}
 	}
 	srv := serversOf(p)
