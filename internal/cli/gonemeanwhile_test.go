@@ -143,7 +143,7 @@ func TestClaimThatWaitedForADeleteGetsNoAdviceToLookElsewhere(t *testing.T) {
 // A command on a volume deleted here before it ran (by another volctl, a script, the agent's
 // GC) said "not found" and that volctl may have looked in another state dir: it says now what
 // the event log last recorded ending it, and when, and sends the user nowhere else
-// (engine.IsEndedHere); a volume never here keeps that advice.
+// (engine.IsNotFoundHere); a volume never here keeps that advice.
 func TestCommandOnAVolumeDeletedHereSaysSoNotToLookElsewhere(t *testing.T) {
 	h := newCLIHarness(t)
 	h.createVolume(t, "v", spec.SingleNodeWriter)
@@ -157,5 +157,20 @@ func TestCommandOnAVolumeDeletedHereSaysSoNotToLookElsewhere(t *testing.T) {
 	code, _, errOut = h.runReported("volume", "claim", "never", "--alloc", "web-0")
 	if code != ExitError || strings.Contains(errOut, "event log") || !strings.Contains(errOut, "volctl looked in state dir") {
 		t.Errorf("claim of a volume never here: exit %d, stderr:\n%s\nwant the advice to look in another state dir", code, errOut)
+	}
+}
+
+// A claim of a volume whose plugin was deregistered with --force said the plugin is not
+// registered, and that volctl may have looked in another state dir: the volume was found here,
+// so is its plugin to be registered (engine.IsNotFoundHere).
+func TestClaimOfAVolumeWhosePluginIsGoneGetsNoAdviceToLookElsewhere(t *testing.T) {
+	h := newCLIHarness(t)
+	h.createVolume(t, "v", spec.SingleNodeWriter)
+	if err := h.e.DeregisterPlugin(h.ctx, "mem", true); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := h.runReported("volume", "claim", "v", "--alloc", "web-0")
+	if code != ExitError || !strings.Contains(errOut, `plugin "mem" is not registered (volctl plugin register)`) || strings.Contains(errOut, "volctl looked in state dir") {
+		t.Errorf("claim of a volume whose plugin is gone: exit %d, stderr:\n%s\nwant exit %d naming the plugin, and no advice to look in another state dir", code, errOut, ExitError)
 	}
 }

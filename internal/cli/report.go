@@ -87,7 +87,7 @@ func outOfFilesAdvice(err error) string {
 // often in another one (made with sudo, as root's is /var/lib/volctl, or with another
 // VOLCTL_STATE_DIR), or mistyped, which a listing shows.
 func (f *Factory) notFoundAdvice(err error) string {
-	if !errors.Is(err, engine.ErrNotFound) || engine.IsGoneMeanwhile(err) || engine.IsEndedHere(err) {
+	if !errors.Is(err, engine.ErrNotFound) || engine.IsGoneMeanwhile(err) || engine.IsNotFoundHere(err) {
 		return ""
 	}
 	dir, derr := f.StateDir()

@@ -19,7 +19,10 @@ import (
 // admission's transaction read it (load), nil when the plugin is not registered.
 func checkPublishable(v store.Volume, p *store.Plugin) error {
 	if p == nil {
-		return notFoundf("volume %q: plugin %q is not registered (volctl plugin register)", v.ID, v.PluginID)
+		// The volume is recorded here: its plugin is to be registered here, not looked for
+		// in another state dir, as the advice of a plain not-found says
+		// (TestClaimOfAVolumeWhosePluginIsGoneGetsNoAdviceToLookElsewhere).
+		return &hereNotFound{notFoundf("volume %q: plugin %q is not registered (volctl plugin register)", v.ID, v.PluginID)}
 	}
 	if p.Type == spec.PluginController {
 		return noNodeService(v)

@@ -12,7 +12,7 @@ import (
 // a script deleted or deregistered (three releases at once, the two that read after the first's
 // commit) said only "not found", and the command line added that volctl may have looked in
 // another state dir. The error now says what the event log last recorded ending it, and when,
-// stays a not-found (exit 1), and is told apart (IsEndedHere) so that no other state dir is
+// stays a not-found (exit 1), and is told apart (IsNotFoundHere) so that no other state dir is
 // suggested. An ID never here says nothing of the kind, and a plugin deregistered is told the same way.
 func TestNotFoundOfAVolumeDeletedHereSaysWhen(t *testing.T) {
 	t.Parallel()
@@ -53,13 +53,13 @@ func TestNotFoundOfAVolumeDeletedHereSaysWhen(t *testing.T) {
 			continue
 		}
 		if tt.says == "" {
-			if strings.Contains(err.Error(), "event log") || IsEndedHere(err) {
+			if strings.Contains(err.Error(), "event log") || IsNotFoundHere(err) {
 				t.Errorf("%s: %v, want nothing said of an end it never had", tt.what, err)
 			}
 			continue
 		}
-		if !strings.Contains(err.Error(), tt.says) || !IsEndedHere(err) {
-			t.Errorf("%s: %v (ended here: %v), want it to say %q", tt.what, err, IsEndedHere(err), tt.says)
+		if !strings.Contains(err.Error(), tt.says) || !IsNotFoundHere(err) {
+			t.Errorf("%s: %v (ended here: %v), want it to say %q", tt.what, err, IsNotFoundHere(err), tt.says)
 		}
 	}
 
@@ -70,7 +70,7 @@ func TestNotFoundOfAVolumeDeletedHereSaysWhen(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := h.e.PluginStatus(h.ctx, "mem")
-	if !errors.Is(err, ErrNotFound) || !IsEndedHere(err) || !strings.Contains(err.Error(), `(the event log says, just now: plugin "mem" deregistered`) {
+	if !errors.Is(err, ErrNotFound) || !IsNotFoundHere(err) || !strings.Contains(err.Error(), `(the event log says, just now: plugin "mem" deregistered`) {
 		t.Errorf("status of a plugin deregistered: %v, want it to say when the event log has it deregistered", err)
 	}
 }

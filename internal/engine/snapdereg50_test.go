@@ -40,7 +40,7 @@ func TestSnapshotDeregisterByNameOfARecordedSnapshot(t *testing.T) {
 // TestSnapshotDeregisteredHereIsSaidToBe: three `snapshot deregister` of one snapshot at once,
 // and the two that read after the first's commit said only "volctl has no record of it", as of
 // a mistyped ID, with the advice to look in another state dir. They now say what the event log
-// last recorded of it, by its ID or its NAME, and are told apart (IsEndedHere); a snapshot
+// last recorded of it, by its ID or its NAME, and are told apart (IsNotFoundHere); a snapshot
 // never recorded says nothing of the kind.
 func TestSnapshotDeregisteredHereIsSaidToBe(t *testing.T) {
 	t.Parallel()
@@ -51,12 +51,12 @@ func TestSnapshotDeregisteredHereIsSaidToBe(t *testing.T) {
 	for _, id := range []string{sn.ID, "nightly"} {
 		_, err := h.e.DeregisterSnapshot(h.ctx, "mem", id)
 		want := `the event log says, just now: snapshot "` + sn.ID + `" (nightly) deregistered`
-		if !errors.Is(err, ErrNotFound) || !IsEndedHere(err) || !strings.Contains(err.Error(), want) {
+		if !errors.Is(err, ErrNotFound) || !IsNotFoundHere(err) || !strings.Contains(err.Error(), want) {
 			t.Errorf("deregister again by %q: %v, want a not-found saying %q", id, err, want)
 		}
 	}
 	_, err := h.e.DeregisterSnapshot(h.ctx, "mem", "never")
-	if !errors.Is(err, ErrNotFound) || IsEndedHere(err) || strings.Contains(err.Error(), "event log") {
+	if !errors.Is(err, ErrNotFound) || IsNotFoundHere(err) || strings.Contains(err.Error(), "event log") {
 		t.Errorf("deregister of a snapshot never recorded: %v, want a plain not-found", err)
 	}
 }

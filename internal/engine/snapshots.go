@@ -1740,7 +1740,7 @@ func (e *Engine) deregisterSnapshotStored(ctx context.Context, pluginID, snapsho
 	if errors.Is(err, store.ErrNotFound) {
 		nf := notFoundf("volctl has no record of it (`%s` lists those it has)", "volctl volume snapshot list "+shellquote.Flag("--plugin", pluginID))
 		if ended := e.snapshotEndedHere(ctx, pluginID, snapshotID); ended != "" {
-			return fail(&endedHere{err: fmt.Errorf("%w; %s", nf, ended)})
+			return fail(&hereNotFound{err: fmt.Errorf("%w; %s", nf, ended)})
 		}
 		return fail(nf)
 	}

@@ -62,7 +62,7 @@ func nearStoredID(ctx context.Context, e *Engine, t store.IDTable, id string, er
 		return err
 	}
 	if ended := e.endedHere(ctx, t, id); ended != "" {
-		return &endedHere{err: fmt.Errorf("%w (%s)", err, ended)}
+		return &hereNotFound{err: fmt.Errorf("%w (%s)", err, ended)}
 	}
 	if near := nearAmong(id, keys); len(near) > 0 {
 		return fmt.Errorf("%w (did you mean %s?)", err, orList(near))
@@ -127,17 +127,18 @@ func (e *Engine) lastEnding(ctx context.Context, filters []store.EventFilter, li
 	return fmt.Sprintf("the event log says, %s: %s", display.Ago(e.cfg.Now(), last.At), last.Message)
 }
 
-// endedHere is a not-found of a volume, plugin or snapshot whose record the event log says
-// ended here (Engine.endedHere, snapshotEndedHere): no other state dir to look in (IsEndedHere).
-type endedHere struct{ err error }
+// hereNotFound is a not-found whose missing thing belongs to this state dir: a volume, plugin
+// or snapshot whose record the event log says ended here (Engine.endedHere,
+// snapshotEndedHere), or a plugin a volume recorded here names (checkPublishable). No other
+// state dir is to be looked in for it (IsNotFoundHere).
+type hereNotFound struct{ err error }
 
-func (x *endedHere) Error() string { return x.err.Error() }
-func (x *endedHere) Unwrap() error { return x.err }
+func (x *hereNotFound) Error() string { return x.err.Error() }
+func (x *hereNotFound) Unwrap() error { return x.err }
 
-// IsEndedHere says err is a not-found of a volume, plugin or snapshot that the event log says was
-// deleted or deregistered here: the command's advice does not send the user to other state
-// dirs for it.
-func IsEndedHere(err error) bool { return errors.As(err, new(*endedHere)) }
+// IsNotFoundHere says err is a not-found of what belongs to this state dir (hereNotFound): the
+// command's advice does not send the user to other state dirs for it.
+func IsNotFoundHere(err error) bool { return errors.As(err, new(*hereNotFound)) }
 
 // nearKeys is the keys of table t the user likely meant by id, which is not one of them
 // (nearStoredID's rule); none when id is one.
