@@ -33,6 +33,9 @@ func TestAVolumeOfUnknownSizeIsNotSaidToBeExpanded(t *testing.T) {
 		{"expand", func(h *cliHarness, ios *iostreams.IOStreams) error {
 			return volumeExpandRun(h.ctx, &VolumeExpandOptions{IO: ios, Engine: h.engine, ID: "r", Size: "1GiB"})
 		}, `Volume "r" is already 1.0 GiB, as its plugin lists it (volctl had no size recorded for it, and records this one now)`},
+		{"expand with a limit", func(h *cliHarness, ios *iostreams.IOStreams) error {
+			return volumeExpandRun(h.ctx, &VolumeExpandOptions{IO: ios, Engine: h.engine, ID: "r", Size: "1GiB", Limit: "2GiB"})
+		}, `Volume "r" is already 1.0 GiB, as its plugin lists it (volctl had no size recorded for it, and records this one now); its capacity_max is now 2.0 GiB`},
 	} {
 		t.Run(tt.how, func(t *testing.T) {
 			h := newCLIHarness(t)

@@ -122,7 +122,11 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 	var out strings.Builder
 	switch {
 	case grew == engine.Measured:
-		fmt.Fprintf(&out, "Volume %q is already %s, as its plugin lists it (volctl had no size recorded for it, and records this one now)\n", v.ID, bytesIEC(v.CapacityBytes))
+		fmt.Fprintf(&out, "Volume %q is already %s, as its plugin lists it (volctl had no size recorded for it, and records this one now)", v.ID, bytesIEC(v.CapacityBytes))
+		if v.RequestedMax != before.RequestedMax {
+			fmt.Fprintf(&out, "; its capacity_max is now %s", bytesIEC(v.RequestedMax))
+		}
+		out.WriteString("\n")
 	case grew == engine.Sized:
 		fmt.Fprintf(&out, "Volume %q is %s now, at least the %s asked: volctl had no size recorded for it, and its plugin does not list it, so it may have had that already\n",
 			v.ID, bytesIEC(v.CapacityBytes), bytesIEC(size))
