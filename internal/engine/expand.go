@@ -770,7 +770,8 @@ func (e *Engine) sendControllerExpand(ctx context.Context, c *conn, v store.Volu
 // request (the spec's capacity_min) is met, unless it is above limit, which fails (invalid:
 // volumes cannot shrink), the size recorded all the same.
 func (e *Engine) learntSize(ctx context.Context, c *conn, v store.Volume, size, limit int64) (int64, error) {
-	if volumeCheck(c) == "" {
+	rpc := volumeCheck(c)
+	if rpc == "" {
 		return 0, nil
 	}
 	var known int64
@@ -803,7 +804,7 @@ func (e *Engine) learntSize(ctx context.Context, c *conn, v store.Volume, size, 
 		if err := tx.Volumes().Update(&v); err != nil {
 			return err
 		}
-		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: volumeCheck(c), Message: msg})
+		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: rpc, Message: msg})
 	}))
 	return known, errors.Join(err, over)
 }

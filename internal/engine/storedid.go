@@ -55,7 +55,7 @@ func nearStoredID(ctx context.Context, e *Engine, t store.IDTable, id string, er
 	if !errors.Is(err, ErrNotFound) && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	keys, kerr := viewOne(ctx, e.store, func(tx *store.Tx) ([]string, error) { return tx.Keys(t) })
+	keys, kerr := storedKeys(ctx, e, t)
 	if kerr != nil || slices.Contains(keys, id) {
 		// Stored: what was not found is something else (a claim), and an end of an earlier
 		// volume of that ID is not this one's (TestNotFoundOfAVolumeDeletedHereSaysWhen).
@@ -143,13 +143,16 @@ func IsNotFoundHere(err error) bool { return errors.As(err, new(*hereNotFound)) 
 // nearKeys is the keys of table t the user likely meant by id, which is not one of them
 // (nearStoredID's rule); none when id is one.
 func nearKeys(ctx context.Context, e *Engine, t store.IDTable, id string) ([]string, error) {
-	return viewOne(ctx, e.store, func(tx *store.Tx) ([]string, error) {
-		keys, err := tx.Keys(t)
-		if err != nil {
-			return nil, err
-		}
-		return nearAmong(id, keys), nil
-	})
+	keys, err := storedKeys(ctx, e, t)
+	if err != nil {
+		return nil, err
+	}
+	return nearAmong(id, keys), nil
+}
+
+// storedKeys is table t's keys, read in a view of their own.
+func storedKeys(ctx context.Context, e *Engine, t store.IDTable) ([]string, error) {
+	return viewOne(ctx, e.store, func(tx *store.Tx) ([]string, error) { return tx.Keys(t) })
 }
 
 // nearAmong is the keys the user likely meant by id (nearStoredID's rule): those equal to it
