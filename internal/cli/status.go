@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -35,8 +36,10 @@ func newCmdStatus(f *Factory, runF func(*StatusOptions) error) *cobra.Command {
 		Short: "Summary of plugins, volumes and unsettled claims, or one volume",
 		Long: `Without an argument, a one-screen summary: every plugin with its health (probed live), how
 many volumes there are and how many can take claims (the first few listed), how many claims
-are live, and every claim that is not at rest (being published or released, or waiting for
-volctl reconcile).
+are live, every claim that is not at rest (being published or released, or waiting for
+volctl reconcile), and the work volctl owes that no claim drives (Owed: a create, delete or
+expansion under way or cut short, a staging or attachment no claim uses, a snapshot's create
+or delete), which volctl reconcile does or says what stops.
 
 With a volume ID or prefix it is volctl volume status ID.`,
 		Example: `  volctl status
@@ -57,6 +60,9 @@ type statusSummary struct {
 	Volumes         volumeCounts        `json:"volumes"`
 	Claims          claimCounts         `json:"claims"`
 	UnsettledClaims []engine.ClaimInfo  `json:"unsettled_claims"`
+	// Owed is the work volctl owes that no claim drives (engine.OwedWork), which volctl
+	// reconcile does.
+	Owed []engine.OwedWork `json:"owed"`
 }
 
 type volumeCounts struct {
@@ -132,6 +138,9 @@ func statusRun(ctx context.Context, opts *StatusOptions) (err error) {
 		}
 	}
 	sum.Claims.Unsettled = len(sum.UnsettledClaims)
+	if sum.Owed, err = e.Owed(ctx); err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
 	if err := redactOutput(ctx, e, nil, &sum); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
@@ -196,5 +205,21 @@ func writeStatusSummary(out *bufio.Writer, sum statusSummary, vols []engine.Volu
 		}
 		fmt.Fprintln(out, "(volctl reconcile re-drives them)")
 	}
+	if len(sum.Owed) > 0 {
+		fmt.Fprintf(out, "\nOwed: %d, work no claim drives\n", len(sum.Owed))
+		if err := writeOwedTable(out, sum.Owed, now); err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "(volctl reconcile does it, or says what stops it)")
+	}
 	return nil
+}
+
+// writeOwedTable writes the work volctl owes (engine.OwedWork) as a table.
+func writeOwedTable(out io.Writer, owed []engine.OwedWork, now time.Time) error {
+	t := newTable(out, "KIND", "VOLUME", "PLUGIN", "SINCE", "WHAT")
+	for _, w := range owed {
+		t.row(w.Kind, w.VolumeID, w.PluginID, age(now, w.Since), w.What)
+	}
+	return t.render()
 }

@@ -16,7 +16,8 @@ import (
 )
 
 // The summary lists at most MaxVolumes volumes and counts the rest; unsettled claims get a
-// table of their own (golden: go test -run TestStatusSummary -update).
+// table of their own, and so does the work owed that no claim drives (golden: go test -run
+// TestStatusSummary -update).
 func TestStatusSummary(t *testing.T) {
 	var vols []engine.VolumeSummary
 	for i := range 5 {
@@ -31,6 +32,11 @@ func TestStatusSummary(t *testing.T) {
 		UnsettledClaims: []engine.ClaimInfo{{VolumeID: "v0", Alloc: "web-0", Mode: "write", AccessMode: spec.SingleNodeWriter,
 			AttachmentMode: spec.FileSystem, State: "node-staged", NeedsReconcile: true, LastError: "NodePublishVolume: Unavailable",
 			CreatedAt: showNow.Add(-5 * time.Minute)}},
+		Owed: []engine.OwedWork{
+			{Kind: engine.OwedUnpublish, VolumeID: "v1", PluginID: "hp", Since: showNow.Add(-3 * time.Minute),
+				What: `attached to node "n1", and no claim holds the attachment (ControllerUnpublishVolume owed)`},
+			{Kind: engine.OwedSnapshotDelete, PluginID: "hp", Snapshot: "snap-1", What: `snapshot "snap-1": its delete is under way or was cut short`},
+		},
 	}
 	var b bytes.Buffer
 	w := bufio.NewWriter(&b)
@@ -54,7 +60,7 @@ func TestStatusRunEmptyJSON(t *testing.T) {
 	if err := statusRun(h.ctx, &StatusOptions{IO: ios, Engine: h.engine, Now: nowFunc, Exporter: exportFlags{JSON: true}, MaxVolumes: 20}); err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{`"plugins": []`, `"unsettled_claims": []`, `"total": 0`, `"live": 0`} {
+	for _, w := range []string{`"plugins": []`, `"unsettled_claims": []`, `"owed": []`, `"total": 0`, `"live": 0`} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("--json lacks %s:\n%s", w, out)
 		}

@@ -98,6 +98,10 @@ type VolumeFilter struct {
 	PluginID   string
 	ExternalID string
 	State      VolumeState
+	// Owing keeps the volumes that owe work whatever their claims: a create or delete not
+	// finished (State not ready), or a ControllerExpandVolume sent whose answer is not recorded
+	// (ExpandMin above 0). One scan of the table.
+	Owing bool
 }
 
 // VolumeStore reads and writes volumes.
@@ -244,6 +248,9 @@ func (vs volumes) List(f VolumeFilter) ([]Volume, error) {
 			where = append(where, c.col+" = ?")
 			args = append(args, c.val)
 		}
+	}
+	if f.Owing {
+		where = append(where, "(state <> 'ready' OR expand_min > 0)")
 	}
 	q := `SELECT ` + volumeReadColumns + ` FROM volumes`
 	if len(where) > 0 {

@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// OwedWork is work volctl owes that no live claim drives, and that `volctl reconcile` (and every
+// agent pass) does: a volume's create or delete under way or cut short, a ControllerExpandVolume
+// whose answer is not recorded, a staging or an attachment no claim uses, a snapshot's create or
+// delete under way or cut short. `volctl status` lists it beside the claims not at rest: before,
+// a summary read "0 not at rest" while reconcile had a problem to report (an attachment owed
+// through a plugin that lost PUBLISH_UNPUBLISH_VOLUME), and the summary was the one place a
+// user looked to see whether anything was left.
+type OwedWork struct {
+	// Kind is create, delete, expand, unstage, unpublish, snapshot-create or snapshot-delete.
+	Kind string `json:"kind"`
+	// VolumeID is the volume, or the snapshot's source volume; "" for a snapshot's delete.
+	VolumeID string `json:"volume_id,omitempty"`
+	PluginID string `json:"plugin_id"`
+	// Snapshot is the snapshot's name (snapshot-create) or ID (snapshot-delete).
+	Snapshot string `json:"snapshot,omitempty"`
+	// What says it in words, naming the path, node or size.
+	What string `json:"what"`
+	// Since is when the work was recorded (the row's last change), zero where not known.
+	Since time.Time `json:"since,omitzero"`
+}
+
+// The kinds of OwedWork.
+const (
+	OwedCreate         = "create"
+	OwedDelete         = "delete"
+	OwedExpand         = "expand"
+	OwedUnstage        = "unstage"
+	OwedUnpublish      = "unpublish"
+	OwedSnapshotCreate = "snapshot-create"
+	OwedSnapshotDelete = "snapshot-delete"
+)
+
+// Owed lists the work volctl owes that no live claim drives (OwedWork), volumes first in ID
+// order, then snapshots. It reads the rows a reconcile pass acts on, in one read transaction,
+// and asks no plugin: what a pass would find, not whether it can do it. Left out, as reconcile
+// leaves them: a volume handed over to Nomad's pending expansion and its attachment with no
+// staging (both wait for the volume to be taken back, keptForNomad).
+func (e *Engine) Owed(ctx context.Context) ([]OwedWork, error) {
+	return viewOne(ctx, e.store, func(tx *store.Tx) ([]OwedWork, error) {
+		out := []OwedWork{}
+		vols, err := tx.Volumes().List(store.VolumeFilter{Owing: true})
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range vols {
+			w := OwedWork{VolumeID: v.ID, PluginID: v.PluginID, Since: v.UpdatedAt}
+			switch {
+			case v.State == store.VolumeCreating:
+				w.Kind, w.What = OwedCreate, "its create is under way or was cut short (CreateVolume's answer is not recorded)"
+			case v.State == store.VolumeDeleting:
+				w.Kind, w.What = OwedDelete, "its delete is under way or was cut short"
+			default:
+				handed, err := handoverRecorded(tx, v.ID)
+				if err != nil {
+					return nil, err
+				}
+				if handed {
+					continue
+				}
+				w.Kind, w.What = OwedExpand, fmt.Sprintf("a ControllerExpandVolume to %s was sent and its answer is not recorded", spec.FormatSize(v.ExpandMin))
+			}
+			out = append(out, w)
+		}
+		stagings, err := tx.Stagings().List()
+		if err != nil {
+			return nil, err
+		}
+		for _, st := range stagings {
+			if st.StagingPath == "" && !st.ControllerPublished {
+				continue
+			}
+			n, err := tx.Claims().CountByVolume(st.VolumeID)
+			if err != nil {
+				return nil, err
+			}
+			if n > 0 {
+				continue
+			}
+			w := OwedWork{VolumeID: st.VolumeID, PluginID: st.PluginID, Since: st.UpdatedAt}
+			switch {
+			case st.StagingPath != "":
+				w.Kind, w.What = OwedUnstage, fmt.Sprintf("staged at %s, and no claim uses it", st.StagingPath)
+				if !st.Staged {
+					w.What = fmt.Sprintf("a NodeStageVolume or NodeUnstageVolume at %s is not recorded done, and no claim uses it", st.StagingPath)
+				}
+				if st.ControllerPublished {
+					w.What += fmt.Sprintf("; attached to node %q", attachedNode(st))
+				}
+			default:
+				handed, err := handoverRecorded(tx, st.VolumeID)
+				if err != nil {
+					return nil, err
+				}
+				if handed {
+					continue
+				}
+				w.Kind, w.What = OwedUnpublish, fmt.Sprintf("attached to node %q, and no claim holds the attachment (ControllerUnpublishVolume owed)", attachedNode(st))
+			}
+			out = append(out, w)
+		}
+		slices.SortStableFunc(out, func(a, b OwedWork) int { return cmp.Compare(a.VolumeID, b.VolumeID) })
+		creates, err := tx.Snapshots().ListCreates("")
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range creates {
+			what := fmt.Sprintf("snapshot %q: its create is under way or was cut short", c.Name)
+			if c.SourceVolumeID != "" {
+				what = fmt.Sprintf("snapshot %q of volume %q: its create is under way or was cut short", c.Name, c.SourceVolumeID)
+			}
+			out = append(out, OwedWork{Kind: OwedSnapshotCreate, VolumeID: c.SourceVolumeID, PluginID: c.PluginID, Snapshot: c.Name, What: what, Since: c.CreatedAt})
+		}
+		deletes, err := tx.Snapshots().ListDeleting()
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range deletes {
+			out = append(out, OwedWork{Kind: OwedSnapshotDelete, PluginID: d.PluginID, Snapshot: d.SnapshotID,
+				What: fmt.Sprintf("snapshot %q: its delete is under way or was cut short", d.SnapshotID)})
+		}
+		return out, nil
+	})
+}
+
+// handoverRecorded reports whether volume id is handed over to Nomad.
+func handoverRecorded(tx *store.Tx, id string) (bool, error) {
+	_, err := tx.Handovers().Get(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
