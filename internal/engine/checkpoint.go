@@ -219,7 +219,7 @@ func (p *checkpoint) commit(ctx context.Context, path string, update func(contex
 			}
 		}
 		for _, ev := range p.events {
-			if err := tx.Events().Append(ev); err != nil {
+			if err := p.e.appendEvent(tx, ev); err != nil {
 				return err
 			}
 		}

@@ -575,15 +575,21 @@ func appendLooping(tx *store.Tx, ev *store.Event, now time.Time) error {
 	mark := fmt.Sprintf("plugin %q is looping: it %s", ev.PluginID, k.did)
 	notice := fmt.Sprintf("%s %d times within an hour, and its %s are not recorded until fewer happen (the agent's log has each; `%s` shows its health now); this %s: ",
 		mark, flapChanges, k.them, shellquote.Command("volctl plugin status", ev.PluginID), k.this)
-	return appendBounded(tx, ev, now, false, mark, notice)
+	return appendBounded(tx, ev, ofPlugin(ev), now, false, mark, notice)
 }
 
-// appendBounded appends ev unless its plugin's newest flapChanges events of its kind fall within
-// flapWindow of now (flapping) and the newest of them begins with mark, the notice already
-// recorded; when they fall so and it does not, ev is recorded as the notice, its own message
-// after it. A first event (first) is always recorded as it is.
-func appendBounded(tx *store.Tx, ev *store.Event, now time.Time, first bool, mark, notice string) error {
-	recent, err := tx.Events().Recent(flapChanges, store.EventFilter{Kind: ev.Kind, PluginID: ev.PluginID})
+// ofPlugin is the filter of ev's kind of events of its plugin, which a plugin's loop repeats.
+func ofPlugin(ev *store.Event) store.EventFilter {
+	return store.EventFilter{Kind: ev.Kind, PluginID: ev.PluginID}
+}
+
+// appendBounded appends ev unless the newest flapChanges events of those it repeats (same,
+// its kind of its plugin, or of its claim) fall within flapWindow of now (flapping) and the
+// newest of them begins with mark, the notice already recorded; when they fall so and it does
+// not, ev is recorded as the notice, its own message after it. A first event (first) is always
+// recorded as it is.
+func appendBounded(tx *store.Tx, ev *store.Event, same store.EventFilter, now time.Time, first bool, mark, notice string) error {
+	recent, err := tx.Events().Recent(flapChanges, same)
 	if err != nil {
 		return err
 	}
@@ -820,7 +826,7 @@ const settleCheckEvery = 10 * time.Minute
 func appendHealthEvent(tx *store.Tx, ev *store.Event, now time.Time, first bool) error {
 	notice := fmt.Sprintf("%s: its health changed %d times within an hour, and its changes are not recorded until fewer do (`%s` shows its health now)%s",
 		flappingMark(ev.PluginID), flapChanges, shellquote.Command("volctl plugin status", ev.PluginID), thisChange)
-	return appendBounded(tx, ev, now, first, flappingMark(ev.PluginID), notice)
+	return appendBounded(tx, ev, ofPlugin(ev), now, first, flappingMark(ev.PluginID), notice)
 }
 
 // thisChange joins a flapping notice to the change it was written for.

@@ -664,7 +664,7 @@ func (e *Engine) keepRefusedDelete(ctx context.Context, v store.Volume, cause er
 // the event log is a record, and failing to write it must not fail the operation it describes.
 func (e *Engine) event(ctx context.Context, ev *store.Event) {
 	ev.Message = stopWords(ctx, ev.Message)
-	if err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error { return tx.Events().Append(ev) }); err != nil {
+	if err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error { return e.appendEvent(tx, ev) }); err != nil {
 		e.log.Warn("writing the event log", "err", err)
 	}
 }
