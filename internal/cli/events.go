@@ -55,7 +55,7 @@ each event is then one JSON object per line, else the list is one JSON array (do
   volctl events --volume db --follow
   volctl events --kind plugin-health --json
   volctl events --follow --json | jq -r 'select(.code != null) | .message'`,
-		Args: exactArgs(0),
+		Args: lastAsFlag(0, "--volume", "--alloc", "--plugin"),
 		RunE: runOpts(opts, nil, runF, eventsRun),
 	}
 	fl := cmd.Flags()

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/volctl/volctl/internal/buildinfo"
+	"github.com/volctl/volctl/internal/shellquote"
 )
 
 // NewRootCmd builds the volctl command tree.
@@ -267,6 +268,28 @@ func exactArgs(n int) cobra.PositionalArgs        { return argsChecker(cobra.Exa
 func maximumArgs(n int) cobra.PositionalArgs      { return argsChecker(cobra.MaximumNArgs(n)) }
 func minimumArgs(n int) cobra.PositionalArgs      { return argsChecker(cobra.MinimumNArgs(n)) }
 func rangeArgs(min, max int) cobra.PositionalArgs { return argsChecker(cobra.RangeArgs(min, max)) }
+
+// lastAsFlag is exactArgs(n) for a command that takes, as a flag, what users write as one more
+// argument (as other commands take it): given n+1 arguments, its refusal shows the command
+// with the last one as that flag, quoted for the shell (`volume claim db web-0`: "takes the
+// alloc as a flag: volctl volume claim db --alloc web-0"); before, only "accepts 1 arg(s),
+// received 2". others are the other flags the argument may have meant, named after it. Once the
+// flag is given too, the extra argument is not it: the plain refusal.
+func lastAsFlag(n int, flag string, others ...string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) != n+1 || c.Flags().Changed(strings.TrimPrefix(flag, "--")) {
+			return exactArgs(n)(c, args)
+		}
+		what := "the " + strings.TrimPrefix(flag, "--")
+		also := ""
+		if len(others) > 0 {
+			what = "what to show"
+			also = " (or " + strings.Join(others, ", ") + ")"
+		}
+		return &flagError{err: fmt.Errorf("%s takes %s as a flag: %s%s\nSee '%s --help'.", c.CommandPath(), what,
+			shellquote.CommandFlags(c.CommandPath(), args[:n], shellquote.Flag(flag, args[n])), also, c.CommandPath())}
+	}
+}
 
 // withListAliases lets a status command that lists when given no argument be called as list
 // or ls too (volume list, plugin ls), as gh, kubectl and docker users type first. Under those

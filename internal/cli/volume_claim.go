@@ -67,7 +67,7 @@ claim is in. Mounting needs root.`,
 		Example: `  volctl volume claim db --alloc web-0
   volctl volume claim db --alloc report-1 --read-only --access-mode multi-node-single-writer
   TARGET=$(volctl volume claim db --alloc web-0 -t '{{.target_path}}')`,
-		Args: exactArgs(1),
+		Args: lastAsFlag(1, "--alloc"),
 		RunE: runOpts(opts, idArg(&opts.VolumeID), runF, volumeClaimRun),
 	}
 	fl := cmd.Flags()

@@ -35,7 +35,7 @@ Releasing a claim that does not exist is a no-op: it says so on stderr and exits
 does a release that waited for another volctl's release of the claim (saying so).`,
 		Example: `  volctl volume release db --alloc web-0
   volctl volume release db --alloc web-0 --json`,
-		Args: exactArgs(1),
+		Args: lastAsFlag(1, "--alloc"),
 		RunE: runOpts(opts, idArg(&opts.VolumeID), runF, volumeReleaseRun),
 	}
 	idVar(cmd.Flags(), &opts.Alloc, "alloc", "the alloc whose claim to release (required)")

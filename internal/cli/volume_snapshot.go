@@ -328,24 +328,13 @@ created with, when they all carry the same ones; when they differ, it sends none
 		Example: `  volctl volume snapshot list
   volctl volume snapshot list --plugin hostpath --json
   volctl volume snapshot list -t '{{range .snapshots}}{{.id}} {{.source_external_id}}{{"\n"}}{{end}}'`,
-		Args: pluginAsFlag,
+		Args: lastAsFlag(0, "--plugin"),
 		RunE: runOpts(opts, nil, runF, snapshotListRun),
 	}
 	idVar(cmd.Flags(), &opts.PluginID, "plugin", "list only this plugin's snapshots")
 	opts.Secrets.add(cmd)
 	addReadExportFlags[engine.SnapshotList](cmd, &opts.Exporter, opts.IO)
 	return cmd
-}
-
-// pluginAsFlag refuses snapshot list's arguments, saying how to give the one a user wrote
-// as delete and deregister take it (PLUGIN first) as the flag list takes it: `volume snapshot
-// list hp` said only "accepts 0 arg(s), received 1".
-func pluginAsFlag(c *cobra.Command, args []string) error {
-	if len(args) == 1 {
-		return &flagError{err: fmt.Errorf("%s takes the plugin as a flag: %s\nSee '%s --help'.",
-			c.CommandPath(), shellquote.CommandFlags(c.CommandPath(), nil, shellquote.Flag("--plugin", args[0])), c.CommandPath())}
-	}
-	return exactArgs(0)(c, args)
 }
 
 func snapshotListRun(ctx context.Context, opts *SnapshotListOptions) error {
