@@ -473,7 +473,7 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 	case cl.Degraded:
 		rep.did("restored", cl.VolumeID, cl.Alloc, "restored degraded claim %q for alloc %q at %s (was %s)", cl.VolumeID, cl.Alloc, cl.TargetPath, cl.State)
 		// The restore a failed one left to this pass: the same event as one done at once.
-		e.event(ctx, &store.Event{Kind: restoreKind, VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: e.pluginOf(ctx, cl.VolumeID),
+		e.event(ctx, &store.Event{Kind: "restore", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: e.pluginOf(ctx, cl.VolumeID),
 			Message: fmt.Sprintf("restored the mount at %s", cl.TargetPath)})
 	default:
 		rep.did("published", cl.VolumeID, cl.Alloc, "published claim %q for alloc %q (was %s)", cl.VolumeID, cl.Alloc, cl.State)
@@ -798,7 +798,7 @@ func (e *Engine) settleLocked(ctx context.Context, claimID int64) (bound []strin
 		// says they were found so and bound again, as it says of a target restored. Before,
 		// a claim again or a group run again bound them and nothing said so
 		// (TestVolumeMountBoundAgainIsRecorded).
-		e.event(ctx, &store.Event{Kind: restoreKind, VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: e.pluginOf(ctx, cl.VolumeID),
+		e.event(ctx, &store.Event{Kind: "restore", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: e.pluginOf(ctx, cl.VolumeID),
 			Message: fmt.Sprintf("bound volume_mount %s again (it was not mounted)", strings.Join(bound, ", "))})
 	}
 	if err != nil {
@@ -1024,7 +1024,7 @@ func (e *Engine) restoreLocked(ctx context.Context, claimID int64, listed listed
 	}
 	defer e.done(c)
 	// The restore's event rides in the commit that records the claim published.
-	restored := &store.Event{Kind: restoreKind, VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
+	restored := &store.Event{Kind: "restore", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
 		Message: fmt.Sprintf("restored the mount at %s", cl.TargetPath)}
 	if err := e.publish(ctx, c, v, &cl, ld, restored); err != nil {
 		e.markForReconcile(ctx, &cl, lastRPC(err), err)

@@ -11,14 +11,11 @@ import (
 // restores (appendRestore). Every write of an event that may be a restore goes through it (a
 // checkpoint's commit, Engine.event).
 func (e *Engine) appendEvent(tx *store.Tx, ev *store.Event) error {
-	if ev.Kind == restoreKind && ev.VolumeID != "" && ev.Alloc != "" {
+	if ev.Kind == "restore" && ev.VolumeID != "" && ev.Alloc != "" {
 		return appendRestore(tx, ev, e.cfg.Now())
 	}
 	return tx.Events().Append(ev)
 }
-
-// restoreKind is the kind of the event a claim's mount restored records.
-const restoreKind = "restore"
 
 // appendRestore appends ev, a claim's restore, unless the claim's newest flapChanges restores
 // fall within flapWindow of now: then the first one past them is recorded as a notice saying

@@ -70,7 +70,7 @@ func TestRestoredAgainAndAgainIsBoundedInTheEventLog(t *testing.T) {
 // claimEvents are the messages of alloc's restore events on volume vol, newest first.
 func claimEvents(h *harness, vol, alloc string) []string {
 	h.t.Helper()
-	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: restoreKind, VolumeID: vol, Alloc: alloc})
+	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "restore", VolumeID: vol, Alloc: alloc})
 	if err != nil {
 		h.t.Fatal(err)
 	}
