@@ -48,7 +48,10 @@ const (
 // order, then snapshots. It reads the rows a reconcile pass acts on, in one read transaction,
 // and asks no plugin: what a pass would find, not whether it can do it. Left out, as reconcile
 // leaves them: a volume handed over to Nomad's pending expansion and its attachment with no
-// staging (both wait for the volume to be taken back, keptForNomad).
+// staging (both wait for the volume to be taken back, keptForNomad). Not listed either: a
+// NodeExpandVolume owed, which mostly waits for something else than a pass (the volume's next
+// publish, its release through a plugin that expands offline), as `volume status` says
+// (NodeExpansionWaits).
 func (e *Engine) Owed(ctx context.Context) ([]OwedWork, error) {
 	return viewOne(ctx, e.store, func(tx *store.Tx) ([]OwedWork, error) {
 		out := []OwedWork{}
