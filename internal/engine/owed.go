@@ -29,7 +29,8 @@ type OwedWork struct {
 	Snapshot string `json:"snapshot,omitempty"`
 	// What says it in words, naming the path, node or size.
 	What string `json:"what"`
-	// Since is when the work was recorded (the row's last change), zero where not known.
+	// Since is when the work was recorded (the row's last change), zero where not known (a
+	// snapshot's delete an older volctl recorded without a time).
 	Since time.Time `json:"since,omitzero"`
 }
 
@@ -132,7 +133,7 @@ func (e *Engine) Owed(ctx context.Context) ([]OwedWork, error) {
 			return nil, err
 		}
 		for _, d := range deletes {
-			out = append(out, OwedWork{Kind: OwedSnapshotDelete, PluginID: d.PluginID, Snapshot: d.SnapshotID,
+			out = append(out, OwedWork{Kind: OwedSnapshotDelete, PluginID: d.PluginID, Snapshot: d.SnapshotID, Since: d.CreatedAt,
 				What: fmt.Sprintf("snapshot %q: its delete is under way or was cut short", d.SnapshotID)})
 		}
 		return out, nil

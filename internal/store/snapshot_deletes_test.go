@@ -37,8 +37,15 @@ func TestSnapshotDeleteMarks(t *testing.T) {
 		listed, err = tx.Snapshots().ListDeleting()
 		return err
 	})
-	if want := []SnapshotDelete{{"a", "s0"}, {"hp", "s1"}}; !slices.Equal(listed, want) {
-		t.Fatalf("ListDeleting: %+v, want %+v", listed, want)
+	var ids []string
+	for _, d := range listed {
+		ids = append(ids, d.PluginID+"/"+d.SnapshotID)
+		if d.CreatedAt.IsZero() {
+			t.Errorf("ListDeleting: %s/%s has no time, want when its delete was recorded", d.PluginID, d.SnapshotID)
+		}
+	}
+	if want := []string{"a/s0", "hp/s1"}; !slices.Equal(ids, want) {
+		t.Fatalf("ListDeleting: %+v, want %q", listed, want)
 	}
 	update(t, s, func(tx *Tx) error { return tx.Snapshots().Undelete("a", "s0") })
 	if !deleting("hp", "s1") || deleting("other", "s1") || deleting("hp", "s2") {

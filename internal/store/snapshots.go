@@ -286,17 +286,24 @@ func (ss snapshots) Deleting(pluginID, snapshotID string) (bool, error) {
 	return n > 0, nil
 }
 
-// SnapshotDelete is a recorded snapshot delete (MarkDeleting): the snapshot's plugin and ID.
+// SnapshotDelete is a recorded snapshot delete (MarkDeleting): the snapshot's plugin and ID,
+// and when the delete was recorded.
 type SnapshotDelete struct {
 	PluginID   string
 	SnapshotID string
+	CreatedAt  time.Time
 }
 
 func (ss snapshots) ListDeleting() ([]SnapshotDelete, error) {
 	return listAll(ss.tx, "list snapshot deletes", func(sc scanner) (SnapshotDelete, error) {
-		var d SnapshotDelete
-		return d, sc.Scan(&d.PluginID, &d.SnapshotID)
-	}, `SELECT plugin_id, snapshot_id FROM snapshot_deletes ORDER BY plugin_id, snapshot_id`)
+		var (
+			d SnapshotDelete
+			c int64
+		)
+		err := sc.Scan(&d.PluginID, &d.SnapshotID, &c)
+		d.CreatedAt = decTime(c)
+		return d, err
+	}, `SELECT plugin_id, snapshot_id, created_at FROM snapshot_deletes ORDER BY plugin_id, snapshot_id`)
 }
 
 func (ss snapshots) Undelete(pluginID, snapshotID string) error {
