@@ -24,6 +24,7 @@ import (
 	"github.com/volctl/volctl/internal/nomad"
 	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
 )
 
 func newCmdExport(f *Factory) *cobra.Command {
@@ -68,7 +69,10 @@ func newCmdExportNomad(f *Factory, runF func(*ExportNomadOptions) error) *cobra.
 A file there already is replaced; one that differs from what is written now (a job whose
 task you wrote in, edited since an earlier export) is kept as FILE.bak first, and the line
 naming the file says so. A group is one run here (--group NAME), or the group of a group spec
-file, run here or not (--group-file FILE). A group brings the volumes it uses. Secret values and mount flags are written as placeholders
+file, run here or not (--group-file FILE). A group brings the volumes it uses. A volume whose
+create or delete is not finished (volctl reconcile finishes it) is refused, naming why; --all
+leaves it out with a note, unless a group exported uses it. With nothing to write, a note says
+so and --out is not made. Secret values and mount flags are written as placeholders
 unless --include-secrets (the files are then 0600); they are never printed. So is a secret
 value a plugin echoed into a volume's context; one it echoed into the volume's external ID or
 topology, which a placeholder would make another volume's, refuses the volume without
@@ -223,6 +227,7 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		}
 	}
 	var notes []string
+	ofGroups := map[string]bool{} // the volumes the exported groups use
 	for _, g := range groups {
 		for _, r := range g.Volumes {
 			ids := []string{r.Source}
@@ -242,6 +247,7 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 					continue
 				}
 				volIDs = append(volIDs, id)
+				ofGroups[id] = true
 			}
 		}
 	}
@@ -262,6 +268,17 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		if !namedExactly(info.ID, id) {
 			// Volume resolves prefixes; an export names volumes exactly.
 			return fmt.Errorf("export nomad: volume %q not found (did you mean %q?)", id, info.ID)
+		}
+		if why := notExportable(info); why != "" {
+			// A create not finished has no storage ID for Nomad to register (the check of the
+			// file written below said "(a volctl bug)"), and a volume being deleted is no
+			// volume to hand over. --all leaves it out, saying so, unless a group exported
+			// uses it: its job would name a volume Nomad does not have.
+			if opts.All && !slices.Contains(opts.Volumes, id) && !ofGroups[id] {
+				notes = append(notes, fmt.Sprintf("volume %q is not exported: %s", info.ID, why))
+				continue
+			}
+			return fmt.Errorf("export nomad: volume %q %s", info.ID, why)
 		}
 		if err := spec.ValidateNamespace(info.Namespace); info.Namespace != "" && err != nil {
 			// One an older volctl took (team_a): Nomad refuses the file, and the check of the
@@ -348,12 +365,19 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		notes = append(notes, pn...)
 	}
 
-	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
-		return fmt.Errorf("export nomad: output directory: %w", err)
+	if len(files) == 0 {
+		// --all of a state with nothing to hand over (or only volumes it leaves out): before, it
+		// made the directory, wrote nothing and said nothing.
+		notes = append(notes, fmt.Sprintf("nothing to export: no volume, group or volctl plugin job to write; %s was not made or changed (`volctl status` lists what this state dir has)", opts.OutDir))
 	}
-	// Again on what MkdirAll made or found: a symlink planted since the first check.
-	if err := checkOutDir(opts.OutDir); err != nil {
-		return err
+	if len(files) > 0 {
+		if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
+			return fmt.Errorf("export nomad: output directory: %w", err)
+		}
+		// Again on what MkdirAll made or found: a symlink planted since the first check.
+		if err := checkOutDir(opts.OutDir); err != nil {
+			return err
+		}
 	}
 	var printErr error
 	for i, f := range files {
@@ -646,4 +670,16 @@ func placeholderNotes(id string, recorded map[spec.PlaceholderAt]bool) []string 
 			"`volctl volume register` of it to record it", id, at, spec.Redacted))
 	}
 	return notes
+}
+
+// notExportable says why volume v cannot be written as a volume Nomad registers: its create or
+// delete is not finished. "" when it can.
+func notExportable(v engine.VolumeInfo) string {
+	switch v.State {
+	case string(store.VolumeCreating):
+		return "is being created, or its create was cut short: it has no storage ID (external_id) for Nomad to register yet; `volctl reconcile` (or the same `volctl volume create` again) finishes the create, then export it"
+	case string(store.VolumeDeleting):
+		return "is being deleted, or its delete was cut short: there is nothing to hand over; `volctl reconcile` finishes the delete"
+	}
+	return ""
 }
