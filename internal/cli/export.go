@@ -24,7 +24,6 @@ import (
 	"github.com/volctl/volctl/internal/nomad"
 	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/spec"
-	"github.com/volctl/volctl/internal/store"
 )
 
 func newCmdExport(f *Factory) *cobra.Command {
@@ -673,12 +672,12 @@ func placeholderNotes(id string, recorded map[spec.PlaceholderAt]bool) []string 
 }
 
 // notExportable says why volume v cannot be written as a volume Nomad registers: its create or
-// delete is not finished. "" when it can.
+// delete is not finished (its State, engine.VolumeSummary's words). "" when it can.
 func notExportable(v engine.VolumeInfo) string {
 	switch v.State {
-	case string(store.VolumeCreating):
+	case "creating":
 		return "is being created, or its create was cut short: it has no storage ID (external_id) for Nomad to register yet; `volctl reconcile` (or the same `volctl volume create` again) finishes the create, then export it"
-	case string(store.VolumeDeleting):
+	case "deleting":
 		return "is being deleted, or its delete was cut short: there is nothing to hand over; `volctl reconcile` finishes the delete"
 	}
 	return ""
