@@ -282,9 +282,11 @@ func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolum
 			}
 		}
 		if !ok {
+			// The answer confirms something, and not this: say what it confirmed, which a
+			// plugin that answers for another volume, or another request, shows.
 			vc := r.Capabilities[i]
-			err := fmt.Errorf("%s: volume %q: capability %s/%s: %w", RPCValidateVolumeCapabilities, r.VolumeID,
-				vc.AccessMode, vc.AttachmentMode, ErrNotConfirmed)
+			err := fmt.Errorf("%s: volume %q: capability %s/%s is not among those the plugin confirmed (%s): %w", RPCValidateVolumeCapabilities, r.VolumeID,
+				vc.AccessMode, vc.AttachmentMode, confirmedWords(conf.GetVolumeCapabilities()), ErrNotConfirmed)
 			if msg := c.pluginText(ctx, req, resp.GetMessage()); msg != "" {
 				err = fmt.Errorf("%w: %s", err, msg)
 			}
@@ -292,6 +294,24 @@ func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolum
 		}
 	}
 	return nil
+}
+
+// confirmedWords names the capabilities a ValidateVolumeCapabilities answer confirmed as volume
+// specs write them (access mode/attachment mode, "none" for an empty list).
+func confirmedWords(caps []*csipb.VolumeCapability) string {
+	var out []string
+	for _, c := range caps {
+		mode := strings.ToLower(strings.ReplaceAll(c.GetAccessMode().GetMode().String(), "_", "-"))
+		attach := "file-system"
+		if c.GetBlock() != nil {
+			attach = "block-device"
+		}
+		out = append(out, mode+"/"+attach)
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
 }
 
 // ControllerGetCapabilities returns the controller service's capabilities.

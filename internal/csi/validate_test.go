@@ -41,11 +41,13 @@ func TestValidateVolumeCapabilities(t *testing.T) {
 		{"partial: mount without fs type or flags", confirmed(mountCap(snw, "")), ""},
 		{"partial: no access mode", confirmed(mountCap(csipb.VolumeCapability_AccessMode_UNKNOWN, "ext4")), ""},
 		{"flags in another order", confirmed(mountCap(snw, "ext4", "nodev", "noatime")), ""},
-		{"other access mode", confirmed(mountCap(csipb.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY, "")), "capability single-node-writer/file-system: capabilities not confirmed"},
-		{"block instead of mount", confirmed(&csipb.VolumeCapability{AccessType: &csipb.VolumeCapability_Block{Block: &csipb.VolumeCapability_BlockVolume{}}}), "not confirmed"},
+		// Confirmed, but not what was asked: the answer says what the plugin confirmed.
+		{"other access mode", confirmed(mountCap(csipb.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY, "")), "capability single-node-writer/file-system is not among those the plugin confirmed (multi-node-reader-only/file-system): capabilities not confirmed"},
+		{"block instead of mount", confirmed(&csipb.VolumeCapability{AccessType: &csipb.VolumeCapability_Block{Block: &csipb.VolumeCapability_BlockVolume{}},
+			AccessMode: &csipb.VolumeCapability_AccessMode{Mode: csipb.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER}}), "not among those the plugin confirmed (multi-node-multi-writer/block-device): capabilities not confirmed"},
 		{"other fs type", confirmed(mountCap(snw, "xfs")), "not confirmed"},
 		{"other flags", confirmed(mountCap(snw, "ext4", "noatime")), "not confirmed"},
-		{"confirmed but empty", &csipb.ValidateVolumeCapabilitiesResponse{Confirmed: &csipb.ValidateVolumeCapabilitiesResponse_Confirmed{}, Message: "nope"}, "not confirmed: nope"},
+		{"confirmed but empty", &csipb.ValidateVolumeCapabilitiesResponse{Confirmed: &csipb.ValidateVolumeCapabilitiesResponse_Confirmed{}, Message: "nope"}, "the plugin confirmed (none): capabilities not confirmed: nope"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
