@@ -55,7 +55,13 @@ func TestCrashLoopingPluginIsBoundedInTheEventLog(t *testing.T) {
 // pluginEvents are the messages of plugin id's events of kind, newest first.
 func pluginEvents(h *harness, kind, id string) []string {
 	h.t.Helper()
-	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: kind, PluginID: id})
+	return messagesOf(h, EventFilter{Kind: kind, PluginID: id})
+}
+
+// messagesOf are the messages of the events f matches, newest first.
+func messagesOf(h *harness, f EventFilter) []string {
+	h.t.Helper()
+	evs, err := h.e.Events(h.ctx, 0, f)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package engine
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -60,6 +59,14 @@ func (e *Engine) Owed(ctx context.Context) ([]OwedWork, error) {
 		if err != nil {
 			return nil, err
 		}
+		handovers, err := tx.Handovers().List()
+		if err != nil {
+			return nil, err
+		}
+		handed := map[string]bool{}
+		for _, h := range handovers {
+			handed[h.VolumeID] = true
+		}
 		for _, v := range vols {
 			w := OwedWork{VolumeID: v.ID, PluginID: v.PluginID, Since: v.UpdatedAt}
 			switch {
@@ -67,14 +74,9 @@ func (e *Engine) Owed(ctx context.Context) ([]OwedWork, error) {
 				w.Kind, w.What = OwedCreate, "its create is under way or was cut short (CreateVolume's answer is not recorded)"
 			case v.State == store.VolumeDeleting:
 				w.Kind, w.What = OwedDelete, "its delete is under way or was cut short"
+			case handed[v.ID]:
+				continue
 			default:
-				handed, err := handoverRecorded(tx, v.ID)
-				if err != nil {
-					return nil, err
-				}
-				if handed {
-					continue
-				}
 				w.Kind, w.What = OwedExpand, fmt.Sprintf("a ControllerExpandVolume to %s was sent and its answer is not recorded", spec.FormatSize(v.ExpandMin))
 			}
 			out = append(out, w)
@@ -104,14 +106,9 @@ func (e *Engine) Owed(ctx context.Context) ([]OwedWork, error) {
 				if st.ControllerPublished {
 					w.What += fmt.Sprintf("; attached to node %q", attachedNode(st))
 				}
+			case handed[st.VolumeID]:
+				continue
 			default:
-				handed, err := handoverRecorded(tx, st.VolumeID)
-				if err != nil {
-					return nil, err
-				}
-				if handed {
-					continue
-				}
 				w.Kind, w.What = OwedUnpublish, fmt.Sprintf("attached to node %q, and no claim holds the attachment (ControllerUnpublishVolume owed)", attachedNode(st))
 			}
 			out = append(out, w)
@@ -138,13 +135,4 @@ func (e *Engine) Owed(ctx context.Context) ([]OwedWork, error) {
 		}
 		return out, nil
 	})
-}
-
-// handoverRecorded reports whether volume id is handed over to Nomad.
-func handoverRecorded(tx *store.Tx, id string) (bool, error) {
-	_, err := tx.Handovers().Get(id)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
-	return err == nil, err
 }

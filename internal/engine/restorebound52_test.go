@@ -39,7 +39,7 @@ func TestRestoredAgainAndAgainIsBoundedInTheEventLog(t *testing.T) {
 		now = now.Add(time.Minute)
 		restoreAt()
 	}
-	evs := claimEvents(h, "v", "a")
+	evs := messagesOf(h, EventFilter{Kind: "restore", VolumeID: "v", Alloc: "a"})
 	if len(evs) > 2*(flapChanges+1) {
 		t.Fatalf("%d restore events of a claim restored for 100 minutes; want at most %d:\n%s", len(evs), 2*(flapChanges+1), strings.Join(evs, "\n"))
 	}
@@ -56,27 +56,13 @@ func TestRestoredAgainAndAgainIsBoundedInTheEventLog(t *testing.T) {
 	if _, err := h.e.Reconcile(h.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if evs := claimEvents(h, "w", "b"); len(evs) != 1 || !strings.HasPrefix(evs[0], "restored the mount at ") {
+	if evs := messagesOf(h, EventFilter{Kind: "restore", VolumeID: "w", Alloc: "b"}); len(evs) != 1 || !strings.HasPrefix(evs[0], "restored the mount at ") {
 		t.Errorf("another claim's restore: %q; want it recorded as it is", evs)
 	}
 	// Once the loop's restores are an hour old, a restore is recorded as it is again.
 	now = now.Add(2 * flapWindow)
 	restoreAt()
-	if evs := claimEvents(h, "v", "a"); !strings.HasPrefix(evs[0], "restored the mount at ") {
+	if evs := messagesOf(h, EventFilter{Kind: "restore", VolumeID: "v", Alloc: "a"}); !strings.HasPrefix(evs[0], "restored the mount at ") {
 		t.Errorf("newest restore after the window = %q; want it recorded as it is", evs[0])
 	}
-}
-
-// claimEvents are the messages of alloc's restore events on volume vol, newest first.
-func claimEvents(h *harness, vol, alloc string) []string {
-	h.t.Helper()
-	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "restore", VolumeID: vol, Alloc: alloc})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	out := make([]string, len(evs))
-	for i, ev := range evs {
-		out[i] = ev.Message
-	}
-	return out
 }
