@@ -85,15 +85,14 @@ func (e *Engine) Owed(ctx context.Context) ([]OwedWork, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, st := range stagings {
-			if st.StagingPath == "" && !st.ControllerPublished {
-				continue
-			}
-			n, err := tx.Claims().CountByVolume(st.VolumeID)
-			if err != nil {
+		var claimed map[string]bool
+		if len(stagings) > 0 {
+			if claimed, err = tx.Claims().Claimed(); err != nil {
 				return nil, err
 			}
-			if n > 0 {
+		}
+		for _, st := range stagings {
+			if st.StagingPath == "" && !st.ControllerPublished || claimed[st.VolumeID] {
 				continue
 			}
 			w := OwedWork{VolumeID: st.VolumeID, PluginID: st.PluginID, Since: st.UpdatedAt}

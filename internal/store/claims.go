@@ -171,6 +171,9 @@ type ClaimStore interface {
 	CountByVolume(volumeID string, states ...ClaimState) (int, error)
 	// ListAll returns every live claim, oldest first.
 	ListAll() ([]Claim, error)
+	// Claimed returns the IDs of the volumes with a live claim, in one read of the claims'
+	// (volume, alloc) index.
+	Claimed() (map[string]bool, error)
 	// WithBinds returns the live claims with volume_mounts, oldest first.
 	WithBinds() ([]Claim, error)
 	// Insert adds a claim and sets its ID and times. If it is the volume's only live claim, it
@@ -271,6 +274,18 @@ func (cs claims) ListAll() ([]Claim, error) { return cs.list("list claims", "") 
 
 func (cs claims) WithBinds() ([]Claim, error) {
 	return cs.list("list claims with volume_mounts", `WHERE binds IS NOT NULL AND binds != '[]'`)
+}
+
+func (cs claims) Claimed() (map[string]bool, error) {
+	ids, err := listAll(cs.tx, "list claimed volumes", func(sc scanner) (string, error) {
+		var id string
+		return id, sc.Scan(&id)
+	}, `SELECT DISTINCT volume_id FROM claims`)
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, err
 }
 
 func (cs claims) CountByVolume(volumeID string, states ...ClaimState) (int, error) {

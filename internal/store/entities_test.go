@@ -479,6 +479,13 @@ func TestClaimLifecycle(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		claimed, err := tx.Claims().Claimed()
+		if err != nil {
+			return err
+		}
+		if !claimed["db"] || claimed["nosuch"] {
+			t.Errorf("Claimed = %v; want db among them, and no volume without a claim", claimed)
+		}
 		ids := func(cs []Claim) (out []int64) {
 			for _, c := range cs {
 				out = append(out, c.ID)
