@@ -16,10 +16,9 @@ import (
 func TestCrashLoopingPluginIsBoundedInTheEventLog(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	now := time.Date(2026, 12, 4, 8, 0, 0, 0, time.UTC)
-	h.open(Config{Now: func() time.Time { return now }})
+	later := h.onAClock()
 	for i := range 100 { // 100 minutes of a crash loop
-		now = now.Add(time.Minute)
+		later(time.Minute)
 		h.e.PluginEvent(h.ctx, "mem", "plugin-start", fmt.Sprintf("plugin %q started (pid %d)", "mem", 1000+i))
 		h.e.PluginEvent(h.ctx, "mem", "plugin-daemon", fmt.Sprintf("plugin %q daemonised: its process (pid %d) exited (exit status 0), leaving pid %d serving /run/mem.sock", "mem", 1000+i, 2000+i))
 		h.e.PluginEvent(h.ctx, "mem", "plugin-exit", fmt.Sprintf("plugin %q exited (exit status 1): restarting it in 1m0s", "mem"))
@@ -45,11 +44,19 @@ func TestCrashLoopingPluginIsBoundedInTheEventLog(t *testing.T) {
 		t.Errorf("another kind of event of the looping plugin: %q; want it recorded", evs)
 	}
 	// Once the loop's events are an hour old, an exit is recorded as it is again.
-	now = now.Add(2 * flapWindow)
+	later(2 * flapWindow)
 	h.e.PluginEvent(h.ctx, "mem", "plugin-exit", `plugin "mem" exited (signal: killed): restarting it in 1s`)
 	if evs := pluginEvents(h, "plugin-exit", "mem"); !strings.HasPrefix(evs[0], `plugin "mem" exited (signal: killed)`) {
 		t.Errorf("newest exit after the window = %q; want it recorded as it is", evs[0])
 	}
+}
+
+// onAClock reopens h's engine on a clock the test moves, from 2026-12-04 08:00 UTC, and returns
+// what moves it on.
+func (h *harness) onAClock() (later func(time.Duration)) {
+	now := time.Date(2026, 12, 4, 8, 0, 0, 0, time.UTC)
+	h.open(Config{Now: func() time.Time { return now }})
+	return func(d time.Duration) { now = now.Add(d) }
 }
 
 // pluginEvents are the messages of plugin id's events of kind, newest first.

@@ -18,8 +18,7 @@ import (
 func TestRestoredAgainAndAgainIsBoundedInTheEventLog(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	now := time.Date(2026, 12, 4, 8, 0, 0, 0, time.UTC)
-	h.open(Config{Now: func() time.Time { return now }})
+	later := h.onAClock()
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
 	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 	lose := func() {
@@ -36,7 +35,7 @@ func TestRestoredAgainAndAgainIsBoundedInTheEventLog(t *testing.T) {
 		}
 	}
 	for range 100 { // 100 minutes of a mount taken at every pass
-		now = now.Add(time.Minute)
+		later(time.Minute)
 		restoreAt()
 	}
 	evs := messagesOf(h, EventFilter{Kind: "restore", VolumeID: "v", Alloc: "a"})
@@ -60,7 +59,7 @@ func TestRestoredAgainAndAgainIsBoundedInTheEventLog(t *testing.T) {
 		t.Errorf("another claim's restore: %q; want it recorded as it is", evs)
 	}
 	// Once the loop's restores are an hour old, a restore is recorded as it is again.
-	now = now.Add(2 * flapWindow)
+	later(2 * flapWindow)
 	restoreAt()
 	if evs := messagesOf(h, EventFilter{Kind: "restore", VolumeID: "v", Alloc: "a"}); !strings.HasPrefix(evs[0], "restored the mount at ") {
 		t.Errorf("newest restore after the window = %q; want it recorded as it is", evs[0])
