@@ -207,8 +207,16 @@ func writeStatusSummary(out *bufio.Writer, sum statusSummary, vols []engine.Volu
 	}
 	if len(sum.Owed) > 0 {
 		fmt.Fprintf(out, "\nOwed: %d, work no claim drives\n", len(sum.Owed))
-		if err := writeOwedTable(out, sum.Owed, now); err != nil {
+		// One screen, as the volumes: a bulk create cut short owes a row per volume.
+		shown := sum.Owed
+		if maxVolumes >= 0 && len(shown) > maxVolumes {
+			shown = shown[:maxVolumes]
+		}
+		if err := writeOwedTable(out, shown, now); err != nil {
 			return err
+		}
+		if len(shown) < len(sum.Owed) {
+			fmt.Fprintf(out, "... and %d more (volctl status --json lists them all)\n", len(sum.Owed)-len(shown))
 		}
 		fmt.Fprintln(out, "(volctl reconcile does it, or says what stops it)")
 	}

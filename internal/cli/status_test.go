@@ -36,6 +36,8 @@ func TestStatusSummary(t *testing.T) {
 			{Kind: engine.OwedUnpublish, VolumeID: "v1", PluginID: "hp", Since: showNow.Add(-3 * time.Minute),
 				What: `attached to node "n1", and no claim holds the attachment (ControllerUnpublishVolume owed)`},
 			{Kind: engine.OwedSnapshotDelete, PluginID: "hp", Snapshot: "snap-1", What: `snapshot "snap-1": its delete is under way or was cut short`},
+			{Kind: engine.OwedCreate, VolumeID: "v8", PluginID: "hp", What: "its create is under way or was cut short (CreateVolume's answer is not recorded)"},
+			{Kind: engine.OwedCreate, VolumeID: "v9", PluginID: "hp", What: "its create is under way or was cut short (CreateVolume's answer is not recorded)"},
 		},
 	}
 	var b bytes.Buffer
@@ -46,6 +48,9 @@ func TestStatusSummary(t *testing.T) {
 	w.Flush()
 	if !strings.Contains(b.String(), "... and 2 more (volctl volume status lists them all)") || strings.Contains(b.String(), "v3 ") {
 		t.Errorf("the volume list is not cut at 3:\n%s", b.String())
+	}
+	if !strings.Contains(b.String(), "... and 1 more (volctl status --json lists them all)") || strings.Contains(b.String(), "v9 ") {
+		t.Errorf("the owed list is not cut at 3:\n%s", b.String())
 	}
 	golden.RequireEqual(t, b.Bytes())
 }
