@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,7 +46,7 @@ func newCmdEvents(f *Factory, runF func(*EventsOptions) error) *cobra.Command {
 volume creates and deletes — what the dashboard (volctl tui) shows in its events view. The
 log keeps the newest 10,000 events, dropping the oldest as new ones come.
 
---since keeps the events of the last DURATION ("10m", "2h") or since an RFC 3339 time;
+--since keeps the events of the last DURATION ("10m", "2h", "7d") or since an RFC 3339 time;
 -n the newest N; --kind the events of one kind, matched exactly (a kind volctl never records,
 unless the log holds events of it from an older volctl, is a usage error listing the kinds).
 A --volume, --alloc or --plugin that no event names, when nothing matches, is told with the
@@ -59,7 +60,7 @@ each event is then one JSON object per line, else the list is one JSON array (do
 		RunE: runOpts(opts, nil, runF, eventsRun),
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Since, "since", "", "only events of the last `DURATION` (10m, 2h) or since an RFC 3339 time")
+	fl.StringVar(&opts.Since, "since", "", "only events of the last `DURATION` (10m, 2h, 7d) or since an RFC 3339 time")
 	intVar(fl, &opts.Limit, "limit", "n", 0, "only the newest `N` events (0: every event kept)")
 	fl.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing new events until interrupted")
 	fl.StringVar(&opts.Filter.Kind, "kind", "", "only events of this kind (claim, release, plugin-health, volume-create, ...)")
@@ -70,14 +71,16 @@ each event is then one JSON object per line, else the list is one JSON array (do
 	return cmd
 }
 
-// parseSince reads --since: a duration back from now, or a time.
+// parseSince reads --since: a duration back from now, or a time. The duration may start with
+// days ("7d", "1d12h"), which Go's durations lack and `events --since 1d` users write first;
+// the log keeps 10,000 events, which a quiet host spreads over weeks.
 func parseSince(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if d, err := time.ParseDuration(s); err == nil {
+	if d, err := sinceDuration(s); err == nil {
 		if d < 0 {
-			return time.Time{}, usageError("events: --since %s: a duration back from now is positive (10m, 2h)", s)
+			return time.Time{}, usageError("events: --since %s: a duration back from now is positive (10m, 2h, 7d)", s)
 		}
 		return now.Add(-d), nil
 	}
@@ -85,7 +88,30 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 		return t, nil
 	}
 	_, notDuration := spec.ParseDuration(s) // what is wrong with it as a duration, in the words of every duration flag
-	return time.Time{}, usageError("events: --since: %v (write 10m, 2h), nor is it an RFC 3339 time (2026-03-14T09:00:00Z)", notDuration)
+	return time.Time{}, usageError("events: --since: %v (write 10m, 2h, 7d), nor is it an RFC 3339 time (2026-03-14T09:00:00Z)", notDuration)
+}
+
+// sinceDuration is time.ParseDuration with whole days first: "7d", "1d12h". A day is 24 hours
+// (the log's times are instants, not calendar days). Past 100 years of days, or with anything
+// else before the "d", it is not a duration.
+func sinceDuration(s string) (time.Duration, error) {
+	days, rest, ok := strings.Cut(s, "d")
+	if !ok {
+		return time.ParseDuration(s)
+	}
+	n, err := strconv.Atoi(days)
+	if err != nil || n < 0 || n > 36500 || days != strconv.Itoa(n) {
+		return 0, fmt.Errorf("%q is not a duration", s)
+	}
+	d := time.Duration(n) * 24 * time.Hour
+	if rest == "" {
+		return d, nil
+	}
+	more, err := time.ParseDuration(rest)
+	if err != nil || more < 0 {
+		return 0, fmt.Errorf("%q is not a duration", s)
+	}
+	return d + more, nil
 }
 
 func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {

@@ -52,7 +52,16 @@ func TestEventsList(t *testing.T) {
 	if err := eventsRun(h.ctx, opts); err != nil || out.Len() != 0 || !strings.Contains(errOut.String(), "No events match") {
 		t.Errorf("--since 10m an hour later: %v, %q, %q", err, out, errOut)
 	}
-	for _, bad := range []string{"yesterday", "-5m"} {
+	// Days first, as users write them: an hour ahead of the clock, the last day and a half
+	// holds every event.
+	for _, days := range []string{"2d", "1d12h", "1d"} {
+		ios, _, out, errOut := iostreams.Test()
+		opts = &EventsOptions{IO: ios, Engine: h.engine, Now: func() time.Time { return time.Now().Add(time.Hour) }, Since: days}
+		if err := eventsRun(h.ctx, opts); err != nil || out.Len() == 0 {
+			t.Errorf("--since %s an hour later: %v, %q, %q; want the events", days, err, out, errOut)
+		}
+	}
+	for _, bad := range []string{"yesterday", "-5m", "-5d", "1.5d", "d", "1dd", "99999999d", "1d-1h", "2026-03-14"} {
 		opts = &EventsOptions{IO: ios, Engine: h.engine, Now: time.Now, Since: bad}
 		if err := eventsRun(h.ctx, opts); ExitCode(err) != 2 || !strings.Contains(err.Error(), "--since") {
 			t.Errorf("--since %s: %v (exit %d), want a usage error naming --since", bad, err, ExitCode(err))
@@ -149,5 +158,21 @@ func TestEventsUnknownKindIsAUsageError(t *testing.T) {
 	opts = &EventsOptions{IO: ios, Engine: h.engine, Now: time.Now, Filter: engine.EventFilter{Kind: "volume-expand"}}
 	if err := eventsRun(h.ctx, opts); err != nil || !strings.Contains(errOut.String(), "No events match") {
 		t.Errorf("events --kind volume-expand with none recorded: %v, %q", err, errOut)
+	}
+}
+
+// --since takes whole days first, 24 hours each, then a Go duration.
+func TestSinceDurationTakesDays(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"7d": 7 * 24 * time.Hour, "1d12h": 36 * time.Hour, "0d": 0, "2h": 2 * time.Hour, "1d30m": 24*time.Hour + 30*time.Minute,
+	} {
+		if got, err := sinceDuration(in); err != nil || got != want {
+			t.Errorf("sinceDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"d", "1.5d", "-1d", "+1d", "01d", "1d1d", "36501d", "1d-1h", "1 d"} {
+		if got, err := sinceDuration(bad); err == nil {
+			t.Errorf("sinceDuration(%q) = %v; want it refused", bad, got)
+		}
 	}
 }
