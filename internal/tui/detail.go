@@ -197,6 +197,19 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	if v.StagingLeft != "" { // a staging path mounted with no staging recorded there
 		b.kv("Still Mounted", v.StagingLeft+" (no staging recorded there: see the claims' errors; volctl reconcile)")
 	}
+	if v.NodeExpansionOwed > 0 {
+		// As `volume status` says them (its Node Expansion Owed, Expansion Pending): the
+		// dashboard's detail showed neither, so a volume grown on the controller and not yet
+		// on the node, or whose ControllerExpandVolume answer was lost, looked settled.
+		owed := "to " + display.Bytes(v.NodeExpansionOwed)
+		if v.NodeExpansionWaits != "" {
+			owed += ": " + v.NodeExpansionWaits
+		}
+		b.kv("Node Expand Owed", owed)
+	}
+	if v.ExpansionPending > 0 {
+		b.kv("Expansion Pending", "to "+display.Bytes(v.ExpansionPending)+": ControllerExpandVolume was sent and its answer not recorded, so the storage may be that size already; volctl reconcile sends it again")
+	}
 	b.kv("Attached To", v.AttachedTo)
 	if v.AttachedTo != "" {
 		b.kv("Unpublish Owed", yesNo(v.UnpublishOwed()))

@@ -91,6 +91,29 @@ func TestVolumeDetailNamesAStagingLeftMounted(t *testing.T) {
 	}
 }
 
+// A volume owed a NodeExpandVolume, or whose ControllerExpandVolume answer was lost, says so in
+// its detail, with what the node's expansion waits for, as `volume status` does; a volume owed
+// neither shows no such row. Before, the dashboard showed neither.
+func TestVolumeDetailShowsExpansionsOwed(t *testing.T) {
+	s := NewStyles(FixedRenderer(termenv.Ascii))
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	vol := engine.VolumeSummary{ID: "db", PluginID: "hp"}
+	for _, tt := range []struct {
+		name       string
+		v          engine.VolumeInfo
+		want, lack []string
+	}{
+		{"node expansion owed", engine.VolumeInfo{VolumeSummary: vol, NodeExpansionOwed: 4 << 20, NodeExpansionWaits: "the volume is on no path here: its next publish sends it"},
+			[]string{"Node Expand Owed  = to 4.0 MiB: the volume is on no path here: its next publish sends it"}, []string{"Expansion Pending"}},
+		{"controller expansion pending", engine.VolumeInfo{VolumeSummary: vol, ExpansionPending: 8 << 20},
+			[]string{"Expansion Pending = to 8.0 MiB: ControllerExpandVolume was sent and its answer not recorded"}, []string{"Node Expand Owed"}},
+		{"neither", engine.VolumeInfo{VolumeSummary: vol}, nil, []string{"Node Expand Owed", "Expansion Pending"}},
+	} {
+		out := volumeDetail(s, tt.v, now, 200)
+		detailHasAndLacks(t, tt.name, out, tt.want, tt.lack)
+	}
+}
+
 // detailHasAndLacks fails the test unless the detail out holds each of want and none of lack.
 func detailHasAndLacks(t *testing.T, name, out string, want, lack []string) {
 	t.Helper()
