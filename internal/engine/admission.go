@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -292,4 +293,67 @@ func describeIDs(ids []string) string {
 		parts = append(parts, fmt.Sprintf("volume %q", id))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// refuseStorageInUseElsewhere refuses a claim of volume v while another volume recorded here on
+// the same storage holds it, with live claims or a staging on this node: the same external ID
+// through a plugin ID registered on one of the socket paths of v's plugin (pathMates: one
+// process, one storage). An ID spelled otherwise is not looked at: register lets a
+// case-sensitive plugin hold "Data" beside "data" as two volumes. Registration and create refuse
+// a second record of one storage (sameStorage), but one may be here anyway, recorded by an older
+// volctl, or by two plugin IDs on sockets of their own before one of them was registered again on
+// the other's socket (refuseJoinedStorage refuses that now). Each volume's claims are admitted
+// against its own claims only, so a writer on each of the two (single-node-writer volumes) was
+// admitted, each staged at its own path: a plugin that refuses a second staging of a volume, or
+// a listing naming its attachment, stopped that only sometimes
+// (`TestClaimOfOneStorageRecordedTwiceIsRefused`). The look is one indexed query of the volume's
+// storage key (NearExternalIDs), which finds v alone but for such a pair or a near spelling.
+func refuseStorageInUseElsewhere(tx *store.Tx, v store.Volume) error {
+	if v.ExternalID == "" {
+		return nil
+	}
+	near, err := tx.Volumes().NearExternalIDs(v.ExternalID)
+	if err != nil {
+		return err
+	}
+	var mates map[string]bool // read once another record is found: most claims find none
+	for _, o := range near {
+		if o.ID == v.ID || o.ExternalID != v.ExternalID {
+			continue
+		}
+		if mates == nil {
+			if mates, err = pathMates(tx, v.PluginID); err != nil {
+				return err
+			}
+		}
+		if !mates[o.PluginID] {
+			continue
+		}
+		same := fmt.Sprintf("volume %q records the storage of volume %q too (%s)", v.ID, o.ID, storageWords(v.ExternalID, o.PluginID, v.PluginID))
+		forget := fmt.Sprintf("`%s` or `%s` forgets one of the two records and leaves the storage",
+			shellquote.Command("volctl volume deregister", v.ID), shellquote.Command("volctl volume deregister", o.ID))
+		live, err := tx.Claims().ByVolume(o.ID)
+		if err != nil {
+			return err
+		}
+		if len(live) > 0 {
+			return conflictf("%s, which %s holds%s: one storage under two volume IDs, whose claims would ignore each other's access mode; "+
+				"once it is released, %s", same, holder(live[0]), wayOut(live[0]), forget)
+		}
+		_, err = tx.Stagings().Get(o.ID)
+		switch {
+		case err == nil:
+			return conflictf("%s, which is still staged or attached on this node through it with no claim (`volctl reconcile` undoes that): "+
+				"one storage under two volume IDs, whose claims would ignore each other's access mode; once it is undone, %s", same, forget)
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+	}
+	return nil
+}
+
+// storageWords says where two records of one storage name it: its external ID, through plugins
+// a and b.
+func storageWords(externalID, a, b string) string {
+	return fmt.Sprintf("external ID %q, through plugin %q and plugin %q", spec.Cut(externalID, 256), a, b)
 }

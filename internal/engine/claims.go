@@ -548,6 +548,9 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool, probe
 		if err := refuseSharedDestinations(tx, req); err != nil {
 			return err
 		}
+		if err := refuseStorageInUseElsewhere(tx, v); err != nil {
+			return err
+		}
 		if probed == nil || probed.plugin != ld.plugin.ID {
 			return &unprobed{plugin: *ld.plugin} // checkPublishable refused a plugin not registered
 		}

@@ -152,7 +152,14 @@ func (e *Engine) registerPluginOnce(ctx context.Context, given spec.Plugin, keep
 		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
+		before, err := pathMates(tx, p.ID)
+		if err != nil {
+			return err
+		}
 		if err := tx.Plugins().Put(&p); err != nil {
+			return err
+		}
+		if err := refuseJoinedStorage(tx, p, before); err != nil {
 			return err
 		}
 		if fp != nil {
@@ -1267,4 +1274,61 @@ func forgetUnrecordedDeletes(tx *store.Tx, id string) ([]string, error) {
 		forgot = append(forgot, strconv.Quote(d.SnapshotID))
 	}
 	return forgot, nil
+}
+
+// refuseJoinedStorage refuses a registration that makes plugin id a socket mate of plugins it
+// was not one of (pathMates; before: its mates as it was registered), on one of their paths now,
+// while one of its volumes and one of theirs record one storage (the same external ID; one
+// spelled otherwise may be another volume of a case-sensitive plugin, as register allows): registered each on a socket of its own, the two records
+// were two plugins' volumes; on one socket they are one process's, one volume under two IDs,
+// whose claims would ignore each other's access mode, which volume register and create refuse
+// to make (sameStorage). Before, `plugin register` of such a move said "socket changed" and the
+// two records stayed (`TestPluginMovedOntoASocketWhoseVolumesItRecordsIsRefused`). Mates it had
+// already are not looked at: a registration again, the agent's at every start, is not refused
+// for a pair an older volctl recorded (a claim of either is, while the other holds it:
+// refuseStorageInUseElsewhere). The caller's transaction has put the plugin's new row.
+func refuseJoinedStorage(tx *store.Tx, p store.Plugin, before map[string]bool) error {
+	id, socketWords := p.ID, describeSockets(p)
+	after, err := pathMates(tx, id)
+	if err != nil {
+		return err
+	}
+	var joined []string
+	for m := range after {
+		if !before[m] {
+			joined = append(joined, m)
+		}
+	}
+	if len(joined) == 0 {
+		return nil
+	}
+	mine, err := tx.Volumes().List(store.VolumeFilter{PluginID: id})
+	if err != nil || len(mine) == 0 {
+		return err
+	}
+	byID := make(map[string]store.Volume, len(mine))
+	for _, v := range mine {
+		if v.ExternalID != "" {
+			byID[v.ExternalID] = v
+		}
+	}
+	slices.Sort(joined)
+	for _, m := range joined {
+		theirs, err := tx.Volumes().List(store.VolumeFilter{PluginID: m})
+		if err != nil {
+			return err
+		}
+		for _, o := range theirs {
+			v, ok := byID[o.ExternalID]
+			if !ok || o.ExternalID == "" {
+				continue
+			}
+			return conflictf("plugin %q, registered as %s, would be one process with plugin %q, and its volume %q records the storage of that plugin's volume %q (%s): "+
+				"one storage under two volume IDs, whose claims would ignore each other's access mode; nothing was recorded. "+
+				"`%s` or `%s` forgets one of the two records (the storage stays), then register the plugin again",
+				id, socketWords, m, v.ID, o.ID, storageWords(v.ExternalID, id, m),
+				shellquote.Command("volctl volume deregister", v.ID), shellquote.Command("volctl volume deregister", o.ID))
+		}
+	}
+	return nil
 }

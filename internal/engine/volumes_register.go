@@ -704,6 +704,21 @@ func nearStorage(tx *store.Tx, pluginID, externalID, exceptID string) (id, store
 // however spelled (oneSocket): one process, so one storage, one controller and one set of
 // mounts. A plugin not registered is only itself.
 func socketMates(tx *store.Tx, pluginID string) (map[string]bool, error) {
+	return matesBy(tx, pluginID, oneSocket)
+}
+
+// pathMates is socketMates of the plugin IDs registered on one of pluginID's socket paths as
+// spelled once cleaned and its directory's symlinks resolved (samePath), leaving out those whose
+// path is only the same file now (a link or bind mount of the socket): a plugin so reached is
+// another plugin's process, refused at every connection and at registration (`socket ... is
+// plugin ...'s socket under another name`), not its mate on purpose, so whatever its records,
+// they say nothing of this plugin's storage (`TestPluginSocketThatIsAnotherPluginsSocketIsRefused`).
+func pathMates(tx *store.Tx, pluginID string) (map[string]bool, error) {
+	return matesBy(tx, pluginID, samePath)
+}
+
+// matesBy is socketMates with one the test of two socket paths.
+func matesBy(tx *store.Tx, pluginID string, one func(a, b string) bool) (map[string]bool, error) {
 	mates := map[string]bool{pluginID: true}
 	p, err := tx.Plugins().Get(pluginID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -722,7 +737,7 @@ func socketMates(tx *store.Tx, pluginID string) (map[string]bool, error) {
 			continue
 		}
 		for _, s := range pluginSockets(o) {
-			if slices.ContainsFunc(mine, func(m string) bool { return oneSocket(m, s) }) {
+			if slices.ContainsFunc(mine, func(m string) bool { return one(m, s) }) {
 				mates[o.ID] = true
 				break
 			}
@@ -742,11 +757,17 @@ func oneSocket(a, b string) bool {
 	if a == "" || b == "" {
 		return false
 	}
-	if a == b || resolvedSocket(a) == resolvedSocket(b) {
+	if samePath(a, b) {
 		return true
 	}
 	ids := identify(a, b)
 	return len(ids) == 2 && ids[0].inode != 0 && ids[0].dev == ids[1].dev && ids[0].inode == ids[1].inode
+}
+
+// samePath reports whether socket paths a and b are one path once cleaned and their
+// directories' symlinks resolved (/var/run and /run): oneSocket without the file's identity.
+func samePath(a, b string) bool {
+	return a != "" && b != "" && (a == b || resolvedSocket(a) == resolvedSocket(b))
 }
 
 // socketName is a socket path with every symlink resolved, the socket's own included, when it
