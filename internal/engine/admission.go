@@ -296,7 +296,8 @@ func describeIDs(ids []string) string {
 }
 
 // refuseStorageInUseElsewhere refuses a claim of volume v while another volume recorded here on
-// the same storage holds it, with live claims or a staging on this node: the same external ID
+// the same storage holds it, with live claims or a staging on this node, or Nomad does (handed
+// over): the same external ID
 // through a plugin ID registered on one of the socket paths of v's plugin (pathMates: one
 // process, one storage). An ID spelled otherwise is not looked at: register lets a
 // case-sensitive plugin hold "Data" beside "data" as two volumes. Registration and create refuse
@@ -339,6 +340,13 @@ func refuseStorageInUseElsewhere(tx *store.Tx, v store.Volume) error {
 		if len(live) > 0 {
 			return conflictf("%s, which %s holds%s: one storage under two volume IDs, whose claims would ignore each other's access mode; "+
 				"once it is released, %s", same, holder(live[0]), wayOut(live[0]), forget)
+		}
+		if err := refuseHandedOver(tx, o.ID); err != nil {
+			if !errors.Is(err, ErrConflict) {
+				return err
+			}
+			return conflictf("%s, and %v: one storage under two volume IDs, which Nomad's claims of the one and volctl's of the other would share; %s",
+				same, err, forget)
 		}
 		_, err = tx.Stagings().Get(o.ID)
 		switch {

@@ -36,7 +36,8 @@ func wantStorageRefusal(t *testing.T, err error, vol, other, held string) {
 
 // One storage recorded as volumes v and w through plugin IDs on one socket (one process): a
 // claim of either is refused while the other holds the storage, by a claim or by a staging
-// left with no claim, naming the holder and how to forget one record; nothing is sent to the
+// left with no claim, or by a handover to Nomad, naming the holder and how to forget one
+// record; nothing is sent to the
 // plugin for it. Before, each volume's claims were admitted against its own alone: w's writer
 // was admitted beside v's (single-node-writer both), and only the plugin's refusal of a second
 // staging (which many plugins do not make) stood between them and two writers.
@@ -79,6 +80,17 @@ func TestClaimOfOneStorageRecordedTwiceIsRefused(t *testing.T) {
 			t.Fatalf("reconcile: %v", err)
 		}
 		h.claim(ClaimRequest{VolumeID: "w", Alloc: "b"})
+	})
+	t.Run("handed over to Nomad", func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.registerPlugin("mem3", h.socket)
+		h.create(volume("v"))
+		h.recordTwice("v", "w", "mem3")
+		h.update(func(tx *store.Tx) error {
+			return tx.Handovers().Put(&store.Handover{VolumeID: "v", Address: "http://127.0.0.1:4646", Region: "global", Namespace: "default"})
+		})
+		_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "w", Alloc: "b"})
+		wantStorageRefusal(t, err, "w", "v", "handed over to Nomad")
 	})
 	t.Run("another plugin's storage", func(t *testing.T) {
 		// Another plugin process of the same driver, on a socket of its own, is another
