@@ -86,7 +86,9 @@ the volume from under them;
 nor is one still recorded attached to a node with no claim (a ControllerUnpublishVolume a
 forced detach could not send: run volctl reconcile first), unless it is handed over already;
 nor, unless --force, is one still owed a NodeExpandVolume (grown while on no path here: volctl
-sends it at the next publish, Nomad never would): claim and release it once first.
+sends it at the next publish, Nomad never would): claim and release it once first; nor one
+whose storage another volume recorded here (the same external ID, through a plugin ID on the
+same socket) holds, claimed, staged or handed over itself: deregister one of the two first.
 While a volume is handed over,
 volctl never sends ControllerUnpublishVolume for it: when the last local claim of a volume
 handed over with --force goes, its attachment stays recorded until volctl nomad release.

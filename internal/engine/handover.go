@@ -132,6 +132,13 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		prev, err := tx.Handovers().Get(v.ID)
 		marked := err == nil
 		first = !marked
+		if !force && !marked {
+			// Another record of the volume's storage held here, or handed over already: Nomad's
+			// claims of this one would ignore the other's (`TestHandOverOfOneStorageRecordedTwiceIsRefused`).
+			if err := refuseStorageInUseElsewhere(tx, v); err != nil {
+				return fmt.Errorf("%w; or pass --force to hand it over anyway", err)
+			}
+		}
 		if marked {
 			if err := handoverInfo(prev).Elsewhere(to); err != nil {
 				return err

@@ -24,7 +24,7 @@ func (h *harness) recordTwice(v, id, plugin string) {
 func wantStorageRefusal(t *testing.T, err error, vol, other, held string) {
 	t.Helper()
 	if !errors.Is(err, ErrConflict) {
-		t.Fatalf("claim of %q while %q, the same storage, is held: %v; want a conflict", vol, other, err)
+		t.Fatalf("claim or handover of %q while %q, the same storage, is held: %v; want a conflict", vol, other, err)
 	}
 	for _, want := range []string{`volume "` + other + `"`, held, "one storage under two volume IDs",
 		"`volctl volume deregister " + vol + "`", "`volctl volume deregister " + other + "`"} {
@@ -141,4 +141,35 @@ func TestPluginMovedOntoASocketWhoseVolumesItRecordsIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.registerPlugin("mem2", h.socket)
+}
+
+// The same storage recorded as v and w through plugin IDs on one socket: handing w over to Nomad
+// while v is claimed here, or while v is handed over already, is refused as a claim of w is, so
+// Nomad's claims and volctl's, or two Nomad volumes, do not share one storage unseen; --force
+// hands it over anyway, as it does a volume with live claims.
+func TestHandOverOfOneStorageRecordedTwiceIsRefused(t *testing.T) {
+	t.Parallel()
+	to := HandoverTarget{Address: "http://127.0.0.1:4646", Region: "global", Namespace: "default"}
+	h := newHarness(t, nil)
+	h.registerPlugin("mem3", h.socket)
+	h.create(volume("v"))
+	h.recordTwice("v", "w", "mem3")
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	_, err := h.e.HandOver(h.ctx, "w", to, false, nil)
+	wantStorageRefusal(t, err, "w", "v", `alloc "a"`)
+	if err != nil && !strings.Contains(err.Error(), "--force") {
+		t.Errorf("err = %v\nwant it to name --force", err)
+	}
+	if h.handedOver("w") {
+		t.Fatal("w is marked handed over after the refusal")
+	}
+	h.release("v", "a")
+	if _, err := h.e.HandOver(h.ctx, "v", to, false, nil); err != nil {
+		t.Fatalf("hand v over, w unclaimed: %v", err)
+	}
+	_, err = h.e.HandOver(h.ctx, "w", to, false, nil)
+	wantStorageRefusal(t, err, "w", "v", "handed over to Nomad")
+	if _, err := h.e.HandOver(h.ctx, "w", to, true, nil); err != nil || !h.handedOver("w") {
+		t.Errorf("hand w over with --force: %v (marked %v), want it marked", err, h.handedOver("w"))
+	}
 }
