@@ -677,6 +677,14 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if info.ExpansionPending > 0 && info.Handover == nil && !opts.Force {
 		but("it has an expansion pending", "it has an expansion to %s pending, which Nomad would never finish: it would be refused without --force (`volctl reconcile` finishes it)", spec.FormatSize(info.ExpansionPending))
 	}
+	if info.Handover == nil && !opts.Force {
+		// HandOver refuses it (engine refuseStorageInUseElsewhere).
+		if other, err := e.StorageHeldElsewhere(ctx, id); errors.Is(err, engine.ErrConflict) {
+			but(fmt.Sprintf("volume %q records its storage too and holds it", other), "%v: it would be refused without --force", err)
+		} else if err != nil {
+			return nil, err
+		}
+	}
 	if w := erasing.warning(ctx, c, want, "before handing it over"); w != "" {
 		plan.Warnings = append(plan.Warnings, w)
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)

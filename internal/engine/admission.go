@@ -338,21 +338,21 @@ func refuseStorageInUseElsewhere(tx *store.Tx, v store.Volume) error {
 			return err
 		}
 		if len(live) > 0 {
-			return conflictf("%s, which %s holds%s: one storage under two volume IDs, whose claims would ignore each other's access mode; "+
-				"once it is released, %s", same, holder(live[0]), wayOut(live[0]), forget)
+			return &heldElsewhere{other: o.ID, err: conflictf("%s, which %s holds%s: one storage under two volume IDs, whose claims would ignore each other's access mode; "+
+				"once it is released, %s", same, holder(live[0]), wayOut(live[0]), forget)}
 		}
 		if err := refuseHandedOver(tx, o.ID); err != nil {
 			if !errors.Is(err, ErrConflict) {
 				return err
 			}
-			return conflictf("%s, and %v: one storage under two volume IDs, which Nomad's claims of the one and volctl's of the other would share; %s",
-				same, err, forget)
+			return &heldElsewhere{other: o.ID, err: conflictf("%s, and %v: one storage under two volume IDs, which Nomad's claims of the one and volctl's of the other would share; %s",
+				same, err, forget)}
 		}
 		_, err = tx.Stagings().Get(o.ID)
 		switch {
 		case err == nil:
-			return conflictf("%s, which is still staged or attached on this node through it with no claim (`volctl reconcile` undoes that): "+
-				"one storage under two volume IDs, whose claims would ignore each other's access mode; once it is undone, %s", same, forget)
+			return &heldElsewhere{other: o.ID, err: conflictf("%s, which is still staged or attached on this node through it with no claim (`volctl reconcile` undoes that): "+
+				"one storage under two volume IDs, whose claims would ignore each other's access mode; once it is undone, %s", same, forget)}
 		case !errors.Is(err, store.ErrNotFound):
 			return err
 		}
@@ -365,3 +365,13 @@ func refuseStorageInUseElsewhere(tx *store.Tx, v store.Volume) error {
 func storageWords(externalID, a, b string) string {
 	return fmt.Sprintf("external ID %q, through plugin %q and plugin %q", spec.Cut(externalID, 256), a, b)
 }
+
+// heldElsewhere is refuseStorageInUseElsewhere's refusal (err, a conflict), naming the other
+// volume that holds the storage.
+type heldElsewhere struct {
+	other string
+	err   error
+}
+
+func (h *heldElsewhere) Error() string { return h.err.Error() }
+func (h *heldElsewhere) Unwrap() error { return h.err }

@@ -667,3 +667,20 @@ func (e *Engine) GroupSpecs(ctx context.Context, names ...string) ([]spec.Group,
 	})
 	return out, err
 }
+
+// StorageHeldElsewhere is the refusal a claim or a handover of volume id meets while another
+// volume recorded here on its storage holds it (refuseStorageInUseElsewhere), and that volume's
+// ID, or nil: what `nomad register --dry-run` says of it, as the handover would.
+func (e *Engine) StorageHeldElsewhere(ctx context.Context, id string) (other string, err error) {
+	err = e.store.View(ctx, func(tx *store.Tx) error {
+		v, err := tx.Volumes().Get(id)
+		if err != nil {
+			return err
+		}
+		return refuseStorageInUseElsewhere(tx, v)
+	})
+	if h := (*heldElsewhere)(nil); errors.As(err, &h) {
+		other = h.other
+	}
+	return other, err
+}

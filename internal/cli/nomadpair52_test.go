@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/store"
+)
+
+// Volume db's storage recorded again as db2 through plugin hp2, registered on hp's socket (an
+// older volctl's pair), and db2 staged on this node: nomad register of db is refused, as a
+// claim of it is (Nomad's claims would ignore db2's), and its --dry-run says so with the same
+// exit, where it said "Would register".
+func TestNomadRegisterDryRunOfAVolumeWhoseStorageAnotherRecordHolds(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	updateStore(t, h, func(tx *store.Tx) error {
+		hp, err := tx.Plugins().Get("hp")
+		if err != nil {
+			return err
+		}
+		db, err := tx.Volumes().Get("db")
+		if err != nil {
+			return err
+		}
+		hp2 := store.Plugin{ID: "hp2", Type: hp.Type, Socket: hp.Socket, ControllerSocket: hp.ControllerSocket, NodeSocket: hp.NodeSocket}
+		if err := tx.Plugins().Put(&hp2); err != nil {
+			return err
+		}
+		db2 := db
+		db2.ID, db2.Name, db2.PluginID = "db2", "db2", "hp2"
+		if err := tx.Volumes().Insert(&db2); err != nil {
+			return err
+		}
+		return tx.Stagings().Put(&store.Staging{VolumeID: "db2", PluginID: "hp2", NodeID: "n1", Staged: true, StagingPath: h.state + "/staging/hp2/db2"})
+	})
+	registerAndPlanRefused(t, h, a, "a volume whose storage another record holds", `volume "db2"`, "volctl volume deregister db2")
+	if _, _, err := registerIn(h, a); err == nil || !strings.Contains(err.Error(), `records the storage of volume "db2" too`) {
+		t.Errorf("register of db: %v, want it to say db2 records its storage", err)
+	}
+}
