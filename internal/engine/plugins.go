@@ -1276,17 +1276,18 @@ func forgetUnrecordedDeletes(tx *store.Tx, id string) ([]string, error) {
 	return forgot, nil
 }
 
-// refuseJoinedStorage refuses a registration that makes plugin id a socket mate of plugins it
-// was not one of (pathMates; before: its mates as it was registered), on one of their paths now,
-// while one of its volumes and one of theirs record one storage (the same external ID; one
-// spelled otherwise may be another volume of a case-sensitive plugin, as register allows): registered each on a socket of its own, the two records
-// were two plugins' volumes; on one socket they are one process's, one volume under two IDs,
-// whose claims would ignore each other's access mode, which volume register and create refuse
-// to make (sameStorage). Before, `plugin register` of such a move said "socket changed" and the
-// two records stayed (`TestPluginMovedOntoASocketWhoseVolumesItRecordsIsRefused`). Mates it had
-// already are not looked at: a registration again, the agent's at every start, is not refused
-// for a pair an older volctl recorded (a claim of either is, while the other holds it:
-// refuseStorageInUseElsewhere). The caller's transaction has put the plugin's new row.
+// refuseJoinedStorage refuses a registration of plugin p that makes it a mate of plugin IDs it
+// was not one of (pathMates; before: its mates as it was registered), on one of their socket
+// paths now, while one of its volumes and one of theirs record the same external ID (one
+// spelled otherwise may be another volume of a case-sensitive plugin, as register allows).
+// Each on a socket of its own, the two records were two plugins' volumes; on one socket they
+// are one process's storage under two volume IDs, whose claims would ignore each other's access
+// mode, which volume register and create refuse to make (sameStorage). Before, `plugin
+// register` of such a move said "socket changed" and the two records stayed
+// (`TestPluginMovedOntoASocketWhoseVolumesItRecordsIsRefused`). Mates it had already are not
+// looked at: a registration again, the agent's at every start, is not refused for a pair an
+// older volctl recorded (a claim of either is, while the other holds it:
+// refuseStorageInUseElsewhere). The caller's transaction has put p's new row.
 func refuseJoinedStorage(tx *store.Tx, p store.Plugin, before map[string]bool) error {
 	id, socketWords := p.ID, describeSockets(p)
 	after, err := pathMates(tx, id)
