@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -78,7 +79,8 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if d, err := sinceDuration(s); err == nil {
+	d, derr := sinceDuration(s)
+	if derr == nil {
 		if d < 0 {
 			return time.Time{}, usageError("events: --since %s: a duration back from now is positive (10m, 2h, 7d)", s)
 		}
@@ -88,30 +90,36 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 		return t, nil
 	}
 	_, notDuration := spec.ParseDuration(s) // what is wrong with it as a duration, in the words of every duration flag
+	if strings.Contains(s, "d") {
+		notDuration = derr // days are --since's own
+	}
 	return time.Time{}, usageError("events: --since: %v (write 10m, 2h, 7d), nor is it an RFC 3339 time (2026-03-14T09:00:00Z)", notDuration)
 }
 
 // sinceDuration is time.ParseDuration with whole days first: "7d", "1d12h". A day is 24 hours
-// (the log's times are instants, not calendar days). Past 100 years of days, or with anything
-// else before the "d", it is not a duration.
+// (the log's times are instants, not calendar days). With anything else before the "d" it is
+// not a duration; past the longest duration volctl holds (about 292 years, as for hours:
+// "36525d" was refused as not a duration while "876600h" was taken) it is too long.
 func sinceDuration(s string) (time.Duration, error) {
 	days, rest, ok := strings.Cut(s, "d")
 	if !ok {
 		return time.ParseDuration(s)
 	}
 	n, err := strconv.Atoi(days)
-	if err != nil || n < 0 || n > 36500 || days != strconv.Itoa(n) {
+	if err != nil || n < 0 || days != strconv.Itoa(n) {
 		return 0, fmt.Errorf("%q is not a duration", s)
 	}
-	d := time.Duration(n) * 24 * time.Hour
-	if rest == "" {
-		return d, nil
+	more := time.Duration(0)
+	if rest != "" {
+		if more, err = time.ParseDuration(rest); err != nil || more < 0 {
+			return 0, fmt.Errorf("%q is not a duration", s)
+		}
 	}
-	more, err := time.ParseDuration(rest)
-	if err != nil || more < 0 {
-		return 0, fmt.Errorf("%q is not a duration", s)
+	const day = 24 * time.Hour
+	if int64(n) > int64(math.MaxInt64/day) || time.Duration(n)*day > math.MaxInt64-more {
+		return 0, fmt.Errorf("%q is longer than the longest duration volctl holds (%dd, about 292 years)", s, int64(math.MaxInt64/day))
 	}
-	return d + more, nil
+	return time.Duration(n)*day + more, nil
 }
 
 func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {

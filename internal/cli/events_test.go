@@ -165,14 +165,21 @@ func TestEventsUnknownKindIsAUsageError(t *testing.T) {
 func TestSinceDurationTakesDays(t *testing.T) {
 	for in, want := range map[string]time.Duration{
 		"7d": 7 * 24 * time.Hour, "1d12h": 36 * time.Hour, "0d": 0, "2h": 2 * time.Hour, "1d30m": 24*time.Hour + 30*time.Minute,
+		"36525d": 36525 * 24 * time.Hour, "106751d": 106751 * 24 * time.Hour, // as far back as hours reach ("876600h")
 	} {
 		if got, err := sinceDuration(in); err != nil || got != want {
 			t.Errorf("sinceDuration(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"d", "1.5d", "-1d", "+1d", "01d", "1d1d", "36501d", "1d-1h", "1 d"} {
+	for _, bad := range []string{"d", "1.5d", "-1d", "+1d", "01d", "1d1d", "106752d", "106751d24h", "99999999999999999999d", "1d-1h", "1 d"} {
 		if got, err := sinceDuration(bad); err == nil {
 			t.Errorf("sinceDuration(%q) = %v; want it refused", bad, got)
+		}
+	}
+	// Too long is said so, as of hours, not "not a duration".
+	for _, long := range []string{"106752d", "106751d24h"} {
+		if _, err := parseSince(long, time.Now()); err == nil || !strings.Contains(err.Error(), "longer than the longest duration") {
+			t.Errorf("--since %s: %v, want it refused as longer than the longest duration", long, err)
 		}
 	}
 }
