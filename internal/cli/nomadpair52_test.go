@@ -3,6 +3,9 @@ package cli
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/iostreams"
 
 	"github.com/volctl/volctl/internal/store"
 )
@@ -37,5 +40,22 @@ func TestNomadRegisterDryRunOfAVolumeWhoseStorageAnotherRecordHolds(t *testing.T
 	registerAndPlanRefused(t, h, a, "a volume whose storage another record holds", `volume "db2"`, "volctl volume deregister db2")
 	if _, _, err := registerIn(h, a); err == nil || !strings.Contains(err.Error(), `records the storage of volume "db2" too`) {
 		t.Errorf("register of db: %v, want it to say db2 records its storage", err)
+	}
+	// volume status says it, as text and as JSON.
+	ios, _, out, _ := iostreams.Test()
+	if err := volumeStatusRun(h.ctx, &VolumeStatusOptions{IO: ios, Engine: h.engine, Now: time.Now, ID: "db"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Same Storage", "db2 (plugin hp2) records this storage too", "`volctl volume deregister db`"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("volume status db lacks %q:\n%s", want, out)
+		}
+	}
+	ios, _, out, _ = iostreams.Test()
+	if err := volumeStatusRun(h.ctx, &VolumeStatusOptions{IO: ios, Engine: h.engine, Now: time.Now, ID: "db", Exporter: exportFlags{JSON: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"same_storage": [`) || !strings.Contains(out.String(), `"db2 (plugin hp2)"`) {
+		t.Errorf("volume status db --json lacks same_storage:\n%s", out)
 	}
 }

@@ -87,6 +87,13 @@ func stagedCell(v engine.VolumeInfo) string {
 		"or a NodeStageVolume's answer is not recorded yet (`volctl reconcile` finishes it)", v.StagingLeft)
 }
 
+// sameStorageCell is the Same Storage row: the other volumes recorded on this one's storage
+// (VolumeInfo.SameStorage), what that does to claims, and the way out.
+func sameStorageCell(v engine.VolumeInfo) string {
+	return fmt.Sprintf("%s records this storage too: one storage under two volume IDs, so a claim or handover of either is refused while the other holds it; "+
+		"`%s` forgets this record and leaves the storage (or deregister the other)", strings.Join(v.SameStorage, ", "), shellquote.Command("volctl volume deregister", v.ID))
+}
+
 // writeVolumeDetail prints everything about one volume, then its capabilities and claims.
 func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error {
 	pairs := [][2]string{
@@ -120,6 +127,9 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 		pairs = append(pairs, [2]string{"Claim Mount Flags", asks})
 	}
 	pairs = append(pairs, [2]string{"Staged", stagedCell(v)})
+	if len(v.SameStorage) > 0 {
+		pairs = append(pairs, [2]string{"Same Storage", sameStorageCell(v)})
+	}
 	if v.NodeExpansionOwed > 0 {
 		// Why it waits, as the publish's event, reconcile and the expand say it (expand35):
 		// before, status showed nothing of it but --json's size.

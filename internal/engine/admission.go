@@ -310,26 +310,11 @@ func describeIDs(ids []string) string {
 // (`TestClaimOfOneStorageRecordedTwiceIsRefused`). The look is one indexed query of the volume's
 // storage key (NearExternalIDs), which finds v alone but for such a pair or a near spelling.
 func refuseStorageInUseElsewhere(tx *store.Tx, v store.Volume) error {
-	if v.ExternalID == "" {
-		return nil
-	}
-	near, err := tx.Volumes().NearExternalIDs(v.ExternalID)
+	again, err := recordedAgain(tx, v)
 	if err != nil {
 		return err
 	}
-	var mates map[string]bool // read once another record is found: most claims find none
-	for _, o := range near {
-		if o.ID == v.ID || o.ExternalID != v.ExternalID {
-			continue
-		}
-		if mates == nil {
-			if mates, err = pathMates(tx, v.PluginID); err != nil {
-				return err
-			}
-		}
-		if !mates[o.PluginID] {
-			continue
-		}
+	for _, o := range again {
 		same := fmt.Sprintf("volume %q records the storage of volume %q too (%s)", v.ID, o.ID, storageWords(v.ExternalID, o.PluginID, v.PluginID))
 		forget := fmt.Sprintf("`%s` or `%s` forgets one of the two records and leaves the storage",
 			shellquote.Command("volctl volume deregister", v.ID), shellquote.Command("volctl volume deregister", o.ID))
@@ -364,6 +349,38 @@ func refuseStorageInUseElsewhere(tx *store.Tx, v store.Volume) error {
 // a and b.
 func storageWords(externalID, a, b string) string {
 	return fmt.Sprintf("external ID %q, through plugin %q and plugin %q", spec.Cut(externalID, 256), a, b)
+}
+
+// recordedAgain returns the other volumes recorded here on volume v's storage: the same external
+// ID through a plugin ID registered on one of the socket paths of v's plugin (pathMates),
+// ordered by volume ID. Most volumes have none: the look is one indexed query of the storage
+// key (NearExternalIDs), and the plugins are read only once a candidate is found.
+func recordedAgain(tx *store.Tx, v store.Volume) ([]store.VolumeExternalID, error) {
+	if v.ExternalID == "" {
+		return nil, nil
+	}
+	near, err := tx.Volumes().NearExternalIDs(v.ExternalID)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		mates map[string]bool
+		out   []store.VolumeExternalID
+	)
+	for _, o := range near {
+		if o.ID == v.ID || o.ExternalID != v.ExternalID {
+			continue
+		}
+		if mates == nil {
+			if mates, err = pathMates(tx, v.PluginID); err != nil {
+				return nil, err
+			}
+		}
+		if mates[o.PluginID] {
+			out = append(out, o)
+		}
+	}
+	return out, nil
 }
 
 // heldElsewhere is refuseStorageInUseElsewhere's refusal (err, a conflict), naming the other

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,6 +50,12 @@ func TestClaimOfOneStorageRecordedTwiceIsRefused(t *testing.T) {
 		h.create(volume("v"))
 		h.recordTwice("v", "w", "mem3")
 		h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+		// What `volume status` shows of each (its Same Storage row, same_storage).
+		for vol, want := range map[string]string{"v": "w (plugin mem3)", "w": "v (plugin mem)"} {
+			if got := h.volumeInfo(vol).SameStorage; !slices.Equal(got, []string{want}) {
+				t.Errorf("volume %q's SameStorage = %q, want [%q]", vol, got, want)
+			}
+		}
 		h.mem.ResetCalls()
 		_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "w", Alloc: "b"})
 		wantStorageRefusal(t, err, "w", "v", `alloc "a" (write claim, published)`)
@@ -103,6 +110,11 @@ func TestClaimOfOneStorageRecordedTwiceIsRefused(t *testing.T) {
 		}
 		h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 		h.claim(ClaimRequest{VolumeID: "db2", Alloc: "b"})
+		for _, vol := range []string{"v", "db2"} {
+			if got := h.volumeInfo(vol).SameStorage; len(got) > 0 {
+				t.Errorf("volume %q's SameStorage = %q, want none: another process's storage", vol, got)
+			}
+		}
 	})
 }
 

@@ -193,6 +193,13 @@ func (e *Engine) volumeStored(ctx context.Context, idOrPrefix string) (VolumeInf
 			return herr
 		}
 		info.NodeExpansionWaits = owedExpansionWaits(v, p, perr == nil, claims, st)
+		again, err := recordedAgain(tx, v)
+		if err != nil {
+			return err
+		}
+		for _, o := range again {
+			info.SameStorage = append(info.SameStorage, fmt.Sprintf("%s (plugin %s)", o.ID, o.PluginID))
+		}
 		unfinished = st.StagingPath
 		if st.Staged {
 			unfinished = ""

@@ -194,6 +194,9 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	}
 	b.kv("Mount Options", mo)
 	b.kv("Staged", yesNo(v.Staged))
+	if len(v.SameStorage) > 0 { // as `volume status` says it (its Same Storage)
+		b.kv("Same Storage", strings.Join(v.SameStorage, ", ")+" records this storage too (a claim of either is refused while the other holds it; volctl volume deregister forgets one)")
+	}
 	if v.StagingLeft != "" { // a staging path mounted with no staging recorded there
 		b.kv("Still Mounted", v.StagingLeft+" (no staging recorded there: see the claims' errors; volctl reconcile)")
 	}

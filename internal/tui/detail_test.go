@@ -114,6 +114,19 @@ func TestVolumeDetailShowsExpansionsOwed(t *testing.T) {
 	}
 }
 
+// A volume whose storage another record here names shows them, as `volume status` does (its
+// Same Storage row): the volume's own claims are none, and a claim of it is refused while the
+// other holds the storage.
+func TestVolumeDetailShowsTheSameStorageRecordedAgain(t *testing.T) {
+	s := NewStyles(FixedRenderer(termenv.Ascii))
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	vol := engine.VolumeSummary{ID: "db2", PluginID: "hp2"}
+	out := volumeDetail(s, engine.VolumeInfo{VolumeSummary: vol, SameStorage: []string{"db (plugin hp)"}}, now, 200)
+	detailHasAndLacks(t, "recorded twice", out, []string{"Same Storage", "db (plugin hp) records this storage too"}, nil)
+	out = volumeDetail(s, engine.VolumeInfo{VolumeSummary: vol}, now, 200)
+	detailHasAndLacks(t, "recorded once", out, nil, []string{"Same Storage"})
+}
+
 // detailHasAndLacks fails the test unless the detail out holds each of want and none of lack.
 func detailHasAndLacks(t *testing.T, name, out string, want, lack []string) {
 	t.Helper()
