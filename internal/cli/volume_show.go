@@ -90,7 +90,7 @@ func stagedCell(v engine.VolumeInfo) string {
 // sameStorageCell is the Same Storage row: the other volumes recorded on this one's storage
 // (VolumeInfo.SameStorage), what that does to claims, and the way out.
 func sameStorageCell(v engine.VolumeInfo) string {
-	return fmt.Sprintf("%s records this storage too: one storage under two volume IDs, so a claim or handover of either is refused while the other holds it; "+
+	return fmt.Sprintf("%s records this storage too: one storage under two volume IDs, so a claim, expand or handover of either is refused while the other holds it; "+
 		"`%s` forgets this record and leaves the storage (or deregister the other)", strings.Join(v.SameStorage, ", "), shellquote.Command("volctl volume deregister", v.ID))
 }
 

@@ -124,8 +124,17 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 		return e.Volume(ctx, v.ID)
 	}
 	// A volume handed over to Nomad is grown through Nomad, not behind its back (the lock is
-	// held, so no handover can start meanwhile).
-	if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseHandedOver(tx, v.ID) }); err != nil {
+	// held, so no handover can start meanwhile). Nor is one whose storage another record here
+	// holds (refuseStorageInUseElsewhere): grown through this record, the storage's size and
+	// its node expansion owed would be recorded on this one, and the other's mount, staged and
+	// published here, left at the old size with nothing owed to it
+	// (`TestExpandOfOneStorageRecordedTwiceIsRefused`).
+	if err := e.store.View(ctx, func(tx *store.Tx) error {
+		if err := refuseHandedOver(tx, v.ID); err != nil {
+			return err
+		}
+		return refuseStorageInUseElsewhere(tx, v)
+	}); err != nil {
 		return fail(err)
 	}
 	*grew = Expanded

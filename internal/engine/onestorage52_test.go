@@ -25,7 +25,7 @@ func (h *harness) recordTwice(v, id, plugin string) {
 func wantStorageRefusal(t *testing.T, err error, vol, other, held string) {
 	t.Helper()
 	if !errors.Is(err, ErrConflict) {
-		t.Fatalf("claim or handover of %q while %q, the same storage, is held: %v; want a conflict", vol, other, err)
+		t.Fatalf("claim, handover or expand of %q while %q, the same storage, is held: %v; want a conflict", vol, other, err)
 	}
 	for _, want := range []string{`volume "` + other + `"`, held, "one storage under two volume IDs",
 		"`volctl volume deregister " + vol + "`", "`volctl volume deregister " + other + "`"} {
@@ -183,5 +183,36 @@ func TestHandOverOfOneStorageRecordedTwiceIsRefused(t *testing.T) {
 	wantStorageRefusal(t, err, "w", "v", "handed over to Nomad")
 	if _, err := h.e.HandOver(h.ctx, "w", to, true, nil); err != nil || !h.handedOver("w") {
 		t.Errorf("hand w over with --force: %v (marked %v), want it marked", err, h.handedOver("w"))
+	}
+}
+
+// The same storage recorded as v and w through plugin IDs on one socket, v claimed: expanding w
+// is refused as a claim of it is, naming v's claim; grown through w, the new size and the node
+// expansion owed would be w's, and v's mount left at the old size with nothing owed to it.
+// Once v is released, w grows.
+func TestExpandOfOneStorageRecordedTwiceIsRefused(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ExpandVolume, c.Node.ExpandVolume = true, true })
+	h.registerPlugin("mem3", h.socket)
+	h.create(volume("v"))
+	h.recordTwice("v", "w", "mem3")
+	h.update(func(tx *store.Tx) error {
+		w, err := tx.Volumes().Get("w")
+		if err != nil {
+			return err
+		}
+		w.CapacityBytes = h.volumeInfo("v").CapacityBytes
+		return tx.Volumes().Update(&w)
+	})
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.mem.ResetCalls()
+	_, err := h.e.ExpandVolume(h.ctx, "w", 8<<20, 0)
+	wantStorageRefusal(t, err, "w", "v", `alloc "a"`)
+	if rpcs := h.rpcs(); len(rpcs) > 0 {
+		t.Errorf("RPCs sent for the refused expand: %v, want none", rpcs)
+	}
+	h.release("v", "a")
+	if _, err := h.e.ExpandVolume(h.ctx, "w", 8<<20, 0); err != nil {
+		t.Errorf("expand of w once v is released: %v", err)
 	}
 }

@@ -242,8 +242,8 @@ type VolumeInfo struct {
 	StagingLeft string `json:"staging_left,omitempty"`
 	// SameStorage are the other volumes recorded here on this one's storage (the same external ID
 	// through a plugin ID on the same socket: one storage under two IDs, which an older volctl
-	// may have recorded), each "ID (plugin P)"; a claim or handover of either is refused while
-	// the other holds it. Empty for every volume but such a pair's.
+	// may have recorded), each "ID (plugin P)"; a claim, handover or expand of either is refused
+	// while the other holds it. Empty for every volume but such a pair's.
 	SameStorage []string `json:"same_storage,omitempty"`
 	// AttachedTo is the node volctl recorded the volume controller-published to (attached),
 	// while that record stands; with no claim holding it, ControllerUnpublishVolume is owed
