@@ -127,15 +127,8 @@ func TestReconcileFinishingADeleteOfAVolumeAnotherStateDirPublishedKeepsIt(t *te
 func TestDeleteOfAVolumeRecordedTwiceInOneStateDirWhileTheOtherIsClaimed(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, deleteInUse)
-	socket2, _ := csitest.Serve(t, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
-	h.registerPlugin("mem2", socket2)
-	ext := h.create(volume("v")).ExternalID
+	_, ext := h.recordedThroughASecondSocket()
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	w := registered("w", ext)
-	w.PluginID = "mem2"
-	if _, err := h.e.RegisterVolume(h.ctx, w); err != nil {
-		t.Fatalf("register the volume again through mem2: %v", err)
-	}
 	h.mem.ResetCalls()
 
 	err := h.e.DeleteVolume(h.ctx, "w")
@@ -354,6 +347,23 @@ func TestDeleteChecksShareOneBoundAgainstAHungListing(t *testing.T) {
 			t.Errorf("the delete event %q; want it to say %q", msgs, want)
 		}
 	}
+}
+
+// recordedThroughASecondSocket serves the harness's plugin on a second socket too, registered as
+// mem2 (two plugins to volctl, not socket mates: whatever serves them), creates volume v through
+// mem and registers its storage again as volume w through mem2, returning the second socket and
+// the storage's external ID.
+func (h *harness) recordedThroughASecondSocket() (socket2, ext string) {
+	h.t.Helper()
+	socket2, _ = csitest.Serve(h.t, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
+	h.registerPlugin("mem2", socket2)
+	ext = h.create(volume("v")).ExternalID
+	w := registered("w", ext)
+	w.PluginID = "mem2"
+	if _, err := h.e.RegisterVolume(h.ctx, w); err != nil {
+		h.t.Fatalf("register v's storage again as w through mem2, on its own socket: %v", err)
+	}
+	return socket2, ext
 }
 
 // registeredElsewhere is another state dir on this host and plugin, with the storage ext

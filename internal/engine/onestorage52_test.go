@@ -126,14 +126,7 @@ func TestClaimOfOneStorageRecordedTwiceIsRefused(t *testing.T) {
 func TestPluginMovedOntoASocketWhoseVolumesItRecordsIsRefused(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	socket2, _ := csitest.Serve(t, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
-	h.registerPlugin("mem2", socket2)
-	ext := h.create(volume("v")).ExternalID
-	w := registered("w", ext)
-	w.PluginID = "mem2"
-	if _, err := h.e.RegisterVolume(h.ctx, w); err != nil {
-		t.Fatalf("register v's storage as w through mem2, on its own socket: %v", err)
-	}
+	socket2, _ := h.recordedThroughASecondSocket()
 	_, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem2", Type: spec.PluginMonolith, Socket: h.socket})
 	if !errors.Is(err, ErrConflict) {
 		t.Fatalf("register mem2 on mem's socket: %v, want a conflict", err)
