@@ -23,6 +23,7 @@ import (
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/nomad"
 	"github.com/volctl/volctl/internal/pathtrust"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -308,6 +309,13 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 			if !maps.Equal(raw, info.Context) {
 				notes = append(notes, fmt.Sprintf("volume %q: its context holds a secret value (its plugin echoed it there), written as %s; use --include-secrets to write it", info.ID, nomad.SecretPlaceholder))
 			}
+		}
+		if len(info.SameStorage) > 0 {
+			// One storage recorded under two IDs here (an older volctl's pair): registered in
+			// Nomad both, its claims of the two would ignore each other's, as `nomad register`
+			// refuses while the other is held here.
+			notes = append(notes, fmt.Sprintf("volume %q: %s records its storage too (the same external ID, through a plugin ID on the same socket): registered in Nomad both, the two volumes' claims would ignore each other's access mode; register one of the two files, or `%s` first",
+				info.ID, strings.Join(info.SameStorage, ", "), shellquote.Command("volctl volume deregister", info.ID)))
 		}
 		infos = append(infos, info)
 		data, n, err := nomad.VolumeFile(nomad.RegisterSpec(info), opts.IncludeSecrets)

@@ -59,3 +59,37 @@ func TestNomadRegisterDryRunOfAVolumeWhoseStorageAnotherRecordHolds(t *testing.T
 		t.Errorf("volume status db --json lacks same_storage:\n%s", out)
 	}
 }
+
+// The same pair exported (export nomad --all): each volume's file is written, with a note that
+// the other records its storage too, so that the two are not both registered in Nomad unseen
+// (nomad register refuses a handover while the other is held; a file is registered by hand).
+func TestExportNomadNotesOneStorageRecordedTwice(t *testing.T) {
+	h := newCLIHarness(t)
+	exportVolume(t, h)
+	updateStore(t, h, func(tx *store.Tx) error {
+		mem, err := tx.Plugins().Get("mem")
+		if err != nil {
+			return err
+		}
+		db, err := tx.Volumes().Get("db")
+		if err != nil {
+			return err
+		}
+		mem2 := store.Plugin{ID: "mem2", Type: mem.Type, Socket: mem.Socket}
+		if err := tx.Plugins().Put(&mem2); err != nil {
+			return err
+		}
+		db2 := db
+		db2.ID, db2.Name, db2.PluginID = "db2", "db2", "mem2"
+		return tx.Volumes().Insert(&db2)
+	})
+	_, stderr, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.All, o.NoPluginJob = true, true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`Note: volume "db": db2 (plugin mem2) records its storage too`, `Note: volume "db2": db (plugin mem) records its storage too`, "`volctl volume deregister db2` first"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("export --all of the pair: stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
