@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -553,13 +554,25 @@ func (e *Engine) checkUnmounted(v store.Volume, rpc, what, path string, c *conn,
 		return nil
 	case answer != nil:
 		return checkedAfter(rpc, fmt.Errorf("volume %q's %s at %s is still mounted, but plugin %q answered %s NOT_FOUND (%v): it does not know volume %q (external ID %q) that it mounted: "+
-			"it was most likely restarted with another state (another root or data directory) than the one it mounted with; "+
+			"it was most likely restarted with another state (another root or data directory) than the one it mounted with%s; "+
 			"restart it as it ran then and run `volctl reconcile`, or, if that state is lost, unmount %s by hand, then run `volctl reconcile`",
-			v.ID, what, path, c.plugin.ID, rpc, answer, v.ID, v.ExternalID, e.mountNames(left)))
+			v.ID, what, path, c.plugin.ID, rpc, answer, v.ID, v.ExternalID, reregisteredWords(c.plugin), e.mountNames(left)))
 	}
 	return checkedAfter(rpc, fmt.Errorf("volume %q's %s at %s is still mounted after plugin %q answered %s: "+
 		"the plugin did not unmount it; unmount %s by hand (or restart the plugin), then run `volctl reconcile`",
 		v.ID, what, path, c.plugin.ID, rpc, e.mountNames(left)))
+}
+
+// reregisteredWords is the other way a plugin comes not to know a volume it mounted: its ID
+// registered since on a socket another process serves, which does not have the volume. The
+// release's NOT_FOUND said only "restarted with another state", and the user who had moved the
+// registration was sent to restart a plugin that had not restarted
+// (`TestNotFoundOverAMountSaysThePluginDoesNotKnowTheVolume`). Said as a possibility, with
+// where to look: a registration again (the agent's at every start) changes nothing, and only the
+// event log says which of them moved the socket.
+func reregisteredWords(p store.Plugin) string {
+	return fmt.Sprintf(", or plugin %q was registered since on a socket another process serves (`%s` shows its registrations: register it again on the socket of the process that mounted it)",
+		p.ID, shellquote.CommandFlags("volctl events", nil, "--plugin", p.ID, "--kind", "plugin-register"))
 }
 
 // checkSharedDir checks, after the plugin answered rpc for volume v, that nothing is mounted
