@@ -28,7 +28,7 @@ type Plugin struct {
 	// (SetSupervision); nil when no agent has recorded anything.
 	Supervision *Supervision
 	CreatedAt   time.Time
-	UpdatedAt   time.Time // when the declaration last changed; probes have their own times
+	UpdatedAt   time.Time // when the declaration was last written (a registration, changed or not); probes have their own times
 }
 
 // Fingerprint is what the plugin said about itself on its last (re)connect.
