@@ -209,3 +209,41 @@ func TestExpandOfOneStorageRecordedTwiceIsRefused(t *testing.T) {
 		t.Errorf("expand of w once v is released: %v", err)
 	}
 }
+
+// Two processes claim the two records of one storage at once, for writers, again and again:
+// each admission reads the other record's claims in its own write transaction, which SQLite
+// serialises, so exactly one of the two is admitted each round and the other is refused
+// naming it. A check read outside the admission's transaction would let both through now and
+// then.
+func TestClaimsOfOneStorageRecordedTwiceAtOnceAdmitOne(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.registerPlugin("mem3", h.socket)
+	h.create(volume("v"))
+	h.recordTwice("v", "w", "mem3")
+	other := h.otherProcess()
+	for round := range 20 {
+		errs := make(chan error, 2)
+		go func() { _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); errs <- err }()
+		go func() { _, err := other.Claim(h.ctx, ClaimRequest{VolumeID: "w", Alloc: "b"}); errs <- err }()
+		var admitted, refused int
+		for range 2 {
+			switch err := <-errs; {
+			case err == nil:
+				admitted++
+			case errors.Is(err, ErrConflict) && strings.Contains(err.Error(), "one storage under two volume IDs"):
+				refused++
+			default:
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if admitted != 1 || refused != 1 {
+			t.Fatalf("round %d: %d claims admitted, %d refused; want one of each", round, admitted, refused)
+		}
+		for _, vol := range []string{"v", "w"} {
+			for _, c := range h.liveClaims(vol) {
+				h.release(vol, c.Alloc)
+			}
+		}
+	}
+}
