@@ -296,19 +296,18 @@ func describeIDs(ids []string) string {
 }
 
 // refuseStorageInUseElsewhere refuses a claim of volume v while another volume recorded here on
-// the same storage holds it, with live claims or a staging on this node, or Nomad does (handed
-// over): the same external ID
-// through a plugin ID registered on one of the socket paths of v's plugin (pathMates: one
-// process, one storage). An ID spelled otherwise is not looked at: register lets a
-// case-sensitive plugin hold "Data" beside "data" as two volumes. Registration and create refuse
-// a second record of one storage (sameStorage), but one may be here anyway, recorded by an older
-// volctl, or by two plugin IDs on sockets of their own before one of them was registered again on
-// the other's socket (refuseJoinedStorage refuses that now). Each volume's claims are admitted
-// against its own claims only, so a writer on each of the two (single-node-writer volumes) was
-// admitted, each staged at its own path: a plugin that refuses a second staging of a volume, or
-// a listing naming its attachment, stopped that only sometimes
-// (`TestClaimOfOneStorageRecordedTwiceIsRefused`). The look is one indexed query of the volume's
-// storage key (NearExternalIDs), which finds v alone but for such a pair or a near spelling.
+// the same storage holds it (recordedAgain: the same external ID through a plugin ID on one of
+// the socket paths of v's plugin, one process, one storage), by live claims or a staging on
+// this node, or while Nomad does (handed over). An ID spelled otherwise is not looked at:
+// register lets a case-sensitive plugin hold "Data" beside "data" as two volumes. Registration
+// and create refuse a second record of one storage (sameStorage), but one may be here anyway,
+// recorded by an older volctl, or by two plugin IDs on sockets of their own before one of them
+// was registered again on the other's socket (refuseJoinedStorage refuses that now). Each
+// volume's claims are admitted against its own claims only, so a writer on each of the two
+// (single-node-writer volumes) was admitted, each staged at its own path: a plugin that refuses
+// a second staging of a volume, or a listing naming its attachment, stopped that only sometimes
+// (`TestClaimOfOneStorageRecordedTwiceIsRefused`). A handover and an expand of v are refused the
+// same way.
 func refuseStorageInUseElsewhere(tx *store.Tx, v store.Volume) error {
 	again, err := recordedAgain(tx, v)
 	if err != nil {
