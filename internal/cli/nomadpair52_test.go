@@ -6,9 +6,35 @@ import (
 	"time"
 
 	"github.com/volctl/volctl/internal/iostreams"
-
 	"github.com/volctl/volctl/internal/store"
 )
+
+// recordTwice records volume db's storage again as volume db2 through plugin mate, registered on
+// plugin's socket, as an older volctl may have left them (then more, when not nil), in one
+// transaction.
+func recordTwice(t *testing.T, h *cliHarness, plugin, mate string, more func(tx *store.Tx) error) {
+	t.Helper()
+	updateStore(t, h, func(tx *store.Tx) error {
+		p, err := tx.Plugins().Get(plugin)
+		if err != nil {
+			return err
+		}
+		db, err := tx.Volumes().Get("db")
+		if err != nil {
+			return err
+		}
+		m := store.Plugin{ID: mate, Type: p.Type, Socket: p.Socket, ControllerSocket: p.ControllerSocket, NodeSocket: p.NodeSocket}
+		if err := tx.Plugins().Put(&m); err != nil {
+			return err
+		}
+		db2 := db
+		db2.ID, db2.Name, db2.PluginID = "db2", "db2", mate
+		if err := tx.Volumes().Insert(&db2); err != nil || more == nil {
+			return err
+		}
+		return more(tx)
+	})
+}
 
 // Volume db's storage recorded again as db2 through plugin hp2, registered on hp's socket (an
 // older volctl's pair), and db2 staged on this node: nomad register of db is refused, as a
@@ -17,24 +43,7 @@ import (
 func TestNomadRegisterDryRunOfAVolumeWhoseStorageAnotherRecordHolds(t *testing.T) {
 	h := nomadHarness(t)
 	a := newFakeNomad(t)
-	updateStore(t, h, func(tx *store.Tx) error {
-		hp, err := tx.Plugins().Get("hp")
-		if err != nil {
-			return err
-		}
-		db, err := tx.Volumes().Get("db")
-		if err != nil {
-			return err
-		}
-		hp2 := store.Plugin{ID: "hp2", Type: hp.Type, Socket: hp.Socket, ControllerSocket: hp.ControllerSocket, NodeSocket: hp.NodeSocket}
-		if err := tx.Plugins().Put(&hp2); err != nil {
-			return err
-		}
-		db2 := db
-		db2.ID, db2.Name, db2.PluginID = "db2", "db2", "hp2"
-		if err := tx.Volumes().Insert(&db2); err != nil {
-			return err
-		}
+	recordTwice(t, h, "hp", "hp2", func(tx *store.Tx) error {
 		return tx.Stagings().Put(&store.Staging{VolumeID: "db2", PluginID: "hp2", NodeID: "n1", Staged: true, StagingPath: h.state + "/staging/hp2/db2"})
 	})
 	registerAndPlanRefused(t, h, a, "a volume whose storage another record holds", `volume "db2"`, "volctl volume deregister db2")
@@ -66,23 +75,7 @@ func TestNomadRegisterDryRunOfAVolumeWhoseStorageAnotherRecordHolds(t *testing.T
 func TestExportNomadNotesOneStorageRecordedTwice(t *testing.T) {
 	h := newCLIHarness(t)
 	exportVolume(t, h)
-	updateStore(t, h, func(tx *store.Tx) error {
-		mem, err := tx.Plugins().Get("mem")
-		if err != nil {
-			return err
-		}
-		db, err := tx.Volumes().Get("db")
-		if err != nil {
-			return err
-		}
-		mem2 := store.Plugin{ID: "mem2", Type: mem.Type, Socket: mem.Socket}
-		if err := tx.Plugins().Put(&mem2); err != nil {
-			return err
-		}
-		db2 := db
-		db2.ID, db2.Name, db2.PluginID = "db2", "db2", "mem2"
-		return tx.Volumes().Insert(&db2)
-	})
+	recordTwice(t, h, "mem", "mem2", nil)
 	_, stderr, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.All, o.NoPluginJob = true, true })
 	if err != nil {
 		t.Fatal(err)
