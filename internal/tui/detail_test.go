@@ -37,15 +37,9 @@ func TestVolumeDetailShowsClaimsFirst(t *testing.T) {
 // ControllerUnpublishVolume is owed there: with no claim holding the attachment (a forced
 // detach could not send it), reconcile sends it.
 func TestVolumeDetailShowsAttachedTo(t *testing.T) {
-	s := NewStyles(FixedRenderer(termenv.Ascii))
-	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	vol := engine.VolumeSummary{ID: "db", PluginID: "ebs"}
-	claim := engine.ClaimInfo{ID: 1, VolumeID: "db", Alloc: "web-0", Mode: "write", State: "published", CreatedAt: now}
-	for _, tt := range []struct {
-		name       string
-		v          engine.VolumeInfo
-		want, lack []string
-	}{
+	claim := engine.ClaimInfo{ID: 1, VolumeID: "db", Alloc: "web-0", Mode: "write", State: "published", CreatedAt: detailNow}
+	checkVolumeDetails(t, []detailCase{
 		{"not attached", engine.VolumeInfo{VolumeSummary: vol},
 			[]string{"Attached To       = <none>"}, []string{"Unpublish Owed"}},
 		{"attached, held by a claim", engine.VolumeInfo{VolumeSummary: vol, AttachedTo: "node-1", Claims: []engine.ClaimInfo{claim}},
@@ -61,10 +55,7 @@ func TestVolumeDetailShowsAttachedTo(t *testing.T) {
 			Handover: &engine.HandoverInfo{VolumeID: "db", Address: "http://127.0.0.1:4646"}},
 			[]string{`no local claim holds its attachment to node "node-1": the ControllerUnpublishVolume owed waits for the volume to be taken back from Nomad at http://127.0.0.1:4646 (volctl nomad release db)`,
 				"Unpublish Owed    = yes"}, []string{"a forced detach could not send it"}},
-	} {
-		out := volumeDetail(s, tt.v, now, 200)
-		detailHasAndLacks(t, tt.name, out, tt.want, tt.lack)
-	}
+	})
 }
 
 // A volume whose staging path is still mounted with no staging recorded there (a plugin answered
@@ -72,59 +63,60 @@ func TestVolumeDetailShowsAttachedTo(t *testing.T) {
 // "Staged = no", naming the path and what finishes it; a volume staged, or unstaged with nothing
 // left, shows no such row (`volume status` says the same: TestVolumeStatusNamesAStagingLeftMounted).
 func TestVolumeDetailNamesAStagingLeftMounted(t *testing.T) {
-	s := NewStyles(FixedRenderer(termenv.Ascii))
-	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	vol := engine.VolumeSummary{ID: "db", PluginID: "hp"}
 	const path = "/var/lib/volctl/staging/hp/db"
-	for _, tt := range []struct {
-		name       string
-		v          engine.VolumeInfo
-		want, lack []string
-	}{
+	checkVolumeDetails(t, []detailCase{
 		{"left mounted", engine.VolumeInfo{VolumeSummary: vol, StagingLeft: path},
 			[]string{"Staged            = no", "Still Mounted     = " + path + " (no staging recorded there: see the claims' errors; volctl reconcile)"}, nil},
 		{"staged", engine.VolumeInfo{VolumeSummary: vol, Staged: true}, []string{"Staged            = yes"}, []string{"Still Mounted"}},
 		{"unstaged, nothing left", engine.VolumeInfo{VolumeSummary: vol}, []string{"Staged            = no"}, []string{"Still Mounted"}},
-	} {
-		out := volumeDetail(s, tt.v, now, 200)
-		detailHasAndLacks(t, tt.name, out, tt.want, tt.lack)
-	}
+	})
 }
 
 // A volume owed a NodeExpandVolume, or whose ControllerExpandVolume answer was lost, says so in
 // its detail, with what the node's expansion waits for, as `volume status` does; a volume owed
 // neither shows no such row. Before, the dashboard showed neither.
 func TestVolumeDetailShowsExpansionsOwed(t *testing.T) {
-	s := NewStyles(FixedRenderer(termenv.Ascii))
-	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	vol := engine.VolumeSummary{ID: "db", PluginID: "hp"}
-	for _, tt := range []struct {
-		name       string
-		v          engine.VolumeInfo
-		want, lack []string
-	}{
+	checkVolumeDetails(t, []detailCase{
 		{"node expansion owed", engine.VolumeInfo{VolumeSummary: vol, NodeExpansionOwed: 4 << 20, NodeExpansionWaits: "the volume is on no path here: its next publish sends it"},
 			[]string{"Node Expand Owed  = to 4.0 MiB: the volume is on no path here: its next publish sends it"}, []string{"Expansion Pending"}},
 		{"controller expansion pending", engine.VolumeInfo{VolumeSummary: vol, ExpansionPending: 8 << 20},
 			[]string{"Expansion Pending = to 8.0 MiB: ControllerExpandVolume was sent and its answer not recorded"}, []string{"Node Expand Owed"}},
 		{"neither", engine.VolumeInfo{VolumeSummary: vol}, nil, []string{"Node Expand Owed", "Expansion Pending"}},
-	} {
-		out := volumeDetail(s, tt.v, now, 200)
-		detailHasAndLacks(t, tt.name, out, tt.want, tt.lack)
-	}
+	})
 }
 
 // A volume whose storage another record here names shows them, as `volume status` does (its
 // Same Storage row): the volume's own claims are none, and a claim of it is refused while the
 // other holds the storage.
 func TestVolumeDetailShowsTheSameStorageRecordedAgain(t *testing.T) {
-	s := NewStyles(FixedRenderer(termenv.Ascii))
-	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	vol := engine.VolumeSummary{ID: "db2", PluginID: "hp2"}
-	out := volumeDetail(s, engine.VolumeInfo{VolumeSummary: vol, SameStorage: []string{"db (plugin hp)"}}, now, 200)
-	detailHasAndLacks(t, "recorded twice", out, []string{"Same Storage", "db (plugin hp) records this storage too"}, nil)
-	out = volumeDetail(s, engine.VolumeInfo{VolumeSummary: vol}, now, 200)
-	detailHasAndLacks(t, "recorded once", out, nil, []string{"Same Storage"})
+	checkVolumeDetails(t, []detailCase{
+		{"recorded twice", engine.VolumeInfo{VolumeSummary: vol, SameStorage: []string{"db (plugin hp)"}},
+			[]string{"Same Storage", "db (plugin hp) records this storage too"}, nil},
+		{"recorded once", engine.VolumeInfo{VolumeSummary: vol}, nil, []string{"Same Storage"}},
+	})
+}
+
+// detailCase is a volume's detail that must hold each of want and none of lack.
+type detailCase struct {
+	name       string
+	v          engine.VolumeInfo
+	want, lack []string
+}
+
+// detailNow is the time checkVolumeDetails draws at.
+var detailNow = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// checkVolumeDetails draws each case's volume detail (no colour, 200 columns, at detailNow)
+// and checks it (detailHasAndLacks).
+func checkVolumeDetails(t *testing.T, cases []detailCase) {
+	t.Helper()
+	s := NewStyles(FixedRenderer(termenv.Ascii))
+	for _, tt := range cases {
+		detailHasAndLacks(t, tt.name, volumeDetail(s, tt.v, detailNow, 200), tt.want, tt.lack)
+	}
 }
 
 // detailHasAndLacks fails the test unless the detail out holds each of want and none of lack.
