@@ -117,6 +117,16 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bo
 	if err := e.checkJoined(ctx, cl, i, dst); err != nil {
 		return false, err
 	}
+	// A destination is a host path: what is there already (an application's files, /etc's)
+	// would be hidden from everyone on the host while the volume is bound over it, and the
+	// alloc would see the volume where its owner's files were. volctl binds only on an empty
+	// directory or file, as it makes them.
+	if what, err := dst.hidden(); err != nil {
+		return false, fmt.Errorf("volume_mount %s: reading what is there: %w", b.Destination, err)
+	} else if what != "" {
+		return false, fmt.Errorf("volume_mount %s is %s, which the bind would hide from every user of the host until the claim is released: "+
+			"volctl binds a volume only on an empty directory (or empty file); move what is there away, or give the volume_mount another destination", b.Destination, what)
+	}
 	if err := bindFD(src, dst, b); err != nil {
 		return false, err
 	}

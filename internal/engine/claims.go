@@ -209,7 +209,7 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest, probeFirst *
 	if locked && fresh {
 		if err := e.restageIfLost(ctx, v.ID, ld); err != nil {
 			e.markForReconcile(ctx, &cl, lastRPC(err), err)
-			return fail(fmt.Errorf("%w (the claim is left %s for `volctl reconcile`)", err, cl.State))
+			return fail(leftFor(err, "the claim is left %s for `volctl reconcile`", cl.State))
 		}
 		cl, err = e.driveClaim(ctx, cl, v, ld, store.OutcomeRolledBack)
 	} else {
@@ -226,7 +226,7 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest, probeFirst *
 		}
 		if err := e.restageIfLost(ctx, cl.VolumeID, nil); err != nil {
 			e.noteUnlocked(ctx, cl, err)
-			return fail(fmt.Errorf("%w (the claim is left for `volctl reconcile`)", err))
+			return fail(leftFor(err, "the claim is left for `volctl reconcile`"))
 		}
 		// Someone may have moved the claim meanwhile: start from the store.
 		admitted := cl
@@ -1000,7 +1000,7 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 		case ctx.Err() != nil:
 			err = fmt.Errorf("%w (%s)", err, interruptedNote(cl))
 		default:
-			err = fmt.Errorf("%w (the claim is left %s, not published, for `volctl reconcile`; `%s` undoes it)", err, cl.State, releaseCommand(cl))
+			err = leftFor(err, "the claim is left %s, not published, for `volctl reconcile`; `%s` undoes it", cl.State, releaseCommand(cl))
 		}
 		return cl, err
 	}
@@ -1048,7 +1048,7 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 	}
 	if csi.ClassOf(perr) != csi.Final || isLocalRetryable(perr) {
 		e.markForReconcile(ctx, &cl, lastRPC(perr), perr)
-		return cl, fmt.Errorf("%w (the claim is left %s for `volctl reconcile`)", perr, cl.State)
+		return cl, leftFor(perr, "the claim is left %s for `volctl reconcile`", cl.State)
 	}
 	// A final error: undo what was done so no phantom claim stays behind. release marks the
 	// claim releasing and commits that before its first RPC, so a rollback cut short is
@@ -1146,6 +1146,43 @@ func releaseCommand(cl store.Claim) string {
 // released, finishes publishing it; a release undoes it.
 func interruptedNote(cl store.Claim) string {
 	return "interrupted: " + leftNote(cl)
+}
+
+// claimLeft is a claim's error with its note of what the claim was left as for reconcile, kept
+// apart so that a caller that then frees the claim (a group run undoing what it took for an
+// alloc, releasedAgain) says that instead of a note that no longer holds.
+type claimLeft struct {
+	err  error
+	note string
+}
+
+func (c *claimLeft) Error() string { return fmt.Sprintf("%v (%s)", c.err, c.note) }
+func (c *claimLeft) Unwrap() error { return c.err }
+
+func leftFor(err error, format string, args ...any) error {
+	return &claimLeft{err: err, note: fmt.Sprintf(format, args...)}
+}
+
+// reworded is an error shown in other words, its chain (the kinds and types errors.Is and
+// errors.As find) kept.
+type reworded struct {
+	msg string
+	err error
+}
+
+func (r *reworded) Error() string { return r.msg }
+func (r *reworded) Unwrap() error { return r.err }
+
+// releasedAgain is err, a claim's error whose claim was left for reconcile (claimLeft), after
+// its caller released the claim: the note says so in place of the note that it was left. An
+// error without such a note is returned as it is.
+func releasedAgain(err error, how string) error {
+	var left *claimLeft
+	if !errors.As(err, &left) {
+		return err
+	}
+	msg := strings.Replace(err.Error(), left.Error(), fmt.Sprintf("%v (%s)", left.err, how), 1)
+	return &reworded{msg: msg, err: err}
 }
 
 // leftNote says what becomes of an admitted claim whose command ends before publishing it.

@@ -285,6 +285,9 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) (AllocIn
 			for _, vol := range undo {
 				if _, rerr := e.Release(onVolume(ctx, vol), vol, alloc); rerr != nil {
 					err = fmt.Errorf("%w; releasing %q again also failed: %v", err, vol, rerr)
+				} else if vol == req.VolumeID {
+					// The claim's error said it was left for reconcile; it is not any more.
+					err = releasedAgain(err, "the run released the claim again")
 				}
 			}
 			a.Error = err.Error()

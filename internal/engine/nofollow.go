@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -203,6 +205,98 @@ func (p *pathFD) isDir() (bool, error) {
 	}
 	return st.Mode&unix.S_IFMT == unix.S_IFDIR, nil
 }
+
+// hidden says what a mount on the opened path would hide from every path to it: "" when
+// nothing (an empty file, a directory holding nothing but empty directories, which volctl
+// itself may have made there: a nested volume_mount's destination walked before its outer one
+// was bound), else a file's size or up to three of the files (anything but a directory) below
+// a directory, by path from it, in name order. The walk reads no further than hiddenBudget
+// entries: a tree of more, none of them a file, is named by that.
+func (p *pathFD) hidden() (string, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(p.fd, &st); err != nil {
+		return "", &os.PathError{Op: "stat", Path: p.path, Err: err}
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		if st.Size == 0 {
+			return "", nil
+		}
+		return fmt.Sprintf("a file of %d bytes", st.Size), nil
+	case unix.S_IFDIR:
+	default:
+		return "", nil
+	}
+	fd, err := unix.Openat(p.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", &os.PathError{Op: "open", Path: p.path, Err: err}
+	}
+	const shown = 3
+	var files []string
+	budget := hiddenBudget
+	var walk func(fd int, rel string) error
+	walk = func(fd int, rel string) error {
+		dir := os.NewFile(uintptr(fd), filepath.Join(p.path, rel))
+		defer dir.Close()
+		var names []string
+		for budget > 0 {
+			batch, err := dir.Readdirnames(min(budget, 256))
+			names = append(names, batch...)
+			budget -= len(batch)
+			if errors.Is(err, io.EOF) || len(batch) == 0 {
+				break
+			}
+			if err != nil {
+				return err
+			}
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			if len(files) > shown {
+				return nil
+			}
+			var st unix.Stat_t
+			if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return &os.PathError{Op: "stat", Path: filepath.Join(dir.Name(), name), Err: err}
+			}
+			if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				files = append(files, filepath.Join(rel, name))
+				continue
+			}
+			sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return &os.PathError{Op: "open", Path: filepath.Join(dir.Name(), name), Err: err}
+			}
+			if err := walk(sub, filepath.Join(rel, name)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(fd, ""); err != nil {
+		return "", err
+	}
+	switch {
+	case len(files) == 0 && budget > 0:
+		return "", nil
+	case len(files) == 0:
+		return fmt.Sprintf("a directory of more than %d directories", hiddenBudget), nil
+	}
+	quoted := make([]string, 0, shown+1)
+	for _, f := range files[:min(len(files), shown)] {
+		quoted = append(quoted, strconv.Quote(f))
+	}
+	if len(files) > shown || budget == 0 {
+		quoted = append(quoted, "more")
+	}
+	if len(quoted) == 1 {
+		return "a directory holding " + quoted[0], nil
+	}
+	return "a directory holding " + strings.Join(quoted[:len(quoted)-1], ", ") + " and " + quoted[len(quoted)-1], nil
+}
+
+// hiddenBudget bounds the entries hidden reads below a destination.
+const hiddenBudget = 10000
 
 // blockDevice says whether the opened path is a block device file, and which device (its rdev).
 func (p *pathFD) blockDevice() (rdev uint64, block bool, err error) {

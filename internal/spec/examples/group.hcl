@@ -27,7 +27,8 @@ group "web" {
     # }
   }
 
-  # Where each alloc sees the volume on this host. With count > 1, put {index}
+  # Where each alloc sees the volume on this host: a new or empty directory (volctl
+  # does not bind over files, which it would hide). With count > 1, put {index}
   # (0, 1, ...) or {alloc} (web[0], ...) in the path so allocs do not collide.
   volume_mount {
     volume      = "data"

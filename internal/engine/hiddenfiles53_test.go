@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// TestVolumeMountOverFilesAlreadyThereIsRefused: a volume_mount destination is a host path, and
+// a group run bound the volume over a directory that held its owner's files: they were hidden
+// from every user of the host while the claim was held (a destination of /srv/app/data with the
+// application's data in it, /etc on a host without mounts below it), and the alloc was handed
+// the empty volume where they had been, without a word. The bind is refused naming what is
+// there, nothing is mounted, the files stay in view; the run releases the claim it took and
+// says so, where its error said the claim was "left published for `volctl reconcile`" while
+// the run had released it. An empty destination, made by volctl or not, is bound as before.
+// Real mounts, as root.
+func TestVolumeMountOverFilesAlreadyThereIsRefused(t *testing.T) {
+	t.Parallel()
+	h := newHostpathEngine(t)
+	h.createWriterVolume(t, "data")
+	dir := hostpathtest.MountDir(t)
+	dest := filepath.Join(dir, "app-data")
+	if err := os.MkdirAll(filepath.Join(dest, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"a.db", "b.log", "c.conf"} {
+		if err := os.WriteFile(filepath.Join(dest, f), []byte("the owner's "+f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := spec.Group{Name: "web", Count: 1,
+		Volumes: []spec.VolumeRequest{{Name: "d", Type: "csi", Source: "data",
+			AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
+		Mounts: []spec.VolumeMount{{Volume: "d", Destination: dest}}}
+	info, err := h.e.RunGroup(h.ctx, g)
+	if err == nil {
+		t.Fatal("group run with a volume_mount over a directory holding files: no error")
+	}
+	for _, want := range []string{`volume_mount ` + dest + ` is a directory holding "a.db", "b.log" and "c.conf", which the bind would hide`,
+		"hide", "another destination", "the run released the claim again"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the run's error %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "left published") || len(info.Allocs) != 1 || !strings.Contains(info.Allocs[0].Error, "released the claim again") {
+		t.Errorf("the run's error %q, allocs %+v: it says the claim is left while the run released it", err, info.Allocs)
+	}
+	if m := isMount(t, dest); m {
+		t.Fatalf("%s is a mount point after the refused bind", dest)
+	}
+	if b, err := os.ReadFile(filepath.Join(dest, "a.db")); err != nil || string(b) != "the owner's a.db" {
+		t.Fatalf("the owner's file after the refused bind: %q, %v", b, err)
+	}
+	if _, err := h.e.ClaimInfo(h.ctx, "data", spec.AllocName("web", 0)); err == nil {
+		t.Fatal("the refused alloc still holds its claim")
+	}
+
+	// One file left, below a directory: named by its path from the destination, no "and more".
+	for _, f := range []string{"a.db", "b.log"} {
+		if err := os.Remove(filepath.Join(dest, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Rename(filepath.Join(dest, "c.conf"), filepath.Join(dest, "sub", "c.conf")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.RunGroup(h.ctx, g); err == nil || !strings.Contains(err.Error(), `is a directory holding "sub/c.conf", which the bind would hide`) {
+		t.Fatalf("group run over a directory holding one file below it = %v; want it refused naming it", err)
+	}
+
+	// Nothing but empty directories (volctl's own mkdir of a nested destination, walked before
+	// its outer one was bound, TestAFailedOuterRestoreLeavesTheInnerForTheNextPass): bound.
+	if err := os.Remove(filepath.Join(dest, "sub", "c.conf")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dest, "sub", "deeper"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.RunGroup(h.ctx, g); err != nil {
+		t.Fatalf("group run over a directory of empty directories: %v", err)
+	}
+	if !isMount(t, dest) {
+		t.Fatalf("%s is not bound after the run", dest)
+	}
+	if _, err := h.e.StopGroup(h.ctx, "web"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHiddenSaysWhatAMountWouldHide: a file of some bytes is named by its size; an empty file,
+// an empty directory and a tree of empty directories are nothing; a directory is named by the
+// first files below it, in name order, by path from it; a symlink is a file (not followed); and
+// the walk stops at its budget.
+func TestHiddenSaysWhatAMountWouldHide(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	at := func(rel string) string { return filepath.Join(dir, rel) }
+	write := func(rel, data string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(at(rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(at(rel), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hidden := func(rel string) string {
+		t.Helper()
+		p, err := openNoFollow("/", at(rel), createNothing)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.close()
+		what, err := p.hidden()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return what
+	}
+	write("empty", "")
+	write("full", "12345")
+	for _, d := range []string{"d", "tree/a/b/c", "tree/x", "one/sub"} {
+		if err := os.MkdirAll(at(d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("one/sub/z.txt", "z")
+	if err := os.Mkdir(at("link"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc", at("link/etc")); err != nil {
+		t.Fatal(err)
+	}
+	for rel, want := range map[string]string{
+		"empty": "",
+		"full":  "a file of 5 bytes",
+		"d":     "",
+		"tree":  "",
+		"one":   `a directory holding "sub/z.txt"`,
+		"link":  `a directory holding "etc"`,
+		".":     `a directory holding "empty", "full", "link/etc" and more`,
+	} {
+		if got := hidden(rel); got != want {
+			t.Errorf("hidden(%s) = %q; want %q", rel, got, want)
+		}
+	}
+	for i := range hiddenBudget + 1 {
+		if err := os.MkdirAll(at("wide/"+strconv.Itoa(i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := hidden("wide"), fmt.Sprintf("a directory of more than %d directories", hiddenBudget); got != want {
+		t.Errorf("hidden of a directory of %d empty directories = %q; want %q", hiddenBudget+1, got, want)
+	}
+}
