@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -96,12 +98,17 @@ func TestVolumeMountOverFilesAlreadyThereIsRefused(t *testing.T) {
 
 // TestHiddenSaysWhatAMountWouldHide: a file of some bytes is named by its size; an empty file,
 // an empty directory and a tree of empty directories are nothing; a directory is named by the
-// first files below it, in name order, by path from it; a symlink is a file (not followed); and
-// the walk stops at its budget.
+// first files below it, in name order, by path from it; a symlink is a file (not followed), a
+// device or a named pipe its kind; and the walk stops at its budget.
 func TestHiddenSaysWhatAMountWouldHide(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	at := func(rel string) string { return filepath.Join(dir, rel) }
+	at := func(rel string) string {
+		if filepath.IsAbs(rel) {
+			return rel
+		}
+		return filepath.Join(dir, rel)
+	}
 	write := func(rel, data string) {
 		t.Helper()
 		if err := os.MkdirAll(filepath.Dir(at(rel)), 0o755); err != nil {
@@ -132,6 +139,9 @@ func TestHiddenSaysWhatAMountWouldHide(t *testing.T) {
 		}
 	}
 	write("one/sub/z.txt", "z")
+	if err := unix.Mkfifo(at("fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Mkdir(at("link"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -145,11 +155,15 @@ func TestHiddenSaysWhatAMountWouldHide(t *testing.T) {
 		"tree":  "",
 		"one":   `a directory holding "sub/z.txt"`,
 		"link":  `a directory holding "etc"`,
-		".":     `a directory holding "empty", "full", "link/etc" and more`,
+		"fifo":  "a named pipe",
+		".":     `a directory holding "empty", "fifo", "full" and more`,
 	} {
 		if got := hidden(rel); got != want {
 			t.Errorf("hidden(%s) = %q; want %q", rel, got, want)
 		}
+	}
+	if got := hidden("/dev/null"); got != "a character device" {
+		t.Errorf("hidden(/dev/null) = %q; want a character device", got)
 	}
 	for i := range hiddenBudget + 1 {
 		if err := os.MkdirAll(at("wide/"+strconv.Itoa(i)), 0o755); err != nil {

@@ -209,8 +209,9 @@ func (p *pathFD) isDir() (bool, error) {
 // hidden says what a mount on the opened path would hide from every path to it: "" when
 // nothing (an empty file, a directory holding nothing but empty directories, which volctl
 // itself may have made there: a nested volume_mount's destination walked before its outer one
-// was bound), else a file's size or up to three of the files (anything but a directory) below
-// a directory, by path from it, in name order. The walk reads no further than hiddenBudget
+// was bound), else a file's size, a device's, pipe's or socket's kind (/dev/null), or up to
+// three of the files (anything but a directory) below a directory, by path from it, in name
+// order. The walk reads no further than hiddenBudget
 // entries: a tree of more, none of them a file, is named by that.
 func (p *pathFD) hidden() (string, error) {
 	var st unix.Stat_t
@@ -224,6 +225,14 @@ func (p *pathFD) hidden() (string, error) {
 		}
 		return fmt.Sprintf("a file of %d bytes", st.Size), nil
 	case unix.S_IFDIR:
+	case unix.S_IFBLK:
+		return "a block device", nil
+	case unix.S_IFCHR:
+		return "a character device", nil
+	case unix.S_IFIFO:
+		return "a named pipe", nil
+	case unix.S_IFSOCK:
+		return "a socket", nil
 	default:
 		return "", nil
 	}
