@@ -174,3 +174,58 @@ func TestHiddenSaysWhatAMountWouldHide(t *testing.T) {
 		t.Errorf("hidden of a directory of %d empty directories = %q; want %q", hiddenBudget+1, got, want)
 	}
 }
+
+// TestVolumeMountPastNameMaxIsReleased: a group whose volume_mount destination had a component
+// past 255 bytes (the spec now refuses it; a group recorded by an older volctl, or a file
+// system with a shorter bound, still meets it) got its claim staged and published, the bind
+// failed at the walk (ENAMETOOLONG), and the run's release of the claim failed the same way at
+// the unbind's walk: the claim stayed unpublishing, and every reconcile and group stop failed
+// on it, until a forced detach. A path that cannot exist holds no bind: the release goes on.
+// Real mounts, as root.
+func TestVolumeMountPastNameMaxIsReleased(t *testing.T) {
+	t.Parallel()
+	h := newHostpathEngine(t)
+	h.createWriterVolume(t, "data")
+	dest := filepath.Join(hostpathtest.MountDir(t), strings.Repeat("n", 300), "x")
+	g := spec.Group{Name: "web", Count: 1,
+		Volumes: []spec.VolumeRequest{{Name: "d", Type: "csi", Source: "data",
+			AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
+		Mounts: []spec.VolumeMount{{Volume: "d", Destination: dest}}}
+	_, err := h.e.RunGroup(h.ctx, g)
+	if err == nil || !strings.Contains(err.Error(), "file name too long") || !strings.Contains(err.Error(), "the run released the claim again") {
+		t.Fatalf("group run with a destination past NAME_MAX = %v; want the bind refused and the claim released", err)
+	}
+	if _, err := h.e.ClaimInfo(h.ctx, "data", spec.AllocName("web", 0)); err == nil {
+		t.Fatal("the claim is still held after the run")
+	}
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile after the run: %+v, %v", rep, err)
+	}
+}
+
+// TestReleaseFindsAVolumeMountMovedAwayAndAFileInItsPlace: as
+// TestReleaseFindsAVolumeMountMovedAway, the destination's parent renamed away, but a file made
+// in its place: the unbind's walk met ENOTDIR and the release failed "not a directory", not
+// naming where the volume is still bound. A path through a file holds no bind: the release
+// finds the bind where it went (movedBinds) and names it, as for a parent gone.
+func TestReleaseFindsAVolumeMountMovedAwayAndAFileInItsPlace(t *testing.T) {
+	t.Parallel()
+	h := newHostpathEngine(t)
+	dests := hostpathtest.MountDir(t)
+	dest := filepath.Join(dests, "alloc", "data")
+	if _, err := h.claimWithBind(t, "data", spec.VolumeMount{Volume: "data", Destination: dest}); err != nil {
+		t.Fatal(err)
+	}
+	moved := filepath.Join(dests, "moved")
+	if err := os.Rename(filepath.Join(dests, "alloc"), moved); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(filepath.Join(moved, "data"), unix.MNT_DETACH) })
+	if err := os.WriteFile(filepath.Join(dests, "alloc"), []byte("a file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.e.Release(h.ctx, "data", "a")
+	if want := filepath.Join(moved, "data"); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("release = %v; want it refused naming %s, where the volume is still bound", err, want)
+	}
+}

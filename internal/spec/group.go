@@ -109,7 +109,7 @@ func (d *decoder) group(body hcl.Body) *Group {
 	}
 	dests := map[string]string{} // cleaned -> as written
 	for _, mb := range blocksOf(gc, "volume_mount") {
-		if m, ok := d.volumeMount(mb, g.Count, reqs); ok {
+		if m, ok := d.volumeMount(mb, g.Name, g.Count, reqs); ok {
 			// Compared as bound: cleaned ("/srv/a/" is "/srv/a"), one path being one mount.
 			if prev, dup := dests[path.Clean(m.Destination)]; dup {
 				d.errorf(mb.DefRange, "Duplicate destination", "Another volume_mount already mounts at %q.", prev)
@@ -271,7 +271,7 @@ func (d *decoder) volumeRequest(b *hcl.Block, count int) (*VolumeRequest, bool) 
 	return r, true
 }
 
-func (d *decoder) volumeMount(b *hcl.Block, count int, reqs map[string]*VolumeRequest) (*VolumeMount, bool) {
+func (d *decoder) volumeMount(b *hcl.Block, group string, count int, reqs map[string]*VolumeRequest) (*VolumeMount, bool) {
 	c := d.content(b.Body, volumeMountSchema)
 	attr := func(name string) *hcl.Attribute { return c.Attributes[name] }
 	m := &VolumeMount{PropagationMode: PropagationPrivate}
@@ -315,6 +315,9 @@ func (d *decoder) volumeMount(b *hcl.Block, count int, reqs map[string]*VolumeRe
 				d.errorf(rng, "Unknown placeholder", "destination uses %s; the placeholders are %s (the alloc's index) and %s (the alloc's name).", p, PlaceholderIndex, PlaceholderAlloc)
 			}
 		}
+		if path.IsAbs(s) {
+			d.checkPathLength(rng, s, group, count)
+		}
 	} else {
 		if attr("destination") == nil {
 			d.missing(b.DefRange, "destination", `The argument "destination" is required: the absolute host path to mount the volume on.`)
@@ -348,4 +351,29 @@ func (d *decoder) volumeMount(b *hcl.Block, count int, reqs map[string]*VolumeRe
 		}
 	}
 	return m, ok
+}
+
+// Linux's bounds on a path, which a destination is: a name (one component) of at most nameMax
+// bytes, a path of at most pathMax.
+const (
+	nameMax = 255
+	pathMax = 4095
+)
+
+// checkPathLength refuses destination dest when, its placeholders replaced for the group's last
+// alloc (the longest index and name), a component or the whole is past what Linux can name:
+// no such path can be made, and a claim bound there would fail at its bind, after its stage
+// and publish.
+func (d *decoder) checkPathLength(rng hcl.Range, dest, group string, count int) {
+	last := max(count, 1) - 1
+	full := strings.NewReplacer(PlaceholderIndex, strconv.Itoa(last), PlaceholderAlloc, AllocName(group, last)).Replace(dest)
+	for _, c := range strings.Split(full, "/") {
+		if len(c) > nameMax {
+			d.errorf(rng, "Destination too long", "destination has a component of %d bytes (%q): a file name has at most %d bytes on Linux.", len(c), shown(c), nameMax)
+			return
+		}
+	}
+	if len(full) > pathMax {
+		d.errorf(rng, "Destination too long", "destination is %d bytes long (for alloc %s): a path has at most %d bytes on Linux.", len(full), AllocName(group, last), pathMax)
+	}
 }

@@ -423,6 +423,13 @@ func TestGroupRules(t *testing.T) {
 		{name: "duplicate destination as bound", src: group("", rw, mount(`destination = "/srv/a"`)+"\n"+mount(`destination = "/srv//a/"`)), summary: "Duplicate destination", detail: `"/srv/a"`},
 		{name: "destination with alloc placeholder", src: group("count = 2", rw+"\nper_alloc = true", mount(`destination = "/srv/{alloc}"`))},
 		{name: "unknown placeholder", src: group("", rw, mount(`destination = "/srv/{id}"`)), summary: "Unknown placeholder", detail: "{id}"},
+		// Past Linux's bounds on a name or a path, which no bind could be made at: the claim's
+		// stage and publish were done before its bind failed at the walk.
+		{name: "destination component at the name bound", src: group("", rw, mount(`destination = "/srv/`+strings.Repeat("n", 255)+`"`))},
+		{name: "destination component past the name bound", src: group("", rw, mount(`destination = "/srv/`+strings.Repeat("n", 256)+`/x"`)), summary: "Destination too long", detail: "component of 256 bytes"},
+		{name: "destination component past the name bound for the last alloc", src: group("count = 1000", rw+"\nper_alloc = true", mount(`destination = "/srv/`+strings.Repeat("n", 248)+`{alloc}"`)), summary: "Destination too long", detail: "component of 256 bytes"},
+		{name: "destination component within the name bound for the last alloc", src: group("count = 1000", rw+"\nper_alloc = true", mount(`destination = "/srv/`+strings.Repeat("n", 247)+`{alloc}"`))},
+		{name: "destination past the path bound", src: group("", rw, mount(`destination = "`+strings.Repeat("/"+strings.Repeat("p", 200), 21)+`"`)), summary: "Destination too long", detail: "4221 bytes long (for alloc web[0])"},
 		{name: "propagation modes", src: group("", rw, mount("destination = \"/a\"\npropagation_mode = \"host-to-task\"")+"\n"+mount("destination = \"/b\"\npropagation_mode = \"bidirectional\"")+"\n"+mount("destination = \"/c\"\npropagation_mode = \"private\""))},
 		{name: "propagation invalid", src: group("", rw, mount("destination = \"/a\"\npropagation_mode = \"shared\"")), summary: "Invalid propagation mode", detail: "Valid modes: private, host-to-task, bidirectional"},
 		{name: "bidirectional needs rw mount", src: group("", rw, mount("destination = \"/a\"\nread_only = true\npropagation_mode = \"bidirectional\"")), summary: "Bidirectional propagation needs a read-write volume", detail: "volume_mount is read_only"},
