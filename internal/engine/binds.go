@@ -265,6 +265,7 @@ func propagationFlag(mode string) uintptr {
 func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 	var others map[string]string // the volume's other claims' destinations, read once when needed
 	var places *placeView        // the mount table, read once when needed (bindplace.go)
+	var linked error             // the first destination met through a symlink
 	if v, ok := ctx.Value(placesKey{}).(*placeView); ok && v.relist {
 		places = v // a group command's, read once for all its releases
 		places.fresh()
@@ -272,11 +273,21 @@ func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 	for _, i := range bindOrder(cl.Binds, false) {
 		b := cl.Binds[i]
 		dst, err := openNoFollow("/", b.Destination, createNothing)
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENAMETOOLONG) || errors.Is(err, unix.ENOTDIR) {
-			// Nothing is there to unmount: the path does not exist, cannot (a name past the
-			// file system's bound: a bind refused at its walk left its claim releasing with
-			// no release that could end, TestVolumeMountPastNameMaxIsReleased), or no longer
-			// leads anywhere (a component made a file). A bind moved away is movedBinds'.
+		var link *symlinkError
+		if errors.As(err, &link) && linked == nil {
+			link.Advice = "volctl never binds through one, so nothing of the claim's is mounted by that path"
+			linked = volumeMountErr(b.Destination, err)
+		}
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENAMETOOLONG) || errors.Is(err, unix.ENOTDIR) || link != nil {
+			// No bind of volctl's is there to unmount: the path does not exist, cannot (a name
+			// past the file system's bound), leads through a symlink, where bind never mounts
+			// (/var/run on Debian), or no longer leads anywhere (a component made a file). Each
+			// refused at the bind, the claim's release then failed the same way at this walk,
+			// leaving it releasing with no release that could end
+			// (TestVolumeMountPastNameMaxIsReleased, TestVolumeMountThroughASymlinkIsReleased).
+			// A bind moved away since it was made (a directory renamed, a file or a link made
+			// in its place) is movedBinds', whose refusal then names the link too
+			// (TestUnbindRefusesSymlinkedDestination).
 			continue
 		}
 		if err != nil {
@@ -332,7 +343,13 @@ func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 			return fmt.Errorf("volume_mount %s: %w", b.Destination, err)
 		}
 	}
-	return e.movedBinds(ctx, cl)
+	if err := e.movedBinds(ctx, cl); err != nil {
+		if linked != nil {
+			return fmt.Errorf("%v; %w", linked, err)
+		}
+		return err
+	}
+	return nil
 }
 
 // busyUnbindWait is how long unmountBind tries a bind's unmount again while it is EBUSY with

@@ -229,3 +229,51 @@ func TestReleaseFindsAVolumeMountMovedAwayAndAFileInItsPlace(t *testing.T) {
 		t.Fatalf("release = %v; want it refused naming %s, where the volume is still bound", err, want)
 	}
 }
+
+// TestVolumeMountThroughASymlinkIsReleased: a destination through a symlink (/var/run, a link
+// to /run on Debian) is refused at the bind, which never follows one; the group run's release
+// of the claim then failed the same way at the unbind's walk, and the claim stayed unpublishing
+// through every reconcile and group stop until a forced detach. Nothing of volctl's can be
+// bound there: the release goes on, and the run says it released the claim. A bind moved away
+// and a link made in its place is still found where it went.
+func TestVolumeMountThroughASymlinkIsReleased(t *testing.T) {
+	t.Parallel()
+	h := newHostpathEngine(t)
+	h.createWriterVolume(t, "data")
+	dests := hostpathtest.MountDir(t)
+	if err := os.Mkdir(filepath.Join(dests, "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(dests, "link")); err != nil {
+		t.Fatal(err)
+	}
+	g := spec.Group{Name: "web", Count: 1,
+		Volumes: []spec.VolumeRequest{{Name: "d", Type: "csi", Source: "data",
+			AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
+		Mounts: []spec.VolumeMount{{Volume: "d", Destination: filepath.Join(dests, "link", "data")}}}
+	_, err := h.e.RunGroup(h.ctx, g)
+	if err == nil || !strings.Contains(err.Error(), "is a symlink") || !strings.Contains(err.Error(), "the run released the claim again") {
+		t.Fatalf("group run with a destination through a symlink = %v; want the bind refused and the claim released", err)
+	}
+	if _, err := h.e.ClaimInfo(h.ctx, "data", spec.AllocName("web", 0)); err == nil {
+		t.Fatal("the claim is still held after the run")
+	}
+
+	// Bound, then its parent renamed away and a link to it made in its place.
+	dest := filepath.Join(dests, "alloc", "data")
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "a",
+		Binds: []spec.VolumeMount{{Volume: "data", Destination: dest, PropagationMode: spec.PropagationPrivate}}}); err != nil {
+		t.Fatal(err)
+	}
+	moved := filepath.Join(dests, "moved")
+	if err := os.Rename(filepath.Join(dests, "alloc"), moved); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(filepath.Join(moved, "data"), unix.MNT_DETACH) })
+	if err := os.Symlink("moved", filepath.Join(dests, "alloc")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Release(h.ctx, "data", "a"); err == nil || !strings.Contains(err.Error(), filepath.Join(moved, "data")) {
+		t.Fatalf("release = %v; want it refused naming %s, where the volume is still bound", err, filepath.Join(moved, "data"))
+	}
+}
