@@ -121,17 +121,60 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bo
 	// would be hidden from everyone on the host while the volume is bound over it, and the
 	// alloc would see the volume where its owner's files were. volctl binds only on an empty
 	// directory or file, as it makes them.
-	if what, err := dst.hidden(); err != nil {
-		return false, fmt.Errorf("volume_mount %s: reading what is there: %w", b.Destination, err)
-	} else if what != "" {
-		return false, fmt.Errorf("volume_mount %s is %s, which the bind would hide from every user of the host until the claim is released: "+
-			"volctl binds a volume only on an empty directory (or empty file); move what is there away, or give the volume_mount another destination", b.Destination, what)
+	if err := hidesNothing(dst, b.Destination); err != nil {
+		return false, err
 	}
 	if err := bindFD(src, dst, b); err != nil {
 		return false, err
 	}
 	e.placesOf(ctx).noteBound(b.Destination, dst)
 	return true, nil
+}
+
+// hidesNothing refuses a bind on dst, opened at destination, when something is there that the
+// bind would hide (pathFD.hidden).
+func hidesNothing(dst *pathFD, destination string) error {
+	what, err := dst.hidden()
+	if err != nil {
+		return fmt.Errorf("volume_mount %s: reading what is there: %w", destination, err)
+	}
+	if what != "" {
+		return fmt.Errorf("volume_mount %s is %s, which the bind would hide from every user of the host until the claim is released: "+
+			"volctl binds a volume only on an empty directory (or empty file); move what is there away, or give the volume_mount another destination", destination, what)
+	}
+	return nil
+}
+
+// bindsBindable refuses, before a claim is admitted, a volume_mount destination its bind would
+// refuse for what is on the host now: a symlink on its way, a file on its way, or what the bind
+// would hide (hidesNothing) at a destination not mounted on. Nothing is sent or recorded, where
+// the claim was staged and published, its bind refused, and the claim released again (or, in a
+// group run, rolled back by the run): four RPCs, and with a plugin that attaches six, each of
+// which may fail and leave the claim for reconcile. A destination mounted on already (bound,
+// or something else there) is left to the bind, which knows the claim's target to tell which.
+// The bind checks all of it again: this is the common case, early.
+func bindsBindable(binds []spec.VolumeMount) error {
+	for _, b := range binds {
+		dst, err := openNoFollow("/", b.Destination, createNothing)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // made by the bind; a symlink before the missing part is met first
+		}
+		if err != nil {
+			return &kindWrap{kind: ErrConflict, err: volumeMountErr(b.Destination, err)}
+		}
+		mounted, err := dst.mounted()
+		if err == nil && !mounted {
+			err = hidesNothing(dst, b.Destination)
+			if err != nil {
+				err = &kindWrap{kind: ErrConflict, err: err}
+			}
+		}
+		dst.close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // targetUnmounted is a published claim's target found unmounted when its volume_mount was to be

@@ -151,6 +151,9 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest, probeFirst *
 	if err := e.bindsReachingStateDir(ctx, req.Binds); err != nil {
 		return fail(err)
 	}
+	if err := bindsBindable(req.Binds); err != nil {
+		return fail(err)
+	}
 	// Fast path: when no other operation holds the volume, take its lock first, and admission's
 	// transaction also reads what the publish path needs. When one does, admit without the lock,
 	// so that a claim the access mode refuses is refused at once, not after the holder's RPCs.

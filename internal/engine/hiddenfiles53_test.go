@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,19 +11,44 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
 )
+
+// webGroup is a group of one alloc, web[0], claiming volume vol for writing, bound at dest.
+func webGroup(vol, dest string) spec.Group {
+	return spec.Group{Name: "web", Count: 1,
+		Volumes: []spec.VolumeRequest{{Name: "d", Type: "csi", Source: vol,
+			AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
+		Mounts: []spec.VolumeMount{{Volume: "d", Destination: dest}}}
+}
+
+// refusedBeforeAnything fails the test unless err, a group run's of webGroup, is a conflict
+// saying want, and nothing was sent to the plugin or recorded for the alloc.
+func (h *hostpathEngine) refusedBeforeAnything(t *testing.T, err error, want string) {
+	t.Helper()
+	if err == nil || !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("group run = %v; want it refused (a conflict) saying %q", err, want)
+	}
+	if n := h.faults.Calls(csi.RPCNodeStageVolume) + h.faults.Calls(csi.RPCNodePublishVolume); n != 0 {
+		t.Errorf("%d NodeStageVolume and NodePublishVolume sent for a claim refused before admission", n)
+	}
+	if evs, err := h.e.Events(h.ctx, 0, EventFilter{Alloc: spec.AllocName("web", 0)}); err != nil || len(evs) != 0 {
+		t.Errorf("events of the alloc refused before admission: %+v, %v; want none", evs, err)
+	}
+}
 
 // TestVolumeMountOverFilesAlreadyThereIsRefused: a volume_mount destination is a host path, and
 // a group run bound the volume over a directory that held its owner's files: they were hidden
 // from every user of the host while the claim was held (a destination of /srv/app/data with the
 // application's data in it, /etc on a host without mounts below it), and the alloc was handed
-// the empty volume where they had been, without a word. The bind is refused naming what is
-// there, nothing is mounted, the files stay in view; the run releases the claim it took and
-// says so, where its error said the claim was "left published for `volctl reconcile`" while
-// the run had released it. An empty destination, made by volctl or not, is bound as before.
-// Real mounts, as root.
+// the empty volume where they had been, without a word. The claim is refused before anything
+// is sent, naming what is there (bindsBindable), and the files stay in view; a destination of
+// empty directories only is bound. The bind itself checks it again: a claim's restore onto a
+// destination written while it was not bound (a reboot) is refused naming the file, the claim
+// kept, and bound once the file is gone. Real mounts, as root.
 func TestVolumeMountOverFilesAlreadyThereIsRefused(t *testing.T) {
 	t.Parallel()
 	h := newHostpathEngine(t)
@@ -37,31 +63,14 @@ func TestVolumeMountOverFilesAlreadyThereIsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	g := spec.Group{Name: "web", Count: 1,
-		Volumes: []spec.VolumeRequest{{Name: "d", Type: "csi", Source: "data",
-			AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
-		Mounts: []spec.VolumeMount{{Volume: "d", Destination: dest}}}
-	info, err := h.e.RunGroup(h.ctx, g)
-	if err == nil {
-		t.Fatal("group run with a volume_mount over a directory holding files: no error")
-	}
-	for _, want := range []string{`volume_mount ` + dest + ` is a directory holding "a.db", "b.log" and "c.conf", which the bind would hide`,
-		"hide", "another destination", "the run released the claim again"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("the run's error %q does not say %q", err, want)
-		}
-	}
-	if strings.Contains(err.Error(), "left published") || len(info.Allocs) != 1 || !strings.Contains(info.Allocs[0].Error, "released the claim again") {
-		t.Errorf("the run's error %q, allocs %+v: it says the claim is left while the run released it", err, info.Allocs)
-	}
-	if m := isMount(t, dest); m {
-		t.Fatalf("%s is a mount point after the refused bind", dest)
+	g := webGroup("data", dest)
+	_, err := h.e.RunGroup(h.ctx, g)
+	h.refusedBeforeAnything(t, err, `volume_mount `+dest+` is a directory holding "a.db", "b.log" and "c.conf", which the bind would hide`)
+	if isMount(t, dest) {
+		t.Fatalf("%s is a mount point after the refused run", dest)
 	}
 	if b, err := os.ReadFile(filepath.Join(dest, "a.db")); err != nil || string(b) != "the owner's a.db" {
-		t.Fatalf("the owner's file after the refused bind: %q, %v", b, err)
-	}
-	if _, err := h.e.ClaimInfo(h.ctx, "data", spec.AllocName("web", 0)); err == nil {
-		t.Fatal("the refused alloc still holds its claim")
+		t.Fatalf("the owner's file after the refused run: %q, %v", b, err)
 	}
 
 	// One file left, below a directory: named by its path from the destination, no "and more".
@@ -91,8 +100,55 @@ func TestVolumeMountOverFilesAlreadyThereIsRefused(t *testing.T) {
 	if !isMount(t, dest) {
 		t.Fatalf("%s is not bound after the run", dest)
 	}
+
+	// The bind lost (a reboot, an unmount by hand) and a file written in its place: the restore
+	// refuses to hide it, and keeps the claim.
+	if err := unix.Unmount(dest, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dest, "written-unbound.log"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := h.e.Reconcile(h.ctx)
+	if err == nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, `is a directory holding "written-unbound.log", which the bind would hide`) {
+		t.Fatalf("reconcile over a destination written while unbound = %+v, %v; want the file named", rep.Problems, err)
+	}
+	if isMount(t, dest) {
+		t.Fatalf("%s bound over the file", dest)
+	}
+	if _, err := h.e.ClaimInfo(h.ctx, "data", spec.AllocName("web", 0)); err != nil {
+		t.Fatalf("the claim after the refused restore: %v; want it kept", err)
+	}
+	if err := os.Remove(filepath.Join(dest, "written-unbound.log")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Reconcile(h.ctx); err != nil || !isMount(t, dest) {
+		t.Fatalf("reconcile once the file is gone: %v, bound %v", err, isMount(t, dest))
+	}
 	if _, err := h.e.StopGroup(h.ctx, "web"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestGroupRunThatReleasesAFailedClaimSaysSo: a group run whose claim failed at its bind
+// (something else mounted at the destination, which only the bind can tell from the claim's
+// own) released the claim, but its error still said "(the claim is left published for
+// `volctl reconcile`)". It says the run released it. Real mounts, as root.
+func TestGroupRunThatReleasesAFailedClaimSaysSo(t *testing.T) {
+	t.Parallel()
+	h := newHostpathEngine(t)
+	h.createWriterVolume(t, "data")
+	dest := filepath.Join(hostpathtest.MountDir(t), "busy")
+	foreignMount(t, dest)
+	info, err := h.e.RunGroup(h.ctx, webGroup("data", dest))
+	if err == nil || !strings.Contains(err.Error(), "something else is mounted there") || !strings.Contains(err.Error(), "(the run released the claim again)") {
+		t.Fatalf("group run over another mount = %v; want the bind refused and the claim released, saying so", err)
+	}
+	if strings.Contains(err.Error(), "left published") || len(info.Allocs) != 1 || !strings.Contains(info.Allocs[0].Error, "released the claim again") {
+		t.Errorf("the run's error %q, allocs %+v: it says the claim is left while the run released it", err, info.Allocs)
+	}
+	if _, err := h.e.ClaimInfo(h.ctx, "data", spec.AllocName("web", 0)); err == nil {
+		t.Fatal("the refused alloc still holds its claim")
 	}
 }
 
@@ -176,30 +232,24 @@ func TestHiddenSaysWhatAMountWouldHide(t *testing.T) {
 }
 
 // TestVolumeMountPastNameMaxIsReleased: a group whose volume_mount destination had a component
-// past 255 bytes (the spec now refuses it; a group recorded by an older volctl, or a file
-// system with a shorter bound, still meets it) got its claim staged and published, the bind
-// failed at the walk (ENAMETOOLONG), and the run's release of the claim failed the same way at
-// the unbind's walk: the claim stayed unpublishing, and every reconcile and group stop failed
-// on it, until a forced detach. A path that cannot exist holds no bind: the release goes on.
-// Real mounts, as root.
+// past 255 bytes got its claim staged and published, the bind failed at the walk
+// (ENAMETOOLONG), and the run's release of the claim failed the same way at the unbind's walk:
+// the claim stayed unpublishing, and every reconcile and group stop failed on it, until a
+// forced detach. The spec refuses such a destination now, and so does a claim before its
+// admission (bindsBindable); one an older volctl recorded is released: a path that cannot exist
+// holds no bind. Real mounts, as root.
 func TestVolumeMountPastNameMaxIsReleased(t *testing.T) {
 	t.Parallel()
 	h := newHostpathEngine(t)
 	h.createWriterVolume(t, "data")
 	dest := filepath.Join(hostpathtest.MountDir(t), strings.Repeat("n", 300), "x")
-	g := spec.Group{Name: "web", Count: 1,
-		Volumes: []spec.VolumeRequest{{Name: "d", Type: "csi", Source: "data",
-			AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
-		Mounts: []spec.VolumeMount{{Volume: "d", Destination: dest}}}
-	_, err := h.e.RunGroup(h.ctx, g)
-	if err == nil || !strings.Contains(err.Error(), "file name too long") || !strings.Contains(err.Error(), "the run released the claim again") {
-		t.Fatalf("group run with a destination past NAME_MAX = %v; want the bind refused and the claim released", err)
-	}
-	if _, err := h.e.ClaimInfo(h.ctx, "data", spec.AllocName("web", 0)); err == nil {
-		t.Fatal("the claim is still held after the run")
-	}
-	if rep, err := h.e.Reconcile(h.ctx); err != nil {
-		t.Fatalf("reconcile after the run: %+v, %v", rep, err)
+	_, err := h.e.RunGroup(h.ctx, webGroup("data", dest))
+	h.refusedBeforeAnything(t, err, "file name too long")
+
+	// Recorded so by an older volctl: its release unbinds nothing there, and goes on.
+	cl := store.Claim{VolumeID: "data", Alloc: "old", Binds: []spec.VolumeMount{{Volume: "d", Destination: dest}}}
+	if err := h.e.unbind(h.ctx, &cl); err != nil {
+		t.Fatalf("unbind of a destination past NAME_MAX: %v; want nothing to unbind", err)
 	}
 }
 
@@ -233,9 +283,10 @@ func TestReleaseFindsAVolumeMountMovedAwayAndAFileInItsPlace(t *testing.T) {
 // TestVolumeMountThroughASymlinkIsReleased: a destination through a symlink (/var/run, a link
 // to /run on Debian) is refused at the bind, which never follows one; the group run's release
 // of the claim then failed the same way at the unbind's walk, and the claim stayed unpublishing
-// through every reconcile and group stop until a forced detach. Nothing of volctl's can be
-// bound there: the release goes on, and the run says it released the claim. A bind moved away
-// and a link made in its place is still found where it went.
+// through every reconcile and group stop until a forced detach. The claim is refused before its
+// admission now; and a claim bound before the link was made (its bind then lost: a reboot) is
+// released: nothing of volctl's can be bound through a link. A bind moved away and a link made
+// in its place is still found where it went. Real mounts, as root.
 func TestVolumeMountThroughASymlinkIsReleased(t *testing.T) {
 	t.Parallel()
 	h := newHostpathEngine(t)
@@ -247,16 +298,26 @@ func TestVolumeMountThroughASymlinkIsReleased(t *testing.T) {
 	if err := os.Symlink("real", filepath.Join(dests, "link")); err != nil {
 		t.Fatal(err)
 	}
-	g := spec.Group{Name: "web", Count: 1,
-		Volumes: []spec.VolumeRequest{{Name: "d", Type: "csi", Source: "data",
-			AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
-		Mounts: []spec.VolumeMount{{Volume: "d", Destination: filepath.Join(dests, "link", "data")}}}
-	_, err := h.e.RunGroup(h.ctx, g)
-	if err == nil || !strings.Contains(err.Error(), "is a symlink") || !strings.Contains(err.Error(), "the run released the claim again") {
-		t.Fatalf("group run with a destination through a symlink = %v; want the bind refused and the claim released", err)
+	_, err := h.e.RunGroup(h.ctx, webGroup("data", filepath.Join(dests, "link", "data")))
+	h.refusedBeforeAnything(t, err, filepath.Join(dests, "link")+" is a symlink")
+
+	// Bound, the bind lost, and the destination's parent made a link: released.
+	lost := filepath.Join(dests, "lost", "data")
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "b",
+		Binds: []spec.VolumeMount{{Volume: "data", Destination: lost, PropagationMode: spec.PropagationPrivate}}}); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := h.e.ClaimInfo(h.ctx, "data", spec.AllocName("web", 0)); err == nil {
-		t.Fatal("the claim is still held after the run")
+	if err := unix.Unmount(lost, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dests, "lost")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(dests, "lost")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Release(h.ctx, "data", "b"); err != nil {
+		t.Fatalf("release of a claim whose lost bind's destination is now through a symlink: %v", err)
 	}
 
 	// Bound, then its parent renamed away and a link to it made in its place.
