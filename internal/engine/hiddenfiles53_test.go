@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -336,5 +337,68 @@ func TestVolumeMountThroughASymlinkIsReleased(t *testing.T) {
 	}
 	if _, err := h.e.Release(h.ctx, "data", "a"); err == nil || !strings.Contains(err.Error(), filepath.Join(moved, "data")) {
 		t.Fatalf("release = %v; want it refused naming %s, where the volume is still bound", err, filepath.Join(moved, "data"))
+	}
+}
+
+// TestFilesWrittenAtAnUnmountedTargetAreSetAside: after a reboot (or an unmount by hand) a
+// claim's target is an empty directory of the state dir's disk until its restore, and an
+// application started before the restore writes there. The restore's NodePublishVolume mounted
+// the volume over those files, hiding them from every path without a word. They are moved aside
+// to TARGET.written-TIME first, named in a warning event, and the volume is mounted as before;
+// an empty target (the usual reboot) sets nothing aside. Real mounts, as root.
+func TestFilesWrittenAtAnUnmountedTargetAreSetAside(t *testing.T) {
+	t.Parallel()
+	h := newHostpathEngine(t)
+	h.createWriterVolume(t, "data")
+	ci, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := ci.TargetPath
+	if err := os.WriteFile(filepath.Join(target, "in-volume"), []byte("the volume's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	asides := func() []string {
+		t.Helper()
+		m, err := filepath.Glob(target + ".written-*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for round, write := range []bool{false, true} {
+		if err := unix.Unmount(target, 0); err != nil {
+			t.Fatal(err)
+		}
+		if write {
+			if err := os.WriteFile(filepath.Join(target, "app.log"), []byte("written while unmounted"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Actions) == 0 {
+			t.Fatalf("round %d: reconcile = %+v, %v; want the claim restored", round, rep, err)
+		}
+		if b, err := os.ReadFile(filepath.Join(target, "in-volume")); err != nil || string(b) != "the volume's" {
+			t.Fatalf("round %d: the volume's file at the restored target: %q, %v", round, b, err)
+		}
+		got := asides()
+		if !write {
+			if len(got) != 0 {
+				t.Fatalf("an empty target set aside: %v", got)
+			}
+			continue
+		}
+		if len(got) != 1 {
+			t.Fatalf("set aside: %v; want one directory", got)
+		}
+		if b, err := os.ReadFile(filepath.Join(got[0], "app.log")); err != nil || string(b) != "written while unmounted" {
+			t.Fatalf("the file written while unmounted, set aside: %q, %v", b, err)
+		}
+		evs, err := h.e.Events(h.ctx, 0, EventFilter{VolumeID: "data", Alloc: "a"})
+		if err != nil || !slices.ContainsFunc(evs, func(e EventInfo) bool {
+			return strings.Contains(e.Message, `holding "app.log", written while the volume was not mounted there`) && strings.Contains(e.Message, got[0])
+		}) {
+			t.Fatalf("events %+v (%v): none names the file set aside and where", evs, err)
+		}
 	}
 }

@@ -713,6 +713,9 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 		})
 	}
 	if !e.publishedBefore(ctx, v, p, c, req.StagingPath) {
+		if err := e.setAsideWritten(ctx, v, p); err != nil {
+			return err
+		}
 		top := e.topLevels(publishDir)
 		err := publish(req.PublishContext)
 		if err != nil && !p.stagedUnattached {
@@ -750,6 +753,51 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 	p.event(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
 		Message: fmt.Sprintf("%s claim published at %s", cl.Mode, cl.TargetPath)})
 	return nil
+}
+
+// setAsideWritten moves aside what claim p's target holds before NodePublishVolume mounts the
+// volume on it: files an application wrote at the path while the volume was not mounted there
+// (a reboot, the application started before the agent's restore; an unmount by hand). The
+// plugin's mount hid them from every path, without a word, and the application found the volume
+// where it had written them (TestFilesWrittenAtAnUnmountedTargetAreSetAside). The target is
+// renamed to TARGET.written-TIME beside it, through its parent's descriptor (the plugin makes
+// the target anew: CSI leaves its creation to the plugin), and a warning and the claim's event
+// name both. An empty file or directory tree is left as it is, and so is a device, pipe or
+// socket at the target, which a plugin may place there itself; a target missing, mounted on, or
+// reached through a symlink is checkTarget's and linkedTarget's.
+func (e *Engine) setAsideWritten(ctx context.Context, v store.Volume, p *checkpoint) error {
+	cl := p.cl
+	t, err := openNoFollow(e.cfg.StateDir, e.realPath(cl.TargetPath), createNothing)
+	if err != nil {
+		return nil
+	}
+	defer t.close()
+	var st unix.Stat_t
+	if err := unix.Fstat(t.fd, &st); err != nil || (st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Mode&unix.S_IFMT != unix.S_IFREG) {
+		return nil
+	}
+	if mounted, err := t.mounted(); err != nil || mounted {
+		return nil
+	}
+	what, err := t.hidden()
+	if err != nil {
+		return fmt.Errorf("reading what the target %s holds before %s mounts the volume on it: %w", cl.TargetPath, csi.RPCNodePublishVolume, err)
+	}
+	if what == "" {
+		return nil
+	}
+	aside := t.name + ".written-" + time.Now().UTC().Format("20060102T150405.000000000Z")
+	if err := unix.Renameat2(t.parent, t.name, t.parent, aside, unix.RENAME_NOREPLACE); err != nil {
+		return fmt.Errorf("the target %s is %s, written while volume %q was not mounted there, which the mount would hide; moving it aside failed: %w "+
+			"(move it out of the way by hand, then run `volctl reconcile`)", cl.TargetPath, what, v.ID, err)
+	}
+	asidePath := filepath.Join(filepath.Dir(cl.TargetPath), aside)
+	msg := fmt.Sprintf("the target %s was %s, written while the volume was not mounted there (a reboot or an unmount, and an application writing "+
+		"at the path before the volume was back): moved to %s before %s, where the mount would have hidden it; move what belongs in the volume into it",
+		cl.TargetPath, what, asidePath, csi.RPCNodePublishVolume)
+	e.log.Warn(fmt.Sprintf("volume %q, alloc %q: %s", v.ID, cl.Alloc, msg), "volume", v.ID, "alloc", cl.Alloc)
+	p.event(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID, Message: msg})
+	return p.flush(ctx, "claim") // recorded whatever NodePublishVolume answers
 }
 
 // linkedTarget is nodePublish's answer to makeTargetParent's refusal err. A symlink at the
