@@ -787,7 +787,13 @@ func (e *Engine) setAsideWritten(ctx context.Context, v store.Volume, p *checkpo
 		return nil
 	}
 	aside := t.name + ".written-" + time.Now().UTC().Format("20060102T150405.000000000Z")
-	if err := unix.Renameat2(t.parent, t.name, t.parent, aside, unix.RENAME_NOREPLACE); err != nil {
+	err = unix.Renameat2(t.parent, t.name, t.parent, aside, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		// A file system (or kernel) without RENAME_NOREPLACE: the name, to the nanosecond, is
+		// new in a directory of volctl's own.
+		err = unix.Renameat(t.parent, t.name, t.parent, aside)
+	}
+	if err != nil {
 		return fmt.Errorf("the target %s is %s, written while volume %q was not mounted there, which the mount would hide; moving it aside failed: %w "+
 			"(move it out of the way by hand, then run `volctl reconcile`)", cl.TargetPath, what, v.ID, err)
 	}
