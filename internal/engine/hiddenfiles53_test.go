@@ -402,3 +402,41 @@ func TestFilesWrittenAtAnUnmountedTargetAreSetAside(t *testing.T) {
 		}
 	}
 }
+
+// TestFilesWrittenAtAnUnmountedTargetAreSetAsideBeforeItsRelease: a claim released while its
+// target is not mounted (after a reboot, before any restore) and holds what an application wrote
+// there: NodeUnpublishVolume removes the target, and volctl's plugin refused "directory not
+// empty" at every try, the claim stuck unpublishing, its error saying only that the plugin
+// failed internally (another plugin may remove the files with the directory). The files are set
+// aside first, named in an event, and the release goes through. Real mounts, as root.
+func TestFilesWrittenAtAnUnmountedTargetAreSetAsideBeforeItsRelease(t *testing.T) {
+	t.Parallel()
+	h := newHostpathEngine(t)
+	h.createWriterVolume(t, "data")
+	ci, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Unmount(ci.TargetPath, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ci.TargetPath, "app.log"), []byte("written while unmounted"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Release(h.ctx, "data", "a"); err != nil {
+		t.Fatalf("release of a claim whose unmounted target holds a file: %v", err)
+	}
+	got, err := filepath.Glob(ci.TargetPath + ".written-*")
+	if err != nil || len(got) != 1 {
+		t.Fatalf("set aside: %v, %v; want one directory", got, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(got[0], "app.log")); err != nil || string(b) != "written while unmounted" {
+		t.Fatalf("the file set aside: %q, %v", b, err)
+	}
+	evs, err := h.e.Events(h.ctx, 0, EventFilter{VolumeID: "data", Alloc: "a"})
+	if err != nil || !slices.ContainsFunc(evs, func(e EventInfo) bool {
+		return strings.Contains(e.Message, "before NodeUnpublishVolume") && strings.Contains(e.Message, got[0])
+	}) {
+		t.Fatalf("events %+v (%v): none names the file set aside before NodeUnpublishVolume", evs, err)
+	}
+}

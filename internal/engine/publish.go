@@ -713,7 +713,7 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 		})
 	}
 	if !e.publishedBefore(ctx, v, p, c, req.StagingPath) {
-		if err := e.setAsideWritten(ctx, v, p); err != nil {
+		if err := e.setAsideWritten(ctx, v, p, csi.RPCNodePublishVolume); err != nil {
 			return err
 		}
 		top := e.topLevels(publishDir)
@@ -755,17 +755,20 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 	return nil
 }
 
-// setAsideWritten moves aside what claim p's target holds before NodePublishVolume mounts the
-// volume on it: files an application wrote at the path while the volume was not mounted there
-// (a reboot, the application started before the agent's restore; an unmount by hand). The
-// plugin's mount hid them from every path, without a word, and the application found the volume
-// where it had written them (TestFilesWrittenAtAnUnmountedTargetAreSetAside). The target is
-// renamed to TARGET.written-TIME beside it, through its parent's descriptor (the plugin makes
-// the target anew: CSI leaves its creation to the plugin), and a warning and the claim's event
-// name both. An empty file or directory tree is left as it is, and so is a device, pipe or
-// socket at the target, which a plugin may place there itself; a target missing, mounted on, or
-// reached through a symlink is checkTarget's and linkedTarget's.
-func (e *Engine) setAsideWritten(ctx context.Context, v store.Volume, p *checkpoint) error {
+// setAsideWritten moves aside what claim p's target holds before rpc is sent for it: files an
+// application wrote at the path while the volume was not mounted there (a reboot, the
+// application started before the agent's restore; an unmount by hand). NodePublishVolume's
+// mount hid them from every path, without a word, and the application found the volume where it
+// had written them (TestFilesWrittenAtAnUnmountedTargetAreSetAside); NodeUnpublishVolume, which
+// removes the target, had volctl's plugin refuse "directory not empty" at every release, the
+// claim stuck unpublishing, and may have another plugin delete them
+// (TestFilesWrittenAtAnUnmountedTargetAreSetAsideBeforeItsRelease). The target is renamed to
+// TARGET.written-TIME beside it, through its parent's descriptor (the plugin makes the target
+// anew: CSI leaves its creation to the plugin), and a warning and the claim's event name both.
+// An empty file or directory tree is left as it is, and so is a device, pipe or socket at the
+// target, which a plugin may place there itself; a target missing, mounted on, or reached
+// through a symlink is checkTarget's, linkedTarget's and unlinkBeforeTeardown's.
+func (e *Engine) setAsideWritten(ctx context.Context, v store.Volume, p *checkpoint, rpc string) error {
 	cl := p.cl
 	t, err := openNoFollow(e.cfg.StateDir, e.realPath(cl.TargetPath), createNothing)
 	if err != nil {
@@ -781,10 +784,14 @@ func (e *Engine) setAsideWritten(ctx context.Context, v store.Volume, p *checkpo
 	}
 	what, err := t.hidden()
 	if err != nil {
-		return fmt.Errorf("reading what the target %s holds before %s mounts the volume on it: %w", cl.TargetPath, csi.RPCNodePublishVolume, err)
+		return fmt.Errorf("reading what the target %s holds before %s: %w", cl.TargetPath, rpc, err)
 	}
 	if what == "" {
 		return nil
+	}
+	why := "where the mount would have hidden it"
+	if rpc != csi.RPCNodePublishVolume {
+		why = "which has the plugin remove the target: with what it held, or refusing to, at every release"
 	}
 	aside := t.name + ".written-" + time.Now().UTC().Format("20060102T150405.000000000Z")
 	err = unix.Renameat2(t.parent, t.name, t.parent, aside, unix.RENAME_NOREPLACE)
@@ -794,16 +801,16 @@ func (e *Engine) setAsideWritten(ctx context.Context, v store.Volume, p *checkpo
 		err = unix.Renameat(t.parent, t.name, t.parent, aside)
 	}
 	if err != nil {
-		return fmt.Errorf("the target %s is %s, written while volume %q was not mounted there, which the mount would hide; moving it aside failed: %w "+
-			"(move it out of the way by hand, then run `volctl reconcile`)", cl.TargetPath, what, v.ID, err)
+		return fmt.Errorf("the target %s is %s, written while volume %q was not mounted there, and %s is not sent over it; moving it aside failed: %w "+
+			"(move it out of the way by hand, then run `volctl reconcile`)", cl.TargetPath, what, v.ID, rpc, err)
 	}
 	asidePath := filepath.Join(filepath.Dir(cl.TargetPath), aside)
 	msg := fmt.Sprintf("the target %s was %s, written while the volume was not mounted there (a reboot or an unmount, and an application writing "+
-		"at the path before the volume was back): moved to %s before %s, where the mount would have hidden it; move what belongs in the volume into it",
-		cl.TargetPath, what, asidePath, csi.RPCNodePublishVolume)
+		"at the path before the volume was back): moved to %s before %s, %s; move what belongs in the volume into it",
+		cl.TargetPath, what, asidePath, rpc, why)
 	e.log.Warn(fmt.Sprintf("volume %q, alloc %q: %s", v.ID, cl.Alloc, msg), "volume", v.ID, "alloc", cl.Alloc)
 	p.event(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID, Message: msg})
-	return p.flush(ctx, "claim") // recorded whatever NodePublishVolume answers
+	return p.flush(ctx, "claim") // recorded whatever the plugin answers
 }
 
 // linkedTarget is nodePublish's answer to makeTargetParent's refusal err. A symlink at the

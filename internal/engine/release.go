@@ -123,7 +123,8 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 // finding the plugin's link at the target, restoreLink): a link standing in place of the
 // target, not the plugin's, is removed unfollowed first (unlinkBeforeTeardown, targetRecorded);
 // one the plugin leaves after answering OK is no mount (checkUnmounted passes it), but it would
-// refuse every later publish at the target: removed, not followed, and said; the target's empty
+// refuse every later publish at the target: removed, not followed, and said; files written at a
+// target not mounted are set aside first (setAsideWritten); the target's empty
 // directories are removed (a publish makes them again), and the target must hold nothing
 // (checkUnmounted). Once it holds nothing, no NodePublishVolume of the claim
 // is left to undo: a record of one maybe sent (store.TargetNotAccepted) is reset to
@@ -133,6 +134,9 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 func (e *Engine) unpublishTarget(ctx context.Context, c *conn, v store.Volume, p *checkpoint) (answer, err error) {
 	cl := p.cl
 	if err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnpublishVolume, "target", cl.TargetPath, p.targetRecorded(v)); err != nil {
+		return nil, err
+	}
+	if err := e.setAsideWritten(ctx, v, p, csi.RPCNodeUnpublishVolume); err != nil {
 		return nil, err
 	}
 	top := e.topLevels(publishDir)
