@@ -770,7 +770,8 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 // through a symlink is checkTarget's, linkedTarget's and unlinkBeforeTeardown's.
 func (e *Engine) setAsideWritten(ctx context.Context, v store.Volume, p *checkpoint, rpc string) error {
 	cl := p.cl
-	t, err := openNoFollow(e.cfg.StateDir, e.realPath(cl.TargetPath), createNothing)
+	target := e.realPath(cl.TargetPath)
+	t, err := openNoFollow(e.cfg.StateDir, target, createNothing)
 	if err != nil {
 		return nil
 	}
@@ -779,7 +780,8 @@ func (e *Engine) setAsideWritten(ctx context.Context, v store.Volume, p *checkpo
 	if err := unix.Fstat(t.fd, &st); err != nil || (st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Mode&unix.S_IFMT != unix.S_IFREG) {
 		return nil
 	}
-	if mounted, err := t.mounted(); err != nil || mounted {
+	// Asked of the engine's mount table, as checkTarget asks (MountTable.Mounted).
+	if mp, err := e.cfg.Mounts.Mounted(e.cfg.StateDir, target); err != nil || mp.Mounted {
 		return nil
 	}
 	what, err := t.hidden()

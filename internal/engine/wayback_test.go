@@ -129,8 +129,8 @@ func TestReleaseKeepsWhatThePluginLeftMounted(t *testing.T) {
 			}
 			// Unmounted by hand (and the plugin well): reconcile finishes the release.
 			heal()
-			if _, err := h.e.Reconcile(h.ctx); err != nil {
-				t.Fatalf("reconcile: %v", err)
+			if rep, err := h.e.Reconcile(h.ctx); err != nil {
+				t.Fatalf("reconcile: %v %+v", err, rep.Problems)
 			}
 			if live := h.liveClaims("v"); len(live) != 0 {
 				t.Fatalf("claims after reconcile = %+v, want none", live)
