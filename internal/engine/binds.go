@@ -163,9 +163,11 @@ func bindsBindable(binds []spec.VolumeMount) error {
 			return &kindWrap{kind: ErrConflict, err: volumeMountErr(b.Destination, err)}
 		}
 		mounted, err := dst.mounted()
-		if err == nil && !mounted {
-			err = hidesNothing(dst, b.Destination)
-			if err != nil {
+		switch {
+		case err != nil:
+			err = fmt.Errorf("volume_mount %s: %w", b.Destination, err)
+		case !mounted:
+			if err = hidesNothing(dst, b.Destination); err != nil {
 				err = &kindWrap{kind: ErrConflict, err: err}
 			}
 		}
