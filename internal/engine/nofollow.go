@@ -211,8 +211,8 @@ func (p *pathFD) isDir() (bool, error) {
 // itself may have made there: a nested volume_mount's destination walked before its outer one
 // was bound), else a file's size, a device's, pipe's or socket's kind (/dev/null), or up to
 // three of the files (anything but a directory) below a directory, by path from it, in name
-// order. The walk reads no further than hiddenBudget
-// entries: a tree of more, none of them a file, is named by that.
+// order. The walk reads no further than hiddenBudget entries: a tree of more, none of them a
+// file, is named by that.
 func (p *pathFD) hidden() (string, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(p.fd, &st); err != nil {

@@ -791,9 +791,9 @@ func (e *Engine) setAsideWritten(ctx context.Context, v store.Volume, p *checkpo
 	if what == "" {
 		return nil
 	}
-	why := "where the mount would have hidden it"
+	why, path := "where the mount would have hidden it", "claim"
 	if rpc != csi.RPCNodePublishVolume {
-		why = "which has the plugin remove the target: with what it held, or refusing to, at every release"
+		why, path = "which has the plugin remove the target: with what it held, or refusing to, at every release", "release"
 	}
 	aside := t.name + ".written-" + time.Now().UTC().Format("20060102T150405.000000000Z")
 	err = unix.Renameat2(t.parent, t.name, t.parent, aside, unix.RENAME_NOREPLACE)
@@ -812,7 +812,7 @@ func (e *Engine) setAsideWritten(ctx context.Context, v store.Volume, p *checkpo
 		cl.TargetPath, what, asidePath, rpc, why)
 	e.log.Warn(fmt.Sprintf("volume %q, alloc %q: %s", v.ID, cl.Alloc, msg), "volume", v.ID, "alloc", cl.Alloc)
 	p.event(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID, Message: msg})
-	return p.flush(ctx, "claim") // recorded whatever the plugin answers
+	return p.flush(ctx, path) // recorded whatever the plugin answers
 }
 
 // linkedTarget is nodePublish's answer to makeTargetParent's refusal err. A symlink at the
