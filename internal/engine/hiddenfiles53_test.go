@@ -440,3 +440,63 @@ func TestFilesWrittenAtAnUnmountedTargetAreSetAsideBeforeItsRelease(t *testing.T
 		t.Fatalf("events %+v (%v): none names the file set aside before NodeUnpublishVolume", evs, err)
 	}
 }
+
+// TestNestedVolumeMountOverTheOuterVolumesFilesIsRefused: an inner volume_mount (logs at
+// /app/logs) lies in the outer volume once that is bound: files the outer volume holds at
+// logs/ (an application that wrote its logs there before the logs volume was added) would be
+// hidden under the inner bind. The run refuses the alloc naming them, releases the outer claim
+// it took, and the outer volume's files are untouched; moved away, the group runs. Real
+// mounts, as root.
+func TestNestedVolumeMountOverTheOuterVolumesFilesIsRefused(t *testing.T) {
+	t.Parallel()
+	h := newHostpathEngine(t)
+	dests := hostpathtest.MountDir(t)
+	g := nestedGroup(t, h, dests, false)
+	// The outer volume's own logs/ with a file in it, written through a claim of its own.
+	ci, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "writer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(ci.TargetPath, "logs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ci.TargetPath, "logs", "old.log"), []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Release(h.ctx, "data", "writer"); err != nil {
+		t.Fatal(err)
+	}
+	inner := filepath.Join(dests, "app", "logs")
+	_, err = h.e.RunGroup(h.ctx, g)
+	if err == nil || !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "volume_mount "+inner+` is a directory holding "old.log"`) {
+		t.Fatalf("group run with an inner volume_mount over the outer volume's files = %v; want it refused naming old.log", err)
+	}
+	for _, vol := range []string{"data", "logs"} {
+		if _, err := h.e.ClaimInfo(h.ctx, vol, spec.AllocName("app", 0)); err == nil {
+			t.Errorf("alloc app[0] still holds %q after its refused run", vol)
+		}
+	}
+	if m := mountsUnder(t, dests); len(m) != 0 {
+		t.Fatalf("mounts left after the refused run: %v", m)
+	}
+	// Moved away (through a claim of the outer volume again): the group runs.
+	ci, err = h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "writer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ci.TargetPath, "logs", "old.log")); err != nil || string(b) != "old" {
+		t.Fatalf("the outer volume's file after the refused run: %q, %v", b, err)
+	}
+	if err := os.Rename(filepath.Join(ci.TargetPath, "logs", "old.log"), filepath.Join(ci.TargetPath, "old.log")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Release(h.ctx, "data", "writer"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.RunGroup(h.ctx, g); err != nil {
+		t.Fatalf("group run once logs/ is empty: %v", err)
+	}
+	if _, err := h.e.StopGroup(h.ctx, "app"); err != nil {
+		t.Fatal(err)
+	}
+}
