@@ -45,7 +45,10 @@ under it: that alloc fails (exit 4) and keeps its claims; group stop, then run, 
 spec. So
 does one holding a claim made outside the group (volume claim --alloc NAME[0]): volume
 release frees it. A
-volume_mount of a held claim found unmounted is bound again. A second run of the group started
+volume_mount of a held claim found unmounted is bound again. A volume_mount destination that
+holds files (a directory with anything but empty directories in it, a file that is not empty, a
+device) is not bound over, which would hide them: the alloc fails (exit 4) before anything is
+claimed, naming them, as it does for a destination reached through a symlink. A second run of the group started
 while one runs waits for it (saying which process it waits for), then runs on what it left; a
 group stop from another volctl while it runs overtakes it (the stop releases what the run
 claimed), and the run reports the group stopped, no alloc served, exit 4. Prints each alloc's volumes and target paths (a
