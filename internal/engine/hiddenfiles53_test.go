@@ -26,6 +26,46 @@ func webGroup(vol, dest string) spec.Group {
 		Mounts: []spec.VolumeMount{{Volume: "d", Destination: dest}}}
 }
 
+// newDataEngine is newHostpathEngine with the single-node-writer volume "data" created.
+func newDataEngine(t *testing.T) *hostpathEngine {
+	t.Helper()
+	h := newHostpathEngine(t)
+	h.createWriterVolume(t, "data")
+	return h
+}
+
+// boundThenMovedAway claims volume "data" for alloc "a" with a volume_mount at DIR/alloc/data,
+// then renames DIR/alloc to DIR/moved, the bind going with it, as its owner may. It returns DIR
+// and where the bind is now, unmounted at cleanup.
+func boundThenMovedAway(t *testing.T, h *hostpathEngine) (dests, boundAt string) {
+	t.Helper()
+	dests = hostpathtest.MountDir(t)
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "a", Binds: []spec.VolumeMount{
+		{Volume: "data", Destination: filepath.Join(dests, "alloc", "data"), PropagationMode: spec.PropagationPrivate}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dests, "alloc"), filepath.Join(dests, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	boundAt = filepath.Join(dests, "moved", "data")
+	t.Cleanup(func() { _ = unix.Unmount(boundAt, unix.MNT_DETACH) })
+	return dests, boundAt
+}
+
+// unmountedAndWritten unmounts a claim's target, as a reboot leaves it, and, with write, writes
+// app.log there, as an application started before the restore does.
+func unmountedAndWritten(t *testing.T, target string, write bool) {
+	t.Helper()
+	if err := unix.Unmount(target, 0); err != nil {
+		t.Fatal(err)
+	}
+	if write {
+		if err := os.WriteFile(filepath.Join(target, "app.log"), []byte("written while unmounted"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // refusedBeforeAnything fails the test unless err, a group run's of webGroup, is a conflict
 // saying want, and nothing was sent to the plugin or recorded for the alloc.
 func (h *hostpathEngine) refusedBeforeAnything(t *testing.T, err error, want string) {
@@ -52,8 +92,7 @@ func (h *hostpathEngine) refusedBeforeAnything(t *testing.T, err error, want str
 // kept, and bound once the file is gone. Real mounts, as root.
 func TestVolumeMountOverFilesAlreadyThereIsRefused(t *testing.T) {
 	t.Parallel()
-	h := newHostpathEngine(t)
-	h.createWriterVolume(t, "data")
+	h := newDataEngine(t)
 	dir := hostpathtest.MountDir(t)
 	dest := filepath.Join(dir, "app-data")
 	if err := os.MkdirAll(filepath.Join(dest, "sub"), 0o755); err != nil {
@@ -137,8 +176,7 @@ func TestVolumeMountOverFilesAlreadyThereIsRefused(t *testing.T) {
 // `volctl reconcile`)". It says the run released it. Real mounts, as root.
 func TestGroupRunThatReleasesAFailedClaimSaysSo(t *testing.T) {
 	t.Parallel()
-	h := newHostpathEngine(t)
-	h.createWriterVolume(t, "data")
+	h := newDataEngine(t)
 	dest := filepath.Join(hostpathtest.MountDir(t), "busy")
 	foreignMount(t, dest)
 	info, err := h.e.RunGroup(h.ctx, webGroup("data", dest))
@@ -241,8 +279,7 @@ func TestHiddenSaysWhatAMountWouldHide(t *testing.T) {
 // holds no bind. Real mounts, as root.
 func TestVolumeMountPastNameMaxIsReleased(t *testing.T) {
 	t.Parallel()
-	h := newHostpathEngine(t)
-	h.createWriterVolume(t, "data")
+	h := newDataEngine(t)
 	dest := filepath.Join(hostpathtest.MountDir(t), strings.Repeat("n", 300), "x")
 	_, err := h.e.RunGroup(h.ctx, webGroup("data", dest))
 	h.refusedBeforeAnything(t, err, "file name too long")
@@ -261,23 +298,13 @@ func TestVolumeMountPastNameMaxIsReleased(t *testing.T) {
 // finds the bind where it went (movedBinds) and names it, as for a parent gone.
 func TestReleaseFindsAVolumeMountMovedAwayAndAFileInItsPlace(t *testing.T) {
 	t.Parallel()
-	h := newHostpathEngine(t)
-	dests := hostpathtest.MountDir(t)
-	dest := filepath.Join(dests, "alloc", "data")
-	if _, err := h.claimWithBind(t, "data", spec.VolumeMount{Volume: "data", Destination: dest}); err != nil {
-		t.Fatal(err)
-	}
-	moved := filepath.Join(dests, "moved")
-	if err := os.Rename(filepath.Join(dests, "alloc"), moved); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(filepath.Join(moved, "data"), unix.MNT_DETACH) })
+	h := newDataEngine(t)
+	dests, boundAt := boundThenMovedAway(t, h)
 	if err := os.WriteFile(filepath.Join(dests, "alloc"), []byte("a file"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := h.e.Release(h.ctx, "data", "a")
-	if want := filepath.Join(moved, "data"); err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("release = %v; want it refused naming %s, where the volume is still bound", err, want)
+	if _, err := h.e.Release(h.ctx, "data", "a"); err == nil || !strings.Contains(err.Error(), boundAt) {
+		t.Fatalf("release = %v; want it refused naming %s, where the volume is still bound", err, boundAt)
 	}
 }
 
@@ -290,8 +317,7 @@ func TestReleaseFindsAVolumeMountMovedAwayAndAFileInItsPlace(t *testing.T) {
 // in its place is still found where it went. Real mounts, as root.
 func TestVolumeMountThroughASymlinkIsReleased(t *testing.T) {
 	t.Parallel()
-	h := newHostpathEngine(t)
-	h.createWriterVolume(t, "data")
+	h := newDataEngine(t)
 	dests := hostpathtest.MountDir(t)
 	if err := os.Mkdir(filepath.Join(dests, "real"), 0o755); err != nil {
 		t.Fatal(err)
@@ -322,21 +348,12 @@ func TestVolumeMountThroughASymlinkIsReleased(t *testing.T) {
 	}
 
 	// Bound, then its parent renamed away and a link to it made in its place.
-	dest := filepath.Join(dests, "alloc", "data")
-	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "a",
-		Binds: []spec.VolumeMount{{Volume: "data", Destination: dest, PropagationMode: spec.PropagationPrivate}}}); err != nil {
+	elsewhere, boundAt := boundThenMovedAway(t, h)
+	if err := os.Symlink("moved", filepath.Join(elsewhere, "alloc")); err != nil {
 		t.Fatal(err)
 	}
-	moved := filepath.Join(dests, "moved")
-	if err := os.Rename(filepath.Join(dests, "alloc"), moved); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(filepath.Join(moved, "data"), unix.MNT_DETACH) })
-	if err := os.Symlink("moved", filepath.Join(dests, "alloc")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.Release(h.ctx, "data", "a"); err == nil || !strings.Contains(err.Error(), filepath.Join(moved, "data")) {
-		t.Fatalf("release = %v; want it refused naming %s, where the volume is still bound", err, filepath.Join(moved, "data"))
+	if _, err := h.e.Release(h.ctx, "data", "a"); err == nil || !strings.Contains(err.Error(), boundAt) {
+		t.Fatalf("release = %v; want it refused naming %s, where the volume is still bound", err, boundAt)
 	}
 }
 
@@ -348,8 +365,7 @@ func TestVolumeMountThroughASymlinkIsReleased(t *testing.T) {
 // an empty target (the usual reboot) sets nothing aside. Real mounts, as root.
 func TestFilesWrittenAtAnUnmountedTargetAreSetAside(t *testing.T) {
 	t.Parallel()
-	h := newHostpathEngine(t)
-	h.createWriterVolume(t, "data")
+	h := newDataEngine(t)
 	ci, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "a"})
 	if err != nil {
 		t.Fatal(err)
@@ -367,14 +383,7 @@ func TestFilesWrittenAtAnUnmountedTargetAreSetAside(t *testing.T) {
 		return m
 	}
 	for round, write := range []bool{false, true} {
-		if err := unix.Unmount(target, 0); err != nil {
-			t.Fatal(err)
-		}
-		if write {
-			if err := os.WriteFile(filepath.Join(target, "app.log"), []byte("written while unmounted"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		unmountedAndWritten(t, target, write)
 		if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Actions) == 0 {
 			t.Fatalf("round %d: reconcile = %+v, %v; want the claim restored", round, rep, err)
 		}
@@ -411,18 +420,12 @@ func TestFilesWrittenAtAnUnmountedTargetAreSetAside(t *testing.T) {
 // aside first, named in an event, and the release goes through. Real mounts, as root.
 func TestFilesWrittenAtAnUnmountedTargetAreSetAsideBeforeItsRelease(t *testing.T) {
 	t.Parallel()
-	h := newHostpathEngine(t)
-	h.createWriterVolume(t, "data")
+	h := newDataEngine(t)
 	ci, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Unmount(ci.TargetPath, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(ci.TargetPath, "app.log"), []byte("written while unmounted"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	unmountedAndWritten(t, ci.TargetPath, true)
 	if _, err := h.e.Release(h.ctx, "data", "a"); err != nil {
 		t.Fatalf("release of a claim whose unmounted target holds a file: %v", err)
 	}

@@ -159,30 +159,22 @@ func TestBindAgainstARacingRenamer(t *testing.T) {
 // for), names it, and stops, mounts untouched, until it is unmounted.
 func TestReleaseFindsAVolumeMountMovedAway(t *testing.T) {
 	t.Parallel()
-	h := newHostpathEngine(t)
-	dests := hostpathtest.MountDir(t)
-	dest := filepath.Join(dests, "alloc", "data")
-	if _, err := h.claimWithBind(t, "data", spec.VolumeMount{Volume: "data", Destination: dest}); err != nil {
-		t.Fatal(err)
-	}
-	moved := filepath.Join(dests, "moved")
-	if err := os.Rename(filepath.Join(dests, "alloc"), moved); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(dest, 0o750); err != nil {
+	h := newDataEngine(t)
+	dests, boundAt := boundThenMovedAway(t, h)
+	if err := os.MkdirAll(filepath.Join(dests, "alloc", "data"), 0o750); err != nil {
 		t.Fatal(err)
 	}
 	_, err := h.e.Release(h.ctx, "data", "a")
 	if err == nil {
 		t.Fatalf("release succeeded with the volume still bound at %v", mountsUnder(t, dests))
 	}
-	if want := filepath.Join(moved, "data"); !strings.Contains(err.Error(), want) {
-		t.Errorf("release error %q does not name %s, where the volume is still bound", err, want)
+	if !strings.Contains(err.Error(), boundAt) {
+		t.Errorf("release error %q does not name %s, where the volume is still bound", err, boundAt)
 	}
 	if cl, err := h.e.ClaimInfo(h.ctx, "data", "a"); err != nil || !cl.Releasing {
 		t.Fatalf("claim after the refused release = %+v, %v; want it left releasing", cl, err)
 	}
-	if err := unix.Unmount(filepath.Join(moved, "data"), 0); err != nil {
+	if err := unix.Unmount(boundAt, 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.e.Release(h.ctx, "data", "a"); err != nil {
