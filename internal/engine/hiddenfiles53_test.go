@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,11 +9,16 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -405,7 +411,7 @@ func TestFilesWrittenAtAnUnmountedTargetAreSetAside(t *testing.T) {
 		}
 		evs, err := h.e.Events(h.ctx, 0, EventFilter{VolumeID: "data", Alloc: "a"})
 		if err != nil || !slices.ContainsFunc(evs, func(e EventInfo) bool {
-			return strings.Contains(e.Message, `holding "app.log", written while the volume was not mounted there`) && strings.Contains(e.Message, got[0])
+			return strings.Contains(e.Message, `holding "app.log", written there while the volume was not mounted`) && strings.Contains(e.Message, got[0])
 		}) {
 			t.Fatalf("events %+v (%v): none names the file set aside and where", evs, err)
 		}
@@ -501,5 +507,45 @@ func TestNestedVolumeMountOverTheOuterVolumesFilesIsRefused(t *testing.T) {
 	}
 	if _, err := h.e.StopGroup(h.ctx, "app"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFilesAPluginLeftAtATargetItDidNotMountAreSetAside: a plugin whose NodePublishVolume
+// answered OK having written a file at the target and mounted nothing. checkTarget refuses it and
+// the claim is rolled back; the rollback's NodeUnpublishVolume had volctl's plugin refuse to
+// remove the target ("directory not empty"), and the claim was left for a reconcile that failed
+// the same way. The file is set aside, its event saying it may be the plugin's, and the claim is
+// rolled back. Real mounts, as root.
+func TestFilesAPluginLeftAtATargetItDidNotMountAreSetAside(t *testing.T) {
+	t.Parallel()
+	var leave atomic.Bool
+	leave.Store(true)
+	h := newHostpathEngineAt(t, hostpathtest.MountDir(t), hostpath.Config{Root: hostpathtest.MountDir(t), NodeID: "n1"},
+		csitest.WithInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			if r, ok := req.(*csipb.NodePublishVolumeRequest); ok && leave.Load() {
+				if err := os.MkdirAll(r.GetTargetPath(), 0o750); err != nil {
+					return nil, err
+				}
+				return &csipb.NodePublishVolumeResponse{}, os.WriteFile(filepath.Join(r.GetTargetPath(), "plugin-left"), []byte("x"), 0o644)
+			}
+			return handler(ctx, req)
+		}))
+	h.createWriterVolume(t, "data")
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "a"})
+	if err == nil || !strings.Contains(err.Error(), "rolled back") {
+		t.Fatalf("claim whose NodePublishVolume mounted nothing = %v; want it refused and rolled back", err)
+	}
+	if _, err := h.e.ClaimInfo(h.ctx, "data", "a"); err == nil {
+		t.Fatal("the claim is still held after its rollback")
+	}
+	evs, err := h.e.Events(h.ctx, 0, EventFilter{VolumeID: "data", Alloc: "a"})
+	if err != nil || !slices.ContainsFunc(evs, func(e EventInfo) bool {
+		return strings.Contains(e.Message, `holding "plugin-left"`) && strings.Contains(e.Message, "or left by the plugin")
+	}) {
+		t.Fatalf("events %+v (%v): none names the plugin's file set aside", evs, err)
+	}
+	leave.Store(false)
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "a"}); err != nil {
+		t.Fatalf("claim once the plugin mounts: %v", err)
 	}
 }

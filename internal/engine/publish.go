@@ -807,8 +807,8 @@ func (e *Engine) setAsideWritten(ctx context.Context, v store.Volume, p *checkpo
 			"(move it out of the way by hand, then run `volctl reconcile`)", cl.TargetPath, what, v.ID, rpc, err)
 	}
 	asidePath := filepath.Join(filepath.Dir(cl.TargetPath), aside)
-	msg := fmt.Sprintf("the target %s was %s, written while the volume was not mounted there (a reboot or an unmount, and an application writing "+
-		"at the path before the volume was back): moved to %s before %s, %s; move what belongs in the volume into it",
+	msg := fmt.Sprintf("the target %s was %s, written there while the volume was not mounted (by an application after a reboot or an unmount, "+
+		"before the volume was back, or left by the plugin): moved to %s before %s, %s; move what belongs in the volume into it",
 		cl.TargetPath, what, asidePath, rpc, why)
 	e.log.Warn(fmt.Sprintf("volume %q, alloc %q: %s", v.ID, cl.Alloc, msg), "volume", v.ID, "alloc", cl.Alloc)
 	p.event(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID, Message: msg})
