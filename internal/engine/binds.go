@@ -124,6 +124,9 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bo
 	if err := hidesNothing(dst, b.Destination); err != nil {
 		return false, err
 	}
+	if err := fitsAttachment(dst, b.Destination, dir); err != nil {
+		return false, err
+	}
 	if err := bindFD(src, dst, b); err != nil {
 		return false, err
 	}
@@ -145,15 +148,33 @@ func hidesNothing(dst *pathFD, destination string) error {
 	return nil
 }
 
+// fitsAttachment refuses a bind of a file-system volume (a directory, wantDir) on dst, opened at
+// destination, when dst is not a directory, or of a block volume (its device file) when it is
+// one: the mount cannot be made ("not a directory"), and a destination of the other kind is
+// someone's file or directory, not volctl's to replace.
+func fitsAttachment(dst *pathFD, destination string, wantDir bool) error {
+	dir, err := dst.isDir()
+	switch {
+	case err != nil:
+		return fmt.Errorf("volume_mount %s: %w", destination, err)
+	case wantDir && !dir:
+		return fmt.Errorf("volume_mount %s is a file, and a file-system volume is bound on a directory: remove the file, or give the volume_mount another destination", destination)
+	case !wantDir && dir:
+		return fmt.Errorf("volume_mount %s is a directory, and a block volume is bound on a file (its device file): remove the directory, or give the volume_mount another destination", destination)
+	}
+	return nil
+}
+
 // bindsBindable refuses, before a claim is admitted, a volume_mount destination its bind would
-// refuse for what is on the host now: a symlink on its way, a file on its way, or what the bind
-// would hide (hidesNothing) at a destination not mounted on. Nothing is sent or recorded, where
-// the claim was staged and published, its bind refused, and the claim released again (or, in a
-// group run, rolled back by the run): four RPCs, and with a plugin that attaches six, each of
-// which may fail and leave the claim for reconcile. A destination mounted on already (bound,
+// refuse for what is on the host now: a symlink on its way, a file on its way, and, at a
+// destination not mounted on, what the bind would hide (hidesNothing) or a file where a
+// directory is bound or the other way round (fitsAttachment, by the request's attachment mode).
+// Nothing is sent or recorded, where the claim was staged and published, its bind refused, and
+// the claim released again (or, in a group run, rolled back by the run): four RPCs, and with a
+// plugin that attaches six, each of which may fail and leave the claim for reconcile. A destination mounted on already (bound,
 // or something else there) is left to the bind, which knows the claim's target to tell which.
 // The bind checks all of it again: this is the common case, early.
-func bindsBindable(binds []spec.VolumeMount) error {
+func bindsBindable(binds []spec.VolumeMount, mode spec.AttachmentMode) error {
 	for _, b := range binds {
 		dst, err := openNoFollow("/", b.Destination, createNothing)
 		if errors.Is(err, os.ErrNotExist) {
@@ -167,7 +188,10 @@ func bindsBindable(binds []spec.VolumeMount) error {
 		case err != nil:
 			err = fmt.Errorf("volume_mount %s: %w", b.Destination, err)
 		case !mounted:
-			if err = hidesNothing(dst, b.Destination); err != nil {
+			if err = hidesNothing(dst, b.Destination); err == nil && mode != "" {
+				err = fitsAttachment(dst, b.Destination, mode == spec.FileSystem)
+			}
+			if err != nil {
 				err = &kindWrap{kind: ErrConflict, err: err}
 			}
 		}

@@ -151,7 +151,7 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest, probeFirst *
 	if err := e.bindsReachingStateDir(ctx, req.Binds); err != nil {
 		return fail(err)
 	}
-	if err := bindsBindable(req.Binds); err != nil {
+	if err := bindsBindable(req.Binds, req.AttachmentMode); err != nil {
 		return fail(err)
 	}
 	// Fast path: when no other operation holds the volume, take its lock first, and admission's

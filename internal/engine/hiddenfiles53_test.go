@@ -549,3 +549,18 @@ func TestFilesAPluginLeftAtATargetItDidNotMountAreSetAside(t *testing.T) {
 		t.Fatalf("claim once the plugin mounts: %v", err)
 	}
 }
+
+// TestVolumeMountOfTheOtherKindIsRefusedBeforeAnything: a file-system volume's volume_mount at
+// an existing empty file (nothing to hide) was staged, published and refused at the bind
+// "bind mount: not a directory", and released again. It is refused before admission, saying a
+// file-system volume is bound on a directory. Real mounts, as root.
+func TestVolumeMountOfTheOtherKindIsRefusedBeforeAnything(t *testing.T) {
+	t.Parallel()
+	h := newDataEngine(t)
+	dest := filepath.Join(hostpathtest.MountDir(t), "empty-file")
+	if err := os.WriteFile(dest, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.e.RunGroup(h.ctx, webGroup("data", dest))
+	h.refusedBeforeAnything(t, err, "volume_mount "+dest+" is a file, and a file-system volume is bound on a directory")
+}
