@@ -156,7 +156,8 @@ func looksLikeItself(what, id string) error {
 }
 
 // showsAsItself refuses a character that shows as nothing, as another or reorders the text: a
-// format character, a space other than U+0020, a leading combining mark.
+// format character, a space other than U+0020, a leading combining mark, and a space at either
+// end, which a table's padding hides ("v1 " lists as "v1").
 func showsAsItself(what, id string) error {
 	for i, r := range id {
 		var kind string
@@ -172,6 +173,10 @@ func showsAsItself(what, id string) error {
 		}
 		return fmt.Errorf("%s %q must not contain %U (its character %d): %s, so two IDs could look alike on screen; write the ID without it",
 			what, id, r, utf8.RuneCountInString(id[:i])+1, kind)
+	}
+	if t := strings.Trim(id, " "); t != id {
+		return fmt.Errorf("%s %q must not start or end with a space: it reads as %q in every table, so two IDs could look alike on screen; write the ID without it",
+			what, id, t)
 	}
 	return nil
 }

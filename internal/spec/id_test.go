@@ -68,21 +68,24 @@ func TestAllocNamesAreValidIDs(t *testing.T) {
 // TestValidateNewIDRefusesWhatCannotBeSeen: an ID volctl is about to make (a volume's id or
 // namespace, a plugin, group or alloc name) must look like itself on screen. A format character
 // (a zero width space, a byte order mark, a bidi override that lays the rest of the line out
-// right to left), a space other than U+0020 and a combining mark with no character before it
-// would let "db" and "d\u200bb", or an alloc and another's name written backwards, read alike
+// right to left), a space other than U+0020, a combining mark with no character before it and a
+// space at either end (hidden by a table's padding) would let "db" and "d\u200bb", or an alloc and another's name written backwards, read alike
 // in every table. Each is refused, naming its code point; what ValidateID refuses still is.
 func TestValidateNewIDRefusesWhatCannotBeSeen(t *testing.T) {
 	for _, tt := range []struct{ id, want string }{
-		{"d\u200bb", "U+200B"},           // zero width space
-		{"\ufeffdb", "U+FEFF"},           // byte order mark
-		{"web\u202e0-bew", "U+202E"},     // right-to-left override
-		{"a\u2066b\u2069", "U+2066"},     // left-to-right isolate
-		{"db\u00ad", "U+00AD"},           // soft hyphen
-		{"d\u200db", "U+200D"},           // zero width joiner
-		{"web\u00a00", "U+00A0"},         // no-break space
-		{"a\u3000b", "U+3000"},           // ideographic space
-		{"a\u2028b", "U+2028"},           // line separator
-		{"\u0301db", "U+0301"},           // combining acute accent with nothing under it
+		{"d\u200bb", "U+200B"},       // zero width space
+		{"\ufeffdb", "U+FEFF"},       // byte order mark
+		{"web\u202e0-bew", "U+202E"}, // right-to-left override
+		{"a\u2066b\u2069", "U+2066"}, // left-to-right isolate
+		{"db\u00ad", "U+00AD"},       // soft hyphen
+		{"d\u200db", "U+200D"},       // zero width joiner
+		{"web\u00a00", "U+00A0"},     // no-break space
+		{"a\u3000b", "U+3000"},       // ideographic space
+		{"a\u2028b", "U+2028"},       // line separator
+		{"\u0301db", "U+0301"},       // combining acute accent with nothing under it
+		{"v1 ", `reads as "v1"`},     // a trailing space, which a table's padding hides
+		{" v1", "start or end with a space"},
+		{" ", "start or end with a space"},
 		{"../x", `must not contain "/"`}, // ValidateID's rules hold
 		{"a\x00b", "control characters"}, // so
 	} {
