@@ -83,7 +83,8 @@ const lockReopens = 10
 var errNotAtPath = errors.New("the lock file was removed or replaced while this volctl took its lock")
 
 // lockedAtPath returns the file fl locked when it is the file at fl's path: one opened just before
-// another process removed it (by hand: volctl never removes a lock file) and made a new one,
+// another process removed it (by hand; or volctl's tidying of a volume's lock whose ID the state
+// has nothing of, removeHeld) and made a new one,
 // which that process locks, guards nothing, and its lock is errNotAtPath. The caller unlocks it
 // and takes the lock again, on the file at the path.
 func lockedAtPath(fl *flock.Flock) (heldLock, error) {
@@ -124,7 +125,7 @@ var errLockLost = errors.New("the volume's lock was lost")
 // reconcile, resumes. It costs one lstat(2); a volume whose lock this process does not hold
 // (none taken through locker.volume or tryVolume) passes.
 func (l *locker) stillHeld(id string) error {
-	return l.stillHeldNamed("volume-"+id, fmt.Sprintf("volume %q", id), "the volume",
+	return l.stillHeldNamed(volumeLockPrefix+id, fmt.Sprintf("volume %q", id), "the volume",
 		"`"+shellquote.Command("volctl volume status", id)+"` shows where the volume and its claims are")
 }
 
@@ -156,7 +157,7 @@ func (l *locker) stillHeldNamed(name, what, it, status string) error {
 	if _, err := os.Lstat(h.path); err == nil {
 		how = "removed, and another file made at its path,"
 	}
-	return &kindError{kind: errLockLost, msg: fmt.Sprintf("%s's lock file %s was %s while this volctl held its lock (volctl never removes its lock files; something else did): "+
+	return &kindError{kind: errLockLost, msg: fmt.Sprintf("%s's lock file %s was %s while this volctl held its lock (volctl removes a lock file only while it holds its lock itself; something else did): "+
 		"another volctl may hold the lock on the new file and be working on %s, so this one stopped before its next step, leaving what it did recorded; "+
 		"%s, and `volctl reconcile` resumes what was cut short once no other volctl is working on %s; never remove the files in %s",
 		what, h.path, how, it, status, it, filepath.Dir(h.path))}
@@ -172,6 +173,27 @@ func (l *locker) holding(id string, fn func(*store.Tx) error) func(*store.Tx) er
 		}
 		return fn(tx)
 	}
+}
+
+// volumeLockPrefix begins the name of every volume's lock: locks/volume-ID.lock.
+const volumeLockPrefix = "volume-"
+
+// removeHeld removes the file of lock name, which this process holds exclusively, if it is
+// still the file at its path: the only removal of a lock file volctl makes (tidyLocks), safe
+// because whoever locks the file after it finds it gone from its path and locks a new one
+// (lockedAtPath). The lock's record is dropped first, so that nothing this process does before
+// its unlock takes the lock for lost (stillHeld).
+func (l *locker) removeHeld(name string) {
+	v, ok := l.held.Load(name)
+	if !ok {
+		return
+	}
+	h := v.(*heldLock)
+	if !h.atPath() {
+		return
+	}
+	l.held.CompareAndDelete(name, v)
+	_ = os.Remove(h.path)
 }
 
 // hold keeps the record of a volume lock this process took (stillHeld) and returns its release.
@@ -240,7 +262,7 @@ func (l *locker) volume(ctx context.Context, id string) (func(), error) {
 	if err := spec.ValidateID("volume ID", id); err != nil {
 		return nil, invalidf("%v", err)
 	}
-	return l.take(ctx, "volume-"+id, fmt.Sprintf("volume %q", id))
+	return l.take(ctx, volumeLockPrefix+id, fmt.Sprintf("volume %q", id))
 }
 
 // group locks one group for a `group run`'s recording of the group and its allocs' claims
@@ -315,7 +337,7 @@ func (l *locker) tryVolume(id string) (release func(), ok bool, err error) {
 	if err := spec.ValidateID("volume ID", id); err != nil {
 		return nil, false, invalidf("%v", err)
 	}
-	return l.exclusive("volume-" + id)
+	return l.exclusive(volumeLockPrefix + id)
 }
 
 // controller serializes controller RPCs to one controller: the plugin process on socket, which
@@ -407,7 +429,7 @@ var errDirsLost = errors.New("the directory lock's file was removed while held")
 
 // withDirs runs fn under the directory lock (dirs), and runs it again, whole, under the lock
 // taken anew at its path, when fn returned errDirsLost or the lock's file was no longer the one
-// at its path once fn returned. Removed while held (by hand: volctl never removes a lock file),
+// at its path once fn returned. Removed while held (by hand: volctl never removes dirs.lock),
 // it let another volctl lock a new file at the path and make or remove directories beside fn,
 // which made a level that the other then removed (ENOENT), or built the target index without
 // a directory fn made (TestDirsLockFileDeletedWhileTheTargetIndexIsBuiltKeepsTheClaimsLine). So
@@ -457,7 +479,7 @@ func (l *locker) exclusive(name string) (release func(), ok bool, err error) {
 
 // reopenedTooOften is the error of a lock whose file was not at its path lockReopens times over.
 func reopenedTooOften(path string) error {
-	return fmt.Errorf("lock file %s was removed or replaced %d times while volctl took its lock: stop whatever removes the files in %s (volctl never does)",
+	return fmt.Errorf("lock file %s was removed or replaced %d times while volctl took its lock: stop whatever removes the files in %s (volctl removes only the lock of a volume it has nothing of, holding it)",
 		path, lockReopens, filepath.Dir(path))
 }
 

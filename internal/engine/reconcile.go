@@ -166,6 +166,7 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		e.cleanStagings(ctx, &rep, stagings, inUse)
 		e.findOrphans(ctx, &rep, mounted, claims, stagings)
 		e.tidyDirs(ctx, vols, claims)
+		e.tidyLocks(ctx, vols, claims, stagings)
 	}
 	if err := ctx.Err(); err != nil {
 		// What the interruption cut short is left as it was, for the next pass: one error

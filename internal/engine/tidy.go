@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/volctl/volctl/internal/store"
 )
@@ -85,6 +86,63 @@ func (e *Engine) tidyUnused(ctx context.Context, volumeID, path, root string, in
 		return
 	}
 	e.locks.removeEmptyDirs(ctx, path, root)
+}
+
+// tidyLocks removes the lock files of volume IDs the state has nothing of: no volume, claim or
+// staging. Each command locks the volume it names before it looks it up, so every ID ever
+// typed, and every volume deleted or deregistered, left its locks/volume-ID.lock for good: a
+// state dir that creates and deletes a volume per CI job filled its locks directory without end.
+// A file is removed only while this process holds its lock (taken without waiting, so one in
+// use is skipped) and is still the file at its path, and only once the state, read under that
+// lock, has nothing of the ID: any volctl that opened it before the removal finds, once it has
+// the lock, that its file is no longer at its path, and takes the lock again on a new one
+// (lockedAtPath), so the lock still excludes as before. It is tidying: what it cannot check or
+// remove stays.
+func (e *Engine) tidyLocks(ctx context.Context, vols []store.Volume, claims []store.Claim, stagings []store.Staging) {
+	known := make(map[string]bool, len(vols)+len(claims)+len(stagings))
+	for _, v := range vols {
+		known[v.ID] = true
+	}
+	for _, cl := range claims {
+		known[cl.VolumeID] = true
+	}
+	for _, st := range stagings {
+		known[st.VolumeID] = true
+	}
+	for _, name := range entryNames(e.locks.dir) {
+		id, ok := strings.CutPrefix(name, volumeLockPrefix)
+		if id, ok = strings.CutSuffix(id, ".lock"); !ok || known[id] || ctx.Err() != nil {
+			continue
+		}
+		e.tidyLock(ctx, id)
+	}
+}
+
+// tidyLock removes volume id's lock file under its lock when the state has nothing of id.
+func (e *Engine) tidyLock(ctx context.Context, id string) {
+	unlock, ok, err := e.locks.tryVolume(id)
+	if err != nil || !ok {
+		return // not a volume ID volctl would lock, or an operation on it is running
+	}
+	defer unlock()
+	used := true
+	err = e.store.View(ctx, func(tx *store.Tx) error {
+		if _, err := tx.Volumes().Get(id); !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if n, err := tx.Claims().CountByVolume(id); err != nil || n > 0 {
+			return err
+		}
+		if _, err := tx.Stagings().Get(id); !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		used = false
+		return nil
+	})
+	if err != nil || used {
+		return
+	}
+	e.locks.removeHeld(volumeLockPrefix + id)
 }
 
 // subdirs lists the directories in dir by name, symlinks and other files left out; a directory
