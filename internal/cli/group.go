@@ -396,6 +396,7 @@ type GroupStopOptions struct {
 	Engine func(context.Context) (*engine.Engine, error)
 
 	Name     string
+	Purge    bool
 	Exporter exportFlags
 }
 
@@ -407,11 +408,21 @@ func newCmdGroupStop(f *Factory, runF func(*GroupStopOptions) error) *cobra.Comm
 		Long: `Mark a group stopped and release every claim its allocs hold, naming the claims it released
 ("it held no claims" when there were none) and those another volctl (a stop beside it, a
 release) released while it waited for them. A release that fails is left for volctl reconcile,
-which releases the claims of stopped groups (exit 1 meanwhile).`,
-		Example: `  volctl group stop web`,
-		Args:    exactArgs(1),
-		RunE:    runOpts(opts, idArg(&opts.Name), runF, groupStopRun),
+which releases the claims of stopped groups (exit 1 meanwhile).
+
+A stopped group stays recorded, and volctl group status lists it. --purge
+forgets it once its claims are released, as nomad job stop -purge does: volctl
+group status lists it no more, and a group run of its name starts a new group. A group whose claims were
+not all released is not purged (exit 1; it stays recorded, stopped, for the
+reconcile that releases them: a stopped group's claims are found by its record),
+nor is one run again meanwhile (exit 4); the same command again purges it. A
+group stopped before is purged at once.`,
+		Example: `  volctl group stop web
+  volctl group stop ci-1234 --purge`,
+		Args: exactArgs(1),
+		RunE: runOpts(opts, idArg(&opts.Name), runF, groupStopRun),
 	}
+	cmd.Flags().BoolVar(&opts.Purge, "purge", false, "forget the group once its claims are released")
 	addActingExportFlags[engine.GroupInfo](cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
@@ -422,7 +433,11 @@ func groupStopRun(ctx context.Context, opts *GroupStopOptions) error {
 		return err
 	}
 	pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
-	info, err := e.StopGroup(pctx, opts.Name)
+	stop, what := e.StopGroup, "stopped"
+	if opts.Purge {
+		stop, what = e.PurgeGroup, "stopped and purged"
+	}
+	info, err := stop(pctx, opts.Name)
 	done()
 	if err != nil {
 		return err
@@ -435,9 +450,9 @@ func groupStopRun(ctx context.Context, opts *GroupStopOptions) error {
 		if info.Allocs == nil {
 			info.Allocs = []engine.AllocInfo{}
 		}
-		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, info), "group %q stopped; %s", opts.Name, did)
+		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, info), "group %q %s; %s", opts.Name, what, did)
 	}
-	return printDone(opts.IO.Out, fmt.Sprintf("Group %q stopped; %s\n", opts.Name, did), "group %q stopped; %s", opts.Name, did)
+	return printDone(opts.IO.Out, fmt.Sprintf("Group %q %s; %s\n", opts.Name, what, did), "group %q %s; %s", opts.Name, what, did)
 }
 
 func newCmdGroup(f *Factory) *cobra.Command {

@@ -31,6 +31,8 @@ type GroupInfo struct {
 	// that lost every claim so said "it held no claims" of a group that held them a moment
 	// before (TestGroupStopBesideAnotherSaysTheOtherReleasedItsClaims).
 	ReleasedMeanwhile []ReleasedClaim `json:"released_meanwhile,omitempty"`
+	// Purged says a group stop --purge forgot the group (PurgeGroup).
+	Purged bool `json:"purged,omitempty"`
 }
 
 // ReleasedClaim is a claim a group run's scale-down or a group stop released.
@@ -477,6 +479,76 @@ func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, e
 	}
 	infos[0].Released, infos[0].ReleasedMeanwhile = released, meanwhile
 	return infos[0], nil
+}
+
+// PurgeGroup is StopGroup, then, once the group holds no claim, forgets it, as `nomad job stop
+// -purge` does: its record and its run errors go, `group status` lists it no more, its lock file
+// goes, and a `group run` of its name makes a new group. Before, a stopped group was kept for
+// good, and a state dir running a group per CI job listed every one of them in `group status`
+// without end. A group whose claims the stop did not all release is kept, stopped: claim GC
+// finds a stopped group's claims to release by its record (pastClaim), and a claim of a group
+// forgotten would be held for good. The error says so; the same command again purges it once
+// they are released. A group run again while the stop released its claims is kept too
+// (a conflict): that run has handed its claims out.
+func (e *Engine) PurgeGroup(ctx context.Context, name string) (GroupInfo, error) {
+	if err := e.checkMountView(ctx, ""); err != nil {
+		return GroupInfo{}, fmt.Errorf("purge group %q: %w", name, err)
+	}
+	return byStoredID(ctx, e, store.GroupNames, name, func(id string) (GroupInfo, error) {
+		info, err := e.stopGroupStored(ctx, id)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return info, err
+			}
+			return info, fmt.Errorf("%w; it is not purged: it stays recorded, stopped, for the reconcile that releases its claims, and `%s` forgets it once they are released",
+				err, shellquote.Command("volctl group stop --purge", id))
+		}
+		e.failpoint("group:purging") // stopped, its claims released; the group still recorded
+		return info, e.forgetGroup(ctx, &info)
+	})
+}
+
+// forgetGroup removes stopped group info.Name's record under the group's lock (runGroup's), when
+// it is still stopped and holds no claim, and then its lock file (removeHeld).
+func (e *Engine) forgetGroup(ctx context.Context, info *GroupInfo) error {
+	unlock, err := e.locks.group(ctx, info.Name)
+	if err != nil {
+		return fmt.Errorf("purge group %q: %w (it is stopped, its claims released, and kept)", info.Name, err)
+	}
+	defer unlock()
+	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		g, err := tx.Groups().Get(info.Name)
+		if err != nil {
+			return err
+		}
+		if g.State != store.GroupStopped {
+			return conflictf("group %q was run again while this stop released its claims: it is not purged (`%s` shows it)", info.Name, shellquote.Command("volctl group status", info.Name))
+		}
+		all, err := tx.Claims().ListAll()
+		if err != nil {
+			return err
+		}
+		var held []string
+		for _, c := range all {
+			if c.Group == info.Name {
+				held = append(held, fmt.Sprintf("%q for alloc %q", c.VolumeID, c.Alloc))
+			}
+		}
+		if len(held) > 0 {
+			return conflictf("group %q holds %s again: it is not purged (it is stopped; claim GC releases them)", info.Name, listSome(held, 10, func(s string) string { return s }))
+		}
+		return tx.Groups().Delete(info.Name)
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		// Purged meanwhile by another volctl: forgotten all the same.
+	case err != nil:
+		return fmt.Errorf("purge group %q: %w", info.Name, err)
+	default:
+		e.locks.removeHeld(groupLockName(info.Name))
+	}
+	info.Purged = true
+	return nil
 }
 
 // releaseGroupPast releases the group's claims that match as claim GC does (releasePast, with

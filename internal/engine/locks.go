@@ -271,8 +271,11 @@ func (l *locker) volume(ctx context.Context, id string) (func(), error) {
 // failed). It is taken before any volume's lock. The name is hashed, as any ID may be a
 // group's.
 func (l *locker) group(ctx context.Context, name string) (func(), error) {
-	return l.take(ctx, "group-"+lockHash(name), fmt.Sprintf("group %q (another `volctl group run` of it)", name))
+	return l.take(ctx, groupLockName(name), fmt.Sprintf("group %q (another `volctl group run` of it)", name))
 }
+
+// groupLockName names group name's lock: hashed, as any ID may be a group's.
+func groupLockName(name string) string { return "group-" + lockHash(name) }
 
 // snapshot locks one snapshot of one plugin, for a delete of it (the user's, or one reconcile
 // finishes), a deregister of it and a create answered with it while its delete is recorded

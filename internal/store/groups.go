@@ -42,6 +42,8 @@ type GroupStore interface {
 	List() ([]Group, error)
 	// Put inserts or replaces a group, keeping its creation time; it sets CreatedAt and UpdatedAt.
 	Put(g *Group) error
+	// Delete removes a group; ErrNotFound if there is none.
+	Delete(name string) error
 }
 
 // Groups is the group API inside this transaction.
@@ -205,4 +207,9 @@ func moveGroupRunErrors(tx *Tx) error {
 		}
 	}
 	return nil
+}
+
+func (gs groups) Delete(name string) error {
+	res, err := gs.tx.exec(`DELETE FROM groups WHERE name = ?`, name)
+	return affected(res, err, groupWhat(name), "")
 }

@@ -27,12 +27,6 @@ func (cs claims) ListUnsettled() ([]Claim, error) {
 	return cs.list("list unsettled claims", `WHERE state != ? OR releasing = 1 OR needs_reconcile = 1`, ClaimPublished)
 }
 
-// Delete removes a group; ErrNotFound if there is none.
-func (gs groups) Delete(name string) error {
-	res, err := gs.tx.exec(`DELETE FROM groups WHERE name = ?`, name)
-	return affected(res, err, groupWhat(name), "")
-}
-
 // Briefs lists every volume's list fields with its live claims counted, ordered by ID, as
 // EachBrief streams them, every field read.
 func (vs volumes) Briefs() ([]VolumeBrief, error) {
