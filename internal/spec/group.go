@@ -12,7 +12,10 @@ import (
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/volctl/volctl/internal/shellquote"
 )
 
 // The placeholders a volume_mount destination may hold; the engine substitutes them per alloc.
@@ -66,7 +69,11 @@ func (d *decoder) group(body hcl.Body) *Group {
 	nameOK := d.checkNewID(b.LabelRanges[0], "group name", "Invalid group name", g.Name)
 	gc := d.content(b.Body, groupSchema)
 	if a := gc.Attributes["count"]; a != nil {
-		if n, ok := d.integer(a, 1, math.MaxInt32, "Invalid count"); ok {
+		if v, diags := a.Expr.Value(nil); !diags.HasErrors() && v.IsKnown() && !v.IsNull() && v.Type() == cty.Number && v.AsBigFloat().Sign() == 0 {
+			// Nomad's way to keep a group with no allocs; volctl's is a stop.
+			d.errorf(a.Expr.Range(), "Invalid count", "count must be at least 1, not 0: a group of no allocs claims nothing. To release every alloc's claims, as Nomad's count = 0 does, run `%s`; a `group run` of the spec again claims them back.",
+				shellquote.Command("volctl group stop", g.Name))
+		} else if n, ok := d.integer(a, 1, math.MaxInt32, "Invalid count"); ok {
 			g.Count = n
 			if nameOK {
 				d.checkNewID(a.Expr.Range(), "alloc name", "Invalid count", AllocName(g.Name, n-1))

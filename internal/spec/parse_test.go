@@ -402,6 +402,8 @@ func TestGroupRules(t *testing.T) {
 		{name: "minimal", src: group("", rw, "")},
 		{name: "per_alloc with count", src: group("count = 3", rw+"\nper_alloc = true", mount(`destination = "/srv/{index}"`))},
 		{name: "count at least 1", src: group("count = 0", rw, ""), summary: "Invalid count", detail: "at least 1"},
+		{name: "count 0 names the stop", src: group("count = 0", rw, ""), summary: "Invalid count", detail: "run `volctl group stop web`"},
+		{name: "count below 0", src: group("count = -1", rw, ""), summary: "Invalid count", detail: "at least 1, not -1"},
 		{name: "count whole", src: group("count = 1.5", rw, ""), summary: "Invalid value", detail: "whole number"},
 		{name: "single-node with count needs per_alloc", src: group("count = 2", rw, ""), summary: "Single-node volume shared by several allocs", detail: "per_alloc = true"},
 		{name: "multi-node with count is fine", src: group("count = 2", "access_mode = \"multi-node-multi-writer\"\nattachment_mode = \"file-system\"", "")},
