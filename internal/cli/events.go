@@ -52,7 +52,10 @@ log keeps the newest 10,000 events, dropping the oldest as new ones come.
 unless the log holds events of it from an older volctl, is a usage error listing the kinds).
 A --volume, --alloc or --plugin that no event names, when nothing matches, is told with the
 ones the log names that were likely meant (did you mean "logs"?). --follow prints new events as they are recorded until Ctrl-C; with --json
-each event is then one JSON object per line, else the list is one JSON array (docs/json.md).`,
+each event is then one JSON object per line, else the list is one JSON array (docs/json.md).
+A --follow whose state database is replaced under it (a backup restored over
+volctl.db, the state dir moved) stops, saying so (exit 1), rather than follow a
+file no volctl writes to any more.`,
 		Example: `  volctl events --since 10m
   volctl events --volume db --follow
   volctl events --kind plugin-health --json
@@ -206,6 +209,12 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 		case <-ctx.Done():
 			return nil // Ctrl-C is how following ends
 		case <-tick.C:
+		}
+		// SQLite reads the file it opened, by inode: one replaced under it (a backup restored
+		// over volctl.db, the state dir moved) would be followed for good, silent, while every
+		// other volctl records in the new one. One stat per poll, as the dashboard's reads.
+		if err := e.CheckStateFile(); err != nil {
+			return fmt.Errorf("events --follow: %w", err)
 		}
 		f := opts.Filter
 		f.AfterID = last

@@ -3,6 +3,9 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +13,7 @@ import (
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // volctl events is the dashboard's events view on the command line: oldest first, filtered,
@@ -181,5 +185,46 @@ func TestSinceDurationTakesDays(t *testing.T) {
 		if _, err := parseSince(long, time.Now()); err == nil || !strings.Contains(err.Error(), "longer than the longest duration") {
 			t.Errorf("--since %s: %v, want it refused as longer than the longest duration", long, err)
 		}
+	}
+}
+
+// TestEventsFollowStopsWhenTheStateDatabaseIsReplaced: SQLite reads the file it opened, by
+// inode. A --follow whose volctl.db was replaced under it (a backup restored, the state dir
+// moved) followed the old file for good, printing nothing while every other volctl recorded in
+// the new one. It stops, exit 1, saying the file was replaced and to restart it.
+func TestEventsFollowStopsWhenTheStateDatabaseIsReplaced(t *testing.T) {
+	h := newCLIHarness(t)
+	ios, _, _, _ := iostreams.Test()
+	out := &iostreams.SyncBuffer{}
+	ios.Out = out
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	opts := &EventsOptions{IO: ios, Engine: h.engine, Now: time.Now, Follow: true, Poll: 10 * time.Millisecond}
+	done := make(chan error, 1)
+	go func() { done <- eventsRun(ctx, opts) }()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), "plugin-register"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no registration event after 30s; output:\n%s", out)
+		}
+	}
+	// A backup restored over volctl.db: a copy moved into its place.
+	db := filepath.Join(h.state, store.FileName)
+	b, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(db+".restored", b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(db+".restored", db); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, store.ErrReplaced) || ExitCode(err) != 1 || !strings.Contains(err.Error(), "events --follow") || !strings.Contains(err.Error(), "restart") {
+			t.Errorf("follow over a replaced state database ended with %v (exit %d); want exit 1 saying it was replaced and to restart", err, ExitCode(err))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("follow went on for 30s over a state database replaced under it")
 	}
 }
