@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/volctl/volctl/internal/store"
+	"github.com/volctl/volctl/internal/store/storetest"
 )
 
 // The state database replaced under a running agent (a backup restored over volctl.db, the
@@ -36,16 +36,7 @@ func TestAgentStopsWhenItsStateDatabaseIsReplaced(t *testing.T) {
 	}
 
 	db := filepath.Join(f.dir, store.FileName)
-	b, err := os.ReadFile(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(db+".restored", b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(db+".restored", db); err != nil {
-		t.Fatal(err)
-	}
+	storetest.Restore(t, f.dir, nil)
 
 	select {
 	case err := <-done:

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
+	"github.com/volctl/volctl/internal/store/storetest"
 )
 
 // volctl events is the dashboard's events view on the command line: oldest first, filtered,
@@ -207,18 +206,7 @@ func TestEventsFollowStopsWhenTheStateDatabaseIsReplaced(t *testing.T) {
 			t.Fatalf("no registration event after 30s; output:\n%s", out)
 		}
 	}
-	// A backup restored over volctl.db: a copy moved into its place.
-	db := filepath.Join(h.state, store.FileName)
-	b, err := os.ReadFile(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(db+".restored", b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(db+".restored", db); err != nil {
-		t.Fatal(err)
-	}
+	storetest.Restore(t, h.state, nil) // a backup restored over volctl.db
 	select {
 	case err := <-done:
 		if !errors.Is(err, store.ErrReplaced) || ExitCode(err) != 1 || !strings.Contains(err.Error(), "events --follow") || !strings.Contains(err.Error(), "restart") {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/store"
+	"github.com/volctl/volctl/internal/store/storetest"
 )
 
 // TestStateReplacedUnderTheDashboard: a backup restored over volctl.db while the dashboard runs.
@@ -37,12 +38,7 @@ func TestStateReplacedUnderTheDashboard(t *testing.T) {
 		t.Fatalf("before the restore, the events view does not show the event:\n%s", h.m.View())
 	}
 
-	if err := os.WriteFile(db+".restored", backup, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(db+".restored", db); err != nil {
-		t.Fatal(err)
-	}
+	storetest.Restore(t, dir, backup)
 	h.send(refreshTickMsg{})
 	out := h.m.View()
 	state := h.m.stateText(true)

@@ -63,3 +63,24 @@ func Seed(t testing.TB, dir string) {
 		t.Fatalf("the state database with the schema, in %s: %v", dir, err)
 	}
 }
+
+// Restore puts content over the state database in the state dir dir as a backup restored would
+// be: written beside it, then renamed over it, so that the path leads to another file (inode)
+// than the one a running volctl opened. nil content is the database file's own, read now.
+func Restore(t testing.TB, dir string, content []byte) {
+	t.Helper()
+	db := filepath.Join(dir, store.FileName)
+	if content == nil {
+		b, err := os.ReadFile(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		content = b
+	}
+	if err := os.WriteFile(db+".restored", content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(db+".restored", db); err != nil {
+		t.Fatal(err)
+	}
+}
