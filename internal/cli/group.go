@@ -412,11 +412,11 @@ which releases the claims of stopped groups (exit 1 meanwhile).
 
 A stopped group stays recorded, and volctl group status lists it. --purge
 forgets it once its claims are released, as nomad job stop -purge does: volctl
-group status lists it no more, and a group run of its name starts a new group. A group whose claims were
-not all released is not purged (exit 1; it stays recorded, stopped, for the
-reconcile that releases them: a stopped group's claims are found by its record),
-nor is one run again meanwhile (exit 4); the same command again purges it. A
-group stopped before is purged at once.`,
+group status lists it no more, and a group run of its name starts a new group.
+A group whose claims were not all released is not purged (exit 1; it stays
+recorded, stopped, for the reconcile that releases them: a stopped group's
+claims are found by its record), nor is one run again meanwhile (exit 4); the
+same command again purges it. A group stopped before is purged at once.`,
 		Example: `  volctl group stop web
   volctl group stop ci-1234 --purge`,
 		Args: exactArgs(1),

@@ -104,3 +104,35 @@ func TestGroupPurgeOvertakenByARunKeepsTheGroup(t *testing.T) {
 		t.Errorf("group db holds %d claims; want the run's 2", len(live))
 	}
 }
+
+// TestGroupPurgeWhoseStopARunOvertookSaysOnlyNotPurged: a run of the group made once the stop
+// recorded it stopped, before its releases, overtakes the stop (a conflict naming the run's
+// claims); the purge then says it is not purged, and not that the group stays stopped for a
+// reconcile: it runs again, holding what the run handed out.
+func TestGroupPurgeWhoseStopARunOvertookSaysOnlyNotPurged(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.createDBVolumes(1)
+	if _, err := h.e.RunGroup(h.ctx, dbGroup(1)); err != nil {
+		t.Fatal(err)
+	}
+	other := h.otherProcess()
+	var runErr error
+	h.e.failpointHook = func(name string) {
+		if name == "group:stopped" {
+			h.e.failpointHook = nil
+			_, runErr = other.RunGroup(h.ctx, dbGroup(1))
+		}
+	}
+	_, err := h.e.PurgeGroup(h.ctx, "db")
+	h.e.failpointHook = nil
+	if runErr != nil {
+		t.Fatalf("the run beside the purge: %v", runErr)
+	}
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "not purged") || strings.Contains(err.Error(), "stays recorded, stopped") {
+		t.Fatalf("purge whose stop a run overtook = %v; want a conflict saying it is not purged, not that it stays stopped", err)
+	}
+	if infos, err := h.e.Groups(h.ctx, "db"); err != nil || len(infos) != 1 || infos[0].State != "running" {
+		t.Fatalf("group db = %+v, %v; want it kept, running", infos, err)
+	}
+}

@@ -497,8 +497,12 @@ func (e *Engine) PurgeGroup(ctx context.Context, name string) (GroupInfo, error)
 	return byStoredID(ctx, e, store.GroupNames, name, func(id string) (GroupInfo, error) {
 		info, err := e.stopGroupStored(ctx, id)
 		if err != nil {
-			if errors.Is(err, ErrNotFound) {
+			switch {
+			case errors.Is(err, ErrNotFound):
 				return info, err
+			case errors.Is(err, ErrConflict):
+				// Overtaken by a run of the group: it runs again, its claims handed out.
+				return info, fmt.Errorf("%w; it is not purged", err)
 			}
 			return info, fmt.Errorf("%w; it is not purged: it stays recorded, stopped, for the reconcile that releases its claims, and `%s` forgets it once they are released",
 				err, shellquote.Command("volctl group stop --purge", id))

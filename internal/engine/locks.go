@@ -83,8 +83,7 @@ const lockReopens = 10
 var errNotAtPath = errors.New("the lock file was removed or replaced while this volctl took its lock")
 
 // lockedAtPath returns the file fl locked when it is the file at fl's path: one opened just before
-// another process removed it (by hand; or volctl's tidying of a volume's lock whose ID the state
-// has nothing of, removeHeld) and made a new one,
+// another process removed it (by hand; or volctl, holding it: removeHeld) and made a new one,
 // which that process locks, guards nothing, and its lock is errNotAtPath. The caller unlocks it
 // and takes the lock again, on the file at the path.
 func lockedAtPath(fl *flock.Flock) (heldLock, error) {
@@ -179,7 +178,8 @@ func (l *locker) holding(id string, fn func(*store.Tx) error) func(*store.Tx) er
 const volumeLockPrefix = "volume-"
 
 // removeHeld removes the file of lock name, which this process holds exclusively, if it is
-// still the file at its path: the only removal of a lock file volctl makes (tidyLocks), safe
+// still the file at its path: the only removal of a lock file volctl makes (a volume's the state
+// has nothing of, tidyLocks; a purged group's, forgetGroup), safe
 // because whoever locks the file after it finds it gone from its path and locks a new one
 // (lockedAtPath). The lock's record is dropped first, so that nothing this process does before
 // its unlock takes the lock for lost (stillHeld).
@@ -482,7 +482,7 @@ func (l *locker) exclusive(name string) (release func(), ok bool, err error) {
 
 // reopenedTooOften is the error of a lock whose file was not at its path lockReopens times over.
 func reopenedTooOften(path string) error {
-	return fmt.Errorf("lock file %s was removed or replaced %d times while volctl took its lock: stop whatever removes the files in %s (volctl removes only the lock of a volume it has nothing of, holding it)",
+	return fmt.Errorf("lock file %s was removed or replaced %d times while volctl took its lock: stop whatever removes the files in %s (volctl removes a lock file only while it holds it: a volume's it has nothing of, a purged group's)",
 		path, lockReopens, filepath.Dir(path))
 }
 
