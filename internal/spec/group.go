@@ -332,7 +332,13 @@ func (d *decoder) volumeMount(b *hcl.Block, group string, count int, reqs map[st
 		ok = false
 	}
 	if a := attr("read_only"); a != nil {
-		m.ReadOnly, _ = d.boolean(a)
+		var bok bool
+		m.ReadOnly, bok = d.boolean(a)
+		if bok && !m.ReadOnly && req != nil && req.ReadOnly {
+			// The claim is a read, published read-only: the mount cannot write, whatever it says.
+			d.warnf(a.Expr.Range(), "Volume mount cannot write",
+				"read_only = false here, but the volume %q is requested read_only, so it is claimed to read and published read-only: this mount is read-only all the same. Set read_only = false in the volume block to claim it for writing, or read_only = true here to say what it is.", req.Name)
+		}
 	}
 	if s, sok := d.str(attr("propagation_mode")); sok {
 		valid := false
