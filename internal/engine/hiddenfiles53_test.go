@@ -62,7 +62,10 @@ func boundThenMovedAway(t *testing.T, h *hostpathEngine) (dests, boundAt string)
 // app.log there, as an application started before the restore does.
 func unmountedAndWritten(t *testing.T, target string, write bool) {
 	t.Helper()
-	if err := unix.Unmount(target, 0); err != nil {
+	// Detached, as a reboot leaves it: a process another parallel test forks meanwhile keeps a
+	// copy of a descriptor the claim had open on the mount until its exec, and a plain unmount
+	// was then EBUSY (TestUnbindIsNotMadeBusyByAProcessThisOneStarts says why).
+	if err := unix.Unmount(target, unix.MNT_DETACH); err != nil {
 		t.Fatal(err)
 	}
 	if write {
@@ -149,7 +152,7 @@ func TestVolumeMountOverFilesAlreadyThereIsRefused(t *testing.T) {
 
 	// The bind lost (a reboot, an unmount by hand) and a file written in its place: the restore
 	// refuses to hide it, and keeps the claim.
-	if err := unix.Unmount(dest, 0); err != nil {
+	if err := unix.Unmount(dest, unix.MNT_DETACH); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dest, "written-unbound.log"), []byte("x"), 0o644); err != nil {
@@ -340,7 +343,7 @@ func TestVolumeMountThroughASymlinkIsReleased(t *testing.T) {
 		Binds: []spec.VolumeMount{{Volume: "data", Destination: lost, PropagationMode: spec.PropagationPrivate}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Unmount(lost, 0); err != nil {
+	if err := unix.Unmount(lost, unix.MNT_DETACH); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.RemoveAll(filepath.Join(dests, "lost")); err != nil {
