@@ -70,11 +70,10 @@ func TestGroupStopPurgeForgetsTheGroupOnceItsClaimsAreReleased(t *testing.T) {
 	}
 }
 
-// TestGroupPurgeOvertakenByARunKeepsTheGroup: a `group run` of the group made between the stop's
-// releases and the purge has handed out claims the purge must not orphan: the group is kept,
-// running, with them, and the purge is a conflict naming it.
-func TestGroupPurgeOvertakenByARunKeepsTheGroup(t *testing.T) {
-	t.Parallel()
+// purgeOvertaken runs group db (one alloc), then purges it while another volctl runs it again
+// at failpoint at, and returns the purge's error once the group is checked kept, running.
+func purgeOvertaken(t *testing.T, at string) (*harness, error) {
+	t.Helper()
 	h := newHarness(t, nil)
 	h.createDBVolumes(1)
 	if _, err := h.e.RunGroup(h.ctx, dbGroup(1)); err != nil {
@@ -83,7 +82,7 @@ func TestGroupPurgeOvertakenByARunKeepsTheGroup(t *testing.T) {
 	other := h.otherProcess()
 	var runErr error
 	h.e.failpointHook = func(name string) {
-		if name == "group:purging" {
+		if name == at {
 			h.e.failpointHook = nil
 			_, runErr = other.RunGroup(h.ctx, dbGroup(1))
 		}
@@ -93,12 +92,20 @@ func TestGroupPurgeOvertakenByARunKeepsTheGroup(t *testing.T) {
 	if runErr != nil {
 		t.Fatalf("the run beside the purge: %v", runErr)
 	}
+	if infos, ierr := h.e.Groups(h.ctx, "db"); ierr != nil || len(infos) != 1 || infos[0].State != "running" {
+		t.Fatalf("group db after the purge a run overtook (%v) = %+v, %v; want it kept, running", err, infos, ierr)
+	}
+	return h, err
+}
+
+// TestGroupPurgeOvertakenByARunKeepsTheGroup: a `group run` of the group made between the stop's
+// releases and the purge has handed out claims the purge must not orphan: the group is kept,
+// running, with them, and the purge is a conflict naming it.
+func TestGroupPurgeOvertakenByARunKeepsTheGroup(t *testing.T) {
+	t.Parallel()
+	h, err := purgeOvertaken(t, "group:purging")
 	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "run again") {
 		t.Fatalf("purge overtaken by a run = %v; want a conflict saying the group was run again", err)
-	}
-	infos, err := h.e.Groups(h.ctx, "db")
-	if err != nil || len(infos) != 1 || infos[0].State != "running" {
-		t.Fatalf("group db after the purge a run overtook = %+v, %v; want it kept, running", infos, err)
 	}
 	if live := h.groupLiveClaims("db"); len(live) != 2 {
 		t.Errorf("group db holds %d claims; want the run's 2", len(live))
@@ -111,28 +118,8 @@ func TestGroupPurgeOvertakenByARunKeepsTheGroup(t *testing.T) {
 // reconcile: it runs again, holding what the run handed out.
 func TestGroupPurgeWhoseStopARunOvertookSaysOnlyNotPurged(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil)
-	h.createDBVolumes(1)
-	if _, err := h.e.RunGroup(h.ctx, dbGroup(1)); err != nil {
-		t.Fatal(err)
-	}
-	other := h.otherProcess()
-	var runErr error
-	h.e.failpointHook = func(name string) {
-		if name == "group:stopped" {
-			h.e.failpointHook = nil
-			_, runErr = other.RunGroup(h.ctx, dbGroup(1))
-		}
-	}
-	_, err := h.e.PurgeGroup(h.ctx, "db")
-	h.e.failpointHook = nil
-	if runErr != nil {
-		t.Fatalf("the run beside the purge: %v", runErr)
-	}
+	_, err := purgeOvertaken(t, "group:stopped")
 	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "not purged") || strings.Contains(err.Error(), "stays recorded, stopped") {
 		t.Fatalf("purge whose stop a run overtook = %v; want a conflict saying it is not purged, not that it stays stopped", err)
-	}
-	if infos, err := h.e.Groups(h.ctx, "db"); err != nil || len(infos) != 1 || infos[0].State != "running" {
-		t.Fatalf("group db = %+v, %v; want it kept, running", infos, err)
 	}
 }
