@@ -32,12 +32,7 @@ func TestVolumeMountThatWritesAReadOnlyVolumeIsWarnedOf(t *testing.T) {
 			if diags.HasErrors() {
 				t.Fatalf("%v", diags)
 			}
-			var found []*hcl.Diagnostic
-			for _, d := range diags {
-				if d.Summary == "Volume mount cannot write" {
-					found = append(found, d)
-				}
-			}
+			found := diagsNamed(diags, "Volume mount cannot write")
 			switch {
 			case !tt.warned && len(found) != 0:
 				t.Errorf("warned: %v", found[0])

@@ -47,12 +47,7 @@ func TestReadOnlyMountFlagOnAWritableVolumeIsWarnedOf(t *testing.T) {
 			if diags.HasErrors() {
 				t.Fatalf("%v", diags)
 			}
-			var found []*hcl.Diagnostic
-			for _, d := range diags {
-				if d.Summary == "Read-only mount flag" {
-					found = append(found, d)
-				}
-			}
+			found := diagsNamed(diags, "Read-only mount flag")
 			switch {
 			case tt.want == "" && len(found) != 0:
 				t.Errorf("warned: %v", found[0])
@@ -67,4 +62,15 @@ func TestReadOnlyMountFlagOnAWritableVolumeIsWarnedOf(t *testing.T) {
 			}
 		})
 	}
+}
+
+// diagsNamed is the diagnostics of diags with summary.
+func diagsNamed(diags hcl.Diagnostics, summary string) []*hcl.Diagnostic {
+	var found []*hcl.Diagnostic
+	for _, d := range diags {
+		if d.Summary == summary {
+			found = append(found, d)
+		}
+	}
+	return found
 }
