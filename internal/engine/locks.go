@@ -137,7 +137,7 @@ func (l *locker) stillHeld(id string) error {
 // that waited for a delete holds it, another volctl's delete to delete what the create records
 // (TestSnapshotCreateThatWaitedForADeleteStopsOnALostSnapshotLock).
 func (l *locker) snapshotStillHeld(pluginID, snapshotID string) error {
-	return l.stillHeldNamed("snapshot-"+lockHash(pluginID+"\x00"+snapshotID), fmt.Sprintf("snapshot %q of plugin %q", snapshotID, pluginID), "the snapshot",
+	return l.stillHeldNamed(snapshotLockName(pluginID, snapshotID), fmt.Sprintf("snapshot %q of plugin %q", snapshotID, pluginID), "the snapshot",
 		"`"+shellquote.Command("volctl volume snapshot list "+shellquote.Flag("--plugin", pluginID))+"` shows what is recorded of it and what the plugin has")
 }
 
@@ -179,7 +179,7 @@ const volumeLockPrefix = "volume-"
 
 // removeHeld removes the file of lock name, which this process holds exclusively, if it is
 // still the file at its path: the only removal of a lock file volctl makes (a volume's the state
-// has nothing of, tidyLocks; a purged group's, forgetGroup), safe
+// has nothing of, tidyLocks; a snapshot's, tidySnapshotLocks; a purged group's, forgetGroup), safe
 // because whoever locks the file after it finds it gone from its path and locks a new one
 // (lockedAtPath). The lock's record is dropped first, so that nothing this process does before
 // its unlock takes the lock for lost (stillHeld).
@@ -285,13 +285,22 @@ func groupLockName(name string) string { return "group-" + lockHash(name) }
 // waited for a delete, after its second answer and in its record (finishSnapshot); a
 // deregister in its transaction (deregisterSnapshotStored).
 func (l *locker) snapshot(ctx context.Context, pluginID, snapshotID string) (func(), error) {
-	return l.take(ctx, "snapshot-"+lockHash(pluginID+"\x00"+snapshotID), fmt.Sprintf("snapshot %q of plugin %q", snapshotID, pluginID))
+	return l.take(ctx, snapshotLockName(pluginID, snapshotID), fmt.Sprintf("snapshot %q of plugin %q", snapshotID, pluginID))
+}
+
+// snapshotLockPrefix begins the name of every snapshot's lock: locks/snapshot-HASH.lock.
+const snapshotLockPrefix = "snapshot-"
+
+// snapshotLockName names the lock of snapshot snapshotID of plugin pluginID: hashed, as a
+// snapshot ID may be anything.
+func snapshotLockName(pluginID, snapshotID string) string {
+	return snapshotLockPrefix + lockHash(pluginID+"\x00"+snapshotID)
 }
 
 // trySnapshot is snapshot without waiting: ok is false when another operation holds the lock
 // (a delete of the snapshot in flight).
 func (l *locker) trySnapshot(pluginID, snapshotID string) (release func(), ok bool, err error) {
-	return l.exclusive("snapshot-" + lockHash(pluginID+"\x00"+snapshotID))
+	return l.exclusive(snapshotLockName(pluginID, snapshotID))
 }
 
 // volumeHold is a volume's lock an operation holds (locker.volume), which it may let go while it
@@ -482,7 +491,7 @@ func (l *locker) exclusive(name string) (release func(), ok bool, err error) {
 
 // reopenedTooOften is the error of a lock whose file was not at its path lockReopens times over.
 func reopenedTooOften(path string) error {
-	return fmt.Errorf("lock file %s was removed or replaced %d times while volctl took its lock: stop whatever removes the files in %s (volctl removes a lock file only while it holds it: a volume's it has nothing of, a purged group's)",
+	return fmt.Errorf("lock file %s was removed or replaced %d times while volctl took its lock: stop whatever removes the files in %s (volctl removes a lock file only while it holds it: a volume's or a snapshot's it has nothing of, a purged group's)",
 		path, lockReopens, filepath.Dir(path))
 }
 

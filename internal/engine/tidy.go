@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/volctl/volctl/internal/store"
@@ -109,13 +110,86 @@ func (e *Engine) tidyLocks(ctx context.Context, vols []store.Volume, claims []st
 	for _, st := range stagings {
 		known[st.VolumeID] = true
 	}
+	var snapshotLocks []string
 	for _, name := range entryNames(e.locks.dir) {
-		id, ok := strings.CutPrefix(name, volumeLockPrefix)
-		if id, ok = strings.CutSuffix(id, ".lock"); !ok || known[id] || ctx.Err() != nil {
+		name, ok := strings.CutSuffix(name, ".lock")
+		if !ok || ctx.Err() != nil {
 			continue
 		}
-		e.tidyLock(ctx, id)
+		if strings.HasPrefix(name, snapshotLockPrefix) {
+			snapshotLocks = append(snapshotLocks, name)
+		}
+		if id, ok := strings.CutPrefix(name, volumeLockPrefix); ok && !known[id] {
+			e.tidyLock(ctx, id)
+		}
 	}
+	e.tidySnapshotLocks(ctx, snapshotLocks)
+}
+
+// snapshotLockBatch bounds the snapshot locks tidySnapshotLocks holds at once.
+const snapshotLockBatch = 64
+
+// tidySnapshotLocks removes, of the snapshot lock files named (locks/NAME.lock), those of
+// snapshots the state names nowhere: neither recorded nor with their delete recorded. Each
+// delete and deregister of a snapshot, and each delete of an ID of none, locks it, so a state
+// dir that snapshots and deletes per CI job otherwise kept one file per snapshot for good. The
+// names are hashes (snapshotLockName), so the state's snapshots are hashed to find which files
+// are in use; the rest are removed as tidyLock removes a volume's: each under its lock, taken
+// without waiting, once the state read under it still names none of them, and only while the
+// file is still at its path, safe by the lock protocol (lockedAtPath).
+func (e *Engine) tidySnapshotLocks(ctx context.Context, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	named, err := e.snapshotLockNames(ctx)
+	if err != nil {
+		return
+	}
+	names = slices.DeleteFunc(names, func(n string) bool { return named[n] })
+	for batch := range slices.Chunk(names, snapshotLockBatch) {
+		if ctx.Err() != nil {
+			return
+		}
+		e.tidySnapshotLockBatch(ctx, batch)
+	}
+}
+
+// tidySnapshotLockBatch is tidySnapshotLocks for one batch of names, whose locks it holds
+// together across one read of the state.
+func (e *Engine) tidySnapshotLockBatch(ctx context.Context, batch []string) {
+	var held []string
+	for _, name := range batch {
+		unlock, ok, err := e.locks.exclusive(name)
+		if err != nil || !ok {
+			continue // in use: a delete, a deregister or a create of the snapshot
+		}
+		defer unlock()
+		held = append(held, name)
+	}
+	named, err := e.snapshotLockNames(ctx)
+	if err != nil {
+		return
+	}
+	for _, name := range held {
+		if !named[name] {
+			e.locks.removeHeld(name)
+		}
+	}
+}
+
+// snapshotLockNames is the set of the lock names (snapshotLockName) of every snapshot the state
+// names.
+func (e *Engine) snapshotLockNames(ctx context.Context) (map[string]bool, error) {
+	var keys []store.SnapshotKey
+	err := e.store.View(ctx, func(tx *store.Tx) (err error) {
+		keys, err = tx.Snapshots().Keys()
+		return err
+	})
+	named := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		named[snapshotLockName(k.PluginID, k.SnapshotID)] = true
+	}
+	return named, err
 }
 
 // tidyLock removes volume id's lock file under its lock when the state has nothing of id.

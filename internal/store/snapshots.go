@@ -69,6 +69,8 @@ type SnapshotStore interface {
 	Delete(pluginID, snapshotID string) error
 	// NameTaken reports whether a plugin has a snapshot or a snapshot intent with this name.
 	NameTaken(pluginID, name string) (bool, error)
+	// Keys returns the key of every snapshot recorded or whose delete is recorded, each once.
+	Keys() ([]SnapshotKey, error)
 
 	// PutCreate inserts or replaces a snapshot intent; a zero CreatedAt is stamped now.
 	PutCreate(sc *SnapshotCreate) error
@@ -304,6 +306,18 @@ func (ss snapshots) ListDeleting() ([]SnapshotDelete, error) {
 		d.CreatedAt = decTime(c)
 		return d, err
 	}, `SELECT plugin_id, snapshot_id, created_at FROM snapshot_deletes ORDER BY plugin_id, snapshot_id`)
+}
+
+// SnapshotKey is one snapshot's key: its plugin and its ID.
+type SnapshotKey struct{ PluginID, SnapshotID string }
+
+// Keys is the key of every snapshot the state names: those recorded and those whose delete is
+// recorded (ListDeleting), which may no longer be; each once, nothing else read.
+func (ss snapshots) Keys() ([]SnapshotKey, error) {
+	return listAll(ss.tx, "list snapshot IDs", func(sc scanner) (SnapshotKey, error) {
+		var k SnapshotKey
+		return k, sc.Scan(&k.PluginID, &k.SnapshotID)
+	}, `SELECT plugin_id, snapshot_id FROM snapshots UNION SELECT plugin_id, snapshot_id FROM snapshot_deletes`)
 }
 
 func (ss snapshots) Undelete(pluginID, snapshotID string) error {
