@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -179,7 +180,8 @@ const volumeLockPrefix = "volume-"
 
 // removeHeld removes the file of lock name, which this process holds exclusively, if it is
 // still the file at its path: the only removal of a lock file volctl makes (a volume's the state
-// has nothing of, tidyLocks; a snapshot's, tidySnapshotLocks; a purged group's, forgetGroup), safe
+// has nothing of, tidyLocks; a snapshot's, or a plugin socket's, no longer recorded, tidyNamedLocks;
+// a purged group's, forgetGroup), safe
 // because whoever locks the file after it finds it gone from its path and locks a new one
 // (lockedAtPath). The lock's record is dropped first, so that nothing this process does before
 // its unlock takes the lock for lost (stillHeld).
@@ -387,6 +389,17 @@ func socketLocks(kind, pluginID, socket string) []string {
 	return names
 }
 
+// isSocketLock reports whether lock name is one socketLocks names.
+func isSocketLock(name string) bool {
+	for _, kind := range []string{"controller", "publish"} {
+		if strings.HasPrefix(name, kind+".path-") || strings.HasPrefix(name, kind+"-") ||
+			strings.HasPrefix(name, "plugin-") && strings.HasSuffix(name, "."+kind) {
+			return true
+		}
+	}
+	return false
+}
+
 // lockHash is a lock file's name for key, which may be a path of any length.
 func lockHash(key string) string {
 	sum := sha256.Sum256([]byte(key))
@@ -491,7 +504,7 @@ func (l *locker) exclusive(name string) (release func(), ok bool, err error) {
 
 // reopenedTooOften is the error of a lock whose file was not at its path lockReopens times over.
 func reopenedTooOften(path string) error {
-	return fmt.Errorf("lock file %s was removed or replaced %d times while volctl took its lock: stop whatever removes the files in %s (volctl removes a lock file only while it holds it: a volume's or a snapshot's it has nothing of, a purged group's)",
+	return fmt.Errorf("lock file %s was removed or replaced %d times while volctl took its lock: stop whatever removes the files in %s (volctl removes a lock file only while it holds it: a volume's, a snapshot's or a plugin socket's it has nothing of, a purged group's)",
 		path, lockReopens, filepath.Dir(path))
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -110,68 +111,74 @@ func (e *Engine) tidyLocks(ctx context.Context, vols []store.Volume, claims []st
 	for _, st := range stagings {
 		known[st.VolumeID] = true
 	}
-	var snapshotLocks []string
+	var snapshotLocks, socketLockFiles []string
 	for _, name := range entryNames(e.locks.dir) {
 		name, ok := strings.CutSuffix(name, ".lock")
 		if !ok || ctx.Err() != nil {
 			continue
 		}
-		if strings.HasPrefix(name, snapshotLockPrefix) {
+		switch {
+		case strings.HasPrefix(name, snapshotLockPrefix):
 			snapshotLocks = append(snapshotLocks, name)
+		case isSocketLock(name):
+			socketLockFiles = append(socketLockFiles, name)
 		}
 		if id, ok := strings.CutPrefix(name, volumeLockPrefix); ok && !known[id] {
 			e.tidyLock(ctx, id)
 		}
 	}
-	e.tidySnapshotLocks(ctx, snapshotLocks)
+	// Each snapshot's delete and deregister, and a delete of an ID of none, lock it, so a state
+	// dir that snapshots and deletes per CI job kept a lock file per snapshot; each plugin
+	// socket used kept its controller and publish locks (socketLocks) after its deregistration,
+	// a file or two per temporary socket.
+	e.tidyNamedLocks(ctx, snapshotLocks, e.snapshotLockNames)
+	e.tidyNamedLocks(ctx, socketLockFiles, e.socketLockNames)
 }
 
-// snapshotLockBatch bounds the snapshot locks tidySnapshotLocks holds at once.
-const snapshotLockBatch = 64
+// lockBatch bounds the locks tidyNamedLocks holds at once.
+const lockBatch = 64
 
-// tidySnapshotLocks removes, of the snapshot lock files named (locks/NAME.lock), those of
-// snapshots the state names nowhere: neither recorded nor with their delete recorded. Each
-// delete and deregister of a snapshot, and each delete of an ID of none, locks it, so a state
-// dir that snapshots and deletes per CI job otherwise kept one file per snapshot for good. The
-// names are hashes (snapshotLockName), so the state's snapshots are hashed to find which files
-// are in use; the rest are removed as tidyLock removes a volume's: each under its lock, taken
-// without waiting, once the state read under it still names none of them, and only while the
-// file is still at its path, safe by the lock protocol (lockedAtPath).
-func (e *Engine) tidySnapshotLocks(ctx context.Context, names []string) {
+// tidyNamedLocks removes, of the lock files named (locks/NAME.lock), those whose names inUse
+// leaves out: the names of the snapshots, or the plugin sockets, the state has (their names are
+// hashes, so the state's keys are hashed to find which files are in use). The rest are removed
+// as tidyLock removes a volume's: each under its lock, taken without waiting, in batches, once
+// inUse read under them still leaves it out, and only while the file is still at its path,
+// safe by the lock protocol (lockedAtPath).
+func (e *Engine) tidyNamedLocks(ctx context.Context, names []string, inUse func(context.Context) (map[string]bool, error)) {
 	if len(names) == 0 {
 		return
 	}
-	named, err := e.snapshotLockNames(ctx)
+	used, err := inUse(ctx)
 	if err != nil {
 		return
 	}
-	names = slices.DeleteFunc(names, func(n string) bool { return named[n] })
-	for batch := range slices.Chunk(names, snapshotLockBatch) {
+	names = slices.DeleteFunc(names, func(n string) bool { return used[n] })
+	for batch := range slices.Chunk(names, lockBatch) {
 		if ctx.Err() != nil {
 			return
 		}
-		e.tidySnapshotLockBatch(ctx, batch)
+		e.tidyLockBatch(ctx, batch, inUse)
 	}
 }
 
-// tidySnapshotLockBatch is tidySnapshotLocks for one batch of names, whose locks it holds
-// together across one read of the state.
-func (e *Engine) tidySnapshotLockBatch(ctx context.Context, batch []string) {
+// tidyLockBatch is tidyNamedLocks for one batch of names, whose locks it holds together across
+// one inUse.
+func (e *Engine) tidyLockBatch(ctx context.Context, batch []string, inUse func(context.Context) (map[string]bool, error)) {
 	var held []string
 	for _, name := range batch {
 		unlock, ok, err := e.locks.exclusive(name)
 		if err != nil || !ok {
-			continue // in use: a delete, a deregister or a create of the snapshot
+			continue // in use
 		}
 		defer unlock()
 		held = append(held, name)
 	}
-	named, err := e.snapshotLockNames(ctx)
+	used, err := inUse(ctx)
 	if err != nil {
 		return
 	}
 	for _, name := range held {
-		if !named[name] {
+		if !used[name] {
 			e.locks.removeHeld(name)
 		}
 	}
@@ -242,4 +249,22 @@ func readNames(dir string, keep func(fs.DirEntry) bool) []string {
 		}
 	}
 	return names
+}
+
+// socketLockNames is the set of the names of the controller and publish locks (socketLocks) of
+// every plugin registered.
+func (e *Engine) socketLockNames(ctx context.Context) (map[string]bool, error) {
+	var plugins []store.Plugin
+	err := e.store.View(ctx, func(tx *store.Tx) (err error) {
+		plugins, err = tx.Plugins().List()
+		return err
+	})
+	named := map[string]bool{}
+	for _, p := range plugins {
+		sp := p.Spec()
+		for _, name := range append(socketLocks("controller", p.ID, csi.ConfigFromSpec(&sp).ControllerSocket), publishLocks(p)...) {
+			named[name] = true
+		}
+	}
+	return named, err
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/volctl/volctl/internal/csi/csitest"
 )
 
 // TestReconcileRemovesTheLockFilesOfSnapshotsItHasNothingOf: a snapshot's delete and its
@@ -138,4 +140,63 @@ func snapshotLockFiles(t *testing.T, h *harness) int {
 		t.Fatal(err)
 	}
 	return len(slices.DeleteFunc(entries, func(en os.DirEntry) bool { return !strings.HasPrefix(en.Name(), snapshotLockPrefix) }))
+}
+
+// TestReconcileRemovesTheLockFilesOfPluginSocketsNoLongerRegistered: a create through a plugin
+// takes its controller socket's locks and a claim its node socket's publish locks (socketLocks,
+// two files each), which stayed after the plugin's deregistration, so a state dir registering a
+// plugin at a temporary socket per CI job kept four files per job. A reconcile pass removes
+// those of sockets no plugin registered has, and keeps the registered plugin's.
+func TestReconcileRemovesTheLockFilesOfPluginSocketsNoLongerRegistered(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	socket2, _ := csitest.Serve(t, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
+	h.registerPlugin("mem2", socket2)
+	for _, pid := range []string{"mem", "mem2"} {
+		v := volume("v-" + pid)
+		v.PluginID = pid
+		h.create(v)
+		h.claim(ClaimRequest{VolumeID: v.ID, Alloc: "web"})
+		h.release(v.ID, "web")
+	}
+	if err := h.e.DeleteVolume(h.ctx, "v-mem2"); err != nil {
+		t.Fatal(err)
+	}
+	gone := append(socketLocks("controller", "mem2", socket2), socketLocks("publish", "mem2", socket2)...)
+	kept := append(socketLocks("controller", "mem", h.socket), socketLocks("publish", "mem", h.socket)...)
+	lockFile := func(name string) string { return filepath.Join(h.dir, lockDir, name+".lock") }
+	for _, name := range append(gone, kept...) {
+		if _, err := os.Lstat(lockFile(name)); err != nil {
+			t.Fatalf("before reconcile: %v; the test wants the socket lock file there", err)
+		}
+	}
+	if err := h.e.DeregisterPlugin(h.ctx, "mem2", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range gone {
+		if _, err := os.Lstat(lockFile(name)); !os.IsNotExist(err) {
+			t.Errorf("lock file %s of the deregistered plugin's socket after reconcile: %v; want it removed", name, err)
+		}
+	}
+	for _, name := range kept {
+		if _, err := os.Lstat(lockFile(name)); err != nil {
+			t.Errorf("lock file %s of the registered plugin's socket after reconcile: %v; want it kept", name, err)
+		}
+	}
+	// The registered plugin goes on as before; one registered again at the removed files'
+	// socket takes new ones.
+	h.registerPlugin("mem2", socket2)
+	v := volume("again")
+	v.PluginID = "mem2"
+	h.create(v)
+	h.claim(ClaimRequest{VolumeID: "again", Alloc: "web"})
+	h.release("again", "web")
+	for _, name := range gone {
+		if _, err := os.Lstat(lockFile(name)); err != nil {
+			t.Errorf("lock file %s once the plugin is registered again and used: %v", name, err)
+		}
+	}
 }
