@@ -75,6 +75,28 @@ func TestLockFilesTidiedBesideAVolumeMadeAndDeletedAgainAndAgain(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
 	other := h.otherProcess()
+	h.reconcilingBeside(func() {
+		for i := range 25 {
+			if _, err := other.CreateVolume(h.ctx, volume("churn")); err != nil {
+				t.Fatalf("round %d: create: %v", i, err)
+			}
+			if _, err := other.Claim(h.ctx, ClaimRequest{VolumeID: "churn", Alloc: "job"}); err != nil {
+				t.Fatalf("round %d: claim: %v", i, err)
+			}
+			if _, err := other.Release(h.ctx, "churn", "job"); err != nil {
+				t.Fatalf("round %d: release: %v", i, err)
+			}
+			if err := other.DeleteVolume(h.ctx, "churn"); err != nil {
+				t.Fatalf("round %d: delete: %v", i, err)
+			}
+		}
+	})
+}
+
+// reconcilingBeside runs ops while reconcile passes of h's engine run in a loop beside them,
+// each of which must succeed, and fails the test if no pass ran before ops ended.
+func (h *harness) reconcilingBeside(ops func()) {
+	h.t.Helper()
 	stop := make(chan struct{})
 	passes := make(chan int, 1)
 	go func() {
@@ -87,28 +109,17 @@ func TestLockFilesTidiedBesideAVolumeMadeAndDeletedAgainAndAgain(t *testing.T) {
 			default:
 			}
 			if _, err := h.e.Reconcile(h.ctx); err != nil {
-				t.Errorf("reconcile pass %d: %v", n, err)
+				h.t.Errorf("reconcile pass %d: %v", n, err)
 				return
 			}
 			n++
 		}
 	}()
-	for i := range 25 {
-		if _, err := other.CreateVolume(h.ctx, volume("churn")); err != nil {
-			t.Fatalf("round %d: create: %v", i, err)
+	defer func() {
+		close(stop)
+		if n := <-passes; n == 0 {
+			h.t.Error("no reconcile pass ran beside the operations")
 		}
-		if _, err := other.Claim(h.ctx, ClaimRequest{VolumeID: "churn", Alloc: "job"}); err != nil {
-			t.Fatalf("round %d: claim: %v", i, err)
-		}
-		if _, err := other.Release(h.ctx, "churn", "job"); err != nil {
-			t.Fatalf("round %d: release: %v", i, err)
-		}
-		if err := other.DeleteVolume(h.ctx, "churn"); err != nil {
-			t.Fatalf("round %d: delete: %v", i, err)
-		}
-	}
-	close(stop)
-	if n := <-passes; n == 0 {
-		t.Fatal("no reconcile pass ran beside the operations")
-	}
+	}()
+	ops()
 }

@@ -93,37 +93,17 @@ func TestSnapshotLockFilesTidiedBesideSnapshotsMadeAndDeletedAgainAndAgain(t *te
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	other := h.otherProcess()
-	stop := make(chan struct{})
-	passes := make(chan int, 1)
-	go func() {
-		n := 0
-		defer func() { passes <- n }()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
+	h.reconcilingBeside(func() {
+		for i := range 25 {
+			sn, err := other.CreateSnapshot(h.ctx, "db", "nightly", nil)
+			if err != nil {
+				t.Fatalf("round %d: snapshot create: %v", i, err)
 			}
-			if _, err := h.e.Reconcile(h.ctx); err != nil {
-				t.Errorf("reconcile pass %d: %v", n, err)
-				return
+			if err := other.DeleteSnapshot(h.ctx, "mem", sn.ID, nil); err != nil {
+				t.Fatalf("round %d: snapshot delete: %v", i, err)
 			}
-			n++
 		}
-	}()
-	for i := range 25 {
-		sn, err := other.CreateSnapshot(h.ctx, "db", "nightly", nil)
-		if err != nil {
-			t.Fatalf("round %d: snapshot create: %v", i, err)
-		}
-		if err := other.DeleteSnapshot(h.ctx, "mem", sn.ID, nil); err != nil {
-			t.Fatalf("round %d: snapshot delete: %v", i, err)
-		}
-	}
-	close(stop)
-	if n := <-passes; n == 0 {
-		t.Fatal("no reconcile pass ran beside the operations")
-	}
+	})
 	if _, err := h.e.Reconcile(h.ctx); err != nil {
 		t.Fatal(err)
 	}
