@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/volctl/volctl/internal/crash"
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/engine"
 )
 
@@ -59,7 +60,7 @@ func ExitCode(err error) int {
 	switch {
 	case errors.Is(err, crash.ErrPanicked):
 		return ExitCrash
-	case errors.Is(err, engine.ErrConflict):
+	case errors.Is(err, engine.ErrConflict), csi.InUse(err):
 		return ExitConflict
 	case errors.Is(err, engine.ErrInvalid):
 		return ExitUsage

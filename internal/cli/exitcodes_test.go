@@ -29,6 +29,9 @@ func TestExitCodesByFailureClass(t *testing.T) {
 	if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "a1"}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := e.CreateSnapshot(ctx, "free", "nightly", nil); err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.hcl")
 	notADir := filepath.Join(dir, "file")
@@ -70,6 +73,24 @@ func TestExitCodesByFailureClass(t *testing.T) {
 		{class: "plugin unreachable", args: []string{"volume", "expand", "free", "--size", "4GiB"}, code: ExitError,
 			before: func() { faults.FailAlways(csi.RPCControllerExpandVolume, codes.Unavailable) }},
 		{class: "interrupted", args: []string{"volume", "expand", "free", "--size", "5GiB"}, code: ExitError, ctx: canceled},
+		// The plugin's own refusals that the CSI spec gives for a volume or snapshot something
+		// else holds are conflicts, as volctl's own refusals on those grounds are.
+		{class: "conflict: the plugin says the volume is published to another node", args: []string{"volume", "claim", "free", "--alloc", "a2"}, code: ExitConflict,
+			before: func() { faults.FailAlways(csi.RPCControllerPublishVolume, codes.FailedPrecondition) }},
+		{class: "conflict: the plugin says the volume is published to this node otherwise", args: []string{"volume", "claim", "free", "--alloc", "a2"}, code: ExitConflict,
+			before: func() { faults.FailAlways(csi.RPCControllerPublishVolume, codes.AlreadyExists) }},
+		{class: "conflict: the plugin says staging exceeds the volume's capabilities", args: []string{"volume", "claim", "free", "--alloc", "a2"}, code: ExitConflict,
+			before: func() { faults.FailAlways(csi.RPCNodeStageVolume, codes.FailedPrecondition) }},
+		{class: "conflict: the plugin refuses to delete a volume in use", args: []string{"volume", "delete", "free", "--yes"}, code: ExitConflict,
+			before: func() { faults.FailAlways(csi.RPCDeleteVolume, codes.FailedPrecondition) }},
+		{class: "conflict: the plugin refuses to expand a volume in use", args: []string{"volume", "expand", "free", "--size", "6GiB"}, code: ExitConflict,
+			before: func() { faults.FailAlways(csi.RPCControllerExpandVolume, codes.FailedPrecondition) }},
+		{class: "conflict: the plugin refuses to delete a snapshot in use", args: []string{"volume", "snapshot", "delete", "mem", "nightly", "--yes"}, code: ExitConflict,
+			before: func() { faults.FailAlways(csi.RPCDeleteSnapshot, codes.FailedPrecondition) }},
+		{class: "plugin error: the node's max volumes reached", args: []string{"volume", "claim", "free", "--alloc", "a2"}, code: ExitError,
+			before: func() { faults.FailAlways(csi.RPCControllerPublishVolume, codes.ResourceExhausted) }},
+		{class: "plugin error: NodePublishVolume FAILED_PRECONDITION (a missing staging path too)", args: []string{"volume", "claim", "free", "--alloc", "a2"}, code: ExitError,
+			before: func() { faults.FailAlways(csi.RPCNodePublishVolume, codes.FailedPrecondition) }},
 		// The promises of README.md, docs/json.md, docs/specs.md and the help texts, each the
 		// exit status of its own failure (and no failure 0).
 		{class: "README: plugin status of an unhealthy plugin", args: []string{"plugin", "status", "mem"}, code: ExitError,

@@ -71,6 +71,10 @@ type Error struct {
 	// a connection it could not make or lost. An UNAVAILABLE so answered is a plugin that is
 	// running and says something it needs is out of reach (IsUnreachable is false for it).
 	Answered bool
+	// InUse: the plugin answered a code the CSI spec gives, for this RPC, for a volume or
+	// snapshot something else holds (inUseCode), and its message gives no other reason (volctl's
+	// own plugin's may not mount, hostpathNoMountPrivilege).
+	InUse bool
 }
 
 // Error reads "NodePublishVolume: FailedPrecondition: <plugin message> (<hint>)".
@@ -168,6 +172,31 @@ func IsFailedPrecondition(err error) bool {
 	return err != nil && CodeOf(err) == codes.FailedPrecondition
 }
 
+// InUse reports whether err is a plugin's answer that the CSI spec gives for a volume or snapshot
+// something else holds (Error.InUse). The command line's exit code for it is a conflict's, as
+// for the refusals volctl makes itself on the same grounds.
+func InUse(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.InUse
+}
+
+// inUseCode reports whether the CSI spec gives code, answered to rpc, for a volume or snapshot
+// something else holds: ControllerPublishVolume FAILED_PRECONDITION (published to another node,
+// its access mode single-node) or ALREADY_EXISTS (published to this node incompatibly, not by
+// this request), NodeStageVolume FAILED_PRECONDITION (exceeds the volume's capabilities: staged
+// for another node or path, no MULTI_NODE mode), and DeleteVolume, DeleteSnapshot and
+// ControllerExpandVolume FAILED_PRECONDITION (in use). Not NodePublishVolume's
+// FAILED_PRECONDITION, which the spec gives for a missing staging path too.
+func inUseCode(rpc string, code codes.Code) bool {
+	switch rpc {
+	case RPCControllerPublishVolume:
+		return code == codes.FailedPrecondition || code == codes.AlreadyExists
+	case RPCNodeStageVolume, RPCDeleteVolume, RPCDeleteSnapshot, RPCControllerExpandVolume:
+		return code == codes.FailedPrecondition
+	}
+	return false
+}
+
 // IsRefusedCredentials reports whether err is the plugin's refusal of the credentials sent, or
 // of their absence: UNAUTHENTICATED or PERMISSION_DENIED, the codes the RPC table's hints count
 // as such. Not INVALID_ARGUMENT, which a plugin answers for any field it refuses (an ID it no
@@ -244,8 +273,10 @@ func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Dur
 	e.Class = classify(rpc, e.Code)
 	e.TimedOut = e.Code == codes.DeadlineExceeded && !deadline.IsZero() && !time.Now().Before(deadline)
 	e.Hint = hint(rpc, e.Code, plugin, socket, timeout)
+	e.InUse = answered && inUseCode(rpc, e.Code)
 	if e.Code == codes.FailedPrecondition && strings.HasPrefix(st.Message(), hostpathNoMountPrivilege) {
 		// volctl's own plugin says why, and the spec's reason for the code is another.
+		e.InUse = false
 		h := hostpathNoMountPrivilegeHint
 		if strings.Contains(st.Message(), hostpathRunsAsRoot) {
 			h = hostpathRootWithoutCapabilityHint

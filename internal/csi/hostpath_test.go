@@ -229,6 +229,9 @@ func TestHostpathWithoutMountPrivilegeSaysSo(t *testing.T) {
 		if !strings.Contains(e.Message, "bind-mounting needs root") {
 			t.Errorf("%s: the plugin's message is lost: %v", rpc, err)
 		}
+		if csi.InUse(err) {
+			t.Errorf("%s: taken for a volume something else holds (a conflict, exit 4): %v", rpc, err)
+		}
 		for _, w := range []string{`plugin "hostpath"`, "CAP_SYS_ADMIN", "as root", "volctl plugin serve hostpath"} {
 			if !strings.Contains(e.Hint, w) {
 				t.Errorf("%s: hint %q lacks %q", rpc, e.Hint, w)
