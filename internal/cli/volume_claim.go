@@ -58,7 +58,9 @@ Claiming again for an alloc that holds the same claim prints the same target pat
 asking for another mode, or for an --fs-type or --mount-flag the claim was not published
 with, exits 4 (release it first). A read
 claim found mounted read-write (an older volctl published it so) exits 4 instead, saying how
-to get it read-only, and is left mounted. A claim
+to get it read-only, and is left mounted. So does one the plugin refuses as the volume held
+elsewhere (ControllerPublishVolume FAILED_PRECONDITION or ALREADY_EXISTS, NodeStageVolume
+FAILED_PRECONDITION), rolled back. A claim
 that fails with a final error is rolled back; one that fails with a retryable error is left
 for volctl reconcile, and the command exits 1. A claim interrupted (Ctrl-C) is left where it
 got to, since the plugin may still be working on the RPC cut off: volctl reconcile finishes

@@ -39,8 +39,8 @@ deleted (exit 4, naming the nodes: another volctl state dir, Nomad, or another v
 here on the same storage holds it; release it there, or detach it with the storage provider's
 tools). No flag overrides that. A plugin that cannot say, or whose answer cannot be had, is not
 held to it: volctl cannot know, and the delete goes on. A plugin that answers NOT_FOUND has no such volume any more: that counts as
-deleted; one that refuses with FAILED_PRECONDITION (snapshots left, say) keeps the volume,
-ready. A plugin with LIST_VOLUMES that answers OK is asked to list its volumes: while it still
+deleted; one that refuses with FAILED_PRECONDITION (in use, or snapshots left) keeps the volume,
+ready, exit 4. A plugin with LIST_VOLUMES that answers OK is asked to list its volumes: while it still
 lists the volume (deleting it in the background), the volume stays deleting and the command
 fails saying so; run it again later. If that listing fails, or takes more than 30 s or 1,000
 pages (with the listing before DeleteVolume: the two share that bound), the volume is

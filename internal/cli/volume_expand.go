@@ -51,7 +51,8 @@ now, which it may have been already. A plugin without EXPAND_VOLUME is refused (
 ControllerExpandVolume needs a plugin that advertises online expansion (VOLUME_EXPANSION
 ONLINE) while the volume has claims, or is still attached or staged with none: one that expands
 only offline, or says neither, is refused then (exit 4): release them first, or let reconcile
-undo the attachment. A plugin that expands on the node alone is refused only when it says it
+undo the attachment; so is one the plugin refuses with FAILED_PRECONDITION (in use: exit 4,
+nothing recorded). A plugin that expands on the node alone is refused only when it says it
 expands offline only and the volume has claims.
 --limit sets a new capacity_max; without it, a size above the volume's capacity_max is
 refused (exit 2).`,

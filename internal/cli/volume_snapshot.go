@@ -437,7 +437,8 @@ it off the command line, which every user of the host can read. Without it, volc
 deregistered, those the snapshot was made with. A snapshot whose plugin was deregistered is
 deleted through the plugin's socket as it was when the snapshot was made.
 
-Exits 2 when the plugin cannot delete snapshots (no CREATE_DELETE_SNAPSHOT). It asks first on a
+Exits 2 when the plugin cannot delete snapshots (no CREATE_DELETE_SNAPSHOT), and 4 when it
+refuses with FAILED_PRECONDITION (the snapshot in use). It asks first on a
 terminal (through a plugin not registered, it says so without asking) and needs --yes otherwise.`,
 		Example: `  volctl volume snapshot delete hostpath snap-5f2c0e9a1b7d4c3e8f6a2b1c --yes
   volctl volume snapshot delete ebs snap-0a1b2c --secret-file token=/run/secrets/ebs-token --yes`,
