@@ -140,6 +140,16 @@ func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string
 				}
 			}
 		} else if old, err := tx.Snapshots().GetCreate(v.PluginID, name); err == nil {
+			if old.SourceVolumeID != v.ID {
+				// Another volume's create of this name, cut short or under way (it holds
+				// that volume's lock, not this one's): the plugin may hold that snapshot under
+				// the name, and taking the intent for this volume's would overwrite what
+				// reconcile finishes it by, and forget it at the plugin's ALREADY_EXISTS,
+				// leaving that snapshot on the storage unrecorded.
+				return conflictf("snapshot name %q of plugin %q is being created from volume %q (a create of it under way, or cut short): "+
+					"choose another name, or let it finish (`volctl reconcile`) or remove it (`%s`) first",
+					name, v.PluginID, old.SourceVolumeID, shellquote.Command("volctl volume snapshot delete", v.PluginID, name))
+			}
 			// An earlier create under this name was cut short: the plugin may have made the
 			// snapshot with that request's parameters, and returns it again.
 			intent.Parameters, intent.CreatedAt, replay = old.Parameters, old.CreatedAt, true
@@ -998,14 +1008,20 @@ func takenAgainAdvice(c *conn, pluginID, snapshotID string) string {
 // it. Deleted under it, every CreateVolume after was answered NOT_FOUND, which keeps the intent
 // of a create sent before (that one may have made the volume), and reconcile reported the create
 // every pass for good (TestSnapshotDeleteRefusedWhileAVolumeIsBeingRestoredFromIt). It is the
-// counterpart of refuseSnapshotInFlight, which keeps a volume a snapshot is being taken of.
+// counterpart of refuseSnapshotInFlight, which keeps a volume a snapshot is being taken of. A
+// restore through another plugin ID on one of the plugin's sockets (socketMates: one process,
+// one storage) counts as one through it: before, the delete went on under it.
 func refuseRestoreInFlight(tx *store.Tx, pluginID, snapshotID string) error {
-	vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: pluginID, State: store.VolumeCreating})
+	mates, err := socketMates(tx, pluginID)
+	if err != nil {
+		return err
+	}
+	vols, err := tx.Volumes().List(store.VolumeFilter{State: store.VolumeCreating})
 	if err != nil {
 		return err
 	}
 	for _, v := range vols {
-		if v.SnapshotID == snapshotID {
+		if mates[v.PluginID] && v.SnapshotID == snapshotID {
 			return conflictf("volume %q is being created from snapshot %q (its CreateVolume is in flight, or was interrupted, and only one sent again, which restores from the snapshot, finishes it): "+
 				"run `volctl reconcile` to finish that create, or `%s`, then delete the snapshot",
 				v.ID, snapshotID, shellquote.Command("volctl volume delete", v.ID))

@@ -318,20 +318,31 @@ func cloneOfDeleting(src store.Volume, sv spec.Volume, byStorage string) error {
 // (deleteSnapshotStored records it with its check that no volume is being restored from it):
 // recorded now, a restore cut short before its CreateVolume could never be finished once the
 // delete went on, answered NOT_FOUND for the snapshot at every reconcile pass. It is
-// cloneSource's refusal of a source being deleted, for a snapshot.
+// cloneSource's refusal of a source being deleted, for a snapshot. A delete recorded through
+// another plugin ID on one of the volume's plugin's sockets (socketMates: one process, one
+// storage) counts as one through it: before, the restore went on beside it.
 func notFromSnapshotBeingDeleted(tx *store.Tx, sv spec.Volume) error {
 	if sv.SnapshotID == "" {
 		return nil
 	}
-	deleting, err := tx.Snapshots().Deleting(sv.PluginID, sv.SnapshotID)
-	if err != nil || !deleting {
+	mates, err := socketMates(tx, sv.PluginID)
+	if err != nil {
 		return err
 	}
-	return conflictf("snapshot %q of plugin %q, the snapshot_id of volume %q, is being deleted (its delete is in flight, or was interrupted, and `%s` or `volctl reconcile` finishes it; "+
-		"`%s` forgets the delete and leaves the snapshot): "+
-		"nothing was created; give volume %q another snapshot", sv.SnapshotID, sv.PluginID, sv.ID,
-		shellquote.Command("volctl volume snapshot delete", sv.PluginID, sv.SnapshotID),
-		shellquote.Command("volctl volume snapshot deregister", sv.PluginID, sv.SnapshotID), sv.ID)
+	for _, pluginID := range slices.Sorted(maps.Keys(mates)) {
+		deleting, err := tx.Snapshots().Deleting(pluginID, sv.SnapshotID)
+		if err != nil {
+			return err
+		}
+		if deleting {
+			return conflictf("snapshot %q of plugin %q, the snapshot_id of volume %q, is being deleted (its delete is in flight, or was interrupted, and `%s` or `volctl reconcile` finishes it; "+
+				"`%s` forgets the delete and leaves the snapshot): "+
+				"nothing was created; give volume %q another snapshot", sv.SnapshotID, pluginID, sv.ID,
+				shellquote.Command("volctl volume snapshot delete", pluginID, sv.SnapshotID),
+				shellquote.Command("volctl volume snapshot deregister", pluginID, sv.SnapshotID), sv.ID)
+		}
+	}
+	return nil
 }
 
 // sameCloneSource reports whether spec sv's clone_id names the source volume old records: the
