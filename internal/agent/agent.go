@@ -963,18 +963,24 @@ func (a *Agent) stopIfUnmounted(r *runner, countAs string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// Counted and stopped under the plugin's publish lock: a claim admitted meanwhile, by any
-	// process, waits to publish until the plugin is stopped, and finds it gone.
-	m, release, err := a.e.HoldPluginMounts(ctx, countAs)
+	// process, waits to publish until the plugin is stopped, and finds it gone. Waited for
+	// while ctx lasts, since nothing makes this stop again: a publish or release under way, or
+	// another process's brief hold of the lock, left the process running for good.
+	m, release, err := a.e.HoldPluginMountsWaiting(ctx, countAs)
 	defer release()
 	switch {
 	case err != nil:
 		a.log.Warn("leaving plugin running: could not count its mounts", "plugin", r.spec.ID, "pid", p.pid, "err", err)
-		a.recordStop(ctx, r, engine.SupervisionLeft, fmt.Sprintf("its mounts could not be counted (%v)", err))
+		a.recordStop(context.WithoutCancel(ctx), r, engine.SupervisionLeft, fmt.Sprintf("its mounts could not be counted (%v)", err))
 		return false
 	case m.Any():
 		a.log.Warn("leaving plugin running: it has mounts, or mounts in doubt, and stopping a plugin under mounted volumes is never right",
 			"plugin", r.spec.ID, "pid", p.pid, "mounts", m.Mounts, "in_doubt", m.InDoubt, "publishing", m.Publishing, "counted_as", countAs)
-		a.recordStop(ctx, r, engine.SupervisionLeft, fmt.Sprintf("it has %d mounts and %d in doubt", m.Mounts, m.InDoubt))
+		why := fmt.Sprintf("it has %d mounts and %d in doubt", m.Mounts, m.InDoubt)
+		if m.Publishing {
+			why = "a volume was still being published or released through it after 30s"
+		}
+		a.recordStop(context.WithoutCancel(ctx), r, engine.SupervisionLeft, why) // ctx may have run out waiting
 		return false
 	}
 	if a.afterCount != nil {

@@ -461,6 +461,20 @@ func (m PluginMounts) Any() bool { return m.Mounts+m.InDoubt > 0 || m.Publishing
 // When a publish holds the lock, m.Publishing is set, the store is not read, and nothing is
 // held. release is never nil.
 func (e *Engine) HoldPluginMounts(ctx context.Context, pluginID string) (m PluginMounts, release func(), err error) {
+	return e.holdPluginMounts(ctx, pluginID, false)
+}
+
+// HoldPluginMountsWaiting is HoldPluginMounts waiting for the lock while ctx lasts, for a stop
+// made once (the agent's of a deregistered plugin, or at its own stop), which nothing tries
+// again: a publish or release holding the lock ends in moments, and so does another process's
+// brief hold of it (a reconcile pass's tidy of the lock files), where the look without waiting
+// found it held, said a publish was under way, and left the plugin's process running for good,
+// nothing supervising it. m.Publishing is set only when ctx ended first.
+func (e *Engine) HoldPluginMountsWaiting(ctx context.Context, pluginID string) (m PluginMounts, release func(), err error) {
+	return e.holdPluginMounts(ctx, pluginID, true)
+}
+
+func (e *Engine) holdPluginMounts(ctx context.Context, pluginID string, wait bool) (m PluginMounts, release func(), err error) {
 	release = func() {}
 	// By the ID as stored (byStoredID), as PluginMounts counts: a plugin an older volctl stored
 	// decomposed, named in NFC by the agent's configuration, is on its socket's lock, which
@@ -474,7 +488,19 @@ func (e *Engine) HoldPluginMounts(ctx context.Context, pluginID string) (m Plugi
 	if err != nil {
 		return m, release, err
 	}
-	unlock, ok, err := e.locks.exclusiveAll(publishLocks(p))
+	var (
+		unlock func()
+		ok     bool
+	)
+	if wait {
+		unlock, err = e.locks.all(ctx, publishLocks(p), fmt.Sprintf("plugin %q's publishes and releases", pluginID), false)
+		if err != nil && ctx.Err() != nil {
+			err = nil // still held when ctx ended: a publish under way
+		}
+		ok = unlock != nil
+	} else {
+		unlock, ok, err = e.locks.exclusiveAll(publishLocks(p))
+	}
 	switch {
 	case err != nil:
 		return m, release, fmt.Errorf("plugin %q publish lock: %w", pluginID, err)
