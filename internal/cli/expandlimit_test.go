@@ -52,3 +52,34 @@ func TestExpandAdviceKeepsTheLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestExpandAdvicePastTheLimitIsTaken: an expand whose ControllerExpandVolume answered above its
+// --limit, the storage past the capacity_max it recorded, and whose NodeExpandVolume failed says
+// to expand the volume to the size it has, which pays the node expansion; the command line
+// refused that, before the engine saw it, as a size above capacity_max (exit 2, "pass --limit").
+func TestExpandAdvicePastTheLimitIsTaken(t *testing.T) {
+	requireMount(t)
+	ctx := context.Background()
+	faults := csitest.NewFaults()
+	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
+	_, e, _ := serveMem(t, mem, csitest.WithFaults(faults))
+	createSingleWriter(t, e, "v")
+	if code, out := runOn(ctx, e, "volume", "claim", "v", "--alloc", "web-0"); code != ExitOK {
+		t.Fatalf("claim: exit %d: %s", code, out)
+	}
+	mem.AnswerExpandWith(3 << 30)
+	faults.FailAlways(csi.RPCNodeExpandVolume, codes.Internal)
+	code, errOut := runOn(ctx, e, "volume", "expand", "v", "--size", "2GiB", "--limit", "2GiB")
+	faults.Clear()
+	mem.AnswerExpandWith(0)
+	if code != ExitError {
+		t.Fatalf("expand answered past its limit, its node expansion failing: exit %d: %s", code, errOut)
+	}
+	again := lastAdvised(errOut, "volctl volume expand")
+	if code, out := runOn(ctx, e, shellquotetest.RunArgs(t, again)...); code != ExitOK {
+		t.Fatalf("the advised `%s`: exit %d: %s\n(advised by: %s)", again, code, out, errOut)
+	}
+	if code, out := runOn(ctx, e, "volume", "expand", "v", "--size", "4GiB"); code != ExitUsage {
+		t.Errorf("expand past both the capacity_max and the size the volume has, without --limit: exit %d, want %d: %s", code, ExitUsage, out)
+	}
+}

@@ -68,9 +68,23 @@ func recordedLimit(v store.Volume, size, limit int64) (int64, error) {
 		return limit, nil
 	}
 	if size > v.RequestedMax {
-		return 0, invalidf("%s is above its capacity_max %s; pass --limit to raise it", spec.FormatSize(size), spec.FormatSize(v.RequestedMax))
+		if AboveCapacityMax(v.RequestedMax, currentSize(v), size) {
+			return 0, invalidf("%s is above its capacity_max %s; pass --limit to raise it", spec.FormatSize(size), spec.FormatSize(v.RequestedMax))
+		}
+		return 0, nil // grows nothing: the storage is past its capacity_max already
 	}
 	return v.RequestedMax, nil
+}
+
+// AboveCapacityMax reports whether an expand to size, without --limit, of a volume of capacity_max
+// max (0: none) and size cur is refused for it: a size that grows the volume past max. One at
+// the size the volume has grows nothing, and pays an owed node expansion: a plugin that answered
+// an expand above its --limit left the storage past capacity_max (recorded at the limit), and
+// the advised `volctl volume expand ID --size SIZE` at that size, which pays the node
+// expansion a failed NodeExpandVolume left owed, was refused
+// (TestOwedNodeExpansionPastTheLimitIsPaidByTheExpandAdvised).
+func AboveCapacityMax(max, cur, size int64) bool {
+	return max != 0 && size > max && size > cur
 }
 
 // currentSize is the best known size of a volume: what the plugin reported, else what was asked.
