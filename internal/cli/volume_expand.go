@@ -55,7 +55,8 @@ undo the attachment; so is one the plugin refuses with FAILED_PRECONDITION (in u
 nothing recorded). A plugin that expands on the node alone is refused only when it says it
 expands offline only and the volume has claims.
 --limit sets a new capacity_max; without it, a size above the volume's capacity_max is
-refused (exit 2).`,
+refused (exit 2), unless it is the size the volume has (a plugin answered an expand above its
+limit): that grows nothing, and pays a node expansion owed.`,
 		Example: `  volctl volume expand db --size 20GiB
   volctl volume expand db --size 20GiB --limit 40GiB --json`,
 		Args: exactArgs(1),
