@@ -137,7 +137,11 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 	if ctx.Err() != nil {
 		return info, fmt.Errorf("run group %q: %w", g.Name, errors.Join(append(errs, interruptedRun(ctx, g, g.Count))...))
 	}
-	if err := e.stoppedWhileRunning(ctx, g, &info); err != nil {
+	if stopped, err := e.stoppedWhileRunning(ctx, g, &info); err != nil || stopped {
+		// Stopped meanwhile: nothing more is run, and the state stays the stop's. With no alloc
+		// served, each alloc's error says it was refused as stopped: the run went on to record
+		// the group "failed", its refusals as run errors, and a scale-down releasing what
+		// the stop releases (TestGroupRunStoppedBeforeAnyAllocSaysStopped).
 		return info, fmt.Errorf("run group %q: %w", g.Name, errors.Join(append(errs, err)...))
 	}
 	if err := e.recordRunErrors(ctx, g.Name, info.Allocs); err != nil {
@@ -150,10 +154,7 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 	// volctl may have run the group again since with a count that covers it.
 	released, meanwhile, overtaken, err := e.releaseGroupPast(ctx, g.Name, func(c store.Claim) bool { return allocIndex(g.Name, c.Alloc) >= g.Count }, true)
 	info.Released, info.ReleasedMeanwhile = released, meanwhile
-	if err == nil {
-		err = overtaken
-	}
-	if err != nil {
+	if err = errors.Join(err, overtaken); err != nil {
 		errs = append(errs, fmt.Errorf("scaling down: %w", err))
 	}
 	if len(errs) > 0 {
@@ -170,10 +171,10 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 // the error says so: before, the run printed its first allocs with the volumes the stop was
 // releasing ("1 of 2 allocs have their volumes"), the group stopped and holding nothing
 // (TestGroupStoppedWhileRunningLeavesNoClaim). Nothing more is run then: no scale-down.
-func (e *Engine) stoppedWhileRunning(ctx context.Context, g spec.Group, info *GroupInfo) error {
+func (e *Engine) stoppedWhileRunning(ctx context.Context, g spec.Group, info *GroupInfo) (stopped bool, err error) {
 	stored, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Group, error) { return tx.Groups().Get(g.Name) })
 	if err != nil || stored.State == store.GroupRunning {
-		return err
+		return false, err
 	}
 	var served []string
 	for i := range info.Allocs {
@@ -187,9 +188,9 @@ func (e *Engine) stoppedWhileRunning(ctx context.Context, g spec.Group, info *Gr
 	}
 	info.State = string(store.GroupStopped)
 	if len(served) == 0 {
-		return nil // each alloc's own error says it already
+		return true, nil // each alloc's own error says it already
 	}
-	return conflictf("group %q was stopped by another volctl while this run ran: its `volctl group stop` releases the claims this run made for %s (`volctl group run` runs it again)",
+	return true, conflictf("group %q was stopped by another volctl while this run ran: its `volctl group stop` releases the claims this run made for %s (`volctl group run` runs it again)",
 		g.Name, listSome(served, 10, func(s string) string { return strconv.Quote(s) }))
 }
 
@@ -464,16 +465,25 @@ func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, e
 	}
 	e.failpoint("group:stopped") // the group recorded stopped; none of its claims released yet
 	released, meanwhile, overtaken, err := e.releaseGroupPast(ctx, name, func(store.Claim) bool { return true }, false)
-	if err != nil {
-		if len(released) > 0 {
-			// What the stop did release, which the error would otherwise leave unsaid.
-			err = fmt.Errorf("%w; it released %s", err, listSome(released, 10, func(r ReleasedClaim) string { return fmt.Sprintf("%q for alloc %q", r.VolumeID, r.Alloc) }))
-		}
-		return GroupInfo{}, fmt.Errorf("stop group %q: %w (the group is stopped; `volctl reconcile` finishes the release)", name, err)
-	} else if overtaken != nil {
+	if err != nil && len(released) > 0 {
+		// What the stop did release, which the error would otherwise leave unsaid.
+		err = fmt.Errorf("%w; it released %s", err, listSome(released, 10, func(r ReleasedClaim) string { return fmt.Sprintf("%q for alloc %q", r.VolumeID, r.Alloc) }))
+	}
+	switch {
+	case overtaken != nil && err != nil:
+		return GroupInfo{}, fmt.Errorf("stop group %q: %w; and %w (`volctl reconcile` finishes those releases)", name, overtaken, err)
+	case overtaken != nil:
 		return GroupInfo{}, fmt.Errorf("stop group %q: %w", name, overtaken)
+	case err != nil:
+		return GroupInfo{}, fmt.Errorf("stop group %q: %w (the group is stopped; `volctl reconcile` finishes the release)", name, err)
 	}
 	infos, err := e.Groups(ctx, name)
+	if errors.Is(err, ErrNotFound) {
+		// Purged by another volctl once this stop recorded it stopped (its releases found the
+		// claims gone, or made them): stopped and forgotten, not "not found"
+		// (TestGroupStopBesideAPurgeSucceeds). PurgeGroup's forgetGroup takes it so too.
+		return GroupInfo{Name: name, State: string(store.GroupStopped), Released: released, ReleasedMeanwhile: meanwhile}, nil
+	}
 	if err != nil {
 		return GroupInfo{}, err
 	}
@@ -597,7 +607,7 @@ func (e *Engine) releaseGroupPast(ctx context.Context, group string, match func(
 		return cmp.Or(cmp.Compare(allocIndex(group, a.Alloc), allocIndex(group, b.Alloc)), cmp.Compare(a.Alloc, b.Alloc), cmp.Compare(a.VolumeID, b.VolumeID))
 	}
 	slices.SortFunc(released, byAlloc)
-	if len(errs) > 0 || len(kept) == 0 {
+	if len(kept) == 0 {
 		return released, nil, nil, errors.Join(errs...)
 	}
 	// Not past: freed meanwhile, or its group run again. Only the second overtakes this one.
@@ -614,14 +624,16 @@ func (e *Engine) releaseGroupPast(ctx context.Context, group string, match func(
 		}
 		return nil
 	}); err != nil {
-		return released, nil, nil, err
+		return released, nil, nil, errors.Join(append(errs, err)...)
 	}
 	slices.SortFunc(meanwhile, byAlloc)
-	if len(held) == 0 {
-		return released, meanwhile, nil, nil
+	if len(held) > 0 {
+		// Said beside the failed releases too: a stop one of whose releases failed, overtaken
+		// by a run, said only that the group was stopped (TestGroupStopWithAFailedReleaseOvertakenByARunSaysSo).
+		overtaken = conflictf("group %q was run again by another volctl meanwhile: the run holds its claims %s, which are kept",
+			group, listSome(held, 5, func(c store.Claim) string { return fmt.Sprintf("%q for alloc %q", c.VolumeID, c.Alloc) }))
 	}
-	return released, meanwhile, conflictf("group %q was run again by another volctl meanwhile: the run holds its claims %s, which are kept",
-		group, listSome(held, 5, func(c store.Claim) string { return fmt.Sprintf("%q for alloc %q", c.VolumeID, c.Alloc) })), nil
+	return released, meanwhile, overtaken, errors.Join(errs...)
 }
 
 // Groups returns one group (or all, when name is empty) with each alloc's live claims.
