@@ -201,6 +201,14 @@ func execPluginChild() {
 		}
 		env = append(env, execPluginFDEnv+"="+strconv.Itoa(int(lf.Fd())), execPluginNameEnv+"="+f[2], execPluginVolsEnv+"="+vols, execPluginFlagsEnv+"="+flags)
 		err = syscall.Exec(f[1], []string{f[1], "-test.run=^$"}, env)
+		// The program is a copy of the test binary the test has just written (copyOfTestBinary):
+		// a process another parallel test forked while the copy's descriptor was open for
+		// writing holds it until its own exec, and the kernel refuses to run a file open for
+		// writing (ETXTBSY). That window closes at that exec: try again (a CI flake).
+		for try := 0; errors.Is(err, syscall.ETXTBSY) && try < 200; try++ {
+			time.Sleep(10 * time.Millisecond)
+			err = syscall.Exec(f[1], []string{f[1], "-test.run=^$"}, env)
+		}
 		// lf unreachable once its number is in env, its finalizer closed the descriptor now and
 		// then before the exec (a GC meanwhile): the new image read another file, or none, at
 		// that number ("file+net listener: getsockopt: socket operation on non-socket").
