@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -24,14 +25,7 @@ func TestSnapshotDeleteRefusedWhileAVolumeIsBeingRestoredFromIt(t *testing.T) {
 	s := h.snapshot("nightly")
 	sv := volume("restored")
 	sv.SnapshotID = s.ID
-	h.faults.FailAlways(csi.RPCCreateVolume, codes.Unavailable)
-	if _, err := h.e.CreateVolume(h.ctx, sv); err == nil {
-		t.Fatal("the create with its plugin unavailable succeeded")
-	}
-	h.faults.Clear()
-	if v := h.volumeInfo("restored"); v.State != string(store.VolumeCreating) {
-		t.Fatalf("volume restored after the interrupted create: %s; want creating", v.State)
-	}
+	h.interruptedRestore(sv)
 
 	err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil)
 	if !errors.Is(err, ErrConflict) {
@@ -122,5 +116,19 @@ func TestSnapshotDeleteRecordKeptOnlyWhileTheSnapshotMayBeGone(t *testing.T) {
 	}
 	if _, err := restore("gone"); errors.Is(err, ErrConflict) || err == nil {
 		t.Fatalf("restore from the deleted snapshot: %v; want the plugin's NOT_FOUND, not a refusal of a delete recorded", err)
+	}
+}
+
+// interruptedRestore creates sv (a restore from a snapshot) with its plugin unavailable at
+// every CreateVolume, leaving the create recorded, the volume creating, for reconcile.
+func (h *harness) interruptedRestore(sv spec.Volume) {
+	h.t.Helper()
+	h.faults.FailAlways(csi.RPCCreateVolume, codes.Unavailable)
+	if _, err := h.e.CreateVolume(h.ctx, sv); err == nil {
+		h.t.Fatal("the create with its plugin unavailable succeeded")
+	}
+	h.faults.Clear()
+	if v := h.volumeInfo(sv.ID); v.State != string(store.VolumeCreating) {
+		h.t.Fatalf("volume %s after the interrupted create: %s; want creating", sv.ID, v.State)
 	}
 }

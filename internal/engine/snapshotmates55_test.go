@@ -25,14 +25,7 @@ func TestSnapshotDeleteRefusedWhileASocketMateRestoresFromIt(t *testing.T) {
 	sv := volume("restored")
 	sv.PluginID = "mem2"
 	sv.SnapshotID = s.ID
-	h.faults.FailAlways(csi.RPCCreateVolume, codes.Unavailable)
-	if _, err := h.e.CreateVolume(h.ctx, sv); err == nil {
-		t.Fatal("the create with its plugin unavailable succeeded")
-	}
-	h.faults.Clear()
-	if v := h.volumeInfo("restored"); v.State != string(store.VolumeCreating) {
-		t.Fatalf("volume restored after the interrupted create: %s; want creating", v.State)
-	}
+	h.interruptedRestore(sv)
 	err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil)
 	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `volume "restored" is being created from snapshot`) {
 		t.Errorf("delete of the snapshot a socket mate's interrupted create restores from: %v; want a conflict naming the volume", err)
@@ -53,10 +46,7 @@ func TestRestoreThroughASocketMateOfASnapshotBeingDeletedIsRefused(t *testing.T)
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("nightly")
 	h.registerPlugin("mem2", h.socket)
-	h.faults.FailAlways(csi.RPCDeleteSnapshot, codes.Unavailable)
-	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err == nil {
-		t.Fatal("a delete left unanswered succeeded")
-	}
+	h.unansweredSnapshotDelete(s.ID)
 	h.faults.Clear()
 	sv := volume("restored")
 	sv.PluginID = "mem2"
