@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -828,8 +829,9 @@ func newCmdNomadRelease(f *Factory, runF func(*NomadReleaseOptions) error) *cobr
 		Short: "Take volumes back from Nomad after nomad volume deregister",
 		Long: `Take volumes handed over to Nomad back, so volctl may claim them again. Deregister them in
 Nomad first (nomad volume deregister ID, after stopping the jobs whose allocs claim them): a
-volume Nomad still has is not taken back (exit 4), and the error says what to run there.
-Nomad is asked at the address, in the namespace and region the volume was handed over to;
+volume Nomad still has is not taken back (exit 4), and the error says what to run there; nor
+is one whose storage Nomad has under another ID or namespace (deregistered, then registered
+again there: exit 4, naming it). Nomad is asked at the address, in the namespace and region the volume was handed over to;
 with NOMAD_ADDR naming another cluster, the volume is not taken back. Nor is it after a
 registration whose outcome Nomad did not say (no answer, or an error after which it may still
 apply it), until Nomad answers one OK: volctl nomad register again settles it. Nor when the
@@ -903,7 +905,7 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 			if opts.Force {
 				return "forced, without asking Nomad", nil
 			}
-			return askedToTakeBack(ctx, e, c, m)
+			return askedToTakeBack(ctx, e, c, m, opts.IO.ErrOut)
 		}, func(plugin string) error {
 			if failed, before := unanswered[plugin]; before {
 				return fmt.Errorf("not asked: %w, for another volume of this command", failed)
@@ -971,7 +973,7 @@ func sizeAfterTakeBack(ios *iostreams.IOStreams, id string, sc engine.SizeCheck,
 
 // askedToTakeBack asks the Nomad the volume was handed over to whether it has let go of it:
 // the reason to take it back when it has, else the error to report.
-func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h engine.HandoverInfo) (string, error) {
+func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h engine.HandoverInfo, notes io.Writer) (string, error) {
 	// Only the cluster the volume was handed to can say it has let go of it: any other
 	// answers that it has no such volume.
 	if !engine.SameNomadAddress(h.Address, c.Address) {
@@ -1029,6 +1031,26 @@ func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h e
 		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q: Nomad at %s says it has no such volume, but a registration of it volctl sent ended without Nomad saying how, and Nomad may yet apply it (it applies writes through its Raft log, and answers a read without waiting for one in flight), so it stays marked handed over: `%s` again settles it (Nomad answers it), then %s and `%s`; or, once you know Nomad is done with that request and nothing in it uses the volume, `%s`",
 			h.VolumeID, c.Address, shellquote.Command("volctl nomad register", h.VolumeID), nomadCmd(h, "volume deregister", h.VolumeID),
 			shellquote.Command("volctl nomad release", h.VolumeID), shellquote.Command("volctl nomad release --force", h.VolumeID))}
+	}
+	// Nomad's 404 for the ID is no word that it let go of the storage: moved in Nomad to
+	// another namespace or ID (deregistered, then registered again), it is still Nomad's, its
+	// allocs free to claim it, and taken back volctl's claims would use it beside theirs. The
+	// registration refuses such a twin (nomad.Client.Twins); so does the take-back
+	// (TestNomadReleaseWhileNomadHasTheStorageAsAnotherVolumeIsRefused).
+	info, err := e.Volume(ctx, h.VolumeID)
+	if err != nil {
+		return "", err
+	}
+	want := nomad.RegisterSpec(info)
+	twins, err := c.TwinsIn(ctx, want, h.Namespace, h.Region)
+	switch {
+	case errors.Is(err, nomad.ErrPermissionDenied):
+		fmt.Fprintf(notes, "Note: %s\n", escapeLines(c.TwinsUnchecked(want)))
+	case err != nil:
+		return "", fmt.Errorf("%w; volume %q stays marked handed over (volctl asks whether Nomad has its storage under another ID or namespace before it takes it back): run `%s` again once Nomad answers",
+			err, h.VolumeID, shellquote.Command("volctl nomad release", h.VolumeID))
+	case len(twins) > 0:
+		return "", &exitError{code: ExitConflict, err: errors.New(display.Escape(c.TwinsTakeBackError(want, twins).Error()))}
 	}
 	return fmt.Sprintf("deregistered from Nomad at %s", c.Address), nil
 }

@@ -162,13 +162,28 @@ func (c *Client) tookStorage(v spec.Volume, ns string) {
 // ErrSameStorage. Nomad's IDs and namespaces, which what answers at NOMAD_ADDR may make quote
 // the request's token, are shown through c.shown, the command suggested too.
 func (c *Client) TwinsError(v spec.Volume, ns string, twins []Twin) error {
+	t := twins[0]
+	return fmt.Errorf("volume %q: Nomad at %s %w (plugin %q, external ID %q): %s; registering it as volume %q in namespace %s too would give Nomad two volumes of one storage, whose allocs it would let use it at once (its access modes hold per volume): deregister that one there first (`%s`) if it is no one's, or leave this volume to it",
+		v.ID, c.Address, ErrSameStorage, v.PluginID, v.ExternalID, c.shown(twinNames(twins), v), v.ID, ns, c.shown(c.nomadCmd("volume deregister", t.Namespace, t.ID), v))
+}
+
+// TwinsTakeBackError is the refusal of `volctl nomad release` of v, which Nomad has no volume
+// of by its ID, while it has v's storage as the volumes twins (Twins): moved in Nomad to
+// another namespace or ID, it is still Nomad's, its allocs free to claim it, and taken back,
+// volctl would claim it beside them.
+func (c *Client) TwinsTakeBackError(v spec.Volume, twins []Twin) error {
+	t := twins[0]
+	return fmt.Errorf("volume %q: Nomad at %s has no volume by that ID, but %w (plugin %q, external ID %q): %s; Nomad's allocs may claim it there, and taken back, volctl would claim it beside them, so it stays marked handed over: once nothing in Nomad uses it, `%s`, then `%s`",
+		v.ID, c.Address, ErrSameStorage, v.PluginID, v.ExternalID, c.shown(twinNames(twins), v), c.shown(c.nomadCmd("volume deregister", t.Namespace, t.ID), v), volctl("release", v.ID))
+}
+
+// twinNames names twins for a message: volume "ID" in namespace NS, ....
+func twinNames(twins []Twin) string {
 	names := make([]string, len(twins))
 	for i, t := range twins {
 		names[i] = fmt.Sprintf("volume %q in namespace %s", t.ID, t.Namespace)
 	}
-	t := twins[0]
-	return fmt.Errorf("volume %q: Nomad at %s %w (plugin %q, external ID %q): %s; registering it as volume %q in namespace %s too would give Nomad two volumes of one storage, whose allocs it would let use it at once (its access modes hold per volume): deregister that one there first (`%s`) if it is no one's, or leave this volume to it",
-		v.ID, c.Address, ErrSameStorage, v.PluginID, v.ExternalID, c.shown(strings.Join(names, ", "), v), v.ID, ns, c.shown(c.nomadCmd("volume deregister", t.Namespace, t.ID), v))
+	return strings.Join(names, ", ")
 }
 
 // TwinsUnchecked says that Nomad at c refused to list its volumes (err, a 403), so volctl could
