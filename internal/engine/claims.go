@@ -1012,7 +1012,18 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 		// Admission refuses this from the registration; a plugin that changed since lands here.
 		// A claim no RPC was sent for yet is rolled back rather than left taken.
 		nerr := noNodeService(v)
-		if cl.Releasing || cl.Degraded || cl.State != store.ClaimTaken {
+		if cl.Releasing {
+			// A release cannot send its node RPCs either, and is no refusal of a claim (exit 2,
+			// "to claim it"): it is left as it is, for reconcile once the node service is
+			// registered again, as after a plugin back without it
+			// (TestReleaseThroughAControllerOnlyRegistrationIsLeftForReconcile).
+			nerr = fmt.Errorf("plugin %q has no node service on this host (it is registered as a controller plugin, or serves no node service), so volume %q's mounts cannot be undone through it: nothing was sent; "+
+				"register the plugin's node service (type \"node\" or \"monolith\"), then run `volctl reconcile` (the claim is left %s; `%s` drops it if the plugin is gone)",
+				v.PluginID, v.ID, cl.State, forceDetachCommand(cl.VolumeID))
+			e.markForReconcile(ctx, &cl, "", nerr)
+			return cl, nerr
+		}
+		if cl.Degraded || cl.State != store.ClaimTaken {
 			return cl, nerr
 		}
 		return cl, e.rollBack(ctx, c, v, &cl, rollbackOutcome, nerr)

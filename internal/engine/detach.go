@@ -242,6 +242,15 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 			default:
 				attached = false
 			}
+		} else if needsControllerHalf(c) {
+			// The plugin still advertises the capability; its controller half is not
+			// registered. Registered again, it takes the unpublish: the attachment stays
+			// recorded, owed, for reconcile (before, the record was dropped as for a capability
+			// lost, and the volume stayed attached with nothing left to detach it).
+			if attached {
+				why, fix := controllerHalfGone(v.PluginID)
+				warn("ControllerUnpublishVolume not sent: %s; the attachment to node %q stays recorded, owed: %s and `volctl reconcile` sends it", why, attachedNode(st), fix)
+			}
 		} else {
 			if attached {
 				// Recorded only while the plugin had PUBLISH_UNPUBLISH_VOLUME: it lost it since. The

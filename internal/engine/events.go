@@ -89,7 +89,7 @@ func storedFilter(tx *store.Tx, f EventFilter) (_ EventFilter, changed bool, err
 // EventKinds is every kind of event volctl records, sorted: what `volctl events --kind` takes.
 // A test holds it to the kinds the engine's and the agent's code record.
 var EventKinds = []string{
-	"capability-lost", "claim", "claim-reattach", "nomad-attachment-kept", "nomad-handover",
+	"attachment-kept", "capability-lost", "claim", "claim-reattach", "nomad-attachment-kept", "nomad-handover",
 	"nomad-release", "plugin-capabilities", "plugin-daemon", "plugin-deregister", "plugin-exit",
 	"plugin-exposed", "plugin-handover", "plugin-health", "plugin-register", "plugin-restart", "plugin-restart-withheld",
 	"plugin-start", "plugin-stop", "plugin-stop-failed", "release", "restore", "snapshot-create",

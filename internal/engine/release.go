@@ -318,10 +318,18 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 			// attached then. It stays recorded with no claim, an unpublish owed (owedUnpublish),
 			// which reconcile reports every pass and sends once the plugin can take it; a forced
 			// detach forgets it, on the user's word.
-			p.keptAttach = keptAttachment(v, st)
+			// A plugin that still advertises CONTROLLER_SERVICE but is registered by its node
+			// half alone keeps the capability: its controller half is what is missing, and
+			// registered again it takes the unpublish (before, this said the capability was
+			// lost, which the plugin still advertised).
+			p.keptAttach = keptAttachment(v, st, c)
 			if p.cl.ID != 0 { // a release, not a pass over what is left (undoLeftStaging)
 				e.log.Warn(p.keptAttach)
-				p.event(&store.Event{Kind: "capability-lost", VolumeID: v.ID, PluginID: v.PluginID, Message: p.keptAttach})
+				ev := &store.Event{Kind: "capability-lost", VolumeID: v.ID, PluginID: v.PluginID, Message: p.keptAttach}
+				if needsControllerHalf(c) {
+					ev = &store.Event{Kind: "attachment-kept", VolumeID: v.ID, PluginID: v.PluginID, Message: p.keptAttach}
+				}
+				p.event(ev)
 			}
 			return nil
 		}
@@ -422,12 +430,25 @@ func isAre(paths []string) string {
 }
 
 // keptAttachment says that volume v's attachment, which staging row st records, stays recorded
-// because its plugin lost PUBLISH_UNPUBLISH_VOLUME, and what ends it.
-func keptAttachment(v store.Volume, st store.Staging) string {
-	return fmt.Sprintf("volume %q is recorded as attached to node %q, but plugin %q no longer has the controller capability PUBLISH_UNPUBLISH_VOLUME, so ControllerUnpublishVolume cannot be sent: "+
-		"the attachment stays recorded, owed; start the plugin with that capability again and `volctl reconcile` sends it, "+
+// because its plugin, connected as c, lost PUBLISH_UNPUBLISH_VOLUME or is registered by its node
+// half alone (controllerHalfGone), and what ends it.
+func keptAttachment(v store.Volume, st store.Staging, c *conn) string {
+	why, fix := fmt.Sprintf("plugin %q no longer has the controller capability PUBLISH_UNPUBLISH_VOLUME", v.PluginID), "start the plugin with that capability again"
+	if needsControllerHalf(c) {
+		why, fix = controllerHalfGone(v.PluginID)
+	}
+	return fmt.Sprintf("volume %q is recorded as attached to node %q, but %s, so ControllerUnpublishVolume cannot be sent: "+
+		"the attachment stays recorded, owed; %s and `volctl reconcile` sends it, "+
 		"or detach the volume from that node with the storage provider's tools and run `%s` to forget it",
-		v.ID, attachedNode(st), v.PluginID, forceDetachCommand(v.ID))
+		v.ID, attachedNode(st), why, fix, forceDetachCommand(v.ID))
+}
+
+// controllerHalfGone says why no controller RPC can be sent through plugin pluginID, which
+// advertises CONTROLLER_SERVICE while only its node half is registered (needsControllerHalf), and
+// what to do: controllerHalfMissing's words for what an undoing cannot send.
+func controllerHalfGone(pluginID string) (why, fix string) {
+	return fmt.Sprintf("plugin %q advertises CONTROLLER_SERVICE and only its node half is registered", pluginID),
+		"register the plugin's controller half (a plugin block with the same ID, type \"controller\")"
 }
 
 // unstage undoes a staging no claim uses, before undoUnused forgets it: NodeUnstageVolume, its
