@@ -142,6 +142,9 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 		// served, each alloc's error says it was refused as stopped: the run went on to record
 		// the group "failed", its refusals as run errors, and a scale-down releasing what
 		// the stop releases (TestGroupRunStoppedBeforeAnyAllocSaysStopped).
+		if err == nil && len(errs) == 0 {
+			err = conflictf("group %q was stopped by another volctl while this run ran", g.Name)
+		}
 		return info, fmt.Errorf("run group %q: %w", g.Name, errors.Join(append(errs, err)...))
 	}
 	if err := e.recordRunErrors(ctx, g.Name, info.Allocs); err != nil {
