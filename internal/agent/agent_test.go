@@ -897,10 +897,7 @@ func TestAgentStartsAndRestartsExecPlugin(t *testing.T) {
 // stopped (it has no mounts).
 func TestAgentFollowsRegistrations(t *testing.T) {
 	f := newFixture(t)
-	stop := f.startAgent(testSettings)
-	f.register(f.execPlugin("late", "hostpath"))
-	waitFor(t, "the plugin registered later to be started and healthy", func() bool { return f.plugin("late").Healthy })
-	pid := f.pid("late")
+	stop, pid := f.agentWithLatePlugin()
 	if err := f.e.DeregisterPlugin(f.ctx, "late", false); err != nil {
 		t.Fatal(err)
 	}
@@ -912,6 +909,16 @@ func TestAgentFollowsRegistrations(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// agentWithLatePlugin starts an agent, then registers plugin "late" (an exec plugin it starts),
+// and returns once it is healthy: the agent's stop and the plugin's pid.
+func (f *fixture) agentWithLatePlugin() (stop func() error, pid int) {
+	f.t.Helper()
+	stop = f.startAgent(testSettings)
+	f.register(f.execPlugin("late", "hostpath"))
+	waitFor(f.t, "the plugin registered later to be started and healthy", func() bool { return f.plugin("late").Healthy })
+	return stop, f.pid("late")
 }
 
 func TestSecondAgentOnStateDirRefuses(t *testing.T) {

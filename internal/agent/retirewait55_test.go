@@ -19,10 +19,7 @@ import (
 // lock, and stops the process once the hold ends.
 func TestAgentStopsADeregisteredPluginOnceTheHoldOfItsPublishLockEnds(t *testing.T) {
 	f := newFixture(t)
-	stop := f.startAgent(testSettings)
-	f.register(f.execPlugin("late", "hostpath"))
-	waitFor(t, "the plugin to be started and healthy", func() bool { return f.plugin("late").Healthy })
-	pid := f.pid("late")
+	stop, pid := f.agentWithLatePlugin()
 	// Deregistered, the plugin's publish lock is its ID's (no socket known any more).
 	held := flock.New(filepath.Join(f.dir, "locks", "plugin-late.publish.lock"))
 	if ok, err := held.TryLock(); err != nil || !ok {

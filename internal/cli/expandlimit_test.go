@@ -64,9 +64,7 @@ func TestExpandAdvicePastTheLimitIsTaken(t *testing.T) {
 	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
 	_, e, _ := serveMem(t, mem, csitest.WithFaults(faults))
 	createSingleWriter(t, e, "v")
-	if code, out := runOn(ctx, e, "volume", "claim", "v", "--alloc", "web-0"); code != ExitOK {
-		t.Fatalf("claim: exit %d: %s", code, out)
-	}
+	claimUntilCleanup(t, e, "v", "web-0")
 	mem.AnswerExpandWith(3 << 30)
 	faults.FailAlways(csi.RPCNodeExpandVolume, codes.Internal)
 	code, errOut := runOn(ctx, e, "volume", "expand", "v", "--size", "2GiB", "--limit", "2GiB")
