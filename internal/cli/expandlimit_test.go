@@ -58,26 +58,8 @@ func TestExpandAdviceKeepsTheLimit(t *testing.T) {
 // to expand the volume to the size it has, which pays the node expansion; the command line
 // refused that, before the engine saw it, as a size above capacity_max (exit 2, "pass --limit").
 func TestExpandAdvicePastTheLimitIsTaken(t *testing.T) {
-	requireMount(t)
-	ctx := context.Background()
-	faults := csitest.NewFaults()
-	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
-	_, e, _ := serveMem(t, mem, csitest.WithFaults(faults))
-	createSingleWriter(t, e, "v")
-	claimUntilCleanup(t, e, "v", "web-0")
-	mem.AnswerExpandWith(3 << 30)
-	faults.FailAlways(csi.RPCNodeExpandVolume, codes.Internal)
-	code, errOut := runOn(ctx, e, "volume", "expand", "v", "--size", "2GiB", "--limit", "2GiB")
-	faults.Clear()
-	mem.AnswerExpandWith(0)
-	if code != ExitError {
-		t.Fatalf("expand answered past its limit, its node expansion failing: exit %d: %s", code, errOut)
-	}
-	again := lastAdvised(errOut, "volctl volume expand")
-	if code, out := runOn(ctx, e, shellquotetest.RunArgs(t, again)...); code != ExitOK {
-		t.Fatalf("the advised `%s`: exit %d: %s\n(advised by: %s)", again, code, out, errOut)
-	}
-	if code, out := runOn(ctx, e, "volume", "expand", "v", "--size", "4GiB"); code != ExitUsage {
+	e := advisedAfterNodeExpandFails(t, 3<<30, "--size", "2GiB", "--limit", "2GiB")
+	if code, out := runOn(context.Background(), e, "volume", "expand", "v", "--size", "4GiB"); code != ExitUsage {
 		t.Errorf("expand past both the capacity_max and the size the volume has, without --limit: exit %d, want %d: %s", code, ExitUsage, out)
 	}
 }
