@@ -9,17 +9,18 @@ import (
 	"github.com/volctl/volctl/internal/spec"
 )
 
-// nodeHalfOnly claims volume "v" through monolith "mem" (attached, staged, published),
-// then registers "mem" again as its node half alone on the same socket: the driver still
-// advertises CONTROLLER_SERVICE and PUBLISH_UNPUBLISH_VOLUME, only no controller half is
-// registered to send ControllerUnpublishVolume through.
-func nodeHalfOnly(t *testing.T) *harness {
+// claimedThenRegisteredAs claims volume "v" through monolith "mem" (attached, staged,
+// published), then registers "mem" again on the same socket as one half, typ: as its node half
+// (spec.PluginNode) the driver still advertises CONTROLLER_SERVICE and PUBLISH_UNPUBLISH_VOLUME,
+// only no controller half is registered to send ControllerUnpublishVolume through; as a
+// controller plugin, no node service is registered on this host.
+func claimedThenRegisteredAs(t *testing.T, typ spec.PluginType) *harness {
 	t.Helper()
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginNode, Socket: h.socket}); err != nil {
-		t.Fatalf("register the node half alone: %v", err)
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: typ, Socket: h.socket}); err != nil {
+		t.Fatalf("register plugin mem again as %s: %v", typ, err)
 	}
 	return h
 }
@@ -32,7 +33,7 @@ func nodeHalfOnly(t *testing.T) *harness {
 // release's event is attachment-kept, not capability-lost.
 func TestReleaseWithoutTheControllerHalfNamesTheMissingHalf(t *testing.T) {
 	t.Parallel()
-	h := nodeHalfOnly(t)
+	h := claimedThenRegisteredAs(t, spec.PluginNode)
 	if _, err := h.e.Release(h.ctx, "v", "a"); err != nil {
 		t.Fatalf("release: %v", err)
 	}
@@ -71,7 +72,7 @@ func TestReleaseWithoutTheControllerHalfNamesTheMissingHalf(t *testing.T) {
 // it once the controller half is back.
 func TestForcedDetachWithoutTheControllerHalfKeepsTheAttachmentOwed(t *testing.T) {
 	t.Parallel()
-	h := nodeHalfOnly(t)
+	h := claimedThenRegisteredAs(t, spec.PluginNode)
 	res, err := h.e.Detach(h.ctx, "v", true)
 	if err != nil {
 		t.Fatalf("forced detach: %v", err)
@@ -99,12 +100,7 @@ func TestForcedDetachWithoutTheControllerHalfKeepsTheAttachmentOwed(t *testing.T
 // finishes once the node service is registered again.
 func TestReleaseThroughAControllerOnlyRegistrationIsLeftForReconcile(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil)
-	h.create(volume("v"))
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginController, Socket: h.socket}); err != nil {
-		t.Fatalf("register as a controller plugin: %v", err)
-	}
+	h := claimedThenRegisteredAs(t, spec.PluginController)
 	_, err := h.e.Release(h.ctx, "v", "a")
 	if err == nil {
 		t.Fatal("release without a node service succeeded")
