@@ -37,7 +37,9 @@ refused too while snapshots made through it are recorded, since they are deleted
 plugin: delete them first (volctl volume snapshot delete PLUGIN SNAPSHOT_ID). --force forgets
 the plugin anyway, leaving those volumes without a plugin and the snapshots recorded, still
 deletable through the socket they were made on while the same driver answers there; it asks
-first on a terminal and needs --yes otherwise. A delete cut short (killed, or its answer never
+first on a terminal and needs --yes otherwise. Those volumes keep the plugin's socket: their
+storage is not registered again, nor claimed beside them, through another plugin ID registered
+on that socket while the same driver answers there. A delete cut short (killed, or its answer never
 came) of a snapshot volctl does not record is forgotten with the plugin, named in the event
 log (plugin-deregister): nothing says which driver it was for, and reconcile would send it to
 whatever plugin is registered under the ID next. Such a snapshot, if the plugin still has it,

@@ -951,7 +951,8 @@ func (e *Engine) deregisterPluginStored(ctx context.Context, id string, force bo
 	_, seenErr := viewOne(ctx, e.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get(id) })
 	e.failpoint("plugin-deregister:read")
 	err := e.store.Update(ctx, func(tx *store.Tx) error {
-		if _, err := tx.Plugins().Get(id); err != nil {
+		p, err := tx.Plugins().Get(id)
+		if err != nil {
 			return err
 		}
 		vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: id})
@@ -982,6 +983,13 @@ func (e *Engine) deregisterPluginStored(ctx context.Context, id string, force bo
 		}
 		if err := tx.Plugins().Delete(id); err != nil {
 			return err
+		}
+		if len(vols) > 0 {
+			// Its volumes record no socket of their own: kept, where they were reached ties
+			// them to the plugin IDs registered there since (matesBy).
+			if err := tx.Plugins().PutLeft(p); err != nil {
+				return err
+			}
 		}
 		msg := fmt.Sprintf("plugin %q deregistered", id)
 		if len(forgot) > 0 {

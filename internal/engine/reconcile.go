@@ -69,6 +69,7 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		claims   []store.Claim
 		stagings []store.Staging
 		groups   []store.Group
+		left     []store.LeftPlugin
 	)
 	err := e.store.View(ctx, func(tx *store.Tx) error {
 		var err error
@@ -79,6 +80,9 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 			return err
 		}
 		if groups, err = tx.Groups().List(); err != nil {
+			return err
+		}
+		if left, err = tx.Plugins().ListLeft(); err != nil {
 			return err
 		}
 		stagings, err = tx.Stagings().List()
@@ -167,6 +171,7 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		e.findOrphans(ctx, &rep, mounted, claims, stagings)
 		e.tidyDirs(ctx, vols, claims)
 		e.tidyLocks(ctx, vols, claims, stagings)
+		e.tidyLeftPlugins(ctx, vols, left)
 	}
 	if err := ctx.Err(); err != nil {
 		// What the interruption cut short is left as it was, for the next pass: one error

@@ -268,3 +268,18 @@ func (e *Engine) socketLockNames(ctx context.Context) (map[string]bool, error) {
 	}
 	return named, err
 }
+
+// tidyLeftPlugins removes what forced deregistrations kept of plugins (store.LeftPlugin) that no
+// volume of vols names any more: nothing is left for them to tie to a socket. It writes only
+// when there is one to remove; a failure is left for the next pass.
+func (e *Engine) tidyLeftPlugins(ctx context.Context, vols []store.Volume, left []store.LeftPlugin) {
+	named := func(l store.LeftPlugin) bool {
+		return slices.ContainsFunc(vols, func(v store.Volume) bool { return v.PluginID == l.ID })
+	}
+	if !slices.ContainsFunc(left, func(l store.LeftPlugin) bool { return !named(l) }) {
+		return
+	}
+	if err := e.store.Update(ctx, func(tx *store.Tx) error { _, err := tx.Plugins().TidyLeft(); return err }); err != nil {
+		e.log.Warn("reconcile: forget the sockets of plugins deregistered with --force", "err", err)
+	}
+}

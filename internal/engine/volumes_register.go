@@ -94,8 +94,12 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registra
 				return err
 			}
 			if len(same) > 0 {
-				return conflictf("external ID %q on plugin %q is already registered as volume %q; "+
-					"one plugin volume under two IDs would let their claims ignore each other's access mode", sv.ExternalID, sv.PluginID, same[0].ID)
+				through, err := throughMate(tx, same[0].PluginID, sv.PluginID)
+				if err != nil {
+					return err
+				}
+				return conflictf("external ID %q on plugin %q is already registered as volume %q%s; "+
+					"one plugin volume under two IDs would let their claims ignore each other's access mode", sv.ExternalID, sv.PluginID, same[0].ID, through)
 			}
 			v := store.VolumeFromSpec(sv)
 			v.State = store.VolumeReady
@@ -717,33 +721,90 @@ func pathMates(tx *store.Tx, pluginID string) (map[string]bool, error) {
 	return matesBy(tx, pluginID, samePath)
 }
 
-// matesBy is socketMates with one the test of two socket paths.
+// matesBy is socketMates with one the test of two socket paths. A plugin deregistered with
+// --force while volumes still name it is reached, for this, where it was (store.LeftPlugin):
+// its volumes' storage is that socket's, so a plugin ID registered there since is its mate, and
+// the same storage is not recorded again through it nor claimed beside them
+// (TestStorageOfAForcedDeregisteredPluginsVolumeIsNotRecordedAgainThroughItsSocket); unless the
+// driver answering there now gives another name than it last gave, which is another driver's
+// storage however alike its IDs.
 func matesBy(tx *store.Tx, pluginID string, one func(a, b string) bool) (map[string]bool, error) {
 	mates := map[string]bool{pluginID: true}
-	p, err := tx.Plugins().Get(pluginID)
-	if errors.Is(err, store.ErrNotFound) {
-		return mates, nil
-	}
+	left, err := tx.Plugins().ListLeft()
 	if err != nil {
 		return nil, err
 	}
-	mine := pluginSockets(p)
+	var mine reach
+	p, err := tx.Plugins().Get(pluginID)
+	switch {
+	case err == nil:
+		mine = reach{sockets: pluginSockets(p), provider: p.Fingerprint.Provider}
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, err
+	default:
+		i := slices.IndexFunc(left, func(l store.LeftPlugin) bool { return l.ID == pluginID })
+		if i < 0 {
+			return mates, nil
+		}
+		mine = leftReach(left[i])
+	}
 	all, err := tx.Plugins().List()
 	if err != nil {
 		return nil, err
 	}
+	others := make(map[string]reach, len(all)+len(left))
 	for _, o := range all {
-		if mates[o.ID] {
+		others[o.ID] = reach{sockets: pluginSockets(o), provider: o.Fingerprint.Provider}
+	}
+	for _, l := range left {
+		r := leftReach(l)
+		r.left = true
+		others[l.ID] = r
+	}
+	for id, o := range others {
+		if mates[id] || (o.left || mine.left) && o.provider != "" && mine.provider != "" && o.provider != mine.provider {
 			continue
 		}
-		for _, s := range pluginSockets(o) {
-			if slices.ContainsFunc(mine, func(m string) bool { return one(m, s) }) {
-				mates[o.ID] = true
+		for _, s := range o.sockets {
+			if slices.ContainsFunc(mine.sockets, func(m string) bool { return one(m, s) }) {
+				mates[id] = true
 				break
 			}
 		}
 	}
 	return mates, nil
+}
+
+// throughMate words, for a refusal of a second record of one storage, the plugin ID the first
+// is recorded through when it is not pluginID's own: a mate on one of its sockets, or one
+// deregistered with --force that was reached there (matesBy). "" for pluginID itself.
+func throughMate(tx *store.Tx, mate, pluginID string) (string, error) {
+	if mate == pluginID {
+		return "", nil
+	}
+	_, err := tx.Plugins().Get(mate)
+	switch {
+	case err == nil:
+		return fmt.Sprintf(" through plugin %q, on the same socket (one process, one storage)", mate), nil
+	case !errors.Is(err, store.ErrNotFound):
+		return "", err
+	}
+	return fmt.Sprintf(" through plugin %q, deregistered with --force while the volume still names it, which was reached on the same socket (one process, one storage); "+
+		"`%s` forgets that record if the storage is not in use", mate, shellquote.Command("volctl volume deregister", "VOLUME")), nil
+}
+
+// reach is where a plugin is reached and the driver name it gave there, for matesBy; left says
+// it was deregistered with --force (store.LeftPlugin).
+type reach struct {
+	sockets  []string
+	provider string
+	left     bool
+}
+
+// leftReach is the reach of a plugin deregistered with --force.
+func leftReach(l store.LeftPlugin) reach {
+	p := store.Plugin{Type: l.Type, Socket: l.Socket, ControllerSocket: l.ControllerSocket, NodeSocket: l.NodeSocket}
+	return reach{sockets: pluginSockets(p), provider: l.Provider, left: true}
 }
 
 // OneSocket reports whether socket paths a and b name one socket however they are spelled

@@ -139,6 +139,7 @@ var pluginData = [...]struct{ table, column string }{
 	{"stagings", "node_id"}, {"stagings", "publish_context"},
 	{"plugins", "node_id"}, {"plugins", "provider"}, {"plugins", "version"}, {"plugins", "topology"},
 	{"snapshots", "snapshot_id"}, {"snapshots", "source_external_id"},
+	{"plugins_left", "provider"},
 }
 
 // keepHeld keeps among the secret values (kept_secrets) those of gone that data a plugin

@@ -188,6 +188,15 @@ type PluginStore interface {
 	// SetSupervision records what the agent does with the plugin's process, in place of what
 	// was recorded before; a zero s.At is stamped with the current time.
 	SetSupervision(id string, s Supervision) error
+
+	// PutLeft records how plugin p, deregistered with --force while volumes still name it, was
+	// reached (LeftPlugin), in place of what an earlier one of its ID recorded.
+	PutLeft(p Plugin) error
+	// ListLeft returns what PutLeft recorded of the plugin IDs not registered again, by ID.
+	ListLeft() ([]LeftPlugin, error)
+	// TidyLeft removes what PutLeft recorded of plugin IDs registered again or that no volume
+	// names any more, and returns how many it removed.
+	TidyLeft() (int64, error)
 }
 
 // Plugins is the plugin API inside this transaction.
@@ -277,6 +286,11 @@ func (ps plugins) Put(p *Plugin) error {
 		p.ID, p.Type, p.Socket, p.ControllerSocket, p.NodeSocket, int64(p.Timeout), exec, now, now,
 	).Scan(&created)
 	if err != nil {
+		return wrap(err, what, "")
+	}
+	// Registered again: what a forced deregistration of the ID kept of it no longer stands
+	// for it (LeftPlugin).
+	if _, err := ps.tx.exec(`DELETE FROM plugins_left WHERE id = ?`, p.ID); err != nil {
 		return wrap(err, what, "")
 	}
 	p.CreatedAt, p.UpdatedAt = decTime(created), decTime(now)

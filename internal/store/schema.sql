@@ -1,4 +1,4 @@
--- volctl schema at version 25
+-- volctl schema at version 26
 -- Written by `VOLCTL_WRITE_SCHEMA=1 go test ./internal/store -run TestSchemaFileIsTheMigrationsApplied`
 -- from the migrations in migrations/, which stay the record of how the schema came to be: a new
 -- database gets this in one step (migrate.go, schemaFile). Do not edit it by hand.
@@ -208,4 +208,14 @@ CREATE INDEX events_plugin_capabilities ON events (plugin_id, id) WHERE kind = '
 
 CREATE TABLE kept_secrets (
     value TEXT NOT NULL PRIMARY KEY
+) STRICT;
+
+CREATE TABLE plugins_left (
+    id                TEXT    NOT NULL PRIMARY KEY,
+    type              TEXT    NOT NULL,
+    socket            TEXT    NOT NULL DEFAULT '',
+    controller_socket TEXT    NOT NULL DEFAULT '',
+    node_socket       TEXT    NOT NULL DEFAULT '',
+    provider          TEXT    NOT NULL DEFAULT '',
+    left_at           INTEGER NOT NULL
 ) STRICT;
