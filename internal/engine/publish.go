@@ -732,17 +732,10 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 			return err
 		}
 		e.failpoint("rpc:NodePublishVolume")
-		if err := e.mountedOverTop(v, c, csi.RPCNodePublishVolume, top); err != nil {
-			return err
-		}
-		if err := e.checkTarget(ctx, v, cl, c, req.StagingPath); err != nil {
-			return err
-		}
-		claimDir := filepath.Dir(cl.TargetPath)
-		if err := e.mountedOver(v, c, csi.RPCNodePublishVolume,
-			sharedDir{"the claim's publish directory", claimDir, "the target volctl made in it"},
-			sharedDir{"the alloc's publish directory", filepath.Dir(claimDir), fmt.Sprintf("the targets of alloc %q's claims on other volumes, whose paths now lead into the plugin's mount", cl.Alloc)},
-		); err != nil {
+		if err := e.publishedWhereAsked(ctx, v, cl, c, req.StagingPath, top); err != nil {
+			if cl.Degraded {
+				return e.undoRefusedRestore(ctx, c, v, p, err)
+			}
 			return err
 		}
 	}
@@ -753,6 +746,38 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 	p.event(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
 		Message: fmt.Sprintf("%s claim published at %s", cl.Mode, cl.TargetPath)})
 	return nil
+}
+
+// publishedWhereAsked checks, once the plugin answered NodePublishVolume OK for claim cl of
+// volume v, that it mounted the volume at the target and nowhere over volctl's own
+// directories (mountedOverTop, checkTarget, mountedOver); an error is a bad answer.
+func (e *Engine) publishedWhereAsked(ctx context.Context, v store.Volume, cl *store.Claim, c *conn, staging string, top []topLevel) error {
+	if err := e.mountedOverTop(v, c, csi.RPCNodePublishVolume, top); err != nil {
+		return err
+	}
+	if err := e.checkTarget(ctx, v, cl, c, staging); err != nil {
+		return err
+	}
+	claimDir := filepath.Dir(cl.TargetPath)
+	return e.mountedOver(v, c, csi.RPCNodePublishVolume,
+		sharedDir{"the claim's publish directory", claimDir, "the target volctl made in it"},
+		sharedDir{"the alloc's publish directory", filepath.Dir(claimDir), fmt.Sprintf("the targets of alloc %q's claims on other volumes, whose paths now lead into the plugin's mount", cl.Alloc)},
+	)
+}
+
+// undoRefusedRestore takes away what the plugin made at the target of claim p, being restored,
+// whose NodePublishVolume answer publishedWhereAsked refused (refused): a new claim's rollback
+// sends NodeUnpublishVolume for that, but a claim being restored is never rolled back (its alloc
+// may be using the volume), and the refused mount stayed at the target the alloc is given, pass
+// after pass: another volume's data, or the host's disk under a bare staging directory
+// (TestARefusedRestoreTakesTheRefusedMountAway). The claim stays held, degraded, for reconcile;
+// the error says whether the mount went.
+func (e *Engine) undoRefusedRestore(ctx context.Context, c *conn, v store.Volume, p *checkpoint, refused error) error {
+	if _, err := e.unpublishTarget(ctx, c, v, p); err != nil {
+		return fmt.Errorf("%w; NodeUnpublishVolume, sent to take that away from the target again, failed: %v: nothing may use %s until it is unmounted (the next reconcile sends it again, or `%s`)",
+			refused, err, p.cl.TargetPath, releaseCommand(*p.cl))
+	}
+	return fmt.Errorf("%w (NodeUnpublishVolume took it away from the target again)", refused)
 }
 
 // setAsideWritten moves aside what claim p's target holds before rpc is sent for it: files an
