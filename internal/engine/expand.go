@@ -440,8 +440,8 @@ func pendingWithoutController(c *conn, v store.Volume) error {
 // touching the storage, and registering it again records it at the size its spec says.
 func pendingExpansionForget(v store.Volume) string {
 	return fmt.Sprintf("or, if plugin %q will not have it again, forget the volume and record it anew at the size the storage provider shows: `%s` "+
-		"(after releasing its claims, or with --force), then `volctl volume register` of its spec with external_id = %q (the storage is not touched)",
-		v.PluginID, shellquote.Command("volctl volume deregister", v.ID), v.ExternalID)
+		"(after releasing its claims, or with --force), then `volctl volume register` of its spec with external_id = %s (the storage is not touched)",
+		v.PluginID, shellquote.Command("volctl volume deregister", v.ID), spec.HCLQuoted(v.ExternalID))
 }
 
 // offlineOnly refuses to expand volume v while it is on the node (a claim, or a staging or

@@ -234,8 +234,8 @@ func notChangedByCreate(old store.Volume, sv spec.Volume) error {
 		return nil
 	}
 	return conflictf("volume %q exists, and creating it again does not change its %s, which the spec changes; "+
-		"registering it again does: `volctl volume register` of the spec with external_id = %q added, and snapshot_id, clone_id and a preferred topology left out",
-		old.ID, strings.Join(changed, ", "), old.ExternalID)
+		"registering it again does: `volctl volume register` of the spec with external_id = %s added, and snapshot_id, clone_id and a preferred topology left out",
+		old.ID, strings.Join(changed, ", "), spec.HCLQuoted(old.ExternalID))
 }
 
 // createChanges names what sv changes of old's capabilities, mount options and secrets, which
@@ -748,7 +748,7 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		}
 		// Said: the error named a volume the plugin made, and not what became of it, so that
 		// the user went looking for storage left behind (TestCreateAnsweredAboveTheLimitIsRefused).
-		err = fmt.Errorf("%w (volctl deleted that volume again: DeleteVolume answered OK)", err)
+		err = &deletedAgain{fmt.Errorf("%w (volctl deleted that volume again: DeleteVolume answered OK)", err)}
 		e.failpoint("create:unusable-deleted") // the bare intent again, not yet kept or forgotten
 		// The plugin answered the name with that volume, which CSI's idempotency by name makes
 		// the one any earlier CreateVolume under it made (recordCreated takes it so too), and
@@ -794,6 +794,13 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 	}
 	return err
 }
+
+// deletedAgain is a create's error once the volume the plugin answered with, unusable, was
+// deleted again (DeleteVolume answered OK): nothing is left under the create's name. A delete
+// finishing an interrupted create is done then (finishCreateForDelete).
+type deletedAgain struct{ error }
+
+func (d *deletedAgain) Unwrap() error { return d.error }
 
 // recordCreated records volume v as created by the plugin's answer; the caller holds the
 // plugin's controller lock. resent says an earlier CreateVolume under the name may have been
@@ -973,7 +980,7 @@ func refuseSharedStorage(tx *store.Tx, v store.Volume, id string, resent bool) (
 			"a plugin that reads IDs so takes it for %q's storage, so it is left alone, neither recorded nor deleted "+
 			"(if the plugin is case-sensitive and did make a distinct volume under that ID, `volctl volume register` of volume %q's spec "+
 			"with external_id = %s added records it as %q; deleting it with the storage provider's tools instead deletes %q's data on a backend that folds IDs)",
-			o, spec.Cut(stored, 256), o, v.ID, answered, v.ID, o)
+			o, spec.Cut(stored, 256), o, v.ID, spec.HCLQuotedASCII(spec.Cut(id, 256)), v.ID, o)
 		lie = "the plugin answered a new volume with another volume's ID spelled otherwise"
 	}
 	if resent {

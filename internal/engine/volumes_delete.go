@@ -173,6 +173,15 @@ func (e *Engine) finishCreateForDelete(ctx context.Context, c *conn, v store.Vol
 	cur, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(v.ID) })
 	switch {
 	case errors.Is(err, store.ErrNotFound):
+		if d := new(deletedAgain); errors.As(ferr, &d) {
+			// The plugin answered with the volume it made, which volctl could not use and
+			// deleted (DeleteVolume answered OK), and the create forgot its intent: the delete
+			// asked for is done (before, it failed with the create's error, exit 1, with nothing
+			// left, TestDeleteOfAnInterruptedCreateAnsweredUnusablyIsADelete).
+			e.event(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
+				Message: fmt.Sprintf("volume %q deleted: its create was interrupted, and CreateVolume under its name %q, sent again, answered with a volume volctl could not use, which it deleted (%v)", v.ID, v.CSIName, d)})
+			return v, true, nil
+		}
 		return v, true, ferr
 	case err != nil:
 		return v, true, errors.Join(ferr, err)

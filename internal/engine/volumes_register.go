@@ -163,13 +163,30 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registra
 // It says what it did: Expanded or Sized (expandLockedSaying) when it grew the volume or made
 // sure of its size, Unchanged when it did neither.
 func (e *Engine) expandRegistered(ctx context.Context, c *conn, sv spec.Volume) (SubmitOutcome, error) {
-	old, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(sv.ID) })
+	var refused bool
+	old, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) {
+		old, err := tx.Volumes().Get(sv.ID)
+		if err != nil {
+			return old, err
+		}
+		// The registration's own checks, made again in its transaction, refuse these: a
+		// registration they refuse grows nothing (before, a spec dropping the capability a live
+		// claim holds was refused after the storage was grown under that claim,
+		// TestRegisterRefusedGrowsNothing).
+		_, limitErr := pendingLimit(old, sv.CapacityMax)
+		inUse := refuseCapabilityInUse(tx, old.ID, sv.Capabilities)
+		if inUse != nil && !errors.Is(inUse, ErrConflict) {
+			return old, inUse
+		}
+		refused = old.State != store.VolumeReady || checkImmutable(old, sv, true) != nil || limitErr != nil || inUse != nil
+		return old, nil
+	})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return Unchanged, nil
 	case err != nil:
 		return Unchanged, err
-	case old.State != store.VolumeReady || checkImmutable(old, sv, true) != nil:
+	case refused:
 		return Unchanged, nil // the registration's own checks report it
 	case sv.CapacityMin <= currentSize(old) || !canExpand(c):
 		return Unchanged, nil

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -350,53 +349,8 @@ func appendInline(out []byte, v hclValue, hcl1 bool) []byte {
 	panic(fmt.Sprintf("nomad: HCL value of unknown kind %d", v.kind))
 }
 
-func appendQuoted(out []byte, s string, hcl1 bool) []byte {
-	return append(escapeString(append(out, '"'), s, hcl1), '"')
-}
+func appendQuoted(out []byte, s string, hcl1 bool) []byte { return spec.AppendHCLQuoted(out, s, hcl1) }
 
-// escapeString appends s escaped for a quoted HCL string so that it reads back as s: its
-// template sequences "${" and "%{" doubled, as hclwrite writes them. With hcl1, their brace is
-// written as the escape \u007b instead: HCL1 knows no doubling (it would keep "$${" as it is,
-// and reads an unclosed "${" on, across the closing quote, to a brace), while both HCL1 and HCL2
-// read \u007b as a plain "{" that starts nothing.
-func escapeString(out []byte, s string, hcl1 bool) []byte {
-	skip := false // the "{" just written as \u007b
-	for i, r := range s {
-		if skip {
-			skip = false
-			continue
-		}
-		switch r {
-		case '\n':
-			out = append(out, `\n`...)
-		case '\r':
-			out = append(out, `\r`...)
-		case '\t':
-			out = append(out, `\t`...)
-		case '"':
-			out = append(out, `\"`...)
-		case '\\':
-			out = append(out, `\\`...)
-		case '$', '%':
-			out = append(out, byte(r))
-			switch {
-			case i+1 >= len(s) || s[i+1] != '{':
-			case hcl1:
-				out = append(out, `\u007b`...)
-				skip = true
-			default:
-				out = append(out, byte(r))
-			}
-		default:
-			switch {
-			case unicode.IsPrint(r):
-				out = utf8.AppendRune(out, r) // an invalid byte is written as U+FFFD
-			case r <= 0xffff:
-				out = fmt.Appendf(out, `\u%04x`, r)
-			default:
-				out = fmt.Appendf(out, `\U%08x`, r)
-			}
-		}
-	}
-	return out
-}
+// escapeString appends s escaped for a quoted HCL string so that it reads back as s
+// (spec.AppendHCLEscaped).
+func escapeString(out []byte, s string, hcl1 bool) []byte { return spec.AppendHCLEscaped(out, s, hcl1) }
