@@ -309,6 +309,11 @@ func (d *decoder) value(attr *hcl.Attribute) (cty.Value, bool) {
 	if diags.HasErrors() || v.IsNull() || !v.IsWhollyKnown() {
 		return cty.NilVal, false
 	}
+	if t := v.Type(); t.IsListType() || t.IsTupleType() || t.IsSetType() {
+		d.normalFormList(attr.Name, attr.Expr)
+	} else {
+		d.normalForm(attr.Name, attr.Expr.Range())
+	}
 	return v, true
 }
 
@@ -836,6 +841,8 @@ func (d *decoder) mapValue(m *stringMap, key string, keyRange hcl.Range, expr hc
 		m.keys = map[string]bool{}
 	}
 	m.keys[key] = true
+	d.keyNormalForm(m.name, key, keyRange)
+	d.normalForm("The value of "+m.name+"."+key, expr.Range())
 	m.entries = append(m.entries, mapEntry{key: key, value: s, keyRange: keyRange, valueRange: expr.Range()})
 }
 

@@ -58,6 +58,11 @@ type frame struct {
 
 	// For the object a map block was turned into: whether the next token starts an item.
 	isMap, itemStart bool
+
+	// valueEnd: the last token of the body or map object (a string's closing quote, a
+	// bracket closed, a number, a name) may end a value, so a name that follows it on the
+	// same line, with no comma, starts another item, as HCL1 reads it (nextItem).
+	valueEnd bool
 }
 
 type rewriter struct {
@@ -76,6 +81,7 @@ type rewriter struct {
 	source    *source         // src's tokens and masked bytes
 	diags     hcl.Diagnostics // numbers HCL1 refuses (hcl1number.go)
 	numberEnd int             // the last token of the number rewritten last
+	looked    int             // the last token number has looked at
 }
 
 // rewriteHCL1 returns the file rewritten into HCL2 and the map back to it, or ok=false when it
@@ -138,18 +144,26 @@ func (r *rewriter) nested(t hclsyntax.Token, i int) bool {
 
 func (r *rewriter) run() {
 	r.stack = append(r.stack[:0], frame{kind: frameBody, open: -1})
-	r.numberEnd = -1
+	r.numberEnd, r.looked = -1, -1
 	for i := 0; i < len(r.toks); i++ {
 		t := r.toks[i]
-		if i <= r.numberEnd {
+		if i <= r.numberEnd && i > r.looked {
 			continue // a rewritten number's other tokens: nothing but a value
 		}
-		r.numberEnd = r.number(i)
+		if i > r.looked {
+			// Once a token: one read again (i--, an item put on its own line) is not skipped
+			// as part of a number, nor its number rewritten twice.
+			r.numberEnd, r.looked = r.number(i), i
+		}
 		if r.top().kind != frameBody {
 			if f := r.top(); f.isMap {
 				r.mapItem(f, i)
 			}
+			depth := len(r.stack)
 			r.nested(t, i)
+			if len(r.stack) < depth {
+				r.top().valueEnd = true // a string, list or object closed: a value may end here
+			}
 			continue
 		}
 		f := r.top()
@@ -179,7 +193,18 @@ func (r *rewriter) run() {
 					r.insert(t.Range.Start.Byte, "\n")
 				}
 				r.closeBody(i)
+			case f.state == stateExpr && f.valueEnd && r.nextItem(i, false):
+				// Items side by side with no comma (`capability { access_mode = "..."
+				// attachment_mode = "..." }`): HCL1, which has no line ends in its grammar,
+				// reads the name after a value as the next item, and Nomad so reads the file;
+				// HCL2 refuses it ("Missing newline after argument"). The item gets its line.
+				r.insert(t.Range.Start.Byte, "\n")
+				f.state, f.valueEnd = stateItemStart, false
+				i--
 			default:
+				if t.Type != hclsyntax.TokenComment {
+					f.valueEnd = t.Type == hclsyntax.TokenNumberLit || t.Type == hclsyntax.TokenIdent || r.numberEnd > i
+				}
 				r.nested(t, i)
 			}
 		case stateAfterItem:
@@ -223,6 +248,15 @@ func (r *rewriter) closeBody(i int) {
 func (r *rewriter) mapItem(f *frame, i int) {
 	t := r.toks[i]
 	start := f.itemStart
+	if !start && f.valueEnd && r.nextItem(i, true) {
+		// A key after a value on the same line, no comma (`secrets { user = "a" pass = "b" }`):
+		// another item to HCL1, as in a body (run); the object's items need a line end between.
+		r.insert(t.Range.Start.Byte, "\n")
+		start = true
+	}
+	if t.Type != hclsyntax.TokenComment {
+		f.valueEnd = t.Type == hclsyntax.TokenNumberLit || t.Type == hclsyntax.TokenIdent || r.numberEnd > i
+	}
 	f.itemStart = t.Type == hclsyntax.TokenComma || endsLine(t) ||
 		t.Type == hclsyntax.TokenComment && start
 	if !start || t.Type != hclsyntax.TokenIdent {
@@ -242,6 +276,37 @@ func (r *rewriter) mapItem(f *frame, i int) {
 	}
 	r.insert(t.Range.Start.Byte, `"`)
 	r.insert(r.toks[k-1].Range.End.Byte, `"`)
+}
+
+// nextItem reports whether an item's header starts at i, one HCL1 reads after a value with no
+// comma between: a name (or, in a map object, a dotted key) and "=", or, in a body, a name and
+// labels and "{". Anything else after a value is left to the parser to refuse.
+func (r *rewriter) nextItem(i int, inMap bool) bool {
+	t := r.toks[i]
+	if t.Type != hclsyntax.TokenIdent && t.Type != hclsyntax.TokenOQuote {
+		return false
+	}
+	k, _, ok := r.nameUnit(i)
+	if !ok {
+		return false
+	}
+	if inMap {
+		for t.Type == hclsyntax.TokenIdent && k+1 < len(r.toks) && r.toks[k].Type == hclsyntax.TokenDot && r.toks[k+1].Type == hclsyntax.TokenIdent {
+			k += 2
+		}
+		return k < len(r.toks) && r.toks[k].Type == hclsyntax.TokenEqual
+	}
+	if k < len(r.toks) && r.toks[k].Type == hclsyntax.TokenEqual {
+		return true
+	}
+	for {
+		next, _, ok := r.nameUnit(k)
+		if !ok {
+			break
+		}
+		k = next
+	}
+	return k < len(r.toks) && r.toks[k].Type == hclsyntax.TokenOBrace
 }
 
 // nameUnit returns the index after the name or label starting at i (an identifier or a quoted

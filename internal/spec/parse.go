@@ -198,6 +198,43 @@ func (p *Parser) load(s *source) (hcl.Body, *offsetMap, []byte, hcl.Diagnostics)
 		p.files[filename] = f
 		return f.Body, nil, src, diags
 	}
+	body, m, parsed, diags := p.loadHCL(s)
+	return body, m, parsed, hclInvalidUTF8(diags, filename, src)
+}
+
+// hclInvalidUTF8 puts the error for an HCL file's first byte that is not UTF-8 in place of the
+// native parser's: that one is at the first token holding such a byte, and a comment is no
+// token, so a byte in a comment passed unseen and one in a comment before a string was
+// reported at the string. Nomad's HCL1 scanner refuses the file at its first such byte,
+// comments too ("illegal UTF-8 encoding"), and so does volctl, at that byte
+// (TestInvalidUTF8InACommentIsRefused). The native template parser's "Unterminated template
+// string" at the native error's place goes with it: it echoes the bad byte
+// (unterminatedEchoes), and with the error gone from there would stand alone.
+func hclInvalidUTF8(diags hcl.Diagnostics, filename string, src []byte) hcl.Diagnostics {
+	own := invalidUTF8(filename, src)
+	if own == nil {
+		return diags
+	}
+	native := map[int]bool{}
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError && d.Summary == "Invalid character encoding" && d.Subject != nil {
+			native[d.Subject.Start.Byte] = true
+		}
+	}
+	out := diags[:0:0]
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError && d.Subject != nil && native[d.Subject.Start.Byte] &&
+			(d.Summary == "Invalid character encoding" || d.Summary == "Unterminated template string") {
+			continue
+		}
+		out = append(out, d)
+	}
+	return append(out, own...)
+}
+
+// loadHCL is load of an HCL file.
+func (p *Parser) loadHCL(s *source) (hcl.Body, *offsetMap, []byte, hcl.Diagnostics) {
+	filename, src := s.filename, s.src
 	// A file that looks like HCL1 goes straight to the rewrite, saving a parse that would
 	// fail; any other file is parsed as it is and rewritten only if that fails. The guess
 	// only affects speed: the rewrite leaves the meaning and diagnostics of HCL2 unchanged.
@@ -226,11 +263,11 @@ func (p *Parser) load(s *source) (hcl.Body, *offsetMap, []byte, hcl.Diagnostics)
 	return rf.Body, m, rw, diags
 }
 
-// invalidUTF8 is the error for a JSON file's first byte that is not UTF-8, as the native
-// parser refuses one ("Invalid character encoding") and Nomad refuses both ("illegal UTF-8
+// invalidUTF8 is the error for a file's first byte that is not UTF-8, as the native parser
+// refuses one in a token ("Invalid character encoding") and Nomad refuses any ("illegal UTF-8
 // encoding"): HCL's JSON parser reads each as U+FFFD, so a socket path or a value would be
-// other text than the file's, silently (TestJSONInvalidUTF8IsRefused). Its position only: the
-// byte may be a secret's.
+// other text than the file's, silently (TestJSONInvalidUTF8IsRefused), and the native parser
+// reads a comment's unchecked (hclInvalidUTF8). Its position only: the byte may be a secret's.
 func invalidUTF8(filename string, src []byte) hcl.Diagnostics {
 	if utf8.Valid(src) {
 		return nil

@@ -141,7 +141,10 @@ func redactTokens(src []byte, json bool, lex func() hclsyntax.Tokens) []byte {
 // not a valid template control keyword", "%q is not a valid JSON keyword"), and in a secrets
 // map that is a secret's text (`k = "%{hunter2}"`, `"k": hunter2`). The source is masked only
 // for a file with a diagnostic that has a subject, and once for the file and its snippets
-// (source.redactedTo).
+// (source.redactedTo). A summary quotes the source only as %q does (HCL's `Unexpected "x"
+// block`, volctl's `Missing value for "x"`); one with no quote in it is words alone, left as
+// written: scrubbed, a masked word of a typo's ("key" of `bad key = "x"` in secrets) garbled
+// HCL's "Missing key/value separator" (TestSyntaxErrorInSecretsKeepsHCLsWords).
 func hideMasked(diags hcl.Diagnostics, s *source) hcl.Diagnostics {
 	src := s.src
 	var masked []byte
@@ -172,7 +175,10 @@ func hideMasked(diags hcl.Diagnostics, s *source) hcl.Diagnostics {
 			for j < to && masked[j] != src[j] {
 				j++
 			}
-			d.Summary, d.Detail = hideText(d.Summary, string(src[i:j])), hideText(d.Detail, string(src[i:j]))
+			if strings.Contains(d.Summary, `"`) {
+				d.Summary = hideText(d.Summary, string(src[i:j]))
+			}
+			d.Detail = hideText(d.Detail, string(src[i:j]))
 			i = j
 		}
 	}

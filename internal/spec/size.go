@@ -87,7 +87,10 @@ func ParseSize(s string) (int64, error) {
 // through parseCapacityBytes): the number, its commas dropped, as a float64, times the unit, the
 // product truncated. Where ParseSize's exact reading holds more digits than a float64 ("2.01GB":
 // 2.01 × 1e9 is 2009999999.9999998; "9007199254740993", past 2^53), the two differ by a byte or
-// a few. ok is false when the product passes int64, where ParseSize refuses the size.
+// a few. ok is false when the product reaches 2^63, past int64: Nomad's CLI converts the uint64
+// ParseBytes gives to int64, and 2^63 wraps to -2^63. ParseSize takes some of those sizes, just
+// below 2^63 bytes exactly ("7.999999999999999999EiB", "9223372036854775807"), whose float64
+// rounds up to 2^63; callers refuse them (size, TestCapacityNomadWrapsIsRefused).
 func nomadSize(s string) (n int64, ok bool) {
 	in := strings.TrimSpace(s)
 	end := 0
@@ -104,6 +107,10 @@ func nomadSize(s string) (n int64, ok bool) {
 	}
 	return int64(f), true
 }
+
+// maxNomadSize is the largest capacity Nomad reads as volctl does below 2^63 bytes: the
+// largest float64 below 2^63, 2^63-1024.
+const maxNomadSize = 1<<63 - 1024
 
 // writtenOut is " (1000GiB)" for the number num and the rest of a size, an exponent and a unit
 // ("e3GiB"), when that is a whole number of a known unit, else "".

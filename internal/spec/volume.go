@@ -288,7 +288,7 @@ func (d *decoder) size(attr *hcl.Attribute) int64 {
 	if !ok || s == "" {
 		return 0
 	}
-	if d.hcl1 && !d.capacityText(attr, s) {
+	if !d.capacityText(attr, s) { // JSON too: Nomad reads its token's text, escapes and all
 		return 0
 	}
 	if t, ok := d.numberLiteral(attr.Expr); ok {
@@ -307,7 +307,15 @@ func (d *decoder) size(attr *hcl.Attribute) int64 {
 		d.errorf(attr.Expr.Range(), "Invalid capacity", "%s: %s.", attr.Name, err)
 		return 0
 	}
-	if nomad, ok := nomadSize(s); ok && nomad != n {
+	nomad, ok := nomadSize(s)
+	if !ok {
+		// A size just below 2^63 bytes whose float64 rounds up to 2^63: Nomad's CLI wraps it to
+		// a negative capacity, as it wraps one above 8 EiB, which is refused (ParseSize).
+		d.errorf(attr.Expr.Range(), "Invalid capacity", "%s: Nomad reads %q as 2^63 bytes or more (it multiplies the number by the unit in floating point), past the largest capacity, and wraps it to a negative number. "+
+			"Write a size below it, at most %q (bytes), which both read alike.", attr.Name, s, strconv.FormatInt(maxNomadSize, 10))
+		return 0
+	}
+	if nomad != n {
 		// Nomad multiplies in floating point. volctl keeps the exact bytes written (a volume
 		// made or registered from the file before keeps its size: a reading that moved would
 		// refuse the same file again as a shrink, and `volume expand --size` reads the same
@@ -354,7 +362,9 @@ func (d *decoder) sizeBeyond(attr *hcl.Attribute) bool {
 // s, and refuses it otherwise. Nomad parses a capacity's token as written, its quotes
 // trimmed (parseCapacityBytes in command/volume_register_csi.go), as a size that starts with
 // its digits: a heredoc's text starts with "<<", an escape stays an escape, and a blank before
-// the digits leaves none (TestCapacityTextAsNomadReadsIt).
+// the digits leaves none (TestCapacityTextAsNomadReadsIt). So in a JSON spec, where it reads the
+// JSON string token's text, escapes and all: an escape there is in the source range's bytes
+// as in HCL (TestJSONCapacityTextIsReadAsNomadReadsIt).
 func (d *decoder) capacityText(attr *hcl.Attribute, s string) bool {
 	rng := attr.Expr.Range()
 	if d.src == nil || rng.End.Byte > len(d.src) || rng.Start.Byte >= rng.End.Byte {
