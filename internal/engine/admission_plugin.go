@@ -74,15 +74,26 @@ type claimProbe struct {
 	reached bool
 	health  store.Health
 	err     error // the Probe's error; nil when it answered
+	// refused is why the connection the Probe was to go through was refused though something
+	// answered on the socket: another driver there, a fingerprint volctl refuses, a plugin back
+	// without the service the volume needs. Judged as a Probe that failed: before, only the
+	// Probe's answer was, and such a claim was inserted, answered as refused (exit 4) and left
+	// taken, holding the volume, for reconcile to publish once the plugin was right again
+	// (TestClaimThroughAnImpostorIsRefusedWithNothingRecorded).
+	refused error
 }
 
 // refusal is the claim's refusal when the probe found the plugin unhealthy or not ready: a
 // conflict (exit 4), as the other refusals of a volume that cannot take claims.
 func (pr *claimProbe) refusal(v store.Volume) error {
+	status := shellquote.Command("volctl plugin status", pr.plugin)
+	if pr.refused != nil {
+		return fmt.Errorf("volume %q cannot take claims through plugin %q: %w; no claim was admitted: claim again once `%s` shows it healthy",
+			v.ID, pr.plugin, pr.refused, status)
+	}
 	if !pr.reached || takesClaims(pr.health) {
 		return nil
 	}
-	status := shellquote.Command("volctl plugin status", pr.plugin)
 	if pr.err != nil {
 		return conflictf("volume %q cannot take claims: its plugin %q is unhealthy: its Probe failed: %v; no claim was admitted: fix the plugin (`%s` probes it again), then claim again",
 			v.ID, pr.plugin, pr.err, status)
@@ -110,6 +121,10 @@ func (e *Engine) probeForClaim(ctx context.Context, p store.Plugin) (*claimProbe
 	pr := &claimProbe{plugin: p.ID}
 	c, err := e.connectPlugin(withProbeFollowing(ctx), p, true)
 	defer e.done(c)
+	if err != nil && !PluginNotAnswering(err) && ctx.Err() == nil {
+		pr.reached, pr.refused = true, err
+		return pr, nil
+	}
 	if err == nil {
 		var h store.Health
 		h, err = e.probeErr(ctx, c)

@@ -620,26 +620,13 @@ func (c *matrixCell) probe() {
 	if rpcs := h.rpcs(); len(rpcs) != 0 {
 		t.Errorf("RPCs of the claim sent to a plugin whose %s failed: %v", c.rpc, rpcs)
 	}
-	cls := h.liveClaims(c.vol)
-	switch {
-	case c.rpc == csi.RPCProbe:
-		if len(cls) != 0 {
-			t.Errorf("claims after its plugin's Probe answered %s: %+v; want it refused before it was admitted", c.a.name, cls)
-		}
-	case len(cls) != 1:
-		t.Fatalf("claims after its plugin's %s answered %s: %+v; want one, taken, left for reconcile", c.rpc, c.a.name, cls)
-	default:
-		if !cls[0].NeedsReconcile || cls[0].State != store.ClaimTaken {
-			t.Errorf("claim after its plugin's %s failed: %+v; want it taken, left for reconcile", c.rpc, cls[0])
-		}
-		if cls[0].LastRPC != c.rpc || cls[0].LastCode != c.a.code.String() {
-			t.Errorf("claim after its plugin's %s failed records %q/%q; want %s/%s", c.rpc, cls[0].LastRPC, cls[0].LastCode, c.rpc, c.a.code)
-		}
-		c.failingPass()
-		if evs := c.failureEvents(); len(evs) != 1 {
-			all, _ := h.e.Events(h.ctx, 0, EventFilter{VolumeID: c.vol})
-			t.Errorf("events of the failure after the claim and a pass meeting it again: %d; want 1: %+v", len(evs), all)
-		}
+	// A plugin that answered, its Probe or one of the fingerprint's questions failing, is not
+	// healthy: the claim is refused before it is admitted, whatever the code (claimProbe).
+	// Before, a fingerprint's failure was not judged and the claim was admitted and left
+	// taken for reconcile, holding the volume, though answered as failed
+	// (TestClaimThroughAnImpostorIsRefusedWithNothingRecorded).
+	if cls := h.liveClaims(c.vol); len(cls) != 0 {
+		t.Errorf("claims after its plugin's %s answered %s: %+v; want it refused before it was admitted", c.rpc, c.a.name, cls)
 	}
 	if err := c.agree(false); err != nil {
 		t.Errorf("after the claim: %v", err)

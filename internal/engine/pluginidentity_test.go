@@ -44,10 +44,9 @@ func TestAnotherDriverOnThePluginSocketGetsNoVolumeRPC(t *testing.T) {
 
 	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "b", Alloc: "job"})
 	check("claim", err)
-	for _, cl := range h.liveClaims("b") {
-		if cl.State != store.ClaimTaken {
-			t.Errorf("claim on b moved to %s through the impostor", cl.State)
-		}
+	// Refused with nothing recorded, as a claim through a plugin whose Probe fails (claimProbe).
+	if live := h.liveClaims("b"); len(live) != 0 {
+		t.Errorf("claims on b after the claim through the impostor was refused: %+v, want none", live)
 	}
 
 	_, err = h.e.Release(h.ctx, "a", "web")
@@ -84,8 +83,8 @@ func TestAnotherDriverOnThePluginSocketGetsNoVolumeRPC(t *testing.T) {
 	if live := h.liveClaims("a"); len(live) != 0 {
 		t.Errorf("a's release was not finished: %+v", live)
 	}
-	if err := h.e.DeleteVolume(h.ctx, "b"); !errors.Is(err, ErrConflict) {
-		t.Errorf("delete of b with a live claim: %v", err)
+	if err := h.e.DeleteVolume(h.ctx, "b"); err != nil {
+		t.Errorf("delete of b, no claim recorded by the refused one: %v", err)
 	}
 }
 

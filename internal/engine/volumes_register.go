@@ -728,14 +728,19 @@ func socketMates(tx *store.Tx, pluginID string) (map[string]bool, error) {
 	return matesBy(tx, pluginID, oneSocket)
 }
 
-// pathMates is socketMates of the plugin IDs registered on one of pluginID's socket paths as
-// spelled once cleaned and its directory's symlinks resolved (samePath), leaving out those whose
-// path is only the same file now (a link or bind mount of the socket): a plugin so reached is
-// another plugin's process, refused at every connection and at registration (`socket ... is
-// plugin ...'s socket under another name`), not its mate on purpose, so whatever its records,
-// they say nothing of this plugin's storage (`TestPluginSocketThatIsAnotherPluginsSocketIsRefused`).
+// pathMates is socketMates of the plugin IDs registered on one of pluginID's socket entries: a
+// path that is the same once cleaned and its directory's symlinks resolved, or the same name in
+// the same directory reached through a bind mount of it (sameEntry, which the connection takes
+// for one process too: before, only the first counted, and two plugin IDs on one socket through
+// a bind-mounted directory had one storage's two records each admit a writer,
+// TestOneStorageThroughABindMountedSocketDirectoryIsNotWrittenTwice). It leaves out those whose
+// path is only the same file now (a link or bind mount of the socket file itself): a plugin so
+// reached is another plugin's process, refused at every connection and at registration
+// (`socket ... is plugin ...'s socket under another name`), not its mate on purpose, so
+// whatever its records, they say nothing of this plugin's storage
+// (`TestPluginSocketThatIsAnotherPluginsSocketIsRefused`).
 func pathMates(tx *store.Tx, pluginID string) (map[string]bool, error) {
-	return matesBy(tx, pluginID, samePath)
+	return matesBy(tx, pluginID, sameEntry)
 }
 
 // matesBy is socketMates with one the test of two socket paths. A plugin deregistered with
