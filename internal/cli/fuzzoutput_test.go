@@ -83,7 +83,7 @@ func FuzzJQOutput(f *testing.F) {
 			}
 			if err, ok := x.(error); ok {
 				var halt *gojq.HaltError
-				if errors.As(err, &halt) && halt.Value() == nil {
+				if errors.As(err, &halt) && halt.Value() == nil && halt.ExitCode() == 0 { // halt, not halt_error
 					break
 				}
 				return // gojq failed on this run and not on Write's: its context, a bound
@@ -203,9 +203,10 @@ func FuzzTemplateOutput(f *testing.F) {
 			return
 		}
 
-		// What text/template itself makes of the data as Write gives it (its JSON form).
+		// What text/template itself makes of the data as Write gives it (its JSON form, its
+		// numbers as numbers).
 		var want bytes.Buffer
-		if err := tmpl.Execute(&want, jsonForm(t, data)); err != nil {
+		if err := tmpl.Execute(&want, templateNumbers(jsonForm(t, data))); err != nil {
 			t.Fatalf("-t %q printed %q, but fails when text/template runs it: %v", tmplText, got, err)
 		}
 		if !terminal {
@@ -246,8 +247,8 @@ func writeChecked(t *testing.T, ctx context.Context, e *exportFlags, what string
 	return out.String(), true
 }
 
-// jsonForm is data as Write gives it to a filter or template: its JSON form, numbers as
-// json.Number.
+// jsonForm is data as Write gives it to a filter: its JSON form, numbers as json.Number (a
+// template gets it through templateNumbers).
 func jsonForm(t *testing.T, data any) any {
 	t.Helper()
 	raw, _ := json.Marshal(data)

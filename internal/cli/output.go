@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"reflect"
 	"runtime"
 	"strconv"
@@ -253,8 +254,9 @@ func (e *exportFlags) Write(ctx context.Context, w io.Writer, v any) error {
 		return err
 	}
 	if e.JQ != "" {
-		return e.writeJQ(ctx, w, data)
+		return e.writeJQ(ctx, w, data) // gojq reads json.Number exactly, as its own numbers
 	}
+	data = templateNumbers(data)
 	tmpl := e.tmpl
 	if tmpl == nil { // set without the flag, by a caller in this package
 		if tmpl, err = parseTemplate(e.Template); err != nil {
@@ -282,6 +284,46 @@ func (e *exportFlags) Write(ctx context.Context, w io.Writer, v any) error {
 		return usageError("--template: %v (the fields are those of --json: docs/json.md; for one left out when empty, {{with index . \"FIELD\"}}...{{end}})", err)
 	}
 	return e.writeHeld(w, &buf)
+}
+
+// templateNumbers is v, the JSON form as Write decodes it (numbers as json.Number), with every
+// number made one a template can use as a number: an integer as int64 (uint64 past it, a
+// *big.Int past that, exact in each), anything else as float64. A json.Number is a string, so
+// `{{if .write_claims}}` was true for 0, `{{eq .write_claims 0}}` an error and
+// `{{printf "%d" .write_claims}}` printed %!d(json.Number=0). Maps and lists are changed in
+// place: v is Write's own.
+func templateNumbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		return templateNumber(v)
+	case map[string]any:
+		for k, x := range v {
+			v[k] = templateNumbers(x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = templateNumbers(x)
+		}
+	}
+	return v
+}
+
+// templateNumber is n as templateNumbers makes it.
+func templateNumber(n json.Number) any {
+	s := n.String()
+	if !strings.ContainsAny(s, ".eE") {
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return i
+		}
+		if u, err := strconv.ParseUint(s, 10, 64); err == nil {
+			return u
+		}
+		if b, ok := new(big.Int).SetString(s, 10); ok {
+			return b
+		}
+	}
+	f, _ := strconv.ParseFloat(s, 64) // out of range: ±Inf, as gojq reads it too
+	return f
 }
 
 // writeHeld writes what a -t template or --jq filter printed to w: exactly, unless stdout is
@@ -643,8 +685,8 @@ func (e *exportFlags) writeJQ(ctx context.Context, w io.Writer, data any) error 
 		}
 		if err, ok := x.(error); ok {
 			var halt *gojq.HaltError
-			if errors.As(err, &halt) && halt.Value() == nil {
-				break
+			if errors.As(err, &halt) && halt.Value() == nil && halt.ExitCode() == 0 {
+				break // halt: stop, success. halt_error on null is one with exit code 5 (or its argument's)
 			}
 			if bound := passedBound(run); bound != nil {
 				return usageError("--jq %s: %v", e.JQ, bound)
