@@ -130,14 +130,7 @@ func TestNodeExpandNamesNoStagingNeverMade(t *testing.T) {
 // fails and the volume stays recorded being created.
 func TestDeleteOfAnInterruptedCreateDeletesWhatThePluginMade(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil)
-	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
-	if _, err := h.e.CreateVolume(h.ctx, volume("v")); err == nil {
-		t.Fatal("create with every answer lost succeeded")
-	}
-	if n := h.pluginVolumeCount(); n != 1 {
-		t.Fatalf("plugin has %d volumes, want the one the lost answers were about", n)
-	}
+	h := createWithEveryAnswerLost(t)
 
 	h.faults.FailAlways(csi.RPCCreateVolume, codes.Unavailable)
 	if err := h.e.DeleteVolume(h.ctx, "v"); err == nil {
@@ -283,4 +276,19 @@ func TestInterruptedCreateThroughAPluginThatLostCreateDelete(t *testing.T) {
 	if msgs := h.eventMessages("volume-deregister", "v"); !strings.Contains(msgs, name) {
 		t.Errorf("the deregister event %q does not name %q", msgs, name)
 	}
+}
+
+// createWithEveryAnswerLost creates volume v with every CreateVolume answer lost: the plugin
+// holds the volume, volctl its create's intent.
+func createWithEveryAnswerLost(t *testing.T) *harness {
+	t.Helper()
+	h := newHarness(t, nil)
+	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
+	if _, err := h.e.CreateVolume(h.ctx, volume("v")); err == nil {
+		t.Fatal("create with every answer lost succeeded")
+	}
+	if n := h.pluginVolumeCount(); n != 1 {
+		t.Fatalf("plugin has %d volumes, want the one the lost answers were about", n)
+	}
+	return h
 }

@@ -160,29 +160,7 @@ func stageVFrom(c *csitest.MemConfig, from func(staging string) string) {
 // it, naming that target, and the other volume's data is left as it was.
 func TestRestoreRefusesATargetBoundFromAnotherClaimsTarget(t *testing.T) {
 	t.Parallel()
-	var root string
-	h := kernelHarness(t, func(c *csitest.MemConfig) {
-		root, c.Node.StageUnstageVolume = c.MountRoot, false
-	})
-	w := h.wHoldingData(spec.FileSystem)
-	v := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	if err := unix.Unmount(v.TargetPath, unix.MNT_DETACH); err != nil { // a reboot, for v's target
-		t.Fatal(err)
-	}
-	p := h.restartPlugin(func(c *csitest.MemConfig) {
-		c.MountRoot, c.Node.StageUnstageVolume = root, false
-		c.PublishFrom = func(_, target string) string {
-			if target == v.TargetPath {
-				return w.TargetPath
-			}
-			return ""
-		}
-	}, "w", "v")
-	t.Cleanup(func() {
-		if err := p.UnmountAll(); err != nil {
-			t.Errorf("memplugin: %v", err)
-		}
-	})
+	h, v, w := wBoundAtVsTargetAfterAReboot(t)
 	rep, err := h.e.Reconcile(h.ctx)
 	want := `volume "w"'s target ` + w.TargetPath + ` (alloc "b"'s claim) bind-mounted`
 	if err == nil && len(rep.Problems) == 0 {
@@ -272,4 +250,35 @@ func TestRestoreIndexForgetsATargetRolledBack(t *testing.T) {
 		t.Fatalf("claim of w, published from u's storage after u's only target was rolled back: %v\nwant it published, as a claim outside a pass is", err)
 	}
 	h.release("w", "b")
+}
+
+// wBoundAtVsTargetAfterAReboot claims volume w (holding data, alloc b) and volume v (alloc a)
+// through a plugin that does not stage, unmounts v's target as a reboot does, and serves the
+// plugin again binding w's target at v's when asked to publish v there.
+func wBoundAtVsTargetAfterAReboot(t *testing.T) (h *harness, v, w ClaimInfo) {
+	t.Helper()
+	var root string
+	h = kernelHarness(t, func(c *csitest.MemConfig) {
+		root, c.Node.StageUnstageVolume = c.MountRoot, false
+	})
+	w = h.wHoldingData(spec.FileSystem)
+	v = h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if err := unix.Unmount(v.TargetPath, unix.MNT_DETACH); err != nil { // a reboot, for v's target
+		t.Fatal(err)
+	}
+	p := h.restartPlugin(func(c *csitest.MemConfig) {
+		c.MountRoot, c.Node.StageUnstageVolume = root, false
+		c.PublishFrom = func(_, target string) string {
+			if target == v.TargetPath {
+				return w.TargetPath
+			}
+			return ""
+		}
+	}, "w", "v")
+	t.Cleanup(func() {
+		if err := p.UnmountAll(); err != nil {
+			t.Errorf("memplugin: %v", err)
+		}
+	})
+	return h, v, w
 }

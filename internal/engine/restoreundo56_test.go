@@ -12,7 +12,6 @@ import (
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
-	"github.com/volctl/volctl/internal/spec"
 )
 
 // After a reboot, reconcile restores a published claim; the plugin answers NodePublishVolume
@@ -26,25 +25,7 @@ import (
 func TestARefusedRestoreTakesTheRefusedMountAway(t *testing.T) {
 	t.Parallel()
 	t.Run("another volume's target bound there", func(t *testing.T) {
-		var root string
-		h := kernelHarness(t, func(c *csitest.MemConfig) {
-			root, c.Node.StageUnstageVolume = c.MountRoot, false
-		})
-		w := h.wHoldingData(spec.FileSystem)
-		v := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-		if err := unix.Unmount(v.TargetPath, unix.MNT_DETACH); err != nil { // a reboot, for v's target
-			t.Fatal(err)
-		}
-		p := h.restartPlugin(func(c *csitest.MemConfig) {
-			c.MountRoot, c.Node.StageUnstageVolume = root, false
-			c.PublishFrom = func(_, target string) string {
-				if target == v.TargetPath {
-					return w.TargetPath
-				}
-				return ""
-			}
-		}, "w", "v")
-		t.Cleanup(func() { _ = p.UnmountAll() })
+		h, v, _ := wBoundAtVsTargetAfterAReboot(t)
 		for pass := 1; pass <= 2; pass++ {
 			rep, err := h.e.Reconcile(h.ctx)
 			if err == nil || !strings.Contains(fmt.Sprint(rep.Problems), `volume "w"'s target`) || !strings.Contains(fmt.Sprint(rep.Problems), "NodeUnpublishVolume took it away") {

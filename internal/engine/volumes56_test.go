@@ -104,14 +104,7 @@ func TestRegisterRefusedGrowsNothing(t *testing.T) {
 // it failed (exit 1) with the create's error.
 func TestDeleteOfAnInterruptedCreateAnsweredUnusablyIsADelete(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil)
-	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
-	if _, err := h.e.CreateVolume(h.ctx, volume("v")); err == nil {
-		t.Fatal("create with every answer lost succeeded")
-	}
-	if n := h.pluginVolumeCount(); n != 1 {
-		t.Fatalf("plugin holds %d volumes after the lost answers, want the one", n)
-	}
+	h := createWithEveryAnswerLost(t)
 	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Answer: func(m proto.Message) {
 		m.(*csipb.CreateVolumeResponse).Volume.CapacityBytes = 1 // below capacity_min: unusable
 	}})
