@@ -94,7 +94,7 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registra
 				return err
 			}
 			if len(same) > 0 {
-				through, err := throughMate(tx, same[0].PluginID, sv.PluginID)
+				through, err := throughMate(tx, same[0], sv.PluginID)
 				if err != nil {
 					return err
 				}
@@ -797,22 +797,22 @@ func matesBy(tx *store.Tx, pluginID string, one func(a, b string) bool) (map[str
 	return mates, nil
 }
 
-// throughMate words, for a refusal of a second record of one storage, the plugin ID the first
-// is recorded through when it is not pluginID's own: a mate on one of its sockets, or one
-// deregistered with --force that was reached there (matesBy). "" for pluginID itself.
-func throughMate(tx *store.Tx, mate, pluginID string) (string, error) {
-	if mate == pluginID {
+// throughMate words, for a refusal of a second record of one storage, the plugin ID volume o,
+// the first, is recorded through when it is not pluginID's own: a mate on one of its sockets,
+// or one deregistered with --force that was reached there (matesBy). "" for pluginID itself.
+func throughMate(tx *store.Tx, o store.Volume, pluginID string) (string, error) {
+	if o.PluginID == pluginID {
 		return "", nil
 	}
-	_, err := tx.Plugins().Get(mate)
+	_, err := tx.Plugins().Get(o.PluginID)
 	switch {
 	case err == nil:
-		return fmt.Sprintf(" through plugin %q, on the same socket (one process, one storage)", mate), nil
+		return fmt.Sprintf(" through plugin %q, on the same socket (one process, one storage)", o.PluginID), nil
 	case !errors.Is(err, store.ErrNotFound):
 		return "", err
 	}
 	return fmt.Sprintf(" through plugin %q, deregistered with --force while the volume still names it, which was reached on the same socket (one process, one storage); "+
-		"`%s` forgets that record if the storage is not in use", mate, shellquote.Command("volctl volume deregister", "VOLUME")), nil
+		"once nothing uses the storage through it, `%s` forgets that record (the storage stays)", o.PluginID, shellquote.Command("volctl volume deregister", o.ID)), nil
 }
 
 // reach is where a plugin is reached and the driver name it gave there, for matesBy; left says
