@@ -173,9 +173,10 @@ type Agent struct {
 	notify func(state string) error
 	ready  atomic.Bool // the start-up reconcile has run (Status.Ready)
 
-	mu       sync.Mutex
-	runners  map[string]*runner
-	problems map[string]string // reconcile problems already logged, to log each once: message -> subject (logProblems)
+	mu         sync.Mutex
+	runners    map[string]*runner
+	problems   map[string]string // reconcile problems already logged, to log each once: message -> subject (logProblems)
+	gcProblems map[string]string // the same of claim GC's
 	// logWarned are the plugins whose log was found replaced (trimOrphanedLog), warned once.
 	logWarned map[string]bool
 	// mateWarned are the pairs of exec plugins on one socket (oneProcessPerSocket), told once.
@@ -887,21 +888,28 @@ func (a *Agent) reconcile(ctx context.Context, why string) {
 // more: a claim's problem is reworded as the step that fails changes (one commit, then
 // another), and a new wording is no resolution (TestRewordedProblemIsNotLoggedResolved).
 func (a *Agent) logProblems(why string, problems []engine.ReconcileAction) {
+	a.problems = a.logProblemsOnce("reconcile", a.problems, problems, "trigger", why)
+}
+
+// logProblemsOnce logs each of problems that logged (message -> subject) does not hold yet,
+// as what (its words and attrs after the problem's), and a problem of logged gone, its subject
+// without one now, as resolved; it returns what is logged now.
+func (a *Agent) logProblemsOnce(what string, logged map[string]string, problems []engine.ReconcileAction, attrs ...any) map[string]string {
 	now := map[string]string{} // message -> subject
 	wrong := map[string]bool{} // subjects with a problem now
 	for _, p := range problems {
 		now[p.Message] = problemSubject(p)
 		wrong[problemSubject(p)] = true
-		if _, logged := a.problems[p.Message]; !logged {
-			a.log.Warn("reconcile: "+p.Message, "kind", p.Kind, "volume", p.VolumeID, "alloc", p.Alloc, "trigger", why)
+		if _, seen := logged[p.Message]; !seen {
+			a.log.Warn(what+": "+p.Message, append([]any{"kind", p.Kind, "volume", p.VolumeID, "alloc", p.Alloc}, attrs...)...)
 		}
 	}
-	for msg, subject := range a.problems {
+	for msg, subject := range logged {
 		if _, still := now[msg]; !still && !wrong[subject] {
-			a.log.Info("reconcile: resolved: " + msg)
+			a.log.Info(what + ": resolved: " + msg)
 		}
 	}
-	a.problems = now
+	return now
 }
 
 // problemSubject is what a reconcile problem is about: its kind, volume and alloc, or, for one
@@ -926,9 +934,9 @@ func (a *Agent) gc(ctx context.Context) {
 	for _, act := range rep.Actions {
 		a.log.Info("claim GC: "+act.Message, "volume", act.VolumeID, "alloc", act.Alloc)
 	}
-	for _, p := range rep.Problems {
-		a.log.Warn("claim GC: "+p.Message, "volume", p.VolumeID, "alloc", p.Alloc)
-	}
+	// Each once until it goes, as reconcile's: a claim stuck releasing was a warning every
+	// pass, as often as reconcile's, 1,440 a day (TestClaimGCLogsAStuckClaimsProblemOnce).
+	a.gcProblems = a.logProblemsOnce("claim GC", a.gcProblems, rep.Problems)
 	if err != nil && len(rep.Problems) == 0 {
 		a.log.Warn("claim GC", "err", err)
 	}

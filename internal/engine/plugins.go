@@ -141,6 +141,9 @@ func (e *Engine) registerPluginOnce(ctx context.Context, given spec.Plugin, keep
 		if err := checkReregistration(tx, p.ID, fp); err != nil {
 			return err
 		}
+		if err := refuseSocketMoveUnderMounts(tx, p); err != nil {
+			return err
+		}
 		// Created too: this half joined beside the other, registered alone before.
 		*r = Registration{Outcome: Created}
 		if old, err := tx.Plugins().Get(p.ID); err == nil && !(joined && spec.IsSplitHalf(old.Type)) {
@@ -524,8 +527,13 @@ func (e *Engine) PluginMounts(ctx context.Context, pluginID string) (PluginMount
 
 // pluginMountsStored is PluginMounts of the ID as stored (byStoredID).
 func (e *Engine) pluginMountsStored(ctx context.Context, pluginID string) (PluginMounts, error) {
+	return viewOne(ctx, e.store, func(tx *store.Tx) (PluginMounts, error) { return pluginMountsIn(tx, pluginID) })
+}
+
+// pluginMountsIn is PluginMounts in transaction tx.
+func pluginMountsIn(tx *store.Tx, pluginID string) (PluginMounts, error) {
 	var m PluginMounts
-	err := e.store.View(ctx, func(tx *store.Tx) error {
+	err := func() error {
 		ids, err := socketMates(tx, pluginID)
 		if err != nil {
 			return err
@@ -565,8 +573,34 @@ func (e *Engine) pluginMountsStored(ctx context.Context, pluginID string) (Plugi
 			}
 		}
 		return nil
-	})
+	}()
 	return m, err
+}
+
+// refuseSocketMoveUnderMounts refuses a registration moving plugin p, which the agent runs (an
+// exec block), to other sockets while it holds mounts: the agent keeps its process on the old
+// ones until it has none (it never stops a plugin under mounts), while every command goes to
+// the new ones from the registration on, finds nothing there, and so never releases them: the
+// claims were left unpublishing for good, claim GC and reconcile failing every pass
+// (TestExecPluginsSocketIsNotMovedFromUnderItsMounts).
+func refuseSocketMoveUnderMounts(tx *store.Tx, p store.Plugin) error {
+	old, err := tx.Plugins().Get(p.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if old.Exec == nil || slices.Equal(pluginSockets(old), pluginSockets(p)) {
+		return nil
+	}
+	m, err := pluginMountsIn(tx, p.ID)
+	if err != nil || m.Mounts+m.InDoubt == 0 {
+		return err
+	}
+	return conflictf("plugin %q, which the agent runs on %s, holds %d mount(s) (%d more in doubt): the agent moves it to %s only once it has none, and every command would go there meanwhile, finding nothing, "+
+		"so its claims could not be released; nothing was recorded: release the volumes' claims first (`volctl volume ls` lists them), then register it again",
+		p.ID, strings.Join(pluginSockets(old), " and "), m.Mounts, m.InDoubt, strings.Join(pluginSockets(p), " and "))
 }
 
 // PluginEvent appends an event about a plugin to the event log, e.g. the agent starting,
