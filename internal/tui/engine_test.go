@@ -94,9 +94,18 @@ func TestAgainstRealEngine(t *testing.T) {
 // plugin that mounts, served on a real socket (stop ends it), one try per RPC and short timeouts.
 func realEngine(t *testing.T) (e *engine.Engine, stop func()) {
 	t.Helper()
+	return realEngineWith(t, nil)
+}
+
+// realEngineWith is realEngine with the plugin's configuration edited by mutate (nil: none).
+func realEngineWith(t *testing.T, mutate func(*csitest.MemConfig)) (e *engine.Engine, stop func()) {
+	t.Helper()
 	ctx := context.Background()
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "node-1"
+	if mutate != nil {
+		mutate(&cfg)
+	}
 	socket, stop := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, cfg)))
 	e, err := engine.Open(ctx, engine.Config{
 		StateDir: t.TempDir(),

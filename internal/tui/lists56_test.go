@@ -4,36 +4,11 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
 )
-
-// dashboardEngine is realEngine with its state dir returned.
-func dashboardEngine(t *testing.T) (e *engine.Engine, stateDir string, stop func()) {
-	t.Helper()
-	ctx := context.Background()
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID = "node-1"
-	socket, stop := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, cfg)))
-	stateDir = t.TempDir()
-	e, err := engine.Open(ctx, engine.Config{
-		StateDir: stateDir,
-		Retry:    engine.RetryPolicy{Attempts: 1, Base: time.Millisecond, Max: time.Millisecond},
-		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
-	return e, stateDir, stop
-}
 
 // A volume accessible only from a topology its plugin's node is not in takes no claim on this
 // host (checkNode), and `volume status` / `volume ls` say "no: outside its topology"
@@ -42,23 +17,10 @@ func dashboardEngine(t *testing.T) (e *engine.Engine, stateDir string, stop func
 // which a claim then refused, and its detail "no".
 func TestDashboardSaysAVolumeOutsideItsTopologyCannotTakeClaims(t *testing.T) {
 	ctx := context.Background()
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID = "node-1"
-	cfg.Topology = &spec.Topology{Segments: map[string]string{"zone": "a"}}
-	cfg.CreateTopology = &spec.Topology{Segments: map[string]string{"zone": "b"}} // a plugin that makes it elsewhere
-	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, cfg)))
-	e, err := engine.Open(ctx, engine.Config{
-		StateDir: t.TempDir(),
-		Retry:    engine.RetryPolicy{Attempts: 1, Base: time.Millisecond, Max: time.Millisecond},
-		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second},
+	e, _ := realEngineWith(t, func(cfg *csitest.MemConfig) {
+		cfg.Topology = &spec.Topology{Segments: map[string]string{"zone": "a"}}
+		cfg.CreateTopology = &spec.Topology{Segments: map[string]string{"zone": "b"}} // a plugin that makes it elsewhere
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "in-b", Name: "in-b", Type: "csi", PluginID: "mem", CapacityMin: 1 << 20,
 		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
 		t.Fatal(err)
@@ -90,7 +52,7 @@ func TestDashboardSaysAVolumeOutsideItsTopologyCannotTakeClaims(t *testing.T) {
 // registered, sending the user to a plugin's health that does not exist.
 func TestDashboardVolumeOfADeregisteredPluginSaysSo(t *testing.T) {
 	ctx := context.Background()
-	e, _, _ := dashboardEngine(t)
+	e, _ := realEngine(t)
 	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem", CapacityMin: 1 << 20,
 		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
 		t.Fatal(err)
