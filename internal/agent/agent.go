@@ -1003,8 +1003,20 @@ func (a *Agent) stopIfUnmounted(r *runner, countAs string) bool {
 	a.stopLeftBy(r.spec.ID, p)
 	removePidFile(a.runDir, r.spec.ID)
 	a.recordStop(ctx, r, engine.SupervisionStopped, "")
+	a.envRuns(ctx, r.spec.ID, nil)
 	a.e.PluginEvent(ctx, r.spec.ID, "plugin-stop", fmt.Sprintf("plugin %q stopped by the agent (pid %d)", r.spec.ID, p.pid))
 	return true
+}
+
+// envRuns records that the one process of plugin id that may run now was started with env
+// (nil: none runs), letting go of the values of its earlier exec envs kept while a process
+// started with them might run (Engine.ExecEnvRuns). A failure keeps them, secrets still, until
+// the next start or stop says so again.
+func (a *Agent) envRuns(ctx context.Context, id string, env spec.Secrets) {
+	if err := a.e.ExecEnvRuns(ctx, id, env); err != nil && ctx.Err() == nil {
+		a.log.Warn("letting go of the values of the plugin's earlier exec envs, which no process of it runs with now (they stay secrets, scrubbed, until its next start or stop)",
+			"plugin", id, "err", err)
+	}
 }
 
 // recordStop records, at a stop of runner r's process (the agent's own, a re-declaration's, a

@@ -102,13 +102,18 @@ func TestMain(m *testing.M) {
 		// An in-memory plugin whose Probe fails from the moment a file named sick exists under
 		// its root: healthy, then unhealthy, when the test says. It mounts for real (the
 		// engine insists that a published target is a mount point), its volumes' backing
-		// directories under its root.
+		// directories under its root. Its probe's error echoes the TOKEN of its environment,
+		// when it has one, as a plugin echoing a credential it was started with.
 		sick := filepath.Join(os.Getenv(pluginRootEnv), "sick")
+		why := "sick"
+		if token := os.Getenv("TOKEN"); token != "" {
+			why += ": token " + token + " refused"
+		}
 		cfg := csitest.DefaultMemConfig()
 		cfg.MountRoot = filepath.Join(os.Getenv(pluginRootEnv), "backing")
 		os.Exit(serveMem(cfg, func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			if _, err := os.Stat(sick); err == nil && strings.HasSuffix(info.FullMethod, "/"+csi.RPCProbe) {
-				return nil, status.Error(codes.Internal, "sick")
+				return nil, status.Error(codes.Internal, why)
 			}
 			return h(ctx, req)
 		}))

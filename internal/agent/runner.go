@@ -106,6 +106,11 @@ func (r *runner) loop(ctx context.Context) {
 			restarted = restarted || started
 			lastGood = a.now()
 			r.publish()
+			if r.proc != nil && !r.outdated() {
+				// It runs the declared exec block: no process of the plugin runs with an
+				// earlier env's values any more (one process per plugin), kept till now.
+				a.envRuns(ctx, id, r.spec.Exec.Env)
+			}
 		}
 
 		r.noteSupervision(ctx)

@@ -1319,6 +1319,25 @@ func (e *Engine) RecordSupervision(ctx context.Context, id, mode string, pid int
 	return err
 }
 
+// ExecEnvRuns records, for the agent, that the one process of plugin id that may run now was
+// started with env (nil: none runs, the agent stopped it): the values kept of the plugin's
+// earlier exec envs that env does not hold (store's exec_env_kept, kept while a process started
+// with them may run) are let go, and forgotten as any secret leaving the state. It costs one
+// read when there are none, as at almost every start.
+func (e *Engine) ExecEnvRuns(ctx context.Context, id string, env spec.Secrets) error {
+	var beyond bool
+	if err := e.store.ViewShort(ctx, func(tx *store.Tx) (err error) {
+		beyond, err = tx.Plugins().HoldsEnvBeyond(id, env.Plain())
+		return err
+	}); err != nil || !beyond {
+		return err
+	}
+	return e.store.Update(ctx, func(tx *store.Tx) error {
+		_, err := tx.Plugins().LetGoEnv(id, env.Plain())
+		return err
+	})
+}
+
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}

@@ -197,6 +197,13 @@ type PluginStore interface {
 	// TidyLeft removes what PutLeft recorded of plugin IDs registered again or that no volume
 	// names any more, and returns how many it removed.
 	TidyLeft() (int64, error)
+
+	// HoldsEnvBeyond reports whether values of the plugin's earlier exec envs, which Put and
+	// Delete keep while a process started with them may run, are kept that running (the env
+	// of the one process of it that may run now, nil for none) does not hold.
+	HoldsEnvBeyond(id string, running map[string]string) (bool, error)
+	// LetGoEnv lets go of those values, and returns how many went.
+	LetGoEnv(id string, running map[string]string) (int64, error)
 }
 
 // Plugins is the plugin API inside this transaction.
@@ -273,6 +280,9 @@ func (ps plugins) Put(p *Plugin) error {
 	if err := ps.tx.noteSecretsUnlessSame(`SELECT exec IS ? FROM plugins WHERE id = ?`, exec, p.ID); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
+	if err := ps.keepEnvGoing(p.ID, exec); err != nil {
+		return err
+	}
 	now := encTime(ps.tx.now())
 	var created int64
 	err = ps.tx.queryRow(`
@@ -300,6 +310,9 @@ func (ps plugins) Put(p *Plugin) error {
 func (ps plugins) Delete(id string) error {
 	if err := ps.tx.noteSecrets(); err != nil {
 		return fmt.Errorf("%s: %w", pluginWhat(id), err)
+	}
+	if err := ps.keepEnvGoing(id, nil); err != nil {
+		return err
 	}
 	res, err := ps.tx.exec(`DELETE FROM plugins WHERE id = ?`, id)
 	return affected(res, err, pluginWhat(id), "")

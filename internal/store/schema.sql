@@ -1,4 +1,4 @@
--- volctl schema at version 26
+-- volctl schema at version 27
 -- Written by `VOLCTL_WRITE_SCHEMA=1 go test ./internal/store -run TestSchemaFileIsTheMigrationsApplied`
 -- from the migrations in migrations/, which stay the record of how the schema came to be: a new
 -- database gets this in one step (migrate.go, schemaFile). Do not edit it by hand.
@@ -218,4 +218,10 @@ CREATE TABLE plugins_left (
     node_socket       TEXT    NOT NULL DEFAULT '',
     provider          TEXT    NOT NULL DEFAULT '',
     left_at           INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE exec_env_kept (
+    plugin_id TEXT NOT NULL,
+    value     TEXT NOT NULL,
+    PRIMARY KEY (plugin_id, value)
 ) STRICT;

@@ -60,6 +60,10 @@ func (tx *Tx) SecretValues() ([]string, error) {
 		{"secrets kept for plugin data", `SELECT value FROM kept_secrets`, func(col sql.NullString) ([]string, error) {
 			return []string{col.String}, nil
 		}, false},
+		// Values of earlier exec envs a process started with them may still run with (keepEnvGoing).
+		{"values kept of earlier plugin environments", `SELECT DISTINCT value FROM exec_env_kept`, func(col sql.NullString) ([]string, error) {
+			return []string{col.String}, nil
+		}, false},
 		{"plugin environments", `SELECT DISTINCT exec FROM plugins WHERE exec IS NOT NULL`,
 			jsonValues(func(e *execRow) []string {
 				if e == nil {

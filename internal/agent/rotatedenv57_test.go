@@ -1,0 +1,93 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A plugin's exec env changed (a credential rotated by plugin register) while its process
+// holds mounts: the agent keeps the process running as it was started, its environment holding
+// the old value, but the state held only the new one, so nothing scrubbed the old: the process
+// echoing it in its probe's error had it printed whole by plugin status (the plugin's last
+// error), the event log and the agent's own log. The old value stays a secret while a process
+// started with it may run, and goes (scrubbed from the event log then, as any secret leaving
+// the state) once the agent runs the declared exec block in its place.
+func TestARotatedExecEnvValueStaysScrubbedWhileTheOldProcessRuns(t *testing.T) {
+	const old, rotated = "old-token-5f3a9c", "new-token-77c1e2"
+	f := newFixture(t)
+	f.mountsForReal()
+	sp := withEnv(f.execPlugin("fuse", "sickens"), "TOKEN", old)
+	f.register(sp)
+	stop := f.startAgent(testSettings)
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("fuse").Healthy })
+	f.claimDB("fuse")
+	pid := f.pid("fuse")
+
+	f.register(withEnv(sp, "TOKEN", rotated))
+	waitFor(t, "the agent to keep the process with the old env under its mount", func() bool {
+		return len(f.events("plugin-restart-withheld")) > 0
+	})
+	if !slices.Contains(environOf(t, pid), "TOKEN="+old) {
+		t.Fatalf("the process kept under its mount (pid %d) does not run with the old TOKEN", pid)
+	}
+
+	f.sicken()
+	waitFor(t, "the event saying the plugin became unhealthy", func() bool {
+		return slices.ContainsFunc(f.events("plugin-health"), func(m string) bool { return strings.Contains(m, "became unhealthy") })
+	})
+	lastErr := f.plugin("fuse").LastError
+	if !strings.Contains(lastErr, "token [REDACTED] refused") {
+		t.Errorf("plugin status's last error = %q; want the old token echoed, scrubbed", lastErr)
+	}
+	f.expectNowhere(old)
+
+	// Released, the process is stopped and started again with the rotated env: the old value
+	// is no longer kept, and what it was scrubbed from stays scrubbed.
+	if err := os.Remove(filepath.Join(f.dir, "hostpath-fuse", "sick")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the plugin to be healthy again", func() bool { return f.plugin("fuse").Healthy })
+	if _, err := f.e.Release(f.ctx, "db", "web-0"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the plugin to run with the rotated env", func() bool {
+		n := f.pid("fuse")
+		return n != 0 && n != pid && slices.Contains(environOf(t, n), "TOKEN="+rotated)
+	})
+	waitFor(t, "the old value to be let go", func() bool {
+		redact, err := f.e.Redactor(f.ctx)
+		return err == nil && redact(old) == old
+	})
+	f.expectNowhere(old)
+}
+
+// expectNowhere checks that the event log, the plugins' last errors and the agent's log hold
+// nothing of secret.
+func (f *fixture) expectNowhere(secret string) {
+	f.t.Helper()
+	for _, ev := range f.events("") {
+		if strings.Contains(ev, secret) {
+			f.t.Errorf("an event holds the secret: %q", ev)
+		}
+	}
+	ps, err := f.e.Plugins(f.ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, p := range ps {
+		if strings.Contains(p.LastError, secret) {
+			f.t.Errorf("plugin %q's last error holds the secret: %q", p.ID, p.LastError)
+		}
+	}
+	if strings.Contains(f.logs.String(), secret) {
+		f.t.Errorf("the agent's log holds the secret")
+	}
+}
