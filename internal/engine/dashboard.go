@@ -68,6 +68,10 @@ func (e *Engine) Dashboard(ctx context.Context, events int) (Dashboard, error) {
 			byVolume[c.VolumeID] = append(byVolume[c.VolumeID], c)
 			d.Claims = append(d.Claims, claimInfo(c))
 		}
+		handedTo, err := handedOverTo(tx)
+		if err != nil {
+			return err
+		}
 		healthy := make(map[string]bool, len(plugins))
 		byID := make(map[string]store.Plugin, len(plugins))
 		for _, p := range plugins {
@@ -83,6 +87,9 @@ func (e *Engine) Dashboard(ctx context.Context, events int) (Dashboard, error) {
 			// deregistered with --force) says so, not "plugin unhealthy", and one its plugin's
 			// node is outside the topology of cannot take claims. Before, the dashboard's list
 			// said "yes" of the latter, its detail "no" (TestDashboardSaysAVolumeOutsideItsTopologyCannotTakeClaims).
+			if to := handedTo[v.ID]; to != "" {
+				s.Schedulable, s.handedTo = false, to
+			}
 			if p, ok := byID[v.PluginID]; !ok {
 				s.pluginWhy = PluginNotRegistered
 			} else if topos := volumeTopologies(v); nodeOutside(topos, p.Fingerprint) {

@@ -170,6 +170,10 @@ func (v VolumeSummary) Schedulability(plugin *PluginInfo) Schedulability {
 	if !s.OK() || v.Schedulable {
 		return s
 	}
+	if v.handedTo != "" {
+		s.Why, s.Detail = HandedOver, ShownNomadAddress(v.handedTo)
+		return s
+	}
 	switch {
 	case plugin != nil:
 		s.Detail = plugin.LastError
@@ -204,7 +208,7 @@ func healthWhy(h PluginHealth) Unschedulable {
 // volume's summary was read with the health last recorded. plugin nil is its plugin not
 // registered.
 func (v VolumeSummary) WithPluginProbed(plugin *PluginInfo) VolumeSummary {
-	v.Schedulable = stateReason(v.State) == Schedulable && plugin != nil && plugin.Health() == PluginHealthy && !v.outside
+	v.Schedulable = stateReason(v.State) == Schedulable && plugin != nil && plugin.Health() == PluginHealthy && !v.outside && v.handedTo == ""
 	return v
 }
 

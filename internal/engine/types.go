@@ -209,6 +209,11 @@ type VolumeSummary struct {
 	// row (VolumeInfo).
 	outside      bool
 	outsideWords string
+	// handedTo is the Nomad address the volume is handed over to ("" when it is not): Nomad
+	// claims it, not volctl, and Schedulable is false (refuseHandedOver). Before, only volume
+	// status read the handovers, and the lists said "yes" of such a volume
+	// (TestHandedOverVolumeIsListedAsNotSchedulable).
+	handedTo string
 }
 
 // VolumeInfo is everything volctl knows about one volume, as `volume status ID` shows it.

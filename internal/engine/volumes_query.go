@@ -49,6 +49,10 @@ func (e *Engine) EachVolume(ctx context.Context, fields VolumeFields, fn func(v 
 		if err != nil {
 			return err
 		}
+		handedTo, err := handedOverTo(tx)
+		if err != nil {
+			return err
+		}
 		why := make(map[string]Unschedulable, len(plugins))       // a plugin not there is not registered
 		nodes := make(map[string]map[string]string, len(plugins)) // the topology of each plugin's node judged by
 		for _, p := range plugins {
@@ -90,9 +94,28 @@ func (e *Engine) EachVolume(ctx context.Context, fields VolumeFields, fn func(v 
 				ReadClaims: b.ReadClaims, WriteClaims: b.WriteClaims, Unsettled: b.Unsettled,
 				CreatedAt: b.CreatedAt, pluginWhy: pw, outside: outside,
 			}
+			if handedTo != nil {
+				if to := handedTo[b.ID]; to != "" {
+					v.Schedulable, v.handedTo = false, to
+				}
+			}
 			return fn(&v)
 		})
 	})
+}
+
+// handedOverTo is the Nomad address of each volume handed over to Nomad, by volume ID; nil for
+// none, as in most states (one read of an empty table).
+func handedOverTo(tx *store.Tx) (map[string]string, error) {
+	hs, err := tx.Handovers().List()
+	if err != nil || len(hs) == 0 {
+		return nil, err
+	}
+	to := make(map[string]string, len(hs))
+	for _, h := range hs {
+		to[h.VolumeID] = h.Address
+	}
+	return to, nil
 }
 
 func volumeSummary(v store.Volume, claims []store.Claim, pluginTakesClaims bool) VolumeSummary {
@@ -188,7 +211,7 @@ func (e *Engine) volumeStored(ctx context.Context, idOrPrefix string) (VolumeInf
 		switch {
 		case herr == nil:
 			hi := handoverInfo(h)
-			info.Handover, info.Schedulable = &hi, false
+			info.Handover, info.Schedulable, info.handedTo = &hi, false, h.Address
 		case !errors.Is(herr, store.ErrNotFound):
 			return herr
 		}
