@@ -35,6 +35,10 @@ type EventsOptions struct {
 	Poll time.Duration
 }
 
+// afterFirstEventsRead, when set (by tests), runs right after the events command's first read
+// of the events it shows.
+var afterFirstEventsRead func()
+
 // eventsPoll is how often --follow looks for new events.
 const eventsPoll = 500 * time.Millisecond
 
@@ -144,9 +148,26 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	// A follow goes on from the newest event of all read before the events shown, whatever
+	// they match: an event recorded after this read is either among those shown or after it.
+	// Before, the newest was read after them when none matched, and an event that matched,
+	// recorded between the two reads, was never printed (TestEventsFollowMissesNoEventBetweenItsFirstReads).
+	var newest int64
+	if opts.Follow {
+		all, err := e.Events(ctx, 1, engine.EventFilter{})
+		if err != nil {
+			return fmt.Errorf("events: %w", err)
+		}
+		if len(all) > 0 {
+			newest = all[0].ID
+		}
+	}
 	evs, err := e.Events(ctx, opts.Limit, opts.Filter)
 	if err != nil {
 		return fmt.Errorf("events: %w", err)
+	}
+	if afterFirstEventsRead != nil {
+		afterFirstEventsRead()
 	}
 	if err := checkEventKind(opts.Filter.Kind, evs); err != nil {
 		return err
@@ -189,11 +210,9 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 	if err := w.write(evs, true); err != nil {
 		return err
 	}
-	last := int64(0)
+	last := newest
 	if len(evs) > 0 {
-		last = evs[len(evs)-1].ID
-	} else if newest, err := e.Events(ctx, 1, engine.EventFilter{}); err == nil && len(newest) > 0 {
-		last = newest[0].ID // nothing matched: follow from the newest event of all
+		last = max(last, evs[len(evs)-1].ID)
 	}
 	if err := out.Flush(); err != nil {
 		return err
