@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/volctl/volctl/internal/store"
@@ -18,6 +19,40 @@ type Dashboard struct {
 	// EventsLogged is how many events the log holds, of which Events are the newest.
 	EventsLogged int         `json:"events_logged"`
 	Groups       []GroupInfo `json:"groups"` // with their allocs' live claims, by name
+}
+
+// WithPluginsProbed is d with the health a live probe found (PluginStatus) of each plugin where
+// it is newer than what d read, and its volumes' schedulability as that health says: the probe
+// may have been kept from recording it (another process holding the state's write lock, a
+// read-only state dir), as `volctl status` shows its own probe's reading. Before, the dashboard
+// showed the stored health of a plugin its probe had just found dead, and its volumes "yes"
+// (TestDashboardShowsWhatItsProbeFoundWhenItCannotRecordIt). d itself is not changed.
+func (d Dashboard) WithPluginsProbed(probed []PluginInfo) Dashboard {
+	var newer map[string]*PluginInfo
+	for i := range probed {
+		p := &probed[i]
+		k := slices.IndexFunc(d.Plugins, func(q PluginInfo) bool { return q.ID == p.ID })
+		if k < 0 || !p.ProbedAt.After(d.Plugins[k].ProbedAt) {
+			continue
+		}
+		if newer == nil {
+			newer = map[string]*PluginInfo{}
+			d.Plugins = slices.Clone(d.Plugins)
+		}
+		q := &d.Plugins[k]
+		q.Healthy, q.Ready, q.ProbeLatency, q.LastError, q.ProbedAt = p.Healthy, p.Ready, p.ProbeLatency, p.LastError, p.ProbedAt
+		newer[q.ID] = q
+	}
+	if newer == nil {
+		return d
+	}
+	d.Volumes = slices.Clone(d.Volumes)
+	for i, v := range d.Volumes {
+		if p := newer[v.PluginID]; p != nil {
+			d.Volumes[i] = v.WithPluginProbed(p)
+		}
+	}
+	return d
 }
 
 // Dashboard reads volumes, live claims, plugins (stored health, no probe), up to events recent

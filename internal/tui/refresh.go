@@ -51,8 +51,12 @@ type live struct {
 	readSince    time.Time // when the read out started
 	again        bool      // a read was asked for while one was out: it follows that one
 	probing      bool
-	updated      time.Time // when the shown data was read
-	err          error     // the last read's error, shown until a read succeeds
+	// probed is what the last probe found, which the reads show where it is newer than the
+	// stored health (the probe may not have been able to record it): replaced whole by each
+	// probe, never changed, so a read out holds it safely.
+	probed  []engine.PluginInfo
+	updated time.Time // when the shown data was read
+	err     error     // the last read's error, shown until a read succeeds
 }
 
 // start reads and probes at once, and arms both timers.
@@ -72,10 +76,11 @@ func (l *live) read() tea.Cmd {
 	}
 	l.seq++
 	l.reading, l.readSince = true, l.c.Now()
-	seq, ctx, eng, n, now := l.seq, l.ctx, l.eng, l.events, l.c.Now
+	seq, ctx, eng, n, now, probed := l.seq, l.ctx, l.eng, l.events, l.c.Now, l.probed
 	return func() tea.Msg {
 		d, err := eng.Dashboard(ctx, n)
 		if err == nil {
+			d = d.WithPluginsProbed(probed)
 			err = redacted(ctx, eng, &d)
 		}
 		if err != nil {
@@ -152,8 +157,12 @@ func (l *live) slow() string {
 }
 
 // onProbed ends a probe; the fresh health is in the store, so a read shows it everywhere
-// (plugins, and volumes' schedulability) in one consistent snapshot.
+// (plugins, and volumes' schedulability) in one consistent snapshot; where the probe could not
+// record it, the read shows the probe's reading over the stored one (WithPluginsProbed).
 func (l *live) onProbed(msg probedMsg) tea.Cmd {
 	l.probing = false
+	if msg.plugins != nil {
+		l.probed = msg.plugins
+	}
 	return l.read()
 }
