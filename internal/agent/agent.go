@@ -185,6 +185,12 @@ type Agent struct {
 	// socket, declared with an exec block or without one, probed only (oneProcessPerSocket):
 	// that runner records their supervision with its own (noteMates). Under mu.
 	mates map[string][]string
+	// leftRunning are the processes the agent started and left running under mounts with no
+	// runner of their own (their plugin deregistered, or registered again without an exec
+	// block), by the plugin ID whose log they write to: trimLogs keeps that log bounded while
+	// they run. Before, it grew unchecked, on the file system the store is on, for as long as
+	// they ran (TestLogOfAPluginLeftRunningStaysBounded). Under mu.
+	leftRunning map[string]*process
 }
 
 // New builds an agent; Run runs it.
@@ -225,7 +231,8 @@ func New(cfg Config) (*Agent, error) {
 		restartWait: restartWait,
 		runDir:      filepath.Join(dir, "run"), logDir: filepath.Join(dir, "logs"),
 		kick: make(chan struct{}, 1), unusable: make(chan error, 1), runners: map[string]*runner{}, problems: map[string]string{}, logWarned: map[string]bool{},
-		mateWarned: map[string]bool{},
+		leftRunning: map[string]*process{},
+		mateWarned:  map[string]bool{},
 	}, nil
 }
 
@@ -430,6 +437,7 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 			}
 			a.log.Info("plugin declaration changed; supervising it anew", "plugin", r.spec.ID)
 			if !a.stopIfUnmounted(r, r.spec.ID) && sp.Exec == nil && r.proc != nil {
+				a.leaveRunning(r.spec.ID, r.proc)
 				// Nothing adopts it now: said, as plugin status says it (Supervision.Words).
 				a.log.Warn(fmt.Sprintf("plugin %q was registered again without an exec block: the process the agent started for it (pid %d) is left running under its mounts, "+
 					"and no agent supervises or stops it from now on; stop it yourself once it has none, before the plugin is started otherwise on its socket", r.spec.ID, r.proc.pid),
@@ -479,11 +487,15 @@ func (a *Agent) retire(ctx context.Context, r *runner, want map[string]spec.Plug
 	p := r.proc
 	switch {
 	case p == nil || mate == "":
-		a.stopIfUnmounted(r, r.spec.ID)
+		if !a.stopIfUnmounted(r, r.spec.ID) {
+			a.leaveRunning(r.spec.ID, p)
+		}
 	case heir != "":
 		if err := a.handOver(r.spec.ID, heir, p); err != nil {
 			a.log.Error("handing the deregistered plugin's process to the plugin on its socket", "plugin", r.spec.ID, "to", heir, "pid", p.pid, "err", err)
-			a.stopIfUnmounted(r, heir)
+			if !a.stopIfUnmounted(r, heir) {
+				a.leaveRunning(r.spec.ID, p)
+			}
 			return
 		}
 		msg := fmt.Sprintf("plugin %q deregistered: its process (pid %d), which serves plugin %q on the same socket, is handed to %q, whose runner supervises it from now on",
@@ -499,6 +511,7 @@ func (a *Agent) retire(ctx context.Context, r *runner, want map[string]spec.Plug
 		msg := fmt.Sprintf("plugin %q deregistered: its process (pid %d) serves plugin %q on the same socket, which has no exec block: nothing supervises it now; "+
 			"give %q the exec block to have the agent supervise it again", r.spec.ID, p.pid, mate, mate)
 		a.log.Warn(msg, "plugin", mate, "pid", p.pid)
+		a.leaveRunning(r.spec.ID, p)
 		// The IDs left on the socket had the deregistered ID's record of the process (noteMates):
 		// it runs on, under their mounts, with no agent to stop or restart it.
 		for _, id := range sortedIDs(want) {
@@ -784,8 +797,20 @@ func everyOr(ctx context.Context, d time.Duration, wake <-chan os.Signal, fn fun
 	}
 }
 
+// leaveRunning records p, the process of plugin id's runner, as left running under mounts
+// with no runner to supervise it (leftRunning); nil records nothing.
+func (a *Agent) leaveRunning(id string, p *process) {
+	if p == nil {
+		return
+	}
+	a.mu.Lock()
+	a.leftRunning[id] = p
+	a.mu.Unlock()
+}
+
 // trimLogs rotates the supervised plugins' logs that grew past maxLogSize (trimLog), and the
-// file a running plugin writes to when its log's path no longer names it (orphanedLog).
+// file a running plugin writes to when its log's path no longer names it (orphanedLog); and
+// the same of the processes left running with no runner (leftRunning), while they run.
 func (a *Agent) trimLogs() {
 	a.mu.Lock()
 	pids := map[string]int{}
@@ -795,6 +820,14 @@ func (a *Agent) trimLogs() {
 			pids[id] = r.sPid
 			r.smu.Unlock()
 		}
+	}
+	for id, p := range a.leftRunning {
+		if _, supervised := pids[id]; supervised || !p.alive() {
+			// Supervised again (adopted through its pid file), or gone.
+			delete(a.leftRunning, id)
+			continue
+		}
+		pids[id] = p.pid
 	}
 	a.mu.Unlock()
 	for id, pid := range pids {

@@ -103,8 +103,9 @@ func TestMain(m *testing.M) {
 		// its root: healthy, then unhealthy, when the test says. It mounts for real (the
 		// engine insists that a published target is a mount point), its volumes' backing
 		// directories under its root. Its probe's error echoes the TOKEN of its environment,
-		// when it has one, as a plugin echoing a credential it was started with.
-		sick := filepath.Join(os.Getenv(pluginRootEnv), "sick")
+		// when it has one, as a plugin echoing a credential it was started with; and it floods
+		// its output at an RPC once a file named flood appears there, and removes it.
+		sick, flood := filepath.Join(os.Getenv(pluginRootEnv), "sick"), filepath.Join(os.Getenv(pluginRootEnv), "flood")
 		why := "sick"
 		if token := os.Getenv("TOKEN"); token != "" {
 			why += ": token " + token + " refused"
@@ -112,6 +113,15 @@ func TestMain(m *testing.M) {
 		cfg := csitest.DefaultMemConfig()
 		cfg.MountRoot = filepath.Join(os.Getenv(pluginRootEnv), "backing")
 		os.Exit(serveMem(cfg, func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if _, err := os.Stat(flood); err == nil {
+				// Asked to flood its output (a plugin logging a storm): 2.5 times maxLogSize,
+				// then the file removed, saying it is written.
+				line := strings.Repeat("x", 1023) + "\n"
+				for range 5 * int(maxLogSize) / 2 / len(line) {
+					os.Stdout.WriteString(line)
+				}
+				os.Remove(flood)
+			}
 			if _, err := os.Stat(sick); err == nil && strings.HasSuffix(info.FullMethod, "/"+csi.RPCProbe) {
 				return nil, status.Error(codes.Internal, why)
 			}
