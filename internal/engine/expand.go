@@ -218,6 +218,7 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 	}
 
 	newSize, nodeRequired := size, node
+	guessed := false // nodeRequired is a guess after a lost answer, not the plugin's word
 	owedBefore := v.NodeExpandMin > 0 // an earlier expand's node expansion, not done yet
 	// An earlier run's ControllerExpandVolume whose answer was not recorded: this one is sent
 	// again (the expand run again, or reconcile).
@@ -298,6 +299,15 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 			// (TestExpandRetryAnsweredNodeExpansionNotRequiredStillExpandsTheNode).
 			nodeRequired = true
 		}
+		if !nodeRequired && !c.fp.Node && (replayed || earlier) {
+			// The same, through a split plugin's controller half alone: whether its node has a
+			// step to take cannot be asked until its node half is registered. Owed, as a guess
+			// (NodeExpandGuessed), sent at the next publish where that half can expand, and let
+			// go where it turns out to have no EXPAND_VOLUME (letGoOfGuess). Taken at its word,
+			// the volume was published with its file system at the old size for good
+			// (TestSplitPluginsLostExpandAnswerOwesTheNodeStep).
+			nodeRequired, guessed = true, true
+		}
 		if newSize < size {
 			// The spec: the plugin reaches required_bytes or fails (OUT_OF_RANGE). It did
 			// neither, so the expand fails; the record keeps the larger of the old size and
@@ -346,10 +356,16 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 		// the volume is on the node (a plugin that expands only offline is sent no
 		// ControllerExpandVolume then). A node-only expansion's debt is the whole expansion.
 		v.NodeExpandControllerDone = ctrl
+		// A guess stays one only where no debt the plugin said was there before it.
+		v.NodeExpandGuessed = guessed && (!owedBefore || v.NodeExpandGuessed)
 		if over != nil {
 			v.NodeExpandMax = 0 // the storage is past the limit already: the node follows it
 		}
 		msg += "; the node expansion is owed"
+		if guessed {
+			msg += fmt.Sprintf(" (a ControllerExpandVolume answer was lost, and plugin %q's node half, not registered, cannot be asked whether it has a step to take: "+
+				"sent when it can, let go if it has no EXPAND_VOLUME)", v.PluginID)
+		}
 	} else if owedBefore {
 		// The controller needs no node step for this expansion, but the file system has not
 		// had the earlier one: it is still owed and sent now, bounded by this request's limit
@@ -497,6 +513,9 @@ func aboveLimit(v store.Volume, rpc string, answered, limit int64) error {
 func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, controllerDone bool) (sent bool, err error) {
 	if v.NodeExpandMin <= 0 || !c.fp.Node {
 		return false, nil
+	}
+	if !c.fp.Capabilities.Node.ExpandVolume && v.NodeExpandGuessed {
+		return false, e.letGoOfGuess(ctx, c, v)
 	}
 	if !c.fp.Capabilities.Node.ExpandVolume {
 		return false, fmt.Errorf("volume %q is owed a node expansion to %s (its controller answered node_expansion_required), but plugin %q's node service "+
@@ -971,11 +990,32 @@ func (e *Engine) nodeExpanded(ctx context.Context, v store.Volume, answered int6
 	return errors.Join(err, over)
 }
 
+// letGoOfGuess clears volume v's node expansion owed as a guess (NodeExpandGuessed: after a lost
+// ControllerExpandVolume answer, the node half not reachable to ask) now that plugin c's node
+// half is reached and has no EXPAND_VOLUME: a node the CSI spec sends no NodeExpandVolume has no
+// step of its own, so none was owed. An event says so. The caller holds the volume lock.
+func (e *Engine) letGoOfGuess(ctx context.Context, c *conn, v store.Volume) error {
+	return e.store.Update(context.WithoutCancel(ctx), e.locks.holding(v.ID, func(tx *store.Tx) error {
+		if err := tx.Volumes().SetNodeExpansion(v.ID, 0, 0); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID,
+			Message: fmt.Sprintf("the node expansion to %s owed to volume %q as a guess (its ControllerExpandVolume answer was lost while plugin %q's node half could not be asked) is let go: "+
+				"that node half has no EXPAND_VOLUME, so it has no step to take", spec.FormatSize(v.NodeExpandMin), v.ID, c.plugin.ID)})
+	}))
+}
+
 // expandOnPublish sends a volume's owed node expansion once a claim has published it (the
 // volume was on no path here when it was expanded, or the expansion failed). The claim stays
 // published whatever happens: a failure leaves the expansion owed for `volume expand` or
 // reconcile, and is logged, not returned.
 func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, cl *store.Claim, st store.Staging) {
+	if v.NodeExpandMin > 0 && c.fp.Node && !c.fp.Capabilities.Node.ExpandVolume && v.NodeExpandGuessed {
+		if err := e.letGoOfGuess(ctx, c, v); err != nil {
+			e.log.Warn("letting go of a node expansion owed as a guess", "volume", v.ID, "err", err)
+		}
+		return
+	}
 	if v.NodeExpandMin <= 0 || !c.fp.Node || !c.fp.Capabilities.Node.ExpandVolume {
 		return
 	}

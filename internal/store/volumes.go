@@ -61,6 +61,11 @@ type Volume struct {
 	// the plugin has since declared the controller's EXPAND_VOLUME) and for a debt recorded
 	// before the mark. Update writes it; SetNodeExpansion clears it.
 	NodeExpandControllerDone bool
+	// NodeExpandGuessed says the node expansion owed is volctl's guess, not the plugin's word:
+	// owed after a lost ControllerExpandVolume answer while the node half could not be asked
+	// (migration 0028), let go once the node half turns out to have no EXPAND_VOLUME. Written
+	// as NodeExpandControllerDone is: by Update, only with a debt; SetNodeExpansion clears it.
+	NodeExpandGuessed bool
 	// ExpandMin and ExpandMax are the capacity range of a ControllerExpandVolume recorded
 	// before it was sent and whose answer is not recorded yet (SetExpansionIntent): the
 	// storage may be that size already. 0 when none is pending. Read only: Insert and Update
@@ -189,7 +194,7 @@ const volumeColumns = `id, namespace, name, plugin_id, external_id, csi_name, st
 
 // volumeReadColumns are volumeColumns and the ones only SetExpansionIntent or Insert writes,
 // which scanVolume reads.
-const volumeReadColumns = volumeColumns + `, expand_min, expand_max, clone_spec, node_expand_ctrl`
+const volumeReadColumns = volumeColumns + `, expand_min, expand_max, clone_spec, node_expand_ctrl, node_expand_guess`
 
 func scanVolume(sc scanner) (Volume, error) {
 	var (
@@ -201,7 +206,7 @@ func scanVolume(sc scanner) (Volume, error) {
 	err := sc.Scan(&v.ID, &v.Namespace, &v.Name, &v.PluginID, &v.ExternalID, &v.CSIName, &v.State, &caps,
 		&mo, &sec, &params, &vctx, &tr, &topo, &v.CapacityBytes,
 		&v.RequestedMin, &v.RequestedMax, &v.SnapshotID, &v.CloneID, &v.AccessMode, &v.AttachmentMode,
-		&v.NodeExpandMin, &v.NodeExpandMax, &c, &u, &v.ExpandMin, &v.ExpandMax, &cloneSpec, &v.NodeExpandControllerDone)
+		&v.NodeExpandMin, &v.NodeExpandMax, &c, &u, &v.ExpandMin, &v.ExpandMax, &cloneSpec, &v.NodeExpandControllerDone, &v.NodeExpandGuessed)
 	if err != nil {
 		return Volume{}, err
 	}
@@ -495,6 +500,11 @@ func (vs volumes) Insert(v *Volume) error {
 			return wrap(err, volumeWhat(v.ID), "")
 		}
 	}
+	if v.NodeExpandMin > 0 && v.NodeExpandGuessed {
+		if _, err := vs.tx.exec(`UPDATE volumes SET node_expand_guess = 1 WHERE id = ?`, v.ID); err != nil {
+			return wrap(err, volumeWhat(v.ID), "")
+		}
+	}
 	v.CreatedAt, v.UpdatedAt = now, now
 	return nil
 }
@@ -522,8 +532,9 @@ func (vs volumes) Update(v *Volume) error {
 		UPDATE volumes SET namespace = ?, name = ?, plugin_id = ?, external_id = ?, csi_name = ?, state = ?,
 			capabilities = ?, mount_options = ?, secrets = ?, parameters = ?, context = ?, topology_request = ?,
 			accessible_topology = ?, capacity_bytes = ?, requested_min = ?, requested_max = ?, snapshot_id = ?,
-			clone_id = ?, node_expand_min = ?, node_expand_max = ?, updated_at = ?`+keySet+`, node_expand_ctrl = ?
-		WHERE id = ? RETURNING access_mode, attachment_mode`, append(append(append(args, encTime(now)), keyArg...), v.NodeExpandMin > 0 && v.NodeExpandControllerDone, v.ID)...).Scan(&access, &attachment)
+			clone_id = ?, node_expand_min = ?, node_expand_max = ?, updated_at = ?`+keySet+`, node_expand_ctrl = ?, node_expand_guess = ?
+		WHERE id = ? RETURNING access_mode, attachment_mode`, append(append(append(args, encTime(now)), keyArg...),
+		v.NodeExpandMin > 0 && v.NodeExpandControllerDone, v.NodeExpandMin > 0 && v.NodeExpandGuessed, v.ID)...).Scan(&access, &attachment)
 	if err != nil {
 		return wrap(err, volumeWhat(v.ID), "")
 	}
@@ -593,7 +604,7 @@ func (vs volumes) OnNode(pluginID string) ([]string, error) {
 }
 
 func (vs volumes) SetNodeExpansion(id string, min, max int64) error {
-	res, err := vs.tx.exec(`UPDATE volumes SET node_expand_min = ?, node_expand_max = ?, node_expand_ctrl = 0 WHERE id = ?`, min, max, id)
+	res, err := vs.tx.exec(`UPDATE volumes SET node_expand_min = ?, node_expand_max = ?, node_expand_ctrl = 0, node_expand_guess = 0 WHERE id = ?`, min, max, id)
 	return affected(res, err, volumeWhat(id), "")
 }
 
