@@ -218,7 +218,7 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 	}
 
 	newSize, nodeRequired := size, node
-	guessed := false // nodeRequired is a guess after a lost answer, not the plugin's word
+	guessed := false                  // nodeRequired is a guess after a lost answer, not the plugin's word
 	owedBefore := v.NodeExpandMin > 0 // an earlier expand's node expansion, not done yet
 	// An earlier run's ControllerExpandVolume whose answer was not recorded: this one is sent
 	// again (the expand run again, or reconcile).
