@@ -274,6 +274,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 
+	a.letGoOfGoneEnvs(ctx)
+
 	loops, stopLoops := context.WithCancel(ctx)
 	defer stopLoops()
 	var wg sync.WaitGroup
@@ -1039,6 +1041,25 @@ func (a *Agent) stopIfUnmounted(r *runner, countAs string) bool {
 	a.envRuns(ctx, r.spec.ID, nil)
 	a.e.PluginEvent(ctx, r.spec.ID, "plugin-stop", fmt.Sprintf("plugin %q stopped by the agent (pid %d)", r.spec.ID, p.pid))
 	return true
+}
+
+// letGoOfGoneEnvs lets go, at the agent's start, of the values kept of the exec envs of plugins
+// deregistered (Engine.ExecEnvRuns) that no agent-started process runs with: those with no pid
+// file under run/ (an agent writes it before the plugin's command runs, and removes it once it
+// stopped it). A deregistration while no agent ran, its process stopped with the last agent,
+// kept them for good before this. A plugin whose pid file stays (left running under mounts)
+// keeps them.
+func (a *Agent) letGoOfGoneEnvs(ctx context.Context) {
+	ids, err := a.e.ExecEnvKeptOfGone(ctx)
+	if err != nil {
+		a.log.Warn("reading the values kept of deregistered plugins' exec envs (they stay secrets, scrubbed)", "err", err)
+		return
+	}
+	for _, id := range ids {
+		if _, err := os.Lstat(filepath.Join(a.runDir, id+".pid")); errors.Is(err, fs.ErrNotExist) {
+			a.envRuns(ctx, id, nil)
+		}
+	}
 }
 
 // envRuns records that the one process of plugin id that may run now was started with env

@@ -91,3 +91,32 @@ func (f *fixture) expectNowhere(secret string) {
 		f.t.Errorf("the agent's log holds the secret")
 	}
 }
+
+// A plugin whose env was rotated and which was then deregistered while no agent ran keeps its
+// earlier values as secrets (a process started with them might still run); no agent-started
+// process of it runs (no pid file), so the next agent lets them go at its start. Before, they
+// stayed in the state for good.
+func TestAgentLetsGoOfTheKeptEnvOfAPluginDeregisteredWhileNoneRan(t *testing.T) {
+	const old, rotated = "old-token-a1b2c3", "new-token-d4e5f6"
+	f := newFixture(t)
+	sp := withEnv(f.execPlugin("hp", "hostpath"), "TOKEN", old)
+	f.register(sp)
+	f.register(withEnv(sp, "TOKEN", rotated))
+	if err := f.e.DeregisterPlugin(f.ctx, "hp", false); err != nil {
+		t.Fatal(err)
+	}
+	redact, err := f.e.Redactor(f.ctx)
+	if err != nil || redact(old) == old || redact(rotated) == rotated {
+		t.Fatalf("before the agent: the deregistered plugin's env values are not kept as secrets (%v)", err)
+	}
+	stop := f.startAgent(testSettings)
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	waitFor(t, "the agent to let go of the values kept", func() bool {
+		redact, err := f.e.Redactor(f.ctx)
+		return err == nil && redact(old) == old && redact(rotated) == rotated
+	})
+}

@@ -1338,6 +1338,18 @@ func (e *Engine) ExecEnvRuns(ctx context.Context, id string, env spec.Secrets) e
 	})
 }
 
+// ExecEnvKeptOfGone returns the plugin IDs not registered of which values of earlier exec envs
+// are kept (ExecEnvRuns): a deregistration keeps them while its process may run. For the agent,
+// which lets go of those no process of it runs with (none started by an agent: no pid file).
+func (e *Engine) ExecEnvKeptOfGone(ctx context.Context) ([]string, error) {
+	var ids []string
+	err := e.store.ViewShort(ctx, func(tx *store.Tx) (err error) {
+		ids, err = tx.Plugins().EnvKeptOfGone()
+		return err
+	})
+	return ids, err
+}
+
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}

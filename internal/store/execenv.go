@@ -74,3 +74,18 @@ func (ps plugins) LetGoEnv(id string, running map[string]string) (int64, error) 
 	}
 	return res.RowsAffected()
 }
+
+// EnvKeptOfGone returns the plugin IDs not registered of which values of earlier exec envs are
+// kept (keepEnvGoing: a deregistration keeps them while a process started with them may run).
+func (ps plugins) EnvKeptOfGone() ([]string, error) {
+	rows, err := ps.tx.query(`SELECT DISTINCT plugin_id FROM exec_env_kept
+		WHERE plugin_id NOT IN (SELECT id FROM plugins) ORDER BY plugin_id`)
+	ids, err := collect(rows, err, func(sc scanner) (string, error) {
+		var id string
+		return id, sc.Scan(&id)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the values kept of deregistered plugins' exec envs: %w", mapBusy(err))
+	}
+	return ids, nil
+}

@@ -204,6 +204,8 @@ type PluginStore interface {
 	HoldsEnvBeyond(id string, running map[string]string) (bool, error)
 	// LetGoEnv lets go of those values, and returns how many went.
 	LetGoEnv(id string, running map[string]string) (int64, error)
+	// EnvKeptOfGone returns the plugin IDs not registered of which such values are kept.
+	EnvKeptOfGone() ([]string, error)
 }
 
 // Plugins is the plugin API inside this transaction.
