@@ -212,6 +212,20 @@ func (v VolumeSummary) WithPluginProbed(plugin *PluginInfo) VolumeSummary {
 	return v
 }
 
+// WithPluginProbed is v with its plugin's health as a live probe found it (plugin: what
+// PluginStatus returned of it), where that reading is newer than the one v was read with (the
+// probe may not have been able to record it), and whether it can take claims as that health
+// says: the dashboard's volume detail says what its list says (Dashboard.WithPluginsProbed).
+// A plugin not registered when v was read is left as v says.
+func (v VolumeInfo) WithPluginProbed(plugin *PluginInfo) VolumeInfo {
+	if plugin == nil || plugin.ID != v.PluginID || v.pluginProbedAt.IsZero() || !plugin.ProbedAt.After(v.pluginProbedAt) {
+		return v
+	}
+	v.PluginHealthy, v.PluginReady, v.PluginError, v.pluginProbedAt = plugin.Healthy, plugin.Ready, plugin.LastError, plugin.ProbedAt
+	v.VolumeSummary = v.VolumeSummary.WithPluginProbed(plugin)
+	return v
+}
+
 // Schedulability says whether the volume can take claims, from its own read.
 func (v VolumeInfo) Schedulability() Schedulability {
 	s := Schedulability{Why: stateReason(v.State), Plugin: v.PluginID}

@@ -275,6 +275,9 @@ type VolumeInfo struct {
 	Handover  *HandoverInfo `json:"handover,omitempty"`
 	Claims    []ClaimInfo   `json:"claims"`
 	UpdatedAt time.Time     `json:"updated_at"`
+	// pluginProbedAt is when the plugin's health the read found was taken (zero: never, or
+	// the plugin not registered), for WithPluginProbed.
+	pluginProbedAt time.Time
 }
 
 // ClaimInfo is one live (or, in history, freed) claim.

@@ -314,6 +314,9 @@ func volumeInfo(v store.Volume, claims []store.Claim, p store.Plugin, pluginKnow
 		SnapshotID: v.SnapshotID, CloneID: v.CloneID, Staged: staged, NodeExpansionOwed: v.NodeExpandMin, ExpansionPending: v.ExpandMin,
 		Claims: make([]ClaimInfo, 0, len(claims)), UpdatedAt: v.UpdatedAt,
 	}
+	if pluginKnown {
+		info.pluginProbedAt = p.Health.ProbedAt
+	}
 	if !pluginKnown {
 		info.PluginError = fmt.Sprintf("plugin %q is not registered", v.PluginID)
 	} else if topos := volumeTopologies(v); nodeOutside(topos, p.Fingerprint) {

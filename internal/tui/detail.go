@@ -43,10 +43,15 @@ type volumeMsg struct {
 	err  error
 }
 
-func loadVolume(ctx context.Context, eng Engine, id string) tea.Cmd {
+// probed is what the dashboard's last probe found (live.probed), shown over the stored health
+// where it is the newer, as the lists show it.
+func loadVolume(ctx context.Context, eng Engine, id string, probed []engine.PluginInfo) tea.Cmd {
 	return func() tea.Msg {
 		v, err := eng.Volume(ctx, id)
 		if err == nil {
+			if i := slices.IndexFunc(probed, func(p engine.PluginInfo) bool { return p.ID == v.PluginID }); i >= 0 {
+				v = v.WithPluginProbed(&probed[i])
+			}
 			err = redacted(ctx, eng, &v)
 		}
 		return volumeMsg{id: id, info: v, err: err}

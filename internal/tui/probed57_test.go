@@ -40,6 +40,13 @@ func TestDashboardShowsWhatItsProbeFoundWhenItCannotRecordIt(t *testing.T) {
 	if got := h.m.tabs[tabVolumes].rows[0].cells; got[len(got)-1] != "no: plugin unhealthy" {
 		t.Errorf("volume row after the probe found its plugin dead = %q; want not schedulable", strings.Join(got, " | "))
 	}
+	// The volume's detail, read on its own, says what its row says.
+	h.keys("1", "enter")
+	if d := h.m.detail; d == nil || d.volume == nil {
+		t.Fatal("no volume detail open")
+	} else if s := d.volume.Schedulability().String(); s != "no: plugin unhealthy" {
+		t.Errorf("the volume's detail says %q where its row says \"no: plugin unhealthy\"", s)
+	}
 }
 
 // holdStateWriteLock takes the state database's write lock (BEGIN IMMEDIATE) on a connection
