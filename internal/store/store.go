@@ -600,6 +600,9 @@ func prepareFile(path string, sizes map[string]int64, blank bool, log *slog.Logg
 			return err
 		}
 	}
+	if err := ownerReadWrite(path, sizes, log); err != nil {
+		return err
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("open state: %w", err)
@@ -613,6 +616,33 @@ func prepareFile(path string, sizes map[string]int64, blank bool, log *slog.Logg
 	}
 	if err := tighten(path, 0o600, true, log); err != nil {
 		return fmt.Errorf("open state: %w", err)
+	}
+	return nil
+}
+
+// ownerReadWrite gives the database, and its -wal and -shm, that exist (sizes: checkFiles found
+// them, and found them this user's) read and write for their owner where they lack it: a state
+// restored or copied read-only (`install -m 0400`, read-only media, `chmod a-w`). volctl writes
+// them even to read (the write-ahead log), and sets their mode as it sets a looser one
+// (tighten), with a warning. Before, a user's own 0400 database could not be opened at all, not
+// even by `volume status`, the bare "permission denied" saying nothing of what to do
+// (TestReadOnlyDatabaseOfItsOwnUserIsMadeWritable; root, whom the mode does not stop, had it
+// made 0600 by tighten already).
+func ownerReadWrite(path string, sizes map[string]int64, log *slog.Logger) error {
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if _, ok := sizes[p]; !ok {
+			continue
+		}
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode().Perm()&0o600 == 0o600 {
+			continue
+		}
+		if err := os.Chmod(p, 0o600); err != nil {
+			return fmt.Errorf("open state: state database %s is mode %s, which its owner cannot both read and write, and volctl writes it even to read it: making it 0600 failed: %w; run `chmod 600 %s` as its owner",
+				p, fi.Mode().Perm(), err, p)
+		}
+		log.Warn("the state database was not readable and writable by its owner: made it 0600, as volctl keeps it (volctl writes it even to read it, through its write-ahead log)",
+			"path", p, "was", fi.Mode().Perm().String())
 	}
 	return nil
 }
