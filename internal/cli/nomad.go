@@ -194,6 +194,11 @@ func nomadRegisterRun(ctx context.Context, opts *NomadRegisterOptions) error {
 		if opts.Force {
 			flags = append(flags, "--force")
 		}
+		if opts.DryRun {
+			// A plan's rest is planned: without it, the command pasted registers them in
+			// Nomad and marks them handed over (TestDryRunNotAskedAdviceKeepsDryRun).
+			flags = append(flags, "--dry-run")
+		}
 		if opts.All {
 			return strings.Join(append([]string{"volctl nomad register --all"}, flags...), " ")
 		}
