@@ -338,6 +338,13 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		return fmt.Errorf("volume %q not found (did you mean %q?)", id, info.ID)
 	}
 	id = info.ID // as stored: Nomad gets the ID volctl has
+	if err := spec.ValidateNamespace(info.Namespace); info.Namespace != "" && err != nil {
+		// One an older volctl took (team_a), as export nomad refuses it: sent, Nomad refused it
+		// as in a namespace it does not have, and the advice to create that namespace was one
+		// Nomad refuses too (TestRegisterOfANamespaceNomadCannotNameSaysHowItMoves).
+		return withCode(ExitConflict, fmt.Errorf("volume %q is in namespace %q, which no Nomad namespace can be named (its names are ASCII letters, digits and hyphens), so Nomad can hold no volume in it: nothing sent to Nomad; %s",
+			info.ID, info.Namespace, spec.MoveNamespace(info.ID)))
+	}
 	want := nomad.RegisterSpec(info)
 	if err := c.WildcardNamespace(want); err != nil {
 		return err

@@ -125,13 +125,18 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		if err != nil {
 			return err
 		}
-		if len(live) > 0 && !force {
-			return conflictf("volume %q has %d live local claim(s): %s; release them first (volctl volume release / group stop), or pass --force to hand it over anyway",
-				v.ID, len(live), describeClaims(live))
-		}
 		prev, err := tx.Handovers().Get(v.ID)
 		marked := err == nil
 		first = !marked
+		// Marked already, the handover was forced past these claims (local claims of a marked
+		// volume are refused): the registration again, which its unsettled mark's words name
+		// as what finishes it, goes through without --force, as the checks below let it. Before,
+		// it was refused for the very claims the first was forced past, and the advice was a
+		// dead end (TestUnsettledForcedHandoverFinishesAsAdvised).
+		if len(live) > 0 && !force && !marked {
+			return conflictf("volume %q has %d live local claim(s): %s; release them first (volctl volume release / group stop), or pass --force to hand it over anyway",
+				v.ID, len(live), describeClaims(live))
+		}
 		if !force && !marked {
 			// Another record of the volume's storage held here, or handed over already: Nomad's
 			// claims of this one would ignore the other's (`TestHandOverOfOneStorageRecordedTwiceIsRefused`).

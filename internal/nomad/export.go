@@ -128,7 +128,14 @@ func VolumeFile(v spec.Volume, includeSecrets bool) ([]byte, []string, error) {
 		// Said with the line of the file's first block-device capability, which the user
 		// edits to keep the capability the jobs use.
 		line := 1 + bytes.Count(out[:bytes.Index(out, []byte(`attachment_mode = "block-device"`))], []byte("\n"))
-		notes = append(notes, fmt.Sprintf("volume %q: Nomad may refuse its file: %s; if its plugin does, keep in the file only the capability block its jobs use (line %d is the first block-device one)", v.ID, why, line))
+		// The file is not what `volctl nomad register` (its first line) sends: volctl's record
+		// is, so the edit reaches Nomad through the record, registered again with that block
+		// alone (as `volctl nomad register`'s own warning says). Before, the note said to edit
+		// the file only, which changed nothing the handover sent
+		// (TestCapabilitiesNoteOfTheExportSaysHowTheEditReachesTheHandover).
+		notes = append(notes, fmt.Sprintf("volume %q: Nomad may refuse its file: %s; if its plugin does, hand Nomad a volume of the one capability its jobs use: keep in the file only that capability block (line %d is the first block-device one), "+
+			"then, as `volctl nomad register` sends volctl's record and not the file, `%s` (its storage stays) and `volctl volume register` of the edited file before handing it over",
+			v.ID, why, line, shellquote.Command("volctl volume deregister", v.ID)))
 	}
 	return out, notes, nil
 }
