@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
@@ -59,12 +61,38 @@ func (p *Plugin) checkPublishContext(rpc string, v *volume, pc map[string]string
 	return nil
 }
 
+// outsideRoot refuses a staging or target path (field, as rpc's request names it) inside the
+// plugin's root, as given or with its symlinks resolved: mounted there, a volume would cover
+// the plugin's own records and volume directories, every volume then unknown to it and the one
+// staged never unstaged (TestStagingInsideThePluginsRootIsRefused).
+func (p *Plugin) outsideRoot(rpc, id, field, path string) error {
+	roots := []string{filepath.Clean(p.cfg.Root)}
+	if r, err := filepath.EvalSymlinks(p.cfg.Root); err == nil {
+		roots = append(roots, r)
+	}
+	paths := []string{path}
+	if r, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+		paths = append(paths, filepath.Join(r, filepath.Base(path)))
+	}
+	for _, root := range roots {
+		for _, q := range paths {
+			if q == root || strings.HasPrefix(q, root+string(filepath.Separator)) {
+				return invalidArg("%s: volume %q: %s %q is inside the plugin's root %q, which holds its volumes and records: mount it elsewhere", rpc, id, field, path, p.cfg.Root)
+			}
+		}
+	}
+	return nil
+}
+
 // NodeStageVolume implements csi.NodeServer: it bind-mounts the volume's directory on the
 // staging path, creating that directory if needed (its parent must exist).
 func (p *Plugin) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
 	id := req.GetVolumeId()
 	path, err := nodeArgs("NodeStageVolume", id, "staging_target_path", req.GetStagingTargetPath())
 	if err != nil {
+		return nil, err
+	}
+	if err := p.outsideRoot("NodeStageVolume", id, "staging_target_path", path); err != nil {
 		return nil, err
 	}
 	if req.GetVolumeCapability() == nil {
@@ -181,6 +209,9 @@ func (p *Plugin) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	if err != nil {
 		return nil, err
 	}
+	if err := p.outsideRoot("NodePublishVolume", id, "target_path", target); err != nil {
+		return nil, err
+	}
 	if req.GetVolumeCapability() == nil {
 		return nil, invalidArg("NodePublishVolume: volume %q: volume_capability is required", id)
 	}
@@ -291,8 +322,13 @@ func (p *Plugin) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublish
 			return nil, p.mountStatus("NodeUnpublishVolume", err)
 		}
 	}
-	if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, internal("NodeUnpublishVolume: volume %q: removing target: %v", id, err)
+	// The plugin makes directories at targets (ensureDir), and CSI has it delete what it made:
+	// anything else there (a caller's file, where the volume was never published) is left.
+	// Before, a regular file was removed and OK answered (TestUnpublishOfAPathNotPublishedLeavesAFileThere).
+	if fi, err := os.Lstat(target); err != nil || fi.IsDir() {
+		if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, internal("NodeUnpublishVolume: volume %q: removing target: %v", id, err)
+		}
 	}
 	if ours {
 		prev := v.Targets[target]
