@@ -61,4 +61,3 @@ func TestStagingInsideThePluginsRootIsRefused(t *testing.T) {
 		t.Errorf("NodeUnstageVolume of what it just staged: %v", err)
 	}
 }
-
