@@ -532,6 +532,10 @@ func (a *Agent) handOver(from, to string, p *process) error {
 		return err
 	}
 	removePidFile(a.runDir, from)
+	// Its environment is from's: the values kept of it go with the process (ExecEnvHandedOver).
+	if err := a.e.ExecEnvHandedOver(context.Background(), from, to); err != nil {
+		a.log.Warn("keeping the values of the handed process's exec env as secrets of the plugin it runs as now", "plugin", to, "from", from, "err", err)
+	}
 	src, dst := filepath.Join(a.logDir, from+".log"), filepath.Join(a.logDir, to+".log")
 	if _, err := os.Lstat(dst); err == nil {
 		_ = os.Rename(dst, dst+".1")

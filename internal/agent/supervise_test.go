@@ -244,6 +244,15 @@ func TestDeregisteringThePluginIDRunningASocketsProcessHandsItToTheOther(t *test
 	if evs := f.events("plugin-handover"); len(evs) != 1 || !strings.Contains(evs[0], fmt.Sprintf(`plugin "a" deregistered: its process (pid %d)`, pid)) {
 		t.Errorf("plugin-handover events = %q", evs)
 	}
+	// The process runs with a's exec env: its values, kept as secrets at a's deregistration,
+	// are b's to keep now. Left as a's, the next agent's start let them go (a has no pid file)
+	// while the process ran on, echoing them unscrubbed.
+	if gone, err := f.e.ExecEnvKeptOfGone(f.ctx); err != nil || len(gone) != 0 {
+		t.Errorf("after the hand-over, env values kept of deregistered plugins %q (%v); want a's kept as b's", gone, err)
+	}
+	if redact, err := f.e.Redactor(f.ctx); err != nil || redact(filepath.Join(f.dir, "hostpath-a")) == filepath.Join(f.dir, "hostpath-a") {
+		t.Errorf("after the hand-over, plugin a's env value (its root) is no secret the state keeps (%v)", err)
+	}
 	if t.Failed() {
 		return
 	}

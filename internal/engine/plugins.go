@@ -1338,6 +1338,14 @@ func (e *Engine) ExecEnvRuns(ctx context.Context, id string, env spec.Secrets) e
 	})
 }
 
+// ExecEnvHandedOver records, for the agent, that the process of plugin from (deregistered) runs
+// as plugin to's now: the values kept of from's earlier exec envs, which it was started with,
+// are kept as to's, let go when to's process is replaced or stopped (ExecEnvRuns). Left as
+// from's, the next agent's start let them go (no pid file of from's) while the process ran on.
+func (e *Engine) ExecEnvHandedOver(ctx context.Context, from, to string) error {
+	return e.store.Update(ctx, func(tx *store.Tx) error { return tx.Plugins().MoveKeptEnv(from, to) })
+}
+
 // ExecEnvKeptOfGone returns the plugin IDs not registered of which values of earlier exec envs
 // are kept (ExecEnvRuns): a deregistration keeps them while its process may run. For the agent,
 // which lets go of those no process of it runs with (none started by an agent: no pid file).

@@ -89,3 +89,17 @@ func (ps plugins) EnvKeptOfGone() ([]string, error) {
 	}
 	return ids, nil
 }
+
+// MoveKeptEnv keeps the values kept of plugin from's earlier exec envs as plugin to's: the
+// process started with them now runs as to's (the agent handed a deregistered plugin's process
+// to the plugin on its socket), and goes when to's does.
+func (ps plugins) MoveKeptEnv(from, to string) error {
+	if _, err := ps.tx.exec(`INSERT INTO exec_env_kept (plugin_id, value)
+		SELECT ?, value FROM exec_env_kept WHERE plugin_id = ? ON CONFLICT DO NOTHING`, to, from); err != nil {
+		return fmt.Errorf("%s: keep the values kept of its earlier exec envs as %s's: %w", pluginWhat(from), pluginWhat(to), mapBusy(err))
+	}
+	if _, err := ps.tx.exec(`DELETE FROM exec_env_kept WHERE plugin_id = ?`, from); err != nil {
+		return fmt.Errorf("%s: keep the values kept of its earlier exec envs as %s's: %w", pluginWhat(from), pluginWhat(to), mapBusy(err))
+	}
+	return nil
+}

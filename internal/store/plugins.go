@@ -206,6 +206,8 @@ type PluginStore interface {
 	LetGoEnv(id string, running map[string]string) (int64, error)
 	// EnvKeptOfGone returns the plugin IDs not registered of which such values are kept.
 	EnvKeptOfGone() ([]string, error)
+	// MoveKeptEnv keeps plugin from's such values as plugin to's.
+	MoveKeptEnv(from, to string) error
 }
 
 // Plugins is the plugin API inside this transaction.
