@@ -15,18 +15,8 @@ import (
 // while the process runs, as a supervised plugin's is.
 func TestLogOfAPluginLeftRunningStaysBounded(t *testing.T) {
 	f := newFixture(t)
-	f.mountsForReal()
 	sp := f.execPlugin("fuse", "sickens")
-	f.register(sp)
-	stop := f.startAgent(testSettings)
-	defer func() {
-		if err := stop(); err != nil {
-			t.Error(err)
-		}
-	}()
-	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("fuse").Healthy })
-	f.claimDB("fuse")
-	pid := f.pid("fuse")
+	pid := f.sickensUnderAClaim(sp)
 	bare := sp
 	bare.Exec = nil
 	f.register(bare)

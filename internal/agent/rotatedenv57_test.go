@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // A plugin's exec env changed (a credential rotated by plugin register) while its process
@@ -18,18 +20,8 @@ import (
 func TestARotatedExecEnvValueStaysScrubbedWhileTheOldProcessRuns(t *testing.T) {
 	const old, rotated = "old-token-5f3a9c", "new-token-77c1e2"
 	f := newFixture(t)
-	f.mountsForReal()
 	sp := withEnv(f.execPlugin("fuse", "sickens"), "TOKEN", old)
-	f.register(sp)
-	stop := f.startAgent(testSettings)
-	defer func() {
-		if err := stop(); err != nil {
-			t.Error(err)
-		}
-	}()
-	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("fuse").Healthy })
-	f.claimDB("fuse")
-	pid := f.pid("fuse")
+	pid := f.sickensUnderAClaim(sp)
 
 	f.register(withEnv(sp, "TOKEN", rotated))
 	waitFor(t, "the agent to keep the process with the old env under its mount", func() bool {
@@ -119,4 +111,22 @@ func TestAgentLetsGoOfTheKeptEnvOfAPluginDeregisteredWhileNoneRan(t *testing.T) 
 		redact, err := f.e.Redactor(f.ctx)
 		return err == nil && redact(old) == old && redact(rotated) == rotated
 	})
+}
+
+// sickensUnderAClaim registers sp (plugin "fuse", mode sickens), runs an agent that starts it
+// until the test ends, and has volume db claimed through it, mounted for real (as root;
+// skipped otherwise). It returns the plugin's pid.
+func (f *fixture) sickensUnderAClaim(sp spec.Plugin) int {
+	f.t.Helper()
+	f.mountsForReal()
+	f.register(sp)
+	stop := f.startAgent(testSettings)
+	f.t.Cleanup(func() {
+		if err := stop(); err != nil {
+			f.t.Error(err)
+		}
+	})
+	waitFor(f.t, "the plugin to be healthy", func() bool { return f.plugin("fuse").Healthy })
+	f.claimDB("fuse")
+	return f.pid("fuse")
 }
