@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -36,20 +35,8 @@ func TestSplitPluginsLostExpandAnswerOwesTheNodeStep(t *testing.T) {
 			cfg.NodeID = "node-1"
 			cfg.Node.ExpandVolume = nodeExpands
 			cfg.Controller.ListVolumes = false // it cannot say the volume's size: the RPC is sent again
-			backend := csitest.NewMemPlugin(cfg)
 			faults := csitest.NewFaults()
-			ctrlSock, _ := csitest.Serve(t, csitest.WithFaults(faults), csitest.WithRegister(func(s *grpc.Server) {
-				backend.RegisterServices(s, csitest.Identity, csitest.Controller)
-			}))
-			nodeSock, _ := csitest.Serve(t, csitest.WithRegister(func(s *grpc.Server) {
-				backend.RegisterServices(s, csitest.Identity, csitest.Node)
-			}))
-			if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "split", Type: spec.PluginController, ControllerSocket: ctrlSock}); err != nil {
-				t.Fatal(err)
-			}
-			sv := volume("v")
-			sv.PluginID = "split"
-			h.create(sv)
+			backend, nodeSock := h.controllerHalfWithVolume(cfg, csitest.WithFaults(faults))
 			faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Lost: true, Times: 1})
 			faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Answer: func(m proto.Message) {
 				m.(*csipb.ControllerExpandVolumeResponse).NodeExpansionRequired = false

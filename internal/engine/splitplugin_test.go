@@ -155,19 +155,7 @@ func TestNodeExpansionOwedWhileOnlyTheControllerHalfIsRegistered(t *testing.T) {
 	h := newHarness(t, nil)
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "node-1"
-	backend := csitest.NewMemPlugin(cfg)
-	ctrlSock, _ := csitest.Serve(t, csitest.WithRegister(func(s *grpc.Server) {
-		backend.RegisterServices(s, csitest.Identity, csitest.Controller)
-	}))
-	nodeSock, _ := csitest.Serve(t, csitest.WithRegister(func(s *grpc.Server) {
-		backend.RegisterServices(s, csitest.Identity, csitest.Node)
-	}))
-	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "split", Type: spec.PluginController, ControllerSocket: ctrlSock}); err != nil {
-		t.Fatal(err)
-	}
-	sv := volume("v")
-	sv.PluginID = "split"
-	h.create(sv)
+	backend, nodeSock := h.controllerHalfWithVolume(cfg)
 	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
 		t.Fatalf("expand through the controller half: %v", err)
 	}
@@ -203,4 +191,26 @@ func (h *harness) nodeHalfAlone(opts ...csitest.ServeOption) *csitest.MemPlugin 
 		h.t.Fatalf("register the node half: %v", err)
 	}
 	return backend
+}
+
+// controllerHalfWithVolume serves a driver configured by cfg as two halves, the controller's
+// socket (with ctrlOpts) and the node's, registers plugin "split" by its controller half alone,
+// and creates volume "v" through it; it returns the driver and the node half's socket, not
+// registered yet.
+func (h *harness) controllerHalfWithVolume(cfg csitest.MemConfig, ctrlOpts ...csitest.ServeOption) (*csitest.MemPlugin, string) {
+	h.t.Helper()
+	backend := csitest.NewMemPlugin(cfg)
+	ctrlSock, _ := csitest.Serve(h.t, append(ctrlOpts, csitest.WithRegister(func(s *grpc.Server) {
+		backend.RegisterServices(s, csitest.Identity, csitest.Controller)
+	}))...)
+	nodeSock, _ := csitest.Serve(h.t, csitest.WithRegister(func(s *grpc.Server) {
+		backend.RegisterServices(s, csitest.Identity, csitest.Node)
+	}))
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "split", Type: spec.PluginController, ControllerSocket: ctrlSock}); err != nil {
+		h.t.Fatal(err)
+	}
+	sv := volume("v")
+	sv.PluginID = "split"
+	h.create(sv)
+	return backend, nodeSock
 }
