@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"database/sql"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -9,12 +11,30 @@ import (
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
-	"github.com/volctl/volctl/internal/store/storetest"
+	"github.com/volctl/volctl/internal/store"
 )
 
-// holdWriteLock takes the state database's write lock on a connection of its own, as another
-// volctl in the middle of a write does, until the test ends.
-func holdWriteLock(t *testing.T, stateDir string) { storetest.HoldWriteLock(t, stateDir) }
+// holdWriteLock takes the state database's write lock (BEGIN IMMEDIATE) on a connection of its
+// own, as another volctl in the middle of a write does, until the test ends.
+func holdWriteLock(t *testing.T, stateDir string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(stateDir, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.ExecContext(context.Background(), "ROLLBACK")
+		c.Close()
+		db.Close()
+	})
+}
 
 // readDeadline bounds each read command below: far above what one takes, far below the
 // 30 s busy timeout a write would wait for the lock.

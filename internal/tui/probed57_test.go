@@ -2,11 +2,13 @@ package tui
 
 import (
 	"context"
+	"database/sql"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/volctl/volctl/internal/spec"
-	"github.com/volctl/volctl/internal/store/storetest"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // The dashboard probes its plugins live and shows what its next read of the state finds. A
@@ -27,7 +29,7 @@ func TestDashboardShowsWhatItsProbeFoundWhenItCannotRecordIt(t *testing.T) {
 	}
 
 	stop() // the plugin dies
-	storetest.HoldWriteLock(t, e.StateDir())
+	holdStateWriteLock(t, e.StateDir())
 	_, cmd := h.m.Update(probeTickMsg{})
 	h.run(cmd)
 
@@ -45,4 +47,26 @@ func TestDashboardShowsWhatItsProbeFoundWhenItCannotRecordIt(t *testing.T) {
 	} else if s := d.volume.Schedulability().String(); s != "no: plugin unhealthy" {
 		t.Errorf("the volume's detail says %q where its row says \"no: plugin unhealthy\"", s)
 	}
+}
+
+// holdStateWriteLock takes the state database's write lock (BEGIN IMMEDIATE) on a connection
+// of its own, as another volctl in the middle of a write does, until the test ends.
+func holdStateWriteLock(t *testing.T, stateDir string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(stateDir, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.ExecContext(context.Background(), "ROLLBACK")
+		c.Close()
+		db.Close()
+	})
 }

@@ -9,7 +9,6 @@ package storetest
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -84,27 +83,4 @@ func Restore(t testing.TB, dir string, content []byte) {
 	if err := os.Rename(db+".restored", db); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// HoldWriteLock takes the state database's write lock (BEGIN IMMEDIATE) in the state dir
-// stateDir on a connection of its own, as another volctl in the middle of a write does, until
-// the test ends.
-func HoldWriteLock(t testing.TB, stateDir string) {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(stateDir, store.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.ExecContext(context.Background(), "ROLLBACK")
-		c.Close()
-		db.Close()
-	})
 }
