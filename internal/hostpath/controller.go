@@ -2,6 +2,7 @@ package hostpath
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -72,90 +73,197 @@ func (p *Plugin) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 		return nil, invalidArg("volume %q: volume_content_source names neither a snapshot nor a volume", name)
 	}
 
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.keepReserve()
-
-	if v := p.state.volumeByName(name); v != nil {
-		switch {
-		case !fits(v.Capacity, required, limit):
-			return nil, alreadyExists("volume %q exists with capacity %d bytes, outside the requested range (required %d, limit %d)", name, v.Capacity, required, limit)
-		case !maps.Equal(v.Parameters, req.GetParameters()):
-			return nil, alreadyExists("volume %q exists with different parameters", name)
-		case v.SourceSnapshot != srcSnap.GetSnapshotId() || v.SourceVolume != srcVol.GetVolumeId():
-			return nil, alreadyExists("volume %q exists with a different content source", name)
-		}
-		return &csi.CreateVolumeResponse{Volume: p.csiVolume(v)}, nil
+	if srcSnap != nil || srcVol != nil {
+		return p.createCopy(ctx, req, required, limit)
 	}
-
-	// The new volume's size: what was asked for, at least the size of what it copies.
+	unlock, err := p.lockNotCreating(ctx, "volume/"+name, p.lockMu)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := p.checkRoot(); err != nil {
+		return nil, err
+	}
+	p.keepReserve()
+	if resp, err := p.existingVolume(req, required, limit); resp != nil || err != nil {
+		return resp, err
+	}
 	capacity := required
 	if capacity == 0 {
 		capacity = limit
 	}
-	var copyFrom string
-	if srcSnap != nil || srcVol != nil {
-		kind, id, size, dir, ok := p.contentSource(srcSnap, srcVol)
-		if !ok {
-			return nil, notFound("volume %q: source %s %q not found", name, kind, id)
-		}
-		if capacity, err = sizeFromSource(name, kind, id, size, capacity, limit); err != nil {
-			return nil, err
-		}
-		copyFrom = dir
-	}
-
-	v := &volume{
-		ID:             newVolumeID(),
-		Name:           name,
-		Capacity:       capacity,
-		Parameters:     req.GetParameters(),
-		SourceSnapshot: srcSnap.GetSnapshotId(),
-		SourceVolume:   srcVol.GetVolumeId(),
-		CreatedAt:      time.Now().UTC(),
-	}
-	if copyFrom != "" {
-		err = p.copyInto(ctx, copyFrom, p.volumePath(v.ID))
-	} else {
-		err = os.Mkdir(p.volumePath(v.ID), volumeMode)
-		if err == nil {
-			err = os.Chmod(p.volumePath(v.ID), volumeMode) // past the umask
-		}
-		if err == nil {
-			// On disk, with its mode, before the record that names it is written: a power
-			// loss would otherwise leave the record and no directory.
-			err = syncDir(p.volumePath(v.ID))
-		}
-		if err == nil {
-			err = syncDir(p.volumesDir())
-		}
-	}
-	var unlock func()
+	v := p.newVolume(req, capacity)
+	err = os.Mkdir(p.volumePath(v.ID), volumeMode)
 	if err == nil {
-		unlock, err = holdNew(p.volumePath(v.ID))
+		err = os.Chmod(p.volumePath(v.ID), volumeMode) // past the umask
+	}
+	if err == nil {
+		// On disk, with its mode, before the record that names it is written: a power
+		// loss would otherwise leave the record and no directory.
+		err = syncDir(p.volumePath(v.ID))
+	}
+	if err == nil {
+		err = syncDir(p.volumesDir())
 	}
 	if err != nil {
 		_ = os.RemoveAll(p.volumePath(v.ID))
-		if copyFrom != "" {
-			return nil, p.writeFailed(ctx, fmt.Sprintf("volume %q: copying its source into it", name), copyFrom, err)
-		}
 		return nil, p.writeFailed(ctx, fmt.Sprintf("volume %q: creating directory", name), "", err)
+	}
+	return p.recordVolume(ctx, v)
+}
+
+// createCopy is CreateVolume of a volume copied from a snapshot or another volume. The source
+// is looked up, and the copy started, under lock, so that a DeleteVolume or DeleteSnapshot of
+// the source, in this process or another serving the root, either comes before (the source is
+// not found) or finds the copy under way (copyingFrom); the copy itself runs under no lock, so
+// that every other RPC is answered meanwhile (before, it held mu throughout: with a large
+// source every other volume's RPCs timed out, TestCopyLetsOtherRequestsThrough); mu is taken
+// again to record the volume.
+func (p *Plugin) createCopy(ctx context.Context, req *csi.CreateVolumeRequest, required, limit int64) (*csi.CreateVolumeResponse, error) {
+	name := req.GetName()
+	key := "volume/" + name
+	unlock, err := p.lockNotCreating(ctx, key, p.lock)
+	if err != nil {
+		return nil, err
+	}
+	locked := true
+	defer func() {
+		if locked {
+			unlock()
+		}
+	}()
+	p.keepReserve()
+	if resp, err := p.existingVolume(req, required, limit); resp != nil || err != nil {
+		return resp, err
+	}
+	srcSnap := req.GetVolumeContentSource().GetSnapshot()
+	srcVol := req.GetVolumeContentSource().GetVolume()
+	kind, id, size, dir, ok := p.contentSource(srcSnap, srcVol)
+	if !ok {
+		return nil, notFound("volume %q: source %s %q not found", name, kind, id)
+	}
+	capacity := required
+	if capacity == 0 {
+		capacity = limit
+	}
+	if capacity, err = sizeFromSource(name, kind, id, size, capacity, limit); err != nil {
+		return nil, err
+	}
+	v := p.newVolume(req, capacity)
+	run, err := p.startCopy(id, dir)
+	if err != nil {
+		return nil, p.writeFailed(ctx, fmt.Sprintf("volume %q: copying its source into it", name), dir, err)
+	}
+	finished := p.markCreating(key)
+	unlock()
+	locked = false
+	err = run(ctx, p.volumePath(v.ID))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	finished()
+	if err != nil {
+		_ = os.RemoveAll(p.volumePath(v.ID))
+		return nil, p.writeFailed(ctx, fmt.Sprintf("volume %q: copying its source into it", name), dir, err)
+	}
+	return p.recordVolume(ctx, v)
+}
+
+// existingVolume is CreateVolume's answer for a name already created: the volume when the
+// request is compatible with it, else ALREADY_EXISTS; nil, nil for a new name. mu is held.
+func (p *Plugin) existingVolume(req *csi.CreateVolumeRequest, required, limit int64) (*csi.CreateVolumeResponse, error) {
+	name := req.GetName()
+	v := p.state.volumeByName(name)
+	if v == nil {
+		return nil, nil
+	}
+	srcSnap := req.GetVolumeContentSource().GetSnapshot()
+	srcVol := req.GetVolumeContentSource().GetVolume()
+	switch {
+	case !fits(v.Capacity, required, limit):
+		return nil, alreadyExists("volume %q exists with capacity %d bytes, outside the requested range (required %d, limit %d)", name, v.Capacity, required, limit)
+	case !maps.Equal(v.Parameters, req.GetParameters()):
+		return nil, alreadyExists("volume %q exists with different parameters", name)
+	case v.SourceSnapshot != srcSnap.GetSnapshotId() || v.SourceVolume != srcVol.GetVolumeId():
+		return nil, alreadyExists("volume %q exists with a different content source", name)
+	}
+	return &csi.CreateVolumeResponse{Volume: p.csiVolume(v)}, nil
+}
+
+// newVolume is the record of the volume req creates, of capacity bytes, under a new ID.
+func (p *Plugin) newVolume(req *csi.CreateVolumeRequest, capacity int64) *volume {
+	return &volume{
+		ID:             newVolumeID(),
+		Name:           req.GetName(),
+		Capacity:       capacity,
+		Parameters:     req.GetParameters(),
+		SourceSnapshot: req.GetVolumeContentSource().GetSnapshot().GetSnapshotId(),
+		SourceVolume:   req.GetVolumeContentSource().GetVolume().GetVolumeId(),
+		CreatedAt:      time.Now().UTC(),
+	}
+}
+
+// recordVolume saves the record of v, whose directory a create just put in place, and answers
+// with it; the directory goes when the record cannot be saved. mu is held.
+func (p *Plugin) recordVolume(ctx context.Context, v *volume) (*csi.CreateVolumeResponse, error) {
+	unlock, err := holdNew(p.volumePath(v.ID))
+	if err != nil {
+		_ = os.RemoveAll(p.volumePath(v.ID))
+		return nil, p.writeFailed(ctx, fmt.Sprintf("volume %q: creating directory", v.Name), "", err)
 	}
 	defer unlock()
 	p.state.Volumes[v.ID] = v
 	if err := p.saveVolume(v.ID); err != nil {
 		delete(p.state.Volumes, v.ID)
 		_ = os.RemoveAll(p.volumePath(v.ID))
-		return nil, p.writeFailed(ctx, fmt.Sprintf("volume %q: recording it", name), "", err)
+		return nil, p.writeFailed(ctx, fmt.Sprintf("volume %q: recording it", v.Name), "", err)
 	}
 	return &csi.CreateVolumeResponse{Volume: p.csiVolume(v)}, nil
+}
+
+// lockMu takes mu alone, as lock would take both: for lockNotCreating.
+func (p *Plugin) lockMu(context.Context) (func(), error) {
+	p.mu.Lock()
+	return p.mu.Unlock, nil
+}
+
+// lockNotCreating takes take's lock (lock, or mu alone) once no create of key (markCreating)
+// copies: one that does is waited for under no lock, as long as ctx allows, and the name looked
+// up again once it is done.
+func (p *Plugin) lockNotCreating(ctx context.Context, key string, take func(context.Context) (func(), error)) (func(), error) {
+	for {
+		unlock, err := take(ctx)
+		if err != nil {
+			return nil, err
+		}
+		done, busy := p.creating[key]
+		if !busy {
+			return unlock, nil
+		}
+		unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+	}
+}
+
+// markCreating notes a create of key under way for lockNotCreating, until the function it
+// returns is called, with mu held both times.
+func (p *Plugin) markCreating(key string) (finished func()) {
+	done := make(chan struct{})
+	p.creating[key] = done
+	return func() {
+		delete(p.creating, key)
+		close(done)
+	}
 }
 
 // contentSource looks up what a new volume copies, the snapshot if one is named, else the
 // volume: its kind and ID, and when it exists (ok) its size and directory. p.mu is held.
 func (p *Plugin) contentSource(snap *csi.VolumeContentSource_SnapshotSource, vol *csi.VolumeContentSource_VolumeSource) (kind, id string, size int64, dir string, ok bool) {
 	if snap != nil {
-		sn, ok := p.state.Snapshots[snap.GetSnapshotId()]
+		sn, ok := p.snapshot(snap.GetSnapshotId())
 		if !ok {
 			return "snapshot", snap.GetSnapshotId(), 0, "", false
 		}
@@ -177,32 +285,62 @@ func sizeFromSource(name, kind, id string, srcSize, capacity, limit int64) (int6
 	return max(capacity, srcSize), nil
 }
 
-// copyInto copies src to dst through the partial directory, so dst appears complete or not at all.
-func (p *Plugin) copyInto(ctx context.Context, src, dst string) error {
-	tmp, err := os.MkdirTemp(p.partialDir(), "copy-")
+// startCopy starts a copy of the directory src, the volume's or snapshot's id: its partial
+// directory, named after id, made and locked (copyingFrom finds it so), and run, which copies
+// into it with no lock of the plugin's held and renames the copy to dst, so dst appears
+// complete or not at all, then removes the partial directory. run is to be called once.
+func (p *Plugin) startCopy(id, src string) (run func(ctx context.Context, dst string) error, err error) {
+	tmp, err := os.MkdirTemp(p.partialDir(), "copy-"+id+"-")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer os.RemoveAll(tmp)
 	// Locked while it runs, so that another process starting on this root does not take it
 	// for an interrupted copy (clearInterruptedCopies). One that removed it before this lock
 	// makes the copy below fail: nothing half-copied is renamed into place.
 	unlock, err := lockDir(tmp, 0)
 	if err != nil {
-		return err
+		_ = os.RemoveAll(tmp)
+		return nil, err
 	}
-	defer unlock()
-	work := tmp + "/data"
-	mounts, err := copyTree(ctx, src, work)
-	if err != nil {
-		return err
+	return func(ctx context.Context, dst string) error {
+		defer os.RemoveAll(tmp)
+		defer unlock()
+		work := tmp + "/data"
+		mounts, err := copyTree(ctx, src, work)
+		if err != nil {
+			return err
+		}
+		p.mountsLeftOut("its copy", src, mounts)
+		if err := os.Rename(work, dst); err != nil {
+			return err
+		}
+		// The rename on disk before the record that names dst is written.
+		return syncDir(filepath.Dir(dst))
+	}, nil
+}
+
+// copyingFrom reports whether a copy of id (a volume's or a snapshot's directory) is under
+// way, in this process or another serving the root: a partial directory named after it
+// (startCopy) that is locked. A delete of id waits for it: removed while copied, the copy
+// failed, or came out with whatever the removal had not reached yet.
+func (p *Plugin) copyingFrom(id string) bool {
+	paths, _ := filepath.Glob(filepath.Join(p.partialDir(), "copy-"+id+"-*"))
+	for _, path := range paths {
+		unlock, err := lockDir(path, unix.LOCK_NB)
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return true
+		}
+		if err == nil {
+			unlock()
+		}
 	}
-	p.mountsLeftOut("its copy", src, mounts)
-	if err := os.Rename(work, dst); err != nil {
-		return err
-	}
-	// The rename on disk before the record that names dst is written.
-	return syncDir(filepath.Dir(dst))
+	return false
+}
+
+// copyUnderWay is a delete's answer while copyingFrom(id): ABORTED, which the orchestrator
+// sends again after a while.
+func copyUnderWay(kind, id string) error {
+	return status.Errorf(codes.Aborted, "hostpath: %s %q is being copied (a snapshot or a clone of it is being made); send the request again once that is done", kind, id)
 }
 
 // mountsLeftOut says, one warning each, which mounts inside the directory dir a walk for what
@@ -294,6 +432,9 @@ func (p *Plugin) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 	}
 	if err := p.checkNotInUse(v); err != nil {
 		return nil, err
+	}
+	if p.copyingFrom(id) {
+		return nil, copyUnderWay("volume", id)
 	}
 	if err := checkNothingMountedIn(p.volumePath(id)); err != nil {
 		return nil, failedPrecondition("volume %q: %v", id, err)
@@ -540,8 +681,17 @@ func (p *Plugin) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 	if src == "" {
 		return nil, invalidArg("CreateSnapshot: snapshot %q: source_volume_id is required", name)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	key := "snapshot/" + name
+	unlock, err := p.lockNotCreating(ctx, key, p.lock)
+	if err != nil {
+		return nil, err
+	}
+	locked := true
+	defer func() {
+		if locked {
+			unlock()
+		}
+	}()
 	p.keepReserve()
 	if sn := p.state.snapshotByName(name); sn != nil {
 		if sn.SourceVolume != src {
@@ -554,16 +704,28 @@ func (p *Plugin) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 		return nil, notFound("snapshot %q: source volume %q not found", name, src)
 	}
 	sn := &snapshot{ID: newSnapshotID(), Name: name, SourceVolume: v.ID, Size: v.Capacity, CreatedAt: time.Now().UTC()}
-	err := p.copyInto(ctx, p.volumePath(v.ID), p.snapshotPath(sn.ID))
-	var unlock func()
+	what := fmt.Sprintf("snapshot %q of volume %q: copying", name, v.ID)
+	run, err := p.startCopy(v.ID, p.volumePath(v.ID))
+	if err != nil {
+		return nil, p.writeFailed(ctx, what, p.volumePath(v.ID), err)
+	}
+	// The copy under no lock, as a clone's (createCopy).
+	finished := p.markCreating(key)
+	unlock()
+	locked = false
+	err = run(ctx, p.snapshotPath(sn.ID))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	finished()
+	var unlockNew func()
 	if err == nil {
-		unlock, err = holdNew(p.snapshotPath(sn.ID))
+		unlockNew, err = holdNew(p.snapshotPath(sn.ID))
 	}
 	if err != nil {
 		_ = os.RemoveAll(p.snapshotPath(sn.ID))
-		return nil, p.writeFailed(ctx, fmt.Sprintf("snapshot %q of volume %q: copying", name, v.ID), p.volumePath(v.ID), err)
+		return nil, p.writeFailed(ctx, what, p.volumePath(v.ID), err)
 	}
-	defer unlock()
+	defer unlockNew()
 	p.state.Snapshots[sn.ID] = sn
 	if err := p.saveSnapshot(sn.ID); err != nil {
 		delete(p.state.Snapshots, sn.ID)
@@ -589,10 +751,18 @@ func (p *Plugin) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshotRequ
 	if id == "" {
 		return nil, invalidArg("DeleteSnapshot: snapshot_id is required")
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, ok := p.state.Snapshots[id]; !ok {
+	// Under lock, as a change to a volume's record: another process serving the root may have
+	// made the snapshot (p.snapshot reads its record), or be copying it (copyingFrom).
+	unlock, err := p.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if _, ok := p.snapshot(id); !ok {
 		return &csi.DeleteSnapshotResponse{}, nil
+	}
+	if p.copyingFrom(id) {
+		return nil, copyUnderWay("snapshot", id)
 	}
 	if err := os.RemoveAll(p.snapshotPath(id)); err != nil {
 		return nil, internal("snapshot %q: removing directory: %v%s", id, err, readOnlyRoot(p.cfg.Root, err))
@@ -613,6 +783,9 @@ func (p *Plugin) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsReques
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if want := req.GetSnapshotId(); want != "" {
+		p.snapshot(want) // one another process serving the root made or deleted
+	}
 	var ids []string
 	for _, id := range slices.Sorted(maps.Keys(p.state.Snapshots)) {
 		sn := p.state.Snapshots[id]

@@ -89,6 +89,12 @@ type Plugin struct {
 	// Held through lock, which adds the lock the processes serving one root share.
 	mu    sync.Mutex
 	state *state
+
+	// creating holds, by "volume/NAME" or "snapshot/NAME", a channel closed when a create of
+	// that name that copies (a clone, a volume from a snapshot, a snapshot) finishes: the copy
+	// runs without mu, so that every other RPC is answered meanwhile, and a second create of
+	// the same name waits for the first (waitCreating) rather than copy again. Under mu.
+	creating map[string]chan struct{}
 }
 
 // lock takes the plugin's lock for an RPC that changes a volume's record: the lock on meta/
@@ -109,11 +115,7 @@ func (p *Plugin) lock(ctx context.Context) (unlock func(), err error) {
 	}
 	f, err := os.Open(p.metaDir())
 	if errors.Is(err, fs.ErrNotExist) {
-		// The root moved or removed under the running plugin: its records, and the volumes'
-		// directories its mounts come from, are elsewhere or gone
-		// (TestRootMovedUnderThePluginSaysSo).
-		return nil, failedPrecondition("the plugin's root %s has no %s directory: it was moved or removed while the plugin served it; "+
-			"put it back where it was, or restart the plugin with --root where it is now, then send the request again", p.cfg.Root, metaDir)
+		return nil, p.rootMoved()
 	}
 	if err != nil {
 		return nil, fail(err)
@@ -165,7 +167,7 @@ func New(cfg Config) (*Plugin, error) {
 	if cfg.Euid == nil {
 		cfg.Euid = os.Geteuid
 	}
-	p := &Plugin{cfg: cfg, log: log, mounter: m}
+	p := &Plugin{cfg: cfg, log: log, mounter: m, creating: map[string]chan struct{}{}}
 	if err := p.prepareRoot(); err != nil {
 		return nil, err
 	}
@@ -420,6 +422,30 @@ func (p *Plugin) saveSnapshot(id string) error { return p.state.saveSnapshot(p.c
 // topology is the accessible topology of this node and of every volume on it.
 func (p *Plugin) topology() *csi.Topology {
 	return &csi.Topology{Segments: map[string]string{TopologyKey: p.cfg.NodeID}}
+}
+
+// snapshot returns snapshot id as its record on disk has it (state.currentSnapshot). The
+// caller holds p.mu.
+func (p *Plugin) snapshot(id string) (*snapshot, bool) {
+	return p.state.currentSnapshot(p.cfg.Root, id)
+}
+
+// rootMoved is the error of a request to a plugin whose root moved or was removed while it
+// served it (no meta/ there): its records, and the volumes' directories its mounts come from,
+// are elsewhere or gone (TestRootMovedUnderThePluginSaysSo).
+func (p *Plugin) rootMoved() error {
+	return failedPrecondition("the plugin's root %s has no %s directory: it was moved or removed while the plugin served it; "+
+		"put it back where it was, or restart the plugin with --root where it is now, then send the request again", p.cfg.Root, metaDir)
+}
+
+// checkRoot is rootMoved's error when the root has no meta/, for a request that does not take
+// lock (a create of an empty volume, under mu alone), else nil: it would otherwise fail
+// INTERNAL on the directory it could not make.
+func (p *Plugin) checkRoot() error {
+	if _, err := os.Lstat(p.metaDir()); errors.Is(err, fs.ErrNotExist) {
+		return p.rootMoved()
+	}
+	return nil
 }
 
 // VolumePath returns the directory holding volume id's data, for tests and tools that want to

@@ -271,6 +271,33 @@ func (s *state) current(root, id string) (*volume, bool) {
 	return v, true
 }
 
+// currentSnapshot returns snapshot id as its record on disk has it, or false when there is
+// none, as current does for a volume: another process serving the root may have made or
+// deleted it since this one last read its records (before, a DeleteSnapshot of one the other
+// made answered OK and deleted nothing, TestSnapshotOfAnotherProcessOnTheRootIsServed). A
+// snapshot's record never changes once written, so the copy in s is kept while the record is
+// there; one that cannot be read leaves s as it is.
+func (s *state) currentSnapshot(root, id string) (*snapshot, bool) {
+	if !isSnapshotID(id) { // IDs become path components
+		return nil, false
+	}
+	b, err := readRecord(filepath.Join(root, metaDir, "snapshots", id+".json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		delete(s.Snapshots, id)
+		return nil, false
+	}
+	mine, inMemory := s.Snapshots[id]
+	if err != nil || inMemory {
+		return mine, inMemory
+	}
+	sn := new(snapshot)
+	if json.Unmarshal(b, sn) != nil || sn.ID != id {
+		return nil, false
+	}
+	s.Snapshots[id] = sn
+	return sn, true
+}
+
 // saveVolume writes one volume's record, or removes it when the volume is gone from s.
 //
 // A record whose bytes are those onDisk holds for it is not written again: the disk holds

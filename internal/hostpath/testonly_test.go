@@ -31,3 +31,11 @@ func (p *Plugin) ListenAndServe(ctx context.Context, endpoint string) error {
 	}
 	return p.Serve(ctx, lis)
 }
+
+// AfterEachCopiedFile has f called after each file a snapshot's or clone's copy copies, with
+// its path relative to the source, until the test ends.
+func AfterEachCopiedFile(t interface{ Cleanup(func()) }, f func(rel string)) {
+	old := afterCopy
+	afterCopy = f
+	t.Cleanup(func() { afterCopy = old })
+}
