@@ -1117,19 +1117,38 @@ const pastLookback = 32
 // admission checked against the plugin's registration and stored fingerprint, now that the
 // connection has the plugin's live one: a controller half to attach with (needsControllerHalf),
 // and the node's limits (checkNode) when the plugin restarted since the stored fingerprint
-// with another max_volumes_per_node or accessible topology. ld is admission's (nil when the
-// claim was admitted without the volume lock, or by an earlier command: the limits are not
-// checked again then).
+// with another max_volumes_per_node or accessible topology. ld is admission's; nil when the
+// claim was admitted without the volume lock (another operation held it, and the wait for it
+// may have been long) or by an earlier command: what admission checked is not known then, so
+// the live limits are checked as a new claim's would be, from what the store has now (before,
+// not at all: a claim that waited for the lock while the plugin restarted with a lower
+// max_volumes_per_node or another topology was published past them,
+// TestClaimThatWaitedForTheLockIsHeldToLimitsStatedMeanwhile).
 func (e *Engine) recheckAdmission(ctx context.Context, c *conn, v store.Volume, cl store.Claim, ld *loaded) error {
 	if needsControllerHalf(c) {
 		return noControllerHalf(v)
 	}
-	if ld == nil || ld.plugin == nil || !nodeLimitsChanged(ld.plugin.Fingerprint, c.fp) {
+	if ld != nil && (ld.plugin == nil || !nodeLimitsChanged(ld.plugin.Fingerprint, c.fp)) {
 		return nil
 	}
-	p := *ld.plugin
-	p.Fingerprint = fingerprintToStore(c.fp, e.cfg.Now())
-	return e.store.View(ctx, func(tx *store.Tx) error { return checkNode(tx, v, ld.onNode, &p) })
+	return e.store.View(ctx, func(tx *store.Tx) error {
+		now := ld
+		if now == nil {
+			var err error
+			if now, err = load(tx, v); err != nil || now.plugin == nil {
+				return err
+			}
+			live, err := tx.Claims().ByVolume(v.ID)
+			if err != nil {
+				return err
+			}
+			// As admission counts: the volume's other claims, or its staging row.
+			now.onNode = now.hasStaging || slices.ContainsFunc(live, func(o store.Claim) bool { return o.ID != cl.ID })
+		}
+		p := *now.plugin
+		p.Fingerprint = fingerprintToStore(c.fp, e.cfg.Now())
+		return checkNode(tx, v, now.onNode, &p)
+	})
 }
 
 // nodeLimitsChanged reports whether a live fingerprint states other node limits than the
