@@ -709,7 +709,22 @@ func hint(rpc string, code codes.Code, plugin, socket string, timeout time.Durat
 			h = c
 		}
 	}
+	if code == codes.InvalidArgument && !rpcTable[rpc].noSecrets && !strings.Contains(h, "secret") {
+		h += secretsTooHint(rpcTable[rpc])
+	}
 	return strings.NewReplacer("{rpc}", rpc, "{plugin}", plugin, "{socket}", socket, "{timeout}", timeout.String()).Replace(h)
+}
+
+// secretsTooHint ends INVALID_ARGUMENT's hint for an RPC that carries secrets: a plugin
+// answers that code for a secret it needs and was not sent (a key missing from the volume's
+// secrets), which the hint, of capabilities, of what a teardown carries ("an ID, a node or a
+// path") or of the listing, never named (TestInvalidArgumentHintNamesTheSecretsTheRequestCarries).
+// Where the secrets come from is as the RPC's refusal of its credentials says.
+func secretsTooHint(f rpcFacts) string {
+	if f.hints[codes.Unauthenticated] == hintSnapshotSecrets {
+		return "; or a secret it needs was not sent: pass it with --secret KEY=VALUE or --secret-file KEY=FILE"
+	}
+	return "; or a secret it needs was not sent: check the volume's secrets"
 }
 
 // unnamed is err without the path or address it names (an fs.PathError's, a net.OpError's):
