@@ -1142,8 +1142,11 @@ func (e *Engine) recheckAdmission(ctx context.Context, c *conn, v store.Volume, 
 			if err != nil {
 				return err
 			}
-			// As admission counts: the volume's other claims, or its staging row.
-			now.onNode = now.hasStaging || slices.ContainsFunc(live, func(o store.Claim) bool { return o.ID != cl.ID })
+			// On the node through another claim. Not its staging row, as admission counts
+			// it: admission under the lock recorded this claim's own intents there (the
+			// attachment and the staging path, before their RPCs), which would have the
+			// volume counted as on the node already, and the limits skipped.
+			now.onNode = slices.ContainsFunc(live, func(o store.Claim) bool { return o.ID != cl.ID })
 		}
 		p := *now.plugin
 		p.Fingerprint = fingerprintToStore(c.fp, e.cfg.Now())

@@ -344,12 +344,18 @@ func dialCSI(p store.Plugin, srv *servers, timeouts csi.Timeouts, log *slog.Logg
 // that failed for want of file descriptors had none left for that connection either, and its
 // error, redacted through this read, was replaced by "the error is withheld: reading the state
 // to redact secrets from it: ... too many open files" (TestRedactingAFailedClaimWithoutFileDescriptors).
+//
+// Those this process took out of the state are scrubbed too (store.Store.ForgottenHere): what
+// it prints may have been worded while the state still held them.
 func (e *Engine) secretValues(ctx context.Context) ([]string, error) {
 	var values []string
 	err := e.store.ViewShort(ctx, func(tx *store.Tx) (err error) {
 		values, err = tx.SecretValues()
 		return err
 	})
+	if gone := e.store.ForgottenHere(); err == nil && len(gone) > 0 {
+		values = append(values, gone...)
+	}
 	return values, err
 }
 
@@ -1597,13 +1603,30 @@ func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 	if err != nil {
 		return notSent(rpc, "the plugin restarted mid-operation and connecting to it again failed", err)
 	}
-	replaced, err := e.otherInstanceOn(ctx, c, fresh, true)
+	fp, replaced, err := e.otherInstanceOn(ctx, c, fresh, true)
 	_ = fresh.Close()
 	if err != nil {
 		return notSent(rpc, "the plugin restarted mid-operation and checking it again failed", err)
 	}
 	if replaced != nil {
 		return fmt.Errorf("%s not sent: %w (the plugin was replaced mid-operation; %s)", rpc, replaced, remedy(c, replaced))
+	}
+	if putsOnNode(rpc) && nodeLimitsChanged(fingerprintToStore(c.fp, time.Time{}), fp) {
+		// The claim was admitted (and rechecked, recheckAdmission) against the limits c was
+		// fingerprinted with: a node the volume is not accessible from now, or one full, is not
+		// sent the volume (TestClaimThatWaitedForTheControllerLockIsHeldToLimitsStatedMeanwhile).
+		// Reconcile's connection fingerprints the plugin afresh and checks the claim again.
+		was, now := fingerprintToStore(c.fp, time.Time{}), fingerprintToStore(fp, time.Time{})
+		var what []string
+		if now.MaxVolumes != was.MaxVolumes {
+			what = append(what, fmt.Sprintf("max_volumes_per_node %d, was %d", now.MaxVolumes, was.MaxVolumes))
+		}
+		if !maps.Equal(now.Topology, was.Topology) {
+			what = append(what, fmt.Sprintf("accessible topology %s, was %s", formatSegments(now.Topology), formatSegments(was.Topology)))
+		}
+		return fmt.Errorf("%s not sent: plugin %q restarted mid-operation stating other node limits (%s): "+
+			"the claim was admitted against the ones before; `volctl reconcile` checks it against the ones now",
+			rpc, c.plugin.ID, strings.Join(what, "; "))
 	}
 	e.checkAliases(ctx, c.plugin, ids, true)
 	return nil
@@ -1701,28 +1724,29 @@ func (e *Engine) checkAnswerer(ctx context.Context, c *conn, rpc string, err err
 // its whole fingerprint, and says how it is not the instance c was fingerprinted as (nil when it
 // is): another driver (a conflict), or other capabilities or another node ID.
 func (e *Engine) otherInstance(ctx context.Context, c *conn, full bool) (replaced, err error) {
-	return e.otherInstanceOn(ctx, c, c.client, full)
+	_, replaced, err = e.otherInstanceOn(ctx, c, c.client, full)
+	return replaced, err
 }
 
-// otherInstanceOn is otherInstance asking over client, a connection to c's plugin's sockets.
-func (e *Engine) otherInstanceOn(ctx context.Context, c *conn, client Plugin, full bool) (replaced, err error) {
-	var fp *csi.Fingerprint
+// otherInstanceOn is otherInstance asking over client, a connection to c's plugin's sockets,
+// with what the plugin answered (its driver name alone without full).
+func (e *Engine) otherInstanceOn(ctx context.Context, c *conn, client Plugin, full bool) (fp *csi.Fingerprint, replaced, err error) {
 	if full {
 		if fp, err = client.Fingerprint(ctx); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	} else {
 		info, err := client.GetPluginInfo(ctx)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		fp = &csi.Fingerprint{Provider: info.Name}
 	}
 	if fp.Provider != c.fp.Provider {
-		return conflictf("socket %s now served by %q, registered as %q", spec.QuoteName(c.sockets[0].path), fp.Provider, c.fp.Provider), nil
+		return fp, conflictf("socket %s now served by %q, registered as %q", spec.QuoteName(c.sockets[0].path), fp.Provider, c.fp.Provider), nil
 	}
 	if !full {
-		return nil, nil
+		return fp, nil, nil
 	}
 	was, now := fingerprintToStore(c.fp, time.Time{}), fingerprintToStore(fp, time.Time{})
 	if !slices.Equal(was.PluginCaps, now.PluginCaps) || !slices.Equal(was.ControllerCaps, now.ControllerCaps) ||
@@ -1740,9 +1764,19 @@ func (e *Engine) otherInstanceOn(ctx context.Context, c *conn, client Plugin, fu
 		if was.NodeID != now.NodeID {
 			what = append(what, fmt.Sprintf("its node ID is now %q, was %q", now.NodeID, was.NodeID))
 		}
-		return fmt.Errorf("plugin %q now has other capabilities or another node ID (%s)", c.plugin.ID, strings.Join(what, "; ")), nil
+		return fp, fmt.Errorf("plugin %q now has other capabilities or another node ID (%s)", c.plugin.ID, strings.Join(what, "; ")), nil
 	}
-	return nil, nil
+	return fp, nil, nil
+}
+
+// putsOnNode reports whether rpc puts a volume on the node (attaches, stages or publishes it),
+// which the node's limits (checkNode) are to allow.
+func putsOnNode(rpc string) bool {
+	switch rpc {
+	case csi.RPCControllerPublishVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume:
+		return true
+	}
+	return false
 }
 
 // staleFingerprint takes c, found to reach another plugin instance than it was fingerprinted

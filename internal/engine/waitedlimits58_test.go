@@ -3,10 +3,13 @@ package engine
 import (
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -63,5 +66,72 @@ func TestClaimThatWaitedForTheLockIsHeldToLimitsStatedMeanwhile(t *testing.T) {
 	}
 	if outcome != store.OutcomeRolledBack {
 		t.Errorf("v2's claim was freed as %q, want rolled back", outcome)
+	}
+}
+
+// The same for the plugin's controller lock (found by review 58): a claim admitted and
+// rechecked waits for it (another volctl's operation through the plugin holds it) while the
+// plugin restarts stating a topology the volume is not accessible from, or a lower
+// max_volumes_per_node. The socket file changed, so the plugin is fingerprinted again before
+// the RPC (checkSockets); that went on when the driver, capabilities and node ID were the
+// same, and the volume was attached, staged and published on a node the plugin says cannot
+// reach it. No RPC that puts the volume on the node is sent; reconcile, fingerprinting the
+// plugin afresh, rolls the claim back against the limits stated now.
+func TestClaimThatWaitedForTheControllerLockIsHeldToLimitsStatedMeanwhile(t *testing.T) {
+	t.Parallel()
+	zoneA := &spec.Topology{Segments: map[string]string{"zone": "a"}}
+	for _, c := range []struct {
+		name    string
+		other   bool // another volume on the node first
+		restart func(*csitest.MemConfig)
+		want    string
+	}{
+		{"topology", false, func(c *csitest.MemConfig) { c.Topology = &spec.Topology{Segments: map[string]string{"zone": "b"}} },
+			"accessible topology {zone=b}, was {zone=a})"},
+		{"max volumes", true, func(c *csitest.MemConfig) { c.MaxVolumes = 1 }, "max_volumes_per_node 1, was 0)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, func(c *csitest.MemConfig) { c.Topology, c.CreateTopology = zoneA, zoneA })
+			h.create(volume("v"))
+			if c.other {
+				h.create(volume("v0"))
+				h.claim(ClaimRequest{VolumeID: "v0", Alloc: "a0"})
+			}
+			unlock, err := h.otherProcess().locks.controller(h.ctx, "mem", h.socket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waiting := make(chan struct{})
+			var once sync.Once
+			ctx := WithProgress(h.ctx, func(step string) {
+				if strings.HasPrefix(step, "waiting for the lock on plugin") {
+					once.Do(func() { close(waiting) })
+				}
+			})
+			done := make(chan error, 1)
+			go func() { _, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); done <- err }()
+			select {
+			case <-waiting:
+			case err := <-done:
+				unlock()
+				t.Fatalf("the claim ended before it waited for the controller lock: %v", err)
+			}
+			h.restartWith(c.restart)
+			unlock()
+			err = <-done
+			if err == nil || !strings.Contains(err.Error(), "restarted mid-operation stating other node limits ("+c.want) {
+				t.Errorf("the claim after the plugin restarted with other node limits = %v; want it not sent, naming them (%s)", err, c.want)
+			}
+			_, _ = h.e.Reconcile(h.ctx) // it reports the claim it rolls back
+			for _, rpc := range []string{csi.RPCControllerPublishVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
+				if n := h.mem.CallCount(rpc); n != 0 {
+					t.Errorf("%s sent %d times after the plugin stated limits the claim is outside of (RPCs: %v)", rpc, n, h.rpcs())
+				}
+			}
+			if live := h.liveClaims("v"); len(live) != 0 {
+				t.Errorf("v's claims after reconcile = %+v, want it rolled back", live)
+			}
+		})
 	}
 }
