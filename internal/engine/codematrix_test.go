@@ -129,9 +129,21 @@ func matrixClass(rpc string, code codes.Code) string {
 		}
 		return "retryable"
 	case codes.Unimplemented:
-		if rpc == csi.RPCNodeUnstageVolume {
-			// Though it advertises STAGE_UNSTAGE_VOLUME: the mount table decides (unstage,
-			// checkUnstageable), nothing mounted being done, as NOT_FOUND is.
+		switch rpc {
+		case csi.RPCNodeUnstageVolume, csi.RPCNodeUnpublishVolume:
+			// Though it advertises STAGE_UNSTAGE_VOLUME, or is a node plugin, which CSI has
+			// implement NodeUnpublishVolume: the mount table decides (unstage,
+			// checkUnstageable; unpublishTarget, checkUnpublishable), nothing mounted being
+			// done, as NOT_FOUND is.
+			return "ignorable"
+		case csi.RPCControllerUnpublishVolume:
+			// Though it advertises PUBLISH_UNPUBLISH_VOLUME: the plugin's listing decides
+			// (unpublishChecked, listsUnpublished), published nowhere being done.
+			return "ignorable"
+		}
+	case codes.FailedPrecondition:
+		if rpc == csi.RPCControllerUnpublishVolume {
+			// None of CSI's answers to it: the plugin's listing decides, as for UNIMPLEMENTED.
 			return "ignorable"
 		}
 	case codes.NotFound:

@@ -143,6 +143,13 @@ func (e *Engine) unpublishTarget(ctx context.Context, c *conn, v store.Volume, p
 	answer = e.retry(ctx, c, csi.RPCNodeUnpublishVolume, func(ctx context.Context) error {
 		return c.client.NodeUnpublishVolume(ctx, csi.NodeUnpublishVolumeRequest{VolumeID: v.ExternalID, TargetPath: cl.TargetPath})
 	})
+	if why := unpublishRefusedForNothing(c, *cl, answer); why != "" {
+		// The mount table decides, as for a staging never confirmed (unstage, checkUnstageable).
+		if err := e.checkUnpublishable(v, *cl, c, p, why); err != nil {
+			return nil, err
+		}
+		answer = nil
+	}
 	if answer != nil && !csi.IsIgnorable(answer) {
 		return nil, answer
 	}
@@ -167,6 +174,46 @@ func (e *Engine) unpublishTarget(ctx context.Context, c *conn, v store.Volume, p
 		p.clDirty = true
 	}
 	return answer, nil
+}
+
+// unpublishRefusedForNothing says why NodeUnpublishVolume's answer is not the plugin refusing to
+// undo a publication ("" when it may be): UNIMPLEMENTED from a node plugin, which CSI has
+// implement it (one that failed NodePublishVolume the same way, this release its rollback), or
+// FAILED_PRECONDITION of a target NodePublishVolume never answered OK for (not
+// store.TargetAccepted: the rollback of its final failure), which CSI's NodeUnpublishVolume
+// answers OK for ("not published") and knows no FAILED_PRECONDITION. Either would be answered
+// at every retry and reconcile pass, the claim, which never got the volume, held unpublishing
+// and the volume with it until a forced detach
+// (TestTargetNeverPublishedWhoseUnpublishIsRefusedIsNotHeldForGood).
+func unpublishRefusedForNothing(c *conn, cl store.Claim, answer error) string {
+	switch {
+	case csi.IsUnimplemented(answer):
+		return fmt.Sprintf("plugin %q, a node plugin, answered %v, which CSI has every node plugin implement", c.plugin.ID, answer)
+	case csi.IsFailedPrecondition(answer) && cl.Target != store.TargetAccepted:
+		return fmt.Sprintf("plugin %q answered %v for a target NodePublishVolume never confirmed", c.plugin.ID, answer)
+	}
+	return ""
+}
+
+// checkUnpublishable is checkUnstageable for a claim's target (why: the answer
+// unpublishRefusedForNothing took for no refusal): nothing mounted there, the publication is
+// taken as undone, logged, and said in an event where it was recorded published; something
+// mounted, the release stops there, naming it.
+func (e *Engine) checkUnpublishable(v store.Volume, cl store.Claim, c *conn, p *checkpoint, why string) error {
+	left, err := e.mountsAt(cl.TargetPath)
+	if err != nil {
+		return checkedAfter(csi.RPCNodeUnpublishVolume, fmt.Errorf("checking the mount table for volume %q's target at %s: %w", v.ID, cl.TargetPath, err))
+	}
+	if len(left) > 0 {
+		return checkedAfter(csi.RPCNodeUnpublishVolume, fmt.Errorf("volume %q's target at %s is still mounted, but %s: fix the plugin, or unmount %s by hand, then run `volctl reconcile`",
+			v.ID, cl.TargetPath, why, e.mountNames(left)))
+	}
+	msg := fmt.Sprintf("volume %q's target at %s for alloc %q: %s; nothing is mounted there, so the publication is taken as undone", v.ID, cl.TargetPath, cl.Alloc, why)
+	e.log.Warn(msg)
+	if cl.Target == store.TargetAccepted {
+		p.event(&store.Event{Kind: "capability-lost", VolumeID: v.ID, Alloc: cl.Alloc, PluginID: v.PluginID, Message: msg})
+	}
+	return nil
 }
 
 // unlinkBeforeTeardown readies path, volctl's own (a claim's target, what "target"; a volume's
@@ -541,6 +588,18 @@ func (e *Engine) unpublishChecked(ctx context.Context, c *conn, v store.Volume, 
 		return c.client.ControllerUnpublishVolume(ctx, csi.ControllerUnpublishVolumeRequest{
 			VolumeID: v.ExternalID, NodeID: nodeID, Secrets: v.Secrets})
 	}, func(ctx context.Context) (bool, error) { return e.listsPublished(ctx, c, v.ExternalID, nodeID) })
+	if (csi.IsFailedPrecondition(err) || csi.IsUnimplemented(err)) && e.listsUnpublished(ctx, c, v, nodeID) {
+		// FAILED_PRECONDITION is none of CSI's answers to ControllerUnpublishVolume, and
+		// UNIMPLEMENTED none from a plugin advertising PUBLISH_UNPUBLISH_VOLUME: a plugin answers
+		// them for an attachment it never made ("not published to the node": a rollback of its
+		// ControllerPublishVolume's final failure). Every retry and reconcile pass would get them
+		// again, the claim held and the volume with it until a forced detach. The plugin's own
+		// listing decides, as it does after an OK
+		// (TestAttachmentNeverMadeWhoseUnpublishIsRefusedIsNotHeldForGood).
+		e.log.Warn(fmt.Sprintf("plugin %q answered %s %v for volume %q and node %q, and lists it published to no such node (%s published_node_ids): the attachment is taken as undone",
+			c.plugin.ID, csi.RPCControllerUnpublishVolume, err, v.ID, nodeID, possessive(publishedCheck(c))))
+		err = nil
+	}
 	if err != nil && !csi.IsIgnorable(err) {
 		return err
 	}
@@ -556,6 +615,24 @@ func (e *Engine) unpublishChecked(ctx context.Context, c *conn, v store.Volume, 
 			c.plugin.ID, csi.RPCControllerUnpublishVolume, answerWord(err), v.ID, nodeID), "err", unchecked)
 	}
 	return nil
+}
+
+// listsUnpublished reports whether the plugin's own listing (publishedCheck) says volume v is
+// published to no node nodeID, asked under its controller lock within the check's bound; false
+// when it cannot say (no such listing, or it failed or did not end).
+func (e *Engine) listsUnpublished(ctx context.Context, c *conn, v store.Volume, nodeID string) bool {
+	if publishedCheck(c) == "" {
+		return false
+	}
+	published := true
+	err := e.withController(ctx, c, func(ctx context.Context) error {
+		return e.boundCheck(ctx, func(ctx context.Context) error {
+			var err error
+			published, err = e.listsPublished(ctx, c, v.ExternalID, nodeID)
+			return err
+		})
+	})
+	return err == nil && !published
 }
 
 // checkUnmounted checks, after the plugin answered rpc (NodeUnpublishVolume or
