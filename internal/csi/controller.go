@@ -273,6 +273,28 @@ func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolum
 		}
 		return err
 	}
+	for _, f := range []struct {
+		name      string
+		sent, got map[string]string
+	}{
+		{"parameters", req.Parameters, conf.GetParameters()},
+		{"mutable_parameters", req.MutableParameters, conf.GetMutableParameters()},
+		{"volume_context", req.VolumeContext, conf.GetVolumeContext()},
+	} {
+		// Optional in the answer, but where set the CO compares it with what it sent (the
+		// spec): a plugin that confirms other values validated another volume, or read the
+		// request otherwise (TestConfirmedParametersAndContextAreComparedWithWhatWasSent).
+		// The keys are named, not the values, which may be anything the plugin put there.
+		if len(f.got) == 0 || maps.Equal(f.sent, f.got) {
+			continue
+		}
+		err := fmt.Errorf("%s: volume %q: the plugin confirmed other %s than were sent (%s): %w", RPCValidateVolumeCapabilities, r.VolumeID,
+			f.name, differingKeys(f.sent, f.got), ErrNotConfirmed)
+		if msg := c.pluginText(ctx, req, resp.GetMessage()); msg != "" {
+			err = fmt.Errorf("%w: %s", err, msg)
+		}
+		return err
+	}
 	for i, want := range req.VolumeCapabilities {
 		ok := false
 		for _, got := range conf.GetVolumeCapabilities() {
@@ -294,6 +316,32 @@ func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolum
 		}
 	}
 	return nil
+}
+
+// differingKeys names, sorted and quoted, the keys whose values differ between sent and got
+// (one of them missing included), at most five, and how many more.
+func differingKeys(sent, got map[string]string) string {
+	var keys []string
+	for _, k := range slices.Sorted(maps.Keys(sent)) {
+		if v, ok := got[k]; !ok || v != sent[k] {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := sent[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	words := make([]string, 0, 5)
+	for _, k := range keys[:min(len(keys), 5)] {
+		words = append(words, strconv.Quote(spec.Cut(k, 64)))
+	}
+	out := "keys differing: " + strings.Join(words, ", ")
+	if len(keys) > 5 {
+		out += fmt.Sprintf(" and %d more", len(keys)-5)
+	}
+	return out
 }
 
 // confirmedWords names the capabilities a ValidateVolumeCapabilities answer confirmed as volume

@@ -3,6 +3,7 @@ package csi_test
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -68,7 +69,12 @@ func TestVerboseTraceScrubsSecretsEchoedInAnswers(t *testing.T) {
 	for _, rpc := range []string{csi.RPCCreateVolume, csi.RPCValidateVolumeCapabilities, csi.RPCControllerPublishVolume,
 		csi.RPCCreateSnapshot, csi.RPCListSnapshots} {
 		if err := calls[rpc](ctx); err != nil {
-			t.Fatalf("%s: %v", rpc, err)
+			// A confirmed context with more in it than was sent is no confirmation
+			// (TestConfirmedParametersAndContextAreComparedWithWhatWasSent): its answer's trace
+			// is checked below all the same, and the refusal names keys, not values.
+			if rpc != csi.RPCValidateVolumeCapabilities || !errors.Is(err, csi.ErrNotConfirmed) || strings.Contains(err.Error(), sentinelSecret) {
+				t.Fatalf("%s: %v", rpc, err)
+			}
 		}
 	}
 	out := trace.String()

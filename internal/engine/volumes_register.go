@@ -58,9 +58,21 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registra
 		return fail(noControllerHalf(store.VolumeFromSpec(sv)))
 	}
 	if c.fp.Controller {
+		volumeContext := sv.Context
+		if len(volumeContext) == 0 {
+			// Registered again without a context, the stored one is kept (mergeRegistered),
+			// and it is the volume's context the plugin validates (CSI: volume_context MUST
+			// match the volume's); before, an empty one was sent
+			// (TestRegisterAgainWithoutAContextValidatesTheStoredOne).
+			old, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(sv.ID) })
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return fail(err)
+			}
+			volumeContext = old.Context
+		}
 		err := e.retry(ctx, c, csi.RPCValidateVolumeCapabilities, func(ctx context.Context) error {
 			return c.client.ValidateVolumeCapabilities(ctx, csi.ValidateVolumeCapabilitiesRequest{
-				VolumeID: sv.ExternalID, VolumeContext: sv.Context, Capabilities: volumeCapabilities(sv),
+				VolumeID: sv.ExternalID, VolumeContext: volumeContext, Capabilities: volumeCapabilities(sv),
 				Parameters: sv.Parameters, Secrets: sv.Secrets,
 			})
 		})
