@@ -472,7 +472,14 @@ func snapshotDeleteRun(ctx context.Context, opts *SnapshotDeleteOptions) error {
 	}
 	meant := " (`volctl volume snapshot list` lists the snapshots)"
 	if len(res.Near) > 0 {
-		meant = "; did you mean " + quotedOr(res.Near) + "?" + meant
+		// The IDs volctl records are the plugin's, which a plugin may have echoed a secret
+		// into: shown as `snapshot list` shows them, scrubbed (before, whole:
+		// TestSnapshotDeleteNamesNearIDsScrubbed).
+		redact, err := e.Redactor(context.WithoutCancel(ctx), slices.Collect(maps.Values(secrets))...)
+		if err != nil {
+			return fmt.Errorf("reading the state to keep secrets out of what the delete says: %w", err)
+		}
+		meant = "; did you mean " + redact(quotedOr(res.Near)) + "?" + meant
 	}
 	switch {
 	case res.Absent:
@@ -553,8 +560,16 @@ func snapshotDeregisterRun(ctx context.Context, opts *SnapshotDeregisterOptions)
 		return err
 	}
 	warnings, err := e.DeregisterSnapshot(ctx, opts.PluginID, opts.SnapshotID)
-	for _, w := range warnings {
-		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", escapeLines(w))
+	if len(warnings) > 0 {
+		// They name the recorded ID, the plugin's, looked up from the name given: scrubbed,
+		// as plugin and volume deregister scrub theirs (TestSnapshotDeregisterWarnsScrubbed).
+		redact, rerr := e.Redactor(context.WithoutCancel(ctx))
+		if rerr != nil {
+			return fmt.Errorf("reading the state to keep secrets out of what the deregistration says: %w", rerr)
+		}
+		for _, w := range warnings {
+			fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", escapeLines(redact(w)))
+		}
 	}
 	if err != nil {
 		return err

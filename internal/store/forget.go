@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 )
 
 // WithForget makes every write transaction that takes secret values out of the state (a
@@ -79,7 +80,7 @@ func (tx *Tx) forgetGone() error {
 	if err != nil || len(gone) == 0 {
 		return err
 	}
-	tx.forgot = true
+	tx.forgot, tx.gone = true, gone
 	// The event log, and the last errors kept of claims, past claims and plugins: each may word
 	// data a plugin returned for another record, with a value that has just left in it.
 	for _, m := range [...]struct{ table, column, what string }{
@@ -220,4 +221,42 @@ func (tx *Tx) keepHeld(gone []string) ([]string, func(string) string, error) {
 		return nil, nil, nil
 	}
 	return out, tx.s.forget(out), nil
+}
+
+// ForgottenHere returns the secret values that commits through this Store took out of the
+// state since it was opened (the most recent maxGoneHere of them). The state no longer holds
+// them, so SecretValues no longer gives them, but this process may still hold text that names
+// them: a report worded while the record holding one was still there (a reconcile pass that
+// finished a snapshot delete whose ID a plugin echoed a secret into, and printed that action
+// once the record, the last holder of the value, was gone), or a log record written after the
+// commit. The engine scrubs with them too (TestSecretLeftDuringACommandStaysScrubbedInWhatItPrints).
+func (s *Store) ForgottenHere() []string { return s.goneHere.list() }
+
+// maxGoneHere bounds ForgottenHere: a long-running agent forgets values as volumes come and
+// go, and each value scrubbed costs every scrub.
+const maxGoneHere = 1024
+
+// goneValues is the set ForgottenHere gives, oldest first.
+type goneValues struct {
+	mu     sync.Mutex
+	values []string
+}
+
+func (g *goneValues) add(values []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, v := range values {
+		if !slices.Contains(g.values, v) {
+			g.values = append(g.values, v)
+		}
+	}
+	if n := len(g.values) - maxGoneHere; n > 0 {
+		g.values = slices.Delete(g.values, 0, n)
+	}
+}
+
+func (g *goneValues) list() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.values)
 }

@@ -78,6 +78,10 @@ const readCacheKiB = 256
 // Store is an open state database. It is safe for concurrent use by multiple goroutines; several
 // processes may have the same database open at once.
 type Store struct {
+	// goneHere holds the secret values commits through this Store took out of the state, for
+	// the life of the process (ForgottenHere).
+	goneHere goneValues
+
 	path        string
 	lock        *os.File // the open lock (openlock.go), held shared until Close or the exit
 	w           *pool    // one connection: in-process writers queue here, not in SQLite's busy loop
@@ -1058,6 +1062,9 @@ func (s *Store) run(ctx context.Context, p *pool, begin string, kind txKind, fn 
 	}
 	done = true
 	s.commits[kind].Add(1)
+	if len(tx.gone) > 0 {
+		s.goneHere.add(tx.gone)
+	}
 	switch {
 	case kind == readOnly:
 	case s.debts && s.marked:
@@ -1303,8 +1310,10 @@ type Tx struct {
 	secretsBefore []string
 	noted         bool
 	// forgot says forgetGone found secret values gone: after the commit the WAL, whose old
-	// frames still hold them, is wiped (wipeWAL).
+	// frames still hold them, is wiped (wipeWAL); gone are those values, which the Store
+	// remembers once committed (ForgottenHere).
 	forgot bool
+	gone   []string
 	// wrote says a statement of the transaction changed a row (or may have: an INSERT, UPDATE
 	// or DELETE with RETURNING, read as rows), so its commit updates the state mark (walpair.go).
 	wrote bool
