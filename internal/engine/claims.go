@@ -233,7 +233,7 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest, probeFirst *
 		}
 		// Someone may have moved the claim meanwhile: start from the store.
 		admitted := cl
-		cl, err = e.drive(ctx, cl.ID, store.OutcomeRolledBack)
+		cl, err = e.drive(context.WithValue(ctx, admittedUnlockedKey{}, cl.ID), cl.ID, store.OutcomeRolledBack)
 		if errors.Is(err, ErrNotFound) {
 			// Another volctl got the lock first and freed the claim: say how.
 			err = e.claimGone(ctx, admitted)
@@ -1118,15 +1118,20 @@ const pastLookback = 32
 // connection has the plugin's live one: a controller half to attach with (needsControllerHalf),
 // and the node's limits (checkNode) when the plugin restarted since the stored fingerprint
 // with another max_volumes_per_node or accessible topology. ld is admission's; nil when the
-// claim was admitted without the volume lock (another operation held it, and the wait for it
-// may have been long) or by an earlier command: what admission checked is not known then, so
-// the live limits are checked as a new claim's would be, from what the store has now (before,
-// not at all: a claim that waited for the lock while the plugin restarted with a lower
+// claim was admitted by an earlier command (the limits are not checked again then: its
+// attachment may have been made, its answer lost, and the claim stands as one on the node,
+// TestCrashInTheNodeIDCorrection), or without the volume lock by this one (Claim, which marks
+// ctx: admittedUnlocked), which then waited for the lock, maybe long: the live limits are
+// checked then as a new claim's would be, from what the store has once the lock is held
+// (before, not at all: a claim that waited while the plugin restarted with a lower
 // max_volumes_per_node or another topology was published past them,
 // TestClaimThatWaitedForTheLockIsHeldToLimitsStatedMeanwhile).
 func (e *Engine) recheckAdmission(ctx context.Context, c *conn, v store.Volume, cl store.Claim, ld *loaded) error {
 	if needsControllerHalf(c) {
 		return noControllerHalf(v)
+	}
+	if ld == nil && !admittedUnlocked(ctx, cl.ID) {
+		return nil
 	}
 	if ld != nil && (ld.plugin == nil || !nodeLimitsChanged(ld.plugin.Fingerprint, c.fp)) {
 		return nil
@@ -1142,16 +1147,24 @@ func (e *Engine) recheckAdmission(ctx context.Context, c *conn, v store.Volume, 
 			if err != nil {
 				return err
 			}
-			// On the node through another claim. Not its staging row, as admission counts
-			// it: admission under the lock recorded this claim's own intents there (the
-			// attachment and the staging path, before their RPCs), which would have the
-			// volume counted as on the node already, and the limits skipped.
-			now.onNode = slices.ContainsFunc(live, func(o store.Claim) bool { return o.ID != cl.ID })
+			// As admission counts: the volume's other claims, or its staging row (which an
+			// admission without the lock recorded nothing in).
+			now.onNode = now.hasStaging || slices.ContainsFunc(live, func(o store.Claim) bool { return o.ID != cl.ID })
 		}
 		p := *now.plugin
 		p.Fingerprint = fingerprintToStore(c.fp, e.cfg.Now())
 		return checkNode(tx, v, now.onNode, &p)
 	})
+}
+
+// admittedUnlockedKey marks the context of a Claim that admitted its claim (by ID) without the
+// volume's lock, and then waited for it (recheckAdmission).
+type admittedUnlockedKey struct{}
+
+// admittedUnlocked reports whether ctx is the Claim's that admitted claim id without the lock.
+func admittedUnlocked(ctx context.Context, id int64) bool {
+	got, ok := ctx.Value(admittedUnlockedKey{}).(int64)
+	return ok && got == id
 }
 
 // nodeLimitsChanged reports whether a live fingerprint states other node limits than the

@@ -1615,7 +1615,8 @@ func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 		// The claim was admitted (and rechecked, recheckAdmission) against the limits c was
 		// fingerprinted with: a node the volume is not accessible from now, or one full, is not
 		// sent the volume (TestClaimThatWaitedForTheControllerLockIsHeldToLimitsStatedMeanwhile).
-		// Reconcile's connection fingerprints the plugin afresh and checks the claim again.
+		// A refusal, as admission's would be: the claim is rolled back (a restore's, degraded,
+		// is held for reconcile, whose connection fingerprints the plugin afresh).
 		was, now := fingerprintToStore(c.fp, time.Time{}), fingerprintToStore(fp, time.Time{})
 		var what []string
 		if now.MaxVolumes != was.MaxVolumes {
@@ -1624,8 +1625,8 @@ func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 		if !maps.Equal(now.Topology, was.Topology) {
 			what = append(what, fmt.Sprintf("accessible topology %s, was %s", formatSegments(now.Topology), formatSegments(was.Topology)))
 		}
-		return fmt.Errorf("%s not sent: plugin %q restarted mid-operation stating other node limits (%s): "+
-			"the claim was admitted against the ones before; `volctl reconcile` checks it against the ones now",
+		return conflictf("%s not sent: plugin %q restarted mid-operation stating other node limits (%s): "+
+			"the claim was admitted against the ones before; claim the volume again to have it admitted against the ones now",
 			rpc, c.plugin.ID, strings.Join(what, "; "))
 	}
 	e.checkAliases(ctx, c.plugin, ids, true)
