@@ -97,6 +97,16 @@ func (h *harness) holdWriteConnection() (release func()) {
 // as runtime.Stack prints them), failing the test after 30 s.
 func waitForGoroutineIn(t *testing.T, frames ...string) {
 	t.Helper()
+	waitForGoroutineBlockedIn(t, "", frames...)
+}
+
+// waitForGoroutineBlockedIn is waitForGoroutineIn for a goroutine blocked (not running, nor
+// runnable, nor in a system call) with blockedIn (a function name) its innermost frame: one
+// passing through pool.get on its way (a read opening a connection, slow on a loaded machine)
+// was taken for one waiting there, and the test went on before the operation held its lock,
+// which it then waited for behind the test's second volctl for good. "" is any goroutine.
+func waitForGoroutineBlockedIn(t *testing.T, blockedIn string, frames ...string) {
+	t.Helper()
 	buf := make([]byte, 1<<20)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 		n := runtime.Stack(buf, true)
@@ -104,6 +114,11 @@ func waitForGoroutineIn(t *testing.T, frames ...string) {
 			all := true
 			for _, f := range frames {
 				all = all && strings.Contains(g, f+"(")
+			}
+			if blockedIn != "" {
+				header, first, _ := strings.Cut(g, "\n")
+				all = all && !strings.Contains(header, "[running") && !strings.Contains(header, "[runnable") &&
+					!strings.Contains(header, "[syscall") && strings.HasPrefix(strings.TrimPrefix(first, "github.com/volctl/volctl/internal/"), blockedIn+"(")
 			}
 			if all {
 				return
@@ -210,7 +225,7 @@ func (h *harness) lockLostWhileWaitingForTheDatabase(vol, frame string, op func(
 // operation's error; the second volctl's lock is held until the test ends.
 func (h *harness) loseLockWhileWaiting(vol, frame string, release func(), done <-chan error) (lockPath string, err error) {
 	h.t.Helper()
-	waitForGoroutineIn(h.t, frame, "store.(*pool).get")
+	waitForGoroutineBlockedIn(h.t, "store.(*pool).get", frame)
 	other, err := newLocker(h.dir)
 	if err != nil {
 		h.t.Fatal(err)
