@@ -42,6 +42,13 @@ type cliHarness struct {
 
 func newCLIHarness(t *testing.T) *cliHarness {
 	t.Helper()
+	return newCLIHarnessServing(t)
+}
+
+// newCLIHarnessServing is newCLIHarness with opts added to the plugin's server (an
+// interceptor making it a hostile plugin).
+func newCLIHarnessServing(t *testing.T, opts ...csitest.ServeOption) *cliHarness {
+	t.Helper()
 	ctx := context.Background()
 	h := &cliHarness{ctx: ctx, state: filepath.Join(t.TempDir(), "state")}
 	cfg := csitest.DefaultMemConfig()
@@ -51,7 +58,7 @@ func newCLIHarness(t *testing.T) *cliHarness {
 		h.mem = csitest.NewMemPlugin(cfg)
 	}
 	var socket string
-	socket, h.stop = csitest.Serve(t, csitest.WithServer(h.mem))
+	socket, h.stop = csitest.Serve(t, append([]csitest.ServeOption{csitest.WithServer(h.mem)}, opts...)...)
 	h.e = openEngine(t, h.state)
 	if _, err := h.e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/volctl/volctl/internal/csi/csitest"
-	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -35,19 +33,7 @@ func snapshotEchoingSecret(t *testing.T, secret, name string, deleteDown *atomic
 		}
 		return resp, err
 	}
-	h := &cliHarness{ctx: context.Background(), state: filepath.Join(t.TempDir(), "state")}
-	cfg := csitest.DefaultMemConfig()
-	if hostpathtest.CanMount() == nil {
-		h.mem = csitest.NewMountingMemPlugin(t, cfg)
-	} else {
-		h.mem = csitest.NewMemPlugin(cfg)
-	}
-	var socket string
-	socket, h.stop = csitest.Serve(t, csitest.WithServer(h.mem), csitest.WithInterceptor(echo))
-	h.e = openEngine(t, h.state)
-	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
+	h := newCLIHarnessServing(t, csitest.WithInterceptor(echo))
 	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
 		Secrets:      spec.Secrets{"token": secret},
 		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {

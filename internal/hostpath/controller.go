@@ -122,17 +122,11 @@ func (p *Plugin) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 func (p *Plugin) createCopy(ctx context.Context, req *csi.CreateVolumeRequest, required, limit int64) (*csi.CreateVolumeResponse, error) {
 	name := req.GetName()
 	key := "volume/" + name
-	unlock, err := p.lockNotCreating(ctx, key, p.lock)
+	held, err := p.lockToCopy(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	locked := true
-	defer func() {
-		if locked {
-			unlock()
-		}
-	}()
-	p.keepReserve()
+	defer held.release()
 	if resp, err := p.existingVolume(req, required, limit); resp != nil || err != nil {
 		return resp, err
 	}
@@ -155,8 +149,7 @@ func (p *Plugin) createCopy(ctx context.Context, req *csi.CreateVolumeRequest, r
 		return nil, p.writeFailed(ctx, fmt.Sprintf("volume %q: copying its source into it", name), dir, err)
 	}
 	finished := p.markCreating(key)
-	unlock()
-	locked = false
+	held.release()
 	err = run(ctx, p.volumePath(v.ID))
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -218,6 +211,28 @@ func (p *Plugin) recordVolume(ctx context.Context, v *volume) (*csi.CreateVolume
 		return nil, p.writeFailed(ctx, fmt.Sprintf("volume %q: recording it", v.Name), "", err)
 	}
 	return &csi.CreateVolumeResponse{Volume: p.csiVolume(v)}, nil
+}
+
+// lockToCopy takes lock for a create of key that copies (a clone, a snapshot), once no other
+// create of key copies (lockNotCreating), and keeps the reserve; the create releases it before
+// its copy runs, and the deferred release then does nothing.
+func (p *Plugin) lockToCopy(ctx context.Context, key string) (*heldLock, error) {
+	unlock, err := p.lockNotCreating(ctx, key, p.lock)
+	if err != nil {
+		return nil, err
+	}
+	p.keepReserve()
+	return &heldLock{unlock: unlock}, nil
+}
+
+// heldLock is a lock released once, by whichever release comes first.
+type heldLock struct{ unlock func() }
+
+func (h *heldLock) release() {
+	if h.unlock != nil {
+		h.unlock()
+		h.unlock = nil
+	}
 }
 
 // lockMu takes mu alone, as lock would take both: for lockNotCreating.
@@ -682,17 +697,11 @@ func (p *Plugin) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 		return nil, invalidArg("CreateSnapshot: snapshot %q: source_volume_id is required", name)
 	}
 	key := "snapshot/" + name
-	unlock, err := p.lockNotCreating(ctx, key, p.lock)
+	held, err := p.lockToCopy(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	locked := true
-	defer func() {
-		if locked {
-			unlock()
-		}
-	}()
-	p.keepReserve()
+	defer held.release()
 	if sn := p.state.snapshotByName(name); sn != nil {
 		if sn.SourceVolume != src {
 			return nil, alreadyExists("snapshot %q exists for source volume %q, not %q", name, sn.SourceVolume, src)
@@ -711,8 +720,7 @@ func (p *Plugin) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 	}
 	// The copy under no lock, as a clone's (createCopy).
 	finished := p.markCreating(key)
-	unlock()
-	locked = false
+	held.release()
 	err = run(ctx, p.snapshotPath(sn.ID))
 	p.mu.Lock()
 	defer p.mu.Unlock()
