@@ -32,7 +32,7 @@ func TestConfirmedParametersAndContextAreComparedWithWhatWasSent(t *testing.T) {
 	}
 	req := csi.ValidateVolumeCapabilitiesRequest{VolumeID: vol.ID, VolumeContext: map[string]string{"endpoint": "10.0.0.1"},
 		Capabilities: []csi.VolumeCapability{fsWriter}, Parameters: map[string]string{"tier": "fast"},
-		MutableParameters: map[string]string{"iops": "100"}, Secrets: spec.Secrets{"token": "t0ken"}}
+		MutableParameters: map[string]string{"iops": "100"}, Secrets: spec.Secrets{"token": "t0ken-s3cret-58"}}
 	for _, c2 := range []struct {
 		name string
 		edit func(*csipb.ValidateVolumeCapabilitiesResponse_Confirmed)
@@ -57,6 +57,9 @@ func TestConfirmedParametersAndContextAreComparedWithWhatWasSent(t *testing.T) {
 		{"another context", func(cf *csipb.ValidateVolumeCapabilitiesResponse_Confirmed) {
 			cf.VolumeContext = map[string]string{"endpoint": "10.9.9.9"}
 		}, `other volume_context than were sent (keys differing: "endpoint")`},
+		{"the secret echoed as a key", func(cf *csipb.ValidateVolumeCapabilitiesResponse_Confirmed) {
+			cf.VolumeContext = map[string]string{"endpoint": "10.0.0.1", "t0ken-s3cret-58": "x"}
+		}, `other volume_context than were sent (keys differing: "` + spec.Redacted + `")`},
 	} {
 		h.faults.Inject(csi.RPCValidateVolumeCapabilities, csitest.Fault{Times: 1, Answer: func(m proto.Message) {
 			r := m.(*csipb.ValidateVolumeCapabilitiesResponse)
@@ -71,7 +74,7 @@ func TestConfirmedParametersAndContextAreComparedWithWhatWasSent(t *testing.T) {
 			t.Errorf("%s: %v; want it confirmed", c2.name, err)
 		case c2.want != "" && (!errors.Is(err, csi.ErrNotConfirmed) || !strings.Contains(err.Error(), c2.want)):
 			t.Errorf("%s: %v; want not confirmed, saying %q", c2.name, err, c2.want)
-		case c2.want != "" && (strings.Contains(err.Error(), "10.9.9.9") || strings.Contains(err.Error(), "slow")):
+		case c2.want != "" && (strings.Contains(err.Error(), "10.9.9.9") || strings.Contains(err.Error(), "slow") || strings.Contains(err.Error(), "t0ken-s3cret-58")):
 			t.Errorf("%s: the error names the values: %v", c2.name, err)
 		}
 	}

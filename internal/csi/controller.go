@@ -288,8 +288,10 @@ func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolum
 		if len(f.got) == 0 || maps.Equal(f.sent, f.got) {
 			continue
 		}
+		// The keys the plugin set are its words, scrubbed as its message is: it may have
+		// echoed a secret of the request into one.
 		err := fmt.Errorf("%s: volume %q: the plugin confirmed other %s than were sent (%s): %w", RPCValidateVolumeCapabilities, r.VolumeID,
-			f.name, differingKeys(f.sent, f.got), ErrNotConfirmed)
+			f.name, c.pluginText(ctx, req, differingKeys(f.sent, f.got)), ErrNotConfirmed)
 		if msg := c.pluginText(ctx, req, resp.GetMessage()); msg != "" {
 			err = fmt.Errorf("%w: %s", err, msg)
 		}
