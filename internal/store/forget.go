@@ -224,7 +224,8 @@ func (tx *Tx) keepHeld(gone []string) ([]string, func(string) string, error) {
 }
 
 // ForgottenHere returns the secret values that commits through this Store took out of the
-// state since it was opened (the most recent maxGoneHere of them). The state no longer holds
+// state since it was opened (the most recent maxGoneHere of them), a list the caller must not
+// change. The state no longer holds
 // them, so SecretValues no longer gives them, but this process may still hold text that names
 // them: a report worded while the record holding one was still there (a reconcile pass that
 // finished a snapshot delete whose ID a plugin echoed a secret into, and printed that action
@@ -236,7 +237,9 @@ func (s *Store) ForgottenHere() []string { return s.goneHere.list() }
 // go, and each value scrubbed costs every scrub.
 const maxGoneHere = 1024
 
-// goneValues is the set ForgottenHere gives, oldest first.
+// goneValues is the set ForgottenHere gives, oldest first. A list once given is never
+// changed (add makes a new one), so that a read, which the engine makes for every record of
+// its log, copies nothing.
 type goneValues struct {
 	mu     sync.Mutex
 	values []string
@@ -245,18 +248,21 @@ type goneValues struct {
 func (g *goneValues) add(values []string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	next := slices.Clone(g.values)
 	for _, v := range values {
-		if !slices.Contains(g.values, v) {
-			g.values = append(g.values, v)
+		if !slices.Contains(next, v) {
+			next = append(next, v)
 		}
 	}
-	if n := len(g.values) - maxGoneHere; n > 0 {
-		g.values = slices.Delete(g.values, 0, n)
+	if n := len(next) - maxGoneHere; n > 0 {
+		next = slices.Delete(next, 0, n)
 	}
+	g.values = next
 }
 
+// list returns the values, not to be changed by the caller.
 func (g *goneValues) list() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return slices.Clone(g.values)
+	return g.values
 }
