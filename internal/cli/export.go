@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -64,7 +65,10 @@ func newCmdExportNomad(f *Factory, runF func(*ExportNomadOptions) error) *cobra.
                          and gets one task per volume_mount; {index} becomes
                          ${NOMAD_ALLOC_INDEX}
   plugin-ID.nomad.hcl    for volctl's own hostpath plugin, a system job running
-                         volctl plugin serve hostpath as a csi_plugin monolith
+                         volctl plugin serve hostpath as a csi_plugin monolith,
+                         with --enable-attach and --max-volumes as the plugin
+                         is served (its exec block's args, else what the
+                         process on its socket answered)
 
 A file there already is replaced; one that differs from what is written now (a job whose
 task you wrote in, edited since an earlier export) is kept as FILE.bak first, and the line
@@ -549,9 +553,16 @@ func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.Volum
 		o := base
 		o.PluginID = id
 		var args []string
+		execd := false
 		for _, s := range specs {
 			if s.ID == id && s.Exec != nil {
-				args = s.Exec.Args
+				args, execd = s.Exec.Args, true
+			}
+		}
+		var info *engine.PluginInfo
+		for i := range infos {
+			if infos[i].ID == id {
+				info = &infos[i]
 			}
 		}
 		if o.Root == "" {
@@ -568,10 +579,8 @@ func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.Volum
 			}
 			switch len(nodes) {
 			case 0:
-				for _, p := range infos {
-					if p.ID == id {
-						o.NodeID = p.NodeID
-					}
+				if info != nil {
+					o.NodeID = info.NodeID
 				}
 			case 1:
 				for n := range nodes {
@@ -584,12 +593,7 @@ func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.Volum
 				return nil, notes, fmt.Errorf("plugin %q job: `volctl plugin serve hostpath` would refuse the node its volumes' topology names (or the plugin reports): %v; give the node's ID with --node-id, or pass --no-plugin-job", id, err)
 			}
 		}
-		if slices.Contains(args, "--enable-attach") {
-			o.ExtraArgs = append(o.ExtraArgs, "--enable-attach")
-		}
-		if n := flagValue(args, "--max-volumes"); n != "" {
-			o.ExtraArgs = append(o.ExtraArgs, "--max-volumes", n)
-		}
+		o.ExtraArgs = append(o.ExtraArgs, servedAs(args, execd, info)...)
 		if o.VolctlPath == "" {
 			if exe, err := os.Executable(); err == nil {
 				o.VolctlPath = exe
@@ -602,6 +606,35 @@ func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.Volum
 		out = append(out, exportFile{name: "plugin-" + id + ".nomad.hcl", what: fmt.Sprintf("plugin %q", id), data: data, mode: 0o644})
 	}
 	return out, notes, nil
+}
+
+// servedAs gives the flags of `volctl plugin serve hostpath` that change what the plugin
+// offers, --enable-attach and --max-volumes, as the plugin is served: from its exec block's
+// arguments (execd), which are what the agent runs, else from its fingerprint (info), what the
+// process serving its socket answered. Before, a plugin registered by its socket was exported
+// without them whatever it offered: Nomad's plugin then attached nothing and took any number
+// of volumes on the node (TestExportNomadPluginJobServesAsThePluginWasServed).
+func servedAs(args []string, execd bool, info *engine.PluginInfo) []string {
+	var out []string
+	if execd {
+		if slices.Contains(args, "--enable-attach") {
+			out = append(out, "--enable-attach")
+		}
+		if n := flagValue(args, "--max-volumes"); n != "" {
+			out = append(out, "--max-volumes", n)
+		}
+		return out
+	}
+	if info == nil {
+		return nil
+	}
+	if slices.Contains(info.Capabilities.Controller, "PUBLISH_UNPUBLISH_VOLUME") {
+		out = append(out, "--enable-attach")
+	}
+	if info.MaxVolumes > 0 {
+		out = append(out, "--max-volumes", strconv.FormatInt(info.MaxVolumes, 10))
+	}
+	return out
 }
 
 // flagValue finds --name VALUE or --name=VALUE in args.

@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// A hostpath plugin registered by its socket, with no exec block, is exported as the process
+// serving it answered: --enable-attach when it attaches, --max-volumes when it states a limit.
+// Before, the plugin job had neither, whatever the plugin offered: Nomad's plugin attached
+// nothing and took any number of volumes on the node.
+func TestExportNomadPluginJobServesAsThePluginWasServed(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cfg    hostpath.Config
+		want   string
+		absent []string
+	}{
+		{"attach and a limit", hostpath.Config{EnableAttach: true, MaxVolumes: 3}, `"--node-id", "edge-7", "--enable-attach", "--max-volumes", "3"]`, nil},
+		{"a limit alone", hostpath.Config{MaxVolumes: 2}, `"--node-id", "edge-7", "--max-volumes", "2"]`, []string{"--enable-attach"}},
+		{"neither", hostpath.Config{}, `"--node-id", "edge-7"]`, []string{"--enable-attach", "--max-volumes"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newCLIHarness(t)
+			cfg := tc.cfg
+			cfg.NodeID, cfg.Mounter = "edge-7", &hostpathtest.FakeMounter{}
+			srv := hostpathtest.Start(t, cfg)
+			root := t.TempDir()
+			if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: strings.TrimPrefix(srv.Endpoint, "unix://")}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "hv", Name: "hv", Type: "csi", PluginID: "hp",
+				Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+				t.Fatal(err)
+			}
+			var dir string
+			if _, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) {
+				o.Volumes = []string{"hv"}
+				o.Plugin.VolctlPath = "/usr/local/bin/volctl"
+				o.Plugin.Root = root
+				dir = o.OutDir
+			}); err != nil {
+				t.Fatal(err)
+			}
+			src, err := os.ReadFile(filepath.Join(dir, "plugin-hp.nomad.hcl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := ""
+			for _, l := range strings.Split(string(src), "\n") {
+				if strings.Contains(l, "args") {
+					args = l
+				}
+			}
+			if !strings.HasSuffix(args, tc.want) {
+				t.Errorf("plugin job's args should end %s:\n%s", tc.want, args)
+			}
+			for _, a := range tc.absent {
+				if strings.Contains(args, a) {
+					t.Errorf("plugin job's args pass %s, which the plugin was not served with:\n%s", a, args)
+				}
+			}
+		})
+	}
+}
