@@ -617,7 +617,7 @@ func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.Volum
 func servedAs(args []string, execd bool, info *engine.PluginInfo) []string {
 	var out []string
 	if execd {
-		if slices.Contains(args, "--enable-attach") {
+		if boolFlag(args, "--enable-attach") {
 			out = append(out, "--enable-attach")
 		}
 		if n := flagValue(args, "--max-volumes"); n != "" {
@@ -635,6 +635,20 @@ func servedAs(args []string, execd bool, info *engine.PluginInfo) []string {
 		out = append(out, "--max-volumes", strconv.FormatInt(info.MaxVolumes, 10))
 	}
 	return out
+}
+
+// boolFlag reports whether args set the boolean flag name, as serve's flag parsing reads
+// them: --name, or --name=VALUE whose VALUE is true, the last one given deciding.
+func boolFlag(args []string, name string) bool {
+	set := false
+	for _, a := range args {
+		if a == name {
+			set = true
+		} else if v, ok := strings.CutPrefix(a, name+"="); ok {
+			set, _ = strconv.ParseBool(v)
+		}
+	}
+	return set
 }
 
 // flagValue finds --name VALUE or --name=VALUE in args.

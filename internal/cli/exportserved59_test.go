@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -67,5 +68,25 @@ func TestExportNomadPluginJobServesAsThePluginWasServed(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An exec block's --enable-attach is read as serve reads it: --enable-attach=true attaches,
+// --enable-attach=false after it does not.
+func TestExportNomadPluginJobReadsTheExecBlocksAttachAsServeDoes(t *testing.T) {
+	for args, want := range map[string]bool{
+		"--enable-attach":                           true,
+		"--enable-attach=true":                      true,
+		"--enable-attach=1":                         true,
+		"--enable-attach=false":                     false,
+		"--enable-attach --enable-attach=false":     false,
+		"--enable-attach=false --enable-attach":     true,
+		"--enable-attachments":                      false,
+		"--root /r --node-id n1 --max-volumes=2 -v": false,
+	} {
+		got := slices.Contains(servedAs(strings.Fields(args), true, nil), "--enable-attach")
+		if got != want {
+			t.Errorf("exec args %q: plugin job attaches %v, want %v", args, got, want)
+		}
 	}
 }
