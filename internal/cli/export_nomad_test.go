@@ -251,25 +251,10 @@ func TestExportNomadRefusesDriversWithoutMounts(t *testing.T) {
 // raw_exec, stage_publish_base_dir under the clients' data dir.
 func TestExportNomadPluginJob(t *testing.T) {
 	h := newCLIHarness(t)
-	srv := hostpathtest.Start(t, hostpath.Config{NodeID: "edge-7", Mounter: &hostpathtest.FakeMounter{}})
 	root := t.TempDir()
-	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: strings.TrimPrefix(srv.Endpoint, "unix://"),
-		Exec: &spec.Exec{Command: "volctl", Args: []string{"plugin", "serve", "hostpath", "--root", root, "--node-id", "edge-7", "--enable-attach"}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "hv", Name: "hv", Type: "csi", PluginID: "hp",
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
-	var dir string
-	if _, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) {
-		o.Volumes = []string{"hv"}
-		o.Plugin.VolctlPath = "/usr/local/bin/volctl"
-		o.Plugin.NomadDataDir = "/var/nomad"
-		dir = o.OutDir
-	}); err != nil {
-		t.Fatal(err)
-	}
+	dir := exportHostpathVolume(t, h, hostpath.Config{}, &spec.Exec{Command: "volctl",
+		Args: []string{"plugin", "serve", "hostpath", "--root", root, "--node-id", "edge-7", "--enable-attach"}},
+		func(o *ExportNomadOptions) { o.Plugin.NomadDataDir = "/var/nomad" })
 	vsrc, _ := os.ReadFile(filepath.Join(dir, "volume-hv.hcl"))
 	v, diags := spec.ParseVolume("v", vsrc, spec.VerbRegister)
 	if diags.HasErrors() || v.TopologyRequest == nil || v.TopologyRequest.Required[0].Segments[hostpath.TopologyKey] != "edge-7" {
@@ -296,6 +281,32 @@ func TestExportNomadPluginJob(t *testing.T) {
 	if _, diags := hclsyntax.ParseConfig(src, "p", hcl.InitialPos); diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
+}
+
+// exportHostpathVolume registers volctl's hostpath plugin, as cfg serves it on node edge-7,
+// as plugin "hp" (with exec, when not nil), creates volume "hv" through it, and exports the
+// volume, mutate changing the options first; it returns the directory the files went to.
+func exportHostpathVolume(t *testing.T, h *cliHarness, cfg hostpath.Config, exec *spec.Exec, mutate func(*ExportNomadOptions)) string {
+	t.Helper()
+	cfg.NodeID, cfg.Mounter = "edge-7", &hostpathtest.FakeMounter{}
+	srv := hostpathtest.Start(t, cfg)
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: strings.TrimPrefix(srv.Endpoint, "unix://"), Exec: exec}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "hv", Name: "hv", Type: "csi", PluginID: "hp",
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	var dir string
+	if _, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) {
+		o.Volumes = []string{"hv"}
+		o.Plugin.VolctlPath = "/usr/local/bin/volctl"
+		mutate(o)
+		dir = o.OutDir
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // A Nomad job claims volumes of its own namespace only: a group whose volumes live in one

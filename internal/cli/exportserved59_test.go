@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/volctl/volctl/internal/hostpath"
-	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
-	"github.com/volctl/volctl/internal/spec"
 )
 
 // A hostpath plugin registered by its socket, with no exec block, is exported as the process
@@ -28,27 +26,8 @@ func TestExportNomadPluginJobServesAsThePluginWasServed(t *testing.T) {
 		{"neither", hostpath.Config{}, `"--node-id", "edge-7"]`, []string{"--enable-attach", "--max-volumes"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newCLIHarness(t)
-			cfg := tc.cfg
-			cfg.NodeID, cfg.Mounter = "edge-7", &hostpathtest.FakeMounter{}
-			srv := hostpathtest.Start(t, cfg)
 			root := t.TempDir()
-			if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: strings.TrimPrefix(srv.Endpoint, "unix://")}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "hv", Name: "hv", Type: "csi", PluginID: "hp",
-				Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-				t.Fatal(err)
-			}
-			var dir string
-			if _, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) {
-				o.Volumes = []string{"hv"}
-				o.Plugin.VolctlPath = "/usr/local/bin/volctl"
-				o.Plugin.Root = root
-				dir = o.OutDir
-			}); err != nil {
-				t.Fatal(err)
-			}
+			dir := exportHostpathVolume(t, newCLIHarness(t), tc.cfg, nil, func(o *ExportNomadOptions) { o.Plugin.Root = root })
 			src, err := os.ReadFile(filepath.Join(dir, "plugin-hp.nomad.hcl"))
 			if err != nil {
 				t.Fatal(err)
