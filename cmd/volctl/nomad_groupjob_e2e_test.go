@@ -101,3 +101,48 @@ func TestNomadJobValidationAgreesWithGroupSpecs(t *testing.T) {
 	w.stopAgent()
 	w.checkClean()
 }
+
+// TestNomadValidatesJobsOfNamesVolctlTakes checks, with the real `nomad job validate`, the
+// jobs `volctl export nomad` writes for names volctl takes and Nomad's job validation refused
+// as written: a group named with a space (its job ID), a volume block named with a backslash
+// and one named "alloc" (their tasks' names), a hostpath plugin ID with a space (its system
+// job's ID). Before, Nomad refused each ("Job ID contains a space", "Task name cannot include
+// slashes", "Task cannot be named \"alloc\"").
+//
+// Opt-in: NOMAD_BIN names a Nomad binary. No mounts.
+func TestNomadValidatesJobsOfNamesVolctlTakes(t *testing.T) {
+	if os.Getenv("NOMAD_BIN") == "" {
+		t.Skip("set NOMAD_BIN to a Nomad binary to validate volctl's jobs of odd names with Nomad's job validation")
+	}
+	w := makeNomadWorld(t, 2*time.Minute)
+	w.stepTo("start nomad agent -dev on 127.0.0.1")
+	w.startAgent()
+
+	w.stepTo("nomad job validate the group's and the plugin's jobs")
+	req := func(name string) spec.VolumeRequest {
+		return spec.VolumeRequest{Name: name, Type: "csi", Source: "src", AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}
+	}
+	group, _, err := nomad.GroupJob(spec.Group{Name: "my web", Count: 1,
+		Volumes: []spec.VolumeRequest{req(`data\1`), req("alloc")},
+		Mounts: []spec.VolumeMount{{Volume: `data\1`, Destination: "/srv/a", PropagationMode: spec.PropagationPrivate},
+			{Volume: "alloc", Destination: "/srv/b", PropagationMode: spec.PropagationPrivate}}}, nomad.JobOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugin, err := nomad.PluginJob(nomad.PluginJobOptions{PluginID: "host path", VolctlPath: "/usr/local/bin/volctl", Root: "/srv/volumes",
+		NodeID: "node1", NomadDataDir: "/opt/nomad/data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, job := range map[string][]byte{"group": group, "plugin": plugin} {
+		file := filepath.Join(w.dir, name+".nomad.hcl")
+		if err := os.WriteFile(file, job, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := w.tryNomad("job", "validate", file); err != nil {
+			t.Errorf("nomad job validate of the %s job: %v\n%s\n%s", name, err, strings.TrimSpace(out), job)
+		}
+	}
+	w.stopAgent()
+	w.checkClean()
+}

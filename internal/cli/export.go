@@ -63,7 +63,9 @@ func newCmdExportNomad(f *Factory, runF func(*ExportNomadOptions) error) *cobra.
                          and its capacity
   job-GROUP.nomad.hcl    per group, a job whose group keeps its volume blocks
                          and gets one task per volume_mount; {index} becomes
-                         ${NOMAD_ALLOC_INDEX}
+                         ${NOMAD_ALLOC_INDEX}; names are written as Nomad takes
+                         them (the job ID's spaces and a task's slashes made
+                         dashes, the job keeping the group's name as its name)
   plugin-ID.nomad.hcl    for volctl's own hostpath plugin, a system job running
                          volctl plugin serve hostpath as a csi_plugin monolith,
                          with --enable-attach and --max-volumes as the plugin
@@ -76,7 +78,8 @@ naming the file says so. A group is one run here (--group NAME), or the group of
 file, run here or not (--group-file FILE). A group brings the volumes it uses. A volume whose
 create or delete is not finished (volctl reconcile finishes it) is refused, naming why; --all
 leaves it out with a note, unless a group exported uses it. With nothing to write, a note says
-so and --out is not made. Secret values and mount flags are written as placeholders
+so and --out is not made. Two files that would hold one Nomad job (a group named
+plugin-ID beside the plugin's job) are refused before any file is written. Secret values and mount flags are written as placeholders
 unless --include-secrets (the files are then 0600); they are never printed. So is a secret
 value a plugin echoed into a volume's context; one it echoed into the volume's external ID or
 topology, which a placeholder would make another volume's, refuses the volume without
@@ -160,6 +163,33 @@ type exportFile struct {
 	what string
 	data []byte
 	mode os.FileMode
+	job  nomadJob // the Nomad job the file holds, none for a volume's
+}
+
+// nomadJob is a Nomad job by what makes it one: its namespace ("" for the one the request
+// names) and its ID.
+type nomadJob struct{ namespace, id string }
+
+// sameJob refuses two files that hold one Nomad job: a group's and a plugin's whose IDs are
+// one ("plugin-hp", a group's name and volctl's plugin job's), or two whose names differ only
+// in what JobID makes dashes. Run, the second would replace the first in Nomad.
+func sameJob(files []exportFile) error {
+	seen := map[nomadJob]string{}
+	for _, f := range files {
+		if f.job.id == "" {
+			continue
+		}
+		if other, ok := seen[f.job]; ok {
+			way := "register one of the plugins under another ID"
+			if strings.HasPrefix(other, "group") || strings.HasPrefix(f.what, "group") {
+				way = "rename the group (its spec's label; --group-file exports it from the file)"
+			}
+			return fmt.Errorf("export nomad: %s and %s would both be Nomad job %q, and running one would replace the other: %s; nothing was written",
+				other, f.what, f.job.id, way)
+		}
+		seen[f.job] = f.what
+	}
+	return nil
 }
 
 func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
@@ -365,7 +395,8 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 			return fmt.Errorf("export nomad: group %q: %w", g.Name, err)
 		}
 		notes = append(notes, n...)
-		files = append(files, exportFile{name: "job-" + g.Name + ".nomad.hcl", what: fmt.Sprintf("group %q", g.Name), data: data, mode: mode})
+		files = append(files, exportFile{name: "job-" + g.Name + ".nomad.hcl", what: fmt.Sprintf("group %q", g.Name), data: data, mode: mode,
+			job: nomadJob{jo.Namespace, nomad.JobID(g.Name)}})
 	}
 	if !opts.NoPluginJob {
 		pf, pn, err := exportPluginJobs(ctx, e, infos, opts.Plugin)
@@ -374,6 +405,9 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		}
 		files = append(files, pf...)
 		notes = append(notes, pn...)
+	}
+	if err := sameJob(files); err != nil {
+		return err
 	}
 
 	if len(files) == 0 {
@@ -603,7 +637,8 @@ func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.Volum
 		if err != nil {
 			return nil, notes, fmt.Errorf("%w (or pass --no-plugin-job)", err)
 		}
-		out = append(out, exportFile{name: "plugin-" + id + ".nomad.hcl", what: fmt.Sprintf("plugin %q", id), data: data, mode: 0o644})
+		out = append(out, exportFile{name: "plugin-" + id + ".nomad.hcl", what: fmt.Sprintf("plugin %q", id), data: data, mode: 0o644,
+			job: nomadJob{o.Namespace, nomad.JobID("plugin-" + id)}})
 	}
 	return out, notes, nil
 }

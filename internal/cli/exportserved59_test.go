@@ -69,3 +69,65 @@ func TestExportNomadPluginJobReadsTheExecBlocksAttachAsServeDoes(t *testing.T) {
 		}
 	}
 }
+
+// Two files of one export that hold one Nomad job are refused, naming both, before any file
+// is written: a group named after volctl's plugin job ("plugin-hp", beside plugin "hp"), and
+// two groups whose names differ only in what a job ID makes dashes ("my web", "my-web").
+// Before, both files were written, and running the second replaced the first in Nomad.
+func TestExportRefusesTwoFilesOfOneNomadJob(t *testing.T) {
+	groupFile := func(t *testing.T, dir, name string) string {
+		t.Helper()
+		file := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".hcl")
+		src := `group "` + name + `" {
+  count = 1
+  volume "data" {
+    type            = "csi"
+    source          = "hv"
+    access_mode     = "single-node-writer"
+    attachment_mode = "file-system"
+  }
+  volume_mount {
+    volume      = "data"
+    destination = "/srv"
+  }
+}
+`
+		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	for _, tc := range []struct {
+		name   string
+		groups []string
+		job    string
+		whats  []string
+	}{
+		{"a group and the plugin's job", []string{"plugin-hp"}, "plugin-hp", []string{`group "plugin-hp"`, `plugin "hp"`}},
+		{"two groups", []string{"my web", "my-web"}, "my-web", []string{`group "my web"`, `group "my-web"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newCLIHarness(t)
+			dir := t.TempDir()
+			exportHostpathVolume(t, h, hostpath.Config{}, nil, func(o *ExportNomadOptions) { o.Plugin.Root = dir }) // registers hp, creates hv
+			args := []string{"export", "nomad", "--plugin-root", dir, "--volctl-path", "/usr/local/bin/volctl"}
+			for _, g := range tc.groups {
+				args = append(args, "--group-file", groupFile(t, dir, g))
+			}
+			out := filepath.Join(dir, "out")
+			args = append(args, "--out", out)
+			code, stdout, stderr := h.runReported(args...)
+			if code == 0 || !strings.Contains(stderr, `Nomad job "`+tc.job+`"`) {
+				t.Fatalf("export nomad of two files of job %q: exit %d\n%s%s\nwant it refused naming the job", tc.job, code, stdout, stderr)
+			}
+			for _, w := range tc.whats {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("the refusal does not name %s:\n%s", w, stderr)
+				}
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("refused, yet %s was made", out)
+			}
+		})
+	}
+}

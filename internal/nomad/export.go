@@ -258,6 +258,9 @@ func GroupJob(g spec.Group, opts JobOptions) ([]byte, []string, error) {
 	root.comment(fmt.Sprintf("Group %q, exported by volctl as a Nomad job. Run it with: nomad job run FILE", g.Name))
 	root.comment("Register the volumes it uses first (volctl nomad register, or nomad volume register).")
 	jb := appendJob(root, g.Name, "service", opts.Datacenters, opts.Namespace, opts.Region)
+	if id := JobID(g.Name); id != g.Name {
+		notes = append(notes, fmt.Sprintf("group %q: written as Nomad job %q, named %q (Nomad refuses a job ID with a space)", g.Name, id, g.Name))
+	}
 	gb := jb.block("group", g.Name)
 	count := g.Count
 	if count < 1 {
@@ -279,26 +282,28 @@ func GroupJob(g spec.Group, opts JobOptions) ([]byte, []string, error) {
 			}
 		}
 	}
-	// A task is named after the volume it mounts; a volume's later mounts are numbered, past
-	// any number that names a task already or another mounted volume (Nomad refuses two tasks
-	// of one name in a group).
-	taken := map[string]bool{}
+	// A task is named after the volume it mounts, as Nomad takes a task's name (taskName); a
+	// name a task has already, or Nomad's reserved "alloc", is numbered, past any number that
+	// names a task already or another mounted volume (Nomad refuses two tasks of one name in
+	// a group).
+	bases := map[string]bool{}
 	for _, m := range g.Mounts {
-		taken[m.Volume] = true
+		bases[taskName(m.Volume)] = true
 	}
-	first, next := map[string]bool{}, map[string]int{}
+	taken, next := map[string]bool{}, map[string]int{}
 	for _, m := range g.Mounts {
 		gb.blank()
-		name := m.Volume
-		if first[name] {
-			n := max(next[m.Volume], 2)
-			for taken[fmt.Sprintf("%s-%d", m.Volume, n)] {
+		base := taskName(m.Volume)
+		name := base
+		if taken[name] || name == reservedTaskName {
+			n := max(next[base], 2)
+			for taken[fmt.Sprintf("%s-%d", base, n)] || bases[fmt.Sprintf("%s-%d", base, n)] {
 				n++
 			}
-			name = fmt.Sprintf("%s-%d", m.Volume, n)
-			next[m.Volume], taken[name] = n+1, true
+			name = fmt.Sprintf("%s-%d", base, n)
+			next[base] = n + 1
 		}
-		first[m.Volume] = true
+		taken[name] = true
 		tb := gb.block("task", name)
 		tb.attr("driver", hclStr(driver))
 		cb := tb.block("config")
@@ -325,6 +330,27 @@ func GroupJob(g spec.Group, opts JobOptions) ([]byte, []string, error) {
 		mb.attr("propagation_mode", hclStr(orDefault(m.PropagationMode, spec.PropagationPrivate)))
 	}
 	return root.bytes(), notes, nil
+}
+
+// reservedTaskName is the task name Nomad refuses: a task's directory beside the alloc's
+// own, "alloc" (Task.Validate).
+const reservedTaskName = "alloc"
+
+// taskName is the name of a task that mounts volume: the volume's name, its slashes made
+// dashes, since Nomad refuses a task name with "/" or "\" (Task.Validate: it names a
+// directory). volctl takes "\" in a volume block's name; before, its task was written so, and
+// `nomad job run` refused the job (TestGroupJobTaskNamesAreNamesNomadTakes).
+func taskName(volume string) string {
+	return strings.NewReplacer("/", "-", `\`, "-").Replace(volume)
+}
+
+// JobID is the ID of the Nomad job volctl writes as name: the name, its spaces made dashes,
+// since Nomad refuses a job ID with a space (Job.Validate), which volctl takes in a group's
+// name and a plugin's ID; the job keeps the name itself as its name (appendJob). Before, the
+// file held `job "my web"`, and `nomad job run` refused it
+// (TestJobIDsAreIDsNomadTakes).
+func JobID(name string) string {
+	return strings.ReplaceAll(name, " ", "-")
 }
 
 // TaskDestination turns a volume_mount destination with volctl's placeholders into Nomad's
@@ -396,10 +422,14 @@ func PluginJob(o PluginJobOptions) ([]byte, error) {
 	return root.bytes(), nil
 }
 
-// appendJob appends a job block of type typ with its placement (datacenters, every one when
-// dcs is empty; namespace and region when set) and returns its body, ready for the group.
+// appendJob appends a job block of type typ, its ID JobID(name) and, where that is not name
+// itself, its name name, with its placement (datacenters, every one when dcs is empty;
+// namespace and region when set) and returns its body, ready for the group.
 func appendJob(root *hclBody, name, typ string, dcs []string, namespace, region string) *hclBody {
-	jb := root.block("job", name)
+	jb := root.block("job", JobID(name))
+	if JobID(name) != name {
+		jb.attr("name", hclStr(name))
+	}
 	if len(dcs) == 0 {
 		dcs = []string{"*"}
 	}

@@ -119,7 +119,8 @@ func goldenCases() map[string]func() []byte {
 }
 
 // TestExportGolden: every exporter writes the bytes of its golden file, the output of the
-// hclwrite-based exporters volctl had before its own writer (internal/nomad/hcl.go).
+// hclwrite-based exporters volctl had before its own writer (internal/nomad/hcl.go), but for
+// the job IDs and task names written since as Nomad takes them (JobID, taskName: round 59).
 func TestExportGolden(t *testing.T) {
 	for name, render := range goldenCases() {
 		got := render()
