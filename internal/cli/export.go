@@ -78,9 +78,9 @@ naming the file says so. A group is one run here (--group NAME), or the group of
 file, run here or not (--group-file FILE). A group brings the volumes it uses. A volume whose
 create or delete is not finished (volctl reconcile finishes it) is refused, naming why; --all
 leaves it out with a note, unless a group exported uses it. With nothing to write, a note says
-so and --out is not made. Two files that would hold one Nomad job (a group named
-plugin-ID beside the plugin's job) are refused before any file is written. Secret values and mount flags are written as placeholders
-unless --include-secrets (the files are then 0600); they are never printed. So is a secret
+so and --out is not made. Two files that would hold one Nomad job (a group named plugin-ID
+beside that plugin's job) are refused before any file is written. Secret values and mount
+flags are written as placeholders unless --include-secrets (the files are then 0600); they are never printed. So is a secret
 value a plugin echoed into a volume's context; one it echoed into the volume's external ID or
 topology, which a placeholder would make another volume's, refuses the volume without
 --include-secrets. An --out another user controls (theirs, writable by them, or reached
