@@ -1177,6 +1177,21 @@ func nodeLimitsChanged(stored store.Fingerprint, live *csi.Fingerprint) bool {
 	return stored.MaxVolumes != live.MaxVolumes || !maps.Equal(stored.Topology, topology)
 }
 
+// nodeLimitsTightened is nodeLimitsChanged less the changes that admit whatever the limits
+// before did: max_volumes_per_node raised, or taken away (0). Another topology counts, since
+// the volume may not be accessible from it.
+func nodeLimitsTightened(stored store.Fingerprint, live *csi.Fingerprint) bool {
+	if !nodeLimitsChanged(stored, live) {
+		return false
+	}
+	var topology map[string]string
+	if live.AccessibleTopology != nil {
+		topology = live.AccessibleTopology.Segments
+	}
+	loosened := live.MaxVolumes == 0 || stored.MaxVolumes != 0 && live.MaxVolumes > stored.MaxVolumes
+	return !maps.Equal(stored.Topology, topology) || !loosened
+}
+
 // forceDetachCommand is the command that forgets volume id's claims, staging and attachment
 // whatever the plugin answers, its words quoted for a shell. It carries --yes, without which
 // detach refuses off a terminal: advised bare, it did not run as written

@@ -1611,10 +1611,12 @@ func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 	if replaced != nil {
 		return fmt.Errorf("%s not sent: %w (the plugin was replaced mid-operation; %s)", rpc, replaced, remedy(c, replaced))
 	}
-	if putsOnNode(rpc) && nodeLimitsChanged(fingerprintToStore(c.fp, time.Time{}), fp) {
+	if putsOnNode(rpc) && nodeLimitsTightened(fingerprintToStore(c.fp, time.Time{}), fp) {
 		// The claim was admitted (and rechecked, recheckAdmission) against the limits c was
 		// fingerprinted with: a node the volume is not accessible from now, or one full, is not
 		// sent the volume (TestClaimThatWaitedForTheControllerLockIsHeldToLimitsStatedMeanwhile).
+		// A limit raised or taken away admits what the one before did, and is no refusal
+		// (TestClaimIsNotRefusedForLimitsRaisedMeanwhile; before, any change refused the claim).
 		// A refusal, as admission's would be: the claim is rolled back (a restore's, degraded,
 		// is held for reconcile, whose connection fingerprints the plugin afresh).
 		was, now := fingerprintToStore(c.fp, time.Time{}), fingerprintToStore(fp, time.Time{})

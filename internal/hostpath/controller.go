@@ -702,7 +702,10 @@ func (p *Plugin) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 		return nil, err
 	}
 	defer held.release()
-	if sn := p.state.snapshotByName(name); sn != nil {
+	// By name in memory, then its record read (p.snapshot): one another process serving the root
+	// deleted is gone, and made again, not answered with an ID nothing holds any more
+	// (TestSnapshotDeletedByTheOtherProcessIsMadeAgain).
+	if sn := p.state.snapshotByName(name); sn != nil && p.has(sn.ID) {
 		if sn.SourceVolume != src {
 			return nil, alreadyExists("snapshot %q exists for source volume %q, not %q", name, sn.SourceVolume, src)
 		}
@@ -799,6 +802,9 @@ func (p *Plugin) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsReques
 		sn := p.state.Snapshots[id]
 		if want := req.GetSnapshotId(); want != "" && id != want {
 			continue
+		}
+		if !p.has(id) {
+			continue // deleted by another process serving the root (p.snapshot lets it go)
 		}
 		if want := req.GetSourceVolumeId(); want != "" && sn.SourceVolume != want {
 			continue

@@ -430,6 +430,13 @@ func (p *Plugin) snapshot(id string) (*snapshot, bool) {
 	return p.state.currentSnapshot(p.cfg.Root, id)
 }
 
+// has reports whether snapshot id, one p has read, is still on disk (p.snapshot). The caller
+// holds p.mu.
+func (p *Plugin) has(id string) bool {
+	_, ok := p.snapshot(id)
+	return ok
+}
+
 // rootMoved is the error of a request to a plugin whose root moved or was removed while it
 // served it (no meta/ there): its records, and the volumes' directories its mounts come from,
 // are elsewhere or gone (TestRootMovedUnderThePluginSaysSo).
