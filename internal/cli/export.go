@@ -673,10 +673,11 @@ func servedAs(args []string, execd bool, info *engine.PluginInfo) []string {
 }
 
 // boolFlag reports whether args set the boolean flag name, as serve's flag parsing reads
-// them: --name, or --name=VALUE whose VALUE is true, the last one given deciding.
+// them: --name, or --name=VALUE whose VALUE is true, the last one given deciding, none after
+// "--", which ends the flags.
 func boolFlag(args []string, name string) bool {
 	set := false
-	for _, a := range args {
+	for _, a := range flagArgs(args) {
 		if a == name {
 			set = true
 		} else if v, ok := strings.CutPrefix(a, name+"="); ok {
@@ -686,17 +687,30 @@ func boolFlag(args []string, name string) bool {
 	return set
 }
 
-// flagValue finds --name VALUE or --name=VALUE in args.
+// flagValue finds --name VALUE or --name=VALUE in args as serve's flag parsing reads them:
+// the last one given decides, as it does for serve, and none after "--". Before, the first
+// decided: an exec block's "--max-volumes 2 --max-volumes 5", which the agent serves with 5,
+// was exported with 2 (TestExportNomadPluginJobReadsTheExecBlocksFlagsAsServeDoes).
 func flagValue(args []string, name string) string {
-	for i, a := range args {
-		if a == name && i+1 < len(args) {
-			return args[i+1]
-		}
-		if v, ok := strings.CutPrefix(a, name+"="); ok {
-			return v
+	args = flagArgs(args)
+	value := ""
+	for i := 0; i < len(args); i++ {
+		if args[i] == name && i+1 < len(args) {
+			value = args[i+1]
+			i++ // the value, even one that starts with a dash, as pflag takes it
+		} else if v, ok := strings.CutPrefix(args[i], name+"="); ok {
+			value = v
 		}
 	}
-	return ""
+	return value
+}
+
+// flagArgs is args up to "--", after which pflag reads no flags.
+func flagArgs(args []string) []string {
+	if i := slices.Index(args, "--"); i >= 0 {
+		return args[:i]
+	}
+	return args
 }
 
 func orUnknown(s string) string {
