@@ -1005,6 +1005,15 @@ func (a *Agent) stopPlugins() {
 func (a *Agent) stopIfUnmounted(r *runner, countAs string) bool {
 	p := r.proc
 	if p == nil {
+		// Nothing runs: its start failed, or its process exited, and the record says the
+		// agent starts it again, which this agent no longer does.
+		if m := r.recorded.mode; m == engine.SupervisionStartFailed || m == engine.SupervisionExited {
+			why := "its last start failed (" + r.recorded.note + ")"
+			if m == engine.SupervisionExited {
+				why = fmt.Sprintf("its process (pid %d) had exited (%s)", r.recorded.pid, r.recorded.note)
+			}
+			a.recordStop(context.Background(), r, engine.SupervisionStopped, "the plugin was not running: "+why)
+		}
 		return true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -1085,7 +1094,10 @@ func (a *Agent) recordStop(ctx context.Context, r *runner, mode, note string) {
 	if r.recorded.mode == "" {
 		return
 	}
-	s := supervision{mode: mode, pid: r.proc.pid, note: note}
+	s := supervision{mode: mode, note: note}
+	if r.proc != nil {
+		s.pid = r.proc.pid
+	}
 	_ = a.recordSupervision(ctx, r.spec.ID, s, true)
 	for _, mate := range slices.Sorted(maps.Keys(r.mates)) {
 		_ = a.recordSupervision(ctx, mate, mateSupervision(r.spec.ID, s), true)

@@ -247,6 +247,10 @@ func TestMain(m *testing.M) {
 		// records its pid in child.pid under the root; "forker" then waits for SIGTERM and
 		// exits, "forker-exits" exits once the child serves (a plugin that daemonizes).
 		os.Exit(forkServer(os.Getenv(pluginModeEnv) == "forker-exits"))
+	case "exits-at-once":
+		// A plugin refusing its flags: it says so and exits 3 before it serves.
+		fmt.Fprintln(os.Stderr, "test plugin: --root is required")
+		os.Exit(3)
 	case "nosocket":
 		// A plugin that runs but never makes its socket.
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)

@@ -100,6 +100,7 @@ func (r *runner) loop(ctx context.Context) {
 				wait := bo.Next()
 				a.log.Error("starting plugin", "plugin", id, "err", err, "retry_in", wait)
 				a.e.PluginEvent(ctx, id, "plugin-start", fmt.Sprintf("plugin %q did not start: %v (retrying in %s)", id, err, wait))
+				r.noteDown(ctx, engine.SupervisionStartFailed, 0, err.Error())
 				restartAt = a.now().Add(wait)
 				continue
 			}
@@ -256,6 +257,8 @@ func (r *runner) loop(ctx context.Context) {
 			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
 			r.restarting("exited")
 			a.e.PluginEvent(ctx, id, "plugin-exit", msg)
+			r.noteDown(ctx, engine.SupervisionExited, r.proc.pid,
+				fmt.Sprintf("%s; its output is in %s", r.proc.exitStatus(), filepath.Join(a.logDir, id+".log")))
 			removePidFile(a.runDir, id)
 			r.proc, restarted, restartAt = nil, true, a.now().Add(wait)
 			// Record the plugin's health now rather than at the next start.
@@ -588,6 +591,21 @@ func (r *runner) noteSupervision(ctx context.Context) {
 			s.note = "it runs the exec block it was started with, not the one declared now, which cannot start; it runs on until that is mended"
 		}
 	}
+	r.record(ctx, s)
+}
+
+// noteDown records that no process of the plugin runs while the agent starts it again: its
+// start failed (SupervisionStartFailed, the error the note), or the process it ran exited
+// (SupervisionExited, the pid, the note its exit status and where its output went). Before,
+// the record kept saying "the agent runs it" of a pid that had exited, or nothing of a command
+// that never started, and plugin status asked "is the plugin running?" while only the agent's
+// log said why not (TestPluginStatusSaysWhyTheAgentCannotStartThePlugin).
+func (r *runner) noteDown(ctx context.Context, mode string, pid int, note string) {
+	r.record(ctx, supervision{mode: mode, pid: pid, note: note})
+}
+
+// record records s as the runner's supervision, and its mates', when it changed.
+func (r *runner) record(ctx context.Context, s supervision) {
 	r.noteMates(ctx, s)
 	if s == r.recorded {
 		return

@@ -92,7 +92,7 @@ func pluginStatusRun(ctx context.Context, opts *PluginStatusOptions) error {
 		return err
 	}
 	if !p.Healthy {
-		return fmt.Errorf("plugin %q is unhealthy: %s", p.ID, p.LastError)
+		return fmt.Errorf("plugin %q is unhealthy: %s", p.ID, p.HealthWhy())
 	}
 	return nil
 }

@@ -50,8 +50,20 @@ func recordedHealth(healthy, ready bool, probedAt time.Time) PluginHealth {
 }
 
 // HealthWhy says why the plugin is not healthy ("" when it is): its last error, or that it
-// has not been probed yet.
+// has not been probed yet; and, when an agent is starting it again, what became of its last
+// start (its command not found, its process exited: Supervision.Words), which the error, a
+// socket that does not exist "(is the plugin running?)", cannot say.
 func (p PluginInfo) HealthWhy() string {
+	why := p.healthWhy()
+	if s := p.Supervision; s != nil && !s.AgentGone && (s.Mode == SupervisionStartFailed || s.Mode == SupervisionExited) {
+		if h := p.Health(); h == PluginUnhealthy || h == PluginUnknown {
+			why += "; " + s.Words()
+		}
+	}
+	return why
+}
+
+func (p PluginInfo) healthWhy() string {
 	switch h := p.Health(); {
 	case h == PluginHealthy:
 		return ""

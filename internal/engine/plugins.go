@@ -1204,7 +1204,8 @@ func pluginInfo(p store.Plugin, volumes int) PluginInfo {
 func supervised(p store.Plugin) bool {
 	s := p.Supervision
 	if p.Exec == nil {
-		return s != nil && (s.Mode == store.SupervisionRuns || s.Mode == store.SupervisionDaemon)
+		return s != nil && (s.Mode == store.SupervisionRuns || s.Mode == store.SupervisionDaemon ||
+			s.Mode == store.SupervisionStartFailed || s.Mode == store.SupervisionExited) // starting it again
 	}
 	return s == nil || s.Mode != store.SupervisionProbed
 }
@@ -1216,12 +1217,23 @@ func supervisionInfo(s *store.Supervision, noExec bool) *Supervision {
 		return nil
 	}
 	can := s.Mode == store.SupervisionRuns || s.Mode == store.SupervisionDaemon
-	return &Supervision{Mode: s.Mode, Pid: s.Pid, Note: s.Note, CanStop: can, CanRestart: can, AgentPid: s.AgentPid, At: s.At, noExec: noExec}
+	starts := can || s.Mode == store.SupervisionStartFailed || s.Mode == store.SupervisionExited
+	return &Supervision{Mode: s.Mode, Pid: s.Pid, Note: s.Note, CanStop: can, CanRestart: starts, AgentPid: s.AgentPid, At: s.At, noExec: noExec}
+}
+
+// agentAtWork says a record of mode says an agent does something with the process now: runs
+// it, follows its daemon, probes it, or starts it (again).
+func agentAtWork(mode string) bool {
+	switch mode {
+	case store.SupervisionRuns, store.SupervisionDaemon, store.SupervisionProbed, store.SupervisionStartFailed, store.SupervisionExited:
+		return true
+	}
+	return false
 }
 
 // agentLiveness says of each record in infos that the agent that recorded it is gone
 // (Supervision.AgentGone) when it holds the state dir's agent lock no more, for the modes that
-// say an agent does something now (runs, daemon, probed): an agent killed with SIGKILL leaves
+// say an agent does something now (runs, daemon, probed, start-failed, exited: agentAtWork): an agent killed with SIGKILL leaves
 // its last record, "runs", which plugin status and the dashboard showed as true. The lock, not
 // the pid: the kernel drops the lock with the process, and may give its pid to any process
 // since. The lock's holders are looked up (store.FlockPids) once for all records, and only
@@ -1234,7 +1246,7 @@ func (e *Engine) agentLiveness(infos []PluginInfo) {
 	)
 	for i := range infos {
 		s := infos[i].Supervision
-		if s == nil || (s.Mode != store.SupervisionRuns && s.Mode != store.SupervisionDaemon && s.Mode != store.SupervisionProbed) {
+		if s == nil || !agentAtWork(s.Mode) {
 			continue
 		}
 		if !read {

@@ -53,6 +53,9 @@ const (
 	SupervisionProbed  = store.SupervisionProbed  // it probes the plugin only, never signalling what serves it
 	SupervisionStopped = store.SupervisionStopped // it stopped the process at its own stop
 	SupervisionLeft    = store.SupervisionLeft    // it stopped, leaving the process running
+	// it could not start the process, and tries again after a backoff
+	SupervisionStartFailed = store.SupervisionStartFailed
+	SupervisionExited      = store.SupervisionExited // the process it ran exited; it starts it again after a backoff
 )
 
 // Supervision is what an agent recorded it does with a plugin's process (store.Supervision).
@@ -60,13 +63,16 @@ type Supervision struct {
 	// Mode is "runs" (the agent started the process, or adopted one an agent started),
 	// "daemon" (it follows the daemon the process it started left serving the socket),
 	// "probed" (it probes the plugin only, never signalling what serves its socket), "stopped"
-	// (it stopped the process at its own stop) or "left" (it stopped, leaving the process
-	// running: mounts, or a stop that failed).
+	// (it stopped the process at its own stop), "left" (it stopped, leaving the process
+	// running: mounts, or a stop that failed), "start-failed" (it could not start the process,
+	// Note saying why, and tries again after a backoff) or "exited" (the process it ran
+	// exited, Note its exit status, and it starts it again after a backoff).
 	Mode string `json:"mode"`
 	Pid  int    `json:"pid,omitempty"` // the process it runs, follows, probes or left
 	Note string `json:"note,omitempty"`
 	// CanStop and CanRestart say what the agent does with the process: both true while it runs
-	// it or follows its daemon, false for one it probes only (and for one no agent runs now).
+	// it or follows its daemon, false for one it probes only (and for one no agent runs now);
+	// CanRestart alone while it starts the plugin again ("start-failed", "exited").
 	CanStop    bool      `json:"can_stop"`
 	CanRestart bool      `json:"can_restart"`
 	AgentPid   int       `json:"agent_pid,omitempty"` // the agent that recorded it
@@ -114,7 +120,14 @@ func (s *Supervision) Words() string {
 	case store.SupervisionProbed:
 		return "the agent probes it only, never stopping or restarting it" + pid + note
 	case store.SupervisionStopped:
+		if s.Pid == 0 && s.Note != "" {
+			return "the agent stopped" + note + "; nothing runs it until an agent starts"
+		}
 		return "the agent stopped it" + pid + " at its own stop; nothing runs it until an agent starts"
+	case store.SupervisionStartFailed:
+		return "the agent cannot start it" + note + "; it tries again after a backoff (doubling, up to a minute), and its log and events say each try"
+	case store.SupervisionExited:
+		return "its process" + pid + " exited" + note + "; the agent starts it again after a backoff (doubling, up to a minute)"
 	case store.SupervisionLeft:
 		if s.noExec {
 			// Its exec block removed since (a plugin register without one), or never its own
@@ -134,6 +147,8 @@ func (s *Supervision) goneWords(pid string) string {
 	switch s.Mode {
 	case store.SupervisionDaemon:
 		did, none = "followed its daemon"+pid, "no agent follows its daemon"
+	case store.SupervisionStartFailed, store.SupervisionExited:
+		did, none = "was starting it", "no agent starts it"
 	case store.SupervisionProbed:
 		did, none = "probed it"+pid, "no agent probes it"
 	}
@@ -147,7 +162,11 @@ func (s *Supervision) goneWords(pid string) string {
 		w += ", but it was gone by the time the agent running now took the lock"
 	}
 	w += ")"
-	if s.Mode != store.SupervisionProbed {
+	switch s.Mode {
+	case store.SupervisionProbed:
+	case store.SupervisionStartFailed, store.SupervisionExited:
+		w += "; nothing starts the plugin"
+	default:
 		w += "; nothing stops or restarts the process, which may still run"
 	}
 	if s.AgentNow > 0 {

@@ -122,6 +122,12 @@ const (
 	// SupervisionLeft: the agent stopped, leaving the process running (it has mounts, or could
 	// not be stopped) for the next agent to adopt; nothing supervises it meanwhile.
 	SupervisionLeft = "left"
+	// SupervisionStartFailed: the agent could not start the process (its command not found,
+	// refused, the socket's directory not made); it tries again after a backoff. Pid is 0.
+	SupervisionStartFailed = "start-failed"
+	// SupervisionExited: the process the agent ran exited (Pid, the note its status); the
+	// agent starts it again after a backoff.
+	SupervisionExited = "exited"
 )
 
 // Supervision is what an agent recorded it does with a plugin's process, and when.
