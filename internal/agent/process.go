@@ -364,6 +364,19 @@ func UntrustedCommand(sp spec.Plugin) error {
 	return untrustedArgs(sp.Exec.Command, path, sp.Exec.Args, env, "") // the agent's working directory is not this one
 }
 
+// MissingCommand is why the agent could not start plugin sp's exec block's command when it
+// is a path (it holds a slash): not there, or not executable, wherever the agent runs on this
+// host, as its PATH does not come into it (a command named alone is looked up in the agent's
+// PATH, which may differ from this process's: nil). `plugin register` warns with it: before,
+// a command mistyped was registered in silence, and the agent failed to start it at each try.
+func MissingCommand(sp spec.Plugin) error {
+	if sp.Exec == nil || !filepath.IsAbs(sp.Exec.Command) {
+		return nil // a relative path is the agent's working directory's
+	}
+	_, err := exec.LookPath(sp.Exec.Command)
+	return err
+}
+
 // cannotStart is why the agent could not start plugin sp's exec block as declared now (its
 // command not found on the agent's PATH, or one it refuses to run: UntrustedCommand), nil
 // when it could: looked at before a process running an outdated exec block is stopped for it.

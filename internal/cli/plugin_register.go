@@ -227,7 +227,9 @@ func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) error {
 			}
 		}
 		if p.Exec != nil {
-			if err := agent.UntrustedCommand(p); err != nil {
+			if err := agent.MissingCommand(p); err != nil {
+				fmt.Fprintf(opts.IO.ErrOut, "Warning: plugin %q: the agent cannot start it until its command is there: %s\n", p.ID, escapeLines(err.Error()))
+			} else if err := agent.UntrustedCommand(p); err != nil {
 				fmt.Fprintf(opts.IO.ErrOut, "Warning: plugin %q: the agent will not start it: %s\n", p.ID, escapeLines(err.Error()))
 			}
 		}
