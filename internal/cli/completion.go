@@ -145,7 +145,7 @@ func (f *Factory) complete(cmd *cobra.Command, args []string, toComplete string,
 	var out []cobra.Completion
 	for _, c := range src(ctx, e, args) {
 		id, _, _ := strings.Cut(c, "\t")
-		if !strings.HasPrefix(id, toComplete) || display.Escape(id) != id {
+		if id == "" || !strings.HasPrefix(id, toComplete) || display.Escape(id) != id {
 			continue
 		}
 		if c = redact(c); !strings.HasPrefix(c, id) {
@@ -201,7 +201,20 @@ func (f *Factory) storedEngine(ctx context.Context) (*engine.Engine, error) {
 	return f.Engine(ctx)
 }
 
-// completions is one completion line ("VALUE\tdescription") per item.
+// completionLine is a completion's line, "VALUE\tdescription", or "" (no candidate: complete
+// skips it) when value holds a tab, newline or carriage return: the shell and complete cut the
+// line at its first tab and its first newline, and would offer what comes before, a value no
+// record has. A plugin's snapshot ID may hold one (spec.ControlIn takes them); before, "snap\tX"
+// was offered as "snap", perhaps another snapshot's ID, in front of snapshot delete
+// (TestCompletionOffersNoValueCutAtItsTab).
+func completionLine(value, desc string) string {
+	if strings.ContainsAny(value, "\t\n\r") {
+		return ""
+	}
+	return value + "\t" + desc
+}
+
+// completions is one completion line ("VALUE\tdescription", completionLine) per item.
 func completions[T any](items []T, line func(T) string) []string {
 	out := make([]string, 0, len(items))
 	for _, it := range items {
@@ -212,17 +225,21 @@ func completions[T any](items []T, line func(T) string) []string {
 
 func completeVolumes(ctx context.Context, e *engine.Engine, _ []string) []string {
 	vols, _ := e.Volumes(ctx)
-	return completions(vols, func(v engine.VolumeSummary) string { return fmt.Sprintf("%s\t%s, plugin %s", v.ID, v.Name, v.PluginID) })
+	return completions(vols, func(v engine.VolumeSummary) string {
+		return completionLine(v.ID, fmt.Sprintf("%s, plugin %s", v.Name, v.PluginID))
+	})
 }
 
 func completePlugins(ctx context.Context, e *engine.Engine, _ []string) []string {
 	plugins, _ := e.Plugins(ctx)
-	return completions(plugins, func(p engine.PluginInfo) string { return fmt.Sprintf("%s\t%s plugin", p.ID, p.Type) })
+	return completions(plugins, func(p engine.PluginInfo) string { return completionLine(p.ID, string(p.Type)+" plugin") })
 }
 
 func completeGroups(ctx context.Context, e *engine.Engine, _ []string) []string {
 	groups, _ := e.Groups(ctx, "")
-	return completions(groups, func(g engine.GroupInfo) string { return fmt.Sprintf("%s\t%s, count %d", g.Name, g.State, g.Count) })
+	return completions(groups, func(g engine.GroupInfo) string {
+		return completionLine(g.Name, fmt.Sprintf("%s, count %d", g.State, g.Count))
+	})
 }
 
 // completeAllocs offers the allocs holding live claims: on the volume given as the first
@@ -236,7 +253,7 @@ func completeAllocs(ctx context.Context, e *engine.Engine, args []string) []stri
 			continue
 		}
 		seen[c.Alloc] = true
-		out = append(out, fmt.Sprintf("%s\tclaims %s (%s)", c.Alloc, c.VolumeID, c.State))
+		out = append(out, completionLine(c.Alloc, fmt.Sprintf("claims %s (%s)", c.VolumeID, c.State)))
 	}
 	sort.Strings(out)
 	return out
@@ -261,7 +278,7 @@ func completeSnapshotPlugins(ctx context.Context, e *engine.Engine, args []strin
 		counts[s.PluginID]++
 	}
 	for _, id := range gone {
-		out = append(out, fmt.Sprintf("%s\tderegistered, %d snapshot(s) recorded", id, counts[id]))
+		out = append(out, completionLine(id, fmt.Sprintf("deregistered, %d snapshot(s) recorded", counts[id])))
 	}
 	return out
 }
@@ -290,7 +307,7 @@ func completeSnapshots(ctx context.Context, e *engine.Engine, args []string) []s
 		if s.SourceVolumeID != "" {
 			desc += " of " + s.SourceVolumeID
 		}
-		out = append(out, s.ID+"\t"+desc)
+		out = append(out, completionLine(s.ID, desc))
 	}
 	return out
 }

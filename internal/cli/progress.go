@@ -77,9 +77,14 @@ func (p *progress) tick() {
 }
 
 // draw rewrites the line; the caller holds mu. Carriage return and spaces, no escape
-// sequences, so that it works on any terminal; cut to the width so that it never wraps.
+// sequences, so that it works on any terminal; cut to the width so that it never wraps. The
+// step is escaped as any table cell is (display.Escape): it may quote words volctl did not
+// write, a lock holder's command line read from /proc, which another user's process may give
+// any bytes. Before, they went to the terminal raw, redrawn every tick: an escape sequence in
+// a file name retitled the window or cleared the screen
+// (TestProgressLineEscapesTheLockHoldersCommand).
 func (p *progress) draw() {
-	line := fmt.Sprintf("%s… %.1fs", p.step, p.now().Sub(p.start).Seconds())
+	line := fmt.Sprintf("%s… %.1fs", display.Escape(p.step), p.now().Sub(p.start).Seconds())
 	// In cells, not runes: a CJK volume ID takes two a character, and a line wider than the
 	// terminal wraps, where the carriage return no longer reaches its start.
 	if p.width > 1 {

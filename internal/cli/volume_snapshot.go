@@ -124,7 +124,7 @@ func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) error {
 		did, verb = "recorded"+more, "recorded"
 	}
 	if opts.Exporter.Enabled() {
-		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, s), "snapshot %q (ID %s) of volume %q %s", s.Name, s.ID, s.SourceVolumeID, did)
+		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, s), "snapshot %q (ID %q) of volume %q %s", s.Name, s.ID, s.SourceVolumeID, did)
 	}
 	line := fmt.Sprintf("Snapshot %q of volume %q %s (name %q, %s", s.ID, s.SourceVolumeID, verb, s.Name, sizeOrUnknown(s.SizeBytes))
 	if outcome == engine.Unchanged && !s.CreatedAt.IsZero() {
@@ -136,7 +136,7 @@ func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) error {
 	line += ")" + more
 	// Unprinted, it exited 0 (a reader gone) or 1 saying only that stdout failed (a full disk):
 	// TestActingCommandsSayWhatTheyDidWhenTheirResultIsLost.
-	return printDone(opts.IO.Out, line+"\n", "snapshot %q (ID %s) of volume %q %s", s.Name, s.ID, s.SourceVolumeID, did)
+	return printDone(opts.IO.Out, line+"\n", "snapshot %q (ID %q) of volume %q %s", s.Name, s.ID, s.SourceVolumeID, did)
 }
 
 // parseParameters reads KEY=VALUE flags into a map; nil when there are none.
