@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -91,18 +92,7 @@ func TestProgressLineEscapesTheLockHoldersCommand(t *testing.T) {
 // (perhaps another snapshot's), was offered in front of snapshot delete.
 func TestCompletionOffersNoValueCutAtItsTab(t *testing.T) {
 	ctx := context.Background()
-	answer := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		resp, err := handler(ctx, req)
-		if r, ok := resp.(*csipb.CreateSnapshotResponse); ok && err == nil {
-			r.Snapshot.SnapshotId = "snap\tX"
-		}
-		return resp, err
-	}
-	_, e, _ := serveMem(t, csitest.NewMemPlugin(csitest.DefaultMemConfig()), csitest.WithInterceptor(answer))
-	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
+	e, _ := volumeOnSnapshotIDAnswering(t, "snap\tX")
 	s, err := e.CreateSnapshot(ctx, "db", "nightly", nil)
 	if err != nil {
 		t.Fatalf("CreateSnapshot answered with an ID holding a tab: %v", err)
@@ -137,18 +127,7 @@ func (fullDisk60) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
 // a line of its own.
 func TestUnprintedSnapshotCreateLetsThePluginStartNoLine(t *testing.T) {
 	ctx := context.Background()
-	answer := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		resp, err := handler(ctx, req)
-		if r, ok := resp.(*csipb.CreateSnapshotResponse); ok && err == nil {
-			r.Snapshot.SnapshotId = "snap\nError: forged by the plugin"
-		}
-		return resp, err
-	}
-	_, e, eng := serveMem(t, csitest.NewMemPlugin(csitest.DefaultMemConfig()), csitest.WithInterceptor(answer))
-	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
+	_, eng := volumeOnSnapshotIDAnswering(t, "snap\nError: forged by the plugin")
 	ios, _, _, errOut := iostreams.Test()
 	ios.Out = fullDisk60{}
 	err := snapshotCreateRun(ctx, &SnapshotCreateOptions{IO: ios, Engine: eng, VolumeID: "db", Name: "nightly"})
@@ -159,4 +138,23 @@ func TestUnprintedSnapshotCreateLetsThePluginStartNoLine(t *testing.T) {
 	if strings.Contains(errOut.String(), "\nError: forged") {
 		t.Errorf("a plugin's snapshot ID starts a line of its own on stderr:\n%s", errOut)
 	}
+}
+
+// volumeOnSnapshotIDAnswering serves an in-memory plugin whose CreateSnapshot answers with the
+// snapshot ID id, whatever it made, and creates volume db on it.
+func volumeOnSnapshotIDAnswering(t *testing.T, id string) (*engine.Engine, func(context.Context) (*engine.Engine, error)) {
+	t.Helper()
+	answer := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		resp, err := handler(ctx, req)
+		if r, ok := resp.(*csipb.CreateSnapshotResponse); ok && err == nil {
+			r.Snapshot.SnapshotId = id
+		}
+		return resp, err
+	}
+	_, e, eng := serveMem(t, csitest.NewMemPlugin(csitest.DefaultMemConfig()), csitest.WithInterceptor(answer))
+	if _, err := e.CreateVolume(context.Background(), spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	return e, eng
 }
