@@ -118,7 +118,7 @@ held by both orchestrators at once.`,
 	fl.StringVar(&opts.Job.Image, "image", "", "config.image of the groups' tasks, for container drivers")
 	fl.StringArrayVar(&opts.Job.Datacenters, "datacenter", nil, `datacenters of the jobs; repeatable (default "*")`)
 	fl.StringVar(&opts.Plugin.VolctlPath, "volctl-path", "", "path of the volctl binary on the Nomad clients (default: this binary)")
-	fl.StringVar(&opts.Plugin.Root, "plugin-root", "", "--root of the hostpath plugin (default: from its registered exec args)")
+	fl.StringVar(&opts.Plugin.Root, "plugin-root", "", "--root of the hostpath plugin, an absolute path (default: from its registered exec args)")
 	fl.StringVar(&opts.Plugin.NodeID, "node-id", "", "--node-id of the hostpath plugin (default: the node its volumes' topology names)")
 	fl.StringVar(&opts.Plugin.NomadDataDir, "nomad-data-dir", "/opt/nomad/data", "data_dir of the Nomad clients, for the plugin's stage_publish_base_dir")
 	fl.BoolVar(&opts.NoPluginJob, "no-plugin-job", false, "do not write the hostpath plugin's system job")
@@ -213,6 +213,13 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		// from the plugin task's working directory, not Nomad's data_dir, which Nomad
 		// holds absolute (TestTextFlagWithADefaultGivenEmptyIsRefused).
 		return usageError("export nomad: --nomad-data-dir %q is not an absolute path: give the Nomad clients' data_dir, as their agent config has it (absolute), or leave the flag out for /opt/nomad/data", d)
+	}
+	if r := opts.Plugin.Root; r != "" && !filepath.IsAbs(r) {
+		// Written into the plugin job's args, a relative one is read from the plugin task's
+		// working directory, which Nomad makes: the plugin would serve an empty root there,
+		// and every volume handed over would be NOT_FOUND to it
+		// (TestExportNomadRefusesARelativePluginRoot).
+		return usageError("export nomad: --plugin-root %q is not an absolute path: give the directory the plugin serves, absolute, as the Nomad clients see it", r)
 	}
 	if n := opts.Plugin.NodeID; n != "" {
 		// Written into the plugin job, it is that plugin's --node-id: one `plugin serve
@@ -601,6 +608,12 @@ func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.Volum
 		}
 		if o.Root == "" {
 			o.Root = flagValue(args, "--root")
+			if o.Root != "" && !filepath.IsAbs(o.Root) {
+				// The agent runs the plugin in its own working directory, which nothing
+				// records; written as it is, Nomad's plugin would read it from its task's.
+				return nil, notes, fmt.Errorf("plugin %q: its exec block's --root %q is a relative path, which the agent reads from its own working directory: "+
+					"give the directory the plugin serves, absolute, with --plugin-root (or pass --no-plugin-job)", id, o.Root)
+			}
 		}
 		if o.NodeID == "" {
 			nodes := map[string]bool{}

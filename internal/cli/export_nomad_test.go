@@ -288,15 +288,7 @@ func TestExportNomadPluginJob(t *testing.T) {
 // volume, mutate changing the options first; it returns the directory the files went to.
 func exportHostpathVolume(t *testing.T, h *cliHarness, cfg hostpath.Config, exec *spec.Exec, mutate func(*ExportNomadOptions)) string {
 	t.Helper()
-	cfg.NodeID, cfg.Mounter = "edge-7", &hostpathtest.FakeMounter{}
-	srv := hostpathtest.Start(t, cfg)
-	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: strings.TrimPrefix(srv.Endpoint, "unix://"), Exec: exec}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "hv", Name: "hv", Type: "csi", PluginID: "hp",
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
+	hostpathVolumeToExport(t, h, cfg, exec)
 	var dir string
 	if _, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) {
 		o.Volumes = []string{"hv"}
@@ -307,6 +299,21 @@ func exportHostpathVolume(t *testing.T, h *cliHarness, cfg hostpath.Config, exec
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// hostpathVolumeToExport serves volctl's hostpath plugin with cfg (node edge-7), registers it
+// as hp with exec, and creates volume hv on it.
+func hostpathVolumeToExport(t *testing.T, h *cliHarness, cfg hostpath.Config, exec *spec.Exec) {
+	t.Helper()
+	cfg.NodeID, cfg.Mounter = "edge-7", &hostpathtest.FakeMounter{}
+	srv := hostpathtest.Start(t, cfg)
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: strings.TrimPrefix(srv.Endpoint, "unix://"), Exec: exec}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "hv", Name: "hv", Type: "csi", PluginID: "hp",
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A Nomad job claims volumes of its own namespace only: a group whose volumes live in one

@@ -1,10 +1,15 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // The plugin job export nomad writes for a plugin with an exec block reads the block's
@@ -53,5 +58,59 @@ func TestExportNomadPluginJobReadsTheExecBlocksFlagsAsServeDoes(t *testing.T) {
 		if served := servedAs(fields, true, nil); len(served) != 0 {
 			t.Errorf("exec args %q: the plugin job is served with %q, read after \"--\"", args, served)
 		}
+	}
+}
+
+// A relative plugin root is refused before anything is written: given as --plugin-root, or
+// read from the exec block's --root (which the agent reads from its own working directory,
+// recorded nowhere). Written into the plugin job's args, Nomad's plugin read it from its
+// task's working directory and served an empty root there: every volume handed over was
+// NOT_FOUND to it. Before, both were written as they were. An absolute --plugin-root still
+// exports the exec block's plugin.
+func TestExportNomadRefusesARelativePluginRoot(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		execRoot   string
+		pluginRoot string
+		want       []string
+	}{
+		{"--plugin-root", "/srv/hp", "data/hp", []string{`--plugin-root "data/hp" is not an absolute path`}},
+		{"the exec block's --root", "data/hp", "", []string{`plugin "hp": its exec block's --root "data/hp" is a relative path`, "--plugin-root"}},
+		{"the exec block's --root=", "./hp", "", []string{`its exec block's --root "./hp" is a relative path`}},
+		{"the exec block's, with --plugin-root", "data/hp", "/srv/hp", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newCLIHarness(t)
+			args := []string{"plugin", "serve", "hostpath", "--root", tc.execRoot, "--node-id", "edge-7"}
+			if strings.HasSuffix(tc.name, "=") {
+				args = []string{"plugin", "serve", "hostpath", "--root=" + tc.execRoot, "--node-id", "edge-7"}
+			}
+			hostpathVolumeToExport(t, h, hostpath.Config{}, &spec.Exec{Command: "/usr/local/bin/volctl", Args: args})
+			var out string
+			_, stderr, err := runExportNomad(t, h, func(o *ExportNomadOptions) {
+				o.Volumes, o.Plugin.VolctlPath, o.Plugin.Root, out = []string{"hv"}, "/usr/local/bin/volctl", tc.pluginRoot, o.OutDir
+			})
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("export with an absolute --plugin-root: %v\n%s", err, stderr)
+				}
+				job, _ := os.ReadFile(filepath.Join(out, "plugin-hp.nomad.hcl"))
+				if !strings.Contains(string(job), `"--root", "/srv/hp"`) {
+					t.Errorf("the plugin job does not serve --plugin-root:\n%s", job)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("exported a plugin job with a relative root")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("the refusal does not say %q:\n%v", w, err)
+				}
+			}
+			if _, serr := os.Stat(out); serr == nil {
+				t.Errorf("refused, yet %s was made", out)
+			}
+		})
 	}
 }
