@@ -117,7 +117,7 @@ held by both orchestrators at once.`,
 	_ = fl.SetAnnotation("arg", takesEmptyItems, []string{"an empty argument of the task's command"})
 	fl.StringVar(&opts.Job.Image, "image", "", "config.image of the groups' tasks, for container drivers")
 	fl.StringArrayVar(&opts.Job.Datacenters, "datacenter", nil, `datacenters of the jobs; repeatable (default "*")`)
-	fl.StringVar(&opts.Plugin.VolctlPath, "volctl-path", "", "path of the volctl binary on the Nomad clients (default: this binary)")
+	fl.StringVar(&opts.Plugin.VolctlPath, "volctl-path", "", "path of the volctl binary on the Nomad clients, absolute, or its name alone to look up in their PATH (default: this binary)")
 	fl.StringVar(&opts.Plugin.Root, "plugin-root", "", "--root of the hostpath plugin, an absolute path (default: from its registered exec args)")
 	fl.StringVar(&opts.Plugin.NodeID, "node-id", "", "--node-id of the hostpath plugin (default: the node its volumes' topology names)")
 	fl.StringVar(&opts.Plugin.NomadDataDir, "nomad-data-dir", "/opt/nomad/data", "data_dir of the Nomad clients, for the plugin's stage_publish_base_dir")
@@ -220,6 +220,11 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		// and every volume handed over would be NOT_FOUND to it
 		// (TestExportNomadRefusesARelativePluginRoot).
 		return usageError("export nomad: --plugin-root %q is not an absolute path: give the directory the plugin serves, absolute, as the Nomad clients see it", r)
+	}
+	if v := opts.Plugin.VolctlPath; strings.Contains(v, "/") && !filepath.IsAbs(v) {
+		// The plugin task's command: Nomad looks a name alone up in the PATH, and reads a
+		// relative path from the task's working directory, where no volctl is.
+		return usageError("export nomad: --volctl-path %q is a relative path, which Nomad reads from the plugin task's working directory: give the absolute path of volctl on the Nomad clients, or its name alone to look it up in their PATH", v)
 	}
 	if n := opts.Plugin.NodeID; n != "" {
 		// Written into the plugin job, it is that plugin's --node-id: one `plugin serve

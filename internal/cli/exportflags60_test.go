@@ -114,3 +114,36 @@ func TestExportNomadRefusesARelativePluginRoot(t *testing.T) {
 		})
 	}
 }
+
+// --volctl-path, the plugin task's command, is refused as a relative path (Nomad reads it from
+// the task's working directory, where no volctl is); an absolute path and a name alone (looked
+// up in the clients' PATH) are written. Before, "bin/volctl" was written, and Nomad's plugin
+// never started.
+func TestExportNomadRefusesARelativeVolctlPath(t *testing.T) {
+	for path, refused := range map[string]bool{"bin/volctl": true, "./volctl": true, "/usr/local/bin/volctl": false, "volctl": false} {
+		t.Run(path, func(t *testing.T) {
+			h := newCLIHarness(t)
+			hostpathVolumeToExport(t, h, hostpath.Config{}, nil)
+			var out string
+			_, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) {
+				o.Volumes, o.Plugin.VolctlPath, o.Plugin.Root, out = []string{"hv"}, path, "/srv/hp", o.OutDir
+			})
+			if !refused {
+				if err != nil {
+					t.Fatalf("--volctl-path %q: %v", path, err)
+				}
+				job, _ := os.ReadFile(filepath.Join(out, "plugin-hp.nomad.hcl"))
+				if !strings.Contains(string(job), `command = "`+path+`"`) {
+					t.Errorf("the plugin job does not run %q:\n%s", path, job)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), `--volctl-path "`+path+`" is a relative path`) || ExitCode(err) != ExitUsage {
+				t.Fatalf("--volctl-path %q: %v (exit %d), want it refused as relative, exit %d", path, err, ExitCode(err), ExitUsage)
+			}
+			if _, serr := os.Stat(out); serr == nil {
+				t.Errorf("refused, yet %s was made", out)
+			}
+		})
+	}
+}
