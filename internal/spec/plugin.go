@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -170,9 +171,38 @@ func (d *decoder) plugin(b *hcl.Block) *Plugin {
 		}
 	}
 	if eb := d.single(c, "exec", "a plugin block"); eb != nil {
-		p.Exec = d.exec(eb)
+		endpoint := p.Socket
+		if endpoint == "" {
+			endpoint = p.ControllerSocket // what the agent hands the plugin in CSI_ENDPOINT
+		}
+		p.Exec = d.exec(eb, endpoint)
 	}
 	return p
+}
+
+// servedSocket is the --socket that args give `volctl plugin serve hostpath` (the last one, as
+// its flag parsing takes it, none after "--"), when args run it and give one; "" otherwise.
+func servedSocket(args []string) string {
+	if i := slices.Index(args, "--"); i >= 0 {
+		args = args[:i]
+	}
+	serves := false
+	for i := 0; i+2 < len(args); i++ {
+		serves = serves || args[i] == "plugin" && args[i+1] == "serve" && args[i+2] == "hostpath"
+	}
+	if !serves {
+		return ""
+	}
+	socket := ""
+	for i := 0; i < len(args); i++ {
+		if args[i] == "--socket" && i+1 < len(args) {
+			socket = args[i+1]
+			i++
+		} else if v, ok := strings.CutPrefix(args[i], "--socket="); ok {
+			socket = v
+		}
+	}
+	return strings.TrimPrefix(socket, "unix://")
 }
 
 // pluginSockets checks which socket arguments fit the plugin's type and fills them in.
@@ -363,7 +393,9 @@ func relativeCommand(s string) string {
 		"write the absolute path, or the program's name alone, which the agent looks up in its PATH.", s)
 }
 
-func (d *decoder) exec(b *hcl.Block) *Exec {
+// exec reads an exec block; endpoint is the plugin's socket the agent hands it in
+// CSI_ENDPOINT.
+func (d *decoder) exec(b *hcl.Block, endpoint string) *Exec {
 	c := d.content(b.Body, execSchema)
 	e := &Exec{}
 	if s, ok := d.str(c.Attributes["command"]); ok {
@@ -378,6 +410,16 @@ func (d *decoder) exec(b *hcl.Block) *Exec {
 	}
 	if args, ok := d.strList(c.Attributes["args"]); ok {
 		e.Args = args
+		// volctl's own plugin serves on its --socket rather than CSI_ENDPOINT: given another
+		// path than the block's socket, the agent finds nothing on the socket it probes, and
+		// restarts the plugin for ever (TestExecServingAnotherSocketIsWarnedOf). Before, this
+		// was valid, and `volctl init plugin`'s example gives the path twice.
+		if served := servedSocket(args); served != "" && endpoint != "" && filepath.Clean(served) != filepath.Clean(endpoint) {
+			d.warnf(c.Attributes["args"].Expr.Range(), "Plugin serves another socket",
+				"The arguments run volctl's hostpath plugin with --socket %q, where it serves instead of the plugin's socket %q, which the agent hands it in %s and probes: "+
+					"the agent would find nothing there and restart the plugin for ever. Leave --socket out of the arguments (the agent sets %s), or give both the same path.",
+				served, endpoint, EndpointEnv, EndpointEnv)
+		}
 	}
 	if m := d.stringMap(c, "env"); m != nil {
 		for _, en := range m.entries {

@@ -1,0 +1,63 @@
+package spec
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// An exec block that runs volctl's hostpath plugin with a --socket other than the plugin's
+// socket is warned of at its args, in a plugin spec and an agent config alike: the plugin
+// serves on its --socket, not on the CSI_ENDPOINT the agent hands it, and the agent, probing
+// the block's socket, finds nothing there and restarts it for ever. Before, it was valid
+// without a word (`volctl init plugin`'s example gives the path twice, which an edit of one
+// of them parts). The same path, spelled unix://PATH or uncleaned, no --socket, another
+// program, or a --socket past "--" is taken without one.
+func TestExecServingAnotherSocketIsWarnedOf(t *testing.T) {
+	src := func(args ...string) []byte {
+		quoted := make([]string, len(args))
+		for i, a := range args {
+			quoted[i] = strconv.Quote(a)
+		}
+		return []byte("plugin \"hp\" {\n  type   = \"monolith\"\n  socket = \"/run/volctl/hp.sock\"\n  exec {\n    command = \"/usr/local/bin/volctl\"\n" +
+			"    args    = [" + strings.Join(quoted, ", ") + "]\n  }\n}\n")
+	}
+	serve := []string{"plugin", "serve", "hostpath", "--root", "/srv/hp", "--node-id", "n1"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		warn string
+	}{
+		{"another path", append(serve, "--socket", "/run/volctl/other.sock"), `--socket "/run/volctl/other.sock", where it serves instead of the plugin's socket "/run/volctl/hp.sock"`},
+		{"another path, =", append(serve, "--socket=unix:///tmp/x.sock"), `--socket "/tmp/x.sock"`},
+		{"the last of two", append(serve, "--socket", "/run/volctl/hp.sock", "--socket", "/run/y.sock"), `--socket "/run/y.sock"`},
+		{"the same path", append(serve, "--socket", "/run/volctl/hp.sock"), ""},
+		{"the same path, unix://", append(serve, "--socket", "unix:///run/volctl/hp.sock"), ""},
+		{"the same path, uncleaned", append(serve, "--socket=/run/volctl//hp.sock"), ""},
+		{"no --socket", serve, ""},
+		{"another program", []string{"--socket", "/run/other.sock"}, ""},
+	} {
+		for kind, parse := range map[string]func([]byte) hcl.Diagnostics{
+			"plugin spec":  func(b []byte) hcl.Diagnostics { _, d := NewParser().ParsePlugins("p.hcl", b); return d },
+			"agent config": func(b []byte) hcl.Diagnostics { _, d := NewParser().ParseAgentConfig("agent.hcl", b); return d },
+		} {
+			diags := parse(src(tc.args...))
+			if diags.HasErrors() {
+				t.Errorf("%s, %s: %v", kind, tc.name, diags)
+				continue
+			}
+			if tc.warn == "" {
+				if len(diags) != 0 {
+					t.Errorf("%s, %s: %v; want no warning", kind, tc.name, diags)
+				}
+				continue
+			}
+			if len(diags) != 1 || diags[0].Summary != "Plugin serves another socket" || !strings.Contains(diags[0].Detail, tc.warn) ||
+				!strings.Contains(diags[0].Detail, "restart the plugin for ever") || diags[0].Subject == nil || diags[0].Subject.Start.Line != 6 {
+				t.Errorf("%s, %s: %v; want one warning, \"Plugin serves another socket\" at line 6 saying %q", kind, tc.name, diags, tc.warn)
+			}
+		}
+	}
+}
