@@ -180,9 +180,16 @@ func (d *decoder) plugin(b *hcl.Block) *Plugin {
 	return p
 }
 
-// servedSocket is the --socket that args give `volctl plugin serve hostpath` (the last one, as
-// its flag parsing takes it, none after "--"), when args run it and give one; "" otherwise.
+// servedSocket is the --socket that args give `volctl plugin serve hostpath`, unix:// taken
+// off (servedFlag).
 func servedSocket(args []string) string {
+	return strings.TrimPrefix(servedFlag(args, "--socket"), "unix://")
+}
+
+// servedFlag is the value that args give the flag name of `volctl plugin serve hostpath` (the
+// last one, as its flag parsing takes it, none after "--"), when args run it and give one; ""
+// otherwise.
+func servedFlag(args []string, name string) string {
 	if i := slices.Index(args, "--"); i >= 0 {
 		args = args[:i]
 	}
@@ -193,16 +200,16 @@ func servedSocket(args []string) string {
 	if !serves {
 		return ""
 	}
-	socket := ""
+	value := ""
 	for i := 0; i < len(args); i++ {
-		if args[i] == "--socket" && i+1 < len(args) {
-			socket = args[i+1]
+		if args[i] == name && i+1 < len(args) {
+			value = args[i+1]
 			i++
-		} else if v, ok := strings.CutPrefix(args[i], "--socket="); ok {
-			socket = v
+		} else if v, ok := strings.CutPrefix(args[i], name+"="); ok {
+			value = v
 		}
 	}
-	return strings.TrimPrefix(socket, "unix://")
+	return value
 }
 
 // pluginSockets checks which socket arguments fit the plugin's type and fills them in.
@@ -419,6 +426,14 @@ func (d *decoder) exec(b *hcl.Block, endpoint string) *Exec {
 				"The arguments run volctl's hostpath plugin with --socket %q, where it serves instead of the plugin's socket %q, which the agent hands it in %s and probes: "+
 					"the agent would find nothing there and restart the plugin for ever. Leave --socket out of the arguments (the agent sets %s), or give both the same path.",
 				served, endpoint, EndpointEnv, EndpointEnv)
+		}
+		// Its --root, relative, is read from the agent's working directory, as a relative
+		// command is: "/" under systemd, and `export nomad` cannot tell which directory it
+		// served (TestExecServingARelativeRootIsWarnedOf).
+		if root := servedFlag(args, "--root"); root != "" && !filepath.IsAbs(root) {
+			d.warnf(c.Attributes["args"].Expr.Range(), "Relative plugin root",
+				"The arguments run volctl's hostpath plugin with --root %q, a relative path, which the plugin reads from the agent's working directory (\"/\" under systemd, unless its unit sets WorkingDirectory=), not this file's: "+
+					"write the absolute path of the directory that holds the volumes.", root)
 		}
 	}
 	if m := d.stringMap(c, "env"); m != nil {

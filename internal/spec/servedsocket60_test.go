@@ -61,3 +61,37 @@ func TestExecServingAnotherSocketIsWarnedOf(t *testing.T) {
 		}
 	}
 }
+
+// An exec block that runs volctl's hostpath plugin with a relative --root is warned of at its
+// args, as a relative command is: the plugin reads it from the agent's working directory ("/"
+// under systemd), not the file's, and export nomad cannot tell which directory it served.
+// Before, it was taken without a word. An absolute --root, or a relative one past "--" or of
+// another program, is taken without one.
+func TestExecServingARelativeRootIsWarnedOf(t *testing.T) {
+	src := func(args string) []byte {
+		return []byte("plugin \"hp\" {\n  type   = \"monolith\"\n  socket = \"/run/volctl/hp.sock\"\n  exec {\n    command = \"/usr/local/bin/volctl\"\n" +
+			"    args    = [" + args + "]\n  }\n}\n")
+	}
+	for args, warn := range map[string]string{
+		`"plugin", "serve", "hostpath", "--root", "data/hp", "--node-id", "n1"`:   `--root "data/hp", a relative path`,
+		`"plugin", "serve", "hostpath", "--root=./hp", "--node-id", "n1"`:         `--root "./hp", a relative path`,
+		`"plugin", "serve", "hostpath", "--root", "/srv/hp", "--node-id", "n1"`:   "",
+		`"plugin", "serve", "hostpath", "--node-id", "n1", "--", "--root", "rel"`: "",
+		`"--root", "rel"`: "",
+	} {
+		_, diags := NewParser().ParsePlugins("p.hcl", src(args))
+		if diags.HasErrors() {
+			t.Errorf("args %s: %v", args, diags)
+			continue
+		}
+		if warn == "" {
+			if len(diags) != 0 {
+				t.Errorf("args %s: %v; want no warning", args, diags)
+			}
+			continue
+		}
+		if len(diags) != 1 || diags[0].Summary != "Relative plugin root" || !strings.Contains(diags[0].Detail, warn) || diags[0].Subject == nil || diags[0].Subject.Start.Line != 6 {
+			t.Errorf("args %s: %v; want one warning, \"Relative plugin root\" at line 6 saying %q", args, diags, warn)
+		}
+	}
+}
