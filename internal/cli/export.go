@@ -612,7 +612,7 @@ func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.Volum
 			}
 		}
 		if o.Root == "" {
-			o.Root = flagValue(args, "--root")
+			o.Root = spec.FlagValue(args, "--root")
 			if o.Root != "" && !filepath.IsAbs(o.Root) {
 				// The agent runs the plugin in its own working directory, which nothing
 				// records; written as it is, Nomad's plugin would read it from its task's.
@@ -673,7 +673,7 @@ func servedAs(args []string, execd bool, info *engine.PluginInfo) []string {
 		if boolFlag(args, "--enable-attach") {
 			out = append(out, "--enable-attach")
 		}
-		if n := flagValue(args, "--max-volumes"); n != "" {
+		if n := spec.FlagValue(args, "--max-volumes"); n != "" {
 			out = append(out, "--max-volumes", n)
 		}
 		return out
@@ -695,7 +695,7 @@ func servedAs(args []string, execd bool, info *engine.PluginInfo) []string {
 // "--", which ends the flags.
 func boolFlag(args []string, name string) bool {
 	set := false
-	for _, a := range flagArgs(args) {
+	for _, a := range spec.FlagArgs(args) {
 		if a == name {
 			set = true
 		} else if v, ok := strings.CutPrefix(a, name+"="); ok {
@@ -703,32 +703,6 @@ func boolFlag(args []string, name string) bool {
 		}
 	}
 	return set
-}
-
-// flagValue finds --name VALUE or --name=VALUE in args as serve's flag parsing reads them:
-// the last one given decides, as it does for serve, and none after "--". Before, the first
-// decided: an exec block's "--max-volumes 2 --max-volumes 5", which the agent serves with 5,
-// was exported with 2 (TestExportNomadPluginJobReadsTheExecBlocksFlagsAsServeDoes).
-func flagValue(args []string, name string) string {
-	args = flagArgs(args)
-	value := ""
-	for i := 0; i < len(args); i++ {
-		if args[i] == name && i+1 < len(args) {
-			value = args[i+1]
-			i++ // the value, even one that starts with a dash, as pflag takes it
-		} else if v, ok := strings.CutPrefix(args[i], name+"="); ok {
-			value = v
-		}
-	}
-	return value
-}
-
-// flagArgs is args up to "--", after which pflag reads no flags.
-func flagArgs(args []string) []string {
-	if i := slices.Index(args, "--"); i >= 0 {
-		return args[:i]
-	}
-	return args
 }
 
 func orUnknown(s string) string {

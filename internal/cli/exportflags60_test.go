@@ -48,7 +48,7 @@ func TestExportNomadPluginJobReadsTheExecBlocksFlagsAsServeDoes(t *testing.T) {
 		if !slices.Equal(served, want) {
 			t.Errorf("exec args %q: the plugin job is served with %q, serve with %q", args, served, want)
 		}
-		if got := flagValue(fields, "--root"); got != o.Root {
+		if got := spec.FlagValue(fields, "--root"); got != o.Root {
 			t.Errorf("exec args %q: the plugin job's root is %q, serve's %q", args, got, o.Root)
 		}
 	}

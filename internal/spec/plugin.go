@@ -186,30 +186,45 @@ func servedSocket(args []string) string {
 	return strings.TrimPrefix(servedFlag(args, "--socket"), "unix://")
 }
 
-// servedFlag is the value that args give the flag name of `volctl plugin serve hostpath` (the
-// last one, as its flag parsing takes it, none after "--"), when args run it and give one; ""
-// otherwise.
+// servedFlag is the value that args give the flag name of `volctl plugin serve hostpath`
+// (FlagValue), when args run it and give one; "" otherwise.
 func servedFlag(args []string, name string) string {
-	if i := slices.Index(args, "--"); i >= 0 {
-		args = args[:i]
-	}
 	serves := false
-	for i := 0; i+2 < len(args); i++ {
+	for i := 0; i+2 < len(FlagArgs(args)); i++ {
 		serves = serves || args[i] == "plugin" && args[i+1] == "serve" && args[i+2] == "hostpath"
 	}
 	if !serves {
 		return ""
 	}
+	return FlagValue(args, name)
+}
+
+// FlagValue is the value args give the flag name (--name VALUE or --name=VALUE) as volctl's
+// flag parsing (pflag) reads them: the last one given decides, and none after "--", which
+// ends the flags; "" when none. An exec block's arguments are read so wherever volctl says
+// what they serve (servedFlag; export nomad's plugin job, where the first decided before: an
+// exec block the agent serves with "--max-volumes 2 --max-volumes 5" was exported with 2,
+// TestExportNomadPluginJobReadsTheExecBlocksFlagsAsServeDoes).
+func FlagValue(args []string, name string) string {
+	args = FlagArgs(args)
 	value := ""
 	for i := 0; i < len(args); i++ {
 		if args[i] == name && i+1 < len(args) {
 			value = args[i+1]
-			i++
+			i++ // the value, even one that starts with a dash, as pflag takes it
 		} else if v, ok := strings.CutPrefix(args[i], name+"="); ok {
 			value = v
 		}
 	}
 	return value
+}
+
+// FlagArgs is args up to "--", after which pflag reads no flags.
+func FlagArgs(args []string) []string {
+	if i := slices.Index(args, "--"); i >= 0 {
+		return args[:i]
+	}
+	return args
 }
 
 // pluginSockets checks which socket arguments fit the plugin's type and fills them in.
