@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -137,7 +136,7 @@ func volumeClaimRun(ctx context.Context, opts *VolumeClaimOptions) error {
 	if err := checkTemplateFields[engine.ClaimInfo](&opts.Exporter); err != nil {
 		return err
 	}
-	if !req.ReadOnly && slices.Contains(opts.MountFlags, "ro") {
+	if !req.ReadOnly && spec.ReadOnlyFlag(opts.MountFlags) >= 0 {
 		// As a spec's mount_flags with "ro" on a volume claims may write is warned of
 		// (validate's "Read-only mount flag"): the flag is the user's to give, for a writer's
 		// slot held with a mount nothing writes through (a backup fencing writers out), but

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -190,6 +191,7 @@ func (p *Parser) load(s *source) (hcl.Body, *offsetMap, []byte, hcl.Diagnostics)
 		}
 		f, diags := hcljson.ParseWithStartPos(body, filename, start)
 		diags = append(diags, invalidUTF8(filename, src)...)
+		diags = append(diags, loneSurrogates(filename, src)...)
 		if f == nil {
 			f = &hcl.File{Body: hcl.EmptyBody()}
 		}
@@ -291,6 +293,53 @@ func invalidUTF8(filename string, src []byte) hcl.Diagnostics {
 	}
 	return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid character encoding", Subject: &rng, Extra: ownWords{},
 		Detail: "All input files must be UTF-8 encoded, and this byte is not UTF-8" + more + ". Ensure that UTF-8 encoding is selected in your editor."}}
+}
+
+// loneSurrogates refuses a JSON string escape of half a UTF-16 surrogate pair ("\ud800" not
+// followed by the escape of a low surrogate, or a low one alone), which holds no character:
+// hcl/json read it as U+FFFD without a word, so a secret or parameter other than the file's was
+// sent to the plugin, where the native form refuses the escape and Nomad's CLI cannot read it
+// (TestJSONLoneSurrogateEscapeIsRefused). The escaped form of what invalidUTF8 refuses raw. An
+// escaped backslash before "u" ("\\ud800") is no escape. The first is named, with their count.
+func loneSurrogates(filename string, src []byte) hcl.Diagnostics {
+	surrogate := func(i int) (rune, bool) { // the \uXXXX at src[i:], if one
+		if i+6 > len(src) || src[i] != '\\' || src[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(src[i+2:i+6]), 16, 32)
+		return rune(n), err == nil && n >= 0xd800 && n <= 0xdfff
+	}
+	off, n := -1, 0
+	for i := 0; i < len(src); i++ {
+		if src[i] != '\\' {
+			continue
+		}
+		r, ok := surrogate(i)
+		if !ok {
+			i++ // the escaped byte, a backslash too
+			continue
+		}
+		if low, ok := surrogate(i + 6); r <= 0xdbff && ok && low >= 0xdc00 {
+			i += 11 // a pair: one character
+			continue
+		}
+		if n == 0 {
+			off = i
+		}
+		n++
+		i += 5
+	}
+	if n == 0 {
+		return nil
+	}
+	m := &offsetMap{src: src, lineStarts: lineStarts(src)}
+	rng := hcl.Range{Filename: filename, Start: m.pos(off), End: m.pos(off + 6)}
+	more := ""
+	if n > 1 {
+		more = fmt.Sprintf(" (the first of %d)", n)
+	}
+	return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid escape sequence", Subject: &rng, Extra: ownWords{},
+		Detail: "This escape is half of a UTF-16 surrogate pair, which holds no character" + more + ": write the character itself, or the escapes of both halves of its pair (\\ud83d\\ude00 for U+1F600)."}}
 }
 
 // looksHCL1 guesses, from bytes alone, whether src uses HCL1-only syntax: a line that opens

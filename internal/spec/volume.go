@@ -538,7 +538,7 @@ func (d *decoder) mountOptions(b *hcl.Block, writable string) *MountOptions {
 		// volume's writer (keeping other writers out) and handed a mount it cannot write. Only
 		// the flag's place is shown: mount flags are masked in diagnostics, as they may carry
 		// credentials (a word as short as this one too, wherever it stands).
-		if i := slices.Index(flags, "ro"); i >= 0 && writable != "" {
+		if i := ReadOnlyFlag(flags); i >= 0 && writable != "" {
 			d.warnf(mountFlagRanges(c.Attributes["mount_flags"].Expr, len(flags))[i], "Read-only mount flag",
 				"This mount flag mounts the volume read-only for every claim, though %s: an alloc that claims it to write "+
 					"gets a mount it cannot write, and holds the volume as its writer all the same. Remove the flag, and claim for reading where reading is meant "+
@@ -547,6 +547,14 @@ func (d *decoder) mountOptions(b *hcl.Block, writable string) *MountOptions {
 		out.MountFlags = MountFlags(flags)
 	}
 	return out
+}
+
+// ReadOnlyFlag is the index of the first of flags that mounts read-only, "ro", with blanks
+// around it or not, as volctl's plugin trims each flag before it mounts; -1 when none does.
+// Before, only "ro" itself was seen: " ro" mounted a writable volume read-only unwarned
+// (TestPaddedReadOnlyMountFlagIsWarnedOf).
+func ReadOnlyFlag(flags []string) int {
+	return slices.IndexFunc(flags, func(f string) bool { return strings.TrimSpace(f) == "ro" })
 }
 
 // mountFlagRanges are the source ranges of the n mount flags expr lists: each its item's, or
