@@ -285,14 +285,20 @@ func invalidUTF8(filename string, src []byte) hcl.Diagnostics {
 		}
 		i += size
 	}
-	m := &offsetMap{src: src, lineStarts: lineStarts(src)}
-	rng := hcl.Range{Filename: filename, Start: m.pos(off), End: m.pos(off + 1)}
 	more := ""
 	if n > 1 {
 		more = fmt.Sprintf(" (the first of %d bytes that are not)", n)
 	}
-	return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid character encoding", Subject: &rng, Extra: ownWords{},
-		Detail: "All input files must be UTF-8 encoded, and this byte is not UTF-8" + more + ". Ensure that UTF-8 encoding is selected in your editor."}}
+	return byteError(filename, src, off, 1, "Invalid character encoding",
+		"All input files must be UTF-8 encoded, and this byte is not UTF-8"+more+". Ensure that UTF-8 encoding is selected in your editor.")
+}
+
+// byteError is one error at src[off:off+n], which no parser saw as wrong (invalidUTF8,
+// loneSurrogates), its range's lines and columns counted from src.
+func byteError(filename string, src []byte, off, n int, summary, detail string) hcl.Diagnostics {
+	m := &offsetMap{src: src, lineStarts: lineStarts(src)}
+	rng := hcl.Range{Filename: filename, Start: m.pos(off), End: m.pos(off + n)}
+	return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: summary, Subject: &rng, Extra: ownWords{}, Detail: detail}}
 }
 
 // loneSurrogates refuses a JSON string escape of half a UTF-16 surrogate pair ("\ud800" not
@@ -332,14 +338,12 @@ func loneSurrogates(filename string, src []byte) hcl.Diagnostics {
 	if n == 0 {
 		return nil
 	}
-	m := &offsetMap{src: src, lineStarts: lineStarts(src)}
-	rng := hcl.Range{Filename: filename, Start: m.pos(off), End: m.pos(off + 6)}
 	more := ""
 	if n > 1 {
 		more = fmt.Sprintf(" (the first of %d)", n)
 	}
-	return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid escape sequence", Subject: &rng, Extra: ownWords{},
-		Detail: "This escape is half of a UTF-16 surrogate pair, which holds no character" + more + ": write the character itself, or the escapes of both halves of its pair (\\ud83d\\ude00 for U+1F600)."}}
+	return byteError(filename, src, off, 6, "Invalid escape sequence",
+		"This escape is half of a UTF-16 surrogate pair, which holds no character"+more+": write the character itself, or the escapes of both halves of its pair (\\ud83d\\ude00 for U+1F600).")
 }
 
 // looksHCL1 guesses, from bytes alone, whether src uses HCL1-only syntax: a line that opens
