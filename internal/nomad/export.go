@@ -14,6 +14,7 @@ import (
 	"unicode"
 
 	"github.com/zclconf/go-cty/cty"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
@@ -340,8 +341,13 @@ const reservedTaskName = "alloc"
 // dashes, since Nomad refuses a task name with "/" or "\" (Task.Validate: it names a
 // directory). volctl takes "\" in a volume block's name; before, its task was written so, and
 // `nomad job run` refused the job (TestGroupJobTaskNamesAreNamesNomadTakes).
+//
+// The name is in NFC, as the writer writes every label: two names that differ only in their
+// Unicode form ("data\\é", whose slash makes "data-é", beside "data-é" written decomposed) are
+// one task name in the file, and numbered as one. Before, they were compared as written, and
+// the file held two tasks "data-é", which Nomad refuses (TestTaskNamesStayUniqueAsTheFileWritesThem).
 func taskName(volume string) string {
-	return strings.NewReplacer("/", "-", `\`, "-").Replace(volume)
+	return norm.NFC.String(strings.NewReplacer("/", "-", `\`, "-").Replace(volume))
 }
 
 // JobID is the ID of the Nomad job volctl writes as name: the name, its spaces made dashes,
