@@ -704,8 +704,16 @@ func (p *Plugin) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 	defer held.release()
 	// By name in memory, then its record read (p.snapshot): one another process serving the root
 	// deleted is gone, and made again, not answered with an ID nothing holds any more
-	// (TestSnapshotDeletedByTheOtherProcessIsMadeAgain).
-	if sn := p.state.snapshotByName(name); sn != nil && p.has(sn.ID) {
+	// (TestSnapshotDeletedByTheOtherProcessIsMadeAgain); not found so, by name among the records
+	// the other process made since (learnSnapshots), under the name's lock, which the two share.
+	sn := p.state.snapshotByName(name)
+	if sn == nil || !p.has(sn.ID) {
+		p.learnSnapshots()
+		if sn = p.state.snapshotByName(name); sn != nil && !p.has(sn.ID) {
+			sn = nil
+		}
+	}
+	if sn != nil {
 		if sn.SourceVolume != src {
 			return nil, alreadyExists("snapshot %q exists for source volume %q, not %q", name, sn.SourceVolume, src)
 		}
@@ -715,7 +723,7 @@ func (p *Plugin) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 	if !ok {
 		return nil, notFound("snapshot %q: source volume %q not found", name, src)
 	}
-	sn := &snapshot{ID: newSnapshotID(), Name: name, SourceVolume: v.ID, Size: v.Capacity, CreatedAt: time.Now().UTC()}
+	sn = &snapshot{ID: newSnapshotID(), Name: name, SourceVolume: v.ID, Size: v.Capacity, CreatedAt: time.Now().UTC()}
 	what := fmt.Sprintf("snapshot %q of volume %q: copying", name, v.ID)
 	run, err := p.startCopy(v.ID, p.volumePath(v.ID))
 	if err != nil {
@@ -796,6 +804,8 @@ func (p *Plugin) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsReques
 	defer p.mu.Unlock()
 	if want := req.GetSnapshotId(); want != "" {
 		p.snapshot(want) // one another process serving the root made or deleted
+	} else {
+		p.learnSnapshots() // those another process serving the root made
 	}
 	var ids []string
 	for _, id := range slices.Sorted(maps.Keys(p.state.Snapshots)) {

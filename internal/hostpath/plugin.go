@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -435,6 +436,25 @@ func (p *Plugin) snapshot(id string) (*snapshot, bool) {
 func (p *Plugin) has(id string) bool {
 	_, ok := p.snapshot(id)
 	return ok
+}
+
+// learnSnapshots reads the records of the snapshots another process serving the root made
+// since this one last read them (the names in meta/snapshots it holds no copy of), so that a
+// lookup by name and a listing see them: before, only a request naming one by its ID read it,
+// so a CreateSnapshot of a name the other process had made (again) made a second copy under
+// that name, and ListSnapshots left it out (TestSnapshotRemadeByTheOtherProcessIsNotMadeTwice,
+// TestListSnapshotsListsOneTheOtherProcessMade). One directory read; only the records new to
+// this process are read. The caller holds p.mu.
+func (p *Plugin) learnSnapshots() {
+	entries, err := os.ReadDir(filepath.Join(p.metaDir(), "snapshots"))
+	if err != nil {
+		return // no records yet, or a root moved: the request's own checks say so
+	}
+	for _, e := range entries {
+		if id, ok := strings.CutSuffix(e.Name(), ".json"); ok && isSnapshotID(id) && p.state.Snapshots[id] == nil {
+			p.snapshot(id)
+		}
+	}
 }
 
 // rootMoved is the error of a request to a plugin whose root moved or was removed while it
