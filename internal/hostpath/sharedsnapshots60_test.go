@@ -18,15 +18,7 @@ import (
 // name, a full copy of the volume, which nothing would ever delete by that name (round 59's
 // fix, found by helper review60).
 func TestSnapshotRemadeByTheOtherProcessIsNotMadeTwice(t *testing.T) {
-	root := t.TempDir()
-	cfg := hostpath.Config{Root: root, NodeID: "n1"}
-	local, _ := startFake(t, cfg)
-	nomad, _ := startFake(t, cfg)
-	v := local.withData(t, "db")
-	first := <-snapshotOf(local, v)
-	mustOK(t, first.err)
-	_, err := nomad.ctl.DeleteSnapshot(context.Background(), &csi.DeleteSnapshotRequest{SnapshotId: first.id})
-	mustOK(t, err)
+	root, local, nomad, v, _ := snapshotDeletedByTheOther(t)
 	remade := <-snapshotOf(nomad, v)
 	mustOK(t, remade.err)
 
@@ -39,6 +31,23 @@ func TestSnapshotRemadeByTheOtherProcessIsNotMadeTwice(t *testing.T) {
 	}
 }
 
+// snapshotDeletedByTheOther serves one root by two processes (volctl's plugin and Nomad's),
+// snapshots volume db as "snap" through the first and deletes the snapshot through the other.
+func snapshotDeletedByTheOther(t *testing.T) (root string, local, other *client, v *csi.Volume, deleted string) {
+	t.Helper()
+	root = t.TempDir()
+	cfg := hostpath.Config{Root: root, NodeID: "n1"}
+	local, _ = startFake(t, cfg)
+	other, _ = startFake(t, cfg)
+	v = local.withData(t, "db")
+	first := <-snapshotOf(local, v)
+	mustOK(t, first.err)
+	_, err := other.ctl.DeleteSnapshot(context.Background(), &csi.DeleteSnapshotRequest{SnapshotId: first.id})
+	mustOK(t, err)
+	return root, local, other, v, first.id
+}
+
+// snapshotsNamed are the IDs of the snapshot records on root named name.
 func snapshotsNamed(t *testing.T, root, name string) []string {
 	t.Helper()
 	entries, err := os.ReadDir(filepath.Join(root, "meta", "snapshots"))
