@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -17,25 +15,7 @@ func TestClaimIsNotRefusedForLimitsRaisedMeanwhile(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.MaxVolumes = 2 })
 	h.create(volume("v"))
-	unlock, err := h.otherProcess().locks.controller(h.ctx, "mem", h.socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waiting := make(chan struct{})
-	var once sync.Once
-	ctx := WithProgress(h.ctx, func(step string) {
-		if strings.HasPrefix(step, "waiting for the lock on plugin") {
-			once.Do(func() { close(waiting) })
-		}
-	})
-	done := make(chan error, 1)
-	go func() { _, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); done <- err }()
-	select {
-	case <-waiting:
-	case err := <-done:
-		unlock()
-		t.Fatalf("the claim ended before it waited for the controller lock: %v", err)
-	}
+	done, unlock := claimWaitingForTheControllerLock(t, h)
 	h.restartWith(func(c *csitest.MemConfig) { c.MaxVolumes = 8 }) // more room, not less
 	unlock()
 	if err := <-done; err != nil {

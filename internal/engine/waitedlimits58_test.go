@@ -98,28 +98,10 @@ func TestClaimThatWaitedForTheControllerLockIsHeldToLimitsStatedMeanwhile(t *tes
 				h.create(volume("v0"))
 				h.claim(ClaimRequest{VolumeID: "v0", Alloc: "a0"})
 			}
-			unlock, err := h.otherProcess().locks.controller(h.ctx, "mem", h.socket)
-			if err != nil {
-				t.Fatal(err)
-			}
-			waiting := make(chan struct{})
-			var once sync.Once
-			ctx := WithProgress(h.ctx, func(step string) {
-				if strings.HasPrefix(step, "waiting for the lock on plugin") {
-					once.Do(func() { close(waiting) })
-				}
-			})
-			done := make(chan error, 1)
-			go func() { _, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); done <- err }()
-			select {
-			case <-waiting:
-			case err := <-done:
-				unlock()
-				t.Fatalf("the claim ended before it waited for the controller lock: %v", err)
-			}
+			done, unlock := claimWaitingForTheControllerLock(t, h)
 			h.restartWith(c.restart)
 			unlock()
-			err = <-done
+			err := <-done
 			if err == nil || !strings.Contains(err.Error(), "restarted mid-operation stating other node limits ("+c.want) {
 				t.Errorf("the claim after the plugin restarted with other node limits = %v; want it not sent, naming them (%s)", err, c.want)
 			}
@@ -137,4 +119,31 @@ func TestClaimThatWaitedForTheControllerLockIsHeldToLimitsStatedMeanwhile(t *tes
 			}
 		})
 	}
+}
+
+// claimWaitingForTheControllerLock holds plugin mem's controller lock as another process, and
+// starts a claim of volume v for alloc a, which waits for it: it returns once the claim says it
+// waits, with the claim's outcome to come and the lock's release.
+func claimWaitingForTheControllerLock(t *testing.T, h *harness) (<-chan error, func()) {
+	t.Helper()
+	unlock, err := h.otherProcess().locks.controller(h.ctx, "mem", h.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan struct{})
+	var once sync.Once
+	ctx := WithProgress(h.ctx, func(step string) {
+		if strings.HasPrefix(step, "waiting for the lock on plugin") {
+			once.Do(func() { close(waiting) })
+		}
+	})
+	done := make(chan error, 1)
+	go func() { _, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); done <- err }()
+	select {
+	case <-waiting:
+	case err := <-done:
+		unlock()
+		t.Fatalf("the claim ended before it waited for the controller lock: %v", err)
+	}
+	return done, unlock
 }
