@@ -22,11 +22,7 @@ import (
 // nothing. A snapshot named by ID is read from its record, as a volume is; and a volume the
 // one process copies is not deleted by the other under the copy.
 func TestSnapshotOfAnotherProcessOnTheRootIsServed(t *testing.T) {
-	root := t.TempDir()
-	cfg := hostpath.Config{Root: root, NodeID: "n1"}
-	local, _ := startFake(t, cfg)
-	nomad, _ := startFake(t, cfg)
-	v := local.withData(t, "db")
+	root, local, nomad, v := dataOnOneRoot(t)
 	snap := <-snapshotOf(local, v)
 	mustOK(t, snap.err)
 	ctx := context.Background()

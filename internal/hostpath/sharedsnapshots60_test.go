@@ -31,15 +31,22 @@ func TestSnapshotRemadeByTheOtherProcessIsNotMadeTwice(t *testing.T) {
 	}
 }
 
-// snapshotDeletedByTheOther serves one root by two processes (volctl's plugin and Nomad's),
-// snapshots volume db as "snap" through the first and deletes the snapshot through the other.
-func snapshotDeletedByTheOther(t *testing.T) (root string, local, other *client, v *csi.Volume, deleted string) {
+// dataOnOneRoot serves one root by two processes (volctl's plugin and Nomad's), and creates
+// volume db with data through the first.
+func dataOnOneRoot(t *testing.T) (root string, local, other *client, v *csi.Volume) {
 	t.Helper()
 	root = t.TempDir()
 	cfg := hostpath.Config{Root: root, NodeID: "n1"}
 	local, _ = startFake(t, cfg)
 	other, _ = startFake(t, cfg)
-	v = local.withData(t, "db")
+	return root, local, other, local.withData(t, "db")
+}
+
+// snapshotDeletedByTheOther serves one root by two processes (volctl's plugin and Nomad's),
+// snapshots volume db as "snap" through the first and deletes the snapshot through the other.
+func snapshotDeletedByTheOther(t *testing.T) (root string, local, other *client, v *csi.Volume, deleted string) {
+	t.Helper()
+	root, local, other, v = dataOnOneRoot(t)
 	first := <-snapshotOf(local, v)
 	mustOK(t, first.err)
 	_, err := other.ctl.DeleteSnapshot(context.Background(), &csi.DeleteSnapshotRequest{SnapshotId: first.id})
@@ -69,11 +76,7 @@ func snapshotsNamed(t *testing.T, root, name string) []string {
 // Before, it listed only what its own memory held, so a snapshot Nomad's plugin made was
 // missing from volctl's listing until asked for by its ID.
 func TestListSnapshotsListsOneTheOtherProcessMade(t *testing.T) {
-	root := t.TempDir()
-	cfg := hostpath.Config{Root: root, NodeID: "n1"}
-	local, _ := startFake(t, cfg)
-	nomad, _ := startFake(t, cfg)
-	v := local.withData(t, "db")
+	_, local, nomad, v := dataOnOneRoot(t)
 	snap := <-snapshotOf(nomad, v)
 	mustOK(t, snap.err)
 
