@@ -508,8 +508,11 @@ func jsonStringEnd(src []byte, i int) int {
 				return i
 			}
 			escaping = false
-		case b < 32:
+		case b == '\n' || b == '\r' || b < 32 && escaping:
 			return i
+		case b < 32: // read as its escape (rawControlEdits)
+			i++
+			escaping = false
 		default:
 			adv := 1
 			if b >= 0x80 || i+1 < len(src) && src[i+1] >= 0x80 {

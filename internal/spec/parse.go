@@ -189,16 +189,28 @@ func (p *Parser) load(s *source) (hcl.Body, *offsetMap, []byte, hcl.Diagnostics)
 		if bytes.HasPrefix(src, utf8BOM) {
 			body, start.Byte = src[len(utf8BOM):], len(utf8BOM)
 		}
+		parsed, m := src, (*offsetMap)(nil)
+		if edits := rawControlEdits(src); len(edits) > 0 {
+			parsed, m = applyEdits(src, edits)
+			body = parsed[start.Byte:]
+		}
 		f, diags := hcljson.ParseWithStartPos(body, filename, start)
+		if m != nil {
+			m.mapDiagnostics(diags)
+		}
 		diags = append(diags, invalidUTF8(filename, src)...)
 		diags = append(diags, loneSurrogates(filename, src)...)
 		if f == nil {
 			f = &hcl.File{Body: hcl.EmptyBody()}
 		}
-		f.Bytes = src // what the ranges' offsets index
-		f.Nav = &jsonNav{src: src, from: start.Byte}
+		f.Bytes = src // what the diagnostics' ranges index, mapped back from parsed's
+		var nav any = &jsonNav{src: parsed, from: start.Byte}
+		if m != nil {
+			nav = mappedNav{inner: nav, m: m}
+		}
+		f.Nav = nav
 		p.files[filename] = f
-		return f.Body, nil, src, diags
+		return f.Body, m, parsed, diags
 	}
 	body, m, parsed, diags := p.loadHCL(s)
 	return body, m, parsed, hclInvalidUTF8(diags, filename, src)
@@ -346,6 +358,46 @@ func loneSurrogates(filename string, src []byte) hcl.Diagnostics {
 		"This escape is half of a UTF-16 surrogate pair, which holds no character"+more+": write the character itself, or the escapes of both halves of its pair (\\ud83d\\ude00 for U+1F600).")
 }
 
+// rawControlEdits writes each control character written raw in a JSON string as its escape
+// (a tab as \t), for hcl/json, which ends the string there ("Invalid JSON string") and then
+// read the rest of the file out of step: a false missing comma, an object unclosed. Nomad's
+// HCL1 JSON reader takes them as the characters they are, and so does volctl's native form
+// (TestJSONStringWithARawTabIsReadAsNomadReadsIt). A line break still ends a string, as in
+// both (a quote left out), and so do a carriage return (refused raw in a string by the native
+// form: no terminal shows it) and a control character after a backslash (no escape).
+func rawControlEdits(src []byte) []edit {
+	var edits []edit
+	for i := 0; i < len(src); {
+		if src[i] != '"' {
+			i++
+			continue
+		}
+		end := jsonStringEnd(src, i)
+		for j := i + 1; j < end; j++ {
+			if c := src[j]; c < 0x20 {
+				edits = append(edits, edit{off: j, del: 1, ins: jsonEscape(c)})
+			}
+		}
+		i = end
+	}
+	return edits
+}
+
+// jsonEscape is JSON's escape of the control character c.
+func jsonEscape(c byte) string {
+	switch c {
+	case '\t':
+		return `\t`
+	case '\r':
+		return `\r`
+	case '\b':
+		return `\b`
+	case '\f':
+		return `\f`
+	}
+	return fmt.Sprintf(`\u%04x`, c)
+}
+
 // looksHCL1 guesses, from bytes alone, whether src uses HCL1-only syntax: a line that opens
 // with a quoted name, or a "{" with more on the same line (a one-line block).
 func looksHCL1(src []byte) bool {
@@ -399,7 +451,7 @@ func isJSON(filename string, src []byte) bool {
 }
 
 // finishDiagnostics is how every diagnostic of a file leaves the parser: ranges fixed
-// (fixRanges), an error at the end of a file that ends inside something open placed on it
+// (fixRanges), hcl/json's errors past a string it cut short dropped (cutStringEchoes), an error at the end of a file that ends inside something open placed on it
 // (unclosedAtEnd), HCL's false "Unterminated template string" beside the error it echoes
 // dropped (unterminatedEchoes), a JSON comma missing placed (missingJSONComma), an argument
 // without its value named (missingValue), words cut (cutWords), sensitive text their subjects
@@ -408,7 +460,7 @@ func finishDiagnostics(diags hcl.Diagnostics, s *source) hcl.Diagnostics {
 	for _, d := range diags {
 		d.Summary, d.Detail = cutWords(d.Summary), cutWords(d.Detail)
 	}
-	return sortDiagnostics(hideMasked(unterminatedEchoes(missingValue(missingJSONComma(unclosedAtEnd(fixRanges(diags, s.src, s.json), s), s), s)), s))
+	return sortDiagnostics(hideMasked(unterminatedEchoes(missingValue(missingJSONComma(unclosedAtEnd(cutStringEchoes(fixRanges(diags, s.src, s.json), s), s), s), s)), s))
 }
 
 // sortDiagnostics orders diagnostics by position, so output is stable and reads top to

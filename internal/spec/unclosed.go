@@ -145,6 +145,57 @@ func unterminatedEchoes(diags hcl.Diagnostics) hcl.Diagnostics {
 	return out
 }
 
+// cutStringEchoes keeps, of hcl/json's errors, those up to a string it cut short at a line
+// break (its closing quote left out, or a line break written raw in it), a carriage return
+// (refused raw in a string, as the native form refuses it) or a control character after a
+// backslash (no escape), and drops the rest, in other words than the cut's
+// own: past it the parser reads the file out of step, the string's end as the start of another,
+// and said that a comma was missing on the next line or an object unclosed at the top
+// (TestACutJSONStringIsOneError). The cut itself is said in words that name it.
+func cutStringEchoes(diags hcl.Diagnostics, s *source) hcl.Diagnostics {
+	if !s.json {
+		return diags
+	}
+	cut := -1
+	for _, d := range diags {
+		if _, own := d.Extra.(ownWords); own || d.Summary != "Invalid JSON string" || d.Subject == nil {
+			continue
+		}
+		if b := d.Subject.Start.Byte; b < len(s.src) && s.src[b] < 0x20 && (cut < 0 || b < cut) {
+			cut = b
+		}
+	}
+	if cut < 0 {
+		return diags
+	}
+	out := diags[:0]
+	for _, d := range diags {
+		if _, own := d.Extra.(ownWords); !own && d.Severity == hcl.DiagError && d.Subject != nil {
+			switch at := d.Subject.Start.Byte; {
+			case at == cut && d.Summary == "Invalid JSON string":
+				d.Summary, d.Detail, d.Extra = cutStringWords(s.src, cut)
+			case at > cut, d.Summary == "Unclosed object", d.Summary == "Unclosed array":
+				continue
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// cutStringWords says why a JSON string ends at src[cut], a control character.
+func cutStringWords(src []byte, cut int) (summary, detail string, extra any) {
+	switch {
+	case src[cut] == '\n' || src[cut] == '\r' && cut+1 < len(src) && src[cut+1] == '\n':
+		return "Unterminated string", "This string has no closing quote on its line, and a JSON string cannot span lines: " +
+			"add the quote where it ends, or write a line break in it as \\n.", ownWords{}
+	case src[cut] == '\r':
+		return "Invalid JSON string", "A JSON string cannot hold a carriage return written raw, which no terminal shows: write it as \\r, or leave it out.", ownWords{}
+	}
+	return "Invalid escape sequence", fmt.Sprintf("A backslash here escapes the control character %U, for which JSON has no escape: "+
+		"write the backslash as \\\\ or leave it out.", rune(src[cut])), ownWords{}
+}
+
 // missingJSONComma places hcl/json's "Missing attribute seperator comma", which it reports
 // where it stopped skipping (the end of the object or the file), on the member or item that
 // follows a value without a comma (TestAMissingJSONCommaIsPlacedWhereItIsMissing).
