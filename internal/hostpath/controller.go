@@ -686,6 +686,10 @@ func (p *Plugin) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (
 	return &csi.GetCapacityResponse{AvailableCapacity: int64(st.Bavail) * int64(st.Bsize)}, nil
 }
 
+// recordLockWait bounds the wait for the records' lock (Plugin.lock) of a create whose copy is
+// made, past its request's deadline.
+const recordLockWait = 30 * time.Second
+
 // CreateSnapshot implements csi.ControllerServer: a copy of the volume's directory. The same
 // name for the same source returns the existing snapshot.
 func (p *Plugin) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest) (*csi.CreateSnapshotResponse, error) {
@@ -705,7 +709,7 @@ func (p *Plugin) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 	// By name in memory, then its record read (p.snapshot): one another process serving the root
 	// deleted is gone, and made again, not answered with an ID nothing holds any more
 	// (TestSnapshotDeletedByTheOtherProcessIsMadeAgain); not found so, by name among the records
-	// the other process made since (learnSnapshots), under the name's lock, which the two share.
+	// the other process made since (learnSnapshots), under the records' lock, which the two share.
 	sn := p.state.snapshotByName(name)
 	if sn == nil || !p.has(sn.ID) {
 		p.learnSnapshots()
@@ -733,9 +737,37 @@ func (p *Plugin) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 	finished := p.markCreating(key)
 	held.release()
 	err = run(ctx, p.snapshotPath(sn.ID))
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	// Recorded under the lock every process serving the root shares, after looking again for the
+	// name: the other process, asked for it while this one copied, found no record and copied
+	// too; the one recording second answers with the first's snapshot and drops its own copy
+	// (TestSnapshotMadeByBothProcessesAtOnceIsRecordedOnce). The lock is waited for past the
+	// request's deadline, bounded, so that a copy made is not thrown away for a caller gone.
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordLockWait)
+	defer cancel()
+	unlock, lerr := p.lock(lctx)
+	if lerr != nil {
+		p.mu.Lock()
+		finished()
+		p.mu.Unlock()
+		_ = os.RemoveAll(p.snapshotPath(sn.ID))
+		if status.Code(lerr) == codes.DeadlineExceeded {
+			lerr = status.Errorf(codes.Unavailable, "hostpath: snapshot %q: its copy was made, but another process serving %s held the records' lock for %s, so it was not recorded and is removed; send the request again",
+				name, p.cfg.Root, recordLockWait)
+		}
+		return nil, lerr
+	}
+	defer unlock()
 	finished()
+	if err == nil {
+		p.learnSnapshots()
+		if made := p.state.snapshotByName(name); made != nil && p.has(made.ID) {
+			_ = os.RemoveAll(p.snapshotPath(sn.ID))
+			if made.SourceVolume != src {
+				return nil, alreadyExists("snapshot %q exists for source volume %q, not %q", name, made.SourceVolume, src)
+			}
+			return &csi.CreateSnapshotResponse{Snapshot: csiSnapshot(made)}, nil
+		}
+	}
 	var unlockNew func()
 	if err == nil {
 		unlockNew, err = holdNew(p.snapshotPath(sn.ID))
