@@ -611,6 +611,14 @@ func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.Volum
 				info = &infos[i]
 			}
 		}
+		for _, name := range slices.Sorted(maps.Keys(spec.ServeFlags)) {
+			if first, other, twice := spec.FlagTwice(args, name); twice {
+				// Serve refuses them: the agent cannot be serving the plugin so, and which value
+				// was meant is a guess.
+				return nil, notes, fmt.Errorf("plugin %q: its exec block gives %s twice, as %q and %q, which `volctl plugin serve` refuses (it exits at every start): "+
+					"give it once in the plugin's spec and register it again (or pass --no-plugin-job)", id, name, first, other)
+			}
+		}
 		if o.Root == "" {
 			o.Root = spec.FlagValue(args, "--root")
 			if o.Root != "" && !filepath.IsAbs(o.Root) {
@@ -691,17 +699,9 @@ func servedAs(args []string, execd bool, info *engine.PluginInfo) []string {
 }
 
 // boolFlag reports whether args set the boolean flag name, as serve's flag parsing reads
-// them: --name, or --name=VALUE whose VALUE is true, the last one given deciding, none after
-// "--", which ends the flags.
+// them (spec.FlagValue): --name, or --name=VALUE whose VALUE is true.
 func boolFlag(args []string, name string) bool {
-	set := false
-	for _, a := range spec.FlagArgs(args) {
-		if a == name {
-			set = true
-		} else if v, ok := strings.CutPrefix(a, name+"="); ok {
-			set, _ = strconv.ParseBool(v)
-		}
-	}
+	set, _ := strconv.ParseBool(spec.FlagValue(args, name))
 	return set
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,31 +9,43 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
 
 // The plugin job export nomad writes for a plugin with an exec block reads the block's
-// arguments as `volctl plugin serve hostpath` parses them: serve's own flag parsing is the
-// reference here. A flag given twice is what its last value says, and nothing after "--" is a
-// flag. Before, the first --max-volumes or --root decided: an exec block the agent serves with
-// "--max-volumes 2 --max-volumes 5" (a limit of 5) was exported with a limit of 2, and one
-// with a later --root ran Nomad's plugin over the first directory.
+// arguments as `volctl plugin serve hostpath` parses them: serve's own flag parsing, flags given
+// twice refused as on the command line (servedArgs), is the reference here. A flag given twice
+// alike is one value, and nothing after "--" is a flag; one given twice with two values, which
+// serve refuses, is refused (TestExportNomadRefusesAFlagServeRefuses). Before round 60 the first
+// --max-volumes or --root decided; round 60 took the last, which serve never runs with.
 func TestExportNomadPluginJobReadsTheExecBlocksFlagsAsServeDoes(t *testing.T) {
 	for _, args := range []string{
 		"--root /r --node-id n1 --max-volumes 2",
 		"--root /r --node-id n1 --max-volumes 2 --max-volumes 5",
-		"--root /r --node-id n1 --max-volumes=2 --max-volumes 5",
+		"--root /r --node-id n1 --max-volumes=5 --max-volumes 05",
 		"--root /r --node-id n1 --max-volumes 5 --max-volumes=0",
 		"--root /a --node-id n1 --root /b",
-		"--root=/a --node-id n1 --root /b --enable-attach",
+		"--root=/a --node-id n1 --root /a --enable-attach",
 		"--root /a --root=/b --node-id n1 --enable-attach=false",
-		"--root /r --node-id n1 --enable-attach --max-volumes 3",
+		"--root /r --node-id n1 --enable-attach --enable-attach=true --max-volumes 3",
+		"--root /r --node-id n1 --enable-attach --enable-attach=false",
+		"--socket --root --root /r --node-id n1",
 	} {
 		fields := strings.Fields(args)
-		o, err := parseOptions(t, newCmdPluginServeHostpath, fields...)
+		o, err := servedArgs(t, fields...)
+		name, _, _, twice := firstTwice(fields)
 		if err != nil {
-			t.Fatalf("serve refuses %q: %v", args, err)
+			if !twice || !strings.Contains(err.Error(), name+" was given before") {
+				t.Errorf("serve refuses %q (%v), and spec.FlagTwice says %v of %s", args, err, twice, name)
+			}
+			continue
+		}
+		if twice {
+			t.Errorf("spec.FlagTwice says %q gives %s twice, and serve takes it", args, name)
+			continue
 		}
 		served := servedAs(fields, true, nil)
 		if got := slices.Contains(served, "--enable-attach"); got != o.EnableAttach {
@@ -44,6 +57,11 @@ func TestExportNomadPluginJobReadsTheExecBlocksFlagsAsServeDoes(t *testing.T) {
 		}
 		if strings.Contains(args, "--max-volumes") {
 			want = append(want, "--max-volumes", strconv.FormatInt(o.MaxVolumes, 10))
+		}
+		if i := slices.Index(served, "--max-volumes"); i >= 0 && i+1 < len(served) {
+			if n, err := strconv.ParseInt(served[i+1], 10, 64); err == nil {
+				served[i+1] = strconv.FormatInt(n, 10) // 05 is 5 to serve: the job may write either
+			}
 		}
 		if !slices.Equal(served, want) {
 			t.Errorf("exec args %q: the plugin job is served with %q, serve with %q", args, served, want)
@@ -58,6 +76,66 @@ func TestExportNomadPluginJobReadsTheExecBlocksFlagsAsServeDoes(t *testing.T) {
 		if served := servedAs(fields, true, nil); len(served) != 0 {
 			t.Errorf("exec args %q: the plugin job is served with %q, read after \"--\"", args, served)
 		}
+	}
+}
+
+// servedArgs parses args as `volctl plugin serve hostpath` does on the command line, a flag
+// given twice with two values refused (refuseRepeatedFlags, which the root command applies).
+func servedArgs(t *testing.T, args ...string) (PluginServeHostpathOptions, error) {
+	t.Helper()
+	ios, _, _, _ := iostreams.Test()
+	var got PluginServeHostpathOptions
+	cmd := newCmdPluginServeHostpath(NewFactory(ios), func(o *PluginServeHostpathOptions) error { got = *o; return nil })
+	refuseRepeatedFlags(cmd)
+	return got, runCmd(t, cmd, args...)
+}
+
+// firstTwice is the first serve flag args give twice with two values (spec.FlagTwice).
+func firstTwice(args []string) (name, first, other string, twice bool) {
+	for _, name := range slices.Sorted(maps.Keys(spec.ServeFlags)) {
+		if first, other, twice := spec.FlagTwice(args, name); twice {
+			return name, first, other, true
+		}
+	}
+	return "", "", "", false
+}
+
+// spec.ServeFlags, by which validate and export read an exec block's arguments, are the flags
+// of `volctl plugin serve hostpath`, each a boolean exactly when the command's is.
+func TestServeFlagsAreTheCommands(t *testing.T) {
+	ios, _, _, _ := iostreams.Test()
+	cmd := newCmdPluginServeHostpath(NewFactory(ios), nil)
+	got := map[string]bool{}
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		got["--"+f.Name] = f.Value.Type() == "bool"
+	})
+	if !maps.Equal(got, spec.ServeFlags) {
+		t.Errorf("plugin serve hostpath's flags are %v, spec.ServeFlags %v", got, spec.ServeFlags)
+	}
+}
+
+// An exec block giving its plugin a flag twice with two values, which `volctl plugin serve`
+// refuses (the agent cannot be serving the plugin so), is refused before anything is written,
+// naming the plugin, the flag and both values. Before, the last value was written into the
+// plugin job (and in round 59 the first). Found by helper review61.
+func TestExportNomadRefusesAFlagServeRefuses(t *testing.T) {
+	for _, more := range [][]string{{"--max-volumes", "2", "--max-volumes=5"}, {"--root", "/srv/a"}, {"--enable-attach", "--enable-attach=false"}} {
+		t.Run(strings.Join(more, " "), func(t *testing.T) {
+			h := newCLIHarness(t)
+			args := append([]string{"plugin", "serve", "hostpath", "--root", "/srv/hp", "--node-id", "edge-7"}, more...)
+			hostpathVolumeToExport(t, h, hostpath.Config{}, &spec.Exec{Command: "/usr/local/bin/volctl", Args: args})
+			var out string
+			_, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) {
+				o.Volumes, o.Plugin.VolctlPath, out = []string{"hv"}, "/usr/local/bin/volctl", o.OutDir
+			})
+			if err == nil {
+				t.Fatalf("exported a plugin job from exec args %q, which serve refuses", args)
+			}
+			checkHolds(t, "the refusal", err.Error(), []string{`plugin "hp"`, more[0] + " twice", "--no-plugin-job"}, nil)
+			if _, serr := os.Stat(out); serr == nil {
+				t.Errorf("refused, yet %s was made", out)
+			}
+		})
 	}
 }
 

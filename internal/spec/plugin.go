@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -189,34 +190,105 @@ func servedSocket(args []string) string {
 // servedFlag is the value that args give the flag name of `volctl plugin serve hostpath`
 // (FlagValue), when args run it and give one; "" otherwise.
 func servedFlag(args []string, name string) string {
-	serves := false
-	for i := 0; i+2 < len(FlagArgs(args)); i++ {
-		serves = serves || args[i] == "plugin" && args[i+1] == "serve" && args[i+2] == "hostpath"
-	}
-	if !serves {
+	if !servesHostpath(args) {
 		return ""
 	}
 	return FlagValue(args, name)
 }
 
-// FlagValue is the value args give the flag name (--name VALUE or --name=VALUE) as volctl's
-// flag parsing (pflag) reads them: the last one given decides, and none after "--", which
-// ends the flags; "" when none. An exec block's arguments are read so wherever volctl says
-// what they serve (servedFlag; export nomad's plugin job, where the first decided before: an
-// exec block the agent serves with "--max-volumes 2 --max-volumes 5" was exported with 2,
-// TestExportNomadPluginJobReadsTheExecBlocksFlagsAsServeDoes).
-func FlagValue(args []string, name string) string {
-	args = FlagArgs(args)
-	value := ""
-	for i := 0; i < len(args); i++ {
-		if args[i] == name && i+1 < len(args) {
-			value = args[i+1]
-			i++ // the value, even one that starts with a dash, as pflag takes it
-		} else if v, ok := strings.CutPrefix(args[i], name+"="); ok {
-			value = v
+// servedTwice is FlagTwice of args that run `volctl plugin serve hostpath`.
+func servedTwice(args []string, name string) (first, other string, twice bool) {
+	if !servesHostpath(args) {
+		return "", "", false
+	}
+	return FlagTwice(args, name)
+}
+
+// servesHostpath reports whether args run `volctl plugin serve hostpath` (before any "--").
+func servesHostpath(args []string) bool {
+	flags := FlagArgs(args)
+	for i := 0; i+2 < len(flags); i++ {
+		if flags[i] == "plugin" && flags[i+1] == "serve" && flags[i+2] == "hostpath" {
+			return true
 		}
 	}
-	return value
+	return false
+}
+
+// ServeFlags are the flags of `volctl plugin serve hostpath`, each with whether it is a
+// boolean (given alone, it is true): what FlagValue and FlagTwice read an exec block's
+// arguments by (TestServeFlagsAreTheCommands keeps them the command's).
+var ServeFlags = map[string]bool{"--socket": false, "--root": false, "--node-id": false, "--max-volumes": false, "--enable-attach": true}
+
+// flagValues are the values args give the flag name of `volctl plugin serve hostpath`, in
+// order, as its flag parsing (pflag) reads them: --name VALUE (the value taken whatever it is,
+// a dash first too) or --name=VALUE, a boolean's --name alone "true", another flag's value
+// skipped, none after "--", which ends the flags.
+func flagValues(args []string, name string) []string {
+	args = FlagArgs(args)
+	var vals []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(k, "--") {
+			if k == name {
+				vals = append(vals, v)
+			}
+			continue
+		}
+		boolean, known := ServeFlags[a]
+		switch {
+		case !known:
+		case boolean && a == name:
+			vals = append(vals, "true")
+		case !boolean && i+1 < len(args):
+			if a == name {
+				vals = append(vals, args[i+1])
+			}
+			i++
+		}
+	}
+	return vals
+}
+
+// FlagValue is the value args give the flag name of `volctl plugin serve hostpath`
+// (flagValues), the last one given: "" when none. An exec block's arguments are read so
+// wherever volctl says what they serve (servedFlag; export nomad's plugin job). Given twice
+// with two values, serve refuses the arguments: FlagTwice says which.
+func FlagValue(args []string, name string) string {
+	vals := flagValues(args, name)
+	if len(vals) == 0 {
+		return ""
+	}
+	return vals[len(vals)-1]
+}
+
+// FlagTwice reports a serve flag that args give twice with two values, which `volctl plugin
+// serve` refuses ("was given before as ...: give it once"), so that a plugin run with them
+// exits at every start: the first value and the other. The same value twice is one (5 and 05,
+// true and --enable-attach alone too), as serve takes it. Before, the last given was taken as
+// what serve would read, and neither validate nor export nomad said that serve refuses them.
+func FlagTwice(args []string, name string) (first, other string, twice bool) {
+	vals := flagValues(args, name)
+	for _, v := range vals[min(1, len(vals)):] {
+		if !sameFlagValue(vals[0], v) {
+			return vals[0], v, true
+		}
+	}
+	return "", "", false
+}
+
+// sameFlagValue reports whether two values of one flag are one value to serve's parsing: as
+// integers or booleans when both read as such, else as text.
+func sameFlagValue(a, b string) bool {
+	if x, err := strconv.ParseInt(a, 10, 64); err == nil {
+		y, err := strconv.ParseInt(b, 10, 64)
+		return err == nil && x == y || a == b
+	}
+	if x, err := strconv.ParseBool(a); err == nil {
+		y, err := strconv.ParseBool(b)
+		return err == nil && x == y || a == b
+	}
+	return a == b
 }
 
 // FlagArgs is args up to "--", after which pflag reads no flags.
@@ -432,11 +504,23 @@ func (d *decoder) exec(b *hcl.Block, endpoint string) *Exec {
 	}
 	if args, ok := d.strList(c.Attributes["args"]); ok {
 		e.Args = args
+		// `volctl plugin serve` refuses a flag given twice with two values: the plugin would
+		// exit at every start, and the agent restart it for ever
+		// (TestExecGivingAServeFlagTwiceIsWarnedOf).
+		twice := map[string]bool{}
+		for _, name := range slices.Sorted(maps.Keys(ServeFlags)) {
+			if first, other, ok := servedTwice(args, name); ok {
+				twice[name] = true
+				d.warnf(c.Attributes["args"].Expr.Range(), "Flag given twice",
+					"The arguments give volctl's hostpath plugin %s twice, as %q and %q, and `volctl plugin serve` refuses a flag given twice with two values: "+
+						"the plugin would exit at every start, and the agent restart it for ever. Give it once.", name, first, other)
+			}
+		}
 		// volctl's own plugin serves on its --socket rather than CSI_ENDPOINT: given another
 		// path than the block's socket, the agent finds nothing on the socket it probes, and
 		// restarts the plugin for ever (TestExecServingAnotherSocketIsWarnedOf). Before, this
 		// was valid, and `volctl init plugin`'s example gives the path twice.
-		if served := servedSocket(args); served != "" && endpoint != "" && filepath.Clean(served) != filepath.Clean(endpoint) {
+		if served := servedSocket(args); !twice["--socket"] && served != "" && endpoint != "" && filepath.Clean(served) != filepath.Clean(endpoint) {
 			d.warnf(c.Attributes["args"].Expr.Range(), "Plugin serves another socket",
 				"The arguments run volctl's hostpath plugin with --socket %q, where it serves instead of the plugin's socket %q, which the agent hands it in %s and probes: "+
 					"the agent would find nothing there and restart the plugin for ever. Leave --socket out of the arguments (the agent sets %s), or give both the same path.",
@@ -445,7 +529,7 @@ func (d *decoder) exec(b *hcl.Block, endpoint string) *Exec {
 		// Its --root, relative, is read from the agent's working directory, as a relative
 		// command is: "/" under systemd, and `export nomad` cannot tell which directory it
 		// served (TestExecServingARelativeRootIsWarnedOf).
-		if root := servedFlag(args, "--root"); root != "" && !filepath.IsAbs(root) {
+		if root := servedFlag(args, "--root"); !twice["--root"] && root != "" && !filepath.IsAbs(root) {
 			d.warnf(c.Attributes["args"].Expr.Range(), "Relative plugin root",
 				"The arguments run volctl's hostpath plugin with --root %q, a relative path, which the plugin reads from the agent's working directory (\"/\" under systemd, unless its unit sets WorkingDirectory=), not this file's: "+
 					"write the absolute path of the directory that holds the volumes.", root)
