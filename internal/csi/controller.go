@@ -116,6 +116,14 @@ func createdVolume(r CreateVolumeRequest, resp *csipb.CreateVolumeResponse) (Vol
 		return v, fmt.Errorf("%s: the plugin created volume %q with %s, below the requested minimum of %s",
 			RPCCreateVolume, v.ID, bytesNamed(v.CapacityBytes), bytesNamed(r.CapacityMin))
 	}
+	if r.SourceSize > 0 && v.CapacityBytes > 0 && v.CapacityBytes < r.SourceSize {
+		rule := "a volume cannot hold a volume's data in less room"
+		if r.SnapshotID != "" {
+			rule = "the CSI spec: a volume restored from a snapshot MUST NOT be smaller than it"
+		}
+		return v, fmt.Errorf("%s: the plugin created volume %q from %s with %s, smaller than the %s volctl records of its source, which it cannot hold (%s)",
+			RPCCreateVolume, v.ID, describeSource(r.SnapshotID, r.CloneID), bytesNamed(v.CapacityBytes), bytesNamed(r.SourceSize), rule)
+	}
 	if r.CapacityMax > 0 && v.CapacityBytes > r.CapacityMax {
 		return v, fmt.Errorf("%s: the plugin created volume %q with %s, above the requested maximum (limit_bytes) of %s",
 			RPCCreateVolume, v.ID, bytesNamed(v.CapacityBytes), bytesNamed(r.CapacityMax))

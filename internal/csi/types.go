@@ -87,6 +87,11 @@ type CreateVolumeRequest struct {
 	// a new volume: an answer naming one of them is the source (a plugin that restores in
 	// place, or hands the source over), as an answer naming CloneID is a clone's.
 	SnapshotSources []string
+	// SourceSize is the size volctl records of what the volume is made from, the snapshot's
+	// size_bytes or the cloned volume's capacity (0 when not known); not sent. An answer
+	// smaller than it cannot hold the source's data (the CSI spec: a volume restored from a
+	// snapshot MUST NOT be smaller than it), and is refused as one below CapacityMin is.
+	SourceSize int64
 }
 
 // DeleteVolumeRequest asks a controller to delete a volume.

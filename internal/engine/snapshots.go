@@ -1565,30 +1565,48 @@ func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares 
 }
 
 // withoutOversizedIDs leaves out of a plugin's listing the snapshots it names by an ID past
-// csi.MaxObjectID, or whose source volume it names so, and says how many it left out and how
-// large their IDs are (warning; "" when none). No such snapshot is volctl's (a create answered
-// with one is refused), and one could neither be read in a table nor given to snapshot delete:
-// before, `snapshot list` printed a row a megabyte wide, padding every other row to it.
+// csi.MaxObjectID, and says how many it left out and how large their IDs are (warning; "" when
+// none). No such snapshot is volctl's (a create answered with one is refused), and one could
+// neither be read in a table nor given to snapshot delete: before, `snapshot list` printed a row
+// a megabyte wide, padding every other row to it. A snapshot whose source volume it names so is
+// listed without that source, and said to be: before, it was left out too, and one volctl had
+// recorded was then shown missing from the plugin's complete listing, though listed
+// (TestRecordedSnapshotListedWithAnOversizedSourceIsNotMissing).
 func withoutOversizedIDs(pluginID string, listed []csi.Snapshot) (kept []csi.Snapshot, warning string) {
-	left, largest := 0, 0
+	left, largest, unsourced, largestSource := 0, 0, 0, 0
 	kept = slices.DeleteFunc(listed, func(s csi.Snapshot) bool {
-		n := max(len(s.ID), len(s.SourceVolumeID))
-		if n <= csi.MaxObjectID {
-			return false
+		if len(s.ID) > csi.MaxObjectID {
+			left, largest = left+1, max(largest, len(s.ID))
+			return true
 		}
-		left, largest = left+1, max(largest, n)
-		return true
+		return false
 	})
-	if left == 0 {
-		return kept, ""
+	for i := range kept {
+		if n := len(kept[i].SourceVolumeID); n > csi.MaxObjectID {
+			kept[i].SourceVolumeID = ""
+			unsourced, largestSource = unsourced+1, max(largestSource, n)
+		}
 	}
-	what := "snapshots"
-	if left == 1 {
-		what = "snapshot"
+	var warnings []string
+	if left > 0 {
+		warnings = append(warnings, fmt.Sprintf("plugin %q listed %s with a snapshot ID of up to %d bytes, past the %d volctl takes (the CSI spec says 128): "+
+			"not shown (no snapshot volctl made has one; list them with the plugin's own tools)",
+			pluginID, snapshotCount(left), largest, csi.MaxObjectID))
 	}
-	return kept, fmt.Sprintf("plugin %q listed %d %s with a snapshot or source volume ID of up to %d bytes, past the %d volctl takes (the CSI spec says 128): "+
-		"not shown (no snapshot volctl made has one; list them with the plugin's own tools)",
-		pluginID, left, what, largest, csi.MaxObjectID)
+	if unsourced > 0 {
+		warnings = append(warnings, fmt.Sprintf("plugin %q listed %s naming the source volume by an ID of up to %d bytes, past the %d volctl takes: "+
+			"shown without that source (a snapshot volctl made shows the source it recorded)",
+			pluginID, snapshotCount(unsourced), largestSource, csi.MaxObjectID))
+	}
+	return kept, strings.Join(warnings, "; ")
+}
+
+// snapshotCount is "1 snapshot", "2 snapshots".
+func snapshotCount(n int) string {
+	if n == 1 {
+		return "1 snapshot"
+	}
+	return fmt.Sprintf("%d snapshots", n)
 }
 
 // matesRecords returns, for each plugin listed, the snapshots recorded through the other plugin

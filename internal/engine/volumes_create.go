@@ -498,6 +498,11 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		}
 		req.SnapshotSources = append(recorded, listedSource)
 	}
+	size, err := viewOne(ctx, e.store, func(tx *store.Tx) (int64, error) { return sourceSize(tx, v) })
+	if err != nil {
+		return err
+	}
+	req.SourceSize = size
 	return e.withController(ctx, c, func(ctx context.Context) error {
 		// The volume's lock, held since the intent was read, is checked before CreateVolume is
 		// sent and again once it answers, before anything is recorded or cleaned up: a lock file
@@ -665,6 +670,47 @@ func snapshotSources(tx *store.Tx, pluginID, snapshotID string) ([]string, error
 		}
 	}
 	return sources, nil
+}
+
+// sourceSize is the size volctl records of what volume v is made from (csi.CreateVolumeRequest's
+// SourceSize): its snapshot's size_bytes, as the plugin or a socket mate answered it, or the
+// capacity of the volume of the plugin it clones; the smallest where records differ, 0 when none
+// says. Before, a restore answered with a volume an eighth of its snapshot was recorded ready
+// (TestRestoreAnsweredSmallerThanItsSnapshotIsRefused).
+func sourceSize(tx *store.Tx, v store.Volume) (int64, error) {
+	var size int64
+	take := func(n int64) {
+		if n > 0 && (size == 0 || n < size) {
+			size = n
+		}
+	}
+	switch {
+	case v.SnapshotID != "":
+		mates, err := socketMates(tx, v.PluginID)
+		if err != nil {
+			return 0, err
+		}
+		for id := range mates {
+			sn, err := tx.Snapshots().Get(id, v.SnapshotID)
+			switch {
+			case err == nil:
+				take(sn.SizeBytes)
+			case !errors.Is(err, store.ErrNotFound):
+				return 0, err
+			}
+		}
+	case v.CloneID != "":
+		srcs, err := tx.Volumes().List(store.VolumeFilter{PluginID: v.PluginID, ExternalID: v.CloneID})
+		if err != nil {
+			return 0, err
+		}
+		for _, src := range srcs {
+			if src.ID != v.ID {
+				take(src.CapacityBytes)
+			}
+		}
+	}
+	return size, nil
 }
 
 // testHookCreateAnswered runs, in tests, after a CreateVolume answer is in and before it is
