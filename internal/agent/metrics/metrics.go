@@ -65,7 +65,7 @@ func New() *Metrics {
 	m.pluginReady = g("plugin_ready", "1 if the plugin's last probe reported it ready, else 0.", "plugin")
 	m.probeSeconds = h("plugin_probe_duration_seconds", "Latency of the agent's probes of a plugin (CSI Probe), successful ones.",
 		exponentialBuckets(0.0005, 4, 9), "plugin")
-	m.restarts = c("plugin_restarts_total", "Restarts of a supervised plugin by the agent, by reason: exited, or unhealthy past the health timeout.",
+	m.restarts = c("plugin_restarts_total", "Restarts of a supervised plugin by the agent, by reason: exited, unhealthy past the health timeout, or exec_changed (it ran another exec block than the declared one).",
 		"plugin", "reason")
 	m.rpcs = c("csi_rpcs_total", "CSI RPCs the agent sent, by plugin, RPC and gRPC code (DeadlineExceeded includes volctl's own timeout).",
 		"plugin", "rpc", "code")
@@ -73,10 +73,10 @@ func New() *Metrics {
 		exponentialBuckets(0.001, 4, 9), "plugin", "rpc", "code")
 	m.passes = c("reconcile_passes_total", "Reconcile passes, by trigger (start, timer, plugin_restart, redrive) and result: ok, problems (something left wrong), error.",
 		"trigger", "result")
-	m.outcomes = c("reconcile_outcomes_total", "What reconcile passes did, by outcome: restored, released, failed (a problem left), and created, deleted, published, cleaned, orphan.",
+	m.outcomes = c("reconcile_outcomes_total", "What reconcile passes did, by outcome: restored, released, failed (a problem left), and created, deleted, published, cleaned, orphan, expanded, snapshotted.",
 		"outcome")
-	m.problems = g("reconcile_problems", "Problems the last reconcile pass left (failed claims, orphan mounts).")
-	m.lastPass = g("reconcile_last_pass_timestamp_seconds", "Unix time the last reconcile pass ended.")
+	m.problems = g("reconcile_problems", "Problems the last reconcile pass left (failed claims, orphan mounts); a pass that failed before it looked leaves it as it was.")
+	m.lastPass = g("reconcile_last_pass_timestamp_seconds", "Unix time the last reconcile pass ended that looked at what is wrong (not one that failed before it could).")
 	m.ready = g("agent_ready", "1 once the agent's plugins were probed and its start-up reconcile ran (it then sent READY=1 to systemd).")
 	for _, o := range reconcileOutcomes {
 		m.outcomes.touch(o)
@@ -143,6 +143,14 @@ func (m *Metrics) Reconciled(trigger string, rep engine.ReconcileReport, err err
 	}
 	for _, p := range rep.Problems {
 		m.outcomes.inc(p.Kind)
+	}
+	if err != nil && len(rep.Problems) == 0 {
+		// The pass failed before it looked at what is wrong (the mount table unreadable, the
+		// state dir read-only): the problems the last pass left are still there, as far as
+		// anyone knows, and it did not end as a pass does. Before, the gauge went to 0, and an
+		// alert on it resolved the moment reconcile stopped working at all
+		// (TestAFailedPassKeepsTheProblemsLeft).
+		return
 	}
 	m.problems.set(float64(len(rep.Problems)))
 	m.lastPass.set(float64(time.Now().UnixNano()) / 1e9)
