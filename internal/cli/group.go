@@ -195,7 +195,10 @@ func allocsServed(g engine.GroupInfo) string {
 			holding++
 		}
 	}
-	s := fmt.Sprintf("%d of %d allocs have their volumes", ok, len(g.Allocs))
+	// Counted of the group's count: a run interrupted returns the allocs it got to, and counted
+	// of those, "1 of 2 allocs" of a group of 3 read as a group of two
+	// (TestInterruptedGroupRunCountsTheAllocsOfTheGroup).
+	s := fmt.Sprintf("%d of %d allocs have their volumes", ok, max(g.Count, len(g.Allocs)))
 	hold := "hold"
 	if holding == 1 {
 		hold = "holds"
@@ -206,6 +209,9 @@ func allocsServed(g engine.GroupInfo) string {
 		s += fmt.Sprintf("; the %d that failed still %s the claims shown", failed, hold)
 	default:
 		s += fmt.Sprintf("; %d of the %d that failed still %s the claims shown", holding, failed, hold)
+	}
+	if notRun := g.Count - len(g.Allocs); notRun > 0 {
+		s += fmt.Sprintf("; %d not run", notRun)
 	}
 	return s
 }
@@ -360,7 +366,14 @@ func writeGroupDetail(out io.Writer, g engine.GroupInfo, now time.Time) error {
 			t.row(withBinds(binds, []string{a.Name, c.VolumeID, c.Mode, claimStateCell(c), age(now, c.CreatedAt)}, bindsCell(c.Binds), c.TargetPath)...)
 		}
 		for _, vol := range a.Missing {
-			t.row(withBinds(binds, []string{a.Name, vol, "", "missing (a run cut short: `volctl group run` again)", ""}, "", "")...)
+			// The last run's error when it left one (a claim of a volume added to the spec
+			// refused): "a run cut short" of a refusal sent the user to run again, refused the
+			// same way (TestGroupStatusSaysWhyTheLastRunLeftAVolumeMissing).
+			why := "missing (a run cut short: `volctl group run` again)"
+			if a.Error != "" {
+				why = "missing: " + a.Error
+			}
+			t.row(withBinds(binds, []string{a.Name, vol, "", why, ""}, "", "")...)
 		}
 	}
 	if err := t.render(); err != nil {

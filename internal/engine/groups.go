@@ -682,8 +682,8 @@ func groupInfo(g store.Group, claims []store.Claim) GroupInfo {
 	for i := 0; i < n; i++ {
 		name := spec.AllocName(g.Name, i)
 		a := AllocInfo{Name: name, Index: i, Claims: nonNilClaims(byAlloc[name]), Missing: lacking(g.Spec, i, byAlloc[name])}
-		if len(a.Claims) == 0 {
-			a.Error = g.RunErrors[name] // why the last run left it without its volumes
+		if len(a.Claims) == 0 || len(a.Missing) > 0 {
+			a.Error = g.RunErrors[name] // why the last run left it without (some of) its volumes
 		}
 		info.Allocs = append(info.Allocs, a)
 		delete(byAlloc, name)

@@ -114,18 +114,158 @@ func (d *decoder) group(body hcl.Body) *Group {
 		}
 		reqs[key] = r
 	}
-	dests := map[string]string{} // cleaned -> as written
 	for _, mb := range blocksOf(gc, "volume_mount") {
 		if m, ok := d.volumeMount(mb, g.Name, g.Count, reqs); ok {
-			// Compared as bound: cleaned ("/srv/a/" is "/srv/a"), one path being one mount.
-			if prev, dup := dests[path.Clean(m.Destination)]; dup {
-				d.errorf(mb.DefRange, "Duplicate destination", "Another volume_mount already mounts at %q.", prev)
+			// Compared as bound: cleaned ("/srv/a/" is "/srv/a"), one path being one mount, and
+			// with the placeholders each alloc's ("/srv/{alloc}" and "/srv/web[{index}]" are one
+			// path in group web; "/srv/{index}1" and "/srv/1{index}" for web[1]): before, they
+			// were compared as written, and every run refused the allocs so bound
+			// (TestVolumeMountsOnePathForAnAllocAreRefused).
+			for _, prev := range g.Mounts {
+				switch i := sharedAlloc(prev.Destination, m.Destination, g.Name, g.Count); {
+				case i < 0:
+				case path.Clean(prev.Destination) == path.Clean(m.Destination):
+					d.errorf(mb.DefRange, "Duplicate destination", "Another volume_mount already mounts at %q.", prev.Destination)
+				case boundTemplate(prev.Destination, g.Name) == boundTemplate(m.Destination, g.Name):
+					d.errorf(mb.DefRange, "Duplicate destination", "Another volume_mount's destination, %q, and this one, %q, are one path for every alloc (for alloc %s: %s). "+
+						"Give each volume_mount a path of its own.", prev.Destination, m.Destination, AllocName(g.Name, i), boundFor(m.Destination, g.Name, i))
+				default:
+					d.errorf(mb.DefRange, "Duplicate destination", "Another volume_mount's destination, %q, and this one, %q, are one path for alloc %s: %s. "+
+						"Give each volume_mount a path of its own for every alloc.", prev.Destination, m.Destination, AllocName(g.Name, i), boundFor(m.Destination, g.Name, i))
+				}
 			}
-			dests[path.Clean(m.Destination)] = m.Destination
 			g.Mounts = append(g.Mounts, *m)
 		}
 	}
 	return g
+}
+
+// boundTemplate is destination dest as the engine binds it, cleaned, with {alloc} written as
+// the alloc's name around {index} ("web[{index}]"): what is left to fill in is the index alone.
+// A placeholder's component becomes a name with a digit in it, never "." or "..", so cleaning
+// it with the placeholder in it does what cleaning each alloc's path does.
+func boundTemplate(dest, group string) string {
+	return path.Clean(strings.ReplaceAll(dest, PlaceholderAlloc, group+"["+PlaceholderIndex+"]"))
+}
+
+// boundFor is dest as the engine binds it for alloc index i.
+func boundFor(dest, group string, i int) string {
+	return strings.ReplaceAll(boundTemplate(dest, group), PlaceholderIndex, strconv.Itoa(i))
+}
+
+// sharedAlloc returns the smallest index below count of an alloc for which destinations a and
+// b are one path, or -1 for none. With D the index's digits, the two are strings of text and D:
+// for each number of digits the index may have, either their lengths differ for every index of
+// that many digits, or each byte of one must equal the other's at its place, which ties each
+// digit of D to a byte or to other digits; the smallest D meeting those ties is the smallest
+// such index, if below count. Exact, for any count, in a pass per number of digits.
+func sharedAlloc(a, b, group string, count int) int {
+	ta := strings.Split(boundTemplate(a, group), PlaceholderIndex)
+	tb := strings.Split(boundTemplate(b, group), PlaceholderIndex)
+	lits := func(t []string) int {
+		n := 0
+		for _, s := range t {
+			n += len(s)
+		}
+		return n
+	}
+	for digits := 1; digits <= len(strconv.Itoa(max(count, 1)-1)); digits++ {
+		if lits(ta)+(len(ta)-1)*digits != lits(tb)+(len(tb)-1)*digits {
+			continue
+		}
+		if i, ok := smallestIndex(expandSymbols(ta, digits), expandSymbols(tb, digits), digits); ok && i < count {
+			return i
+		}
+	}
+	return -1
+}
+
+// expandSymbols writes template t (its text between the index's places) with each place as
+// the index's digits: a byte b >= 0 stands for itself, -1-k for the index's digit k.
+func expandSymbols(t []string, digits int) []int {
+	var out []int
+	for j, s := range t {
+		if j > 0 {
+			for k := range digits {
+				out = append(out, -1-k)
+			}
+		}
+		for i := range len(s) {
+			out = append(out, int(s[i]))
+		}
+	}
+	return out
+}
+
+// smallestIndex returns the smallest number of the given count of digits (no leading zero but
+// for 0 itself) for which symbol strings a and b, of one length, are equal, if any.
+func smallestIndex(a, b []int, digits int) (int, bool) {
+	parent := make([]int, digits)
+	value := make([]int, digits) // the byte a digit is tied to, -1 when none
+	for k := range parent {
+		parent[k], value[k] = k, -1
+	}
+	var find func(int) int
+	find = func(k int) int {
+		if parent[k] != k {
+			parent[k] = find(parent[k])
+		}
+		return parent[k]
+	}
+	tie := func(k, c int) bool { // digit k is byte c
+		if c < '0' || c > '9' {
+			return false
+		}
+		r := find(k)
+		if value[r] >= 0 && value[r] != c {
+			return false
+		}
+		value[r] = c
+		return true
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		switch {
+		case x >= 0 && y >= 0:
+			if x != y {
+				return 0, false
+			}
+		case x >= 0:
+			if !tie(-1-y, x) {
+				return 0, false
+			}
+		case y >= 0:
+			if !tie(-1-x, y) {
+				return 0, false
+			}
+		default:
+			rx, ry := find(-1-x), find(-1-y)
+			if rx == ry {
+				continue
+			}
+			if value[rx] >= 0 && value[ry] >= 0 && value[rx] != value[ry] {
+				return 0, false
+			}
+			parent[rx] = ry
+			value[ry] = max(value[ry], value[rx])
+		}
+	}
+	n := 0
+	for k := range digits {
+		c := value[find(k)]
+		if c < 0 {
+			c = '0'
+			if find(k) == find(0) && digits > 1 {
+				c = '1'
+			}
+			value[find(k)] = c // one choice for the digits tied together
+		}
+		if k == 0 && c == '0' && digits > 1 {
+			return 0, false
+		}
+		n = n*10 + c - '0'
+	}
+	return n, true
 }
 
 // sameVolume returns the block among claimed that claims a volume r claims too, for some
