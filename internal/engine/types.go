@@ -98,6 +98,11 @@ type Supervision struct {
 	noExec bool
 }
 
+// backoffWords says how long the agent waits to start a plugin again, which its config may
+// bound otherwise than by default (restart_backoff_max): before, "up to a minute" whatever it
+// said (TestSupervisionWordsNameTheConfiguredBackoff).
+const backoffWords = "(doubling, up to the agent's restart_backoff_max: a minute unless its config sets another)"
+
 // Words says what the agent does with the process, for plugin status and the dashboard: "the
 // agent runs it (pid 12): stops and restarts it".
 func (s *Supervision) Words() string {
@@ -125,9 +130,9 @@ func (s *Supervision) Words() string {
 		}
 		return "the agent stopped it" + pid + " at its own stop; nothing runs it until an agent starts"
 	case store.SupervisionStartFailed:
-		return "the agent cannot start it" + note + "; it tries again after a backoff (doubling, up to a minute), and its log and events say each try"
+		return "the agent cannot start it" + note + "; it tries again after a backoff " + backoffWords + ", and its log and events say each try"
 	case store.SupervisionExited:
-		return "its process" + pid + " exited" + note + "; the agent starts it again after a backoff (doubling, up to a minute)"
+		return "its process" + pid + " exited" + note + "; the agent starts it again after a backoff " + backoffWords
 	case store.SupervisionLeft:
 		if s.noExec {
 			// Its exec block removed since (a plugin register without one), or never its own
