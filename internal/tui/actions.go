@@ -37,7 +37,6 @@ type action struct {
 	volume string
 	alloc  string // release only
 	group  string // release: the alloc's group, when it belongs to one
-	claims int    // live claims on the volume, for the question
 	allocs []string
 	// asked are the claims the question was about, by ID: a release's one, a detach's all. The
 	// dialog stays open while reads come, and the engine acts on the volume as it is then.
@@ -96,13 +95,17 @@ func (a action) question() string {
 		}
 		return fmt.Sprintf("Release the claim of %s on volume %q? Its mount is unpublished, and the volume unstaged when no other claim uses it.", of, a.volume)
 	case actDetach:
-		switch a.claims {
+		// The claims the detach releases (asked), named as force detach names them: counted
+		// from the open detail's volume, which a refresh updates a read after the lists, the
+		// question said "nothing is released" of a claim made meanwhile, which the detach then
+		// released (TestDetachAsksAboutTheClaimsItReleases).
+		switch len(a.allocs) {
 		case 0:
 			return fmt.Sprintf("Detach volume %q? It has no claims on this host; nothing is released.", a.volume)
 		case 1:
-			return fmt.Sprintf("Detach volume %q? Its claim on this host is released and its mount undone.", a.volume)
+			return fmt.Sprintf("Detach volume %q? The claim of %s on this host is released and its mount undone.", a.volume, a.allocs[0])
 		}
-		return fmt.Sprintf("Detach volume %q? All %d claims on this host are released and their mounts undone.", a.volume, a.claims)
+		return fmt.Sprintf("Detach volume %q? The %d claims on this host, of %s, are released and their mounts undone.", a.volume, len(a.allocs), joinAnd(a.allocs))
 	case actForceDetach:
 		q := fmt.Sprintf("Force-detach volume %q? Its plugin's node service is not asked: volctl unmounts its own target and staging paths and frees the claims whatever happens.", a.volume)
 		if len(a.allocs) == 0 {
@@ -551,8 +554,12 @@ func (l *statusLine) spinTick(msg spinner.TickMsg) tea.Cmd {
 }
 
 // View renders the line with right, the dashboard's own state, at the right edge, or brief
-// when both do not fit: the message matters more.
-func (l *statusLine) View(right, brief string) string {
+// when both do not fit: the message matters more. While an action runs, which may be minutes
+// on a plugin that hangs, what must be said of the state (stale: its reads failing, or slow)
+// keeps its place, the action's words cut to make room: before, they took the whole line for
+// as long as the action ran, and the lists were drawn as if fresh while every read failed
+// (TestReadFailureIsSaidWhileAnActionRuns).
+func (l *statusLine) View(right, brief, stale string) string {
 	s := l.c.Styles
 	var left, note string
 	switch {
@@ -574,6 +581,8 @@ func (l *statusLine) View(right, brief string) string {
 	case lipgloss.Width(left)+lipgloss.Width(right)+3 <= l.c.Width:
 	case left == "":
 		right = fitLine(right, max(0, l.c.Width-3)) // no message: the state, cut, rather than a blank line
+	case l.running != nil:
+		right = stale
 	default:
 		right = "" // for the few seconds a message shows, it has the whole line
 	}

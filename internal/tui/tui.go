@@ -431,7 +431,7 @@ func (m *Model) target(kind actionKind) (action, error) {
 	default:
 		return a, fmt.Errorf("%s needs a volume: select one in the volumes view (1)", [...]string{"", "detach", "delete", "force detach"}[kind])
 	}
-	a.volume, a.claims, a.drawn = v.ID, v.ReadClaims+v.WriteClaims, v.CreatedAt
+	a.volume, a.drawn = v.ID, v.CreatedAt
 	for _, c := range m.data.Claims {
 		if c.VolumeID == v.ID {
 			name := strconv.Quote(c.Alloc)

@@ -55,7 +55,7 @@ func (m *Model) View() string {
 	if m.filtering {
 		status = " " + m.filter.View()
 	} else {
-		status = m.status.View(m.stateText(false), m.stateText(true))
+		status = m.status.View(m.stateText(false), m.stateText(true), m.staleText())
 	}
 	return strings.Join([]string{
 		m.tabBar(),
@@ -165,6 +165,18 @@ func (m *Model) stateText(brief bool) string {
 		parts = append(parts, slow+"…") // the store busy: what is shown is that old
 	}
 	return strings.Join(parts, " · ")
+}
+
+// staleText is what the status line keeps of the state while an action runs: that reads fail,
+// or how long the one out has taken; "" while what is shown is fresh.
+func (m *Model) staleText() string {
+	switch {
+	case m.live.err != nil:
+		return "read failed"
+	case m.live.slow() != "":
+		return m.live.slow() + "…"
+	}
+	return ""
 }
 
 // footerDrops is the order the footer leaves keys out in when they do not fit: ? (help, which
