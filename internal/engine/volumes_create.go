@@ -498,11 +498,13 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		}
 		req.SnapshotSources = append(recorded, listedSource)
 	}
-	size, err := viewOne(ctx, e.store, func(tx *store.Tx) (int64, error) { return sourceSize(tx, v) })
-	if err != nil {
-		return err
+	if v.SnapshotID != "" || v.CloneID != "" {
+		size, err := viewOne(ctx, e.store, func(tx *store.Tx) (int64, error) { return sourceSize(tx, v) })
+		if err != nil {
+			return err
+		}
+		req.SourceSize = size
 	}
-	req.SourceSize = size
 	return e.withController(ctx, c, func(ctx context.Context) error {
 		// The volume's lock, held since the intent was read, is checked before CreateVolume is
 		// sent and again once it answers, before anything is recorded or cleaned up: a lock file
