@@ -55,17 +55,24 @@ const (
 // typo, leaving a script that stops at the error with a claim it does not know it holds. What
 // the template reads is followed through the result's type as its JSON form has it: a field of
 // the result, of a field (.claim.state), of what a with or range gives dot (the elements of a
-// list, the values of a map), of $; a field the type never has is refused, in a branch that
-// may not run too (a typo there fails the day it runs), and so is a field read from a list
-// (the result of a create is a list of volumes: {{.id}} for {{range .}}{{.id}}{{end}}). What
-// is left to the run: a field left out when empty (it is in the type), what a function or
-// variable other than $ gives, a map's keys, a type that writes its own JSON.
+// list, the values of a map), of $, of a variable the template declares, bound as text/template
+// binds it (a range's element and index, a with's value, `$x := .claims`, `$x = .`) and scoped
+// as it scopes it (to the {{end}} of the if, with or range it is declared in); a field the type
+// never has is refused, in a branch that may not run too (a typo there fails the day it runs),
+// and so is a field read from a list (the result of a create is a list of volumes: {{.id}} for
+// {{range .}}{{.id}}{{end}}) or from a string, number or bool ({{.target_path.x}}). Before
+// (round 61), a variable other than $ was not followed: {{range $v := .}}{{$v.idd}}{{end}}, the
+// usual idiom, passed on an empty state and failed once there was a volume, and a create ran
+// before failing on it. What is left to the run: a field left out when empty (it is in the
+// type), what a function gives and a variable given it ({{$x := index . "a"}}), a variable
+// whose type its branches or a range's steps may change ({{if .a}}{{$x = .claim}}{{end}}), a
+// map's keys, a type that writes its own JSON.
 // The error says where the read is in text, the template, as -t's other errors do.
 func templateFieldsError(text string, tmpl *template.Template, result reflect.Type, when string) error {
 	if tmpl == nil || tmpl.Tree == nil || result == nil {
 		return nil
 	}
-	c := fieldCheck{root: result}
+	c := fieldCheck{vars: []templateVar{{"$", result}}}
 	c.list(tmpl.Tree.Root, result)
 	if c.bad == "" {
 		return nil
@@ -73,6 +80,16 @@ func templateFieldsError(text string, tmpl *template.Template, result reflect.Ty
 	at := ""
 	if int(c.pos) <= len(text) {
 		at = " " + templatePlace(text, int(c.pos))
+	}
+	if c.scalar != "" {
+		of := c.of
+		if of == "" {
+			of = "."
+		}
+		if at != "" {
+			at += ","
+		}
+		return fmt.Errorf("%s reads a field of %s (%s), which has none,%s %s (docs/json.md)", c.bad, c.scalar, of, at, when)
 	}
 	if c.fields == nil {
 		list := c.of
@@ -97,16 +114,23 @@ func templateFieldsError(text string, tmpl *template.Template, result reflect.Ty
 		"Its fields are %s (docs/json.md)", where, c.name, hint, at, when, strings.Join(c.fields, ", "))
 }
 
-// fieldCheck walks a template's tree, following the type of dot (nil: not known, nothing
-// checked), and keeps the first field no result could have.
+// fieldCheck walks a template's tree, following the type of dot and of each variable in scope
+// (nil: not known, nothing checked), and keeps the first field no result could have.
 type fieldCheck struct {
-	root reflect.Type
+	vars []templateVar // the variables in scope, the innermost last, as text/template's stack
 
 	bad    string    // the first refused read, as written (.claim.nosuch)
 	pos    parse.Pos // where it is in the template's text
 	name   string    // the field it names
 	of     string    // what it was read from, as written (.claim), "" for the result
-	fields []string  // the fields there are; nil when it was read from a list
+	fields []string  // the fields there are; nil when it was read from a list or a scalar
+	scalar string    // what it was read from when that is a string, number or bool: "a string"
+}
+
+// templateVar is a variable a template declares ($ too), and the type of what it holds.
+type templateVar struct {
+	name string
+	typ  reflect.Type
 }
 
 func (c *fieldCheck) list(l *parse.ListNode, dot reflect.Type) {
@@ -118,23 +142,167 @@ func (c *fieldCheck) list(l *parse.ListNode, dot reflect.Type) {
 		case *parse.ActionNode:
 			c.pipe(n.Pipe, dot)
 		case *parse.IfNode:
-			c.pipe(n.Pipe, dot)
-			c.list(n.List, dot)
-			c.list(n.ElseList, dot)
+			c.branch(&n.BranchNode, dot, false)
 		case *parse.WithNode:
-			c.list(n.List, c.pipe(n.Pipe, dot))
-			c.list(n.ElseList, dot)
+			c.branch(&n.BranchNode, dot, true)
 		case *parse.RangeNode:
-			c.list(n.List, elemType(c.pipe(n.Pipe, dot)))
-			c.list(n.ElseList, dot)
+			c.rangeOver(n, dot)
 		case *parse.TemplateNode:
 			c.pipe(n.Pipe, dot)
 		}
 	}
 }
 
+// branch checks an if (with false) or a with: its pipeline, whose variables are in scope to its
+// {{end}}, its list (dot what the pipeline gives, for a with) and its else list. After it, a
+// variable declared outside that either branch set to another type holds either: not known.
+func (c *fieldCheck) branch(n *parse.BranchNode, dot reflect.Type, with bool) {
+	outer := len(c.vars)
+	t := c.pipe(n.Pipe, dot)
+	body := dot
+	if with {
+		body = t
+	}
+	inner := len(c.vars)
+	start := slices.Clone(c.vars)
+	c.list(n.List, body)
+	then := slices.Clone(c.vars[:inner])
+	c.vars = start
+	c.list(n.ElseList, dot)
+	c.vars = c.vars[:inner]
+	c.merge(then)
+	c.vars = c.vars[:outer]
+}
+
+// rangeOver checks a range. Its variables are bound as text/template binds them: to what is
+// ranged over (the else list sees that), then, at each step, the only one to the element, or
+// the first to the index and the second to the element. A variable declared outside that the
+// body sets ($x = ...) is not known in the body (a step sees what the one before it left) nor
+// after it (a break may end it anywhere).
+func (c *fieldCheck) rangeOver(n *parse.RangeNode, dot reflect.Type) {
+	outer := len(c.vars)
+	over := c.pipe(n.Pipe, dot)
+	inner := len(c.vars)
+	start := slices.Clone(c.vars)
+	elem := elemType(over)
+	switch decl := n.Pipe.Decl; len(decl) {
+	case 1:
+		c.set(decl[0].Ident[0], elem)
+	case 2:
+		c.set(decl[0].Ident[0], indexType(over))
+		c.set(decl[1].Ident[0], elem)
+	}
+	set := map[string]bool{}
+	assignedIn(n.List, set)
+	for _, d := range n.Pipe.Decl {
+		delete(set, d.Ident[0]) // set afresh at each step
+	}
+	for name := range set {
+		c.set(name, nil)
+	}
+	c.list(n.List, elem)
+	c.vars = c.vars[:inner]
+	for name := range set {
+		c.set(name, nil)
+	}
+	if n.Pipe.IsAssign {
+		for _, d := range n.Pipe.Decl {
+			c.set(d.Ident[0], nil) // the last step's, or what was ranged over
+		}
+	}
+	ran := slices.Clone(c.vars)
+	c.vars = start
+	c.list(n.ElseList, dot)
+	c.vars = c.vars[:inner]
+	c.merge(ran)
+	c.vars = c.vars[:outer]
+}
+
+// merge makes each variable in scope whose type in other (the same variables as another branch
+// left them) is another one not known.
+func (c *fieldCheck) merge(other []templateVar) {
+	for i := range c.vars {
+		if c.vars[i].typ != other[i].typ {
+			c.vars[i].typ = nil
+		}
+	}
+}
+
+// lookup is the type of the variable name in scope (nil: not known, or none).
+func (c *fieldCheck) lookup(name string) reflect.Type {
+	for i := len(c.vars) - 1; i >= 0; i-- {
+		if c.vars[i].name == name {
+			return c.vars[i].typ
+		}
+	}
+	return nil
+}
+
+// set gives the variable name in scope the type t, as $name = ... does.
+func (c *fieldCheck) set(name string, t reflect.Type) {
+	for i := len(c.vars) - 1; i >= 0; i-- {
+		if c.vars[i].name == name {
+			c.vars[i].typ = t
+			return
+		}
+	}
+}
+
+// assignedIn adds to set the variables l sets ($x = ...), in its nested lists and pipelines too.
+func assignedIn(l *parse.ListNode, set map[string]bool) {
+	if l == nil {
+		return
+	}
+	for _, n := range l.Nodes {
+		switch n := n.(type) {
+		case *parse.ActionNode:
+			assignedInPipe(n.Pipe, set)
+		case *parse.IfNode:
+			assignedInBranch(&n.BranchNode, set)
+		case *parse.WithNode:
+			assignedInBranch(&n.BranchNode, set)
+		case *parse.RangeNode:
+			assignedInBranch(&n.BranchNode, set)
+		case *parse.TemplateNode:
+			assignedInPipe(n.Pipe, set)
+		}
+	}
+}
+
+func assignedInBranch(n *parse.BranchNode, set map[string]bool) {
+	assignedInPipe(n.Pipe, set)
+	assignedIn(n.List, set)
+	assignedIn(n.ElseList, set)
+}
+
+func assignedInPipe(p *parse.PipeNode, set map[string]bool) {
+	if p == nil {
+		return
+	}
+	if p.IsAssign {
+		for _, d := range p.Decl {
+			set[d.Ident[0]] = true
+		}
+	}
+	for _, cmd := range p.Cmds {
+		for _, a := range cmd.Args {
+			for {
+				if ch, ok := a.(*parse.ChainNode); ok {
+					a = ch.Node
+					continue
+				}
+				break
+			}
+			if sub, ok := a.(*parse.PipeNode); ok {
+				assignedInPipe(sub, set)
+			}
+		}
+	}
+}
+
 // pipe checks what the pipeline reads and returns its type: that of its one argument, when
-// it is nothing else.
+// it is nothing else. Its variables are declared ($x := ...) or set ($x = ...) to that type, as
+// text/template does.
 func (c *fieldCheck) pipe(p *parse.PipeNode, dot reflect.Type) reflect.Type {
 	if p == nil {
 		return nil
@@ -146,7 +314,14 @@ func (c *fieldCheck) pipe(p *parse.PipeNode, dot reflect.Type) reflect.Type {
 		}
 	}
 	if len(p.Cmds) != 1 || len(p.Cmds[0].Args) != 1 {
-		return nil
+		last = nil
+	}
+	for _, d := range p.Decl {
+		if p.IsAssign {
+			c.set(d.Ident[0], last)
+		} else {
+			c.vars = append(c.vars, templateVar{d.Ident[0], last})
+		}
 	}
 	return last
 }
@@ -159,9 +334,7 @@ func (c *fieldCheck) arg(n parse.Node, dot reflect.Type) reflect.Type {
 	case *parse.FieldNode:
 		return c.follow(dot, n.Ident, "", n.Position())
 	case *parse.VariableNode:
-		if n.Ident[0] == "$" {
-			return c.follow(c.root, n.Ident[1:], "$", n.Position())
-		}
+		return c.follow(c.lookup(n.Ident[0]), n.Ident[1:], n.Ident[0], n.Position())
 	case *parse.ChainNode:
 		t := c.arg(n.Node, dot)
 		return c.follow(t, n.Field, "("+n.Node.String()+")", n.Position())
@@ -190,7 +363,7 @@ func (c *fieldCheck) follow(t reflect.Type, names []string, prefix string, pos p
 				for j, f := range fields {
 					names[j] = f.name
 				}
-				c.refuse(path, name, of, names, pos)
+				c.refuse(path, name, of, names, "", pos)
 				return nil
 			}
 			t = fields[i].typ
@@ -200,19 +373,53 @@ func (c *fieldCheck) follow(t reflect.Type, names []string, prefix string, pos p
 			}
 			t = t.Elem()
 		case reflect.Slice, reflect.Array:
-			c.refuse(path, name, of, nil, pos)
+			c.refuse(path, name, of, nil, "", pos)
 			return nil
 		default:
+			if kind := scalarKind(t); kind != "" {
+				c.refuse(path, name, of, nil, kind, pos)
+			}
 			return nil
 		}
 	}
 	return t
 }
 
-func (c *fieldCheck) refuse(path, name, of string, fields []string, pos parse.Pos) {
+func (c *fieldCheck) refuse(path, name, of string, fields []string, scalar string, pos parse.Pos) {
 	if c.bad == "" {
-		c.bad, c.name, c.of, c.fields, c.pos = path, name, of, fields, pos
+		c.bad, c.name, c.of, c.fields, c.scalar, c.pos = path, name, of, fields, scalar, pos
 	}
+}
+
+// scalarKind says what a value of type t (as jsonShape gives it) is in its JSON form when that
+// is a string, a number or a bool, "" otherwise: the template reads it as a Go string, int64,
+// uint64, float64 or bool, none of which has a field or a method a field read could name.
+func scalarKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a bool"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return ""
+}
+
+// indexType is the type of a range's index over a t: a list's int, a map's key, which JSON
+// makes a string whatever it was in Go.
+func indexType(t reflect.Type) reflect.Type {
+	switch t = jsonShape(t); {
+	case t == nil:
+		return nil
+	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
+		return reflect.TypeFor[int]()
+	case t.Kind() == reflect.Map:
+		return reflect.TypeFor[string]()
+	}
+	return nil
 }
 
 // elemType is the type of dot in a range over a t: a list's elements, a map's values.

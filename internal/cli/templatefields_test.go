@@ -41,20 +41,28 @@ func TestClaimTemplateWithAnUnknownFieldClaimsNothing(t *testing.T) {
 }
 
 // TestTemplateFieldsCheckedAreTheResults: what a template reads is followed through the
-// result's type: the result's fields, a field's fields, what a with or range gives dot, $; what
-// a function or another variable gives, and a field reached by index, are left to the run, as is
-// a field left out when empty. A range over the claim's binds reads a bind's fields: one a bind
-// never has is refused, as a typo in an if's branch is (input14 left it to the run).
+// result's type: the result's fields, a field's fields, what a with or range gives dot, $, and
+// the variables the template declares; what a function gives, and a field reached by index, are
+// left to the run, as is a field left out when empty. A range over the claim's binds reads a
+// bind's fields: one a bind never has is refused, as a typo in an if's branch is (input14 left
+// it to the run). Round 61: {{$b.nosuch}} in a range naming its element, {{$c.nosuch}} of
+// {{$c := .}} and {{.target_path.x}}, a field of a string, were taken here, the gap this listed
+// as left to the run: each fails on every result that runs it, and is refused now.
 func TestTemplateFieldsCheckedAreTheResults(t *testing.T) {
 	for tmpl, bad := range map[string]string{
-		"{{.target_path}}":                                          "",
-		"{{.alloc}} {{.state}} {{$.volume_id}}":                     "",
-		"{{range .binds}}{{.destination}} {{.read_only}}{{end}}":    "",
-		"{{range $i, $b := .binds}}{{$b.nosuch}}{{$.alloc}}{{end}}": "",
-		"{{with .last_error}}{{.}}{{else}}{{.state}}{{end}}":        "",
-		`{{index . "group"}} {{if .degraded}}{{.outcome}}{{end}}`:   "",
-		"{{$c := .}}{{$c.nosuch}}":                                  "",
-		"{{.freed_at}} {{.created_at.x}} {{.target_path.x}}":        "",
+		"{{.target_path}}":                                               "",
+		"{{.alloc}} {{.state}} {{$.volume_id}}":                          "",
+		"{{range .binds}}{{.destination}} {{.read_only}}{{end}}":         "",
+		"{{range $i, $b := .binds}}{{$b.destination}}{{$.alloc}}{{end}}": "",
+		"{{with .last_error}}{{.}}{{else}}{{.state}}{{end}}":             "",
+		`{{index . "group"}} {{if .degraded}}{{.outcome}}{{end}}`:        "",
+		"{{$c := .}}{{$c.alloc}}":                                        "",
+		"{{.freed_at}} {{.created_at.x}}":                                "",
+		`{{$c := index . "binds"}}{{$c.nosuch}}`:                         "",
+		// Round 61: taken before, each fails on every result that runs it.
+		"{{range $i, $b := .binds}}{{$b.nosuch}}{{$.alloc}}{{end}}": `"nosuch"`,
+		"{{$c := .}}{{$c.nosuch}}":                                  `"nosuch"`,
+		"{{.target_path.x}}":                                        "string",
 		"{{(json .).x}} {{.alloc | printf \"%s\"}}":                 "",
 		"{{.Alloc}}":                          `"Alloc"`,
 		"{{if .state}}{{.targt_path}}{{end}}": `"targt_path"`,
@@ -71,7 +79,9 @@ func TestTemplateFieldsCheckedAreTheResults(t *testing.T) {
 			t.Errorf("%s: %v, want it taken", tmpl, err)
 		case bad == "list" && (err == nil || !strings.Contains(err.Error(), ".binds.destination reads a field of a list")):
 			t.Errorf("%s: %v, want it refused as a field of a list", tmpl, err)
-		case bad != "" && bad != "list" && (err == nil || !strings.Contains(err.Error(), "no field "+bad)):
+		case bad == "string" && (err == nil || !strings.Contains(err.Error(), ".target_path.x reads a field of a string")):
+			t.Errorf("%s: %v, want it refused as a field of a string", tmpl, err)
+		case bad != "" && bad != "list" && bad != "string" && (err == nil || !strings.Contains(err.Error(), "no field "+bad)):
 			t.Errorf("%s: %v, want it refused naming %s", tmpl, err, bad)
 		}
 	}

@@ -85,7 +85,15 @@ func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
 		return err // nothing was tried (an unknown volume, say): nothing to report on stdout
 	}
 	if opts.Exporter.Enabled() {
-		if werr := opts.Exporter.Write(ctx, opts.IO.Out, res); werr != nil {
+		werr := opts.Exporter.Write(ctx, opts.IO.Out, res)
+		if werr != nil && err == nil && detachDidNothing(res, opts.Force) {
+			// Nothing released, nothing tried: a filter failing on it is a usage error, exit 2,
+			// as that of a release that released nothing. Before (round 61), it said `volume
+			// "db": 0 claim(s) released; only printing it failed`, exit 1, read by a script as
+			// work done.
+			return werr
+		}
+		if werr != nil {
 			err = joinUnprinted(err, afterDone(werr, "volume %q: %d claim(s) released", opts.VolumeID, len(res.Released)))
 		}
 		return err
@@ -110,6 +118,14 @@ func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "Volume %q %s: nothing to detach\n", opts.VolumeID, what)
 	}
 	return err
+}
+
+// detachDidNothing reports whether a detach whose result is res, forced or not, did nothing:
+// not forced, the volume had no claims left to release (its text says `Volume "db" has no
+// claims: nothing to detach`), and none failed. A forced one acts even then: it unmounts a
+// staging left behind and sends ControllerUnpublishVolume whatever the records say.
+func detachDidNothing(res engine.DetachResult, force bool) bool {
+	return !force && len(res.Released) == 0 && len(res.Failed) == 0
 }
 
 // allocClaims names claims by their allocs: `the write claim of alloc "a1"`, the first ten when

@@ -119,7 +119,16 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 		if err := redactOutput(ctx, e, nil, &v); err != nil {
 			return fmt.Errorf("volume expand: %w", err)
 		}
-		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, v), "volume %q expanded", v.ID)
+		werr := opts.Exporter.Write(ctx, opts.IO.Out, v)
+		if expandChangedNothing(before, v, grew) {
+			// Found at the size asked, with nothing owed paid and no new capacity_max: nothing
+			// was done, and a filter failing on it is a usage error, exit 2, as that of a
+			// release that released nothing. Before (round 61), it said `volume "db"
+			// expanded; only printing it failed`, exit 1: an expansion a script's log
+			// recorded that never happened.
+			return werr
+		}
+		return afterDone(werr, "volume %q expanded", v.ID)
 	}
 	var out strings.Builder
 	switch {
@@ -151,4 +160,15 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 			bytesIEC(v.NodeExpansionOwed))
 	}
 	return printDone(opts.IO.Out, out.String(), "volume %q: expand done", v.ID)
+}
+
+// expandChangedNothing reports whether an expand that found the volume as before (under its
+// lock) and left it as after, saying grew, changed nothing: it found the volume at the size
+// asked (its text says `Volume "db" is already 2GiB`), paid no node expansion owed and set no
+// new capacity_max. One that measured or recorded a size (engine.Measured, engine.Sized) or
+// sent an expansion (engine.Expanded) did something.
+func expandChangedNothing(before, after engine.VolumeInfo, grew engine.SubmitOutcome) bool {
+	return grew == engine.Unchanged &&
+		after.CapacityBytes == before.CapacityBytes && after.RequestedMin == before.RequestedMin &&
+		after.RequestedMax == before.RequestedMax && after.NodeExpansionOwed == before.NodeExpansionOwed
 }
