@@ -346,6 +346,53 @@ func (p *pathFD) sameFile(q *pathFD) (bool, error) {
 	return a.Dev == b.Dev && a.Ino == b.Ino, nil
 }
 
+// findBelow looks for the directory id below the opened directory p, on its device alone (no
+// symlink followed, no mount crossed, as a bind mount's root keeps the device and inode of the
+// directory it was made of), reading no more than hiddenBudget entries: its path from p, and
+// whether it was found (bareStaging: a target bound from a directory a plugin made below a
+// staging path it mounted nothing on).
+func (p *pathFD) findBelow(id fileID) (string, bool, error) {
+	fd, err := unix.Openat(p.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", false, &os.PathError{Op: "open", Path: p.path, Err: err}
+	}
+	budget := hiddenBudget
+	var walk func(fd int, rel string) (string, bool, error)
+	walk = func(fd int, rel string) (string, bool, error) {
+		dir := os.NewFile(uintptr(fd), filepath.Join(p.path, rel))
+		defer dir.Close()
+		for budget > 0 {
+			names, err := dir.Readdirnames(min(budget, 256))
+			budget -= len(names)
+			for _, name := range names {
+				var sx unix.Statx_t
+				if unix.Statx(fd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|unix.STATX_INO, &sx) != nil ||
+					uint32(sx.Mode)&unix.S_IFMT != unix.S_IFDIR || statxID(&sx).dev != id.dev {
+					continue
+				}
+				if statxID(&sx) == id {
+					return filepath.Join(rel, name), true, nil
+				}
+				sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				if err != nil {
+					continue // removed meanwhile, or not readable: nothing to find there
+				}
+				if found, ok, err := walk(sub, filepath.Join(rel, name)); ok || err != nil {
+					return found, ok, err
+				}
+			}
+			if errors.Is(err, io.EOF) || len(names) == 0 {
+				break
+			}
+			if err != nil {
+				return "", false, &os.PathError{Op: "readdir", Path: filepath.Join(p.path, rel), Err: err}
+			}
+		}
+		return "", false, nil
+	}
+	return walk(fd, "")
+}
+
 // fileID is a file's device and inode: a bind mount's root has the file's it was made of.
 type fileID struct{ dev, ino uint64 }
 

@@ -1238,7 +1238,9 @@ func (o *otherNodesAttachment) Is(target error) bool { return target == ErrConfl
 // was given, empty for a plugin that does not stage), would have them write into the state
 // dir on the host's disk, and reconcile would find the claim lost (restoreIfUnmounted). A read
 // claim's file-system target must be a read-only mount: a plugin that ignores readonly would
-// let an alloc that holds the volume for reading write it, beside its one writer. (A block
+// let an alloc that holds the volume for reading write it, beside its one writer; a write
+// claim's must not be read-only unless its mount flags ask for it ("ro"): the alloc would hold
+// the writer's slot through a mount it cannot write. (A block
 // claim's is not asked: a read-only mount does not stop writes to the device file on it;
 // readonly is the plugin's to keep there.) Whether it is a mount point, and read-only, is
 // asked of the mount table for this one path (MountTable.Mounted), which reads no table. The
@@ -1293,10 +1295,18 @@ func (e *Engine) checkTarget(ctx context.Context, v store.Volume, cl *store.Clai
 			what = "not a mount point (nothing is mounted on it, so the claim would write to the host's disk)"
 		case bare != "":
 			what = fmt.Sprintf("the staging path %s, %s, bind-mounted (NodeStageVolume staged nothing there, so the claim would write to the host's disk)", staging, bare)
+			if strings.Contains(bare, "a directory below it") {
+				what = fmt.Sprintf("a bind of what the plugin made below the staging path %s, %s (NodeStageVolume staged nothing there, so the claim would write to the host's disk)", staging, bare)
+			}
 		case own != "":
 			what = own
 		case cl.Mode == store.ClaimRead && cl.AttachmentMode == spec.FileSystem && !mp.ReadOnly:
 			what = "mounted read-write (NodePublishVolume asked for read-only: the alloc, which holds the volume for reading, could write it)"
+		case cl.Mode == store.ClaimWrite && cl.AttachmentMode == spec.FileSystem && mp.ReadOnly && spec.ReadOnlyFlag(cl.MountFlags.Plain()) < 0:
+			// The writer's slot held through a mount it cannot write, which the spec warns of
+			// when a user's "ro" flag makes it, and which that flag alone may: before, taken
+			// (TestWriteClaimMountedReadOnlyByThePluginIsRefused).
+			what = "mounted read-only (NodePublishVolume asked for read-write, with no \"ro\" mount flag: the alloc, which holds the volume as its writer, could not write it)"
 		default:
 			return nil
 		}
@@ -1450,9 +1460,14 @@ func changedTop(before []topLevel) (*topLevel, uint64) {
 }
 
 // bareStaging says how the mounted target t is the bare staging directory, on the state dir's
-// disk, "" when it is not: t is the staging path itself (one file: a bind mount of it) while
-// nothing is mounted at the staging path, or only the staging directory itself, bound onto
-// itself (boundOntoItself). staging is empty for a plugin that does not stage.
+// disk, "" when it is not: t is the staging path itself (one file: a bind mount of it), or a
+// directory below it (a plugin publishing from <staging>/globalmount, say), while nothing is
+// mounted at the staging path, or only the staging directory itself, bound onto itself
+// (boundOntoItself). staging is empty for a plugin that does not stage. A target on another
+// device than the staging directory is neither, and costs nothing more to tell. Before, a
+// directory below was not looked for: a plugin that staged nothing and published from one had
+// the claim recorded published, the alloc writing on the host's disk under the state dir
+// (TestTargetBoundFromBelowABareStagingIsRefused).
 func (e *Engine) bareStaging(t *pathFD, staging string, mp MountPoint) (string, error) {
 	if staging == "" || !mp.Mounted {
 		return "", nil
@@ -1463,8 +1478,12 @@ func (e *Engine) bareStaging(t *pathFD, staging string, mp MountPoint) (string, 
 		return "", nil // not there, or not reachable without a symlink: not what t is
 	}
 	defer s.close()
-	same, err := t.sameFile(s)
-	if err != nil || !same {
+	tid, err := t.id()
+	if err != nil {
+		return "", err
+	}
+	sid, err := s.id()
+	if err != nil || tid.dev != sid.dev {
 		return "", err
 	}
 	sp, err := e.cfg.Mounts.Mounted(e.cfg.StateDir, real)
@@ -1472,16 +1491,24 @@ func (e *Engine) bareStaging(t *pathFD, staging string, mp MountPoint) (string, 
 	case err != nil:
 		return "", err
 	case !sp.Mounted:
-		return "where nothing is mounted", nil
-	}
-	sid, err := s.id()
-	if err != nil {
-		return "", err
-	}
-	if boundOntoItself(real, sid) {
-		return "where only the staging directory itself is mounted (bound onto itself)", nil
+		return bareWords(s, tid, sid, "where nothing is mounted")
+	case boundOntoItself(real, sid):
+		return bareWords(s, tid, sid, "where only the staging directory itself is mounted (bound onto itself)")
 	}
 	return "", nil
+}
+
+// bareWords says how target tid is the bare staging directory s (sid), which how says: s itself,
+// or a directory below it (findBelow); "" when neither.
+func bareWords(s *pathFD, tid, sid fileID, how string) (string, error) {
+	if tid == sid {
+		return how, nil
+	}
+	below, found, err := s.findBelow(tid)
+	if err != nil || !found {
+		return "", err
+	}
+	return fmt.Sprintf("%s, a directory below it, %s", how, below), nil
 }
 
 // ownDirectory says which of volctl's own directories the mounted target t (at target, a

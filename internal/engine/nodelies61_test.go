@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// remountingTargetReadOnly serves h's plugin again with every NodePublishVolume answered OK
+// and its target then remounted read-only, as a plugin whose file system came up with
+// errors=remount-ro, or one that mixes up the flag, leaves it.
+func remountingTargetReadOnly(t *testing.T, h *harness) {
+	t.Helper()
+	h.stopServe()
+	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults),
+		csitest.WithInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			resp, err := handler(ctx, req)
+			if err == nil && filepath.Base(info.FullMethod) == csi.RPCNodePublishVolume {
+				target := req.(interface{ GetTargetPath() string }).GetTargetPath()
+				if merr := unix.Mount("", target, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); merr != nil {
+					return nil, merr
+				}
+			}
+			return resp, err
+		}))
+}
+
+// A plugin that answers NodePublishVolume OK for a write claim (readonly false, no "ro" mount
+// flag) but leaves the target mounted read-only: the claim is refused, naming the plugin and
+// the read-only target, and rolled back. Before, checkTarget held a read claim to a read-only
+// mount but took the plugin's word for a write claim: recorded published, the alloc was handed
+// a target it could not write, holding the volume's one writer slot (what the spec warns of
+// when a user's "ro" flag makes it). Real mounts, as root. Found by helper review61.
+func TestWriteClaimMountedReadOnlyByThePluginIsRefused(t *testing.T) {
+	t.Parallel()
+	h := kernelHarness(t, nil)
+	h.create(volume("v"))
+	remountingTargetReadOnly(t, h)
+
+	cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if err == nil {
+		werr := os.WriteFile(filepath.Join(cl.TargetPath, "written-by-the-writer"), []byte("x"), 0o600)
+		t.Fatalf("write claim recorded published at %s, a read-only mount (a write through it: %v); want it refused naming the plugin and the read-only target",
+			cl.TargetPath, werr)
+	}
+	for _, want := range []string{`plugin "mem"`, "mounted read-only", "holds the volume as its writer"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("claim = %v\nwant it saying %q", err, want)
+		}
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Fatalf("claims after the refusal = %+v, want none", live)
+	}
+}
+
+// A write claim whose mount flags ask for "ro" gets the read-only mount it asked for: taken.
+func TestWriteClaimAskingReadOnlyMountedSoIsTaken(t *testing.T) {
+	t.Parallel()
+	h := kernelHarness(t, nil)
+	h.create(volume("v"))
+	remountingTargetReadOnly(t, h)
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a", MountOptions: &spec.MountOptions{MountFlags: []string{" ro"}}}); err != nil {
+		t.Fatalf("write claim with the mount flag \" ro\", mounted read-only: %v", err)
+	}
+	if _, err := h.e.Release(h.ctx, "v", "a"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A plugin whose NodeStageVolume answers OK having mounted nothing, and whose NodePublishVolume
+// bind-mounts a directory it makes below the staging path (as plugins that publish from
+// <staging>/globalmount do) at the target: refused, naming the plugin, the staging path and
+// the directory below it. Before, the target was a mount point and not the staging path's own
+// file, so neither the mount-point check nor bareStaging saw it: the claim was recorded
+// published, the alloc writing on the host's disk under volctl's state dir. Real mounts, as
+// root. Found by helper review61.
+func TestTargetBoundFromBelowABareStagingIsRefused(t *testing.T) {
+	t.Parallel()
+	h := kernelHarness(t, func(c *csitest.MemConfig) {
+		c.StageNothing = true
+		c.PublishFrom = func(staging, target string) string {
+			sub := filepath.Join(staging, "globalmount", "vol")
+			if err := os.MkdirAll(sub, 0o750); err != nil {
+				return ""
+			}
+			return sub
+		}
+	})
+	h.create(volume("v"))
+
+	cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	staging := stagingPath(h.dir, "mem", "v")
+	if err == nil {
+		werr := os.WriteFile(filepath.Join(cl.TargetPath, "data"), []byte("x"), 0o600)
+		t.Fatalf("claim recorded published at %s, a bind of a directory below the bare staging path %s (a write through it: %v)", cl.TargetPath, staging, werr)
+	}
+	for _, want := range []string{`plugin "mem"`, staging, "a directory below it, " + filepath.Join("globalmount", "vol"), "host's disk"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("claim = %v\nwant it saying %q", err, want)
+		}
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Fatalf("claims after the refusal = %+v, want none", live)
+	}
+}
+
+// A plugin that stages nothing and publishes from a directory of its own outside the staging
+// path, on the same disk (as a host-path plugin whose NodeStageVolume does nothing does), is
+// taken: only what lies below the bare staging path is the state dir's disk.
+func TestTargetBoundFromThePluginsOwnDirectoryIsTaken(t *testing.T) {
+	t.Parallel()
+	data := filepath.Join(t.TempDir(), "data")
+	h := kernelHarness(t, func(c *csitest.MemConfig) {
+		c.StageNothing = true
+		c.PublishFrom = func(staging, target string) string {
+			if err := os.MkdirAll(data, 0o750); err != nil {
+				return ""
+			}
+			return data
+		}
+	})
+	h.create(volume("v"))
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err != nil {
+		t.Fatalf("claim published from the plugin's own directory %s: %v", data, err)
+	}
+	if _, err := h.e.Release(h.ctx, "v", "a"); err != nil {
+		t.Fatal(err)
+	}
+}
