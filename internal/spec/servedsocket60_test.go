@@ -8,6 +8,17 @@ import (
 	"github.com/hashicorp/hcl/v2"
 )
 
+// execPluginSpec is plugin "hp", a monolith on /run/volctl/hp.sock whose exec block runs
+// /usr/local/bin/volctl with args.
+func execPluginSpec(args ...string) []byte {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = strconv.Quote(a)
+	}
+	return []byte("plugin \"hp\" {\n  type   = \"monolith\"\n  socket = \"/run/volctl/hp.sock\"\n  exec {\n    command = \"/usr/local/bin/volctl\"\n" +
+		"    args    = [" + strings.Join(quoted, ", ") + "]\n  }\n}\n")
+}
+
 // An exec block that runs volctl's hostpath plugin with a --socket other than the plugin's
 // socket is warned of at its args, in a plugin spec and an agent config alike: the plugin
 // serves on its --socket, not on the CSI_ENDPOINT the agent hands it, and the agent, probing
@@ -16,14 +27,7 @@ import (
 // of them parts). The same path, spelled unix://PATH or uncleaned, no --socket, another
 // program, or a --socket past "--" is taken without one.
 func TestExecServingAnotherSocketIsWarnedOf(t *testing.T) {
-	src := func(args ...string) []byte {
-		quoted := make([]string, len(args))
-		for i, a := range args {
-			quoted[i] = strconv.Quote(a)
-		}
-		return []byte("plugin \"hp\" {\n  type   = \"monolith\"\n  socket = \"/run/volctl/hp.sock\"\n  exec {\n    command = \"/usr/local/bin/volctl\"\n" +
-			"    args    = [" + strings.Join(quoted, ", ") + "]\n  }\n}\n")
-	}
+	src := execPluginSpec
 	serve := []string{"plugin", "serve", "hostpath", "--root", "/srv/hp", "--node-id", "n1"}
 	for _, tc := range []struct {
 		name string

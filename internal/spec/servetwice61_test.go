@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -14,14 +13,7 @@ import (
 // --socket was the plugin's socket, or whose last --root was absolute, was valid without a
 // word. Found by helper review61.
 func TestExecGivingAServeFlagTwiceIsWarnedOf(t *testing.T) {
-	src := func(args ...string) []byte {
-		quoted := make([]string, len(args))
-		for i, a := range args {
-			quoted[i] = strconv.Quote(a)
-		}
-		return []byte("plugin \"hp\" {\n  type   = \"monolith\"\n  socket = \"/run/volctl/hp.sock\"\n  exec {\n    command = \"/usr/local/bin/volctl\"\n" +
-			"    args    = [" + strings.Join(quoted, ", ") + "]\n  }\n}\n")
-	}
+	src := execPluginSpec
 	serve := func(more ...string) []string {
 		return append([]string{"plugin", "serve", "hostpath", "--node-id", "n1"}, more...)
 	}
