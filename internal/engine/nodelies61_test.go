@@ -136,3 +136,73 @@ func TestTargetBoundFromThePluginsOwnDirectoryIsTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A plugin that stages into a subdirectory of the staging path (<staging>/globalmount, a bind
+// mount of its own data directory, on the same disk as the state dir: a local/host-path plugin
+// on a one-disk host) and publishes from there, the staging path itself not a mount point, did
+// stage: the target holds the plugin's directory, not the state dir's disk, and the claim is
+// taken. Before (earlier in round 61), findBelow walked into globalmount, which statx answers
+// with the mounted directory's device and inode, and took the plugin's own directory for one
+// below the bare staging path: refused as if NodeStageVolume had staged nothing. Real mounts,
+// as root. Found by helper review61.
+func TestTargetBoundFromAMountBelowTheStagingPathIsTaken(t *testing.T) {
+	t.Parallel()
+	data := filepath.Join(t.TempDir(), "plugin-data")
+	var staged []string
+	h := kernelHarness(t, func(c *csitest.MemConfig) {
+		c.MakeStaging = func(staging string) error {
+			sub := filepath.Join(staging, "globalmount")
+			if err := os.MkdirAll(sub, 0o750); err != nil {
+				return err
+			}
+			if err := os.MkdirAll(data, 0o750); err != nil {
+				return err
+			}
+			if err := unix.Mount(data, sub, "", unix.MS_BIND, ""); err != nil {
+				return err
+			}
+			staged = append(staged, sub)
+			return nil
+		}
+		c.PublishFrom = func(staging, target string) string { return filepath.Join(staging, "globalmount") }
+	})
+	t.Cleanup(func() {
+		for _, sub := range staged {
+			_ = unix.Unmount(sub, unix.MNT_DETACH)
+		}
+	})
+	// Its NodeUnstageVolume unmounts what its NodeStageVolume mounted, as the plugin would.
+	h.stopServe()
+	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults),
+		csitest.WithInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			if filepath.Base(info.FullMethod) == csi.RPCNodeUnstageVolume {
+				sub := filepath.Join(req.(interface{ GetStagingTargetPath() string }).GetStagingTargetPath(), "globalmount")
+				if err := unix.Unmount(sub, 0); err != nil && err != unix.EINVAL && err != unix.ENOENT {
+					return nil, err
+				}
+			}
+			return handler(ctx, req)
+		}))
+	var a, b unix.Stat_t
+	if err := os.MkdirAll(data, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if unix.Stat(data, &a) != nil || unix.Stat(h.dir, &b) != nil || a.Dev != b.Dev {
+		t.Skipf("the plugin's data dir %s is not on the state dir %s's device", data, h.dir)
+	}
+	h.create(volume("v"))
+
+	cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if err != nil {
+		t.Fatalf("claim of a volume staged at <staging>/globalmount (a mount point, bound from the plugin's own %s) and published from there: %v", data, err)
+	}
+	if err := os.WriteFile(filepath.Join(cl.TargetPath, "x"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(data, "x")); err != nil {
+		t.Fatalf("the write did not land in the plugin's directory: %v", err)
+	}
+	if _, err := h.e.Release(h.ctx, "v", "a"); err != nil {
+		t.Fatal(err)
+	}
+}
