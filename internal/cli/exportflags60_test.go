@@ -101,13 +101,13 @@ func firstTwice(args []string) (name, first, other string, twice bool) {
 }
 
 // spec.ServeFlags, by which validate and export read an exec block's arguments, are the flags
-// of `volctl plugin serve hostpath`, each a boolean exactly when the command's is.
+// of `volctl plugin serve hostpath`, each of the value type the command's has.
 func TestServeFlagsAreTheCommands(t *testing.T) {
 	ios, _, _, _ := iostreams.Test()
 	cmd := newCmdPluginServeHostpath(NewFactory(ios), nil)
-	got := map[string]bool{}
+	got := map[string]string{}
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		got["--"+f.Name] = f.Value.Type() == "bool"
+		got["--"+f.Name] = f.Value.Type()
 	})
 	if !maps.Equal(got, spec.ServeFlags) {
 		t.Errorf("plugin serve hostpath's flags are %v, spec.ServeFlags %v", got, spec.ServeFlags)

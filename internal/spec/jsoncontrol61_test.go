@@ -110,3 +110,24 @@ func TestACutJSONStringIsOneError(t *testing.T) {
 		})
 	}
 }
+
+// A range a diagnostic quotes in its words ("The argument "name" was already set at
+// v.json:6,3-16") is mapped back onto the file after the raw-tab rewrite as the diagnostic's
+// own range is: a tab written raw in a JSON string is one byte and one column, as a space is,
+// so the detail is the space's. Before (earlier in round 61), the JSON path's offsetMap had no
+// rewritten bytes (m.rw), and mapRangeText placed every quoted range at 1,1-1. Found by helper
+// review61.
+func TestQuotedRangeAfterARawTabIsTheFilesPlace(t *testing.T) {
+	detail := func(sep string) string {
+		src := jsonVolume60("  \"name\": \"x" + sep + "y\", \"name\": \"z\"")
+		_, diags := ParseVolume("v.json", []byte(src), VerbAny)
+		ds := diagsNamed(diags, "Duplicate argument")
+		if len(ds) != 1 {
+			t.Fatalf("want one Duplicate argument, got %v", diags)
+		}
+		return ds[0].Detail
+	}
+	if got, want := detail("\t"), detail(" "); got != want {
+		t.Errorf("with a raw tab in the first name:\n  %s\nwant, as with a space there:\n  %s", got, want)
+	}
+}

@@ -192,6 +192,7 @@ func (p *Parser) load(s *source) (hcl.Body, *offsetMap, []byte, hcl.Diagnostics)
 		parsed, m := src, (*offsetMap)(nil)
 		if edits := rawControlEdits(src); len(edits) > 0 {
 			parsed, m = applyEdits(src, edits)
+			m.rw = parsed // what a range quoted in a detail is read back from (mapRangeText)
 			body = parsed[start.Byte:]
 		}
 		f, diags := hcljson.ParseWithStartPos(body, filename, start)

@@ -215,10 +215,11 @@ func servesHostpath(args []string) bool {
 	return false
 }
 
-// ServeFlags are the flags of `volctl plugin serve hostpath`, each with whether it is a
-// boolean (given alone, it is true): what FlagValue and FlagTwice read an exec block's
-// arguments by (TestServeFlagsAreTheCommands keeps them the command's).
-var ServeFlags = map[string]bool{"--socket": false, "--root": false, "--node-id": false, "--max-volumes": false, "--enable-attach": true}
+// ServeFlags are the flags of `volctl plugin serve hostpath`, each with its value's type as
+// pflag names it: "bool" (given alone, it is true), "int64" (read as Go reads an integer literal:
+// 0x10 is 16, 010 is 8), "string". What FlagValue and FlagTwice read an exec block's arguments
+// by (TestServeFlagsAreTheCommands keeps them the command's).
+var ServeFlags = map[string]string{"--socket": "string", "--root": "string", "--node-id": "string", "--max-volumes": "int64", "--enable-attach": "bool"}
 
 // flagValues are the values args give the flag name of `volctl plugin serve hostpath`, in
 // order, as its flag parsing (pflag) reads them: --name VALUE (the value taken whatever it is,
@@ -235,7 +236,8 @@ func flagValues(args []string, name string) []string {
 			}
 			continue
 		}
-		boolean, known := ServeFlags[a]
+		kind, known := ServeFlags[a]
+		boolean := kind == "bool"
 		switch {
 		case !known:
 		case boolean && a == name:
@@ -270,23 +272,27 @@ func FlagValue(args []string, name string) string {
 func FlagTwice(args []string, name string) (first, other string, twice bool) {
 	vals := flagValues(args, name)
 	for _, v := range vals[min(1, len(vals)):] {
-		if !sameFlagValue(vals[0], v) {
+		if !sameFlagValue(ServeFlags[name], vals[0], v) {
 			return vals[0], v, true
 		}
 	}
 	return "", "", false
 }
 
-// sameFlagValue reports whether two values of one flag are one value to serve's parsing: as
-// integers or booleans when both read as such, else as text.
-func sameFlagValue(a, b string) bool {
-	if x, err := strconv.ParseInt(a, 10, 64); err == nil {
-		y, err := strconv.ParseInt(b, 10, 64)
-		return err == nil && x == y || a == b
-	}
-	if x, err := strconv.ParseBool(a); err == nil {
-		y, err := strconv.ParseBool(b)
-		return err == nil && x == y || a == b
+// sameFlagValue reports whether two values of a flag of the kind given (ServeFlags) are one
+// value to serve's parsing: an int's as Go integer literals (intVar: 16 and 0x10 are one, 10
+// and 010 are not), a bool's as strconv reads one, a string's as text. Before, integers were
+// read in base 10 alone (TestServeFlagTwiceReadsMaxVolumesAsServeDoes).
+func sameFlagValue(kind, a, b string) bool {
+	switch kind {
+	case "int", "int64":
+		x, xerr := strconv.ParseInt(a, 0, 64)
+		y, yerr := strconv.ParseInt(b, 0, 64)
+		return xerr == nil && yerr == nil && x == y || a == b
+	case "bool":
+		x, xerr := strconv.ParseBool(a)
+		y, yerr := strconv.ParseBool(b)
+		return xerr == nil && yerr == nil && x == y || a == b
 	}
 	return a == b
 }

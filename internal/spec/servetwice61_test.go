@@ -53,3 +53,44 @@ func TestExecGivingAServeFlagTwiceIsWarnedOf(t *testing.T) {
 		}
 	}
 }
+
+// `volctl plugin serve hostpath` reads --max-volumes as Go reads an integer literal
+// (intVar: strconv.ParseInt base 0), so "0x10" is 16, "010" is 8 and "1_000" is 1000:
+// `--max-volumes 16 --max-volumes 0x10` is served (one value), and `--max-volumes 10
+// --max-volumes 010` is refused ("--max-volumes was given before as "10": give it once",
+// exit 2). The "Flag given twice" warning must follow serve: none for the first, one for the
+// second. Before (earlier in round 61), sameFlagValue read integers in base 10 alone. Found by
+// helper review61.
+func TestServeFlagTwiceReadsMaxVolumesAsServeDoes(t *testing.T) {
+	serve := func(more ...string) []string {
+		return append([]string{"plugin", "serve", "hostpath", "--node-id", "n1", "--root", "/srv/hp"}, more...)
+	}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		served bool // serve takes these arguments
+	}{
+		{"16 and 0x10, one value to serve", serve("--max-volumes", "16", "--max-volumes", "0x10"), true},
+		{"8 and 010, one value to serve", serve("--max-volumes", "8", "--max-volumes", "010"), true},
+		{"1000 and 1_000, one value to serve", serve("--max-volumes", "1000", "--max-volumes=1_000"), true},
+		{"10 and 010, two values to serve", serve("--max-volumes", "10", "--max-volumes", "010"), false},
+	} {
+		_, diags := NewParser().ParsePlugins("p.hcl", execPluginSpec(tc.args...))
+		var twice []string
+		for _, d := range diags {
+			if d.Summary == "Flag given twice" {
+				twice = append(twice, d.Detail)
+			}
+		}
+		switch {
+		case tc.served && len(twice) != 0:
+			t.Errorf("%s: warned %q, but serve takes these arguments (it reads 0x10, 010, 1_000 as Go integer literals)", tc.name, strings.Join(twice, "; "))
+		case !tc.served && len(twice) != 1:
+			t.Errorf("%s: no \"Flag given twice\" (diags %v), but serve refuses them: 010 is 8 to it, and the plugin exits at every start", tc.name, diags)
+		}
+		_, _, got := FlagTwice(tc.args, "--max-volumes")
+		if got == tc.served {
+			t.Errorf("%s: FlagTwice says twice=%v; serve %s them", tc.name, got, map[bool]string{true: "takes", false: "refuses"}[tc.served])
+		}
+	}
+}
