@@ -45,6 +45,10 @@ type runner struct {
 	// mates is what the runner last recorded of the plugins on its socket whose exec block it
 	// runs for them (Agent.mates, noteMates), by ID.
 	mates map[string]supervision
+	// leftUnder are the instances of the plugin's earlier processes that exited under mounts,
+	// leaving processes outside their group (which may serve the mounts): stopped with the
+	// plugin once it has none (stopLeftBy). Only the loop, and the stop after it, touch it.
+	leftUnder []string
 
 	// What Status shows, copied from the fields above by publish under smu: only the loop
 	// touches those.
@@ -246,11 +250,13 @@ func (r *runner) loop(ctx context.Context) {
 			// of its own): stopped only while the plugin has none, counted under the publish
 			// lock, as at a clean stop and a restart past the health timeout.
 			if why, _, release := r.mountsHeld(ctx); why == "" {
-				a.stopLeftBy(id, r.proc)
+				a.stopLeftBy(r, r.proc)
 				release()
 			} else if left := leftBy(r.proc.instance, false); len(left) > 0 {
-				a.log.Warn(fmt.Sprintf("plugin %q exited, leaving processes outside its process group; not stopping them: %s, which they may serve", id, why),
+				a.log.Warn(fmt.Sprintf("plugin %q exited, leaving processes outside its process group; not stopping them: %s, which they may serve; "+
+					"they are stopped with the plugin once it has no mounts", id, why),
 					"plugin", id, "pids", left)
+				r.leaveUnder(r.proc.instance)
 			}
 			wait := bo.Next()
 			msg := fmt.Sprintf("plugin %q exited (%s): restarting it in %s", id, r.proc.exitStatus(), wait)
@@ -275,8 +281,23 @@ func (r *runner) stopCounted(release func()) error {
 		return err
 	}
 	// Still under the publish lock: what it left may serve its socket.
-	r.a.stopLeftBy(r.spec.ID, r.proc)
+	r.a.stopLeftBy(r, r.proc)
 	return nil
+}
+
+// maxLeftUnder bounds leftUnder: a plugin crashing under mounts for weeks would grow it
+// without end; the oldest instances' processes, left longest, are let go first, logged.
+const maxLeftUnder = 64
+
+// leaveUnder remembers instance, a process of the plugin that exited under mounts leaving
+// processes outside its group, for stopLeftBy to stop them once the plugin has none.
+func (r *runner) leaveUnder(instance string) {
+	if len(r.leftUnder) == maxLeftUnder {
+		r.a.log.Warn("no longer looking for what an early process of the plugin left outside its group (too many exits under mounts)",
+			"plugin", r.spec.ID, "instance", r.leftUnder[0])
+		r.leftUnder = r.leftUnder[1:]
+	}
+	r.leftUnder = append(r.leftUnder, instance)
 }
 
 // outdated reports whether the supervised process runs another exec block than the plugin's
