@@ -140,6 +140,9 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest, probeFirst *
 	if err := spec.ValidateID("volume ID", req.VolumeID); err != nil {
 		return fail(invalidf("%v", err))
 	}
+	if why := req.MountOptions.Problem(); why != "" {
+		return fail(invalidf("the claim's mount options cannot be sent: %s", why))
+	}
 	if err := e.bindsOutsideStateDir(req.Binds); err != nil {
 		return fail(err)
 	}
@@ -562,6 +565,12 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool, probe
 		}
 		mo := v.MountOptions.Merge(req.MountOptions)
 		if capab.AttachmentMode == spec.BlockDevice {
+			if len(req.MountOptions.Describe()) > 0 {
+				// Dropped without a word, the claim made again as asked was refused as one
+				// with other mount options (TestBlockClaimWithMountOptionsIsRefused).
+				return invalidf("volume %q is claimed as a block device (the attachment mode its capabilities give this claim), and mount options (%s) do not apply to one: "+
+					"claim it without --fs-type and --mount-flag", v.ID, strings.Join(req.MountOptions.Describe(), ", "))
+			}
 			mo = &spec.MountOptions{}
 		}
 		if err := sameMountAsLive(v, live, mo, ld.plugin); err != nil {

@@ -90,6 +90,32 @@ func (m *MountOptions) Merge(req *MountOptions) *MountOptions {
 	return out
 }
 
+// Problem says why a claim's own mount options (volume claim's --fs-type and --mount-flag)
+// cannot be sent, by the limits a spec's mount_options block is held to: fs_type at most the
+// CSI spec's 128 bytes and no control character, the mount flags at most 4 KiB in all. ""
+// when they can. The flags themselves are never quoted: they may carry credentials. Before,
+// a claim's were sent as given, past the limits docs/specs.md says volctl keeps
+// (TestClaimMountOptionsKeepTheCSILimits).
+func (m *MountOptions) Problem() string {
+	if m == nil {
+		return ""
+	}
+	if len(m.FSType) > MaxCSIString {
+		return fmt.Sprintf("fs_type is %d bytes long; the CSI spec limits string fields to %d bytes", len(m.FSType), MaxCSIString)
+	}
+	if r, ok := ControlIn(m.FSType); ok {
+		return fmt.Sprintf("fs_type contains the control character %U, which the CSI spec does not allow", r)
+	}
+	total := 0
+	for _, f := range m.MountFlags {
+		total += len(f)
+	}
+	if total > MaxCSIMountOpts || len(m.MountFlags) > maxMountFlags {
+		return fmt.Sprintf("the %d mount flags hold %d bytes; the CSI spec limits them to %d bytes (4 KiB) in total", len(m.MountFlags), total, MaxCSIMountOpts)
+	}
+	return ""
+}
+
 // Describe says what m sets, for people: "fs_type=ext4" and "mount_flags=[REDACTED] (2)", each
 // when set. Mount flags may carry credentials, so only their number is shown. Views join the
 // parts as they lay them out.
