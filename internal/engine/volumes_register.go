@@ -110,8 +110,12 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registra
 				if err != nil {
 					return err
 				}
+				// With the ways out: the other record updated, or let go for this one
+				// (TestRegisterOfStorageAnotherVolumeRecordsNamesTheWayOut).
 				return conflictf("external ID %q on plugin %q is already registered as volume %q%s; "+
-					"one plugin volume under two IDs would let their claims ignore each other's access mode", sv.ExternalID, sv.PluginID, same[0].ID, through)
+					"one plugin volume under two IDs would let their claims ignore each other's access mode: "+
+					"to change that volume, register the spec with id = %q; to record the storage as volume %q instead, `%s` first (it keeps the storage), then register this spec again",
+					sv.ExternalID, sv.PluginID, same[0].ID, through, same[0].ID, sv.ID, shellquote.Command("volctl volume deregister", same[0].ID))
 			}
 			v := store.VolumeFromSpec(sv)
 			v.State = store.VolumeReady
@@ -234,6 +238,11 @@ func checkImmutable(old store.Volume, sv spec.Volume, register bool) error {
 		{"topology_request", topologyOrNil(old.TopologyRequest), topologyOrNil(sv.TopologyRequest), false},
 	}
 	if register {
+		// A register spec holds no preferred topology (a create's placement wish, spent once
+		// the volume is made): the required ones are what it can restate. Compared whole, the
+		// registration volume create's refusal advises for a volume created with a preferred
+		// topology was refused (TestRegisterAdvisedForAVolumeCreatedWithAPreferredTopology).
+		fields[4] = field{"topology_request", topologyOrNil(requiredOnly(old.TopologyRequest)), topologyOrNil(sv.TopologyRequest), false}
 		fields = append(fields, field{"external_id", old.ExternalID, sv.ExternalID, false})
 	} else {
 		fields = append(fields,
@@ -330,6 +339,14 @@ func nilIfEmpty(m map[string]string) map[string]string {
 	return m
 }
 
+// requiredOnly is t without its preferred topologies.
+func requiredOnly(t *spec.TopologyRequest) *spec.TopologyRequest {
+	if t == nil {
+		return nil
+	}
+	return &spec.TopologyRequest{Required: t.Required}
+}
+
 func topologyOrNil(t *spec.TopologyRequest) *spec.TopologyRequest {
 	if t == nil || (len(t.Required) == 0 && len(t.Preferred) == 0) {
 		return nil
@@ -374,8 +391,16 @@ func refuseCapabilityInUse(tx *store.Tx, id string, caps []spec.Capability) erro
 // pending expansion kept its limit: reconcile sent it again with that, recorded it as the
 // volume's capacity_max, undoing the registration's, and grew the volume past the capacity_max
 // registered since (TestRegisterLoweringCapacityMaxUnderAPendingExpansion).
+//
+// A capacity_max below the size the volume has is refused too: a volume does not shrink, and
+// taken, the registration recorded a requested range whose minimum was above its maximum, which
+// no spec may hold, undoing the limit an expand had set (TestRegisterAgainWithACapacityMaxBelowTheVolumesSize).
 func pendingLimit(old store.Volume, capacityMax int64) (int64, error) {
 	switch {
+	case capacityMax != 0 && old.CapacityBytes > capacityMax:
+		return 0, conflictf("volume %q is %s, and this spec's capacity_max %s is below it: a volume does not shrink; "+
+			"give a capacity_max of at least %s, or leave it out, then register it again",
+			old.ID, spec.FormatSize(old.CapacityBytes), spec.FormatSize(capacityMax), spec.FormatSize(old.CapacityBytes))
 	case old.ExpandMin <= 0 || capacityMax == 0:
 		return old.ExpandMax, nil
 	case capacityMax < old.ExpandMin:
