@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -19,24 +20,7 @@ import (
 // ran on after the agent exited, recorded nowhere. Found by helper review61.
 func TestCleanStopStopsWhatACrashedInstanceLeft(t *testing.T) {
 	f := newFixture(t)
-	f.mountsForReal()
-	f.register(f.execPlugin("fuse", "mounts-with-helper"))
-	stop := f.startAgent(testSettings)
-	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("fuse").Healthy })
-	helper := f.childPid("fuse")
-	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
-	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "fuse", Capabilities: caps}); err != nil {
-		t.Fatal(err)
-	}
-	cmd := f.claimAsCommand()
-	first := f.pid("fuse")
-	if err := os.WriteFile(filepath.Join(f.dir, "hostpath-fuse", "crash"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the plugin to crash and be started again", func() bool {
-		p := f.pid("fuse")
-		return len(f.events("plugin-exit")) > 0 && p != 0 && p != first && alive(p)
-	})
+	stop, helper, cmd := crashUnderMounts(t, f)
 	waitFor(t, "the restarted plugin to be healthy", func() bool { return f.plugin("fuse").Healthy })
 	if !alive(helper) {
 		t.Fatalf("the helper (pid %d) was stopped under mounts", helper)
@@ -97,4 +81,31 @@ func TestStopWaitsForAPublishNoLongerThanStopTimeout(t *testing.T) {
 	if logs := f.logs.String(); !strings.Contains(logs, "leaving plugin running: a volume was still being published or released through it after 1s (stop_timeout)") {
 		t.Errorf("the log does not say the plugin is left running for a publish under way:\n%s", logs)
 	}
+}
+
+// crashUnderMounts runs plugin "fuse" (mode mounts-with-helper: a helper in a session of its own
+// carrying the plugin's instance) under an agent, claims volume db through it as a command does,
+// and has the plugin crash under that mount, waiting until the agent started it again: the
+// agent's stop, the helper's pid, and the command's engine, which holds the claim.
+func crashUnderMounts(t *testing.T, f *fixture) (stop func() error, helper int, cmd *engine.Engine) {
+	t.Helper()
+	f.mountsForReal()
+	f.register(f.execPlugin("fuse", "mounts-with-helper"))
+	stop = f.startAgent(testSettings)
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("fuse").Healthy })
+	helper = f.childPid("fuse")
+	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
+	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "fuse", Capabilities: caps}); err != nil {
+		t.Fatal(err)
+	}
+	cmd = f.claimAsCommand()
+	first := f.pid("fuse")
+	if err := os.WriteFile(filepath.Join(f.dir, "hostpath-fuse", "crash"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the plugin to crash and be started again", func() bool {
+		p := f.pid("fuse")
+		return len(f.events("plugin-exit")) > 0 && p != 0 && p != first && alive(p)
+	})
+	return stop, helper, cmd
 }

@@ -372,24 +372,7 @@ func TestAgentKeepsAPluginWhoseExecChangesUnderMounts(t *testing.T) {
 // an exit stopped it, mounts or not.
 func TestAgentRestartAfterACrashUnderMountsLeavesWhatThePluginLeft(t *testing.T) {
 	f := newFixture(t)
-	f.mountsForReal()
-	f.register(f.execPlugin("fuse", "mounts-with-helper"))
-	stop := f.startAgent(testSettings)
-	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("fuse").Healthy })
-	helper := f.childPid("fuse")
-	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
-	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "fuse", Capabilities: caps}); err != nil {
-		t.Fatal(err)
-	}
-	f.claimAsCommand()
-	first := f.pid("fuse")
-	if err := os.WriteFile(filepath.Join(f.dir, "hostpath-fuse", "crash"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the plugin to crash and be started again", func() bool {
-		p := f.pid("fuse")
-		return len(f.events("plugin-exit")) > 0 && p != 0 && p != first && alive(p)
-	})
+	stop, helper, _ := crashUnderMounts(t, f)
 	if !alive(helper) {
 		t.Errorf("the crashed plugin's helper (pid %d), outside its group, was stopped at its restart while the plugin has mounts:\n%s", helper, f.logs.String())
 	}
