@@ -2181,11 +2181,30 @@ const anotherVolume = "another volume: the claim would read and write that volum
 // capability") while claims of the volume other than this one are node-staged or on. The row
 // said unstaged because the mount table lacks the staging (the lost-staging rule), but this
 // plugin does not mount at the staging path, and what it holds is the staging those claims
-// share, as before the check; the claim publishes onto it.
+// share, as before the check; the claim publishes onto it. Those claims vouch for it only
+// while one's target is still mounted: after a reboot they are recorded on with their mounts
+// gone too, and taking their record for the staging swallowed the ALREADY_EXISTS, recorded the
+// staging staged where nothing was, and every pass then named NodePublishVolume "not staged",
+// never the answer that failed the restore (TestRestoreNamesNodeStageAlreadyExistsBesideAnotherLostClaim).
 func (p *checkpoint) stillStaged(ctx context.Context, err error) bool {
 	if !csi.IsAlreadyExists(err) {
 		return false
 	}
 	u, uerr := p.usage(ctx)
-	return uerr == nil && u.staging > 0
+	if uerr != nil || u.staging == 0 {
+		return false
+	}
+	others, verr := viewOne(ctx, p.e.store, func(tx *store.Tx) ([]store.Claim, error) { return tx.Claims().ByVolume(p.cl.VolumeID) })
+	if verr != nil {
+		return false
+	}
+	for _, c := range others {
+		if c.ID == p.cl.ID || c.TargetPath == "" || c.State != store.ClaimPublished && c.State != store.ClaimUnpublishing {
+			continue
+		}
+		if mp, merr := p.e.cfg.Mounts.Mounted(p.e.cfg.StateDir, p.e.realPath(c.TargetPath)); merr == nil && mp.Mounted {
+			return true
+		}
+	}
+	return false
 }
