@@ -425,6 +425,7 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 		}
 	}
 	a.mu.Unlock()
+	inherit := map[string][]string{} // runner.leftUnder of a process the new runner adopts
 	for _, r := range gone {
 		r.cancel()
 		<-r.done
@@ -435,6 +436,9 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 				// file, as it adopts one left under mounts. Before, it was stopped and started
 				// again, the plugin down meanwhile (TestAgentKeepsThePluginRunningWhenOnlyItsTimeoutChanges).
 				a.log.Info("plugin declaration changed, not its exec block; supervising it anew, its process running on", "plugin", r.spec.ID, "pid", r.proc.pid)
+				// What its earlier processes left under mounts goes to the runner that adopts
+				// it (before, lost with this one: TestCrashedInstancesHelperIsStoppedAfterARedeclarationKeptTheProcess).
+				inherit[r.spec.ID] = r.leftUnder
 				continue
 			}
 			a.log.Info("plugin declaration changed; supervising it anew", "plugin", r.spec.ID)
@@ -458,6 +462,7 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 			continue
 		}
 		r := newRunner(a, want[id])
+		r.leftUnder = inherit[id]
 		a.runners[id] = r
 		rctx, cancel := context.WithCancel(ctx)
 		r.cancel = cancel
@@ -1014,6 +1019,20 @@ func (a *Agent) stopIfUnmounted(r *runner, countAs string) bool {
 			}
 			a.recordStop(context.Background(), r, engine.SupervisionStopped, "the plugin was not running: "+why)
 		}
+		if len(r.leftUnder) > 0 {
+			// What its earlier processes left under mounts, once the mounts are gone, as with
+			// a process running.
+			ctx, cancel := context.WithTimeout(context.Background(), a.s.StopTimeout)
+			defer cancel()
+			m, release, err := a.e.HoldPluginMountsWaiting(ctx, countAs)
+			defer release()
+			if err == nil && !m.Any() {
+				a.stopLeftBy(r, nil)
+			} else {
+				a.log.Warn("leaving running what the plugin's earlier processes left outside their group: it may serve the plugin's mounts",
+					"plugin", r.spec.ID, "mounts", m.Mounts, "in_doubt", m.InDoubt, "err", err)
+			}
+		}
 		return true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.s.StopTimeout)
@@ -1048,14 +1067,19 @@ func (a *Agent) stopIfUnmounted(r *runner, countAs string) bool {
 	a.log.Info("stopping plugin", "plugin", r.spec.ID, "pid", p.pid)
 	if err := p.stop(a.s.StopTimeout); err != nil {
 		a.log.Warn("stopping plugin", "plugin", r.spec.ID, "pid", p.pid, "err", err)
-		a.recordStop(ctx, r, engine.SupervisionLeft, fmt.Sprintf("stopping it failed: %v", err))
+		a.recordStop(context.WithoutCancel(ctx), r, engine.SupervisionLeft, fmt.Sprintf("stopping it failed: %v", err))
 		return false
 	}
 	a.stopLeftBy(r, p)
 	removePidFile(a.runDir, r.spec.ID)
-	a.recordStop(ctx, r, engine.SupervisionStopped, "")
-	a.envRuns(ctx, r.spec.ID, nil)
-	a.e.PluginEvent(ctx, r.spec.ID, "plugin-stop", fmt.Sprintf("plugin %q stopped by the agent (pid %d)", r.spec.ID, p.pid))
+	// ctx bounded the wait for the publish lock; the stop of a plugin that ignored SIGTERM may
+	// have outlasted it. The record is the stop's own (before, written on an expired ctx, it
+	// was lost: plugin status said a dead agent ran the plugin,
+	// TestCleanStopOfAPluginKilledAfterStopTimeoutIsRecorded).
+	rctx := context.WithoutCancel(ctx)
+	a.recordStop(rctx, r, engine.SupervisionStopped, "")
+	a.envRuns(rctx, r.spec.ID, nil)
+	a.e.PluginEvent(rctx, r.spec.ID, "plugin-stop", fmt.Sprintf("plugin %q stopped by the agent (pid %d)", r.spec.ID, p.pid))
 	return true
 }
 
@@ -1117,7 +1141,11 @@ func (a *Agent) recordStop(ctx context.Context, r *runner, mode, note string) {
 // no more, and ran on after the agent's clean stop, recorded nowhere
 // (TestCleanStopStopsWhatACrashedInstanceLeft).
 func (a *Agent) stopLeftBy(r *runner, p *process) {
-	for _, instance := range append(r.leftUnder, p.instance) {
+	instances := slices.Clone(r.leftUnder)
+	if p != nil {
+		instances = append(instances, p.instance)
+	}
+	for _, instance := range instances {
 		if left := stopLeft(instance, a.s.StopTimeout); len(left) > 0 {
 			a.log.Info("stopped what the plugin left outside its process group", "plugin", r.spec.ID, "pids", left)
 		}

@@ -47,7 +47,8 @@ is one the plugin holds past the short timeout (a hung or stopped process). A pl
 cannot be reached at all (its socket missing, nothing listening on it, its process gone
 before it answered) is not judged so: the claim is admitted, and the RPC that cannot reach the
 plugin leaves it for volctl reconcile, exit 1, as any retryable failure. Without --access-mode and
---attachment-mode the volume's current mode is used, or its first capability that fits.
+--attachment-mode the volume's current mode is used, or its first capability that fits (a
+file-system one first when --fs-type or --mount-flag is given).
 --fs-type replaces the volume's fs type; --mount-flag (repeatable) replaces its mount flags (a
 write claim given "ro" is warned of: it gets a mount it cannot write, as the volume's writer).
 The claims of a volume share its staging (a plugin that stages mounts the file system once): a

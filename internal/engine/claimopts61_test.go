@@ -67,3 +67,25 @@ func TestClaimMountOptionsKeepTheCSILimits(t *testing.T) {
 		})
 	}
 }
+
+// A volume with both a block-device and a file-system capability (block listed first) is
+// claimed with --fs-type and no --attachment-mode. `volume claim --help` says the claim takes
+// "its first capability that fits"; a block-device capability does not fit a claim that asks
+// for a file system type (mount options "do not apply to one"), while the file-system one
+// does, and is taken. Before (earlier in round 61, when mount options on a block claim came to
+// be refused), the claim was refused, told to drop --fs-type: the way out it named gave the
+// alloc a raw device where it asked for an xfs file system. Found by helper review61.
+func TestClaimWithFSTypeTakesTheFileSystemCapabilityOfAMixedVolume(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.create(volume("v",
+		spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.BlockDevice},
+		spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}))
+	ci, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a", MountOptions: &spec.MountOptions{FSType: "xfs"}})
+	if err != nil {
+		t.Fatalf("claim with fs_type xfs of a volume with a file-system capability: %v; want it admitted as file-system", err)
+	}
+	if ci.AttachmentMode != spec.FileSystem {
+		t.Fatalf("claim with fs_type xfs: attachment mode %s; want file-system", ci.AttachmentMode)
+	}
+}

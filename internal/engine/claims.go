@@ -842,18 +842,34 @@ func chooseCapability(v store.Volume, req ClaimRequest) (spec.Capability, error)
 			(req.AttachmentMode == "" || c.AttachmentMode == req.AttachmentMode) &&
 			(req.ReadOnly || !c.AccessMode.ReaderOnly())
 	}
-	if v.AccessMode != "" {
-		cur := spec.Capability{AccessMode: v.AccessMode, AttachmentMode: v.AttachmentMode}
-		for _, c := range v.Capabilities {
-			if c == cur && fits(c) {
-				return c, nil
+	pick := func(fits func(spec.Capability) bool) (spec.Capability, bool) {
+		if v.AccessMode != "" {
+			cur := spec.Capability{AccessMode: v.AccessMode, AttachmentMode: v.AttachmentMode}
+			for _, c := range v.Capabilities {
+				if c == cur && fits(c) {
+					return c, true
+				}
 			}
 		}
+		for _, c := range v.Capabilities {
+			if fits(c) {
+				return c, true
+			}
+		}
+		return spec.Capability{}, false
 	}
-	for _, c := range v.Capabilities {
-		if fits(c) {
+	if req.AttachmentMode == "" && len(req.MountOptions.Describe()) > 0 {
+		// Mount options ask for a file system: a file-system capability that fits is taken
+		// before a block one listed first, which would refuse them (admit). Before, the first
+		// fitting was taken, and `--fs-type xfs` of a volume listing block-device first was
+		// refused, advising to leave the file system out
+		// (TestClaimWithFSTypeTakesTheFileSystemCapabilityOfAMixedVolume).
+		if c, ok := pick(func(c spec.Capability) bool { return fits(c) && c.AttachmentMode == spec.FileSystem }); ok {
 			return c, nil
 		}
+	}
+	if c, ok := pick(fits); ok {
+		return c, nil
 	}
 	want := "a writable capability"
 	if req.AccessMode != "" || req.AttachmentMode != "" {
