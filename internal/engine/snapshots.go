@@ -1365,7 +1365,14 @@ func (e *Engine) listSnapshotsStored(ctx context.Context, pluginID string, secre
 		if deletes, err = tx.Snapshots().ListDeleting(); err != nil {
 			return err
 		}
-		if plugins, err = oneOrAll(pluginID, tx.Plugins().Get, tx.Plugins().List); err != nil {
+		// A plugin deregistered with --force keeps its snapshots' records, listed as the
+		// unfiltered listing lists them (below); not found only with none (before, refused
+		// as not registered: `snapshot list --plugin ID`, the way to find them to delete,
+		// showed none, TestSnapshotListOfAForceDeregisteredPluginShowsItsRecords).
+		gone := false
+		if plugins, err = oneOrAll(pluginID, tx.Plugins().Get, tx.Plugins().List); errors.Is(err, store.ErrNotFound) && pluginID != "" {
+			plugins, gone = nil, true
+		} else if err != nil {
 			return err
 		}
 		if records, err = tx.Snapshots().List(pluginID); err != nil {
@@ -1373,6 +1380,9 @@ func (e *Engine) listSnapshotsStored(ctx context.Context, pluginID string, secre
 		}
 		if intents, err = tx.Snapshots().ListCreates(pluginID); err != nil {
 			return err
+		}
+		if gone && len(records) == 0 && len(intents) == 0 {
+			return store.ErrNotFound
 		}
 		if vols, err = tx.Volumes().List(store.VolumeFilter{PluginID: pluginID}); err != nil {
 			return err

@@ -416,7 +416,7 @@ func checkCreateCapabilities(c *conn, sv spec.Volume) error {
 // said nothing of the one asked (`TestRestoreCheckedByGetSnapshotAnsweringAnotherSnapshot`).
 // The refusal is a conflict, before anything is recorded or sent.
 func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (source string, _ error) {
-	if sv.SnapshotID == "" || snapshotCheck(c) == "" {
+	if sv.SnapshotID == "" {
 		return "", nil
 	}
 	switch _, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(sv.ID) }); {
@@ -424,6 +424,12 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (sou
 		return "", nil // recorded: created already, or a replay, sent as it was first asked
 	case !errors.Is(err, store.ErrNotFound):
 		return "", err
+	}
+	if err := snapshotIDIsAName(ctx, e, sv); err != nil {
+		return "", err
+	}
+	if snapshotCheck(c) == "" {
+		return "", nil
 	}
 	var (
 		snap  csi.Snapshot
@@ -464,6 +470,32 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (sou
 		return snap.SourceVolumeID, nil
 	}
 	return "", nil
+}
+
+// snapshotIDIsAName refuses a restore whose snapshot_id is no ID volctl records for the plugin
+// but the NAME of a snapshot it records (the word `snapshot create` was given, which `snapshot
+// delete` and `deregister` take too), naming that snapshot's ID. Before, the plugin's NOT_FOUND
+// came back with a generic "check snapshot_id" (TestRestoreGivenASnapshotsNameNamesItsID).
+func snapshotIDIsAName(ctx context.Context, e *Engine, sv spec.Volume) error {
+	named, err := viewOne(ctx, e.store, func(tx *store.Tx) (*store.Snapshot, error) {
+		switch _, err := tx.Snapshots().Get(sv.PluginID, sv.SnapshotID); {
+		case err == nil:
+			return nil, nil
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, err
+		}
+		sn, ok, err := recordNamed(tx, sv.PluginID, sv.SnapshotID)
+		if err != nil || !ok {
+			return nil, err
+		}
+		return &sn, nil
+	})
+	if err != nil || named == nil {
+		return err
+	}
+	return invalidf("volume %q's snapshot_id %q is the name of snapshot %q of plugin %q, not its ID: snapshot_id takes the ID the plugin gave it "+
+		"(`%s` shows both): write snapshot_id = %q", sv.ID, sv.SnapshotID, named.SnapshotID, sv.PluginID,
+		shellquote.Command("volctl volume snapshot list --plugin", sv.PluginID), named.SnapshotID)
 }
 
 // finishCreate sends CreateVolume for a volume in state creating and records the result. replay
