@@ -495,7 +495,7 @@ func snapshotIDIsAName(ctx context.Context, e *Engine, sv spec.Volume) error {
 	}
 	return invalidf("volume %q's snapshot_id %q is the name of snapshot %q of plugin %q, not its ID: snapshot_id takes the ID the plugin gave it "+
 		"(`%s` shows both): write snapshot_id = %q", sv.ID, sv.SnapshotID, named.SnapshotID, sv.PluginID,
-		shellquote.Command("volctl volume snapshot list --plugin", sv.PluginID), named.SnapshotID)
+		"volctl volume snapshot list "+shellquote.Flag("--plugin", sv.PluginID), named.SnapshotID)
 }
 
 // finishCreate sends CreateVolume for a volume in state creating and records the result. replay
