@@ -25,24 +25,7 @@ func TestCleanStopStopsWhatACrashedInstanceLeft(t *testing.T) {
 	if !alive(helper) {
 		t.Fatalf("the helper (pid %d) was stopped under mounts", helper)
 	}
-	// The mounts go (the in-memory plugin forgot its volumes at its crash: unmounted by hand,
-	// as the engine's message says, then released): nothing the plugin left may serve any now.
-	if err := hostpath.UnmountAll(f.dir); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cmd.Release(f.ctx, "db", "web-0"); err != nil {
-		t.Fatal(err)
-	}
-	if m, err := f.e.PluginMounts(f.ctx, "fuse"); err != nil || m.Any() {
-		t.Fatalf("plugin fuse's mounts after the release: %+v, %v; want none", m, err)
-	}
-	second := f.pid("fuse")
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	if alive(second) {
-		t.Errorf("the plugin (pid %d) still runs after a clean stop without mounts", second)
-	}
+	mountsGoneThenStop(t, f, cmd, stop)
 	if alive(helper) {
 		t.Errorf("the crashed plugin's helper (pid %d), left outside its group under mounts, still runs after the agent's clean stop with no mounts; "+
 			"pid file %d; agent log mentions it: %v", helper, f.pid("fuse"), strings.Contains(f.logs.String(), "stopped what the plugin left"))
@@ -108,4 +91,28 @@ func crashUnderMounts(t *testing.T, f *fixture) (stop func() error, helper int, 
 		return len(f.events("plugin-exit")) > 0 && p != 0 && p != first && alive(p)
 	})
 	return stop, helper, cmd
+}
+
+// mountsGoneThenStop takes away the mounts of crashUnderMounts's claim (the in-memory plugin
+// forgot its volumes at its crash: unmounted by hand, as the engine's message says, then
+// released through cmd), so that nothing the plugin left may serve any, and stops the agent,
+// checking the plugin's process is gone after it.
+func mountsGoneThenStop(t *testing.T, f *fixture, cmd *engine.Engine, stop func() error) {
+	t.Helper()
+	if err := hostpath.UnmountAll(f.dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cmd.Release(f.ctx, "db", "web-0"); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := f.e.PluginMounts(f.ctx, "fuse"); err != nil || m.Any() {
+		t.Fatalf("plugin fuse's mounts after the release: %+v, %v; want none", m, err)
+	}
+	pid := f.pid("fuse")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if alive(pid) {
+		t.Errorf("the plugin (pid %d) still runs after a clean stop without mounts", pid)
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/volctl/volctl/internal/engine"
-	"github.com/volctl/volctl/internal/hostpath"
 )
 
 // A plugin that does not end on SIGTERM (killed after stop_timeout, as docs/agent.md says) is
@@ -71,21 +70,7 @@ func TestCrashedInstancesHelperIsStoppedAfterARedeclarationKeptTheProcess(t *tes
 	if n := f.pid("fuse"); n != second || !alive(second) {
 		t.Fatalf("plugin pid %d -> %d (alive %v); want the process kept", second, n, alive(second))
 	}
-	if err := hostpath.UnmountAll(f.dir); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cmd.Release(f.ctx, "db", "web-0"); err != nil {
-		t.Fatal(err)
-	}
-	if m, err := f.e.PluginMounts(f.ctx, "fuse"); err != nil || m.Any() {
-		t.Fatalf("plugin fuse's mounts after the release: %+v, %v; want none", m, err)
-	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	if alive(second) {
-		t.Errorf("the plugin (pid %d) still runs after a clean stop without mounts", second)
-	}
+	mountsGoneThenStop(t, f, cmd, stop)
 	if alive(helper) {
 		t.Errorf("the crashed plugin's helper (pid %d), left outside its group under mounts (\"they are stopped with the plugin once it has no mounts\"), "+
 			"still runs after the agent's clean stop with no mounts, the plugin having been registered again with only its timeout changed", helper)
