@@ -46,13 +46,20 @@ func TestWriteClaimMountedReadOnlyByThePluginIsRefused(t *testing.T) {
 	h.create(volume("v"))
 	remountingTargetReadOnly(t, h)
 
+	claimRefusedSaying(t, h, "a read-only mount", `plugin "mem"`, "mounted read-only", "holds the volume as its writer")
+}
+
+// claimRefusedSaying claims volume v for alloc a, which checkTarget must refuse, the target
+// being what: the error says each of wants, and no claim is left. Claimed, a write through the
+// target says where it went.
+func claimRefusedSaying(t *testing.T, h *harness, what string, wants ...string) {
+	t.Helper()
 	cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
 	if err == nil {
-		werr := os.WriteFile(filepath.Join(cl.TargetPath, "written-by-the-writer"), []byte("x"), 0o600)
-		t.Fatalf("write claim recorded published at %s, a read-only mount (a write through it: %v); want it refused naming the plugin and the read-only target",
-			cl.TargetPath, werr)
+		werr := os.WriteFile(filepath.Join(cl.TargetPath, "written-by-the-alloc"), []byte("x"), 0o600)
+		t.Fatalf("claim recorded published at %s, %s (a write through it: %v); want it refused", cl.TargetPath, what, werr)
 	}
-	for _, want := range []string{`plugin "mem"`, "mounted read-only", "holds the volume as its writer"} {
+	for _, want := range wants {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("claim = %v\nwant it saying %q", err, want)
 		}
@@ -97,20 +104,9 @@ func TestTargetBoundFromBelowABareStagingIsRefused(t *testing.T) {
 	})
 	h.create(volume("v"))
 
-	cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
 	staging := stagingPath(h.dir, "mem", "v")
-	if err == nil {
-		werr := os.WriteFile(filepath.Join(cl.TargetPath, "data"), []byte("x"), 0o600)
-		t.Fatalf("claim recorded published at %s, a bind of a directory below the bare staging path %s (a write through it: %v)", cl.TargetPath, staging, werr)
-	}
-	for _, want := range []string{`plugin "mem"`, staging, "a directory below it, " + filepath.Join("globalmount", "vol"), "host's disk"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("claim = %v\nwant it saying %q", err, want)
-		}
-	}
-	if live := h.liveClaims("v"); len(live) != 0 {
-		t.Fatalf("claims after the refusal = %+v, want none", live)
-	}
+	claimRefusedSaying(t, h, "a bind of a directory below the bare staging path "+staging,
+		`plugin "mem"`, staging, "a directory below it, "+filepath.Join("globalmount", "vol"), "host's disk")
 }
 
 // A plugin that stages nothing and publishes from a directory of its own outside the staging
