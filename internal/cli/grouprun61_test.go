@@ -71,6 +71,7 @@ func TestInterruptedGroupRunCountsTheAllocsOfTheGroup(t *testing.T) {
 }
 `)
 	gate := make(chan struct{})
+	defer close(gate) // only after the run returned: closed at once, web[1]'s publish could finish first
 	faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Times: 1}) // web[0] is served
 	faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Gate: gate, Times: 1})
 	ctx, cancel := context.WithCancel(h.ctx)
@@ -84,13 +85,11 @@ func TestInterruptedGroupRunCountsTheAllocsOfTheGroup(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for faults.Held() < 1 {
 		if time.Now().After(deadline) {
-			close(gate)
 			t.Fatal("web[1]'s publish never reached the plugin")
 		}
 		time.Sleep(time.Millisecond)
 	}
 	cancel()
-	close(gate)
 	err := <-done
 	if err == nil || !strings.Contains(err.Error(), "web[2]") {
 		t.Fatalf("interrupted group run = %v; want the interrupt, naming web[2] not run", err)
