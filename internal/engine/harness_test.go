@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
@@ -92,11 +94,20 @@ func (h *harness) open(cfg Config) {
 
 func (h *harness) registerPlugin(id, socket string) PluginInfo {
 	h.t.Helper()
-	p, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: id, Type: spec.PluginMonolith, Socket: socket})
-	if err != nil {
-		h.t.Fatalf("register plugin: %v", err)
+	// The in-memory plugin answers at once; a registration that runs into the harness's 2 s
+	// short deadline was starved by the machine (CI's 2 cores under the package's parallel
+	// tests, once at d62ee12f), not refused: it is tried again, up to twice, saying so. Tests
+	// of a plugin that hangs or is slow register through RegisterPlugin itself.
+	for attempt := 1; ; attempt++ {
+		p, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: id, Type: spec.PluginMonolith, Socket: socket})
+		if err == nil {
+			return p
+		}
+		if attempt == 3 || csi.CodeOf(err) != codes.DeadlineExceeded {
+			h.t.Fatalf("register plugin: %v", err)
+		}
+		h.t.Logf("register plugin %q ran into its deadline on a loaded machine (%v); trying again", id, err)
 	}
-	return p
 }
 
 // volume is a create spec on the mem plugin.
