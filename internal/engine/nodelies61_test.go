@@ -75,11 +75,15 @@ func TestWriteClaimAskingReadOnlyMountedSoIsTaken(t *testing.T) {
 	h := kernelHarness(t, nil)
 	h.create(volume("v"))
 	remountingTargetReadOnly(t, h)
-	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a", MountOptions: &spec.MountOptions{MountFlags: []string{" ro"}}}); err != nil {
-		t.Fatalf("write claim with the mount flag \" ro\", mounted read-only: %v", err)
-	}
-	if _, err := h.e.Release(h.ctx, "v", "a"); err != nil {
-		t.Fatal(err)
+	// "noatime,ro": flags joined by commas, as mount(8) reads them (before, refused as a
+	// read-only mount no flag asked for).
+	for _, flag := range []string{" ro", "noatime,ro"} {
+		if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a", MountOptions: &spec.MountOptions{MountFlags: []string{flag}}}); err != nil {
+			t.Fatalf("write claim with the mount flag %q, mounted read-only: %v", flag, err)
+		}
+		if _, err := h.e.Release(h.ctx, "v", "a"); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -300,18 +300,21 @@ var mountFlagDefaults = map[string]bool{"defaults": true, "rw": true, "bind": tr
 func parseMountFlags(flags []string) (uintptr, string, error) {
 	var bits uintptr
 	var names []string
-	for i, f := range flags {
-		f = strings.TrimSpace(f)
-		if b, ok := mountFlagBits[f]; ok {
-			bits |= b
-			names = append(names, f)
-			continue
+	for i, flag := range flags {
+		// Flags joined by commas in one ("noatime,ro") are read as mount(8) reads its -o.
+		for f := range strings.SplitSeq(flag, ",") {
+			f = strings.TrimSpace(f)
+			if b, ok := mountFlagBits[f]; ok {
+				bits |= b
+				names = append(names, f)
+				continue
+			}
+			if mountFlagDefaults[f] {
+				continue
+			}
+			return 0, "", fmt.Errorf("mount flag %d of %d is not one a bind mount supports (its value is not shown: mount flags may be sensitive); supported: %s",
+				i+1, len(flags), supportedMountFlags())
 		}
-		if mountFlagDefaults[f] {
-			continue
-		}
-		return 0, "", fmt.Errorf("mount flag %d of %d is not one a bind mount supports (its value is not shown: mount flags may be sensitive); supported: %s",
-			i+1, len(flags), supportedMountFlags())
 	}
 	slices.Sort(names)
 	return bits, strings.Join(slices.Compact(names), ","), nil

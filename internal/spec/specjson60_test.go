@@ -85,3 +85,30 @@ func TestJSONSurrogatePairAndEscapedBackslashAreRead(t *testing.T) {
 		}
 	}
 }
+
+// A mount flag holding others joined by commas ("noatime,ro"), as mount(8) reads the -o a
+// plugin joins its flags into and as volctl's plugin reads it, mounts a write claim read-only
+// as "ro" does: warned of as "ro" is. Before, spec.ReadOnlyFlag compared the whole flag with
+// "ro": validate said valid, and the writer could not write (and checkTarget refused a write
+// claim whose own flag asked for it so).
+func TestCommaJoinedReadOnlyFlagIsRead(t *testing.T) {
+	for _, flag := range []string{`"noatime,ro"`, `"ro,noatime"`, `"nodev, ro ,nosuid"`} {
+		t.Run(flag, func(t *testing.T) {
+			src := "id = \"v\"\nname = \"v\"\ntype = \"csi\"\nplugin_id = \"p\"\n" +
+				"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n" +
+				"mount_options {\n  mount_flags = [\"noexec\", " + flag + "]\n}\n"
+			_, diags := ParseVolume("v.hcl", []byte(src), VerbAny)
+			if diags.HasErrors() {
+				t.Fatalf("%v", diags)
+			}
+			if len(diagsNamed(diags, "Read-only mount flag")) != 1 {
+				t.Errorf("mount flag %s on a single-node-writer volume mounts it read-only, and was not warned of: %v", flag, diags)
+			}
+		})
+	}
+	for _, flag := range []string{"noatime,rox", "errors=remount-ro", "ro=1,x"} {
+		if i := ReadOnlyFlag([]string{flag}); i >= 0 {
+			t.Errorf("ReadOnlyFlag(%q) = %d; no word of it is \"ro\"", flag, i)
+		}
+	}
+}

@@ -549,12 +549,16 @@ func (d *decoder) mountOptions(b *hcl.Block, writable string) *MountOptions {
 	return out
 }
 
-// ReadOnlyFlag is the index of the first of flags that mounts read-only, "ro", with blanks
-// around it or not, as volctl's plugin trims each flag before it mounts; -1 when none does.
-// Before, only "ro" itself was seen: " ro" mounted a writable volume read-only unwarned
-// (TestPaddedReadOnlyMountFlagIsWarnedOf).
+// ReadOnlyFlag is the index of the first of flags that mounts read-only: "ro", with blanks
+// around it or not, as volctl's plugin trims each flag before it mounts, alone or among others
+// joined by commas ("noatime,ro"), as mount(8) reads the -o a plugin joins its flags into and
+// volctl's plugin splits them; -1 when none does. Before, only "ro" itself was seen: " ro"
+// (TestPaddedReadOnlyMountFlagIsWarnedOf) and "noatime,ro" (TestCommaJoinedReadOnlyFlagIsRead)
+// mounted a writable volume read-only unwarned, and a write claim asking for it so was refused.
 func ReadOnlyFlag(flags []string) int {
-	return slices.IndexFunc(flags, func(f string) bool { return strings.TrimSpace(f) == "ro" })
+	return slices.IndexFunc(flags, func(f string) bool {
+		return slices.ContainsFunc(strings.Split(f, ","), func(w string) bool { return strings.TrimSpace(w) == "ro" })
+	})
 }
 
 // mountFlagRanges are the source ranges of the n mount flags expr lists: each its item's, or
