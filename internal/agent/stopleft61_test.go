@@ -72,9 +72,22 @@ func TestStopWaitsForAPublishNoLongerThanStopTimeout(t *testing.T) {
 // agent's stop, the helper's pid, and the command's engine, which holds the claim.
 func crashUnderMounts(t *testing.T, f *fixture) (stop func() error, helper int, cmd *engine.Engine) {
 	t.Helper()
+	var first int
+	stop, helper, cmd = crashUnderMountsWith(t, f, testSettings, &first)
+	waitFor(t, "the plugin to crash and be started again", func() bool {
+		p := f.pid("fuse")
+		return len(f.events("plugin-exit")) > 0 && p != 0 && p != first && alive(p)
+	})
+	return stop, helper, cmd
+}
+
+// crashUnderMountsWith is crashUnderMounts with the agent on settings s, returning once the
+// crash is asked for, the crashing process's pid in first.
+func crashUnderMountsWith(t *testing.T, f *fixture, s Settings, first *int) (stop func() error, helper int, cmd *engine.Engine) {
+	t.Helper()
 	f.mountsForReal()
 	f.register(f.execPlugin("fuse", "mounts-with-helper"))
-	stop = f.startAgent(testSettings)
+	stop = f.startAgent(s)
 	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("fuse").Healthy })
 	helper = f.childPid("fuse")
 	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
@@ -82,14 +95,10 @@ func crashUnderMounts(t *testing.T, f *fixture) (stop func() error, helper int, 
 		t.Fatal(err)
 	}
 	cmd = f.claimAsCommand()
-	first := f.pid("fuse")
+	*first = f.pid("fuse")
 	if err := os.WriteFile(filepath.Join(f.dir, "hostpath-fuse", "crash"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the plugin to crash and be started again", func() bool {
-		p := f.pid("fuse")
-		return len(f.events("plugin-exit")) > 0 && p != 0 && p != first && alive(p)
-	})
 	return stop, helper, cmd
 }
 
