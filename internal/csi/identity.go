@@ -100,8 +100,7 @@ func (c *Client) fingerprint(ctx context.Context) (*Fingerprint, error) {
 			return nil, err
 		}
 		if nodeInfo.Name != info.Name {
-			return nil, fmt.Errorf("controller socket %s serves plugin %q but node socket %s serves %q",
-				spec.QuoteName(c.controller.socket), info.Name, spec.QuoteName(c.node.socket), nodeInfo.Name)
+			return nil, &HalvesDiffer{ControllerSocket: c.controller.socket, Controller: info.Name, NodeSocket: c.node.socket, Node: nodeInfo.Name}
 		}
 	}
 	if problem := manifestProblem(info.Manifest); problem != "" {
@@ -211,4 +210,17 @@ func segmentsProblem(segments map[string]string) (problem string, size int) {
 			len(segments), size, maxTopology), 0
 	}
 	return "", size
+}
+
+// HalvesDiffer is Fingerprint's refusal of split sockets answered by two drivers: the
+// controller socket's, and the node socket's, by their GetPluginInfo names. A caller that knows
+// which driver is registered tells the half another driver took over (checkSockets).
+type HalvesDiffer struct {
+	ControllerSocket, Controller string
+	NodeSocket, Node             string
+}
+
+func (h *HalvesDiffer) Error() string {
+	return fmt.Sprintf("controller socket %s serves plugin %q but node socket %s serves %q",
+		spec.QuoteName(h.ControllerSocket), h.Controller, spec.QuoteName(h.NodeSocket), h.Node)
 }

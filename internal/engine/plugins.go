@@ -715,11 +715,17 @@ func (e *Engine) pluginStatusStored(ctx context.Context, id string) ([]PluginInf
 	return e.pluginInfos(ctx, id, live)
 }
 
-// reading is what one health check found: the health, and the fingerprint when it connected.
+// reading is what one health check found: the health, and the fingerprint when it connected,
+// of the plugin as registered on sockets.
 type reading struct {
-	health store.Health
-	fp     *store.Fingerprint
+	health  store.Health
+	fp      *store.Fingerprint
+	sockets []string
 }
+
+// errRegisteredAnew refuses to record a reading of a plugin registered again, on other
+// sockets, since it was read: it is the earlier registration's.
+var errRegisteredAnew = errors.New("the plugin was registered again on other sockets meanwhile")
 
 // checkHealth connects to a plugin (fingerprinting it again if it restarted), probes it and
 // records the result, with an event when its health changed. It returns the reading.
@@ -730,7 +736,7 @@ type reading struct {
 // the reading is not stored (nor the health event); the next check, which takes it again,
 // stores it.
 func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
-	var r reading
+	r := reading{sockets: pluginSockets(p)}
 	replaced := false // another driver answers on the connection's sockets
 	c, err := e.connectPlugin(ctx, p, false)
 	defer e.done(c)
@@ -776,6 +782,15 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 		cur, err := tx.Plugins().Get(p.ID)
 		if err != nil {
 			return err
+		}
+		if !slices.Equal(pluginSockets(cur), r.sockets) {
+			// Registered again by another volctl while this probed (a registration the probe
+			// does not wait for): what it found is of the sockets it reached, and written over
+			// the new row it pinned the new registration to the earlier driver, every
+			// connection then refused as "now served by" the driver registered
+			// (TestProbeDoesNotWriteItsFingerprintOverARegistrationAnew). The connection's
+			// own record checks the same (pluginStillRegistered).
+			return errRegisteredAnew
 		}
 		if seen != nil {
 			if err := recordAcceptedElsewhere(tx, p.ID, seen); err != nil {
@@ -824,6 +839,8 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 		if seen != nil {
 			c.servers.giveBack(seen)
 		}
+	case errors.Is(err, errRegisteredAnew):
+		e.log.Debug("plugin health not recorded", "plugin", p.ID, "err", err)
 	case e.store.CheckWritable() != nil:
 		// A read-only file system, or a bind of the state dir at another path: the reading is
 		// shown, and every write would fail the same way.
@@ -1154,7 +1171,9 @@ func (e *Engine) pluginInfos(ctx context.Context, id string, live map[string]rea
 			if err != nil {
 				return err
 			}
-			if r, ok := live[p.ID]; ok {
+			// A reading of the sockets registered: not of those of a registration another
+			// volctl replaced meanwhile.
+			if r, ok := live[p.ID]; ok && slices.Equal(r.sockets, pluginSockets(p)) {
 				p.Health = r.health
 				if r.fp != nil {
 					p.Fingerprint = *r.fp
