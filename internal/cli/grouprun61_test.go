@@ -71,7 +71,8 @@ func TestInterruptedGroupRunCountsTheAllocsOfTheGroup(t *testing.T) {
 }
 `)
 	gate := make(chan struct{})
-	defer close(gate) // only after the run returned: closed at once, web[1]'s publish could finish first
+	// Opened only after the run returned: opened at once, web[1]'s publish could finish first.
+	defer close(gate)
 	faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Times: 1}) // web[0] is served
 	faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Gate: gate, Times: 1})
 	ctx, cancel := context.WithCancel(h.ctx)
