@@ -310,7 +310,7 @@ func cloneOfDeleting(src store.Volume, sv spec.Volume, byStorage string) error {
 	if byStorage != "" {
 		named = fmt.Sprintf("volume %q (storage ID %q)", src.ID, byStorage)
 	}
-	return conflictf("%s, the clone_id of volume %q, is being deleted (its delete was interrupted, and `volctl reconcile` finishes it): "+
+	return conflictf("%s, the clone_id of volume %q, is being deleted (its delete is in flight, or was interrupted, and `volctl reconcile` finishes it): "+
 		"nothing was created; give volume %q another source", named, sv.ID, sv.ID)
 }
 
@@ -431,11 +431,26 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (sou
 	if snapshotCheck(c) == "" {
 		return "", nil
 	}
+	// A delete of the snapshot recorded already is refused now, before the check waits for the
+	// delete's controller lock; one that finishes while the check waits is told from a
+	// snapshot the plugin never had by the record it removed (recordedSnapshot). Before, the
+	// check found the snapshot gone and sent CreateVolume anyway, whose NOT_FOUND said to check
+	// snapshot_id, right when the command began (TestRestoreThatWaitedForTheSnapshotsDeleteSaysSo).
+	recorded, err := viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) {
+		if err := notFromSnapshotBeingDeleted(tx, sv); err != nil {
+			return false, err
+		}
+		return recordedSnapshot(tx, sv)
+	})
+	if err != nil {
+		return "", err
+	}
+	e.failpoint("restore:checked") // no delete of the snapshot recorded; nothing recorded yet
 	var (
 		snap  csi.Snapshot
 		found bool
 	)
-	err := e.controllerCheck(ctx, c, func(ctx context.Context) error {
+	err = e.controllerCheck(ctx, c, func(ctx context.Context) error {
 		var err error
 		snap, found, err = e.findsSnapshot(ctx, c, sv.SnapshotID, sv.Secrets)
 		return err
@@ -468,8 +483,32 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (sou
 			c.plugin.ID, sv.SnapshotID, snapshotCheck(c), "volctl volume snapshot list "+shellquote.Flag("--plugin", c.plugin.ID), sv.ID)
 	case found:
 		return snap.SourceVolumeID, nil
+	case recorded:
+		if still, err := viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) { return recordedSnapshot(tx, sv) }); err == nil && !still {
+			return "", conflictf("snapshot %q of plugin %q, the snapshot_id of volume %q, was deleted by another volctl while this restore waited for the plugin's controller lock "+
+				"(the plugin does not find it, and volctl no longer records it): nothing was created; give volume %q another snapshot",
+				sv.SnapshotID, sv.PluginID, sv.ID, sv.ID)
+		}
 	}
 	return "", nil
+}
+
+// recordedSnapshot reports whether volctl records snapshot sv.SnapshotID through sv's plugin or
+// another plugin ID on its sockets (socketMates: one process, one storage).
+func recordedSnapshot(tx *store.Tx, sv spec.Volume) (bool, error) {
+	mates, err := socketMates(tx, sv.PluginID)
+	if err != nil {
+		return false, err
+	}
+	for pluginID := range mates {
+		switch _, err := tx.Snapshots().Get(pluginID, sv.SnapshotID); {
+		case err == nil:
+			return true, nil
+		case !errors.Is(err, store.ErrNotFound):
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // snapshotIDIsAName refuses a restore whose snapshot_id is no ID volctl records for the plugin
