@@ -64,8 +64,18 @@ func (p *Plugin) checkPublishContext(rpc string, v *volume, pc map[string]string
 // outsideRoot refuses a staging or target path (field, as rpc's request names it) inside the
 // plugin's root, as given or with its symlinks resolved: mounted there, a volume would cover
 // the plugin's own records and volume directories, every volume then unknown to it and the one
-// staged never unstaged (TestStagingInsideThePluginsRootIsRefused).
+// staged never unstaged (TestStagingInsideThePluginsRootIsRefused). A path that is itself a
+// symlink is refused wherever it leads: mount(2) follows it, so the volume would be mounted
+// where the link points, not where the orchestrator asked (meta/ through a link, another
+// volume's directory, /etc), and its teardown would follow whatever the link is by then.
+// Before, only the parent's links were resolved (TestStagingSymlinkIntoTheRootIsRefused,
+// TestTargetSymlinkToAnotherVolumesDirectoryIsRefused).
 func (p *Plugin) outsideRoot(rpc, id, field, path string) error {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		to, _ := os.Readlink(path)
+		return invalidArg("%s: volume %q: %s %q is a symbolic link (to %q): the plugin mounts on the directory asked for, never through a link; "+
+			"give the directory itself", rpc, id, field, path, to)
+	}
 	roots := []string{filepath.Clean(p.cfg.Root)}
 	if r, err := filepath.EvalSymlinks(p.cfg.Root); err == nil {
 		roots = append(roots, r)
@@ -325,7 +335,11 @@ func (p *Plugin) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublish
 	// The plugin makes directories at targets (ensureDir), and CSI has it delete what it made:
 	// anything else there (a caller's file, where the volume was never published) is left.
 	// Before, a regular file was removed and OK answered (TestUnpublishOfAPathNotPublishedLeavesAFileThere).
-	if fi, err := os.Lstat(target); err != nil || fi.IsDir() {
+	// So is a directory at a target the volume does not record: one the plugin made is recorded
+	// before its mount, and forgotten only after it is removed. Before, any empty directory the
+	// request named was removed, another volume's under the root among them, which its next
+	// stage could then not bind (TestUnpublishDoesNotRemoveAnotherVolumesDirectory).
+	if fi, err := os.Lstat(target); ours && (err != nil || fi.IsDir()) {
 		if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, internal("NodeUnpublishVolume: volume %q: removing target: %v", id, err)
 		}
