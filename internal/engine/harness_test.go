@@ -79,7 +79,11 @@ func (h *harness) open(cfg Config) {
 		cfg.Retry = fastRetry
 	}
 	if cfg.Timeouts.Long == 0 {
-		cfg.Timeouts = csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}
+		// Short as Long: the in-memory plugin answers at once, but a short RPC starved past
+		// 2 s by CI's 2 cores under -race and the package's parallel tests failed tests about
+		// something else (a fingerprint's GetPluginCapabilities, twice in CI). Tests of a
+		// hung plugin set their own.
+		cfg.Timeouts = csi.Timeouts{Short: 5 * time.Second, Long: 5 * time.Second}
 	}
 	if cfg.Mounts == nil {
 		cfg.Mounts = h.mounts

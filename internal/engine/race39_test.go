@@ -390,6 +390,20 @@ func TestPausedPairRestoreSnapshotDelete(t *testing.T) {
 			return func(ctx context.Context, other *Engine) error { return snapshotDeleteOf(other, snap)(ctx) }
 		},
 		func(t *testing.T, h *harness, fp string, out pairOutcome) {
+			if fp == "restore:checked" {
+				// Paused before it recorded anything (no delete of the snapshot recorded when
+				// it looked): the delete, first, deletes the snapshot, and the restore, its
+				// snapshot gone, is refused saying so, leaving no volume.
+				if out.bErr != nil || !errors.Is(out.aErr, ErrConflict) || !strings.Contains(out.aErr.Error(), "was deleted by another volctl while this restore waited") {
+					t.Errorf("at %s: the restore: %v; the delete: %v; want the delete done and the restore refused saying so", fp, out.aErr, out.bErr)
+				}
+				if _, err := h.e.Volume(h.ctx, "restored"); !errors.Is(err, ErrNotFound) {
+					t.Errorf("at %s: volume restored after its refused restore: %v, want none", fp, err)
+				}
+				h.snapshotsMatch("at " + fp)
+				h.nothingToFinish("at " + fp)
+				return
+			}
 			if out.aErr != nil {
 				t.Errorf("at %s: the restore: %v", fp, out.aErr)
 			}
