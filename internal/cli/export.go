@@ -70,7 +70,9 @@ func newCmdExportNomad(f *Factory, runF func(*ExportNomadOptions) error) *cobra.
                          volctl plugin serve hostpath as a csi_plugin monolith,
                          with --enable-attach and --max-volumes as the plugin
                          is served (its exec block's args, else what the
-                         process on its socket answered)
+                         process on its socket answered), constrained to the
+                         Nomad client of this host (--nomad-node), whose root
+                         holds the volumes, in the --datacenter given
 
 A file there already is replaced; one that differs from what is written now (a job whose
 task you wrote in, edited since an earlier export) is kept as FILE.bak first, and the line
@@ -121,6 +123,7 @@ held by both orchestrators at once.`,
 	fl.StringVar(&opts.Plugin.Root, "plugin-root", "", "--root of the hostpath plugin, an absolute path (default: from its registered exec args)")
 	fl.StringVar(&opts.Plugin.NodeID, "node-id", "", "--node-id of the hostpath plugin (default: the node its volumes' topology names)")
 	fl.StringVar(&opts.Plugin.NomadDataDir, "nomad-data-dir", "/opt/nomad/data", "data_dir of the Nomad clients, for the plugin's stage_publish_base_dir")
+	fl.StringVar(&opts.Plugin.NomadNode, "nomad-node", "", "node name of the Nomad client on the host whose --plugin-root holds the volumes: the plugin job runs there only (default: this host's name, a Nomad client's default name)")
 	fl.BoolVar(&opts.NoPluginJob, "no-plugin-job", false, "do not write the hostpath plugin's system job")
 	return cmd
 }
@@ -233,6 +236,16 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 			return usageError("export nomad: %v", err)
 		}
 	}
+	if opts.Plugin.NomadNode == "" && !opts.NoPluginJob {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			return usageError("export nomad: this host's name cannot be read (%v): give the node name of the Nomad client on the host with the plugin's root (--nomad-node NAME, as `nomad node status` lists it), or pass --no-plugin-job", err)
+		}
+		opts.Plugin.NomadNode = host
+	}
+	// "datacenters of the jobs": the plugin's job too. Before, only the groups' got them, and
+	// the plugin's system job ran in every datacenter (TestExportDatacenterReachesThePluginJob).
+	opts.Plugin.Datacenters = opts.Job.Datacenters
 	opts.Job.IncludeSecrets = opts.IncludeSecrets
 	e, err := opts.Engine(ctx)
 	if err != nil {

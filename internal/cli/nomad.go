@@ -447,8 +447,36 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if where != "" {
 		where += ": `" + engine.HandoverInfo{Namespace: to.Namespace, Region: to.Region}.NomadCommand("volume status", id) + "` shows it"
 	}
-	return printDone(opts.IO.Out, fmt.Sprintf("%s volume %q in Nomad at %s%s; volctl no longer claims it\n", verb, id, c.Address, where),
+	claims := "volctl no longer claims it"
+	if n := keptClaimsNote(id, sent); n != "" {
+		// Handed over with --force past live local claims: they stay, and Nomad's allocs may
+		// be refused the volume while they do. Before, only "volctl no longer claims it",
+		// while it held them (TestForcedHandoverNamesTheLiveClaimsItLeaves).
+		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(n))
+		claims = fmt.Sprintf("volctl makes no new claim of it, and keeps its %d live local claim(s) until they are released", len(sent.Claims))
+	}
+	return printDone(opts.IO.Out, fmt.Sprintf("%s volume %q in Nomad at %s%s; %s\n", verb, id, c.Address, where, claims),
 		"volume %q %s in Nomad at %s", id, strings.ToLower(verb), c.Address)
+}
+
+// keptClaimsNote says, of volume id handed over with live local claims (v, as sent: --force),
+// which allocs keep it here, what that means for Nomad's allocs, and how they go; "" when it
+// has none.
+func keptClaimsNote(id string, v engine.VolumeInfo) string {
+	if len(v.Claims) == 0 {
+		return ""
+	}
+	allocs := make([]string, 0, len(v.Claims))
+	var release []string
+	for _, cl := range v.Claims {
+		allocs = append(allocs, strconv.Quote(cl.Alloc))
+		if len(release) < 3 {
+			release = append(release, "`"+shellquote.CommandFlags("volctl volume release", []string{id}, shellquote.Flag("--alloc", cl.Alloc))+"`")
+		}
+	}
+	return fmt.Sprintf("volume %q was handed over with its live local claim(s) of alloc(s) %s, which stay staged and published here: "+
+		"its plugin may refuse Nomad's allocs the volume until they go (volctl's own does, staging a volume at one path only); release them when their allocs are done (%s)",
+		id, strings.Join(allocs, ", "), strings.Join(release, ", "))
 }
 
 // otherPluginIDs are the IDs of the plugins Nomad at c runs of volume info's driver (its

@@ -378,14 +378,21 @@ type PluginJobOptions struct {
 	Datacenters []string
 	Namespace   string
 	Region      string
+	// NomadNode is the name of the Nomad client (its node name, ${node.unique.name}) whose
+	// host has the volumes' directories under Root: the job is constrained to it. Without
+	// it the system job ran on every client, each reporting NodeID's topology over its own
+	// empty root, so Nomad placed allocs, and sent controller RPCs, where the volumes are not
+	// (TestExportedPluginJobRunsOnlyOnTheVolumesHost). Empty: no constraint (a caller's own).
+	NomadNode string
 	// NomadDataDir is the clients' data_dir. raw_exec tasks see the host's filesystem, so the
 	// paths Nomad gives the plugin must be the host's: stage_publish_base_dir is set to
 	// DATA_DIR/client/csi/monolith/PLUGIN_ID, where Nomad keeps that plugin's mounts.
 	NomadDataDir string
 }
 
-// PluginJob renders the system job that runs `volctl plugin serve hostpath` on every client as
-// a csi_plugin monolith. It passes no --socket: Nomad sets CSI_ENDPOINT.
+// PluginJob renders the system job that runs `volctl plugin serve hostpath` as a csi_plugin
+// monolith on the Nomad client NomadNode, the host of the volumes' directories. It passes no
+// --socket: Nomad sets CSI_ENDPOINT.
 func PluginJob(o PluginJobOptions) ([]byte, error) {
 	driver := orDefault(o.Driver, "raw_exec")
 	switch {
@@ -408,6 +415,13 @@ func PluginJob(o PluginJobOptions) ([]byte, error) {
 	root.comment(fmt.Sprintf("volctl's hostpath CSI plugin as plugin %q, exported by volctl. Run it with: nomad job run FILE", o.PluginID))
 	root.comment("It serves the volumes under --root on the node named by --node-id, as their topology says.")
 	jb := appendJob(root, "plugin-"+o.PluginID, "system", o.Datacenters, o.Namespace, o.Region)
+	if o.NomadNode != "" {
+		jb.comment("Only on the Nomad client of the host whose --root holds the volumes (export's --nomad-node).")
+		cb := jb.block("constraint")
+		cb.attr("attribute", hclStr("${node.unique.name}"))
+		cb.attr("value", hclStr(o.NomadNode))
+		jb.blank()
+	}
 	gb := jb.block("group", "plugin")
 	tb := gb.block("task", "plugin")
 	tb.attr("driver", hclStr(driver))

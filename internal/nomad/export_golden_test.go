@@ -90,12 +90,12 @@ func goldenCases() map[string]func() []byte {
 		},
 		"job-plugin": func() []byte {
 			b, _ := PluginJob(PluginJobOptions{PluginID: "hostpath", VolctlPath: "/usr/local/bin/volctl", Root: "/srv/vols",
-				NodeID: "node-1", ExtraArgs: []string{"--enable-attach", "--max-volumes", "10"}, NomadDataDir: "/opt/nomad/data/"})
+				NodeID: "node-1", ExtraArgs: []string{"--enable-attach", "--max-volumes", "10"}, NomadDataDir: "/opt/nomad/data/", NomadNode: "host-1"})
 			return b
 		},
 		"job-plugin-docker": func() []byte {
 			b, _ := PluginJob(PluginJobOptions{PluginID: "p ${x}", VolctlPath: "/volctl", Root: "/r", NodeID: "日本",
-				Driver: "docker", Datacenters: []string{"a"}, Namespace: "ns", Region: "r"})
+				Driver: "docker", Datacenters: []string{"a"}, Namespace: "ns", Region: "r", NomadNode: "节点 \"${y}\""})
 			return b
 		},
 	}
