@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
 	"regexp"
 	"sort"
 	"strings"
@@ -95,4 +97,27 @@ func didYouMean(suggestion string) string {
 		return ""
 	}
 	return "\n\nDid you mean this?\n\t" + suggestion
+}
+
+// flagErrorShown is err, a flag error of pflag's, with any value it quotes from the command line
+// cut: an unknown shorthand's word ("-secret=token=VALUE", Nomad's single-dash habit) and a
+// bad flag syntax's ("---secret=token=VALUE") are shown up to their "=", since the value may be
+// a secret or a mount flag's password. Before, both were quoted whole on stderr
+// (TestMistypedSecretFlagsValueIsNotEchoed); the hints read err itself.
+func flagErrorShown(err error) error {
+	cut := func(word string) string {
+		if name, _, ok := strings.Cut(word, "="); ok {
+			return name + "=… (its value not shown)"
+		}
+		return word
+	}
+	var unknown *pflag.NotExistError
+	if errors.As(err, &unknown) && unknown.GetSpecifiedShortnames() != "" && unknown.GetSpecifiedName() != "" {
+		return fmt.Errorf("unknown shorthand flag: %q in -%s", rune(unknown.GetSpecifiedName()[0]), cut(unknown.GetSpecifiedShortnames()))
+	}
+	var syntax *pflag.InvalidSyntaxError
+	if errors.As(err, &syntax) {
+		return fmt.Errorf("bad flag syntax: %s", cut(syntax.GetSpecifiedFlag()))
+	}
+	return err
 }

@@ -121,7 +121,7 @@ whose --jq or -t fails on its result: 2 is for what is refused before anything i
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &flagError{err: fmt.Errorf("%w%s\nSee '%s --help'.", err, flagHint(cmd, err), cmd.CommandPath())}
+		return &flagError{err: fmt.Errorf("%w%s\nSee '%s --help'.", flagErrorShown(err), flagHint(cmd, err), cmd.CommandPath())}
 	})
 	// --version as well as `volctl version`, printing the same line. The line is made when it
 	// is printed (versionLine): reading the binary's build information (debug.ReadBuildInfo)

@@ -487,6 +487,11 @@ func holdsSequence(msg string) bool {
 // cutMark begins what spec.Cut writes where it cut a text: "… (1044480 bytes more)".
 const cutMark = "… ("
 
+// cutMarkEscaped is cutMark as an ASCII quoting writes it (%+q, spec.HCLQuotedASCII): an error
+// quoting a cut ID so hid the mark, and the head of a secret before it was shown
+// (TestNearStorageRefusalShowsNoPartOfACutSecret).
+const cutMarkEscaped = `\u2026 (`
+
 // findAtCuts appends, at each place msg says it was cut (spec.Cut's mark), the longest stretch
 // before the mark, of at least minScrubLen bytes, that begins one of the forms: a value cut
 // there, whose whole form no scrub finds any more. Text from outside volctl is to be scrubbed
@@ -494,18 +499,21 @@ const cutMark = "… ("
 // with the state's secrets only when the command line prints it, after the cut
 // (TestCreateAnsweredWithAnIDHoldingASecretShowsNoPartOfIt).
 func (sc *scrubber) findAtCuts(spans []span, msg string) []span {
-	for i := 0; ; {
-		j := strings.Index(msg[i:], cutMark)
-		if j < 0 {
-			return spans
+	for _, mark := range []string{cutMark, cutMarkEscaped} {
+		for i := 0; ; {
+			j := strings.Index(msg[i:], mark)
+			if j < 0 {
+				break
+			}
+			at := i + j
+			i = at + len(mark)
+			if !cutMarkAt(msg[i:]) {
+				continue
+			}
+			spans = sc.appendCutAt(spans, msg, at, false)
 		}
-		at := i + j
-		i = at + len(cutMark)
-		if !cutMarkAt(msg[i:]) {
-			continue
-		}
-		spans = sc.appendCutAt(spans, msg, at, false)
 	}
+	return spans
 }
 
 // appendCutAt appends the longest stretch of msg ending at at, of at least minScrubLen bytes,

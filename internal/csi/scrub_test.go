@@ -3,6 +3,7 @@ package csi_test
 import (
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -218,6 +219,23 @@ func TestScrubFindsAValueCutShort(t *testing.T) {
 	} {
 		if got := scrub(c.msg); got != c.want {
 			t.Errorf("scrubbed %q\n to %q\nwant %q", c.msg, got, c.want)
+		}
+	}
+}
+
+// A value cut by spec.Cut and then quoted in ASCII (%+q, spec.HCLQuotedASCII) carries the
+// mark as "\u2026 (": the secret's head before it is scrubbed as before the plain mark. Before,
+// it was shown (TestNearStorageRefusalShowsNoPartOfACutSecret, internal/cli).
+func TestScrubFindsASecretCutBeforeAnEscapedMark(t *testing.T) {
+	const secret = "pw62-near-cut-s3cret-zz"
+	scrub := csi.Scrubber([]string{secret})
+	for _, quote := range []func(string) string{
+		func(s string) string { return fmt.Sprintf("%+q", s) },
+		spec.HCLQuotedASCII,
+	} {
+		msg := "external ID " + quote(spec.Cut("vol-"+strings.Repeat("x", 242)+secret, 256)) + " refused"
+		if got := scrub(msg); strings.Contains(got, secret[:8]) {
+			t.Errorf("scrubbed %q = %q; the secret's head before the cut is shown", msg, got)
 		}
 	}
 }
