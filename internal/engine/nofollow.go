@@ -502,10 +502,24 @@ func mountID(fd int) (uint64, error) {
 // error, and the mount, made on the directory wherever it went, must be undone (undoMountOn).
 // Reopening only the last name through the parent's descriptor would not see a parent moved:
 // the descriptor moves with it.
+//
+// The directory the path leads through to the mount must be the one the walk opened, p's
+// parent: another bind of the same volume (another alloc's), moved into the destination's
+// place with its parent directory, is a mount of src too, and was taken for the new one, its
+// read-only remount and propagation set on the other alloc's bind, and the new one left
+// where the parent had gone (TestBindRefusesADestinationSwappedForAnotherBindOfTheVolume). A
+// mount point cannot be renamed, so within that parent the name is the directory mounted on.
 func (p *pathFD) reopenMount(src *pathFD) (int, error) {
 	q, err := openNoFollow(p.root, p.path, createNothing)
 	if err != nil {
 		return -1, err
+	}
+	if same, err := sameDir(q.parent, p.parent); err != nil || !same {
+		q.close()
+		if err == nil {
+			err = errors.New("a directory above it was moved or replaced while it was being mounted")
+		}
+		return -1, &os.PathError{Op: "check the new mount at", Path: p.path, Err: err}
 	}
 	ok, err := isMountOf(q.fd, q.parent, src.fd)
 	if err != nil || !ok {
@@ -519,6 +533,28 @@ func (p *pathFD) reopenMount(src *pathFD) (int, error) {
 	q.fd = -1
 	q.close()
 	return fd, nil
+}
+
+// sameDir reports whether the open directories a and b are one (device and inode).
+func sameDir(a, b int) (bool, error) {
+	var x, y unix.Stat_t
+	if err := unix.Fstat(a, &x); err != nil {
+		return false, err
+	}
+	if err := unix.Fstat(b, &y); err != nil {
+		return false, err
+	}
+	return x.Dev == y.Dev && x.Ino == y.Ino, nil
+}
+
+// readOnlyMount reports whether the mount the open file fd is on is read-only (statfs's
+// ST_RDONLY: the mount's flag or its file system's).
+func readOnlyMount(fd int) (bool, error) {
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(fd, &st); err != nil {
+		return false, err
+	}
+	return st.Flags&unix.ST_RDONLY != 0, nil
 }
 
 // isMountOf reports whether fd, a name in the directory parent, is the root of a bind mount of
