@@ -160,3 +160,62 @@ func TestProbeDoesNotWriteItsFingerprintOverARegistrationAnew(t *testing.T) {
 			otherSock, got.Provider, got.Healthy, got.LastError)
 	}
 }
+
+// A probe (`plugin status`, the agent's every 30 s) that fingerprinted the plugin while
+// another volctl registers the ID again for another driver on the SAME socket path (the plugin
+// binary swapped for another driver's, listening where the old one did, then `plugin register`
+// run again): the probe's write of what it found goes over the new row, as with a registration
+// on other sockets, which errRegisteredAnew now refuses. checkHealth compares the sockets only,
+// not the driver (pluginStillRegistered, which its comment says it mirrors, compares both). The
+// new registration's driver is then pinned to the old one's, and the plugin shows unhealthy,
+// "now served by" the very driver it was registered for. Now the reading is of the
+// registration it read only for its sockets and its driver (reading.of). Found by helper
+// review62, reviewing this round's fix.
+func TestProbeDoesNotWriteItsFingerprintOverARegistrationAnewOnTheSameSocket(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.restartWith(func(*csitest.MemConfig) {}) // a new socket file: the next connection fingerprints it
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCProbe, csitest.Fault{Gate: gate, Times: 1})
+	done := make(chan error, 1)
+	go func() { _, err := h.e.PluginStatus(h.ctx, "mem"); done <- err }()
+	for h.faults.Held() == 0 {
+		select {
+		case err := <-done:
+			close(gate)
+			t.Fatalf("the probe ended before its Probe: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	// Another driver now listens on the plugin's socket path (the old process still answers
+	// the probe's connection), and another volctl registers mem there again for it.
+	ocfg := csitest.DefaultMemConfig()
+	ocfg.NodeID = "node-1"
+	ocfg.Name = "other.csi.example"
+	csitest.ServeAt(t, h.socket, csitest.WithServer(csitest.NewMemPlugin(ocfg)), csitest.ReplacingSocket())
+	other := h.otherProcess()
+	if _, err := other.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: h.socket}); err != nil {
+		close(gate)
+		t.Fatalf("registering mem again on its socket for another driver: %v", err)
+	}
+	if infos, err := other.PluginStatus(h.ctx, "mem"); err != nil || infos[0].Provider != "other.csi.example" || !infos[0].Healthy {
+		close(gate)
+		t.Fatalf("right after the registration anew: %+v, %v", infos, err)
+	}
+	close(gate)
+	if err := <-done; err != nil {
+		t.Logf("the probe: %v", err)
+	}
+	h.stopServe() // the old driver's process is gone
+
+	third := h.otherProcess()
+	infos, err := third.PluginStatus(h.ctx, "mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := infos[0]
+	if got.Provider != "other.csi.example" || !got.Healthy {
+		t.Errorf("plugin mem, registered again on %s for other.csi.example = provider %q, healthy %v, last error %q; want it pinned to the driver it was registered for",
+			h.socket, got.Provider, got.Healthy, got.LastError)
+	}
+}

@@ -716,16 +716,24 @@ func (e *Engine) pluginStatusStored(ctx context.Context, id string) ([]PluginInf
 }
 
 // reading is what one health check found: the health, and the fingerprint when it connected,
-// of the plugin as registered on sockets.
+// of the plugin as registered on sockets, for driver (its recorded fingerprint's, "" for none).
 type reading struct {
 	health  store.Health
 	fp      *store.Fingerprint
 	sockets []string
+	driver  string
 }
 
-// errRegisteredAnew refuses to record a reading of a plugin registered again, on other
-// sockets, since it was read: it is the earlier registration's.
-var errRegisteredAnew = errors.New("the plugin was registered again on other sockets meanwhile")
+// of reports whether the reading is of plugin p as registered now: on the sockets it probed,
+// for the driver it knew (either without one recorded, the same).
+func (r reading) of(p store.Plugin) bool {
+	return slices.Equal(r.sockets, pluginSockets(p)) &&
+		(r.driver == "" || p.Fingerprint.Provider == "" || r.driver == p.Fingerprint.Provider)
+}
+
+// errRegisteredAnew refuses to record a reading of a plugin registered again, on other sockets
+// or for another driver, since it was read: it is the earlier registration's.
+var errRegisteredAnew = errors.New("the plugin was registered again meanwhile, on other sockets or for another driver")
 
 // checkHealth connects to a plugin (fingerprinting it again if it restarted), probes it and
 // records the result, with an event when its health changed. It returns the reading.
@@ -736,7 +744,7 @@ var errRegisteredAnew = errors.New("the plugin was registered again on other soc
 // the reading is not stored (nor the health event); the next check, which takes it again,
 // stores it.
 func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
-	r := reading{sockets: pluginSockets(p)}
+	r := reading{sockets: pluginSockets(p), driver: p.Fingerprint.Provider}
 	replaced := false // another driver answers on the connection's sockets
 	c, err := e.connectPlugin(ctx, p, false)
 	defer e.done(c)
@@ -783,13 +791,15 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 		if err != nil {
 			return err
 		}
-		if !slices.Equal(pluginSockets(cur), r.sockets) {
+		if !r.of(cur) {
 			// Registered again by another volctl while this probed (a registration the probe
-			// does not wait for): what it found is of the sockets it reached, and written over
+			// does not wait for), on other sockets or, on the same, for another driver (its
+			// binary replaced): what it found is of the registration it read, and written over
 			// the new row it pinned the new registration to the earlier driver, every
 			// connection then refused as "now served by" the driver registered
-			// (TestProbeDoesNotWriteItsFingerprintOverARegistrationAnew). The connection's
-			// own record checks the same (pluginStillRegistered).
+			// (TestProbeDoesNotWriteItsFingerprintOverARegistrationAnew,
+			// TestProbeDoesNotWriteItsFingerprintOverARegistrationAnewOnTheSameSocket). The
+			// connection's own record checks the same (pluginStillRegistered).
 			return errRegisteredAnew
 		}
 		if seen != nil {
@@ -1173,7 +1183,7 @@ func (e *Engine) pluginInfos(ctx context.Context, id string, live map[string]rea
 			}
 			// A reading of the sockets registered: not of those of a registration another
 			// volctl replaced meanwhile.
-			if r, ok := live[p.ID]; ok && slices.Equal(r.sockets, pluginSockets(p)) {
+			if r, ok := live[p.ID]; ok && r.of(p) {
 				p.Health = r.health
 				if r.fp != nil {
 					p.Fingerprint = *r.fp

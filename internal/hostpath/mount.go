@@ -301,12 +301,22 @@ func parseMountFlags(flags []string) (uintptr, string, error) {
 	var bits uintptr
 	var names []string
 	for i, flag := range flags {
-		// Flags joined by commas in one ("noatime,ro") are read as mount(8) reads its -o.
+		// Flags joined by commas in one ("noatime,ro") are read as mount(8) reads its -o: an
+		// empty item ("noatime,ro,") is nothing, and of "ro" and "rw" the last one given wins
+		// (TestCommaJoinedMountFlagsAreReadAsMountReadsThem).
 		for f := range strings.SplitSeq(flag, ",") {
 			f = strings.TrimSpace(f)
+			if f == "" && flag != "" && strings.TrimSpace(flag) != "" {
+				continue
+			}
 			if b, ok := mountFlagBits[f]; ok {
 				bits |= b
 				names = append(names, f)
+				continue
+			}
+			if f == "rw" {
+				bits &^= unix.MS_RDONLY
+				names = slices.DeleteFunc(names, func(n string) bool { return n == "ro" })
 				continue
 			}
 			if mountFlagDefaults[f] {

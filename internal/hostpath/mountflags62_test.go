@@ -44,3 +44,36 @@ func TestCommaJoinedMountFlagsAreEachHonoured(t *testing.T) {
 		t.Errorf("error leaks the mount flag: %v", err)
 	}
 }
+
+// mount(8) reads an empty item of a comma-joined flag as nothing ("noatime,ro," and
+// "noatime,,ro" mount read-only with noatime), and of "ro" and "rw" takes the last ("ro,rw" is
+// read-write): volctl's plugin reads them so, as spec.ReadOnlyFlag does. Before, an empty item
+// refused the whole publish as an unknown flag, though the spec read its "ro" and warned the
+// volume mounts read-only, and "ro,rw" mounted read-only. Found by helper review62, reviewing
+// this round's fix.
+func TestCommaJoinedMountFlagsAreReadAsMountReadsThem(t *testing.T) {
+	for _, tc := range []struct {
+		flags []string
+		want  uintptr
+	}{
+		{[]string{"noatime,ro,"}, unix.MS_NOATIME | unix.MS_RDONLY},
+		{[]string{"noatime,,ro"}, unix.MS_NOATIME | unix.MS_RDONLY},
+		{[]string{"ro,rw", "nodev"}, unix.MS_NODEV},
+		{[]string{"ro", "rw,ro"}, unix.MS_RDONLY},
+		{[]string{"ro", "rw"}, 0},
+	} {
+		c, m := startFake(t, hostpath.Config{})
+		v, p := c.staged(t, "v")
+		_, err := c.nd.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
+			VolumeId: v.GetVolumeId(), StagingTargetPath: p.staging, TargetPath: p.target,
+			VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, tc.flags...),
+		})
+		if err != nil {
+			t.Errorf("publish with the mount flags %q = %v", tc.flags, err)
+			continue
+		}
+		if flags, _ := m.Flags(p.target); flags != tc.want {
+			t.Errorf("flags %#x for the mount flags %q, want %#x", flags, tc.flags, tc.want)
+		}
+	}
+}

@@ -106,9 +106,17 @@ func TestCommaJoinedReadOnlyFlagIsRead(t *testing.T) {
 			}
 		})
 	}
-	for _, flag := range []string{"noatime,rox", "errors=remount-ro", "ro=1,x"} {
+	for _, flag := range []string{"noatime,rox", "errors=remount-ro", "ro=1,x", "ro,rw", "ro ,, rw"} {
 		if i := ReadOnlyFlag([]string{flag}); i >= 0 {
-			t.Errorf("ReadOnlyFlag(%q) = %d; no word of it is \"ro\"", flag, i)
+			t.Errorf("ReadOnlyFlag(%q) = %d; no word of it is \"ro\", or a later \"rw\" undoes it, as in mount(8)", flag, i)
+		}
+	}
+	for _, tc := range []struct {
+		flags []string
+		want  int
+	}{{[]string{"ro", "rw"}, -1}, {[]string{"rw", "ro"}, 1}, {[]string{"ro", "rw,ro", "nodev"}, 1}, {[]string{"noatime,ro,"}, 0}} {
+		if i := ReadOnlyFlag(tc.flags); i != tc.want {
+			t.Errorf("ReadOnlyFlag(%q) = %d, want %d (the last of ro and rw wins, as in mount(8))", tc.flags, i, tc.want)
 		}
 	}
 }

@@ -555,10 +555,22 @@ func (d *decoder) mountOptions(b *hcl.Block, writable string) *MountOptions {
 // volctl's plugin splits them; -1 when none does. Before, only "ro" itself was seen: " ro"
 // (TestPaddedReadOnlyMountFlagIsWarnedOf) and "noatime,ro" (TestCommaJoinedReadOnlyFlagIsRead)
 // mounted a writable volume read-only unwarned, and a write claim asking for it so was refused.
+//
+// Of "ro" and "rw", the last one given wins, as with mount(8) and volctl's plugin: "ro,rw" (or
+// "ro" then "rw") mounts read-write, and is none.
 func ReadOnlyFlag(flags []string) int {
-	return slices.IndexFunc(flags, func(f string) bool {
-		return slices.ContainsFunc(strings.Split(f, ","), func(w string) bool { return strings.TrimSpace(w) == "ro" })
-	})
+	last := -1
+	for i, f := range flags {
+		for w := range strings.SplitSeq(f, ",") {
+			switch strings.TrimSpace(w) {
+			case "ro":
+				last = i
+			case "rw":
+				last = -1
+			}
+		}
+	}
+	return last
 }
 
 // mountFlagRanges are the source ranges of the n mount flags expr lists: each its item's, or
