@@ -48,10 +48,7 @@ func TestSplitNodeHalfReplacedByAnotherDriverMidClaim(t *testing.T) {
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "node-1"
 	backend := csitest.NewMemPlugin(cfg)
-	ocfg := csitest.DefaultMemConfig()
-	ocfg.NodeID = "node-1"
-	ocfg.Name = "other.csi.example"
-	other := csitest.NewMemPlugin(ocfg)
+	other := csitest.NewMemPlugin(otherDriverConfig())
 	otherFaults := csitest.NewFaults()
 
 	var (
@@ -121,23 +118,8 @@ func TestSplitNodeHalfReplacedByAnotherDriverMidClaim(t *testing.T) {
 // (errRegisteredAnew). Found by helper review62.
 func TestProbeDoesNotWriteItsFingerprintOverARegistrationAnew(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil)
-	h.restartWith(func(*csitest.MemConfig) {}) // a new socket file: the next connection fingerprints it
-	gate := make(chan struct{})
-	h.faults.Inject(csi.RPCProbe, csitest.Fault{Gate: gate, Times: 1})
-	done := make(chan error, 1)
-	go func() { _, err := h.e.PluginStatus(h.ctx, "mem"); done <- err }()
-	for h.faults.Held() == 0 {
-		select {
-		case err := <-done:
-			close(gate)
-			t.Fatalf("the probe ended before its Probe: %v", err)
-		case <-time.After(time.Millisecond):
-		}
-	}
-	ocfg := csitest.DefaultMemConfig()
-	ocfg.NodeID = "node-1"
-	ocfg.Name = "other.csi.example"
+	h, gate, done := probeHeldAtItsProbe(t)
+	ocfg := otherDriverConfig()
 	otherSock, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(ocfg)))
 	other := h.otherProcess()
 	if _, err := other.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: otherSock}); err != nil {
@@ -173,25 +155,10 @@ func TestProbeDoesNotWriteItsFingerprintOverARegistrationAnew(t *testing.T) {
 // review62, reviewing this round's fix.
 func TestProbeDoesNotWriteItsFingerprintOverARegistrationAnewOnTheSameSocket(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil)
-	h.restartWith(func(*csitest.MemConfig) {}) // a new socket file: the next connection fingerprints it
-	gate := make(chan struct{})
-	h.faults.Inject(csi.RPCProbe, csitest.Fault{Gate: gate, Times: 1})
-	done := make(chan error, 1)
-	go func() { _, err := h.e.PluginStatus(h.ctx, "mem"); done <- err }()
-	for h.faults.Held() == 0 {
-		select {
-		case err := <-done:
-			close(gate)
-			t.Fatalf("the probe ended before its Probe: %v", err)
-		case <-time.After(time.Millisecond):
-		}
-	}
+	h, gate, done := probeHeldAtItsProbe(t)
 	// Another driver now listens on the plugin's socket path (the old process still answers
 	// the probe's connection), and another volctl registers mem there again for it.
-	ocfg := csitest.DefaultMemConfig()
-	ocfg.NodeID = "node-1"
-	ocfg.Name = "other.csi.example"
+	ocfg := otherDriverConfig()
 	csitest.ServeAt(t, h.socket, csitest.WithServer(csitest.NewMemPlugin(ocfg)), csitest.ReplacingSocket())
 	other := h.otherProcess()
 	if _, err := other.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: h.socket}); err != nil {
@@ -218,4 +185,34 @@ func TestProbeDoesNotWriteItsFingerprintOverARegistrationAnewOnTheSameSocket(t *
 		t.Errorf("plugin mem, registered again on %s for other.csi.example = provider %q, healthy %v, last error %q; want it pinned to the driver it was registered for",
 			h.socket, got.Provider, got.Healthy, got.LastError)
 	}
+}
+
+// probeHeldAtItsProbe starts `plugin status mem` in h's process, the plugin restarted since
+// its record (a new socket file: the probe's connection fingerprints it), and returns once its
+// Probe is held at the plugin: the gate that lets it go, and where its error comes.
+func probeHeldAtItsProbe(t *testing.T) (h *harness, gate chan struct{}, done chan error) {
+	t.Helper()
+	h = newHarness(t, nil)
+	h.restartWith(func(*csitest.MemConfig) {})
+	gate = make(chan struct{})
+	h.faults.Inject(csi.RPCProbe, csitest.Fault{Gate: gate, Times: 1})
+	done = make(chan error, 1)
+	go func() { _, err := h.e.PluginStatus(h.ctx, "mem"); done <- err }()
+	for h.faults.Held() == 0 {
+		select {
+		case err := <-done:
+			close(gate)
+			t.Fatalf("the probe ended before its Probe: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return h, gate, done
+}
+
+// otherDriverConfig is an in-memory plugin on node-1 answering as another driver.
+func otherDriverConfig() csitest.MemConfig {
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	cfg.Name = "other.csi.example"
+	return cfg
 }

@@ -21,24 +21,15 @@ import (
 func TestCommaJoinedMountFlagsAreEachHonoured(t *testing.T) {
 	c, m := startFake(t, hostpath.Config{})
 	v, p := c.staged(t, "v")
-	_, err := c.nd.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
-		VolumeId: v.GetVolumeId(), StagingTargetPath: p.staging, TargetPath: p.target,
-		VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, "noatime, ro"),
-	})
+	err := publishWithFlags(c, v, p.staging, p.target, "noatime, ro")
 	mustOK(t, err)
 	if flags, _ := m.Flags(p.target); flags != unix.MS_NOATIME|unix.MS_RDONLY {
 		t.Errorf("flags %#x for the mount flag \"noatime, ro\", want noatime|ro", flags)
 	}
-	_, err = c.nd.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
-		VolumeId: v.GetVolumeId(), StagingTargetPath: p.staging, TargetPath: p.target,
-		VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, "ro", "noatime"),
-	})
+	err = publishWithFlags(c, v, p.staging, p.target, "ro", "noatime")
 	mustOK(t, err)
 
-	_, err = c.nd.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
-		VolumeId: v.GetVolumeId(), StagingTargetPath: p.staging, TargetPath: p.target + "2",
-		VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, "nosuid", "noexec,password=hunter2"),
-	})
+	err = publishWithFlags(c, v, p.staging, p.target + "2", "nosuid", "noexec,password=hunter2")
 	wantCode(t, err, codes.InvalidArgument, "mount flag 2 of 2")
 	if strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("error leaks the mount flag: %v", err)
@@ -64,10 +55,7 @@ func TestCommaJoinedMountFlagsAreReadAsMountReadsThem(t *testing.T) {
 	} {
 		c, m := startFake(t, hostpath.Config{})
 		v, p := c.staged(t, "v")
-		_, err := c.nd.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
-			VolumeId: v.GetVolumeId(), StagingTargetPath: p.staging, TargetPath: p.target,
-			VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, tc.flags...),
-		})
+		err := publishWithFlags(c, v, p.staging, p.target, tc.flags...)
 		if err != nil {
 			t.Errorf("publish with the mount flags %q = %v", tc.flags, err)
 			continue
@@ -76,4 +64,14 @@ func TestCommaJoinedMountFlagsAreReadAsMountReadsThem(t *testing.T) {
 			t.Errorf("flags %#x for the mount flags %q, want %#x", flags, tc.flags, tc.want)
 		}
 	}
+}
+
+// publishWithFlags publishes volume v, staged at staging, at target for a single-node writer
+// with the mount flags given.
+func publishWithFlags(c *client, v *csi.Volume, staging, target string, flags ...string) error {
+	_, err := c.nd.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
+		VolumeId: v.GetVolumeId(), StagingTargetPath: staging, TargetPath: target,
+		VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, flags...),
+	})
+	return err
 }
