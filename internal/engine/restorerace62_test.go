@@ -65,7 +65,9 @@ func TestRestoreThatWaitedForTheSnapshotsDeleteSaysSo(t *testing.T) {
 			_, err := h.e.CreateVolume(ctx, sv)
 			return err
 		},
-		func(ctx context.Context, other *Engine) error { return other.DeleteSnapshot(ctx, "mem", "nightly", nil) })
+		func(ctx context.Context, other *Engine) error {
+			return other.DeleteSnapshot(ctx, "mem", "nightly", nil)
+		})
 	if out.bErr != nil {
 		t.Fatalf("the snapshot delete: %v", out.bErr)
 	}

@@ -29,7 +29,7 @@ func TestCommaJoinedMountFlagsAreEachHonoured(t *testing.T) {
 	err = publishWithFlags(c, v, p.staging, p.target, "ro", "noatime")
 	mustOK(t, err)
 
-	err = publishWithFlags(c, v, p.staging, p.target + "2", "nosuid", "noexec,password=hunter2")
+	err = publishWithFlags(c, v, p.staging, p.target+"2", "nosuid", "noexec,password=hunter2")
 	wantCode(t, err, codes.InvalidArgument, "mount flag 2 of 2")
 	if strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("error leaks the mount flag: %v", err)
