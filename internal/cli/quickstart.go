@@ -159,7 +159,14 @@ func quickstartRun(ctx context.Context, opts *QuickstartOptions) (err error) {
 	}
 	dir, err := os.MkdirTemp(opts.TempDir, "volctl-quickstart-")
 	if err != nil {
-		return fmt.Errorf("quickstart: %w", err)
+		// The directory comes from $TMPDIR (os.TempDir) unless a test gives one: say so, and
+		// what to do. Before, a bare "stat /gone/x: no such file or directory"
+		// (TestQuickstartWithAMissingTMPDIRNamesIt).
+		where := opts.TempDir
+		if where == "" {
+			where = os.TempDir()
+		}
+		return fmt.Errorf("quickstart: making its temporary directory in %s ($TMPDIR, else /tmp): %w; set TMPDIR to a directory that exists and that you can write to", where, err)
 	}
 	q := &quickstart{
 		opts: opts, out: opts.IO.Out, dir: dir,
@@ -177,6 +184,8 @@ func quickstartRun(ctx context.Context, opts *QuickstartOptions) (err error) {
 			} else {
 				fmt.Fprintf(opts.IO.ErrOut, "Error: %v\n", cerr)
 			}
+		} else if err != nil && !opts.Keep {
+			err = &cleanedUp{err: err, dir: dir, interrupted: q.interrupted}
 		}
 	}()
 	fmt.Fprintf(q.out, "volctl quickstart: the whole volume lifecycle against volctl's own CSI plugin,\n"+
@@ -189,6 +198,33 @@ func quickstartRun(ctx context.Context, opts *QuickstartOptions) (err error) {
 	}
 	return nil
 }
+
+// cleanedUp is quickstart's error err once its cleanup removed dir, and all it made with it:
+// what err says was left (a claim that stands, an intent for `volctl reconcile`) and the
+// commands it names for it no longer hold, and run, they would act on the user's own state
+// dir. An interruption, and a result that could not be printed, are said without them; any
+// other failure as it was, saying that its advice about quickstart's state is moot. Before,
+// "Cleaned up: ... is gone." was followed by "the claim stands: `volctl volume release demo
+// --alloc web-0` releases it" (TestQuickstartErrorsAfterItsCleanupAdviseNothingOnItsState).
+type cleanedUp struct {
+	err         error
+	dir         string
+	interrupted bool
+}
+
+func (c *cleanedUp) Error() string {
+	gone := fmt.Sprintf("cleaned up: %s is gone, with the volume, claim and plugin it made, so nothing is left to finish or undo", c.dir)
+	var printing *doneError
+	switch {
+	case c.interrupted:
+		return "quickstart: interrupted; " + gone
+	case errors.As(c.err, &printing):
+		return fmt.Sprintf("quickstart: writing its output failed: %v; %s", printing.err, gone)
+	}
+	return fmt.Sprintf("%v (quickstart %s; what this says to run on that state no longer applies)", c.err, gone)
+}
+
+func (c *cleanedUp) Unwrap() error { return c.err }
 
 // begin narrates a numbered step and the commands a user would type for it.
 // serveCommand is the command that starts the quickstart's plugin as it runs it, its words
