@@ -152,13 +152,14 @@ func openFailed(path string, err error) error {
 	if diskFailed(path, err) != "" {
 		return err
 	}
+	if isFull(path, err) {
+		return fmt.Errorf("%w (the file system holding the state dir is full: free space there, then run the command again)", err)
+	}
 	switch sqliteCode(err) & 0xff {
 	case sqlite3.SQLITE_CANTOPEN:
 		return outOfFiles(err)
 	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
 		return fmt.Errorf("%w (%s)", err, damagedAdvice)
-	case sqlite3.SQLITE_FULL:
-		return fmt.Errorf("%w (the file system holding the state dir is full: free space there, then run the command again)", err)
 	}
 	return err
 }
@@ -216,7 +217,7 @@ func (s *Store) explain(err error) error {
 	advice := diskFailed(s.path, err)
 	switch code := sqliteCode(err) & 0xff; {
 	case advice != "":
-	case code == sqlite3.SQLITE_FULL:
+	case isFull(s.path, err):
 		advice = "the file system holding the state dir is full, and this change was not recorded: " +
 			"free space there, then run the command again; `volctl reconcile` finishes anything an earlier step left half-done"
 	case code == sqlite3.SQLITE_NOTADB, code == sqlite3.SQLITE_CORRUPT:
@@ -381,6 +382,8 @@ func diskFailed(path string, err error) string {
 	switch code := sqliteCode(err) & 0xff; {
 	case sqliteCode(err) == sqlite3.SQLITE_IOERR_NOMEM: // memory, not the disk
 		return ""
+	case code == sqlite3.SQLITE_IOERR && !errors.Is(err, unix.EIO) && fsFull(path):
+		return "" // full, not failed: SQLite says IOERR_SHMSIZE, IOERR_WRITE (isFull)
 	case errors.Is(err, unix.EIO) || code == sqlite3.SQLITE_IOERR:
 	case code == sqlite3.SQLITE_CANTOPEN || code == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB:
 		if !readsWithEIO(path) {
@@ -392,6 +395,31 @@ func diskFailed(path string, err error) string {
 	return fmt.Sprintf("an I/O error: the disk holding the state dir (%s) failed to read or write it, so what this command meant to change may not be recorded; "+
 		"check that disk and the kernel's log (dmesg), and once it reads and writes again run the command again and `volctl reconcile`, which finishes what was left half-done. "+
 		"The database may well be whole: do not move it aside or restore a backup over it because of this error", mountedFrom(path))
+}
+
+// isFull reports whether err, an error of the state database at path, is its file system being
+// full: SQLITE_FULL, or an I/O error SQLite gives when a file cannot grow (the -shm made anew
+// at an open after a clean close: SQLITE_IOERR_SHMSIZE) while the file system has no room
+// left. Before, the latter was taken for a failed disk, "check dmesg", every command, a
+// read's too, refused so (TestDiskFullAtTheNextCommandsOpenSaysSo).
+func isFull(path string, err error) bool {
+	switch sqliteCode(err) & 0xff {
+	case sqlite3.SQLITE_FULL:
+		return true
+	case sqlite3.SQLITE_IOERR:
+		return !errors.Is(err, unix.EIO) && fsFull(path)
+	}
+	return false
+}
+
+// fsFull reports whether the file system holding path has less than 64 KiB free for it (statfs
+// of its directory): too little for SQLite to grow a file there.
+func fsFull(path string) bool {
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Dir(path), &st); err != nil {
+		return false
+	}
+	return st.Bavail*uint64(st.Bsize) < 64<<10
 }
 
 // readsWithEIO reports whether reading path's first page fails with EIO.

@@ -288,6 +288,10 @@ func openWritable(ctx context.Context, abs string, target int, o options) (*Stor
 	if err != nil {
 		return nil, inDir(abs, err)
 	}
+	if err := checkSHMGone(path, sizes, lock); err != nil {
+		lock.Close()
+		return nil, inDir(abs, err)
+	}
 	s := &Store{
 		path:         path,
 		file:         file,

@@ -81,6 +81,39 @@ func checkWALGone(path string, sizes map[string]int64, blank bool) error {
 		wal, shmPath, frames-backfilled, FileName, FileName, FileName, shmPath)
 }
 
+// checkSHMGone refuses to open the database at path when its WAL is there but its WAL index,
+// volctl.db-shm, is not, while another process holds the open lock (lock, not held by this one
+// yet): the -shm removed under a process that has the state open (a cleanup of the state dir).
+// SQLite here would make a new one, and the two processes, no longer sharing the index nor the
+// locks in it, would each append commits to the WAL over the other's: what one of them
+// committed, and said was done, was lost (TestSHMRemovedUnderALiveProcessIsRefused). A -shm
+// missing with no other process (a backup of the file and its WAL restored) is SQLite's to
+// rebuild from the WAL. sizes are what checkFiles found.
+func checkSHMGone(path string, sizes map[string]int64, lock *os.File) error {
+	if _, wal := sizes[path+"-wal"]; !wal {
+		return nil
+	}
+	if _, shm := sizes[path+"-shm"]; shm {
+		return nil
+	}
+	fi, err := lock.Stat()
+	if err != nil {
+		return nil
+	}
+	hs := FlockHolders(fi)
+	if len(hs) == 0 {
+		return nil
+	}
+	verb := "has"
+	if len(hs) > 1 {
+		verb = "have"
+	}
+	return fmt.Errorf("open state: %s-shm, SQLite's index of the write-ahead log, was removed while %s %s the state database open: "+
+		"opened now, SQLite would make another, and the two processes' commits would overwrite each other's in the log; leave %s and %s-wal as they are, "+
+		"stop that process cleanly (the agent: stop its service, or SIGTERM), which writes its commits into %s as it exits, then run the command again",
+		path, LockHolders(hs), verb, FileName, FileName, FileName)
+}
+
 // walRemoved reports whether the WAL of the database at path is gone from its path, while this
 // process may have it open.
 func walRemoved(path string) bool {
