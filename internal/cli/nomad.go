@@ -988,6 +988,14 @@ func sizeAfterTakeBack(ios *iostreams.IOStreams, id string, sc engine.SizeCheck,
 	fix := fmt.Sprintf("if Nomad expanded it, %s is behind: `%s`, with the size Nomad expanded it to, records it (the plugin answers with the size it has)",
 		had, shellquote.CommandFlags("volctl volume expand", []string{id}, "--size SIZE"))
 	switch {
+	case err == nil && sc.NotListed:
+		// Deleted while in Nomad (`nomad volume delete` deletes the storage through the
+		// plugin): the record is taken back, but a claim would fail NOT_FOUND. Before, the
+		// release said only that volctl may claim it again
+		// (TestNomadReleaseOfAVolumeDeletedInNomadSaysItsStorageIsGone).
+		fmt.Fprintf(ios.ErrOut, "Warning: volume %q: its plugin no longer has its storage (%s does not list it): it was deleted while in Nomad (`nomad volume delete`?), "+
+			"and a claim of it here would fail; if it is gone, `%s` forgets the record\n",
+			id, sc.Asked, shellquote.Command("volctl volume deregister", id))
 	case err != nil:
 		fmt.Fprintf(ios.ErrOut, "Warning: volume %q: volctl could not learn from its plugin what size it has now (%s); %s\n", id, escapeLines(err.Error()), fix)
 	case sc.CannotSay:
@@ -1051,6 +1059,14 @@ func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h e
 				return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q: Nomad at %s has a volume by that ID in namespace %s that is another volume (%s): not this one, which Nomad does not hold under that ID any more (it refuses to change a volume's plugin or external ID); do not `nomad volume deregister` that one, which is someone else's. volctl takes a volume back only on Nomad's word that it has none by the ID: if nothing in Nomad uses this volume's storage, `%s` takes it back%s",
 					h.VolumeID, c.Address, ns, display.Escape(c.Hide(strings.Join(d, ", "))), shellquote.Command("volctl nomad release --force", h.VolumeID), unsettled)}
 			}
+		}
+		if h.Unsettled {
+			// A deregistration now, as advised below, met the unsettled mark's refusal next:
+			// the registration whose answer was lost may still be applied after it. Settled
+			// first, the advice works in one go (TestNomadReleaseOfAnUnsettledHandoverNomadAppliedWorksAsAdvised).
+			return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q is still registered in %s (%d claim(s)), and a registration of it volctl sent ended without Nomad saying how, which Nomad may yet apply: "+
+				"`%s` again settles it (Nomad answers it); then %s; volctl takes it back only once Nomad has let go of it",
+				h.VolumeID, h.Where(), have.Claims(), shellquote.Command("volctl nomad register", h.VolumeID), howToDeregister(h, have, c.Hide))}
 		}
 		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q is still registered in %s (%d claim(s)): %s; volctl takes it back only once Nomad has let go of it",
 			h.VolumeID, h.Where(), have.Claims(), howToDeregister(h, have, c.Hide))}

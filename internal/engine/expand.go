@@ -867,7 +867,7 @@ func (e *Engine) sizeListed(ctx context.Context, c *conn, v store.Volume) int64 
 	if rpc == "" {
 		return 0
 	}
-	listed, err := e.listedSize(ctx, c, rpc, v.ExternalID)
+	listed, _, err := e.listedSize(ctx, c, rpc, v.ExternalID)
 	if err != nil {
 		e.log.Debug("asking the size of a volume before its ControllerExpandVolume is sent again", "volume", v.ID, "rpc", rpc, "err", err)
 		return 0

@@ -32,6 +32,11 @@ type SizeCheck struct {
 	Recorded, Listed int64
 	// Grown: Listed is larger than Recorded, and is the volume's recorded size now.
 	Grown bool
+	// NotListed: the plugin's whole listing (ListVolumes), or its ControllerGetVolume's
+	// NOT_FOUND, says it has no volume of the record's external ID: its storage was deleted
+	// while in Nomad (`nomad volume delete`), and a claim would fail NOT_FOUND
+	// (TestNomadReleaseOfAVolumeDeletedInNomadSaysItsStorageIsGone).
+	NotListed bool
 	// NodeOwed is the NodeExpandVolume owed since (0: none): the size, when the plugin's node
 	// service can expand and the record had a size the file system was grown to.
 	NodeOwed int64
@@ -74,7 +79,9 @@ func (e *Engine) askSize(ctx context.Context, v store.Volume, skip func(pluginID
 	}
 	err = e.withController(ctx, c, func(ctx context.Context) error {
 		var err error
-		out.Listed, err = e.listedSize(ctx, c, out.Asked, v.ExternalID)
+		var listed bool
+		out.Listed, listed, err = e.listedSize(ctx, c, out.Asked, v.ExternalID)
+		out.NotListed = err == nil && !listed
 		return err
 	})
 	if err != nil {
@@ -117,7 +124,8 @@ func recordListedSize(tx *store.Tx, v store.Volume, out *SizeCheck) error {
 
 // listedSize is the size the plugin answers rpc (ListVolumes or ControllerGetVolume) with for
 // its volume externalID: 0 when it does not list it, answers about another volume, or answers
-// a negative size, which CSI does not allow. ListVolumes is paged until the page naming it
+// a negative size, which CSI does not allow; listed is whether it named the volume (false with
+// no error: its whole listing, or its NOT_FOUND, says it has none). ListVolumes is paged until the page naming it
 // (maxCheckPages, as listsID); a page naming it twice at two sizes answers the smaller, a
 // listing that disagrees with itself giving no size the storage may not have: the first entry
 // was taken, and a ControllerExpandVolume sent again skipped on its word
@@ -126,8 +134,7 @@ func recordListedSize(tx *store.Tx, v store.Volume, out *SizeCheck) error {
 // (boundCheck, Config.ListCheck): a plugin that answers each page slowly, with a fresh token
 // each time, held an expand's retry and every other create, delete and publish through the
 // plugin for maxCheckPages pages (TestExpandSizeListingIsTimeBounded).
-func (e *Engine) listedSize(ctx context.Context, c *conn, rpc, externalID string) (int64, error) {
-	var size int64
+func (e *Engine) listedSize(ctx context.Context, c *conn, rpc, externalID string) (size int64, listed bool, err error) {
 	switch rpc {
 	case csi.RPCListVolumes:
 		err := e.boundCheck(ctx, func(ctx context.Context) error {
@@ -147,18 +154,22 @@ func (e *Engine) listedSize(ctx context.Context, c *conn, rpc, externalID string
 						found = true
 					}
 				}
+				listed = listed || found
 				return page.NextToken, found, nil
 			})
 		})
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 	case csi.RPCControllerGetVolume:
 		found, got, err := e.getsVolume(ctx, c, externalID)
-		if err != nil || !found || got.Volume.ID != externalID {
-			return 0, err
+		if err != nil || !found {
+			return 0, false, err
 		}
-		size = got.Volume.CapacityBytes
+		if got.Volume.ID != externalID {
+			return 0, true, nil // about another volume: nothing said of this one's absence
+		}
+		listed, size = true, got.Volume.CapacityBytes
 	}
-	return max(size, 0), nil
+	return max(size, 0), listed, nil
 }
