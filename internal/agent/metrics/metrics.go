@@ -30,6 +30,15 @@ const namespace = "volctl"
 // rate has a series to read.
 var reconcileOutcomes = []string{"restored", "released", "failed"}
 
+// reconcileTriggers and reconcileResults are the labels of every reconcile pass counted
+// (agent.Observer's Reconciled), present at zero from the start too: an alert on the rate of
+// failed passes (result "error") had no series to read until the first one failed
+// (TestReconcilePassesArePresentBeforeTheFirstPass).
+var (
+	reconcileTriggers = []string{"start", "timer", "plugin_restart", "redrive"}
+	reconcileResults  = []string{"ok", "problems", "error"}
+)
+
 // Metrics implements agent.Observer and the engine's RPC observer over a private registry.
 type Metrics struct {
 	reg registry
@@ -80,6 +89,11 @@ func New() *Metrics {
 	m.ready = g("agent_ready", "1 once the agent's plugins were probed and its start-up reconcile ran (it then sent READY=1 to systemd).")
 	for _, o := range reconcileOutcomes {
 		m.outcomes.touch(o)
+	}
+	for _, t := range reconcileTriggers {
+		for _, r := range reconcileResults {
+			m.passes.touch(t, r)
+		}
 	}
 	m.reg.register(m.pluginHealthy, m.pluginReady, m.probeSeconds, m.restarts, m.rpcs, m.rpcSeconds,
 		m.passes, m.outcomes, m.problems, m.lastPass, m.ready)

@@ -154,3 +154,30 @@ func tableRowWords(t *testing.T, doc []byte, prefix string) map[string]bool {
 	}
 	return words
 }
+
+// Every trigger and result of volctl_reconcile_passes_total is a series from the start, at 0,
+// as the outcomes are: an alert on the rate of failed passes (increase of result "error")
+// reads a series that exists before the first failure. Before, none existed until a pass of
+// that trigger and result was counted (round 61's left item). The triggers are the agent's
+// own words for its passes: the test reads them from its code.
+func TestReconcilePassesArePresentBeforeTheFirstPass(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "agent.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	triggers := map[string]bool{"start": true}
+	for _, m := range regexp.MustCompile(`a\.reconcile\(ctx, "([a-z_]+)"\)`).FindAllStringSubmatch(string(src), -1) {
+		triggers[m[1]] = true
+	}
+	if len(triggers) < 4 {
+		t.Fatalf("read %d triggers from agent.go (%v): the pattern no longer finds the agent's passes", len(triggers), slices.Sorted(maps.Keys(triggers)))
+	}
+	fams := gather(t, New())
+	for trigger := range triggers {
+		for _, result := range []string{"ok", "problems", "error"} {
+			if v, ok := value(fams, "volctl_reconcile_passes_total", map[string]string{"trigger": trigger, "result": result}); !ok || v != 0 {
+				t.Errorf(`volctl_reconcile_passes_total{trigger=%q,result=%q} = %v (present: %v) before any pass; want a series at 0`, trigger, result, v, ok)
+			}
+		}
+	}
+}
