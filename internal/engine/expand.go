@@ -130,7 +130,16 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 		}
 		if limit != 0 && limit != v.RequestedMax {
 			// Nothing to grow, but --limit sets the new capacity_max all the same: it bounds
-			// later requests, and needs no RPC.
+			// later requests, and needs no RPC. Not below an expansion pending (its answer
+			// lost): reconcile sends it again with its own limit, and the storage, maybe that
+			// size already, would be recorded past the capacity_max just set, as a registration
+			// lowering it is refused (pendingLimit). Before, taken, and then broken
+			// (TestExpandLimitBelowAPendingExpansionIsRefused).
+			if v.ExpandMin > 0 && limit < v.ExpandMin {
+				return fail(conflictf("volume %q has an expansion to %s pending (ControllerExpandVolume was sent to plugin %q and its answer not recorded: the storage may be that size already), "+
+					"and --limit %s is below it: run `volctl reconcile` to finish that expansion first, then set the limit again",
+					v.ID, spec.FormatSize(v.ExpandMin), v.PluginID, spec.FormatSize(limit)))
+			}
 			if err := e.setRequestedMax(ctx, v.ID, limit); err != nil {
 				return fail(err)
 			}
@@ -380,7 +389,11 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 	if nodeOnlyNote != "" {
 		msg += "; " + nodeOnlyNote
 	}
-	if err := e.store.Update(ctx, e.locks.holding(v.ID, func(tx *store.Tx) error {
+	// Recorded whatever the command's context does now: the plugin answered, and an interrupt
+	// here left the storage grown with the record behind it, and said only "nothing written:
+	// context canceled" (TestExpandInterruptedAfterTheAnswerIsRecorded), as the owed step's
+	// and the node step's records are (WithoutCancel).
+	if err := e.store.Update(context.WithoutCancel(ctx), e.locks.holding(v.ID, func(tx *store.Tx) error {
 		if err := tx.Volumes().Update(&v); err != nil {
 			return err
 		}
@@ -540,6 +553,13 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, cont
 		staged = err == nil && st.Staged
 		return err
 	}); err != nil {
+		if ctx.Err() != nil {
+			// Interrupted with the node step owed (the size and the debt recorded): say so, and
+			// what finishes it, as a failed NodeExpandVolume does. Before, only "nothing
+			// written: context canceled" (TestExpandInterruptedBeforeTheNodeStepSaysItIsOwed).
+			return false, fmt.Errorf("%w: volume %q is recorded at %s with its node expansion (NodeExpandVolume) owed, not sent: run `%s` again or `volctl reconcile`",
+				err, v.ID, spec.FormatSize(v.NodeExpandMin), owedExpandCommand(v))
+		}
 		return false, err
 	}
 	var (
