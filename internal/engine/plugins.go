@@ -464,7 +464,7 @@ func (m PluginMounts) Any() bool { return m.Mounts+m.InDoubt > 0 || m.Publishing
 // When a publish holds the lock, m.Publishing is set, the store is not read, and nothing is
 // held. release is never nil.
 func (e *Engine) HoldPluginMounts(ctx context.Context, pluginID string) (m PluginMounts, release func(), err error) {
-	return e.holdPluginMounts(ctx, pluginID, false)
+	return e.holdPluginMounts(ctx, pluginID, false, nil)
 }
 
 // HoldPluginMountsWaiting is HoldPluginMounts waiting for the lock while ctx lasts, for a stop
@@ -474,10 +474,26 @@ func (e *Engine) HoldPluginMounts(ctx context.Context, pluginID string) (m Plugi
 // found it held, said a publish was under way, and left the plugin's process running for good,
 // nothing supervising it. m.Publishing is set only when ctx ended first.
 func (e *Engine) HoldPluginMountsWaiting(ctx context.Context, pluginID string) (m PluginMounts, release func(), err error) {
-	return e.holdPluginMounts(ctx, pluginID, true)
+	return e.holdPluginMounts(ctx, pluginID, true, nil)
 }
 
-func (e *Engine) holdPluginMounts(ctx context.Context, pluginID string, wait bool) (m PluginMounts, release func(), err error) {
+// HoldPluginMountsServing is HoldPluginMountsWaiting holding too the publish lock of the node
+// socket served declares: the socket the process to be stopped serves, which the plugin as
+// stored may no longer name (registered again on another socket, or deregistered with --force
+// while a claim published through it). A publish under way through that socket holds its lock;
+// before, the agent took the stored plugin's alone (another socket's, or the ID's) and stopped
+// the process under it (TestSocketMoveDoesNotStopThePluginUnderAPublishOnItsOldSocket,
+// TestForcedDeregisterDoesNotStopThePluginUnderAPublish).
+func (e *Engine) HoldPluginMountsServing(ctx context.Context, pluginID string, served spec.Plugin) (m PluginMounts, release func(), err error) {
+	return e.holdPluginMounts(ctx, pluginID, true, publishLocks(storePluginOf(served)))
+}
+
+// storePluginOf is the stored form of declaration sp, for its sockets.
+func storePluginOf(sp spec.Plugin) store.Plugin {
+	return store.Plugin{ID: sp.ID, Type: sp.Type, Socket: sp.Socket, ControllerSocket: sp.ControllerSocket, NodeSocket: sp.NodeSocket}
+}
+
+func (e *Engine) holdPluginMounts(ctx context.Context, pluginID string, wait bool, also []string) (m PluginMounts, release func(), err error) {
 	release = func() {}
 	// By the ID as stored (byStoredID), as PluginMounts counts: a plugin an older volctl stored
 	// decomposed, named in NFC by the agent's configuration, is on its socket's lock, which
@@ -491,18 +507,24 @@ func (e *Engine) holdPluginMounts(ctx context.Context, pluginID string, wait boo
 	if err != nil {
 		return m, release, err
 	}
+	locks := publishLocks(p)
+	for _, name := range also {
+		if !slices.Contains(locks, name) {
+			locks = append(locks, name)
+		}
+	}
 	var (
 		unlock func()
 		ok     bool
 	)
 	if wait {
-		unlock, err = e.locks.all(ctx, publishLocks(p), fmt.Sprintf("plugin %q's publishes and releases", pluginID), false)
+		unlock, err = e.locks.all(ctx, locks, fmt.Sprintf("plugin %q's publishes and releases", pluginID), false)
 		if err != nil && ctx.Err() != nil {
 			err = nil // still held when ctx ended: a publish under way
 		}
 		ok = unlock != nil
 	} else {
-		unlock, ok, err = e.locks.exclusiveAll(publishLocks(p))
+		unlock, ok, err = e.locks.exclusiveAll(locks)
 	}
 	switch {
 	case err != nil:
