@@ -342,6 +342,13 @@ func (e *Engine) otherMode(target string, dst *pathFD, b spec.VolumeMount) bool 
 		return false
 	}
 	defer src.close()
+	// A target no longer mounted (by hand, a reboot) is the state dir's bare directory, whose
+	// mode says nothing of the one the bind was made from: a bind read-only through its
+	// read-only target was taken for another's and left bound with no claim naming it
+	// (TestReleaseOfABindReadOnlyByItsTargetAfterTheTargetWasUnmountedUnbindsIt).
+	if mounted, err := src.mounted(); err != nil || !mounted {
+		return false
+	}
 	return bindModeDiffers(src, dst, b) != ""
 }
 
