@@ -624,8 +624,18 @@ func (l *locker) lockOnce(ctx context.Context, name, what string, shared bool) (
 	}
 	ok, err := try()
 	if err == nil && !ok {
-		err = l.await(ctx, fl, try, what)
-		ok = err == nil
+		if w := lockWaitsOf(ctx); w != nil && w.outwaited(name) {
+			// Waited out already in this pass, for another claim or the staging of the same
+			// volume: each of them waited the bound again, a pass held n+1 times it by one
+			// hung holder (TestPassWaitsForAHeldVolumesLockOncePerPass).
+			err = fmt.Errorf("the lock on %s: another volctl has held it for more than %s (waited out once in this pass already, for another of its items); left for the next pass", what, w.bound)
+		} else {
+			err = l.await(ctx, fl, try, what)
+			ok = err == nil
+			if wo := (*waitedOut)(nil); errors.As(err, &wo) && w != nil {
+				w.note(name)
+			}
+		}
 	} else if ro := l.onReadOnly(err); ro != err {
 		err = ro
 	} else if err != nil {
@@ -670,8 +680,8 @@ func (l *locker) await(ctx context.Context, fl *flock.Flock, try func() (bool, e
 			if hs := watch.Holders(); len(hs) > 0 {
 				by = " (" + store.LockHolders(hs) + ")"
 			}
-			return fmt.Errorf("the lock on %s: another volctl%s has held it for more than %s (an operation still running, or a process stopped or hung while holding it); left for the next pass",
-				what, by, bound)
+			return &waitedOut{fmt.Errorf("the lock on %s: another volctl%s has held it for more than %s (an operation still running, or a process stopped or hung while holding it); left for the next pass",
+				what, by, bound)}
 		}
 		select {
 		case <-ctx.Done():
@@ -710,17 +720,55 @@ func heldBy(holders []store.LockHolder) string {
 // lockWaitKey is the context key of a bound on lock waits (withLockWait).
 type lockWaitKey struct{}
 
+// lockWaits is a background pass's bound on a wait for a lock another process holds, and the
+// locks it waited out: each is waited for once a pass.
+type lockWaits struct {
+	bound time.Duration
+	mu    sync.Mutex
+	out   map[string]bool
+}
+
+func (w *lockWaits) outwaited(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.out[name]
+}
+
+func (w *lockWaits) note(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.out == nil {
+		w.out = map[string]bool{}
+	}
+	w.out[name] = true
+}
+
+// waitedOut is await's error for a lock held past the pass's bound.
+type waitedOut struct{ err error }
+
+func (w *waitedOut) Error() string { return w.err.Error() }
+func (w *waitedOut) Unwrap() error { return w.err }
+
 // withLockWait returns ctx under which a wait for a lock another process holds ends after d
-// (none when d is 0): a background pass's (Config.PassLockWait).
+// (none when d is 0), a lock waited out once not waited for again: a background pass's
+// (Config.PassLockWait).
 func withLockWait(ctx context.Context, d time.Duration) context.Context {
 	if d <= 0 {
 		return ctx
 	}
-	return context.WithValue(ctx, lockWaitKey{}, d)
+	return context.WithValue(ctx, lockWaitKey{}, &lockWaits{bound: d})
+}
+
+// lockWaitsOf is what withLockWait put on ctx, or nil.
+func lockWaitsOf(ctx context.Context) *lockWaits {
+	w, _ := ctx.Value(lockWaitKey{}).(*lockWaits)
+	return w
 }
 
 // lockWaitOf is the bound withLockWait put on ctx, or 0.
 func lockWaitOf(ctx context.Context) time.Duration {
-	d, _ := ctx.Value(lockWaitKey{}).(time.Duration)
-	return d
+	if w := lockWaitsOf(ctx); w != nil {
+		return w.bound
+	}
+	return 0
 }
