@@ -467,22 +467,19 @@ func (e *Engine) HoldPluginMounts(ctx context.Context, pluginID string) (m Plugi
 	return e.holdPluginMounts(ctx, pluginID, false, nil)
 }
 
-// HoldPluginMountsWaiting is HoldPluginMounts waiting for the lock while ctx lasts, for a stop
+// HoldPluginMountsServing is HoldPluginMounts waiting for the lock while ctx lasts, for a stop
 // made once (the agent's of a deregistered plugin, or at its own stop), which nothing tries
 // again: a publish or release holding the lock ends in moments, and so does another process's
 // brief hold of it (a reconcile pass's tidy of the lock files), where the look without waiting
 // found it held, said a publish was under way, and left the plugin's process running for good,
 // nothing supervising it. m.Publishing is set only when ctx ended first.
-func (e *Engine) HoldPluginMountsWaiting(ctx context.Context, pluginID string) (m PluginMounts, release func(), err error) {
-	return e.holdPluginMounts(ctx, pluginID, true, nil)
-}
-
-// HoldPluginMountsServing is HoldPluginMountsWaiting holding too the publish lock of the node
-// socket served declares: the socket the process to be stopped serves, which the plugin as
-// stored may no longer name (registered again on another socket, or deregistered with --force
-// while a claim published through it). A publish under way through that socket holds its lock;
-// before, the agent took the stored plugin's alone (another socket's, or the ID's) and stopped
-// the process under it (TestSocketMoveDoesNotStopThePluginUnderAPublishOnItsOldSocket,
+//
+// It holds too the publish lock of the node socket served declares: the socket the process to
+// be stopped serves, which the plugin as stored may no longer name (registered again on another
+// socket, or deregistered with --force while a claim published through it). A publish under way
+// through that socket holds its lock; before, the agent took the stored plugin's alone (another
+// socket's, or the ID's) and stopped the process under it
+// (TestSocketMoveDoesNotStopThePluginUnderAPublishOnItsOldSocket,
 // TestForcedDeregisterDoesNotStopThePluginUnderAPublish).
 func (e *Engine) HoldPluginMountsServing(ctx context.Context, pluginID string, served spec.Plugin) (m PluginMounts, release func(), err error) {
 	return e.holdPluginMounts(ctx, pluginID, true, publishLocks(storePluginOf(served)))
