@@ -79,18 +79,21 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bo
 			return false, fmt.Errorf("volume_mount %s: something else is mounted there, not this claim's volume: "+
 				"volctl neither mounts over it nor hands it out as the volume; unmount it, or give the volume_mount another destination", b.Destination)
 		}
+		// The volume, but maybe an older claim's bind, propagated here from another path to
+		// this directory (bindplace.go): not this claim's to take.
+		if err := e.checkJoined(ctx, cl, i, dst); err != nil {
+			return false, err
+		}
 		// The volume, but writable where this bind is read-only (or the other way round): not
 		// one this bind made, which bindFD makes as the bind asks. Another claim's bind of the
 		// volume moved here with its parent directory (a rename by whoever owns it) is the same
-		// file, and was handed out as this claim's: a read-only volume_mount writable, and its
-		// release unmounting the other claim's bind (TestReadOnlyVolumeMountIsNotHandedAWritersBindMovedToItsDestination).
+		// file, and was handed out as this claim's: a read-only volume_mount writable
+		// (TestReadOnlyVolumeMountIsNotHandedAWritersBindMovedToItsDestination).
 		if why := bindModeDiffers(src, dst, b); why != "" {
 			return false, fmt.Errorf("volume_mount %s: the volume is mounted there already, but %s: not this claim's bind (another claim's, moved here?), "+
-				"which volctl neither hands out as this one nor unmounts; give the volume_mount another destination, or find whose bind it is (findmnt %s)", b.Destination, why, b.Destination)
+				"which volctl does not hand out as this one; give the volume_mount another destination, or find whose bind it is (findmnt %s)", b.Destination, why, b.Destination)
 		}
-		// The volume, but maybe an older claim's bind, propagated here from another path to
-		// this directory (bindplace.go): not this claim's to take.
-		return false, e.checkJoined(ctx, cl, i, dst)
+		return false, nil
 	}
 	// Something mounted below the destination (another volume_mount, an admin's disk) would be
 	// hidden under the bind, and its alloc would see this volume's directory there instead:
@@ -334,24 +337,6 @@ func bindModeDiffers(src, dst *pathFD, b spec.VolumeMount) string {
 	return ""
 }
 
-// otherMode reports whether the mount at dst is not as a bind of the claim's target (at
-// target) for b is made (bindModeDiffers); false when that cannot be told.
-func (e *Engine) otherMode(target string, dst *pathFD, b spec.VolumeMount) bool {
-	src, err := openNoFollow(e.cfg.StateDir, e.realPath(target), createNothing)
-	if err != nil {
-		return false
-	}
-	defer src.close()
-	// A target no longer mounted (by hand, a reboot) is the state dir's bare directory, whose
-	// mode says nothing of the one the bind was made from: a bind read-only through its
-	// read-only target was taken for another's and left bound with no claim naming it
-	// (TestReleaseOfABindReadOnlyByItsTargetAfterTheTargetWasUnmountedUnbindsIt).
-	if mounted, err := src.mounted(); err != nil || !mounted {
-		return false
-	}
-	return bindModeDiffers(src, dst, b) != ""
-}
-
 // propagationFlag maps Nomad's propagation modes to mount propagation: private sees nothing of
 // later mounts, host-to-task receives the host's (slave), bidirectional shares both ways.
 func propagationFlag(mode string) uintptr {
@@ -411,13 +396,6 @@ func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 		}
 		mounted, err := dst.mounted()
 		if err == nil && mounted && e.boundElsewhere(cl.TargetPath, dst) {
-			mounted = false
-		}
-		if err == nil && mounted && e.otherMode(cl.TargetPath, dst, b) {
-			// The volume, but not as this claim's bind was made (read-write for a read-only
-			// volume_mount): another claim's, moved here, left to it.
-			e.log.Info(fmt.Sprintf("volume_mount %s of volume %q left bound: the mount there is not as this claim's bind was made (another claim's bind, moved there?)", b.Destination, cl.VolumeID),
-				"volume", cl.VolumeID, "alloc", cl.Alloc)
 			mounted = false
 		}
 		if err == nil && mounted && others == nil {

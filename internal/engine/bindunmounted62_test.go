@@ -19,8 +19,9 @@ import (
 // the bind with what is at the target path now, the state dir's bare writable directory, finds
 // the read-only bind "not as this claim's bind was made", and leaves it: the claim is freed,
 // the stop succeeds, and the volume stays bound at the alloc's destination with no claim naming
-// it. Now a target no longer mounted says nothing of the bind's mode (otherMode). Found by
-// helper review62, reviewing this round's fix.
+// it. The mode is no longer judged at the release (it also took the bind an older volctl let
+// two claims share for another's, TestReleaseLeavesAVolumeMountAnotherClaimIsBoundAt). Found
+// by helper review62, reviewing this round's fix.
 func TestReleaseOfABindReadOnlyByItsTargetAfterTheTargetWasUnmountedUnbindsIt(t *testing.T) {
 	t.Parallel()
 	h := newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
