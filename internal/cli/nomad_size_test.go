@@ -18,6 +18,17 @@ import (
 // sent by someone else than volctl, which records nothing.
 func growAsNomadDoes(t *testing.T, h *cliHarness, size int64) {
 	t.Helper()
+	asNomadOnDB(t, h, func(c *csi.Client, id string) {
+		if got, err := c.ControllerExpandVolume(context.Background(), csi.ControllerExpandVolumeRequest{VolumeID: id, CapacityMin: size}); err != nil || got.CapacityBytes != size {
+			t.Fatalf("ControllerExpandVolume of db to %d, as Nomad sends it: %+v, %v", size, got, err)
+		}
+	})
+}
+
+// asNomadOnDB calls do with a client of volume db's plugin of its own, as Nomad's, and db's
+// storage ID: what Nomad sends the plugin, volctl records nothing of.
+func asNomadOnDB(t *testing.T, h *cliHarness, do func(c *csi.Client, id string)) {
+	t.Helper()
 	info, err := h.e.Volume(h.ctx, "db")
 	if err != nil {
 		t.Fatal(err)
@@ -27,9 +38,7 @@ func growAsNomadDoes(t *testing.T, h *cliHarness, size int64) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if got, err := c.ControllerExpandVolume(context.Background(), csi.ControllerExpandVolumeRequest{VolumeID: info.ExternalID, CapacityMin: size}); err != nil || got.CapacityBytes != size {
-		t.Fatalf("ControllerExpandVolume of db to %d, as Nomad sends it: %+v, %v", size, got, err)
-	}
+	do(c, info.ExternalID)
 }
 
 // grownInNomadThenDeregistered hands volume db (10MiB) over to a fake Nomad, which grows it to

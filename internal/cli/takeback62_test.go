@@ -14,18 +14,11 @@ import (
 // Nomad n, as `nomad volume delete db` does (DeleteVolume, then the volume gone from Nomad).
 func deletedThroughNomad(t *testing.T, h *cliHarness, n *fakeNomad) {
 	t.Helper()
-	info, err := h.e.Volume(h.ctx, "db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := csi.New(csi.Config{ControllerSocket: hpSocket(t, h)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.DeleteVolume(context.Background(), csi.DeleteVolumeRequest{VolumeID: info.ExternalID}); err != nil {
-		t.Fatalf("DeleteVolume of db, as nomad volume delete sends it: %v", err)
-	}
+	asNomadOnDB(t, h, func(c *csi.Client, id string) {
+		if err := c.DeleteVolume(context.Background(), csi.DeleteVolumeRequest{VolumeID: id}); err != nil {
+			t.Fatalf("DeleteVolume of db, as nomad volume delete sends it: %v", err)
+		}
+	})
 	n.mu.Lock()
 	delete(n.vols, "default/db")
 	n.mu.Unlock()
