@@ -131,16 +131,7 @@ func TestProbeDoesNotWriteItsFingerprintOverARegistrationAnew(t *testing.T) {
 		t.Logf("the probe: %v", err)
 	}
 
-	third := h.otherProcess()
-	infos, err := third.PluginStatus(h.ctx, "mem")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := infos[0]
-	if got.Provider != "other.csi.example" || !got.Healthy {
-		t.Errorf("plugin mem, registered again on %s for other.csi.example = provider %q, healthy %v, last error %q; want it pinned to the driver it was registered for",
-			otherSock, got.Provider, got.Healthy, got.LastError)
-	}
+	pinnedToTheOtherDriver(t, h, otherSock)
 }
 
 // A probe (`plugin status`, the agent's every 30 s) that fingerprinted the plugin while
@@ -175,16 +166,7 @@ func TestProbeDoesNotWriteItsFingerprintOverARegistrationAnewOnTheSameSocket(t *
 	}
 	h.stopServe() // the old driver's process is gone
 
-	third := h.otherProcess()
-	infos, err := third.PluginStatus(h.ctx, "mem")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := infos[0]
-	if got.Provider != "other.csi.example" || !got.Healthy {
-		t.Errorf("plugin mem, registered again on %s for other.csi.example = provider %q, healthy %v, last error %q; want it pinned to the driver it was registered for",
-			h.socket, got.Provider, got.Healthy, got.LastError)
-	}
+	pinnedToTheOtherDriver(t, h, h.socket)
 }
 
 // probeHeldAtItsProbe starts `plugin status mem` in h's process, the plugin restarted since
@@ -215,4 +197,19 @@ func otherDriverConfig() csitest.MemConfig {
 	cfg.NodeID = "node-1"
 	cfg.Name = "other.csi.example"
 	return cfg
+}
+
+// pinnedToTheOtherDriver fails the test unless plugin mem, registered again on socket for
+// otherDriverConfig's driver, reads so to a third process's probe: that driver, healthy.
+func pinnedToTheOtherDriver(t *testing.T, h *harness, socket string) {
+	t.Helper()
+	infos, err := h.otherProcess().PluginStatus(h.ctx, "mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := infos[0]
+	if got.Provider != "other.csi.example" || !got.Healthy {
+		t.Errorf("plugin mem, registered again on %s for other.csi.example = provider %q, healthy %v, last error %q; want it pinned to the driver it was registered for",
+			socket, got.Provider, got.Healthy, got.LastError)
+	}
 }
