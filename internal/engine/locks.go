@@ -624,16 +624,17 @@ func (l *locker) lockOnce(ctx context.Context, name, what string, shared bool) (
 	}
 	ok, err := try()
 	if err == nil && !ok {
-		if w := lockWaitsOf(ctx); w != nil && w.outwaited(name) {
+		if w := lockWaitsOf(ctx); w != nil && w.outwaited(name) != "" {
 			// Waited out already in this pass, for another claim or the staging of the same
-			// volume: each of them waited the bound again, a pass held n+1 times it by one
-			// hung holder (TestPassWaitsForAHeldVolumesLockOncePerPass).
-			err = fmt.Errorf("the lock on %s: another volctl has held it for more than %s (waited out once in this pass already, for another of its items); left for the next pass", what, w.bound)
+			// volume: each of them waited the bound again (or a stopped holder's wait), a pass
+			// held n+1 times it by one hung holder (TestPassWaitsForAHeldVolumesLockOncePerPass,
+			// TestPassWaitsForAStoppedHoldersLockOncePerPass). Said in the first wait's words.
+			err = fmt.Errorf("%s (waited out once in this pass already, for another of its items)", w.outwaited(name))
 		} else {
 			err = l.await(ctx, fl, try, what)
 			ok = err == nil
 			if wo := (*waitedOut)(nil); errors.As(err, &wo) && w != nil {
-				w.note(name)
+				w.note(name, wo.Error())
 			}
 		}
 	} else if ro := l.onReadOnly(err); ro != err {
@@ -673,7 +674,7 @@ func (l *locker) await(ctx context.Context, fl *flock.Flock, try func() (bool, e
 			said = step
 		}
 		if stopped > 0 && stopped >= l.stoppedWait {
-			return fmt.Errorf("the lock on %s is %s", what, store.StuckHolders(watch.Holders(), stopped))
+			return &waitedOut{fmt.Errorf("the lock on %s is %s", what, store.StuckHolders(watch.Holders(), stopped))}
 		}
 		if bound > 0 && now.Sub(start) >= bound {
 			var by string
@@ -725,25 +726,27 @@ type lockWaitKey struct{}
 type lockWaits struct {
 	bound time.Duration
 	mu    sync.Mutex
-	out   map[string]bool
+	out   map[string]string // the locks waited out, each with its wait's error
 }
 
-func (w *lockWaits) outwaited(name string) bool {
+// outwaited is the error of the wait for lock name this pass gave up, "" for none.
+func (w *lockWaits) outwaited(name string) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.out[name]
 }
 
-func (w *lockWaits) note(name string) {
+func (w *lockWaits) note(name, why string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.out == nil {
-		w.out = map[string]bool{}
+		w.out = map[string]string{}
 	}
-	w.out[name] = true
+	w.out[name] = why
 }
 
-// waitedOut is await's error for a lock held past the pass's bound.
+// waitedOut is await's error for a lock held past the pass's bound, or by a holder stopped or
+// stuck for stoppedWait: a wait given up.
 type waitedOut struct{ err error }
 
 func (w *waitedOut) Error() string { return w.err.Error() }
