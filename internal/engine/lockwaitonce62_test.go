@@ -22,13 +22,7 @@ func TestPassWaitsForAHeldVolumesLockOncePerPass(t *testing.T) {
 	h := newHarness(t, nil)
 	const wait = 300 * time.Millisecond
 	h.open(Config{PassLockWait: wait})
-	h.create(volume("held", capab(spec.MultiNodeMultiWriter)))
-	for _, alloc := range []string{"a", "b", "c"} {
-		cl := h.claim(ClaimRequest{VolumeID: "held", Alloc: alloc})
-		h.mounts.markGone(cl.TargetPath)
-	}
-	st, _ := h.staging("held")
-	h.mounts.markGone(st.StagingPath)
+	heldVolumeRebooted(h)
 	unlock := h.lockVolume("held")
 	defer unlock()
 	ctx, cancel := context.WithTimeout(h.ctx, 20*time.Second)
@@ -39,18 +33,36 @@ func TestPassWaitsForAHeldVolumesLockOncePerPass(t *testing.T) {
 	if err == nil {
 		t.Fatalf("reconcile with volume held's lock held: %+v; want it reported", rep)
 	}
-	waits, again := 0, 0
-	for _, p := range rep.Problems {
-		switch {
-		case strings.Contains(p.Message, "waited out once in this pass already"):
-			again++
-		case strings.Contains(p.Message, `the lock on volume "held": another volctl has held it for more than`):
-			waits++
-		}
-	}
+	waits, again := lockWaitsOfThePass(rep, `the lock on volume "held": another volctl has held it for more than`)
 	if took >= 2*wait || waits != 1 || again != 3 {
 		t.Fatalf("the pass took %s, waited out volume held's lock %d times (bound %s each), and said %d items were left for that wait: "+
 			"a volume whose lock is held is to cost a pass one wait, its other three items left saying so; problems:\n%+v",
 			took.Round(time.Millisecond), waits, wait, again, rep.Problems)
 	}
+}
+
+// heldVolumeRebooted makes volume "held", multi-writer, claimed by allocs a, b and c, its
+// targets and staging gone as after a reboot: a pass has four items of it to restore.
+func heldVolumeRebooted(h *harness) {
+	h.create(volume("held", capab(spec.MultiNodeMultiWriter)))
+	for _, alloc := range []string{"a", "b", "c"} {
+		cl := h.claim(ClaimRequest{VolumeID: "held", Alloc: alloc})
+		h.mounts.markGone(cl.TargetPath)
+	}
+	st, _ := h.staging("held")
+	h.mounts.markGone(st.StagingPath)
+}
+
+// lockWaitsOfThePass counts the problems of rep that say a wait for volume held's lock was
+// given up (their words hold waited) and those left for that wait (waited out once already).
+func lockWaitsOfThePass(rep ReconcileReport, waited string) (waits, again int) {
+	for _, p := range rep.Problems {
+		switch {
+		case strings.Contains(p.Message, "waited out once in this pass already"):
+			again++
+		case strings.Contains(p.Message, waited):
+			waits++
+		}
+	}
+	return waits, again
 }

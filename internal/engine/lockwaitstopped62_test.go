@@ -2,12 +2,9 @@ package engine
 
 import (
 	"context"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/volctl/volctl/internal/spec"
 )
 
 // A background pass waits out a held lock once (lockWaits), its other items for that lock left
@@ -20,13 +17,7 @@ func TestPassWaitsForAStoppedHoldersLockOncePerPass(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
 	h.open(Config{PassLockWait: 30 * time.Second})
-	h.create(volume("held", capab(spec.MultiNodeMultiWriter)))
-	for _, alloc := range []string{"a", "b", "c"} {
-		cl := h.claim(ClaimRequest{VolumeID: "held", Alloc: alloc})
-		h.mounts.markGone(cl.TargetPath)
-	}
-	st, _ := h.staging("held")
-	h.mounts.markGone(st.StagingPath)
+	heldVolumeRebooted(h)
 	h.e.locks.stoppedWait = 400 * time.Millisecond
 	holder := holdLockInAnotherProcess(t, h, "volume-held")
 	if err := holder.Process.Signal(syscall.SIGSTOP); err != nil {
@@ -38,15 +29,7 @@ func TestPassWaitsForAStoppedHoldersLockOncePerPass(t *testing.T) {
 	if err == nil {
 		t.Fatalf("reconcile with volume held's lock held by a stopped process: %+v; want it reported", rep)
 	}
-	waits, again := 0, 0
-	for _, p := range rep.Problems {
-		switch {
-		case strings.Contains(p.Message, "waited out once in this pass already"):
-			again++
-		case strings.Contains(p.Message, `the lock on volume "held" is held by pid`):
-			waits++
-		}
-	}
+	waits, again := lockWaitsOfThePass(rep, `the lock on volume "held" is held by pid`)
 	if waits != 1 || again != 3 {
 		t.Fatalf("the pass waited for the stopped holder of volume held's lock %d times (stoppedWait each), and said %d items were left for that wait; "+
 			"want one wait, its other three items left saying so; problems:\n%+v", waits, again, rep.Problems)

@@ -59,19 +59,25 @@ func TestJSONLoneSurrogateEscapeIsRefused(t *testing.T) {
 // validate said valid, and the writer could not write.
 func TestPaddedReadOnlyMountFlagIsWarnedOf(t *testing.T) {
 	for _, flag := range []string{`"ro "`, `" ro"`, `"\tro"`} {
-		t.Run(flag, func(t *testing.T) {
-			src := "id = \"v\"\nname = \"v\"\ntype = \"csi\"\nplugin_id = \"p\"\n" +
-				"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n" +
-				"mount_options {\n  mount_flags = [\"noatime\", " + flag + "]\n}\n"
-			v, diags := ParseVolume("v.hcl", []byte(src), VerbAny)
-			if diags.HasErrors() {
-				t.Fatalf("%v", diags)
-			}
-			if len(diagsNamed(diags, "Read-only mount flag")) != 1 {
-				t.Errorf("mount flag %s on a single-node-writer volume (%d flags read) mounts it read-only in volctl's plugin, and was not warned of: %v",
-					flag, len(v.MountOptions.MountFlags), diags)
-			}
-		})
+		t.Run(flag, func(t *testing.T) { readOnlyFlagWarned(t, "noatime", flag) })
+	}
+}
+
+// readOnlyFlagWarned parses a single-node-writer volume whose mount_flags are other (as a
+// string) and flag (written as HCL), and fails the test unless validate warns of flag as a
+// read-only mount flag, once.
+func readOnlyFlagWarned(t *testing.T, other, flag string) {
+	t.Helper()
+	src := "id = \"v\"\nname = \"v\"\ntype = \"csi\"\nplugin_id = \"p\"\n" +
+		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n" +
+		"mount_options {\n  mount_flags = [\"" + other + "\", " + flag + "]\n}\n"
+	v, diags := ParseVolume("v.hcl", []byte(src), VerbAny)
+	if diags.HasErrors() {
+		t.Fatalf("%v", diags)
+	}
+	if len(diagsNamed(diags, "Read-only mount flag")) != 1 {
+		t.Errorf("mount flag %s on a single-node-writer volume (%d flags read) mounts it read-only in volctl's plugin, and was not warned of: %v",
+			flag, len(v.MountOptions.MountFlags), diags)
 	}
 }
 
@@ -93,18 +99,7 @@ func TestJSONSurrogatePairAndEscapedBackslashAreRead(t *testing.T) {
 // claim whose own flag asked for it so).
 func TestCommaJoinedReadOnlyFlagIsRead(t *testing.T) {
 	for _, flag := range []string{`"noatime,ro"`, `"ro,noatime"`, `"nodev, ro ,nosuid"`} {
-		t.Run(flag, func(t *testing.T) {
-			src := "id = \"v\"\nname = \"v\"\ntype = \"csi\"\nplugin_id = \"p\"\n" +
-				"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n" +
-				"mount_options {\n  mount_flags = [\"noexec\", " + flag + "]\n}\n"
-			_, diags := ParseVolume("v.hcl", []byte(src), VerbAny)
-			if diags.HasErrors() {
-				t.Fatalf("%v", diags)
-			}
-			if len(diagsNamed(diags, "Read-only mount flag")) != 1 {
-				t.Errorf("mount flag %s on a single-node-writer volume mounts it read-only, and was not warned of: %v", flag, diags)
-			}
-		})
+		t.Run(flag, func(t *testing.T) { readOnlyFlagWarned(t, "noexec", flag) })
 	}
 	for _, flag := range []string{"noatime,rox", "errors=remount-ro", "ro=1,x", "ro,rw", "ro ,, rw"} {
 		if i := ReadOnlyFlag([]string{flag}); i >= 0 {
