@@ -90,8 +90,12 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bo
 		// file, and was handed out as this claim's: a read-only volume_mount writable
 		// (TestReadOnlyVolumeMountIsNotHandedAWritersBindMovedToItsDestination).
 		if why := bindModeDiffers(src, dst, b); why != "" {
-			return false, fmt.Errorf("volume_mount %s: the volume is mounted there already, but %s: not this claim's bind (another claim's, moved here?), "+
+			err := conflictf("volume_mount %s: the volume is mounted there already, but %s: not this claim's bind (another claim's, moved here?), "+
 				"which volctl does not hand out as this one; give the volume_mount another destination, or find whose bind it is (findmnt %s)", b.Destination, why, b.Destination)
+			if id, idErr := mountID(dst.fd); idErr == nil {
+				err = &notThisBind{dest: filepath.Clean(b.Destination), id: id, err: err}
+			}
+			return false, err
 		}
 		return false, nil
 	}
@@ -144,6 +148,46 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bo
 	}
 	e.placesOf(ctx).noteBound(b.Destination, dst)
 	return true, nil
+}
+
+// notThisBind is bind's refusal of a destination where the volume is mounted already, but not
+// as this claim's bind makes it (bindModeDiffers): another claim's bind, moved there. The
+// release that undoes the claim in the same command (its rollback, or a group run's release of
+// the claim it left for reconcile) leaves that mount, mount id, at dest, where a release
+// otherwise unmounts the volume it finds at its destination
+// (TestRefusedBindsRollbackLeavesTheMovedBind). A release in a later command cannot tell such
+// a mount from one the claim's bind made: no record says which mount a bind made.
+type notThisBind struct {
+	dest string
+	id   uint64
+	err  error
+}
+
+func (n *notThisBind) Error() string { return n.err.Error() }
+func (n *notThisBind) Unwrap() error { return n.err }
+
+// leftBindKey carries, in a rollback's context, the bind refusal that caused it (notThisBind).
+type leftBindKey struct{}
+
+// leavingRefusedBind is ctx for the release that undoes a claim whose publish failed with
+// cause: when its bind was refused for a mount of the volume not this claim's (notThisBind),
+// that release leaves the mount (leftByRollback).
+func leavingRefusedBind(ctx context.Context, cause error) context.Context {
+	if n := (*notThisBind)(nil); errors.As(cause, &n) {
+		return context.WithValue(ctx, leftBindKey{}, n)
+	}
+	return ctx
+}
+
+// leftByRollback reports whether dst, opened at a claim's volume_mount destination, is the
+// mount the bind refusal that this rollback undoes found there (notThisBind).
+func leftByRollback(ctx context.Context, destination string, dst *pathFD) bool {
+	n, ok := ctx.Value(leftBindKey{}).(*notThisBind)
+	if !ok || n.dest != filepath.Clean(destination) {
+		return false
+	}
+	id, err := mountID(dst.fd)
+	return err == nil && id == n.id
 }
 
 // hidesNothing refuses a bind on dst, opened at destination, when something is there that the
@@ -396,6 +440,11 @@ func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 		}
 		mounted, err := dst.mounted()
 		if err == nil && mounted && e.boundElsewhere(cl.TargetPath, dst) {
+			mounted = false
+		}
+		if err == nil && mounted && leftByRollback(ctx, b.Destination, dst) {
+			e.log.Info(fmt.Sprintf("volume_mount %s of volume %q left bound: the claim's bind was refused there, the volume mounted already but not as this bind makes it (another claim's bind, moved there?)", b.Destination, cl.VolumeID),
+				"volume", cl.VolumeID, "alloc", cl.Alloc)
 			mounted = false
 		}
 		if err == nil && mounted && others == nil {

@@ -1099,6 +1099,7 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 // rollBack frees a claim through the release path after cause, a final error on its publish
 // path, and returns cause saying so. The event of the commit that frees it says why.
 func (e *Engine) rollBack(ctx context.Context, c *conn, v store.Volume, cl *store.Claim, outcome store.Outcome, cause error) error {
+	ctx = leavingRefusedBind(ctx, cause)
 	if rerr := e.release(ctx, c, v, cl, outcome, nil, cause); rerr != nil {
 		return fmt.Errorf("%w; rolling the claim back also failed: %v (it is left for `volctl reconcile`)", cause, rerr)
 	}

@@ -289,7 +289,11 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) (AllocIn
 			// outer bind with another mounted below it cannot be unmounted, EBUSY).
 			slices.Reverse(undo)
 			for _, vol := range undo {
-				if _, rerr := e.Release(onVolume(ctx, vol), vol, alloc); rerr != nil {
+				rctx := onVolume(ctx, vol)
+				if vol == req.VolumeID {
+					rctx = leavingRefusedBind(rctx, err) // a mount its bind refused is not its to unbind
+				}
+				if _, rerr := e.Release(rctx, vol, alloc); rerr != nil {
 					err = fmt.Errorf("%w; releasing %q again also failed: %v", err, vol, rerr)
 				} else if vol == req.VolumeID {
 					// The claim's error said it was left for reconcile; it is not any more.
