@@ -207,7 +207,14 @@ func nomadRegisterRun(ctx context.Context, opts *NomadRegisterOptions) error {
 		n := len(planned)
 		err := nomadRegisterOne(ctx, opts, e, c, plugins, erasing, id)
 		if err != nil && opts.DryRun && len(planned) == n { // not planned: why
-			planned = append(planned, NomadRegisterPlan{ID: id, NomadAddress: c.Address, Error: err.Error()})
+			p := NomadRegisterPlan{ID: id, NomadAddress: c.Address, Error: err.Error()}
+			if ExitCode(err) == ExitConflict {
+				// A refusal before the plan (a namespace Nomad cannot name): what would stop the
+				// registration, as the plan's exit status 4 says (docs/json.md); before, the
+				// plan said it as an error, and exited 4 with no would_fail.
+				p.Error, p.WouldFail = "", []string{err.Error()}
+			}
+			planned = append(planned, p)
 		}
 		return err
 	})
