@@ -167,6 +167,13 @@ func (d *decoder) literalStrings(expr hcl.Expression, out []string) {
 		if t, ok := d.numberLiteral(e); ok {
 			d.readable(e, "In mount_options,", t)
 			out[i] = t
+		} else if v, diags := e.Value(nil); d.json && !diags.HasErrors() && v.Type() == cty.Bool {
+			// Nomad's JSON reader drops a true or false from a list without a word: the plugin
+			// got a mount flag from volctl that Nomad never sends for the same file
+			// (TestJSONBoolInMountFlagsIsRefused). The native form reads it as the string, as
+			// Nomad's HCL reader does.
+			d.errorf(e.Range(), "Value Nomad drops", "A true or false in a JSON list is dropped by Nomad's JSON reader: `nomad volume register` sends "+
+				"these mount flags without it, and volctl would send it as the flag %q. Write it in quotes to send it, or remove it.", out[i])
 		}
 	}
 }

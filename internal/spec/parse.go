@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
@@ -155,6 +156,9 @@ func (p *Parser) parseSource(s *source, kind Kind, verb Verb) (*File, hcl.Diagno
 	}
 	if m != nil {
 		m.mapDiagnostics(d.diags)
+	}
+	if asVolume && s.json {
+		d.diags = append(d.diags, nomadEscapes(filename, src)...) // in the file's positions already
 	}
 	if asVolume && !s.json {
 		d.diags = append(d.diags, hcl1Names(s, append(diags, d.diags...))...) // in the file's positions already
@@ -321,13 +325,7 @@ func byteError(filename string, src []byte, off, n int, summary, detail string) 
 // (TestJSONLoneSurrogateEscapeIsRefused). The escaped form of what invalidUTF8 refuses raw. An
 // escaped backslash before "u" ("\\ud800") is no escape. The first is named, with their count.
 func loneSurrogates(filename string, src []byte) hcl.Diagnostics {
-	surrogate := func(i int) (rune, bool) { // the \uXXXX at src[i:], if one
-		if i+6 > len(src) || src[i] != '\\' || src[i+1] != 'u' {
-			return 0, false
-		}
-		n, err := strconv.ParseUint(string(src[i+2:i+6]), 16, 32)
-		return rune(n), err == nil && n >= 0xd800 && n <= 0xdfff
-	}
+	surrogate := func(i int) (rune, bool) { return jsonSurrogate(src, i) }
 	off, n := -1, 0
 	for i := 0; i < len(src); i++ {
 		if src[i] != '\\' {
@@ -356,7 +354,59 @@ func loneSurrogates(filename string, src []byte) hcl.Diagnostics {
 		more = fmt.Sprintf(" (the first of %d)", n)
 	}
 	return byteError(filename, src, off, 6, "Invalid escape sequence",
-		"This escape is half of a UTF-16 surrogate pair, which holds no character"+more+": write the character itself, or the escapes of both halves of its pair (\\ud83d\\ude00 for U+1F600).")
+		"This escape is half of a UTF-16 surrogate pair, which holds no character"+more+": write the character itself, which Nomad's CLI reads (it cannot read a surrogate's escape, of half a pair or of both).")
+}
+
+// jsonSurrogate is the \uXXXX escape at src[i:] of half a UTF-16 surrogate pair, if there is one.
+func jsonSurrogate(src []byte, i int) (rune, bool) {
+	if i+6 > len(src) || src[i] != '\\' || src[i+1] != 'u' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(src[i+2:i+6]), 16, 32)
+	return rune(n), err == nil && n >= 0xd800 && n <= 0xdfff
+}
+
+// nomadEscapes refuses, in a JSON volume spec, the string escapes JSON has and Nomad's HCL1 JSON
+// reader does not: "\/" (a slash, as PHP's json_encode writes each one), which it refuses as an
+// "illegal char escape", and a character past U+FFFF escaped as its UTF-16 surrogate pair
+// ("\ud83d\ude00", as Python's json.dumps writes an emoji), which it cannot unquote and on
+// which `nomad volume register` fails. hcl/json reads both as the characters they stand for, so
+// volctl read, without a word, a volume spec Nomad cannot
+// (TestJSONSurrogatePairEscapeIsRefused, TestJSONEscapedSlashIsRefused); a volume spec volctl reads is one Nomad reads. Each
+// character written as itself is read by both. The first is named, with their count.
+func nomadEscapes(filename string, src []byte) hcl.Diagnostics {
+	off, size, n, what := -1, 0, 0, ""
+	for i := 0; i < len(src); i++ {
+		if src[i] != '\\' {
+			continue
+		}
+		w, l := "", 2
+		if i+1 < len(src) && src[i+1] == '/' {
+			w = `"\/" is JSON's escape of a slash, which Nomad's JSON reader refuses ("illegal char escape"): write the slash itself`
+		} else if r, ok := jsonSurrogate(src, i); ok && r <= 0xdbff {
+			if low, ok := jsonSurrogate(src, i+6); ok && low >= 0xdc00 {
+				w, l = fmt.Sprintf("This is the escape of %U as its UTF-16 surrogate pair, which Nomad's JSON reader cannot read (`nomad volume register` fails on the file): "+
+					"write the character itself (with Python's json.dumps, ensure_ascii=False)", utf16.DecodeRune(r, low)), 12
+			}
+		}
+		if w == "" {
+			i++ // the escaped byte, a backslash too
+			continue
+		}
+		if n == 0 {
+			off, size, what = i, l, w
+		}
+		n++
+		i += l - 1
+	}
+	if n == 0 {
+		return nil
+	}
+	more := ""
+	if n > 1 {
+		more = fmt.Sprintf(" (the first of %d escapes Nomad cannot read)", n)
+	}
+	return byteError(filename, src, off, size, "Escape Nomad cannot read", what+more+". A volume spec volctl reads is one `nomad volume register` reads.")
 }
 
 // rawControlEdits writes each control character written raw in a JSON string as its escape
