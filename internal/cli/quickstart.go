@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -157,6 +158,7 @@ func quickstartRun(ctx context.Context, opts *QuickstartOptions) (err error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	sweepQuickstarts(opts.TempDir, opts.IO.ErrOut)
 	dir, err := os.MkdirTemp(opts.TempDir, "volctl-quickstart-")
 	if err != nil {
 		// The directory comes from $TMPDIR (os.TempDir) unless a test gives one: say so, and
@@ -168,6 +170,14 @@ func quickstartRun(ctx context.Context, opts *QuickstartOptions) (err error) {
 		}
 		return fmt.Errorf("quickstart: making its temporary directory in %s ($TMPDIR, else /tmp): %w; set TMPDIR to a directory that exists and that you can write to", where, err)
 	}
+	// Held until this process exits, however it exits: a later quickstart that can take it
+	// finds the directory left by one killed before its cleanup (sweepQuickstarts).
+	held, err := markQuickstart(dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return fmt.Errorf("quickstart: %w", err)
+	}
+	defer held.Close()
 	q := &quickstart{
 		opts: opts, out: opts.IO.Out, dir: dir,
 		state:  filepath.Join(dir, "state"),
@@ -418,6 +428,10 @@ func (q *quickstart) cleanup() error {
 	}
 	switch {
 	case q.opts.Keep:
+		// Kept for the user: no later quickstart removes it (sweepQuickstarts).
+		if err := os.Remove(filepath.Join(q.dir, quickstartMark)); err != nil {
+			errs = append(errs, fmt.Errorf("quickstart: %w", err))
+		}
 		fmt.Fprintf(q.out, "\nKept %s. Look at it with:\n", q.dir)
 		fmt.Fprintf(q.out, "  volctl %s status\n", shellquote.Flag("--state-dir", q.state))
 		fmt.Fprintf(q.out, "  volctl %s volume status %s\n", shellquote.Flag("--state-dir", q.state), quickstartVolume)
@@ -453,4 +467,71 @@ func (m *mountWatch) BindMount(source, target string, flags uintptr) error {
 		m.denied.Store(true)
 	}
 	return err
+}
+
+// quickstartMark is the file in a quickstart's directory that says a quickstart runs there,
+// locked (flock) by that quickstart until its process exits (markQuickstart). Removed when the
+// directory is kept (--keep).
+const quickstartMark = ".volctl-quickstart"
+
+// markQuickstart makes quickstartMark in dir, locked: made under another name, locked, and
+// renamed into place, so that a mark no process holds is always one whose quickstart is gone.
+// The kernel drops the lock when the process exits, SIGKILL too. (The directory itself is not
+// what is locked: the plugin's socket there locks it, hostpath.Listen.) The lock is held until
+// the returned file is closed.
+func markQuickstart(dir string) (*os.File, error) {
+	tmp := filepath.Join(dir, quickstartMark+".new")
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", tmp, err)
+	}
+	if _, err := f.WriteString(strconv.Itoa(os.Getpid()) + "\n"); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, quickstartMark)); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// sweepQuickstarts removes, from tmp ("" is $TMPDIR), the directories of quickstarts killed
+// before their cleanup could run (SIGKILL, the OOM killer): their bind mounts,
+// the plugin's root and the state dir stayed, mounted, under /tmp for good
+// (TestQuickstartRemovesWhatAKilledQuickstartLeft). Only a directory that a quickstart marked
+// (quickstartMark) and whose lock no process holds is touched: a quickstart running, one kept
+// with --keep, and anything else named like one are left. Its mounts are unmounted first, and
+// it is removed only once nothing is mounted under it. What it does, and any failure, is said
+// on errOut; a failure does not stop this quickstart.
+func sweepQuickstarts(tmp string, errOut io.Writer) {
+	if tmp == "" {
+		tmp = os.TempDir()
+	}
+	dirs, _ := filepath.Glob(filepath.Join(tmp, "volctl-quickstart-*"))
+	for _, dir := range dirs {
+		if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(dir, quickstartMark), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			continue // not a quickstart's, or kept
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			f.Close() // its quickstart is running
+			continue
+		}
+		if err := hostpath.UnmountAll(dir); err != nil {
+			fmt.Fprintf(errOut, "Warning: %s, left by a quickstart killed before it cleaned up, is left in place: unmounting what it mounted: %v\n", dir, err)
+		} else if err := os.RemoveAll(dir); err != nil {
+			fmt.Fprintf(errOut, "Warning: removing %s, left by a quickstart killed before it cleaned up: %v\n", dir, err)
+		} else {
+			fmt.Fprintf(errOut, "Removed %s, left by a quickstart killed before it cleaned up (what it mounted unmounted first).\n", dir)
+		}
+		f.Close()
+	}
 }
