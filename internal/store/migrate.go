@@ -279,6 +279,19 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 				return fmt.Errorf("migration %s: %w", m.name, err)
 			}
 		}
+		if tx.forgot && target >= debtVersion {
+			// A step took secrets out of the state (0020: credentials in recorded Nomad
+			// addresses): the WAL's truncation after this commit is a debt of the state, as
+			// every commit that forgets one records it (securedelete.go), which Open pays and,
+			// when a reader stops that too, any later process. Before, s.debts was not set yet
+			// here: the wipe was owed only in this process's memory, and a reader holding a
+			// snapshot across the migration and its Close left the WAL holding them for good
+			// (TestMigrationsWALWipeIsADebtOfTheState).
+			var d debts
+			if err := tx.queryRow(markOwing, 1).Scan(&d.seq, &d.walSecrets, &d.vacuum); err != nil {
+				return fmt.Errorf("record the WAL's wipe owed: %w", err)
+			}
+		}
 		if version < target {
 			// PRAGMA takes no bound parameters; both values are integers from this file.
 			if err := tx.execOnce(fmt.Sprintf("PRAGMA application_id = %d", applicationID)); err != nil {

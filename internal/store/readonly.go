@@ -108,12 +108,6 @@ func openReadOnly(ctx context.Context, dir string, target int, o options) (*Stor
 	} else {
 		s.lock = nil
 	}
-	if s.lock != nil {
-		if _, err := s.lockShared(ctx, time.Now().Add(s.busyTimeout), nil); err != nil {
-			s.lock.Close()
-			return nil, inDir(dir, err)
-		}
-	}
 	s.ro = &readOnlyState{immutable: !hasWAL}
 	if !hasWAL {
 		// Stamped before the open: a change from here on is seen at the next View.
@@ -124,7 +118,19 @@ func openReadOnly(ctx context.Context, dir string, target int, o options) (*Stor
 		s.closeLock()
 		return nil, inDir(dir, fmt.Errorf("open state %s: %w", path, err))
 	}
-	s.r = newPool(rdb, readConns)
+	s.r = newPool(rdb, readConns) // no connection yet: the first is opened when it is used
+	if s.lock != nil {
+		// The lock held exclusive by a volctl migrating: the state at this volctl's version is
+		// read as last committed at once, as Open reads it (readMigrating). Before, a reader
+		// through a read-only path waited out the busy timeout, 30 s, then failed
+		// (TestReadOnlyPathReaderDoesNotWaitForAMigration).
+		whenHeld := func() (bool, error) { return s.readMigrating(ctx, s.r, target) }
+		if _, err := s.lockShared(ctx, time.Now().Add(s.busyTimeout), whenHeld); err != nil {
+			s.r.close()
+			s.closeLock()
+			return nil, inDir(dir, err)
+		}
+	}
 	var version, appID int
 	err = s.View(ctx, func(tx *Tx) (err error) {
 		version, appID, err = schemaVersion(ctx, tx.c.sc)
