@@ -116,9 +116,20 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 	}
 	info := GroupInfo{Name: g.Name, State: string(store.GroupRunning), Count: g.Count}
 	var errs []error
+	// interrupted ends a run Ctrl-C cut short before alloc next: what its allocs failed of is
+	// recorded all the same, for group status, as at a run's end. Before, an alloc the run
+	// failed before the interrupt read as holding nothing with no error, and an interrupted run
+	// again of a failed group lost the errors that made it read failed
+	// (TestInterruptedRunKeepsTheErrorOfAnAllocItFailed).
+	interrupted := func(next int) (GroupInfo, error) {
+		if err := e.recordRunErrors(context.WithoutCancel(ctx), g.Name, info.Allocs); err != nil {
+			errs = append(errs, err)
+		}
+		return info, fmt.Errorf("run group %q: %w", g.Name, errors.Join(append(errs, interruptedRun(ctx, g, next))...))
+	}
 	for i := 0; i < g.Count; i++ {
 		if ctx.Err() != nil {
-			return info, fmt.Errorf("run group %q: %w", g.Name, errors.Join(append(errs, interruptedRun(ctx, g, i))...))
+			return interrupted(i)
 		}
 		alloc := spec.AllocName(g.Name, i)
 		if a, err := unnamedByTheSpec(g, i, held[alloc]); err != nil {
@@ -135,7 +146,7 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 		info.Allocs = append(info.Allocs, a)
 	}
 	if ctx.Err() != nil {
-		return info, fmt.Errorf("run group %q: %w", g.Name, errors.Join(append(errs, interruptedRun(ctx, g, g.Count))...))
+		return interrupted(g.Count)
 	}
 	if stopped, err := e.stoppedWhileRunning(ctx, g, &info); err != nil || stopped {
 		// Stopped meanwhile: nothing more is run, and the state stays the stop's. With no alloc
@@ -159,6 +170,12 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 	info.Released, info.ReleasedMeanwhile = released, meanwhile
 	if err = errors.Join(err, overtaken); err != nil {
 		errs = append(errs, fmt.Errorf("scaling down: %w", err))
+		if ctx.Err() != nil {
+			// Cut short: each release's own error says what it left of its claim, and none what
+			// finishes the scale-down (TestInterruptedScaleDownSaysWhatFinishesIt).
+			errs = append(errs, fmt.Errorf("interrupted (%w): the scale-down past its count was cut short, its claims left held or releasing: "+
+				"`volctl reconcile` releases them, as does `volctl group run` of the same spec again", context.Cause(ctx)))
+		}
 	}
 	if len(errs) > 0 {
 		return info, fmt.Errorf("run group %q: %w", g.Name, errors.Join(errs...))
