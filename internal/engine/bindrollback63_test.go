@@ -19,15 +19,7 @@ import (
 // rollback now leaves the mount the bind refused (round 62's note, left item).
 func TestRefusedBindsRollbackLeavesTheMovedBind(t *testing.T) {
 	t.Parallel()
-	h := newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
-	dir := hostpathtest.MountDir(t)
-	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("web", 1, false, filepath.Join(dir, "w", "data"))); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(filepath.Join(dir, "w"), filepath.Join(dir, "r")); err != nil {
-		t.Fatal(err)
-	}
-	dest := filepath.Join(dir, "r", "data")
+	h, dest := writersBindMoved(t)
 	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("reader", 1, true, dest)); err == nil {
 		t.Fatalf("reader's read-only group run at %s, where web[0]'s read-write bind was moved, succeeded", dest)
 	}
@@ -46,15 +38,7 @@ func TestRefusedBindsRollbackLeavesTheMovedBind(t *testing.T) {
 // command has no way to tell from one the claim made.
 func TestRefusedBindOfAClaimIsRolledBackLeavingTheMovedBind(t *testing.T) {
 	t.Parallel()
-	h := newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
-	dir := hostpathtest.MountDir(t)
-	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("web", 1, false, filepath.Join(dir, "w", "data"))); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(filepath.Join(dir, "w"), filepath.Join(dir, "r")); err != nil {
-		t.Fatal(err)
-	}
-	dest := filepath.Join(dir, "r", "data")
+	h, dest := writersBindMoved(t)
 	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "reader", ReadOnly: true,
 		AccessMode: spec.MultiNodeSingleWriter, AttachmentMode: spec.FileSystem,
 		Binds: []spec.VolumeMount{{Destination: dest, ReadOnly: true}}})
@@ -69,4 +53,20 @@ func TestRefusedBindOfAClaimIsRolledBackLeavingTheMovedBind(t *testing.T) {
 	if !hostpathtest.Mounted(t, dest) {
 		t.Errorf("web[0]'s read-write bind, moved to %s, was unmounted by the reader's claim refused there", dest)
 	}
+}
+
+// writersBindMoved is a hostpath engine with shared volume "data", which alloc web[0] of group
+// web holds for writing, bound at DIR/w/data, and the destination that bind was moved to with
+// its parent directory, DIR/r/data (DIR/w renamed by whoever owns it).
+func writersBindMoved(t *testing.T) (*hostpathEngine, string) {
+	t.Helper()
+	h := newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
+	dir := hostpathtest.MountDir(t)
+	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("web", 1, false, filepath.Join(dir, "w", "data"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "w"), filepath.Join(dir, "r")); err != nil {
+		t.Fatal(err)
+	}
+	return h, filepath.Join(dir, "r", "data")
 }

@@ -81,15 +81,7 @@ func TestBindRefusesADestinationSwappedForAnotherBindOfTheVolume(t *testing.T) {
 // record tells from one of its own (round 62's note, left). Found by helper review62.
 func TestReadOnlyVolumeMountIsNotHandedAWritersBindMovedToItsDestination(t *testing.T) {
 	t.Parallel()
-	h := newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
-	dir := hostpathtest.MountDir(t)
-	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("web", 1, false, filepath.Join(dir, "w", "data"))); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(filepath.Join(dir, "w"), filepath.Join(dir, "r")); err != nil {
-		t.Fatal(err)
-	}
-	dest := filepath.Join(dir, "r", "data")
+	h, dest := writersBindMoved(t)
 	info, err := h.e.RunGroup(h.ctx, sharedDestGroup("reader", 1, true, dest))
 	if err == nil || !strings.Contains(err.Error(), "the volume is mounted there already, but writable, where this bind is read-only") {
 		t.Errorf("reader's read-only group run at %s, where web[0]'s read-write bind was moved = %v, %+v; want it refused, saying the mount there is writable", dest, err, info.Allocs)

@@ -27,21 +27,7 @@ func TestInterruptedRunKeepsTheErrorOfAnAllocItFailed(t *testing.T) {
 	// db[0]'s first NodePublishVolume (data[0]) fails for good; db[1]'s first is held.
 	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Code: codes.Internal, Times: 1})
 	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Gate: gate, Times: 1})
-	ctx, cancel := context.WithCancel(h.ctx)
-	type result struct {
-		info GroupInfo
-		err  error
-	}
-	res := make(chan result, 1)
-	done := make(chan error, 1)
-	go func() {
-		info, err := h.e.RunGroup(ctx, dbGroup(2))
-		res <- result{info, err}
-		done <- err
-	}()
-	h.waitInFlight(gate, done)
-	cancel()
-	r := <-res
+	r := h.runGroupInterruptedAt(dbGroup(2), gate, nil)
 	close(gate)
 	if r.err == nil || !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("run = %v, want it interrupted", r.err)

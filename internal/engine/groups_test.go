@@ -195,22 +195,7 @@ func TestRunGroupInterruptedUndoesNothingAndSaysSo(t *testing.T) {
 	defer close(gate)
 	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Times: 1})
 	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Gate: gate, Times: 1})
-	ctx, cancel := context.WithCancel(h.ctx)
-	type result struct {
-		info GroupInfo
-		err  error
-	}
-	res := make(chan result, 1)
-	done := make(chan error, 1)
-	go func() {
-		info, err := h.e.RunGroup(ctx, dbGroup(2))
-		res <- result{info, err}
-		done <- err
-	}()
-	h.waitInFlight(gate, done)
-	h.faults.ResetCounts()
-	cancel()
-	r := <-res
+	r := h.runGroupInterruptedAt(dbGroup(2), gate, h.faults.ResetCounts)
 	if r.err == nil || !errors.Is(r.err, context.Canceled) || !strings.Contains(r.err.Error(), "alloc db[1] was not run") ||
 		!strings.Contains(r.err.Error(), "`volctl group stop db`") || strings.Contains(r.err.Error(), "scaling down") {
 		t.Fatalf("interrupted run = %v; want the interrupt, the allocs not run, and group stop named, no scale-down tried", r.err)
@@ -238,4 +223,31 @@ func TestRunGroupInterruptedUndoesNothingAndSaysSo(t *testing.T) {
 			t.Errorf("%s sent %d times after the interrupt, want none", rpc, n)
 		}
 	}
+}
+
+// groupRun is what a RunGroup returned.
+type groupRun struct {
+	info GroupInfo
+	err  error
+}
+
+// runGroupInterruptedAt runs g until an RPC is held at gate (a fault injected with it), calls
+// before (nil: nothing), interrupts the run (Ctrl-C) and returns what the run returned.
+func (h *harness) runGroupInterruptedAt(g spec.Group, gate chan struct{}, before func()) groupRun {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	res := make(chan groupRun, 1)
+	done := make(chan error, 1)
+	go func() {
+		info, err := h.e.RunGroup(ctx, g)
+		res <- groupRun{info, err}
+		done <- err
+	}()
+	h.waitInFlight(gate, done)
+	if before != nil {
+		before()
+	}
+	cancel()
+	return <-res
 }

@@ -36,13 +36,7 @@ func holdMigrationLock(t *testing.T, dir string) {
 func TestReaderDoesNotWaitForAMigration(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "state")
-	s, err := Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	update(t, s, func(tx *Tx) error { return tx.Plugins().Put(&Plugin{ID: "p", Type: "monolith", Socket: "/run/p.sock"}) })
-	s.Close()
+	dir := stateWithPluginP(t)
 	holdMigrationLock(t, dir)
 
 	r, err := Open(ctx, dir, ForReading(), WithBusyTimeout(time.Second))
@@ -102,4 +96,17 @@ func TestWritersAndOldDatabasesStillWaitForAMigration(t *testing.T) {
 			t.Errorf("%s while another volctl migrates: %v; want ErrBusy saying another volctl is migrating", c.what, err)
 		}
 	}
+}
+
+// stateWithPluginP is a state dir, closed, that holds plugin "p".
+func stateWithPluginP(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "state")
+	s, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update(t, s, func(tx *Tx) error { return tx.Plugins().Put(&Plugin{ID: "p", Type: "monolith", Socket: "/run/p.sock"}) })
+	s.Close()
+	return dir
 }

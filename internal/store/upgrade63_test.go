@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -90,13 +89,7 @@ INSERT INTO events (at, kind, volume_id, message) VALUES (1, 'nomad-handover', '
 func TestReadOnlyPathReaderDoesNotWaitForAMigration(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "state")
-	s, err := Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	update(t, s, func(tx *Tx) error { return tx.Plugins().Put(&Plugin{ID: "p", Type: "monolith", Socket: "/run/p.sock"}) })
-	s.Close()
+	dir := stateWithPluginP(t)
 	ro := readOnlyView(t, dir)
 	holdMigrationLock(t, dir) // a volctl migrating through the writable path
 
