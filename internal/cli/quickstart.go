@@ -503,26 +503,35 @@ func markQuickstart(dir string) (*os.File, error) {
 // sweepQuickstarts removes, from tmp ("" is $TMPDIR), the directories of quickstarts killed
 // before their cleanup could run (SIGKILL, the OOM killer): their bind mounts,
 // the plugin's root and the state dir stayed, mounted, under /tmp for good
-// (TestQuickstartRemovesWhatAKilledQuickstartLeft). Only a directory that a quickstart marked
-// (quickstartMark) and whose lock no process holds is touched: a quickstart running, one kept
-// with --keep, and anything else named like one are left. Its mounts are unmounted first, and
-// it is removed only once nothing is mounted under it. What it does, and any failure, is said
-// on errOut; a failure does not stop this quickstart.
+// (TestQuickstartRemovesWhatAKilledQuickstartLeft). Only a directory that a quickstart of this
+// user made is touched (sweepable: this user's, 0700, in a directory where no other user can
+// rename it), and only when it holds a quickstart's mark, a regular file, whose lock no process
+// holds: a quickstart running, one kept with --keep, another user's and anything else named
+// like one are left. quickstart runs as root, in a /tmp every user writes to: another user's
+// directory, or a FIFO as its mark, would have let them hang every quickstart or swap the
+// directory for a symlink to what root would then unmount (TestQuickstartSweepTouchesOnlyItsOwn).
+// Its mounts are unmounted first, and it is removed only once nothing is mounted under it
+// (hostpath.UnmountAll). What it does, and any failure, is said on errOut; a failure does not
+// stop this quickstart.
 func sweepQuickstarts(tmp string, errOut io.Writer) {
 	if tmp == "" {
 		tmp = os.TempDir()
 	}
+	if fi, err := os.Stat(tmp); err != nil || fi.Mode().Perm()&0o002 != 0 && fi.Mode()&os.ModeSticky == 0 {
+		return // every user may rename what is in it
+	}
 	dirs, _ := filepath.Glob(filepath.Join(tmp, "volctl-quickstart-*"))
 	for _, dir := range dirs {
-		if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		if !sweepable(dir) {
 			continue
 		}
-		f, err := os.OpenFile(filepath.Join(dir, quickstartMark), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		// Not blocking in the open: a FIFO as the mark would hold it until a writer came.
+		f, err := os.OpenFile(filepath.Join(dir, quickstartMark), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			continue // not a quickstart's, or kept
 		}
-		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
-			f.Close() // its quickstart is running
+		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			f.Close() // not a mark, or its quickstart is running
 			continue
 		}
 		if err := hostpath.UnmountAll(dir); err != nil {
@@ -534,4 +543,17 @@ func sweepQuickstarts(tmp string, errOut io.Writer) {
 		}
 		f.Close()
 	}
+}
+
+// sweepable reports whether dir may be a directory a quickstart of this user made there
+// (os.MkdirTemp: mode 0700): a directory, not a link to one, this user's, which no other
+// user may write. With the directory it is in sticky or written by no other user (checked
+// by the caller), no other user can rename it or put a link in its place.
+func sweepable(dir string) bool {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
 }

@@ -212,7 +212,12 @@ func topMount(path string) string {
 
 // UnmountAll detaches everything mounted at or below dir, deepest first; a path mounted twice
 // (stacked) is unmounted twice. A dir that does not exist has nothing mounted. Quickstart's
-// cleanup and tests use it so that removing dir never reaches through a mount.
+// cleanup and tests use it so that removing dir never reaches through a mount: it reads the
+// mount table again after each round, and fails, naming what is left, unless nothing is
+// mounted below dir at the end. A mount hidden by another mounted over a directory above it
+// cannot be unmounted by its path (EINVAL, which one round passes over) until the one over it
+// is gone, and was left: the caller's removal of dir then reached into it
+// (TestQuickstartSweepDoesNotDeleteThroughAHiddenMount).
 func UnmountAll(dir string) error {
 	resolved, err := filepath.EvalSymlinks(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -221,23 +226,37 @@ func UnmountAll(dir string) error {
 	if err != nil {
 		return err
 	}
-	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(resolved))
-	if err != nil {
-		return fmt.Errorf("reading the mount table: %w", err)
-	}
-	points := make([]string, 0, len(mounts))
-	for _, m := range mounts {
-		points = append(points, m.Mountpoint)
-	}
-	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
-	var errs []error
-	for _, p := range points {
-		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
-			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
+	for round := 0; ; round++ {
+		mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(resolved))
+		if err != nil {
+			return fmt.Errorf("reading the mount table: %w", err)
+		}
+		points := make([]string, 0, len(mounts))
+		for _, m := range mounts {
+			points = append(points, m.Mountpoint)
+		}
+		if len(points) == 0 {
+			return nil
+		}
+		if round == maxUnmountRounds {
+			return fmt.Errorf("still mounted below %s after %d rounds of unmounting: %s", dir, round, strings.Join(points, ", "))
+		}
+		sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+		var errs []error
+		for _, p := range points {
+			if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+				errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
+			}
+		}
+		if len(errs) > 0 {
+			return errors.Join(errs...)
 		}
 	}
-	return errors.Join(errs...)
 }
+
+// maxUnmountRounds bounds UnmountAll's rounds: each one reveals at least the mounts hidden one
+// level deep under those it detached.
+const maxUnmountRounds = 16
 
 // checkNothingMountedIn refuses a directory with a mount point inside it: removing it would
 // descend into the mounted filesystem and delete what is there. With shared mount propagation
