@@ -34,18 +34,21 @@ type detail struct {
 	volume  *engine.VolumeInfo     // the volume shown, for actions
 	claim   *engine.ClaimInfo
 	loading bool
+
+	volumeSeq uint64 // the number of the volume read shown (volumeMsg.seq)
 }
 
-// volumeMsg carries a volume read for the detail view.
+// volumeMsg carries a volume read for the detail view, seq its number among the reads issued.
 type volumeMsg struct {
 	id   string
+	seq  uint64
 	info engine.VolumeInfo
 	err  error
 }
 
 // probed is what the dashboard's last probe found (live.probed), shown over the stored health
 // where it is the newer, as the lists show it.
-func loadVolume(ctx context.Context, eng Engine, id string, probed []engine.PluginInfo) tea.Cmd {
+func loadVolumeRead(ctx context.Context, eng Engine, id string, probed []engine.PluginInfo, seq uint64) tea.Cmd {
 	return func() tea.Msg {
 		v, err := eng.Volume(ctx, id)
 		if err == nil {
@@ -54,7 +57,7 @@ func loadVolume(ctx context.Context, eng Engine, id string, probed []engine.Plug
 			}
 			err = redacted(ctx, eng, &v)
 		}
-		return volumeMsg{id: id, info: v, err: err}
+		return volumeMsg{id: id, seq: seq, info: v, err: err}
 	}
 }
 
@@ -355,14 +358,21 @@ func (b *detailBuilder) kv(k, v string) {
 	}
 	indent := 2 + keyWidth + 2
 	wrapped := strings.Split(ansi.Wrap(v, max(10, b.w-indent), " /,"), "\n")
-	for i, part := range wrapped {
-		key := ""
-		if i == 0 {
-			key = b.s.Key.Render(fmt.Sprintf("%-*s", keyWidth, k)) + "= "
-		} else {
-			key = strings.Repeat(" ", keyWidth+2)
-		}
-		b.line("  " + key + part)
+	// Padded by cells, not runes: a key of wide characters put its "=" out of line. A key
+	// wider than its column goes on a line of its own, the value under it at the column's
+	// indent: beside the key, the value was wrapped as if the key fitted, its first line ran
+	// past the screen's edge and was cut, and what was cut was drawn nowhere
+	// (TestDetailKeepsValuesUnderLongOrWideKeys; a CSI plugin's volume_context keys are often
+	// long: storage.kubernetes.io/csiProvisionerIdentity).
+	if kw := display.Width(k); kw > keyWidth {
+		b.line("  " + b.s.Key.Render(k) + " =")
+	} else {
+		wrapped[0] = b.s.Key.Render(k+strings.Repeat(" ", keyWidth-kw)) + "= " + wrapped[0]
+		b.line("  " + wrapped[0])
+		wrapped = wrapped[1:]
+	}
+	for _, part := range wrapped {
+		b.line("  " + strings.Repeat(" ", keyWidth+2) + part)
 	}
 }
 

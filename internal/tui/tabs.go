@@ -63,9 +63,9 @@ func init() {
 			empty: "no volumes yet: `volctl volume register FILE` or `volctl volume create FILE` adds one",
 			rows:  func(s snapshot, _ time.Time) []row { return volumeRows(s.Volumes, s.Plugins) },
 			open: func(m *Model, r *row) (string, tea.Cmd) {
-				return "Volume " + r.key, loadVolume(m.ctx, m.eng, r.key, m.live.probed)
+				return "Volume " + r.key, m.loadVolume(r.key)
 			},
-			refresh: func(m *Model, d *detail) tea.Cmd { return loadVolume(m.ctx, m.eng, d.key, m.live.probed) },
+			refresh: func(m *Model, d *detail) tea.Cmd { return m.loadVolume(d.key) },
 			keys:    func(m *Model) []key.Binding { return m.volumeKeys(false) },
 		},
 		{name: "Claims", columns: claimColumns(),

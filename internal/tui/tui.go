@@ -82,6 +82,8 @@ type Model struct {
 	quitArmed bool // q was pressed while an action ran: pressed again, while its message shows, it quits
 	quitSeq   int  // the status message that says so
 
+	volumeReads uint64 // the volume detail's reads issued (volumeMsg.seq)
+
 	filtering bool
 	filter    filterInput
 	help      help.Model
@@ -164,7 +166,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case statusExpiredMsg:
 		m.status.expire(msg)
 	case volumeMsg:
-		if m.detail != nil && m.detail.tab == tabVolumes && m.detail.key == msg.id {
+		// A read older than the one shown is dropped, as an older dashboard read is
+		// (live.onData): the reads run in goroutines of their own, and a late one showed a
+		// claim released since, and was what the action keys acted on, until the next refresh
+		// (TestVolumeDetailDropsALateOlderRead).
+		if m.detail != nil && m.detail.tab == tabVolumes && m.detail.key == msg.id && msg.seq > m.detail.volumeSeq {
+			m.detail.volumeSeq = msg.seq
 			m.detail.setVolume(msg)
 		}
 	case recordMsg:
@@ -565,4 +572,11 @@ func guardMsg(msg tea.Msg) tea.Msg {
 		out.Index(i).Set(reflect.ValueOf(guard(cmd)))
 	}
 	return out.Interface()
+}
+
+// loadVolume reads volume id for the detail (loadVolumeRead), numbered after every read issued
+// before it.
+func (m *Model) loadVolume(id string) tea.Cmd {
+	m.volumeReads++
+	return loadVolumeRead(m.ctx, m.eng, id, m.live.probed, m.volumeReads)
 }

@@ -5,11 +5,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 )
 
@@ -59,10 +61,68 @@ func (m *Model) View() string {
 	}
 	return strings.Join([]string{
 		m.tabBar(),
-		body,
-		fitLine(status, c.Width),
+		fitCodePoints(body, c.Width),
+		fitCodePoints(fitLine(status, c.Width), c.Width),
 		m.footer(),
 	}, "\n")
+}
+
+// fitCodePoints cuts each line of s that a terminal giving each code point its own width
+// (wcwidth: xterm, VTE, tmux, screen) would draw wider than w cells. The layout measures
+// grapheme clusters (display.Width), and a plugin's text can hold a cluster of any length that
+// it counts as one character: a run of Hangul leading consonants (two cells each, to such a
+// terminal), of Thai SARA AM after a letter (one cell each). Cut by clusters, such a row ran
+// hundreds of cells past the right edge, and the terminal wrapped it over the lines below
+// (TestClustersMeasuredAsOneDoNotRunPastTheEdge). Such text is not escaped: terminals do not
+// agree on it, and Devanagari, emoji joined by ZWJ and decomposed Hangul are measured
+// differently the same way; a line is cut only where the wider count passes the edge.
+func fitCodePoints(s string, w int) string {
+	if !hasMultiByte(s) {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if codePointWidth(l) <= w {
+			continue
+		}
+		// The most of the line, cut by clusters, that fits by code points: the cut's width
+		// by clusters, searched (the wider count grows with it).
+		lo, hi := 0, display.Width(l)
+		for lo < hi {
+			mid := (lo + hi + 1) / 2
+			if codePointWidth(ansi.Truncate(l, mid, "…")) <= w {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
+		}
+		lines[i] = ansi.Truncate(l, lo, "…")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// hasMultiByte reports whether s holds anything but ASCII.
+func hasMultiByte(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return true
+		}
+	}
+	return false
+}
+
+// codePointWidth is l's width, its escape sequences stripped, with each code point measured by
+// itself, as a terminal using wcwidth lays it out.
+func codePointWidth(l string) int {
+	if !hasMultiByte(l) {
+		return display.Width(l)
+	}
+	n := 0
+	var buf [utf8.UTFMax]byte
+	for _, r := range ansi.Strip(l) {
+		n += ansi.StringWidth(string(buf[:utf8.EncodeRune(buf[:], r)]))
+	}
+	return n
 }
 
 // tooSmall says what the dashboard needs and how to set the size, wrapped to the screen and cut
