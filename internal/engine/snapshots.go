@@ -318,6 +318,20 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 		}
 		old, err := tx.Snapshots().Get(rec.PluginID, rec.SnapshotID)
 		d := dated(snap)
+		// Another snapshot recorded under this name (a NAME the user gave): the plugin, whose
+		// names are unique and which answers a create of a name it holds with that snapshot,
+		// made a new one, so the recorded one is gone from it under the name (deleted with the
+		// storage provider's tools). Two records of one name left NAME-based commands acting on
+		// the dead one: a delete by NAME "deleted" it, and a restore was told to write its ID
+		// (TestSnapshotNameReusedAfterItsSnapshotWentLeavesOneRecordPerName).
+		var gone store.Snapshot
+		if errors.Is(err, store.ErrNotFound) && near.SnapshotID == "" && mate.PluginID == "" {
+			if named, ok, nerr := recordNamed(tx, rec.PluginID, rec.Name); nerr != nil {
+				return nerr
+			} else if ok && named.SnapshotID != rec.SnapshotID {
+				gone = named
+			}
+		}
 		switch {
 		case mate.PluginID != "":
 			// Recorded through another plugin ID on one of this one's sockets: one process,
@@ -360,6 +374,13 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 			if d.IsZero() || old.CreatedAt.Equal(d) {
 				outcome = Unchanged
 			}
+			if d.IsZero() {
+				// Undated by the plugin: the time recorded stands. Before, the record took the
+				// time of this answer, and a nightly create of one NAME dated the first night's
+				// snapshot each night anew, which a prune by age never found old
+				// (TestUnchangedSnapshotOfAnUndatedPluginKeepsItsRecordedTime).
+				rec.CreatedAt = old.CreatedAt
+			}
 		case errors.Is(err, store.ErrNotFound) && !d.IsZero() && d.Before(intent.CreatedAt.Add(-adoptedLeeway)):
 			// Not recorded, but dated by the plugin before the intent was: it held a snapshot
 			// under the name, which volctl forgot (`snapshot deregister`) or never knew (made
@@ -375,6 +396,16 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 			}
 			return tx.Events().Append(&store.Event{Kind: "snapshot-create", VolumeID: intent.SourceVolumeID, PluginID: intent.PluginID,
 				RPC: csi.RPCCreateSnapshot, Message: "snapshot refused: " + dup.Error()})
+		}
+		if gone.SnapshotID != "" { // the answer passed every check above: it is this volume's
+			if err := tx.Snapshots().Delete(gone.PluginID, gone.SnapshotID); err != nil {
+				return err
+			}
+			if err := tx.Events().Append(&store.Event{Kind: "snapshot-create", VolumeID: gone.SourceVolumeID, PluginID: gone.PluginID, RPC: csi.RPCCreateSnapshot,
+				Message: fmt.Sprintf("snapshot %q (%s) forgotten: the plugin answered a create of its name with a new snapshot, %q, so it no longer holds it under that name; "+
+					"if it still has it under another, delete it with the storage provider's tools", gone.SnapshotID, gone.Name, rec.SnapshotID)}); err != nil {
+				return err
+			}
 		}
 		if err := tx.Snapshots().Put(&rec); err != nil {
 			return err
@@ -809,8 +840,11 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		if rec.SourceVolumeID != "" {
 			v, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(rec.SourceVolumeID) })
 			switch {
-			case err == nil && v.PluginID == pluginID:
-				secrets = v.Secrets // the volume's current secrets, which may have been rotated
+			case err == nil && v.PluginID == pluginID && v.ExternalID == rec.SourceExternalID:
+				// The volume's current secrets, which may have been rotated; not those of another
+				// volume registered under the ID since (other storage, maybe another tenant's):
+				// TestSnapshotDeleteAfterItsSourceIDWasReusedSendsTheRecordedSecrets.
+				secrets = v.Secrets
 			case err != nil && !errors.Is(err, store.ErrNotFound):
 				return fail(err)
 			}
