@@ -58,6 +58,7 @@ func hcl1Syntax(expr hcl.Expression, src []byte) (hcl.Range, string, bool) {
 		case *hclsyntax.ParenthesesExpr:
 			what = "parentheses"
 			return e.SrcRange, true
+
 		case *hclsyntax.ObjectConsExpr:
 			for _, item := range e.Items {
 				if hcl1BadKey(item.KeyExpr) {
@@ -156,6 +157,24 @@ func (d *decoder) escapedTemplate(expr hcl.Expression) *hcl.Diagnostic {
 		return nil
 	}
 	toks, _ := hclsyntax.LexExpression(text, rng.Filename, rng.Start)
+	var quoted []byte // the quoted string's text so far, as written: the lexer cuts it at "$${"
+	for _, t := range toks {
+		switch t.Type {
+		case hclsyntax.TokenOQuote:
+			quoted = quoted[:0]
+		case hclsyntax.TokenQuotedLit:
+			quoted = append(quoted, t.Bytes...)
+		}
+		if t.Type == hclsyntax.TokenCQuote && unclosedInterp(quoted) {
+			// HCL1's scanner reads a quoted string's "${" up to the "}" that closes it, quotes
+			// and all, so a "$${" with no "}" after it in the string is a string that never ends
+			// there: Nomad refuses the file, where volctl warned that it sent the text as
+			// written (TestUnclosedDollarEscapeNomadCannotParseIsRefused).
+			return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Not a value Nomad reads", Subject: rng.Ptr(), Extra: ownWords{},
+				Detail: "Nomad's HCL1 reader reads a \"${\" in a quoted string (the \"${\" in \"$${\" too) up to the \"}\" that closes it, and finds none before the string's end: " +
+					"to it the string never ends, and `nomad volume register` refuses the file (\"literal not terminated\"). Write \"$\\u007b\" for \"${\", which both read alike."}
+		}
+	}
 	for _, t := range toks {
 		if t.Type != hclsyntax.TokenQuotedLit && t.Type != hclsyntax.TokenStringLit {
 			continue
@@ -412,4 +431,32 @@ func isASCII(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// unclosedInterp reports whether a quoted string's text, as written, holds a "${" that no "}"
+// closes before its end, counting the braces between as HCL1's scanner counts them.
+func unclosedInterp(text []byte) bool {
+	for i := 0; i+1 < len(text); i++ {
+		if text[i] != '$' || text[i+1] != '{' {
+			continue
+		}
+		depth := 0
+		j := i + 1
+		for ; j < len(text); j++ {
+			switch text[j] {
+			case '{':
+				depth++
+			case '}':
+				depth--
+			}
+			if depth == 0 {
+				break
+			}
+		}
+		if depth > 0 {
+			return true
+		}
+		i = j
+	}
+	return false
 }

@@ -159,6 +159,7 @@ func (p *Parser) parseSource(s *source, kind Kind, verb Verb) (*File, hcl.Diagno
 	}
 	if asVolume && s.json {
 		d.diags = append(d.diags, nomadEscapes(filename, src)...) // in the file's positions already
+		d.diags = append(d.diags, nomadNulls(filename, src)...)
 	}
 	if asVolume && !s.json {
 		d.diags = append(d.diags, hcl1Names(s, append(diags, d.diags...))...) // in the file's positions already

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -122,6 +123,22 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 	}
 	d.hcl1 = !d.json
 	c := d.content(body, volumeSchema)
+	if d.hcl1 {
+		// HCL2's null, which volctl read as the argument left out (`id = null`: a volume with
+		// no ID, valid), is a name HCL1 does not know ("Unknown token: IDENT null"): Nomad
+		// refuses the file (TestNullInAnHCLVolumeSpecIsRefused). A null inside a map or list
+		// is refused by its type already.
+		nulls := make([]*hcl.Attribute, 0, 1)
+		for _, a := range c.Attributes {
+			if lit, ok := a.Expr.(*hclsyntax.LiteralValueExpr); ok && lit.Val.IsNull() {
+				nulls = append(nulls, a)
+			}
+		}
+		slices.SortFunc(nulls, func(a, b *hcl.Attribute) int { return a.NameRange.Start.Byte - b.NameRange.Start.Byte })
+		for _, a := range nulls {
+			d.diags = append(d.diags, hcl1SyntaxError(a.Expr.Range(), "null (a name it does not know: leave the argument out instead)"))
+		}
+	}
 	v := &Volume{Namespace: DefaultNamespace}
 	top := c.MissingItemRange
 	attr := func(name string) *hcl.Attribute { return c.Attributes[name] }
@@ -377,6 +394,19 @@ func (d *decoder) capacityText(attr *hcl.Attribute, s string) bool {
 		return false
 	case !strings.HasPrefix(raw, `"`):
 		return true // a number: size reads its text as written
+	case strings.Trim(raw, `"`) != s && !strings.Contains(raw, `\`):
+		// No escape: HCL2 read the text in Unicode normal form C (the Kelvin sign as K), and
+		// Nomad reads it as written. The same size both ways is read (Nomad lower-cases the
+		// unit, the Kelvin sign to k); before, it was refused as holding escapes it has none of
+		// (TestKelvinSignCapacityErrorDoesNotMisstateNomad).
+		written := strings.Trim(raw, `"`)
+		if a, err := ParseSize(written); err == nil {
+			if b, err := ParseSize(s); err == nil && a == b {
+				return true
+			}
+		}
+		d.errorf(rng, "Invalid capacity", "%s: Nomad reads a capacity's text as written, and does not read %s as the size %q, which volctl reads it as (in Unicode normal form C). Write the size in ASCII: digits and a unit (\"10GiB\").", attr.Name, raw, s)
+		return false
 	case strings.Trim(raw, `"`) != s:
 		d.errorf(rng, "Invalid capacity", "%s: Nomad reads a capacity's text as written, escapes and all, and refuses %s. %s", attr.Name, raw, unescapedSize(s))
 		return false
