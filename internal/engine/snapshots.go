@@ -328,8 +328,8 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 		if errors.Is(err, store.ErrNotFound) && near.SnapshotID == "" && mate.PluginID == "" {
 			if named, ok, nerr := recordNamed(tx, rec.PluginID, rec.Name); nerr != nil {
 				return nerr
-			} else if ok && named.SnapshotID != rec.SnapshotID {
-				gone = named
+			} else if ok && named.SnapshotID != rec.SnapshotID && named.SourceVolumeID == rec.SourceVolumeID && named.SourceExternalID == rec.SourceExternalID {
+				gone = named // of this volume's storage: another volume's snapshot of the name is not this one's to forget
 			}
 		}
 		switch {

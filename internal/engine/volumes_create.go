@@ -617,6 +617,17 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		if err != nil {
 			return e.createFailed(ctx, c, v, replay || earlier, created, err)
 		}
+		// A volume a create makes is published nowhere: an answer the plugin reports published
+		// to a node is a volume it already held (another state dir's, Nomad's), which recorded
+		// here a delete would delete under its user. Left alone, not recorded, as the cleanup of
+		// an unusable answer leaves it; before, a usable one was recorded as this volume
+		// (TestCreateAnsweredWithAnotherStateDirsPublishedVolumeIsNotRecorded). A check that
+		// fails records the answer, as before the check.
+		if publishedCheck(c) != "" {
+			if nodes, _ := e.unusableAnswerHeld(withCheckBudget(ctx, e.newCheckBudget()), c, v, created.ID); len(nodes) > 0 {
+				return e.keepPublishedAnswer(ctx, c, v, replay || earlier, created.ID, nodes, nil)
+			}
+		}
 		freed := "" // a source the plugin no longer had, whose ID the answer is
 		for _, src := range asked {
 			if src != "" && !slices.Contains(req.SnapshotSources, src) && spec.SameStorageID(created.ID, src) {
@@ -1018,7 +1029,7 @@ func (e *Engine) cleanupUnchecked(ctx context.Context, v store.Volume, id string
 }
 
 // keepPublishedAnswer leaves alone the volume id that plugin c answered volume v's CreateVolume
-// with, unusable (cause), and reports published to nodes (unusableAnswerHeld): no DeleteVolume is
+// with, unusable (cause; nil: usable), and reports published to nodes (unusableAnswerHeld): no DeleteVolume is
 // sent, and the answer is not recorded. The intent goes back to what it was before the cleanup
 // marked it deleting: kept when an earlier CreateVolume's answer was lost (sentBefore: the plugin
 // may hold a volume that answer was about, as refuseSharedStorage keeps it), else forgotten.
@@ -1029,10 +1040,14 @@ func (e *Engine) keepPublishedAnswer(ctx context.Context, c *conn, v store.Volum
 		}
 		return fmt.Sprintf("node %q", spec.Cut(n, 256)) // quoted cut: the plugin's answer
 	})
-	refusal := conflictf("plugin %q answered CreateVolume (name %q) with volume %q, which volctl cannot use (%v), and which it reports published to %s (%s published_node_ids): "+
+	unusable := "" // cause nil: a usable answer, published
+	if cause != nil {
+		unusable = fmt.Sprintf(", which volctl cannot use (%v), and", cause)
+	}
+	refusal := conflictf("plugin %q answered CreateVolume (name %q) with volume %q%s which it reports published to %s (%s published_node_ids): "+
 		"a volume a create makes is published nowhere, so it is not this create's but a volume the plugin already held (another volctl state dir's, Nomad's, or attached by hand), "+
-		"whose user may be using its data: DeleteVolume not sent, the volume left alone (the plugin maps two names onto one volume: report it to the plugin's authors)",
-		v.PluginID, v.CSIName, spec.Cut(id, 256), cause, shown, possessive(publishedCheck(c)))
+		"whose user may be using its data: it is not recorded, DeleteVolume not sent, the volume left alone (the plugin maps two names onto one volume: report it to the plugin's authors)",
+		v.PluginID, v.CSIName, spec.Cut(id, 256), unusable, shown, possessive(publishedCheck(c)))
 	uerr := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		if sentBefore {
 			if err := backToIntent(tx, &v); err != nil {

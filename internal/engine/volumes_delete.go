@@ -210,6 +210,14 @@ func (e *Engine) finishCreateForDelete(ctx context.Context, c *conn, v store.Vol
 		return cur, true, errors.Join(ferr, err)
 	}
 	e.removeStagingDir(ctx, v.PluginID, v.ID)
+	if kept && errors.Is(ferr, ErrConflict) {
+		// The answer was another's volume (published to a node, or another recorded volume's
+		// storage): advised deleted "with the storage provider's tools", the user would delete
+		// the data in use the refusal left alone
+		// (TestDeleteOfAnInterruptedCreateAnsweredWithAPublishedVolumeDoesNotAdviseDeletingIt).
+		return cur, true, fmt.Errorf("forgotten but not deleted: its create was interrupted, and plugin %q answers its name %q with another's volume (%w); "+
+			"leave that volume alone: it is not this create's", v.PluginID, cur.CSIName, cause)
+	}
 	if kept {
 		return cur, true, fmt.Errorf("forgotten but not deleted: its create was interrupted, and plugin %q does not give the volume it holds under the name %q (%w); "+
 			"delete that volume with the storage provider's tools", v.PluginID, cur.CSIName, cause)
