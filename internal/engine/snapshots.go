@@ -296,6 +296,22 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 			"a snapshot that answer was about, found by the name %q: `volctl reconcile` sends it again, `%s` forgets it",
 			intent.Name, shellquote.Command("volctl volume snapshot deregister", intent.PluginID, intent.Name))
 	}
+	// A snapshot of this volume recorded under the name, another ID than the answer's: gone from
+	// the plugin, which answers a create of a name it holds with that snapshot, unless the
+	// plugin still lists it (one that makes a new snapshot for a name it holds), asked here,
+	// outside the transaction that forgets it; a plugin that cannot be asked is taken at its
+	// names' word (TestSnapshotCreateAgainForgetsNoSnapshotThePluginStillHolds).
+	stillHeld := ""
+	var named store.Snapshot
+	var ok bool
+	if e.store.View(ctx, func(tx *store.Tx) (err error) {
+		named, ok, err = recordNamed(tx, intent.PluginID, intent.Name)
+		return err
+	}) == nil && ok && named.SnapshotID != snap.ID {
+		if absent, asked := e.snapshotAbsent(ctx, c, named.SnapshotID, named.Secrets); asked && !absent {
+			stillHeld = named.SnapshotID
+		}
+	}
 	var dup error
 	err = e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		// Checked again in the transaction, as deleteSnapshotStored does: lost after the check
@@ -328,7 +344,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 		if errors.Is(err, store.ErrNotFound) && near.SnapshotID == "" && mate.PluginID == "" {
 			if named, ok, nerr := recordNamed(tx, rec.PluginID, rec.Name); nerr != nil {
 				return nerr
-			} else if ok && named.SnapshotID != rec.SnapshotID && named.SourceVolumeID == rec.SourceVolumeID && named.SourceExternalID == rec.SourceExternalID {
+			} else if ok && named.SnapshotID != rec.SnapshotID && named.SnapshotID != stillHeld && named.SourceVolumeID == rec.SourceVolumeID && named.SourceExternalID == rec.SourceExternalID {
 				gone = named // of this volume's storage: another volume's snapshot of the name is not this one's to forget
 			}
 		}

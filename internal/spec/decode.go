@@ -304,6 +304,15 @@ func suggest(given string, candidates []string) string {
 // value evaluates an attribute. No variables or functions exist in specs: HCL reports any use
 // of them. A null value counts as unset.
 func (d *decoder) value(attr *hcl.Attribute) (cty.Value, bool) {
+	if lit, ok := attr.Expr.(*hclsyntax.LiteralValueExpr); ok && lit.Val.IsNull() && d.hcl1 {
+		// HCL2's null, which volctl read as the argument left out (`id = null`: a volume with
+		// no ID, valid; a capability's `access_mode = null`: the capability dropped), is a name
+		// HCL1 does not know ("Unknown token: IDENT null"), in a block or not: Nomad refuses the
+		// file (TestNullInAnHCLVolumeSpecIsRefused). Said here, once, where an argument's value
+		// is read; a null as a map's value or a list's item is refused by its type.
+		d.diags = append(d.diags, hcl1SyntaxError(attr.Expr.Range(), "null (a name it does not know: leave the argument out instead)"))
+		return cty.NilVal, false
+	}
 	v, diags := d.eval(attr.Expr)
 	d.diags = append(d.diags, diags...)
 	if diags.HasErrors() || v.IsNull() || !v.IsWhollyKnown() {

@@ -167,12 +167,18 @@ func (d *decoder) escapedTemplate(expr hcl.Expression) *hcl.Diagnostic {
 		}
 		if t.Type == hclsyntax.TokenCQuote && unclosedInterp(quoted) {
 			// HCL1's scanner reads a quoted string's "${" up to the "}" that closes it, quotes
-			// and all, so a "$${" with no "}" after it in the string is a string that never ends
-			// there: Nomad refuses the file, where volctl warned that it sent the text as
-			// written (TestUnclosedDollarEscapeNomadCannotParseIsRefused).
+			// and all, so a "$${" with no "}" after it in the string does not end there: Nomad
+			// reads on to the next "}" in the file, or refuses the file, where volctl warned that
+			// it sent the text as written (TestUnclosedDollarEscapeNomadCannotParseIsRefused,
+			// TestUnclosedDollarEscapeErrorDoesNotClaimARefusalNomadDoesNotMake).
+			// What Nomad makes of it: the string closes at the first quote after the next "}".
+			nomad := "refuses the file (\"literal not terminated\")"
+			if i := bytes.IndexByte(d.src[rng.End.Byte:], '}'); i >= 0 && bytes.IndexByte(d.src[rng.End.Byte+i:], '"') >= 0 {
+				nomad = "reads on, past its quote, to the next \"}\" in the file and the quote after it: another value here, and the arguments between not at all"
+			}
 			return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Not a value Nomad reads", Subject: rng.Ptr(), Extra: ownWords{},
-				Detail: "Nomad's HCL1 reader reads a \"${\" in a quoted string (the \"${\" in \"$${\" too) up to the \"}\" that closes it, and finds none before the string's end: " +
-					"to it the string never ends, and `nomad volume register` refuses the file (\"literal not terminated\"). Write \"$\\u007b\" for \"${\", which both read alike."}
+				Detail: "Nomad's HCL1 reader reads a \"${\" in a quoted string (the \"${\" in \"$${\" too) up to the \"}\" that closes it, quotes and line ends and all, and finds none before this string's end: " +
+					"`nomad volume register` " + nomad + ". Write \"$\\u007b\" for \"${\", which both read alike."}
 		}
 	}
 	for _, t := range toks {

@@ -18,8 +18,9 @@ import (
 // on which `nomad volume register` refuses the file ("cannot check HCL keys of type
 // *ast.LiteralType", "unexpected token while parsing list: NULL":
 // TestJSONNullBlockNomadRefusesIsRefused). A null elsewhere (a namespace, a parameter's value)
-// both read as unset, and is left. A file encoding/json cannot read (its other errors are
-// reported by the parser) is left to them.
+// both read as unset, and is left. A block may be written as its object or in a list
+// (blockPath). A file encoding/json cannot read (its other errors are reported by the parser)
+// is left to them; the caller gives the text with raw control characters escaped.
 func nomadNulls(filename string, src []byte) hcl.Diagnostics {
 	from := 0
 	if bytes.HasPrefix(src, utf8BOM) {
@@ -96,10 +97,10 @@ func (w *nullWalk) check(path []string, at int) {
 	}
 	null := bytes.HasPrefix(w.src[at:], []byte("null"))
 	emptyList := w.src[at] == '[' && bytes.HasPrefix(bytes.TrimLeft(w.src[at+1:], " \t\r\n"), []byte("]"))
-	switch p := pathOf(path); {
+	switch p := pathOf(blockPath(path)); {
 	case null && (p == "id" || p == "plugin_id" || p == "type"):
 		w.refuse(at, 4, "%s is null, which a volume cannot be without: Nomad sends it empty (its servers refuse a volume with no ID or plugin ID; its CLI a null type). Give it a value.", p)
-	case null && (p == "capability.[].access_mode" || p == "capability.[].attachment_mode"):
+	case null && (p == "capability.access_mode" || p == "capability.attachment_mode"):
 		w.refuse(at, 4, "%s is null: a capability needs both its modes. Give it a value.", path[len(path)-1])
 	case (null || emptyList) && (p == "mount_options" || p == "topology_request"):
 		n := 4
@@ -112,6 +113,21 @@ func (w *nullWalk) check(path []string, at int) {
 	case null && (p == "topology_request.required.[]" || p == "topology_request.preferred.[]"):
 		w.refuse(at, 4, "a null in %s, which Nomad's JSON reader refuses (\"unexpected token while parsing list: NULL\"). Leave it out.", path[len(path)-2])
 	}
+}
+
+// blockPath is path without the list a block may be written in (`"capability": [{...}]`,
+// `"mount_options": [{...}]`, `"topology_request": [{...}]`), which HCL1 reads as the object
+// itself: a null in either form is the same null to Nomad
+// (TestJSONNullInOtherFormsOfABlockIsRefused).
+func blockPath(path []string) []string {
+	out := make([]string, 0, len(path))
+	for i, p := range path {
+		if p == "[]" && i == 1 && (path[0] == "capability" || path[0] == "mount_options" || path[0] == "topology_request") {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // pathOf joins a value's path with dots.

@@ -159,7 +159,13 @@ func (p *Parser) parseSource(s *source, kind Kind, verb Verb) (*File, hcl.Diagno
 	}
 	if asVolume && s.json {
 		d.diags = append(d.diags, nomadEscapes(filename, src)...) // in the file's positions already
-		d.diags = append(d.diags, nomadNulls(filename, src)...)
+		// Walked on the text HCL parsed, a raw tab in a string written as its escape (which
+		// encoding/json, unlike both readers, refuses raw), its positions mapped back.
+		nulls := nomadNulls(filename, parsed)
+		if m != nil {
+			m.mapDiagnostics(nulls)
+		}
+		d.diags = append(d.diags, nulls...)
 	}
 	if asVolume && !s.json {
 		d.diags = append(d.diags, hcl1Names(s, append(diags, d.diags...))...) // in the file's positions already

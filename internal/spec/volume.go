@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -123,22 +122,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 	}
 	d.hcl1 = !d.json
 	c := d.content(body, volumeSchema)
-	if d.hcl1 {
-		// HCL2's null, which volctl read as the argument left out (`id = null`: a volume with
-		// no ID, valid), is a name HCL1 does not know ("Unknown token: IDENT null"): Nomad
-		// refuses the file (TestNullInAnHCLVolumeSpecIsRefused). A null inside a map or list
-		// is refused by its type already.
-		nulls := make([]*hcl.Attribute, 0, 1)
-		for _, a := range c.Attributes {
-			if lit, ok := a.Expr.(*hclsyntax.LiteralValueExpr); ok && lit.Val.IsNull() {
-				nulls = append(nulls, a)
-			}
-		}
-		slices.SortFunc(nulls, func(a, b *hcl.Attribute) int { return a.NameRange.Start.Byte - b.NameRange.Start.Byte })
-		for _, a := range nulls {
-			d.diags = append(d.diags, hcl1SyntaxError(a.Expr.Range(), "null (a name it does not know: leave the argument out instead)"))
-		}
-	}
+
 	v := &Volume{Namespace: DefaultNamespace}
 	top := c.MissingItemRange
 	attr := func(name string) *hcl.Attribute { return c.Attributes[name] }

@@ -120,6 +120,13 @@ func codePointWidth(l string) int {
 	n := 0
 	var buf [utf8.UTFMax]byte
 	for _, r := range ansi.Strip(l) {
+		if r >= 0x1f1e6 && r <= 0x1f1ff {
+			// A regional indicator, half a flag: ansi counts one alone two cells, wcwidth
+			// one, so a flag is two cells either way; counted two each, a line holding a flag
+			// that fits was cut (TestFlagLineThatFitsIsNotCut).
+			n++
+			continue
+		}
 		n += ansi.StringWidth(string(buf[:utf8.EncodeRune(buf[:], r)]))
 	}
 	return n
