@@ -35,6 +35,7 @@ func TestDeleteCheckAgainstASlowEndlessListingIsBounded(t *testing.T) {
 			var logs bytes.Buffer
 			h.open(Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})), ListCheck: tc.check})
 			ext := h.create(volume("v")).ExternalID
+			h.faults.ResetCounts() // the delete's check's pages are counted, not the create's check of its answer
 			h.faults.Inject(csi.RPCListVolumes, csitest.Fault{Delay: tc.delay, FirstPage: true,
 				NextToken: func(start string) string { return start + "." }})
 			done := make(chan error, 1)
