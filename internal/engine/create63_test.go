@@ -2,11 +2,11 @@ package engine
 
 import (
 	"errors"
-	"github.com/volctl/volctl/internal/csi/csitest"
 	"strings"
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
 )
 
 // State dir A claims volume v (the plugin publishes it to node-1). State dir B creates w with a
@@ -19,10 +19,7 @@ import (
 // Found by helper review63.
 func TestCreateAnsweredWithAnotherStateDirsPublishedVolumeIsNotRecorded(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, deleteInUse)
-	ext := h.create(volume("v")).ExternalID
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	other := h.otherStateDir()
+	h, other, ext := claimedInAnotherStateDir(t)
 	h.mem.AnswerCreateWith(ext)
 
 	info, err := other.CreateVolume(h.ctx, volume("w")) // a usable answer: same spec as v's
@@ -56,10 +53,7 @@ func TestCreateAnsweredWithAnotherStateDirsPublishedVolumeIsNotRecorded(t *testi
 // helper review63.
 func TestDeleteOfAnInterruptedCreateAnsweredWithAPublishedVolumeDoesNotAdviseDeletingIt(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, deleteInUse)
-	ext := h.create(volume("v")).ExternalID
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	other := h.otherStateDir()
+	h, other, ext := claimedInAnotherStateDir(t)
 
 	sv := volume("w")
 	sv.CapacityMin = 1 << 40 // more than v's storage holds

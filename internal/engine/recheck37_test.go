@@ -22,10 +22,7 @@ import (
 // fails naming it; w's intent is forgotten.
 func TestCreateCleanupOfAnUnusableAnswerPublishedElsewhereKeepsIt(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, deleteInUse)
-	ext := h.create(volume("v")).ExternalID
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	other := h.otherStateDir()
+	h, other, ext := claimedInAnotherStateDir(t)
 	h.mem.AnswerCreateWith(ext)
 	h.mem.ResetCalls()
 
@@ -172,4 +169,16 @@ func TestDeleteRetriedAfterAFailedQuestionSaysItSentOne(t *testing.T) {
 	if info, verr := other.Volume(h.ctx, "w"); verr != nil || info.State != string(store.VolumeReady) {
 		t.Errorf("w after the refused delete: %+v, %v; want it kept, ready", info.State, verr)
 	}
+}
+
+// claimedInAnotherStateDir is a harness whose state dir, A, holds volume v claimed by alloc a
+// (its plugin publishes it to node-1, and refuses to delete it in use), an engine of another
+// state dir, B, on the same plugin, and v's external ID: what a plugin mapping two names onto
+// one volume answers B's creates with, once told to (AnswerCreateWith).
+func claimedInAnotherStateDir(t *testing.T) (*harness, *Engine, string) {
+	t.Helper()
+	h := newHarness(t, deleteInUse)
+	ext := h.create(volume("v")).ExternalID
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	return h, h.otherStateDir(), ext
 }
