@@ -141,12 +141,7 @@ func TestSnapshotDeleteAfterItsSourceIDWasReusedSendsTheRecordedSecrets(t *testi
 // is forgotten now, with an event naming it. Found by helper review63.
 func TestSnapshotNameReusedAfterItsSnapshotWentLeavesOneRecordPerName(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) { c.SnapshotIDPrefix = "a-" })
-	h.create(volume("db"))
-	first, err := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, first := nightlySnapshot(t)
 	h.mem.DropSnapshot(first.ID) // deleted with the storage's own tools
 	h.mem.Reconfigure(func(c *csitest.MemConfig) { c.SnapshotIDPrefix = "b-" })
 	second, err := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil)

@@ -17,12 +17,7 @@ import (
 // (own2).
 func TestSnapshotCreateAgainForgetsNoSnapshotThePluginStillHolds(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) { c.SnapshotIDPrefix = "a-" })
-	h.create(volume("db"))
-	first, err := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, first := nightlySnapshot(t)
 	// The plugin now answers a create of "nightly" with a new snapshot, the first one kept.
 	h.mem.Reconfigure(func(c *csitest.MemConfig) { c.SnapshotIDPrefix = "b-" })
 	second, err := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil)
