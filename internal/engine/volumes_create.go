@@ -623,8 +623,18 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		// an unusable answer leaves it; before, a usable one was recorded as this volume
 		// (TestCreateAnsweredWithAnotherStateDirsPublishedVolumeIsNotRecorded). A check that
 		// fails records the answer, as before the check.
-		if publishedCheck(c) != "" {
-			if nodes, _ := e.unusableAnswerHeld(withCheckBudget(ctx, e.newCheckBudget()), c, v, created.ID); len(nodes) > 0 {
+		// Storage this state dir records already is left to refuseSharedStorage, whose refusal
+		// names the volume it is (TestCreateAnsweredWithThisStateDirsPublishedVolumeNamesIt).
+		if publishedCheck(c) != "" && !e.recordsStorage(ctx, v, created.ID) {
+			var nodes []string
+			if err := e.boundCheck(withCheckBudget(ctx, e.newCheckBudget()), func(ctx context.Context) error {
+				var err error
+				nodes, err = e.publishedNodes(ctx, c, created.ID)
+				return err
+			}); err != nil {
+				e.log.Warn(fmt.Sprintf("plugin %q: whether a node holds volume %q, its answer to volume %q's CreateVolume, could not be checked: recorded as volume %q",
+					v.PluginID, spec.Cut(created.ID, 256), v.ID, v.ID), "err", err)
+			} else if len(nodes) > 0 {
 				return e.keepPublishedAnswer(ctx, c, v, replay || earlier, created.ID, nodes, nil)
 			}
 		}
@@ -636,6 +646,27 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		}
 		return e.recordCreated(ctx, v, created, replay || earlier, freed)
 	})
+}
+
+// recordsStorage reports whether this state dir records id, or a near spelling of it, as the
+// storage of another volume of v's plugin (sameStorage, nearStorage: refuseSharedStorage's
+// reading); a read that fails says no.
+func (e *Engine) recordsStorage(ctx context.Context, v store.Volume, id string) bool {
+	recorded := false
+	_ = e.store.View(ctx, func(tx *store.Tx) error {
+		same, err := sameStorage(tx, v.PluginID, id, v.ID)
+		if err != nil {
+			return err
+		}
+		if len(same) > 0 {
+			recorded = true
+			return nil
+		}
+		o, _, err := nearStorage(tx, v.PluginID, id, v.ID)
+		recorded = err == nil && o != ""
+		return err
+	})
+	return recorded
 }
 
 // sourcesStillHeld returns those of sources, the volumes volume v's restore's snapshot was

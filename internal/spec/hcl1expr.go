@@ -158,10 +158,11 @@ func (d *decoder) escapedTemplate(expr hcl.Expression) *hcl.Diagnostic {
 	}
 	toks, _ := hclsyntax.LexExpression(text, rng.Filename, rng.Start)
 	var quoted []byte // the quoted string's text so far, as written: the lexer cuts it at "$${"
+	opened := 0       // where that string's opening quote stands in d.src
 	for _, t := range toks {
 		switch t.Type {
 		case hclsyntax.TokenOQuote:
-			quoted = quoted[:0]
+			quoted, opened = quoted[:0], t.Range.Start.Byte
 		case hclsyntax.TokenQuotedLit:
 			quoted = append(quoted, t.Bytes...)
 		}
@@ -173,7 +174,7 @@ func (d *decoder) escapedTemplate(expr hcl.Expression) *hcl.Diagnostic {
 			// TestUnclosedDollarEscapeErrorDoesNotClaimARefusalNomadDoesNotMake).
 			// What Nomad makes of it: the string closes at the first quote after the next "}".
 			nomad := "refuses the file (\"literal not terminated\")"
-			if i := bytes.IndexByte(d.src[rng.End.Byte:], '}'); i >= 0 && bytes.IndexByte(d.src[rng.End.Byte+i:], '"') >= 0 {
+			if i := bytes.IndexByte(d.src[opened+1:], '}'); i >= 0 && bytes.IndexByte(d.src[opened+1+i:], '"') >= 0 {
 				nomad = "reads on, past its quote, to the next \"}\" in the file and the quote after it: another value here, and the arguments between not at all"
 			}
 			return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Not a value Nomad reads", Subject: rng.Ptr(), Extra: ownWords{},
