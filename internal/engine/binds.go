@@ -152,8 +152,8 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bo
 
 // notThisBind is bind's refusal of a destination where the volume is mounted already, but not
 // as this claim's bind makes it (bindModeDiffers): another claim's bind, moved there. The
-// release that undoes the claim in the same command (its rollback, or a group run's release of
-// the claim it left for reconcile) leaves that mount, mount id, at dest, where a release
+// release that undoes the claim in the same command (its rollback; or, when that rollback
+// failed and left the claim, a group run's release of it) leaves that mount, mount id, at dest, where a release
 // otherwise unmounts the volume it finds at its destination
 // (TestRefusedBindsRollbackLeavesTheMovedBind). A release in a later command cannot tell such
 // a mount from one the claim's bind made: no record says which mount a bind made.
