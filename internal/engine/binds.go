@@ -26,9 +26,17 @@ import (
 // Neither path is followed through a symlink (nofollow.go): the target is opened below the
 // state dir, the destination from "/", each one component at a time, and the mount is made on
 // their file descriptors.
+// Each bind made, or found bound and taken as the claim's, is recorded as the claim's
+// (bindrecord.go), in one write after them.
 func (e *Engine) bind(ctx context.Context, cl *store.Claim) (bound []string, err error) {
 	ctx = e.withPlaces(ctx) // one read of the mount table for the claim's binds, or the pass's, or the command's
 	e.placesOf(ctx).fresh()
+	recorded := cl.BindMounts
+	defer func() {
+		if cl.BindMounts != recorded {
+			err = withFlushError(err, e.saveBindMounts(ctx, cl))
+		}
+	}()
 	for _, i := range bindOrder(cl.Binds, true) {
 		made, err := e.bindMount(ctx, cl, i)
 		if err != nil {
@@ -90,14 +98,11 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bo
 		// file, and was handed out as this claim's: a read-only volume_mount writable
 		// (TestReadOnlyVolumeMountIsNotHandedAWritersBindMovedToItsDestination).
 		if why := bindModeDiffers(src, dst, b); why != "" {
-			err := conflictf("volume_mount %s: the volume is mounted there already, but %s: not this claim's bind (another claim's, moved here?), "+
-				"which volctl does not hand out as this one; give the volume_mount another destination, or find whose bind it is (findmnt %s)", b.Destination, why, b.Destination)
-			if id, idErr := mountID(dst.fd); idErr == nil {
-				err = &notThisBind{dest: filepath.Clean(b.Destination), id: id, err: err}
-			}
-			return false, err
+			return false, refuseNotThisBind(b.Destination, dst, why+": not this claim's bind (another claim's, moved here?)")
 		}
-		return false, nil
+		// In this bind's mode: the claim's own, unless its record names another mount, or
+		// another claim's names this one at its own destination (bindrecord.go).
+		return false, e.ownBind(ctx, cl, b.Destination, dst)
 	}
 	// Something mounted below the destination (another volume_mount, an admin's disk) would be
 	// hidden under the bind, and its alloc would see this volume's directory there instead:
@@ -143,11 +148,52 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bo
 	if err := fitsAttachment(dst, b.Destination, dir); err != nil {
 		return false, err
 	}
-	if err := bindFD(src, dst, b); err != nil {
+	// A record of a bind here that is gone (unmounted by hand, or by a release whose claim is
+	// driven again) is dropped first: a failed write of the new one would leave it naming a
+	// mount that is not there, and the bind about to be made would be taken for another's.
+	if _, ok := recordedBind(cl, b.Destination); ok {
+		noteBind(cl, b.Destination, store.BindMount{})
+		if err := e.saveBindMounts(ctx, cl); err != nil {
+			return false, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
+		}
+	}
+	m, err := bindFD(src, dst, b)
+	if err != nil {
 		return false, err
 	}
+	noteBind(cl, b.Destination, m)
 	e.placesOf(ctx).noteBound(b.Destination, dst)
 	return true, nil
+}
+
+// refuseNotThisBind is bind's refusal of the mount of the volume it found at destination (dst),
+// why not this claim's (notThisBind).
+func refuseNotThisBind(destination string, dst *pathFD, why string) error {
+	err := conflictf("volume_mount %s: the volume is mounted there already, but %s, "+
+		"which volctl does not hand out as this one; give the volume_mount another destination, or find whose bind it is (findmnt %s)", destination, why, destination)
+	if id, idErr := mountID(dst.fd); idErr == nil {
+		err = &notThisBind{dest: filepath.Clean(destination), id: id, err: err}
+	}
+	return err
+}
+
+// ownBind checks that the mount of the volume found at destination (dst), in the mode cl's bind
+// there makes, is cl's bind (notOwnBind); with none recorded, cl records it as its own (a bind
+// made before its record was written, or by a volctl before schema version 29).
+func (e *Engine) ownBind(ctx context.Context, cl *store.Claim, destination string, dst *pathFD) error {
+	why, err := e.notOwnBind(ctx, cl, destination, dst)
+	if err != nil {
+		return fmt.Errorf("volume_mount %s: %w", destination, err)
+	}
+	if why != "" {
+		return refuseNotThisBind(destination, dst, why)
+	}
+	if _, ok := recordedBind(cl, destination); !ok {
+		if found, err := bindMountOf(dst.fd); err == nil {
+			noteBind(cl, destination, found)
+		}
+	}
+	return nil
 }
 
 // notThisBind is bind's refusal of a destination where the volume is mounted already, but not
@@ -337,13 +383,13 @@ func volumeMountErr(dest string, err error) error {
 // bindFD bind-mounts src on dst, both opened paths, then sets the propagation and read-only
 // flag on the new mount, reached again through dst's parent. Anything that fails after the
 // mount undoes it.
-func bindFD(src, dst *pathFD, b spec.VolumeMount) error {
+func bindFD(src, dst *pathFD, b spec.VolumeMount) (store.BindMount, error) {
 	if err := mountOn(src, dst); err != nil {
-		return fmt.Errorf("volume_mount %s: bind mount: %w", b.Destination, err)
+		return store.BindMount{}, fmt.Errorf("volume_mount %s: bind mount: %w", b.Destination, err)
 	}
-	fail := func(step string, err error) error {
+	fail := func(step string, err error) (store.BindMount, error) {
 		_ = undoMountOn(dst)
-		return fmt.Errorf("volume_mount %s: %s: %w", b.Destination, step, err)
+		return store.BindMount{}, fmt.Errorf("volume_mount %s: %s: %w", b.Destination, step, err)
 	}
 	m, err := dst.reopenMount(src)
 	if err != nil {
@@ -358,7 +404,11 @@ func bindFD(src, dst *pathFD, b spec.VolumeMount) error {
 			return fail("remount read-only", err)
 		}
 	}
-	return nil
+	made, err := bindMountOf(m)
+	if err != nil {
+		return fail("read the new mount's ID", err)
+	}
+	return made, nil
 }
 
 // bindModeDiffers says how the mount at dst, a mount of src, is not as bindFD makes b's bind:
@@ -446,6 +496,14 @@ func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 			e.log.Info(fmt.Sprintf("volume_mount %s of volume %q left bound: the claim's bind was refused there, the volume mounted already but not as this bind makes it (another claim's bind, moved there?)", b.Destination, cl.VolumeID),
 				"volume", cl.VolumeID, "alloc", cl.Alloc)
 			mounted = false
+		}
+		if err == nil && mounted {
+			var why string
+			if why, err = e.notOwnBind(ctx, cl, b.Destination, dst); why != "" {
+				e.log.Info(fmt.Sprintf("volume_mount %s of volume %q left bound: %s", b.Destination, cl.VolumeID, why),
+					"volume", cl.VolumeID, "alloc", cl.Alloc)
+				mounted = false
+			}
 		}
 		if err == nil && mounted && others == nil {
 			others, _, err = e.boundDestinations(ctx, cl.VolumeID, func(c store.Claim) bool { return c.ID != cl.ID && !c.Releasing })
@@ -612,9 +670,13 @@ func (e *Engine) movedBinds(ctx context.Context, cl *store.Claim) error {
 		d, ok := dirOf(m)
 		return ok && slices.ContainsFunc(boundOn[d], func(from *mountinfo.Info) bool { return prop.reachedBy(byID[m.Parent], from) })
 	}
+	// A bind the claim records making is its own wherever it is found, at another claim's
+	// destination too: before the record, one moved to where another claim of the volume
+	// names was taken for that claim's, and left bound past this claim's release.
+	recorded := recordedElsewhere(cl, mounts)
 	var moved []string
 	for _, m := range mounts {
-		if ofVolume(m) && names[filepath.Base(m.Mountpoint)] &&
+		if recorded[m.ID] || ofVolume(m) && names[filepath.Base(m.Mountpoint)] &&
 			m.Mountpoint != e.cfg.StateDir && !under(m.Mountpoint, e.cfg.StateDir) && bound[m.Mountpoint] == "" && !copied(m) {
 			moved = append(moved, m.Mountpoint)
 		}

@@ -277,7 +277,7 @@ func TestBindMountsTheOpenedDirectory(t *testing.T) {
 		})
 		t.Run("bindFD", func(t *testing.T) {
 			dst := swapped(t)
-			err := bindFD(src, dst, spec.VolumeMount{Destination: dest, PropagationMode: spec.PropagationPrivate, ReadOnly: true})
+			_, err := bindFD(src, dst, spec.VolumeMount{Destination: dest, PropagationMode: spec.PropagationPrivate, ReadOnly: true})
 			if err == nil || !strings.Contains(err.Error(), dest+" is a symlink") {
 				t.Fatalf("bindFD after the swap = %v, want the symlink at %s named", err, dest)
 			}

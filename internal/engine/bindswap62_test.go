@@ -49,7 +49,7 @@ func TestBindRefusesADestinationSwappedForAnotherBindOfTheVolume(t *testing.T) {
 		if err := os.Rename(otherParent, parent); err != nil {
 			t.Fatal(err)
 		}
-		err = bindFD(src, dst, spec.VolumeMount{Destination: dest, ReadOnly: true, PropagationMode: spec.PropagationPrivate})
+		_, err = bindFD(src, dst, spec.VolumeMount{Destination: dest, ReadOnly: true, PropagationMode: spec.PropagationPrivate})
 		var st unix.Statfs_t
 		if serr := unix.Statfs(dest, &st); serr != nil {
 			t.Fatal(serr)

@@ -68,7 +68,7 @@ func TestBindRefusesADestinationWhoseParentWasSwapped(t *testing.T) {
 				} else if err := os.MkdirAll(filepath.Join(parent, "data"), 0o750); err != nil {
 					t.Fatal(err)
 				}
-				err = bindFD(src, dst, spec.VolumeMount{Destination: dest, PropagationMode: spec.PropagationPrivate})
+				_, err = bindFD(src, dst, spec.VolumeMount{Destination: dest, PropagationMode: spec.PropagationPrivate})
 				if err == nil {
 					got := mountsUnder(t, dir)
 					_ = undoMountOn(dst)
@@ -129,7 +129,7 @@ func TestBindAgainstARacingRenamer(t *testing.T) {
 			refused++
 			continue
 		}
-		err = bindFD(src, dst, spec.VolumeMount{Destination: dest, PropagationMode: spec.PropagationPrivate})
+		_, err = bindFD(src, dst, spec.VolumeMount{Destination: dest, PropagationMode: spec.PropagationPrivate})
 		mu.Lock()
 		if err == nil {
 			made++

@@ -75,12 +75,30 @@ type Claim struct {
 	TargetPath     string
 	PublishContext map[string]string
 	Binds          []spec.VolumeMount // the group's bind mounts of this volume, written by the engine
-	Attempts       int
-	LastRPC        string
-	LastCode       string // gRPC code name of the last failure, "" after a success
-	LastError      string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// BindMounts is what the binds made: written alone (SetBindMounts), never by Update, and
+	// not kept in the history.
+	BindMounts *BindMounts
+	Attempts   int
+	LastRPC    string
+	LastCode   string // gRPC code name of the last failure, "" after a success
+	LastError  string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// BindMounts is the mount each of a claim's volume_mount binds made (or was found bound as, when
+// the claim did not record it), by destination, in the boot named: a mount's ID is the kernel's
+// for that boot only. Column bind_mounts (0029).
+type BindMounts struct {
+	Boot string               `json:"boot"`
+	At   map[string]BindMount `json:"at"`
+}
+
+// BindMount is one bind's mount: its ID in the mount table (reused once it is unmounted), and
+// its unique ID (statx's STATX_MNT_ID_UNIQUE, Linux 6.8 on; 0 before), never reused in a boot.
+type BindMount struct {
+	ID     uint64 `json:"id"`
+	Unique uint64 `json:"unique,omitempty"`
 }
 
 // TargetAcceptance is what is recorded of a claim's target: whether a NodePublishVolume of it
@@ -183,6 +201,8 @@ type ClaimStore interface {
 	// Update replaces every field of an existing claim but its ID, volume, alloc and creation
 	// time, and sets UpdatedAt.
 	Update(c *Claim) error
+	// SetBindMounts records what a claim's binds made (nil: nothing recorded), and nothing else.
+	SetBindMounts(id int64, m *BindMounts) error
 	// Free moves a claim to the history with an outcome, and clears the volume's current modes
 	// if it was the last live claim.
 	Free(id int64, outcome Outcome) error
@@ -198,7 +218,7 @@ const claimBody = `volume_id, alloc, group_name, mode, access_mode, attachment_m
 	state, releasing, needs_reconcile, target_path, publish_context, binds, attempts, last_rpc, last_code,
 	last_error, degraded, target_accepted, target_sent, created_at, updated_at`
 
-const claimColumns = `id, ` + claimBody
+const claimColumns = `id, ` + claimBody + `, bind_mounts`
 
 func claimTargets(c *Claim, flags, pctx, binds *sql.NullString, target *[2]sql.NullInt64, created, updated *int64) []any {
 	return []any{&c.VolumeID, &c.Alloc, &c.Group, &c.Mode, &c.AccessMode, &c.AttachmentMode, &c.FSType, flags,
@@ -219,15 +239,21 @@ func decodeClaim(c *Claim, flags, pctx, binds sql.NullString, target [2]sql.Null
 
 func scanClaim(sc scanner) (Claim, error) {
 	var (
-		c                  Claim
-		flags, pctx, binds sql.NullString
-		target             [2]sql.NullInt64
-		created, updated   int64
+		c                          Claim
+		flags, pctx, binds, mounts sql.NullString
+		target                     [2]sql.NullInt64
+		created, updated           int64
 	)
-	if err := sc.Scan(append([]any{&c.ID}, claimTargets(&c, &flags, &pctx, &binds, &target, &created, &updated)...)...); err != nil {
+	if err := sc.Scan(append(append([]any{&c.ID}, claimTargets(&c, &flags, &pctx, &binds, &target, &created, &updated)...), &mounts)...); err != nil {
 		return Claim{}, err
 	}
-	return c, decodeClaim(&c, flags, pctx, binds, target, created, updated)
+	if err := decodeClaim(&c, flags, pctx, binds, target, created, updated); err != nil {
+		return c, err
+	}
+	if err := decJSON(mounts, &c.BindMounts); err != nil {
+		return c, fmt.Errorf("claim %d: decode bind_mounts: %w", c.ID, err)
+	}
+	return c, nil
 }
 
 // claimMutable are the columns Update rewrites, and claimMutableArgs their values.
@@ -341,6 +367,16 @@ func (cs claims) Update(c *Claim) error {
 	}
 	c.UpdatedAt = now
 	return nil
+}
+
+func (cs claims) SetBindMounts(id int64, m *BindMounts) error {
+	what := fmt.Sprintf("claim %d: record its binds' mounts", id)
+	col, err := encJSON(m)
+	if err != nil {
+		return fmt.Errorf("%s: encode: %w", what, err)
+	}
+	res, err := cs.tx.exec(`UPDATE claims SET bind_mounts = ? WHERE id = ?`, col, id)
+	return affected(res, err, what, "")
 }
 
 func (cs claims) Free(id int64, outcome Outcome) error {

@@ -1,0 +1,177 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"path/filepath"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+
+	"github.com/volctl/volctl/internal/store"
+)
+
+// A claim records the mount each of its volume_mount binds made (store.BindMounts), in the
+// boot it made it in: a bind of another claim's, moved to this claim's destination with a
+// directory above it (renamed by whoever owns it), is a mount of the same volume, maybe in the
+// same mode, at the destination's path, and nothing else tells it from the claim's own. bind
+// refuses it as not this claim's where it would have handed it out (notThisBind), and unbind
+// leaves it where it would have unmounted it from under the alloc it was made for.
+
+// bindMountOf is the mount the open file fd is the root of, as a claim's record holds it.
+func bindMountOf(fd int) (store.BindMount, error) {
+	var sx unix.Statx_t
+	err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID_UNIQUE, &sx)
+	id, idErr := mountID(fd)
+	if idErr != nil {
+		return store.BindMount{}, idErr
+	}
+	m := store.BindMount{ID: id}
+	if err == nil && sx.Mask&unix.STATX_MNT_ID_UNIQUE != 0 {
+		m.Unique = sx.Mnt_id
+	}
+	return m, nil
+}
+
+// sameBindMount reports whether a and b are one mount: by their unique IDs where both have
+// one, else by the table's.
+func sameBindMount(a, b store.BindMount) bool {
+	if a.Unique != 0 && b.Unique != 0 {
+		return a.Unique == b.Unique
+	}
+	return a.ID == b.ID
+}
+
+// recordedBind is the mount cl records its bind at destination made in this boot; ok is false
+// when it records none (a claim recorded by a volctl before schema version 29, a bind not made
+// yet, a record of another boot, whose mounts are gone).
+func recordedBind(cl *store.Claim, destination string) (m store.BindMount, ok bool) {
+	r := cl.BindMounts
+	if r == nil || r.Boot == "" || r.Boot != bootID() {
+		return store.BindMount{}, false
+	}
+	m, ok = r.At[filepath.Clean(destination)]
+	return m, ok
+}
+
+// noteBind sets, in cl, its bind at destination to m (a zero m: none), and reports whether that
+// changed the record. The record is copied, not changed in place: other copies of the claim
+// share its map.
+func noteBind(cl *store.Claim, destination string, m store.BindMount) bool {
+	boot := bootID()
+	if boot == "" {
+		return false // no boot to tie a mount's ID to
+	}
+	d := filepath.Clean(destination)
+	old, had := recordedBind(cl, d)
+	if (m == store.BindMount{}) {
+		if !had {
+			return false
+		}
+	} else if had && old == m {
+		return false
+	}
+	r := &store.BindMounts{Boot: boot, At: map[string]store.BindMount{}}
+	if cl.BindMounts != nil && cl.BindMounts.Boot == boot {
+		maps.Copy(r.At, cl.BindMounts.At)
+	}
+	if (m == store.BindMount{}) {
+		delete(r.At, d)
+	} else {
+		r.At[d] = m
+	}
+	if len(r.At) == 0 {
+		r = nil
+	}
+	cl.BindMounts = r
+	return true
+}
+
+// saveBindMounts writes cl's record of its binds' mounts, alone. It is progress (a reboot
+// undoes the mounts it names), under the volume lock the caller holds.
+func (e *Engine) saveBindMounts(ctx context.Context, cl *store.Claim) error {
+	err := e.store.UpdateProgress(context.WithoutCancel(ctx), e.locks.holding(cl.VolumeID, func(tx *store.Tx) error {
+		return tx.Claims().SetBindMounts(cl.ID, cl.BindMounts)
+	}))
+	if err != nil {
+		return fmt.Errorf("recording the mounts of alloc %q's volume_mounts of volume %q: %w", cl.Alloc, cl.VolumeID, err)
+	}
+	return nil
+}
+
+// bindOfAnother is the live claim of cl's volume, other than cl, that records m as its bind at a
+// destination other than destination: the mount found at destination is that claim's bind,
+// moved here. nil when none does.
+func (e *Engine) bindOfAnother(ctx context.Context, cl *store.Claim, destination string, m store.BindMount) (*store.Claim, string, error) {
+	claims, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Claim, error) { return tx.Claims().ByVolume(cl.VolumeID) })
+	if err != nil {
+		return nil, "", err
+	}
+	d := filepath.Clean(destination)
+	for i := range claims {
+		c := &claims[i]
+		if c.ID == cl.ID || c.BindMounts == nil {
+			continue
+		}
+		for at := range c.BindMounts.At {
+			if rec, ok := recordedBind(c, at); ok && at != d && sameBindMount(rec, m) {
+				return c, at, nil
+			}
+		}
+	}
+	return nil, "", nil
+}
+
+// notOwnBind says why the mount of the volume found at cl's destination (dst) is not cl's bind,
+// which its release would unmount: its record names another mount there, or another claim's
+// record names this one at its own destination. "" when it is cl's, or nothing recorded says
+// otherwise (a claim recorded before schema version 29, as that volctl did).
+func (e *Engine) notOwnBind(ctx context.Context, cl *store.Claim, destination string, dst *pathFD) (string, error) {
+	found, err := bindMountOf(dst.fd)
+	if err != nil {
+		return "", nil
+	}
+	if rec, ok := recordedBind(cl, destination); ok {
+		if sameBindMount(rec, found) {
+			return "", nil
+		}
+		return "not the mount this claim's bind made there (another claim's bind, moved there? or one made by hand)", nil
+	}
+	other, at, err := e.bindOfAnother(ctx, cl, destination, found)
+	if other == nil || err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("it is alloc %q's volume_mount %s, moved there: not this claim's bind", other.Alloc, at), nil
+}
+
+// recordedElsewhere are the mounts, of the table mounts, that cl records as its binds (this
+// boot) and that are mounted at a path other than the destination they were made at: its
+// binds, moved there. A mount's table ID may have been reused once it was unmounted: where the
+// record has the unique ID, the mount at that path must have it too.
+func recordedElsewhere(cl *store.Claim, mounts []*mountinfo.Info) map[int]bool {
+	if cl.BindMounts == nil {
+		return nil
+	}
+	out := map[int]bool{}
+	for dest := range cl.BindMounts.At {
+		rec, ok := recordedBind(cl, dest)
+		if !ok {
+			continue
+		}
+		for _, m := range mounts {
+			if uint64(m.ID) != rec.ID || m.Mountpoint == dest {
+				continue
+			}
+			if rec.Unique != 0 {
+				var sx unix.Statx_t
+				err := unix.Statx(unix.AT_FDCWD, m.Mountpoint, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID_UNIQUE, &sx)
+				if err != nil || sx.Mask&unix.STATX_MNT_ID_UNIQUE == 0 || sx.Mnt_id != rec.Unique {
+					continue
+				}
+			}
+			out[m.ID] = true
+		}
+	}
+	return out
+}
