@@ -272,10 +272,14 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 			return fail(lost)
 		}
 		if err != nil {
-			if csi.IsRetryable(err) || csi.IsTimeout(err) || csi.IsAnswerUnread(err) || earlier || ctx.Err() != nil {
+			if csi.IsRetryable(err) || csi.IsTimeout(err) || csi.IsAnswerUnread(err) || earlier || replayed || ctx.Err() != nil {
 				// The plugin may have expanded the storage without volctl reading the answer:
 				// the expansion stays pending, and the error says how to learn it (the RPC is
-				// idempotent).
+				// idempotent). A refusal of one sent again, in this command or a later one
+				// (replayed), says nothing of the attempt whose answer was lost; before, a
+				// later command's refusal cleared the mark, the storage grown and the record
+				// at the old size with nothing to say so
+				// (TestPendingExpansionRefusedWhenSentAgainStaysPending).
 				err = fmt.Errorf("%w (the plugin may have expanded volume %q without volctl reading its answer; it stays recorded at %s, the expansion to %s pending: "+
 					"run the same `%s` again, or `volctl reconcile`, which the plugin answers with the size it has)",
 					err, v.ID, spec.FormatSize(cur), spec.FormatSize(size), expandCommand(v, size, limit))

@@ -107,7 +107,7 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	for _, v := range vols {
 		switch v.State {
 		case store.VolumeCreating:
-			e.reconcileVolume(ctx, &rep, v, "created", func(c *conn, v store.Volume) error { return e.finishCreate(ctx, c, v, true, "") })
+			e.reconcileVolume(ctx, &rep, v, "created", func(c *conn, v store.Volume) error { return e.finishCreate(ctx, c, v, true, listedSnapshot{}) })
 		case store.VolumeDeleting:
 			e.reconcileVolume(ctx, &rep, v, "deleted", func(c *conn, v store.Volume) error { return e.finishDelete(ctx, c, v) })
 		}

@@ -127,7 +127,7 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume, outcome *Subm
 	if err := checkCreateCapabilities(c, sv); err != nil {
 		return fail(err)
 	}
-	listedSource, err := e.restoreReady(ctx, c, sv)
+	listed, err := e.restoreReady(ctx, c, sv)
 	if err != nil {
 		return fail(err)
 	}
@@ -195,7 +195,7 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume, outcome *Subm
 	}
 	if !done {
 		e.failpoint("create:intent")
-		if err := e.finishCreate(ctx, c, v, replay, listedSource); err != nil {
+		if err := e.finishCreate(ctx, c, v, replay, listed); err != nil {
 			return fail(err)
 		}
 		if !replay {
@@ -403,6 +403,13 @@ func checkCreateCapabilities(c *conn, sv spec.Volume) error {
 	return nil
 }
 
+// listedSnapshot is what the plugin lists of a restore's snapshot (restoreReady): the volume it
+// was taken of and its size_bytes, each "" or 0 when not said or not asked.
+type listedSnapshot struct {
+	source string
+	size   int64
+}
+
 // restoreReady refuses the restore of a snapshot the plugin says is not ready (ready_to_use
 // false: cut, and still being processed), which the CSI spec has ready "to create new volumes"
 // only once that flips: a plugin that restores from it anyway hands over a volume missing what
@@ -415,21 +422,21 @@ func checkCreateCapabilities(c *conn, sv spec.Volume) error {
 // A GetSnapshot answered OK about another snapshot ID is refused as not ready is: the plugin
 // said nothing of the one asked (`TestRestoreCheckedByGetSnapshotAnsweringAnotherSnapshot`).
 // The refusal is a conflict, before anything is recorded or sent.
-func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (source string, _ error) {
+func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (listedSnapshot, error) {
 	if sv.SnapshotID == "" {
-		return "", nil
+		return listedSnapshot{}, nil
 	}
 	switch _, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(sv.ID) }); {
 	case err == nil:
-		return "", nil // recorded: created already, or a replay, sent as it was first asked
+		return listedSnapshot{}, nil // recorded: created already, or a replay, sent as it was first asked
 	case !errors.Is(err, store.ErrNotFound):
-		return "", err
+		return listedSnapshot{}, err
 	}
 	if err := snapshotIDIsAName(ctx, e, sv); err != nil {
-		return "", err
+		return listedSnapshot{}, err
 	}
 	if snapshotCheck(c) == "" {
-		return "", nil
+		return listedSnapshot{}, nil
 	}
 	// A delete of the snapshot recorded already is refused now, before the check waits for the
 	// delete's controller lock; one that finishes while the check waits is told from a
@@ -443,7 +450,7 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (sou
 		return recordedSnapshot(tx, sv)
 	})
 	if err != nil {
-		return "", err
+		return listedSnapshot{}, err
 	}
 	e.failpoint("restore:checked") // no delete of the snapshot recorded; nothing recorded yet
 	var (
@@ -474,23 +481,23 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (sou
 		if snap.ID == "" {
 			about = "without a snapshot ID"
 		}
-		return "", conflictf("plugin %q answered %s for snapshot %q %s: whether the snapshot asked for is ready to restore from is not known, "+
+		return listedSnapshot{}, conflictf("plugin %q answered %s for snapshot %q %s: whether the snapshot asked for is ready to restore from is not known, "+
 			"so nothing was created: check the snapshot ID given for volume %q, and report the plugin's answer to its authors",
 			c.plugin.ID, snapshotCheck(c), sv.SnapshotID, about, sv.ID)
 	case found && !snap.ReadyToUse:
-		return "", conflictf("plugin %q says snapshot %q is not ready to use (ready_to_use false, %s): it is still processing it, and a volume restored from it now "+
+		return listedSnapshot{}, conflictf("plugin %q says snapshot %q is not ready to use (ready_to_use false, %s): it is still processing it, and a volume restored from it now "+
 			"may miss what that has not done; nothing was created: wait until the plugin says it is ready (`%s` shows what the plugin lists), then create volume %q again",
 			c.plugin.ID, sv.SnapshotID, snapshotCheck(c), "volctl volume snapshot list "+shellquote.Flag("--plugin", c.plugin.ID), sv.ID)
 	case found:
-		return snap.SourceVolumeID, nil
+		return listedSnapshot{source: snap.SourceVolumeID, size: snap.SizeBytes}, nil
 	case recorded:
 		if still, err := viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) { return recordedSnapshot(tx, sv) }); err == nil && !still {
-			return "", conflictf("snapshot %q of plugin %q, the snapshot_id of volume %q, was deleted by another volctl while this restore waited for the plugin's controller lock "+
+			return listedSnapshot{}, conflictf("snapshot %q of plugin %q, the snapshot_id of volume %q, was deleted by another volctl while this restore waited for the plugin's controller lock "+
 				"(the plugin does not find it, and volctl no longer records it): nothing was created; give volume %q another snapshot",
 				sv.SnapshotID, sv.PluginID, sv.ID, sv.ID)
 		}
 	}
-	return "", nil
+	return listedSnapshot{}, nil
 }
 
 // recordedSnapshot reports whether volctl records snapshot sv.SnapshotID through sv's plugin or
@@ -538,16 +545,20 @@ func snapshotIDIsAName(ctx context.Context, e *Engine, sv spec.Volume) error {
 }
 
 // finishCreate sends CreateVolume for a volume in state creating and records the result. replay
-// says an earlier call sent it already, its answer lost. listedSource is the volume the plugin
-// says a restore's snapshot was taken of (restoreReady), "" when not asked; with the source
-// volctl's own record of the snapshot keeps (snapshotSources), an answer naming it is refused
-// as the source, not a new volume (csi.CreateVolumeRequest's SnapshotSources).
+// says an earlier call sent it already, its answer lost. listed is what the plugin lists of a
+// restore's snapshot (restoreReady), zero when not asked: with the source volctl's own record
+// of the snapshot keeps (snapshotSources), an answer naming its source is refused as the
+// source, not a new volume (csi.CreateVolumeRequest's SnapshotSources); its size counts with
+// the recorded one as what the answer may not be smaller than (SourceSize). Before, a snapshot
+// volctl does not record (deregistered, taken by another tool) had its listed size dropped,
+// and an answer an eighth of it recorded ready
+// (TestRestoreOfAnUnrecordedSnapshotAnsweredSmallerThanItsListedSizeIsRefused).
 //
 // The plugin's controller lock is held from CreateVolume until its answer is recorded or the
 // volume it made is deleted: a concurrent create (another process) answered with the same
 // storage either recorded it before this one looks (refuseSharedStorage then leaves it alone),
 // or sees this one's record; a cleanup never deletes storage another create has just recorded.
-func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, replay bool, listedSource string) error {
+func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, replay bool, listed listedSnapshot) error {
 	if !c.fp.Controller || !c.fp.Capabilities.Controller.CreateDeleteVolume {
 		// Recorded while the plugin had the capability (createVolume checks it), lost since (a
 		// restart): CreateVolume is not sent to a plugin that does not advertise it, and the
@@ -567,14 +578,14 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		if err != nil {
 			return err
 		}
-		req.SnapshotSources = append(recorded, listedSource)
+		req.SnapshotSources = append(recorded, listed.source)
 	}
 	if v.SnapshotID != "" || v.CloneID != "" {
 		size, err := viewOne(ctx, e.store, func(tx *store.Tx) (int64, error) { return sourceSize(tx, v) })
 		if err != nil {
 			return err
 		}
-		req.SourceSize = size
+		req.SourceSize = smallerSize(size, listed.size)
 	}
 	return e.withController(ctx, c, func(ctx context.Context) error {
 		// The volume's lock, held since the intent was read, is checked before CreateVolume is
@@ -594,6 +605,7 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 				snap, found, err := e.findsSnapshot(ctx, c, v.SnapshotID, v.Secrets)
 				if found && snap.ID == v.SnapshotID {
 					req.SnapshotSources = append(req.SnapshotSources, snap.SourceVolumeID)
+					req.SourceSize = smallerSize(req.SourceSize, snap.SizeBytes)
 				}
 				return err
 			}); err != nil {
@@ -787,6 +799,17 @@ func snapshotSources(tx *store.Tx, pluginID, snapshotID string) ([]string, error
 	return sources, nil
 }
 
+// smallerSize is the smaller of two sizes said, a size not said (0 or less) counting for none.
+func smallerSize(a, b int64) int64 {
+	switch {
+	case b <= 0:
+		return max(a, 0)
+	case a <= 0:
+		return b
+	}
+	return min(a, b)
+}
+
 // sourceSize is the size volctl records of what volume v is made from (csi.CreateVolumeRequest's
 // SourceSize): its snapshot's size_bytes, as the plugin or a socket mate answered it, or the
 // capacity of the volume of the plugin it clones; the smallest where records differ, 0 when none
@@ -794,11 +817,7 @@ func snapshotSources(tx *store.Tx, pluginID, snapshotID string) ([]string, error
 // (TestRestoreAnsweredSmallerThanItsSnapshotIsRefused).
 func sourceSize(tx *store.Tx, v store.Volume) (int64, error) {
 	var size int64
-	take := func(n int64) {
-		if n > 0 && (size == 0 || n < size) {
-			size = n
-		}
-	}
+	take := func(n int64) { size = smallerSize(size, n) }
 	switch {
 	case v.SnapshotID != "":
 		mates, err := socketMates(tx, v.PluginID)
