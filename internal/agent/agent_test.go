@@ -93,6 +93,13 @@ func TestMain(m *testing.M) {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		defer stop()
 		os.Exit(serveHostpath(ctx))
+	case "notready":
+		// An in-memory plugin whose Probe answers ready=false, for ever.
+		cfg := csitest.DefaultMemConfig()
+		cfg.Ready = new(bool)
+		os.Exit(serveMem(cfg, func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			return h(ctx, req)
+		}))
 	case "unhealthy":
 		// Answers everything but Probe, which fails: alive, never healthy.
 		faults := csitest.NewFaults()
@@ -127,17 +134,20 @@ func TestMain(m *testing.M) {
 			}
 			return h(ctx, req)
 		}))
-	case "mounts-with-helper":
+	case "mounts-with-helper", "mounts-with-group-helper":
 		// An in-memory plugin that mounts for real (as sickens) and first starts a helper in a
-		// session of its own, which inherits its environment (the instance) and serves no
-		// socket: a FUSE daemon serving the plugin's mounts, say. The helper's pid goes to
-		// child.pid under the root. The plugin crashes (exit 1) once a file named crash exists
-		// under its root; its helper stays.
+		// session of its own (in its own process group, forked without setsid as most programs
+		// fork theirs, for mounts-with-group-helper), which inherits its environment (the
+		// instance) and serves no socket: a FUSE daemon serving the plugin's mounts, say. The
+		// helper's pid goes to child.pid under the root. The plugin crashes (exit 1) once a file
+		// named crash exists under its root; its helper stays.
 		root := os.Getenv(pluginRootEnv)
 		if _, err := os.Stat(filepath.Join(root, "child.pid")); err != nil {
 			helper := exec.Command(os.Args[0], os.Args[1:]...)
 			helper.Env = append(os.Environ(), pluginModeEnv+"=nosocket")
-			helper.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			if os.Getenv(pluginModeEnv) == "mounts-with-helper" {
+				helper.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			}
 			if err := helper.Start(); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)

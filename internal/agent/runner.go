@@ -127,7 +127,13 @@ func (r *runner) loop(ctx context.Context) {
 		switch {
 		case healthy:
 			lastGood, warnedFor, withheld, stuck = now, false, holdNone, false
-			r.settle()
+			if ready || !r.supervised() {
+				// A plugin that answers not ready is still starting: the start-up reconcile
+				// waits for it, up to the health timeout (chance), as for one that does not
+				// answer. Before, any answer let it run, its restores sent to a plugin still
+				// starting (TestNotReadyPluginDoesNotSettleTheStartupRestore).
+				r.settle()
+			}
 			if r.proc != nil && now.Sub(r.proc.started) >= a.s.BackoffMax {
 				bo.Reset()
 			}
@@ -223,11 +229,23 @@ func (r *runner) loop(ctx context.Context) {
 		case <-exited:
 			timer.Stop()
 			// What it forked is still in its group, maybe serving its socket: the agent's to
-			// stop, or the next start would take it for a plugin no agent started.
+			// stop, or the next start would take it for a plugin no agent started. Only while
+			// the plugin has no mounts, counted under the publish lock, as what it left outside
+			// its group: a helper forked without setsid (a FUSE daemon) may serve them, and was
+			// killed with them in use (TestHelperInACrashedPluginsGroupIsKeptUnderMounts).
+			// Kept, it is stopped with the plugin once it has none, as those are (leaveUnder:
+			// it carries the instance too).
 			if rest := r.proc.groupRest(); len(rest) > 0 {
-				a.log.Warn("the plugin's process exited, leaving processes in its group: stopping them", "plugin", id, "pids", rest)
-				if err := r.proc.stop(a.s.StopTimeout); err != nil {
-					a.log.Warn("stopping what an exited plugin left", "plugin", id, "err", err)
+				if why, _, release := r.mountsHeld(ctx); why == "" {
+					a.log.Warn("the plugin's process exited, leaving processes in its group: stopping them", "plugin", id, "pids", rest)
+					if err := r.proc.stop(a.s.StopTimeout); err != nil {
+						a.log.Warn("stopping what an exited plugin left", "plugin", id, "err", err)
+					}
+					release()
+				} else {
+					a.log.Warn(fmt.Sprintf("plugin %q exited, leaving processes in its process group; not stopping them: %s, which they may serve; "+
+						"they are stopped with the plugin once it has no mounts", id, why), "plugin", id, "pids", rest)
+					r.leaveUnder(r.proc.instance)
 				}
 			}
 			// A plugin that daemonised left its group: its daemon, serving the socket, is the
@@ -292,6 +310,9 @@ const maxLeftUnder = 64
 // leaveUnder remembers instance, a process of the plugin that exited under mounts leaving
 // processes outside its group, for stopLeftBy to stop them once the plugin has none.
 func (r *runner) leaveUnder(instance string) {
+	if slices.Contains(r.leftUnder, instance) {
+		return // its group's and what it left outside it, both kept
+	}
 	if len(r.leftUnder) == maxLeftUnder {
 		r.a.log.Warn("no longer looking for what an early process of the plugin left outside its group (too many exits under mounts)",
 			"plugin", r.spec.ID, "instance", r.leftUnder[0])
