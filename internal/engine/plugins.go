@@ -782,14 +782,24 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 			// every 30 s; status; the dashboard) asks the driver's name too, one short RPC, and
 			// one that is not the registered driver shows unhealthy, as on a new socket file,
 			// its fingerprint marked stale so that the next connection refuses it.
+			// A driver that answers Probe but not GetPluginInfo (an error, a hang to the RPC's
+			// bound) is not known to be the registered one: not healthy, and its fingerprint
+			// marked stale as well, so that the next connection asks its name before any volume
+			// RPC. Before, the comparison was skipped, the plugin shown healthy and its
+			// fingerprint reused, volume RPCs sent to whatever answered
+			// (TestProbeOfAHeldSocketWhoseDriverWillNotSayItsNameIsNotHealthy).
+			var ierr error
 			if info, err := c.client.GetPluginInfo(ctx); err == nil {
-				if ierr := checkIdentity(p, &csi.Fingerprint{Provider: info.Name}, c.sockets); ierr != nil {
-					e.mu.Lock()
-					e.retire(c)
-					e.mu.Unlock()
-					replaced = true // its fingerprint is marked stale with the reading, below
-					r.health.Healthy, r.health.Ready, r.health.LastError = false, false, ierr.Error()
-				}
+				ierr = checkIdentity(p, &csi.Fingerprint{Provider: info.Name}, c.sockets)
+			} else if ctx.Err() == nil {
+				ierr = fmt.Errorf("%w: which driver answers on the plugin's socket cannot be told, so the plugin is not taken for %q", err, p.Fingerprint.Provider)
+			}
+			if ierr != nil {
+				e.mu.Lock()
+				e.retire(c)
+				e.mu.Unlock()
+				replaced = true // its fingerprint is marked stale with the reading, below
+				r.health.Healthy, r.health.Ready, r.health.LastError = false, false, ierr.Error()
 			}
 		}
 		if !c.fpRecorded.Load() && !replaced {
