@@ -210,7 +210,7 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 	level := opts.LogLevel
 	var h slog.Handler = slog.NewTextHandler(opts.IO.ErrOut, logOptions(level))
 	if opts.LogFormat == "json" {
-		h = slog.NewJSONHandler(opts.IO.ErrOut, logOptions(level))
+		h = slog.NewJSONHandler(opts.IO.ErrOut, jsonLogOptions(level))
 	}
 	log := slog.New(h)
 	defer outliveLogReader()()

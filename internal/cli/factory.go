@@ -144,6 +144,37 @@ func logOptions(level slog.Level) *slog.HandlerOptions {
 	return &slog.HandlerOptions{Level: level, ReplaceAttr: cutLongWords}
 }
 
+// jsonLogOptions is logOptions for the JSON log: encoding/json escapes C0 controls itself, and
+// leaves C1 (U+009B is a terminal's CSI), bidi overrides and characters that show as nothing
+// raw, which a plugin's text (its driver name, its errors) carries to whoever tails the log on
+// a terminal. A value holding one is written escaped as a terminal line is
+// (spec.EscapeControl); before, `--log-format json` wrote them raw
+// (TestAgentJSONLogEscapesPluginText).
+func jsonLogOptions(level slog.Level) *slog.HandlerOptions {
+	return &slog.HandlerOptions{Level: level, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		a = cutLongWords(groups, a)
+		var s string
+		switch v := a.Value.Any().(type) {
+		case string:
+			s = v
+		case error:
+			s = v.Error()
+		default:
+			return a
+		}
+		if strings.ContainsFunc(s, rawInJSON) {
+			return slog.String(a.Key, spec.EscapeControl(s))
+		}
+		return a
+	}}
+}
+
+// rawInJSON reports a character encoding/json writes as it is that a terminal acts on or shows
+// as nothing: a C1 control, a bidi embedding, override or isolate, an invisible character.
+func rawInJSON(r rune) bool {
+	return r >= 0x7f && r <= 0x9f || spec.IsBidiControl(r) || spec.IsInvisible(r)
+}
+
 // cutLongWords is a log line's message or value with each word past maxEchoedWord cut, as
 // escapeLines cuts an error's: a plugin's ID or a typed one of 10,000 bytes was logged whole.
 func cutLongWords(_ []string, a slog.Attr) slog.Attr {

@@ -521,7 +521,7 @@ func pluginReady(ctx context.Context, c *nomad.Client, plugins map[string]plugin
 		if other := otherPluginIDs(ctx, c, plugins, info); len(other) > 0 {
 			// The same driver under another ID: a job of it run anew would be a second plugin.
 			return fmt.Errorf("volume %q: plugin %q does not run in Nomad at %s, but its driver %q does, as plugin %s: a Nomad volume names its plugin by Nomad's plugin ID, and volctl registers it under volctl's (%q), which Nomad would refuse; make the two agree: run the plugin's job with `csi_plugin { id = %q }` (or register the plugin in volctl under Nomad's ID and the volume with it), then run `%s` again",
-				id, info.PluginID, c.Address, info.Provider, display.Escape(quotedIDs(other)), info.PluginID, info.PluginID, shellquote.Command("volctl nomad register", id))
+				id, info.PluginID, c.Address, info.Provider, quotedIDs(other), info.PluginID, info.PluginID, shellquote.Command("volctl nomad register", id))
 		}
 		return fmt.Errorf("volume %q: plugin %q does not run in Nomad at %s: run its job first (volctl export nomad writes the hostpath plugin's)", id, info.PluginID, c.Address)
 	}
@@ -605,7 +605,7 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		where := "its would_fail"
 		if text {
 			where = "said above"
-			fmt.Fprintf(opts.IO.Out, "Would not register volume %q in Nomad at %s%s (plugin %q, external ID %q)\n", id, c.Address, inNamespace(info.Namespace, to.Namespace), info.PluginID, info.ExternalID)
+			fmt.Fprintf(opts.IO.Out, "Would not register volume %q in Nomad at %s%s (plugin %q, external ID %s)\n", id, c.Address, inNamespace(info.Namespace, to.Namespace), info.PluginID, shownQ(info.ExternalID))
 			fmt.Fprintf(opts.IO.Out, "  but it is handed over to Nomad at %s (namespace %s, region %q) already: it would be refused (take it back from there first: %s)\n",
 				h.Address, h.Namespace, h.Region, h.TakeBackCommands())
 		}
@@ -625,7 +625,7 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	case info.Handover != nil && nomad.OtherCluster(info.Handover.Peers, cl.Peers):
 		err := c.OtherClusterRead(id, to.Namespace, to.Region, info.Handover.Peers, cl.Peers, "the registration would go to another cluster than the one that has the volume, and would be refused")
 		if text {
-			fmt.Fprintf(opts.IO.Out, "Would not register volume %q in Nomad at %s%s (plugin %q, external ID %q)\n", id, c.Address, inNamespace(info.Namespace, to.Namespace), info.PluginID, info.ExternalID)
+			fmt.Fprintf(opts.IO.Out, "Would not register volume %q in Nomad at %s%s (plugin %q, external ID %s)\n", id, c.Address, inNamespace(info.Namespace, to.Namespace), info.PluginID, shownQ(info.ExternalID))
 			fmt.Fprintf(opts.IO.Out, "  but %s\n", display.Escape(c.Hide(err.Error())))
 		}
 		plan := &NomadRegisterPlan{ID: id, NomadAddress: c.Address, NomadNamespace: to.Namespace, WouldFail: []string{"another cluster answers than the one it is handed over to"}}
@@ -647,10 +647,10 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	switch ch := nomad.Changes(have, want); {
 	case len(other) > 0:
 		plan.Action = "another"
-		line = fmt.Sprintf("Would not register volume %q in Nomad at %s%s (plugin %q, external ID %q)", id, c.Address, inNamespace(info.Namespace, to.Namespace), info.PluginID, info.ExternalID)
+		line = fmt.Sprintf("Would not register volume %q in Nomad at %s%s (plugin %q, external ID %s)", id, c.Address, inNamespace(info.Namespace, to.Namespace), info.PluginID, shownQ(info.ExternalID))
 	case !exists:
 		plan.Action = "register"
-		line = fmt.Sprintf("Would register volume %q in Nomad at %s%s (plugin %q, external ID %q)", id, c.Address, inNamespace(info.Namespace, to.Namespace), info.PluginID, info.ExternalID)
+		line = fmt.Sprintf("Would register volume %q in Nomad at %s%s (plugin %q, external ID %s)", id, c.Address, inNamespace(info.Namespace, to.Namespace), info.PluginID, shownQ(info.ExternalID))
 	case len(ch) == 0:
 		plan.Action = "none"
 		line = fmt.Sprintf("Volume %q is registered in Nomad at %s: nothing would change (secrets are not compared)", id, c.Address)

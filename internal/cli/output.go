@@ -655,14 +655,21 @@ func escapeLines(s string) string { return spec.EscapeLines(spec.CutWords(s, max
 // byte), and any path a user means to read.
 const maxEchoedWord = 1024
 
-// quotedIDs lists IDs quoted, comma-separated: "a", "b".
+// quotedIDs lists IDs quoted, comma-separated: "a", "b", each as shownQ quotes it.
 func quotedIDs(ids []string) string {
 	q := make([]string, len(ids))
 	for i, id := range ids {
-		q[i] = strconv.Quote(id)
+		q[i] = shownQ(id)
 	}
 	return strings.Join(q, ", ")
 }
+
+// shownQ is s quoted as %q quotes it, with what %q leaves raw and a terminal shows as nothing
+// (a combining grapheme joiner, a variation selector, a Hangul filler: spec.IsInvisible) escaped
+// too, as display.Escape shows it: for a plugin's IDs in a line that words them. Before, a
+// snapshot ID "snap-1\u034f" printed by `snapshot create` read as "snap-1", which `snapshot
+// list` shows escaped (TestSnapshotCreateLineEscapesAnInvisibleID).
+func shownQ(s string) string { return display.Escape(strconv.Quote(s)) }
 
 // writeJQ prints each result of the --jq filter on its own line: a string as it is, anything
 // else as compact JSON, as gh and jq -r do.

@@ -126,7 +126,7 @@ func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) error {
 	if opts.Exporter.Enabled() {
 		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, s), "snapshot %q (ID %q) of volume %q %s", s.Name, s.ID, s.SourceVolumeID, did)
 	}
-	line := fmt.Sprintf("Snapshot %q of volume %q %s (name %q, %s", s.ID, s.SourceVolumeID, verb, s.Name, sizeOrUnknown(s.SizeBytes))
+	line := fmt.Sprintf("Snapshot %s of volume %q %s (name %q, %s", shownQ(s.ID), s.SourceVolumeID, verb, s.Name, sizeOrUnknown(s.SizeBytes))
 	if outcome == engine.Unchanged && !s.CreatedAt.IsZero() {
 		line += ", taken " + age(now, s.CreatedAt) + " ago"
 	}

@@ -280,7 +280,7 @@ func volumeSubmittedLine(verb spec.Verb, v engine.VolumeInfo, outcome engine.Sub
 	case engine.Expanded, engine.Sized, engine.Measured:
 		what = "exists; " + grownWords[outcome]
 	}
-	line := fmt.Sprintf("Volume %q %s (external ID %q", v.ID, what, v.ExternalID)
+	line := fmt.Sprintf("Volume %q %s (external ID %s", v.ID, what, shownQ(v.ExternalID))
 	if c := bytesIEC(v.CapacityBytes); c != "" {
 		line += ", " + c
 	}

@@ -1096,13 +1096,25 @@ func refuseNearSnapshotDelete(tx *store.Tx, pluginID, snapshotID string) error {
 	if err != nil || near.SnapshotID == "" {
 		return err
 	}
+	what := fmt.Sprintf("snapshot %+q of plugin %q differs only in case, Unicode normalisation (compatibility forms too), invisible characters or surrounding white space from snapshot %+q (name %q, volume %q) that volctl records through plugin %q: "+
+		"a plugin that reads IDs so (a case-insensitive backend, one that trims or normalises the IDs it is sent) takes DeleteSnapshot of it for that snapshot, so nothing was sent. ",
+		spec.Cut(snapshotID, 256), pluginID, spec.Cut(near.SnapshotID, 256), near.Name, near.SourceVolumeID, near.PluginID)
+	if _, err := tx.Snapshots().Get(pluginID, snapshotID); errors.Is(err, store.ErrNotFound) {
+		// Not recorded: no deregister can forget it (it fails, "no record of it"). Before, the
+		// advice named one all the same (TestNearSnapshotDeleteOfAnUnrecordedIDAdvisesACommandThatWorks).
+		return conflictf("%s"+
+			"volctl records no snapshot %+q of plugin %q: if you meant snapshot %+q, delete it by that ID (`%s`); if the plugin is case-sensitive and holds %+q as a snapshot of its own, "+
+			"delete it with the storage provider's tools (volctl sends no such DeleteSnapshot: on a backend that folds IDs, that deletes snapshot %+q)",
+			what, spec.Cut(snapshotID, 256), pluginID, spec.Cut(near.SnapshotID, 256), shellquote.Command("volctl volume snapshot delete", near.PluginID, near.SnapshotID),
+			spec.Cut(snapshotID, 256), spec.Cut(near.SnapshotID, 256))
+	} else if err != nil {
+		return err
+	}
 	deregister := shellquote.Command("volctl volume snapshot deregister", pluginID, snapshotID)
-	return conflictf("snapshot %+q of plugin %q differs only in case, Unicode normalisation (compatibility forms too), invisible characters or surrounding white space from snapshot %+q (name %q, volume %q) that volctl records through plugin %q: "+
-		"a plugin that reads IDs so (a case-insensitive backend, one that trims or normalises the IDs it is sent) takes DeleteSnapshot of it for that snapshot, so nothing was sent. "+
+	return conflictf("%s"+
 		"If they are one snapshot, `%s` forgets %+q and leaves the snapshot to the other record; if the plugin is case-sensitive and holds them as two snapshots, "+
 		"`%s` and delete %+q with the storage provider's tools (volctl sends no such DeleteSnapshot: on a backend that folds IDs, that deletes snapshot %+q)",
-		spec.Cut(snapshotID, 256), pluginID, spec.Cut(near.SnapshotID, 256), near.Name, near.SourceVolumeID, near.PluginID,
-		deregister, spec.Cut(snapshotID, 256), deregister, spec.Cut(snapshotID, 256), spec.Cut(near.SnapshotID, 256))
+		what, deregister, spec.Cut(snapshotID, 256), deregister, spec.Cut(snapshotID, 256), spec.Cut(near.SnapshotID, 256))
 }
 
 // notMatesSnapshot refuses a delete through pluginID of a snapshot it does not record that
