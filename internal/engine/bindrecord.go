@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"sync"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
@@ -13,7 +14,7 @@ import (
 )
 
 // A claim records the mount each of its volume_mount binds made (store.BindMounts), in the
-// boot it made it in: a bind of another claim's, moved to this claim's destination with a
+// boot and the mount namespace it made it in: a bind of another claim's, moved to this claim's destination with a
 // directory above it (renamed by whoever owns it), is a mount of the same volume, maybe in the
 // same mode, at the destination's path, and nothing else tells it from the claim's own. bind
 // refuses it as not this claim's where it would have handed it out (notThisBind), and unbind
@@ -43,15 +44,33 @@ func sameBindMount(a, b store.BindMount) bool {
 	return a.ID == b.ID
 }
 
-// recordedBind is the mount cl records its bind at destination made in this boot; ok is false
+// mountNS is the mount namespace this process runs in, the inode of /proc/self/ns/mnt; 0 when it
+// cannot be read.
+var mountNS = sync.OnceValue(func() uint64 {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/mnt", &st); err != nil {
+		return 0
+	}
+	return st.Ino
+})
+
+// ofHere reports whether record r was made in this boot and this mount namespace: a mount's IDs
+// are the kernel's for one boot, and a volctl in another namespace sharing the mounts' peer
+// groups (mountns.go) sees each as a copy with IDs of its own. Such a volctl reads no record and
+// writes none (noteBind), acting as before the record was kept; before, it took the claim's
+// own bind for another's (TestBindSeenFromASharedNamespaceIsTheClaimsOwn).
+func ofHere(r *store.BindMounts) bool {
+	return r != nil && r.Boot != "" && r.Boot == bootID() && r.MountNS != 0 && r.MountNS == mountNS()
+}
+
+// recordedBind is the mount cl records its bind at destination made, here (ofHere); ok is false
 // when it records none (a claim recorded by a volctl before schema version 29, a bind not made
-// yet, a record of another boot, whose mounts are gone).
+// yet, a record of another boot, whose mounts are gone, or of another mount namespace).
 func recordedBind(cl *store.Claim, destination string) (m store.BindMount, ok bool) {
-	r := cl.BindMounts
-	if r == nil || r.Boot == "" || r.Boot != bootID() {
+	if !ofHere(cl.BindMounts) {
 		return store.BindMount{}, false
 	}
-	m, ok = r.At[filepath.Clean(destination)]
+	m, ok = cl.BindMounts.At[filepath.Clean(destination)]
 	return m, ok
 }
 
@@ -59,9 +78,12 @@ func recordedBind(cl *store.Claim, destination string) (m store.BindMount, ok bo
 // changed the record. The record is copied, not changed in place: other copies of the claim
 // share its map.
 func noteBind(cl *store.Claim, destination string, m store.BindMount) bool {
-	boot := bootID()
-	if boot == "" {
-		return false // no boot to tie a mount's ID to
+	boot, ns := bootID(), mountNS()
+	if boot == "" || ns == 0 {
+		return false // no boot or namespace to tie a mount's ID to
+	}
+	if r := cl.BindMounts; r != nil && r.Boot == boot && !ofHere(r) {
+		return false // another namespace's, this boot: left to it
 	}
 	d := filepath.Clean(destination)
 	old, had := recordedBind(cl, d)
@@ -72,8 +94,8 @@ func noteBind(cl *store.Claim, destination string, m store.BindMount) bool {
 	} else if had && old == m {
 		return false
 	}
-	r := &store.BindMounts{Boot: boot, At: map[string]store.BindMount{}}
-	if cl.BindMounts != nil && cl.BindMounts.Boot == boot {
+	r := &store.BindMounts{Boot: boot, MountNS: ns, At: map[string]store.BindMount{}}
+	if ofHere(cl.BindMounts) {
 		maps.Copy(r.At, cl.BindMounts.At)
 	}
 	if (m == store.BindMount{}) {

@@ -672,12 +672,15 @@ func (e *Engine) movedBinds(ctx context.Context, cl *store.Claim) error {
 	}
 	// A bind the claim records making is its own wherever it is found, at another claim's
 	// destination too: before the record, one moved to where another claim of the volume
-	// names was taken for that claim's, and left bound past this claim's release.
+	// names was taken for that claim's, and left bound past this claim's release. Still a mount
+	// of the volume, outside the state dir: before Linux 6.8 the record holds only the table's
+	// ID, which the next mount made may be given once the bind is gone
+	// (TestReusedMountIDOfAnotherMountIsNotTakenForTheClaimsBind).
 	recorded := recordedElsewhere(cl, mounts)
 	var moved []string
 	for _, m := range mounts {
-		if recorded[m.ID] || ofVolume(m) && names[filepath.Base(m.Mountpoint)] &&
-			m.Mountpoint != e.cfg.StateDir && !under(m.Mountpoint, e.cfg.StateDir) && bound[m.Mountpoint] == "" && !copied(m) {
+		if ofVolume(m) && m.Mountpoint != e.cfg.StateDir && !under(m.Mountpoint, e.cfg.StateDir) &&
+			(recorded[m.ID] || names[filepath.Base(m.Mountpoint)] && bound[m.Mountpoint] == "" && !copied(m)) {
 			moved = append(moved, m.Mountpoint)
 		}
 	}

@@ -272,7 +272,8 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 			return fail(lost)
 		}
 		if err != nil {
-			if csi.IsRetryable(err) || csi.IsTimeout(err) || csi.IsAnswerUnread(err) || earlier || replayed || ctx.Err() != nil {
+			again := replayed && v.ExpandMin == size && v.ExpandMax == limit // the pending one itself, sent again
+			if csi.IsRetryable(err) || csi.IsTimeout(err) || csi.IsAnswerUnread(err) || earlier || again || ctx.Err() != nil {
 				// The plugin may have expanded the storage without volctl reading the answer:
 				// the expansion stays pending, and the error says how to learn it (the RPC is
 				// idempotent). A refusal of one sent again, in this command or a later one
@@ -286,6 +287,13 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 				own := fmt.Sprintf("expansion answer not read (to %s): ", spec.FormatSize(size))
 				e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume,
 					Code: csi.CodeOf(err).String(), Message: own + err.Error()}, own)
+			} else if replayed {
+				// Refused, and it was not the pending one (another size or limit, written over
+				// it above): this request did nothing, and the earlier one, whose answer was
+				// lost, stays pending as it was. Before, the refused size stayed pending in its
+				// place, sent again by every reconcile and refused every time, the lost one
+				// forgotten (TestRefusedExpandBesideAPendingOneKeepsThePendingOne).
+				err = e.keepEarlierExpansion(ctx, v, err)
 			} else {
 				e.expansionAnswered(ctx, v.ID) // refused: the plugin did nothing
 			}
@@ -1067,6 +1075,18 @@ func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, c
 // refusal, which says it did nothing (the answers it took are recorded with their size in the
 // same commit, expandLocked). Failing to clear it leaves it for reconcile, which sends the RPC
 // again: the plugin refuses it again, or answers it, and either is recorded then.
+// keepEarlierExpansion puts back v's pending expansion, which a refused request for another size
+// or limit wrote over (its intent), and says so with cause, the refusal.
+func (e *Engine) keepEarlierExpansion(ctx context.Context, v store.Volume, cause error) error {
+	if err := e.store.Update(context.WithoutCancel(ctx), e.locks.holding(v.ID, func(tx *store.Tx) error {
+		return tx.Volumes().SetExpansionIntent(v.ID, v.ExpandMin, v.ExpandMax)
+	})); err != nil {
+		return errors.Join(cause, fmt.Errorf("putting back volume %q's pending expansion to %s: %w", v.ID, spec.FormatSize(v.ExpandMin), err))
+	}
+	return fmt.Errorf("%w (volume %q's earlier expansion to %s, whose answer was lost, stays pending: the plugin may have grown it; `volctl reconcile` sends it again, "+
+		"and the plugin answers with the size it has)", cause, v.ID, spec.FormatSize(v.ExpandMin))
+}
+
 func (e *Engine) expansionAnswered(ctx context.Context, volumeID string) {
 	if err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		return tx.Volumes().SetExpansionIntent(volumeID, 0, 0)

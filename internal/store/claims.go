@@ -90,8 +90,12 @@ type Claim struct {
 // the claim did not record it), by destination, in the boot named: a mount's ID is the kernel's
 // for that boot only. Column bind_mounts (0029).
 type BindMounts struct {
-	Boot string               `json:"boot"`
-	At   map[string]BindMount `json:"at"`
+	Boot string `json:"boot"`
+	// MountNS is the mount namespace the binds were made or found in (the inode of
+	// /proc/self/ns/mnt): seen from another, sharing its mounts' peer groups, each mount is a
+	// copy with an ID of its own.
+	MountNS uint64               `json:"mntns"`
+	At      map[string]BindMount `json:"at"`
 }
 
 // BindMount is one bind's mount: its ID in the mount table (reused once it is unmounted), and
