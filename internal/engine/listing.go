@@ -471,10 +471,17 @@ func (e *Engine) listsPublished(ctx context.Context, c *conn, externalID, nodeID
 // another volume ID, or OK with no volume, is no answer (err), as for listsPublished when it
 // says not published: that is another volume's state, which must not refuse this volume's
 // delete. err says the check failed or did not end: volctl could not check.
+//
+// The node IDs are told apart with a set: a plugin listing a volume on 400,000 distinct nodes
+// (3.6 MB, under gRPC's bound) had them compared each with all before it, minutes of one core
+// past ListCheck's bound under the plugin's controller lock
+// (TestDeleteCheckOfAVolumeListedOnManyNodesIsBounded).
 func (e *Engine) publishedNodes(ctx context.Context, c *conn, externalID string) (nodes []string, err error) {
+	seen := map[string]bool{}
 	add := func(ids []string) {
 		for _, n := range ids {
-			if n != "" && !slices.Contains(nodes, n) {
+			if n != "" && !seen[n] {
+				seen[n] = true
 				nodes = append(nodes, n)
 			}
 		}
