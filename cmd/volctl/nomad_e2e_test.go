@@ -490,6 +490,16 @@ func (w *nomadWorld) readFile(name string) string {
 // volctl runs volctl and fails the test unless it exits with code; it returns stdout and stderr.
 func (w *nomadWorld) volctl(code int, args ...string) string {
 	w.t.Helper()
+	got, out := w.volctlExit(args...)
+	if got != code {
+		w.t.Fatalf("volctl %s: exit %d, want %d\n%s", strings.Join(args, " "), got, code, out)
+	}
+	return out
+}
+
+// volctlExit runs volctl and returns its exit code, and its stdout and stderr.
+func (w *nomadWorld) volctlExit(args ...string) (int, string) {
+	w.t.Helper()
 	cmd := exec.CommandContext(w.ctx, "volctl", args...)
 	cmd.Env = append(append(os.Environ(), "VOLCTL_STATE_DIR="+w.state, "NOMAD_ADDR="+w.nomadAddr, "NO_COLOR=1"), w.env...)
 	var stdout, stderr bytes.Buffer
@@ -501,10 +511,7 @@ func (w *nomadWorld) volctl(code int, args ...string) string {
 	} else if err != nil {
 		w.t.Fatalf("volctl %s: %v", strings.Join(args, " "), err)
 	}
-	if got != code {
-		w.t.Fatalf("volctl %s: exit %d, want %d\n%s%s", strings.Join(args, " "), got, code, stdout.String(), stderr.String())
-	}
-	return stdout.String() + stderr.String()
+	return got, stdout.String() + stderr.String()
 }
 
 func (w *nomadWorld) nomadCmd(args ...string) *exec.Cmd {

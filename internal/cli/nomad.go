@@ -678,6 +678,13 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 			fmt.Fprintf(opts.IO.Out, "  but "+format+"\n", args...)
 		}
 	}
+	if !exists && c.NamespaceMissing(ctx, to.Namespace, to.Region) {
+		// Nomad answers a volume's read in a namespace it lacks with a plain 404, as for a
+		// volume it lacks; its registration there is refused. Before, the plan said "Would
+		// register" and exited 0 (TestDryRunInANamespaceNomadLacksSaysItWouldFail).
+		but("Nomad has no namespace "+to.Namespace, "Nomad has no namespace %s: it would be refused (`%s` makes it, or name another with NOMAD_NAMESPACE or the spec's namespace)",
+			display.Escape(to.Namespace), shellquote.Command("nomad namespace apply", to.Namespace))
+	}
 	r := nomad.Refused(have, want)
 	if exists && len(other) == 0 && slices.Contains(r, "capacity_max") {
 		r = slices.DeleteFunc(r, func(f string) bool { return f == "capacity_max" })
@@ -1543,6 +1550,15 @@ func handoverNote(s NomadVolumeStatus) string {
 		return display.Escape(fmt.Sprintf("volume %q is marked handed over to %s, but Nomad at %s says it has no volume %q in namespace %s at index %d, from a state before the one it answered its registration from (index %d): "+
 			"not its word on it (another server or cluster answers at NOMAD_ADDR, or one restored from an older snapshot), and `%s` refuses to take it back on it: see `%s` on the cluster it was handed over to",
 			s.ID, h.Where(), s.NomadAddress, s.ID, s.NomadNamespace, s.notFoundIndex, h.Index, shellquote.Command("volctl nomad release", s.ID), h.NomadCommand("volume status", s.ID)))
+	case s.Nomad == nil && s.Error == "" && len(s.Twins) > 0:
+		// Nomad has its storage as another volume (twinsNote warns of it): release and register
+		// both refuse it while it does, so neither is advised until that one is gone. Before,
+		// the note said each of them works (TestStatusNoteOfATwinAdvisesNoCommandThatIsRefused).
+		t := s.Twins[0]
+		return display.Escape(fmt.Sprintf("volume %q is marked handed over to %s, but Nomad has no volume %q in namespace %s: it was deregistered there since, and Nomad has its storage as volume %q in namespace %s, "+
+			"so `%s` and `%s` refuse it: once that volume is no one's (`%s`), either takes it back or hands it over again",
+			s.ID, h.Where(), s.ID, s.NomadNamespace, t.ID, t.Namespace, shellquote.Command("volctl nomad release", s.ID), shellquote.Command("volctl nomad register", s.ID),
+			engine.HandoverInfo{Namespace: t.Namespace, Region: h.Region}.NomadCommand("volume deregister", t.ID)))
 	case s.Nomad == nil && s.Error == "":
 		return display.Escape(fmt.Sprintf("volume %q is marked handed over to %s, but Nomad has no volume %q in namespace %s: it was deregistered there since (`nomad volume deregister`, or another tool); `%s` takes it back, or `%s` hands it over again",
 			s.ID, h.Where(), s.ID, s.NomadNamespace, shellquote.Command("volctl nomad release", s.ID), shellquote.Command("volctl nomad register", s.ID)))

@@ -1480,6 +1480,21 @@ func (c *Client) Volume(ctx context.Context, id, namespace string) (VolumeState,
 	return c.VolumeIn(ctx, id, c.namespaceFor(spec.Volume{Namespace: namespace}), c.Region)
 }
 
+// NamespaceMissing reports whether Nomad, asked itself (its answer carries its index), says it
+// has no namespace ns in region: a registration there is refused ("nonexistent namespace").
+// Any other answer (the namespace, a token not allowed to read it, an error) says false: the
+// registration says what Nomad makes of it.
+func (c *Client) NamespaceMissing(ctx context.Context, ns, region string) bool {
+	if ns == "" || ns == "default" {
+		return false // Nomad's own, which it never lacks
+	}
+	rctx, a, cancel := c.request(ctx)
+	defer cancel()
+	var got api.Namespace
+	_, err := c.api.Raw().Query(apiPath("/v1/namespace/", ns), &got, (&api.QueryOptions{Region: region}).WithContext(rctx))
+	return err != nil && isNotFound(err) && a.fromNomad
+}
+
 // VolumeIn is Volume in exactly the namespace and region given (an empty region is the
 // agent's own), whatever NOMAD_NAMESPACE and NOMAD_REGION say: where a volume was handed over.
 func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeState, error) {
