@@ -121,7 +121,7 @@ func createdVolume(r CreateVolumeRequest, resp *csipb.CreateVolumeResponse) (Vol
 		if r.SnapshotID != "" {
 			rule = "the CSI spec: a volume restored from a snapshot MUST NOT be smaller than it"
 		}
-		return v, fmt.Errorf("%s: the plugin created volume %q from %s with %s, smaller than the %s volctl records of its source, which it cannot hold (%s)",
+		return v, fmt.Errorf("%s: the plugin created volume %q from %s with %s, smaller than the %s its source has (as volctl records it, or the plugin lists it), which it cannot hold (%s)",
 			RPCCreateVolume, v.ID, describeSource(r.SnapshotID, r.CloneID), bytesNamed(v.CapacityBytes), bytesNamed(r.SourceSize), rule)
 	}
 	if r.CapacityMax > 0 && v.CapacityBytes > r.CapacityMax {

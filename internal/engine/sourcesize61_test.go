@@ -33,7 +33,7 @@ func madeSmallerThanItsSource(t *testing.T, h *harness, sv spec.Volume, source s
 	if err == nil {
 		t.Fatalf("%s (8 MiB recorded) answered OK with a volume of 1 MiB: recorded %s at %d bytes, no error", source, v.State, v.CapacityBytes)
 	}
-	for _, want := range []string{"with 1MiB", "the 8MiB volctl records of its source", "deleted that volume again"} {
+	for _, want := range []string{"with 1MiB", "the 8MiB its source has", "deleted that volume again"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the refusal does not say %q: %v", want, err)
 		}
