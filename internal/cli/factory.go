@@ -153,16 +153,7 @@ func logOptions(level slog.Level) *slog.HandlerOptions {
 func jsonLogOptions(level slog.Level) *slog.HandlerOptions {
 	return &slog.HandlerOptions{Level: level, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 		a = cutLongWords(groups, a)
-		var s string
-		switch v := a.Value.Any().(type) {
-		case string:
-			s = v
-		case error:
-			s = v.Error()
-		default:
-			return a
-		}
-		if strings.ContainsFunc(s, rawInJSON) {
+		if s, ok := attrText(a); ok && strings.ContainsFunc(s, rawInJSON) {
 			return slog.String(a.Key, spec.EscapeControl(s))
 		}
 		return a
@@ -178,19 +169,23 @@ func rawInJSON(r rune) bool {
 // cutLongWords is a log line's message or value with each word past maxEchoedWord cut, as
 // escapeLines cuts an error's: a plugin's ID or a typed one of 10,000 bytes was logged whole.
 func cutLongWords(_ []string, a slog.Attr) slog.Attr {
-	var s string
-	switch v := a.Value.Any().(type) {
-	case string:
-		s = v
-	case error:
-		s = v.Error()
-	default:
-		return a
-	}
-	if cut := spec.CutWords(s, maxEchoedWord); cut != s {
-		return slog.String(a.Key, cut)
+	if s, ok := attrText(a); ok {
+		if cut := spec.CutWords(s, maxEchoedWord); cut != s {
+			return slog.String(a.Key, cut)
+		}
 	}
 	return a
+}
+
+// attrText is a log attribute's text when it is a string or an error; ok is false otherwise.
+func attrText(a slog.Attr) (string, bool) {
+	switch v := a.Value.Any().(type) {
+	case string:
+		return v, true
+	case error:
+		return v.Error(), true
+	}
+	return "", false
 }
 
 // Engine opens the engine on the state dir once per process; Close closes it.

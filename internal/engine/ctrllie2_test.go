@@ -79,9 +79,9 @@ func TestDeleteRefusedWhileAnotherVolumeRecordsTheStorage(t *testing.T) {
 	}
 }
 
-// reconcileAsDeleting marks volume id deleting, as a delete begun before leaves it, and runs a
-// reconcile pass, which finishes such a delete unless something refuses it.
-func (h *harness) reconcileAsDeleting(id string) {
+// markDeleting records volume id as an interrupted delete (state deleting, DeleteVolume's
+// answer never recorded), as a kill mid-delete leaves it for reconcile.
+func (h *harness) markDeleting(id string) {
 	h.t.Helper()
 	h.update(func(tx *store.Tx) error {
 		v, err := tx.Volumes().Get(id)
@@ -91,6 +91,13 @@ func (h *harness) reconcileAsDeleting(id string) {
 		v.State = store.VolumeDeleting
 		return tx.Volumes().Update(&v)
 	})
+}
+
+// reconcileAsDeleting marks volume id deleting, as a delete begun before leaves it, and runs a
+// reconcile pass, which finishes such a delete unless something refuses it.
+func (h *harness) reconcileAsDeleting(id string) {
+	h.t.Helper()
+	h.markDeleting(id)
 	if _, err := h.e.Reconcile(h.ctx); err != nil {
 		h.t.Logf("reconcile: %v", err)
 	}

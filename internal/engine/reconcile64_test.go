@@ -10,22 +10,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
-	"github.com/volctl/volctl/internal/store"
 )
-
-// markDeleting records volume id as an interrupted delete (state deleting, DeleteVolume's
-// answer never recorded), as a kill mid-delete leaves it for reconcile.
-func markDeleting(h *harness, id string) {
-	h.t.Helper()
-	h.update(func(tx *store.Tx) error {
-		v, err := tx.Volumes().Get(id)
-		if err != nil {
-			return err
-		}
-		v.State = store.VolumeDeleting
-		return tx.Volumes().Update(&v)
-	})
-}
 
 // manyNodes are n distinct short node IDs, as many as fit a ListVolumes answer under gRPC's
 // 4 MiB: a hostile plugin listing a volume published to hundreds of thousands of nodes.
@@ -51,7 +36,7 @@ func TestDeleteCheckOfAVolumeListedOnManyNodesIsBounded(t *testing.T) {
 	h := newHarness(t, nil)
 	h.open(Config{ListCheck: 2 * time.Second, Timeouts: contentTimeouts})
 	ext := h.create(volume("v")).ExternalID
-	markDeleting(h, "v")
+	h.markDeleting("v")
 	nodes := manyNodes(150_000)
 	h.faults.Inject(csi.RPCListVolumes, csitest.Fault{Answer: func(m proto.Message) {
 		for _, en := range m.(*csipb.ListVolumesResponse).GetEntries() {

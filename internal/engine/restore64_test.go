@@ -1,8 +1,7 @@
 package engine
 
 import (
-	"errors"
-	"strings"
+	"fmt"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -50,22 +49,7 @@ func TestRestoreOfAnUnrecordedSnapshotAnsweredSmallerThanItsListedSizeIsRefused(
 	sv := volume("restored")
 	sv.CapacityMin = 0 // as large as the snapshot: the plugin's to choose
 	sv.SnapshotID = s.ID
-	before := len(h.mem.Volumes())
-	answerCreateVolumeAt(h, 1*mib)
-	v, err := h.e.CreateVolume(h.ctx, sv)
-	if err == nil {
-		t.Fatalf("restore from snapshot %s, which the plugin lists at 8 MiB, answered OK with a volume of 1 MiB: recorded %s at %d bytes, no error; "+
-			"want it refused as a restore smaller than its snapshot (as when volctl records the snapshot)", s.ID, v.State, v.CapacityBytes)
-	}
-	if !strings.Contains(err.Error(), "1MiB") || !strings.Contains(err.Error(), "8MiB") {
-		t.Errorf("the refusal does not name both sizes: %v", err)
-	}
-	if _, gerr := h.e.Volume(h.ctx, sv.ID); !errors.Is(gerr, ErrNotFound) {
-		t.Errorf("volume %q after the refused restore: %v; want no record", sv.ID, gerr)
-	}
-	if n := len(h.mem.Volumes()); n != before {
-		t.Errorf("the plugin holds %d volumes after the refused restore, %d before: the truncated volume was not deleted again", n, before)
-	}
+	madeSmallerThanItsSource(t, h, sv, fmt.Sprintf("restore from snapshot %s, which the plugin lists at 8 MiB", s.ID))
 }
 
 // An expansion left pending (ControllerExpandVolume sent, the plugin grew the storage, its

@@ -22,7 +22,8 @@ func answerCreateVolumeAt(h *harness, n int64) {
 	}})
 }
 
-// madeSmallerThanItsSource creates sv, whose source volctl records at 8 MiB, answered at 1 MiB,
+// madeSmallerThanItsSource creates sv, whose source volctl records (or the plugin lists) at 8
+// MiB, answered at 1 MiB,
 // and checks that the create is refused, saying both sizes, nothing recorded, and the volume the
 // plugin made deleted again, as one below capacity_min is.
 func madeSmallerThanItsSource(t *testing.T, h *harness, sv spec.Volume, source string) {
@@ -31,7 +32,7 @@ func madeSmallerThanItsSource(t *testing.T, h *harness, sv spec.Volume, source s
 	answerCreateVolumeAt(h, 1*mib)
 	v, err := h.e.CreateVolume(h.ctx, sv)
 	if err == nil {
-		t.Fatalf("%s (8 MiB recorded) answered OK with a volume of 1 MiB: recorded %s at %d bytes, no error", source, v.State, v.CapacityBytes)
+		t.Fatalf("%s (8 MiB) answered OK with a volume of 1 MiB: recorded %s at %d bytes, no error", source, v.State, v.CapacityBytes)
 	}
 	for _, want := range []string{"with 1MiB", "the 8MiB its source has", "deleted that volume again"} {
 		if !strings.Contains(err.Error(), want) {
