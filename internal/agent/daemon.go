@@ -278,7 +278,9 @@ var errNoDaemon = errors.New("no daemon")
 
 // daemonOf looks, once the plugin's process p exited, for the daemon it left serving the
 // socket: a live process outside p's group that descends from an orphan re-parented to the
-// agent (a subreaper), and is no other plugin's process. A process that exited 0 gets up to wait
+// agent (a subreaper), and is no other plugin's process; or one in p's group with its instance,
+// which the exit kept running because the plugin has mounts (in the group, it is otherwise
+// stopped before this is asked). A process that exited 0 gets up to wait
 // for its daemon to serve the socket (a daemon binds after its parent exits), and longer, up to
 // patience, while a process it left with its instance in the environment runs (pluginLeft: a
 // daemon still starting, on a slow or loaded machine); one that failed is looked at once. It
@@ -304,8 +306,10 @@ func daemonOf(ctx context.Context, p *process, socket string, wait, patience tim
 			pgrp, live := procGroup(pid)
 			switch {
 			case !live:
-			case pgrp == p.group() || pgrp == syscall.Getpgrp():
-				return nil, errNoDaemon // in the plugin's group: stopped with it (groupRest)
+			case pgrp == syscall.Getpgrp():
+				return nil, errNoDaemon // the agent's own group
+			case pgrp == p.group() && !hasInstance(pid, p.instance):
+				return nil, errNoDaemon // in the plugin's group, not its: stopped with it (groupRest)
 			case others(pid, pgrp):
 				return nil, fmt.Errorf("socket %s is served by pid %d, which the agent supervises as another plugin", spec.QuoteName(socket), pid)
 			case !orphanOfAgent(pid) && !hasInstance(pid, p.instance):

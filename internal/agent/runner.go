@@ -249,7 +249,10 @@ func (r *runner) loop(ctx context.Context) {
 				}
 			}
 			// A plugin that daemonised left its group: its daemon, serving the socket, is the
-			// plugin from now on.
+			// plugin from now on. So is what it left serving the socket in its group, kept above
+			// under mounts: before, the restart found the socket live and took the agent's own
+			// plugin for one no agent started, never to be stopped or restarted again
+			// (TestCrashedPluginsKeptGroupChildIsFollowedAsThePlugin).
 			if r.followDaemon(ctx) {
 				lastGood = a.now()
 				continue
@@ -270,7 +273,7 @@ func (r *runner) loop(ctx context.Context) {
 			if why, _, release := r.mountsHeld(ctx); why == "" {
 				a.stopLeftBy(r, r.proc)
 				release()
-			} else if left := leftBy(r.proc.instance, false); len(left) > 0 {
+			} else if left := outsideGroup(leftBy(r.proc.instance, false), r.proc.group()); len(left) > 0 {
 				a.log.Warn(fmt.Sprintf("plugin %q exited, leaving processes outside its process group; not stopping them: %s, which they may serve; "+
 					"they are stopped with the plugin once it has no mounts", id, why),
 					"plugin", id, "pids", left)
@@ -411,11 +414,24 @@ func (r *runner) followDaemon(ctx context.Context) bool {
 	}
 	msg := fmt.Sprintf("plugin %q daemonised: its process (pid %d) exited (%s), leaving pid %d serving %s outside its process group; supervising pid %d as the plugin",
 		id, r.proc.pid, r.proc.exitStatus(), d.pid, socket, d.pid)
+	if d.group() == r.proc.group() {
+		msg = fmt.Sprintf("plugin %q exited (%s) under mounts, leaving pid %d of its process group serving %s, kept as the mounts may need it; supervising pid %d as the plugin",
+			id, r.proc.exitStatus(), d.pid, socket, d.pid)
+	}
 	a.log.Info(msg, "plugin", id, "pid", d.pid)
 	a.e.PluginEvent(ctx, id, "plugin-daemon", msg)
 	r.proc = d
 	r.publish()
 	return true
+}
+
+// outsideGroup is pids without those in process group pgrp: what leftBy found that is not
+// already kept with the group (said once, as the group's).
+func outsideGroup(pids []int, pgrp int) []int {
+	return slices.DeleteFunc(pids, func(pid int) bool {
+		g, live := procGroup(pid)
+		return live && g == pgrp
+	})
 }
 
 // supervisedElsewhere returns whether a pid, or its process group, is the process another
