@@ -110,6 +110,27 @@ func noteBind(cl *store.Claim, destination string, m store.BindMount) bool {
 	return true
 }
 
+// forgetBindAt drops, in cl (not yet in the store), what its record of this boot says of a bind
+// at destination, about to be bound again, and reports whether it dropped anything. A record of
+// another mount namespace is dropped whole: a volctl there would take the bind made here for
+// another's by the entry it keeps (its copy there a new mount), and nothing here can say which
+// of its other entries still hold (TestRebindFromASharedNamespaceLeavesNoStaleRecord). That
+// claim's binds are then told as before the record, until they are bound again.
+func forgetBindAt(cl *store.Claim, destination string) bool {
+	r := cl.BindMounts
+	if r == nil || r.Boot == "" || r.Boot != bootID() {
+		return false // another boot's, read by no one
+	}
+	if _, ok := r.At[filepath.Clean(destination)]; !ok {
+		return false
+	}
+	if ofHere(r) {
+		return noteBind(cl, destination, store.BindMount{})
+	}
+	cl.BindMounts = nil
+	return true
+}
+
 // saveBindMounts writes cl's record of its binds' mounts, alone. It is progress (a reboot
 // undoes the mounts it names), under the volume lock the caller holds.
 func (e *Engine) saveBindMounts(ctx context.Context, cl *store.Claim) error {

@@ -69,8 +69,12 @@ func TestRefusedExpandBesideAPendingOneKeepsThePendingOne(t *testing.T) {
 	}
 }
 
-// sharedNSChildEnv, set, makes TestBindSeenFromASharedNamespaceChild act.
-const sharedNSChildEnv = "VOLCTL_TEST_SHARED_NS_STATE"
+// sharedNSChildEnv, set to a state dir, makes TestSharedNamespaceChild act on it;
+// sharedNSStopEnv, set, makes it stop group web after its reconcile.
+const (
+	sharedNSChildEnv = "VOLCTL_TEST_SHARED_NS_STATE"
+	sharedNSStopEnv  = "VOLCTL_TEST_SHARED_NS_STOP"
+)
 
 // A volctl run in another mount namespace whose mounts share peer groups with the plugin's
 // (`unshare -m --propagation unchanged`, a container given the tree rshared): documented as let
@@ -85,9 +89,59 @@ const sharedNSChildEnv = "VOLCTL_TEST_SHARED_NS_STATE"
 // made in. Found by helper review64 (own), in this round's change. Real mounts, as root.
 func TestBindSeenFromASharedNamespaceIsTheClaimsOwn(t *testing.T) {
 	t.Parallel()
+	h, state, dest := sharedNamespaceGroup(t)
+	h.e.Close() // the child opens the state itself
+	out := inSharedNamespace(t, state, true)
+	if out["reconcile"] != "ok" {
+		t.Errorf("reconcile from a namespace sharing the host's peer groups, web[0]'s bind in place: %s; want no problem (it is the claim's own bind)", out["reconcile"])
+	}
+	if hostpathtest.Mounted(t, dest) {
+		t.Errorf("after group web was stopped (from the shared namespace: %s), the volume is still bound at %s, web[0]'s destination, with no claim of it", out["stop"], dest)
+	}
+}
+
+// web[0]'s bind is made here (recorded by its ID here) and unmounted by hand; `volctl
+// reconcile` run from a namespace sharing the peer groups binds it again, its copy here a new
+// mount with a new ID. Before, the record was left naming the gone mount (a record is dropped
+// before its destination is bound again only where it is read, and the other namespace reads
+// none), and back here (the agent's namespace) the claim's own bind was "not the mount this
+// claim's bind made there": the group's stop left the volume bound at web[0]'s destination,
+// with no claim. A bind made over another namespace's record drops it. Found by helper review64
+// (own2), in this round's change. Real mounts, as root.
+func TestRebindFromASharedNamespaceLeavesNoStaleRecord(t *testing.T) {
+	t.Parallel()
+	h, state, dest := sharedNamespaceGroup(t)
+	if err := unix.Unmount(dest, 0); err != nil { // by hand
+		t.Fatal(err)
+	}
+	h.e.Close()
+	inSharedNamespace(t, state, false)
+	if !hostpathtest.Mounted(t, dest) {
+		t.Fatalf("the reconcile in the shared namespace did not bind web[0]'s destination again (or it did not propagate here)")
+	}
+	e, err := Open(context.Background(), Config{StateDir: state, Retry: fastRetry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	_, serr := e.StopGroup(context.Background(), "web")
+	if hostpathtest.Mounted(t, dest) {
+		t.Errorf("after group web was stopped here (err %v), the volume is still bound at %s, web[0]'s destination: its record still names the bind made here before, gone, "+
+			"which the reconcile in the shared namespace replaced without dropping the record", serr, dest)
+		_ = unix.Unmount(dest, unix.MNT_DETACH)
+	} else if serr != nil {
+		t.Errorf("stop web: %v", serr)
+	}
+}
+
+// sharedNamespaceGroup is a hostpath engine whose state dir and plugin root lie under a shared
+// bind of their own (so that a namespace made with `unshare -m --propagation unchanged` shares
+// its peer groups), with volume "data" held by group web, bound at dest; and its state dir.
+func sharedNamespaceGroup(t *testing.T) (h *hostpathEngine, state, dest string) {
+	t.Helper()
 	hostpathtest.RequireMount(t)
 	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("no unshare(1)")
+		t.Skip("no unshare(1): a namespace sharing this one's peer groups cannot be made")
 	}
 	top := hostpathtest.MountDir(t)
 	if err := unix.Mount(top, top, "", unix.MS_BIND, ""); err != nil {
@@ -102,51 +156,54 @@ func TestBindSeenFromASharedNamespaceIsTheClaimsOwn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h := newHostpathEngineAt(t, state, hostpath.Config{Root: root, NodeID: "n1", EnableAttach: true})
+	h = newHostpathEngineAt(t, state, hostpath.Config{Root: root, NodeID: "n1", EnableAttach: true})
 	sv := spec.Volume{ID: "data", Name: "data", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
 		Capabilities: []spec.Capability{capab(spec.MultiNodeSingleWriter)}}
 	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
 		t.Fatal(err)
 	}
-	dest := filepath.Join(top, "dest", "data")
+	dest = filepath.Join(top, "dest", "data")
 	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("web", 1, false, dest)); err != nil {
 		t.Fatal(err)
 	}
 	if !hostpathtest.Mounted(t, dest) {
 		t.Fatalf("web[0]'s volume_mount %s is not bound", dest)
 	}
-	h.e.Close() // the child opens the state itself
+	return h, state, dest
+}
 
+// inSharedNamespace runs TestSharedNamespaceChild on state in a new mount namespace sharing this
+// one's peer groups: a reconcile pass, then, with stop, group web's stop. It returns what each
+// said, by "reconcile" and "stop": "ok", or the error and problems.
+func inSharedNamespace(t *testing.T, state string, stop bool) map[string]string {
+	t.Helper()
 	cmd := exec.Command("unshare", "-m", "--propagation", "unchanged", os.Args[0],
-		"-test.run=^TestBindSeenFromASharedNamespaceChild$", "-test.count=1", "-test.v")
+		"-test.run=^TestSharedNamespaceChild$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), sharedNSChildEnv+"="+state)
+	if stop {
+		cmd.Env = append(cmd.Env, sharedNSStopEnv+"=1")
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child in a shared mount namespace: %v\n%s", err, out)
 	}
-	lines := map[string]string{}
+	said := map[string]string{}
 	for l := range strings.Lines(string(out)) {
 		for _, op := range []string{"reconcile", "stop"} {
 			if v, ok := strings.CutPrefix(l, op+": "); ok {
-				lines[op] = strings.TrimSpace(v)
+				said[op] = strings.TrimSpace(v)
+				t.Logf("child: %s: %s", op, said[op])
 			}
 		}
 	}
-	t.Logf("child: reconcile: %s", lines["reconcile"])
-	t.Logf("child: stop: %s", lines["stop"])
-	if lines["reconcile"] != "ok" {
-		t.Errorf("reconcile from a namespace sharing the host's peer groups, web[0]'s bind in place: %s; want no problem (it is the claim's own bind)", lines["reconcile"])
-	}
-	if hostpathtest.Mounted(t, dest) {
-		t.Errorf("after group web was stopped (from the shared namespace: %s), the volume is still bound at %s, web[0]'s destination, with no claim of it", lines["stop"], dest)
-	}
+	return said
 }
 
-// TestBindSeenFromASharedNamespaceChild is the child of
-// TestBindSeenFromASharedNamespaceIsTheClaimsOwn; it skips unless started by it.
-func TestBindSeenFromASharedNamespaceChild(t *testing.T) {
+// TestSharedNamespaceChild is the child of the tests that act from a namespace sharing their
+// peer groups (inSharedNamespace); it skips unless started by one.
+func TestSharedNamespaceChild(t *testing.T) {
 	ctx := context.Background()
-	e := childEngine(t, sharedNSChildEnv, "TestBindSeenFromASharedNamespaceIsTheClaimsOwn", Config{})
+	e := childEngine(t, sharedNSChildEnv, "inSharedNamespace", Config{})
 	flat := func(s string) string { return strings.ReplaceAll(s, "\n", " ") }
 	rep, err := e.Reconcile(ctx)
 	msg := "ok"
@@ -157,8 +214,10 @@ func TestBindSeenFromASharedNamespaceChild(t *testing.T) {
 		}
 	}
 	fmt.Printf("reconcile: %s\n", flat(msg))
-	_, err = e.StopGroup(ctx, "web")
-	fmt.Printf("stop: %s\n", flat(fmt.Sprint(err)))
+	if os.Getenv(sharedNSStopEnv) != "" {
+		_, err = e.StopGroup(ctx, "web")
+		fmt.Printf("stop: %s\n", flat(fmt.Sprint(err)))
+	}
 }
 
 // A claim's record of its bind holds the mount table's ID and, from Linux 6.8, the unique one;

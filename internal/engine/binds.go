@@ -151,8 +151,7 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bo
 	// A record of a bind here that is gone (unmounted by hand, or by a release whose claim is
 	// driven again) is dropped first: a failed write of the new one would leave it naming a
 	// mount that is not there, and the bind about to be made would be taken for another's.
-	if _, ok := recordedBind(cl, b.Destination); ok {
-		noteBind(cl, b.Destination, store.BindMount{})
+	if forgetBindAt(cl, b.Destination) {
 		if err := e.saveBindMounts(ctx, cl); err != nil {
 			return false, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
 		}
