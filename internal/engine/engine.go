@@ -1611,7 +1611,7 @@ func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 	if replaced != nil {
 		return fmt.Errorf("%s not sent: %w (the plugin was replaced mid-operation; %s)", rpc, replaced, remedy(c, replaced))
 	}
-	if putsOnNode(rpc) && nodeLimitsTightened(fingerprintToStore(c.fp, time.Time{}), fp) && !e.withinLoweredLimit(ctx, c, fp) {
+	if putsOnNode(rpc) && nodeLimitsTightened(fingerprintToStore(c.fp, time.Time{}), fp) && !e.admitsAll(ctx, c, fp) {
 		// The claim was admitted (and rechecked, recheckAdmission) against the limits c was
 		// fingerprinted with: a node the volume is not accessible from now, or one full, is not
 		// sent the volume (TestClaimThatWaitedForTheControllerLockIsHeldToLimitsStatedMeanwhile).
@@ -1635,23 +1635,34 @@ func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 	return nil
 }
 
-// withinLoweredLimit reports whether the volumes recorded on plugin c's node, the one the RPC is
-// for among them (its claim or staging is recorded before any RPC), are within live's lower
-// max_volumes_per_node, its accessible topology unchanged: admission, against it, admits each
-// (checkNode counts a volume's others), so the lower limit refuses nothing. Before, any lower
+// admitsAll reports whether live's node limits admit every volume recorded on plugin c's node,
+// the one the RPC is for among them (its claim or staging is recorded before any RPC), as
+// admission (checkNode) would: their count within its max_volumes_per_node, each volume's
+// accessible topology matching its node's. Then the change refuses nothing. Before, any lower
 // limit rolled the claim back, advising a claim again that admission then took
-// (TestClaimIsNotRefusedForALimitLoweredButNotReached). Read only on a lowered limit.
-func (e *Engine) withinLoweredLimit(ctx context.Context, c *conn, live *csi.Fingerprint) bool {
-	was := fingerprintToStore(c.fp, time.Time{})
+// (TestClaimIsNotRefusedForALimitLoweredButNotReached), and so did any other topology, one the
+// plugin states for the first time after an upgrade too, where the volume has none
+// (TestClaimIsNotRefusedForATopologyThatStillAdmitsTheVolume). Read only on a change that may
+// tighten (nodeLimitsTightened).
+func (e *Engine) admitsAll(ctx context.Context, c *conn, live *csi.Fingerprint) bool {
 	now := fingerprintToStore(live, time.Time{})
-	if now.MaxVolumes <= 0 || !maps.Equal(now.Topology, was.Topology) {
-		return false
-	}
-	n, err := viewOne(ctx, e.store, func(tx *store.Tx) (int, error) {
+	ok, err := viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) {
 		on, err := volumesOnNode(tx, c.plugin.ID)
-		return len(on), err
+		if err != nil || now.MaxVolumes > 0 && int64(len(on)) > now.MaxVolumes {
+			return false, err
+		}
+		for _, id := range on {
+			v, err := tx.Volumes().Get(id)
+			if err != nil {
+				return false, err
+			}
+			if topos := volumeTopologies(v); len(topos) > 0 && !topologyMatch(now.Topology, topos) {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
-	return err == nil && int64(n) <= now.MaxVolumes
+	return err == nil && ok
 }
 
 // registeredElsewhere says, when plugin p (the row a connection or an operation read) is

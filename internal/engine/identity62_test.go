@@ -20,7 +20,7 @@ import (
 // node) is refused mid-operation and rolled back, "claim the volume again to have it admitted
 // against the ones now": admission against the ones now admits it. The architecture says such a
 // claim "is refused as admission would refuse it"; a limit lowered yet not reached is no
-// refusal of admission's (withinLoweredLimit). Before, refused. Found by helper review62.
+// refusal of admission's (admitsAll). Before, refused. Found by helper review62.
 func TestClaimIsNotRefusedForALimitLoweredButNotReached(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *csitest.MemConfig) { c.MaxVolumes = 4 })

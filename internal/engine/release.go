@@ -480,14 +480,29 @@ func isAre(paths []string) string {
 // because its plugin, connected as c, lost PUBLISH_UNPUBLISH_VOLUME or is registered by its node
 // half alone (controllerHalfGone), and what ends it.
 func keptAttachment(v store.Volume, st store.Staging, c *conn) string {
-	why, fix := fmt.Sprintf("plugin %q no longer has the controller capability PUBLISH_UNPUBLISH_VOLUME", v.PluginID), "start the plugin with that capability again"
-	if needsControllerHalf(c) {
+	why, fix := lostUnpublish(c, v.PluginID), "start the plugin with that capability again"
+	switch {
+	case needsControllerHalf(c):
 		why, fix = controllerHalfGone(v.PluginID)
+	case c != nil && !c.fp.Capabilities.Plugin.ControllerService:
+		fix = "start the plugin with its controller service and that capability again"
 	}
 	return fmt.Sprintf("volume %q is recorded as attached to node %q, but %s, so ControllerUnpublishVolume cannot be sent: "+
 		"the attachment stays recorded, owed; %s and `volctl reconcile` sends it, "+
 		"or detach the volume from that node with the storage provider's tools and run `%s` to forget it",
 		v.ID, attachedNode(st), why, fix, forceDetachCommand(v.ID))
+}
+
+// lostUnpublish says that plugin pluginID, connected as c, no longer has the controller
+// capability PUBLISH_UNPUBLISH_VOLUME: it lost its whole controller service (CONTROLLER_SERVICE
+// gone, node-only now), or the capability alone. Before, a lost service was worded as the
+// capability alone, and a plugin started again with it, still without the service, never
+// took the unpublish (TestAttachmentKeptByAPluginWithoutItsControllerServiceNamesTheService).
+func lostUnpublish(c *conn, pluginID string) string {
+	if c != nil && !c.fp.Capabilities.Plugin.ControllerService {
+		return fmt.Sprintf("plugin %q no longer serves its controller service (no CONTROLLER_SERVICE), nor so the controller capability PUBLISH_UNPUBLISH_VOLUME", pluginID)
+	}
+	return fmt.Sprintf("plugin %q no longer has the controller capability PUBLISH_UNPUBLISH_VOLUME", pluginID)
 }
 
 // controllerHalfGone says why no controller RPC can be sent through plugin pluginID, which
