@@ -162,7 +162,9 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 			newest = all[0].ID
 		}
 	}
-	evs, err := e.Events(ctx, opts.Limit, opts.Filter)
+	// Messages the engine worded from data a plugin returned (an external ID, a topology) are
+	// scrubbed with the secrets read with them.
+	evs, err := e.EventsRedacted(ctx, opts.Limit, opts.Filter)
 	if err != nil {
 		return fmt.Errorf("events: %w", err)
 	}
@@ -174,10 +176,6 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 	}
 	evs = slices.DeleteFunc(evs, func(ev engine.EventInfo) bool { return ev.At.Before(since) })
 	slices.Reverse(evs) // oldest first, as a log reads
-	// Messages the engine worded from data a plugin returned (an external ID, a topology).
-	if err := redactOutput(ctx, e, nil, &evs); err != nil {
-		return fmt.Errorf("events: %w", err)
-	}
 
 	out := bufio.NewWriter(opts.IO.Out)
 	defer flush(out, &err)
@@ -237,7 +235,7 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 		}
 		f := opts.Filter
 		f.AfterID = last
-		evs, err := e.Events(ctx, 0, f)
+		evs, err := e.EventsRedacted(ctx, 0, f)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -249,9 +247,6 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 		}
 		slices.Reverse(evs)
 		last = evs[len(evs)-1].ID
-		if err := redactOutput(ctx, e, nil, &evs); err != nil {
-			return fmt.Errorf("events: %w", err)
-		}
 		if err := w.write(evs, false); err != nil {
 			return err
 		}

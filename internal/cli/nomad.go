@@ -434,7 +434,7 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: Nomad: %s\n", escapeLines(done.Warnings))
 	}
 	if done.Unchecked != "" {
-		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(done.Unchecked))
+		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(scrubbedNote(ctx, e, c, done.Unchecked)))
 	}
 	if w := erasing.warning(ctx, c, want, "then run `"+shellquote.Command("volctl nomad register", id)+"` again"); w != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)
@@ -588,6 +588,30 @@ type NomadRegisterPlan struct {
 	Error string `json:"error,omitempty"`
 }
 
+// scrubbing writes each write's text scrubbed by redact first: for lines that word data a plugin
+// returned.
+type scrubbing struct {
+	w      io.Writer
+	redact func(string) string
+}
+
+func (s scrubbing) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(s.w, s.redact(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// scrubbedNote is note scrubbed of every secret the state holds and the credentials sent to
+// Nomad at c: a note that words a volume's record (nomad.Client.TwinsUnchecked's external ID).
+func scrubbedNote(ctx context.Context, e *engine.Engine, c *nomad.Client, note string) string {
+	redact, err := e.Redactor(context.WithoutCancel(ctx), c.Credentials()...)
+	if err != nil {
+		return fmt.Sprintf("(a note is withheld: reading the state to redact secrets from it: %v)", err)
+	}
+	return redact(note)
+}
+
 // planRegistration is --dry-run's look at volume info, whose registration spec is want, going
 // to Nomad at c as to: it reads Nomad's copy and says (on opts.IO.Out, unless --json) what a
 // registration would do and what would stop it, each on a line of its own. The error is exit
@@ -596,6 +620,14 @@ type NomadRegisterPlan struct {
 func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine.Engine, c *nomad.Client, erasing *erasingAnswer, info engine.VolumeInfo, want spec.Volume, to engine.HandoverTarget) (*NomadRegisterPlan, error) {
 	id := info.ID
 	text := !opts.Exporter.Enabled()
+	// Its lines word the volume's record (its external ID, the node a plugin named), which a
+	// hostile plugin may have echoed a secret into: each is scrubbed as the JSON plan is
+	// (before, printed whole: TestNomadRegisterDryRunTextShowsNoSecretInTheExternalID).
+	redact, err := e.Redactor(context.WithoutCancel(ctx), c.Credentials()...)
+	if err != nil {
+		return nil, fmt.Errorf("volume %q: the plan is withheld: reading the state to redact secrets from it: %w", id, err)
+	}
+	out, errOut := scrubbing{opts.IO.Out, redact}, scrubbing{opts.IO.ErrOut, redact}
 	if h := info.Handover; h != nil && !h.To(to) {
 		// The registration refuses it before Nomad at c is asked anything (h.Elsewhere), and
 		// so does its plan: reading Nomad's copy or its volumes there first made a cluster down
@@ -605,8 +637,8 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		where := "its would_fail"
 		if text {
 			where = "said above"
-			fmt.Fprintf(opts.IO.Out, "Would not register volume %q in Nomad at %s%s (plugin %q, external ID %s)\n", id, c.Address, inNamespace(info.Namespace, to.Namespace), info.PluginID, shownQ(info.ExternalID))
-			fmt.Fprintf(opts.IO.Out, "  but it is handed over to Nomad at %s (namespace %s, region %q) already: it would be refused (take it back from there first: %s)\n",
+			fmt.Fprintf(out, "Would not register volume %q in Nomad at %s%s (plugin %q, external ID %s)\n", id, c.Address, inNamespace(info.Namespace, to.Namespace), info.PluginID, shownQ(info.ExternalID))
+			fmt.Fprintf(out, "  but it is handed over to Nomad at %s (namespace %s, region %q) already: it would be refused (take it back from there first: %s)\n",
 				h.Address, h.Namespace, h.Region, h.TakeBackCommands())
 		}
 		return plan, withCode(ExitConflict, fmt.Errorf("volume %q: the registration would not go through: it is handed over elsewhere (%s)", id, where))
@@ -625,8 +657,8 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	case info.Handover != nil && nomad.OtherCluster(info.Handover.Peers, cl.Peers):
 		err := c.OtherClusterRead(id, to.Namespace, to.Region, info.Handover.Peers, cl.Peers, "the registration would go to another cluster than the one that has the volume, and would be refused")
 		if text {
-			fmt.Fprintf(opts.IO.Out, "Would not register volume %q in Nomad at %s%s (plugin %q, external ID %s)\n", id, c.Address, inNamespace(info.Namespace, to.Namespace), info.PluginID, shownQ(info.ExternalID))
-			fmt.Fprintf(opts.IO.Out, "  but %s\n", display.Escape(c.Hide(err.Error())))
+			fmt.Fprintf(out, "Would not register volume %q in Nomad at %s%s (plugin %q, external ID %s)\n", id, c.Address, inNamespace(info.Namespace, to.Namespace), info.PluginID, shownQ(info.ExternalID))
+			fmt.Fprintf(out, "  but %s\n", display.Escape(c.Hide(err.Error())))
 		}
 		plan := &NomadRegisterPlan{ID: id, NomadAddress: c.Address, NomadNamespace: to.Namespace, WouldFail: []string{"another cluster answers than the one it is handed over to"}}
 		return plan, withCode(ExitConflict, fmt.Errorf("volume %q: the registration would not go through: another cluster answers than the one it is handed over to (%s)", id, map[bool]string{true: "said above", false: "its would_fail"}[text]))
@@ -667,15 +699,15 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		}
 	}
 	if text {
-		fmt.Fprintln(opts.IO.Out, line)
+		fmt.Fprintln(out, line)
 		for _, d := range plan.Differences {
-			fmt.Fprintf(opts.IO.Out, "  %s\n", display.Escape(differenceWords([]nomad.Difference{d})))
+			fmt.Fprintf(out, "  %s\n", display.Escape(differenceWords([]nomad.Difference{d})))
 		}
 	}
 	but := func(why, format string, args ...any) {
 		plan.WouldFail = append(plan.WouldFail, why)
 		if text {
-			fmt.Fprintf(opts.IO.Out, "  but "+format+"\n", args...)
+			fmt.Fprintf(out, "  but "+format+"\n", args...)
 		}
 	}
 	if !exists && c.NamespaceMissing(ctx, to.Namespace, to.Region) {
@@ -710,7 +742,7 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	case errors.Is(err, nomad.ErrPermissionDenied):
 		n := c.TwinsUnchecked(want)
 		plan.Warnings = append(plan.Warnings, n)
-		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(n))
+		fmt.Fprintf(errOut, "Note: %s\n", escapeLines(n))
 	case err != nil:
 		return nil, err
 	case len(twins) > 0:
@@ -742,16 +774,16 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	}
 	if w := erasing.warning(ctx, c, want, "before handing it over"); w != "" {
 		plan.Warnings = append(plan.Warnings, w)
-		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)
+		fmt.Fprintf(errOut, "Warning: %s\n", w)
 	}
 	if n := erasing.note(); n != "" {
 		plan.Warnings = append(plan.Warnings, n)
-		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
+		fmt.Fprintf(errOut, "Note: %s\n", n)
 	}
 	if exists && len(other) == 0 && info.Handover == nil {
 		if n := secretsReplaced(want, false); n != "" {
 			plan.Warnings = append(plan.Warnings, n)
-			fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
+			fmt.Fprintf(errOut, "Note: %s\n", n)
 		}
 	}
 	if len(info.Claims) > 0 {
@@ -1485,7 +1517,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 	// These notes have no field in --json's objects: they go to stderr with it too, as
 	// register --dry-run's do.
 	if unlisted != "" {
-		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(c.Hide(unlisted)))
+		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(c.Hide(scrubbedNote(ctx, e, c, unlisted))))
 	}
 	if len(unchecked) > 0 {
 		fmt.Fprintf(opts.IO.ErrOut, "Note: %s: not checked for twins (Nomad's volumes of the same storage under another ID or namespace), Nomad failed the list of its volumes: %s; run `volctl nomad status` again once it lists them\n",

@@ -153,6 +153,9 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		fmt.Fprintf(w, `{"ID":%q,"Provider":"hostpath.csi.volctl.dev","NodesHealthy":%d,"NodesExpected":1}`,
 			strings.TrimPrefix(r.URL.Path, "/v1/plugin/csi/"), n.nodesHealthy())
+	case strings.HasPrefix(r.URL.Path, "/v1/namespace/") && r.Method == http.MethodGet:
+		// Every namespace asked of (a dry run asks whether the one it plans for exists) is here.
+		fmt.Fprintf(w, `{"Name":%q}`, strings.TrimPrefix(r.URL.Path, "/v1/namespace/"))
 	case ok && r.Method == http.MethodGet:
 		n.mu.Lock()
 		has := n.vols[ns+"/"+id]
