@@ -1206,6 +1206,15 @@ func (e *Engine) finishPendingForDelete(ctx context.Context, intent store.Snapsh
 	if csi.IsRetryable(err) || ctx.Err() != nil || !errors.As(err, &cause) {
 		return store.Snapshot{}, err
 	}
+	if csi.IsRefusedCredentials(err) {
+		// Refused the secrets sent: the plugin did not look the name up, and its listing, sent
+		// the same secrets, is refused too. Before, the intent was forgotten, the snapshot the
+		// lost CreateSnapshot took left tracked by nothing
+		// (TestSnapshotDeleteOfAPendingCreateRefusedCredentialsKeepsTheIntent).
+		return store.Snapshot{}, fmt.Errorf("snapshot %q stays recorded as being created, and nothing was deleted: plugin %q refused the secrets sent with CreateSnapshot under its name, "+
+			"the only way to learn its ID (%w), so whether the earlier CreateSnapshot, unanswered, made it is not known: run the delete again once the plugin takes the snapshot's secrets",
+			intent.Name, intent.PluginID, cause)
+	}
 	// Refused for good: by CSI the plugin holds no snapshot under the name (it answers OK for
 	// one it made). But a CreateSnapshot under it went unanswered before (the create is
 	// recorded), and may have made one that a plugin keeping to CSI less than it says no longer

@@ -192,6 +192,14 @@ func (e *Engine) finishCreateForDelete(ctx context.Context, c *conn, v store.Vol
 	case csi.IsRetryable(ferr) || csi.IsTimeout(ferr) || ctx.Err() != nil:
 		return cur, true, fmt.Errorf("its create was interrupted, and CreateVolume under its name %q, sent again to learn what the plugin made, failed: %w; "+
 			"nothing was deleted and the volume stays recorded being created: run the delete again once the plugin answers", cur.CSIName, cause)
+	case csi.IsRefusedCredentials(ferr):
+		// Refused the secrets sent (rotated on the backend, say): the plugin did not look the
+		// name up, so it says nothing of what it holds under it. Before, taken for a refusal for
+		// good, the volume was forgotten and the storage the lost create made left tracked by
+		// nothing (TestDeleteOfAnInterruptedCreateRefusedCredentialsKeepsTheRecord).
+		return cur, true, fmt.Errorf("its create was interrupted, and CreateVolume under its name %q, sent again to learn what the plugin made, was refused the secrets sent: %w; "+
+			"the plugin did not look the name up, and may hold the volume: nothing was deleted and the volume stays recorded being created: run the delete again once the plugin takes the volume's secrets (its spec's secrets block)",
+			cur.CSIName, cause)
 	}
 	// The plugin does not give the volume: forget it, saying whether something may be left.
 	kept := csi.IsAnswerUnread(ferr) || csi.IsAlreadyExists(ferr) || errors.Is(ferr, ErrConflict)

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
@@ -76,6 +78,13 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registra
 				Parameters: sv.Parameters, Secrets: sv.Secrets,
 			})
 		})
+		var ce *csi.Error
+		if errors.As(err, &ce) && (csi.IsTimeout(err) || csi.CodeOf(err) == codes.DeadlineExceeded) {
+			// The timeout's hint advises reconcile, which finishes what an operation recorded:
+			// a registration records nothing until the plugin validates the volume
+			// (TestRegisterValidateTimeoutDoesNotAdviseReconcile).
+			ce.Hint = fmt.Sprintf("plugin %q did not answer in time, or reported a timeout of its own, and may still be working: a registration records nothing until the plugin validates the volume, so run the register again", c.plugin.ID)
+		}
 		if err != nil {
 			return fail(e.nothingRecorded(ctx, err, fmt.Sprintf("volume %q", sv.ID), func(tx *store.Tx) error {
 				_, err := tx.Volumes().Get(sv.ID)
