@@ -110,6 +110,31 @@ func noteBind(cl *store.Claim, destination string, m store.BindMount) bool {
 	return true
 }
 
+// movedAway is where the mount m, recorded as a bind made at destination, is mounted now when
+// that is elsewhere (moved with a directory above the destination): "" when it is not mounted,
+// or cannot be told for sure (a record with no unique ID, before Linux 6.8: the table's ID may be
+// another mount's since).
+func movedAway(m store.BindMount, destination string) string {
+	if m.Unique == 0 {
+		return ""
+	}
+	mounts, err := mountinfo.GetMounts(func(i *mountinfo.Info) (skip, stop bool) { return uint64(i.ID) != m.ID, false })
+	if err != nil {
+		return ""
+	}
+	for _, i := range mounts {
+		if i.Mountpoint == filepath.Clean(destination) {
+			continue
+		}
+		var sx unix.Statx_t
+		if unix.Statx(unix.AT_FDCWD, i.Mountpoint, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID_UNIQUE, &sx) == nil &&
+			sx.Mask&unix.STATX_MNT_ID_UNIQUE != 0 && sx.Mnt_id == m.Unique {
+			return i.Mountpoint
+		}
+	}
+	return ""
+}
+
 // forgetBindAt drops, in cl (not yet in the store), what its record of this boot says of a bind
 // at destination, about to be bound again, and reports whether it dropped anything. A record of
 // another mount namespace is dropped whole: a volctl there would take the bind made here for
@@ -167,32 +192,45 @@ func (e *Engine) bindOfAnother(ctx context.Context, cl *store.Claim, destination
 }
 
 // notOwnBind says why the mount of the volume found at cl's destination (dst) is not cl's bind,
-// which its release would unmount: its record names another mount there, or another claim's
-// record names this one at its own destination. "" when it is cl's, or nothing recorded says
-// otherwise (a claim recorded before schema version 29, as that volctl did).
+// which its release would unmount: another claim's record names it at its own destination (that
+// claim's bind, moved here), or cl's record names another mount there that is still mounted
+// elsewhere (cl's own bind moved away, so this one is another's, or one made by hand). "" when
+// it is the one cl records, or nothing recorded says otherwise: a claim recorded before schema
+// version 29, as that volctl did; and one whose recorded bind is gone, which another claim
+// sharing the destination (as an older volctl admitted them) or a restore may have bound again.
+// Before, any mount cl's record did not name was refused, and a destination two such claims
+// share, bound again by one, was left bound by both releases
+// (TestSharedOlderDestinationBoundAgainByOneClaimIsReleasedByTheLast).
 func (e *Engine) notOwnBind(ctx context.Context, cl *store.Claim, destination string, dst *pathFD) (string, error) {
 	found, err := bindMountOf(dst.fd)
 	if err != nil {
 		return "", nil
 	}
-	if rec, ok := recordedBind(cl, destination); ok {
-		if sameBindMount(rec, found) {
-			return "", nil
-		}
-		return "not the mount this claim's bind made there (another claim's bind, moved there? or one made by hand)", nil
+	rec, recorded := recordedBind(cl, destination)
+	if recorded && sameBindMount(rec, found) {
+		return "", nil
 	}
 	other, at, err := e.bindOfAnother(ctx, cl, destination, found)
-	if other == nil || err != nil {
+	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("it is alloc %q's volume_mount %s, moved there: not this claim's bind", other.Alloc, at), nil
+	if other != nil {
+		return fmt.Sprintf("it is alloc %q's volume_mount %s, moved there: not this claim's bind", other.Alloc, at), nil
+	}
+	if recorded {
+		if moved := movedAway(rec, destination); moved != "" {
+			return fmt.Sprintf("not the mount this claim's bind made there, which is mounted at %s now (moved there with a directory above it): another claim's bind, moved here, or one made by hand", moved), nil
+		}
+	}
+	return "", nil
 }
 
 // recordedElsewhere are the mounts, of the table mounts, that cl records as its binds (this
 // boot) and that are mounted at a path other than the destination they were made at: its
 // binds, moved there. A mount's table ID may have been reused once it was unmounted: where the
-// record has the unique ID, the mount at that path must have it too.
-func recordedElsewhere(cl *store.Claim, mounts []*mountinfo.Info) map[int]bool {
+// record has the unique ID, the mount at that path must have it too; where it has not, the path
+// must be no live claim's destination (bound, as boundDestinations gives it).
+func recordedElsewhere(cl *store.Claim, mounts []*mountinfo.Info, bound map[string]string) map[int]bool {
 	if cl.BindMounts == nil {
 		return nil
 	}
@@ -204,6 +242,12 @@ func recordedElsewhere(cl *store.Claim, mounts []*mountinfo.Info) map[int]bool {
 		}
 		for _, m := range mounts {
 			if uint64(m.ID) != rec.ID || m.Mountpoint == dest {
+				continue
+			}
+			if rec.Unique == 0 && bound[m.Mountpoint] != "" {
+				// The table's ID alone (before Linux 6.8), at a path a live claim's destination
+				// names: most likely that claim's bind, given the ID once this one's was gone
+				// (TestReusedMountIDOfAnotherClaimsBindIsNotTakenForTheClaimsBind).
 				continue
 			}
 			if rec.Unique != 0 {

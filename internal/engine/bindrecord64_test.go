@@ -75,13 +75,13 @@ func TestLaterReleaseLeavesAnotherClaimsBindMovedToItsDestination(t *testing.T) 
 
 // The same layout, the claim whose destination it is driven again (reconcile, its group run
 // again): its bind found "bound already" in its mode was handed the other alloc's bind as its
-// own. Its record names another mount: refused, a conflict.
+// own. The other claim's record names it: refused, a conflict naming that claim's bind.
 func TestClaimDrivenAgainIsNotHandedAnotherClaimsBindMovedToItsDestination(t *testing.T) {
 	t.Parallel()
 	h, dest := bindMovedOntoAnothersDestination(t)
 	_, err := h.e.RunGroup(h.ctx, sharedDestGroup("two", 1, true, dest))
-	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "not the mount this claim's bind made there") {
-		t.Errorf("group two run again, its destination %s holding group one's moved bind = %v; want a conflict saying it is not its bind", dest, err)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `alloc "one[0]"'s volume_mount`) || !strings.Contains(err.Error(), "not this claim's bind") {
+		t.Errorf("group two run again, its destination %s holding group one's moved bind = %v; want a conflict saying it is one[0]'s, not its bind", dest, err)
 	}
 	if !hostpathtest.Mounted(t, dest) {
 		t.Errorf("group one's bind, moved to %s, was unmounted", dest)

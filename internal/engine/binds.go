@@ -148,6 +148,17 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bo
 	if err := fitsAttachment(dst, b.Destination, dir); err != nil {
 		return false, err
 	}
+	// The bind this claim made here, recorded, mounted elsewhere now (moved with a directory
+	// above the destination, onto another claim's destination maybe) is still the claim's: bound
+	// again, its record would name the new bind alone, and nothing would name the moved one,
+	// left bound past both claims' releases (TestReboundClaimKeepsTheRecordOfItsMovedBind).
+	if rec, ok := recordedBind(cl, b.Destination); ok {
+		if at := movedAway(rec, b.Destination); at != "" {
+			return false, fmt.Errorf("volume_mount %s: the claim's bind made there is mounted at %s now, moved there with a directory above it: "+
+				"volctl neither binds the destination again while it is nor unmounts it where it went; unmount it (`%s`) once nothing uses it, and the destination is bound again",
+				b.Destination, at, shellquote.Command("umount", at))
+		}
+	}
 	// A record of a bind here that is gone (unmounted by hand, or by a release whose claim is
 	// driven again) is dropped first: a failed write of the new one would leave it naming a
 	// mount that is not there, and the bind about to be made would be taken for another's.
@@ -177,8 +188,9 @@ func refuseNotThisBind(destination string, dst *pathFD, why string) error {
 }
 
 // ownBind checks that the mount of the volume found at destination (dst), in the mode cl's bind
-// there makes, is cl's bind (notOwnBind); with none recorded, cl records it as its own (a bind
-// made before its record was written, or by a volctl before schema version 29).
+// there makes, is cl's bind (notOwnBind); one not recorded (a bind made before its record was
+// written, by a volctl before schema version 29, or again by a claim sharing the destination)
+// cl records as its own.
 func (e *Engine) ownBind(ctx context.Context, cl *store.Claim, destination string, dst *pathFD) error {
 	why, err := e.notOwnBind(ctx, cl, destination, dst)
 	if err != nil {
@@ -187,10 +199,8 @@ func (e *Engine) ownBind(ctx context.Context, cl *store.Claim, destination strin
 	if why != "" {
 		return refuseNotThisBind(destination, dst, why)
 	}
-	if _, ok := recordedBind(cl, destination); !ok {
-		if found, err := bindMountOf(dst.fd); err == nil {
-			noteBind(cl, destination, found)
-		}
+	if found, err := bindMountOf(dst.fd); err == nil {
+		noteBind(cl, destination, found) // no change when it is the one recorded
 	}
 	return nil
 }
@@ -537,7 +547,7 @@ func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 			}
 			if errors.Is(err, unix.EBUSY) {
 				if len(below) > 0 {
-					err = fmt.Errorf("unmount: %w: %s mounted below it; unmount or release that first", err, listPaths(below))
+					err = &mountedBelow{err: err, below: below}
 				} else {
 					err = fmt.Errorf("unmount: %w (is something still using it?)", err)
 				}
@@ -585,6 +595,19 @@ func unmountBind(ctx context.Context, dst *pathFD, destination string) (below []
 	}
 	return nil, err
 }
+
+// mountedBelow is unbind's EBUSY for a bind with mounts below it (another volume_mount, an
+// admin's disk), which its unmount would need gone first.
+type mountedBelow struct {
+	err   error
+	below []string
+}
+
+func (m *mountedBelow) Error() string {
+	return fmt.Sprintf("unmount: %v: %s mounted below it; unmount or release that first", m.err, listPaths(m.below))
+}
+
+func (m *mountedBelow) Unwrap() error { return m.err }
 
 // movedBinds refuses a claim's release while its volume is still bound outside the state dir
 // at a path none of the volume's claims' volume_mount destinations names: a bind of the claim,
@@ -675,7 +698,7 @@ func (e *Engine) movedBinds(ctx context.Context, cl *store.Claim) error {
 	// of the volume, outside the state dir: before Linux 6.8 the record holds only the table's
 	// ID, which the next mount made may be given once the bind is gone
 	// (TestReusedMountIDOfAnotherMountIsNotTakenForTheClaimsBind).
-	recorded := recordedElsewhere(cl, mounts)
+	recorded := recordedElsewhere(cl, mounts, bound)
 	var moved []string
 	for _, m := range mounts {
 		if ofVolume(m) && m.Mountpoint != e.cfg.StateDir && !under(m.Mountpoint, e.cfg.StateDir) &&

@@ -152,6 +152,14 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 			return warnings, err
 		}
 		if err := e.unbind(ctx, &cl); err != nil {
+			if mb := (*mountedBelow)(nil); errors.As(err, &mb) {
+				// The bind stays mounted whatever the detach does, and freed, no claim would name
+				// it for any later command to unbind (TestForcedDetachOfAnOuterVolumeLeavesNoBindWithoutAClaim).
+				// The detach stops here: the claims stay marked releasing, and a detach (or
+				// release, or reconcile) once what is below is gone finishes them.
+				return warnings, fmt.Errorf("alloc %q: %w: the forced detach stops here, nothing more undone, volume %q's claims left marked releasing; "+
+					"once that is released or unmounted, run `%s` again", cl.Alloc, err, v.ID, forceDetachCommand(v.ID))
+			}
 			warn("alloc %q: %v", cl.Alloc, err)
 		}
 		// The claim's publish directory first (publish/<alloc>/<volume>, volctl's own, made
