@@ -602,10 +602,11 @@ func (s scrubbing) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// scrubbedNote is note scrubbed of every secret the state holds and the credentials sent to
-// Nomad at c: a note that words a volume's record (nomad.Client.TwinsUnchecked's external ID).
+// scrubbedNote is note scrubbed of every secret the state holds: a note that words a volume's
+// record (nomad.Client.TwinsUnchecked's external ID) beside volctl's own names, which the
+// credentials sent to Nomad are not scrubbed from (TestDryRunTextKeepsVolctlsOwnIDsEqualToACredential).
 func scrubbedNote(ctx context.Context, e *engine.Engine, c *nomad.Client, note string) string {
-	redact, err := e.Redactor(context.WithoutCancel(ctx), c.Credentials()...)
+	redact, err := e.Redactor(context.WithoutCancel(ctx))
 	if err != nil {
 		return fmt.Sprintf("(a note is withheld: reading the state to redact secrets from it: %v)", err)
 	}
@@ -621,9 +622,12 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	id := info.ID
 	text := !opts.Exporter.Enabled()
 	// Its lines word the volume's record (its external ID, the node a plugin named), which a
-	// hostile plugin may have echoed a secret into: each is scrubbed as the JSON plan is
-	// (before, printed whole: TestNomadRegisterDryRunTextShowsNoSecretInTheExternalID).
-	redact, err := e.Redactor(context.WithoutCancel(ctx), c.Credentials()...)
+	// hostile plugin may have echoed a secret into: each is scrubbed of the state's secrets
+	// (before, printed whole: TestNomadRegisterDryRunTextShowsNoSecretInTheExternalID). Not of
+	// the credentials sent to Nomad, which would hide volctl's own names equal to one
+	// (TestDryRunTextKeepsVolctlsOwnIDsEqualToACredential): what Nomad answered is hidden of
+	// them where it is printed (nomad.Client.Hide).
+	redact, err := e.Redactor(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("volume %q: the plan is withheld: reading the state to redact secrets from it: %w", id, err)
 	}

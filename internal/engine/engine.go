@@ -1635,10 +1635,12 @@ func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 	return nil
 }
 
-// admitsAll reports whether live's node limits admit every volume recorded on plugin c's node,
-// the one the RPC is for among them (its claim or staging is recorded before any RPC), as
-// admission (checkNode) would: their count within its max_volumes_per_node, each volume's
-// accessible topology matching its node's. Then the change refuses nothing. Before, any lower
+// admitsAll reports whether live's node limits admit the volume a publish sends (publishingKey)
+// as admission (checkNode) would: the volumes recorded on plugin c's node, that one among them
+// (its claim or staging is recorded before any RPC), within its max_volumes_per_node, and that
+// volume's accessible topology matching its node's (another volume standing there outside it
+// refuses only a claim of its own: TestClaimIsNotRefusedForAnotherStandingVolumesTopology);
+// every volume on the node, when no publish names one. Then the change refuses nothing. Before, any lower
 // limit rolled the claim back, advising a claim again that admission then took
 // (TestClaimIsNotRefusedForALimitLoweredButNotReached), and so did any other topology, one the
 // plugin states for the first time after an upgrade too, where the volume has none
@@ -1650,6 +1652,9 @@ func (e *Engine) admitsAll(ctx context.Context, c *conn, live *csi.Fingerprint) 
 		on, err := volumesOnNode(tx, c.plugin.ID)
 		if err != nil || now.MaxVolumes > 0 && int64(len(on)) > now.MaxVolumes {
 			return false, err
+		}
+		if v, ok := ctx.Value(publishingKey{}).(store.Volume); ok {
+			on = []string{v.ID}
 		}
 		for _, id := range on {
 			v, err := tx.Volumes().Get(id)

@@ -22,6 +22,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// publishingKey carries, on a publish's ctx, the volume it publishes (store.Volume).
+type publishingKey struct{}
+
 // publish drives a claim along the publish path (docs/architecture.md, Claim state machine): taken ->
 // ControllerPublishVolume -> controller-published -> NodeStageVolume -> node-staged ->
 // NodePublishVolume -> published, each RPC only when the plugin's capabilities call for it.
@@ -40,6 +43,7 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 		return err
 	}
 	defer unlock()
+	ctx = context.WithValue(ctx, publishingKey{}, v) // admitsAll's volume
 	p, err := e.newCheckpoint(ctx, cl, ld)
 	if err != nil {
 		return err
