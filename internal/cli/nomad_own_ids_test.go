@@ -25,15 +25,7 @@ import (
 // key saying which string is the password.
 func TestNomadOutputKeepsVolctlsOwnIDsEqualToACredential(t *testing.T) {
 	const cred = "pg-primary-2024"
-	h := nomadHarness(t)
-	srv := hostpathtest.Start(t, hostpath.Config{NodeID: "n1"})
-	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: cred, Type: spec.PluginMonolith, Socket: strings.TrimPrefix(srv.Endpoint, "unix://")}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: cred, Name: cred, Type: "csi", PluginID: cred, CapacityMin: 10 << 20,
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
+	h := nomadHarnessWithVolume(t, cred, cred)
 	info, err := h.e.Volume(h.ctx, cred)
 	if err != nil {
 		t.Fatal(err)
@@ -95,4 +87,20 @@ func TestNomadOutputKeepsVolctlsOwnIDsEqualToACredential(t *testing.T) {
 	if strings.Contains(out.String(), "auth "+cred) {
 		t.Errorf("nomad register --dry-run --json shows the password Nomad's answer echoed: %s", out)
 	}
+}
+
+// nomadHarnessWithVolume is nomadHarness with a hostpath plugin of its own registered as
+// pluginID and volume id created on it.
+func nomadHarnessWithVolume(t *testing.T, pluginID, id string) *cliHarness {
+	t.Helper()
+	h := nomadHarness(t)
+	srv := hostpathtest.Start(t, hostpath.Config{NodeID: "n1"})
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: pluginID, Type: spec.PluginMonolith, Socket: strings.TrimPrefix(srv.Endpoint, "unix://")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: id, Name: id, Type: "csi", PluginID: pluginID, CapacityMin: 10 << 20,
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -5,11 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/volctl/volctl/internal/hostpath"
-	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/nomad"
-	"github.com/volctl/volctl/internal/spec"
 )
 
 // NOMAD_HTTP_AUTH's password is also the name of a local volume and of its plugin (the case
@@ -22,15 +19,7 @@ import (
 // (own3), in this round's change.
 func TestDryRunTextKeepsVolctlsOwnIDsEqualToACredential(t *testing.T) {
 	const cred = "pg-primary-2024"
-	h := nomadHarness(t)
-	srv := hostpathtest.Start(t, hostpath.Config{NodeID: "n1"})
-	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: cred, Type: spec.PluginMonolith, Socket: strings.TrimPrefix(srv.Endpoint, "unix://")}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: cred, Name: cred, Type: "csi", PluginID: cred, CapacityMin: 10 << 20,
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
+	h := nomadHarnessWithVolume(t, cred, cred)
 	n := newFakeNomad(t)
 	t.Setenv("NOMAD_TOKEN", "")
 	t.Setenv("NOMAD_HTTP_AUTH", "admin:"+cred)
@@ -53,15 +42,7 @@ func TestDryRunTextKeepsVolctlsOwnIDsEqualToACredential(t *testing.T) {
 // names it. Found by helper review64 (own3), in this round's change.
 func TestDryRunTextNamesTheNamespaceItGoesTo(t *testing.T) {
 	const cred = "pg-primary-2024"
-	h := nomadHarness(t)
-	srv := hostpathtest.Start(t, hostpath.Config{NodeID: "n1"})
-	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: strings.TrimPrefix(srv.Endpoint, "unix://")}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "hp", CapacityMin: 10 << 20,
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
+	h := nomadHarnessWithVolume(t, "hp", "db")
 	n := newFakeNomad(t)
 	t.Setenv("NOMAD_TOKEN", "")
 	t.Setenv("NOMAD_HTTP_AUTH", "admin:"+cred)

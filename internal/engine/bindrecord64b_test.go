@@ -232,15 +232,7 @@ func TestSharedNamespaceChild(t *testing.T) {
 // this round's change. Real mounts, as root.
 func TestReusedMountIDOfAnotherMountIsNotTakenForTheClaimsBind(t *testing.T) {
 	t.Parallel()
-	h := newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
-	dir := hostpathtest.MountDir(t)
-	dest := filepath.Join(dir, "a", "data")
-	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("web", 1, false, dest)); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Unmount(dest, 0); err != nil { // by hand
-		t.Fatal(err)
-	}
+	h, dir, dest, _ := websBindUnmountedByHand(t)
 	other := filepath.Join(dir, "other", "disk")
 	if err := os.MkdirAll(other, 0o755); err != nil {
 		t.Fatal(err)
@@ -271,4 +263,22 @@ func TestReusedMountIDOfAnotherMountIsNotTakenForTheClaimsBind(t *testing.T) {
 	if !hostpathtest.Mounted(t, other) {
 		t.Errorf("the unrelated tmpfs at %s was unmounted", other)
 	}
+}
+
+// websBindUnmountedByHand is a hostpath engine with shared volume "data" held by group web,
+// whose bind at DIR/a/data was unmounted by hand (its record left naming it): the engine, DIR,
+// the destination, and the mount ID the bind had.
+func websBindUnmountedByHand(t *testing.T) (h *hostpathEngine, dir, dest string, id uint64) {
+	t.Helper()
+	h = newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
+	dir = hostpathtest.MountDir(t)
+	dest = filepath.Join(dir, "a", "data")
+	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("web", 1, false, dest)); err != nil {
+		t.Fatal(err)
+	}
+	id = mountIDOf(t, dest)
+	if err := unix.Unmount(dest, 0); err != nil {
+		t.Fatal(err)
+	}
+	return h, dir, dest, id
 }

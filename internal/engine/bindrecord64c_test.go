@@ -87,17 +87,7 @@ func TestSharedOlderDestinationBoundAgainByOneClaimIsReleasedByTheLast(t *testin
 		t.Fatal(err)
 	}
 	// As an older volctl recorded it: two[0] bound at one[0]'s destination too, no record.
-	cl, err := viewOne(h.ctx, h.e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Find("data", "two[0]") })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.e.unbind(h.ctx, &cl); err != nil {
-		t.Fatal(err)
-	}
-	cl.Binds[0].Destination = dest
-	if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error { return tx.Claims().Update(&cl) }); err != nil {
-		t.Fatal(err)
-	}
+	shareAsAnOlderVolctl(t, h, "two[0]", dest)
 	forgetBindMounts(t, h, "two[0]")
 
 	// The shared bind unmounted by hand; two[0]'s alloc claims again.
@@ -173,16 +163,7 @@ func TestForcedDetachOfAnOuterVolumeLeavesNoBindWithoutAClaim(t *testing.T) {
 // mounts, as root.
 func TestReusedMountIDOfAnotherClaimsBindIsNotTakenForTheClaimsBind(t *testing.T) {
 	t.Parallel()
-	h := newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
-	dir := hostpathtest.MountDir(t)
-	dest := filepath.Join(dir, "a", "data")
-	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("web", 1, false, dest)); err != nil {
-		t.Fatal(err)
-	}
-	webID := mountIDOf(t, dest)
-	if err := unix.Unmount(dest, 0); err != nil { // by hand
-		t.Fatal(err)
-	}
+	h, dir, dest, webID := websBindUnmountedByHand(t)
 	other := filepath.Join(dir, "b", "data")
 	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("two", 1, true, other)); err != nil {
 		t.Fatal(err)

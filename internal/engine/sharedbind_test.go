@@ -126,18 +126,7 @@ func TestReleaseLeavesAVolumeMountAnotherClaimIsBoundAt(t *testing.T) {
 		if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("other", 1, true, filepath.Join(hostpathtest.MountDir(t), "other"))); err != nil {
 			t.Fatal(err)
 		}
-		// As an older volctl recorded it: other[0] bound at web[0]'s destination too.
-		cl, err := viewOne(h.ctx, h.e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Find("data", "other[0]") })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := h.e.unbind(h.ctx, &cl); err != nil {
-			t.Fatal(err)
-		}
-		cl.Binds[0].Destination = dest
-		if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error { return tx.Claims().Update(&cl) }); err != nil {
-			t.Fatal(err)
-		}
+		shareAsAnOlderVolctl(t, h, "other[0]", dest)
 	}
 	share()
 	if _, err := h.e.StopGroup(h.ctx, "web"); err != nil {
@@ -225,5 +214,23 @@ func TestVolumeMountsOfOneClaimAtOnePathAreRefused(t *testing.T) {
 	}
 	if live := h.liveClaims("db"); len(live) != 0 {
 		t.Fatalf("claims after the refusal = %+v", live)
+	}
+}
+
+// shareAsAnOlderVolctl moves alloc's claim of volume "data" (one volume_mount, bound) to dest,
+// another claim's destination, as an older volctl admitted such claims: its own bind unmounted,
+// the destination rewritten, nothing else changed.
+func shareAsAnOlderVolctl(t *testing.T, h *hostpathEngine, alloc, dest string) {
+	t.Helper()
+	cl, err := viewOne(h.ctx, h.e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Find("data", alloc) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.unbind(h.ctx, &cl); err != nil {
+		t.Fatal(err)
+	}
+	cl.Binds[0].Destination = dest
+	if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error { return tx.Claims().Update(&cl) }); err != nil {
+		t.Fatal(err)
 	}
 }
