@@ -35,6 +35,16 @@ func bindMountOf(fd int) (store.BindMount, error) {
 	return m, nil
 }
 
+// uniqueMountID is the unique ID of the mount the open file fd is the root of, 0 when the kernel
+// does not say (before Linux 6.8): one statx, where bindMountOf makes two.
+func uniqueMountID(fd int) uint64 {
+	var sx unix.Statx_t
+	if unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID_UNIQUE, &sx) != nil || sx.Mask&unix.STATX_MNT_ID_UNIQUE == 0 {
+		return 0
+	}
+	return sx.Mnt_id
+}
+
 // sameBindMount reports whether a and b are one mount: by their unique IDs where both have
 // one, else by the table's.
 func sameBindMount(a, b store.BindMount) bool {
@@ -206,6 +216,11 @@ func (e *Engine) notOwnBind(ctx context.Context, cl *store.Claim, destination st
 	if err != nil {
 		return "", nil
 	}
+	return e.notOwnMount(ctx, cl, destination, found)
+}
+
+// notOwnMount is notOwnBind of the mount found at destination, its IDs read.
+func (e *Engine) notOwnMount(ctx context.Context, cl *store.Claim, destination string, found store.BindMount) (string, error) {
 	rec, recorded := recordedBind(cl, destination)
 	if recorded && sameBindMount(rec, found) {
 		return "", nil

@@ -192,16 +192,21 @@ func refuseNotThisBind(destination string, dst *pathFD, why string) error {
 // written, by a volctl before schema version 29, or again by a claim sharing the destination)
 // cl records as its own.
 func (e *Engine) ownBind(ctx context.Context, cl *store.Claim, destination string, dst *pathFD) error {
-	why, err := e.notOwnBind(ctx, cl, destination, dst)
+	if rec, ok := recordedBind(cl, destination); ok && rec.Unique != 0 && uniqueMountID(dst.fd) == rec.Unique {
+		return nil // the one recorded, as every pass over a bound claim finds it: one statx
+	}
+	found, err := bindMountOf(dst.fd)
+	if err != nil {
+		return nil // its IDs unread: taken as before the record
+	}
+	why, err := e.notOwnMount(ctx, cl, destination, found)
 	if err != nil {
 		return fmt.Errorf("volume_mount %s: %w", destination, err)
 	}
 	if why != "" {
 		return refuseNotThisBind(destination, dst, why)
 	}
-	if found, err := bindMountOf(dst.fd); err == nil {
-		noteBind(cl, destination, found) // no change when it is the one recorded
-	}
+	noteBind(cl, destination, found) // no change when it is the one recorded
 	return nil
 }
 
