@@ -1212,8 +1212,9 @@ func (e *Engine) finishPendingForDelete(ctx context.Context, intent store.Snapsh
 		// lost CreateSnapshot took left tracked by nothing
 		// (TestSnapshotDeleteOfAPendingCreateRefusedCredentialsKeepsTheIntent).
 		return store.Snapshot{}, fmt.Errorf("snapshot %q stays recorded as being created, and nothing was deleted: plugin %q refused the secrets sent with CreateSnapshot under its name, "+
-			"the only way to learn its ID (%w), so whether the earlier CreateSnapshot, unanswered, made it is not known: run the delete again once the plugin takes the snapshot's secrets",
-			intent.Name, intent.PluginID, cause)
+			"the only way to learn its ID (%w), so whether the earlier CreateSnapshot, unanswered, made it is not known: run the delete again once the plugin takes the secrets recorded with the create; "+
+			"if it never will, `%s` forgets it, and whatever the plugin took under the name is left for the storage provider's tools",
+			intent.Name, intent.PluginID, cause, shellquote.Command("volctl volume snapshot deregister", intent.PluginID, intent.Name))
 	}
 	// Refused for good: by CSI the plugin holds no snapshot under the name (it answers OK for
 	// one it made). But a CreateSnapshot under it went unanswered before (the create is

@@ -960,7 +960,7 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		// answer was lost did not: keep the intent, and the name that finds the volume.
 		e.failureEvent(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
 			Code: csi.CodeOf(err).String(), Message: "create failed, kept for reconcile: " + err.Error()}, "create failed, kept for reconcile: ")
-		return &keptIntent{cause: err, kept: fmt.Sprintf("an earlier CreateVolume's answer was lost, so the plugin may have the volume: the create stays recorded for `volctl reconcile` or the same create; `%s` sends it again and deletes what it answers, or forgets it while the plugin refuses", shellquote.Command("volctl volume delete", v.ID))}
+		return &keptIntent{cause: err, kept: fmt.Sprintf("an earlier CreateVolume's answer was lost, so the plugin may have the volume: the create stays recorded for `volctl reconcile` or the same create; `%s` sends it again and deletes what it answers (a refusal for good forgets it; a refusal of the secrets sent does not, and `%s` forgets it then)", shellquote.Command("volctl volume delete", v.ID), shellquote.Command("volctl volume deregister", v.ID))}
 	}
 	// A final error to the only CreateVolume sent: nothing was created, so forget the intent.
 	if derr := e.store.Update(ctx, func(tx *store.Tx) error {

@@ -198,8 +198,9 @@ func (e *Engine) finishCreateForDelete(ctx context.Context, c *conn, v store.Vol
 		// good, the volume was forgotten and the storage the lost create made left tracked by
 		// nothing (TestDeleteOfAnInterruptedCreateRefusedCredentialsKeepsTheRecord).
 		return cur, true, fmt.Errorf("its create was interrupted, and CreateVolume under its name %q, sent again to learn what the plugin made, was refused the secrets sent: %w; "+
-			"the plugin did not look the name up, and may hold the volume: nothing was deleted and the volume stays recorded being created: run the delete again once the plugin takes the volume's secrets (its spec's secrets block)",
-			cur.CSIName, cause)
+			"the plugin did not look the name up, and may hold the volume: nothing was deleted and the volume stays recorded being created: run the delete again once the plugin takes the secrets recorded with the create; "+
+			"if it never will (they were rotated), `%s` forgets it, and whatever the plugin made under the name %q is left for the storage provider's tools",
+			cur.CSIName, cause, shellquote.Command("volctl volume deregister", v.ID), cur.CSIName)
 	}
 	// The plugin does not give the volume: forget it, saying whether something may be left.
 	kept := csi.IsAnswerUnread(ferr) || csi.IsAlreadyExists(ferr) || errors.Is(ferr, ErrConflict)
