@@ -41,13 +41,8 @@ func TestNotReadyPluginDoesNotSettleTheStartupRestore(t *testing.T) {
 // mounts), taking the mounts from the allocs using them, while the same helper in a session of
 // its own was spared. Found by helper review64.
 func TestHelperInACrashedPluginsGroupIsKeptUnderMounts(t *testing.T) {
-	f := newFixture(t)
-	f.mountsForReal()
-	f.register(f.execPlugin("fuse", "mounts-with-group-helper"))
-	stop := f.startAgent(testSettings)
+	f, stop, helper := groupHelperPlugin(t)
 	defer stop()
-	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("fuse").Healthy })
-	helper := f.childPid("fuse")
 	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
 	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "fuse", Capabilities: caps}); err != nil {
 		t.Fatal(err)
@@ -67,4 +62,17 @@ func TestHelperInACrashedPluginsGroupIsKeptUnderMounts(t *testing.T) {
 	if !alive(helper) {
 		t.Fatalf("the helper the crashed plugin left in its process group (pid %d), which may serve its mounts, was stopped while the plugin has mounts; log:\n%s", helper, f.logs)
 	}
+}
+
+// groupHelperPlugin is a fixture whose agent runs plugin fuse ("mounts-with-group-helper": it
+// mounts for real, and its helper stays in its process group), healthy: the fixture, the
+// agent's stop, and the helper's pid.
+func groupHelperPlugin(t *testing.T) (*fixture, func(), int) {
+	t.Helper()
+	f := newFixture(t)
+	f.mountsForReal()
+	f.register(f.execPlugin("fuse", "mounts-with-group-helper"))
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("fuse").Healthy })
+	return f, func() { _ = stop() }, f.childPid("fuse")
 }

@@ -53,13 +53,8 @@ func TestCrashedPluginsKeptGroupChildIsFollowedAsThePlugin(t *testing.T) {
 // instance, whatever its group), it logged the same pid again as left "outside its process
 // group". Found by helper review64 (own2), in this round's change.
 func TestGroupHelperKeptUnderMountsIsNotSaidToBeOutsideTheGroup(t *testing.T) {
-	f := newFixture(t)
-	f.mountsForReal()
-	f.register(f.execPlugin("fuse", "mounts-with-group-helper"))
-	stop := f.startAgent(testSettings)
+	f, stop, helper := groupHelperPlugin(t)
 	defer stop()
-	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("fuse").Healthy })
-	helper := f.childPid("fuse")
 	f.claimDB("fuse")
 	if err := os.WriteFile(filepath.Join(f.dir, "hostpath-fuse", "crash"), nil, 0o600); err != nil {
 		t.Fatal(err)

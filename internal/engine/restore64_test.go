@@ -21,17 +21,7 @@ import (
 // only records) and the truncated volume was recorded ready. Found by helper review64.
 func TestRestoreOfAnUnrecordedSnapshotAnsweredSmallerThanItsListedSizeIsRefused(t *testing.T) {
 	t.Parallel()
-	h, _ := snapshotHarness(t, nil)
-	src := volume("big")
-	src.CapacityMin = 8 * mib
-	h.create(src)
-	s, err := h.e.CreateSnapshot(h.ctx, "big", "s1", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.SizeBytes != 8*mib {
-		t.Fatalf("snapshot recorded at %d bytes, want %d", s.SizeBytes, 8*mib)
-	}
+	h, s := eightMiBSnapshot(t)
 	// Forgotten by volctl, kept by the plugin, which lists it at 8 MiB, ready.
 	if _, err := h.e.DeregisterSnapshot(h.ctx, "mem", s.ID); err != nil {
 		t.Fatal(err)

@@ -55,17 +55,7 @@ func madeSmallerThanItsSource(t *testing.T, h *harness, sv spec.Volume, source s
 // by helper review61.
 func TestRestoreAnsweredSmallerThanItsSnapshotIsRefused(t *testing.T) {
 	t.Parallel()
-	h, _ := snapshotHarness(t, nil)
-	src := volume("big")
-	src.CapacityMin = 8 * mib
-	h.create(src)
-	s, err := h.e.CreateSnapshot(h.ctx, "big", "s1", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.SizeBytes != 8*mib {
-		t.Fatalf("snapshot recorded at %d bytes, want %d", s.SizeBytes, 8*mib)
-	}
+	h, s := eightMiBSnapshot(t)
 	sv := volume("restored")
 	sv.CapacityMin = 0 // as large as the snapshot: the plugin's to choose
 	sv.SnapshotID = s.ID
@@ -101,4 +91,22 @@ func TestRestoreAnsweredAtItsSourcesSizeIsRecorded(t *testing.T) {
 			t.Errorf("clone of an 8 MiB volume answered at %d bytes: %v", n, err)
 		}
 	}
+}
+
+// eightMiBSnapshot is a snapshot harness with volume "big" of 8 MiB and snapshot s1 of it,
+// recorded at 8 MiB.
+func eightMiBSnapshot(t *testing.T) (*harness, SnapshotInfo) {
+	t.Helper()
+	h, _ := snapshotHarness(t, nil)
+	src := volume("big")
+	src.CapacityMin = 8 * mib
+	h.create(src)
+	s, err := h.e.CreateSnapshot(h.ctx, "big", "s1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.SizeBytes != 8*mib {
+		t.Fatalf("snapshot recorded at %d bytes, want %d", s.SizeBytes, 8*mib)
+	}
+	return h, s
 }
