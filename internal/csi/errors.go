@@ -125,6 +125,13 @@ func IsTimeout(err error) bool {
 	return errors.As(err, &e) && e.TimedOut
 }
 
+// IsDeadlineExceeded reports whether err is an RPC that ran out of time: cut off by volctl's own
+// timeout (IsTimeout), or answered DEADLINE_EXCEEDED by the plugin, whose backend timed out.
+// Either way the plugin may still be working on the request.
+func IsDeadlineExceeded(err error) bool {
+	return IsTimeout(err) || err != nil && CodeOf(err) == codes.DeadlineExceeded
+}
+
 // IsAnswerUnread reports whether err is a plugin's answer to a call it did, which volctl could
 // not use: dropped for its size or as not decodable (Error.AnswerUnread), or without the ID of
 // what it made. The

@@ -11,8 +11,6 @@ import (
 	"sort"
 	"strings"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
@@ -79,7 +77,7 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registra
 			})
 		})
 		var ce *csi.Error
-		if errors.As(err, &ce) && (csi.IsTimeout(err) || csi.CodeOf(err) == codes.DeadlineExceeded) {
+		if errors.As(err, &ce) && csi.IsDeadlineExceeded(err) {
 			// The timeout's hint advises reconcile, which finishes what an operation recorded:
 			// a registration records nothing until the plugin validates the volume
 			// (TestRegisterValidateTimeoutDoesNotAdviseReconcile).
