@@ -22,24 +22,23 @@ import (
 
 // bindMountOf is the mount the open file fd is the root of, as a claim's record holds it.
 func bindMountOf(fd int) (store.BindMount, error) {
-	var sx unix.Statx_t
-	err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID_UNIQUE, &sx)
-	id, idErr := mountID(fd)
-	if idErr != nil {
-		return store.BindMount{}, idErr
+	id, err := mountID(fd)
+	if err != nil {
+		return store.BindMount{}, err
 	}
-	m := store.BindMount{ID: id}
-	if err == nil && sx.Mask&unix.STATX_MNT_ID_UNIQUE != 0 {
-		m.Unique = sx.Mnt_id
-	}
-	return m, nil
+	return store.BindMount{ID: id, Unique: uniqueMountID(fd, "")}, nil
 }
 
-// uniqueMountID is the unique ID of the mount the open file fd is the root of, 0 when the kernel
-// does not say (before Linux 6.8): one statx, where bindMountOf makes two.
-func uniqueMountID(fd int) uint64 {
+// uniqueMountID is the unique ID of the mount at path under dirfd (the open file dirfd itself
+// when path is ""), not following a last symlink: 0 when the kernel does not say (before Linux
+// 6.8). One statx, where bindMountOf makes two.
+func uniqueMountID(dirfd int, path string) uint64 {
+	flags := unix.AT_SYMLINK_NOFOLLOW | unix.AT_STATX_DONT_SYNC
+	if path == "" {
+		flags |= unix.AT_EMPTY_PATH
+	}
 	var sx unix.Statx_t
-	if unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID_UNIQUE, &sx) != nil || sx.Mask&unix.STATX_MNT_ID_UNIQUE == 0 {
+	if unix.Statx(dirfd, path, flags, unix.STATX_MNT_ID_UNIQUE, &sx) != nil || sx.Mask&unix.STATX_MNT_ID_UNIQUE == 0 {
 		return 0
 	}
 	return sx.Mnt_id
@@ -136,9 +135,7 @@ func movedAway(m store.BindMount, destination string) string {
 		if i.Mountpoint == filepath.Clean(destination) {
 			continue
 		}
-		var sx unix.Statx_t
-		if unix.Statx(unix.AT_FDCWD, i.Mountpoint, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID_UNIQUE, &sx) == nil &&
-			sx.Mask&unix.STATX_MNT_ID_UNIQUE != 0 && sx.Mnt_id == m.Unique {
+		if uniqueMountID(unix.AT_FDCWD, i.Mountpoint) == m.Unique {
 			return i.Mountpoint
 		}
 	}
@@ -274,12 +271,8 @@ func recordedElsewhere(cl *store.Claim, mounts []*mountinfo.Info, bound map[stri
 				// (TestReusedMountIDOfAnotherClaimsBindIsNotTakenForTheClaimsBind).
 				continue
 			}
-			if rec.Unique != 0 {
-				var sx unix.Statx_t
-				err := unix.Statx(unix.AT_FDCWD, m.Mountpoint, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID_UNIQUE, &sx)
-				if err != nil || sx.Mask&unix.STATX_MNT_ID_UNIQUE == 0 || sx.Mnt_id != rec.Unique {
-					continue
-				}
+			if rec.Unique != 0 && uniqueMountID(unix.AT_FDCWD, m.Mountpoint) != rec.Unique {
+				continue
 			}
 			out[m.ID] = true
 		}

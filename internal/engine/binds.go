@@ -192,7 +192,7 @@ func refuseNotThisBind(destination string, dst *pathFD, why string) error {
 // written, by a volctl before schema version 29, or again by a claim sharing the destination)
 // cl records as its own.
 func (e *Engine) ownBind(ctx context.Context, cl *store.Claim, destination string, dst *pathFD) error {
-	if rec, ok := recordedBind(cl, destination); ok && rec.Unique != 0 && uniqueMountID(dst.fd) == rec.Unique {
+	if rec, ok := recordedBind(cl, destination); ok && rec.Unique != 0 && uniqueMountID(dst.fd, "") == rec.Unique {
 		return nil // the one recorded, as every pass over a bound claim finds it: one statx
 	}
 	found, err := bindMountOf(dst.fd)

@@ -353,10 +353,16 @@ func (e *Engine) secretValues(ctx context.Context) ([]string, error) {
 		values, err = tx.SecretValues()
 		return err
 	})
-	if gone := e.store.ForgottenHere(); err == nil && len(gone) > 0 {
-		values = append(values, gone...)
+	if err != nil {
+		return values, err
 	}
-	return values, err
+	return e.andForgotten(values), nil
+}
+
+// andForgotten is values, the state's secret values as a read found them, with those this
+// process let go since (store.Store.ForgottenHere), which what it read before may still hold.
+func (e *Engine) andForgotten(values []string) []string {
+	return append(values, e.store.ForgottenHere()...)
 }
 
 // SecretValues is every secret value and mount flag in the state (store.Tx.SecretValues), for

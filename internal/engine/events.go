@@ -44,8 +44,7 @@ func (e *Engine) EventsRedacted(ctx context.Context, limit int, f EventFilter, e
 	if err != nil || len(out) == 0 {
 		return out, err
 	}
-	values = append(values, e.store.ForgottenHere()...)
-	return out, redactWith(&out, e.scrubbers.get(append(values, extra...)))
+	return out, redactWith(&out, e.scrubbers.get(append(e.andForgotten(values), extra...)))
 }
 
 // readEvents is Events' read, in tx.
