@@ -718,8 +718,8 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		// Nomad answers a volume's read in a namespace it lacks with a plain 404, as for a
 		// volume it lacks; its registration there is refused. Before, the plan said "Would
 		// register" and exited 0 (TestDryRunInANamespaceNomadLacksSaysItWouldFail).
-		but("Nomad has no namespace "+to.Namespace, "Nomad has no namespace %s: it would be refused (`%s` makes it, or name another with NOMAD_NAMESPACE or the spec's namespace)",
-			display.Escape(to.Namespace), shellquote.Command("nomad namespace apply", to.Namespace))
+		but("Nomad has no namespace "+to.Namespace, "Nomad has no namespace %s: it would be refused (%s)",
+			display.Escape(to.Namespace), display.Escape(c.NoNamespaceWayOut(info.Namespace, to.Namespace, "")))
 	}
 	r := nomad.Refused(have, want)
 	if exists && len(other) == 0 && slices.Contains(r, "capacity_max") {

@@ -882,12 +882,22 @@ func (c *Client) noNamespace(err error, v spec.Volume, ns string) string {
 	if !errors.As(err, &ure) || !ure.HasStatusCode() || !strings.Contains(ure.Body(), " is in nonexistent namespace ") {
 		return ""
 	}
-	create := "create it with `" + shellquote.Command("nomad namespace apply", ns) + "` and run the command again"
-	if ns != v.Namespace && ns == c.Namespace {
-		// namespaceFor: a volume of the default namespace goes to NOMAD_NAMESPACE's.
-		return fmt.Sprintf(" (Nomad there has no namespace %q, which NOMAD_NAMESPACE names for a volume of the default one: %s, or unset NOMAD_NAMESPACE to register it in the default namespace)", ns, create)
+	return " (" + c.NoNamespaceWayOut(v.Namespace, ns, " and run the command again") + ")"
+}
+
+// NoNamespaceWayOut says of namespace ns, which Nomad lacks, where the registration of a volume
+// of namespace volumeNS takes it from, and the way out that works, then said after the making of
+// it: the namespace made, or for a volume of the default namespace that NOMAD_NAMESPACE sends
+// there (namespaceFor), NOMAD_NAMESPACE unset. A volume's namespace does not change (create and
+// register refuse it), so naming another is no way out; `nomad register --dry-run` advised it,
+// and NOMAD_NAMESPACE for a volume whose spec names the namespace, which it does not move
+// (TestDryRunMissingNamespaceAdvisesOnlyWhatWorks).
+func (c *Client) NoNamespaceWayOut(volumeNS, ns, then string) string {
+	create := "create it with `" + shellquote.Command("nomad namespace apply", ns) + "`" + then
+	if ns != volumeNS && ns == c.Namespace {
+		return fmt.Sprintf("Nomad there has no namespace %q, which NOMAD_NAMESPACE names for a volume of the default one: %s, or unset NOMAD_NAMESPACE to register it in the default namespace", ns, create)
 	}
-	return fmt.Sprintf(" (Nomad there has no namespace %q, which the volume's spec names: %s)", ns, create)
+	return fmt.Sprintf("Nomad there has no namespace %q, which the volume's spec names: %s", ns, create)
 }
 
 // maxBelowCapacity is what volctl adds to err when it is Nomad's refusal of volume v's update
