@@ -105,6 +105,13 @@ func (e *Engine) detachStored(ctx context.Context, volumeID string, force bool) 
 		var lost error
 		res.Warnings, lost = e.forceDetach(ctx, v, claims)
 		if lost != nil {
+			// It frees the claims in one write, its last: stopped or failed, it freed none,
+			// and each stays recorded, releasing. Before, --json said "released": [] with no
+			// `failed`, a detach with nothing to free to a script
+			// (TestForcedDetachStoppedBelowListsTheClaimsFailed).
+			for _, cl := range claims {
+				res.Failed = append(res.Failed, claimInfo(cl))
+			}
 			return fail(lost)
 		}
 		for _, cl := range claims {
@@ -137,15 +144,19 @@ func (e *Engine) detachStored(ctx context.Context, volumeID string, force bool) 
 // was removed, another volctl may have claimed the volume on a new one, and these steps would
 // undo that claim's mounts and attachment. It stops then, with errLockLost, leaving the claims
 // marked releasing for the next release or reconcile.
-func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store.Claim) ([]string, error) {
+func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store.Claim) (warnings []string, err error) {
 	// The warnings are returned, not logged: the caller shows them (the command line prints
 	// each one), and logging them as well would print everything twice.
-	var warnings []string
 	warn := func(format string, args ...any) {
 		warnings = append(warnings, fmt.Sprintf(format, args...))
 	}
 	if len(claims) > 0 {
 		warn("forced detach of volume %q: NodeUnpublishVolume and NodeUnstageVolume are skipped; volctl unmounts its own paths and frees %d claim(s) without the plugin", v.ID, len(claims))
+		defer func() {
+			if err != nil { // stopped: the claims are not freed, whatever the first warning said
+				warnings[0] = fmt.Sprintf("forced detach of volume %q: NodeUnpublishVolume and NodeUnstageVolume are skipped; it stopped before freeing its %d claim(s), which stay recorded, releasing", v.ID, len(claims))
+			}
+		}()
 	}
 	for _, cl := range claims {
 		if err := e.locks.stillHeld(v.ID); err != nil {
