@@ -76,7 +76,7 @@ type Claim struct {
 	PublishContext map[string]string
 	Binds          []spec.VolumeMount // the group's bind mounts of this volume, written by the engine
 	// BindMounts is what the binds made: written alone (SetBindMounts), never by Update, and
-	// not kept in the history.
+	// not kept in the history; nil when nothing is recorded, or what is does not decode.
 	BindMounts *BindMounts
 	Attempts   int
 	LastRPC    string
@@ -254,8 +254,13 @@ func scanClaim(sc scanner) (Claim, error) {
 	if err := decodeClaim(&c, flags, pctx, binds, target, created, updated); err != nil {
 		return c, err
 	}
+	// Only a record of what the binds made, which the engine does without for a claim an older
+	// volctl recorded: one that does not decode (damaged, edited, another build's) is none. As
+	// an error it failed every read of the volume's claims, and of every claim: the claim could
+	// not be released, nor any reconcile pass run, the bind left mounted for good
+	// (TestUndecodableBindRecordDoesNotMakeAClaimUnreleasable).
 	if err := decJSON(mounts, &c.BindMounts); err != nil {
-		return c, fmt.Errorf("claim %d: decode bind_mounts: %w", c.ID, err)
+		c.BindMounts = nil
 	}
 	return c, nil
 }
