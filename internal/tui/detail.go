@@ -434,6 +434,7 @@ func (b *detailBuilder) table(rows [][]string) {
 		}
 	}
 	last := len(widths) - 1
+	shrinkForLast(widths, b.w)
 	indent := 2
 	for _, w := range widths[:last] {
 		indent += w + colGap
@@ -446,7 +447,7 @@ func (b *detailBuilder) table(rows [][]string) {
 		// The last column (an error, a path) wraps under itself rather than being cut, while
 		// it has room to.
 		tail := []string{r[last]}
-		if i > 0 && b.w-indent >= 20 {
+		if i > 0 && b.w-indent >= lastColumnRoom {
 			tail = strings.Split(ansi.Wrap(r[last], b.w-indent, " /,:"), "\n")
 		}
 		cells[last] = tail[0]
@@ -459,6 +460,44 @@ func (b *detailBuilder) table(rows [][]string) {
 			b.line(strings.Repeat(" ", indent) + more)
 		}
 	}
+}
+
+// Width a detail table's last column (an error, a path) is left at least, and that each other
+// column keeps when it is narrowed for it (shrinkForLast).
+const (
+	lastColumnRoom = 20
+	columnFloor    = 8
+)
+
+// shrinkForLast narrows the widest of a detail table's columns but the last, one cell at a
+// time and none below columnFloor, until the last has lastColumnRoom cells of a screen w wide
+// (or what it needs, when less): sized to their widest cells, an alloc named by a UUID or
+// holding two volumes pushed the last column past the edge at 80 columns, where the line's
+// cut dropped the error it held whole (TestDetailTablesKeepTheErrorColumnOnScreen). The cells
+// narrowed are cut with "…" (fit). On a screen too narrow for that, nothing is narrowed: the
+// line is cut, as before, rather than every column with it.
+func shrinkForLast(widths []int, w int) {
+	last := len(widths) - 1
+	want := min(widths[last], lastColumnRoom)
+	used := 2
+	for _, cw := range widths[:last] {
+		used += cw + colGap
+	}
+	narrowed := slices.Clone(widths)
+	for used+want > w {
+		widest := -1
+		for i, cw := range narrowed[:last] {
+			if cw > columnFloor && (widest < 0 || cw > narrowed[widest]) {
+				widest = i
+			}
+		}
+		if widest < 0 {
+			return // as narrow as they go
+		}
+		narrowed[widest]--
+		used--
+	}
+	copy(widths, narrowed)
 }
 
 func (b *detailBuilder) String() string { return strings.Join(b.lines, "\n") }
