@@ -31,7 +31,8 @@ func (d Dashboard) WithPluginsProbed(probed []PluginInfo) Dashboard {
 	var newer map[string]*PluginInfo
 	for i := range probed {
 		p := &probed[i]
-		k := slices.IndexFunc(d.Plugins, func(q PluginInfo) bool { return q.ID == p.ID })
+		// By the IDs as read: d's are shown scrubbed of secrets (Dashboard), the probe's are not.
+		k := slices.IndexFunc(d.Plugins, func(q PluginInfo) bool { return q.Key() == p.Key() })
 		if k < 0 || !p.ProbedAt.After(d.Plugins[k].ProbedAt) {
 			continue
 		}
@@ -41,14 +42,14 @@ func (d Dashboard) WithPluginsProbed(probed []PluginInfo) Dashboard {
 		}
 		q := &d.Plugins[k]
 		q.Healthy, q.Ready, q.ProbeLatency, q.LastError, q.ProbedAt = p.Healthy, p.Ready, p.ProbeLatency, p.LastError, p.ProbedAt
-		newer[q.ID] = q
+		newer[q.Key()] = q
 	}
 	if newer == nil {
 		return d
 	}
 	d.Volumes = slices.Clone(d.Volumes)
 	for i, v := range d.Volumes {
-		if p := newer[v.PluginID]; p != nil {
+		if p := newer[v.PluginKey()]; p != nil {
 			d.Volumes[i] = v.WithPluginProbed(p)
 		}
 	}

@@ -230,7 +230,7 @@ func (v VolumeSummary) WithPluginProbed(plugin *PluginInfo) VolumeSummary {
 // says: the dashboard's volume detail says what its list says (Dashboard.WithPluginsProbed).
 // A plugin not registered when v was read is left as v says.
 func (v VolumeInfo) WithPluginProbed(plugin *PluginInfo) VolumeInfo {
-	if plugin == nil || plugin.ID != v.PluginID || v.pluginProbedAt.IsZero() || !plugin.ProbedAt.After(v.pluginProbedAt) {
+	if plugin == nil || plugin.Key() != v.PluginKey() || v.pluginProbedAt.IsZero() || !plugin.ProbedAt.After(v.pluginProbedAt) {
 		return v
 	}
 	v.PluginHealthy, v.PluginReady, v.PluginError, v.pluginProbedAt = plugin.Healthy, plugin.Ready, plugin.LastError, plugin.ProbedAt

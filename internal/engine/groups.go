@@ -32,8 +32,13 @@ type GroupInfo struct {
 	// before (TestGroupStopBesideAnotherSaysTheOtherReleasedItsClaims).
 	ReleasedMeanwhile []ReleasedClaim `json:"released_meanwhile,omitempty"`
 	// Purged says a group stop --purge forgot the group (PurgeGroup).
-	Purged bool `json:"purged,omitempty"`
+	Purged bool   `json:"purged,omitempty"`
+	key    string // Name as read (Key)
 }
+
+// Key is the group's name as the state has it, to look it up by; Name is what is shown,
+// scrubbed of secrets where the read was (PluginInfo.Key says why).
+func (g GroupInfo) Key() string { return cmp.Or(g.key, g.Name) }
 
 // ReleasedClaim is a claim a group run's scale-down or a group stop released.
 type ReleasedClaim struct {
@@ -689,7 +694,7 @@ func (e *Engine) groupsStored(ctx context.Context, name string) ([]GroupInfo, er
 }
 
 func groupInfo(g store.Group, claims []store.Claim) GroupInfo {
-	info := GroupInfo{Name: g.Name, State: string(g.State), Count: g.Count}
+	info := GroupInfo{Name: g.Name, State: string(g.State), Count: g.Count, key: g.Name}
 	byAlloc := map[string][]ClaimInfo{}
 	for _, c := range claims {
 		if c.Group == g.Name {

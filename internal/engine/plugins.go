@@ -1250,6 +1250,7 @@ func pluginInfo(p store.Plugin, volumes int) PluginInfo {
 		Healthy: p.Health.Healthy, Ready: p.Health.Ready, ProbeLatency: Duration(p.Health.ProbeLatency),
 		LastError: p.Health.LastError, ProbedAt: p.Health.ProbedAt, FingerprintedAt: p.Fingerprint.At,
 		Volumes: volumes, Supervision: supervisionInfo(p.Supervision, p.Exec == nil), noExec: p.Exec == nil,
+		key: p.ID,
 	}
 }
 

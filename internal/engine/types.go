@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"strconv"
 	"time"
 
@@ -44,7 +45,16 @@ type PluginInfo struct {
 	// noExec: the plugin has no exec block (Supervised only while an agent runs its socket's
 	// process as another ID's: agentLiveness).
 	noExec bool
+	key    string // ID as read (Key)
 }
+
+// Key is the plugin's ID as the state has it, to look it up by: ID is what is shown, and a
+// scrub of secrets (Dashboard, RedactValue) replaces a secret value in it as anywhere, which
+// leaves the unexported key alone. An ID holding another record's secret value ("admin-csi", a
+// secret "admin") was looked up as "[REDACTED]-csi", which names nothing
+// (TestVolumeWhoseIDHoldsASecretCanBeOpenedAndActedOn). ID when the info was not read by the
+// engine.
+func (p PluginInfo) Key() string { return cmp.Or(p.key, p.ID) }
 
 // What an agent does with a plugin's process (Supervision.Mode), as the store records it.
 const (
@@ -238,7 +248,16 @@ type VolumeSummary struct {
 	// status read the handovers, and the lists said "yes" of such a volume
 	// (TestHandedOverVolumeIsListedAsNotSchedulable).
 	handedTo string
+	// key and pluginKey are ID and PluginID as read (Key, PluginKey).
+	key, pluginKey string
 }
+
+// Key is the volume's ID as the state has it, to look it up and act on it by; ID is what is
+// shown, scrubbed of secrets where the read was (PluginInfo.Key says why).
+func (s VolumeSummary) Key() string { return cmp.Or(s.key, s.ID) }
+
+// PluginKey is PluginID as the state has it (Key).
+func (s VolumeSummary) PluginKey() string { return cmp.Or(s.pluginKey, s.PluginID) }
 
 // VolumeInfo is everything volctl knows about one volume, as `volume status ID` shows it.
 type VolumeInfo struct {
@@ -327,7 +346,16 @@ type ClaimInfo struct {
 	UpdatedAt      time.Time           `json:"updated_at"`
 	FreedAt        time.Time           `json:"freed_at,omitzero"`
 	Outcome        string              `json:"outcome,omitempty"`
+	// volumeKey and allocKey are VolumeID and Alloc as read (VolumeKey, AllocKey).
+	volumeKey, allocKey string
 }
+
+// VolumeKey is the claim's volume ID as the state has it, to act on the claim by; VolumeID is
+// what is shown, scrubbed of secrets where the read was (PluginInfo.Key says why).
+func (c ClaimInfo) VolumeKey() string { return cmp.Or(c.volumeKey, c.VolumeID) }
+
+// AllocKey is the claim's alloc as the state has it (VolumeKey).
+func (c ClaimInfo) AllocKey() string { return cmp.Or(c.allocKey, c.Alloc) }
 
 // Bind is a group volume_mount: the claim's target bind-mounted at a destination.
 type Bind struct {
@@ -349,6 +377,7 @@ func claimInfo(c store.Claim) ClaimInfo {
 		Releasing: c.Releasing, NeedsReconcile: c.NeedsReconcile, Degraded: c.Degraded, TargetPath: c.TargetPath,
 		LastRPC: c.LastRPC, LastCode: c.LastCode, LastError: c.LastError,
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, MountAllows: c.MountFlags.Allows(),
+		volumeKey: c.VolumeID, allocKey: c.Alloc,
 	}
 	for _, b := range c.Binds {
 		out.Binds = append(out.Binds, Bind{Destination: b.Destination, ReadOnly: b.ReadOnly, PropagationMode: b.PropagationMode})

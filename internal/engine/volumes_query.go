@@ -92,7 +92,7 @@ func (e *Engine) EachVolume(ctx context.Context, fields VolumeFields, fn func(v 
 				Schedulable: b.State == store.VolumeReady && pw == Schedulable && !outside,
 				AccessMode:  b.AccessMode, AttachmentMode: b.AttachmentMode, CapacityBytes: b.CapacityBytes,
 				ReadClaims: b.ReadClaims, WriteClaims: b.WriteClaims, Unsettled: b.Unsettled,
-				CreatedAt: b.CreatedAt, pluginWhy: pw, outside: outside,
+				CreatedAt: b.CreatedAt, pluginWhy: pw, outside: outside, key: b.ID, pluginKey: b.PluginID,
 			}
 			if handedTo != nil {
 				if to := handedTo[b.ID]; to != "" {
@@ -123,7 +123,7 @@ func volumeSummary(v store.Volume, claims []store.Claim, pluginTakesClaims bool)
 		ID: v.ID, Namespace: v.Namespace, Name: v.Name, PluginID: v.PluginID, State: string(v.State),
 		Schedulable: v.State == store.VolumeReady && pluginTakesClaims,
 		AccessMode:  v.AccessMode, AttachmentMode: v.AttachmentMode, CapacityBytes: v.CapacityBytes,
-		CreatedAt: v.CreatedAt,
+		CreatedAt: v.CreatedAt, key: v.ID, pluginKey: v.PluginID,
 	}
 	for _, c := range claims {
 		if c.Mode == store.ClaimWrite {

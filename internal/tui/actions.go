@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,11 +34,14 @@ const (
 
 // action is one operation the user asked for.
 type action struct {
-	kind   actionKind
-	volume string
-	alloc  string // release only
-	group  string // release: the alloc's group, when it belongs to one
-	allocs []string
+	kind actionKind
+	// volume and alloc are what the engine is asked to act on: the IDs as the state has them.
+	// volumeShown and allocShown are the same as the dashboard shows them, scrubbed of secrets,
+	// which its questions word (engine.VolumeSummary.Key).
+	volume, volumeShown string
+	alloc, allocShown   string // release only
+	group               string // release: the alloc's group, when it belongs to one
+	allocs              []string
 	// asked are the claims the question was about, by ID: a release's one, a detach's all. The
 	// dialog stays open while reads come, and the engine acts on the volume as it is then.
 	asked []int64
@@ -89,11 +93,11 @@ func (a action) button() string {
 func (a action) question() string {
 	switch a.kind {
 	case actRelease:
-		of := fmt.Sprintf("alloc %q", a.alloc)
+		of := fmt.Sprintf("alloc %q", a.shownAlloc())
 		if a.group != "" {
 			of += fmt.Sprintf(" (group %q)", a.group)
 		}
-		return fmt.Sprintf("Release the claim of %s on volume %q? Its mount is unpublished, and the volume unstaged when no other claim uses it.", of, a.volume)
+		return fmt.Sprintf("Release the claim of %s on volume %q? Its mount is unpublished, and the volume unstaged when no other claim uses it.", of, a.shownVolume())
 	case actDetach:
 		// The claims the detach releases (asked), named as force detach names them: counted
 		// from the open detail's volume, which a refresh updates a read after the lists, the
@@ -101,13 +105,13 @@ func (a action) question() string {
 		// released (TestDetachAsksAboutTheClaimsItReleases).
 		switch len(a.allocs) {
 		case 0:
-			return fmt.Sprintf("Detach volume %q? It has no claims on this host; nothing is released.", a.volume)
+			return fmt.Sprintf("Detach volume %q? It has no claims on this host; nothing is released.", a.shownVolume())
 		case 1:
-			return fmt.Sprintf("Detach volume %q? The claim of %s on this host is released and its mount undone.", a.volume, a.allocs[0])
+			return fmt.Sprintf("Detach volume %q? The claim of %s on this host is released and its mount undone.", a.shownVolume(), a.allocs[0])
 		}
-		return fmt.Sprintf("Detach volume %q? The %d claims on this host, of %s, are released and their mounts undone.", a.volume, len(a.allocs), joinAnd(a.allocs))
+		return fmt.Sprintf("Detach volume %q? The %d claims on this host, of %s, are released and their mounts undone.", a.shownVolume(), len(a.allocs), joinAnd(a.allocs))
 	case actForceDetach:
-		q := fmt.Sprintf("Force-detach volume %q? Its plugin's node service is not asked: volctl unmounts its own target and staging paths and frees the claims whatever happens.", a.volume)
+		q := fmt.Sprintf("Force-detach volume %q? Its plugin's node service is not asked: volctl unmounts its own target and staging paths and frees the claims whatever happens.", a.shownVolume())
 		if len(a.allocs) == 0 {
 			return q + " It has no claims on this host."
 		}
@@ -115,8 +119,12 @@ func (a action) question() string {
 	case actReconcile:
 		return "Reconcile now? Every claim, volume and snapshot left half-way is driven to where it was going, as volctl reconcile does."
 	}
-	return fmt.Sprintf("Delete volume %q? The plugin deletes its storage; this cannot be undone.", a.volume)
+	return fmt.Sprintf("Delete volume %q? The plugin deletes its storage; this cannot be undone.", a.shownVolume())
 }
+
+// shownVolume and shownAlloc name what the action is about as the dashboard shows it.
+func (a action) shownVolume() string { return cmp.Or(a.volumeShown, a.volume) }
+func (a action) shownAlloc() string  { return cmp.Or(a.allocShown, a.alloc) }
 
 // joinAnd lists names as a, b and c.
 func joinAnd(names []string) string {
@@ -129,15 +137,15 @@ func joinAnd(names []string) string {
 func (a action) doing() string {
 	switch a.kind {
 	case actRelease:
-		return fmt.Sprintf("releasing the claim of %q on %q", a.alloc, a.volume)
+		return fmt.Sprintf("releasing the claim of %q on %q", a.shownAlloc(), a.shownVolume())
 	case actDetach:
-		return fmt.Sprintf("detaching %q", a.volume)
+		return fmt.Sprintf("detaching %q", a.shownVolume())
 	case actForceDetach:
-		return fmt.Sprintf("force-detaching %q", a.volume)
+		return fmt.Sprintf("force-detaching %q", a.shownVolume())
 	case actReconcile:
 		return "reconciling"
 	}
-	return fmt.Sprintf("deleting %q", a.volume)
+	return fmt.Sprintf("deleting %q", a.shownVolume())
 }
 
 // actionDoneMsg reports how an action ended.

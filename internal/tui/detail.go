@@ -27,6 +27,7 @@ type detail struct {
 	c       *Common
 	tab     tabID
 	key     string // the row's key: volume ID, claim ID, plugin ID, event ID
+	name    string // the row's ID as shown (its first cell), scrubbed of secrets as key is not
 	title   string
 	vp      viewport.Model
 	render  func(width int) string // nil while loading
@@ -52,7 +53,7 @@ func loadVolumeRead(ctx context.Context, eng Engine, id string, probed []engine.
 	return func() tea.Msg {
 		v, err := eng.Volume(ctx, id)
 		if err == nil {
-			if i := slices.IndexFunc(probed, func(p engine.PluginInfo) bool { return p.ID == v.PluginID }); i >= 0 {
+			if i := slices.IndexFunc(probed, func(p engine.PluginInfo) bool { return p.Key() == v.PluginKey() }); i >= 0 {
 				v = v.WithPluginProbed(&probed[i])
 			}
 			err = redacted(ctx, eng, &v)
@@ -103,14 +104,14 @@ func (d *detail) gone(note string) {
 // prefix of its ID too: read by the ID of one deleted since, it answers with another whose ID
 // starts so ("db" gone, "db-replica" found), which is not this detail's, and never acted on.
 func (d *detail) setVolume(msg volumeMsg) {
-	if msg.err == nil && msg.info.ID != msg.id {
+	if msg.err == nil && msg.info.Key() != msg.id {
 		msg.err = fmt.Errorf("volume %q: %w", msg.id, engine.ErrNotFound)
 	}
 	if msg.err != nil {
 		if errors.Is(msg.err, engine.ErrNotFound) {
-			d.gone(fmt.Sprintf("volume %q no longer exists", msg.id))
+			d.gone(fmt.Sprintf("volume %q no longer exists", d.name))
 		} else {
-			d.gone(fmt.Sprintf("read volume %q: %v", msg.id, msg.err))
+			d.gone(fmt.Sprintf("read volume %q: %v", d.name, msg.err))
 		}
 		return
 	}
@@ -169,7 +170,7 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	for _, c := range v.Claims {
 		claims = append(claims, []string{c.Alloc, c.Mode, c.Condition().String(), display.Age(now, c.CreatedAt), c.LastErrorText()})
 	}
-	b.tableOrNone(claims)
+	b.tableOrNone(claims, errorLast)
 	switch {
 	case v.UnpublishOwed() && v.Handover != nil:
 		// Kept on purpose: Nomad's allocations on the node may use the attachment.
@@ -235,7 +236,7 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	for _, c := range v.Capabilities {
 		caps = append(caps, []string{string(c.AccessMode), string(c.AttachmentMode)})
 	}
-	b.table(caps)
+	b.table(caps, false)
 
 	b.section("Topology")
 	b.kv("Required", topologies(topologyReq(v.TopologyRequest, true)))
@@ -280,7 +281,7 @@ func claimDetail(s *Styles, c engine.ClaimInfo, now time.Time, w int) string {
 	for _, m := range c.Binds {
 		binds = append(binds, []string{m.Destination, yesNo(m.ReadOnly), m.PropagationMode})
 	}
-	b.tableOrNone(binds)
+	b.tableOrNone(binds, false)
 	return b.String()
 }
 
@@ -413,16 +414,24 @@ func (b *detailBuilder) secrets(sec spec.Secrets) {
 func (b *detailBuilder) none() { b.line(b.s.Empty.Render("  none")) }
 
 // tableOrNone prints rows as table does, or none when there is only the header.
-func (b *detailBuilder) tableOrNone(rows [][]string) {
+func (b *detailBuilder) tableOrNone(rows [][]string, lastIsError bool) {
 	if len(rows) == 1 {
 		b.none()
 		return
 	}
-	b.table(rows)
+	b.table(rows, lastIsError)
 }
 
-// table prints rows (the first is the header) in aligned columns; the last column is cut.
-func (b *detailBuilder) table(rows [][]string) {
+// errorLast says to table that the last column holds an error, which the others are narrowed
+// for (shrinkForLast).
+const errorLast = true
+
+// table prints rows (the first is the header) in aligned columns; the last column wraps under
+// itself, or is cut. When it holds an error (lastIsError), the others are narrowed to leave it
+// room (shrinkForLast); the others' cells are what a table of data (a bind's destination, a
+// capability) is read for, and are not: narrowed, two binds' destinations .../data and
+// .../logs read the same (TestDetailTablesNarrowOnlyForAnErrorColumn).
+func (b *detailBuilder) table(rows [][]string, lastIsError bool) {
 	widths := make([]int, len(rows[0]))
 	for _, r := range rows {
 		for i, c := range r {
@@ -434,7 +443,9 @@ func (b *detailBuilder) table(rows [][]string) {
 		}
 	}
 	last := len(widths) - 1
-	shrinkForLast(widths, b.w)
+	if lastIsError {
+		shrinkForLast(widths, rows[1:], b.w)
+	}
 	indent := 2
 	for _, w := range widths[:last] {
 		indent += w + colGap
@@ -476,9 +487,16 @@ const (
 // cut dropped the error it held whole (TestDetailTablesKeepTheErrorColumnOnScreen). The cells
 // narrowed are cut with "…" (fit). On a screen too narrow for that, nothing is narrowed: the
 // line is cut, as before, rather than every column with it.
-func shrinkForLast(widths []int, w int) {
+//
+// The room the last column wants is its body's widest cell's, at most lastColumnRoom: its
+// header alone, wider than its cells, is cut rather than the others.
+func shrinkForLast(widths []int, body [][]string, w int) {
 	last := len(widths) - 1
-	want := min(widths[last], lastColumnRoom)
+	want := 0
+	for _, r := range body {
+		want = max(want, textWidth(r[last]))
+	}
+	want = min(want, lastColumnRoom)
 	used := 2
 	for _, cw := range widths[:last] {
 		used += cw + colGap

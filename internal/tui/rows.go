@@ -33,12 +33,12 @@ func volumeColumns() []column {
 func volumeRows(vs []engine.VolumeSummary, plugins []engine.PluginInfo) []row {
 	byID := make(map[string]*engine.PluginInfo, len(plugins))
 	for i := range plugins {
-		byID[plugins[i].ID] = &plugins[i]
+		byID[plugins[i].Key()] = &plugins[i]
 	}
 	return rowsOf(vs, func(i int, v engine.VolumeSummary) row {
-		sched := v.Schedulability(byID[v.PluginID])
+		sched := v.Schedulability(byID[v.PluginKey()])
 		rw := strconv.Itoa(v.ReadClaims) + "/" + strconv.Itoa(v.WriteClaims)
-		r := newRow(v.ID, i, []string{
+		r := newRow(v.Key(), i, []string{
 			v.ID, v.Name, v.PluginID, display.Bytes(v.CapacityBytes), modeText(v.AccessMode, v.AttachmentMode), rw, sched.String(),
 		})
 		r.nums[3] = v.CapacityBytes
@@ -89,7 +89,7 @@ func pluginColumns() []column {
 func pluginRows(ps []engine.PluginInfo) []row {
 	return rowsOf(ps, func(i int, p engine.PluginInfo) row {
 		health := p.Health()
-		r := newRow(p.ID, i, []string{
+		r := newRow(p.Key(), i, []string{
 			p.ID, p.Provider, p.Version, string(p.Type), health.String(), p.ProbeLatency.String(), p.NodeID, capSummary(p.Capabilities),
 		})
 		r.nums[5] = int64(p.ProbeLatency)

@@ -38,7 +38,10 @@ type column struct {
 // row is one precomputed line of a table: its cells are formatted when the data arrives, so
 // drawing a frame formats nothing.
 type row struct {
-	key    string   // identity, to keep the cursor on the same row across refreshes
+	// key is the row's identity, to keep the cursor on it across refreshes, and what its
+	// detail and actions look it up by: an ID as the state has it, where the cells show it
+	// scrubbed of secrets (engine.VolumeSummary.Key).
+	key    string
 	cells  []string // display text, plain
 	nums   []int64  // sort keys of the numeric columns, indexed like cells
 	search string   // lower-cased cells, what the filter matches

@@ -63,7 +63,7 @@ func init() {
 			empty: "no volumes yet: `volctl volume register FILE` or `volctl volume create FILE` adds one",
 			rows:  func(s snapshot, _ time.Time) []row { return volumeRows(s.Volumes, s.Plugins) },
 			open: func(m *Model, r *row) (string, tea.Cmd) {
-				return "Volume " + r.key, m.loadVolume(r.key)
+				return "Volume " + m.data.Volumes[r.ref].ID, m.loadVolume(r.key)
 			},
 			refresh: func(m *Model, d *detail) tea.Cmd { return m.loadVolume(d.key) },
 			keys:    func(m *Model) []key.Binding { return m.volumeKeys(false) },
@@ -92,16 +92,16 @@ func init() {
 		{name: "Plugins", columns: pluginColumns(),
 			empty: "no plugins registered: `volctl plugin register FILE` adds one",
 			rows:  func(s snapshot, _ time.Time) []row { return pluginRows(s.Plugins) },
-			open:  func(m *Model, r *row) (string, tea.Cmd) { return "Plugin " + r.key, nil },
+			open:  func(m *Model, r *row) (string, tea.Cmd) { return "Plugin " + m.data.Plugins[r.ref].ID, nil },
 			refresh: func(m *Model, d *detail) tea.Cmd {
 				now, s := m.c.Now(), m.c.Styles
 				for _, p := range m.data.Plugins {
-					if p.ID == d.key {
+					if p.Key() == d.key {
 						d.show(func(w int) string { return pluginDetail(s, p, now, w) })
 						return nil
 					}
 				}
-				d.gone(fmt.Sprintf("plugin %q is no longer registered", d.key))
+				d.gone(fmt.Sprintf("plugin %q is no longer registered", d.name))
 				return nil
 			},
 		},
@@ -125,16 +125,16 @@ func init() {
 		{name: "Groups", columns: groupColumns(),
 			empty: "no groups: `volctl group run FILE` runs one",
 			rows:  func(s snapshot, _ time.Time) []row { return groupRows(s.Groups) },
-			open:  func(m *Model, r *row) (string, tea.Cmd) { return "Group " + r.key, nil },
+			open:  func(m *Model, r *row) (string, tea.Cmd) { return "Group " + m.data.Groups[r.ref].Name, nil },
 			refresh: func(m *Model, d *detail) tea.Cmd {
 				s := m.c.Styles
 				for _, g := range m.data.Groups {
-					if g.Name == d.key {
+					if g.Key() == d.key {
 						d.show(func(w int) string { return groupDetail(s, g, w) })
 						return nil
 					}
 				}
-				d.gone(fmt.Sprintf("group %q is no longer recorded", d.key))
+				d.gone(fmt.Sprintf("group %q is no longer recorded", d.name))
 				return nil
 			},
 		},
@@ -182,7 +182,7 @@ func groupRows(gs []engine.GroupInfo) []row {
 				errs = append(errs, a.Name+": "+a.Error)
 			}
 		}
-		r := newRow(g.Name, i, []string{g.Name, g.State, strconv.Itoa(len(g.Allocs)), strconv.Itoa(claims),
+		r := newRow(g.Key(), i, []string{g.Name, g.State, strconv.Itoa(len(g.Allocs)), strconv.Itoa(claims),
 			strings.Join(vols, ", "), strings.Join(errs, "; ")})
 		r.nums[2], r.nums[3] = int64(len(g.Allocs)), int64(claims)
 		switch {
@@ -218,6 +218,6 @@ func groupDetail(s *Styles, g engine.GroupInfo, w int) string {
 		}
 		rows = append(rows, []string{a.Name, strings.Join(vols, ", "), errText})
 	}
-	b.tableOrNone(rows)
+	b.tableOrNone(rows, errorLast)
 	return b.String()
 }

@@ -254,7 +254,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		a := m.dialog.a
 		m.dialog = nil
 		if run {
-			if i := slices.IndexFunc(m.data.Volumes, func(v engine.VolumeSummary) bool { return v.ID == a.volume }); i >= 0 && a.kind != actReconcile {
+			if i := slices.IndexFunc(m.data.Volumes, func(v engine.VolumeSummary) bool { return v.Key() == a.volume }); i >= 0 && a.kind != actReconcile {
 				a.plugin = m.data.Volumes[i].PluginID
 			}
 			return tea.Batch(m.status.start(a), a.run(m.ctx, m.eng))
@@ -382,6 +382,7 @@ func (m *Model) openDetail() tea.Cmd {
 	}
 	title, load := views[m.active].open(m, r)
 	m.detail = newDetail(m.c, m.active, r.key, title)
+	m.detail.name = r.cells[0] // its ID as shown, for saying it is gone
 	if load != nil {
 		m.detail.loading, m.detail.note = true, "loading…"
 		m.detail.rebuild()
@@ -426,7 +427,8 @@ func (m *Model) target(kind actionKind) (action, error) {
 		default:
 			return a, errors.New("release needs a claim: select one in the claims view (2)")
 		}
-		a.volume, a.alloc, a.group, a.asked = c.VolumeID, c.Alloc, c.Group, []int64{c.ID}
+		a.volume, a.alloc, a.group, a.asked = c.VolumeKey(), c.AllocKey(), c.Group, []int64{c.ID}
+		a.volumeShown, a.allocShown = c.VolumeID, c.Alloc
 		return a, nil
 	}
 	var v engine.VolumeSummary
@@ -438,9 +440,10 @@ func (m *Model) target(kind actionKind) (action, error) {
 	default:
 		return a, fmt.Errorf("%s needs a volume: select one in the volumes view (1)", [...]string{"", "detach", "delete", "force detach"}[kind])
 	}
-	a.volume, a.drawn = v.ID, v.CreatedAt
+	a.volume, a.drawn = v.Key(), v.CreatedAt
+	a.volumeShown = v.ID
 	for _, c := range m.data.Claims {
-		if c.VolumeID == v.ID {
+		if c.VolumeKey() == v.Key() {
 			name := strconv.Quote(c.Alloc)
 			if c.Group != "" {
 				name += fmt.Sprintf(" (group %q)", c.Group)
@@ -471,7 +474,7 @@ func (m *Model) cannotDelete(v engine.VolumeSummary) string {
 		return ""
 	}
 	for _, p := range m.data.Plugins {
-		if p.ID == v.PluginID {
+		if p.Key() == v.PluginKey() {
 			if !slices.Contains(p.Capabilities.Controller, "CREATE_DELETE_VOLUME") {
 				return fmt.Sprintf("plugin %q cannot delete volumes (it has no CREATE_DELETE_VOLUME capability): volume %q can only be forgotten", p.ID, v.ID)
 			}

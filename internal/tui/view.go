@@ -305,7 +305,7 @@ func (m *Model) volumeKeys(detail bool) []key.Binding {
 		return nil
 	}
 	var out []key.Binding
-	if slices.ContainsFunc(m.data.Claims, func(c engine.ClaimInfo) bool { return c.VolumeID == v.ID }) {
+	if slices.ContainsFunc(m.data.Claims, func(c engine.ClaimInfo) bool { return c.VolumeKey() == v.Key() }) {
 		out = append(out, k.Detach)
 	}
 	if detail {
