@@ -303,8 +303,13 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) (AllocIn
 			// group run again) may be in use, and only a release or a stop frees it.
 			undo := append(make([]string, 0, len(taken)+1), taken...)
 			// A claim that failed with a retryable error is left for reconcile, not rolled back:
-			// release it too, or reconcile would publish it for an alloc that got nothing.
-			if !had && e.holds(ctx, req.VolumeID, alloc) {
+			// release it too, or reconcile would publish it for an alloc that got nothing. Only
+			// a claim of this group's, which no other run makes meanwhile (the group's lock):
+			// another volctl's plain claim for the alloc, admitted between had's read and this
+			// run's admission (which it made a conflict), is that command's. Before, the run
+			// released it as its own, unpublished from under the command that reported it held
+			// (TestGroupRunDoesNotReleaseAPlainClaimMadeBesideIt).
+			if !had && e.holdsOfGroup(ctx, req.VolumeID, alloc, g.Name) {
 				undo = append(undo, req.VolumeID)
 			}
 			// Last taken first: taken outermost first, they are released innermost first (an
@@ -426,6 +431,12 @@ func interruptedRun(ctx context.Context, g spec.Group, next int) error {
 func (e *Engine) holds(ctx context.Context, volumeID, alloc string) bool {
 	_, err := e.ClaimInfo(ctx, volumeID, alloc)
 	return err == nil
+}
+
+// holdsOfGroup says whether alloc holds a live claim on volumeID that group made.
+func (e *Engine) holdsOfGroup(ctx context.Context, volumeID, alloc, group string) bool {
+	c, err := e.ClaimInfo(ctx, volumeID, alloc)
+	return err == nil && sameInNFC(c.Group, group)
 }
 
 // bindDests are the destinations of volume_mounts.
