@@ -87,6 +87,12 @@ func groupRunRun(ctx context.Context, opts *GroupRunOptions) error {
 	pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
 	info, runErr := e.RunGroup(pctx, *g)
 	done()
+	if runErr != nil && info.Name == "" {
+		// Failed before it ran any alloc (its lock not got, its record not written): there
+		// is no group to print. Before, --json printed an empty one, "allocs": null, beside
+		// exit 1 (TestGroupRunFailingBeforeAnyAllocPrintsNoJSON).
+		return runErr
+	}
 	if err := redactOutput(ctx, e, nil, &info); err != nil {
 		return fmt.Errorf("group run: %w", err)
 	}

@@ -3,6 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"math"
+	"reflect"
 	"strings"
 	"text/template"
 )
@@ -94,7 +96,11 @@ func argsSize(args []any) int {
 
 // printfSize is more than fmt.Sprintf(format, args...) can make: the format, each verb's width
 // and precision, and each argument at textGrowth bytes a byte, every verb taking the largest
-// one when arguments are indexed ([n]) and may be used again.
+// one when arguments are indexed ([n]) and may be used again. fmt pads each element of a list
+// or map, and each field of a struct, to a verb's width, so the widths count once per value
+// in the argument that has the most (printfLeaves): counted once, `printf "%999999v" .` over
+// a list was held to a megabyte, and made one per key and value, 140 GB over 10,000 events
+// (TestTemplatePrintfWidthOverAListIsBounded).
 func printfSize(format string, args []any) int {
 	verbs, pads := 0, 0
 	for i := 0; i < len(format); i++ {
@@ -144,7 +150,60 @@ func printfSize(format string, args []any) int {
 	if strings.Contains(format, "[") {
 		sum = max(sum, verbs*largest)
 	}
+	if pads > 0 {
+		leaves := 1
+		for _, a := range args {
+			leaves = max(leaves, printfLeaves(reflect.ValueOf(a), 0))
+		}
+		if pads > math.MaxInt/leaves {
+			return math.MaxInt
+		}
+		pads *= leaves
+	}
 	return len(format) + pads + textGrowth*sum
+}
+
+// printfLeaves is how many values fmt pads to a verb's width when it prints v (depth: how deep
+// in the argument v is): one for a scalar, and for a list, map or struct those of each element,
+// key, value or field. A pointer below the top is printed as its address, one value, as fmt
+// does (so no cycle is followed); a []byte is one value.
+func printfLeaves(v reflect.Value, depth int) int {
+	switch v.Kind() {
+	case reflect.Invalid:
+		return 1
+	case reflect.Interface:
+		if v.IsNil() {
+			return 1
+		}
+		return printfLeaves(v.Elem(), depth)
+	case reflect.Pointer:
+		if v.IsNil() || depth > 0 {
+			return 1
+		}
+		return printfLeaves(v.Elem(), depth+1)
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return 1
+		}
+		n := 0
+		for i := range v.Len() {
+			n += printfLeaves(v.Index(i), depth+1)
+		}
+		return max(n, 1)
+	case reflect.Map:
+		n := 0
+		for it := v.MapRange(); it.Next(); {
+			n += printfLeaves(it.Key(), depth+1) + printfLeaves(it.Value(), depth+1)
+		}
+		return max(n, 1)
+	case reflect.Struct:
+		n := 0
+		for i := range v.NumField() {
+			n += printfLeaves(v.Field(i), depth+1)
+		}
+		return max(n, 1)
+	}
+	return 1
 }
 
 // boundedJoin is the template's join, refusing a result that could pass maxFilterOutput.
