@@ -12,7 +12,6 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/volctl/volctl/internal/display"
-	"github.com/volctl/volctl/internal/engine"
 )
 
 // Smallest screen the layout works in.
@@ -295,6 +294,17 @@ func (m *Model) shortKeys() bindings {
 	return bindings{short: append(out, k.Help, k.Quit, k.NextTab, k.Refresh, k.Reconcile)}
 }
 
+// hasClaims says whether volume key (as read: engine.VolumeSummary.Key) has live claims on
+// this host. Each frame asks it of the claims all, by index: a claim is some 300 bytes.
+func (m *Model) hasClaims(key string) bool {
+	for i := range m.data.Claims {
+		if m.data.Claims[i].VolumeKey() == key {
+			return true
+		}
+	}
+	return false
+}
+
 // volumeKeys are the actions the selected volume takes: detach only when it has claims on
 // this host and delete only when it can be deleted (pressing d or D otherwise says why),
 // forced detach in its detail.
@@ -305,7 +315,7 @@ func (m *Model) volumeKeys(detail bool) []key.Binding {
 		return nil
 	}
 	var out []key.Binding
-	if slices.ContainsFunc(m.data.Claims, func(c engine.ClaimInfo) bool { return c.VolumeKey() == v.Key() }) {
+	if m.hasClaims(v.Key()) {
 		out = append(out, k.Detach)
 	}
 	if detail {
