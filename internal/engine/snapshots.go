@@ -397,6 +397,13 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 				// (TestUnchangedSnapshotOfAnUndatedPluginKeepsItsRecordedTime).
 				rec.CreatedAt = old.CreatedAt
 			}
+			if outcome == Unchanged && rec.SizeBytes == 0 {
+				// The same snapshot, its size not said this time (0, or a negative size read as
+				// 0): the size recorded stands. Before, it was recorded at 0 bytes, and a restore
+				// the plugin answered smaller than the snapshot, which that size refused, was
+				// recorded ready (TestUnchangedSnapshotAnsweredWithoutASizeKeepsItsRecordedSize).
+				rec.SizeBytes = old.SizeBytes
+			}
 		case errors.Is(err, store.ErrNotFound) && !d.IsZero() && d.Before(intent.CreatedAt.Add(-adoptedLeeway)):
 			// Not recorded, but dated by the plugin before the intent was: it held a snapshot
 			// under the name, which volctl forgot (`snapshot deregister`) or never knew (made
@@ -744,7 +751,7 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		}
 		intent, err = tx.Snapshots().GetCreate(pluginID, snapshotID)
 		if errors.Is(err, store.ErrNotFound) {
-			if rec, recorded, err = recordNamed(tx, pluginID, snapshotID); err != nil || recorded {
+			if rec, recorded, err = recordByName(tx, pluginID, snapshotID); err != nil || recorded {
 				return err
 			}
 			return notMatesSnapshot(tx, pluginID, snapshotID)
@@ -1146,6 +1153,37 @@ func recordNamed(tx *store.Tx, pluginID, name string) (store.Snapshot, bool, err
 		}
 	}
 	return store.Snapshot{}, false, nil
+}
+
+// recordByName is recordNamed for a command that names a snapshot by its NAME (delete,
+// deregister, a restore's snapshot_id given a name): the one snapshot recorded under it, and a
+// refusal naming each ID when the name is two snapshots' (a plugin that made a new one for a
+// name it held, still listing the old: TestSnapshotCreateAgainForgetsNoSnapshotThePluginStillHolds).
+// Before, it took the first by ID, and `snapshot delete PLUGIN NAME` deleted that one, saying
+// nothing of the other (TestSnapshotDeleteByANameTwoRecordsHoldIsRefused).
+func recordByName(tx *store.Tx, pluginID, name string) (store.Snapshot, bool, error) {
+	all, err := tx.Snapshots().List(pluginID)
+	if err != nil {
+		return store.Snapshot{}, false, err
+	}
+	var named []store.Snapshot
+	for _, sn := range all {
+		if sn.Name == name && sn.PluginID == pluginID {
+			named = append(named, sn)
+		}
+	}
+	switch len(named) {
+	case 0:
+		return store.Snapshot{}, false, nil
+	case 1:
+		return named[0], true, nil
+	}
+	ids := make([]string, len(named))
+	for i, sn := range named {
+		ids[i] = strconv.Quote(sn.SnapshotID)
+	}
+	return store.Snapshot{}, false, conflictf("the name %q is that of %d snapshots volctl records through plugin %q (%s): nothing was done; name the one meant by its ID (`%s` shows each)",
+		name, len(named), pluginID, strings.Join(ids, ", "), "volctl volume snapshot list "+shellquote.Flag("--plugin", pluginID))
 }
 
 // keptIntent is a create's error that keeps its intent (a snapshot's or a volume's): the
@@ -1845,7 +1883,7 @@ func (e *Engine) deregisterSnapshotStored(ctx context.Context, pluginID, snapsho
 			// SNAPSHOT_ID|NAME, and `snapshot list`'s NAME column): it said "volctl has no
 			// record of it" of a snapshot listed under that name
 			// (TestSnapshotDeregisterByNameOfARecordedSnapshot).
-			if rec, named, nerr := recordNamed(tx, pluginID, snapshotID); nerr != nil || named {
+			if rec, named, nerr := recordByName(tx, pluginID, snapshotID); nerr != nil || named {
 				snapshotID = rec.SnapshotID
 				return rec.SourceVolumeID, nerr
 			}

@@ -530,7 +530,7 @@ func snapshotIDIsAName(ctx context.Context, e *Engine, sv spec.Volume) error {
 		case !errors.Is(err, store.ErrNotFound):
 			return nil, err
 		}
-		sn, ok, err := recordNamed(tx, sv.PluginID, sv.SnapshotID)
+		sn, ok, err := recordByName(tx, sv.PluginID, sv.SnapshotID)
 		if err != nil || !ok {
 			return nil, err
 		}
