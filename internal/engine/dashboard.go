@@ -41,6 +41,8 @@ func (d Dashboard) WithPluginsProbed(probed []PluginInfo) Dashboard {
 			d.Plugins = slices.Clone(d.Plugins)
 		}
 		q := &d.Plugins[k]
+		// Of the probe's text, only LastError: the dashboard scrubs it alone (tui's
+		// scrubbedProbes), d being scrubbed already. Another text taken here is to be scrubbed there too.
 		q.Healthy, q.Ready, q.ProbeLatency, q.LastError, q.ProbedAt = p.Healthy, p.Ready, p.ProbeLatency, p.LastError, p.ProbedAt
 		newer[q.Key()] = q
 	}
