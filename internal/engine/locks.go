@@ -92,6 +92,9 @@ func lockedAtPath(fl *flock.Flock) (heldLock, error) {
 	if err != nil {
 		return heldLock{}, err
 	}
+	if !fi.Mode().IsRegular() { // opened anew during a wait, after file's check
+		return heldLock{}, notRegularLockErr(fl.Path(), fi.Mode())
+	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return heldLock{}, fmt.Errorf("lock file %s: no device and inode", fl.Path())
@@ -252,10 +255,26 @@ func (l *locker) file(name string) (*flock.Flock, error) {
 		l.before()
 	}
 	path := filepath.Join(l.dir, name+".lock")
-	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("lock file %s is %s, not a regular file as volctl makes them: remove it, and volctl makes it again", path, pathtrust.FileKind(fi.Mode()))
+	if err := notRegularLock(path); err != nil {
+		return nil, err
 	}
 	return flock.New(path, flock.SetFlag(lockOpen), flock.SetPermissions(0o600)), nil
+}
+
+// notRegularLock refuses a lock path that is not a regular file (a symlink, a named pipe, a
+// directory: nothing volctl makes), naming it and what to do; nil otherwise, or when it cannot
+// be read. Checked before a lock's first open (file) and again where a wait opened it anew: one
+// put in place during a wait gave "too many levels of symbolic links" for a symlink, and a named
+// pipe was locked (lockedAtPath; TestLockFileReplacedWhileWaitedForIsRefusedByName).
+func notRegularLock(path string) error {
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return notRegularLockErr(path, fi.Mode())
+	}
+	return nil
+}
+
+func notRegularLockErr(path string, mode os.FileMode) error {
+	return fmt.Errorf("lock file %s is %s, not a regular file as volctl makes them: remove it, and volctl makes it again", path, pathtrust.FileKind(mode))
 }
 
 // volume locks one volume for one operation (claim, release, delete, expand, ...). The ID names
@@ -416,13 +435,20 @@ func (l *locker) dirs(ctx context.Context, exclusive bool) (func(), heldLock, er
 		if err != nil {
 			return nil, heldLock{}, fmt.Errorf("lock the state dir's directories: %w", err)
 		}
-		lock, try := fl.TryRLock, fl.TryRLockContext
+		lock := fl.TryRLock
 		if exclusive {
-			lock, try = fl.TryLock, fl.TryLockContext
+			lock = fl.TryLock
 		}
 		ok, err := lock()
 		if err == nil && !ok {
-			ok, err = try(ctx, lockRetry)
+			// Waited for as every lock is (await): its holder named as it goes, given up on
+			// once stopped, and by a pass within its bound. Waited for with flock's own retry,
+			// a claim behind a holder stopped with ^Z waited silently for as long as its
+			// context lasted, for good in a script, and the error named nobody
+			// (TestClaimBehindAStoppedHolderOfTheDirectoryLockGivesUpNamingIt,
+			// TestPassDoesNotWaitForeverForTheDirectoryLock).
+			err = l.await(ctx, fl, lock, "the state dir's directories (locks/dirs.lock)")
+			ok = err == nil
 		}
 		if ro := l.onReadOnly(err); ro != err {
 			_ = fl.Close()
@@ -552,7 +578,7 @@ func (e *Engine) LockAgent() (release func(), named bool, err error) {
 // publishing takes a plugin's publish lock shared, waiting for it: every publish holds it for
 // its RPCs (publish.go), and every undoing of a staging or an attachment for its own
 // (undoUnused, a forced detach), so that the agent, which takes it exclusively to count the plugin's
-// mounts and stop it (HoldPluginMounts), never stops the plugin between a count that missed a
+// mounts and stop it (HoldPluginMountsOf), never stops the plugin between a count that missed a
 // claim and that claim's NodeStageVolume or NodePublishVolume, nor under a release's
 // ControllerUnpublishVolume sent once the store shows no mount. It is the node socket's (the
 // process the mounts go through, whichever plugin ID they are sent through): publishLocks.
@@ -693,6 +719,9 @@ func (l *locker) await(ctx context.Context, fl *flock.Flock, try func() (bool, e
 		case <-tick.C:
 		}
 		if ok, err := try(); err != nil {
+			if kind := notRegularLock(fl.Path()); kind != nil {
+				err = kind // a symlink put in its place: ELOOP, which says nothing of it
+			}
 			return fmt.Errorf("lock %s: %w", what, err)
 		} else if ok {
 			return nil
