@@ -288,7 +288,11 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) (AllocIn
 			AccessMode: r.AccessMode, AttachmentMode: r.AttachmentMode, MountOptions: r.MountOptions,
 			Binds: groupBinds(g, r.Name, alloc, index),
 		}
-		had := e.holds(ctx, req.VolumeID, alloc)
+		// The claim the alloc held before, by ID: one being released (another volctl's
+		// release of it in flight) is waited for by the claim, which then makes a new one,
+		// this run's to undo. Read as "held", the new claim was left beside a failed alloc
+		// (TestGroupRunRollsBackAClaimItMadeAfterAnotherReleaseOfTheAllocs).
+		had := e.heldClaimID(ctx, req.VolumeID, alloc)
 		ci, err := e.Claim(onVolume(ctx, req.VolumeID), req)
 		if err != nil && ctx.Err() != nil {
 			// Interrupted: nothing is undone (RunGroup). What the alloc holds now is read
@@ -309,7 +313,7 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) (AllocIn
 			// run's admission (which it made a conflict), is that command's. Before, the run
 			// released it as its own, unpublished from under the command that reported it held
 			// (TestGroupRunDoesNotReleaseAPlainClaimMadeBesideIt).
-			if !had && e.holdsOfGroup(ctx, req.VolumeID, alloc, g.Name) {
+			if e.newOfGroup(ctx, req.VolumeID, alloc, g.Name, had) {
 				undo = append(undo, req.VolumeID)
 			}
 			// Last taken first: taken outermost first, they are released innermost first (an
@@ -338,7 +342,7 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) (AllocIn
 			return a, err
 		}
 		a.Claims = append(a.Claims, ci)
-		if !had {
+		if ci.ID != had {
 			taken = append(taken, ci.VolumeID)
 		}
 	}
@@ -433,10 +437,20 @@ func (e *Engine) holds(ctx context.Context, volumeID, alloc string) bool {
 	return err == nil
 }
 
-// holdsOfGroup says whether alloc holds a live claim on volumeID that group made.
-func (e *Engine) holdsOfGroup(ctx context.Context, volumeID, alloc, group string) bool {
+// heldClaimID is the ID of alloc's live claim on volumeID, 0 when it holds none.
+func (e *Engine) heldClaimID(ctx context.Context, volumeID, alloc string) int64 {
 	c, err := e.ClaimInfo(ctx, volumeID, alloc)
-	return err == nil && sameInNFC(c.Group, group)
+	if err != nil {
+		return 0
+	}
+	return c.ID
+}
+
+// newOfGroup says whether alloc holds a live claim on volumeID that group made, other than
+// claim had (0: none held before).
+func (e *Engine) newOfGroup(ctx context.Context, volumeID, alloc, group string, had int64) bool {
+	c, err := e.ClaimInfo(ctx, volumeID, alloc)
+	return err == nil && c.ID != had && sameInNFC(c.Group, group)
 }
 
 // bindDests are the destinations of volume_mounts.
