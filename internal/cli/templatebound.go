@@ -150,17 +150,37 @@ func printfSize(format string, args []any) int {
 	if strings.Contains(format, "[") {
 		sum = max(sum, verbs*largest)
 	}
-	if pads > 0 {
-		leaves := 1
-		for _, a := range args {
-			leaves = max(leaves, printfLeaves(reflect.ValueOf(a), 0))
-		}
-		if pads > math.MaxInt/leaves {
-			return math.MaxInt
-		}
-		pads *= leaves
+	leaves := 1
+	for _, a := range args {
+		leaves = max(leaves, printfLeaves(reflect.ValueOf(a), 0))
 	}
-	return len(format) + pads + textGrowth*sum
+	// fmt's own words for a verb it cannot fill, "%!d(MISSING)", "%!d(string=)", each value
+	// of a list its own, and for an argument left over, "%!(EXTRA string=…)": counted as the
+	// format's few bytes, one printf of a format doubled by print made three times the bound
+	// (TestTemplatePrintfErrorTextIsCountedInItsBound).
+	words := satMul(verbs+len(args), satMul(leaves, fmtErrorWords))
+	return satAdd(satAdd(len(format), satMul(pads, leaves)), satAdd(words, satMul(textGrowth, sum)))
+}
+
+// fmtErrorWords is more than fmt writes around a value for a verb it cannot fill, the value
+// aside: "%!" and the verb, its type's name (those of what a command's result decodes to:
+// string, float64, map[string]interface {}), "=", "(", ")", or "(MISSING)", "(EXTRA ".
+const fmtErrorWords = 64
+
+// satMul and satAdd are a*b and a+b of sizes (not negative), math.MaxInt where they would
+// overflow: a size past any bound.
+func satMul(a, b int) int {
+	if a != 0 && b > math.MaxInt/a {
+		return math.MaxInt
+	}
+	return a * b
+}
+
+func satAdd(a, b int) int {
+	if a > math.MaxInt-b {
+		return math.MaxInt
+	}
+	return a + b
 }
 
 // printfLeaves is how many values fmt pads to a verb's width when it prints v (depth: how deep
