@@ -57,6 +57,14 @@ func loadVolumeRead(ctx context.Context, eng Engine, id string, probed []engine.
 				v = v.WithPluginProbed(&probed[i])
 			}
 			err = redacted(ctx, eng, &v)
+		} else if !errors.Is(err, engine.ErrNotFound) {
+			// Shown in the detail ("read volume X: ..."), scrubbed as what the read finds is.
+			text := err.Error()
+			if rerr := redacted(ctx, eng, &text); rerr != nil {
+				err = fmt.Errorf("the error is withheld: reading the state to redact secrets from it: %v", rerr)
+			} else if text != err.Error() {
+				err = &scrubbedError{err: err, msg: text}
+			}
 		}
 		return volumeMsg{id: id, seq: seq, info: v, err: err}
 	}
