@@ -1024,7 +1024,7 @@ func (a *Agent) stopIfUnmounted(r *runner, countAs string) bool {
 			// a process running.
 			ctx, cancel := context.WithTimeout(context.Background(), a.s.StopTimeout)
 			defer cancel()
-			m, release, err := a.e.HoldPluginMountsServing(ctx, countAs, r.spec)
+			m, release, err := a.e.HoldPluginMountsServing(ctx, countAs, r.spec, nil)
 			defer release()
 			if err == nil && !m.Any() {
 				a.stopLeftBy(r, nil)
@@ -1044,7 +1044,7 @@ func (a *Agent) stopIfUnmounted(r *runner, countAs string) bool {
 	// stop_timeout, which bounds the stop with the wait for the process (docs/agent.md): a
 	// fixed 30 s held a stop of stop_timeout 1s for 30 s while another process published
 	// (TestStopWaitsForAPublishNoLongerThanStopTimeout).
-	m, release, err := a.e.HoldPluginMountsServing(ctx, countAs, r.spec)
+	m, release, err := a.e.HoldPluginMountsServing(ctx, countAs, r.spec, p.served)
 	defer release()
 	switch {
 	case err != nil:

@@ -405,7 +405,7 @@ func adoptDaemon(ctx context.Context, runDir, id, socket string) (*process, erro
 	if d == nil {
 		return nil, nil
 	}
-	d.execDigest = rec.execDigest // started with its parent's exec block
+	d.execDigest, d.served = rec.execDigest, rec.served // started with its parent's exec block
 	return d, writePidFile(runDir, id, d)
 }
 

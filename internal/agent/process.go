@@ -3,7 +3,9 @@ package agent
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -49,7 +51,12 @@ type process struct {
 	// the process's that left it), recorded in its pid file: "" when unknown (a pid file of an
 	// older agent), which is taken for the declared one.
 	execDigest string
-	exited     chan struct{}
+	// served are the sockets it was started to serve (the declaration's Type, Socket,
+	// ControllerSocket and NodeSocket, recorded in its pid file), nil when unknown (an older
+	// agent's pid file): a publish through them holds their publish lock, which a stop of the
+	// process waits for, the plugin as stored naming other sockets since (mountsHeld).
+	served *spec.Plugin
+	exited chan struct{}
 
 	mu  sync.Mutex
 	err error // Wait's answer, for a child
@@ -186,7 +193,7 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 		logf("%v", err)
 		return nil, err
 	}
-	p := &process{pid: cmd.Process.Pid, started: time.Now(), child: true, instance: instance, execDigest: execDigestOf(sp), exited: make(chan struct{})}
+	p := &process{pid: cmd.Process.Pid, started: time.Now(), child: true, instance: instance, execDigest: execDigestOf(sp), served: socketsOf(sp), exited: make(chan struct{})}
 	p.startTick, _ = procStartTick(p.pid)
 	afterStart()
 	crash.Go(func() {
@@ -1153,14 +1160,15 @@ func procStat(pid int) ([]string, error) {
 
 func pidFilePath(runDir, id string) string { return filepath.Join(runDir, id+".pid") }
 
-// writePidFile records "<pid> <starttime> <instance> <pgid> <exec>", so a later agent can tell
+// writePidFile records "<pid> <starttime> <instance> <pgid> <exec> <sockets>", so a later agent can tell
 // the process it finds is the one an agent started and not another that reused the pid, find
 // the daemon it left by its instance (adoptDaemon), stop a daemon that does not lead its
 // process group with that group (pgid; 0 when the process leads its own), and tell whether it
 // runs the plugin's exec block as declared now (exec: execDigestOf the one it was started
 // with). An instance-less process is written "-", which an older agent reads as an instance
 // nothing carries; so is an unknown exec, and an older agent reads the first four fields only.
-// It is written whole (writeRunFile).
+// sockets are the ones it serves (process.served), encoded whole (socketsField), "-" when
+// unknown. It is written whole (writeRunFile).
 func writePidFile(runDir, id string, p *process) error {
 	instance, digest := p.instance, p.execDigest
 	if instance == "" {
@@ -1169,7 +1177,38 @@ func writePidFile(runDir, id string, p *process) error {
 	if digest == "" {
 		digest = "-"
 	}
-	return writeRunFile(pidFilePath(runDir, id), fmt.Appendf(nil, "%d %d %s %d %s\n", p.pid, p.startTick, instance, p.pgid, digest))
+	return writeRunFile(pidFilePath(runDir, id), fmt.Appendf(nil, "%d %d %s %d %s %s\n", p.pid, p.startTick, instance, p.pgid, digest, socketsField(p.served)))
+}
+
+// socketsOf is what of declaration sp says which sockets its process serves.
+func socketsOf(sp spec.Plugin) *spec.Plugin {
+	return &spec.Plugin{ID: sp.ID, Type: sp.Type, Socket: sp.Socket, ControllerSocket: sp.ControllerSocket, NodeSocket: sp.NodeSocket}
+}
+
+// socketsField is served as one field of the pid file: its JSON, base64 (a path may hold
+// spaces); "-" for nil.
+func socketsField(served *spec.Plugin) string {
+	if served == nil {
+		return "-"
+	}
+	b, err := json.Marshal(served)
+	if err != nil {
+		return "-"
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// servedOf reads a pid file's sockets field (socketsField), nil when it has none that reads.
+func servedOf(field string) *spec.Plugin {
+	b, err := base64.RawURLEncoding.DecodeString(field)
+	if err != nil {
+		return nil
+	}
+	var sp spec.Plugin
+	if json.Unmarshal(b, &sp) != nil {
+		return nil
+	}
+	return &sp
 }
 
 // execDigestOf is what tells one exec block from another: a hash of the command, args and env
@@ -1256,6 +1295,9 @@ func readPidFile(runDir, id string) *process {
 	}
 	if len(f) > 4 && f[4] != "-" {
 		p.execDigest = f[4]
+	}
+	if len(f) > 5 && f[5] != "-" {
+		p.served = servedOf(f[5])
 	}
 	return p
 }

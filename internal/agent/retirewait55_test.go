@@ -11,7 +11,7 @@ import (
 )
 
 // TestAgentStopsADeregisteredPluginOnceTheHoldOfItsPublishLockEnds: the agent stops a
-// deregistered plugin's process once, under the plugin's publish lock (HoldPluginMounts). The
+// deregistered plugin's process once, under the plugin's publish lock (HoldPluginMountsOf). The
 // lock held in that moment, by a release's undoing of a staging or by another process's brief
 // hold (a reconcile pass tidying the lock files, which takes the locks of plugins no longer
 // registered), read as a publish under way: the process was left running for good, nothing

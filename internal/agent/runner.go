@@ -402,7 +402,7 @@ func (r *runner) followDaemon(ctx context.Context) bool {
 		}
 		return false
 	}
-	d.execDigest = r.proc.execDigest // started with its parent's exec block
+	d.execDigest, d.served = r.proc.execDigest, r.proc.served // started with its parent's exec block
 	if err := writePidFile(a.runDir, id, d); err != nil {
 		// Unrecorded, a later agent would take it for a plugin no agent started: stopped, and
 		// the plugin started again, as for a start whose pid file cannot be written.
@@ -484,10 +484,19 @@ func withholdNews(logged, now holdKind) bool {
 // mountsHeld says why the plugin may hold mounts ("it has 2 mounts and 1 in doubt"), and the
 // kind of that reason, or "" and holdNone when it holds none: the store says so, and no publish
 // through it is under way. A count that cannot be made counts as mounts. With "", the plugin's
-// publish lock is held until release (Engine.HoldPluginMounts), for the stop; release is
+// publish lock is held until release (Engine.HoldPluginMountsOf), for the stop; release is
 // always to be called.
 func (r *runner) mountsHeld(ctx context.Context) (why string, kind holdKind, release func()) {
-	m, release, err := r.a.e.HoldPluginMounts(ctx, r.spec.ID)
+	// With the publish locks of the sockets the process serves, which the plugin as stored may
+	// no longer name (registered again on another socket while an earlier agent left the
+	// process running): a publish through them under way holds their lock. Before, an
+	// outdated process was stopped under it (replaceOutdated;
+	// TestAdoptedOutdatedPluginIsNotStoppedUnderAPublishOnItsOldSocket).
+	var served *spec.Plugin
+	if r.proc != nil {
+		served = r.proc.served
+	}
+	m, release, err := r.a.e.HoldPluginMountsOf(ctx, r.spec.ID, served)
 	switch {
 	case err != nil:
 		why, kind = fmt.Sprintf("its mounts could not be counted (%v)", err), holdUncounted

@@ -46,7 +46,7 @@ func TestStopWaitsForAPublishNoLongerThanStopTimeout(t *testing.T) {
 	stop := f.startAgent(s)
 	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("hp").Healthy })
 	other := f.openEngine() // a claim command, publishing through hp
-	m, release, err := other.HoldPluginMounts(f.ctx, "hp")
+	m, release, err := other.HoldPluginMountsOf(f.ctx, "hp", nil)
 	if err != nil || m.Publishing {
 		t.Fatalf("holding hp's publish lock: %+v, %v", m, err)
 	}

@@ -31,7 +31,7 @@ func TestSocketMoveDoesNotStopThePluginUnderAPublishOnItsOldSocket(t *testing.T)
 
 	// A claim command publishing through hp, on the socket it runs on.
 	cmd := f.openEngine()
-	m, release, err := cmd.HoldPluginMounts(f.ctx, "hp")
+	m, release, err := cmd.HoldPluginMountsOf(f.ctx, "hp", nil)
 	if err != nil || m.Publishing || m.Any() {
 		t.Fatalf("holding hp's publish lock as a publish does: %+v, %v", m, err)
 	}
@@ -80,7 +80,7 @@ func TestForcedDeregisterDoesNotStopThePluginUnderAPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := f.openEngine()
-	m, release, err := cmd.HoldPluginMounts(f.ctx, "hp")
+	m, release, err := cmd.HoldPluginMountsOf(f.ctx, "hp", nil)
 	if err != nil || m.Publishing || m.Any() {
 		t.Fatalf("holding hp's publish lock as a publish does: %+v, %v", m, err)
 	}

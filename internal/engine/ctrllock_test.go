@@ -117,7 +117,7 @@ func TestPluginMountsCountEveryIDOnTheSocket(t *testing.T) {
 }
 
 // The agent counts a plugin's mounts and stops it holding the plugin's publish lock
-// (HoldPluginMounts), so that no publish starts meanwhile. A publish through another plugin ID
+// (HoldPluginMountsOf), so that no publish starts meanwhile. A publish through another plugin ID
 // registered on the same socket reaches the same process: it waits for that lock too, rather
 // than sending NodeStageVolume or NodePublishVolume to a plugin being stopped.
 func TestPublishLockIsTheSocketsWhateverID(t *testing.T) {
@@ -127,14 +127,14 @@ func TestPublishLockIsTheSocketsWhateverID(t *testing.T) {
 	claimWhileHoldingMounts(t, h, "mem", "v", "mem2")
 }
 
-// claimWhileHoldingMounts holds the plugin's mounts as the agent does (HoldPluginMounts of
+// claimWhileHoldingMounts holds the plugin's mounts as the agent does (HoldPluginMountsOf of
 // held), claims volume meanwhile, and fails the test if NodeStageVolume or NodePublishVolume
 // was sent through the plugin ID through, as it would be to a plugin being stopped.
 func claimWhileHoldingMounts(t *testing.T, h *harness, held, volume, through string) {
 	t.Helper()
-	m, release, err := h.e.HoldPluginMounts(h.ctx, held)
+	m, release, err := h.e.HoldPluginMountsOf(h.ctx, held, nil)
 	if err != nil || m.Any() {
-		t.Fatalf("HoldPluginMounts(%+q) = %+v, %v; want no mounts", held, m, err)
+		t.Fatalf("HoldPluginMountsOf(%+q) = %+v, %v; want no mounts", held, m, err)
 	}
 	ctx, cancel := endWhenWaitingForLock(h.ctx)
 	_, err = h.e.Claim(ctx, ClaimRequest{VolumeID: volume, Alloc: "a"})

@@ -27,7 +27,7 @@ func TestLockFileDeletedWhileForcedDetachWaitsStopsTheDetach(t *testing.T) {
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
 	var p store.Plugin
 	h.update(func(tx *store.Tx) error { var err error; p, err = tx.Plugins().Get("mem"); return err })
-	// The plugin's publish lock, held exclusively as the agent holds it (HoldPluginMounts), by
+	// The plugin's publish lock, held exclusively as the agent holds it (HoldPluginMountsOf), by
 	// a locker of its own: another process's.
 	other, err := newLocker(h.dir)
 	if err != nil {

@@ -447,7 +447,7 @@ type PluginMounts struct {
 	InDoubt int
 	// Publishing says a publish through the plugin (a claim's or a restore's, by any process)
 	// holds its publish lock: it may be about to send NodeStageVolume or NodePublishVolume, or
-	// be sending one, before the store shows it (HoldPluginMounts). So does the undoing of a
+	// be sending one, before the store shows it (HoldPluginMountsOf). So does the undoing of a
 	// staging or an attachment (a release's, reconcile's, a forced detach's: undoUnused),
 	// whose ControllerUnpublishVolume follows a commit that leaves no mount to count.
 	Publishing bool
@@ -456,18 +456,23 @@ type PluginMounts struct {
 // Any reports whether the plugin may hold a mount.
 func (m PluginMounts) Any() bool { return m.Mounts+m.InDoubt > 0 || m.Publishing }
 
-// HoldPluginMounts counts a plugin's mounts as PluginMounts does, under the plugin's publish
+// HoldPluginMountsOf counts a plugin's mounts as PluginMounts does, under the plugin's publish
 // lock taken exclusively without waiting, and returns with the lock held: until release, no
 // process starts a publish through the plugin (publish waits for the lock), so a plugin the
 // count finds without mounts can be stopped before release without a claim admitted after the
 // count getting its NodeStageVolume or NodePublishVolume sent to the plugin being stopped.
 // When a publish holds the lock, m.Publishing is set, the store is not read, and nothing is
-// held. release is never nil.
-func (e *Engine) HoldPluginMounts(ctx context.Context, pluginID string) (m PluginMounts, release func(), err error) {
-	return e.holdPluginMounts(ctx, pluginID, false, nil)
+// held. release is never nil. served, when not nil, are the sockets the plugin's process was
+// started to serve, whose publish locks it holds too (HoldPluginMountsServing says why).
+func (e *Engine) HoldPluginMountsOf(ctx context.Context, pluginID string, served *spec.Plugin) (m PluginMounts, release func(), err error) {
+	var also []string
+	if served != nil {
+		also = publishLocks(storePluginOf(*served))
+	}
+	return e.holdPluginMounts(ctx, pluginID, false, also)
 }
 
-// HoldPluginMountsServing is HoldPluginMounts waiting for the lock while ctx lasts, for a stop
+// HoldPluginMountsServing is HoldPluginMountsOf waiting for the lock while ctx lasts, for a stop
 // made once (the agent's of a deregistered plugin, or at its own stop), which nothing tries
 // again: a publish or release holding the lock ends in moments, and so does another process's
 // brief hold of it (a reconcile pass's tidy of the lock files), where the look without waiting
@@ -481,8 +486,16 @@ func (e *Engine) HoldPluginMounts(ctx context.Context, pluginID string) (m Plugi
 // socket's, or the ID's) and stopped the process under it
 // (TestSocketMoveDoesNotStopThePluginUnderAPublishOnItsOldSocket,
 // TestForcedDeregisterDoesNotStopThePluginUnderAPublish).
-func (e *Engine) HoldPluginMountsServing(ctx context.Context, pluginID string, served spec.Plugin) (m PluginMounts, release func(), err error) {
-	return e.holdPluginMounts(ctx, pluginID, true, publishLocks(storePluginOf(served)))
+//
+// started, when not nil, are the sockets the process was started to serve (recorded in its pid
+// file), which served, the declaration it runs for now, may no longer name: an earlier agent
+// left it running, the plugin registered again on another socket since.
+func (e *Engine) HoldPluginMountsServing(ctx context.Context, pluginID string, served spec.Plugin, started *spec.Plugin) (m PluginMounts, release func(), err error) {
+	also := publishLocks(storePluginOf(served))
+	if started != nil {
+		also = append(also, publishLocks(storePluginOf(*started))...)
+	}
+	return e.holdPluginMounts(ctx, pluginID, true, also)
 }
 
 // storePluginOf is the stored form of declaration sp, for its sockets.

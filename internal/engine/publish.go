@@ -35,7 +35,7 @@ type publishingKey struct{}
 // of their own.
 func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store.Claim, ld *loaded, onPublished ...*store.Event) error {
 	// The agent stops a plugin only under this lock, taken exclusively around its count of the
-	// plugin's mounts and the stop (HoldPluginMounts): a publish either holds it first, and the
+	// plugin's mounts and the stop (HoldPluginMountsOf): a publish either holds it first, and the
 	// agent leaves the plugin running, or waits for the stop, and its RPCs find the plugin gone
 	// rather than reaching one being stopped.
 	unlock, err := e.locks.publishing(ctx, c.plugin)

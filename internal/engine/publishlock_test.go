@@ -62,7 +62,7 @@ func TestClaimWaitingForThePublishLockIsInterruptible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, release, err := (&Engine{locks: other, store: h.e.store}).HoldPluginMounts(h.ctx, "mem")
+	m, release, err := (&Engine{locks: other, store: h.e.store}).HoldPluginMountsOf(h.ctx, "mem", nil)
 	if err != nil || m.Any() {
 		t.Fatalf("hold: %+v, %v", m, err)
 	}
@@ -97,7 +97,7 @@ func TestClaimWaitingForThePublishLockIsInterruptible(t *testing.T) {
 }
 
 // A plugin an older volctl stored decomposed ("cafe\u0301") is named in NFC by the agent's
-// configuration, which is read so. HoldPluginMounts finds it by that name as PluginMounts does
+// configuration, which is read so. HoldPluginMountsOf finds it by that name as PluginMounts does
 // (byStoredID), and holds its socket's publish lock: a claim through it waits rather than
 // having NodeStageVolume or NodePublishVolume sent to a plugin the agent is stopping.
 func TestHoldPluginMountsOfAPluginStoredDecomposed(t *testing.T) {
@@ -115,7 +115,7 @@ func TestHoldPluginMountsOfAPluginStoredDecomposed(t *testing.T) {
 // A release holds the plugin's publish lock shared for its RPCs, as a publish does: past its
 // node steps the store shows no mount (its staging removed, its claim node-detached), and the
 // agent, counting the plugin's mounts to restart it past its health timeout
-// (HoldPluginMounts), took the plugin for idle and stopped it under the release's
+// (HoldPluginMountsOf), took the plugin for idle and stopped it under the release's
 // ControllerUnpublishVolume, which found the socket gone and left the claim for reconcile
 // (TestAgentDoesNotRestartAnUnhealthyPluginUnderMounts, flaky under load). The agent's count,
 // made while the release waits on that RPC, says a publish holds the lock, and once the
@@ -139,7 +139,7 @@ func TestReleaseHoldsThePublishLockAgainstTheAgentsStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	agent := &Engine{locks: other, store: h.e.store}
-	m, hold, err := agent.HoldPluginMounts(h.ctx, "mem")
+	m, hold, err := agent.HoldPluginMountsOf(h.ctx, "mem", nil)
 	hold()
 	close(gate)
 	if rerr := <-done; rerr != nil {
@@ -148,7 +148,7 @@ func TestReleaseHoldsThePublishLockAgainstTheAgentsStop(t *testing.T) {
 	if err != nil || !m.Publishing {
 		t.Fatalf("the agent's count during the release's ControllerUnpublishVolume = %+v, %v; want the publish lock held (Publishing)", m, err)
 	}
-	m, hold, err = agent.HoldPluginMounts(h.ctx, "mem")
+	m, hold, err = agent.HoldPluginMountsOf(h.ctx, "mem", nil)
 	hold()
 	if err != nil || m.Any() {
 		t.Fatalf("the agent's count after the release = %+v, %v; want no mounts and the lock free", m, err)

@@ -307,7 +307,7 @@ func (p *checkpoint) stagingRecorded(st store.Staging) bool {
 //
 // It holds the plugin's publish lock shared, as a publish does (publish.go): once its unstage
 // is committed the store shows no mount, and the agent, which counts the plugin's mounts under
-// that lock to stop or restart it (HoldPluginMounts), took the plugin for idle and stopped it
+// that lock to stop or restart it (HoldPluginMountsOf), took the plugin for idle and stopped it
 // under the ControllerUnpublishVolume that follows, which found the socket gone and left the
 // claim for reconcile (TestReleaseHoldsThePublishLockAgainstTheAgentsStop). The steps before
 // it (NodeUnpublishVolume) are under a claim or a staging the count sees.
