@@ -1143,16 +1143,26 @@ func notMatesSnapshot(tx *store.Tx, pluginID, snapshotID string) error {
 // recordNamed is the snapshot of pluginID recorded under name, if one is (a plugin's snapshot
 // names are unique: NameTaken).
 func recordNamed(tx *store.Tx, pluginID, name string) (store.Snapshot, bool, error) {
-	all, err := tx.Snapshots().List(pluginID)
-	if err != nil {
+	named, err := recordsNamed(tx, pluginID, name)
+	if err != nil || len(named) == 0 {
 		return store.Snapshot{}, false, err
 	}
+	return named[0], true, nil
+}
+
+// recordsNamed are the snapshots of pluginID recorded under name, by ID.
+func recordsNamed(tx *store.Tx, pluginID, name string) ([]store.Snapshot, error) {
+	all, err := tx.Snapshots().List(pluginID)
+	if err != nil {
+		return nil, err
+	}
+	var named []store.Snapshot
 	for _, sn := range all {
 		if sn.Name == name && sn.PluginID == pluginID {
-			return sn, true, nil
+			named = append(named, sn)
 		}
 	}
-	return store.Snapshot{}, false, nil
+	return named, nil
 }
 
 // recordByName is recordNamed for a command that names a snapshot by its NAME (delete,
@@ -1162,15 +1172,9 @@ func recordNamed(tx *store.Tx, pluginID, name string) (store.Snapshot, bool, err
 // Before, it took the first by ID, and `snapshot delete PLUGIN NAME` deleted that one, saying
 // nothing of the other (TestSnapshotDeleteByANameTwoRecordsHoldIsRefused).
 func recordByName(tx *store.Tx, pluginID, name string) (store.Snapshot, bool, error) {
-	all, err := tx.Snapshots().List(pluginID)
+	named, err := recordsNamed(tx, pluginID, name)
 	if err != nil {
 		return store.Snapshot{}, false, err
-	}
-	var named []store.Snapshot
-	for _, sn := range all {
-		if sn.Name == name && sn.PluginID == pluginID {
-			named = append(named, sn)
-		}
 	}
 	switch len(named) {
 	case 0:
