@@ -442,42 +442,15 @@ func BenchmarkEachVolume10k(b *testing.B) {
 	for _, judged := range []bool{false, true} {
 		b.Run(map[bool]string{false: "unjudged", true: "judged"}[judged], func(b *testing.B) {
 			ctx := context.Background()
-			dir := b.TempDir()
-			st, err := store.Open(ctx, dir)
-			if err != nil {
-				b.Fatal(err)
+			var fp *store.Fingerprint
+			if judged {
+				fp = &store.Fingerprint{Provider: "hostpath.csi.volctl.dev", NodeID: "n1", Topology: map[string]string{"zone": "a"}}
 			}
-			if err := st.Update(ctx, func(tx *store.Tx) error {
-				p := store.PluginFromSpec(spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: "/run/volctl/hp.sock"})
-				if err := tx.Plugins().Put(&p); err != nil {
-					return err
-				}
-				if err := tx.Plugins().SetHealth("hp", store.Health{Healthy: true, Ready: true}); err != nil {
-					return err
-				}
-				if judged {
-					if err := tx.Plugins().SetFingerprint("hp", store.Fingerprint{Provider: "hostpath.csi.volctl.dev", NodeID: "n1",
-						Topology: map[string]string{"zone": "a"}}); err != nil {
-						return err
-					}
-				}
-				for i := range 10_000 {
-					v := store.Volume{ID: fmt.Sprintf("vol-%05d", i), Name: fmt.Sprintf("volume %d", i), PluginID: "hp", State: store.VolumeReady,
-						AccessibleTopology: []spec.Topology{{Segments: map[string]string{"zone": "a"}}}}
-					if err := tx.Volumes().Insert(&v); err != nil {
-						return err
-					}
-				}
-				return nil
-			}); err != nil {
-				b.Fatal(err)
-			}
-			st.Close()
-			e, err := Open(ctx, Config{StateDir: dir})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer e.Close()
+			e := engineOf10k(b, fp, func(tx *store.Tx, i int) error {
+				v := store.Volume{ID: fmt.Sprintf("vol-%05d", i), Name: fmt.Sprintf("volume %d", i), PluginID: "hp", State: store.VolumeReady,
+					AccessibleTopology: []spec.Topology{{Segments: map[string]string{"zone": "a"}}}}
+				return tx.Volumes().Insert(&v)
+			})
 			start := processCPU(b)
 			for b.Loop() {
 				n := 0
@@ -493,4 +466,45 @@ func BenchmarkEachVolume10k(b *testing.B) {
 			b.ReportMetric(float64(processCPU(b)-start)/float64(b.N), "cpu-ns/op")
 		})
 	}
+}
+
+// engineOf10k opens an engine on a new state dir holding plugin hp (healthy, of fingerprint fp
+// when not nil) and what each(tx, i) records for i from 0 to 9,999, in one transaction.
+func engineOf10k(b *testing.B, fp *store.Fingerprint, each func(tx *store.Tx, i int) error) *Engine {
+	b.Helper()
+	ctx := context.Background()
+	dir := b.TempDir()
+	st, err := store.Open(ctx, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := st.Update(ctx, func(tx *store.Tx) error {
+		p := store.PluginFromSpec(spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: "/run/volctl/hp.sock"})
+		if err := tx.Plugins().Put(&p); err != nil {
+			return err
+		}
+		if err := tx.Plugins().SetHealth("hp", store.Health{Healthy: true, Ready: true}); err != nil {
+			return err
+		}
+		if fp != nil {
+			if err := tx.Plugins().SetFingerprint("hp", *fp); err != nil {
+				return err
+			}
+		}
+		for i := range 10_000 {
+			if err := each(tx, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	st.Close()
+	e, err := Open(ctx, Config{StateDir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { e.Close() })
+	return e
 }

@@ -16,40 +16,18 @@ import (
 // "read" now, "read+scrub" before.
 func BenchmarkDashboard10k(b *testing.B) {
 	ctx := context.Background()
-	dir := b.TempDir()
-	st, err := store.Open(ctx, dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := st.Update(ctx, func(tx *store.Tx) error {
-		p := store.PluginFromSpec(spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: "/run/volctl/hp.sock"})
-		if err := tx.Plugins().Put(&p); err != nil {
+	e := engineOf10k(b, nil, func(tx *store.Tx, i int) error {
+		v := store.Volume{ID: fmt.Sprintf("vol-%05d", i), Name: fmt.Sprintf("volume %d", i), PluginID: "hp", State: store.VolumeReady}
+		if i%100 == 0 {
+			v.Secrets = spec.Secrets{"token": fmt.Sprintf("s3cret-token-%05d", i)}
+		}
+		if err := tx.Volumes().Insert(&v); err != nil {
 			return err
 		}
-		for i := range 10_000 {
-			v := store.Volume{ID: fmt.Sprintf("vol-%05d", i), Name: fmt.Sprintf("volume %d", i), PluginID: "hp", State: store.VolumeReady}
-			if i%100 == 0 {
-				v.Secrets = spec.Secrets{"token": fmt.Sprintf("s3cret-token-%05d", i)}
-			}
-			if err := tx.Volumes().Insert(&v); err != nil {
-				return err
-			}
-			c := store.Claim{VolumeID: v.ID, Alloc: fmt.Sprintf("web-%05d", i), Mode: store.ClaimWrite, State: store.ClaimPublished,
-				AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem, TargetPath: "/var/lib/volctl/publish/web/" + v.ID}
-			if err := tx.Claims().Insert(&c); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		b.Fatal(err)
-	}
-	st.Close()
-	e, err := Open(ctx, Config{StateDir: dir})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
+		c := store.Claim{VolumeID: v.ID, Alloc: fmt.Sprintf("web-%05d", i), Mode: store.ClaimWrite, State: store.ClaimPublished,
+			AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem, TargetPath: "/var/lib/volctl/publish/web/" + v.ID}
+		return tx.Claims().Insert(&c)
+	})
 	for _, scrubAfter := range []bool{false, true} {
 		b.Run(map[bool]string{false: "read", true: "read+scrub"}[scrubAfter], func(b *testing.B) {
 			start := processCPU(b)
