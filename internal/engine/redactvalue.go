@@ -30,8 +30,23 @@ func redactWith(v any, redact func(string) string) error {
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return nil
 	}
-	scrubValue(rv.Elem(), redact)
+	scrubValue(rv.Elem(), memoized(redact))
 	return nil
+}
+
+// memoized is redact answering a string it scrubbed already from what it answered: a read of
+// many records holds the same words many times (a plugin's ID, a state, a mode), and the
+// scrub of each is the costly part of the read (BenchmarkDashboard10k).
+func memoized(redact func(string) string) func(string) string {
+	seen := map[string]string{}
+	return func(s string) string {
+		if r, ok := seen[s]; ok {
+			return r
+		}
+		r := redact(s)
+		seen[s] = r
+		return r
+	}
 }
 
 // scrubValue replaces every settable string under v with fn of it.
