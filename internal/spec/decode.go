@@ -799,6 +799,13 @@ func (d *decoder) notAMap(name string, expr hcl.Expression) {
 	if d.json {
 		like = fmt.Sprintf("\"%s\": {\"key\": \"value\"}", name)
 	}
+	if _, ok := expr.(*hclsyntax.ForExpr); ok {
+		// A map it may well build: what is refused is the expression, each value of such a
+		// map read as written (and masked so in a diagnostic, a secret's). Before, "must be a
+		// map of strings" named a type the value had (TestMapBuiltByAForExpressionIsRefusedAsAnExpression).
+		d.errorf(expr.Range(), "Map built by an expression", "%s is read as written, a map of its keys and values, like %s: a for expression that builds one is not evaluated here; write out its entries.", name, like)
+		return
+	}
 	if !listOfMaps(expr) {
 		d.errorf(expr.Range(), "Incorrect value type", "%s must be a map of strings, like %s.", name, like)
 		return

@@ -210,6 +210,14 @@ func (p *Parser) load(s *source) (hcl.Body, *offsetMap, []byte, hcl.Diagnostics)
 		if m != nil {
 			m.mapDiagnostics(diags)
 		}
+		for _, d := range diags {
+			if d.Summary == "Extraneous data after value" {
+				// Nomad's HCL1 JSON reader reads the first value and stops: what follows it (a
+				// second object, its secrets too) is dropped without a word, and the spec taken.
+				// volctl refuses it, saying so (TestJSONTrailingDataSaysNomadReadsTheFirstObject).
+				d.Detail += " Nomad reads the first JSON value of a file and drops what follows it without a word; volctl refuses the file rather than drop it: remove what follows the spec's object, or merge it into it."
+			}
+		}
 		diags = append(diags, invalidUTF8(filename, src)...)
 		diags = append(diags, loneSurrogates(filename, src)...)
 		if f == nil {

@@ -166,23 +166,41 @@ func hideMasked(diags hcl.Diagnostics, s *source) hcl.Diagnostics {
 			}
 			masked = s.redactedTo(need)
 		}
-		for i := from; i < to; {
-			if masked[i] == src[i] {
-				i++
-				continue
-			}
-			j := i
-			for j < to && masked[j] != src[j] {
-				j++
-			}
+		runs := maskedRuns(src, masked, from, to)
+		if len(runs) > 0 {
+			// A secret's value: what the diagnostic says may be computed from masked text
+			// outside its subject (a for expression's key, built of a list written before it:
+			// "Two different items produced the key \"TOPSECRET\""), which is hidden too, as
+			// far as the file is masked, through the snippets' lines
+			// (TestForExpressionDuplicateKeyDoesNotQuoteASecret).
+			runs = append(runs, maskedRuns(src, masked, 0, min(s.maskedTo, len(src), len(masked)))...)
+		}
+		for _, run := range runs {
 			if strings.Contains(d.Summary, `"`) {
-				d.Summary = hideText(d.Summary, string(src[i:j]))
+				d.Summary = hideText(d.Summary, run)
 			}
-			d.Detail = hideText(d.Detail, string(src[i:j]))
-			i = j
+			d.Detail = hideText(d.Detail, run)
 		}
 	}
 	return diags
+}
+
+// maskedRuns are the runs of src[from:to] that masked, src masked, differs in.
+func maskedRuns(src, masked []byte, from, to int) []string {
+	var runs []string
+	for i := from; i < to; {
+		if masked[i] == src[i] {
+			i++
+			continue
+		}
+		j := i
+		for j < to && masked[j] != src[j] {
+			j++
+		}
+		runs = append(runs, string(src[i:j]))
+		i = j
+	}
+	return runs
 }
 
 // ownWords marks a diagnostic (its Extra) whose summary and detail are volctl's words alone,
