@@ -102,7 +102,7 @@ func argsSize(args []any) int {
 // a list was held to a megabyte, and made one per key and value, 140 GB over 10,000 events
 // (TestTemplatePrintfWidthOverAListIsBounded).
 func printfSize(format string, args []any) int {
-	verbs, pads := 0, 0
+	verbs, typed, pads := 0, 0, 0
 	for i := 0; i < len(format); i++ {
 		if format[i] != '%' {
 			continue
@@ -140,6 +140,15 @@ func printfSize(format string, args []any) int {
 			}
 			pads += n
 		}
+		if i < len(format) && format[i] == '[' {
+			for i < len(format) && format[i] != ']' {
+				i++
+			}
+			i++
+		}
+		if i < len(format) && format[i] != 'v' && format[i] != 'T' {
+			typed++ // a verb some value may not fit: %!d(string=x)
+		}
 	}
 	sum, largest := 0, 0
 	for _, a := range args {
@@ -154,11 +163,16 @@ func printfSize(format string, args []any) int {
 	for _, a := range args {
 		leaves = max(leaves, printfLeaves(reflect.ValueOf(a), 0))
 	}
-	// fmt's own words for a verb it cannot fill, "%!d(MISSING)", "%!d(string=)", each value
-	// of a list its own, and for an argument left over, "%!(EXTRA string=…)": counted as the
-	// format's few bytes, one printf of a format doubled by print made three times the bound
-	// (TestTemplatePrintfErrorTextIsCountedInItsBound).
-	words := satMul(verbs+len(args), satMul(leaves, fmtErrorWords))
+	// fmt's own words for a verb it cannot fill: "%!d(string=)" for each value of a list a
+	// typed verb (any but %v and %T) does not fit, "%!v(MISSING)" for a verb with no
+	// argument left (or a bad index), "%!(EXTRA string=…)" for an argument left over. Counted
+	// as the format's few bytes, one printf of a format doubled by print made three times the
+	// bound (TestTemplatePrintfErrorTextIsCountedInItsBound); counted for every verb and value,
+	// an ordinary `printf "%d volumes: %v" (len .) .` over 10,000 volumes was refused.
+	words := satAdd(satMul(typed, satMul(leaves, fmtErrorWords)), satMul(verbs, fmtMissingWords))
+	if extra := len(args) - verbs; extra > 0 {
+		words = satAdd(words, satMul(extra, fmtErrorWords))
+	}
 	return satAdd(satAdd(len(format), satMul(pads, leaves)), satAdd(words, satMul(textGrowth, sum)))
 }
 
@@ -166,6 +180,10 @@ func printfSize(format string, args []any) int {
 // aside: "%!" and the verb, its type's name (those of what a command's result decodes to:
 // string, float64, map[string]interface {}), "=", "(", ")", or "(MISSING)", "(EXTRA ".
 const fmtErrorWords = 64
+
+// fmtMissingWords is more than fmt writes for a verb with no argument to fill it:
+// "%!v(MISSING)", "%!(BADINDEX)", "%!(BADWIDTH)", "%!(NOVERB)".
+const fmtMissingWords = 16
 
 // satMul and satAdd are a*b and a+b of sizes (not negative), math.MaxInt where they would
 // overflow: a size past any bound.
