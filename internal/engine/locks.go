@@ -447,7 +447,7 @@ func (l *locker) dirs(ctx context.Context, exclusive bool) (func(), heldLock, er
 			// context lasted, for good in a script, and the error named nobody
 			// (TestClaimBehindAStoppedHolderOfTheDirectoryLockGivesUpNamingIt,
 			// TestPassDoesNotWaitForeverForTheDirectoryLock).
-			err = l.await(ctx, fl, lock, "the state dir's directories (locks/dirs.lock)")
+			err = l.awaitInPass(ctx, "dirs", fl, lock, "the state dir's directories (locks/dirs.lock)")
 			ok = err == nil
 		}
 		if ro := l.onReadOnly(err); ro != err {
@@ -650,19 +650,8 @@ func (l *locker) lockOnce(ctx context.Context, name, what string, shared bool) (
 	}
 	ok, err := try()
 	if err == nil && !ok {
-		if w := lockWaitsOf(ctx); w != nil && w.outwaited(name) != "" {
-			// Waited out already in this pass, for another claim or the staging of the same
-			// volume: each of them waited the bound again (or a stopped holder's wait), a pass
-			// held n+1 times it by one hung holder (TestPassWaitsForAHeldVolumesLockOncePerPass,
-			// TestPassWaitsForAStoppedHoldersLockOncePerPass). Said in the first wait's words.
-			err = fmt.Errorf("%s (waited out once in this pass already, for another of its items)", w.outwaited(name))
-		} else {
-			err = l.await(ctx, fl, try, what)
-			ok = err == nil
-			if wo := (*waitedOut)(nil); errors.As(err, &wo) && w != nil {
-				w.note(name, wo.Error())
-			}
-		}
+		err = l.awaitInPass(ctx, name, fl, try, what)
+		ok = err == nil
 	} else if ro := l.onReadOnly(err); ro != err {
 		err = ro
 	} else if err != nil {
@@ -727,6 +716,26 @@ func (l *locker) await(ctx context.Context, fl *flock.Flock, try func() (bool, e
 			return nil
 		}
 	}
+}
+
+// awaitInPass is await of lock name, which a background pass waits out once: waited out
+// already in this pass, for another claim or the staging of the same volume, it is not waited
+// for again, and the error says so in the first wait's words. Each of them waited the bound
+// again (or a stopped holder's wait), a pass held n+1 times it by one hung holder
+// (TestPassWaitsForAHeldVolumesLockOncePerPass, TestPassWaitsForAStoppedHoldersLockOncePerPass,
+// and for locks/dirs.lock TestPassWaitsOutTheDirectoryLockOncePerPass).
+func (l *locker) awaitInPass(ctx context.Context, name string, fl *flock.Flock, try func() (bool, error), what string) error {
+	w := lockWaitsOf(ctx)
+	if w != nil {
+		if why := w.outwaited(name); why != "" {
+			return fmt.Errorf("%s (waited out once in this pass already, for another of its items)", why)
+		}
+	}
+	err := l.await(ctx, fl, try, what)
+	if wo := (*waitedOut)(nil); errors.As(err, &wo) && w != nil {
+		w.note(name, wo.Error())
+	}
+	return err
 }
 
 // lockHolders is who holds fl, as /proc names them; nil when it cannot say.
