@@ -135,16 +135,20 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 			// size already, would be recorded past the capacity_max just set, as a registration
 			// lowering it is refused (pendingLimit). Before, taken, and then broken
 			// (TestExpandLimitBelowAPendingExpansionIsRefused).
-			if v.ExpandMin > 0 && limit < v.ExpandMin {
-				return fail(conflictf("volume %q has an expansion to %s pending (ControllerExpandVolume was sent to plugin %q and its answer not recorded: the storage may be that size already), "+
-					"and --limit %s is below it: run `volctl reconcile` to finish that expansion first, then set the limit again",
-					v.ID, spec.FormatSize(v.ExpandMin), v.PluginID, spec.FormatSize(limit)))
+			if err := limitBelowPending(v, limit); err != nil {
+				return fail(err)
 			}
 			if err := e.setRequestedMax(ctx, v.ID, limit); err != nil {
 				return fail(err)
 			}
 		}
 		return e.Volume(ctx, v.ID)
+	}
+	// Nor a larger size under such a limit: the request written over the pending one, the
+	// storage, at that size already, was recorded past the capacity_max asked, and the error
+	// blamed an answer never sent (TestExpandAboveTheSizeWithALimitBelowAPendingExpansionIsRefused).
+	if err := limitBelowPending(v, limit); err != nil {
+		return fail(err)
 	}
 	// A volume handed over to Nomad is grown through Nomad, not behind its back (the lock is
 	// held, so no handover can start meanwhile). Nor is one whose storage another record here
@@ -232,6 +236,7 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 	// An earlier run's ControllerExpandVolume whose answer was not recorded: this one is sent
 	// again (the expand run again, or reconcile).
 	replayed := v.ExpandMin > 0
+	earlierMin, earlierMax := v.ExpandMin, v.ExpandMax // the one pending, as read
 	var (
 		short error // the plugin answered OK with less than size
 		over  error // the plugin answered OK with more than limit: done, but not as asked
@@ -281,9 +286,17 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 				// later command's refusal cleared the mark, the storage grown and the record
 				// at the old size with nothing to say so
 				// (TestPendingExpansionRefusedWhenSentAgainStaysPending).
+				wayOut := ""
+				if again && !csi.IsRetryable(err) && !csi.IsTimeout(err) && ctx.Err() == nil {
+					// Refused, sent again: a plugin that refuses it for good (past what it can
+					// hold) refuses every replay, and the two commands above loop
+					// (TestExpandPendingRefusedForGoodNamesAWayOut).
+					wayOut = fmt.Sprintf("; if the plugin refuses it for good, an expand to a size it takes replaces it: `%s`",
+						shellquote.CommandFlags("volctl volume expand", []string{v.ID}, "--size SIZE"))
+				}
 				err = fmt.Errorf("%w (the plugin may have expanded volume %q without volctl reading its answer; it stays recorded at %s, the expansion to %s pending: "+
-					"run the same `%s` again, or `volctl reconcile`, which the plugin answers with the size it has)",
-					err, v.ID, spec.FormatSize(cur), spec.FormatSize(size), expandCommand(v, size, limit))
+					"run the same `%s` again, or `volctl reconcile`, which the plugin answers with the size it has%s)",
+					err, v.ID, spec.FormatSize(cur), spec.FormatSize(size), expandCommand(v, size, limit), wayOut)
 				own := fmt.Sprintf("expansion answer not read (to %s): ", spec.FormatSize(size))
 				e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume,
 					Code: csi.CodeOf(err).String(), Message: own + err.Error()}, own)
@@ -340,6 +353,13 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 			if newSize <= cur {
 				e.event(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID,
 					RPC: csi.RPCControllerExpandVolume, Message: "expansion fell short: " + short.Error()})
+				if replayed && !(v.ExpandMin == size && v.ExpandMax == limit) {
+					// Another size than the one pending: that one, whose answer was lost, stays
+					// pending, as beside a refusal. Cleared, the storage grown by it was left
+					// recorded at the old size for good
+					// (TestExpandShortAnswerBesideAPendingExpansionKeepsThePendingOne).
+					return fail(e.keepEarlierExpansion(ctx, v, short))
+				}
 				e.expansionAnswered(ctx, v.ID)
 				return fail(short)
 			}
@@ -410,7 +430,13 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 			return err
 		}
 		if ctrl || v.ExpandMin != 0 { // its answer recorded: nothing pending
-			if err := tx.Volumes().SetExpansionIntent(v.ID, 0, 0); err != nil {
+			// Unless it fell short of an earlier pending one, larger, whose answer was lost:
+			// that stays pending (as above).
+			pending, pendingMax := int64(0), int64(0)
+			if short != nil && replayed && earlierMin > v.CapacityBytes && !(earlierMin == size && earlierMax == limit) {
+				pending, pendingMax = earlierMin, earlierMax
+			}
+			if err := tx.Volumes().SetExpansionIntent(v.ID, pending, pendingMax); err != nil {
 				return err
 			}
 		}
@@ -1069,6 +1095,19 @@ func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, c
 	if err = errors.Join(over, err); err != nil {
 		e.log.Warn("owed node expansion", "volume", v.ID, "alloc", cl.Alloc, "err", err)
 	}
+}
+
+// limitBelowPending refuses --limit below volume v's pending expansion (its answer lost):
+// reconcile sends it again with its own limit, and the storage, maybe that size already, would
+// be recorded past the capacity_max set, as a registration lowering it is refused
+// (pendingLimit; TestExpandLimitBelowAPendingExpansionIsRefused). nil when it is not.
+func limitBelowPending(v store.Volume, limit int64) error {
+	if limit == 0 || v.ExpandMin == 0 || limit >= v.ExpandMin {
+		return nil
+	}
+	return conflictf("volume %q has an expansion to %s pending (ControllerExpandVolume was sent to plugin %q and its answer not recorded: the storage may be that size already), "+
+		"and --limit %s is below it: run `volctl reconcile` to finish that expansion first, then set the limit again",
+		v.ID, spec.FormatSize(v.ExpandMin), v.PluginID, spec.FormatSize(limit))
 }
 
 // expansionAnswered clears a volume's pending expansion once the plugin answered it with a
