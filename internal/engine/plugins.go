@@ -465,9 +465,9 @@ func (m PluginMounts) Any() bool { return m.Mounts+m.InDoubt > 0 || m.Publishing
 // held. release is never nil. served, when not nil, are the sockets the plugin's process was
 // started to serve, whose publish locks it holds too (HoldPluginMountsServing says why).
 func (e *Engine) HoldPluginMountsOf(ctx context.Context, pluginID string, served *spec.Plugin) (m PluginMounts, release func(), err error) {
-	var also []string
+	var also []store.Plugin
 	if served != nil {
-		also = publishLocks(storePluginOf(*served))
+		also = append(also, storePluginOf(*served))
 	}
 	return e.holdPluginMounts(ctx, pluginID, false, also)
 }
@@ -491,9 +491,9 @@ func (e *Engine) HoldPluginMountsOf(ctx context.Context, pluginID string, served
 // file), which served, the declaration it runs for now, may no longer name: an earlier agent
 // left it running, the plugin registered again on another socket since.
 func (e *Engine) HoldPluginMountsServing(ctx context.Context, pluginID string, served spec.Plugin, started *spec.Plugin) (m PluginMounts, release func(), err error) {
-	also := publishLocks(storePluginOf(served))
+	also := []store.Plugin{storePluginOf(served)}
 	if started != nil {
-		also = append(also, publishLocks(storePluginOf(*started))...)
+		also = append(also, storePluginOf(*started))
 	}
 	return e.holdPluginMounts(ctx, pluginID, true, also)
 }
@@ -503,7 +503,11 @@ func storePluginOf(sp spec.Plugin) store.Plugin {
 	return store.Plugin{ID: sp.ID, Type: sp.Type, Socket: sp.Socket, ControllerSocket: sp.ControllerSocket, NodeSocket: sp.NodeSocket}
 }
 
-func (e *Engine) holdPluginMounts(ctx context.Context, pluginID string, wait bool, also []string) (m PluginMounts, release func(), err error) {
+// also are the sockets the process serves (served declarations, as stored), whose publish
+// locks are held too and whose plugins' mounts count: an adopted process left serving its old
+// socket serves the plugins registered there since, and was stopped under their mounts
+// (TestOutdatedProcessIsNotStoppedUnderItsOldSocketMatesMounts).
+func (e *Engine) holdPluginMounts(ctx context.Context, pluginID string, wait bool, also []store.Plugin) (m PluginMounts, release func(), err error) {
 	release = func() {}
 	// By the ID as stored (byStoredID), as PluginMounts counts: a plugin an older volctl stored
 	// decomposed, named in NFC by the agent's configuration, is on its socket's lock, which
@@ -518,9 +522,11 @@ func (e *Engine) holdPluginMounts(ctx context.Context, pluginID string, wait boo
 		return m, release, err
 	}
 	locks := publishLocks(p)
-	for _, name := range also {
-		if !slices.Contains(locks, name) {
-			locks = append(locks, name)
+	for _, a := range also {
+		for _, name := range publishLocks(a) {
+			if !slices.Contains(locks, name) {
+				locks = append(locks, name)
+			}
 		}
 	}
 	var (
@@ -543,11 +549,35 @@ func (e *Engine) holdPluginMounts(ctx context.Context, pluginID string, wait boo
 		m.Publishing = true
 		return m, release, nil
 	}
-	if m, err = e.PluginMounts(ctx, p.ID); err != nil {
+	if m, err = e.pluginMountsServing(ctx, p.ID, also); err != nil {
 		unlock()
 		return m, release, err
 	}
 	return m, unlock, nil
+}
+
+// pluginMountsServing is PluginMounts, counting too the mounts of the plugins registered on
+// the sockets also declare (socketsMates).
+func (e *Engine) pluginMountsServing(ctx context.Context, pluginID string, also []store.Plugin) (PluginMounts, error) {
+	if len(also) == 0 {
+		return e.PluginMounts(ctx, pluginID)
+	}
+	return byStoredID(ctx, e, store.PluginIDs, pluginID, func(id string) (PluginMounts, error) {
+		return viewOne(ctx, e.store, func(tx *store.Tx) (PluginMounts, error) {
+			ids, err := socketMates(tx, id)
+			if err != nil {
+				return PluginMounts{}, err
+			}
+			for _, a := range also {
+				more, err := socketsMates(tx, a)
+				if err != nil {
+					return PluginMounts{}, err
+				}
+				maps.Copy(ids, more)
+			}
+			return pluginMountsOf(tx, ids)
+		})
+	})
 }
 
 // PluginMounts counts a plugin's mounts and mounts in doubt in one read of the store: the
@@ -564,12 +594,17 @@ func (e *Engine) pluginMountsStored(ctx context.Context, pluginID string) (Plugi
 
 // pluginMountsIn is PluginMounts in transaction tx.
 func pluginMountsIn(tx *store.Tx, pluginID string) (PluginMounts, error) {
+	ids, err := socketMates(tx, pluginID)
+	if err != nil {
+		return PluginMounts{}, err
+	}
+	return pluginMountsOf(tx, ids)
+}
+
+// pluginMountsOf counts the mounts and mounts in doubt made through the plugin IDs ids.
+func pluginMountsOf(tx *store.Tx, ids map[string]bool) (PluginMounts, error) {
 	var m PluginMounts
 	err := func() error {
-		ids, err := socketMates(tx, pluginID)
-		if err != nil {
-			return err
-		}
 		mine := map[string]bool{}
 		for id := range ids {
 			vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: id})

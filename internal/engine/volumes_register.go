@@ -814,6 +814,13 @@ func matesBy(tx *store.Tx, pluginID string, one func(a, b string) bool) (map[str
 		}
 		mine = leftReach(left[i])
 	}
+	return matesOf(tx, mates, mine, left, one)
+}
+
+// matesOf adds to mates the plugin IDs, registered or deregistered with --force (left), whose
+// sockets one finds among mine's: matesBy's loop, for a reach of a plugin's or of sockets a
+// process serves (socketsMates).
+func matesOf(tx *store.Tx, mates map[string]bool, mine reach, left []store.LeftPlugin, one func(a, b string) bool) (map[string]bool, error) {
 	all, err := tx.Plugins().List()
 	if err != nil {
 		return nil, err
@@ -839,6 +846,16 @@ func matesBy(tx *store.Tx, pluginID string, one func(a, b string) bool) (map[str
 		}
 	}
 	return mates, nil
+}
+
+// socketsMates are the plugin IDs registered on one of served's sockets (oneSocket): those a
+// process started to serve them serves, whatever the plugin it was started for records now.
+func socketsMates(tx *store.Tx, served store.Plugin) (map[string]bool, error) {
+	left, err := tx.Plugins().ListLeft()
+	if err != nil {
+		return nil, err
+	}
+	return matesOf(tx, map[string]bool{}, reach{sockets: pluginSockets(served)}, left, oneSocket)
 }
 
 // throughMate words, for a refusal of a second record of one storage, the plugin ID volume o,
