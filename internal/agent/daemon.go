@@ -390,13 +390,29 @@ func hasInstance(pid int, instance string) bool {
 // adoptDaemon, when the plugin's pid file names a process that has exited, adopts the daemon
 // it left serving the socket: the process serving it with the recorded instance in its
 // environment (an agent killed after the plugin's process exited, before it recorded the
-// daemon, left the pid file so). The pid file is rewritten for it. nil when there is none.
+// daemon, left the pid file so). The pid file is rewritten for it. nil when there is none. It
+// is looked for on the socket declared now, then on the one the process was started to serve
+// (the pid file's sockets): the plugin registered since on another, the daemon left serving
+// the old one was never adopted, its record overwritten by the next start, and ran on for
+// good, unsupervised (TestDaemonLeftOnOldSocketIsAdoptedAfterASocketMove); adopted, it is
+// outdated, and replaced once nothing is mounted through it (replaceOutdated).
 func adoptDaemon(ctx context.Context, runDir, id, socket string) (*process, error) {
 	rec := readPidFile(runDir, id)
 	if rec == nil || rec.instance == "" || rec.alive() {
 		return nil, nil
 	}
-	pid := socketServer(socket, func(pid int) bool { return hasInstance(pid, rec.instance) })
+	sockets := []string{socket}
+	if rec.served != nil {
+		if old := execEndpoint(*rec.served); old != socket {
+			sockets = append(sockets, old)
+		}
+	}
+	pid := 0
+	for _, s := range sockets {
+		if pid = socketServer(s, func(pid int) bool { return hasInstance(pid, rec.instance) }); pid > 0 {
+			break
+		}
+	}
 	pgrp, live := procGroup(pid)
 	if pid <= 0 || !live || !hasInstance(pid, rec.instance) {
 		return nil, nil
