@@ -291,8 +291,10 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 					// Refused, sent again: a plugin that refuses it for good (past what it can
 					// hold) refuses every replay, and the two commands above loop
 					// (TestExpandPendingRefusedForGoodNamesAWayOut).
-					wayOut = fmt.Sprintf("; if the plugin refuses it for good, an expand to a size it takes replaces it: `%s`",
-						shellquote.CommandFlags("volctl volume expand", []string{v.ID}, "--size SIZE"))
+					// At the most the plugin holds already, no larger size is taken: the record can
+					// be let go too (TestPendingExpansionOfAVolumeAtThePluginsMaximumCanBeLetGo).
+					wayOut = fmt.Sprintf("; if the plugin refuses it for good, an expand to a larger size it takes replaces it: `%s`, with a --limit of at least that size; %s",
+						shellquote.CommandFlags("volctl volume expand", []string{v.ID}, "--size SIZE"), pendingExpansionForget(v))
 				}
 				err = fmt.Errorf("%w (the plugin may have expanded volume %q without volctl reading its answer; it stays recorded at %s, the expansion to %s pending: "+
 					"run the same `%s` again, or `volctl reconcile`, which the plugin answers with the size it has%s)",
@@ -1100,14 +1102,19 @@ func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, c
 // limitBelowPending refuses --limit below volume v's pending expansion (its answer lost):
 // reconcile sends it again with its own limit, and the storage, maybe that size already, would
 // be recorded past the capacity_max set, as a registration lowering it is refused
-// (pendingLimit; TestExpandLimitBelowAPendingExpansionIsRefused). nil when it is not.
+// (pendingLimit; TestExpandLimitBelowAPendingExpansionIsRefused). nil when it is not. A
+// --limit of at least the pending size is named as the way out of a pending one the plugin
+// refuses for good, where reconcile alone goes round
+// (TestPendingExpansionWayOutUnderALowerCapacityMaxIsNotCircular).
 func limitBelowPending(v store.Volume, limit int64) error {
 	if limit == 0 || v.ExpandMin == 0 || limit >= v.ExpandMin {
 		return nil
 	}
 	return conflictf("volume %q has an expansion to %s pending (ControllerExpandVolume was sent to plugin %q and its answer not recorded: the storage may be that size already), "+
-		"and --limit %s is below it: run `volctl reconcile` to finish that expansion first, then set the limit again",
-		v.ID, spec.FormatSize(v.ExpandMin), v.PluginID, spec.FormatSize(limit))
+		"and --limit %s is below it: run `volctl reconcile` to finish that expansion first, then set the limit again; or, if the plugin refuses that expansion for good, "+
+		"expand with a --limit of at least it, which replaces it: `%s`",
+		v.ID, spec.FormatSize(v.ExpandMin), v.PluginID, spec.FormatSize(limit),
+		shellquote.CommandFlags("volctl volume expand", []string{v.ID}, "--size SIZE", shellquote.Flag("--limit", spec.FormatSize(v.ExpandMin))))
 }
 
 // expansionAnswered clears a volume's pending expansion once the plugin answered it with a

@@ -568,8 +568,12 @@ func (e *Engine) pluginMountsServing(ctx context.Context, pluginID string, also 
 			if err != nil {
 				return PluginMounts{}, err
 			}
+			var provider string // the process's driver: its plugin's, as recorded
+			if p, err := tx.Plugins().Get(id); err == nil {
+				provider = p.Fingerprint.Provider
+			}
 			for _, a := range also {
-				more, err := socketsMates(tx, a)
+				more, err := socketsMates(tx, a, provider)
 				if err != nil {
 					return PluginMounts{}, err
 				}

@@ -850,12 +850,15 @@ func matesOf(tx *store.Tx, mates map[string]bool, mine reach, left []store.LeftP
 
 // socketsMates are the plugin IDs registered on one of served's sockets (oneSocket): those a
 // process started to serve them serves, whatever the plugin it was started for records now.
-func socketsMates(tx *store.Tx, served store.Plugin) (map[string]bool, error) {
+// provider is the driver's name that process gives (its plugin's recorded one): a plugin
+// deregistered with --force that another driver answered for is not its mate, as matesBy has
+// it (TestServedSocketsMountsLeaveOutAnotherDriversForcedDeregisteredPlugin).
+func socketsMates(tx *store.Tx, served store.Plugin, provider string) (map[string]bool, error) {
 	left, err := tx.Plugins().ListLeft()
 	if err != nil {
 		return nil, err
 	}
-	return matesOf(tx, map[string]bool{}, reach{sockets: pluginSockets(served)}, left, oneSocket)
+	return matesOf(tx, map[string]bool{}, reach{sockets: pluginSockets(served), provider: provider}, left, oneSocket)
 }
 
 // throughMate words, for a refusal of a second record of one storage, the plugin ID volume o,

@@ -166,14 +166,22 @@ func hideMasked(diags hcl.Diagnostics, s *source) hcl.Diagnostics {
 			}
 			masked = s.redactedTo(need)
 		}
-		runs := maskedRuns(src, masked, from, to)
+		runs := maskedRuns(src, masked, from, to, false)
 		if len(runs) > 0 {
 			// A secret's value: what the diagnostic says may be computed from masked text
 			// outside its subject (a for expression's key, built of a list written before it:
 			// "Two different items produced the key \"TOPSECRET\""), which is hidden too, as
-			// far as the file is masked, through the snippets' lines
-			// (TestForExpressionDuplicateKeyDoesNotQuoteASecret).
-			runs = append(runs, maskedRuns(src, masked, 0, min(s.maskedTo, len(src), len(masked)))...)
+			// far as the file is masked, through the snippets' lines: the strings written in
+			// quotes, as written and as HCL reads their escapes ("TOP\u0053ECRET", "$${")
+			// (TestForExpressionDuplicateKeyDoesNotQuoteASecret,
+			// TestForExpressionDuplicateKeyWithAnEscapeDoesNotQuoteASecret). Not the masked
+			// words of the expression around them (for, in), which are HCL's own words too.
+			for _, q := range maskedRuns(src, masked, 0, min(s.maskedTo, len(src), len(masked)), true) {
+				runs = append(runs, q)
+				if read, ok := hclStringRead(q); ok && read != q {
+					runs = append(runs, read)
+				}
+			}
 		}
 		for _, run := range runs {
 			if strings.Contains(d.Summary, `"`) {
@@ -185,8 +193,9 @@ func hideMasked(diags hcl.Diagnostics, s *source) hcl.Diagnostics {
 	return diags
 }
 
-// maskedRuns are the runs of src[from:to] that masked, src masked, differs in.
-func maskedRuns(src, masked []byte, from, to int) []string {
+// maskedRuns are the runs of src[from:to] that masked, src masked, differs in; quoted, only
+// those written between double quotes.
+func maskedRuns(src, masked []byte, from, to int, quoted bool) []string {
 	var runs []string
 	for i := from; i < to; {
 		if masked[i] == src[i] {
@@ -197,10 +206,27 @@ func maskedRuns(src, masked []byte, from, to int) []string {
 		for j < to && masked[j] != src[j] {
 			j++
 		}
-		runs = append(runs, string(src[i:j]))
+		if !quoted || i > 0 && src[i-1] == '"' && j < len(src) && src[j] == '"' {
+			runs = append(runs, string(src[i:j]))
+		}
 		i = j
 	}
 	return runs
+}
+
+// hclStringRead is what HCL reads a quoted string's text written so as: its escapes (\n,
+// \u0053, \U0001F600, \", \\) and $${ and %%{ read. ok is false when it holds a template
+// sequence (${, %{), whose value the text does not give.
+func hclStringRead(written string) (string, bool) {
+	lit := strings.NewReplacer("$${", "\x00D", "%%{", "\x00P").Replace(written)
+	if strings.Contains(lit, "${") || strings.Contains(lit, "%{") {
+		return "", false
+	}
+	read, err := strconv.Unquote(`"` + lit + `"`)
+	if err != nil {
+		return "", false
+	}
+	return strings.NewReplacer("\x00D", "${", "\x00P", "%{").Replace(read), true
 }
 
 // ownWords marks a diagnostic (its Extra) whose summary and detail are volctl's words alone,
