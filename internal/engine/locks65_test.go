@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -21,19 +20,10 @@ import (
 // and the error then names neither the holder nor what to do. Found by helper review65.
 func TestClaimBehindAStoppedHolderOfTheDirectoryLockGivesUpNamingIt(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil)
-	h.create(volume("v"))
-	h.e.locks.stoppedWait = 500 * time.Millisecond
-	holder := holdLockInAnotherProcess(t, h, "dirs")
+	_, holder, err, ended := claimBehindAStoppedHolder(t, "dirs", 8*time.Second)
 	pid := holder.Process.Pid
-	if err := holder.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(h.ctx, 8*time.Second)
-	defer cancel()
-	_, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
-	if err == nil || ctx.Err() != nil {
-		t.Fatalf("claim behind a stopped holder of the directory lock: %v (context ended: %v); want it to give up, as behind a stopped holder of the volume's lock, before its context ends", err, ctx.Err())
+	if err == nil || ended != nil {
+		t.Fatalf("claim behind a stopped holder of the directory lock: %v (context ended: %v); want it to give up, as behind a stopped holder of the volume's lock, before its context ends", err, ended)
 	}
 	if want := fmt.Sprintf("pid %d: flock, stopped", pid); !strings.Contains(err.Error(), want) {
 		t.Fatalf("claim behind a stopped holder of the directory lock: %v; want it to name the holder (%q)", err, want)

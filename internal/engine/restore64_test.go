@@ -21,7 +21,7 @@ import (
 // only records) and the truncated volume was recorded ready. Found by helper review64.
 func TestRestoreOfAnUnrecordedSnapshotAnsweredSmallerThanItsListedSizeIsRefused(t *testing.T) {
 	t.Parallel()
-	h, s := eightMiBSnapshot(t)
+	h, s := eightMiBSnapshot(t, nil)
 	// Forgotten by volctl, kept by the plugin, which lists it at 8 MiB, ready.
 	if _, err := h.e.DeregisterSnapshot(h.ctx, "mem", s.ID); err != nil {
 		t.Fatal(err)

@@ -22,17 +22,7 @@ func TestUnchangedSnapshotAnsweredWithoutASizeKeepsItsRecordedSize(t *testing.T)
 	t.Parallel()
 	for _, size := range []int64{0, -5} {
 		// A plugin that does not list snapshots: the record is all a restore has to go by.
-		h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.Controller.ListSnapshots = false })
-		src := volume("big")
-		src.CapacityMin = 8 * mib
-		h.create(src)
-		s, err := h.e.CreateSnapshot(h.ctx, "big", "s1", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.SizeBytes != 8*mib {
-			t.Fatalf("premise: snapshot recorded at %d bytes, want %d", s.SizeBytes, 8*mib)
-		}
+		h, s := eightMiBSnapshot(t, func(c *csitest.MemConfig) { c.Controller.ListSnapshots = false })
 		h.faults.Inject(csi.RPCCreateSnapshot, csitest.Fault{Times: 1, Answer: func(m proto.Message) {
 			m.(*csipb.CreateSnapshotResponse).Snapshot.SizeBytes = size
 		}})

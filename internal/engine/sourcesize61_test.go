@@ -55,7 +55,7 @@ func madeSmallerThanItsSource(t *testing.T, h *harness, sv spec.Volume, source s
 // by helper review61.
 func TestRestoreAnsweredSmallerThanItsSnapshotIsRefused(t *testing.T) {
 	t.Parallel()
-	h, s := eightMiBSnapshot(t)
+	h, s := eightMiBSnapshot(t, nil)
 	sv := volume("restored")
 	sv.CapacityMin = 0 // as large as the snapshot: the plugin's to choose
 	sv.SnapshotID = s.ID
@@ -93,11 +93,11 @@ func TestRestoreAnsweredAtItsSourcesSizeIsRecorded(t *testing.T) {
 	}
 }
 
-// eightMiBSnapshot is a snapshot harness with volume "big" of 8 MiB and snapshot s1 of it,
-// recorded at 8 MiB.
-func eightMiBSnapshot(t *testing.T) (*harness, SnapshotInfo) {
+// eightMiBSnapshot is a snapshot harness (its plugin as cfg sets it, when not nil) with volume
+// "big" of 8 MiB and snapshot s1 of it, recorded at 8 MiB.
+func eightMiBSnapshot(t *testing.T, cfg func(*csitest.MemConfig)) (*harness, SnapshotInfo) {
 	t.Helper()
-	h, _ := snapshotHarness(t, nil)
+	h, _ := snapshotHarness(t, cfg)
 	src := volume("big")
 	src.CapacityMin = 8 * mib
 	h.create(src)

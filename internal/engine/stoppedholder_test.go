@@ -59,18 +59,9 @@ func killGroup(cmd *exec.Cmd) {
 // that runs is waited for, as before, and the command goes on once it lets go.
 func TestLockHeldByAStoppedProcessIsNamedAndNotWaitedForEver(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil)
-	h.create(volume("v"))
-	h.e.locks.stoppedWait = 500 * time.Millisecond
-	holder := holdLockInAnotherProcess(t, h, "volume-v")
+	h, holder, err, ended := claimBehindAStoppedHolder(t, "volume-v", 15*time.Second)
 	pid := holder.Process.Pid
-	if err := holder.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(h.ctx, 15*time.Second)
-	defer cancel()
-	_, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
-	if err == nil || ctx.Err() != nil {
+	if err == nil || ended != nil {
 		t.Fatalf("claim behind a stopped holder of the volume's lock: %v; want it to give up before its context ends", err)
 	}
 	for _, want := range []string{`the lock on volume "v" is held by pid ` + fmt.Sprint(pid) + ": flock, stopped",
@@ -127,4 +118,23 @@ func TestPassNamesTheHolderOfALockItGivesUpOn(t *testing.T) {
 	if err == nil || len(rep.Problems) == 0 || !strings.Contains(rep.Problems[0].Message, want) {
 		t.Fatalf("reconcile with the lock held by another process: %+v, %v; want a problem saying %q", rep.Problems, err, want)
 	}
+}
+
+// claimBehindAStoppedHolder claims volume v of a new harness for alloc a while another process
+// holds lock name and is stopped (SIGSTOP), the claim given up to within, and the wait for a
+// stopped holder 500 ms. It returns the harness, the holder, the claim's error and the claim
+// context's own (non-nil: it ran out first).
+func claimBehindAStoppedHolder(t *testing.T, name string, within time.Duration) (*harness, *exec.Cmd, error, error) {
+	t.Helper()
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.e.locks.stoppedWait = 500 * time.Millisecond
+	holder := holdLockInAnotherProcess(t, h, name)
+	if err := holder.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, within)
+	defer cancel()
+	_, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	return h, holder, err, ctx.Err()
 }
