@@ -556,6 +556,23 @@ func (e *Engine) holdPluginMounts(ctx context.Context, pluginID string, wait boo
 	return m, unlock, nil
 }
 
+// recordedProvider is the driver name plugin id last gave, as its record keeps it, or as the
+// record of its deregistration with --force does (store.LeftPlugin); "" when neither says.
+func recordedProvider(tx *store.Tx, id string) (string, error) {
+	p, err := tx.Plugins().Get(id)
+	if err == nil {
+		return p.Fingerprint.Provider, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return "", err
+	}
+	left, err := tx.Plugins().ListLeft()
+	if i := slices.IndexFunc(left, func(l store.LeftPlugin) bool { return l.ID == id }); err == nil && i >= 0 {
+		return leftReach(left[i]).provider, nil
+	}
+	return "", err
+}
+
 // pluginMountsServing is PluginMounts, counting too the mounts of the plugins registered on
 // the sockets also declare (socketsMates).
 func (e *Engine) pluginMountsServing(ctx context.Context, pluginID string, also []store.Plugin) (PluginMounts, error) {
@@ -568,9 +585,9 @@ func (e *Engine) pluginMountsServing(ctx context.Context, pluginID string, also 
 			if err != nil {
 				return PluginMounts{}, err
 			}
-			var provider string // the process's driver: its plugin's, as recorded
-			if p, err := tx.Plugins().Get(id); err == nil {
-				provider = p.Fingerprint.Provider
+			provider, err := recordedProvider(tx, id) // the process's driver: its plugin's
+			if err != nil {
+				return PluginMounts{}, err
 			}
 			for _, a := range also {
 				more, err := socketsMates(tx, a, provider)
