@@ -1096,7 +1096,7 @@ func (a *Agent) letGoOfGoneEnvs(ctx context.Context) {
 		return
 	}
 	for _, id := range ids {
-		if _, err := os.Lstat(filepath.Join(a.runDir, id+".pid")); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Lstat(pidFilePath(a.runDir, id)); errors.Is(err, fs.ErrNotExist) {
 			a.envRuns(ctx, id, nil)
 		}
 	}
