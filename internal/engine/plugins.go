@@ -354,24 +354,31 @@ func describeSockets(p store.Plugin) string {
 
 // checkReregistration refuses to register another driver under a plugin ID whose volumes
 // belong to the registered one: their external IDs mean nothing to the new driver.
+//
+// The registered driver is the record's, or, for an ID deregistered with --force while volumes
+// still name it, the one its kept record says it last gave (store.LeftPlugin): registered
+// again with another driver on its socket, the ID's volumes were handed to that driver, and a
+// delete's NOT_FOUND from it dropped a record of storage the first still held
+// (TestReregisterAfterForcedDeregisterOfAnotherDriverIsRefused).
 func checkReregistration(tx *store.Tx, id string, fp *csi.Fingerprint) error {
-	old, err := tx.Plugins().Get(id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
+	provider, err := recordedProvider(tx, id)
 	if err != nil {
 		return err
 	}
-	if fp == nil || old.Fingerprint.Provider == "" || old.Fingerprint.Provider == fp.Provider {
+	if fp == nil || provider == "" || provider == fp.Provider {
 		return nil
 	}
 	vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: id})
 	if err != nil || len(vols) == 0 {
 		return err
 	}
-	return conflictf("it is registered as driver %q and %d volume(s) use it (%s), but its socket now serves %q; "+
-		"their storage is the registered driver's: start %q on the socket again, or deregister the volumes first",
-		old.Fingerprint.Provider, len(vols), volumeIDs(vols, 5), fp.Provider, old.Fingerprint.Provider)
+	was := "it is registered as driver"
+	if _, err := tx.Plugins().Get(id); errors.Is(err, store.ErrNotFound) {
+		was = "it was deregistered with --force as driver"
+	}
+	return conflictf("%s %q and %d volume(s) use it (%s), but its socket now serves %q; "+
+		"their storage is that driver's: start %q on the socket again, or deregister the volumes first",
+		was, provider, len(vols), volumeIDs(vols, 5), fp.Provider, provider)
 }
 
 func describeFingerprint(fp *csi.Fingerprint) string {
