@@ -39,6 +39,20 @@ func environOf(t *testing.T, pid int) []string {
 // supervisedUnderAClaim registers plugin hp with an exec block, runs an agent that starts it,
 // and has volume db claimed through it, mounted for real (as root; skipped otherwise). It
 // returns the declaration, the agent's stop and the plugin's pid.
+// leftRunningUnderAClaim is supervisedUnderAClaim with the agent stopped: its plugin's process,
+// under the claim, is left running (checked), for the next agent to adopt.
+func (f *fixture) leftRunningUnderAClaim() (sp spec.Plugin, pid int) {
+	f.t.Helper()
+	sp, stop, pid := f.supervisedUnderAClaim()
+	if err := stop(); err != nil {
+		f.t.Fatal(err)
+	}
+	if !alive(pid) {
+		f.t.Fatalf("plugin pid %d stopped at the agent's stop under its mounts", pid)
+	}
+	return sp, pid
+}
+
 func (f *fixture) supervisedUnderAClaim() (sp spec.Plugin, stop func() error, pid int) {
 	f.t.Helper()
 	hostpathtest.RequireMount(f.t)
@@ -127,16 +141,10 @@ func (f *fixture) expectOutdatedUntilReleased(pid int) {
 // once it holds no mounts.
 func TestAgentRestartsAnAdoptedPluginWithItsChangedExecBlockOnceItHasNoMounts(t *testing.T) {
 	f := newFixture(t)
-	sp, stop, pid := f.supervisedUnderAClaim()
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	if !alive(pid) {
-		t.Fatalf("plugin pid %d stopped under its mounts", pid)
-	}
+	sp, pid := f.leftRunningUnderAClaim()
 
 	f.register(withEnv(sp, "CHANGED", "1"))
-	stop = f.startAgent(testSettings)
+	stop := f.startAgent(testSettings)
 	f.expectOutdatedUntilReleased(pid)
 	if err := stop(); err != nil {
 		t.Fatal(err)

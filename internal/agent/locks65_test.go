@@ -17,13 +17,7 @@ import (
 // review65.
 func TestAdoptedOutdatedPluginIsNotStoppedUnderAPublishOnItsOldSocket(t *testing.T) {
 	f := newFixture(t)
-	sp, stop, pid := f.supervisedUnderAClaim()
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	if !alive(pid) {
-		t.Fatalf("plugin pid %d stopped under its mounts", pid)
-	}
+	sp, pid := f.leftRunningUnderAClaim()
 	// The claim released through the process still serving the old socket: no mounts now.
 	if _, err := f.e.Release(f.ctx, "db", "web-0"); err != nil {
 		t.Fatal(err)
@@ -42,7 +36,7 @@ func TestAdoptedOutdatedPluginIsNotStoppedUnderAPublishOnItsOldSocket(t *testing
 	if _, err := f.e.RegisterPlugin(f.ctx, moved); err != nil {
 		t.Fatalf("registering hp on another socket with no mounts: %v", err)
 	}
-	stop = f.startAgent(testSettings)
+	stop := f.startAgent(testSettings)
 	defer stop()
 	stoppedOncePublished(t, f, release, pid)
 }

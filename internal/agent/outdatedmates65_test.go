@@ -21,13 +21,7 @@ import (
 func TestOutdatedProcessIsNotStoppedUnderItsOldSocketMatesMounts(t *testing.T) {
 	hostpathtest.RequireMount(t)
 	f := newFixture(t)
-	sp, stop, pid := f.supervisedUnderAClaim() // hp on S1, started by the agent, a claim on it
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	if !alive(pid) {
-		t.Fatalf("plugin pid %d stopped at the agent's stop under its mounts", pid)
-	}
+	sp, pid := f.leftRunningUnderAClaim() // hp on S1, started by the agent, a claim on it
 	// Released while no agent runs: the process, left running, holds no mounts of hp.
 	if _, err := f.e.Release(f.ctx, "db", "web-0"); err != nil {
 		t.Fatal(err)
@@ -50,7 +44,7 @@ func TestOutdatedProcessIsNotStoppedUnderItsOldSocketMatesMounts(t *testing.T) {
 	if m, err := f.e.PluginMounts(f.ctx, "hp2"); err != nil || m.Mounts == 0 {
 		t.Fatalf("hp2's mounts: %+v, %v; want its claim mounted", m, err)
 	}
-	stop = f.startAgent(testSettings)
+	stop := f.startAgent(testSettings)
 	defer stop()
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
