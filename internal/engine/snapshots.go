@@ -279,6 +279,16 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 		}
 		return store.Snapshot{}, Created, fmt.Errorf("snapshot %q: %w", intent.Name, err)
 	}
+	resent := replay || earlier
+	if resent && snap.SizeBytes <= 0 {
+		// Sent again after an earlier answer was lost, and answered without a size: the lost
+		// answer may have been the one that said it (a plugin that gives a snapshot's size when
+		// it takes it, and not again). What the plugin lists gives it, within the bound on such
+		// checks; without it the snapshot is recorded at 0 bytes, unknown, and a restore the
+		// plugin answers smaller than the snapshot is not refused
+		// (TestSnapshotAnsweredAgainWithoutASizeAfterALostAnswerTakesTheListedSize).
+		snap.SizeBytes = e.listedSnapshotSize(ctx, c, snap.ID, intent.Secrets)
+	}
 	rec = store.Snapshot{
 		PluginID: intent.PluginID, SnapshotID: snap.ID, Name: intent.Name, SourceVolumeID: intent.SourceVolumeID,
 		SourceExternalID: intent.SourceExternalID, SizeBytes: snap.SizeBytes, ReadyToUse: snap.ReadyToUse,
@@ -287,7 +297,6 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 	// What becomes of the intent when the answer is refused: forgotten, unless a CreateSnapshot
 	// under the name was sent before and its answer lost, which may have made a snapshot only
 	// the name still finds (as after a final error to a call sent again, above).
-	resent := replay || earlier
 	fate := "this snapshot is forgotten"
 	if resent {
 		// Not `snapshot delete NAME`: it finishes the intent first, sending CreateSnapshot again,
@@ -1000,6 +1009,24 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		return fail(takenAgain)
 	}
 	return nil
+}
+
+// listedSnapshotSize is the size the plugin gives snapshot id when asked for it (findsSnapshot),
+// within the bound on such checks; 0, unknown, when it cannot be asked, does not answer, or gives
+// none.
+func (e *Engine) listedSnapshotSize(ctx context.Context, c *conn, id string, secrets spec.Secrets) int64 {
+	if snapshotCheck(c) == "" {
+		return 0
+	}
+	var listed csi.Snapshot
+	if e.boundCheck(ctx, func(ctx context.Context) error {
+		var err error
+		listed, _, err = e.findsSnapshot(ctx, c, id, secrets)
+		return err
+	}) != nil || listed.ID != id {
+		return 0
+	}
+	return max(listed.SizeBytes, 0)
 }
 
 // snapshotAbsent asks the plugin, within the bound on such checks, whether it has snapshot id
