@@ -163,10 +163,17 @@ func (p *Plugin) createCopy(ctx context.Context, req *csi.CreateVolumeRequest, r
 
 // existingVolume is CreateVolume's answer for a name already created: the volume when the
 // request is compatible with it, else ALREADY_EXISTS; nil, nil for a new name. mu is held.
+// Found by name in memory, the volume is then read from its record (p.volume), as a snapshot
+// is (CreateSnapshot): one another process serving the root deleted is gone, and made again.
+// Before, the create answered OK with the deleted ID, whose next NodeStageVolume was NOT_FOUND
+// (TestVolumeDeletedByTheOtherProcessIsMadeAgain).
 func (p *Plugin) existingVolume(req *csi.CreateVolumeRequest, required, limit int64) (*csi.CreateVolumeResponse, error) {
 	name := req.GetName()
 	v := p.state.volumeByName(name)
 	if v == nil {
+		return nil, nil
+	}
+	if v, _ = p.volume(v.ID); v == nil {
 		return nil, nil
 	}
 	srcSnap := req.GetVolumeContentSource().GetSnapshot()

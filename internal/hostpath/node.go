@@ -86,12 +86,24 @@ func (p *Plugin) outsideRoot(rpc, id, field, path string) error {
 	}
 	for _, root := range roots {
 		for _, q := range paths {
-			if q == root || strings.HasPrefix(q, root+string(filepath.Separator)) {
+			if within(q, root) {
 				return invalidArg("%s: volume %q: %s %q is inside the plugin's root %q, which holds its volumes and records: mount it elsewhere", rpc, id, field, path, p.cfg.Root)
+			}
+			// Above the root, a mount covers it as one inside does: the root's path then shows
+			// the volume's data, which its user may write, records and links the plugin would
+			// take for its own (TestStagingOverAnAncestorOfTheRootIsRefused).
+			if within(root, q) {
+				return invalidArg("%s: volume %q: %s %q holds the plugin's root %q, which holds its volumes and records: mounted there, the volume would cover them; mount it elsewhere",
+					rpc, id, field, path, p.cfg.Root)
 			}
 		}
 	}
 	return nil
+}
+
+// within says whether path is dir or below it; both are clean and absolute.
+func within(path, dir string) bool {
+	return path == dir || dir == string(filepath.Separator) || strings.HasPrefix(path, dir+string(filepath.Separator))
 }
 
 // NodeStageVolume implements csi.NodeServer: it bind-mounts the volume's directory on the
@@ -339,8 +351,13 @@ func (p *Plugin) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublish
 	// before its mount, and forgotten only after it is removed. Before, any empty directory the
 	// request named was removed, another volume's under the root among them, which its next
 	// stage could then not bind (TestUnpublishDoesNotRemoveAnotherVolumesDirectory).
+	// A directory with something in it once unmounted is left, with what it holds: the
+	// caller's directory the plugin took as it was (ensureDir), or files written into the bare
+	// target while it was not mounted (after a reboot). Before, its removal failed, INTERNAL,
+	// the target stayed recorded, and every retry failed the same: the volume could never be
+	// unpublished (TestUnpublishOfATargetThatWasNotEmptyCompletes).
 	if fi, err := os.Lstat(target); ours && (err != nil || fi.IsDir()) {
-		if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, unix.EEXIST) {
 			return nil, internal("NodeUnpublishVolume: volume %q: removing target: %v", id, err)
 		}
 	}
