@@ -17,6 +17,7 @@ import (
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // EventsOptions are the inputs of `volctl events`.
@@ -235,18 +236,32 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 		}
 		f := opts.Filter
 		f.AfterID = last
-		evs, err := e.EventsRedacted(ctx, 0, f)
+		read, err := e.EventsFollowed(ctx, f)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("events: %w", err)
 		}
+		evs, dropped := read.Events, read.Dropped
+		last = read.Newest // of all the read saw, matching or not: it reads each event once
+		if dropped > 0 {
+			// On stderr, so that stdout stays the events alone (--json's lines); once, as the
+			// follow goes on past them.
+			of := ""
+			if f != (engine.EventFilter{AfterID: f.AfterID}) {
+				of = " (of any kind, volume, alloc or plugin: some may not have matched the filter)"
+			}
+			gone := "1 event left the log before it could be shown"
+			if dropped > 1 {
+				gone = strconv.FormatInt(dropped, 10) + " events left the log before they could be shown"
+			}
+			fmt.Fprintf(opts.IO.ErrOut, "Warning: events --follow fell behind: %s%s; the log keeps the newest %d\n", gone, of, store.DefaultEventLimit)
+		}
 		if len(evs) == 0 {
 			continue
 		}
 		slices.Reverse(evs)
-		last = evs[len(evs)-1].ID
 		if err := w.write(evs, false); err != nil {
 			return err
 		}

@@ -31,11 +31,46 @@ func (e *Engine) Events(ctx context.Context, limit int, f EventFilter) ([]EventI
 // drops the secret at once), and the event was printed whole
 // (TestEventsReadBeforeAnotherProcessDeletesTheVolumeShowNoSecret).
 func (e *Engine) EventsRedacted(ctx context.Context, limit int, f EventFilter, extra ...string) ([]EventInfo, error) {
+	return e.eventsRedacted(ctx, limit, f, nil, extra)
+}
+
+// EventsFollowed is an `events --follow` poll: EventsRedacted of every event after f.AfterID,
+// with the newest event of all the read saw, whatever it matched (where the next poll goes on
+// from: a filtered follow's events that did not match are read once), and how many of the
+// events after AfterID the log dropped before this read. The log keeps the newest
+// (store.DefaultEventLimit) and drops the oldest, and IDs are dense, so the oldest it holds
+// past AfterID+1 says how many a follower that fell that far behind (its reader stopped) never
+// read, of any kind. Before, the follow went on from the oldest kept, its output a whole log
+// with a hole nothing marked (TestEventsFollowSaysEventsTheLogDroppedBeforeTheyWereShown).
+func (e *Engine) EventsFollowed(ctx context.Context, f EventFilter) (FollowedEvents, error) {
+	var fe FollowedEvents
+	var err error
+	fe.Events, err = e.eventsRedacted(ctx, 0, f, &fe, nil)
+	return fe, err
+}
+
+// FollowedEvents is what an `events --follow` poll read (EventsFollowed).
+type FollowedEvents struct {
+	Events  []EventInfo // after the filter's AfterID, matching it, newest first
+	Newest  int64       // the newest event's ID of all, matching or not; AfterID when none is newer
+	Dropped int64       // how many after AfterID the log dropped unread, of any kind
+}
+
+// eventsRedacted is EventsRedacted, with EventsFollowed's bounds of the log when followed is not
+// nil.
+func (e *Engine) eventsRedacted(ctx context.Context, limit int, f EventFilter, followed *FollowedEvents, extra []string) ([]EventInfo, error) {
 	var (
 		out    []EventInfo
 		values []string
 	)
 	err := e.store.View(ctx, func(tx *store.Tx) (err error) {
+		if followed != nil {
+			oldest, newest, err := tx.Events().Bounds()
+			if err != nil {
+				return err
+			}
+			followed.Newest, followed.Dropped = max(newest, f.AfterID), max(oldest-f.AfterID-1, 0)
+		}
 		if out, err = readEvents(tx, limit, f); err == nil && len(out) > 0 {
 			values, err = tx.SecretValues()
 		}
@@ -87,7 +122,16 @@ func (e *Engine) EventFilterNear(ctx context.Context, f EventFilter) (string, er
 			says = append(says, fmt.Sprintf("no event names %s %q (did you mean %s?)", x.what, x.id, orList(near)))
 		}
 	}
-	return strings.Join(says, "; "), nil
+	if len(says) == 0 {
+		return "", nil
+	}
+	// The IDs the log holds, scrubbed as every ID printed is: a volume whose ID holds a secret
+	// value was suggested whole (TestEventsFilterNearShowsNoSecretHeldByAVolumeID).
+	redact, err := e.Redactor(ctx)
+	if err != nil {
+		return "", err
+	}
+	return redact(strings.Join(says, "; ")), nil
 }
 
 // storedFilter turns a filter's volume ID, alloc and plugin ID into the forms the event log

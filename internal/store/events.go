@@ -46,6 +46,9 @@ type EventStore interface {
 	Recent(limit int, f EventFilter) ([]Event, error)
 	// Logged returns how many events the log holds.
 	Logged() (int, error)
+	// Bounds returns the IDs of the oldest and the newest event the log holds, 0 and 0 when it
+	// holds none.
+	Bounds() (oldest, newest int64, err error)
 	// PluginCapabilityChanges returns up to limit plugin-capabilities events of each plugin (of
 	// plugin alone when it is not "") whose message begins as the engine words a change of
 	// capabilities, `plugin "ID" came back with other capabilities`, newest first, in one
@@ -205,6 +208,11 @@ func (es events) PluginCapabilityChanges(plugin string, limit int) ([]Event, err
 		WHERE kind = 'plugin-capabilities' AND (? = '' OR plugin_id = ?)
 		AND substr(message, 1, length(`+quoted+`)) = `+quoted+`)
 		WHERE n <= ? ORDER BY id DESC`, plugin, plugin, CapabilityChangeWords, CapabilityChangeWords, limit)
+}
+
+func (es events) Bounds() (oldest, newest int64, err error) {
+	err = es.tx.queryRow(`SELECT coalesce(min(id), 0), coalesce(max(id), 0) FROM events`).Scan(&oldest, &newest)
+	return oldest, newest, wrap(err, "read the event log's bounds", "")
 }
 
 func (es events) Logged() (int, error) {
