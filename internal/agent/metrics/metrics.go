@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/volctl/volctl/internal/agent"
@@ -246,8 +247,15 @@ type Server struct {
 // Nothing is served before Serve.
 func Listen(addr string) (*Server, error) {
 	lis, err := net.Listen("tcp", addr)
-	if err != nil {
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
 		return nil, fmt.Errorf("--metrics-addr %s: %w (is another agent or exporter on that port?)", addr, err)
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		// Not a port someone holds: the host part names no address of this host's
+		// (TestListenHintsAnotherHolderOnlyWhenTheAddressIsInUse).
+		return nil, fmt.Errorf("--metrics-addr %s: %w (no interface of this host has that address)", addr, err)
+	case err != nil:
+		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
 	}
 	return &Server{lis: limitConns(lis, maxConns)}, nil
 }
