@@ -67,11 +67,20 @@ func VolumeFile(v spec.Volume, includeSecrets bool) ([]byte, []string, error) {
 	b.attr("type", hclStr("csi"))
 	set("plugin_id", v.PluginID)
 	set("external_id", v.ExternalID)
-	if v.CapacityMin > 0 {
-		set("capacity_min", spec.FormatSize(v.CapacityMin))
+	// A size past the largest Nomad reads (a plugin may answer a capacity of 2^63-1 bytes for
+	// storage of no fixed size) is written as that largest: Nomad wraps a larger one to a negative
+	// capacity, and the file's own check refused the export as volctl's bug, all of --all's with
+	// it (TestExportOfAVolumeAtTheLargestCapacity). capacity_min is a floor the volume still
+	// meets; capacity_max a ceiling Nomad cannot hold higher.
+	capMin, capMax := min(v.CapacityMin, spec.MaxNomadSize), min(v.CapacityMax, spec.MaxNomadSize)
+	if capMin != v.CapacityMin || capMax != v.CapacityMax {
+		notes = append(notes, fmt.Sprintf("volume %q: its capacity, %d bytes, is past the largest Nomad reads: written as %d bytes, the largest it does", v.ID, max(v.CapacityMin, v.CapacityMax), int64(spec.MaxNomadSize)))
 	}
-	if v.CapacityMax > 0 && v.CapacityMax >= v.CapacityMin {
-		set("capacity_max", spec.FormatSize(v.CapacityMax))
+	if capMin > 0 {
+		set("capacity_min", spec.FormatSize(capMin))
+	}
+	if capMax > 0 && capMax >= capMin {
+		set("capacity_max", spec.FormatSize(capMax))
 	}
 	for _, c := range v.Capabilities {
 		b.blank()
@@ -134,9 +143,16 @@ func VolumeFile(v spec.Volume, includeSecrets bool) ([]byte, []string, error) {
 		// alone (as `volctl nomad register`'s own warning says). Before, the note said to edit
 		// the file only, which changed nothing the handover sent
 		// (TestCapabilitiesNoteOfTheExportSaysHowTheEditReachesTheHandover).
-		notes = append(notes, fmt.Sprintf("volume %q: Nomad may refuse its file: %s; if its plugin does, hand Nomad a volume of the one capability its jobs use: keep in the file only that capability block (line %d is the first block-device one), "+
+		// A file of placeholders is refused by the register, after the deregister forgot the
+		// values it stands for: the export with them comes first
+		// (TestCapabilitiesNoteAdviceWorksOnAFileWithPlaceholders).
+		first := ""
+		if !includeSecrets && (len(v.Secrets) > 0 || v.MountOptions != nil && len(v.MountOptions.MountFlags) > 0) {
+			first = "export it again with --include-secrets (this file's placeholders are refused by a register, and the deregister forgets the values they stand for), "
+		}
+		notes = append(notes, fmt.Sprintf("volume %q: Nomad may refuse its file: %s; if its plugin does, hand Nomad a volume of the one capability its jobs use: %skeep in the file only that capability block (line %d is the first block-device one), "+
 			"then, as `volctl nomad register` sends volctl's record and not the file, `%s` (its storage stays) and `volctl volume register` of the edited file before handing it over",
-			v.ID, why, line, shellquote.Command("volctl volume deregister", v.ID)))
+			v.ID, why, first, line, shellquote.Command("volctl volume deregister", v.ID)))
 	}
 	return out, notes, nil
 }

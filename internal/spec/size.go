@@ -108,9 +108,9 @@ func nomadSize(s string) (n int64, ok bool) {
 	return int64(f), true
 }
 
-// maxNomadSize is the largest capacity Nomad reads as volctl does below 2^63 bytes: the
+// MaxNomadSize is the largest capacity Nomad reads as volctl does below 2^63 bytes: the
 // largest float64 below 2^63, 2^63-1024.
-const maxNomadSize = 1<<63 - 1024
+const MaxNomadSize = 1<<63 - 1024
 
 // writtenOut is " (1000GiB)" for the number num and the rest of a size, an exponent and a unit
 // ("e3GiB"), when that is a whole number of a known unit, else "".

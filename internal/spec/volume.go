@@ -313,7 +313,7 @@ func (d *decoder) size(attr *hcl.Attribute) int64 {
 		// A size just below 2^63 bytes whose float64 rounds up to 2^63: Nomad's CLI wraps it to
 		// a negative capacity, as it wraps one above 8 EiB, which is refused (ParseSize).
 		d.errorf(attr.Expr.Range(), "Invalid capacity", "%s: Nomad reads %q as 2^63 bytes or more (it multiplies the number by the unit in floating point), past the largest capacity, and wraps it to a negative number. "+
-			"Write a size below it, at most %q (bytes), which both read alike.", attr.Name, s, strconv.FormatInt(maxNomadSize, 10))
+			"Write a size below it, at most %q (bytes), which both read alike.", attr.Name, s, strconv.FormatInt(MaxNomadSize, 10))
 		return 0
 	}
 	if nomad != n {
