@@ -166,14 +166,21 @@ func (p *Plugin) createCopy(ctx context.Context, req *csi.CreateVolumeRequest, r
 // Found by name in memory, the volume is then read from its record (p.volume), as a snapshot
 // is (CreateSnapshot): one another process serving the root deleted is gone, and made again.
 // Before, the create answered OK with the deleted ID, whose next NodeStageVolume was NOT_FOUND
-// (TestVolumeDeletedByTheOtherProcessIsMadeAgain).
+// (TestVolumeDeletedByTheOtherProcessIsMadeAgain). Not found so, it is looked for among the
+// records the other process made since (learnVolumes).
 func (p *Plugin) existingVolume(req *csi.CreateVolumeRequest, required, limit int64) (*csi.CreateVolumeResponse, error) {
 	name := req.GetName()
 	v := p.state.volumeByName(name)
-	if v == nil {
-		return nil, nil
+	if v != nil {
+		v, _ = p.volume(v.ID)
 	}
-	if v, _ = p.volume(v.ID); v == nil {
+	if v == nil {
+		p.learnVolumes()
+		if v = p.state.volumeByName(name); v != nil {
+			v, _ = p.volume(v.ID)
+		}
+	}
+	if v == nil {
 		return nil, nil
 	}
 	srcSnap := req.GetVolumeContentSource().GetSnapshot()

@@ -98,7 +98,47 @@ func (p *Plugin) outsideRoot(rpc, id, field, path string) error {
 			}
 		}
 	}
+	// The same by the directories' identities (device and inode), which a bind mount shares
+	// with its source: through the source of a bind mount the root's path is reached by, the
+	// root's meta/ passed the checks above, and the volume's mount, propagated to the root's
+	// path (shared mounts, systemd's default), covered its records
+	// (TestStagingInsideTheRootThroughItsBindSourceIsRefused).
+	if root, ok := dirID(p.cfg.Root); ok {
+		if slices.Contains(dirChain(path), root) {
+			return invalidArg("%s: volume %q: %s %q is inside the plugin's root %q (the same directory, reached through another path: a bind mount), which holds its volumes and records: mount it elsewhere",
+				rpc, id, field, path, p.cfg.Root)
+		}
+		if at, ok := dirID(path); ok && slices.Contains(dirChain(p.cfg.Root), at) {
+			return invalidArg("%s: volume %q: %s %q holds the plugin's root %q (the same directory as one above it, reached through another path: a bind mount): mounted there, the volume would cover them; mount it elsewhere",
+				rpc, id, field, path, p.cfg.Root)
+		}
+	}
 	return nil
+}
+
+// dirIdentity is a directory's device and inode, which a bind mount shares with its source.
+type dirIdentity struct{ dev, ino uint64 }
+
+// dirID is path's identity, its symlinks followed; false when it cannot be had.
+func dirID(path string) (dirIdentity, bool) {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return dirIdentity{}, false
+	}
+	return dirIdentity{st.Dev, st.Ino}, true
+}
+
+// dirChain is the identities of path and of each directory above it, to /, those that exist.
+func dirChain(path string) []dirIdentity {
+	var ids []dirIdentity
+	for q := path; ; q = filepath.Dir(q) {
+		if id, ok := dirID(q); ok {
+			ids = append(ids, id)
+		}
+		if q == filepath.Dir(q) {
+			return ids
+		}
+	}
 }
 
 // within says whether path is dir or below it; both are clean and absolute.

@@ -446,13 +446,28 @@ func (p *Plugin) has(id string) bool {
 // TestListSnapshotsListsOneTheOtherProcessMade). One directory read; only the records new to
 // this process are read. The caller holds p.mu.
 func (p *Plugin) learnSnapshots() {
-	entries, err := os.ReadDir(filepath.Join(p.metaDir(), "snapshots"))
+	p.learnRecords("snapshots", isSnapshotID, func(id string) bool { return p.state.Snapshots[id] != nil }, func(id string) { p.snapshot(id) })
+}
+
+// learnVolumes is learnSnapshots for volumes: a CreateVolume whose name this process does not
+// find (or finds deleted) reads the records of the volumes the other process made, and answers
+// with the other's volume of that name. Before, a name the other had deleted and made again
+// was made a third time here, the root then holding two volumes of the name
+// (TestVolumeRemadeByTheOtherProcessIsNotMadeTwice). The caller holds p.mu.
+func (p *Plugin) learnVolumes() {
+	p.learnRecords("volumes", isVolumeID, func(id string) bool { return p.state.Volumes[id] != nil }, func(id string) { p.volume(id) })
+}
+
+// learnRecords reads, of the records in meta/<kind> (one directory read), those whose IDs
+// (valid by isID) this process holds no copy of (known).
+func (p *Plugin) learnRecords(kind string, isID, known func(string) bool, read func(string)) {
+	entries, err := os.ReadDir(filepath.Join(p.metaDir(), kind))
 	if err != nil {
 		return // no records yet, or a root moved: the request's own checks say so
 	}
 	for _, e := range entries {
-		if id, ok := strings.CutSuffix(e.Name(), ".json"); ok && isSnapshotID(id) && p.state.Snapshots[id] == nil {
-			p.snapshot(id)
+		if id, ok := strings.CutSuffix(e.Name(), ".json"); ok && isID(id) && !known(id) {
+			read(id)
 		}
 	}
 }
