@@ -24,7 +24,7 @@ import (
 // round 63); the chunks touch each page once.
 func writeVolumeListJSON(ctx context.Context, out *bufio.Writer, e *engine.Engine) error {
 	return streamVolumeListJSON(out, func(fn func(*engine.VolumeSummary) error) error {
-		return e.EachVolume(ctx, engine.AllVolumeFields, fn)
+		return e.EachVolumeShown(ctx, engine.AllVolumeFields, fn)
 	})
 }
 

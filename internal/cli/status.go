@@ -95,7 +95,7 @@ func statusRun(ctx context.Context, opts *StatusOptions) (err error) {
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
-	vols, err := e.Volumes(ctx)
+	vols, err := e.VolumesShown(ctx) // the table's names scrubbed as sum's are (TestStatusTextMasksASecretInTheVolumeTable)
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
@@ -110,12 +110,12 @@ func statusRun(ctx context.Context, opts *StatusOptions) (err error) {
 	sum.Volumes.Total = len(vols)
 	probed := make(map[string]*engine.PluginInfo, len(plugins))
 	for i := range plugins {
-		probed[plugins[i].ID] = &plugins[i]
+		probed[plugins[i].Key()] = &plugins[i]
 	}
 	for i, v := range vols {
 		// The plugins were probed just now, which another process's write lock may have kept
 		// from being recorded: the volumes say what the probes found, as the plugin table does.
-		v = v.WithPluginProbed(probed[v.PluginID])
+		v = v.WithPluginProbed(probed[v.PluginKey()])
 		vols[i] = v
 		if v.Schedulable {
 			sum.Volumes.Schedulable++

@@ -76,7 +76,7 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 		if !opts.Exporter.Enabled() {
 			// The table's cells straight from the rows, without the list in between.
 			t := newVolumeTable(out)
-			err := e.EachVolume(ctx, engine.TableVolumeFields, func(v *engine.VolumeSummary) error {
+			err := e.EachVolumeShown(ctx, engine.TableVolumeFields, func(v *engine.VolumeSummary) error {
 				addVolumeRow(t, v)
 				return nil
 			})
@@ -88,7 +88,7 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 			}
 			return t.render()
 		}
-		vols, err := e.Volumes(ctx)
+		vols, err := e.VolumesShown(ctx)
 		if err != nil {
 			return fmt.Errorf("volume status: %w", err)
 		}
@@ -99,7 +99,13 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 	if errors.As(err, &amb) {
 		// A -t or --jq written for one volume fails on the list of matches: the error still
 		// says first that the ID was ambiguous, or the template would look like the mistake.
-		if werr := writeVolumeList(ctx, out, opts.IO, &opts.Exporter, amb.Matches); werr != nil {
+		// Scrubbed as the list is (EachVolumeShown): the error line masked the IDs the array
+		// printed above it showed (TestVolumeListMasksASecretInTheVolumesNames).
+		matches := amb.Matches
+		if rerr := redactOutput(ctx, e, nil, &matches); rerr != nil {
+			return fmt.Errorf("volume status: %w (%w)", err, rerr)
+		}
+		if werr := writeVolumeList(ctx, out, opts.IO, &opts.Exporter, matches); werr != nil {
 			return withCode(ExitUsage, fmt.Errorf("volume status: %w; give more of the ID (printing the matching volumes failed too: %w)", err, werr))
 		}
 		return withCode(ExitUsage, fmt.Errorf("volume status: %w; give more of the ID", err))

@@ -119,30 +119,20 @@ func (e *Engine) Dashboard(ctx context.Context, events int) (Dashboard, error) {
 		if err != nil {
 			return err
 		}
-		healthy := make(map[string]bool, len(plugins))
 		byID := make(map[string]store.Plugin, len(plugins))
 		for _, p := range plugins {
-			healthy[p.ID] = takesClaims(p.Health)
 			byID[p.ID] = p
 		}
 		perPlugin := make(map[string]int, len(plugins))
 		d.Volumes = make([]VolumeSummary, 0, len(vols))
 		for _, v := range vols {
 			perPlugin[v.PluginID]++
-			s := volumeSummary(v, byVolume[v.ID], healthy[v.PluginID])
-			// As the lists say it (EachVolume): a volume whose plugin is not registered (one
+			// As the lists say it (listedSummary): a volume whose plugin is not registered (one
 			// deregistered with --force) says so, not "plugin unhealthy", and one its plugin's
 			// node is outside the topology of cannot take claims. Before, the dashboard's list
 			// said "yes" of the latter, its detail "no" (TestDashboardSaysAVolumeOutsideItsTopologyCannotTakeClaims).
-			if to := handedTo[v.ID]; to != "" {
-				s.Schedulable, s.handedTo = false, to
-			}
-			if p, ok := byID[v.PluginID]; !ok {
-				s.pluginWhy = PluginNotRegistered
-			} else if topos := volumeTopologies(v); nodeOutside(topos, p.Fingerprint) {
-				s.Schedulable, s.outside, s.outsideWords = false, true, outsideWords(topos, p.ID, p.Fingerprint)
-			}
-			d.Volumes = append(d.Volumes, s)
+			p, known := byID[v.PluginID]
+			d.Volumes = append(d.Volumes, listedSummary(v, byVolume[v.ID], p, known, handedTo[v.ID]))
 		}
 		d.Plugins = make([]PluginInfo, 0, len(plugins))
 		for _, p := range plugins {

@@ -15,8 +15,17 @@ import (
 // one query for the volumes and their claim counts and one for the plugins' health, whatever
 // the number of volumes.
 func (e *Engine) Volumes(ctx context.Context) ([]VolumeSummary, error) {
+	return e.volumes(ctx, false)
+}
+
+// VolumesShown is Volumes as printed: each volume's names scrubbed (EachVolumeShown).
+func (e *Engine) VolumesShown(ctx context.Context) ([]VolumeSummary, error) {
+	return e.volumes(ctx, true)
+}
+
+func (e *Engine) volumes(ctx context.Context, shown bool) ([]VolumeSummary, error) {
 	out := []VolumeSummary{}
-	err := e.EachVolume(ctx, AllVolumeFields, func(v *VolumeSummary) error {
+	err := e.eachVolume(ctx, AllVolumeFields, shown, func(v *VolumeSummary) error {
 		out = append(out, *v)
 		return nil
 	})
@@ -44,10 +53,33 @@ const (
 // read's snapshot, which never holds up a writer: it must not call the engine. An error from
 // fn stops the list and is returned.
 func (e *Engine) EachVolume(ctx context.Context, fields VolumeFields, fn func(v *VolumeSummary) error) error {
+	return e.eachVolume(ctx, fields, false, fn)
+}
+
+// EachVolumeShown is EachVolume for a list printed: each volume's ID, namespace, name and
+// plugin ID scrubbed of the state's secrets read in the same snapshot, as every printed ID is
+// (Key and PluginKey keep them as read). Before, the volume list, its JSON, --jq and -t showed
+// a name holding a secret value whole, which `volume status ID` masked
+// (TestVolumeListMasksASecretInTheVolumesNames).
+func (e *Engine) EachVolumeShown(ctx context.Context, fields VolumeFields, fn func(v *VolumeSummary) error) error {
+	return e.eachVolume(ctx, fields, true, fn)
+}
+
+func (e *Engine) eachVolume(ctx context.Context, fields VolumeFields, shown bool, fn func(v *VolumeSummary) error) error {
 	return e.store.View(ctx, func(tx *store.Tx) error {
 		plugins, err := tx.Plugins().List()
 		if err != nil {
 			return err
+		}
+		var scrub func(string) string
+		if shown {
+			values, err := tx.SecretValues()
+			if err != nil {
+				return err
+			}
+			if values = e.andForgotten(values); len(values) > 0 {
+				scrub = memoized(e.scrubbers.get(values))
+			}
 		}
 		handedTo, err := handedOverTo(tx)
 		if err != nil {
@@ -98,6 +130,9 @@ func (e *Engine) EachVolume(ctx context.Context, fields VolumeFields, fn func(v 
 				if to := handedTo[b.ID]; to != "" {
 					v.Schedulable, v.handedTo = false, to
 				}
+			}
+			if scrub != nil {
+				v.ID, v.Namespace, v.Name, v.PluginID = scrub(v.ID), scrub(v.Namespace), scrub(v.Name), scrub(v.PluginID)
 			}
 			return fn(&v)
 		})
@@ -270,25 +305,55 @@ func (e *Engine) resolveVolume(tx *store.Tx, idOrPrefix string) (store.Volume, e
 	case 1:
 		return matches[0], nil
 	}
+	// Their summaries as the volume list gives them (listedSummary): before, a volume outside
+	// its plugin's topology, or handed over to Nomad, was said to take claims here
+	// (TestAmbiguousPrefixSaysWhatTheListSaysOfSchedulable).
 	amb := &AmbiguousError{Prefix: idOrPrefix}
-	healthy := map[string]bool{} // by plugin, as the volume list shows it
+	handedTo, err := handedOverTo(tx)
+	if err != nil {
+		return store.Volume{}, err
+	}
+	type plugin struct {
+		p     store.Plugin
+		known bool
+	}
+	plugins := map[string]plugin{}
 	for _, m := range matches {
 		claims, err := tx.Claims().ByVolume(m.ID)
 		if err != nil {
 			return store.Volume{}, err
 		}
-		h, seen := healthy[m.PluginID]
+		pl, seen := plugins[m.PluginID]
 		if !seen {
 			p, err := tx.Plugins().Get(m.PluginID)
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return store.Volume{}, err
 			}
-			h = err == nil && takesClaims(p.Health)
-			healthy[m.PluginID] = h
+			pl = plugin{p, err == nil}
+			plugins[m.PluginID] = pl
 		}
-		amb.Matches = append(amb.Matches, volumeSummary(m, claims, h))
+		amb.Matches = append(amb.Matches, listedSummary(m, claims, pl.p, pl.known, handedTo[m.ID]))
 	}
 	return store.Volume{}, amb
+}
+
+// listedSummary is volume v's summary judged as the volume list judges it (EachVolume): its
+// plugin p (known: registered) taking claims, a volume handed over to Nomad (at handedTo) or
+// outside the topology of its plugin's node not, and why its plugin takes none.
+func listedSummary(v store.Volume, claims []store.Claim, p store.Plugin, known bool, handedTo string) VolumeSummary {
+	s := volumeSummary(v, claims, known && takesClaims(p.Health))
+	if handedTo != "" {
+		s.Schedulable, s.handedTo = false, handedTo
+	}
+	if !known {
+		s.pluginWhy = PluginNotRegistered
+		return s
+	}
+	s.pluginWhy = healthWhy(recordedHealth(p.Health.Healthy, p.Health.Ready, p.Health.ProbedAt))
+	if topos := volumeTopologies(v); nodeOutside(topos, p.Fingerprint) {
+		s.Schedulable, s.outside, s.outsideWords = false, true, outsideWords(topos, p.ID, p.Fingerprint)
+	}
+	return s
 }
 
 // mountAllows is which of suid, dev and exec mo's mount flags ask for (spec.MountFlags.Allows):
