@@ -262,8 +262,8 @@ func (p *Plugin) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 	return &csi.NodeUnstageVolumeResponse{}, nil
 }
 
-// NodePublishVolume implements csi.NodeServer: it bind-mounts the staging path on the target,
-// read-only when asked, creating the target directory (its parent must exist). Publishing the
+// NodePublishVolume implements csi.NodeServer: it bind-mounts the volume's directory on the
+// target, once it is staged, with the request's mount flags, read-only when asked, creating the target directory (its parent must exist). Publishing the
 // same target again with the same options succeeds; with different ones it is ALREADY_EXISTS.
 func (p *Plugin) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	id := req.GetVolumeId()
@@ -341,7 +341,12 @@ func (p *Plugin) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 			delete(v.Targets, target)
 		}
 	}
-	if err := p.recordThenMount("NodePublishVolume", id, stagingPath, target, flags, created, undo); err != nil {
+	// A bind of the volume's directory, as the staging is, not of the staging: a bind copies
+	// the flags of the mount it is made of, which the remount keeps (carriedFlags), and every
+	// later claim got the flags of the claim that staged the volume (its noexec, its ro), not
+	// its own, which CSI has each NodePublishVolume carry
+	// (TestPublishDoesNotInheritTheStagingClaimsMountFlags). The staging is still required.
+	if err := p.recordThenMount("NodePublishVolume", id, p.volumePath(id), target, flags, created, undo); err != nil {
 		return nil, err
 	}
 	return &csi.NodePublishVolumeResponse{}, nil
