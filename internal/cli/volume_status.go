@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -100,8 +101,10 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 		// A -t or --jq written for one volume fails on the list of matches: the error still
 		// says first that the ID was ambiguous, or the template would look like the mistake.
 		// Scrubbed as the list is (EachVolumeShown): the error line masked the IDs the array
-		// printed above it showed (TestVolumeListMasksASecretInTheVolumesNames).
-		matches := amb.Matches
+		// printed above it showed (TestVolumeListMasksASecretInTheVolumesNames). A copy: the
+		// error's line is worded from amb's, which the final error's scrub scrubs once
+		// (TestAmbiguousPrefixErrorLineIsScrubbedOnce).
+		matches := slices.Clone(amb.Matches)
 		if rerr := redactOutput(ctx, e, nil, &matches); rerr != nil {
 			return fmt.Errorf("volume status: %w (%w)", err, rerr)
 		}

@@ -113,8 +113,12 @@ func exponentialBuckets(start, factor float64, n int) []float64 {
 	return b
 }
 
-// CollectState counts e's claims and volumes at every scrape. Call it once, before serving.
-func (m *Metrics) CollectState(e *engine.Engine) { m.reg.registerCollector(stateCollector(e)) }
+// CollectState counts e's claims and volumes at every scrape, and scrubs every label of the
+// secrets e's state holds. Call it once, before serving.
+func (m *Metrics) CollectState(e *engine.Engine) {
+	m.reg.registerCollector(stateCollector(e))
+	m.reg.setRedactor(func(ctx context.Context) (func(string) string, error) { return e.Redactor(ctx) })
+}
 
 // ObserveRPC counts and times one CSI RPC (engine.Config.ObserveRPC).
 func (m *Metrics) ObserveRPC(plugin, rpc, code string, d time.Duration) {

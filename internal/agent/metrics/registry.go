@@ -229,6 +229,17 @@ type registry struct {
 	mu         sync.Mutex
 	vecs       []*vec
 	collectors []collector
+	// redactor, once set, gives at each scrape what scrubs the state's secrets from the label
+	// values (a plugin ID holding one), as every volctl list is scrubbed: the endpoint has no
+	// authentication (TestMetricsVolumesFamilyShowsNoSecretInThePluginID).
+	redactor func(ctx context.Context) (func(string) string, error)
+}
+
+// setRedactor sets the registry's redactor.
+func (r *registry) setRedactor(fn func(ctx context.Context) (func(string) string, error)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.redactor = fn
 }
 
 func (r *registry) register(vs ...*vec) {
@@ -248,7 +259,7 @@ func (r *registry) registerCollector(c collector) {
 // collector that failed are left out and its error returned (joined with any other).
 func (r *registry) gather(ctx context.Context) ([]family, error) {
 	r.mu.Lock()
-	vecs, collectors := slices.Clone(r.vecs), slices.Clone(r.collectors)
+	vecs, collectors, redactor := slices.Clone(r.vecs), slices.Clone(r.collectors), r.redactor
 	r.mu.Unlock()
 	var fams []family
 	for _, v := range vecs {
@@ -262,6 +273,19 @@ func (r *registry) gather(ctx context.Context) ([]family, error) {
 			continue
 		}
 		fams = append(fams, fs...)
+	}
+	if redactor != nil {
+		redact, err := redactor(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading the state's secrets to keep them out of the labels: %w", err)
+		}
+		for _, f := range fams {
+			for _, m := range f.metrics {
+				for i := range m.labels {
+					m.labels[i].value = redact(m.labels[i].value)
+				}
+			}
+		}
 	}
 	out := fams[:0]
 	seen := map[string]bool{}
