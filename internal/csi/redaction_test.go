@@ -381,3 +381,27 @@ func TestMountFlagsSecretValueScrubbedAlone(t *testing.T) {
 		}
 	}
 }
+
+// A comma doubled in a mount flag is one comma of its item's value, as the kernel's cifs reads
+// a password: the whole value is the secret, scrubbed as read ("ab,cd") and as written
+// ("ab,,cd"). Split at every comma, only the part before it was, and a plugin echoing the
+// password it was given showed the rest. Found by helper review66.
+func TestMountFlagSecretWithADoubledComma(t *testing.T) {
+	for _, tt := range []struct {
+		flag  string
+		value []string
+	}{
+		{"password=pw-ab,,cd-77,uid=1000", []string{"pw-ab,,cd-77", "pw-ab,cd-77"}},
+		{"username=alice,password=x,,y,,z", []string{"x,,y,,z", "x,y,z"}},
+		{"uid=1000,,gid=1000", nil},
+		{"password=hunter2,uid=1000", []string{"hunter2"}},
+	} {
+		if v := spec.MountFlagSecrets(tt.flag); !slices.Equal(v, tt.value) {
+			t.Errorf("spec.MountFlagSecrets(%q) = %q, want %q", tt.flag, v, tt.value)
+		}
+	}
+	scrub := csi.Scrubber(spec.MountFlagSecrets("password=pw-ab,,cd-77"))
+	if got := scrub("mount error: bad password pw-ab,cd-77 for alice"); strings.Contains(got, "cd-77") {
+		t.Errorf("a plugin echoing the password of password=pw-ab,,cd-77 shows part of it: %q", got)
+	}
+}

@@ -174,12 +174,38 @@ func ShownMountFlag(flag string) bool {
 // secretfile= and keyring=, s3fs's passwd_file=, any *file=): it is a path, which the helper's
 // "could not open credentials file /etc/cifs.cred" needs to say what to fix. Keys, not values,
 // decide: a password may start with a slash as well as a path.
+//
+// A comma doubled is one comma of the item's value, as the kernel's cifs and smb3 read a
+// password ("password=ab,,cd" is "ab,cd"): its value is the secret, as read and as written.
+// Split at every comma, only "ab" was one, and a plugin echoing the password showed ",cd"
+// (TestMountFlagSecretWithADoubledComma).
 func MountFlagSecrets(flag string) []string {
 	var out []string
-	for _, item := range strings.Split(flag, ",") {
-		out = append(out, mountItemSecrets(strings.TrimSpace(item))...)
+	for _, item := range mountItems(flag) {
+		secrets := mountItemSecrets(strings.TrimSpace(item))
+		for _, v := range secrets {
+			if w := strings.ReplaceAll(v, ",", ",,"); w != v {
+				out = append(out, w) // as written in the flag
+			}
+		}
+		out = append(out, secrets...)
 	}
 	return out
+}
+
+// mountItems is flag's comma-joined items, a doubled comma one comma of an item.
+func mountItems(flag string) []string {
+	parts := strings.Split(flag, ",")
+	items := []string{parts[0]}
+	for i := 1; i < len(parts); i++ {
+		if last := len(items) - 1; parts[i] == "" && i+1 < len(parts) && items[last] != "" {
+			items[last] += "," + parts[i+1]
+			i++
+			continue
+		}
+		items = append(items, parts[i])
+	}
+	return items
 }
 
 // mountItemSecrets is MountFlagSecrets of one key=value item.
