@@ -17,7 +17,6 @@ import (
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
-	"github.com/volctl/volctl/internal/store"
 )
 
 // EventsOptions are the inputs of `volctl events`.
@@ -256,7 +255,7 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 			if dropped > 1 {
 				gone = strconv.FormatInt(dropped, 10) + " events left the log before they could be shown"
 			}
-			fmt.Fprintf(opts.IO.ErrOut, "Warning: events --follow fell behind: %s%s; the log keeps the newest %d\n", gone, of, store.DefaultEventLimit)
+			fmt.Fprintf(opts.IO.ErrOut, "Warning: events --follow fell behind: %s%s; the log keeps the newest %d\n", gone, of, read.Keeps)
 		}
 		if len(evs) == 0 {
 			continue

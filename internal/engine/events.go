@@ -43,7 +43,7 @@ func (e *Engine) EventsRedacted(ctx context.Context, limit int, f EventFilter, e
 // read, of any kind. Before, the follow went on from the oldest kept, its output a whole log
 // with a hole nothing marked (TestEventsFollowSaysEventsTheLogDroppedBeforeTheyWereShown).
 func (e *Engine) EventsFollowed(ctx context.Context, f EventFilter) (FollowedEvents, error) {
-	var fe FollowedEvents
+	fe := FollowedEvents{Keeps: store.DefaultEventLimit}
 	var err error
 	fe.Events, err = e.eventsRedacted(ctx, 0, f, &fe, nil)
 	return fe, err
@@ -54,6 +54,7 @@ type FollowedEvents struct {
 	Events  []EventInfo // after the filter's AfterID, matching it, newest first
 	Newest  int64       // the newest event's ID of all, matching or not; AfterID when none is newer
 	Dropped int64       // how many after AfterID the log dropped unread, of any kind
+	Keeps   int         // how many events the log keeps, the newest
 }
 
 // eventsRedacted is EventsRedacted, with EventsFollowed's bounds of the log when followed is not

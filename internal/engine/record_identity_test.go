@@ -22,7 +22,7 @@ func TestEveryVolumeListCarriesWhichRecordItIs(t *testing.T) {
 			t.Fatal(err)
 		}
 		var each VolumeSummary
-		if err := h.e.EachVolume(h.ctx, AllVolumeFields, func(v *VolumeSummary) error { each = *v; return nil }); err != nil {
+		if err := h.e.eachVolume(h.ctx, AllVolumeFields, false, func(v *VolumeSummary) error { each = *v; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		return map[string]VolumeSummary{"Dashboard": d.Volumes[0], "Volumes": vs[0], "EachVolume(AllVolumeFields)": each}

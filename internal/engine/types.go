@@ -235,7 +235,7 @@ type VolumeSummary struct {
 	// list drawn before that must not act on it (the dashboard's questions compare it).
 	CreatedAt time.Time `json:"created_at"`
 	// pluginWhy is why its plugin takes no claims, as a list that read the plugins found it
-	// (EachVolume); "" when not known there. Schedulability(nil) words it.
+	// (eachVolume); "" when not known there. Schedulability(nil) words it.
 	pluginWhy Unschedulable
 	// outside: its plugin's node, as its recorded fingerprint states it, is in none of the
 	// topologies the volume is accessible from, and no new claim of it is admitted on this host

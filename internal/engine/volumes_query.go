@@ -35,7 +35,7 @@ func (e *Engine) volumes(ctx context.Context, shown bool) ([]VolumeSummary, erro
 	return out, nil
 }
 
-// VolumeFields says which of a VolumeSummary's fields EachVolume fills.
+// VolumeFields says which of a VolumeSummary's fields EachVolumeShown fills.
 type VolumeFields = store.BriefColumns
 
 const (
@@ -47,24 +47,20 @@ const (
 	AllVolumeFields = store.BriefAll
 )
 
-// EachVolume is Volumes streamed: fn sees each volume, in ID order, as its row is read, so a
-// list of 10,000 volumes is written out without being built first. v is reused between
-// calls (copy what you keep). fields says which of v's fields are filled. fn runs inside the
-// read's snapshot, which never holds up a writer: it must not call the engine. An error from
-// fn stops the list and is returned.
-func (e *Engine) EachVolume(ctx context.Context, fields VolumeFields, fn func(v *VolumeSummary) error) error {
-	return e.eachVolume(ctx, fields, false, fn)
-}
-
-// EachVolumeShown is EachVolume for a list printed: each volume's ID, namespace, name and
-// plugin ID scrubbed of the state's secrets read in the same snapshot, as every printed ID is
-// (Key and PluginKey keep them as read). Before, the volume list, its JSON, --jq and -t showed
-// a name holding a secret value whole, which `volume status ID` masked
+// EachVolumeShown is Volumes streamed, for a list printed: fn sees each volume, in ID order,
+// as its row is read, so a list of 10,000 volumes is written out without being built first. v
+// is reused between calls (copy what you keep). fields says which of v's fields are filled. fn
+// runs inside the read's snapshot, which never holds up a writer: it must not call the
+// engine. An error from fn stops the list and is returned. Each volume's ID, namespace, name
+// and plugin ID are scrubbed of the state's secrets read in the same snapshot, as every
+// printed ID is (Key and PluginKey keep them as read). Before, the volume list, its JSON, --jq
+// and -t showed a name holding a secret value whole, which `volume status ID` masked
 // (TestVolumeListMasksASecretInTheVolumesNames).
 func (e *Engine) EachVolumeShown(ctx context.Context, fields VolumeFields, fn func(v *VolumeSummary) error) error {
 	return e.eachVolume(ctx, fields, true, fn)
 }
 
+// eachVolume is EachVolumeShown, its names scrubbed when shown, as read when not (Volumes).
 func (e *Engine) eachVolume(ctx context.Context, fields VolumeFields, shown bool, fn func(v *VolumeSummary) error) error {
 	return e.store.View(ctx, func(tx *store.Tx) error {
 		plugins, err := tx.Plugins().List()
@@ -337,7 +333,7 @@ func (e *Engine) resolveVolume(tx *store.Tx, idOrPrefix string) (store.Volume, e
 	return store.Volume{}, amb
 }
 
-// listedSummary is volume v's summary judged as the volume list judges it (EachVolume): its
+// listedSummary is volume v's summary judged as the volume list judges it (eachVolume): its
 // plugin p (known: registered) taking claims, a volume handed over to Nomad (at handedTo) or
 // outside the topology of its plugin's node not, and why its plugin takes none.
 func listedSummary(v store.Volume, claims []store.Claim, p store.Plugin, known bool, handedTo string) VolumeSummary {

@@ -14,8 +14,8 @@ import (
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 )
 
-// Mount flags are each claim's (docs/architecture.md, "Two claims of one volume share its
-// staging"): NodePublishVolume carries them and "the hostpath plugin remounts with them".
+// Mount flags are each claim's (docs/architecture.md, on two claims of one volume sharing its
+// staging): NodePublishVolume carries them and the hostpath plugin remounts with them.
 // But the plugin applies NodeStageVolume's mount flags (the first claim's) to the staging
 // bind, and every target is a bind of the staging, which carries the staging's per-mount
 // flags (a bind inherits them, and BindMount's remount repeats them via carriedFlags). So a
