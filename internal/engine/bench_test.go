@@ -433,22 +433,28 @@ func BenchmarkReconcileNestedGroup(b *testing.B) {
 }
 
 // BenchmarkEachVolume10k streams 10,000 volumes as `volume status` lists them
-// (EachVolumeShown: the state holds no secret here), each accessible from zone a, with their
-// plugin unjudged (no fingerprint: the topologies are not read) and judged (its node in zone a: each volume's topologies read and matched, nodeOutside's rule).
-// It reports the CPU time per list (cpu-ns/op):
+// (EachVolumeShown), each accessible from zone a, with their plugin unjudged (no fingerprint:
+// the topologies are not read) and judged (its node in zone a: each volume's topologies read
+// and matched, nodeOutside's rule), and unjudged with a secret and a mount flag in each volume
+// (as the whole-process benchmarks' volumes: each name then scrubbed). It reports the CPU time
+// per list (cpu-ns/op):
 //
 //	go test ./internal/engine -run '^$' -bench EachVolume10k -benchtime 30x -count 2
 func BenchmarkEachVolume10k(b *testing.B) {
-	for _, judged := range []bool{false, true} {
-		b.Run(map[bool]string{false: "unjudged", true: "judged"}[judged], func(b *testing.B) {
+	for _, kind := range []string{"unjudged", "judged", "secrets"} {
+		b.Run(kind, func(b *testing.B) {
 			ctx := context.Background()
 			var fp *store.Fingerprint
-			if judged {
+			if kind == "judged" {
 				fp = &store.Fingerprint{Provider: "hostpath.csi.volctl.dev", NodeID: "n1", Topology: map[string]string{"zone": "a"}}
 			}
 			e := engineOf10k(b, fp, func(tx *store.Tx, i int) error {
 				v := store.Volume{ID: fmt.Sprintf("vol-%05d", i), Name: fmt.Sprintf("volume %d", i), PluginID: "hp", State: store.VolumeReady,
 					AccessibleTopology: []spec.Topology{{Segments: map[string]string{"zone": "a"}}}}
+				if kind == "secrets" {
+					v.Secrets = spec.Secrets{"token": "s3cr3t"}
+					v.MountOptions = &spec.MountOptions{FSType: "ext4", MountFlags: spec.MountFlags{"noatime"}}
+				}
 				return tx.Volumes().Insert(&v)
 			})
 			start := processCPU(b)
