@@ -391,8 +391,9 @@ func TestMountFlagSecretWithADoubledComma(t *testing.T) {
 		flag  string
 		value []string
 	}{
-		{"password=pw-ab,,cd-77,uid=1000", []string{"pw-ab,,cd-77", "pw-ab,cd-77"}},
-		{"username=alice,password=x,,y,,z", []string{"x,,y,,z", "x,y,z"}},
+		// As written, as read, and as a reader taking no doubled comma for one reads it.
+		{"password=pw-ab,,cd-77,uid=1000", []string{"pw-ab,,cd-77", "pw-ab,cd-77", "pw-ab"}},
+		{"username=alice,password=x,,y,,z", []string{"x,,y,,z", "x,y,z", "x"}},
 		{"uid=1000,,gid=1000", nil},
 		{"password=hunter2,uid=1000", []string{"hunter2"}},
 	} {

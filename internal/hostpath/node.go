@@ -308,6 +308,17 @@ func (p *Plugin) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	if staged, _ := p.mounter.IsMountPoint(stagingPath); !staged {
 		return nil, failedPrecondition("NodePublishVolume: volume %q: staging path %q is no longer mounted (NodeStageVolume again)", id, stagingPath)
 	}
+	// The target is a bind of the volume's directory, which must be the one the staging shows:
+	// the root moved to another disk (the plugin started again with --root there), or the
+	// directory made again or restored from a backup, it is another, and a claim joining the
+	// staging would write another tree than the claims published before
+	// (TestPublishAfterTheVolumesDirectoryChangedShowsWhatTheStagingShows).
+	if at, ok := dirID(stagingPath); ok {
+		if dir, ok := dirID(p.volumePath(id)); ok && dir != at {
+			return nil, failedPrecondition("NodePublishVolume: volume %q: its staging %q shows another directory than the volume's %s now (the root moved, or the directory was made again, since it was staged): "+
+				"publish its claims again once it is unpublished and unstaged everywhere, or stage it again", id, stagingPath, p.volumePath(id))
+		}
+	}
 	mounted, err := p.isMountPoint("NodePublishVolume", id, target)
 	if err != nil {
 		return nil, err

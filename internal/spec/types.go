@@ -179,16 +179,33 @@ func ShownMountFlag(flag string) bool {
 // password ("password=ab,,cd" is "ab,cd"): its value is the secret, as read and as written.
 // Split at every comma, only "ab" was one, and a plugin echoing the password showed ",cd"
 // (TestMountFlagSecretWithADoubledComma).
+//
+// Every item is read as split at each comma too: a reader that takes no doubled comma for one
+// (libmount, a FUSE helper) reads "username=alice,,password=hunter2" as two items, and its
+// "password hunter2 rejected" needs "hunter2" scrubbed, which the joined item alone, a user
+// name's value, does not give (TestMountFlagSecretAfterADoubledCommaIsStillOne).
 func MountFlagSecrets(flag string) []string {
 	var out []string
+	add := func(vs ...string) {
+		for _, v := range vs {
+			if !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
 	for _, item := range mountItems(flag) {
 		secrets := mountItemSecrets(strings.TrimSpace(item))
 		for _, v := range secrets {
 			if w := strings.ReplaceAll(v, ",", ",,"); w != v {
-				out = append(out, w) // as written in the flag
+				add(w) // as written in the flag
 			}
 		}
-		out = append(out, secrets...)
+		add(secrets...)
+	}
+	if strings.Contains(flag, ",,") {
+		for _, item := range strings.Split(flag, ",") {
+			add(mountItemSecrets(strings.TrimSpace(item))...)
+		}
 	}
 	return out
 }

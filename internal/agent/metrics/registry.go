@@ -235,6 +235,13 @@ type registry struct {
 	redactor func(ctx context.Context) (func(string) string, error)
 }
 
+// redactorOf is the registry's redactor, nil before one is set.
+func (r *registry) redactorOf() func(ctx context.Context) (func(string) string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.redactor
+}
+
 // setRedactor sets the registry's redactor.
 func (r *registry) setRedactor(fn func(ctx context.Context) (func(string) string, error)) {
 	r.mu.Lock()
@@ -280,11 +287,7 @@ func (r *registry) gather(ctx context.Context) ([]family, error) {
 			return nil, fmt.Errorf("reading the state's secrets to keep them out of the labels: %w", err)
 		}
 		for _, f := range fams {
-			for _, m := range f.metrics {
-				for i := range m.labels {
-					m.labels[i].value = redact(m.labels[i].value)
-				}
-			}
+			redactLabels(f, redact)
 		}
 	}
 	out := fams[:0]
@@ -318,4 +321,50 @@ func (r *registry) gather(ctx context.Context) ([]family, error) {
 // gauge is a family of one unlabelled gauge sample, for collectors.
 func gauge(name, help string, v float64) family {
 	return family{name: name, help: help, typ: gaugeType, metrics: []sample{{value: v}}}
+}
+
+// redactLabels scrubs f's label values with redact. Series whose label sets the scrub makes one
+// (two plugins "cifs-alice" and "cifs-bobby" whose volumes' secrets hold the user names, both
+// "cifs-[REDACTED]") are told apart by a number after each value the scrub changed, " (2)" on,
+// in the order of their values as they were, which a scrape after repeats: the text format
+// forbids two series of one label set, and Prometheus keeps one of them
+// (TestScrubbedLabelsDoNotMakeDuplicateSeries).
+func redactLabels(f family, redact func(string) string) {
+	type series struct {
+		raw     string
+		changed []bool
+		m       sample
+	}
+	byKey := map[string][]series{}
+	var keys []string
+	for _, m := range f.metrics {
+		var raw, key strings.Builder
+		changed := make([]bool, len(m.labels))
+		for i, l := range m.labels {
+			v := redact(l.value)
+			changed[i] = v != l.value
+			raw.WriteString(l.name + "\x00" + l.value + "\x00")
+			key.WriteString(l.name + "\x00" + v + "\x00")
+			m.labels[i].value = v
+		}
+		k := key.String()
+		if len(byKey[k]) == 0 {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], series{raw.String(), changed, m})
+	}
+	for _, k := range keys {
+		same := byKey[k]
+		if len(same) < 2 {
+			continue
+		}
+		slices.SortFunc(same, func(a, b series) int { return strings.Compare(a.raw, b.raw) })
+		for n, s := range same[1:] {
+			for i := range s.m.labels {
+				if s.changed[i] {
+					s.m.labels[i].value += fmt.Sprintf(" (%d)", n+2)
+				}
+			}
+		}
+	}
 }
