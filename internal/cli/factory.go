@@ -83,6 +83,11 @@ func (f *Factory) StateDir() (string, error) {
 			if home == "" {
 				return "", errors.New("state dir: set --state-dir or VOLCTL_STATE_DIR: $HOME is not defined")
 			}
+			if !filepath.IsAbs(home) {
+				// Not taken from the working directory either, for the same reason
+				// (TestRelativeHomeIsNotTakenFromTheWorkingDirectory).
+				return "", fmt.Errorf("state dir: set --state-dir or VOLCTL_STATE_DIR: $HOME is %q, not an absolute path, which would give each directory volctl runs in a state of its own", home)
+			}
 			base = filepath.Join(home, ".local", "state")
 		}
 		dir = filepath.Join(base, "volctl")

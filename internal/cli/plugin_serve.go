@@ -99,8 +99,19 @@ func pluginServeHostpathRun(ctx context.Context, opts *PluginServeHostpathOption
 	if err := nodeIDProblem(opts.NodeID); err != nil {
 		return usageError("plugin serve hostpath: %v", err)
 	}
-	if _, problem := spec.SocketEndpoint(from, endpoint); problem != "" { // named as the user gave it
+	// Taken as written, as the state dir is not (Factory.StateDir): "~/vols" (after "=", in an
+	// agent's plugin args, where no shell expands it) and " /srv/vols" were paths under the
+	// working directory, where the plugin made a root of its own and kept the volumes' data
+	// (TestServeRootOrSocketWithAnUnexpandedTildeOrBlankIsRefused).
+	if problem := writtenPathProblem("--root", opts.Root); problem != "" {
+		return usageError("plugin serve hostpath: %s", problem)
+	}
+	path, problem := spec.SocketEndpoint(from, endpoint)
+	if problem != "" { // named as the user gave it
 		return usageError("plugin serve hostpath: %s", strings.TrimSuffix(problem, "."))
+	}
+	if problem := writtenPathProblem(from, path); problem != "" {
+		return usageError("plugin serve hostpath: %s", problem)
 	}
 	socket, err := hostpath.ParseEndpoint(endpoint)
 	if err != nil {
@@ -151,3 +162,16 @@ func pluginServeHostpathRun(ctx context.Context, opts *PluginServeHostpathOption
 // control or format character, no space but U+0020. A host's name in two scripts is served: the
 // plugin keys its attachments and topology by it, and one that ran with it must start again.
 func nodeIDProblem(id string) error { return spec.ValidateNodeID("--node-id", id) }
+
+// writtenPathProblem is what is wrong with path as a user wrote it for what ("--root"): text
+// around it no path holds (blanks, a control character: spec.StrayText) or a leading "~",
+// which only a shell expands; "" when nothing is.
+func writtenPathProblem(what, path string) string {
+	if stray := spec.StrayText(path); stray != "" {
+		return fmt.Sprintf("%s %q %s: write the path without it", what, path, stray)
+	}
+	if strings.HasPrefix(path, "~") {
+		return fmt.Sprintf("%s %q begins with \"~\", which only a shell expands, and it was not expanded (quoted, after \"=\", or in a service's or agent's arguments): write the full path ($HOME/... for your home directory)", what, path)
+	}
+	return ""
+}

@@ -177,6 +177,18 @@ func rejectUnknownSubcommands(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		rejectUnknownSubcommands(sub)
 	}
+	if c.Args != nil && c.Parent() != nil && c.Parent().Name() == "completion" {
+		// cobra's own completion scripts' NoArgs says "unknown command" as a plain error,
+		// exit 1, where every other command given an argument it takes none of exits 2
+		// (TestCompletionScriptGivenAnArgumentIsAUsageError).
+		args := c.Args
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			if err := args(cmd, a); err != nil {
+				return &flagError{err: err}
+			}
+			return nil
+		}
+	}
 	if !c.HasSubCommands() || c.Runnable() {
 		return
 	}

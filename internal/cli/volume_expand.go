@@ -84,6 +84,11 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 		if limit, err = spec.ParseSize(opts.Limit); err != nil {
 			return usageError("volume expand: --limit: %v", err)
 		}
+		if limit <= 0 {
+			// 0 is what every check below reads as no --limit: given, it was dropped, and the
+			// refusal advised passing --limit (TestExpandLimitZeroIsNotTakenForNoLimit).
+			return usageError("volume expand: --limit %q is 0 bytes: a limit must be positive (leave --limit out to keep the volume's capacity_max)", opts.Limit)
+		}
 	}
 	e, err := opts.Engine(ctx)
 	if err != nil {
