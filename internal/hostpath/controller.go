@@ -109,7 +109,7 @@ func (p *Plugin) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 		_ = os.RemoveAll(p.volumePath(v.ID))
 		return nil, p.writeFailed(ctx, fmt.Sprintf("volume %q: creating directory", name), "", err)
 	}
-	return p.recordVolume(ctx, v)
+	return p.recordVolume(ctx, v, nil)
 }
 
 // createCopy is CreateVolume of a volume copied from a snapshot or another volume. The source
@@ -150,7 +150,7 @@ func (p *Plugin) createCopy(ctx context.Context, req *csi.CreateVolumeRequest, r
 	}
 	finished := p.markCreating(key)
 	held.release()
-	err = run(ctx, p.volumePath(v.ID))
+	hold, err := run(ctx, p.volumePath(v.ID))
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	finished()
@@ -158,7 +158,7 @@ func (p *Plugin) createCopy(ctx context.Context, req *csi.CreateVolumeRequest, r
 		_ = os.RemoveAll(p.volumePath(v.ID))
 		return nil, p.writeFailed(ctx, fmt.Sprintf("volume %q: copying its source into it", name), dir, err)
 	}
-	return p.recordVolume(ctx, v)
+	return p.recordVolume(ctx, v, hold)
 }
 
 // existingVolume is CreateVolume's answer for a name already created: the volume when the
@@ -211,11 +211,14 @@ func (p *Plugin) newVolume(req *csi.CreateVolumeRequest, capacity int64) *volume
 
 // recordVolume saves the record of v, whose directory a create just put in place, and answers
 // with it; the directory goes when the record cannot be saved. mu is held.
-func (p *Plugin) recordVolume(ctx context.Context, v *volume) (*csi.CreateVolumeResponse, error) {
-	unlock, err := holdNew(p.volumePath(v.ID))
-	if err != nil {
-		_ = os.RemoveAll(p.volumePath(v.ID))
-		return nil, p.writeFailed(ctx, fmt.Sprintf("volume %q: creating directory", v.Name), "", err)
+func (p *Plugin) recordVolume(ctx context.Context, v *volume, held func()) (*csi.CreateVolumeResponse, error) {
+	unlock := held // a copy's directory, locked before it was put in place (startCopy)
+	if unlock == nil {
+		var err error
+		if unlock, err = holdNew(p.volumePath(v.ID)); err != nil {
+			_ = os.RemoveAll(p.volumePath(v.ID))
+			return nil, p.writeFailed(ctx, fmt.Sprintf("volume %q: creating directory", v.Name), "", err)
+		}
 	}
 	defer unlock()
 	p.state.Volumes[v.ID] = v
@@ -318,7 +321,7 @@ func sizeFromSource(name, kind, id string, srcSize, capacity, limit int64) (int6
 // directory, named after id, made and locked (copyingFrom finds it so), and run, which copies
 // into it with no lock of the plugin's held and renames the copy to dst, so dst appears
 // complete or not at all, then removes the partial directory. run is to be called once.
-func (p *Plugin) startCopy(id, src string) (run func(ctx context.Context, dst string) error, err error) {
+func (p *Plugin) startCopy(id, src string) (run func(ctx context.Context, dst string) (hold func(), err error), err error) {
 	tmp, err := os.MkdirTemp(p.partialDir(), "copy-"+id+"-")
 	if err != nil {
 		return nil, err
@@ -331,20 +334,34 @@ func (p *Plugin) startCopy(id, src string) (run func(ctx context.Context, dst st
 		_ = os.RemoveAll(tmp)
 		return nil, err
 	}
-	return func(ctx context.Context, dst string) error {
+	return func(ctx context.Context, dst string) (func(), error) {
 		defer os.RemoveAll(tmp)
 		defer unlock()
 		work := tmp + "/data"
 		mounts, err := copyTree(ctx, src, work)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		p.mountsLeftOut("its copy", src, mounts)
+		// The copy locked before it is renamed into place, and held, as holdNew holds a new
+		// directory, until the caller has recorded it: the lock goes with the directory. Taken
+		// only after the rename, a finished copy waiting for the records' lock was unrecorded
+		// and unlocked, and a plugin process starting on the root removed it
+		// (TestStartDoesNotSweepASnapshotWaitingToBeRecorded).
+		held, err := openLocked(work, 0)
+		if err != nil {
+			return nil, err
+		}
 		if err := os.Rename(work, dst); err != nil {
-			return err
+			held.Close()
+			return nil, err
 		}
 		// The rename on disk before the record that names dst is written.
-		return syncDir(filepath.Dir(dst))
+		if err := syncDir(filepath.Dir(dst)); err != nil {
+			held.Close()
+			return nil, err
+		}
+		return func() { held.Close() }, nil
 	}, nil
 }
 
@@ -750,7 +767,10 @@ func (p *Plugin) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 	// The copy under no lock, as a clone's (createCopy).
 	finished := p.markCreating(key)
 	held.release()
-	err = run(ctx, p.snapshotPath(sn.ID))
+	hold, err := run(ctx, p.snapshotPath(sn.ID))
+	if hold != nil {
+		defer hold() // after the record is saved, or the copy removed
+	}
 	// Recorded under the lock every process serving the root shares, after looking again for the
 	// name: the other process, asked for it while this one copied, found no record and copied
 	// too; the one recording second answers with the first's snapshot and drops its own copy
@@ -782,15 +802,10 @@ func (p *Plugin) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 			return &csi.CreateSnapshotResponse{Snapshot: csiSnapshot(made)}, nil
 		}
 	}
-	var unlockNew func()
-	if err == nil {
-		unlockNew, err = holdNew(p.snapshotPath(sn.ID))
-	}
 	if err != nil {
 		_ = os.RemoveAll(p.snapshotPath(sn.ID))
 		return nil, p.writeFailed(ctx, what, p.volumePath(v.ID), err)
 	}
-	defer unlockNew()
 	p.state.Snapshots[sn.ID] = sn
 	if err := p.saveSnapshot(sn.ID); err != nil {
 		delete(p.state.Snapshots, sn.ID)

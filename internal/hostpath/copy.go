@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -175,13 +176,36 @@ func listDir(dirfd int, path string) ([]string, error) {
 }
 
 // reopen opens the file an O_PATH descriptor holds for reading: through /proc/self/fd, which
-// reaches that very file, whatever its name holds now.
+// reaches that very file, whatever its name holds now. It does not wait for a lease on it to
+// be given up (O_NONBLOCK: EWOULDBLOCK, reopenUnleased).
 func reopen(fd int, path string) (*os.File, error) {
-	f, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(fd), os.O_RDONLY|unix.O_NOCTTY, 0)
+	f, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(fd), os.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("reopening %s: %w", path, err)
 	}
 	return f, nil
+}
+
+// reopenUnleased is reopen of a regular file without blocking on a lease: the file's owner, the
+// volume's consumer, may hold a write lease on it and ignore the signal to give it up, and a
+// plain open waits the kernel's lease-break-time (45 s) for each such file, deaf to ctx: a
+// consumer leasing many files held a snapshot, its name and its source's delete for hours
+// (TestCopyStopsWhenItsRequestEndsThoughAFileIsLeased). Asked without blocking, the open
+// starts the lease's break and is tried again, at growing intervals, until it opens or ctx ends.
+func reopenUnleased(ctx context.Context, fd int, path string) (*os.File, error) {
+	wait := 5 * time.Millisecond
+	for {
+		f, err := reopen(fd, path)
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			return f, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("reopening %s: a lease its owner holds on it was not given up before the request ended: %w", path, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // copyTree copies the directory src to dst, which must not exist: directories, regular files
@@ -283,6 +307,9 @@ func copyTree(ctx context.Context, src, dst string) (mounts []string, err error)
 		if err := copyOwnerAndMode(target, &e.st); err != nil {
 			return err
 		}
+		if err := copyACLs(e, target); err != nil {
+			return &fs.PathError{Op: "copying the POSIX ACLs of", Path: filepath.Join(src, e.rel), Err: err}
+		}
 		afterCopy(e.rel)
 		return nil
 	})
@@ -378,7 +405,7 @@ func readLink(fd int) (string, error) {
 // stops between two pieces of copyChunk bytes when ctx is done: the copy of a large file holds
 // the plugin's lock, which every other request waits on.
 func copyFile(ctx context.Context, e *treeEntry, src, dst string, perm fs.FileMode) error {
-	in, err := reopen(e.fd, src)
+	in, err := reopenUnleased(ctx, e.fd, src)
 	if err != nil {
 		return err
 	}
@@ -404,6 +431,10 @@ const copyChunk = 64 << 20
 // the end now, fails ENXIO, as the end of the file, not the copy's failure
 // (TestFileTruncatedWhileCopiedIsCopiedAsFarAsItReached).
 func copyData(ctx context.Context, in, out *os.File) error {
+	first, err := in.Stat()
+	if err != nil {
+		return err
+	}
 	var off, end int64
 ranges:
 	for {
@@ -444,11 +475,14 @@ ranges:
 			break
 		}
 	}
+	// A hole to the end as it was when the copy began, or as far as the file reaches now when
+	// cut short since: not as far as a file grown meanwhile reaches, whose new bytes, past the
+	// last data found, would read as zeros it never held (TestFileGrownWhileCopiedHoldsNoZerosItNeverHad).
 	fi, err := in.Stat()
 	if err != nil {
 		return err
 	}
-	return out.Truncate(max(end, fi.Size()))
+	return out.Truncate(max(end, min(first.Size(), fi.Size())))
 }
 
 // seekFile is lseek(2); tests change a file between two of copyData's.
@@ -500,6 +534,51 @@ func copyOwnerAndMode(target string, st *unix.Stat_t) error {
 		}
 	}
 	return os.Chmod(target, mode)
+}
+
+// aclNames are the extended attributes that hold a file's POSIX ACLs: its own, and a
+// directory's default for what is made in it.
+var aclNames = []string{"system.posix_acl_access", "system.posix_acl_default"}
+
+// copyACLs gives target, a copy of e (a directory or regular file), e's POSIX ACLs. A file with
+// one has the ACL's mask in its mode's group bits, not its owning group's own entry: copied
+// without it (mode 0600 shared with one user, `setfacl -m u:4242:rw`, reads 0660), the copy
+// gave the owning group what the ACL denied it
+// (TestSnapshotOfAFileWithAnACLDoesNotGiveItsGroupTheMask). One the copy's file system cannot
+// hold fails the copy, which would otherwise widen what the source allowed.
+func copyACLs(e *treeEntry, target string) error {
+	if k := e.kind(); k != unix.S_IFDIR && k != unix.S_IFREG {
+		return nil
+	}
+	src := "/proc/self/fd/" + strconv.Itoa(e.fd) // the very file the walk holds
+	for _, name := range aclNames {
+		v, err := getXattr(src, name)
+		if errors.Is(err, unix.ENODATA) || errors.Is(err, unix.EOPNOTSUPP) || len(v) == 0 {
+			continue // none, or a file system that holds none
+		}
+		if err != nil {
+			return err
+		}
+		if err := unix.Setxattr(target, name, v, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// getXattr is path's extended attribute name, however long.
+func getXattr(path, name string) ([]byte, error) {
+	for size := 256; ; size *= 4 {
+		buf := make([]byte, size)
+		n, err := unix.Getxattr(path, name, buf)
+		if errors.Is(err, unix.ERANGE) && size < 1<<20 {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return buf[:n], nil
+	}
 }
 
 // usage is what a directory tree occupies: bytes of allocated blocks and the number of inodes,
