@@ -258,6 +258,11 @@ func copyTree(ctx context.Context, src, dst string) (mounts []string, err error)
 			unix.Close(fd)
 		}
 	}()
+	type defaultACL struct {
+		dir   string
+		value []byte
+	}
+	var defaults []defaultACL
 	mounts, err = walkTree(ctx, src, func(e *treeEntry) error {
 		target := filepath.Join(dst, e.rel)
 		perm := fs.FileMode(e.st.Mode) & fs.ModePerm
@@ -307,14 +312,26 @@ func copyTree(ctx context.Context, src, dst string) (mounts []string, err error)
 		if err := copyOwnerAndMode(target, &e.st); err != nil {
 			return err
 		}
-		if err := copyACLs(e, target); err != nil {
+		dflt, err := copyACLs(e, target)
+		if err != nil {
 			return &fs.PathError{Op: "copying the POSIX ACLs of", Path: filepath.Join(src, e.rel), Err: err}
+		}
+		if dflt != nil {
+			defaults = append(defaults, defaultACL{target, dflt})
 		}
 		afterCopy(e.rel)
 		return nil
 	})
 	if err != nil {
 		return mounts, err
+	}
+	// A directory's default ACL once what it holds is copied: set before, every file and
+	// directory made in it inherited it, one without an ACL of its own given what the source
+	// denied (TestCopyDoesNotGiveFilesWithoutAnACLTheirDirectorysDefault).
+	for _, d := range defaults {
+		if err := unix.Setxattr(d.dir, aclDefault, d.value, 0); err != nil {
+			return mounts, &fs.PathError{Op: "setting the default POSIX ACL of", Path: d.dir, Err: err}
+		}
 	}
 	d, err := os.Open(dst)
 	if err != nil {
@@ -536,34 +553,42 @@ func copyOwnerAndMode(target string, st *unix.Stat_t) error {
 	return os.Chmod(target, mode)
 }
 
-// aclNames are the extended attributes that hold a file's POSIX ACLs: its own, and a
-// directory's default for what is made in it.
-var aclNames = []string{"system.posix_acl_access", "system.posix_acl_default"}
+// The extended attributes that hold a file's POSIX ACLs: its own, and a directory's default
+// for what is made in it.
+const (
+	aclAccess  = "system.posix_acl_access"
+	aclDefault = "system.posix_acl_default"
+)
 
-// copyACLs gives target, a copy of e (a directory or regular file), e's POSIX ACLs. A file with
-// one has the ACL's mask in its mode's group bits, not its owning group's own entry: copied
-// without it (mode 0600 shared with one user, `setfacl -m u:4242:rw`, reads 0660), the copy
-// gave the owning group what the ACL denied it
+// copyACLs gives target, a copy of e (a directory or regular file), e's POSIX ACL, and returns
+// e's default ACL, a directory's, for the caller to set once the directory's content is copied.
+// A file with an ACL has the ACL's mask in its mode's group bits, not its owning group's own
+// entry: copied without it (mode 0600 shared with one user, `setfacl -m u:4242:rw`, reads
+// 0660), the copy gave the owning group what the ACL denied it
 // (TestSnapshotOfAFileWithAnACLDoesNotGiveItsGroupTheMask). One the copy's file system cannot
 // hold fails the copy, which would otherwise widen what the source allowed.
-func copyACLs(e *treeEntry, target string) error {
+func copyACLs(e *treeEntry, target string) (dflt []byte, err error) {
 	if k := e.kind(); k != unix.S_IFDIR && k != unix.S_IFREG {
-		return nil
+		return nil, nil
 	}
 	src := "/proc/self/fd/" + strconv.Itoa(e.fd) // the very file the walk holds
-	for _, name := range aclNames {
+	for _, name := range []string{aclAccess, aclDefault} {
 		v, err := getXattr(src, name)
 		if errors.Is(err, unix.ENODATA) || errors.Is(err, unix.EOPNOTSUPP) || len(v) == 0 {
 			continue // none, or a file system that holds none
 		}
 		if err != nil {
-			return err
+			return nil, err
+		}
+		if name == aclDefault {
+			dflt = v
+			continue
 		}
 		if err := unix.Setxattr(target, name, v, 0); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return dflt, nil
 }
 
 // getXattr is path's extended attribute name, however long.

@@ -30,6 +30,9 @@ type Mounter interface {
 	// plugin mounted there, a bind of the volume's directory dir (root/volumes/<id>): not when
 	// something else was mounted over it since, or in its place.
 	Holds(path, dir string) (bool, error)
+	// Shows reports whether path (a mount point of the plugin's) shows the directory dir as it
+	// is now: the same directory, not another made at its name since.
+	Shows(path, dir string) (bool, error)
 }
 
 // SystemMounter mounts with the kernel's mount(2) and detects mounts with mountinfo.
@@ -55,6 +58,19 @@ func (SystemMounter) BindMount(source, target string, flags uintptr) error {
 		return &os.PathError{Op: "remount", Path: target, Err: err}
 	}
 	return nil
+}
+
+// Shows implements Mounter: by device and inode, which a bind shares with its source.
+func (SystemMounter) Shows(path, dir string) (bool, error) {
+	a, err := os.Stat(path)
+	if err != nil {
+		return false, err
+	}
+	b, err := os.Stat(dir)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(a, b), nil
 }
 
 // carriedFlags maps the statfs flags of an existing mount to the mount(2) flags a remount must

@@ -313,11 +313,11 @@ func (p *Plugin) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	// directory made again or restored from a backup, it is another, and a claim joining the
 	// staging would write another tree than the claims published before
 	// (TestPublishAfterTheVolumesDirectoryChangedShowsWhatTheStagingShows).
-	if at, ok := dirID(stagingPath); ok {
-		if dir, ok := dirID(p.volumePath(id)); ok && dir != at {
-			return nil, failedPrecondition("NodePublishVolume: volume %q: its staging %q shows another directory than the volume's %s now (the root moved, or the directory was made again, since it was staged): "+
-				"publish its claims again once it is unpublished and unstaged everywhere, or stage it again", id, stagingPath, p.volumePath(id))
-		}
+	if same, err := p.mounter.Shows(stagingPath, p.volumePath(id)); err == nil && !same {
+		// Not "stage it again": a stage at a path still staged answers OK and binds nothing
+		// (TestPublishRefusedForAChangedDirectoryAdvisesAStepThatWorks).
+		return nil, failedPrecondition("NodePublishVolume: volume %q: its staging %q shows another directory than the volume's %s now (the root moved, or the directory was made again, since it was staged): "+
+			"unpublish its claims and unstage it (NodeUnstageVolume), then stage and publish it again", id, stagingPath, p.volumePath(id))
 	}
 	mounted, err := p.isMountPoint("NodePublishVolume", id, target)
 	if err != nil {

@@ -535,7 +535,17 @@ func (d *decoder) exec(b *hcl.Block, endpoint string) *Exec {
 		// Its --root, relative, is read from the agent's working directory, as a relative
 		// command is: "/" under systemd, and `export nomad` cannot tell which directory it
 		// served (TestExecServingARelativeRootIsWarnedOf).
-		if root := servedFlag(args, "--root"); !twice["--root"] && root != "" && !filepath.IsAbs(root) {
+		root := servedFlag(args, "--root")
+		// Refused by `volctl plugin serve` (a blank around it, a "~" no shell expanded), the
+		// plugin exits at every start, and the agent restarts it for ever
+		// (TestExecServingARootServeRefusesIsWarnedOf).
+		if !twice["--root"] && root != "" && (strings.TrimSpace(root) != root || strings.HasPrefix(root, "~")) {
+			d.warnf(c.Attributes["args"].Expr.Range(), "Plugin root refused",
+				"The arguments run volctl's hostpath plugin with --root %q, which `volctl plugin serve` refuses (a blank before or after it, or a \"~\" that no shell expands here): "+
+					"the plugin would exit at every start, and the agent restart it for ever. Write the absolute path without it.", root)
+			root = ""
+		}
+		if !twice["--root"] && root != "" && !filepath.IsAbs(root) {
 			d.warnf(c.Attributes["args"].Expr.Range(), "Relative plugin root",
 				"The arguments run volctl's hostpath plugin with --root %q, a relative path, which the plugin reads from the agent's working directory (\"/\" under systemd, unless its unit sets WorkingDirectory=), not this file's: "+
 					"write the absolute path of the directory that holds the volumes.", root)

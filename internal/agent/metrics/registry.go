@@ -2,6 +2,10 @@ package metrics
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -233,6 +237,8 @@ type registry struct {
 	// values (a plugin ID holding one), as every volctl list is scrubbed: the endpoint has no
 	// authentication (TestMetricsVolumesFamilyShowsNoSecretInThePluginID).
 	redactor func(ctx context.Context) (func(string) string, error)
+	tagOnce  sync.Once // draws tagKey, labelTag's key
+	tagKey   []byte
 }
 
 // redactorOf is the registry's redactor, nil before one is set.
@@ -284,10 +290,12 @@ func (r *registry) gather(ctx context.Context) ([]family, error) {
 	if redactor != nil {
 		redact, err := redactor(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("reading the state's secrets to keep them out of the labels: %w", err)
+			// After what failed before it: a closed state fails both, and the scrape's answer
+			// names the collectors' reads first (TestScrapeFailureAnswers500).
+			return nil, errors.Join(append(errs, fmt.Errorf("reading the state's secrets to keep them out of the labels: %w", err))...)
 		}
 		for _, f := range fams {
-			redactLabels(f, redact)
+			r.redactLabels(f, redact)
 		}
 	}
 	out := fams[:0]
@@ -323,48 +331,33 @@ func gauge(name, help string, v float64) family {
 	return family{name: name, help: help, typ: gaugeType, metrics: []sample{{value: v}}}
 }
 
-// redactLabels scrubs f's label values with redact. Series whose label sets the scrub makes one
-// (two plugins "cifs-alice" and "cifs-bobby" whose volumes' secrets hold the user names, both
-// "cifs-[REDACTED]") are told apart by a number after each value the scrub changed, " (2)" on,
-// in the order of their values as they were, which a scrape after repeats: the text format
-// forbids two series of one label set, and Prometheus keeps one of them
-// (TestScrubbedLabelsDoNotMakeDuplicateSeries).
-func redactLabels(f family, redact func(string) string) {
-	type series struct {
-		raw     string
-		changed []bool
-		m       sample
-	}
-	byKey := map[string][]series{}
-	var keys []string
+// redactLabels scrubs f's label values with redact, and marks each value the scrub changed
+// with a tag of what it was (labelTag): two plugins "cifs-alice" and "cifs-bobby" whose volumes'
+// secrets hold the user names are "cifs-[REDACTED] #1f2e3d4c" and "cifs-[REDACTED] #9a8b7c6d",
+// not two series of one label set, which the text format forbids and of which Prometheus keeps
+// one (TestScrubbedLabelsDoNotMakeDuplicateSeries); and each plugin's tag is the same in every
+// family and at every scrape of this agent, however many others come and go, as a number by
+// their order was not (TestScrubbedPluginLabelNamesOnePluginInEveryFamily,
+// TestScrubbedPluginLabelKeepsItsNumberWhenAPluginIsAdded).
+func (r *registry) redactLabels(f family, redact func(string) string) {
 	for _, m := range f.metrics {
-		var raw, key strings.Builder
-		changed := make([]bool, len(m.labels))
 		for i, l := range m.labels {
-			v := redact(l.value)
-			changed[i] = v != l.value
-			raw.WriteString(l.name + "\x00" + l.value + "\x00")
-			key.WriteString(l.name + "\x00" + v + "\x00")
-			m.labels[i].value = v
-		}
-		k := key.String()
-		if len(byKey[k]) == 0 {
-			keys = append(keys, k)
-		}
-		byKey[k] = append(byKey[k], series{raw.String(), changed, m})
-	}
-	for _, k := range keys {
-		same := byKey[k]
-		if len(same) < 2 {
-			continue
-		}
-		slices.SortFunc(same, func(a, b series) int { return strings.Compare(a.raw, b.raw) })
-		for n, s := range same[1:] {
-			for i := range s.m.labels {
-				if s.changed[i] {
-					s.m.labels[i].value += fmt.Sprintf(" (%d)", n+2)
-				}
+			if v := redact(l.value); v != l.value {
+				m.labels[i].value = v + " #" + r.labelTag(l.name, l.value)
 			}
 		}
 	}
+}
+
+// labelTag is 8 hex digits of an HMAC of a label's value under a key this process drew at
+// random (tagKey): the same for the same value all the agent's life, and no hash of the value
+// alone, which a scraper could test guesses of a short secret against.
+func (r *registry) labelTag(name, value string) string {
+	r.tagOnce.Do(func() {
+		r.tagKey = make([]byte, 32)
+		_, _ = rand.Read(r.tagKey)
+	})
+	h := hmac.New(sha256.New, r.tagKey)
+	h.Write([]byte(name + "\x00" + value))
+	return hex.EncodeToString(h.Sum(nil)[:4])
 }

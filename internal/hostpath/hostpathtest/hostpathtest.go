@@ -272,6 +272,26 @@ func (m *FakeMounter) Holds(path, dir string) (bool, error) {
 	return s[len(s)-1].origin == lowest, nil
 }
 
+// Shows implements hostpath.Mounter as the system's does, by what the topmost mount at path
+// shows (path itself when nothing is mounted there): the same directory as dir now.
+func (m *FakeMounter) Shows(path, dir string) (bool, error) {
+	m.mu.Lock()
+	shown := path
+	if s := m.stacks[path]; len(s) > 0 {
+		shown = s[len(s)-1].origin
+	}
+	m.mu.Unlock()
+	a, err := os.Stat(shown)
+	if err != nil {
+		return false, err
+	}
+	b, err := os.Stat(dir)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(a, b), nil
+}
+
 // Unmount implements hostpath.Mounter: the topmost mount at target goes.
 func (m *FakeMounter) Unmount(target string) error {
 	m.mu.Lock()
