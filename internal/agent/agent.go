@@ -463,6 +463,9 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 		}
 		r := newRunner(a, want[id])
 		r.leftUnder = inherit[id]
+		if r.leftUnder == nil {
+			r.leftUnder = readLeftUnder(a.runDir, id) // an earlier agent's, or runner's
+		}
 		a.runners[id] = r
 		rctx, cancel := context.WithCancel(ctx)
 		r.cancel = cancel
@@ -1151,4 +1154,5 @@ func (a *Agent) stopLeftBy(r *runner, p *process) {
 		}
 	}
 	r.leftUnder = nil
+	r.saveLeftUnder()
 }

@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -322,6 +324,56 @@ func (r *runner) leaveUnder(instance string) {
 		r.leftUnder = r.leftUnder[1:]
 	}
 	r.leftUnder = append(r.leftUnder, instance)
+	r.saveLeftUnder()
+}
+
+// leftUnderPath is where a runner keeps leftUnder beside the plugin's pid file: an agent
+// stopped while the mounts last, or a runner supervising the plugin anew after its exec block
+// changed, lost it with the memory that held it, and what a crashed process left ran on after
+// the next clean stop, known to no agent
+// (TestHelperACrashedInstanceLeftIsStoppedByTheNextAgent,
+// TestHelperACrashedInstanceLeftIsStoppedAfterAnExecChangeUnderMounts).
+func leftUnderPath(runDir, id string) string { return pidFilePath(runDir, id) + ".left" }
+
+// saveLeftUnder records leftUnder (its file gone when it is empty), logged when it cannot.
+func (r *runner) saveLeftUnder() {
+	path := leftUnderPath(r.a.runDir, r.spec.ID)
+	var err error
+	if len(r.leftUnder) == 0 {
+		if err = os.Remove(path); errors.Is(err, fs.ErrNotExist) {
+			err = nil
+		}
+	} else {
+		err = writeRunFile(path, []byte(strings.Join(r.leftUnder, "\n")+"\n"))
+	}
+	if err != nil {
+		r.a.log.Warn("cannot record what the plugin's earlier processes left under mounts: a next agent will not stop it", "plugin", r.spec.ID, "err", err)
+	}
+}
+
+// readLeftUnder is the leftUnder an earlier runner recorded for plugin id: instance tokens as
+// newInstance makes them, anything else in the file ignored, as many as maxLeftUnder.
+func readLeftUnder(runDir, id string) []string {
+	b, err := os.ReadFile(leftUnderPath(runDir, id))
+	if err != nil || len(b) > 64<<10 {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if isInstance(line) && !slices.Contains(out, line) && len(out) < maxLeftUnder {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// isInstance reports whether s is an instance token newInstance could have made.
+func isInstance(s string) bool {
+	if len(s) != 24 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
 }
 
 // outdated reports whether the supervised process runs another exec block than the plugin's

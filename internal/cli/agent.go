@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -57,7 +59,8 @@ claims every --gc-interval and reconciles every --reconcile-interval (and soon a
 restart). On SIGTERM, SIGINT or SIGHUP (the terminal it runs in closed) it stops its loops, then
 its plugins, last, and only those without mounts: a plugin with mounts is left running, and the
 next agent adopts it; it exits 0. Started with SIGHUP ignored (nohup), it keeps ignoring it. A
-second signal during the stop is ignored: the stop takes at most --stop-timeout and 5 s more.
+second signal during the stop is ignored: the stop takes at most twice --stop-timeout and 5 s
+more (a publish under way in another process waited for, then each plugin's SIGTERM, then SIGKILL).
 What reads its log dying (a killed tee, a restarted journald) does not stop it: the lines nobody
 reads are dropped.
 SIGQUIT dumps its goroutines and exits 2 without stopping anything, as SIGKILL would: its
@@ -226,6 +229,14 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 	)
 	if opts.MetricsAddr != "" {
 		if srv, err = metrics.Listen(opts.MetricsAddr); err != nil {
+			// Taken by the agent already running on this state dir (the unit's own
+			// --metrics-addr), the port is not what to report: that agent is, as without
+			// --metrics-addr, exit 4 naming it (TestSecondAgentWithTheSameMetricsAddrExits4NamingTheFirst).
+			if errors.Is(err, syscall.EADDRINUSE) {
+				if held := agentHeld(ctx, ecfg); held != nil {
+					return held
+				}
+			}
 			return withCode(ExitUsage, fmt.Errorf("agent: %w", err))
 		}
 		m = metrics.New()
@@ -263,4 +274,23 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 		}
 		return runErr
 	})
+}
+
+// agentHeld is the conflict of another agent holding the agent lock of cfg's state dir (exit 4,
+// naming it), nil when none does or the state cannot be opened to tell.
+func agentHeld(ctx context.Context, cfg engine.Config) error {
+	e, err := engine.Open(ctx, cfg)
+	if err != nil {
+		return nil
+	}
+	defer e.Close()
+	release, _, err := e.LockAgent()
+	if err != nil {
+		if errors.Is(err, engine.ErrConflict) {
+			return err
+		}
+		return nil
+	}
+	release()
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 // plugin running, and the next agent adopts the plugin through its pid file but knows nothing
 // of the helper. Once the mounts are gone, its clean stop stops the plugin and leaves the
 // helper running for good, no agent and no record knowing of it.
+// Found by helper review66.
 func TestHelperACrashedInstanceLeftIsStoppedByTheNextAgent(t *testing.T) {
 	f := newFixture(t)
 	stop1, helper, cmd := crashUnderMounts(t, f)
@@ -44,6 +45,7 @@ func TestHelperACrashedInstanceLeftIsStoppedByTheNextAgent(t *testing.T) {
 // the case docs/agent.md describes) drops the old runner's leftUnder: the new runner adopts the
 // process, restarts it with the new env once the mounts are gone, and the clean stop after,
 // and never stops the helper the crashed process left.
+// Found by helper review66.
 func TestHelperACrashedInstanceLeftIsStoppedAfterAnExecChangeUnderMounts(t *testing.T) {
 	f := newFixture(t)
 	stop, helper, cmd := crashUnderMounts(t, f)

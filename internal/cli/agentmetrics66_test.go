@@ -18,6 +18,7 @@ import (
 // the same --metrics-addr as the first (the same unit, the same command line) binds the metrics
 // port before it looks at the agent lock, and exits 2 saying the address is in use: the port, not
 // the agent holding the state dir, is named, and the exit code is not the conflict's.
+// Found by helper review66.
 func TestSecondAgentWithTheSameMetricsAddrExits4NamingTheFirst(t *testing.T) {
 	dir := hostpathtest.ShortDir(t)
 	state := filepath.Join(dir, "state")
@@ -65,6 +66,7 @@ func TestSecondAgentWithTheSameMetricsAddrExits4NamingTheFirst(t *testing.T) {
 // for the plugin's processes and 5 s for SIGKILL (docs/agent.md: "bounded by twice stop_timeout
 // and 5 s more", TestStopWaitsForAPublishNoLongerThanStopTimeout). A service manager's stop
 // timeout sized from the help (TimeoutStopSec=15 for the default 10s) kills the agent mid-stop.
+// Found by helper review66.
 func TestAgentHelpGivesTheStopsDocumentedBound(t *testing.T) {
 	ios, _, _, _ := iostreams.Test()
 	cmd := newCmdAgent(&Factory{IO: ios}, func(*AgentOptions) error { return nil })
