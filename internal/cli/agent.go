@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/volctl/volctl/internal/store"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -277,8 +279,14 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 }
 
 // agentHeld is the conflict of another agent holding the agent lock of cfg's state dir (exit 4,
-// naming it), nil when none does or the state cannot be opened to tell.
+// naming it), nil when none does or the state cannot be opened to tell. A state dir without a
+// database has no agent, and is not made: the agent that fails to start leaves none behind,
+// and reads it only, migrating nothing (TestAgentOnATakenMetricsAddrMakesNoStateDir).
 func agentHeld(ctx context.Context, cfg engine.Config) error {
+	if _, err := os.Stat(filepath.Join(cfg.StateDir, store.FileName)); err != nil {
+		return nil
+	}
+	cfg.Reading = true
 	e, err := engine.Open(ctx, cfg)
 	if err != nil {
 		return nil

@@ -10,9 +10,9 @@ import (
 	"github.com/volctl/volctl/internal/spec"
 )
 
-// own4Plugins registers one plugin "cifs-<user>" per user, each with a volume whose secrets
+// pluginsNamedForSecrets registers one plugin "cifs-<user>" per user, each with a volume whose secrets
 // hold the user name, so the scrub makes every such plugin ID "cifs-[REDACTED]".
-func own4Plugins(t *testing.T, e *engine.Engine, users ...string) {
+func pluginsNamedForSecrets(t *testing.T, e *engine.Engine, users ...string) {
 	t.Helper()
 	ctx := context.Background()
 	for _, user := range users {
@@ -30,8 +30,8 @@ func own4Plugins(t *testing.T, e *engine.Engine, users ...string) {
 	}
 }
 
-// own4Series is family name's label value of label "plugin" -> the series' value.
-func own4Series(t *testing.T, m *Metrics, name string) map[string]float64 {
+// pluginSeries is family name's label value of label "plugin" -> the series' value.
+func pluginSeries(t *testing.T, m *Metrics, name string) map[string]float64 {
 	t.Helper()
 	fams, err := m.reg.gather(context.Background())
 	if err != nil {
@@ -61,14 +61,14 @@ func own4Series(t *testing.T, m *Metrics, name string) map[string]float64 {
 // restarts with alice's health. Found by helper review66.
 func TestScrubbedPluginLabelNamesOnePluginInEveryFamily(t *testing.T) {
 	m, e := observedMem(t, nil)
-	own4Plugins(t, e, "alice-own4", "bobby-own4")
+	pluginsNamedForSecrets(t, e, "alice-own4", "bobby-own4")
 	m.CollectState(e)
 	m.PluginProbed("cifs-alice-own4", false, false, 0)
 	m.PluginProbed("cifs-bobby-own4", true, true, time.Millisecond)
 	m.PluginRestarted("cifs-bobby-own4", "exited") // bobby alone restarted
 
-	healthy := own4Series(t, m, namespace+"_plugin_healthy")
-	restarts := own4Series(t, m, namespace+"_plugin_restarts_total")
+	healthy := pluginSeries(t, m, namespace+"_plugin_healthy")
+	restarts := pluginSeries(t, m, namespace+"_plugin_restarts_total")
 	if len(restarts) != 1 {
 		t.Fatalf("restarts: %v, want cifs-bobby's series alone", restarts)
 	}
@@ -88,15 +88,15 @@ func TestScrubbedPluginLabelNamesOnePluginInEveryFamily(t *testing.T) {
 // "a scrape after repeats" promises it does not. Found by helper review66.
 func TestScrubbedPluginLabelKeepsItsNumberWhenAPluginIsAdded(t *testing.T) {
 	m, e := observedMem(t, nil)
-	own4Plugins(t, e, "bobby-own4", "carol-own4")
+	pluginsNamedForSecrets(t, e, "bobby-own4", "carol-own4")
 	m.CollectState(e)
 	m.PluginProbed("cifs-bobby-own4", true, true, time.Millisecond)
 	m.PluginProbed("cifs-carol-own4", false, false, 0)
-	before := own4Series(t, m, namespace+"_plugin_healthy")
+	before := pluginSeries(t, m, namespace+"_plugin_healthy")
 
-	own4Plugins(t, e, "alice-own4")
+	pluginsNamedForSecrets(t, e, "alice-own4")
 	m.PluginProbed("cifs-alice-own4", false, false, 0)
-	after := own4Series(t, m, namespace+"_plugin_healthy")
+	after := pluginSeries(t, m, namespace+"_plugin_healthy")
 	for label, v := range before {
 		if after[label] != v {
 			t.Errorf("series volctl_plugin_healthy{plugin=%q} was %v (one plugin) and is %v after another plugin was registered: "+

@@ -230,6 +230,7 @@ type FakeMounter struct {
 type fakeMount struct {
 	flags  uintptr
 	origin string
+	shown  os.FileInfo // origin's identity when the bind was made, as a bind keeps its inode
 }
 
 // BindMount implements hostpath.Mounter.
@@ -249,7 +250,8 @@ func (m *FakeMounter) BindMount(source, target string, flags uintptr) error {
 	if s := m.stacks[source]; len(s) > 0 {
 		origin = s[len(s)-1].origin
 	}
-	m.stacks[target] = append(m.stacks[target], fakeMount{flags: flags, origin: origin})
+	shown, _ := os.Stat(origin)
+	m.stacks[target] = append(m.stacks[target], fakeMount{flags: flags, origin: origin, shown: shown})
 	return nil
 }
 
@@ -272,24 +274,33 @@ func (m *FakeMounter) Holds(path, dir string) (bool, error) {
 	return s[len(s)-1].origin == lowest, nil
 }
 
-// Shows implements hostpath.Mounter as the system's does, by what the topmost mount at path
-// shows (path itself when nothing is mounted there): the same directory as dir now.
+// Shows implements hostpath.Mounter as the system's does: the directory the lowest mount at
+// path was made of, as it was then (its identity kept at the bind), is dir as it is now; a path
+// with mounts stacked over the plugin's is not judged. Compared by name, a directory renamed
+// aside and made again at its name passed, which the system's refuses
+// (TestFakeMounterShowsJudgesADirectoryMadeAgainAsTheSystemDoes).
 func (m *FakeMounter) Shows(path, dir string) (bool, error) {
 	m.mu.Lock()
-	shown := path
-	if s := m.stacks[path]; len(s) > 0 {
-		shown = s[len(s)-1].origin
-	}
+	s := m.stacks[path]
 	m.mu.Unlock()
-	a, err := os.Stat(shown)
+	if len(s) > 1 {
+		return true, nil
+	}
+	var shown os.FileInfo
+	if len(s) == 1 && s[0].shown != nil {
+		shown = s[0].shown
+	} else {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return false, err
+		}
+		shown = fi
+	}
+	now, err := os.Stat(dir)
 	if err != nil {
 		return false, err
 	}
-	b, err := os.Stat(dir)
-	if err != nil {
-		return false, err
-	}
-	return os.SameFile(a, b), nil
+	return os.SameFile(shown, now), nil
 }
 
 // Unmount implements hostpath.Mounter: the topmost mount at target goes.
