@@ -461,8 +461,8 @@ type mountWatch struct {
 	denied atomic.Bool
 }
 
-func (m *mountWatch) BindMount(source, target string, flags uintptr) error {
-	err := m.Mounter.BindMount(source, target, flags)
+func (m *mountWatch) BindMount(source, target, carry string, flags uintptr) error {
+	err := m.Mounter.BindMount(source, target, carry, flags)
 	if hostpath.IsNoMountPrivilege(err) {
 		m.denied.Store(true)
 	}

@@ -84,10 +84,10 @@ type cancelOnMount struct {
 	cancel context.CancelFunc
 }
 
-func (m *cancelOnMount) BindMount(source, target string, flags uintptr) error {
+func (m *cancelOnMount) BindMount(source, target, carry string, flags uintptr) error {
 	m.cancel()
 	time.Sleep(200 * time.Millisecond) // the client sees its context end before the answer
-	return m.FakeMounter.BindMount(source, target, flags)
+	return m.FakeMounter.BindMount(source, target, carry, flags)
 }
 
 // Ctrl-C during the claim's NodeStageVolume: quickstart cleans up (releases the claim, removes

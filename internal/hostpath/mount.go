@@ -20,8 +20,11 @@ import (
 // substitute a Mounter that fails with EPERM to exercise the no-privileges path as any user.
 type Mounter interface {
 	// BindMount bind-mounts source onto target (an existing directory), then applies flags
-	// (unix.MS_RDONLY, MS_NOEXEC, ...) with a remount, since a bind ignores them.
-	BindMount(source, target string, flags uintptr) error
+	// (unix.MS_RDONLY, MS_NOEXEC, ...) with a remount, since a bind ignores them, keeping those
+	// of the mount the directory carry is on (the host's nosuid of the plugin's root; "" for
+	// source's), not those of source's mount: a target bound from a staging mounted with one
+	// claim's noexec gets its own claim's flags.
+	BindMount(source, target, carry string, flags uintptr) error
 	// Unmount removes the mount at target.
 	Unmount(target string) error
 	// IsMountPoint reports whether path is a mount point; a missing path is not one.
@@ -39,31 +42,41 @@ type Mounter interface {
 type SystemMounter struct{}
 
 // BindMount implements Mounter.
-func (SystemMounter) BindMount(source, target string, flags uintptr) error {
+func (SystemMounter) BindMount(source, target, carry string, flags uintptr) error {
 	if err := unix.Mount(source, target, "", unix.MS_BIND, ""); err != nil {
 		return &os.PathError{Op: "bind-mount " + source + " on", Path: target, Err: err}
 	}
-	if flags == 0 {
-		return nil
-	}
 	// A remount replaces the mount's flags, and the kernel refuses (EPERM) to clear flags that
-	// are locked on the source (nosuid, nodev, ... inherited in a user namespace), so keep those.
-	var st unix.Statfs_t
-	if err := unix.Statfs(target, &st); err != nil {
+	// are locked on the source (nosuid, nodev, ... inherited in a user namespace), so keep those
+	// of the mount carry is on: a bind copies the flags of the mount it is made of, which for a
+	// target bound from its staging were the staging claim's, kept by the remount, so that
+	// every later claim had the first one's noexec or ro
+	// (TestPublishDoesNotInheritTheStagingClaimsMountFlags).
+	if carry == "" {
+		carry = source
+	}
+	var st, at unix.Statfs_t
+	if err := unix.Statfs(carry, &st); err != nil {
+		_ = unix.Unmount(target, 0)
+		return &os.PathError{Op: "statfs", Path: carry, Err: err}
+	}
+	if err := unix.Statfs(target, &at); err != nil {
 		_ = unix.Unmount(target, 0)
 		return &os.PathError{Op: "statfs", Path: target, Err: err}
 	}
-	if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|flags|carriedFlags(int64(st.Flags)), ""); err != nil {
+	want := flags | carriedFlags(int64(st.Flags))
+	if flags == 0 && carriedFlags(int64(at.Flags)) == want {
+		return nil // as wanted already
+	}
+	if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|want, ""); err != nil {
 		_ = unix.Unmount(target, 0)
 		return &os.PathError{Op: "remount", Path: target, Err: err}
 	}
 	return nil
 }
 
-// Shows implements Mounter: by device and inode, which a bind shares with its source. What
-// path shows is its topmost mount's: with another mounted over the plugin's (an admin's tmpfs),
-// the plugin's own, below, cannot be looked at, and is not judged another directory
-// (TestPublishWithSomethingMountedOverTheStagingIsNotCalledAMovedDirectory).
+// Shows implements Mounter: by device and inode, which a bind shares with its source, of what
+// path shows, its topmost mount.
 func (SystemMounter) Shows(path, dir string) (bool, error) {
 	a, err := os.Stat(path)
 	if err != nil {
@@ -73,13 +86,7 @@ func (SystemMounter) Shows(path, dir string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if os.SameFile(a, b) {
-		return true, nil
-	}
-	if stack, err := stackAt(path); err == nil && len(stack) > 1 {
-		return true, nil // covered: not what the plugin mounted that is seen
-	}
-	return false, nil
+	return os.SameFile(a, b), nil
 }
 
 // carriedFlags maps the statfs flags of an existing mount to the mount(2) flags a remount must

@@ -165,7 +165,7 @@ func TestFakeMounterJudgesMountedOverByTheStack(t *testing.T) {
 	mustOK(t, os.RemoveAll(dir))
 	mustOK(t, os.Mkdir(dir, 0o750))
 	other := t.TempDir()
-	mustOK(t, m.BindMount(other, p.target, 0))
+	mustOK(t, m.BindMount(other, p.target, "", 0))
 	wantCode(t, c.unpublish(v, p.target), codes.FailedPrecondition, p.target, "mounted over the volume")
 	mustOK(t, m.Unmount(p.target))
 	if got := m.Mounts(); !slices.Contains(got, p.target) {

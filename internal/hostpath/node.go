@@ -262,8 +262,8 @@ func (p *Plugin) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 	return &csi.NodeUnstageVolumeResponse{}, nil
 }
 
-// NodePublishVolume implements csi.NodeServer: it bind-mounts the volume's directory on the
-// target, once it is staged, with the request's mount flags, read-only when asked, creating the target directory (its parent must exist). Publishing the
+// NodePublishVolume implements csi.NodeServer: it bind-mounts the staging path on the target,
+// with the request's own mount flags, read-only when asked, creating the target directory (its parent must exist). Publishing the
 // same target again with the same options succeeds; with different ones it is ALREADY_EXISTS.
 func (p *Plugin) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	id := req.GetVolumeId()
@@ -314,6 +314,12 @@ func (p *Plugin) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	// staging would write another tree than the claims published before
 	// (TestPublishAfterTheVolumesDirectoryChangedShowsWhatTheStagingShows).
 	if same, err := p.mounter.Shows(stagingPath, p.volumePath(id)); err == nil && !same {
+		// Something mounted over the staging since (an admin's tmpfs) is what a bind of it
+		// would show: said so, with the unmount that the unstage needs too
+		// (TestPublishWithSomethingMountedOverTheStagingIsNotCalledAMovedDirectory).
+		if err := p.mountedOver("NodePublishVolume", id, "staging path", stagingPath); err != nil {
+			return nil, err
+		}
 		// Not "stage it again": a stage at a path still staged answers OK and binds nothing
 		// (TestPublishRefusedForAChangedDirectoryAdvisesAStepThatWorks).
 		return nil, failedPrecondition("NodePublishVolume: volume %q: its staging %q shows another directory than the volume's %s now (the root moved, or the directory was made again, since it was staged): "+
@@ -352,12 +358,11 @@ func (p *Plugin) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 			delete(v.Targets, target)
 		}
 	}
-	// A bind of the volume's directory, as the staging is, not of the staging: a bind copies
-	// the flags of the mount it is made of, which the remount keeps (carriedFlags), and every
-	// later claim got the flags of the claim that staged the volume (its noexec, its ro), not
-	// its own, which CSI has each NodePublishVolume carry
-	// (TestPublishDoesNotInheritTheStagingClaimsMountFlags). The staging is still required.
-	if err := p.recordThenMount("NodePublishVolume", id, p.volumePath(id), target, flags, created, undo); err != nil {
+	// A bind of the staging, every claim's target showing what it shows (and joined with it
+	// where the state dir's mounts are shared), with the request's own flags: the remount keeps
+	// those of the root's mount, not the staging's, which were the claim's that staged it
+	// (BindMount's carry; TestPublishDoesNotInheritTheStagingClaimsMountFlags).
+	if err := p.recordThenMount("NodePublishVolume", id, stagingPath, target, flags, created, undo); err != nil {
 		return nil, err
 	}
 	return &csi.NodePublishVolumeResponse{}, nil
@@ -453,7 +458,7 @@ func (p *Plugin) recordThenMount(rpc, id, src, dst string, flags uintptr, create
 		removeCreated(created, dst)
 		return err
 	}
-	if err := p.mounter.BindMount(src, dst, flags); err != nil {
+	if err := p.mounter.BindMount(src, dst, p.volumePath(id), flags); err != nil {
 		undo()
 		_ = p.saveVolume(id)
 		removeCreated(created, dst)

@@ -462,7 +462,7 @@ func TestDeleteRefusesNestedMount(t *testing.T) {
 	elsewhere := filepath.Join(hostpathtest.MountDir(t), "precious")
 	mustOK(t, os.MkdirAll(elsewhere, 0o755))
 	mustOK(t, os.WriteFile(filepath.Join(elsewhere, "keep"), []byte("x"), 0o644))
-	mustOK(t, (hostpath.SystemMounter{}).BindMount(elsewhere, inside, 0))
+	mustOK(t, (hostpath.SystemMounter{}).BindMount(elsewhere, inside, "", 0))
 	t.Cleanup(func() { _ = (hostpath.SystemMounter{}).Unmount(inside) })
 
 	_, err := c.ctl.DeleteVolume(context.Background(), &csi.DeleteVolumeRequest{VolumeId: v.GetVolumeId()})

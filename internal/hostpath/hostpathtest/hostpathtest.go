@@ -234,7 +234,7 @@ type fakeMount struct {
 }
 
 // BindMount implements hostpath.Mounter.
-func (m *FakeMounter) BindMount(source, target string, flags uintptr) error {
+func (m *FakeMounter) BindMount(source, target, carry string, flags uintptr) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.Fail != nil {
@@ -274,21 +274,17 @@ func (m *FakeMounter) Holds(path, dir string) (bool, error) {
 	return s[len(s)-1].origin == lowest, nil
 }
 
-// Shows implements hostpath.Mounter as the system's does: the directory the lowest mount at
-// path was made of, as it was then (its identity kept at the bind), is dir as it is now; a path
-// with mounts stacked over the plugin's is not judged. Compared by name, a directory renamed
-// aside and made again at its name passed, which the system's refuses
-// (TestFakeMounterShowsJudgesADirectoryMadeAgainAsTheSystemDoes).
+// Shows implements hostpath.Mounter as the system's does: the directory the topmost mount at
+// path was made of, as it was then (its identity kept at the bind), is dir as it is now.
+// Compared by name, a directory renamed aside and made again at its name passed, which the
+// system's refuses (TestFakeMounterShowsJudgesADirectoryMadeAgainAsTheSystemDoes).
 func (m *FakeMounter) Shows(path, dir string) (bool, error) {
 	m.mu.Lock()
 	s := m.stacks[path]
 	m.mu.Unlock()
-	if len(s) > 1 {
-		return true, nil
-	}
 	var shown os.FileInfo
-	if len(s) == 1 && s[0].shown != nil {
-		shown = s[0].shown
+	if len(s) > 0 && s[len(s)-1].shown != nil {
+		shown = s[len(s)-1].shown
 	} else {
 		fi, err := os.Stat(path)
 		if err != nil {
