@@ -23,6 +23,7 @@ import (
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -44,6 +45,9 @@ type QuickstartOptions struct {
 	// mounter replaces the kernel's bind mounts in the plugin (tests: a host without mount
 	// privileges); afterStep runs after each numbered step (tests: interrupt midway).
 	mounter   hostpath.Mounter
+	// geteuid is os.Geteuid unless a test plays another user: the advice for a claim that cannot
+	// mount depends on whether the process is root already.
+	geteuid func() int
 	afterStep func(step int)
 }
 
@@ -148,6 +152,7 @@ type quickstart struct {
 	pluginDone  chan error
 	engine      *engine.Engine
 	deleted     bool // the volume is gone and the plugin deregistered: nothing to keep
+	volumeMade  bool // the volume was created: --keep's advice may name it
 	interrupted bool
 }
 
@@ -157,6 +162,9 @@ func quickstartRun(ctx context.Context, opts *QuickstartOptions) (err error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if err := checkQuickstartTemp(opts.TempDir); err != nil {
+		return err
 	}
 	sweepQuickstarts(opts.TempDir, opts.IO.ErrOut)
 	dir, err := os.MkdirTemp(opts.TempDir, "volctl-quickstart-")
@@ -293,6 +301,7 @@ func (q *quickstart) run(ctx context.Context) error {
 		Verb: spec.VerbCreate, Files: []string{specPath}}); err != nil {
 		return err
 	}
+	q.volumeMade = true
 
 	q.begin("Claim it for an alloc: stage and publish, and print where it is mounted",
 		fmt.Sprintf("volctl volume claim %s --alloc %s", quickstartVolume, quickstartAlloc))
@@ -300,6 +309,15 @@ func (q *quickstart) run(ctx context.Context) error {
 		VolumeID: quickstartVolume, Alloc: quickstartAlloc}); err != nil {
 		if ce := (*csi.Error)(nil); errors.As(err, &ce) && q.mounts.denied.Load() {
 			// The plugin's own words, not the generic hint for the code: the cause is known.
+			geteuid := q.opts.geteuid
+			if geteuid == nil {
+				geteuid = os.Geteuid
+			}
+			if geteuid() == 0 {
+				// Root already: sudo changes nothing (TestQuickstartAsRootWithoutCapabilityIsNotToldToUseSudo).
+				return withCode(ExitError, fmt.Errorf("quickstart stopped at the claim: mounting a volume needs CAP_SYS_ADMIN, which this process lacks though it runs as root "+
+					"(a container without --privileged, or a user namespace); run it where it may mount: on the host, or in a privileged container\n(%s answered %s: %s)", ce.RPC, ce.Code, ce.Message))
+			}
 			return withCode(ExitError, fmt.Errorf("quickstart stopped at the claim: mounting a volume needs root (CAP_SYS_ADMIN), "+
 				"and this process cannot bind-mount. Run it as root: sudo %s quickstart\n(%s answered %s: %s)", q.self(), ce.RPC, ce.Code, ce.Message))
 		}
@@ -427,6 +445,15 @@ func (q *quickstart) cleanup() error {
 		errs = append(errs, unmountErr)
 	}
 	switch {
+	case q.opts.Keep && q.plugin == nil:
+		// Stopped before its plugin served: nothing to look at or use again, and the advice of a
+		// kept run named a volume never made and a socket refused
+		// (TestQuickstartKeepAfterAnEarlyFailureAdvisesNothingThatFails).
+		if err := os.RemoveAll(q.dir); err != nil {
+			errs = append(errs, fmt.Errorf("quickstart: removing %s: %w", q.dir, err))
+		} else {
+			fmt.Fprintf(errOut, "Nothing to keep: quickstart stopped before its plugin served; %s is gone.\n", q.dir)
+		}
 	case q.opts.Keep:
 		// Kept for the user: no later quickstart removes it (sweepQuickstarts).
 		if err := os.Remove(filepath.Join(q.dir, quickstartMark)); err != nil {
@@ -434,8 +461,12 @@ func (q *quickstart) cleanup() error {
 		}
 		fmt.Fprintf(q.out, "\nKept %s. Look at it with:\n", q.dir)
 		fmt.Fprintf(q.out, "  volctl %s status\n", shellquote.Flag("--state-dir", q.state))
-		fmt.Fprintf(q.out, "  volctl %s volume status %s\n", shellquote.Flag("--state-dir", q.state), quickstartVolume)
-		fmt.Fprintf(q.out, "To use the volume again, start the plugin on the same root first:\n")
+		if q.volumeMade {
+			fmt.Fprintf(q.out, "  volctl %s volume status %s\n", shellquote.Flag("--state-dir", q.state), quickstartVolume)
+			fmt.Fprintf(q.out, "To use the volume again, start the plugin on the same root first:\n")
+		} else {
+			fmt.Fprintf(q.out, "To go on, start the plugin on the same root first:\n")
+		}
 		fmt.Fprintf(q.out, "  %s &\n", q.serveCommand())
 		fmt.Fprintf(q.out, "Remove it with: %s\n", shellquote.Command("rm -rf", q.dir))
 	case unmountErr != nil:
@@ -556,4 +587,23 @@ func sweepable(dir string) bool {
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && int(st.Uid) == os.Geteuid()
+}
+
+// checkQuickstartTemp refuses the directory quickstart works under (dir, else $TMPDIR, else
+// /tmp) where what it makes there would not be what it uses: a relative one, read from the
+// working directory by the commands it prints too, or one another user controls, which its
+// plugin refuses as a root, its words then advising a --root quickstart has not
+// (TestQuickstartTMPDIRErrorsNameTMPDIR).
+func checkQuickstartTemp(dir string) error {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("quickstart: $TMPDIR is %s, a relative path, which the plugin and the commands it prints would each read from their working directory; set TMPDIR to an absolute path (or unset it for /tmp)", shellquote.Arg(dir))
+	}
+	if pr := pathtrust.Ancestors(filepath.Join(dir, "volctl-quickstart")); pr != nil {
+		return fmt.Errorf("quickstart: $TMPDIR %s is reached through %s, which %s: another user could replace what quickstart makes there, and its plugin, as root, mount what they put; set TMPDIR to a directory only you can write to",
+			dir, pr.Path, pr.Why)
+	}
+	return nil
 }

@@ -116,8 +116,9 @@ func TestQuickstartKeep(t *testing.T) {
 func TestQuickstartWithoutMountPrivileges(t *testing.T) {
 	parent := hostpathtest.ShortDir(t)
 	ios, _, out, errOut := iostreams.Test()
+	// A user, not root (root without CAP_SYS_ADMIN: TestQuickstartAsRootWithoutCapabilityIsNotToldToUseSudo).
 	err := quickstartRun(context.Background(), &QuickstartOptions{IO: ios, TempDir: parent,
-		mounter: &hostpathtest.FakeMounter{Fail: unix.EPERM}})
+		mounter: &hostpathtest.FakeMounter{Fail: unix.EPERM}, geteuid: func() int { return 1000 }})
 	if ExitCode(err) != ExitError {
 		t.Fatalf("err = %v (exit %d), want exit 1", err, ExitCode(err))
 	}
@@ -197,7 +198,7 @@ func TestQuickstartSudoNamesVolctlAsSudoFindsIt(t *testing.T) {
 	parent := hostpathtest.ShortDir(t)
 	ios, _, _, _ := iostreams.Test()
 	err := quickstartRun(context.Background(), &QuickstartOptions{IO: ios, TempDir: parent, Self: "bin/volctl",
-		mounter: &hostpathtest.FakeMounter{Fail: unix.EPERM}})
+		mounter: &hostpathtest.FakeMounter{Fail: unix.EPERM}, geteuid: func() int { return 1000 }}) // a user, not root: sudo is the advice
 	if err == nil || !strings.Contains(err.Error(), "Run it as root: sudo bin/volctl quickstart") {
 		t.Fatalf("err = %v, want it to say: Run it as root: sudo bin/volctl quickstart", err)
 	}
