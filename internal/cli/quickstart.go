@@ -44,10 +44,10 @@ type QuickstartOptions struct {
 
 	// mounter replaces the kernel's bind mounts in the plugin (tests: a host without mount
 	// privileges); afterStep runs after each numbered step (tests: interrupt midway).
-	mounter   hostpath.Mounter
+	mounter hostpath.Mounter
 	// geteuid is os.Geteuid unless a test plays another user: the advice for a claim that cannot
 	// mount depends on whether the process is root already.
-	geteuid func() int
+	geteuid   func() int
 	afterStep func(step int)
 }
 
