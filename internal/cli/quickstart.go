@@ -601,9 +601,27 @@ func checkQuickstartTemp(dir string) error {
 	if !filepath.IsAbs(dir) {
 		return fmt.Errorf("quickstart: $TMPDIR is %s, a relative path, which the plugin and the commands it prints would each read from their working directory; set TMPDIR to an absolute path (or unset it for /tmp)", shellquote.Arg(dir))
 	}
-	if pr := pathtrust.Ancestors(filepath.Join(dir, "volctl-quickstart")); pr != nil {
-		return fmt.Errorf("quickstart: $TMPDIR %s is reached through %s, which %s: another user could replace what quickstart makes there, and its plugin, as root, mount what they put; set TMPDIR to a directory only you can write to",
-			dir, pr.Path, pr.Why)
+	refuse := func(what string) error {
+		return fmt.Errorf("quickstart: $TMPDIR %s %s: another user could replace what quickstart makes there, and its plugin, as root, mount what they put; set TMPDIR to a directory only you can write to",
+			dir, what)
+	}
+	if pr := pathtrust.Ancestors(dir); pr != nil {
+		return refuse(fmt.Sprintf("is reached through %s, which %s", pr.Path, pr.Why))
+	}
+	// The directory itself, as the walk leaves it to its caller: not a name in it, which any
+	// user may make in a /tmp (a symlink named as quickstart's own, refused as the way there:
+	// TestQuickstartTempNotRefusedForAnotherUsersNameInStickyTmp).
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil // MkdirTemp says what
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !ok:
+	case !pathtrust.Trusted(st.Uid):
+		return refuse(fmt.Sprintf("is owned by uid %d, neither root nor this user", st.Uid))
+	case st.Mode&syscall.S_ISVTX == 0 && pathtrust.Writers(st.Mode, st.Gid) != "":
+		return refuse(fmt.Sprintf("may be written by %s, and is not sticky", pathtrust.Writers(st.Mode, st.Gid)))
 	}
 	return nil
 }

@@ -90,7 +90,11 @@ func (SystemMounter) Shows(path, dir string) (bool, error) {
 }
 
 // carriedFlags maps the statfs flags of an existing mount to the mount(2) flags a remount must
-// repeat.
+// repeat: each per-mount flag statfs reports, nosymfollow too (a remount clears what it is not
+// given: a target of a nosymfollow root followed the links its consumers planted,
+// TestPublishKeepsTheRootMountsNosymfollow), and strictatime where it reports no atime flag (a
+// remount given none keeps the atime flags the bind copied, the staging claim's noatime:
+// TestPublishOnAStrictatimeRootDoesNotGetTheStagingClaimsNoatime).
 func carriedFlags(st int64) uintptr {
 	var out uintptr
 	for _, m := range []struct {
@@ -104,13 +108,20 @@ func carriedFlags(st int64) uintptr {
 		{unix.ST_NOATIME, unix.MS_NOATIME},
 		{unix.ST_NODIRATIME, unix.MS_NODIRATIME},
 		{unix.ST_RELATIME, unix.MS_RELATIME},
+		{stNoSymFollow, unix.MS_NOSYMFOLLOW},
 	} {
 		if st&m.st != 0 {
 			out |= m.ms
 		}
 	}
+	if st&(unix.ST_NOATIME|unix.ST_RELATIME) == 0 {
+		out |= unix.MS_STRICTATIME
+	}
 	return out
 }
+
+// stNoSymFollow is statfs's ST_NOSYMFOLLOW (Linux 5.10), which x/sys does not define.
+const stNoSymFollow = 0x2000
 
 // Unmount implements Mounter. It tries a plain unmount first, so a mount still in use is noticed;
 // on EBUSY (a consumer still has a file open or its working directory inside) it detaches the
