@@ -58,23 +58,8 @@ func TestEventsFilterNearShowsNoSecretHeldByAVolumeID(t *testing.T) {
 // helper review66.
 func TestEventsFollowSaysEventsTheLogDroppedBeforeTheyWereShown(t *testing.T) {
 	h := newCLIHarness(t)
-	ios, _, _, _ := iostreams.Test()
-	out, errOut := &iostreams.SyncBuffer{}, &iostreams.SyncBuffer{}
-	ios.Out, ios.ErrOut = out, errOut
-	ctx, cancel := context.WithCancel(h.ctx)
-	defer cancel()
-	opts := &EventsOptions{IO: ios, Engine: h.engine, Now: time.Now, Follow: true, Poll: 50 * time.Millisecond}
-	opts.Exporter.JSON = true
-	done := make(chan error, 1)
-	go func() { done <- eventsRun(ctx, opts) }()
-	wait := func(what string, ok func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %s within 30s; output:\n%s", what, out)
-			}
-		}
-	}
+	f := followJSON(t, h, "", 50*time.Millisecond)
+	out, errOut, wait := f.out, f.errOut, f.wait
 	wait("registration event", func() bool { return strings.Contains(out.String(), `"plugin-register"`) })
 	shown := strings.Count(out.String(), "\n")
 
@@ -97,8 +82,7 @@ func TestEventsFollowSaysEventsTheLogDroppedBeforeTheyWereShown(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait("last event of the burst", func() bool { return strings.Contains(out.String(), fmt.Sprintf(`"burst %d"`, n-1)) })
-	cancel()
-	if err := <-done; err != nil {
+	if err := f.stop(); err != nil {
 		t.Fatalf("follow ended with %v", err)
 	}
 	printed := strings.Count(out.String(), "\n") - shown
@@ -118,16 +102,8 @@ func TestEventsFollowSaysEventsTheLogDroppedBeforeTheyWereShown(t *testing.T) {
 // rather than warning again at every poll.
 func TestEventsFollowWithAFilterSaysOnceThatTheLogDroppedEvents(t *testing.T) {
 	h := newCLIHarness(t)
-	ios, _, _, _ := iostreams.Test()
-	out, errOut := &iostreams.SyncBuffer{}, &iostreams.SyncBuffer{}
-	ios.Out, ios.ErrOut = out, errOut
-	ctx, cancel := context.WithCancel(h.ctx)
-	defer cancel()
-	opts := &EventsOptions{IO: ios, Engine: h.engine, Now: time.Now, Follow: true, Poll: 20 * time.Millisecond}
-	opts.Filter.Kind = "volume-deregister"
-	opts.Exporter.JSON = true
-	done := make(chan error, 1)
-	go func() { done <- eventsRun(ctx, opts) }()
+	f := followJSON(t, h, "volume-deregister", 20*time.Millisecond)
+	out, errOut, wait := f.out, f.errOut, f.wait
 	s, err := store.Open(h.ctx, h.state)
 	if err != nil {
 		t.Fatal(err)
@@ -146,27 +122,61 @@ func TestEventsFollowWithAFilterSaysOnceThatTheLogDroppedEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	wait := func(what string, ok func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %s within 30s; stdout:\n%s\nstderr:\n%s", what, out, errOut)
-			}
-		}
-	}
 	appendEvents("volume-deregister", 1)
 	wait("first matching event", func() bool { return strings.Contains(out.String(), `"volume-deregister 0"`) })
 	appendEvents("plugin-health", store.DefaultEventLimit+3) // the log held 2: 3 of the burst go
 	wait("warning", func() bool { return strings.Contains(errOut.String(), "left the log") })
-	time.Sleep(5 * opts.Poll) // polls that find nothing new of the filter's
+	time.Sleep(5 * f.poll) // polls that find nothing new of the filter's
 	appendEvents("volume-deregister", 1)
 	wait("matching event after the burst", func() bool { return strings.Count(out.String(), "\n") == 2 })
-	cancel()
-	if err := <-done; err != nil {
+	if err := f.stop(); err != nil {
 		t.Fatalf("follow ended with %v", err)
 	}
 	got := errOut.String()
 	if strings.Count(got, "\n") != 1 || !strings.Contains(got, "3 events left the log before they could be shown (of any kind") || strings.Contains(out.String(), "plugin-health") {
 		t.Errorf("a follow of --kind volume-deregister behind a burst of 10,003 other events (the 3 before it dropped unseen) should warn once, of 3 events of any kind, and print none of the burst; stderr:\n%s\nstdout:\n%s", got, out)
 	}
+}
+
+// followed is an `events --follow --json` running in the background (followJSON).
+type followed struct {
+	out, errOut *iostreams.SyncBuffer
+	poll        time.Duration
+	wait        func(what string, ok func() bool) // fails the test when ok is not true within 30 s
+	stop        func() error                      // ends the follow, and says what it returned
+}
+
+// followJSON starts `events --follow --json` (of kind, when not "") on h's state, polling
+// every poll.
+func followJSON(t *testing.T, h *cliHarness, kind string, poll time.Duration) *followed {
+	t.Helper()
+	ios, _, _, _ := iostreams.Test()
+	f := &followed{out: &iostreams.SyncBuffer{}, errOut: &iostreams.SyncBuffer{}, poll: poll}
+	ios.Out, ios.ErrOut = f.out, f.errOut
+	ctx, cancel := context.WithCancel(h.ctx)
+	opts := &EventsOptions{IO: ios, Engine: h.engine, Now: time.Now, Follow: true, Poll: poll}
+	opts.Filter.Kind = kind
+	opts.Exporter.JSON = true
+	done := make(chan error, 1)
+	go func() { done <- eventsRun(ctx, opts) }()
+	stopped := false
+	var err error
+	f.stop = func() error {
+		if !stopped {
+			stopped = true
+			cancel()
+			err = <-done
+		}
+		return err
+	}
+	t.Cleanup(func() { _ = f.stop() })
+	f.wait = func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s within 30s; stdout:\n%s\nstderr:\n%s", what, f.out, f.errOut)
+			}
+		}
+	}
+	return f
 }
