@@ -20,29 +20,11 @@ import (
 // record is hidden under the volume's data, every other volume is then unknown to the plugin,
 // and the stage just made cannot be undone through the plugin. Found by helper review66.
 func TestStagingOverAnAncestorOfTheRootIsRefused(t *testing.T) {
-	hostpathtest.RequireMount(t)
-	base := hostpathtest.MountDir(t)
-	parent := filepath.Join(base, "srv")
-	mustOK(t, os.Mkdir(parent, 0o755))
-	root := filepath.Join(parent, "root")
-	c := start(t, hostpath.Config{Root: root})
-	v := c.createVolume(t, "data")
-	other := c.createVolume(t, "other")
+	c, base, parent, root, v, other := underParent(t)
 	t.Cleanup(func() { _ = hostpath.UnmountAll(parent) })
 
-	err := c.stage(v, paths{staging: parent}, nil)
-	if err != nil {
-		if code := status.Code(err); code != codes.InvalidArgument && code != codes.FailedPrecondition {
-			t.Fatalf("NodeStageVolume at %s: %v, want INVALID_ARGUMENT or FAILED_PRECONDITION", parent, err)
-		}
+	if refusedAtParent(t, c, "NodeStageVolume", c.stage(v, paths{staging: parent}, nil), parent, root, other) {
 		return
-	}
-	t.Errorf("NodeStageVolume at %s, the parent of the plugin's root %s, answered OK (meta still visible: %t)",
-		parent, root, exists(filepath.Join(root, "meta")))
-	if _, err := c.ctl.ValidateVolumeCapabilities(context.Background(), &csi.ValidateVolumeCapabilitiesRequest{
-		VolumeId: other.GetVolumeId(), VolumeCapabilities: []*csi.VolumeCapability{snw},
-	}); err != nil {
-		t.Errorf("volume %s, untouched, is now: %v", other.GetVolumeId(), err)
 	}
 	if err := c.unstage(v, paths{staging: parent}); err != nil {
 		t.Errorf("NodeUnstageVolume of what it just staged: %v", err)
@@ -72,31 +54,13 @@ func TestStagingOverAnAncestorOfTheRootIsRefused(t *testing.T) {
 
 // The same for a target: NodePublishVolume on an ancestor of the root.
 func TestTargetOverAnAncestorOfTheRootIsRefused(t *testing.T) {
-	hostpathtest.RequireMount(t)
-	base := hostpathtest.MountDir(t)
-	parent := filepath.Join(base, "srv")
-	mustOK(t, os.Mkdir(parent, 0o755))
-	root := filepath.Join(parent, "root")
-	c := start(t, hostpath.Config{Root: root})
-	v := c.createVolume(t, "data")
-	other := c.createVolume(t, "other")
+	c, _, parent, root, v, other := underParent(t)
 	p := newPaths(t)
 	mustOK(t, c.stage(v, p, nil))
 	t.Cleanup(func() { _ = hostpath.UnmountAll(parent) })
 
-	err := c.publish(v, p, parent, false, nil)
-	if err != nil {
-		if code := status.Code(err); code != codes.InvalidArgument && code != codes.FailedPrecondition {
-			t.Fatalf("NodePublishVolume at %s: %v, want INVALID_ARGUMENT or FAILED_PRECONDITION", parent, err)
-		}
+	if refusedAtParent(t, c, "NodePublishVolume", c.publish(v, p, parent, false, nil), parent, root, other) {
 		return
-	}
-	t.Errorf("NodePublishVolume at %s, the parent of the plugin's root %s, answered OK (meta still visible: %t)",
-		parent, root, exists(filepath.Join(root, "meta")))
-	if _, err := c.ctl.ValidateVolumeCapabilities(context.Background(), &csi.ValidateVolumeCapabilitiesRequest{
-		VolumeId: other.GetVolumeId(), VolumeCapabilities: []*csi.VolumeCapability{snw},
-	}); err != nil {
-		t.Errorf("volume %s, untouched, is now: %v", other.GetVolumeId(), err)
 	}
 	if err := c.unpublish(v, parent); err != nil {
 		t.Errorf("NodeUnpublishVolume of what it just published: %v", err)
@@ -161,4 +125,37 @@ func TestUnpublishOfATargetThatWasNotEmptyCompletes(t *testing.T) {
 	if err := c.unstage(v, p); err != nil {
 		t.Errorf("NodeUnstageVolume after: %v", err)
 	}
+}
+
+// underParent starts a plugin whose root is parent/root, parent a directory of base (a mount
+// dir of the test's), with two volumes, "data" and "other".
+func underParent(t *testing.T) (c *client, base, parent, root string, v, other *csi.Volume) {
+	t.Helper()
+	hostpathtest.RequireMount(t)
+	base = hostpathtest.MountDir(t)
+	parent = filepath.Join(base, "srv")
+	mustOK(t, os.Mkdir(parent, 0o755))
+	root = filepath.Join(parent, "root")
+	c = start(t, hostpath.Config{Root: root})
+	return c, base, parent, root, c.createVolume(t, "data"), c.createVolume(t, "other")
+}
+
+// refusedAtParent says whether rpc's err, of a mount on parent (root's parent), is the refusal
+// it must be; when it answered OK, it fails the test saying what the mount covered.
+func refusedAtParent(t *testing.T, c *client, rpc string, err error, parent, root string, other *csi.Volume) bool {
+	t.Helper()
+	if err != nil {
+		if code := status.Code(err); code != codes.InvalidArgument && code != codes.FailedPrecondition {
+			t.Fatalf("%s at %s: %v, want INVALID_ARGUMENT or FAILED_PRECONDITION", rpc, parent, err)
+		}
+		return true
+	}
+	t.Errorf("%s at %s, the parent of the plugin's root %s, answered OK (meta still visible: %t)",
+		rpc, parent, root, exists(filepath.Join(root, "meta")))
+	if _, err := c.ctl.ValidateVolumeCapabilities(context.Background(), &csi.ValidateVolumeCapabilitiesRequest{
+		VolumeId: other.GetVolumeId(), VolumeCapabilities: []*csi.VolumeCapability{snw},
+	}); err != nil {
+		t.Errorf("volume %s, untouched, is now: %v", other.GetVolumeId(), err)
+	}
+	return false
 }
