@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/iostreams"
 )
 
@@ -81,25 +80,7 @@ func TestCompletionScriptGivenAnArgumentIsAUsageError(t *testing.T) {
 // Found by helper review66.
 func TestExpandLimitZeroIsNotTakenForNoLimit(t *testing.T) {
 	ctx := context.Background()
-	_, e, _ := serveMem(t, csitest.NewMemPlugin(csitest.DefaultMemConfig()))
-	file := filepath.Join(t.TempDir(), "v.hcl")
-	src := `id = "v"
-name = "v"
-type = "csi"
-plugin_id = "mem"
-capacity_min = "1GiB"
-capacity_max = "2GiB"
-capability {
-  access_mode     = "single-node-writer"
-  attachment_mode = "file-system"
-}
-`
-	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if code, errOut := runOn(ctx, e, "volume", "create", file); code != ExitOK {
-		t.Fatalf("volume create: exit %d: %s", code, errOut)
-	}
+	e := volumeVOfCapacity(t, "1GiB", "2GiB")
 	for _, limit := range []string{"0", "0.5B"} {
 		code, errOut := runOn(ctx, e, "volume", "expand", "v", "--size", "3GiB", "--limit", limit)
 		if code != ExitOK && code != ExitUsage || strings.Contains(errOut, "pass --limit to raise it") {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/engine"
 )
 
 // TestExpandSizeReadsAsTheSpecsCapacity (review31e): a spec says capacity_max = "2.01GB"; the same text
@@ -14,25 +15,7 @@ import (
 // size string one way.
 func TestExpandSizeReadsAsTheSpecsCapacity(t *testing.T) {
 	ctx := context.Background()
-	_, e, _ := serveMem(t, csitest.NewMemPlugin(csitest.DefaultMemConfig()))
-	file := filepath.Join(t.TempDir(), "v.hcl")
-	src := `id = "v"
-name = "v"
-type = "csi"
-plugin_id = "mem"
-capacity_min = "1GB"
-capacity_max = "2.01GB"
-capability {
-  access_mode     = "single-node-writer"
-  attachment_mode = "file-system"
-}
-`
-	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if code, errOut := runOn(ctx, e, "volume", "create", file); code != ExitOK {
-		t.Fatalf("volume create: exit %d: %s", code, errOut)
-	}
+	e := volumeVOfCapacity(t, "1GB", "2.01GB")
 	if code, errOut := runOn(ctx, e, "volume", "expand", "v", "--size", "2.01GB"); code != ExitOK {
 		t.Fatalf("volume expand --size 2.01GB of a volume whose spec says capacity_max = \"2.01GB\": exit %d: %s", code, errOut)
 	}
@@ -71,4 +54,30 @@ capability {
 	if code, errOut := runOn(ctx, e, "volume", "create", spec("2.01GB")); code != ExitOK {
 		t.Fatalf("volume create again with capacity_min = \"2.01GB\" after `volume expand --size 2.01GB`: exit %d: %s", code, errOut)
 	}
+}
+
+// volumeVOfCapacity is an engine on the mem plugin holding volume "v", created from a spec of
+// capacity_min minSize and capacity_max maxSize.
+func volumeVOfCapacity(t *testing.T, minSize, maxSize string) *engine.Engine {
+	t.Helper()
+	_, e, _ := serveMem(t, csitest.NewMemPlugin(csitest.DefaultMemConfig()))
+	file := filepath.Join(t.TempDir(), "v.hcl")
+	src := `id = "v"
+name = "v"
+type = "csi"
+plugin_id = "mem"
+capacity_min = "` + minSize + `"
+capacity_max = "` + maxSize + `"
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+`
+	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, errOut := runOn(context.Background(), e, "volume", "create", file); code != ExitOK {
+		t.Fatalf("volume create: exit %d: %s", code, errOut)
+	}
+	return e
 }
