@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"os"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // A plugin that crashed under mounts leaving a helper outside its process group (a FUSE daemon
@@ -61,5 +64,34 @@ func TestHelperACrashedInstanceLeftIsStoppedAfterAnExecChangeUnderMounts(t *test
 	if alive(helper) {
 		t.Errorf("the helper (pid %d) a crashed process of the plugin left outside its group under mounts still runs after the agent's clean stop without mounts, "+
 			"the plugin re-declared with another env meanwhile (agent log mentions stopping it: %v)", helper, strings.Contains(f.logs.String(), "stopped what the plugin left"))
+	}
+}
+
+// The record of what crashed processes left is read as a pid file is: a named pipe or a huge
+// file at its path (planted, or a damaged file system) neither hangs a runner's start nor is
+// read whole; a record as the agent writes it is read back, what is no instance token left out.
+func TestLeftUnderRecordIsReadAsAPidFileIs(t *testing.T) {
+	dir := t.TempDir()
+	path := leftUnderPath(dir, "p")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []string, 1)
+	go func() { done <- readLeftUnder(dir, "p") }()
+	select {
+	case got := <-done:
+		if got != nil {
+			t.Errorf("a FIFO at %s read as %q", path, got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("reading the record hangs on a FIFO at %s", path)
+	}
+	os.Remove(path)
+	tok := newInstance()
+	if err := os.WriteFile(path, []byte(tok+"\nnot-a-token\n"+tok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := readLeftUnder(dir, "p"); len(got) != 1 || got[0] != tok {
+		t.Errorf("record of %s read as %q, want [%s]", tok, got, tok)
 	}
 }

@@ -354,8 +354,8 @@ func (r *runner) saveLeftUnder() {
 // readLeftUnder is the leftUnder an earlier runner recorded for plugin id: instance tokens as
 // newInstance makes them, anything else in the file ignored, as many as maxLeftUnder.
 func readLeftUnder(runDir, id string) []string {
-	b, err := os.ReadFile(leftUnderPath(runDir, id))
-	if err != nil || len(b) > 64<<10 {
+	b, err := readStateFile(leftUnderPath(runDir, id)) // as a pid file is: no FIFO, bounded
+	if err != nil {
 		return nil
 	}
 	var out []string
