@@ -622,6 +622,9 @@ func checkQuickstartTemp(dir string) error {
 		return refuse(fmt.Sprintf("is owned by uid %d, neither root nor this user", st.Uid))
 	case st.Mode&syscall.S_ISVTX == 0 && pathtrust.Writers(st.Mode, st.Gid) != "":
 		return refuse(fmt.Sprintf("may be written by %s, and is not sticky", pathtrust.Writers(st.Mode, st.Gid)))
+	case st.Mode&syscall.S_ISVTX == 0 && pathtrust.ACLWriter(dir, st.Mode) != "":
+		// As the plugin's check of its root reads it (TestQuickstartRefusesAnACLWritableTMPDIRNamingIt).
+		return refuse(fmt.Sprintf("may be written by %s through its ACL, and is not sticky", pathtrust.ACLWriter(dir, st.Mode)))
 	}
 	return nil
 }

@@ -17,7 +17,8 @@ import (
 // may write through `setfacl -m u:65534:rwx` passes quickstart's own check, and quickstart
 // then fails later in words that do not name $TMPDIR and advise `--root`, a flag quickstart
 // has not: what checkQuickstartTemp was written to prevent (TestQuickstartTMPDIRErrorsNameTMPDIR).
-func TestReview66Own7QuickstartRefusesAnACLWritableTMPDIRNamingIt(t *testing.T) {
+// Found by helper review66.
+func TestQuickstartRefusesAnACLWritableTMPDIRNamingIt(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("an ACL naming another user on a directory root owns takes root")
 	}
