@@ -686,7 +686,10 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published, l
 			case errors.As(err, new(*otherNodesAttachment)), errors.As(err, new(*topologyRefusal)):
 				results[i].err = fmt.Errorf("restore claim %q for alloc %q: %w (the claim stays held, degraded, %s)", cl.VolumeID, cl.Alloc, err, heldUntil(err))
 			case err != nil:
-				results[i].err = fmt.Errorf("restore claim %q for alloc %q: %w (the claim stays held; the next reconcile restores it)", cl.VolumeID, cl.Alloc, err)
+				// Tried again, not promised: a refusal the plugin keeps answering (its root
+				// moved: FAILED_PRECONDITION, what to do in its words) is met again by every pass
+				// (TestRestoreRefusedForGoodPromisesNoRestore).
+				results[i].err = fmt.Errorf("restore claim %q for alloc %q: %w (the claim stays held; each reconcile pass tries it again)", cl.VolumeID, cl.Alloc, err)
 			default:
 				results[i].restored, results[i].held = true, true
 			}
