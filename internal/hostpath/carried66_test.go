@@ -103,19 +103,8 @@ func TestPublishKeepsTheRootMountsNosymfollow(t *testing.T) {
 // target has: the staging claim's noatime, which the bind copied.
 // Found by helper review66.
 func TestPublishOnAStrictatimeRootDoesNotGetTheStagingClaimsNoatime(t *testing.T) {
-	root := tmpfsRoot(t, unix.MS_STRICTATIME)
-	if statfsFlags(t, filepath.Dir(root))&(unix.ST_NOATIME|unix.ST_RELATIME) != 0 {
-		t.Skip("the tmpfs is not strictatime")
-	}
-	c := start(t, hostpath.Config{Root: root})
-	v := c.createVolume(t, "v")
-	dir := hostpathtest.MountDir(t)
-	staging, target := filepath.Join(dir, "staging"), filepath.Join(dir, "target")
-	mmw := csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
-	_, err := c.nd.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{
-		VolumeId: v.GetVolumeId(), StagingTargetPath: staging, VolumeCapability: mountCap(mmw, "noatime", "nodiratime"),
-	})
-	mustOK(t, err)
+	c, v, staging, target, mmw := stagedOnAStrictatimeRoot(t, "noatime", "nodiratime")
+	var err error
 	for _, flags := range [][]string{nil, {"nosuid"}} {
 		_, err = c.nd.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
 			VolumeId: v.GetVolumeId(), StagingTargetPath: staging, TargetPath: target,
@@ -134,3 +123,60 @@ func TestPublishOnAStrictatimeRootDoesNotGetTheStagingClaimsNoatime(t *testing.T
 
 // stNoSymfollow is statfs's ST_NOSYMFOLLOW (linux/statfs.h), which x/sys/unix does not name.
 const stNoSymfollow = 0x2000
+
+// On a root mounted strictatime (statfs reports neither noatime nor relatime), carriedFlags
+// adds MS_STRICTATIME to every remount, and the kernel applies MS_STRICTATIME after
+// MS_NOATIME (path_mount: "if (flags & MS_STRICTATIME) mnt_flags &= ~(MNT_RELATIME |
+// MNT_NOATIME)"). So a claim asking "noatime" (or "relatime"), a supported flag, is answered
+// OK and mounted strictatime: its own flag silently dropped, on the staging and on every
+// target. Before the carry added strictatime, the claim's noatime was applied. On a relatime
+// root the same claim gets noatime (MS_RELATIME has no such precedence): the root's atime rule
+// overrides the claim's only where it is strictatime.
+// Found by helper review66.
+func TestClaimsAtimeFlagHonouredOnAStrictatimeRoot(t *testing.T) {
+	c, v, staging, target, mmw := stagedOnAStrictatimeRoot(t, "noatime")
+	var err error
+	defer func() {
+		_, _ = c.nd.NodeUnstageVolume(context.Background(), &csi.NodeUnstageVolumeRequest{VolumeId: v.GetVolumeId(), StagingTargetPath: staging})
+	}()
+	if got := statfsFlags(t, staging); got&unix.ST_NOATIME == 0 {
+		t.Errorf("NodeStageVolume asking \"noatime\" on a strictatime root answered OK, but the staging %s is not noatime (statfs flags %#x)", staging, got)
+	}
+	for _, tc := range []struct {
+		flag string
+		st   int64
+	}{{"noatime", unix.ST_NOATIME}, {"relatime", unix.ST_RELATIME}} {
+		_, err = c.nd.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
+			VolumeId: v.GetVolumeId(), StagingTargetPath: staging, TargetPath: target,
+			VolumeCapability: mountCap(mmw, tc.flag),
+		})
+		mustOK(t, err)
+		if got := statfsFlags(t, target); got&tc.st == 0 {
+			t.Errorf("NodePublishVolume asking %q on a strictatime root answered OK, but the target is not %s (statfs flags %#x): the claim's flag dropped by the carried strictatime",
+				tc.flag, tc.flag, got)
+		}
+		_, err = c.nd.NodeUnpublishVolume(context.Background(), &csi.NodeUnpublishVolumeRequest{VolumeId: v.GetVolumeId(), TargetPath: target})
+		mustOK(t, err)
+	}
+}
+
+// stagedOnAStrictatimeRoot stages volume "v" of a plugin whose root is on a tmpfs mounted
+// strictatime, multi-node-multi-writer, with the mount flags stageFlags; it skips, saying so,
+// where the tmpfs is not strictatime.
+func stagedOnAStrictatimeRoot(t *testing.T, stageFlags ...string) (c *client, v *csi.Volume, staging, target string, mmw csi.VolumeCapability_AccessMode_Mode) {
+	t.Helper()
+	root := tmpfsRoot(t, unix.MS_STRICTATIME)
+	if statfsFlags(t, filepath.Dir(root))&(unix.ST_NOATIME|unix.ST_RELATIME) != 0 {
+		t.Skip("the tmpfs is not strictatime")
+	}
+	c = start(t, hostpath.Config{Root: root})
+	v = c.createVolume(t, "v")
+	dir := hostpathtest.MountDir(t)
+	staging, target = filepath.Join(dir, "staging"), filepath.Join(dir, "target")
+	mmw = csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
+	_, err := c.nd.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{
+		VolumeId: v.GetVolumeId(), StagingTargetPath: staging, VolumeCapability: mountCap(mmw, stageFlags...),
+	})
+	mustOK(t, err)
+	return c, v, staging, target, mmw
+}
