@@ -22,17 +22,8 @@ func TestHealthzShowsNoSecretInThePluginID(t *testing.T) {
 	const secret = "hz66-s3cretword"
 	ctx := context.Background()
 	m, e := observedMem(t, nil)
-	socket, stop := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())))
-	t.Cleanup(stop)
-	id := "csi-" + secret
-	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: id, Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: id,
-		Secrets:      spec.Secrets{"token": secret},
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
+	pluginsNamedForSecrets(t, e, secret) // plugin "cifs-<secret>", its volume's secrets holding it
+	id := "cifs-" + secret
 	m.CollectState(e)
 	m.PluginProbed(id, true, true, time.Millisecond)
 	// What the agent's Status says of the plugin it probes: its ID as registered.
@@ -55,7 +46,7 @@ func TestHealthzShowsNoSecretInThePluginID(t *testing.T) {
 	_, body := httpGet(t, "http://"+srv.Addr()+"/healthz")
 	if strings.Contains(body, secret) {
 		t.Errorf("/metrics shows plugin %q as %q, but /healthz, on the same unauthenticated endpoint, shows the secret value %q a volume's secrets hold:\n%s",
-			id, "csi-"+spec.Redacted, secret, body)
+			id, "cifs-"+spec.Redacted, secret, body)
 	}
 }
 

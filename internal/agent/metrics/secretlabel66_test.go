@@ -1,12 +1,8 @@
 package metrics
 
 import (
-	"context"
 	"strings"
 	"testing"
-
-	"github.com/volctl/volctl/internal/csi/csitest"
-	"github.com/volctl/volctl/internal/spec"
 )
 
 // EachVolumeShown/VolumesShown now scrub each volume's plugin ID of the state's secrets for
@@ -17,18 +13,8 @@ import (
 // secret. Found by helper review66.
 func TestMetricsVolumesFamilyShowsNoSecretInThePluginID(t *testing.T) {
 	const secret = "mtr66-s3cretword"
-	ctx := context.Background()
 	m, e := observedMem(t, nil)
-	socket, stop := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())))
-	t.Cleanup(stop)
-	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "csi-" + secret, Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "csi-" + secret,
-		Secrets:      spec.Secrets{"token": secret},
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
+	pluginsNamedForSecrets(t, e, secret) // plugin "cifs-<secret>", its volume's secrets holding it
 	m.CollectState(e)
 	text := exposition(t, m)
 	if strings.Contains(text, secret) {
