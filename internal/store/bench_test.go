@@ -482,3 +482,57 @@ func BenchmarkOwingVolumes10k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSecretValues10k reads the state's secret values (Tx.SecretValues) beside 10,000
+// volumes that each have secrets and mount options, as every listing of them does before it
+// scrubs their names: "indexed" through volumes_secrets and volumes_mount_options (migration
+// 0030), "table" with the two indexes dropped, as before it, each of the two queries then a
+// walk of every volume's whole row. In one run, side by side:
+//
+//	go test ./internal/store -run '^$' -bench SecretValues10k -benchtime 50x -count 3
+func BenchmarkSecretValues10k(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		drop bool
+	}{{"indexed", false}, {"table", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			s := newStore(b)
+			insertVolumes(b, s, "v", 10000)
+			if err := s.Update(context.Background(), func(tx *Tx) error {
+				for i := range 10000 { // the claims' history full, of claims without mount flags
+					c := Claim{VolumeID: fmt.Sprintf("v-%05d", i), Alloc: "web", Mode: ClaimWrite, AccessMode: spec.SingleNodeWriter,
+						AttachmentMode: spec.FileSystem, State: ClaimPublished}
+					if err := tx.Claims().Insert(&c); err != nil {
+						return err
+					}
+					if i%10 != 0 { // every tenth live
+						if err := tx.Claims().Free(c.ID, OutcomeReleased); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+			if c.drop {
+				db := rawDB(b, s.Path())
+				for _, index := range secretValueIndexes {
+					if _, err := db.Exec("DROP INDEX " + index); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			defer cpuPerOp(b)()
+			for b.Loop() {
+				var values []string
+				if err := s.View(context.Background(), func(tx *Tx) (err error) {
+					values, err = tx.SecretValues()
+					return err
+				}); err != nil || len(values) != 2 { // admin, hunter2
+					b.Fatalf("%q, %v", values, err)
+				}
+			}
+		})
+	}
+}

@@ -1,4 +1,4 @@
--- volctl schema at version 29
+-- volctl schema at version 30
 -- Written by `VOLCTL_WRITE_SCHEMA=1 go test ./internal/store -run TestSchemaFileIsTheMigrationsApplied`
 -- from the migrations in migrations/, which stay the record of how the schema came to be: a new
 -- database gets this in one step (migrate.go, schemaFile). Do not edit it by hand.
@@ -225,3 +225,11 @@ CREATE TABLE exec_env_kept (
     value     TEXT NOT NULL,
     PRIMARY KEY (plugin_id, value)
 ) STRICT;
+
+CREATE INDEX volumes_secrets ON volumes (secrets) WHERE secrets IS NOT NULL;
+
+CREATE INDEX volumes_mount_options ON volumes (mount_options) WHERE mount_options IS NOT NULL;
+
+CREATE INDEX claims_mount_flags ON claims (mount_flags) WHERE mount_flags IS NOT NULL;
+
+CREATE INDEX claim_history_mount_flags ON claim_history (mount_flags) WHERE mount_flags IS NOT NULL;

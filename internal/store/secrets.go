@@ -30,11 +30,46 @@ func (tx *Tx) SecretValues() ([]string, error) {
 			}
 		}
 	}
-	for _, q := range []struct {
-		what, sql string
-		decode    func(sql.NullString) ([]string, error)
-		flags     bool // mount flags: those spec.Allows shows are no secret (spec.ShownMountFlag)
-	}{
+	for _, q := range secretValueQueries() {
+		rows, err := tx.query(q.sql)
+		cols, err := collect(rows, err, func(sc scanner) (sql.NullString, error) {
+			var col sql.NullString
+			return col, sc.Scan(&col)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", q.what, mapBusy(err))
+		}
+		for _, col := range cols {
+			vs, err := q.decode(col)
+			if err != nil {
+				return nil, fmt.Errorf("read %s: decode: %w", q.what, err)
+			}
+			if q.flags {
+				vs = slices.DeleteFunc(vs, spec.ShownMountFlag)
+				for _, flag := range vs {
+					add(spec.MountFlagSecrets(flag)...) // "hunter2" of "password=hunter2"
+				}
+			}
+			add(vs...)
+		}
+	}
+	return out, nil
+}
+
+// secretValueQuery is one of the reads of SecretValues: a column's distinct values, decoded.
+type secretValueQuery struct {
+	what, sql string
+	decode    func(sql.NullString) ([]string, error)
+	flags     bool // mount flags: those spec.Allows shows are no secret (spec.ShownMountFlag)
+}
+
+// secretValueQueries are SecretValues' reads. Those of volumes and claims are planned through
+// the indexes of migration 0030 (secretValueIndexes), which hold only the rows that have the
+// column: a list of 10,000 volumes read each of them whole before
+// (TestSecretValuesAreReadThroughTheirIndexes). A function, not a variable: its closures are
+// made by the reads that need them, not by every process's initialisation.
+func secretValueQueries() []secretValueQuery {
+	return []secretValueQuery{
 		{"volume secrets", `SELECT DISTINCT secrets FROM volumes WHERE secrets IS NOT NULL`, jsonValues(values), false},
 		{"snapshot secrets", `SELECT DISTINCT secrets FROM snapshots WHERE secrets IS NOT NULL`, jsonValues(values), false},
 		{"snapshot intent secrets", `SELECT DISTINCT secrets FROM snapshot_creates WHERE secrets IS NOT NULL`, jsonValues(values), false},
@@ -71,31 +106,12 @@ func (tx *Tx) SecretValues() ([]string, error) {
 				}
 				return values(e.Env)
 			}), false},
-	} {
-		rows, err := tx.query(q.sql)
-		cols, err := collect(rows, err, func(sc scanner) (sql.NullString, error) {
-			var col sql.NullString
-			return col, sc.Scan(&col)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", q.what, mapBusy(err))
-		}
-		for _, col := range cols {
-			vs, err := q.decode(col)
-			if err != nil {
-				return nil, fmt.Errorf("read %s: decode: %w", q.what, err)
-			}
-			if q.flags {
-				vs = slices.DeleteFunc(vs, spec.ShownMountFlag)
-				for _, flag := range vs {
-					add(spec.MountFlagSecrets(flag)...) // "hunter2" of "password=hunter2"
-				}
-			}
-			add(vs...)
-		}
 	}
-	return out, nil
 }
+
+// secretValueIndexes are migration 0030's indexes, one for each column SecretValues reads from
+// volumes and claims.
+var secretValueIndexes = []string{"volumes_secrets", "volumes_mount_options", "claims_mount_flags", "claim_history_mount_flags"}
 
 // jsonValues decodes a JSON column into a T and picks the secret values out of it.
 func jsonValues[T any](pick func(T) []string) func(sql.NullString) ([]string, error) {
