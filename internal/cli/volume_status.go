@@ -95,7 +95,7 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 		}
 		return writeVolumeList(ctx, out, opts.IO, &opts.Exporter, vols)
 	}
-	info, err := e.Volume(ctx, opts.ID)
+	info, err := e.VolumeShown(ctx, opts.ID) // scrubbed with the secrets of its own read
 	var amb *engine.AmbiguousError
 	if errors.As(err, &amb) {
 		// A -t or --jq written for one volume fails on the list of matches: the error still
@@ -114,9 +114,6 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 		return withCode(ExitUsage, fmt.Errorf("volume status: %w; give more of the ID", err))
 	}
 	if err != nil {
-		return fmt.Errorf("volume status: %w", err)
-	}
-	if err := redactOutput(ctx, e, nil, &info); err != nil {
 		return fmt.Errorf("volume status: %w", err)
 	}
 	if opts.Exporter.Enabled() {

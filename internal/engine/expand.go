@@ -48,7 +48,7 @@ func (e *Engine) expandVolumeStored(ctx context.Context, volumeID string, size, 
 		return fail(err)
 	}
 	defer unlock()
-	if *before, err = e.volumeStored(ctx, v.ID); err != nil {
+	if *before, err = e.volumeStored(ctx, v.ID, false); err != nil {
 		return fail(err)
 	}
 	if limit, err = recordedLimit(v, size, limit); err != nil {

@@ -192,7 +192,18 @@ func (e *AmbiguousError) Is(target error) bool { return target == ErrInvalid }
 
 // Volume returns everything about one volume, found by its ID or an unambiguous ID prefix.
 func (e *Engine) Volume(ctx context.Context, idOrPrefix string) (VolumeInfo, error) {
-	return byStoredID(ctx, e, store.VolumeIDs, idOrPrefix, func(id string) (VolumeInfo, error) { return e.volumeStored(ctx, id) })
+	return byStoredID(ctx, e, store.VolumeIDs, idOrPrefix, func(id string) (VolumeInfo, error) { return e.volumeStored(ctx, id, false) })
+}
+
+// VolumeShown is Volume about to be shown: every string of it scrubbed of the secret values
+// the state held when it was read, read in the same snapshot (and of those this process let
+// go since, ForgottenHere); Key and PluginKey keep the IDs as stored. A scrub with a read of its
+// own after the volume's (RedactValue) missed the secrets of a volume another process deleted
+// in between: its plugin's echo of them (in its context, its external ID) was printed whole
+// (TestVolumeDetailReadBeforeAnotherProcessDeletesItShowsNoSecret), as EachVolumeShown's names
+// were before their scrub moved into their read.
+func (e *Engine) VolumeShown(ctx context.Context, idOrPrefix string) (VolumeInfo, error) {
+	return byStoredID(ctx, e, store.VolumeIDs, idOrPrefix, func(id string) (VolumeInfo, error) { return e.volumeStored(ctx, id, true) })
 }
 
 // VolumeRecorded returns nil when the state records volume id as the commands on one volume
@@ -215,16 +226,22 @@ func (e *Engine) recorded(ctx context.Context, t store.IDTable, id string, check
 	return err
 }
 
-// volumeStored is Volume of the ID as stored (byStoredID).
-func (e *Engine) volumeStored(ctx context.Context, idOrPrefix string) (VolumeInfo, error) {
+// volumeStored is Volume of the ID as stored (byStoredID), VolumeShown's when shown.
+func (e *Engine) volumeStored(ctx context.Context, idOrPrefix string, shown bool) (VolumeInfo, error) {
 	var (
 		info       VolumeInfo
-		unfinished string // the staging path of a staging recorded not staged
+		unfinished string   // the staging path of a staging recorded not staged
+		secrets    []string // the state's secret values, read with the volume when shown
 	)
 	err := e.store.View(ctx, func(tx *store.Tx) error {
 		v, err := e.resolveVolume(tx, idOrPrefix)
 		if err != nil {
 			return err
+		}
+		if shown {
+			if secrets, err = tx.SecretValues(); err != nil {
+				return err
+			}
 		}
 		claims, err := tx.Claims().ByVolume(v.ID)
 		if err != nil {
@@ -266,6 +283,11 @@ func (e *Engine) volumeStored(ctx context.Context, idOrPrefix string) (VolumeInf
 	})
 	if err == nil && unfinished != "" {
 		info.StagingLeft = e.stagingLeft(info.ID, unfinished)
+	}
+	if err == nil && shown {
+		if secrets = e.andForgotten(secrets); len(secrets) > 0 {
+			err = redactWith(&info, e.scrubbers.get(secrets))
+		}
 	}
 	return info, err
 }

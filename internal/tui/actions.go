@@ -3,7 +3,6 @@ package tui
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -171,16 +170,7 @@ func scrubbed(ctx context.Context, eng Engine, msg actionDoneMsg) actionDoneMsg 
 	if err := redacted(ctx, eng, &msg.text); err != nil && msg.text != "" {
 		msg.text = fmt.Sprintf("%s done; its result is withheld: reading the state to redact secrets from it: %v", msg.a.title(), err)
 	}
-	if msg.err == nil {
-		return msg
-	}
-	text := msg.err.Error()
-	if err := redacted(ctx, eng, &text); err != nil {
-		text = fmt.Sprintf("the error is withheld: reading the state to redact secrets from it: %v", err)
-	}
-	if text != msg.err.Error() {
-		msg.err = &scrubbedError{err: msg.err, msg: text}
-	}
+	msg.err = redactedError(ctx, eng, msg.err)
 	return msg
 }
 
@@ -237,7 +227,7 @@ func (a action) changed(ctx context.Context, eng Engine) error {
 	}
 	v, err := eng.Volume(ctx, a.volume)
 	switch {
-	case err == nil && v.ID != a.volume, errors.Is(err, engine.ErrNotFound):
+	case volumeGone(v, err, a.volume):
 		return fmt.Errorf("volume %q no longer exists: nothing to %s", a.volume, a.verb())
 	case err != nil:
 		return fmt.Errorf("%s %q: read it first, to act only on what was confirmed: %w; nothing done", a.verb(), a.volume, err)

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -51,20 +50,18 @@ type volumeMsg struct {
 // where it is the newer, as the lists show it.
 func loadVolumeRead(ctx context.Context, eng Engine, id string, probed []engine.PluginInfo, seq uint64) tea.Cmd {
 	return func() tea.Msg {
-		v, err := eng.Volume(ctx, id)
-		if err == nil {
+		v, err := shownVolume(ctx, eng, id)
+		switch {
+		case err == nil:
 			if i := slices.IndexFunc(probed, func(p engine.PluginInfo) bool { return p.Key() == v.PluginKey() }); i >= 0 {
-				v = v.WithPluginProbed(&probed[i])
+				was := v.PluginError
+				if v = v.WithPluginProbed(&probed[i]); v.PluginError != was {
+					err = redacted(ctx, eng, &v.PluginError) // the probe's words, the rest scrubbed already
+				}
 			}
-			err = redacted(ctx, eng, &v)
-		} else if !errors.Is(err, engine.ErrNotFound) {
+		case !volumeGone(v, err, id):
 			// Shown in the detail ("read volume X: ..."), scrubbed as what the read finds is.
-			text := err.Error()
-			if rerr := redacted(ctx, eng, &text); rerr != nil {
-				err = fmt.Errorf("the error is withheld: reading the state to redact secrets from it: %v", rerr)
-			} else if text != err.Error() {
-				err = &scrubbedError{err: err, msg: text}
-			}
+			err = redactedError(ctx, eng, err)
 		}
 		return volumeMsg{id: id, seq: seq, info: v, err: err}
 	}
@@ -112,11 +109,8 @@ func (d *detail) gone(note string) {
 // prefix of its ID too: read by the ID of one deleted since, it answers with another whose ID
 // starts so ("db" gone, "db-replica" found), which is not this detail's, and never acted on.
 func (d *detail) setVolume(msg volumeMsg) {
-	if msg.err == nil && msg.info.Key() != msg.id {
-		msg.err = fmt.Errorf("volume %q: %w", msg.id, engine.ErrNotFound)
-	}
-	if msg.err != nil {
-		if errors.Is(msg.err, engine.ErrNotFound) {
+	if msg.err != nil || msg.info.Key() != msg.id {
+		if volumeGone(msg.info, msg.err, msg.id) {
 			d.gone(fmt.Sprintf("volume %q no longer exists", d.name))
 		} else {
 			d.gone(fmt.Sprintf("read volume %q: %v", d.name, msg.err))

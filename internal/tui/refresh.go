@@ -123,7 +123,10 @@ func (l *live) probe() tea.Cmd {
 		ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		defer cancel()
 		ps, err := eng.PluginStatus(ctx, "")
-		return probedMsg{plugins: ps, err: err}
+		// The error goes to the status line: scrubbed, as every text shown is (a round cut
+		// short names plugins by their IDs as stored). A read of the local state, not cut short
+		// by the round's deadline.
+		return probedMsg{plugins: ps, err: redactedError(context.WithoutCancel(ctx), eng, err)}
 	}
 }
 
