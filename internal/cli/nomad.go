@@ -835,8 +835,14 @@ func (a *erasingAnswer) warning(ctx context.Context, c *nomad.Client, want spec.
 		case err == nil:
 			a.servers = nomad.ErasingServers(servers)
 		case errors.Is(err, nomad.ErrPermissionDenied):
-			a.unchecked = fmt.Sprintf("volume %q has %s, which Nomad erases from its copy each time it sends the volume's event to a subscriber of its event stream when its servers run a version before 1.11.1 (1.10.7, 1.8.19 Enterprise; hashicorp/nomad#27176), and Nomad at %s did not say which versions its servers run: NOMAD_TOKEN's ACL policy does not grant the \"node\" policy \"read\" that asking needs; `nomad server members`, run with a token whose policy does, shows them",
-				want.ID, strings.ReplaceAll(strings.Join(has, " and "), "_", " "), c.Address)
+			a.unchecked = fmt.Sprintf("%s: NOMAD_TOKEN's ACL policy does not grant the \"node\" policy \"read\" that asking needs; `nomad server members`, run with a token whose policy does, shows them",
+				notSaid(want, has, c))
+		case ctx.Err() == nil:
+			// Any other failure (Nomad's agent not reaching its servers, a proxy that passes
+			// only the volume API answering 404) leaves as little to go by: said so, as for a
+			// 403, not passed over as if the servers kept the secrets
+			// (TestNomadRegisterSaysItCouldNotTellWhenNomadFailsTheServersQuestion).
+			a.unchecked = fmt.Sprintf("%s: asking it failed (%s); `nomad server members` shows them", notSaid(want, has, c), escapeLines(c.Hide(err.Error())))
 		}
 	}
 	if len(a.servers) == 0 {
@@ -864,7 +870,14 @@ func secretsReplaced(want spec.Volume, done bool) string {
 		want.ID)
 }
 
-// note is what warning could not check (a token without node read), once per command: empty
+// notSaid is the start of erasingAnswer's note on a volume want with has (its secrets and
+// mount flags) when Nomad at c did not say which versions its servers run.
+func notSaid(want spec.Volume, has []string, c *nomad.Client) string {
+	return fmt.Sprintf("volume %q has %s, which Nomad erases from its copy each time it sends the volume's event to a subscriber of its event stream when its servers run a version before 1.11.1 (1.10.7, 1.8.19 Enterprise; hashicorp/nomad#27176), and Nomad at %s did not say which versions its servers run",
+		want.ID, strings.ReplaceAll(strings.Join(has, " and "), "_", " "), c.Address)
+}
+
+// note is what warning could not check (a token without node read, a question that failed), once per command: empty
 // after the first call, and when there is nothing to say.
 func (a *erasingAnswer) note() string {
 	if a.noted {

@@ -326,10 +326,27 @@ func (h HandoverInfo) Elsewhere(to HandoverTarget) error {
 // the mark's address, namespace and region themselves: the environment they are pasted into
 // may name another cluster or namespace, where a bare `nomad volume deregister` would
 // deregister another volume by the ID.
+// A mark left unsettled (a registration that ended without Nomad saying how) is settled
+// there first, by the registration again: Nomad may not have the volume, and then the
+// deregister finds nothing and `volctl nomad release` refuses Nomad's 404 while the mark is
+// unsettled (whatToRun says the same to a claim). Before, the refusal of a registration
+// elsewhere gave such a mark the deregister and release alone, neither of which worked
+// (TestElsewhereAdviceOfAnUnsettledMarkWorks).
 func (h HandoverInfo) TakeBackCommands() string {
 	addr := h.NomadAddr() + " "
-	return fmt.Sprintf("`%s`, then `%s`%s", addr+h.NomadCommand("volume deregister", h.VolumeID),
+	back := fmt.Sprintf("`%s`, then `%s`%s", addr+h.NomadCommand("volume deregister", h.VolumeID),
 		addr+shellquote.Command("volctl nomad release", h.VolumeID), h.CredentialBack())
+	if !h.Unsettled {
+		return back
+	}
+	env, unset := h.settings()
+	if unset {
+		unset := " (NOMAD_REGION unset)"
+		return fmt.Sprintf("`%s %s`%s first, whose answer settles its registration there, which ended without Nomad saying how; then %s",
+			env, shellquote.Command("volctl nomad register", h.VolumeID), unset, back)
+	}
+	return fmt.Sprintf("`%s %s` first, whose answer settles its registration there, which ended without Nomad saying how; then %s",
+		env, shellquote.Command("volctl nomad register", h.VolumeID), back)
 }
 
 // environment is the NOMAD_* settings under which `volctl nomad register` names where the
@@ -337,14 +354,24 @@ func (h HandoverInfo) TakeBackCommands() string {
 // registration that names none, NOMAD_REGION naming the agent's own region included, so
 // it says to unset it.
 func (h HandoverInfo) environment() string {
-	env := h.NomadAddr()
+	env, unset := h.settings()
+	if !unset {
+		return env
+	}
+	return env + " with NOMAD_REGION unset (no region was named when it was handed over: the agent's own)" + h.CredentialBack()
+}
+
+// settings is environment's NOMAD_ADDR, NOMAD_NAMESPACE and NOMAD_REGION settings, as a
+// shell takes them before a command, and whether NOMAD_REGION is to be unset instead.
+func (h HandoverInfo) settings() (env string, unsetRegion bool) {
+	env = h.NomadAddr()
 	if h.Namespace != "" {
 		env += " NOMAD_NAMESPACE=" + shellquote.Arg(h.Namespace)
 	}
 	if h.Region != "" {
-		return env + " NOMAD_REGION=" + shellquote.Arg(h.Region)
+		return env + " NOMAD_REGION=" + shellquote.Arg(h.Region), false
 	}
-	return env + " with NOMAD_REGION unset (no region was named when it was handed over: the agent's own)" + h.CredentialBack()
+	return env, true
 }
 
 // NomadAddr is NOMAD_ADDR=ADDRESS, the mark's address quoted for a shell, for advice to run a
