@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
@@ -97,8 +98,25 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bo
 		// volume moved here with its parent directory (a rename by whoever owns it) is the same
 		// file, and was handed out as this claim's: a read-only volume_mount writable
 		// (TestReadOnlyVolumeMountIsNotHandedAWritersBindMovedToItsDestination).
+		// The claim's own bind, its record naming this very mount, in another mode is one
+		// remounted by hand (mount -o remount,bind,rw): made read-only again where the
+		// volume_mount asks it to be; left writable, it was refused as another claim's, with
+		// advice to give the volume_mount another destination, which the group run refuses
+		// for an alloc holding the claim (TestOwnReadOnlyBindRemountedWritableIsMadeReadOnlyAgain).
 		if why := bindModeDiffers(src, dst, b); why != "" {
-			return false, refuseNotThisBind(b.Destination, dst, why+": not this claim's bind (another claim's, moved here?)")
+			if !recordedHere(cl, b.Destination, dst) {
+				return false, refuseNotThisBind(b.Destination, dst, why+": not this claim's bind (another claim's, moved here?)")
+			}
+			if dstRO, err := readOnlyMount(dst.fd); err == nil && !dstRO { // read-only is what the bind asks
+				if err := makeReadOnly(dst.fd, false); err != nil {
+					return false, fmt.Errorf("volume_mount %s: the claim's own bind there was made writable since it was bound (by hand?); making it read-only again: %w", b.Destination, err)
+				}
+				e.log.Warn(fmt.Sprintf("volume_mount %s of volume %q, alloc %q: the claim's bind there was writable (remounted since it was bound); made read-only again, as the volume_mount asks",
+					b.Destination, cl.VolumeID, cl.Alloc))
+				return false, nil
+			}
+			return false, conflictf("volume_mount %s: the claim's own bind there is %s (remounted since it was bound): volctl does not make it writable under whoever made it read-only; "+
+				"`%s` makes it as the volume_mount asks", b.Destination, why, "mount -o remount,bind,rw "+shellquote.Arg(b.Destination))
 		}
 		// In this bind's mode: the claim's own, unless its record names another mount, or
 		// another claim's names this one at its own destination (bindrecord.go).
@@ -394,11 +412,12 @@ func volumeMountErr(dest string, err error) error {
 	return fmt.Errorf("volume_mount %s: %w", dest, err)
 }
 
-// bindFD bind-mounts src on dst, both opened paths, then sets the propagation and read-only
-// flag on the new mount, reached again through dst's parent. Anything that fails after the
-// mount undoes it.
+// bindFD bind-mounts src on dst, both opened paths, then sets the propagation (and, where the
+// kernel could not make it so before, the read-only flag) on the new mount, reached again
+// through dst's parent. Anything that fails after the mount undoes it.
 func bindFD(src, dst *pathFD, b spec.VolumeMount) (store.BindMount, error) {
-	if err := mountOn(src, dst); err != nil {
+	readOnly, err := attachBind(src, dst, b.ReadOnly)
+	if err != nil {
 		return store.BindMount{}, fmt.Errorf("volume_mount %s: bind mount: %w", b.Destination, err)
 	}
 	fail := func(step string, err error) (store.BindMount, error) {
@@ -413,8 +432,8 @@ func bindFD(src, dst *pathFD, b spec.VolumeMount) (store.BindMount, error) {
 	if err := unix.Mount("", procPath(m), "", propagationFlag(b.PropagationMode)|unix.MS_REC, ""); err != nil {
 		return fail("set propagation", err)
 	}
-	if b.ReadOnly {
-		if err := unix.Mount("", procPath(m), "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+	if b.ReadOnly && !readOnly {
+		if err := makeReadOnly(m, true); err != nil {
 			return fail("remount read-only", err)
 		}
 	}
@@ -423,6 +442,103 @@ func bindFD(src, dst *pathFD, b spec.VolumeMount) (store.BindMount, error) {
 		return fail("read the new mount's ID", err)
 	}
 	return made, nil
+}
+
+// attachBind bind-mounts src (recursively) on dst as mountOn does; when ro, read-only from the
+// moment it is attached: the tree is cloned unattached (open_tree), made read-only there
+// (mount_setattr, which sets that flag alone: the target's nosuid, nodev, noexec,
+// nosymfollow and atime rule stay), then moved onto dst. Bound writable and remounted
+// read-only after, as before, the copies that propagation made of it at once (dst below a
+// shared mount, as / is on systemd hosts) stayed writable, and the volume was written through
+// them (TestReadOnlyVolumeMountIsReadOnlyWhereverPropagationCarriesIt). readOnly says it was
+// made so: not on a kernel without those calls (before Linux 5.12), where the bind is made as
+// mountOn makes it, and the caller remounts it.
+func attachBind(src, dst *pathFD, ro bool) (readOnly bool, err error) {
+	if !ro || withoutMountSetattr.Load() {
+		return false, mountOn(src, dst)
+	}
+	tree, err := unix.OpenTree(src.fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
+	if errors.Is(err, unix.ENOSYS) {
+		return false, mountOn(src, dst)
+	}
+	if err != nil {
+		return false, fmt.Errorf("copy the target's mount: %w", err)
+	}
+	defer unix.Close(tree)
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); errors.Is(err, unix.ENOSYS) {
+		return false, mountOn(src, dst)
+	} else if err != nil {
+		return false, fmt.Errorf("make the copy read-only: %w", err)
+	}
+	if err := unix.MoveMount(tree, "", dst.fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// makeReadOnly makes the mount whose root fd is read-only, and nothing else of it changed:
+// mount_setattr sets that flag alone. Without it (before Linux 5.12), a bind remount sets every
+// per-mount flag it is given and clears the others: it is given the mount's own (statfs), which
+// a remount given MS_RDONLY alone cleared, a read_only volume_mount losing the claim's noexec,
+// nosuid and nodev and the plugin root's nosymfollow (TestReadOnlyVolumeMountKeepsTheClaimsNoexec).
+// withFlags says to go straight to the remount (the kernel said it has no mount_setattr).
+func makeReadOnly(fd int, withFlags bool) error {
+	if !withFlags && !withoutMountSetattr.Load() {
+		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); !errors.Is(err, unix.ENOSYS) {
+			return err
+		}
+	}
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(fd, &st); err != nil {
+		return err
+	}
+	return unix.Mount("", procPath(fd), "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|perMountFlags(st.Flags), "")
+}
+
+// perMountFlags are the per-mount flags statfs reports in st (its f_flags) as mount(2) takes
+// them: those a bind remount clears unless given.
+func perMountFlags(st int64) uintptr {
+	var out uintptr
+	for _, m := range []struct {
+		st int64
+		ms uintptr
+	}{
+		{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
+		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
+		{stNoSymFollow, unix.MS_NOSYMFOLLOW},
+	} {
+		if st&m.st != 0 {
+			out |= m.ms
+		}
+	}
+	if st&(unix.ST_NOATIME|unix.ST_RELATIME) == 0 {
+		out |= unix.MS_STRICTATIME
+	}
+	return out
+}
+
+// withoutMountSetattr has attachBind and makeReadOnly do as on a kernel without mount_setattr,
+// for tests of that way.
+var withoutMountSetattr atomic.Bool
+
+// stNoSymFollow is statfs's ST_NOSYMFOLLOW (Linux 5.10), which x/sys does not define.
+const stNoSymFollow = 0x2000
+
+// recordedHere says the mount at destination (dst) is the one cl's record of its bind there
+// names (bindrecord.go): by its unique mount ID where the kernel gives one, else by its ID, both
+// recorded this boot in this mount namespace. Not recorded is not this.
+func recordedHere(cl *store.Claim, destination string, dst *pathFD) bool {
+	rec, ok := recordedBind(cl, destination)
+	if !ok {
+		return false
+	}
+	if rec.Unique != 0 {
+		return uniqueMountID(dst.fd, "") == rec.Unique
+	}
+	found, err := bindMountOf(dst.fd)
+	return err == nil && found.ID == rec.ID
 }
 
 // bindModeDiffers says how the mount at dst, a mount of src, is not as bindFD makes b's bind:
