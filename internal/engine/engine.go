@@ -1001,14 +1001,17 @@ var bootID = sync.OnceValue(func() string {
 // storage is left untracked). The driver's name from GetPluginInfo is pinned by the stored
 // fingerprint: recorded at registration, or at the first connection for a plugin registered
 // before it ran, and never overwritten by a connection whose name differs (only a new
-// registration changes it, see RegisterPlugin).
+// registration changes it, see RegisterPlugin). Its advice for a driver changed on purpose was
+// to deregister the plugin and register it anew, which neither works while volumes use it
+// (checkReregistration): the volumes are deregistered first (TestNowServedByAdviceWorks).
 func checkIdentity(p store.Plugin, fp *csi.Fingerprint, sockets []socketID) error {
 	if p.Fingerprint.Provider == "" || fp.Provider == p.Fingerprint.Provider {
 		return nil
 	}
 	return conflictf("socket %s now served by %q, registered as %q: no volume RPC goes to it "+
-		"(start %q on that socket again; if the driver changed on purpose, deregister the plugin and register it anew)",
-		spec.QuoteName(sockets[0].path), fp.Provider, p.Fingerprint.Provider, p.Fingerprint.Provider)
+		"(start %q on that socket again; if the driver changed on purpose, the storage of the volumes that use plugin %q is the old driver's: "+
+		"`volctl volume deregister` each of them, then `volctl plugin register` it again)",
+		spec.QuoteName(sockets[0].path), fp.Provider, p.Fingerprint.Provider, p.Fingerprint.Provider, p.ID)
 }
 
 // capsChange returns the capabilities (plugin, controller and node ones) was has and now has
@@ -1042,7 +1045,18 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 		return err
 	}
 	now := fingerprintToStore(fp, time.Time{})
-	lost, gained := capsChange(cur.Fingerprint, now)
+	// A half of the plugin this connection did not fingerprint (not declared: a monolith
+	// registered again as its node half alone) is not compared: its capabilities are not
+	// lost, the process still has them. They were said to be lost, and the volumes attached
+	// through it not to be detachable (TestNodeHalfRegistrationIsNotACapabilityLoss).
+	was := cur.Fingerprint
+	if !fp.Controller {
+		was.ControllerCaps, now.ControllerCaps = nil, nil
+	}
+	if !fp.Node {
+		was.NodeCaps, now.NodeCaps = nil, nil
+	}
+	lost, gained := capsChange(was, now)
 	oldNode := cur.Fingerprint.NodeID
 	movedNode := oldNode != "" && now.NodeID != "" && now.NodeID != oldNode
 	limits, err := nodeLimitsNews(tx, pluginID, cur.Fingerprint, now)

@@ -225,8 +225,8 @@ func (e *Engine) registerPluginOnce(ctx context.Context, given spec.Plugin, keep
 }
 
 // pluginChanges names what a registration again changes of plugin old, registered before: the
-// fields of its declaration p, and the driver's version when fp (nil: not reached) answers
-// with another. exec's env is named, never its values.
+// fields of its declaration p, and the driver and its version when fp (nil: not reached)
+// answers with another. exec's env is named, never its values.
 func pluginChanges(old, p store.Plugin, fp *csi.Fingerprint) []string {
 	var changed []string
 	for _, f := range []struct {
@@ -239,6 +239,9 @@ func pluginChanges(old, p store.Plugin, fp *csi.Fingerprint) []string {
 		{"node_socket", old.NodeSocket == p.NodeSocket},
 		{"timeout", old.Timeout == p.Timeout},
 		{"exec", execSame(old.Exec, p.Exec)},
+		// Another driver answering (allowed while no volume uses the ID: checkReregistration)
+		// was "unchanged" (TestRegisterAgainForAnotherDriverIsNotUnchanged).
+		{"driver", fp == nil || old.Fingerprint.Provider == "" || old.Fingerprint.Provider == fp.Provider},
 		{"version", fp == nil || old.Fingerprint.At.IsZero() || old.Fingerprint.Version == fp.Version},
 	} {
 		if !f.same {
