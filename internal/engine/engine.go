@@ -1014,6 +1014,24 @@ func checkIdentity(p store.Plugin, fp *csi.Fingerprint, sockets []socketID) erro
 		spec.QuoteName(sockets[0].path), fp.Provider, p.Fingerprint.Provider, p.Fingerprint.Provider, p.ID)
 }
 
+// declaresController and declaresNode say whether a plugin of type t is declared with that half.
+func declaresController(t spec.PluginType) bool {
+	return t == spec.PluginController || t == spec.PluginMonolith
+}
+func declaresNode(t spec.PluginType) bool { return t == spec.PluginNode || t == spec.PluginMonolith }
+
+// tookController says a fingerprint was taken with the plugin's controller half: it has its
+// capabilities, or the plugin then served no controller (none to take). A plugin advertising
+// CONTROLLER_SERVICE fingerprinted without any was reached through its node half alone (or
+// its controller has none: nothing to compare either way).
+func tookController(fp store.Fingerprint) bool {
+	return len(fp.ControllerCaps) > 0 || !slices.Contains(fp.PluginCaps, "CONTROLLER_SERVICE")
+}
+
+// tookNode says a fingerprint was taken with the plugin's node half: it has a node ID (which
+// NodeGetInfo gives every node) or node capabilities.
+func tookNode(fp store.Fingerprint) bool { return fp.NodeID != "" || len(fp.NodeCaps) > 0 }
+
 // capsChange returns the capabilities (plugin, controller and node ones) was has and now has
 // not, and those now has and was has not.
 func capsChange(was, now store.Fingerprint) (lost, gained []string) {
@@ -1045,15 +1063,20 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 		return err
 	}
 	now := fingerprintToStore(fp, time.Time{})
-	// A half of the plugin this connection did not fingerprint (not declared: a monolith
-	// registered again as its node half alone) is not compared: its capabilities are not
-	// lost, the process still has them. They were said to be lost, and the volumes attached
-	// through it not to be detachable (TestNodeHalfRegistrationIsNotACapabilityLoss).
+	// A half of the plugin that the declaration (cur's, as registered now) leaves out, or that
+	// the recorded fingerprint was taken without, is not compared: a monolith registered again
+	// as its node half alone lost none of its controller's capabilities, the process still
+	// has them, and registered again as the monolith it gained none. Both were said, the first
+	// naming the volumes attached through it as no longer detachable
+	// (TestNodeHalfRegistrationIsNotACapabilityLoss,
+	// TestMonolithDeclaredAgainAfterItsNodeHalfIsNoCapabilityGain). A declared half the plugin
+	// stopped serving (CONTROLLER_SERVICE dropped) is compared: that loss is real
+	// (TestControllerServiceDroppedStillNamesTheAttachedVolumes).
 	was := cur.Fingerprint
-	if !fp.Controller {
+	if !declaresController(cur.Type) || !tookController(was) {
 		was.ControllerCaps, now.ControllerCaps = nil, nil
 	}
-	if !fp.Node {
+	if !declaresNode(cur.Type) || !tookNode(was) {
 		was.NodeCaps, now.NodeCaps = nil, nil
 	}
 	lost, gained := capsChange(was, now)
