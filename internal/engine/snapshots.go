@@ -1105,7 +1105,10 @@ func refuseRestoreInFlight(tx *store.Tx, pluginID, snapshotID string) error {
 		return err
 	}
 	for _, v := range vols {
-		if mates[v.PluginID] && v.SnapshotID == snapshotID {
+		// A near spelling (spec.SameStorageID) is the same snapshot to a plugin that reads IDs
+		// so, as refuseNearSnapshotDelete has it
+		// (TestSnapshotDeleteRefusedWhileARestoreFromItsNearSpellingIsInFlight).
+		if mates[v.PluginID] && spec.SameStorageID(v.SnapshotID, snapshotID) {
 			return conflictf("volume %q is being created from snapshot %q (its CreateVolume is in flight, or was interrupted, and only one sent again, which restores from the snapshot, finishes it): "+
 				"run `volctl reconcile` to finish that create, or `%s`, then delete the snapshot",
 				v.ID, snapshotID, shellquote.Command("volctl volume delete", v.ID))
@@ -1627,7 +1630,10 @@ func markSourcesGone(ctx context.Context, e *Engine, snaps []SnapshotInfo) error
 				src = source{recorded: err == nil, external: v.ExternalID}
 				sources[s.SourceVolumeID] = src
 			}
-			other := src.external != "" && s.SourceExternalID != "" && src.external != s.SourceExternalID
+			// Listed in another spelling of the same storage ID (spec.SameStorageID: a plugin
+			// that reads IDs so), the source is the one recorded, not gone
+			// (TestSnapshotListedWithAnotherSourceSpellingIsNotSourceGone).
+			other := src.external != "" && s.SourceExternalID != "" && !spec.SameStorageID(src.external, s.SourceExternalID)
 			snaps[i].SourceGone = !src.recorded || other
 		}
 		return nil

@@ -291,14 +291,21 @@ func (e *Engine) cloneSource(tx *store.Tx, sv spec.Volume) (string, error) {
 			return src.ExternalID, nil
 		}
 	}
-	// The provider's volume ID: refused as above when a volume of the plugin being deleted
-	// records it.
-	same, err := tx.Volumes().List(store.VolumeFilter{PluginID: sv.PluginID, ExternalID: sv.CloneID, State: store.VolumeDeleting})
+	// The provider's volume ID: refused as above when a volume being deleted records it through
+	// the plugin or a plugin ID on one of its sockets (socketMates: one storage; before, only
+	// the plugin's own: TestCloneThroughASocketMateOfASourceBeingDeletedIsRefused).
+	mates, err := socketMates(tx, sv.PluginID)
 	if err != nil {
 		return "", err
 	}
-	if len(same) > 0 {
-		return "", cloneOfDeleting(same[0], sv, sv.CloneID)
+	same, err := tx.Volumes().List(store.VolumeFilter{ExternalID: sv.CloneID, State: store.VolumeDeleting})
+	if err != nil {
+		return "", err
+	}
+	for _, o := range same {
+		if mates[o.PluginID] {
+			return "", cloneOfDeleting(o, sv, sv.CloneID)
+		}
 	}
 	return sv.CloneID, nil
 }

@@ -270,18 +270,25 @@ func refuseSnapshotInFlight(tx *store.Tx, v store.Volume) error {
 // the source waits for that one too, until reconcile finishes it
 // (TestSourceDeleteWaitsForAnInterruptedDeleteOfItsClone). It is refuseRestoreInFlight's
 // counterpart for a clone; the other way round, cloneSource refuses a source being deleted.
+// A clone through a plugin ID on one of v's plugin's sockets (socketMates: one storage) counts
+// as one through its own, as a restore does; before, the source was deleted under it
+// (TestSourceDeleteRefusedWhileACloneThroughASocketMateIsInFlight).
 func refuseCloneInFlight(tx *store.Tx, v store.Volume) error {
 	if v.ExternalID == "" {
 		return nil
 	}
+	mates, err := socketMates(tx, v.PluginID)
+	if err != nil {
+		return err
+	}
 	for _, state := range []store.VolumeState{store.VolumeCreating, store.VolumeDeleting} {
-		vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: v.PluginID, State: state})
+		vols, err := tx.Volumes().List(store.VolumeFilter{State: state})
 		if err != nil {
 			return err
 		}
 		for _, o := range vols {
 			switch {
-			case o.ID == v.ID || o.CloneID != v.ExternalID:
+			case o.ID == v.ID || !mates[o.PluginID] || o.CloneID != v.ExternalID:
 			case state == store.VolumeCreating:
 				return conflictf("volume %q is being created as a clone of volume %q (its CreateVolume is in flight, or was interrupted, and only one sent again, which clones from %q, finishes it): "+
 					"run `volctl reconcile` to finish that create, or `%s`, then delete volume %q",
