@@ -9,7 +9,7 @@ import (
 // TestSecretValuesAreReadThroughTheirIndexes: every listing that prints volumes' names reads
 // the state's secret values first (SecretValues), each of its reads of volumes and claims a
 // SELECT DISTINCT of one column. Walked from the tables, those reads took each row whole: 14
-// to 20 ms of CPU beside 10,000 volumes and a full claim history (BenchmarkSecretValues10k's
+// ms of CPU beside 10,000 volumes and a full claim history (BenchmarkSecretValues10k's
 // "table"), more than the list's own read. Each is planned through its index of migration 0030,
 // which holds that column alone, and only the rows that have it; and each of those indexes is
 // some read's.
