@@ -65,9 +65,16 @@ func TestMonolithDeclaredAgainAfterItsNodeHalfIsNoCapabilityGain(t *testing.T) {
 	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: h.socket}); err != nil {
 		t.Fatalf("register mem again as the monolith: %v", err)
 	}
+	noCapabilityChange(t, h, "registrations of one plugin process as its node half, then as the monolith,")
+}
+
+// noCapabilityChange fails the test when plugin mem of h has a capability change recorded,
+// in its events or on its record (plugin status), after what.
+func noCapabilityChange(t *testing.T, h *harness, what string) {
+	t.Helper()
 	for _, ev := range h.eventsOf("plugin-capabilities", "", "") {
 		if strings.Contains(ev, "came back with other capabilities") {
-			t.Errorf("registrations of one plugin process as its node half, then as the monolith, recorded: %q", ev)
+			t.Errorf("%s recorded: %q", what, ev)
 		}
 	}
 	infos, err := h.e.PluginStatus(h.ctx, "mem")
@@ -75,6 +82,6 @@ func TestMonolithDeclaredAgainAfterItsNodeHalfIsNoCapabilityGain(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ch := infos[0].CapabilityChange; ch != nil {
-		t.Errorf("plugin status says plugin mem's capabilities changed: %+v; the process never restarted", ch)
+		t.Errorf("after %s, plugin status says plugin mem's capabilities changed: %+v; the process never restarted", what, ch)
 	}
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
@@ -50,18 +49,7 @@ func TestNodeHalfRegistrationIsNotACapabilityLoss(t *testing.T) {
 	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginNode, NodeSocket: h.socket}); err != nil {
 		t.Fatalf("register mem again as its node half: %v", err)
 	}
-	for _, ev := range h.eventsOf("plugin-capabilities", "", "") {
-		if strings.Contains(ev, "came back with other capabilities") {
-			t.Errorf("a registration of the node half of a plugin that did not restart recorded: %q", ev)
-		}
-	}
-	infos, err := h.e.PluginStatus(h.ctx, "mem")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ch := infos[0].CapabilityChange; ch != nil && slices.Contains(ch.Lost, "PUBLISH_UNPUBLISH_VOLUME") {
-		t.Errorf("plugin status says plugin mem lost %q; the plugin still has them, it was declared without its controller", ch.Lost)
-	}
+	noCapabilityChange(t, h, "a registration of the node half of a plugin that did not restart")
 }
 
 // TestNowServedByAdviceWorks: the refusal of a plugin socket now served by another driver

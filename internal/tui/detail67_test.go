@@ -161,15 +161,7 @@ func TestDetailOfAVolumeGoneSaysSoWhenTwoOthersStartSo(t *testing.T) {
 	if d := h.m.detail; d == nil || d.volume == nil || d.volume.ID != "db" {
 		t.Fatalf("the detail of db is not open:\n%s", h.m.View())
 	}
-	other := otherProcess(t, e)
-	if err := other.DeleteVolume(ctx, "db"); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"db-a", "db-b"} {
-		if _, err := other.CreateVolume(ctx, spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "mem", Capabilities: caps67}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	replacedByTwoStartingSo(t, e)
 	h.send(refreshTickMsg{})
 	out := h.m.View()
 	if !strings.Contains(out, `volume "db" no longer exists`) || strings.Contains(out, "matches 2 volumes") {
@@ -194,15 +186,7 @@ func TestConfirmedDeleteOfAVolumeGoneSaysItIsGone(t *testing.T) {
 	if h.m.dialog == nil {
 		t.Fatalf("D opened no question:\n%s", h.m.View())
 	}
-	other := otherProcess(t, e)
-	if err := other.DeleteVolume(ctx, "db"); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"db-a", "db-b"} {
-		if _, err := other.CreateVolume(ctx, spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "mem", Capabilities: caps67}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	replacedByTwoStartingSo(t, e)
 	h.keys("tab", "enter")
 	shown := h.m.status.text
 	if h.m.failure != nil {
@@ -214,6 +198,22 @@ func TestConfirmedDeleteOfAVolumeGoneSaysItIsGone(t *testing.T) {
 	for _, id := range []string{"db-a", "db-b"} {
 		if _, err := e.Volume(ctx, id); err != nil {
 			t.Errorf("volume %s: %v", id, err)
+		}
+	}
+}
+
+// replacedByTwoStartingSo has another process delete volume db of e's state and create db-a
+// and db-b, each of whose IDs starts with db's.
+func replacedByTwoStartingSo(t *testing.T, e *engine.Engine) {
+	t.Helper()
+	ctx := context.Background()
+	other := otherProcess(t, e)
+	if err := other.DeleteVolume(ctx, "db"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"db-a", "db-b"} {
+		if _, err := other.CreateVolume(ctx, spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "mem", Capabilities: caps67}); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
