@@ -73,12 +73,19 @@ func findAdvisedArgs(args []string) (*cobra.Command, []string, error) {
 // runOn runs volctl with args on engine e, as main does, and returns its exit status and
 // stderr.
 func runOn(ctx context.Context, e *engine.Engine, args ...string) (int, string) {
-	ios, _, _, errOut := iostreams.Test()
+	code, _, errOut := runOnOut(ctx, e, args...)
+	return code, errOut
+}
+
+// runOnOut is runOn, with what the command wrote to stdout too.
+func runOnOut(ctx context.Context, e *engine.Engine, args ...string) (code int, out, errOut string) {
+	ios, _, stdout, stderr := iostreams.Test()
 	f := NewFactory(ios)
 	f.engine = e
 	root := NewRootCmd(f)
 	root.SetArgs(args)
-	return f.Report(root.ExecuteContext(ctx)), errOut.String()
+	code = f.Report(root.ExecuteContext(ctx))
+	return code, stdout.String(), stderr.String()
 }
 
 // lastAdvised is the last command in backquotes in text that starts with prefix ("" when

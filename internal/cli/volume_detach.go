@@ -102,6 +102,9 @@ func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
 	for _, c := range res.Released {
 		fmt.Fprintf(&lines, "Released %s claim of alloc %q\n", c.Mode, c.Alloc)
 	}
+	if res.DetachedFrom != "" {
+		fmt.Fprintf(&lines, "Detached volume %q from node %q\n", opts.VolumeID, res.DetachedFrom)
+	}
 	if lines.Len() > 0 {
 		if werr := printDone(opts.IO.Out, lines.String(), "volume %q: %d claim(s) released", opts.VolumeID, len(res.Released)); werr != nil {
 			err = joinUnprinted(err, werr)
@@ -110,7 +113,7 @@ func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
 	if len(res.ReleasedMeanwhile) > 0 {
 		fmt.Fprintf(opts.IO.ErrOut, "Another volctl released %s on volume %q while this detach waited for the volume\n", allocClaims(res.ReleasedMeanwhile), opts.VolumeID)
 	}
-	if len(res.Released) == 0 && len(res.Failed) == 0 && err == nil {
+	if len(res.Released) == 0 && len(res.Failed) == 0 && res.DetachedFrom == "" && err == nil {
 		what := "has no claims"
 		if len(res.ReleasedMeanwhile) > 0 {
 			what = "has no claims left"

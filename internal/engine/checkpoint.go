@@ -35,6 +35,7 @@ type checkpoint struct {
 	// keptAttach: undoUnused kept the volume's attachment recorded, owed, because the plugin
 	// lost PUBLISH_UNPUBLISH_VOLUME; it says so (keptAttachment).
 	keptAttach string
+	keptWhy    string // keptAttach's why alone (keptAttachmentWhy)
 	// stagedUnattached: the volume's staging was recorded without an attachment when the
 	// publish began, and the plugin attaches now (publish; stagedBeforeAttach).
 	stagedUnattached bool

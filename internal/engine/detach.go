@@ -23,6 +23,11 @@ type DetachResult struct {
 	// at once said "has no claims: nothing to detach" twice of a volume claimed as they began
 	// (TestDetachThatWaitedForAnotherSaysWhatItReleased).
 	ReleasedMeanwhile []ClaimInfo `json:"released_meanwhile,omitempty"`
+	// DetachedFrom is the node a forced detach undid the volume's recorded attachment from
+	// (its ControllerUnpublishVolume answered), "" for none: a forced detach of a volume with
+	// no claims, sending the unpublish owed, said it had "nothing to detach"
+	// (TestForcedDetachThatSentTheOwedUnpublishDoesNotSayNothingToDetach).
+	DetachedFrom string `json:"detached_from,omitempty"`
 }
 
 // Detach releases every claim on a volume on this host. With force — for a plugin that is gone —
@@ -103,7 +108,7 @@ func (e *Engine) detachStored(ctx context.Context, volumeID string, force bool) 
 	}
 	if force {
 		var lost error
-		res.Warnings, lost = e.forceDetach(ctx, v, claims)
+		res.Warnings, res.DetachedFrom, lost = e.forceDetach(ctx, v, claims)
 		if lost != nil {
 			// It frees the claims in one write, its last: stopped or failed, it freed none,
 			// and each stays recorded, releasing. Before, --json said "released": [] with no
@@ -144,7 +149,7 @@ func (e *Engine) detachStored(ctx context.Context, volumeID string, force bool) 
 // was removed, another volctl may have claimed the volume on a new one, and these steps would
 // undo that claim's mounts and attachment. It stops then, with errLockLost, leaving the claims
 // marked releasing for the next release or reconcile.
-func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store.Claim) (warnings []string, err error) {
+func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store.Claim) (warnings []string, detachedFrom string, err error) {
 	// The warnings are returned, not logged: the caller shows them (the command line prints
 	// each one), and logging them as well would print everything twice.
 	warn := func(format string, args ...any) {
@@ -160,7 +165,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 	}
 	for _, cl := range claims {
 		if err := e.locks.stillHeld(v.ID); err != nil {
-			return warnings, err
+			return warnings, detachedFrom, err
 		}
 		if err := e.unbind(ctx, &cl); err != nil {
 			if mb := (*mountedBelow)(nil); errors.As(err, &mb) {
@@ -168,7 +173,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 				// it for any later command to unbind (TestForcedDetachOfAnOuterVolumeLeavesNoBindWithoutAClaim).
 				// The detach stops here: the claims stay marked releasing, and a detach (or
 				// release, or reconcile) once what is below is gone finishes them.
-				return warnings, fmt.Errorf("alloc %q: %w: the forced detach stops here, nothing more undone, volume %q's claims left marked releasing; "+
+				return warnings, detachedFrom, fmt.Errorf("alloc %q: %w: the forced detach stops here, nothing more undone, volume %q's claims left marked releasing; "+
 					"once that is released or unmounted, run `%s` again", cl.Alloc, err, v.ID, forceDetachCommand(v.ID))
 			}
 			warn("alloc %q: %v", cl.Alloc, err)
@@ -193,7 +198,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		}
 	}
 	if err := e.locks.stillHeld(v.ID); err != nil {
-		return warnings, err
+		return warnings, detachedFrom, err
 	}
 	st, hasStaging, err := e.getStaging(ctx, v.ID)
 	if err != nil {
@@ -231,7 +236,8 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		}
 	} else if c, err := e.connect(ctx, v.PluginID); err != nil {
 		if attached {
-			warn("ControllerUnpublishVolume not sent, so the volume may still be attached to this node (`volctl reconcile` sends it once the plugin answers): %v", err)
+			warn("ControllerUnpublishVolume of volume %q from node %q not sent, so it may still be attached there (`volctl reconcile` sends it once the plugin answers): %v",
+				v.ID, attachedNode(st), err)
 		}
 	} else {
 		defer e.done(c)
@@ -248,17 +254,21 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 				// The wait for the publish lock may have been long (the agent holds it).
 				if lost := e.locks.stillHeld(v.ID); lost != nil {
 					unlock()
-					return warnings, lost
+					return warnings, detachedFrom, lost
 				}
 				err = e.unpublishChecked(ctx, c, v, nodeID, e.attempt)
 				unlock()
 			}
 			switch {
 			case err != nil && !csi.IsIgnorable(err) && attached:
-				warn("%v (`volctl reconcile` sends it again)", err)
+				warn("ControllerUnpublishVolume of volume %q from node %q failed, so it may still be attached there: %v (`volctl reconcile` sends it again)",
+					v.ID, attachedNode(st), err)
 			case err != nil && !csi.IsIgnorable(err):
 				warn("%v", err)
 			default:
+				if attached {
+					detachedFrom = attachedNode(st)
+				}
 				attached = false
 			}
 		} else if needsControllerHalf(c) {
@@ -307,16 +317,16 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		return nil
 	}))
 	if errors.Is(err, errLockLost) {
-		return warnings, err
+		return warnings, detachedFrom, err
 	}
 	if err != nil {
 		// Not a warning beside a success: the claims stay recorded, releasing, their mounts
 		// taken down, and the detach reported them released with exit 0
 		// (TestForcedDetachWhoseFreeFailsDoesNotSayReleased).
-		return warnings, fmt.Errorf("freeing the claims: %w (the claims stay recorded, releasing, what was mounted for them taken down: `%s` again frees them once the state can be written)",
+		return warnings, detachedFrom, fmt.Errorf("freeing the claims: %w (the claims stay recorded, releasing, what was mounted for them taken down: `%s` again frees them once the state can be written)",
 			err, forceDetachCommand(v.ID))
 	}
-	return warnings, nil
+	return warnings, detachedFrom, nil
 }
 
 // owedUnpublish returns a volume's staging row when it records an attachment no live claim

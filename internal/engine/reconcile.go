@@ -1239,7 +1239,7 @@ func (e *Engine) undoLeft(ctx context.Context, c *conn, v store.Volume) (done st
 		done = fmt.Sprintf("unstaged volume %q at %s: no claim used it", v.ID, before.StagingPath)
 	}
 	if err == nil && p.keptAttach != "" {
-		err = keptAttachmentError(p.keptAttach)
+		err = &keptAttachmentError{owedError{why: p.keptWhy, msg: p.keptAttach}}
 	}
 	return done, err
 }
@@ -1247,9 +1247,18 @@ func (e *Engine) undoLeft(ctx context.Context, c *conn, v store.Volume) (done st
 // keptAttachmentError is undoLeftStaging's failure to undo an attachment because the plugin lost
 // PUBLISH_UNPUBLISH_VOLUME (keptAttachment): no retry sends it until the plugin has the
 // capability again.
-type keptAttachmentError string
+type keptAttachmentError struct{ owedError }
 
-func (e keptAttachmentError) Error() string { return string(e) }
+// owedError is a failure to undo a volume's attachment whose message advises what ends the
+// attachment kept recorded, owed (reconcile sends it); why is its cause alone, which a
+// deregister --force, forgetting the record, says without that advice (forgottenAttachment):
+// it quoted the advice whole, "stays recorded, owed", "run `volctl volume detach ...`", of a
+// volume and record it had just forgotten
+// (TestForcedDeregisterOfACapabilityLostAttachmentGivesAdviceThatWorks).
+type owedError struct{ why, msg string }
+
+func (e *owedError) Error() string   { return e.msg }
+func (e *owedError) owedWhy() string { return e.why }
 
 // findOrphans reports mounts under volctl's staging and publish dirs that no claim or staging
 // accounts for. It only reports: such a mount was not made by this state machine. A mount below

@@ -370,6 +370,7 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 			// registered again it takes the unpublish (before, this said the capability was
 			// lost, which the plugin still advertised).
 			p.keptAttach = keptAttachment(v, st, c)
+			p.keptWhy, _ = keptAttachmentWhy(v, c)
 			if p.cl.ID != 0 { // a release, not a pass over what is left (undoLeftStaging)
 				e.log.Warn(p.keptAttach)
 				ev := &store.Event{Kind: "capability-lost", VolumeID: v.ID, PluginID: v.PluginID, Message: p.keptAttach}
@@ -480,17 +481,23 @@ func isAre(paths []string) string {
 // because its plugin, connected as c, lost PUBLISH_UNPUBLISH_VOLUME or is registered by its node
 // half alone (controllerHalfGone), and what ends it.
 func keptAttachment(v store.Volume, st store.Staging, c *conn) string {
-	why, fix := lostUnpublish(c, v.PluginID), "start the plugin with that capability again"
+	why, fix := keptAttachmentWhy(v, c)
+	return fmt.Sprintf("volume %q is recorded as attached to node %q, but %s, so ControllerUnpublishVolume cannot be sent: "+
+		"the attachment stays recorded, owed; %s and `volctl reconcile` sends it, "+
+		"or detach the volume from that node with the storage provider's tools and run `%s` to forget it",
+		v.ID, attachedNode(st), why, fix, forceDetachCommand(v.ID))
+}
+
+// keptAttachmentWhy is keptAttachment's why the unpublish cannot be sent and what ends that.
+func keptAttachmentWhy(v store.Volume, c *conn) (why, fix string) {
+	why, fix = lostUnpublish(c, v.PluginID), "start the plugin with that capability again"
 	switch {
 	case needsControllerHalf(c):
 		why, fix = controllerHalfGone(v.PluginID)
 	case c != nil && !c.fp.Capabilities.Plugin.ControllerService:
 		fix = "start the plugin with its controller service and that capability again"
 	}
-	return fmt.Sprintf("volume %q is recorded as attached to node %q, but %s, so ControllerUnpublishVolume cannot be sent: "+
-		"the attachment stays recorded, owed; %s and `volctl reconcile` sends it, "+
-		"or detach the volume from that node with the storage provider's tools and run `%s` to forget it",
-		v.ID, attachedNode(st), why, fix, forceDetachCommand(v.ID))
+	return why, fix
 }
 
 // lostUnpublish says that plugin pluginID, connected as c, no longer has the controller
@@ -620,10 +627,10 @@ func (e *Engine) unpublishChecked(ctx context.Context, c *conn, v store.Volume, 
 	}
 	e.failpoint("rpc:ControllerUnpublishVolume")
 	if published {
-		return fmt.Errorf("plugin %q answered %s %s for volume %q (external ID %q) but still lists it published to node %q (%s published_node_ids): "+
-			"the volume may still be attached there, so volctl keeps it recorded attached and `volctl reconcile` sends %s again; "+
-			"if the plugin keeps listing it, detach it from that node with the storage provider's tools",
-			c.plugin.ID, csi.RPCControllerUnpublishVolume, answerWord(err), v.ID, v.ExternalID, nodeID, possessive(publishedCheck(c)), csi.RPCControllerUnpublishVolume)
+		why := fmt.Sprintf("plugin %q answered %s %s for volume %q (external ID %q) but still lists it published to node %q (%s published_node_ids)",
+			c.plugin.ID, csi.RPCControllerUnpublishVolume, answerWord(err), v.ID, v.ExternalID, nodeID, possessive(publishedCheck(c)))
+		return &owedError{why: why, msg: fmt.Sprintf("%s: the volume may still be attached there, so volctl keeps it recorded attached and `volctl reconcile` sends %s again; "+
+			"if the plugin keeps listing it, detach it from that node with the storage provider's tools", why, csi.RPCControllerUnpublishVolume)}
 	}
 	if unchecked != nil {
 		e.log.Warn(fmt.Sprintf("plugin %q answered %s %s for volume %q, but whether it still lists it published to node %q could not be checked",

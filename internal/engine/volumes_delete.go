@@ -455,7 +455,7 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 		return err
 	}
 	if err := e.undoLeftStaging(ctx, c, v); err != nil {
-		if errors.As(err, new(keptAttachmentError)) {
+		if errors.As(err, new(*keptAttachmentError)) {
 			// No retry of the delete can send it: the volume goes back to ready.
 			return e.keepRefusedDelete(ctx, v, conflictf("%v", err), false)
 		}

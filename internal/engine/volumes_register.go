@@ -698,13 +698,16 @@ func refuseOwedUnpublish(v store.Volume, st store.Staging) error {
 }
 
 // forgottenAttachment says that the attachment st records is forgotten because
-// ControllerUnpublishVolume could not be sent through plugin (unsent says why, when known).
+// ControllerUnpublishVolume through plugin did not undo it (unsent says why, when known: the
+// cause alone of one that advises what ends an attachment kept, owedError).
 func forgottenAttachment(plugin string, st store.Staging, unsent error) string {
 	why := ""
-	if unsent != nil {
+	if oe := (interface{ owedWhy() string })(nil); errors.As(unsent, &oe) {
+		why = fmt.Sprintf(" (%s)", oe.owedWhy())
+	} else if unsent != nil {
 		why = fmt.Sprintf(" (%v)", unsent)
 	}
-	return fmt.Sprintf("its attachment to node %q is forgotten, as --force asks: ControllerUnpublishVolume could not be sent through plugin %q%s; if the volume is still attached there, detach it with the storage provider's tools",
+	return fmt.Sprintf("its attachment to node %q is forgotten, as --force asks: ControllerUnpublishVolume through plugin %q did not undo it%s; if the volume is still attached there, detach it with the storage provider's tools",
 		attachedNode(st), plugin, why)
 }
 

@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+)
+
+// TestForcedDetachThatSentTheOwedUnpublishDoesNotSayNothingToDetach: a forced detach that
+// could not send ControllerUnpublishVolume leaves the attachment recorded, owed, and its warning
+// says `volctl volume detach V --force` (or reconcile) ends it. Run again once the plugin
+// answers, the forced detach sends the owed ControllerUnpublishVolume and detaches the volume
+// from the node, and said it did nothing ("has no claims: nothing to detach"), `--json`
+// `{"released":[]}`. It says where it detached the volume from now (DetachResult.DetachedFrom).
+// Found by helper review67.
+func TestForcedDetachThatSentTheOwedUnpublishDoesNotSayNothingToDetach(t *testing.T) {
+	requireMount(t)
+	ctx := context.Background()
+	faults := csitest.NewFaults()
+	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
+	_, e, _ := serveMem(t, mem, csitest.WithFaults(faults))
+	createSingleWriter(t, e, "v")
+	claimUntilCleanup(t, e, "v", "a1")
+	faults.FailAlways(csi.RPCControllerUnpublishVolume, codes.Unavailable)
+	if code, errOut := runOn(ctx, e, "volume", "detach", "v", "--force", "--yes"); code != ExitOK {
+		t.Fatalf("first forced detach: exit %d: %s", code, errOut)
+	}
+	faults.Clear()
+	info, err := e.Volume(ctx, "v")
+	if err != nil || info.AttachedTo == "" {
+		t.Fatalf("premise: the attachment is owed after the first forced detach: %+v, %v", info, err)
+	}
+	ext := info.ExternalID
+	if n := len(mem.PublishedNodes(ext)); n != 1 {
+		t.Fatalf("premise: the plugin has the volume attached to %d nodes, want 1", n)
+	}
+
+	code, out, errOut := runOnOut(ctx, e, "volume", "detach", "v", "--force", "--yes")
+	if code != ExitOK {
+		t.Fatalf("second forced detach: exit %d: %s", code, errOut)
+	}
+	if n := len(mem.PublishedNodes(ext)); n != 0 {
+		t.Fatalf("premise: the second forced detach left the volume attached to %d nodes", n)
+	}
+	if strings.Contains(errOut, "nothing to detach") || !strings.Contains(out, fmt.Sprintf("Detached volume \"v\" from node %q", info.AttachedTo)) {
+		t.Errorf("the forced detach detached volume \"v\" from node %q (the owed ControllerUnpublishVolume) and says:\n%s%s", info.AttachedTo, out, errOut)
+	}
+}
