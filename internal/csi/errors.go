@@ -75,6 +75,11 @@ type Error struct {
 	// snapshot something else holds (inUseCode), and its message gives no other reason (volctl's
 	// own plugin's may not mount, hostpathNoMountPrivilege).
 	InUse bool
+	// NotAccepting: a process listens on the plugin's socket but accepts no connection (hung
+	// or stopped), the queue of those waiting for it full: connect(2) says EAGAIN. A plugin so
+	// is there, not gone: IsUnreachable is false for it, as for one that hung mid-call
+	// (TestStoppedPluginWithAFullAcceptQueueIsNotAPermissionProblem).
+	NotAccepting bool
 }
 
 // Error reads "NodePublishVolume: FailedPrecondition: <plugin message> (<hint>)".
@@ -157,7 +162,7 @@ func IsUnavailable(err error) bool { return err != nil && CodeOf(err) == codes.U
 // missing, nothing listening, the plugin stopped mid-call).
 func IsUnreachable(err error) bool {
 	var e *Error
-	return IsUnavailable(err) && !(errors.As(err, &e) && e.Answered)
+	return IsUnavailable(err) && !(errors.As(err, &e) && (e.Answered || e.NotAccepting))
 }
 
 // IsUnimplemented reports whether err is the plugin's UNIMPLEMENTED: it does not do this RPC.
@@ -299,8 +304,8 @@ func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Dur
 		// would send the user to a socket that works.
 		e.Hint = strings.ReplaceAll(pluginUnavailableHint, "{plugin}", plugin)
 	case e.Code == codes.Unavailable:
-		if msg, h := socketProblem(socket); msg != "" {
-			e.Message, e.Hint = msg, h
+		if msg, h, hung := socketProblem(socket); msg != "" {
+			e.Message, e.Hint, e.NotAccepting = msg, h, hung
 		} else if !reached {
 			// gRPC gives no typed account of a failed handshake: its transport's words are
 			// all there is (handshakeProblem), read only for a call that never got a stream.
@@ -341,8 +346,8 @@ func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Dur
 		// The call never reached a plugin: the timeout ran out while gRPC was still connecting
 		// (its message says "while waiting for connections to become ready"; a plugin may
 		// say the same, which reached tells apart).
-		if msg, h := socketProblem(socket); msg != "" {
-			e.Message, e.Hint = msg, h
+		if msg, h, hung := socketProblem(socket); msg != "" {
+			e.Message, e.Hint, e.NotAccepting = msg, h, hung
 		} else {
 			e.Message = fmt.Sprintf("something accepted the connection on %s but did not complete the gRPC handshake within %s", socket, timeout)
 			e.Hint = "a hung plugin, or not a CSI plugin"
@@ -646,27 +651,35 @@ func FileKind(fi fs.FileInfo) string {
 	return "a file of another kind"
 }
 
-// socketProblem explains why a socket cannot be dialled, or returns "" if it looks fine.
-func socketProblem(socket string) (msg, hint string) {
+// socketProblem explains why a socket cannot be dialled, or returns "" if it looks fine. hung
+// says a process listens there but accepts no connection: the queue of connections waiting to
+// be accepted is full (EAGAIN), which a plugin that hung or was stopped (SIGSTOP) leaves once
+// enough were tried, every reconnect gRPC makes among them. It said "check the socket's
+// permissions" (TestStoppedPluginWithAFullAcceptQueueIsNotAPermissionProblem).
+func socketProblem(socket string) (msg, hint string, hung bool) {
 	fi, err := os.Stat(socket)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Sprintf("plugin socket %s does not exist", spec.QuoteName(socket)), "is the plugin running?"
+		return fmt.Sprintf("plugin socket %s does not exist", spec.QuoteName(socket)), "is the plugin running?", false
 	case err != nil:
-		return fmt.Sprintf("plugin socket %s: %v", spec.QuoteName(socket), unnamed(err)), "check the socket path and its permissions"
+		return fmt.Sprintf("plugin socket %s: %v", spec.QuoteName(socket), unnamed(err)), "check the socket path and its permissions", false
 	case fi.Mode()&fs.ModeSocket == 0:
-		return fmt.Sprintf("plugin socket %s is %s, not a socket", spec.QuoteName(socket), FileKind(fi)), "check the plugin's socket path"
+		return fmt.Sprintf("plugin socket %s is %s, not a socket", spec.QuoteName(socket), FileKind(fi)), "check the plugin's socket path", false
 	}
 	conn, err := net.DialTimeout("unix", socket, time.Second)
 	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) {
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED):
 			return fmt.Sprintf("nothing is listening on plugin socket %s", spec.QuoteName(socket)),
-				"is the plugin running? the socket file may be left over from one that died"
+				"is the plugin running? the socket file may be left over from one that died", false
+		case errors.Is(err, syscall.EAGAIN):
+			return fmt.Sprintf("the process listening on plugin socket %s accepts no connection: the queue of those waiting for it is full", spec.QuoteName(socket)),
+				"the plugin is hung or stopped (SIGSTOP); restart it", true
 		}
-		return fmt.Sprintf("plugin socket %s: %v", spec.QuoteName(socket), unnamed(err)), "check the socket's permissions"
+		return fmt.Sprintf("plugin socket %s: %v", spec.QuoteName(socket), unnamed(err)), "check the socket's permissions", false
 	}
 	conn.Close()
-	return "", ""
+	return "", "", false
 }
 
 // MaxPluginMessage is how much of a plugin's message volctl keeps, in bytes (before control
