@@ -385,7 +385,11 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 				"if the plugin is case-sensitive and did make a distinct snapshot under that ID, volctl keeps no record of it: delete it by that exact ID with the storage provider's tools, "+
 				"which on a backend that folds IDs deletes snapshot %+q too)",
 				rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, near.SnapshotID, near.Name, near.SourceVolumeID, near.PluginID, fate, near.SnapshotID)
-		case snap.SourceVolumeID != "" && snap.SourceVolumeID != rec.SourceExternalID:
+		// Its source in another spelling of the same storage ID (spec.SameStorageID: a plugin
+		// that reads IDs so) is the volume's: refused as another volume's, the snapshot the
+		// plugin made was left untracked, and so was each later one
+		// (TestSnapshotAnsweredWithItsSourceInAnotherSpellingIsNotAnotherVolumes).
+		case snap.SourceVolumeID != "" && !spec.SameStorageID(snap.SourceVolumeID, rec.SourceExternalID):
 			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %q of another volume (%q); "+
 				"it is not recorded, and %s", rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, snap.SourceVolumeID, fate)
 		case err == nil:
@@ -1357,7 +1361,10 @@ func (e *Engine) unrecordedSnapshotsOf(ctx context.Context, c *conn, intent stor
 				return "", false, err
 			}
 			for _, sn := range page.Snapshots {
-				if sn.SourceVolumeID == intent.SourceExternalID && !recorded[sn.ID] && !slices.Contains(ids, sn.ID) && len(ids) < maxUnrecordedShown {
+				// The source spelled otherwise (spec.SameStorageID) is the same: dropped, the
+				// snapshot the plugin made was forgotten with the create
+				// (TestPendingSnapshotDeleteSeesASnapshotListedUnderItsSourcesOtherSpelling).
+				if spec.SameStorageID(sn.SourceVolumeID, intent.SourceExternalID) && !recorded[sn.ID] && !slices.Contains(ids, sn.ID) && len(ids) < maxUnrecordedShown {
 					ids = append(ids, sn.ID)
 				}
 			}
