@@ -88,8 +88,15 @@ type claimProbe struct {
 func (pr *claimProbe) refusal(v store.Volume) error {
 	status := shellquote.Command("volctl plugin status", pr.plugin)
 	if pr.refused != nil {
-		return fmt.Errorf("volume %q cannot take claims through plugin %q: %w; no claim was admitted: claim again once `%s` shows it healthy",
+		err := fmt.Errorf("volume %q cannot take claims through plugin %q: %w; no claim was admitted: claim again once `%s` shows it healthy",
 			v.ID, pr.plugin, pr.refused, status)
+		if !errors.Is(err, ErrConflict) && !errors.Is(err, ErrInvalid) {
+			// A plugin error (a fingerprint question failing, a listener that accepts no
+			// connection) refuses the claim as a Probe that failed does: a conflict, exit 4,
+			// where it exited 1 (TestClaimOnAStoppedPluginNotFingerprintedIsARefusalConflict).
+			return &kindWrap{kind: ErrConflict, err: err}
+		}
+		return err
 	}
 	if !pr.reached || takesClaims(pr.health) {
 		return nil

@@ -1076,15 +1076,22 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 	if !declaresController(cur.Type) || !tookController(was) {
 		was.ControllerCaps, now.ControllerCaps = nil, nil
 	}
-	if !declaresNode(cur.Type) || !tookNode(was) {
+	nodeCompared := declaresNode(cur.Type) && tookNode(was)
+	if !nodeCompared {
 		was.NodeCaps, now.NodeCaps = nil, nil
 	}
 	lost, gained := capsChange(was, now)
 	oldNode := cur.Fingerprint.NodeID
 	movedNode := oldNode != "" && now.NodeID != "" && now.NodeID != oldNode
-	limits, err := nodeLimitsNews(tx, pluginID, cur.Fingerprint, now)
-	if err != nil {
-		return err
+	// The node's limits likewise: a registration of the controller half alone, or back from
+	// it, said the node's topology and max_volumes_per_node changed
+	// (TestHalfRegistrationsAreNoNodeLimitChange).
+	var limits string
+	if nodeCompared {
+		var err error
+		if limits, err = nodeLimitsNews(tx, pluginID, cur.Fingerprint, now); err != nil {
+			return err
+		}
 	}
 	// Another version of the driver (an upgrade, a downgrade, another build): the plugin's
 	// word, quoted and cut as the fingerprint cuts it (a version recorded before that bound may

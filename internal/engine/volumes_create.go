@@ -298,12 +298,14 @@ func (e *Engine) cloneSource(tx *store.Tx, sv spec.Volume) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	same, err := tx.Volumes().List(store.VolumeFilter{ExternalID: sv.CloneID, State: store.VolumeDeleting})
+	// So is one it names in another spelling (spec.SameStorageID), which a plugin that reads
+	// IDs so clones (TestCloneFromANearSpellingOfASourceBeingDeletedIsRefused).
+	deleting, err := tx.Volumes().List(store.VolumeFilter{State: store.VolumeDeleting})
 	if err != nil {
 		return "", err
 	}
-	for _, o := range same {
-		if mates[o.PluginID] {
+	for _, o := range deleting {
+		if mates[o.PluginID] && spec.SameStorageID(o.ExternalID, sv.CloneID) {
 			return "", cloneOfDeleting(o, sv, sv.CloneID)
 		}
 	}

@@ -288,7 +288,9 @@ func refuseCloneInFlight(tx *store.Tx, v store.Volume) error {
 		}
 		for _, o := range vols {
 			switch {
-			case o.ID == v.ID || !mates[o.PluginID] || o.CloneID != v.ExternalID:
+			// A clone_id in another spelling of the storage ID (spec.SameStorageID) clones it on a
+			// plugin that reads IDs so (TestSourceDeleteRefusedWhileACloneFromItsNearSpellingIsInFlight).
+			case o.ID == v.ID || !mates[o.PluginID] || !spec.SameStorageID(o.CloneID, v.ExternalID):
 			case state == store.VolumeCreating:
 				return conflictf("volume %q is being created as a clone of volume %q (its CreateVolume is in flight, or was interrupted, and only one sent again, which clones from %q, finishes it): "+
 					"run `volctl reconcile` to finish that create, or `%s`, then delete volume %q",
