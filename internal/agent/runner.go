@@ -107,6 +107,7 @@ func (r *runner) loop(ctx context.Context) {
 				a.log.Error("starting plugin", "plugin", id, "err", err, "retry_in", wait)
 				a.e.PluginEvent(ctx, id, "plugin-start", fmt.Sprintf("plugin %q did not start: %v (retrying in %s)", id, err, wait))
 				r.noteDown(ctx, engine.SupervisionStartFailed, 0, err.Error())
+				r.startFailed()
 				restartAt = a.now().Add(wait)
 				continue
 			}
@@ -599,6 +600,17 @@ func (r *runner) probe(ctx context.Context) (healthy, ready bool, reason string)
 		r.state = state
 	}
 	return healthy, ready, reason
+}
+
+// startFailed reports the plugin unhealthy after a start of it failed, as a probe finding
+// nothing would: no process runs to probe, and the runner goes on to the next start. It went
+// from one failed start to the next unreported: /healthz said "" ("before the first probe") for
+// as long as the agent ran, and volctl_plugin_healthy had no series for it, so an alert on it
+// never fired for a plugin down for good (TestPluginThatNeverStartsIsReportedUnhealthy).
+func (r *runner) startFailed() {
+	r.a.obs.PluginProbed(r.spec.ID, false, false, 0)
+	r.state = "unhealthy"
+	r.publish()
 }
 
 // startOrAdopt starts the plugin's process, or adopts the one an earlier agent started and left
