@@ -288,6 +288,11 @@ func detachReport(a action, res engine.DetachResult) actionDoneMsg {
 		verb = "force-detached"
 	}
 	text := fmt.Sprintf("%s %q: released %s", verb, a.volume, plural(len(res.Released), "claim"))
+	if res.DetachedFrom != "" {
+		// The unpublish its recorded attachment was owed, sent (engine.DetachResult.DetachedFrom):
+		// "released 0 claims" alone said nothing was done (TestForcedDetachReportSaysTheNodeItDetachedFrom).
+		text += fmt.Sprintf(", detached it from node %q", res.DetachedFrom)
+	}
 	if n := len(res.ReleasedMeanwhile); n > 0 {
 		text += fmt.Sprintf(" (another volctl released %s while this detach waited)", plural(n, "claim"))
 	}

@@ -217,3 +217,14 @@ func replacedByTwoStartingSo(t *testing.T, e *engine.Engine) {
 		}
 	}
 }
+
+// TestForcedDetachReportSaysTheNodeItDetachedFrom: a forced detach of a volume with no claims
+// whose recorded attachment it undid (the ControllerUnpublishVolume an earlier forced detach
+// left owed) was reported "force-detached "v": released 0 claims", as if it did nothing, as the
+// command line said "nothing to detach" of it (TestForcedDetachThatSentTheOwedUnpublishDoesNotSayNothingToDetach).
+func TestForcedDetachReportSaysTheNodeItDetachedFrom(t *testing.T) {
+	msg := detachReport(action{kind: actForceDetach, volume: "v"}, engine.DetachResult{DetachedFrom: "node-1"})
+	if msg.err != nil || !strings.Contains(msg.text, `detached it from node "node-1"`) {
+		t.Errorf("the report of a forced detach that detached volume v from node-1: %q, %v", msg.text, msg.err)
+	}
+}
