@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -88,10 +89,17 @@ type claimProbe struct {
 func (pr *claimProbe) refusal(v store.Volume) error {
 	status := shellquote.Command("volctl plugin status", pr.plugin)
 	if pr.refused != nil {
+		kinded := errors.Is(pr.refused, ErrConflict) || errors.Is(pr.refused, ErrInvalid)
+		if !kinded && !errors.As(pr.refused, new(*csi.Error)) {
+			// Not the plugin's doing (volctl's own state failing, recording what the connection
+			// found: a full disk): not worded as a plugin to wait for, nor a refusal
+			// (TestClaimWhoseFingerprintCannotBeRecordedIsNoPluginRefusal).
+			return fmt.Errorf("volume %q: connecting to plugin %q to probe it for the claim: %w; no claim was admitted", v.ID, pr.plugin, pr.refused)
+		}
 		err := fmt.Errorf("volume %q cannot take claims through plugin %q: %w; no claim was admitted: claim again once `%s` shows it healthy",
 			v.ID, pr.plugin, pr.refused, status)
-		if !errors.Is(err, ErrConflict) && !errors.Is(err, ErrInvalid) {
-			// A plugin error (a fingerprint question failing, a listener that accepts no
+		if !kinded {
+			// A plugin's error (a fingerprint question failing, a listener that accepts no
 			// connection) refuses the claim as a Probe that failed does: a conflict, exit 4,
 			// where it exited 1 (TestClaimOnAStoppedPluginNotFingerprintedIsARefusalConflict).
 			return &kindWrap{kind: ErrConflict, err: err}

@@ -267,7 +267,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 				warn("%v", err)
 			default:
 				if attached {
-					detachedFrom = attachedNode(st)
+					detachedFrom = nodeID // the node it was sent for: a row recorded without one says "this node" (TestForcedDetachOfALegacyRowSaysTheNodeItDetached)
 				}
 				attached = false
 			}
