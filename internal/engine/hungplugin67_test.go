@@ -239,6 +239,16 @@ func stoppableProxy(t *testing.T, backend string) (socket string, stop func()) {
 // reconcile, its error advising to check the socket's permissions. It is refused now
 // (csi.Error.NotAccepting). Found by helper review67.
 func TestClaimOnAStoppedPluginWithAFullAcceptQueueIsRefused(t *testing.T) {
+	h := volumeOfAStoppedPlugin(t)
+	if err := claimRefusedThroughStopped(t, h); strings.Contains(err.Error(), "permission") {
+		t.Errorf("the claim's error advises checking permissions for a plugin that accepts nothing: %v", err)
+	}
+}
+
+// volumeOfAStoppedPlugin is a harness with volume v of plugin "stopped", served through a
+// proxy that then stops accepting, as a plugin stopped with SIGSTOP (stoppableProxy).
+func volumeOfAStoppedPlugin(t *testing.T) *harness {
+	t.Helper()
 	h := newHarness(t, nil)
 	sock, stop := stoppableProxy(t, h.socket)
 	h.registerPlugin("stopped", sock)
@@ -246,16 +256,21 @@ func TestClaimOnAStoppedPluginWithAFullAcceptQueueIsRefused(t *testing.T) {
 	v.PluginID = "stopped"
 	h.create(v)
 	stop()
+	return h
+}
+
+// claimRefusedThroughStopped claims v of h (volumeOfAStoppedPlugin) with the short timeouts
+// of hungConfig, fails the test unless the claim fails with nothing recorded, and returns its
+// error.
+func claimRefusedThroughStopped(t *testing.T, h *harness) error {
+	t.Helper()
 	h.open(hungConfig())
 	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
-	t.Logf("claim: %v", err)
 	if err == nil {
 		t.Fatal("a claim through a stopped plugin succeeded")
 	}
 	if live := h.liveClaims("v"); len(live) != 0 {
-		t.Errorf("a claim through a stopped plugin (its Probe cannot be answered) was admitted and recorded: %+v", live)
+		t.Errorf("a claim through a stopped plugin (it accepts no connection) was admitted and recorded: %+v", live)
 	}
-	if strings.Contains(err.Error(), "permission") {
-		t.Errorf("the claim's error advises checking permissions for a plugin that accepts nothing: %v", err)
-	}
+	return err
 }

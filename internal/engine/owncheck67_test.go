@@ -93,13 +93,7 @@ func TestHalfRegistrationsAreNoNodeLimitChange(t *testing.T) {
 // Probe. Such a claim is refused, a conflict naming the plugin and `volctl plugin status`
 // (exit 4), as one whose Probe failed; it exited 1. Found by helper review67's own review.
 func TestClaimOnAStoppedPluginNotFingerprintedIsARefusalConflict(t *testing.T) {
-	h := newHarness(t, nil)
-	sock, stop := stoppableProxy(t, h.socket)
-	h.registerPlugin("stopped", sock)
-	v := volume("v")
-	v.PluginID = "stopped"
-	h.create(v)
-	stop()
+	h := volumeOfAStoppedPlugin(t)
 	h.update(func(tx *store.Tx) error {
 		p, err := tx.Plugins().Get("stopped")
 		if err != nil {
@@ -108,16 +102,7 @@ func TestClaimOnAStoppedPluginNotFingerprintedIsARefusalConflict(t *testing.T) {
 		p.Fingerprint.Sockets = nil
 		return tx.Plugins().SetFingerprint("stopped", p.Fingerprint)
 	})
-	h.open(hungConfig())
-	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
-	t.Logf("claim: %v", err)
-	if err == nil {
-		t.Fatal("a claim through a stopped plugin succeeded")
-	}
-	if live := h.liveClaims("v"); len(live) != 0 {
-		t.Errorf("a claim through a stopped plugin was admitted and recorded: %+v", live)
-	}
-	if !errors.Is(err, ErrConflict) {
+	if err := claimRefusedThroughStopped(t, h); !errors.Is(err, ErrConflict) {
 		t.Errorf("the refusal of a claim through a plugin that accepts no connection is no conflict (exit 4): %v", err)
 	}
 }
