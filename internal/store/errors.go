@@ -153,7 +153,11 @@ func openFailed(path string, err error) error {
 		return err
 	}
 	if isFull(path, err) {
-		return fmt.Errorf("%w (the file system holding the state dir is full: free space there, then run the command again)", err)
+		where, free := fullWhere(path)
+		if strings.Contains(err.Error(), where) {
+			return err // explained already, by the migration's transaction (explain): said once (TestDiskFullDuringMigrationSaysItOnce)
+		}
+		return fmt.Errorf("%w (%s: %s, then run the command again)", err, where, free)
 	}
 	switch sqliteCode(err) & 0xff {
 	case sqlite3.SQLITE_CANTOPEN:
@@ -218,8 +222,9 @@ func (s *Store) explain(err error) error {
 	switch code := sqliteCode(err) & 0xff; {
 	case advice != "":
 	case isFull(s.path, err):
-		advice = "the file system holding the state dir is full, and this change was not recorded: " +
-			"free space there, then run the command again; `volctl reconcile` finishes anything an earlier step left half-done"
+		where, free := fullWhere(s.path)
+		advice = where + ", and this change was not recorded: " +
+			free + ", then run the command again; `volctl reconcile` finishes anything an earlier step left half-done"
 	case code == sqlite3.SQLITE_NOTADB, code == sqlite3.SQLITE_CORRUPT:
 		advice = damagedAdvice
 	case code == sqlite3.SQLITE_CANTOPEN:
@@ -410,6 +415,32 @@ func isFull(path string, err error) bool {
 		return !errors.Is(err, unix.EIO) && fsFull(path)
 	}
 	return false
+}
+
+// fullWhere says which file system a SQLITE_FULL of the state database at path found full,
+// and what to free: the state dir's; or, when that one has room and SQLite's temporary
+// directory has none, that directory, where SQLite writes what a statement sorts beyond its
+// memory (a migration's CREATE INDEX over a large table). It blamed the state dir's file system
+// always, and freeing space there, as it advised, changed nothing
+// (TestMigrationWithTempDirFullIsNotBlamedOnTheStateDir).
+func fullWhere(path string) (where, free string) {
+	if tmp := sqliteTempDir(); tmp != "" && !fsFull(path) && fsFull(filepath.Join(tmp, "x")) {
+		return fmt.Sprintf("SQLite's temporary directory %s is full (the file system holding the state dir has room): SQLite writes there what a statement sorts beyond its memory", tmp),
+			"free space there, or set SQLITE_TMPDIR to a directory with room"
+	}
+	return "the file system holding the state dir is full", "free space there"
+}
+
+// sqliteTempDir is the directory SQLite writes its temporary files in, as it chooses one on
+// Unix: the first of SQLITE_TMPDIR, TMPDIR, /var/tmp, /usr/tmp and /tmp that is a directory it
+// may write and search; "" when none is.
+func sqliteTempDir() string {
+	for _, dir := range []string{os.Getenv("SQLITE_TMPDIR"), os.Getenv("TMPDIR"), "/var/tmp", "/usr/tmp", "/tmp"} {
+		if fi, err := os.Stat(dir); dir != "" && err == nil && fi.IsDir() && unix.Access(dir, unix.W_OK|unix.X_OK) == nil {
+			return dir
+		}
+	}
+	return ""
 }
 
 // fsFull reports whether the file system holding path has less than 64 KiB free for this
