@@ -66,3 +66,24 @@ func BenchmarkScrub(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScrubberBuild works out the forms of 1,000 and of 16,000 distinct secret values (a
+// state whose volumes each have their own), reporting the build's cost per value: flat as the
+// values grow. Each value's case-folded forms were checked against every fold before them in a
+// list: 22–24 µs a value at 16,000 values, against 3–5 µs now (2026-12-06):
+//
+//	go test ./internal/csi -run '^$' -bench ScrubberBuild -benchtime 5x -count 2
+func BenchmarkScrubberBuild(b *testing.B) {
+	for _, n := range []int{1000, 16000} {
+		values := make([]string, n)
+		for i := range values {
+			values[i] = fmt.Sprintf("secret-value-%06d-%x", i, i*7919)
+		}
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				csi.Scrubber(values)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/value")
+		})
+	}
+}

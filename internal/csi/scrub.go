@@ -101,6 +101,10 @@ func Scrubber(sensitive []string) func(string) string {
 func newScrubber(sensitive []string) *scrubber {
 	sc := &scrubber{}
 	seen := make(map[string]bool, len(sensitive))
+	// The folds kept so far, by value: looked up in the list, each value's folds cost a walk
+	// of every value's before it, the build for 16,000 distinct secret values (a state whose
+	// volumes each have their own) 358–380 ms against 52–81 ms (BenchmarkScrubberBuild).
+	folded := map[string]bool{}
 	for _, s := range sensitive {
 		if len(s) < minScrubLen || seen[s] {
 			continue
@@ -126,7 +130,8 @@ func newScrubber(sensitive []string) *scrubber {
 		cased := foldable(s)
 		if cased {
 			for _, f := range sc.forms[from:] {
-				if f = asciiLower(f); !slices.Contains(sc.folds, f) {
+				if f = asciiLower(f); !folded[f] {
+					folded[f] = true
 					sc.folds = append(sc.folds, f)
 				}
 			}
@@ -134,7 +139,8 @@ func newScrubber(sensitive []string) *scrubber {
 			// locale do, as they are and with every non-ASCII letter escaped (recheck39b).
 			for _, c := range unicodeCases(s) {
 				for _, f := range []string{c, strings.Trim(strconv.QuoteToASCII(c), `"`)} {
-					if f = asciiLower(f); !slices.Contains(sc.folds, f) {
+					if f = asciiLower(f); !folded[f] {
+						folded[f] = true
 						sc.folds = append(sc.folds, f)
 					}
 				}
