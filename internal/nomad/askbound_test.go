@@ -102,3 +102,26 @@ func TestNomadLeaderQuestionUnansweredSaysItsBound(t *testing.T) {
 		}
 	}
 }
+
+// TestNomadServersQuestionHasTheQuestionsBound: which versions Nomad's servers run is asked
+// beside a registration's and a status's own requests, to warn of a Nomad that erases secrets;
+// a /v1/agent/members that never answered held the command for a request's whole minute,
+// where the leader and peers questions have their own bound (askAfterFailure). Found by helper
+// review67 (weak lead, taken up).
+func TestNomadServersQuestionHasTheQuestionsBound(t *testing.T) {
+	defer func(d time.Duration) { askAfterFailure = d }(askAfterFailure)
+	askAfterFailure = 200 * time.Millisecond
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // never answers
+	}))
+	t.Cleanup(srv.Close)
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Timeout = 30 * time.Second
+	_, err = c.Servers(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "200ms") || !strings.Contains(err.Error(), "its servers") {
+		t.Errorf("the servers question, unanswered: %v\nwant it to say it got no answer within its own bound, 200ms", err)
+	}
+}

@@ -23,15 +23,19 @@ type Server struct {
 // client's region (GET /v1/agent/members: the ACL policy must grant node read). Each server's
 // build is the "build" tag it gossips.
 func (c *Client) Servers(ctx context.Context) ([]Server, error) {
-	rctx, a, cancel := c.request(ctx)
+	// A question beside the command's own requests, as the leader and peers questions are:
+	// bounded by askAfterFailure, not a request's minute, which a hung /v1/agent/members held
+	// each `nomad register` and `nomad status` for (TestNomadServersQuestionHasTheQuestionsBound).
+	q := c.question()
+	rctx, a, cancel := q.request(ctx)
 	defer cancel()
 	var out api.ServerMembers
-	if _, err := c.api.Raw().Query("/v1/agent/members", &out, (&api.QueryOptions{Region: c.Region}).WithContext(rctx)); err != nil {
-		c.noteStopped(ctx, err, "its servers")
+	if _, err := q.api.Raw().Query("/v1/agent/members", &out, (&api.QueryOptions{Region: q.Region}).WithContext(rctx)); err != nil {
+		q.noteStopped(ctx, err, "its servers")
 		if isDenied(err) {
-			return nil, &deniedError{fmt.Errorf("Nomad at %s: its servers: %s%s", c.Address, c.said(ctx, err, nil), c.denied(ctx, err, `the "node" policy "read"`, ""))}
+			return nil, &deniedError{fmt.Errorf("Nomad at %s: its servers: %s%s", q.Address, q.said(ctx, err, nil), q.denied(ctx, err, `the "node" policy "read"`, ""))}
 		}
-		return nil, fmt.Errorf("Nomad at %s: its servers: %s%s", c.Address, c.said(ctx, err, nil), c.denied(ctx, err, `the "node" policy "read"`, "")+c.noRegion(err, c.Region)+busy(err, a))
+		return nil, fmt.Errorf("Nomad at %s: its servers: %s%s", q.Address, q.said(ctx, err, nil), q.denied(ctx, err, `the "node" policy "read"`, "")+q.noRegion(err, q.Region)+busy(err, a))
 	}
 	region := c.Region
 	if region == "" {
