@@ -30,14 +30,7 @@ func TestHealthzShowsNoSecretInThePluginID(t *testing.T) {
 	status := func() agent.Status {
 		return agent.Status{Ready: true, Plugins: []agent.PluginStatus{{ID: id, Supervised: true, Pid: 7, Health: "healthy"}}}
 	}
-	srv, err := Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(sctx, m, status, nil) }()
-	defer func() { cancel(); <-served }()
+	srv := servedStatus(t, ctx, m, status)
 
 	_, metricsBody := httpGet(t, "http://"+srv.Addr()+"/metrics")
 	if strings.Contains(metricsBody, secret) {
@@ -95,4 +88,19 @@ func TestScrubbedLabelsDoNotMakeDuplicateSeries(t *testing.T) {
 			seen[k] = true
 		}
 	}
+}
+
+// servedStatus serves m's /metrics and /healthz, status saying what the agent's Status would,
+// on a port of its own until the test ends.
+func servedStatus(t *testing.T, ctx context.Context, m *Metrics, status func() agent.Status) *Server {
+	t.Helper()
+	srv, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(sctx, m, status, nil) }()
+	t.Cleanup(func() { cancel(); <-served })
+	return srv
 }

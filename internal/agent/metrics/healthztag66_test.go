@@ -30,14 +30,7 @@ func TestHealthzTellsApartPluginsTheScrubMakesAlikeAsMetricsDo(t *testing.T) {
 			{ID: "cifs-bobby-own5", Supervised: true, Pid: 8, Health: "healthy"},
 		}}
 	}
-	srv, err := Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(sctx, m, status, nil) }()
-	defer func() { cancel(); <-served }()
+	srv := servedStatus(t, ctx, m, status)
 
 	healthy := pluginSeries(t, m, namespace+"_plugin_healthy")
 	_, body := httpGet(t, "http://"+srv.Addr()+"/healthz")
