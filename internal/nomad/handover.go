@@ -531,7 +531,7 @@ func (c *Client) Identity(have VolumeState, v spec.Volume) []string {
 }
 
 // IdentityIn is Identity with the namespace volctl's volume is in (or was handed over to)
-// given.
+// given. A copy naming no namespace is in the one asked (VolumeIn read it there).
 func IdentityIn(have VolumeState, v spec.Volume, ns string) []string {
 	var out []string
 	add := func(field, h, w string) {
@@ -540,7 +540,10 @@ func IdentityIn(have VolumeState, v spec.Volume, ns string) []string {
 		}
 	}
 	add("ID", have.ID, v.ID)
-	add("namespace", have.Namespace, ns)
+	// A copy that names no namespace is an older Nomad's, as VolumeIn takes it: the one asked.
+	if have.Namespace != "" {
+		add("namespace", have.Namespace, ns)
+	}
 	add("plugin_id", have.PluginID, v.PluginID)
 	add("external_id", have.ExternalID, v.ExternalID)
 	return out
