@@ -144,13 +144,23 @@ func (d *decoder) group(body hcl.Body) *Group {
 // the alloc's name around {index} ("web[{index}]"): what is left to fill in is the index alone.
 // A placeholder's component becomes a name with a digit in it, never "." or "..", so cleaning
 // it with the placeholder in it does what cleaning each alloc's path does.
+// A {index} in the group's name is text there, as the engine's one pass of replacements keeps
+// it: it is written as nameIndex, which no destination holds, and read back by boundFor. Taken
+// for the index, group "g{index}" had "/srv/{alloc}" and "/srv/g{index}[{index}]" refused as
+// one path, which the engine binds at /srv/g{index}[0] and /srv/g0[0]
+// (TestGroupNameHoldingAPlaceholderKeepsItAsText).
 func boundTemplate(dest, group string) string {
-	return path.Clean(strings.ReplaceAll(dest, PlaceholderAlloc, group+"["+PlaceholderIndex+"]"))
+	name := strings.ReplaceAll(group, PlaceholderIndex, nameIndex)
+	return path.Clean(strings.ReplaceAll(dest, PlaceholderAlloc, name+"["+PlaceholderIndex+"]"))
 }
+
+// nameIndex stands for a {index} of the group's name in boundTemplate: with NULs, which no
+// destination holds (volumeMount refuses one: no path can).
+const nameIndex = "\x00index\x00"
 
 // boundFor is dest as the engine binds it for alloc index i.
 func boundFor(dest, group string, i int) string {
-	return strings.ReplaceAll(boundTemplate(dest, group), PlaceholderIndex, strconv.Itoa(i))
+	return strings.NewReplacer(PlaceholderIndex, strconv.Itoa(i), nameIndex, PlaceholderIndex).Replace(boundTemplate(dest, group))
 }
 
 // sharedAlloc returns the smallest index below count of an alloc for which destinations a and
@@ -452,6 +462,8 @@ func (d *decoder) volumeMount(b *hcl.Block, group string, count int, reqs map[st
 		switch {
 		case !path.IsAbs(s):
 			d.errorf(rng, "Invalid destination", "destination %q must be an absolute path.", s)
+		case strings.ContainsRune(s, 0):
+			d.errorf(rng, "Invalid destination", "destination %q holds a NUL byte, which no path can.", s)
 		case count > 1 && sameForEveryAlloc(s):
 			d.errorf(rng, "Destination shared by several allocs",
 				"The group has count = %d, so every alloc would mount on %q. Put %s or %s in the destination (e.g. \"/srv/data/{index}\"); volctl replaces it with each alloc's index or name.",

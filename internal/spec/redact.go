@@ -262,6 +262,13 @@ func maskedValues(src, masked []byte, to int) []string {
 			return
 		}
 		values = append(values, run)
+		// A number as volctl sends it too: 0755 is sent as "493" (nomadNumber), which the
+		// "Octal number" warning's own example printed (TestOctalSecretIsHiddenAsItIsSent).
+		if !quoted && run[0] >= '0' && run[0] <= '9' {
+			if sent, err := nomadNumber(run); err == nil && sent != run {
+				values = append(values, sent)
+			}
+		}
 		if read, ok := hclStringRead(run); quoted && ok && read != run {
 			values = append(values, read)
 		}
