@@ -633,14 +633,36 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, cont
 			reqs[i].CapacityMax = v.NodeExpandMax // 0 once the storage went past the limit: the node follows it
 		}
 	}
+	// Each target is sent its NodeExpandVolume though another's failed: a plugin refusing one
+	// target (its mount wedged) kept every claim after it at the old size, through each expand
+	// and reconcile after, for as long as that one failed; the debt is cleared only when all
+	// succeeded (TestNodeExpandFailingForOneClaimStillSendsItToTheOthers). A failure that is
+	// the plugin's or the run's, not the target's, stops the rest (nodeExpandStopsTheRest).
+	var failed []error
 	for i, req := range reqs {
 		got, err := e.sendNodeExpand(ctx, c, v, req, whom[i])
 		if err != nil {
-			return true, errors.Join(over, err)
+			failed = append(failed, err)
+			if e.nodeExpandStopsTheRest(ctx, v, err) {
+				break
+			}
+			continue
 		}
 		answered = max(answered, got)
 	}
+	if len(failed) > 0 {
+		return true, errors.Join(append([]error{over}, failed...)...)
+	}
 	return true, errors.Join(over, e.nodeExpanded(ctx, v, answered))
+}
+
+// nodeExpandStopsTheRest says whether err, volume v's NodeExpandVolume failing for one target,
+// says the others would fail alike: the run cut short, the volume's lock lost, the plugin
+// unreachable, hung or busy past the retries. A plugin's refusal of that target, or an answer
+// below the size asked, is that target's.
+func (e *Engine) nodeExpandStopsTheRest(ctx context.Context, v store.Volume, err error) bool {
+	return ctx.Err() != nil || e.locks.stillHeld(v.ID) != nil ||
+		csi.IsUnavailable(err) || csi.IsDeadlineExceeded(err) || csi.IsRetryable(err)
 }
 
 // controllerBeforeNode sends, before volume v's owed NodeExpandVolume (v is on the node), the
@@ -1400,6 +1422,16 @@ func (e *Engine) setRequestedMax(ctx context.Context, volumeID string, limit int
 		v.RequestedMax = limit
 		if err := tx.Volumes().Update(&v); err != nil {
 			return err
+		}
+		// An expansion pending (its answer lost; the caller refused a limit below it) is sent
+		// again by reconcile with the limit written with it, and its success records that as
+		// capacity_max: the one set here goes with it, as a registration's does (pendingLimit).
+		// Before, reconcile sent the earlier limit, or none, and wrote it back over this one
+		// (TestExpandLimitSetBesideAPendingExpansionBoundsItsReplay).
+		if v.ExpandMin > 0 {
+			if err := tx.Volumes().SetExpansionIntent(v.ID, v.ExpandMin, limit); err != nil {
+				return err
+			}
 		}
 		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID,
 			Message: fmt.Sprintf("volume %q capacity_max set to %s (was %s); its size, %s, is unchanged", v.ID, spec.FormatSize(limit), describeLimit(was), spec.FormatSize(currentSize(v)))})
