@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -581,15 +582,33 @@ func (e *Engine) LockAgent() (release func(), named bool, err error) {
 // mounts and stop it (HoldPluginMountsOf), never stops the plugin between a count that missed a
 // claim and that claim's NodeStageVolume or NodePublishVolume, nor under a release's
 // ControllerUnpublishVolume sent once the store shows no mount. It is the node socket's (the
-// process the mounts go through, whichever plugin ID they are sent through): publishLocks.
+// process the mounts go through, whichever plugin ID they are sent through) and the controller
+// socket's (the process the attachments go through): publishLocks.
 func (l *locker) publishing(ctx context.Context, p store.Plugin) (func(), error) {
 	return l.all(ctx, publishLocks(p), fmt.Sprintf("plugin %q's publishes and releases (the agent stops it under it)", p.ID), true)
 }
 
-// publishLocks names a plugin's publish locks: its node socket's (socketLocks).
+// publishLocks names a plugin's publish locks: its node socket's (socketLocks), and its
+// controller socket's where that is another. A split plugin's ControllerPublishVolume and
+// ControllerUnpublishVolume go to the process serving its controller socket, which may be
+// another plugin ID's process (a monolith's, its controller socket being that one's): the agent
+// stops that process under that plugin ID's publish lock, which took the node socket's alone,
+// and counted no mount and no publish under way while a release sent it a
+// ControllerUnpublishVolume (TestReleaseHoldsThePublishLockOfTheControllerSocketItSendsThrough).
+// Sorted, one order for every holder: the agent takes several plugins' at once, waiting.
 func publishLocks(p store.Plugin) []string {
 	sp := p.Spec()
-	return socketLocks("publish", p.ID, csi.ConfigFromSpec(&sp).NodeSocket)
+	cfg := csi.ConfigFromSpec(&sp)
+	names := socketLocks("publish", p.ID, cfg.NodeSocket)
+	if cfg.ControllerSocket != "" && cfg.ControllerSocket != cfg.NodeSocket {
+		for _, name := range socketLocks("publish", p.ID, cfg.ControllerSocket) {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // all takes the named locks in order, each as lock does, and releases them in reverse.

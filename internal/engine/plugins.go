@@ -539,6 +539,7 @@ func (e *Engine) holdPluginMounts(ctx context.Context, pluginID string, wait boo
 			}
 		}
 	}
+	slices.Sort(locks) // publishLocks' order: a publish holding one of them waits for no other here
 	var (
 		unlock func()
 		ok     bool

@@ -194,7 +194,9 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 	if lost := e.locks.stillHeld(intent.SourceVolumeID); lost != nil {
 		return store.Snapshot{}, Created, lost
 	}
-	lockedID := "" // the snapshot whose lock this create holds, taken while its delete was recorded
+	// The snapshot whose lock this create holds, taken while its delete was recorded, and the
+	// plugin ID that delete was recorded through (intent's, or a socket mate's).
+	lockedID, lockedOf := "", ""
 	if err == nil && snap.ID != "" {
 		// Answered with a snapshot whose delete is recorded: a delete in flight in another
 		// volctl holds the snapshot's lock from that record to its end, and one that has not
@@ -207,12 +209,16 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 		// is let go while it waits (snapshotLockAfterItsDelete): held, a DeleteSnapshot that hung
 		// held up every claim and release of the volume for as long as the plugin hung
 		// (TestSnapshotCreateWaitingForAHungDeleteDoesNotHoldItsVolume).
-		marked, verr := viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) { return tx.Snapshots().Deleting(intent.PluginID, snap.ID) })
+		// The delete may be recorded through a socket mate (one process, one storage, one
+		// snapshot), whose lock is its own: waited for the same (before, looked for under this
+		// plugin ID alone, it was not, and deleted what this create recorded,
+		// TestSnapshotCreateWaitsForASocketMatesDeleteOfItsAnswer).
+		deleter, verr := viewOne(ctx, e.store, func(tx *store.Tx) (string, error) { return snapshotDeletingThrough(tx, intent.PluginID, snap.ID) })
 		if verr != nil {
 			return store.Snapshot{}, Created, verr
 		}
-		if marked {
-			unlock, finished, lerr := e.snapshotLockAfterItsDelete(ctx, hold, intent, snap.ID)
+		if deleter != "" {
+			unlock, finished, lerr := e.snapshotLockAfterItsDelete(ctx, hold, intent, deleter, snap.ID)
 			var forgot *intentForgotten
 			if errors.As(lerr, &forgot) {
 				// Not kept for reconcile: the user forgot it (TestSnapshotCreateWaitingForAHungDeleteWhoseIntentIsForgottenMeanwhile).
@@ -225,7 +231,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 				return *finished, Created, nil
 			}
 			defer unlock()
-			lockedID = snap.ID
+			lockedID, lockedOf = snap.ID, deleter
 			snap, _, err = controllerAnswer(ctx, e, c, csi.RPCCreateSnapshot, send)
 			earlier = true // the first answer's snapshot may be the one made: a refusal now keeps the intent
 			if lost := e.locks.stillHeld(intent.SourceVolumeID); lost != nil {
@@ -235,7 +241,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 			// the lock on a new file and delete what this answer is about. Nothing is recorded;
 			// the intent stays for reconcile, which asks again
 			// (TestSnapshotCreateThatWaitedForADeleteStopsOnALostSnapshotLock).
-			if lost := e.locks.snapshotStillHeld(intent.PluginID, lockedID); lost != nil {
+			if lost := e.locks.snapshotStillHeld(lockedOf, lockedID); lost != nil {
 				return store.Snapshot{}, Created, lostSnapshotLock(intent, lost)
 			}
 			e.failpoint("snapshot:asked-again") // answered again under the snapshot's lock, not recorded
@@ -327,7 +333,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 		// above, a delete holding the new file may have recorded its mark since, which the
 		// Undelete below would wipe, recording a snapshot that delete then deletes.
 		if lockedID != "" {
-			if lost := e.locks.snapshotStillHeld(intent.PluginID, lockedID); lost != nil {
+			if lost := e.locks.snapshotStillHeld(lockedOf, lockedID); lost != nil {
 				return lost
 			}
 		}
@@ -490,8 +496,9 @@ func dated(snap csi.Snapshot) time.Time {
 // minute, for a plugin whose clock is not the host's.
 const adoptedLeeway = time.Minute
 
-// snapshotLockAfterItsDelete takes the lock of snapshot id of intent's plugin, which a delete of it
-// in another volctl holds from its record to its end, for a create the plugin answered with that
+// snapshotLockAfterItsDelete takes the lock of snapshot id of plugin deleter (intent's plugin, or
+// a socket mate: snapshotDeletingThrough), which a delete of it through that plugin ID in another
+// volctl holds from its record to its end, for a create the plugin answered with that
 // snapshot (finishSnapshot): it waits for the delete to end. Not with the source volume's lock
 // held (hold): a DeleteSnapshot that hangs would hold up every claim and release of the volume
 // until the delete's timeouts and retries ran out, or for good under a context without a bound.
@@ -503,18 +510,18 @@ const adoptedLeeway = time.Minute
 // deregister` forgotten it: the intent is read again once the volume's lock is taken again,
 // and finished is the snapshot recorded under its name then (nothing more to ask), or the
 // error says it is gone. The caller holds the snapshot's lock until it has recorded the answer.
-func (e *Engine) snapshotLockAfterItsDelete(ctx context.Context, hold *volumeHold, intent store.SnapshotCreate, id string) (unlock func(), finished *store.Snapshot, err error) {
+func (e *Engine) snapshotLockAfterItsDelete(ctx context.Context, hold *volumeHold, intent store.SnapshotCreate, deleter, id string) (unlock func(), finished *store.Snapshot, err error) {
 	for {
-		unlock, ok, err := e.locks.trySnapshot(intent.PluginID, id)
+		unlock, ok, err := e.locks.trySnapshot(deleter, id)
 		if err != nil || ok {
 			return unlock, nil, err
 		}
 		if hold == nil {
-			unlock, err := e.locks.snapshot(ctx, intent.PluginID, id)
+			unlock, err := e.locks.snapshot(ctx, deleter, id)
 			return unlock, nil, err
 		}
 		hold.release()
-		wait, err := e.locks.snapshot(ctx, intent.PluginID, id) // the delete's end
+		wait, err := e.locks.snapshot(ctx, deleter, id) // the delete's end
 		if err != nil {
 			return nil, nil, err
 		}
@@ -596,6 +603,26 @@ func nearSnapshot(tx *store.Tx, pluginID, snapshotID string) (store.Snapshot, er
 		}
 	}
 	return store.Snapshot{}, nil
+}
+
+// snapshotDeletingThrough returns the plugin ID, pluginID's own or a socket mate's
+// (socketMates), through which a delete of snapshot snapshotID is recorded, "" when none is.
+func snapshotDeletingThrough(tx *store.Tx, pluginID, snapshotID string) (string, error) {
+	mates, err := socketMates(tx, pluginID)
+	if err != nil {
+		return "", err
+	}
+	delete(mates, pluginID)
+	for _, id := range append([]string{pluginID}, slices.Sorted(maps.Keys(mates))...) {
+		deleting, err := tx.Snapshots().Deleting(id, snapshotID)
+		if err != nil {
+			return "", err
+		}
+		if deleting {
+			return id, nil
+		}
+	}
+	return "", nil
 }
 
 // snapshotOfMate returns the record of snapshotID made through another plugin ID registered on
