@@ -42,11 +42,23 @@ func (c *Client) GetPluginCapabilities(ctx context.Context) (PluginCapabilities,
 // Probe asks every configured socket whether the plugin is healthy. An error means unhealthy;
 // ready is false when a socket answered ready=false (still initialising) and true when all
 // answered true or left readiness out, which the spec says means ready.
+//
+// A split plugin's error names the half that failed and its socket: two processes, and "plugin
+// X did not answer" alone left the user to guess whose logs to read
+// (TestSplitProbeFailureNamesTheHalfThatFailed).
 func (c *Client) Probe(ctx context.Context) (ready bool, err error) {
 	ready = true
-	for _, ep := range c.endpoints() {
+	eps := c.endpoints()
+	for _, ep := range eps {
 		resp, err := invoke(ctx, c, ep, RPCProbe, &csipb.ProbeRequest{}, ep.identity.Probe)
 		if err != nil {
+			if len(eps) > 1 {
+				half := "node"
+				if ep == c.controller {
+					half = "controller"
+				}
+				return false, fmt.Errorf("the %s half, at socket %s: %w", half, spec.QuoteName(ep.socket), err)
+			}
 			return false, err
 		}
 		if r := resp.GetReady(); r != nil && !r.GetValue() {
@@ -92,6 +104,8 @@ func (c *Client) fingerprint(ctx context.Context) (*Fingerprint, error) {
 		return nil, fmt.Errorf("GetPluginInfo: the plugin reported a name of %d bytes (%q), far past the CSI spec's 63 characters "+
 			"(volctl takes up to %d bytes): fix the plugin", len(info.Name), spec.Cut(info.Name, 64), maxPluginName)
 	}
+	// vendor_version, unbounded by CSI, is only shown: kept, cut, whatever its size.
+	version := spec.Cut(info.VendorVersion, MaxVendorVersion)
 	if c.controller != nil && c.node != nil && c.node != c.controller {
 		// Split sockets must belong to one plugin, or capabilities from one would be applied
 		// to the other.
@@ -102,12 +116,18 @@ func (c *Client) fingerprint(ctx context.Context) (*Fingerprint, error) {
 		if nodeInfo.Name != info.Name {
 			return nil, &HalvesDiffer{ControllerSocket: c.controller.socket, Controller: info.Name, NodeSocket: c.node.socket, Node: nodeInfo.Name}
 		}
+		// Two processes, which may run two versions of the driver: the node half's said where
+		// it is another, so that one upgraded or downgraded under the claims is seen (a
+		// plugin-capabilities event naming both) and shown. Before, only the controller's was
+		// read (TestSplitNodeHalfBackAsAnotherVersionIsAnEvent).
+		if nodeInfo.VendorVersion != info.VendorVersion {
+			version += " (node half: " + spec.Cut(nodeInfo.VendorVersion, MaxVendorVersion) + ")"
+		}
 	}
 	if problem := manifestProblem(info.Manifest); problem != "" {
 		return nil, fmt.Errorf("GetPluginInfo: plugin %q reported a manifest with %s: fix the plugin", info.Name, problem)
 	}
-	// vendor_version, unbounded by CSI, is only shown: kept, cut, whatever its size.
-	fp := &Fingerprint{Provider: info.Name, Version: spec.Cut(info.VendorVersion, MaxVendorVersion), Manifest: info.Manifest}
+	fp := &Fingerprint{Provider: info.Name, Version: version, Manifest: info.Manifest}
 	if fp.Capabilities.Plugin, err = c.GetPluginCapabilities(ctx); err != nil {
 		return nil, err
 	}

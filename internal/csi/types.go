@@ -47,7 +47,7 @@ type NodeInfo struct {
 // Fingerprint is everything volctl learns about a plugin on (re)connect, in one value.
 type Fingerprint struct {
 	Provider           string            `json:"provider"`
-	Version            string            `json:"version"`
+	Version            string            `json:"version"` // vendor_version; a split plugin's halves' both where they differ: "1.0 (node half: 2.0)"
 	Manifest           map[string]string `json:"manifest,omitempty"`
 	Capabilities       Capabilities      `json:"capabilities"`
 	NodeID             string            `json:"node_id,omitempty"` // empty for a controller-only plugin

@@ -845,6 +845,18 @@ func (e *Engine) fingerprintNow(ctx context.Context, p store.Plugin, client Plug
 		if errors.As(err, &ce) {
 			hung.note(p, ce.RPC, "", err) // an identity's hang is the plugin's, whatever the volume
 		}
+		// A split plugin's half answered by another driver is refused as a monolith's socket
+		// is (checkIdentity): before, found at the connection rather than mid-operation
+		// (otherInstanceOn), it was a bare failure naming neither the registered driver nor
+		// the way out (TestSplitNodeHalfReplacedBeforeTheClaimIsAConflictWithAdvice).
+		var halves *csi.HalvesDiffer
+		if errors.As(err, &halves) && p.Fingerprint.Provider != "" {
+			socket, now := halves.NodeSocket, halves.Node
+			if halves.Controller != p.Fingerprint.Provider {
+				socket, now = halves.ControllerSocket, halves.Controller
+			}
+			return nil, servedByAnother(p, socket, now)
+		}
 		return nil, lostNodeService(p, err)
 	}
 	return fp, nil
@@ -1008,10 +1020,16 @@ func checkIdentity(p store.Plugin, fp *csi.Fingerprint, sockets []socketID) erro
 	if p.Fingerprint.Provider == "" || fp.Provider == p.Fingerprint.Provider {
 		return nil
 	}
+	return servedByAnother(p, sockets[0].path, fp.Provider)
+}
+
+// servedByAnother is checkIdentity's refusal of plugin p, whose socket is now served by driver
+// now.
+func servedByAnother(p store.Plugin, socket, now string) error {
 	return conflictf("socket %s now served by %q, registered as %q: no volume RPC goes to it "+
 		"(start %q on that socket again; if the driver changed on purpose, the storage of the volumes that use plugin %q is the old driver's: "+
 		"`volctl volume deregister` each of them, then `volctl plugin register` it again)",
-		spec.QuoteName(sockets[0].path), fp.Provider, p.Fingerprint.Provider, p.Fingerprint.Provider, p.ID)
+		spec.QuoteName(socket), now, p.Fingerprint.Provider, p.Fingerprint.Provider, p.ID)
 }
 
 // declaresController and declaresNode say whether a plugin of type t is declared with that half.
@@ -1063,6 +1081,7 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 		return err
 	}
 	now := fingerprintToStore(fp, time.Time{})
+	nowWhole := now
 	// A half of the plugin that the declaration (cur's, as registered now) leaves out, or that
 	// the recorded fingerprint was taken without, is not compared: a monolith registered again
 	// as its node half alone lost none of its controller's capabilities, the process still
@@ -1096,8 +1115,11 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 	// Another version of the driver (an upgrade, a downgrade, another build): the plugin's
 	// word, quoted and cut as the fingerprint cuts it (a version recorded before that bound may
 	// be longer).
+	// Compared only between fingerprints of the same halves: a split plugin's version names
+	// the node half's too where it differs (csi.Fingerprint.Version), which a registration of
+	// one half alone does not read.
 	var version string
-	if cur.Fingerprint.Version != now.Version {
+	if cur.Fingerprint.Version != now.Version && tookController(cur.Fingerprint) == tookController(nowWhole) && tookNode(cur.Fingerprint) == tookNode(nowWhole) {
 		version = fmt.Sprintf("; its vendor_version is now %q, was %q",
 			spec.Cut(now.Version, csi.MaxVendorVersion), spec.Cut(cur.Fingerprint.Version, csi.MaxVendorVersion))
 	}
