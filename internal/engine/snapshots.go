@@ -456,6 +456,15 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 		// earlier snapshot under it (one the plugin did delete, unanswered) is of one gone, and
 		// reconcile finishing it would delete this one
 		// (TestReview30fRecordedSnapshotTakenAgainThenReconcile).
+		// So is one recorded through the socket mate whose delete this create waited for
+		// (lockedOf, whose lock it holds: no delete of it is under way): left, the snapshot
+		// just said made was "being deleted" to every restore, and a problem to every
+		// reconcile pass (TestSnapshotCreateTakesBackAMatesRecordedDeleteOfItsAnswer).
+		if lockedOf != "" && lockedOf != rec.PluginID {
+			if err := tx.Snapshots().Undelete(lockedOf, rec.SnapshotID); err != nil {
+				return err
+			}
+		}
 		if err := tx.Snapshots().Undelete(rec.PluginID, rec.SnapshotID); err != nil {
 			return err
 		}
@@ -538,8 +547,8 @@ func (e *Engine) snapshotLockAfterItsDelete(ctx context.Context, hold *volumeHol
 				if err == nil && recorded {
 					// The record under the name is the create's answer only when no delete of it
 					// is recorded: one that is, the snapshot waited for, was not made for this create.
-					var deleting bool
-					if deleting, err = tx.Snapshots().Deleting(intent.PluginID, rec.SnapshotID); err == nil && deleting {
+					var deleting string
+					if deleting, err = snapshotDeletingThrough(tx, intent.PluginID, rec.SnapshotID); err == nil && deleting != "" {
 						recorded = false
 					}
 				}

@@ -263,10 +263,15 @@ func maskedValues(src, masked []byte, to int) []string {
 		}
 		values = append(values, run)
 		// A number as volctl sends it too: 0755 is sent as "493" (nomadNumber), which the
-		// "Octal number" warning's own example printed (TestOctalSecretIsHiddenAsItIsSent).
+		// "Octal number" warning's own example printed (TestOctalSecretIsHiddenAsItIsSent);
+		// and as HCL reads it, its leading zeros dropped, which HCL's own messages quote (a
+		// for expression's duplicate key: TestLeadingZeroSecretIsHiddenAsHCLReadsIt).
 		if !quoted && run[0] >= '0' && run[0] <= '9' {
 			if sent, err := nomadNumber(run); err == nil && sent != run {
 				values = append(values, sent)
+			}
+			if read := strings.TrimLeft(run, "0"); read != run && read != "" && read[0] >= '0' && read[0] <= '9' {
+				values = append(values, read)
 			}
 		}
 		if read, ok := hclStringRead(run); quoted && ok && read != run {
