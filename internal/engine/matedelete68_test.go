@@ -22,12 +22,7 @@ import (
 // helper review68 (a review of that round's own change).
 func TestSnapshotCreateTakesBackAMatesRecordedDeleteOfItsAnswer(t *testing.T) {
 	t.Parallel()
-	h, _ := snapshotHarness(t, nil)
-	h.registerPlugin("mem2", h.socket)
-	s := h.snapshot("nightly")
-	if _, err := h.e.DeregisterSnapshot(h.ctx, "mem", s.ID); err != nil {
-		t.Fatalf("deregister the snapshot's record: %v", err)
-	}
+	h, s := unrecordedSnapshotOfMates(t)
 	h.faults.FailNext(csi.RPCDeleteSnapshot, codes.Unavailable, 100)
 	if err := h.e.DeleteSnapshot(h.ctx, "mem2", s.ID, nil); err == nil {
 		t.Fatal("the delete through mem2 succeeded despite UNAVAILABLE")

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -25,15 +24,7 @@ import (
 // Found by helper review68.
 func TestSnapshotCreateWaitsForASocketMatesDeleteOfItsAnswer(t *testing.T) {
 	t.Parallel()
-	h, _ := snapshotHarness(t, nil)
-	h.registerPlugin("mem2", h.socket)
-	s := h.snapshot("nightly")
-	if _, err := h.e.DeregisterSnapshot(h.ctx, "mem", s.ID); err != nil {
-		t.Fatalf("deregister the snapshot's record: %v", err)
-	}
-	if len(h.mem.Snapshots()) != 1 {
-		t.Fatalf("the plugin's snapshots after the deregister: %d, want the one kept", len(h.mem.Snapshots()))
-	}
+	h, s := unrecordedSnapshotOfMates(t)
 
 	// Another volctl's delete through mem2, held once its delete is recorded (at its next lock:
 	// the controller's, for DeleteSnapshot).
@@ -102,28 +93,26 @@ func TestReleaseHoldsThePublishLockOfTheControllerSocketItSendsThrough(t *testin
 	sv.PluginID = "split"
 	h.create(sv)
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
-	gate := make(chan struct{})
-	h.faults.Inject(csi.RPCControllerUnpublishVolume, csitest.Fault{Gate: gate, Times: 1})
-	done := make(chan error, 1)
-	go func() {
-		_, err := h.e.Release(h.ctx, "db", "web-0")
-		done <- err
-	}()
-	h.waitInFlight(gate, done)
-	other, err := newLocker(h.dir) // the agent, another process
-	if err != nil {
-		close(gate)
-		t.Fatal(err)
-	}
-	agent := &Engine{locks: other, store: h.e.store}
-	m, hold, err := agent.HoldPluginMountsOf(h.ctx, "mem", nil)
-	hold()
-	close(gate)
-	if rerr := <-done; rerr != nil {
-		t.Errorf("release: %v", rerr)
-	}
+	m, _, err := h.agentsCountDuringARelease("db", "web-0", "mem")
 	if err != nil || !m.Any() {
 		t.Fatalf("the agent's count of mem's process (split's controller) during split's ControllerUnpublishVolume through it = %+v, %v; "+
 			"want a publish under way (Publishing) or a mount: the agent would stop the process under the RPC", m, err)
 	}
+}
+
+// unrecordedSnapshotOfMates is a snapshot harness with plugin IDs mem and mem2 on one socket
+// and snapshot "nightly" of volume db on the plugin, taken through mem, its record forgotten
+// (deregistered: the storage kept).
+func unrecordedSnapshotOfMates(t *testing.T) (*harness, SnapshotInfo) {
+	t.Helper()
+	h, _ := snapshotHarness(t, nil)
+	h.registerPlugin("mem2", h.socket)
+	s := h.snapshot("nightly")
+	if _, err := h.e.DeregisterSnapshot(h.ctx, "mem", s.ID); err != nil {
+		t.Fatalf("deregister the snapshot's record: %v", err)
+	}
+	if len(h.mem.Snapshots()) != 1 {
+		t.Fatalf("the plugin's snapshots after the deregister: %d, want the one kept", len(h.mem.Snapshots()))
+	}
+	return h, s
 }

@@ -125,32 +125,41 @@ func TestReleaseHoldsThePublishLockAgainstTheAgentsStop(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
-	gate := make(chan struct{})
-	h.faults.Inject(csi.RPCControllerUnpublishVolume, csitest.Fault{Gate: gate, Times: 1})
-	done := make(chan error, 1)
-	go func() {
-		_, err := h.e.Release(h.ctx, "db", "web-0")
-		done <- err
-	}()
-	h.waitInFlight(gate, done)
-	other, err := newLocker(h.dir) // the agent, another process
-	if err != nil {
-		close(gate)
-		t.Fatal(err)
-	}
-	agent := &Engine{locks: other, store: h.e.store}
-	m, hold, err := agent.HoldPluginMountsOf(h.ctx, "mem", nil)
-	hold()
-	close(gate)
-	if rerr := <-done; rerr != nil {
-		t.Errorf("release: %v", rerr)
-	}
+	m, agent, err := h.agentsCountDuringARelease("db", "web-0", "mem")
 	if err != nil || !m.Publishing {
 		t.Fatalf("the agent's count during the release's ControllerUnpublishVolume = %+v, %v; want the publish lock held (Publishing)", m, err)
 	}
-	m, hold, err = agent.HoldPluginMountsOf(h.ctx, "mem", nil)
+	m, hold, err := agent.HoldPluginMountsOf(h.ctx, "mem", nil)
 	hold()
 	if err != nil || m.Any() {
 		t.Fatalf("the agent's count after the release = %+v, %v; want no mounts and the lock free", m, err)
 	}
+}
+
+// agentsCountDuringARelease releases volumeID's claim of alloc, holds its ControllerUnpublishVolume
+// in flight, and returns what the agent (another process: an engine on a locker of its own)
+// counts of plugin pluginID's mounts then, that agent, and HoldPluginMountsOf's error.
+func (h *harness) agentsCountDuringARelease(volumeID, alloc, pluginID string) (PluginMounts, *Engine, error) {
+	h.t.Helper()
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCControllerUnpublishVolume, csitest.Fault{Gate: gate, Times: 1})
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.e.Release(h.ctx, volumeID, alloc)
+		done <- err
+	}()
+	h.waitInFlight(gate, done)
+	other, err := newLocker(h.dir)
+	if err != nil {
+		close(gate)
+		h.t.Fatal(err)
+	}
+	agent := &Engine{locks: other, store: h.e.store}
+	m, hold, err := agent.HoldPluginMountsOf(h.ctx, pluginID, nil)
+	hold()
+	close(gate)
+	if rerr := <-done; rerr != nil {
+		h.t.Errorf("release: %v", rerr)
+	}
+	return m, agent, err
 }
