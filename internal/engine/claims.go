@@ -663,7 +663,7 @@ func heldOtherwise(c store.Claim, req ClaimRequest) string {
 		}
 		return fmt.Sprintf("published with other mount options (it has: %s)", strings.Join(held, ", "))
 	}
-	if req.Group != "" && !slices.EqualFunc(req.Binds, c.Binds, sameBind) {
+	if req.Group != "" && !sameBinds(req.Binds, c.Binds) {
 		var at []string
 		for _, b := range c.Binds {
 			d := b.Destination
@@ -683,16 +683,29 @@ func heldOtherwise(c store.Claim, req ClaimRequest) string {
 	return ""
 }
 
-// sameBind: a and b bind the same way (the volume block's label aside), an unset propagation
-// mode being the default.
-func sameBind(a, b spec.VolumeMount) bool {
-	prop := func(m string) string {
-		if m == "" {
-			return spec.PropagationPrivate
-		}
-		return m
+// sameBinds: a and b are the same binds (the volume block's label aside), in any order, each
+// destination cleaned as bind opens it, an unset propagation mode being the default. Compared
+// in order and as written, the same group run again with its volume_mount blocks in another
+// order, or a destination written "/srv/a/", was refused as bound otherwise, with advice to
+// stop the group (TestGroupRunAgainWithTheSameVolumeMountsWrittenOtherwiseIsNoChange).
+func sameBinds(a, b []spec.VolumeMount) bool {
+	if len(a) != len(b) {
+		return false
 	}
-	return a.Destination == b.Destination && a.ReadOnly == b.ReadOnly && prop(a.PropagationMode) == prop(b.PropagationMode)
+	key := func(m spec.VolumeMount) string {
+		prop := m.PropagationMode
+		if prop == "" {
+			prop = spec.PropagationPrivate
+		}
+		return fmt.Sprintf("%q %t %s", filepath.Clean(m.Destination), m.ReadOnly, prop)
+	}
+	ka, kb := make([]string, len(a)), make([]string, len(b))
+	for i := range a {
+		ka[i], kb[i] = key(a[i]), key(b[i])
+	}
+	slices.Sort(ka)
+	slices.Sort(kb)
+	return slices.Equal(ka, kb)
 }
 
 // refuseSharedDestinations refuses, in admission's transaction, a claim with a volume_mount
