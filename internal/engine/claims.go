@@ -506,7 +506,7 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool, probe
 			}
 			if c.Mode != mode || (req.AccessMode != "" && req.AccessMode != c.AccessMode) ||
 				(req.AttachmentMode != "" && req.AttachmentMode != c.AttachmentMode) {
-				return conflictf("alloc %q already holds a %s claim (%s, %s); release it first", req.Alloc, c.Mode, c.AccessMode, c.AttachmentMode)
+				return conflictf("alloc %q already holds a %s claim (%s, %s); %s", req.Alloc, c.Mode, c.AccessMode, c.AttachmentMode, heldWayOut(c, req))
 			}
 			if req.Group != "" && !sameInNFC(c.Group, req.Group) {
 				// Not the group's claim: the run would report it as the alloc's volume while
@@ -519,11 +519,7 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool, probe
 					req.Alloc, c.Mode, req.Group, made, releaseCommand(c))
 			}
 			if other := heldOtherwise(c, req); other != "" {
-				way := "release it first"
-				if req.Group != "" {
-					way = fmt.Sprintf("`%s` releases it, then run the group again", shellquote.Command("volctl group stop", req.Group))
-				}
-				return conflictf("alloc %q already holds a %s claim %s; %s", req.Alloc, c.Mode, other, way)
+				return conflictf("alloc %q already holds a %s claim %s; %s", req.Alloc, c.Mode, other, heldWayOut(c, req))
 			}
 			cl = c
 			return nil
@@ -646,6 +642,17 @@ func sameMountAsLive(v store.Volume, live []store.Claim, mo *spec.MountOptions, 
 			v.ID, holder(c), fsType(c.FSType), fsType(mo.FSType), v.PluginID, fsType(c.FSType), wayOut(c))
 	}
 	return nil
+}
+
+// heldWayOut is the way out of a claim again refused for the claim c its alloc holds: the
+// group's stop and run again for a group's claim (a read_only flipped on its volume block, other
+// binds), the claim's release otherwise. Before, a mode changed said only "release it first",
+// naming no command (TestClaimAgainInAnotherModeNamesTheReleaseThatFreesIt).
+func heldWayOut(c store.Claim, req ClaimRequest) string {
+	if req.Group != "" {
+		return fmt.Sprintf("`%s` releases it, then run the group again", shellquote.Command("volctl group stop", req.Group))
+	}
+	return fmt.Sprintf("`%s` releases it first", releaseCommand(c))
 }
 
 // heldOtherwise says how the claim an alloc holds differs from what its claim again asks for,

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
@@ -57,5 +59,25 @@ func TestGroupRunAgainWithTheSameVolumeMountsWrittenOtherwiseIsNoChange(t *testi
 	}
 	if m := mountsUnder(t, dir); len(m) != 2 {
 		t.Errorf("mounts under %s: %v; want the two binds kept", dir, m)
+	}
+}
+
+// A claim again in another mode was refused with "release it first", naming no command, where a
+// claim again bound otherwise named the one that frees it. It names the release now (the
+// group's stop and run again for a group's claim, as heldOtherwise's refusal does), and that
+// release frees the alloc for the claim it asked for.
+func TestClaimAgainInAnotherModeNamesTheReleaseThatFreesIt(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.MultiNodeMultiWriter), capab(spec.MultiNodeReaderOnly)))
+	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0", AccessMode: spec.MultiNodeMultiWriter})
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0", AccessMode: spec.MultiNodeReaderOnly, ReadOnly: true})
+	want := "`volctl volume release db --alloc web-0` releases it first"
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("claim again in another mode = %v; want a conflict naming %s", err, want)
+	}
+	h.release("db", "web-0")
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0", AccessMode: spec.MultiNodeReaderOnly, ReadOnly: true}); err != nil {
+		t.Fatalf("the claim after the advised release: %v", err)
 	}
 }
