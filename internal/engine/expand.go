@@ -1090,8 +1090,12 @@ func (e *Engine) letGoOfGuess(ctx context.Context, c *conn, v store.Volume) erro
 // expandOnPublish sends a volume's owed node expansion once a claim has published it (the
 // volume was on no path here when it was expanded, or the expansion failed). The claim stays
 // published whatever happens: a failure leaves the expansion owed for `volume expand` or
-// reconcile, and is logged, not returned.
-func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, cl *store.Claim, st store.Staging) {
+// reconcile, and is logged, not returned. It is sent as expandOnNode sends it, at every
+// published claim's target, this one's among them, the debt cleared once all succeeded:
+// sent at this claim's alone, the debt was cleared with other claims' targets never sent it
+// (an expand killed between two targets, or a target the plugin refused), and nothing sent it
+// again (TestExpandKilledBetweenTwoTargetsThenAClaimClearsNoDebtUnsent).
+func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, cl *store.Claim) {
 	if v.NodeExpandMin > 0 && c.fp.Node && !c.fp.Capabilities.Node.ExpandVolume && v.NodeExpandGuessed {
 		if err := e.letGoOfGuess(ctx, c, v); err != nil {
 			e.log.Warn("letting go of a node expansion owed as a guess", "volume", v.ID, "err", err)
@@ -1101,7 +1105,7 @@ func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, c
 	if v.NodeExpandMin <= 0 || !c.fp.Node || !c.fp.Capabilities.Node.ExpandVolume {
 		return
 	}
-	ctrlAnswered, over, err := e.controllerBeforeNode(ctx, c, &v) // over: recorded with its event
+	_, err := e.expandOnNode(ctx, c, v, false) // an answer above the limit: recorded with its event
 	var wait *kindError
 	if errors.As(err, &wait) {
 		// The expansion waits (a plugin that expands only offline, a controller half not
@@ -1109,14 +1113,7 @@ func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, c
 		own := fmt.Sprintf("node expansion to %s still owed, not sent at the publish: ", spec.FormatSize(v.NodeExpandMin))
 		e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, Message: own + err.Error()}, own)
 	}
-	if err == nil {
-		var answered int64
-		answered, err = e.sendNodeExpand(ctx, c, v, e.nodeExpandRequest(c, v, cl, cl.TargetPath, st), fmt.Sprintf("alloc %q", cl.Alloc))
-		if err == nil {
-			err = e.nodeExpanded(ctx, v, max(answered, ctrlAnswered))
-		}
-	}
-	if err = errors.Join(over, err); err != nil {
+	if err != nil {
 		e.log.Warn("owed node expansion", "volume", v.ID, "alloc", cl.Alloc, "err", err)
 	}
 }

@@ -714,15 +714,29 @@ type seqCrash struct{ at string }
 // restores run beside each other) are not counted. It returns the failpoint's name, "" where
 // op ran to its end. The caller opens the engine anew, as the next volctl process.
 func cutShort(h *harness, at int, op func()) (crashed string) {
-	if at > 0 {
-		self, n := goroutineID(), 0
-		h.e.failpointHook = func(name string) {
-			if goroutineID() != self {
-				return
-			}
-			if n++; n == at {
-				panic(seqCrash{name})
-			}
+	n := 0
+	return cutShortWhen(h, func(string) bool { n++; return n == at }, op)
+}
+
+// cutShortAt is cutShort at the nth time (1-based) op's goroutine passes failpoint name; it
+// reports whether op was cut short.
+func cutShortAt(h *harness, name string, nth int, op func()) bool {
+	n := 0
+	return cutShortWhen(h, func(got string) bool {
+		if got != name {
+			return false
+		}
+		n++
+		return n == nth
+	}, op) != ""
+}
+
+// cutShortWhen is cutShort at the first failpoint op's goroutine passes for which cut says so.
+func cutShortWhen(h *harness, cut func(name string) bool, op func()) (crashed string) {
+	self := goroutineID()
+	h.e.failpointHook = func(name string) {
+		if goroutineID() == self && cut(name) {
+			panic(seqCrash{name})
 		}
 	}
 	e := h.e

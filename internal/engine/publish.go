@@ -98,7 +98,7 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 			if err := p.flush(ctx, "claim"); err != nil {
 				return err
 			}
-			e.expandOnPublish(ctx, c, v, cl, p.st)
+			e.expandOnPublish(ctx, c, v, cl)
 			_, err := e.bind(ctx, cl)
 			return err
 		default:
