@@ -80,12 +80,17 @@ func runOn(ctx context.Context, e *engine.Engine, args ...string) (int, string) 
 // runOnOut is runOn, with what the command wrote to stdout too.
 func runOnOut(ctx context.Context, e *engine.Engine, args ...string) (code int, out, errOut string) {
 	ios, _, stdout, stderr := iostreams.Test()
+	return runWith(ctx, e, ios, args...), stdout.String(), stderr.String()
+}
+
+// runWith runs volctl with args on engine e and streams ios, as main does, and returns its
+// exit status.
+func runWith(ctx context.Context, e *engine.Engine, ios *iostreams.IOStreams, args ...string) int {
 	f := NewFactory(ios)
 	f.engine = e
 	root := NewRootCmd(f)
 	root.SetArgs(args)
-	code = f.Report(root.ExecuteContext(ctx))
-	return code, stdout.String(), stderr.String()
+	return f.Report(root.ExecuteContext(ctx))
 }
 
 // lastAdvised is the last command in backquotes in text that starts with prefix ("" when

@@ -461,6 +461,11 @@ func groupStopRun(ctx context.Context, opts *GroupStopOptions) error {
 	if err != nil {
 		return err
 	}
+	// Scrubbed as group run and group status scrub theirs: a volume's ID may hold a secret
+	// (TestGroupStopMasksASecretInTheReleasedVolumesID).
+	if err := redactOutput(ctx, e, nil, &info); err != nil {
+		return afterDone(err, "group %q %s", opts.Name, what)
+	}
 	did := releasedWords(info)
 	if did == "" {
 		did = "it held no claims"

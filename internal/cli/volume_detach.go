@@ -84,6 +84,18 @@ func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
 	if err != nil && len(res.Released) == 0 && len(res.Failed) == 0 && len(res.Warnings) == 0 {
 		return err // nothing was tried (an unknown volume, say): nothing to report on stdout
 	}
+	// What was done, for an error that only the printing failed: the claims released, and the
+	// node a forced detach detached the volume from, which "0 claim(s) released" alone read as
+	// a detach that did nothing (TestForcedDetachResultLostSaysItDetachedFromTheNode).
+	doneWords, doneArgs := "volume %q: %d claim(s) released", []any{opts.VolumeID, len(res.Released)}
+	if res.DetachedFrom != "" {
+		doneWords, doneArgs = doneWords+", detached from node %q", append(doneArgs, res.DetachedFrom)
+	}
+	// Named on stderr whatever stdout carries, as `volume release` names what another volctl
+	// released (docs/json.md's released_meanwhile; TestDetachJSONNamesClaimsReleasedMeanwhileOnStderr).
+	if len(res.ReleasedMeanwhile) > 0 {
+		fmt.Fprintf(opts.IO.ErrOut, "Another volctl released %s on volume %q while this detach waited for the volume\n", allocClaims(res.ReleasedMeanwhile), opts.VolumeID)
+	}
 	if opts.Exporter.Enabled() {
 		werr := opts.Exporter.Write(ctx, opts.IO.Out, res)
 		if werr != nil && err == nil && detachDidNothing(res, opts.Force) {
@@ -94,7 +106,7 @@ func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
 			return werr
 		}
 		if werr != nil {
-			err = joinUnprinted(err, afterDone(werr, "volume %q: %d claim(s) released", opts.VolumeID, len(res.Released)))
+			err = joinUnprinted(err, afterDone(werr, doneWords, doneArgs...))
 		}
 		return err
 	}
@@ -106,12 +118,9 @@ func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
 		fmt.Fprintf(&lines, "Detached volume %q from node %q\n", opts.VolumeID, res.DetachedFrom)
 	}
 	if lines.Len() > 0 {
-		if werr := printDone(opts.IO.Out, lines.String(), "volume %q: %d claim(s) released", opts.VolumeID, len(res.Released)); werr != nil {
+		if werr := printDone(opts.IO.Out, lines.String(), doneWords, doneArgs...); werr != nil {
 			err = joinUnprinted(err, werr)
 		}
-	}
-	if len(res.ReleasedMeanwhile) > 0 {
-		fmt.Fprintf(opts.IO.ErrOut, "Another volctl released %s on volume %q while this detach waited for the volume\n", allocClaims(res.ReleasedMeanwhile), opts.VolumeID)
 	}
 	if len(res.Released) == 0 && len(res.Failed) == 0 && res.DetachedFrom == "" && err == nil {
 		what := "has no claims"

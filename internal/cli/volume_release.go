@@ -74,6 +74,11 @@ func volumeReleaseRun(ctx context.Context, opts *VolumeReleaseOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "Alloc %q holds no claim on volume %q: nothing to release\n", opts.Alloc, opts.VolumeID)
 	}
 	if opts.Exporter.Enabled() {
+		// Scrubbed as volume status scrubs the same claim: a volume's ID may hold a secret
+		// (TestReleaseMasksASecretInTheVolumesID).
+		if err := redactOutput(ctx, e, nil, &res); err != nil {
+			return afterDone(err, "claim %q for alloc %q released", opts.VolumeID, opts.Alloc)
+		}
 		err := opts.Exporter.Write(ctx, opts.IO.Out, res)
 		if res.Released {
 			err = afterDone(err, "claim %q for alloc %q released", opts.VolumeID, opts.Alloc)
