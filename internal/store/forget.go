@@ -83,8 +83,14 @@ func (tx *Tx) forgetGone() error {
 	tx.forgot, tx.gone = true, gone
 	// The event log, and the last errors kept of claims, past claims and plugins: each may word
 	// data a plugin returned for another record, with a value that has just left in it.
+	// The events' names too (volume, alloc, plugin): a volume named after a user its secrets
+	// hold was shown masked while it lived, and whole in its events' volume column once it was
+	// deleted, beside a message masking it (TestEventsAfterTheDeleteShowNoSecretInTheirVolumeColumn).
 	for _, m := range [...]struct{ table, column, what string }{
 		{"events", "message", "the event log"},
+		{"events", "volume_id", "the event log's volume IDs"},
+		{"events", "alloc", "the event log's allocs"},
+		{"events", "plugin_id", "the event log's plugin IDs"},
 		{"claims", "last_error", "the claims' last errors"},
 		{"claim_history", "last_error", "the claim history's last errors"},
 		{"plugins", "last_error", "the plugins' last errors"},
