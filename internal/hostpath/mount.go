@@ -138,9 +138,11 @@ const stNoSymFollow = 0x2000
 // the kernel drops it when the last user goes. Nothing is lost, since the data lives in the
 // volume directory, not in the mount.
 func (SystemMounter) Unmount(target string) error {
-	err := unix.Unmount(target, 0)
+	// Never through a symlink at target: what it leads to is not the plugin's mount
+	// (TestUnpublishDoesNotUnmountWhatASymlinkAtTheTargetLeadsTo).
+	err := unix.Unmount(target, unix.UMOUNT_NOFOLLOW)
 	if errors.Is(err, unix.EBUSY) {
-		err = unix.Unmount(target, unix.MNT_DETACH)
+		err = unix.Unmount(target, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
 	}
 	if errors.Is(err, unix.EINVAL) {
 		return nil // not a mount point (any more): already done
@@ -152,7 +154,14 @@ func (SystemMounter) Unmount(target string) error {
 }
 
 // IsMountPoint implements Mounter.
+//
+// A symlink at path is no mount point, wherever it leads: mountinfo.Mounted follows it, and a
+// recorded target or staging path made a link to another mount (its own mount gone without
+// the node RPCs) had that mount unmounted by the teardown (TestUnstageDoesNotUnmountWhatASymlinkAtTheStagingLeadsTo).
 func (SystemMounter) IsMountPoint(path string) (bool, error) {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return false, nil
+	}
 	ok, err := mountinfo.Mounted(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -314,14 +323,25 @@ const maxUnmountRounds = 16
 // descend into the mounted filesystem and delete what is there. With shared mount propagation
 // (the default on systemd hosts) a mount a consumer makes inside its target shows up inside the
 // volume directory too.
+//
+// The mount table names mount points by their real paths: dir is looked for with its symlinks
+// resolved too. Under a root reached through a link (a root moved to another disk and linked
+// back, /home -> /var/home), nothing matched, and DeleteVolume removed what a mount inside the
+// volume held (TestDeleteRefusesNestedMountUnderASymlinkedRoot).
 func checkNothingMountedIn(dir string) error {
-	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
-	if err != nil {
-		return fmt.Errorf("reading the mount table: %w", err)
+	dirs := []string{dir}
+	if real, err := filepath.EvalSymlinks(dir); err == nil && real != dir {
+		dirs = append(dirs, real)
 	}
-	for _, m := range mounts {
-		if m.Mountpoint == dir || strings.HasPrefix(m.Mountpoint, dir+"/") {
-			return fmt.Errorf("%q is mounted inside the volume's directory; unmount it first", m.Mountpoint)
+	for _, d := range dirs {
+		mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(d))
+		if err != nil {
+			return fmt.Errorf("reading the mount table: %w", err)
+		}
+		for _, m := range mounts {
+			if m.Mountpoint == d || strings.HasPrefix(m.Mountpoint, d+"/") {
+				return fmt.Errorf("%q is mounted inside the volume's directory; unmount it first", m.Mountpoint)
+			}
 		}
 	}
 	return nil
@@ -411,4 +431,62 @@ func supportedMountFlags() string {
 	}
 	slices.Sort(names)
 	return strings.Join(names, ", ")
+}
+
+// throughABindOfTheRoot says whether path is on a mount that shows a directory at or below
+// root in root's file system: by the mount table's root of that mount (mountinfo's Root, the
+// directory of the file system it shows), compared with root's own place in it. The table is
+// read only when path's nearest existing directory is on another mount of root's device (its
+// mount ID, statx's STATX_MNT_ID, not root's): a claim's targets, on the root's own mount or
+// another file system, read nothing. A kernel without STATX_MNT_ID (before 5.8) checks nothing.
+func throughABindOfTheRoot(root, path string) (bool, error) {
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return false, err
+	}
+	q := path
+	for {
+		if _, err := os.Stat(q); err == nil || q == filepath.Dir(q) {
+			break
+		}
+		q = filepath.Dir(q)
+	}
+	realQ, err := filepath.EvalSymlinks(q)
+	if err != nil {
+		return false, err
+	}
+	var rs, qs unix.Statx_t
+	const mask = unix.STATX_MNT_ID
+	if unix.Statx(unix.AT_FDCWD, realRoot, unix.AT_STATX_DONT_SYNC, mask, &rs) != nil ||
+		unix.Statx(unix.AT_FDCWD, realQ, unix.AT_STATX_DONT_SYNC, mask, &qs) != nil ||
+		rs.Mask&mask == 0 || qs.Mask&mask == 0 {
+		return false, nil
+	}
+	if rs.Dev_major != qs.Dev_major || rs.Dev_minor != qs.Dev_minor || rs.Mnt_id == qs.Mnt_id {
+		return false, nil
+	}
+	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (bool, bool) {
+		return uint64(m.ID) != rs.Mnt_id && uint64(m.ID) != qs.Mnt_id, false
+	})
+	if err != nil {
+		return false, err
+	}
+	var rootIn, qIn string
+	for _, m := range mounts {
+		// The directory of the file system a path on mount m is.
+		in := func(p string) string {
+			rel, err := filepath.Rel(m.Mountpoint, p)
+			if err != nil {
+				return ""
+			}
+			return filepath.Join(m.Root, rel)
+		}
+		if uint64(m.ID) == rs.Mnt_id {
+			rootIn = in(realRoot)
+		}
+		if uint64(m.ID) == qs.Mnt_id {
+			qIn = in(filepath.Join(realQ, strings.TrimPrefix(path, q)))
+		}
+	}
+	return rootIn != "" && qIn != "" && within(qIn, rootIn), nil
 }

@@ -113,6 +113,14 @@ func (p *Plugin) outsideRoot(rpc, id, field, path string) error {
 				rpc, id, field, path, p.cfg.Root)
 		}
 	}
+	// And through a bind of a directory below the root (another volume's staging or target, a
+	// bind of root/volumes/A): the chain above the path never meets the root's own identity,
+	// and a volume published inside another's staging was mounted in that volume's data, and,
+	// propagated, below the root (TestTargetInsideAnotherVolumesStagingIsRefused).
+	if in, err := throughABindOfTheRoot(p.cfg.Root, path); err == nil && in {
+		return invalidArg("%s: volume %q: %s %q is inside the plugin's root %q, reached through a bind mount of a directory in it (another volume's staging or target): mount it elsewhere",
+			rpc, id, field, path, p.cfg.Root)
+	}
 	return nil
 }
 
