@@ -644,15 +644,18 @@ func sameMountAsLive(v store.Volume, live []store.Claim, mo *spec.MountOptions, 
 	return nil
 }
 
-// heldWayOut is the way out of a claim again refused for the claim c its alloc holds: the
-// group's stop and run again for a group's claim (a read_only flipped on its volume block, other
-// binds), the claim's release otherwise. Before, a mode changed said only "release it first",
-// naming no command (TestClaimAgainInAnotherModeNamesTheReleaseThatFreesIt).
+// heldWayOut is the way out of a claim again refused for the claim c its alloc holds: what
+// frees c (freeCommand: its group's stop for a group's claim, its release otherwise), then the
+// group run again for a group's request (a read_only flipped on its volume block, other binds).
+// Before, a mode changed said only "release it first", naming no command
+// (TestClaimAgainInAnotherModeNamesTheReleaseThatFreesIt); and chosen by the request's group,
+// not the held claim's, a group run over a plain claim advised a `group stop` that freed
+// nothing (TestHeldWayOutNamesTheHeldClaimsRelease).
 func heldWayOut(c store.Claim, req ClaimRequest) string {
 	if req.Group != "" {
-		return fmt.Sprintf("`%s` releases it, then run the group again", shellquote.Command("volctl group stop", req.Group))
+		return fmt.Sprintf("`%s` releases it, then run the group again", freeCommand(c))
 	}
-	return fmt.Sprintf("`%s` releases it first", releaseCommand(c))
+	return fmt.Sprintf("`%s` releases it first", freeCommand(c))
 }
 
 // heldOtherwise says how the claim an alloc holds differs from what its claim again asks for,
