@@ -83,19 +83,23 @@ func (tx *Tx) forgetGone() error {
 	tx.forgot, tx.gone = true, gone
 	// The event log, and the last errors kept of claims, past claims and plugins: each may word
 	// data a plugin returned for another record, with a value that has just left in it.
-	// The events' names too (volume, alloc, plugin): a volume named after a user its secrets
-	// hold was shown masked while it lived, and whole in its events' volume column once it was
-	// deleted, beside a message masking it (TestEventsAfterTheDeleteShowNoSecretInTheirVolumeColumn).
-	for _, m := range [...]struct{ table, column, what string }{
-		{"events", "message", "the event log"},
-		{"events", "volume_id", "the event log's volume IDs"},
-		{"events", "alloc", "the event log's allocs"},
-		{"events", "plugin_id", "the event log's plugin IDs"},
-		{"claims", "last_error", "the claims' last errors"},
-		{"claim_history", "last_error", "the claim history's last errors"},
-		{"plugins", "last_error", "the plugins' last errors"},
+	// The events' names too (volume, alloc, plugin), of records gone: a volume named after a
+	// user its secrets hold was shown masked while it lived, and whole in its events' volume
+	// column once it was deleted, beside a message masking it
+	// (TestEventsAfterTheDeleteShowNoSecretInTheirVolumeColumn). A live record's name is kept:
+	// the scrub matches within words, and a live alloc "postgres-0" renamed for a deleted
+	// volume's secret "postgres" was found by `events --alloc` no more
+	// (TestForgetDoesNotRenameALiveClaimsEvents).
+	for _, m := range [...]struct{ table, column, live, what string }{
+		{"events", "message", "", "the event log"},
+		{"events", "volume_id", "SELECT id FROM volumes", "the event log's volume IDs"},
+		{"events", "alloc", "SELECT alloc FROM claims", "the event log's allocs"},
+		{"events", "plugin_id", "SELECT id FROM plugins", "the event log's plugin IDs"},
+		{"claims", "last_error", "", "the claims' last errors"},
+		{"claim_history", "last_error", "", "the claim history's last errors"},
+		{"plugins", "last_error", "", "the plugins' last errors"},
 	} {
-		if err := tx.scrubColumn(m.table, m.column, scrub); err != nil {
+		if err := tx.scrubColumn(m.table, m.column, m.live, scrub); err != nil {
 			return fmt.Errorf("scrub %s of the secrets that left the state: %w", m.what, err)
 		}
 	}
@@ -107,13 +111,18 @@ func (tx *Tx) forgetGone() error {
 	return nil
 }
 
-// scrubColumn rewrites each non-empty text of table's column that scrub changes.
-func (tx *Tx) scrubColumn(table, column string, scrub func(string) string) error {
+// scrubColumn rewrites each non-empty text of table's column that scrub changes, but those
+// the query live selects (the names of records still there), when it is given.
+func (tx *Tx) scrubColumn(table, column, live string, scrub func(string) string) error {
 	type msg struct {
 		id   int64
 		text string
 	}
-	rows, err := tx.query(`SELECT rowid, ` + column + ` FROM ` + table + ` WHERE ` + column + ` <> ''`)
+	where := column + ` <> ''`
+	if live != "" {
+		where += ` AND ` + column + ` NOT IN (` + live + `)`
+	}
+	rows, err := tx.query(`SELECT rowid, ` + column + ` FROM ` + table + ` WHERE ` + where)
 	msgs, err := collect(rows, err, func(sc scanner) (msg, error) {
 		var m msg
 		return m, sc.Scan(&m.id, &m.text)
