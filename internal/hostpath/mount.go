@@ -433,8 +433,8 @@ func supportedMountFlags() string {
 	return strings.Join(names, ", ")
 }
 
-// throughABindOfTheRoot says whether path is on a mount that shows a directory at or below
-// root in root's file system: by the mount table's root of that mount (mountinfo's Root, the
+// throughABindOfTheRoot says whether path's parent is on a mount that shows a directory at or
+// below root in root's file system: by the mount table's root of that mount (mountinfo's Root, the
 // directory of the file system it shows), compared with root's own place in it. The table is
 // read only when path's nearest existing directory is on another mount of root's device (its
 // mount ID, statx's STATX_MNT_ID, not root's): a claim's targets, on the root's own mount or
@@ -444,7 +444,11 @@ func throughABindOfTheRoot(root, path string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	q := path
+	// From the path's parent: a path already mounted (a stage or publish sent again, which
+	// answers OK) is on the plugin's own bind of a volume's directory, which this would take
+	// for a bind in the root (TestStageAndPublishAgainOnTheSameDeviceAnswerOK). The path's own
+	// mount is the callers' to judge (ours, or something else's).
+	q := filepath.Dir(path)
 	for {
 		if _, err := os.Stat(q); err == nil || q == filepath.Dir(q) {
 			break
