@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
@@ -44,20 +42,7 @@ func TestForcedDetachResultLostSaysItDetachedFromTheNode(t *testing.T) {
 	for _, form := range [][]string{nil, {"--json"}} {
 		t.Run(fmt.Sprintf("%v", form), func(t *testing.T) {
 			ctx := context.Background()
-			faults := csitest.NewFaults()
-			mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
-			_, e, _ := serveMem(t, mem, csitest.WithFaults(faults))
-			createSingleWriter(t, e, "v")
-			claimUntilCleanup(t, e, "v", "a1")
-			faults.FailAlways(csi.RPCControllerUnpublishVolume, codes.Unavailable)
-			if code, errOut := runOn(ctx, e, "volume", "detach", "v", "--force", "--yes"); code != ExitOK {
-				t.Fatalf("first forced detach: exit %d: %s", code, errOut)
-			}
-			faults.Clear()
-			info, err := e.Volume(ctx, "v")
-			if err != nil || info.AttachedTo == "" {
-				t.Fatalf("premise: the attachment is owed after the first forced detach: %+v, %v", info, err)
-			}
+			_, e, info := volumeWithAnOwedDetach(t)
 			code, errOut := runWithStdout(ctx, e, full, append([]string{"volume", "detach", "v", "--force", "--yes"}, form...)...)
 			after, err := e.Volume(ctx, "v")
 			if err != nil || after.AttachedTo != "" {
@@ -153,12 +138,7 @@ func TestGroupStopMasksASecretInTheReleasedVolumesID(t *testing.T) {
 	requireMount(t)
 	const secret = "gs68-s3cretword"
 	h := newCLIHarness(t)
-	id := secret + "-a"
-	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: id, Name: "n-" + id, Type: "csi", PluginID: "mem",
-		Secrets:      spec.Secrets{"token": secret},
-		Capabilities: []spec.Capability{{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
+	id := h.volumeNamedForItsSecret(t, secret, spec.MultiNodeMultiWriter)
 	for _, args := range [][]string{
 		{"group", "stop", "api", "--json"},
 		{"group", "stop", "api", "--jq", ".released[].volume_id"},
@@ -189,12 +169,7 @@ func TestReleaseMasksASecretInTheVolumesID(t *testing.T) {
 	requireMount(t)
 	const secret = "cr68-s3cretword"
 	h := newCLIHarness(t)
-	id := secret + "-a"
-	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: id, Name: "n-" + id, Type: "csi", PluginID: "mem",
-		Secrets:      spec.Secrets{"token": secret},
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
+	id := h.volumeNamedForItsSecret(t, secret, spec.SingleNodeWriter)
 	h.claim(t, id, "web-0")
 	t.Cleanup(func() { h.e.Release(h.ctx, id, "web-0") })
 	code, sOut, sErr := h.runReported("volume", "status", id, "--jq", ".claims[].volume_id")
@@ -208,4 +183,17 @@ func TestReleaseMasksASecretInTheVolumesID(t *testing.T) {
 	if strings.Contains(out, secret) {
 		t.Errorf("volume release --json prints the secret the volume's ID holds:\n%s", out)
 	}
+}
+
+// volumeNamedForItsSecret creates, through plugin mem, volume "<secret>-a" with capability mode
+// and secret token = secret: a volume whose ID holds one of its secrets. It returns the ID.
+func (h *cliHarness) volumeNamedForItsSecret(t *testing.T, secret string, mode spec.AccessMode) string {
+	t.Helper()
+	id := secret + "-a"
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: id, Name: "n-" + id, Type: "csi", PluginID: "mem",
+		Secrets:      spec.Secrets{"token": secret},
+		Capabilities: []spec.Capability{{AccessMode: mode, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
