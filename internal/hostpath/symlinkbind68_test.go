@@ -43,8 +43,8 @@ func TestDeleteRefusesNestedMountUnderASymlinkedRoot(t *testing.T) {
 	wantCode(t, err, codes.FailedPrecondition, "mounted inside")
 }
 
-// Volume A was published at T, and its mount there went without the node RPCs (a reboot, a forced detach: the record
-// still names T). T is a symbolic link now, to a tmpfs holding someone's data. A teardown
+// Volume A was published at T, and its mount there went without the node RPCs (a reboot, a
+// forced detach: the record still names T). T is a symbolic link now, to a tmpfs holding someone's data. A teardown
 // unmounts only the plugin's own mount at the path (Mounter.Holds); the tmpfs at the link's end
 // is not, and must stay mounted with its data. It was unmounted (IsMountPoint and umount2
 // followed the link). Found by helper review68.
@@ -53,15 +53,7 @@ func TestUnpublishDoesNotUnmountWhatASymlinkAtTheTargetLeadsTo(t *testing.T) {
 	c := start(t, hostpath.Config{})
 	v, p := c.staged(t, "a")
 	mustOK(t, c.publish(v, p, p.target, false, nil))
-	// The mount at the target goes by hand, and the target becomes a link to a tmpfs.
-	mustOK(t, unix.Unmount(p.target, 0))
-	mustOK(t, os.Remove(p.target))
-	other := filepath.Join(hostpathtest.MountDir(t), "scratch")
-	mustOK(t, os.Mkdir(other, 0o755))
-	mustOK(t, unix.Mount("tmpfs", other, "tmpfs", 0, "size=1m"))
-	t.Cleanup(func() { _ = unix.Unmount(other, unix.MNT_DETACH) })
-	mustOK(t, os.WriteFile(filepath.Join(other, "data"), []byte("only here"), 0o644))
-	mustOK(t, os.Symlink(other, p.target))
+	other := madeALinkToATmpfs(t, p.target)
 
 	err := c.unpublish(v, p.target)
 	if !hostpathtest.Mounted(t, other) {
@@ -77,14 +69,7 @@ func TestUnstageDoesNotUnmountWhatASymlinkAtTheStagingLeadsTo(t *testing.T) {
 	hostpathtest.RequireMount(t)
 	c := start(t, hostpath.Config{})
 	v, p := c.staged(t, "a")
-	mustOK(t, unix.Unmount(p.staging, 0))
-	mustOK(t, os.Remove(p.staging))
-	other := filepath.Join(hostpathtest.MountDir(t), "scratch")
-	mustOK(t, os.Mkdir(other, 0o755))
-	mustOK(t, unix.Mount("tmpfs", other, "tmpfs", 0, "size=1m"))
-	t.Cleanup(func() { _ = unix.Unmount(other, unix.MNT_DETACH) })
-	mustOK(t, os.WriteFile(filepath.Join(other, "data"), []byte("only here"), 0o644))
-	mustOK(t, os.Symlink(other, p.staging))
+	other := madeALinkToATmpfs(t, p.staging)
 
 	err := c.unstage(v, p)
 	if !hostpathtest.Mounted(t, other) {
@@ -92,8 +77,8 @@ func TestUnstageDoesNotUnmountWhatASymlinkAtTheStagingLeadsTo(t *testing.T) {
 	}
 }
 
-// Volume A is staged at S, a bind of A's directory root/volumes/A. A target S/x of volume B is inside the plugin's root reached
-// through that bind mount: the plugin made its directory in A's data and mounted B there, so
+// Volume A is staged at S, a bind of A's directory root/volumes/A. A target S/x of volume B is
+// inside the plugin's root reached through that bind mount: the plugin made its directory in A's data and mounted B there, so
 // A's consumers read and write B's data, and (propagated) B is mounted below the root. The
 // plugin refuses a path inside its root "as given or resolved ... by the directories'
 // identities, which a bind mount shares with its source"; it did not, the chain above S never
@@ -122,4 +107,19 @@ func TestTargetInsideAnotherVolumesStagingIsRefused(t *testing.T) {
 		}
 	}
 	wantCode(t, err, codes.InvalidArgument, "inside the plugin's root")
+}
+
+// madeALinkToATmpfs unmounts the plugin's mount at path by hand (without the node RPCs, as a
+// reboot does) and makes path a symlink to a tmpfs holding a file, data, which it returns.
+func madeALinkToATmpfs(t *testing.T, path string) string {
+	t.Helper()
+	mustOK(t, unix.Unmount(path, 0))
+	mustOK(t, os.Remove(path))
+	other := filepath.Join(hostpathtest.MountDir(t), "scratch")
+	mustOK(t, os.Mkdir(other, 0o755))
+	mustOK(t, unix.Mount("tmpfs", other, "tmpfs", 0, "size=1m"))
+	t.Cleanup(func() { _ = unix.Unmount(other, unix.MNT_DETACH) })
+	mustOK(t, os.WriteFile(filepath.Join(other, "data"), []byte("only here"), 0o644))
+	mustOK(t, os.Symlink(other, path))
+	return other
 }
