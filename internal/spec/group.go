@@ -160,7 +160,11 @@ const nameIndex = "\x00index\x00"
 
 // boundFor is dest as the engine binds it for alloc index i.
 func boundFor(dest, group string, i int) string {
-	return strings.NewReplacer(PlaceholderIndex, strconv.Itoa(i), nameIndex, PlaceholderIndex).Replace(boundTemplate(dest, group))
+	bound := strings.ReplaceAll(boundTemplate(dest, group), PlaceholderIndex, strconv.Itoa(i))
+	if strings.Contains(group, PlaceholderIndex) {
+		bound = strings.ReplaceAll(bound, nameIndex, PlaceholderIndex)
+	}
+	return bound
 }
 
 // sharedAlloc returns the smallest index below count of an alloc for which destinations a and
