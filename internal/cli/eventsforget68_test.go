@@ -27,15 +27,7 @@ func TestEventsAfterTheDeleteShowNoSecretInTheirVolumeColumn(t *testing.T) {
 		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
 		t.Fatal(err)
 	}
-	run := func(e *engine.Engine) string {
-		t.Helper()
-		ios, _, out, errOut := iostreams.Test()
-		if err := eventsRun(ctx, &EventsOptions{IO: ios, Engine: func(context.Context) (*engine.Engine, error) { return e, nil },
-			Now: nowFunc, Exporter: exportFlags{JSON: true}}); err != nil {
-			t.Fatalf("events: %v", err)
-		}
-		return out.String() + errOut.String()
-	}
+	run := func(e *engine.Engine) string { return eventsJSON(t, e, engine.EventFilter{}) }
 	if s := run(h.e); strings.Contains(s, user) {
 		t.Fatalf("premise: events before the delete show the secret already:\n%s", s)
 	}
@@ -52,4 +44,16 @@ func TestEventsAfterTheDeleteShowNoSecretInTheirVolumeColumn(t *testing.T) {
 		}
 		t.Errorf("after the volume was deleted, events show the secret value %q (the messages masked, the volume_id column not):\n%s", user, strings.Join(lines, "\n"))
 	}
+}
+
+// eventsJSON is `volctl events --json` on engine e, filtered as filter says: its stdout and
+// stderr.
+func eventsJSON(t *testing.T, e *engine.Engine, filter engine.EventFilter) string {
+	t.Helper()
+	ios, _, out, errOut := iostreams.Test()
+	if err := eventsRun(context.Background(), &EventsOptions{IO: ios, Engine: func(context.Context) (*engine.Engine, error) { return e, nil },
+		Now: nowFunc, Filter: filter, Exporter: exportFlags{JSON: true}}); err != nil {
+		t.Fatalf("events: %v\n%s%s", err, out, errOut)
+	}
+	return out.String() + errOut.String()
 }

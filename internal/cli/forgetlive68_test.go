@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/volctl/volctl/internal/engine"
-	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -33,16 +32,7 @@ func TestForgetDoesNotRenameALiveClaimsEvents(t *testing.T) {
 		Secrets: spec.Secrets{"username": "postgres", "password": "pw-rv68-longer"}, Capabilities: caps}); err != nil {
 		t.Fatal(err)
 	}
-	run := func(e *engine.Engine) string {
-		t.Helper()
-		ios, _, out, errOut := iostreams.Test()
-		err := eventsRun(ctx, &EventsOptions{IO: ios, Engine: func(context.Context) (*engine.Engine, error) { return e, nil },
-			Now: nowFunc, Filter: engine.EventFilter{Alloc: "postgres-0"}, Exporter: exportFlags{JSON: true}})
-		if err != nil {
-			return "error: " + err.Error() + "\n" + out.String() + errOut.String()
-		}
-		return out.String() + errOut.String()
-	}
+	run := func(e *engine.Engine) string { return eventsJSON(t, e, engine.EventFilter{Alloc: "postgres-0"}) }
 	if before := run(h.e); !strings.Contains(before, `"kind": "claim"`) {
 		t.Fatalf("premise: events --alloc postgres-0 before the delete:\n%s", before)
 	}

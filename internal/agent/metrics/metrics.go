@@ -422,8 +422,8 @@ func (s *Server) Serve(ctx context.Context, m *Metrics, status func() agent.Stat
 			// as the metrics' plugin label is: two plugins the scrub makes alike stay two, each
 			// its series' (TestHealthzTellsApartPluginsTheScrubMakesAlikeAsMetricsDo).
 			for i := range st.Plugins {
-				if id := st.Plugins[i].ID; redact(id) != id {
-					st.Plugins[i].ID = redact(id) + " #" + m.reg.labelTag("plugin", id)
+				if id, shown := st.Plugins[i].ID, redact(st.Plugins[i].ID); shown != id {
+					st.Plugins[i].ID = shown + " #" + m.reg.labelTag("plugin", id)
 				}
 			}
 		}
