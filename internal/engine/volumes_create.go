@@ -334,24 +334,15 @@ func notFromSnapshotBeingDeleted(tx *store.Tx, sv spec.Volume) error {
 	if sv.SnapshotID == "" {
 		return nil
 	}
-	mates, err := socketMates(tx, sv.PluginID)
-	if err != nil {
+	pluginID, err := snapshotDeletingThrough(tx, sv.PluginID, sv.SnapshotID)
+	if err != nil || pluginID == "" {
 		return err
 	}
-	for _, pluginID := range slices.Sorted(maps.Keys(mates)) {
-		deleting, err := tx.Snapshots().Deleting(pluginID, sv.SnapshotID)
-		if err != nil {
-			return err
-		}
-		if deleting {
-			return conflictf("snapshot %q of plugin %q, the snapshot_id of volume %q, is being deleted (its delete is in flight, or was interrupted, and `%s` or `volctl reconcile` finishes it; "+
-				"`%s` forgets the delete and leaves the snapshot): "+
-				"nothing was created; give volume %q another snapshot", sv.SnapshotID, pluginID, sv.ID,
-				shellquote.Command("volctl volume snapshot delete", pluginID, sv.SnapshotID),
-				shellquote.Command("volctl volume snapshot deregister", pluginID, sv.SnapshotID), sv.ID)
-		}
-	}
-	return nil
+	return conflictf("snapshot %q of plugin %q, the snapshot_id of volume %q, is being deleted (its delete is in flight, or was interrupted, and `%s` or `volctl reconcile` finishes it; "+
+		"`%s` forgets the delete and leaves the snapshot): "+
+		"nothing was created; give volume %q another snapshot", sv.SnapshotID, pluginID, sv.ID,
+		shellquote.Command("volctl volume snapshot delete", pluginID, sv.SnapshotID),
+		shellquote.Command("volctl volume snapshot deregister", pluginID, sv.SnapshotID), sv.ID)
 }
 
 // sameCloneSource reports whether spec sv's clone_id names the source volume old records: the
