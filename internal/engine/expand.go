@@ -1096,13 +1096,9 @@ func (e *Engine) letGoOfGuess(ctx context.Context, c *conn, v store.Volume) erro
 // (an expand killed between two targets, or a target the plugin refused), and nothing sent it
 // again (TestExpandKilledBetweenTwoTargetsThenAClaimClearsNoDebtUnsent).
 func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, cl *store.Claim) {
-	if v.NodeExpandMin > 0 && c.fp.Node && !c.fp.Capabilities.Node.ExpandVolume && v.NodeExpandGuessed {
-		if err := e.letGoOfGuess(ctx, c, v); err != nil {
-			e.log.Warn("letting go of a node expansion owed as a guess", "volume", v.ID, "err", err)
-		}
-		return
-	}
-	if v.NodeExpandMin <= 0 || !c.fp.Node || !c.fp.Capabilities.Node.ExpandVolume {
+	// A node without EXPAND_VOLUME: a debt owed as a guess is let go (expandOnNode), any other
+	// waits, not worth a warning at every publish.
+	if v.NodeExpandMin <= 0 || !c.fp.Node || !c.fp.Capabilities.Node.ExpandVolume && !v.NodeExpandGuessed {
 		return
 	}
 	_, err := e.expandOnNode(ctx, c, v, false) // an answer above the limit: recorded with its event
