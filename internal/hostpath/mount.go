@@ -333,16 +333,15 @@ func checkNothingMountedIn(dir string) error {
 	if real, err := filepath.EvalSymlinks(dir); err == nil && real != dir {
 		dirs = append(dirs, real)
 	}
-	for _, d := range dirs {
-		mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(d))
-		if err != nil {
-			return fmt.Errorf("reading the mount table: %w", err)
-		}
-		for _, m := range mounts {
-			if m.Mountpoint == d || strings.HasPrefix(m.Mountpoint, d+"/") {
-				return fmt.Errorf("%q is mounted inside the volume's directory; unmount it first", m.Mountpoint)
-			}
-		}
+	inside := func(m *mountinfo.Info) bool {
+		return slices.ContainsFunc(dirs, func(d string) bool { return m.Mountpoint == d || strings.HasPrefix(m.Mountpoint, d+"/") })
+	}
+	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (bool, bool) { return !inside(m), false })
+	if err != nil {
+		return fmt.Errorf("reading the mount table: %w", err)
+	}
+	if len(mounts) > 0 {
+		return fmt.Errorf("%q is mounted inside the volume's directory; unmount it first", mounts[0].Mountpoint)
 	}
 	return nil
 }
