@@ -255,8 +255,19 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 		// meanwhile lets another volctl expand the volume, or claim or delete it, beside this
 		// one, which stops, and its answer, read from a volume record the other may have
 		// changed, is not written over the other's.
+		//
+		// Written over a pending one of another size or limit, that one is kept beneath it, put
+		// back where this one is refused (keepEarlierExpansion), and by reconcile where a kill
+		// left this one pending and the plugin refuses it when sent again (giveWayToBeneath).
+		// Before, a kill here lost it: reconcile sent the new size, refused for good, and the
+		// earlier expansion, which the plugin may have done, was never recorded
+		// (TestExpandKilledAtItsIntentBesideAPendingOneKeepsThePendingOne).
+		beneathMin, beneathMax := v.ExpandBeneathMin, v.ExpandBeneathMax
+		if replayed && !(v.ExpandMin == size && v.ExpandMax == limit) {
+			beneathMin, beneathMax = v.ExpandMin, v.ExpandMax
+		}
 		if err := e.store.Update(ctx, e.locks.holding(v.ID, func(tx *store.Tx) error {
-			return tx.Volumes().SetExpansionIntent(v.ID, size, limit)
+			return tx.Volumes().SetExpansionIntentOver(v.ID, size, limit, beneathMin, beneathMax)
 		})); err != nil {
 			return fail(err)
 		}
@@ -278,6 +289,10 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 		}
 		if err != nil {
 			again := replayed && v.ExpandMin == size && v.ExpandMax == limit // the pending one itself, sent again
+			if again && v.ExpandBeneathMin > 0 && !earlier && ctx.Err() == nil &&
+				!csi.IsRetryable(err) && !csi.IsTimeout(err) && !csi.IsAnswerUnread(err) {
+				return fail(e.giveWayToBeneath(ctx, v, err))
+			}
 			if csi.IsRetryable(err) || csi.IsTimeout(err) || csi.IsAnswerUnread(err) || earlier || again || ctx.Err() != nil {
 				// The plugin may have expanded the storage without volctl reading the answer:
 				// the expansion stays pending, and the error says how to learn it (the RPC is
@@ -434,11 +449,11 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 		if ctrl || v.ExpandMin != 0 { // its answer recorded: nothing pending
 			// Unless it fell short of an earlier pending one, larger, whose answer was lost:
 			// that stays pending (as above).
-			pending, pendingMax := int64(0), int64(0)
+			pending, pendingMax, beneathMin, beneathMax := int64(0), int64(0), int64(0), int64(0)
 			if short != nil && replayed && earlierMin > v.CapacityBytes && !(earlierMin == size && earlierMax == limit) {
-				pending, pendingMax = earlierMin, earlierMax
+				pending, pendingMax, beneathMin, beneathMax = earlierMin, earlierMax, v.ExpandBeneathMin, v.ExpandBeneathMax
 			}
-			if err := tx.Volumes().SetExpansionIntent(v.ID, pending, pendingMax); err != nil {
+			if err := tx.Volumes().SetExpansionIntentOver(v.ID, pending, pendingMax, beneathMin, beneathMax); err != nil {
 				return err
 			}
 		}
@@ -1122,14 +1137,22 @@ func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, c
 // refuses for good, where reconcile alone goes round
 // (TestPendingExpansionWayOutUnderALowerCapacityMaxIsNotCircular).
 func limitBelowPending(v store.Volume, limit int64) error {
-	if limit == 0 || v.ExpandMin == 0 || limit >= v.ExpandMin {
+	pending := pendingMost(v)
+	if limit == 0 || pending == 0 || limit >= pending {
 		return nil
 	}
 	return conflictf("volume %q has an expansion to %s pending (ControllerExpandVolume was sent to plugin %q and its answer not recorded: the storage may be that size already), "+
 		"and --limit %s is below it: run `volctl reconcile` to finish that expansion first, then set the limit again; or, if the plugin refuses that expansion for good, "+
 		"expand with a --limit of at least it, which replaces it: `%s`",
-		v.ID, spec.FormatSize(v.ExpandMin), v.PluginID, spec.FormatSize(limit),
-		shellquote.CommandFlags("volctl volume expand", []string{v.ID}, "--size SIZE", shellquote.Flag("--limit", spec.FormatSize(v.ExpandMin))))
+		v.ID, spec.FormatSize(pending), v.PluginID, spec.FormatSize(limit),
+		shellquote.CommandFlags("volctl volume expand", []string{v.ID}, "--size SIZE", shellquote.Flag("--limit", spec.FormatSize(pending))))
+}
+
+// pendingMost is the larger of volume v's pending expansion and the one kept beneath it, both
+// sent again with the limit set now: a limit below either would bound a storage that may be
+// that size already.
+func pendingMost(v store.Volume) int64 {
+	return max(v.ExpandMin, v.ExpandBeneathMin)
 }
 
 // expansionAnswered clears a volume's pending expansion once the plugin answered it with a
@@ -1140,12 +1163,32 @@ func limitBelowPending(v store.Volume, limit int64) error {
 // or limit wrote over (its intent), and says so with cause, the refusal.
 func (e *Engine) keepEarlierExpansion(ctx context.Context, v store.Volume, cause error) error {
 	if err := e.store.Update(context.WithoutCancel(ctx), e.locks.holding(v.ID, func(tx *store.Tx) error {
-		return tx.Volumes().SetExpansionIntent(v.ID, v.ExpandMin, v.ExpandMax)
+		return tx.Volumes().SetExpansionIntentOver(v.ID, v.ExpandMin, v.ExpandMax, v.ExpandBeneathMin, v.ExpandBeneathMax)
 	})); err != nil {
 		return errors.Join(cause, fmt.Errorf("putting back volume %q's pending expansion to %s: %w", v.ID, spec.FormatSize(v.ExpandMin), err))
 	}
 	return fmt.Errorf("%w (volume %q's earlier expansion to %s, whose answer was lost, stays pending: the plugin may have grown it; `volctl reconcile` sends it again, "+
 		"and the plugin answers with the size it has)", cause, v.ID, spec.FormatSize(v.ExpandMin))
+}
+
+// giveWayToBeneath puts back volume v's expansion kept beneath its pending one (v.ExpandBeneathMin)
+// once the pending one, sent again, was refused (cause): a kill left it pending where the
+// refusal, when its own command ran, put the earlier one back (keepEarlierExpansion). The
+// earlier one's answer was lost too, and the plugin answers it, sent again, with the size it
+// has, which is recorded then. Kept pending in its place, the refused size was sent again by
+// every reconcile, and the earlier expansion, which the plugin may have done, was never
+// recorded (TestExpandKilledAtItsIntentBesideAPendingOneKeepsThePendingOne).
+func (e *Engine) giveWayToBeneath(ctx context.Context, v store.Volume, cause error) error {
+	if err := e.store.Update(context.WithoutCancel(ctx), e.locks.holding(v.ID, func(tx *store.Tx) error {
+		return tx.Volumes().SetExpansionIntent(v.ID, v.ExpandBeneathMin, v.ExpandBeneathMax)
+	})); err != nil {
+		return errors.Join(cause, fmt.Errorf("putting back volume %q's earlier pending expansion to %s: %w", v.ID, spec.FormatSize(v.ExpandBeneathMin), err))
+	}
+	err := fmt.Errorf("%w (sent again, the expansion of volume %q to %s is refused: it is let go, and the earlier expansion to %s, whose answer was lost too, is pending in its place: "+
+		"the plugin may have grown the volume; `volctl reconcile` sends it again, and the plugin answers with the size it has)", cause, v.ID, spec.FormatSize(v.ExpandMin), spec.FormatSize(v.ExpandBeneathMin))
+	e.event(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume, Code: csi.CodeOf(cause).String(),
+		Message: err.Error()})
+	return err
 }
 
 func (e *Engine) expansionAnswered(ctx context.Context, volumeID string) {
@@ -1422,7 +1465,7 @@ func (e *Engine) setRequestedMax(ctx context.Context, volumeID string, limit int
 		// Before, reconcile sent the earlier limit, or none, and wrote it back over this one
 		// (TestExpandLimitSetBesideAPendingExpansionBoundsItsReplay).
 		if v.ExpandMin > 0 {
-			if err := tx.Volumes().SetExpansionIntent(v.ID, v.ExpandMin, limit); err != nil {
+			if err := tx.Volumes().SetExpansionLimit(v.ID, limit); err != nil {
 				return err
 			}
 		}

@@ -163,7 +163,7 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registra
 			return err
 		}
 		if limit != old.ExpandMax {
-			if err := tx.Volumes().SetExpansionIntent(old.ID, old.ExpandMin, limit); err != nil {
+			if err := tx.Volumes().SetExpansionLimit(old.ID, limit); err != nil {
 				return err
 			}
 		}
@@ -410,10 +410,10 @@ func pendingLimit(old store.Volume, capacityMax int64) (int64, error) {
 			old.ID, spec.FormatSize(old.CapacityBytes), spec.FormatSize(capacityMax), spec.FormatSize(old.CapacityBytes))
 	case old.ExpandMin <= 0 || capacityMax == 0:
 		return old.ExpandMax, nil
-	case capacityMax < old.ExpandMin:
+	case capacityMax < pendingMost(old):
 		return 0, conflictf("volume %q has an expansion to %s pending (ControllerExpandVolume was sent to plugin %q and its answer not recorded: the storage may be that size already), "+
 			"and this spec's capacity_max %s is below it: run `volctl reconcile` to finish that expansion first, then register it again",
-			old.ID, spec.FormatSize(old.ExpandMin), old.PluginID, spec.FormatSize(capacityMax))
+			old.ID, spec.FormatSize(pendingMost(old)), old.PluginID, spec.FormatSize(capacityMax))
 	}
 	return capacityMax, nil
 }

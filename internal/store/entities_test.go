@@ -106,8 +106,9 @@ func TestRoundTripEveryField(t *testing.T) {
 		if err := tx.Volumes().Insert(&vol); err != nil {
 			return err
 		}
-		// The pending expansion is written by SetExpansionIntent alone, as the fingerprint is.
-		if err := tx.Volumes().SetExpansionIntent(vol.ID, vol.ExpandMin, vol.ExpandMax); err != nil {
+		// The pending expansion, and the one kept beneath it, are written by
+		// SetExpansionIntentOver alone, as the fingerprint is.
+		if err := tx.Volumes().SetExpansionIntentOver(vol.ID, vol.ExpandMin, vol.ExpandMax, vol.ExpandBeneathMin, vol.ExpandBeneathMax); err != nil {
 			return err
 		}
 		if err := tx.Claims().Insert(&claim); err != nil {

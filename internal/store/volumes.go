@@ -72,8 +72,13 @@ type Volume struct {
 	// leave them alone.
 	ExpandMin int64
 	ExpandMax int64
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	// ExpandBeneathMin and ExpandBeneathMax are an earlier pending expansion that the one in
+	// ExpandMin was written over (migration 0031): its answer was lost too, and it is put back
+	// where the one over it is refused. 0 when none. Read only, as ExpandMin is.
+	ExpandBeneathMin int64
+	ExpandBeneathMax int64
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
 }
 
 // VolumeFromSpec is a Volume with the fields a volume spec gives; the caller sets State and what
@@ -152,9 +157,17 @@ type VolumeStore interface {
 	// at it), touching nothing else; ErrNotFound if there is no such volume.
 	SetNodeExpansionControllerDone(id string) error
 	// SetExpansionIntent records the ControllerExpandVolume about to be sent for a volume (min
-	// 0: none pending, its answer recorded), touching nothing else; ErrNotFound if there is no
-	// such volume.
+	// 0: none pending, its answer recorded) and clears any expansion kept beneath it, touching
+	// nothing else; ErrNotFound if there is no such volume.
 	SetExpansionIntent(id string, min, max int64) error
+	// SetExpansionIntentOver records the ControllerExpandVolume about to be sent for a volume
+	// over an earlier pending one, whose answer was lost too (beneathMin, beneathMax: put back
+	// where this one is refused), touching nothing else; ErrNotFound if there is no such volume.
+	SetExpansionIntentOver(id string, min, max, beneathMin, beneathMax int64) error
+	// SetExpansionLimit sets the limit of a volume's pending expansion, and of the one kept
+	// beneath it, to max (each only where there is one), touching nothing else; ErrNotFound if
+	// there is no such volume.
+	SetExpansionLimit(id string, max int64) error
 	// SetCreateCleanup records whether a volume (marked deleting) is its create's cleanup: the
 	// create's answer, unusable, recorded to be deleted again (migration 0022), touching nothing
 	// else; ErrNotFound if there is no such volume. Update leaves it as it is.
@@ -194,7 +207,8 @@ const volumeColumns = `id, namespace, name, plugin_id, external_id, csi_name, st
 
 // volumeReadColumns are volumeColumns and the ones only SetExpansionIntent or Insert writes,
 // which scanVolume reads.
-const volumeReadColumns = volumeColumns + `, expand_min, expand_max, clone_spec, node_expand_ctrl, node_expand_guess`
+const volumeReadColumns = volumeColumns + `, expand_min, expand_max, clone_spec, node_expand_ctrl, node_expand_guess,
+	expand_beneath_min, expand_beneath_max`
 
 func scanVolume(sc scanner) (Volume, error) {
 	var (
@@ -206,7 +220,8 @@ func scanVolume(sc scanner) (Volume, error) {
 	err := sc.Scan(&v.ID, &v.Namespace, &v.Name, &v.PluginID, &v.ExternalID, &v.CSIName, &v.State, &caps,
 		&mo, &sec, &params, &vctx, &tr, &topo, &v.CapacityBytes,
 		&v.RequestedMin, &v.RequestedMax, &v.SnapshotID, &v.CloneID, &v.AccessMode, &v.AttachmentMode,
-		&v.NodeExpandMin, &v.NodeExpandMax, &c, &u, &v.ExpandMin, &v.ExpandMax, &cloneSpec, &v.NodeExpandControllerDone, &v.NodeExpandGuessed)
+		&v.NodeExpandMin, &v.NodeExpandMax, &c, &u, &v.ExpandMin, &v.ExpandMax, &cloneSpec, &v.NodeExpandControllerDone, &v.NodeExpandGuessed,
+		&v.ExpandBeneathMin, &v.ExpandBeneathMax)
 	if err != nil {
 		return Volume{}, err
 	}
@@ -665,6 +680,17 @@ func (vs volumes) SourceGone(id string) (bool, error) {
 }
 
 func (vs volumes) SetExpansionIntent(id string, min, max int64) error {
-	res, err := vs.tx.exec(`UPDATE volumes SET expand_min = ?, expand_max = ? WHERE id = ?`, min, max, id)
+	return vs.SetExpansionIntentOver(id, min, max, 0, 0)
+}
+
+func (vs volumes) SetExpansionIntentOver(id string, min, max, beneathMin, beneathMax int64) error {
+	res, err := vs.tx.exec(`UPDATE volumes SET expand_min = ?, expand_max = ?, expand_beneath_min = ?, expand_beneath_max = ? WHERE id = ?`,
+		min, max, beneathMin, beneathMax, id)
+	return affected(res, err, volumeWhat(id), "")
+}
+
+func (vs volumes) SetExpansionLimit(id string, max int64) error {
+	res, err := vs.tx.exec(`UPDATE volumes SET expand_max = CASE WHEN expand_min > 0 THEN ? ELSE 0 END,
+		expand_beneath_max = CASE WHEN expand_beneath_min > 0 THEN ? ELSE 0 END WHERE id = ?`, max, max, id)
 	return affected(res, err, volumeWhat(id), "")
 }
