@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -259,7 +260,25 @@ func (l *locker) file(name string) (*flock.Flock, error) {
 	if err := notRegularLock(path); err != nil {
 		return nil, err
 	}
+	if err := l.dirBack(); err != nil {
+		return nil, err
+	}
 	return flock.New(path, flock.SetFlag(lockOpen), flock.SetPermissions(0o600)), nil
+}
+
+// dirBack makes the locks directory again where it was removed (by hand, under a running agent
+// or dashboard), as start-up makes it: before, every lock failed with a bare "no such file or
+// directory" until the process started again (TestLocksDirRemovedUnderARunningEngineIsMadeAgain).
+// Only the directory itself: a state dir removed is not made again empty. A lock held across
+// the removal is found gone by its holder (stillHeld), as a lock file removed is.
+func (l *locker) dirBack() error {
+	if _, err := os.Lstat(l.dir); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := os.Mkdir(l.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("the locks directory %s was removed, and making it again failed: %w", l.dir, err)
+	}
+	return nil
 }
 
 // notRegularLock refuses a lock path that is not a regular file (a symlink, a named pipe, a
