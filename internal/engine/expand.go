@@ -261,9 +261,13 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 		// left this one pending and the plugin refuses it when sent again (giveWayToBeneath).
 		// Before, a kill here lost it: reconcile sent the new size, refused for good, and the
 		// earlier expansion, which the plugin may have done, was never recorded
-		// (TestExpandKilledAtItsIntentBesideAPendingOneKeepsThePendingOne).
+		// (TestExpandKilledAtItsIntentBesideAPendingOneKeepsThePendingOne). One kept beneath
+		// already stays: it is the oldest whose answer was lost, and the plugin answers it, sent
+		// again, with the size it has, whatever any later one did. Kept instead of it, the one
+		// written over dropped it: two expands killed in a row lost the expansion the plugin did
+		// (TestChainOfTwoKilledExpandsOverALostOneKeepsTheLostOne).
 		beneathMin, beneathMax := v.ExpandBeneathMin, v.ExpandBeneathMax
-		if replayed && !(v.ExpandMin == size && v.ExpandMax == limit) {
+		if replayed && !(v.ExpandMin == size && v.ExpandMax == limit) && beneathMin == 0 {
 			beneathMin, beneathMax = v.ExpandMin, v.ExpandMax
 		}
 		if err := e.store.Update(ctx, e.locks.holding(v.ID, func(tx *store.Tx) error {

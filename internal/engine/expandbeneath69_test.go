@@ -89,7 +89,14 @@ func TestExpandRunAgainAfterAKillAtItsIntentGivesWayToTheEarlierOne(t *testing.T
 	h.create(volume("v"))
 	expansionLostAt(t, h, 4*mib, 0)
 	expandKilledAtIntent(t, h, 64*mib, 0)
-	_, err := h.e.ExpandVolume(h.ctx, "v", 64*mib, 0)
+	owed, err := h.e.Owed(h.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(owed) != 1 || !strings.Contains(owed[0].What, "over an earlier one to 4MiB") {
+		t.Errorf("the work owed after the kill: %+v; want the 64MiB expansion, over the earlier 4MiB one", owed)
+	}
+	_, err = h.e.ExpandVolume(h.ctx, "v", 64*mib, 0)
 	if err == nil {
 		t.Fatal("the 64MiB expand, above the plugin's maximum, succeeded when run again")
 	}
@@ -143,5 +150,63 @@ func TestLimitSetBesideAnExpansionKeptBeneathBoundsItsReplay(t *testing.T) {
 	if v.ExpansionPending != 0 || v.CapacityBytes != 4*mib || v.RequestedMax != 100*mib {
 		t.Errorf("after reconcile: recorded at %s, expansion pending %s, capacity_max %s; want 4MiB, none, and the 100MiB set last. Problems:\n  %s",
 			spec.FormatSize(v.CapacityBytes), spec.FormatSize(v.ExpansionPending), spec.FormatSize(v.RequestedMax), strings.Join(problems, "\n  "))
+	}
+}
+
+// A registration again whose capacity_max equals the limit of the pending expansion
+// (written by an expand killed at its intent over an earlier pending one with another limit)
+// left the limit of the one kept beneath it as it was: SetExpansionLimit ran only where the
+// registration's limit differed from the pending one's, not from the one beneath. The refused
+// pending one gave way to the earlier one, whose replay recorded its old limit as capacity_max,
+// undoing the capacity_max registered last (limitChanges). Found by helper review69.
+func TestRegisterCapacityMaxEqualToThePendingLimitBoundsTheOneBeneath(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *csitest.MemConfig) {
+		c.Node.ExpandVolume, c.Controller.ListVolumes, c.Controller.GetVolume = false, false, false
+		c.MaxVolumeSize = 32 * mib
+	})
+	ext := h.create(volume("v")).ExternalID
+	expansionLostAt(t, h, 4*mib, 8*mib)         // 4MiB pending, limit 8MiB
+	expandKilledAtIntent(t, h, 64*mib, 100*mib) // 64MiB pending (limit 100MiB) over it
+	re := registered("v", ext)
+	re.CapacityMin, re.CapacityMax = volume("v").CapacityMin, 100*mib
+	if _, err := h.e.RegisterVolume(h.ctx, re); err != nil {
+		t.Fatalf("registration again with capacity_max 100MiB (above both pending sizes): %v", err)
+	}
+	if v := h.volumeInfo("v"); v.RequestedMax != 100*mib {
+		t.Fatalf("capacity_max after the registration = %s; want 100MiB", spec.FormatSize(v.RequestedMax))
+	}
+	problems := reconcileTwice(t, h)
+	v := h.volumeInfo("v")
+	if v.ExpansionPending != 0 || v.CapacityBytes != 4*mib || v.RequestedMax != 100*mib {
+		t.Errorf("after reconcile: recorded at %s, expansion pending %s, capacity_max %s; want 4MiB, none, and the 100MiB registered last. Problems:\n  %s",
+			spec.FormatSize(v.CapacityBytes), spec.FormatSize(v.ExpansionPending), spec.FormatSize(v.RequestedMax), strings.Join(problems, "\n  "))
+	}
+}
+
+// Three expands, the last two killed at their intent: 4MiB pending (its answers lost,
+// the storage grown to 4MiB), then 64MiB written over it (4MiB kept beneath), then 128MiB
+// written over that, which kept the 64MiB beneath and dropped the 4MiB one (one level beneath).
+// Neither 64MiB nor 128MiB was ever sent, and the plugin (at most 8MiB) refuses both for good:
+// reconcile gave way from 128MiB to 64MiB, which then stayed pending, refused by every
+// reconcile, and the 4MiB expansion the plugin did was never recorded. The oldest lost one is
+// kept beneath now. Found by helper review69.
+func TestChainOfTwoKilledExpandsOverALostOneKeepsTheLostOne(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *csitest.MemConfig) {
+		c.Node.ExpandVolume, c.Controller.ListVolumes = false, false
+		c.MaxVolumeSize = 8 * mib
+	})
+	h.create(volume("v"))
+	expansionLostAt(t, h, 4*mib, 0)
+	expandKilledAtIntent(t, h, 64*mib, 0)
+	expandKilledAtIntent(t, h, 128*mib, 0)
+	problems := append(reconcileTwice(t, h), reconcileTwice(t, h)...)
+	v := h.volumeInfo("v")
+	got, _ := h.mem.Volume(v.ExternalID)
+	if v.ExpansionPending != 0 || v.CapacityBytes != got.CapacityBytes {
+		t.Errorf("4MiB lost, 64MiB then 128MiB killed at expand:intent, then four reconciles: recorded at %s, expansion pending %s, the storage %s; "+
+			"want the lost 4MiB expansion recorded. Reconcile's problems:\n  %s",
+			spec.FormatSize(v.CapacityBytes), spec.FormatSize(v.ExpansionPending), spec.FormatSize(got.CapacityBytes), strings.Join(problems, "\n  "))
 	}
 }

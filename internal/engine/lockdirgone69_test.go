@@ -1,9 +1,15 @@
 package engine
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/volctl/volctl/internal/store"
 )
 
 // The locks directory removed by hand under a running engine (an agent, the TUI): every lock
@@ -22,5 +28,47 @@ func TestLocksDirRemovedUnderARunningEngineIsMadeAgain(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(h.dir, lockDir)); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("locks directory after the claim: %v, %v; want it made again, 0700", fi, err)
+	}
+}
+
+// A state dir on a read-only file system whose locks directory is not there (a
+// backup restored without it, the lock files being ephemeral) opens (Open: "A read-only state
+// dir without its lock dir can still be read"). Every command that would change it must say
+// what TestReadOnlyStateDirLockNotMadeSaysTheStateDirIsReadOnly promises: `volctl can read the
+// state there but not change it`. locker.dirBack, new this round, tried to make the directory,
+// and its EROFS was returned bare, not through onReadOnly, saying the locks directory "was
+// removed" (nobody removed it under this process) and naming no way out. Found by helper
+// review69.
+func TestReadOnlyStateDirWithoutLocksDirSaysReadOnly(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.create(volume("db"))
+	h.e.Close()
+	if err := os.RemoveAll(filepath.Join(h.dir, lockDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(h.dir, h.dir, "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("needs root with CAP_SYS_ADMIN to bind-mount the state dir: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(h.dir, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmounting %s: %v", h.dir, err)
+		}
+	})
+	if err := unix.Mount("", h.dir, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+		t.Skipf("needs root with CAP_SYS_ADMIN to remount a bind read-only: %v", err)
+	}
+	h.e = nil
+	h.open(Config{})
+	fresh := volume("fresh")
+	fresh.ExternalID = "vol-fresh"
+	_, regErr := h.e.RegisterVolume(h.ctx, fresh)
+	_, claimErr := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	_, _, agentErr := h.e.LockAgent()
+	for what, err := range map[string]error{"register of a new volume": regErr, "claim": claimErr, "the agent's lock": agentErr} {
+		if !errors.Is(err, store.ErrReadOnlyFS) || !strings.Contains(err.Error(), "volctl can read the state there but not change it") ||
+			strings.Contains(err.Error(), "was removed") {
+			t.Errorf("%s on a read-only state dir without its locks directory: %v; want the state dir named read-only, as with the locks directory there", what, err)
+		}
 	}
 }

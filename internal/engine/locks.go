@@ -270,13 +270,19 @@ func (l *locker) file(name string) (*flock.Flock, error) {
 // or dashboard), as start-up makes it: before, every lock failed with a bare "no such file or
 // directory" until the process started again (TestLocksDirRemovedUnderARunningEngineIsMadeAgain).
 // Only the directory itself: a state dir removed is not made again empty. A lock held across
-// the removal is found gone by its holder (stillHeld), as a lock file removed is.
+// the removal is found gone by its holder (stillHeld), as a lock file removed is. One that
+// cannot be made is worded as a lock file that cannot be: a read-only state dir opened without
+// its locks directory is named read-only, not "removed"
+// (TestReadOnlyStateDirWithoutLocksDirSaysReadOnly).
 func (l *locker) dirBack() error {
 	if _, err := os.Lstat(l.dir); !errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err := os.Mkdir(l.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("the locks directory %s was removed, and making it again failed: %w", l.dir, err)
+		if ro := l.onReadOnly(err); ro != err {
+			return ro
+		}
+		return store.NoSpace(fmt.Errorf("the locks directory %s is missing, and making it failed: %w", l.dir, err))
 	}
 	return nil
 }

@@ -78,6 +78,12 @@ func (e *Engine) Owed(ctx context.Context) ([]OwedWork, error) {
 				continue
 			default:
 				w.Kind, w.What = OwedExpand, fmt.Sprintf("a ControllerExpandVolume to %s was sent and its answer is not recorded", spec.FormatSize(v.ExpandMin))
+				if v.ExpandBeneathMin > 0 {
+					// Written over an earlier one whose answer was lost too: that one, which the
+					// plugin may have done, is what reconcile falls back to (giveWayToBeneath).
+					w.What = fmt.Sprintf("a ControllerExpandVolume to %s was sent, or about to be, and its answer is not recorded, over an earlier one to %s whose answer was lost too",
+						spec.FormatSize(v.ExpandMin), spec.FormatSize(v.ExpandBeneathMin))
+				}
 			}
 			out = append(out, w)
 		}

@@ -152,7 +152,7 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registra
 		switch {
 		case grown != Unchanged:
 			r.Outcome, r.Changed = grown, changed
-		case len(changed) > 0 || limit != old.ExpandMax:
+		case len(changed) > 0 || limitChanges(old, limit):
 			r.Outcome, r.Changed = Updated, changed
 		default:
 			// The spec the volume is registered with: nothing to write.
@@ -162,7 +162,7 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registra
 		if err := tx.Volumes().Update(&v); err != nil {
 			return err
 		}
-		if limit != old.ExpandMax {
+		if limitChanges(old, limit) {
 			if err := tx.Volumes().SetExpansionLimit(old.ID, limit); err != nil {
 				return err
 			}
@@ -402,6 +402,15 @@ func refuseCapabilityInUse(tx *store.Tx, id string, caps []spec.Capability) erro
 // A capacity_max below the size the volume has is refused too: a volume does not shrink, and
 // taken, the registration recorded a requested range whose minimum was above its maximum, which
 // no spec may hold, undoing the limit an expand had set (TestRegisterAgainWithACapacityMaxBelowTheVolumesSize).
+// limitChanges says whether limit, a registration's for volume old's pending expansions
+// (pendingLimit), is not the limit of each already: of the pending one, or of the one kept
+// beneath it. Compared with the pending one's alone, a registration at its limit left the one
+// beneath with its own, which its replay then recorded as capacity_max, undoing the
+// registration's (TestRegisterCapacityMaxEqualToThePendingLimitBoundsTheOneBeneath).
+func limitChanges(old store.Volume, limit int64) bool {
+	return limit != old.ExpandMax || old.ExpandBeneathMin > 0 && limit != old.ExpandBeneathMax
+}
+
 func pendingLimit(old store.Volume, capacityMax int64) (int64, error) {
 	switch {
 	case capacityMax != 0 && old.CapacityBytes > capacityMax:
