@@ -213,12 +213,14 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 		// snapshot), whose lock is its own: waited for the same (before, looked for under this
 		// plugin ID alone, it was not, and deleted what this create recorded,
 		// TestSnapshotCreateWaitsForASocketMatesDeleteOfItsAnswer).
-		deleter, verr := viewOne(ctx, e.store, func(tx *store.Tx) (string, error) { return snapshotDeletingThrough(tx, intent.PluginID, snap.ID) })
+		deleter, verr := viewOne(ctx, e.store, func(tx *store.Tx) (store.SnapshotKey, error) {
+			return snapshotDeletingThrough(tx, intent.PluginID, snap.ID)
+		})
 		if verr != nil {
 			return store.Snapshot{}, Created, verr
 		}
-		if deleter != "" {
-			unlock, finished, lerr := e.snapshotLockAfterItsDelete(ctx, hold, intent, deleter, snap.ID)
+		if deleter.PluginID != "" {
+			unlock, finished, lerr := e.snapshotLockAfterItsDelete(ctx, hold, intent, deleter.PluginID, deleter.SnapshotID)
 			var forgot *intentForgotten
 			if errors.As(lerr, &forgot) {
 				// Not kept for reconcile: the user forgot it (TestSnapshotCreateWaitingForAHungDeleteWhoseIntentIsForgottenMeanwhile).
@@ -231,7 +233,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 				return *finished, Created, nil
 			}
 			defer unlock()
-			lockedID, lockedOf = snap.ID, deleter
+			lockedID, lockedOf = deleter.SnapshotID, deleter.PluginID
 			snap, _, err = controllerAnswer(ctx, e, c, csi.RPCCreateSnapshot, send)
 			earlier = true // the first answer's snapshot may be the one made: a refusal now keeps the intent
 			if lost := e.locks.stillHeld(intent.SourceVolumeID); lost != nil {
@@ -460,8 +462,8 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 		// (lockedOf, whose lock it holds: no delete of it is under way): left, the snapshot
 		// just said made was "being deleted" to every restore, and a problem to every
 		// reconcile pass (TestSnapshotCreateTakesBackAMatesRecordedDeleteOfItsAnswer).
-		if lockedOf != "" && lockedOf != rec.PluginID {
-			if err := tx.Snapshots().Undelete(lockedOf, rec.SnapshotID); err != nil {
+		if lockedOf != "" && (lockedOf != rec.PluginID || lockedID != rec.SnapshotID) {
+			if err := tx.Snapshots().Undelete(lockedOf, lockedID); err != nil {
 				return err
 			}
 		}
@@ -547,8 +549,8 @@ func (e *Engine) snapshotLockAfterItsDelete(ctx context.Context, hold *volumeHol
 				if err == nil && recorded {
 					// The record under the name is the create's answer only when no delete of it
 					// is recorded: one that is, the snapshot waited for, was not made for this create.
-					var deleting string
-					if deleting, err = snapshotDeletingThrough(tx, intent.PluginID, rec.SnapshotID); err == nil && deleting != "" {
+					var deleting store.SnapshotKey
+					if deleting, err = snapshotDeletingThrough(tx, intent.PluginID, rec.SnapshotID); err == nil && deleting.PluginID != "" {
 						recorded = false
 					}
 				}
@@ -614,24 +616,44 @@ func nearSnapshot(tx *store.Tx, pluginID, snapshotID string) (store.Snapshot, er
 	return store.Snapshot{}, nil
 }
 
-// snapshotDeletingThrough returns the plugin ID, pluginID's own or a socket mate's
-// (socketMates), through which a delete of snapshot snapshotID is recorded, "" when none is.
-func snapshotDeletingThrough(tx *store.Tx, pluginID, snapshotID string) (string, error) {
+// snapshotDeletingThrough returns the recorded delete of snapshot snapshotID through pluginID
+// or a socket mate (socketMates: one process, one storage), a zero key when none is: its plugin
+// ID and the snapshot ID as the delete spelt it, which names its lock. A near spelling
+// (spec.SameStorageID) is the same snapshot to a plugin that reads IDs so, as
+// refuseRestoreInFlight and refuseNearSnapshotDelete have it: compared exactly, a restore from
+// "SNAP-NIGHTLY" was sent while the delete of "snap-nightly" was recorded
+// (TestRestoreFromANearSpellingOfASnapshotBeingDeletedIsRefused). pluginID's own exact one is
+// preferred, then its own near one, then a mate's, by plugin ID. The deletes recorded are those
+// in flight or cut short: few.
+func snapshotDeletingThrough(tx *store.Tx, pluginID, snapshotID string) (store.SnapshotKey, error) {
+	deletes, err := tx.Snapshots().ListDeleting()
+	if err != nil || len(deletes) == 0 {
+		return store.SnapshotKey{}, err
+	}
 	mates, err := socketMates(tx, pluginID)
 	if err != nil {
-		return "", err
+		return store.SnapshotKey{}, err
 	}
-	delete(mates, pluginID)
-	for _, id := range append([]string{pluginID}, slices.Sorted(maps.Keys(mates))...) {
-		deleting, err := tx.Snapshots().Deleting(id, snapshotID)
-		if err != nil {
-			return "", err
+	var (
+		found store.SnapshotKey
+		rank  = 4
+	)
+	for _, d := range deletes { // ordered by plugin ID, then snapshot ID
+		if !mates[d.PluginID] || !spec.SameStorageID(d.SnapshotID, snapshotID) {
+			continue
 		}
-		if deleting {
-			return id, nil
+		r := 0
+		if d.PluginID != pluginID {
+			r += 2
+		}
+		if d.SnapshotID != snapshotID {
+			r++
+		}
+		if r < rank {
+			found, rank = store.SnapshotKey{PluginID: d.PluginID, SnapshotID: d.SnapshotID}, r
 		}
 	}
-	return "", nil
+	return found, nil
 }
 
 // snapshotOfMate returns the record of snapshotID made through another plugin ID registered on
@@ -1140,18 +1162,39 @@ func refuseRestoreInFlight(tx *store.Tx, pluginID, snapshotID string) error {
 	if err != nil {
 		return err
 	}
-	vols, err := tx.Volumes().List(store.VolumeFilter{State: store.VolumeCreating})
-	if err != nil {
-		return err
-	}
-	for _, v := range vols {
-		// A near spelling (spec.SameStorageID) is the same snapshot to a plugin that reads IDs
-		// so, as refuseNearSnapshotDelete has it
-		// (TestSnapshotDeleteRefusedWhileARestoreFromItsNearSpellingIsInFlight).
-		if mates[v.PluginID] && spec.SameStorageID(v.SnapshotID, snapshotID) {
-			return conflictf("volume %q is being created from snapshot %q (its CreateVolume is in flight, or was interrupted, and only one sent again, which restores from the snapshot, finishes it): "+
-				"run `volctl reconcile` to finish that create, or `%s`, then delete the snapshot",
-				v.ID, snapshotID, shellquote.Command("volctl volume delete", v.ID))
+	for _, state := range []store.VolumeState{store.VolumeCreating, store.VolumeDeleting} {
+		vols, err := tx.Volumes().List(store.VolumeFilter{State: state})
+		if err != nil {
+			return err
+		}
+		for _, v := range vols {
+			// A near spelling (spec.SameStorageID) is the same snapshot to a plugin that reads IDs
+			// so, as refuseNearSnapshotDelete has it
+			// (TestSnapshotDeleteRefusedWhileARestoreFromItsNearSpellingIsInFlight).
+			if !mates[v.PluginID] || !spec.SameStorageID(v.SnapshotID, snapshotID) {
+				continue
+			}
+			if state == store.VolumeCreating {
+				return conflictf("volume %q is being created from snapshot %q (its CreateVolume is in flight, or was interrupted, and only one sent again, which restores from the snapshot, finishes it): "+
+					"run `volctl reconcile` to finish that create, or `%s`, then delete the snapshot",
+					v.ID, snapshotID, shellquote.Command("volctl volume delete", v.ID))
+			}
+			// Marked deleting by its create's cleanup (an answer it cannot use, deleted again,
+			// after which it is put back to being created and sent again, restoring from the
+			// snapshot), as refuseCloneInFlight counts a clone's: looked for among those being
+			// created alone, a delete of the snapshot went on under the cleanup, and the restore
+			// was NOT_FOUND at every reconcile pass after
+			// (TestSnapshotDeleteRefusedWhileARestoreCleansUpAnUnusableAnswer). A volume's own
+			// delete needs no snapshot.
+			cleanup, err := tx.Volumes().CreateCleanup(v.ID)
+			if err != nil {
+				return err
+			}
+			if cleanup {
+				return conflictf("volume %q is being created from snapshot %q: its create is deleting a volume the plugin answered with that it cannot use, "+
+					"after which it sends CreateVolume again, which restores from the snapshot: run `volctl reconcile` to finish that create, or `%s`, then delete the snapshot",
+					v.ID, snapshotID, shellquote.Command("volctl volume delete", v.ID))
+			}
 		}
 	}
 	return nil

@@ -334,15 +334,19 @@ func notFromSnapshotBeingDeleted(tx *store.Tx, sv spec.Volume) error {
 	if sv.SnapshotID == "" {
 		return nil
 	}
-	pluginID, err := snapshotDeletingThrough(tx, sv.PluginID, sv.SnapshotID)
-	if err != nil || pluginID == "" {
+	d, err := snapshotDeletingThrough(tx, sv.PluginID, sv.SnapshotID)
+	if err != nil || d.PluginID == "" {
 		return err
 	}
-	return conflictf("snapshot %q of plugin %q, the snapshot_id of volume %q, is being deleted (its delete is in flight, or was interrupted, and `%s` or `volctl reconcile` finishes it; "+
+	spelt := ","
+	if d.SnapshotID != sv.SnapshotID {
+		spelt = fmt.Sprintf(", which plugin %q may read as snapshot %q,", d.PluginID, d.SnapshotID)
+	}
+	return conflictf("snapshot %q of plugin %q, the snapshot_id of volume %q%s is being deleted (its delete is in flight, or was interrupted, and `%s` or `volctl reconcile` finishes it; "+
 		"`%s` forgets the delete and leaves the snapshot): "+
-		"nothing was created; give volume %q another snapshot", sv.SnapshotID, pluginID, sv.ID,
-		shellquote.Command("volctl volume snapshot delete", pluginID, sv.SnapshotID),
-		shellquote.Command("volctl volume snapshot deregister", pluginID, sv.SnapshotID), sv.ID)
+		"nothing was created; give volume %q another snapshot", sv.SnapshotID, d.PluginID, sv.ID, spelt,
+		shellquote.Command("volctl volume snapshot delete", d.PluginID, d.SnapshotID),
+		shellquote.Command("volctl volume snapshot deregister", d.PluginID, d.SnapshotID), sv.ID)
 }
 
 // sameCloneSource reports whether spec sv's clone_id names the source volume old records: the
@@ -938,7 +942,11 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		// (TestCrashInTheCleanupOfAnUnusableCreateAnswer).
 		sentBefore = false
 	}
-	if csi.IsRetryable(err) || ctx.Err() != nil {
+	// An interrupt once the unusable answer was deleted again finds nothing left to keep the
+	// intent for, as a kill there does (above): kept, every reconcile pass made and deleted the
+	// unusable volume again (TestSnapshotDeleteRefusedWhileARestoreCleansUpAnUnusableAnswer).
+	var gone *deletedAgain
+	if csi.IsRetryable(err) || ctx.Err() != nil && !errors.As(err, &gone) {
 		e.failureEvent(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
 			Code: csi.CodeOf(err).String(), Message: "create left for reconcile: " + err.Error()}, "create left for reconcile: ")
 		return &keptIntent{cause: err, kept: "the create is recorded and `volctl reconcile` or the same create will finish it"}
@@ -962,8 +970,9 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 			Code: csi.CodeOf(err).String(), Message: "create failed, kept for reconcile: " + err.Error()}, "create failed, kept for reconcile: ")
 		return &keptIntent{cause: err, kept: fmt.Sprintf("an earlier CreateVolume's answer was lost, so the plugin may have the volume: the create stays recorded for `volctl reconcile` or the same create; `%s` sends it again and deletes what it answers (a refusal for good forgets it; a refusal of the secrets sent does not, and `%s` forgets it then)", shellquote.Command("volctl volume delete", v.ID), shellquote.Command("volctl volume deregister", v.ID))}
 	}
-	// A final error to the only CreateVolume sent: nothing was created, so forget the intent.
-	if derr := e.store.Update(ctx, func(tx *store.Tx) error {
+	// A final error to the only CreateVolume sent: nothing was created, so forget the intent,
+	// whatever the command's context does now.
+	if derr := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		if err := tx.Volumes().Delete(v.ID); err != nil {
 			return err
 		}
