@@ -105,7 +105,13 @@ func TestReleaseHoldsThePublishLockOfTheControllerSocketItSendsThrough(t *testin
 // (deregistered: the storage kept).
 func unrecordedSnapshotOfMates(t *testing.T) (*harness, SnapshotInfo) {
 	t.Helper()
-	h, _ := snapshotHarness(t, nil)
+	return unrecordedSnapshotOfMatesWith(t, nil)
+}
+
+// unrecordedSnapshotOfMatesWith is unrecordedSnapshotOfMates with the plugin configured by mutate.
+func unrecordedSnapshotOfMatesWith(t *testing.T, mutate func(*csitest.MemConfig)) (*harness, SnapshotInfo) {
+	t.Helper()
+	h, _ := snapshotHarness(t, mutate)
 	h.registerPlugin("mem2", h.socket)
 	s := h.snapshot("nightly")
 	if _, err := h.e.DeregisterSnapshot(h.ctx, "mem", s.ID); err != nil {

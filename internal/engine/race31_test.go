@@ -72,6 +72,13 @@ func (h *harness) snapshotRecordedAgain(id string) func() {
 // is called (to let go what the test holds) before the test fails.
 func (h *harness) snapshotDeleteStoppedAtItsCheck(id, by string, stop func()) (pause *pauseAtLog, done <-chan error) {
 	h.t.Helper()
+	return h.snapshotDeleteThroughStoppedAtItsCheck("mem", id, by, stop)
+}
+
+// snapshotDeleteThroughStoppedAtItsCheck is snapshotDeleteStoppedAtItsCheck through plugin ID
+// pluginID (mem's socket mate, say) for the user's delete.
+func (h *harness) snapshotDeleteThroughStoppedAtItsCheck(pluginID, id, by string, stop func()) (pause *pauseAtLog, done <-chan error) {
+	h.t.Helper()
 	h.faults.FailAlways(csi.RPCListSnapshots, codes.Unavailable)
 	pause = &pauseAtLog{text: "could not be checked", reached: make(chan struct{}), proceed: make(chan struct{})}
 	deleter, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts, Now: h.e.cfg.Now,
@@ -91,7 +98,7 @@ func (h *harness) snapshotDeleteStoppedAtItsCheck(id, by string, stop func()) (p
 			ch <- err
 			return
 		}
-		ch <- deleter.DeleteSnapshot(h.ctx, "mem", id, nil)
+		ch <- deleter.DeleteSnapshot(h.ctx, pluginID, id, nil)
 	}()
 	select {
 	case <-pause.reached:

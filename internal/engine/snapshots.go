@@ -656,6 +656,26 @@ func snapshotDeletingThrough(tx *store.Tx, pluginID, snapshotID string) (store.S
 	return found, nil
 }
 
+// snapshotRecordedThrough returns the plugin IDs, pluginID's own and its socket mates'
+// (socketMates), under which snapshot snapshotID is recorded.
+func snapshotRecordedThrough(tx *store.Tx, pluginID, snapshotID string) (map[string]bool, error) {
+	mates, err := socketMates(tx, pluginID)
+	if err != nil {
+		return nil, err
+	}
+	mates[pluginID] = true
+	held := map[string]bool{}
+	for id := range mates {
+		switch _, err := tx.Snapshots().Get(id, snapshotID); {
+		case err == nil:
+			held[id] = true
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, err
+		}
+	}
+	return held, nil
+}
+
 // snapshotOfMate returns the record of snapshotID made through another plugin ID registered on
 // one of pluginID's sockets (socketMates), or a zero Snapshot when there is none.
 func snapshotOfMate(tx *store.Tx, pluginID, snapshotID string) (store.Snapshot, error) {
@@ -868,8 +888,13 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	defer unlock()
 	var already bool // an earlier delete, killed or unanswered, recorded it: it may be gone
 	goneMeanwhile := false
+	var heldBefore map[string]bool // the plugin IDs, its own and its mates', that recorded it when the delete was
 	if err := e.store.Update(ctx, func(tx *store.Tx) error {
 		if err := refuseRestoreInFlight(tx, pluginID, snapshotID); err != nil {
+			return err
+		}
+		var err error
+		if heldBefore, err = snapshotRecordedThrough(tx, pluginID, snapshotID); err != nil {
 			return err
 		}
 		// Recorded when read, before the lock: another volctl's delete (or deregister) may have
@@ -888,7 +913,6 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		if err := refuseNearSnapshotDelete(tx, pluginID, snapshotID); err != nil {
 			return err
 		}
-		var err error
 		if already, err = tx.Snapshots().MarkDeleting(pluginID, snapshotID); err == nil && finishing && !already {
 			err = errNoDeleteToFinish // rolls the mark back
 		}
@@ -1040,6 +1064,40 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 					RPC: csi.RPCDeleteSnapshot, Message: "delete answered, record kept: " + takenAgain.Error()})
 			} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
+			}
+		}
+		// A snapshot not recorded when the delete was, through this plugin ID or a socket mate
+		// (one process, one storage), and recorded now: a create answered with this ID, which had
+		// looked for a delete of it before this one was recorded, recorded it meanwhile, from
+		// another volctl. As above, its record is kept and the delete says so; before, the check
+		// ran only for a snapshot the delete found recorded, under its own plugin ID: the delete
+		// said "deleted", the create "made", and nothing said the snapshot the create's record
+		// names may be gone (TestSnapshotDeleteOfAnUnrecordedSnapshotCrossingACreateOfItSaysSo).
+		if !recorded {
+			now, err := snapshotRecordedThrough(tx, pluginID, snapshotID)
+			if err != nil {
+				return err
+			}
+			for _, p := range slices.Sorted(maps.Keys(now)) {
+				if heldBefore[p] {
+					continue
+				}
+				made, err := tx.Snapshots().Get(p, snapshotID)
+				if err != nil {
+					return err
+				}
+				through := ""
+				if p != pluginID {
+					through = fmt.Sprintf(", through its socket mate %q", p)
+				}
+				takenAgain = conflictf("plugin %q answered %s for snapshot %q, but a snapshot create (another volctl's, of volume %q%s) was answered with the same ID meanwhile and recorded it as %q: "+
+					"the plugin may have made it again after this delete, so its record is kept; %s",
+					pluginID, csi.RPCDeleteSnapshot, snapshotID, made.SourceVolumeID, through, made.Name, takenAgainAdvice(c, p, snapshotID))
+				if err := tx.Snapshots().Undelete(pluginID, snapshotID); err != nil {
+					return err
+				}
+				return tx.Events().Append(&store.Event{Kind: "snapshot-delete", VolumeID: made.SourceVolumeID, PluginID: pluginID,
+					RPC: csi.RPCDeleteSnapshot, Message: "delete answered, record kept: " + takenAgain.Error()})
 			}
 		}
 		if err := tx.Snapshots().Undelete(pluginID, snapshotID); err != nil {
