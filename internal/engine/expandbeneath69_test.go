@@ -48,6 +48,34 @@ func reconcileTwice(t *testing.T, h *harness) []string {
 	return problems
 }
 
+// beneathHarness is a harness whose plugin expands on the controller alone, lists no volumes
+// (so an expansion sent again is sent, not found listed) and holds at most maxSize (0: no
+// bound), with volume "v" of 1MiB; it returns v's storage ID. getVolume false leaves out
+// GET_VOLUME too.
+func beneathHarness(t *testing.T, maxSize int64, getVolume bool) (*harness, string) {
+	t.Helper()
+	h := newHarness(t, func(c *csitest.MemConfig) {
+		c.Node.ExpandVolume, c.Controller.ListVolumes, c.MaxVolumeSize = false, false, maxSize
+		if !getVolume {
+			c.Controller.GetVolume = false
+		}
+	})
+	return h, h.create(volume("v")).ExternalID
+}
+
+// recordedAfterReconcile runs two reconcile passes and wants volume v recorded at size with
+// nothing pending and capacity_max capMax, the one the user set last (what says how).
+func recordedAfterReconcile(t *testing.T, h *harness, size, capMax int64, what string) {
+	t.Helper()
+	problems := reconcileTwice(t, h)
+	v := h.volumeInfo("v")
+	if v.ExpansionPending != 0 || v.CapacityBytes != size || v.RequestedMax != capMax {
+		t.Errorf("after reconcile: recorded at %s, expansion pending %s, capacity_max %s; want %s, none, and the %s %s last. Problems:\n  %s",
+			spec.FormatSize(v.CapacityBytes), spec.FormatSize(v.ExpansionPending), spec.FormatSize(v.RequestedMax),
+			spec.FormatSize(size), spec.FormatSize(capMax), what, strings.Join(problems, "\n  "))
+	}
+}
+
 // An expansion to 4MiB is pending (its answers lost, the storage grown). `volume expand v
 // --size 64MiB`, above what the plugin holds (refused OUT_OF_RANGE for good), wrote its intent
 // over the pending one and was killed before sending. Refused live, the pending one is put back
@@ -57,11 +85,7 @@ func reconcileTwice(t *testing.T, h *harness) []string {
 // refusal of the new one sent again gives way to it. Found by helper review68 (crash).
 func TestExpandKilledAtItsIntentBesideAPendingOneKeepsThePendingOne(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) {
-		c.Node.ExpandVolume, c.Controller.ListVolumes = false, false
-		c.MaxVolumeSize = 8 * mib
-	})
-	h.create(volume("v"))
+	h, _ := beneathHarness(t, 8*mib, true)
 	expansionLostAt(t, h, 4*mib, 0)
 	expandKilledAtIntent(t, h, 64*mib, 0)
 	problems := reconcileTwice(t, h)
@@ -82,11 +106,7 @@ func TestExpandKilledAtItsIntentBesideAPendingOneKeepsThePendingOne(t *testing.T
 // the earlier expansion is pending in its place, and reconcile records it.
 func TestExpandRunAgainAfterAKillAtItsIntentGivesWayToTheEarlierOne(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) {
-		c.Node.ExpandVolume, c.Controller.ListVolumes = false, false
-		c.MaxVolumeSize = 8 * mib
-	})
-	h.create(volume("v"))
+	h, _ := beneathHarness(t, 8*mib, true)
 	expansionLostAt(t, h, 4*mib, 0)
 	expandKilledAtIntent(t, h, 64*mib, 0)
 	owed, err := h.e.Owed(h.ctx)
@@ -118,10 +138,7 @@ func TestExpandRunAgainAfterAKillAtItsIntentGivesWayToTheEarlierOne(t *testing.T
 // below the pending one is.
 func TestLimitBelowTheExpansionKeptBeneathIsRefused(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) {
-		c.Node.ExpandVolume, c.Controller.ListVolumes = false, false
-	})
-	h.create(volume("v"))
+	h, _ := beneathHarness(t, 0, true)
 	expansionLostAt(t, h, 6*mib, 0)
 	expandKilledAtIntent(t, h, 5*mib, 0)
 	_, err := h.e.ExpandVolume(h.ctx, "v", mib, 5*mib+mib/2)
@@ -135,22 +152,13 @@ func TestLimitBelowTheExpansionKeptBeneathIsRefused(t *testing.T) {
 // capacity_max, and the one set last must not be undone.
 func TestLimitSetBesideAnExpansionKeptBeneathBoundsItsReplay(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) {
-		c.Node.ExpandVolume, c.Controller.ListVolumes, c.Controller.GetVolume = false, false, false
-		c.MaxVolumeSize = 32 * mib
-	})
-	h.create(volume("v"))
+	h, _ := beneathHarness(t, 32*mib, false)
 	expansionLostAt(t, h, 4*mib, 8*mib)
 	expandKilledAtIntent(t, h, 64*mib, 0)
 	if _, err := h.e.ExpandVolume(h.ctx, "v", mib, 100*mib); err != nil {
 		t.Fatalf("expand --size 1MiB --limit 100MiB (capacity_max set, above the pending 64MiB): %v", err)
 	}
-	problems := reconcileTwice(t, h)
-	v := h.volumeInfo("v")
-	if v.ExpansionPending != 0 || v.CapacityBytes != 4*mib || v.RequestedMax != 100*mib {
-		t.Errorf("after reconcile: recorded at %s, expansion pending %s, capacity_max %s; want 4MiB, none, and the 100MiB set last. Problems:\n  %s",
-			spec.FormatSize(v.CapacityBytes), spec.FormatSize(v.ExpansionPending), spec.FormatSize(v.RequestedMax), strings.Join(problems, "\n  "))
-	}
+	recordedAfterReconcile(t, h, 4*mib, 100*mib, "set")
 }
 
 // A registration again whose capacity_max equals the limit of the pending expansion
@@ -161,11 +169,7 @@ func TestLimitSetBesideAnExpansionKeptBeneathBoundsItsReplay(t *testing.T) {
 // undoing the capacity_max registered last (limitChanges). Found by helper review69.
 func TestRegisterCapacityMaxEqualToThePendingLimitBoundsTheOneBeneath(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) {
-		c.Node.ExpandVolume, c.Controller.ListVolumes, c.Controller.GetVolume = false, false, false
-		c.MaxVolumeSize = 32 * mib
-	})
-	ext := h.create(volume("v")).ExternalID
+	h, ext := beneathHarness(t, 32*mib, false)
 	expansionLostAt(t, h, 4*mib, 8*mib)         // 4MiB pending, limit 8MiB
 	expandKilledAtIntent(t, h, 64*mib, 100*mib) // 64MiB pending (limit 100MiB) over it
 	re := registered("v", ext)
@@ -176,12 +180,7 @@ func TestRegisterCapacityMaxEqualToThePendingLimitBoundsTheOneBeneath(t *testing
 	if v := h.volumeInfo("v"); v.RequestedMax != 100*mib {
 		t.Fatalf("capacity_max after the registration = %s; want 100MiB", spec.FormatSize(v.RequestedMax))
 	}
-	problems := reconcileTwice(t, h)
-	v := h.volumeInfo("v")
-	if v.ExpansionPending != 0 || v.CapacityBytes != 4*mib || v.RequestedMax != 100*mib {
-		t.Errorf("after reconcile: recorded at %s, expansion pending %s, capacity_max %s; want 4MiB, none, and the 100MiB registered last. Problems:\n  %s",
-			spec.FormatSize(v.CapacityBytes), spec.FormatSize(v.ExpansionPending), spec.FormatSize(v.RequestedMax), strings.Join(problems, "\n  "))
-	}
+	recordedAfterReconcile(t, h, 4*mib, 100*mib, "registered")
 }
 
 // Three expands, the last two killed at their intent: 4MiB pending (its answers lost,
@@ -193,11 +192,7 @@ func TestRegisterCapacityMaxEqualToThePendingLimitBoundsTheOneBeneath(t *testing
 // kept beneath now. Found by helper review69.
 func TestChainOfTwoKilledExpandsOverALostOneKeepsTheLostOne(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) {
-		c.Node.ExpandVolume, c.Controller.ListVolumes = false, false
-		c.MaxVolumeSize = 8 * mib
-	})
-	h.create(volume("v"))
+	h, _ := beneathHarness(t, 8*mib, true)
 	expansionLostAt(t, h, 4*mib, 0)
 	expandKilledAtIntent(t, h, 64*mib, 0)
 	expandKilledAtIntent(t, h, 128*mib, 0)

@@ -187,27 +187,10 @@ func TestSnapshotDeleteRecordedAfterTheCreateLookedKeepsItsRecord(t *testing.T) 
 			recordAgain := h.snapshotRecordedAgain(s.ID)
 			// The create (the user's delete case): answered with s.ID (the plugin's snapshot of
 			// that name), it found no delete of it recorded, and stops before its record.
-			createDone := make(chan error, 1)
-			looked, proceedCreate := make(chan struct{}), make(chan struct{})
+			var createDone <-chan error
+			proceedCreate := make(chan struct{})
 			if by == "delete" {
-				var once sync.Once
-				swapsGlobals(t, "testHookSnapshotDeleteLookedFor")
-				old := testHookSnapshotDeleteLookedFor
-				t.Cleanup(func() { testHookSnapshotDeleteLookedFor = old })
-				testHookSnapshotDeleteLookedFor = func(_, id string) {
-					if id == s.ID {
-						once.Do(func() { close(looked); <-proceedCreate })
-					}
-				}
-				go func() { _, err := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil); createDone <- err }()
-				select {
-				case <-looked:
-				case err := <-createDone:
-					t.Fatalf("the create ended before its record: %v", err)
-				case <-time.After(30 * time.Second):
-					close(proceedCreate)
-					t.Fatal("the create never looked for a delete of its snapshot")
-				}
+				createDone = h.createStoppedOnceItLooked(s.ID, proceedCreate)
 			} else {
 				h.unansweredSnapshotDelete(s.ID)
 				h.faults.Clear()
@@ -669,4 +652,34 @@ func (h *harness) createNightlyLettingTheDeleteOn(ctx context.Context, waiting <
 		h.t.Fatal("the create neither waited for a lock nor returned")
 	}
 	return created.info, created.err
+}
+
+// createStoppedOnceItLooked runs a create of snapshot "nightly" of volume db, answered with
+// snapshot id, and stops it once it looked for a recorded delete of id (found none) and before
+// its record, until proceed is closed; done has its error. The caller must not be parallel (it
+// swaps testHookSnapshotDeleteLookedFor).
+func (h *harness) createStoppedOnceItLooked(id string, proceed chan struct{}) (done <-chan error) {
+	t := h.t
+	t.Helper()
+	looked := make(chan struct{})
+	var once sync.Once
+	swapsGlobals(t, "testHookSnapshotDeleteLookedFor")
+	old := testHookSnapshotDeleteLookedFor
+	t.Cleanup(func() { testHookSnapshotDeleteLookedFor = old })
+	testHookSnapshotDeleteLookedFor = func(_, got string) {
+		if got == id {
+			once.Do(func() { close(looked); <-proceed })
+		}
+	}
+	ch := make(chan error, 1)
+	go func() { _, err := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil); ch <- err }()
+	select {
+	case <-looked:
+	case err := <-ch:
+		t.Fatalf("the create ended before its record: %v", err)
+	case <-time.After(30 * time.Second):
+		close(proceed)
+		t.Fatal("the create never looked for a delete of its snapshot")
+	}
+	return ch
 }

@@ -22,7 +22,30 @@ func TestReadOnlyStateDirLockNotMadeSaysTheStateDirIsReadOnly(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("db")) // its lock file is made; "fresh"'s is not
+	reopenedReadOnly(t, h, nil)
+	fresh := volume("fresh")
+	fresh.ExternalID = "vol-fresh"
+	_, regErr := h.e.RegisterVolume(h.ctx, fresh)
+	snapErr := h.e.DeleteSnapshot(h.ctx, "mem", "snap-never", nil)
+	_, _, agentErr := h.e.LockAgent()
+	_, claimErr := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"}) // its lock file is there: the store says it
+	for what, err := range map[string]error{"register of a new volume": regErr, "delete of a snapshot": snapErr, "the agent's lock": agentErr, "claim": claimErr} {
+		if !errors.Is(err, store.ErrReadOnlyFS) || !strings.Contains(err.Error(), "volctl can read the state there but not change it") ||
+			!strings.Contains(err.Error(), h.dir) || strings.Contains(err.Error(), ".lock") {
+			t.Errorf("%s on a read-only state dir: %v; want the state dir named, read-only, what to do, and no lock file", what, err)
+		}
+	}
+}
+
+// reopenedReadOnly closes h's engine, runs prep (nil: nothing) on the state dir, makes the state
+// dir read-only (a read-only bind mount of itself, skipping where mounting is not allowed) and
+// opens the engine on it again.
+func reopenedReadOnly(t *testing.T, h *harness, prep func()) {
+	t.Helper()
 	h.e.Close()
+	if prep != nil {
+		prep()
+	}
 	if err := unix.Mount(h.dir, h.dir, "", unix.MS_BIND, ""); err != nil {
 		t.Skipf("needs root with CAP_SYS_ADMIN to bind-mount the state dir: %v", err)
 	}
@@ -36,16 +59,4 @@ func TestReadOnlyStateDirLockNotMadeSaysTheStateDirIsReadOnly(t *testing.T) {
 	}
 	h.e = nil
 	h.open(Config{})
-	fresh := volume("fresh")
-	fresh.ExternalID = "vol-fresh"
-	_, regErr := h.e.RegisterVolume(h.ctx, fresh)
-	snapErr := h.e.DeleteSnapshot(h.ctx, "mem", "snap-never", nil)
-	_, _, agentErr := h.e.LockAgent()
-	_, claimErr := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"}) // its lock file is there: the store says it
-	for what, err := range map[string]error{"register of a new volume": regErr, "delete of a snapshot": snapErr, "the agent's lock": agentErr, "claim": claimErr} {
-		if !errors.Is(err, store.ErrReadOnlyFS) || !strings.Contains(err.Error(), "volctl can read the state there but not change it") ||
-			!strings.Contains(err.Error(), h.dir) || strings.Contains(err.Error(), ".lock") {
-			t.Errorf("%s on a read-only state dir: %v; want the state dir named, read-only, what to do, and no lock file", what, err)
-		}
-	}
 }

@@ -3,9 +3,7 @@ package engine
 import (
 	"errors"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/volctl/volctl/internal/csi/csitest"
 )
@@ -23,26 +21,8 @@ func TestSnapshotDeleteOfAnUnrecordedSnapshotCrossingACreateOfItSaysSo(t *testin
 	for _, through := range []string{"mem", "mem2"} {
 		t.Run(through, func(t *testing.T) { // not parallel: it swaps testHookSnapshotDeleteLookedFor
 			h, s := unrecordedSnapshotOfMatesWith(t, func(c *csitest.MemConfig) { c.SnapshotIDPrefix = "snap-" })
-			looked, proceedCreate := make(chan struct{}), make(chan struct{})
-			var once sync.Once
-			swapsGlobals(t, "testHookSnapshotDeleteLookedFor")
-			old := testHookSnapshotDeleteLookedFor
-			t.Cleanup(func() { testHookSnapshotDeleteLookedFor = old })
-			testHookSnapshotDeleteLookedFor = func(_, id string) {
-				if id == s.ID {
-					once.Do(func() { close(looked); <-proceedCreate })
-				}
-			}
-			createDone := make(chan error, 1)
-			go func() { _, err := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil); createDone <- err }()
-			select {
-			case <-looked:
-			case err := <-createDone:
-				t.Fatalf("the create ended before its record: %v", err)
-			case <-time.After(30 * time.Second):
-				close(proceedCreate)
-				t.Fatal("the create never looked for a delete of its snapshot")
-			}
+			proceedCreate := make(chan struct{})
+			createDone := h.createStoppedOnceItLooked(s.ID, proceedCreate)
 			pause, done := h.snapshotDeleteThroughStoppedAtItsCheck(through, s.ID, "delete", func() { close(proceedCreate) })
 			close(proceedCreate)
 			if err := <-createDone; err != nil {
