@@ -426,10 +426,16 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 	}
 	a.mu.Unlock()
 	inherit := map[string][]string{} // runner.leftUnder of a process the new runner adopts
+	// The restarts of a plugin registered again, which its new runner counts on from: /healthz's
+	// count, like volctl_plugin_restarts_total, is the agent's for the plugin ID until it is
+	// deregistered. Before, it started again from 0 at any registration again, a timeout's
+	// alone too, while the metric went on (TestHealthzRestartsSurviveARedeclaration).
+	restarts := map[string]int{}
 	for _, r := range gone {
 		r.cancel()
 		<-r.done
 		if sp, ok := want[r.spec.ID]; ok {
+			restarts[r.spec.ID] = r.status().Restarts
 			if r.proc != nil && sp.Exec != nil && r.declared != "" && !r.outdated() && execDigestOf(sp) == r.declared {
 				// Only what volctl does with the plugin changed (its RPC timeout), not what its
 				// process runs: the process runs on, and the new runner adopts it through its pid
@@ -442,6 +448,16 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 				continue
 			}
 			a.log.Info("plugin declaration changed; supervising it anew", "plugin", r.spec.ID)
+			if heir := execHeir(want, r.spec); sp.Exec == nil && r.proc != nil && heir != "" {
+				// Another ID on its socket runs its process now (oneProcessPerSocket: one
+				// registered since whose ID comes first, say): the process, which serves both
+				// and their mounts, is that ID's to supervise, as at a deregistration (retire).
+				// Before, it was left running unsupervised, said "registered again without an
+				// exec block", and the heir's runner took it for a process no agent started,
+				// probing it only (TestNewFirstIDOnASocketUnderMountsKeepsItsProcessSupervised).
+				a.passOn(ctx, r, heir, fmt.Sprintf("shares its socket with plugin %q, which runs the socket's one process now (the first ID there with an exec block)", heir))
+				continue
+			}
 			if !a.stopIfUnmounted(r, r.spec.ID) && sp.Exec == nil && r.proc != nil {
 				a.leaveRunning(r.spec.ID, r.proc)
 				// Nothing adopts it now: said, as plugin status says it (Supervision.Words).
@@ -462,6 +478,7 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 			continue
 		}
 		r := newRunner(a, want[id])
+		r.sRestarts = restarts[id]
 		r.leftUnder = inherit[id]
 		if r.leftUnder == nil {
 			r.leftUnder = readLeftUnder(a.runDir, id) // an earlier agent's, or runner's
@@ -483,17 +500,14 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 // the socket's: left running while any ID on it has mounts, with a warning naming the one that
 // is left without a supervisor.
 func (a *Agent) retire(ctx context.Context, r *runner, want map[string]spec.Plugin) {
-	var heir, mate string
+	var mate string
 	for _, id := range sortedIDs(want) {
-		if sp := want[id]; shareSocket(sp, r.spec) {
-			if mate == "" {
-				mate = id
-			}
-			if sp.Exec != nil && heir == "" {
-				heir = id
-			}
+		if shareSocket(want[id], r.spec) && id != r.spec.ID {
+			mate = id
+			break
 		}
 	}
+	heir := execHeir(want, r.spec)
 	p := r.proc
 	switch {
 	case p == nil || mate == "":
@@ -501,17 +515,7 @@ func (a *Agent) retire(ctx context.Context, r *runner, want map[string]spec.Plug
 			a.leaveRunning(r.spec.ID, p)
 		}
 	case heir != "":
-		if err := a.handOver(r.spec.ID, heir, p); err != nil {
-			a.log.Error("handing the deregistered plugin's process to the plugin on its socket", "plugin", r.spec.ID, "to", heir, "pid", p.pid, "err", err)
-			if !a.stopIfUnmounted(r, heir) {
-				a.leaveRunning(r.spec.ID, p)
-			}
-			return
-		}
-		msg := fmt.Sprintf("plugin %q deregistered: its process (pid %d), which serves plugin %q on the same socket, is handed to %q, whose runner supervises it from now on",
-			r.spec.ID, p.pid, heir, heir)
-		a.log.Info(msg, "plugin", heir, "pid", p.pid, "from", r.spec.ID)
-		a.e.PluginEvent(ctx, heir, "plugin-handover", msg)
+		a.passOn(ctx, r, heir, "deregistered")
 	default:
 		// Volumes the deregistered ID kept (--force) are no longer the socket's to the
 		// engine: their mounts are counted as its own first.
@@ -530,6 +534,35 @@ func (a *Agent) retire(ctx context.Context, r *runner, want map[string]spec.Plug
 			}
 		}
 	}
+}
+
+// execHeir is the plugin ID in want, other than sp's, on one of sp's sockets with an exec block
+// (after oneProcessPerSocket, the one that runs the socket's process), "" when there is none.
+func execHeir(want map[string]spec.Plugin, sp spec.Plugin) string {
+	for _, id := range sortedIDs(want) {
+		if o := want[id]; id != sp.ID && o.Exec != nil && shareSocket(o, sp) {
+			return id
+		}
+	}
+	return ""
+}
+
+// passOn hands runner r's process to plugin heir, which runs the process of r's socket now
+// (handOver), saying why r no longer does; if it cannot, the process is stopped as the socket's
+// unless it has mounts, and left running otherwise.
+func (a *Agent) passOn(ctx context.Context, r *runner, heir, why string) {
+	p := r.proc
+	if err := a.handOver(r.spec.ID, heir, p); err != nil {
+		a.log.Error("handing a plugin's process to the plugin on its socket", "plugin", r.spec.ID, "to", heir, "pid", p.pid, "err", err)
+		if !a.stopIfUnmounted(r, heir) {
+			a.leaveRunning(r.spec.ID, p)
+		}
+		return
+	}
+	msg := fmt.Sprintf("plugin %q %s: its process (pid %d), which serves plugin %q on the same socket, is handed to %q, whose runner supervises it from now on",
+		r.spec.ID, why, p.pid, heir, heir)
+	a.log.Info(msg, "plugin", heir, "pid", p.pid, "from", r.spec.ID)
+	a.e.PluginEvent(ctx, heir, "plugin-handover", msg)
 }
 
 // handOver records process p, the deregistered plugin from's, as plugin to's: its pid file and
