@@ -175,6 +175,15 @@ func IsNotFound(err error) bool { return err != nil && CodeOf(err) == codes.NotF
 // plugin no longer honours.
 func IsAborted(err error) bool { return err != nil && CodeOf(err) == codes.Aborted }
 
+// DidNothing reports whether err is the plugin's own answer that it did not act on the call:
+// ABORTED, which the CSI spec gives for an operation already pending for the volume, the request
+// not carried out. Any other failure of an attempt that reached the plugin may have done what it
+// asks (an answer lost, a timeout, an UNAVAILABLE mid-call), and a retry after one counts it.
+func DidNothing(err error) bool {
+	var e *Error
+	return IsAborted(err) && errors.As(err, &e) && e.Answered
+}
+
 // IsAlreadyExists reports whether err is the plugin's ALREADY_EXISTS.
 func IsAlreadyExists(err error) bool { return err != nil && CodeOf(err) == codes.AlreadyExists }
 

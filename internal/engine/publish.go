@@ -210,6 +210,19 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 			return err
 		}
 		pc, earlier, err := e.sendControllerPublish(ctx, c, req)
+		if err != nil && ownIntent && !earlier && csi.DidNothing(err) {
+			// Every attempt answered ABORTED: none attached anything, and the intent, this
+			// claim's alone, is withdrawn before the claim fails. Kept, it stood for an
+			// attachment of volctl's, and the rollback or reconcile's pass, answered
+			// ALREADY_EXISTS by then, detached another orchestrator's whose operation the
+			// ABORTED was about (TestAbortedAtEveryAttemptThenAlreadyExistsAtReconcileLeavesTheOtherAttachment).
+			p.staging(func(st *store.Staging) { st.ControllerPublished, st.PublishContext = false, nil })
+			p.attachIntent = false
+			if ferr := p.flushDurable(ctx, "claim"); ferr != nil {
+				return errors.Join(err, ferr)
+			}
+			return err
+		}
 		if csi.IsAlreadyExists(err) && ownIntent {
 			if earlier && listedNone {
 				return lostAttachRefused(c, v, req, err)

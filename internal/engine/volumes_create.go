@@ -1225,17 +1225,27 @@ func controllerAnswer[T any](ctx context.Context, e *Engine, c *conn, rpc string
 // was not sent: checkSockets found the plugin replaced behind its socket) speaks for none, so
 // the one attempt sent before it counts: before, a create whose first CreateVolume's answer
 // was lost and whose second was not sent was forgotten as if nothing had been sent, and the
-// plugin's volume leaked (`TestCreateRefusedAfterALostAnswerKeepsTheIntent`).
+// plugin's volume leaked (`TestCreateRefusedAfterALostAnswerKeepsTheIntent`). An attempt the
+// plugin answered ABORTED (csi.DidNothing: an operation pending for the volume, this one not
+// carried out) does not count: counted, a ControllerPublishVolume answered ABORTED while another
+// orchestrator attached the volume, then ALREADY_EXISTS, took that attachment for its own and
+// detached it (TestAbortedThenAlreadyExistsLeavesTheOtherAttachment).
 func sendAnswered[T any](ctx context.Context, e *Engine, c *conn, rpc string,
 	call func(context.Context) (T, error)) (answer T, earlier bool, err error) {
 	sent := 0
 	var last error
 	err = e.retry(ctx, c, rpc, func(ctx context.Context) error {
+		if sent > 0 && !csi.DidNothing(last) {
+			earlier = true
+		}
 		sent++
 		answer, last = call(ctx)
 		return last
 	})
-	return answer, sent > 1 || sent == 1 && err != nil && !errors.Is(err, last), err
+	if sent > 0 && err != nil && !errors.Is(err, last) && !csi.DidNothing(last) {
+		earlier = true // the last attempt sent is not the one err speaks for
+	}
+	return answer, earlier, err
 }
 
 // volumeCapabilities are the spec's capabilities as CSI requests them, each with the volume's
