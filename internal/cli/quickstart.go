@@ -196,18 +196,41 @@ func quickstartRun(ctx context.Context, opts *QuickstartOptions) (err error) {
 		if ctx.Err() != nil {
 			q.interrupted = true
 		}
-		if cerr := q.cleanup(); cerr != nil {
-			if err == nil {
-				err = cerr
-			} else {
-				fmt.Fprintf(opts.IO.ErrOut, "Error: %v\n", cerr)
+		gone, kept, cerr := q.cleanup()
+		// Once the directory is gone, or kept with its claims released, what the errors say to
+		// run about quickstart's state does not hold, and run as printed (with no --state-dir)
+		// it acts on the user's own state dir: each says so. Before, only a step's error after
+		// a cleanup with no error of its own did: one that failed in part, its directory gone
+		// all the same, printed both its own error and the step's as they were
+		// (TestQuickstartPartlyFailedCleanupSaysItsAdviceNoLongerApplies), and with --keep the
+		// step's advice named the claim the cleanup released, without the kept state dir
+		// (TestQuickstartKeepInterruptedAdvisesNothingOnTheUsersState).
+		// The cleanup's own error is said whole, interrupted or not: it is what failed.
+		moot := func(e error, interrupted bool) error {
+			switch {
+			case e == nil || !gone && !kept:
+				return e
+			case kept:
+				return &cleanedUp{err: e, dir: dir, interrupted: interrupted, keptState: q.state, self: q.self()}
 			}
-		} else if err != nil && !opts.Keep {
-			err = &cleanedUp{err: err, dir: dir, interrupted: q.interrupted}
+			return &cleanedUp{err: e, dir: dir, interrupted: interrupted}
+		}
+		switch {
+		case cerr != nil && err != nil:
+			fmt.Fprintf(opts.IO.ErrOut, "Error: %v\n", moot(cerr, false))
+			err = moot(err, q.interrupted)
+		case cerr != nil:
+			err = moot(cerr, false)
+		default:
+			err = moot(err, q.interrupted)
 		}
 	}()
+	what := "removed at the end"
+	if opts.Keep {
+		what = "kept at the end (--keep)"
+	}
 	fmt.Fprintf(q.out, "volctl quickstart: the whole volume lifecycle against volctl's own CSI plugin,\n"+
-		"in a temporary directory that is removed at the end: %s\n", dir)
+		"in a temporary directory that is %s: %s\n", what, dir)
 	if err := q.run(ctx); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("quickstart: interrupted: %w", err)
@@ -224,14 +247,22 @@ func quickstartRun(ctx context.Context, opts *QuickstartOptions) (err error) {
 // other failure as it was, saying that its advice about quickstart's state is moot. Before,
 // "Cleaned up: ... is gone." was followed by "the claim stands: `volctl volume release demo
 // --alloc web-0` releases it" (TestQuickstartErrorsAfterItsCleanupAdviseNothingOnItsState).
+// keptState, set, is the state dir of a --keep run whose claims the cleanup released: the
+// directory stays, and the commands err names act on it only with --state-dir.
 type cleanedUp struct {
 	err         error
 	dir         string
 	interrupted bool
+	keptState   string
+	self        string // volctl as this run was named (quickstart.self)
 }
 
 func (c *cleanedUp) Error() string {
 	gone := fmt.Sprintf("cleaned up: %s is gone, with the volume, claim and plugin it made, so nothing is left to finish or undo", c.dir)
+	if c.keptState != "" {
+		gone = fmt.Sprintf("kept %s, its claims released as quickstart stopped its plugin, so no claim is left to finish or undo; `%s %s status` shows what is there",
+			c.dir, shellquote.Arg(c.self), shellquote.Flag("--state-dir", c.keptState))
+	}
 	var printing *doneError
 	switch {
 	case c.interrupted:
@@ -411,7 +442,10 @@ func (q *quickstart) startPlugin(ctx context.Context) error {
 // the plugin, the plugin stops, anything still mounted under the directory is unmounted, and
 // the directory goes (unless --keep). It runs on a context of its own, so Ctrl-C during the
 // steps does not stop the cleanup.
-func (q *quickstart) cleanup() error {
+// cleanup releases quickstart's claims, stops its plugin, unmounts what is left and removes its
+// directory, or keeps it (--keep); gone says the directory was removed, kept that it was kept
+// with every claim released.
+func (q *quickstart) cleanup() (gone, kept bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	errOut := q.opts.IO.ErrOut
@@ -419,13 +453,14 @@ func (q *quickstart) cleanup() error {
 		fmt.Fprintln(errOut, "Interrupted: cleaning up")
 	}
 	var errs []error
+	released := true // every claim quickstart made is released
 	if q.engine != nil {
 		if claims, err := q.engine.Claims(ctx); err != nil {
-			errs = append(errs, err)
+			errs, released = append(errs, err), false
 		} else {
 			for _, c := range claims {
 				if _, err := q.engine.Release(ctx, c.VolumeID, c.Alloc); err != nil {
-					errs = append(errs, err)
+					errs, released = append(errs, err), false
 				}
 			}
 		}
@@ -452,22 +487,27 @@ func (q *quickstart) cleanup() error {
 		if err := os.RemoveAll(q.dir); err != nil {
 			errs = append(errs, fmt.Errorf("quickstart: removing %s: %w", q.dir, err))
 		} else {
+			gone = true
 			fmt.Fprintf(errOut, "Nothing to keep: quickstart stopped before its plugin served; %s is gone.\n", q.dir)
 		}
 	case q.opts.Keep:
+		kept = released
 		// Kept for the user: no later quickstart removes it (sweepQuickstarts).
 		if err := os.Remove(filepath.Join(q.dir, quickstartMark)); err != nil {
 			errs = append(errs, fmt.Errorf("quickstart: %w", err))
 		}
+		// Named as this run was (q.self): after `sudo bin/volctl quickstart --keep`, a bare
+		// `volctl` is not found unless it is on PATH.
+		self := shellquote.Arg(q.self())
 		fmt.Fprintf(q.out, "\nKept %s. Look at it with:\n", q.dir)
-		fmt.Fprintf(q.out, "  volctl %s status\n", shellquote.Flag("--state-dir", q.state))
+		fmt.Fprintf(q.out, "  %s %s status\n", self, shellquote.Flag("--state-dir", q.state))
 		if q.volumeMade {
-			fmt.Fprintf(q.out, "  volctl %s volume status %s\n", shellquote.Flag("--state-dir", q.state), quickstartVolume)
+			fmt.Fprintf(q.out, "  %s %s volume status %s\n", self, shellquote.Flag("--state-dir", q.state), quickstartVolume)
 			fmt.Fprintf(q.out, "To use the volume again, start the plugin on the same root first:\n")
 		} else {
 			fmt.Fprintf(q.out, "To go on, start the plugin on the same root first:\n")
 		}
-		fmt.Fprintf(q.out, "  %s &\n", q.serveCommand())
+		fmt.Fprintf(q.out, "  %s%s &\n", self, strings.TrimPrefix(q.serveCommand(), "volctl"))
 		fmt.Fprintf(q.out, "Remove it with: %s\n", shellquote.Command("rm -rf", q.dir))
 	case unmountErr != nil:
 		// Removing the directory could reach through a mount into data elsewhere.
@@ -475,13 +515,16 @@ func (q *quickstart) cleanup() error {
 	default:
 		if err := os.RemoveAll(q.dir); err != nil {
 			errs = append(errs, fmt.Errorf("quickstart: removing %s: %w", q.dir, err))
-		} else if q.deleted {
+			break
+		}
+		gone = true
+		if q.deleted {
 			fmt.Fprintf(q.out, "\nDone: everything was cleaned up (%s is gone).\n", q.dir)
 		} else {
 			fmt.Fprintf(errOut, "Cleaned up: %s is gone.\n", q.dir)
 		}
 	}
-	return errors.Join(errs...)
+	return gone, kept, errors.Join(errs...)
 }
 
 // mountWatch is the plugin's Mounter as quickstart runs it: it remembers whether a mount was

@@ -81,8 +81,14 @@ func TestQuickstart(t *testing.T) {
 // it printed.
 func quickstartKept(t *testing.T, parent string) (string, *bytes.Buffer) {
 	t.Helper()
+	return quickstartKeptAs(t, parent, "")
+}
+
+// quickstartKeptAs is quickstartKept run as self (QuickstartOptions.Self; "" is volctl).
+func quickstartKeptAs(t *testing.T, parent, self string) (string, *bytes.Buffer) {
+	t.Helper()
 	ios, _, out, _ := iostreams.Test()
-	if err := quickstartRun(context.Background(), &QuickstartOptions{IO: ios, TempDir: parent, Keep: true}); err != nil {
+	if err := quickstartRun(context.Background(), &QuickstartOptions{IO: ios, TempDir: parent, Keep: true, Self: self}); err != nil {
 		t.Fatalf("quickstart --keep: %v\n%s", err, out)
 	}
 	dirs, _ := filepath.Glob(filepath.Join(parent, "volctl-quickstart-*"))
