@@ -14,6 +14,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
+	"github.com/volctl/volctl/internal/mountflags"
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -494,37 +495,12 @@ func makeReadOnly(fd int, withFlags bool) error {
 	if err := unix.Fstatfs(fd, &st); err != nil {
 		return err
 	}
-	return unix.Mount("", procPath(fd), "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|perMountFlags(st.Flags), "")
-}
-
-// perMountFlags are the per-mount flags statfs reports in st (its f_flags) as mount(2) takes
-// them: those a bind remount clears unless given.
-func perMountFlags(st int64) uintptr {
-	var out uintptr
-	for _, m := range []struct {
-		st int64
-		ms uintptr
-	}{
-		{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
-		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
-		{stNoSymFollow, unix.MS_NOSYMFOLLOW},
-	} {
-		if st&m.st != 0 {
-			out |= m.ms
-		}
-	}
-	if st&(unix.ST_NOATIME|unix.ST_RELATIME) == 0 {
-		out |= unix.MS_STRICTATIME
-	}
-	return out
+	return unix.Mount("", procPath(fd), "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|mountflags.Carried(st.Flags), "")
 }
 
 // withoutMountSetattr has attachBind and makeReadOnly do as on a kernel without mount_setattr,
 // for tests of that way.
 var withoutMountSetattr atomic.Bool
-
-// stNoSymFollow is statfs's ST_NOSYMFOLLOW (Linux 5.10), which x/sys does not define.
-const stNoSymFollow = 0x2000
 
 // recordedHere says the mount at destination (dst) is the one cl's record of its bind there
 // names (bindrecord.go): by its unique mount ID where the kernel gives one, else by its ID, both

@@ -11,6 +11,7 @@ import (
 
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/mountflags"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -168,7 +169,7 @@ func TestReadOnlyVolumeMountRestoredAfterARebootKeepsTheRootsNosymfollow(t *test
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = h.e.StopGroup(h.ctx, "web") })
-	want := int64(stNoSymFollow | unix.ST_NOSUID | unix.ST_NODEV)
+	want := int64(mountflags.STNoSymFollow | unix.ST_NOSUID | unix.ST_NODEV)
 	check := func(when string) {
 		t.Helper()
 		if f := statfsFlags(t, filepath.Join(dests, "rw", "0")); f&want != want {
@@ -180,7 +181,7 @@ func TestReadOnlyVolumeMountRestoredAfterARebootKeepsTheRootsNosymfollow(t *test
 		}
 		if f&want != want {
 			t.Errorf("%s: the read_only volume_mount's flags %#x lack the root's nosymfollow|nosuid|nodev (nosymfollow=%v nosuid=%v nodev=%v), which its target has",
-				when, f, f&stNoSymFollow != 0, f&unix.ST_NOSUID != 0, f&unix.ST_NODEV != 0)
+				when, f, f&mountflags.STNoSymFollow != 0, f&unix.ST_NOSUID != 0, f&unix.ST_NODEV != 0)
 		}
 	}
 	check("after group run")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/mountflags"
 )
 
 // tmpfsRoot mounts a tmpfs with the mount(2) flags given (what a host put on the file system
@@ -54,7 +55,7 @@ func TestPublishKeepsTheRootMountsNosymfollow(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := tmpfsRoot(t, host)
-			if statfsFlags(t, filepath.Dir(root))&stNoSymfollow == 0 {
+			if statfsFlags(t, filepath.Dir(root))&mountflags.STNoSymFollow == 0 {
 				t.Skip("this kernel does not report nosymfollow")
 			}
 			c := start(t, hostpath.Config{Root: root})
@@ -79,7 +80,7 @@ func TestPublishKeepsTheRootMountsNosymfollow(t *testing.T) {
 			for _, f := range []struct {
 				name string
 				st   int64
-			}{{"nosuid", unix.ST_NOSUID}, {"nodev", unix.ST_NODEV}, {"noexec", unix.ST_NOEXEC}, {"nosymfollow", stNoSymfollow}} {
+			}{{"nosuid", unix.ST_NOSUID}, {"nodev", unix.ST_NODEV}, {"noexec", unix.ST_NOEXEC}, {"nosymfollow", mountflags.STNoSymFollow}} {
 				if got&f.st == 0 {
 					t.Errorf("the root's file system is mounted %s by the host, but the target %s published from it is not (statfs flags %#x): the remount cleared the host's flag",
 						f.name, target, got)
@@ -120,9 +121,6 @@ func TestPublishOnAStrictatimeRootDoesNotGetTheStagingClaimsNoatime(t *testing.T
 	}
 	_, _ = c.nd.NodeUnstageVolume(context.Background(), &csi.NodeUnstageVolumeRequest{VolumeId: v.GetVolumeId(), StagingTargetPath: staging})
 }
-
-// stNoSymfollow is statfs's ST_NOSYMFOLLOW (linux/statfs.h), which x/sys/unix does not name.
-const stNoSymfollow = 0x2000
 
 // On a root mounted strictatime (statfs reports neither noatime nor relatime), carriedFlags
 // adds MS_STRICTATIME to every remount, and the kernel applies MS_STRICTATIME after

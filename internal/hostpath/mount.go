@@ -14,6 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/volctl/volctl/internal/mountflags"
 )
 
 // Mounter makes and removes the plugin's bind mounts. SystemMounter is the real one; tests
@@ -96,41 +98,14 @@ func (SystemMounter) Shows(path, dir string) (bool, error) {
 }
 
 // carriedFlags maps the statfs flags of an existing mount to the mount(2) flags a remount must
-// repeat: each per-mount flag statfs reports, nosymfollow too (a remount clears what it is not
-// given: a target of a nosymfollow root followed the links its consumers planted,
-// TestPublishKeepsTheRootMountsNosymfollow), and strictatime where it reports no atime flag (a
-// remount given none keeps the atime flags the bind copied, the staging claim's noatime:
-// TestPublishOnAStrictatimeRootDoesNotGetTheStagingClaimsNoatime).
-func carriedFlags(st int64) uintptr {
-	var out uintptr
-	for _, m := range []struct {
-		st int64
-		ms uintptr
-	}{
-		{unix.ST_RDONLY, unix.MS_RDONLY},
-		{unix.ST_NOSUID, unix.MS_NOSUID},
-		{unix.ST_NODEV, unix.MS_NODEV},
-		{unix.ST_NOEXEC, unix.MS_NOEXEC},
-		{unix.ST_NOATIME, unix.MS_NOATIME},
-		{unix.ST_NODIRATIME, unix.MS_NODIRATIME},
-		{unix.ST_RELATIME, unix.MS_RELATIME},
-		{stNoSymFollow, unix.MS_NOSYMFOLLOW},
-	} {
-		if st&m.st != 0 {
-			out |= m.ms
-		}
-	}
-	if st&(unix.ST_NOATIME|unix.ST_RELATIME) == 0 {
-		out |= unix.MS_STRICTATIME
-	}
-	return out
-}
+// repeat (mountflags.Carried): nosymfollow too (a remount clears what it is not given: a target
+// of a nosymfollow root followed the links its consumers planted,
+// TestPublishKeepsTheRootMountsNosymfollow), and strictatime where statfs reports no atime flag
+// (TestPublishOnAStrictatimeRootDoesNotGetTheStagingClaimsNoatime).
+func carriedFlags(st int64) uintptr { return mountflags.Carried(st) }
 
 // atimeFlags are the mount flags of an atime rule, which a mount has one of.
 const atimeFlags = unix.MS_NOATIME | unix.MS_RELATIME | unix.MS_STRICTATIME
-
-// stNoSymFollow is statfs's ST_NOSYMFOLLOW (Linux 5.10), which x/sys does not define.
-const stNoSymFollow = 0x2000
 
 // Unmount implements Mounter. It tries a plain unmount first, so a mount still in use is noticed;
 // on EBUSY (a consumer still has a file open or its working directory inside) it detaches the
