@@ -289,14 +289,7 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 	ofGroups := map[string]bool{} // the volumes the exported groups use
 	for _, g := range groups {
 		for _, r := range g.Volumes {
-			ids := []string{r.Source}
-			if r.PerAlloc {
-				ids = ids[:0]
-				for i := 0; i < max(g.Count, 1); i++ {
-					ids = append(ids, spec.AllocName(r.Source, i))
-				}
-			}
-			for _, id := range ids {
+			for _, id := range groupVolumeIDs(g, r) {
 				// Volume takes an unambiguous prefix: a group's logs beside logs-old (or logs-a
 				// and logs-b) is a volume volctl does not know too, not one to stop at.
 				info, err := e.Volume(ctx, id)
@@ -401,8 +394,11 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		jo := opts.Job
 		spaces := map[string]bool{}
 		for _, r := range g.Volumes {
-			for id, ns := range nsOf {
-				if id == r.Source || r.PerAlloc && strings.HasPrefix(id, r.Source+"[") {
+			// The volumes its allocs use, not every volume named like them: a per_alloc
+			// source's "data[archive]" beside the group's data[0] is another volume, whose
+			// namespace refused the group as using two (TestGroupNamespaceIsOfItsOwnAllocsVolumes).
+			for _, id := range groupVolumeIDs(g, r) {
+				if ns, ok := nsOf[id]; ok {
 					spaces[ns] = true
 				}
 			}
@@ -790,4 +786,18 @@ func notExportable(v engine.VolumeInfo) string {
 		return "is being deleted, or its delete was cut short: there is nothing to hand over; `volctl reconcile` finishes the delete"
 	}
 	return ""
+}
+
+// groupVolumeIDs are the IDs of the volumes group g's request r names: its source, or for a
+// per_alloc one the source of each alloc (SOURCE[0] to SOURCE[count-1]), as the engine claims
+// them.
+func groupVolumeIDs(g spec.Group, r spec.VolumeRequest) []string {
+	if !r.PerAlloc {
+		return []string{r.Source}
+	}
+	ids := make([]string, 0, max(g.Count, 1))
+	for i := 0; i < max(g.Count, 1); i++ {
+		ids = append(ids, spec.AllocName(r.Source, i))
+	}
+	return ids
 }

@@ -508,13 +508,19 @@ func otherPluginIDs(ctx context.Context, c *nomad.Client, plugins map[string]plu
 // pluginReady checks that volume info's plugin runs in Nomad at c, is healthy, and is the same
 // driver (nomadRegisterOne). Nomad is asked once per plugin in a command (plugins); the health
 // it gives with each volume it reads back then stands for it, so a plugin that turns unhealthy
-// part way is named for the volumes after.
+// part way is named for the volumes after. Its answer that it has no such plugin, or that the
+// token may not read it (a 403), stands too; any other failure (a 500) is asked again by the
+// next volume, as the volume list is: kept, one passing 500 failed every later volume of the
+// plugin in a `register --all` with an answer Nomad never gave about them
+// (TestPluginLookupFailedOnceIsAskedAgain).
 func pluginReady(ctx context.Context, c *nomad.Client, plugins map[string]pluginAnswer, info engine.VolumeInfo) error {
 	id := info.ID
 	pa, asked := plugins[info.PluginID]
 	if !asked {
 		pa.health, pa.err = c.Plugin(ctx, info.PluginID)
-		plugins[info.PluginID] = pa
+		if pa.err == nil || errors.Is(pa.err, nomad.ErrNotFound) || errors.Is(pa.err, nomad.ErrPermissionDenied) {
+			plugins[info.PluginID] = pa
+		}
 	}
 	p, err := pa.health, pa.err
 	if errors.Is(err, nomad.ErrNotFound) {

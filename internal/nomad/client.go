@@ -1377,7 +1377,7 @@ func (p PluginHealth) Describe() string {
 }
 
 // Plugin returns a CSI plugin's health in Nomad; an error matching ErrNotFound when Nomad has
-// no such plugin.
+// no such plugin, and ErrPermissionDenied when it refused the token (a 403).
 func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 	rctx, a, cancel := c.request(ctx)
 	defer cancel()
@@ -1391,7 +1391,11 @@ func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 		case isNotFound(err):
 			return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
-		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(ctx, err, pluginRead, "")+c.noRegion(err, c.Region)+busy(err, a))
+		out := fmt.Errorf("plugin %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(ctx, err, pluginRead, "")+c.noRegion(err, c.Region)+busy(err, a))
+		if isDenied(err) {
+			return PluginHealth{}, &deniedError{out}
+		}
+		return PluginHealth{}, out
 	}
 	if p.ID != id {
 		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s %s", id, c.Address, c.notTheOneAsked("plugin", fmt.Sprintf("ID %q", p.ID)))
