@@ -41,3 +41,52 @@ func TestSnapshotDeleteOfAnUnrecordedSnapshotCrossingACreateOfItSaysSo(t *testin
 		})
 	}
 }
+
+// On a case-sensitive plugin (FoldIDs off, IDs "snap-" + name), snapshot "snap-nightly" is one
+// volctl does not record (deregistered, the storage kept). The user deletes it, and the
+// DeleteSnapshot goes unanswered: the delete stays recorded, "a restore from the snapshot is
+// refused until `volctl volume snapshot delete` or `volctl reconcile` finishes it". Then a
+// snapshot create of db named "NIGHTLY" is answered with "snap-NIGHTLY", another snapshot to
+// this plugin. snapshotDeletingThrough matches the recorded delete of "snap-nightly" by near
+// spelling (this round), the create waits for its lock (free: the delete is over) and,
+// recording "snap-NIGHTLY", took back "snap-nightly"'s delete: the user's delete was forgotten,
+// reconcile never finished it, and the snapshot the user asked to delete stayed on the storage,
+// nothing saying so. The doc has a create forget a delete recorded "under" the ID it was
+// answered with. Kept, reconcile's finishing is refused beside the near record, naming the ways
+// out. Found by helper review69.
+func TestSnapshotCreateAnsweredWithANearSpellingKeepsTheOtherSnapshotsRecordedDelete(t *testing.T) {
+	t.Parallel()
+	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.SnapshotIDPrefix = "snap-" })
+	s := h.snapshot("nightly")
+	if _, err := h.e.DeregisterSnapshot(h.ctx, "mem", s.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.unansweredSnapshotDelete(s.ID)
+	h.faults.Clear()
+	if !h.deletingRecorded(s.ID) {
+		t.Fatalf("delete of %s not recorded", s.ID)
+	}
+	other, err := h.e.CreateSnapshot(h.ctx, "db", "NIGHTLY", nil)
+	if err != nil {
+		t.Fatalf("snapshot create NIGHTLY: %v", err)
+	}
+	t.Logf("created %s beside the recorded delete of %s", other.ID, s.ID)
+	if other.ID == s.ID {
+		t.Fatalf("the plugin answered with %s itself", s.ID)
+	}
+	held := false
+	for _, sn := range h.mem.Snapshots() {
+		held = held || sn.ID == s.ID
+	}
+	if held && !h.deletingRecorded(s.ID) {
+		t.Errorf("the create of %q (answered with %s, another snapshot to this case-sensitive plugin) forgot the recorded delete of %s, "+
+			"which the plugin still holds: nothing finishes the delete the user ran (told it stays recorded until it or reconcile finishes it)", "NIGHTLY", other.ID, s.ID)
+	}
+	rep, err := h.e.Reconcile(h.ctx)
+	t.Logf("reconcile: %v %+v", err, rep.Problems)
+	for _, sn := range h.mem.Snapshots() {
+		if sn.ID == s.ID && !h.deletingRecorded(s.ID) {
+			t.Errorf("after reconcile, the plugin still holds %s and no delete of it is recorded", s.ID)
+		}
+	}
+}

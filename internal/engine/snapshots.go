@@ -462,7 +462,14 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 		// (lockedOf, whose lock it holds: no delete of it is under way): left, the snapshot
 		// just said made was "being deleted" to every restore, and a problem to every
 		// reconcile pass (TestSnapshotCreateTakesBackAMatesRecordedDeleteOfItsAnswer).
-		if lockedOf != "" && (lockedOf != rec.PluginID || lockedID != rec.SnapshotID) {
+		// Only one of this very ID: a delete recorded of a near spelling of it, which the create
+		// waited for all the same (one snapshot to a plugin that folds IDs), may be of another
+		// snapshot to a plugin that does not, and taking it back forgot the user's delete of
+		// that one, left on the storage, nothing to finish it
+		// (TestSnapshotCreateAnsweredWithANearSpellingKeepsTheOtherSnapshotsRecordedDelete).
+		// Kept, its finishing is refused beside this record (refuseNearSnapshotDelete), naming
+		// the ways out.
+		if lockedOf != "" && lockedOf != rec.PluginID && lockedID == rec.SnapshotID {
 			if err := tx.Snapshots().Undelete(lockedOf, lockedID); err != nil {
 				return err
 			}
