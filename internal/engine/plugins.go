@@ -159,8 +159,31 @@ func (e *Engine) registerPluginOnce(ctx context.Context, given spec.Plugin, keep
 		if err != nil {
 			return err
 		}
+		// Registered without a fingerprint (an exec plugin the agent has yet to start) where
+		// the ID was deregistered with --force while volumes still name it: the driver it last
+		// gave (store.LeftPlugin, which Put lets go) is pinned on the new record, so that the
+		// first connection refuses another driver (checkIdentity) as the registration would
+		// have (checkReregistration). Before, the record had no driver, whichever answered
+		// first was taken, and the volumes' RPCs went to it: a DeleteVolume its NOT_FOUND
+		// answered dropped the record of storage the first driver still held
+		// (TestExecReregisterAfterForcedDeregisterKeepsTheLastDriver).
+		pinned := ""
+		if fp == nil {
+			if _, err := tx.Plugins().Get(p.ID); errors.Is(err, store.ErrNotFound) {
+				if pinned, err = recordedProvider(tx, p.ID); err != nil {
+					return err
+				}
+			} else if err != nil {
+				return err
+			}
+		}
 		if err := tx.Plugins().Put(&p); err != nil {
 			return err
+		}
+		if pinned != "" {
+			if err := tx.Plugins().SetFingerprint(p.ID, store.Fingerprint{Provider: pinned}); err != nil {
+				return err
+			}
 		}
 		if err := refuseJoinedStorage(tx, p, before); err != nil {
 			return err
@@ -1159,6 +1182,23 @@ func (e *Engine) deregisterPluginStored(ctx context.Context, id string, force bo
 			return conflictf("plugin %q has %d snapshot(s) recorded: %s (delete them first with `%s SNAPSHOT_ID`, or pass --force to forget the plugin and keep them recorded: they stay deletable through the socket they were made on while the same driver answers there)",
 				id, len(snaps), snapshotIDs(snaps, 5), shellquote.Command("volctl volume snapshot delete", id))
 		}
+		// A snapshot create under way or cut short may have made its snapshot: only a
+		// CreateSnapshot sent again (reconcile's, or a delete by its name) learns it. Not looked
+		// for, the deregistration went ahead silently, and the next reconcile made the snapshot
+		// through the plugin the user had just let go of
+		// (TestPluginDeregisterWithASnapshotBeingCreatedIsRefused).
+		creates, err := tx.Snapshots().ListCreates(id)
+		if err != nil {
+			return err
+		}
+		if len(creates) > 0 && !force {
+			return conflictf("plugin %q has %d snapshot create(s) under way or cut short: %s (the plugin may have made them: `volctl reconcile` finishes them, then delete them, "+
+				"or `%s NAME` finishes one and deletes what it made; or pass --force to forget the plugin and keep them recorded)",
+				id, len(creates), listSome(creates, 5, func(sc store.SnapshotCreate) string {
+					return fmt.Sprintf("%q of volume %q", sc.Name, sc.SourceVolumeID)
+				}),
+				shellquote.Command("volctl volume snapshot delete", id))
+		}
 		forgot, err := forgetUnrecordedDeletes(tx, id)
 		if err != nil {
 			return err
@@ -1180,6 +1220,9 @@ func (e *Engine) deregisterPluginStored(ctx context.Context, id string, force bo
 		}
 		if len(vols) > 0 {
 			msg += fmt.Sprintf(" with --force while %d volume(s) use it", len(vols))
+		}
+		if len(creates) > 0 {
+			msg += fmt.Sprintf(", %d snapshot create(s) left recorded, finished through the socket they were sent to", len(creates))
 		}
 		if len(snaps) > 0 {
 			msg += fmt.Sprintf(", %d snapshot(s) left recorded, deletable through the socket they were made on", len(snaps))

@@ -121,8 +121,8 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registra
 				// (TestRegisterOfStorageAnotherVolumeRecordsNamesTheWayOut).
 				return conflictf("external ID %q on plugin %q is already registered as volume %q%s; "+
 					"one plugin volume under two IDs would let their claims ignore each other's access mode: "+
-					"to change that volume, register the spec with id = %q; to record the storage as volume %q instead, `%s` first (it keeps the storage), then register this spec again",
-					sv.ExternalID, sv.PluginID, same[0].ID, through, same[0].ID, sv.ID, shellquote.Command("volctl volume deregister", same[0].ID))
+					"to change that volume, register the spec with %s; to record the storage as volume %q instead, `%s` first (it keeps the storage), then register this spec again",
+					sv.ExternalID, sv.PluginID, same[0].ID, through, asRecorded(same[0], sv), sv.ID, shellquote.Command("volctl volume deregister", same[0].ID))
 			}
 			v := store.VolumeFromSpec(sv)
 			v.State = store.VolumeReady
@@ -389,6 +389,32 @@ func refuseCapabilityInUse(tx *store.Tx, id string, caps []spec.Capability) erro
 	return nil
 }
 
+// asRecorded words what spec sv must say to register again volume v, which records sv's
+// storage: v's ID, and each of the fields a registration cannot change (checkImmutable) where sv
+// says otherwise. Advised with the ID alone, the registration of a spec whose storage a socket
+// mate's volume, or one of another namespace, records was refused in turn, "plugin_id cannot be
+// changed" (TestRegisterOfStorageRecordedThroughASocketMateAdvisesARegistrationThatWorks).
+func asRecorded(v store.Volume, sv spec.Volume) string {
+	out := []string{fmt.Sprintf("id = %q", v.ID)}
+	for _, f := range []struct{ name, was, now string }{
+		{"name", v.Name, sv.Name}, {"namespace", v.Namespace, sv.Namespace}, {"plugin_id", v.PluginID, sv.PluginID},
+	} {
+		if !sameInNFC(f.was, f.now) {
+			out = append(out, fmt.Sprintf("%s = %q", f.name, f.was))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// limitChanges says whether limit, a registration's for volume old's pending expansions
+// (pendingLimit), is not the limit of each already: of the pending one, or of the one kept
+// beneath it. Compared with the pending one's alone, a registration at its limit left the one
+// beneath with its own, which its replay then recorded as capacity_max, undoing the
+// registration's (TestRegisterCapacityMaxEqualToThePendingLimitBoundsTheOneBeneath).
+func limitChanges(old store.Volume, limit int64) bool {
+	return limit != old.ExpandMax || old.ExpandBeneathMin > 0 && limit != old.ExpandBeneathMax
+}
+
 // pendingLimit is the limit volume old's pending expansion (old.ExpandMin: a ControllerExpandVolume
 // sent, its answer not recorded, which the same expand or reconcile sends again with the limit
 // recorded with it, and records as the volume's capacity_max) keeps under a registration again
@@ -402,21 +428,20 @@ func refuseCapabilityInUse(tx *store.Tx, id string, caps []spec.Capability) erro
 // A capacity_max below the size the volume has is refused too: a volume does not shrink, and
 // taken, the registration recorded a requested range whose minimum was above its maximum, which
 // no spec may hold, undoing the limit an expand had set (TestRegisterAgainWithACapacityMaxBelowTheVolumesSize).
-// limitChanges says whether limit, a registration's for volume old's pending expansions
-// (pendingLimit), is not the limit of each already: of the pending one, or of the one kept
-// beneath it. Compared with the pending one's alone, a registration at its limit left the one
-// beneath with its own, which its replay then recorded as capacity_max, undoing the
-// registration's (TestRegisterCapacityMaxEqualToThePendingLimitBoundsTheOneBeneath).
-func limitChanges(old store.Volume, limit int64) bool {
-	return limit != old.ExpandMax || old.ExpandBeneathMin > 0 && limit != old.ExpandBeneathMax
-}
-
+// So is one below the capacity_min recorded, which a registration only raises
+// (mergeRegistered): a volume whose plugin never gave its size (0) let any capacity_max by,
+// and the record held capacity_min 2GiB beside capacity_max 1GiB
+// (TestRegisterAgainWithACapacityMaxBelowTheRecordedCapacityMin).
 func pendingLimit(old store.Volume, capacityMax int64) (int64, error) {
 	switch {
 	case capacityMax != 0 && old.CapacityBytes > capacityMax:
 		return 0, conflictf("volume %q is %s, and this spec's capacity_max %s is below it: a volume does not shrink; "+
 			"give a capacity_max of at least %s, or leave it out, then register it again",
 			old.ID, spec.FormatSize(old.CapacityBytes), spec.FormatSize(capacityMax), spec.FormatSize(old.CapacityBytes))
+	case capacityMax != 0 && old.RequestedMin > capacityMax:
+		return 0, conflictf("volume %q is recorded with a capacity_min of %s, and this spec's capacity_max %s is below it: a registration again keeps the larger capacity_min; "+
+			"give a capacity_max of at least %s, or leave it out, then register it again",
+			old.ID, spec.FormatSize(old.RequestedMin), spec.FormatSize(capacityMax), spec.FormatSize(old.RequestedMin))
 	case old.ExpandMin <= 0 || capacityMax == 0:
 		return old.ExpandMax, nil
 	case capacityMax < pendingMost(old):
