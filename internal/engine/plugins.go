@@ -167,11 +167,24 @@ func (e *Engine) registerPluginOnce(ctx context.Context, given spec.Plugin, keep
 		// first was taken, and the volumes' RPCs went to it: a DeleteVolume its NOT_FOUND
 		// answered dropped the record of storage the first driver still held
 		// (TestExecReregisterAfterForcedDeregisterKeepsTheLastDriver).
+		// Pinned alone (PinProvider), the fingerprint left untaken: a fingerprint of the name
+		// alone was taken for one taken now, with no capabilities, shown so, and compared with
+		// the first real one as a plugin that came back with every capability
+		// (TestPinnedReregisterFirstFingerprintIsNoCapabilityChange). Only while volumes name
+		// the ID, as checkReregistration refuses only then: their deregistration, which its
+		// refusal advises, frees the ID for another driver
+		// (TestPinnedReregisterWithoutVolumesLeftTakesTheNewDriver).
 		pinned := ""
 		if fp == nil {
 			if _, err := tx.Plugins().Get(p.ID); errors.Is(err, store.ErrNotFound) {
-				if pinned, err = recordedProvider(tx, p.ID); err != nil {
+				vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: p.ID})
+				if err != nil {
 					return err
+				}
+				if len(vols) > 0 {
+					if pinned, err = recordedProvider(tx, p.ID); err != nil {
+						return err
+					}
 				}
 			} else if err != nil {
 				return err
@@ -181,7 +194,7 @@ func (e *Engine) registerPluginOnce(ctx context.Context, given spec.Plugin, keep
 			return err
 		}
 		if pinned != "" {
-			if err := tx.Plugins().SetFingerprint(p.ID, store.Fingerprint{Provider: pinned}); err != nil {
+			if err := tx.Plugins().PinProvider(p.ID, pinned); err != nil {
 				return err
 			}
 		}

@@ -54,17 +54,7 @@ func TestRegisterAgainWithACapacityMaxBelowTheRecordedCapacityMin(t *testing.T) 
 func TestExecReregisterAfterForcedDeregisterKeepsTheLastDriver(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.create(volume("v"))
-	h.create(volume("b"))
-	if err := h.e.DeregisterPlugin(h.ctx, "mem", true); err != nil {
-		t.Fatalf("deregister --force: %v", err)
-	}
-	h.stopServe() // the operator stops the old process; the agent is to start the new one
-	h.stopServe = func() {}
-	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: h.socket,
-		Exec: &spec.Exec{Command: "/usr/local/bin/other-csi"}}); err != nil {
-		t.Fatalf("register mem again with an exec block, not started yet: %v", err)
-	}
+	execReregisteredAfterForce(t, h, nil)
 	// The agent starts the declared command: another driver.
 	other := h.restartPlugin(func(c *csitest.MemConfig) { c.Name = "other.csi.volctl.test" })
 
@@ -153,5 +143,98 @@ func TestRegisterOfStorageRecordedThroughASocketMateAdvisesARegistrationThatWork
 				t.Errorf("refusal: %v\n\nthe registration it advises (the spec with id = \"v\") fails: %v\nwant the refusal to name %s, or the advice to work", err, aerr, tc.wantInError)
 			}
 		})
+	}
+}
+
+// execReregisteredAfterForce deregisters plugin mem with --force while volumes a and b use it,
+// stops its process, and registers mem again with an exec block, not started yet (the agent
+// is to start it): the new record is pinned to mem's last driver. before runs between the
+// forced deregistration and the registration.
+func execReregisteredAfterForce(t *testing.T, h *harness, before func()) {
+	t.Helper()
+	h.create(volume("a"))
+	h.create(volume("b"))
+	if err := h.e.DeregisterPlugin(h.ctx, "mem", true); err != nil {
+		t.Fatalf("deregister --force: %v", err)
+	}
+	h.stopServe()
+	h.stopServe = func() {}
+	if before != nil {
+		before()
+	}
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: h.socket,
+		Exec: &spec.Exec{Command: "/usr/local/bin/mem-csi"}}); err != nil {
+		t.Fatalf("register mem again with an exec block, not started yet: %v", err)
+	}
+}
+
+// The same driver, with the same capabilities, started by the agent after the pinned
+// re-registration: its first fingerprint is compared (noteCapabilityChange) with the pinned
+// record. My first pin was a fingerprint of the driver's name alone, its At set, with no
+// capabilities, version, node ID or topology, and the first real fingerprint was a plugin that
+// came back with every capability. The plugin did not change: no plugin-capabilities event, no
+// CapabilityChange in `plugin status`. Found by helper review69.
+func TestPinnedReregisterFirstFingerprintIsNoCapabilityChange(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	execReregisteredAfterForce(t, h, nil)
+	h.restartPlugin(func(*csitest.MemConfig) {}, "a", "b") // the agent starts the same driver
+	if _, err := h.e.PluginStatus(h.ctx, "mem"); err != nil {
+		t.Fatalf("plugin status: %v", err)
+	}
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if evs := h.eventsOf("plugin-capabilities", "", ""); len(evs) > 0 {
+		t.Errorf("the same driver started after the pinned re-registration: plugin-capabilities events %q; want none (it changed nothing)", evs)
+	}
+	if ch := h.capabilityChange(); ch != nil {
+		t.Errorf("plugin status' capability change: lost %v gained %v; want none", ch.Lost, ch.Gained)
+	}
+}
+
+// checkReregistration refuses another driver only while volumes use the ID ("Registering
+// another driver under a plugin ID that volumes use is refused too, one deregistered with
+// --force included"), and its refusal advises "deregister the volumes first". The pin made at
+// the exec re-registration looks at the kept record alone: the volumes deregistered as
+// advised (the kept record is tidied only by a later reconcile), the new exec plugin is still
+// pinned to the old driver, and the driver the user meant to run on the socket was refused,
+// "the storage of the volumes that use plugin mem is the old driver's" of no volume. Found by
+// helper review69.
+func TestPinnedReregisterWithoutVolumesLeftTakesTheNewDriver(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	execReregisteredAfterForce(t, h, func() {
+		for _, id := range []string{"a", "b"} {
+			if _, err := h.e.DeregisterVolume(h.ctx, id, false); err != nil {
+				t.Fatalf("deregister volume %s: %v", id, err)
+			}
+		}
+	})
+	h.restartPlugin(func(c *csitest.MemConfig) { c.Name = "other.csi.volctl.test" }) // the agent starts the new driver
+	if _, err := h.e.CreateVolume(h.ctx, volume("c")); err != nil {
+		t.Errorf("create through the new driver of plugin mem, no volume naming mem any more: %v; want it taken", err)
+	}
+	if ps, err := h.e.PluginStatus(h.ctx, "mem"); err == nil && len(ps) == 1 && ps[0].Provider != "other.csi.volctl.test" {
+		t.Errorf("plugin status: provider %q, last error %q; want other.csi.volctl.test", ps[0].Provider, ps[0].LastError)
+	}
+}
+
+// PluginInfo.FingerprintedAt (`plugin status`'s JSON fingerprinted_at, the dashboard's
+// "Fingerprinted N ago") is the last fingerprint's time, zero when never fingerprinted
+// (store.Fingerprint.At: "zero: never fingerprinted"). The pin stamps At with the time of the
+// registration, so a plugin the agent has not started yet, whose last error says "not started
+// yet", was shown fingerprinted just now, with no capabilities. Found by helper review69.
+func TestPinnedReregisterIsNotShownFingerprinted(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	execReregisteredAfterForce(t, h, nil)
+	ps, err := h.e.PluginStatus(h.ctx, "mem")
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("plugin status: %+v, %v", ps, err)
+	}
+	if !ps[0].FingerprintedAt.IsZero() {
+		t.Errorf("plugin status of mem, registered again and not started yet (last error %q): fingerprinted_at %v, capabilities %+v; "+
+			"want none (it was never fingerprinted under this registration)", ps[0].LastError, ps[0].FingerprintedAt, ps[0].Capabilities)
 	}
 }

@@ -186,6 +186,10 @@ type PluginStore interface {
 	Delete(id string) error
 	// SetFingerprint records a fingerprint; a zero fp.At is stamped with the current time.
 	SetFingerprint(id string, fp Fingerprint) error
+	// PinProvider records the driver name a plugin never fingerprinted under its registration
+	// must answer with (Fingerprint.Provider), touching nothing else: its fingerprint stays
+	// never taken (At zero) until its first connection records one.
+	PinProvider(id, provider string) error
 	// SetHealth records a probe result; a zero h.ProbedAt is stamped with the current time.
 	SetHealth(id string, h Health) error
 	// SetCapabilityChange records the plugin's last change of capabilities, in place of the one
@@ -347,6 +351,11 @@ func (ps plugins) SetFingerprint(id string, fp Fingerprint) error {
 		fp.Provider, fp.Version, cols[0], cols[1], cols[2], fp.NodeID, fp.MaxVolumes, cols[3],
 		encTime(fp.At), cols[4], id)
 	return affected(res, err, what, "")
+}
+
+func (ps plugins) PinProvider(id, provider string) error {
+	res, err := ps.tx.exec(`UPDATE plugins SET provider = ? WHERE id = ?`, provider, id)
+	return affected(res, err, pluginWhat(id), "")
 }
 
 func (ps plugins) SetHealth(id string, h Health) error {
