@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,25 +15,8 @@ import (
 // not run names --group-file.
 func TestExportNomadGroupFileOfAGroupNeverRun(t *testing.T) {
 	h := newCLIHarness(t)
-	dir := t.TempDir()
-	file := filepath.Join(dir, "web.hcl")
-	if err := os.WriteFile(file, []byte(`group "web" {
-  count = 2
-  volume "data" {
-    type            = "csi"
-    source          = "logs"
-    per_alloc       = true
-    access_mode     = "single-node-writer"
-    attachment_mode = "file-system"
-  }
-  volume_mount {
-    volume      = "data"
-    destination = "/srv/web/{index}"
-  }
-}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := perAllocGroupFile(t, 2, "logs")
+	dir := filepath.Dir(file)
 	createSingleWriter(t, h.e, "logs[0]", "logs[1]")
 
 	out := filepath.Join(dir, "out")
@@ -117,4 +101,30 @@ func TestExportNomadGroupFileOfAVolumeUnknownButAPrefix(t *testing.T) {
 			}
 		})
 	}
+}
+
+// perAllocGroupFile writes, in a directory of its own, the spec file web.hcl of group "web" of
+// count allocs, each claiming its own volume of source (per_alloc, single-node-writer) bound at
+// /srv/web/{index}, and returns its path.
+func perAllocGroupFile(t *testing.T, count int, source string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "web.hcl")
+	if err := os.WriteFile(file, []byte(fmt.Sprintf(`group "web" {
+  count = %d
+  volume "data" {
+    type            = "csi"
+    source          = %q
+    per_alloc       = true
+    access_mode     = "single-node-writer"
+    attachment_mode = "file-system"
+  }
+  volume_mount {
+    volume      = "data"
+    destination = "/srv/web/{index}"
+  }
+}
+`, count, source)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }

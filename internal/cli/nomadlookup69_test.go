@@ -58,25 +58,7 @@ func TestPluginLookupFailedOnceIsAskedAgain(t *testing.T) {
 // review69.
 func TestGroupNamespaceIsOfItsOwnAllocsVolumes(t *testing.T) {
 	h := newCLIHarness(t)
-	dir := t.TempDir()
-	file := filepath.Join(dir, "web.hcl")
-	if err := os.WriteFile(file, []byte(`group "web" {
-  count = 1
-  volume "data" {
-    type            = "csi"
-    source          = "data"
-    per_alloc       = true
-    access_mode     = "single-node-writer"
-    attachment_mode = "file-system"
-  }
-  volume_mount {
-    volume      = "data"
-    destination = "/srv/web/{index}"
-  }
-}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := perAllocGroupFile(t, 1, "data")
 	h.createVolume(t, "data[0]", spec.SingleNodeWriter)
 	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "data[archive]", Name: "archive", Namespace: "prod", Type: "csi", PluginID: "mem",
 		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {

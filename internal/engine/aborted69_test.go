@@ -49,15 +49,7 @@ func TestAbortedThenAlreadyExistsLeavesTheOtherAttachment(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	// The other orchestrator's attachment, whose operation the ABORTED answer was about.
-	other := csitest.NewClient(t, csi.Config{ControllerSocket: h.socket, NodeSocket: h.socket, Name: "other-co",
-		Timeouts: csi.Timeouts{Short: 5 * time.Second, Long: 5 * time.Second}})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := other.ControllerPublishVolume(ctx, csi.ControllerPublishVolumeRequest{
-		VolumeID: ext, NodeID: "node-1",
-		Capability: csi.VolumeCapability{Capability: capab(spec.SingleNodeReaderOnly)},
-		Secrets:    spec.Secrets{"token": "s3cr3t"},
-	}); err != nil {
+	if err := otherOrchestratorAttaches(t, h, ext); err != nil {
 		close(gate)
 		t.Fatalf("the other orchestrator's attach: %v", err)
 	}
@@ -104,15 +96,7 @@ func TestAbortedAtEveryAttemptThenAlreadyExistsAtReconcileLeavesTheOtherAttachme
 	if n := h.mem.PublishedNodes(ext); len(n) != 0 {
 		t.Fatalf("the plugin has the volume attached to %v after only ABORTED answers", n)
 	}
-	other := csitest.NewClient(t, csi.Config{ControllerSocket: h.socket, NodeSocket: h.socket, Name: "other-co",
-		Timeouts: csi.Timeouts{Short: 5 * time.Second, Long: 5 * time.Second}})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := other.ControllerPublishVolume(ctx, csi.ControllerPublishVolumeRequest{
-		VolumeID: ext, NodeID: "node-1",
-		Capability: csi.VolumeCapability{Capability: capab(spec.SingleNodeReaderOnly)},
-		Secrets:    spec.Secrets{"token": "s3cr3t"},
-	}); err != nil {
+	if err := otherOrchestratorAttaches(t, h, ext); err != nil {
 		t.Fatalf("the other orchestrator's attach: %v", err)
 	}
 	h.faults.ResetCounts()
@@ -123,4 +107,20 @@ func TestAbortedAtEveryAttemptThenAlreadyExistsAtReconcileLeavesTheOtherAttachme
 		t.Errorf("after reconcile (err %v, problems %+v): the plugin has the volume attached to %v, ControllerUnpublishVolume sent %d times; "+
 			"want the other orchestrator's attachment left as it is: no ControllerPublishVolume of volctl's did anything", err, rep.Problems, nodes, unpublished)
 	}
+}
+
+// otherOrchestratorAttaches attaches storage ext to the harness's node through a client of its
+// own, with a reader's capability, as another orchestrator sharing the plugin would.
+func otherOrchestratorAttaches(t *testing.T, h *harness, ext string) error {
+	t.Helper()
+	other := csitest.NewClient(t, csi.Config{ControllerSocket: h.socket, NodeSocket: h.socket, Name: "other-co",
+		Timeouts: csi.Timeouts{Short: 5 * time.Second, Long: 5 * time.Second}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := other.ControllerPublishVolume(ctx, csi.ControllerPublishVolumeRequest{
+		VolumeID: ext, NodeID: "node-1",
+		Capability: csi.VolumeCapability{Capability: capab(spec.SingleNodeReaderOnly)},
+		Secrets:    spec.Secrets{"token": "s3cr3t"},
+	})
+	return err
 }
