@@ -72,6 +72,13 @@ func (p *Plugin) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 	if req.GetVolumeContentSource() != nil && srcSnap == nil && srcVol == nil {
 		return nil, invalidArg("volume %q: volume_content_source names neither a snapshot nor a volume", name)
 	}
+	// The source's ID is REQUIRED (CSI): "" is a malformed request, not a source that is
+	// missing, nor one an empty volume of the name made with no source matches. Before, it was
+	// answered OK with that empty volume where the name was taken, and NOT_FOUND otherwise
+	// (TestCloneOfAnEmptySourceIDIsRefusedAsInvalid).
+	if srcSnap != nil && srcSnap.GetSnapshotId() == "" || srcVol != nil && srcVol.GetVolumeId() == "" {
+		return nil, invalidArg("volume %q: volume_content_source names its snapshot or volume by an empty ID", name)
+	}
 
 	if srcSnap != nil || srcVol != nil {
 		return p.createCopy(ctx, req, required, limit)
