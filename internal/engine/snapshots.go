@@ -1064,11 +1064,8 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 				return err
 			}
 			if now, err := tx.Snapshots().Get(pluginID, snapshotID); err == nil && !marked {
-				takenAgain = conflictf("plugin %q answered %s for snapshot %q, but a snapshot create (another volctl's, of volume %q) was answered with the same ID meanwhile and recorded it as %q: "+
-					"the plugin may have made it again after this delete, so its record is kept; %s",
-					pluginID, csi.RPCDeleteSnapshot, snapshotID, now.SourceVolumeID, now.Name, takenAgainAdvice(c, pluginID, snapshotID))
-				return tx.Events().Append(&store.Event{Kind: "snapshot-delete", VolumeID: now.SourceVolumeID, PluginID: pluginID,
-					RPC: csi.RPCDeleteSnapshot, Message: "delete answered, record kept: " + takenAgain.Error()})
+				takenAgain, err = takenAgainKept(tx, c, pluginID, snapshotID, pluginID, now)
+				return err
 			} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
@@ -1093,18 +1090,11 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 				if err != nil {
 					return err
 				}
-				through := ""
-				if p != pluginID {
-					through = fmt.Sprintf(", through its socket mate %q", p)
-				}
-				takenAgain = conflictf("plugin %q answered %s for snapshot %q, but a snapshot create (another volctl's, of volume %q%s) was answered with the same ID meanwhile and recorded it as %q: "+
-					"the plugin may have made it again after this delete, so its record is kept; %s",
-					pluginID, csi.RPCDeleteSnapshot, snapshotID, made.SourceVolumeID, through, made.Name, takenAgainAdvice(c, p, snapshotID))
 				if err := tx.Snapshots().Undelete(pluginID, snapshotID); err != nil {
 					return err
 				}
-				return tx.Events().Append(&store.Event{Kind: "snapshot-delete", VolumeID: made.SourceVolumeID, PluginID: pluginID,
-					RPC: csi.RPCDeleteSnapshot, Message: "delete answered, record kept: " + takenAgain.Error()})
+				takenAgain, err = takenAgainKept(tx, c, pluginID, snapshotID, p, made)
+				return err
 			}
 		}
 		if err := tx.Snapshots().Undelete(pluginID, snapshotID); err != nil {
@@ -1194,6 +1184,22 @@ func nearSnapshots(tx *store.Tx, pluginID, id string) ([]string, error) {
 		}
 	}
 	return nearAmong(id, keys), nil
+}
+
+// takenAgainKept is the conflict a delete of snapshotID through pluginID answers when a
+// snapshot create answered with the same ID recorded it meanwhile as made, through recordedBy
+// (pluginID or a socket mate): the record is kept, the event appended in tx says so, and the
+// conflict names the way out (takenAgainAdvice). The second error is tx's.
+func takenAgainKept(tx *store.Tx, c *conn, pluginID, snapshotID, recordedBy string, made store.Snapshot) (conflict, err error) {
+	through := ""
+	if recordedBy != pluginID {
+		through = fmt.Sprintf(", through its socket mate %q", recordedBy)
+	}
+	conflict = conflictf("plugin %q answered %s for snapshot %q, but a snapshot create (another volctl's, of volume %q%s) was answered with the same ID meanwhile and recorded it as %q: "+
+		"the plugin may have made it again after this delete, so its record is kept; %s",
+		pluginID, csi.RPCDeleteSnapshot, snapshotID, made.SourceVolumeID, through, made.Name, takenAgainAdvice(c, recordedBy, snapshotID))
+	return conflict, tx.Events().Append(&store.Event{Kind: "snapshot-delete", VolumeID: made.SourceVolumeID, PluginID: pluginID,
+		RPC: csi.RPCDeleteSnapshot, Message: "delete answered, record kept: " + conflict.Error()})
 }
 
 // takenAgainAdvice is the way out of a delete that kept the record of snapshot snapshotID, which
