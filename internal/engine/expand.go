@@ -1159,10 +1159,6 @@ func pendingMost(v store.Volume) int64 {
 	return max(v.ExpandMin, v.ExpandBeneathMin)
 }
 
-// expansionAnswered clears a volume's pending expansion once the plugin answered it with a
-// refusal, which says it did nothing (the answers it took are recorded with their size in the
-// same commit, expandLocked). Failing to clear it leaves it for reconcile, which sends the RPC
-// again: the plugin refuses it again, or answers it, and either is recorded then.
 // keepEarlierExpansion puts back v's pending expansion, which a refused request for another size
 // or limit wrote over (its intent), and says so with cause, the refusal.
 func (e *Engine) keepEarlierExpansion(ctx context.Context, v store.Volume, cause error) error {
@@ -1195,6 +1191,10 @@ func (e *Engine) giveWayToBeneath(ctx context.Context, v store.Volume, cause err
 	return err
 }
 
+// expansionAnswered clears a volume's pending expansion once the plugin answered it with a
+// refusal, which says it did nothing (the answers it took are recorded with their size in the
+// same commit, expandLocked). Failing to clear it leaves it for reconcile, which sends the RPC
+// again: the plugin refuses it again, or answers it, and either is recorded then.
 func (e *Engine) expansionAnswered(ctx context.Context, volumeID string) {
 	if err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		return tx.Volumes().SetExpansionIntent(volumeID, 0, 0)
