@@ -275,13 +275,14 @@ func (c *cleanedUp) Error() string {
 
 func (c *cleanedUp) Unwrap() error { return c.err }
 
-// begin narrates a numbered step and the commands a user would type for it.
-// serveCommand is the command that starts the quickstart's plugin as it runs it, its words
-// quoted for a shell (the paths are under a temporary directory, whose name $TMPDIR chooses).
-func (q *quickstart) serveCommand() string {
-	return "volctl plugin serve hostpath " + shellquote.Flag("--socket", q.socket) + " " + shellquote.Flag("--root", q.root) + " --node-id " + quickstartNode
+// serveCommand is the command that starts the quickstart's plugin as it runs it, through
+// volctl (the word that runs it), its words quoted for a shell (the paths are under a temporary
+// directory, whose name $TMPDIR chooses).
+func (q *quickstart) serveCommand(volctl string) string {
+	return volctl + " plugin serve hostpath " + shellquote.Flag("--socket", q.socket) + " " + shellquote.Flag("--root", q.root) + " --node-id " + quickstartNode
 }
 
+// begin narrates a numbered step and the commands a user would type for it.
 func (q *quickstart) begin(title string, commands ...string) {
 	if q.step > 0 && q.opts.afterStep != nil {
 		q.opts.afterStep(q.step)
@@ -298,7 +299,7 @@ func (q *quickstart) run(ctx context.Context) error {
 		"export VOLCTL_STATE_DIR="+shellquote.Arg(q.state))
 
 	q.begin("Start the built-in hostpath plugin",
-		q.serveCommand()+" &")
+		q.serveCommand("volctl")+" &")
 	if err := q.startPlugin(ctx); err != nil {
 		return err
 	}
@@ -507,7 +508,7 @@ func (q *quickstart) cleanup() (gone, kept bool, err error) {
 		} else {
 			fmt.Fprintf(q.out, "To go on, start the plugin on the same root first:\n")
 		}
-		fmt.Fprintf(q.out, "  %s%s &\n", self, strings.TrimPrefix(q.serveCommand(), "volctl"))
+		fmt.Fprintf(q.out, "  %s &\n", q.serveCommand(self))
 		fmt.Fprintf(q.out, "Remove it with: %s\n", shellquote.Command("rm -rf", q.dir))
 	case unmountErr != nil:
 		// Removing the directory could reach through a mount into data elsewhere.
