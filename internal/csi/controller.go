@@ -100,7 +100,11 @@ func createdVolume(r CreateVolumeRequest, resp *csipb.CreateVolumeResponse) (Vol
 	// leaves it out as it likes, so only one that is there is compared). Another source than
 	// asked is not this request's volume, however the plugin came to answer with it: its data
 	// is not what was asked for, and it may be someone's, so it is not returned to delete.
-	if (v.SnapshotID != "" || v.CloneID != "") && (v.SnapshotID != r.SnapshotID || v.CloneID != r.CloneID) {
+	// The source asked, spelled otherwise (spec.SameStorageID), is that source to a plugin that
+	// reads IDs so and answers them in its own spelling, as volctl takes it everywhere else;
+	// refused, the volume made for this request was left on the plugin, recorded nowhere, and
+	// each create run again left another (TestContentSourceSpelledOtherwiseIsTheSourceAsked).
+	if (v.SnapshotID != "" || v.CloneID != "") && (!sameSource(v.SnapshotID, r.SnapshotID) || !sameSource(v.CloneID, r.CloneID)) {
 		return Volume{}, fmt.Errorf("%s: the plugin answered %q with volume %q, pre-populated from %s, where %s: "+
 			"it is not recorded, and left alone (delete it with the storage provider's tools if nothing uses it)",
 			RPCCreateVolume, r.Name, v.ID, describeSource(v.SnapshotID, v.CloneID), askedSource(r))
@@ -145,6 +149,11 @@ func createdVolume(r CreateVolumeRequest, resp *csipb.CreateVolumeResponse) (Vol
 			RPCCreateVolume, r.Name, spec.Cut(v.ID, 256), n, len(v.Context), maxVolumeContext)
 	}
 	return v, nil
+}
+
+// sameSource says whether an answer's content source ID is the one asked, "" alike.
+func sameSource(answered, asked string) bool {
+	return answered == asked || (answered != "" && asked != "" && spec.SameStorageID(answered, asked))
 }
 
 // askedSource says what content a CreateVolume request asked for, for messages.
