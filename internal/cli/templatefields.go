@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/template"
 	"text/template/parse"
+	"time"
 
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -60,7 +61,8 @@ const (
 // as it scopes it (to the {{end}} of the if, with or range it is declared in); a field the type
 // never has is refused, in a branch that may not run too (a typo there fails the day it runs),
 // and so is a field read from a list (the result of a create is a list of volumes: {{.id}} for
-// {{range .}}{{.id}}{{end}}) or from a string, number or bool ({{.target_path.x}}). Before
+// {{range .}}{{.id}}{{end}}) or from a string, number or bool ({{.target_path.x}}), or from
+// every value of an object ranged over (everyValue). Before
 // (round 61), a variable other than $ was not followed: {{range $v := .}}{{$v.idd}}{{end}}, the
 // usual idiom, passed on an empty state and failed once there was a volume, and a create ran
 // before failing on it. What is left to the run: a field left out when empty (it is in the
@@ -80,6 +82,13 @@ func templateFieldsError(text string, tmpl *template.Template, result reflect.Ty
 	at := ""
 	if int(c.pos) <= len(text) {
 		at = " " + templatePlace(text, int(c.pos))
+	}
+	if c.values != "" {
+		if at != "" {
+			at += ","
+		}
+		return fmt.Errorf("%s reads what no value of the object {{range %s}} ranges over has (its values are dot, and the range's variable, in turn),%s %s (docs/json.md)",
+			c.bad, c.values, at, when)
 	}
 	if c.scalar != "" {
 		of := c.of
@@ -125,6 +134,7 @@ type fieldCheck struct {
 	of     string    // what it was read from, as written (.claim), "" for the result
 	fields []string  // the fields there are; nil when it was read from a list or a scalar
 	scalar string    // what it was read from when that is a string, number or bool: "a string"
+	values string    // set when no value of the object this ranges over (as written) has it
 }
 
 // templateVar is a variable a template declares ($ too), and the type of what it holds.
@@ -200,7 +210,11 @@ func (c *fieldCheck) rangeOver(n *parse.RangeNode, dot reflect.Type) {
 	for name := range set {
 		c.set(name, nil)
 	}
+	body := slices.Clone(c.vars)
 	c.list(n.List, elem)
+	if st := jsonShape(over); c.bad == "" && elem == nil && st != nil && st.Kind() == reflect.Struct {
+		c.everyValue(n, st, body)
+	}
 	c.vars = c.vars[:inner]
 	for name := range set {
 		c.set(name, nil)
@@ -216,6 +230,52 @@ func (c *fieldCheck) rangeOver(n *parse.RangeNode, dot reflect.Type) {
 	c.vars = c.vars[:inner]
 	c.merge(ran)
 	c.vars = c.vars[:outer]
+}
+
+// everyValue checks the body of a range over an object (a struct in its JSON form: its values
+// of as many types as its fields) with dot, and the range's element variable, each field's
+// type in turn, vars the variables in scope as the body begins; the first refusal stands when
+// every field's refuses: the body reads what no value of the object has
+// ({{range .}}{{.x}}{{end}} of a claim, its values strings, numbers, bools and a list). It was
+// left to the run, the claim made before the template failed
+// (TestRangeOverTheClaimObjectIsRefusedBeforeTheClaim). A field whose type is not known, or
+// under which the body passes, leaves the range to the run: a body that reads a field of the
+// values that have it, in a branch that tests which they are, is no typo.
+func (c *fieldCheck) everyValue(n *parse.RangeNode, st reflect.Type, vars []templateVar) {
+	fields := jsonStructFields(st)
+	var first *fieldCheck
+	for _, f := range fields {
+		typ := f.typ
+		if jsonShape(typ) == nil {
+			if !writesATime(typ) {
+				return
+			}
+			typ = reflect.TypeFor[string]() // RFC 3339 text
+		}
+		trial := &fieldCheck{vars: slices.Clone(vars)}
+		if decl := n.Pipe.Decl; len(decl) > 0 {
+			trial.set(decl[len(decl)-1].Ident[0], typ)
+		}
+		trial.list(n.List, typ)
+		if trial.bad == "" {
+			return
+		}
+		if first == nil {
+			first = trial
+		}
+	}
+	if first != nil {
+		c.refuse(first.bad, first.name, first.of, first.fields, first.scalar, first.pos)
+		c.values = n.Pipe.String()
+	}
+}
+
+// writesATime says whether t is a time.Time (or a pointer to one), which JSON writes as a string.
+func writesATime(t reflect.Type) bool {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t == reflect.TypeFor[time.Time]()
 }
 
 // merge makes each variable in scope whose type in other (the same variables as another branch

@@ -126,8 +126,16 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 			errs = append(errs, err)
 			if len(vols) > 1 {
 				// Say it now, in order with the successes; the summary comes at the end.
+				// Scrubbed as the summary error is (Factory.RedactError), and of the files'
+				// secrets too: a plugin that echoed a secret into what the error words (the
+				// external ID it answered) had it printed here in full
+				// (TestMultiFileCreateFailureLineIsScrubbed).
+				msg := err.Error()
+				if rerr := redactOutput(ctx, e, specSecrets(vols), &msg); rerr != nil {
+					msg = fmt.Sprintf("volume %q: %v", v.ID, rerr)
+				}
 				out.Flush()
-				fmt.Fprintf(opts.IO.ErrOut, "Error: %s\n", escapeLines(err.Error()))
+				fmt.Fprintf(opts.IO.ErrOut, "Error: %s\n", escapeLines(msg))
 			}
 			if ctx.Err() != nil {
 				break
@@ -186,6 +194,17 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 		return withCode(ExitCode(failed), errors.Join(failed, err))
 	}
 	return failed
+}
+
+// specSecrets lists the values of the secrets the specs give.
+func specSecrets(vols []*spec.Volume) []string {
+	var out []string
+	for _, v := range vols {
+		for _, s := range v.Secrets {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // parseVolumeSpecs reads and checks every file before anything is done with any, rendering
