@@ -121,11 +121,12 @@ func schemaVersion(ctx context.Context, q querier) (version, appID int, err erro
 // shownNames bounds how many of a foreign database's tables an error lists.
 const shownNames = 5
 
-// inspect is schemaVersion plus, for a database with neither mark, the names in its schema: an
-// unmarked database is a new empty file only if it has none, else it is another program's.
+// inspect is schemaVersion plus, for a database with no schema version, the names in its
+// schema: an unmarked database is a new empty file only if it has none, else it is another
+// program's; one marked volctl's holding some lost its version (refuseForeign).
 func inspect(ctx context.Context, q querier) (version, appID int, names []string, err error) {
 	version, appID, err = schemaVersion(ctx, q)
-	if err != nil || version != 0 || appID != 0 {
+	if err != nil || version != 0 {
 		return version, appID, nil, err
 	}
 	// Tables and views first: they are what a reader recognises; indexes and triggers hang off them.
@@ -323,14 +324,20 @@ func refuseForeign(path string, version, appID int, names []string) error {
 	if appID != 0 && appID != applicationID || appID == 0 && version != 0 {
 		return fmt.Errorf("open state %s: not a volctl state database (application id %#x, schema version %d)%s", path, appID, version, foreignAdvice)
 	}
-	if appID == 0 && len(names) > 0 {
-		list := strings.Join(names[:min(len(names), shownNames)], ", ")
-		if len(names) > shownNames {
-			list += ", ..."
-		}
-		return fmt.Errorf("open state %s: not a volctl state database (it holds other tables: %s)%s", path, list, foreignAdvice)
+	if len(names) == 0 {
+		return nil
 	}
-	return nil
+	list := strings.Join(names[:min(len(names), shownNames)], ", ")
+	if len(names) > shownNames {
+		list += ", ..."
+	}
+	if appID == applicationID {
+		// Taken for a new file, it had schema.sql run over its tables, and Open failed with
+		// SQLite's "table plugins already exists" (TestStateWithItsSchemaVersionLostIsNamed).
+		return fmt.Errorf("open state %s: the database is marked as volctl's, but its schema version reads 0 while it holds tables (%s): its header was damaged or changed by hand, "+
+			"and volctl does not guess which version its tables are at; nothing was written: restore volctl.db from a backup", path, list)
+	}
+	return fmt.Errorf("open state %s: not a volctl state database (it holds other tables: %s)%s", path, list, foreignAdvice)
 }
 
 // checkVersion refuses a database that is not volctl's or is newer than this binary. names is

@@ -998,6 +998,10 @@ const (
 // more per View (BenchmarkViewAfterAWrite: 7.1 preads per write and View, 4.1 now).
 const snapshotQuery = "PRAGMA schema_version"
 
+// versionQuery is snapshotQuery for a store read while another volctl migrates: the schema
+// version, from the same header page.
+const versionQuery = "PRAGMA user_version"
+
 // run drives one transaction by hand on one of the store's connections rather than through
 // sql.Tx, so a COMMIT answered with SQLITE_BUSY can be retried in place instead of being rolled
 // back (which is what the driver does) and fn run again.
@@ -1136,6 +1140,23 @@ func (s *Store) begin(ctx context.Context, p *pool, begin string, kind txKind) (
 			// A deferred BEGIN takes no lock; the first read does. Take the snapshot here, inside
 			// the retry, so fn's own reads can no longer meet a busy database.
 			var n int
+			if s.migrating != nil {
+				// Opened without the open lock while another volctl migrated (readMigrating):
+				// its migration may have committed since, and this volctl's queries would
+				// read the newer schema's rows as if they were its own, a row moved showing
+				// as empty, without a word (TestReaderDuringAMigrationDoesNotReadTheNewerSchemaAfterItCommits).
+				// The snapshot is taken by the version's read, and refused past this volctl's.
+				if err := tx.queryRow(versionQuery).Scan(&n); err != nil {
+					s.rollback(c)
+					return err
+				}
+				if n != len(migrations) {
+					s.rollback(c)
+					return fmt.Errorf("%w: another volctl migrated the state database to schema version %d while this command read it (this volctl reads version %d): nothing more is read; run the command again with that volctl",
+						ErrNewerSchema, n, len(migrations))
+				}
+				return nil
+			}
 			if err := tx.queryRow(snapshotQuery).Scan(&n); err != nil {
 				s.rollback(c)
 				return err
