@@ -504,22 +504,8 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool, probe
 				// Under the lock: nobody is working on the release, which was interrupted.
 				return conflictf("alloc %q's claim is being released (finish it with `volctl reconcile`)", req.Alloc)
 			}
-			if c.Mode != mode || (req.AccessMode != "" && req.AccessMode != c.AccessMode) ||
-				(req.AttachmentMode != "" && req.AttachmentMode != c.AttachmentMode) {
-				return conflictf("alloc %q already holds a %s claim (%s, %s); %s", req.Alloc, c.Mode, c.AccessMode, c.AttachmentMode, heldWayOut(c, req))
-			}
-			if req.Group != "" && !sameInNFC(c.Group, req.Group) {
-				// Not the group's claim: the run would report it as the alloc's volume while
-				// `group status` shows none and `group stop` leaves it.
-				made := "a volume claim"
-				if c.Group != "" {
-					made = fmt.Sprintf("group %q", c.Group)
-				}
-				return conflictf("alloc %q already holds a %s claim made outside group %q (by %s); `%s` releases it",
-					req.Alloc, c.Mode, req.Group, made, releaseCommand(c))
-			}
-			if other := heldOtherwise(c, req); other != "" {
-				return conflictf("alloc %q already holds a %s claim %s; %s", req.Alloc, c.Mode, other, heldWayOut(c, req))
+			if err := heldConflict(c, req, mode); err != nil {
+				return err
 			}
 			cl = c
 			return nil
@@ -656,6 +642,30 @@ func heldWayOut(c store.Claim, req ClaimRequest) string {
 		return fmt.Sprintf("`%s` releases it, then run the group again", freeCommand(c))
 	}
 	return fmt.Sprintf("`%s` releases it first", freeCommand(c))
+}
+
+// heldConflict refuses claim request req (of mode) of an alloc that holds live claim c on the
+// volume already, held otherwise than req asks: another mode or capability, made outside req's
+// group, other mount options or binds (heldOtherwise). nil: c is req's claim, held already.
+func heldConflict(c store.Claim, req ClaimRequest, mode store.ClaimMode) error {
+	if c.Mode != mode || (req.AccessMode != "" && req.AccessMode != c.AccessMode) ||
+		(req.AttachmentMode != "" && req.AttachmentMode != c.AttachmentMode) {
+		return conflictf("alloc %q already holds a %s claim (%s, %s); %s", req.Alloc, c.Mode, c.AccessMode, c.AttachmentMode, heldWayOut(c, req))
+	}
+	if req.Group != "" && !sameInNFC(c.Group, req.Group) {
+		// Not the group's claim: the run would report it as the alloc's volume while
+		// `group status` shows none and `group stop` leaves it.
+		made := "a volume claim"
+		if c.Group != "" {
+			made = fmt.Sprintf("group %q", c.Group)
+		}
+		return conflictf("alloc %q already holds a %s claim made outside group %q (by %s); `%s` releases it",
+			req.Alloc, c.Mode, req.Group, made, releaseCommand(c))
+	}
+	if other := heldOtherwise(c, req); other != "" {
+		return conflictf("alloc %q already holds a %s claim %s; %s", req.Alloc, c.Mode, other, heldWayOut(c, req))
+	}
+	return nil
 }
 
 // heldOtherwise says how the claim an alloc holds differs from what its claim again asks for,

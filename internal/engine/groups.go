@@ -142,6 +142,11 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 			info.Allocs = append(info.Allocs, a)
 			continue
 		}
+		if err := refusedBeforeClaiming(g, i, held[alloc]); err != nil {
+			errs = append(errs, fmt.Errorf("alloc %q: %w", alloc, err))
+			info.Allocs = append(info.Allocs, heldAlloc(g, i, held[alloc], err))
+			continue
+		}
 		a, err := e.runAlloc(ctx, g, i)
 		if err != nil {
 			// The claim's own error, wrapped: a refusal stays a conflict (exit 4), as volume
@@ -283,11 +288,7 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) (AllocIn
 		return bindDests(groupBinds(g, r.Name, alloc, index))
 	}, true)
 	for _, r := range vols {
-		req := ClaimRequest{
-			VolumeID: requestVolume(r, index), Alloc: alloc, Group: g.Name, ReadOnly: r.ReadOnly,
-			AccessMode: r.AccessMode, AttachmentMode: r.AttachmentMode, MountOptions: r.MountOptions,
-			Binds: groupBinds(g, r.Name, alloc, index),
-		}
+		req := allocRequest(g, r, index)
 		// The claim the alloc held before, by ID: one being released (another volctl's
 		// release of it in flight) is waited for by the claim, which then makes a new one,
 		// this run's to undo. Read as "held", the new claim was left beside a failed alloc
@@ -385,16 +386,57 @@ func unnamedByTheSpec(g spec.Group, index int, held []store.Claim) (AllocInfo, e
 	if len(extra) == 0 {
 		return AllocInfo{}, nil
 	}
-	a := AllocInfo{Name: alloc, Index: index, Claims: []ClaimInfo{}}
+	err := conflictf("alloc %q holds a claim on %s, which the group's spec no longer names for it: a run does not take a volume from an alloc under it; "+
+		"`%s` releases the alloc's claims, then run the group again", alloc,
+		listSome(extra, 10, func(v string) string { return strconv.Quote(v) }), shellquote.Command("volctl group stop", g.Name))
+	return heldAlloc(g, index, held, err), err
+}
+
+// heldAlloc is the answer for alloc index of g refused with err before anything was claimed
+// for it: the claims it holds (held), what it lacks, and err.
+func heldAlloc(g spec.Group, index int, held []store.Claim, err error) AllocInfo {
+	a := AllocInfo{Name: spec.AllocName(g.Name, index), Index: index, Claims: []ClaimInfo{}, Error: err.Error()}
 	for _, c := range held {
 		a.Claims = append(a.Claims, claimInfo(c))
 	}
 	a.Missing = lacking(g, index, a.Claims)
-	err := conflictf("alloc %q holds a claim on %s, which the group's spec no longer names for it: a run does not take a volume from an alloc under it; "+
-		"`%s` releases the alloc's claims, then run the group again", alloc,
-		listSome(extra, 10, func(v string) string { return strconv.Quote(v) }), shellquote.Command("volctl group stop", g.Name))
-	a.Error = err.Error()
-	return a, err
+	return a
+}
+
+// refusedBeforeClaiming refuses alloc index of g, holding held (its claims of the group's
+// earlier runs), for what each of its claims' admission would refuse that can be told before
+// any is made: a claim it holds on a volume the spec names held otherwise than the spec asks
+// now (another mode, mount options or volume_mount: heldConflict), a volume_mount destination
+// a bind may not cover (bindsBindable: a directory holding files, a file for a file-system
+// volume). Found claim by claim, the volumes before the refused one were staged, published and
+// bound for the alloc, then released again, where the help and this document promise the alloc
+// fails before anything is claimed (TestAllocWhoseSecondDestinationHoldsFilesClaimsNothing,
+// TestAllocWithAChangedVolumeMountClaimsNothing). Each claim's admission checks again.
+func refusedBeforeClaiming(g spec.Group, index int, held []store.Claim) error {
+	for _, r := range g.Volumes {
+		req := allocRequest(g, r, index)
+		i := slices.IndexFunc(held, func(c store.Claim) bool { return !c.Releasing && sameInNFC(c.VolumeID, req.VolumeID) })
+		if i >= 0 {
+			if err := heldConflict(held[i], req, claimMode(req)); err != nil {
+				return fmt.Errorf("claim %q for alloc %q: %w", req.VolumeID, req.Alloc, err)
+			}
+			continue
+		}
+		if err := bindsBindable(req.Binds, req.AttachmentMode); err != nil {
+			return fmt.Errorf("claim %q for alloc %q: %w", req.VolumeID, req.Alloc, err)
+		}
+	}
+	return nil
+}
+
+// allocRequest is the claim volume block r of g asks for alloc index.
+func allocRequest(g spec.Group, r spec.VolumeRequest, index int) ClaimRequest {
+	alloc := spec.AllocName(g.Name, index)
+	return ClaimRequest{
+		VolumeID: requestVolume(r, index), Alloc: alloc, Group: g.Name, ReadOnly: r.ReadOnly,
+		AccessMode: r.AccessMode, AttachmentMode: r.AttachmentMode, MountOptions: r.MountOptions,
+		Binds: groupBinds(g, r.Name, alloc, index),
+	}
 }
 
 // requestVolume is the volume a group's volume block names for alloc index: its source, or
