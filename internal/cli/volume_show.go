@@ -123,7 +123,7 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 		[2]string{"Attachment Mode", string(v.AttachmentMode)},
 		[2]string{"Mount Options", mountOptionsCell(v)},
 	)
-	if asks := claimsAllowing(v.Claims); asks != "" {
+	if asks := engine.ClaimsAllowing(v.Claims); asks != "" {
 		pairs = append(pairs, [2]string{"Claim Mount Flags", asks})
 	}
 	pairs = append(pairs, [2]string{"Staged", stagedCell(v)})
@@ -194,19 +194,6 @@ func mountOptionsCell(v engine.VolumeInfo) string {
 		s += ", asking for " + strings.Join(v.MountAllows, ", ")
 	}
 	return s
-}
-
-// claimsAllowing says which claims' mount flags (the volume's, or a claim's own --mount-flag)
-// ask for suid, dev or exec (engine.ClaimInfo.MountAllows): "alloc web-0 asks for suid, dev";
-// "" for none.
-func claimsAllowing(claims []engine.ClaimInfo) string {
-	var parts []string
-	for _, c := range claims {
-		if len(c.MountAllows) > 0 {
-			parts = append(parts, fmt.Sprintf("alloc %s asks for %s", c.Alloc, strings.Join(c.MountAllows, ", ")))
-		}
-	}
-	return strings.Join(parts, "; ")
 }
 
 // writeClaimTable prints claims with their state, age and last error; withVolume adds the

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"cmp"
+	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/volctl/volctl/internal/display"
@@ -321,6 +323,19 @@ type VolumeInfo struct {
 	// pluginProbedAt is when the plugin's health the read found was taken (zero: never, or
 	// the plugin not registered), for WithPluginProbed.
 	pluginProbedAt time.Time
+}
+
+// ClaimsAllowing says which claims' mount flags (the volume's, or a claim's own --mount-flag)
+// ask for suid, dev or exec (ClaimInfo.MountAllows): "alloc web-0 asks for suid, dev"; "" for
+// none. `volume status` and the dashboard's volume detail say it alike.
+func ClaimsAllowing(claims []ClaimInfo) string {
+	var parts []string
+	for _, c := range claims {
+		if len(c.MountAllows) > 0 {
+			parts = append(parts, fmt.Sprintf("alloc %s asks for %s", c.Alloc, strings.Join(c.MountAllows, ", ")))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // ClaimInfo is one live (or, in history, freed) claim.

@@ -52,6 +52,12 @@ type action struct {
 	// detach, force-detach or delete): the volume may be deleted and created again under the
 	// same ID, with new storage, before the user confirms. Nil until the read answers.
 	record *volumeRecord
+	// asking numbers the question (Model.questions): the record read it sent answers to it
+	// alone. By the volume alone, a cancelled question's late read was taken by the next one
+	// on the volume, its record the one before a delete and create again, and the delete the
+	// user confirmed on the volume as drawn was refused
+	// (TestStaleRecordReadOfACancelledQuestionIsNotTakenByTheNext).
+	asking uint64
 	// plugin is the volume's plugin, which the action's RPCs wait on: named while it runs.
 	plugin string
 }
@@ -64,20 +70,21 @@ type volumeRecord struct {
 	err        error // the read failed: which record it was is not known
 }
 
-// recordMsg is the read of which record a question is about.
+// recordMsg is the read of which record a question (action.asking) is about.
 type recordMsg struct {
-	volume string
-	record volumeRecord
+	question uint64
+	record   volumeRecord
 }
 
-// readRecord reads which record of volume a question is about, off the UI goroutine.
-func readRecord(ctx context.Context, eng Engine, volume string) tea.Cmd {
+// readRecord reads which record of a's volume its question is about, off the UI goroutine.
+func readRecord(ctx context.Context, eng Engine, a action) tea.Cmd {
+	volume, question := a.volume, a.asking
 	return func() tea.Msg {
 		v, err := eng.Volume(ctx, volume)
 		if err == nil && v.ID != volume {
 			err = fmt.Errorf("volume %q: %w", volume, engine.ErrNotFound)
 		}
-		return recordMsg{volume: volume, record: volumeRecord{externalID: v.ExternalID, createdAt: v.CreatedAt, err: err}}
+		return recordMsg{question: question, record: volumeRecord{externalID: v.ExternalID, createdAt: v.CreatedAt, err: err}}
 	}
 }
 

@@ -204,6 +204,11 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 		mo += " asking for " + strings.Join(v.MountAllows, ", ") // flags shown redacted; these words are not
 	}
 	b.kv("Mount Options", mo)
+	if asks := engine.ClaimsAllowing(v.Claims); asks != "" {
+		// A claim's own --mount-flag too: shown nowhere here, the Mount Options line read as if
+		// nothing asked (TestClaimMountFlagsAskingForSuidAreShown).
+		b.kv("Claim Mount Flags", asks)
+	}
 	b.kv("Staged", yesNo(v.Staged))
 	if len(v.SameStorage) > 0 { // as `volume status` says it (its Same Storage)
 		b.kv("Same Storage", strings.Join(v.SameStorage, ", ")+" records this storage too (a claim of either is refused while the other holds it; volctl volume deregister forgets one)")
@@ -273,6 +278,9 @@ func claimDetail(s *Styles, c engine.ClaimInfo, now time.Time, w int) string {
 		b.kv("Degraded", "yes: published before, its mount is gone and its restore has not finished; held until released")
 	}
 	b.kv("Target Path", c.TargetPath)
+	if len(c.MountAllows) > 0 {
+		b.kv("Mount Flags", "asking for "+strings.Join(c.MountAllows, ", "))
+	}
 	b.kv("Last RPC", c.LastRPC)
 	b.kv("Last Code", c.LastCode)
 	b.kv("Last Error", c.LastError)

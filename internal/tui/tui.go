@@ -83,6 +83,7 @@ type Model struct {
 	quitSeq   int  // the status message that says so
 
 	volumeReads uint64 // the volume detail's reads issued (volumeMsg.seq)
+	questions   uint64 // the actions' questions opened (action.asking)
 
 	filtering bool
 	filter    filterInput
@@ -175,7 +176,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.detail.setVolume(msg)
 		}
 	case recordMsg:
-		if m.dialog != nil && m.dialog.a.volume == msg.volume && m.dialog.a.record == nil {
+		if m.dialog != nil && m.dialog.a.asking == msg.question && m.dialog.a.record == nil {
 			m.dialog.a.record = &msg.record
 		}
 	case actionDoneMsg:
@@ -403,11 +404,13 @@ func (m *Model) ask(kind actionKind) tea.Cmd {
 		}
 		return m.status.set(err.Error(), true)
 	}
+	m.questions++
+	a.asking = m.questions
 	m.dialog = newConfirm(m.c, a)
 	if kind == actRelease || kind == actReconcile {
 		return nil
 	}
-	return readRecord(m.ctx, m.eng, a.volume)
+	return readRecord(m.ctx, m.eng, a)
 }
 
 // target finds what an action applies to: the open detail's volume or claim, or the selected
