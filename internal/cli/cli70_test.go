@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	csipb "github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc"
-
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/iostreams"
 )
@@ -27,16 +24,7 @@ func TestMultiFileCreateFailureLineIsScrubbed(t *testing.T) {
 	const secret = "rv70-echo-s3cret-77a1"
 	ctx := context.Background()
 	mem := csitest.NewMemPlugin(csitest.DefaultMemConfig())
-	echoID := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		resp, err := handler(ctx, req)
-		if r, ok := resp.(*csipb.CreateVolumeResponse); ok && err == nil {
-			for _, v := range req.(*csipb.CreateVolumeRequest).GetSecrets() {
-				r.Volume.VolumeId = "vol-" + v
-			}
-		}
-		return resp, err
-	}
-	_, e, _ := serveMem(t, mem, csitest.WithInterceptor(echoID))
+	_, e, _ := serveMem(t, mem, csitest.WithInterceptor(echoSecretAsCreatedID))
 	dir := t.TempDir()
 	var files []string
 	for _, id := range []string{"a", "b"} {

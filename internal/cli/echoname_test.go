@@ -14,6 +14,18 @@ import (
 	"github.com/volctl/volctl/internal/iostreams"
 )
 
+// echoSecretAsCreatedID is a plugin's interceptor that answers a CreateVolume with the
+// request's secret in the volume's ID ("vol-<secret>").
+func echoSecretAsCreatedID(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	resp, err := handler(ctx, req)
+	if r, ok := resp.(*csipb.CreateVolumeResponse); ok && err == nil {
+		for _, v := range req.(*csipb.CreateVolumeRequest).GetSecrets() {
+			r.Volume.VolumeId = "vol-" + v
+		}
+	}
+	return resp, err
+}
+
 // TestPluginNameAndVolumeIDEchoingSecretsRedacted plays a plugin that echoes a volume's secret
 // where TestPluginDataEchoingSecretsRedacted does not look: its driver name (GetPluginInfo's
 // name, which volctl stores as the provider and compares on every connection) and the
@@ -25,16 +37,7 @@ func TestPluginNameAndVolumeIDEchoingSecretsRedacted(t *testing.T) {
 	cfg := csitest.DefaultMemConfig()
 	cfg.Name = "csi." + secret + ".example"
 	mem := csitest.NewMemPlugin(cfg)
-	echoID := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		resp, err := handler(ctx, req)
-		if r, ok := resp.(*csipb.CreateVolumeResponse); ok && err == nil {
-			for _, v := range req.(*csipb.CreateVolumeRequest).GetSecrets() {
-				r.Volume.VolumeId = "vol-" + v
-			}
-		}
-		return resp, err
-	}
-	_, e, _ := serveMem(t, mem, csitest.WithInterceptor(echoID))
+	_, e, _ := serveMem(t, mem, csitest.WithInterceptor(echoSecretAsCreatedID))
 	file := filepath.Join(t.TempDir(), "db.hcl")
 	if err := os.WriteFile(file, []byte(`id = "db"
 name = "db"

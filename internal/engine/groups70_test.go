@@ -33,11 +33,8 @@ func TestAllocWhoseSecondDestinationHoldsFilesClaimsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := spec.Group{Name: "web", Count: 1,
-		Volumes: []spec.VolumeRequest{
-			{Name: "d", Type: "csi", Source: "data", AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem},
-			{Name: "l", Type: "csi", Source: "logs", AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem},
-		},
-		Mounts: []spec.VolumeMount{{Volume: "d", Destination: filepath.Join(dir, "data")}, {Volume: "l", Destination: second}}}
+		Volumes: []spec.VolumeRequest{writerBlock("d", "data"), writerBlock("l", "logs")},
+		Mounts:  []spec.VolumeMount{{Volume: "d", Destination: filepath.Join(dir, "data")}, {Volume: "l", Destination: second}}}
 	_, err := h.e.RunGroup(h.ctx, g)
 	if err == nil || !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `is a directory holding "owner.log"`) {
 		t.Fatalf("group run = %v; want a conflict naming owner.log", err)
@@ -69,21 +66,16 @@ func TestAllocWithAChangedVolumeMountClaimsNothing(t *testing.T) {
 	h.createWriterVolume(t, "logs")
 	dir := hostpathtest.MountDir(t)
 	v1 := spec.Group{Name: "web", Count: 1,
-		Volumes: []spec.VolumeRequest{
-			{Name: "l", Type: "csi", Source: "logs", AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem},
-		},
-		Mounts: []spec.VolumeMount{{Volume: "l", Destination: filepath.Join(dir, "l1")}}}
+		Volumes: []spec.VolumeRequest{writerBlock("l", "logs")},
+		Mounts:  []spec.VolumeMount{{Volume: "l", Destination: filepath.Join(dir, "l1")}}}
 	if _, err := h.e.RunGroup(h.ctx, v1); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = h.e.StopGroup(h.ctx, "web") })
 	before := h.faults.Calls(csi.RPCNodeStageVolume) + h.faults.Calls(csi.RPCNodePublishVolume) + h.faults.Calls(csi.RPCControllerPublishVolume)
 	v2 := spec.Group{Name: "web", Count: 1,
-		Volumes: []spec.VolumeRequest{
-			{Name: "d", Type: "csi", Source: "data", AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem},
-			{Name: "l", Type: "csi", Source: "logs", AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem},
-		},
-		Mounts: []spec.VolumeMount{{Volume: "d", Destination: filepath.Join(dir, "data")}, {Volume: "l", Destination: filepath.Join(dir, "l2")}}}
+		Volumes: []spec.VolumeRequest{writerBlock("d", "data"), writerBlock("l", "logs")},
+		Mounts:  []spec.VolumeMount{{Volume: "d", Destination: filepath.Join(dir, "data")}, {Volume: "l", Destination: filepath.Join(dir, "l2")}}}
 	_, err := h.e.RunGroup(h.ctx, v2)
 	if err == nil || !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "bind-mounted otherwise") {
 		t.Fatalf("group run with a changed volume_mount = %v; want a conflict", err)
@@ -92,4 +84,10 @@ func TestAllocWithAChangedVolumeMountClaimsNothing(t *testing.T) {
 		t.Errorf("%d ControllerPublish/NodeStage/NodePublish RPCs sent for the new volume of an alloc refused for its changed volume_mount; "+
 			"the design says such an alloc is refused before anything is claimed for it", n)
 	}
+}
+
+// writerBlock is a group's volume block name, of volume source, for a single-node writer's
+// file-system claim.
+func writerBlock(name, source string) spec.VolumeRequest {
+	return spec.VolumeRequest{Name: name, Type: "csi", Source: source, AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}
 }

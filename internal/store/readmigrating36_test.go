@@ -25,6 +25,31 @@ func holdMigrationLock(t *testing.T, dir string) {
 	testproc.LockExclusive(t, f) // the store closed, its lock may live a moment in a child being started
 }
 
+// readerDuringAMigration opens, ForReading, a state holding plugin p (socket /run/p.sock)
+// while another volctl holds the open lock to migrate it, and reads p through it once: the
+// store, and the state dir.
+func readerDuringAMigration(t *testing.T) (*Store, string) {
+	t.Helper()
+	ctx := context.Background()
+	dir := stateWithPluginP(t)
+	holdMigrationLock(t, dir)
+	r, err := Open(ctx, dir, ForReading(), WithBusyTimeout(time.Second))
+	if err != nil {
+		t.Fatalf("a reader while another volctl migrates: %v; want the last committed state read", err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if err := r.View(ctx, func(tx *Tx) error {
+		p, err := tx.Plugins().Get("p")
+		if err == nil && p.Socket != "/run/p.sock" {
+			t.Errorf("before the migration commits: plugin p's socket %q", p.Socket)
+		}
+		return err
+	}); err != nil {
+		t.Fatalf("reading plugin p while another volctl migrates: %v", err)
+	}
+	return r, dir
+}
+
 // TestReaderDoesNotWaitForAMigration: `volctl volume status` (a store opened ForReading) while
 // another volctl held the open lock exclusive, as a newer volctl migrating the database does,
 // or one stopped (^Z) or hung mid-migration, waited the busy timeout, 30 s, then failed ("has
@@ -36,20 +61,7 @@ func holdMigrationLock(t *testing.T, dir string) {
 func TestReaderDoesNotWaitForAMigration(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := stateWithPluginP(t)
-	holdMigrationLock(t, dir)
-
-	r, err := Open(ctx, dir, ForReading(), WithBusyTimeout(time.Second))
-	if err != nil {
-		t.Fatalf("a reader while another volctl migrates: %v; want the last committed state read", err)
-	}
-	defer r.Close()
-	if err := r.View(ctx, func(tx *Tx) error {
-		_, err := tx.Plugins().Get("p")
-		return err
-	}); err != nil {
-		t.Errorf("reading plugin p: %v", err)
-	}
+	r, _ := readerDuringAMigration(t)
 	werr := r.Update(ctx, func(tx *Tx) error { return tx.Plugins().Delete("p") })
 	if !errors.Is(werr, ErrBusy) || !strings.Contains(werr.Error(), "migrating the state database") || !strings.Contains(werr.Error(), "run it again") {
 		t.Errorf("a write of the reader meanwhile: %v; want ErrBusy naming the migration and what to do", werr)
