@@ -1146,7 +1146,12 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 		if err != nil {
 			return err
 		}
-		var affected, onOldNode []string
+		var affected []string
+		// The volumes recorded attached to a node other than the one the plugin is now, by
+		// node: an attachment to a node it was two restarts ago too. Only those of the node it
+		// was just before were named, and the event of a second change said nothing of a
+		// volume still attached to the first (TestSecondNodeIDChangeStillNamesTheVolumeAttachedElsewhere).
+		elsewhere := map[string][]string{}
 		for _, st := range stagings {
 			if st.PluginID != pluginID {
 				continue
@@ -1154,18 +1159,19 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 			if (lostStage && st.StagingPath != "") || (lostAttach && st.ControllerPublished) {
 				affected = append(affected, fmt.Sprintf("%q", st.VolumeID))
 			}
-			if movedNode && !lostAttach && st.ControllerPublished && cmp.Or(st.NodeID, oldNode) == oldNode {
-				onOldNode = append(onOldNode, fmt.Sprintf("%q", st.VolumeID))
+			if node := cmp.Or(st.NodeID, oldNode); movedNode && !lostAttach && st.ControllerPublished && node != now.NodeID {
+				elsewhere[node] = append(elsewhere[node], fmt.Sprintf("%q", st.VolumeID))
 			}
 		}
 		if len(affected) > 0 {
 			msg += fmt.Sprintf("; %d volume(s) staged or attached through it cannot be unstaged or detached through it now: %s "+
 				"(their releases check the mount table; `volctl reconcile` reports a staging still mounted)", len(affected), strings.Join(affected, ", "))
 		}
-		if len(onOldNode) > 0 {
+		for _, node := range slices.Sorted(maps.Keys(elsewhere)) {
+			vols := elsewhere[node]
 			msg += fmt.Sprintf("; %d volume(s) attached to node %q: %s (the last release of each detaches that node; a claim or restore "+
 				"that would stage one with that node's attachment here is refused: release its claims, then claim it again to attach node %q)",
-				len(onOldNode), oldNode, strings.Join(onOldNode, ", "), now.NodeID)
+				len(vols), node, strings.Join(vols, ", "), now.NodeID)
 		}
 	}
 	msg += limits
