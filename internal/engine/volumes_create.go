@@ -838,32 +838,17 @@ func sourceSize(tx *store.Tx, v store.Volume) (int64, error) {
 			}
 		}
 	case v.CloneID != "":
-		// The source recorded through a socket mate, or under another spelling of clone_id
-		// (spec.SameStorageID), is the volume cloned too, as refuseCloneInFlight takes it:
-		// looked up by the plugin's ID and the exact ID alone, a clone answered at an eighth
-		// of it was recorded ready (TestCloneThroughASocketMateAnsweredSmallerThanItsSourceIsRefused,
-		// TestCloneFromANearSpellingAnsweredSmallerThanItsSourceIsRefused).
-		near, err := tx.Volumes().NearExternalIDs(v.CloneID)
+		// The source recorded through a socket mate is the volume cloned too, as
+		// refuseCloneInFlight takes it: looked up by the plugin's ID alone, a clone answered at
+		// an eighth of it was recorded ready (TestCloneThroughASocketMateAnsweredSmallerThanItsSourceIsRefused).
+		// By the exact ID only: on a plugin that holds IDs as they are spelled, a near spelling
+		// of clone_id (spec.SameStorageID) is another volume, and sized by it, a valid clone of
+		// an unrecorded one was refused and deleted (TestCloneOfAnUnrecordedVolumeIsNotSizedByANearSpelledOne).
+		srcs, err := sameStorage(tx, v.PluginID, v.CloneID, v.ID)
 		if err != nil {
 			return 0, err
 		}
-		var mates map[string]bool // read once a candidate is found
-		for _, o := range near {
-			if o.ID == v.ID || !spec.SameStorageID(o.ExternalID, v.CloneID) {
-				continue
-			}
-			if mates == nil {
-				if mates, err = socketMates(tx, v.PluginID); err != nil {
-					return 0, err
-				}
-			}
-			if !mates[o.PluginID] {
-				continue
-			}
-			src, err := tx.Volumes().Get(o.ID)
-			if err != nil {
-				return 0, err
-			}
+		for _, src := range srcs {
 			take(src.CapacityBytes)
 		}
 	}
