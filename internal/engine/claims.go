@@ -1097,6 +1097,18 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 			return cl, e.rollBack(ctx, c, v, &cl, rollbackOutcome, nerr)
 		}
 	}
+	if cl.Degraded {
+		// A restore a failed one left, driven on by reconcile or by its alloc claiming again:
+		// the rule a published claim's restore keeps (checkRestoreBeside) holds for it too.
+		// Before, an old backup's degraded claim was published beside the mount of the alloc
+		// that took the volume since, which no claim recorded: two writers
+		// (TestDegradedRestoreOfAnOldBackupBesideAnUnknownMountIsRefused,
+		// TestDegradedClaimAgainOfAnOldBackupBesideAnUnknownMountIsRefused).
+		if berr := e.degradedBeside(ctx, cl); berr != nil {
+			e.markForReconcile(ctx, &cl, "", berr)
+			return cl, berr
+		}
+	}
 	perr := e.publish(ctx, c, v, &cl, ld)
 	if perr == nil {
 		return cl, nil

@@ -1122,6 +1122,16 @@ func (e *Engine) checkRestoreBeside(tx *store.Tx, cl store.Claim, mounted map[st
 	return u
 }
 
+// degradedBeside is checkRestoreBeside for degraded claim cl about to be published again (its
+// restore driven on), on a read of the mount table of its own, under the volume's lock.
+func (e *Engine) degradedBeside(ctx context.Context, cl store.Claim) error {
+	mounted, err := e.cfg.Mounts.MountsUnder(e.cfg.StateDir)
+	if err != nil {
+		return fmt.Errorf("reading the mount table before restoring claim %q for alloc %q: %w", cl.VolumeID, cl.Alloc, err)
+	}
+	return e.store.View(ctx, func(tx *store.Tx) error { return e.checkRestoreBeside(tx, cl, mounted, false) })
+}
+
 // cleanStagings undoes stagings and controller publications that no live claim uses any more.
 // The release path already does this; a staging left over here means a release was cut short in
 // a way the state machine did not foresee, and it is cleaned rather than leaked. A volume in
