@@ -44,6 +44,9 @@ func TestNewFirstIDOnASocketUnderMountsKeepsItsProcessSupervised(t *testing.T) {
 			len(f.events("plugin-handover")) > 0)
 	})
 	waitFor(t, "plugin a to be healthy", func() bool { return f.plugin("a").Healthy })
+	// Registered on a healthy socket, a is fingerprinted healthy at once: its runner records
+	// its supervision as it adopts the process, a moment later (CI met the read before it).
+	waitFor(t, "plugin a's supervision to be recorded", func() bool { return f.plugin("a").Supervision != nil })
 	if !alive(pid) {
 		t.Fatalf("the socket's process (pid %d) was stopped under plugin b's mounts", pid)
 	}
