@@ -543,9 +543,12 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 			e.failureEvent(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
 				Code: csi.CodeOf(err).String(), Message: "delete failed: " + err.Error()}, "delete failed: ")
 			if csi.IsAnswerUnread(err) {
-				// The plugin answered, so it did delete; but every DeleteVolume gets the same
-				// answer, so running the delete again cannot finish it.
-				return fmt.Errorf("%w (the plugin answered, so it deleted the storage, but another delete gets the same answer: the volume stays marked deleting; `%s` forgets it)", err, shellquote.Command("volctl volume deregister", v.ID))
+				// The plugin answered, but what cannot be read; every DeleteVolume gets the same
+				// answer, so running the delete again cannot finish it. Whether the storage is gone
+				// is the plugin's listing's to say, as after an OK: it said "deleted the storage"
+				// of a volume the plugin still listed (TestDeleteAnswerUnreadDoesNotSayDeletedWhileStillListed).
+				return fmt.Errorf("%w (%s; another delete gets the same answer, so the volume stays marked deleting; `%s` forgets it)",
+					err, e.unreadDeleteSays(ctx, c, v), shellquote.Command("volctl volume deregister", v.ID))
 			}
 			return fmt.Errorf("%w (the volume is marked deleting; run the delete again or `volctl reconcile`)", err)
 		}
@@ -577,6 +580,34 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 	return err
 }
 
+// listsVolumeChecked asks whether the plugin lists volume externalID (listsVolume), under its
+// controller lock, within the check's bound (controllerCheck).
+func (e *Engine) listsVolumeChecked(ctx context.Context, c *conn, externalID string) (listed bool, err error) {
+	err = e.controllerCheck(ctx, c, func(ctx context.Context) error {
+		var err error
+		listed, err = e.listsVolume(ctx, c, externalID)
+		return err
+	})
+	return listed, err
+}
+
+// unreadDeleteSays words what the plugin's listing says of volume v after a DeleteVolume
+// answered unreadably: still there, gone, or not known (it cannot list, or the listing failed).
+func (e *Engine) unreadDeleteSays(ctx context.Context, c *conn, v store.Volume) string {
+	asked := volumeCheck(c)
+	if asked == "" || v.ExternalID == "" {
+		return "whether the plugin deleted the storage cannot be told: it cannot list its volumes"
+	}
+	listed, err := e.listsVolumeChecked(ctx, c, v.ExternalID)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("whether the plugin deleted the storage cannot be told: %s failed: %v", asked, err)
+	case listed:
+		return fmt.Sprintf("plugin %q still lists volume %q (%s): the storage is there, deleted in the background or not at all", v.PluginID, v.ExternalID, asked)
+	}
+	return fmt.Sprintf("plugin %q no longer lists volume %q (%s): it deleted the storage", v.PluginID, v.ExternalID, asked)
+}
+
 // refusedButGone checks, after the plugin refused volume v's DeleteVolume FAILED_PRECONDITION
 // (refused, the error), that it still has the volume the refusal speaks of: an earlier attempt
 // whose answer was lost may have deleted it, the retry refused by a plugin that checks its
@@ -593,14 +624,7 @@ func (e *Engine) refusedButGone(ctx context.Context, c *conn, v store.Volume, re
 	if asked == "" || v.ExternalID == "" {
 		return nil
 	}
-	var listed bool
-	err := e.withController(ctx, c, func(ctx context.Context) error {
-		return e.boundCheck(ctx, func(ctx context.Context) error {
-			var err error
-			listed, err = e.listsVolume(ctx, c, v.ExternalID)
-			return err
-		})
-	})
+	listed, err := e.listsVolumeChecked(ctx, c, v.ExternalID)
 	if err != nil {
 		e.log.Warn(fmt.Sprintf("plugin %q refused DeleteVolume for volume %q FAILED_PRECONDITION, and whether it still lists the volume could not be checked", v.PluginID, v.ID), "err", err)
 		return nil
@@ -615,9 +639,13 @@ func (e *Engine) refusedButGone(ctx context.Context, c *conn, v store.Volume, re
 		v.PluginID, v.ExternalID, asked)
 	e.failureEvent(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
 		Code: csi.CodeOf(refused).String(), Message: msg + ": " + refused.Error()}, msg)
+	// The way out when the refusal repeats: a plugin that checks its precondition before it
+	// looks the volume up refuses every attempt the same, and the retry alone was advised
+	// (TestDeleteRefusedButGoneForGoodNamesTheWayOut).
 	return fmt.Errorf("%w; but plugin %q no longer lists volume %q (external ID %q; %s): it may have deleted it (an earlier attempt whose answer was lost, or this one), so the volume stays marked deleting: "+
-		"running the delete again or `volctl reconcile` sends DeleteVolume again and forgets the volume once the plugin answers OK or NOT_FOUND and no longer lists it",
-		refused, v.PluginID, v.ID, v.ExternalID, asked)
+		"running the delete again or `volctl reconcile` sends DeleteVolume again and forgets the volume once the plugin answers OK or NOT_FOUND and no longer lists it; "+
+		"if the plugin keeps refusing so, `%s` forgets the volume (the storage, if the plugin still has it, is left)",
+		refused, v.PluginID, v.ID, v.ExternalID, asked, shellquote.Command("volctl volume deregister", v.ID))
 }
 
 // leftBehind words what undoLeftStaging failed to undo for volume v, for its error: the

@@ -117,6 +117,17 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registra
 				if err != nil {
 					return err
 				}
+				if same[0].State == store.VolumeDeleting {
+					// Its delete was sent (the plugin still lists it, or the answer was lost):
+					// a register of that volume is refused while it is deleting, and the storage
+					// may be going. Before, it was advised, and its deregister said to keep the
+					// storage (TestRegisterOfStorageBeingDeletedSaysSo).
+					return conflictf("external ID %q on plugin %q is volume %q's%s, which is being deleted (its DeleteVolume sent: the plugin may be deleting the storage): "+
+						"it is not recorded as volume %q; finish that delete first (`volctl reconcile`, or `%s` again), and register this spec only if the plugin still has the storage after it "+
+						"(a delete the plugin keeps refusing: `%s` forgets volume %q and leaves what the plugin has)",
+						sv.ExternalID, sv.PluginID, same[0].ID, through, sv.ID, shellquote.Command("volctl volume delete", same[0].ID),
+						shellquote.Command("volctl volume deregister", same[0].ID), same[0].ID)
+				}
 				// With the ways out: the other record updated, or let go for this one
 				// (TestRegisterOfStorageAnotherVolumeRecordsNamesTheWayOut).
 				return conflictf("external ID %q on plugin %q is already registered as volume %q%s; "+
