@@ -151,7 +151,16 @@ func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string
 					name, v.PluginID, old.SourceVolumeID, shellquote.Command("volctl volume snapshot delete", v.PluginID, name))
 			}
 			// An earlier create under this name was cut short: the plugin may have made the
-			// snapshot with that request's parameters, and returns it again.
+			// snapshot with that request's parameters, and returns it again. Given other
+			// parameters, this create is another request: refused, as a volume create
+			// replayed with other settings is. Before, it was sent with the earlier ones and
+			// said "created", nothing said of the --parameter not applied
+			// (TestSnapshotCreateReplayedWithOtherParametersSaysSo).
+			if params != nil && !maps.Equal(params, old.Parameters) {
+				return conflictf("a create of snapshot %q was cut short with parameters %s, which the plugin may have taken it with; this one gives %s: "+
+					"run it again without --parameter (or with those) to finish it, or `%s` first to remove it, then create it with these",
+					name, paramWords(old.Parameters), paramWords(params), shellquote.Command("volctl volume snapshot delete", v.PluginID, name))
+			}
 			intent.Parameters, intent.CreatedAt, replay = old.Parameters, old.CreatedAt, true
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
@@ -168,6 +177,18 @@ func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string
 	}
 	*outcome = did
 	return snapshotInfo(rec), nil
+}
+
+// paramWords words parameters for a message: "tier=cold, zone=a", sorted; "none" for none.
+func paramWords(params map[string]string) string {
+	if len(params) == 0 {
+		return "none"
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		out = append(out, strconv.Quote(k)+"="+strconv.Quote(params[k]))
+	}
+	return strings.Join(out, ", ")
 }
 
 // finishSnapshot sends CreateSnapshot for a recorded intent and records the snapshot in place
@@ -398,8 +419,10 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 		// plugin made was left untracked, and so was each later one
 		// (TestSnapshotAnsweredWithItsSourceInAnotherSpellingIsNotAnotherVolumes).
 		case snap.SourceVolumeID != "" && !spec.SameStorageID(snap.SourceVolumeID, rec.SourceExternalID):
+			// Its source cut as other plugin IDs are: quoted whole, a source of megabytes was an
+			// error of megabytes (TestSnapshotAnsweredWithAHugeForeignSourceIsNotQuotedWhole).
 			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %q of another volume (%q); "+
-				"it is not recorded, and %s", rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, snap.SourceVolumeID, fate)
+				"it is not recorded, and %s", rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, spec.Cut(snap.SourceVolumeID, 256), fate)
 		case err == nil:
 			// The snapshot this name made before, which volctl recorded: nothing new was
 			// taken, and the line says so where it said "created" of last night's snapshot
@@ -1033,6 +1056,11 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		if named != "" {
 			again += fmt.Sprintf(" (by its ID: its name %q found it only while it was pending)", named)
 		}
+		if !recorded {
+			// A snapshot volctl records nothing of (another tool's): no record stays, and a
+			// deregister of it finds none (TestDeleteOfAnUnrecordedSnapshotStillListedAdvisesNoDeregisterOfNothing).
+			return fail(fmt.Errorf("%w (volctl records nothing of it: %s sends DeleteSnapshot again; if the plugin keeps listing it, delete it with the storage provider's tools)", err, again))
+		}
 		return fail(fmt.Errorf("%w (the snapshot stays recorded: %s sends DeleteSnapshot again and forgets it once the plugin answers OK or NOT_FOUND and no longer lists it; "+
 			"if the plugin keeps listing it, `%s` forgets the record and leaves the snapshot)", err, again,
 			shellquote.Command("volctl volume snapshot deregister", pluginID, snapshotID)))
@@ -1501,7 +1529,10 @@ func (e *Engine) unrecordedSnapshotsOf(ctx context.Context, c *conn, intent stor
 	if err != nil {
 		return nil, fmt.Sprintf("volctl's records could not be read to check that (%v)", err)
 	}
-	err = boundList(ctx, e.cfg.ListTime, "the bound on listing a plugin's snapshots", func(ctx context.Context) error {
+	// A check's bound (ListCheck), not a listing shown's (ListTime): it runs under the source
+	// volume's lock, which every claim and release of it waits for
+	// (TestPendingSnapshotDeleteListingHasTheChecksTimeBound).
+	err = boundList(ctx, e.cfg.ListCheck, "the bound on listing a plugin's snapshots", func(ctx context.Context) error {
 		return e.listPages(ctx, c, csi.RPCListSnapshots, maxCheckPages, func(ctx context.Context, token string) (string, bool, error) {
 			if token == "" {
 				ids = ids[:0] // listed again from the start (listPages)
