@@ -56,14 +56,24 @@ func TestReadmeTestCommandIsCI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ciTest string
+	var ciTest, ciVet string
 	for _, l := range strings.Split(string(ci), "\n") {
-		if strings.HasPrefix(l, "go test ") {
+		switch {
+		case strings.HasPrefix(l, "go test "):
 			ciTest = strings.TrimSpace(l)
+		case strings.HasPrefix(l, "go vet "):
+			ciVet = strings.TrimSpace(l)
 		}
 	}
 	if got := command(setup[1]); got != ciTest {
 		t.Errorf("README test command %q, .ci/run runs %q", got, ciTest)
+	}
+	// The vet builds its packages with the test command's build flags, so the tests link
+	// what it built: vetted without them, every package was compiled twice, a cold CI
+	// building 175 s more (BENCHMARKS.md, round 70).
+	gcflags := regexp.MustCompile(`-gcflags='[^']*'`).FindString(ciTest)
+	if ciVet == "" || !strings.Contains(ciVet, " -race ") || gcflags == "" || !strings.Contains(ciVet, gcflags) {
+		t.Errorf(".ci/run's vet %q does not take the test command's -race and %s", ciVet, gcflags)
 	}
 }
 
