@@ -117,6 +117,22 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registra
 				if err != nil {
 					return err
 				}
+				cleanup := false
+				if same[0].State == store.VolumeDeleting {
+					if cleanup, err = tx.Volumes().CreateCleanup(same[0].ID); err != nil {
+						return err
+					}
+				}
+				if cleanup {
+					// A create's cleanup of an answer volctl could not use (migration 0022): not
+					// a delete the user asked for, perhaps never sent, and the storage perhaps
+					// another's, the one being registered. "Finish that delete" deleted it
+					// (TestRegisterOfStorageACreateCleanupRecordsDoesNotAdviseDeletingIt).
+					return conflictf("external ID %q on plugin %q is recorded by volume %q%s as its create's cleanup: an answer its CreateVolume got that volctl could not use, "+
+						"marked to be deleted again (its DeleteVolume may not have been sent): if that storage is this spec's (another's, which the plugin answered that create with), "+
+						"`%s` forgets the mark and leaves the storage, then register this spec again",
+						sv.ExternalID, sv.PluginID, same[0].ID, through, shellquote.Command("volctl volume deregister", same[0].ID))
+				}
 				if same[0].State == store.VolumeDeleting {
 					// Its delete was sent (the plugin still lists it, or the answer was lost):
 					// a register of that volume is refused while it is deleting, and the storage
