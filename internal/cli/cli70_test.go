@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -28,20 +26,7 @@ func TestMultiFileCreateFailureLineIsScrubbed(t *testing.T) {
 	dir := t.TempDir()
 	var files []string
 	for _, id := range []string{"a", "b"} {
-		file := filepath.Join(dir, id+".hcl")
-		if err := os.WriteFile(file, []byte(`id = "`+id+`"
-name = "`+id+`"
-type = "csi"
-plugin_id = "mem"
-secrets { token = "`+secret+`" }
-capability {
-  access_mode = "single-node-writer"
-  attachment_mode = "file-system"
-}
-`), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, file)
+		files = append(files, secretSpecFile(t, dir, id, secret))
 	}
 	ios, _, out, errOut := iostreams.Test()
 	f := NewFactory(ios)

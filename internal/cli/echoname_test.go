@@ -14,6 +14,26 @@ import (
 	"github.com/volctl/volctl/internal/iostreams"
 )
 
+// secretSpecFile writes dir/ID.hcl, the spec of single-node-writer volume ID of plugin "mem"
+// with secret token secret, and returns its path.
+func secretSpecFile(t *testing.T, dir, id, secret string) string {
+	t.Helper()
+	file := filepath.Join(dir, id+".hcl")
+	if err := os.WriteFile(file, []byte(`id = "`+id+`"
+name = "`+id+`"
+type = "csi"
+plugin_id = "mem"
+secrets { token = "`+secret+`" }
+capability {
+  access_mode = "single-node-writer"
+  attachment_mode = "file-system"
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
 // echoSecretAsCreatedID is a plugin's interceptor that answers a CreateVolume with the
 // request's secret in the volume's ID ("vol-<secret>").
 func echoSecretAsCreatedID(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -38,19 +58,7 @@ func TestPluginNameAndVolumeIDEchoingSecretsRedacted(t *testing.T) {
 	cfg.Name = "csi." + secret + ".example"
 	mem := csitest.NewMemPlugin(cfg)
 	_, e, _ := serveMem(t, mem, csitest.WithInterceptor(echoSecretAsCreatedID))
-	file := filepath.Join(t.TempDir(), "db.hcl")
-	if err := os.WriteFile(file, []byte(`id = "db"
-name = "db"
-type = "csi"
-plugin_id = "mem"
-secrets { token = "`+secret+`" }
-capability {
-  access_mode = "single-node-writer"
-  attachment_mode = "file-system"
-}
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := secretSpecFile(t, t.TempDir(), "db", secret)
 	run := func(args ...string) string {
 		t.Helper()
 		ios, _, out, errOut := iostreams.Test()
