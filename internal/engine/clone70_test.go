@@ -20,9 +20,7 @@ import (
 func TestCloneThroughASocketMateAnsweredSmallerThanItsSourceIsRefused(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	src := volume("big")
-	src.CapacityMin = 8 * mib
-	big := h.create(src)
+	big := h.createBig()
 	h.registerPlugin("mem2", h.socket)
 	sv := volume("clone")
 	sv.PluginID = "mem2"
@@ -43,9 +41,7 @@ func TestCloneThroughASocketMateAnsweredSmallerThanItsSourceIsRefused(t *testing
 func TestCloneOfAnUnrecordedVolumeIsNotSizedByANearSpelledOne(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	src := volume("big")
-	src.CapacityMin = 8 * mib
-	big := h.create(src)
+	big := h.createBig()
 	other := strings.ToUpper(big.ExternalID)
 	if other == big.ExternalID {
 		t.Fatalf("premise: big's external ID %q has no other case", big.ExternalID)

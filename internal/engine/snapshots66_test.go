@@ -18,9 +18,7 @@ import (
 func TestSnapshotAnsweredAgainWithoutASizeAfterALostAnswerTakesTheListedSize(t *testing.T) {
 	t.Parallel()
 	h, _ := snapshotHarness(t, nil)
-	src := volume("big")
-	src.CapacityMin = 8 * mib
-	h.create(src)
+	h.createBig()
 	h.faults.Inject(csi.RPCCreateSnapshot, csitest.Fault{Times: 1, Lost: true})
 	h.faults.Inject(csi.RPCCreateSnapshot, csitest.Fault{Times: 1, Answer: func(m proto.Message) {
 		m.(*csipb.CreateSnapshotResponse).Snapshot.SizeBytes = 0

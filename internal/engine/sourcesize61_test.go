@@ -66,9 +66,7 @@ func TestRestoreAnsweredSmallerThanItsSnapshotIsRefused(t *testing.T) {
 func TestCloneAnsweredSmallerThanItsSourceIsRefused(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	src := volume("big")
-	src.CapacityMin = 8 * mib
-	h.create(src)
+	h.createBig()
 	sv := volume("clone")
 	sv.CapacityMin = 0
 	sv.CloneID = "big"
@@ -81,9 +79,7 @@ func TestRestoreAnsweredAtItsSourcesSizeIsRecorded(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int64{8 * mib, 16 * mib, 0} {
 		h := newHarness(t, nil)
-		src := volume("big")
-		src.CapacityMin = 8 * mib
-		h.create(src)
+		h.createBig()
 		sv := volume("clone")
 		sv.CapacityMin, sv.CloneID = 0, "big"
 		answerCreateVolumeAt(h, n)
@@ -98,9 +94,7 @@ func TestRestoreAnsweredAtItsSourcesSizeIsRecorded(t *testing.T) {
 func eightMiBSnapshot(t *testing.T, cfg func(*csitest.MemConfig)) (*harness, SnapshotInfo) {
 	t.Helper()
 	h, _ := snapshotHarness(t, cfg)
-	src := volume("big")
-	src.CapacityMin = 8 * mib
-	h.create(src)
+	h.createBig()
 	s, err := h.e.CreateSnapshot(h.ctx, "big", "s1", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -109,4 +103,12 @@ func eightMiBSnapshot(t *testing.T, cfg func(*csitest.MemConfig)) (*harness, Sna
 		t.Fatalf("snapshot recorded at %d bytes, want %d", s.SizeBytes, 8*mib)
 	}
 	return h, s
+}
+
+// createBig creates volume "big", of 8 MiB at least: a source an answer of 1 MiB cannot hold.
+func (h *harness) createBig() VolumeInfo {
+	h.t.Helper()
+	src := volume("big")
+	src.CapacityMin = 8 * mib
+	return h.create(src)
 }
