@@ -33,8 +33,9 @@ func TestCloneThroughASocketMateAnsweredSmallerThanItsSourceIsRefused(t *testing
 // holds IDs case-sensitively (the default MemPlugin), "vol-1" (volctl's volume big, 8 MiB)
 // and "VOL-1" (1 MiB, another volume of the provider, which volctl does not record) are two
 // volumes. A clone of "VOL-1" answered at 1 MiB holds all of its source's data: it is a valid
-// clone. sourceSize counted every recorded volume (a fix of this round's first version) whose external ID is a near spelling of
-// clone_id (spec.SameStorageID) as the source, even when the exact ID is recorded nowhere, so
+// clone. sourceSize (as a fix of this round first had it) counted every recorded volume whose
+// external ID is a near spelling of clone_id (spec.SameStorageID) as the source, even when
+// the exact ID is recorded nowhere, so
 // big's 8 MiB was taken for VOL-1's size, the valid clone was refused as smaller than its source,
 // and the volume the plugin made deleted again.
 // Found by helper review70 (own).
