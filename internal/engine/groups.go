@@ -409,7 +409,7 @@ func heldAlloc(g spec.Group, index int, held []store.Claim, err error) AllocInfo
 // now (another mode, mount options or volume_mount: heldConflict), a volume_mount destination
 // a bind may not cover (bindsBindable: a directory holding files, a file for a file-system
 // volume). Found claim by claim, the volumes before the refused one were staged, published and
-// bound for the alloc, then released again, where the help and this document promise the alloc
+// bound for the alloc, then released again, where the help and docs/architecture.md promise the alloc
 // fails before anything is claimed (TestAllocWhoseSecondDestinationHoldsFilesClaimsNothing,
 // TestAllocWithAChangedVolumeMountClaimsNothing). Each claim's admission checks again.
 func refusedBeforeClaiming(g spec.Group, index int, held []store.Claim) error {
