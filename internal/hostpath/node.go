@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/status"
 )
@@ -195,6 +196,9 @@ func (p *Plugin) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 			if st.Capability != c.key {
 				return nil, alreadyExists("NodeStageVolume: volume %q is staged at %q with a different volume capability", id, path)
 			}
+			if err := p.showsTheVolume("NodeStageVolume", id, "staging path", path); err != nil {
+				return nil, err
+			}
 			return &csi.NodeStageVolumeResponse{}, nil
 		case st.Path != path:
 			if old, _ := p.mounter.IsMountPoint(st.Path); old {
@@ -207,6 +211,9 @@ func (p *Plugin) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 	}
 	created, err := ensureDir("staging_target_path", path)
 	if err != nil {
+		return nil, err
+	}
+	if err := refuseMountsBelow("NodeStageVolume", id, "staging path", path, created); err != nil {
 		return nil, err
 	}
 	prev := v.Staging
@@ -348,10 +355,16 @@ func (p *Plugin) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 		if pub.Readonly != req.GetReadonly() || pub.Capability != c.key {
 			return nil, alreadyExists("NodePublishVolume: volume %q is published at %q with different options (readonly=%t)", id, target, pub.Readonly)
 		}
+		if err := p.showsTheVolume("NodePublishVolume", id, "target", target); err != nil {
+			return nil, err
+		}
 		return &csi.NodePublishVolumeResponse{}, nil
 	}
 	created, err := ensureDir("target_path", target)
 	if err != nil {
+		return nil, err
+	}
+	if err := refuseMountsBelow("NodePublishVolume", id, "target", target, created); err != nil {
 		return nil, err
 	}
 	prev, had := v.Targets[target]
@@ -455,6 +468,57 @@ func (p *Plugin) mountedOver(rpc, id, what, path string) error {
 	}
 	return failedPrecondition("%s: volume %q: %s %q has %s mounted over the volume; refusing to unmount what is not the volume's: "+
 		"if nothing needs it, unmount it by hand (`umount %s`), then send the request again", rpc, id, what, path, topMount(path), path)
+}
+
+// showsTheVolume refuses to answer a stage or publish again OK at path, where volume id's
+// record says it is (what: its staging path or target), when what is mounted there is not the
+// volume's (Mounter.Holds): its mount went (a reboot, an unmount) and another's took the path.
+// Answered OK, the orchestrator was told volume id was there while the path showed the other
+// volume's data (TestPublishAgainAtATargetNowShowingAnotherVolumeIsNotOK,
+// TestStageAgainAtAPathNowShowingAnotherVolumeIsNotOK).
+func (p *Plugin) showsTheVolume(rpc, id, what, path string) error {
+	ok, err := p.mounter.Holds(path, p.volumePath(id))
+	if err != nil {
+		return internal("%s: volume %q: %s %q: %v", rpc, id, what, path, err)
+	}
+	if ok {
+		return nil
+	}
+	return failedPrecondition("%s: volume %q: %s %q shows %s, not the volume, though the volume is recorded there: "+
+		"if nothing needs what is mounted there, unmount it (`umount %s`), then send the request again", rpc, id, what, path, topMount(path), path)
+}
+
+// refuseMountsBelow refuses a staging path or target (what) that an existing directory path
+// has a mount below: the volume's bind over it would hide that mount, and the unpublish of
+// its own path, resolving into this volume then, answered OK and forgot it, still mounted
+// (TestUnpublishOfATargetCoveredByAnotherVolumeDoesNotLeaveItsMount). A directory the call
+// made, or an empty one, has none: the mount table is read only for one that holds entries.
+func refuseMountsBelow(rpc, id, what, path string, created bool) error {
+	if created {
+		return nil
+	}
+	if d, err := os.Open(path); err == nil {
+		_, rerr := d.Readdirnames(1)
+		d.Close()
+		if rerr != nil { // empty (io.EOF), or unreadable: a mount point below would be an entry
+			return nil
+		}
+	}
+	real := path // the mount table names mount points by their real paths
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		real = r
+	}
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(real))
+	if err != nil {
+		return internal("%s: volume %q: %s %q: reading the mount table: %v", rpc, id, what, path, err)
+	}
+	for _, m := range mounts {
+		if m.Mountpoint != real {
+			return failedPrecondition("%s: volume %q: %s %q has %q mounted below it, which the volume's mount over it would hide: unmount that first",
+				rpc, id, what, path, m.Mountpoint)
+		}
+	}
+	return nil
 }
 
 // recordThenMount saves volume id's changed record, then bind-mounts src on dst. Record first,
