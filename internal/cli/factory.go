@@ -65,6 +65,16 @@ func (f *Factory) StateDir() (string, error) {
 		}
 		return "", usageError("%s %q %s: write the state dir's path without it, or leave %s out for the default", from, dir, stray, from)
 	}
+	if strings.HasPrefix(dir, "-") {
+		// The next flag taken as the value, the value left out (`--state-dir --json`, or
+		// `--state-dir $STATE --json` with $STATE unset): it made a state dir named "--json"
+		// in the working directory and showed it, exit 0 (TestStateDirThatIsAFlagIsRefused).
+		from := "--state-dir"
+		if f.stateDirFlag == "" {
+			from = "VOLCTL_STATE_DIR"
+		}
+		return "", usageError("%s %q begins with \"-\", a flag taken as its value (was the value left out?): write ./%s for a directory so named", from, dir, dir)
+	}
 	if strings.HasPrefix(dir, "~") {
 		// Only a shell expands "~", and not in quotes, after "=" (--state-dir=~/volctl) or in
 		// a service's Environment=: taken as a relative path, it made a directory named "~"

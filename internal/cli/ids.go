@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/spf13/pflag"
 	"golang.org/x/text/unicode/norm"
 )
@@ -47,9 +50,18 @@ func typedIDs(args []string) []string {
 // as a StringVar's does.
 type idFlag struct{ p *string }
 
-func (f idFlag) String() string     { return *f.p }
-func (f idFlag) Type() string       { return "string" }
-func (f idFlag) Set(s string) error { *f.p = typedID(s); return nil }
+func (f idFlag) String() string { return *f.p }
+func (f idFlag) Type() string   { return "string" }
+func (f idFlag) Set(s string) error {
+	// No ID volctl has begins with "-" (spec.ValidateID: it would read as a flag): such a value
+	// is the next flag, taken as this one's with its value left out. `events --volume --json`
+	// printed "No events match." in text, exit 0 (TestIDFilterThatIsAFlagIsRefused).
+	if strings.HasPrefix(s, "-") {
+		return fmt.Errorf("%q begins with \"-\": no ID does (it would read as a flag); was the value left out before the next flag?", s)
+	}
+	*f.p = typedID(s)
+	return nil
+}
 
 // idVar defines an ID flag (idFlag) on fs.
 func idVar(fs *pflag.FlagSet, p *string, name, usage string) {

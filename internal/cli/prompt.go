@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 )
@@ -46,11 +47,30 @@ func addYesFlag(cmd *cobra.Command, yes *bool, when string) {
 func confirmedEngine(ctx context.Context, confirm func(yes bool, action string) error, yes bool, action string,
 	open func(context.Context) (*engine.Engine, error)) (*engine.Engine, error) {
 	if action != "" {
-		if err := confirm(yes, action); err != nil {
+		if err := confirmInterruptibly(ctx, confirm, yes, action); err != nil {
 			return nil, err
 		}
 	}
 	return open(ctx)
+}
+
+// confirmInterruptibly is confirm, given up on when ctx ends (Ctrl-C, SIGTERM: main catches
+// them into the command's context, so they do not end the process): the question's read of
+// the terminal took no notice, and volctl waited for a line nobody typed, a second Ctrl-C
+// ignored too (TestPromptEndsOnInterrupt). Nothing is decided; the abandoned read ends with
+// the process, as a spec's read on standard input does (readInterruptibly).
+func confirmInterruptibly(ctx context.Context, confirm func(yes bool, action string) error, yes bool, action string) error {
+	if yes || ctx.Done() == nil {
+		return confirm(yes, action)
+	}
+	done := make(chan error, 1)
+	crash.Go(func() { done <- confirm(yes, action) })
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("%s: interrupted at the question, nothing was done: %w", action, context.Cause(ctx))
+	}
 }
 
 // confirmedOnVolume is confirmedEngine for an action on volume id (volume delete, deregister,
