@@ -206,6 +206,9 @@ func (p *Plugin) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 			}
 		}
 	}
+	if err := p.refuseRecordedByAnother("NodeStageVolume", id, "staging path", path); err != nil {
+		return nil, err
+	}
 	if mounted {
 		return nil, failedPrecondition("NodeStageVolume: volume %q: staging path %q is already a mount point of something else", id, path)
 	}
@@ -360,6 +363,9 @@ func (p *Plugin) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 		}
 		return &csi.NodePublishVolumeResponse{}, nil
 	}
+	if err := p.refuseRecordedByAnother("NodePublishVolume", id, "target", target); err != nil {
+		return nil, err
+	}
 	created, err := ensureDir("target_path", target)
 	if err != nil {
 		return nil, err
@@ -486,6 +492,40 @@ func (p *Plugin) showsTheVolume(rpc, id, what, path string) error {
 	}
 	return failedPrecondition("%s: volume %q: %s %q shows %s, not the volume, though the volume is recorded there: "+
 		"if nothing needs what is mounted there, unmount it (`umount %s`), then send the request again", rpc, id, what, path, topMount(path), path)
+}
+
+// refuseRecordedByAnother refuses volume id a staging path or target (what) that another
+// volume's record names, or one with another volume's recorded staging path or target below
+// it, whether or not that one is mounted now (its mount gone by a reboot or an unmount, its
+// record kept for the orchestrator's unpublish or restore). Taken, two records named one path,
+// and each volume's restore or teardown was refused, advising the unmount of the other's
+// (TestPublishAtATargetAnotherVolumeRecordsIsRefused, TestStageAtAPathAnotherVolumeRecordsIsRefused);
+// or the other's unpublish, below, led into this volume's data and removed a directory of it
+// (TestMountBelowRefusalNamesTheVolumeAndAdvisesNoHarm). The records are in memory: no read.
+func (p *Plugin) refuseRecordedByAnother(rpc, id, what, path string) error {
+	for _, v := range p.state.Volumes {
+		if v.ID == id {
+			continue
+		}
+		var recorded []string
+		if v.Staging != nil {
+			recorded = append(recorded, v.Staging.Path)
+		}
+		for t := range v.Targets {
+			recorded = append(recorded, t)
+		}
+		for _, r := range recorded {
+			switch {
+			case r == path:
+				return failedPrecondition("%s: volume %q: %s %q is where volume %q is recorded staged or published: "+
+					"unpublish or unstage volume %q there first (NodeUnpublishVolume, NodeUnstageVolume)", rpc, id, what, path, v.ID, v.ID)
+			case within(r, path):
+				return failedPrecondition("%s: volume %q: %s %q has volume %q recorded staged or published below it, at %q, which this volume's mount would cover: "+
+					"unpublish or unstage volume %q there first", rpc, id, what, path, v.ID, r, v.ID)
+			}
+		}
+	}
+	return nil
 }
 
 // refuseMountsBelow refuses a staging path or target (what) that an existing directory path
