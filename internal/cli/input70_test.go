@@ -150,3 +150,25 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// TestEmptySecretFileIsRefused: `--secret-file token=<(cmd)` whose command failed, or a file not
+// written yet, reads empty, and the empty string was sent as the secret, the plugin's
+// refusal (if any) naming no cause. Refused now, naming the key and the file; an empty secret
+// meant is still given with --secret. Found by helper review70 (an aside of the input review).
+func TestEmptySecretFileIsRefused(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "token")
+	for _, body := range []string{"", "\n"} {
+		if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		sf := secretFlags{Files: []string{"token=" + file}}
+		got, err := sf.parse(context.Background(), strings.NewReader(""), io.Discard)
+		if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "token") || !strings.Contains(err.Error(), "empty") {
+			t.Errorf("--secret-file of a file holding %q: %d secret(s), %v; want exit 2 naming the key and saying it is empty", body, len(got), err)
+		}
+	}
+	sf := secretFlags{Values: []string{"token="}}
+	if got, err := sf.parse(context.Background(), strings.NewReader(""), io.Discard); err != nil || got["token"] != "" || len(got) != 1 {
+		t.Errorf("--secret token= (an empty secret meant): %v, %v", got, err)
+	}
+}

@@ -248,6 +248,13 @@ func (sf *secretFlags) parse(ctx context.Context, stdin io.Reader, errOut io.Wri
 			return nil, usageError("--secret-file %s=%s: more than %d bytes: not a secret", k, file, maxSecretFile)
 		}
 		v := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		if v == "" {
+			// A process substitution whose command failed (`<(vault read ...)`) or a file not
+			// written yet reads empty: it was sent as the secret, the plugin's refusal, if any,
+			// naming no cause (TestEmptySecretFileIsRefused). An empty value meant is --secret's.
+			return nil, usageError("--secret-file %s=%s: the file is empty (a command that was to write it failed?): it is not sent as the secret; "+
+				"give the value in it, or `--secret %s=` for a secret meant to be empty", escapeLines(k), escapeLines(file), escapeLines(k))
+		}
 		if err := put("--secret-file", k, v); err != nil {
 			return nil, err
 		}
