@@ -151,7 +151,10 @@ func stoppableProxy(t *testing.T, backend string) (socket string, stop func()) {
 	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: socket}); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Listen(fd, 1); err != nil {
+	// A backlog of a few: with 1, two connections the engine made at once before stop (a
+	// registration's fingerprint) found it full whenever the accept loop was slow to run on a
+	// loaded machine (a CI run); stop fills whatever it is.
+	if err := syscall.Listen(fd, 8); err != nil {
 		t.Fatal(err)
 	}
 	f := os.NewFile(uintptr(fd), socket)
