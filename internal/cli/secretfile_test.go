@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/iostreams/ptytest"
 )
@@ -128,5 +130,127 @@ func TestSecretFileTypedAtATerminalIsRead(t *testing.T) {
 	}
 	if got["token"] != "s3cret-typed" {
 		t.Fatalf("--secret-file token=%s (a terminal) read %q; want %q", term.Name(), got["token"], "s3cret-typed")
+	}
+}
+
+// TestSecretTypedAtATerminalIsAskedForAndNotShown: `--secret-file token=-` with standard input
+// at a terminal (or token=/dev/tty) waited without a word for an end of input (^D), and the
+// terminal showed the secret as it was typed, on the screen and in its scrollback. It says on
+// stderr what it waits for, reads one line with the terminal's echo off, and gives the echo back
+// after, and when the read is interrupted (Ctrl-C) too. Found by helper review70 (an aside of the
+// input review).
+func TestSecretTypedAtATerminalIsAskedForAndNotShown(t *testing.T) {
+	for _, atStdin := range []bool{true, false} {
+		controller, tty, err := ptytest.Open(80, 24)
+		if err != nil {
+			t.Skipf("no pseudo-terminal to type at: %v", err)
+		}
+		defer controller.Close()
+		defer tty.Close()
+		file := tty.Name()
+		if atStdin {
+			file = "-"
+		}
+		var errOut lockedBuffer
+		sf := secretFlags{Files: []string{"token=" + file}}
+		type result struct {
+			s   map[string]string
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			got, err := sf.parse(t.Context(), tty, &errOut)
+			done <- result{got, err}
+		}()
+		waitEchoOff(t, tty, &errOut, "Secret token")
+		if _, err := controller.Write([]byte("s3cret-typed\n")); err != nil {
+			t.Fatal(err)
+		}
+		var r result
+		select {
+		case r = <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("--secret-file token=%s at a terminal: still reading 10 s after a line was typed", file)
+		}
+		if r.err != nil || r.s["token"] != "s3cret-typed" {
+			t.Fatalf("--secret-file token=%s at a terminal: %q, %v; want the line typed", file, r.s["token"], r.err)
+		}
+		if shown := readAvailable(controller); strings.Contains(shown, "s3cret") {
+			t.Errorf("--secret-file token=%s at a terminal: the terminal showed %q: the secret was echoed", file, shown)
+		}
+		if !echoOn(t, tty) {
+			t.Errorf("--secret-file token=%s at a terminal: the terminal's echo is off after the read", file)
+		}
+	}
+
+	// Interrupted while it waits: the echo is given back before the command ends.
+	controller, tty, err := ptytest.Open(80, 24)
+	if err != nil {
+		t.Skipf("no pseudo-terminal to type at: %v", err)
+	}
+	defer controller.Close()
+	defer tty.Close()
+	var errOut lockedBuffer
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := (&secretFlags{Files: []string{"token=-"}}).parse(ctx, tty, &errOut)
+		done <- err
+	}()
+	waitEchoOff(t, tty, &errOut, "Secret token")
+	cancel()
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("--secret-file token=- at a terminal: still reading 10 s after the interrupt")
+	}
+	if err == nil {
+		t.Fatal("--secret-file token=- at a terminal, interrupted: no error")
+	}
+	if !echoOn(t, tty) {
+		t.Error("--secret-file token=- at a terminal, interrupted: the terminal's echo is left off")
+	}
+	controller.Write([]byte("\n")) // ends the read still waiting
+}
+
+// waitEchoOff waits until errOut says what the read waits for and the terminal's echo is off.
+func waitEchoOff(t *testing.T, tty *os.File, errOut *lockedBuffer, prompt string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if strings.Contains(errOut.String(), prompt) && !echoOn(t, tty) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("reading a secret at a terminal: after 10 s, stderr %q and echo on %v; want %q said and the echo off",
+				errOut.String(), echoOn(t, tty), prompt)
+		}
+	}
+}
+
+func echoOn(t *testing.T, tty *os.File) bool {
+	t.Helper()
+	tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatalf("termios of %s: %v", tty.Name(), err)
+	}
+	return tio.Lflag&unix.ECHO != 0
+}
+
+// readAvailable reads what the terminal has shown within a moment (the pty's controller side is
+// not pollable by Go's runtime, so no read deadline: poll(2) says when a read would not block).
+func readAvailable(controller *os.File) string {
+	var out []byte
+	buf := make([]byte, 4096)
+	fd := int(controller.Fd())
+	for {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		if n, err := unix.Poll(fds, 300); err != nil || n == 0 {
+			return string(out)
+		}
+		n, err := unix.Read(fd, buf)
+		if n <= 0 || err != nil {
+			return string(out)
+		}
+		out = append(out, buf[:n]...)
 	}
 }

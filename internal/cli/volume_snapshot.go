@@ -7,13 +7,14 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
@@ -171,7 +172,7 @@ func (sf *secretFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&sf.Values, "secret", nil,
 		"a secret for the plugin, KEY=VALUE (repeatable; the value is on the command line: see --secret-file)")
 	cmd.Flags().StringArrayVar(&sf.Files, "secret-file", nil,
-		"a secret for the plugin whose value is FILE's content (one final newline dropped), KEY=FILE; - is standard input (repeatable)")
+		"a secret for the plugin whose value is FILE's content (one final newline dropped), KEY=FILE; - is standard input, read at a terminal without echo (repeatable)")
 }
 
 // parse reads the flags; nil when there are none. An error names the key and the file, never a
@@ -225,13 +226,24 @@ func (sf *secretFlags) parse(ctx context.Context, stdin io.Reader, errOut io.Wri
 		// A named pipe nobody writes, or a standard input nobody closes, blocks the read: it
 		// gives up when ctx ends (Ctrl-C, SIGTERM), which nothing else here looks at.
 		var fi fs.FileInfo
+		var tty *os.File
 		b, err := readInterruptibly(ctx, func() (b []byte, err error) {
 			if file == "-" {
+				if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+					tty = f
+					return nil, nil
+				}
 				return io.ReadAll(io.LimitReader(stdin, maxSecretFile+1))
 			}
-			b, fi, err = readLimited(file, maxSecretFile+1)
+			b, fi, tty, err = readLimited(file, maxSecretFile+1)
 			return b, err
 		})
+		if err == nil && tty != nil {
+			b, err = readTyped(ctx, tty, k, errOut)
+			if file != "-" {
+				tty.Close()
+			}
+		}
 		if err == nil && fi != nil && othersMayRead(fi) {
 			fmt.Fprintf(errOut, "Warning: --secret-file %s: %s may be read by users other than its owner (mode %#o): the secret is theirs too; make it private: %s\n",
 				escapeLines(k), escapeLines(file), uint32(fi.Mode().Perm()), escapeLines(shellquote.Command("chmod 600", file)))
@@ -248,6 +260,10 @@ func (sf *secretFlags) parse(ctx context.Context, stdin io.Reader, errOut io.Wri
 			return nil, usageError("--secret-file %s=%s: more than %d bytes: not a secret", k, file, maxSecretFile)
 		}
 		v := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		if v == "" && tty != nil {
+			return nil, usageError("--secret-file %s=%s: nothing was typed: it is not sent as the secret; "+
+				"type the value, or give `--secret %s=` for a secret meant to be empty", escapeLines(k), escapeLines(file), escapeLines(k))
+		}
 		if v == "" {
 			// A process substitution whose command failed (`<(vault read ...)`) or a file not
 			// written yet reads empty: it was sent as the secret, the plugin's refusal, if any,
@@ -269,23 +285,51 @@ func (sf *secretFlags) parse(ctx context.Context, stdin io.Reader, errOut io.Wri
 const maxSecretFile = 64 << 10
 
 // readLimited reads at most n bytes of the file at path, and says what file it read. A
-// terminal (/dev/tty, or /dev/stdin at one) is read as standard input is, the secret typed
-// there; any other device, a directory or a socket is refused, naming what it is.
-func readLimited(path string, n int64) ([]byte, fs.FileInfo, error) {
+// terminal (/dev/tty, or /dev/stdin at one) is not read: it is returned open, for readTyped to
+// read the secret typed there; any other device, a directory or a socket is refused, naming
+// what it is.
+func readLimited(path string, n int64) (b []byte, fi fs.FileInfo, tty *os.File, err error) {
 	f, err := openReadable(path, "a file")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	fi, err = f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, nil, err
+	}
+	if err := notReadable(fi, "a file"); err != nil {
+		if term.IsTerminal(int(f.Fd())) {
+			return nil, fi, f, nil
+		}
+		f.Close()
+		return nil, nil, nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	b, err = io.ReadAll(io.LimitReader(f, n))
+	return b, fi, nil, err
+}
+
+// readTyped reads one secret typed at the terminal tty: it says on errOut what it waits for,
+// and turns the terminal's echo off while it reads one line, so that the secret is neither
+// shown on the screen nor kept in its scrollback. Before, `--secret-file token=-` at a
+// terminal waited without a word for an end of input (^D) and showed what was typed
+// (TestSecretTypedAtATerminalIsAskedForAndNotShown). The read gives up when ctx ends, the
+// terminal's echo given back first: the goroutine still reading would otherwise leave it off
+// in the user's shell.
+func readTyped(ctx context.Context, tty *os.File, key string, errOut io.Writer) ([]byte, error) {
+	fd := int(tty.Fd())
+	was, err := term.GetState(fd)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if err := notReadable(fi, "a file"); err != nil && !isatty.IsTerminal(f.Fd()) {
-		return nil, nil, err
+	fmt.Fprintf(errOut, "Secret %s (typed, not shown; Enter ends it): ", escapeLines(key))
+	b, err := readInterruptibly(ctx, func() ([]byte, error) { return term.ReadPassword(fd) })
+	if errors.Is(err, errSpecReadInterrupted) {
+		_ = term.Restore(fd, was)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, n))
-	return b, fi, err
+	fmt.Fprintln(errOut)
+	return b, err
 }
 
 func sizeOrUnknown(n int64) string {
@@ -329,7 +373,7 @@ through that ID. A snapshot the plugin lists with an ID (or a source volume ID) 
 not shown, and a warning says how many were left out.
 
 --secret KEY=VALUE (repeatable) is sent with ListSnapshots, as nomad volume snapshot list
--secret does; --secret-file KEY=FILE reads the value from FILE (- for standard input) and keeps
+-secret does; --secret-file KEY=FILE reads the value from FILE (- for standard input; at a terminal, typed without being shown) and keeps
 it off the command line, which every user of the host can read. Without it, volctl sends the secrets the plugin's volumes were registered or
 created with, when they all carry the same ones; when they differ, it sends none and warns.`,
 		Example: `  volctl volume snapshot list
@@ -439,7 +483,7 @@ creation was cut short) is named by its NAME: volctl asks the plugin for it agai
 name, the only way to learn its ID, and deletes it.
 
 --secret KEY=VALUE (repeatable) is sent with DeleteSnapshot, as nomad volume snapshot delete
--secret does; --secret-file KEY=FILE reads the value from FILE (- for standard input) and keeps
+-secret does; --secret-file KEY=FILE reads the value from FILE (- for standard input; at a terminal, typed without being shown) and keeps
 it off the command line, which every user of the host can read. Without it, volctl sends the source volume's secrets, or, once the volume is
 deregistered, those the snapshot was made with. A snapshot whose plugin was deregistered is
 deleted through the plugin's socket as it was when the snapshot was made.
