@@ -563,7 +563,16 @@ func (e *Engine) removeMark(ctx context.Context, volumeID, why string, also func
 		if err := tx.Handovers().Delete(volumeID); err != nil {
 			return err
 		}
-		if err := tx.Events().Append(&store.Event{Kind: "nomad-release", VolumeID: volumeID,
+		// The event names the volume's plugin, as the handover's does: `events --plugin`
+		// showed a volume handed to Nomad and never taken back
+		// (TestNomadReleaseEventNamesThePlugin). A mark outliving its volume names none.
+		var pluginID string
+		if v, err := tx.Volumes().Get(volumeID); err == nil {
+			pluginID = v.PluginID
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err := tx.Events().Append(&store.Event{Kind: "nomad-release", VolumeID: volumeID, PluginID: pluginID,
 			Message: fmt.Sprintf("volume %q taken back from Nomad at %s: %s", volumeID, ShownNomadAddress(h.Address), why)}); err != nil {
 			return err
 		}
