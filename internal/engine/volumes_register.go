@@ -46,7 +46,6 @@ func (e *Engine) RegisterVolumeOutcome(ctx context.Context, sv spec.Volume) (Vol
 
 // registerVolume is RegisterVolume of the ID as stored (bySpecID), saying what it did in r.
 func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registration) (VolumeInfo, error) {
-	*r = Registration{Outcome: Created}
 	fail := failVolume("register", sv.ID)
 	c, unlock, err := e.lockSpecVolume(ctx, &sv)
 	if err != nil {
@@ -56,6 +55,37 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registra
 
 	if needsControllerHalf(c) {
 		return fail(noControllerHalf(store.VolumeFromSpec(sv)))
+	}
+	// The plugin's validation and the record are two steps, and a volume recording the same
+	// storage is locked by its own ID, not this one's: another volctl's delete of it may run
+	// between them, deleting the storage this register then recorded as ready, every claim of
+	// it failing NotFound (TestRegisterOfAnotherVolumesStorageWhileItIsDeletedRecordsNothing).
+	// A volume that recorded the storage before the validation and records it no more after
+	// sends the register round again: the plugin is asked once more whether it has it.
+	for round := 1; ; round++ {
+		info, left, err := e.registerRound(ctx, c, sv, r)
+		if left && round < 3 {
+			continue
+		}
+		if err != nil {
+			return fail(err)
+		}
+		return info, nil
+	}
+}
+
+// registerRound validates sv through the plugin and records it, under sv's lock. left says
+// that a volume recording the same storage when it began, before the validation, records it no
+// more (deleted or deregistered by another volctl meanwhile): nothing is recorded, and the
+// validation no longer says whether the plugin has the storage.
+func (e *Engine) registerRound(ctx context.Context, c *conn, sv spec.Volume, r *Registration) (_ VolumeInfo, left bool, _ error) {
+	*r = Registration{Outcome: Created}
+	fail := func(err error) (VolumeInfo, bool, error) { return VolumeInfo{}, left, err }
+	recordedBefore, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Volume, error) {
+		return sameStorage(tx, sv.PluginID, sv.ExternalID, sv.ID)
+	})
+	if err != nil {
+		return fail(err)
 	}
 	if c.fp.Controller {
 		volumeContext := sv.Context
@@ -111,6 +141,12 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registra
 			same, err := sameStorage(tx, sv.PluginID, sv.ExternalID, sv.ID)
 			if err != nil {
 				return err
+			}
+			if len(same) == 0 && len(recordedBefore) > 0 {
+				left = true
+				return conflictf("external ID %q on plugin %q was volume %q's when this register began, and that volume was deleted or deregistered meanwhile (another volctl): "+
+					"whether the plugin still has the storage is not known; nothing is recorded: register again",
+					sv.ExternalID, sv.PluginID, recordedBefore[0].ID)
 			}
 			if len(same) > 0 {
 				through, err := throughMate(tx, same[0], sv.PluginID)
@@ -203,7 +239,8 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registra
 	if err != nil {
 		return fail(err)
 	}
-	return e.Volume(ctx, sv.ID)
+	info, err := e.Volume(ctx, sv.ID)
+	return info, false, err
 }
 
 // expandRegistered grows an already registered volume whose re-registration asks for more than
