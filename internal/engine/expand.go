@@ -1521,6 +1521,12 @@ func owedExpansionWaits(v store.Volume, p store.Plugin, known bool, claims []sto
 	case published || st.Staged:
 		return fmt.Sprintf("volume %q is on this node, and the NodeExpandVolume has not been sent or failed (`%s` says why): "+
 			"`volctl reconcile` or `%s` sends it", v.ID, "volctl events "+shellquote.Flag("--volume", v.ID), owedExpandCommand(v))
+	case send && fp.Capabilities.Plugin.VolumeExpansionOnline:
+		// Reconcile leaves an ONLINE plugin's step to the publish (expandOffNode): this said
+		// "expands only offline" and advised a reconcile that sent nothing
+		// (TestStatusOfAnOwedStepThroughAnOnlinePluginDoesNotSayOfflineOnly).
+		return fmt.Sprintf("volume %q is on no path on this node, and plugin %q has not had the size through its controller "+
+			"(the expansion was owed as a node-only one): the next claim's publish sends ControllerExpandVolume, then the NodeExpandVolume", v.ID, v.PluginID)
 	case send:
 		return fmt.Sprintf("volume %q is on no path on this node, and plugin %q, which expands only offline, has not had the size through its controller "+
 			"(the expansion was owed as a node-only one): `volctl reconcile` or the next claim sends ControllerExpandVolume while the volume is off the node, "+
