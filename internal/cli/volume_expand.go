@@ -146,7 +146,8 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 	case grew == engine.Sized:
 		fmt.Fprintf(&out, "Volume %q is %s now, at least the %s asked: volctl had no size recorded for it, and its plugin does not list it, so it may have had that already\n",
 			v.ID, bytesIEC(v.CapacityBytes), bytesIEC(size))
-	case v.CapacityBytes == before.CapacityBytes && v.RequestedMin == before.RequestedMin && before.NodeExpansionOwed > v.NodeExpansionOwed:
+	case v.CapacityBytes == before.CapacityBytes && v.RequestedMin == before.RequestedMin && before.NodeExpansionOwed > v.NodeExpansionOwed && v.ExpansionNote == "":
+		// The debt paid; one let go, nothing sent, has its note (below) beside "already".
 		fmt.Fprintf(&out, "Volume %q expanded on the node to %s\n", v.ID, bytesIEC(before.NodeExpansionOwed))
 	case v.CapacityBytes == before.CapacityBytes && v.RequestedMin == before.RequestedMin:
 		fmt.Fprintf(&out, "Volume %q is already %s", v.ID, bytesIEC(max(v.CapacityBytes, v.RequestedMin)))

@@ -124,8 +124,17 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 			if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseHandedOver(tx, v.ID) }); err != nil {
 				return fail(err)
 			}
-			if _, err := e.expandOnNode(ctx, c, v, false); err != nil {
+			sent, err := e.expandOnNode(ctx, c, v, false)
+			if err != nil {
 				return fail(err)
+			}
+			if !sent && v.NodeExpandGuessed && !c.fp.Capabilities.Node.ExpandVolume {
+				// The debt let go, nothing sent: said as such, where `volume expand` printed
+				// "expanded on the node" of a step never taken
+				// (TestGuessLetGoIsNotSaidExpandedOnTheNode).
+				info, err := e.Volume(ctx, v.ID)
+				info.ExpansionNote = guessLetGo(c, v)
+				return info, err
 			}
 		}
 		if limit != 0 && limit != v.RequestedMax {
@@ -1100,10 +1109,14 @@ func (e *Engine) letGoOfGuess(ctx context.Context, c *conn, v store.Volume) erro
 		if err := tx.Volumes().SetNodeExpansion(v.ID, 0, 0); err != nil {
 			return err
 		}
-		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID,
-			Message: fmt.Sprintf("the node expansion to %s owed to volume %q as a guess (its ControllerExpandVolume answer was lost while plugin %q's node half could not be asked) is let go: "+
-				"that node half has no EXPAND_VOLUME, so it has no step to take", spec.FormatSize(v.NodeExpandMin), v.ID, c.plugin.ID)})
+		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, Message: guessLetGo(c, v)})
 	}))
+}
+
+// guessLetGo says what letGoOfGuess did.
+func guessLetGo(c *conn, v store.Volume) string {
+	return fmt.Sprintf("the node expansion to %s owed to volume %q as a guess (its ControllerExpandVolume answer was lost while plugin %q's node half could not be asked) is let go: "+
+		"that node half has no EXPAND_VOLUME, so it has no step to take; no NodeExpandVolume was sent", spec.FormatSize(v.NodeExpandMin), v.ID, c.plugin.ID)
 }
 
 // expandOnPublish sends a volume's owed node expansion once a claim has published it (the

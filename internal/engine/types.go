@@ -312,8 +312,9 @@ type VolumeInfo struct {
 	// that size already; reconcile or the same expand again sends it again and records it.
 	ExpansionPending int64 `json:"expansion_pending,omitempty"`
 	// ExpansionNote is set by the expand that finished a pending controller expansion as a
-	// node-only one (its plugin now declares node EXPAND_VOLUME only): what it did, naming
-	// the plugin and the sizes. Empty everywhere else.
+	// node-only one (its plugin now declares node EXPAND_VOLUME only), or that let go a node
+	// expansion owed as a guess (letGoOfGuess, nothing sent): what it did, naming the plugin
+	// and the sizes. Empty everywhere else.
 	ExpansionNote string `json:"expansion_note,omitempty"`
 	// Handover is set while the volume is handed over to a Nomad cluster: Nomad is its
 	// orchestrator and local claims are refused.
