@@ -447,6 +447,18 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 				inherit[r.spec.ID] = r.leftUnder
 				continue
 			}
+			if r.proc != nil && sp.Exec != nil && r.proc.execDigest != "" {
+				// Its exec block changed: the new runner adopts the process, outdated, and
+				// replaces it by replaceOutdated's rules, as one left under mounts: not while it
+				// has mounts, nor for an exec block that cannot start (a command mistyped), and
+				// counted as a restart for exec_changed. Before, it was stopped here at once
+				// when it had no mounts: the plugin down for good behind an exec block that
+				// could not start, and the restart counted nowhere
+				// (TestUnstartableExecBlockStopsNothingWithoutMounts, TestExecChangedWhileRunningIsCountedAsARestart).
+				a.log.Info("plugin declaration changed; supervising it anew, its exec block changed: its process is replaced once it may be", "plugin", r.spec.ID, "pid", r.proc.pid)
+				inherit[r.spec.ID] = r.leftUnder
+				continue
+			}
 			a.log.Info("plugin declaration changed; supervising it anew", "plugin", r.spec.ID)
 			if heir := execHeir(want, r.spec); sp.Exec == nil && r.proc != nil && heir != "" {
 				// Another ID on its socket runs its process now (oneProcessPerSocket: one
