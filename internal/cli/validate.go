@@ -85,7 +85,7 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 	width, color := diagnosticStyle(ios)
 	var all spec.DiagnosticList // bounded over all the files: the array is held until written
 	invalid, unreadable := false, false
-	seen := declarations{}
+	seen, halves := declarations{}, map[string]spec.Plugin{}
 	for _, name := range opts.Files {
 		if ctx.Err() != nil {
 			return interrupted(ctx)
@@ -110,7 +110,7 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 		f, diags := p.Parse(s.Name, s.Src, opts.Verb)
 		if f != nil {
 			diags = append(diags, exposedSecrets(s, heldSecrets(f.Volume, f.Plugins))...)
-			if d := duplicates(seen, f, s.Name); len(d) > 0 {
+			if d := duplicates(seen, halves, f, s.Name); len(d) > 0 {
 				diags, f = append(diags, d...), nil
 			}
 		}
@@ -158,23 +158,36 @@ func interrupted(ctx context.Context) error {
 	return fmt.Errorf("validate: interrupted before it ended: %w", context.Cause(ctx))
 }
 
-// duplicates is an error for each volume or plugin ID of f that an earlier file declared.
-func duplicates(seen declarations, f *spec.File, file string) hcl.Diagnostics {
-	var ids []string
-	what := "volume"
+// duplicates is an error for each volume or plugin ID of f that an earlier file declared. A
+// split plugin's controller half in one file and its node half in another are one plugin, as
+// plugin register joins them (halves: each half seen alone, by ID); a pair that does not join
+// says why, as plugin register does. Before, validate refused such a pair as one ID declared
+// twice, advising another ID for a half (TestSplitPluginHalvesInTwoFilesAreOnePlugin).
+func duplicates(seen declarations, halves map[string]spec.Plugin, f *spec.File, file string) hcl.Diagnostics {
+	var out hcl.Diagnostics
 	switch f.Kind {
 	case spec.KindPlugin:
-		what = "plugin"
 		for _, p := range f.Plugins {
-			ids = append(ids, p.ID)
+			first, dup := seen.add("plugin", p.ID, file)
+			other, half := halves[p.ID]
+			switch {
+			case !dup:
+				if spec.IsSplitHalf(p.Type) {
+					halves[p.ID] = *p
+				}
+			case half && spec.IsSplitHalf(p.Type) && p.Type != other.Type:
+				delete(halves, p.ID) // joined: a third block of the ID is a duplicate
+				if _, problem := spec.JoinSplit(other, *p); problem != "" {
+					out = append(out, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Split plugin halves do not join",
+						Detail: fmt.Sprintf("%s (%s and %s)", problem, first, file)})
+				}
+			default:
+				out = append(out, duplicateIn("plugin", p.ID, first, file))
+			}
 		}
 	case spec.KindVolume:
-		ids = append(ids, f.Volume.ID)
-	}
-	var out hcl.Diagnostics
-	for _, id := range ids {
-		if first, dup := seen.add(what, id, file); dup {
-			out = append(out, duplicateIn(what, id, first, file))
+		if first, dup := seen.add("volume", f.Volume.ID, file); dup {
+			out = append(out, duplicateIn("volume", f.Volume.ID, first, file))
 		}
 	}
 	return out

@@ -93,7 +93,7 @@ func TestValidateRun(t *testing.T) {
 		"warn.hcl":    strings.Replace(validVolume, `"single-node-writer"`, `"single-node-reader"`, 1),
 		"plugins.hcl": "plugin \"a\" {\n  type = \"node\"\n  socket = \"/run/a.sock\"\n}\nplugin \"b\" {\n  type = \"controller\"\n  socket = \"/run/b.sock\"\n}\n",
 		"copy.hcl":    validVolume,
-		"b-again.hcl": "plugin \"b\" {\n  type = \"node\"\n  socket = \"/run/b2.sock\"\n}\n",
+		"b-again.hcl": "plugin \"b\" {\n  type = \"controller\"\n  socket = \"/run/b2.sock\"\n}\n", // b's controller half again
 		"db.hcl":      "plugin \"db\" {\n  type = \"node\"\n  socket = \"/run/db.sock\"\n}\n",
 		"group.json":  `{"group": {"web": {"volume": {"data": {"type": "csi", "source": "db", "access_mode": "single-node-writer", "attachment_mode": "file-system"}}}}}`,
 	})
