@@ -56,8 +56,15 @@ type frame struct {
 	state bodyState
 	open  int // token index of a body's opening brace
 
-	// For the object a map block was turned into: whether the next token starts an item.
+	// For the object a map block was turned into, or a map attribute's object: whether the next
+	// token starts an item.
 	isMap, itemStart bool
+
+	// mapValue: in a body, the value of a map attribute (mapBlockNames) begins at the next
+	// token: an object there is read as a map block's, its items side by side with no comma
+	// as HCL1 reads them (`context = { a = "x" b = "y" }`), where HCL2 refused it
+	// ("Missing attribute separator": TestMapAttributeWithoutSeparatorsIsRead).
+	mapValue bool
 
 	// valueEnd: the last token of the body or map object (a string's closing quote, a
 	// bracket closed, a number, a name) may end a value, so a name that follows it on the
@@ -202,10 +209,15 @@ func (r *rewriter) run() {
 				f.state, f.valueEnd = stateItemStart, false
 				i--
 			default:
+				mapValue := f.mapValue && t.Type == hclsyntax.TokenOBrace
 				if t.Type != hclsyntax.TokenComment {
 					f.valueEnd = t.Type == hclsyntax.TokenNumberLit || t.Type == hclsyntax.TokenIdent || r.numberEnd > i
+					f.mapValue = false
 				}
 				r.nested(t, i)
+				if mapValue {
+					r.top().isMap, r.top().itemStart = true, true
+				}
 			}
 		case stateAfterItem:
 			switch {
@@ -374,7 +386,7 @@ func (r *rewriter) header(i int) int {
 			r.replace(r.toks[i], "")
 			r.replace(r.toks[i+2], "")
 		}
-		f.state = stateExpr
+		f.state, f.mapValue = stateExpr, mapBlockNames[name]
 		return k
 	case hclsyntax.TokenOBrace:
 		nameTok := r.toks[i]
