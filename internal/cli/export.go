@@ -385,9 +385,16 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		}
 		files = append(files, exportFile{name: name, what: fmt.Sprintf("volume %q", info.ID), data: data, mode: mode})
 	}
+	// A volume handed over is in the namespace Nomad took it into (a default-namespace one, into
+	// the namespace NOMAD_NAMESPACE named then), not the request's: its group's job goes there,
+	// where before it named none, and, run from another shell, landed where Nomad had no such
+	// volume (TestGroupJobOfVolumesHandedOverGoesToTheirNomadNamespace).
 	nsOf := map[string]string{}
 	for _, info := range infos {
 		nsOf[info.ID] = info.Namespace
+		if h := info.Handover; h != nil && h.Namespace != "" {
+			nsOf[info.ID] = h.Namespace
+		}
 	}
 	for _, g := range groups {
 		// A Nomad job claims volumes of its own namespace only.
