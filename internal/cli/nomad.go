@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -375,8 +376,16 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	// Said before Nomad is sent anything: its refusal names neither the volume nor a way out.
 	capsWarning := ""
 	if why := nomad.CapabilitiesRefused(want.Capabilities); why != "" {
-		capsWarning = fmt.Sprintf("volume %q: Nomad may refuse it: %s; if its plugin does, hand Nomad a volume of the one capability its jobs use: `%s`, then register its external_id (which `%s` shows) again with that capability block alone",
-			id, why, shellquote.Command("volctl volume deregister", id), shellquote.Command("volctl volume status", id))
+		// In the order written, each step works: the deregister forgets the secrets and
+		// context no command shows, so the export that keeps them comes first. Before, it
+		// advised the deregister, then a `volume status` of what it had forgotten
+		// (TestNomadRegisterCapabilitiesAdviceWorksInTheOrderWritten), as export's note did
+		// until round 66.
+		file := filepath.Join("nomad", "volume-"+id+".hcl")
+		capsWarning = fmt.Sprintf("volume %q: Nomad may refuse it: %s; if its plugin does, hand Nomad a volume of the one capability its jobs use: "+
+			"`%s` writes its spec, secrets and context kept, to %s; keep there only that capability block, then `%s` (its storage stays), `%s`, and register it with Nomad again",
+			id, why, shellquote.Command("volctl export nomad --include-secrets --no-plugin-job", id), spec.QuoteName(file),
+			shellquote.Command("volctl volume deregister", id), shellquote.Command("volctl volume register", file))
 	}
 	if opts.DryRun {
 		plan, err := planRegistration(ctx, opts, e, c, erasing, info, want, to)
