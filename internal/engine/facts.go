@@ -221,6 +221,13 @@ func healthWhy(h PluginHealth) Unschedulable {
 // registered.
 func (v VolumeSummary) WithPluginProbed(plugin *PluginInfo) VolumeSummary {
 	v.Schedulable = stateReason(v.State) == Schedulable && plugin != nil && plugin.Health() == PluginHealthy && !v.outside && v.handedTo == ""
+	// And why not, as that probe found it: the reason was the one the read found recorded,
+	// "no: plugin not ready" on the row of a volume whose plugin the same screen showed
+	// unhealthy (TestVolumeRowIsWordedByThePluginsProbe).
+	v.pluginWhy = PluginNotRegistered
+	if plugin != nil {
+		v.pluginWhy = healthWhy(plugin.Health())
+	}
 	return v
 }
 
