@@ -1504,9 +1504,16 @@ func describeLimit(n int64) string {
 // claims; its staging row st): what the publish's event, reconcile and `volume expand` say when
 // they meet it, for `volume status` (NodeExpansionWaits), where before it showed the size owed
 // alone, in --json only (expand35). "" when nothing is owed.
-func owedExpansionWaits(v store.Volume, p store.Plugin, known bool, claims []store.Claim, st store.Staging) string {
+func owedExpansionWaits(v store.Volume, p store.Plugin, known bool, claims []store.Claim, st store.Staging, handed *HandoverInfo) string {
 	if v.NodeExpandMin <= 0 {
 		return ""
+	}
+	if handed != nil {
+		// Handed over (forced, with the debt): reconcile sends nothing and expand and claims are
+		// refused until the take-back; this named them, and not the take-back
+		// (TestOwedExpansionOfAHandedOverVolumeSaysItWaitsForTheTakeBack).
+		return fmt.Sprintf("volume %q is handed over to Nomad at %s: the expansion waits for it to be taken back (%s); until then volctl sends nothing for it",
+			v.ID, handed.Address, handed.whatToRun())
 	}
 	if !known {
 		return fmt.Sprintf("plugin %q is not registered: nothing can send it; register the plugin, then run `volctl reconcile`", v.PluginID)

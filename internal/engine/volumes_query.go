@@ -267,7 +267,7 @@ func (e *Engine) volumeStored(ctx context.Context, idOrPrefix string, shown bool
 		case !errors.Is(herr, store.ErrNotFound):
 			return herr
 		}
-		info.NodeExpansionWaits = owedExpansionWaits(v, p, perr == nil, claims, st)
+		info.NodeExpansionWaits = owedExpansionWaits(v, p, perr == nil, claims, st, info.Handover)
 		again, err := recordedAgain(tx, v)
 		if err != nil {
 			return err
