@@ -40,6 +40,14 @@ type Mounter interface {
 	Shows(path, dir string) (bool, error)
 }
 
+// FlagsApplier is a Mounter that can give a bind made already the flags BindMount would have
+// given it (ApplyFlags): what an RPC sent again after a crash between BindMount's bind and its
+// remount completes. A Mounter without it (a test's fake, whose binds carry no flags) leaves
+// such a bind as it is.
+type FlagsApplier interface {
+	ApplyFlags(target, carry string, flags uintptr) error
+}
+
 // SystemMounter mounts with the kernel's mount(2) and detects mounts with mountinfo.
 type SystemMounter struct{}
 
@@ -57,13 +65,30 @@ func (SystemMounter) BindMount(source, target, carry string, flags uintptr) erro
 	if carry == "" {
 		carry = source
 	}
+	if err := remountWith(target, carry, flags, flags != 0); err != nil {
+		_ = unix.Unmount(target, 0)
+		return err
+	}
+	return nil
+}
+
+// ApplyFlags implements FlagsApplier: the remount of BindMount alone, on a bind made already,
+// when its flags are not those flags and carry's mount give. A process that ended between
+// BindMount's two mount(2) calls (killed, or Serve stopped while the RPC ran) left its bind
+// with the source's flags, read-write for a read-only claim, and the RPC sent again found it
+// mounted and answered OK (TestPublishRetriedAfterACrashBetweenBindAndRemountIsReadOnly).
+func (SystemMounter) ApplyFlags(target, carry string, flags uintptr) error {
+	return remountWith(target, carry, flags, false)
+}
+
+// remountWith remounts the bind at target with flags and those of carry's mount it must keep
+// (carriedFlags); unless always, only when its flags differ from those.
+func remountWith(target, carry string, flags uintptr, always bool) error {
 	var st, at unix.Statfs_t
 	if err := unix.Statfs(carry, &st); err != nil {
-		_ = unix.Unmount(target, 0)
 		return &os.PathError{Op: "statfs", Path: carry, Err: err}
 	}
 	if err := unix.Statfs(target, &at); err != nil {
-		_ = unix.Unmount(target, 0)
 		return &os.PathError{Op: "statfs", Path: target, Err: err}
 	}
 	carried := carriedFlags(int64(st.Flags))
@@ -73,11 +98,10 @@ func (SystemMounter) BindMount(source, target, carry string, flags uintptr) erro
 		carried &^= atimeFlags
 	}
 	want := flags | carried
-	if flags == 0 && carriedFlags(int64(at.Flags)) == want {
+	if !always && carriedFlags(int64(at.Flags)) == want {
 		return nil // as wanted already
 	}
 	if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|want, ""); err != nil {
-		_ = unix.Unmount(target, 0)
 		return &os.PathError{Op: "remount", Path: target, Err: err}
 	}
 	return nil

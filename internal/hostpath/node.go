@@ -3,6 +3,7 @@ package hostpath
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -199,6 +200,9 @@ func (p *Plugin) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 			if err := p.showsTheVolume("NodeStageVolume", id, "staging path", path); err != nil {
 				return nil, err
 			}
+			if err := p.applyFlags("NodeStageVolume", id, path, c.flags); err != nil {
+				return nil, err
+			}
 			return &csi.NodeStageVolumeResponse{}, nil
 		case st.Path != path:
 			if old, _ := p.mounter.IsMountPoint(st.Path); old {
@@ -359,6 +363,9 @@ func (p *Plugin) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 			return nil, alreadyExists("NodePublishVolume: volume %q is published at %q with different options (readonly=%t)", id, target, pub.Readonly)
 		}
 		if err := p.showsTheVolume("NodePublishVolume", id, "target", target); err != nil {
+			return nil, err
+		}
+		if err := p.applyFlags("NodePublishVolume", id, target, flags); err != nil {
 			return nil, err
 		}
 		return &csi.NodePublishVolumeResponse{}, nil
@@ -557,6 +564,20 @@ func refuseMountsBelow(rpc, id, what, path string, created bool) error {
 			return failedPrecondition("%s: volume %q: %s %q has %q mounted below it, which the volume's mount over it would hide: unmount that first",
 				rpc, id, what, path, m.Mountpoint)
 		}
+	}
+	return nil
+}
+
+// applyFlags gives the bind at dst, recorded and found mounted by an RPC sent again, the flags
+// its bind is to have (FlagsApplier): the process that made it may have ended before its
+// remount, leaving it read-write for a read-only claim.
+func (p *Plugin) applyFlags(rpc, id, dst string, flags uintptr) error {
+	a, ok := p.mounter.(FlagsApplier)
+	if !ok {
+		return nil
+	}
+	if err := a.ApplyFlags(dst, p.volumePath(id), flags); err != nil {
+		return p.mountStatus(rpc, fmt.Errorf("volume %q: %w", id, err))
 	}
 	return nil
 }
