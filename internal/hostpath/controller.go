@@ -507,6 +507,14 @@ func (p *Plugin) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 // checkNotInUse refuses to delete a volume that is controller-published or mounted on this node.
 func (p *Plugin) checkNotInUse(v *volume) error {
 	if nodes := slices.Sorted(maps.Keys(v.Attachments)); len(nodes) > 0 {
+		if !p.cfg.EnableAttach {
+			// Recorded by a run with --enable-attach; this one answers ControllerUnpublishVolume
+			// UNIMPLEMENTED, and a CO told it has no PUBLISH_UNPUBLISH_VOLUME sends none: the
+			// advice alone left the volume undeletable for good
+			// (TestDeleteAfterARestartWithoutEnableAttachAdvisesAStepThatWorks).
+			return failedPrecondition("volume %q is in use: published to node %q by this plugin while it ran with --enable-attach, which it runs without now: "+
+				"serve it with --enable-attach again and send ControllerUnpublishVolume first", v.ID, nodes[0])
+		}
 		return failedPrecondition("volume %q is in use: published to node %q (ControllerUnpublishVolume first)", v.ID, nodes[0])
 	}
 	return p.checkNotMounted("", v)
