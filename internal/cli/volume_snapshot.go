@@ -300,7 +300,10 @@ func readLimited(path string, n int64) (b []byte, fi fs.FileInfo, tty *os.File, 
 	}
 	if err := notReadable(fi, "a file"); err != nil {
 		if term.IsTerminal(int(f.Fd())) {
-			return nil, fi, f, nil
+			// No FileInfo: a terminal's mode (/dev/tty is 0666) is no file others may read,
+			// and the warning advised `chmod 600 /dev/tty`
+			// (TestNamedTerminalIsNotWarnedAsAFileOthersRead).
+			return nil, nil, f, nil
 		}
 		f.Close()
 		return nil, nil, nil, err
@@ -329,8 +332,17 @@ func readTyped(ctx context.Context, tty *os.File, key string, errOut io.Writer) 
 		_ = term.Restore(fd, was)
 	}
 	fmt.Fprintln(errOut)
+	if err == nil && len(b) >= maxTypedLine {
+		// The terminal's line discipline keeps no more of a line and drops the rest, saying
+		// nothing: the secret read is cut short (TestSecretTypedLongerThanTheTerminalLineIsRefused).
+		return nil, fmt.Errorf("%d bytes were typed, as many as a terminal keeps of one line, and any more were dropped: a secret that long is cut short; give it in a file instead", len(b))
+	}
 	return b, err
 }
+
+// maxTypedLine is what Linux's terminal keeps of one line read in canonical mode (its 4096-byte
+// buffer, less the line's end).
+const maxTypedLine = 4095
 
 func sizeOrUnknown(n int64) string {
 	if n <= 0 {
