@@ -117,6 +117,7 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 	case size < cur:
 		return fail(invalidf("volumes cannot shrink: %q is %s, %s asked", v.ID, spec.FormatSize(cur), spec.FormatSize(size)))
 	case size == cur:
+		var note string // what was done of a debt, where nothing was sent
 		if v.NodeExpandMin > 0 {
 			// The controller expanded it before, the node expansion is still owed: drive it,
 			// unless the volume is handed over to Nomad (forced, with the debt: it waits for the
@@ -131,10 +132,9 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 			if !sent && v.NodeExpandGuessed && !c.fp.Capabilities.Node.ExpandVolume {
 				// The debt let go, nothing sent: said as such, where `volume expand` printed
 				// "expanded on the node" of a step never taken
-				// (TestGuessLetGoIsNotSaidExpandedOnTheNode).
-				info, err := e.Volume(ctx, v.ID)
-				info.ExpansionNote = guessLetGo(c, v)
-				return info, err
+				// (TestGuessLetGoIsNotSaidExpandedOnTheNode); a --limit given is set all the
+				// same, below (TestGuessLetGoStillSetsTheLimitGiven).
+				note = guessLetGo(c, v)
 			}
 		}
 		if limit != 0 && limit != v.RequestedMax {
@@ -151,7 +151,9 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 				return fail(err)
 			}
 		}
-		return e.Volume(ctx, v.ID)
+		info, err := e.Volume(ctx, v.ID)
+		info.ExpansionNote = note
+		return info, err
 	}
 	// Nor a larger size under such a limit: the request written over the pending one, the
 	// storage, at that size already, was recorded past the capacity_max asked, and the error
