@@ -389,17 +389,19 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 	// the namespace NOMAD_NAMESPACE named then), not the request's: its group's job goes there,
 	// where before it named none, and, run from another shell, landed where Nomad had no such
 	// volume (TestGroupJobOfVolumesHandedOverGoesToTheirNomadNamespace).
-	nsOf := map[string]string{}
+	// One handed over into the default namespace is in that one, which the job then names, as
+	// it names any other (TestGroupJobOfVolumesHandedOverToTheDefaultNamespaceNamesIt).
+	nsOf, handed := map[string]string{}, map[string]bool{}
 	for _, info := range infos {
 		nsOf[info.ID] = info.Namespace
 		if h := info.Handover; h != nil && h.Namespace != "" {
-			nsOf[info.ID] = h.Namespace
+			nsOf[info.ID], handed[info.ID] = h.Namespace, true
 		}
 	}
 	for _, g := range groups {
 		// A Nomad job claims volumes of its own namespace only.
 		jo := opts.Job
-		spaces := map[string]bool{}
+		spaces, inNomad := map[string]bool{}, false
 		for _, r := range g.Volumes {
 			// The volumes its allocs use, not every volume named like them: a per_alloc
 			// source's "data[archive]" beside the group's data[0] is another volume, whose
@@ -407,6 +409,7 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 			for _, id := range groupVolumeIDs(g, r) {
 				if ns, ok := nsOf[id]; ok {
 					spaces[ns] = true
+					inNomad = inNomad || handed[id]
 				}
 			}
 		}
@@ -414,7 +417,7 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 			return fmt.Errorf("export nomad: group %q uses volumes of %d namespaces; a Nomad job claims volumes of its own namespace only", g.Name, len(spaces))
 		}
 		for ns := range spaces {
-			if ns != spec.DefaultNamespace && ns != "" {
+			if ns != spec.DefaultNamespace && ns != "" || inNomad {
 				jo.Namespace = ns
 			}
 		}
