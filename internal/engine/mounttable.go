@@ -13,7 +13,8 @@ import (
 
 // MountTable answers which paths under the state dir are mount points. Reconcile reads it once
 // per pass, not once per claim, so restoring 1,000 claims costs one read of the kernel's table;
-// the publish path asks about its one target (Mounted), which reads no table at all.
+// the publish path asks about its one target (Mounted), which reads no table at all, and about
+// what is below it (belowFinder: listmount(2), or before Linux 6.8 a read of the table).
 type MountTable interface {
 	// MountsUnder returns every mount point at or below dir.
 	MountsUnder(dir string) (map[string]bool, error)
@@ -53,8 +54,66 @@ type stackCounter interface {
 	StackedMounts(paths []string) (map[string]int, error)
 }
 
+// belowFinder is a MountTable that can say whether anything is mounted below a mount point
+// without reading the whole table.
+type belowFinder interface {
+	// MountBelow names a mount point strictly below path (a mount point), "" when none.
+	MountBelow(path string) (string, error)
+}
+
+// coverFinder is a MountTable that can say whether a mount point has another mount stacked
+// over it that shows something else.
+type coverFinder interface {
+	// Covered reports whether the topmost mount at path (a mount point) is stacked over
+	// another mount at path and shows another file system or directory than that one.
+	Covered(path string) (bool, error)
+}
+
 // kernelMounts reads the kernel's mount table (/proc/self/mountinfo).
 type kernelMounts struct{}
+
+// Covered implements coverFinder: from statmount(2) where the kernel has it, else from one read
+// of the table (the mounts at path, in the order made).
+func (kernelMounts) Covered(path string) (bool, error) {
+	if covered, ok := coveredByStatmount(path); ok {
+		return covered, nil
+	}
+	path = filepath.Clean(path)
+	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) { return m.Mountpoint != path, false })
+	if err != nil {
+		return false, store.MountTableUnreadable(err)
+	}
+	if len(mounts) < 2 {
+		return false, nil
+	}
+	top, under := mounts[len(mounts)-1], mounts[len(mounts)-2]
+	return top.Major != under.Major || top.Minor != under.Minor || top.Root != under.Root, nil
+}
+
+// MountBelow implements belowFinder: from listmount(2) where the kernel has it, else from one
+// read of the table.
+func (k kernelMounts) MountBelow(path string) (string, error) {
+	if below, ok := mountBelowByListmount(path); ok {
+		return below, nil
+	}
+	under, err := k.MountsUnder(path)
+	return firstBelow(under, path), err
+}
+
+// firstBelow is the first, in order, of the mount points in under strictly below path.
+func firstBelow(under map[string]bool, path string) string {
+	var out []string
+	for m := range under {
+		if m != filepath.Clean(path) {
+			out = append(out, m)
+		}
+	}
+	slices.Sort(out)
+	if len(out) == 0 {
+		return ""
+	}
+	return out[0]
+}
 
 func (kernelMounts) MountedInTable(path string) (MountPoint, error) {
 	path = filepath.Clean(path)

@@ -518,9 +518,36 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 			return err
 		}
 		p.staging(func(st *store.Staging) { st.Staged = true })
+	} else if c.stages() {
+		// Joining the staging there is: what it shows is what this claim is published from.
+		// A plugin that answered another volume's NodeStageVolume by mounting that volume over
+		// this one's staging path (refused for that volume, whose own path it left bare) had
+		// this claim published from the other volume's file system, the alloc handed its data
+		// (TestStageMountedOverAnotherVolumesStagingIsNotPublishedAsIt).
+		if err := e.stagingCovered(v, c, p.st.StagingPath); err != nil {
+			return err
+		}
 	}
 	p.setState(store.ClaimNodeStaged)
 	return nil
+}
+
+// stagingCovered refuses to publish a claim from volume v's staging path when another mount
+// is stacked over the staging the volume was staged with and shows something else (coverFinder;
+// a MountTable without it, a test's, answers nothing).
+func (e *Engine) stagingCovered(v store.Volume, c *conn, path string) error {
+	f, ok := e.cfg.Mounts.(coverFinder)
+	if !ok || path == "" {
+		return nil
+	}
+	covered, err := f.Covered(e.realPath(path))
+	if err != nil || !covered {
+		return err
+	}
+	return conflictf("volume %q's staging %s has another mount stacked over the one it was staged with, showing another file system or directory "+
+		"(plugin %q, or someone by hand, mounted something there since: a stage of another volume at the wrong path?): a claim published from it would be handed that, not the volume; "+
+		"nothing was published: unmount the topmost mount there (`%s`, once), then claim again",
+		v.ID, path, c.plugin.ID, shellquote.Command("umount", path))
 }
 
 // checkStaging checks what the plugin left at volume v's staging path after answering
@@ -1325,11 +1352,37 @@ func (e *Engine) checkTarget(ctx context.Context, v store.Volume, cl *store.Clai
 			// (TestWriteClaimMountedReadOnlyByThePluginIsRefused).
 			what = "mounted read-only (NodePublishVolume asked for read-write, with no \"ro\" mount flag: the alloc, which holds the volume as its writer, could not write it)"
 		default:
-			return nil
+			// What is mounted below the target is handed to the alloc with it, and none of the
+			// checks above look at it: volctl's state dir bound there, or the volume bound
+			// read-write below a read claim's read-only target (a recursive bind made read-only
+			// leaves the mounts below its top as they were). Before, the claim was recorded
+			// published (TestStateDirBoundBelowTheTargetIsRefused,
+			// TestReadClaimWithAWritableMountBelowTheTargetIsRefused).
+			below, berr := e.mountBelow(target)
+			if berr != nil {
+				return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, berr)
+			}
+			if below == "" {
+				return nil
+			}
+			what = fmt.Sprintf("a mount point with another mount below it, at %s, which the volume's own mount does not account for: the alloc would be handed what is mounted there, "+
+				"unchecked (volctl's own directories, or the volume writable below a read-only target)", below)
 		}
 	}
 	return badAnswerf("%s: plugin %q answered OK for volume %q, but the target %s is %s: the plugin did not publish the volume there",
 		csi.RPCNodePublishVolume, c.plugin.ID, v.ID, cl.TargetPath, what)
+}
+
+// mountBelow names a mount strictly below target, a mount point just published ("" for none):
+// from listmount(2) where the kernel has it (no read of the table, whose size grows with every
+// claim on the host), else from one read of the table (kernelMounts.MountBelow). A MountTable
+// without belowFinder (a test's) answers nothing.
+func (e *Engine) mountBelow(target string) (string, error) {
+	f, ok := e.cfg.Mounts.(belowFinder)
+	if !ok {
+		return "", nil
+	}
+	return f.MountBelow(target)
 }
 
 // sharedDir is a directory of volctl's own that a node RPC's path lies in and that nothing is

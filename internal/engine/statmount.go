@@ -167,3 +167,58 @@ func mountRootsByStatmount(paths []string) (map[string]mountRoot, bool) {
 	}
 	return out, true
 }
+
+// mountBelowByListmount is mountBelow asked of listmount(2) and statmount(2) (Linux 6.8): the
+// mounts whose parent is the topmost mount at path, the first of which it names. A mount
+// anywhere below path has one of those among its ancestors. ok is false when they cannot answer
+// (an older kernel, a path reached through a symlink), and the table is read instead.
+func mountBelowByListmount(path string) (below string, ok bool) {
+	if statmountMissing.Load() {
+		return "", false
+	}
+	path = filepath.Clean(path)
+	var sx unix.Statx_t
+	err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID_UNIQUE, &sx)
+	if err != nil || sx.Mask&unix.STATX_MNT_ID_UNIQUE == 0 {
+		return "", false
+	}
+	top, err := statMount(sx.Mnt_id)
+	if err != nil || top.point != path {
+		return "", false // no statmount, or path is no mount point as the kernel spells it
+	}
+	req := mntIDReq{size: uint32(unsafe.Sizeof(mntIDReq{})), mntID: top.id}
+	var ids [4]uint64
+	n, _, errno := unix.Syscall6(unix.SYS_LISTMOUNT, uintptr(unsafe.Pointer(&req)), uintptr(unsafe.Pointer(&ids[0])), uintptr(len(ids)), 0, 0, 0)
+	if errno != 0 {
+		return "", false
+	}
+	if n == 0 {
+		return "", true
+	}
+	child, err := statMount(ids[0])
+	if err != nil {
+		return "", false
+	}
+	return child.point, true
+}
+
+// coveredByStatmount is kernelMounts.Covered asked of statmount(2): the topmost mount at path
+// and the one below it, when that one is at path too. ok is false when statmount cannot answer,
+// and the table is read instead.
+func coveredByStatmount(path string) (covered, ok bool) {
+	path = filepath.Clean(path)
+	var sx unix.Statx_t
+	err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID_UNIQUE, &sx)
+	if err != nil || sx.Mask&unix.STATX_MNT_ID_UNIQUE == 0 {
+		return false, false
+	}
+	top, err := statMount(sx.Mnt_id)
+	if err != nil || top.point != path || top.parent == top.id {
+		return false, false
+	}
+	under, err := statMount(top.parent)
+	if err != nil {
+		return false, false
+	}
+	return under.point == path && (under.dev != top.dev || under.root != top.root), true
+}
