@@ -12,6 +12,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -23,6 +24,25 @@ import (
 // expanded on the node to 4MiB`, an expansion that never happened. It says the volume is already
 // that size, and the note says the guess was let go. Found by helper review71.
 func TestGuessLetGoIsNotSaidExpandedOnTheNode(t *testing.T) {
+	ctx := context.Background()
+	e, backend := guessOwedThroughASplitPlugin(t)
+	code, out, errOut := runOnOut(ctx, e, "volume", "expand", "v", "--size", "4MiB")
+	t.Logf("expand again: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	sent := len(csitest.Requests[csi.NodeExpandVolumeRequest](backend))
+	if sent == 0 && strings.Contains(out, "expanded on the node") {
+		t.Errorf("no NodeExpandVolume was sent (the node half has no EXPAND_VOLUME: the guess was let go), and the expand printed:\n  %s", out)
+	}
+	if code != ExitOK || !strings.Contains(out, "is let go") || !strings.Contains(out, "no NodeExpandVolume was sent") {
+		t.Errorf("expand again: exit %d, printed:\n  %s\nwant exit 0 and a note that the guess was let go, nothing sent", code, out)
+	}
+}
+
+// guessOwedThroughASplitPlugin sets up what the guess tests start from: a split plugin "split"
+// whose controller half alone expanded volume "v" to 4MiB, the answer lost and the one sent again
+// saying node_expansion_required false, so the node step is owed as a guess; then its node half,
+// without EXPAND_VOLUME, registered. It returns the engine and the plugins' backend.
+func guessOwedThroughASplitPlugin(t *testing.T) (*engine.Engine, *csitest.MemPlugin) {
+	t.Helper()
 	ctx := context.Background()
 	cfg := csitest.DefaultMemConfig()
 	cfg.Node.ExpandVolume = false
@@ -56,13 +76,5 @@ func TestGuessLetGoIsNotSaidExpandedOnTheNode(t *testing.T) {
 	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "split", Type: spec.PluginNode, NodeSocket: nodeSock}); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runOnOut(ctx, e, "volume", "expand", "v", "--size", "4MiB")
-	t.Logf("expand again: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
-	sent := len(csitest.Requests[csi.NodeExpandVolumeRequest](backend))
-	if sent == 0 && strings.Contains(out, "expanded on the node") {
-		t.Errorf("no NodeExpandVolume was sent (the node half has no EXPAND_VOLUME: the guess was let go), and the expand printed:\n  %s", out)
-	}
-	if code != ExitOK || !strings.Contains(out, "is let go") || !strings.Contains(out, "no NodeExpandVolume was sent") {
-		t.Errorf("expand again: exit %d, printed:\n  %s\nwant exit 0 and a note that the guess was let go, nothing sent", code, out)
-	}
+	return e, backend
 }

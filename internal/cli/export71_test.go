@@ -119,11 +119,22 @@ func TestNomadRegisterCapabilitiesAdviceWorksInTheOrderWritten(t *testing.T) {
 // namespace the shell running it named (the default one, in a new shell), where Nomad has no
 // such volume, and the job's allocs were never placed. Found by helper review71.
 func TestGroupJobOfVolumesHandedOverGoesToTheirNomadNamespace(t *testing.T) {
+	job, stderr := groupJobOfVolumesHandedOverTo(t, "team")
+	if !regexp.MustCompile(`(?m)^\s*namespace\s*=\s*"team"`).Match(job) {
+		t.Errorf("the job of a group whose volumes Nomad has in namespace team (handed over there) names no namespace: run, it lands in NOMAD_NAMESPACE's (the default when unset), where Nomad has no volume logs[0]\njob:\n%s\nstderr:\n%s", job, stderr)
+	}
+}
+
+// groupJobOfVolumesHandedOverTo exports the job of a group of two allocs whose volumes,
+// logs[0] and logs[1], were handed over to Nomad's namespace ns, and returns it with the
+// export's stderr.
+func groupJobOfVolumesHandedOverTo(t *testing.T, ns string) (job []byte, stderr string) {
+	t.Helper()
 	h := newCLIHarness(t)
 	file := perAllocGroupFile(t, 2, "logs")
 	createSingleWriter(t, h.e, "logs[0]", "logs[1]")
 	for _, id := range []string{"logs[0]", "logs[1]"} {
-		if _, err := h.e.HandOver(h.ctx, id, engine.HandoverTarget{Address: "http://127.0.0.1:4646", Namespace: "team"}, false, nil); err != nil {
+		if _, err := h.e.HandOver(h.ctx, id, engine.HandoverTarget{Address: "http://127.0.0.1:4646", Namespace: ns}, false, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -132,11 +143,9 @@ func TestGroupJobOfVolumesHandedOverGoesToTheirNomadNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatalf("export nomad --group-file: %v\n%s", err, stderr)
 	}
-	job, err := os.ReadFile(filepath.Join(dir, "job-web.nomad.hcl"))
+	job, err = os.ReadFile(filepath.Join(dir, "job-web.nomad.hcl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`(?m)^\s*namespace\s*=\s*"team"`).Match(job) {
-		t.Errorf("the job of a group whose volumes Nomad has in namespace team (handed over there) names no namespace: run, it lands in NOMAD_NAMESPACE's (the default when unset), where Nomad has no volume logs[0]\njob:\n%s\nstderr:\n%s", job, stderr)
-	}
+	return job, stderr
 }

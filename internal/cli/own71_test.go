@@ -3,16 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
-	csipb "github.com/container-storage-interface/spec/lib/go/csi"
-	"github.com/volctl/volctl/internal/csi"
-	"github.com/volctl/volctl/internal/csi/csitest"
-	"github.com/volctl/volctl/internal/engine"
-	"github.com/volctl/volctl/internal/spec"
-	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -93,28 +85,8 @@ func TestSecretTypedLongerThanTheTerminalLineIsRefused(t *testing.T) {
 	}
 	defer controller.Close()
 	defer tty.Close()
-	var errOut lockedBuffer
-	sf := secretFlags{Files: []string{"token=-"}}
-	type result struct {
-		s   map[string]string
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		got, err := sf.parse(t.Context(), tty, &errOut)
-		done <- result{got, err}
-	}()
-	waitEchoOff(t, tty, &errOut, "Secret token")
 	secret := strings.Repeat("k", 6000)
-	go controller.Write([]byte(secret + "\n"))
-	go readAvailable(controller) // drains what the terminal shows, if anything
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(10 * time.Second):
-		controller.Write([]byte("\n"))
-		t.Fatal("still reading 10 s after a line was typed")
-	}
+	r := typeSecret(t, controller, tty, "-", secret+"\n")
 	if r.err == nil && r.s["token"] != secret {
 		t.Errorf("--secret-file token=- at a terminal, a %d-byte secret typed: read %d bytes with no error: the secret sent is cut short", len(secret), len(r.s["token"]))
 	}
@@ -127,23 +99,7 @@ func TestSecretTypedLongerThanTheTerminalLineIsRefused(t *testing.T) {
 // volume, the very case TestGroupJobOfVolumesHandedOverGoesToTheirNomadNamespace mends. Found by
 // helper review71 (own review).
 func TestGroupJobOfVolumesHandedOverToTheDefaultNamespaceNamesIt(t *testing.T) {
-	h := newCLIHarness(t)
-	file := perAllocGroupFile(t, 2, "logs")
-	createSingleWriter(t, h.e, "logs[0]", "logs[1]")
-	for _, id := range []string{"logs[0]", "logs[1]"} {
-		if _, err := h.e.HandOver(h.ctx, id, engine.HandoverTarget{Address: "http://127.0.0.1:4646", Namespace: "default"}, false, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var dir string
-	_, stderr, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.GroupFiles = []string{file}; o.NoPluginJob = true; dir = o.OutDir })
-	if err != nil {
-		t.Fatalf("export nomad --group-file: %v\n%s", err, stderr)
-	}
-	job, err := os.ReadFile(filepath.Join(dir, "job-web.nomad.hcl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	job, _ := groupJobOfVolumesHandedOverTo(t, "default")
 	if !regexp.MustCompile(`(?m)^\s*namespace\s*=\s*"default"`).Match(job) {
 		t.Errorf("the job of a group whose volumes Nomad has in namespace default (handed over there, the mark records it) names no namespace: run with NOMAD_NAMESPACE=team, it lands in team, where Nomad has no volume logs[0]\njob:\n%s", job)
 	}
@@ -156,38 +112,7 @@ func TestGroupJobOfVolumesHandedOverToTheDefaultNamespaceNamesIt(t *testing.T) {
 // review71 (own review).
 func TestGuessLetGoStillSetsTheLimitGiven(t *testing.T) {
 	ctx := context.Background()
-	cfg := csitest.DefaultMemConfig()
-	cfg.Node.ExpandVolume = false
-	cfg.Controller.ListVolumes = false
-	backend := csitest.NewMemPlugin(cfg)
-	faults := csitest.NewFaults()
-	ctrlSock, _ := csitest.Serve(t, csitest.WithFaults(faults), csitest.WithRegister(func(s *grpc.Server) {
-		backend.RegisterServices(s, csitest.Identity, csitest.Controller)
-	}))
-	nodeSock, _ := csitest.Serve(t, csitest.WithRegister(func(s *grpc.Server) {
-		backend.RegisterServices(s, csitest.Identity, csitest.Node)
-	}))
-	e := openEngine(t, filepath.Join(t.TempDir(), "state"))
-	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "split", Type: spec.PluginController, ControllerSocket: ctrlSock}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "v", Name: "v", Type: "csi", PluginID: "split", CapacityMin: 1 << 20,
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
-	faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Lost: true, Times: 1})
-	faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Answer: func(m proto.Message) {
-		m.(*csipb.ControllerExpandVolumeResponse).NodeExpansionRequired = false
-	}})
-	if code, errOut := runOn(ctx, e, "volume", "expand", "v", "--size", "4MiB"); code != ExitOK {
-		t.Fatalf("expand through the controller half: exit %d: %s", code, errOut)
-	}
-	if v, err := e.Volume(ctx, "v"); err != nil || v.NodeExpansionOwed != 4<<20 {
-		t.Fatalf("after the lost answer: owed %d (%v); want the 4MiB owed as a guess", v.NodeExpansionOwed, err)
-	}
-	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "split", Type: spec.PluginNode, NodeSocket: nodeSock}); err != nil {
-		t.Fatal(err)
-	}
+	e, _ := guessOwedThroughASplitPlugin(t)
 	code, out, errOut := runOnOut(ctx, e, "volume", "expand", "v", "--size", "4MiB", "--limit", "8MiB")
 	if code != ExitOK {
 		t.Fatalf("expand --limit 8MiB: exit %d: %s", code, errOut)

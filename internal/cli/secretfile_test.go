@@ -151,27 +151,7 @@ func TestSecretTypedAtATerminalIsAskedForAndNotShown(t *testing.T) {
 		if atStdin {
 			file = "-"
 		}
-		var errOut lockedBuffer
-		sf := secretFlags{Files: []string{"token=" + file}}
-		type result struct {
-			s   map[string]string
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			got, err := sf.parse(t.Context(), tty, &errOut)
-			done <- result{got, err}
-		}()
-		waitEchoOff(t, tty, &errOut, "Secret token")
-		if _, err := controller.Write([]byte("s3cret-typed\n")); err != nil {
-			t.Fatal(err)
-		}
-		var r result
-		select {
-		case r = <-done:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("--secret-file token=%s at a terminal: still reading 10 s after a line was typed", file)
-		}
+		r := typeSecret(t, controller, tty, file, "s3cret-typed\n")
 		if r.err != nil || r.s["token"] != "s3cret-typed" {
 			t.Fatalf("--secret-file token=%s at a terminal: %q, %v; want the line typed", file, r.s["token"], r.err)
 		}
@@ -253,4 +233,34 @@ func readAvailable(controller *os.File) string {
 		}
 		out = append(out, buf[:n]...)
 	}
+}
+
+// typedSecret is what secretFlags.parse returned of a secret typed at a terminal.
+type typedSecret struct {
+	s   map[string]string
+	err error
+}
+
+// typeSecret runs `--secret-file token=FILE` (- for standard input, tty) at the pseudo-terminal
+// tty, waits until it asks for the secret with the echo off, types typed at controller, and
+// returns what the read gave.
+func typeSecret(t *testing.T, controller, tty *os.File, file, typed string) typedSecret {
+	t.Helper()
+	var errOut lockedBuffer
+	sf := secretFlags{Files: []string{"token=" + file}}
+	done := make(chan typedSecret, 1)
+	go func() {
+		got, err := sf.parse(t.Context(), tty, &errOut)
+		done <- typedSecret{got, err}
+	}()
+	waitEchoOff(t, tty, &errOut, "Secret token")
+	go controller.Write([]byte(typed)) // a line longer than the terminal keeps may block
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(10 * time.Second):
+		controller.Write([]byte("\n"))
+		t.Fatalf("--secret-file token=%s at a terminal: still reading 10 s after a line was typed", file)
+	}
+	return typedSecret{}
 }

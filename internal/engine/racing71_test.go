@@ -15,12 +15,7 @@ import (
 // claim of b then failed NotFound at the plugin. Found by helper review71.
 func TestRegisterOfAnotherVolumesStorageWhileItIsDeletedRecordsNothing(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil)
-	h.create(volume("a"))
-	ext := h.externalID("a")
-	out := h.pausedPair("register:validated",
-		func(ctx context.Context) error { _, err := h.e.RegisterVolume(ctx, registered("b", ext)); return err },
-		func(ctx context.Context, other *Engine) error { return other.DeleteVolume(ctx, "a") })
+	h, ext, out := registerOfAsStorageWhile(t, func(ctx context.Context, other *Engine) error { return other.DeleteVolume(ctx, "a") })
 	t.Logf("register b: %v; delete a (waited %v): %v", out.aErr, out.bWaited, out.bErr)
 	if out.bErr != nil {
 		t.Fatalf("the delete of a: %v", out.bErr)
@@ -42,19 +37,28 @@ func TestRegisterOfAnotherVolumesStorageWhileItIsDeletedRecordsNothing(t *testin
 // records the storage, finds the plugin still has it and records b.
 func TestRegisterOfAnotherVolumesStorageWhileItIsDeregisteredRecordsIt(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil)
-	h.create(volume("a"))
-	ext := h.externalID("a")
-	out := h.pausedPair("register:validated",
-		func(ctx context.Context) error { _, err := h.e.RegisterVolume(ctx, registered("b", ext)); return err },
-		func(ctx context.Context, other *Engine) error {
-			_, err := other.DeregisterVolume(ctx, "a", false)
-			return err
-		})
+	h, ext, out := registerOfAsStorageWhile(t, func(ctx context.Context, other *Engine) error {
+		_, err := other.DeregisterVolume(ctx, "a", false)
+		return err
+	})
 	if out.bErr != nil || out.aErr != nil {
 		t.Fatalf("deregister a: %v; register b on its storage meanwhile: %v; want both done", out.bErr, out.aErr)
 	}
 	if got := h.externalID("b"); got != ext {
 		t.Fatalf("volume b records external ID %q; want %q", got, ext)
 	}
+}
+
+// registerOfAsStorageWhile creates volume a, then registers volume b on a's storage (ext, its
+// external ID), paused once the plugin validated it (register:validated) while another engine
+// runs meanwhile.
+func registerOfAsStorageWhile(t *testing.T, meanwhile func(ctx context.Context, other *Engine) error) (h *harness, ext string, out pairOutcome) {
+	t.Helper()
+	h = newHarness(t, nil)
+	h.create(volume("a"))
+	ext = h.externalID("a")
+	out = h.pausedPair("register:validated",
+		func(ctx context.Context) error { _, err := h.e.RegisterVolume(ctx, registered("b", ext)); return err },
+		meanwhile)
+	return h, ext, out
 }
