@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/shellquote/shellquotetest"
@@ -28,14 +27,7 @@ import (
 // says, and the volume ends registered with the one capability and its secret. Found by
 // helper review71.
 func TestNomadRegisterCapabilitiesAdviceWorksInTheOrderWritten(t *testing.T) {
-	cfg := csitest.DefaultMemConfig()
-	cfg.Name = "hostpath.csi.volctl.dev" // the driver the fake Nomad's plugin is
-	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)))
-	h := &cliHarness{ctx: context.Background(), state: t.TempDir() + "/state"}
-	h.e = openEngine(t, h.state)
-	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
+	h := hostpathDriverHarness(t)
 	const secret = "s3cr3t-held-only-here"
 	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "both", Name: "both", Type: "csi", PluginID: "hp",
 		Capabilities: []spec.Capability{

@@ -17,14 +17,7 @@ import (
 // (and its --dry-run) now warn before Nomad is asked, naming the two capabilities and what to
 // do; a volume of one capability, or of two file-system ones, is not warned of.
 func TestNomadRegisterWarnsOfCapabilitiesNomadRefuses(t *testing.T) {
-	cfg := csitest.DefaultMemConfig()
-	cfg.Name = "hostpath.csi.volctl.dev" // the driver the fake Nomad's plugin is
-	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)))
-	h := &cliHarness{ctx: context.Background(), state: t.TempDir() + "/state"}
-	h.e = openEngine(t, h.state)
-	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
+	h := hostpathDriverHarness(t)
 	block := spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.BlockDevice}
 	fs := spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}
 	reader := spec.Capability{AccessMode: spec.MultiNodeReaderOnly, AttachmentMode: spec.FileSystem}
@@ -54,4 +47,19 @@ func TestNomadRegisterWarnsOfCapabilitiesNomadRefuses(t *testing.T) {
 			}
 		}
 	}
+}
+
+// hostpathDriverHarness is a CLI harness whose plugin "hp" answers as the driver the fake
+// Nomad's plugin is (volctl's hostpath), registered as a monolith.
+func hostpathDriverHarness(t *testing.T) *cliHarness {
+	t.Helper()
+	cfg := csitest.DefaultMemConfig()
+	cfg.Name = "hostpath.csi.volctl.dev" // the driver the fake Nomad's plugin is
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+	h := &cliHarness{ctx: context.Background(), state: t.TempDir() + "/state"}
+	h.e = openEngine(t, h.state)
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
