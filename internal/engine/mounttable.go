@@ -61,33 +61,47 @@ type belowFinder interface {
 	MountBelow(path string) (string, error)
 }
 
-// coverFinder is a MountTable that can say whether a mount point has another mount stacked
-// over it that shows something else.
-type coverFinder interface {
-	// Covered reports whether the topmost mount at path (a mount point) is stacked over
-	// another mount at path and shows another file system or directory than that one.
-	Covered(path string) (bool, error)
+// stagingMounts is a MountTable that can name the mount a path shows, and find it again among
+// the mounts stacked there: what a staging was staged with, recorded (Staging.MountID), against
+// what a claim joining it would be published from.
+type stagingMounts interface {
+	// MountID is the ID of the topmost mount at path (statx STATX_MNT_ID, the IDs
+	// /proc/self/mountinfo gives), 0 when the kernel does not say (before Linux 5.8).
+	MountID(path string) (uint64, error)
+	// MountsOver says how many mounts at path are stacked over the one with ID id; found is
+	// false when none at path has that ID.
+	MountsOver(path string, id uint64) (over int, found bool, err error)
 }
 
 // kernelMounts reads the kernel's mount table (/proc/self/mountinfo).
 type kernelMounts struct{}
 
-// Covered implements coverFinder: from statmount(2) where the kernel has it, else from one read
-// of the table (the mounts at path, in the order made).
-func (kernelMounts) Covered(path string) (bool, error) {
-	if covered, ok := coveredByStatmount(path); ok {
-		return covered, nil
+// MountID implements stagingMounts: a statx of path, not following a symlink at it nor syncing
+// with its file system.
+func (kernelMounts) MountID(path string) (uint64, error) {
+	var sx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, filepath.Clean(path), unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID, &sx); err != nil {
+		return 0, err
 	}
+	if sx.Mask&unix.STATX_MNT_ID == 0 {
+		return 0, nil
+	}
+	return sx.Mnt_id, nil
+}
+
+// MountsOver implements stagingMounts from the table: the mounts at path, in the order made.
+func (kernelMounts) MountsOver(path string, id uint64) (over int, found bool, err error) {
 	path = filepath.Clean(path)
 	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) { return m.Mountpoint != path, false })
 	if err != nil {
-		return false, store.MountTableUnreadable(err)
+		return 0, false, store.MountTableUnreadable(err)
 	}
-	if len(mounts) < 2 {
-		return false, nil
+	for i, m := range mounts {
+		if uint64(m.ID) == id {
+			return len(mounts) - 1 - i, true, nil
+		}
 	}
-	top, under := mounts[len(mounts)-1], mounts[len(mounts)-2]
-	return top.Major != under.Major || top.Minor != under.Minor || top.Root != under.Root, nil
+	return 0, false, nil
 }
 
 // MountBelow implements belowFinder: from listmount(2) where the kernel has it, else from one

@@ -517,14 +517,15 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 			sharedDir{"the plugin's staging directory", filepath.Dir(path), fmt.Sprintf("the stagings of plugin %q's other volumes, which their claims are published from", v.PluginID)}); err != nil {
 			return err
 		}
-		p.staging(func(st *store.Staging) { st.Staged = true })
+		mountID := e.stagingMountID(path)
+		p.staging(func(st *store.Staging) { st.Staged, st.MountID = true, mountID })
 	} else if c.stages() {
 		// Joining the staging there is: what it shows is what this claim is published from.
 		// A plugin that answered another volume's NodeStageVolume by mounting that volume over
 		// this one's staging path (refused for that volume, whose own path it left bare) had
 		// this claim published from the other volume's file system, the alloc handed its data
 		// (TestStageMountedOverAnotherVolumesStagingIsNotPublishedAsIt).
-		if err := e.stagingCovered(v, c, p.st.StagingPath); err != nil {
+		if err := e.stagingCovered(v, c, p.st); err != nil {
 			return err
 		}
 	}
@@ -532,22 +533,54 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 	return nil
 }
 
-// stagingCovered refuses to publish a claim from volume v's staging path when another mount
-// is stacked over the staging the volume was staged with and shows something else (coverFinder;
-// a MountTable without it, a test's, answers nothing).
-func (e *Engine) stagingCovered(v store.Volume, c *conn, path string) error {
-	f, ok := e.cfg.Mounts.(coverFinder)
-	if !ok || path == "" {
-		return nil
+// stagingMountID is the ID of the topmost mount at the staging path just staged (stagingMounts),
+// 0 when the MountTable cannot say (a test's, or a kernel before Linux 5.8).
+func (e *Engine) stagingMountID(path string) uint64 {
+	f, ok := e.cfg.Mounts.(stagingMounts)
+	if !ok {
+		return 0
 	}
-	covered, err := f.Covered(e.realPath(path))
-	if err != nil || !covered {
+	id, err := f.MountID(e.realPath(path))
+	if err != nil {
+		return 0
+	}
+	return id
+}
+
+// stagingCovered refuses to publish a claim from volume v's staging when the mount the volume
+// was staged with (st.MountID) is not the topmost there now: stacked over since, or gone. The
+// mounts a plugin's own NodeStageVolume stacked are what it was staged with (a first version
+// compared the two topmost mounts, refusing such a plugin's joins, its advice then unmounting
+// the plugin's own top mount, and passing a staging covered twice alike:
+// TestStagingStackedByThePluginsOwnStageIsJoined, TestStageMountedOverAnotherVolumesStagingIsNotPublishedAsIt).
+func (e *Engine) stagingCovered(v store.Volume, c *conn, st store.Staging) error {
+	f, ok := e.cfg.Mounts.(stagingMounts)
+	if !ok || st.MountID == 0 || st.StagingPath == "" {
+		return nil // not known: an older volctl's staging, or a kernel that does not say
+	}
+	path := e.realPath(st.StagingPath)
+	now, err := f.MountID(path)
+	if err != nil || now == 0 || now == st.MountID {
+		return nil // as staged; a path that cannot be read is the target's checks' to find
+	}
+	over, found, err := f.MountsOver(path, st.MountID)
+	switch {
+	case err != nil:
 		return err
+	case found && over > 0:
+		times := "once"
+		if over > 1 {
+			times = fmt.Sprintf("%d times", over)
+		}
+		return conflictf("volume %q's staging %s has %d mount(s) stacked over the one it was staged with (plugin %q, or someone by hand, mounted there since: a stage of another volume at the wrong path?): "+
+			"a claim published from it would be handed that, not the volume; nothing was published: unmount them (`%s`, %s), then claim again",
+			v.ID, st.StagingPath, over, c.plugin.ID, shellquote.Command("umount", st.StagingPath), times)
+	case !found:
+		return conflictf("volume %q's staging %s no longer shows the mount it was staged with (mount %d; unmounted, or replaced, since): "+
+			"a claim published from it would be handed what is there now, not the volume; nothing was published: release the volume's claims on this host, which unstages it, then claim it again",
+			v.ID, st.StagingPath, st.MountID)
 	}
-	return conflictf("volume %q's staging %s has another mount stacked over the one it was staged with, showing another file system or directory "+
-		"(plugin %q, or someone by hand, mounted something there since: a stage of another volume at the wrong path?): a claim published from it would be handed that, not the volume; "+
-		"nothing was published: unmount the topmost mount there (`%s`, once), then claim again",
-		v.ID, path, c.plugin.ID, shellquote.Command("umount", path))
+	return nil
 }
 
 // checkStaging checks what the plugin left at volume v's staging path after answering

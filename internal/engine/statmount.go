@@ -201,24 +201,3 @@ func mountBelowByListmount(path string) (below string, ok bool) {
 	}
 	return child.point, true
 }
-
-// coveredByStatmount is kernelMounts.Covered asked of statmount(2): the topmost mount at path
-// and the one below it, when that one is at path too. ok is false when statmount cannot answer,
-// and the table is read instead.
-func coveredByStatmount(path string) (covered, ok bool) {
-	path = filepath.Clean(path)
-	var sx unix.Statx_t
-	err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID_UNIQUE, &sx)
-	if err != nil || sx.Mask&unix.STATX_MNT_ID_UNIQUE == 0 {
-		return false, false
-	}
-	top, err := statMount(sx.Mnt_id)
-	if err != nil || top.point != path || top.parent == top.id {
-		return false, false
-	}
-	under, err := statMount(top.parent)
-	if err != nil {
-		return false, false
-	}
-	return under.point == path && (under.dev != top.dev || under.root != top.root), true
-}

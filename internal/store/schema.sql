@@ -1,4 +1,4 @@
--- volctl schema at version 31
+-- volctl schema at version 32
 -- Written by `VOLCTL_WRITE_SCHEMA=1 go test ./internal/store -run TestSchemaFileIsTheMigrationsApplied`
 -- from the migrations in migrations/, which stay the record of how the schema came to be: a new
 -- database gets this in one step (migrate.go, schemaFile). Do not edit it by hand.
@@ -120,7 +120,7 @@ CREATE TABLE stagings (
     controller_published INTEGER NOT NULL DEFAULT 0 CHECK (controller_published IN (0, 1)),
     staged               INTEGER NOT NULL DEFAULT 0 CHECK (staged IN (0, 1)),
     updated_at           INTEGER NOT NULL
-) STRICT;
+, mount_id INTEGER NOT NULL DEFAULT 0) STRICT;
 
 CREATE TABLE snapshots (
     plugin_id          TEXT    NOT NULL,
