@@ -155,6 +155,16 @@ func (e *Engine) registerPluginOnce(ctx context.Context, given spec.Plugin, keep
 		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
+		// Another driver under the ID: the deletes of snapshots volctl has no record of, sent
+		// to the earlier driver and not finished, are forgotten, as a deregister forgets them:
+		// reconcile sent them to the new driver, deleting its snapshot of that ID
+		// (TestReregisterForAnotherDriverDoesNotInheritUnrecordedDeletes).
+		var forgot []string
+		if slices.Contains(r.Changed, "driver") {
+			if forgot, err = forgetUnrecordedDeletes(tx, p.ID); err != nil {
+				return err
+			}
+		}
 		before, err := pathMates(tx, p.ID)
 		if err != nil {
 			return err
@@ -235,6 +245,10 @@ func (e *Engine) registerPluginOnce(ctx context.Context, given spec.Plugin, keep
 			}
 			msg = fmt.Sprintf("plugin %q %s with its controller on %s and its node on %s (%s)",
 				p.ID, did, p.ControllerSocket, p.NodeSocket, describeFingerprint(fp))
+		}
+		if len(forgot) > 0 {
+			msg += fmt.Sprintf("; the unfinished deletes of snapshots %s, which volctl has no record of, were sent to the ID's earlier driver: forgotten, not sent to this one",
+				strings.Join(forgot, ", "))
 		}
 		return tx.Events().Append(&store.Event{Kind: "plugin-register", PluginID: p.ID, Message: msg})
 	})
@@ -1304,10 +1318,14 @@ func refuseOwedUnpublishes(tx *store.Tx, id string, vols []store.Volume) error {
 			listSome(nomad, 5, func(h store.Handover) string { return fmt.Sprintf("%q", h.VolumeID) }),
 			listSome(nomad, 5, func(h store.Handover) string { return handoverInfo(h).TakeBackCommands() }))
 	}
+	way, err := owedUnpublishWay(tx, id)
+	if err != nil {
+		return err
+	}
 	return conflictf("plugin %q owes ControllerUnpublishVolume for %d volume(s) recorded attached with no claim (a forced detach could not send it, or the plugin lost PUBLISH_UNPUBLISH_VOLUME): %s; "+
-		"deregistering the plugin, even with --force, would leave nothing to send it through. Run `volctl reconcile` once plugin %q answers (it sends it), then deregister again; "+
+		"deregistering the plugin, even with --force, would leave nothing to send it through. %s, then deregister again; "+
 		"or deregister the volume with %s, which sends it too and, if the plugin still cannot take it, forgets the attachment%s",
-		id, len(all), listSome(all, 5, func(o owed) string { return fmt.Sprintf("volume %q on node %q", o.volume, o.node) }), id, forget, handed)
+		id, len(all), listSome(all, 5, func(o owed) string { return fmt.Sprintf("volume %q on node %q", o.volume, o.node) }), way, forget, handed)
 }
 
 func snapshotIDs(snaps []store.Snapshot, max int) string {

@@ -41,6 +41,21 @@ func refuseClaimed(tx *store.Tx, volumeID, verb string) error {
 	case len(cmds) > 1:
 		how = fmt.Sprintf("%s release them", listSome(cmds, 5, func(s string) string { return s }))
 	}
+	// Through a plugin no longer registered (deregistered with --force), a release cannot
+	// reach it, nor can the --force deregister's: the forced detach frees the claims without
+	// it. Before, both commands advised failed "not registered"
+	// (TestVolumeDeregisterAfterForcedPluginDeregisterAdvisesAWayThatWorks).
+	if v, err := tx.Volumes().Get(volumeID); err == nil {
+		if _, perr := tx.Plugins().Get(v.PluginID); errors.Is(perr, store.ErrNotFound) {
+			return conflictf("volume %q has %d live claim(s): %s, and its plugin %q is not registered, so no release can reach it: "+
+				"`%s` frees them without the plugin (or register the plugin again and release them), then %s it",
+				volumeID, len(claims), describeClaims(claims), v.PluginID, shellquote.CommandFlags("volctl volume detach", []string{volumeID}, "--force"), verb)
+		} else if perr != nil {
+			return perr
+		}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
 	if verb == forcedDeregister {
 		// --force released the claims it found, outside the volume's lock; these were made by
 		// another volctl since, and may be in use: advising --force again would take them too.

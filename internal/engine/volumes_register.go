@@ -724,7 +724,11 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 		}
 		if owed {
 			if !force {
-				return refuseOwedUnpublish(v, st)
+				way, err := owedUnpublishWay(tx, v.PluginID)
+				if err != nil {
+					return err
+				}
+				return refuseOwedUnpublish(v, st, way)
 			}
 			att := forgottenAttachment(v.PluginID, st, unsent)
 			msg += " with --force; " + att
@@ -788,11 +792,30 @@ func (e *Engine) sendOwedUnpublish(ctx context.Context, id string) (unsent, err 
 }
 
 // refuseOwedUnpublish is the conflict of deregistering volume v while a ControllerUnpublishVolume
-// is owed for the attachment st records.
-func refuseOwedUnpublish(v store.Volume, st store.Staging) error {
+// is owed for the attachment st records; way is owedUnpublishWay's.
+func refuseOwedUnpublish(v store.Volume, st store.Staging, way string) error {
 	return conflictf("volume %q is recorded attached to node %q through plugin %q with no claim: a ControllerUnpublishVolume is owed (a forced detach could not send it, or the plugin lost PUBLISH_UNPUBLISH_VOLUME), and deregistering the volume would forget it. "+
-		"Run `volctl reconcile` once plugin %q answers (it sends it), then deregister again; or `%s`, which sends it too and, if the plugin still cannot take it, forgets the attachment",
-		v.ID, attachedNode(st), v.PluginID, v.PluginID, shellquote.CommandFlags("volctl volume deregister", []string{v.ID}, "--force"))
+		"%s, then deregister again; or `%s`, which sends it too and, if the plugin still cannot take it, forgets the attachment",
+		v.ID, attachedNode(st), v.PluginID, way, shellquote.CommandFlags("volctl volume deregister", []string{v.ID}, "--force"))
+}
+
+// owedUnpublishWay says what sends an owed ControllerUnpublishVolume through plugin id, as its
+// last fingerprint has it: reconcile once the plugin answers, or, for a plugin that answers
+// without PUBLISH_UNPUBLISH_VOLUME, its start with that capability first: "once it answers"
+// promised a reconcile that sends nothing to a plugin answering already
+// (TestOwedUnpublishRefusalOfAPluginThatLostTheCapabilityDoesNotPromiseReconcile).
+func owedUnpublishWay(tx *store.Tx, id string) (string, error) {
+	p, err := tx.Plugins().Get(id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Sprintf("Plugin %q is not registered (deregistered with --force): register it again, then run `volctl reconcile` (it sends it)", id), nil
+	case err != nil:
+		return "", err
+	}
+	if fp := recordedFingerprint(p); fp != nil && fp.Controller && !fp.Capabilities.Controller.PublishUnpublishVolume {
+		return fmt.Sprintf("Plugin %q answers without PUBLISH_UNPUBLISH_VOLUME (as last fingerprinted), so nothing can send it now: start it with that capability again, then run `volctl reconcile` (it sends it)", id), nil
+	}
+	return fmt.Sprintf("Run `volctl reconcile` once plugin %q answers (it sends it)", id), nil
 }
 
 // forgottenAttachment says that the attachment st records is forgotten because
