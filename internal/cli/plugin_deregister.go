@@ -26,7 +26,7 @@ type DeregisterOptions struct {
 }
 
 func newCmdPluginDeregister(f *Factory, runF func(*DeregisterOptions) error) *cobra.Command {
-	opts := &DeregisterOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm}
+	opts := &DeregisterOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm, Stored: f.storedEngine}
 	cmd := &cobra.Command{
 		Use:   "deregister ID",
 		Short: "Forget a registered plugin",
@@ -65,17 +65,26 @@ func pluginDeregisterRun(ctx context.Context, opts *DeregisterOptions) error {
 	if opts.Force {
 		action = fmt.Sprintf("Deregister plugin %q even if volumes use it", opts.ID)
 	}
-	return deregisterRun(ctx, opts, action, "Plugin", func(e *engine.Engine, ctx context.Context, id string, force bool) ([]string, error) {
+	// A plugin not registered is said before --force's question, as the volume commands say a
+	// volume not recorded (confirmedOnPlugin): it asked of a typo, then said "not registered"
+	// after a yes (TestForcedDeregisterOfAPluginNotRegisteredDoesNotAsk).
+	return deregisterRun(ctx, opts, action, "Plugin", confirmedOnPlugin, func(e *engine.Engine, ctx context.Context, id string, force bool) ([]string, error) {
 		return nil, e.DeregisterPlugin(ctx, id, force)
 	}, nil)
 }
 
-// deregisterRun asks before action (unless it is empty), then forgets opts.ID through
-// deregister, prints the warnings it returns on stderr, and says so, naming it with noun;
-// did, when not nil, is what it did on the way, said above (and also when it failed).
-func deregisterRun(ctx context.Context, opts *DeregisterOptions, action, noun string,
+// confirmer is confirmedOnVolume or confirmedOnPlugin: the question, after a look at what it
+// is about.
+type confirmer func(ctx context.Context, ios *iostreams.IOStreams, confirm func(yes bool, action string) error, yes bool, action string,
+	open, stored func(context.Context) (*engine.Engine, error), what, id string) (*engine.Engine, error)
+
+// deregisterRun asks before action (unless it is empty), looking first with confirmed, then
+// forgets opts.ID through deregister, prints the warnings it returns on stderr, and says so,
+// naming it with noun; did, when not nil, is what it did on the way, said above (and also when
+// it failed).
+func deregisterRun(ctx context.Context, opts *DeregisterOptions, action, noun string, confirmed confirmer,
 	deregister func(e *engine.Engine, ctx context.Context, id string, force bool) ([]string, error), did func() string) error {
-	e, err := confirmedOnVolume(ctx, opts.IO, opts.Confirm, opts.Yes, action, opts.Engine, opts.Stored,
+	e, err := confirmed(ctx, opts.IO, opts.Confirm, opts.Yes, action, opts.Engine, opts.Stored,
 		fmt.Sprintf("deregister %s %q", strings.ToLower(noun), opts.ID), opts.ID)
 	if err != nil {
 		return err

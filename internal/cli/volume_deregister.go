@@ -60,7 +60,7 @@ func volumeDeregisterRun(ctx context.Context, opts *DeregisterOptions) error {
 		released, warnings, err = e.DeregisterVolumeReleasing(ctx, id, force)
 		return warnings, err
 	}
-	return deregisterRun(ctx, opts, action, "Volume", deregister, func() string {
+	return deregisterRun(ctx, opts, action, "Volume", confirmedOnVolume, deregister, func() string {
 		var lines strings.Builder
 		for _, c := range released {
 			fmt.Fprintf(&lines, "Released %s claim of alloc %q\n", c.Mode, c.Alloc)
