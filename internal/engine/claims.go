@@ -1508,3 +1508,7 @@ func (e *Engine) Claims(ctx context.Context) ([]ClaimInfo, error) {
 // byte for byte, such a claim could never again be released by name, nor met by a claim of
 // the same alloc, which would mount the volume a second time for it.
 func sameAlloc(stored, given string) bool { return sameInNFC(stored, given) }
+
+// SameAlloc is sameAlloc, for a caller that must match a claim as Release finds it: the
+// dashboard's guard of a release confirmed (tui's action.changed).
+func SameAlloc(stored, given string) bool { return sameAlloc(stored, given) }
