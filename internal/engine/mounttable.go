@@ -61,47 +61,28 @@ type belowFinder interface {
 	MountBelow(path string) (string, error)
 }
 
-// stagingMounts is a MountTable that can name the mount a path shows, and find it again among
-// the mounts stacked there: what a staging was staged with, recorded (Staging.MountID), against
-// what a claim joining it would be published from.
-type stagingMounts interface {
-	// MountID is the ID of the topmost mount at path (statx STATX_MNT_ID, the IDs
-	// /proc/self/mountinfo gives), 0 when the kernel does not say (before Linux 5.8).
-	MountID(path string) (uint64, error)
-	// MountsOver says how many mounts at path are stacked over the one with ID id; found is
-	// false when none at path has that ID.
-	MountsOver(path string, id uint64) (over int, found bool, err error)
+// stackReader is a MountTable that can list the mounts stacked at one path, in the order made.
+type stackReader interface {
+	// StackAt returns what each mount at path shows (as the table spells path), the topmost
+	// last; none when path is no mount point.
+	StackAt(path string) ([]mountRoot, error)
 }
 
 // kernelMounts reads the kernel's mount table (/proc/self/mountinfo).
 type kernelMounts struct{}
 
-// MountID implements stagingMounts: a statx of path, not following a symlink at it nor syncing
-// with its file system.
-func (kernelMounts) MountID(path string) (uint64, error) {
-	var sx unix.Statx_t
-	if err := unix.Statx(unix.AT_FDCWD, filepath.Clean(path), unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID, &sx); err != nil {
-		return 0, err
-	}
-	if sx.Mask&unix.STATX_MNT_ID == 0 {
-		return 0, nil
-	}
-	return sx.Mnt_id, nil
-}
-
-// MountsOver implements stagingMounts from the table: the mounts at path, in the order made.
-func (kernelMounts) MountsOver(path string, id uint64) (over int, found bool, err error) {
+// StackAt implements stackReader from the table.
+func (kernelMounts) StackAt(path string) ([]mountRoot, error) {
 	path = filepath.Clean(path)
 	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) { return m.Mountpoint != path, false })
 	if err != nil {
-		return 0, false, store.MountTableUnreadable(err)
+		return nil, store.MountTableUnreadable(err)
 	}
+	out := make([]mountRoot, len(mounts))
 	for i, m := range mounts {
-		if uint64(m.ID) == id {
-			return len(mounts) - 1 - i, true, nil
-		}
+		out[i] = mountRoot{dev: unix.Mkdev(uint32(m.Major), uint32(m.Minor)), root: m.Root}
 	}
-	return 0, false, nil
+	return out, nil
 }
 
 // MountBelow implements belowFinder: from listmount(2) where the kernel has it, else from one

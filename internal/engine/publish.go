@@ -466,6 +466,16 @@ func (e *Engine) stagedBeforeAttach(ctx context.Context, c *conn, v store.Volume
 
 func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {
 	cl := p.cl
+	if c.stages() && p.st.Staged {
+		// Joining the staging there is: what it shows is what this claim is published from.
+		// A plugin that answered another volume's NodeStageVolume by mounting that volume over
+		// this one's staging path (refused for that volume, whose own path it left bare) had
+		// this claim published from the other volume's file system, the alloc handed its data
+		// (TestStageMountedOverAnotherVolumesStagingIsNotPublishedAsIt).
+		if err := e.stagingCovered(v, c, p.st); err != nil {
+			return err
+		}
+	}
 	// One staging per volume: a later claim shares the one there is.
 	if c.stages() && !p.st.Staged {
 		if err := e.attachedElsewhere(ctx, c, v, p, csi.RPCNodeStageVolume); err != nil {
@@ -517,57 +527,67 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 			sharedDir{"the plugin's staging directory", filepath.Dir(path), fmt.Sprintf("the stagings of plugin %q's other volumes, which their claims are published from", v.PluginID)}); err != nil {
 			return err
 		}
-		mountID := e.stagingMountID(path)
-		p.staging(func(st *store.Staging) { st.Staged, st.MountID = true, mountID })
-	} else if c.stages() {
-		// Joining the staging there is: what it shows is what this claim is published from.
-		// A plugin that answered another volume's NodeStageVolume by mounting that volume over
-		// this one's staging path (refused for that volume, whose own path it left bare) had
-		// this claim published from the other volume's file system, the alloc handed its data
-		// (TestStageMountedOverAnotherVolumesStagingIsNotPublishedAsIt).
-		if err := e.stagingCovered(v, c, p.st); err != nil {
-			return err
-		}
+		shows := e.stagingShows(path)
+		p.staging(func(st *store.Staging) { st.Staged, st.MountDev, st.MountRoot = true, shows.dev, shows.root })
 	}
 	p.setState(store.ClaimNodeStaged)
 	return nil
 }
 
-// stagingMountID is the ID of the topmost mount at the staging path just staged (stagingMounts),
-// 0 when the MountTable cannot say (a test's, or a kernel before Linux 5.8).
-func (e *Engine) stagingMountID(path string) uint64 {
-	f, ok := e.cfg.Mounts.(stagingMounts)
+// stagingShows is what the topmost mount at the staging path just staged shows (mountRoots:
+// statmount(2), or a read of the table before Linux 6.8): zero when nothing is mounted at the
+// path itself (a plugin that stages below it, or nowhere) or the MountTable cannot say (a
+// test's). A file system's device and a root within it are the same in every mount namespace
+// that shares the mount, and not given to another file system as a freed mount ID is.
+func (e *Engine) stagingShows(path string) mountRoot {
+	mr, ok := e.cfg.Mounts.(mountRoots)
 	if !ok {
-		return 0
+		return mountRoot{}
 	}
-	id, err := f.MountID(e.realPath(path))
+	real := e.realPath(path)
+	roots, err := mr.MountRoots(real)
 	if err != nil {
-		return 0
+		return mountRoot{}
 	}
-	return id
+	return roots[real]
 }
 
-// stagingCovered refuses to publish a claim from volume v's staging when the mount the volume
-// was staged with (st.MountID) is not the topmost there now: stacked over since, or gone. The
-// mounts a plugin's own NodeStageVolume stacked are what it was staged with (a first version
-// compared the two topmost mounts, refusing such a plugin's joins, its advice then unmounting
-// the plugin's own top mount, and passing a staging covered twice alike:
-// TestStagingStackedByThePluginsOwnStageIsJoined, TestStageMountedOverAnotherVolumesStagingIsNotPublishedAsIt).
+// stagingCovered refuses to publish a claim from volume v's staging when what the staging
+// showed once staged (st.MountDev, st.MountRoot) is not what its topmost mount shows now:
+// something stacked over it since (the table says how many), or it replaced. The mounts a
+// plugin's own NodeStageVolume stacked are what it was staged with. A first version compared
+// the two topmost mounts, refusing such a plugin's joins and advising the unmount of its own top
+// mount, and passing a staging covered twice (TestStagingStackedByThePluginsOwnStageIsJoined,
+// TestStageMountedOverAnotherVolumesStagingIsNotPublishedAsIt); a second compared mount IDs,
+// another in every mount namespace and given again once freed
+// (TestJoinFromAnotherMountNamespaceSharingTheStateDir, TestStagingReplacedByAMountWithTheReusedIDIsNotJoined).
+// A staging with nothing mounted at its path now is left to the target's check, which refuses
+// a claim published from a bare staging (bareStaging).
 func (e *Engine) stagingCovered(v store.Volume, c *conn, st store.Staging) error {
-	f, ok := e.cfg.Mounts.(stagingMounts)
-	if !ok || st.MountID == 0 || st.StagingPath == "" {
-		return nil // not known: an older volctl's staging, or a kernel that does not say
+	sr, ok := e.cfg.Mounts.(stackReader)
+	if !ok || st.MountRoot == "" || st.StagingPath == "" {
+		return nil // not known: an older volctl's staging, nothing mounted at the path, or a test's table
 	}
+	was := mountRoot{dev: st.MountDev, root: st.MountRoot}
 	path := e.realPath(st.StagingPath)
-	now, err := f.MountID(path)
-	if err != nil || now == 0 || now == st.MountID {
-		return nil // as staged; a path that cannot be read is the target's checks' to find
+	if now := e.stagingShows(st.StagingPath); now == was {
+		return nil
 	}
-	over, found, err := f.MountsOver(path, st.MountID)
-	switch {
-	case err != nil:
+	stack, err := sr.StackAt(path)
+	if err != nil {
 		return err
-	case found && over > 0:
+	}
+	over := -1
+	for i := len(stack) - 1; i >= 0; i-- {
+		if stack[i] == was {
+			over = len(stack) - 1 - i
+			break
+		}
+	}
+	switch {
+	case over == 0, len(stack) == 0:
+		return nil // as staged (the two reads a moment apart), or nothing mounted there
+	case over > 0:
 		times := "once"
 		if over > 1 {
 			times = fmt.Sprintf("%d times", over)
@@ -575,12 +595,11 @@ func (e *Engine) stagingCovered(v store.Volume, c *conn, st store.Staging) error
 		return conflictf("volume %q's staging %s has %d mount(s) stacked over the one it was staged with (plugin %q, or someone by hand, mounted there since: a stage of another volume at the wrong path?): "+
 			"a claim published from it would be handed that, not the volume; nothing was published: unmount them (`%s`, %s), then claim again",
 			v.ID, st.StagingPath, over, c.plugin.ID, shellquote.Command("umount", st.StagingPath), times)
-	case !found:
-		return conflictf("volume %q's staging %s no longer shows the mount it was staged with (mount %d; unmounted, or replaced, since): "+
-			"a claim published from it would be handed what is there now, not the volume; nothing was published: release the volume's claims on this host, which unstages it, then claim it again",
-			v.ID, st.StagingPath, st.MountID)
 	}
-	return nil
+	return conflictf("volume %q's staging %s no longer shows what it was staged with (its mounts there were unmounted, and another mounted in their place, since): "+
+		"a claim published from it would be handed that, not the volume; nothing was published: unmount what is there (`%s`, until `findmnt %s` lists nothing), "+
+		"then release the volume's claims on this host (the last release unstages it: `%s`), and claim it again, which stages it anew",
+		v.ID, st.StagingPath, shellquote.Command("umount", st.StagingPath), shellquote.Arg(st.StagingPath), shellquote.Command("volctl volume detach", v.ID))
 }
 
 // checkStaging checks what the plugin left at volume v's staging path after answering

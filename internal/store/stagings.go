@@ -16,10 +16,12 @@ type Staging struct {
 	PublishContext      map[string]string
 	ControllerPublished bool
 	Staged              bool
-	// MountID is the ID of the topmost mount at StagingPath once NodeStageVolume answered and
-	// was checked (statx STATX_MNT_ID, the IDs /proc/self/mountinfo gives; migration 0032):
-	// a claim joining the staging compares it with what is there now. 0 when not known.
-	MountID   uint64
+	// MountDev and MountRoot are what the topmost mount at StagingPath showed once
+	// NodeStageVolume answered and was checked: its file system's device and its root within
+	// it (migration 0032). A claim joining the staging compares them with what is there now.
+	// MountRoot empty: not known (an older volctl's staging, or nothing mounted at the path).
+	MountDev  uint64
+	MountRoot string
 	UpdatedAt time.Time
 }
 
@@ -41,23 +43,23 @@ func (tx *Tx) Stagings() StagingStore { return stagings{tx} }
 
 type stagings struct{ tx *Tx }
 
-const stagingColumns = `volume_id, plugin_id, staging_path, node_id, publish_context, controller_published, staged, mount_id, updated_at`
+const stagingColumns = `volume_id, plugin_id, staging_path, node_id, publish_context, controller_published, staged, mount_dev, mount_root, updated_at`
 
 func scanStaging(sc scanner) (Staging, error) {
 	var (
-		st      Staging
-		pctx    sql.NullString
-		u       int64
-		mountID int64
+		st       Staging
+		pctx     sql.NullString
+		u        int64
+		mountDev int64
 	)
 	if err := sc.Scan(&st.VolumeID, &st.PluginID, &st.StagingPath, &st.NodeID, &pctx, &st.ControllerPublished,
-		&st.Staged, &mountID, &u); err != nil {
+		&st.Staged, &mountDev, &st.MountRoot, &u); err != nil {
 		return Staging{}, err
 	}
 	if err := decJSON(pctx, &st.PublishContext); err != nil {
 		return Staging{}, fmt.Errorf("staging of volume %q: decode: %w", st.VolumeID, err)
 	}
-	st.UpdatedAt, st.MountID = decTime(u), uint64(mountID)
+	st.UpdatedAt, st.MountDev = decTime(u), uint64(mountDev)
 	return st, nil
 }
 
@@ -79,9 +81,9 @@ func (ss stagings) Put(st *Staging) error {
 		return fmt.Errorf("%s: encode: %w", what, err)
 	}
 	now := ss.tx.now()
-	_, err = ss.tx.exec(`INSERT OR REPLACE INTO stagings (`+stagingColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = ss.tx.exec(`INSERT OR REPLACE INTO stagings (`+stagingColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		st.VolumeID, st.PluginID, st.StagingPath, st.NodeID, pctx, encBool(st.ControllerPublished),
-		encBool(st.Staged), int64(st.MountID), encTime(now))
+		encBool(st.Staged), int64(st.MountDev), st.MountRoot, encTime(now))
 	if err != nil {
 		return wrap(err, what, fmt.Sprintf("volume %q does not exist", st.VolumeID))
 	}
