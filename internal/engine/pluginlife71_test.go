@@ -30,24 +30,7 @@ func TestReregisterForAnotherDriverDoesNotInheritUnrecordedDeletes(t *testing.T)
 		t.Fatalf("register mem again for other.driver: %v", err)
 	}
 	t.Logf("registered again: %s %+v", info.Provider, reg)
-	c2, err := csi.New(csi.Config{ControllerSocket: sock2, NodeSocket: sock2, Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 2 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	v, err := c2.CreateVolume(h.ctx, csi.CreateVolumeRequest{Name: "x", CapacityMin: 1 << 20,
-		Capabilities: volumeCapabilities(volume("v"))})
-	if err != nil {
-		t.Fatalf("create on the second driver: %v", err)
-	}
-	if _, err := c2.CreateSnapshot(h.ctx, csi.CreateSnapshotRequest{SourceVolumeID: v.ID, Name: "other"}); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := h.e.Reconcile(h.ctx)
-	t.Logf("reconcile: %v %+v %+v", err, rep.Actions, rep.Problems)
-	if len(mem2.Snapshots()) != 1 {
-		t.Fatalf("reconcile deleted driver other.driver's snapshot \"other\", for a delete recorded against the plugin ID's earlier driver (mem.csi.volctl.test), the ID registered again over it")
-	}
+	otherDriversSnapshotSurvivesReconcile(t, h, sock2, mem2)
 }
 
 // TestOwedUnpublishRefusalOfAPluginThatLostTheCapabilityDoesNotPromiseReconcile: a plugin
@@ -120,5 +103,30 @@ func TestVolumeDeregisterAfterForcedPluginDeregisterAdvisesAWayThatWorks(t *test
 	}
 	if _, err := h.e.DeregisterVolume(h.ctx, "v", true); err != nil {
 		t.Fatalf("the advised `volctl volume deregister v --force`: %v", err)
+	}
+}
+
+// otherDriversSnapshotSurvivesReconcile makes a volume and its snapshot "other" through the other
+// driver on sock2 (mem2), registered under the plugin ID of h's earlier driver, runs reconcile,
+// and fails when the snapshot is gone: a delete recorded against the ID's earlier driver sent to it.
+func otherDriversSnapshotSurvivesReconcile(t *testing.T, h *harness, sock2 string, mem2 *csitest.MemPlugin) {
+	t.Helper()
+	c2, err := csi.New(csi.Config{ControllerSocket: sock2, NodeSocket: sock2, Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	v, err := c2.CreateVolume(h.ctx, csi.CreateVolumeRequest{Name: "x", CapacityMin: 1 << 20,
+		Capabilities: volumeCapabilities(volume("v"))})
+	if err != nil {
+		t.Fatalf("create on the second driver: %v", err)
+	}
+	if _, err := c2.CreateSnapshot(h.ctx, csi.CreateSnapshotRequest{SourceVolumeID: v.ID, Name: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := h.e.Reconcile(h.ctx)
+	t.Logf("reconcile: %v %+v %+v", err, rep.Actions, rep.Problems)
+	if len(mem2.Snapshots()) != 1 {
+		t.Fatalf("reconcile deleted driver other.driver's snapshot \"other\", for a delete recorded against the plugin ID's earlier driver")
 	}
 }

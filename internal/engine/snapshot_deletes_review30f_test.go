@@ -178,24 +178,7 @@ func TestReview30fRecordedDeleteSentToAnotherDriverUnderTheID(t *testing.T) {
 	mem2 := csitest.NewMemPlugin(cfg)
 	sock2, _ := csitest.Serve(t, csitest.WithServer(mem2))
 	h.registerPlugin("mem", sock2)
-	c2, err := csi.New(csi.Config{ControllerSocket: sock2, NodeSocket: sock2, Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 2 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	v, err := c2.CreateVolume(h.ctx, csi.CreateVolumeRequest{Name: "x", CapacityMin: 1 << 20,
-		Capabilities: volumeCapabilities(volume("v"))})
-	if err != nil {
-		t.Fatalf("create on the second driver: %v", err)
-	}
-	if _, err := c2.CreateSnapshot(h.ctx, csi.CreateSnapshotRequest{SourceVolumeID: v.ID, Name: "other"}); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := h.e.Reconcile(h.ctx)
-	t.Logf("reconcile: %v %+v %+v", err, rep.Actions, rep.Problems)
-	if len(mem2.Snapshots()) != 1 {
-		t.Fatalf("reconcile deleted driver other.driver's snapshot \"other\", for a delete recorded against the plugin ID's earlier driver")
-	}
+	otherDriversSnapshotSurvivesReconcile(t, h, sock2, mem2)
 }
 
 // unrecordedDeleteThenVolumeGone makes a snapshot "other" of volume db on the plugin (volctl
