@@ -528,66 +528,98 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 			return err
 		}
 		shows := e.stagingShows(path)
-		p.staging(func(st *store.Staging) { st.Staged, st.MountDev, st.MountRoot = true, shows.dev, shows.root })
+		p.staging(func(st *store.Staging) {
+			st.Staged = true
+			st.MountDev, st.MountRoot, st.MountIno, st.MountBirth = shows.dev, shows.root, shows.ino, shows.birth
+		})
 	}
 	p.setState(store.ClaimNodeStaged)
 	return nil
 }
 
-// stagingShows is what the topmost mount at the staging path just staged shows (mountRoots:
-// statmount(2), or a read of the table before Linux 6.8): zero when nothing is mounted at the
+// stagingMark is what a staging path's topmost mount shows: its file system and root within it
+// (mountRoot, to find it among mounts stacked at the path), and the directory it shows, by inode
+// and birth time (what it is: the same through every mount namespace and after a rename of its
+// source on its disk, and not given to another file system as a freed mount ID or anonymous
+// device number of a tmpfs, NFS or FUSE mount is). Zero when nothing is mounted at the path.
+type stagingMark struct {
+	mountRoot
+	ino   uint64
+	birth int64 // unix nanoseconds; 0 where the file system keeps none
+}
+
+// stagingShows is what the topmost mount at the staging path shows (mountRoots: statmount(2),
+// or a read of the table before Linux 6.8, and a statx): zero when nothing is mounted at the
 // path itself (a plugin that stages below it, or nowhere) or the MountTable cannot say (a
-// test's). A file system's device and a root within it are the same in every mount namespace
-// that shares the mount, and not given to another file system as a freed mount ID is.
-func (e *Engine) stagingShows(path string) mountRoot {
+// test's).
+func (e *Engine) stagingShows(path string) stagingMark {
 	mr, ok := e.cfg.Mounts.(mountRoots)
 	if !ok {
-		return mountRoot{}
+		return stagingMark{}
 	}
 	real := e.realPath(path)
 	roots, err := mr.MountRoots(real)
-	if err != nil {
-		return mountRoot{}
+	if err != nil || roots[real].root == "" {
+		return stagingMark{}
 	}
-	return roots[real]
+	var sx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, real, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_INO|unix.STATX_BTIME, &sx); err != nil ||
+		sx.Mask&unix.STATX_INO == 0 {
+		return stagingMark{}
+	}
+	m := stagingMark{mountRoot: roots[real], ino: sx.Ino}
+	if sx.Mask&unix.STATX_BTIME != 0 {
+		m.birth = sx.Btime.Sec*1e9 + int64(sx.Btime.Nsec)
+	}
+	return m
+}
+
+// same says whether what a staging path shows now (now) is what it showed once staged (m): the
+// same directory, by device, inode and birth time. Its root's name is not compared: a rename of
+// the source directory on its disk changes it and not what the mount shows
+// (TestStagingWhoseSourceDirectoryWasRenamedIsJoined).
+func (m stagingMark) same(now stagingMark) bool {
+	return m.dev == now.dev && m.ino == now.ino && m.birth == now.birth
 }
 
 // stagingCovered refuses to publish a claim from volume v's staging when what the staging
-// showed once staged (st.MountDev, st.MountRoot) is not what its topmost mount shows now:
-// something stacked over it since (the table says how many), or it replaced. The mounts a
-// plugin's own NodeStageVolume stacked are what it was staged with. A first version compared
-// the two topmost mounts, refusing such a plugin's joins and advising the unmount of its own top
-// mount, and passing a staging covered twice (TestStagingStackedByThePluginsOwnStageIsJoined,
+// showed once staged (st.Mount*) is not what its topmost mount shows now: something stacked over
+// it since (the table says how many), or it replaced. The mounts a plugin's own NodeStageVolume
+// stacked are what it was staged with. A first version compared the two topmost mounts,
+// refusing such a plugin's joins and advising the unmount of its own top mount, and passing a
+// staging covered twice (TestStagingStackedByThePluginsOwnStageIsJoined,
 // TestStageMountedOverAnotherVolumesStagingIsNotPublishedAsIt); a second compared mount IDs,
 // another in every mount namespace and given again once freed
-// (TestJoinFromAnotherMountNamespaceSharingTheStateDir, TestStagingReplacedByAMountWithTheReusedIDIsNotJoined).
-// A staging with nothing mounted at its path now is left to the target's check, which refuses
-// a claim published from a bare staging (bareStaging).
+// (TestJoinFromAnotherMountNamespaceSharingTheStateDir, TestStagingReplacedByAMountWithTheReusedIDIsNotJoined);
+// a third, device and root, both given again to another tmpfs mounted in the place of one
+// (TestStagingTmpfsReplacedByAnotherTmpfsIsNotJoined). A staging with nothing mounted at its
+// path now is left to the target's check, which refuses a claim published from a bare staging
+// (bareStaging).
 func (e *Engine) stagingCovered(v store.Volume, c *conn, st store.Staging) error {
 	sr, ok := e.cfg.Mounts.(stackReader)
 	if !ok || st.MountRoot == "" || st.StagingPath == "" {
 		return nil // not known: an older volctl's staging, nothing mounted at the path, or a test's table
 	}
-	was := mountRoot{dev: st.MountDev, root: st.MountRoot}
+	was := stagingMark{mountRoot: mountRoot{dev: st.MountDev, root: st.MountRoot}, ino: st.MountIno, birth: st.MountBirth}
 	path := e.realPath(st.StagingPath)
-	if now := e.stagingShows(st.StagingPath); now == was {
-		return nil
+	now := e.stagingShows(st.StagingPath)
+	if now.root == "" || was.same(now) {
+		return nil // as staged, or nothing mounted there now
 	}
 	stack, err := sr.StackAt(path)
 	if err != nil {
 		return err
 	}
+	// Below the topmost, which is not what was staged: the recorded mount by what the table
+	// gives of it.
 	over := -1
-	for i := len(stack) - 1; i >= 0; i-- {
-		if stack[i] == was {
+	for i := len(stack) - 2; i >= 0; i-- {
+		if stack[i] == was.mountRoot {
 			over = len(stack) - 1 - i
 			break
 		}
 	}
-	switch {
-	case over == 0, len(stack) == 0:
-		return nil // as staged (the two reads a moment apart), or nothing mounted there
-	case over > 0:
+	if over > 0 {
 		times := "once"
 		if over > 1 {
 			times = fmt.Sprintf("%d times", over)

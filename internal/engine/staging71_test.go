@@ -182,3 +182,116 @@ func TestStackedOverAStagingWithoutItsOwnMountIsNoStagingRefusal(t *testing.T) {
 		t.Fatalf("claim of w published at %s shows what was mounted over the staging path", b.TargetPath)
 	}
 }
+
+// TestStagingTmpfsReplacedByAnotherTmpfsIsNotJoined: a plugin whose NodeStageVolume
+// mounts a file system with an anonymous device at the staging path (tmpfs here; NFS, CephFS,
+// FUSE and overlay alike) has that device recorded as what the staging shows. Once the
+// staging's file system is gone from the host (its mounts unmounted: what a reboot, or a FUSE
+// plugin's crash and the umount of its dead mounts, leaves) and another file system of that
+// kind is mounted at the staging path, the kernel gives the new one the freed anonymous device
+// number (lowest free first), and its root is "/" as the first one's was: a claim joining the
+// staging compared equal and was published from the other file system. docs/architecture.md
+// said the device is "not given to another file system as a freed mount ID is". Real mounts,
+// as root. Found by helper review71 (own4 review).
+func TestStagingTmpfsReplacedByAnotherTmpfsIsNotJoined(t *testing.T) {
+	var stagings []string
+	t.Cleanup(func() {
+		for _, s := range stagings {
+			for range 3 {
+				_ = unix.Unmount(s, unix.MNT_DETACH)
+			}
+		}
+	})
+	h := kernelHarness(t, func(c *csitest.MemConfig) {
+		c.MakeStaging = func(staging string) error {
+			stagings = append(stagings, staging)
+			return unix.Mount("volctl-test-w", staging, "tmpfs", 0, "size=1m")
+		}
+	})
+	h.create(volume("w", capab(spec.MultiNodeMultiWriter)))
+	a := h.claim(ClaimRequest{VolumeID: "w", Alloc: "a"})
+	t.Cleanup(func() { _, _ = h.e.Release(h.ctx, "w", "a") })
+	if err := os.WriteFile(filepath.Join(a.TargetPath, "w-data"), []byte("w"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	staging := stagingPath(h.dir, "mem", "w")
+	st, ok, err := h.e.getStaging(h.ctx, "w")
+	if err != nil || !ok || st.MountRoot == "" {
+		t.Fatalf("staging of w: %+v %v %v, want what its mount shows recorded", st, ok, err)
+	}
+	// w's file system gone from the host: its target and its staging unmounted.
+	if err := unix.Unmount(a.TargetPath, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Unmount(staging, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Another file system of the kind mounted at the staging path.
+	if err := unix.Mount("volctl-test-other", staging, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(staging, "other-data"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var sx unix.Stat_t
+	if err := unix.Stat(staging, &sx); err == nil {
+		t.Logf("w staged on device %d:%d (root %s); the other tmpfs at its staging is on %d:%d",
+			unix.Major(st.MountDev), unix.Minor(st.MountDev), st.MountRoot, unix.Major(uint64(sx.Dev)), unix.Minor(uint64(sx.Dev)))
+	}
+
+	b, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "w", Alloc: "b"})
+	if err == nil {
+		defer func() { _, _ = h.e.Release(h.ctx, "w", "b") }()
+		entries, _ := os.ReadDir(b.TargetPath)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("claim of w joining its staging, whose tmpfs was unmounted and another tmpfs mounted in its place: published at %s, which holds %v: "+
+			"the alloc is handed the other file system as volume w; want it refused, naming `umount %s`", b.TargetPath, names, staging)
+	}
+	if !strings.Contains(err.Error(), "`umount "+staging+"`") {
+		t.Fatalf("claim of w joining its replaced staging: %v; want it refused naming `umount %s`", err, staging)
+	}
+}
+
+// TestStagingWhoseSourceDirectoryWasRenamedIsJoined: the root a mount shows is the
+// path, within its file system, of the directory it was made of, as the kernel spells it when
+// asked: a directory renamed since (a plugin's storage directory moved on its disk; volctl's
+// own hostpath plugin, its root moved, advises "restart the plugin with --root where it is
+// now") is shown under its new name by the very mount the volume was staged with. A claim
+// joining the staging found another root than the one recorded, no such mount in the stack, and
+// was refused as "unmounted, and another mounted in their place", advising the unmount of the
+// staging and the release of every claim of the volume, though nothing was unmounted and the
+// staging shows the volume's data. Real mounts, as root. Found by helper review71 (own4 review).
+func TestStagingWhoseSourceDirectoryWasRenamedIsJoined(t *testing.T) {
+	storage := filepath.Join(t.TempDir(), "storage")
+	if err := os.MkdirAll(storage, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := kernelHarness(t, func(c *csitest.MemConfig) { c.MountRoot = storage })
+	h.create(volume("w", capab(spec.MultiNodeMultiWriter)))
+	a := h.claim(ClaimRequest{VolumeID: "w", Alloc: "a"})
+	t.Cleanup(func() { _, _ = h.e.Release(h.ctx, "w", "a") })
+	if err := os.WriteFile(filepath.Join(a.TargetPath, "w-data"), []byte("w"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if st, ok, err := h.e.getStaging(h.ctx, "w"); err != nil || !ok || st.MountRoot == "" {
+		t.Fatalf("staging of w: %+v %v %v, want what its mount shows recorded", st, ok, err)
+	}
+	// The plugin's storage directory moved on its disk; the staging's mount is untouched.
+	if err := os.Rename(storage, storage+"-moved"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Rename(storage+"-moved", storage) })
+
+	b, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "w", Alloc: "b"})
+	if err != nil {
+		t.Fatalf("claim of w joining its staging, the very mount it was staged with (its source directory renamed since): %v\n"+
+			"want it published: nothing was unmounted or mounted there", err)
+	}
+	defer func() { _, _ = h.e.Release(h.ctx, "w", "b") }()
+	if _, err := os.Stat(filepath.Join(b.TargetPath, "w-data")); err != nil {
+		t.Fatalf("claim of w: its target lacks w's data: %v", err)
+	}
+}

@@ -120,7 +120,7 @@ CREATE TABLE stagings (
     controller_published INTEGER NOT NULL DEFAULT 0 CHECK (controller_published IN (0, 1)),
     staged               INTEGER NOT NULL DEFAULT 0 CHECK (staged IN (0, 1)),
     updated_at           INTEGER NOT NULL
-, mount_dev INTEGER NOT NULL DEFAULT 0, mount_root TEXT NOT NULL DEFAULT '') STRICT;
+, mount_dev INTEGER NOT NULL DEFAULT 0, mount_root TEXT NOT NULL DEFAULT '', mount_ino INTEGER NOT NULL DEFAULT 0, mount_birth INTEGER NOT NULL DEFAULT 0) STRICT;
 
 CREATE TABLE snapshots (
     plugin_id          TEXT    NOT NULL,

@@ -18,11 +18,15 @@ type Staging struct {
 	Staged              bool
 	// MountDev and MountRoot are what the topmost mount at StagingPath showed once
 	// NodeStageVolume answered and was checked: its file system's device and its root within
-	// it (migration 0032). A claim joining the staging compares them with what is there now.
-	// MountRoot empty: not known (an older volctl's staging, or nothing mounted at the path).
-	MountDev  uint64
-	MountRoot string
-	UpdatedAt time.Time
+	// it; MountIno and MountBirth the inode and birth time (unix nanoseconds, 0 when the file
+	// system keeps none) of the directory the path showed (migration 0032). A claim joining the
+	// staging compares them with what is there now. MountRoot empty: not known (an older
+	// volctl's staging, or nothing mounted at the path).
+	MountDev   uint64
+	MountRoot  string
+	MountIno   uint64
+	MountBirth int64
+	UpdatedAt  time.Time
 }
 
 // StagingStore reads and writes stagings.
@@ -43,7 +47,7 @@ func (tx *Tx) Stagings() StagingStore { return stagings{tx} }
 
 type stagings struct{ tx *Tx }
 
-const stagingColumns = `volume_id, plugin_id, staging_path, node_id, publish_context, controller_published, staged, mount_dev, mount_root, updated_at`
+const stagingColumns = `volume_id, plugin_id, staging_path, node_id, publish_context, controller_published, staged, mount_dev, mount_root, mount_ino, mount_birth, updated_at`
 
 func scanStaging(sc scanner) (Staging, error) {
 	var (
@@ -51,15 +55,16 @@ func scanStaging(sc scanner) (Staging, error) {
 		pctx     sql.NullString
 		u        int64
 		mountDev int64
+		mountIno int64
 	)
 	if err := sc.Scan(&st.VolumeID, &st.PluginID, &st.StagingPath, &st.NodeID, &pctx, &st.ControllerPublished,
-		&st.Staged, &mountDev, &st.MountRoot, &u); err != nil {
+		&st.Staged, &mountDev, &st.MountRoot, &mountIno, &st.MountBirth, &u); err != nil {
 		return Staging{}, err
 	}
 	if err := decJSON(pctx, &st.PublishContext); err != nil {
 		return Staging{}, fmt.Errorf("staging of volume %q: decode: %w", st.VolumeID, err)
 	}
-	st.UpdatedAt, st.MountDev = decTime(u), uint64(mountDev)
+	st.UpdatedAt, st.MountDev, st.MountIno = decTime(u), uint64(mountDev), uint64(mountIno)
 	return st, nil
 }
 
@@ -81,9 +86,9 @@ func (ss stagings) Put(st *Staging) error {
 		return fmt.Errorf("%s: encode: %w", what, err)
 	}
 	now := ss.tx.now()
-	_, err = ss.tx.exec(`INSERT OR REPLACE INTO stagings (`+stagingColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = ss.tx.exec(`INSERT OR REPLACE INTO stagings (`+stagingColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		st.VolumeID, st.PluginID, st.StagingPath, st.NodeID, pctx, encBool(st.ControllerPublished),
-		encBool(st.Staged), int64(st.MountDev), st.MountRoot, encTime(now))
+		encBool(st.Staged), int64(st.MountDev), st.MountRoot, int64(st.MountIno), st.MountBirth, encTime(now))
 	if err != nil {
 		return wrap(err, what, fmt.Sprintf("volume %q does not exist", st.VolumeID))
 	}
