@@ -54,7 +54,6 @@ func TestNamedTerminalIsNotWarnedAsAFileOthersRead(t *testing.T) {
 	if _, err := controller.Write([]byte("s3cret-typed\n")); err != nil {
 		t.Fatal(err)
 	}
-	go readAvailable(controller)
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	select {
