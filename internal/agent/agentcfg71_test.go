@@ -17,13 +17,7 @@ import (
 // volctl_plugin_restarts_total{reason="exec_changed"} and /healthz in restarts, and neither
 // counted it: the stop and start read as a manual stop. Found by helper review71.
 func TestExecChangedWhileRunningIsCountedAsARestart(t *testing.T) {
-	f := newFixture(t)
-	rec := &recorder{}
-	f.obs = rec
-	sp := f.execPlugin("hp", "hostpath")
-	f.register(sp)
-	ag, stop := f.startAgentWith(func(c *Config) { c.Settings, c.Observer = testSettings, f.obs })
-	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("hp").Healthy })
+	f, rec, sp, ag, stop := recordedHealthyPlugin(t)
 	first := f.pid("hp")
 
 	// Its exec block changed (an env value), no mounts: restarted with the new one.
@@ -87,4 +81,18 @@ func TestUnstartableExecBlockStopsNothingWithoutMounts(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// recordedHealthyPlugin starts an agent whose observer records what it is told, supervising the
+// exec plugin "hp" (volctl's hostpath), registered and healthy.
+func recordedHealthyPlugin(t *testing.T) (f *fixture, rec *recorder, sp spec.Plugin, ag *Agent, stop func() error) {
+	t.Helper()
+	f = newFixture(t)
+	rec = &recorder{}
+	f.obs = rec
+	sp = f.execPlugin("hp", "hostpath")
+	f.register(sp)
+	ag, stop = f.startAgentWith(func(c *Config) { c.Settings, c.Observer = testSettings, f.obs })
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("hp").Healthy })
+	return f, rec, sp, ag, stop
 }

@@ -78,13 +78,7 @@ func TestNewFirstIDOnASocketUnderMountsKeepsItsProcessSupervised(t *testing.T) {
 // plugin it restarted, while the metric (same agent, same plugin) still said it did. Found by
 // helper review69.
 func TestHealthzRestartsSurviveARedeclaration(t *testing.T) {
-	f := newFixture(t)
-	rec := &recorder{}
-	f.obs = rec
-	sp := f.execPlugin("hp", "hostpath")
-	f.register(sp)
-	ag, stop := f.startAgentWith(func(c *Config) { c.Settings, c.Observer = testSettings, f.obs })
-	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("hp").Healthy })
+	f, rec, sp, ag, stop := recordedHealthyPlugin(t)
 	restarts := func() int {
 		for _, p := range ag.Status().Plugins {
 			if p.ID == "hp" {
