@@ -34,6 +34,10 @@ func TestDestructiveCommandsOnAVolumeNotRecordedDoNotAsk(t *testing.T) {
 			`delete snapshot "snap-1" of plugin "Mem": plugin "Mem" is not registered (volctl plugin register) (did you mean "mem"?)`},
 		{"volume snapshot deregister", func(f *Factory) *cobra.Command { return newCmdVolumeSnapshotDeregister(f, nil) }, []string{"Mem", "snap-1"},
 			`deregister snapshot "snap-1" of plugin "Mem": plugin "Mem" is not registered`},
+		// And plugin deregister --force of a plugin not registered: it asked its question of a
+		// typo, and said "not registered" only after a yes. Found by helper review71.
+		{"plugin deregister --force", func(f *Factory) *cobra.Command { return newCmdPluginDeregister(f, nil) }, []string{"Mem", "--force"},
+			`deregister plugin "Mem": plugin "Mem" is not registered`},
 	} {
 		recorded := strings.ToLower(c.args[0])
 		for _, id := range []string{c.args[0], recorded} {

@@ -67,7 +67,7 @@ func pluginDeregisterRun(ctx context.Context, opts *DeregisterOptions) error {
 	}
 	// A plugin not registered is said before --force's question, as the volume commands say a
 	// volume not recorded (confirmedOnPlugin): it asked of a typo, then said "not registered"
-	// after a yes (TestForcedDeregisterOfAPluginNotRegisteredDoesNotAsk).
+	// after a yes (TestDestructiveCommandsOnAVolumeNotRecordedDoNotAsk).
 	return deregisterRun(ctx, opts, action, "Plugin", confirmedOnPlugin, func(e *engine.Engine, ctx context.Context, id string, force bool) ([]string, error) {
 		return nil, e.DeregisterPlugin(ctx, id, force)
 	}, nil)
