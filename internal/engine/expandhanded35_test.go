@@ -59,14 +59,7 @@ func TestOwedControllerStepOfAHandedOverVolumeWaitsForTheTakeBack(t *testing.T) 
 // wait for the take-back too, whether reconcile or `volume expand` to its size would send them.
 func TestOwedExpansionOfAClaimedHandedOverVolumeWaitsForTheTakeBack(t *testing.T) {
 	t.Parallel()
-	noAttach := func(c *csitest.MemConfig) { c.Controller.PublishUnpublishVolume = false }
-	h := newHarness(t, func(c *csitest.MemConfig) { noAttach(c); c.Controller.ExpandVolume = false })
-	h.create(volume("v"))
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	h.faults.FailOnce(csi.RPCNodeExpandVolume, codes.Internal)
-	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {
-		t.Fatal("expand with the node failing succeeded")
-	}
+	h, noAttach := claimedWithNodeExpansionOwed(t)
 	h.restartWith(func(c *csitest.MemConfig) { noAttach(c); c.Controller.ExpandVolume = true })
 	if _, err := h.e.HandOver(h.ctx, "v", HandoverTarget{Address: "http://127.0.0.1:4646"}, true, nil); err != nil {
 		t.Fatalf("forced hand over: %v", err)
@@ -95,4 +88,21 @@ func TestOwedExpansionOfAClaimedHandedOverVolumeWaitsForTheTakeBack(t *testing.T
 		t.Errorf("after the take-back: owed %d, ControllerExpandVolume sent %d times, NodeExpandVolume %d; want nothing owed, once each",
 			v.NodeExpansionOwed, h.mem.CallCount(csi.RPCControllerExpandVolume), h.mem.CallCount(csi.RPCNodeExpandVolume)-before)
 	}
+}
+
+// claimedWithNodeExpansionOwed is a harness whose plugin has neither PUBLISH_UNPUBLISH_VOLUME
+// (noAttach, to keep it so when the plugin is started again) nor the controller's EXPAND_VOLUME,
+// with volume "v" claimed by alloc "a" and its expansion to 4 MiB owed on the node: its
+// NodeExpandVolume failed.
+func claimedWithNodeExpansionOwed(t *testing.T) (h *harness, noAttach func(*csitest.MemConfig)) {
+	t.Helper()
+	noAttach = func(c *csitest.MemConfig) { c.Controller.PublishUnpublishVolume = false }
+	h = newHarness(t, func(c *csitest.MemConfig) { noAttach(c); c.Controller.ExpandVolume = false })
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.faults.FailOnce(csi.RPCNodeExpandVolume, codes.Internal)
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {
+		t.Fatal("expand with the node failing succeeded")
+	}
+	return h, noAttach
 }

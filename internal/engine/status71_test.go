@@ -4,9 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc/codes"
-
-	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 )
 
@@ -50,14 +47,7 @@ func TestOwedExpansionOfAHandedOverVolumeSaysItWaitsForTheTakeBack(t *testing.T)
 // named is refused ("handed over to Nomad") while reconcile sends nothing. Found by helper
 // review71.
 func TestOwedExpansionOfAClaimedHandedOverVolumeAdvisesNoCommandThatIsRefused(t *testing.T) {
-	noAttach := func(c *csitest.MemConfig) { c.Controller.PublishUnpublishVolume = false }
-	h := newHarness(t, func(c *csitest.MemConfig) { noAttach(c); c.Controller.ExpandVolume = false })
-	h.create(volume("v"))
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	h.faults.FailOnce(csi.RPCNodeExpandVolume, codes.Internal)
-	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {
-		t.Fatal("expand with the node failing succeeded")
-	}
+	h, _ := claimedWithNodeExpansionOwed(t)
 	if _, err := h.e.HandOver(h.ctx, "v", HandoverTarget{Address: "http://127.0.0.1:4646"}, true, nil); err != nil {
 		t.Fatalf("forced hand over: %v", err)
 	}
