@@ -110,6 +110,10 @@ func loadState(root string) (*state, error) {
 	b, err := os.ReadFile(filepath.Join(meta, versionFile))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+	case err == nil && versionUnwritten(b):
+		// An older plugin wrote VERSION in place, unsynced: a power loss after its first save
+		// left the file empty, and every start after refused the root as "version ,"
+		// (TestVersionLeftEmptyByAPowerLossIsNoRefusal). No version writes an empty file.
 	case err != nil:
 		return nil, fmt.Errorf("reading state: %w", err)
 	case strings.TrimSpace(string(b)) != strconv.Itoa(stateVersion):
@@ -618,21 +622,30 @@ func readOnlyRoot(root string, err error) string {
 func noRoom(err error) bool { return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) }
 
 // ensureMetaDir creates meta/KIND (and meta/VERSION) the first time something is saved.
+// VERSION is written whole and synced (atomicfile) before the directory is made: written in
+// place and unsynced, as it was, a power loss left it empty beside records already on disk.
 func ensureMetaDir(meta, dir string) error {
 	if _, err := os.Stat(dir); err == nil {
 		return nil
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(meta, 0o700); err != nil {
 		return fmt.Errorf("saving state: %w", err)
 	}
 	version := filepath.Join(meta, versionFile)
-	if _, err := os.Stat(version); errors.Is(err, fs.ErrNotExist) {
-		if err := os.WriteFile(version, []byte(strconv.Itoa(stateVersion)+"\n"), 0o600); err != nil {
+	if b, err := os.ReadFile(version); errors.Is(err, fs.ErrNotExist) || (err == nil && versionUnwritten(b)) {
+		if err := atomicfile.Write(version, []byte(strconv.Itoa(stateVersion)+"\n"), 0o600); err != nil {
 			return fmt.Errorf("saving state: %w", err)
 		}
 	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("saving state: %w", err)
+	}
 	return syncDir(meta)
 }
+
+// versionUnwritten says whether VERSION's content is what a power loss leaves of a write never
+// synced: nothing, or blanks.
+func versionUnwritten(b []byte) bool { return len(bytes.TrimSpace(b)) == 0 }
 
 func syncDir(dir string) error {
 	d, err := os.Open(dir)

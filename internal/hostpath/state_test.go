@@ -341,3 +341,44 @@ func TestTeardownSavesOfTwoProcessesShareTheReserve(t *testing.T) {
 	}
 	<-done
 }
+
+// TestVersionLeftEmptyByAPowerLossIsNoRefusal: meta/VERSION was written in place and never
+// synced, so a power loss after the first save left it empty beside the records, and the
+// plugin refused its root at every start after ("version , this volctl reads version 2").
+// An empty VERSION is read as none, and the next first save of a kind writes it whole.
+func TestVersionLeftEmptyByAPowerLossIsNoRefusal(t *testing.T) {
+	root := t.TempDir()
+	st := newState()
+	st.Volumes[volA] = &volume{ID: volA, Name: "a", Capacity: 1, CreatedAt: time.Unix(1, 0).UTC()}
+	if err := st.saveVolume(root, volA); err != nil {
+		t.Fatal(err)
+	}
+	version := filepath.Join(root, metaDir, versionFile)
+	if b, err := os.ReadFile(version); err != nil || strings.TrimSpace(string(b)) != fmt.Sprint(stateVersion) {
+		t.Fatalf("VERSION after the first save = %q, %v", b, err)
+	}
+	if err := os.WriteFile(version, nil, 0o600); err != nil { // what the power loss left
+		t.Fatal(err)
+	}
+	got, err := loadState(root)
+	if err != nil {
+		t.Fatalf("a root whose VERSION a power loss emptied was refused: %v", err)
+	}
+	if got.Volumes[volA] == nil {
+		t.Fatalf("loaded %+v", got.Volumes)
+	}
+	got.Snapshots[snapA] = &snapshot{ID: snapA, Name: "s", SourceVolume: volA, CreatedAt: time.Unix(1, 0).UTC()}
+	if err := got.saveSnapshot(root, snapA); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(version); err != nil || strings.TrimSpace(string(b)) != fmt.Sprint(stateVersion) {
+		t.Fatalf("VERSION after the next first save = %q, %v", b, err)
+	}
+	// A version another plugin wrote is still refused.
+	if err := os.WriteFile(version, []byte("99\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadState(root); err == nil || !strings.Contains(err.Error(), "version 99") {
+		t.Fatalf("version 99 read as: %v", err)
+	}
+}
