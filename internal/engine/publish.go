@@ -56,6 +56,7 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 		// plugin that expands only offline): the NodeExpandVolume alone follows the publish.
 		e.expandBeforeAttach(ctx, c, &v, p)
 	}
+	looked := false // nodeStage ran in this drive: it staged, or looked at the staging it joined
 	for {
 		switch cl.State {
 		case store.ClaimTaken:
@@ -80,13 +81,30 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 				break
 			}
 			if cl.State == store.ClaimControllerPublished {
+				looked = true
 				err = e.nodeStage(ctx, c, v, p)
 				break
 			}
-			if c.stages() && !p.st.Staged {
+			switch {
+			case c.stages() && !p.st.Staged:
 				// A restore (or a lost staging) left the claim node-staged with its volume
 				// unstaged: stage it again before publishing.
+				looked = true
 				err = e.nodeStage(ctx, c, v, p)
+			case c.stages() && !looked:
+				// Driven on from node-staged (a NodePublishVolume cut off, a restore after a
+				// reboot) onto a staging recorded staged: it is published from as a join is,
+				// only if it still shows what it was staged with. Before, nodeStage and its
+				// check were skipped here, and a claim was published from another file system
+				// mounted over or in place of the staging since
+				// (TestNodeStagedClaimDrivenOnOverACoveredStagingIsNotPublished,
+				// TestRestoreOntoAStagingReplacedAtBootIsRefused). Refused so, the claim is
+				// left node-staged, not rolled back as a join is: as the staging's last claim,
+				// its rollback would send NodeUnstageVolume, and the plugin unmount what
+				// covers the staging, not what it staged.
+				if cerr := e.stagingCovered(v, c, p.st); cerr != nil {
+					err = errors.New(cerr.Error())
+				}
 			}
 			if err == nil {
 				err = e.nodePublish(ctx, c, v, p)
