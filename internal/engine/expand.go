@@ -633,18 +633,31 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, cont
 		return false, err
 	}
 	var (
-		reqs []csi.NodeExpandVolumeRequest
-		whom []string
+		reqs    []csi.NodeExpandVolumeRequest
+		whom    []string
+		mounted map[string]bool
 	)
+	if staged || slices.ContainsFunc(claims, func(cl store.Claim) bool { return cl.State == store.ClaimPublished }) {
+		// Recorded published or staged is not mounted after a reboot, until restored: sent
+		// there, NodeExpandVolume named a bare directory on the state dir's disk (a plugin
+		// growing the file system it finds there grows the host's), and its answer cleared the
+		// debt the restore's publish would have paid. A path not mounted is skipped, and with
+		// none, the debt waits for the next publish
+		// (TestExpandAfterARebootWaitsForTheRestore, TestRestoreExpandsOnlyWhatIsMountedAgain).
+		var err error
+		if mounted, err = e.cfg.Mounts.MountsUnder(e.cfg.StateDir); err != nil {
+			return false, fmt.Errorf("volume %q: finding where it is mounted for NodeExpandVolume: %w", v.ID, err)
+		}
+	}
 	for i := range claims {
 		cl := &claims[i]
-		if cl.State != store.ClaimPublished || cl.Releasing {
+		if cl.State != store.ClaimPublished || cl.Releasing || !mounted[e.realPath(cl.TargetPath)] {
 			continue
 		}
 		reqs = append(reqs, e.nodeExpandRequest(c, v, cl, cl.TargetPath, st))
 		whom = append(whom, fmt.Sprintf("alloc %q", cl.Alloc))
 	}
-	if len(reqs) == 0 && staged && c.stages() {
+	if len(reqs) == 0 && staged && c.stages() && mounted[e.realPath(st.StagingPath)] {
 		reqs = append(reqs, e.nodeExpandRequest(c, v, nil, st.StagingPath, st))
 		whom = append(whom, "its staging")
 	}

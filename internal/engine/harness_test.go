@@ -336,7 +336,8 @@ func (f *fakeMounts) MountsUnder(dir string) (map[string]bool, error) {
 }
 
 // Mounted, asked right after NodePublishVolume: a target that exists (the plugin made it) is
-// mounted, whatever markGone said of an earlier mount there, unless notMounted was set (a
+// mounted, whatever markGone said of an earlier mount there (MountsUnder lists it again from
+// then on), unless notMounted was set (a
 // plugin that answers OK and mounts nothing there); read-only when it is a read claim's, as a
 // plugin that honours readonly mounts it.
 func (f *fakeMounts) Mounted(root, path string) (MountPoint, error) {
@@ -349,6 +350,9 @@ func (f *fakeMounts) Mounted(root, path string) (MountPoint, error) {
 	defer f.mu.Unlock()
 	if f.readWrite[path] && mp.Mounted {
 		mp.ReadOnly = false
+	}
+	if mp.Mounted {
+		delete(f.gone, path) // mounted again: the table lists it from now on, as the kernel's would
 	}
 	return mp, err
 }
