@@ -85,11 +85,12 @@ func confirmedOnVolume(ctx context.Context, ios *iostreams.IOStreams, confirm fu
 }
 
 // confirmedOnPlugin is confirmedOnVolume for an action through plugin id (volume snapshot
-// delete and deregister): one not registered is its not-found, without the question.
+// delete and deregister): one neither registered nor keeping snapshot records (deregistered
+// with --force) is its not-found, without the question.
 func confirmedOnPlugin(ctx context.Context, ios *iostreams.IOStreams, confirm func(yes bool, action string) error, yes bool, action string,
 	open, stored func(context.Context) (*engine.Engine, error), what, id string) (*engine.Engine, error) {
 	return confirmedAfterLook(ctx, ios, confirm, yes, action, open, stored, what,
-		func(e *engine.Engine) error { return e.PluginRecorded(ctx, id) })
+		func(e *engine.Engine) error { return e.SnapshotPluginRecorded(ctx, id) })
 }
 
 // confirmedAfterLook is confirmedEngine with a look before the question on a terminal: when

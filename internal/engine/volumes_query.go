@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -217,6 +218,37 @@ func (e *Engine) VolumeRecorded(ctx context.Context, id string) error {
 // not-found a command through it gives.
 func (e *Engine) PluginRecorded(ctx context.Context, id string) error {
 	return e.recorded(ctx, store.PluginIDs, id, e.checkPluginExists)
+}
+
+// SnapshotPluginRecorded is PluginRecorded for the snapshot commands through plugin id
+// (snapshot delete and deregister): a plugin deregistered with --force keeps its snapshots'
+// records, pending creates and recorded deletes, and the way to delete them, so one with any
+// is found too. Before, their look at a terminal ended them as "not registered", where --yes
+// deleted (TestSnapshotOfAForceDeregisteredPluginIsAskedForAtATerminal).
+func (e *Engine) SnapshotPluginRecorded(ctx context.Context, id string) error {
+	err := e.PluginRecorded(ctx, id)
+	if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	kept := false
+	if verr := e.store.View(ctx, func(tx *store.Tx) error {
+		recs, err := tx.Snapshots().List(id)
+		if err != nil || len(recs) > 0 {
+			kept = len(recs) > 0
+			return err
+		}
+		creates, err := tx.Snapshots().ListCreates(id)
+		if err != nil || len(creates) > 0 {
+			kept = len(creates) > 0
+			return err
+		}
+		deletes, err := tx.Snapshots().ListDeleting()
+		kept = slices.ContainsFunc(deletes, func(d store.SnapshotDelete) bool { return d.PluginID == id })
+		return err
+	}); verr != nil || kept {
+		return nil // kept; or unread, left to the command to say
+	}
+	return err
 }
 
 // recorded is check of id, found in table t as given or as stored (byStoredID), whose
