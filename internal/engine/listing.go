@@ -545,19 +545,33 @@ func (e *Engine) listsSnapshot(ctx context.Context, c *conn, id string, secrets 
 // (`TestRestoreCheckedByASnapshotListingThatDisagreesWithItself`; before, the first entry
 // decided). The caller holds the plugin's controller lock.
 func (e *Engine) findsSnapshot(ctx context.Context, c *conn, id string, secrets spec.Secrets) (snap csi.Snapshot, found bool, err error) {
+	snap, found, _, err = e.findsSnapshotNear(ctx, c, id, secrets)
+	return snap, found, err
+}
+
+// findsSnapshotNear is findsSnapshot that also returns, from a listing, an entry of the
+// snapshot's ID spelled otherwise (spec.SameStorageID: what a plugin that reads IDs so takes
+// id for) that says it is not ready, or a zero Snapshot: a restore's check
+// (restoreReady). Before, such an entry was skipped as another ID, and a restore from
+// "NIGHTLY" through a plugin listing its "nightly" not ready sent CreateVolume
+// (TestRestoreFromANearSpellingListedNotReadyIsRefused).
+func (e *Engine) findsSnapshotNear(ctx context.Context, c *conn, id string, secrets spec.Secrets) (snap csi.Snapshot, found bool, near csi.Snapshot, err error) {
 	switch snapshotCheck(c) {
 	case csi.RPCListSnapshots:
 		err = e.listPages(ctx, c, csi.RPCListSnapshots, maxCheckPages, func(ctx context.Context, token string) (string, bool, error) {
 			if token == "" {
-				snap, found = csi.Snapshot{}, false // listed again from the start (listPages)
+				snap, found, near = csi.Snapshot{}, false, csi.Snapshot{} // listed again from the start (listPages)
 			}
 			page, err := c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{SnapshotID: id, StartingToken: token, Secrets: secrets})
 			if err != nil {
 				return "", false, err
 			}
 			for _, s := range page.Snapshots {
-				if s.ID == id && (!found || !s.ReadyToUse) {
+				switch {
+				case s.ID == id && (!found || !s.ReadyToUse):
 					snap, found = s, true
+				case s.ID != id && !s.ReadyToUse && near.ID == "" && spec.SameStorageID(s.ID, id):
+					near = s
 				}
 			}
 			return page.NextToken, found && !snap.ReadyToUse, nil
@@ -571,9 +585,9 @@ func (e *Engine) findsSnapshot(ctx context.Context, c *conn, id string, secrets 
 		found = err == nil
 	}
 	if csi.IsNotFound(err) {
-		return csi.Snapshot{}, false, nil
+		return csi.Snapshot{}, false, csi.Snapshot{}, nil
 	}
-	return snap, found, err
+	return snap, found, near, err
 }
 
 // stillListed is what a delete answered OK or NOT_FOUND (answer: nil or that error) is when

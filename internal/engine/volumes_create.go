@@ -460,10 +460,11 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (lis
 	var (
 		snap  csi.Snapshot
 		found bool
+		near  csi.Snapshot // a near spelling's entry, not ready
 	)
 	err = e.controllerCheck(ctx, c, func(ctx context.Context) error {
 		var err error
-		snap, found, err = e.findsSnapshot(ctx, c, sv.SnapshotID, sv.Secrets)
+		snap, found, near, err = e.findsSnapshotNear(ctx, c, sv.SnapshotID, sv.Secrets)
 		return err
 	})
 	var ce *csi.Error
@@ -488,10 +489,14 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (lis
 		return listedSnapshot{}, conflictf("plugin %q answered %s for snapshot %q %s: whether the snapshot asked for is ready to restore from is not known, "+
 			"so nothing was created: check the snapshot ID given for volume %q, and report the plugin's answer to its authors",
 			c.plugin.ID, snapshotCheck(c), sv.SnapshotID, about, sv.ID)
-	case found && !snap.ReadyToUse:
-		return listedSnapshot{}, conflictf("plugin %q says snapshot %q is not ready to use (ready_to_use false, %s): it is still processing it, and a volume restored from it now "+
+	case found && !snap.ReadyToUse, !found && near.ID != "":
+		which := fmt.Sprintf("%q", sv.SnapshotID)
+		if !found {
+			which = fmt.Sprintf("%q (listed as %q, which a plugin that reads IDs so takes for it)", sv.SnapshotID, spec.Cut(near.ID, 256))
+		}
+		return listedSnapshot{}, conflictf("plugin %q says snapshot %s is not ready to use (ready_to_use false, %s): it is still processing it, and a volume restored from it now "+
 			"may miss what that has not done; nothing was created: wait until the plugin says it is ready (`%s` shows what the plugin lists), then create volume %q again",
-			c.plugin.ID, sv.SnapshotID, snapshotCheck(c), "volctl volume snapshot list "+shellquote.Flag("--plugin", c.plugin.ID), sv.ID)
+			c.plugin.ID, which, snapshotCheck(c), "volctl volume snapshot list "+shellquote.Flag("--plugin", c.plugin.ID), sv.ID)
 	case found:
 		return listedSnapshot{source: snap.SourceVolumeID, size: snap.SizeBytes}, nil
 	case recorded:
