@@ -106,3 +106,35 @@ func TestCloneOfASourceWhoseDeleteIsInFlightDoesNotSayInterrupted(t *testing.T) 
 		t.Errorf("clone = %v\nthe source's delete is in flight in another volctl (it finished without error), not interrupted", err)
 	}
 }
+
+// TestRestoreBesideADeleteRunAfterItsCheckSaysSo: the same delete run whole after the restore's
+// readiness check let the plugin's controller lock go and before its intent was recorded (here:
+// the restore paused there): CreateVolume's NOT_FOUND told the user to check snapshot_id. The
+// intent's transaction finds the snapshot no longer recorded and says it was deleted by another
+// volctl, sending nothing. Found by helper review72 (a lead).
+func TestRestoreBesideADeleteRunAfterItsCheckSaysSo(t *testing.T) {
+	t.Parallel()
+	h := snapshotDB(t)
+	h.snapshot("nightly")
+	sv := restoredFromTheSnapshot(h)
+	out := h.pausedPair("restore:ready",
+		func(ctx context.Context) error {
+			_, err := h.e.CreateVolume(ctx, sv)
+			return err
+		},
+		func(ctx context.Context, other *Engine) error {
+			return other.DeleteSnapshot(ctx, "mem", "nightly", nil)
+		})
+	if out.bErr != nil {
+		t.Fatalf("the snapshot delete: %v", out.bErr)
+	}
+	if msg := fmt.Sprint(out.aErr); !errors.Is(out.aErr, ErrConflict) || !strings.Contains(msg, "was deleted by another volctl while this restore checked it") {
+		t.Errorf("restore = %v\nwant a conflict saying snapshot \"nightly\" was deleted by another volctl while the restore checked it", out.aErr)
+	}
+	if n := h.mem.CallCount(csi.RPCCreateVolume); n != 1 {
+		t.Errorf("%d CreateVolume sent; want db's alone, none for the restore", n)
+	}
+	if _, err := h.e.Volume(h.ctx, sv.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("volume %q after the refused restore: %v; want nothing recorded", sv.ID, err)
+	}
+}

@@ -131,6 +131,7 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume, outcome *Subm
 	if err != nil {
 		return fail(err)
 	}
+	e.failpoint("restore:ready") // the plugin's controller lock let go; nothing recorded yet
 
 	var v store.Volume
 	done, replay := false, false
@@ -154,6 +155,14 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume, outcome *Subm
 			v.CloneSpec = sv.CloneID
 			if err := notFromSnapshotBeingDeleted(tx, sv); err != nil {
 				return err
+			}
+			if listed.recorded {
+				// A delete run whole between the check and here, the controller lock let go:
+				// told as one the check waited for is. Before, CreateVolume's NOT_FOUND said to
+				// check snapshot_id (TestRestoreBesideADeleteRunAfterItsCheckSaysSo).
+				if still, err := recordedSnapshot(tx, sv); err != nil || !still {
+					return errors.Join(err, deletedWhileRestoreWaited(sv, "checked it"))
+				}
 			}
 			return tx.Volumes().Insert(&v)
 		case err != nil:
@@ -410,8 +419,9 @@ func checkCreateCapabilities(c *conn, sv spec.Volume) error {
 // listedSnapshot is what the plugin lists of a restore's snapshot (restoreReady): the volume it
 // was taken of and its size_bytes, each "" or 0 when not said or not asked.
 type listedSnapshot struct {
-	source string
-	size   int64
+	source   string
+	size     int64
+	recorded bool // volctl recorded the snapshot when the check began (recordedSnapshot)
 }
 
 // restoreReady refuses the restore of a snapshot the plugin says is not ready (ready_to_use
@@ -498,15 +508,20 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (lis
 			"may miss what that has not done; nothing was created: wait until the plugin says it is ready (`%s` shows what the plugin lists), then create volume %q again",
 			c.plugin.ID, which, snapshotCheck(c), "volctl volume snapshot list "+shellquote.Flag("--plugin", c.plugin.ID), sv.ID)
 	case found:
-		return listedSnapshot{source: snap.SourceVolumeID, size: snap.SizeBytes}, nil
+		return listedSnapshot{source: snap.SourceVolumeID, size: snap.SizeBytes, recorded: recorded}, nil
 	case recorded:
 		if still, err := viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) { return recordedSnapshot(tx, sv) }); err == nil && !still {
-			return listedSnapshot{}, conflictf("snapshot %q of plugin %q, the snapshot_id of volume %q, was deleted by another volctl while this restore waited for the plugin's controller lock "+
-				"(the plugin does not find it, and volctl no longer records it): nothing was created; give volume %q another snapshot",
-				sv.SnapshotID, sv.PluginID, sv.ID, sv.ID)
+			return listedSnapshot{}, deletedWhileRestoreWaited(sv, "waited for the plugin's controller lock (the plugin does not find it, and volctl no longer records it)")
 		}
 	}
-	return listedSnapshot{}, nil
+	return listedSnapshot{recorded: recorded}, nil
+}
+
+// deletedWhileRestoreWaited is the conflict of a restore of spec sv whose snapshot, recorded
+// when its check began, another volctl deleted while it did what: nothing was created.
+func deletedWhileRestoreWaited(sv spec.Volume, what string) error {
+	return conflictf("snapshot %q of plugin %q, the snapshot_id of volume %q, was deleted by another volctl while this restore %s: nothing was created; give volume %q another snapshot",
+		sv.SnapshotID, sv.PluginID, sv.ID, what, sv.ID)
 }
 
 // recordedSnapshot reports whether volctl records snapshot sv.SnapshotID through sv's plugin or
