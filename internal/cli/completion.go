@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -54,6 +55,10 @@ func registerCompletions(root *cobra.Command, f *Factory) {
 		"volctl plugin deregister":          f.completeArgs(completePlugins),
 		"volctl group status":               f.completeArgs(completeGroups),
 		"volctl group stop":                 f.completeArgs(completeGroups),
+		"volctl nomad register":             f.completeEach(completeVolumes),
+		"volctl nomad release":              f.completeEach(completeVolumes),
+		"volctl nomad status":               f.completeEach(completeVolumes),
+		"volctl export nomad":               f.completeEach(completeVolumes),
 	}
 	flags := map[string]map[string]cobra.CompletionFunc{
 		"volctl volume claim": {
@@ -98,14 +103,59 @@ func registerCompletions(root *cobra.Command, f *Factory) {
 type idSource func(ctx context.Context, e *engine.Engine, args []string) []string
 
 // completeArgs completes the i-th positional argument from the i-th source, and nothing past
-// them.
+// them, nor anything after a list alias (withListAliases: `volume ls` takes no argument, and
+// offered the IDs `volume status` takes, a line the command then refused,
+// TestListAliasesCompleteNoArgument).
 func (f *Factory) completeArgs(sources ...idSource) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) >= len(sources) {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
+		if as := f.completedAs(cmd); as == "ls" || as == "list" {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
 		return f.complete(cmd, args, toComplete, sources[len(args)])
 	}
+}
+
+// completeEach completes every positional argument (VOLUME...) from src, leaving out the ones
+// given already (TestVolumeArgumentsOfNomadAndExportComplete; before, nothing).
+func (f *Factory) completeEach(src idSource) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return f.complete(cmd, args, toComplete, func(ctx context.Context, e *engine.Engine, args []string) []string {
+			return slices.DeleteFunc(src(ctx, e, args), func(c string) bool {
+				id, _, _ := strings.Cut(c, "\t")
+				return slices.Contains(args, id)
+			})
+		})
+	}
+}
+
+// completedAs is the name or alias by which the completion request (f.args: cobra's
+// __complete, the words, the one being completed last) names cmd, "" when it cannot be told:
+// cobra's Find knows it, and keeps it from the command until the command runs (CalledAs).
+// The words are walked from the root as Find walks them, a flag and anything naming no
+// subcommand (an argument, a flag's value) passed over.
+func (f *Factory) completedAs(cmd *cobra.Command) string {
+	if len(f.args) < 2 || f.args[0] != cobra.ShellCompRequestCmd {
+		return ""
+	}
+	node, as := cmd.Root(), ""
+	for _, w := range f.args[1 : len(f.args)-1] {
+		if strings.HasPrefix(w, "-") {
+			continue
+		}
+		for _, sub := range node.Commands() {
+			if sub.Name() == w || sub.HasAlias(w) {
+				node, as = sub, w
+				break
+			}
+		}
+	}
+	if node != cmd {
+		return ""
+	}
+	return as
 }
 
 // completeWith completes a flag's value from a source.

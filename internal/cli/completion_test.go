@@ -22,8 +22,9 @@ func complete(t *testing.T, stateDir string, args ...string) (ids []string, dire
 	// work (a parallel go test, the race detector) may take longer, and completion then
 	// offers nothing, which reads as a wrong answer. go test's -timeout bounds a hang.
 	f.completionTimeout = time.Hour
-	root := NewRootCmd(f)
-	root.SetArgs(append([]string{"__complete", "--state-dir", stateDir}, args...))
+	argv := append([]string{"__complete", "--state-dir", stateDir}, args...)
+	root := NewRootCmdFor(f, argv) // as main builds it for os.Args[1:]
+	root.SetArgs(argv)
 	if err := root.Execute(); err != nil {
 		t.Fatalf("__complete %q: %v", args, err)
 	}

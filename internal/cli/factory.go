@@ -32,6 +32,9 @@ type Factory struct {
 	// (completionTimeout, the constant): tests of what completion offers set one that load
 	// cannot reach, so that a starved machine does not read as nothing to offer.
 	completionTimeout time.Duration
+	// args is the command line the tree was built for (NewRootCmdFor: os.Args[1:]): a
+	// completion reads by which name it was asked for a command (completedAs).
+	args []string
 
 	engine *engine.Engine
 	// unredact unregisters the engine's scrubbing of crash reports (redactCrashes).

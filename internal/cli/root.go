@@ -31,6 +31,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 // instructions). A second argument that names none of its subcommands (an alias, a flag, a
 // mistyped name) gets the group whole (subcommandsFor).
 func NewRootCmdFor(f *Factory, args []string) *cobra.Command {
+	f.args = args
 	return newRoot(f, subcommandsFor(f, topCommands, args))
 }
 
