@@ -107,3 +107,61 @@ func TestRestoreExpandsOnlyWhatIsMountedAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreOfTwoClaimsPaysTheDebtAtBoth: the fix of TestRestoreExpandsOnlyWhatIsMountedAgain as
+// first made had the first restore send NodeExpandVolume at its own target alone (the other not
+// mounted yet) and clear the debt, so the second claim's restore had nothing owed and its target
+// never had it, at the old size where each target has its own device. The debt stays until a
+// publish finds every published claim's target mounted. Found by helper review72 (own).
+func TestRestoreOfTwoClaimsPaysTheDebtAtBoth(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
+	a := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	b := h.claim(ClaimRequest{VolumeID: "v", Alloc: "b"})
+	h.mem.AnswerNodeExpansionRequired(true)
+	h.faults.FailAlways(csi.RPCNodeExpandVolume, codes.Internal)
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {
+		t.Fatal("expand with NodeExpandVolume failing succeeded")
+	}
+	h.faults.Clear(csi.RPCNodeExpandVolume)
+	st, _ := h.staging("v")
+	for _, p := range []string{a.TargetPath, b.TargetPath, st.StagingPath} {
+		h.mounts.markGone(p)
+	}
+	h.mem.ResetCalls()
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile after the reboot: %v", err)
+	}
+	paths, _ := nodeExpandsAt(h.mem)
+	for _, target := range []string{a.TargetPath, b.TargetPath} {
+		if !slices.Contains(paths, target) {
+			t.Errorf("after the reboot's restore of both claims, NodeExpandVolume was never sent at %s (sent at %q; owed now %d): "+
+				"the first restore's publish sent it at the one target mounted and cleared the debt the other target was still owed", target, paths, h.owed("v"))
+		}
+	}
+}
+
+// TestExpandWithOneTargetLostKeepsItOwed: the same for `volume expand` with one of two targets'
+// mounts lost (reconcile restores it): the debt was cleared with that target unsent. Found by
+// helper review72 (own).
+func TestExpandWithOneTargetLostKeepsItOwed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	b := h.claim(ClaimRequest{VolumeID: "v", Alloc: "b"})
+	h.mounts.markGone(b.TargetPath)
+	h.mem.AnswerNodeExpansionRequired(true)
+	h.mem.ResetCalls()
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
+		t.Fatalf("expand: %v", err)
+	}
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if paths, _ := nodeExpandsAt(h.mem); !slices.Contains(paths, b.TargetPath) {
+		t.Errorf("b's target %s, unmounted at the expand and restored by reconcile after it, was never sent NodeExpandVolume (sent at %q, owed now %d): "+
+			"the expand cleared the debt with a published claim's target unsent", b.TargetPath, paths, h.owed("v"))
+	}
+}

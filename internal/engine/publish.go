@@ -614,30 +614,11 @@ func (m stagingMark) same(now stagingMark) bool {
 // path now is left to the target's check, which refuses a claim published from a bare staging
 // (bareStaging).
 func (e *Engine) stagingCovered(v store.Volume, c *conn, st store.Staging) error {
-	sr, ok := e.cfg.Mounts.(stackReader)
-	if !ok || st.MountRoot == "" || st.StagingPath == "" {
-		return nil // not known: an older volctl's staging, nothing mounted at the path, or a test's table
-	}
-	was := stagingMark{mountRoot: mountRoot{dev: st.MountDev, root: st.MountRoot}, ino: st.MountIno, birth: st.MountBirth}
-	path := e.realPath(st.StagingPath)
-	now := e.stagingShows(st.StagingPath)
-	if now.root == "" || was.same(now) {
-		return nil // as staged, or nothing mounted there now
-	}
-	stack, err := sr.StackAt(path)
-	if err != nil {
+	over, replaced, err := e.stagingCover(st)
+	switch {
+	case err != nil:
 		return err
-	}
-	// Below the topmost, which is not what was staged: the recorded mount by what the table
-	// gives of it.
-	over := -1
-	for i := len(stack) - 2; i >= 0; i-- {
-		if stack[i] == was.mountRoot {
-			over = len(stack) - 1 - i
-			break
-		}
-	}
-	if over > 0 {
+	case over > 0:
 		times := "once"
 		if over > 1 {
 			times = fmt.Sprintf("%d times", over)
@@ -645,11 +626,42 @@ func (e *Engine) stagingCovered(v store.Volume, c *conn, st store.Staging) error
 		return conflictf("volume %q's staging %s has %d mount(s) stacked over the one it was staged with (plugin %q, or someone by hand, mounted there since: a stage of another volume at the wrong path?): "+
 			"a claim published from it would be handed that, not the volume; nothing was published: unmount them (`%s`, %s), then claim again",
 			v.ID, st.StagingPath, over, c.plugin.ID, shellquote.Command("umount", st.StagingPath), times)
+	case !replaced:
+		return nil
 	}
 	return conflictf("volume %q's staging %s no longer shows what it was staged with (its mounts there were unmounted, and another mounted in their place, since): "+
 		"a claim published from it would be handed that, not the volume; nothing was published: unmount what is there (`%s`, until `findmnt %s` lists nothing), "+
 		"then release the volume's claims on this host (the last release unstages it: `%s`), and claim it again, which stages it anew",
 		v.ID, st.StagingPath, shellquote.Command("umount", st.StagingPath), shellquote.Arg(st.StagingPath), shellquote.Command("volctl volume detach", v.ID))
+}
+
+// stagingCover compares what staging st's path shows now with what it showed once staged
+// (st.Mount*): over is how many mounts are stacked over the recorded one, replaced that the
+// topmost is another and the recorded one is not below it. Neither when nothing is recorded
+// (an older volctl's staging, nothing mounted at the path then, a test's table), nothing is
+// mounted there now, or it shows what it did; the table is read for the stack only then.
+func (e *Engine) stagingCover(st store.Staging) (over int, replaced bool, err error) {
+	sr, ok := e.cfg.Mounts.(stackReader)
+	if !ok || st.MountRoot == "" || st.StagingPath == "" {
+		return 0, false, nil
+	}
+	was := stagingMark{mountRoot: mountRoot{dev: st.MountDev, root: st.MountRoot}, ino: st.MountIno, birth: st.MountBirth}
+	now := e.stagingShows(st.StagingPath)
+	if now.root == "" || was.same(now) {
+		return 0, false, nil
+	}
+	stack, err := sr.StackAt(e.realPath(st.StagingPath))
+	if err != nil {
+		return 0, false, err
+	}
+	// Below the topmost, which is not what was staged: the recorded mount by what the table
+	// gives of it.
+	for i := len(stack) - 2; i >= 0; i-- {
+		if stack[i] == was.mountRoot {
+			return len(stack) - 1 - i, false, nil
+		}
+	}
+	return 0, true, nil
 }
 
 // checkStaging checks what the plugin left at volume v's staging path after answering

@@ -182,3 +182,43 @@ func TestRestoreOntoAStagingReplacedAtBootIsRefused(t *testing.T) {
 		t.Fatalf("claimed again after the advice was followed, target %s shows other-data", again.TargetPath)
 	}
 }
+
+// TestReleaseOverACoveredStagingLeavesTheCover: the claim refused as driven on over a covered
+// staging is left node-staged so that no NodeUnstageVolume has the plugin unmount what covers the
+// staging; its release (the alloc stopped) sent that NodeUnstageVolume all the same, and the
+// plugin unmounted the cover, not what it staged. A release over a covered staging sends none,
+// names the umount, and reconcile finishes it once that is done. Found by helper review72 (own).
+func TestReleaseOverACoveredStagingLeavesTheCover(t *testing.T) {
+	h, staging := coveredStagingAfterStage(t)
+	rep, rerr := h.e.Reconcile(h.ctx)
+	t.Logf("reconcile: %v %+v", rerr, rep.Problems)
+	live := h.liveClaims("w")
+	if len(live) != 1 || live[0].State != store.ClaimNodeStaged {
+		t.Fatalf("setup: claims of w after reconcile: %+v; want one node-staged", live)
+	}
+	h.mem.ResetCalls()
+	res, err := h.e.Release(h.ctx, "w", "a")
+	t.Logf("release of w for a: %+v %v", res, err)
+	_, serr := os.Stat(filepath.Join(staging, "other-data"))
+	if serr != nil || err == nil {
+		t.Fatalf("after the release of the claim left node-staged, the staging %s no longer shows other-data (%v): NodeUnstageVolume sent %d time(s) "+
+			"over the mount covering the staging, and the plugin unmounted that, the very unstage leaving the claim node-staged was to avoid",
+			staging, serr, h.mem.CallCount(csi.RPCNodeUnstageVolume))
+	}
+	if n := h.mem.CallCount(csi.RPCNodeUnstageVolume); n != 0 || !strings.Contains(err.Error(), "umount") {
+		t.Fatalf("release over the cover: %v, NodeUnstageVolume sent %d time(s); want none sent and the umount named", err, n)
+	}
+	// The way out it names: the cover unmounted, then reconcile finishes the release.
+	if err := unix.Unmount(staging, 0); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile once the cover was unmounted: %v %+v", err, rep.Problems)
+	}
+	if live := h.liveClaims("w"); len(live) != 0 {
+		t.Fatalf("claims of w after the release was finished by reconcile: %+v", live)
+	}
+	if mp, err := h.e.cfg.Mounts.Mounted(h.dir, staging); err == nil && mp.Mounted {
+		t.Errorf("w's staging %s still mounted after its release was finished", staging)
+	}
+}
