@@ -582,6 +582,22 @@ func echoedIntoIdentity(ctx context.Context, e *engine.Engine, info engine.Volum
 		"would make another volume's; export it with --include-secrets, which writes it as the plugin gave it (the file is then 0600)", info.ID, field)
 }
 
+// echoedIntoNodeID refuses plugin id's job when the node ID it would serve, as the plugin reports
+// it or its volumes' topology names it, holds a secret value (the plugin echoed one there): the
+// job file is 0644, with --include-secrets too, and held it whole
+// (TestPluginJobNodeIDEchoingASecretIsRefused). A --node-id given is the user's own.
+func echoedIntoNodeID(ctx context.Context, e *engine.Engine, id, node string) error {
+	shown := node
+	if err := e.RedactValue(ctx, &shown); err != nil {
+		return fmt.Errorf("plugin %q job: reading the state to keep secrets out of it: %w", id, err)
+	}
+	if shown == node {
+		return nil
+	}
+	return fmt.Errorf("plugin %q job: the node ID the plugin reports (or its volumes' topology names) holds a secret value (the plugin echoed it there), "+
+		"which the job file, readable by all, would hold whole: give the node's ID with --node-id, or pass --no-plugin-job", id)
+}
+
 // exportPluginJobs writes the system job of each hostpath plugin the volumes use.
 func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.VolumeInfo, base nomad.PluginJobOptions) (files []exportFile, notes []string, err error) {
 	seen := map[string]bool{}
@@ -670,6 +686,9 @@ func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.Volum
 			}
 			if err := spec.ValidateNodeID("--node-id", o.NodeID); err != nil {
 				return nil, notes, fmt.Errorf("plugin %q job: `volctl plugin serve hostpath` would refuse the node its volumes' topology names (or the plugin reports): %v; give the node's ID with --node-id, or pass --no-plugin-job", id, err)
+			}
+			if err := echoedIntoNodeID(ctx, e, id, o.NodeID); err != nil {
+				return nil, notes, err
 			}
 		}
 		o.ExtraArgs = append(o.ExtraArgs, servedAs(args, execd, info)...)
