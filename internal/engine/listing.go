@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -614,12 +615,18 @@ func answerWord(answer error) string {
 // uncheckedNote is what a delete answered OK or NOT_FOUND (answer: nil or that error) says when
 // whether the plugin still lists what it deleted (what id) could not be checked (unchecked,
 // teardownChecked's): the words its event adds, "" when it was checked. It logs the warning
-// (stderr, for the command line).
-func (e *Engine) uncheckedNote(unchecked, answer error, pluginID, rpc, what, id string) string {
+// (stderr, for the command line). Both are scrubbed of the delete's secrets (sent with the
+// check's listing too): volctl's own words about the listing quote what the plugin gave (a
+// next_token it repeated), which the scrub of the plugin's messages does not reach, and the
+// event outlives secrets the state does not keep (a --secret, a deleted volume's); before,
+// `volctl events` showed a --secret the plugin echoed into that token
+// (TestSecretEchoedIntoARepeatedNextTokenIsNotRecorded).
+func (e *Engine) uncheckedNote(unchecked, answer error, pluginID, rpc, what, id string, secrets spec.Secrets) string {
 	if unchecked == nil {
 		return ""
 	}
+	scrub := csi.Scrubber(slices.Collect(maps.Values(secrets.Plain())))
 	e.log.Warn(fmt.Sprintf("plugin %q answered %s %s for %s %q, but whether it still lists it could not be checked", pluginID, rpc, answerWord(answer), what, id),
-		"err", unchecked)
-	return fmt.Sprintf(" (not checked that the plugin no longer lists it: %v)", unchecked)
+		"err", scrub(unchecked.Error()))
+	return scrub(fmt.Sprintf(" (not checked that the plugin no longer lists it: %v)", unchecked))
 }

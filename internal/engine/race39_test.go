@@ -390,11 +390,11 @@ func TestPausedPairRestoreSnapshotDelete(t *testing.T) {
 			return func(ctx context.Context, other *Engine) error { return snapshotDeleteOf(other, snap)(ctx) }
 		},
 		func(t *testing.T, h *harness, fp string, out pairOutcome) {
-			if fp == "restore:checked" {
+			if fp == "restore:checked" || fp == "restore:ready" {
 				// Paused before it recorded anything (no delete of the snapshot recorded when
-				// it looked): the delete, first, deletes the snapshot, and the restore, its
-				// snapshot gone, is refused saying so, leaving no volume.
-				if out.bErr != nil || !errors.Is(out.aErr, ErrConflict) || !strings.Contains(out.aErr.Error(), "was deleted by another volctl while this restore waited") {
+				// it looked, or after its check): the delete, first, deletes the snapshot, and
+				// the restore, its snapshot gone, is refused saying so, leaving no volume.
+				if out.bErr != nil || !errors.Is(out.aErr, ErrConflict) || !strings.Contains(out.aErr.Error(), "was deleted by another volctl while this restore") {
 					t.Errorf("at %s: the restore: %v; the delete: %v; want the delete done and the restore refused saying so", fp, out.aErr, out.bErr)
 				}
 				if _, err := h.e.Volume(h.ctx, "restored"); !errors.Is(err, ErrNotFound) {

@@ -1065,7 +1065,7 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 			"if the plugin keeps listing it, `%s` forgets the record and leaves the snapshot)", err, again,
 			shellquote.Command("volctl volume snapshot deregister", pluginID, snapshotID)))
 	}
-	note := e.uncheckedNote(unchecked, err, pluginID, csi.RPCDeleteSnapshot, "snapshot", snapshotID)
+	note := e.uncheckedNote(unchecked, err, pluginID, csi.RPCDeleteSnapshot, "snapshot", snapshotID, secrets)
 	kept = false
 	var takenAgain error
 	err = e.store.Update(ctx, func(tx *store.Tx) error {

@@ -131,7 +131,9 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume, outcome *Subm
 	if err != nil {
 		return fail(err)
 	}
-	e.failpoint("restore:ready") // the plugin's controller lock let go; nothing recorded yet
+	if sv.SnapshotID != "" {
+		e.failpoint("restore:ready") // the plugin's controller lock let go; nothing recorded yet
+	}
 
 	var v store.Volume
 	done, replay := false, false
@@ -939,7 +941,7 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 			if listed {
 				derr = stillListed(v.PluginID, csi.RPCDeleteVolume, derr, "volume", shown, volumeCheck(c))
 			} else {
-				e.uncheckedNote(unchecked, derr, v.PluginID, csi.RPCDeleteVolume, "volume", shown)
+				e.uncheckedNote(unchecked, derr, v.PluginID, csi.RPCDeleteVolume, "volume", shown, v.Secrets)
 			}
 		}
 		if derr != nil && !csi.IsIgnorable(derr) {

@@ -581,7 +581,7 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 		}
 	}
 	e.failpoint("rpc:DeleteVolume")
-	note := beforeNote + e.uncheckedNote(unchecked, answer, v.PluginID, csi.RPCDeleteVolume, "volume", v.ExternalID)
+	note := beforeNote + e.uncheckedNote(unchecked, answer, v.PluginID, csi.RPCDeleteVolume, "volume", v.ExternalID, v.Secrets)
 	err := e.store.Update(ctx, e.locks.holding(v.ID, func(tx *store.Tx) error {
 		if err := tx.Volumes().Delete(v.ID); err != nil {
 			return err
