@@ -205,6 +205,11 @@ func (r *runner) loop(ctx context.Context) {
 			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
 			r.restarting("unhealthy")
 			a.e.PluginEvent(ctx, id, "plugin-restart", msg)
+			// Recorded down, as an exit is: before, plugin status said the agent ran the pid
+			// it had just stopped, for the whole backoff, and after an agent stop in it
+			// (TestPluginStoppedPastItsHealthTimeoutIsNotRecordedAsRunning).
+			r.noteDown(ctx, engine.SupervisionExited, r.proc.pid,
+				fmt.Sprintf("the agent stopped it: %s; its output is in %s", unhealthyFor, filepath.Join(a.logDir, id+".log")))
 			removePidFile(a.runDir, id)
 			r.proc, restarted, restartAt = nil, true, a.now().Add(wait)
 			continue
@@ -646,6 +651,23 @@ func (r *runner) startOrAdopt(ctx context.Context) (started bool, err error) {
 		a.e.PluginEvent(ctx, id, "plugin-daemon", fmt.Sprintf("plugin %q: adopted pid %d, the daemon its process left serving %s (found by the instance in its environment)", id, d.pid, execEndpoint(r.spec)))
 		return false, nil
 	}
+	if p, from := a.orphanServing(ctx, id, sockets); p != nil {
+		// Deregistered while no agent ran, its process left serving this socket (under this
+		// plugin's mounts): handed over as a running agent's retire would have. Before, taken
+		// for a plugin no agent started, probed only, never stopped or restarted
+		// (TestHeirOfAPluginDeregisteredWhileNoAgentRanAdoptsItsProcess).
+		if err := a.handOver(from, id, p); err == nil {
+			p.watch(ctx)
+			r.proc = p
+			msg := fmt.Sprintf("plugin %q was deregistered while no agent ran: its process (pid %d), left serving %s, is handed to %q, whose runner supervises it from now on",
+				from, p.pid, spec.QuoteName(sockets[0]), id)
+			a.log.Info(msg, "plugin", id, "pid", p.pid, "from", from)
+			a.e.PluginEvent(ctx, id, "plugin-handover", msg)
+			return false, nil
+		} else {
+			a.log.Warn("handing a deregistered plugin's process to the plugin on its socket", "plugin", id, "from", from, "pid", p.pid, "err", err)
+		}
+	}
 	if socketsLive(sockets) {
 		r.foreign = true
 		r.foreignPid, r.foreignNote = foreignServer(sockets[0])
@@ -687,6 +709,48 @@ func (r *runner) startOrAdopt(ctx context.Context) (started bool, err error) {
 		}
 	}
 	return true, nil
+}
+
+// orphanServing finds the process an agent started for a plugin ID that is no longer
+// registered (its pid file left in the run directory, its process proven by its instance) that
+// serves the live socket of sockets: plugin id's heir, deregistered while no agent ran. nil, ""
+// when there is none.
+func (a *Agent) orphanServing(ctx context.Context, id string, sockets []string) (*process, string) {
+	if len(sockets) == 0 || !socketsLive(sockets) {
+		return nil, ""
+	}
+	peer := peerPid(sockets[0])
+	if peer <= 0 {
+		return nil, ""
+	}
+	holder, _ := holderOf(sockets[0], peer, func(int) bool { return true })
+	peerGroup, _ := procGroup(peer)
+	entries, err := os.ReadDir(a.runDir)
+	if err != nil {
+		return nil, ""
+	}
+	for _, en := range entries {
+		from, ok := strings.CutSuffix(en.Name(), ".pid")
+		if en.Name() == "agent.plugin-pid" {
+			from, ok = "agent", true
+		} else if from == "agent" {
+			continue // the agent's own
+		}
+		if !ok || from == id || !errors.Is(a.e.PluginRecorded(ctx, from), engine.ErrNotFound) {
+			continue
+		}
+		p := readPidFile(a.runDir, from)
+		if p == nil || !p.alive() || p.instance == "" || !hasInstance(p.pid, p.instance) {
+			continue
+		}
+		if pgrp, live := procGroup(p.pid); p.pgid != 0 && (!live || pgrp != p.pgid) {
+			p.pgid = 0
+		}
+		if peer == p.pid || holder == p.pid || peerGroup == p.group() {
+			return p, from
+		}
+	}
+	return nil, ""
 }
 
 // supervision is what the agent records it does with a plugin's process (store.Supervision).
