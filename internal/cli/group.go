@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -251,6 +252,9 @@ func bindsCell(binds []engine.Bind) string {
 		if b.ReadOnly {
 			parts[i] += " (read-only)"
 		}
+		if b.Unbound {
+			parts[i] += " (not mounted)"
+		}
 	}
 	return strings.Join(parts, ", ")
 }
@@ -341,7 +345,7 @@ func groupCounts(g engine.GroupInfo) (ready, claims int) {
 		claims += len(a.Claims)
 		atRest := len(a.Claims) > 0 && len(a.Missing) == 0 && !g.Lacks(a)
 		for _, c := range a.Claims {
-			atRest = atRest && c.AtRest()
+			atRest = atRest && c.AtRest() && !slices.ContainsFunc(c.Binds, func(b engine.Bind) bool { return b.Unbound })
 		}
 		if atRest {
 			ready++
@@ -365,7 +369,8 @@ func writeGroupDetail(out io.Writer, g engine.GroupInfo, now time.Time) error {
 	binds := hasBinds(g)
 	t := newTable(out, withBinds(binds, []string{"ALLOC", "VOLUME", "MODE", "STATE", "AGE"}, "MOUNTED AT", "TARGET")...)
 	for _, a := range g.Allocs {
-		if len(a.Claims) == 0 {
+		if len(a.Claims) == 0 || len(a.Missing) == 0 && a.Error != "" {
+			// Holding nothing, or holding its claims with a volume_mount not mounted: why.
 			t.row(withBinds(binds, []string{a.Name, "", "", a.Error, ""}, "", "")...)
 		}
 		for _, c := range a.Claims {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -110,15 +111,28 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 		if err := notStoredOtherwise(tx, store.GroupNames, g.Name); err != nil {
 			return err
 		}
-		return tx.Groups().Put(&store.Group{Name: g.Name, Spec: g, Count: g.Count, State: store.GroupRunning})
+		// The errors of the allocs the last run failed stay theirs until this run reaches
+		// them (recordRunErrors): a run cut short before an alloc wiped its error, and a failed
+		// group read "running", its allocs holding nothing with no reason
+		// (TestFailedGroupInterruptedBeforeItsAllocsStaysFailed).
+		var kept map[string]string
+		if old, err := tx.Groups().Get(g.Name); err == nil {
+			for name, why := range old.RunErrors {
+				if i := allocIndex(g.Name, name); i >= 0 && i < g.Count {
+					if kept == nil {
+						kept = map[string]string{}
+					}
+					kept[name] = why
+				}
+			}
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return tx.Groups().Put(&store.Group{Name: g.Name, Spec: g, Count: g.Count, State: store.GroupRunning, RunErrors: kept})
 	}); err != nil {
 		return fail(err)
 	}
 	e.failpoint("group:recorded") // the count recorded; no alloc run, nothing past it released
-	held, err := viewOne(ctx, e.store, func(tx *store.Tx) (map[string][]store.Claim, error) { return groupClaimsByAlloc(tx, g.Name) })
-	if err != nil {
-		return fail(err)
-	}
 	info := GroupInfo{Name: g.Name, State: string(store.GroupRunning), Count: g.Count}
 	var errs []error
 	// interrupted ends a run Ctrl-C cut short before alloc next: what its allocs failed of is
@@ -131,6 +145,18 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 			errs = append(errs, err)
 		}
 		return info, fmt.Errorf("run group %q: %w", g.Name, errors.Join(append(errs, interruptedRun(ctx, g, next))...))
+	}
+	if ctx.Err() != nil {
+		// Cut short once the group was recorded: said as any interrupted run, not as a
+		// transaction that wrote nothing.
+		return interrupted(0)
+	}
+	held, err := viewOne(ctx, e.store, func(tx *store.Tx) (map[string][]store.Claim, error) { return groupClaimsByAlloc(tx, g.Name) })
+	if err != nil {
+		if ctx.Err() != nil {
+			return interrupted(0)
+		}
+		return fail(err)
 	}
 	for i := 0; i < g.Count; i++ {
 		if ctx.Err() != nil {
@@ -249,22 +275,28 @@ func groupState(state store.GroupState, count int, allocs []AllocInfo) string {
 // the allocs it could not give their volumes, for group status and the dashboard
 // (store.Group.RunErrors); a run that gave every alloc its volumes clears them.
 func (e *Engine) recordRunErrors(ctx context.Context, name string, allocs []AllocInfo) error {
-	var failed map[string]string
-	for _, a := range allocs {
-		if a.Error != "" {
-			if failed == nil {
-				failed = map[string]string{}
-			}
-			failed[a.Name] = a.Error
-		}
-	}
-	if failed == nil {
-		return nil // the run's own record, made at its start, has none
-	}
 	err := e.store.Update(ctx, func(tx *store.Tx) error {
 		g, err := tx.Groups().Get(name)
 		if err != nil {
 			return err
+		}
+		// The errors of allocs this run did not reach (cut short) are kept, as its record made
+		// at its start kept them; those it reached are what it found now.
+		failed := maps.Clone(g.RunErrors)
+		for _, a := range allocs {
+			delete(failed, a.Name)
+			if a.Error != "" {
+				if failed == nil {
+					failed = map[string]string{}
+				}
+				failed[a.Name] = a.Error
+			}
+		}
+		if maps.Equal(failed, g.RunErrors) {
+			return nil
+		}
+		if len(failed) == 0 {
+			failed = nil
 		}
 		g.RunErrors = failed
 		return tx.Groups().Put(&g)
@@ -750,7 +782,9 @@ func (e *Engine) groupsStored(ctx context.Context, name string) ([]GroupInfo, er
 			return err
 		}
 		for _, g := range groups {
-			out = append(out, groupInfo(g, claims))
+			info := groupInfo(g, claims)
+			markUnbound(&info, g)
+			out = append(out, info)
 		}
 		return nil
 	})
@@ -758,6 +792,50 @@ func (e *Engine) groupsStored(ctx context.Context, name string) ([]GroupInfo, er
 		return nil, notFoundf("group %q not found", name)
 	}
 	return out, err
+}
+
+// markUnbound marks each volume_mount of a claim at rest in group info (g's) with nothing mounted
+// at its destination now (Bind.Unbound), and gives its alloc the last run's error for it, or
+// says what binds it again. Before, an alloc whose bind a run again refused (a file written in
+// the bare destination), its claims kept, read ready with its bind listed as mounted, and the
+// run's error hidden (TestGroupStatusDoesNotCallReadyAnAllocWhoseBindIsGone). A statx of each
+// destination, opened as a bind's is (openNoFollow).
+func markUnbound(info *GroupInfo, g store.Group) {
+	for i := range info.Allocs {
+		a := &info.Allocs[i]
+		var gone []string
+		for j := range a.Claims {
+			c := &a.Claims[j]
+			if !c.AtRest() {
+				continue
+			}
+			for k := range c.Binds {
+				if b := &c.Binds[k]; !destinationMounted(b.Destination) {
+					b.Unbound = true
+					gone = append(gone, b.Destination)
+				}
+			}
+		}
+		if len(gone) == 0 || a.Error != "" {
+			continue
+		}
+		if a.Error = g.RunErrors[a.Name]; a.Error == "" {
+			a.Error = fmt.Sprintf("nothing is mounted at its volume_mount %s (unmounted since it was bound): `volctl group run` of the group's spec again, or `volctl reconcile`, binds it again",
+				strings.Join(gone, ", "))
+		}
+	}
+}
+
+// destinationMounted says whether something is mounted at a volume_mount's destination, opened
+// as a bind opens it (no symlink followed); false when it cannot be opened.
+func destinationMounted(dest string) bool {
+	d, err := openNoFollow("/", dest, createNothing)
+	if err != nil {
+		return false
+	}
+	defer d.close()
+	m, err := d.mounted()
+	return err == nil && m
 }
 
 func groupInfo(g store.Group, claims []store.Claim) GroupInfo {

@@ -378,6 +378,9 @@ type Bind struct {
 	Destination     string `json:"destination"`
 	ReadOnly        bool   `json:"read_only"`
 	PropagationMode string `json:"propagation_mode"`
+	// Unbound says nothing is mounted at the destination now, the claim at rest (group
+	// status): unmounted by hand, or its bind refused at a run again.
+	Unbound bool `json:"unbound,omitempty"`
 }
 
 // AtRest reports whether the claim is published, not being released and not waiting for
