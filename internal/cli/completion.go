@@ -132,13 +132,13 @@ func (f *Factory) completeEach(src idSource) cobra.CompletionFunc {
 }
 
 // completedAs is the name or alias by which the completion request (f.args: cobra's
-// __complete, the words, the one being completed last) names cmd, "" when it cannot be told:
+// __complete or __completeNoDesc, the words, the one being completed last) names cmd, "" when it cannot be told:
 // cobra's Find knows it, and keeps it from the command until the command runs (CalledAs).
 // The words are walked from the root as Find walks them, a flag and anything naming no
 // subcommand (an argument, a flag's value) passed over.
 func (f *Factory) completedAs(cmd *cobra.Command) string {
-	if len(f.args) < 2 || f.args[0] != cobra.ShellCompRequestCmd {
-		return ""
+	if len(f.args) < 2 || f.args[0] != cobra.ShellCompRequestCmd && f.args[0] != cobra.ShellCompNoDescRequestCmd {
+		return "" // not a completion request: scripts written with --no-descriptions send the second
 	}
 	node, as := cmd.Root(), ""
 	for _, w := range f.args[1 : len(f.args)-1] {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/spf13/cobra"
 	"strings"
 	"testing"
 
@@ -11,7 +12,8 @@ import (
 // take no argument (withListAliases refuses one, exit 2), yet a <Tab> after them offered the
 // IDs `status` takes under its own name: completions are registered by the command's path, the
 // same whatever name it is called by, and the shell completed a line the command refused.
-// Found by helper review72.
+// Found by helper review72; the own review of the fix found it read cobra's __complete request
+// alone, not the __completeNoDesc of scripts written with --no-descriptions.
 func TestListAliasesCompleteNoArgument(t *testing.T) {
 	h := newCLIHarness(t)
 	h.createVolume(t, "db", spec.MultiNodeMultiWriter)
@@ -25,9 +27,13 @@ func TestListAliasesCompleteNoArgument(t *testing.T) {
 		{"plugin", "ls", ""},
 		{"plugin", "list", ""},
 	} {
-		ids, directive := complete(t, h.state, args...)
-		if len(ids) != 0 || directive != noFiles {
-			t.Errorf("complete %q = %q %s, want nothing (the command takes no argument under that name) and %s", args, ids, directive, noFiles)
+		// As the scripts ask, with descriptions and without (--no-descriptions: cobra's
+		// __completeNoDesc, which the first fix did not read).
+		for _, request := range []string{cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd} {
+			ids, directive := completeBy(t, request, h.state, args...)
+			if len(ids) != 0 || directive != noFiles {
+				t.Errorf("%s %q = %q %s, want nothing (the command takes no argument under that name) and %s", request, args, ids, directive, noFiles)
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/spf13/cobra"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,13 @@ import (
 // returns the candidates (descriptions cut off) and the directive line.
 func complete(t *testing.T, stateDir string, args ...string) (ids []string, directive string) {
 	t.Helper()
+	return completeBy(t, cobra.ShellCompRequestCmd, stateDir, args...)
+}
+
+// completeBy is complete sent as request, cobra's __complete or, as the scripts of `volctl
+// completion SHELL --no-descriptions` send it, __completeNoDesc.
+func completeBy(t *testing.T, request, stateDir string, args ...string) (ids []string, directive string) {
+	t.Helper()
 	ios, _, out, _ := iostreams.Test()
 	f := NewFactory(ios)
 	defer f.Close()
@@ -22,11 +30,11 @@ func complete(t *testing.T, stateDir string, args ...string) (ids []string, dire
 	// work (a parallel go test, the race detector) may take longer, and completion then
 	// offers nothing, which reads as a wrong answer. go test's -timeout bounds a hang.
 	f.completionTimeout = time.Hour
-	argv := append([]string{"__complete", "--state-dir", stateDir}, args...)
+	argv := append([]string{request, "--state-dir", stateDir}, args...)
 	root := NewRootCmdFor(f, argv) // as main builds it for os.Args[1:]
 	root.SetArgs(argv)
 	if err := root.Execute(); err != nil {
-		t.Fatalf("__complete %q: %v", args, err)
+		t.Fatalf("%s %q: %v", request, args, err)
 	}
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		if strings.HasPrefix(line, ":") {
