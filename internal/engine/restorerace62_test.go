@@ -57,10 +57,19 @@ func TestRestoreBesideTheSnapshotsDeleteSaysSo(t *testing.T) {
 // Before, CreateVolume's NOT_FOUND said to check snapshot_id.
 func TestRestoreThatWaitedForTheSnapshotsDeleteSaysSo(t *testing.T) {
 	t.Parallel()
+	restoreBesideAWholeDelete(t, "restore:checked", "waited")
+}
+
+// restoreBesideAWholeDelete pauses a restore from snapshot "nightly" at failpoint fp while
+// another volctl deletes the snapshot whole, and checks the restore is refused as a conflict
+// saying the snapshot "was deleted by another volctl while this restore <while>", sending no
+// CreateVolume and recording no volume.
+func restoreBesideAWholeDelete(t *testing.T, fp, while string) {
+	t.Helper()
 	h := snapshotDB(t)
 	h.snapshot("nightly")
 	sv := restoredFromTheSnapshot(h)
-	out := h.pausedPair("restore:checked",
+	out := h.pausedPair(fp,
 		func(ctx context.Context) error {
 			_, err := h.e.CreateVolume(ctx, sv)
 			return err
@@ -71,11 +80,14 @@ func TestRestoreThatWaitedForTheSnapshotsDeleteSaysSo(t *testing.T) {
 	if out.bErr != nil {
 		t.Fatalf("the snapshot delete: %v", out.bErr)
 	}
-	if msg := fmt.Sprint(out.aErr); !errors.Is(out.aErr, ErrConflict) || !strings.Contains(msg, "was deleted by another volctl while this restore waited") {
-		t.Errorf("restore = %v\nwant a conflict saying snapshot \"nightly\" was deleted by another volctl while it waited", out.aErr)
+	if want := "was deleted by another volctl while this restore " + while; !errors.Is(out.aErr, ErrConflict) || !strings.Contains(fmt.Sprint(out.aErr), want) {
+		t.Errorf("restore = %v\nwant a conflict saying snapshot \"nightly\" %s", out.aErr, want)
 	}
 	if n := h.mem.CallCount(csi.RPCCreateVolume); n != 1 {
 		t.Errorf("%d CreateVolume sent; want db's alone, none for the restore", n)
+	}
+	if _, err := h.e.Volume(h.ctx, sv.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("volume %q after the refused restore: %v; want nothing recorded", sv.ID, err)
 	}
 }
 
@@ -114,27 +126,5 @@ func TestCloneOfASourceWhoseDeleteIsInFlightDoesNotSayInterrupted(t *testing.T) 
 // volctl, sending nothing. Found by helper review72 (a lead).
 func TestRestoreBesideADeleteRunAfterItsCheckSaysSo(t *testing.T) {
 	t.Parallel()
-	h := snapshotDB(t)
-	h.snapshot("nightly")
-	sv := restoredFromTheSnapshot(h)
-	out := h.pausedPair("restore:ready",
-		func(ctx context.Context) error {
-			_, err := h.e.CreateVolume(ctx, sv)
-			return err
-		},
-		func(ctx context.Context, other *Engine) error {
-			return other.DeleteSnapshot(ctx, "mem", "nightly", nil)
-		})
-	if out.bErr != nil {
-		t.Fatalf("the snapshot delete: %v", out.bErr)
-	}
-	if msg := fmt.Sprint(out.aErr); !errors.Is(out.aErr, ErrConflict) || !strings.Contains(msg, "was deleted by another volctl while this restore checked it") {
-		t.Errorf("restore = %v\nwant a conflict saying snapshot \"nightly\" was deleted by another volctl while the restore checked it", out.aErr)
-	}
-	if n := h.mem.CallCount(csi.RPCCreateVolume); n != 1 {
-		t.Errorf("%d CreateVolume sent; want db's alone, none for the restore", n)
-	}
-	if _, err := h.e.Volume(h.ctx, sv.ID); !errors.Is(err, ErrNotFound) {
-		t.Errorf("volume %q after the refused restore: %v; want nothing recorded", sv.ID, err)
-	}
+	restoreBesideAWholeDelete(t, "restore:ready", "checked it")
 }
