@@ -67,29 +67,7 @@ func TestExpandAfterARebootWaitsForTheRestore(t *testing.T) {
 // review72.
 func TestRestoreExpandsOnlyWhatIsMountedAgain(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil)
-	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
-	a := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	b := h.claim(ClaimRequest{VolumeID: "v", Alloc: "b"})
-	h.mem.AnswerNodeExpansionRequired(true)
-	h.faults.FailAlways(csi.RPCNodeExpandVolume, codes.Internal)
-	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {
-		t.Fatal("expand with NodeExpandVolume failing succeeded")
-	}
-	if h.owed("v") == 0 {
-		t.Fatal("no node expansion owed after NodeExpandVolume failed")
-	}
-	h.faults.Clear(csi.RPCNodeExpandVolume)
-	// The reboot.
-	st, _ := h.staging("v")
-	for _, p := range []string{a.TargetPath, b.TargetPath, st.StagingPath} {
-		h.mounts.markGone(p)
-	}
-	h.mem.ResetCalls()
-
-	if _, err := h.e.Reconcile(h.ctx); err != nil {
-		t.Fatalf("reconcile after the reboot: %v", err)
-	}
+	h, _, _ := restoredOwingAnExpansion(t)
 	published := map[string]int{} // target -> index of its NodePublishVolume in the calls
 	for i, c := range h.mem.Calls() {
 		if r, ok := c.Request.(csi.NodePublishVolumeRequest); ok {
@@ -115,24 +93,7 @@ func TestRestoreExpandsOnlyWhatIsMountedAgain(t *testing.T) {
 // publish finds every published claim's target mounted. Found by helper review72 (own).
 func TestRestoreOfTwoClaimsPaysTheDebtAtBoth(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil)
-	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
-	a := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	b := h.claim(ClaimRequest{VolumeID: "v", Alloc: "b"})
-	h.mem.AnswerNodeExpansionRequired(true)
-	h.faults.FailAlways(csi.RPCNodeExpandVolume, codes.Internal)
-	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {
-		t.Fatal("expand with NodeExpandVolume failing succeeded")
-	}
-	h.faults.Clear(csi.RPCNodeExpandVolume)
-	st, _ := h.staging("v")
-	for _, p := range []string{a.TargetPath, b.TargetPath, st.StagingPath} {
-		h.mounts.markGone(p)
-	}
-	h.mem.ResetCalls()
-	if _, err := h.e.Reconcile(h.ctx); err != nil {
-		t.Fatalf("reconcile after the reboot: %v", err)
-	}
+	h, a, b := restoredOwingAnExpansion(t)
 	paths, _ := nodeExpandsAt(h.mem)
 	for _, target := range []string{a.TargetPath, b.TargetPath} {
 		if !slices.Contains(paths, target) {
@@ -164,4 +125,34 @@ func TestExpandWithOneTargetLostKeepsItOwed(t *testing.T) {
 		t.Errorf("b's target %s, unmounted at the expand and restored by reconcile after it, was never sent NodeExpandVolume (sent at %q, owed now %d): "+
 			"the expand cleared the debt with a published claim's target unsent", b.TargetPath, paths, h.owed("v"))
 	}
+}
+
+// restoredOwingAnExpansion makes volume v, held by allocs a and b, owed a node expansion (its
+// NodeExpandVolume failed), then a reboot (every mount gone) and the reconcile that restores
+// both claims, the plugin's calls recorded from the reboot on. It returns the harness and the
+// two claims.
+func restoredOwingAnExpansion(t *testing.T) (h *harness, a, b ClaimInfo) {
+	t.Helper()
+	h = newHarness(t, nil)
+	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
+	a = h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	b = h.claim(ClaimRequest{VolumeID: "v", Alloc: "b"})
+	h.mem.AnswerNodeExpansionRequired(true)
+	h.faults.FailAlways(csi.RPCNodeExpandVolume, codes.Internal)
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {
+		t.Fatal("expand with NodeExpandVolume failing succeeded")
+	}
+	if h.owed("v") == 0 {
+		t.Fatal("no node expansion owed after NodeExpandVolume failed")
+	}
+	h.faults.Clear(csi.RPCNodeExpandVolume)
+	st, _ := h.staging("v")
+	for _, p := range []string{a.TargetPath, b.TargetPath, st.StagingPath} {
+		h.mounts.markGone(p)
+	}
+	h.mem.ResetCalls()
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile after the reboot: %v", err)
+	}
+	return h, a, b
 }

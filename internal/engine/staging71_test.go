@@ -96,13 +96,7 @@ func TestJoinFromAnotherMountNamespaceSharingTheStateDir(t *testing.T) {
 // claim with the volume's data. Real mounts, as root. Found by helper review71 (own3 review).
 func TestStagingReplacedByAMountWithTheReusedIDIsNotJoined(t *testing.T) {
 	h := kernelHarness(t, nil)
-	other := filepath.Join(t.TempDir(), "other")
-	if err := os.MkdirAll(other, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(other, "other-data"), []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	other := otherDataDir(t)
 	h.create(volume("w", capab(spec.MultiNodeMultiWriter)))
 	a := h.claim(ClaimRequest{VolumeID: "w", Alloc: "a"})
 	if err := os.WriteFile(filepath.Join(a.TargetPath, "w-data"), []byte("w"), 0o600); err != nil {
@@ -155,13 +149,7 @@ func TestStagingReplacedByAMountWithTheReusedIDIsNotJoined(t *testing.T) {
 // mounts, as root. Found by helper review71 (own3 review).
 func TestStackedOverAStagingWithoutItsOwnMountIsNoStagingRefusal(t *testing.T) {
 	h := kernelHarness(t, func(c *csitest.MemConfig) { c.MountTargetsOnly = true })
-	other := filepath.Join(t.TempDir(), "other")
-	if err := os.MkdirAll(other, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(other, "other-data"), []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	other := otherDataDir(t)
 	h.create(volume("w", capab(spec.MultiNodeMultiWriter)))
 	h.claim(ClaimRequest{VolumeID: "w", Alloc: "a"})
 	defer h.release("w", "a")

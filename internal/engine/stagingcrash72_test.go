@@ -24,13 +24,7 @@ import (
 func coveredStagingAfterStage(t *testing.T) (*harness, string) {
 	t.Helper()
 	h := kernelHarness(t, nil)
-	other := filepath.Join(t.TempDir(), "other")
-	if err := os.MkdirAll(other, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(other, "other-data"), []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	other := otherDataDir(t)
 	h.create(volume("w", capab(spec.MultiNodeMultiWriter)))
 	staging := stagingPath(h.dir, "mem", "w")
 
@@ -127,13 +121,7 @@ func TestNodeStagedClaimAgainOverACoveredStagingIsRefused(t *testing.T) {
 // review72.
 func TestRestoreOntoAStagingReplacedAtBootIsRefused(t *testing.T) {
 	h := kernelHarness(t, nil)
-	other := filepath.Join(t.TempDir(), "other")
-	if err := os.MkdirAll(other, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(other, "other-data"), []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	other := otherDataDir(t)
 	h.create(volume("w", capab(spec.MultiNodeMultiWriter)))
 	a := h.claim(ClaimRequest{VolumeID: "w", Alloc: "a"})
 	staging := stagingPath(h.dir, "mem", "w")
@@ -221,4 +209,18 @@ func TestReleaseOverACoveredStagingLeavesTheCover(t *testing.T) {
 	if mp, err := h.e.cfg.Mounts.Mounted(h.dir, staging); err == nil && mp.Mounted {
 		t.Errorf("w's staging %s still mounted after its release was finished", staging)
 	}
+}
+
+// otherDataDir makes a directory holding a file other-data: another file system's content, to
+// mount where a volume's staging is and tell by that file whether a target shows it.
+func otherDataDir(t *testing.T) string {
+	t.Helper()
+	other := filepath.Join(t.TempDir(), "other")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, "other-data"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return other
 }
