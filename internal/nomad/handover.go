@@ -146,7 +146,14 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool, marked
 	case err != nil:
 		return Handed{Undo: true}, err // nothing sent; VolumeIn's error names the volume
 	default:
-		if d := c.Identity(have, v); len(d) > 0 {
+		if d := c.Identity(have, v); len(d) > 0 && !first {
+			// Marked from before: Nomad's volume of the ID is someone else's now, and leaving
+			// this volume to volctl is no way (it claims nothing marked), nor is deregistering
+			// that one. Said as a registration refused so says it (othersCopy): before, the
+			// deregister was advised (TestNomadRegisterAgainOverAnotherVolumeNamesTheWayBack).
+			return Handed{Undo: true}, fmt.Errorf("volume %q: Nomad at %s %w in namespace %s, with %s: nothing was sent%s",
+				v.ID, c.Address, ErrOtherVolume, ns, c.shown(strings.Join(d, ", "), v), c.othersCopy(v, ns))
+		} else if len(d) > 0 {
 			return Handed{Undo: true}, fmt.Errorf("volume %q: Nomad at %s %w in namespace %s, with %s: not volctl's to update (volctl registers it with its own); deregister that one there first (`%s`) if it is no one's, or leave this volume to volctl",
 				v.ID, c.Address, ErrOtherVolume, ns, c.shown(strings.Join(d, ", "), v), c.nomadCmd("volume deregister", ns, v.ID))
 		}
