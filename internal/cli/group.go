@@ -253,7 +253,7 @@ func bindsCell(binds []engine.Bind) string {
 			parts[i] += " (read-only)"
 		}
 		if b.Unbound {
-			parts[i] += " (not mounted)"
+			parts[i] += " (not bound: see the alloc's error)"
 		}
 	}
 	return strings.Join(parts, ", ")

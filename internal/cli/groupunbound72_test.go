@@ -11,7 +11,7 @@ import (
 
 // TestGroupStatusShowsABindNotMountedAndTheAllocNotReady: an alloc holding its claims with a
 // volume_mount marked not mounted (engine's markUnbound) was counted ready and its destination
-// listed as mounted. It is not ready, the destination says "(not mounted)", and the alloc's
+// listed as mounted. It is not ready, the destination says "(not bound: see the alloc's error)", and the alloc's
 // error (the last run's) has a line of its own. Found by helper review72 (groups).
 func TestGroupStatusShowsABindNotMountedAndTheAllocNotReady(t *testing.T) {
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -33,7 +33,7 @@ func TestGroupStatusShowsABindNotMountedAndTheAllocNotReady(t *testing.T) {
 	}
 	for _, w := range []string{
 		`(?m)^Allocs Ready += 0/1$`,
-		`(?m)^web\[0\] +logs +write +published +1m +/logs \(not mounted\) +/t/logs$`,
+		`(?m)^web\[0\] +logs +write +published +1m +/logs \(not bound: see the alloc's error\) +/t/logs$`,
 		`(?m)^web\[0\] +<none> +<none> +volume_mount /logs: a directory holding "x"`,
 	} {
 		if !regexp.MustCompile(w).MatchString(detail.String()) {

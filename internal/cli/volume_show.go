@@ -140,15 +140,10 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 		pairs = append(pairs, [2]string{"Node Expansion Owed", row})
 	}
 	if v.ExpansionPending > 0 {
-		again := "`volctl reconcile` sends it again and records the answer, as does the expand run again"
-		if v.Handover != nil {
-			// Reconcile leaves it, and the expand is refused, until the take-back
-			// (TestPendingExpansionOfAHandedOverVolumeSaysItWaitsForTheTakeBack).
-			again = fmt.Sprintf("it waits for the volume to be taken back from Nomad at %s (`%s`), then `volctl reconcile` sends it again and records the answer",
-				v.Handover.Address, shellquote.Command("volctl nomad release", v.ID))
-		}
+		// While handed over, reconcile leaves it, and the expand is refused, until the take-back
+		// (TestPendingExpansionOfAHandedOverVolumeSaysItWaitsForTheTakeBack).
 		pairs = append(pairs, [2]string{"Expansion Pending", fmt.Sprintf("to %s: ControllerExpandVolume was sent and its answer not recorded (the expand was killed or lost it), so the storage may be that size already; %s",
-			bytesIEC(v.ExpansionPending), again)})
+			bytesIEC(v.ExpansionPending), v.ExpansionPendingWay())})
 	}
 	switch {
 	case v.UnpublishOwed() && v.Handover != nil:

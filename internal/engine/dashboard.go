@@ -150,5 +150,8 @@ func (e *Engine) Dashboard(ctx context.Context, events int) (Dashboard, error) {
 		return d, err
 	}
 	e.agentLiveness(d.Plugins)
+	for i := range d.Groups {
+		e.markUnbound(&d.Groups[i]) // as group status says them (TestDashboardGroupWhoseVolumeMountIsNotMountedIsSaid)
+	}
 	return d, redactWith(&d, e.scrubbers.get(e.andForgotten(secrets)))
 }

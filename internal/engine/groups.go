@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"slices"
 	"sort"
@@ -782,60 +783,88 @@ func (e *Engine) groupsStored(ctx context.Context, name string) ([]GroupInfo, er
 			return err
 		}
 		for _, g := range groups {
-			info := groupInfo(g, claims)
-			markUnbound(&info, g)
-			out = append(out, info)
+			out = append(out, groupInfo(g, claims))
 		}
 		return nil
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFoundf("group %q not found", name)
 	}
+	for i := range out {
+		e.markUnbound(&out[i])
+	}
 	return out, err
 }
 
-// markUnbound marks each volume_mount of a claim at rest in group info (g's) with nothing mounted
-// at its destination now (Bind.Unbound), and gives its alloc the last run's error for it, or
-// says what binds it again. Before, an alloc whose bind a run again refused (a file written in
-// the bare destination), its claims kept, read ready with its bind listed as mounted, and the
-// run's error hidden (TestGroupStatusDoesNotCallReadyAnAllocWhoseBindIsGone). A statx of each
-// destination, opened as a bind's is (openNoFollow).
-func markUnbound(info *GroupInfo, g store.Group) {
+// markUnbound marks each volume_mount of a claim at rest in group info whose destination does
+// not show the claim's volume now (Bind.Unbound), and adds to its alloc's error what is there
+// instead and what binds it again. Before, an alloc whose bind a run again refused (a file
+// written in the bare destination, something else mounted there), its claims kept, read ready
+// with its bind listed, the run's error hidden
+// (TestGroupStatusDoesNotCallReadyAnAllocWhoseBindIsGone). What is said is what is there now,
+// not the last run's error, which reconcile may have made stale
+// (TestGroupStatusSaysWhatIsAtTheDestinationNow). group status and the dashboard both mark.
+func (e *Engine) markUnbound(info *GroupInfo) {
 	for i := range info.Allocs {
 		a := &info.Allocs[i]
-		var gone []string
+		var why []string
+		if a.Error != "" {
+			why = append(why, a.Error)
+		}
+		marked := false
 		for j := range a.Claims {
 			c := &a.Claims[j]
 			if !c.AtRest() {
 				continue
 			}
 			for k := range c.Binds {
-				if b := &c.Binds[k]; !destinationMounted(b.Destination) {
-					b.Unbound = true
-					gone = append(gone, b.Destination)
+				b := &c.Binds[k]
+				if w := e.bindShows(c.TargetPath, b.Destination); w != "" {
+					b.Unbound, marked = true, true
+					why = append(why, fmt.Sprintf("volume_mount %s %s", b.Destination, w))
 				}
 			}
 		}
-		if len(gone) == 0 || a.Error != "" {
-			continue
-		}
-		if a.Error = g.RunErrors[a.Name]; a.Error == "" {
-			a.Error = fmt.Sprintf("nothing is mounted at its volume_mount %s (unmounted since it was bound): `volctl group run` of the group's spec again, or `volctl reconcile`, binds it again",
-				strings.Join(gone, ", "))
+		if marked {
+			a.Error = strings.Join(why, "; ")
 		}
 	}
 }
 
-// destinationMounted says whether something is mounted at a volume_mount's destination, opened
-// as a bind opens it (no symlink followed); false when it cannot be opened.
-func destinationMounted(dest string) bool {
-	d, err := openNoFollow("/", dest, createNothing)
+// bindShows says, of a volume_mount destination of the claim published at target, what is
+// there instead of the volume and what to do, "" when the volume is (what bindMount finds
+// bound: something mounted there that is the claim's target's file). The destination is opened
+// as a bind opens it, following no symlink. A target that cannot be opened is the claim's to
+// say, not the bind's: "".
+func (e *Engine) bindShows(target, dest string) string {
+	src, err := openNoFollow(e.cfg.StateDir, e.realPath(target), createNothing)
 	if err != nil {
-		return false
+		return ""
+	}
+	defer src.close()
+	d, err := openNoFollow("/", dest, createNothing)
+	var se *symlinkError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("is reached through a symlink at %s (moved since it was bound?), which volctl does not follow: what is there cannot be told, and a run of the group refuses it; "+
+			"put the directory back where it was, or give the volume_mount its path now and run the group's spec again", se.Component)
+	case errors.Is(err, fs.ErrNotExist):
+		return "is gone (removed since it was bound): `volctl reconcile` makes it and binds the volume there again"
+	case err != nil:
+		return fmt.Sprintf("cannot be looked at: %v", err)
 	}
 	defer d.close()
-	m, err := d.mounted()
-	return err == nil && m
+	mounted, err := d.mounted()
+	if err != nil {
+		return fmt.Sprintf("cannot be looked at: %v", err)
+	}
+	if !mounted {
+		return "has nothing mounted (unmounted since it was bound): `volctl reconcile` binds the volume there again, on an empty directory (move away what was written there since)"
+	}
+	if same, err := d.sameFile(src); err != nil || !same {
+		return "has something else mounted, not the volume (mounted over it, or in its place): unmount that, then `volctl reconcile` binds the volume there again"
+	}
+	return ""
 }
 
 func groupInfo(g store.Group, claims []store.Claim) GroupInfo {

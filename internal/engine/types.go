@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"fmt"
+	"github.com/volctl/volctl/internal/shellquote"
 	"strconv"
 	"strings"
 	"time"
@@ -378,9 +379,23 @@ type Bind struct {
 	Destination     string `json:"destination"`
 	ReadOnly        bool   `json:"read_only"`
 	PropagationMode string `json:"propagation_mode"`
-	// Unbound says nothing is mounted at the destination now, the claim at rest (group
-	// status): unmounted by hand, or its bind refused at a run again.
+	// Unbound says the destination does not show the volume now, the claim at rest (group
+	// status, the dashboard): nothing, or something else, mounted there, or the destination
+	// gone or reached through a symlink; the alloc's error says which (markUnbound).
 	Unbound bool `json:"unbound,omitempty"`
+}
+
+// ExpansionPendingWay says what sends volume v's pending expansion again (its
+// ControllerExpandVolume's answer not recorded): `volctl reconcile`, or, while the volume is
+// handed over to Nomad, which reconcile leaves it to, the take-back first. One wording for
+// `volume status` and the dashboard, whose detail advised the reconcile of a handed-over volume
+// (TestDashboardPendingExpansionOfAHandedOverVolumeSaysItWaitsForTheTakeBack).
+func (v VolumeInfo) ExpansionPendingWay() string {
+	if v.Handover != nil {
+		return fmt.Sprintf("it waits for the volume to be taken back from Nomad at %s (`%s`), then `volctl reconcile` sends it again and records the answer",
+			v.Handover.Address, shellquote.Command("volctl nomad release", v.ID))
+	}
+	return "`volctl reconcile` sends it again and records the answer, as does the expand run again"
 }
 
 // AtRest reports whether the claim is published, not being released and not waiting for

@@ -227,7 +227,7 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 		b.kv("Node Expand Owed", owed)
 	}
 	if v.ExpansionPending > 0 {
-		b.kv("Expansion Pending", "to "+display.Bytes(v.ExpansionPending)+": ControllerExpandVolume was sent and its answer not recorded, so the storage may be that size already; volctl reconcile sends it again")
+		b.kv("Expansion Pending", "to "+display.Bytes(v.ExpansionPending)+": ControllerExpandVolume was sent and its answer not recorded, so the storage may be that size already; "+v.ExpansionPendingWay())
 	}
 	b.kv("Attached To", v.AttachedTo)
 	if v.AttachedTo != "" {

@@ -100,6 +100,12 @@ func realEngine(t *testing.T) (e *engine.Engine, stop func()) {
 // realEngineWith is realEngine with the plugin's configuration edited by mutate (nil: none).
 func realEngineWith(t *testing.T, mutate func(*csitest.MemConfig)) (e *engine.Engine, stop func()) {
 	t.Helper()
+	return realEngineIn(t, t.TempDir(), mutate)
+}
+
+// realEngineIn is realEngineWith on state dir dir, which a test may open a store on.
+func realEngineIn(t *testing.T, dir string, mutate func(*csitest.MemConfig)) (e *engine.Engine, stop func()) {
+	t.Helper()
 	ctx := context.Background()
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "node-1"
@@ -108,7 +114,7 @@ func realEngineWith(t *testing.T, mutate func(*csitest.MemConfig)) (e *engine.En
 	}
 	socket, stop := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, cfg)))
 	e, err := engine.Open(ctx, engine.Config{
-		StateDir: t.TempDir(),
+		StateDir: dir,
 		Retry:    engine.RetryPolicy{Attempts: 1, Base: time.Millisecond, Max: time.Millisecond},
 		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second},
 	})
