@@ -819,7 +819,7 @@ func (e *Engine) markUnbound(info *GroupInfo) {
 			}
 			for k := range c.Binds {
 				b := &c.Binds[k]
-				if w := e.bindShows(c.TargetPath, b.Destination); w != "" {
+				if w := e.bindShows(info.Name, c.TargetPath, b.Destination); w != "" {
 					b.Unbound, marked = true, true
 					why = append(why, fmt.Sprintf("volume_mount %s %s", b.Destination, w))
 				}
@@ -831,25 +831,36 @@ func (e *Engine) markUnbound(info *GroupInfo) {
 	}
 }
 
-// bindShows says, of a volume_mount destination of the claim published at target, what is
+// bindShows says, of a volume_mount destination of group's claim published at target, what is
 // there instead of the volume and what to do, "" when the volume is (what bindMount finds
 // bound: something mounted there that is the claim's target's file). The destination is opened
-// as a bind opens it, following no symlink. A target that cannot be opened is the claim's to
-// say, not the bind's: "".
-func (e *Engine) bindShows(target, dest string) string {
+// as a bind opens it, following no symlink. A target that cannot be opened, or has lost its own
+// mount, is the claim's to say, not the bind's: what is at the destination is then not compared
+// with it (the volume's own bind there would read as something else, and unmounting it, as that
+// advised, took the volume from under the alloc: TestGroupStatusDoesNotCallTheVolumesOwnBindSomethingElse).
+// Each way out is what reconcile and a run do: reconcile binds a destination with nothing
+// mounted again, and says first where a bind it made moved with a directory above it
+// (TestGroupStatusAdviceForADestinationGoneIsFollowed); a run does not move a held claim's
+// volume_mount, a stop first does (TestGroupStatusAdviceForASymlinkedDestinationIsFollowed).
+func (e *Engine) bindShows(group, target, dest string) string {
 	src, err := openNoFollow(e.cfg.StateDir, e.realPath(target), createNothing)
 	if err != nil {
 		return ""
 	}
 	defer src.close()
+	targetMounted, err := src.mounted()
+	if err != nil {
+		return ""
+	}
+	const again = "`volctl reconcile` binds the volume there again (and says first where the bind it made is, if it moved elsewhere with a directory above it: unmount it there)"
 	d, err := openNoFollow("/", dest, createNothing)
 	var se *symlinkError
 	switch {
 	case errors.As(err, &se):
-		return fmt.Sprintf("is reached through a symlink at %s (moved since it was bound?), which volctl does not follow: what is there cannot be told, and a run of the group refuses it; "+
-			"put the directory back where it was, or give the volume_mount its path now and run the group's spec again", se.Component)
+		return fmt.Sprintf("is reached through a symlink at %s (a directory above it moved?), which volctl does not follow: what is there cannot be told, and a run of the group refuses it; "+
+			"put the directory back where it was, or release the alloc's claims (`%s`, which says what of the moved bind to unmount) and run the group's spec with the volume_mount's path now", se.Component, shellquote.Command("volctl group stop", group))
 	case errors.Is(err, fs.ErrNotExist):
-		return "is gone (removed since it was bound): `volctl reconcile` makes it and binds the volume there again"
+		return "is gone (removed, or moved with a directory above it, since it was bound): " + again
 	case err != nil:
 		return fmt.Sprintf("cannot be looked at: %v", err)
 	}
@@ -859,7 +870,10 @@ func (e *Engine) bindShows(target, dest string) string {
 		return fmt.Sprintf("cannot be looked at: %v", err)
 	}
 	if !mounted {
-		return "has nothing mounted (unmounted since it was bound): `volctl reconcile` binds the volume there again, on an empty directory (move away what was written there since)"
+		return "has nothing mounted (unmounted, or moved, since it was bound): " + again + "; on an empty directory: move away what was written there since"
+	}
+	if !targetMounted {
+		return "" // the claim's target lost its mount: its restore (reconcile) is the claim's, and what is here may be its bind
 	}
 	if same, err := d.sameFile(src); err != nil || !same {
 		return "has something else mounted, not the volume (mounted over it, or in its place): unmount that, then `volctl reconcile` binds the volume there again"
