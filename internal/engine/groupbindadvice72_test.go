@@ -61,24 +61,16 @@ func TestGroupStatusDoesNotCallTheVolumesOwnBindSomethingElse(t *testing.T) {
 	}
 }
 
-// TestGroupStatusAdviceForASymlinkedDestinationIsFollowed: a volume_mount's directory moved and a
-// symlink left at its old path; `group status` advised "give the volume_mount its path now and
-// run the group's spec again", which a run refuses for an alloc holding the claim bound
-// otherwise. It names the group stop first; followed. Found by helper review72 (own4).
+// TestGroupStatusAdviceForASymlinkedDestinationIsFollowed: the directory holding a
+// volume_mount's destination moved (its bind with it) and a symlink left at its old path, the
+// volume still mounted there through the link. `group status` said "nothing is mounted ...
+// (unmounted since it was bound)" and advised a run again, which refuses the destination for its
+// symlink (found by helper review72, own3); then it named the symlink and advised "give the
+// volume_mount its path now and run the group's spec again", which a run refuses for an alloc
+// holding the claim bound otherwise (own4). It names the group stop first; followed.
 func TestGroupStatusAdviceForASymlinkedDestinationIsFollowed(t *testing.T) {
 	t.Parallel()
-	h := newHostpathEngine(t)
-	h.createWriterVolume(t, "data")
-	dir := hostpathtest.MountDir(t)
-	srv := filepath.Join(dir, "srv")
-	app := filepath.Join(srv, "app")
-	g := spec.Group{Name: "web", Count: 1,
-		Volumes: []spec.VolumeRequest{writerBlock("d", "data")},
-		Mounts:  []spec.VolumeMount{{Volume: "d", Destination: app}}}
-	if _, err := h.e.RunGroup(h.ctx, g); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = h.e.StopGroup(h.ctx, "web") })
+	h, g, dir, srv := webBoundUnderSrv(t)
 	moved := filepath.Join(dir, "bigdisk")
 	if err := os.Rename(srv, moved); err != nil {
 		t.Fatal(err)
@@ -86,12 +78,15 @@ func TestGroupStatusAdviceForASymlinkedDestinationIsFollowed(t *testing.T) {
 	if err := os.Symlink(moved, srv); err != nil {
 		t.Fatal(err)
 	}
+	if !hostpathtest.Mounted(t, filepath.Join(moved, "app")) {
+		t.Fatalf("the bind did not move with its directory")
+	}
 	gs, err := h.e.Groups(h.ctx, "web")
 	if err != nil || len(gs) != 1 || len(gs[0].Allocs) != 1 {
 		t.Fatalf("group status = %+v, %v", gs, err)
 	}
 	msg := gs[0].Allocs[0].Error
-	if !strings.Contains(msg, "volctl group stop web") || !strings.Contains(msg, "symlink") {
+	if strings.Contains(msg, "nothing mounted") || !strings.Contains(msg, "volctl group stop web") || !strings.Contains(msg, "symlink") {
 		t.Fatalf("group status of a destination reached through a symlink: %q; want the symlink named and `volctl group stop web` before a run with the new path", msg)
 	}
 	// The advice followed: the alloc's claims released (the stop names the moved bind to
@@ -123,18 +118,7 @@ func TestGroupStatusAdviceForASymlinkedDestinationIsFollowed(t *testing.T) {
 // bind is first; followed to a bound destination. Found by helper review72 (own4).
 func TestGroupStatusAdviceForADestinationGoneIsFollowed(t *testing.T) {
 	t.Parallel()
-	h := newHostpathEngine(t)
-	h.createWriterVolume(t, "data")
-	dir := hostpathtest.MountDir(t)
-	srv := filepath.Join(dir, "srv")
-	app := filepath.Join(srv, "app")
-	g := spec.Group{Name: "web", Count: 1,
-		Volumes: []spec.VolumeRequest{writerBlock("d", "data")},
-		Mounts:  []spec.VolumeMount{{Volume: "d", Destination: app}}}
-	if _, err := h.e.RunGroup(h.ctx, g); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = h.e.StopGroup(h.ctx, "web") })
+	h, _, dir, srv := webBoundUnderSrv(t)
 	if err := os.Rename(srv, filepath.Join(dir, "old")); err != nil {
 		t.Fatal(err)
 	}
@@ -166,4 +150,23 @@ func TestGroupStatusAdviceForADestinationGoneIsFollowed(t *testing.T) {
 	if a := gs[0].Allocs[0]; a.Error != "" || !countedReady(gs[0], a) {
 		t.Errorf("status said %q; after the reconcile it advises: %q", msg, a.Error)
 	}
+}
+
+// webBoundUnderSrv runs group web, one alloc holding volume "data" (the hostpath plugin, real
+// mounts) bound at DIR/srv/app, stopped when the test ends. It returns the harness, the group,
+// DIR and DIR/srv.
+func webBoundUnderSrv(t *testing.T) (*hostpathEngine, spec.Group, string, string) {
+	t.Helper()
+	h := newHostpathEngine(t)
+	h.createWriterVolume(t, "data")
+	dir := hostpathtest.MountDir(t)
+	srv := filepath.Join(dir, "srv")
+	g := spec.Group{Name: "web", Count: 1,
+		Volumes: []spec.VolumeRequest{writerBlock("d", "data")},
+		Mounts:  []spec.VolumeMount{{Volume: "d", Destination: filepath.Join(srv, "app")}}}
+	if _, err := h.e.RunGroup(h.ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = h.e.StopGroup(h.ctx, "web") })
+	return h, g, dir, srv
 }
