@@ -646,7 +646,10 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, cont
 		// (TestExpandAfterARebootWaitsForTheRestore, TestRestoreExpandsOnlyWhatIsMountedAgain).
 		var err error
 		if mounted, err = e.cfg.Mounts.MountsUnder(e.cfg.StateDir); err != nil {
-			return false, fmt.Errorf("volume %q: finding where it is mounted for NodeExpandVolume: %w", v.ID, err)
+			// Said as every failure here is: the node step owed, and what sends it
+			// (TestExpandWithTheTableUnreadableSaysTheNodeStepIsOwed).
+			return false, fmt.Errorf("volume %q: finding where it is mounted for NodeExpandVolume: %w: volume %q is recorded at %s with its node expansion (NodeExpandVolume) owed, not sent: run `%s` again or `volctl reconcile`",
+				v.ID, err, v.ID, spec.FormatSize(v.NodeExpandMin), owedExpandCommand(v))
 		}
 	}
 	skipped := 0 // published claims whose targets are not mounted now

@@ -545,7 +545,12 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 			sharedDir{"the plugin's staging directory", filepath.Dir(path), fmt.Sprintf("the stagings of plugin %q's other volumes, which their claims are published from", v.PluginID)}); err != nil {
 			return err
 		}
-		shows := e.stagingShows(path)
+		shows, err := e.stagingShows(path)
+		if err != nil {
+			// Not recorded staged: the claim is left for reconcile, whose stage finds the
+			// mount left (unstageUnrecorded), as after a kill here.
+			return fmt.Errorf("volume %q: reading what its staging %s shows once %s answered: %w", v.ID, path, csi.RPCNodeStageVolume, err)
+		}
 		p.staging(func(st *store.Staging) {
 			st.Staged = true
 			st.MountDev, st.MountRoot, st.MountIno, st.MountBirth = shows.dev, shows.root, shows.ino, shows.birth
@@ -569,27 +574,35 @@ type stagingMark struct {
 // stagingShows is what the topmost mount at the staging path shows (mountRoots: statmount(2),
 // or a read of the table before Linux 6.8, and a statx): zero when nothing is mounted at the
 // path itself (a plugin that stages below it, or nowhere) or the MountTable cannot say (a
-// test's).
-func (e *Engine) stagingShows(path string) stagingMark {
+// test's). A read that fails is an error, never "nothing there": taken so, a check passed, a
+// release's NodeUnstageVolume unmounting a cover and a claim published from one
+// (TestReleaseOverACoveredStagingWithItsMountUnreadableSendsNoUnstage,
+// TestNodeStagedClaimIsNotDrivenOntoACoverWithItsMountUnreadable).
+func (e *Engine) stagingShows(path string) (stagingMark, error) {
 	mr, ok := e.cfg.Mounts.(mountRoots)
 	if !ok {
-		return stagingMark{}
+		return stagingMark{}, nil
 	}
 	real := e.realPath(path)
 	roots, err := mr.MountRoots(real)
-	if err != nil || roots[real].root == "" {
-		return stagingMark{}
+	if err != nil {
+		return stagingMark{}, err
+	}
+	if roots[real].root == "" {
+		return stagingMark{}, nil
 	}
 	var sx unix.Statx_t
-	if err := unix.Statx(unix.AT_FDCWD, real, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_INO|unix.STATX_BTIME, &sx); err != nil ||
-		sx.Mask&unix.STATX_INO == 0 {
-		return stagingMark{}
+	if err := unix.Statx(unix.AT_FDCWD, real, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_INO|unix.STATX_BTIME, &sx); err != nil {
+		return stagingMark{}, &os.PathError{Op: "statx", Path: real, Err: err}
+	}
+	if sx.Mask&unix.STATX_INO == 0 {
+		return stagingMark{}, fmt.Errorf("statx %s: the file system gave no inode number", real)
 	}
 	m := stagingMark{mountRoot: roots[real], ino: sx.Ino}
 	if sx.Mask&unix.STATX_BTIME != 0 {
 		m.birth = sx.Btime.Sec*1e9 + int64(sx.Btime.Nsec)
 	}
-	return m
+	return m, nil
 }
 
 // same says whether what a staging path shows now (now) is what it showed once staged (m): the
@@ -646,7 +659,10 @@ func (e *Engine) stagingCover(st store.Staging) (over int, replaced bool, err er
 		return 0, false, nil
 	}
 	was := stagingMark{mountRoot: mountRoot{dev: st.MountDev, root: st.MountRoot}, ino: st.MountIno, birth: st.MountBirth}
-	now := e.stagingShows(st.StagingPath)
+	now, err := e.stagingShows(st.StagingPath)
+	if err != nil {
+		return 0, false, fmt.Errorf("reading what the staging %s shows: %w", st.StagingPath, err)
+	}
 	if now.root == "" || was.same(now) {
 		return 0, false, nil
 	}
