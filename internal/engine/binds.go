@@ -596,6 +596,20 @@ func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 		}
 		mounted, err := dst.mounted()
 		if err == nil && mounted && e.boundElsewhere(cl.TargetPath, dst) {
+			// Not the claim's bind on top; but it may be below, covered by someone's mount
+			// since: the release would end with the volume bound there, writable, no claim
+			// holding it (TestReleaseOfABindCoveredByAnotherMountIsRefused).
+			// Returned once dst is closed, below: a descriptor left open in the destination
+			// keeps what covers it busy to the umount the error advises.
+			over, cerr := e.bindUnderCover(cl.TargetPath, b.Destination)
+			switch {
+			case cerr != nil:
+				err = fmt.Errorf("finding whether the claim's bind is below what is mounted there: %w", cerr)
+			case over > 0:
+				err = fmt.Errorf("the claim's bind there has %d mount(s) stacked over it (mounted there since it was bound): volctl unmounts only its own bind, "+
+					"and the release would leave the volume bound below them, writable, with no claim: unmount them (`%s`, %d time(s)), then run `volctl reconcile`",
+					over, shellquote.Command("umount", b.Destination), over)
+			}
 			mounted = false
 		}
 		if err == nil && mounted && leftByRollback(ctx, b.Destination, dst) {
@@ -860,6 +874,36 @@ func (e *Engine) boundElsewhere(target string, dst *pathFD) bool {
 	}
 	same, err := dst.sameFile(src)
 	return err == nil && !same
+}
+
+// bindUnderCover says how many mounts are stacked over a bind of the claim's target (by what
+// its mount shows: the target's file system and root) at volume_mount destination dest, 0 when
+// none is below the topmost or the MountTable cannot say (a test's) or the target is not mounted.
+func (e *Engine) bindUnderCover(target, dest string) (int, error) {
+	sr, ok := e.cfg.Mounts.(stackReader)
+	mr, ok2 := e.cfg.Mounts.(mountRoots)
+	if !ok || !ok2 {
+		return 0, nil
+	}
+	real := e.realPath(target)
+	roots, err := mr.MountRoots(real)
+	if err != nil {
+		return 0, err
+	}
+	mine := roots[real]
+	if mine.root == "" {
+		return 0, nil
+	}
+	stack, err := sr.StackAt(dest)
+	if err != nil {
+		return 0, err
+	}
+	for i := len(stack) - 2; i >= 0; i-- {
+		if stack[i] == mine {
+			return len(stack) - 1 - i, nil
+		}
+	}
+	return 0, nil
 }
 
 // forceUnmount detaches whatever is mounted at path, one of volctl's own target and staging
