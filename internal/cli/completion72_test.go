@@ -40,7 +40,7 @@ func TestListAliasesCompleteNoArgument(t *testing.T) {
 
 // TestVolumeArgumentsOfNomadAndExportComplete: nomad register, release and status and export
 // nomad, which take VOLUME..., completed nothing, where every other command taking a volume ID
-// completes the state dir's (docs/architecture.md, Shell completion); an ID given already is
+// completes the state dir's (the design's paragraph on shell completion); an ID given already is
 // not offered again. Found by helper review72.
 func TestVolumeArgumentsOfNomadAndExportComplete(t *testing.T) {
 	h := newCLIHarness(t)
