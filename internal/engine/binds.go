@@ -595,21 +595,21 @@ func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 			return volumeMountErr(b.Destination, err)
 		}
 		mounted, err := dst.mounted()
-		if err == nil && mounted && e.boundElsewhere(cl.TargetPath, dst) {
-			// Not the claim's bind on top; but it may be below, covered by someone's mount
-			// since: the release would end with the volume bound there, writable, no claim
-			// holding it (TestReleaseOfABindCoveredByAnotherMountIsRefused).
-			// Returned once dst is closed, below: a descriptor left open in the destination
-			// keeps what covers it busy to the umount the error advises.
-			over, cerr := e.bindUnderCover(cl.TargetPath, b.Destination)
-			switch {
-			case cerr != nil:
-				err = fmt.Errorf("finding whether the claim's bind is below what is mounted there: %w", cerr)
-			case over > 0:
-				err = fmt.Errorf("the claim's bind there has %d mount(s) stacked over it (mounted there since it was bound): volctl unmounts only its own bind, "+
-					"and the release would leave the volume bound below them, writable, with no claim: unmount them (`%s`, %d time(s)), then run `volctl reconcile`",
-					over, shellquote.Command("umount", b.Destination), over)
+		if err == nil && mounted {
+			// The claim's bind may be below what is on top, covered by someone's mount since:
+			// the release would unmount nothing of its own, or the cover, and end with the
+			// volume bound there, writable, no claim holding it
+			// (TestReleaseOfABindCoveredByAnotherMountIsRefused,
+			// TestReleaseOfACoveredBindWithItsTargetUnmountedLeavesTheCover). Returned once dst
+			// is closed, below: a descriptor left open in the destination keeps what covers it
+			// busy to the umount the error advises.
+			if over, cerr := e.bindCovered(cl, b.Destination); cerr != nil {
+				err, mounted = fmt.Errorf("finding whether the claim's bind is below what is mounted there: %w", cerr), false
+			} else if over > 0 {
+				err, mounted = &bindCoveredError{destination: b.Destination, over: over}, false
 			}
+		}
+		if err == nil && mounted && e.boundElsewhere(cl.TargetPath, dst) {
 			mounted = false
 		}
 		if err == nil && mounted && leftByRollback(ctx, b.Destination, dst) {
@@ -874,6 +874,43 @@ func (e *Engine) boundElsewhere(target string, dst *pathFD) bool {
 	}
 	same, err := dst.sameFile(src)
 	return err == nil && !same
+}
+
+// bindCoveredError is unbind's refusal of a claim whose bind at destination has over mounts
+// stacked on it: volctl unmounts only its own bind, and the release, or a forced detach, would
+// free the claim with the volume bound below, writable (forceDetach stops at it, as at a
+// mountedBelow: TestForcedDetachOfACoveredBindLeavesNoBindWithoutAClaim).
+type bindCoveredError struct {
+	destination string
+	over        int
+}
+
+func (b *bindCoveredError) Error() string {
+	return fmt.Sprintf("the claim's bind there has %d mount(s) stacked over it (mounted there since it was bound): volctl unmounts only its own bind, "+
+		"and the release would leave the volume bound below them, writable, with no claim: unmount them (`%s`, %d time(s)), then run `volctl reconcile`",
+		b.over, shellquote.Command("umount", b.destination), b.over)
+}
+
+// bindCovered says how many mounts are stacked over cl's bind at volume_mount destination: by
+// its record, the bind's mount ID among the mounts at the destination below the topmost (a
+// mount's ID is not given again while it is mounted); else, with no record of this boot, by
+// what its mount shows (bindUnderCover), which needs the target mounted.
+func (e *Engine) bindCovered(cl *store.Claim, destination string) (int, error) {
+	rec, ok := recordedBind(cl, destination)
+	if !ok || rec.ID == 0 {
+		return e.bindUnderCover(cl.TargetPath, destination)
+	}
+	dest := filepath.Clean(destination)
+	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) { return m.Mountpoint != dest, false })
+	if err != nil {
+		return 0, store.MountTableUnreadable(err)
+	}
+	for i := len(mounts) - 2; i >= 0; i-- { // stacked on one path, listed in the order made
+		if uint64(mounts[i].ID) == rec.ID {
+			return len(mounts) - 1 - i, nil
+		}
+	}
+	return 0, nil
 }
 
 // bindUnderCover says how many mounts are stacked over a bind of the claim's target (by what

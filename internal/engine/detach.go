@@ -168,9 +168,10 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 			return warnings, detachedFrom, err
 		}
 		if err := e.unbind(ctx, &cl); err != nil {
-			if mb := (*mountedBelow)(nil); errors.As(err, &mb) {
+			if mb, bc := (*mountedBelow)(nil), (*bindCoveredError)(nil); errors.As(err, &mb) || errors.As(err, &bc) {
 				// The bind stays mounted whatever the detach does, and freed, no claim would name
-				// it for any later command to unbind (TestForcedDetachOfAnOuterVolumeLeavesNoBindWithoutAClaim).
+				// it for any later command to unbind (TestForcedDetachOfAnOuterVolumeLeavesNoBindWithoutAClaim,
+				// TestForcedDetachOfACoveredBindLeavesNoBindWithoutAClaim).
 				// The detach stops here: the claims stay marked releasing, and a detach (or
 				// release, or reconcile) once what is below is gone finishes them.
 				return warnings, detachedFrom, fmt.Errorf("alloc %q: %w: the forced detach stops here, nothing more undone, volume %q's claims left marked releasing; "+
