@@ -603,7 +603,7 @@ func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 			// TestReleaseOfACoveredBindWithItsTargetUnmountedLeavesTheCover). Returned once dst
 			// is closed, below: a descriptor left open in the destination keeps what covers it
 			// busy to the umount the error advises.
-			if over, cerr := e.bindCovered(cl, b.Destination); cerr != nil {
+			if over, cerr := e.bindCovered(cl, b.Destination, dst); cerr != nil {
 				err, mounted = fmt.Errorf("finding whether the claim's bind is below what is mounted there: %w", cerr), false
 			} else if over > 0 {
 				err, mounted = &bindCoveredError{destination: b.Destination, over: over}, false
@@ -891,14 +891,21 @@ func (b *bindCoveredError) Error() string {
 		b.over, shellquote.Command("umount", b.destination), b.over)
 }
 
-// bindCovered says how many mounts are stacked over cl's bind at volume_mount destination: by
-// its record, the bind's mount ID among the mounts at the destination below the topmost (a
-// mount's ID is not given again while it is mounted); else, with no record of this boot, by
-// what its mount shows (bindUnderCover), which needs the target mounted.
-func (e *Engine) bindCovered(cl *store.Claim, destination string) (int, error) {
+// bindCovered says how many mounts are stacked over cl's bind at volume_mount destination, dst
+// opened there: by its record, the bind's mount ID among the mounts at the destination below the
+// topmost (a mount's ID is not given again while it is mounted), the table read only when the
+// topmost is not the recorded bind (a release's common case reads none); else, with no record
+// of this boot, by what its mount shows (bindUnderCover), which needs the target mounted.
+func (e *Engine) bindCovered(cl *store.Claim, destination string, dst *pathFD) (int, error) {
 	rec, ok := recordedBind(cl, destination)
 	if !ok || rec.ID == 0 {
+		if !e.boundElsewhere(cl.TargetPath, dst) {
+			return 0, nil // the claim's bind on top, or nothing proves otherwise
+		}
 		return e.bindUnderCover(cl.TargetPath, destination)
+	}
+	if top, err := bindMountOf(dst.fd); err == nil && sameBindMount(rec, top) {
+		return 0, nil
 	}
 	dest := filepath.Clean(destination)
 	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) { return m.Mountpoint != dest, false })
