@@ -595,6 +595,7 @@ func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 			return volumeMountErr(b.Destination, err)
 		}
 		mounted, err := dst.mounted()
+		elsewhere := err == nil && mounted && e.boundElsewhere(cl.TargetPath, dst)
 		if err == nil && mounted {
 			// The claim's bind may be below what is on top, covered by someone's mount since:
 			// the release would unmount nothing of its own, or the cover, and end with the
@@ -603,13 +604,13 @@ func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 			// TestReleaseOfACoveredBindWithItsTargetUnmountedLeavesTheCover). Returned once dst
 			// is closed, below: a descriptor left open in the destination keeps what covers it
 			// busy to the umount the error advises.
-			if over, cerr := e.bindCovered(cl, b.Destination, dst); cerr != nil {
+			if over, cerr := e.bindCovered(cl, b.Destination, dst, elsewhere); cerr != nil {
 				err, mounted = fmt.Errorf("finding whether the claim's bind is below what is mounted there: %w", cerr), false
 			} else if over > 0 {
 				err, mounted = &bindCoveredError{destination: b.Destination, over: over}, false
 			}
 		}
-		if err == nil && mounted && e.boundElsewhere(cl.TargetPath, dst) {
+		if err == nil && mounted && elsewhere {
 			mounted = false
 		}
 		if err == nil && mounted && leftByRollback(ctx, b.Destination, dst) {
@@ -895,11 +896,12 @@ func (b *bindCoveredError) Error() string {
 // opened there: by its record, the bind's mount ID among the mounts at the destination below the
 // topmost (a mount's ID is not given again while it is mounted), the table read only when the
 // topmost is not the recorded bind (a release's common case reads none); else, with no record
-// of this boot, by what its mount shows (bindUnderCover), which needs the target mounted.
-func (e *Engine) bindCovered(cl *store.Claim, destination string, dst *pathFD) (int, error) {
+// of this boot, by what its mount shows (bindUnderCover), which needs the target mounted;
+// elsewhere is boundElsewhere's answer for dst, asked once by the caller.
+func (e *Engine) bindCovered(cl *store.Claim, destination string, dst *pathFD, elsewhere bool) (int, error) {
 	rec, ok := recordedBind(cl, destination)
 	if !ok || rec.ID == 0 {
-		if !e.boundElsewhere(cl.TargetPath, dst) {
+		if !elsewhere {
 			return 0, nil // the claim's bind on top, or nothing proves otherwise
 		}
 		return e.bindUnderCover(cl.TargetPath, destination)
