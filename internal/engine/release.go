@@ -598,14 +598,17 @@ func (e *Engine) unstage(ctx context.Context, c *conn, v store.Volume, st store.
 // was sent, the release of a claim left node-staged by that very check among them
 // (TestReleaseOverACoveredStagingLeavesTheCover). The release is left for reconcile.
 func (e *Engine) unstageUncovered(v store.Volume, c *conn, st store.Staging) error {
-	if mp, err := e.cfg.Mounts.Mounted(e.cfg.StateDir, e.realPath(filepath.Dir(st.StagingPath))); err == nil && mp.Mounted {
+	over, replaced, err := e.stagingCover(st)
+	if err == nil && over == 0 && !replaced {
+		return nil // as staged: the common case, a statx and a statmount
+	}
+	if mp, merr := e.cfg.Mounts.Mounted(e.cfg.StateDir, e.realPath(filepath.Dir(st.StagingPath))); merr == nil && mp.Mounted {
 		// Something mounted over the plugin's staging directory, which volctl mounts nothing
 		// at, the staging path within it (a plugin staging inside a mount of its own there):
 		// the unstage's check after the RPC names that mount (checkSharedDir,
 		// TestNodeUnstageLeavingAMountOverThePluginsStagingDirectory).
 		return nil
 	}
-	over, replaced, err := e.stagingCover(st)
 	switch {
 	case err != nil:
 		return fmt.Errorf("checking volume %q's staging %s before %s: %w", v.ID, st.StagingPath, csi.RPCNodeUnstageVolume, err)
