@@ -111,11 +111,14 @@ func TestLockFileReplacedWhileWaitedForIsRefusedByName(t *testing.T) {
 				done <- err
 			}()
 			<-waiting
+			// Replaced by a rename, as an editor or a script would: a remove, then a make, let the
+			// waiter's retry create a regular file between the two (the make then failing with
+			// EEXIST, as CI once saw).
 			path := filepath.Join(holder.dir, "volume-db.lock")
-			if err := os.Remove(path); err != nil {
+			tt.make(t, path+".new")
+			if err := os.Rename(path+".new", path); err != nil {
 				t.Fatal(err)
 			}
-			tt.make(t, path)
 			release()
 			err = <-done
 			if err == nil || !strings.Contains(err.Error(), path+" "+tt.want) {
