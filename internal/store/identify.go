@@ -70,8 +70,13 @@ func identify(path string, size, walSize int64) (blank bool, err error) {
 	}
 	var names []string
 	if appID == 0 && version == 0 {
-		if names, err = db.schemaNames(); err != nil {
-			return false, nil // SQLite says what is wrong with the schema
+		if names, err = db.schemaNames(); errors.Is(err, errNotReadable) {
+			// Unmarked, and a schema of rows that do not read as SQLite writes them: not a new
+			// state's (its schema is empty) nor volctl's, and refused as found, before SQLite
+			// puts its files beside it.
+			return false, fmt.Errorf("open state %s: a SQLite file without volctl's marks whose schema cannot be read (%s)", path, damagedAdvice)
+		} else if err != nil {
+			return false, nil // a read that failed, or a WAL restarted meanwhile: SQLite judges
 		}
 		if len(names) == 0 {
 			return true, nil
@@ -371,15 +376,20 @@ func (db *dbFile) schemaEntry(c []byte) (typ, name string, ok bool) {
 	var cols [2]string
 	at, body := h, int(hsize)
 	for i := range cols {
-		st, k := sqliteVarint(rec[at:int(hsize)])
+		if at > body {
+			return "", "", false // a header shorter than its own size's varint: damaged
+		}
+		st, k := sqliteVarint(rec[at:body])
 		if k == 0 || st < 13 || st%2 == 0 {
 			return "", "", false // not text
 		}
 		at += k
-		l := int((st - 13) / 2)
-		if body+l > len(rec) {
+		// Compared before any conversion: a damaged serial type of 9 bytes is a length past
+		// any int, which body+l would wrap.
+		if (st-13)/2 > uint64(len(rec)-body) {
 			return "", "", false
 		}
+		l := int((st - 13) / 2)
 		cols[i] = string(rec[body : body+l])
 		body += l
 	}

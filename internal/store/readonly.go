@@ -131,13 +131,17 @@ func openReadOnly(ctx context.Context, dir string, target int, o options) (*Stor
 			return nil, inDir(dir, err)
 		}
 	}
+	// The schema's names too, for a file at version 0, as Open reads them: without them another
+	// program's file, or volctl's with its version lost, was taken for an older volctl's state
+	// (TestDatabaseNotVolctlsOnAReadOnlyFileSystemIsNamedForWhatItIs).
 	var version, appID int
+	var names []string
 	err = s.View(ctx, func(tx *Tx) (err error) {
-		version, appID, err = schemaVersion(ctx, tx.c.sc)
+		version, appID, names, err = inspect(ctx, tx.c.sc)
 		return err
 	})
 	if err == nil {
-		err = s.checkVersion(version, appID, nil)
+		err = s.checkVersion(version, appID, names)
 	}
 	if err == nil && version < target {
 		err = &DirError{Dir: dir, Err: fmt.Errorf("%w: its state database is at schema version %d, older than this volctl's %d, and cannot be migrated there: read it with the volctl that wrote it, or copy the state dir to a writable place",

@@ -229,6 +229,9 @@ func parseMark(p []byte) (id []byte, seq int64, ok bool) {
 	var types [4]uint64
 	at := h
 	for i := range types {
+		if at > int(hsize) {
+			return nil, 0, false // a header shorter than its own size's varint: damaged
+		}
 		t, k := sqliteVarint(rec[at:int(hsize)])
 		if k == 0 {
 			return nil, 0, false
@@ -239,10 +242,12 @@ func parseMark(p []byte) (id []byte, seq int64, ok bool) {
 		return nil, 0, false
 	}
 	body := rec[hsize:]
-	idLen := int(types[2]-12) / 2
-	if len(body) < len(markMagic)+idLen || string(body[:len(markMagic)]) != markMagic {
+	// The id's length compared before any conversion: a damaged serial type of 9 bytes is a
+	// length past any int.
+	if len(body) < len(markMagic) || (types[2]-12)/2 > uint64(len(body)-len(markMagic)) || string(body[:len(markMagic)]) != markMagic {
 		return nil, 0, false
 	}
+	idLen := int(types[2]-12) / 2
 	id = bytes.Clone(body[len(markMagic) : len(markMagic)+idLen]) // p is a reused buffer
 	n := body[len(markMagic)+idLen:]
 	switch t := types[3]; {
