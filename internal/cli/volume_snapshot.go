@@ -469,6 +469,7 @@ type SnapshotDeleteOptions struct {
 	SnapshotID string
 	Secrets    secretFlags
 	Yes        bool
+	ByID       bool // --id: SnapshotID is an ID, never a NAME
 }
 
 func newCmdVolumeSnapshotDelete(f *Factory, runF func(*SnapshotDeleteOptions) error) *cobra.Command {
@@ -492,7 +493,9 @@ If that listing fails, or takes more than 30 s or 1,000 pages, the record is for
 warning says it could not be checked.
 A snapshot listed as pending (its
 creation was cut short) is named by its NAME: volctl asks the plugin for it again under that
-name, the only way to learn its ID, and deletes it.
+name, the only way to learn its ID, and deletes it. A word that is one recorded snapshot's ID
+and another's NAME (or a pending one's) is refused, naming both, nothing deleted: --id takes it
+as the ID only.
 
 --secret KEY=VALUE (repeatable) is sent with DeleteSnapshot, as nomad volume snapshot delete
 -secret does; --secret-file KEY=FILE reads the value from FILE (- for standard input; at a terminal, typed without being shown) and keeps
@@ -512,8 +515,14 @@ terminal (through a plugin not registered, it says so without asking) and needs 
 		}, runF, snapshotDeleteRun),
 	}
 	addYesFlag(cmd, &opts.Yes, "off a terminal")
+	addSnapshotIDFlag(cmd, &opts.ByID)
 	opts.Secrets.add(cmd)
 	return cmd
+}
+
+// addSnapshotIDFlag adds --id, which takes the SNAPSHOT_ID|NAME argument as an ID only.
+func addSnapshotIDFlag(cmd *cobra.Command, byID *bool) {
+	cmd.Flags().BoolVar(byID, "id", false, "take the second argument as a snapshot ID only, never a NAME (for an ID that is another snapshot's NAME)")
 }
 
 func snapshotDeleteRun(ctx context.Context, opts *SnapshotDeleteOptions) error {
@@ -528,7 +537,11 @@ func snapshotDeleteRun(ctx context.Context, opts *SnapshotDeleteOptions) error {
 		return err
 	}
 	pctx, done := startProgress(ctx, opts.IO, false)
-	res, err := e.DeleteSnapshotNoted(pctx, opts.PluginID, opts.SnapshotID, secrets)
+	deleteSnapshot := e.DeleteSnapshotNoted
+	if opts.ByID {
+		deleteSnapshot = e.DeleteSnapshotByIDNoted
+	}
+	res, err := deleteSnapshot(pctx, opts.PluginID, opts.SnapshotID, secrets)
 	done()
 	if err != nil {
 		return err
@@ -576,6 +589,7 @@ type SnapshotDeregisterOptions struct {
 	PluginID   string
 	SnapshotID string
 	Yes        bool
+	ByID       bool // --id: SnapshotID is an ID, never a NAME
 }
 
 func newCmdVolumeSnapshotDeregister(f *Factory, runF func(*SnapshotDeregisterOptions) error) *cobra.Command {
@@ -588,7 +602,9 @@ plugin has it, stays where it is (volctl volume snapshot delete deletes it too).
 
 It is the way out for a snapshot the plugin keeps listing after answering DeleteSnapshot OK,
 which volctl volume snapshot delete keeps recorded, failing each time. A recorded snapshot is
-named by its ID or its NAME (volctl volume snapshot list shows both). A snapshot listed as
+named by its ID or its NAME (volctl volume snapshot list shows both); a word that is one
+recorded snapshot's ID and another's NAME is refused, naming both, and --id takes it as the ID
+only. A snapshot listed as
 pending (its creation was cut short) is named by its NAME: volctl forgets that it was being
 created, and reconcile no longer finishes it, though the plugin may have made it. A delete of
 the snapshot that was cut short (killed, or its answer never came), which reconcile would
@@ -612,6 +628,7 @@ needs --yes otherwise.`,
 		}, runF, snapshotDeregisterRun),
 	}
 	addYesFlag(cmd, &opts.Yes, "off a terminal")
+	addSnapshotIDFlag(cmd, &opts.ByID)
 	return cmd
 }
 
@@ -622,7 +639,11 @@ func snapshotDeregisterRun(ctx context.Context, opts *SnapshotDeregisterOptions)
 	if err != nil {
 		return err
 	}
-	warnings, err := e.DeregisterSnapshot(ctx, opts.PluginID, opts.SnapshotID)
+	deregister := e.DeregisterSnapshot
+	if opts.ByID {
+		deregister = e.DeregisterSnapshotByID
+	}
+	warnings, err := deregister(ctx, opts.PluginID, opts.SnapshotID)
 	if len(warnings) > 0 {
 		// They name the recorded ID, the plugin's, looked up from the name given: scrubbed,
 		// as plugin and volume deregister scrub theirs (TestSnapshotDeregisterWarnsScrubbed).

@@ -826,25 +826,87 @@ type SnapshotDeleted struct {
 // was made with. A snapshot whose plugin was deregistered is deleted through the plugin's
 // sockets as they were when it was made.
 func (e *Engine) DeleteSnapshotNoted(ctx context.Context, pluginID, snapshotID string, secrets spec.Secrets) (SnapshotDeleted, error) {
+	return e.deleteSnapshotNamed(ctx, pluginID, snapshotID, byIDOrName, secrets)
+}
+
+// DeleteSnapshotByIDNoted is DeleteSnapshotNoted of snapshotID taken as an ID only, never a
+// NAME (`snapshot delete --id`): the way to name a snapshot whose ID is another's NAME, which
+// DeleteSnapshotNoted refuses (snapshotWordNamesTwo).
+func (e *Engine) DeleteSnapshotByIDNoted(ctx context.Context, pluginID, snapshotID string, secrets spec.Secrets) (SnapshotDeleted, error) {
+	return e.deleteSnapshotNamed(ctx, pluginID, snapshotID, byIDOnly, secrets)
+}
+
+func (e *Engine) deleteSnapshotNamed(ctx context.Context, pluginID, snapshotID string, how snapshotWord, secrets spec.Secrets) (SnapshotDeleted, error) {
 	var res SnapshotDeleted
 	_, err := byStoredID(ctx, e, store.PluginIDs, pluginID, func(id string) (struct{}, error) {
 		res = SnapshotDeleted{}
-		return struct{}{}, e.deleteSnapshotStored(ctx, id, snapshotID, secrets, false, &res)
+		return struct{}{}, e.deleteSnapshotStored(ctx, id, snapshotID, secrets, how, &res)
 	})
 	return res, err
+}
+
+// snapshotWord is how a delete or deregister takes the word that names its snapshot.
+type snapshotWord int
+
+const (
+	// byIDOrName: the usage's SNAPSHOT_ID|NAME, an ID volctl records first, else the NAME of
+	// a pending or recorded snapshot; a word that is one snapshot's ID and another's NAME is
+	// refused (snapshotWordNamesTwo).
+	byIDOrName snapshotWord = iota
+	// byIDOnly: an ID, never a NAME (--id).
+	byIDOnly
+	// finishingDelete: reconcile finishing a recorded delete (snapshot_deletes) of the
+	// snapshot with that ID: an ID only, and nothing done (errNoDeleteToFinish) unless the
+	// delete is still recorded when it records its own.
+	finishingDelete
+)
+
+// snapshotWordNamesTwo refuses a word given for a snapshot (delete, deregister) that is the ID
+// of the recorded snapshot rec and the NAME of another snapshot volctl records, or of one
+// being created, through the plugin: a plugin whose IDs are a prefix and the NAME asked makes
+// one ("snap-b", NAMEd "b") for the NAME of another ("snap-b", ID "snap-snap-b"), and a plugin
+// may answer a CreateSnapshot with any ID. Before, the ID won, and `snapshot delete PLUGIN
+// snap-b` deleted the one the user may not have meant, saying "deleted"
+// (TestSnapshotDeleteOfAWordThatIsOneSnapshotsIDAndAnothersNameIsRefused). A snapshot whose
+// ID and NAME are the same word is not two.
+func snapshotWordNamesTwo(tx *store.Tx, pluginID string, rec store.Snapshot, verb string) error {
+	named, err := recordsNamed(tx, pluginID, rec.SnapshotID)
+	if err != nil {
+		return err
+	}
+	var others []string
+	for _, sn := range named {
+		if sn.SnapshotID != rec.SnapshotID {
+			others = append(others, fmt.Sprintf("the NAME of snapshot %q", sn.SnapshotID))
+		}
+	}
+	switch _, err := tx.Snapshots().GetCreate(pluginID, rec.SnapshotID); {
+	case err == nil:
+		others = append(others, "the NAME of a snapshot being created (pending)")
+	case !errors.Is(err, store.ErrNotFound):
+		return err
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	return conflictf("%q is the ID of snapshot %q (NAME %q) and %s, all recorded through plugin %q: nothing was done; "+
+		"`%s` takes it as the ID, or name the other by its ID (`%s` shows each)",
+		rec.SnapshotID, rec.SnapshotID, rec.Name, strings.Join(others, " and "), pluginID,
+		shellquote.CommandFlags("volctl volume snapshot "+verb, []string{pluginID, rec.SnapshotID}, "--id"), "volctl volume snapshot list "+shellquote.Flag("--plugin", pluginID))
 }
 
 // errNoDeleteToFinish is deleteSnapshotStored's answer, when finishing a recorded delete, that
 // none is recorded (any more): another volctl finished or forgot it meanwhile.
 var errNoDeleteToFinish = errors.New("no snapshot delete is recorded")
 
-// deleteSnapshotStored is DeleteSnapshot of the ID as stored (byStoredID). finishing is
-// reconcile's: it finishes a recorded delete (snapshot_deletes) of the snapshot with that ID,
-// and does nothing (errNoDeleteToFinish) unless one is still recorded when it records its
-// own, so that a snapshot made since under an ID the plugin reuses is never deleted; the ID is
-// never taken for a NAME, which would delete another snapshot.
+// deleteSnapshotStored is DeleteSnapshot of the ID as stored (byStoredID), the word taken as
+// how says. finishingDelete is reconcile's: it does nothing (errNoDeleteToFinish) unless the
+// recorded delete is still recorded when it records its own, so that a snapshot made since
+// under an ID the plugin reuses is never deleted; the ID is never taken for a NAME, which
+// would delete another snapshot.
 // res, when not nil, is told what the delete found of a snapshot volctl records nothing of.
-func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID string, secrets spec.Secrets, finishing bool, res *SnapshotDeleted) (err error) {
+func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID string, secrets spec.Secrets, how snapshotWord, res *SnapshotDeleted) (err error) {
+	finishing := how == finishingDelete
 	fail := func(err error) error {
 		return fmt.Errorf("delete snapshot %q of plugin %q: %w", snapshotID, pluginID, err)
 	}
@@ -862,12 +924,15 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		rec, err = tx.Snapshots().Get(pluginID, snapshotID)
 		if err == nil {
 			recorded = true
-			return nil
+			if how != byIDOrName {
+				return nil
+			}
+			return snapshotWordNamesTwo(tx, pluginID, rec, "delete")
 		}
 		if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		if finishing {
+		if how != byIDOrName {
 			return notMatesSnapshot(tx, pluginID, snapshotID)
 		}
 		intent, err = tx.Snapshots().GetCreate(pluginID, snapshotID)
@@ -1637,7 +1702,7 @@ func (e *Engine) reconcileSnapshotDeletes(ctx context.Context, rep *ReconcileRep
 		return
 	}
 	for _, d := range dels {
-		err := e.deleteSnapshotStored(onVolume(ctx, "snapshot "+d.SnapshotID), d.PluginID, d.SnapshotID, nil, true, nil)
+		err := e.deleteSnapshotStored(onVolume(ctx, "snapshot "+d.SnapshotID), d.PluginID, d.SnapshotID, nil, finishingDelete, nil)
 		switch {
 		case errors.Is(err, errNoDeleteToFinish): // another volctl finished it meanwhile
 		case err != nil && !e.deleteRecorded(ctx, d):
@@ -2062,8 +2127,18 @@ func snapshotInfo(r store.Snapshot) SnapshotInfo {
 // without a word (it is left to the storage provider's tools). The source volume's lock is
 // held, as a create and reconcile finishing one hold it.
 func (e *Engine) DeregisterSnapshot(ctx context.Context, pluginID, snapshotID string) (warnings []string, err error) {
+	return e.deregisterSnapshotNamed(ctx, pluginID, snapshotID, byIDOrName)
+}
+
+// DeregisterSnapshotByID is DeregisterSnapshot of snapshotID taken as an ID only, never a
+// NAME (`snapshot deregister --id`), as DeleteSnapshotByIDNoted.
+func (e *Engine) DeregisterSnapshotByID(ctx context.Context, pluginID, snapshotID string) (warnings []string, err error) {
+	return e.deregisterSnapshotNamed(ctx, pluginID, snapshotID, byIDOnly)
+}
+
+func (e *Engine) deregisterSnapshotNamed(ctx context.Context, pluginID, snapshotID string, how snapshotWord) (warnings []string, err error) {
 	return byStoredID(ctx, e, store.PluginIDs, pluginID, func(id string) ([]string, error) {
-		return e.deregisterSnapshotStored(ctx, id, snapshotID)
+		return e.deregisterSnapshotStored(ctx, id, snapshotID, how)
 	})
 }
 
@@ -2081,8 +2156,9 @@ func (e *Engine) snapshotEndedHere(ctx context.Context, pluginID, id string) str
 		})
 }
 
-// deregisterSnapshotStored is DeregisterSnapshot of the ID as stored (byStoredID).
-func (e *Engine) deregisterSnapshotStored(ctx context.Context, pluginID, snapshotID string) (warnings []string, err error) {
+// deregisterSnapshotStored is DeregisterSnapshot of the ID as stored (byStoredID), the word
+// taken as how says (byIDOrName or byIDOnly).
+func (e *Engine) deregisterSnapshotStored(ctx context.Context, pluginID, snapshotID string, how snapshotWord) (warnings []string, err error) {
 	given := snapshotID // its ID, or the NAME of a pending or recorded one
 	fail := func(err error) ([]string, error) {
 		return nil, fmt.Errorf("deregister snapshot %q of plugin %q: %w", given, pluginID, err)
@@ -2093,11 +2169,21 @@ func (e *Engine) deregisterSnapshotStored(ctx context.Context, pluginID, snapsho
 	// The record or intent, first without a lock, to learn which volume's lock to take.
 	source := func(tx *store.Tx) (volumeID string, err error) {
 		rec, err := tx.Snapshots().Get(pluginID, snapshotID)
+		if err == nil && how == byIDOrName {
+			err = snapshotWordNamesTwo(tx, pluginID, rec, "deregister")
+		}
 		if err == nil {
 			return rec.SourceVolumeID, nil
 		}
 		if !errors.Is(err, store.ErrNotFound) {
 			return "", err
+		}
+		if how == byIDOnly {
+			// No NAME looked up: a recorded delete of the ID alone is one to forget.
+			if marked, merr := tx.Snapshots().Deleting(pluginID, snapshotID); merr != nil || marked {
+				return "", merr
+			}
+			return "", store.ErrNotFound
 		}
 		in, err := tx.Snapshots().GetCreate(pluginID, snapshotID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -2174,6 +2260,9 @@ func (e *Engine) deregisterSnapshotStored(ctx context.Context, pluginID, snapsho
 			return err
 		default:
 			in, err := tx.Snapshots().GetCreate(pluginID, snapshotID)
+			if how == byIDOnly && err == nil {
+				err = store.ErrNotFound // a pending create's NAME: not what an ID names
+			}
 			if errors.Is(err, store.ErrNotFound) && marked {
 				warning = fmt.Sprintf("the delete of snapshot %q of plugin %q, which volctl does not record, is forgotten unfinished: the plugin may still have it, "+
 					"and restores from it are no longer refused", snapshotID, pluginID)
