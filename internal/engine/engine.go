@@ -1434,12 +1434,12 @@ func (r *retriedOut) Unwrap() error { return r.err }
 func (e *Engine) attempt(ctx context.Context, c *conn, rpc string, call func(context.Context) error) error {
 	hung, volume := hungPluginsOf(ctx), passVolume(ctx)
 	if err := hung.refuse(c.plugin, rpc, volume); err != nil {
-		return err
+		return &unsentRPC{err: err}
 	}
 	if err := e.checkSockets(ctx, c, rpc); err != nil {
 		hung.note(c.plugin, rpc, volume, err)
 		e.noteAcceptedElsewhere(ctx, c.plugin.ID, c.servers)
-		return err
+		return &unsentRPC{err: err}
 	}
 	err := call(ctx)
 	hung.note(c.plugin, rpc, volume, err)
@@ -1782,6 +1782,24 @@ func quoteNames(paths []string) []string {
 		out[i] = spec.QuoteName(p)
 	}
 	return out
+}
+
+// unsentRPC is an RPC's failure before it was sent (attempt's checks: a socket another driver
+// or instance answers on, a plugin the pass found hung): the plugin was asked nothing of the
+// volume, so the failure says nothing of what it holds. Its code and class are err's (notSent
+// gives a question's failure the question's), which a caller reading them as the plugin's
+// answer to the RPC took for one: a delete finishing an interrupted create forgot the volume
+// the lost create made when its CreateVolume was never sent
+// (TestDeleteOfAnInterruptedCreateThroughAnotherDriverKeepsTheRecord).
+type unsentRPC struct{ err error }
+
+func (u *unsentRPC) Error() string { return u.err.Error() }
+func (u *unsentRPC) Unwrap() error { return u.err }
+
+// wasNotSent says err is an RPC's failure before it was sent (unsentRPC).
+func wasNotSent(err error) bool {
+	var u *unsentRPC
+	return errors.As(err, &u)
 }
 
 // movedPlugin is an RPC that found its socket gone, its plugin registered at other sockets

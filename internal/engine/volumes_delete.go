@@ -207,6 +207,18 @@ func (e *Engine) finishCreateForDelete(ctx context.Context, c *conn, v store.Vol
 	case csi.IsRetryable(ferr) || csi.IsTimeout(ferr) || ctx.Err() != nil:
 		return cur, true, fmt.Errorf("its create was interrupted, and CreateVolume under its name %q, sent again to learn what the plugin made, failed: %w; "+
 			"nothing was deleted and the volume stays recorded being created: run the delete again once the plugin answers", cur.CSIName, cause)
+	case wasNotSent(ferr):
+		// Refused before it was sent (another driver behind the socket, the driver's name not
+		// learnt): the plugin was asked nothing, and may hold the volume. Before, a refusal of
+		// ErrConflict read as "answers the name with another's volume", one of a question's
+		// INTERNAL as a refusal for good, and the record was forgotten, the storage the lost
+		// create made left tracked by nothing
+		// (TestDeleteOfAnInterruptedCreateThroughAnotherDriverKeepsTheRecord,
+		// TestDeleteOfAnInterruptedCreateWhoseDriverCheckFailsKeepsTheRecord).
+		return cur, true, fmt.Errorf("its create was interrupted, and CreateVolume under its name %q, to be sent again to learn what the plugin made, was not sent: %w; "+
+			"nothing was deleted and the volume stays recorded being created: run the delete again once the registered plugin answers on its socket; "+
+			"if it never will, `%s` forgets it, and whatever the plugin made under the name %q is left for the storage provider's tools",
+			cur.CSIName, cause, shellquote.Command("volctl volume deregister", v.ID), cur.CSIName)
 	case csi.IsRefusedCredentials(ferr):
 		// Refused the secrets sent (rotated on the backend, say): the plugin did not look the
 		// name up, so it says nothing of what it holds under it. Before, taken for a refusal for
