@@ -198,10 +198,11 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest, probeFirst *
 		}
 	}
 	if !fresh && cl.AtRest() {
-		// A read claim an older volctl published read-write is not handed back as if it were
-		// read-only: the alloc would take the path for one it cannot write. The mount is left
-		// (the alloc may be running on it); the error names the way out.
-		if err := e.readClaimWritable(cl); err != nil {
+		// A claim asking a read-only mount (a read claim, a write claim asking "ro") an older
+		// volctl published read-write is not handed back as if it were read-only: the alloc
+		// would take the path for one it cannot write. The mount is left (the alloc may be
+		// running on it); the error names the way out.
+		if err := e.claimWritable(cl); err != nil {
 			return fail(err)
 		}
 		// Its target mounted, a volume_mount destination may not be (unmounted by hand): bind it

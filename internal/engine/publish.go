@@ -1476,6 +1476,12 @@ func (e *Engine) checkTarget(ctx context.Context, v store.Volume, cl *store.Clai
 			what = own
 		case cl.Mode == store.ClaimRead && cl.AttachmentMode == spec.FileSystem && !mp.ReadOnly:
 			what = "mounted read-write (NodePublishVolume asked for read-only: the alloc, which holds the volume for reading, could write it)"
+		case asksReadOnly(*cl) && !mp.ReadOnly:
+			// Its mount flags ask for "ro" (a writer's slot held through a mount nothing
+			// writes through, docs/specs.md): a plugin that ignored the flag handed the alloc
+			// a mount it writes through. Before, taken
+			// (TestWriteClaimAskingReadOnlyMountedWritableIsRefused).
+			what = "mounted read-write (its mount flags ask for \"ro\": the alloc was to get a mount it cannot write)"
 		case cl.Mode == store.ClaimWrite && cl.AttachmentMode == spec.FileSystem && mp.ReadOnly && spec.ReadOnlyFlag(cl.MountFlags.Plain()) < 0:
 			// The writer's slot held through a mount it cannot write, which the spec warns of
 			// when a user's "ro" flag makes it, and which that flag alone may: before, taken

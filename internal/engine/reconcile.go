@@ -661,7 +661,7 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published, l
 				if err != nil && !errors.Is(err, ErrNotFound) {
 					results[i].err = err
 				}
-				results[i].held = err == nil || errors.As(err, new(*writableRead))
+				results[i].held = err == nil || errors.As(err, new(*writableClaim))
 				continue
 			}
 			lost := pass.stagingLost(cl.VolumeID)
@@ -670,7 +670,7 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published, l
 				if err != nil && !errors.Is(err, ErrNotFound) {
 					results[i].err = err
 				}
-				results[i].held = err == nil || errors.As(err, new(*writableRead))
+				results[i].held = err == nil || errors.As(err, new(*writableClaim))
 				continue
 			}
 			switch {
@@ -819,40 +819,54 @@ func (e *Engine) settleLocked(ctx context.Context, claimID int64) (bound []strin
 			return bound, err
 		}
 	}
-	return bound, e.readClaimWritable(cl)
+	return bound, e.claimWritable(cl)
 }
 
-// writableRead is a published read claim whose file-system target is mounted read-write
-// (readClaimWritable): reconcile reports it every pass, the claim held and its mount left, and
-// its alloc claiming it again gets it as a conflict (exit 4), not the path.
-type writableRead struct{ cl store.Claim }
+// writableClaim is a published claim whose file-system target is mounted read-write though it
+// asked for a read-only mount (claimWritable): reconcile reports it every pass, the claim held
+// and its mount left, and its alloc claiming it again gets it as a conflict (exit 4), not the
+// path.
+type writableClaim struct{ cl store.Claim }
 
-func (w *writableRead) Is(target error) bool { return target == ErrConflict }
+func (w *writableClaim) Is(target error) bool { return target == ErrConflict }
 
-func (w *writableRead) Error() string {
-	return fmt.Sprintf("read claim %q for alloc %q is mounted read-write at %s: the alloc, which holds the volume for reading, can write it "+
-		"(a volctl from before read claims' targets were checked read-only published it so, or it was remounted since). "+
+func (w *writableClaim) Error() string {
+	what, rule := "read claim", "which holds the volume for reading"
+	if w.cl.Mode == store.ClaimWrite {
+		what, rule = "write claim", "whose mount flags ask for \"ro\""
+	}
+	return fmt.Sprintf("%s %q for alloc %q is mounted read-write at %s: the alloc, %s, can write it "+
+		"(a volctl from before such targets were checked read-only published it so, or it was remounted since). "+
 		"It is left mounted, since unmounting it would pull the volume from under the alloc: once the alloc stops, "+
 		"`%s` and claim it again, which publishes it read-only and checks it",
-		w.cl.VolumeID, w.cl.Alloc, w.cl.TargetPath, releaseCommand(w.cl))
+		what, w.cl.VolumeID, w.cl.Alloc, w.cl.TargetPath, rule, releaseCommand(w.cl))
 }
 
-// readClaimWritable applies the rule that a read claim's file system target is a read-only
-// mount (checkTarget's, at publish) to a claim published and still mounted, which a volctl
-// from before that rule may have published read-write: the mount table's word for the
-// target (mountedByTable), never statfs of a file system that may hang. Such a claim is not re-published nor remounted: either would
-// pull or change the mount under an alloc that may be running. It is a *writableRead, which
-// reconcile reports as a problem each pass until the claim is released.
-func (e *Engine) readClaimWritable(cl store.Claim) error {
-	if cl.Mode != store.ClaimRead || cl.AttachmentMode != spec.FileSystem {
+// asksReadOnly says claim cl's file-system target is to be a read-only mount: a read claim's,
+// or a write claim's whose mount flags end at "ro" (spec.ReadOnlyFlag), as checkTarget holds
+// them at publish.
+func asksReadOnly(cl store.Claim) bool {
+	return cl.AttachmentMode == spec.FileSystem && (cl.Mode == store.ClaimRead || spec.ReadOnlyFlag(cl.MountFlags.Plain()) >= 0)
+}
+
+// claimWritable applies the rule that a file-system target asked read-only (asksReadOnly) is
+// a read-only mount (checkTarget's, at publish) to a claim published and still mounted, which
+// a volctl from before that rule may have published read-write: the mount table's word for
+// the target (mountedByTable), never statfs of a file system that may hang. Such a claim is
+// not re-published nor remounted: either would pull or change the mount under an alloc that
+// may be running. It is a *writableClaim, which reconcile reports as a problem each pass until
+// the claim is released. A write claim asking "ro" was held to it from round 73
+// (TestWriteClaimAskingReadOnlyFoundWritableIsReported).
+func (e *Engine) claimWritable(cl store.Claim) error {
+	if !asksReadOnly(cl) {
 		return nil
 	}
 	mp, err := e.mountedByTable(cl.TargetPath)
 	switch {
 	case err != nil:
-		return fmt.Errorf("checking that read claim %q for alloc %q is mounted read-only at %s: %w", cl.VolumeID, cl.Alloc, cl.TargetPath, err)
+		return fmt.Errorf("checking that claim %q for alloc %q is mounted read-only at %s: %w", cl.VolumeID, cl.Alloc, cl.TargetPath, err)
 	case mp.Mounted && !mp.ReadOnly:
-		return &writableRead{cl: cl}
+		return &writableClaim{cl: cl}
 	}
 	return nil
 }

@@ -98,7 +98,9 @@ type MemConfig struct {
 	// a plugin whose staging silently did nothing, publishing the bare staging directory.
 	StageNothing bool
 	// IgnoreReadOnly, with MountRoot, mounts every target read-write, whatever
-	// NodePublishVolume's readonly asks: a plugin that ignores the field (and answers OK).
+	// NodePublishVolume's readonly or an "ro" mount flag asks: a plugin that ignores both
+	// (and answers OK). Without it, a file-system target is mounted read-only for either, as
+	// a plugin that honours them mounts it.
 	IgnoreReadOnly bool
 	// DeleteLater makes DeleteVolume and DeleteSnapshot answer OK and keep, listed, what they
 	// were asked to delete, until a test turns it off (Reconfigure) and the next delete
@@ -316,6 +318,20 @@ func (m *MemPlugin) DropSnapshot(id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.snapshots, id)
+}
+
+// publishReadOnly says a file-system target published as want asks is mounted read-only:
+// NodePublishVolume's readonly, or the capability's mount flags ending at "ro"
+// (spec.ReadOnlyFlag, as a mount(8) reads them), unless the plugin ignores both.
+func (m *MemPlugin) publishReadOnly(want memTarget) bool {
+	if m.cfg.IgnoreReadOnly {
+		return false
+	}
+	var flags []string
+	if mo := want.cap.MountOptions; mo != nil {
+		flags = mo.MountFlags.Plain()
+	}
+	return want.readOnly || spec.ReadOnlyFlag(flags) >= 0
 }
 
 // AddSnapshot puts s among the plugin's snapshots as given, replacing one with its ID: what
@@ -1345,7 +1361,7 @@ func (s *memServer) NodePublishVolume(ctx context.Context, req *csipb.NodePublis
 		}
 	} else if err := os.Mkdir(target, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, errorf(codes.Internal, "create target: %v", err)
-	} else if err := m.mountVolume(v, m.publishFrom(req.GetStagingTargetPath(), target), target, want.readOnly && !m.cfg.IgnoreReadOnly); err != nil {
+	} else if err := m.mountVolume(v, m.publishFrom(req.GetStagingTargetPath(), target), target, m.publishReadOnly(want)); err != nil {
 		_ = os.Remove(target)
 		return nil, err
 	}
