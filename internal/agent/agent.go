@@ -175,8 +175,8 @@ type Agent struct {
 
 	mu         sync.Mutex
 	runners    map[string]*runner
-	problems   map[string]string // reconcile problems already logged, to log each once: message -> subject (logProblems)
-	gcProblems map[string]string // the same of claim GC's
+	problems   map[string]loggedProblem // reconcile problems already logged, to log each once (logProblems)
+	gcProblems map[string]loggedProblem // the same of claim GC's
 	// logWarned are the plugins whose log was found replaced (trimOrphanedLog), warned once.
 	logWarned map[string]bool
 	// mateWarned are the pairs of exec plugins on one socket (oneProcessPerSocket), told once.
@@ -230,7 +230,7 @@ func New(cfg Config) (*Agent, error) {
 		e: cfg.Engine, log: log, s: s, decl: cfg.Plugins, now: now, afterCount: cfg.afterCount,
 		restartWait: restartWait,
 		runDir:      filepath.Join(dir, "run"), logDir: filepath.Join(dir, "logs"),
-		kick: make(chan struct{}, 1), unusable: make(chan error, 1), runners: map[string]*runner{}, problems: map[string]string{}, logWarned: map[string]bool{},
+		kick: make(chan struct{}, 1), unusable: make(chan error, 1), runners: map[string]*runner{}, problems: map[string]loggedProblem{}, logWarned: map[string]bool{},
 		leftRunning: map[string]*process{},
 		mateWarned:  map[string]bool{},
 	}, nil
@@ -983,22 +983,32 @@ func (a *Agent) logProblems(why string, problems []engine.ReconcileAction) {
 	a.problems = a.logProblemsOnce("reconcile", a.problems, problems, "trigger", why)
 }
 
-// logProblemsOnce logs each of problems that logged (message -> subject) does not hold yet,
-// as what (its words and attrs after the problem's), and a problem of logged gone, its subject
-// without one now, as resolved; it returns what is logged now.
-func (a *Agent) logProblemsOnce(what string, logged map[string]string, problems []engine.ReconcileAction, attrs ...any) map[string]string {
-	now := map[string]string{} // message -> subject
+// loggedProblem is a problem logProblemsOnce logged: its subject (problemSubject) and its
+// message as last seen.
+type loggedProblem struct{ subject, message string }
+
+// logProblemsOnce logs each of problems that logged does not hold yet, as what (its words and
+// attrs after the problem's), and a problem of logged gone, its subject without one now, as
+// resolved; it returns what is logged now. A problem is keyed by its subject and its words
+// with IDs, times and durations masked (engine.FailureWords, as the event log tells a failure
+// repeated): a plugin naming each request by a new ID, or volctl's own "took 1m7s", made the
+// same stuck claim a new warning every pass, every minute
+// (TestClaimGCLogsAStuckClaimWhosePluginNamesEachRequestOnce).
+func (a *Agent) logProblemsOnce(what string, logged map[string]loggedProblem, problems []engine.ReconcileAction, attrs ...any) map[string]loggedProblem {
+	now := map[string]loggedProblem{}
 	wrong := map[string]bool{} // subjects with a problem now
 	for _, p := range problems {
-		now[p.Message] = problemSubject(p)
-		wrong[problemSubject(p)] = true
-		if _, seen := logged[p.Message]; !seen {
+		subject := problemSubject(p)
+		key := subject + "\x00" + engine.FailureWords(p.Message)
+		now[key] = loggedProblem{subject: subject, message: p.Message}
+		wrong[subject] = true
+		if _, seen := logged[key]; !seen {
 			a.log.Warn(what+": "+p.Message, append([]any{"kind", p.Kind, "volume", p.VolumeID, "alloc", p.Alloc}, attrs...)...)
 		}
 	}
-	for msg, subject := range logged {
-		if _, still := now[msg]; !still && !wrong[subject] {
-			a.log.Info(what + ": resolved: " + msg)
+	for key, was := range logged {
+		if _, still := now[key]; !still && !wrong[was.subject] {
+			a.log.Info(what + ": resolved: " + was.message)
 		}
 	}
 	return now

@@ -18,7 +18,7 @@ import (
 // only when nothing about that is wrong any more.
 func TestRewordedProblemIsNotLoggedResolved(t *testing.T) {
 	var logs iostreams.SyncBuffer
-	a := &Agent{log: slog.New(slog.NewTextHandler(&logs, nil)), problems: map[string]string{}}
+	a := &Agent{log: slog.New(slog.NewTextHandler(&logs, nil)), problems: map[string]loggedProblem{}}
 	first := engine.ReconcileAction{Kind: "failed", VolumeID: "v2", Alloc: "c", Message: `claim v2 for alloc c: commit: disk is full (the claim is left taken)`}
 	reworded := first
 	reworded.Message = `claim v2 for alloc c: NodeStageVolume: disk is full (the claim is left controller-published)`

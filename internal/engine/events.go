@@ -196,6 +196,10 @@ func sameFailureOf(stored, fresh, own string) bool {
 	return ok && freshOK && (rest == freshRest || failureWords(rest) == failureWords(freshRest))
 }
 
+// FailureWords is failureWords, for the agent's log of problems, which logs a problem again
+// only when its words are not a repeat's.
+func FailureWords(msg string) string { return failureWords(msg) }
+
 // failureWords is msg with each timestamp, time of day, duration and ID written "#": an ID is
 // a run of hex digits (dashes between them allowed: a UUID) of 8 or more holding a digit, or of
 // 6 decimal digits or more. Short numbers, and words of letters and digits (`node-2`,
