@@ -584,21 +584,60 @@ func (l *locker) exclusiveAll(names []string) (release func(), ok bool, err erro
 // dir. It is an ErrConflict when another process holds it, naming that process as /proc/locks
 // does ("pid 12: volctl agent"), with named true; named is false when none can be named (no
 // /proc, a holder in another PID namespace). The kernel drops the lock when the holder dies.
+//
+// The lock is two flocks: on locks/agent.lock, which older volctls take, and on the state dir
+// itself, which no removal of locks/ takes from under the agent. With the file's alone, the
+// whole locks directory removed under a running agent (made again by the next command,
+// dirBack) let a second agent take a new agent.lock and run beside the first, both
+// supervising the same plugins (TestSecondAgentIsRefusedAfterTheLocksDirWasRemovedUnderTheFirst).
+// A state dir whose file system refuses a flock on a directory has the file's alone.
 func (e *Engine) LockAgent() (release func(), named bool, err error) {
-	release, ok, err := e.locks.exclusive("agent")
+	msg := "another volctl agent is running on state dir " + e.cfg.StateDir
+	refused := func() (func(), bool, error) {
+		if hs := e.agentHolders(); len(hs) > 0 {
+			return nil, true, conflictf("%s (%s)", msg, store.LockHolders(hs))
+		}
+		return nil, false, conflictf("%s", msg)
+	}
+	releaseFile, ok, err := e.locks.exclusive("agent")
 	switch {
 	case err != nil:
 		return nil, false, fmt.Errorf("agent lock: %w", err)
 	case !ok:
-		msg := "another volctl agent is running on state dir " + e.cfg.StateDir
-		if fi, serr := os.Stat(filepath.Join(e.locks.dir, "agent.lock")); serr == nil {
+		return refused()
+	}
+	dir, err := os.OpenFile(e.cfg.StateDir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		releaseFile()
+		return nil, false, fmt.Errorf("agent lock: %w", err)
+	}
+	switch err := unix.Flock(int(dir.Fd()), unix.LOCK_EX|unix.LOCK_NB); {
+	case errors.Is(err, unix.EWOULDBLOCK):
+		dir.Close()
+		releaseFile()
+		return refused()
+	case err != nil:
+		dir.Close() // no flock on a directory here: the file's alone
+		return releaseFile, false, nil
+	}
+	return func() {
+		dir.Close()
+		releaseFile()
+	}, false, nil
+}
+
+// agentHolders are the processes holding the agent lock (LockAgent) as /proc/locks names them:
+// its file's, else the state dir's (an agent whose locks directory was removed under it holds
+// that one still).
+func (e *Engine) agentHolders() []store.LockHolder {
+	for _, p := range []string{filepath.Join(e.locks.dir, "agent.lock"), e.cfg.StateDir} {
+		if fi, err := os.Stat(p); err == nil {
 			if hs := store.FlockHolders(fi); len(hs) > 0 {
-				return nil, true, conflictf("%s (%s)", msg, store.LockHolders(hs))
+				return hs
 			}
 		}
-		return nil, false, conflictf("%s", msg)
 	}
-	return release, false, nil
+	return nil
 }
 
 // publishing takes a plugin's publish lock shared, waiting for it: every publish holds it for

@@ -61,10 +61,8 @@ func (e *Engine) checkMountViewOf(ctx context.Context, read func() ([]store.Plug
 	if _, ok := e.cfg.Mounts.(kernelMounts); !ok {
 		return nil
 	}
-	if fi, err := os.Stat(filepath.Join(e.locks.dir, "agent.lock")); err == nil {
-		if hs := store.FlockHolders(fi); len(hs) > 0 {
-			return mountView(e.cfg.StateDir, hs[0].Pid, fmt.Sprintf("the agent (pid %d)", hs[0].Pid))
-		}
+	if hs := e.agentHolders(); len(hs) > 0 {
+		return mountView(e.cfg.StateDir, hs[0].Pid, fmt.Sprintf("the agent (pid %d)", hs[0].Pid))
 	}
 	plugins, err := read()
 	if err != nil {

@@ -1507,7 +1507,14 @@ func (e *Engine) agentStartedAt(pid int) time.Time {
 func (e *Engine) agentLockHolders() (pids []int, known bool) {
 	pids, known, err := store.FlockPids(filepath.Join(e.locks.dir, "agent.lock"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, true
+		pids, known, err = nil, true, nil
+	}
+	if len(pids) == 0 {
+		// An agent whose locks directory was removed under it holds its lock on the state
+		// dir still (LockAgent): read as gone, it was shown so while it ran.
+		if held, ok, derr := store.FlockPids(e.cfg.StateDir); derr == nil && ok && len(held) > 0 {
+			return held, true
+		}
 	}
 	return pids, known && err == nil
 }
