@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -469,11 +470,63 @@ func (p *Plugin) csiVolume(v *volume) *csi.Volume {
 // DeleteVolume implements csi.ControllerServer. An unknown ID is already deleted. A volume that
 // is still attached or mounted is refused: removing its directory would pull the data out from
 // under its consumers.
+//
+// The directory's removal, a walk as long as the volume has files, runs under no lock: under
+// the plugin's lock (its mutex and the lock on meta/ every process serving the root shares)
+// the directory is only renamed into partial/ (deleteRecorded), and the record removed; it is
+// removed once the lock is released, before the answer, so the room it took is free by then
+// (GetCapacity's statfs). Removed under the lock, a large volume's delete held every other
+// request, another volume's NodePublishVolume among them, until it timed out
+// (TestDeleteOfALargeVolumeLetsOtherRequestsThrough).
 func (p *Plugin) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
 	id := req.GetVolumeId()
 	if err := requireVolumeID("DeleteVolume", id); err != nil {
 		return nil, err
 	}
+	trash, err := p.deleteRecorded(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if trash == nil {
+		// Already gone: what an earlier delete of it left in partial/ (its removal failed, or
+		// was cut short by a stop) goes now, unless another request is removing it.
+		p.removeDeleted(id)
+		return &csi.DeleteVolumeResponse{}, nil
+	}
+	if err := trash.remove(); err != nil {
+		return nil, internal("volume %q: its record is removed, and its directory (moved to %s) is not: %v%s; "+
+			"the plugin's next start removes it, or send the request again", id, trash.path, err, readOnlyRoot(p.cfg.Root, err))
+	}
+	return &csi.DeleteVolumeResponse{}, nil
+}
+
+// deletedDir is a deleted volume's directory, renamed into partial/ (deletedPrefix) and locked
+// there until removed: another process starting on the root does not take it for an
+// interrupted one (clearInterruptedCopies), nor does a delete of its ID sent again
+// (removeDeleted).
+type deletedDir struct {
+	path string
+	held *os.File
+}
+
+// remove removes the directory and releases its lock.
+func (d *deletedDir) remove() error {
+	defer d.held.Close()
+	return os.RemoveAll(d.path)
+}
+
+// deletedPrefix begins the name in partial/ of a deleted volume's directory awaiting removal,
+// delete-<id>-<random>: never a copy's (copy-<id>-..., startCopy, which copyingFrom looks for).
+const deletedPrefix = "delete-"
+
+// deleteRecorded is DeleteVolume's part under the plugin's lock: it refuses a volume in use,
+// moves its directory into partial/ (the same file system: one atomic rename, made durable
+// before the record goes) and removes its record. It returns the directory to remove once the
+// lock is released, nil for a volume already gone. Directory first, record second: a crash in
+// between leaves a record whose directory is gone, which the next DeleteVolume finishes, and a
+// directory in partial/, which the next start removes (clearInterruptedCopies); a crash during
+// the removal leaves only the latter.
+func (p *Plugin) deleteRecorded(ctx context.Context, id string) (*deletedDir, error) {
 	unlockState, err := p.lock(ctx)
 	if err != nil {
 		return nil, err
@@ -481,7 +534,7 @@ func (p *Plugin) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 	defer unlockState()
 	v, ok := p.volume(id)
 	if !ok {
-		return &csi.DeleteVolumeResponse{}, nil
+		return nil, nil
 	}
 	if err := p.checkNotInUse(v); err != nil {
 		return nil, err
@@ -489,19 +542,66 @@ func (p *Plugin) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 	if p.copyingFrom(id) {
 		return nil, copyUnderWay("volume", id)
 	}
-	if err := checkNothingMountedIn(p.volumePath(id)); err != nil {
+	dir := p.volumePath(id)
+	if err := checkNothingMountedIn(dir); err != nil {
 		return nil, failedPrecondition("volume %q: %v", id, err)
 	}
-	// Directory first, record second: a crash in between leaves a record whose directory is
-	// gone, which the next DeleteVolume finishes, rather than an orphaned directory.
-	if err := os.RemoveAll(p.volumePath(id)); err != nil {
-		return nil, internal("volume %q: removing directory: %v%s", id, err, readOnlyRoot(p.cfg.Root, err))
+	var trash *deletedDir
+	held, err := openLocked(dir, unix.LOCK_NB)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// Gone already: an earlier delete's, ended between the rename and the record.
+	case errors.Is(err, unix.EWOULDBLOCK):
+		return nil, status.Errorf(codes.Aborted, "hostpath: volume %q: its directory %s is held by another plugin process serving the root "+
+			"(recording it as it creates it); send the request again", id, dir)
+	case err != nil:
+		return nil, internal("volume %q: %v", id, err)
+	default:
+		trash = &deletedDir{path: filepath.Join(p.partialDir(), deletedPrefix+id+"-"+randomHex(8)), held: held}
+		if err := os.Rename(dir, trash.path); err != nil {
+			held.Close()
+			return nil, internal("volume %q: moving its directory out of the way to remove it: %v%s", id, err, readOnlyRoot(p.cfg.Root, err))
+		}
+		// The rename on disk before the record goes: a power loss never leaves the record
+		// gone and the directory still at volumes/<id>.
+		for _, d := range []string{p.volumesDir(), p.partialDir()} {
+			if err := syncDir(d); err != nil {
+				// Renamed: the directory is removed whatever the answer (the delete sent
+				// again finds it gone and removes the record).
+				_ = trash.remove()
+				return nil, internal("volume %q: %v%s", id, err, readOnlyRoot(p.cfg.Root, err))
+			}
+		}
 	}
 	delete(p.state.Volumes, id)
 	if err := p.saveOrUndo("", id, nil); err != nil {
+		if trash != nil {
+			_ = trash.remove()
+		}
 		return nil, err
 	}
-	return &csi.DeleteVolumeResponse{}, nil
+	return trash, nil
+}
+
+// removeDeleted removes what deletes of volume id left in partial/ (an earlier request whose
+// removal failed): each directory whose lock it takes at once; one held is being removed by the
+// request that moved it there, or by another process. A failure is logged, the answer OK: the
+// volume is gone, and the next start removes what is left.
+func (p *Plugin) removeDeleted(id string) {
+	if !isVolumeID(id) { // an ID becomes a glob pattern
+		return
+	}
+	paths, _ := filepath.Glob(filepath.Join(p.partialDir(), deletedPrefix+id+"-*"))
+	for _, path := range paths {
+		held, err := openLocked(path, unix.LOCK_NB)
+		if err != nil {
+			continue
+		}
+		d := &deletedDir{path: path, held: held}
+		if err := d.remove(); err != nil {
+			p.log.Warn("hostpath: removing what a delete left of a volume's directory", "volume", id, "path", path, "err", err)
+		}
+	}
 }
 
 // checkNotInUse refuses to delete a volume that is controller-published or mounted on this node.
@@ -517,7 +617,25 @@ func (p *Plugin) checkNotInUse(v *volume) error {
 		}
 		return failedPrecondition("volume %q is in use: published to node %q (ControllerUnpublishVolume first)", v.ID, nodes[0])
 	}
-	return p.checkNotMounted("", v)
+	if err := p.checkNotMounted("", v); err != nil {
+		return err
+	}
+	// The recorded paths are not the only ones: a mount moves with the directory it is in, and
+	// the directory holding a staging path and a target renamed or moved (an alloc directory)
+	// left the records leading nowhere while the binds of the volume's directory still showed
+	// it there; the delete removed the data under them
+	// (TestDeleteRefusesAVolumeStillMountedWhereItsRecordsNoLongerLead). The mount table names
+	// every mount of it, by the directory each shows.
+	at, err := mountsShowing(p.volumePath(v.ID))
+	if err != nil {
+		return internal("volume %q: looking for its mounts: %v", v.ID, err)
+	}
+	if len(at) > 0 {
+		return failedPrecondition("volume %q is in use: its directory is mounted at %q, a path its records do not name "+
+			"(the directory holding its staging path or target renamed or moved since it was mounted?): "+
+			"unmount it (`umount %s`) once nothing uses it, then send the request again", v.ID, at[0], at[0])
+	}
+	return nil
 }
 
 // checkNotMounted refuses what needs volume v unmounted on this node (rpc names the request,
@@ -592,7 +710,9 @@ func publishContext(node string, a attachment) map[string]string {
 
 // ControllerUnpublishVolume implements csi.ControllerServer. Unknown volumes and nodes are
 // already unpublished; an empty node_id unpublishes from every node. A volume still staged or
-// published on this node is refused (FAILED_PRECONDITION): CSI has the CO send this RPC only
+// published on this host is refused (FAILED_PRECONDITION) when the attachment removed is this
+// node ID's, or any while this node ID has none (its mounts made under an earlier one): CSI has
+// the CO send this RPC only
 // after NodeUnpublishVolume and NodeUnstageVolume, and one sent before (a second orchestrator
 // on the root, whose alloc was refused the staging the first one's claim holds) would pull the
 // attachment from under the mounts, and the publish_context the node RPCs still to come carry
@@ -620,7 +740,14 @@ func (p *Plugin) ControllerUnpublishVolume(ctx context.Context, req *csi.Control
 			return &csi.ControllerUnpublishVolumeResponse{}, nil
 		}
 	}
-	if _, ours := v.Attachments[p.cfg.NodeID]; ours && (node == "" || node == p.cfg.NodeID) {
+	// The plugin mounts on this host only: its mounts rest on this node ID's attachment, or,
+	// with none under it, on one under another ID: a plugin started again under another
+	// --node-id (a host renamed, served under --node-id $(hostname)) still holds the mounts its
+	// earlier run made under the old ID, and the unpublish of that ID pulled the attachment
+	// from under them, the node RPCs still to come with its publish_context refused
+	// (TestControllerUnpublishOfAnEarlierNodeIDsAttachmentIsRefusedWhileMountedHere). Another
+	// ID's attachment beside this one's holds none of them.
+	if _, ours := v.Attachments[p.cfg.NodeID]; !ours || node == "" || node == p.cfg.NodeID {
 		if err := p.checkNotMounted("ControllerUnpublishVolume", v); err != nil {
 			return nil, err
 		}

@@ -345,6 +345,63 @@ func checkNothingMountedIn(dir string) error {
 	return nil
 }
 
+// mountsShowing lists the mount points of the mounts that show dir (the plugin's
+// root/volumes/<id>) or a directory below it, wherever they are mounted, sorted: by the mount
+// table, read once, each mount of the file system dir is on (the device of the mount its
+// parent, volumes/, is on) whose root (the table's Root, "//deleted" after it when the
+// directory went) is dir's place in that file system or below it. The recorded staging path
+// and targets are not the only places a volume is mounted: a mount moves with the directory
+// it is in, and a renamed alloc directory took the staging and the target with it, the records
+// leading nowhere (TestDeleteRefusesAVolumeStillMountedWhereItsRecordsNoLongerLead). Where the
+// kernel does not say which mount volumes/ is on (statx's STATX_MNT_ID, before 5.8), or the
+// table does not have it, a mount showing any volumes/<id> (showsVolumeDir) or a directory
+// below one counts, on any device: the IDs are random.
+func mountsShowing(dir string) ([]string, error) {
+	id := filepath.Base(dir)
+	parent := filepath.Dir(dir)
+	if real, err := filepath.EvalSymlinks(parent); err == nil {
+		parent = real // as the table names it
+	}
+	mounts, err := mountinfo.GetMounts(nil)
+	if err != nil {
+		return nil, fmt.Errorf("reading the mount table: %w", err)
+	}
+	var on *mountinfo.Info
+	var sx unix.Statx_t
+	if unix.Statx(unix.AT_FDCWD, parent, unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID, &sx) == nil && sx.Mask&unix.STATX_MNT_ID != 0 {
+		for _, m := range mounts {
+			if uint64(m.ID) == sx.Mnt_id {
+				on = m
+			}
+		}
+	}
+	shows := func(m *mountinfo.Info) bool {
+		root := strings.TrimSuffix(m.Root, "//deleted")
+		for r := root; r != filepath.Dir(r); r = filepath.Dir(r) {
+			if showsVolumeDir(r, id) {
+				return true
+			}
+		}
+		return false
+	}
+	if on != nil {
+		if rel, err := filepath.Rel(on.Mountpoint, parent); err == nil && !strings.HasPrefix(rel, "..") {
+			in := filepath.Join(strings.TrimSuffix(on.Root, "//deleted"), rel, id) // dir's place in its file system
+			shows = func(m *mountinfo.Info) bool {
+				return m.Major == on.Major && m.Minor == on.Minor && within(strings.TrimSuffix(m.Root, "//deleted"), in)
+			}
+		}
+	}
+	var at []string
+	for _, m := range mounts {
+		if shows(m) {
+			at = append(at, m.Mountpoint)
+		}
+	}
+	slices.Sort(at)
+	return at, nil
+}
+
 // IsNoMountPrivilege reports whether a Mounter error means this process may not mount
 // (EPERM or EACCES: it lacks CAP_SYS_ADMIN).
 func IsNoMountPrivilege(err error) bool {

@@ -632,18 +632,33 @@ func removeCreated(created bool, path string) {
 	}
 }
 
-// pathOf reports whether path is where volume v is staged or published, and mounted there.
-func (p *Plugin) pathOf(v *volume, path string) bool {
+// pathOf reports whether path is where volume v is staged or published, mounted there, and
+// showing the volume (Mounter.Holds, as showsTheVolume judges a stage or publish sent again);
+// when not, why says what is there instead. A mount point alone was taken for the volume's:
+// with the bind at a target unmounted by hand and a tmpfs mounted in its place,
+// NodeGetVolumeStats answered with the volume's usage and NodeGetVolumeHealth called it
+// healthy there, and NodeExpandVolume expanded it there
+// (TestNodeGetVolumeStatsAtATargetNowShowingSomethingElseIsNotFound).
+func (p *Plugin) pathOf(v *volume, path string) (at bool, why string) {
 	if path == "" {
-		return false
+		return false, "not a clean absolute path"
 	}
 	_, published := v.Targets[path]
 	staged := v.Staging != nil && v.Staging.Path == path
 	if !published && !staged {
-		return false
+		return false, "not a staging path or target its record names"
 	}
-	mounted, _ := p.mounter.IsMountPoint(path)
-	return mounted
+	if mounted, _ := p.mounter.IsMountPoint(path); !mounted {
+		return false, "nothing is mounted there"
+	}
+	holds, err := p.mounter.Holds(path, p.volumePath(v.ID))
+	if err != nil {
+		return false, fmt.Sprintf("what is mounted there cannot be told: %v", err)
+	}
+	if !holds {
+		return false, fmt.Sprintf("it shows %s, not the volume", topMount(path))
+	}
+	return true, ""
 }
 
 // NodeGetVolumeStats implements csi.NodeServer: bytes and inodes used by the volume's directory
@@ -660,16 +675,17 @@ func (p *Plugin) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeS
 	v, ok := p.volume(id)
 	var capacity int64
 	var at bool
+	var why string
 	if ok {
 		capacity = max(v.Capacity, v.NodeCapacity)
-		at = p.pathOf(v, cleanIfAbs(path))
+		at, why = p.pathOf(v, cleanIfAbs(path))
 	}
 	p.mu.Unlock()
 	if !ok {
 		return nil, notFound("NodeGetVolumeStats: volume %q not found", id)
 	}
 	if !at {
-		return nil, notFound("NodeGetVolumeStats: volume %q is not staged or published at %q", id, path)
+		return nil, notFound("NodeGetVolumeStats: volume %q is not staged or published at %q: %s", id, path, why)
 	}
 
 	// The walk runs without the lock: it only reads, and a big volume must not stall other RPCs.
@@ -715,7 +731,8 @@ func cleanIfAbs(path string) string {
 }
 
 // NodeGetVolumeHealth implements csi.NodeServer: the volume condition. A missing volume directory
-// or a path that is no longer mounted makes the volume INACCESSIBLE.
+// or a path that is no longer mounted, or shows something else than the volume (pathOf), makes
+// the volume INACCESSIBLE.
 func (p *Plugin) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
 	id := req.GetVolumeId()
 	if err := requireVolumeID("NodeGetVolumeHealth", id); err != nil {
@@ -736,11 +753,15 @@ func (p *Plugin) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolume
 	if fi, err := os.Stat(p.volumePath(id)); err != nil || !fi.IsDir() {
 		inaccessible("VolumeDirectoryMissing", "the volume's directory under the plugin root is gone")
 	}
-	if path := req.GetStagingTargetPath(); path != "" && !p.pathOf(v, cleanIfAbs(path)) {
-		inaccessible("NotStaged", "the volume is not mounted at the staging path")
+	if path := req.GetStagingTargetPath(); path != "" {
+		if at, why := p.pathOf(v, cleanIfAbs(path)); !at {
+			inaccessible("NotStaged", "the volume is not mounted at the staging path: "+why)
+		}
 	}
-	if path := req.GetVolumePublishPath(); path != "" && !p.pathOf(v, cleanIfAbs(path)) {
-		inaccessible("NotPublished", "the volume is not mounted at the publish path")
+	if path := req.GetVolumePublishPath(); path != "" {
+		if at, why := p.pathOf(v, cleanIfAbs(path)); !at {
+			inaccessible("NotPublished", "the volume is not mounted at the publish path: "+why)
+		}
 	}
 	return &csi.NodeGetVolumeHealthResponse{VolumeHealth: health}, nil
 }
@@ -768,8 +789,8 @@ func (p *Plugin) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 	if err != nil {
 		return nil, err
 	}
-	if !p.pathOf(v, cleanIfAbs(path)) {
-		return nil, notFound("NodeExpandVolume: volume %q is not staged or published at %q", id, path)
+	if at, why := p.pathOf(v, cleanIfAbs(path)); !at {
+		return nil, notFound("NodeExpandVolume: volume %q is not staged or published at %q: %s", id, path, why)
 	}
 	size, err := p.grow(id, &v.NodeCapacity, max(v.Capacity, v.NodeCapacity), required, limit, "NodeExpandVolume: ")
 	if err != nil {

@@ -353,10 +353,11 @@ func (p *Plugin) checkRootDir(dir string) error {
 	return nil
 }
 
-// clearInterruptedCopies removes the copies in partial/ that no process is making: another
-// process may serve the same root (volctl's own plugin and the one Nomad runs), and a copy
-// holds a lock on its directory while it runs (copyInto), so only those a start can lock are
-// a crash's.
+// clearInterruptedCopies removes the copies in partial/ that no process is making, and the
+// directories of deleted volumes (delete-<id>-..., DeleteVolume) that no process is removing:
+// another process may serve the same root (volctl's own plugin and the one Nomad runs), and a
+// copy holds a lock on its directory while it runs (startCopy), as a delete does on the
+// directory it removes, so only those a start can lock are a crash's.
 func (p *Plugin) clearInterruptedCopies() error {
 	entries, err := os.ReadDir(p.partialDir())
 	if err != nil {
@@ -366,7 +367,7 @@ func (p *Plugin) clearInterruptedCopies() error {
 		path := filepath.Join(p.partialDir(), e.Name())
 		unlock, err := lockDir(path, unix.LOCK_NB)
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			p.log.Info("hostpath: a copy another process is making left in place", "path", path)
+			p.log.Info("hostpath: a copy another process is making, or a deleted volume's directory it is removing, left in place", "path", path)
 			continue
 		}
 		if err == nil {
@@ -402,7 +403,8 @@ func (p *Plugin) volumesDir() string   { return filepath.Join(p.cfg.Root, "volum
 func (p *Plugin) snapshotsDir() string { return filepath.Join(p.cfg.Root, "snapshots") }
 
 // partialDir holds copies in progress, so a snapshot or clone appears under its final name
-// only once it is complete (rename is atomic within one filesystem).
+// only once it is complete (rename is atomic within one filesystem), and deleted volumes'
+// directories being removed (deletedPrefix), so that none is removed under the plugin's lock.
 func (p *Plugin) partialDir() string { return filepath.Join(p.cfg.Root, "partial") }
 
 // metaDir holds the records; lock locks it.
