@@ -600,11 +600,14 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, cont
 	if !c.fp.Capabilities.Node.ExpandVolume && v.NodeExpandGuessed {
 		return false, e.letGoOfGuess(ctx, c, v)
 	}
+	if controllerAloneOwes(c.fp, v) {
+		return e.payControllerAlone(ctx, c, v, controllerDone)
+	}
 	if !c.fp.Capabilities.Node.ExpandVolume {
-		return false, fmt.Errorf("volume %q is owed a node expansion to %s (its controller answered node_expansion_required), but plugin %q's node service "+
+		return false, fmt.Errorf("volume %q is owed a node expansion to %s (%s), but plugin %q's node service "+
 			"does not have the capability EXPAND_VOLUME, so NodeExpandVolume cannot be sent: the file system is not expanded; "+
 			"start the plugin with that capability, then run `%s` again or `volctl reconcile`",
-			v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, owedExpandCommand(v))
+			v.ID, spec.FormatSize(v.NodeExpandMin), owedHow(v), v.PluginID, owedExpandCommand(v))
 	}
 	var (
 		claims []store.Claim
@@ -721,6 +724,74 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, cont
 func (e *Engine) nodeExpandStopsTheRest(ctx context.Context, v store.Volume, err error) bool {
 	return ctx.Err() != nil || e.locks.stillHeld(v.ID) != nil ||
 		csi.IsUnavailable(err) || csi.IsDeadlineExceeded(err) || csi.IsRetryable(err)
+}
+
+// owedHow says how volume v's node expansion came to be owed: its controller's answer, or a
+// node-only expansion (whose NodeExpandVolume is the whole of it).
+func owedHow(v store.Volume) string {
+	if v.NodeExpandControllerDone {
+		return "its controller answered node_expansion_required"
+	}
+	return "owed as a node-only expansion, or its controller's answer not recorded"
+}
+
+// controllerAloneOwes reports whether volume v's owed node expansion is, through a plugin
+// fingerprinted fp, the controller's step alone: owed as a node-only expansion (its controller
+// never had the size, NodeExpandControllerDone false; not a guess, which letGoOfGuess lets go)
+// through a plugin that now declares the controller's EXPAND_VOLUME and not the node's. A node
+// without EXPAND_VOLUME has no step of its own (CSI sends it no NodeExpandVolume), so the
+// ControllerExpandVolume is the whole expansion now. Before, every path stopped at the node's
+// missing capability (a claim's publish in silence), the storage at the old size for good while
+// the volume was recorded at the new one, and the advice named a node capability this plugin
+// does not need (TestOwedNodeOnlyExpansionThroughAPluginNowControllerOnlyGrowsTheStorage).
+func controllerAloneOwes(fp *csi.Fingerprint, v store.Volume) bool {
+	return v.NodeExpandMin > 0 && !v.NodeExpandControllerDone && !v.NodeExpandGuessed &&
+		fp.Node && !fp.Capabilities.Node.ExpandVolume && fp.Controller && fp.Capabilities.Controller.ExpandVolume
+}
+
+// payControllerAlone pays volume v's owed expansion through plugin c where controllerAloneOwes:
+// the ControllerExpandVolume to the size owed (controllerExpandOwed, waiting as nodeStepFirst
+// says: a plugin that expands only offline, with the volume on the node, or a controller half not
+// registered), unless controllerDone (the caller's own answered for it), then the debt cleared,
+// with an event. The caller holds the volume lock.
+func (e *Engine) payControllerAlone(ctx context.Context, c *conn, v store.Volume, controllerDone bool) (sent bool, err error) {
+	var over error
+	if !controllerDone {
+		var onNode bool
+		if err := e.store.View(ctx, func(tx *store.Tx) error {
+			claims, err := tx.Claims().ByVolume(v.ID)
+			if err != nil {
+				return err
+			}
+			st, err := tx.Stagings().Get(v.ID)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			onNode = len(claims) > 0 || st.Staged || st.ControllerPublished
+			return nil
+		}); err != nil {
+			return false, err
+		}
+		send, wait := nodeStepFirst(c, v, onNode)
+		if wait != nil {
+			return false, wait
+		}
+		if !send {
+			return false, nil
+		}
+		if _, over, err = e.controllerExpandOwed(ctx, c, &v, nil); err != nil {
+			return true, err
+		}
+	}
+	msg := fmt.Sprintf("volume %q's expansion to %s, owed as a node-only one, was had through plugin %q's controller (ControllerExpandVolume), which alone expands now: "+
+		"its node service has no EXPAND_VOLUME, so no NodeExpandVolume is owed", v.ID, spec.FormatSize(v.NodeExpandMin), c.plugin.ID)
+	err = e.store.Update(context.WithoutCancel(ctx), e.locks.holding(v.ID, func(tx *store.Tx) error {
+		if err := tx.Volumes().SetNodeExpansion(v.ID, 0, 0); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume, Message: msg})
+	}))
+	return true, errors.Join(over, err)
 }
 
 // controllerBeforeNode sends, before volume v's owed NodeExpandVolume (v is on the node), the
@@ -1160,7 +1231,7 @@ func guessLetGo(c *conn, v store.Volume) string {
 func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, cl *store.Claim) {
 	// A node without EXPAND_VOLUME: a debt owed as a guess is let go (expandOnNode), any other
 	// waits, not worth a warning at every publish.
-	if v.NodeExpandMin <= 0 || !c.fp.Node || !c.fp.Capabilities.Node.ExpandVolume && !v.NodeExpandGuessed {
+	if v.NodeExpandMin <= 0 || !c.fp.Node || !c.fp.Capabilities.Node.ExpandVolume && !v.NodeExpandGuessed && !controllerAloneOwes(c.fp, v) {
 		return
 	}
 	_, err := e.expandOnNode(ctx, c, v, false) // an answer above the limit: recorded with its event
@@ -1555,10 +1626,6 @@ func owedExpansionWaits(v store.Volume, p store.Plugin, known bool, claims []sto
 	if !fp.Node {
 		return fmt.Sprintf("plugin %q has no node service registered on this host: NodeExpandVolume cannot be sent here; register its node service, then run `volctl reconcile`", v.PluginID)
 	}
-	if !fp.Capabilities.Node.ExpandVolume {
-		return fmt.Sprintf("plugin %q's node service does not have the capability EXPAND_VOLUME, so NodeExpandVolume cannot be sent: the file system is not expanded; "+
-			"start the plugin with that capability, then run `%s` or `volctl reconcile`", v.PluginID, owedExpandCommand(v))
-	}
 	published := false
 	for _, cl := range claims {
 		published = published || (cl.State == store.ClaimPublished && !cl.Releasing)
@@ -1566,6 +1633,14 @@ func owedExpansionWaits(v store.Volume, p store.Plugin, known bool, claims []sto
 	onNode := len(claims) > 0 || st.Staged || st.ControllerPublished
 	send, wait := nodeStepFirst(&conn{plugin: p, fp: fp}, v, onNode)
 	switch {
+	case controllerAloneOwes(fp, v) && wait != nil:
+		return wait.Error()
+	case controllerAloneOwes(fp, v):
+		return fmt.Sprintf("volume %q was owed its expansion as a node-only one, and plugin %q now expands through its controller alone (its node service has no EXPAND_VOLUME): "+
+			"`%s` or the next claim's publish sends ControllerExpandVolume, the whole expansion now", v.ID, v.PluginID, owedExpandCommand(v))
+	case !fp.Capabilities.Node.ExpandVolume:
+		return fmt.Sprintf("plugin %q's node service does not have the capability EXPAND_VOLUME, so NodeExpandVolume cannot be sent: the file system is not expanded; "+
+			"start the plugin with that capability, then run `%s` or `volctl reconcile`", v.PluginID, owedExpandCommand(v))
 	case wait != nil:
 		return wait.Error()
 	case published || st.Staged:

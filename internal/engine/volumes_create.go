@@ -224,11 +224,14 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume, outcome *Subm
 		*outcome = Unchanged
 	}
 	if grow {
+		if err := aboveRecordedMax(v, sv.CapacityMin, sv.CapacityMax, "create"); err != nil {
+			return fail(err)
+		}
 		grew := outcome
 		if !done {
 			grew = new(SubmitOutcome) // a created volume is "created", grown to the spec or not
 		}
-		return e.expandLockedSaying(ctx, c, v, sv.CapacityMin, sv.CapacityMax, grew)
+		return e.expandLockedSaying(ctx, c, v, sv.CapacityMin, specLimit(v, sv), grew)
 	}
 	return e.Volume(ctx, sv.ID)
 }

@@ -206,7 +206,7 @@ func (e *Engine) registerRound(ctx context.Context, c *conn, sv spec.Volume, r *
 		if err := refuseCapabilityInUse(tx, old.ID, sv.Capabilities); err != nil {
 			return err
 		}
-		limit, err := pendingLimit(old, sv.CapacityMax)
+		limit, err := pendingLimit(old, sv.CapacityMin, sv.CapacityMax)
 		if err != nil {
 			return err
 		}
@@ -260,7 +260,7 @@ func (e *Engine) expandRegistered(ctx context.Context, c *conn, sv spec.Volume) 
 		// registration they refuse grows nothing (before, a spec dropping the capability a live
 		// claim holds was refused after the storage was grown under that claim,
 		// TestRegisterRefusedGrowsNothing).
-		_, limitErr := pendingLimit(old, sv.CapacityMax)
+		_, limitErr := pendingLimit(old, sv.CapacityMin, sv.CapacityMax)
 		inUse := refuseCapabilityInUse(tx, old.ID, sv.Capabilities)
 		if inUse != nil && !errors.Is(inUse, ErrConflict) {
 			return old, inUse
@@ -279,10 +279,34 @@ func (e *Engine) expandRegistered(ctx context.Context, c *conn, sv spec.Volume) 
 		return Unchanged, nil
 	}
 	grew := Unchanged
-	if _, err = e.expandLockedSaying(ctx, c, old, sv.CapacityMin, sv.CapacityMax, &grew); err != nil {
+	if _, err = e.expandLockedSaying(ctx, c, old, sv.CapacityMin, specLimit(old, sv), &grew); err != nil {
 		return Unchanged, err
 	}
 	return grew, nil
+}
+
+// aboveRecordedMax refuses a spec submitted again (verb: "register", "create") for volume old
+// whose capacity_min is above old's recorded capacity_max when it gives no capacity_max of its
+// own, which keeps the recorded one: the expansion to capacity_min would grow the volume past
+// it, as an expand without --limit is refused to (recordedLimit). A size the volume has already
+// grows nothing, and is no refusal.
+func aboveRecordedMax(old store.Volume, capacityMin, capacityMax int64, verb string) error {
+	if capacityMax != 0 || !AboveCapacityMax(old.RequestedMax, currentSize(old), capacityMin) {
+		return nil
+	}
+	return conflictf("volume %q is recorded with a capacity_max of %s, and this spec's capacity_min %s is above it (a spec without capacity_max keeps the recorded one): "+
+		"nothing was sent; give a capacity_max of at least %s, then %s it again",
+		old.ID, spec.FormatSize(old.RequestedMax), spec.FormatSize(capacityMin), spec.FormatSize(capacityMin), verb)
+}
+
+// specLimit is the limit of the expansion a spec submitted again asks of volume old: its
+// capacity_max, else the one recorded (aboveRecordedMax refused a capacity_min above it).
+// Sent with none, the expansion grew the volume past the capacity_max the record kept.
+func specLimit(old store.Volume, sv spec.Volume) int64 {
+	if sv.CapacityMax != 0 {
+		return sv.CapacityMax
+	}
+	return old.RequestedMax
 }
 
 // canExpand reports whether the plugin has any way to grow a volume.
@@ -496,7 +520,15 @@ func limitChanges(old store.Volume, limit int64) bool {
 // (mergeRegistered): a volume whose plugin never gave its size (0) let any capacity_max by,
 // and the record held capacity_min 2GiB beside capacity_max 1GiB
 // (TestRegisterAgainWithACapacityMaxBelowTheRecordedCapacityMin).
-func pendingLimit(old store.Volume, capacityMax int64) (int64, error) {
+//
+// A capacity_min above the capacity_max recorded, the spec giving none (the registration then
+// keeps the recorded one), is refused as well: the expansion it asked was sent with no limit,
+// grew the volume past its capacity_max, and the record held capacity_min above capacity_max
+// (TestRegisterAgainAboveTheRecordedCapacityMaxKeepsTheLimit; aboveRecordedMax).
+func pendingLimit(old store.Volume, capacityMin, capacityMax int64) (int64, error) {
+	if err := aboveRecordedMax(old, capacityMin, capacityMax, "register"); err != nil {
+		return 0, err
+	}
 	switch {
 	case capacityMax != 0 && old.CapacityBytes > capacityMax:
 		return 0, conflictf("volume %q is %s, and this spec's capacity_max %s is below it: a volume does not shrink; "+
