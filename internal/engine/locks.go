@@ -585,12 +585,16 @@ func (l *locker) exclusiveAll(names []string) (release func(), ok bool, err erro
 // does ("pid 12: volctl agent"), with named true; named is false when none can be named (no
 // /proc, a holder in another PID namespace). The kernel drops the lock when the holder dies.
 //
-// The lock is two flocks: on locks/agent.lock, which older volctls take, and on the state dir
-// itself, which no removal of locks/ takes from under the agent. With the file's alone, the
-// whole locks directory removed under a running agent (made again by the next command,
-// dirBack) let a second agent take a new agent.lock and run beside the first, both
-// supervising the same plugins (TestSecondAgentIsRefusedAfterTheLocksDirWasRemovedUnderTheFirst).
-// A state dir whose file system refuses a flock on a directory has the file's alone.
+// The lock is two flocks: on locks/agent.lock, which older volctls take, and on agent.lock at
+// the top of the state dir (agentPinName), which no removal of locks/ takes from under the
+// agent. With the first alone, the whole locks directory removed under a running agent (made
+// again by the next command, dirBack) let a second agent take a new agent.lock and run beside
+// the first, both supervising the same plugins
+// (TestSecondAgentIsRefusedAfterTheLocksDirWasRemovedUnderTheFirst). It is a file, not the
+// state dir itself: a plugin whose socket is in the state dir flocks its socket's directory
+// while it starts (hostpath.Listen, RemoveStaleSocket), and an agent holding the state dir kept
+// every such plugin from starting (TestPluginSocketInTheStateDirStartsWhileTheAgentRuns). A
+// state dir where that file cannot be made (read-only) has the first alone.
 func (e *Engine) LockAgent() (release func(), named bool, err error) {
 	msg := "another volctl agent is running on state dir " + e.cfg.StateDir
 	refused := func() (func(), bool, error) {
@@ -606,31 +610,42 @@ func (e *Engine) LockAgent() (release func(), named bool, err error) {
 	case !ok:
 		return refused()
 	}
-	dir, err := os.OpenFile(e.cfg.StateDir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+	pin, err := os.OpenFile(filepath.Join(e.cfg.StateDir, agentPinName), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o600)
 	if err != nil {
+		if errors.Is(err, unix.EROFS) {
+			return releaseFile, false, nil // nothing to make it in: the file's alone
+		}
 		releaseFile()
 		return nil, false, fmt.Errorf("agent lock: %w", err)
 	}
-	switch err := unix.Flock(int(dir.Fd()), unix.LOCK_EX|unix.LOCK_NB); {
+	if fi, err := pin.Stat(); err != nil || !fi.Mode().IsRegular() {
+		pin.Close()
+		releaseFile()
+		return nil, false, fmt.Errorf("agent lock: %s is not a regular file as volctl makes it: remove it, and the agent makes it again", filepath.Join(e.cfg.StateDir, agentPinName))
+	}
+	switch err := unix.Flock(int(pin.Fd()), unix.LOCK_EX|unix.LOCK_NB); {
 	case errors.Is(err, unix.EWOULDBLOCK):
-		dir.Close()
+		pin.Close()
 		releaseFile()
 		return refused()
 	case err != nil:
-		dir.Close() // no flock on a directory here: the file's alone
+		pin.Close() // no flock there: the file's alone
 		return releaseFile, false, nil
 	}
 	return func() {
-		dir.Close()
+		pin.Close()
 		releaseFile()
 	}, false, nil
 }
 
+// agentPinName is the agent's second lock file, at the top of the state dir (LockAgent).
+const agentPinName = "agent.lock"
+
 // agentHolders are the processes holding the agent lock (LockAgent) as /proc/locks names them:
-// its file's, else the state dir's (an agent whose locks directory was removed under it holds
-// that one still).
+// locks/agent.lock's, else the state dir's agent.lock's (an agent whose locks directory was
+// removed under it holds that one still).
 func (e *Engine) agentHolders() []store.LockHolder {
-	for _, p := range []string{filepath.Join(e.locks.dir, "agent.lock"), e.cfg.StateDir} {
+	for _, p := range []string{filepath.Join(e.locks.dir, "agent.lock"), filepath.Join(e.cfg.StateDir, agentPinName)} {
 		if fi, err := os.Stat(p); err == nil {
 			if hs := store.FlockHolders(fi); len(hs) > 0 {
 				return hs

@@ -1510,9 +1510,9 @@ func (e *Engine) agentLockHolders() (pids []int, known bool) {
 		pids, known, err = nil, true, nil
 	}
 	if len(pids) == 0 {
-		// An agent whose locks directory was removed under it holds its lock on the state
-		// dir still (LockAgent): read as gone, it was shown so while it ran.
-		if held, ok, derr := store.FlockPids(e.cfg.StateDir); derr == nil && ok && len(held) > 0 {
+		// An agent whose locks directory was removed under it holds the state dir's
+		// agent.lock still (LockAgent): read as gone, it was shown so while it ran.
+		if held, ok, derr := store.FlockPids(filepath.Join(e.cfg.StateDir, agentPinName)); derr == nil && ok && len(held) > 0 {
 			return held, true
 		}
 	}
