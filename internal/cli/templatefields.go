@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -68,13 +69,19 @@ const (
 // before failing on it. What is left to the run: a field left out when empty (it is in the
 // type), what a function gives and a variable given it ({{$x := index . "a"}}), a variable
 // whose type its branches or a range's steps may change ({{if .a}}{{$x = .claim}}{{end}}), a
-// map's keys, a type that writes its own JSON.
+// map's keys, a type that writes its own JSON, a template called with a value whose type is
+// not known, or one that is not defined.
+// A {{template}} call's template (a {{define}}, a {{block}}) is checked where it is called:
+// its reads with dot, and $, the type of the value it is given (templateCalls). Before,
+// only the call's pipeline was: {{define "t"}}{{.nosuch}}{{end}}{{template "t" .}} passed,
+// and a claim was made before the template failed on printing it. A template defined but never
+// called is not checked: nothing says what its dot would be.
 // The error says where the read is in text, the template, as -t's other errors do.
 func templateFieldsError(text string, tmpl *template.Template, result reflect.Type, when string) error {
 	if tmpl == nil || tmpl.Tree == nil || result == nil {
 		return nil
 	}
-	c := fieldCheck{vars: []templateVar{{"$", result}}}
+	c := fieldCheck{vars: []templateVar{{"$", result}}, calls: newTemplateCalls(tmpl), low: noLow}
 	c.list(tmpl.Tree.Root, result)
 	if c.bad == "" {
 		return nil
@@ -126,8 +133,17 @@ func templateFieldsError(text string, tmpl *template.Template, result reflect.Ty
 // fieldCheck walks a template's tree, following the type of dot and of each variable in scope
 // (nil: not known, nothing checked), and keeps the first field no result could have.
 type fieldCheck struct {
-	vars []templateVar // the variables in scope, the innermost last, as text/template's stack
+	vars  []templateVar  // the variables in scope, the innermost last, as text/template's stack
+	calls *templateCalls // the templates it may call, and what is known of their checks
+	// low is the lowest index (templateCalls.index) of a call on stack this check met, and did
+	// not check again (noLow: none): what it found holds only once that call's group is done.
+	low int
 
+	fieldRefusal
+}
+
+// fieldRefusal is the first read a fieldCheck refused ("" bad: none), and what it says of it.
+type fieldRefusal struct {
 	bad    string    // the first refused read, as written (.claim.nosuch)
 	pos    parse.Pos // where it is in the template's text
 	name   string    // the field it names
@@ -158,8 +174,109 @@ func (c *fieldCheck) list(l *parse.ListNode, dot reflect.Type) {
 		case *parse.RangeNode:
 			c.rangeOver(n, dot)
 		case *parse.TemplateNode:
-			c.pipe(n.Pipe, dot)
+			c.call(n, c.pipe(n.Pipe, dot))
 		}
+	}
+}
+
+// noLow is fieldCheck.low when the check met no call whose check is under way.
+const noLow = math.MaxInt
+
+// maxTemplateChecks bounds how many times the bodies of the templates a -t calls are checked
+// (a call whose check is done is not checked again; one of a group of templates calling each
+// other may be, once more, when one of them was refused): past it, a call is left to the run,
+// as one with a value whose type is not known is.
+const maxTemplateChecks = 10000
+
+// templateCalls is what the checks of a -t know of the templates it calls, shared by the check
+// of its main template and of every template called. Templates that call each other (a
+// template calling itself) are checked as Tarjan's algorithm finds the strongly connected
+// components of a graph, the calls (a template and the type of its dot) its nodes: a call met
+// again while its check is under way, or done but in a group whose first call's check is not,
+// is not checked again, its reads being that check's (which ends recursion); once the first
+// call of a group is done, what was found of each call in it is kept (pending moves to done),
+// but for the calls that passed in a group one of which was refused: whether they pass was
+// found while taking that one to pass, and they are checked again if called again.
+type templateCalls struct {
+	set     *template.Template            // the -t, its {{define}}s and {{block}}s
+	index   map[templateCall]int          // the calls on stack, by the order their check began
+	stack   []templateCall                // the calls under way, or done in a group not yet done
+	pending map[templateCall]fieldRefusal // what was found of the calls done on stack
+	done    map[templateCall]fieldRefusal // the calls checked, and what was refused in them
+	next    int                           // the index of the next call checked
+	depth   int                           // the calls under way (maxTemplateDepth)
+	checks  int                           // the bodies checked so far (maxTemplateChecks)
+}
+
+// templateCall is a template called with a value of a type: its body checked with that dot.
+type templateCall struct {
+	name string
+	dot  reflect.Type
+}
+
+func newTemplateCalls(set *template.Template) *templateCalls {
+	return &templateCalls{set: set, index: map[templateCall]int{},
+		pending: map[templateCall]fieldRefusal{}, done: map[templateCall]fieldRefusal{}}
+}
+
+// call checks what the template n calls reads, called with a value of type dot: its body with
+// dot, and $, that type, in a scope of its own (a called template sees no variable of its
+// caller's), as text/template runs it. A call of a template not defined, or with a value whose
+// type is not known (nil: nothing in the body could be refused), is left to the run; so is one
+// nested deeper than maxTemplateDepth, which the run stops, or past maxTemplateChecks.
+func (c *fieldCheck) call(n *parse.TemplateNode, dot reflect.Type) {
+	calls := c.calls
+	if calls == nil || calls.set == nil || dot == nil || c.bad != "" {
+		return
+	}
+	called := calls.set.Lookup(n.Name)
+	if called == nil || called.Tree == nil || called.Tree.Root == nil {
+		return
+	}
+	key := templateCall{n.Name, dot}
+	if i, ok := calls.index[key]; ok {
+		c.low = min(c.low, i)
+		c.adopt(calls.pending[key]) // a refusal found holds
+		return
+	}
+	if r, ok := calls.done[key]; ok {
+		c.adopt(r)
+		return
+	}
+	if calls.depth >= maxTemplateDepth || calls.checks >= maxTemplateChecks {
+		return
+	}
+	calls.checks++
+	calls.depth++
+	at, idx := len(calls.stack), calls.next
+	calls.next++
+	calls.index[key] = idx
+	calls.stack = append(calls.stack, key)
+	body := &fieldCheck{vars: []templateVar{{"$", dot}}, calls: calls, low: noLow}
+	body.list(called.Tree.Root, dot)
+	calls.depth--
+	calls.pending[key] = body.fieldRefusal
+	if body.low < idx {
+		c.low = min(c.low, body.low) // in a group whose first call is under way
+	} else {
+		group := calls.stack[at:]
+		refused := slices.ContainsFunc(group, func(k templateCall) bool { return calls.pending[k].bad != "" })
+		for _, k := range group {
+			if r := calls.pending[k]; r.bad != "" || !refused {
+				calls.done[k] = r
+			}
+			delete(calls.pending, k)
+			delete(calls.index, k)
+		}
+		calls.stack = calls.stack[:at]
+	}
+	c.adopt(body.fieldRefusal)
+}
+
+// adopt makes r c's refusal, unless c has one.
+func (c *fieldCheck) adopt(r fieldRefusal) {
+	if c.bad == "" && r.bad != "" {
+		c.fieldRefusal = r
 	}
 }
 
@@ -252,11 +369,12 @@ func (c *fieldCheck) everyValue(n *parse.RangeNode, st reflect.Type, vars []temp
 			}
 			typ = reflect.TypeFor[string]() // RFC 3339 text
 		}
-		trial := &fieldCheck{vars: slices.Clone(vars)}
+		trial := &fieldCheck{vars: slices.Clone(vars), calls: c.calls, low: noLow}
 		if decl := n.Pipe.Decl; len(decl) > 0 {
 			trial.set(decl[len(decl)-1].Ident[0], typ)
 		}
 		trial.list(n.List, typ)
+		c.low = min(c.low, trial.low)
 		if trial.bad == "" {
 			return
 		}

@@ -45,7 +45,12 @@ var indexFuncs = template.FuncMap{
 }
 
 // jsonIndex is text/template's index (x[1][2] for index x 1 2, over maps, slices, arrays and
-// strings), giving an error for a key a map lacks when strict, its element type's zero when not.
+// strings), giving an error for a key a map lacks when strict. When not, a key a map lacks, or
+// a nil reached before the last key, makes the whole index nothing at once (the map's element
+// type's zero, the nil): {{if index . "parameters" "skuname"}} of a volume without parameters
+// is false, as {{with index . "parameters"}} is. Before, the zero of the first key
+// missing was indexed with the next key: "index of nil pointer", exit 2, a pointer the
+// template's author never wrote (TestIndexInAConditionOfAnAbsentObjectIsNothing).
 func jsonIndex(strict bool) func(item reflect.Value, keys ...reflect.Value) (reflect.Value, error) {
 	return func(item reflect.Value, keys ...reflect.Value) (reflect.Value, error) {
 		item = indirectValue(item)
@@ -56,6 +61,9 @@ func jsonIndex(strict bool) func(item reflect.Value, keys ...reflect.Value) (ref
 			key = indirectValue(key)
 			for item.Kind() == reflect.Pointer || item.Kind() == reflect.Interface {
 				if item.IsNil() {
+					if !strict {
+						return reflect.Zero(item.Type()), nil
+					}
 					return reflect.Value{}, fmt.Errorf("index of nil pointer")
 				}
 				item = item.Elem()
@@ -88,7 +96,7 @@ func jsonIndex(strict bool) func(item reflect.Value, keys ...reflect.Value) (ref
 				case strict:
 					return reflect.Value{}, fmt.Errorf("map has no entry for key %q", fmt.Sprint(key.Interface()))
 				default:
-					item = reflect.Zero(item.Type().Elem())
+					return reflect.Zero(item.Type().Elem()), nil
 				}
 			default:
 				return reflect.Value{}, fmt.Errorf("can't index item of type %s", item.Type())
