@@ -782,7 +782,7 @@ func refuseSharedDestinations(tx *store.Tx, req ClaimRequest) error {
 // over one already below, bind refuses (mountsBelow). An alloc's own volume_mounts may nest:
 // a group binds them outermost first (nestingOrder).
 func refuseInside(req ClaimRequest, c store.Claim, dest string) error {
-	if c.Alloc == req.Alloc {
+	if sameAlloc(c.Alloc, req.Alloc) {
 		return nil
 	}
 	d := filepath.Clean(dest)
@@ -1086,6 +1086,15 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 			return cl, nerr
 		}
 		return cl, e.rollBack(ctx, c, v, &cl, rollbackOutcome, nerr)
+	}
+	if cl.Releasing && admittedUnlocked(ctx, cl.ID) {
+		// A claim that admitted its claim without the lock, then waited for it, finds it being
+		// released: another volctl's release began meanwhile and was cut off. Driven on, the
+		// release was finished, the claim freed, and the claim command answered "published" of
+		// a target with nothing there (TestClaimWhoseAdmittedClaimAnotherVolctlLeftReleasingIsNotReportedPublished).
+		// Refused as admission refuses it under the lock, nothing sent.
+		return cl, conflictf("alloc %q's claim is being released: another volctl began releasing it while this claim waited for the volume's lock, and did not finish; "+
+			"nothing was sent: finish that release (`volctl reconcile`, or `%s`), then claim the volume again", cl.Alloc, releaseCommand(cl))
 	}
 	if cl.Releasing {
 		return cl, e.release(ctx, c, v, &cl, store.OutcomeReleased, ld, nil)
@@ -1483,7 +1492,7 @@ func (e *Engine) ClaimInfo(ctx context.Context, volumeID, alloc string) (ClaimIn
 
 // claimInfoStored is ClaimInfo of the ID as stored (byStoredID).
 func (e *Engine) claimInfoStored(ctx context.Context, volumeID, alloc string) (ClaimInfo, error) {
-	cl, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Find(volumeID, alloc) })
+	cl, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Claim, error) { return findAllocClaim(tx, volumeID, alloc) })
 	if errors.Is(err, store.ErrNotFound) {
 		return ClaimInfo{}, notFoundf("alloc %q has no claim on volume %q", alloc, volumeID)
 	}
@@ -1509,6 +1518,28 @@ func (e *Engine) Claims(ctx context.Context) ([]ClaimInfo, error) {
 // byte for byte, such a claim could never again be released by name, nor met by a claim of
 // the same alloc, which would mount the volume a second time for it.
 func sameAlloc(stored, given string) bool { return sameInNFC(stored, given) }
+
+// findAllocClaim is alloc's claim on volume volumeID, matched as sameAlloc matches it: the
+// store's byte-for-byte Find, else the volume's claim whose alloc is alloc in NFC (stored
+// decomposed by an older volctl). A look that matched bytes alone found no claim of an alloc
+// typed in NFC that claim and release take as held
+// (TestReleaseInNFCThatWaitedForAnotherReleaseOfADecomposedClaimSaysSo).
+func findAllocClaim(tx *store.Tx, volumeID, alloc string) (store.Claim, error) {
+	cl, err := tx.Claims().Find(volumeID, alloc)
+	if !errors.Is(err, store.ErrNotFound) {
+		return cl, err
+	}
+	all, lerr := tx.Claims().ByVolume(volumeID)
+	if lerr != nil {
+		return cl, lerr
+	}
+	for _, c := range all {
+		if sameAlloc(c.Alloc, alloc) {
+			return c, nil
+		}
+	}
+	return cl, err
+}
 
 // SameAlloc is sameAlloc, for a caller that must match a claim as Release finds it: the
 // dashboard's guard of a release confirmed (tui's action.changed).

@@ -942,7 +942,7 @@ func (e *Engine) releaseStored(ctx context.Context, volumeID, alloc string) (Rel
 // not wait). The lock taken at once, as most are, costs no read.
 func (e *Engine) lockVolumeNotingClaim(ctx context.Context, id, alloc string) (unlock func(), seen bool, err error) {
 	unlock, err = e.lockVolumeLooking(ctx, id, func(tx *store.Tx) {
-		_, ferr := tx.Claims().Find(id, alloc)
+		_, ferr := findAllocClaim(tx, id, alloc)
 		seen = ferr == nil
 	})
 	return unlock, seen, err
