@@ -1015,10 +1015,13 @@ func (a *Agent) logProblemsOnce(what string, logged map[string]loggedProblem, pr
 }
 
 // problemSubject is what a reconcile problem is about: its kind, volume and alloc, or, for one
-// that names neither (a mount nothing accounts for), its message.
+// that names neither (a mount nothing accounts for, a snapshot's delete), its message.
 func problemSubject(p engine.ReconcileAction) string {
 	if p.VolumeID == "" && p.Alloc == "" {
-		return "\x00" + p.Message
+		// Its words, IDs, times and durations masked, as the key's are: raw, a plugin naming
+		// each request by a new ID made every pass's a new subject, logged again and the last
+		// logged resolved (TestStuckSnapshotDeleteWhosePluginNamesEachRequestIsLoggedOnce).
+		return "\x00" + engine.FailureWords(p.Message)
 	}
 	return p.Kind + "\x00" + p.VolumeID + "\x00" + p.Alloc
 }

@@ -136,6 +136,11 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 				// same, below (TestGuessLetGoStillSetsTheLimitGiven).
 				note = guessLetGo(c, v)
 			}
+			if controllerAloneOwes(c.fp, v) {
+				// Paid by the controller's step, no NodeExpandVolume: said as such, not as
+				// "expanded on the node".
+				note = controllerAlonePaid(c, v)
+			}
 		}
 		if limit != 0 && limit != v.RequestedMax {
 			// Nothing to grow, but --limit sets the new capacity_max all the same: it bounds
@@ -752,8 +757,10 @@ func controllerAloneOwes(fp *csi.Fingerprint, v store.Volume) bool {
 // payControllerAlone pays volume v's owed expansion through plugin c where controllerAloneOwes:
 // the ControllerExpandVolume to the size owed (controllerExpandOwed, waiting as nodeStepFirst
 // says: a plugin that expands only offline, with the volume on the node, or a controller half not
-// registered), unless controllerDone (the caller's own answered for it), then the debt cleared,
-// with an event. The caller holds the volume lock.
+// registered), whose record clears the debt, with an event; or, where controllerDone (the
+// caller's own answered for it), the debt cleared alone. Reconcile's step off the node
+// (expandOffNode) and a claim's before the attach (expandBeforeAttach) send the same through
+// controllerExpandOwed. The caller holds the volume lock.
 func (e *Engine) payControllerAlone(ctx context.Context, c *conn, v store.Volume, controllerDone bool) (sent bool, err error) {
 	var over error
 	if !controllerDone {
@@ -779,19 +786,24 @@ func (e *Engine) payControllerAlone(ctx context.Context, c *conn, v store.Volume
 		if !send {
 			return false, nil
 		}
-		if _, over, err = e.controllerExpandOwed(ctx, c, &v, nil); err != nil {
-			return true, err
-		}
+		// Its record clears the debt (controllerExpandOwed, one commit).
+		_, over, err = e.controllerExpandOwed(ctx, c, &v, nil)
+		return true, errors.Join(over, err)
 	}
-	msg := fmt.Sprintf("volume %q's expansion to %s, owed as a node-only one, was had through plugin %q's controller (ControllerExpandVolume), which alone expands now: "+
-		"its node service has no EXPAND_VOLUME, so no NodeExpandVolume is owed", v.ID, spec.FormatSize(v.NodeExpandMin), c.plugin.ID)
 	err = e.store.Update(context.WithoutCancel(ctx), e.locks.holding(v.ID, func(tx *store.Tx) error {
 		if err := tx.Volumes().SetNodeExpansion(v.ID, 0, 0); err != nil {
 			return err
 		}
-		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume, Message: msg})
+		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume, Message: controllerAlonePaid(c, v)})
 	}))
-	return true, errors.Join(over, err)
+	return true, err
+}
+
+// controllerAlonePaid says what controllerExpandOwed or payControllerAlone did of volume v's
+// debt where controllerAloneOwes.
+func controllerAlonePaid(c *conn, v store.Volume) string {
+	return fmt.Sprintf("volume %q's expansion to %s, owed as a node-only one, was had through plugin %q's controller (ControllerExpandVolume), which alone expands now: "+
+		"its node service has no EXPAND_VOLUME, so no NodeExpandVolume is owed", v.ID, spec.FormatSize(v.NodeExpandMin), c.plugin.ID)
 }
 
 // controllerBeforeNode sends, before volume v's owed NodeExpandVolume (v is on the node), the
@@ -888,6 +900,10 @@ func (e *Engine) controllerExpandOwed(ctx context.Context, c *conn, v *store.Vol
 	if err := e.locks.stillHeld(v.ID); err != nil {
 		return 0, nil, err
 	}
+	// The controller's step the whole expansion (controllerAloneOwes): its record clears the
+	// debt, in the same commit, as nothing is owed the node; recorded apart, a kill between the
+	// two left a debt no path would pay (TestOwedNodeOnlyExpansionPaidByTheControllerAloneSurvivesAKillBeforeItIsCleared).
+	alone := controllerAloneOwes(c.fp, *v)
 	resp, listed, _, err := e.sendControllerExpand(ctx, c, *v, v.NodeExpandMin, v.NodeExpandMax, true, wait)
 	if wait != nil && err != nil {
 		return 0, nil, wait // not listed at the size: the step waits, nothing sent
@@ -949,6 +965,12 @@ func (e *Engine) controllerExpandOwed(ctx context.Context, c *conn, v *store.Vol
 				return err
 			}
 		}
+		if alone {
+			if err := tx.Volumes().SetNodeExpansion(v.ID, 0, 0); err != nil {
+				return err
+			}
+			return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume, Message: controllerAlonePaid(c, *v)})
+		}
 		return tx.Volumes().SetNodeExpansionControllerDone(v.ID)
 	})); err != nil {
 		// Not recorded: the next attempt lists the volume at its size (where the plugin can
@@ -961,6 +983,9 @@ func (e *Engine) controllerExpandOwed(ctx context.Context, c *conn, v *store.Vol
 	v.NodeExpandControllerDone = true
 	if over != nil {
 		v.NodeExpandMax = 0
+	}
+	if alone {
+		v.NodeExpandMin, v.NodeExpandMax, v.NodeExpandControllerDone = 0, 0, false
 	}
 	return resp.CapacityBytes, over, nil
 }
@@ -1461,8 +1486,8 @@ func (e *Engine) offNodeStepMayBeOwed(ctx context.Context, plugins map[string]*s
 func (e *Engine) expandOffNode(ctx context.Context, rep *ReconcileReport, id string) {
 	ctx = onVolume(ctx, id)
 	var (
-		owed int64
-		sent bool
+		owed       int64
+		sent, paid bool // paid: the controller's step the whole expansion (controllerAloneOwes)
 	)
 	err := func() error {
 		v, c, unlock, err := e.lockedVolume(ctx, id)
@@ -1491,13 +1516,16 @@ func (e *Engine) expandOffNode(ctx context.Context, rep *ReconcileReport, id str
 		if _, handed, err := e.handedOver(ctx, v.ID); err != nil || handed {
 			return err
 		}
-		owed, sent = v.NodeExpandMin, true
+		owed, sent, paid = v.NodeExpandMin, true, controllerAloneOwes(c.fp, v)
 		_, over, err := e.controllerExpandOwed(ctx, c, &v, nil)
 		return errors.Join(over, err)
 	}()
 	switch {
 	case err != nil:
 		rep.problem(id, "", fmt.Errorf("volume %q: %w", id, err))
+	case sent && paid:
+		rep.did("expanded", id, "", "volume %q expanded by its controller to %s while off the node (plugin expands only offline; owed since an earlier expand): "+
+			"its node service has no EXPAND_VOLUME, so that is the whole expansion", id, spec.FormatSize(owed))
 	case sent:
 		rep.did("expanded", id, "", "volume %q expanded by its controller to %s while off the node (plugin expands only offline; owed since an earlier expand): "+
 			"its NodeExpandVolume is sent when a claim next publishes it", id, spec.FormatSize(owed))

@@ -151,3 +151,28 @@ func TestOwedNodeOnlyExpansionThroughAPluginNowControllerOnlyGrowsTheStorage(t *
 		t.Errorf("after the controller's step: owed %d (expand: %v; reconcile: %v); want nothing owed, no error: the node has no step of its own", v.NodeExpansionOwed, experr, recerr)
 	}
 }
+
+// TestExpandPayingAnOwedExpansionByTheControllerAloneSaysSo: `volume expand` to the size a
+// node-only expansion owes, through a plugin now controller-only, sends ControllerExpandVolume,
+// clears the debt, and says that is the whole expansion (ExpansionNote), not "expanded on the
+// node" of a NodeExpandVolume never sent.
+func TestExpandPayingAnOwedExpansionByTheControllerAloneSaysSo(t *testing.T) {
+	t.Parallel()
+	const mib = 1 << 20
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
+	h.create(volume("v"))
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
+		t.Fatalf("node-only expand: %v", err)
+	}
+	h.restartWith(func(c *csitest.MemConfig) { c.Controller.ExpandVolume, c.Node.ExpandVolume = true, false })
+	info, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
+	if err != nil {
+		t.Fatalf("expand again through the plugin now controller-only: %v", err)
+	}
+	if info.NodeExpansionOwed != 0 || !strings.Contains(info.ExpansionNote, "no NodeExpandVolume is owed") {
+		t.Errorf("expand again: owed %d, note %q; want nothing owed, the note saying the controller's step was the whole expansion", info.NodeExpansionOwed, info.ExpansionNote)
+	}
+	if n := h.mem.CallCount(csi.RPCNodeExpandVolume); n != 0 {
+		t.Errorf("NodeExpandVolume sent %d times to a node without EXPAND_VOLUME", n)
+	}
+}

@@ -1525,6 +1525,16 @@ func (e *Engine) finishPendingForDelete(ctx context.Context, intent store.Snapsh
 	if csi.IsRetryable(err) || ctx.Err() != nil || !errors.As(err, &cause) {
 		return store.Snapshot{}, err
 	}
+	if wasNotSent(err) {
+		// Refused before it was sent (another driver behind the socket, the driver's name not
+		// learnt): the plugin was asked nothing, and may hold the snapshot. Before, a refusal of
+		// a final code read as the plugin's for good, and the intent was forgotten under a
+		// "deleted" (TestSnapshotDeleteOfAPendingCreateWhoseDriverCheckFailsKeepsTheIntent), as
+		// a volume's delete did (finishCreateForDelete).
+		return store.Snapshot{}, fmt.Errorf("snapshot %q stays recorded as being created, and nothing was deleted: CreateSnapshot under its name, the only way to learn its ID, was not sent (%w): "+
+			"run the delete again once the registered plugin answers on its socket; if it never will, `%s` forgets it, and whatever the plugin took under the name is left for the storage provider's tools",
+			intent.Name, err, shellquote.Command("volctl volume snapshot deregister", intent.PluginID, intent.Name))
+	}
 	if csi.IsRefusedCredentials(err) {
 		// Refused the secrets sent: the plugin did not look the name up, and its listing, sent
 		// the same secrets, is refused too. Before, the intent was forgotten, the snapshot the
