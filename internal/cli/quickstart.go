@@ -41,6 +41,9 @@ type QuickstartOptions struct {
 	// Self is volctl as the advice to run it through sudo names it (selfForSudo); empty is
 	// "volctl".
 	Self string
+	// Sudo says quickstart runs as root through sudo for another user (SUDO_UID not 0): what
+	// --keep leaves is root's, and the commands it advises are printed with sudo before them.
+	Sudo bool
 
 	// mounter replaces the kernel's bind mounts in the plugin (tests: a host without mount
 	// privileges); afterStep runs after each numbered step (tests: interrupt midway).
@@ -75,6 +78,7 @@ the claim, says so, cleans up and exits 1.`,
 			opts.Logger = f.Logger()
 			exe, _ := os.Executable()
 			opts.Self = selfForSudo(os.Args[0], exe)
+			opts.Sudo = ranBySudo(os.Geteuid(), os.Getenv("SUDO_UID"))
 			if runF != nil {
 				return runF(opts)
 			}
@@ -104,6 +108,13 @@ func selfForSudo(argv0, exe string) string {
 		return "volctl"
 	}
 	return exe
+}
+
+// ranBySudo says a process of effective uid euid, with SUDO_UID sudoUID, runs as root through
+// sudo for another user: sudo sets SUDO_UID to the uid of the user who ran it.
+func ranBySudo(euid int, sudoUID string) bool {
+	uid, err := strconv.Atoi(sudoUID)
+	return euid == 0 && err == nil && uid != 0
 }
 
 func (q *quickstart) self() string {
@@ -500,6 +511,14 @@ func (q *quickstart) cleanup() (gone, kept bool, err error) {
 		// Named as this run was (q.self): after `sudo bin/volctl quickstart --keep`, a bare
 		// `volctl` is not found unless it is on PATH.
 		self := shellquote.Arg(q.self())
+		// Run through sudo, what it kept is root's (0700): its user's shell runs the advice
+		// with sudo too. Before, every line failed for them, "permission denied"
+		// (TestQuickstartKeptUnderSudoAdvisesCommandsItsUserCanRun).
+		sudo := ""
+		if q.opts.Sudo {
+			sudo = "sudo "
+			self = sudo + self
+		}
 		fmt.Fprintf(q.out, "\nKept %s. Look at it with:\n", q.dir)
 		fmt.Fprintf(q.out, "  %s %s status\n", self, shellquote.Flag("--state-dir", q.state))
 		if q.volumeMade {
@@ -509,7 +528,7 @@ func (q *quickstart) cleanup() (gone, kept bool, err error) {
 			fmt.Fprintf(q.out, "To go on, start the plugin on the same root first:\n")
 		}
 		fmt.Fprintf(q.out, "  %s &\n", q.serveCommand(self))
-		fmt.Fprintf(q.out, "Remove it with: %s\n", shellquote.Command("rm -rf", q.dir))
+		fmt.Fprintf(q.out, "Remove it with: %s%s\n", sudo, shellquote.Command("rm -rf", q.dir))
 	case unmountErr != nil:
 		// Removing the directory could reach through a mount into data elsewhere.
 		errs = append(errs, fmt.Errorf("quickstart: %s is left in place because something under it is still mounted", q.dir))

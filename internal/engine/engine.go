@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/volctl/volctl/internal/backoff"
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/shellquote"
@@ -627,6 +629,22 @@ func unreachableSocket(path string) error {
 		spec.QuoteName(path), err, os.Geteuid())
 }
 
+// socketWritable refuses a socket this process may not connect to: connect(2) needs write
+// permission on the socket file, which a plugin that made it 0600 as another user (volctl's own
+// does, whatever the umask) does not give. Taken for a plugin not answering yet (UNAVAILABLE),
+// `plugin register` waited its whole --wait for a plugin serving all along, then said
+// "connect: permission denied", without the uid or what to do
+// (TestRegisterOfRootsHostpathSocketByAnotherUserFailsAtOnceNamingTheUser). One faccessat(2),
+// by the effective IDs, as connect judges; root may connect to any.
+func socketWritable(path string) error {
+	err := unix.Faccessat(unix.AT_FDCWD, path, unix.W_OK, unix.AT_EACCESS)
+	if !errors.Is(err, unix.EACCES) && !errors.Is(err, unix.EPERM) {
+		return nil // reachable, or gone since: the dial says what
+	}
+	return fmt.Errorf("socket %s: %w (volctl runs as uid %d, and connecting needs write permission on the socket, which its plugin gave only to its own user: "+
+		"run volctl as the plugin's user or root)", spec.QuoteName(path), err, os.Geteuid())
+}
+
 // notASocket refuses a socket path that holds another kind of file (a directory, a regular
 // file, a named pipe), naming it: no plugin that starts will listen there while it is (volctl's
 // own refuses to replace it, as most do), so it is no plugin starting, and `plugin register`'s
@@ -679,6 +697,9 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		}
 		if s.notSocket {
 			return nil, notASocket(s.path)
+		}
+		if err := socketWritable(s.path); err != nil {
+			return nil, err
 		}
 	}
 	srv := serversOf(p)
