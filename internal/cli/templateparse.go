@@ -216,6 +216,20 @@ func tokenStart(prefix, what string) int {
 			}
 		}
 	}
+	// {{else}} or {{end}} quoted of an action that is not that whole (`{{else if` cut before
+	// its "}}", `{{- end`): the action's "{{". Before, the last character read was named
+	// (FuzzTemplateParse, testdata "{{else if").
+	for _, q := range quoted {
+		if q != "{{else}}" && q != "{{end}}" {
+			continue
+		}
+		if at := strings.LastIndex(prefix, "{{"); at >= 0 {
+			rest := strings.TrimPrefix(prefix[at+2:], "-")
+			if strings.HasPrefix(strings.TrimLeft(rest, " \t\r\n"), q[2:len(q)-2]) {
+				return at
+			}
+		}
+	}
 	if strings.HasSuffix(prefix, "}}") {
 		if at := strings.LastIndex(prefix[:len(prefix)-2], "{{"); at >= 0 {
 			return at
