@@ -6,6 +6,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // identityWordSnapshots records two snapshots of volume "db" through a plugin whose snapshot
@@ -142,5 +143,40 @@ func TestSnapshotByIDNeverTakesTheWordForAName(t *testing.T) {
 	}
 	if len(recs) != 1 || recs[0].ID != sn.ID || len(h.mem.Snapshots()) != 1 {
 		t.Fatalf("after --id of its NAME: records %+v, plugin %v; want %q kept", recs, snapshotIDsOf(h.mem.Snapshots()), sn.ID)
+	}
+}
+
+// TestSnapshotDeleteOfAWordThatIsOneSnapshotsIDAndAPendingOnesNameIsRefused: the word is the ID
+// of a recorded snapshot ("snap-b", NAME "b") and the NAME of a snapshot being created (its
+// CreateSnapshot's answers lost): refused as two, nothing deleted; --id deletes the recorded one
+// alone, the pending create kept. A snapshot whose ID is its own NAME, created again, is one
+// (TestSnapshotDeleteRecordedAfterTheCreateLookedKeepsItsRecord).
+func TestSnapshotDeleteOfAWordThatIsOneSnapshotsIDAndAPendingOnesNameIsRefused(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *csitest.MemConfig) { c.SnapshotIDPrefix = "snap-" })
+	h.create(volume("db"))
+	if _, err := h.e.CreateSnapshot(h.ctx, "db", "b", nil); err != nil {
+		t.Fatal(err)
+	}
+	h.faults.Inject(csi.RPCCreateSnapshot, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
+	if _, err := h.e.CreateSnapshot(h.ctx, "db", "snap-b", nil); err == nil {
+		t.Fatal("a snapshot with every answer lost succeeded")
+	}
+	h.faults.Clear()
+	err := h.e.DeleteSnapshot(h.ctx, "mem", "snap-b", nil)
+	if err == nil || !strings.Contains(err.Error(), "being created (pending)") {
+		t.Fatalf("`snapshot delete mem snap-b`, the ID of a recorded snapshot and a pending one's NAME: %v; want it refused naming both", err)
+	}
+	if _, err := h.e.DeleteSnapshotByIDNoted(h.ctx, "mem", "snap-b", nil); err != nil {
+		t.Fatalf("`snapshot delete --id mem snap-b`: %v", err)
+	}
+	var pending bool
+	h.update(func(tx *store.Tx) error {
+		_, gerr := tx.Snapshots().GetCreate("mem", "snap-b")
+		pending = gerr == nil
+		return nil
+	})
+	if !pending {
+		t.Errorf("the pending create NAMEd snap-b was forgotten by the delete --id of the snapshot of that ID")
 	}
 }
