@@ -216,6 +216,20 @@ func tokenStart(prefix, what string) int {
 			}
 		}
 	}
+	// A token the error quotes cut short ("\"000000000"...: text/template quotes at most ten
+	// characters of one) is not the end of the cut: its last place in the cut is where it
+	// begins. Before, the last character read was named (FuzzTemplateParse, testdata
+	// 16cca23e0bdb67d5).
+	for _, q := range quoted {
+		if !strings.HasPrefix(q, `"`) || !strings.Contains(what, q+"...") {
+			continue
+		}
+		if tok, err := strconv.Unquote(q); err == nil && tok != "" {
+			if at := strings.LastIndex(prefix, tok); at >= 0 {
+				return at
+			}
+		}
+	}
 	// {{else}} or {{end}} quoted of an action that is not that whole (`{{else if` cut before
 	// its "}}", `{{- end`): the action's "{{". Before, the last character read was named
 	// (FuzzTemplateParse, testdata "{{else if").
