@@ -1014,9 +1014,13 @@ func (a *Agent) logProblemsOnce(what string, logged map[string]loggedProblem, pr
 	return now
 }
 
-// problemSubject is what a reconcile problem is about: its kind, volume and alloc, or, for one
-// that names neither (a mount nothing accounts for, a snapshot's delete), its message.
+// problemSubject is what a reconcile problem is about: what the engine names (Subject: a
+// snapshot's delete), else its kind, volume and alloc, or, for one that names neither (a mount
+// nothing accounts for), its message's words.
 func problemSubject(p engine.ReconcileAction) string {
+	if p.Subject != "" {
+		return "\x00" + p.Subject // what the engine says it is about (a snapshot's delete)
+	}
 	if p.VolumeID == "" && p.Alloc == "" {
 		// Its words, IDs, times and durations masked, as the key's are: raw, a plugin naming
 		// each request by a new ID made every pass's a new subject, logged again and the last

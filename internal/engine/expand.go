@@ -444,6 +444,13 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 			msg += fmt.Sprintf(" (a ControllerExpandVolume answer was lost, and plugin %q's node half, not registered, cannot be asked whether it has a step to take: "+
 				"sent when it can, let go if it has no EXPAND_VOLUME)", v.PluginID)
 		}
+	} else if owedBefore && ctrl && short == nil && controllerAloneOwes(c.fp, v) {
+		// A node-only debt through a plugin now controller-only: this ControllerExpandVolume,
+		// at a size above the one owed, was all it lacked, its node having no step of its own.
+		// Kept, marked had by the controller, it was a debt no path paid
+		// (TestExpandPastANodeOnlyDebtThroughAPluginNowControllerOnlyClearsIt).
+		msg += "; " + controllerAlonePaid(c, v)
+		v.NodeExpandMin, v.NodeExpandMax, v.NodeExpandControllerDone = 0, 0, false
 	} else if owedBefore {
 		// The controller needs no node step for this expansion, but the file system has not
 		// had the earlier one: it is still owed and sent now, bounded by this request's limit
@@ -1417,6 +1424,7 @@ func (e *Engine) reconcileExpansions(ctx context.Context, rep *ReconcileReport, 
 		}
 		ctx := onVolume(ctx, listed.ID)
 		var sent bool
+		paid := "" // the controller's step the whole expansion (controllerAloneOwes): said so
 		err := func() error {
 			v, c, unlock, err := e.lockedVolume(ctx, listed.ID)
 			if err != nil {
@@ -1426,6 +1434,9 @@ func (e *Engine) reconcileExpansions(ctx context.Context, rep *ReconcileReport, 
 			if _, handed, err := e.handedOver(ctx, v.ID); err != nil || handed {
 				return err // handed over anyway (forced): it waits for the take-back
 			}
+			if controllerAloneOwes(c.fp, v) {
+				paid = controllerAlonePaid(c, v)
+			}
 			sent, err = e.expandOnNode(ctx, c, v, false)
 			return err
 		}()
@@ -1433,6 +1444,10 @@ func (e *Engine) reconcileExpansions(ctx context.Context, rep *ReconcileReport, 
 		case errors.Is(err, ErrNotFound):
 		case err != nil:
 			rep.problem(listed.ID, "", fmt.Errorf("volume %q: %w", listed.ID, err))
+		case sent && paid != "":
+			// Said as the expand and reconcile off the node say it, not "expanded on the node"
+			// (TestReconcilePayingAnOwedExpansionByTheControllerAloneOnTheNodeDoesNotSayNodeExpanded).
+			rep.did("expanded", listed.ID, "", "%s", paid)
 		case sent:
 			rep.did("expanded", listed.ID, "", "volume %q expanded on the node to %s (owed since an earlier expand)",
 				listed.ID, spec.FormatSize(listed.NodeExpandMin))

@@ -22,6 +22,11 @@ type ReconcileAction struct {
 	VolumeID string `json:"volume_id,omitempty"`
 	Alloc    string `json:"alloc,omitempty"`
 	Message  string `json:"message"`
+	// Subject names what a problem that names no volume nor alloc is about (a snapshot's
+	// delete: its plugin and ID), for the agent's log, which logs a problem once per subject:
+	// its message's words with IDs masked merged two snapshots' stuck deletes into one
+	// (TestSecondStuckSnapshotDeleteIsLoggedWhileTheFirstStillFails). Empty: the message is.
+	Subject string `json:"-"`
 }
 
 // ReconcileReport is what a reconcile pass did and what is still wrong after it.
@@ -45,6 +50,15 @@ func (r *ReconcileReport) problem(vol, alloc string, err error) {
 		return
 	}
 	r.Problems = append(r.Problems, ReconcileAction{Kind: "failed", VolumeID: vol, Alloc: alloc, Message: err.Error()})
+}
+
+// problemAbout is problem for what names no volume nor alloc, its subject said (Subject).
+func (r *ReconcileReport) problemAbout(subject string, err error) {
+	n := len(r.Problems)
+	r.problem("", "", err)
+	if len(r.Problems) > n {
+		r.Problems[n].Subject = subject
+	}
 }
 
 // Reconcile brings the host back in line with the store (docs/architecture.md, Reconcile / restore):

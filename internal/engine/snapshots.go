@@ -1717,16 +1717,17 @@ func (e *Engine) reconcileSnapshotDeletes(ctx context.Context, rep *ReconcileRep
 		return
 	}
 	for _, d := range dels {
+		subject := "snapshot\x00" + d.PluginID + "\x00" + d.SnapshotID
 		err := e.deleteSnapshotStored(onVolume(ctx, "snapshot "+d.SnapshotID), d.PluginID, d.SnapshotID, nil, finishingDelete, nil)
 		switch {
 		case errors.Is(err, errNoDeleteToFinish): // another volctl finished it meanwhile
 		case err != nil && !e.deleteRecorded(ctx, d):
-			rep.problem("", "", err) // nothing left to forget: a create recorded the ID again meanwhile
+			rep.problemAbout(subject, err) // nothing left to forget: a create recorded the ID again meanwhile
 		case csi.IsRefusedCredentials(err):
 			// Reconcile sends the source volume's secrets, or none: never the --secret a delete
 			// was given, which volctl keeps nowhere. The way out is that delete again, with them
 			// (TestReconcileAdvisesTheSnapshotDeleteWithItsSecrets).
-			rep.problem("", "", fmt.Errorf("%w (volctl keeps no secret a delete was given, and reconcile sent none of them: "+
+			rep.problemAbout(subject, fmt.Errorf("%w (volctl keeps no secret a delete was given, and reconcile sent none of them: "+
 				"`%s` (or --secret-file KEY=FILE) sends the delete again with the secrets the plugin needs; "+
 				"`%s` forgets the delete and leaves the snapshot)", err,
 				// The flag in the command's own words: written after it, a snapshot ID starting
@@ -1735,9 +1736,9 @@ func (e *Engine) reconcileSnapshotDeletes(ctx context.Context, rep *ReconcileRep
 				shellquote.CommandFlags("volctl volume snapshot delete", []string{d.PluginID, d.SnapshotID}, shellquote.Flag("--secret", "KEY=VALUE")),
 				shellquote.Command("volctl volume snapshot deregister", d.PluginID, d.SnapshotID)))
 		case errors.As(err, new(snapshotCapabilityLost)):
-			rep.problem("", "", err) // it names the deregister already
+			rep.problemAbout(subject, err) // it names the deregister already
 		case err != nil:
-			rep.problem("", "", fmt.Errorf("%w (`%s` forgets the delete and leaves the snapshot)", err,
+			rep.problemAbout(subject, fmt.Errorf("%w (`%s` forgets the delete and leaves the snapshot)", err,
 				shellquote.Command("volctl volume snapshot deregister", d.PluginID, d.SnapshotID)))
 		default:
 			rep.did("deleted", "", "", "snapshot %q of plugin %q deleted (interrupted earlier)", d.SnapshotID, d.PluginID)

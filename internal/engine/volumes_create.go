@@ -197,6 +197,13 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume, outcome *Subm
 				"finish it (`volctl reconcile`, or this create with the first spec), then register it again with this spec",
 				old.ID, strings.Join(changed, ", "))
 		}
+		// Refused before the replay sends anything, as after it (below): the spec's
+		// capacity_min above the capacity_max the record keeps. Before, the replay was sent,
+		// the volume made, and the command failed saying "nothing was sent"
+		// (TestCreateReplayAboveTheRecordedCapacityMaxIsRefusedBeforeItSendsAnything).
+		if err := aboveRecordedMax(old, sv.CapacityMin, sv.CapacityMax, "create"); err != nil {
+			return err
+		}
 		v = old // an earlier create was interrupted: replay it with the stored name
 		replay = true
 		return nil
