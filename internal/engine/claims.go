@@ -778,8 +778,8 @@ func refuseSharedDestinations(tx *store.Tx, req ClaimRequest) error {
 // refuseInside refuses a volume_mount of req whose destination lies below dest, a
 // volume_mount of c, another alloc's live claim: bound after that one, its bind would make its
 // directory inside that volume (another's data, or the other alloc's own), and hold that
-// claim's release up (its unmount busy) for as long as it is bound. The other order, a bind
-// over one already below, bind refuses (mountsBelow). An alloc's own volume_mounts may nest:
+// claim's release up (its unmount busy) for as long as it is bound; and one whose destination
+// holds dest, the other order, whatever is mounted now. An alloc's own volume_mounts may nest:
 // a group binds them outermost first (nestingOrder).
 func refuseInside(req ClaimRequest, c store.Claim, dest string) error {
 	if sameAlloc(c.Alloc, req.Alloc) {
@@ -787,13 +787,26 @@ func refuseInside(req ClaimRequest, c store.Claim, dest string) error {
 	}
 	d := filepath.Clean(dest)
 	for _, b := range req.Binds {
-		if !under(filepath.Clean(b.Destination), d) {
-			continue
+		mine := filepath.Clean(b.Destination)
+		switch {
+		case under(mine, d):
+			way := boundWayOut(c)
+			return conflictf("volume_mount %s is inside %s, where alloc %q's volume %q is bound (its %s claim, %s): its bind would make its directory in that volume, "+
+				"and that claim's release could not unbind it while this one is bound there; give this volume_mount a destination outside it, or release that claim first%s",
+				b.Destination, dest, c.Alloc, c.VolumeID, c.Mode, bindWhat(c), way)
+		case under(d, mine):
+			// The other order: that claim's destination below this one. Its bind mounted now,
+			// bind refuses this one (mountsBelow); not mounted (its publish still under way in
+			// another process, unmounted by hand, not restored yet after a reboot), this bind
+			// was taken, and that claim's next bind was made inside this volume, this claim's
+			// release then busy (TestVolumeMountAboveAnotherAllocsUnboundDestinationIsRefused,
+			// TestTwoGroupsRunTogetherDoNotBindOneInsideTheOther). Refused here, in admission's
+			// transaction, whichever of two is admitted second.
+			way := boundWayOut(c)
+			return conflictf("volume_mount %s holds %s, where alloc %q's volume %q is bound (its %s claim, %s): its bind would hide that one, whose next bind would be made inside this volume, "+
+				"and this claim's release could not unbind it while that one is bound there; give this volume_mount a destination that holds no other alloc's, or release that claim first%s",
+				b.Destination, dest, c.Alloc, c.VolumeID, c.Mode, bindWhat(c), way)
 		}
-		way := boundWayOut(c)
-		return conflictf("volume_mount %s is inside %s, where alloc %q's volume %q is bound (its %s claim, %s): its bind would make its directory in that volume, "+
-			"and that claim's release could not unbind it while this one is bound there; give this volume_mount a destination outside it, or release that claim first%s",
-			b.Destination, dest, c.Alloc, c.VolumeID, c.Mode, bindWhat(c), way)
 	}
 	return nil
 }
