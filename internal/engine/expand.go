@@ -771,22 +771,12 @@ func controllerAloneOwes(fp *csi.Fingerprint, v store.Volume) bool {
 func (e *Engine) payControllerAlone(ctx context.Context, c *conn, v store.Volume, controllerDone bool) (sent bool, err error) {
 	var over error
 	if !controllerDone {
-		var onNode bool
-		if err := e.store.View(ctx, func(tx *store.Tx) error {
-			claims, err := tx.Claims().ByVolume(v.ID)
-			if err != nil {
-				return err
-			}
-			st, err := tx.Stagings().Get(v.ID)
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				return err
-			}
-			onNode = len(claims) > 0 || st.Staged || st.ControllerPublished
-			return nil
-		}); err != nil {
+		// On the node as reconcile's step off it judges (expandOffNode): a claim or a staging.
+		onNode, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]string, error) { return tx.Volumes().OnNode(v.PluginID) })
+		if err != nil {
 			return false, err
 		}
-		send, wait := nodeStepFirst(c, v, onNode)
+		send, wait := nodeStepFirst(c, v, slices.Contains(onNode, v.ID))
 		if wait != nil {
 			return false, wait
 		}

@@ -23,14 +23,7 @@ import (
 // sent rules". Found by helper review73 (crash).
 func TestOwedNodeOnlyExpansionPaidByTheControllerAloneSurvivesAKillBeforeItIsCleared(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
-	ext := h.create(volume("v")).ExternalID
-	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
-		t.Fatalf("node-only expand: %v", err)
-	}
-	if v := h.volumeInfo("v"); v.NodeExpansionOwed != 4*mib {
-		t.Fatalf("setup: owed %d after a node-only expand of a volume on no path; want 4MiB", v.NodeExpansionOwed)
-	}
+	h, ext := owedNodeOnlyToFourMiB(t)
 	h.restartWith(func(c *csitest.MemConfig) { c.Controller.ExpandVolume, c.Node.ExpandVolume = true, false })
 	if !cutShortAt(h, "expand:controller-done", 1, func() { _, _ = h.e.ExpandVolume(h.ctx, "v", 4*mib, 0) }) {
 		t.Fatal("setup: the expand never recorded the controller's step of the owed expansion (expand:controller-done)")
@@ -68,14 +61,7 @@ func TestOwedNodeOnlyExpansionPaidByTheControllerAloneSurvivesAKillBeforeItIsCle
 // step of its own (controllerAloneOwes). Found by helper review73 (crash).
 func TestOwedNodeOnlyExpansionThroughAnOfflineControllerOnlyPluginIsPaidByReconcile(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
-	ext := h.create(volume("v")).ExternalID
-	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
-		t.Fatalf("node-only expand: %v", err)
-	}
-	if v := h.volumeInfo("v"); v.NodeExpansionOwed != 4*mib {
-		t.Fatalf("setup: owed %d after a node-only expand of a volume on no path; want 4MiB", v.NodeExpansionOwed)
-	}
+	h, ext := owedNodeOnlyToFourMiB(t)
 	h.restartWith(func(c *csitest.MemConfig) {
 		c.Controller.ExpandVolume, c.Node.ExpandVolume = true, false
 		c.Plugin.VolumeExpansionOnline, c.Plugin.VolumeExpansionOffline = false, true

@@ -121,14 +121,7 @@ func TestCreateAgainAboveTheRecordedCapacityMaxKeepsTheLimit(t *testing.T) {
 func TestOwedNodeOnlyExpansionThroughAPluginNowControllerOnlyGrowsTheStorage(t *testing.T) {
 	t.Parallel()
 	const mib = 1 << 20
-	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
-	ext := h.create(volume("v")).ExternalID
-	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
-		t.Fatalf("node-only expand: %v", err)
-	}
-	if v := h.volumeInfo("v"); v.NodeExpansionOwed != 4*mib || v.CapacityBytes != 4*mib {
-		t.Fatalf("before: recorded %d, owed %d; want 4MiB recorded, 4MiB owed (a node-only expansion of a volume on no path)", v.CapacityBytes, v.NodeExpansionOwed)
-	}
+	h, ext := owedNodeOnlyToFourMiB(t)
 	h.restartWith(func(c *csitest.MemConfig) { c.Controller.ExpandVolume, c.Node.ExpandVolume = true, false })
 	// Status says what sends it, now the controller's step alone: not a node capability.
 	if _, err := h.e.PluginStatus(h.ctx, "mem"); err != nil { // records the plugin as it is now
@@ -159,11 +152,7 @@ func TestOwedNodeOnlyExpansionThroughAPluginNowControllerOnlyGrowsTheStorage(t *
 func TestExpandPayingAnOwedExpansionByTheControllerAloneSaysSo(t *testing.T) {
 	t.Parallel()
 	const mib = 1 << 20
-	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
-	h.create(volume("v"))
-	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
-		t.Fatalf("node-only expand: %v", err)
-	}
+	h, _ := owedNodeOnlyToFourMiB(t)
 	h.restartWith(func(c *csitest.MemConfig) { c.Controller.ExpandVolume, c.Node.ExpandVolume = true, false })
 	info, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
 	if err != nil {
@@ -175,4 +164,22 @@ func TestExpandPayingAnOwedExpansionByTheControllerAloneSaysSo(t *testing.T) {
 	if n := h.mem.CallCount(csi.RPCNodeExpandVolume); n != 0 {
 		t.Errorf("NodeExpandVolume sent %d times to a node without EXPAND_VOLUME", n)
 	}
+}
+
+// owedNodeOnlyToFourMiB is a harness whose plugin expands through its node service alone, volume "v"
+// expanded to 4MiB while on no path here: its NodeExpandVolume owed, the whole expansion. It
+// returns the harness and the volume's storage ID; the tests then restart the plugin
+// controller-only (controllerAloneOwes).
+func owedNodeOnlyToFourMiB(t *testing.T) (*harness, string) {
+	t.Helper()
+	const mib = 1 << 20
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
+	ext := h.create(volume("v")).ExternalID
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
+		t.Fatalf("node-only expand: %v", err)
+	}
+	if v := h.volumeInfo("v"); v.NodeExpansionOwed != 4*mib || v.CapacityBytes != 4*mib {
+		t.Fatalf("setup: recorded %d, owed %d after a node-only expand of a volume on no path; want 4MiB both", v.CapacityBytes, v.NodeExpansionOwed)
+	}
+	return h, ext
 }

@@ -25,14 +25,7 @@ import (
 func TestExpandPastANodeOnlyDebtThroughAPluginNowControllerOnlyClearsIt(t *testing.T) {
 	t.Parallel()
 	const mib = 1 << 20
-	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
-	ext := h.create(volume("v")).ExternalID
-	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
-		t.Fatalf("node-only expand: %v", err)
-	}
-	if v := h.volumeInfo("v"); v.NodeExpansionOwed != 4*mib {
-		t.Fatalf("before: owed %d; want 4MiB owed (a node-only expansion of a volume on no path)", v.NodeExpansionOwed)
-	}
+	h, ext := owedNodeOnlyToFourMiB(t)
 	h.restartWith(func(c *csitest.MemConfig) { c.Controller.ExpandVolume, c.Node.ExpandVolume = true, false })
 	_, err := h.e.ExpandVolume(h.ctx, "v", 8*mib, 0)
 	mv, _ := h.mem.Volume(ext)
