@@ -28,16 +28,7 @@ import (
 // claim's release up (its unmount busy) for as long as it is bound". Found by helper review73.
 func TestVolumeMountAboveAnotherAllocsUnboundDestinationIsRefused(t *testing.T) {
 	t.Parallel()
-	h := newHostpathEngine(t)
-	h.createWriterVolume(t, "a")
-	h.createWriterVolume(t, "b")
-	dir := hostpathtest.MountDir(t)
-	outerDest := filepath.Join(dir, "x")
-	innerDest := filepath.Join(outerDest, "inner")
-	t.Cleanup(func() {
-		_ = unix.Unmount(innerDest, unix.MNT_DETACH)
-		_ = unix.Unmount(outerDest, unix.MNT_DETACH)
-	})
+	h, outerDest, innerDest := nestedDestinations(t)
 	inner := spec.Group{Name: "inner", Count: 1, Volumes: []spec.VolumeRequest{writerBlock("d", "a")},
 		Mounts: []spec.VolumeMount{{Volume: "d", Destination: innerDest}}}
 	if _, err := h.e.RunGroup(h.ctx, inner); err != nil {
@@ -91,16 +82,7 @@ func TestVolumeMountAboveAnotherAllocsUnboundDestinationIsRefused(t *testing.T) 
 // with one. Found by helper review73.
 func TestTwoGroupsRunTogetherDoNotBindOneInsideTheOther(t *testing.T) {
 	t.Parallel()
-	h := newHostpathEngine(t)
-	h.createWriterVolume(t, "a")
-	h.createWriterVolume(t, "b")
-	dir := hostpathtest.MountDir(t)
-	outerDest := filepath.Join(dir, "x")
-	innerDest := filepath.Join(outerDest, "inner")
-	t.Cleanup(func() {
-		_ = unix.Unmount(innerDest, unix.MNT_DETACH)
-		_ = unix.Unmount(outerDest, unix.MNT_DETACH)
-	})
+	h, outerDest, innerDest := nestedDestinations(t)
 	// A second volctl on the same state dir.
 	other, err := Open(h.ctx, Config{StateDir: h.state, Retry: fastRetry})
 	if err != nil {
@@ -164,4 +146,21 @@ func TestTwoGroupsRunTogetherDoNotBindOneInsideTheOther(t *testing.T) {
 			t.Errorf("and the stop of outer failed: %v", err)
 		}
 	}
+}
+
+// nestedDestinations is a hostpath engine with writer volumes "a" and "b", and two
+// destinations, the second inside the first (DIR/x and DIR/x/inner), unmounted when the test
+// ends.
+func nestedDestinations(t *testing.T) (h *hostpathEngine, outer, inner string) {
+	t.Helper()
+	h = newHostpathEngine(t)
+	h.createWriterVolume(t, "a")
+	h.createWriterVolume(t, "b")
+	outer = filepath.Join(hostpathtest.MountDir(t), "x")
+	inner = filepath.Join(outer, "inner")
+	t.Cleanup(func() {
+		_ = unix.Unmount(inner, unix.MNT_DETACH)
+		_ = unix.Unmount(outer, unix.MNT_DETACH)
+	})
+	return h, outer, inner
 }
