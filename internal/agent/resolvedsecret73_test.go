@@ -7,11 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	csipb "github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
@@ -36,18 +31,7 @@ func TestResolvedProblemLineShowsNoSecretAnotherProcessLetGo(t *testing.T) {
 	const secret = "pw73agentres-q9"
 	ctx := context.Background()
 	var down atomic.Bool
-	echo := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if _, ok := req.(*csipb.DeleteSnapshotRequest); ok && down.Load() {
-			return nil, status.Error(codes.Unavailable, "backend unreachable")
-		}
-		resp, err := handler(ctx, req)
-		if r, ok := resp.(*csipb.CreateSnapshotResponse); ok && err == nil {
-			for _, v := range req.(*csipb.CreateSnapshotRequest).GetSecrets() {
-				r.Snapshot.SnapshotId += "-" + v
-			}
-		}
-		return resp, err
-	}
+	echo := csitest.EchoSecretsIntoSnapshotIDs(&down)
 	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())), csitest.WithInterceptor(echo))
 	dir := t.TempDir()
 	storetest.Seed(t, dir)

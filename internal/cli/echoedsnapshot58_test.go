@@ -1,15 +1,9 @@
 package cli
 
 import (
-	"context"
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	csipb "github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
@@ -21,18 +15,7 @@ import (
 // answers DeleteSnapshot UNAVAILABLE.
 func snapshotEchoingSecret(t *testing.T, secret, name string, deleteDown *atomic.Bool) (*cliHarness, string) {
 	t.Helper()
-	echo := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if _, ok := req.(*csipb.DeleteSnapshotRequest); ok && deleteDown.Load() {
-			return nil, status.Error(codes.Unavailable, "backend unreachable")
-		}
-		resp, err := handler(ctx, req)
-		if r, ok := resp.(*csipb.CreateSnapshotResponse); ok && err == nil {
-			for _, v := range req.(*csipb.CreateSnapshotRequest).GetSecrets() {
-				r.Snapshot.SnapshotId += "-" + v
-			}
-		}
-		return resp, err
-	}
+	echo := csitest.EchoSecretsIntoSnapshotIDs(deleteDown)
 	h := newCLIHarnessServing(t, csitest.WithInterceptor(echo))
 	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
 		Secrets:      spec.Secrets{"token": secret},
