@@ -154,18 +154,8 @@ func TestDeleteOfAnIDGoneRemovesWhatAnEarlierDeleteLeft(t *testing.T) {
 // once the node RPCs have run.
 func TestControllerUnpublishOfAllNodesIsRefusedWhileMountedHere(t *testing.T) {
 	ctx := context.Background()
-	m := &hostpathtest.FakeMounter{}
-	root := filepath.Join(hostpathtest.MountDir(t), "root")
-	c := start(t, hostpath.Config{Root: root, NodeID: "old-name", EnableAttach: true, Mounter: m})
-	v := c.createVolume(t, "v")
-	pub, err := c.ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "old-name", VolumeCapability: snw})
-	mustOK(t, err)
-	p := newPaths(t)
-	mustOK(t, c.stage(v, p, pub.GetPublishContext()))
-	mustOK(t, c.srv.Stop())
-
-	c = start(t, hostpath.Config{Root: root, NodeID: "new-name", EnableAttach: true, Mounter: m})
-	_, err = c.ctl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: v.GetVolumeId()})
+	c, v, p := attachedUnderAnEarlierNodeID(t, false)
+	_, err := c.ctl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: v.GetVolumeId()})
 	wantCode(t, err, codes.FailedPrecondition, p.staging)
 	mustOK(t, c.unstage(v, p))
 	_, err = c.ctl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "old-name"})
@@ -265,3 +255,24 @@ func TestControllerUnpublishOfAnotherNodeBesideThisOnesIsAnswered(t *testing.T) 
 
 // mmwCap is a multi-node-multi-writer file-system capability.
 var mmwCap = mountCap(csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER)
+
+// attachedUnderAnEarlierNodeID is volume "v" attached (--enable-attach) to node "old-name" and
+// staged, published at its target too when published, by a plugin (a fake mounter) that then
+// stopped; it returns a client of the plugin started again on the same root as "new-name" (a
+// host renamed), the mounts still there.
+func attachedUnderAnEarlierNodeID(t *testing.T, published bool) (*client, *csi.Volume, paths) {
+	t.Helper()
+	m := &hostpathtest.FakeMounter{}
+	root := filepath.Join(hostpathtest.MountDir(t), "root")
+	c := start(t, hostpath.Config{Root: root, NodeID: "old-name", EnableAttach: true, Mounter: m})
+	v := c.createVolume(t, "v")
+	pub, err := c.ctl.ControllerPublishVolume(context.Background(), &csi.ControllerPublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "old-name", VolumeCapability: snw})
+	mustOK(t, err)
+	p := newPaths(t)
+	mustOK(t, c.stage(v, p, pub.GetPublishContext()))
+	if published {
+		mustOK(t, c.publish(v, p, p.target, false, pub.GetPublishContext()))
+	}
+	mustOK(t, c.srv.Stop())
+	return start(t, hostpath.Config{Root: root, NodeID: "new-name", EnableAttach: true, Mounter: m}), v, p
+}

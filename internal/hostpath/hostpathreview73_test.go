@@ -28,23 +28,12 @@ import (
 // after the node RPCs"; the check was made only for an attachment under the current node ID. Found by helper review73.
 func TestControllerUnpublishOfAnEarlierNodeIDsAttachmentIsRefusedWhileMountedHere(t *testing.T) {
 	ctx := context.Background()
-	m := &hostpathtest.FakeMounter{}
-	root := filepath.Join(hostpathtest.MountDir(t), "root")
-	c := start(t, hostpath.Config{Root: root, NodeID: "old-name", EnableAttach: true, Mounter: m})
-	v := c.createVolume(t, "v")
-	pub, err := c.ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "old-name", VolumeCapability: snw})
-	mustOK(t, err)
-	p := newPaths(t)
-	mustOK(t, c.stage(v, p, pub.GetPublishContext()))
-	mustOK(t, c.publish(v, p, p.target, false, pub.GetPublishContext()))
-	mustOK(t, c.srv.Stop())
-
 	// The same host, its plugin now serving under the host's new name; the mounts are still there.
-	c = start(t, hostpath.Config{Root: root, NodeID: "new-name", EnableAttach: true, Mounter: m})
-	_, err = c.ctl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "old-name"})
+	c, v, p := attachedUnderAnEarlierNodeID(t, true)
+	_, err := c.ctl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "old-name"})
 	if err == nil {
-		t.Fatalf("ControllerUnpublishVolume of node %q answered OK while the volume is staged at %s and published at %s on this host (mounted: %v)",
-			"old-name", p.staging, p.target, m.Mounts())
+		t.Fatalf("ControllerUnpublishVolume of node %q answered OK while the volume is staged at %s and published at %s on this host",
+			"old-name", p.staging, p.target)
 	}
 	wantCode(t, err, codes.FailedPrecondition, p.staging)
 }
