@@ -391,6 +391,9 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 	// volume (TestGroupJobOfVolumesHandedOverGoesToTheirNomadNamespace).
 	// One handed over into the default namespace is in that one, which the job then names, as
 	// it names any other (TestGroupJobOfVolumesHandedOverToTheDefaultNamespaceNamesIt).
+	// So is its region, the one its mark records (NOMAD_REGION at the handover): a job that
+	// names none runs in the region of the agent it is sent to, where Nomad has no such volume
+	// (TestGroupJobOfVolumesHandedOverGoesToTheirNomadRegion).
 	nsOf, handed := map[string]string{}, map[string]bool{}
 	for _, info := range infos {
 		nsOf[info.ID] = info.Namespace
@@ -399,9 +402,10 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		}
 	}
 	for _, g := range groups {
-		// A Nomad job claims volumes of its own namespace only.
+		// A Nomad job claims volumes of its own namespace and region only.
 		jo := opts.Job
 		spaces, inNomad := map[string]bool{}, false
+		var used []engine.VolumeInfo
 		for _, r := range g.Volumes {
 			// The volumes its allocs use, not every volume named like them: a per_alloc
 			// source's "data[archive]" beside the group's data[0] is another volume, whose
@@ -410,6 +414,9 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 				if ns, ok := nsOf[id]; ok {
 					spaces[ns] = true
 					inNomad = inNomad || handed[id]
+				}
+				if i := slices.IndexFunc(infos, func(v engine.VolumeInfo) bool { return v.ID == id }); i >= 0 {
+					used = append(used, infos[i])
 				}
 			}
 		}
@@ -421,6 +428,11 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 				jo.Namespace = ns
 			}
 		}
+		region, err := handoverRegion(used)
+		if err != nil {
+			return fmt.Errorf("export nomad: group %q %w; a Nomad job claims volumes of its own region only", g.Name, err)
+		}
+		jo.Region = region
 		data, n, err := nomad.GroupJob(g, jo)
 		if err != nil {
 			return fmt.Errorf("export nomad: group %q: %w", g.Name, err)
@@ -598,6 +610,32 @@ func echoedIntoNodeID(ctx context.Context, e *engine.Engine, id, node string) er
 		"which the job file, readable by all, would hold whole: give the node's ID with --node-id, or pass --no-plugin-job", id)
 }
 
+// handoverRegion is the Nomad region that vols handed over are in, as their marks record it
+// (NOMAD_REGION at `volctl nomad register`): "" when none is marked, or none with a region
+// (the agent's own). An error, worded to follow "group NAME" or "plugin NAME", when they name
+// two regions.
+func handoverRegion(vols []engine.VolumeInfo) (string, error) {
+	regions := map[string][]string{}
+	for _, v := range vols {
+		if h := v.Handover; h != nil && h.Region != "" && !slices.Contains(regions[h.Region], v.ID) {
+			regions[h.Region] = append(regions[h.Region], v.ID)
+		}
+	}
+	switch len(regions) {
+	case 0:
+		return "", nil
+	case 1:
+		for r := range regions {
+			return r, nil
+		}
+	}
+	var where []string
+	for _, r := range slices.Sorted(maps.Keys(regions)) {
+		where = append(where, fmt.Sprintf("%s in region %s", quotedIDs(regions[r]), shownQ(r)))
+	}
+	return "", fmt.Errorf("uses volumes handed over to Nomad in %d regions (%s)", len(regions), strings.Join(where, "; "))
+}
+
 // exportPluginJobs writes the system job of each hostpath plugin the volumes use.
 func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.VolumeInfo, base nomad.PluginJobOptions) (files []exportFile, notes []string, err error) {
 	seen := map[string]bool{}
@@ -633,6 +671,10 @@ func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.Volum
 	for _, id := range ids {
 		o := base
 		o.PluginID = id
+		// Nomad's plugin serves the volumes of its own region: the one their marks record.
+		if o.Region, err = handoverRegion(byPlugin[id]); err != nil {
+			return nil, notes, fmt.Errorf("plugin %q %w; a plugin's job runs in one region", id, err)
+		}
 		var args []string
 		execd := false
 		for _, s := range specs {

@@ -808,7 +808,9 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if len(info.Claims) > 0 {
 		if how := attachedUnderClaims(ctx, e, info); how != "" && info.Handover == nil {
 			but("its live local claims hold an attachment", "it has %d live local claim(s) and %s: it would be refused, --force or not (Nomad's ControllerUnpublishVolume would detach it from under them)", len(info.Claims), how)
-		} else if !opts.Force {
+		} else if !opts.Force && info.Handover == nil {
+			// Marked already, the handover was forced past them: HandOver does not refuse
+			// the volume again for the claims it was forced past.
 			but("it has live local claims", "it has %d live local claim(s): it would be refused without --force", len(info.Claims))
 		}
 	}
