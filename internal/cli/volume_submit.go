@@ -165,7 +165,17 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 	switch {
 	case len(errs) == 0:
 	case len(vols) == 1:
+		// Scrubbed of the spec's secrets as the multi-file line is: a refusal before the volume
+		// is recorded (a restore's check answered about another snapshot, whose ID the plugin
+		// made of the secret it was sent) words what the plugin gave, and Factory.RedactError
+		// knows only the state's secrets (TestRestoreCheckAnsweredAboutAnotherSnapshotShowsNoSpecSecret).
 		failed = errs[0]
+		msg := failed.Error()
+		if rerr := redactOutput(ctx, e, specSecrets(vols), &msg); rerr != nil {
+			failed = &redactedError{err: failed, msg: fmt.Sprintf("volume %q: %v", vols[0].ID, rerr)}
+		} else if msg != failed.Error() {
+			failed = &redactedError{err: failed, msg: msg}
+		}
 	default:
 		// Each failure is on stderr already; the exit code is the first one's.
 		failed = withCode(ExitCode(errs[0]), fmt.Errorf("%s: %d of %d volumes failed (see above)", command, len(errs), len(vols)))

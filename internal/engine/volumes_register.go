@@ -278,8 +278,15 @@ func (e *Engine) expandRegistered(ctx context.Context, c *conn, sv spec.Volume) 
 	case sv.CapacityMin <= currentSize(old) || !canExpand(c):
 		return Unchanged, nil
 	}
+	// Sent with the spec's secrets, which the registration records and its capability check
+	// sent: registering again is how a rotated credential reaches volctl, and the record's old
+	// one, sent here, was refused, failing every such registration that also grows the volume
+	// (TestRegisterAgainWithRotatedSecretsExpandsWithThem). The expansion's record keeps them,
+	// as the plugin took them.
+	grown := old
+	grown.Secrets = sv.Secrets
 	grew := Unchanged
-	if _, err = e.expandLockedSaying(ctx, c, old, sv.CapacityMin, specLimit(old, sv), &grew); err != nil {
+	if _, err = e.expandLockedSaying(ctx, c, grown, sv.CapacityMin, specLimit(old, sv), &grew); err != nil {
 		return Unchanged, err
 	}
 	return grew, nil
