@@ -204,10 +204,14 @@ func (a action) perform(ctx context.Context, eng Engine) actionDoneMsg {
 		return releaseReport(a, res)
 	case actDetach, actForceDetach:
 		res, err := eng.Detach(ctx, a.volume, a.kind == actForceDetach)
-		if err != nil {
-			return actionDoneMsg{a: a, err: err}
+		if err != nil && len(res.Released) == 0 && len(res.Failed) == 0 && len(res.Warnings) == 0 && res.DetachedFrom == "" {
+			return actionDoneMsg{a: a, err: err} // nothing was done
 		}
-		return detachReport(a, res)
+		// Done in part comes with the error: the claims released are said beside those that
+		// failed, as `volume detach` says both; before, the error alone, and a user who
+		// confirmed two claims' release read "Detach failed" of one whose other was released
+		// (TestDetachThatFailsInPartSaysWhatItReleased).
+		return detachReport(a, res, err)
 	case actReconcile:
 		rep, err := eng.Reconcile(ctx)
 		if err != nil && rep.OK() {
@@ -292,12 +296,20 @@ func releaseReport(a action, res engine.ReleaseResult) actionDoneMsg {
 	return actionDoneMsg{a: a, text: fmt.Sprintf("released the claim of %q on %q", a.alloc, a.volume)}
 }
 
-func detachReport(a action, res engine.DetachResult) actionDoneMsg {
+func detachReport(a action, res engine.DetachResult, err error) actionDoneMsg {
 	verb := "detached"
 	if a.kind == actForceDetach {
 		verb = "force-detached"
 	}
 	text := fmt.Sprintf("%s %q: released %s", verb, a.volume, plural(len(res.Released), "claim"))
+	if (err != nil || len(res.Failed) > 0) && len(res.Released) > 0 {
+		// Failed in part: which allocs lost their volume, beside those that failed.
+		allocs := make([]string, len(res.Released))
+		for i, c := range res.Released {
+			allocs[i] = strconv.Quote(c.Alloc)
+		}
+		text += " (of " + strings.Join(allocs, ", ") + ")"
+	}
 	if res.DetachedFrom != "" {
 		// The unpublish its recorded attachment was owed, sent (engine.DetachResult.DetachedFrom):
 		// "released 0 claims" alone said nothing was done (TestForcedDetachReportSaysTheNodeItDetachedFrom).
@@ -306,17 +318,22 @@ func detachReport(a action, res engine.DetachResult) actionDoneMsg {
 	if n := len(res.ReleasedMeanwhile); n > 0 {
 		text += fmt.Sprintf(" (another volctl released %s while this detach waited)", plural(n, "claim"))
 	}
-	if len(res.Failed) == 0 {
-		if len(res.Warnings) > 0 {
-			text += "; " + strings.Join(res.Warnings, "; ")
+	if len(res.Warnings) > 0 {
+		text += "; " + strings.Join(res.Warnings, "; ")
+	}
+	switch {
+	case err != nil:
+		// The engine's error words each failure (its RPC's answer), which a claim's recorded
+		// last error may not hold yet.
+		return actionDoneMsg{a: a, err: fmt.Errorf("%s, %d failed: %w", text, len(res.Failed), err)}
+	case len(res.Failed) > 0:
+		var errs []string
+		for _, c := range res.Failed {
+			errs = append(errs, fmt.Sprintf("alloc %q: %s", c.Alloc, c.LastErrorText()))
 		}
-		return actionDoneMsg{a: a, text: text}
+		return actionDoneMsg{a: a, err: fmt.Errorf("%s, %d failed: %s", text, len(res.Failed), strings.Join(errs, "; "))}
 	}
-	var errs []string
-	for _, c := range res.Failed {
-		errs = append(errs, fmt.Sprintf("alloc %q: %s", c.Alloc, c.LastErrorText()))
-	}
-	return actionDoneMsg{a: a, err: fmt.Errorf("%s, %d failed: %s", text, len(res.Failed), strings.Join(errs, "; "))}
+	return actionDoneMsg{a: a, text: text}
 }
 
 // reconcileReport words a reconcile's result: what it did, and what is still wrong (an error,

@@ -223,7 +223,7 @@ func replacedByTwoStartingSo(t *testing.T, e *engine.Engine) {
 // left owed) was reported "force-detached "v": released 0 claims", as if it did nothing, as the
 // command line said "nothing to detach" of it (TestForcedDetachThatSentTheOwedUnpublishDoesNotSayNothingToDetach).
 func TestForcedDetachReportSaysTheNodeItDetachedFrom(t *testing.T) {
-	msg := detachReport(action{kind: actForceDetach, volume: "v"}, engine.DetachResult{DetachedFrom: "node-1"})
+	msg := detachReport(action{kind: actForceDetach, volume: "v"}, engine.DetachResult{DetachedFrom: "node-1"}, nil)
 	if msg.err != nil || !strings.Contains(msg.text, `detached it from node "node-1"`) {
 		t.Errorf("the report of a forced detach that detached volume v from node-1: %q, %v", msg.text, msg.err)
 	}

@@ -26,7 +26,7 @@ func TestReleaseAndDetachSayWhatAnotherReleasedMeanwhile(t *testing.T) {
 	}
 	det := action{kind: actDetach, volume: "db"}
 	res := engine.DetachResult{Released: []engine.ClaimInfo{{Alloc: "web-1"}}, ReleasedMeanwhile: []engine.ClaimInfo{{Alloc: "web-0"}}}
-	if got := detachReport(det, res).text; !strings.Contains(got, "released 1 claim (another volctl released 1 claim while this detach waited)") {
+	if got := detachReport(det, res, nil).text; !strings.Contains(got, "released 1 claim (another volctl released 1 claim while this detach waited)") {
 		t.Errorf("detach with a claim released meanwhile: %q", got)
 	}
 }

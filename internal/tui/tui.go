@@ -147,12 +147,15 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case probeTickMsg:
 		return m, m.live.onProbeTick()
 	case dashboardMsg:
-		wasOK := m.live.err == nil
+		// Said once, the first read that finds the state unusable, whatever the read before
+		// found: opened only after a read that worked, a busy read first (a restore writing the
+		// file) kept it shut for good (TestStateReplacedAfterAnotherReadFailureIsSaidInABox).
+		wasUnusable := m.live.err != nil && engine.StateUnusable(m.live.err)
 		apply, next := m.live.onData(msg)
 		if apply {
 			return m, tea.Batch(next, m.setData(msg.data, msg.rows))
 		}
-		if wasOK && m.live.err != nil && engine.StateUnusable(m.live.err) {
+		if !wasUnusable && m.live.err != nil && engine.StateUnusable(m.live.err) {
 			// Replaced under the dashboard (a backup restored) or damaged: no read will work
 			// until a restart or a restore, which the status line's cut words may not say.
 			m.failure = &failure{c: m.c, title: "The state database cannot be read", err: m.live.err.Error()}
