@@ -1090,6 +1090,17 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		}
 	}
 	listed, unchecked, err := e.teardownChecked(ctx, c, send, csi.RPCDeleteSnapshot, func(ctx context.Context) error {
+		if recorded {
+			// A recorded snapshot is asked after first, under the same controller lock and
+			// once the socket is known to be the registered driver's, where the plugin can say:
+			// one whose IDs derive from names gives a gone snapshot's ID to the next of that
+			// name, maybe another tool's of another volume, and a delete by the record sent
+			// DeleteSnapshot of that one, someone else's backup, saying "deleted"
+			// (TestSnapshotDeleteByNameDoesNotDeleteAnotherVolumesSnapshotUnderItsID).
+			if err := e.notAnotherSourcesSnapshot(ctx, c, rec, secrets); err != nil {
+				return err
+			}
+		}
 		return c.client.DeleteSnapshot(ctx, csi.DeleteSnapshotRequest{SnapshotID: snapshotID, Secrets: secrets})
 	}, func(ctx context.Context) (bool, error) { return e.listsSnapshot(ctx, c, snapshotID, secrets) })
 	if err != nil && !csi.IsIgnorable(err) {
@@ -1262,6 +1273,37 @@ func (e *Engine) snapshotAbsent(ctx context.Context, c *conn, id string, secrets
 		return false, false
 	}
 	return !found, true
+}
+
+// notAnotherSourcesSnapshot refuses, as a conflict, a delete of recorded snapshot rec that the
+// plugin lists as a snapshot of another source than the one recorded (spec.SameStorageID): its
+// ID names another snapshot now, which the delete would destroy. A plugin that cannot be
+// asked, a check that fails, a snapshot not listed, or one listed with no source leave the
+// delete to go on as before: only the plugin's word that the ID is another volume's stops it.
+func (e *Engine) notAnotherSourcesSnapshot(ctx context.Context, c *conn, rec store.Snapshot, secrets spec.Secrets) error {
+	if snapshotCheck(c) == "" || rec.SourceExternalID == "" {
+		return nil
+	}
+	var (
+		snap  csi.Snapshot
+		found bool
+	)
+	if err := e.boundCheck(ctx, func(ctx context.Context) error {
+		var err error
+		snap, found, err = e.findsSnapshot(ctx, c, rec.SnapshotID, secrets)
+		return err
+	}); err != nil || !found || !ofAnotherSource(snap, rec) {
+		return nil
+	}
+	of := fmt.Sprintf("volume %q's storage %q", rec.SourceVolumeID, rec.SourceExternalID)
+	if rec.SourceVolumeID == "" {
+		of = fmt.Sprintf("storage %q", rec.SourceExternalID)
+	}
+	return conflictf("plugin %q lists snapshot %q as a snapshot of %q, not of %s, which volctl recorded it of: the ID names another snapshot now "+
+		"(a plugin that derives IDs from names gives a gone snapshot's to the next of its name), which a delete would destroy; nothing was sent: "+
+		"`%s` forgets volctl's record and leaves the plugin's snapshot",
+		c.plugin.ID, rec.SnapshotID, spec.Cut(snap.SourceVolumeID, 256), of,
+		shellquote.CommandFlags("volctl volume snapshot deregister", []string{rec.PluginID, rec.SnapshotID}, "--id"))
 }
 
 // nearSnapshots is the IDs and NAMEs of plugin pluginID's recorded snapshots the user likely
@@ -1497,6 +1539,41 @@ func (e *Engine) finishPendingForDelete(ctx context.Context, intent store.Snapsh
 		}
 		defer hold.release()
 	}
+	// Read again under the volume's lock, as reconcile does: another volctl holding it while
+	// this one waited may have forgotten the create (a deregister, another delete of the NAME)
+	// or finished it. Before, CreateSnapshot went out under the NAME with no intent recorded,
+	// the plugin took a snapshot nobody asked for, and a lost answer left it tracked by nothing
+	// under a "stays recorded as being created" (TestPendingSnapshotDeleteThatWaitedForItsDeregisterSendsNoCreate).
+	type reread struct {
+		intent  store.SnapshotCreate
+		pending bool
+		rec     store.Snapshot
+		made    bool
+	}
+	now, err := viewOne(ctx, e.store, func(tx *store.Tx) (reread, error) {
+		var r reread
+		var err error
+		switch r.intent, err = tx.Snapshots().GetCreate(intent.PluginID, intent.Name); {
+		case err == nil:
+			r.pending = true
+			return r, nil
+		case !errors.Is(err, store.ErrNotFound):
+			return r, err
+		}
+		r.rec, r.made, err = recordByName(tx, intent.PluginID, intent.Name)
+		return r, err
+	})
+	switch {
+	case err != nil:
+		return store.Snapshot{}, err
+	case now.made:
+		return now.rec, nil // finished meanwhile: the delete goes on with its record
+	case !now.pending:
+		return store.Snapshot{}, notFoundf("snapshot %q of volume %q: its create, pending when this delete read it, was forgotten or finished by another volctl while this one waited for the volume's lock, "+
+			"and nothing is recorded under the name now; nothing was sent (`%s` shows what the plugin has)",
+			intent.Name, intent.SourceVolumeID, shellquote.Command("volctl volume snapshot list", intent.PluginID))
+	}
+	intent = now.intent
 	c, err := e.snapshotConn(ctx, intent.PluginID, intent.Reach)
 	if err != nil {
 		return store.Snapshot{}, err
@@ -2082,7 +2159,8 @@ func mergeSnapshots(pluginID string, listed []csi.Snapshot, recs, matesRecs []st
 		}
 	}
 	out := make([]SnapshotInfo, 0, len(listed)+len(recs))
-	at := map[string]int{} // where in out each listed snapshot is
+	at := map[string]int{}        // where in out each listed snapshot is
+	replaced := map[string]bool{} // recorded IDs listed as another source's snapshot
 	for _, s := range listed {
 		if i, seen := at[s.ID]; seen {
 			// A plugin paging while snapshots come and go may repeat one. One entry saying it
@@ -2099,7 +2177,14 @@ func mergeSnapshots(pluginID string, listed []csi.Snapshot, recs, matesRecs []st
 		info := SnapshotInfo{PluginID: pluginID, ID: s.ID, SourceExternalID: s.SourceVolumeID,
 			SizeBytes: s.SizeBytes, ReadyToUse: s.ReadyToUse, CreatedAt: s.CreatedAt, Listed: true,
 			SourceVolumeID: volumeOf[[2]string{pluginID, s.SourceVolumeID}]}
-		if r, ok := byID[s.ID]; ok {
+		if r, ok := byID[s.ID]; ok && ofAnotherSource(s, r) {
+			// Listed under the recorded ID as a snapshot of another source: not the one recorded
+			// (a plugin that derives IDs from names gave a gone one's ID to another's), shown as
+			// the plugin's own beside the record, which is missing; before, web's snapshot was
+			// shown as db's, "db (gone)", and db's backup as there
+			// (TestSnapshotListDoesNotGiveARecordToAnotherVolumesSnapshotUnderItsID).
+			replaced[s.ID] = true
+		} else if ok {
 			info.Recorded, info.Name, info.Parameters = true, r.Name, maps.Clone(r.Parameters)
 			if info.SourceVolumeID == "" {
 				info.SourceVolumeID = r.SourceVolumeID
@@ -2116,7 +2201,7 @@ func mergeSnapshots(pluginID string, listed []csi.Snapshot, recs, matesRecs []st
 		out = append(out, info)
 	}
 	for _, r := range recs {
-		if _, seen := at[r.SnapshotID]; seen {
+		if _, seen := at[r.SnapshotID]; seen && !replaced[r.SnapshotID] {
 			continue
 		}
 		info := snapshotInfo(r)
@@ -2124,6 +2209,13 @@ func mergeSnapshots(pluginID string, listed []csi.Snapshot, recs, matesRecs []st
 		out = append(out, info)
 	}
 	return out
+}
+
+// ofAnotherSource says whether listed snapshot s, under record r's ID, is of another source
+// than the one recorded, as the plugin says (spec.SameStorageID): one listed with no source, or
+// a record of none, is taken for the record's.
+func ofAnotherSource(s csi.Snapshot, r store.Snapshot) bool {
+	return s.SourceVolumeID != "" && r.SourceExternalID != "" && !spec.SameStorageID(s.SourceVolumeID, r.SourceExternalID)
 }
 
 func snapshotInfo(r store.Snapshot) SnapshotInfo {
