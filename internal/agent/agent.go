@@ -312,6 +312,14 @@ func (a *Agent) registerDeclared(ctx context.Context) error {
 	for _, sp := range a.decl {
 		info, err := a.e.RegisterDeclaredPlugin(ctx, sp)
 		switch {
+		case errors.Is(err, engine.ErrAnsweredAsAnotherType):
+			// The running process's word, not the config's: one plugin restarted by its own
+			// supervisor with other flags stopped the whole agent, every other plugin
+			// unsupervised and no mount restored
+			// (TestPluginAnsweringAsAnotherTypeAtStartDoesNotStopTheWholeAgent).
+			a.log.Error("registering a declared plugin: it answers as another type than declared", "plugin", sp.ID, "err", err,
+				"then", "the agent tries again every probe_interval, until it answers as declared or the declaration is corrected")
+			a.unregistered = append(a.unregistered, sp)
 		case errors.Is(err, engine.ErrInvalid):
 			return err
 		case err != nil:
@@ -328,9 +336,10 @@ func (a *Agent) registerDeclared(ctx context.Context) error {
 // registerPending tries again, every probe interval until each succeeds, to register the
 // declared plugins registerDeclared could not, saying nothing more of one that fails again (its
 // failure was logged once): it logs the registration that succeeds (the next sync pass starts
-// probing the plugin), and gives up on one the engine now refuses as invalid (a plugin answering
-// on its socket as another type than declared), logged as an error, since only a corrected
-// config and an agent restart change that. It runs on its own goroutine: a plugin whose socket
+// probing the plugin), and gives up on one the engine now refuses as invalid, logged as an
+// error, since only a corrected config and an agent restart change that; one answering on its
+// socket as another type than declared is tried again, since its own supervisor restarting it
+// as declared changes that (engine.ErrAnsweredAsAnotherType). It runs on its own goroutine: a plugin whose socket
 // is there but does not answer holds only its own retries, not housekeeping's passes.
 func (a *Agent) registerPending(ctx context.Context) {
 	if len(a.unregistered) == 0 {
@@ -353,6 +362,8 @@ func (a *Agent) registerAgain(ctx context.Context) {
 	a.unregistered = slices.DeleteFunc(a.unregistered, func(sp spec.Plugin) bool {
 		info, err := a.e.RegisterDeclaredPlugin(ctx, sp)
 		switch {
+		case errors.Is(err, engine.ErrAnsweredAsAnotherType):
+			return false // logged once (registerDeclared's, or the line below's); tried again
 		case errors.Is(err, engine.ErrInvalid):
 			a.log.Error("registering a declared plugin: giving up until the agent restarts with its declaration corrected", "plugin", sp.ID, "err", err)
 			return true

@@ -130,11 +130,13 @@ func (r *runner) loop(ctx context.Context) {
 		switch {
 		case healthy:
 			lastGood, warnedFor, withheld, stuck = now, false, holdNone, false
-			if ready || !r.supervised() {
+			if ready {
 				// A plugin that answers not ready is still starting: the start-up reconcile
 				// waits for it, up to the health timeout (chance), as for one that does not
 				// answer. Before, any answer let it run, its restores sent to a plugin still
-				// starting (TestNotReadyPluginDoesNotSettleTheStartupRestore).
+				// starting (TestNotReadyPluginDoesNotSettleTheStartupRestore); one without an
+				// exec block (systemd's, starting beside the agent at boot) did so until
+				// TestNotReadyPluginWithoutAnExecBlockDoesNotSettleTheStartupRestore.
 				r.settle()
 			}
 			if r.proc != nil && now.Sub(r.proc.started) >= a.s.BackoffMax {
@@ -145,7 +147,10 @@ func (r *runner) loop(ctx context.Context) {
 				a.kickReconcile() // a restarted node plugin may have lost its mounts
 			}
 		case !r.supervised():
-			r.settle() // probed once: the start-up reconcile need not wait for it
+			// Not reachable yet: another supervisor (systemd at boot) may be starting it, so the
+			// start-up reconcile waits for it as for one of the agent's, up to the health timeout
+			// (chance); before, it ran at the first probe, the plugin's mounts not restored under
+			// a READY=1 (TestUnreachablePluginWithoutAnExecBlockHoldsTheStartupRestoreBack).
 		case now.Sub(lastGood) > a.s.HealthTimeout:
 			r.settle()
 			if r.foreign {

@@ -446,14 +446,22 @@ func describeFingerprint(fp *csi.Fingerprint) string {
 func checkPluginType(sp spec.Plugin, fp *csi.Fingerprint) error {
 	wantController := sp.Type == spec.PluginController || sp.Type == spec.PluginMonolith
 	if wantController && !fp.Capabilities.Plugin.ControllerService {
-		return invalidf("declared %s but the plugin does not advertise CONTROLLER_SERVICE (declare it as type \"node\")", sp.Type)
+		return &kindWrap{kind: ErrAnsweredAsAnotherType, err: invalidf("declared %s but the plugin does not advertise CONTROLLER_SERVICE "+
+			"(declare it as type \"node\"; or, if it was started with other flags than it serves its volumes with, start it as declared)", sp.Type)}
 	}
 	wantNode := sp.Type == spec.PluginNode || sp.Type == spec.PluginMonolith
 	if wantNode && !fp.Node {
-		return invalidf("declared %s but the plugin has no node service", sp.Type)
+		return &kindWrap{kind: ErrAnsweredAsAnotherType, err: invalidf("declared %s but the plugin has no node service "+
+			"(declare it as the type it serves; or, if it was started with other flags than it serves its volumes with, start it as declared)", sp.Type)}
 	}
 	return nil
 }
+
+// ErrAnsweredAsAnotherType is a registration refused (ErrInvalid too) because the plugin on the
+// socket answers as another type than declared: the running process's word, which its own
+// supervisor restarting it as declared changes, not the declaration's alone. The agent does not
+// stop at it, as at a declaration that can never run: it tries the registration again.
+var ErrAnsweredAsAnotherType = errors.New("the plugin answers as another type than declared")
 
 // probe asks a plugin whether it is healthy and ready, timing the answer.
 func (e *Engine) probe(ctx context.Context, c *conn) store.Health {
