@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/big"
 	"reflect"
 	"runtime"
@@ -323,6 +324,13 @@ func templateNumber(n json.Number) any {
 		}
 	}
 	f, _ := strconv.ParseFloat(s, 64) // out of range: ±Inf, as gojq reads it too
+	if f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 {
+		// A whole number written with a fraction (a latency's "0.000", "3.000", always three
+		// decimals) is an integer too, as json.md has it: `{{eq .probe_latency_ms 0}}` of a
+		// plugin down failed, "incompatible types for comparison"
+		// (TestPluginStatusWholeProbeLatencyIsAnIntegerToATemplate).
+		return int64(f)
+	}
 	return f
 }
 

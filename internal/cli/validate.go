@@ -99,6 +99,11 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 			fmt.Fprintf(ios.ErrOut, "Error: %s\n", escapeLines(fmt.Sprintf("validate %s: %v", spec.QuoteName(s.Name), err)))
 			if ExitCode(err) == ExitUsage {
 				invalid = true // read, or found, to be no spec at all (readSpecBytes): exit 2, as an invalid one
+				if opts.Export.Enabled() {
+					// In the array as any invalid file's errors are: before, `[]`, the array of
+					// files all valid, beside exit 2 (TestValidateJSONListsAFileThatIsNoSpec).
+					all.Add(s.Name, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Not a spec file", Detail: err.Error()}})
+				}
 			} else {
 				unreadable = true
 			}

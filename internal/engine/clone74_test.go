@@ -147,3 +147,26 @@ func TestReconcileFinishingASnapshotDeleteSparesAnotherVolumesSnapshotUnderItsID
 		t.Errorf("reconcile finishing db's snapshot delete deleted snapshot %q of volume %q, which the plugin listed under the recorded ID", other.ID, other.SourceVolumeID)
 	}
 }
+
+// A restore (`volume create` with snapshot_id) of the recorded ID that the plugin now lists as
+// another volume's snapshot is refused, nothing created: restored, the volume would hold the
+// other volume's data where the user asked for the recorded snapshot's. The refusal names
+// both sources and the listing that shows what the plugin has. The knock-on the clone review
+// named beside the delete's (found by helper review74).
+func TestRestoreFromARecordedIDListedAsAnotherVolumesSnapshotIsRefused(t *testing.T) {
+	t.Parallel()
+	h, sn, _ := reusedSnapshotID(t)
+	before := len(h.mem.Volumes())
+	sv := volume("restored")
+	sv.SnapshotID = sn.ID
+	_, err := h.e.CreateVolume(h.ctx, sv)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(fmt.Sprint(err), `"ext-web"`) || !strings.Contains(fmt.Sprint(err), `volume "db"'s storage`) {
+		t.Fatalf("restore of %q, listed as volume ext-web's snapshot, recorded as db's: %v; want a conflict naming both", sn.ID, err)
+	}
+	if n := len(h.mem.Volumes()); n != before {
+		t.Errorf("the refused restore left the plugin with %d volumes, had %d", n, before)
+	}
+	if _, err := h.e.Volume(h.ctx, "restored"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the refused restore recorded volume restored: %v", err)
+	}
+}

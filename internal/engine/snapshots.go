@@ -1295,14 +1295,10 @@ func (e *Engine) notAnotherSourcesSnapshot(ctx context.Context, c *conn, rec sto
 	}); err != nil || !found || !ofAnotherSource(snap, rec) {
 		return nil
 	}
-	of := fmt.Sprintf("volume %q's storage %q", rec.SourceVolumeID, rec.SourceExternalID)
-	if rec.SourceVolumeID == "" {
-		of = fmt.Sprintf("storage %q", rec.SourceExternalID)
-	}
 	return conflictf("plugin %q lists snapshot %q as a snapshot of %q, not of %s, which volctl recorded it of: the ID names another snapshot now "+
 		"(a plugin that derives IDs from names gives a gone snapshot's to the next of its name), which a delete would destroy; nothing was sent: "+
 		"`%s` forgets volctl's record and leaves the plugin's snapshot",
-		c.plugin.ID, rec.SnapshotID, spec.Cut(snap.SourceVolumeID, 256), of,
+		c.plugin.ID, rec.SnapshotID, spec.Cut(snap.SourceVolumeID, 256), recordedSource(rec),
 		shellquote.CommandFlags("volctl volume snapshot deregister", []string{rec.PluginID, rec.SnapshotID}, "--id"))
 }
 
@@ -2209,6 +2205,14 @@ func mergeSnapshots(pluginID string, listed []csi.Snapshot, recs, matesRecs []st
 		out = append(out, info)
 	}
 	return out
+}
+
+// recordedSource words the source snapshot rec is recorded of: "volume "db"'s storage "vol-1"".
+func recordedSource(rec store.Snapshot) string {
+	if rec.SourceVolumeID == "" {
+		return fmt.Sprintf("storage %q", rec.SourceExternalID)
+	}
+	return fmt.Sprintf("volume %q's storage %q", rec.SourceVolumeID, rec.SourceExternalID)
 }
 
 // ofAnotherSource says whether listed snapshot s, under record r's ID, is of another source

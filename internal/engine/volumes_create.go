@@ -469,11 +469,15 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (lis
 	// snapshot the plugin never had by the record it removed (recordedSnapshot). Before, the
 	// check found the snapshot gone and sent CreateVolume anyway, whose NOT_FOUND said to check
 	// snapshot_id, right when the command began (TestRestoreThatWaitedForTheSnapshotsDeleteSaysSo).
+	var rec store.Snapshot // the record of it, when recorded
 	recorded, err := viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) {
 		if err := notFromSnapshotBeingDeleted(tx, sv); err != nil {
 			return false, err
 		}
-		return recordedSnapshot(tx, sv)
+		var recorded bool
+		var err error
+		rec, recorded, err = snapshotRecord(tx, sv)
+		return recorded, err
 	})
 	if err != nil {
 		return listedSnapshot{}, err
@@ -524,6 +528,17 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (lis
 		return listedSnapshot{}, conflictf("plugin %q says snapshot %s is not ready to use (ready_to_use false, %s): it is still processing it, and a volume restored from it now "+
 			"may miss what that has not done; nothing was created: wait until the plugin says it is ready (`%s` shows what the plugin lists), then create volume %q again",
 			c.plugin.ID, which, snapshotCheck(c), "volctl volume snapshot list "+shellquote.Flag("--plugin", c.plugin.ID), sv.ID)
+	case found && recorded && ofAnotherSource(snap, rec):
+		// Listed as another source's snapshot than the one recorded: a plugin that derives IDs
+		// from names gave the gone one's ID to another's, and the restore would hand over that
+		// volume's data where the user asked for the recorded one's, as a delete by the record
+		// would have destroyed it (TestRestoreFromARecordedIDListedAsAnotherVolumesSnapshotIsRefused).
+		return listedSnapshot{}, conflictf("plugin %q lists snapshot %q as a snapshot of %q, not of %s, which volctl recorded it of: the ID names another snapshot now, "+
+			"and volume %q restored from it would hold that one's data; nothing was created: give volume %q the snapshot meant (`%s` shows what the plugin lists), "+
+			"and `%s` forgets volctl's stale record",
+			c.plugin.ID, sv.SnapshotID, spec.Cut(snap.SourceVolumeID, 256), recordedSource(rec), sv.ID, sv.ID,
+			"volctl volume snapshot list "+shellquote.Flag("--plugin", c.plugin.ID),
+			shellquote.CommandFlags("volctl volume snapshot deregister", []string{rec.PluginID, rec.SnapshotID}, "--id"))
 	case found:
 		return listedSnapshot{source: snap.SourceVolumeID, size: snap.SizeBytes, recorded: recorded}, nil
 	case recorded:
@@ -544,19 +559,25 @@ func deletedWhileRestoreWaited(sv spec.Volume, what string) error {
 // recordedSnapshot reports whether volctl records snapshot sv.SnapshotID through sv's plugin or
 // another plugin ID on its sockets (socketMates: one process, one storage).
 func recordedSnapshot(tx *store.Tx, sv spec.Volume) (bool, error) {
+	_, recorded, err := snapshotRecord(tx, sv)
+	return recorded, err
+}
+
+// snapshotRecord is recordedSnapshot with the record found.
+func snapshotRecord(tx *store.Tx, sv spec.Volume) (store.Snapshot, bool, error) {
 	mates, err := socketMates(tx, sv.PluginID)
 	if err != nil {
-		return false, err
+		return store.Snapshot{}, false, err
 	}
-	for pluginID := range mates {
-		switch _, err := tx.Snapshots().Get(pluginID, sv.SnapshotID); {
+	for _, pluginID := range slices.Sorted(maps.Keys(mates)) {
+		switch rec, err := tx.Snapshots().Get(pluginID, sv.SnapshotID); {
 		case err == nil:
-			return true, nil
+			return rec, true, nil
 		case !errors.Is(err, store.ErrNotFound):
-			return false, err
+			return store.Snapshot{}, false, err
 		}
 	}
-	return false, nil
+	return store.Snapshot{}, false, nil
 }
 
 // snapshotIDIsAName refuses a restore whose snapshot_id is no ID volctl records for the plugin
