@@ -158,11 +158,14 @@ type Agent struct {
 	// try may not meet (their socket not there yet): registerPending tries them again. Only
 	// Run, then registerPending's goroutine, touch it.
 	unregistered []spec.Plugin
-	now          func() time.Time
-	runDir       string // pid files
-	logDir       string // plugin output
-	afterCount   func(pluginID string)
-	restartWait  func(ctx context.Context, d time.Duration) bool
+	// otherType are the unregistered plugins whose process was found answering as another type
+	// than declared, logged once (registerDeclared, registerAgain); same goroutines.
+	otherType   map[string]bool
+	now         func() time.Time
+	runDir      string // pid files
+	logDir      string // plugin output
+	afterCount  func(pluginID string)
+	restartWait func(ctx context.Context, d time.Duration) bool
 
 	kick chan struct{} // asks for a reconcile pass soon (a restarted plugin may have lost mounts)
 	// unusable receives the error of a pass that found the state database unusable (replaced
@@ -317,8 +320,7 @@ func (a *Agent) registerDeclared(ctx context.Context) error {
 			// supervisor with other flags stopped the whole agent, every other plugin
 			// unsupervised and no mount restored
 			// (TestPluginAnsweringAsAnotherTypeAtStartDoesNotStopTheWholeAgent).
-			a.log.Error("registering a declared plugin: it answers as another type than declared", "plugin", sp.ID, "err", err,
-				"then", "the agent tries again every probe_interval, until it answers as declared or the declaration is corrected")
+			a.logOtherType(sp.ID, err)
 			a.unregistered = append(a.unregistered, sp)
 		case errors.Is(err, engine.ErrInvalid):
 			return err
@@ -363,7 +365,11 @@ func (a *Agent) registerAgain(ctx context.Context) {
 		info, err := a.e.RegisterDeclaredPlugin(ctx, sp)
 		switch {
 		case errors.Is(err, engine.ErrAnsweredAsAnotherType):
-			return false // logged once (registerDeclared's, or the line below's); tried again
+			// Logged the first time a try finds it: one whose socket was not there at the
+			// start said only that, and its answer as another type never
+			// (TestLateDeclaredPluginAnsweringAsAnotherTypeIsNamedInTheLog).
+			a.logOtherType(sp.ID, err)
+			return false // tried again
 		case errors.Is(err, engine.ErrInvalid):
 			a.log.Error("registering a declared plugin: giving up until the agent restarts with its declaration corrected", "plugin", sp.ID, "err", err)
 			return true
@@ -374,6 +380,20 @@ func (a *Agent) registerAgain(ctx context.Context) {
 			"note", "it could not be registered when the agent started")
 		return true
 	})
+}
+
+// logOtherType logs, once for plugin id, that its process answers as another type than
+// declared.
+func (a *Agent) logOtherType(id string, err error) {
+	if a.otherType[id] {
+		return
+	}
+	if a.otherType == nil {
+		a.otherType = map[string]bool{}
+	}
+	a.otherType[id] = true
+	a.log.Error("registering a declared plugin: it answers as another type than declared", "plugin", id, "err", err,
+		"then", "the agent tries again every probe_interval, until it answers as declared or the declaration is corrected")
 }
 
 // checkDeclaredSockets refuses a config declaring plugins on one socket with different exec

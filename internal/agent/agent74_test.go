@@ -145,3 +145,26 @@ func TestPluginAnsweringAsAnotherTypeAtStartDoesNotStopTheWholeAgent(t *testing.
 		return strings.Contains(f.logs.String(), "it could not be registered when the agent started")
 	})
 }
+
+// A declared plugin whose socket is not there at the agent's start and whose process, once
+// there, answers as another type than declared is named so in the log, once: the retries'
+// finding was not logged, and the only line said its socket did not exist. Found by the own
+// review of the change above (helper review74).
+func TestLateDeclaredPluginAnsweringAsAnotherTypeIsNamedInTheLog(t *testing.T) {
+	f := newFixture(t)
+	socket := filepath.Join(f.dir, "late.sock")
+	sp := spec.Plugin{ID: "late", Type: spec.PluginMonolith, Socket: socket}
+	stop := f.startAgent(testSettings, sp)
+	defer func() { _ = stop() }()
+	waitFor(t, "the agent to try the declared plugin", func() bool { return strings.Contains(f.logs.String(), "registering a declared plugin") })
+	cfg := csitest.DefaultMemConfig()
+	cfg.Plugin.ControllerService = false
+	csitest.ServeAt(t, socket, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+	waitFor(t, "the log to name plugin late as answering as another type", func() bool {
+		return strings.Contains(f.logs.String(), "answers as another type than declared")
+	})
+	time.Sleep(10 * testSettings.ProbeInterval) // more tries
+	if n := strings.Count(f.logs.String(), "answers as another type than declared"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, f.logs)
+	}
+}

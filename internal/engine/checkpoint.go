@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -17,14 +18,19 @@ type checkpoint struct {
 	saved store.ClaimState // the claim's state as the store has it
 	// from is the claim's state when the operation began: past the point where an earlier
 	// command may have sent an RPC whose answer it never recorded (publishedBefore).
-	from    store.ClaimState
-	others  *usage // nil: count when needed
-	st      store.Staging
-	hasSt   bool // a staging row exists in the store
-	clDirty bool
-	stDirty bool
-	events  []*store.Event
-	free    store.Outcome // when set, the flush moves the claim to the history
+	from store.ClaimState
+	// publishUnanswered: as loaded, the claim records a NodePublishVolume that may have been sent
+	// and whose answer it never recorded (a kill, a timeout; not a failure the plugin
+	// answered), which a restore driven again looks for at its target (publishedBefore). Read at
+	// the load, since a drive's own commits clear the last error before it publishes.
+	publishUnanswered bool
+	others            *usage // nil: count when needed
+	st                store.Staging
+	hasSt             bool // a staging row exists in the store
+	clDirty           bool
+	stDirty           bool
+	events            []*store.Event
+	free              store.Outcome // when set, the flush moves the claim to the history
 	// attachIntent: the staging's attach intent is admission's, sent to no node yet (loaded).
 	attachIntent bool
 	// stageIntent: no NodeStageVolume of the volume was sent since it was last unstaged: no
@@ -138,7 +144,8 @@ func (e *Engine) newCheckpoint(ctx context.Context, cl *store.Claim, ld *loaded)
 	if err != nil {
 		return nil, err
 	}
-	return &checkpoint{e: e, cl: cl, saved: cl.State, from: cl.State, st: st, hasSt: ok, stageIntent: st.StagingPath == ""}, nil
+	return &checkpoint{e: e, cl: cl, saved: cl.State, from: cl.State, st: st, hasSt: ok, stageIntent: st.StagingPath == "",
+		publishUnanswered: cl.Target == store.TargetNotAccepted && sentUnanswered(cl, csi.RPCNodePublishVolume)}, nil
 }
 
 // advance moves the claim past a step that sends no RPC (a plugin without controller publishing,

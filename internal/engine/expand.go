@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -287,7 +288,10 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 			beneathMin, beneathMax = v.ExpandMin, v.ExpandMax
 		}
 		if err := e.store.Update(ctx, e.locks.holding(v.ID, func(tx *store.Tx) error {
-			return tx.Volumes().SetExpansionIntentOver(v.ID, size, limit, beneathMin, beneathMax)
+			if err := tx.Volumes().SetExpansionIntentOver(v.ID, size, limit, beneathMin, beneathMax); err != nil {
+				return err
+			}
+			return recordSecretsSent(tx, v)
 		})); err != nil {
 			return fail(err)
 		}
@@ -1595,6 +1599,21 @@ func expandCommand(v store.Volume, size, limit int64) string {
 // debt, with the node expansion's limit.
 func owedExpandCommand(v store.Volume) string {
 	return expandCommand(v, max(v.NodeExpandMin, currentSize(v)), v.NodeExpandMax)
+}
+
+// recordSecretsSent records v's secrets, the ones its expansion is about to be sent with, where
+// the record holds others: a registration again with rotated secrets grows the volume with the
+// spec's (expandRegistered), and a replay of that expansion, its answer lost, by `volume expand`
+// or reconcile sends the record's; the old ones, which the plugin refuses every time, were
+// recorded until the registration's own commit
+// (TestRegistrationExpansionWithRotatedSecretsLostAnswerFinishesAsAdvised).
+func recordSecretsSent(tx *store.Tx, v store.Volume) error {
+	cur, err := tx.Volumes().Get(v.ID)
+	if err != nil || maps.Equal(cur.Secrets, v.Secrets) {
+		return err
+	}
+	cur.Secrets = v.Secrets
+	return tx.Volumes().Update(&cur)
 }
 
 // setRequestedMax records a volume's new capacity_max, read again in the commit (an owed node

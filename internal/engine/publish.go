@@ -1226,10 +1226,14 @@ func sentUnanswered(cl *store.Claim, rpc string) bool {
 // mount over the target, which its NodeUnpublishVolume, unmounting once, leaves behind, and
 // the claim's release would fail on it at every try
 // (`TestCrashAfterNodePublishAgainstARemountingPlugin`). A first publish, and a restore (its
-// target unmounted), costs one lstat of a missing or unmounted target at most.
+// target unmounted), costs one lstat of a missing or unmounted target at most. A restore
+// (degraded) is driven because its target was found unmounted, and is looked at only when its
+// own NodePublishVolume may have been sent before (publishUnanswered: the record as loaded), its
+// answer lost to a timeout or a kill: the restore driven again sent it again, and a remounting
+// plugin stacked a second mount (TestRestoreRedrivenAfterItsPublishAnswerWasLostStacksNoSecondMount).
 func (e *Engine) publishedBefore(ctx context.Context, v store.Volume, p *checkpoint, c *conn, staging string) bool {
-	if p.from != store.ClaimNodeStaged || p.cl.Degraded {
-		return false // a restore is driven because its target was found unmounted
+	if p.from != store.ClaimNodeStaged || p.cl.Degraded && !p.publishUnanswered {
+		return false
 	}
 	if _, err := os.Lstat(e.realPath(p.cl.TargetPath)); err != nil {
 		return false
