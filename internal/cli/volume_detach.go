@@ -35,9 +35,11 @@ func newCmdVolumeDetach(f *Factory, runF func(*VolumeDetachOptions) error) *cobr
 		Long: `Release every claim on the volume, each through the release path.
 
 --force is for a plugin that is gone: the node RPCs are skipped and volctl unmounts its own
-target and staging paths itself, ControllerUnpublishVolume is still tried, and the claims are
-freed whatever happens. Everything it could not do is printed as a warning on stderr: the
-storage may still be attached or mounted somewhere volctl cannot see. An attachment volctl
+target and staging paths itself (lazily where a process still uses one, which is warned of: it
+stays mounted for that process), ControllerUnpublishVolume is still tried (not for an attachment
+volctl never recorded that the plugin lists: another orchestrator's, left as it is), and the
+claims are freed whatever happens. Everything it could not do is printed as a warning on stderr:
+the storage may still be attached or mounted somewhere volctl cannot see. An attachment volctl
 knows of and could not undo stays recorded (volctl volume status shows it: attached_to):
 volctl reconcile (or volume delete) sends ControllerUnpublishVolume again once the plugin
 answers. Until then volume deregister and plugin deregister refuse to forget it; volume

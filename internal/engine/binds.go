@@ -958,24 +958,52 @@ func (e *Engine) bindUnderCover(target, dest string) (int, error) {
 // detach must not stop for that. The path is opened as bind opens it, without following a
 // symlink planted in the state dir, and unmounted through its parent's descriptor: a link in
 // place of publish/<alloc> must not make root unmount what is mounted where it points.
+//
+// A plain unmount is tried first: one that is busy (a process's working directory or open file
+// inside it, an alloc still running) is unmounted lazily all the same, and the error says so,
+// since the file system stays mounted for those processes, which go on using the volume: before,
+// the detach said nothing of it, and the volume was told free while a writer still had it
+// (TestForcedDetachOfABusyTargetSaysItIsStillInUse).
 func forceUnmount(root, path string) error {
+	busy := false
 	for {
 		p, err := openNoFollow(root, path, createNothing)
 		if errors.Is(err, os.ErrNotExist) {
-			return nil
+			break
 		}
 		if err != nil {
 			return err
 		}
 		mounted, err := p.mounted()
 		if err == nil && mounted {
-			if err = p.unmount(unix.MNT_DETACH); err != nil {
+			if err = p.unmount(0); errors.Is(err, unix.EBUSY) && len(mountsBelow(path)) == 0 {
+				// Busy without mounts below it (whose unmount the lazy one takes too): a
+				// process in it, or, for a moment, a copy of the descriptor in a child this
+				// process forked (pathFD.unmount), waited out as an unbind waits it.
+				for waited, d := time.Duration(0), time.Millisecond; errors.Is(err, unix.EBUSY) && waited < busyUnbindWait; waited, d = waited+d, 2*d {
+					time.Sleep(d)
+					err = p.unmount(0)
+				}
+				busy = errors.Is(err, unix.EBUSY)
+			}
+			if errors.Is(err, unix.EBUSY) {
+				err = p.unmount(unix.MNT_DETACH)
+			}
+			if err != nil {
 				err = fmt.Errorf("unmount %s: %w", path, err)
 			}
 		}
 		p.close()
-		if err != nil || !mounted {
+		if err != nil {
 			return err
 		}
+		if !mounted {
+			break
+		}
 	}
+	if busy {
+		return fmt.Errorf("%s was in use (a process has its working directory or a file open in it): unmounted lazily, it stays mounted for those processes, "+
+			"which can still read and write the volume through it until they let go of it", path)
+	}
+	return nil
 }

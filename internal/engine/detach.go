@@ -247,7 +247,23 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		}
 	} else {
 		defer e.done(c)
-		if c.controllerPublishes() {
+		othersAttachment := false
+		if c.controllerPublishes() && !attached {
+			// No attachment recorded: the plugin is asked first where it can say. One it lists
+			// on its node is another orchestrator's (another volctl state dir on the plugin,
+			// Nomad) or made by hand, and maybe in use, as a claim finds it (attachedAlready):
+			// left as it is, and said. Before, ControllerUnpublishVolume detached it from under
+			// the other's live claim, and the detach said "nothing to detach"
+			// (TestForcedDetachWithNothingRecordedLeavesAnotherStateDirsAttachment).
+			if othersAttachment, _ = e.attachedAlready(ctx, c, v); othersAttachment {
+				warn("plugin %q lists volume %q (external ID %q) attached to node %q, an attachment this volctl state dir never recorded: another orchestrator (another volctl state dir, or Nomad) may be using it, "+
+					"so ControllerUnpublishVolume was not sent and the attachment is left as it is; release the volume where it is claimed, or, if nothing uses it, detach it with the storage provider's tools",
+					c.plugin.ID, v.ID, v.ExternalID, c.fp.NodeID)
+			}
+		}
+		if othersAttachment {
+			// Nothing sent: said above.
+		} else if c.controllerPublishes() {
 			nodeID := st.NodeID
 			if nodeID == "" {
 				nodeID = c.fp.NodeID

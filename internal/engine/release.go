@@ -482,10 +482,19 @@ func isAre(paths []string) string {
 // half alone (controllerHalfGone), and what ends it.
 func keptAttachment(v store.Volume, st store.Staging, c *conn) string {
 	why, fix := keptAttachmentWhy(v, c)
+	forget := fmt.Sprintf("run `%s` to forget it", forceDetachCommand(v.ID))
+	if needsControllerHalf(c) {
+		// A forced detach keeps it owed too, for the controller half registered again: the
+		// way to forget it is the volume's forced deregistration (before, the forced detach
+		// was named, and followed, forgot nothing:
+		// TestAdvisedForcedDetachForgetsAnAttachmentKeptForTheControllerHalf).
+		forget = fmt.Sprintf("run `%s` to forget it with the volume (register the volume again to go on using it)",
+			shellquote.CommandFlags("volctl volume deregister", []string{v.ID}, "--force"))
+	}
 	return fmt.Sprintf("volume %q is recorded as attached to node %q, but %s, so ControllerUnpublishVolume cannot be sent: "+
 		"the attachment stays recorded, owed; %s and `volctl reconcile` sends it, "+
-		"or detach the volume from that node with the storage provider's tools and run `%s` to forget it",
-		v.ID, attachedNode(st), why, fix, forceDetachCommand(v.ID))
+		"or detach the volume from that node with the storage provider's tools and %s",
+		v.ID, attachedNode(st), why, fix, forget)
 }
 
 // keptAttachmentWhy is keptAttachment's why the unpublish cannot be sent and what ends that.

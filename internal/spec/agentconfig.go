@@ -108,7 +108,7 @@ func (d *decoder) agentConfig(body hcl.Body) *AgentConfig {
 	agents := blocksOf(c, "agent")
 	for i, b := range agents {
 		if i > 0 {
-			d.errorf(b.DefRange, "Duplicate agent block", "The agent block is already given at %s; merge the two.", agents[0].DefRange)
+			d.errorf(d.at(b), "Duplicate agent block", "The agent block is already given at %s; merge the two.", d.at(agents[0]))
 		}
 		d.agentSettings(b, out.Settings)
 	}

@@ -118,6 +118,18 @@ type decoder struct {
 	hcl1 bool
 }
 
+// at is where a diagnostic about block b as a whole points: its definition, but for a JSON
+// block given as an item of a list ("capability": [{...}, {...}]), whose DefRange is the
+// list's "[" for every item, the item's own closing brace (its body's MissingItemRange):
+// before, the second capability's missing argument was named on the first one's line
+// (TestJSONBlockInAListIsNamedWhereItIs).
+func (d *decoder) at(b *hcl.Block) hcl.Range {
+	if d.json && b.DefRange.Start.Byte < len(d.src) && d.src[b.DefRange.Start.Byte] == '[' {
+		return b.Body.MissingItemRange()
+	}
+	return b.DefRange
+}
+
 // errorf and warnf report a diagnostic whose detail is format with args. A string argument
 // quoted with %q is a value from the spec, by this package's habit: it is shown as shown
 // shows it; one formatted otherwise (%s: a detail built before, a list of valid names) whole.

@@ -59,7 +59,7 @@ func (d *decoder) group(body hcl.Body) *Group {
 		return nil
 	}
 	for _, b := range blocks[1:] {
-		d.errorf(b.DefRange, "Duplicate group block", "A group spec holds exactly one group block; put each group in its own file.")
+		d.errorf(d.at(b), "Duplicate group block", "A group spec holds exactly one group block; put each group in its own file.")
 	}
 	b := blocks[0]
 	// The name is read in NFC, as the plugin's label is (plugin.go) and as the command line
@@ -69,7 +69,7 @@ func (d *decoder) group(body hcl.Body) *Group {
 	nameOK := d.checkNewID(b.LabelRanges[0], "group name", "Invalid group name", g.Name)
 	gc := d.content(b.Body, groupSchema)
 	if a := gc.Attributes["count"]; a != nil {
-		if v, diags := a.Expr.Value(nil); !diags.HasErrors() && v.IsKnown() && !v.IsNull() && v.Type() == cty.Number && v.AsBigFloat().Sign() == 0 {
+		if v, diags := value(a.Expr); !diags.HasErrors() && v.IsKnown() && !v.IsNull() && v.Type() == cty.Number && v.AsBigFloat().Sign() == 0 {
 			// Nomad's way to keep a group with no allocs; volctl's is a stop.
 			d.errorf(a.Expr.Range(), "Invalid count", "count must be at least 1, not 0: a group of no allocs claims nothing. To release every alloc's claims, as Nomad's count = 0 does, run `%s`; a `group run` of the spec again claims them back.",
 				shellquote.Command("volctl group stop", g.Name))
@@ -86,7 +86,7 @@ func (d *decoder) group(body hcl.Body) *Group {
 	var claimed []*VolumeRequest
 	vblocks := blocksOf(gc, "volume")
 	if len(vblocks) == 0 {
-		d.errorf(b.DefRange, "Missing volume block", `A group needs at least one volume block, e.g. volume "data" { type = "csi" source = "db" ... }.`)
+		d.errorf(d.at(b), "Missing volume block", `A group needs at least one volume block, e.g. volume "data" { type = "csi" source = "db" ... }.`)
 	}
 	// HCL reads a quoted string in an expression (volume_mount's volume) in Unicode normal form
 	// C, and a block label as written: the group's volumes are named, and found, in NFC, so a
@@ -106,7 +106,7 @@ func (d *decoder) group(body hcl.Body) *Group {
 			g.Volumes = append(g.Volumes, *r)
 			if r.Source != "" {
 				if prev, alloc := sameVolume(claimed, r, g); prev != nil {
-					d.errorf(vb.DefRange, "Volume claimed twice", "%s, and an alloc holds one claim of a volume, in one mode (a second claim of it is refused at every run): "+
+					d.errorf(d.at(vb), "Volume claimed twice", "%s, and an alloc holds one claim of a volume, in one mode (a second claim of it is refused at every run): "+
 						"use one volume block for it, with a volume_mount block for each destination.", bothClaim(prev, r, alloc, g.Name))
 				}
 				claimed = append(claimed, r)
@@ -125,12 +125,12 @@ func (d *decoder) group(body hcl.Body) *Group {
 				switch i := sharedAlloc(prev.Destination, m.Destination, g.Name, g.Count); {
 				case i < 0:
 				case path.Clean(prev.Destination) == path.Clean(m.Destination):
-					d.errorf(mb.DefRange, "Duplicate destination", "Another volume_mount already mounts at %q.", prev.Destination)
+					d.errorf(d.at(mb), "Duplicate destination", "Another volume_mount already mounts at %q.", prev.Destination)
 				case boundTemplate(prev.Destination, g.Name) == boundTemplate(m.Destination, g.Name):
-					d.errorf(mb.DefRange, "Duplicate destination", "Another volume_mount's destination, %q, and this one, %q, are one path for every alloc (for alloc %s: %s). "+
+					d.errorf(d.at(mb), "Duplicate destination", "Another volume_mount's destination, %q, and this one, %q, are one path for every alloc (for alloc %s: %s). "+
 						"Give each volume_mount a path of its own.", prev.Destination, m.Destination, AllocName(g.Name, i), boundFor(m.Destination, g.Name, i))
 				default:
-					d.errorf(mb.DefRange, "Duplicate destination", "Another volume_mount's destination, %q, and this one, %q, are one path for alloc %s: %s. "+
+					d.errorf(d.at(mb), "Duplicate destination", "Another volume_mount's destination, %q, and this one, %q, are one path for alloc %s: %s. "+
 						"Give each volume_mount a path of its own for every alloc.", prev.Destination, m.Destination, AllocName(g.Name, i), boundFor(m.Destination, g.Name, i))
 				}
 			}
@@ -370,7 +370,7 @@ func (d *decoder) volumeRequest(b *hcl.Block, count int) (*VolumeRequest, bool) 
 			d.errorf(attr("type").Expr.Range(), "Invalid volume type", "%q is not a volume type volctl handles: it manages CSI volumes, type = \"csi\".", s)
 		}
 	} else if attr("type") == nil {
-		d.missing(b.DefRange, "type", `The argument "type" is required; volctl handles CSI volumes: type = "csi".`)
+		d.missing(d.at(b), "type", `The argument "type" is required; volctl handles CSI volumes: type = "csi".`)
 	}
 	if a := attr("per_alloc"); a != nil {
 		r.PerAlloc, _ = d.boolean(a)
@@ -384,19 +384,19 @@ func (d *decoder) volumeRequest(b *hcl.Block, count int) (*VolumeRequest, bool) 
 			d.checkID(attr("source").Expr.Range(), "per-alloc volume ID", "Invalid volume source", AllocName(s, count-1))
 		}
 	} else if attr("source") == nil {
-		d.missing(b.DefRange, "source", `The argument "source" is required: the ID of the volume to claim.`)
+		d.missing(d.at(b), "source", `The argument "source" is required: the ID of the volume to claim.`)
 	}
 
 	var modeOK, attachOK bool
 	if a := attr("access_mode"); a != nil {
 		r.AccessMode, modeOK = d.accessMode(a)
 	} else {
-		d.missing(b.DefRange, "access_mode", "")
+		d.missing(d.at(b), "access_mode", "")
 	}
 	if a := attr("attachment_mode"); a != nil {
 		r.AttachmentMode, attachOK = d.attachmentMode(a)
 	} else {
-		d.missing(b.DefRange, "attachment_mode", "")
+		d.missing(d.at(b), "attachment_mode", "")
 	}
 	if modeOK {
 		modeRange := attr("access_mode").Expr.Range()
@@ -455,7 +455,7 @@ func (d *decoder) volumeMount(b *hcl.Block, group string, count int, reqs map[st
 		}
 	} else {
 		if attr("volume") == nil {
-			d.missing(b.DefRange, "volume", `The argument "volume" is required: the name of one of the group's volume blocks.`)
+			d.missing(d.at(b), "volume", `The argument "volume" is required: the name of one of the group's volume blocks.`)
 		}
 		ok = false
 	}
@@ -483,7 +483,7 @@ func (d *decoder) volumeMount(b *hcl.Block, group string, count int, reqs map[st
 		}
 	} else {
 		if attr("destination") == nil {
-			d.missing(b.DefRange, "destination", `The argument "destination" is required: the absolute host path to mount the volume on.`)
+			d.missing(d.at(b), "destination", `The argument "destination" is required: the absolute host path to mount the volume on.`)
 		}
 		ok = false
 	}

@@ -145,7 +145,7 @@ func (d *decoder) plugin(b *hcl.Block) *Plugin {
 			d.errorf(attr("type").Expr.Range(), "Invalid plugin type", "%s Valid types: %s (controller and node services in one process).", detail, joinStrings(pluginTypes))
 		}
 	} else if attr("type") == nil {
-		d.missing(b.DefRange, "type", `The argument "type" is required: "monolith", "controller" or "node".`)
+		d.missing(d.at(b), "type", `The argument "type" is required: "monolith", "controller" or "node".`)
 	}
 
 	sockets := map[string]string{}
@@ -326,11 +326,11 @@ func (d *decoder) pluginSockets(p *Plugin, b *hcl.Block, attr func(string) *hcl.
 		case attr("controller_socket") != nil && attr("node_socket") != nil:
 			p.ControllerSocket, p.NodeSocket = sockets["controller_socket"], sockets["node_socket"]
 		case attr("controller_socket") != nil:
-			d.missing(b.DefRange, "node_socket", "A monolith with a controller_socket also needs a node_socket (or give one socket for both services).")
+			d.missing(d.at(b), "node_socket", "A monolith with a controller_socket also needs a node_socket (or give one socket for both services).")
 		case attr("node_socket") != nil:
-			d.missing(b.DefRange, "controller_socket", "A monolith with a node_socket also needs a controller_socket (or give one socket for both services).")
+			d.missing(d.at(b), "controller_socket", "A monolith with a node_socket also needs a controller_socket (or give one socket for both services).")
 		default:
-			d.missing(b.DefRange, "socket", "A plugin needs a socket: the unix socket path it serves on.")
+			d.missing(d.at(b), "socket", "A plugin needs a socket: the unix socket path it serves on.")
 		}
 	case PluginController, PluginNode:
 		// One service: socket or the service's own socket argument, never the other service's.
@@ -350,7 +350,7 @@ func (d *decoder) pluginSockets(p *Plugin, b *hcl.Block, attr func(string) *hcl.
 		case attr(own) != nil:
 			*dst = sockets[own]
 		default:
-			d.missing(b.DefRange, own, fmt.Sprintf("A %s plugin needs its %s socket: socket or %s.", role, role, own))
+			d.missing(d.at(b), own, fmt.Sprintf("A %s plugin needs its %s socket: socket or %s.", role, role, own))
 		}
 	}
 }
@@ -506,7 +506,7 @@ func (d *decoder) exec(b *hcl.Block, endpoint string) *Exec {
 		}
 		e.Command = s
 	} else if c.Attributes["command"] == nil {
-		d.missing(b.DefRange, "command", `An exec block needs the command to run, e.g. command = "/usr/local/bin/volctl".`)
+		d.missing(d.at(b), "command", `An exec block needs the command to run, e.g. command = "/usr/local/bin/volctl".`)
 	}
 	if args, ok := d.strList(c.Attributes["args"]); ok {
 		e.Args = args

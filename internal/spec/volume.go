@@ -212,9 +212,9 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 	// Capabilities: blocks, or the legacy flat pair.
 	for _, b := range blocksOf(c, "capability") {
 		bc := d.content(b.Body, capabilitySchema)
-		capability, ok := d.capability(bc, b.DefRange)
+		capability, ok := d.capability(bc, d.at(b))
 		if ok {
-			v.Capabilities = d.addCapability(v.Capabilities, capability, b.DefRange)
+			v.Capabilities = d.addCapability(v.Capabilities, capability, d.at(b))
 		}
 	}
 	flatMode, flatAttach := attr("access_mode"), attr("attachment_mode")
