@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,6 +86,49 @@ func TestValidateJSONListsAFileThatIsNoSpec(t *testing.T) {
 			t.Errorf("volctl validate --json on a file with %s: exit 2, but the array holds no error for %s: %s "+
 				"(what docs/json.md prints when every file is valid; the reason only on stderr: %s)",
 				f.what, path, strings.TrimSpace(out.String()), strings.TrimSpace(errOut.String()))
+		}
+	}
+}
+
+// TestTemplateComparesNumbersByValue: a -t template gets a JSON number as an int64 when whole
+// and a float64 otherwise (templateNumbers), and text/template's comparisons refuse an int64
+// beside a float64: `{{if gt .probe_latency_ms 100.0}}` failed for a whole latency (0: a plugin
+// that never answered), `{{eq .probe_latency_ms 0}}` for a fraction, the same check passing or
+// failing, exit 2, on the value measured. Numbers compare by value now; the rest as before.
+// Found by helper review74 (the own review of the change that made whole numbers integers).
+func TestTemplateComparesNumbersByValue(t *testing.T) {
+	write := func(tmpl string, data any) (string, error) {
+		var out bytes.Buffer
+		err := (&exportFlags{Template: tmpl}).Write(context.Background(), &out, data)
+		return out.String(), err
+	}
+	for _, c := range []struct {
+		tmpl string
+		data any
+		want string
+	}{
+		{`{{if gt .x 100.0}}slow{{else}}fast{{end}}`, map[string]any{"x": json.Number("0.000")}, "fast"},
+		{`{{if gt .x 100.0}}slow{{else}}fast{{end}}`, map[string]any{"x": json.Number("3")}, "fast"},
+		{`{{if gt .x 100}}slow{{else}}fast{{end}}`, map[string]any{"x": json.Number("100.5")}, "slow"},
+		{`{{if eq .x 0}}zero{{end}}`, map[string]any{"x": json.Number("0.412")}, ""},
+		{`{{if eq .x 0}}zero{{end}}`, map[string]any{"x": json.Number("0.000")}, "zero"},
+		{`{{if eq .x 0.0}}zero{{end}}`, map[string]any{"x": json.Number("0")}, "zero"},
+		{`{{if le .x 1.5}}le{{end}}`, map[string]any{"x": json.Number("1")}, "le"},
+		{`{{if ne .x 3}}ne{{else}}same{{end}}`, map[string]any{"x": json.Number("3.000")}, "same"},
+		{`{{if eq .x 1 2 3}}in{{end}}`, map[string]any{"x": json.Number("2.0")}, "in"},
+		{`{{if gt .big 1.5}}big{{end}}`, map[string]any{"big": uint64(math.MaxUint64)}, "big"},
+		{`{{if lt .s "b"}}a{{end}}`, map[string]any{"s": "a"}, "a"},
+		{`{{if eq .s "ready"}}ok{{end}}`, map[string]any{"s": "ready"}, "ok"},
+		{`{{if eq .b true}}yes{{end}}`, map[string]any{"b": true}, "yes"},
+	} {
+		got, err := write(c.tmpl, c.data)
+		if err != nil || got != c.want {
+			t.Errorf("%s over %v: %q, %v; want %q", c.tmpl, c.data, got, err, c.want)
+		}
+	}
+	for _, tmpl := range []string{`{{eq .s 1}}`, `{{lt .b true}}`, `{{eq .m .m}}`} {
+		if _, err := write(tmpl, map[string]any{"s": "x", "b": true, "m": map[string]any{}}); err == nil {
+			t.Errorf("%s: no error; want the comparison refused as text/template refuses it", tmpl)
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 // newTemplate is the -t template before its text: its name, option and functions.
 func newTemplate() *template.Template {
-	return template.New("output").Option("missingkey=error").Funcs(textFuncs).Funcs(templateFuncs).Funcs(indexFuncs)
+	return template.New("output").Option("missingkey=error").Funcs(textFuncs).Funcs(templateFuncs).Funcs(indexFuncs).Funcs(compareFuncs)
 }
 
 // templateParseErrorBudget bounds the bytes templateParseError parses again to find where an

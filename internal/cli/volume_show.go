@@ -117,7 +117,7 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 		pairs = append(pairs, [2]string{"Not Schedulable", unschedulableReason(v)})
 	}
 	pairs = append(pairs,
-		[2]string{"Capacity", bytesIEC(v.CapacityBytes)},
+		[2]string{"Capacity", exactBytes(v.CapacityBytes)},
 		[2]string{"Capacity Requested", capacityRange(v.RequestedMin, v.RequestedMax)},
 		[2]string{"Access Mode", string(v.AccessMode)},
 		[2]string{"Attachment Mode", string(v.AttachmentMode)},
@@ -133,7 +133,7 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 	if v.NodeExpansionOwed > 0 {
 		// Why it waits, as the publish's event, reconcile and the expand say it (expand35):
 		// before, status showed nothing of it but --json's size.
-		row := "to " + bytesIEC(v.NodeExpansionOwed)
+		row := "to " + exactBytes(v.NodeExpansionOwed)
 		if v.NodeExpansionWaits != "" {
 			row += ": " + v.NodeExpansionWaits
 		}
@@ -143,7 +143,7 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 		// While handed over, reconcile leaves it, and the expand is refused, until the take-back
 		// (TestPendingExpansionOfAHandedOverVolumeSaysItWaitsForTheTakeBack).
 		pairs = append(pairs, [2]string{"Expansion Pending", fmt.Sprintf("to %s: ControllerExpandVolume was sent and its answer not recorded (the expand was killed or lost it), so the storage may be that size already; %s",
-			bytesIEC(v.ExpansionPending), v.ExpansionPendingWay())})
+			exactBytes(v.ExpansionPending), v.ExpansionPendingWay())})
 	}
 	switch {
 	case v.UnpublishOwed() && v.Handover != nil:
@@ -225,11 +225,23 @@ func capacityRange(min, max int64) string {
 	case min == 0 && max == 0:
 		return ""
 	case max == 0:
-		return "at least " + bytesIEC(min)
+		return "at least " + exactBytes(min)
 	case min == 0:
-		return "at most " + bytesIEC(max)
+		return "at most " + exactBytes(max)
 	}
-	return bytesIEC(min) + " - " + bytesIEC(max)
+	return exactBytes(min) + " - " + exactBytes(max)
+}
+
+// exactBytes is bytesIEC of n, with n's bytes after it where the rounding shows another size:
+// the detail of one volume is read for its exact figures, and "2.0 GiB" of a volume an expand
+// to 2GiB left 4 KiB short read as the expansion done, only --json telling them apart
+// (TestVolumeStatusCapacityDoesNotHideAnExpandThatFellShort). A list keeps the short form.
+func exactBytes(n int64) string {
+	s := bytesIEC(n)
+	if s == "" || display.BytesExact(n) {
+		return s
+	}
+	return fmt.Sprintf("%s (%d bytes)", s, n)
 }
 
 func topologiesString(ts []spec.Topology) string { return display.Topologies(ts) }

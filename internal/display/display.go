@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +45,22 @@ func Bytes(n int64) string {
 }
 
 var iecUnits = []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+
+// BytesExact says whether Bytes(n) shows n exactly: the figure it prints, times its unit, is n.
+func BytesExact(n int64) bool {
+	if n < 1024 {
+		return true
+	}
+	v, unit := float64(n)/1024, 0
+	for unit < len(iecUnits)-1 && shownSize(v) >= 1024 {
+		v, unit = v/1024, unit+1
+	}
+	shown := shownSize(v)
+	scale := new(big.Int).Lsh(big.NewInt(1), uint(10*(unit+1)))
+	// shown has at most one decimal: shown*10 is a whole number, exact in a float64.
+	tenths := new(big.Int).Mul(big.NewInt(int64(math.Round(shown*10))), scale)
+	return tenths.Cmp(new(big.Int).Mul(big.NewInt(n), big.NewInt(10))) == 0
+}
 
 // shownSize is v as Bytes prints it: to one decimal under 10, to a whole number from there.
 func shownSize(v float64) float64 {

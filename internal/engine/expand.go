@@ -287,13 +287,27 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 		if replayed && !(v.ExpandMin == size && v.ExpandMax == limit) && beneathMin == 0 {
 			beneathMin, beneathMax = v.ExpandMin, v.ExpandMax
 		}
+		var secretsBefore spec.Secrets // the record's, where the expansion's replaced them
+		replaced := false
 		if err := e.store.Update(ctx, e.locks.holding(v.ID, func(tx *store.Tx) error {
 			if err := tx.Volumes().SetExpansionIntentOver(v.ID, size, limit, beneathMin, beneathMax); err != nil {
 				return err
 			}
-			return recordSecretsSent(tx, v)
+			var err error
+			secretsBefore, replaced, err = recordSecretsSent(tx, v)
+			return err
 		})); err != nil {
 			return fail(err)
+		}
+		// A refusal (the plugin did nothing, or grew nothing) puts the record's secrets back: a
+		// registration it fails records nothing of its spec, and kept, the secrets it was sent
+		// with (a mistyped one, which the plugin refused) replaced the ones that work
+		// (TestRegistrationWhoseExpansionIsRefusedKeepsTheRecordedSecrets). Kept only while the
+		// expansion is pending (its answer lost), for its replay.
+		putBack := func() {
+			if replaced {
+				e.putSecretsBack(ctx, v, secretsBefore)
+			}
 		}
 		e.failpoint("expand:intent")
 		if err := e.locks.stillHeld(v.ID); err != nil {
@@ -315,6 +329,7 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 			again := replayed && v.ExpandMin == size && v.ExpandMax == limit // the pending one itself, sent again
 			if again && v.ExpandBeneathMin > 0 && !earlier && ctx.Err() == nil &&
 				!csi.IsRetryable(err) && !csi.IsTimeout(err) && !csi.IsAnswerUnread(err) {
+				putBack()
 				return fail(e.giveWayToBeneath(ctx, v, err))
 			}
 			if csi.IsRetryable(err) || csi.IsTimeout(err) || csi.IsAnswerUnread(err) || earlier || again || ctx.Err() != nil {
@@ -347,8 +362,10 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 				// lost, stays pending as it was. Before, the refused size stayed pending in its
 				// place, sent again by every reconcile and refused every time, the lost one
 				// forgotten (TestRefusedExpandBesideAPendingOneKeepsThePendingOne).
+				putBack()
 				err = e.keepEarlierExpansion(ctx, v, err)
 			} else {
+				putBack()
 				e.expansionAnswered(ctx, v.ID) // refused: the plugin did nothing
 			}
 			return fail(err)
@@ -399,8 +416,10 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 					// pending, as beside a refusal. Cleared, the storage grown by it was left
 					// recorded at the old size for good
 					// (TestExpandShortAnswerBesideAPendingExpansionKeepsThePendingOne).
+					putBack()
 					return fail(e.keepEarlierExpansion(ctx, v, short))
 				}
+				putBack()
 				e.expansionAnswered(ctx, v.ID)
 				return fail(short)
 			}
@@ -1607,13 +1626,30 @@ func owedExpandCommand(v store.Volume) string {
 // or reconcile sends the record's; the old ones, which the plugin refuses every time, were
 // recorded until the registration's own commit
 // (TestRegistrationExpansionWithRotatedSecretsLostAnswerFinishesAsAdvised).
-func recordSecretsSent(tx *store.Tx, v store.Volume) error {
+// It returns the secrets the record held, and whether it replaced them.
+func recordSecretsSent(tx *store.Tx, v store.Volume) (before spec.Secrets, replaced bool, err error) {
 	cur, err := tx.Volumes().Get(v.ID)
 	if err != nil || maps.Equal(cur.Secrets, v.Secrets) {
-		return err
+		return nil, false, err
 	}
-	cur.Secrets = v.Secrets
-	return tx.Volumes().Update(&cur)
+	before, cur.Secrets = cur.Secrets, v.Secrets
+	return before, true, tx.Volumes().Update(&cur)
+}
+
+// putSecretsBack records before as volume v's secrets again where the record still holds those
+// its refused expansion was sent with (v's: recordSecretsSent). A failure is logged: the
+// expansion's error is what the command reports.
+func (e *Engine) putSecretsBack(ctx context.Context, v store.Volume, before spec.Secrets) {
+	if err := e.store.Update(context.WithoutCancel(ctx), e.locks.holding(v.ID, func(tx *store.Tx) error {
+		cur, err := tx.Volumes().Get(v.ID)
+		if err != nil || !maps.Equal(cur.Secrets, v.Secrets) {
+			return err
+		}
+		cur.Secrets = before
+		return tx.Volumes().Update(&cur)
+	})); err != nil {
+		e.log.Warn(fmt.Sprintf("volume %q: putting back the secrets recorded before a refused expansion", v.ID), "err", err)
+	}
 }
 
 // setRequestedMax records a volume's new capacity_max, read again in the commit (an owed node

@@ -846,7 +846,13 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 			return e.linkedTarget(v, p, c, err)
 		}
 	}
-	if cl.Target != store.TargetNotAccepted {
+	if cl.Target != store.TargetNotAccepted || cl.LastError != "" {
+		// The last error, an earlier attempt's answer (a restore refused), goes with this
+		// commit: kept, it said the NodePublishVolume about to be sent was answered, and a kill
+		// before this one's answer was recorded left a restore driven again to send it once
+		// more over the mount it made (publishUnanswered;
+		// TestRestoreKilledAfterItsPublishFollowingARefusedOneStacksNoSecondMount).
+		cl.LastRPC, cl.LastCode, cl.LastError = "", "", ""
 		// Recorded in the commit before NodePublishVolume is sent, and kept until
 		// NodeUnpublishVolume answered and the target was found holding nothing
 		// (unpublishTarget): whatever is at the target from here on may be the

@@ -658,7 +658,7 @@ func (d *decoder) topologies(b *hcl.Block, verb Verb) []Topology {
 			continue // the error says what is wrong with them, and they are there
 		}
 		if m == nil || len(m.entries) == 0 {
-			rng := tb.DefRange
+			rng := d.at(tb)
 			if m != nil {
 				rng = m.nameRange
 			}
