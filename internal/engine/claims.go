@@ -120,6 +120,23 @@ func wouldInsert(v store.Volume, p *store.Plugin, live []store.Claim, req ClaimR
 	return err == nil && checkAdmission(v, live, claimMode(req), capab) == nil
 }
 
+// readOnlyBlockBinds refuses, as invalid, a write claim of a block device with a read-only
+// volume_mount: a read-only bind of a device file stops no write to the device, and the alloc
+// handed it wrote the volume (TestReadOnlyVolumeMountOfABlockVolumeIsNotWritable). A read claim
+// is the way: the plugin publishes it read-only. The group spec's reader refuses it too.
+func readOnlyBlockBinds(req ClaimRequest) error {
+	if req.ReadOnly || req.AttachmentMode != spec.BlockDevice {
+		return nil
+	}
+	for _, b := range req.Binds {
+		if b.ReadOnly {
+			return invalidf("volume_mount %s is read_only, but the claim is of a block device for writing: a read-only mount of a device file does not stop writes to the device; "+
+				"claim it to read (read_only = true in the group's volume block), which the plugin publishes read-only", b.Destination)
+		}
+	}
+	return nil
+}
+
 // claimMode is the mode of req's claim.
 func claimMode(req ClaimRequest) store.ClaimMode {
 	if req.ReadOnly {
@@ -142,6 +159,9 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest, probeFirst *
 	}
 	if why := req.MountOptions.Problem(); why != "" {
 		return fail(invalidf("the claim's mount options cannot be sent: %s", why))
+	}
+	if err := readOnlyBlockBinds(req); err != nil {
+		return fail(err)
 	}
 	if err := e.bindsOutsideStateDir(req.Binds); err != nil {
 		return fail(err)

@@ -368,7 +368,7 @@ func (p *pathFD) findBelow(id fileID) (string, bool, error) {
 			for _, name := range names {
 				var sx unix.Statx_t
 				if unix.Statx(fd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|unix.STATX_INO, &sx) != nil ||
-					uint32(sx.Mode)&unix.S_IFMT != unix.S_IFDIR || statxID(&sx).dev != id.dev ||
+					statxID(&sx).dev != id.dev ||
 					sx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && sx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0 {
 					// A mount's root is not below the bare staging: a plugin that staged into
 					// <staging>/globalmount, bound from its own directory on the same disk, did
@@ -377,7 +377,13 @@ func (p *pathFD) findBelow(id fileID) (string, bool, error) {
 					continue
 				}
 				if statxID(&sx) == id {
+					// A directory, or a file: a block target bound from the file a block plugin
+					// made below a bare staging is the host's disk too (it matched directories
+					// alone: TestBlockTargetBoundFromAFileBelowABareStagingIsRefused).
 					return filepath.Join(rel, name), true, nil
+				}
+				if uint32(sx.Mode)&unix.S_IFMT != unix.S_IFDIR {
+					continue // only directories are walked into
 				}
 				sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 				if err != nil {

@@ -846,12 +846,15 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 			return e.linkedTarget(v, p, c, err)
 		}
 	}
+	// The last error, an earlier attempt's answer (a restore refused), is not written with the
+	// commit below: kept, it said the NodePublishVolume about to be sent was answered, and a
+	// kill before this one's answer was recorded left a restore driven again to send it once
+	// more over the mount it made (publishUnanswered;
+	// TestRestoreKilledAfterItsPublishFollowingARefusedOneStacksNoSecondMount). It stays in
+	// memory, where a failure of this attempt is compared with it, to be said once in the event
+	// log when it is the same (recordFailure).
+	lastRPC, lastCode, lastError := cl.LastRPC, cl.LastCode, cl.LastError
 	if cl.Target != store.TargetNotAccepted || cl.LastError != "" {
-		// The last error, an earlier attempt's answer (a restore refused), goes with this
-		// commit: kept, it said the NodePublishVolume about to be sent was answered, and a kill
-		// before this one's answer was recorded left a restore driven again to send it once
-		// more over the mount it made (publishUnanswered;
-		// TestRestoreKilledAfterItsPublishFollowingARefusedOneStacksNoSecondMount).
 		cl.LastRPC, cl.LastCode, cl.LastError = "", "", ""
 		// Recorded in the commit before NodePublishVolume is sent, and kept until
 		// NodeUnpublishVolume answered and the target was found holding nothing
@@ -865,6 +868,7 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 	if err := p.flush(ctx, "claim"); err != nil {
 		return err
 	}
+	cl.LastRPC, cl.LastCode, cl.LastError = lastRPC, lastCode, lastError
 	req := csi.NodePublishVolumeRequest{
 		VolumeID: v.ExternalID, PublishContext: p.publishContext(c), TargetPath: cl.TargetPath,
 		Capability: capability(cl), ReadOnly: cl.Mode == store.ClaimRead, Secrets: v.Secrets,
@@ -1475,11 +1479,19 @@ func (e *Engine) checkTarget(ctx context.Context, v store.Volume, cl *store.Clai
 			return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, oerr)
 		}
 		switch {
+		case !mp.Mounted && cl.AttachmentMode == spec.BlockDevice && isBlockDeviceNode(target):
+			// A device node made at the target (mknod, as some block plugins publish): its
+			// writes go to a device, not to the host's disk, but which device the mount table
+			// cannot say, where a bind-mounted device file is tied to its source; said as it is
+			// (before, "would write to the host's disk":
+			// TestBlockTargetMadeAsADeviceNodeIsRefusedForWhatItIs).
+			what = "a block device node, not a mount point: volctl takes a block volume's target only as its device bind-mounted there (which the mount table ties to its source), " +
+				"and a node made at the target cannot be told from any other device's; the plugin must publish the device by bind-mounting it"
 		case !mp.Mounted:
 			what = "not a mount point (nothing is mounted on it, so the claim would write to the host's disk)"
 		case bare != "":
 			what = fmt.Sprintf("the staging path %s, %s, bind-mounted (NodeStageVolume staged nothing there, so the claim would write to the host's disk)", staging, bare)
-			if strings.Contains(bare, "a directory below it") {
+			if strings.Contains(bare, "below it") {
 				what = fmt.Sprintf("a bind of what the plugin made below the staging path %s, %s (NodeStageVolume staged nothing there, so the claim would write to the host's disk)", staging, bare)
 			}
 		case own != "":
@@ -1714,8 +1726,14 @@ func (e *Engine) bareStaging(t *pathFD, staging string, mp MountPoint) (string, 
 	return "", nil
 }
 
+// isBlockDeviceNode says whether path is a block device node (not followed).
+func isBlockDeviceNode(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode()&os.ModeDevice != 0 && fi.Mode()&os.ModeCharDevice == 0
+}
+
 // bareWords says how target tid is the bare staging directory s (sid), which how says: s itself,
-// or a directory below it (findBelow); "" when neither.
+// or a directory or file below it (findBelow); "" when neither.
 func bareWords(s *pathFD, tid, sid fileID, how string) (string, error) {
 	if tid == sid {
 		return how, nil
@@ -1724,7 +1742,11 @@ func bareWords(s *pathFD, tid, sid fileID, how string) (string, error) {
 	if err != nil || !found {
 		return "", err
 	}
-	return fmt.Sprintf("%s, a directory below it, %s", how, below), nil
+	what := "a directory"
+	if fi, err := os.Lstat(filepath.Join(s.path, below)); err == nil && !fi.IsDir() {
+		what = "a file"
+	}
+	return fmt.Sprintf("%s, %s below it, %s", how, what, below), nil
 }
 
 // ownDirectory says which of volctl's own directories the mounted target t (at target, a

@@ -490,6 +490,15 @@ func (d *decoder) volumeMount(b *hcl.Block, group string, count int, reqs map[st
 	if a := attr("read_only"); a != nil {
 		var bok bool
 		m.ReadOnly, bok = d.boolean(a)
+		if bok && m.ReadOnly && req != nil && !req.ReadOnly && req.AttachmentMode == BlockDevice {
+			// A read-only bind of a device file stops no write to the device (the kernel does not
+			// apply a mount's read-only flag to device files), and volctl makes that bind: the
+			// alloc handed a "read-only" mount wrote the volume
+			// (TestReadOnlyVolumeMountOfABlockVolumeIsNotWritable).
+			d.errorf(a.Expr.Range(), "Read-only mount of a block device",
+				"read_only = true here, but the volume %q is a block device claimed for writing: a read-only mount of a device file does not stop writes to the device, so this mount would not be read-only. "+
+					"Set read_only = true in the volume block instead (a read claim, which the plugin publishes read-only), or remove read_only here.", req.Name)
+		}
 		if bok && !m.ReadOnly && req != nil && req.ReadOnly {
 			// The claim is a read, published read-only: the mount cannot write, whatever it says.
 			d.warnf(a.Expr.Range(), "Volume mount cannot write",

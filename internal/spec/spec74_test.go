@@ -93,3 +93,33 @@ func TestJSONBlockInAListIsNamedWhereItIs(t *testing.T) {
 		}
 	}
 }
+
+// A volume_mount that is read_only of a block device claimed for writing is refused: a
+// read-only mount of a device file stops no write to the device, so the mount would not be
+// read-only (TestReadOnlyVolumeMountOfABlockVolumeIsNotWritable, the engine's own refusal).
+// Found by helper review74.
+func TestReadOnlyVolumeMountOfABlockDeviceClaimedToWriteIsRefused(t *testing.T) {
+	src := `group "web" {
+  volume "disk" {
+    type            = "csi"
+    source          = "db"
+    access_mode     = "single-node-writer"
+    attachment_mode = "block-device"
+  }
+  volume_mount {
+    volume      = "disk"
+    destination = "/srv/disk"
+    read_only   = true
+  }
+}
+`
+	_, diags := NewParser().ParseGroup("g.hcl", []byte(src))
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), "Read-only mount of a block device") {
+		t.Fatalf("a read_only volume_mount of a block device claimed to write: %v; want it refused", diags)
+	}
+	ro := strings.Replace(src, `attachment_mode = "block-device"`, "attachment_mode = \"block-device\"\n    read_only       = true", 1)
+	ro = strings.Replace(ro, `access_mode     = "single-node-writer"`, `access_mode     = "single-node-reader-only"`, 1)
+	if _, diags := NewParser().ParseGroup("g.hcl", []byte(ro)); diags.HasErrors() {
+		t.Errorf("the advised read claim of the block device: %v", diags)
+	}
+}
