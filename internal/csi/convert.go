@@ -2,10 +2,12 @@ package csi
 
 import (
 	"fmt"
+	"slices"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 
 	"github.com/volctl/volctl/internal/csi/internal/wire"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // Conversions from the owned types to the wire. Unset stays unset: nil maps stay nil, a zero
@@ -74,9 +76,15 @@ func volumeFromCSI(v *csipb.Volume) Volume {
 		ID: v.GetVolumeId(),
 		// A negative size, which the CSI spec does not allow, reads as not stated (0), as a
 		// snapshot's does (snapshotFromCSI).
-		CapacityBytes:      max(v.GetCapacityBytes(), 0),
-		Context:            v.GetVolumeContext(),
-		AccessibleTopology: wire.FromTopologies(v.GetAccessibleTopology()),
+		CapacityBytes: max(v.GetCapacityBytes(), 0),
+		Context:       v.GetVolumeContext(),
+		// A topology without segments says nothing of where the volume is (a driver whose
+		// topology key is not set answers so) and is left out: kept, it matched every node that
+		// has a topology, a volume whose spec required zone a admitted on a zone-b node, and
+		// export wrote a required topology Nomad refuses
+		// (TestCreateAnsweredWithATopologyOfNoSegmentsIsNotAccessibleEverywhere). With none
+		// left, the volume's topology is what its spec required.
+		AccessibleTopology: slices.DeleteFunc(wire.FromTopologies(v.GetAccessibleTopology()), func(t spec.Topology) bool { return len(t.Segments) == 0 }),
 	}
 	if src := v.GetContentSource(); src != nil {
 		out.SnapshotID = src.GetSnapshot().GetSnapshotId()

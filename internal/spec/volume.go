@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"slices"
@@ -614,9 +615,45 @@ func (d *decoder) topologyRequest(b *hcl.Block, verb Verb) *TopologyRequest {
 		if verb == VerbRegister {
 			d.errorf(pb.TypeRange, "Block not allowed for register",
 				"topology_request.preferred is only used to create a volume (it guides where the plugin provisions it); a registered volume already exists. Remove the preferred block, or create the volume instead.")
+		} else if len(out.Required) > 0 {
+			// The CSI spec: with a requisite list, every preferred topology MUST be in it. One
+			// that lies within none of the required ones (nor they within it: Nomad's own
+			// example prefers {rack=R1, zone=us-east-1a} of a required {rack=R1}) conflicts with
+			// them: sent anyway, volctl's own plugin refused it, and one honouring preferred
+			// made the volume outside the requisite, which volctl deleted, blaming the plugin
+			// (TestCreatePreferringATopologyOutsideItsRequiredIsRefusedBeforeThePlugin).
+			for _, p := range out.Preferred {
+				if !slices.ContainsFunc(out.Required, func(r Topology) bool {
+					return segmentsWithin(r.Segments, p.Segments) || segmentsWithin(p.Segments, r.Segments)
+				}) {
+					d.errorf(pb.TypeRange, "Preferred topology not required",
+						"The preferred topology %s is not one of the required ones, nor within one: a plugin is sent the preferred topologies to choose among the required, and the CSI spec has every one of them among those. Add it to required, or remove it from preferred.",
+						braced(p))
+				}
+			}
 		}
 	}
 	return out
+}
+
+// segmentsWithin says whether every segment of a is in b, alike.
+func segmentsWithin(a, b map[string]string) bool {
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// braced is topology t as a diagnostic names it: "{rack=r2, zone=a}", its keys sorted and each
+// key and value as shown shows a spec's value.
+func braced(t Topology) string {
+	parts := make([]string, 0, len(t.Segments))
+	for _, k := range slices.Sorted(maps.Keys(t.Segments)) {
+		parts = append(parts, fmt.Sprintf("%q=%q", shown(k), shown(t.Segments[k])))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
 }
 
 // jsonList refuses a JSON spec's required or preferred written as one object: Nomad's HCL1
