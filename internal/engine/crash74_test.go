@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
@@ -107,16 +106,7 @@ func TestRestoreKilledAfterItsPublishFollowingARefusedOneStacksNoSecondMount(t *
 		t.Errorf("after the pass that finished the restore the kill cut short: %d mounts at %s, NodePublishVolume sent %d more time(s) onto the mounted target; want one mount, none sent",
 			n, cl.TargetPath, sent)
 	}
-	requireKept(t, cl.TargetPath, "the restored target")
-	if _, err := h.e.Release(h.ctx, "data", "a"); err != nil {
-		t.Errorf("release after the restore: %v", err)
-	}
-	if hostpathtest.Mounted(t, cl.TargetPath) {
-		t.Errorf("a mount is left at %s after the claim's release", cl.TargetPath)
-		for range 4 {
-			_ = unix.Unmount(cl.TargetPath, unix.MNT_DETACH)
-		}
-	}
+	releasesCleanly(t, h, cl)
 }
 
 // TestRegistrationRefusedAtItsExpansionKeepsTheRecordedSecrets: volume db is recorded with the

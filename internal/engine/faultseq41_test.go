@@ -798,18 +798,10 @@ func snapshotsKnown(h *harness, vol string) (ids, creates []string) {
 // (both have it, or neither), if they do.
 func snapshotHeld(h *harness, id string, want bool) string {
 	h.t.Helper()
-	var recorded bool
-	err := h.e.store.View(h.ctx, func(tx *store.Tx) error {
+	recorded := storeFinds(h, func(tx *store.Tx) error {
 		_, err := tx.Snapshots().Get("mem", id)
-		recorded = err == nil
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
 		return err
 	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
 	held := slices.ContainsFunc(h.mem.Snapshots(), func(sn csi.Snapshot) bool { return sn.ID == id })
 	if recorded != want || held != want {
 		return fmt.Sprintf("snapshot %s recorded: %v, the plugin holding it: %v; want both %v", id, recorded, held, want)

@@ -2,10 +2,7 @@ package engine
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -82,26 +79,9 @@ func TestForcedDetachOfABusyTargetWithAMountBelowItSaysItIsStillInUse(t *testing
 		t.Fatalf("mount a tmpfs below the target: %v", err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(below, unix.MNT_DETACH) })
-	busy := exec.Command("sleep", "300")
-	busy.Dir = target
-	if err := busy.Start(); err != nil {
-		t.Fatalf("start a process inside the target: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = busy.Process.Kill()
-		_ = busy.Wait()
-	})
-
-	res, err := h.e.Detach(h.ctx, "v", true)
-	if err != nil {
-		t.Fatalf("forced detach: %v", err)
-	}
-	said := slices.ContainsFunc(res.Warnings, func(w string) bool {
-		return strings.Contains(w, target) && strings.Contains(w, "in use")
-	})
-	if !said {
+	if pid, warnings, said := busyForcedDetach(t, h, target); !said {
 		t.Errorf("forced detach of volume v whose target %s a running process (pid %d) has as its working directory, with a tmpfs mounted below it at %s: warnings %q; "+
 			"want a warning naming the target and that it is still in use (the lazy unmount leaves it mounted for that process)",
-			target, busy.Process.Pid, below, res.Warnings)
+			target, pid, below, warnings)
 	}
 }

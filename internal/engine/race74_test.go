@@ -17,10 +17,20 @@ import (
 // pendingCreateRecorded says whether a create of snapshot name through plugin mem is recorded.
 func pendingCreateRecorded(h *harness, name string) bool {
 	h.t.Helper()
-	var recorded bool
-	err := h.e.store.View(h.ctx, func(tx *store.Tx) error {
+	return storeFinds(h, func(tx *store.Tx) error {
 		_, err := tx.Snapshots().GetCreate("mem", name)
-		recorded = err == nil
+		return err
+	})
+}
+
+// storeFinds says whether get, a read of one row, finds it; any failure but store.ErrNotFound
+// ends the test.
+func storeFinds(h *harness, get func(tx *store.Tx) error) bool {
+	h.t.Helper()
+	var found bool
+	err := h.e.store.View(h.ctx, func(tx *store.Tx) error {
+		err := get(tx)
+		found = err == nil
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
 		}
@@ -29,7 +39,7 @@ func pendingCreateRecorded(h *harness, name string) bool {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return recorded
+	return found
 }
 
 // A `snapshot delete mem NAME` of a snapshot still being created (its create cut short) reads

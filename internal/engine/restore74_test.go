@@ -114,6 +114,13 @@ func TestRestoreRedrivenAfterItsPublishAnswerWasLostStacksNoSecondMount(t *testi
 	if n != 1 {
 		t.Errorf("after the pass that finished the restore, %d mounts at %s (NodePublishVolume sent %d more time(s) onto the mounted target); want one", n, cl.TargetPath, sent)
 	}
+	releasesCleanly(t, h, cl)
+}
+
+// releasesCleanly checks, of claim cl of volume data for alloc a restored once, that its
+// target is kept, and that its release leaves no mount there (unmounting what is left).
+func releasesCleanly(t *testing.T, h *hostpathEngine, cl ClaimInfo) {
+	t.Helper()
 	requireKept(t, cl.TargetPath, "the restored target")
 	if _, err := h.e.Release(h.ctx, "data", "a"); err != nil {
 		t.Errorf("release after the restore: %v", err)

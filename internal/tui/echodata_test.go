@@ -4,14 +4,11 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 
-	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
-	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -33,17 +30,7 @@ func TestPluginDataEchoingSecretsNotShown(t *testing.T) {
 		}
 		return resp, err
 	}
-	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, cfg)), csitest.WithInterceptor(echo))
-	e, err := engine.Open(ctx, engine.Config{StateDir: t.TempDir(),
-		Retry:    engine.RetryPolicy{Attempts: 1, Base: time.Millisecond, Max: time.Millisecond},
-		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
+	e := mountingEngine(t, cfg, csitest.WithInterceptor(echo))
 	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
 		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
 		Secrets:      spec.Secrets{"token": secret}}); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"google.golang.org/grpc/codes"
@@ -30,17 +29,7 @@ func TestEveryViewOfAnEchoingPluginsRecordsShowsNoSecret(t *testing.T) {
 	faults.EchoEncoded(strings.ToUpper)
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "node-" + strings.ToUpper(secret)
-	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, cfg)), csitest.WithFaults(faults))
-	e, err := engine.Open(ctx, engine.Config{StateDir: t.TempDir(),
-		Retry:    engine.RetryPolicy{Attempts: 1, Base: time.Millisecond, Max: time.Millisecond},
-		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
+	e := mountingEngine(t, cfg, csitest.WithFaults(faults))
 	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
 	for _, id := range []string{"db", "spare"} {
 		if _, err := e.CreateVolume(ctx, spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "mem", Capabilities: caps,

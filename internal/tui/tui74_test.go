@@ -30,17 +30,7 @@ func TestDetachThatFailsInPartSaysWhatItReleased(t *testing.T) {
 	faults := csitest.NewFaults()
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "node-1"
-	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, cfg)), csitest.WithFaults(faults))
-	e, err := engine.Open(ctx, engine.Config{StateDir: t.TempDir(),
-		Retry:    engine.RetryPolicy{Attempts: 1, Base: time.Millisecond, Max: time.Millisecond},
-		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
+	e := mountingEngine(t, cfg, csitest.WithFaults(faults))
 	caps := []spec.Capability{{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}}
 	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem", Capabilities: caps}); err != nil {
 		t.Fatal(err)
@@ -134,4 +124,23 @@ func TestStateReplacedAfterAnotherReadFailureIsSaidInABox(t *testing.T) {
 	if h.m.failure == nil || !strings.Contains(out, "The state database cannot be read") || !strings.Contains(h.m.failure.err, "restart") {
 		t.Errorf("the state database was replaced under the dashboard after a busy read, and no box says so and to restart; the screen:\n%s", out)
 	}
+}
+
+// mountingEngine serves a mounting in-memory plugin with cfg (and opts: its faults, an
+// interceptor) and opens an engine, which sends each RPC once, with that plugin registered as
+// "mem".
+func mountingEngine(t *testing.T, cfg csitest.MemConfig, opts ...csitest.ServeOption) *engine.Engine {
+	t.Helper()
+	socket, _ := csitest.Serve(t, append([]csitest.ServeOption{csitest.WithServer(csitest.NewMountingMemPlugin(t, cfg))}, opts...)...)
+	e, err := engine.Open(context.Background(), engine.Config{StateDir: t.TempDir(),
+		Retry:    engine.RetryPolicy{Attempts: 1, Base: time.Millisecond, Max: time.Millisecond},
+		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if _, err := e.RegisterPlugin(context.Background(), spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
