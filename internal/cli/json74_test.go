@@ -132,3 +132,22 @@ func TestTemplateComparesNumbersByValue(t *testing.T) {
 		}
 	}
 }
+
+// A field left out, read through index, is nil: eq and ne compare it as text/template's
+// builtins do, equal to nil alone, beside a number too. The numeric comparisons took nil
+// beside a number for incompatible kinds, exit 2, where the builtin said false.
+// Found by helper review74 (the own review of TestTemplateComparesNumbersByValue's change).
+func TestTemplateComparesNilAsTheBuiltinDoes(t *testing.T) {
+	for tmpl, want := range map[string]string{
+		`{{if ne (index . "expansion_pending") 0}}pending{{end}}`: "pending",
+		`{{if eq .error 0}}zero{{else}}other{{end}}`:               "other",
+		`{{if eq .i .n 3}}in{{end}}`:                              "in",
+		`{{if eq .n .n}}nil{{end}}`:                               "nil",
+	} {
+		var out bytes.Buffer
+		err := (&exportFlags{Template: tmpl}).Write(context.Background(), &out, map[string]any{"error": nil, "n": nil, "i": json.Number("3")})
+		if err != nil || out.String() != want {
+			t.Errorf("%s: %q, %v; want %q", tmpl, out.String(), err, want)
+		}
+	}
+}

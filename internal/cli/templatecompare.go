@@ -53,6 +53,12 @@ var errIncompatible = errors.New("incompatible types for comparison")
 
 // templateEqual is eq of two values: numbers by value, else as text/template's eq compares them.
 func templateEqual(a, b any) (bool, error) {
+	if a == nil || b == nil {
+		// As the builtin: nil equals nil alone, beside any kind, a number too (a field left
+		// out, read through index: `{{if ne (index . "expansion_pending") 0}}`, which failed
+		// when nil was taken for a kind: TestTemplateComparesNilAsTheBuiltinDoes).
+		return a == nil && b == nil, nil
+	}
 	na, aNum := templateNumberValue(a)
 	nb, bNum := templateNumberValue(b)
 	switch {
@@ -60,8 +66,6 @@ func templateEqual(a, b any) (bool, error) {
 		return na != nil && nb != nil && na.Cmp(nb) == 0, nil // NaN equals nothing
 	case aNum || bNum:
 		return false, errIncompatible
-	case a == nil || b == nil:
-		return a == nil && b == nil, nil
 	}
 	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
 	if ta != tb {

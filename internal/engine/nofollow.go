@@ -376,10 +376,12 @@ func (p *pathFD) findBelow(id fileID) (string, bool, error) {
 					// 5.8, which does not say, a bind from the same disk is walked as below.
 					continue
 				}
-				if statxID(&sx) == id {
-					// A directory, or a file: a block target bound from the file a block plugin
-					// made below a bare staging is the host's disk too (it matched directories
-					// alone: TestBlockTargetBoundFromAFileBelowABareStagingIsRefused).
+				if kind := uint32(sx.Mode) & unix.S_IFMT; statxID(&sx) == id && (kind == unix.S_IFDIR || kind == unix.S_IFREG) {
+					// A directory, or a regular file: a block target bound from the file a block
+					// plugin made below a bare staging is the host's disk too (it matched
+					// directories alone: TestBlockTargetBoundFromAFileBelowABareStagingIsRefused).
+					// A device node there is a device's, not the disk's: a bind of it is the
+					// device (TestBlockTargetBoundFromADeviceNodeBelowABareStagingIsTaken).
 					return filepath.Join(rel, name), true, nil
 				}
 				if uint32(sx.Mode)&unix.S_IFMT != unix.S_IFDIR {

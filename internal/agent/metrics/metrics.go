@@ -43,6 +43,9 @@ var (
 // Metrics implements agent.Observer and the engine's RPC observer over a private registry.
 type Metrics struct {
 	reg registry
+	// stateFile says whether the state database is still the file the agent opened
+	// (engine.CheckStateFile), set by CollectState: nil before.
+	stateFile func() error
 
 	pluginHealthy *vec
 	pluginReady   *vec
@@ -116,6 +119,7 @@ func exponentialBuckets(start, factor float64, n int) []float64 {
 // CollectState counts e's claims and volumes at every scrape, and scrubs every label of the
 // secrets e's state holds. Call it once, before serving.
 func (m *Metrics) CollectState(e *engine.Engine) {
+	m.stateFile = e.CheckStateFile
 	m.reg.registerCollector(stateCollector(e))
 	m.reg.setRedactor(func(ctx context.Context) (func(string) string, error) { return e.Redactor(ctx) })
 }
@@ -189,6 +193,14 @@ func b2f(b bool) float64 {
 // any volctl command, not only the agent, so the store is the one place to count them.
 func stateCollector(e *engine.Engine) collector {
 	return func(ctx context.Context) ([]family, error) {
+		// A state database replaced under the agent (a backup restored over it): SQLite reads
+		// the file it opened, which no volctl writes any more, and its counts were served as
+		// the state's until the next reconcile pass stopped the agent; a read does not check
+		// the file, a write does. Failed here, as any read that fails: Prometheus sees the
+		// target down (TestScrapeOfAReplacedStateDatabaseDoesNotServeTheOldFilesCounts).
+		if err := e.CheckStateFile(); err != nil {
+			return nil, err
+		}
 		claims, err := e.Claims(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("reading the claims from the state: %w", err)
@@ -425,6 +437,13 @@ func (s *Server) Serve(ctx context.Context, m *Metrics, status func() agent.Stat
 				if id, shown := st.Plugins[i].ID, redact(st.Plugins[i].ID); shown != id {
 					st.Plugins[i].ID = shown + " #" + m.reg.labelTag("plugin", id)
 				}
+			}
+		}
+		if m.stateFile != nil {
+			if err := m.stateFile(); err != nil {
+				// Not ready over a state no volctl writes any more, as /metrics fails then.
+				log.Warn("healthz: the state database cannot be used", "err", err)
+				st.Ready = false
 			}
 		}
 		w.Header().Set("Content-Type", "application/json")
