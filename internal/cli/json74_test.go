@@ -140,7 +140,7 @@ func TestTemplateComparesNumbersByValue(t *testing.T) {
 func TestTemplateComparesNilAsTheBuiltinDoes(t *testing.T) {
 	for tmpl, want := range map[string]string{
 		`{{if ne (index . "expansion_pending") 0}}pending{{end}}`: "pending",
-		`{{if eq .error 0}}zero{{else}}other{{end}}`:               "other",
+		`{{if eq .error 0}}zero{{else}}other{{end}}`:              "other",
 		`{{if eq .i .n 3}}in{{end}}`:                              "in",
 		`{{if eq .n .n}}nil{{end}}`:                               "nil",
 	} {
