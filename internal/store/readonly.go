@@ -108,6 +108,14 @@ func openReadOnly(ctx context.Context, dir string, target int, o options) (*Stor
 	} else {
 		s.lock = nil
 	}
+	// The file opened, which checkFile compares the path with: left unset, every check said
+	// the database was replaced, and a dashboard or `events --follow` on a read-only bind of
+	// the state dir failed at every read, a restart no help
+	// (TestDashboardOnAReadOnlyBindOfTheStateDirReadsTheState).
+	if s.file, err = idAt(path); err != nil {
+		s.closeLock()
+		return nil, inDir(dir, fmt.Errorf("open state %s: %w", path, err))
+	}
 	s.ro = &readOnlyState{immutable: !hasWAL}
 	if !hasWAL {
 		// Stamped before the open: a change from here on is seen at the next View.

@@ -55,6 +55,9 @@ func Unusable(err error) bool {
 // checkFile returns ErrReplaced, saying what to do, when the database file at s.path is not the
 // one s opened.
 func (s *Store) checkFile() error {
+	if s.ro != nil && s.ro.immutable {
+		return nil // its pool is opened again on the file at the path when that changes (readPool)
+	}
 	id, err := idAt(s.path)
 	if err == nil && id == s.file {
 		return nil

@@ -1,0 +1,50 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A store opened read-only (a read-only bind of the state dir) knows the file it opened:
+// CheckFile said it was replaced at every call, the file's ID never recorded, and a dashboard
+// or `events --follow` there failed at each read, a restart no help. A file put in its place
+// is still found replaced. Found by helper review74 (TestDashboardOnAReadOnlyBindOfTheStateDirReadsTheState).
+func TestReadOnlyStoreChecksTheFileItOpened(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	w, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeLeftForExit(w)
+	update(t, w, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "first"}) })
+	if err := w.CloseAtExit(); err != nil { // the WAL stays: not opened immutable
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), readOnlyView(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CheckFile(); err != nil {
+		t.Fatalf("CheckFile of a read-only store just opened: %v", err)
+	}
+	// Another file at the path (a backup restored over it), through the writable path.
+	path := filepath.Join(dir, FileName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".new", data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckFile(); !errors.Is(err, ErrReplaced) {
+		t.Errorf("CheckFile of a read-only store whose file was replaced: %v, want ErrReplaced", err)
+	}
+}
