@@ -31,6 +31,12 @@ type ClaimRequest struct {
 	MountOptions *spec.MountOptions
 	// Binds are the group's volume_mounts of this volume, destinations already substituted.
 	Binds []spec.VolumeMount
+	// exactMount, set by admission for a group's claim of a file-system volume, is the mount
+	// options the claim would be published with (the volume's merged with the request's),
+	// which a claim the alloc holds must have been published with, all of them: a spec run
+	// again without its mount_options block was taken for no change, its claims still
+	// published with the flags removed (TestGroupRunAgainWithMountOptionsRemovedIsNotDone).
+	exactMount *spec.MountOptions
 }
 
 // Claim admits an alloc's claim on a volume and publishes it, returning the claim with its
@@ -525,7 +531,11 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool, probe
 				// Under the lock: nobody is working on the release, which was interrupted.
 				return conflictf("alloc %q's claim is being released (finish it with `volctl reconcile`)", req.Alloc)
 			}
-			if err := heldConflict(c, req, mode); err != nil {
+			held := req
+			if req.Group != "" && c.AttachmentMode == spec.FileSystem {
+				held.exactMount = v.MountOptions.Merge(req.MountOptions)
+			}
+			if err := heldConflict(c, held, mode); err != nil {
 				return err
 			}
 			cl = c
@@ -696,8 +706,9 @@ func heldConflict(c store.Claim, req ClaimRequest, mode store.ClaimMode) error {
 // have the alloc take a mount without the options it asked for, or its volume at a destination
 // where nothing is mounted. The mount flags are not named (they may carry credentials).
 func heldOtherwise(c store.Claim, req ClaimRequest) string {
-	if mo := req.MountOptions; mo != nil && ((mo.FSType != "" && mo.FSType != c.FSType) ||
-		(len(mo.MountFlags) > 0 && !slices.Equal(mo.MountFlags, c.MountFlags))) {
+	exact := req.exactMount
+	if mo := req.MountOptions; exact != nil && (exact.FSType != c.FSType || !slices.Equal(exact.MountFlags, c.MountFlags)) ||
+		mo != nil && ((mo.FSType != "" && mo.FSType != c.FSType) || (len(mo.MountFlags) > 0 && !slices.Equal(mo.MountFlags, c.MountFlags))) {
 		held := (&spec.MountOptions{FSType: c.FSType, MountFlags: c.MountFlags}).Describe()
 		if len(held) == 0 {
 			held = []string{"none"}
@@ -787,6 +798,9 @@ func refuseSharedDestinations(tx *store.Tx, req ClaimRequest) error {
 			if at != d {
 				at += " (the path " + d + ")"
 			}
+			if sameGroupOtherAlloc(req, c) {
+				return acrossOwnAllocs(req, c, at, "is", d)
+			}
 			return conflictf("volume_mount %s is where alloc %q's volume %q is bound (its %s claim, %s): one path is one mount, which that claim's release would unbind from under this one; "+
 				"give this volume_mount a destination of its own (%s or %s in it tell a group's allocs apart), or release that claim first%s",
 				at, c.Alloc, c.VolumeID, c.Mode, bindWhat(c), spec.PlaceholderIndex, spec.PlaceholderAlloc, way)
@@ -809,6 +823,10 @@ func refuseInside(req ClaimRequest, c store.Claim, dest string) error {
 	for _, b := range req.Binds {
 		mine := filepath.Clean(b.Destination)
 		switch {
+		case under(mine, d) && sameGroupOtherAlloc(req, c):
+			return acrossOwnAllocs(req, c, b.Destination, "is inside", dest)
+		case under(d, mine) && sameGroupOtherAlloc(req, c):
+			return acrossOwnAllocs(req, c, b.Destination, "holds", dest)
 		case under(mine, d):
 			way := boundWayOut(c)
 			return conflictf("volume_mount %s is inside %s, where alloc %q's volume %q is bound (its %s claim, %s): its bind would make its directory in that volume, "+
@@ -829,6 +847,23 @@ func refuseInside(req ClaimRequest, c store.Claim, dest string) error {
 		}
 	}
 	return nil
+}
+
+// sameGroupOtherAlloc says whether c is a claim of another alloc of req's own group.
+func sameGroupOtherAlloc(req ClaimRequest, c store.Claim) bool {
+	return req.Group != "" && sameInNFC(c.Group, req.Group) && !sameAlloc(c.Alloc, req.Alloc)
+}
+
+// acrossOwnAllocs refuses, as invalid, a volume_mount of req (mine) that is, is inside or holds
+// (how) the destination of another alloc of its own group (theirs, c's): the group's spec
+// makes its allocs' destinations coincide or nest, so every run binds one and refuses the
+// other, whose conflict advised the group's stop, which changed nothing: the run after it was
+// refused the same (TestGroupWhoseAllocsDestinationsOverlapIsRefusedOnceNotEveryRun).
+func acrossOwnAllocs(req ClaimRequest, c store.Claim, mine, how, theirs string) error {
+	return invalidf("volume_mount %s of alloc %q %s %s, alloc %q's volume_mount of volume %q in the same group %q: the group's volume_mount destinations overlap across its allocs, "+
+		"so every run binds one and refuses the other; give each alloc destinations of its own (%s or %s in a component of its own, not below another alloc's), then run the group again "+
+		"(`%s` first releases the allocs bound at the old ones)",
+		mine, req.Alloc, how, theirs, c.Alloc, c.VolumeID, req.Group, spec.PlaceholderIndex, spec.PlaceholderAlloc, shellquote.Command("volctl group stop", req.Group))
 }
 
 // boundWayOut says what frees a claim bound where another volume_mount would be: its release,
