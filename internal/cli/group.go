@@ -49,8 +49,8 @@ release frees it. A
 volume_mount of a held claim found unmounted is bound again. A volume_mount destination that
 holds files (a directory with anything but empty directories in it, a file that is not empty, a
 device) is not bound over, which would hide them: the alloc fails (exit 4) before anything is
-claimed, naming them, as it does for a destination reached through a symlink. An alloc whose volume_mount destination
-is, or lies in or holds, another alloc's of the group fails (exit 2): the spec makes its allocs' destinations overlap. A second run of the group started
+claimed, naming them, as it does for a destination reached through a symlink. A spec that binds two of its allocs at one
+path, or one inside another's, is refused before anything is claimed (exit 2), naming both. A second run of the group started
 while one runs waits for it (saying which process it waits for), then runs on what it left; a
 group stop from another volctl while it runs overtakes it (the stop releases what the run
 claimed), and the run reports the group stopped, no alloc served, exit 4. Prints each alloc's volumes and target paths (a

@@ -798,9 +798,6 @@ func refuseSharedDestinations(tx *store.Tx, req ClaimRequest) error {
 			if at != d {
 				at += " (the path " + d + ")"
 			}
-			if sameGroupOtherAlloc(req, c) {
-				return acrossOwnAllocs(req, c, at, "is", d)
-			}
 			return conflictf("volume_mount %s is where alloc %q's volume %q is bound (its %s claim, %s): one path is one mount, which that claim's release would unbind from under this one; "+
 				"give this volume_mount a destination of its own (%s or %s in it tell a group's allocs apart), or release that claim first%s",
 				at, c.Alloc, c.VolumeID, c.Mode, bindWhat(c), spec.PlaceholderIndex, spec.PlaceholderAlloc, way)
@@ -823,10 +820,6 @@ func refuseInside(req ClaimRequest, c store.Claim, dest string) error {
 	for _, b := range req.Binds {
 		mine := filepath.Clean(b.Destination)
 		switch {
-		case under(mine, d) && sameGroupOtherAlloc(req, c):
-			return acrossOwnAllocs(req, c, b.Destination, "is inside", dest)
-		case under(d, mine) && sameGroupOtherAlloc(req, c):
-			return acrossOwnAllocs(req, c, b.Destination, "holds", dest)
 		case under(mine, d):
 			way := boundWayOut(c)
 			return conflictf("volume_mount %s is inside %s, where alloc %q's volume %q is bound (its %s claim, %s): its bind would make its directory in that volume, "+
@@ -847,23 +840,6 @@ func refuseInside(req ClaimRequest, c store.Claim, dest string) error {
 		}
 	}
 	return nil
-}
-
-// sameGroupOtherAlloc says whether c is a claim of another alloc of req's own group.
-func sameGroupOtherAlloc(req ClaimRequest, c store.Claim) bool {
-	return req.Group != "" && sameInNFC(c.Group, req.Group) && !sameAlloc(c.Alloc, req.Alloc)
-}
-
-// acrossOwnAllocs refuses, as invalid, a volume_mount of req (mine) that is, is inside or holds
-// (how) the destination of another alloc of its own group (theirs, c's): the group's spec
-// makes its allocs' destinations coincide or nest, so every run binds one and refuses the
-// other, whose conflict advised the group's stop, which changed nothing: the run after it was
-// refused the same (TestGroupWhoseAllocsDestinationsOverlapIsRefusedOnceNotEveryRun).
-func acrossOwnAllocs(req ClaimRequest, c store.Claim, mine, how, theirs string) error {
-	return invalidf("volume_mount %s of alloc %q %s %s, alloc %q's volume_mount of volume %q in the same group %q: the group's volume_mount destinations overlap across its allocs, "+
-		"so every run binds one and refuses the other; give each alloc destinations of its own (%s or %s in a component of its own, not below another alloc's), then run the group again "+
-		"(`%s` first releases the allocs bound at the old ones)",
-		mine, req.Alloc, how, theirs, c.Alloc, c.VolumeID, req.Group, spec.PlaceholderIndex, spec.PlaceholderAlloc, shellquote.Command("volctl group stop", req.Group))
 }
 
 // boundWayOut says what frees a claim bound where another volume_mount would be: its release,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -94,6 +95,9 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 	if g.Count < 1 {
 		g.Count = 1
 	}
+	if err := allocsOverlap(g); err != nil {
+		return fail(err)
+	}
 	// The group's lock, while this run records the group and runs its allocs: another run's
 	// undoing of an alloc's claims would otherwise release a claim this one reports held.
 	// The scale-down after it needs none: each release is checked again under its volume's
@@ -152,7 +156,15 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 		// transaction that wrote nothing.
 		return interrupted(0)
 	}
-	held, err := viewOne(ctx, e.store, func(tx *store.Tx) (map[string][]store.Claim, error) { return groupClaimsByAlloc(tx, g.Name) })
+	var mounts map[string]*spec.MountOptions // the mount options of each volume the group's claims hold
+	held, err := viewOne(ctx, e.store, func(tx *store.Tx) (map[string][]store.Claim, error) {
+		held, err := groupClaimsByAlloc(tx, g.Name)
+		if err != nil {
+			return nil, err
+		}
+		mounts, err = heldVolumesMountOptions(tx, held)
+		return held, err
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return interrupted(0)
@@ -169,7 +181,7 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 			info.Allocs = append(info.Allocs, a)
 			continue
 		}
-		if err := refusedBeforeClaiming(g, i, held[alloc]); err != nil {
+		if err := refusedBeforeClaiming(g, i, held[alloc], mounts); err != nil {
 			errs = append(errs, fmt.Errorf("alloc %q: %w", alloc, err))
 			info.Allocs = append(info.Allocs, heldAlloc(g, i, held[alloc], err))
 			continue
@@ -445,11 +457,19 @@ func heldAlloc(g spec.Group, index int, held []store.Claim, err error) AllocInfo
 // bound for the alloc, then released again, where the help and docs/architecture.md promise the alloc
 // fails before anything is claimed (TestAllocWhoseSecondDestinationHoldsFilesClaimsNothing,
 // TestAllocWithAChangedVolumeMountClaimsNothing). Each claim's admission checks again.
-func refusedBeforeClaiming(g spec.Group, index int, held []store.Claim) error {
+//
+// A claim held is compared with the whole of the mount options it would be published with, the
+// volume's (mounts, by volume ID) merged with the spec's, as admission compares them
+// (exactMount): before, only admission did, and the alloc's other volumes were claimed first
+// (TestAllocWithItsMountOptionsRemovedClaimsNothing).
+func refusedBeforeClaiming(g spec.Group, index int, held []store.Claim, mounts map[string]*spec.MountOptions) error {
 	for _, r := range g.Volumes {
 		req := allocRequest(g, r, index)
 		i := slices.IndexFunc(held, func(c store.Claim) bool { return !c.Releasing && sameInNFC(c.VolumeID, req.VolumeID) })
 		if i >= 0 {
+			if mo, ok := mounts[held[i].VolumeID]; ok && held[i].AttachmentMode == spec.FileSystem {
+				req.exactMount = mo.Merge(req.MountOptions)
+			}
 			if err := heldConflict(held[i], req, claimMode(req)); err != nil {
 				return fmt.Errorf("claim %q for alloc %q: %w", req.VolumeID, req.Alloc, err)
 			}
@@ -457,6 +477,74 @@ func refusedBeforeClaiming(g spec.Group, index int, held []store.Claim) error {
 		}
 		if err := bindsBindable(req.Binds, req.AttachmentMode); err != nil {
 			return fmt.Errorf("claim %q for alloc %q: %w", req.VolumeID, req.Alloc, err)
+		}
+	}
+	return nil
+}
+
+// heldVolumesMountOptions reads the mount options of each volume the claims in held are of.
+func heldVolumesMountOptions(tx *store.Tx, held map[string][]store.Claim) (map[string]*spec.MountOptions, error) {
+	out := map[string]*spec.MountOptions{}
+	for _, claims := range held {
+		for _, c := range claims {
+			if _, ok := out[c.VolumeID]; ok {
+				continue
+			}
+			v, err := tx.Volumes().Get(c.VolumeID)
+			if errors.Is(err, store.ErrNotFound) {
+				continue // admission says so
+			}
+			if err != nil {
+				return nil, err
+			}
+			out[c.VolumeID] = v.MountOptions
+		}
+	}
+	return out, nil
+}
+
+// maxOverlapChecked bounds the destinations allocsOverlap compares: past it (a count of
+// thousands with several volume_mounts each), admission's checks, alloc by alloc, stand alone.
+const maxOverlapChecked = 100_000
+
+// allocsOverlap refuses, as invalid, a group whose volume_mount destinations, as bound for
+// each of its count allocs, are one path or nest across two allocs: every run bound one alloc
+// and refused the other, a conflict whose advice, the group's stop, changed nothing
+// (TestGroupWhoseAllocsDestinationsOverlapIsRefusedOnceNotEveryRun). Refused before anything
+// is recorded or claimed. An alloc's own destinations may nest (a group binds them outermost
+// first); the spec check refuses one path twice in one alloc.
+func allocsOverlap(g spec.Group) error {
+	type placed struct {
+		path, alloc, volume string
+	}
+	if len(g.Mounts)*g.Count > maxOverlapChecked || len(g.Mounts) == 0 {
+		return nil
+	}
+	var all []placed
+	for i := 0; i < g.Count; i++ {
+		alloc := spec.AllocName(g.Name, i)
+		for _, r := range g.Volumes {
+			for _, b := range groupBinds(g, r.Name, alloc, i) {
+				all = append(all, placed{filepath.Clean(b.Destination), alloc, r.Name})
+			}
+		}
+	}
+	slices.SortFunc(all, func(a, b placed) int { return strings.Compare(a.path, b.path) })
+	for i, a := range all {
+		for _, b := range all[i+1:] {
+			if !strings.HasPrefix(b.path, a.path) {
+				break // sorted: the paths a is a prefix of, those below it among them, come first
+			}
+			if b.alloc == a.alloc || b.path != a.path && !under(b.path, a.path) {
+				continue
+			}
+			how := "is"
+			if b.path != a.path {
+				how = "lies in"
+			}
+			return invalidf("alloc %q's volume_mount of volume %q at %s %s alloc %q's of volume %q at %s: the group's volume_mount destinations overlap across its allocs, "+
+				"so a run would bind one and refuse the other; give each alloc destinations of its own (%s or %s in a component of its own, not below another alloc's)",
+				b.alloc, b.volume, b.path, how, a.alloc, a.volume, a.path, spec.PlaceholderIndex, spec.PlaceholderAlloc)
 		}
 	}
 	return nil

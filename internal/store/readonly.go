@@ -241,7 +241,10 @@ func (s *Store) readPool() (*pool, error) {
 	}
 	old := s.r
 	s.r = newPool(rdb, readConns)
-	s.ro.immutable, s.ro.file = !hasWAL, stamp
+	// The file checkFile compares with is the one opened now: left the first one's, a store
+	// that reads a WAL now said its state was replaced at the next check
+	// (TestReadOnlyStoreThatFollowedAReplacedFileChecksTheNewOne).
+	s.ro.immutable, s.ro.file, s.file = !hasWAL, stamp, stamp.id
 	_ = old.close() // a View still on it has its connection closed when it ends
 	return s.r, nil
 }

@@ -48,3 +48,55 @@ func TestReadOnlyStoreChecksTheFileItOpened(t *testing.T) {
 		t.Errorf("CheckFile of a read-only store whose file was replaced: %v, want ErrReplaced", err)
 	}
 }
+
+// A store opened read-only and immutable (no WAL) that follows a file put at its path, opened
+// again by readPool, checks the new file: once a writer left a WAL on it, the store read it,
+// and the next CheckFile said the state was replaced (the first file's ID kept). Found by
+// helper review74 (the own review of the change above).
+func TestReadOnlyStoreThatFollowedAReplacedFileChecksTheNewOne(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	w, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update(t, w, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "first"}) })
+	if err := w.Close(); err != nil { // checkpointed, the WAL removed: opened immutable below
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, FileName)
+	if _, err := os.Stat(path + "-wal"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("premise: no WAL after the writer closed: %v", err)
+	}
+	s, err := Open(context.Background(), readOnlyView(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Another file put at the path, and a writer leaving a WAL on it.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".new", data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+	w2, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeLeftForExit(w2)
+	update(t, w2, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "second"}) })
+	if err := w2.CloseAtExit(); err != nil { // the WAL stays
+		t.Fatal(err)
+	}
+	if got := eventKinds(t, s); len(got) != 2 {
+		t.Fatalf("events read through the read-only store after the file was replaced and written: %q, want both", got)
+	}
+	if err := s.CheckFile(); err != nil {
+		t.Errorf("CheckFile of a read-only store reading the file now at its path: %v", err)
+	}
+}
