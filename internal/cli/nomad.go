@@ -1145,8 +1145,8 @@ func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h e
 			// the registration whose answer was lost may still be applied after it. Settled
 			// first, the advice works in one go (TestNomadReleaseOfAnUnsettledHandoverNomadAppliedWorksAsAdvised).
 			return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q is still registered in %s (%d claim(s)), and a registration of it volctl sent ended without Nomad saying how, which Nomad may yet apply: "+
-				"`%s` again settles it (Nomad answers it); then %s; volctl takes it back only once Nomad has let go of it",
-				h.VolumeID, h.Where(), have.Claims(), shellquote.Command("volctl nomad register", h.VolumeID), howToDeregister(h, have, c.Hide))}
+				"%s again settles it (Nomad answers it); then %s; volctl takes it back only once Nomad has let go of it",
+				h.VolumeID, h.Where(), have.Claims(), h.RegisterAgain(), howToDeregister(h, have, c.Hide))}
 		}
 		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q is still registered in %s (%d claim(s)): %s; volctl takes it back only once Nomad has let go of it",
 			h.VolumeID, h.Where(), have.Claims(), howToDeregister(h, have, c.Hide))}
@@ -1164,8 +1164,8 @@ func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h e
 	case h.Unsettled:
 		// Nomad may yet apply the registration whose outcome it did not say, after this 404:
 		// the register path's rule (nomad.Client.HandOver), kept by the mark.
-		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q: Nomad at %s says it has no such volume, but a registration of it volctl sent ended without Nomad saying how, and Nomad may yet apply it (it applies writes through its Raft log, and answers a read without waiting for one in flight), so it stays marked handed over: `%s` again settles it (Nomad answers it), then %s and `%s`; or, once you know Nomad is done with that request and nothing in it uses the volume, `%s`",
-			h.VolumeID, c.Address, shellquote.Command("volctl nomad register", h.VolumeID), nomadCmd(h, "volume deregister", h.VolumeID),
+		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q: Nomad at %s says it has no such volume, but a registration of it volctl sent ended without Nomad saying how, and Nomad may yet apply it (it applies writes through its Raft log, and answers a read without waiting for one in flight), so it stays marked handed over: %s again settles it (Nomad answers it), then %s and `%s`; or, once you know Nomad is done with that request and nothing in it uses the volume, `%s`",
+			h.VolumeID, c.Address, h.RegisterAgain(), nomadCmd(h, "volume deregister", h.VolumeID),
 			shellquote.Command("volctl nomad release", h.VolumeID), shellquote.Command("volctl nomad release --force", h.VolumeID))}
 	}
 	// Nomad's 404 for the ID is no word that it let go of the storage: moved in Nomad to

@@ -165,7 +165,7 @@ func TestVolumeStatusOfAnUnsettledHandoverSaysWhatWorks(t *testing.T) {
 	if err := volumeStatusRun(h.ctx, &VolumeStatusOptions{IO: ios, Engine: h.engine, Now: time.Now, ID: "db"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"without Nomad saying how", "`volctl nomad register db` again"} {
+	for _, want := range []string{"without Nomad saying how", "volctl nomad register db` (NOMAD_REGION unset) again"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("volume status:\n%s\nwant it to say %q", out, want)
 		}

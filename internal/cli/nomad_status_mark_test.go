@@ -36,7 +36,7 @@ func TestNomadStatusSaysWhereAMarkedVolumeIs(t *testing.T) {
 		t.Fatalf("register answered 500: %v (marked: %v)", err, handedOver(t, h))
 	}
 	out, notes := status(h, n)
-	for _, want := range []string{`volume "db"`, "Nomad may have it or yet apply it", "`volctl nomad register db` again finishes the handover",
+	for _, want := range []string{`volume "db"`, "Nomad may have it or yet apply it", "volctl nomad register db` (NOMAD_REGION unset) again finishes the handover",
 		"`volctl nomad release db`"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("status of a volume whose registration is in flight:\n%s%s\nwant it to say %q", out, notes, want)

@@ -74,7 +74,7 @@ func TestNomadReleaseOfAnUnsettledHandoverNomadAppliedWorksAsAdvised(t *testing.
 	if first == nil || !handedOver(t, h) || !strings.Contains(first.Error(), "still registered") {
 		t.Fatalf("release while Nomad has the volume: %v (marked: %v)", first, handedOver(t, h))
 	}
-	if !strings.Contains(first.Error(), "`volctl nomad register db` again settles it") || !strings.Contains(first.Error(), "nomad volume deregister") {
+	if !strings.Contains(first.Error(), "volctl nomad register db` (NOMAD_REGION unset) again settles it") || !strings.Contains(first.Error(), "nomad volume deregister") {
 		t.Fatalf("release of an unsettled handover Nomad applied = %v\nwant it to name the registration again that settles it, then the deregistration", first)
 	}
 	// As advised: the registration again (Nomad answers it now), the deregistration, the release.

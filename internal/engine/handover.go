@@ -339,14 +339,23 @@ func (h HandoverInfo) TakeBackCommands() string {
 	if !h.Unsettled {
 		return back
 	}
+	return fmt.Sprintf("%s first, whose answer settles its registration there, which ended without Nomad saying how; then %s",
+		h.RegisterAgain(), back)
+}
+
+// RegisterAgain is the `volctl nomad register` of the volume where it was handed over, in
+// backquotes, the mark's NOMAD_* settings before it (and "(NOMAD_REGION unset)" after it for a
+// mark naming no region): run bare from a shell whose NOMAD_NAMESPACE or NOMAD_REGION is
+// another, the registration went there and was refused as a handover elsewhere
+// (TestReleaseRefusalOfAnUnsettledMarkAdvisesARegistrationThatRunsInThisShell,
+// TestNomadStatusUnsettledNoteAdviceRunsAsWrittenInAnotherNamespacesShell).
+func (h HandoverInfo) RegisterAgain() string {
 	env, unset := h.settings()
+	cmd := fmt.Sprintf("`%s %s`", env, shellquote.Command("volctl nomad register", h.VolumeID))
 	if unset {
-		unset := " (NOMAD_REGION unset)"
-		return fmt.Sprintf("`%s %s`%s first, whose answer settles its registration there, which ended without Nomad saying how; then %s",
-			env, shellquote.Command("volctl nomad register", h.VolumeID), unset, back)
+		cmd += " (NOMAD_REGION unset)"
 	}
-	return fmt.Sprintf("`%s %s` first, whose answer settles its registration there, which ended without Nomad saying how; then %s",
-		env, shellquote.Command("volctl nomad register", h.VolumeID), back)
+	return cmd + h.CredentialBack()
 }
 
 // environment is the NOMAD_* settings under which `volctl nomad register` names where the
@@ -643,8 +652,8 @@ func keptForNomad(v store.Volume, node string, h store.Handover) string {
 func (h HandoverInfo) whatToRun() string {
 	deregister, release := h.NomadCommand("volume deregister", h.VolumeID), shellquote.Command("volctl nomad release", h.VolumeID)
 	if h.Unsettled {
-		return fmt.Sprintf("`%s` again finishes the handover (Nomad's answer settles it); to take it back instead, after that, `%s`, then `%s`",
-			shellquote.Command("volctl nomad register", h.VolumeID), deregister, release)
+		return fmt.Sprintf("%s again finishes the handover (Nomad's answer settles it); to take it back instead, after that, `%s`, then `%s`",
+			h.RegisterAgain(), deregister, release)
 	}
 	return fmt.Sprintf("after `%s`, take it back with `%s`", deregister, release)
 }

@@ -30,7 +30,7 @@ func TestClaimOfAnInterruptedHandoverSaysWhatWorks(t *testing.T) {
 	if !errors.Is(err, ErrConflict) {
 		t.Fatalf("claim of a volume whose handover was interrupted: %v, want a conflict", err)
 	}
-	for _, want := range []string{"handed over to Nomad at http://127.0.0.1:4646", "without Nomad saying how", "`volctl nomad register db`"} {
+	for _, want := range []string{"handed over to Nomad at http://127.0.0.1:4646", "without Nomad saying how", "NOMAD_ADDR=http://127.0.0.1:4646 NOMAD_NAMESPACE=default volctl nomad register db` (NOMAD_REGION unset)"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("claim refused: %v\nwant it to say %q", err, want)
 		}
