@@ -75,7 +75,7 @@ mount_options {
 
 	w.stepTo("volctl nomad release is refused, naming the alloc and its job")
 	out := w.volctl(4, "nomad", "release", "db")
-	for _, want := range []string{"still registered in Nomad", "Nomad's allocs claim it: user.g[0]", "of job user", "`nomad job stop -namespace default user`", "`nomad volume deregister -namespace default db`"} {
+	for _, want := range []string{"still registered in Nomad", "Nomad's allocs claim it: user.g[0]", "of job user", "`env -u NOMAD_REGION nomad job stop -namespace default user`", "`env -u NOMAD_REGION nomad volume deregister -namespace default db`"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("release of a volume a Nomad alloc claims: %s\nwant it to say %q", out, want)
 		}

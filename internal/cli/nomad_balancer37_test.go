@@ -55,7 +55,7 @@ func TestNomadReleaseThroughABalancerOfTwoClustersKeepsTheMark(t *testing.T) {
 			t.Errorf("start %d: release exits %d, want %d: %v", start, ExitCode(err), ExitConflict, err)
 		}
 		for _, want := range []string{`volume "db"`, "more than one Nomad cluster answers", "10.0.2.1:4647", "stays marked handed over",
-			"`nomad volume status -namespace default db` against each cluster's own servers", "`volctl nomad release --force db`"} {
+			"`env -u NOMAD_REGION nomad volume status -namespace default db` against each cluster's own servers", "`volctl nomad release --force db`"} {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("start %d: release: %v\nwant it to say %q", start, err, want)
 			}

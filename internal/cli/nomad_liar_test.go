@@ -271,7 +271,7 @@ func TestNomadReleaseRefusalOfAStoppedAllocsClaimSaysWhatWorks(t *testing.T) {
 		"web.web[0] (1b80f67e) of job web has stopped (failed)",
 		"tries again by itself while the plugin refuses it",
 		"release the local claims `volctl volume status db` lists",
-		"`nomad volume status -namespace team db` shows Nomad's claims",
+		"`env -u NOMAD_REGION nomad volume status -namespace team db` shows Nomad's claims",
 		"api.api[0] (2c91a780) of job api", "nomad job stop -namespace team api",
 		"nomad volume deregister -namespace team db",
 	} {

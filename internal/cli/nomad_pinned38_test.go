@@ -58,7 +58,7 @@ func TestNomadReleaseThroughAPinnedBalancerMovedToAnotherClusterKeepsTheMark(t *
 		t.Errorf("release exits %d, want %d: %v", ExitCode(err), ExitConflict, err)
 	}
 	for _, want := range []string{`volume "db"`, "10.0.2.1:4647", "10.0.1.1:4647", "another Nomad cluster answers there", "stays marked handed over",
-		"`nomad volume status -namespace default db` against the servers of the cluster it was handed to", "`volctl nomad release --force db` takes it back"} {
+		"`env -u NOMAD_REGION nomad volume status -namespace default db` against the servers of the cluster it was handed to", "`volctl nomad release --force db` takes it back"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("release: %v\nwant it to say %q", err, want)
 		}

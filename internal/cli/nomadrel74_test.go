@@ -90,3 +90,26 @@ func TestNomadStatusUnsettledNoteAdviceRunsAsWrittenInAnotherNamespacesShell(t *
 		t.Errorf("nomad status:\n%s%s\nits advice, run as written in the same shell: %v (exit %d)", out, notes, rerr, ExitCode(rerr))
 	}
 }
+
+// A volume handed over with NOMAD_REGION unset is in the agent's own region: its mark records
+// none. `volctl nomad release` from a shell with NOMAD_REGION=eu asks that home region (as
+// documented), finds Nomad still has the volume, and refuses (exit 4), naming the `nomad volume
+// deregister` to run first. The nomad CLI reads NOMAD_REGION: run as written there, it
+// deregistered volume db in region eu (another volume by the ID, maybe), the one handed over
+// left. The command unsets NOMAD_REGION for a mark naming no region. Found by helper review74.
+func TestReleaseRefusalsDeregisterRunsInTheRegionTheVolumeWasHandedOverIn(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	t.Setenv("NOMAD_REGION", "")
+	if _, _, err := registerIn(h, a); err != nil || !handedOver(t, h) {
+		t.Fatalf("precondition: register in the agent's own region: %v (marked: %v)", err, handedOver(t, h))
+	}
+	t.Setenv("NOMAD_REGION", "eu")
+	_, err := runNomadRelease(h, a.client, nil)
+	if err == nil || ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), "still registered in Nomad") {
+		t.Fatalf("precondition: release while Nomad has the volume: %v (exit %d), want exit 4", err, ExitCode(err))
+	}
+	if want := "`env -u NOMAD_REGION nomad volume deregister -namespace default db`"; !strings.Contains(err.Error(), want) {
+		t.Errorf("release refused:\n%v\nwant its deregister to reach the region the volume was handed over in from this shell (NOMAD_REGION=eu): %s", err, want)
+	}
+}

@@ -300,9 +300,17 @@ func (h HandoverInfo) NomadFlags() string {
 }
 
 // NomadCommand is the nomad CLI command `nomad CMD [FLAGS] ARG` on the volume where it was
-// handed over (NomadFlags), its words quoted for a shell (shellquote).
+// handed over (NomadFlags), its words quoted for a shell (shellquote). A mark naming no region
+// is the agent's own region's, which the nomad CLI reaches only with NOMAD_REGION unset: the
+// command says so (env -u), where from a shell with NOMAD_REGION=eu the deregister went to
+// region eu, to another volume by the ID there maybe, the one handed over left
+// (TestReleaseRefusalsDeregisterRunsInTheRegionTheVolumeWasHandedOverIn).
 func (h HandoverInfo) NomadCommand(cmd, arg string) string {
-	return shellquote.Command(strings.TrimSpace("nomad "+cmd+" "+h.NomadFlags()), arg)
+	c := shellquote.Command(strings.TrimSpace("nomad "+cmd+" "+h.NomadFlags()), arg)
+	if h.Region == "" {
+		c = "env -u NOMAD_REGION " + c
+	}
+	return c
 }
 
 // Elsewhere is the error (ErrConflict) refusing to hand the volume over to to when its mark

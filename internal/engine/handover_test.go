@@ -542,7 +542,7 @@ func TestHandOverElsewhereSaysWhatWorksAsPasted(t *testing.T) {
 			t.Fatalf("hand over to %+v of a volume handed over to %+v: %v, want a conflict", to, a, err)
 		}
 		for _, want := range []string{
-			"`NOMAD_ADDR=http://nomad-a:4646 nomad volume deregister -namespace prod db`",
+			"`NOMAD_ADDR=http://nomad-a:4646 env -u NOMAD_REGION nomad volume deregister -namespace prod db`",
 			"`NOMAD_ADDR=http://nomad-a:4646 volctl nomad release db`",
 			"NOMAD_ADDR=http://nomad-a:4646 NOMAD_NAMESPACE=prod with NOMAD_REGION unset",
 		} {
