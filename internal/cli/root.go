@@ -315,8 +315,10 @@ func withListAliases(cmd *cobra.Command) *cobra.Command {
 	check := cmd.Args
 	cmd.Args = func(c *cobra.Command, args []string) error {
 		if name := c.CalledAs(); (name == "list" || name == "ls") && len(args) > 0 {
-			return &flagError{err: fmt.Errorf("%s %s lists them all and takes no argument; to show one: %s status %s\nSee '%s --help'.",
-				c.Parent().CommandPath(), name, c.Parent().CommandPath(), args[0], c.CommandPath())}
+			// The ID quoted as a shell reads it: "a b" was two arguments, refused
+			// (TestAdvicePrintedRunsAsPrinted).
+			return &flagError{err: fmt.Errorf("%s %s lists them all and takes no argument; to show one: %s\nSee '%s --help'.",
+				c.Parent().CommandPath(), name, shellquote.Command(c.Parent().CommandPath()+" status", args[0]), c.CommandPath())}
 		}
 		if check == nil {
 			return nil

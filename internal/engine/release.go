@@ -489,7 +489,7 @@ func keptAttachment(v store.Volume, st store.Staging, c *conn) string {
 		// was named, and followed, forgot nothing:
 		// TestAdvisedForcedDetachForgetsAnAttachmentKeptForTheControllerHalf).
 		forget = fmt.Sprintf("run `%s` to forget it with the volume (register the volume again to go on using it)",
-			shellquote.CommandFlags("volctl volume deregister", []string{v.ID}, "--force"))
+			shellquote.CommandFlags("volctl volume deregister", []string{v.ID}, "--force", "--yes"))
 	}
 	return fmt.Sprintf("volume %q is recorded as attached to node %q, but %s, so ControllerUnpublishVolume cannot be sent: "+
 		"the attachment stays recorded, owed; %s and `volctl reconcile` sends it, "+
@@ -743,7 +743,7 @@ func (e *Engine) checkUnmounted(v store.Volume, rpc, what, path string, c *conn,
 // event log says which of them moved the socket.
 func reregisteredWords(p store.Plugin) string {
 	return fmt.Sprintf(", or plugin %q was registered since on a socket another process serves (`%s` shows its registrations: register it again on the socket of the process that mounted it)",
-		p.ID, shellquote.CommandFlags("volctl events", nil, "--plugin", p.ID, "--kind", "plugin-register"))
+		p.ID, shellquote.CommandFlags("volctl events", nil, shellquote.Flag("--plugin", p.ID), "--kind plugin-register"))
 }
 
 // checkSharedDir checks, after the plugin answered rpc for volume v, that nothing is mounted

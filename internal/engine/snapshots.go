@@ -1567,7 +1567,7 @@ func (e *Engine) finishPendingForDelete(ctx context.Context, intent store.Snapsh
 	case !now.pending:
 		return store.Snapshot{}, notFoundf("snapshot %q of volume %q: its create, pending when this delete read it, was forgotten or finished by another volctl while this one waited for the volume's lock, "+
 			"and nothing is recorded under the name now; nothing was sent (`%s` shows what the plugin has)",
-			intent.Name, intent.SourceVolumeID, shellquote.Command("volctl volume snapshot list", intent.PluginID))
+			intent.Name, intent.SourceVolumeID, "volctl volume snapshot list "+shellquote.Flag("--plugin", intent.PluginID))
 	}
 	intent = now.intent
 	c, err := e.snapshotConn(ctx, intent.PluginID, intent.Reach)

@@ -49,7 +49,7 @@ func refuseClaimed(tx *store.Tx, volumeID, verb string) error {
 		if _, perr := tx.Plugins().Get(v.PluginID); errors.Is(perr, store.ErrNotFound) {
 			return conflictf("volume %q has %d live claim(s): %s, and its plugin %q is not registered, so no release can reach it: "+
 				"`%s` frees them without the plugin (or register the plugin again and release them), then %s it",
-				volumeID, len(claims), describeClaims(claims), v.PluginID, shellquote.CommandFlags("volctl volume detach", []string{volumeID}, "--force"), verb)
+				volumeID, len(claims), describeClaims(claims), v.PluginID, shellquote.CommandFlags("volctl volume detach", []string{volumeID}, "--force", "--yes"), verb)
 		} else if perr != nil {
 			return perr
 		}
@@ -64,7 +64,7 @@ func refuseClaimed(tx *store.Tx, volumeID, verb string) error {
 			volumeID, len(claims), describeClaims(claims), how)
 	}
 	if verb == "deregister" && !grouped {
-		how += fmt.Sprintf(", or `%s` releases them first", shellquote.CommandFlags("volctl volume deregister", []string{volumeID}, "--force"))
+		how += fmt.Sprintf(", or `%s` releases them first", shellquote.CommandFlags("volctl volume deregister", []string{volumeID}, "--force", "--yes"))
 	}
 	return conflictf("volume %q has %d live claim(s): %s; release them first (%s), then %s it",
 		volumeID, len(claims), describeClaims(claims), how, verb)
