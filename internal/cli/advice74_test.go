@@ -45,6 +45,7 @@ import (
 //     plugin has": snapshot list takes the plugin as --plugin, and refuses the argument
 //     (finishPendingForDelete, engine/snapshots.go). It should be
 //     "volctl volume snapshot list "+shellquote.Flag("--plugin", id), as its neighbours write it.
+//
 // Found by helper review74.
 func TestAdvicePrintedRunsAsPrinted(t *testing.T) {
 	requireMount(t)
