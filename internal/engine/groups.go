@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -503,49 +502,15 @@ func heldVolumesMountOptions(tx *store.Tx, held map[string][]store.Claim) (map[s
 	return out, nil
 }
 
-// maxOverlapChecked bounds the destinations allocsOverlap compares: past it (a count of
-// thousands with several volume_mounts each), admission's checks, alloc by alloc, stand alone.
-const maxOverlapChecked = 100_000
-
 // allocsOverlap refuses, as invalid, a group whose volume_mount destinations, as bound for
-// each of its count allocs, are one path or nest across two allocs: every run bound one alloc
-// and refused the other, a conflict whose advice, the group's stop, changed nothing
+// each of its count allocs, are one path or nest across two allocs (spec.AllocsOverlap, which
+// the spec's reader refuses too): every run bound one alloc and refused the other, a conflict
+// whose advice, the group's stop, changed nothing
 // (TestGroupWhoseAllocsDestinationsOverlapIsRefusedOnceNotEveryRun). Refused before anything
-// is recorded or claimed. An alloc's own destinations may nest (a group binds them outermost
-// first); the spec check refuses one path twice in one alloc.
+// is recorded or claimed: a spec recorded before the reader refused it reaches here.
 func allocsOverlap(g spec.Group) error {
-	type placed struct {
-		path, alloc, volume string
-	}
-	if len(g.Mounts)*g.Count > maxOverlapChecked || len(g.Mounts) == 0 {
-		return nil
-	}
-	var all []placed
-	for i := 0; i < g.Count; i++ {
-		alloc := spec.AllocName(g.Name, i)
-		for _, r := range g.Volumes {
-			for _, b := range groupBinds(g, r.Name, alloc, i) {
-				all = append(all, placed{filepath.Clean(b.Destination), alloc, r.Name})
-			}
-		}
-	}
-	slices.SortFunc(all, func(a, b placed) int { return strings.Compare(a.path, b.path) })
-	for i, a := range all {
-		for _, b := range all[i+1:] {
-			if !strings.HasPrefix(b.path, a.path) {
-				break // sorted: the paths a is a prefix of, those below it among them, come first
-			}
-			if b.alloc == a.alloc || b.path != a.path && !under(b.path, a.path) {
-				continue
-			}
-			how := "is"
-			if b.path != a.path {
-				how = "lies in"
-			}
-			return invalidf("alloc %q's volume_mount of volume %q at %s %s alloc %q's of volume %q at %s: the group's volume_mount destinations overlap across its allocs, "+
-				"so a run would bind one and refuse the other; give each alloc destinations of its own (%s or %s in a component of its own, not below another alloc's)",
-				b.alloc, b.volume, b.path, how, a.alloc, a.volume, a.path, spec.PlaceholderIndex, spec.PlaceholderAlloc)
-		}
+	if first, second, how, ok := spec.AllocsOverlap(g); ok {
+		return invalidf("%s", first.Overlap(second, how))
 	}
 	return nil
 }

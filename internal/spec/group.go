@@ -114,6 +114,7 @@ func (d *decoder) group(body hcl.Body) *Group {
 		}
 		reqs[key] = r
 	}
+	var mountBlocks []*hcl.Block // each of g.Mounts' block
 	for _, mb := range blocksOf(gc, "volume_mount") {
 		if m, ok := d.volumeMount(mb, g.Name, g.Count, reqs); ok {
 			// Compared as bound: cleaned ("/srv/a/" is "/srv/a"), one path being one mount, and
@@ -135,9 +136,74 @@ func (d *decoder) group(body hcl.Body) *Group {
 				}
 			}
 			g.Mounts = append(g.Mounts, *m)
+			mountBlocks = append(mountBlocks, mb)
+		}
+	}
+	// Across allocs: one alloc's destination that is, or lies in, another's, which every run
+	// bound one of and refused the other, and which validate called valid
+	// (TestValidateRefusesAGroupWhoseAllocsDestinationsOverlap).
+	if !d.diags.HasErrors() {
+		if first, second, how, ok := AllocsOverlap(*g); ok {
+			d.errorf(d.at(mountBlocks[second.Mount]), "Destinations overlap across allocs", "%s", first.Overlap(second, how))
 		}
 	}
 	return g
+}
+
+// MaxOverlapChecked bounds the destinations AllocsOverlap compares: past it (a count of
+// thousands with several volume_mounts each), the engine's admission, alloc by alloc, stands
+// alone.
+const MaxOverlapChecked = 100_000
+
+// BoundMount is volume_mount Mount (an index of a group's Mounts) of one alloc, its
+// destination as bound: placeholders replaced, cleaned.
+type BoundMount struct {
+	Path, Alloc, Volume string
+	Mount               int
+}
+
+// Overlap words b, which is (how "is") or lies in (how "lies in") m's destination, another
+// alloc's: what a spec so written can never run.
+func (m BoundMount) Overlap(b BoundMount, how string) string {
+	return fmt.Sprintf("alloc %q's volume_mount of volume %q at %s %s alloc %q's of volume %q at %s: the group's volume_mount destinations overlap across its allocs, "+
+		"so a run would bind one and refuse the other; give each alloc destinations of its own (%s or %s in a component of its own, not below another alloc's)",
+		b.Alloc, b.Volume, b.Path, how, m.Alloc, m.Volume, m.Path, PlaceholderIndex, PlaceholderAlloc)
+}
+
+// AllocsOverlap returns two volume_mounts of different allocs of g whose destinations, as
+// bound, are one path (how "is") or the second inside the first ("lies in"); ok false when
+// none, or past MaxOverlapChecked destinations. One alloc's own may nest (they are bound
+// outermost first); one path twice in one alloc is the decoder's "Duplicate destination".
+func AllocsOverlap(g Group) (first, second BoundMount, how string, ok bool) {
+	count := max(g.Count, 1)
+	if len(g.Mounts) == 0 || len(g.Mounts)*count > MaxOverlapChecked {
+		return first, second, "", false
+	}
+	all := make([]BoundMount, 0, len(g.Mounts)*count)
+	for i := 0; i < count; i++ {
+		alloc := AllocName(g.Name, i)
+		r := strings.NewReplacer(PlaceholderIndex, strconv.Itoa(i), PlaceholderAlloc, alloc)
+		for j, m := range g.Mounts {
+			all = append(all, BoundMount{Path: path.Clean(r.Replace(m.Destination)), Alloc: alloc, Volume: m.Volume, Mount: j})
+		}
+	}
+	slices.SortStableFunc(all, func(a, b BoundMount) int { return strings.Compare(a.Path, b.Path) })
+	for i, a := range all {
+		for _, b := range all[i+1:] {
+			if !strings.HasPrefix(b.Path, a.Path) {
+				break // sorted: the paths a is a prefix of, those below it among them, come first
+			}
+			below := b.Path != a.Path && (a.Path == "/" || strings.HasPrefix(b.Path, a.Path+"/"))
+			if b.Alloc == a.Alloc || b.Path != a.Path && !below {
+				continue
+			}
+			if b.Path == a.Path {
+				return a, b, "is", true
+			}
+			return a, b, "lies in", true
+		}
+	}
+	return first, second, "", false
 }
 
 // boundTemplate is destination dest as the engine binds it, cleaned, with {alloc} written as

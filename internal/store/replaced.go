@@ -55,11 +55,19 @@ func Unusable(err error) bool {
 // checkFile returns ErrReplaced, saying what to do, when the database file at s.path is not the
 // one s opened.
 func (s *Store) checkFile() error {
-	if s.ro != nil && s.ro.immutable {
-		return nil // its pool is opened again on the file at the path when that changes (readPool)
+	opened := s.file
+	if s.ro != nil {
+		// readPool changes both under this lock, from another goroutine's View.
+		s.ro.mu.Lock()
+		immutable := s.ro.immutable
+		opened = s.file
+		s.ro.mu.Unlock()
+		if immutable {
+			return nil // its pool is opened again on the file at the path when that changes (readPool)
+		}
 	}
 	id, err := idAt(s.path)
-	if err == nil && id == s.file {
+	if err == nil && id == opened {
 		return nil
 	}
 	what := "another file is at its path now"
