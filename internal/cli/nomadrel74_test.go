@@ -41,15 +41,7 @@ func followRegisterAdvice(t *testing.T, h *cliHarness, n *fakeNomad, advice stri
 // `volctl nomad register ID`, without the mark's environment (HandoverInfo.settings).
 // Found by helper review74.
 func TestReleaseRefusalOfAnUnsettledMarkAdvisesARegistrationThatRunsInThisShell(t *testing.T) {
-	h := nomadHarness(t)
-	a := newFakeNomad(t)
-	t.Setenv("NOMAD_NAMESPACE", "team")
-	a.setOnPut(hangUp)
-	if _, _, err := registerIn(h, a); err == nil || !handedOver(t, h) {
-		t.Fatalf("precondition: register without an answer: %v (marked: %v)", err, handedOver(t, h))
-	}
-	a.setOnPut(nil)
-	t.Setenv("NOMAD_NAMESPACE", "")
+	h, a := unsettledInTeam(t)
 
 	_, err := runNomadRelease(h, a.client, nil)
 	if err == nil || !handedOver(t, h) || ExitCode(err) != ExitConflict {
@@ -70,15 +62,7 @@ func TestReleaseRefusalOfAnUnsettledMarkAdvisesARegistrationThatRunsInThisShell(
 // (internal/engine/handover.go): the bare command, without the mark's environment.
 // Found by helper review74.
 func TestNomadStatusUnsettledNoteAdviceRunsAsWrittenInAnotherNamespacesShell(t *testing.T) {
-	h := nomadHarness(t)
-	a := newFakeNomad(t)
-	t.Setenv("NOMAD_NAMESPACE", "team")
-	a.setOnPut(hangUp)
-	if _, _, err := registerIn(h, a); err == nil || !handedOver(t, h) {
-		t.Fatalf("precondition: register without an answer: %v (marked: %v)", err, handedOver(t, h))
-	}
-	a.setOnPut(nil)
-	t.Setenv("NOMAD_NAMESPACE", "")
+	h, a := unsettledInTeam(t)
 
 	ios, _, out, errOut := iostreams.Test()
 	serr := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: a.client})
@@ -112,4 +96,21 @@ func TestReleaseRefusalsDeregisterRunsInTheRegionTheVolumeWasHandedOverIn(t *tes
 	if want := "`env -u NOMAD_REGION nomad volume deregister -namespace default db`"; !strings.Contains(err.Error(), want) {
 		t.Errorf("release refused:\n%v\nwant its deregister to reach the region the volume was handed over in from this shell (NOMAD_REGION=eu): %s", err, want)
 	}
+}
+
+// unsettledInTeam hands volume db over with NOMAD_NAMESPACE=team to a Nomad that does not
+// answer the registration (its mark unsettled, in namespace team), then leaves the shell
+// without NOMAD_NAMESPACE.
+func unsettledInTeam(t *testing.T) (*cliHarness, *fakeNomad) {
+	t.Helper()
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	t.Setenv("NOMAD_NAMESPACE", "team")
+	a.setOnPut(hangUp)
+	if _, _, err := registerIn(h, a); err == nil || !handedOver(t, h) {
+		t.Fatalf("precondition: register without an answer: %v (marked: %v)", err, handedOver(t, h))
+	}
+	a.setOnPut(nil)
+	t.Setenv("NOMAD_NAMESPACE", "")
+	return h, a
 }

@@ -33,17 +33,7 @@ func TestReadOnlyStoreChecksTheFileItOpened(t *testing.T) {
 		t.Fatalf("CheckFile of a read-only store just opened: %v", err)
 	}
 	// Another file at the path (a backup restored over it), through the writable path.
-	path := filepath.Join(dir, FileName)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path+".new", data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(path+".new", path); err != nil {
-		t.Fatal(err)
-	}
+	replaceWithACopy(t, filepath.Join(dir, FileName))
 	if err := s.CheckFile(); !errors.Is(err, ErrReplaced) {
 		t.Errorf("CheckFile of a read-only store whose file was replaced: %v, want ErrReplaced", err)
 	}
@@ -74,16 +64,7 @@ func TestReadOnlyStoreThatFollowedAReplacedFileChecksTheNewOne(t *testing.T) {
 	}
 	defer s.Close()
 	// Another file put at the path, and a writer leaving a WAL on it.
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path+".new", data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(path+".new", path); err != nil {
-		t.Fatal(err)
-	}
+	replaceWithACopy(t, path)
 	w2, err := Open(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
@@ -98,5 +79,21 @@ func TestReadOnlyStoreThatFollowedAReplacedFileChecksTheNewOne(t *testing.T) {
 	}
 	if err := s.CheckFile(); err != nil {
 		t.Errorf("CheckFile of a read-only store reading the file now at its path: %v", err)
+	}
+}
+
+// replaceWithACopy puts a copy of the file at path in its place, as a backup restored over it:
+// the same bytes, another file.
+func replaceWithACopy(t *testing.T, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".new", data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
 	}
 }
