@@ -201,7 +201,7 @@ func TestDeregisterVolumeRefusesToForgetAnOwedUnpublish(t *testing.T) {
 	ext := h.externalID("v")
 	h.mem.ResetCalls()
 	_, err := h.e.DeregisterVolume(h.ctx, "v", false)
-	checkNamesTheOwedUnpublish(t, err, "`volctl volume deregister v --force`")
+	checkNamesTheOwedUnpublish(t, err, "`volctl volume deregister v --force --yes`")
 	if got := h.rpcs(); len(got) != 0 {
 		t.Errorf("deregister sent %v, want nothing: it only reads the records", got)
 	}
@@ -281,7 +281,7 @@ func TestDeregisterPluginRefusesWhileAnUnpublishIsOwed(t *testing.T) {
 	forceDetachFailingControllerUnpublish(t, h)
 	for _, force := range []bool{false, true} {
 		err := h.e.DeregisterPlugin(h.ctx, "mem", force)
-		checkNamesTheOwedUnpublish(t, err, "`volctl volume deregister v --force`")
+		checkNamesTheOwedUnpublish(t, err, "`volctl volume deregister v --force --yes`")
 		if ps, err := h.e.Plugins(h.ctx); err != nil || len(ps) != 1 {
 			t.Fatalf("plugins after a refused deregister (force %v) = %+v (%v), want mem still registered", force, ps, err)
 		}

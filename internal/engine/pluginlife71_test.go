@@ -98,11 +98,11 @@ func TestVolumeDeregisterAfterForcedPluginDeregisterAdvisesAWayThatWorks(t *test
 	if err == nil {
 		return
 	}
-	if !strings.Contains(err.Error(), "`volctl volume deregister v --force`") || strings.Contains(err.Error(), `once plugin "mem" answers`) {
-		t.Fatalf("volume deregister after the advised forced detach: %v\nwant it naming `volctl volume deregister v --force`, and not a reconcile through a plugin no longer registered", err)
+	if !strings.Contains(err.Error(), "`volctl volume deregister v --force --yes`") || strings.Contains(err.Error(), `once plugin "mem" answers`) {
+		t.Fatalf("volume deregister after the advised forced detach: %v\nwant it naming `volctl volume deregister v --force --yes`, and not a reconcile through a plugin no longer registered", err)
 	}
 	if _, err := h.e.DeregisterVolume(h.ctx, "v", true); err != nil {
-		t.Fatalf("the advised `volctl volume deregister v --force`: %v", err)
+		t.Fatalf("the advised `volctl volume deregister v --force --yes`: %v", err)
 	}
 }
 

@@ -1315,9 +1315,9 @@ func refuseOwedUnpublishes(tx *store.Tx, id string, vols []store.Volume) error {
 	if len(all) == 0 {
 		return nil
 	}
-	forget := "`volctl volume deregister VOLUME --force`"
+	forget := "`volctl volume deregister VOLUME --force --yes`"
 	if len(all) == 1 {
-		forget = "`" + shellquote.CommandFlags("volctl volume deregister", []string{all[0].volume}, "--force") + "`"
+		forget = "`" + shellquote.CommandFlags("volctl volume deregister", []string{all[0].volume}, "--force", "--yes") + "`"
 	}
 	handed := ""
 	if len(nomad) > 0 {

@@ -835,7 +835,7 @@ func (e *Engine) sendOwedUnpublish(ctx context.Context, id string) (unsent, err 
 func refuseOwedUnpublish(v store.Volume, st store.Staging, way string) error {
 	return conflictf("volume %q is recorded attached to node %q through plugin %q with no claim: a ControllerUnpublishVolume is owed (a forced detach could not send it, or the plugin lost PUBLISH_UNPUBLISH_VOLUME), and deregistering the volume would forget it. "+
 		"%s, then deregister again; or `%s`, which sends it too and, if the plugin still cannot take it, forgets the attachment",
-		v.ID, attachedNode(st), v.PluginID, way, shellquote.CommandFlags("volctl volume deregister", []string{v.ID}, "--force"))
+		v.ID, attachedNode(st), v.PluginID, way, shellquote.CommandFlags("volctl volume deregister", []string{v.ID}, "--force", "--yes"))
 }
 
 // owedUnpublishWay says what sends an owed ControllerUnpublishVolume through plugin id, as its

@@ -588,7 +588,7 @@ func (p *Plugin) deleteRecorded(ctx context.Context, id string) (*deletedDir, er
 // request that moved it there, or by another process. A failure is logged, the answer OK: the
 // volume is gone, and the next start removes what is left.
 func (p *Plugin) removeDeleted(id string) {
-	if !isVolumeID(id) { // an ID becomes a glob pattern
+	if !isVolumeID(id) && !isSnapshotID(id) { // an ID becomes a glob pattern
 		return
 	}
 	paths, _ := filepath.Glob(filepath.Join(p.partialDir(), deletedPrefix+id+"-*"))
@@ -973,6 +973,29 @@ func (p *Plugin) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshotRequ
 	if id == "" {
 		return nil, invalidArg("DeleteSnapshot: snapshot_id is required")
 	}
+	trash, err := p.deleteSnapshotRecorded(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if trash == nil {
+		p.removeDeleted(id) // what an earlier delete of it left in partial/, as DeleteVolume's
+		return &csi.DeleteSnapshotResponse{}, nil
+	}
+	if err := trash.remove(); err != nil {
+		return nil, internal("snapshot %q: its record is removed, and its directory (moved to %s) is not: %v%s; "+
+			"the plugin's next start removes it, or send the request again", id, trash.path, err, readOnlyRoot(p.cfg.Root, err))
+	}
+	return &csi.DeleteSnapshotResponse{}, nil
+}
+
+// deleteSnapshotRecorded is DeleteSnapshot's part under the plugin's lock, as deleteRecorded
+// is DeleteVolume's: the snapshot's directory moved into partial/ (made durable) before its
+// record goes, the directory returned to remove once the lock is released, nil for a snapshot
+// already gone. Removed in place, a removal cut short (a stop, an I/O error, a file it cannot
+// unlink) left the record beside half the directory under its final name: listed ready, and a
+// restore from it answered OK with what the removal had not reached
+// (TestDeleteSnapshotCutShortLeavesNoHalfSnapshotToRestore).
+func (p *Plugin) deleteSnapshotRecorded(ctx context.Context, id string) (*deletedDir, error) {
 	// Under lock, as a change to a volume's record: another process serving the root may have
 	// made the snapshot (p.snapshot reads its record), or be copying it (copyingFrom).
 	unlock, err := p.lock(ctx)
@@ -981,19 +1004,42 @@ func (p *Plugin) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshotRequ
 	}
 	defer unlock()
 	if _, ok := p.snapshot(id); !ok {
-		return &csi.DeleteSnapshotResponse{}, nil
+		return nil, nil
 	}
 	if p.copyingFrom(id) {
 		return nil, copyUnderWay("snapshot", id)
 	}
-	if err := os.RemoveAll(p.snapshotPath(id)); err != nil {
-		return nil, internal("snapshot %q: removing directory: %v%s", id, err, readOnlyRoot(p.cfg.Root, err))
+	dir := p.snapshotPath(id)
+	var trash *deletedDir
+	held, err := openLocked(dir, unix.LOCK_NB)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// Gone already: an earlier delete's, ended between the rename and the record.
+	case errors.Is(err, unix.EWOULDBLOCK):
+		return nil, status.Errorf(codes.Aborted, "hostpath: snapshot %q: its directory %s is held by another plugin process serving the root; send the request again", id, dir)
+	case err != nil:
+		return nil, internal("snapshot %q: %v", id, err)
+	default:
+		trash = &deletedDir{path: filepath.Join(p.partialDir(), deletedPrefix+id+"-"+randomHex(8)), held: held}
+		if err := os.Rename(dir, trash.path); err != nil {
+			held.Close()
+			return nil, internal("snapshot %q: moving its directory out of the way to remove it: %v%s", id, err, readOnlyRoot(p.cfg.Root, err))
+		}
+		for _, d := range []string{p.snapshotsDir(), p.partialDir()} {
+			if err := syncDir(d); err != nil {
+				_ = trash.remove()
+				return nil, internal("snapshot %q: %v%s", id, err, readOnlyRoot(p.cfg.Root, err))
+			}
+		}
 	}
 	delete(p.state.Snapshots, id)
 	if err := p.saveSnapshot(id); err != nil {
+		if trash != nil {
+			_ = trash.remove()
+		}
 		return nil, internal("snapshot %q: %v", id, err)
 	}
-	return &csi.DeleteSnapshotResponse{}, nil
+	return trash, nil
 }
 
 // ListSnapshots implements csi.ControllerServer, filtered by snapshot ID or source volume and

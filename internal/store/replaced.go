@@ -55,8 +55,10 @@ func Unusable(err error) bool {
 // checkFile returns ErrReplaced, saying what to do, when the database file at s.path is not the
 // one s opened.
 func (s *Store) checkFile() error {
-	opened := s.file
-	if s.ro != nil {
+	var opened fileID
+	if s.ro == nil {
+		opened = s.file
+	} else {
 		// readPool changes both under this lock, from another goroutine's View.
 		s.ro.mu.Lock()
 		immutable := s.ro.immutable
