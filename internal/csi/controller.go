@@ -175,14 +175,7 @@ func describeSource(snapshotID, cloneID string) string {
 // topologiesOverlap reports whether one of got lies in one of want: the segments one of them
 // sets are all set, alike, in the other ({zone=a} and {zone=a, rack=1} overlap).
 func topologiesOverlap(got, want []spec.Topology) bool {
-	within := func(a, b map[string]string) bool {
-		for k, v := range a {
-			if w, ok := b[k]; !ok || w != v {
-				return false
-			}
-		}
-		return true
-	}
+	within := spec.SegmentsWithin
 	for _, g := range got {
 		for _, w := range want {
 			if within(g.Segments, w.Segments) || within(w.Segments, g.Segments) {

@@ -251,14 +251,7 @@ func topologyMatch(node map[string]string, topos []spec.Topology) bool {
 }
 
 // segmentsWithin reports whether every segment of a is in b with the same value.
-func segmentsWithin(a, b map[string]string) bool {
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
+func segmentsWithin(a, b map[string]string) bool { return spec.SegmentsWithin(a, b) }
 
 // formatSegments words topology segments, which a plugin reported (NodeGetInfo, CreateVolume),
 // with their control characters escaped: an escape sequence in a segment must not reach the

@@ -546,32 +546,9 @@ func (p *Plugin) deleteRecorded(ctx context.Context, id string) (*deletedDir, er
 	if err := checkNothingMountedIn(dir); err != nil {
 		return nil, failedPrecondition("volume %q: %v", id, err)
 	}
-	var trash *deletedDir
-	held, err := openLocked(dir, unix.LOCK_NB)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		// Gone already: an earlier delete's, ended between the rename and the record.
-	case errors.Is(err, unix.EWOULDBLOCK):
-		return nil, status.Errorf(codes.Aborted, "hostpath: volume %q: its directory %s is held by another plugin process serving the root "+
-			"(recording it as it creates it); send the request again", id, dir)
-	case err != nil:
-		return nil, internal("volume %q: %v", id, err)
-	default:
-		trash = &deletedDir{path: filepath.Join(p.partialDir(), deletedPrefix+id+"-"+randomHex(8)), held: held}
-		if err := os.Rename(dir, trash.path); err != nil {
-			held.Close()
-			return nil, internal("volume %q: moving its directory out of the way to remove it: %v%s", id, err, readOnlyRoot(p.cfg.Root, err))
-		}
-		// The rename on disk before the record goes: a power loss never leaves the record
-		// gone and the directory still at volumes/<id>.
-		for _, d := range []string{p.volumesDir(), p.partialDir()} {
-			if err := syncDir(d); err != nil {
-				// Renamed: the directory is removed whatever the answer (the delete sent
-				// again finds it gone and removes the record).
-				_ = trash.remove()
-				return nil, internal("volume %q: %v%s", id, err, readOnlyRoot(p.cfg.Root, err))
-			}
-		}
+	trash, err := p.moveAside("volume", id, dir, " (recording it as it creates it)")
+	if err != nil {
+		return nil, err
 	}
 	delete(p.state.Volumes, id)
 	if err := p.saveOrUndo("", id, nil); err != nil {
@@ -579,6 +556,38 @@ func (p *Plugin) deleteRecorded(ctx context.Context, id string) (*deletedDir, er
 			_ = trash.remove()
 		}
 		return nil, err
+	}
+	return trash, nil
+}
+
+// moveAside moves dir, the directory of what (a "volume" or "snapshot") id, locked, into
+// partial/ under deletedPrefix, and makes the rename durable (dir's parent and partial/ synced)
+// before the caller removes the record: a power loss never leaves the record gone and the
+// directory still under its name. nil for a directory gone already (an earlier delete's,
+// ended between the rename and the record). held says what else may hold the directory, for
+// the refusal when another process does. Called under the plugin's lock.
+func (p *Plugin) moveAside(what, id, dir, held string) (*deletedDir, error) {
+	f, err := openLocked(dir, unix.LOCK_NB)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case errors.Is(err, unix.EWOULDBLOCK):
+		return nil, status.Errorf(codes.Aborted, "hostpath: %s %q: its directory %s is held by another plugin process serving the root%s; send the request again", what, id, dir, held)
+	case err != nil:
+		return nil, internal("%s %q: %v", what, id, err)
+	}
+	trash := &deletedDir{path: filepath.Join(p.partialDir(), deletedPrefix+id+"-"+randomHex(8)), held: f}
+	if err := os.Rename(dir, trash.path); err != nil {
+		f.Close()
+		return nil, internal("%s %q: moving its directory out of the way to remove it: %v%s", what, id, err, readOnlyRoot(p.cfg.Root, err))
+	}
+	for _, d := range []string{filepath.Dir(dir), p.partialDir()} {
+		if err := syncDir(d); err != nil {
+			// Renamed: the directory is removed whatever the answer (the delete sent again
+			// finds it gone and removes the record).
+			_ = trash.remove()
+			return nil, internal("%s %q: %v%s", what, id, err, readOnlyRoot(p.cfg.Root, err))
+		}
 	}
 	return trash, nil
 }
@@ -1009,28 +1018,9 @@ func (p *Plugin) deleteSnapshotRecorded(ctx context.Context, id string) (*delete
 	if p.copyingFrom(id) {
 		return nil, copyUnderWay("snapshot", id)
 	}
-	dir := p.snapshotPath(id)
-	var trash *deletedDir
-	held, err := openLocked(dir, unix.LOCK_NB)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		// Gone already: an earlier delete's, ended between the rename and the record.
-	case errors.Is(err, unix.EWOULDBLOCK):
-		return nil, status.Errorf(codes.Aborted, "hostpath: snapshot %q: its directory %s is held by another plugin process serving the root; send the request again", id, dir)
-	case err != nil:
-		return nil, internal("snapshot %q: %v", id, err)
-	default:
-		trash = &deletedDir{path: filepath.Join(p.partialDir(), deletedPrefix+id+"-"+randomHex(8)), held: held}
-		if err := os.Rename(dir, trash.path); err != nil {
-			held.Close()
-			return nil, internal("snapshot %q: moving its directory out of the way to remove it: %v%s", id, err, readOnlyRoot(p.cfg.Root, err))
-		}
-		for _, d := range []string{p.snapshotsDir(), p.partialDir()} {
-			if err := syncDir(d); err != nil {
-				_ = trash.remove()
-				return nil, internal("snapshot %q: %v%s", id, err, readOnlyRoot(p.cfg.Root, err))
-			}
-		}
+	trash, err := p.moveAside("snapshot", id, p.snapshotPath(id), "")
+	if err != nil {
+		return nil, err
 	}
 	delete(p.state.Snapshots, id)
 	if err := p.saveSnapshot(id); err != nil {

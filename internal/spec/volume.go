@@ -624,7 +624,7 @@ func (d *decoder) topologyRequest(b *hcl.Block, verb Verb) *TopologyRequest {
 			// (TestCreatePreferringATopologyOutsideItsRequiredIsRefusedBeforeThePlugin).
 			for _, p := range out.Preferred {
 				if !slices.ContainsFunc(out.Required, func(r Topology) bool {
-					return segmentsWithin(r.Segments, p.Segments) || segmentsWithin(p.Segments, r.Segments)
+					return SegmentsWithin(r.Segments, p.Segments) || SegmentsWithin(p.Segments, r.Segments)
 				}) {
 					d.errorf(pb.TypeRange, "Preferred topology not required",
 						"The preferred topology %s is not one of the required ones, nor within one: a plugin is sent the preferred topologies to choose among the required, and the CSI spec has every one of them among those. Add it to required, or remove it from preferred.",
@@ -636,8 +636,10 @@ func (d *decoder) topologyRequest(b *hcl.Block, verb Verb) *TopologyRequest {
 	return out
 }
 
-// segmentsWithin says whether every segment of a is in b, alike.
-func segmentsWithin(a, b map[string]string) bool {
+// SegmentsWithin reports whether every segment of a is in b with the same value: a topology
+// {zone=a} lies within {zone=a, rack=1}. The one definition (admission's match, CreateVolume's
+// requisite check, a spec's preferred topologies).
+func SegmentsWithin(a, b map[string]string) bool {
 	for k, v := range a {
 		if w, ok := b[k]; !ok || w != v {
 			return false
