@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -168,5 +169,26 @@ func TestRestoreFromARecordedIDListedAsAnotherVolumesSnapshotIsRefused(t *testin
 	}
 	if _, err := h.e.Volume(h.ctx, "restored"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("the refused restore recorded volume restored: %v", err)
+	}
+}
+
+// The refusal of a delete of a recorded ID the plugin lists as another source's quotes that
+// source as the plugin listed it: scrubbed of the secrets the listing was sent (a delete's
+// --secret, which the state does not hold), which a hostile plugin echoed there. Found by the
+// reading of the round's whole change again.
+func TestAnotherSourcesSnapshotRefusalShowsNoSecretTheListingWasSent(t *testing.T) {
+	t.Parallel()
+	const secret = "listing-cred-9Qz"
+	h, sn := nightlySnapshot(t)
+	h.mem.AddVolume(csi.Volume{ID: "ext-" + secret, CapacityBytes: 4 << 20})
+	h.mem.DropSnapshot(sn.ID)
+	h.mem.AddSnapshot(csi.Snapshot{ID: sn.ID, SourceVolumeID: "ext-" + secret, SizeBytes: 4 << 20, ReadyToUse: true,
+		CreatedAt: time.Now().UTC().Add(time.Hour).Truncate(time.Microsecond)})
+	_, err := h.e.DeleteSnapshotNoted(h.ctx, "mem", sn.Name, spec.Secrets{"token": secret})
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("delete of the recorded ID listed as another source's: %v, want the conflict", err)
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("the refusal shows the --secret the plugin echoed into the listed source: %v", err)
 	}
 }

@@ -1298,7 +1298,9 @@ func (e *Engine) notAnotherSourcesSnapshot(ctx context.Context, c *conn, rec sto
 	return conflictf("plugin %q lists snapshot %q as a snapshot of %q, not of %s, which volctl recorded it of: the ID names another snapshot now "+
 		"(a plugin that derives IDs from names gives a gone snapshot's to the next of its name), which a delete would destroy; nothing was sent: "+
 		"`%s` forgets volctl's record and leaves the plugin's snapshot",
-		c.plugin.ID, rec.SnapshotID, spec.Cut(snap.SourceVolumeID, 256), recordedSource(rec),
+		// The source as the plugin listed it, scrubbed of the secrets the listing was sent
+		// (a delete's --secret, which the state may not hold).
+		c.plugin.ID, rec.SnapshotID, csi.Scrubber(slices.Collect(maps.Values(secrets.Plain())))(spec.Cut(snap.SourceVolumeID, 256)), recordedSource(rec),
 		shellquote.CommandFlags("volctl volume snapshot deregister", []string{rec.PluginID, rec.SnapshotID}, "--id"))
 }
 
