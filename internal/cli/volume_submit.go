@@ -110,7 +110,8 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 	defer out.Flush()
 	infos := make([]engine.VolumeInfo, 0, len(vols))
 	var errs []error
-	for _, v := range vols {
+	var untried []string // the volumes an interrupt left before anything was sent for them
+	for i, v := range vols {
 		var info engine.VolumeInfo
 		var outcome engine.SubmitOutcome
 		pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
@@ -138,6 +139,9 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 				fmt.Fprintf(opts.IO.ErrOut, "Error: %s\n", escapeLines(msg))
 			}
 			if ctx.Err() != nil {
+				for _, rest := range vols[i+1:] {
+					untried = append(untried, rest.ID)
+				}
 				break
 			}
 			continue
@@ -177,8 +181,16 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 			failed = &redactedError{err: failed, msg: msg}
 		}
 	default:
-		// Each failure is on stderr already; the exit code is the first one's.
-		failed = withCode(ExitCode(errs[0]), fmt.Errorf("%s: %d of %d volumes failed (see above)", command, len(errs), len(vols)))
+		// Each failure is on stderr already; the exit code is the first one's. The volumes
+		// an interrupt left untried are named: "1 of 3 volumes failed" of an interrupted
+		// create read as the third made, never tried and nowhere named
+		// (TestInterruptedMultiVolumeCreateNamesTheVolumesNotTried).
+		summary := fmt.Errorf("%s: %d of %d volumes failed (see above)", command, len(errs), len(vols))
+		if len(untried) > 0 {
+			summary = fmt.Errorf("%s: %d of %d volumes not %s: %d failed (see above), and %s not tried, the command interrupted before them",
+				command, len(errs)+len(untried), len(vols), pastTense(opts.Verb), len(errs), quotedIDs(untried))
+		}
+		failed = withCode(ExitCode(errs[0]), summary)
 	}
 	var printErr error
 	if opts.Exporter.Enabled() {

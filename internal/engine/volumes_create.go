@@ -185,6 +185,13 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume, outcome *Subm
 			if err := notChangedByCreate(old, sv); err != nil {
 				return err
 			}
+			if grows := sv.CapacityMin > old.CapacityBytes && sv.CapacityMin > old.RequestedMin; !grows {
+				// A growth records the spec's capacity_max as the limit it is sent with
+				// (specLimit); without one, it was neither applied nor refused.
+				if err := capacityMaxNotChangedByCreate(old, sv); err != nil {
+					return err
+				}
+			}
 			done = true // creating an existing volume with the same spec changes nothing
 			v = old
 			return nil
@@ -254,9 +261,39 @@ func notChangedByCreate(old store.Volume, sv spec.Volume) error {
 	if len(changed) == 0 {
 		return nil
 	}
-	return conflictf("volume %q exists, and creating it again does not change its %s, which the spec changes; "+
-		"registering it again does: `volctl volume register` of the spec with external_id = %s added, and snapshot_id, clone_id and a preferred topology left out",
-		old.ID, strings.Join(changed, ", "), spec.HCLQuoted(old.ExternalID))
+	return conflictf("volume %q exists, and creating it again does not change its %s, which the spec changes; %s",
+		old.ID, strings.Join(changed, ", "), registerInstead(old))
+}
+
+// registerInstead is the advice for a change a create of existing volume old does not make: the
+// registration again that does.
+func registerInstead(old store.Volume) string {
+	return "registering it again does: `volctl volume register` of the spec with external_id = " + spec.HCLQuoted(old.ExternalID) +
+		" added, and snapshot_id, clone_id and a preferred topology left out"
+}
+
+// capacityMaxNotChangedByCreate refuses a create of ready volume old, asking no growth, whose
+// spec gives a capacity_max other than the one recorded. The command said "unchanged: it exists
+// with this spec" of a 1 GiB volume whose spec allowed 100 MiB at most, and the capacity_max was
+// not recorded, so later expansions kept the old limit
+// (TestCreateAgainWithACapacityMaxBelowTheVolumeIsRefused). Below the volume's size, it is
+// refused as a registration's is (pendingLimit): a volume does not shrink; any other, as what a
+// create does not change (notChangedByCreate), pointing to the registration that does.
+func capacityMaxNotChangedByCreate(old store.Volume, sv spec.Volume) error {
+	if sv.CapacityMax == 0 || sv.CapacityMax == old.RequestedMax {
+		return nil
+	}
+	if size := currentSize(old); size > sv.CapacityMax {
+		return conflictf("volume %q is %s, and this spec's capacity_max %s is below it: a volume does not shrink; nothing was sent; "+
+			"give a capacity_max of at least %s, or leave it out, then create it again",
+			old.ID, spec.FormatSize(size), spec.FormatSize(sv.CapacityMax), spec.FormatSize(size))
+	}
+	was := "none"
+	if old.RequestedMax != 0 {
+		was = spec.FormatSize(old.RequestedMax)
+	}
+	return conflictf("volume %q exists, and creating it again does not change its capacity_max (recorded: %s; the spec says %s); %s",
+		old.ID, was, spec.FormatSize(sv.CapacityMax), registerInstead(old))
 }
 
 // createChanges names what sv changes of old's capabilities, mount options and secrets, which
