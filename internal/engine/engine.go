@@ -286,6 +286,7 @@ func (e *Engine) CheckStateFile() error { return e.store.CheckFile() }
 type Plugin interface {
 	Fingerprint(ctx context.Context) (*csi.Fingerprint, error)
 	GetPluginInfo(ctx context.Context) (csi.PluginInfo, error)
+	DriverNames(ctx context.Context) ([]csi.SocketDriver, error)
 	Probe(ctx context.Context) (bool, error)
 	CreateVolume(ctx context.Context, r csi.CreateVolumeRequest) (csi.Volume, error)
 	DeleteVolume(ctx context.Context, r csi.DeleteVolumeRequest) error
@@ -1042,6 +1043,17 @@ func checkIdentity(p store.Plugin, fp *csi.Fingerprint, sockets []socketID) erro
 		return nil
 	}
 	return servedByAnother(p, sockets[0].path, fp.Provider)
+}
+
+// anotherDriverOn is the first of names (each socket's driver) that is not driver, the one
+// registered: its socket and name.
+func anotherDriverOn(driver string, names []csi.SocketDriver) (socket, name string, ok bool) {
+	for _, n := range names {
+		if n.Name != driver {
+			return n.Socket, n.Name, true
+		}
+	}
+	return "", "", false
 }
 
 // servedByAnother is checkIdentity's refusal of plugin p, whose socket is now served by driver

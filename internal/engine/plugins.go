@@ -926,9 +926,15 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 			// RPC. Before, the comparison was skipped, the plugin shown healthy and its
 			// fingerprint reused, volume RPCs sent to whatever answered
 			// (TestProbeOfAHeldSocketWhoseDriverWillNotSayItsNameIsNotHealthy).
+			// Each socket is asked: a split plugin's node half replaced behind its held socket
+			// was shown healthy, the controller's name alone asked, and claims then staged and
+			// published by the other driver
+			// (TestSplitPluginStatusSeesAnotherDriverBehindItsHeldNodeSocket).
 			var ierr error
-			if info, err := c.client.GetPluginInfo(ctx); err == nil {
-				ierr = checkIdentity(p, &csi.Fingerprint{Provider: info.Name}, c.sockets)
+			if names, err := c.client.DriverNames(ctx); err == nil {
+				if socket, now, ok := anotherDriverOn(p.Fingerprint.Provider, names); ok && p.Fingerprint.Provider != "" {
+					ierr = servedByAnother(p, socket, now)
+				}
 			} else if ctx.Err() == nil {
 				ierr = fmt.Errorf("%w: which driver answers on the plugin's socket cannot be told, so the plugin is not taken for %q", err, p.Fingerprint.Provider)
 			}
