@@ -64,7 +64,16 @@ func (e *Engine) expandVolumeStored(ctx context.Context, volumeID string, size, 
 // and sent that, so a registration lowering it meanwhile (another process, holding the lock
 // the expand waited for) let the expand grow the volume past the new limit, and ExpandVolume
 // given no limit applied none (TestExpandAppliesTheRecordedLimitUnderTheLock).
+//
+// A --limit below the capacity_min recorded is refused too, as a registration's capacity_max
+// below it is (pendingLimit): the volume kept at its size, the limit was recorded and the record
+// held capacity_min 8MiB beside capacity_max 3MiB, a range no spec may hold
+// (TestExpandLimitBelowTheRecordedCapacityMinIsRefused).
 func recordedLimit(v store.Volume, size, limit int64) (int64, error) {
+	if limit != 0 && limit < v.RequestedMin {
+		return 0, invalidf("the limit %s is below its capacity_min %s (recorded by its spec): give a --limit of at least %s",
+			spec.FormatSize(limit), spec.FormatSize(v.RequestedMin), spec.FormatSize(v.RequestedMin))
+	}
 	if limit != 0 || v.RequestedMax == 0 {
 		return limit, nil
 	}
@@ -519,6 +528,9 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 	if nodeRequired || owedBefore {
 		// ctrl: the ControllerExpandVolume this run sent answered at the size owed, or more.
 		if _, err := e.expandOnNode(ctx, c, v, ctrl); err != nil {
+			if ctrl && short == nil && over == nil {
+				err = &nodeStepFailed{err: err}
+			}
 			return fail(errors.Join(short, over, err))
 		}
 	}
@@ -536,6 +548,15 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 	}
 	return info, err
 }
+
+// nodeStepFailed is an expansion's failure at its node step, after its ControllerExpandVolume
+// answered at the size asked and was recorded, the NodeExpandVolume owed with it: the storage
+// has grown, and what is left is the debt that `volume expand` and reconcile pay. A
+// registration whose expansion fails so records itself all the same (registerRound).
+type nodeStepFailed struct{ err error }
+
+func (n *nodeStepFailed) Error() string { return n.err.Error() }
+func (n *nodeStepFailed) Unwrap() error { return n.err }
 
 // finishedNodeOnly says that volume v's pending controller expansion (v.ExpandMin: a
 // ControllerExpandVolume sent, its answer never read) is finished by this expand to size as a
@@ -1216,16 +1237,26 @@ func (e *Engine) sendNodeExpand(ctx context.Context, c *conn, v store.Volume, re
 
 // nodeExpanded clears a volume's owed node expansion. answered is the largest capacity the
 // node answered (0 when it did not say): above the recorded size (a plugin that expands only
-// on the node, or one that rounded up), it is recorded, since it is what the storage is; above
+// on the node, or one that rounded up), it is recorded, since it is what the storage is, unless
+// the controller answered the expansion, whose answer stands; above
 // the limit asked, the debt is cleared (the node did expand) and the error says so.
 func (e *Engine) nodeExpanded(ctx context.Context, v store.Volume, answered int64) error {
 	over := aboveLimit(v, csi.RPCNodeExpandVolume, answered, v.NodeExpandMax)
+	// Where the controller answered the expansion (NodeExpandControllerDone), its answer is the
+	// storage's size: a node answering more (a node that lies, or counts another unit) was
+	// recorded, the record past what the plugin lists, and an expand to a size between them
+	// refused as a shrink (TestNodeExpandAnswerAboveTheControllersIsNotTakenAsTheStoragesSize).
+	takeAnswer := answered > currentSize(v) && !v.NodeExpandControllerDone
 	msg := fmt.Sprintf("volume %q expanded on the node to %s", v.ID, spec.FormatSize(max(v.NodeExpandMin, answered)))
+	if answered > currentSize(v) && !takeAnswer {
+		msg = fmt.Sprintf("volume %q expanded on the node (NodeExpandVolume answered %s, above the %s its controller answered, which stays recorded as its size)",
+			v.ID, spec.FormatSize(answered), spec.FormatSize(currentSize(v)))
+	}
 	if over != nil {
 		msg = "node expansion went above the limit: " + over.Error()
 	}
 	err := e.store.Update(context.WithoutCancel(ctx), e.locks.holding(v.ID, func(tx *store.Tx) error {
-		if answered > currentSize(v) {
+		if takeAnswer {
 			cur, err := tx.Volumes().Get(v.ID)
 			if err != nil {
 				return err

@@ -120,10 +120,17 @@ func (e *Engine) registerRound(ctx context.Context, c *conn, sv spec.Volume, r *
 			}))
 		}
 	}
+	// Failed at its node step, the storage grown and the node's step owed (recorded), the
+	// registration is recorded all the same, as `volume expand` leaves that debt: before, its
+	// error advised only the expand or reconcile that pays it, and followed, both succeeded with
+	// the registration's other changes (a capability, mount options) never recorded and nothing
+	// saying so (TestRegistrationWhoseNodeStepFailsFinishesAsAdvised).
+	var owedOnNode *nodeStepFailed
 	grown, err := e.expandRegistered(ctx, c, sv)
-	if err != nil {
+	if err != nil && !errors.As(err, &owedOnNode) {
 		return fail(err)
 	}
+	nodeErr := err
 	e.failpoint("register:validated") // the plugin validated (and grew) it, nothing recorded yet
 
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
@@ -238,6 +245,9 @@ func (e *Engine) registerRound(ctx context.Context, c *conn, sv spec.Volume, r *
 	})
 	if err != nil {
 		return fail(err)
+	}
+	if nodeErr != nil {
+		return fail(fmt.Errorf("the registration is recorded and the storage grown, but not yet the file system on this node: %w", nodeErr))
 	}
 	info, err := e.Volume(ctx, sv.ID)
 	return info, false, err
