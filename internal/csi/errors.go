@@ -253,6 +253,29 @@ func CodeOf(err error) codes.Code {
 	return codes.Unknown
 }
 
+// EventCode is the code an event, or a claim's last_code, records of err, an operation's
+// failure: the gRPC code the RPC ended with (the plugin's answer, or gRPC's own: a deadline, a
+// cancel, an answer past the size limit), "" for a failure volctl found itself, which
+// docs/json.md says carries none: an answer given with OK that it could not use (no ID: an
+// unreadError), or a refusal of its own. CodeOf's UNKNOWN for those was recorded as if the
+// plugin had answered it, and a script taking `.code != null` for the plugin's refusal read a
+// volume the plugin made as nothing made (TestUnreadableCreateAnswerEventHasNoCode).
+func EventCode(err error) string {
+	var e *Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &e):
+		return e.Code.String()
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return CodeOf(err).String()
+	}
+	if st, ok := status.FromError(err); ok {
+		return st.Code().String()
+	}
+	return ""
+}
+
 // classify applies the classes of docs/architecture.md (Error classes).
 func classify(rpc string, code codes.Code) Class {
 	switch code {

@@ -1489,7 +1489,7 @@ func (e *Engine) recordFailure(ctx context.Context, cl *store.Claim, rpc string,
 	cl.LastRPC, cl.LastCode, cl.LastError = rpc, "", said
 	var cf *checkFailure
 	if rpc != "" && (!errors.As(cause, &cf) || errors.As(cause, new(*csi.Error))) {
-		cl.LastCode = csi.CodeOf(cause).String() // a check's failure has none: no RPC failed
+		cl.LastCode = csi.EventCode(cause) // a check's failure has none: no RPC failed
 	}
 	// The lock is checked again inside the transaction (holding): the record may wait for the
 	// database while the lock file is removed and another volctl locks a new one, and this copy

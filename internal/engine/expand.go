@@ -364,7 +364,7 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 					err, v.ID, spec.FormatSize(cur), spec.FormatSize(size), expandCommand(v, size, limit), wayOut)
 				own := fmt.Sprintf("expansion answer not read (to %s): ", spec.FormatSize(size))
 				e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume,
-					Code: csi.CodeOf(err).String(), Message: own + err.Error()}, own)
+					Code: csi.EventCode(err), Message: own + err.Error()}, own)
 			} else if replayed {
 				// Refused, and it was not the pending one (another size or limit, written over
 				// it above): this request did nothing, and the earlier one, whose answer was
@@ -959,7 +959,7 @@ func (e *Engine) controllerExpandOwed(ctx context.Context, c *conn, v *store.Vol
 	if err != nil {
 		own := fmt.Sprintf("node expansion to %s still owed, its ControllerExpandVolume failed: ", spec.FormatSize(v.NodeExpandMin))
 		e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume,
-			Code: csi.CodeOf(err).String(), Message: own + err.Error()}, own)
+			Code: csi.EventCode(err), Message: own + err.Error()}, own)
 		if csi.IsUnimplemented(err) {
 			// It declares the capability (nodeStepFirst checked): sent again, it answers the
 			// same, and "run it again" alone sent the user round in circles, as the node's
@@ -1222,7 +1222,7 @@ func (e *Engine) sendNodeExpand(ctx context.Context, c *conn, v store.Volume, re
 	}
 	own := fmt.Sprintf("node expansion to %s at %s failed, still owed: ", spec.FormatSize(req.CapacityMin), req.VolumePath)
 	e.failureEvent(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCNodeExpandVolume,
-		Code: csi.CodeOf(err).String(), Message: own + err.Error()}, own)
+		Code: csi.EventCode(err), Message: own + err.Error()}, own)
 	if csi.IsUnimplemented(err) {
 		// Its node declared EXPAND_VOLUME (expandOnNode checked): sent again, it answers the same,
 		// and "run it again" alone sent the user round in circles.
@@ -1376,7 +1376,7 @@ func (e *Engine) giveWayToBeneath(ctx context.Context, v store.Volume, cause err
 	}
 	err := fmt.Errorf("%w (sent again, the expansion of volume %q to %s is refused: it is let go, and the earlier expansion to %s, whose answer was lost too, is pending in its place: "+
 		"the plugin may have grown the volume; `volctl reconcile` sends it again, and the plugin answers with the size it has)", cause, v.ID, spec.FormatSize(v.ExpandMin), spec.FormatSize(v.ExpandBeneathMin))
-	e.event(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume, Code: csi.CodeOf(cause).String(),
+	e.event(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume, Code: csi.EventCode(cause),
 		Message: err.Error()})
 	return err
 }

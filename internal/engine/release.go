@@ -74,7 +74,7 @@ func (e *Engine) release(ctx context.Context, c *conn, v store.Volume, cl *store
 		// volctl rolled back meanwhile reports it from here (claimGone).
 		ev.RPC, ev.Message = lastRPC(cause), fmt.Sprintf("%s claim freed (%s: %v)", cl.Mode, outcome, cause)
 		if ev.RPC != "" {
-			ev.Code = csi.CodeOf(cause).String()
+			ev.Code = csi.EventCode(cause)
 		}
 	}
 	p.event(ev)

@@ -274,7 +274,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 	}
 	if err != nil {
 		ev := &store.Event{Kind: "snapshot-create", VolumeID: intent.SourceVolumeID, PluginID: intent.PluginID,
-			RPC: csi.RPCCreateSnapshot, Code: csi.CodeOf(err).String()}
+			RPC: csi.RPCCreateSnapshot, Code: csi.EventCode(err)}
 		if csi.IsAnswerUnread(err) {
 			// The plugin took the snapshot and answered; volctl cannot read the answer (its ID),
 			// and asking again gets the same one. Its name is what finds it on the plugin's side.

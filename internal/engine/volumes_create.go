@@ -1021,7 +1021,7 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 			// The plugin still has the volume: it stays recorded, deleting, rather than leak.
 			own := fmt.Sprintf("create refused; deleting volume %q failed, left for reconcile: ", shown)
 			e.failureEvent(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
-				Code: csi.CodeOf(derr).String(), Message: fmt.Sprintf("%s%v; %v", own, err, derr)}, own)
+				Code: csi.EventCode(derr), Message: fmt.Sprintf("%s%v; %v", own, err, derr)}, own)
 			return fmt.Errorf("%w; deleting the unusable volume %q failed: %v (volume %q stays marked deleting with it: `volctl reconcile` or `%s` deletes it)",
 				err, shown, derr, v.ID, shellquote.Command("volctl volume delete", v.ID))
 		}
@@ -1047,14 +1047,14 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 	var gone *deletedAgain
 	if csi.IsRetryable(err) || ctx.Err() != nil && !errors.As(err, &gone) {
 		e.failureEvent(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
-			Code: csi.CodeOf(err).String(), Message: "create left for reconcile: " + err.Error()}, "create left for reconcile: ")
+			Code: csi.EventCode(err), Message: "create left for reconcile: " + err.Error()}, "create left for reconcile: ")
 		return &keptIntent{cause: err, kept: "the create is recorded and `volctl reconcile` or the same create will finish it"}
 	}
 	if csi.IsAnswerUnread(err) {
 		// The plugin made the volume and answered; volctl cannot read the answer, and asking
 		// again gets the same one. Its name is what finds the volume on the plugin's side.
 		e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
-			Code: csi.CodeOf(err).String(), Message: fmt.Sprintf("create answered unreadably, kept: the plugin made volume name %q: %v", v.CSIName, err)})
+			Code: csi.EventCode(err), Message: fmt.Sprintf("create answered unreadably, kept: the plugin made volume name %q: %v", v.CSIName, err)})
 		// The advice's order matters: while the create is recorded, reconcile (the agent's,
 		// every minute) sends CreateVolume again, which makes a volume deleted by hand again.
 		return &keptIntent{cause: err, kept: fmt.Sprintf("plugin %q created the volume named %q but its answer cannot be used: the create stays recorded; "+
@@ -1066,7 +1066,7 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		// A final error says this call created nothing, not that an earlier one whose
 		// answer was lost did not: keep the intent, and the name that finds the volume.
 		e.failureEvent(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
-			Code: csi.CodeOf(err).String(), Message: "create failed, kept for reconcile: " + err.Error()}, "create failed, kept for reconcile: ")
+			Code: csi.EventCode(err), Message: "create failed, kept for reconcile: " + err.Error()}, "create failed, kept for reconcile: ")
 		return &keptIntent{cause: err, kept: fmt.Sprintf("an earlier CreateVolume's answer was lost, so the plugin may have the volume: the create stays recorded for `volctl reconcile` or the same create; `%s` sends it again and deletes what it answers (a refusal for good forgets it; a refusal of the secrets sent does not, and `%s` forgets it then)", shellquote.Command("volctl volume delete", v.ID), shellquote.Command("volctl volume deregister", v.ID))}
 	}
 	// A final error to the only CreateVolume sent: nothing was created, so forget the intent,
@@ -1076,7 +1076,7 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 			return err
 		}
 		return tx.Events().Append(&store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID,
-			RPC: csi.RPCCreateVolume, Code: csi.CodeOf(err).String(), Message: "create failed: " + err.Error()})
+			RPC: csi.RPCCreateVolume, Code: csi.EventCode(err), Message: "create failed: " + err.Error()})
 	}); derr != nil {
 		e.log.Warn("forgetting a failed create", "volume", v.ID, "err", derr)
 	}

@@ -240,7 +240,7 @@ func (e *Engine) finishCreateForDelete(ctx context.Context, c *conn, v store.Vol
 			return err
 		}
 		return tx.Events().Append(&store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
-			Code: csi.CodeOf(cause).String(), Message: msg})
+			Code: csi.EventCode(cause), Message: msg})
 	}))
 	if err != nil {
 		return cur, true, errors.Join(ferr, err)
@@ -568,7 +568,7 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 				return e.keepRefusedDelete(ctx, v, err, false)
 			}
 			e.failureEvent(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
-				Code: csi.CodeOf(err).String(), Message: "delete failed: " + err.Error()}, "delete failed: ")
+				Code: csi.EventCode(err), Message: "delete failed: " + err.Error()}, "delete failed: ")
 			if csi.IsAnswerUnread(err) {
 				// The plugin answered, but what cannot be read; every DeleteVolume gets the same
 				// answer, so running the delete again cannot finish it. Whether the storage is gone
@@ -665,7 +665,7 @@ func (e *Engine) refusedButGone(ctx context.Context, c *conn, v store.Volume, re
 	msg := fmt.Sprintf("delete not finished, volume kept deleting: plugin %q refused DeleteVolume FAILED_PRECONDITION but no longer lists volume %q (%s): it may have deleted it (an earlier attempt whose answer was lost, or this one)",
 		v.PluginID, v.ExternalID, asked)
 	e.failureEvent(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
-		Code: csi.CodeOf(refused).String(), Message: msg + ": " + refused.Error()}, msg)
+		Code: csi.EventCode(refused), Message: msg + ": " + refused.Error()}, msg)
 	// The way out when the refusal repeats: a plugin that checks its precondition before it
 	// looks the volume up refuses every attempt the same, and the retry alone was advised
 	// (TestDeleteRefusedButGoneForGoodNamesTheWayOut).
