@@ -653,10 +653,18 @@ func sameMountAsLive(v store.Volume, live []store.Claim, mo *spec.MountOptions, 
 		if c.AttachmentMode != spec.FileSystem || c.FSType == mo.FSType {
 			continue
 		}
+		how := "claim it with " + fsType(c.FSType)
+		if c.FSType == "" && v.MountOptions != nil && v.MountOptions.FSType != "" {
+			// No claim asks for the plugin's default over the fs_type the volume is registered
+			// with (a claim giving none takes the volume's): advised so, the same refusal came
+			// back for as long as the claim in the way was held
+			// (TestFSTypeConflictAdviceToClaimWithThePluginsDefaultCanBeFollowed).
+			how = fmt.Sprintf("register it again with no fs_type in its spec's mount_options (it is registered with %s, which a claim giving none asks for), then claim it", fsType(v.MountOptions.FSType))
+		}
 		return conflictf("volume %q is in use by %s, which asked for %s, and this claim asks for %s: plugin %q stages the volume once on this node "+
 			"(one staging path per volume), its file system mounted as the claim that staged it asked, and publishes every claim from that staging, "+
-			"so this claim would not get the file system it asks for; claim it with %s, or once that claim is released%s",
-			v.ID, holder(c), fsType(c.FSType), fsType(mo.FSType), v.PluginID, fsType(c.FSType), wayOut(c))
+			"so this claim would not get the file system it asks for; %s, or once that claim is released%s",
+			v.ID, holder(c), fsType(c.FSType), fsType(mo.FSType), v.PluginID, how, wayOut(c))
 	}
 	return nil
 }
