@@ -478,6 +478,11 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 			if cur.AtRest() && !cur.Degraded {
 				return errFinishedMeanwhile
 			}
+			// Reported as read under the lock: a release another volctl marked meanwhile, and
+			// left for reconcile, is what drive finishes, and it was reported "published" (or a
+			// degraded claim's "restored", with a restore event) of a claim it freed
+			// (TestReconcileReportsAClaimItReleasedAsReleased).
+			cl.Releasing, cl.Degraded, cl.State = cur.Releasing, cur.Degraded, cur.State
 		}
 		_, err = e.drive(ctx, cl.ID, store.OutcomeRolledBack)
 		return err
