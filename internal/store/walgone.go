@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -100,9 +101,27 @@ func checkSHMGone(path string, sizes map[string]int64, lock *os.File) error {
 	if err != nil {
 		return nil
 	}
-	hs := FlockHolders(fi)
-	if len(hs) == 0 {
-		return nil
+	// The last process to close the database removes the -shm, then the WAL (SQLite's close),
+	// its open lock still held for that moment: a command opening then found the WAL without
+	// its -shm beside a holder and was refused, telling the user to stop a process that was
+	// stopping (TestOpenWhileTheLastProcessClosesIsNotRefused; TestMultiProcessWriters, under
+	// load). Looked at again for a while: that close ends with the WAL gone and the lock let go,
+	// where a -shm removed under a live process stays so.
+	var hs []LockHolder
+	for waited := time.Duration(0); ; waited += shmGonePoll {
+		if _, err := os.Stat(path + "-wal"); errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if _, err := os.Stat(path + "-shm"); err == nil {
+			return nil
+		}
+		if hs = FlockHolders(fi); len(hs) == 0 {
+			return nil
+		}
+		if waited >= shmGoneWait {
+			break
+		}
+		time.Sleep(shmGonePoll)
 	}
 	verb := "has"
 	if len(hs) > 1 {
@@ -113,6 +132,13 @@ func checkSHMGone(path string, sizes map[string]int64, lock *os.File) error {
 		"stop that process cleanly (the agent: stop its service, or SIGTERM), which writes its commits into %s as it exits, then run the command again",
 		path, LockHolders(hs), verb, FileName, FileName, FileName)
 }
+
+// shmGoneWait bounds how long checkSHMGone waits for a process closing the database to finish
+// its close, polled every shmGonePoll.
+const (
+	shmGoneWait = 2 * time.Second
+	shmGonePoll = 10 * time.Millisecond
+)
 
 // walRemoved reports whether the WAL of the database at path is gone from its path, while this
 // process may have it open.
