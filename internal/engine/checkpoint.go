@@ -48,6 +48,10 @@ type checkpoint struct {
 	// attached: this command sent ControllerPublishVolume for the claim, answered OK; a node
 	// call refused as "not published to the node" then is not one reattach answers.
 	attached bool
+	// targetShows is what the target showed once its publish was accepted (nil: not known),
+	// recorded with the claim by the next commit when targetDirty (store.Claim.TargetMount).
+	targetShows *store.TargetMount
+	targetDirty bool
 }
 
 // loaded is what an operation read in its first transaction, under the volume lock, handed to
@@ -197,7 +201,7 @@ func (p *checkpoint) commit(ctx context.Context, path string, update func(contex
 		p.cl.State = p.saved
 		return err
 	}
-	if !p.clDirty && !p.stDirty && len(p.events) == 0 && p.free == "" {
+	if !p.clDirty && !p.stDirty && !p.targetDirty && len(p.events) == 0 && p.free == "" {
 		return nil
 	}
 	st := p.st
@@ -218,6 +222,11 @@ func (p *checkpoint) commit(ctx context.Context, path string, update func(contex
 		}
 		if p.clDirty || p.free != "" {
 			if err := tx.Claims().Update(p.cl); err != nil {
+				return err
+			}
+		}
+		if p.targetDirty && p.free == "" {
+			if err := tx.Claims().SetTargetMount(p.cl.ID, p.targetShows); err != nil {
 				return err
 			}
 		}
@@ -245,7 +254,10 @@ func (p *checkpoint) commit(ctx context.Context, path string, update func(contex
 	}
 	committed := p.clDirty
 	p.saved = p.cl.State
-	p.clDirty, p.stDirty, p.events = false, false, nil
+	if p.targetDirty {
+		p.cl.TargetMount = p.targetShows
+	}
+	p.clDirty, p.stDirty, p.targetDirty, p.events = false, false, false, nil
 	if committed {
 		p.e.failpoint(path + ":" + string(p.cl.State))
 	}

@@ -654,19 +654,28 @@ func (e *Engine) stagingCovered(v store.Volume, c *conn, st store.Staging) error
 // (an older volctl's staging, nothing mounted at the path then, a test's table), nothing is
 // mounted there now, or it shows what it did; the table is read for the stack only then.
 func (e *Engine) stagingCover(st store.Staging) (over int, replaced bool, err error) {
-	sr, ok := e.cfg.Mounts.(stackReader)
-	if !ok || st.MountRoot == "" || st.StagingPath == "" {
+	if st.MountRoot == "" || st.StagingPath == "" {
 		return 0, false, nil
 	}
 	was := stagingMark{mountRoot: mountRoot{dev: st.MountDev, root: st.MountRoot}, ino: st.MountIno, birth: st.MountBirth}
-	now, err := e.stagingShows(st.StagingPath)
+	return e.coverOf("staging", st.StagingPath, was)
+}
+
+// coverOf is stagingCover's comparison of what path (a staging, or a claim's target: what)
+// shows now with was, what it showed when recorded.
+func (e *Engine) coverOf(what, path string, was stagingMark) (over int, replaced bool, err error) {
+	sr, ok := e.cfg.Mounts.(stackReader)
+	if !ok {
+		return 0, false, nil
+	}
+	now, err := e.stagingShows(path)
 	if err != nil {
-		return 0, false, fmt.Errorf("reading what the staging %s shows: %w", st.StagingPath, err)
+		return 0, false, fmt.Errorf("reading what the %s %s shows: %w", what, path, err)
 	}
 	if now.root == "" || was.same(now) {
 		return 0, false, nil
 	}
-	stack, err := sr.StackAt(e.realPath(st.StagingPath))
+	stack, err := sr.StackAt(e.realPath(path))
 	if err != nil {
 		return 0, false, err
 	}
@@ -923,6 +932,9 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 			return err
 		}
 	}
+	// What the accepted target shows, recorded with the state: a file system mounted over it
+	// since is what reconcile then finds there (targetCovered).
+	p.targetShows, p.targetDirty = e.targetShows(cl), true
 	p.setState(store.ClaimPublished)
 	// Recorded with the state: a release resumed from unpublishing knows from it whether a link
 	// at the target is the plugin's own (targetRecorded).

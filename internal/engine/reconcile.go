@@ -680,7 +680,7 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published, l
 				if err != nil && !errors.Is(err, ErrNotFound) {
 					results[i].err = err
 				}
-				results[i].held = err == nil || errors.As(err, new(*writableClaim))
+				results[i].held = err == nil || heldAsFound(err)
 				continue
 			}
 			lost := pass.stagingLost(cl.VolumeID)
@@ -689,7 +689,7 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published, l
 				if err != nil && !errors.Is(err, ErrNotFound) {
 					results[i].err = err
 				}
-				results[i].held = err == nil || errors.As(err, new(*writableClaim))
+				results[i].held = err == nil || heldAsFound(err)
 				continue
 			}
 			switch {
@@ -818,6 +818,10 @@ func (e *Engine) settleMounted(ctx context.Context, listed store.Claim) (bound [
 func (e *Engine) settleLocked(ctx context.Context, claimID int64) (bound []string, err error) {
 	cl, _, err := e.stillPublished(ctx, claimID)
 	if err != nil {
+		return nil, err
+	}
+	// A target covered since it was published: its binds would bind the cover.
+	if err := e.targetCovered(cl); err != nil {
 		return nil, err
 	}
 	bound, err = e.bind(ctx, &cl)

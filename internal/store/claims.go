@@ -78,7 +78,11 @@ type Claim struct {
 	// BindMounts is what the binds made: written alone (SetBindMounts), never by Update, and
 	// not kept in the history; nil when nothing is recorded, or what is does not decode.
 	BindMounts *BindMounts
-	Attempts   int
+	// TargetMount is what the target showed once its NodePublishVolume was accepted: written
+	// alone (SetTargetMount), never by Update, and not kept in the history; nil when nothing is
+	// recorded, or what is does not decode.
+	TargetMount *TargetMount
+	Attempts    int
 	LastRPC    string
 	LastCode   string // gRPC code name of the last failure, "" after a success
 	LastError  string
@@ -103,6 +107,17 @@ type BindMounts struct {
 type BindMount struct {
 	ID     uint64 `json:"id"`
 	Unique uint64 `json:"unique,omitempty"`
+}
+
+// TargetMount is what a claim's target showed once its NodePublishVolume was accepted, as a
+// staging's Mount* fields record it: the topmost mount's file system (Dev) and root within it
+// (Root), and the inode and birth time (unix nanoseconds, 0 where the file system keeps none) of
+// the directory it shows. Column target_mount (0033).
+type TargetMount struct {
+	Dev   uint64 `json:"dev"`
+	Root  string `json:"root"`
+	Ino   uint64 `json:"ino"`
+	Birth int64  `json:"birth,omitempty"`
 }
 
 // TargetAcceptance is what is recorded of a claim's target: whether a NodePublishVolume of it
@@ -207,6 +222,9 @@ type ClaimStore interface {
 	Update(c *Claim) error
 	// SetBindMounts records what a claim's binds made (nil: nothing recorded), and nothing else.
 	SetBindMounts(id int64, m *BindMounts) error
+	// SetTargetMount records what a claim's target showed once published (nil: nothing
+	// recorded), and nothing else.
+	SetTargetMount(id int64, m *TargetMount) error
 	// Free moves a claim to the history with an outcome, and clears the volume's current modes
 	// if it was the last live claim.
 	Free(id int64, outcome Outcome) error
@@ -222,7 +240,7 @@ const claimBody = `volume_id, alloc, group_name, mode, access_mode, attachment_m
 	state, releasing, needs_reconcile, target_path, publish_context, binds, attempts, last_rpc, last_code,
 	last_error, degraded, target_accepted, target_sent, created_at, updated_at`
 
-const claimColumns = `id, ` + claimBody + `, bind_mounts`
+const claimColumns = `id, ` + claimBody + `, bind_mounts, target_mount`
 
 func claimTargets(c *Claim, flags, pctx, binds *sql.NullString, target *[2]sql.NullInt64, created, updated *int64) []any {
 	return []any{&c.VolumeID, &c.Alloc, &c.Group, &c.Mode, &c.AccessMode, &c.AttachmentMode, &c.FSType, flags,
@@ -245,10 +263,11 @@ func scanClaim(sc scanner) (Claim, error) {
 	var (
 		c                          Claim
 		flags, pctx, binds, mounts sql.NullString
+		targetMount                sql.NullString
 		target                     [2]sql.NullInt64
 		created, updated           int64
 	)
-	if err := sc.Scan(append(append([]any{&c.ID}, claimTargets(&c, &flags, &pctx, &binds, &target, &created, &updated)...), &mounts)...); err != nil {
+	if err := sc.Scan(append(append([]any{&c.ID}, claimTargets(&c, &flags, &pctx, &binds, &target, &created, &updated)...), &mounts, &targetMount)...); err != nil {
 		return Claim{}, err
 	}
 	if err := decodeClaim(&c, flags, pctx, binds, target, created, updated); err != nil {
@@ -261,6 +280,9 @@ func scanClaim(sc scanner) (Claim, error) {
 	// (TestUndecodableBindRecordDoesNotMakeAClaimUnreleasable).
 	if err := decJSON(mounts, &c.BindMounts); err != nil {
 		c.BindMounts = nil
+	}
+	if err := decJSON(targetMount, &c.TargetMount); err != nil {
+		c.TargetMount = nil // not known: the target is not compared
 	}
 	return c, nil
 }
@@ -385,6 +407,16 @@ func (cs claims) SetBindMounts(id int64, m *BindMounts) error {
 		return fmt.Errorf("%s: encode: %w", what, err)
 	}
 	res, err := cs.tx.exec(`UPDATE claims SET bind_mounts = ? WHERE id = ?`, col, id)
+	return affected(res, err, what, "")
+}
+
+func (cs claims) SetTargetMount(id int64, m *TargetMount) error {
+	what := fmt.Sprintf("claim %d: record what its target shows", id)
+	col, err := encJSON(m)
+	if err != nil {
+		return fmt.Errorf("%s: encode: %w", what, err)
+	}
+	res, err := cs.tx.exec(`UPDATE claims SET target_mount = ? WHERE id = ?`, col, id)
 	return affected(res, err, what, "")
 }
 

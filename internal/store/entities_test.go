@@ -118,6 +118,10 @@ func TestRoundTripEveryField(t *testing.T) {
 		if err := tx.Claims().SetBindMounts(claim.ID, claim.BindMounts); err != nil {
 			return err
 		}
+		// So is what the target showed once published.
+		if err := tx.Claims().SetTargetMount(claim.ID, claim.TargetMount); err != nil {
+			return err
+		}
 		// Insert gave the volume the claim's modes; keep the expectation in step.
 		vol.AccessMode, vol.AttachmentMode = claim.AccessMode, claim.AttachmentMode
 		if err := tx.Plugins().Put(&plugin); err != nil {
@@ -187,7 +191,7 @@ func TestRoundTripEveryField(t *testing.T) {
 			t.Errorf("history entry = id %d, freed %v, outcome %q; want an id, freed at or after %v, released",
 				past[0].HistoryID, past[0].FreedAt, past[0].Outcome, freedAt)
 		}
-		claim.BindMounts = nil // not kept in the history
+		claim.BindMounts, claim.TargetMount = nil, nil // not kept in the history
 		diff(t, "freed claim", past[0].Claim, claim)
 		return nil
 	})

@@ -1,4 +1,4 @@
--- volctl schema at version 32
+-- volctl schema at version 33
 -- Written by `VOLCTL_WRITE_SCHEMA=1 go test ./internal/store -run TestSchemaFileIsTheMigrationsApplied`
 -- from the migrations in migrations/, which stay the record of how the schema came to be: a new
 -- database gets this in one step (migrate.go, schemaFile). Do not edit it by hand.
@@ -80,7 +80,7 @@ CREATE TABLE claims (
     last_code       TEXT    NOT NULL DEFAULT '',
     last_error      TEXT    NOT NULL DEFAULT '',
     created_at      INTEGER NOT NULL,
-    updated_at      INTEGER NOT NULL, degraded INTEGER NOT NULL DEFAULT 0 CHECK (degraded IN (0, 1)), target_accepted INTEGER CHECK (target_accepted IN (0, 1)), target_sent INTEGER CHECK (target_sent IN (0, 1)), bind_mounts TEXT,
+    updated_at      INTEGER NOT NULL, degraded INTEGER NOT NULL DEFAULT 0 CHECK (degraded IN (0, 1)), target_accepted INTEGER CHECK (target_accepted IN (0, 1)), target_sent INTEGER CHECK (target_sent IN (0, 1)), bind_mounts TEXT, target_mount TEXT,
     UNIQUE (volume_id, alloc)
 ) STRICT;
 

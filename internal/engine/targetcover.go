@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/volctl/volctl/internal/shellquote"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// targetShows is what claim cl's target shows once its NodePublishVolume was accepted
+// (stagingShows of the target): recorded with the claim, as a staging's mount is, so that a file
+// system mounted over the target since is told from the volume (targetCovered). nil when it is
+// not known: nothing mounted at the target itself (a block volume's file, a plugin that mounts
+// below it), a table that cannot say (a test's), or a read that failed, which costs the check
+// and not the claim (logged).
+func (e *Engine) targetShows(cl *store.Claim) *store.TargetMount {
+	m, err := e.stagingShows(cl.TargetPath)
+	if err != nil {
+		e.log.Warn("reading what a published target shows: it is not recorded, and a file system mounted over it later is not told from the volume",
+			"volume", cl.VolumeID, "alloc", cl.Alloc, "target", cl.TargetPath, "err", err)
+		return nil
+	}
+	if m.root == "" {
+		return nil
+	}
+	return &store.TargetMount{Dev: m.dev, Root: m.root, Ino: m.ino, Birth: m.birth}
+}
+
+// coveredTarget is a published claim whose target no longer shows what its NodePublishVolume
+// made there (targetCovered): mounts stacked over it since (over), or it replaced. Its alloc
+// reads and writes what is mounted there, not the volume, and what it writes is not on the
+// volume. Reconcile reports it every pass, the claim held and every mount left, since unmounting
+// anything there would pull it from under the alloc; a claim again by the alloc is a conflict.
+type coveredTarget struct {
+	cl       store.Claim
+	over     int
+	replaced bool
+}
+
+func (c *coveredTarget) Is(target error) bool { return target == ErrConflict }
+
+func (c *coveredTarget) Error() string {
+	if c.replaced {
+		return fmt.Sprintf("claim %q for alloc %q: its target %s no longer shows what NodePublishVolume mounted there (unmounted, and another file system mounted in its place, since): "+
+			"its alloc sees that, not the volume, and what it writes there is not on the volume; nothing was changed: unmount what is there (`%s`, until `findmnt %s` lists nothing), "+
+			"then run `volctl reconcile`, which mounts the volume there again",
+			c.cl.VolumeID, c.cl.Alloc, c.cl.TargetPath, shellquote.Command("umount", c.cl.TargetPath), shellquote.Arg(c.cl.TargetPath))
+	}
+	times := "once"
+	if c.over > 1 {
+		times = fmt.Sprintf("%d times", c.over)
+	}
+	return fmt.Sprintf("claim %q for alloc %q: its target %s has %d mount(s) stacked over the one NodePublishVolume made (mounted there since, by hand or by a program): "+
+		"its alloc sees the topmost, not the volume, and what it writes there is not on the volume; nothing was changed: unmount them (`%s`, %s), then run `volctl reconcile`",
+		c.cl.VolumeID, c.cl.Alloc, c.cl.TargetPath, c.over, shellquote.Command("umount", c.cl.TargetPath), times)
+}
+
+// targetCovered refuses to take published claim cl's target as its mount in place when it no
+// longer shows what was recorded of it once published (cl.TargetMount): before, reconcile took
+// "something is mounted at the target" for the claim's mount, and said "every mount is in place"
+// of a target a tmpfs covered (TestReconcileSaysAPublishedTargetCoveredByAnotherMount). Nothing
+// recorded (a claim published by an older volctl, a target with no mount of its own) is not
+// compared.
+func (e *Engine) targetCovered(cl store.Claim) error {
+	m := cl.TargetMount
+	if m == nil || m.Root == "" {
+		return nil
+	}
+	was := stagingMark{mountRoot: mountRoot{dev: m.Dev, root: m.Root}, ino: m.Ino, birth: m.Birth}
+	over, replaced, err := e.coverOf("target", cl.TargetPath, was)
+	switch {
+	case err != nil:
+		return fmt.Errorf("claim %q for alloc %q: %w", cl.VolumeID, cl.Alloc, err)
+	case over > 0 || replaced:
+		return &coveredTarget{cl: cl, over: over, replaced: replaced}
+	}
+	return nil
+}
+
+// heldAsFound says err, a published claim's settling, is a problem found at a mount that is left
+// as it is (a read-only target mounted read-write, a target covered): the claim stays held.
+func heldAsFound(err error) bool {
+	return errors.As(err, new(*writableClaim)) || errors.As(err, new(*coveredTarget))
+}
