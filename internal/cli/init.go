@@ -94,6 +94,12 @@ func initRun(opts *InitOptions) error {
 		return err
 	}
 	fh, err := os.OpenFile(opts.File, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if fi, serr := os.Stat(opts.File); errors.Is(err, fs.ErrExist) && serr == nil && fi.IsDir() {
+		// Not a file that exists: "remove it" of the user's directory of specs was advice
+		// `rm -rf` follows (TestInitIntoAnExistingDirectoryDoesNotAdviseRemovingIt).
+		return withCode(ExitError, fmt.Errorf("init: %s is a directory; give a file to write the example to, in it for one: `%s`",
+			opts.File, shellquote.Command("volctl init", string(opts.Kind), filepath.Join(opts.File, string(opts.Kind)+".hcl"))))
+	}
 	if errors.Is(err, fs.ErrExist) {
 		return withCode(ExitError, fmt.Errorf("init: %s already exists; not overwriting it (remove it, or give another file: volctl init %s FILE)", opts.File, opts.Kind))
 	}

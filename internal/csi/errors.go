@@ -322,8 +322,11 @@ func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Dur
 		// volctl's own plugin says why, and the spec's reason for the code is another.
 		e.InUse = false
 		h := hostpathNoMountPrivilegeHint
-		if strings.Contains(st.Message(), hostpathRunsAsRoot) {
+		switch {
+		case strings.Contains(st.Message(), hostpathRunsAsRoot):
 			h = hostpathRootWithoutCapabilityHint
+		case os.Geteuid() != 0:
+			h = hostpathNoMountPrivilegeNotRootHint
 		}
 		e.Hint = strings.ReplaceAll(h, "{plugin}", plugin)
 	}
@@ -428,6 +431,14 @@ const hostpathRunsAsRoot = "the plugin runs as root (uid 0) without CAP_SYS_ADMI
 
 const hostpathNoMountPrivilegeHint = "{plugin} may not mount: volctl's own plugin bind-mounts, which needs CAP_SYS_ADMIN; " +
 	"start `volctl plugin serve hostpath` as root (sudo), then run the command again"
+
+// hostpathNoMountPrivilegeNotRootHint is hostpathNoMountPrivilegeHint said to a volctl that is
+// not root itself: the plugin started again as root alone answers root alone (its socket is
+// made root's), and the command run again by the same user was refused at the socket
+// (TestNonRootClaimNoMountAdviceWorksWhenFollowed); docs/troubleshooting.md (1) says the same.
+const hostpathNoMountPrivilegeNotRootHint = "{plugin} may not mount: volctl's own plugin bind-mounts, which needs CAP_SYS_ADMIN; " +
+	"run both as root, `volctl plugin serve hostpath` and volctl itself (sudo): root's plugin answers root alone, " +
+	"and root's volctl keeps its own state dir, where the plugin is registered and the volume created again"
 
 const hostpathRootWithoutCapabilityHint = "{plugin} may not mount: volctl's own plugin bind-mounts, which needs CAP_SYS_ADMIN, " +
 	"and it runs as root without it (in a container without --privileged, or in a user namespace): give its container " +
