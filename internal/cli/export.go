@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/atomicfile"
 	"github.com/volctl/volctl/internal/engine"
@@ -472,7 +473,10 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		path := filepath.Join(opts.OutDir, f.name)
 		kept, err := keepEdited(path, f.data)
 		if err != nil {
-			return fmt.Errorf("export nomad: %s: %w", f.what, err)
+			if i > 0 {
+				return fmt.Errorf("export nomad: %s: %w (the %d file(s) before it are written, whole; it and the %d after it are not)", f.what, err, i, len(files)-i-1)
+			}
+			return fmt.Errorf("export nomad: %s: %w (no file is written)", f.what, err)
 		}
 		if err := writeExported(path, f.data, f.mode); err != nil {
 			return fmt.Errorf("export nomad: %s: writing %s: %w%s%s", f.what, path, err, putBack(kept, path), noRoomToExport(err, opts.OutDir, i, len(files)))
@@ -500,7 +504,11 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 // since (a group's job, whose task the user writes in) was replaced without a word, the edits
 // lost (TestExportNomadKeepsAFileEditedSinceAnEarlierExport). "" when nothing is there, when it
 // is what is written now, or when it is not a regular file (a symlink is replaced, as ever,
-// never followed). An earlier .bak is replaced; the file keeps its mode (0600 with secrets).
+// never followed). The file keeps its mode (0600 with secrets). An earlier .bak that holds
+// something else is never replaced: the file goes to the first of path.bak.1, path.bak.2, ...
+// that is free. Replaced, the user's edits an earlier export had kept as .bak were lost at the
+// next export, volctl's own unedited output moved over them, the line saying only "kept as
+// FILE.bak" (TestExportNomadKeepsEditsKeptByAnEarlierExport).
 func keepEdited(path string, data []byte) (string, error) {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && !fi.Mode().IsRegular()) {
@@ -516,12 +524,31 @@ func keepEdited(path string, data []byte) (string, error) {
 	if bytes.Equal(old, data) {
 		return "", nil
 	}
-	kept := path + ".bak"
-	if err := os.Rename(path, kept); err != nil {
-		return "", fmt.Errorf("keeping %s, which differs from this export, as %s: %w", path, kept, err)
+	for i := 0; i < maxKeptCopies; i++ {
+		kept := path + ".bak"
+		if i > 0 {
+			kept = fmt.Sprintf("%s.bak.%d", path, i)
+		}
+		// Without replacing what is there (another export's at once included): a name taken by
+		// the same bytes keeps nothing else, and is replaced.
+		err := unix.Renameat2(unix.AT_FDCWD, path, unix.AT_FDCWD, kept, unix.RENAME_NOREPLACE)
+		if errors.Is(err, unix.EEXIST) {
+			if there, rerr := os.ReadFile(kept); rerr != nil || !bytes.Equal(there, old) {
+				continue
+			}
+			err = os.Rename(path, kept)
+		}
+		if err != nil {
+			return "", fmt.Errorf("keeping %s, which differs from this export, as %s: %w", path, kept, err)
+		}
+		return kept, nil
 	}
-	return kept, nil
+	return "", fmt.Errorf("%s differs from this export, and %s.bak and %s.bak.1 to .%d, where it would be kept, all hold other files: it is left as it is; move them away, then export again",
+		path, path, path, maxKeptCopies-1)
 }
+
+// maxKeptCopies bounds the names keepEdited tries: path.bak, then path.bak.1 to .bak.99.
+const maxKeptCopies = 100
 
 // writeExported writes an exported file whole (atomicfile); tests make it fail.
 var writeExported = atomicfile.Write
@@ -703,6 +730,20 @@ func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.Volum
 				// records; written as it is, Nomad's plugin would read it from its task's.
 				return nil, notes, fmt.Errorf("plugin %q: its exec block's --root %q is a relative path, which the agent reads from its own working directory: "+
 					"give the directory the plugin serves, absolute, with --plugin-root (or pass --no-plugin-job)", id, o.Root)
+			}
+		}
+		if o.NodeID != "" {
+			// Given: the volumes' topology must name it, or Nomad places them on no node the
+			// plugin job serves; exported as given, exit 0 and nothing said
+			// (TestExportNomadNodeIDOtherThanTheVolumesTopologyIsNotSilent).
+			for _, v := range byPlugin[id] {
+				for _, t := range v.AccessibleTopology {
+					if n := t.Segments[hostpath.TopologyKey]; n != "" && n != o.NodeID {
+						return nil, notes, usageError("plugin %q job: --node-id %q, but volume %q's topology names node %q, which its volume file requires: "+
+							"Nomad would place it on no node the plugin job serves; give --node-id %s, or leave that volume out of this export (or pass --no-plugin-job)",
+							id, o.NodeID, v.ID, n, shellquote.Arg(n))
+					}
+				}
 			}
 		}
 		if o.NodeID == "" {
