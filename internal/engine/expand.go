@@ -528,8 +528,8 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 	if nodeRequired || owedBefore {
 		// ctrl: the ControllerExpandVolume this run sent answered at the size owed, or more.
 		if _, err := e.expandOnNode(ctx, c, v, ctrl); err != nil {
-			if ctrl && short == nil && over == nil {
-				err = &nodeStepFailed{err: err}
+			if short == nil && over == nil {
+				err = &nodeStepFailed{err: err, controllerDone: ctrl}
 			}
 			return fail(errors.Join(short, over, err))
 		}
@@ -549,11 +549,16 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 	return info, err
 }
 
-// nodeStepFailed is an expansion's failure at its node step, after its ControllerExpandVolume
-// answered at the size asked and was recorded, the NodeExpandVolume owed with it: the storage
-// has grown, and what is left is the debt that `volume expand` and reconcile pay. A
-// registration whose expansion fails so records itself all the same (registerRound).
-type nodeStepFailed struct{ err error }
+// nodeStepFailed is an expansion's failure at its node step, its NodeExpandVolume recorded owed
+// with the new size: after its ControllerExpandVolume answered at the size asked
+// (controllerDone: the storage has grown), or as the whole of a node-only plugin's expansion.
+// What is left is the debt that `volume expand` and reconcile pay. A registration whose
+// expansion fails so records itself all the same (registerRound); before, a node-only plugin's
+// was dropped (TestNodeOnlyRegistrationWhoseNodeStepFailsIsRecorded).
+type nodeStepFailed struct {
+	err            error
+	controllerDone bool
+}
 
 func (n *nodeStepFailed) Error() string { return n.err.Error() }
 func (n *nodeStepFailed) Unwrap() error { return n.err }
@@ -1241,12 +1246,18 @@ func (e *Engine) sendNodeExpand(ctx context.Context, c *conn, v store.Volume, re
 // the controller answered the expansion, whose answer stands; above
 // the limit asked, the debt is cleared (the node did expand) and the error says so.
 func (e *Engine) nodeExpanded(ctx context.Context, v store.Volume, answered int64) error {
-	over := aboveLimit(v, csi.RPCNodeExpandVolume, answered, v.NodeExpandMax)
 	// Where the controller answered the expansion (NodeExpandControllerDone), its answer is the
 	// storage's size: a node answering more (a node that lies, or counts another unit) was
 	// recorded, the record past what the plugin lists, and an expand to a size between them
 	// refused as a shrink (TestNodeExpandAnswerAboveTheControllersIsNotTakenAsTheStoragesSize).
+	// Nor is such an answer held to the limit: the expand failed saying the storage was "that
+	// size now", recorded at it, of a size neither recorded nor the storage's
+	// (TestNodeExpandAnswerAboveTheLimitAfterTheControllersSaysWhatIsRecorded).
 	takeAnswer := answered > currentSize(v) && !v.NodeExpandControllerDone
+	var over error
+	if !v.NodeExpandControllerDone {
+		over = aboveLimit(v, csi.RPCNodeExpandVolume, answered, v.NodeExpandMax)
+	}
 	msg := fmt.Sprintf("volume %q expanded on the node to %s", v.ID, spec.FormatSize(max(v.NodeExpandMin, answered)))
 	if answered > currentSize(v) && !takeAnswer {
 		msg = fmt.Sprintf("volume %q expanded on the node (NodeExpandVolume answered %s, above the %s its controller answered, which stays recorded as its size)",

@@ -133,7 +133,15 @@ func (e *Engine) registerRound(ctx context.Context, c *conn, sv spec.Volume, r *
 	nodeErr := err
 	e.failpoint("register:validated") // the plugin validated (and grew) it, nothing recorded yet
 
-	err = e.store.Update(ctx, func(tx *store.Tx) error {
+	// With the storage grown and recorded, the registration is recorded whatever the command's
+	// context does now, as the expansion's record is: interrupted at the node step, it was
+	// refused "nothing written", the registration lost and the node step's own error, naming
+	// the debt, dropped (TestRegistrationInterruptedAtItsNodeStepIsRecorded).
+	wctx := ctx
+	if nodeErr != nil {
+		wctx = context.WithoutCancel(ctx)
+	}
+	err = e.store.Update(wctx, func(tx *store.Tx) error {
 		if err := pluginStillRegistered(tx, c); err != nil {
 			return err
 		}
@@ -244,10 +252,13 @@ func (e *Engine) registerRound(ctx context.Context, c *conn, sv spec.Volume, r *
 		return tx.Events().Append(&store.Event{Kind: "volume-register", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
 	})
 	if err != nil {
-		return fail(err)
+		return fail(errors.Join(err, nodeErr))
 	}
 	if nodeErr != nil {
-		return fail(fmt.Errorf("the registration is recorded and the storage grown, but not yet the file system on this node: %w", nodeErr))
+		if owedOnNode.controllerDone {
+			return fail(fmt.Errorf("the registration is recorded and the storage grown, but not yet the file system on this node: %w", nodeErr))
+		}
+		return fail(fmt.Errorf("the registration is recorded, with its expansion owed (plugin %q expands on the node alone, and that step failed): %w", sv.PluginID, nodeErr))
 	}
 	info, err := e.Volume(ctx, sv.ID)
 	return info, false, err
