@@ -531,7 +531,7 @@ func keepEdited(path string, data []byte) (string, error) {
 		}
 		// Without replacing what is there (another export's at once included): a name taken by
 		// the same bytes keeps nothing else, and is replaced.
-		err := unix.Renameat2(unix.AT_FDCWD, path, unix.AT_FDCWD, kept, unix.RENAME_NOREPLACE)
+		err := renameNoReplace(path, kept)
 		if errors.Is(err, unix.EEXIST) {
 			if there, rerr := os.ReadFile(kept); rerr != nil || !bytes.Equal(there, old) {
 				continue
@@ -545,6 +545,34 @@ func keepEdited(path string, data []byte) (string, error) {
 	}
 	return "", fmt.Errorf("%s differs from this export, and %s.bak and %s.bak.1 to .%d, where it would be kept, all hold other files: it is left as it is; move them away, then export again",
 		path, path, path, maxKeptCopies-1)
+}
+
+// renameNoReplace renames old to new unless new exists (EEXIST). Where the file system has no
+// such rename (NFS, FUSE without rename2, 9p: EINVAL; an old kernel: ENOSYS), a name found free
+// is renamed to: two exports at once there may still meet, which is what the file system
+// allows. Without the fallback, an export into a shared directory on NFS that found an edited
+// file stopped at it (TestKeepEditedWhereTheFileSystemCannotRenameWithoutReplacing).
+func renameNoReplace(old, new string) error {
+	err := renameExclusive(old, new)
+	if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) {
+		return err
+	}
+	return renameIfFree(old, new)
+}
+
+// renameExclusive is renameat2 with RENAME_NOREPLACE; tests make it fail as NFS does.
+var renameExclusive = func(old, new string) error {
+	return unix.Renameat2(unix.AT_FDCWD, old, unix.AT_FDCWD, new, unix.RENAME_NOREPLACE)
+}
+
+// renameIfFree is renameNoReplace's fallback: os.Rename when nothing is at new.
+func renameIfFree(old, new string) error {
+	if _, err := os.Lstat(new); err == nil {
+		return &os.LinkError{Op: "rename", Old: old, New: new, Err: unix.EEXIST}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return os.Rename(old, new)
 }
 
 // maxKeptCopies bounds the names keepEdited tries: path.bak, then path.bak.1 to .bak.99.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -109,5 +111,35 @@ func TestExportNomadNodeIDOtherThanTheVolumesTopologyIsNotSilent(t *testing.T) {
 	psrc, rerr := os.ReadFile(filepath.Join(dir, "plugin-hp.nomad.hcl"))
 	if rerr != nil || !strings.Contains(string(psrc), `"--node-id", "edge-7"`) {
 		t.Fatalf("the advised export's plugin job: %v\n%s", rerr, psrc)
+	}
+}
+
+// TestKeepEditedWhereTheFileSystemCannotRenameWithoutReplacing: an --out on NFS (or FUSE
+// without rename2, 9p) answers renameat2's RENAME_NOREPLACE EINVAL. keepEdited, which moves an
+// edited file aside without replacing an earlier .bak, stopped the export there ("keeping X
+// ... as X.bak: invalid argument") where a plain rename had kept it. It falls back to a rename
+// to a name found free, still never over a .bak holding something else. Found by helper
+// review75.
+func TestKeepEditedWhereTheFileSystemCannotRenameWithoutReplacing(t *testing.T) {
+	was := renameExclusive
+	t.Cleanup(func() { renameExclusive = was })
+	renameExclusive = func(old, new string) error {
+		return &os.LinkError{Op: "renameat2", Old: old, New: new, Err: unix.EINVAL}
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "volume-db.hcl")
+	for _, f := range []struct{ path, data string }{{file, "edited again"}, {file + ".bak", "edited first"}} {
+		if err := os.WriteFile(f.path, []byte(f.data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept, err := keepEdited(file, []byte("exported"))
+	if err != nil || kept != file+".bak.1" {
+		t.Fatalf("keepEdited beside a .bak holding other edits = %q, %v; want %s", kept, err, file+".bak.1")
+	}
+	for path, want := range map[string]string{file + ".bak": "edited first", file + ".bak.1": "edited again"} {
+		if b, err := os.ReadFile(path); err != nil || string(b) != want {
+			t.Errorf("%s = %q, %v; want %q", path, b, err, want)
+		}
 	}
 }

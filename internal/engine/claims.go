@@ -231,6 +231,10 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest, probeFirst *
 		if err := e.claimWritable(cl); err != nil {
 			return fail(err)
 		}
+		// Nor one whose target another mount covers since: the alloc would be handed that.
+		if err := e.targetCovered(cl); err != nil {
+			return fail(err)
+		}
 		// Its target mounted, a volume_mount destination may not be (unmounted by hand): bind it
 		// again, as reconcile does, rather than hand back a destination with nothing there.
 		if err := e.bindHeld(ctx, cl, locked); err != nil {

@@ -61,13 +61,28 @@ func (c *coveredTarget) Error() string {
 // "something is mounted at the target" for the claim's mount, and said "every mount is in place"
 // of a target a tmpfs covered (TestReconcileSaysAPublishedTargetCoveredByAnotherMount). Nothing
 // recorded (a claim published by an older volctl, a target with no mount of its own) is not
-// compared.
+// compared. A claim again of a held claim is refused so too, as a conflict
+// (TestClaimAgainOfAHeldClaimWhoseTargetIsCoveredIsAConflict).
 func (e *Engine) targetCovered(cl store.Claim) error {
 	m := cl.TargetMount
 	if m == nil || m.Root == "" {
 		return nil
 	}
 	was := stagingMark{mountRoot: mountRoot{dev: m.Dev, root: m.Root}, ino: m.Ino, birth: m.Birth}
+	// The table's word first, which touches no file system: a topmost mount of the recorded
+	// device and root is taken as the one published, with no statx of a target whose file
+	// system may hang (a hard NFS mount whose server is gone, under the volume's lock, every
+	// pass), as claimWritable reads the table alone. Only another one there is looked into.
+	if mr, ok := e.cfg.Mounts.(mountRoots); ok {
+		real := e.realPath(cl.TargetPath)
+		roots, err := mr.MountRoots(real)
+		if err != nil {
+			return fmt.Errorf("claim %q for alloc %q: reading what its target %s shows: %w", cl.VolumeID, cl.Alloc, cl.TargetPath, err)
+		}
+		if top := roots[real]; top.root == "" || top == was.mountRoot {
+			return nil
+		}
+	}
 	over, replaced, err := e.coverOf("target", cl.TargetPath, was)
 	switch {
 	case err != nil:
