@@ -59,7 +59,7 @@ func TestProgressLineEscapesTheLockHoldersCommand(t *testing.T) {
 	})
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		fi, err := os.Stat(lock)
-		if err == nil && slices.ContainsFunc(store.FlockHolders(fi), func(hd store.LockHolder) bool { return hd.Pid == holder.Process.Pid }) {
+		if err == nil && slices.ContainsFunc(store.FlockHolders(fi, ""), func(hd store.LockHolder) bool { return hd.Pid == holder.Process.Pid }) {
 			break
 		}
 		if time.Now().After(deadline) {

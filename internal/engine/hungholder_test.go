@@ -86,11 +86,11 @@ func TestLockHeldByAProcessBlockedInTheKernelIsNamedAndNotWaitedForEver(t *testi
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if hs := store.FlockHolders(fi); len(hs) == 1 && hs[0].Pid == pid && hs[0].Blocked != nil {
+		if hs := store.FlockHolders(fi, ""); len(hs) == 1 && hs[0].Pid == pid && hs[0].Blocked != nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("holders of %s: %+v; want pid %d seen blocked in the kernel on %s", lock, store.FlockHolders(fi), pid, hang)
+			t.Fatalf("holders of %s: %+v; want pid %d seen blocked in the kernel on %s", lock, store.FlockHolders(fi, ""), pid, hang)
 		}
 	}
 

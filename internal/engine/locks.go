@@ -647,7 +647,7 @@ const agentPinName = "agent.lock"
 func (e *Engine) agentHolders() []store.LockHolder {
 	for _, p := range []string{filepath.Join(e.locks.dir, "agent.lock"), filepath.Join(e.cfg.StateDir, agentPinName)} {
 		if fi, err := os.Stat(p); err == nil {
-			if hs := store.FlockHolders(fi); len(hs) > 0 {
+			if hs := store.FlockHolders(fi, filepath.Dir(p)); len(hs) > 0 {
 				return hs
 			}
 		}
@@ -842,7 +842,7 @@ func lockHolders(fl *flock.Flock) []store.LockHolder {
 	if err != nil {
 		return nil
 	}
-	return store.FlockHolders(fi)
+	return store.FlockHolders(fi, filepath.Dir(fl.Path()))
 }
 
 // heldBy says who holds a lock: "held by pid 12: volctl volume claim db", or "another volctl is

@@ -33,7 +33,7 @@ func holdLockInAnotherProcess(t *testing.T, h *harness, name string) *exec.Cmd {
 	t.Cleanup(func() { killGroup(cmd); _ = cmd.Wait() })
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if fi, err := os.Stat(path); err == nil {
-			for _, hd := range store.FlockHolders(fi) {
+			for _, hd := range store.FlockHolders(fi, "") {
 				if hd.Pid == cmd.Process.Pid {
 					return cmd
 				}

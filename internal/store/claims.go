@@ -83,11 +83,11 @@ type Claim struct {
 	// recorded, or what is does not decode.
 	TargetMount *TargetMount
 	Attempts    int
-	LastRPC    string
-	LastCode   string // gRPC code name of the last failure, "" after a success
-	LastError  string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	LastRPC     string
+	LastCode    string // gRPC code name of the last failure, "" after a success
+	LastError   string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // BindMounts is the mount each of a claim's volume_mount binds made (or was found bound as, when

@@ -42,7 +42,7 @@ func TestLockHolderWhoseFirstThreadExited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := FlockHolders(fi)
+	hs := FlockHolders(fi, "")
 	if len(hs) != 1 || hs[0].Pid != pid {
 		t.Fatalf("holders = %+v, want pid %d", hs, pid)
 	}
@@ -56,7 +56,7 @@ func TestLockHolderWhoseFirstThreadExited(t *testing.T) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		hs = FlockHolders(fi)
+		hs = FlockHolders(fi, "")
 		if len(hs) == 1 && hs[0].Stopped {
 			break
 		}

@@ -69,7 +69,7 @@ func TestLockHoldersAreNotFooledByOneReadMissingTheHolder(t *testing.T) {
 	held := other + self + "3: FLOCK  ADVISORY  WRITE 4242 " + id + " 0 EOF\n3: -> FLOCK  ADVISORY  WRITE 4343 " + id + " 0 EOF\n"
 	reads := []string{other + self, held, held}
 	n := 0
-	hs := lockHolders(fi, func() ([]byte, error) {
+	hs := lockHolders(fi, "", func() ([]byte, error) {
 		if n >= len(reads) {
 			t.Fatalf("read %d of /proc/locks, %d expected", n+1, len(reads))
 		}

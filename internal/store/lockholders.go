@@ -114,8 +114,33 @@ func sameSleep(prev []LockHolder, h LockHolder) bool {
 // FlockHolders lists the processes other than this one holding a flock on the file fi is the
 // FileInfo of, as /proc/locks lists them (at most shownNames); nil when none can be named (no
 // /proc, or a holder in another PID namespace).
-func FlockHolders(fi fs.FileInfo) []LockHolder {
-	return lockHolders(fi, readProcLocks, func(fields []string) bool { return fields[1] == "FLOCK" })
+//
+// dir is the directory the file is in ("" when not known). On an overlay file system whose
+// layers are on other file systems (a container's root: its image on one, its writable layer on
+// another), stat gives a file its layer's device while /proc/locks names its lock by the
+// overlay's own, which the directory shows: a lock of the file's inode number on that device is
+// the file's. Matched by stat's device alone, every wait there named nobody and never gave up on
+// a stopped holder (TestLockWaitOnATwoLayerOverlayStateDirNamesAndGivesUpOnAStoppedHolder).
+func FlockHolders(fi fs.FileInfo, dir string) []LockHolder {
+	return lockHolders(fi, dir, readProcLocks, func(fields []string) bool { return fields[1] == "FLOCK" })
+}
+
+// overlayLockID is how /proc/locks names the file st is of when it is on an overlay file system
+// whose layers are on other file systems (dir, its directory, shows the overlay's device, and
+// the file another): the overlay's device and the file's inode number; "" otherwise.
+func overlayLockID(st *syscall.Stat_t, dir string) string {
+	if dir == "" {
+		return ""
+	}
+	var dst unix.Stat_t
+	if unix.Stat(dir, &dst) != nil || dst.Dev == st.Dev {
+		return ""
+	}
+	var sfs unix.Statfs_t
+	if unix.Statfs(dir, &sfs) != nil || sfs.Type != unix.OVERLAYFS_SUPER_MAGIC {
+		return ""
+	}
+	return fmt.Sprintf("%02x:%02x:%d", unix.Major(dst.Dev), unix.Minor(dst.Dev), st.Ino)
 }
 
 // FlockPids lists every process holding a flock on the file at path, this one included, as
@@ -228,7 +253,7 @@ func (s *Store) writeLockHolders() []LockHolder {
 	if err != nil {
 		return nil
 	}
-	return lockHolders(fi, readProcLocks, func(fields []string) bool {
+	return lockHolders(fi, filepath.Dir(s.path), readProcLocks, func(fields []string) bool {
 		if (fields[1] != "POSIX" && fields[1] != "OFDLCK") || fields[3] != "WRITE" || len(fields) < 8 {
 			return false
 		}
@@ -242,16 +267,18 @@ func (s *Store) writeLockHolders() []LockHolder {
 }
 
 // lockHolders lists the processes other than this one holding a lock on the file fi is the
-// FileInfo of that match says is the one waited for, as /proc/locks (read through readLocks,
-// as lockPids does) lists them (at most shownNames).
-func lockHolders(fi fs.FileInfo, readLocks func() ([]byte, error), match func(fields []string) bool) []LockHolder {
+// FileInfo of (in directory dir: FlockHolders) that match says is the one waited for, as
+// /proc/locks (read through readLocks, as lockPids does) lists them (at most shownNames).
+func lockHolders(fi fs.FileInfo, dir string, readLocks func() ([]byte, error), match func(fields []string) bool) []LockHolder {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return nil
 	}
-	id := procLocksID(st)
+	id, overlaid := procLocksID(st), overlayLockID(st, dir)
 	self := os.Getpid()
-	pids, err := lockPids(readLocks, func(fields []string) bool { return fields[5] == id && match(fields) })
+	pids, err := lockPids(readLocks, func(fields []string) bool {
+		return (fields[5] == id || overlaid != "" && fields[5] == overlaid) && match(fields)
+	})
 	if err != nil {
 		return nil
 	}

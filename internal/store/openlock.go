@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -119,7 +120,7 @@ func holders(f *os.File) string {
 	if err != nil {
 		return ""
 	}
-	if hs := FlockHolders(fi); len(hs) > 0 {
+	if hs := FlockHolders(fi, filepath.Dir(f.Name())); len(hs) > 0 {
 		return " (" + LockHolders(hs) + ")"
 	}
 	return ""

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -115,7 +116,7 @@ func checkSHMGone(path string, sizes map[string]int64, lock *os.File) error {
 		if _, err := os.Stat(path + "-shm"); err == nil {
 			return nil
 		}
-		if hs = FlockHolders(fi); len(hs) == 0 {
+		if hs = FlockHolders(fi, filepath.Dir(path)); len(hs) == 0 {
 			return nil
 		}
 		if waited >= shmGoneWait {
