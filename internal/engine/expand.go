@@ -563,6 +563,25 @@ type nodeStepFailed struct {
 func (n *nodeStepFailed) Error() string { return n.err.Error() }
 func (n *nodeStepFailed) Unwrap() error { return n.err }
 
+// payOwedNodeStep sends the node expansion volume v owes (v.NodeExpandMin) through plugin c
+// when a spec submitted again asks at least that size (capacityMin), as `volume expand` to the
+// size the volume has does: a registration or create killed at its node step (expand:node-owed)
+// and run again found the size recorded, sent nothing and exited 0, the file system the alloc
+// sees still the old size, the storage too for a node-only plugin
+// (TestRegistrationRunAgainAfterAKillAtItsNodeStepFinishesIt). paid says the debt is paid; a
+// failure is a nodeStepFailed, the command's record standing. A volume on no path here keeps
+// it for its next publish, as an expand leaves it. The caller holds the volume lock.
+func (e *Engine) payOwedNodeStep(ctx context.Context, c *conn, v store.Volume, capacityMin int64) (paid bool, err error) {
+	if v.NodeExpandMin <= 0 || capacityMin < v.NodeExpandMin {
+		return false, nil
+	}
+	info, err := e.expandLockedSaying(ctx, c, v, currentSize(v), 0, new(SubmitOutcome))
+	if err != nil {
+		return false, &nodeStepFailed{err: err, controllerDone: v.NodeExpandControllerDone}
+	}
+	return info.NodeExpansionOwed == 0, nil
+}
+
 // finishedNodeOnly says that volume v's pending controller expansion (v.ExpandMin: a
 // ControllerExpandVolume sent, its answer never read) is finished by this expand to size as a
 // node-only one: its plugin came back declaring node EXPAND_VOLUME without the controller's,

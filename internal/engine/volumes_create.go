@@ -244,6 +244,21 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume, outcome *Subm
 	if done {
 		*outcome = Unchanged
 	}
+	if replay && !grow && sv.CapacityMax != 0 && sv.CapacityMax != v.RequestedMax {
+		// A replay with a larger capacity_min (refused before it was sent otherwise) that grows
+		// nothing, the plugin having made as much: its capacity_max is recorded, as the growth
+		// would have. It said "created" and kept the interrupted create's, which a later expand
+		// grew the volume past (TestCreateReplayWithALargerCapacityMinAndAnotherCapacityMaxIsNotSaidCreatedWithIt).
+		if size := currentSize(v); size > sv.CapacityMax {
+			return fail(conflictf("volume %q is created, at %s (the interrupted create's request, up to its capacity_max %s), above this spec's capacity_max %s: "+
+				"a volume does not shrink; its capacity_max stays %s: give one of at least %s in the spec, and register it again to record it (%s)",
+				v.ID, spec.FormatSize(size), spec.FormatSize(v.RequestedMax), spec.FormatSize(sv.CapacityMax), spec.FormatSize(v.RequestedMax),
+				spec.FormatSize(size), registerInstead(v)))
+		}
+		if err := e.setRequestedMax(ctx, v.ID, sv.CapacityMax); err != nil {
+			return fail(err)
+		}
+	}
 	if grow {
 		if err := aboveRecordedMax(v, sv.CapacityMin, sv.CapacityMax, "create"); err != nil {
 			return fail(err)
@@ -253,6 +268,13 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume, outcome *Subm
 			grew = new(SubmitOutcome) // a created volume is "created", grown to the spec or not
 		}
 		return e.expandLockedSaying(ctx, c, v, sv.CapacityMin, specLimit(v, sv), grew)
+	}
+	// At the size asked already, its node step maybe still owed (a create killed there, run
+	// again): paid, as registerRound's expandRegistered pays it.
+	if paid, err := e.payOwedNodeStep(ctx, c, v, sv.CapacityMin); err != nil {
+		return fail(err)
+	} else if paid && done {
+		*outcome = Expanded
 	}
 	return e.Volume(ctx, sv.ID)
 }

@@ -296,7 +296,16 @@ func (e *Engine) expandRegistered(ctx context.Context, c *conn, sv spec.Volume) 
 		return Unchanged, err
 	case refused:
 		return Unchanged, nil // the registration's own checks report it
-	case sv.CapacityMin <= currentSize(old) || !canExpand(c):
+	case sv.CapacityMin <= currentSize(old):
+		// At the size asked already, with its node step maybe still owed: paid, as the
+		// registration asks that size of the file system too.
+		withSecrets := old
+		withSecrets.Secrets = sv.Secrets
+		if paid, err := e.payOwedNodeStep(ctx, c, withSecrets, sv.CapacityMin); err != nil || paid {
+			return Expanded, err
+		}
+		return Unchanged, nil
+	case !canExpand(c):
 		return Unchanged, nil
 	}
 	// Sent with the spec's secrets, which the registration records and its capability check
