@@ -19,9 +19,10 @@ import (
 
 // twoLayerOverlay mounts an overlay file system at a temp dir whose lower and upper layers are
 // on two tmpfs of their own, as a container's root is (its image on one file system, its
-// writable layer on another), and returns its mount point; everything is unmounted when the
-// test ends.
-func twoLayerOverlay(t *testing.T) string {
+// writable layer on another), with n files f0..f(n-1) in its lower layer (its image's files),
+// and returns its mount point and the lower layer's directory; everything is unmounted when
+// the test ends. It skips, saying why, where no overlay can be mounted.
+func twoLayerOverlay(t *testing.T, n int) (mnt, lowerDir string) {
 	t.Helper()
 	hostpathtest.RequireMount(t)
 	d := t.TempDir()
@@ -50,6 +51,11 @@ func twoLayerOverlay(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
+	for i := 0; i < n; i++ {
+		if err := os.WriteFile(filepath.Join(lower, fmt.Sprintf("f%d", i)), []byte("an image's file\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := unix.Mount("overlay", m, "overlay", 0, "lowerdir="+lower+",upperdir="+upper+",workdir="+work); err != nil {
 		t.Skipf("this kernel or container mounts no overlay file system here (%v): the overlay's lock naming cannot be tested", err)
 	}
@@ -58,7 +64,7 @@ func twoLayerOverlay(t *testing.T) string {
 			t.Errorf("unmount %s: %v", m, err)
 		}
 	})
-	return m
+	return m, lower
 }
 
 // holdLockFileInAnotherProcess has flock(1), in a process group of its own, take the lock file
@@ -103,7 +109,7 @@ func holdLockFileInAnotherProcess(t *testing.T, path string) *exec.Cmd {
 // plain directory and on an overlay on one file system), the wait names it, and gives up once it
 // has been stopped for stoppedWait, saying to resume or end it. Found by helper review75.
 func TestLockWaitOnATwoLayerOverlayStateDirNamesAndGivesUpOnAStoppedHolder(t *testing.T) {
-	state := twoLayerOverlay(t)
+	state, _ := twoLayerOverlay(t, 0)
 	l, err := newLocker(state)
 	if err != nil {
 		t.Fatal(err)

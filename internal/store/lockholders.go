@@ -276,11 +276,26 @@ func lockHolders(fi fs.FileInfo, dir string, readLocks func() ([]byte, error), m
 	}
 	id, overlaid := procLocksID(st), overlayLockID(st, dir)
 	self := os.Getpid()
-	pids, err := lockPids(readLocks, func(fields []string) bool {
-		return (fields[5] == id || overlaid != "" && fields[5] == overlaid) && match(fields)
-	})
+	pids, err := lockPids(readLocks, func(fields []string) bool { return fields[5] == id && match(fields) })
 	if err != nil {
 		return nil
+	}
+	if overlaid != "" {
+		// The overlay's device and an inode number name the lock file, or a file of another
+		// layer whose file system gave it the same number (each numbers its own: a fresh tmpfs
+		// from 1): a holder found so is named only if it has the lock file open, where stat
+		// says what it is. Named by number alone, an unrelated process locking an image file
+		// was named, stopped, and the wait gave up blaming it
+		// (TestLockWaitOnATwoLayerOverlayDoesNotNameAProcessLockingAnImageFileOfTheSameInodeNumber).
+		more, err := lockPids(readLocks, func(fields []string) bool { return fields[5] == overlaid && match(fields) })
+		if err != nil {
+			return nil
+		}
+		for _, pid := range more {
+			if pid > 0 && !slices.Contains(pids, pid) && hasOpen(pid, st) {
+				pids = append(pids, pid)
+			}
+		}
 	}
 	var hs []LockHolder
 	for _, pid := range pids {
@@ -289,6 +304,23 @@ func lockHolders(fi fs.FileInfo, dir string, readLocks func() ([]byte, error), m
 		}
 	}
 	return hs
+}
+
+// hasOpen says whether process pid has the file st is of open, by its descriptors as /proc
+// gives them (false when they cannot be read: another user's, under hidepid).
+func hasOpen(pid int, st *syscall.Stat_t) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		var fst unix.Stat_t
+		if unix.Stat(dir+"/"+e.Name(), &fst) == nil && fst.Dev == st.Dev && fst.Ino == st.Ino {
+			return true
+		}
+	}
+	return false
 }
 
 // StuckHolders says that holders, all stuck for d (stopped by a signal, or blocked in the
