@@ -209,6 +209,9 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 	if opts.OutDir == "" {
 		return usageError("export nomad: --out must name a directory")
 	}
+	if problem := writtenPathProblem("--out", opts.OutDir); problem != "" {
+		return usageError("export nomad: %s", problem)
+	}
 	if err := checkOutDir(opts.OutDir); err != nil {
 		return err
 	}

@@ -61,8 +61,12 @@ func flagSuggestions(cmd *cobra.Command, err error) []string {
 		if f.Hidden {
 			return
 		}
+		// Near in proportion to what was typed, or begun by it: any one- or two-letter name is
+		// within two edits of every short flag, and `-a`, `-s`, `-f` were all answered --jq
+		// (`-g` --arg, which, followed, exported with a task argument in place of the group
+		// asked) (TestShorthandTypoIsNotAnsweredWithAnUnrelatedFlag).
 		d := levenshtein.Distance(typed, f.Name, nil)
-		if d <= 2 || (len(typed) >= 3 && strings.HasPrefix(f.Name, typed)) {
+		if (d <= 2 && 2*d <= len(typed)) || strings.HasPrefix(f.Name, typed) {
 			cands = append(cands, cand{f.Name, d})
 		}
 	})

@@ -168,6 +168,13 @@ func nodeIDProblem(id string) error { return spec.ValidateNodeID("--node-id", id
 // A control character inside is a path's own, as Linux allows it (its start line escapes it:
 // TestPluginServeHostpathStartLineEscapesItsRoot).
 func writtenPathProblem(what, path string) string {
+	if strings.HasPrefix(path, "-") {
+		// The next flag taken as the value, the value left out (`--root --enable-attach`,
+		// `tui --log-file --readonly`, `export nomad -o --include-secrets`): the flag meant was
+		// lost, and a path named after it made in the working directory, exit 0, as the state
+		// dir's was (TestPathFlagThatIsAFlagIsRefused).
+		return fmt.Sprintf("%s %q begins with \"-\", a flag taken as its value (was the value left out?): write ./%s for a path so named", what, path, path)
+	}
 	if strings.TrimSpace(path) != path {
 		return fmt.Sprintf("%s %q begins or ends with a blank: write the path without it", what, path)
 	}

@@ -98,6 +98,11 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	case opts.Events <= 0:
 		return usageError("tui: --events must be positive, got %d", opts.Events)
 	}
+	if opts.LogFile != "" {
+		if problem := writtenPathProblem("--log-file", opts.LogFile); problem != "" {
+			return usageError("tui: %s", problem)
+		}
+	}
 	if !opts.IO.IsStdinTTY() || !opts.IO.IsStdoutTTY() {
 		return errNoTerminal
 	}
