@@ -571,15 +571,36 @@ func (n *nodeStepFailed) Unwrap() error { return n.err }
 // (TestRegistrationRunAgainAfterAKillAtItsNodeStepFinishesIt). paid says the debt is paid; a
 // failure is a nodeStepFailed, the command's record standing. A volume on no path here keeps
 // it for its next publish, as an expand leaves it. The caller holds the volume lock.
+//
+// A volume handed over to Nomad keeps its debt for the take-back, as reconcile leaves it: the
+// same create again (nothing to do) was refused, advising to take the volume back from Nomad
+// (TestCreateAgainOfAHandedOverVolumeOwingANodeStepIsNotRefused). A guessed debt let go (the
+// node has no step of its own) is not paid, nothing sent: it was said "expanded"
+// (TestCreateAgainThatLetsAGuessGoIsNotSaidExpanded).
 func (e *Engine) payOwedNodeStep(ctx context.Context, c *conn, v store.Volume, capacityMin int64) (paid bool, err error) {
 	if v.NodeExpandMin <= 0 || capacityMin < v.NodeExpandMin {
 		return false, nil
 	}
-	info, err := e.expandLockedSaying(ctx, c, v, currentSize(v), 0, new(SubmitOutcome))
+	var handed bool
+	if err := e.store.View(ctx, func(tx *store.Tx) error {
+		_, err := tx.Handovers().Get(v.ID)
+		handed = err == nil
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		return err
+	}); err != nil || handed {
+		return false, err
+	}
+	sent, err := e.expandOnNode(ctx, c, v, false)
 	if err != nil {
 		return false, &nodeStepFailed{err: err, controllerDone: v.NodeExpandControllerDone}
 	}
-	return info.NodeExpansionOwed == 0, nil
+	if !sent {
+		return false, nil
+	}
+	after, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(v.ID) })
+	return err == nil && after.NodeExpandMin == 0, err
 }
 
 // finishedNodeOnly says that volume v's pending controller expansion (v.ExpandMin: a
