@@ -191,14 +191,19 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 		return fail(err)
 	}
 	*grew = Expanded
+	// Its size not known is its capacity not recorded, whatever its capacity_min (a lower
+	// bound): a restore of an 8 MiB snapshot asked at least 1 MiB, its plugin answering no
+	// size, was taken to be 1 MiB, the plugin never asked, and "expanded to 8MiB" said of a
+	// volume that was 8 MiB since its restore (TestExpandOfARestoreOfUnknownSizeAsksItsSizeFirst).
+	unknown := v.CapacityBytes == 0
 	switch {
-	case cur == 0 && v.ExpandMin > 0:
+	case unknown && v.ExpandMin > 0:
 		// An expansion pending, its answer lost: sent again below, where the plugin does not
 		// list the volume at the size already (the replay's own look), and its node
 		// expansion owed as after any lost answer, which a volume found at the size here
 		// would skip.
 		*grew = Sized
-	case cur == 0:
+	case unknown:
 		// Its size not known (registered, its plugin reporting none): the plugin may have it
 		// at the size asked already, or at any size. Asked first where it can say, the
 		// expansion is one from the size it has; said "expanded" before, of a volume it may
@@ -213,6 +218,17 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 		case known > 0:
 			v.CapacityBytes, cur = known, known
 		default:
+			// Not listed: a restore or clone is at least its source's recorded size (the CSI
+			// spec has none made smaller), which bounds what an expand may ask: one under it
+			// was sent, and its answer blamed on the plugin
+			// (TestExpandBelowTheSnapshotSizeOfARestoreOfUnknownSizeIsRefused).
+			if done, err := e.atLeastItsSource(ctx, v, size, limit); err != nil || done {
+				if err != nil {
+					return fail(err)
+				}
+				*grew = Measured
+				return e.Volume(ctx, v.ID)
+			}
 			*grew = Sized
 		}
 	}
@@ -1171,6 +1187,48 @@ func (e *Engine) learntSize(ctx context.Context, c *conn, v store.Volume, size, 
 		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: rpc, Message: msg})
 	}))
 	return known, errors.Join(err, over)
+}
+
+// atLeastItsSource applies to an expand of volume v, of unknown size and not listed by its
+// plugin, the size of the snapshot or volume it was made from (sourceSize: the CSI spec makes
+// none smaller): a limit below it is refused, nothing sent or recorded; a size at or under it is
+// had already (done), ControllerExpandVolume not sent, the request recorded with an event, as a
+// volume its plugin lists at the size is (learntSize).
+func (e *Engine) atLeastItsSource(ctx context.Context, v store.Volume, size, limit int64) (done bool, err error) {
+	if v.SnapshotID == "" && v.CloneID == "" {
+		return false, nil
+	}
+	bound, err := viewOne(ctx, e.store, func(tx *store.Tx) (int64, error) { return sourceSize(tx, v) })
+	if err != nil || bound <= 0 {
+		return false, err
+	}
+	from := fmt.Sprintf("snapshot %q it was restored from", v.SnapshotID)
+	if v.SnapshotID == "" {
+		from = fmt.Sprintf("volume %q it was cloned from", v.CloneID)
+	}
+	if limit != 0 && limit < bound {
+		return false, invalidf("volume %q is at least %s, the recorded size of the %s (its own size is not known, and plugin %q cannot list it), above the limit %s asked: volumes cannot shrink; nothing was sent",
+			v.ID, spec.FormatSize(bound), from, v.PluginID, spec.FormatSize(limit))
+	}
+	if size > bound {
+		return false, nil
+	}
+	return true, e.store.Update(ctx, e.locks.holding(v.ID, func(tx *store.Tx) error {
+		cur, err := tx.Volumes().Get(v.ID)
+		if err != nil {
+			return err
+		}
+		cur.RequestedMin = max(cur.RequestedMin, size)
+		if limit != 0 {
+			cur.RequestedMax = limit
+		}
+		if err := tx.Volumes().Update(&cur); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID,
+			Message: fmt.Sprintf("volume %q is at least %s, the recorded size of the %s, at least the %s asked: it was not grown (ControllerExpandVolume not sent)",
+				v.ID, spec.FormatSize(bound), from, spec.FormatSize(size))})
+	}))
 }
 
 // notSentAgain says that volume v's ControllerExpandVolume was not sent (again) because plugin

@@ -16,6 +16,10 @@ func regSpec(id string, min int64) spec.Volume {
 		Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}, CapacityMin: min}
 }
 
+// A registered volume's size is not recorded (registration learns none), so its expansion asks
+// the plugin's listing first (learntSize), its capacity_min being a lower bound only: the
+// ListVolumes in each expansion's RPCs (before, the capacity_min was taken for its size:
+// TestExpandOfARestoreOfUnknownSizeAsksItsSizeFirst).
 func TestRegisterAgainWithLargerCapacityExpands(t *testing.T) {
 	t.Parallel()
 	const mib = int64(1 << 20)
@@ -31,13 +35,13 @@ func TestRegisterAgainWithLargerCapacityExpands(t *testing.T) {
 	}{
 		{
 			name:     "controller expands, node not required when unclaimed",
-			wantRPCs: []string{csi.RPCValidateVolumeCapabilities, csi.RPCControllerExpandVolume},
+			wantRPCs: []string{csi.RPCValidateVolumeCapabilities, csi.RPCListVolumes, csi.RPCControllerExpandVolume},
 			wantSize: 4 * mib, wantMin: 4 * mib,
 		},
 		{
 			name:     "published claim is expanded on the node too",
 			claimed:  true,
-			wantRPCs: []string{csi.RPCValidateVolumeCapabilities, csi.RPCControllerExpandVolume, csi.RPCNodeExpandVolume},
+			wantRPCs: []string{csi.RPCValidateVolumeCapabilities, csi.RPCListVolumes, csi.RPCControllerExpandVolume, csi.RPCNodeExpandVolume},
 			wantSize: 4 * mib, wantMin: 4 * mib,
 		},
 		{
@@ -54,7 +58,7 @@ func TestRegisterAgainWithLargerCapacityExpands(t *testing.T) {
 				c.Plugin.VolumeExpansionOnline, c.Plugin.VolumeExpansionOffline = false, true
 			},
 			claimed:  true,
-			wantRPCs: []string{csi.RPCValidateVolumeCapabilities},
+			wantRPCs: []string{csi.RPCValidateVolumeCapabilities, csi.RPCListVolumes},
 			wantSize: 0, wantMin: 2 * mib,
 			wantErrIs:  ErrConflict,
 			wantErrMsg: `register volume "db": expand volume "db": plugin "mem" only expands volumes offline and "db" is in use by alloc "web-0" (write, published): release its claims first`,

@@ -212,6 +212,21 @@ func (e *Engine) registerRound(ctx context.Context, c *conn, sv spec.Volume, r *
 		case err != nil:
 			return err
 		}
+		if old.State == store.VolumeDeleting {
+			cleanup, err := tx.Volumes().CreateCleanup(old.ID)
+			if err != nil {
+				return err
+			}
+			if cleanup && spec.SameStorageID(old.ExternalID, sv.ExternalID) {
+				// Its own create's cleanup of this very storage (an answer the create could not
+				// use): "finish that first" sent DeleteVolume of the storage being registered
+				// (TestRegisterOfACreateCleanupsStorageUnderItsOwnIDDoesNotAdviseDeletingIt), as
+				// the same storage under another ID was advised before (registerRound, above).
+				return conflictf("volume %q records external ID %q on plugin %q as its create's cleanup: an answer its CreateVolume got that volctl could not use, "+
+					"marked to be deleted again (its DeleteVolume may not have been sent): to keep that storage as this spec's, `%s` forgets the mark and leaves the storage, then register this spec again",
+					old.ID, old.ExternalID, old.PluginID, shellquote.Command("volctl volume deregister", old.ID))
+			}
+		}
 		if old.State != store.VolumeReady {
 			return conflictf("volume %q is %s; run `volctl reconcile` to finish that first", old.ID, old.State)
 		}
