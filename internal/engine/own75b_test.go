@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/volctl/volctl/internal/spec"
 )
 
 // TestClaimAgainOfAHeldClaimWhoseTargetIsCoveredIsAConflict: a published claim (no
@@ -24,19 +22,7 @@ import (
 // is unmounted as advised, the claim again hands the target back. Found by helper review75.
 func TestClaimAgainOfAHeldClaimWhoseTargetIsCoveredIsAConflict(t *testing.T) {
 	t.Parallel()
-	h := kernelHarness(t, nil)
-	h.create(volume("v", capab(spec.SingleNodeWriter)))
-	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	if err := os.WriteFile(filepath.Join(cl.TargetPath, "volume-data"), []byte("the volume's"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("tmpfs", cl.TargetPath, "tmpfs", 0, "size=1m"); err != nil {
-		t.Fatalf("mount a tmpfs over the target: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(cl.TargetPath, unix.MNT_DETACH) })
-	if _, err := os.Stat(filepath.Join(cl.TargetPath, "volume-data")); !os.IsNotExist(err) {
-		t.Fatalf("the target still shows the volume's data under the tmpfs: %v", err)
-	}
+	h, cl := publishedUnderACover(t)
 	// Reconcile says so (the precondition: the cover is one volctl tells).
 	if rep, err := h.e.Reconcile(h.ctx); err == nil && len(rep.Problems) == 0 {
 		t.Fatalf("reconcile = %+v: nothing said of the covered target %s", rep, cl.TargetPath)

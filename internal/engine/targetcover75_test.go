@@ -24,19 +24,7 @@ import (
 // Found by helper review75.
 func TestReconcileSaysAPublishedTargetCoveredByAnotherMount(t *testing.T) {
 	t.Parallel()
-	h := kernelHarness(t, nil)
-	h.create(volume("v", capab(spec.SingleNodeWriter)))
-	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	if err := os.WriteFile(filepath.Join(cl.TargetPath, "volume-data"), []byte("the volume's"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("tmpfs", cl.TargetPath, "tmpfs", 0, "size=1m"); err != nil {
-		t.Fatalf("mount a tmpfs over the target: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(cl.TargetPath, unix.MNT_DETACH) })
-	if _, err := os.Stat(filepath.Join(cl.TargetPath, "volume-data")); !os.IsNotExist(err) {
-		t.Fatalf("the target still shows the volume's data under the tmpfs: %v", err)
-	}
+	h, cl := publishedUnderACover(t)
 	rep, err := h.e.Reconcile(h.ctx)
 	if err == nil && len(rep.Problems) == 0 {
 		t.Fatalf("reconcile = %+v, nil: nothing said of claim %q for alloc %q whose target %s shows a tmpfs mounted over the volume; "+
@@ -58,4 +46,25 @@ func TestReconcileSaysAPublishedTargetCoveredByAnotherMount(t *testing.T) {
 	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("reconcile after the cover is unmounted = %+v, %v; want nothing wrong", rep, err)
 	}
+}
+
+// publishedUnderACover is a kernel harness whose volume v, claimed by alloc "a" (published, "the
+// volume's" data written in it), has a tmpfs mounted over its target since, unmounted when the
+// test ends.
+func publishedUnderACover(t *testing.T) (*harness, ClaimInfo) {
+	t.Helper()
+	h := kernelHarness(t, nil)
+	h.create(volume("v", capab(spec.SingleNodeWriter)))
+	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if err := os.WriteFile(filepath.Join(cl.TargetPath, "volume-data"), []byte("the volume's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", cl.TargetPath, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatalf("mount a tmpfs over the target: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(cl.TargetPath, unix.MNT_DETACH) })
+	if _, err := os.Stat(filepath.Join(cl.TargetPath, "volume-data")); !os.IsNotExist(err) {
+		t.Fatalf("the target still shows the volume's data under the tmpfs: %v", err)
+	}
+	return h, cl
 }
