@@ -218,9 +218,9 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 		case known > 0:
 			v.CapacityBytes, cur = known, known
 		default:
-			// Not listed: a restore or clone is at least its source's recorded size (the CSI
-			// spec has none made smaller), which bounds what an expand may ask: one under it
-			// was sent, and its answer blamed on the plugin
+			// Not listed: a restore is at least its snapshot's recorded size (the CSI spec has
+			// none made smaller), which bounds what an expand may ask: one under it was sent,
+			// and its answer blamed on the plugin
 			// (TestExpandBelowTheSnapshotSizeOfARestoreOfUnknownSizeIsRefused).
 			if done, err := e.atLeastItsSource(ctx, v, size, limit); err != nil || done {
 				if err != nil {
@@ -1190,12 +1190,17 @@ func (e *Engine) learntSize(ctx context.Context, c *conn, v store.Volume, size, 
 }
 
 // atLeastItsSource applies to an expand of volume v, of unknown size and not listed by its
-// plugin, the size of the snapshot or volume it was made from (sourceSize: the CSI spec makes
-// none smaller): a limit below it is refused, nothing sent or recorded; a size at or under it is
+// plugin, the size of the snapshot it was restored from (sourceSize: the CSI spec makes none
+// smaller): a limit below it is refused, nothing sent or recorded; a size at or under it is
 // had already (done), ControllerExpandVolume not sent, the request recorded with an event, as a
 // volume its plugin lists at the size is (learntSize).
+//
+// Restores only: a snapshot's size never changes, where a cloned volume's record says its size
+// now, not when it was cloned, and a clone of a 1 MiB source grown to 8 MiB since was said "at
+// least 8MiB", nothing sent, of storage still 1 MiB
+// (TestExpandOfACloneOfUnknownSizeIsNotSizedByItsSourceGrownSince).
 func (e *Engine) atLeastItsSource(ctx context.Context, v store.Volume, size, limit int64) (done bool, err error) {
-	if v.SnapshotID == "" && v.CloneID == "" {
+	if v.SnapshotID == "" {
 		return false, nil
 	}
 	bound, err := viewOne(ctx, e.store, func(tx *store.Tx) (int64, error) { return sourceSize(tx, v) })
@@ -1203,9 +1208,6 @@ func (e *Engine) atLeastItsSource(ctx context.Context, v store.Volume, size, lim
 		return false, err
 	}
 	from := fmt.Sprintf("snapshot %q it was restored from", v.SnapshotID)
-	if v.SnapshotID == "" {
-		from = fmt.Sprintf("volume %q it was cloned from", v.CloneID)
-	}
 	if limit != 0 && limit < bound {
 		return false, invalidf("volume %q is at least %s, the recorded size of the %s (its own size is not known, and plugin %q cannot list it), above the limit %s asked: volumes cannot shrink; nothing was sent",
 			v.ID, spec.FormatSize(bound), from, v.PluginID, spec.FormatSize(limit))
