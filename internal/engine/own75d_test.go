@@ -14,13 +14,13 @@ import (
 // guessOwedThroughASplitPlugin makes volume "v" on split plugin "split" whose controller half
 // alone expanded it to 4MiB, the answer lost and the one sent again saying
 // node_expansion_required false, so the node step is owed as a guess (NodeExpandGuessed); then
-// its node half, without EXPAND_VOLUME, is registered. It returns the plugins' backend, their
+// its node half, with EXPAND_VOLUME as nodeExpands says, is registered. It returns the plugins' backend, their
 // controller's faults and v's spec at capacity_min 4MiB (the size it has, the debt's size).
-func guessOwedThroughASplitPlugin(t *testing.T, h *harness) (*csitest.MemPlugin, *csitest.Faults, spec.Volume) {
+func guessOwedThroughASplitPlugin(t *testing.T, h *harness, nodeExpands bool) (*csitest.MemPlugin, *csitest.Faults, spec.Volume) {
 	t.Helper()
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "node-1"
-	cfg.Node.ExpandVolume = false
+	cfg.Node.ExpandVolume = nodeExpands
 	cfg.Controller.ListVolumes = false // it cannot say the volume's size: the RPC is sent again
 	faults := csitest.NewFaults()
 	backend, nodeSock := h.controllerHalfWithVolume(cfg, csitest.WithFaults(faults))
@@ -32,7 +32,7 @@ func guessOwedThroughASplitPlugin(t *testing.T, h *harness) (*csitest.MemPlugin,
 		t.Fatalf("expand through the controller half: %v", err)
 	}
 	if got := h.owed("v"); got != 4*mib {
-		t.Fatalf("precondition: node expansion owed after the lost answer = %d, want 4MiB owed as a guess", got)
+		t.Fatalf("precondition: node expansion owed after the lost answer = %d, want 4MiB owed as a guess (the lost answer may have said node_expansion_required)", got)
 	}
 	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "split", Type: spec.PluginNode, NodeSocket: nodeSock}); err != nil {
 		t.Fatal(err)
@@ -59,7 +59,7 @@ func guessOwedThroughASplitPlugin(t *testing.T, h *harness) (*csitest.MemPlugin,
 func TestCreateAgainThatLetsAGuessGoIsNotSaidExpanded(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	backend, faults, sv := guessOwedThroughASplitPlugin(t, h)
+	backend, faults, sv := guessOwedThroughASplitPlugin(t, h, false)
 	ctrlBefore := faults.Calls(csi.RPCControllerExpandVolume)
 	_, outcome, err := h.e.CreateVolumeOutcome(h.ctx, sv)
 	if err != nil {
@@ -85,7 +85,7 @@ func TestCreateAgainThatLetsAGuessGoIsNotSaidExpanded(t *testing.T) {
 func TestRegisterAgainThatLetsAGuessGoIsNotSaidExpanded(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	backend, faults, sv := guessOwedThroughASplitPlugin(t, h)
+	backend, faults, sv := guessOwedThroughASplitPlugin(t, h, false)
 	sv.ExternalID = h.volumeInfo("v").ExternalID
 	ctrlBefore := faults.Calls(csi.RPCControllerExpandVolume)
 	_, r, err := h.e.RegisterVolumeOutcome(h.ctx, sv)

@@ -3,12 +3,8 @@ package engine
 import (
 	"testing"
 
-	csipb "github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/protobuf/proto"
-
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
-	"github.com/volctl/volctl/internal/spec"
 )
 
 // A split plugin registered by its controller half alone expands a volume; the answer is lost,
@@ -31,25 +27,7 @@ func TestSplitPluginsLostExpandAnswerOwesTheNodeStep(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, nil)
-			cfg := csitest.DefaultMemConfig()
-			cfg.NodeID = "node-1"
-			cfg.Node.ExpandVolume = nodeExpands
-			cfg.Controller.ListVolumes = false // it cannot say the volume's size: the RPC is sent again
-			faults := csitest.NewFaults()
-			backend, nodeSock := h.controllerHalfWithVolume(cfg, csitest.WithFaults(faults))
-			faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Lost: true, Times: 1})
-			faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Answer: func(m proto.Message) {
-				m.(*csipb.ControllerExpandVolumeResponse).NodeExpansionRequired = false
-			}})
-			if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
-				t.Fatalf("expand through the controller half: %v", err)
-			}
-			if got := h.owed("v"); got != 4*mib {
-				t.Fatalf("node expansion owed after the lost answer = %d, want %d: the lost answer may have said node_expansion_required", got, 4*mib)
-			}
-			if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "split", Type: spec.PluginNode, NodeSocket: nodeSock}); err != nil {
-				t.Fatal(err)
-			}
+			backend, _, _ := guessOwedThroughASplitPlugin(t, h, nodeExpands)
 			cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "web"})
 			reqs := csitest.Requests[csi.NodeExpandVolumeRequest](backend)
 			switch {
