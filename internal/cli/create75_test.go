@@ -86,10 +86,14 @@ func TestCreateAgainWithACapacityMaxBelowTheVolumeIsRefused(t *testing.T) {
 	if err == nil || ExitCode(err) != 4 {
 		t.Fatalf("create again with capacity_max 100MiB of a 1 GiB volume: exit %d, %v, stdout %q; want refused, exit 4", ExitCode(err), err, out)
 	}
-	for _, want := range []string{"capacity_max", "100MiB", "is 1GiB", "does not shrink"} {
+	for _, want := range []string{"capacity_max", "100MiB", "is 1GiB", "does not shrink", "leave capacity_max out and create it again"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("refusal %q does not say %q", err, want)
 		}
+	}
+	// As advised, capacity_max left out: the create again is the volume as it is.
+	if out, err := run(spec.VerbCreate, first); err != nil || !strings.Contains(out, "unchanged") {
+		t.Fatalf("the advised create again with capacity_max left out: %v; stdout %q", err, out)
 	}
 	// As advised, a capacity_max of at least the volume's size: a create does not record it
 	// either, and says what does.

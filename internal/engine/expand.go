@@ -772,7 +772,8 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, cont
 				v.ID, err, v.ID, spec.FormatSize(v.NodeExpandMin), owedExpandCommand(v))
 		}
 	}
-	skipped := 0 // published claims whose targets are not mounted now
+	skipped := 0        // published claims whose targets are not mounted now
+	var covered []error // published claims whose targets another mount covers since
 	for i := range claims {
 		cl := &claims[i]
 		if cl.State != store.ClaimPublished || cl.Releasing {
@@ -782,8 +783,22 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, cont
 			skipped++
 			continue
 		}
+		// Nor one covered since it was published: what the path shows is the cover's file
+		// system, which NodeExpandVolume grew (or failed on), the plugin's OK clearing the debt
+		// of a volume never grown (TestExpandDoesNotSendNodeExpandAtACoveredTarget).
+		if err := e.targetCovered(*cl); err != nil {
+			skipped++
+			covered = append(covered, err)
+			continue
+		}
 		reqs = append(reqs, e.nodeExpandRequest(c, v, cl, cl.TargetPath, st))
 		whom = append(whom, fmt.Sprintf("alloc %q", cl.Alloc))
+	}
+	if len(covered) > 0 {
+		// Said, the debt kept: the volume was said "expanded" otherwise, its claims at the old
+		// size. Nothing is sent at the staging either: the alloc sees the cover.
+		return false, fmt.Errorf("volume %q's node expansion (NodeExpandVolume) to %s stays owed, not sent: %w",
+			v.ID, spec.FormatSize(v.NodeExpandMin), errors.Join(covered...))
 	}
 	if len(reqs) == 0 && staged && c.stages() && mounted[e.realPath(st.StagingPath)] {
 		reqs = append(reqs, e.nodeExpandRequest(c, v, nil, st.StagingPath, st))

@@ -297,7 +297,13 @@ func notChangedByCreate(old store.Volume, sv spec.Volume) error {
 // registerInstead is the advice for a change a create of existing volume old does not make: the
 // registration again that does.
 func registerInstead(old store.Volume) string {
-	return "registering it again does: `volctl volume register` of the spec with external_id = " + spec.HCLQuoted(old.ExternalID) +
+	return "registering it again does: " + registerSpecOf(old)
+}
+
+// registerSpecOf is the registration again of existing volume old that records what its create
+// does not: the spec with its external ID.
+func registerSpecOf(old store.Volume) string {
+	return "`volctl volume register` of the spec with external_id = " + spec.HCLQuoted(old.ExternalID) +
 		" added, and snapshot_id, clone_id and a preferred topology left out"
 }
 
@@ -313,9 +319,11 @@ func capacityMaxNotChangedByCreate(old store.Volume, sv spec.Volume) error {
 		return nil
 	}
 	if size := currentSize(old); size > sv.CapacityMax {
+		// One way out a create takes as printed (leaving it out); another capacity_max is a
+		// registration's to record, which a create again at it would advise in turn.
 		return conflictf("volume %q is %s, and this spec's capacity_max %s is below it: a volume does not shrink; nothing was sent; "+
-			"give a capacity_max of at least %s, or leave it out, then create it again",
-			old.ID, spec.FormatSize(size), spec.FormatSize(sv.CapacityMax), spec.FormatSize(size))
+			"leave capacity_max out and create it again, or, to record one of at least %s, register it again: %s",
+			old.ID, spec.FormatSize(size), spec.FormatSize(sv.CapacityMax), spec.FormatSize(size), registerSpecOf(old))
 	}
 	was := "none"
 	if old.RequestedMax != 0 {
