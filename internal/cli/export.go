@@ -228,6 +228,12 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		// (TestExportNomadRefusesARelativePluginRoot).
 		return usageError("export nomad: --plugin-root %q is not an absolute path: give the directory the plugin serves, absolute, as the Nomad clients see it", r)
 	}
+	if v := opts.Plugin.VolctlPath; strings.HasPrefix(v, "-") {
+		// The next flag taken as the value (`--volctl-path --include-secrets`): the plugin job's
+		// command was "--include-secrets", a task that never starts, and the flag meant lost
+		// (TestExportVolctlPathThatIsAFlagIsRefused).
+		return usageError("export nomad: --volctl-path %q begins with \"-\", a flag taken as its value (was the value left out?): give the absolute path of volctl on the Nomad clients, or its name alone", v)
+	}
 	if v := opts.Plugin.VolctlPath; strings.Contains(v, "/") && !filepath.IsAbs(v) {
 		// The plugin task's command: Nomad looks a name alone up in the PATH, and reads a
 		// relative path from the task's working directory, where no volctl is.

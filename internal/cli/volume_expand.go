@@ -133,10 +133,15 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 			// recorded that never happened.
 			return werr
 		}
-		return afterDone(werr, "volume %q expanded", v.ID)
+		// Worded by what the expand did: "expanded" was said of a volume found at the size
+		// asked, its capacity_min only recorded (TestExpandHadAlreadyWhoseFilterFailsIsNotSaidExpanded).
+		return afterDone(werr, "volume %q %s", v.ID, expandDid(before, v, grew))
 	}
 	var out strings.Builder
 	switch {
+	case grew == engine.AtLeastSource:
+		fmt.Fprintf(&out, "Volume %q was not grown: %s\n", v.ID, v.ExpansionNote)
+		v.ExpansionNote = "" // said
 	case grew == engine.Measured:
 		fmt.Fprintf(&out, "Volume %q is already %s, as its plugin lists it (volctl had no size recorded for it, and records this one now)", v.ID, bytesIEC(v.CapacityBytes))
 		if v.RequestedMax != before.RequestedMax {
@@ -166,6 +171,26 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 			bytesIEC(v.NodeExpansionOwed))
 	}
 	return printDone(opts.IO.Out, out.String(), "volume %q: expand done", v.ID)
+}
+
+// expandDid words what an expand that found the volume as before and left it as after, saying
+// grew, did, for the line of an expand whose result could not be printed.
+func expandDid(before, after engine.VolumeInfo, grew engine.SubmitOutcome) string {
+	switch {
+	case grew == engine.Expanded:
+		return "expanded"
+	case grew == engine.Sized:
+		return "expanded (its size was not known, and it may have had the size asked already)"
+	case grew == engine.Measured:
+		return "found at the size asked as its plugin lists it, not grown; its size is recorded now"
+	case grew == engine.AtLeastSource:
+		return "not grown: it is at least its snapshot's recorded size; the size asked is recorded as its capacity_min"
+	case before.NodeExpansionOwed > after.NodeExpansionOwed:
+		return "expanded on the node (its owed NodeExpandVolume paid)"
+	case after.RequestedMax != before.RequestedMax:
+		return "not grown; its capacity_max is set"
+	}
+	return "not grown"
 }
 
 // expandChangedNothing reports whether an expand that found the volume as before (under its

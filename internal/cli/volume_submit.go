@@ -109,6 +109,7 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 	out := bufio.NewWriter(opts.IO.Out)
 	defer out.Flush()
 	infos := make([]engine.VolumeInfo, 0, len(vols))
+	outcomes := make([]engine.SubmitOutcome, 0, len(vols)) // infos' outcomes, as the engine words them
 	var errs []error
 	var untried []string // the volumes an interrupt left before anything was sent for them
 	for i, v := range vols {
@@ -147,6 +148,7 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 			continue
 		}
 		infos = append(infos, info)
+		outcomes = append(outcomes, outcome)
 		if !opts.Exporter.Enabled() {
 			line := volumeSubmittedLine(opts.Verb, info, outcome, reg.Changed)
 			if err := redactOutput(ctx, e, nil, &line); err != nil {
@@ -205,11 +207,31 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 	if printErr != nil && len(infos) > 0 {
 		// A filter or template stopped by the interrupt that also ended a create: the
 		// error says what was done and what failed, never that an empty list was done.
-		ids := make([]string, len(infos))
+		// Each volume worded by what was done to it: "volume "a" created" was said of one
+		// found unchanged, nothing sent (TestCreateAgainUnchangedWhoseFilterFailsIsNotSaidCreated);
+		// with nothing done to any, a failing filter is a usage error, exit 2, as a release's
+		// that released nothing is.
+		var did []string
+		nothing := true
 		for i, info := range infos {
-			ids[i] = info.ID
+			word := pastTense(opts.Verb)
+			switch outcomes[i] {
+			case engine.Unchanged:
+				word = "unchanged"
+			case engine.Updated:
+				word = "updated"
+			case engine.Expanded, engine.Sized:
+				word = "expanded"
+			case engine.Measured, engine.AtLeastSource:
+				word = "not grown, its capacity_min recorded"
+			}
+			nothing = nothing && outcomes[i] == engine.Unchanged
+			did = append(did, fmt.Sprintf("volume %s %s", shownQ(info.ID), word))
 		}
-		err := afterDone(printErr, "volume %s %s", quotedIDs(ids), pastTense(opts.Verb))
+		if nothing && failed == nil {
+			return printErr
+		}
+		err := afterDone(printErr, "%s", strings.Join(did, ", "))
 		if failed == nil {
 			return err
 		}
@@ -287,6 +309,9 @@ var grownWords = map[engine.SubmitOutcome]string{
 	engine.Expanded: "expanded to the spec's capacity_min",
 	engine.Sized:    "its size, not known before, is at least the spec's capacity_min now, which it may have had already",
 	engine.Measured: "its plugin lists it at the spec's capacity_min or more, so it was not grown; its size, not known before, is recorded now",
+	// Not Measured's words: nothing listed it, and no size is recorded
+	// (TestCreateAgainOfAnUnlistedRestoreHadAlreadySaysNoListing).
+	engine.AtLeastSource: "its snapshot's recorded size is at least the spec's capacity_min, so it was not grown (its plugin cannot list it, and its size is still not known)",
 }
 
 // volumeSubmittedLine is `Volume "db" registered` or
@@ -299,7 +324,7 @@ func volumeSubmittedLine(verb spec.Verb, v engine.VolumeInfo, outcome engine.Sub
 		switch outcome {
 		case engine.Unchanged:
 			return fmt.Sprintf("Volume %q unchanged: it is registered with this spec", v.ID)
-		case engine.Expanded, engine.Sized, engine.Measured:
+		case engine.Expanded, engine.Sized, engine.Measured, engine.AtLeastSource:
 			line := fmt.Sprintf("Volume %q updated: %s (%s)", v.ID, grownWords[outcome], bytesIEC(v.CapacityBytes))
 			// What else the registration changed, the capacity it asks for being the expansion.
 			if others := slices.DeleteFunc(slices.Clone(changed), func(f string) bool { return f == "capacity_min" || f == "capacity_max" }); len(others) > 0 {
@@ -318,7 +343,7 @@ func volumeSubmittedLine(verb spec.Verb, v engine.VolumeInfo, outcome engine.Sub
 	switch outcome {
 	case engine.Unchanged:
 		what = "unchanged: it exists with this spec"
-	case engine.Expanded, engine.Sized, engine.Measured:
+	case engine.Expanded, engine.Sized, engine.Measured, engine.AtLeastSource:
 		what = "exists; " + grownWords[outcome]
 	}
 	line := fmt.Sprintf("Volume %q %s (external ID %s", v.ID, what, shownQ(v.ExternalID))

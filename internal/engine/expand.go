@@ -222,12 +222,16 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 			// none made smaller), which bounds what an expand may ask: one under it was sent,
 			// and its answer blamed on the plugin
 			// (TestExpandBelowTheSnapshotSizeOfARestoreOfUnknownSizeIsRefused).
-			if done, err := e.atLeastItsSource(ctx, v, size, limit); err != nil || done {
+			if note, err := e.atLeastItsSource(ctx, v, size, limit); err != nil || note != "" {
 				if err != nil {
 					return fail(err)
 				}
-				*grew = Measured
-				return e.Volume(ctx, v.ID)
+				// Not Measured, whose words say the plugin listed it and its size is recorded
+				// (TestExpandOfAnUnlistedRestoreHadAlreadySaysNoListingNorSize).
+				*grew = AtLeastSource
+				info, err := e.Volume(ctx, v.ID)
+				info.ExpansionNote = note
+				return info, err
 			}
 			*grew = Sized
 		}
@@ -1207,30 +1211,32 @@ func (e *Engine) learntSize(ctx context.Context, c *conn, v store.Volume, size, 
 // atLeastItsSource applies to an expand of volume v, of unknown size and not listed by its
 // plugin, the size of the snapshot it was restored from (sourceSize: the CSI spec makes none
 // smaller): a limit below it is refused, nothing sent or recorded; a size at or under it is
-// had already (done), ControllerExpandVolume not sent, the request recorded with an event, as a
-// volume its plugin lists at the size is (learntSize).
+// had already, ControllerExpandVolume not sent, the request recorded with an event, as a volume
+// its plugin lists at the size is (learntSize): note says so, "" when the bound does not apply.
 //
 // Restores only: a snapshot's size never changes, where a cloned volume's record says its size
 // now, not when it was cloned, and a clone of a 1 MiB source grown to 8 MiB since was said "at
 // least 8MiB", nothing sent, of storage still 1 MiB
 // (TestExpandOfACloneOfUnknownSizeIsNotSizedByItsSourceGrownSince).
-func (e *Engine) atLeastItsSource(ctx context.Context, v store.Volume, size, limit int64) (done bool, err error) {
+func (e *Engine) atLeastItsSource(ctx context.Context, v store.Volume, size, limit int64) (note string, err error) {
 	if v.SnapshotID == "" {
-		return false, nil
+		return "", nil
 	}
 	bound, err := viewOne(ctx, e.store, func(tx *store.Tx) (int64, error) { return sourceSize(tx, v) })
 	if err != nil || bound <= 0 {
-		return false, err
+		return "", err
 	}
 	from := fmt.Sprintf("snapshot %q it was restored from", v.SnapshotID)
 	if limit != 0 && limit < bound {
-		return false, invalidf("volume %q is at least %s, the recorded size of the %s (its own size is not known, and plugin %q cannot list it), above the limit %s asked: volumes cannot shrink; nothing was sent",
+		return "", invalidf("volume %q is at least %s, the recorded size of the %s (its own size is not known, and plugin %q cannot list it), above the limit %s asked: volumes cannot shrink; nothing was sent",
 			v.ID, spec.FormatSize(bound), from, v.PluginID, spec.FormatSize(limit))
 	}
 	if size > bound {
-		return false, nil
+		return "", nil
 	}
-	return true, e.store.Update(ctx, e.locks.holding(v.ID, func(tx *store.Tx) error {
+	note = fmt.Sprintf("volume %q is at least %s, the recorded size of the %s (plugin %q cannot list it, and its own size is not known), at least the %s asked: it was not grown (ControllerExpandVolume not sent)",
+		v.ID, spec.FormatSize(bound), from, v.PluginID, spec.FormatSize(size))
+	return note, e.store.Update(ctx, e.locks.holding(v.ID, func(tx *store.Tx) error {
 		cur, err := tx.Volumes().Get(v.ID)
 		if err != nil {
 			return err
@@ -1242,9 +1248,7 @@ func (e *Engine) atLeastItsSource(ctx context.Context, v store.Volume, size, lim
 		if err := tx.Volumes().Update(&cur); err != nil {
 			return err
 		}
-		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID,
-			Message: fmt.Sprintf("volume %q is at least %s, the recorded size of the %s, at least the %s asked: it was not grown (ControllerExpandVolume not sent)",
-				v.ID, spec.FormatSize(bound), from, spec.FormatSize(size))})
+		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, Message: note})
 	}))
 }
 

@@ -90,9 +90,9 @@ func TestExpandBelowTheSnapshotSizeOfARestoreOfUnknownSizeIsRefused(t *testing.T
 	}
 	// Without the limit, 4MiB is had already (at least the snapshot's 8 MiB): nothing sent.
 	_, after, grew, err := h.e.ExpandVolumeFrom(h.ctx, "restored", 4*mib, 0)
-	if err != nil || grew != Measured || h.mem.CallCount(csi.RPCControllerExpandVolume) != 0 || after.RequestedMin != 4*mib {
+	if err != nil || grew != AtLeastSource || h.mem.CallCount(csi.RPCControllerExpandVolume) != 0 || after.RequestedMin != 4*mib {
 		t.Errorf("expand to 4MiB of a volume restored from an 8MiB snapshot: %v, outcome %v, ControllerExpandVolume sent %d, capacity_min %d; "+
-			"want Measured, nothing sent, 4MiB recorded as asked", err, grew, h.mem.CallCount(csi.RPCControllerExpandVolume), after.RequestedMin)
+			"want AtLeastSource, nothing sent, 4MiB recorded as asked", err, grew, h.mem.CallCount(csi.RPCControllerExpandVolume), after.RequestedMin)
 	}
 }
 

@@ -99,6 +99,10 @@ const (
 	// Measured: as Sized, but the plugin lists the volume at this spec's capacity_min or more:
 	// not grown, nothing sent; the size listed is recorded.
 	Measured
+	// AtLeastSource: as Measured, but the plugin cannot list the volume: a restore, it is at
+	// least its snapshot's recorded size, which is at least this spec's capacity_min (or the
+	// expand's size); not grown, nothing sent, its size still not known (atLeastItsSource).
+	AtLeastSource
 	// Updated: the volume was registered, and this registration changed what the spec may
 	// change (Registration.Changed names it).
 	Updated
