@@ -23,22 +23,7 @@ import (
 func TestRegisterOfStorageACreateCleanupRecordsDoesNotAdviseDeletingIt(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.mem.AddVolume(csi.Volume{ID: "hand-1", CapacityBytes: 1 << 30})
-	h.mem.AnswerCreateWith("hand-1")
-	h.faults.Inject(csi.RPCListVolumes, csitest.Fault{Code: codes.Unavailable})
-	h.mem.ResetCalls()
-	sv := volume("w")
-	sv.CapacityMin = 1 << 40 // more than hand-1 holds: the answer is unusable
-	if _, err := h.e.CreateVolume(h.ctx, sv); err == nil {
-		t.Fatal("create of w answered with hand-1, too small: succeeded")
-	}
-	h.faults.Reset()
-	if w := h.volumeInfo("w"); w.State != string(store.VolumeDeleting) {
-		t.Fatalf("w is %s; want deleting (its cleanup's question failed)", w.State)
-	}
-	if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 0 {
-		t.Fatalf("DeleteVolume sent %d time(s); the test needs none", n)
-	}
+	createCleanupOfHandMadeStorage(t, h)
 	_, err := h.e.RegisterVolume(h.ctx, registered("data", "hand-1"))
 	if err == nil {
 		t.Fatal("register of hand-1 as data succeeded beside w's record of it")
@@ -67,5 +52,29 @@ func TestRegisterOfStorageACreateCleanupRecordsDoesNotAdviseDeletingIt(t *testin
 	}
 	if _, still := h.mem.Volume("hand-1"); !still {
 		t.Error("hand-1 is gone from the plugin after the advice was followed")
+	}
+}
+
+// createCleanupOfHandMadeStorage has volume w's create answered with "hand-1", storage made by
+// hand and too small for w, while the plugin cannot list volumes: the cleanup's question fails,
+// so w stays marked deleting as its create's cleanup of hand-1, no DeleteVolume sent.
+func createCleanupOfHandMadeStorage(t *testing.T, h *harness) {
+	t.Helper()
+	h.mem.AddVolume(csi.Volume{ID: "hand-1", CapacityBytes: 1 << 30})
+	h.mem.AnswerCreateWith("hand-1")
+	h.faults.Inject(csi.RPCListVolumes, csitest.Fault{Code: codes.Unavailable})
+	h.mem.ResetCalls()
+	sv := volume("w")
+	sv.CapacityMin = 1 << 40 // more than hand-1 holds: the answer is unusable
+	if _, err := h.e.CreateVolume(h.ctx, sv); err == nil {
+		t.Fatal("create of w answered with hand-1, too small: succeeded")
+	}
+	h.faults.Reset()
+	h.mem.AnswerCreateWith("")
+	if w := h.volumeInfo("w"); w.State != string(store.VolumeDeleting) || w.ExternalID != "hand-1" {
+		t.Fatalf("w is %s with external ID %q; want deleting hand-1 (its create's cleanup, its question failed)", w.State, w.ExternalID)
+	}
+	if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 0 {
+		t.Fatalf("DeleteVolume sent %d time(s); the test needs none", n)
 	}
 }

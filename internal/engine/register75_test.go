@@ -4,11 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/volctl/volctl/internal/csi"
-	"github.com/volctl/volctl/internal/csi/csitest"
-	"github.com/volctl/volctl/internal/store"
 )
 
 // TestRegisterOfACreateCleanupsStorageUnderItsOwnIDDoesNotAdviseDeletingIt: volume w's
@@ -27,22 +23,7 @@ import (
 func TestRegisterOfACreateCleanupsStorageUnderItsOwnIDDoesNotAdviseDeletingIt(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.mem.AddVolume(csi.Volume{ID: "hand-1", CapacityBytes: 1 << 30})
-	h.mem.AnswerCreateWith("hand-1")
-	h.faults.Inject(csi.RPCListVolumes, csitest.Fault{Code: codes.Unavailable})
-	sv := volume("w")
-	sv.CapacityMin = 1 << 40 // more than hand-1 holds: the answer is unusable
-	if _, err := h.e.CreateVolume(h.ctx, sv); err == nil {
-		t.Fatal("create of w answered with hand-1, too small: succeeded")
-	}
-	h.faults.Reset()
-	h.mem.AnswerCreateWith("")
-	if w := h.volumeInfo("w"); w.State != string(store.VolumeDeleting) || w.ExternalID != "hand-1" {
-		t.Fatalf("w is %s with external ID %q; want deleting hand-1 (its create's cleanup)", w.State, w.ExternalID)
-	}
-	if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 0 {
-		t.Fatalf("DeleteVolume sent %d time(s); the test needs none", n)
-	}
+	createCleanupOfHandMadeStorage(t, h)
 
 	_, err := h.e.RegisterVolume(h.ctx, registered("w", "hand-1"))
 	if err == nil {
