@@ -870,6 +870,17 @@ func (e *Engine) markUnbound(info *GroupInfo) {
 			if !c.AtRest() {
 				continue
 			}
+			// Its target covered since its publish: said as reconcile says it, and its binds
+			// not compared with the cover. A bind made before the cover, still showing the
+			// volume, was called something else, its unmount advised, and an alloc whose claim
+			// again a run refused for the cover was said ready
+			// (TestGroupStatusNamesTheCoveredTargetNotTheVolumeMountThatShowsTheVolume,
+			// TestGroupStatusAfterARunRefusedACoveredTargetDoesNotCallTheAllocReady).
+			if err := e.targetCovered(store.Claim{VolumeID: c.VolumeKey(), Alloc: c.AllocKey(), TargetPath: c.TargetPath, TargetMount: c.targetMount}); err != nil {
+				marked = true
+				why = append(why, err.Error())
+				continue
+			}
 			for k := range c.Binds {
 				b := &c.Binds[k]
 				if w := e.bindShows(info.Name, c.TargetPath, b.Destination); w != "" {

@@ -365,6 +365,9 @@ type ClaimInfo struct {
 	Outcome        string              `json:"outcome,omitempty"`
 	// volumeKey and allocKey are VolumeID and Alloc as read (VolumeKey, AllocKey).
 	volumeKey, allocKey string
+	// targetMount is what the target showed once published (store.Claim.TargetMount), which
+	// group status holds the target to (markUnbound).
+	targetMount *store.TargetMount
 }
 
 // VolumeKey is the claim's volume ID as the state has it, to act on the claim by; VolumeID is
@@ -411,7 +414,7 @@ func claimInfo(c store.Claim) ClaimInfo {
 		Releasing: c.Releasing, NeedsReconcile: c.NeedsReconcile, Degraded: c.Degraded, TargetPath: c.TargetPath,
 		LastRPC: c.LastRPC, LastCode: c.LastCode, LastError: c.LastError,
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, MountAllows: c.MountFlags.Allows(),
-		volumeKey: c.VolumeID, allocKey: c.Alloc,
+		volumeKey: c.VolumeID, allocKey: c.Alloc, targetMount: c.TargetMount,
 	}
 	for _, b := range c.Binds {
 		out.Binds = append(out.Binds, Bind{Destination: b.Destination, ReadOnly: b.ReadOnly, PropagationMode: b.PropagationMode})
