@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -37,21 +36,7 @@ func TestPluginSocketServedByAnotherUserIsRefused(t *testing.T) {
 		}
 		var said strings.Builder
 		cmd.Stdout, cmd.Stderr = &said, &said
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		stop = func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-			}
-		}
-		t.Cleanup(stop)
+		stop, done := startUntilStopped(t, cmd, 30*time.Second)
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			if _, err := os.Lstat(socket); err == nil {
 				return stop

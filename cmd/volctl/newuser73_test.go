@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -131,20 +132,7 @@ func TestRegisterOfRootsHostpathSocketByAnotherUserFailsAtOnceNamingTheUser(t *t
 	serve.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+filepath.Join(dir, "state"))
 	var sout bytes.Buffer
 	serve.Stdout, serve.Stderr = &sout, &sout
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = serve.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- serve.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = serve.Process.Kill()
-			<-done
-		}
-	})
+	startUntilStopped(t, serve, 10*time.Second)
 	waitForPath(t, socket)
 
 	start := time.Now()
@@ -161,4 +149,30 @@ func TestRegisterOfRootsHostpathSocketByAnotherUserFailsAtOnceNamingTheUser(t *t
 			t.Errorf("plugin register's error lacks %q (docs/troubleshooting.md: `socket ...: permission denied (volctl runs as uid N: ...)`):\n%s", want, out)
 		}
 	}
+}
+
+// startUntilStopped starts cmd and returns stop, which sends it SIGTERM and waits for it to exit
+// (killing it after grace), and a channel closed once it has exited. stop runs at the test's
+// end too; a second run does nothing.
+func startUntilStopped(t *testing.T, cmd *exec.Cmd, grace time.Duration) (stop func(), exited <-chan struct{}) {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(grace):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop, done
 }

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -96,7 +95,7 @@ func TestNonRootClaimNoMountAdviceWorksWhenFollowed(t *testing.T) {
 	serveArgs := []string{"plugin", "serve", "hostpath", "--socket", socket, "--root", filepath.Join(home, "hp"), "--node-id", "n1"}
 
 	// serve starts the plugin, as nobody or as root, and returns a stop that waits for it.
-	serve := func(asUser bool) (stop func(), out *bytes.Buffer, exited chan error) {
+	serve := func(asUser bool) (stop func(), out *bytes.Buffer, exited <-chan struct{}) {
 		cmd := exec.Command(bin, serveArgs...)
 		cmd.Dir = home
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
@@ -105,26 +104,7 @@ func TestNonRootClaimNoMountAdviceWorksWhenFollowed(t *testing.T) {
 		}
 		out = &bytes.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited = make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		var once bool
-		stop = func() {
-			if once {
-				return
-			}
-			once = true
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(10 * time.Second):
-				_ = cmd.Process.Kill()
-				<-exited
-			}
-		}
-		t.Cleanup(stop)
+		stop, exited = startUntilStopped(t, cmd, 10*time.Second)
 		return stop, out, exited
 	}
 
@@ -148,9 +128,14 @@ func TestNonRootClaimNoMountAdviceWorksWhenFollowed(t *testing.T) {
 	// Follow it: the plugin stopped, and started again as root (sudo) as it was started.
 	stopUsers()
 	stopRoots, rootOut, rootExited := serve(false)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Lstat(socket); err == nil || len(rootExited) > 0 {
-			break
+	// Until root's plugin listens, or exits (refusing the socket in the user's directory).
+	listening := func() bool { _, err := os.Lstat(socket); return err == nil }
+wait:
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !listening(); time.Sleep(20 * time.Millisecond) {
+		select {
+		case <-rootExited:
+			break wait
+		default:
 		}
 	}
 	// ... then the command again, by the same user. (rootOut is read once root's plugin is

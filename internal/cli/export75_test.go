@@ -24,14 +24,7 @@ func TestExportNomadKeepsEditsKeptByAnEarlierExport(t *testing.T) {
 	h := newCLIHarness(t)
 	exportVolume(t, h)
 	dir := filepath.Join(t.TempDir(), "out")
-	export := func() string {
-		t.Helper()
-		stdout, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes, o.OutDir = []string{"db"}, dir })
-		if err != nil {
-			t.Fatal(err)
-		}
-		return stdout
-	}
+	export := exportDBTo(t, h, dir)
 	export()
 	file := filepath.Join(dir, "volume-db.hcl")
 	exported, err := os.ReadFile(file)

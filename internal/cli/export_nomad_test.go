@@ -629,14 +629,7 @@ func TestExportNomadKeepsAFileEditedSinceAnEarlierExport(t *testing.T) {
 	h := newCLIHarness(t)
 	exportVolume(t, h)
 	dir := filepath.Join(t.TempDir(), "out")
-	export := func() string {
-		t.Helper()
-		stdout, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes, o.OutDir = []string{"db"}, dir })
-		if err != nil {
-			t.Fatal(err)
-		}
-		return stdout
-	}
+	export := exportDBTo(t, h, dir)
 	file := filepath.Join(dir, "volume-db.hcl")
 	for range 2 { // a first export, then the same again
 		if out := export(); strings.Contains(out, ".bak") {
@@ -693,5 +686,17 @@ func TestExportNomadWriteFailingPutsTheEditedFileBack(t *testing.T) {
 	}
 	if _, err := os.Lstat(file + ".bak"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a .bak left after the file was put back: %v", err)
+	}
+}
+
+// exportDBTo returns an export of volume db to dir, failing the test if it fails: its stdout.
+func exportDBTo(t *testing.T, h *cliHarness, dir string) func() string {
+	return func() string {
+		t.Helper()
+		stdout, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes, o.OutDir = []string{"db"}, dir })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stdout
 	}
 }
