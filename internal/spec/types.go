@@ -258,17 +258,37 @@ func mountItemSecrets(item string) []string {
 // Allows is which of suid, dev and exec the flags ask for, as a flag of their own or an item of
 // a comma-separated one ("rw,suid"), in that order: what is shown of flags otherwise redacted,
 // so that a volume mounted with set-user-ID files or device files allowed says so (volctl, as
-// Nomad, adds no nosuid or nodev of its own: docs/specs.md).
+// Nomad, adds no nosuid or nodev of its own: docs/specs.md). As mount(8) reads them, the last
+// word on each wins: "suid,nosuid" asks for no suid, and user and users forbid all three,
+// owner and group suid and dev, unless a later word allows them again.
 func (f MountFlags) Allows() []string {
+	allowed := map[string]bool{}
+	for _, flag := range f {
+		for _, item := range strings.Split(flag, ",") {
+			item = strings.TrimSpace(item)
+			for _, w := range loosening {
+				switch {
+				case item == w:
+					allowed[w] = true
+				case item == "no"+w, slices.Contains(forbiddenBy[item], w):
+					allowed[w] = false
+				}
+			}
+		}
+	}
 	var out []string
 	for _, w := range loosening {
-		if slices.ContainsFunc(f, func(flag string) bool {
-			return slices.ContainsFunc(strings.Split(flag, ","), func(item string) bool { return strings.TrimSpace(item) == w })
-		}) {
+		if allowed[w] {
 			out = append(out, w)
 		}
 	}
 	return out
+}
+
+// forbiddenBy are the loosening words that mount(8)'s user-mount options imply "no" of.
+var forbiddenBy = map[string][]string{
+	"user": {"suid", "dev", "exec"}, "users": {"suid", "dev", "exec"},
+	"owner": {"suid", "dev"}, "group": {"suid", "dev"},
 }
 
 // Redacted is what every redacting type prints in place of a sensitive value.
