@@ -80,14 +80,20 @@ type Error struct {
 	// is there, not gone: IsUnreachable is false for it, as for one that hung mid-call
 	// (TestStoppedPluginWithAFullAcceptQueueIsNotAPermissionProblem).
 	NotAccepting bool
+	// Own: the failure is volctl's own, found before the RPC was sent (a question about who
+	// answers on the socket that failed its checks): Code is UNKNOWN for its class alone, and
+	// is neither recorded (EventCode) nor shown, the plugin having answered no such code.
+	Own bool
 }
 
 // Error reads "NodePublishVolume: FailedPrecondition: <plugin message> (<hint>)".
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.RPC)
-	b.WriteString(": ")
-	b.WriteString(e.Code.String())
+	if !e.Own {
+		b.WriteString(": ")
+		b.WriteString(e.Code.String())
+	}
 	if e.Message != "" {
 		b.WriteString(": ")
 		b.WriteString(e.Message)
@@ -266,6 +272,9 @@ func EventCode(err error) string {
 	case err == nil:
 		return ""
 	case errors.As(err, &e):
+		if e.Own {
+			return ""
+		}
 		return e.Code.String()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return CodeOf(err).String()

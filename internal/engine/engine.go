@@ -1849,9 +1849,11 @@ func (m *movedPlugin) Unwrap() error { return m.err }
 // notSent is rpc's own failure when asking the plugin who it is before it failed with err
 // (why says what was asked), so that its caller records what it was doing: of err's code and
 // class, cut off by volctl's timeout when that question was, which retry does not repeat, and
-// answered by the plugin itself when that question was (csi.IsUnreachable).
+// answered by the plugin itself when that question was (csi.IsUnreachable); with no code of
+// its own where that question's failure was volctl's (csi.Error.Own), recorded as none.
 func notSent(rpc, why string, err error) error {
-	out := &csi.Error{RPC: rpc, Code: csi.CodeOf(err), Class: csi.ClassOf(err), Message: fmt.Sprintf("not sent: %s: %v", why, err)}
+	out := &csi.Error{RPC: rpc, Code: csi.CodeOf(err), Class: csi.ClassOf(err), Message: fmt.Sprintf("not sent: %s: %v", why, err),
+		Own: csi.EventCode(err) == ""}
 	if ce := (*csi.Error)(nil); errors.As(err, &ce) {
 		out.TimedOut, out.Answered = ce.TimedOut, ce.Answered
 	}
