@@ -339,14 +339,14 @@ func groupStatusRun(ctx context.Context, opts *GroupStatusOptions) (err error) {
 }
 
 // groupCounts counts a group's allocs that hold every volume of the group (none Missing), each
-// claim at rest, and its live claims. An alloc the group no longer has (GroupInfo.Lacks) is not ready,
+// claim at rest, its target not covered and its binds bound, and its live claims. An alloc the group no longer has (GroupInfo.Lacks) is not ready,
 // whatever it still holds.
 func groupCounts(g engine.GroupInfo) (ready, claims int) {
 	for _, a := range g.Allocs {
 		claims += len(a.Claims)
 		atRest := len(a.Claims) > 0 && len(a.Missing) == 0 && !g.Lacks(a)
 		for _, c := range a.Claims {
-			atRest = atRest && c.AtRest() && !slices.ContainsFunc(c.Binds, func(b engine.Bind) bool { return b.Unbound })
+			atRest = atRest && c.AtRest() && c.Covered == "" && !slices.ContainsFunc(c.Binds, func(b engine.Bind) bool { return b.Unbound })
 		}
 		if atRest {
 			ready++

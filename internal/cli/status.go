@@ -38,9 +38,9 @@ func newCmdStatus(f *Factory, runF func(*StatusOptions) error) *cobra.Command {
 many volumes there are and how many can take claims (the first few listed), how many claims
 are live, every claim that is not at rest (being published or released, or waiting for
 volctl reconcile), and the work volctl owes that no claim drives (Owed: a create, delete or
-expansion under way or cut short, a staging or attachment no claim uses, a snapshot's create
-or delete; the first few listed, --json has all), which volctl reconcile does or says what
-stops.
+expansion under way or cut short, a file system's expansion owed on this node, a staging or
+attachment no claim uses, a snapshot's create or delete; the first few listed, --json has
+all), which volctl reconcile does or says what stops.
 
 With a volume ID or prefix it is volctl volume status ID.`,
 		Example: `  volctl status

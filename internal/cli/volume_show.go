@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -198,7 +199,8 @@ func mountOptionsCell(v engine.VolumeInfo) string {
 	return s
 }
 
-// writeClaimTable prints claims with their state, age and last error; withVolume adds the
+// writeClaimTable prints claims with their state, age and last error (a target found covered in
+// its place, as reconcile says it); withVolume adds the
 // volume column for claims of several volumes.
 func writeClaimTable(out io.Writer, claims []engine.ClaimInfo, now time.Time, withVolume bool) error {
 	headers := []string{"ALLOC", "MODE", "ACCESS MODE", "ATTACHMENT MODE", "STATE", "AGE", "LAST ERROR"}
@@ -207,7 +209,7 @@ func writeClaimTable(out io.Writer, claims []engine.ClaimInfo, now time.Time, wi
 	}
 	t := newTable(out, headers...)
 	for _, c := range claims {
-		row := []string{c.Alloc, c.Mode, string(c.AccessMode), string(c.AttachmentMode), claimStateCell(c), age(now, c.CreatedAt), c.LastError}
+		row := []string{c.Alloc, c.Mode, string(c.AccessMode), string(c.AttachmentMode), claimStateCell(c), age(now, c.CreatedAt), cmp.Or(c.Covered, c.LastError)}
 		if withVolume {
 			row = append([]string{c.VolumeID}, row...)
 		}

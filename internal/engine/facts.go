@@ -273,7 +273,7 @@ func (v VolumeInfo) Schedulability() Schedulability {
 }
 
 // ClaimCondition is a claim's state with the notes that qualify it, in a fixed order:
-// degraded, releasing (unless the state already says it), needs reconcile.
+// degraded, releasing (unless the state already says it), needs reconcile, target covered.
 type ClaimCondition struct {
 	State string
 	Notes []string
@@ -300,6 +300,9 @@ func (c ClaimInfo) Condition() ClaimCondition {
 	if c.NeedsReconcile {
 		cc.Notes = append(cc.Notes, "needs reconcile")
 	}
+	if c.Covered != "" {
+		cc.Notes = append(cc.Notes, "target covered")
+	}
 	return cc
 }
 
@@ -308,7 +311,12 @@ func (c ClaimInfo) Condition() ClaimCondition {
 // RPC failed with names them already (csi.Error reads "RPC: Code: message (hint)"), and so
 // does most of what recordFailure keeps: those are not said twice (the dashboard's claims read
 // "NodePublishVolume: Unavailable: NodePublishVolume: Unavailable: nothing is listening ...").
+// A target found covered (Covered) is said in its place.
 func (c ClaimInfo) LastErrorText() string {
+	if c.Covered != "" {
+		// A covered target is the problem now, whatever failed before: said as reconcile says it.
+		return c.Covered
+	}
 	if c.LastError == "" {
 		return ""
 	}

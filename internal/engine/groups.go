@@ -876,8 +876,8 @@ func (e *Engine) markUnbound(info *GroupInfo) {
 			// again a run refused for the cover was said ready
 			// (TestGroupStatusNamesTheCoveredTargetNotTheVolumeMountThatShowsTheVolume,
 			// TestGroupStatusAfterARunRefusedACoveredTargetDoesNotCallTheAllocReady).
-			if err := e.targetCovered(store.Claim{VolumeID: c.VolumeKey(), Alloc: c.AllocKey(), TargetPath: c.TargetPath, TargetMount: c.targetMount}); err != nil {
-				marked = true
+			if err := e.coveredNow(c); err != nil {
+				marked, c.Covered = true, err.Error()
 				why = append(why, err.Error())
 				continue
 			}

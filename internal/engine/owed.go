@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -19,7 +20,8 @@ import (
 // through a plugin that lost PUBLISH_UNPUBLISH_VOLUME), and the summary was the one place a
 // user looked to see whether anything was left.
 type OwedWork struct {
-	// Kind is create, delete, expand, unstage, unpublish, snapshot-create or snapshot-delete.
+	// Kind is create, delete, expand, node-expand, unstage, unpublish, snapshot-create or
+	// snapshot-delete.
 	Kind string `json:"kind"`
 	// VolumeID is the volume, or the snapshot's source volume; "" for a snapshot's delete.
 	VolumeID string `json:"volume_id,omitempty"`
@@ -38,6 +40,7 @@ const (
 	OwedCreate         = "create"
 	OwedDelete         = "delete"
 	OwedExpand         = "expand"
+	OwedNodeExpand     = "node-expand"
 	OwedUnstage        = "unstage"
 	OwedUnpublish      = "unpublish"
 	OwedSnapshotCreate = "snapshot-create"
@@ -49,9 +52,11 @@ const (
 // and asks no plugin: what a pass would find, not whether it can do it. Left out, as reconcile
 // leaves them: a volume handed over to Nomad's pending expansion and its attachment with no
 // staging (both wait for the volume to be taken back, keptForNomad). Not listed either: a
-// NodeExpandVolume owed, which mostly waits for something else than a pass (the volume's next
-// publish, its release through a plugin that expands offline), as `volume status` says
-// (NodeExpansionWaits).
+// NodeExpandVolume owed that waits for something else than a pass (the volume's next publish,
+// its release through a plugin that expands offline, a plugin started with the capability), as
+// `volume status` says (NodeExpansionWaits); one a pass sends is listed (OwedNodeExpand): left
+// out, the summary said "0 not at rest" and listed nothing of a published volume whose file
+// system reconcile then grew (TestStatusSummaryListsANodeExpansionOwedOnAPublishedVolume).
 func (e *Engine) Owed(ctx context.Context) ([]OwedWork, error) {
 	return viewOne(ctx, e.store, func(tx *store.Tx) ([]OwedWork, error) {
 		out := []OwedWork{}
@@ -76,7 +81,7 @@ func (e *Engine) Owed(ctx context.Context) ([]OwedWork, error) {
 				w.Kind, w.What = OwedDelete, "its delete is under way or was cut short"
 			case handed[v.ID]:
 				continue
-			default:
+			case v.ExpandMin > 0:
 				w.Kind, w.What = OwedExpand, fmt.Sprintf("a ControllerExpandVolume to %s was sent and its answer is not recorded", spec.FormatSize(v.ExpandMin))
 				if v.ExpandBeneathMin > 0 {
 					// Written over an earlier one whose answer was lost too: that one, which the
@@ -85,7 +90,17 @@ func (e *Engine) Owed(ctx context.Context) ([]OwedWork, error) {
 						spec.FormatSize(v.ExpandMin), spec.FormatSize(v.ExpandBeneathMin))
 				}
 			}
-			out = append(out, w)
+			if w.Kind != "" {
+				out = append(out, w)
+			}
+			if v.State == store.VolumeReady && v.NodeExpandMin > 0 && !handed[v.ID] {
+				if w, ok, err := owedNodeStep(tx, v); err != nil || ok {
+					if err != nil {
+						return nil, err
+					}
+					out = append(out, w)
+				}
+			}
 		}
 		stagings, err := tx.Stagings().List()
 		if err != nil {
@@ -140,4 +155,25 @@ func (e *Engine) Owed(ctx context.Context) ([]OwedWork, error) {
 		}
 		return out, nil
 	})
+}
+
+// owedNodeStep is volume v's owed NodeExpandVolume as owed work, with ok when a reconcile pass
+// sends it (or the ControllerExpandVolume before it): what `volume status` says of it
+// (owedExpansionWaits), from the same rows.
+func owedNodeStep(tx *store.Tx, v store.Volume) (w OwedWork, ok bool, err error) {
+	claims, err := tx.Claims().ByVolume(v.ID)
+	if err != nil {
+		return w, false, err
+	}
+	p, perr := tx.Plugins().Get(v.PluginID)
+	if perr != nil && !errors.Is(perr, store.ErrNotFound) {
+		return w, false, perr
+	}
+	st, serr := tx.Stagings().Get(v.ID)
+	if serr != nil && !errors.Is(serr, store.ErrNotFound) {
+		return w, false, serr
+	}
+	waits, byPass := owedExpansionWaits(v, p, perr == nil, claims, st, nil)
+	return OwedWork{Kind: OwedNodeExpand, VolumeID: v.ID, PluginID: v.PluginID, Since: v.UpdatedAt,
+		What: fmt.Sprintf("its file system is owed a NodeExpandVolume to %s: %s", spec.FormatSize(v.NodeExpandMin), waits)}, byPass, nil
 }

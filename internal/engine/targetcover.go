@@ -93,6 +93,15 @@ func (e *Engine) targetCovered(cl store.Claim) error {
 	return nil
 }
 
+// coveredNow is targetCovered of a claim as a view has it (ClaimInfo), published and at rest:
+// what a volume's detail and group status say of it (ClaimInfo.Covered). nil for any other.
+func (e *Engine) coveredNow(c *ClaimInfo) error {
+	if c.State != string(store.ClaimPublished) || !c.AtRest() {
+		return nil
+	}
+	return e.targetCovered(store.Claim{VolumeID: c.VolumeKey(), Alloc: c.AllocKey(), TargetPath: c.TargetPath, TargetMount: c.targetMount})
+}
+
 // heldAsFound says err, a published claim's settling, is a problem found at a mount that is left
 // as it is (a read-only target mounted read-write, a target covered): the claim stays held.
 func heldAsFound(err error) bool {

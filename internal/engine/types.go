@@ -363,6 +363,10 @@ type ClaimInfo struct {
 	UpdatedAt      time.Time           `json:"updated_at"`
 	FreedAt        time.Time           `json:"freed_at,omitzero"`
 	Outcome        string              `json:"outcome,omitempty"`
+	// Covered says a published claim's target no longer shows what its publish mounted there
+	// (targetCovered's words: the target, what covers it, its umount), as reconcile reports it:
+	// set where a view looks (a volume's detail, group status), empty elsewhere.
+	Covered string `json:"covered,omitempty"`
 	// volumeKey and allocKey are VolumeID and Alloc as read (VolumeKey, AllocKey).
 	volumeKey, allocKey string
 	// targetMount is what the target showed once published (store.Claim.TargetMount), which

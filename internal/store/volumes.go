@@ -109,8 +109,9 @@ type VolumeFilter struct {
 	ExternalID string
 	State      VolumeState
 	// Owing keeps the volumes that owe work whatever their claims: a create or delete not
-	// finished (State not ready), or a ControllerExpandVolume sent whose answer is not recorded
-	// (ExpandMin above 0). One scan of the table.
+	// finished (State not ready), a ControllerExpandVolume sent whose answer is not recorded
+	// (ExpandMin above 0), or a NodeExpandVolume owed (NodeExpandMin above 0). One scan of the
+	// table.
 	Owing bool
 }
 
@@ -270,7 +271,7 @@ func (vs volumes) List(f VolumeFilter) ([]Volume, error) {
 		}
 	}
 	if f.Owing {
-		where = append(where, "(state <> 'ready' OR expand_min > 0)")
+		where = append(where, "(state <> 'ready' OR expand_min > 0 OR node_expand_min > 0)")
 	}
 	q := `SELECT ` + volumeReadColumns + ` FROM volumes`
 	if len(where) > 0 {
