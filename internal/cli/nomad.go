@@ -464,6 +464,9 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		where += ": `" + engine.HandoverInfo{Namespace: to.Namespace, Region: to.Region}.NomadCommand("volume status", id) + "` shows it"
 	}
 	claims := "volctl no longer claims it"
+	if n := expansionKeptNote(id, sent); n != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(n))
+	}
 	if n := keptClaimsNote(id, sent); n != "" {
 		// Handed over with --force past live local claims: they stay, and Nomad's allocs may
 		// be refused the volume while they do. Before, only "volctl no longer claims it",
@@ -473,6 +476,22 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	}
 	return printDone(opts.IO.Out, fmt.Sprintf("%s volume %q in Nomad at %s%s; %s\n", verb, id, c.Address, where, claims),
 		"volume %q %s in Nomad at %s", id, strings.ToLower(verb), c.Address)
+}
+
+// expansionKeptNote says, of volume id handed over owing an expansion (v, as sent: --force), that
+// it waits for the take-back and what Nomad's allocs get meanwhile; "" when it owes none.
+// Before, the handover said only "Registered" (TestNomadRegisterForcedPastAnOwedNodeExpansionSaysSo).
+func expansionKeptNote(id string, v engine.VolumeInfo) string {
+	release := shellquote.Command("volctl nomad release", id)
+	switch {
+	case v.NodeExpansionOwed > 0:
+		return fmt.Sprintf("volume %q was handed over still owed a NodeExpandVolume to %s: Nomad's allocs get its file system at the old size, "+
+			"and the step waits for the volume to be taken back (`%s`), then for its next publish here", id, spec.FormatSize(v.NodeExpansionOwed), release)
+	case v.ExpansionPending > 0:
+		return fmt.Sprintf("volume %q was handed over with an expansion to %s pending (a ControllerExpandVolume whose answer is not recorded): "+
+			"it waits for the volume to be taken back (`%s`), then `volctl reconcile` finishes it", id, spec.FormatSize(v.ExpansionPending), release)
+	}
+	return ""
 }
 
 // keptClaimsNote says, of volume id handed over with live local claims (v, as sent: --force),
@@ -1080,12 +1099,19 @@ func sizeAfterTakeBack(ios *iostreams.IOStreams, id string, sc engine.SizeCheck,
 		fmt.Fprintf(ios.ErrOut, "Warning: volume %q: volctl could not learn from its plugin what size it has now (%s); %s\n", id, escapeLines(err.Error()), fix)
 	case sc.CannotSay:
 		fmt.Fprintf(ios.ErrOut, "Note: volume %q: its plugin cannot say what size a volume has (no LIST_VOLUMES or GET_VOLUME); %s\n", id, fix)
+	case sc.Learnt:
+		return printDone(ios.Out, fmt.Sprintf("Volume %q is %s as its plugin lists it: its size, not known before, is recorded now\n", id, spec.FormatSize(sc.Listed)),
+			"volume %q recorded at %s", id, spec.FormatSize(sc.Listed))
 	case sc.Grown:
 		was := "none recorded"
 		if sc.Recorded > 0 {
 			was = "volctl had " + spec.FormatSize(sc.Recorded)
 		}
 		line := fmt.Sprintf("Volume %q is %s as its plugin lists it, grown while in Nomad (%s): recorded", id, spec.FormatSize(sc.Listed), was)
+		if sc.ByOwnExpand {
+			line = fmt.Sprintf("Volume %q is %s as its plugin lists it (%s), grown by the expansion to %s pending when it was handed over, or while in Nomad: recorded",
+				id, spec.FormatSize(sc.Listed), was, spec.FormatSize(sc.Pending))
+		}
 		if sc.NodeOwed > 0 {
 			// A handover again refuses an owed node expansion (Nomad never sends one for a
 			// volume it did not expand): said now, with what finishes it, not at that handover.

@@ -206,6 +206,12 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 			}
 			msg += fmt.Sprintf(" while still recorded as attached to node %q (%s; the ControllerUnpublishVolume owed waits for the volume to be taken back)", attachedNode(st), why)
 		}
+		// An expansion forced past is said as the attachment is: the handover line said
+		// nothing of a file system Nomad's allocs get at its old size
+		// (TestNomadRegisterForcedPastAnOwedNodeExpansionSaysSo).
+		if w := expansionHandedWith(v); w != "" {
+			msg += " " + w
+		}
 		return tx.Events().Append(&store.Event{Kind: "nomad-handover", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
 	}))
 	if errors.Is(err, errLockLost) {
@@ -254,6 +260,23 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		return HandoverInfo{}, err
 	}
 	return handoverInfo(h), nil
+}
+
+// expansionHandedWith says, of volume v handed over, the expansion it owes that waits for its
+// take-back: a NodeExpandVolume (its allocs get the file system at the old size), a
+// ControllerExpandVolume whose answer is not recorded. "" when it owes none.
+func expansionHandedWith(v store.Volume) string {
+	var parts []string
+	if v.NodeExpandMin > 0 {
+		parts = append(parts, fmt.Sprintf("owed a NodeExpandVolume to %s (its file system is at the old size for Nomad's allocs)", spec.FormatSize(v.NodeExpandMin)))
+	}
+	if v.ExpandMin > 0 {
+		parts = append(parts, fmt.Sprintf("with a ControllerExpandVolume to %s pending, its answer not recorded", spec.FormatSize(v.ExpandMin)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "while " + strings.Join(parts, " and ") + ": it waits for the volume to be taken back"
 }
 
 // attachedUnderClaims refuses, --force or not, to hand over a volume whose live local claims

@@ -76,3 +76,42 @@ func TestHandOverRefusesAPendingExpansionUnlessForced(t *testing.T) {
 		t.Errorf("expansion pending after a forced handover and a reconcile = %d, want %d (for after the take-back)", v.ExpansionPending, 4*mib)
 	}
 }
+
+// A volume handed over (forced) with its own ControllerExpandVolume pending, taken back once its
+// plugin lists it at that size: the growth may be volctl's own expansion, whose answer was
+// lost, and was said "grown while handed over to Nomad" as if Nomad had grown it; nor did the
+// handover's event say the expansion was forced past (TestNomadRegisterForcedPastAnOwedNodeExpansionSaysSo
+// is the owed node step's). Found by helper review76.
+func TestTakeBackOfAVolumeHandedOverWithItsExpansionPendingDoesNotBlameNomad(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume, c.Controller.ListVolumes = false, false })
+	h.create(volume("v"))
+	h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {
+		t.Fatal("expand whose answers were all lost succeeded")
+	}
+	h.faults.Clear()
+	if _, err := h.e.HandOver(h.ctx, "v", HandoverTarget{Address: "http://127.0.0.1:4646"}, true, nil); err != nil {
+		t.Fatalf("forced hand over: %v", err)
+	}
+	if evs := h.eventsOf("nomad-handover", "v", "ControllerExpandVolume to 4MiB pending"); len(evs) == 0 {
+		t.Errorf("the forced handover's event does not say the expansion to 4MiB pending: %v", h.eventsOf("nomad-handover", "v", ""))
+	}
+	h.restartWith(func(c *csitest.MemConfig) { c.Controller.ListVolumes = true })
+	r, err := h.e.TakeBack(h.ctx, "v", func(HandoverInfo) (string, error) { return "deregistered", nil }, nil)
+	if err != nil || r.SizeErr != nil {
+		t.Fatalf("take-back: %v (size: %v)", err, r.SizeErr)
+	}
+	if !r.Size.Grown || !r.Size.ByOwnExpand || r.Size.Pending != 4*mib {
+		t.Errorf("take-back's size check = %+v; want it grown, the growth possibly volctl's own expansion to 4MiB", r.Size)
+	}
+	evs := h.eventsOf("volume-expand", "v", "lists it")
+	if len(evs) == 0 {
+		t.Fatalf("no volume-expand event of the take-back's listing: %v", h.eventsOf("", "v", ""))
+	}
+	for _, ev := range evs {
+		if strings.Contains(ev, "grown while handed over to Nomad") || !strings.Contains(ev, "pending when it was handed over") {
+			t.Errorf("take-back's event %q: want it to name the expansion pending at the handover, not blame Nomad alone", ev)
+		}
+	}
+}

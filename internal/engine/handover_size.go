@@ -32,6 +32,14 @@ type SizeCheck struct {
 	Recorded, Listed int64
 	// Grown: Listed is larger than Recorded, and is the volume's recorded size now.
 	Grown bool
+	// Learnt: Listed is the volume's recorded size now, where none was recorded (Recorded 0):
+	// whether Nomad grew it is not known, and it is not said grown
+	// (TestNomadReleaseOfAVolumeOfUnknownSizeDoesNotSayNomadGrewIt).
+	Learnt bool
+	// ByOwnExpand: the volume was handed over with a ControllerExpandVolume of volctl's own
+	// pending (forced), to Pending, which Listed reaches: the growth may be that one's.
+	ByOwnExpand bool
+	Pending     int64
 	// NotListed: the plugin's whole listing (ListVolumes), or its ControllerGetVolume's
 	// NOT_FOUND, says it has no volume of the record's external ID: its storage was deleted
 	// while in Nomad (`nomad volume delete`), and a claim would fail NOT_FOUND
@@ -95,7 +103,8 @@ func (e *Engine) askSize(ctx context.Context, v store.Volume, skip func(pluginID
 
 // recordListedSize records out.Listed, what askSize learnt of volume v, as its size in tx when
 // it is larger than the record's (an expand meanwhile may have grown it), with the node
-// expansion owed, and sets out.Grown; otherwise it clears out.NodeOwed and changes nothing.
+// expansion owed, and sets out.Grown (out.Learnt where no size was recorded); otherwise it
+// clears out.NodeOwed and changes nothing.
 func recordListedSize(tx *store.Tx, v store.Volume, out *SizeCheck) error {
 	cur, err := tx.Volumes().Get(v.ID)
 	if err != nil {
@@ -108,6 +117,18 @@ func recordListedSize(tx *store.Tx, v store.Volume, out *SizeCheck) error {
 	cur.CapacityBytes = out.Listed
 	msg := fmt.Sprintf("volume %q is %s as plugin %q lists it, grown while handed over to Nomad (volctl had %s): recorded",
 		v.ID, spec.FormatSize(out.Listed), v.PluginID, spec.FormatSize(currentSize(v)))
+	switch {
+	case v.CapacityBytes == 0:
+		// No size recorded: currentSize is its capacity_min, not a size it had, and what is
+		// listed above it is learnt, not grown (Nomad may have grown it or not).
+		out.Learnt = true
+		msg = fmt.Sprintf("volume %q is %s as plugin %q lists it: its size, not known before, is recorded now (whether it grew while handed over to Nomad is not known)",
+			v.ID, spec.FormatSize(out.Listed), v.PluginID)
+	case v.ExpandMin > 0 && out.Listed >= v.ExpandMin:
+		out.ByOwnExpand, out.Pending = true, v.ExpandMin
+		msg = fmt.Sprintf("volume %q is %s as plugin %q lists it (volctl had %s): grown by the ControllerExpandVolume to %s pending when it was handed over, or while in Nomad: recorded",
+			v.ID, spec.FormatSize(out.Listed), v.PluginID, spec.FormatSize(currentSize(v)), spec.FormatSize(v.ExpandMin))
+	}
 	if out.NodeOwed > 0 {
 		cur.NodeExpandMin, cur.NodeExpandMax = max(cur.NodeExpandMin, out.NodeOwed), 0
 		// The plugin lists the storage at that size: its controller has had it, and only the
@@ -118,7 +139,7 @@ func recordListedSize(tx *store.Tx, v store.Volume, out *SizeCheck) error {
 	if err := tx.Volumes().Update(&cur); err != nil {
 		return err
 	}
-	out.Grown = true
+	out.Grown = !out.Learnt
 	return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: out.Asked, Message: msg})
 }
 
