@@ -1114,7 +1114,7 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 		// Nothing was sent, but the claim stays recorded, holding the volume: say so.
 		switch {
 		case cl.Releasing:
-			err = fmt.Errorf("%w (the claim is left %s for `volctl reconcile`; `%s` drops it if the plugin is gone)", err, cl.State, forceDetachCommand(cl.VolumeID))
+			err = fmt.Errorf("%w (the claim is left %s for `volctl reconcile`; %s)", err, cl.State, e.dropAdvice(ctx, cl))
 		case ctx.Err() != nil:
 			err = fmt.Errorf("%w (%s)", err, interruptedNote(cl))
 		default:
@@ -1133,8 +1133,8 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 			// registered again, as after a plugin back without it
 			// (TestReleaseThroughAControllerOnlyRegistrationIsLeftForReconcile).
 			nerr = fmt.Errorf("plugin %q has no node service on this host (it is registered as a controller plugin, or serves no node service), so volume %q's mounts cannot be undone through it: nothing was sent; "+
-				"register the plugin's node service (type \"node\" or \"monolith\"), then run `volctl reconcile` (the claim is left %s; `%s` drops it if the plugin is gone)",
-				v.PluginID, v.ID, cl.State, forceDetachCommand(cl.VolumeID))
+				"register the plugin's node service (type \"node\" or \"monolith\"), then run `volctl reconcile` (the claim is left %s; %s)",
+				v.PluginID, v.ID, cl.State, e.dropAdvice(ctx, cl))
 			e.markForReconcile(ctx, &cl, "", nerr)
 			return cl, nerr
 		}
@@ -1335,6 +1335,33 @@ func nodeLimitsTightened(stored store.Fingerprint, live *csi.Fingerprint) bool {
 // (TestAdvisedForceDetachRunsAsWritten).
 func forceDetachCommand(id string) string {
 	return shellquote.CommandFlags("volctl volume detach", []string{id}, "--force", "--yes")
+}
+
+// dropAdvice is the forced detach that drops claim cl, whose release is left for reconcile, if
+// its plugin is gone, naming the volume's other live claims: the detach is the whole volume's,
+// and frees them and takes their mounts away too. Advised bare, it told the user whose alloc's
+// release failed to paste a command that pulled another alloc's mount from under it, unsaid
+// (TestFailedReleaseAdviceDoesNotDropAnotherAllocsClaimUnsaid). Read on the error's path alone.
+func (e *Engine) dropAdvice(ctx context.Context, cl store.Claim) string {
+	cmd := forceDetachCommand(cl.VolumeID)
+	var others []store.Claim
+	err := e.store.View(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		claims, err := tx.Claims().ByVolume(cl.VolumeID)
+		for _, o := range claims {
+			if o.ID != cl.ID {
+				others = append(others, o)
+			}
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+		return fmt.Sprintf("`%s` drops it if the plugin is gone, with every other claim of volume %q (reading them failed: %v)", cmd, cl.VolumeID, err)
+	case len(others) > 0:
+		return fmt.Sprintf("if the plugin is gone, `%s` drops it, and with it the %d other claim(s) of volume %q, of %s, taking their mounts away too: run it only once their allocs are done",
+			cmd, len(others), cl.VolumeID, describeClaims(others))
+	}
+	return fmt.Sprintf("`%s` drops it if the plugin is gone", cmd)
 }
 
 // releaseCommand is the command that releases the claim cl, its words quoted for a shell.

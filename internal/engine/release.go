@@ -61,7 +61,7 @@ func (e *Engine) release(ctx context.Context, c *conn, v store.Volume, cl *store
 				return fmt.Errorf("release: %w (interrupted: the claim is left %s, releasing; `volctl reconcile` will finish releasing it, as will `%s` run again)",
 					err, cl.State, releaseCommand(*cl))
 			}
-			return fmt.Errorf("release: %w (the claim is left %s for `volctl reconcile`; `%s` drops it if the plugin is gone)", err, cl.State, forceDetachCommand(cl.VolumeID))
+			return fmt.Errorf("release: %w (the claim is left %s for `volctl reconcile`; %s)", err, cl.State, e.dropAdvice(ctx, *cl))
 		}
 	}
 	// The last checkpoint frees the claim in the same transaction that records the volume's
