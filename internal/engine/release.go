@@ -141,6 +141,9 @@ func (e *Engine) unpublishTarget(ctx context.Context, c *conn, v store.Volume, p
 	// target the undo of a refused restore takes away (TestARefusedRestoreTakesTheRefusedMountAway).
 	if !cl.Degraded {
 		if err := e.targetCovered(*cl); err != nil {
+			if ct := (*coveredTarget)(nil); errors.As(err, &ct) {
+				ct.releasing = true
+			}
 			return nil, fmt.Errorf("%s of volume %q not sent: %w", csi.RPCNodeUnpublishVolume, v.ID, err)
 		}
 	}

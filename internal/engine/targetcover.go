@@ -36,24 +36,32 @@ type coveredTarget struct {
 	cl       store.Claim
 	over     int
 	replaced bool
+	// releasing: met by the claim's release, which has marked it releasing already; the words
+	// said "nothing was changed" of a claim the release had changed (releasing), and that
+	// reconcile would mount the volume again, where it finishes the release.
+	releasing bool
 }
 
 func (c *coveredTarget) Is(target error) bool { return target == ErrConflict }
 
 func (c *coveredTarget) Error() string {
+	changed, again, after := "nothing was changed", ", which mounts the volume there again", ""
+	if c.releasing {
+		changed, again, after = "nothing was unmounted (the claim is marked releasing)", ", which finishes the release", ", which finishes the release"
+	}
 	if c.replaced {
 		return fmt.Sprintf("claim %q for alloc %q: its target %s no longer shows what NodePublishVolume mounted there (unmounted, and another file system mounted in its place, since): "+
-			"its alloc sees that, not the volume, and what it writes there is not on the volume; nothing was changed: unmount what is there (`%s`, until `findmnt %s` lists nothing), "+
-			"then run `volctl reconcile`, which mounts the volume there again",
-			c.cl.VolumeID, c.cl.Alloc, c.cl.TargetPath, shellquote.Command("umount", c.cl.TargetPath), shellquote.Arg(c.cl.TargetPath))
+			"its alloc sees that, not the volume, and what it writes there is not on the volume; %s: unmount what is there (`%s`, until `findmnt %s` lists nothing), "+
+			"then run `volctl reconcile`%s",
+			c.cl.VolumeID, c.cl.Alloc, c.cl.TargetPath, changed, shellquote.Command("umount", c.cl.TargetPath), shellquote.Arg(c.cl.TargetPath), again)
 	}
 	times := "once"
 	if c.over > 1 {
 		times = fmt.Sprintf("%d times", c.over)
 	}
 	return fmt.Sprintf("claim %q for alloc %q: its target %s has %d mount(s) stacked over the one NodePublishVolume made (mounted there since, by hand or by a program): "+
-		"its alloc sees the topmost, not the volume, and what it writes there is not on the volume; nothing was changed: unmount them (`%s`, %s), then run `volctl reconcile`",
-		c.cl.VolumeID, c.cl.Alloc, c.cl.TargetPath, c.over, shellquote.Command("umount", c.cl.TargetPath), times)
+		"its alloc sees the topmost, not the volume, and what it writes there is not on the volume; %s: unmount them (`%s`, %s), then run `volctl reconcile`%s",
+		c.cl.VolumeID, c.cl.Alloc, c.cl.TargetPath, c.over, changed, shellquote.Command("umount", c.cl.TargetPath), times, after)
 }
 
 // targetCovered refuses to take published claim cl's target as its mount in place when it no
