@@ -149,13 +149,26 @@ func serveMem(t *testing.T, mem *csitest.MemPlugin, opts ...csitest.ServeOption)
 	return socket, e, func(context.Context) (*engine.Engine, error) { return e, nil }
 }
 
-// runReported runs volctl with args on the harness's state dir, as main does (the error
+// inStateDir has f take dir for its state dir from VOLCTL_STATE_DIR, as for a user who exported
+// it: what it advises is then bare, the user's shell giving the state dir to what is pasted
+// (given --state-dir, the advice carries it: TestAdviceCarriesTheStateDirGiven).
+func inStateDir(f *Factory, dir string) {
+	f.lookupEnv = func(k string) (string, bool) {
+		if k == "VOLCTL_STATE_DIR" {
+			return dir, true
+		}
+		return os.LookupEnv(k)
+	}
+}
+
+// runReported runs volctl with args on the harness's state dir (inStateDir), as main does (the error
 // redacted and reported), and returns the exit status and what went to stdout and stderr.
 func (h *cliHarness) runReported(args ...string) (code int, out, errOut string) {
 	ios, _, o, eo := iostreams.Test()
 	f := NewFactory(ios)
+	inStateDir(f, h.state)
 	root := NewRootCmd(f)
-	root.SetArgs(append([]string{"--state-dir", h.state}, args...))
+	root.SetArgs(args)
 	err := root.Execute()
 	code = f.Report(f.RedactError(h.ctx, err))
 	f.Close()

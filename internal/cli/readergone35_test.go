@@ -44,8 +44,9 @@ func TestActingCommandWhoseReaderIsGoneSaysWhatItKept(t *testing.T) {
 		ios, _, _, errOut := iostreams.Test()
 		ios.Out = &iostreams.Stdout{File: w}
 		f := NewFactory(ios)
+		inStateDir(f, h.state)
 		root := NewRootCmd(f)
-		root.SetArgs(append([]string{"--state-dir", h.state}, c.args...))
+		root.SetArgs(c.args)
 		code := f.Report(f.RedactError(h.ctx, root.ExecuteContext(h.ctx)))
 		f.Close()
 		w.Close()
@@ -187,8 +188,9 @@ capability {
 			ios, _, _, errOut := iostreams.Test()
 			ios.Out = &iostreams.Stdout{File: out}
 			f := NewFactory(ios)
+			inStateDir(f, h.state)
 			root := NewRootCmd(f)
-			root.SetArgs(append([]string{"--state-dir", h.state}, s.args...))
+			root.SetArgs(s.args)
 			code := f.Report(f.RedactError(h.ctx, root.ExecuteContext(h.ctx)))
 			f.Close()
 			if w != nil {

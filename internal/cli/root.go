@@ -147,6 +147,13 @@ whose --jq or -t fails on its result: 2 is for what is refused before anything i
 		if logsNothing(cmd) {
 			return nil
 		}
+		if f.stateDirFlag != "" {
+			// Advice carries the state dir given (stateDirAdvice); a state dir refused is
+			// said by the command that resolves it.
+			if dir, err := f.StateDir(); err == nil {
+				f.IO.ErrOut = withStateDirAdvice(f.IO.ErrOut, dir)
+			}
+		}
 		return f.checkLogVariable()
 	}
 

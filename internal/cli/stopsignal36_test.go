@@ -109,8 +109,9 @@ func serveHolding(t *testing.T, mem *csitest.MemPlugin) (string, *engine.Engine,
 		defer cancel(nil)
 		ios, _, out, errOut := iostreams.Test()
 		f := NewFactory(ios)
+		inStateDir(f, state)
 		root := NewRootCmd(f)
-		root.SetArgs(append([]string{"--state-dir", state}, args...))
+		root.SetArgs(args)
 		done := make(chan error, 1)
 		go func() { done <- root.ExecuteContext(ctx) }()
 		if rpc != "" {
