@@ -483,15 +483,16 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 // Before, the handover said only "Registered" (TestNomadRegisterForcedPastAnOwedNodeExpansionSaysSo).
 func expansionKeptNote(id string, v engine.VolumeInfo) string {
 	release := shellquote.Command("volctl nomad release", id)
-	switch {
-	case v.NodeExpansionOwed > 0:
-		return fmt.Sprintf("volume %q was handed over still owed a NodeExpandVolume to %s: Nomad's allocs get its file system at the old size, "+
-			"and the step waits for the volume to be taken back (`%s`), then for its next publish here", id, spec.FormatSize(v.NodeExpansionOwed), release)
-	case v.ExpansionPending > 0:
-		return fmt.Sprintf("volume %q was handed over with an expansion to %s pending (a ControllerExpandVolume whose answer is not recorded): "+
-			"it waits for the volume to be taken back (`%s`), then `volctl reconcile` finishes it", id, spec.FormatSize(v.ExpansionPending), release)
+	var notes []string
+	if v.ExpansionPending > 0 {
+		notes = append(notes, fmt.Sprintf("volume %q was handed over with an expansion to %s pending (a ControllerExpandVolume whose answer is not recorded): "+
+			"it waits for the volume to be taken back (`%s`), then `volctl reconcile` finishes it", id, spec.FormatSize(v.ExpansionPending), release))
 	}
-	return ""
+	if v.NodeExpansionOwed > 0 {
+		notes = append(notes, fmt.Sprintf("volume %q was handed over still owed a NodeExpandVolume to %s: Nomad's allocs get its file system at the old size, "+
+			"and the step waits for the volume to be taken back (`%s`), then for its next publish here", id, spec.FormatSize(v.NodeExpansionOwed), release))
+	}
+	return strings.Join(notes, "; ")
 }
 
 // keptClaimsNote says, of volume id handed over with live local claims (v, as sent: --force),

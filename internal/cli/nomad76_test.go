@@ -103,3 +103,15 @@ func TestNomadRegisterForcedPastAnOwedNodeExpansionSaysSo(t *testing.T) {
 		t.Errorf("nomad-handover event %q says nothing of the NodeExpandVolume owed it was forced past", events[0].Message)
 	}
 }
+
+// A volume handed over owing both a pending ControllerExpandVolume and a NodeExpandVolume: the
+// note said the node step alone (a switch), where the event names both. Found by helper
+// review76 (own1).
+func TestHandoverNoteNamesBothExpansionsOwed(t *testing.T) {
+	n := expansionKeptNote("db", engine.VolumeInfo{NodeExpansionOwed: 20 << 20, ExpansionPending: 40 << 20})
+	for _, want := range []string{"NodeExpandVolume to 20MiB", "expansion to 40MiB pending"} {
+		if !strings.Contains(n, want) {
+			t.Errorf("note %q does not say %q", n, want)
+		}
+	}
+}

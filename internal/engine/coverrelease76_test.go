@@ -32,3 +32,23 @@ func TestReleaseRefusedOverACoveredTargetDoesNotSayNothingWasChanged(t *testing.
 		t.Errorf("reconcile of a releasing claim under a cover: %v\nwant it not to promise to mount the volume again", rerr)
 	}
 }
+
+// The dashboard's claims (its claims tab and a claim's detail) said a published claim whose
+// target a tmpfs covered "published", at rest, no error, where a volume's detail and group
+// status say the cover (ClaimInfo.Covered). Found by helper review76 (own1).
+func TestDashboardSaysACoveredTarget(t *testing.T) {
+	t.Parallel()
+	h, cl := publishedUnderACover(t)
+	d, err := h.e.Dashboard(h.ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range d.Claims {
+		if c.Alloc == cl.Alloc && (!strings.Contains(c.Covered, "umount") || !strings.Contains(c.Condition().String(), "target covered")) {
+			t.Errorf("dashboard claim %q for alloc %q under a cover: state %q, covered %q; want the cover said", c.VolumeID, c.Alloc, c.Condition(), c.Covered)
+		}
+	}
+	if len(d.Claims) != 1 {
+		t.Fatalf("dashboard claims = %+v, want the one", d.Claims)
+	}
+}

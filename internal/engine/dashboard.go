@@ -150,6 +150,7 @@ func (e *Engine) Dashboard(ctx context.Context, events int) (Dashboard, error) {
 		return d, err
 	}
 	e.agentLiveness(d.Plugins)
+	e.markCovered(d.Claims) // as a volume's detail says them, the mount table read once
 	for i := range d.Groups {
 		e.markUnbound(&d.Groups[i]) // as group status says them (TestDashboardGroupWhoseVolumeMountIsNotMountedIsSaid)
 	}

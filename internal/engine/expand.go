@@ -1853,29 +1853,27 @@ func describeLimit(n int64) string {
 // what does it, from what the store has (its plugin p, known or not, as last fingerprinted; its
 // claims; its staging row st): what the publish's event, reconcile and `volume expand` say when
 // they meet it, for `volume status` (NodeExpansionWaits), where before it showed the size owed
-// alone, in --json only (expand35). "" when nothing is owed. byPass says a reconcile pass sends
-// what is owed (the NodeExpandVolume, or the ControllerExpandVolume before it), for the summary's
-// owed work (owedNodeStep).
-func owedExpansionWaits(v store.Volume, p store.Plugin, known bool, claims []store.Claim, st store.Staging, handed *HandoverInfo) (words string, byPass bool) {
+// alone, in --json only (expand35). "" when nothing is owed.
+func owedExpansionWaits(v store.Volume, p store.Plugin, known bool, claims []store.Claim, st store.Staging, handed *HandoverInfo) string {
 	if v.NodeExpandMin <= 0 {
-		return "", false
+		return ""
 	}
 	if handed != nil {
 		// Handed over (forced, with the debt): reconcile sends nothing and expand and claims are
 		// refused until the take-back; this named them, and not the take-back
 		// (TestOwedExpansionOfAHandedOverVolumeSaysItWaitsForTheTakeBack).
 		return fmt.Sprintf("volume %q is handed over to Nomad at %s: the expansion waits for it to be taken back (%s); until then volctl sends nothing for it",
-			v.ID, handed.Address, handed.whatToRun()), false
+			v.ID, handed.Address, handed.whatToRun())
 	}
 	if !known {
-		return fmt.Sprintf("plugin %q is not registered: nothing can send it; register the plugin, then run `volctl reconcile`", v.PluginID), false
+		return fmt.Sprintf("plugin %q is not registered: nothing can send it; register the plugin, then run `volctl reconcile`", v.PluginID)
 	}
 	fp := recordedFingerprint(p)
 	if fp == nil {
-		return fmt.Sprintf("plugin %q has not been reached yet: `volctl reconcile` (or a claim) reaches it and sends what is owed", v.PluginID), true
+		return fmt.Sprintf("plugin %q has not been reached yet: `volctl reconcile` (or a claim) reaches it and sends what is owed", v.PluginID)
 	}
 	if !fp.Node {
-		return fmt.Sprintf("plugin %q has no node service registered on this host: NodeExpandVolume cannot be sent here; register its node service, then run `volctl reconcile`", v.PluginID), false
+		return fmt.Sprintf("plugin %q has no node service registered on this host: NodeExpandVolume cannot be sent here; register its node service, then run `volctl reconcile`", v.PluginID)
 	}
 	published := false
 	for _, cl := range claims {
@@ -1885,28 +1883,53 @@ func owedExpansionWaits(v store.Volume, p store.Plugin, known bool, claims []sto
 	send, wait := nodeStepFirst(&conn{plugin: p, fp: fp}, v, onNode)
 	switch {
 	case controllerAloneOwes(fp, v) && wait != nil:
-		return wait.Error(), false
+		return wait.Error()
 	case controllerAloneOwes(fp, v):
 		return fmt.Sprintf("volume %q was owed its expansion as a node-only one, and plugin %q now expands through its controller alone (its node service has no EXPAND_VOLUME): "+
-			"`%s` or the next claim's publish sends ControllerExpandVolume, the whole expansion now", v.ID, v.PluginID, owedExpandCommand(v)), false
+			"`%s` or the next claim's publish sends ControllerExpandVolume, the whole expansion now", v.ID, v.PluginID, owedExpandCommand(v))
 	case !fp.Capabilities.Node.ExpandVolume:
 		return fmt.Sprintf("plugin %q's node service does not have the capability EXPAND_VOLUME, so NodeExpandVolume cannot be sent: the file system is not expanded; "+
-			"start the plugin with that capability, then run `%s` or `volctl reconcile`", v.PluginID, owedExpandCommand(v)), false
+			"start the plugin with that capability, then run `%s` or `volctl reconcile`", v.PluginID, owedExpandCommand(v))
 	case wait != nil:
-		return wait.Error(), false
+		return wait.Error()
 	case published || st.Staged:
 		return fmt.Sprintf("volume %q is on this node, and the NodeExpandVolume has not been sent or failed (`%s` says why): "+
-			"`volctl reconcile` or `%s` sends it", v.ID, "volctl events "+shellquote.Flag("--volume", v.ID), owedExpandCommand(v)), true
+			"`volctl reconcile` or `%s` sends it", v.ID, "volctl events "+shellquote.Flag("--volume", v.ID), owedExpandCommand(v))
 	case send && fp.Capabilities.Plugin.VolumeExpansionOnline:
 		// Reconcile leaves an ONLINE plugin's step to the publish (expandOffNode): this said
 		// "expands only offline" and advised a reconcile that sent nothing
 		// (TestStatusOfAnOwedStepThroughAnOnlinePluginDoesNotSayOfflineOnly).
 		return fmt.Sprintf("volume %q is on no path on this node, and plugin %q has not had the size through its controller "+
-			"(the expansion was owed as a node-only one): the next claim's publish sends ControllerExpandVolume, then the NodeExpandVolume", v.ID, v.PluginID), false
+			"(the expansion was owed as a node-only one): the next claim's publish sends ControllerExpandVolume, then the NodeExpandVolume", v.ID, v.PluginID)
 	case send:
 		return fmt.Sprintf("volume %q is on no path on this node, and plugin %q, which expands only offline, has not had the size through its controller "+
 			"(the expansion was owed as a node-only one): `volctl reconcile` or the next claim sends ControllerExpandVolume while the volume is off the node, "+
-			"and the claim's publish the NodeExpandVolume", v.ID, v.PluginID), true
+			"and the claim's publish the NodeExpandVolume", v.ID, v.PluginID)
 	}
-	return fmt.Sprintf("volume %q is on no path on this node: the NodeExpandVolume is sent when a claim next publishes it here", v.ID), false
+	return fmt.Sprintf("volume %q is on no path on this node: the NodeExpandVolume is sent when a claim next publishes it here", v.ID)
+}
+
+// passPaysOwed says whether a reconcile pass sends something of volume v's owed node expansion
+// (a ControllerExpandVolume, the NodeExpandVolume), from the same rows owedExpansionWaits reads,
+// as reconcileExpansions decides it: on the node (a claim or a staging row), what expandOnNode
+// sends where nothing waits; off it, the controller's step expandOffNode sends through a plugin
+// that expands only offline (offNodeStepMayBeOwed). A plugin not reached yet may be: the pass
+// fingerprints it. For the summary's owed work (owedNodeStep).
+func passPaysOwed(v store.Volume, p store.Plugin, known bool, claims []store.Claim, st store.Staging) bool {
+	if v.NodeExpandMin <= 0 || !known || v.State != store.VolumeReady {
+		return false
+	}
+	fp := recordedFingerprint(p)
+	if fp == nil {
+		return true
+	}
+	c := &conn{plugin: p, fp: fp}
+	if len(claims) == 0 && st.VolumeID == "" {
+		send, _ := nodeStepFirst(c, v, false)
+		return !v.NodeExpandControllerDone && send && !fp.Capabilities.Plugin.VolumeExpansionOnline
+	}
+	if _, wait := nodeStepFirst(c, v, true); wait != nil || !fp.Node {
+		return false
+	}
+	return controllerAloneOwes(fp, v) || fp.Capabilities.Node.ExpandVolume
 }

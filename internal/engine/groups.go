@@ -876,9 +876,12 @@ func (e *Engine) markUnbound(info *GroupInfo) {
 			// again a run refused for the cover was said ready
 			// (TestGroupStatusNamesTheCoveredTargetNotTheVolumeMountThatShowsTheVolume,
 			// TestGroupStatusAfterARunRefusedACoveredTargetDoesNotCallTheAllocReady).
-			if err := e.coveredNow(c); err != nil {
-				marked, c.Covered = true, err.Error()
+			if err := e.targetCovered(store.Claim{VolumeID: c.VolumeKey(), Alloc: c.AllocKey(), TargetPath: c.TargetPath, TargetMount: c.targetMount}); err != nil {
+				marked = true
 				why = append(why, err.Error())
+				if errors.As(err, new(*coveredTarget)) {
+					c.Covered = err.Error() // not ready (TestGroupStatusDoesNotCountReadyAnAllocWhoseTargetIsCovered)
+				}
 				continue
 			}
 			for k := range c.Binds {

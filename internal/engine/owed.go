@@ -158,8 +158,8 @@ func (e *Engine) Owed(ctx context.Context) ([]OwedWork, error) {
 }
 
 // owedNodeStep is volume v's owed NodeExpandVolume as owed work, with ok when a reconcile pass
-// sends it (or the ControllerExpandVolume before it): what `volume status` says of it
-// (owedExpansionWaits), from the same rows.
+// sends something of it (passPaysOwed): what `volume status` says of it (owedExpansionWaits),
+// from the same rows.
 func owedNodeStep(tx *store.Tx, v store.Volume) (w OwedWork, ok bool, err error) {
 	claims, err := tx.Claims().ByVolume(v.ID)
 	if err != nil {
@@ -173,7 +173,9 @@ func owedNodeStep(tx *store.Tx, v store.Volume) (w OwedWork, ok bool, err error)
 	if serr != nil && !errors.Is(serr, store.ErrNotFound) {
 		return w, false, serr
 	}
-	waits, byPass := owedExpansionWaits(v, p, perr == nil, claims, st, nil)
+	if !passPaysOwed(v, p, perr == nil, claims, st) {
+		return w, false, nil
+	}
 	return OwedWork{Kind: OwedNodeExpand, VolumeID: v.ID, PluginID: v.PluginID, Since: v.UpdatedAt,
-		What: fmt.Sprintf("its file system is owed a NodeExpandVolume to %s: %s", spec.FormatSize(v.NodeExpandMin), waits)}, byPass, nil
+		What: fmt.Sprintf("its file system is owed a NodeExpandVolume to %s: %s", spec.FormatSize(v.NodeExpandMin), owedExpansionWaits(v, p, perr == nil, claims, st, nil))}, true, nil
 }

@@ -101,13 +101,60 @@ func (e *Engine) targetCovered(cl store.Claim) error {
 	return nil
 }
 
-// coveredNow is targetCovered of a claim as a view has it (ClaimInfo), published and at rest:
-// what a volume's detail and group status say of it (ClaimInfo.Covered). nil for any other.
-func (e *Engine) coveredNow(c *ClaimInfo) error {
+// coverWords is targetCovered's words of a claim as a view has it (ClaimInfo), published and at
+// rest, its target covered: what a volume's detail and group status say of it
+// (ClaimInfo.Covered). "" for any other, and where what the target shows could not be read,
+// which is logged: said as a cover, a failed read of the mount table told of a cover that was
+// not there (TestVolumeStatusDoesNotCallATargetCoveredWhenItsMountCannotBeRead).
+func (e *Engine) coverWords(c *ClaimInfo) string {
 	if c.State != string(store.ClaimPublished) || !c.AtRest() {
-		return nil
+		return ""
 	}
-	return e.targetCovered(store.Claim{VolumeID: c.VolumeKey(), Alloc: c.AllocKey(), TargetPath: c.TargetPath, TargetMount: c.targetMount})
+	err := e.targetCovered(store.Claim{VolumeID: c.VolumeKey(), Alloc: c.AllocKey(), TargetPath: c.TargetPath, TargetMount: c.targetMount})
+	if ct := (*coveredTarget)(nil); errors.As(err, &ct) {
+		return err.Error()
+	}
+	if err != nil {
+		e.log.Warn("reading what a published target shows: whether it is covered is not said", "volume", c.VolumeKey(), "alloc", c.AllocKey(), "err", err)
+	}
+	return ""
+}
+
+// markCovered sets Covered of each claim of cs that coverWords says is covered, asking the mount
+// table for all their targets at once: one read for a view of many claims (the dashboard's, a
+// volume's detail), where coverWords alone reads it once per claim. Only a target whose topmost
+// mount is not the one recorded is looked into further.
+func (e *Engine) markCovered(cs []ClaimInfo) {
+	var idx []int
+	var paths []string
+	for i := range cs {
+		c := &cs[i]
+		if c.State == string(store.ClaimPublished) && c.AtRest() && c.targetMount != nil && c.targetMount.Root != "" {
+			idx = append(idx, i)
+			paths = append(paths, e.realPath(c.TargetPath))
+		}
+	}
+	if len(idx) == 0 {
+		return
+	}
+	if mr, ok := e.cfg.Mounts.(mountRoots); ok {
+		roots, err := mr.MountRoots(paths...)
+		if err != nil {
+			e.log.Warn("reading what published targets show: whether they are covered is not said", "err", err)
+			return
+		}
+		kept := idx[:0]
+		for k, i := range idx {
+			m := cs[i].targetMount
+			if top := roots[paths[k]]; top.root != "" && top != (mountRoot{dev: m.Dev, root: m.Root}) {
+				kept = append(kept, i)
+			}
+		}
+		idx = kept
+	}
+	for _, i := range idx {
+		cs[i].Covered = e.coverWords(&cs[i])
+	}
 }
 
 // heldAsFound says err, a published claim's settling, is a problem found at a mount that is left

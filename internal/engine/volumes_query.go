@@ -299,7 +299,7 @@ func (e *Engine) volumeStored(ctx context.Context, idOrPrefix string, shown bool
 		case !errors.Is(herr, store.ErrNotFound):
 			return herr
 		}
-		info.NodeExpansionWaits, _ = owedExpansionWaits(v, p, perr == nil, claims, st, info.Handover)
+		info.NodeExpansionWaits = owedExpansionWaits(v, p, perr == nil, claims, st, info.Handover)
 		again, err := recordedAgain(tx, v)
 		if err != nil {
 			return err
@@ -316,14 +316,12 @@ func (e *Engine) volumeStored(ctx context.Context, idOrPrefix string, shown bool
 	if err == nil && unfinished != "" {
 		info.StagingLeft = e.stagingLeft(info.ID, unfinished)
 	}
-	if err == nil {
+	if err == nil && shown {
 		// A published target covered since: said as reconcile says it, where the claim read as
 		// published and at rest (TestVolumeStatusSaysAPublishedTargetCoveredByAnotherMount).
-		for i := range info.Claims {
-			if cerr := e.coveredNow(&info.Claims[i]); cerr != nil {
-				info.Claims[i].Covered = cerr.Error()
-			}
-		}
+		// For the views alone (VolumeShown): an export or a handover reads many volumes, and
+		// the check costs a look at the mount table per claim.
+		e.markCovered(info.Claims)
 	}
 	if err == nil && shown {
 		if secrets = e.andForgotten(secrets); len(secrets) > 0 {

@@ -278,6 +278,9 @@ func claimDetail(s *Styles, c engine.ClaimInfo, now time.Time, w int) string {
 		b.kv("Degraded", "yes: published before, its mount is gone and its restore has not finished; held until released")
 	}
 	b.kv("Target Path", c.TargetPath)
+	if c.Covered != "" {
+		b.kv("Target Covered", c.Covered)
+	}
 	if len(c.MountAllows) > 0 {
 		b.kv("Mount Flags", "asking for "+strings.Join(c.MountAllows, ", "))
 	}

@@ -68,7 +68,7 @@ func claimRows(cs []engine.ClaimInfo, now time.Time) []row {
 		// Ascending age is newest made first, by the claim's ID (the order claims are made in),
 		// not its wall-clock stamp: a claim made after the clock stepped back sorts as the newest.
 		r.nums[5] = -c.ID
-		r.tone = badOrWarn(c.LastError != "" || c.Degraded, !c.AtRest())
+		r.tone = badOrWarn(c.LastError != "" || c.Degraded || c.Covered != "", !c.AtRest())
 		return r
 	})
 }
