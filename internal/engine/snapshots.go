@@ -290,6 +290,23 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 		// exists but is incompatible"): names are unique, so the plugin made none of this
 		// intent's under it, however many were sent, and no later one will.
 		nameTaken := csi.IsAlreadyExists(err)
+		if (replay || earlier) && nameTaken {
+			// Unless the plugin lists a snapshot of the source that volctl records nothing of: a
+			// plugin not idempotent by name answers ALREADY_EXISTS to the same create sent again,
+			// and the create was forgotten, the snapshot the lost answer was about left tracked by
+			// nothing, and a delete's "stays recorded as being created" untrue
+			// (TestReconciledSnapshotCreateAnsweredAlreadyExistsLeavesNoSnapshotOfItsVolumeUntracked,
+			// TestPendingSnapshotDeleteAnsweredAlreadyExistsKeepsTheCreateItSaysItKeeps).
+			if unrecorded, _ := e.unrecordedSnapshotsOf(ctx, c, intent); len(unrecorded) > 0 {
+				what, how := unrecordedWords(intent.PluginID, unrecorded)
+				own := fmt.Sprintf("snapshot %q kept: ", intent.Name)
+				ev.Message = own + fmt.Sprintf("%v; the plugin lists %s of volume %q, which volctl records nothing of", err, what, intent.SourceVolumeID)
+				e.failureEvent(ctx, ev, own)
+				return store.Snapshot{}, Created, fmt.Errorf("snapshot %q: %w (the plugin refuses the name, yet lists %s of volume %q, which volctl records nothing of and the earlier CreateSnapshot under the name, unanswered, may have made: "+
+					"it stays recorded as being created; %s if it is this one, `%s` forgets this one)",
+					intent.Name, err, what, intent.SourceVolumeID, how, shellquote.Command("volctl volume snapshot deregister", intent.PluginID, intent.Name))
+			}
+		}
 		if csi.IsRetryable(err) || ctx.Err() != nil || ((replay || earlier) && !nameTaken) {
 			own := fmt.Sprintf("snapshot %q left for reconcile: ", intent.Name)
 			ev.Message = own + err.Error()
@@ -1631,12 +1648,21 @@ func (e *Engine) finishPendingForDelete(ctx context.Context, intent store.Snapsh
 	// gives: one the plugin lists of the volume that volctl records nothing of keeps the create
 	// recorded, and nothing is deleted. Before, it was forgotten under a "deleted", the
 	// snapshot left on the storage, tracked by nothing (TestFaultSequencesTimeouts, seed 200290).
+	if csi.IsAlreadyExists(err) {
+		// finishSnapshot listed the plugin's snapshots for this refusal already, and kept the
+		// create where one of the volume's is not recorded (its error says which).
+		var kept bool
+		if verr := e.store.View(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+			_, gerr := tx.Snapshots().GetCreate(intent.PluginID, intent.Name)
+			kept = gerr == nil
+			return nil
+		}); verr == nil && kept {
+			return store.Snapshot{}, fmt.Errorf("nothing was deleted: %w", err)
+		}
+	}
 	unrecorded, unchecked := e.unrecordedSnapshotsOf(ctx, c, intent)
 	if len(unrecorded) > 0 {
-		what, how := fmt.Sprintf("snapshot %q", spec.Cut(unrecorded[0], 256)), fmt.Sprintf("`%s` deletes it", shellquote.Command("volctl volume snapshot delete", intent.PluginID, unrecorded[0]))
-		if len(unrecorded) > 1 {
-			what, how = "snapshots "+listSome(unrecorded, maxUnrecordedShown, func(id string) string { return fmt.Sprintf("%q", spec.Cut(id, 256)) }), fmt.Sprintf("`%s` deletes one", shellquote.Command("volctl volume snapshot delete", intent.PluginID, "SNAPSHOT_ID"))
-		}
+		what, how := unrecordedWords(intent.PluginID, unrecorded)
 		return store.Snapshot{}, fmt.Errorf("snapshot %q stays recorded as being created, and nothing was deleted: plugin %q refuses to create it again under its name (%w), "+
 			"the only way to learn its ID, and lists %s of volume %q, which volctl records nothing of and the earlier CreateSnapshot under the name, unanswered, may have made: "+
 			"%s if it is this one; `%s` forgets this one",
@@ -1700,7 +1726,11 @@ func (e *Engine) unrecordedSnapshotsOf(ctx context.Context, c *conn, intent stor
 				// The source spelled otherwise (spec.SameStorageID) is the same: dropped, the
 				// snapshot the plugin made was forgotten with the create
 				// (TestPendingSnapshotDeleteSeesASnapshotListedUnderItsSourcesOtherSpelling).
-				if spec.SameStorageID(sn.SourceVolumeID, intent.SourceExternalID) && !recorded[sn.ID] && !slices.Contains(ids, sn.ID) && len(ids) < maxUnrecordedShown {
+				// One listed without a source, answered to a listing asked for the volume's, may be
+				// the volume's: dropped, the create was forgotten and the snapshot left tracked by
+				// nothing (TestPendingSnapshotDeleteSeesASourcelessEntryOfTheFilteredListing).
+				ours := sn.SourceVolumeID == "" || spec.SameStorageID(sn.SourceVolumeID, intent.SourceExternalID)
+				if ours && !recorded[sn.ID] && !slices.Contains(ids, sn.ID) && len(ids) < maxUnrecordedShown {
 					ids = append(ids, sn.ID)
 				}
 			}
@@ -1714,6 +1744,16 @@ func (e *Engine) unrecordedSnapshotsOf(ctx context.Context, c *conn, intent stor
 		return nil, fmt.Sprintf("the plugin's snapshots could not be listed to check that (%v)", err)
 	}
 	return ids, ""
+}
+
+// unrecordedWords names snapshots ids of plugin pluginID that volctl records nothing of, and the
+// delete that takes one away.
+func unrecordedWords(pluginID string, ids []string) (what, how string) {
+	if len(ids) == 1 {
+		return fmt.Sprintf("snapshot %q", spec.Cut(ids[0], 256)), fmt.Sprintf("`%s` deletes it", shellquote.Command("volctl volume snapshot delete", pluginID, ids[0]))
+	}
+	return "snapshots " + listSome(ids, maxUnrecordedShown, func(id string) string { return fmt.Sprintf("%q", spec.Cut(id, 256)) }),
+		fmt.Sprintf("`%s` deletes one", shellquote.Command("volctl volume snapshot delete", pluginID, "SNAPSHOT_ID"))
 }
 
 // maxUnrecordedShown is how many snapshots volctl records nothing of unrecordedSnapshotsOf
