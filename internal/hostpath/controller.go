@@ -494,8 +494,8 @@ func (p *Plugin) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 		return &csi.DeleteVolumeResponse{}, nil
 	}
 	if err := trash.remove(); err != nil {
-		return nil, internal("volume %q: its record is removed, and its directory (moved to %s) is not: %v%s; "+
-			"the plugin's next start removes it, or send the request again", id, trash.path, err, readOnlyRoot(p.cfg.Root, err))
+		return nil, internal("volume %q: its record is removed, and its directory (moved to %s) is not: %v%s%s; "+
+			"the request sent again, or the plugin's next start, tries again, and logs what it cannot remove", id, trash.path, err, readOnlyRoot(p.cfg.Root, err), unremovable(trash.path, err))
 	}
 	return &csi.DeleteVolumeResponse{}, nil
 }
@@ -608,7 +608,7 @@ func (p *Plugin) removeDeleted(id string) {
 		}
 		d := &deletedDir{path: path, held: held}
 		if err := d.remove(); err != nil {
-			p.log.Warn("hostpath: removing what a delete left of a volume's directory", "volume", id, "path", path, "err", err)
+			p.log.Warn("hostpath: removing what a delete left of a volume's directory"+unremovable(path, err), "volume", id, "path", path, "err", err)
 		}
 	}
 }
@@ -991,8 +991,8 @@ func (p *Plugin) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshotRequ
 		return &csi.DeleteSnapshotResponse{}, nil
 	}
 	if err := trash.remove(); err != nil {
-		return nil, internal("snapshot %q: its record is removed, and its directory (moved to %s) is not: %v%s; "+
-			"the plugin's next start removes it, or send the request again", id, trash.path, err, readOnlyRoot(p.cfg.Root, err))
+		return nil, internal("snapshot %q: its record is removed, and its directory (moved to %s) is not: %v%s%s; "+
+			"the request sent again, or the plugin's next start, tries again, and logs what it cannot remove", id, trash.path, err, readOnlyRoot(p.cfg.Root, err), unremovable(trash.path, err))
 	}
 	return &csi.DeleteSnapshotResponse{}, nil
 }
