@@ -297,7 +297,19 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 			// nothing, and a delete's "stays recorded as being created" untrue
 			// (TestReconciledSnapshotCreateAnsweredAlreadyExistsLeavesNoSnapshotOfItsVolumeUntracked,
 			// TestPendingSnapshotDeleteAnsweredAlreadyExistsKeepsTheCreateItSaysItKeeps).
-			if unrecorded, _ := e.unrecordedSnapshotsOf(ctx, c, intent); len(unrecorded) > 0 {
+			unrecorded, unchecked := e.unrecordedSnapshotsOf(ctx, c, intent)
+			if unchecked != "" && c.fp.Capabilities.Controller.ListSnapshots {
+				// The listing that would tell failed: kept, for reconcile to ask again; forgotten,
+				// a delete said it stayed recorded of a create gone
+				// (TestPendingSnapshotDeleteWhoseFirstListingFailedDoesNotSayAForgottenCreateStays).
+				own := fmt.Sprintf("snapshot %q left for reconcile: ", intent.Name)
+				ev.Message = own + fmt.Sprintf("%v; %s", err, unchecked)
+				e.failureEvent(ctx, ev, own)
+				return store.Snapshot{}, Created, fmt.Errorf("snapshot %q: %w (sent again after an earlier answer was lost, and whether the plugin holds a snapshot of volume %q that answer was about is not known: %s; "+
+					"it stays recorded as being created: `volctl reconcile` asks again, `%s` forgets it)",
+					intent.Name, err, intent.SourceVolumeID, unchecked, shellquote.Command("volctl volume snapshot deregister", intent.PluginID, intent.Name))
+			}
+			if len(unrecorded) > 0 {
 				what, how := unrecordedWords(intent.PluginID, unrecorded)
 				own := fmt.Sprintf("snapshot %q kept: ", intent.Name)
 				ev.Message = own + fmt.Sprintf("%v; the plugin lists %s of volume %q, which volctl records nothing of", err, what, intent.SourceVolumeID)
