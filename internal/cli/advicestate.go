@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/volctl/volctl/internal/shellquote"
 )
@@ -17,9 +18,10 @@ var advisedVolctl = []byte("`volctl ")
 // what is pasted acts on the state the command acted on. Advised bare, the command pasted acted
 // on the default state dir: `volctl volume detach db --force --yes` dropped the claims of
 // another state's volume of the same ID, and a `volctl reconcile` reported nothing wrong of a
-// state it never read (TestAdviceCarriesTheStateDirGiven). Advice that names a state dir
-// already (quickstart's) is left as it is. What goes to stdout, which scripts read as data, is
-// not rewritten.
+// state it never read (TestAdviceCarriesTheStateDirGiven); so after settings of its environment
+// (`NOMAD_ADDR=... volctl nomad release db`: TestAdviceAfterAnEnvironmentPrefixCarriesTheStateDirGiven).
+// Advice that names a state dir already (quickstart's) is left as it is. What goes to stdout,
+// which scripts read as data, is not rewritten, nor are logs (logHandler).
 type stateDirAdvice struct {
 	w    io.Writer
 	with []byte
@@ -36,30 +38,82 @@ func withStateDirAdvice(w io.Writer, dir string) io.Writer {
 }
 
 func (s *stateDirAdvice) Write(p []byte) (int, error) {
-	if !bytes.Contains(p, advisedVolctl) {
+	if !bytes.Contains(p, advisedVolctl[len("`"):]) {
 		return s.w.Write(p)
 	}
-	var out []byte
+	if _, err := s.w.Write(s.rewrite(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Advise is rewrite of a text drawn elsewhere than on stderr (the dashboard's: tui.Options.Advice).
+func (s *stateDirAdvice) Advise(text string) string {
+	if !strings.Contains(text, "volctl ") {
+		return text
+	}
+	return string(s.rewrite([]byte(text)))
+}
+
+// rewrite is p with each volctl command it advises carrying the state dir.
+func (s *stateDirAdvice) rewrite(p []byte) []byte {
+	out := make([]byte, 0, len(p)+len(s.with))
 	rest := p
 	for {
-		i := bytes.Index(rest, advisedVolctl)
+		i := bytes.IndexByte(rest, '`')
 		if i < 0 {
 			out = append(out, rest...)
 			break
 		}
-		out = append(out, rest[:i]...)
-		after := rest[i+len(advisedVolctl):]
-		if bytes.HasPrefix(after, []byte("--state-dir")) {
-			out = append(out, advisedVolctl...)
-		} else {
-			out = append(out, s.with...)
+		out = append(out, rest[:i+1]...)
+		rest = rest[i+1:]
+		// The command may begin with settings of its environment (`NOMAD_ADDR=... volctl ...`,
+		// as a take-back's advice names the cluster): the state dir goes after its volctl.
+		at := envPrefix(rest)
+		if cmd := rest[at:]; bytes.HasPrefix(cmd, advisedVolctl[1:]) && !bytes.HasPrefix(cmd[len(advisedVolctl)-1:], []byte("--state-dir")) {
+			out = append(out, rest[:at]...)
+			out = append(out, s.with[1:]...)
+			rest = cmd[len(advisedVolctl)-1:]
 		}
-		rest = after
 	}
-	if _, err := s.w.Write(out); err != nil {
-		return 0, err
+	return out
+}
+
+// envPrefix is the length of the settings of the environment that begin cmd ("NAME=VALUE ",
+// each value bare or in single quotes, as shellquote writes it), 0 for none.
+func envPrefix(cmd []byte) int {
+	n := 0
+	for {
+		eq := bytes.IndexByte(cmd[n:], '=')
+		if eq <= 0 || !isEnvName(cmd[n:n+eq]) {
+			return n
+		}
+		v := n + eq + 1
+		for v < len(cmd) && cmd[v] != ' ' && cmd[v] != '`' {
+			if cmd[v] == '\'' {
+				end := bytes.IndexByte(cmd[v+1:], '\'')
+				if end < 0 {
+					return n
+				}
+				v += end + 1
+			}
+			v++
+		}
+		if v >= len(cmd) || cmd[v] != ' ' {
+			return n
+		}
+		n = v + 1
 	}
-	return len(p), nil
+}
+
+// isEnvName says whether b is the name of an environment variable as a shell sets one.
+func isEnvName(b []byte) bool {
+	for i, c := range b {
+		if c != '_' && (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return len(b) > 0
 }
 
 // Fd is the file descriptor of the stream written to, for the terminal's width

@@ -213,11 +213,7 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 	}
 
 	level := opts.LogLevel
-	var h slog.Handler = slog.NewTextHandler(opts.IO.ErrOut, logOptions(level))
-	if opts.LogFormat == "json" {
-		h = slog.NewJSONHandler(opts.IO.ErrOut, jsonLogOptions(level))
-	}
-	log := slog.New(h)
+	log := slog.New(logHandler(opts.IO.ErrOut, opts.LogFormat == "json", level))
 	defer outliveLogReader()()
 	dir, err := opts.StateDir()
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -27,7 +28,10 @@ type Factory struct {
 	verbose      bool
 	verboseGiven func() bool // whether --verbose was given, true or false: it wins over VOLCTL_LOG
 	lookupEnv    func(string) (string, bool)
-	geteuid      func() int
+	// advise rewrites the volctl commands a text advises to carry the --state-dir given
+	// (stateDirAdvice.Advise); nil when none was given.
+	advise  func(string) string
+	geteuid func() int
 	// completionTimeout, when set, replaces the product's bound on a completion
 	// (completionTimeout, the constant): tests of what completion offers set one that load
 	// cannot reach, so that a starved machine does not read as nothing to offer.
@@ -153,7 +157,22 @@ func (f *Factory) LogLevel(def slog.Level) slog.Level {
 // Logger returns the logger commands and the layers below them use: warnings and errors on
 // stderr by default, debug with --verbose, the level VOLCTL_LOG names.
 func (f *Factory) Logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(f.IO.ErrOut, logOptions(f.LogLevel(slog.LevelWarn))))
+	return slog.New(logHandler(f.IO.ErrOut, false, f.LogLevel(slog.LevelWarn)))
+}
+
+// logHandler is the log handler writing to stderr w, as text or JSON: on stderr as it is, not
+// through stateDirAdvice, whose words inserted into a log line's quoted message are bytes the
+// line's format does not escape (a state dir holding `"` made a JSON line no longer JSON:
+// TestAgentJSONLogStaysJSONWithTheStateDirsAdvice). A log is data a shipper parses; the advice
+// a person pastes is in the command's own messages.
+func logHandler(w io.Writer, json bool, level slog.Level) slog.Handler {
+	if a, ok := w.(*stateDirAdvice); ok {
+		w = a.w
+	}
+	if json {
+		return slog.NewJSONHandler(w, jsonLogOptions(level))
+	}
+	return slog.NewTextHandler(w, logOptions(level))
 }
 
 // logOptions are every logger's (commands', the agent's, the dashboard's log file): level, and

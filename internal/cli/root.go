@@ -152,6 +152,9 @@ whose --jq or -t fails on its result: 2 is for what is refused before anything i
 			// said by the command that resolves it.
 			if dir, err := f.StateDir(); err == nil {
 				f.IO.ErrOut = withStateDirAdvice(f.IO.ErrOut, dir)
+				if a, ok := f.IO.ErrOut.(*stateDirAdvice); ok {
+					f.advise = a.Advise // for what is drawn elsewhere: the dashboard
+				}
 			}
 		}
 		return f.checkLogVariable()

@@ -32,6 +32,10 @@ type TUIOptions struct {
 	// Run runs the dashboard; tests replace it to see what it would be given.
 	Run func(ctx context.Context, in io.Reader, out io.Writer, opts tui.Options) error
 
+	// Advice rewrites the volctl commands the dashboard shows to carry the --state-dir given;
+	// nil when none was.
+	Advice func(string) string
+
 	ReadOnly bool
 	Refresh  time.Duration
 	Probe    time.Duration
@@ -67,6 +71,7 @@ the screen, so they go to --log-file, or nowhere.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.LogLevel = f.LogLevel(slog.LevelWarn)
+			opts.Advice = f.advise
 			if runF != nil {
 				return runF(opts)
 			}
@@ -126,7 +131,7 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 		renderer := tui.NewRenderer(opts.IO.Out, opts.IO.ColorEnabled())
 		return opts.Run(ctx, opts.IO.In, opts.IO.Out, tui.Options{
 			Engine: eng, ReadOnly: opts.ReadOnly, Refresh: opts.Refresh, Probe: opts.Probe,
-			Events: opts.Events, Renderer: renderer,
+			Events: opts.Events, Renderer: renderer, Advice: opts.Advice,
 		})
 	})
 }

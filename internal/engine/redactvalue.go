@@ -34,6 +34,10 @@ func redactWith(v any, redact func(string) string) error {
 	return nil
 }
 
+// MapStrings replaces every settable string under *v with fn of it, as the scrub does: for what
+// a caller rewrites in everything it shows (the dashboard's advice carrying --state-dir).
+func MapStrings(v any, fn func(string) string) { _ = redactWith(v, fn) }
+
 // memoized is redact answering a string it scrubbed already from what it answered: a read of
 // many records holds the same words many times (a plugin's ID, a state, a mode), and the
 // scrub of each is the costly part of the read (BenchmarkDashboard10k).

@@ -176,8 +176,8 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	switch {
 	case v.UnpublishOwed() && v.Handover != nil:
 		// Kept on purpose: Nomad's allocations on the node may use the attachment.
-		b.wrapped(s.Warn, fmt.Sprintf("no local claim holds its attachment to node %q: the ControllerUnpublishVolume owed waits for the volume to be taken back from Nomad at %s (%s), then reconcile sends it",
-			v.AttachedTo, v.Handover.Address, shellquote.Command("volctl nomad release", v.ID)))
+		b.wrapped(s.Warn, s.advised(fmt.Sprintf("no local claim holds its attachment to node %q: the ControllerUnpublishVolume owed waits for the volume to be taken back from Nomad at %s (`%s`), then reconcile sends it",
+			v.AttachedTo, v.Handover.Address, shellquote.Command("volctl nomad release", v.ID))))
 	case v.UnpublishOwed():
 		// What went wrong with no claim to show it: an attachment left behind.
 		b.wrapped(s.Warn, fmt.Sprintf("no claim holds its attachment to node %q: ControllerUnpublishVolume is owed (a forced detach could not send it, or the plugin lost PUBLISH_UNPUBLISH_VOLUME); reconcile sends it once plugin %q answers",

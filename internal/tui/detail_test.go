@@ -53,7 +53,7 @@ func TestVolumeDetailShowsAttachedTo(t *testing.T) {
 		// Kept on purpose while the volume is Nomad's: what sends it is the take-back.
 		{"attached with no local claim, handed over to Nomad", engine.VolumeInfo{VolumeSummary: vol, AttachedTo: "node-1",
 			Handover: &engine.HandoverInfo{VolumeID: "db", Address: "http://127.0.0.1:4646"}},
-			[]string{`no local claim holds its attachment to node "node-1": the ControllerUnpublishVolume owed waits for the volume to be taken back from Nomad at http://127.0.0.1:4646 (volctl nomad release db)`,
+			[]string{"no local claim holds its attachment to node \"node-1\": the ControllerUnpublishVolume owed waits for the volume to be taken back from Nomad at http://127.0.0.1:4646 (`volctl nomad release db`)",
 				"Unpublish Owed    = yes"}, []string{"a forced detach could not send it"}},
 	})
 }

@@ -45,6 +45,10 @@ type Styles struct {
 	ButtonFocused lipgloss.Style
 
 	Help help.Styles
+
+	// advise rewrites the volctl commands the dashboard writes itself (Options.Advice); nil
+	// leaves them (advised).
+	advise func(string) string
 }
 
 // NewRenderer decides the colour profile and the background once, before the program starts:

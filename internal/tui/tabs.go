@@ -209,12 +209,12 @@ func groupDetail(s *Styles, g engine.GroupInfo, w int) string {
 			vols = append(vols, c.VolumeID+" ("+c.Mode+", "+c.Condition().String()+")")
 		}
 		for _, vol := range a.Missing { // a run cut short between the alloc's claims
-			vols = append(vols, vol+" (missing: `volctl group run` again)")
+			vols = append(vols, vol+s.advised(" (missing: `volctl group run` again)"))
 		}
 		errText := a.Error
 		if len(a.Claims) > 0 && g.Lacks(a) {
 			// A stop or scale-down killed before it released them (engine.GroupInfo.Lacks).
-			errText = "no longer the group's: its claims are left for `volctl reconcile` to release"
+			errText = s.advised("no longer the group's: its claims are left for `volctl reconcile` to release")
 		}
 		rows = append(rows, []string{a.Name, strings.Join(vols, ", "), errText})
 	}

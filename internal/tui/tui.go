@@ -53,6 +53,9 @@ type Options struct {
 	// After schedules a timer's message; nil is tea.Tick. Tests that drive the model by hand,
 	// running its commands themselves, return nil here so as not to sleep through timers.
 	After func(d time.Duration, msg func() tea.Msg) tea.Cmd
+	// Advice rewrites the volctl commands the dashboard shows (cli: to carry the --state-dir
+	// given: advisedEngine); nil leaves them as they are.
+	Advice func(string) string
 }
 
 // Defaults for Options.
@@ -115,10 +118,14 @@ func New(ctx context.Context, opts Options) *Model {
 		Styles: NewStyles(opts.Renderer), Keys: DefaultKeyMap(opts.ReadOnly),
 		Now: opts.Now, ReadOnly: opts.ReadOnly, after: opts.After,
 	}
+	if opts.Advice != nil {
+		opts.Engine = advisedEngine{Engine: opts.Engine, advise: opts.Advice}
+		c.Styles.advise = opts.Advice
+	}
 	m := &Model{c: c, ctx: ctx, eng: opts.Engine}
 	m.live = live{c: c, ctx: ctx, eng: opts.Engine, refreshEvery: opts.Refresh, probeEvery: opts.Probe, events: opts.Events}
 	for _, v := range views {
-		m.tabs = append(m.tabs, newTable(c, v.columns, 0, false, v.empty))
+		m.tabs = append(m.tabs, newTable(c, v.columns, 0, false, c.Styles.advised(v.empty)))
 	}
 
 	m.filter = filterInput{c: c}
