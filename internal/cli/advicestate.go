@@ -3,9 +3,11 @@ package cli
 import (
 	"bytes"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/shellquote"
 )
 
@@ -53,6 +55,14 @@ func (s *stateDirAdvice) Advise(text string) string {
 		return text
 	}
 	return string(s.rewrite([]byte(text)))
+}
+
+// adviseCrashes has a crash's report, which the crash package writes to the process's stderr
+// itself, advise as s does, when s is that stderr (not a test's).
+func (s *stateDirAdvice) adviseCrashes() {
+	if f, ok := s.w.(*os.File); ok && f == os.Stderr {
+		crash.Advise(s.Advise)
+	}
 }
 
 // rewrite is p with each volctl command it advises carrying the state dir.

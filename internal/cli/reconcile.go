@@ -95,7 +95,7 @@ func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
 	}
 	switch {
 	case len(rep.Problems) > 0:
-		return withCode(ExitError, fmt.Errorf("reconcile: %d problem(s) remain; fix them and run volctl reconcile again", len(rep.Problems)))
+		return withCode(ExitError, fmt.Errorf("reconcile: %d problem(s) remain; fix them and run `volctl reconcile` again", len(rep.Problems)))
 	case recErr != nil:
 		return recErr
 	}

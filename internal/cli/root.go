@@ -154,6 +154,7 @@ whose --jq or -t fails on its result: 2 is for what is refused before anything i
 				f.IO.ErrOut = withStateDirAdvice(f.IO.ErrOut, dir)
 				if a, ok := f.IO.ErrOut.(*stateDirAdvice); ok {
 					f.advise = a.Advise // for what is drawn elsewhere: the dashboard
+					a.adviseCrashes()
 				}
 			}
 		}

@@ -31,6 +31,7 @@ var (
 	mu        sync.Mutex
 	hooks     = map[int]func(){}
 	redactors = map[int]func(string) (string, error){}
+	advisers  = map[int]func(string) string{}
 	nextID    int
 	crashed   bool
 	stderr    io.Writer = os.Stderr
@@ -66,6 +67,11 @@ func add[F any](m map[int]F, fn F) (remove func()) {
 // scrub it; then, or when fn panics or takes longer than redactTimeout, the panic's value is
 // withheld and the stack (function names and argument words, no strings) printed alone.
 func Redact(fn func(string) (string, error)) (remove func()) { return add(redactors, fn) }
+
+// Advise registers fn to rewrite the volctl command the report advises (`volctl reconcile`): the
+// command line's, to carry the --state-dir it was given (cli's stateDirAdvice), where a crash
+// under it advised the reconcile of the default state dir; remove unregisters it.
+func Advise(fn func(string) string) (remove func()) { return add(advisers, fn) }
 
 // Go runs fn in a new goroutine that ends the process as Recover does if fn panics.
 func Go(fn func()) {
@@ -112,6 +118,10 @@ func Recover() {
 	for _, fn := range redactors {
 		scrubs = append(scrubs, fn)
 	}
+	advise := func(s string) string { return s }
+	for _, fn := range advisers {
+		advise = fn
+	}
 	mu.Unlock()
 	for _, fn := range fns {
 		func() {
@@ -119,13 +129,18 @@ func Recover() {
 			fn()
 		}()
 	}
-	Report(stderr, r, stack, scrubs...)
+	report(stderr, r, stack, advise, scrubs...)
 	exit(ExitCode)
 }
 
 // Report writes what a crash prints: the panic's value and stack, as Go's runtime does, passed
 // through scrubs (Redact) and escaped, then what the exit status means and what to do.
 func Report(w io.Writer, r any, stack []byte, scrubs ...func(string) (string, error)) {
+	report(w, r, stack, func(s string) string { return s }, scrubs...)
+}
+
+// report is Report, its advice rewritten by advise (Advise).
+func report(w io.Writer, r any, stack []byte, advise func(string) string, scrubs ...func(string) (string, error)) {
 	text, err := scrubbed(fmt.Sprintf("panic: %v\n\n%s\n", r, stack), scrubs)
 	if err != nil {
 		text = fmt.Sprintf("panic: [the panic's value is withheld: scrubbing it of secrets failed: %v]\n\n%s\n", err, stack)
@@ -133,8 +148,8 @@ func Report(w io.Writer, r any, stack []byte, scrubs ...func(string) (string, er
 	// The value may wrap what a plugin said: its control characters are shown as escapes, as
 	// an error's are (spec.EscapeLines keeps the lines and the stack's indenting tabs).
 	fmt.Fprint(w, spec.EscapeLines(text))
-	fmt.Fprintf(w, "volctl crashed (exit status %d): this is a bug in volctl, not in how it was run. What it committed before the panic stands; "+
-		"`volctl reconcile` finishes what it left half-done. Please report it with the text above.\n", ExitCode)
+	fmt.Fprint(w, advise(fmt.Sprintf("volctl crashed (exit status %d): this is a bug in volctl, not in how it was run. What it committed before the panic stands; "+
+		"`volctl reconcile` finishes what it left half-done. Please report it with the text above.\n", ExitCode)))
 }
 
 // scrubbed is text passed through every scrub, within redactTimeout in all.
