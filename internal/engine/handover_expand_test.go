@@ -48,14 +48,7 @@ func TestHandOverRefusesAnOwedNodeExpansionUnlessForced(t *testing.T) {
 // leaves the expansion pending for after the take-back, reporting no problem each pass.
 func TestHandOverRefusesAPendingExpansionUnlessForced(t *testing.T) {
 	t.Parallel()
-	// A plugin that cannot say a volume's size: one that can is asked before the RPC is sent
-	// again, and its listing ends the expand (TestExpandRetryAfterALostAnswerAsksTheListingFirst).
-	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume, c.Controller.ListVolumes = false, false })
-	h.create(volume("v"))
-	h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
-	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {
-		t.Fatal("expand whose answers were all lost succeeded")
-	}
+	h := expansionPendingThroughAPluginThatCannotList(t)
 	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
 	_, err := h.e.HandOver(h.ctx, "v", to, false, nil)
 	if err == nil {
@@ -84,12 +77,7 @@ func TestHandOverRefusesAPendingExpansionUnlessForced(t *testing.T) {
 // is the owed node step's). Found by helper review76.
 func TestTakeBackOfAVolumeHandedOverWithItsExpansionPendingDoesNotBlameNomad(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume, c.Controller.ListVolumes = false, false })
-	h.create(volume("v"))
-	h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
-	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {
-		t.Fatal("expand whose answers were all lost succeeded")
-	}
+	h := expansionPendingThroughAPluginThatCannotList(t)
 	h.faults.Clear()
 	if _, err := h.e.HandOver(h.ctx, "v", HandoverTarget{Address: "http://127.0.0.1:4646"}, true, nil); err != nil {
 		t.Fatalf("forced hand over: %v", err)
@@ -114,4 +102,19 @@ func TestTakeBackOfAVolumeHandedOverWithItsExpansionPendingDoesNotBlameNomad(t *
 			t.Errorf("take-back's event %q: want it to name the expansion pending at the handover, not blame Nomad alone", ev)
 		}
 	}
+}
+
+// expansionPendingThroughAPluginThatCannotList is a harness whose volume v has an expansion to
+// 4MiB pending: every answer to its ControllerExpandVolume lost, through a plugin that cannot
+// say a volume's size (one that can is asked before the RPC is sent again, and its listing
+// ends the expand: TestExpandRetryAfterALostAnswerAsksTheListingFirst).
+func expansionPendingThroughAPluginThatCannotList(t *testing.T) *harness {
+	t.Helper()
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume, c.Controller.ListVolumes = false, false })
+	h.create(volume("v"))
+	h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {
+		t.Fatal("expand whose answers were all lost succeeded")
+	}
+	return h
 }

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
@@ -42,14 +40,7 @@ func owedListsVolume(t *testing.T, h *harness, id string) (bool, []OwedWork) {
 func TestOwedListsAControllerAloneDebtOnThePublishedVolumeThatReconcilePays(t *testing.T) {
 	t.Parallel()
 	const mib = 1 << 20
-	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
-	h.create(volume("v"))
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	h.faults.Inject(csi.RPCNodeExpandVolume, csitest.Fault{Code: codes.FailedPrecondition, Times: fastRetry.Attempts})
-	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {
-		t.Fatal("node-only expand whose NodeExpandVolume failed succeeded")
-	}
-	h.faults.Clear(csi.RPCNodeExpandVolume)
+	h := nodeOnlyStepFailedOnAClaimedVolume(t)
 	h.restartWith(func(c *csitest.MemConfig) { c.Controller.ExpandVolume, c.Node.ExpandVolume = true, false })
 	if _, err := h.e.PluginStatus(h.ctx, "mem"); err != nil { // records the plugin as it is now
 		t.Fatal(err)

@@ -97,17 +97,10 @@ func TestCreateReplayAboveTheRecordedCapacityMaxIsRefusedBeforeItSendsAnything(t
 func TestReconcilePayingAnOwedExpansionByTheControllerAloneOnTheNodeDoesNotSayNodeExpanded(t *testing.T) {
 	t.Parallel()
 	const mib = 1 << 20
-	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
-	h.create(volume("v"))
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	h.faults.Inject(csi.RPCNodeExpandVolume, csitest.Fault{Code: codes.FailedPrecondition, Times: fastRetry.Attempts})
-	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {
-		t.Fatal("node-only expand whose NodeExpandVolume failed succeeded")
-	}
+	h := nodeOnlyStepFailedOnAClaimedVolume(t)
 	if v := h.volumeInfo("v"); v.NodeExpansionOwed != 4*mib {
 		t.Fatalf("before: owed %d; want 4MiB owed (its NodeExpandVolume failed)", v.NodeExpansionOwed)
 	}
-	h.faults.Clear(csi.RPCNodeExpandVolume)
 	h.restartWith(func(c *csitest.MemConfig) { c.Controller.ExpandVolume, c.Node.ExpandVolume = true, false })
 	rep, err := h.e.Reconcile(h.ctx)
 	if err != nil {
@@ -124,4 +117,20 @@ func TestReconcilePayingAnOwedExpansionByTheControllerAloneOnTheNodeDoesNotSayNo
 			t.Errorf("reconcile reported %q of a debt the controller's ControllerExpandVolume paid, no NodeExpandVolume sent", a.Message)
 		}
 	}
+}
+
+// nodeOnlyStepFailedOnAClaimedVolume is a harness whose plugin expands through its node alone,
+// volume v claimed by alloc a and expanded to 4MiB, its NodeExpandVolume failed: the whole
+// expansion owed, the faults cleared.
+func nodeOnlyStepFailedOnAClaimedVolume(t *testing.T) *harness {
+	t.Helper()
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.faults.Inject(csi.RPCNodeExpandVolume, csitest.Fault{Code: codes.FailedPrecondition, Times: fastRetry.Attempts})
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4<<20, 0); err == nil {
+		t.Fatal("node-only expand whose NodeExpandVolume failed succeeded")
+	}
+	h.faults.Clear(csi.RPCNodeExpandVolume)
+	return h
 }
