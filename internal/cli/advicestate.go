@@ -90,7 +90,8 @@ func (s *stateDirAdvice) rewrite(p []byte) []byte {
 }
 
 // envPrefix is the length of the settings of the environment that begin cmd ("NAME=VALUE ",
-// each value bare or in single quotes, as shellquote writes it), 0 for none.
+// each value bare or in single quotes, a quote in it written as shellquote writes it: the
+// quotes closed, a backslash and the quote, the quotes opened again), 0 for none.
 func envPrefix(cmd []byte) int {
 	n := 0
 	for {
@@ -100,6 +101,10 @@ func envPrefix(cmd []byte) int {
 		}
 		v := n + eq + 1
 		for v < len(cmd) && cmd[v] != ' ' && cmd[v] != '`' {
+			if cmd[v] == '\\' { // outside quotes, the next byte as it is (shellquote's escaped quote)
+				v += 2
+				continue
+			}
 			if cmd[v] == '\'' {
 				end := bytes.IndexByte(cmd[v+1:], '\'')
 				if end < 0 {

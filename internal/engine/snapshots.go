@@ -1662,7 +1662,8 @@ func (e *Engine) finishPendingForDelete(ctx context.Context, intent store.Snapsh
 	// snapshot left on the storage, tracked by nothing (TestFaultSequencesTimeouts, seed 200290).
 	if csi.IsAlreadyExists(err) {
 		// finishSnapshot listed the plugin's snapshots for this refusal already, and kept the
-		// create where one of the volume's is not recorded (its error says which).
+		// create where one of the volume's is not recorded (its error says which), or forgot
+		// it, the listing showing none.
 		var kept bool
 		if verr := e.store.View(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 			_, gerr := tx.Snapshots().GetCreate(intent.PluginID, intent.Name)
@@ -1671,6 +1672,16 @@ func (e *Engine) finishPendingForDelete(ctx context.Context, intent store.Snapsh
 		}); verr == nil && kept {
 			return store.Snapshot{}, fmt.Errorf("nothing was deleted: %w", err)
 		}
+		// Forgotten: a listing asked again that names one now (a listing that lags a create)
+		// is said, with the delete that takes it, and not as a create that "stays recorded"
+		// (TestPendingSnapshotDeleteWhoseListingLagsSaysTheCreateForgottenAndNamesTheSnapshot).
+		if unrecorded, _ := e.unrecordedSnapshotsOf(ctx, c, intent); len(unrecorded) > 0 {
+			what, how := unrecordedWords(intent.PluginID, unrecorded)
+			return store.Snapshot{}, fmt.Errorf("snapshot %q was forgotten, and nothing was deleted: plugin %q refuses to create it again under its name (%w), and its listing then showed no snapshot of volume %q "+
+				"that volctl records nothing of; asked again, it lists %s, which the earlier CreateSnapshot under the name, unanswered, may have made: %s if it is this one",
+				intent.Name, intent.PluginID, cause, intent.SourceVolumeID, what, how)
+		}
+		return store.Snapshot{}, nil
 	}
 	unrecorded, unchecked := e.unrecordedSnapshotsOf(ctx, c, intent)
 	if len(unrecorded) > 0 {

@@ -214,7 +214,7 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 		b.kv("Same Storage", strings.Join(v.SameStorage, ", ")+" records this storage too (a claim of either is refused while the other holds it; volctl volume deregister forgets one)")
 	}
 	if v.StagingLeft != "" { // a staging path mounted with no staging recorded there
-		b.kv("Still Mounted", v.StagingLeft+" (no staging recorded there: see the claims' errors; volctl reconcile)")
+		b.kv("Still Mounted", v.StagingLeft+s.advised(" (no staging recorded there: see the claims' errors; `volctl reconcile`)"))
 	}
 	if v.NodeExpansionOwed > 0 {
 		// As `volume status` says them (its Node Expansion Owed, Expansion Pending): the

@@ -67,7 +67,7 @@ func TestVolumeDetailNamesAStagingLeftMounted(t *testing.T) {
 	const path = "/var/lib/volctl/staging/hp/db"
 	checkVolumeDetails(t, []detailCase{
 		{"left mounted", engine.VolumeInfo{VolumeSummary: vol, StagingLeft: path},
-			[]string{"Staged            = no", "Still Mounted     = " + path + " (no staging recorded there: see the claims' errors; volctl reconcile)"}, nil},
+			[]string{"Staged            = no", "Still Mounted     = " + path + " (no staging recorded there: see the claims' errors; `volctl reconcile`)"}, nil},
 		{"staged", engine.VolumeInfo{VolumeSummary: vol, Staged: true}, []string{"Staged            = yes"}, []string{"Still Mounted"}},
 		{"unstaged, nothing left", engine.VolumeInfo{VolumeSummary: vol}, []string{"Staged            = no"}, []string{"Still Mounted"}},
 	})
