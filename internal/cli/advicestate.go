@@ -2,12 +2,16 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/volctl/volctl/internal/crash"
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/shellquote"
 )
 
@@ -25,8 +29,15 @@ var advisedVolctl = []byte("`volctl ")
 // Advice that names a state dir already (quickstart's) is left as it is. What goes to stdout,
 // which scripts read as data, is not rewritten, nor are logs (logHandler).
 type stateDirAdvice struct {
-	w    io.Writer
-	with []byte
+	w   io.Writer
+	abs string // the state dir, absolute
+
+	mu sync.Mutex
+	// redact, once set, is the state's scrub (its engine's, once open): the state dir is shown
+	// as the rest of the line is, a secret value in it masked, where inserted after the scrub
+	// it showed the value beside its own [REDACTED] (TestStateDirAdviceDoesNotUndoTheScrubOfASecretInItsPath).
+	redact func() (func(string) string, error)
+	with   []byte // what is inserted, once worked out with the scrub
 }
 
 // withStateDirAdvice wraps w for state dir dir (stateDirAdvice); w itself where dir cannot be
@@ -36,7 +47,47 @@ func withStateDirAdvice(w io.Writer, dir string) io.Writer {
 	if err != nil {
 		return w
 	}
-	return &stateDirAdvice{w: w, with: append(append([]byte{}, advisedVolctl...), "--state-dir "+shellquote.Arg(abs)+" "...)}
+	return &stateDirAdvice{w: w, abs: abs}
+}
+
+// redactWith has the state dir inserted scrubbed by the redactor of the engine engine returns,
+// once it returns one (redact).
+func (s *stateDirAdvice) redactWith(engine func() *engine.Engine) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.redact = func() (func(string) string, error) {
+		if e := engine(); e != nil {
+			return e.Redactor(context.Background())
+		}
+		return nil, nil
+	}
+}
+
+// insert is what goes in place of "`volctl ": the state dir scrubbed, where the state's secrets
+// can be read (and remembered then), and escaped as an error is (a working directory holding a
+// control character made the absolute path, which --state-dir's checks never saw, write it raw:
+// TestStateDirAdviceEscapesWhatItInserts). Where the secrets cannot be read, the state dir is
+// not shown: STATE_DIR stands for it. Before the state is open, it is shown as given.
+func (s *stateDirAdvice) insert() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.with != nil {
+		return s.with
+	}
+	shown, known := s.abs, false
+	if s.redact != nil {
+		switch redact, err := s.redact(); {
+		case err != nil:
+			shown, known = "STATE_DIR", true
+		case redact != nil:
+			shown, known = redact(shown), true
+		}
+	}
+	with := append(append([]byte{}, advisedVolctl...), "--state-dir "+escapeLines(shellquote.Arg(shown))+" "...)
+	if known {
+		s.with = with
+	}
+	return with
 }
 
 func (s *stateDirAdvice) Write(p []byte) (int, error) {
@@ -61,13 +112,28 @@ func (s *stateDirAdvice) Advise(text string) string {
 // itself, advise as s does, when s is that stderr (not a test's).
 func (s *stateDirAdvice) adviseCrashes() {
 	if f, ok := s.w.(*os.File); ok && f == os.Stderr {
-		crash.Advise(s.Advise)
+		// The state's secrets read for it within a bound (what the panic left locked may hang
+		// the read, as crash.Redact bounds its own): past it, STATE_DIR in the state dir's place.
+		crash.Advise(func(text string) string {
+			got := make(chan []byte, 1)
+			go func() { got <- s.insert() }()
+			var with []byte
+			select {
+			case with = <-got:
+			case <-time.After(2 * time.Second):
+				with = append(append([]byte{}, advisedVolctl...), "--state-dir STATE_DIR "...)
+			}
+			return string(s.rewriteWith([]byte(text), with))
+		})
 	}
 }
 
 // rewrite is p with each volctl command it advises carrying the state dir.
-func (s *stateDirAdvice) rewrite(p []byte) []byte {
-	out := make([]byte, 0, len(p)+len(s.with))
+func (s *stateDirAdvice) rewrite(p []byte) []byte { return s.rewriteWith(p, nil) }
+
+// rewriteWith is rewrite with what is inserted given (nil: insert's).
+func (s *stateDirAdvice) rewriteWith(p, with []byte) []byte {
+	out := make([]byte, 0, len(p)+len(s.abs)+len(advisedVolctl)+16)
 	rest := p
 	for {
 		i := bytes.IndexByte(rest, '`')
@@ -81,8 +147,11 @@ func (s *stateDirAdvice) rewrite(p []byte) []byte {
 		// as a take-back's advice names the cluster): the state dir goes after its volctl.
 		at := envPrefix(rest)
 		if cmd := rest[at:]; bytes.HasPrefix(cmd, advisedVolctl[1:]) && !bytes.HasPrefix(cmd[len(advisedVolctl)-1:], []byte("--state-dir")) {
+			if with == nil {
+				with = s.insert()
+			}
 			out = append(out, rest[:at]...)
-			out = append(out, s.with[1:]...)
+			out = append(out, with[1:]...)
 			rest = cmd[len(advisedVolctl)-1:]
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/volctl/volctl/internal/buildinfo"
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/shellquote"
 )
 
@@ -155,6 +156,7 @@ whose --jq or -t fails on its result: 2 is for what is refused before anything i
 				if a, ok := f.IO.ErrOut.(*stateDirAdvice); ok {
 					f.advise = a.Advise // for what is drawn elsewhere: the dashboard
 					a.adviseCrashes()
+					a.redactWith(func() *engine.Engine { return f.engine })
 				}
 			}
 		}
