@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -149,6 +150,52 @@ func (e *Engine) detachStored(ctx context.Context, volumeID string, force bool) 
 // was removed, another volctl may have claimed the volume on a new one, and these steps would
 // undo that claim's mounts and attachment. It stops then, with errLockLost, leaving the claims
 // marked releasing for the next release or reconcile.
+// coveredBeforeForce refuses a forced detach of volume v, before it undoes anything, where a
+// claim's published target or the staging shows another file system mounted over what volctl's
+// publish or stage made (targetCovered, stagingCover): its unmounts go on until nothing is
+// mounted at the path, and took the cover down with what the alloc wrote into it, the claim said
+// released (TestForcedDetachLeavesWhatCoversAPublishedTarget, TestForcedDetachLeavesWhatCoversTheStaging).
+// A release and reconcile leave a cover so; the detach stops, the claims left marked releasing,
+// naming the umount and the detach to run again. A claim being restored (degraded) is not held
+// to its record, as a release does not hold it. A read that fails is left to the detach, as before.
+func (e *Engine) coveredBeforeForce(ctx context.Context, v store.Volume, claims []store.Claim) error {
+	again := forceDetachCommand(v.ID)
+	for _, cl := range claims {
+		if cl.Degraded {
+			continue
+		}
+		var ct *coveredTarget
+		if err := e.targetCovered(cl); errors.As(err, &ct) {
+			if mp, merr := e.cfg.Mounts.Mounted(e.cfg.StateDir, e.realPath(filepath.Dir(cl.TargetPath))); merr == nil && mp.Mounted {
+				// Mounted over the claim's publish directory, volctl's own path made for this
+				// claim alone, the target inside that mount: a plugin's doing, which the detach
+				// unmounts (TestForcedDetachUnmountsAMountOverTheClaimsPublishDirectory), as a
+				// release's unstage takes a mount over the plugin's staging directory for the
+				// plugin's (unstageUncovered).
+				continue
+			}
+			ct.releasing = true
+			return fmt.Errorf("the forced detach stops before undoing anything: %w; or, the plugin gone, once the cover is unmounted, `%s` again", err, again)
+		}
+	}
+	st, hasStaging, err := e.getStaging(ctx, v.ID)
+	if err != nil || !hasStaging || st.StagingPath == "" {
+		return nil // the detach reads it again, and says what fails
+	}
+	switch over, replaced, err := e.stagingCover(st); {
+	case err != nil:
+	case over > 0:
+		return fmt.Errorf("the forced detach stops before undoing anything: volume %q's staging %s has %d mount(s) stacked over the one it was staged with (mounted there since), "+
+			"which it would unmount with the volume's; its claims are left marked releasing: unmount them (`%s`, %d time(s)), then run `%s` again",
+			v.ID, st.StagingPath, over, shellquote.Command("umount", st.StagingPath), over, again)
+	case replaced:
+		return fmt.Errorf("the forced detach stops before undoing anything: volume %q's staging %s no longer shows what it was staged with (another file system mounted in its place since), "+
+			"which it would unmount; its claims are left marked releasing: unmount what is there (`%s`, until `findmnt %s` lists nothing), then run `%s` again",
+			v.ID, st.StagingPath, shellquote.Command("umount", st.StagingPath), shellquote.Arg(st.StagingPath), again)
+	}
+	return nil
+}
+
 func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store.Claim) (warnings []string, detachedFrom string, err error) {
 	// The warnings are returned, not logged: the caller shows them (the command line prints
 	// each one), and logging them as well would print everything twice.
@@ -162,6 +209,9 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 				warnings[0] = fmt.Sprintf("forced detach of volume %q: NodeUnpublishVolume and NodeUnstageVolume are skipped; it stopped before freeing its %d claim(s), which stay recorded, releasing", v.ID, len(claims))
 			}
 		}()
+	}
+	if err := e.coveredBeforeForce(ctx, v, claims); err != nil {
+		return warnings, detachedFrom, err
 	}
 	for _, cl := range claims {
 		if err := e.locks.stillHeld(v.ID); err != nil {
