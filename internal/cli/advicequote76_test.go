@@ -5,53 +5,28 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/shellquote"
-	"github.com/volctl/volctl/internal/spec"
-	"github.com/volctl/volctl/internal/store"
 )
 
 // Given --state-dir, a refusal advising `NOMAD_ADDR=ADDR volctl nomad release db` is left bare
 // when ADDR holds a single quote (a unix:// socket under /home/o'brien, whose path volctl shows
 // whole): shellquote.Arg writes it in single quotes, its own quote as close-quote, backslash,
 // quote, open-quote, and envPrefix reads each quote as opening or closing a quoted run, so the
-// escaped quote (backslash-quote) opens one that never closes where the setting ends; it stops before the setting and the volctl command after it
-// gets no --state-dir. Pasted, the release takes back (or says "not found" of) the volume of the
+// escaped quote (backslash-quote) opens one that never closes where the setting ends; it stops
+// before the setting and the volctl command after it gets no --state-dir. Pasted, the release takes back (or says "not found" of) the volume of the
 // same ID in the default state dir, while the volume the user meant stays handed over. Correct:
 // envPrefix reads a setting as the shell does (a backslash outside quotes escapes the next
 // byte), and the volctl command carries the state dir given.
 // Found by helper review76 (own3).
 func TestAdviceAfterASettingHoldingAQuoteCarriesTheStateDirGiven(t *testing.T) {
-	h := newCLIHarness(t)
-	h.createVolume(t, "db", spec.SingleNodeWriter)
-	st, err := store.Open(h.ctx, h.state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = st.Update(h.ctx, func(tx *store.Tx) error {
-		return tx.Handovers().Put(&store.Handover{VolumeID: "db", Address: "unix:///home/o'brien/nomad.sock"})
-	})
-	if cerr := st.Close(); err != nil || cerr != nil {
-		t.Fatal(err, cerr)
-	}
-	t.Setenv("NOMAD_ADDR", "http://127.0.0.1:1")
-	t.Setenv("NOMAD_TOKEN", "")
-	t.Setenv("NOMAD_NAMESPACE", "")
-	t.Setenv("NOMAD_REGION", "")
-
-	ios, _, _, errOut := iostreams.Test()
-	f := NewFactory(ios)
-	root := NewRootCmd(f)
-	root.SetArgs([]string{"--state-dir", h.state, "nomad", "release", "db"})
-	code := f.Report(root.Execute())
-	_ = f.CloseAtExit()
+	state, code, errOut := releaseRefusedForAnotherCluster(t, "unix:///home/o'brien/nomad.sock")
 	setting := "NOMAD_ADDR=" + shellquote.Arg("unix:///home/o'brien/nomad.sock")
-	if code == ExitOK || !strings.Contains(errOut.String(), "`"+setting+" volctl") {
+	if code == ExitOK || !strings.Contains(errOut, "`"+setting+" volctl") {
 		t.Fatalf("nomad release db against another cluster: exit %d, stderr:\n%s\nwant the refusal advising %s before the release", code, errOut, setting)
 	}
-	abs, _ := filepath.Abs(h.state)
+	abs, _ := filepath.Abs(state)
 	want := setting + " volctl --state-dir " + shellquote.Arg(abs) + " nomad release db"
-	if !strings.Contains(errOut.String(), want) {
+	if !strings.Contains(errOut, want) {
 		t.Errorf("given --state-dir, nomad release refused with:\n%s\nits advice, pasted, acts on the volume db of the default state dir; want it to read %q", errOut, want)
 	}
 }

@@ -23,6 +23,23 @@ import (
 // command inside such advice carries the --state-dir given, as a bare one does.
 // Found by helper review76 (own2).
 func TestAdviceAfterAnEnvironmentPrefixCarriesTheStateDirGiven(t *testing.T) {
+	state, code, errOut := releaseRefusedForAnotherCluster(t, "http://127.0.0.1:4646")
+	if code == ExitOK || !strings.Contains(errOut, "but NOMAD_ADDR says") {
+		t.Fatalf("nomad release db against another cluster: exit %d, stderr:\n%s\nwant the refusal naming the cluster it was handed to", code, errOut)
+	}
+	abs, _ := filepath.Abs(state)
+	want := "volctl --state-dir " + shellquote.Arg(abs) + " nomad release db"
+	if !strings.Contains(errOut, want) {
+		t.Errorf("given --state-dir, nomad release refused with:\n%s\nits advice, pasted, takes back the volume db of the default state dir; want it to read %q", errOut, want)
+	}
+}
+
+// releaseRefusedForAnotherCluster runs `volctl --state-dir STATE nomad release db` of volume db,
+// marked handed over to Nomad at address, with NOMAD_ADDR another cluster's: refused, advising
+// the release with the setting that names address. It returns the state dir, the exit status
+// and stderr.
+func releaseRefusedForAnotherCluster(t *testing.T, address string) (state string, code int, errOut string) {
+	t.Helper()
 	h := newCLIHarness(t)
 	h.createVolume(t, "db", spec.SingleNodeWriter)
 	st, err := store.Open(h.ctx, h.state)
@@ -30,32 +47,22 @@ func TestAdviceAfterAnEnvironmentPrefixCarriesTheStateDirGiven(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = st.Update(h.ctx, func(tx *store.Tx) error {
-		return tx.Handovers().Put(&store.Handover{VolumeID: "db", Address: "http://127.0.0.1:4646"})
+		return tx.Handovers().Put(&store.Handover{VolumeID: "db", Address: address})
 	})
 	if cerr := st.Close(); err != nil || cerr != nil {
 		t.Fatal(err, cerr)
 	}
-	// Another cluster than the one the volume was handed to: release refuses, advising the
-	// command to run against that one.
 	t.Setenv("NOMAD_ADDR", "http://127.0.0.1:1")
 	t.Setenv("NOMAD_TOKEN", "")
 	t.Setenv("NOMAD_NAMESPACE", "")
 	t.Setenv("NOMAD_REGION", "")
-
-	ios, _, _, errOut := iostreams.Test()
+	ios, _, _, stderr := iostreams.Test()
 	f := NewFactory(ios)
 	root := NewRootCmd(f)
 	root.SetArgs([]string{"--state-dir", h.state, "nomad", "release", "db"})
-	code := f.Report(root.Execute())
+	code = f.Report(root.Execute())
 	_ = f.CloseAtExit()
-	if code == ExitOK || !strings.Contains(errOut.String(), "but NOMAD_ADDR says") {
-		t.Fatalf("nomad release db against another cluster: exit %d, stderr:\n%s\nwant the refusal naming the cluster it was handed to", code, errOut)
-	}
-	abs, _ := filepath.Abs(h.state)
-	want := "volctl --state-dir " + shellquote.Arg(abs) + " nomad release db"
-	if !strings.Contains(errOut.String(), want) {
-		t.Errorf("given --state-dir, nomad release refused with:\n%s\nits advice, pasted, takes back the volume db of the default state dir; want it to read %q", errOut, want)
-	}
+	return h.state, code, stderr.String()
 }
 
 // Given --state-dir, `volctl agent --log-format json` writes its log, one JSON object a line,

@@ -27,10 +27,7 @@ import (
 // listing, which found it, shows it should have been). Found by helper review76 (crash).
 func TestPendingSnapshotDeleteWhoseFirstListingFailedDoesNotSayAForgottenCreateStays(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) { c.SnapshotIDPrefix = "snap-" })
-	h.create(volume("v"))
-	pendingSnapshotMade(t, h, "nightly", true)
-	made := h.mem.Snapshots()[0].ID
+	h, made := nightlyMadeAndItsAnswerLost(t)
 	h.faults.FailOnce(csi.RPCCreateSnapshot, codes.AlreadyExists)
 	h.faults.FailOnce(csi.RPCListSnapshots, codes.Internal)
 	_, err := h.e.DeleteSnapshotNoted(h.ctx, "mem", "nightly", nil)
@@ -58,10 +55,7 @@ func TestPendingSnapshotDeleteWhoseFirstListingFailedDoesNotSayAForgottenCreateS
 // the plugin holds nothing. Found by helper review76 (own3).
 func TestPendingSnapshotDeleteWhoseListingLagsSaysTheCreateForgottenAndNamesTheSnapshot(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) { c.SnapshotIDPrefix = "snap-" })
-	h.create(volume("v"))
-	pendingSnapshotMade(t, h, "nightly", true)
-	made := h.mem.Snapshots()[0].ID
+	h, made := nightlyMadeAndItsAnswerLost(t)
 	h.faults.FailOnce(csi.RPCCreateSnapshot, codes.AlreadyExists)
 	h.faults.Inject(csi.RPCListSnapshots, csitest.Fault{Times: 1, Answer: func(m proto.Message) {
 		m.(*csipb.ListSnapshotsResponse).Entries = nil

@@ -27,10 +27,7 @@ import (
 // Found by helper review76.
 func TestPendingSnapshotDeleteAnsweredAlreadyExistsKeepsTheCreateItSaysItKeeps(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) { c.SnapshotIDPrefix = "snap-" })
-	h.create(volume("v"))
-	pendingSnapshotMade(t, h, "nightly", true)
-	made := h.mem.Snapshots()[0].ID
+	h, made := nightlyMadeAndItsAnswerLost(t)
 	h.faults.FailOnce(csi.RPCCreateSnapshot, codes.AlreadyExists)
 	_, err := h.e.DeleteSnapshotNoted(h.ctx, "mem", "nightly", nil)
 	if err == nil {
@@ -65,10 +62,8 @@ func TestPendingSnapshotDeleteAnsweredAlreadyExistsKeepsTheCreateItSaysItKeeps(t
 // Found by helper review76.
 func TestReconciledSnapshotCreateAnsweredAlreadyExistsLeavesNoSnapshotOfItsVolumeUntracked(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) { c.SnapshotIDPrefix = "snap-" })
-	h.create(volume("v"))
+	h, _ := nightlyMadeAndItsAnswerLost(t)
 	ext := h.externalID("v")
-	pendingSnapshotMade(t, h, "nightly", true)
 	made := h.mem.Snapshots()[0]
 	if made.SourceVolumeID != ext {
 		t.Fatalf("the lost CreateSnapshot made %+v; want a snapshot of v (%s)", made, ext)
@@ -98,10 +93,7 @@ func TestReconciledSnapshotCreateAnsweredAlreadyExistsLeavesNoSnapshotOfItsVolum
 // Found by helper review76.
 func TestPendingSnapshotDeleteSeesASourcelessEntryOfTheFilteredListing(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) { c.SnapshotIDPrefix = "snap-" })
-	h.create(volume("v"))
-	pendingSnapshotMade(t, h, "nightly", true)
-	made := h.mem.Snapshots()[0].ID
+	h, made := nightlyMadeAndItsAnswerLost(t)
 	h.faults.Inject(csi.RPCListSnapshots, csitest.Fault{Answer: func(m proto.Message) {
 		for _, en := range m.(*csipb.ListSnapshotsResponse).GetEntries() {
 			en.GetSnapshot().SourceVolumeId = ""
@@ -114,4 +106,15 @@ func TestPendingSnapshotDeleteSeesASourcelessEntryOfTheFilteredListing(t *testin
 		t.Errorf("delete of the pending snapshot = %v, creates recorded %v, while the plugin, asked for volume v's snapshots, listed %s (without a source) and still holds it; want the create kept and %s named",
 			err, creates, made, made)
 	}
+}
+
+// nightlyMadeAndItsAnswerLost is a harness whose volume v has a snapshot create "nightly"
+// pending: the plugin (snapshot IDs "snap-...") made the snapshot, every answer lost. It
+// returns the snapshot's ID.
+func nightlyMadeAndItsAnswerLost(t *testing.T) (*harness, string) {
+	t.Helper()
+	h := newHarness(t, func(c *csitest.MemConfig) { c.SnapshotIDPrefix = "snap-" })
+	h.create(volume("v"))
+	pendingSnapshotMade(t, h, "nightly", true)
+	return h, h.mem.Snapshots()[0].ID
 }
