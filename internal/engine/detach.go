@@ -166,12 +166,14 @@ func (e *Engine) coveredBeforeForce(ctx context.Context, v store.Volume, claims 
 		}
 		var ct *coveredTarget
 		if err := e.targetCovered(cl); errors.As(err, &ct) {
-			if mp, merr := e.cfg.Mounts.Mounted(e.cfg.StateDir, e.realPath(filepath.Dir(cl.TargetPath))); merr == nil && mp.Mounted {
-				// Mounted over the claim's publish directory, volctl's own path made for this
-				// claim alone, the target inside that mount: a plugin's doing, which the detach
-				// unmounts (TestForcedDetachUnmountsAMountOverTheClaimsPublishDirectory), as a
-				// release's unstage takes a mount over the plugin's staging directory for the
-				// plugin's (unstageUncovered).
+			if e.mountedInsideItsPublishDir(cl) {
+				// The topmost mount at the target mounted inside a mount over the claim's
+				// publish directory, volctl's own path made for this claim alone: a plugin's
+				// doing, which the detach unmounts
+				// (TestForcedDetachUnmountsAMountOverTheClaimsPublishDirectory), as a release's
+				// unstage takes a mount over the plugin's staging directory for the plugin's
+				// (unstageUncovered). Not a hand's mount over such a target, whose parent is
+				// the target's own (TestForcedDetachLeavesAHandsCoverOfATargetInsideAMountOverItsPublishDirectory).
 				continue
 			}
 			ct.releasing = true
@@ -179,21 +181,39 @@ func (e *Engine) coveredBeforeForce(ctx context.Context, v store.Volume, claims 
 		}
 	}
 	st, hasStaging, err := e.getStaging(ctx, v.ID)
-	if err != nil || !hasStaging || st.StagingPath == "" {
-		return nil // the detach reads it again, and says what fails
+	switch {
+	case err != nil:
+		// Not left to the read after the claims' unmounts: one that answered then would have
+		// the staging unmounted, cover and all, never compared.
+		return fmt.Errorf("reading volume %q's staging: %w: the forced detach stops before undoing anything, the claims left marked releasing; run `%s` again", v.ID, err, again)
+	case !hasStaging || st.StagingPath == "":
+		return nil
 	}
 	switch over, replaced, err := e.stagingCover(st); {
 	case err != nil:
 	case over > 0:
-		return fmt.Errorf("the forced detach stops before undoing anything: volume %q's staging %s has %d mount(s) stacked over the one it was staged with (mounted there since), "+
+		// A conflict, as a covered target's stop is (exit 4 both).
+		return conflictf("the forced detach stops before undoing anything: volume %q's staging %s has %d mount(s) stacked over the one it was staged with (mounted there since), "+
 			"which it would unmount with the volume's; its claims are left marked releasing: unmount them (`%s`, %d time(s)), then run `%s` again",
 			v.ID, st.StagingPath, over, shellquote.Command("umount", st.StagingPath), over, again)
 	case replaced:
-		return fmt.Errorf("the forced detach stops before undoing anything: volume %q's staging %s no longer shows what it was staged with (another file system mounted in its place since), "+
+		return conflictf("the forced detach stops before undoing anything: volume %q's staging %s no longer shows what it was staged with (another file system mounted in its place since), "+
 			"which it would unmount; its claims are left marked releasing: unmount what is there (`%s`, until `findmnt %s` lists nothing), then run `%s` again",
 			v.ID, st.StagingPath, shellquote.Command("umount", st.StagingPath), shellquote.Arg(st.StagingPath), again)
 	}
 	return nil
+}
+
+// mountedInsideItsPublishDir says the topmost mount at claim cl's target was mounted on a mount
+// over the claim's publish directory (parentReader): the target made inside a mount a plugin put
+// over the directory. False where the table cannot say.
+func (e *Engine) mountedInsideItsPublishDir(cl store.Claim) bool {
+	pr, ok := e.cfg.Mounts.(parentReader)
+	if !ok {
+		return false
+	}
+	parent, err := pr.TopParentAt(e.realPath(cl.TargetPath))
+	return err == nil && parent != "" && parent == filepath.Clean(e.realPath(filepath.Dir(cl.TargetPath)))
 }
 
 func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store.Claim) (warnings []string, detachedFrom string, err error) {

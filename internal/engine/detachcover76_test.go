@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,7 +42,7 @@ func TestForcedDetachLeavesWhatCoversAPublishedTarget(t *testing.T) {
 	}
 	said := err != nil && strings.Contains(err.Error(), cl.TargetPath) ||
 		slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, cl.TargetPath) })
-	if !said || err == nil || len(res.Released) != 0 {
+	if !said || !errors.Is(err, ErrConflict) || len(res.Released) != 0 {
 		t.Fatalf("forced detach of v over the covered target %s: err %v, warnings %q, released %d; want it stopped, the cover named", cl.TargetPath, err, res.Warnings, len(res.Released))
 	}
 	// Its advice followed: the cover unmounted (what the alloc wrote in it goes with it, by the
@@ -75,8 +76,8 @@ func TestForcedDetachLeavesWhatCoversTheStaging(t *testing.T) {
 	}
 	said := err != nil && strings.Contains(err.Error(), staging) ||
 		slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, staging) })
-	if !said || err == nil {
-		t.Fatalf("forced detach of w over its covered staging %s: err %v, warnings %q, claims left %+v; want it stopped, the cover named",
+	if !said || !errors.Is(err, ErrConflict) {
+		t.Fatalf("forced detach of w over its covered staging %s: err %v, warnings %q, claims left %+v; want it stopped, a conflict as over a covered target, the cover named",
 			staging, err, res.Warnings, h.liveClaims("w"))
 	}
 	if err := unix.Unmount(staging, 0); err != nil {

@@ -85,6 +85,38 @@ func (kernelMounts) StackAt(path string) ([]mountRoot, error) {
 	return out, nil
 }
 
+// parentReader is what a table says of the topmost mount at a path: the mount point of the mount
+// it was mounted on.
+type parentReader interface {
+	// TopParentAt returns the mount point of the parent of the topmost mount at path (as the
+	// table spells path); "" when path is no mount point.
+	TopParentAt(path string) (string, error)
+}
+
+// TopParentAt implements parentReader from one read of the table.
+func (kernelMounts) TopParentAt(path string) (string, error) {
+	path = filepath.Clean(path)
+	mounts, err := mountinfo.GetMounts(nil)
+	if err != nil {
+		return "", store.MountTableUnreadable(err)
+	}
+	var top *mountinfo.Info
+	byID := make(map[int]*mountinfo.Info, len(mounts))
+	for _, m := range mounts { // stacked mounts are listed in the order made: the topmost last
+		byID[m.ID] = m
+		if m.Mountpoint == path {
+			top = m
+		}
+	}
+	if top == nil {
+		return "", nil
+	}
+	if parent := byID[top.Parent]; parent != nil {
+		return parent.Mountpoint, nil
+	}
+	return "", nil
+}
+
 // MountBelow implements belowFinder: from listmount(2) where the kernel has it, else from one
 // read of the table.
 func (k kernelMounts) MountBelow(path string) (string, error) {
