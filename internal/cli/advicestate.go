@@ -33,11 +33,13 @@ type stateDirAdvice struct {
 	abs string // the state dir, absolute
 
 	mu sync.Mutex
-	// redact, once set, is the state's scrub (its engine's, once open): the state dir is shown
-	// as the rest of the line is, a secret value in it masked, where inserted after the scrub
-	// it showed the value beside its own [REDACTED] (TestStateDirAdviceDoesNotUndoTheScrubOfASecretInItsPath).
-	redact func() (func(string) string, error)
-	with   []byte // what is inserted, once worked out with the scrub
+	// engine, once set, is the state's engine (redactWith), whose secrets the state dir is
+	// scrubbed of as the rest of the line is: inserted after the scrub, it showed a secret value
+	// in its path beside its own [REDACTED] (TestStateDirAdviceDoesNotUndoTheScrubOfASecretInItsPath).
+	engine func() *engine.Engine
+	last   func(string) string // the last scrub read (learn): for a write once the engine is closed
+	with   []byte              // what is inserted, worked out at withAt
+	withAt time.Time
 }
 
 // withStateDirAdvice wraps w for state dir dir (stateDirAdvice); w itself where dir cannot be
@@ -51,41 +53,55 @@ func withStateDirAdvice(w io.Writer, dir string) io.Writer {
 }
 
 // redactWith has the state dir inserted scrubbed by the redactor of the engine engine returns,
-// once it returns one (redact).
+// once it returns one.
 func (s *stateDirAdvice) redactWith(engine func() *engine.Engine) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.redact = func() (func(string) string, error) {
-		if e := engine(); e != nil {
-			return e.Redactor(context.Background())
-		}
-		return nil, nil
-	}
+	s.engine, s.with = engine, nil
 }
 
-// insert is what goes in place of "`volctl ": the state dir scrubbed, where the state's secrets
-// can be read (and remembered then), and escaped as an error is (a working directory holding a
-// control character made the absolute path, which --state-dir's checks never saw, write it raw:
-// TestStateDirAdviceEscapesWhatItInserts). Where the secrets cannot be read, the state dir is
-// not shown: STATE_DIR stands for it. Before the state is open, it is shown as given.
+// learn keeps redact, a scrub of the state's secrets read while its engine was open, for what
+// is written after it is closed (main's final error).
+func (s *stateDirAdvice) learn(redact func(string) string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last, s.with = redact, nil
+}
+
+// adviceMemo is how long what insert worked out is used again: a dashboard or an agent runs for
+// days, and a secret added meanwhile is scrubbed once it has been read.
+const adviceMemo = 5 * time.Second
+
+// insert is what goes in place of "`volctl ": the state dir scrubbed of the state's secrets,
+// and escaped as an error is (a working directory holding a control character made the absolute
+// path, which --state-dir's checks never saw, write it raw: TestStateDirAdviceEscapesWhatItInserts).
+// The secrets are read from the engine while it is open, else the last read is used (learn);
+// where they were never read though an engine was set, STATE_DIR stands for the state dir; before
+// any (a usage error), it is shown as given, as the not-found advice does.
 func (s *stateDirAdvice) insert() []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.with != nil {
+	if s.with != nil && time.Since(s.withAt) < adviceMemo {
 		return s.with
 	}
-	shown, known := s.abs, false
-	if s.redact != nil {
-		switch redact, err := s.redact(); {
-		case err != nil:
-			shown, known = "STATE_DIR", true
-		case redact != nil:
-			shown, known = redact(shown), true
+	redact := s.last
+	if s.engine != nil {
+		if e := s.engine(); e != nil {
+			if r, err := e.Redactor(context.Background()); err == nil {
+				redact, s.last = r, r
+			}
 		}
 	}
+	shown := s.abs
+	switch {
+	case redact != nil:
+		shown = redact(shown)
+	case s.engine != nil:
+		shown = "STATE_DIR"
+	}
 	with := append(append([]byte{}, advisedVolctl...), "--state-dir "+escapeLines(shellquote.Arg(shown))+" "...)
-	if known {
-		s.with = with
+	if redact != nil {
+		s.with, s.withAt = with, time.Now()
 	}
 	return with
 }

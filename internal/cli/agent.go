@@ -248,7 +248,7 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 		return stateDirError(dir, err)
 	}
 	// Closed after a normal return only (withEngine): a panic's report is scrubbed with it open.
-	return withEngine(e, func() error {
+	return withEngine(opts.IO, e, func() error {
 		acfg.Engine = e
 		a, err := agent.New(acfg)
 		if err != nil {

@@ -129,6 +129,9 @@ func (f *Factory) RedactError(ctx context.Context, err error) error {
 	if rerr != nil {
 		return &redactedError{err: err, msg: fmt.Sprintf("the error is withheld: reading the state to redact secrets from it: %v", rerr)}
 	}
+	if a, ok := f.IO.ErrOut.(*stateDirAdvice); ok {
+		a.learn(redact) // the state dir in the error's advice, written once the engine is closed
+	}
 	if msg := redact(err.Error()); msg != err.Error() {
 		return &redactedError{err: err, msg: msg}
 	}
@@ -159,12 +162,31 @@ func redactCrashes(e *engine.Engine) (remove func()) {
 	})
 }
 
-// withEngine runs fn with e's crash reports scrubbed (redactCrashes), then, when fn returns,
-// stops that and closes e. When fn panics it does neither: the report is scrubbed with e open.
-func withEngine(e *engine.Engine, fn func() error) error {
+// withEngine runs fn with e's crash reports scrubbed (redactCrashes), and the advice on ios's
+// stderr carrying the state dir scrubbed with e's secrets (stateDirAdvice), then, when fn
+// returns, stops that, scrubs fn's error with e's secrets as main's RedactError does a
+// command's (main has no engine of these commands' to do it: an agent's or the dashboard's
+// error went out unscrubbed, and the state dir in its advice whole:
+// TestAgentCrashAdviceDoesNotShowASecretInTheStateDir) and closes e. When fn panics it does
+// neither: the report is scrubbed with e open.
+func withEngine(ios *iostreams.IOStreams, e *engine.Engine, fn func() error) error {
 	unredact := redactCrashes(e)
+	a, advised := ios.ErrOut.(*stateDirAdvice)
+	if advised {
+		a.redactWith(func() *engine.Engine { return e })
+	}
 	err := fn()
 	unredact()
+	if err != nil {
+		if redact, rerr := e.Redactor(context.Background()); rerr == nil {
+			if advised {
+				a.learn(redact) // for the advice in the error, written once e is closed
+			}
+			if msg := redact(err.Error()); msg != err.Error() {
+				err = &redactedError{err: err, msg: msg}
+			}
+		}
+	}
 	_ = e.Close() // as the deferred close it replaces
 	return err
 }

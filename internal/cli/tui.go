@@ -124,11 +124,8 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	if err != nil {
 		return stateDirError(dir, err)
 	}
-	if a, ok := opts.IO.ErrOut.(*stateDirAdvice); ok {
-		a.redactWith(func() *engine.Engine { return eng }) // the dashboard's advice, scrubbed as the rest
-	}
 	// Closed after a normal return only (withEngine): a panic's report is scrubbed with it open.
-	return withEngine(eng, func() error {
+	return withEngine(opts.IO, eng, func() error {
 		// Colours are decided here, while the terminal is still ours to ask; the program never
 		// queries it afterwards.
 		renderer := tui.NewRenderer(opts.IO.Out, opts.IO.ColorEnabled())

@@ -68,6 +68,9 @@ func TestPendingSnapshotDeleteWhoseListingLagsSaysTheCreateForgottenAndNamesTheS
 		!strings.Contains(err.Error(), advice) || len(creates) != 0 {
 		t.Fatalf("delete: %v\ncreates recorded %v; want the create said forgotten, and %s named with `%s`", err, creates, made, advice)
 	}
+	if evs := h.eventsOf("snapshot-delete", "v", "forgotten"); len(evs) == 0 || !strings.Contains(evs[len(evs)-1], made) {
+		t.Errorf("no snapshot-delete event says nightly's create was forgotten, naming %s: %v (own4: its event went missing)", made, evs)
+	}
 	if _, err := h.e.DeleteSnapshotNoted(h.ctx, "mem", made, nil); err != nil {
 		t.Fatalf("the advised `%s`: %v", advice, err)
 	}
