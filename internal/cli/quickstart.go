@@ -219,12 +219,18 @@ func quickstartRun(ctx context.Context, opts *QuickstartOptions) (err error) {
 		// The cleanup's own error is said whole, interrupted or not: it is what failed.
 		moot := func(e error, interrupted bool) error {
 			switch {
-			case e == nil || !gone && !kept:
+			case e == nil:
 				return e
 			case kept:
-				return &cleanedUp{err: e, dir: dir, interrupted: interrupted, keptState: q.state, self: q.self()}
+				return &cleanedUp{err: e, dir: dir, interrupted: interrupted, keptState: q.state, self: q.self(), sudo: q.opts.Sudo}
+			case gone:
+				return &cleanedUp{err: e, dir: dir, interrupted: interrupted}
+			case q.opts.Keep && q.plugin != nil:
+				// Kept with a claim left in it: what e says to run acts on that state, and names
+				// it, run as the kept lines on stdout say (TestQuickstartKeptWithAFailedReleaseAdvisesTheKeptState).
+				return q.onKeptState(e)
 			}
-			return &cleanedUp{err: e, dir: dir, interrupted: interrupted}
+			return e
 		}
 		switch {
 		case cerr != nil && err != nil:
@@ -266,13 +272,16 @@ type cleanedUp struct {
 	interrupted bool
 	keptState   string
 	self        string // volctl as this run was named (quickstart.self)
+	sudo        bool   // run through sudo: what it kept is root's, read with sudo too
 }
 
 func (c *cleanedUp) Error() string {
 	gone := fmt.Sprintf("cleaned up: %s is gone, with the volume, claim and plugin it made, so nothing is left to finish or undo", c.dir)
 	if c.keptState != "" {
+		// Named as the kept lines on stdout name it, sudo and all: without it, the command
+		// failed for the user who ran sudo, "permission denied" (TestQuickstartKeptUnderSudoInterruptedAdvisesSudo).
 		gone = fmt.Sprintf("kept %s, its claims released as quickstart stopped its plugin, so no claim is left to finish or undo; `%s %s status` shows what is there",
-			c.dir, shellquote.Arg(c.self), shellquote.Flag("--state-dir", c.keptState))
+			c.dir, keptSelf(c.self, c.sudo), shellquote.Flag("--state-dir", c.keptState))
 	}
 	var printing *doneError
 	switch {
@@ -285,6 +294,24 @@ func (c *cleanedUp) Error() string {
 }
 
 func (c *cleanedUp) Unwrap() error { return c.err }
+
+// keptSelf is volctl as a kept run's advice names it: self quoted, after sudo where it ran so.
+func keptSelf(self string, sudo bool) string {
+	if sudo {
+		return "sudo " + shellquote.Arg(self)
+	}
+	return shellquote.Arg(self)
+}
+
+// onKeptState is e, of a --keep run that kept its directory with a claim left in it, with each
+// volctl command it advises run as the kept lines say (sudo, volctl as it was named) on the kept
+// state dir, and saying the plugin must be started first: bare, they acted on the user's own
+// state dir, where a volume "demo" may be the user's.
+func (q *quickstart) onKeptState(e error) error {
+	with := "`" + keptSelf(q.self(), q.opts.Sudo) + " " + shellquote.Flag("--state-dir", q.state) + " "
+	msg := string((&stateDirAdvice{}).rewriteWith([]byte(e.Error()), []byte(with)))
+	return &redactedError{err: e, msg: msg + fmt.Sprintf(" (quickstart kept %s with this in it: start its plugin first, as said above, for what this names to run)", q.dir)}
+}
 
 // serveCommand is the command that starts the quickstart's plugin as it runs it, through
 // volctl (the word that runs it), its words quoted for a shell (the paths are under a temporary
@@ -510,14 +537,13 @@ func (q *quickstart) cleanup() (gone, kept bool, err error) {
 		}
 		// Named as this run was (q.self): after `sudo bin/volctl quickstart --keep`, a bare
 		// `volctl` is not found unless it is on PATH.
-		self := shellquote.Arg(q.self())
 		// Run through sudo, what it kept is root's (0700): its user's shell runs the advice
 		// with sudo too. Before, every line failed for them, "permission denied"
 		// (TestQuickstartKeptUnderSudoAdvisesCommandsItsUserCanRun).
+		self := keptSelf(q.self(), q.opts.Sudo)
 		sudo := ""
 		if q.opts.Sudo {
 			sudo = "sudo "
-			self = sudo + self
 		}
 		fmt.Fprintf(q.out, "\nKept %s. Look at it with:\n", q.dir)
 		fmt.Fprintf(q.out, "  %s %s status\n", self, shellquote.Flag("--state-dir", q.state))
