@@ -9,6 +9,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -57,5 +58,24 @@ func TestStateDirAdviceInTheFinalErrorIsScrubbedAsMainReportsIt(t *testing.T) {
 	if strings.Contains(errOut, secret) {
 		t.Errorf("volume claim db --alloc b, --state-dir %s, volume db's secret username=%s, reported as main reports it:\n%s\n"+
 			"the secret value is printed whole in the state dir inserted into the final error's advice", state, secret, errOut)
+	}
+}
+
+// A command given --state-dir that fails before it opens the state (the dashboard off a
+// terminal) advised `volctl --state-dir STATE_DIR volume status`: root's advice was wired to an
+// engine getter that had none yet, which insert took for secrets that could not be read. Pasted,
+// it made a state dir named STATE_DIR and said it held no volumes. Before any engine is open, the
+// state dir is shown as given. Found by helper review76 (own5).
+func TestAdviceBeforeTheStateIsOpenNamesTheStateDirGiven(t *testing.T) {
+	dir := t.TempDir()
+	ios, _, _, errOut := iostreams.Test()
+	f := NewFactory(ios)
+	root := NewRootCmd(f)
+	root.SetArgs([]string{"--state-dir", dir, "tui"})
+	code := f.Report(root.Execute())
+	_ = f.CloseAtExit()
+	want := "`volctl --state-dir " + shellquote.Arg(dir) + " volume status`"
+	if code == ExitOK || !strings.Contains(errOut.String(), want) {
+		t.Errorf("volctl --state-dir %s tui off a terminal: exit %d\n%s\nwant its advice to read %s", dir, code, errOut, want)
 	}
 }

@@ -76,27 +76,32 @@ const adviceMemo = 5 * time.Second
 // and escaped as an error is (a working directory holding a control character made the absolute
 // path, which --state-dir's checks never saw, write it raw: TestStateDirAdviceEscapesWhatItInserts).
 // The secrets are read from the engine while it is open, else the last read is used (learn);
-// where they were never read though an engine was set, STATE_DIR stands for the state dir; before
-// any (a usage error), it is shown as given, as the not-found advice does.
+// where an open engine's could not be read, STATE_DIR stands for the state dir; before any
+// engine is open (a usage error, the dashboard's "needs a terminal"), it is shown as given, as
+// the not-found advice does.
 func (s *stateDirAdvice) insert() []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.with != nil && time.Since(s.withAt) < adviceMemo {
 		return s.with
 	}
-	redact := s.last
+	redact, failed := s.last, false
 	if s.engine != nil {
 		if e := s.engine(); e != nil {
-			if r, err := e.Redactor(context.Background()); err == nil {
+			r, err := e.Redactor(context.Background())
+			if err == nil {
 				redact, s.last = r, r
 			}
+			failed = err != nil
 		}
 	}
 	shown := s.abs
 	switch {
 	case redact != nil:
 		shown = redact(shown)
-	case s.engine != nil:
+	case failed:
+		// An engine whose secrets could not be read: not an error of a command that never
+		// opened one, whose advice named the state dir given (the dashboard's "needs a terminal").
 		shown = "STATE_DIR"
 	}
 	with := append(append([]byte{}, advisedVolctl...), "--state-dir "+escapeLines(shellquote.Arg(shown))+" "...)

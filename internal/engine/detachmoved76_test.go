@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// TestForcedDetachLeavesAHandsCoverMovedOverATargetInsideAMountOverItsPublishDirectory: the
+// plugin's NodePublishVolume mounted over the claim's publish directory and published the target
+// inside that mount. Later, by hand, a file system mounted elsewhere before the claim (a scratch
+// tmpfs the alloc's data went into) is moved over the target (`mount --move`), and the alloc
+// writes into it. A release refuses (targetCovered, which asks the kernel for the topmost mount
+// at the target, sees the cover). The forced detach's up-front check asks
+// mountedInsideItsPublishDir, whose TopParentAt takes the last mount the table lists at the
+// target for the topmost: but the table lists mounts in the order they were made, and a moved
+// mount keeps its place, so the last one listed is the plugin's target mount under the cover,
+// whose parent is the mount over the publish directory. The cover is taken for the plugin's
+// doing, the detach unmounts the publish directory until nothing is mounted there, and what the
+// alloc wrote is gone, the claim said released. Correct: the topmost mount at the target is the
+// one no other mount at that path is mounted on (or the one statx/statmount of the path names,
+// as MountRoots reads it); here its parent is the target's own mount, so the detach stops before
+// undoing anything, the cover named, as for any hand's cover of the target.
+// Found by helper review76 (own5).
+func TestForcedDetachLeavesAHandsCoverMovedOverATargetInsideAMountOverItsPublishDirectory(t *testing.T) {
+	t.Parallel()
+	h := kernelHarness(t, nil)
+	h.create(volume("v"))
+	// The hand's file system, mounted before the claim's mounts (a scratch space elsewhere).
+	scratch := filepath.Join(hostpathtest.MountDir(t), "scratch")
+	if err := os.MkdirAll(scratch, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", scratch, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatalf("mount the hand's tmpfs at %s: %v", scratch, err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(scratch, unix.MNT_DETACH) })
+	if err := unix.Mount("", scratch, "", unix.MS_PRIVATE, ""); err != nil {
+		t.Fatalf("make %s private: %v", scratch, err)
+	}
+	target := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"}).TargetPath
+	dir := filepath.Dir(target)
+	mountOverAndInside(t, dir, target) // the plugin's publish: over the directory, the target inside
+	for _, cl := range h.liveClaims("v") {
+		shows := h.e.targetShows(&cl)
+		if shows == nil {
+			t.Fatalf("the target %s inside the mount over %s shows nothing to record", target, dir)
+		}
+		if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error { return tx.Claims().SetTargetMount(cl.ID, shows) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The hand's cover: the scratch tmpfs moved over the target, and what the alloc wrote into it.
+	if err := unix.Mount(scratch, target, "", unix.MS_MOVE, ""); err != nil {
+		t.Fatalf("move the hand's tmpfs from %s over the target %s: %v", scratch, target, err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(target, unix.MNT_DETACH) })
+	written := filepath.Join(target, "written-by-the-alloc")
+	if err := os.WriteFile(written, []byte("the alloc's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, rerr := h.e.Release(h.ctx, "v", "a"); rerr == nil || !strings.Contains(rerr.Error(), "volctl volume detach v --force") {
+		t.Fatalf("premise: release over the covered target %s = %v; want it refused, advising the forced detach", target, rerr)
+	}
+	res, err := h.e.Detach(h.ctx, "v", true)
+	if _, serr := os.Stat(written); serr != nil {
+		t.Errorf("forced detach of v (err %v, released %d claim(s), warnings %q) unmounted the tmpfs moved by hand over alloc a's target %s, "+
+			"and with it the file the alloc wrote there (%v); want the detach stopped before undoing anything, the cover named", err, len(res.Released), res.Warnings, target, serr)
+	}
+	if err == nil || !strings.Contains(err.Error(), target) || len(res.Released) != 0 {
+		t.Errorf("forced detach of v over the covered target %s: err %v, released %d; want it stopped, the cover named", target, err, len(res.Released))
+	}
+}
