@@ -3,6 +3,7 @@ package engine
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // A release refused over a covered target said of it "nothing was changed ... then run `volctl
@@ -50,5 +51,42 @@ func TestDashboardSaysACoveredTarget(t *testing.T) {
 	}
 	if len(d.Claims) != 1 {
 		t.Fatalf("dashboard claims = %+v, want the one", d.Claims)
+	}
+}
+
+// hungStack is the kernel's table whose stack at a path is read only once gate is closed: a
+// look at a file system that does not answer (a hard NFS mount whose server is gone).
+type hungStack struct {
+	kernelMounts
+	gate chan struct{}
+}
+
+func (h hungStack) StackAt(path string) ([]mountRoot, error) {
+	<-h.gate
+	return h.kernelMounts.StackAt(path)
+}
+
+// A view (`volume status ID`, the dashboard) that looks into what covers a published target
+// was held for as long as that look took: a cover that does not answer (a hard NFS mount whose
+// server is gone) held `volume status` for ever. The look is bounded; past it, the table's word
+// that another mount is there stands, said as such. Found by helper review76 (whole).
+func TestVolumeStatusIsNotHeldByACoverThatDoesNotAnswer(t *testing.T) {
+	t.Parallel()
+	h, cl := publishedUnderACover(t)
+	gate := make(chan struct{})
+	t.Cleanup(func() { close(gate) })
+	h.e.cfg.Mounts = hungStack{gate: gate}
+	done := make(chan VolumeInfo, 1)
+	go func() {
+		v, _ := h.e.VolumeShown(h.ctx, "v")
+		done <- v
+	}()
+	select {
+	case v := <-done:
+		if len(v.Claims) != 1 || !strings.Contains(v.Claims[0].Covered, "did not answer") || !strings.Contains(v.Claims[0].Covered, cl.TargetPath) {
+			t.Errorf("volume status of v, what covers its target not answering: claims %+v; want the claim said covered, the look said not answered", v.Claims)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("volume status of v held by a look at what covers its target that does not answer")
 	}
 }

@@ -1892,7 +1892,7 @@ func owedExpansionWaits(v store.Volume, p store.Plugin, known bool, claims []sto
 			"start the plugin with that capability, then run `%s` or `volctl reconcile`", v.PluginID, owedExpandCommand(v))
 	case wait != nil:
 		return wait.Error()
-	case published || st.Staged:
+	case published:
 		return fmt.Sprintf("volume %q is on this node, and the NodeExpandVolume has not been sent or failed (`%s` says why): "+
 			"`volctl reconcile` or `%s` sends it", v.ID, "volctl events "+shellquote.Flag("--volume", v.ID), owedExpandCommand(v))
 	case send && fp.Capabilities.Plugin.VolumeExpansionOnline:
@@ -1927,6 +1927,14 @@ func passPaysOwed(v store.Volume, p store.Plugin, known bool, claims []store.Cla
 	if len(claims) == 0 && st.VolumeID == "" {
 		send, _ := nodeStepFirst(c, v, false)
 		return !v.NodeExpandControllerDone && send && !fp.Capabilities.Plugin.VolumeExpansionOnline
+	}
+	// On the node, what the pass keeps there: a claim published and not being released (whose
+	// staging stays with it). A claim releasing is released first, and the expansion's step then
+	// finds nothing to send at; a staging no claim uses is unstaged: listed as a node-expand
+	// reconcile sends, it sent nothing and said nothing
+	// (TestOwedNodeExpansionOfAVolumeWhoseClaimIsReleasingIsWhatReconcileDoes).
+	if !slices.ContainsFunc(claims, func(cl store.Claim) bool { return cl.State == store.ClaimPublished && !cl.Releasing }) {
+		return false
 	}
 	if _, wait := nodeStepFirst(c, v, true); wait != nil || !fp.Node {
 		return false

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/store"
@@ -152,10 +153,26 @@ func (e *Engine) markCovered(cs []ClaimInfo) {
 		}
 		idx = kept
 	}
+	// Only a target whose topmost mount is another is looked into (statx of what is there): a
+	// view is not held for a file system that does not answer (a hard NFS mount whose server is
+	// gone, mounted over the target), which a look at blocks for as long as it is gone. Past the
+	// bound, the table's word stands, said as such.
 	for _, i := range idx {
-		cs[i].Covered = e.coverWords(&cs[i])
+		got := make(chan string, 1)
+		c := cs[i]
+		go func() { got <- e.coverWords(&c) }()
+		select {
+		case cs[i].Covered = <-got:
+		case <-time.After(viewLookBound):
+			cs[i].Covered = fmt.Sprintf("claim %q for alloc %q: its target %s shows another mount than its NodePublishVolume made (what is there did not answer a look within %s: "+
+				"a file system whose server is gone?); its alloc sees that, not the volume: `%s` lists what is mounted there",
+				c.VolumeID, c.Alloc, c.TargetPath, viewLookBound, shellquote.Command("findmnt", c.TargetPath))
+		}
 	}
 }
+
+// viewLookBound is how long a view waits for a look at what covers a published target.
+const viewLookBound = 2 * time.Second
 
 // heldAsFound says err, a published claim's settling, is a problem found at a mount that is left
 // as it is (a read-only target mounted read-write, a target covered): the claim stays held.
