@@ -137,7 +137,7 @@ func (s *stateDirAdvice) adviseCrashes() {
 		// the read, as crash.Redact bounds its own): past it, STATE_DIR in the state dir's place.
 		crash.Advise(func(text string) string {
 			got := make(chan []byte, 1)
-			go func() { got <- s.insert() }()
+			crash.Go(func() { got <- s.insert() })
 			var with []byte
 			select {
 			case with = <-got:

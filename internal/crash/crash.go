@@ -118,7 +118,7 @@ func Recover() {
 	for _, fn := range redactors {
 		scrubs = append(scrubs, fn)
 	}
-	advise := func(s string) string { return s }
+	var advise func(string) string
 	for _, fn := range advisers {
 		advise = fn
 	}
@@ -133,14 +133,13 @@ func Recover() {
 	exit(ExitCode)
 }
 
-// Report writes what a crash prints: the panic's value and stack, as Go's runtime does, passed
-// through scrubs (Redact) and escaped, then what the exit status means and what to do.
-func Report(w io.Writer, r any, stack []byte, scrubs ...func(string) (string, error)) {
-	report(w, r, stack, func(s string) string { return s }, scrubs...)
-}
-
-// report is Report, its advice rewritten by advise (Advise).
+// report writes what a crash prints: the panic's value and stack, as Go's runtime does, passed
+// through scrubs (Redact) and escaped, then what the exit status means and what to do, its
+// advice rewritten by advise (Advise; nil: as it is).
 func report(w io.Writer, r any, stack []byte, advise func(string) string, scrubs ...func(string) (string, error)) {
+	if advise == nil {
+		advise = func(s string) string { return s }
+	}
 	text, err := scrubbed(fmt.Sprintf("panic: %v\n\n%s\n", r, stack), scrubs)
 	if err != nil {
 		text = fmt.Sprintf("panic: [the panic's value is withheld: scrubbing it of secrets failed: %v]\n\n%s\n", err, stack)

@@ -180,7 +180,7 @@ func TestReportWithholdsWhatItCannotScrub(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			Report(&out, errors.New("token "+secret+" rejected"), []byte("goroutine 1 [running]:\nmain.main()\n"), tc.scrub)
+			report(&out, errors.New("token "+secret+" rejected"), []byte("goroutine 1 [running]:\nmain.main()\n"), nil, tc.scrub)
 			for _, want := range []string{tc.says, "goroutine 1 [running]:", "volctl crashed"} {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("report says no %q:\n%s", want, out.String())
@@ -198,8 +198,8 @@ func TestReportWithholdsWhatItCannotScrub(t *testing.T) {
 // to the terminal; the stack's indenting tabs and its lines stay as they are.
 func TestReportEscapesThePanicsText(t *testing.T) {
 	var out bytes.Buffer
-	Report(&out, errors.New("plugin answered \x1b]52;c;cHduZWQ=\a\x1b[2J\u009b31m\rX"),
-		[]byte("goroutine 1 [running]:\nmain.main()\n\t/src/main.go:10 +0x1d\n"))
+	report(&out, errors.New("plugin answered \x1b]52;c;cHduZWQ=\a\x1b[2J\u009b31m\rX"),
+		[]byte("goroutine 1 [running]:\nmain.main()\n\t/src/main.go:10 +0x1d\n"), nil)
 	if i := strings.IndexFunc(out.String(), func(r rune) bool {
 		return r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r <= 0x9f
 	}); i >= 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -160,7 +161,7 @@ func (e *Engine) markCovered(cs []ClaimInfo) {
 	for _, i := range idx {
 		got := make(chan string, 1)
 		c := cs[i]
-		go func() { got <- e.coverWords(&c) }()
+		crash.Go(func() { got <- e.coverWords(&c) })
 		select {
 		case cs[i].Covered = <-got:
 		case <-time.After(viewLookBound):
