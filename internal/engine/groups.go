@@ -180,7 +180,7 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 			info.Allocs = append(info.Allocs, a)
 			continue
 		}
-		if err := refusedBeforeClaiming(g, i, held[alloc], mounts); err != nil {
+		if err := e.refusedBeforeClaiming(g, i, held[alloc], mounts); err != nil {
 			errs = append(errs, fmt.Errorf("alloc %q: %w", alloc, err))
 			info.Allocs = append(info.Allocs, heldAlloc(g, i, held[alloc], err))
 			continue
@@ -461,7 +461,11 @@ func heldAlloc(g spec.Group, index int, held []store.Claim, err error) AllocInfo
 // volume's (mounts, by volume ID) merged with the spec's, as admission compares them
 // (exactMount): before, only admission did, and the alloc's other volumes were claimed first
 // (TestAllocWithItsMountOptionsRemovedClaimsNothing).
-func refusedBeforeClaiming(g spec.Group, index int, held []store.Claim, mounts map[string]*spec.MountOptions) error {
+//
+// A claim held whose published target is covered since (targetCovered) is refused so too: the
+// alloc's other volumes were claimed, then released, its admission refusing the cover at last
+// (TestAllocWithACoveredHeldTargetClaimsNothing).
+func (e *Engine) refusedBeforeClaiming(g spec.Group, index int, held []store.Claim, mounts map[string]*spec.MountOptions) error {
 	for _, r := range g.Volumes {
 		req := allocRequest(g, r, index)
 		i := slices.IndexFunc(held, func(c store.Claim) bool { return !c.Releasing && sameInNFC(c.VolumeID, req.VolumeID) })
@@ -471,6 +475,11 @@ func refusedBeforeClaiming(g spec.Group, index int, held []store.Claim, mounts m
 			}
 			if err := heldConflict(held[i], req, claimMode(req)); err != nil {
 				return fmt.Errorf("claim %q for alloc %q: %w", req.VolumeID, req.Alloc, err)
+			}
+			if cl := held[i]; cl.State == store.ClaimPublished && cl.AtRest() && !cl.Degraded {
+				if err := e.targetCovered(cl); errors.As(err, new(*coveredTarget)) {
+					return err // names the claim, its target and the umount
+				}
 			}
 			continue
 		}
@@ -876,11 +885,16 @@ func (e *Engine) markUnbound(info *GroupInfo) {
 			// again a run refused for the cover was said ready
 			// (TestGroupStatusNamesTheCoveredTargetNotTheVolumeMountThatShowsTheVolume,
 			// TestGroupStatusAfterARunRefusedACoveredTargetDoesNotCallTheAllocReady).
-			if err := e.targetCovered(store.Claim{VolumeID: c.VolumeKey(), Alloc: c.AllocKey(), TargetPath: c.TargetPath, TargetMount: c.targetMount}); err != nil {
+			// Bounded as a view's look is (coverForView): unbounded, a cover that does not
+			// answer held group status and every dashboard refresh
+			// (TestGroupStatusIsNotHeldByACoverThatDoesNotAnswer).
+			if covered, err := e.coverForView(*c); covered != "" || err != nil {
 				marked = true
-				why = append(why, err.Error())
-				if errors.As(err, new(*coveredTarget)) {
-					c.Covered = err.Error() // not ready (TestGroupStatusDoesNotCountReadyAnAllocWhoseTargetIsCovered)
+				if covered != "" {
+					c.Covered = covered // not ready (TestGroupStatusDoesNotCountReadyAnAllocWhoseTargetIsCovered)
+					why = append(why, covered)
+				} else {
+					why = append(why, err.Error())
 				}
 				continue
 			}

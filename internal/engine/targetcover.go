@@ -103,28 +103,43 @@ func (e *Engine) targetCovered(cl store.Claim) error {
 	return nil
 }
 
-// coverWords is targetCovered's words of a claim as a view has it (ClaimInfo), published and at
-// rest, its target covered: what a volume's detail and group status say of it
-// (ClaimInfo.Covered). "" for any other, and where what the target shows could not be read,
-// which is logged: said as a cover, a failed read of the mount table told of a cover that was
-// not there (TestVolumeStatusDoesNotCallATargetCoveredWhenItsMountCannotBeRead).
-func (e *Engine) coverWords(c *ClaimInfo) string {
+// coverForView is targetCovered of claim c as a view has it (ClaimInfo), for the words a view
+// says of it: covered, targetCovered's words; err, what kept it from being told (a read that
+// failed, which is not said as a cover: TestVolumeStatusDoesNotCallATargetCoveredWhenItsMountCannotBeRead).
+// The look is bounded (viewLookBound): what is at a target whose topmost mount is another is
+// looked into (statx), and a file system that does not answer (a hard NFS mount whose server is
+// gone) held the view for as long as it was gone; past the bound, the table's word stands,
+// said as such (TestVolumeStatusIsNotHeldByACoverThatDoesNotAnswer).
+func (e *Engine) coverForView(c ClaimInfo) (covered string, err error) {
 	if c.State != string(store.ClaimPublished) || !c.AtRest() {
-		return ""
+		return "", nil
 	}
-	err := e.targetCovered(store.Claim{VolumeID: c.VolumeKey(), Alloc: c.AllocKey(), TargetPath: c.TargetPath, TargetMount: c.targetMount})
-	if ct := (*coveredTarget)(nil); errors.As(err, &ct) {
-		return err.Error()
+	type look struct {
+		covered string
+		err     error
 	}
-	if err != nil {
-		e.log.Warn("reading what a published target shows: whether it is covered is not said", "volume", c.VolumeKey(), "alloc", c.AllocKey(), "err", err)
+	got := make(chan look, 1)
+	crash.Go(func() {
+		err := e.targetCovered(store.Claim{VolumeID: c.VolumeKey(), Alloc: c.AllocKey(), TargetPath: c.TargetPath, TargetMount: c.targetMount})
+		if ct := (*coveredTarget)(nil); errors.As(err, &ct) {
+			got <- look{covered: err.Error()}
+			return
+		}
+		got <- look{err: err}
+	})
+	select {
+	case l := <-got:
+		return l.covered, l.err
+	case <-time.After(viewLookBound):
+		return fmt.Sprintf("claim %q for alloc %q: its target %s shows another mount than its NodePublishVolume made (what is there did not answer a look within %s: "+
+			"a file system whose server is gone?); its alloc sees that, not the volume: `%s` lists what is mounted there",
+			c.VolumeID, c.Alloc, c.TargetPath, viewLookBound, shellquote.Command("findmnt", c.TargetPath)), nil
 	}
-	return ""
 }
 
-// markCovered sets Covered of each claim of cs that coverWords says is covered, asking the mount
+// markCovered sets Covered of each claim of cs that coverForView says is covered, asking the mount
 // table for all their targets at once: one read for a view of many claims (the dashboard's, a
-// volume's detail), where coverWords alone reads it once per claim. Only a target whose topmost
+// volume's detail), where a look per claim reads it once each. Only a target whose topmost
 // mount is not the one recorded is looked into further.
 func (e *Engine) markCovered(cs []ClaimInfo) {
 	var idx []int
@@ -154,21 +169,13 @@ func (e *Engine) markCovered(cs []ClaimInfo) {
 		}
 		idx = kept
 	}
-	// Only a target whose topmost mount is another is looked into (statx of what is there): a
-	// view is not held for a file system that does not answer (a hard NFS mount whose server is
-	// gone, mounted over the target), which a look at blocks for as long as it is gone. Past the
-	// bound, the table's word stands, said as such.
+	// Only a target whose topmost mount is another is looked into, within a bound (coverForView).
 	for _, i := range idx {
-		got := make(chan string, 1)
-		c := cs[i]
-		crash.Go(func() { got <- e.coverWords(&c) })
-		select {
-		case cs[i].Covered = <-got:
-		case <-time.After(viewLookBound):
-			cs[i].Covered = fmt.Sprintf("claim %q for alloc %q: its target %s shows another mount than its NodePublishVolume made (what is there did not answer a look within %s: "+
-				"a file system whose server is gone?); its alloc sees that, not the volume: `%s` lists what is mounted there",
-				c.VolumeID, c.Alloc, c.TargetPath, viewLookBound, shellquote.Command("findmnt", c.TargetPath))
+		covered, err := e.coverForView(cs[i])
+		if err != nil {
+			e.log.Warn("reading what a published target shows: whether it is covered is not said", "volume", cs[i].VolumeKey(), "alloc", cs[i].AllocKey(), "err", err)
 		}
+		cs[i].Covered = covered
 	}
 }
 
