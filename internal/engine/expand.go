@@ -776,10 +776,18 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, cont
 				v.ID, err, v.ID, spec.FormatSize(v.NodeExpandMin), owedExpandCommand(v))
 		}
 	}
-	skipped := 0        // published claims whose targets are not mounted now
+	skipped := 0        // published claims whose targets are not mounted now, and claims being restored
 	var covered []error // published claims whose targets another mount covers since
 	for i := range claims {
 		cl := &claims[i]
+		if cl.Degraded && !cl.Releasing {
+			// Being restored (its mount lost, its publish not yet made again): its target is
+			// sent nothing now, and the debt stays for its restore's publish. Cleared by the
+			// other claims' step, the restored one was never grown
+			// (TestExpandWithAClaimMidRestoreKeepsItOwed), as a published target not mounted.
+			skipped++
+			continue
+		}
 		if cl.State != store.ClaimPublished || cl.Releasing {
 			continue
 		}
@@ -1875,9 +1883,10 @@ func owedExpansionWaits(v store.Volume, p store.Plugin, known bool, claims []sto
 	if !fp.Node {
 		return fmt.Sprintf("plugin %q has no node service registered on this host: NodeExpandVolume cannot be sent here; register its node service, then run `volctl reconcile`", v.PluginID)
 	}
-	published := false
+	published, restoring := false, false
 	for _, cl := range claims {
 		published = published || (cl.State == store.ClaimPublished && !cl.Releasing)
+		restoring = restoring || (cl.Degraded && !cl.Releasing)
 	}
 	onNode := len(claims) > 0 || st.Staged || st.ControllerPublished
 	send, wait := nodeStepFirst(&conn{plugin: p, fp: fp}, v, onNode)
@@ -1892,7 +1901,10 @@ func owedExpansionWaits(v store.Volume, p store.Plugin, known bool, claims []sto
 			"start the plugin with that capability, then run `%s` or `volctl reconcile`", v.PluginID, owedExpandCommand(v))
 	case wait != nil:
 		return wait.Error()
-	case published:
+	case restoring && !published:
+		return fmt.Sprintf("volume %q has a claim being restored on this node (its mount lost, a reboot or a plugin restart): "+
+			"its restore's publish sends the NodeExpandVolume (`volctl reconcile` restores it)", v.ID)
+	case published || st.Staged:
 		return fmt.Sprintf("volume %q is on this node, and the NodeExpandVolume has not been sent or failed (`%s` says why): "+
 			"`volctl reconcile` or `%s` sends it", v.ID, "volctl events "+shellquote.Flag("--volume", v.ID), owedExpandCommand(v))
 	case send && fp.Capabilities.Plugin.VolumeExpansionOnline:
@@ -1933,7 +1945,10 @@ func passPaysOwed(v store.Volume, p store.Plugin, known bool, claims []store.Cla
 	// finds nothing to send at; a staging no claim uses is unstaged: listed as a node-expand
 	// reconcile sends, it sent nothing and said nothing
 	// (TestOwedNodeExpansionOfAVolumeWhoseClaimIsReleasingIsWhatReconcileDoes).
-	if !slices.ContainsFunc(claims, func(cl store.Claim) bool { return cl.State == store.ClaimPublished && !cl.Releasing }) {
+	// A claim not at rest and not releasing stays too (one being restored, one left node-staged):
+	// the pass drives it to its publish, which pays the debt
+	// (TestStatusSummaryListsANodeExpansionOwedOnAVolumeWhoseClaimIsBeingRestored).
+	if !slices.ContainsFunc(claims, func(cl store.Claim) bool { return !cl.Releasing }) {
 		return false
 	}
 	if _, wait := nodeStepFirst(c, v, true); wait != nil || !fp.Node {

@@ -78,56 +78,11 @@ func (kernelMounts) StackAt(path string) ([]mountRoot, error) {
 	if err != nil {
 		return nil, store.MountTableUnreadable(err)
 	}
-	mounts = stacked(mounts)
 	out := make([]mountRoot, len(mounts))
 	for i, m := range mounts {
 		out[i] = mountRoot{dev: unix.Mkdev(uint32(m.Major), uint32(m.Minor)), root: m.Root}
 	}
 	return out, nil
-}
-
-// stacked orders ms, the mounts at one mount point, from the bottom up: each mounted on the one
-// before it (its parent). The table lists mounts in the order they were made, and one moved
-// there (mount --move) keeps its place in it, which taken as the stack put a cover moved over a
-// target below what it covers. Mounts the chain does not reach (a table read while it changed)
-// follow in the table's order.
-func stacked(ms []*mountinfo.Info) []*mountinfo.Info {
-	if len(ms) < 2 {
-		return ms
-	}
-	at := make(map[int]bool, len(ms))
-	for _, m := range ms {
-		at[m.ID] = true
-	}
-	out := make([]*mountinfo.Info, 0, len(ms))
-	placed := make(map[int]bool, len(ms))
-	for _, m := range ms { // the bottom: mounted on no mount at this point
-		if !at[m.Parent] {
-			out = append(out, m)
-			placed[m.ID] = true
-			break
-		}
-	}
-	for len(out) > 0 && len(out) < len(ms) {
-		below, next := out[len(out)-1], (*mountinfo.Info)(nil)
-		for _, m := range ms {
-			if !placed[m.ID] && m.Parent == below.ID {
-				next = m
-				break
-			}
-		}
-		if next == nil {
-			break
-		}
-		out = append(out, next)
-		placed[next.ID] = true
-	}
-	for _, m := range ms {
-		if !placed[m.ID] {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // parentReader is what a table says of the topmost mount at a path: the mount point of the mount
@@ -259,15 +214,9 @@ func mountRootsFromTable(paths []string) (map[string]mountRoot, error) {
 	if err != nil {
 		return nil, store.MountTableUnreadable(err)
 	}
-	at := map[string][]*mountinfo.Info{}
-	for _, m := range mounts {
-		at[m.Mountpoint] = append(at[m.Mountpoint], m)
-	}
-	out := make(map[string]mountRoot, len(at))
-	for point, ms := range at {
-		ms = stacked(ms) // the topmost last
-		top := ms[len(ms)-1]
-		out[point] = mountRoot{dev: unix.Mkdev(uint32(top.Major), uint32(top.Minor)), root: top.Root}
+	out := make(map[string]mountRoot, len(mounts))
+	for _, m := range mounts { // stacked mounts are listed in the order made: the topmost last
+		out[m.Mountpoint] = mountRoot{dev: unix.Mkdev(uint32(m.Major), uint32(m.Minor)), root: m.Root}
 	}
 	return out, nil
 }

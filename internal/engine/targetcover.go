@@ -111,30 +111,66 @@ func (e *Engine) targetCovered(cl store.Claim) error {
 // gone) held the view for as long as it was gone; past the bound, the table's word stands,
 // said as such (TestVolumeStatusIsNotHeldByACoverThatDoesNotAnswer).
 func (e *Engine) coverForView(c ClaimInfo) (covered string, err error) {
-	if c.State != string(store.ClaimPublished) || !c.AtRest() {
-		return "", nil
-	}
-	type look struct {
-		covered string
-		err     error
-	}
-	got := make(chan look, 1)
-	crash.Go(func() {
-		err := e.targetCovered(store.Claim{VolumeID: c.VolumeKey(), Alloc: c.AllocKey(), TargetPath: c.TargetPath, TargetMount: c.targetMount})
-		if ct := (*coveredTarget)(nil); errors.As(err, &ct) {
-			got <- look{covered: err.Error()}
-			return
+	return e.coversForView([]ClaimInfo{c})[0].words()
+}
+
+// viewLook is coverForView's answer for one claim.
+type viewLook struct {
+	covered string
+	err     error
+}
+
+func (l viewLook) words() (string, error) { return l.covered, l.err }
+
+// coversForView is coverForView of each of cs, the looks made at once and bounded together:
+// waited for one after the other, a view of many covered claims whose file systems did not
+// answer took the bound as many times (TestVolumeStatusOfManyCoveredClaimsIsBoundedAsAWhole).
+func (e *Engine) coversForView(cs []ClaimInfo) []viewLook {
+	out := make([]viewLook, len(cs))
+	got := make([]chan viewLook, len(cs))
+	for i, c := range cs {
+		if c.State != string(store.ClaimPublished) || !c.AtRest() {
+			continue
 		}
-		got <- look{err: err}
-	})
-	select {
-	case l := <-got:
-		return l.covered, l.err
-	case <-time.After(viewLookBound):
-		return fmt.Sprintf("claim %q for alloc %q: its target %s shows another mount than its NodePublishVolume made (what is there did not answer a look within %s: "+
-			"a file system whose server is gone?); its alloc sees that, not the volume: `%s` lists what is mounted there",
-			c.VolumeID, c.Alloc, c.TargetPath, viewLookBound, shellquote.Command("findmnt", c.TargetPath)), nil
+		got[i] = make(chan viewLook, 1)
+		ch := got[i]
+		crash.Go(func() {
+			err := e.targetCovered(store.Claim{VolumeID: c.VolumeKey(), Alloc: c.AllocKey(), TargetPath: c.TargetPath, TargetMount: c.targetMount})
+			if ct := (*coveredTarget)(nil); errors.As(err, &ct) {
+				ch <- viewLook{covered: err.Error()}
+				return
+			}
+			ch <- viewLook{err: err}
+		})
 	}
+	deadline := time.NewTimer(viewLookBound)
+	defer deadline.Stop()
+	for i, ch := range got {
+		if ch == nil {
+			continue
+		}
+		select {
+		case out[i] = <-ch:
+			continue
+		case <-deadline.C:
+		}
+		// Past the bound: this and every look not answered yet.
+		for k := i; k < len(got); k++ {
+			if got[k] == nil {
+				continue
+			}
+			select {
+			case out[k] = <-got[k]:
+			default:
+				c := cs[k]
+				out[k] = viewLook{covered: fmt.Sprintf("claim %q for alloc %q: its target %s shows another mount than its NodePublishVolume made (what is there did not answer a look within %s: "+
+					"a file system whose server is gone?); its alloc sees that, not the volume: `%s` lists what is mounted there",
+					c.VolumeID, c.Alloc, c.TargetPath, viewLookBound, shellquote.Command("findmnt", c.TargetPath))}
+			}
+		}
+		break
+	}
+	return out
 }
 
 // markCovered sets Covered of each claim of cs that coverForView says is covered, asking the mount
@@ -169,13 +205,18 @@ func (e *Engine) markCovered(cs []ClaimInfo) {
 		}
 		idx = kept
 	}
-	// Only a target whose topmost mount is another is looked into, within a bound (coverForView).
-	for _, i := range idx {
-		covered, err := e.coverForView(cs[i])
-		if err != nil {
-			e.log.Warn("reading what a published target shows: whether it is covered is not said", "volume", cs[i].VolumeKey(), "alloc", cs[i].AllocKey(), "err", err)
+	// Only a target whose topmost mount is another is looked into, all within one bound
+	// (coversForView).
+	look := make([]ClaimInfo, len(idx))
+	for k, i := range idx {
+		look[k] = cs[i]
+	}
+	for k, l := range e.coversForView(look) {
+		i := idx[k]
+		if l.err != nil {
+			e.log.Warn("reading what a published target shows: whether it is covered is not said", "volume", cs[i].VolumeKey(), "alloc", cs[i].AllocKey(), "err", l.err)
 		}
-		cs[i].Covered = covered
+		cs[i].Covered = l.covered
 	}
 }
 
