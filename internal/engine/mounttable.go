@@ -78,11 +78,45 @@ func (kernelMounts) StackAt(path string) ([]mountRoot, error) {
 	if err != nil {
 		return nil, store.MountTableUnreadable(err)
 	}
+	mounts = chainAt(path, mounts)
 	out := make([]mountRoot, len(mounts))
 	for i, m := range mounts {
 		out[i] = mountRoot{dev: unix.Mkdev(uint32(m.Major), uint32(m.Minor)), root: m.Root}
 	}
 	return out, nil
+}
+
+// chainAt is the stack of mounts at path, ms being every mount the table lists there, from the
+// bottom up: the mount path leads to (its ID read with statx) and those it was mounted on at the
+// same point, down its parents. The table lists mounts in the order made, and a mount moved over
+// the path keeps its place there, so the last listed is not the topmost
+// (TestReleaseOnAKernelWithoutStatmountDoesNotUnmountACoverMovedOverTheTarget,
+// TestCoverMovedOverATargetIsSaidStackedOnceNotReplaced); and a propagation copy of a mount
+// there, hidden, is no layer of what the path shows
+// (TestReleaseOnAKernelWithoutStatmountDoesNotUnmountACoverBesideAPropagationCopy). Where the ID
+// cannot be read, or names none of ms, the table's order.
+func chainAt(path string, ms []*mountinfo.Info) []*mountinfo.Info {
+	if len(ms) < 2 {
+		return ms
+	}
+	id, known := pathMountID(path)
+	if !known {
+		return ms
+	}
+	byID := make(map[int]*mountinfo.Info, len(ms))
+	for _, m := range ms {
+		byID[m.ID] = m
+	}
+	top := byID[int(id)]
+	if top == nil {
+		return ms
+	}
+	chain := []*mountinfo.Info{top}
+	for m := byID[top.Parent]; m != nil && len(chain) < len(ms); m = byID[m.Parent] {
+		chain = append(chain, m)
+	}
+	slices.Reverse(chain)
+	return chain
 }
 
 // parentReader is what a table says of the topmost mount at a path: the mount point of the mount
@@ -214,9 +248,15 @@ func mountRootsFromTable(paths []string) (map[string]mountRoot, error) {
 	if err != nil {
 		return nil, store.MountTableUnreadable(err)
 	}
-	out := make(map[string]mountRoot, len(mounts))
-	for _, m := range mounts { // stacked mounts are listed in the order made: the topmost last
-		out[m.Mountpoint] = mountRoot{dev: unix.Mkdev(uint32(m.Major), uint32(m.Minor)), root: m.Root}
+	at := map[string][]*mountinfo.Info{}
+	for _, m := range mounts {
+		at[m.Mountpoint] = append(at[m.Mountpoint], m)
+	}
+	out := make(map[string]mountRoot, len(at))
+	for point, ms := range at {
+		ms = chainAt(point, ms)
+		top := ms[len(ms)-1]
+		out[point] = mountRoot{dev: unix.Mkdev(uint32(top.Major), uint32(top.Minor)), root: top.Root}
 	}
 	return out, nil
 }
