@@ -2,15 +2,11 @@ package cli
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/shellquote"
-	"github.com/volctl/volctl/internal/spec"
 )
 
 // TestStateDirAdviceInTheFinalErrorIsScrubbedAsMainReportsIt: the state dir inserted into
@@ -23,22 +19,9 @@ import (
 // Correct: the advice in the final error shows the state dir scrubbed, as main runs it.
 // Found by helper review76 (own4).
 func TestStateDirAdviceInTheFinalErrorIsScrubbedAsMainReportsIt(t *testing.T) {
-	requireMount(t)
 	ctx := context.Background()
 	const secret = "kf9user"
-	state := filepath.Join(t.TempDir(), secret, "state")
-	if err := os.MkdirAll(filepath.Dir(state), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())))
-	e := openEngine(t, state)
-	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem", Secrets: spec.Secrets{"username": secret},
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
+	state, e := stateDirNamingASecret(t, secret)
 	claimUntilCleanup(t, e, "db", "a1")
 
 	// As main runs a command (cmd/volctl/main.go run).

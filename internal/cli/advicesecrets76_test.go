@@ -42,22 +42,9 @@ func runGivenStateDir(ctx context.Context, e *engine.Engine, state string, args 
 // the rest of the line was (or the advice names the state dir another way).
 // Found by helper review76 (secrets).
 func TestStateDirAdviceDoesNotUndoTheScrubOfASecretInItsPath(t *testing.T) {
-	requireMount(t)
 	ctx := context.Background()
 	const secret = "kf9user"
-	state := filepath.Join(t.TempDir(), secret, "state")
-	if err := os.MkdirAll(filepath.Dir(state), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())))
-	e := openEngine(t, state)
-	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem", Secrets: spec.Secrets{"username": secret},
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
+	state, e := stateDirNamingASecret(t, secret)
 	cl, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "a1"})
 	if err != nil {
 		t.Fatal(err)
@@ -118,4 +105,27 @@ func TestStateDirAdviceEscapesWhatItInserts(t *testing.T) {
 	if strings.ContainsAny(errOut, "\x1b\x07") {
 		t.Errorf("volume claim db --alloc b, --state-dir st in %q: stderr holds raw control characters:\n%q\nwant them escaped, as in every error volctl writes", cwd, errOut)
 	}
+}
+
+// stateDirNamingASecret is an engine on a state dir under a directory named secret, the mem
+// plugin registered (mounting) and volume db made with secret as its username: a state dir whose
+// path holds one of the state's secret values.
+func stateDirNamingASecret(t *testing.T, secret string) (string, *engine.Engine) {
+	t.Helper()
+	requireMount(t)
+	state := filepath.Join(t.TempDir(), secret, "state")
+	if err := os.MkdirAll(filepath.Dir(state), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())))
+	e := openEngine(t, state)
+	ctx := context.Background()
+	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem", Secrets: spec.Secrets{"username": secret},
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	return state, e
 }

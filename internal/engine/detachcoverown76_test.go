@@ -45,6 +45,15 @@ func TestForcedDetachLeavesAHandsCoverOfATargetInsideAMountOverItsPublishDirecto
 		t.Fatalf("mount a tmpfs over the target: %v", err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(target, unix.MNT_DETACH) })
+	writtenUnderACoverSurvivesTheForcedDetach(t, h, target, "mounted by hand")
+}
+
+// writtenUnderACoverSurvivesTheForcedDetach writes into the cover at volume v's claim a's target
+// (how: how it came there), and checks that the release refuses, advising the forced detach, and
+// that the forced detach stops before undoing anything, the cover and what was written there
+// left, and named.
+func writtenUnderACoverSurvivesTheForcedDetach(t *testing.T, h *harness, target, how string) {
+	t.Helper()
 	written := filepath.Join(target, "written-by-the-alloc")
 	if err := os.WriteFile(written, []byte("the alloc's"), 0o600); err != nil {
 		t.Fatal(err)
@@ -54,8 +63,8 @@ func TestForcedDetachLeavesAHandsCoverOfATargetInsideAMountOverItsPublishDirecto
 	}
 	res, err := h.e.Detach(h.ctx, "v", true)
 	if _, serr := os.Stat(written); serr != nil {
-		t.Errorf("forced detach of v (err %v, released %d claim(s), warnings %q) unmounted the tmpfs mounted by hand over alloc a's target %s, "+
-			"and with it the file the alloc wrote there (%v); want the detach stopped before undoing anything, the cover named", err, len(res.Released), res.Warnings, target, serr)
+		t.Errorf("forced detach of v (err %v, released %d claim(s), warnings %q) unmounted the tmpfs %s over alloc a's target %s, "+
+			"and with it the file the alloc wrote there (%v); want the detach stopped before undoing anything, the cover named", err, len(res.Released), res.Warnings, how, target, serr)
 	}
 	if err == nil || !strings.Contains(err.Error(), target) || len(res.Released) != 0 {
 		t.Errorf("forced detach of v over the covered target %s: err %v, released %d; want it stopped, the cover named", target, err, len(res.Released))

@@ -3,7 +3,6 @@ package engine
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -61,19 +60,5 @@ func TestForcedDetachLeavesAHandsCoverMovedOverATargetInsideAMountOverItsPublish
 		t.Fatalf("move the hand's tmpfs from %s over the target %s: %v", scratch, target, err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(target, unix.MNT_DETACH) })
-	written := filepath.Join(target, "written-by-the-alloc")
-	if err := os.WriteFile(written, []byte("the alloc's"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, rerr := h.e.Release(h.ctx, "v", "a"); rerr == nil || !strings.Contains(rerr.Error(), "volctl volume detach v --force") {
-		t.Fatalf("premise: release over the covered target %s = %v; want it refused, advising the forced detach", target, rerr)
-	}
-	res, err := h.e.Detach(h.ctx, "v", true)
-	if _, serr := os.Stat(written); serr != nil {
-		t.Errorf("forced detach of v (err %v, released %d claim(s), warnings %q) unmounted the tmpfs moved by hand over alloc a's target %s, "+
-			"and with it the file the alloc wrote there (%v); want the detach stopped before undoing anything, the cover named", err, len(res.Released), res.Warnings, target, serr)
-	}
-	if err == nil || !strings.Contains(err.Error(), target) || len(res.Released) != 0 {
-		t.Errorf("forced detach of v over the covered target %s: err %v, released %d; want it stopped, the cover named", target, err, len(res.Released))
-	}
+	writtenUnderACoverSurvivesTheForcedDetach(t, h, target, "moved by hand")
 }
