@@ -32,17 +32,7 @@ func TestForcedDetachLeavesAHandsCoverMovedOverATargetInsideAMountOverItsPublish
 	h := kernelHarness(t, nil)
 	h.create(volume("v"))
 	// The hand's file system, mounted before the claim's mounts (a scratch space elsewhere).
-	scratch := filepath.Join(hostpathtest.MountDir(t), "scratch")
-	if err := os.MkdirAll(scratch, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("tmpfs", scratch, "tmpfs", 0, "size=1m"); err != nil {
-		t.Fatalf("mount the hand's tmpfs at %s: %v", scratch, err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(scratch, unix.MNT_DETACH) })
-	if err := unix.Mount("", scratch, "", unix.MS_PRIVATE, ""); err != nil {
-		t.Fatalf("make %s private: %v", scratch, err)
-	}
+	scratch := handsScratchTmpfs(t)
 	target := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"}).TargetPath
 	dir := filepath.Dir(target)
 	mountOverAndInside(t, dir, target) // the plugin's publish: over the directory, the target inside
@@ -61,4 +51,22 @@ func TestForcedDetachLeavesAHandsCoverMovedOverATargetInsideAMountOverItsPublish
 	}
 	t.Cleanup(func() { _ = unix.Unmount(target, unix.MNT_DETACH) })
 	writtenUnderACoverSurvivesTheForcedDetach(t, h, target, "moved by hand")
+}
+
+// handsScratchTmpfs is a tmpfs of the hand's, mounted private at a scratch directory before the
+// claim's mounts are made, to be moved over a target (mount --move).
+func handsScratchTmpfs(t *testing.T) string {
+	t.Helper()
+	scratch := filepath.Join(hostpathtest.MountDir(t), "scratch")
+	if err := os.MkdirAll(scratch, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", scratch, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatalf("mount the hand's tmpfs at %s: %v", scratch, err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(scratch, unix.MNT_DETACH) })
+	if err := unix.Mount("", scratch, "", unix.MS_PRIVATE, ""); err != nil {
+		t.Fatalf("make %s private: %v", scratch, err)
+	}
+	return scratch
 }

@@ -8,17 +8,16 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
 )
 
 // TestReleaseOnAKernelWithoutStatmountDoesNotUnmountACoverMovedOverTheTarget: alloc a's
 // published target of volume v has, by hand, a tmpfs mounted elsewhere before the claim moved
 // over it (`mount --move`), and the alloc writes into it. On a kernel without statmount(2)
-// (before Linux 6.8) targetCovered's first look is mountRootsFromTable, which since this
-// session's commit takes the last mount the table lists at the target for the topmost again
-// (stacked removed): the table lists mounts in the order made and a moved mount keeps its
-// place, so the last listed is the volume's own mount under the cover. The release takes the
+// (before Linux 6.8) targetCovered's first look is mountRootsFromTable, which took the last
+// mount the table lists at the target for the topmost: the table lists mounts in the order made
+// and a moved mount keeps its place, so the last listed is the volume's own mount under the
+// cover. The release takes the
 // target for the volume's mount, sends NodeUnpublishVolume, and the plugin's umount takes off
 // the topmost, the hand's cover: what the alloc wrote is gone. Correct: the topmost is the
 // mount the path leads to (its mount ID, as TopParentAt reads it, or the top of the parent
@@ -28,17 +27,7 @@ func TestReleaseOnAKernelWithoutStatmountDoesNotUnmountACoverMovedOverTheTarget(
 	t.Parallel()
 	h := kernelHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
-	scratch := filepath.Join(hostpathtest.MountDir(t), "scratch")
-	if err := os.MkdirAll(scratch, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("tmpfs", scratch, "tmpfs", 0, "size=1m"); err != nil {
-		t.Fatalf("mount the hand's tmpfs at %s: %v", scratch, err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(scratch, unix.MNT_DETACH) })
-	if err := unix.Mount("", scratch, "", unix.MS_PRIVATE, ""); err != nil {
-		t.Fatalf("make %s private: %v", scratch, err)
-	}
+	scratch := handsScratchTmpfs(t)
 	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 	if cl.targetMount == nil {
 		t.Fatalf("premise: nothing recorded of what the target %s shows", cl.TargetPath)
@@ -72,7 +61,7 @@ func TestReleaseOnAKernelWithoutStatmountDoesNotUnmountACoverMovedOverTheTarget(
 // TestCoverMovedOverATargetIsSaidStackedOnceNotReplaced: the target of
 // TestReleaseOnAKernelWithoutStatmountDoesNotUnmountACoverMovedOverTheTarget, on this kernel
 // (statmount: the cover is seen, the release refused). But coverOf counts the stack from
-// StackAt, which since this session's commit is the table's order again: the moved cover keeps
+// StackAt, read in the table's order: the moved cover keeps
 // its earlier place in the table, below the volume's mount it covers, so the volume's mount is
 // not found below the topmost and the refusal says the target was "unmounted, and another file
 // system mounted in its place" and to unmount "until `findmnt` lists nothing": untrue (the
@@ -83,17 +72,7 @@ func TestCoverMovedOverATargetIsSaidStackedOnceNotReplaced(t *testing.T) {
 	t.Parallel()
 	h := kernelHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
-	scratch := filepath.Join(hostpathtest.MountDir(t), "scratch")
-	if err := os.MkdirAll(scratch, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("tmpfs", scratch, "tmpfs", 0, "size=1m"); err != nil {
-		t.Fatalf("mount the hand's tmpfs at %s: %v", scratch, err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(scratch, unix.MNT_DETACH) })
-	if err := unix.Mount("", scratch, "", unix.MS_PRIVATE, ""); err != nil {
-		t.Fatalf("make %s private: %v", scratch, err)
-	}
+	scratch := handsScratchTmpfs(t)
 	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 	if err := unix.Mount(scratch, cl.TargetPath, "", unix.MS_MOVE, ""); err != nil {
 		t.Fatalf("move the hand's tmpfs from %s over the target %s: %v", scratch, cl.TargetPath, err)
