@@ -914,7 +914,11 @@ func (e *Engine) bindCovered(cl *store.Claim, destination string, dst *pathFD, e
 	if err != nil {
 		return 0, store.MountTableUnreadable(err)
 	}
-	for i := len(mounts) - 2; i >= 0; i-- { // stacked on one path, listed in the order made
+	// Stacked on one path, down the parents of the mount the path leads to (chainAt): in the
+	// table's order, a cover moved over the bind was listed below it, and the bind read as on top
+	// (TestReleaseOfABindUnderACoverMovedOverItIsRefused).
+	mounts = chainAt(dest, mounts)
+	for i := len(mounts) - 2; i >= 0; i-- {
 		if uint64(mounts[i].ID) == rec.ID {
 			return len(mounts) - 1 - i, nil
 		}

@@ -221,9 +221,16 @@ func (kernelMounts) StackedMounts(paths []string) (map[string]int, error) {
 	if err != nil {
 		return nil, store.MountTableUnreadable(err)
 	}
-	out := make(map[string]int, len(paths))
+	// The layers of what each path shows (chainAt): a hidden propagation copy counted, the advice
+	// asked for one umount more than there was a mount to take
+	// (TestAMountLeftBesideAPropagationCopySaysUnmountItOnce).
+	at := map[string][]*mountinfo.Info{}
 	for _, m := range mounts {
-		out[m.Mountpoint]++
+		at[m.Mountpoint] = append(at[m.Mountpoint], m)
+	}
+	out := make(map[string]int, len(at))
+	for point, ms := range at {
+		out[point] = len(chainAt(point, ms))
 	}
 	return out, nil
 }
