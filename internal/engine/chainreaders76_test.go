@@ -83,26 +83,7 @@ func TestReleaseOfABindUnderACoverMovedOverItIsRefused(t *testing.T) {
 // Found by helper review76 (own8).
 func TestAMountLeftBesideAPropagationCopySaysUnmountItOnce(t *testing.T) {
 	t.Parallel()
-	h := kernelHarness(t, nil)
-	h.create(volume("v", capab(spec.SingleNodeWriter)))
-	publish := filepath.Join(h.dir, publishDir)
-	if err := os.MkdirAll(publish, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("tmpfs", publish, "tmpfs", 0, "size=1m,mode=0750"); err != nil {
-		t.Fatalf("mount a tmpfs at %s: %v", publish, err)
-	}
-	t.Cleanup(func() {
-		for range 4 {
-			_ = unix.Unmount(publish, unix.MNT_DETACH)
-		}
-	})
-	if err := unix.Mount("", publish, "", unix.MS_SHARED, ""); err != nil {
-		t.Fatalf("make %s shared: %v", publish, err)
-	}
-	if err := unix.Mount(publish, publish, "", unix.MS_BIND, ""); err != nil {
-		t.Fatalf("bind %s over itself: %v", publish, err)
-	}
+	h := withASharedPublishDirBoundOverItself(t)
 	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 	t.Cleanup(func() {
 		for range 3 {

@@ -29,17 +29,7 @@ func TestForcedDetachLeavesAHandsCoverOfATargetInsideAMountOverItsPublishDirecto
 	h := kernelHarness(t, nil)
 	h.create(volume("v"))
 	target := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"}).TargetPath
-	dir := filepath.Dir(target)
-	mountOverAndInside(t, dir, target) // the plugin's publish: over the directory, the target inside
-	for _, cl := range h.liveClaims("v") {
-		shows := h.e.targetShows(&cl)
-		if shows == nil {
-			t.Fatalf("the target %s inside the mount over %s shows nothing to record", target, dir)
-		}
-		if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error { return tx.Claims().SetTargetMount(cl.ID, shows) }); err != nil {
-			t.Fatal(err)
-		}
-	}
+	publishedInsideAMountOverItsDir(t, h, target)
 	// The hand's cover, and what the alloc wrote into it.
 	if err := unix.Mount("tmpfs", target, "tmpfs", 0, "size=1m"); err != nil {
 		t.Fatalf("mount a tmpfs over the target: %v", err)
@@ -68,5 +58,23 @@ func writtenUnderACoverSurvivesTheForcedDetach(t *testing.T, h *harness, target,
 	}
 	if err == nil || !strings.Contains(err.Error(), target) || len(res.Released) != 0 {
 		t.Errorf("forced detach of v over the covered target %s: err %v, released %d; want it stopped, the cover named", target, err, len(res.Released))
+	}
+}
+
+// publishedInsideAMountOverItsDir has volume v's claims' target made as a plugin that mounts over
+// the claim's publish directory and makes the target inside publishes it, and records what the
+// target shows then, as a publish does.
+func publishedInsideAMountOverItsDir(t *testing.T, h *harness, target string) {
+	t.Helper()
+	dir := filepath.Dir(target)
+	mountOverAndInside(t, dir, target) // the plugin's publish: over the directory, the target inside
+	for _, cl := range h.liveClaims("v") {
+		shows := h.e.targetShows(&cl)
+		if shows == nil {
+			t.Fatalf("the target %s inside the mount over %s shows nothing to record", target, dir)
+		}
+		if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error { return tx.Claims().SetTargetMount(cl.ID, shows) }); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
-	"github.com/volctl/volctl/internal/store"
 )
 
 // TestForcedDetachLeavesAHandsCoverMovedOverATargetInsideAMountOverItsPublishDirectory: the
@@ -34,17 +33,7 @@ func TestForcedDetachLeavesAHandsCoverMovedOverATargetInsideAMountOverItsPublish
 	// The hand's file system, mounted before the claim's mounts (a scratch space elsewhere).
 	scratch := handsScratchTmpfs(t)
 	target := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"}).TargetPath
-	dir := filepath.Dir(target)
-	mountOverAndInside(t, dir, target) // the plugin's publish: over the directory, the target inside
-	for _, cl := range h.liveClaims("v") {
-		shows := h.e.targetShows(&cl)
-		if shows == nil {
-			t.Fatalf("the target %s inside the mount over %s shows nothing to record", target, dir)
-		}
-		if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error { return tx.Claims().SetTargetMount(cl.ID, shows) }); err != nil {
-			t.Fatal(err)
-		}
-	}
+	publishedInsideAMountOverItsDir(t, h, target)
 	// The hand's cover: the scratch tmpfs moved over the target, and what the alloc wrote into it.
 	if err := unix.Mount(scratch, target, "", unix.MS_MOVE, ""); err != nil {
 		t.Fatalf("move the hand's tmpfs from %s over the target %s: %v", scratch, target, err)

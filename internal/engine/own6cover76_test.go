@@ -84,26 +84,7 @@ func TestCoverBesideAPropagationCopyIsCountedOnce(t *testing.T) {
 // and a file written there: it returns the harness, the claim and the file.
 func coveredBesideAPropagationCopy(t *testing.T) (*harness, ClaimInfo, string) {
 	t.Helper()
-	h := kernelHarness(t, nil)
-	h.create(volume("v", capab(spec.SingleNodeWriter)))
-	publish := filepath.Join(h.dir, publishDir)
-	if err := os.MkdirAll(publish, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("tmpfs", publish, "tmpfs", 0, "size=1m,mode=0750"); err != nil {
-		t.Fatalf("mount a tmpfs at %s: %v", publish, err)
-	}
-	t.Cleanup(func() {
-		for range 4 {
-			_ = unix.Unmount(publish, unix.MNT_DETACH)
-		}
-	})
-	if err := unix.Mount("", publish, "", unix.MS_SHARED, ""); err != nil {
-		t.Fatalf("make %s shared: %v", publish, err)
-	}
-	if err := unix.Mount(publish, publish, "", unix.MS_BIND, ""); err != nil {
-		t.Fatalf("bind %s over itself: %v", publish, err)
-	}
+	h := withASharedPublishDirBoundOverItself(t)
 	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 	t.Cleanup(func() { _ = unix.Unmount(cl.TargetPath, unix.MNT_DETACH) })
 	// Counted in the table itself: StackedMounts counts the layers the path shows, the copy none.
@@ -164,4 +145,32 @@ func TestVolumeStatusOfManyCoveredClaimsIsBoundedAsAWhole(t *testing.T) {
 		t.Errorf("volume status of v with %d covered targets (%v) that do not answer took %s, the bound of %s waited once per claim; want it bounded as a whole (under %s)",
 			n, targets, took.Round(100*time.Millisecond), viewLookBound, limit)
 	}
+}
+
+// withASharedPublishDirBoundOverItself is a kernel harness with volume v, its state dir's publish
+// directory a shared tmpfs bound over itself (the kubelet idiom): each target mount made there
+// shows twice in the table, the mount and a hidden propagation copy.
+func withASharedPublishDirBoundOverItself(t *testing.T) *harness {
+	t.Helper()
+	h := kernelHarness(t, nil)
+	h.create(volume("v", capab(spec.SingleNodeWriter)))
+	publish := filepath.Join(h.dir, publishDir)
+	if err := os.MkdirAll(publish, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", publish, "tmpfs", 0, "size=1m,mode=0750"); err != nil {
+		t.Fatalf("mount a tmpfs at %s: %v", publish, err)
+	}
+	t.Cleanup(func() {
+		for range 4 {
+			_ = unix.Unmount(publish, unix.MNT_DETACH)
+		}
+	})
+	if err := unix.Mount("", publish, "", unix.MS_SHARED, ""); err != nil {
+		t.Fatalf("make %s shared: %v", publish, err)
+	}
+	if err := unix.Mount(publish, publish, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind %s over itself: %v", publish, err)
+	}
+	return h
 }
