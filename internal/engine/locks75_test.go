@@ -120,14 +120,8 @@ func TestLockWaitOnATwoLayerOverlayStateDirNamesAndGivesUpOnAStoppedHolder(t *te
 	if err := holder.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
-	defer cancel()
-	unlock, err := l.volume(ctx, "v")
-	if err == nil {
-		unlock()
-		t.Fatalf("took the lock of volume \"v\" while pid %d, stopped, holds it", pid)
-	}
-	if ctx.Err() != nil {
+	timedOut, err := volumeLockRefused(t, l, 8*time.Second, pid)
+	if timedOut {
 		t.Fatalf("the wait behind pid %d, stopped for 7s and more, ran until its context ended: %v; want it to give up after stoppedWait (%s), naming the holder", pid, err, l.stoppedWait)
 	}
 	for _, want := range []string{fmt.Sprintf("pid %d", pid), "stopped", fmt.Sprintf("kill -CONT %d", pid)} {
@@ -135,4 +129,19 @@ func TestLockWaitOnATwoLayerOverlayStateDirNamesAndGivesUpOnAStoppedHolder(t *te
 			t.Fatalf("the wait behind a stopped holder: %v; want it to say %q", err, want)
 		}
 	}
+}
+
+// volumeLockRefused asks l for volume "v"'s lock, which the process pid holds, within timeout:
+// a lock taken fails the test; it returns the refusal err, and whether it came only as the wait's
+// context ended (timedOut).
+func volumeLockRefused(t *testing.T, l *locker, timeout time.Duration, pid int) (timedOut bool, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	unlock, err := l.volume(ctx, "v")
+	if err == nil {
+		unlock()
+		t.Fatalf("took the lock of volume \"v\" while pid %d holds it", pid)
+	}
+	return ctx.Err() != nil, err
 }

@@ -58,13 +58,21 @@ func TestNodeOnlyRegistrationWhoseNodeStepFailsIsRecorded(t *testing.T) {
 	if v := h.volumeInfo("db"); v.NodeExpansionOwed != 4*mib {
 		t.Fatalf("premise: the node-only expansion to 4MiB owed; owed %d (registration: %v)", v.NodeExpansionOwed, regErr)
 	}
+	registrationRecordedPastItsNodeStep(t, h, regErr, "whose node-only expansion failed at NodeExpandVolume, the debt recorded,")
+}
+
+// registrationRecordedPastItsNodeStep checks that volume db's registration again (its
+// multi-node-reader-only capability and noatime mount flag), whose node step did not finish
+// (how), is recorded, and that its error regErr says so.
+func registrationRecordedPastItsNodeStep(t *testing.T, h *harness, regErr error, how string) {
+	t.Helper()
 	v := h.volumeInfo("db")
 	if !slices.Contains(v.Capabilities, capab(spec.MultiNodeReaderOnly)) ||
 		v.MountOptions == nil || !slices.Contains(v.MountOptions.MountFlags, "noatime") {
-		t.Errorf("the registration whose node-only expansion failed at NodeExpandVolume, the debt recorded, recorded neither its capability nor its mount flags: %+v, %+v (error: %v)",
-			v.Capabilities, v.MountOptions, regErr)
+		t.Errorf("the registration %s recorded neither its capability nor its mount flags: %+v, %+v (error: %v)",
+			how, v.Capabilities, v.MountOptions, regErr)
 	}
-	if !strings.Contains(regErr.Error(), "the registration is recorded") {
+	if regErr == nil || !strings.Contains(regErr.Error(), "the registration is recorded") {
 		t.Errorf("the error does not say the registration is recorded: %v", regErr)
 	}
 }
@@ -111,14 +119,7 @@ func TestRegistrationInterruptedAtItsNodeStepIsRecorded(t *testing.T) {
 		t.Fatalf("premise: the storage grown to 4MiB with the node step owed; recorded %d, owed %d (registration: %v)",
 			v.CapacityBytes, v.NodeExpansionOwed, regErr)
 	}
-	if !slices.Contains(v.Capabilities, capab(spec.MultiNodeReaderOnly)) ||
-		v.MountOptions == nil || !slices.Contains(v.MountOptions.MountFlags, "noatime") {
-		t.Errorf("the registration interrupted at its node step, the storage grown, recorded neither its capability nor its mount flags: %+v, %+v (error: %v)",
-			v.Capabilities, v.MountOptions, regErr)
-	}
-	if !strings.Contains(regErr.Error(), "the registration is recorded") {
-		t.Errorf("the error does not say the registration is recorded, nor that the node step is owed: %v", regErr)
-	}
+	registrationRecordedPastItsNodeStep(t, h, regErr, "interrupted at its node step, the storage grown,")
 }
 
 // TestNodeExpandAnswerAboveTheLimitAfterTheControllersSaysWhatIsRecorded: a plugin whose
