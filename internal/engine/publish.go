@@ -855,6 +855,9 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 			return e.linkedTarget(v, p, c, err)
 		}
 	}
+	if err := e.mountedSinceRestoreBegan(v, p); err != nil {
+		return err
+	}
 	// The last error, an earlier attempt's answer (a restore refused), is not written with the
 	// commit below: kept, it said the NodePublishVolume about to be sent was answered, and a
 	// kill before this one's answer was recorded left a restore driven again to send it once
@@ -942,6 +945,36 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 	p.event(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
 		Message: fmt.Sprintf("%s claim published at %s", cl.Mode, cl.TargetPath)})
 	return nil
+}
+
+// mountedSinceRestoreBegan refuses to send a restore's NodePublishVolume at a target that is a
+// mount point though the claim records no NodePublishVolume of it sent since its publish was
+// accepted (store.TargetAccepted, which nodePublish turns to TargetNotAccepted in the commit
+// before any is sent): the restore began because the target was found unmounted, so what is
+// mounted there now was mounted since, by hand or by a program, not by the plugin for this
+// claim. Sent, a plugin that answers OK for a target mounted already (idempotence by "is it a
+// mount point?", as many do) had the restore take that file system for the volume, record it
+// as the claim's mount, and give it to the alloc, every view calling the claim published
+// (TestDegradedRestoreDoesNotTakeAMountMadeAtItsTargetSinceForTheVolume). The claim stays held,
+// degraded, its record unchanged, until the mount is gone; a claim recorded by an older volctl
+// (TargetUnrecorded) is not judged.
+func (e *Engine) mountedSinceRestoreBegan(v store.Volume, p *checkpoint) error {
+	cl := p.cl
+	if !cl.Degraded || cl.Target != store.TargetAccepted {
+		return nil
+	}
+	left, err := e.mountsLeft(cl.TargetPath)
+	if err != nil {
+		return fmt.Errorf("checking the mount table at volume %q's target %s before the restore's %s: %w", v.ID, cl.TargetPath, csi.RPCNodePublishVolume, err)
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	return &kindWrap{kind: ErrConflict, err: fmt.Errorf("claim %q for alloc %q is being restored, and its target %s, found unmounted when the restore began, has had %s mounted since (by hand or by a program: "+
+		"no %s of the restore was sent): %s is not sent over it, as a plugin that answers OK for a target mounted already would have the alloc given that, not the volume; "+
+		"the claim stays held: unmount it (`%s`, until `findmnt %s` lists nothing), then run `volctl reconcile`, which mounts the volume there",
+		cl.VolumeID, cl.Alloc, cl.TargetPath, e.mountNames(left), csi.RPCNodePublishVolume, csi.RPCNodePublishVolume,
+		shellquote.Command("umount", cl.TargetPath), shellquote.Arg(cl.TargetPath))}
 }
 
 // publishedWhereAsked checks, once the plugin answered NodePublishVolume OK for claim cl of
