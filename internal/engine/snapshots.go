@@ -868,10 +868,116 @@ func (e *Engine) DeleteSnapshotByIDNoted(ctx context.Context, pluginID, snapshot
 func (e *Engine) deleteSnapshotNamed(ctx context.Context, pluginID, snapshotID string, how snapshotWord, secrets spec.Secrets) (SnapshotDeleted, error) {
 	var res SnapshotDeleted
 	_, err := byStoredID(ctx, e, store.PluginIDs, pluginID, func(id string) (struct{}, error) {
-		res = SnapshotDeleted{}
-		return struct{}{}, e.deleteSnapshotStored(ctx, id, snapshotID, secrets, how, &res)
+		for tries := 1; ; tries++ {
+			res = SnapshotDeleted{}
+			err := e.deleteSnapshotStored(ctx, id, snapshotID, secrets, how, &res)
+			var changed *createsChangedMeanwhile
+			if !errors.As(err, &changed) || tries == maxDeleteLooks {
+				return struct{}{}, err
+			}
+		}
 	})
 	return res, err
+}
+
+// maxDeleteLooks is how many times a delete of a snapshot volctl records nothing of reads the
+// snapshot creates pending through its plugin again when one began, or recorded the snapshot,
+// while it waited for their source volumes' locks (createsChangedMeanwhile).
+const maxDeleteLooks = 3
+
+// createsChangedMeanwhile is a delete of a snapshot volctl recorded nothing of, found once it
+// held the snapshot's lock to have been recorded since, or a snapshot create pending through
+// its plugin whose source volume's lock it does not hold: it is read again from the start
+// (deleteSnapshotNamed), and said as a conflict after maxDeleteLooks.
+type createsChangedMeanwhile struct{ msg string }
+
+func (c *createsChangedMeanwhile) Error() string        { return c.msg }
+func (c *createsChangedMeanwhile) Is(target error) bool { return target == ErrConflict }
+
+// holdPendingCreates takes the source volume's lock of every snapshot create pending through
+// pluginID or a socket mate (one storage), in ID order, for a delete of snapshot snapshotID,
+// which volctl records nothing of: such a create may have been answered with that very ID
+// and not recorded it yet (its answer is recorded under its volume's lock). Held across the
+// delete, no such create records the answer while the delete runs or after it, saying it made
+// a snapshot the delete deleted: before, a `snapshot delete --id` while a create was between
+// its answer and its record said "deleted", the create said "created", and volctl recorded a
+// snapshot the plugin no longer had, a backup that was not there
+// (TestSnapshotDeleteByIDWhileItsCreateRecordsLeavesNoRecordOfAGoneSnapshot). A create that
+// begins later sends its CreateSnapshot after the delete is recorded, and finds it
+// (finishSnapshot). held are the volume IDs whose locks it holds.
+func (e *Engine) holdPendingCreates(ctx context.Context, pluginID string) (held map[string]bool, release func(), err error) {
+	sources, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]string, error) {
+		creates, err := createsPendingThrough(tx, pluginID)
+		var ids []string
+		for _, c := range creates {
+			if c.SourceVolumeID != "" && !slices.Contains(ids, c.SourceVolumeID) {
+				ids = append(ids, c.SourceVolumeID)
+			}
+		}
+		slices.Sort(ids)
+		return ids, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var unlocks []func()
+	release = func() {
+		for _, u := range slices.Backward(unlocks) {
+			u()
+		}
+	}
+	held = map[string]bool{}
+	for _, id := range sources {
+		unlock, err := e.locks.volume(ctx, id)
+		if err != nil {
+			release()
+			return nil, nil, fmt.Errorf("waiting for volume %q's snapshot create, pending through plugin %q, whose answer may be the snapshot to delete: %w", id, pluginID, err)
+		}
+		unlocks, held[id] = append(unlocks, unlock), true
+	}
+	return held, release, nil
+}
+
+// createsPendingThrough returns the snapshot creates pending through pluginID or one of its
+// socket mates, by plugin ID and name.
+func createsPendingThrough(tx *store.Tx, pluginID string) ([]store.SnapshotCreate, error) {
+	mates, err := socketMates(tx, pluginID)
+	if err != nil {
+		return nil, err
+	}
+	mates[pluginID] = true
+	var all []store.SnapshotCreate
+	for _, id := range slices.Sorted(maps.Keys(mates)) {
+		creates, err := tx.Snapshots().ListCreates(id)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, creates...)
+	}
+	return all, nil
+}
+
+// unrecordedStill checks, in the transaction that records a delete of snapshot snapshotID,
+// which volctl recorded nothing of when the delete read it, that it still records nothing of
+// it through pluginID or a mate (recorded through heldBefore), and that every snapshot create
+// pending through them is one whose source volume's lock the delete holds (held): otherwise
+// the delete is read again (createsChangedMeanwhile).
+func unrecordedStill(tx *store.Tx, pluginID, snapshotID string, heldBefore, held map[string]bool) error {
+	if len(heldBefore) > 0 {
+		return &createsChangedMeanwhile{msg: fmt.Sprintf("snapshot %q was recorded through plugin %q by another volctl's snapshot create while this delete waited: "+
+			"nothing was deleted; run the delete again", snapshotID, slices.Sorted(maps.Keys(heldBefore))[0])}
+	}
+	creates, err := createsPendingThrough(tx, pluginID)
+	if err != nil {
+		return err
+	}
+	for _, c := range creates {
+		if c.SourceVolumeID != "" && !held[c.SourceVolumeID] {
+			return &createsChangedMeanwhile{msg: fmt.Sprintf("snapshot %q of volume %q began being created through plugin %q while this delete of snapshot %q waited, and its answer may be that snapshot: "+
+				"nothing was deleted; run the delete again once it is done", c.Name, c.SourceVolumeID, c.PluginID, snapshotID)}
+		}
+	}
+	return nil
 }
 
 // snapshotWord is how a delete or deregister takes the word that names its snapshot.
@@ -1010,6 +1116,15 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	// volctl during the user's delete said the snapshot was left while the delete in flight
 	// deleted it (TestDeregisterDuringAnotherVolctlsSnapshotDeleteDoesNotSayItIsLeft); two
 	// deletes of one snapshot (the user's and reconcile's) take turns.
+	var sourcesHeld map[string]bool // unrecorded: the volumes of the creates pending through the plugin
+	if !recorded && !finishing {
+		held, release, err := e.holdPendingCreates(ctx, pluginID)
+		if err != nil {
+			return fail(err)
+		}
+		defer release()
+		sourcesHeld = held
+	}
 	unlock, err := e.locks.snapshot(ctx, pluginID, snapshotID)
 	if err != nil {
 		return fail(err)
@@ -1025,6 +1140,11 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		var err error
 		if heldBefore, err = snapshotRecordedThrough(tx, pluginID, snapshotID); err != nil {
 			return err
+		}
+		if sourcesHeld != nil {
+			if err := unrecordedStill(tx, pluginID, snapshotID, heldBefore, sourcesHeld); err != nil {
+				return err
+			}
 		}
 		// Recorded when read, before the lock: another volctl's delete (or deregister) may have
 		// held the snapshot while this one waited, and forgotten it. It is then one volctl records
