@@ -745,6 +745,14 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 		return nil, fmt.Errorf("deregister volume %q: %w", id, err)
 	}
 	if force {
+		// A volume handed over to Nomad is refused before anything is released: its refusal is
+		// the record's alone, and before, --force released the live claims through the plugin
+		// (their allocs' mounts gone) and was refused after, deregistering nothing
+		// (TestForcedDeregisterOfAHandedOverVolumeReleasesNothing). The transaction below asks
+		// again, under the lock.
+		if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseHandedOver(tx, id) }); err != nil {
+			return fail(err)
+		}
 		res, err := e.Detach(ctx, id, false)
 		*released = append(*released, res.Released...)
 		if err != nil && !errors.Is(err, ErrNotFound) {
@@ -779,10 +787,11 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 		if force {
 			verb = forcedDeregister
 		}
-		if err := refuseClaimed(tx, v.ID, verb); err != nil {
+		// The handover first: a claim's refusal advises --force, which a handed-over volume refuses.
+		if err := refuseHandedOver(tx, v.ID); err != nil {
 			return err
 		}
-		if err := refuseHandedOver(tx, v.ID); err != nil {
+		if err := refuseClaimed(tx, v.ID, verb); err != nil {
 			return err
 		}
 		msg := fmt.Sprintf("volume %q deregistered", v.ID)
@@ -817,6 +826,20 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 			att := forgottenAttachment(v.PluginID, st, unsent)
 			msg += " with --force; " + att
 			forgot = strings.Join(slices.DeleteFunc([]string{forgot, att}, func(s string) bool { return s == "" }), "; ")
+		}
+		// A NodeExpandVolume owed (the plugin grew the volume; its file system grows at its next
+		// publish here) is forgotten with the record: registered again, no claim sends it, and
+		// the allocs get the file system at the old size. Before, nothing said so
+		// (TestDeregisterOfAVolumeOwedANodeExpansionSaysItIsForgotten). Refused as an owed
+		// unpublish is, with --force forgotten and said.
+		if v.NodeExpandMin > 0 {
+			if !force {
+				return refuseOwedNodeExpansion(v)
+			}
+			owed := fmt.Sprintf("a NodeExpandVolume to %s was owed (plugin %q grew the volume, and its file system on the node grows at its next publish here), which volctl forgets with it: "+
+				"the file system stays at its old size until it is grown by hand", spec.FormatSize(v.NodeExpandMin), v.PluginID)
+			msg += "; " + owed
+			forgot = strings.Join(slices.DeleteFunc([]string{forgot, owed}, func(s string) bool { return s == "" }), "; ")
 		}
 		// With no claims, any other staging row is what a release cut short in a way the
 		// state machine did not foresee left: forgetting the volume forgets it, as it leaves
@@ -873,6 +896,18 @@ func (e *Engine) sendOwedUnpublish(ctx context.Context, id string) (unsent, err 
 		return nil, unsent
 	}
 	return unsent, nil
+}
+
+// refuseOwedNodeExpansion is the conflict of deregistering volume v while a NodeExpandVolume is
+// owed (v.NodeExpandMin): a claim of it here sends it, and its release lets the deregister go.
+func refuseOwedNodeExpansion(v store.Volume) error {
+	return conflictf("volume %q is still owed a NodeExpandVolume to %s (plugin %q grew it, and its file system on the node grows at the volume's next publish here), which deregistering the volume would forget: "+
+		"registered again, its allocs would get the file system at the old size; claim it once to finish the expansion (`%s`, then `%s`), then deregister it; "+
+		"or `%s` forgets it, the file system left at its old size",
+		v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID,
+		shellquote.CommandFlags("volctl volume claim", []string{v.ID}, "--alloc", "expand"),
+		shellquote.CommandFlags("volctl volume release", []string{v.ID}, "--alloc", "expand"),
+		shellquote.CommandFlags("volctl volume deregister", []string{v.ID}, "--force", "--yes"))
 }
 
 // refuseOwedUnpublish is the conflict of deregistering volume v while a ControllerUnpublishVolume
