@@ -1534,9 +1534,19 @@ func (e *Engine) recordFailure(ctx context.Context, cl *store.Claim, rpc string,
 	// database while the lock file is removed and another volctl locks a new one, and this copy
 	// of the claim must not be written over the row that one drives. A claim admitted without
 	// the lock (noteUnlocked) holds none, and passes.
+	msg := fmt.Sprintf("claim left %s for reconcile: %s", cl.State, said)
 	err := e.store.Update(context.WithoutCancel(ctx), e.locks.holding(cl.VolumeID, func(tx *store.Tx) error {
-		if err := update(tx); err != nil || repeat {
+		if err := update(tx); err != nil {
 			return err
+		}
+		if repeat {
+			// A repeat is recorded once while the log still holds its event: the log keeps the
+			// newest events only, and once a busy host had pushed it out, a claim failing every
+			// pass showed no failure in `volctl events` at all, nor to `events --follow`
+			// (TestStuckClaimsFailureIsRecordedAgainOnceTheLogDroppedIt).
+			if logged, err := claimFailureLogged(tx, cl, rpc, msg); err != nil || logged {
+				return err
+			}
 		}
 		// The plugin it failed on, as the claim's admission and release events name it: a
 		// failure event without it was missing from `volctl events --plugin`
@@ -1547,7 +1557,7 @@ func (e *Engine) recordFailure(ctx context.Context, cl *store.Claim, rpc string,
 			return err
 		}
 		return tx.Events().Append(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
-			RPC: rpc, Code: cl.LastCode, Message: fmt.Sprintf("claim left %s for reconcile: %s", cl.State, said)})
+			RPC: rpc, Code: cl.LastCode, Message: msg})
 	}))
 	if errors.Is(err, errLockLost) {
 		e.log.Warn("the volume's lock was lost: the claim's failure is not recorded", "volume", cl.VolumeID, "alloc", cl.Alloc, "err", err)
@@ -1556,6 +1566,18 @@ func (e *Engine) recordFailure(ctx context.Context, cl *store.Claim, rpc string,
 	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, errMovedOn) {
 		e.log.Warn("recording a claim failure", "volume", cl.VolumeID, "alloc", cl.Alloc, "err", err)
 	}
+}
+
+// claimFailureLogged says whether one of the newest claim events of cl's alloc on its volume
+// (failureLookback) is the failure msg of rpc that recordFailure is about to append.
+func claimFailureLogged(tx *store.Tx, cl *store.Claim, rpc, msg string) (bool, error) {
+	recent, err := tx.Events().Recent(failureLookback, store.EventFilter{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc})
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(recent, func(r store.Event) bool {
+		return r.RPC == rpc && r.Code == cl.LastCode && sameFailure(r.Message, msg)
+	}), nil
 }
 
 // capability is the CSI capability a claim publishes with: its modes and, for a file system,
