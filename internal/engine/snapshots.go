@@ -895,16 +895,16 @@ func (c *createsChangedMeanwhile) Error() string        { return c.msg }
 func (c *createsChangedMeanwhile) Is(target error) bool { return target == ErrConflict }
 
 // holdPendingCreates takes the source volume's lock of every snapshot create pending through
-// pluginID or a socket mate (one storage), in ID order, for a delete of snapshot snapshotID,
-// which volctl records nothing of: such a create may have been answered with that very ID
-// and not recorded it yet (its answer is recorded under its volume's lock). Held across the
-// delete, no such create records the answer while the delete runs or after it, saying it made
-// a snapshot the delete deleted: before, a `snapshot delete --id` while a create was between
+// pluginID or a socket mate (one storage), in ID order, for a delete of a snapshot volctl
+// records nothing of: such a create may have been answered with that very ID and not recorded
+// it yet (its answer is recorded under its volume's lock). Held until the delete is recorded,
+// no such create records the answer after the delete ends, saying it made a snapshot the
+// delete deleted (one answered after the record finds it, finishSnapshot, and waits for the
+// snapshot's lock): before, a `snapshot delete --id` while a create was between
 // its answer and its record said "deleted", the create said "created", and volctl recorded a
 // snapshot the plugin no longer had, a backup that was not there
-// (TestSnapshotDeleteByIDWhileItsCreateRecordsLeavesNoRecordOfAGoneSnapshot). A create that
-// begins later sends its CreateSnapshot after the delete is recorded, and finds it
-// (finishSnapshot). held are the volume IDs whose locks it holds.
+// (TestSnapshotDeleteByIDWhileItsCreateRecordsLeavesNoRecordOfAGoneSnapshot). held are the
+// volume IDs whose locks it holds; release lets them go, once.
 func (e *Engine) holdPendingCreates(ctx context.Context, pluginID string) (held map[string]bool, release func(), err error) {
 	sources, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]string, error) {
 		creates, err := createsPendingThrough(tx, pluginID)
@@ -925,6 +925,7 @@ func (e *Engine) holdPendingCreates(ctx context.Context, pluginID string) (held 
 		for _, u := range slices.Backward(unlocks) {
 			u()
 		}
+		unlocks = nil
 	}
 	held = map[string]bool{}
 	for _, id := range sources {
@@ -1117,13 +1118,14 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	// deleted it (TestDeregisterDuringAnotherVolctlsSnapshotDeleteDoesNotSayItIsLeft); two
 	// deletes of one snapshot (the user's and reconcile's) take turns.
 	var sourcesHeld map[string]bool // unrecorded: the volumes of the creates pending through the plugin
+	letSourcesGo := func() {}
 	if !recorded && !finishing {
 		held, release, err := e.holdPendingCreates(ctx, pluginID)
 		if err != nil {
 			return fail(err)
 		}
 		defer release()
-		sourcesHeld = held
+		sourcesHeld, letSourcesGo = held, release
 	}
 	unlock, err := e.locks.snapshot(ctx, pluginID, snapshotID)
 	if err != nil {
@@ -1172,6 +1174,13 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		}
 		return fail(err)
 	}
+	// The delete recorded: a create answered with the snapshot from here on finds it, and waits
+	// for the snapshot's lock, held to the end, with its own volume's let go
+	// (snapshotLockAfterItsDelete). The pending creates' volumes are let go too: held, a
+	// DeleteSnapshot the plugin hung on held up every claim and release of them, volumes this
+	// snapshot may have nothing to do with
+	// (TestUnrecordedSnapshotDeleteHungOnThePluginDoesNotHoldAPendingCreatesVolume).
+	letSourcesGo()
 	if goneMeanwhile {
 		recorded = false // its secrets and source, as recorded, are still the snapshot's
 	}
