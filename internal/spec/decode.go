@@ -619,17 +619,23 @@ func (d *decoder) integer(attr *hcl.Attribute, lo, hi int, summary string) (int,
 		return 0, false
 	}
 	bf := nv.AsBigFloat()
+	// The number as written when it is a literal; rounded to ten digits, a fraction past them
+	// read as a whole number ("count must be a whole number, not 1.": TestGroupCountWithAFractionIsNamedAsWritten).
+	shown, lit := d.numberLiteral(attr.Expr)
+	if !lit {
+		shown = bf.Text('g', 10)
+	}
 	if !bf.IsInt() {
-		d.errorf(attr.Expr.Range(), "Invalid value", "%s must be a whole number, not %s.", attr.Name, bf.Text('g', 10))
+		d.errorf(attr.Expr.Range(), "Invalid value", "%s must be a whole number, not %s.", attr.Name, shown)
 		return 0, false
 	}
 	// A whole number still, past the range: say which bound, not that it is no whole number.
 	switch {
 	case bf.Cmp(big.NewFloat(float64(lo))) < 0:
-		d.errorf(attr.Expr.Range(), summary, "%s must be at least %d, not %s.", attr.Name, lo, bf.Text('g', 10))
+		d.errorf(attr.Expr.Range(), summary, "%s must be at least %d, not %s.", attr.Name, lo, shown)
 		return 0, false
 	case bf.Cmp(big.NewFloat(float64(hi))) > 0:
-		d.errorf(attr.Expr.Range(), summary, "%s must be at most %d, not %s.", attr.Name, hi, bf.Text('g', 10))
+		d.errorf(attr.Expr.Range(), summary, "%s must be at most %d, not %s.", attr.Name, hi, shown)
 		return 0, false
 	}
 	i, _ := bf.Int64()

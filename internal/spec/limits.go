@@ -215,7 +215,7 @@ func (d *decoder) checkSecrets(m *stringMap) {
 }
 
 // checkSecretsInNames warns of a secret value that is part of a name of the volume's (its ID,
-// name, plugin ID or external ID, in names' order): volctl scrubs every secret value of the
+// name, namespace, plugin ID or external ID, in names' order; scrubbedIn): volctl scrubs every secret value of the
 // state from all it prints, whatever holds it (a plugin may echo a secret into any field), so
 // that name prints with [REDACTED] in it everywhere: the volume's own ID in volume status, in
 // events and errors. The secrets are the secrets map's values and the mount flags' (each flag
@@ -229,7 +229,7 @@ func (d *decoder) checkSecretsInNames(m *stringMap, flags []string, flagsAt *hcl
 			return // not scrubbed from what volctl prints (checkSecrets warns)
 		}
 		for _, n := range names {
-			if n[1] != "" && strings.Contains(n[1], value) {
+			if n[1] != "" && scrubbedIn(n[1], value) {
 				d.warnf(at, "Secret in the volume's names", "The value of %s is part of the volume's %s. volctl masks every secret value "+
 					"wherever it prints one, as [REDACTED], since a plugin may echo a secret into anything it returns: the volume's %s will print masked too "+
 					"(in volume status, events and errors), and anything else that holds the value. Use a secret value that is no part of the volume's names.", what, n[0], n[0])
@@ -250,6 +250,21 @@ func (d *decoder) checkSecretsInNames(m *stringMap, flags []string, flagsAt *hcl
 			warn(string(PlaceholderWhat("", i)), v, *flagsAt)
 		}
 	}
+}
+
+// scrubbedIn reports whether secret value shows in name as volctl's scrubber finds it: as it
+// is, and, from MinFoldLen bytes on, in any case of its letters (csi.Scrubber masks the secret
+// "postgres" in "Postgres primary"; compared as it was, the name was read with no warning:
+// TestSecretInTheVolumesNamesInAnotherCaseIsWarnedOf).
+func scrubbedIn(name, value string) bool {
+	if strings.Contains(name, value) {
+		return true
+	}
+	if len(value) < MinFoldLen {
+		return false
+	}
+	return strings.Contains(strings.ToLower(name), strings.ToLower(value)) ||
+		strings.Contains(strings.ToUpper(name), strings.ToUpper(value))
 }
 
 // PlaceholderSummary is the summary of the error that refuses a placeholder (placeholder), and

@@ -254,7 +254,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 	if v.MountOptions != nil {
 		flags = v.MountOptions.MountFlags
 	}
-	d.checkSecretsInNames(m, flags, flagsAt, [][2]string{{"ID", v.ID}, {"name", v.Name}, {"plugin ID", v.PluginID}, {"external ID", v.ExternalID}})
+	d.checkSecretsInNames(m, flags, flagsAt, [][2]string{{"ID", v.ID}, {"name", v.Name}, {"namespace", v.Namespace}, {"plugin ID", v.PluginID}, {"external ID", v.ExternalID}})
 	if m := d.nomadMap(c, "parameters"); m != nil {
 		d.checkCSIMap(m)
 		v.Parameters = m.values()
