@@ -49,9 +49,18 @@ func newCLIHarness(t *testing.T) *cliHarness {
 // interceptor making it a hostile plugin).
 func newCLIHarnessServing(t *testing.T, opts ...csitest.ServeOption) *cliHarness {
 	t.Helper()
+	return newCLIHarnessConfig(t, nil, opts...)
+}
+
+// newCLIHarnessConfig is newCLIHarnessServing with the plugin's config changed by mutate first.
+func newCLIHarnessConfig(t *testing.T, mutate func(*csitest.MemConfig), opts ...csitest.ServeOption) *cliHarness {
+	t.Helper()
 	ctx := context.Background()
 	h := &cliHarness{ctx: ctx, state: filepath.Join(t.TempDir(), "state")}
 	cfg := csitest.DefaultMemConfig()
+	if mutate != nil {
+		mutate(&cfg)
+	}
 	if hostpathtest.CanMount() == nil {
 		h.mem = csitest.NewMountingMemPlugin(t, cfg)
 	} else {

@@ -772,9 +772,11 @@ func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.Volum
 		if o.NodeID != "" {
 			// Given: the volumes' topology must name it, or Nomad places them on no node the
 			// plugin job serves; exported as given, exit 0 and nothing said
-			// (TestExportNomadNodeIDOtherThanTheVolumesTopologyIsNotSilent).
+			// (TestExportNomadNodeIDOtherThanTheVolumesTopologyIsNotSilent). The topology its
+			// volume file requires: a registered volume's is its spec's, which was not looked at
+			// (TestExportNomadNodeIDOtherThanARegisteredVolumesTopologyIsNotSilent).
 			for _, v := range byPlugin[id] {
-				for _, t := range v.AccessibleTopology {
+				for _, t := range nomad.RequiredTopologies(v) {
 					if n := t.Segments[hostpath.TopologyKey]; n != "" && n != o.NodeID {
 						return nil, notes, usageError("plugin %q job: --node-id %q, but volume %q's topology names node %q, which its volume file requires: "+
 							"Nomad would place it on no node the plugin job serves; give --node-id %s, or leave that volume out of this export (or pass --no-plugin-job)",
@@ -786,7 +788,7 @@ func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.Volum
 		if o.NodeID == "" {
 			nodes := map[string]bool{}
 			for _, v := range byPlugin[id] {
-				for _, t := range v.AccessibleTopology {
+				for _, t := range nomad.RequiredTopologies(v) {
 					if n := t.Segments[hostpath.TopologyKey]; n != "" {
 						nodes[n] = true
 					}

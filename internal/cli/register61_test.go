@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
 )
 
 // specFile61 writes src to a file of its own and returns its path.
@@ -29,7 +30,8 @@ func specFile61(t *testing.T, name, src string) string {
 // empty)", advising a deregister, refused while the volume was claimed. Found by helper
 // review61.
 func TestRegisterAdvisedForAVolumeCreatedWithAPreferredTopology(t *testing.T) {
-	h := newCLIHarness(t)
+	// A plugin that takes topology: a create with a topology_request is refused one that does not.
+	h := newCLIHarnessConfig(t, func(c *csitest.MemConfig) { c.Plugin.VolumeAccessibilityConstraints = true })
 	const base = "id = \"db\"\nname = \"db\"\ntype = \"csi\"\nplugin_id = \"mem\"\n" +
 		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
 	const preferred = "topology_request {\n  preferred {\n    topology {\n      segments {\n        zone = \"z1\"\n      }\n    }\n  }\n}\n"

@@ -950,7 +950,9 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 // mountedSinceRestoreBegan refuses to send a restore's NodePublishVolume at a target that is a
 // mount point though the claim records no NodePublishVolume of it sent since its publish was
 // accepted (store.TargetAccepted, which nodePublish turns to TargetNotAccepted in the commit
-// before any is sent): the restore began because the target was found unmounted, so what is
+// before any is sent), or since an earlier restore's was undone (store.TargetUnsent, as
+// unpublishTarget leaves a target found holding nothing: TestRestoreUndoneOnceDoesNotTakeAMountMadeAtItsTargetSinceForTheVolume):
+// the restore began because the target was found unmounted, so what is
 // mounted there now was mounted since, by hand or by a program, not by the plugin for this
 // claim. Sent, a plugin that answers OK for a target mounted already (idempotence by "is it a
 // mount point?", as many do) had the restore take that file system for the volume, record it
@@ -960,7 +962,7 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 // (TargetUnrecorded) is not judged.
 func (e *Engine) mountedSinceRestoreBegan(v store.Volume, p *checkpoint) error {
 	cl := p.cl
-	if !cl.Degraded || cl.Target != store.TargetAccepted {
+	if !cl.Degraded || cl.Target != store.TargetAccepted && cl.Target != store.TargetUnsent {
 		return nil
 	}
 	left, err := e.mountsLeft(cl.TargetPath)

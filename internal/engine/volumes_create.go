@@ -151,6 +151,9 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume, outcome *Subm
 			if err := notStoredOtherwise(tx, store.VolumeIDs, sv.ID); err != nil {
 				return err
 			}
+			if err := takesTopology(c, sv); err != nil {
+				return err
+			}
 			v = store.VolumeFromSpec(sv)
 			v.ExternalID = ""
 			v.State = store.VolumeCreating
@@ -506,6 +509,30 @@ func checkCreateCapabilities(c *conn, sv spec.Volume) error {
 	return nil
 }
 
+// takesTopology refuses a new create of sv whose topology_request plugin c cannot take. The CSI
+// spec: accessibility_requirements "SHALL NOT be specified unless the SP has the
+// VOLUME_ACCESSIBILITY_CONSTRAINTS plugin capability". Before, it was sent all the same, and the
+// volume recorded accessible from the requested topology alone, which a node of such a plugin
+// never states: made, and no claim of it ever admitted, the advice to restart the plugin with
+// that topology one nobody could follow
+// (TestCreateWithATopologyThroughAPluginWithoutAccessibilityConstraints). Only a create not
+// recorded yet is refused so: a volume made already is unchanged by its spec again, whatever the
+// plugin lost since (TestCreateAgainOfAVolumeMadeWithATopologyAfterThePluginLostAccessibilityConstraints),
+// and an interrupted one's replay is finishCreate's.
+func takesTopology(c *conn, sv spec.Volume) error {
+	if !hasTopologyRequest(sv.TopologyRequest) || c.fp.Capabilities.Plugin.VolumeAccessibilityConstraints {
+		return nil
+	}
+	return invalidf("plugin %q has no VOLUME_ACCESSIBILITY_CONSTRAINTS plugin capability: it takes no topology, so volume %q's topology_request is not sent to it "+
+		"(the CSI spec forbids it), and a volume made so would be accessible from no topology its node states, never claimable: leave topology_request out of the spec",
+		c.plugin.ID, sv.ID)
+}
+
+// hasTopologyRequest reports whether tr asks for any topology.
+func hasTopologyRequest(tr *spec.TopologyRequest) bool {
+	return tr != nil && len(tr.Required)+len(tr.Preferred) > 0
+}
+
 // listedSnapshot is what the plugin lists of a restore's snapshot (restoreReady): the volume it
 // was taken of and its size_bytes, each "" or 0 when not said or not asked.
 type listedSnapshot struct {
@@ -704,6 +731,14 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		// restart): CreateVolume is not sent to a plugin that does not advertise it, and the
 		// way out names what works without it.
 		return fmt.Errorf("plugin %q no longer has the controller capability CREATE_DELETE_VOLUME, so CreateVolume is not sent to finish volume %q's interrupted create: "+
+			"start the plugin with that capability again, which lets `volctl reconcile` finish it; or `%s` forgets it "+
+			"(the plugin may hold a volume named %q, made by a CreateVolume whose answer was lost: delete it with the storage provider's tools)",
+			c.plugin.ID, v.ID, shellquote.Command("volctl volume deregister", v.ID), v.CSIName)
+	}
+	if hasTopologyRequest(v.TopologyRequest) && !c.fp.Capabilities.Plugin.VolumeAccessibilityConstraints {
+		// Recorded while the plugin took topology (takesTopology), lost since: the CSI spec
+		// forbids sending it, as above for the capability to create.
+		return fmt.Errorf("plugin %q no longer has the plugin capability VOLUME_ACCESSIBILITY_CONSTRAINTS, so CreateVolume with volume %q's topology_request is not sent to finish its interrupted create: "+
 			"start the plugin with that capability again, which lets `volctl reconcile` finish it; or `%s` forgets it "+
 			"(the plugin may hold a volume named %q, made by a CreateVolume whose answer was lost: delete it with the storage provider's tools)",
 			c.plugin.ID, v.ID, shellquote.Command("volctl volume deregister", v.ID), v.CSIName)

@@ -101,7 +101,8 @@ func TestRegisterNeedsARegisteredReachablePlugin(t *testing.T) {
 
 func TestCreateVolume(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil)
+	// It takes topology: a create with a topology_request is refused one that does not.
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Plugin.VolumeAccessibilityConstraints = true })
 	sv := volume("db")
 	sv.Namespace = "prod"
 	sv.TopologyRequest = &spec.TopologyRequest{Preferred: []spec.Topology{{Segments: map[string]string{"zone": "a"}}}}

@@ -30,11 +30,21 @@ func RegisterSpec(v engine.VolumeInfo) spec.Volume {
 	if out.CapacityMax > 0 && out.CapacityMax < out.CapacityMin {
 		out.CapacityMax = 0
 	}
-	switch {
-	case len(v.AccessibleTopology) > 0:
-		out.TopologyRequest = &spec.TopologyRequest{Required: slices.Clone(v.AccessibleTopology)}
-	case v.TopologyRequest != nil && len(v.TopologyRequest.Required) > 0:
-		out.TopologyRequest = &spec.TopologyRequest{Required: slices.Clone(v.TopologyRequest.Required)}
+	if req := RequiredTopologies(v); len(req) > 0 {
+		out.TopologyRequest = &spec.TopologyRequest{Required: req}
 	}
 	return out
+}
+
+// RequiredTopologies are the topologies volume v's Nomad spec requires (RegisterSpec): its
+// accessible topology, a created volume's, else its spec's topology_request.required, a
+// registered volume's; a copy.
+func RequiredTopologies(v engine.VolumeInfo) []spec.Topology {
+	switch {
+	case len(v.AccessibleTopology) > 0:
+		return slices.Clone(v.AccessibleTopology)
+	case v.TopologyRequest != nil:
+		return slices.Clone(v.TopologyRequest.Required)
+	}
+	return nil
 }

@@ -38,7 +38,7 @@ type MemConfig struct {
 	Node       csi.NodeCapabilities
 	NodeID     string
 	MaxVolumes int64          // per node; 0 is no limit
-	Topology   *spec.Topology // the node's accessible topology
+	Topology   *spec.Topology // the node's accessible topology (set: VOLUME_ACCESSIBILITY_CONSTRAINTS declared)
 	Ready      *bool          // what Probe says; nil leaves readiness out, which means ready
 	// AccessModes the plugin supports; nil supports all.
 	AccessModes []spec.AccessMode
@@ -241,6 +241,11 @@ type memTarget struct {
 
 // NewMemPlugin returns a plugin configured exactly as cfg says (start from DefaultMemConfig).
 func NewMemPlugin(cfg MemConfig) *MemPlugin {
+	if cfg.Topology != nil || cfg.CreateTopology != nil {
+		// It takes topology: a plugin does so with VOLUME_ACCESSIBILITY_CONSTRAINTS, without
+		// which volctl sends no topology_request (the CSI spec forbids it).
+		cfg.Plugin.VolumeAccessibilityConstraints = true
+	}
 	m := &MemPlugin{cfg: cfg, volumes: map[string]*memVolume{}, snapshots: map[string]*csi.Snapshot{}}
 	m.server = &memServer{m: m}
 	return m
