@@ -66,7 +66,7 @@ func TestAdvicePrintedRunsAsPrinted(t *testing.T) {
 				t.Fatalf("volume list 'a b' advises no command to show one: %s", errOut)
 			}
 			cmd, _, _ := strings.Cut(after, "\n")
-			return cmd, nil, errOut
+			return strings.Trim(cmd, "`"), nil, errOut
 		}},
 		{"release NOT_FOUND over a mount, plugin ID with a space", func(t *testing.T) (string, *engine.Engine, string) {
 			ctx := context.Background()

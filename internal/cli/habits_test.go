@@ -61,7 +61,7 @@ func TestListAliases(t *testing.T) {
 		}
 	}
 	_, err := execRoot(t, "volume", "list", "db")
-	if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "to show one: volctl volume status db") {
+	if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "to show one: `volctl volume status db`") {
 		t.Fatalf("volume list db: err = %v (exit %d)", err, ExitCode(err))
 	}
 }

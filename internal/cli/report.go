@@ -27,6 +27,9 @@ func (f *Factory) Report(err error) int {
 	if err == nil {
 		err = unprinted(f.IO.OutError())
 	}
+	// A refusal before any command ran (its arguments checked before PersistentPreRunE)
+	// advises with the state dir given too (TestArgumentRefusalsCommandCarriesTheStateDirGiven).
+	f.adviseStateDir()
 	if err != nil && !isSilent(err) && (!readerGone(err) || keptUnprinted(err)) {
 		fmt.Fprintf(f.IO.ErrOut, "Error: %s%s%s\n", escapeLines(err.Error()), outOfFilesAdvice(err), f.notFoundAdvice(err))
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/volctl/volctl/internal/buildinfo"
-	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/shellquote"
 )
 
@@ -148,18 +147,7 @@ whose --jq or -t fails on its result: 2 is for what is refused before anything i
 		if logsNothing(cmd) {
 			return nil
 		}
-		if f.stateDirFlag != "" {
-			// Advice carries the state dir given (stateDirAdvice); a state dir refused is
-			// said by the command that resolves it.
-			if dir, err := f.StateDir(); err == nil {
-				f.IO.ErrOut = withStateDirAdvice(f.IO.ErrOut, dir)
-				if a, ok := f.IO.ErrOut.(*stateDirAdvice); ok {
-					f.advise = a.Advise // for what is drawn elsewhere: the dashboard
-					a.adviseCrashes()
-					a.redactWith(func() *engine.Engine { return f.engine })
-				}
-			}
-		}
+		f.adviseStateDir()
 		return f.checkLogVariable()
 	}
 
@@ -312,7 +300,7 @@ func lastAsFlag(n int, flag string, others ...string) cobra.PositionalArgs {
 			what = "what to show"
 			also = " (or " + strings.Join(others, ", ") + ")"
 		}
-		return &flagError{err: fmt.Errorf("%s takes %s as a flag: %s%s\nSee '%s --help'.", c.CommandPath(), what,
+		return &flagError{err: fmt.Errorf("%s takes %s as a flag: `%s`%s\nSee '%s --help'.", c.CommandPath(), what,
 			shellquote.CommandFlags(c.CommandPath(), args[:n], shellquote.Flag(flag, args[n])), also, c.CommandPath())}
 	}
 }
@@ -330,7 +318,7 @@ func withListAliases(cmd *cobra.Command) *cobra.Command {
 		if name := c.CalledAs(); (name == "list" || name == "ls") && len(args) > 0 {
 			// The ID quoted as a shell reads it: "a b" was two arguments, refused
 			// (TestAdvicePrintedRunsAsPrinted).
-			return &flagError{err: fmt.Errorf("%s %s lists them all and takes no argument; to show one: %s\nSee '%s --help'.",
+			return &flagError{err: fmt.Errorf("%s %s lists them all and takes no argument; to show one: `%s`\nSee '%s --help'.",
 				c.Parent().CommandPath(), name, shellquote.Command(c.Parent().CommandPath()+" status", args[0]), c.CommandPath())}
 		}
 		if check == nil {
