@@ -535,6 +535,15 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool, probe
 				// Under the lock: nobody is working on the release, which was interrupted.
 				return conflictf("alloc %q's claim is being released (finish it with `volctl reconcile`)", req.Alloc)
 			}
+			if c.AttachmentMode == spec.BlockDevice {
+				// As a fresh claim is: before, a conflict "published with other mount options"
+				// advised releasing the claim held, whose device the release took from its
+				// alloc, and the claim again was refused all the same
+				// (TestClaimAgainOfABlockClaimWithMountOptionsIsNotAdvisedARelease).
+				if err := noBlockMountOptions(v, req); err != nil {
+					return err
+				}
+			}
 			held := req
 			if req.Group != "" && c.AttachmentMode == spec.FileSystem {
 				held.exactMount = v.MountOptions.Merge(req.MountOptions)
@@ -582,11 +591,10 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool, probe
 		}
 		mo := v.MountOptions.Merge(req.MountOptions)
 		if capab.AttachmentMode == spec.BlockDevice {
-			if len(req.MountOptions.Describe()) > 0 {
-				// Dropped without a word, the claim made again as asked was refused as one
-				// with other mount options (TestBlockClaimWithMountOptionsIsRefused).
-				return invalidf("volume %q is claimed as a block device (the attachment mode its capabilities give this claim), and mount options (%s) do not apply to one: "+
-					"claim it without --fs-type and --mount-flag", v.ID, strings.Join(req.MountOptions.Describe(), ", "))
+			// Dropped without a word, the claim made again as asked was refused as one with
+			// other mount options (TestBlockClaimWithMountOptionsIsRefused).
+			if err := noBlockMountOptions(v, req); err != nil {
+				return err
 			}
 			mo = &spec.MountOptions{}
 		}
@@ -685,6 +693,16 @@ func heldWayOut(c store.Claim, req ClaimRequest) string {
 		return fmt.Sprintf("`%s` releases it, then run the group again", freeCommand(c))
 	}
 	return fmt.Sprintf("`%s` releases it first", freeCommand(c))
+}
+
+// noBlockMountOptions refuses, as invalid, claim request req of volume v, claimed as a block
+// device, when it gives mount options, which do not apply to one.
+func noBlockMountOptions(v store.Volume, req ClaimRequest) error {
+	if len(req.MountOptions.Describe()) == 0 {
+		return nil
+	}
+	return invalidf("volume %q is claimed as a block device (the attachment mode its capabilities give this claim), and mount options (%s) do not apply to one: "+
+		"claim it without --fs-type and --mount-flag", v.ID, strings.Join(req.MountOptions.Describe(), ", "))
 }
 
 // heldConflict refuses claim request req (of mode) of an alloc that holds live claim c on the

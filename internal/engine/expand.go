@@ -813,7 +813,18 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, cont
 			v.ID, spec.FormatSize(v.NodeExpandMin), errors.Join(covered...))
 	}
 	if len(reqs) == 0 && staged && c.stages() && mounted[e.realPath(st.StagingPath)] {
-		reqs = append(reqs, e.nodeExpandRequest(c, v, nil, st.StagingPath, st))
+		// With the capability of a claim the staging serves (one staging, one capability):
+		// without it, a plugin works the access type out from the path, a directory, and took a
+		// block volume for a mounted file system, resizing one on the raw device
+		// (TestNodeExpandAtABlockVolumesStagingPathSaysItIsABlockVolume).
+		var of *store.Claim
+		for i := range claims {
+			if !claims[i].Releasing && claims[i].State != store.ClaimTaken {
+				of = &claims[i]
+				break
+			}
+		}
+		reqs = append(reqs, e.nodeExpandRequest(c, v, of, st.StagingPath, st))
 		whom = append(whom, "its staging")
 	}
 	if len(reqs) == 0 {
@@ -1310,8 +1321,8 @@ func (e *Engine) expandBeforeAttach(ctx context.Context, c *conn, v *store.Volum
 	}
 }
 
-// nodeExpandRequest is the NodeExpandVolume a volume is owed, at path (a claim's target, with
-// its capability, or the staging path). Its staging path is where st, the volume's staging row,
+// nodeExpandRequest is the NodeExpandVolume a volume is owed, at path (a claim's target, or the
+// staging path, with the capability of claim cl when given). Its staging path is where st, the volume's staging row,
 // records it staged, and none where it is not: a plugin that gained STAGE_UNSTAGE_VOLUME since
 // the volume was published without a staging has nothing staged, and a plugin that finds the
 // device through the staging mount fails on the path a staging would have had.

@@ -206,6 +206,15 @@ func (p *pathFD) isDir() (bool, error) {
 	return st.Mode&unix.S_IFMT == unix.S_IFDIR, nil
 }
 
+// fileType is the type bits (unix.S_IFMT) of the opened path's mode.
+func (p *pathFD) fileType() (uint32, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(p.fd, &st); err != nil {
+		return 0, &os.PathError{Op: "stat", Path: p.path, Err: err}
+	}
+	return st.Mode & unix.S_IFMT, nil
+}
+
 // hidden says what a mount on the opened path would hide from every path to it: "" when
 // nothing (an empty file, a directory holding nothing but empty directories, which volctl
 // itself may have made there: a nested volume_mount's destination walked before its outer one

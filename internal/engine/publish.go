@@ -1525,7 +1525,13 @@ func (e *Engine) checkTarget(ctx context.Context, v store.Volume, cl *store.Clai
 		if oerr != nil {
 			return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, oerr)
 		}
+		notBlock, nerr := notABlockVolume(t, cl)
+		if nerr != nil {
+			return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, nerr)
+		}
 		switch {
+		case notBlock != "":
+			what = notBlock
 		case !mp.Mounted && cl.AttachmentMode == spec.BlockDevice && isBlockDeviceNode(target):
 			// A device node made at the target (mknod, as some block plugins publish): its
 			// writes go to a device, not to the host's disk, but which device the mount table
@@ -1576,6 +1582,31 @@ func (e *Engine) checkTarget(ctx context.Context, v store.Volume, cl *store.Clai
 	}
 	return badAnswerf("%s: plugin %q answered OK for volume %q, but the target %s is %s: the plugin did not publish the volume there",
 		csi.RPCNodePublishVolume, c.plugin.ID, v.ID, cl.TargetPath, what)
+}
+
+// notABlockVolume says what block claim cl's opened target t shows when it cannot be the volume:
+// a character device, a pipe or a socket, bound or made there ("" otherwise, and for a
+// file-system claim). A block volume is published as its block device, or a file standing for
+// one; a plugin that bound /dev/zero, /dev/null or a controller's character node (/dev/nvme0 for
+// /dev/nvme0n1) had the claim recorded published, and the alloc's writes discarded
+// (TestBlockTargetBoundFromACharacterDeviceIsRefused).
+func notABlockVolume(t *pathFD, cl *store.Claim) (string, error) {
+	if cl.AttachmentMode != spec.BlockDevice {
+		return "", nil
+	}
+	ft, err := t.fileType()
+	if err != nil {
+		return "", err
+	}
+	switch ft {
+	case unix.S_IFCHR:
+		return "a character device, not a block device (a block volume is published as its block device, or a file standing for one: a character device such as /dev/zero, /dev/null or a controller's node discards or refuses what the alloc writes)", nil
+	case unix.S_IFIFO:
+		return "a pipe, not a block device (a block volume is published as its block device, or a file standing for one)", nil
+	case unix.S_IFSOCK:
+		return "a socket, not a block device (a block volume is published as its block device, or a file standing for one)", nil
+	}
+	return "", nil
 }
 
 // mountBelow names a mount strictly below target, a mount point just published ("" for none):
