@@ -701,6 +701,25 @@ func handoverRegion(vols []engine.VolumeInfo) (string, error) {
 }
 
 // exportPluginJobs writes the system job of each hostpath plugin the volumes use.
+// hostpathNodes are the nodes volume v's volume file allows its hostpath plugin job on: those
+// its required topologies name (nomad.RequiredTopologies; any one of them will do), nil for any
+// node (no topology, or one that names no node).
+func hostpathNodes(v engine.VolumeInfo) map[string]bool {
+	req := nomad.RequiredTopologies(v)
+	if len(req) == 0 {
+		return nil
+	}
+	nodes := map[string]bool{}
+	for _, t := range req {
+		n := t.Segments[hostpath.TopologyKey]
+		if n == "" {
+			return nil
+		}
+		nodes[n] = true
+	}
+	return nodes
+}
+
 func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.VolumeInfo, base nomad.PluginJobOptions) (files []exportFile, notes []string, err error) {
 	seen := map[string]bool{}
 	for _, v := range vols {
@@ -770,41 +789,51 @@ func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.Volum
 			}
 		}
 		if o.NodeID != "" {
-			// Given: the volumes' topology must name it, or Nomad places them on no node the
+			// Given: the volumes' topology must allow it, or Nomad places them on no node the
 			// plugin job serves; exported as given, exit 0 and nothing said
 			// (TestExportNomadNodeIDOtherThanTheVolumesTopologyIsNotSilent). The topology its
 			// volume file requires: a registered volume's is its spec's, which was not looked at
-			// (TestExportNomadNodeIDOtherThanARegisteredVolumesTopologyIsNotSilent).
+			// (TestExportNomadNodeIDOtherThanARegisteredVolumesTopologyIsNotSilent); any one of its
+			// topologies will do, as Nomad places a volume so (before, every one had to name the
+			// node: TestExportNomadNodeIDOfOneOfARegisteredVolumesTopologiesIsTaken).
 			for _, v := range byPlugin[id] {
-				for _, t := range nomad.RequiredTopologies(v) {
-					if n := t.Segments[hostpath.TopologyKey]; n != "" && n != o.NodeID {
-						return nil, notes, usageError("plugin %q job: --node-id %q, but volume %q's topology names node %q, which its volume file requires: "+
-							"Nomad would place it on no node the plugin job serves; give --node-id %s, or leave that volume out of this export (or pass --no-plugin-job)",
-							id, o.NodeID, v.ID, n, shellquote.Arg(n))
-					}
+				if allowed := hostpathNodes(v); allowed != nil && !allowed[o.NodeID] {
+					names := slices.Sorted(maps.Keys(allowed))
+					return nil, notes, usageError("plugin %q job: --node-id %q, but volume %q's topology names node %s, which its volume file requires: "+
+						"Nomad would place it on no node the plugin job serves; give --node-id %s, or leave that volume out of this export (or pass --no-plugin-job)",
+						id, o.NodeID, v.ID, quotedOr(names), shellquote.Arg(names[0]))
 				}
 			}
 		}
 		if o.NodeID == "" {
-			nodes := map[string]bool{}
+			// The node every volume's topology allows: the plugin's own where it is one of them.
+			var common map[string]bool // nil: any node so far
 			for _, v := range byPlugin[id] {
-				for _, t := range nomad.RequiredTopologies(v) {
-					if n := t.Segments[hostpath.TopologyKey]; n != "" {
-						nodes[n] = true
-					}
+				allowed := hostpathNodes(v)
+				if allowed == nil {
+					continue
 				}
+				if common == nil {
+					common = allowed
+					continue
+				}
+				maps.DeleteFunc(common, func(n string, _ bool) bool { return !allowed[n] })
 			}
-			switch len(nodes) {
-			case 0:
+			switch {
+			case common == nil:
 				if info != nil {
 					o.NodeID = info.NodeID
 				}
-			case 1:
-				for n := range nodes {
+			case info != nil && common[info.NodeID]:
+				o.NodeID = info.NodeID
+			case len(common) == 1:
+				for n := range common {
 					o.NodeID = n
 				}
+			case len(common) == 0:
+				return nil, notes, fmt.Errorf("plugin %q: its volumes' topologies allow no one node together; export them per node with --node-id", id)
 			default:
-				return nil, notes, fmt.Errorf("plugin %q: its volumes name %d nodes in their topology; export them per node with --node-id", id, len(nodes))
+				return nil, notes, usageError("plugin %q: its volumes' topologies allow nodes %s: give the node the plugin job serves with --node-id", id, quotedOr(slices.Sorted(maps.Keys(common))))
 			}
 			if err := spec.ValidateNodeID("--node-id", o.NodeID); err != nil {
 				return nil, notes, fmt.Errorf("plugin %q job: `volctl plugin serve hostpath` would refuse the node its volumes' topology names (or the plugin reports): %v; give the node's ID with --node-id, or pass --no-plugin-job", id, err)

@@ -1117,9 +1117,8 @@ func sizeAfterTakeBack(ios *iostreams.IOStreams, id string, sc engine.SizeCheck,
 			// A handover again refuses an owed node expansion (Nomad never sends one for a
 			// volume it did not expand): said now, with what finishes it, not at that handover.
 			line += fmt.Sprintf("; its file system is grown to it (NodeExpandVolume) at its next publish here, or by `volctl reconcile` while it is staged here, "+
-				"and a handover to Nomad again waits for that: `%s`, then `%s`, grows it (or hand it over with --force, its allocs getting the file system at its old size)",
-				shellquote.CommandFlags("volctl volume claim", []string{id}, "--alloc", "expand"),
-				shellquote.CommandFlags("volctl volume release", []string{id}, "--alloc", "expand"))
+				"and a handover to Nomad again waits for that: %s, grows it (or hand it over with --force, its allocs getting the file system at its old size)",
+				sc.PayWith)
 		}
 		return printDone(ios.Out, line+"\n", "volume %q recorded at %s", id, spec.FormatSize(sc.Listed))
 	}

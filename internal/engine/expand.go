@@ -1796,6 +1796,20 @@ func expandCommand(v store.Volume, size, limit int64) string {
 // is recorded at (a plugin that rounded its controller answer up left it above the size owed,
 // and expand refuses a size below it: TestOwedExpandAdviceAfterARoundedAnswer), which pays the
 // debt, with the node expansion's limit.
+// payOwedNodeStep is the claim and release that pay volume v's owed NodeExpandVolume ("`claim`,
+// then `release`"): a claim of it here publishes it, which sends it. A volume that takes no
+// writer is claimed --read-only: advised bare, the claim asked for a writer and was refused
+// ("no capability matching a writable capability"), the debt never paid
+// (TestNomadRegisterOwedNodeExpansionAdviceWorksForAReaderOnlyVolume).
+func payOwedNodeStep(v store.Volume) string {
+	claim := []string{"--alloc", "expand"}
+	if !slices.ContainsFunc(v.Capabilities, func(c spec.Capability) bool { return !c.AccessMode.ReaderOnly() }) && len(v.Capabilities) > 0 {
+		claim = append(claim, "--read-only")
+	}
+	return fmt.Sprintf("`%s`, then `%s`", shellquote.CommandFlags("volctl volume claim", []string{v.ID}, claim...),
+		shellquote.CommandFlags("volctl volume release", []string{v.ID}, "--alloc", "expand"))
+}
+
 func owedExpandCommand(v store.Volume) string {
 	return expandCommand(v, max(v.NodeExpandMin, currentSize(v)), v.NodeExpandMax)
 }

@@ -137,11 +137,17 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 			return conflictf("volume %q has %d live local claim(s): %s; release them first (volctl volume release / group stop), or pass --force to hand it over anyway",
 				v.ID, len(live), describeClaims(live))
 		}
-		if !force && !marked {
+		elsewhere := false // --force got it past another record of its storage
+		if !marked {
 			// Another record of the volume's storage held here, or handed over already: Nomad's
 			// claims of this one would ignore the other's (`TestHandOverOfOneStorageRecordedTwiceIsRefused`).
-			if err := refuseStorageInUseElsewhere(tx, v); err != nil {
+			switch err := refuseStorageInUseElsewhere(tx, v); {
+			case err != nil && !force:
 				return fmt.Errorf("%w; or pass --force to hand it over anyway", err)
+			case errors.Is(err, ErrConflict):
+				elsewhere = true
+			case err != nil:
+				return err
 			}
 		}
 		if marked {
@@ -171,10 +177,8 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		// sends: it expands a node's filesystem only while it expands a claimed volume. Marked
 		// already, the volume was not expanded since (expand refuses a marked volume).
 		if v.NodeExpandMin > 0 && !force && !marked {
-			return conflictf("volume %q is still owed a NodeExpandVolume to %s (plugin %q grew it, and its filesystem on the node grows at the volume's next publish here), which Nomad would never send: its allocs would get the filesystem at the old size; claim it once to finish the expansion (`%s`, then `%s`), then hand it over; or pass --force to hand it over anyway (the expansion then waits for the volume to be taken back)",
-				v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID,
-				shellquote.CommandFlags("volctl volume claim", []string{v.ID}, "--alloc", "expand"),
-				shellquote.CommandFlags("volctl volume release", []string{v.ID}, "--alloc", "expand"))
+			return conflictf("volume %q is still owed a NodeExpandVolume to %s (plugin %q grew it, and its filesystem on the node grows at the volume's next publish here), which Nomad would never send: its allocs would get the filesystem at the old size; claim it once to finish the expansion (%s), then hand it over; or pass --force to hand it over anyway (the expansion then waits for the volume to be taken back)",
+				v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, payOwedNodeStep(v))
 		}
 		// An expansion pending (ControllerExpandVolume sent, its answer not recorded) is one
 		// reconcile finishes here, not Nomad: handed over, the volume would be registered at
@@ -187,7 +191,12 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		// A registration about to be sent is unsettled until it ends (Registered); with none,
 		// the mark keeps what it said.
 		wasUnsettled = marked && prev.Unsettled
-		h = store.Handover{VolumeID: v.ID, Address: to.Address, Region: to.Region, Namespace: to.Namespace, Forced: len(live) > 0 || owed,
+		// Forced past any refusal --force is given for, and kept so by a registration again:
+		// before, one forced past an owed NodeExpandVolume, a pending expansion or another
+		// record of its storage was recorded not forced
+		// (TestNomadRegisterForcedPastAnOwedNodeExpansionIsRecordedForced).
+		forced := len(live) > 0 || owed || elsewhere || v.NodeExpandMin > 0 || v.ExpandMin > 0 || marked && prev.Forced
+		h = store.Handover{VolumeID: v.ID, Address: to.Address, Region: to.Region, Namespace: to.Namespace, Forced: forced,
 			Unsettled: wasUnsettled || register != nil}
 		if marked {
 			h.Index, h.Peers = prev.Index, prev.Peers

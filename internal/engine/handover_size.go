@@ -48,6 +48,8 @@ type SizeCheck struct {
 	// NodeOwed is the NodeExpandVolume owed since (0: none): the size, when the plugin's node
 	// service can expand and the record had a size the file system was grown to.
 	NodeOwed int64
+	// PayWith is the claim and release that pay NodeOwed (payOwedNodeStep), when it is owed.
+	PayWith string
 }
 
 // ErrSizeNotAnswered is matched by a take-back's size error (TakeBackResult.SizeErr) when the
@@ -130,6 +132,7 @@ func recordListedSize(tx *store.Tx, v store.Volume, out *SizeCheck) error {
 			v.ID, spec.FormatSize(out.Listed), v.PluginID, spec.FormatSize(currentSize(v)), spec.FormatSize(v.ExpandMin))
 	}
 	if out.NodeOwed > 0 {
+		out.PayWith = payOwedNodeStep(cur)
 		cur.NodeExpandMin, cur.NodeExpandMax = max(cur.NodeExpandMin, out.NodeOwed), 0
 		// The plugin lists the storage at that size: its controller has had it, and only the
 		// node's step is owed (sent alone, even by a plugin that expands only offline).

@@ -902,11 +902,9 @@ func (e *Engine) sendOwedUnpublish(ctx context.Context, id string) (unsent, err 
 // owed (v.NodeExpandMin): a claim of it here sends it, and its release lets the deregister go.
 func refuseOwedNodeExpansion(v store.Volume) error {
 	return conflictf("volume %q is still owed a NodeExpandVolume to %s (plugin %q grew it, and its file system on the node grows at the volume's next publish here), which deregistering the volume would forget: "+
-		"registered again, its allocs would get the file system at the old size; claim it once to finish the expansion (`%s`, then `%s`), then deregister it; "+
+		"registered again, its allocs would get the file system at the old size; claim it once to finish the expansion (%s), then deregister it; "+
 		"or `%s` forgets it, the file system left at its old size",
-		v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID,
-		shellquote.CommandFlags("volctl volume claim", []string{v.ID}, "--alloc", "expand"),
-		shellquote.CommandFlags("volctl volume release", []string{v.ID}, "--alloc", "expand"),
+		v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, payOwedNodeStep(v),
 		shellquote.CommandFlags("volctl volume deregister", []string{v.ID}, "--force", "--yes"))
 }
 
