@@ -280,14 +280,14 @@ func FlagTwice(args []string, name string) (first, other string, twice bool) {
 }
 
 // sameFlagValue reports whether two values of a flag of the kind given (ServeFlags) are one
-// value to serve's parsing: an int's as Go integer literals (intVar: 16 and 0x10 are one, 10
-// and 010 are not), a bool's as strconv reads one, a string's as text. Before, integers were
-// read in base 10 alone (TestServeFlagTwiceReadsMaxVolumesAsServeDoes).
+// value to serve's parsing: an int's in decimal digits, as intVar reads them (10 and 010 are
+// one; 0x10 is no value serve takes), a bool's as strconv reads one, a string's as text
+// (TestServeFlagTwiceReadsMaxVolumesAsServeDoes).
 func sameFlagValue(kind, a, b string) bool {
 	switch kind {
 	case "int", "int64":
-		x, xerr := strconv.ParseInt(a, 0, 64)
-		y, yerr := strconv.ParseInt(b, 0, 64)
+		x, xerr := strconv.ParseInt(a, 10, 64)
+		y, yerr := strconv.ParseInt(b, 10, 64)
 		return xerr == nil && yerr == nil && x == y || a == b
 	case "bool":
 		x, xerr := strconv.ParseBool(a)

@@ -54,13 +54,13 @@ func TestExecGivingAServeFlagTwiceIsWarnedOf(t *testing.T) {
 	}
 }
 
-// `volctl plugin serve hostpath` reads --max-volumes as Go reads an integer literal
-// (intVar: strconv.ParseInt base 0), so "0x10" is 16, "010" is 8 and "1_000" is 1000:
-// `--max-volumes 16 --max-volumes 0x10` is served (one value), and `--max-volumes 10
-// --max-volumes 010` is refused ("--max-volumes was given before as "10": give it once",
-// exit 2). The "Flag given twice" warning must follow serve: none for the first, one for the
-// second. Before (earlier in round 61), sameFlagValue read integers in base 10 alone. Found by
-// helper review61.
+// `volctl plugin serve hostpath` reads --max-volumes in decimal digits (intVar, since round 77;
+// before, as Go reads an integer literal, base 0, so "0x10" was 16 and "010" 8): `--max-volumes
+// 10 --max-volumes 010` is served (one value), and `--max-volumes 16 --max-volumes 0x10` is
+// refused (0x10 is no value serve takes), as are 8 and 010, and 1000 and 1_000. The "Flag given
+// twice" warning must follow serve: none for the first, one for the others. Before (earlier in
+// round 61), sameFlagValue read integers in base 10 alone while serve read them as Go literals;
+// they read them alike again. Found by helper review61.
 func TestServeFlagTwiceReadsMaxVolumesAsServeDoes(t *testing.T) {
 	serve := func(more ...string) []string {
 		return append([]string{"plugin", "serve", "hostpath", "--node-id", "n1", "--root", "/srv/hp"}, more...)
@@ -70,10 +70,10 @@ func TestServeFlagTwiceReadsMaxVolumesAsServeDoes(t *testing.T) {
 		args   []string
 		served bool // serve takes these arguments
 	}{
-		{"16 and 0x10, one value to serve", serve("--max-volumes", "16", "--max-volumes", "0x10"), true},
-		{"8 and 010, one value to serve", serve("--max-volumes", "8", "--max-volumes", "010"), true},
-		{"1000 and 1_000, one value to serve", serve("--max-volumes", "1000", "--max-volumes=1_000"), true},
-		{"10 and 010, two values to serve", serve("--max-volumes", "10", "--max-volumes", "010"), false},
+		{"16 and 0x10, 0x10 refused by serve", serve("--max-volumes", "16", "--max-volumes", "0x10"), false},
+		{"8 and 010, two values to serve", serve("--max-volumes", "8", "--max-volumes", "010"), false},
+		{"1000 and 1_000, 1_000 refused by serve", serve("--max-volumes", "1000", "--max-volumes=1_000"), false},
+		{"10 and 010, one value to serve", serve("--max-volumes", "10", "--max-volumes", "010"), true},
 	} {
 		_, diags := NewParser().ParsePlugins("p.hcl", execPluginSpec(tc.args...))
 		var twice []string
@@ -84,9 +84,9 @@ func TestServeFlagTwiceReadsMaxVolumesAsServeDoes(t *testing.T) {
 		}
 		switch {
 		case tc.served && len(twice) != 0:
-			t.Errorf("%s: warned %q, but serve takes these arguments (it reads 0x10, 010, 1_000 as Go integer literals)", tc.name, strings.Join(twice, "; "))
+			t.Errorf("%s: warned %q, but serve takes these arguments (it reads 010 as 10, in decimal digits)", tc.name, strings.Join(twice, "; "))
 		case !tc.served && len(twice) != 1:
-			t.Errorf("%s: no \"Flag given twice\" (diags %v), but serve refuses them: 010 is 8 to it, and the plugin exits at every start", tc.name, diags)
+			t.Errorf("%s: no \"Flag given twice\" (diags %v), but serve refuses them, and the plugin exits at every start", tc.name, diags)
 		}
 		_, _, got := FlagTwice(tc.args, "--max-volumes")
 		if got == tc.served {
