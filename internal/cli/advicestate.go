@@ -30,7 +30,7 @@ var advisedVolctl = []byte("`volctl ")
 // which scripts read as data, is not rewritten, nor are logs (logHandler).
 type stateDirAdvice struct {
 	w   io.Writer
-	abs string // the state dir, absolute
+	abs string // the state dir, absolute (as given, when refused: adviseStateDir)
 
 	mu sync.Mutex
 	// engine, once set, is the state's engine (redactWith), whose secrets the state dir is
@@ -54,7 +54,9 @@ func withStateDirAdvice(w io.Writer, dir string) io.Writer {
 
 // adviseStateDir writes f's stderr through stateDirAdvice when --state-dir was given, once: from
 // PersistentPreRunE, and from Report for a refusal cobra made before it (an argument check). A
-// state dir refused is said by the command that resolves it.
+// state dir refused (said by the command that resolves it, where one does) is inserted as given:
+// left out, the advice of a refusal no command resolved it for acted, pasted, on the default state
+// dir (`--state-dir=~/state`); given, it meets the same refusal.
 func (f *Factory) adviseStateDir() {
 	if f.stateDirFlag == "" {
 		return
@@ -62,11 +64,11 @@ func (f *Factory) adviseStateDir() {
 	if _, done := f.IO.ErrOut.(*stateDirAdvice); done {
 		return
 	}
-	dir, err := f.StateDir()
-	if err != nil {
-		return
+	if dir, err := f.StateDir(); err != nil {
+		f.IO.ErrOut = &stateDirAdvice{w: f.IO.ErrOut, abs: f.stateDirFlag}
+	} else {
+		f.IO.ErrOut = withStateDirAdvice(f.IO.ErrOut, dir)
 	}
-	f.IO.ErrOut = withStateDirAdvice(f.IO.ErrOut, dir)
 	if a, ok := f.IO.ErrOut.(*stateDirAdvice); ok {
 		f.advise = a.Advise // for what is drawn elsewhere: the dashboard
 		a.adviseCrashes()

@@ -130,3 +130,24 @@ func TestIntFlagWithALeadingZeroIsNotReadAsOctal(t *testing.T) {
 		}
 	}
 }
+
+// TestArgumentRefusalsCommandCarriesARefusedStateDirAsGiven: a refusal before any command ran
+// (its arguments) with a --state-dir volctl refuses (`~/state`, which no shell expanded): the
+// offered command was written bare, since the state dir could not be resolved, and nothing else
+// said the state dir was refused; pasted, it released alloc a1's claim of the default state
+// dir's volume "db". It carries the state dir as given, so that pasted it meets the same
+// refusal. Found by helper review77 (own2).
+func TestArgumentRefusalsCommandCarriesARefusedStateDirAsGiven(t *testing.T) {
+	ios, _, _, errOut := iostreams.Test()
+	f := NewFactory(ios)
+	root := NewRootCmd(f)
+	root.SetArgs([]string{"--state-dir=~/state", "volume", "release", "db", "a1"})
+	code := f.Report(root.Execute())
+	_ = f.Close()
+	if code != ExitUsage {
+		t.Fatalf("exit %d, want %d (a usage error)\n%s", code, ExitUsage, errOut)
+	}
+	if want := "`volctl --state-dir '~/state' volume release db --alloc a1`"; !strings.Contains(errOut.String(), want) {
+		t.Errorf("the refusal offers a command without the state dir given; want %s:\n%s", want, errOut)
+	}
+}

@@ -813,19 +813,15 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, cont
 			v.ID, spec.FormatSize(v.NodeExpandMin), errors.Join(covered...))
 	}
 	if len(reqs) == 0 && staged && c.stages() && mounted[e.realPath(st.StagingPath)] {
-		// With the capability of a claim the staging serves (one staging, one capability):
-		// without it, a plugin works the access type out from the path, a directory, and took a
-		// block volume for a mounted file system, resizing one on the raw device
-		// (TestNodeExpandAtABlockVolumesStagingPathSaysItIsABlockVolume).
-		var of *store.Claim
-		for i := range claims {
-			if !claims[i].Releasing && claims[i].State != store.ClaimTaken {
-				of = &claims[i]
-				break
-			}
+		// With the capability of a claim the staging serves (one staging, one capability), one
+		// being released too: without it, a plugin works the access type out from the path, a
+		// directory, and took a block volume for a mounted file system, resizing one on the raw
+		// device (TestNodeExpandAtABlockVolumesStagingPathSaysItIsABlockVolume,
+		// TestNodeExpandAtABlockVolumesStagingPathWhileItsClaimIsReleasedSaysItIsABlockVolume).
+		if of := stagingCapabilityOf(v, claims); of != nil {
+			reqs = append(reqs, e.nodeExpandRequest(c, v, of, st.StagingPath, st))
+			whom = append(whom, "its staging")
 		}
-		reqs = append(reqs, e.nodeExpandRequest(c, v, of, st.StagingPath, st))
-		whom = append(whom, "its staging")
 	}
 	if len(reqs) == 0 {
 		return false, nil // sent at the volume's next publish
@@ -1319,6 +1315,26 @@ func (e *Engine) expandBeforeAttach(ctx context.Context, c *conn, v *store.Volum
 	if err = errors.Join(over, err); err != nil {
 		e.log.Warn("owed expansion's controller step before the attach", "volume", v.ID, "err", err)
 	}
+}
+
+// stagingCapabilityOf is a claim whose capability volume v's staging was made with: one of
+// claims past admission (being released or not), else, with none, one standing for the volume's
+// capabilities when they all have one attachment mode; nil when they do not (a NodeExpandVolume
+// at the staging is then not sent: the debt stays for the next publish).
+func stagingCapabilityOf(v store.Volume, claims []store.Claim) *store.Claim {
+	for i := range claims {
+		if claims[i].State != store.ClaimTaken {
+			return &claims[i]
+		}
+	}
+	if len(v.Capabilities) == 0 || slices.ContainsFunc(v.Capabilities, func(c spec.Capability) bool { return c.AttachmentMode != v.Capabilities[0].AttachmentMode }) {
+		return nil
+	}
+	cl := &store.Claim{AccessMode: v.Capabilities[0].AccessMode, AttachmentMode: v.Capabilities[0].AttachmentMode}
+	if mo := v.MountOptions; mo != nil && cl.AttachmentMode == spec.FileSystem {
+		cl.FSType, cl.MountFlags = mo.FSType, mo.MountFlags
+	}
+	return cl
 }
 
 // nodeExpandRequest is the NodeExpandVolume a volume is owed, at path (a claim's target, or the
