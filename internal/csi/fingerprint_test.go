@@ -21,6 +21,7 @@ func TestFingerprintMonolith(t *testing.T) {
 	cfg := csitest.DefaultMemConfig()
 	cfg.MaxVolumes = 16
 	cfg.Topology = &spec.Topology{Segments: map[string]string{"rack": "r1"}}
+	cfg.Plugin.VolumeAccessibilityConstraints = true // as a node with a topology declares it (csitest.NewMemPlugin)
 	cfg.Manifest = map[string]string{"commit": "abc"}
 	h := newHarness(t, cfg)
 	fp, err := h.client.Fingerprint(context.Background())
