@@ -73,7 +73,8 @@ func wordByte(c byte) bool {
 // as it is; quoted by Go, by protobuf's text form or by JSON (quotes, backslashes and control
 // characters escaped), by protobuf's text form in C++ and Python (apostrophes escaped too,
 // control and non-ASCII bytes as octal: cEscape) or by Python's repr of it encoded
-// (pyBytesRepr); percent-encoded, as in a URL the plugin built (any of its parts, digits
+// (pyBytesRepr); quoted for a shell where it holds an apostrophe (as volctl's advice quotes
+// it: shellquote.Arg); percent-encoded, as in a URL the plugin built (any of its parts, digits
 // of either case, '+' for a space); hex (either case); base64 in the standard and URL alphabets,
 // padded or not, on its own or inside a longer base64 text (appendEncodedForms); any of those
 // broken into lines, as MIME, PEM and base64 tools write base64, or a quoted dump of that
@@ -122,6 +123,14 @@ func newScrubber(sensitive []string) *scrubber {
 		}
 		if caret, ok := caretNotation(s); ok {
 			sc.forms = append(sc.forms, caret)
+		}
+		if strings.IndexByte(s, '\'') >= 0 {
+			// Quoted for a shell, as every command volctl advises is (shellquote.Arg): each
+			// quote closes the quoting, is written escaped and opens it again, and no stretch of
+			// it was the value (an echoed secret shown in a `--node-id` advised:
+			// TestExportNomadNodeIDRefusalShowsNoSecretEchoedIntoTheTopology); the other common
+			// spelling too.
+			sc.forms = append(sc.forms, strings.ReplaceAll(s, "'", `'\''`), strings.ReplaceAll(s, "'", `'"'"'`))
 		}
 		// A value of spec.MinFoldLen bytes or more is found in any case of its ASCII letters as
 		// it is and as quoted (folds), and encoded as its upper- and lower-cased forms are: a
