@@ -900,7 +900,7 @@ func (e *Engine) markUnbound(info *GroupInfo) {
 			}
 			for k := range c.Binds {
 				b := &c.Binds[k]
-				if w := e.bindShows(info.Name, c.TargetPath, b.Destination); w != "" {
+				if w := e.bindShows(info.Name, c.TargetPath, *b); w != "" {
 					b.Unbound, marked = true, true
 					why = append(why, fmt.Sprintf("volume_mount %s %s", b.Destination, w))
 				}
@@ -923,7 +923,8 @@ func (e *Engine) markUnbound(info *GroupInfo) {
 // mounted again, and says first where a bind it made moved with a directory above it
 // (TestGroupStatusAdviceForADestinationGoneIsFollowed); a run does not move a held claim's
 // volume_mount, a stop first does (TestGroupStatusAdviceForASymlinkedDestinationIsFollowed).
-func (e *Engine) bindShows(group, target, dest string) string {
+func (e *Engine) bindShows(group, target string, b Bind) string {
+	dest := b.Destination
 	src, err := openNoFollow(e.cfg.StateDir, e.realPath(target), createNothing)
 	if err != nil {
 		return ""
@@ -958,6 +959,13 @@ func (e *Engine) bindShows(group, target, dest string) string {
 	}
 	if same, err := d.sameFile(src); err != nil || !same {
 		return "has something else mounted, not the volume (mounted over it, or in its place): unmount that, then `volctl reconcile` binds the volume there again"
+	}
+	// The volume, but not as the volume_mount asks: a read_only bind remounted writable lets the
+	// alloc write what its spec gives it to read, which a run again finds and mends
+	// (bindModeDiffers); before, status said nothing of it
+	// (TestGroupStatusDoesNotCallAReadOnlyVolumeMountRemountedWritableBound).
+	if differs := bindModeDiffers(src, d, spec.VolumeMount{Destination: dest, ReadOnly: b.ReadOnly}); differs != "" {
+		return "is bound " + differs + " (remounted since it was bound): `volctl reconcile` binds it as the volume_mount asks again"
 	}
 	return ""
 }

@@ -135,10 +135,19 @@ func (e *Engine) coversForView(cs []ClaimInfo) []viewLook {
 		got[i] = make(chan viewLook, 1)
 		ch := got[i]
 		crash.Go(func() {
-			err := e.targetCovered(store.Claim{VolumeID: c.VolumeKey(), Alloc: c.AllocKey(), TargetPath: c.TargetPath, TargetMount: c.targetMount})
+			cl := store.Claim{VolumeID: c.VolumeKey(), Alloc: c.AllocKey(), TargetPath: c.TargetPath, TargetMount: c.targetMount}
+			err := e.targetCovered(cl)
 			if ct := (*coveredTarget)(nil); errors.As(err, &ct) {
 				ch <- viewLook{covered: err.Error()}
 				return
+			}
+			if err == nil {
+				var lost string
+				lost, err = e.targetLost(cl)
+				if lost != "" {
+					ch <- viewLook{covered: lost}
+					return
+				}
 			}
 			ch <- viewLook{err: err}
 		})
@@ -173,6 +182,31 @@ func (e *Engine) coversForView(cs []ClaimInfo) []viewLook {
 	return out
 }
 
+// targetLost says, for a view, of published claim cl whose publish recorded a mount of its own
+// at its target (cl.TargetMount), that nothing is mounted there now (unmounted since, by hand,
+// or a reboot before reconcile): its alloc sees the host's disk, not the volume. Before, a view
+// said it published, at rest, and group status counted its alloc ready
+// (TestGroupStatusDoesNotCallReadyAnAllocWhoseTargetLostItsMount). The table's word, as
+// targetCovered reads it first; "" where the table cannot say (a MountTable without mountRoots).
+func (e *Engine) targetLost(cl store.Claim) (string, error) {
+	m := cl.TargetMount
+	mr, ok := e.cfg.Mounts.(mountRoots)
+	if m == nil || m.Root == "" || !ok {
+		return "", nil
+	}
+	real := e.realPath(cl.TargetPath)
+	roots, err := mr.MountRoots(real)
+	if err != nil {
+		return "", fmt.Errorf("claim %q for alloc %q: reading what its target %s shows: %w", cl.VolumeID, cl.Alloc, cl.TargetPath, err)
+	}
+	if roots[real].root != "" {
+		return "", nil
+	}
+	return fmt.Sprintf("claim %q for alloc %q: its target %s has nothing mounted, where NodePublishVolume mounted the volume (unmounted since, or a reboot): "+
+		"its alloc sees the host's disk there, not the volume, and what it writes is not on the volume; `volctl reconcile` mounts the volume there again",
+		cl.VolumeID, cl.Alloc, cl.TargetPath), nil
+}
+
 // markCovered sets Covered of each claim of cs that coverForView says is covered, asking the mount
 // table for all their targets at once: one read for a view of many claims (the dashboard's, a
 // volume's detail), where a look per claim reads it once each. Only a target whose topmost
@@ -199,7 +233,8 @@ func (e *Engine) markCovered(cs []ClaimInfo) {
 		kept := idx[:0]
 		for k, i := range idx {
 			m := cs[i].targetMount
-			if top := roots[paths[k]]; top.root != "" && top != (mountRoot{dev: m.Dev, root: m.Root}) {
+			// Another mount on top, or none (lost: targetLost).
+			if top := roots[paths[k]]; top != (mountRoot{dev: m.Dev, root: m.Root}) {
 				kept = append(kept, i)
 			}
 		}
