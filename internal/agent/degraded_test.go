@@ -22,11 +22,23 @@ import (
 // NodePublishVolume and removes it at NodeUnpublishVolume), and every staging directory the
 // plugin has a volume staged at (volctl keeps the directory while its volume is registered, so
 // its existence says nothing), until set(true) takes them all away (a reboot) and set(false)
-// brings back what there is then.
+// brings back what there is then: the stagings, and the targets once a NodePublishVolume was
+// sent since the reboot (a reboot leaves the target directories, unmounted; since round 77 a
+// restore refuses to publish over a target something was mounted at since it found it
+// unmounted, which the targets' coming back by themselves was).
 type lostMounts struct {
 	mu   sync.Mutex
 	lost bool
-	f    *fixture // its plugin, once claimOnMem made it
+	// rebooted: set(true) was called, when the plugin had had rebootPublishes NodePublishVolumes.
+	rebooted        bool
+	rebootPublishes int
+	f               *fixture // its plugin, once claimOnMem made it
+}
+
+// targetsBack says whether the targets that exist count as mounted: not lost, and published
+// again since the last reboot, if any. The caller holds m.mu.
+func (m *lostMounts) targetsBack() bool {
+	return !m.lost && (!m.rebooted || m.f.mem.CallCount(csi.RPCNodePublishVolume) > m.rebootPublishes)
 }
 
 func (m *lostMounts) MountsUnder(dir string) (map[string]bool, error) {
@@ -41,7 +53,9 @@ func (m *lostMounts) MountsUnder(dir string) (map[string]bool, error) {
 		return nil, err
 	}
 	for _, p := range matches {
-		out[p] = true
+		if m.targetsBack() {
+			out[p] = true
+		}
 	}
 	if mem := m.f.mem; mem != nil {
 		for _, v := range mem.Volumes() {
@@ -60,12 +74,18 @@ func (m *lostMounts) Mounted(root, path string) (engine.MountPoint, error) {
 	if _, err := os.Lstat(path); err != nil {
 		return engine.MountPoint{}, err
 	}
-	return engine.MountPoint{Mounted: true, ReadOnly: strings.HasPrefix(filepath.Base(path), "ro-")}, nil
+	m.mu.Lock()
+	back := !m.rebooted || m.f.mem.CallCount(csi.RPCNodePublishVolume) > m.rebootPublishes
+	m.mu.Unlock()
+	return engine.MountPoint{Mounted: back, ReadOnly: strings.HasPrefix(filepath.Base(path), "ro-")}, nil
 }
 
 func (m *lostMounts) set(lost bool) {
 	m.mu.Lock()
 	m.lost = lost
+	if lost {
+		m.rebooted, m.rebootPublishes = true, m.f.mem.CallCount(csi.RPCNodePublishVolume)
+	}
 	m.mu.Unlock()
 }
 

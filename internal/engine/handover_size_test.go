@@ -61,7 +61,8 @@ func TestTakeBackRecordsTheSizeThePluginLists(t *testing.T) {
 			if r.SizeErr != nil {
 				t.Fatal(r.SizeErr)
 			}
-			if want := (SizeCheck{Asked: tc.asked, Recorded: mib, Listed: 4 * mib, Grown: true, NodeOwed: 4 * mib}); r.Size != want {
+			if want := (SizeCheck{Asked: tc.asked, Recorded: mib, Listed: 4 * mib, Grown: true, NodeOwed: 4 * mib,
+				PayWith: "`volctl volume claim v --alloc expand`, then `volctl volume release v --alloc expand`"}); r.Size != want {
 				t.Errorf("size check = %+v, want %+v", r.Size, want)
 			}
 			if v := h.volumeInfo("v"); v.CapacityBytes != 4*mib || v.NodeExpansionOwed != 4*mib {

@@ -73,7 +73,11 @@ func (c *coveredTarget) Error() string {
 // recorded (a claim published by an older volctl, a target with no mount of its own) is not
 // compared. A claim again of a held claim is refused so too, as a conflict
 // (TestClaimAgainOfAHeldClaimWhoseTargetIsCoveredIsAConflict).
-func (e *Engine) targetCovered(cl store.Claim) error {
+func (e *Engine) targetCovered(cl store.Claim) error { return e.targetCoveredOrLost(cl, nil) }
+
+// targetCoveredOrLost is targetCovered, setting *lost, when given, where the table has nothing
+// mounted at the target (a view says that: lostTarget).
+func (e *Engine) targetCoveredOrLost(cl store.Claim, lost *bool) error {
 	m := cl.TargetMount
 	if m == nil || m.Root == "" {
 		return nil
@@ -90,6 +94,9 @@ func (e *Engine) targetCovered(cl store.Claim) error {
 			return fmt.Errorf("claim %q for alloc %q: reading what its target %s shows: %w", cl.VolumeID, cl.Alloc, cl.TargetPath, err)
 		}
 		if top := roots[real]; top.root == "" || top == was.mountRoot {
+			if lost != nil {
+				*lost = top.root == ""
+			}
 			return nil
 		}
 	}
@@ -136,18 +143,15 @@ func (e *Engine) coversForView(cs []ClaimInfo) []viewLook {
 		ch := got[i]
 		crash.Go(func() {
 			cl := store.Claim{VolumeID: c.VolumeKey(), Alloc: c.AllocKey(), TargetPath: c.TargetPath, TargetMount: c.targetMount}
-			err := e.targetCovered(cl)
+			var lost bool
+			err := e.targetCoveredOrLost(cl, &lost)
 			if ct := (*coveredTarget)(nil); errors.As(err, &ct) {
 				ch <- viewLook{covered: err.Error()}
 				return
 			}
-			if err == nil {
-				var lost string
-				lost, err = e.targetLost(cl)
-				if lost != "" {
-					ch <- viewLook{covered: lost}
-					return
-				}
+			if err == nil && lost {
+				ch <- viewLook{covered: lostTarget(cl)}
+				return
 			}
 			ch <- viewLook{err: err}
 		})
@@ -182,29 +186,15 @@ func (e *Engine) coversForView(cs []ClaimInfo) []viewLook {
 	return out
 }
 
-// targetLost says, for a view, of published claim cl whose publish recorded a mount of its own
-// at its target (cl.TargetMount), that nothing is mounted there now (unmounted since, by hand,
-// or a reboot before reconcile): its alloc sees the host's disk, not the volume. Before, a view
-// said it published, at rest, and group status counted its alloc ready
-// (TestGroupStatusDoesNotCallReadyAnAllocWhoseTargetLostItsMount). The table's word, as
-// targetCovered reads it first; "" where the table cannot say (a MountTable without mountRoots).
-func (e *Engine) targetLost(cl store.Claim) (string, error) {
-	m := cl.TargetMount
-	mr, ok := e.cfg.Mounts.(mountRoots)
-	if m == nil || m.Root == "" || !ok {
-		return "", nil
-	}
-	real := e.realPath(cl.TargetPath)
-	roots, err := mr.MountRoots(real)
-	if err != nil {
-		return "", fmt.Errorf("claim %q for alloc %q: reading what its target %s shows: %w", cl.VolumeID, cl.Alloc, cl.TargetPath, err)
-	}
-	if roots[real].root != "" {
-		return "", nil
-	}
+// lostTarget says, for a view, of published claim cl whose publish recorded a mount of its own
+// at its target (cl.TargetMount), that the table has nothing mounted there now (unmounted since,
+// by hand, or a reboot before reconcile: targetCoveredOrLost): its alloc sees the host's disk,
+// not the volume. Before, a view said it published, at rest, and group status counted its alloc
+// ready (TestGroupStatusDoesNotCallReadyAnAllocWhoseTargetLostItsMount).
+func lostTarget(cl store.Claim) string {
 	return fmt.Sprintf("claim %q for alloc %q: its target %s has nothing mounted, where NodePublishVolume mounted the volume (unmounted since, or a reboot): "+
 		"its alloc sees the host's disk there, not the volume, and what it writes is not on the volume; `volctl reconcile` mounts the volume there again",
-		cl.VolumeID, cl.Alloc, cl.TargetPath), nil
+		cl.VolumeID, cl.Alloc, cl.TargetPath)
 }
 
 // markCovered sets Covered of each claim of cs that coverForView says is covered, asking the mount
@@ -233,7 +223,7 @@ func (e *Engine) markCovered(cs []ClaimInfo) {
 		kept := idx[:0]
 		for k, i := range idx {
 			m := cs[i].targetMount
-			// Another mount on top, or none (lost: targetLost).
+			// Another mount on top, or none (lost: lostTarget).
 			if top := roots[paths[k]]; top != (mountRoot{dev: m.Dev, root: m.Root}) {
 				kept = append(kept, i)
 			}
