@@ -30,7 +30,7 @@ import (
 // their file descriptors.
 // Each bind made, or found bound and taken as the claim's, is recorded as the claim's
 // (bindrecord.go), in one write after them.
-func (e *Engine) bind(ctx context.Context, cl *store.Claim) (bound []string, err error) {
+func (e *Engine) bind(ctx context.Context, cl *store.Claim) (bound []rebound, err error) {
 	ctx = e.withPlaces(ctx) // one read of the mount table for the claim's binds, or the pass's, or the command's
 	e.placesOf(ctx).fresh()
 	recorded := cl.BindMounts
@@ -44,25 +44,65 @@ func (e *Engine) bind(ctx context.Context, cl *store.Claim) (bound []string, err
 		if err != nil {
 			return bound, err
 		}
-		if made {
-			bound = append(bound, cl.Binds[i].Destination)
+		if made != notRebound {
+			bound = append(bound, rebound{dest: cl.Binds[i].Destination, how: made})
 		}
 	}
 	return bound, nil
 }
 
+// rebindKind is what bindMount did to a volume_mount found not as it was made.
+type rebindKind int
+
+const (
+	notRebound    rebindKind = iota // bound as it was made, or refused
+	boundAgain                      // not mounted: bound
+	readOnlyAgain                   // the claim's own read-only bind, remounted writable since: made read-only
+)
+
+// rebound is a volume_mount a bind found not as it was made and made so again (bind): its
+// destination, and what was done.
+type rebound struct {
+	dest string
+	how  rebindKind
+}
+
+// reboundWords says what was done to binds, as an event or a report says it: "bound volume_mount
+// A, B again (it was not mounted)", "made volume_mount C read-only again (it was remounted
+// writable)", joined by "; ". Before, a read-only bind made so again was said nowhere: reconcile
+// reported "Nothing to do" of a mount it changed under a running alloc
+// (TestReconcileSaysItMadeAReadOnlyVolumeMountReadOnlyAgain).
+func reboundWords(binds []rebound) string {
+	var again, ro []string
+	for _, b := range binds {
+		if b.how == readOnlyAgain {
+			ro = append(ro, b.dest)
+		} else {
+			again = append(again, b.dest)
+		}
+	}
+	var out []string
+	if len(again) > 0 {
+		out = append(out, fmt.Sprintf("bound volume_mount %s again (it was not mounted)", strings.Join(again, ", ")))
+	}
+	if len(ro) > 0 {
+		out = append(out, fmt.Sprintf("made volume_mount %s read-only again (it was remounted writable)", strings.Join(ro, ", ")))
+	}
+	return strings.Join(out, "; ")
+}
+
 // bindMount binds cl's target at the destination of its volume_mount number i unless
-// something is mounted there; made says it did.
-func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bool, err error) {
+// something is mounted there; made says what it did (notRebound: nothing).
+func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made rebindKind, err error) {
 	target, b := cl.TargetPath, cl.Binds[i]
 	src, err := openNoFollow(e.cfg.StateDir, e.realPath(target), createNothing)
 	if err != nil {
-		return false, fmt.Errorf("volume_mount %s: the claim's target: %w", b.Destination, err)
+		return notRebound, fmt.Errorf("volume_mount %s: the claim's target: %w", b.Destination, err)
 	}
 	defer src.close()
 	dir, err := src.isDir()
 	if err != nil {
-		return false, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
+		return notRebound, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
 	}
 	mode := createFile
 	if dir {
@@ -70,12 +110,12 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bo
 	}
 	dst, err := openNoFollow("/", b.Destination, mode)
 	if err != nil {
-		return false, volumeMountErr(b.Destination, err)
+		return notRebound, volumeMountErr(b.Destination, err)
 	}
 	defer dst.close()
 	mounted, err := dst.mounted()
 	if err != nil {
-		return false, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
+		return notRebound, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
 	}
 	if mounted {
 		// Bound already, or something else is mounted there: an admin's disk, another
@@ -83,16 +123,16 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bo
 		// (hiding it from its users) nor hands it out as the volume.
 		ours, err := dst.sameFile(src)
 		if err != nil {
-			return false, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
+			return notRebound, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
 		}
 		if !ours {
-			return false, fmt.Errorf("volume_mount %s: something else is mounted there, not this claim's volume: "+
+			return notRebound, fmt.Errorf("volume_mount %s: something else is mounted there, not this claim's volume: "+
 				"volctl neither mounts over it nor hands it out as the volume; unmount it, or give the volume_mount another destination", b.Destination)
 		}
 		// The volume, but maybe an older claim's bind, propagated here from another path to
 		// this directory (bindplace.go): not this claim's to take.
 		if err := e.checkJoined(ctx, cl, i, dst); err != nil {
-			return false, err
+			return notRebound, err
 		}
 		// The volume, but writable where this bind is read-only (or the other way round): not
 		// one this bind made, which bindFD makes as the bind asks. Another claim's bind of the
@@ -106,38 +146,38 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bo
 		// for an alloc holding the claim (TestOwnReadOnlyBindRemountedWritableIsMadeReadOnlyAgain).
 		if why := bindModeDiffers(src, dst, b); why != "" {
 			if !recordedHere(cl, b.Destination, dst) {
-				return false, refuseNotThisBind(b.Destination, dst, why+": not this claim's bind (another claim's, moved here?)")
+				return notRebound, refuseNotThisBind(b.Destination, dst, why+": not this claim's bind (another claim's, moved here?)")
 			}
 			if dstRO, err := readOnlyMount(dst.fd); err == nil && !dstRO { // read-only is what the bind asks
 				if err := makeReadOnly(dst.fd, false); err != nil {
-					return false, fmt.Errorf("volume_mount %s: the claim's own bind there was made writable since it was bound (by hand?); making it read-only again: %w", b.Destination, err)
+					return notRebound, fmt.Errorf("volume_mount %s: the claim's own bind there was made writable since it was bound (by hand?); making it read-only again: %w", b.Destination, err)
 				}
 				e.log.Warn(fmt.Sprintf("volume_mount %s of volume %q, alloc %q: the claim's bind there was writable (remounted since it was bound); made read-only again, as the volume_mount asks",
 					b.Destination, cl.VolumeID, cl.Alloc))
-				return false, nil
+				return readOnlyAgain, nil
 			}
-			return false, conflictf("volume_mount %s: the claim's own bind there is %s (remounted since it was bound): volctl does not make it writable under whoever made it read-only; "+
+			return notRebound, conflictf("volume_mount %s: the claim's own bind there is %s (remounted since it was bound): volctl does not make it writable under whoever made it read-only; "+
 				"`%s` makes it as the volume_mount asks", b.Destination, why, "mount -o remount,bind,rw "+shellquote.Arg(b.Destination))
 		}
 		// In this bind's mode: the claim's own, unless its record names another mount, or
 		// another claim's names this one at its own destination (bindrecord.go).
-		return false, e.ownBind(ctx, cl, b.Destination, dst)
+		return notRebound, e.ownBind(ctx, cl, b.Destination, dst)
 	}
 	// Something mounted below the destination (another volume_mount, an admin's disk) would be
 	// hidden under the bind, and its alloc would see this volume's directory there instead:
 	// refused as a mount at the destination itself is. A group binds an alloc's volume_mounts
 	// outermost first (nestingOrder), so its own nested ones never meet this.
 	if below := mountsBelow(b.Destination); len(below) > 0 {
-		return false, fmt.Errorf("volume_mount %s: %s mounted below it, which this bind would hide: volctl does not mount over it; "+
+		return notRebound, fmt.Errorf("volume_mount %s: %s mounted below it, which this bind would hide: volctl does not mount over it; "+
 			"bind the outer destination first, or give the volume_mount another destination", b.Destination, listPaths(below))
 	}
 	// A live claim's volume_mount above the destination that is not bound (a restore failed or
 	// not made yet after a reboot, a claim on its way) would hide this bind when it is made,
 	// or rather be refused from then on, as it would hide this one: this one waits for it.
 	if other, at, err := e.unboundAbove(ctx, cl, b.Destination); err != nil {
-		return false, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
+		return notRebound, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
 	} else if other != nil {
-		return false, fmt.Errorf("volume_mount %s lies below %s, alloc %q's volume_mount of volume %q, which is not bound (its claim not restored yet, "+
+		return notRebound, fmt.Errorf("volume_mount %s lies below %s, alloc %q's volume_mount of volume %q, which is not bound (its claim not restored yet, "+
 			"its restore failed, or its claim unfinished): bound now, it would be on the bare directory there and hidden by that bind; "+
 			"left unbound for `volctl reconcile`, which binds %s first and this one on it", b.Destination, at, other.Alloc, other.VolumeID, at)
 	}
@@ -148,24 +188,24 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bo
 	// (TestReconcileDoesNotBindATargetUnmountedSinceItReadTheTable). Read from the table, as
 	// reconcile's checks are: a statfs of a dead NFS mount would block.
 	if mp, err := e.mountedByTable(target); err != nil {
-		return false, fmt.Errorf("volume_mount %s: checking that the claim's target %s is mounted: %w", b.Destination, target, err)
+		return notRebound, fmt.Errorf("volume_mount %s: checking that the claim's target %s is mounted: %w", b.Destination, target, err)
 	} else if !mp.Mounted {
-		return false, &targetUnmounted{target: target, dest: b.Destination}
+		return notRebound, &targetUnmounted{target: target, dest: b.Destination}
 	}
 	// A bind here would be made, by propagation, at an older claim's destination reaching this
 	// directory by another path (bindplace.go), over or under its bind.
 	if err := e.checkJoined(ctx, cl, i, dst); err != nil {
-		return false, err
+		return notRebound, err
 	}
 	// A destination is a host path: what is there already (an application's files, /etc's)
 	// would be hidden from everyone on the host while the volume is bound over it, and the
 	// alloc would see the volume where its owner's files were. volctl binds only on an empty
 	// directory or file, as it makes them.
 	if err := hidesNothing(dst, b.Destination); err != nil {
-		return false, err
+		return notRebound, err
 	}
 	if err := fitsAttachment(dst, b.Destination, dir); err != nil {
-		return false, err
+		return notRebound, err
 	}
 	// The bind this claim made here, recorded, mounted elsewhere now (moved with a directory
 	// above the destination, onto another claim's destination maybe) is still the claim's: bound
@@ -173,7 +213,7 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bo
 	// left bound past both claims' releases (TestReboundClaimKeepsTheRecordOfItsMovedBind).
 	if rec, ok := recordedBind(cl, b.Destination); ok {
 		if at := movedAway(rec, b.Destination); at != "" {
-			return false, fmt.Errorf("volume_mount %s: the claim's bind made there is mounted at %s now, moved there with a directory above it: "+
+			return notRebound, fmt.Errorf("volume_mount %s: the claim's bind made there is mounted at %s now, moved there with a directory above it: "+
 				"volctl neither binds the destination again while it is nor unmounts it where it went; unmount it (`%s`) once nothing uses it, and the destination is bound again",
 				b.Destination, at, shellquote.Command("umount", at))
 		}
@@ -183,16 +223,16 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made bo
 	// mount that is not there, and the bind about to be made would be taken for another's.
 	if forgetBindAt(cl, b.Destination) {
 		if err := e.saveBindMounts(ctx, cl); err != nil {
-			return false, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
+			return notRebound, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
 		}
 	}
 	m, err := bindFD(src, dst, b)
 	if err != nil {
-		return false, err
+		return notRebound, err
 	}
 	noteBind(cl, b.Destination, m)
 	e.placesOf(ctx).noteBound(b.Destination, dst)
-	return true, nil
+	return boundAgain, nil
 }
 
 // refuseNotThisBind is bind's refusal of the mount of the volume it found at destination (dst),

@@ -151,8 +151,6 @@ func (e *Engine) Dashboard(ctx context.Context, events int) (Dashboard, error) {
 	}
 	e.agentLiveness(d.Plugins)
 	e.markCovered(d.Claims) // as a volume's detail says them, the mount table read once
-	for i := range d.Groups {
-		e.markUnbound(&d.Groups[i]) // as group status says them (TestDashboardGroupWhoseVolumeMountIsNotMountedIsSaid)
-	}
+	e.markUnbound(d.Groups) // as group status says them (TestDashboardGroupWhoseVolumeMountIsNotMountedIsSaid)
 	return d, redactWith(&d, e.scrubbers.get(e.andForgotten(secrets)))
 }

@@ -300,7 +300,10 @@ func (c ClaimInfo) Condition() ClaimCondition {
 	if c.NeedsReconcile {
 		cc.Notes = append(cc.Notes, "needs reconcile")
 	}
-	if c.Covered != "" {
+	switch {
+	case c.TargetUnmounted:
+		cc.Notes = append(cc.Notes, "target unmounted")
+	case c.Covered != "":
 		cc.Notes = append(cc.Notes, "target covered")
 	}
 	return cc

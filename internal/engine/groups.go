@@ -11,7 +11,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -852,9 +854,7 @@ func (e *Engine) groupsStored(ctx context.Context, name string) ([]GroupInfo, er
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFoundf("group %q not found", name)
 	}
-	for i := range out {
-		e.markUnbound(&out[i])
-	}
+	e.markUnbound(out)
 	return out, err
 }
 
@@ -866,50 +866,116 @@ func (e *Engine) groupsStored(ctx context.Context, name string) ([]GroupInfo, er
 // (TestGroupStatusDoesNotCallReadyAnAllocWhoseBindIsGone). What is said is what is there now,
 // not the last run's error, which reconcile may have made stale
 // (TestGroupStatusSaysWhatIsAtTheDestinationNow). group status and the dashboard both mark.
-func (e *Engine) markUnbound(info *GroupInfo) {
-	for i := range info.Allocs {
-		a := &info.Allocs[i]
-		var why []string
-		if a.Error != "" {
-			why = append(why, a.Error)
-		}
-		marked := false
-		for j := range a.Claims {
-			c := &a.Claims[j]
-			if !c.AtRest() {
-				continue
-			}
-			// Its target covered since its publish: said as reconcile says it, and its binds
-			// not compared with the cover. A bind made before the cover, still showing the
-			// volume, was called something else, its unmount advised, and an alloc whose claim
-			// again a run refused for the cover was said ready
-			// (TestGroupStatusNamesTheCoveredTargetNotTheVolumeMountThatShowsTheVolume,
-			// TestGroupStatusAfterARunRefusedACoveredTargetDoesNotCallTheAllocReady).
-			// Bounded as a view's look is (coverForView): unbounded, a cover that does not
-			// answer held group status and every dashboard refresh
-			// (TestGroupStatusIsNotHeldByACoverThatDoesNotAnswer).
-			if covered, err := e.coverForView(*c); covered != "" || err != nil {
-				marked = true
-				if covered != "" {
-					c.Covered = covered // not ready (TestGroupStatusDoesNotCountReadyAnAllocWhoseTargetIsCovered)
-					why = append(why, covered)
-				} else {
-					why = append(why, err.Error())
-				}
-				continue
-			}
-			for k := range c.Binds {
-				b := &c.Binds[k]
-				if w := e.bindShows(info.Name, c.TargetPath, *b); w != "" {
-					b.Unbound, marked = true, true
-					why = append(why, fmt.Sprintf("volume_mount %s %s", b.Destination, w))
+func (e *Engine) markUnbound(infos []GroupInfo) {
+	// Every look of the view (each claim at rest's target, then each bind of a claim not covered)
+	// is made at once and bounded together, one bound for the whole view: a look per claim, each
+	// waiting its own bound, held group status and every dashboard refresh n times the bound
+	// (TestGroupStatusOfManyCoveredClaimsIsBoundedAsAWhole), and a destination a file system that
+	// does not answer is mounted over held them for as long as it did not
+	// (TestGroupStatusIsNotHeldByAVolumeMountDestinationThatDoesNotAnswer).
+	until := time.Now().Add(viewLookBound)
+	type at struct{ g, a, c int }
+	var claims []at
+	var look []ClaimInfo
+	for g := range infos {
+		for a := range infos[g].Allocs {
+			for c, cl := range infos[g].Allocs[a].Claims {
+				if cl.AtRest() {
+					claims, look = append(claims, at{g, a, c}), append(look, cl)
 				}
 			}
-		}
-		if marked {
-			a.Error = strings.Join(why, "; ")
 		}
 	}
+	covers := e.coversForViewUntil(look, until)
+	type bindAt struct {
+		at
+		k int
+	}
+	var binds []bindAt
+	var bindLooks []func() string
+	for n, w := range claims {
+		if covers[n].covered != "" || covers[n].err != nil {
+			continue
+		}
+		c := infos[w.g].Allocs[w.a].Claims[w.c]
+		for k, b := range c.Binds {
+			group, target := infos[w.g].Name, c.TargetPath
+			binds = append(binds, bindAt{w, k})
+			bindLooks = append(bindLooks, func() string { return e.bindShows(group, target, b) })
+		}
+	}
+	shown := boundedLooks(bindLooks, until, func(i int) string {
+		d := infos[binds[i].g].Allocs[binds[i].a].Claims[binds[i].c].Binds[binds[i].k].Destination
+		return fmt.Sprintf("did not answer a look within %s (a file system whose server is gone, mounted over it?): what the alloc sees there cannot be told; `%s` lists what is mounted there",
+			viewLookBound, shellquote.Command("findmnt", d))
+	})
+	// What is said, alloc by alloc, in the order of its claims: a cover, else its binds.
+	whyOf := map[[2]int][]string{}
+	for n, w := range claims {
+		c := &infos[w.g].Allocs[w.a].Claims[w.c]
+		// Its target covered since its publish (or its mount lost): said as reconcile says it,
+		// and its binds not compared with the cover. A bind made before the cover, still
+		// showing the volume, was called something else, its unmount advised, and an alloc whose
+		// claim again a run refused for the cover was said ready
+		// (TestGroupStatusNamesTheCoveredTargetNotTheVolumeMountThatShowsTheVolume,
+		// TestGroupStatusAfterARunRefusedACoveredTargetDoesNotCallTheAllocReady).
+		switch l := covers[n]; {
+		case l.covered != "":
+			l.mark(c) // not ready (TestGroupStatusDoesNotCountReadyAnAllocWhoseTargetIsCovered)
+			whyOf[[2]int{w.g, w.a}] = append(whyOf[[2]int{w.g, w.a}], l.covered)
+			continue
+		case l.err != nil:
+			whyOf[[2]int{w.g, w.a}] = append(whyOf[[2]int{w.g, w.a}], l.err.Error())
+			continue
+		}
+		for i, b := range binds {
+			if b.at != w || shown[i] == "" {
+				continue
+			}
+			bd := &c.Binds[b.k]
+			bd.Unbound = true
+			whyOf[[2]int{w.g, w.a}] = append(whyOf[[2]int{w.g, w.a}], fmt.Sprintf("volume_mount %s %s", bd.Destination, shown[i]))
+		}
+	}
+	for key, why := range whyOf {
+		a := &infos[key[0]].Allocs[key[1]]
+		if a.Error != "" {
+			why = append([]string{a.Error}, why...)
+		}
+		a.Error = strings.Join(why, "; ")
+	}
+}
+
+// boundedLooks runs each of looks at once and returns their answers, waiting for them until
+// until: a look not answered by then is said by late(i) (coversForView's bound, for looks at
+// what a mount that may not answer shows).
+func boundedLooks(looks []func() string, until time.Time, late func(i int) string) []string {
+	out := make([]string, len(looks))
+	got := make([]chan string, len(looks))
+	for i, look := range looks {
+		got[i] = make(chan string, 1)
+		ch := got[i]
+		crash.Go(func() { ch <- look() })
+	}
+	deadline := time.NewTimer(time.Until(until))
+	defer deadline.Stop()
+	expired := false
+	for i, ch := range got {
+		if !expired {
+			select {
+			case out[i] = <-ch:
+				continue
+			case <-deadline.C:
+				expired = true
+			}
+		}
+		select {
+		case out[i] = <-ch:
+		default:
+			out[i] = late(i)
+		}
+	}
+	return out
 }
 
 // bindShows says, of a volume_mount destination of group's claim published at target, what is

@@ -974,9 +974,21 @@ func (e *Engine) mountedSinceRestoreBegan(v store.Volume, p *checkpoint) error {
 	}
 	return &kindWrap{kind: ErrConflict, err: fmt.Errorf("claim %q for alloc %q is being restored, and its target %s, found unmounted when the restore began, has had %s mounted since (by hand or by a program: "+
 		"no %s of the restore was sent): %s is not sent over it, as a plugin that answers OK for a target mounted already would have the alloc given that, not the volume; "+
-		"the claim stays held: unmount it (`%s`, until `findmnt %s` lists nothing), then run `volctl reconcile`, which mounts the volume there",
-		cl.VolumeID, cl.Alloc, cl.TargetPath, e.mountNames(left), csi.RPCNodePublishVolume, csi.RPCNodePublishVolume,
-		shellquote.Command("umount", cl.TargetPath), shellquote.Arg(cl.TargetPath))}
+		"the claim stays held: unmount it, deepest first (%s), then run `volctl reconcile`, which mounts the volume there",
+		cl.VolumeID, cl.Alloc, cl.TargetPath, e.mountNames(left), csi.RPCNodePublishVolume, csi.RPCNodePublishVolume, umountsOf(left))}
+}
+
+// umountsOf are the umounts that take away what is mounted at paths (sorted, as mountsLeft
+// returns them), deepest first: a mount below a target that is no mount point itself is
+// unmounted where it is (before, `umount TARGET` was advised of a tmpfs at TARGET/cache, and
+// failed, the claim held at every pass:
+// TestRestoreRefusedForAMountBelowItsTargetAdvisesAnUnmountThatWorks).
+func umountsOf(paths []string) string {
+	cmds := make([]string, 0, len(paths))
+	for _, p := range slices.Backward(paths) {
+		cmds = append(cmds, "`"+shellquote.Command("umount", p)+"`")
+	}
+	return strings.Join(cmds, ", then ")
 }
 
 // publishedWhereAsked checks, once the plugin answered NodePublishVolume OK for claim cl of

@@ -658,8 +658,8 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published, l
 	ctx = e.withPlaces(ctx)     // the mount table read once for the volume_mounts the pass binds or finds bound
 	type result struct {
 		err            error
-		restored, held bool     // held: restored, or found mounted and settled
-		bound          []string // volume_mounts of a claim found mounted, bound again
+		restored, held bool      // held: restored, or found mounted and settled
+		bound          []rebound // volume_mounts of a claim found mounted, bound or made read-only again
 	}
 	results := make([]result, len(published))
 	var volumes []string
@@ -751,8 +751,12 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published, l
 		case r.restored:
 			rep.did("restored", cl.VolumeID, cl.Alloc, "restored claim %q for alloc %q at %s", cl.VolumeID, cl.Alloc, cl.TargetPath)
 		}
-		for _, dest := range r.bound {
-			rep.did("restored", cl.VolumeID, cl.Alloc, "bound volume_mount %s of claim %q for alloc %q again", dest, cl.VolumeID, cl.Alloc)
+		for _, b := range r.bound {
+			if b.how == readOnlyAgain {
+				rep.did("restored", cl.VolumeID, cl.Alloc, "made volume_mount %s of claim %q for alloc %q read-only again (it was remounted writable)", b.dest, cl.VolumeID, cl.Alloc)
+				continue
+			}
+			rep.did("restored", cl.VolumeID, cl.Alloc, "bound volume_mount %s of claim %q for alloc %q again", b.dest, cl.VolumeID, cl.Alloc)
 		}
 	}
 	return inUse
@@ -802,10 +806,11 @@ func restorePhases(published []store.Claim, volumes []string, byVolume map[strin
 }
 
 // settleMounted makes sure a published claim whose target is mounted has its volume_mounts
-// bound, and clears its flag for reconcile; bound are the destinations it had to bind again.
+// bound, and clears its flag for reconcile; bound are the volume_mounts it had to bind, or make
+// read-only, again.
 // It works from the store under the volume lock, not from the pass's list: a release may have
 // begun since the list was read, and writing the listed copy back would undo it.
-func (e *Engine) settleMounted(ctx context.Context, listed store.Claim) (bound []string, err error) {
+func (e *Engine) settleMounted(ctx context.Context, listed store.Claim) (bound []rebound, err error) {
 	unlock, err := e.locks.volume(ctx, listed.VolumeID)
 	if err != nil {
 		return nil, err
@@ -815,7 +820,7 @@ func (e *Engine) settleMounted(ctx context.Context, listed store.Claim) (bound [
 }
 
 // settleLocked is settleMounted for a caller that holds the volume lock.
-func (e *Engine) settleLocked(ctx context.Context, claimID int64) (bound []string, err error) {
+func (e *Engine) settleLocked(ctx context.Context, claimID int64) (bound []rebound, err error) {
 	cl, _, err := e.stillPublished(ctx, claimID)
 	if err != nil {
 		return nil, err
@@ -826,12 +831,13 @@ func (e *Engine) settleLocked(ctx context.Context, claimID int64) (bound []strin
 	}
 	bound, err = e.bind(ctx, &cl)
 	if len(bound) > 0 {
-		// Something unmounted them (by hand, or a mount namespace's teardown): the event log
-		// says they were found so and bound again, as it says of a target restored. Before,
+		// Something unmounted them (by hand, or a mount namespace's teardown), or remounted a
+		// read-only one writable: the event log says they were found so and made as they were,
+		// as it says of a target restored. Before,
 		// a claim again or a group run again bound them and nothing said so
 		// (TestVolumeMountBoundAgainIsRecorded).
 		e.event(ctx, &store.Event{Kind: "restore", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: e.pluginOf(ctx, cl.VolumeID),
-			Message: fmt.Sprintf("bound volume_mount %s again (it was not mounted)", strings.Join(bound, ", "))})
+			Message: reboundWords(bound)})
 	}
 	if err != nil {
 		return bound, err

@@ -110,29 +110,33 @@ func (e *Engine) targetCoveredOrLost(cl store.Claim, lost *bool) error {
 	return nil
 }
 
-// coverForView is targetCovered of claim c as a view has it (ClaimInfo), for the words a view
-// says of it: covered, targetCovered's words; err, what kept it from being told (a read that
-// failed, which is not said as a cover: TestVolumeStatusDoesNotCallATargetCoveredWhenItsMountCannotBeRead).
-// The look is bounded (viewLookBound): what is at a target whose topmost mount is another is
-// looked into (statx), and a file system that does not answer (a hard NFS mount whose server is
-// gone) held the view for as long as it was gone; past the bound, the table's word stands,
-// said as such (TestVolumeStatusIsNotHeldByACoverThatDoesNotAnswer).
-func (e *Engine) coverForView(c ClaimInfo) (covered string, err error) {
-	return e.coversForView([]ClaimInfo{c})[0].words()
-}
-
-// viewLook is coverForView's answer for one claim.
+// viewLook is what a view's look at one published claim's target found (coversForView):
+// covered, targetCovered's words (or lostTarget's, lost set: nothing is mounted there); err,
+// what kept it from being told (a read that failed, which is not said as a cover:
+// TestVolumeStatusDoesNotCallATargetCoveredWhenItsMountCannotBeRead).
 type viewLook struct {
 	covered string
+	lost    bool
 	err     error
 }
 
-func (l viewLook) words() (string, error) { return l.covered, l.err }
+// mark sets c's Covered and TargetUnmounted as l found them.
+func (l viewLook) mark(c *ClaimInfo) { c.Covered, c.TargetUnmounted = l.covered, l.lost }
 
-// coversForView is coverForView of each of cs, the looks made at once and bounded together:
-// waited for one after the other, a view of many covered claims whose file systems did not
+// coversForView looks at each of cs's targets as a view has it (targetCovered, lostTarget), the
+// looks made at once and bounded together (viewLookBound): what is at a target whose topmost
+// mount is another is looked into (statx), and a file system that does not answer (a hard NFS
+// mount whose server is gone) held the view for as long as it was gone; past the bound, the
+// table's word stands, said as such (TestVolumeStatusIsNotHeldByACoverThatDoesNotAnswer).
+// Waited for one after the other, a view of many covered claims whose file systems did not
 // answer took the bound as many times (TestVolumeStatusOfManyCoveredClaimsIsBoundedAsAWhole).
 func (e *Engine) coversForView(cs []ClaimInfo) []viewLook {
+	return e.coversForViewUntil(cs, time.Now().Add(viewLookBound))
+}
+
+// coversForViewUntil is coversForView with the looks waited for until until (a view that makes
+// other looks under the same bound: markUnbound).
+func (e *Engine) coversForViewUntil(cs []ClaimInfo, until time.Time) []viewLook {
 	out := make([]viewLook, len(cs))
 	got := make([]chan viewLook, len(cs))
 	for i, c := range cs {
@@ -150,13 +154,13 @@ func (e *Engine) coversForView(cs []ClaimInfo) []viewLook {
 				return
 			}
 			if err == nil && lost {
-				ch <- viewLook{covered: lostTarget(cl)}
+				ch <- viewLook{covered: lostTarget(cl), lost: true}
 				return
 			}
 			ch <- viewLook{err: err}
 		})
 	}
-	deadline := time.NewTimer(viewLookBound)
+	deadline := time.NewTimer(time.Until(until))
 	defer deadline.Stop()
 	for i, ch := range got {
 		if ch == nil {
@@ -197,7 +201,7 @@ func lostTarget(cl store.Claim) string {
 		cl.VolumeID, cl.Alloc, cl.TargetPath)
 }
 
-// markCovered sets Covered of each claim of cs that coverForView says is covered, asking the mount
+// markCovered sets Covered of each claim of cs that coversForView says is covered, asking the mount
 // table for all their targets at once: one read for a view of many claims (the dashboard's, a
 // volume's detail), where a look per claim reads it once each. Only a target whose topmost
 // mount is not the one recorded is looked into further.
@@ -241,7 +245,7 @@ func (e *Engine) markCovered(cs []ClaimInfo) {
 		if l.err != nil {
 			e.log.Warn("reading what a published target shows: whether it is covered is not said", "volume", cs[i].VolumeKey(), "alloc", cs[i].AllocKey(), "err", l.err)
 		}
-		cs[i].Covered = l.covered
+		l.mark(&cs[i])
 	}
 }
 

@@ -367,6 +367,10 @@ type ClaimInfo struct {
 	// (targetCovered's words: the target, what covers it, its umount), as reconcile reports it:
 	// set where a view looks (a volume's detail, group status), empty elsewhere.
 	Covered string `json:"covered,omitempty"`
+	// TargetUnmounted says Covered is of a target with nothing mounted where the publish
+	// mounted the volume (lostTarget), not of a cover: the claim's condition says "target
+	// unmounted", not "target covered" (TestVolumeStatusDoesNotCallATargetWithNothingMountedCovered).
+	TargetUnmounted bool `json:"target_unmounted,omitempty"`
 	// volumeKey and allocKey are VolumeID and Alloc as read (VolumeKey, AllocKey).
 	volumeKey, allocKey string
 	// targetMount is what the target showed once published (store.Claim.TargetMount), which

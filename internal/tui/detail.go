@@ -278,7 +278,10 @@ func claimDetail(s *Styles, c engine.ClaimInfo, now time.Time, w int) string {
 		b.kv("Degraded", "yes: published before, its mount is gone and its restore has not finished; held until released")
 	}
 	b.kv("Target Path", c.TargetPath)
-	if c.Covered != "" {
+	switch {
+	case c.TargetUnmounted:
+		b.kv("Target Unmounted", c.Covered)
+	case c.Covered != "":
 		b.kv("Target Covered", c.Covered)
 	}
 	if len(c.MountAllows) > 0 {
