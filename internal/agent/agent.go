@@ -991,7 +991,13 @@ func (a *Agent) reconcile(ctx context.Context, why string) {
 		return // what a pass cut short by shutdown left undone is the next agent's
 	}
 	a.obs.Reconciled(why, rep, err)
-	a.logProblems(why, rep.Problems)
+	if rep.Whole() {
+		a.logProblems(why, rep.Problems)
+	} else {
+		// A pass that failed before it looked, or was cut short: what it found is logged, and
+		// nothing it did not look at is said resolved.
+		a.logFoundProblems(why, rep.Problems)
+	}
 	if engine.StateUnusable(err) {
 		// Pass after pass would read what it cannot, or an old file (a backup restored over
 		// it: what a restart opens), while a command reads the new one.
@@ -1011,7 +1017,16 @@ func (a *Agent) reconcile(ctx context.Context, why string) {
 // more: a claim's problem is reworded as the step that fails changes (one commit, then
 // another), and a new wording is no resolution (TestRewordedProblemIsNotLoggedResolved).
 func (a *Agent) logProblems(why string, problems []engine.ReconcileAction) {
-	a.problems = a.logProblemsOnce("reconcile", a.problems, problems, "trigger", why)
+	a.problems = a.logProblemsOnce("reconcile", a.problems, problems, true, "trigger", why)
+}
+
+// logFoundProblems is logProblems of a pass that did not look at everything (engine's
+// ReconcileReport.Whole): each problem found is logged once, and those logged before stay
+// logged, none said resolved (TestAPassThatLookedAtNothingResolvesNoProblem).
+func (a *Agent) logFoundProblems(why string, problems []engine.ReconcileAction) {
+	now := a.logProblemsOnce("reconcile", a.problems, problems, false, "trigger", why)
+	maps.Copy(now, a.problems)
+	a.problems = now
 }
 
 // loggedProblem is a problem logProblemsOnce logged: its subject (problemSubject) and its
@@ -1019,13 +1034,13 @@ func (a *Agent) logProblems(why string, problems []engine.ReconcileAction) {
 type loggedProblem struct{ subject, message string }
 
 // logProblemsOnce logs each of problems that logged does not hold yet, as what (its words and
-// attrs after the problem's), and a problem of logged gone, its subject without one now, as
-// resolved; it returns what is logged now. A problem is keyed by its subject and its words
+// attrs after the problem's), and, with resolve, a problem of logged gone, its subject without
+// one now, as resolved; it returns what is logged now. A problem is keyed by its subject and its words
 // with IDs, times and durations masked (engine.FailureWords, as the event log tells a failure
 // repeated): a plugin naming each request by a new ID, or volctl's own "took 1m7s", made the
 // same stuck claim a new warning every pass, every minute
 // (TestClaimGCLogsAStuckClaimWhosePluginNamesEachRequestOnce).
-func (a *Agent) logProblemsOnce(what string, logged map[string]loggedProblem, problems []engine.ReconcileAction, attrs ...any) map[string]loggedProblem {
+func (a *Agent) logProblemsOnce(what string, logged map[string]loggedProblem, problems []engine.ReconcileAction, resolve bool, attrs ...any) map[string]loggedProblem {
 	now := map[string]loggedProblem{}
 	wrong := map[string]bool{} // subjects with a problem now
 	scrub := a.problemScrubber(len(problems) > 0)
@@ -1039,7 +1054,7 @@ func (a *Agent) logProblemsOnce(what string, logged map[string]loggedProblem, pr
 		}
 	}
 	for key, was := range logged {
-		if _, still := now[key]; !still && !wrong[was.subject] {
+		if _, still := now[key]; resolve && !still && !wrong[was.subject] {
 			a.log.Info(what + ": resolved: " + was.message)
 		}
 	}
@@ -1096,7 +1111,7 @@ func (a *Agent) gc(ctx context.Context) {
 	}
 	// Each once until it goes, as reconcile's: a claim stuck releasing was a warning every
 	// pass, as often as reconcile's, 1,440 a day (TestClaimGCLogsAStuckClaimsProblemOnce).
-	a.gcProblems = a.logProblemsOnce("claim GC", a.gcProblems, rep.Problems)
+	a.gcProblems = a.logProblemsOnce("claim GC", a.gcProblems, rep.Problems, true)
 	if err != nil && len(rep.Problems) == 0 {
 		a.log.Warn("claim GC", "err", err)
 	}

@@ -36,10 +36,19 @@ type ReconcileReport struct {
 	// stopped says the pass was interrupted (its context ended): what that cut short is no
 	// problem of its own, and the pass's error says it was interrupted instead.
 	stopped func() bool
+	// whole: the pass looked at everything (Whole).
+	whole bool
 }
 
 // OK reports whether nothing is left wrong.
 func (r ReconcileReport) OK() bool { return len(r.Problems) == 0 }
+
+// Whole reports whether the pass looked at everything, so that a problem an earlier pass had and
+// this one has not is gone: not one that failed before it looked (the state or the mount table
+// unreadable) or was interrupted, whose problems are those it found before that, if any. The
+// agent logged every open problem "resolved" after a pass that looked at nothing
+// (TestAPassThatLookedAtNothingResolvesNoProblem).
+func (r ReconcileReport) Whole() bool { return r.whole }
 
 func (r *ReconcileReport) did(kind, vol, alloc, format string, args ...any) {
 	r.Actions = append(r.Actions, ReconcileAction{Kind: kind, VolumeID: vol, Alloc: alloc, Message: fmt.Sprintf(format, args...)})
@@ -192,6 +201,7 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		// saying so, not a problem per item it did not get to.
 		return rep, fmt.Errorf("reconcile: interrupted (%w); what it did is listed, %d problem(s) found before that; run `volctl reconcile` again to finish", err, len(rep.Problems))
 	}
+	rep.whole = true
 	if !rep.OK() {
 		return rep, fmt.Errorf("reconcile: %d problem(s) remain", len(rep.Problems))
 	}
