@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -26,25 +25,7 @@ import (
 // Found by helper review77 (nomad).
 func TestExportNomadNodeIDOfOneOfARegisteredVolumesTopologiesIsTaken(t *testing.T) {
 	h := newCLIHarness(t)
-	hostpathVolumeToExport(t, h, hostpath.Config{}, &spec.Exec{Command: "volctl",
-		Args: []string{"plugin", "serve", "hostpath", "--root", t.TempDir(), "--node-id", "edge-7"}})
-	info, err := h.e.Volume(h.ctx, "hv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := h.e.DeregisterVolumeReleasing(h.ctx, "hv", false); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.RegisterVolume(h.ctx, spec.Volume{ID: "rv", Name: "rv", Type: "csi", PluginID: "hp", ExternalID: info.ExternalID,
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
-		TopologyRequest: &spec.TopologyRequest{Required: []spec.Topology{
-			{Segments: map[string]string{hostpath.TopologyKey: "edge-7"}},
-			{Segments: map[string]string{hostpath.TopologyKey: "edge-8"}}}}}); err != nil {
-		t.Fatal(err)
-	}
-	if v, err := h.e.Volume(h.ctx, "rv"); err != nil || !v.Schedulable {
-		t.Fatalf("precondition: rv, accessible from edge-7 or edge-8, registered on edge-7's plugin, is not schedulable here (%v): %+v", err, v.Schedulability())
-	}
+	registeredOnEdge7(t, h, "edge-7", "edge-8")
 	var dir string
 	_, stderr, err := runExportNomad(t, h, func(o *ExportNomadOptions) {
 		o.Volumes = []string{"rv"}

@@ -25,25 +25,7 @@ import (
 // is, refused naming both nodes and the --node-id that works. Found by helper review77.
 func TestExportNomadNodeIDOtherThanARegisteredVolumesTopologyIsNotSilent(t *testing.T) {
 	h := newCLIHarness(t)
-	hostpathVolumeToExport(t, h, hostpath.Config{}, &spec.Exec{Command: "volctl",
-		Args: []string{"plugin", "serve", "hostpath", "--root", t.TempDir(), "--node-id", "edge-7"}})
-	info, err := h.e.Volume(h.ctx, "hv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Forgotten (the storage stays) and registered again, as a volume made elsewhere is, with
-	// the topology it is accessible from: node edge-7, where the plugin runs.
-	if _, _, err := h.e.DeregisterVolumeReleasing(h.ctx, "hv", false); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.RegisterVolume(h.ctx, spec.Volume{ID: "rv", Name: "rv", Type: "csi", PluginID: "hp", ExternalID: info.ExternalID,
-		Capabilities:    []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
-		TopologyRequest: &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{hostpath.TopologyKey: "edge-7"}}}}}); err != nil {
-		t.Fatal(err)
-	}
-	if v, err := h.e.Volume(h.ctx, "rv"); err != nil || !v.Schedulable {
-		t.Fatalf("precondition: rv, registered on edge-7's plugin with edge-7's topology, is not schedulable (%v): %+v", err, v.Schedulability())
-	}
+	registeredOnEdge7(t, h, "edge-7")
 	var dir string
 	_, stderr, err := runExportNomad(t, h, func(o *ExportNomadOptions) {
 		o.Volumes = []string{"rv"}
@@ -109,5 +91,34 @@ func TestCreateWithATopologyThroughAPluginWithoutAccessibilityConstraints(t *tes
 	}
 	if _, verr := e.Volume(t.Context(), "z"); verr == nil {
 		t.Errorf("volume z is recorded after its create was refused")
+	}
+}
+
+// registeredOnEdge7 serves a hostpath plugin "hp" on node edge-7, creates a volume there,
+// forgets it (the storage stays) and registers it again as "rv", as a volume made elsewhere is,
+// its topology_request.required naming nodes (one topology each), and checks that it is
+// schedulable here.
+func registeredOnEdge7(t *testing.T, h *cliHarness, nodes ...string) {
+	t.Helper()
+	hostpathVolumeToExport(t, h, hostpath.Config{}, &spec.Exec{Command: "volctl",
+		Args: []string{"plugin", "serve", "hostpath", "--root", t.TempDir(), "--node-id", "edge-7"}})
+	info, err := h.e.Volume(h.ctx, "hv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.e.DeregisterVolumeReleasing(h.ctx, "hv", false); err != nil {
+		t.Fatal(err)
+	}
+	var required []spec.Topology
+	for _, n := range nodes {
+		required = append(required, spec.Topology{Segments: map[string]string{hostpath.TopologyKey: n}})
+	}
+	if _, err := h.e.RegisterVolume(h.ctx, spec.Volume{ID: "rv", Name: "rv", Type: "csi", PluginID: "hp", ExternalID: info.ExternalID,
+		Capabilities:    []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
+		TopologyRequest: &spec.TopologyRequest{Required: required}}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := h.e.Volume(h.ctx, "rv"); err != nil || !v.Schedulable {
+		t.Fatalf("precondition: rv, registered on edge-7's plugin, accessible from %v, is not schedulable here (%v): %+v", nodes, err, v.Schedulability())
 	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -30,17 +31,7 @@ func TestGroupStatusIsNotHeldByACoverThatDoesNotAnswer(t *testing.T) {
 	gate := make(chan struct{})
 	t.Cleanup(func() { close(gate) }) // before the group's stop (cleanups run last first)
 	h.e.cfg.Mounts = hungStack{gate: gate}
-	status := make(chan []GroupInfo, 1)
-	go func() {
-		gs, _ := h.e.Groups(h.ctx, "web")
-		status <- gs
-	}()
-	dash := make(chan Dashboard, 1)
-	go func() {
-		d, _ := h.e.Dashboard(h.ctx, 10)
-		dash <- d
-	}()
-	covered := func(what string, gs []GroupInfo) {
+	held := groupViewsWithin(h.ctx, h.e, 20*time.Second, func(what string, gs []GroupInfo) {
 		for _, g := range gs {
 			for _, a := range g.Allocs {
 				for _, c := range a.Claims {
@@ -50,27 +41,10 @@ func TestGroupStatusIsNotHeldByACoverThatDoesNotAnswer(t *testing.T) {
 				}
 			}
 		}
-	}
-	deadline := time.After(20 * time.Second)
-	for range 2 {
-		select {
-		case gs := <-status:
-			covered("group status", gs)
-			status = nil
-		case d := <-dash:
-			covered("dashboard groups", d.Groups)
-			dash = nil
-		case <-deadline:
-			var held []string
-			if status != nil {
-				held = append(held, "`volctl group status web`")
-			}
-			if dash != nil {
-				held = append(held, "the dashboard's refresh")
-			}
-			t.Fatalf("%s held over 20s by a look at what covers %s's target %s that does not answer; volume status bounds the same look at %s",
-				strings.Join(held, " and "), cl.Alloc, cl.TargetPath, viewLookBound)
-		}
+	})
+	if held != "" {
+		t.Fatalf("%s held over 20s by a look at what covers %s's target %s that does not answer; volume status bounds the same look at %s",
+			held, cl.Alloc, cl.TargetPath, viewLookBound)
 	}
 }
 
@@ -126,4 +100,41 @@ func TestAllocWithACoveredHeldTargetClaimsNothing(t *testing.T) {
 	if len(h.liveClaims("a")) != 0 {
 		t.Errorf("volume a's claims after the refused run = %+v; want none", h.liveClaims("a"))
 	}
+}
+
+// groupViewsWithin runs `group status web` (Groups) and a dashboard refresh at once, has check
+// look at the groups each answers, and returns which of them (their names, joined) did not answer
+// within within ("" when both did).
+func groupViewsWithin(ctx context.Context, e *Engine, within time.Duration, check func(what string, gs []GroupInfo)) string {
+	status := make(chan []GroupInfo, 1)
+	go func() {
+		gs, _ := e.Groups(ctx, "web")
+		status <- gs
+	}()
+	dash := make(chan Dashboard, 1)
+	go func() {
+		d, _ := e.Dashboard(ctx, 10)
+		dash <- d
+	}()
+	deadline := time.After(within)
+	for range 2 {
+		select {
+		case gs := <-status:
+			check("group status", gs)
+			status = nil
+		case d := <-dash:
+			check("dashboard groups", d.Groups)
+			dash = nil
+		case <-deadline:
+			var held []string
+			if status != nil {
+				held = append(held, "`volctl group status web`")
+			}
+			if dash != nil {
+				held = append(held, "the dashboard's refresh")
+			}
+			return strings.Join(held, " and ")
+		}
+	}
+	return ""
 }

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,45 +32,17 @@ import (
 // Found by helper review77 (own).
 func TestRestoreUndoneOnceDoesNotTakeAMountMadeAtItsTargetSinceForTheVolume(t *testing.T) {
 	t.Parallel()
-	h := kernelHarness(t, nil)
-	h.create(volume("v"))
-	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	st, _ := h.staging("v")
-	ext := h.externalID("v")
-	// The reboot: every mount gone, the plugin started again.
-	for _, p := range []string{cl.TargetPath, st.StagingPath} {
-		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil {
-			t.Fatalf("unmount %s: %v", p, err)
-		}
-	}
-	h.stopServe()
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID, cfg.MountRoot = "node-1", t.TempDir()
 	// The first NodePublishVolume answers OK and mounts nothing (refused by the restore, and
-	// undone); after it, one answers OK, mounting nothing, at a target that is a mount point
-	// already, and at one that is not binds the volume's staging there.
-	publishes := 0
-	cfg.MakeTarget = func(target string) error {
-		publishes++
-		if err := os.MkdirAll(target, 0o750); err != nil {
-			return err
+	// undone); after it, the plugin is idempotent by "is it a mount point?".
+	h, cl, _ := rebootedClaim(t, func(st store.Staging) func(string) error {
+		publishes, after := 0, bindsTheStagingUnlessMounted(st)
+		return func(target string) error {
+			if publishes++; publishes == 1 {
+				return os.MkdirAll(target, 0o750)
+			}
+			return after(target)
 		}
-		if publishes == 1 {
-			return nil
-		}
-		mounted, err := mountinfo.Mounted(target)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("this test's plugin: %s: %v", target, err)
-		}
-		if mounted {
-			return nil
-		}
-		return unix.Mount(st.StagingPath, target, "", unix.MS_BIND, "")
-	}
-	p := csitest.NewMemPlugin(cfg)
-	p.AddVolume(csi.Volume{ID: ext})
-	t.Cleanup(func() { _ = p.UnmountAll() })
-	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(p), csitest.WithFaults(h.faults))
+	})
 
 	if _, err := h.e.Reconcile(h.ctx); err == nil {
 		t.Fatal("premise: reconcile whose NodePublishVolume mounted nothing restored the claim")

@@ -10,8 +10,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/volctl/volctl/internal/csi"
-	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -29,24 +27,7 @@ import (
 // Found by helper review77 (restore).
 func TestRestoreRefusedForAMountBelowItsTargetAdvisesAnUnmountThatWorks(t *testing.T) {
 	t.Parallel()
-	h := kernelHarness(t, nil)
-	h.create(volume("v"))
-	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	st, _ := h.staging("v")
-	ext := h.externalID("v")
-	// The reboot: every mount gone, the plugin started again.
-	for _, p := range []string{cl.TargetPath, st.StagingPath} {
-		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil {
-			t.Fatalf("unmount %s: %v", p, err)
-		}
-	}
-	h.stopServe()
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID, cfg.MountRoot = "node-1", t.TempDir()
-	p := csitest.NewMemPlugin(cfg)
-	p.AddVolume(csi.Volume{ID: ext})
-	t.Cleanup(func() { _ = p.UnmountAll() })
-	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(p), csitest.WithFaults(h.faults))
+	h, cl, _ := rebootedClaim(t, nil)
 
 	// Mounted below the bare target since.
 	below := filepath.Join(cl.TargetPath, "cache")

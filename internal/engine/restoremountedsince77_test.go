@@ -32,39 +32,7 @@ import (
 // Found by helper review76 (restore).
 func TestDegradedRestoreDoesNotTakeAMountMadeAtItsTargetSinceForTheVolume(t *testing.T) {
 	t.Parallel()
-	h := kernelHarness(t, nil)
-	h.create(volume("v"))
-	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	st, _ := h.staging("v")
-	ext := h.externalID("v")
-	// The reboot: every mount gone, the plugin started again.
-	for _, p := range []string{cl.TargetPath, st.StagingPath} {
-		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil {
-			t.Fatalf("unmount %s: %v", p, err)
-		}
-	}
-	h.stopServe()
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID, cfg.MountRoot = "node-1", t.TempDir()
-	// NodePublishVolume answers OK, mounting nothing, at a target that is a mount point already;
-	// at one that is not, it binds the volume's staging there.
-	cfg.MakeTarget = func(target string) error {
-		mounted, err := mountinfo.Mounted(target)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("this test's plugin: %s: %v", target, err)
-		}
-		if mounted {
-			return nil
-		}
-		if err := os.MkdirAll(target, 0o750); err != nil {
-			return err
-		}
-		return unix.Mount(st.StagingPath, target, "", unix.MS_BIND, "")
-	}
-	p := csitest.NewMemPlugin(cfg)
-	p.AddVolume(csi.Volume{ID: ext})
-	t.Cleanup(func() { _ = p.UnmountAll() })
-	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(p), csitest.WithFaults(h.faults))
+	h, cl, st := rebootedClaim(t, bindsTheStagingUnlessMounted)
 
 	h.faults.FailOnce(csi.RPCNodeStageVolume, codes.Internal)
 	if _, err := h.e.Reconcile(h.ctx); err == nil {
@@ -122,5 +90,53 @@ func TestDegradedRestoreDoesNotTakeAMountMadeAtItsTargetSinceForTheVolume(t *tes
 	}
 	if _, err := os.Stat(filepath.Join(st.StagingPath, "after-the-restore")); err != nil {
 		t.Errorf("what is written at the restored target is not on the volume's staging: %v", err)
+	}
+}
+
+// rebootedClaim claims volume v for alloc a on a kernel harness (real mounts, as root), then
+// stands for a reboot: every mount gone, the plugin started again, its NodePublishVolume doing
+// at a target what makeTarget (when given) makes of the staging's record: the target's maker
+// (csitest.MemConfig.MakeTarget).
+func rebootedClaim(t *testing.T, makeTarget func(st store.Staging) func(string) error) (*harness, ClaimInfo, store.Staging) {
+	t.Helper()
+	h := kernelHarness(t, nil)
+	h.create(volume("v"))
+	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	st, _ := h.staging("v")
+	ext := h.externalID("v")
+	for _, p := range []string{cl.TargetPath, st.StagingPath} {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil {
+			t.Fatalf("unmount %s: %v", p, err)
+		}
+	}
+	h.stopServe()
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID, cfg.MountRoot = "node-1", t.TempDir()
+	if makeTarget != nil {
+		cfg.MakeTarget = makeTarget(st)
+	}
+	p := csitest.NewMemPlugin(cfg)
+	p.AddVolume(csi.Volume{ID: ext})
+	t.Cleanup(func() { _ = p.UnmountAll() })
+	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(p), csitest.WithFaults(h.faults))
+	return h, cl, st
+}
+
+// bindsTheStagingUnlessMounted is the target maker of the common plugin idempotent by "is it a
+// mount point?": NodePublishVolume answers OK, mounting nothing, at a target that is a mount
+// point already; at one that is not, it binds the volume's staging st there.
+func bindsTheStagingUnlessMounted(st store.Staging) func(string) error {
+	return func(target string) error {
+		mounted, err := mountinfo.Mounted(target)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("this test's plugin: %s: %v", target, err)
+		}
+		if mounted {
+			return nil
+		}
+		if err := os.MkdirAll(target, 0o750); err != nil {
+			return err
+		}
+		return unix.Mount(st.StagingPath, target, "", unix.MS_BIND, "")
 	}
 }
