@@ -2,12 +2,10 @@ package engine
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -55,20 +53,7 @@ func TestRestoreUndoneOnceDoesNotTakeAMountMadeAtItsTargetSinceForTheVolume(t *t
 		t.Fatalf("premise: the target %s is still a mount point after the undone restore", cl.TargetPath)
 	}
 	// Mounted at the target since, and written into.
-	if err := os.MkdirAll(cl.TargetPath, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("tmpfs", cl.TargetPath, "tmpfs", 0, "size=1m"); err != nil {
-		t.Fatalf("mount a tmpfs at the target %s: %v", cl.TargetPath, err)
-	}
-	t.Cleanup(func() {
-		for unix.Unmount(cl.TargetPath, unix.MNT_DETACH) == nil {
-		}
-	})
-	tmpfsFile := filepath.Join(cl.TargetPath, "in-the-tmpfs")
-	if err := os.WriteFile(tmpfsFile, []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tmpfsWrittenAt(t, cl.TargetPath)
 	sent := h.faults.Calls(csi.RPCNodePublishVolume)
 
 	rep, err := h.e.Reconcile(h.ctx)

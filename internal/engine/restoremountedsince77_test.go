@@ -42,17 +42,7 @@ func TestDegradedRestoreDoesNotTakeAMountMadeAtItsTargetSinceForTheVolume(t *tes
 		t.Fatalf("premise: after the failed restore the claim is %s, degraded %v; want it held degraded", now.State, now.Degraded)
 	}
 	// Mounted at the target since, and written into.
-	if err := unix.Mount("tmpfs", cl.TargetPath, "tmpfs", 0, "size=1m"); err != nil {
-		t.Fatalf("mount a tmpfs at the target %s: %v", cl.TargetPath, err)
-	}
-	t.Cleanup(func() {
-		for unix.Unmount(cl.TargetPath, unix.MNT_DETACH) == nil {
-		}
-	})
-	tmpfsFile := filepath.Join(cl.TargetPath, "in-the-tmpfs")
-	if err := os.WriteFile(tmpfsFile, []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tmpfsFile := tmpfsWrittenAt(t, cl.TargetPath)
 	publishes := h.faults.Calls(csi.RPCNodePublishVolume)
 
 	rep, err := h.e.Reconcile(h.ctx)
@@ -139,4 +129,25 @@ func bindsTheStagingUnlessMounted(st store.Staging) func(string) error {
 		}
 		return unix.Mount(st.StagingPath, target, "", unix.MS_BIND, "")
 	}
+}
+
+// tmpfsWrittenAt mounts a tmpfs at target since (made where it is missing), unmounted when the
+// test ends, and writes a file into it, whose path it returns.
+func tmpfsWrittenAt(t *testing.T, target string) string {
+	t.Helper()
+	if err := os.MkdirAll(target, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", target, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatalf("mount a tmpfs at the target %s: %v", target, err)
+	}
+	t.Cleanup(func() {
+		for unix.Unmount(target, unix.MNT_DETACH) == nil {
+		}
+	})
+	written := filepath.Join(target, "in-the-tmpfs")
+	if err := os.WriteFile(written, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return written
 }
