@@ -867,8 +867,8 @@ func (e *Engine) groupsStored(ctx context.Context, name string) ([]GroupInfo, er
 // not the last run's error, which reconcile may have made stale
 // (TestGroupStatusSaysWhatIsAtTheDestinationNow). group status and the dashboard both mark.
 func (e *Engine) markUnbound(infos []GroupInfo) {
-	// Every look of the view (each claim at rest's target, then each bind of a claim not covered)
-	// is made at once and bounded together, one bound for the whole view: a look per claim, each
+	// Every look of the view (each claim at rest's target, and each of its binds) is made at once
+	// and bounded together, one bound for the whole view: a look per claim, each
 	// waiting its own bound, held group status and every dashboard refresh n times the bound
 	// (TestGroupStatusOfManyCoveredClaimsIsBoundedAsAWhole), and a destination a file system that
 	// does not answer is mounted over held them for as long as it did not
@@ -886,17 +886,17 @@ func (e *Engine) markUnbound(infos []GroupInfo) {
 			}
 		}
 	}
-	covers := e.coversForViewUntil(look, until)
+	// Each bind of each claim at rest is looked at while the covers are, its answer kept only
+	// for a claim not covered: started once the covers were answered, under a bound one hung
+	// cover had used up, the binds of every other alloc were said not to answer, never waited for
+	// (TestGroupStatusDoesNotSayAHealthyVolumeMountDidNotAnswerForAnotherAllocsHungCover).
 	type bindAt struct {
 		at
 		k int
 	}
 	var binds []bindAt
 	var bindLooks []func() string
-	for n, w := range claims {
-		if covers[n].covered != "" || covers[n].err != nil {
-			continue
-		}
+	for _, w := range claims {
 		c := infos[w.g].Allocs[w.a].Claims[w.c]
 		for k, b := range c.Binds {
 			group, target := infos[w.g].Name, c.TargetPath
@@ -904,11 +904,16 @@ func (e *Engine) markUnbound(infos []GroupInfo) {
 			bindLooks = append(bindLooks, func() string { return e.bindShows(group, target, b) })
 		}
 	}
-	shown := boundedLooks(bindLooks, until, func(i int) string {
-		d := infos[binds[i].g].Allocs[binds[i].a].Claims[binds[i].c].Binds[binds[i].k].Destination
-		return fmt.Sprintf("did not answer a look within %s (a file system whose server is gone, mounted over it?): what the alloc sees there cannot be told; `%s` lists what is mounted there",
-			viewLookBound, shellquote.Command("findmnt", d))
+	bound := make(chan []string, 1)
+	crash.Go(func() {
+		bound <- boundedLooks(bindLooks, until, func(i int) string {
+			d := infos[binds[i].g].Allocs[binds[i].a].Claims[binds[i].c].Binds[binds[i].k].Destination
+			return fmt.Sprintf("did not answer a look within %s (a file system whose server is gone, mounted over it?): what the alloc sees there cannot be told; `%s` lists what is mounted there",
+				viewLookBound, shellquote.Command("findmnt", d))
+		})
 	})
+	covers := e.coversForViewUntil(look, until)
+	shown := <-bound
 	// What is said, alloc by alloc, in the order of its claims: a cover, else its binds.
 	whyOf := map[[2]int][]string{}
 	for n, w := range claims {
