@@ -176,10 +176,13 @@ type Agent struct {
 	notify func(state string) error
 	ready  atomic.Bool // the start-up reconcile has run (Status.Ready)
 
-	mu         sync.Mutex
-	runners    map[string]*runner
-	problems   map[string]loggedProblem // reconcile problems already logged, to log each once (logProblems)
-	gcProblems map[string]loggedProblem // the same of claim GC's
+	mu       sync.Mutex
+	runners  map[string]*runner
+	problems map[string]loggedProblem // reconcile problems already logged, to log each once (logProblems)
+	// passFailure and gcFailure are the failures of the last reconcile and claim GC passes that
+	// found no problem of their own, as logged (logPassFailure): "" when they ran.
+	passFailure, gcFailure string
+	gcProblems             map[string]loggedProblem // the same of claim GC's
 	// logWarned are the plugins whose log was found replaced (trimOrphanedLog), warned once.
 	logWarned map[string]bool
 	// mateWarned are the pairs of exec plugins on one socket (oneProcessPerSocket), told once.
@@ -741,20 +744,24 @@ func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 	defer recT.Stop()
 	rd := newRedrive(a.s)
 	defer rd.stop()
-	started := false // the start-up reconcile ran; the timer's passes wait for it
+	started := false  // the start-up reconcile ran; the timer's passes wait for it
+	notReady := false // started, and no pass looked at everything yet
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ready:
 			ready = nil
-			a.reconcile(ctx, "start")
 			started = true
-			if ctx.Err() == nil && len(a.unusable) == 0 { // not ready on a state it cannot use: it stops
-				a.ready.Store(true)
-				a.obs.Ready()
-				a.tell("READY=1")
-				a.log.Info("agent ready: plugins probed and the start-up reconcile done")
+			// Ready once a start-up pass looked at everything: one that failed before it looked
+			// (the mount table unreadable for a moment after a reboot) restored nothing, and
+			// units ordered after the agent started without their volumes; the passes are
+			// re-driven until one does (TestAgentIsNotReadyAfterAStartupPassThatLookedAtNothing).
+			notReady = !a.reconcile(ctx, "start")
+			if !notReady {
+				a.markReady(ctx)
+			} else if ctx.Err() == nil && len(a.unusable) == 0 {
+				a.log.Warn("agent not ready: the start-up reconcile did not look at everything (its error above); passes are re-driven until one does")
 			}
 			recT.Reset(a.s.ReconcileInterval)
 		case <-syncT.C:
@@ -763,19 +770,40 @@ func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 			a.gc(ctx)
 		case <-recT.C:
 			if started {
-				a.reconcile(ctx, "timer")
+				a.passReady(ctx, &notReady, a.reconcile(ctx, "timer"))
 			}
 		case <-a.kick:
 			if started {
-				a.reconcile(ctx, "plugin_restart")
+				a.passReady(ctx, &notReady, a.reconcile(ctx, "plugin_restart"))
 			}
 		case <-rd.c:
 			rd.t, rd.c = nil, nil
-			a.reconcile(ctx, "redrive")
+			a.passReady(ctx, &notReady, a.reconcile(ctx, "redrive"))
 		}
 		if started && ctx.Err() == nil {
-			a.scheduleRedrive(ctx, rd)
+			a.scheduleRedrive(ctx, rd, notReady)
 		}
+	}
+}
+
+// markReady says the agent ready: plugins probed and a start-up pass that looked at everything
+// done. Not on a state it cannot use: it stops.
+func (a *Agent) markReady(ctx context.Context) {
+	if ctx.Err() != nil || len(a.unusable) > 0 {
+		return
+	}
+	a.ready.Store(true)
+	a.obs.Ready()
+	a.tell("READY=1")
+	a.log.Info("agent ready: plugins probed and the start-up reconcile done")
+}
+
+// passReady marks the agent ready after a pass that looked at everything (whole) while it was
+// not ready yet (*notReady).
+func (a *Agent) passReady(ctx context.Context, notReady *bool, whole bool) {
+	if *notReady && whole {
+		*notReady = false
+		a.markReady(ctx)
 	}
 }
 
@@ -806,8 +834,16 @@ func (r *redrive) stop() {
 // that left a claim for reconcile meanwhile) and, while there are any, schedules the next
 // re-drive pass after the backoff's next wait; with none, it resets the backoff. A pass already
 // scheduled is left as it is.
-func (a *Agent) scheduleRedrive(ctx context.Context, r *redrive) {
+func (a *Agent) scheduleRedrive(ctx context.Context, r *redrive, notReady bool) {
 	if r.c != nil {
+		return
+	}
+	if notReady {
+		// No pass looked at everything yet: the next is re-driven as a held claim's is.
+		wait := r.b.Next()
+		a.log.Debug("reconcile: a pass re-driven until one looks at everything", "retry_in", wait)
+		r.t = time.NewTimer(wait)
+		r.c = r.t.C
 		return
 	}
 	claims, err := a.e.Claims(ctx)
@@ -982,13 +1018,13 @@ func (a *Agent) kickReconcile() {
 }
 
 // reconcile runs one reconcile pass and logs what it did and what is left (logProblems).
-func (a *Agent) reconcile(ctx context.Context, why string) {
+func (a *Agent) reconcile(ctx context.Context, why string) (whole bool) {
 	rep, err := a.e.Reconcile(ctx)
 	for _, act := range rep.Actions {
 		a.log.Info("reconcile: "+act.Message, "kind", act.Kind, "volume", act.VolumeID, "alloc", act.Alloc, "trigger", why)
 	}
 	if ctx.Err() != nil {
-		return // what a pass cut short by shutdown left undone is the next agent's
+		return false // what a pass cut short by shutdown left undone is the next agent's
 	}
 	a.obs.Reconciled(why, rep, err)
 	if rep.Whole() {
@@ -1005,11 +1041,30 @@ func (a *Agent) reconcile(ctx context.Context, why string) {
 		case a.unusable <- err:
 		default:
 		}
-		return
+		return false
 	}
-	if err != nil && len(rep.Problems) == 0 {
-		a.log.Warn("reconcile", "err", err)
+	a.passFailure = a.logPassFailure("reconcile", a.passFailure, rep, err)
+	return rep.Whole()
+}
+
+// logPassFailure logs err, the failure of a pass (reconcile, claim GC) that found no problem of
+// its own (rep's: it failed before it looked), once while it fails so, and once that it works
+// again; it returns what is logged now (last, its words as FailureWords masks them). Before,
+// the same warning was logged at every pass, 1,440 a day at the defaults
+// (TestReconcilePassThatCannotLookIsNotAWarningEveryPass).
+func (a *Agent) logPassFailure(what, last string, rep engine.ReconcileReport, err error) string {
+	if err == nil || len(rep.Problems) > 0 {
+		if last != "" && rep.Whole() {
+			a.log.Info(what + ": works again")
+			return ""
+		}
+		return last
 	}
+	words := engine.FailureWords(err.Error())
+	if words != last {
+		a.log.Warn(what, "err", err)
+	}
+	return words
 }
 
 // logProblems logs each problem of a reconcile pass once, not on every pass, and again only
@@ -1111,10 +1166,14 @@ func (a *Agent) gc(ctx context.Context) {
 	}
 	// Each once until it goes, as reconcile's: a claim stuck releasing was a warning every
 	// pass, as often as reconcile's, 1,440 a day (TestClaimGCLogsAStuckClaimsProblemOnce).
-	a.gcProblems = a.logProblemsOnce("claim GC", a.gcProblems, rep.Problems, true)
-	if err != nil && len(rep.Problems) == 0 {
-		a.log.Warn("claim GC", "err", err)
+	// Resolved only by a pass that tried every past claim: one that failed before it listed
+	// them said every open problem resolved (TestClaimGCPassThatLookedAtNothingResolvesNoProblem).
+	now := a.logProblemsOnce("claim GC", a.gcProblems, rep.Problems, rep.Whole())
+	if !rep.Whole() {
+		maps.Copy(now, a.gcProblems)
 	}
+	a.gcProblems = now
+	a.gcFailure = a.logPassFailure("claim GC", a.gcFailure, rep, err)
 }
 
 // stopPlugins stops, after every loop has ended, the supervised plugins without mounts. A

@@ -607,6 +607,7 @@ func (e *Engine) ReleasePast(ctx context.Context) (ReconcileReport, error) {
 			rep.did("released", cl.VolumeID, cl.Alloc, "released claim %q for alloc %q (was %s)", cl.VolumeID, cl.Alloc, cl.State)
 		}
 	}
+	rep.whole = true // every past claim tried (TestClaimGCPassThatLookedAtNothingResolvesNoProblem)
 	if !rep.OK() {
 		return rep, fmt.Errorf("claim GC: %d problem(s) remain", len(rep.Problems))
 	}
