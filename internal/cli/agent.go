@@ -75,7 +75,7 @@ records carry the volume, alloc, plugin and rpc they are about as fields, and ne
 --metrics-addr HOST:PORT serves Prometheus metrics on /metrics and the agent's status on
 /healthz (503 until it is ready); port 0 picks a free one, which the log's "serving metrics"
 line names. Off by default. Under systemd (Type=notify) the agent reports READY=1 once its
-plugins were probed and the start-up reconcile ran. See docs/metrics.md.
+plugins were probed and a start-up reconcile looked at everything. See docs/metrics.md.
 
 --config FILE may declare plugin "ID" { ... } blocks (the plugin spec format), registered at
 start, and an agent { ... } block with probe_interval, probe_interval_ready, health_timeout,
