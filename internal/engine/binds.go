@@ -91,6 +91,38 @@ func reboundWords(binds []rebound) string {
 	return strings.Join(out, "; ")
 }
 
+// repairsKey carries, in a restore's context, where the binds of the claim it publishes say what
+// they repaired (withRepairs).
+type repairsKey struct{}
+
+// withRepairs is ctx collecting the volume_mounts a publish's binds made read-only again
+// (noteRepairs), for the restore that publishes to report: a restore whose bind mended a
+// read_only volume_mount remounted writable said only "restored claim"
+// (TestRestoreThatMakesAReadOnlyVolumeMountReadOnlyAgainSaysSo).
+func withRepairs(ctx context.Context) (context.Context, *[]rebound) {
+	r := new([]rebound)
+	return context.WithValue(ctx, repairsKey{}, r), r
+}
+
+// noteRepairs records, as events and for the collecting restore (withRepairs), the volume_mounts
+// of claim cl that a publish's binds made read-only again (a first bind, or a restore's binding
+// again, is the publish itself, not a repair).
+func (e *Engine) noteRepairs(ctx context.Context, cl *store.Claim, bound []rebound) {
+	var ro []rebound
+	for _, b := range bound {
+		if b.how == readOnlyAgain {
+			ro = append(ro, b)
+		}
+	}
+	if len(ro) == 0 {
+		return
+	}
+	e.event(ctx, &store.Event{Kind: "restore", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: e.pluginOf(ctx, cl.VolumeID), Message: reboundWords(ro)})
+	if r, ok := ctx.Value(repairsKey{}).(*[]rebound); ok {
+		*r = append(*r, ro...)
+	}
+}
+
 // bindMount binds cl's target at the destination of its volume_mount number i unless
 // something is mounted there; made says what it did (notRebound: nothing).
 func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, i int) (made rebindKind, err error) {

@@ -117,7 +117,8 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 				return err
 			}
 			e.expandOnPublish(ctx, c, v, cl)
-			_, err := e.bind(ctx, cl)
+			bound, err := e.bind(ctx, cl)
+			e.noteRepairs(ctx, cl, bound)
 			return err
 		default:
 			return fmt.Errorf("claim is on the release path (%s)", cl.State)

@@ -695,7 +695,9 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published, l
 				continue
 			}
 			lost := pass.stagingLost(cl.VolumeID)
+			ctx, repaired := withRepairs(ctx)
 			staged, settled, err := e.restoreClaim(ctx, cl, lost, pass)
+			results[i].bound = *repaired // read-only again, by the restore's binds
 			if settled {
 				if err != nil && !errors.Is(err, ErrNotFound) {
 					results[i].err = err

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -506,13 +507,59 @@ func (p *Plugin) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 // (removeDeleted).
 type deletedDir struct {
 	path string
-	held *os.File
+	held *os.File // the directory's own lock, nil when a consumer's process holds it (consumersLock)
+	lock *os.File // its lock file beside it (trashLockSuffix), which only plugin processes open
 }
 
-// remove removes the directory and releases its lock.
+// remove removes the directory, then its lock file, and releases their locks.
 func (d *deletedDir) remove() error {
 	defer d.held.Close()
-	return os.RemoveAll(d.path)
+	defer d.lock.Close()
+	if err := os.RemoveAll(d.path); err != nil {
+		return err
+	}
+	_ = os.Remove(d.path + trashLockSuffix)
+	return nil
+}
+
+// trashLockSuffix names the lock file beside a deleted volume's or snapshot's directory in
+// partial/ (partial/delete-ID-RANDOM.lock), held by the process removing it. The directory's own
+// lock could be a consumer's (any process of theirs may flock the directory they are given):
+// taken for a plugin process's, a delete cut short past a consumer's lock was left in partial/
+// by every start and every delete again for as long as that process lived
+// (TestDeleteCutShortPastAConsumersLockIsFinishedByTheNextStartOrTheRequestAgain).
+const trashLockSuffix = ".lock"
+
+// lockTrash creates and locks the lock file of trash directory path (trashLockSuffix), before the
+// directory is moved there.
+func lockTrash(path string) (*os.File, error) {
+	f, err := os.OpenFile(path+trashLockSuffix, os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// takeTrash takes what a delete left at path in partial/ to remove it: by its lock file where it
+// has one (EWOULDBLOCK: a plugin process is removing it), else, left by a volctl before the lock
+// files, by the directory's own lock.
+func takeTrash(path string) (*deletedDir, error) {
+	if _, err := os.Lstat(path + trashLockSuffix); err == nil {
+		lk, err := lockTrash(path)
+		if err != nil {
+			return nil, err
+		}
+		return &deletedDir{path: path, lock: lk}, nil
+	}
+	held, err := openLocked(path, unix.LOCK_NB)
+	if err != nil {
+		return nil, err
+	}
+	return &deletedDir{path: path, held: held}, nil
 }
 
 // deletedPrefix begins the name in partial/ of a deleted volume's directory awaiting removal,
@@ -580,8 +627,16 @@ func (p *Plugin) moveAside(what, id, dir, held string) (*deletedDir, error) {
 		return nil, internal("%s %q: %v", what, id, err)
 	}
 	trash := &deletedDir{path: filepath.Join(p.partialDir(), deletedPrefix+id+"-"+randomHex(8)), held: f}
+	// Its lock file first: a kill after the rename leaves the directory with its lock file,
+	// which the next start or delete takes, whoever holds the directory's own lock.
+	if trash.lock, err = lockTrash(trash.path); err != nil {
+		f.Close()
+		return nil, internal("%s %q: locking its removal: %v%s", what, id, err, readOnlyRoot(p.cfg.Root, err))
+	}
 	if err := os.Rename(dir, trash.path); err != nil {
 		f.Close()
+		_ = os.Remove(trash.path + trashLockSuffix)
+		trash.lock.Close()
 		return nil, internal("%s %q: moving its directory out of the way to remove it: %v%s", what, id, err, readOnlyRoot(p.cfg.Root, err))
 	}
 	for _, d := range []string{filepath.Dir(dir), p.partialDir()} {
@@ -631,11 +686,13 @@ func (p *Plugin) removeDeleted(id string) {
 	}
 	paths, _ := filepath.Glob(filepath.Join(p.partialDir(), deletedPrefix+id+"-*"))
 	for _, path := range paths {
-		held, err := openLocked(path, unix.LOCK_NB)
+		if strings.HasSuffix(path, trashLockSuffix) {
+			continue // its directory's
+		}
+		d, err := takeTrash(path)
 		if err != nil {
 			continue
 		}
-		d := &deletedDir{path: path, held: held}
 		if err := d.remove(); err != nil {
 			p.log.Warn("hostpath: removing what a delete left of a volume's directory"+unremovable(path, err), "volume", id, "path", path, "err", err)
 		}

@@ -365,14 +365,33 @@ func (p *Plugin) clearInterruptedCopies() error {
 	}
 	for _, e := range entries {
 		path := filepath.Join(p.partialDir(), e.Name())
-		unlock, err := lockDir(path, unix.LOCK_NB)
+		if lockOf, ok := strings.CutSuffix(path, trashLockSuffix); ok {
+			// A deleted directory's lock file: taken with its directory, or, the directory gone
+			// (a kill between the two removals, or before the rename), removed once free.
+			if _, err := os.Lstat(lockOf); errors.Is(err, fs.ErrNotExist) {
+				if lk, err := lockTrash(lockOf); err == nil {
+					_ = os.Remove(path)
+					lk.Close()
+				}
+			}
+			continue
+		}
+		var err error
+		if strings.HasPrefix(e.Name(), deletedPrefix) {
+			var d *deletedDir
+			if d, err = takeTrash(path); err == nil {
+				err = d.remove()
+			}
+		} else {
+			var unlock func()
+			if unlock, err = lockDir(path, unix.LOCK_NB); err == nil {
+				err = os.RemoveAll(path)
+				unlock()
+			}
+		}
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			p.log.Info("hostpath: a copy another process is making, or a deleted volume's directory it is removing, left in place", "path", path)
 			continue
-		}
-		if err == nil {
-			err = os.RemoveAll(path)
-			unlock()
 		}
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			// Logged, not the start's failure: a file that cannot be unlinked (made immutable
