@@ -32,16 +32,9 @@ func TestDeleteIsNotHeldOffByAConsumersLockOnItsVolume(t *testing.T) {
 
 	// The consumer's process: it opened its volume's root (through its target, the same
 	// directory) and locks it, as flock(1) does; its mounts are gone.
-	f, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		t.Fatalf("the consumer's flock of its volume's directory: %v", err)
-	}
+	consumerLocks(t, dir)
 
-	_, err = c.ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v.GetVolumeId()})
+	_, err := c.ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v.GetVolumeId()})
 	if err != nil {
 		st := status.Convert(err)
 		t.Fatalf("DeleteVolume of a volume nothing records in use, its directory locked by a consumer's process: %v (%s); want it deleted, not refused as held by another plugin process",
@@ -49,5 +42,19 @@ func TestDeleteIsNotHeldOffByAConsumersLockOnItsVolume(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("after the delete the volume's directory %s is still there: %v", dir, err)
+	}
+}
+
+// consumerLocks opens dir, a volume's directory as its target shows it, and flocks it, as a
+// process of the volume's consumers may (flock(1)), until the test ends.
+func consumerLocks(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatalf("the consumer's flock of its volume's directory: %v", err)
 	}
 }

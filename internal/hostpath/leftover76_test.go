@@ -25,29 +25,12 @@ import (
 // logs what it could not remove, naming it, and serves; the volumes still recorded are served.
 // Found by helper review76.
 func TestStartServesThoughADeletedVolumesLeftoverCannotBeRemoved(t *testing.T) {
-	chattr, err := exec.LookPath("chattr")
-	if err != nil {
-		t.Fatalf("chattr is needed to make a file that cannot be unlinked: %v", err)
-	}
 	ctx := context.Background()
 	c := start(t, hostpath.Config{})
 	root := c.srv.Config.Root
 	kept := c.createVolume(t, "kept")
 	gone := c.createVolume(t, "gone")
-	pinned := filepath.Join(c.volumeDir(t, gone.GetVolumeId()), "pinned")
-	mustOK(t, os.WriteFile(pinned, []byte("x"), 0o644))
-	if out, err := exec.Command(chattr, "+i", pinned).CombinedOutput(); err != nil {
-		t.Fatalf("chattr +i %s: %v: %s", pinned, err, out)
-	}
-	// Wherever the delete moved it (partial/), the file is made removable again at the end.
-	t.Cleanup(func() {
-		_ = filepath.Walk(root, func(path string, _ os.FileInfo, err error) error {
-			if err == nil && filepath.Base(path) == "pinned" {
-				_ = exec.Command(chattr, "-i", path).Run()
-			}
-			return nil
-		})
-	})
+	unpin := pinFile(t, root, c.volumeDir(t, gone.GetVolumeId()))
 
 	_, derr := c.ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: gone.GetVolumeId()})
 	if derr == nil {
@@ -72,13 +55,42 @@ func TestStartServesThoughADeletedVolumesLeftoverCannotBeRemoved(t *testing.T) {
 	if !strings.Contains(derr.Error(), "lsattr -R") || !strings.Contains(derr.Error(), "request sent again") {
 		t.Errorf("DeleteVolume's answer %v does not name the file that cannot be unlinked, nor the request sent again", derr)
 	}
-	if out, err := exec.Command(chattr, "-i", filepath.Join(left[0], "pinned")).CombinedOutput(); err != nil {
-		t.Fatalf("chattr -i: %v: %s", err, out)
-	}
+	unpin(left[0])
 	if _, err := c.ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: gone.GetVolumeId()}); err != nil {
 		t.Fatalf("DeleteVolume again: %v", err)
 	}
 	if still, _ := filepath.Glob(filepath.Join(root, "partial", "delete-"+gone.GetVolumeId()+"-*")); len(still) != 0 {
 		t.Errorf("DeleteVolume sent again left %v", still)
+	}
+}
+
+// pinFile writes a file named "pinned" in dir and makes it immutable (chattr +i): one that
+// cannot be unlinked, which cuts a removal of dir short; made removable again, wherever a delete
+// moved it below root, when the test ends. unpin makes the pinned file in a directory (where dir
+// was moved to) removable again.
+func pinFile(t *testing.T, root, dir string) (unpin func(moved string)) {
+	t.Helper()
+	chattr, err := exec.LookPath("chattr")
+	if err != nil {
+		t.Fatalf("chattr is needed to make a file that cannot be unlinked: %v", err)
+	}
+	pinned := filepath.Join(dir, "pinned")
+	mustOK(t, os.WriteFile(pinned, []byte("x"), 0o644))
+	if out, err := exec.Command(chattr, "+i", pinned).CombinedOutput(); err != nil {
+		t.Fatalf("chattr +i %s: %v: %s", pinned, err, out)
+	}
+	t.Cleanup(func() {
+		_ = filepath.Walk(root, func(path string, _ os.FileInfo, err error) error {
+			if err == nil && filepath.Base(path) == "pinned" {
+				_ = exec.Command(chattr, "-i", path).Run()
+			}
+			return nil
+		})
+	})
+	return func(moved string) {
+		t.Helper()
+		if out, err := exec.Command(chattr, "-i", filepath.Join(moved, "pinned")).CombinedOutput(); err != nil {
+			t.Fatalf("chattr -i: %v: %s", err, out)
+		}
 	}
 }

@@ -2,14 +2,11 @@ package hostpath_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/hostpath"
 )
@@ -27,41 +24,17 @@ import (
 // is told from a consumer's lock, e.g. by a lock only plugin processes take), or at least does
 // not answer OK while the directory is still there.
 // Found by helper review77 (own4).
-// Found by helper review77 (own4).
 func TestDeleteSentAgainRemovesTheLeftoverOfAVolumeAConsumerHoldsLocked(t *testing.T) {
-	chattr, err := exec.LookPath("chattr")
-	if err != nil {
-		t.Fatalf("chattr is needed to make a file that cannot be unlinked: %v", err)
-	}
 	ctx := context.Background()
 	c := start(t, hostpath.Config{})
 	root := c.srv.Config.Root
 	v := c.createVolume(t, "data")
 	dir := c.volumeDir(t, v.GetVolumeId())
-	pinned := filepath.Join(dir, "pinned")
-	mustOK(t, os.WriteFile(pinned, []byte("x"), 0o644))
-	if out, err := exec.Command(chattr, "+i", pinned).CombinedOutput(); err != nil {
-		t.Fatalf("chattr +i %s: %v: %s", pinned, err, out)
-	}
-	t.Cleanup(func() {
-		_ = filepath.Walk(root, func(path string, _ os.FileInfo, err error) error {
-			if err == nil && filepath.Base(path) == "pinned" {
-				_ = exec.Command(chattr, "-i", path).Run()
-			}
-			return nil
-		})
-	})
+	unpin := pinFile(t, root, dir)
 
 	// The consumer's process: it opened its volume's directory (through its target) and locks
 	// it, as flock(1) does; it outlives its alloc.
-	f, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		t.Fatalf("the consumer's flock of its volume's directory: %v", err)
-	}
+	consumerLocks(t, dir)
 
 	_, derr := c.ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v.GetVolumeId()})
 	if derr == nil {
@@ -76,10 +49,8 @@ func TestDeleteSentAgainRemovesTheLeftoverOfAVolumeAConsumerHoldsLocked(t *testi
 	}
 
 	// The advice followed: the file made removable, the request sent again.
-	if out, err := exec.Command(chattr, "-i", filepath.Join(left[0], "pinned")).CombinedOutput(); err != nil {
-		t.Fatalf("chattr -i: %v: %s", err, out)
-	}
-	_, err = c.ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v.GetVolumeId()})
+	unpin(left[0])
+	_, err := c.ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v.GetVolumeId()})
 	still, _ := filepath.Glob(filepath.Join(root, "partial", "delete-"+v.GetVolumeId()+"-*"))
 	if err != nil || len(still) != 0 {
 		t.Errorf("DeleteVolume sent again, as the first answer (%v) advised, answered OK and left the volume's data at %v: "+

@@ -3,12 +3,10 @@ package hostpath_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
@@ -30,10 +28,6 @@ import (
 // start or the request sent again removes what a delete cut short left.
 // Found by helper review77 (crash).
 func TestDeleteCutShortPastAConsumersLockIsFinishedByTheNextStartOrTheRequestAgain(t *testing.T) {
-	chattr, err := exec.LookPath("chattr")
-	if err != nil {
-		t.Fatalf("chattr is needed to cut the removal short: %v", err)
-	}
 	ctx := context.Background()
 	root := filepath.Join(hostpathtest.MountDir(t), "root")
 	cfg := hostpath.Config{Root: root, NodeID: "n1", Mounter: &hostpathtest.FakeMounter{}}
@@ -49,30 +43,11 @@ func TestDeleteCutShortPastAConsumersLockIsFinishedByTheNextStartOrTheRequestAga
 		t.Fatalf("volume %q has no directory", id)
 	}
 	mustOK(t, os.WriteFile(filepath.Join(dir, "data"), make([]byte, 64<<10), 0o644))
-	pinned := filepath.Join(dir, "pinned")
-	mustOK(t, os.WriteFile(pinned, []byte("x"), 0o644))
-	if out, err := exec.Command(chattr, "+i", pinned).CombinedOutput(); err != nil {
-		t.Fatalf("chattr +i %s: %v: %s", pinned, err, out)
-	}
-	t.Cleanup(func() {
-		_ = filepath.Walk(root, func(path string, _ os.FileInfo, err error) error {
-			if err == nil && filepath.Base(path) == "pinned" {
-				_ = exec.Command(chattr, "-i", path).Run()
-			}
-			return nil
-		})
-	})
+	unpin := pinFile(t, root, dir)
 
 	// The consumer's process (its target unmounted lazily under it) holds its volume's
 	// directory locked, as `flock /data backup.sh` does.
-	f, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		t.Fatalf("the consumer's flock of its volume's directory: %v", err)
-	}
+	consumerLocks(t, dir)
 
 	// The delete, cut short in its removal.
 	_, derr := ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: id})
@@ -81,9 +56,7 @@ func TestDeleteCutShortPastAConsumersLockIsFinishedByTheNextStartOrTheRequestAga
 	if derr == nil || len(left) == 0 {
 		t.Fatalf("DeleteVolume answered %v, leaving %v in partial/: want its removal cut short, the directory left there (the case this plays)", derr, left)
 	}
-	if out, err := exec.Command(chattr, "-i", filepath.Join(left[0], "pinned")).CombinedOutput(); err != nil {
-		t.Fatalf("chattr -i: %v: %s", err, out)
-	}
+	unpin(left[0])
 
 	// The plugin started again on the root, as after a kill.
 	mustOK(t, srv.Stop())
