@@ -52,13 +52,17 @@ func withStateDirAdvice(w io.Writer, dir string) io.Writer {
 	return &stateDirAdvice{w: w, abs: abs}
 }
 
+// ownStateDir annotates a command that works in a state dir of its own (quickstart's
+// temporary one): its advice is not rewritten with the state dir given, which it does not use.
+const ownStateDir = "volctl/own-state-dir"
+
 // adviseStateDir writes f's stderr through stateDirAdvice when --state-dir was given, once: from
 // PersistentPreRunE, and from Report for a refusal cobra made before it (an argument check). A
 // state dir refused (said by the command that resolves it, where one does) is inserted as given:
 // left out, the advice of a refusal no command resolved it for acted, pasted, on the default state
 // dir (`--state-dir=~/state`); given, it meets the same refusal.
 func (f *Factory) adviseStateDir() {
-	if f.stateDirFlag == "" {
+	if f.stateDirFlag == "" || f.ownState {
 		return
 	}
 	if _, done := f.IO.ErrOut.(*stateDirAdvice); done {

@@ -25,6 +25,7 @@ type Factory struct {
 	IO *iostreams.IOStreams
 
 	stateDirFlag string
+	ownState     bool // the command run works in a state dir of its own (ownStateDir): no --state-dir advice
 	verbose      bool
 	verboseGiven func() bool // whether --verbose was given, true or false: it wins over VOLCTL_LOG
 	lookupEnv    func(string) (string, bool)

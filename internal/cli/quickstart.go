@@ -73,7 +73,8 @@ Claiming mounts the volume, which needs root (CAP_SYS_ADMIN): without it quickst
 the claim, says so, cleans up and exits 1.`,
 		Example: `  sudo volctl quickstart
   sudo volctl quickstart --keep`,
-		Args: exactArgs(0),
+		Args:        exactArgs(0),
+		Annotations: map[string]string{ownStateDir: "yes"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Logger = f.Logger()
 			exe, _ := os.Executable()

@@ -147,6 +147,15 @@ whose --jq or -t fails on its result: 2 is for what is refused before anything i
 		if logsNothing(cmd) {
 			return nil
 		}
+		if cmd.Annotations[ownStateDir] != "" {
+			// Its advice is of its own temporary state, never the one given: rewritten, a
+			// failed quickstart's "`volctl volume detach demo --force --yes`" named the
+			// user's state (TestQuickstartErrorsDoNotAdviseTheUsersStateDir).
+			f.ownState = true
+			if f.stateDirFlag != "" {
+				fmt.Fprintf(f.IO.ErrOut, "Note: %s works in a temporary state dir of its own: --state-dir %s is not used\n", cmd.CommandPath(), escapeLines(shellquote.Arg(f.stateDirFlag)))
+			}
+		}
 		f.adviseStateDir()
 		return f.checkLogVariable()
 	}

@@ -61,6 +61,13 @@ func (r *ReconcileReport) problem(vol, alloc string, err error) {
 	r.Problems = append(r.Problems, ReconcileAction{Kind: "failed", VolumeID: vol, Alloc: alloc, Message: err.Error()})
 }
 
+// madeReadOnly reports claim cl's read_only volume_mount at dest made read-only again (it was
+// remounted writable): a repair of a mount under a running alloc, said
+// (TestReconcileSaysItMadeAReadOnlyVolumeMountReadOnlyAgain).
+func (r *ReconcileReport) madeReadOnly(cl store.Claim, dest string) {
+	r.did("restored", cl.VolumeID, cl.Alloc, "made volume_mount %s of claim %q for alloc %q read-only again (it was remounted writable)", dest, cl.VolumeID, cl.Alloc)
+}
+
 // problemAbout is problem for what names no volume nor alloc, its subject said (Subject).
 func (r *ReconcileReport) problemAbout(subject string, err error) {
 	n := len(r.Problems)
@@ -433,7 +440,13 @@ func (e *Engine) reconcileVolume(ctx context.Context, rep *ReconcileReport, v st
 // reconcileClaim re-drives one claim that is not at rest. A lost staging of its volume (see
 // stagingLost) is staged again first.
 func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl store.Claim, pass *reconcilePass) {
-	ctx = onVolume(ctx, cl.VolumeID)
+	ctx, repaired := withRepairs(onVolume(ctx, cl.VolumeID))
+	defer func() {
+		// What its publish's binds mended, as a restore done at once reports it.
+		for _, b := range *repaired {
+			rep.madeReadOnly(cl, b.dest)
+		}
+	}()
 	err := func() error {
 		unlock, err := e.locks.volume(ctx, cl.VolumeID)
 		if err != nil {
@@ -766,7 +779,7 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published, l
 		}
 		for _, b := range r.bound {
 			if b.how == readOnlyAgain {
-				rep.did("restored", cl.VolumeID, cl.Alloc, "made volume_mount %s of claim %q for alloc %q read-only again (it was remounted writable)", b.dest, cl.VolumeID, cl.Alloc)
+				rep.madeReadOnly(cl, b.dest)
 				continue
 			}
 			rep.did("restored", cl.VolumeID, cl.Alloc, "bound volume_mount %s of claim %q for alloc %q again", b.dest, cl.VolumeID, cl.Alloc)

@@ -1,11 +1,17 @@
 package engine
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
 
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -64,5 +70,63 @@ func TestRestoreThatMakesAReadOnlyVolumeMountReadOnlyAgainSaysSo(t *testing.T) {
 	}
 	if !logged {
 		t.Errorf("the event log says nothing of volume_mount %s made read-only again by the restore: %+v", dest, evs)
+	}
+}
+
+// TestRedrivenRestoreThatMakesAReadOnlyVolumeMountReadOnlyAgainSaysSo: as
+// TestRestoreThatMakesAReadOnlyVolumeMountReadOnlyAgainSaysSo, but the restore's first
+// NodePublishVolume fails, the claim held degraded, and the next pass re-drives it
+// (reconcileClaim): its bind made the volume_mount read-only again, and the report said only
+// "restored degraded claim". Found by helper review77 (own5), by hand.
+func TestRedrivenRestoreThatMakesAReadOnlyVolumeMountReadOnlyAgainSaysSo(t *testing.T) {
+	t.Parallel()
+	h := kernelHarness(t, nil)
+	h.create(volume("data", capab(spec.MultiNodeMultiWriter)))
+	dest := filepath.Join(hostpathtest.MountDir(t), "0")
+	g := spec.Group{Name: "web", Count: 1,
+		Volumes: []spec.VolumeRequest{{Name: "d", Type: "csi", Source: "data", AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}},
+		Mounts:  []spec.VolumeMount{{Volume: "d", Destination: filepath.Dir(dest) + "/{index}", ReadOnly: true}}}
+	if _, err := h.e.RunGroup(h.ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = h.e.StopGroup(h.ctx, "web") })
+	target := h.liveClaims("data")[0].TargetPath
+	if err := unix.Mount("", dest, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOSUID, ""); err != nil { // by hand: writable
+		t.Fatal(err)
+	}
+	// A reboot that left the bind (a mount namespace of its own, say): the target and staging
+	// gone, the plugin started again on the same storage.
+	st, _ := h.staging("data")
+	for _, m := range []string{target, st.StagingPath} {
+		if err := unix.Unmount(m, 0); err != nil {
+			t.Fatalf("unmount %s: %v", m, err)
+		}
+	}
+	var cfg csitest.MemConfig
+	h.mem.Reconfigure(func(c *csitest.MemConfig) { cfg = *c })
+	h.stopServe()
+	p := csitest.NewMemPlugin(cfg)
+	p.AddVolume(csi.Volume{ID: h.externalID("data")})
+	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(p), csitest.WithFaults(h.faults))
+	h.faults.FailOnce(csi.RPCNodePublishVolume, codes.Internal)
+	if _, err := h.e.Reconcile(h.ctx); err == nil {
+		t.Fatal("premise: the restore whose NodePublishVolume failed succeeded")
+	}
+	if now := h.liveClaims("data")[0]; !now.Degraded {
+		t.Fatalf("premise: the claim is not held degraded after its restore failed: %+v", now)
+	}
+	rep, err := h.e.Reconcile(h.ctx)
+	if err != nil {
+		t.Fatalf("the re-driven restore: %v %+v", err, rep.Problems)
+	}
+	if f := statfsFlags(t, dest); f&unix.ST_RDONLY == 0 {
+		t.Fatalf("the re-driven restore left the read_only volume_mount %s writable: not the case this tests", dest)
+	}
+	said := false
+	for _, a := range rep.Actions {
+		said = said || strings.Contains(a.Message, dest) && strings.Contains(a.Message, "read-only again")
+	}
+	if !said {
+		t.Errorf("the re-driven restore made the read_only volume_mount %s read-only again, and its report says nothing of it: %+v", dest, rep.Actions)
 	}
 }
