@@ -1826,6 +1826,27 @@ func payOwedNodeStep(v store.Volume) string {
 		shellquote.CommandFlags("volctl volume release", []string{v.ID}, "--alloc", "expand"))
 }
 
+// payOwedWords is what pays volume v's owed NodeExpandVolume, as a refusal that waits for it
+// advises it (deregister's, a handover's): the claim and release of payOwedNodeStep where a
+// publish here sends it (the plugin's recorded node service has EXPAND_VOLUME, or its controller
+// alone owes it), else what volume status says it waits for (owedExpansionWaits): the claim and
+// release advised through a node without EXPAND_VOLUME sent nothing, and the refusal came back
+// with the same advice (TestDeregisterAdviceForANodeExpansionOwedToANodeWithoutExpandVolumePaysNothing).
+func payOwedWords(tx *store.Tx, v store.Volume) (string, error) {
+	p, err := tx.Plugins().Get(v.PluginID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return "", err
+	}
+	if fp := recordedFingerprint(p); err == nil && fp != nil && fp.Node && (fp.Capabilities.Node.ExpandVolume || controllerAloneOwes(fp, v)) {
+		return "claim it once to finish the expansion (" + payOwedNodeStep(v) + ")", nil
+	}
+	st, serr := tx.Stagings().Get(v.ID)
+	if serr != nil && !errors.Is(serr, store.ErrNotFound) {
+		return "", serr
+	}
+	return "first: " + owedExpansionWaits(v, p, err == nil, nil, st, nil), nil
+}
+
 func owedExpandCommand(v store.Volume) string {
 	return expandCommand(v, max(v.NodeExpandMin, currentSize(v)), v.NodeExpandMax)
 }

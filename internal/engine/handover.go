@@ -177,8 +177,12 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		// sends: it expands a node's filesystem only while it expands a claimed volume. Marked
 		// already, the volume was not expanded since (expand refuses a marked volume).
 		if v.NodeExpandMin > 0 && !force && !marked {
-			return conflictf("volume %q is still owed a NodeExpandVolume to %s (plugin %q grew it, and its filesystem on the node grows at the volume's next publish here), which Nomad would never send: its allocs would get the filesystem at the old size; claim it once to finish the expansion (%s), then hand it over; or pass --force to hand it over anyway (the expansion then waits for the volume to be taken back)",
-				v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, payOwedNodeStep(v))
+			pay, err := payOwedWords(tx, v)
+			if err != nil {
+				return err
+			}
+			return conflictf("volume %q is still owed a NodeExpandVolume to %s (plugin %q grew it, and its filesystem on the node grows at the volume's next publish here), which Nomad would never send: its allocs would get the filesystem at the old size; %s; then hand it over; or pass --force to hand it over anyway (the expansion then waits for the volume to be taken back)",
+				v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, pay)
 		}
 		// An expansion pending (ControllerExpandVolume sent, its answer not recorded) is one
 		// reconcile finishes here, not Nomad: handed over, the volume would be registered at

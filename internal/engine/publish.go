@@ -930,6 +930,10 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 		}
 		e.failpoint("rpc:NodePublishVolume")
 		if err := e.publishedWhereAsked(ctx, v, cl, c, req.StagingPath, top); err != nil {
+			// A check after the RPC: the claim's record and its event name the RPC, no code, as
+			// the checks after the unpublish and unstage do (before, neither named it:
+			// TestClaimAgainOfAnUnmountedTargetRecordsTheRPCItsCheckFailedAfter).
+			err = checkedAfter(csi.RPCNodePublishVolume, err)
 			if cl.Degraded {
 				return e.undoRefusedRestore(ctx, c, v, p, err)
 			}

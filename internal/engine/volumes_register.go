@@ -771,6 +771,9 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 			return fail(err)
 		}
 	}
+	if !force {
+		e.refreshForOwedExpansion(ctx, id)
+	}
 	e.failpoint("deregister:locked") // under the volume's lock (an owed unpublish sent), nothing forgotten yet
 	var (
 		pluginID string
@@ -834,7 +837,11 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 		// unpublish is, with --force forgotten and said.
 		if v.NodeExpandMin > 0 {
 			if !force {
-				return refuseOwedNodeExpansion(v)
+				pay, err := payOwedWords(tx, v)
+				if err != nil {
+					return err
+				}
+				return refuseOwedNodeExpansion(v, pay)
 			}
 			owed := fmt.Sprintf("a NodeExpandVolume to %s was owed (plugin %q grew the volume, and its file system on the node grows at its next publish here), which volctl forgets with it: "+
 				"the file system stays at its old size until it is grown by hand", spec.FormatSize(v.NodeExpandMin), v.PluginID)
@@ -898,13 +905,28 @@ func (e *Engine) sendOwedUnpublish(ctx context.Context, id string) (unsent, err 
 	return unsent, nil
 }
 
+// refreshForOwedExpansion reaches the plugin of volume id when the volume owes a NodeExpandVolume,
+// so that its recorded fingerprint, which a refusal's advice reads (payOwedWords), is its
+// instance's now: recorded before a restart without EXPAND_VOLUME, it advised a claim that sent
+// nothing (TestDeregisterAdviceForANodeExpansionOwedToANodeWithoutExpandVolumePaysNothing). A
+// plugin that cannot be reached leaves the record as it is.
+func (e *Engine) refreshForOwedExpansion(ctx context.Context, id string) {
+	v, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(id) })
+	if err != nil || v.NodeExpandMin <= 0 {
+		return
+	}
+	if c, err := e.connect(ctx, v.PluginID); err == nil {
+		e.done(c)
+	}
+}
+
 // refuseOwedNodeExpansion is the conflict of deregistering volume v while a NodeExpandVolume is
-// owed (v.NodeExpandMin): a claim of it here sends it, and its release lets the deregister go.
-func refuseOwedNodeExpansion(v store.Volume) error {
+// owed (v.NodeExpandMin), pay what sends it (payOwedWords).
+func refuseOwedNodeExpansion(v store.Volume, pay string) error {
 	return conflictf("volume %q is still owed a NodeExpandVolume to %s (plugin %q grew it, and its file system on the node grows at the volume's next publish here), which deregistering the volume would forget: "+
-		"registered again, its allocs would get the file system at the old size; claim it once to finish the expansion (%s), then deregister it; "+
+		"registered again, its allocs would get the file system at the old size; %s; then deregister it; "+
 		"or `%s` forgets it, the file system left at its old size",
-		v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, payOwedNodeStep(v),
+		v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, pay,
 		shellquote.CommandFlags("volctl volume deregister", []string{v.ID}, "--force", "--yes"))
 }
 
