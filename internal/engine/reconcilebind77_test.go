@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -40,15 +41,23 @@ func TestReconcileSaysItMadeAReadOnlyVolumeMountReadOnlyAgain(t *testing.T) {
 		t.Errorf("reconcile made the read_only volume_mount %s read-only again but its report says nothing of it (actions %+v): "+
 			"`volctl reconcile` prints \"Nothing to do ... every mount is in place\"", dest, rep.Actions)
 	}
-	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "restore"})
+	if evs := readOnlyAgainLogged(t, h.ctx, h.e, dest); evs != nil {
+		t.Errorf("the event log says nothing of volume_mount %s made read-only again: %+v", dest, evs)
+	}
+}
+
+// readOnlyAgainLogged returns e's restore events when none of them says volume_mount dest was
+// made read-only again (nil when one does).
+func readOnlyAgainLogged(t *testing.T, ctx context.Context, e *Engine, dest string) []EventInfo {
+	t.Helper()
+	evs, err := e.Events(ctx, 0, EventFilter{Kind: "restore"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	logged := false
 	for _, ev := range evs {
-		logged = logged || strings.Contains(ev.Message, dest) && strings.Contains(ev.Message, "read-only again")
+		if strings.Contains(ev.Message, dest) && strings.Contains(ev.Message, "read-only again") {
+			return nil
+		}
 	}
-	if !logged {
-		t.Errorf("the event log says nothing of volume_mount %s made read-only again: %+v", dest, evs)
-	}
+	return evs
 }

@@ -60,15 +60,7 @@ func TestRestoreThatMakesAReadOnlyVolumeMountReadOnlyAgainSaysSo(t *testing.T) {
 	if !said {
 		t.Errorf("reconcile's restore made the read_only volume_mount %s read-only again but its report says nothing of it (actions %+v)", dest, rep.Actions)
 	}
-	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "restore"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	logged := false
-	for _, ev := range evs {
-		logged = logged || strings.Contains(ev.Message, dest) && strings.Contains(ev.Message, "read-only again")
-	}
-	if !logged {
+	if evs := readOnlyAgainLogged(t, h.ctx, h.e, dest); evs != nil {
 		t.Errorf("the event log says nothing of volume_mount %s made read-only again by the restore: %+v", dest, evs)
 	}
 }
