@@ -951,38 +951,6 @@ func (e *Engine) markUnbound(infos []GroupInfo) {
 	}
 }
 
-// boundedLooks runs each of looks at once and returns their answers, waiting for them until
-// until: a look not answered by then is said by late(i) (coversForView's bound, for looks at
-// what a mount that may not answer shows).
-func boundedLooks(looks []func() string, until time.Time, late func(i int) string) []string {
-	out := make([]string, len(looks))
-	got := make([]chan string, len(looks))
-	for i, look := range looks {
-		got[i] = make(chan string, 1)
-		ch := got[i]
-		crash.Go(func() { ch <- look() })
-	}
-	deadline := time.NewTimer(time.Until(until))
-	defer deadline.Stop()
-	expired := false
-	for i, ch := range got {
-		if !expired {
-			select {
-			case out[i] = <-ch:
-				continue
-			case <-deadline.C:
-				expired = true
-			}
-		}
-		select {
-		case out[i] = <-ch:
-		default:
-			out[i] = late(i)
-		}
-	}
-	return out
-}
-
 // bindShows says, of a volume_mount destination of group's claim published at target, what is
 // there instead of the volume and what to do, "" when the volume is (what bindMount finds
 // bound: something mounted there that is the claim's target's file). The destination is opened

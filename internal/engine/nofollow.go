@@ -199,11 +199,8 @@ func openComponent(dir int, name string) (int, error) {
 
 // isDir reports whether the opened path is a directory.
 func (p *pathFD) isDir() (bool, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(p.fd, &st); err != nil {
-		return false, &os.PathError{Op: "stat", Path: p.path, Err: err}
-	}
-	return st.Mode&unix.S_IFMT == unix.S_IFDIR, nil
+	ft, err := p.fileType()
+	return ft == unix.S_IFDIR, err
 }
 
 // fileType is the type bits (unix.S_IFMT) of the opened path's mode.

@@ -137,55 +137,69 @@ func (e *Engine) coversForView(cs []ClaimInfo) []viewLook {
 // coversForViewUntil is coversForView with the looks waited for until until (a view that makes
 // other looks under the same bound: markUnbound).
 func (e *Engine) coversForViewUntil(cs []ClaimInfo, until time.Time) []viewLook {
-	out := make([]viewLook, len(cs))
-	got := make([]chan viewLook, len(cs))
+	looks := make([]func() viewLook, len(cs))
 	for i, c := range cs {
 		if c.State != string(store.ClaimPublished) || !c.AtRest() {
 			continue
 		}
-		got[i] = make(chan viewLook, 1)
-		ch := got[i]
-		crash.Go(func() {
+		looks[i] = func() viewLook {
 			cl := store.Claim{VolumeID: c.VolumeKey(), Alloc: c.AllocKey(), TargetPath: c.TargetPath, TargetMount: c.targetMount}
 			var lost bool
 			err := e.targetCoveredOrLost(cl, &lost)
 			if ct := (*coveredTarget)(nil); errors.As(err, &ct) {
-				ch <- viewLook{covered: err.Error()}
-				return
+				return viewLook{covered: err.Error()}
 			}
 			if err == nil && lost {
-				ch <- viewLook{covered: lostTarget(cl), lost: true}
-				return
+				return viewLook{covered: lostTarget(cl), lost: true}
 			}
-			ch <- viewLook{err: err}
-		})
+			return viewLook{err: err}
+		}
+	}
+	// Past the bound, the table's word stands, said as such.
+	return boundedLooks(looks, until, func(i int) viewLook {
+		c := cs[i]
+		return viewLook{covered: fmt.Sprintf("claim %q for alloc %q: its target %s shows another mount than its NodePublishVolume made (what is there did not answer a look within %s: "+
+			"a file system whose server is gone?); its alloc sees that, not the volume: `%s` lists what is mounted there",
+			c.VolumeID, c.Alloc, c.TargetPath, viewLookBound, shellquote.Command("findmnt", c.TargetPath))}
+	})
+}
+
+// boundedLooks runs each of looks (a nil one is no look: its answer is T's zero) at once and
+// returns their answers, waiting for them until until: a look not answered by then is said by
+// late(i). A view's looks at what a mount that may not answer shows (a hard NFS mount whose
+// server is gone) go through it, so that one such mount holds the view the bound once, not once
+// per look (coversForViewUntil, markUnbound).
+func boundedLooks[T any](looks []func() T, until time.Time, late func(i int) T) []T {
+	out := make([]T, len(looks))
+	got := make([]chan T, len(looks))
+	for i, look := range looks {
+		if look == nil {
+			continue
+		}
+		got[i] = make(chan T, 1)
+		ch := got[i]
+		crash.Go(func() { ch <- look() })
 	}
 	deadline := time.NewTimer(time.Until(until))
 	defer deadline.Stop()
+	expired := false
 	for i, ch := range got {
 		if ch == nil {
 			continue
 		}
+		if !expired {
+			select {
+			case out[i] = <-ch:
+				continue
+			case <-deadline.C:
+				expired = true
+			}
+		}
 		select {
 		case out[i] = <-ch:
-			continue
-		case <-deadline.C:
+		default:
+			out[i] = late(i)
 		}
-		// Past the bound: this and every look not answered yet.
-		for k := i; k < len(got); k++ {
-			if got[k] == nil {
-				continue
-			}
-			select {
-			case out[k] = <-got[k]:
-			default:
-				c := cs[k]
-				out[k] = viewLook{covered: fmt.Sprintf("claim %q for alloc %q: its target %s shows another mount than its NodePublishVolume made (what is there did not answer a look within %s: "+
-					"a file system whose server is gone?); its alloc sees that, not the volume: `%s` lists what is mounted there",
-					c.VolumeID, c.Alloc, c.TargetPath, viewLookBound, shellquote.Command("findmnt", c.TargetPath))}
-			}
-		}
-		break
 	}
 	return out
 }
