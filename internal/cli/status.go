@@ -78,6 +78,9 @@ type claimCounts struct {
 	Write     int `json:"write"`
 	Unsettled int `json:"unsettled"`
 	Degraded  int `json:"degraded"` // held, but their restore has not finished: not mounted
+	// Covered counts the published claims whose target no longer shows the volume (covered by
+	// another mount since, or nothing mounted there): among Unsettled.
+	Covered int `json:"covered"`
 }
 
 func statusRun(ctx context.Context, opts *StatusOptions) (err error) {
@@ -99,7 +102,10 @@ func statusRun(ctx context.Context, opts *StatusOptions) (err error) {
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
-	claims, err := e.Claims(ctx)
+	// Each published claim's target looked at, as a volume's detail and group status say them: a
+	// target covered or lost since its publish is a claim to see to, not one at rest
+	// (TestStatusSummarySaysAPublishedTargetCoveredOrLost).
+	claims, err := e.ClaimsLooked(ctx)
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
@@ -131,7 +137,10 @@ func statusRun(ctx context.Context, opts *StatusOptions) (err error) {
 		} else {
 			sum.Claims.Write++
 		}
-		if !c.AtRest() {
+		if c.Covered != "" {
+			sum.Claims.Covered++
+		}
+		if !c.AtRest() || c.Covered != "" {
 			sum.UnsettledClaims = append(sum.UnsettledClaims, c)
 		}
 		if c.Degraded {
@@ -199,12 +208,19 @@ func writeStatusSummary(out *bufio.Writer, sum statusSummary, vols []engine.Volu
 	if sum.Claims.Degraded > 0 {
 		fmt.Fprintf(out, ", %d degraded (held, not mounted: their restore failed)", sum.Claims.Degraded)
 	}
+	if sum.Claims.Covered > 0 {
+		fmt.Fprintf(out, " (%d of them at a target that no longer shows the volume: covered, or unmounted since)", sum.Claims.Covered)
+	}
 	fmt.Fprintln(out)
 	if len(sum.UnsettledClaims) > 0 {
 		if err := writeClaimTable(out, sum.UnsettledClaims, now, true); err != nil {
 			return err
 		}
-		fmt.Fprintln(out, "(volctl reconcile re-drives them)")
+		if sum.Claims.Covered > 0 {
+			fmt.Fprintln(out, "(volctl reconcile re-drives them, or says what stops it: a covered target's row names its umount)")
+		} else {
+			fmt.Fprintln(out, "(volctl reconcile re-drives them)")
+		}
 	}
 	if len(sum.Owed) > 0 {
 		fmt.Fprintf(out, "\nOwed: %d, work no claim drives\n", len(sum.Owed))

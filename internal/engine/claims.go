@@ -1635,6 +1635,17 @@ func (e *Engine) Claims(ctx context.Context) ([]ClaimInfo, error) {
 	return out, err
 }
 
+// ClaimsLooked is Claims with each published claim's target looked at, as a volume's detail and
+// the dashboard say them (markCovered): Covered set where another mount covers it since its
+// publish, or nothing is mounted there. The mount table is read once for them all.
+func (e *Engine) ClaimsLooked(ctx context.Context) ([]ClaimInfo, error) {
+	out, err := e.Claims(ctx)
+	if err == nil {
+		e.markCovered(out)
+	}
+	return out, err
+}
+
 // sameAlloc reports whether a claim's alloc, as stored, is the alloc name given: the same
 // string in Unicode normal form C. The command line reads typed IDs in NFC (cli/ids.go), and
 // an older volctl stored an alloc as typed, decomposed perhaps ("e" U+0301 for "é"): compared
