@@ -386,7 +386,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 				// Recorded only while the plugin had PUBLISH_UNPUBLISH_VOLUME: it lost it since. The
 				// record is dropped with an event, as a release drops it (undoUnused).
 				capLost = fmt.Sprintf("volume %q was recorded as attached to node %q, but %s, so ControllerUnpublishVolume is not sent and the record is dropped; if the volume is still attached, detach it with the storage provider's tools",
-					v.ID, st.NodeID, lostUnpublish(c, v.PluginID))
+					v.ID, st.NodeID, lostUnpublish(c.fp, v.PluginID))
 				warn("%s", capLost)
 			}
 			attached = false // the plugin attaches nothing now

@@ -62,7 +62,7 @@ func TestOwedUnpublishRefusalOfAPluginThatLostTheCapabilityDoesNotPromiseReconci
 	}
 	_, verr := h.e.DeregisterVolume(h.ctx, "v", false)
 	for what, err := range map[string]error{"plugin deregister --force": err, "volume deregister": verr} {
-		if err == nil || strings.Contains(err.Error(), `once plugin "mem" answers (it sends it)`) || !strings.Contains(err.Error(), "start it with that capability again") {
+		if err == nil || strings.Contains(err.Error(), `once plugin "mem" answers (it sends it)`) || !strings.Contains(err.Error(), "start the plugin with that capability again") {
 			t.Errorf("%s refusal:\n%v\nit says reconcile sends the unpublish once the plugin answers; the plugin answers, without PUBLISH_UNPUBLISH_VOLUME, and reconcile (just run) sends nothing: the way is to start it with that capability again", what, err)
 		}
 	}

@@ -513,23 +513,36 @@ func keptAttachment(v store.Volume, st store.Staging, c *conn) string {
 
 // keptAttachmentWhy is keptAttachment's why the unpublish cannot be sent and what ends that.
 func keptAttachmentWhy(v store.Volume, c *conn) (why, fix string) {
-	why, fix = lostUnpublish(c, v.PluginID), "start the plugin with that capability again"
+	var fp *csi.Fingerprint
+	if c != nil {
+		fp = c.fp
+	}
+	return unpublishBlocked(fp, v.PluginID)
+}
+
+// unpublishBlocked is why plugin pluginID, fingerprinted as fp (nil: not known), cannot be sent
+// ControllerUnpublishVolume, and what ends that: its controller half not registered
+// (controllerHalfGone), its controller service lost, or the capability alone. A refusal that
+// reads the recorded fingerprint says it as the release and reconcile that found it do
+// (owedUnpublishWay).
+func unpublishBlocked(fp *csi.Fingerprint, pluginID string) (why, fix string) {
+	why, fix = lostUnpublish(fp, pluginID), "start the plugin with that capability again"
 	switch {
-	case needsControllerHalf(c):
-		why, fix = controllerHalfGone(v.PluginID)
-	case c != nil && !c.fp.Capabilities.Plugin.ControllerService:
+	case fp != nil && fp.Capabilities.Plugin.ControllerService && !fp.Controller:
+		why, fix = controllerHalfGone(pluginID)
+	case fp != nil && !fp.Capabilities.Plugin.ControllerService:
 		fix = "start the plugin with its controller service and that capability again"
 	}
 	return why, fix
 }
 
-// lostUnpublish says that plugin pluginID, connected as c, no longer has the controller
+// lostUnpublish says that plugin pluginID, fingerprinted as fp, no longer has the controller
 // capability PUBLISH_UNPUBLISH_VOLUME: it lost its whole controller service (CONTROLLER_SERVICE
 // gone, node-only now), or the capability alone. Before, a lost service was worded as the
 // capability alone, and a plugin started again with it, still without the service, never
 // took the unpublish (TestAttachmentKeptByAPluginWithoutItsControllerServiceNamesTheService).
-func lostUnpublish(c *conn, pluginID string) string {
-	if c != nil && !c.fp.Capabilities.Plugin.ControllerService {
+func lostUnpublish(fp *csi.Fingerprint, pluginID string) string {
+	if fp != nil && !fp.Capabilities.Plugin.ControllerService {
 		return fmt.Sprintf("plugin %q no longer serves its controller service (no CONTROLLER_SERVICE), nor so the controller capability PUBLISH_UNPUBLISH_VOLUME", pluginID)
 	}
 	return fmt.Sprintf("plugin %q no longer has the controller capability PUBLISH_UNPUBLISH_VOLUME", pluginID)

@@ -951,8 +951,14 @@ func owedUnpublishWay(tx *store.Tx, id string) (string, error) {
 	case err != nil:
 		return "", err
 	}
-	if fp := recordedFingerprint(p); fp != nil && fp.Controller && !fp.Capabilities.Controller.PublishUnpublishVolume {
-		return fmt.Sprintf("Plugin %q answers without PUBLISH_UNPUBLISH_VOLUME (as last fingerprinted), so nothing can send it now: start it with that capability again, then run `volctl reconcile` (it sends it)", id), nil
+	// As the release that kept it and reconcile say it (unpublishBlocked): a plugin that lost its
+	// whole controller service, or is registered by its node half alone, was promised the send
+	// of a reconcile that sends nothing
+	// (TestOwedUnpublishRefusalOfAPluginThatLostItsControllerServiceDoesNotPromiseReconcile,
+	// TestOwedUnpublishRefusalThroughANodeHalfRegistrationNamesTheControllerHalf).
+	if fp := recordedFingerprint(p); fp != nil && (!fp.Controller || !fp.Capabilities.Controller.PublishUnpublishVolume) {
+		why, fix := unpublishBlocked(fp, id)
+		return fmt.Sprintf("Nothing can send it now, as last fingerprinted: %s; %s, then run `volctl reconcile` (it sends it)", why, fix), nil
 	}
 	return fmt.Sprintf("Run `volctl reconcile` once plugin %q answers (it sends it)", id), nil
 }
