@@ -112,6 +112,12 @@ func (e *Engine) registerRound(ctx context.Context, c *conn, sv spec.Volume, r *
 			// a registration records nothing until the plugin validates the volume
 			// (TestRegisterValidateTimeoutDoesNotAdviseReconcile).
 			ce.Hint = fmt.Sprintf("plugin %q did not answer in time, or reported a timeout of its own, and may still be working: a registration records nothing until the plugin validates the volume, so run the register again", c.plugin.ID)
+			if ce.TimedOut {
+				// Cut off by its own long timeout, how to raise it, as every other long RPC's
+				// hint says: a plugin slower than that failed every register again
+				// (TestRegisterValidateTimeoutSaysHowToRaiseTheTimeout).
+				ce.Hint += "; " + longTimeoutAdvice(c.plugin, c.timeouts.Long)
+			}
 		}
 		if err != nil {
 			return fail(e.nothingRecorded(ctx, err, fmt.Sprintf("volume %q", sv.ID), func(tx *store.Tx) error {
