@@ -174,7 +174,8 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 	if err := checkEventKind(ctx, e, opts.Filter.Kind, evs); err != nil {
 		return err
 	}
-	evs = slices.DeleteFunc(evs, func(ev engine.EventInfo) bool { return ev.At.Before(since) })
+	beforeSince := func(ev engine.EventInfo) bool { return ev.At.Before(since) }
+	evs = slices.DeleteFunc(evs, beforeSince)
 	slices.Reverse(evs) // oldest first, as a log reads
 
 	out := bufio.NewWriter(opts.IO.Out)
@@ -244,6 +245,9 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 		}
 		evs, dropped := read.Events, read.Dropped
 		last = read.Newest // of all the read saw, matching or not: it reads each event once
+		// --since holds for what follows too: one in the future printed every event recorded
+		// before it (TestEventsFollowSinceInTheFutureShowsNoEarlierEvent).
+		evs = slices.DeleteFunc(evs, beforeSince)
 		if dropped > 0 {
 			// On stderr, so that stdout stays the events alone (--json's lines); once, as the
 			// follow goes on past them.

@@ -279,8 +279,10 @@ func (e *Engine) StateDir() string { return e.cfg.StateDir }
 // CheckStateFile is an error saying to restart, matching store.ErrReplaced, once the state
 // database at the state dir's path is no longer the file this engine opened (a backup restored
 // over it, the state dir moved): for a command that reads for as long as it runs (events
-// --follow), as the dashboard and each reconcile pass check before they read.
-func (e *Engine) CheckStateFile() error { return e.store.CheckFile() }
+// --follow), as the dashboard and each reconcile pass check before they read. On a read-only
+// state, whose reads follow a file put at the path, the file compared is the first opened
+// (store.CheckFirstFile): a follow goes on from what it read there.
+func (e *Engine) CheckStateFile() error { return e.store.CheckFirstFile() }
 
 // Plugin is what the engine needs of a CSI plugin connection; *csi.Client is the real one.
 type Plugin interface {

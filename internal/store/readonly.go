@@ -116,7 +116,7 @@ func openReadOnly(ctx context.Context, dir string, target int, o options) (*Stor
 		s.closeLock()
 		return nil, inDir(dir, fmt.Errorf("open state %s: %w", path, err))
 	}
-	s.ro = &readOnlyState{immutable: !hasWAL}
+	s.ro = &readOnlyState{immutable: !hasWAL, first: s.file}
 	if !hasWAL {
 		// Stamped before the open: a change from here on is seen at the next View.
 		s.ro.file, _ = stampAt(path)
@@ -183,6 +183,8 @@ type readOnlyState struct {
 	mu        sync.Mutex // held to check and replace s.r
 	immutable bool
 	file      fileStamp
+	// first is the file opened first, which readPool never changes (CheckFirstFile).
+	first fileID
 }
 
 // fileStamp is what changes when a file is written or replaced.

@@ -40,6 +40,19 @@ func idAt(path string) (fileID, error) {
 // a pass that writes nothing would not find out, and would go on reading the old file.
 func (s *Store) CheckFile() error { return s.checkFile() }
 
+// CheckFirstFile is CheckFile for a reader that goes on from what it read of the file it
+// opened first (events --follow, from an event ID): a store opened immutable on a read-only
+// file system reads whatever file is put at its path (readPool), which CheckFile lets be, and
+// such a reader went on in a restored backup from an ID of the old file, past the events every
+// volctl recorded in the new one, none printed, nothing said
+// (TestEventsFollowOnAReadOnlyStateMissesNoEventOfARestoredBackup).
+func (s *Store) CheckFirstFile() error {
+	if s.ro == nil {
+		return s.checkFile()
+	}
+	return s.checkAgainst(s.ro.first)
+}
+
 // Unusable reports whether err says the state database cannot be used as it is: replaced under
 // this process (ErrReplaced: a restart opens the new file) or damaged (SQLITE_CORRUPT,
 // SQLITE_NOTADB: a backup to restore). A process that runs on (the agent) stops then, saying
@@ -68,6 +81,11 @@ func (s *Store) checkFile() error {
 			return nil // its pool is opened again on the file at the path when that changes (readPool)
 		}
 	}
+	return s.checkAgainst(opened)
+}
+
+// checkAgainst is checkFile's ErrReplaced when the file at s.path is not opened.
+func (s *Store) checkAgainst(opened fileID) error {
 	id, err := idAt(s.path)
 	if err == nil && id == opened {
 		return nil
