@@ -52,6 +52,9 @@ type checkpoint struct {
 	// recorded with the claim by the next commit when targetDirty (store.Claim.TargetMount).
 	targetShows *store.TargetMount
 	targetDirty bool
+	// publishedAgain: a restore's NodePublishVolume, answered OK with nothing mounted at the
+	// target and taken back, was sent once more in this pass (nodePublish).
+	publishedAgain bool
 }
 
 // loaded is what an operation read in its first transaction, under the volume lock, handed to

@@ -934,10 +934,22 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 			// the checks after the unpublish and unstage do (before, neither named it:
 			// TestClaimAgainOfAnUnmountedTargetRecordsTheRPCItsCheckFailedAfter).
 			err = checkedAfter(csi.RPCNodePublishVolume, err)
-			if cl.Degraded {
-				return e.undoRefusedRestore(ctx, c, v, p, err)
+			if !cl.Degraded {
+				return err
 			}
-			return err
+			undone, uerr := e.undoRefusedRestore(ctx, c, v, p, err)
+			if undone && errors.Is(err, errTargetNotMounted) && !p.publishedAgain {
+				// A plugin that keeps its own record of what it published (as the CSI host-path
+				// driver does) answers a target that lost its mount OK from that record,
+				// mounting nothing; taken back, it has forgotten it, and is asked once more in
+				// this pass, where it took a second reconcile to mount the volume there, the
+				// first failing (TestRestoreOfALostTargetThroughAPluginThatRemembersItsPublishTakesOnePass).
+				p.publishedAgain = true
+				e.log.Info("restore: the plugin answered NodePublishVolume OK with nothing mounted at the target, and took it back: sent once more",
+					"volume", v.ID, "alloc", cl.Alloc, "plugin", c.plugin.ID)
+				return e.nodePublish(ctx, c, v, p)
+			}
+			return uerr
 		}
 	}
 	// What the accepted target shows, recorded with the state: a file system mounted over it
@@ -1020,12 +1032,13 @@ func (e *Engine) publishedWhereAsked(ctx context.Context, v store.Volume, cl *st
 // after pass: another volume's data, or the host's disk under a bare staging directory
 // (TestARefusedRestoreTakesTheRefusedMountAway). The claim stays held, degraded, for reconcile;
 // the error says whether the mount went.
-func (e *Engine) undoRefusedRestore(ctx context.Context, c *conn, v store.Volume, p *checkpoint, refused error) error {
+// undone says NodeUnpublishVolume took it away.
+func (e *Engine) undoRefusedRestore(ctx context.Context, c *conn, v store.Volume, p *checkpoint, refused error) (undone bool, err error) {
 	if _, err := e.unpublishTarget(ctx, c, v, p); err != nil {
-		return fmt.Errorf("%w; NodeUnpublishVolume, sent to take that away from the target again, failed: %v: nothing may use %s until it is unmounted (the next reconcile sends it again, or `%s`)",
+		return false, fmt.Errorf("%w; NodeUnpublishVolume, sent to take that away from the target again, failed: %v: nothing may use %s until it is unmounted (the next reconcile sends it again, or `%s`)",
 			refused, err, p.cl.TargetPath, releaseCommand(*p.cl))
 	}
-	return fmt.Errorf("%w (NodeUnpublishVolume took it away from the target again)", refused)
+	return true, fmt.Errorf("%w (NodeUnpublishVolume took it away from the target again)", refused)
 }
 
 // setAsideWritten moves aside what claim p's target holds before rpc is sent for it: files an
@@ -1503,6 +1516,7 @@ func (e *Engine) checkTarget(ctx context.Context, v store.Volume, cl *store.Clai
 	target := e.realPath(cl.TargetPath)
 	t, err := openNoFollow(e.cfg.StateDir, target, createNothing)
 	var what string
+	notMounted := false
 	var se *symlinkError
 	switch {
 	case errors.As(err, &se) && se.Component == filepath.Clean(target):
@@ -1558,6 +1572,7 @@ func (e *Engine) checkTarget(ctx context.Context, v store.Volume, cl *store.Clai
 			what = "a block device node, not a mount point: volctl takes a block volume's target only as its device bind-mounted there (which the mount table ties to its source), " +
 				"and a node made at the target cannot be told from any other device's; the plugin must publish the device by bind-mounting it"
 		case !mp.Mounted:
+			notMounted = true
 			what = "not a mount point (nothing is mounted on it, so the claim would write to the host's disk)"
 		case bare != "":
 			what = fmt.Sprintf("the staging path %s, %s, bind-mounted (NodeStageVolume staged nothing there, so the claim would write to the host's disk)", staging, bare)
@@ -1597,9 +1612,22 @@ func (e *Engine) checkTarget(ctx context.Context, v store.Volume, cl *store.Clai
 				"unchecked (volctl's own directories, or the volume writable below a read-only target)", below)
 		}
 	}
-	return badAnswerf("%s: plugin %q answered OK for volume %q, but the target %s is %s: the plugin did not publish the volume there",
+	err = badAnswerf("%s: plugin %q answered OK for volume %q, but the target %s is %s: the plugin did not publish the volume there",
 		csi.RPCNodePublishVolume, c.plugin.ID, v.ID, cl.TargetPath, what)
+	if notMounted {
+		return targetNotMountedError{err}
+	}
+	return err
 }
+
+// errTargetNotMounted matches checkTarget's error for a target with nothing mounted on it.
+var errTargetNotMounted = errors.New("nothing is mounted at the target")
+
+// targetNotMountedError is checkTarget's error for a target with nothing mounted on it.
+type targetNotMountedError struct{ error }
+
+func (e targetNotMountedError) Unwrap() error        { return e.error }
+func (e targetNotMountedError) Is(target error) bool { return target == errTargetNotMounted }
 
 // notABlockVolume says what block claim cl's opened target t shows when it cannot be the volume:
 // a character device, a pipe or a socket, bound or made there ("" otherwise, and for a
