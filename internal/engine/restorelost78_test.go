@@ -64,7 +64,9 @@ func TestRestoreThroughAPluginThatNeverMountsAsksOnceMorePerPassOnly(t *testing.
 	}
 	t.Cleanup(func() { _, _ = h.e.Release(h.ctx, "v", "a") })
 	// The plugin comes back making the target and mounting nothing there.
-	h.restartWith(func(c *csitest.MemConfig) { c.MakeTarget = func(target string) error { return os.Mkdir(target, 0o750) } })
+	h.restartWith(func(c *csitest.MemConfig) {
+		c.MakeTarget = func(target string) error { return os.Mkdir(target, 0o750) }
+	})
 	for pass := 1; pass <= 2; pass++ {
 		h.mem.ResetCalls()
 		rep, err := h.e.Reconcile(h.ctx)
