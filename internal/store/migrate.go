@@ -153,6 +153,7 @@ func (s *Store) migrateTo(ctx context.Context, versions *pool, target int) error
 	deadline := time.Now().Add(s.busyTimeout)
 	waits := backoff.New(time.Millisecond, 100*time.Millisecond)
 	probed := false // checkLockHolds ran
+	watch := s.openLockWatch()
 	var whenHeld func() (bool, error)
 	if versions == s.r { // opened for reading, an existing database
 		whenHeld = func() (bool, error) { return s.readMigrating(ctx, versions, target) }
@@ -186,6 +187,13 @@ func (s *Store) migrateTo(ctx context.Context, versions *pool, target int) error
 				return fmt.Errorf("open state %s: lock %s: %w", s.path, s.lock.Name(), err)
 			}
 			if !ok {
+				// An older volctl stopped by a signal keeps it until resumed or ended: "stop
+				// them" is no advice for a process stopped already
+				// (TestMigrationBehindAStoppedOlderVolctlSaysHowToResumeIt).
+				if d := watch.Look(time.Now()); d > 0 && (d >= s.stoppedWait || time.Now().After(deadline)) {
+					return fmt.Errorf("open state %s: %w: the database is at schema version %d and this volctl would migrate it to %d, and the open lock it needs is %s",
+						s.path, ErrInUse, version, target, StuckHolders(watch.Holders(), d))
+				}
 				if time.Now().After(deadline) {
 					return fmt.Errorf("open state %s: %w%s: the database is at schema version %d and this volctl would migrate it to %d, under which an older volctl would go on writing as its own schema says: stop them (an agent, a dashboard) and run this again",
 						s.path, ErrInUse, holders(s.lock), version, target)

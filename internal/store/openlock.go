@@ -87,6 +87,7 @@ func unsupportedLock(err error) bool {
 // returns true: the caller goes on without the lock (a reader, readMigrating).
 func (s *Store) lockShared(ctx context.Context, deadline time.Time, whenHeld func() (bool, error)) (held bool, err error) {
 	waits := backoff.New(time.Millisecond, 100*time.Millisecond)
+	watch := s.openLockWatch()
 	for {
 		ok, err := flockFile(s.lock, unix.LOCK_SH)
 		if err != nil {
@@ -104,6 +105,13 @@ func (s *Store) lockShared(ctx context.Context, deadline time.Time, whenHeld fun
 			}
 			whenHeld = nil
 		}
+		// A migration stopped by a signal (^Z) keeps the lock until resumed or ended: said so,
+		// with how, once it has been stopped for the stopped wait (or at the deadline, stopped),
+		// as the write lock's wait says it; before, the wait ran its whole bound and said the holder "has been migrating"
+		// (TestOpenBehindAStoppedMigrationSaysHowToResumeIt).
+		if d := watch.Look(time.Now()); d > 0 && (d >= s.stoppedWait || time.Now().After(deadline)) {
+			return false, fmt.Errorf("open state %s: %w", s.path, &busyError{why: "the open lock, which a volctl migrating the state database takes, is " + StuckHolders(watch.Holders(), d)})
+		}
 		if time.Now().After(deadline) {
 			return false, fmt.Errorf("open state %s: %w", s.path, &busyError{why: "another volctl" + holders(s.lock) + " has been migrating its schema for " + s.busyTimeout.String()})
 		}
@@ -111,6 +119,18 @@ func (s *Store) lockShared(ctx context.Context, deadline time.Time, whenHeld fun
 			return false, fmt.Errorf("open state %s: interrupted while waiting for another volctl to migrate the state database: %w", s.path, err)
 		}
 	}
+}
+
+// openLockWatch watches who holds the open lock, for a wait on it that gives up once every
+// holder is stuck (stopped by a signal, or blocked in the kernel).
+func (s *Store) openLockWatch() *HolderWatch {
+	return NewHolderWatch(func() []LockHolder {
+		fi, err := s.lock.Stat()
+		if err != nil {
+			return nil
+		}
+		return FlockHolders(fi, filepath.Dir(s.lock.Name()))
+	})
 }
 
 // holders is " (pid 12: volctl agent; pid 34: volctl tui)": the processes other than this one
