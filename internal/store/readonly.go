@@ -12,6 +12,10 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/volctl/volctl/internal/backoff"
 )
 
 // A state dir on a read-only file system (a backup mounted read-only, a snapshot, a read-only
@@ -45,6 +49,47 @@ func readOnlyError(dir string) error {
 	return &DirError{Dir: dir, Err: fmt.Errorf("%w: volctl can read the state there but not change it; run commands that change it on a writable state dir", ErrReadOnlyFS)}
 }
 
+// errWALWithoutSHM is matched by openReadOnly's refusal of a WAL without its -shm.
+var errWALWithoutSHM = errors.New("a write-ahead log without its index")
+
+// afterReadOnlyLook, when set (by a test), runs once openReadOnly has looked at the files and
+// before it opens them: what another volctl does through a writable path meanwhile.
+var afterReadOnlyLook func()
+
+// readOnlyRelook is how long openLookingAgain looks again at a read-only state dir's files that
+// another volctl, through a writable path to them, was making or removing as they were looked at.
+const readOnlyRelook = 2 * time.Second
+
+// openLookingAgain is openReadOnly, run again for up to readOnlyRelook while its error is one of
+// files changing under it: a WAL without its -shm (a volctl's open makes the WAL first, its
+// close removes the -shm first), SQLite unable to open a WAL looked at just before (removed by
+// a close meanwhile), or finding its index being recovered. Each is gone a moment later, and
+// was a refusal advising a copy of the state dir, or SQLite's bare "unable to open database file
+// (14)" (TestReadOnlyStateOpenedWhileItsWALIsRemovedReadsTheState,
+// TestReadOnlyStateOpenedWhileItsIndexIsMadeIsNotRefused).
+func openLookingAgain(ctx context.Context, dir string, target int, o options) (*Store, error) {
+	deadline := time.Now().Add(readOnlyRelook)
+	waits := backoff.New(5*time.Millisecond, 100*time.Millisecond)
+	for {
+		s, err := openReadOnly(ctx, dir, target, o)
+		if err == nil || !filesChanging(err) || time.Now().After(deadline) {
+			return s, err
+		}
+		if sleepCtx(ctx, backoff.Jitter(waits.Next())) != nil {
+			return nil, err
+		}
+	}
+}
+
+// filesChanging reports an error of openReadOnly that files changing under it explain.
+func filesChanging(err error) bool {
+	switch sqliteCode(err) {
+	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY_RECOVERY:
+		return true
+	}
+	return errors.Is(err, errWALWithoutSHM)
+}
+
 // openReadOnly is Open for a state dir on a read-only file system.
 func openReadOnly(ctx context.Context, dir string, target int, o options) (*Store, error) {
 	// The directories on the way to it are checked as a writable one's (checkDir): a user
@@ -70,7 +115,13 @@ func openReadOnly(ctx context.Context, dir string, target int, o options) (*Stor
 	if err == nil {
 		// A copy of a state dir (a backup, a snapshot) whose WAL was left out or removed would be
 		// opened immutable and shown as of its last checkpoint, what was recorded since missing.
+		// Said for a read-only dir, where nothing can be removed nor reconciled: before, the
+		// writable path's advice, both of whose steps failed there
+		// (TestReadOnlyStateWhoseWALIsGoneIsNotToldToRemoveFilesThere).
 		err = checkWALGone(path, sizes, false)
+		if wg := (*walGoneError)(nil); errors.As(err, &wg) {
+			return nil, &DirError{Dir: dir, Err: fmt.Errorf("%w: %s", ErrReadOnlyFS, wg.readOnly())}
+		}
 	}
 	if err != nil {
 		return nil, inDir(dir, err)
@@ -82,8 +133,11 @@ func openReadOnly(ctx context.Context, dir string, target int, o options) (*Stor
 	if _, hasSHM := sizes[path+"-shm"]; hasWAL && !hasSHM {
 		// SQLite cannot read a WAL there without its -shm file, nor make one; opened immutable
 		// it would leave out every commit the WAL holds.
-		return nil, &DirError{Dir: dir, Err: fmt.Errorf("%w: its write-ahead log %s cannot be read there without %s: copy the state dir to a writable place to read it",
-			ErrReadOnlyFS, FileName+"-wal", FileName+"-shm")}
+		return nil, &DirError{Dir: dir, Err: fmt.Errorf("%w: its write-ahead log %s cannot be read there without %s: copy the state dir to a writable place to read it (%w)",
+			ErrReadOnlyFS, FileName+"-wal", FileName+"-shm", errWALWithoutSHM)}
+	}
+	if afterReadOnlyLook != nil {
+		afterReadOnlyLook()
 	}
 	s := &Store{
 		path:         path,

@@ -227,7 +227,7 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 		return nil, err
 	}
 	if readOnly {
-		return openReadOnly(ctx, abs, target, o)
+		return openLookingAgain(ctx, abs, target, o)
 	}
 	st, err := openWritable(ctx, abs, target, o)
 	if _, serr := os.Stat(abs); errors.Is(err, syscall.EROFS) && serr == nil {
@@ -237,7 +237,7 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 		// dashboard still read the state, when they are needed most. A state dir the refusal
 		// kept from being made has nothing to read: its error says what to do (denied).
 		o.log.Warn("the state dir's file system refuses writes though it is mounted read-write (made read-only after an error? see dmesg): opened for reading", "dir", abs)
-		st, err := openReadOnly(ctx, abs, target, o)
+		st, err := openLookingAgain(ctx, abs, target, o)
 		if err == nil {
 			st.roErr = &DirError{Dir: abs, Err: fmt.Errorf("%w: its file system refuses writes though it is mounted read-write (made read-only after an error: see dmesg); volctl can read the state there but not change it: repair the file system (fsck), mount it read-write again, then run volctl reconcile", ErrReadOnlyFS)}
 		}

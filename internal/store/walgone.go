@@ -76,11 +76,35 @@ func checkWALGone(path string, sizes map[string]int64, blank bool) error {
 	if blank {
 		return nil
 	}
-	return fmt.Errorf("open state: the write-ahead log %s is gone or empty, but %s, SQLite's index of it, says it held %d frames of commits not yet in %s: "+
+	return &walGoneError{wal: wal, shm: shmPath, frames: frames - backfilled}
+}
+
+// walGoneError is checkWALGone's refusal of a state whose WAL is gone or empty while its index
+// says it held commits not in the database file.
+type walGoneError struct {
+	wal, shm string
+	frames   uint32
+}
+
+func (e *walGoneError) lost() string {
+	return fmt.Sprintf("the write-ahead log %s is gone or empty, but %s, SQLite's index of it, says it held %d frames of commits not yet in %s: "+
 		"they were lost with it (removed by hand or by a cleanup of the state dir: volctl leaves its latest commits there), and opening %s would go on "+
-		"with the state as of its last checkpoint, what was recorded since forgotten; restore %s with its -wal and -shm from a backup, "+
+		"with the state as of its last checkpoint, what was recorded since forgotten",
+		e.wal, e.shm, e.frames, FileName, FileName)
+}
+
+func (e *walGoneError) Error() string {
+	return fmt.Sprintf("open state: %s; restore %s with its -wal and -shm from a backup, "+
 		"or, to go on with that older state, remove %s and run `volctl reconcile`, which reports what is mounted that it no longer records",
-		wal, shmPath, frames-backfilled, FileName, FileName, FileName, shmPath)
+		e.lost(), FileName, e.shm)
+}
+
+// readOnly is the refusal on a read-only file system, where nothing can be removed nor
+// reconciled: the remedy is made where the state can be written.
+func (e *walGoneError) readOnly() string {
+	return fmt.Sprintf("%s; this state dir is read-only, so the remedy is made on the writable state dir it shows (volctl's own, where its commands run): "+
+		"restore %s there with its -wal and -shm from a backup, or, to go on with that older state, remove %s there and run `volctl reconcile`, which reports what is mounted that it no longer records",
+		e.lost(), FileName, FileName+"-shm")
 }
 
 // checkSHMGone refuses to open the database at path when its WAL is there but its WAL index,
