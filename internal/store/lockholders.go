@@ -337,8 +337,8 @@ func StuckHolders(holders []LockHolder, d time.Duration) string {
 	list := strings.Join(pids, " ")
 	if !blocked {
 		return fmt.Sprintf("held by %s by a signal (^Z or SIGSTOP) for %s, which keeps it until resumed or ended: "+
-			"resume it (`kill -CONT %s`, or `fg` in its shell) or end it (`kill %s`; `volctl reconcile` then finishes what it left half-done), and run this again",
-			LockHolders(holders), d.Round(time.Second), list, list)
+			"resume it (`kill -CONT %s`, or `fg` in its shell) or end it (`kill %s; kill -CONT %s`: a stopped volctl takes the SIGTERM once resumed; `volctl reconcile` then finishes what it left half-done), and run this again",
+			LockHolders(holders), d.Round(time.Second), list, list, list)
 	}
 	resume := ""
 	if stopped {
@@ -347,6 +347,28 @@ func StuckHolders(holders []LockHolder, d time.Duration) string {
 	return fmt.Sprintf("held by %s for %s, which keeps it until what it waits on answers (a file system or device that does not: "+
 		"a FUSE daemon stopped or hung, an NFS server gone): bring that back%s, or end it (`kill -KILL %s`; `volctl reconcile` then finishes what it left half-done), and run this again",
 		LockHolders(holders), d.Round(time.Second), resume, list)
+}
+
+// stuckOpenHolders is StuckHolders for the open lock a migration takes exclusive: every other
+// volctl holds it shared for as long as it runs, so one resumed keeps it, and the migration
+// waits again; a stuck holder must end. Before, resuming was advised, and followed, refused
+// again (TestMigrationBehindAStoppedVolctlAdvisesNoResumeThatKeepsTheLock).
+func stuckOpenHolders(holders []LockHolder, d time.Duration) string {
+	pids := make([]string, len(holders))
+	stopped := true
+	for i, h := range holders {
+		pids[i] = strconv.Itoa(h.Pid)
+		stopped = stopped && h.Stopped
+	}
+	list := strings.Join(pids, " ")
+	if stopped {
+		return fmt.Sprintf("held by %s by a signal (^Z or SIGSTOP) for %s; a volctl holds it for as long as it runs, so resumed it keeps it: "+
+			"end it (`kill %s; kill -CONT %s`: it takes the SIGTERM once resumed; or `fg` in its shell and quit it; `volctl reconcile` then finishes what it left half-done), and run this again",
+			LockHolders(holders), d.Round(time.Second), list, list)
+	}
+	return fmt.Sprintf("held by %s for %s, stuck (stopped by a signal, or blocked in the kernel on a file system or device that does not answer); a volctl holds it for as long as it runs: "+
+		"end it (`kill -KILL %s; kill -CONT %s`; `volctl reconcile` then finishes what it left half-done), and run this again",
+		LockHolders(holders), d.Round(time.Second), list, list)
 }
 
 // HolderWatch follows who holds a lock a process waits for, looking every holderCheck: a wait

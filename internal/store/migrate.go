@@ -192,7 +192,7 @@ func (s *Store) migrateTo(ctx context.Context, versions *pool, target int) error
 				// (TestMigrationBehindAStoppedOlderVolctlSaysHowToResumeIt).
 				if d := watch.Look(time.Now()); d > 0 && (d >= s.stoppedWait || time.Now().After(deadline)) {
 					return fmt.Errorf("open state %s: %w: the database is at schema version %d and this volctl would migrate it to %d, and the open lock it needs is %s",
-						s.path, ErrInUse, version, target, StuckHolders(watch.Holders(), d))
+						s.path, ErrInUse, version, target, stuckOpenHolders(watch.Holders(), d))
 				}
 				if time.Now().After(deadline) {
 					return fmt.Errorf("open state %s: %w%s: the database is at schema version %d and this volctl would migrate it to %d, under which an older volctl would go on writing as its own schema says: stop them (an agent, a dashboard) and run this again",
