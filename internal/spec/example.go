@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 //go:embed examples/*.hcl
@@ -31,27 +33,27 @@ func ExampleFor(kind Kind, file string) ([]byte, error) {
 		return src, err
 	}
 	base := filepath.Base(file)
-	if kind != KindVolume {
-		// The usage comments name the file written, as a volume's do: the example's own name
-		// (plugin.hcl, group.hcl) is a file a user who wrote web.hcl does not have.
-		if strings.ContainsAny(base, "\n\r") { // the command is a line of a comment
-			return src, nil
-		}
-		own := " " + string(kind) + ".hcl\n"
-		return []byte(strings.ReplaceAll(string(src), own, " "+shellWord(base)+"\n")), nil
-	}
-	id := strings.TrimSuffix(base, filepath.Ext(base))
-	if base == "volume.hcl" || ValidateNewID("volume ID", id) != nil {
-		return src, nil
-	}
 	out := string(src)
+	// The usage comments name the file written, whatever its name: the example's own
+	// (volume.hcl, plugin.hcl, group.hcl) is a file a user who wrote web.hcl may not have, or
+	// one an earlier init wrote holding another volume, which the copied command then created
+	// (TestInitVolumeUsageCommentsNameTheFileWhateverItsName).
+	if !strings.ContainsAny(base, "\n\r") { // the command is a line of a comment
+		out = strings.ReplaceAll(out, " "+string(kind)+".hcl\n", " "+shellWord(base)+"\n")
+	}
+	if kind != KindVolume {
+		return []byte(out), nil
+	}
+	// In NFC, the form volctl reads IDs in: a name typed decomposed (macOS's) was written as it
+	// was, and validate warned of what init wrote
+	// (TestInitVolumeOfADecomposedFileNameValidatesWithoutWarnings).
+	id := norm.NFC.String(strings.TrimSuffix(base, filepath.Ext(base)))
+	if base == "volume.hcl" || ValidateNewID("volume ID", id) != nil {
+		return []byte(out), nil
+	}
 	lit := hclString(id)
 	out = strings.Replace(out, "\nid        = \"data\"\n", "\nid        = "+lit+"\n", 1)
 	out = strings.Replace(out, "\nname = \"data\"\n", "\nname = "+lit+"\n", 1)
-	if !strings.ContainsAny(base, "\n\r") { // the command is a line of a comment
-		out = strings.ReplaceAll(out, "#   volctl validate --for create volume.hcl\n", "#   volctl validate --for create "+shellWord(base)+"\n")
-		out = strings.ReplaceAll(out, "#   volctl volume create volume.hcl\n", "#   volctl volume create "+shellWord(base)+"\n")
-	}
 	return []byte(out), nil
 }
 

@@ -347,6 +347,11 @@ func (r *rewriter) nameUnit(i int) (next int, quoted string, ok bool) {
 // and returns the index of the last token it consumed.
 func (r *rewriter) header(i int) int {
 	f := r.top()
+	// A new item: what ended the last one's value is not this one's. Left set, the string after
+	// `name =` was taken for the next item's header when a block followed on the line
+	// (`name = "db" capability { ... }`), and the rewrite refused a file Nomad reads
+	// (TestStringValueThenBlockOnOneLineIsReadAsNomadReadsIt).
+	f.valueEnd = false
 	afterName, quoted, ok := r.nameUnit(i)
 	if !ok {
 		f.state = stateJunk
