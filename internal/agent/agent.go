@@ -158,14 +158,15 @@ type Agent struct {
 	// try may not meet (their socket not there yet): registerPending tries them again. Only
 	// Run, then registerPending's goroutine, touch it.
 	unregistered []spec.Plugin
-	// otherType are the unregistered plugins whose process was found answering as another type
-	// than declared, logged once (registerDeclared, registerAgain); same goroutines.
-	otherType   map[string]bool
-	now         func() time.Time
-	runDir      string // pid files
-	logDir      string // plugin output
-	afterCount  func(pluginID string)
-	restartWait func(ctx context.Context, d time.Duration) bool
+	// registerFailed is, for each unregistered plugin, the words of the failure its registration
+	// last logged (engine.FailureWords): a try failing the same way says nothing more, one
+	// failing another way is logged (registerDeclared, registerAgain); same goroutines.
+	registerFailed map[string]string
+	now            func() time.Time
+	runDir         string // pid files
+	logDir         string // plugin output
+	afterCount     func(pluginID string)
+	restartWait    func(ctx context.Context, d time.Duration) bool
 
 	kick chan struct{} // asks for a reconcile pass soon (a restarted plugin may have lost mounts)
 	// unusable receives the error of a pass that found the state database unusable (replaced
@@ -175,6 +176,11 @@ type Agent struct {
 	obs    Observer
 	notify func(state string) error
 	ready  atomic.Bool // the start-up reconcile has run (Status.Ready)
+	// waitingFor is what the agent waits for while not ready (Status.WaitingFor), scrubbed.
+	waitingFor atomic.Pointer[string]
+	// lastPassErr is the last reconcile pass's error, scrubbed ("" when none): what keeps the
+	// agent not ready while passes fail before they look.
+	lastPassErr string
 
 	mu       sync.Mutex
 	runners  map[string]*runner
@@ -298,6 +304,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.log.Error("agent stopping: the state database cannot be used", "err", err)
 	}
 	a.log.Info("agent stopping")
+	// Not ready from here on, as systemd is told: /healthz answered 200 "ready" while the agent
+	// stopped its plugins (TestAgentIsNotReadyOnceItBeginsToStop).
+	a.waitFor("nothing: the agent is stopping")
+	a.ready.Store(false)
+	a.obs.Stopping()
 	a.tell("STOPPING=1")
 	stopLoops()
 	wg.Wait()
@@ -323,13 +334,12 @@ func (a *Agent) registerDeclared(ctx context.Context) error {
 			// supervisor with other flags stopped the whole agent, every other plugin
 			// unsupervised and no mount restored
 			// (TestPluginAnsweringAsAnotherTypeAtStartDoesNotStopTheWholeAgent).
-			a.logOtherType(sp.ID, err)
+			a.logRegisterFailure(sp.ID, err)
 			a.unregistered = append(a.unregistered, sp)
 		case errors.Is(err, engine.ErrInvalid):
 			return err
 		case err != nil:
-			a.log.Warn("registering a declared plugin", "plugin", sp.ID, "err", err,
-				"then", "the agent tries again every probe_interval until it succeeds")
+			a.logRegisterFailure(sp.ID, err)
 			a.unregistered = append(a.unregistered, sp)
 		default:
 			a.log.Info("registered plugin", "plugin", sp.ID, "provider", info.Provider, "supervised", info.Supervised)
@@ -367,36 +377,47 @@ func (a *Agent) registerAgain(ctx context.Context) {
 	a.unregistered = slices.DeleteFunc(a.unregistered, func(sp spec.Plugin) bool {
 		info, err := a.e.RegisterDeclaredPlugin(ctx, sp)
 		switch {
-		case errors.Is(err, engine.ErrAnsweredAsAnotherType):
-			// Logged the first time a try finds it: one whose socket was not there at the
-			// start said only that, and its answer as another type never
-			// (TestLateDeclaredPluginAnsweringAsAnotherTypeIsNamedInTheLog).
-			a.logOtherType(sp.ID, err)
-			return false // tried again
-		case errors.Is(err, engine.ErrInvalid):
+		case errors.Is(err, engine.ErrInvalid) && !errors.Is(err, engine.ErrAnsweredAsAnotherType):
+			// (One answering as another type is ErrInvalid too: its supervisor may restart it
+			// as declared, and it is tried again.)
 			a.log.Error("registering a declared plugin: giving up until the agent restarts with its declaration corrected", "plugin", sp.ID, "err", err)
 			return true
 		case err != nil:
-			return false
+			// Logged the first time a try fails another way than the last logged: one whose
+			// socket was not there at the start said only that, and its answer as another type,
+			// or a failure of the process now serving the socket, never
+			// (TestLateDeclaredPluginAnsweringAsAnotherTypeIsNamedInTheLog,
+			// TestDeclaredPluginWhoseRegistrationFailsAnotherWayLaterIsNamedInTheLog).
+			a.logRegisterFailure(sp.ID, err)
+			return false // tried again
 		}
+		delete(a.registerFailed, sp.ID)
 		a.log.Info("registered plugin", "plugin", sp.ID, "provider", info.Provider, "supervised", info.Supervised,
 			"note", "it could not be registered when the agent started")
 		return true
 	})
 }
 
-// logOtherType logs, once for plugin id, that its process answers as another type than
-// declared.
-func (a *Agent) logOtherType(id string, err error) {
-	if a.otherType[id] {
+// logRegisterFailure logs that declared plugin id could not be registered (err), unless its last
+// logged failure was the same: a process answering as another type than declared as an error,
+// any other failure (its socket not there yet, its process failing the registration) as a
+// warning.
+func (a *Agent) logRegisterFailure(id string, err error) {
+	words := engine.FailureWords(err.Error())
+	if last, ok := a.registerFailed[id]; ok && last == words {
 		return
 	}
-	if a.otherType == nil {
-		a.otherType = map[string]bool{}
+	if a.registerFailed == nil {
+		a.registerFailed = map[string]string{}
 	}
-	a.otherType[id] = true
-	a.log.Error("registering a declared plugin: it answers as another type than declared", "plugin", id, "err", err,
-		"then", "the agent tries again every probe_interval, until it answers as declared or the declaration is corrected")
+	a.registerFailed[id] = words
+	if errors.Is(err, engine.ErrAnsweredAsAnotherType) {
+		a.log.Error("registering a declared plugin: it answers as another type than declared", "plugin", id, "err", err,
+			"then", "the agent tries again every probe_interval, until it answers as declared or the declaration is corrected")
+		return
+	}
+	a.log.Warn("registering a declared plugin", "plugin", id, "err", err,
+		"then", "the agent tries again every probe_interval until it succeeds")
 }
 
 // checkDeclaredSockets refuses a config declaring plugins on one socket with different exec
@@ -724,6 +745,7 @@ func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 		settled = append(settled, r.settled)
 	}
 	a.mu.Unlock()
+	a.waitFor("the plugins' first probes (each healthy, or its health_timeout passed), then the start-up reconcile")
 	ready := make(chan struct{})
 	crash.Go(func() {
 		for _, ch := range settled {
@@ -757,10 +779,12 @@ func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 			// (the mount table unreadable for a moment after a reboot) restored nothing, and
 			// units ordered after the agent started without their volumes; the passes are
 			// re-driven until one does (TestAgentIsNotReadyAfterAStartupPassThatLookedAtNothing).
+			a.waitFor("the start-up reconcile")
 			notReady = !a.reconcile(ctx, "start")
 			if !notReady {
 				a.markReady(ctx)
 			} else if ctx.Err() == nil && len(a.unusable) == 0 {
+				a.waitForWholePass()
 				a.log.Warn("agent not ready: the start-up reconcile did not look at everything (its error above); passes are re-driven until one does")
 			}
 			recT.Reset(a.s.ReconcileInterval)
@@ -801,9 +825,12 @@ func (a *Agent) markReady(ctx context.Context) {
 // passReady marks the agent ready after a pass that looked at everything (whole) while it was
 // not ready yet (*notReady).
 func (a *Agent) passReady(ctx context.Context, notReady *bool, whole bool) {
-	if *notReady && whole {
+	switch {
+	case *notReady && whole:
 		*notReady = false
 		a.markReady(ctx)
+	case *notReady:
+		a.waitForWholePass()
 	}
 }
 
@@ -1044,7 +1071,24 @@ func (a *Agent) reconcile(ctx context.Context, why string) (whole bool) {
 		return false
 	}
 	a.passFailure = a.logPassFailure("reconcile", a.passFailure, rep, err)
+	a.lastPassErr = ""
+	if err != nil && !rep.Whole() {
+		a.lastPassErr = a.problemScrubber(true)(err.Error())
+	}
 	return rep.Whole()
+}
+
+// waitFor says what the agent waits for while not ready (Status.WaitingFor).
+func (a *Agent) waitFor(what string) { a.waitingFor.Store(&what) }
+
+// waitForWholePass says the agent waits for a reconcile pass that looks at everything, the
+// last pass having failed before it did.
+func (a *Agent) waitForWholePass() {
+	what := "a reconcile pass that looks at everything (passes are re-driven until one does)"
+	if a.lastPassErr != "" {
+		what += "; the last failed: " + a.lastPassErr
+	}
+	a.waitFor(what)
 }
 
 // logPassFailure logs err, the failure of a pass (reconcile, claim GC) that found no problem of

@@ -25,6 +25,8 @@ type Observer interface {
 	// Ready reports that the agent is ready: its plugins were healthy (or had their chance)
 	// and the start-up reconcile (the restore) has run.
 	Ready()
+	// Stopping reports that the agent began to stop (STOPPING=1): it is not ready from then on.
+	Stopping()
 }
 
 type nopObserver struct{}
@@ -34,13 +36,19 @@ func (nopObserver) PluginGone(string)                                {}
 func (nopObserver) PluginRestarted(string, string)                   {}
 func (nopObserver) Reconciled(string, engine.ReconcileReport, error) {}
 func (nopObserver) Ready()                                           {}
+func (nopObserver) Stopping()                                        {}
 
 // Status is what the agent supervises, as /healthz beside the metrics answers it (docs/json.md).
 type Status struct {
 	// Ready is true once the plugins were healthy (or had their chance) and the start-up
 	// reconcile has run; the agent then told the service manager (sd_notify READY=1).
-	Ready   bool           `json:"ready"`
-	Plugins []PluginStatus `json:"plugins"`
+	Ready bool `json:"ready"`
+	// WaitingFor says, while the agent is not ready, what it waits for: its plugins' first
+	// probes and the start-up reconcile, a reconcile pass that looks at everything (with the
+	// last pass's error), or its stop. Before, a 503 listed every plugin healthy and said no
+	// more (TestNotReadyStatusSaysWhatKeepsTheAgentNotReady).
+	WaitingFor string         `json:"waiting_for,omitempty"`
+	Plugins    []PluginStatus `json:"plugins"`
 }
 
 // PluginStatus is one plugin the agent probes, and runs if it has an exec block.
@@ -67,6 +75,11 @@ func (a *Agent) Status() Status {
 	}
 	a.mu.Unlock()
 	st := Status{Ready: a.Ready(), Plugins: make([]PluginStatus, 0, len(runners))}
+	if !st.Ready {
+		if w := a.waitingFor.Load(); w != nil {
+			st.WaitingFor = *w
+		}
+	}
 	for _, r := range runners {
 		st.Plugins = append(st.Plugins, r.status())
 	}

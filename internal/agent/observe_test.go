@@ -36,7 +36,8 @@ func (r *recorder) PluginRestarted(plugin, reason string) { r.add("restarted %s 
 func (r *recorder) Reconciled(trigger string, rep engine.ReconcileReport, err error) {
 	r.add("reconciled %s ok=%t err=%v", trigger, rep.OK(), err)
 }
-func (r *recorder) Ready() { r.add("ready") }
+func (r *recorder) Ready()    { r.add("ready") }
+func (r *recorder) Stopping() { r.add("stopping") }
 
 func (r *recorder) list() []string {
 	r.mu.Lock()

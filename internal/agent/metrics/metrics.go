@@ -90,7 +90,7 @@ func New() *Metrics {
 		"outcome")
 	m.problems = g("reconcile_problems", "Problems the last reconcile pass left (failed claims, orphan mounts); a pass that failed before it looked leaves it as it was.")
 	m.lastPass = g("reconcile_last_pass_timestamp_seconds", "Unix time the last reconcile pass ended that looked at what is wrong (not one that failed before it could).")
-	m.ready = g("agent_ready", "1 once the agent's plugins were probed and a start-up reconcile looked at everything (it then sent READY=1 to systemd).")
+	m.ready = g("agent_ready", "1 once the agent's plugins were probed and a start-up reconcile looked at everything (it then sent READY=1 to systemd); 0 again once it begins to stop (STOPPING=1).")
 	for _, o := range reconcileOutcomes {
 		m.outcomes.touch(o)
 	}
@@ -181,6 +181,9 @@ func (m *Metrics) Reconciled(trigger string, rep engine.ReconcileReport, err err
 
 // Ready implements agent.Observer.
 func (m *Metrics) Ready() { m.ready.set(1) }
+
+// Stopping reports that the agent began to stop: not ready from then on.
+func (m *Metrics) Stopping() { m.ready.set(0) }
 
 func b2f(b bool) float64 {
 	if b {
