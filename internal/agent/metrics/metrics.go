@@ -204,7 +204,10 @@ func stateCollector(e *engine.Engine) collector {
 		if err := e.CheckStateFile(); err != nil {
 			return nil, err
 		}
-		claims, err := e.Claims(ctx)
+		// Each published target looked at, as `volctl status` counts them (claims.covered): an
+		// alloc writing into what covers its target, or the host's disk, is what an alert is
+		// for (TestMetricsCountAPublishedTargetCoveredOrLost).
+		claims, err := e.ClaimsLooked(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("reading the claims from the state: %w", err)
 		}
@@ -216,8 +219,11 @@ func stateCollector(e *engine.Engine) collector {
 		for _, s := range store.ClaimStates {
 			byState[string(s)] = 0
 		}
-		releasing, deg, needs := 0, 0, 0
+		releasing, deg, needs, covered := 0, 0, 0, 0
 		for _, cl := range claims {
+			if cl.Covered != "" {
+				covered++
+			}
 			byState[cl.State]++
 			if cl.Releasing {
 				releasing++
@@ -251,6 +257,7 @@ func stateCollector(e *engine.Engine) collector {
 			gauge(namespace+"_claims_releasing", "Live claims whose release was asked for and has not finished.", float64(releasing)),
 			gauge(namespace+"_claims_degraded", "Live claims held degraded: published, and their restore failed (see docs/metrics.md).", float64(deg)),
 			gauge(namespace+"_claims_needs_reconcile", "Live claims left for reconcile after an RPC failed (see docs/metrics.md).", float64(needs)),
+			gauge(namespace+"_claims_covered", "Published claims whose target no longer shows the volume: covered by another mount since, or nothing mounted there (see docs/metrics.md).", float64(covered)),
 			volumes,
 		}, nil
 	}
