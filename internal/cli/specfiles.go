@@ -116,7 +116,13 @@ func readSpecSource(ctx context.Context, ios *iostreams.IOStreams, readFile func
 	}
 	src, err := readInterruptibly(ctx, func() ([]byte, error) {
 		if name == "-" {
-			return readSpecBytes(ios.In)
+			b, err := readSpecBytes(ios.In)
+			if errors.Is(err, syscall.EISDIR) {
+				// Standard input a directory (`- < specs/`) is refused as the path is, a usage
+				// error: it was exit 1, a runtime error (TestStdinThatIsADirectoryIsAUsageError).
+				err = usageError("is a directory")
+			}
+			return b, err
 		}
 		return readFile(name)
 	})
