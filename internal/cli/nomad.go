@@ -467,6 +467,9 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if n := expansionKeptNote(id, sent); n != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(n))
 	}
+	if n := forcedPastNote(id, sent); n != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(n))
+	}
 	if n := keptClaimsNote(id, sent); n != "" {
 		// Handed over with --force past live local claims: they stay, and Nomad's allocs may
 		// be refused the volume while they do. Before, only "volctl no longer claims it",
@@ -491,6 +494,30 @@ func expansionKeptNote(id string, v engine.VolumeInfo) string {
 	if v.NodeExpansionOwed > 0 {
 		notes = append(notes, fmt.Sprintf("volume %q was handed over still owed a NodeExpandVolume to %s: Nomad's allocs get its file system at the old size, "+
 			"and the step waits for the volume to be taken back (`%s`), then for its next publish here", id, spec.FormatSize(v.NodeExpansionOwed), release))
+	}
+	return strings.Join(notes, "; ")
+}
+
+// forcedPastNote says, of volume id handed over (v, as sent) with another record of its storage
+// here, or still recorded attached with no claim (both refused without --force), what that
+// leaves; "" when neither. Before, a handover forced past them said only "Registered"
+// (TestNomadRegisterForcedPastAnotherRecordOfItsStorageSaysSo,
+// TestNomadRegisterForcedPastAnOwedUnpublishSaysSo).
+func forcedPastNote(id string, v engine.VolumeInfo) string {
+	var notes []string
+	if len(v.SameStorage) > 0 {
+		deregister := make([]string, 0, len(v.SameStorage))
+		for _, other := range v.SameStorage { // "ID (plugin P)"
+			otherID, _, _ := strings.Cut(other, " (plugin ")
+			deregister = append(deregister, "`"+shellquote.Command("volctl volume deregister", otherID)+"`")
+		}
+		notes = append(notes, fmt.Sprintf("volume %q was handed over while this host records its storage as %s too: Nomad's allocs and volctl's claims of that share one storage, "+
+			"each ignoring the other's access mode; stop using it here, and once nothing holds it, deregister it (%s)",
+			id, strings.Join(v.SameStorage, ", "), strings.Join(deregister, ", ")))
+	}
+	if v.AttachedTo != "" && len(v.Claims) == 0 {
+		notes = append(notes, fmt.Sprintf("volume %q was handed over still recorded as attached to node %q with no claim: the ControllerUnpublishVolume owed waits for the volume to be taken back (`%s`), then `volctl reconcile` sends it",
+			id, v.AttachedTo, shellquote.Command("volctl nomad release", id)))
 	}
 	return strings.Join(notes, "; ")
 }

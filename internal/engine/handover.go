@@ -108,6 +108,11 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		return fail(err)
 	}
 	defer unlock()
+	if !force {
+		// The refusal of an owed NodeExpandVolume advises from the plugin's fingerprint: its
+		// instance's now, as a deregister's (TestNomadRegisterOwedNodeExpansionAdviceReadsThePluginAsItIsNow).
+		e.refreshForOwedExpansion(ctx, volumeID)
+	}
 	var h store.Handover
 	first, wasUnsettled := false, false
 	err = e.store.Update(ctx, e.locks.holding(volumeID, func(tx *store.Tx) error {
@@ -170,8 +175,14 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		// Nomad when the volume's last local claim went (keptForNomad): reconcile sends it only
 		// after the take-back, so it is no reason to refuse.
 		if owed && !force && !marked {
-			return conflictf("volume %q is still recorded as attached to node %q, a ControllerUnpublishVolume a forced detach could not send: run `volctl reconcile` once plugin %q answers, then hand it over; or pass --force to hand it over anyway (volctl then sends that unpublish only after the volume is taken back)",
-				v.ID, attachedNode(st), v.PluginID)
+			// What sends it, as a deregister says it (owedUnpublishWay): "reconcile once the
+			// plugin answers" was advised of a plugin that answered without the capability.
+			way, err := owedUnpublishWay(tx, v.PluginID)
+			if err != nil {
+				return err
+			}
+			return conflictf("volume %q is still recorded as attached to node %q, a ControllerUnpublishVolume a forced detach could not send (or the plugin lost PUBLISH_UNPUBLISH_VOLUME). %s, then hand it over; or pass --force to hand it over anyway (volctl then sends that unpublish only after the volume is taken back)",
+				v.ID, attachedNode(st), way)
 		}
 		// A NodeExpandVolume owed (sent at the volume's next publish here) is one Nomad never
 		// sends: it expands a node's filesystem only while it expands a claimed volume. Marked
