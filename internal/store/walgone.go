@@ -102,7 +102,8 @@ func (e *walGoneError) Error() string {
 // readOnly is the refusal on a read-only file system, where nothing can be removed nor
 // reconciled: the remedy is made where the state can be written.
 func (e *walGoneError) readOnly() string {
-	return fmt.Sprintf("%s; this state dir is read-only, so the remedy is made on the writable state dir it shows (volctl's own, where its commands run): "+
+	return fmt.Sprintf("%s; this state dir cannot be written here, so the remedy is made where it can be: on the writable state dir it shows (volctl's own, where its commands run), "+
+		"or on this one once its file system is writable again (one the kernel made read-only after an error: repair it first, see dmesg): "+
 		"restore %s there with its -wal and -shm from a backup, or, to go on with that older state, remove %s there and run `volctl reconcile`, which reports what is mounted that it no longer records",
 		e.lost(), FileName, FileName+"-shm")
 }
