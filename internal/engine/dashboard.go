@@ -151,6 +151,17 @@ func (e *Engine) Dashboard(ctx context.Context, events int) (Dashboard, error) {
 	}
 	e.agentLiveness(d.Plugins)
 	e.markCovered(d.Claims) // as a volume's detail says them, the mount table read once
+	// A covered claim is one not at rest, as the status summary counts it: the volume's row and
+	// detail said "0 not at rest" above it (TestDashboardCountsAClaimWhoseTargetIsCoveredAsNotAtRest).
+	coveredBy := map[string]int{}
+	for _, c := range d.Claims {
+		if c.Covered != "" {
+			coveredBy[c.VolumeKey()]++
+		}
+	}
+	for i := range d.Volumes {
+		d.Volumes[i].Unsettled += coveredBy[d.Volumes[i].Key()]
+	}
 	e.markUnbound(d.Groups) // as group status says them (TestDashboardGroupWhoseVolumeMountIsNotMountedIsSaid)
 	return d, redactWith(&d, e.scrubbers.get(e.andForgotten(secrets)))
 }

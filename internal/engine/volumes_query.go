@@ -322,6 +322,11 @@ func (e *Engine) volumeStored(ctx context.Context, idOrPrefix string, shown bool
 		// For the views alone (VolumeShown): an export or a handover reads many volumes, and
 		// the check costs a look at the mount table per claim.
 		e.markCovered(info.Claims)
+		for _, c := range info.Claims {
+			if c.Covered != "" {
+				info.Unsettled++ // not at rest, as the status summary counts it
+			}
+		}
 	}
 	if err == nil && shown {
 		if secrets = e.andForgotten(secrets); len(secrets) > 0 {

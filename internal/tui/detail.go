@@ -374,7 +374,7 @@ func (b *detailBuilder) kv(k, v string) {
 		v = none
 	}
 	indent := 2 + keyWidth + 2
-	wrapped := strings.Split(ansi.Wrap(v, max(10, b.w-indent), " /,"), "\n")
+	wrapped := wrapCells(v, max(10, b.w-indent), " /,")
 	// Padded by cells, not runes: a key of wide characters put its "=" out of line. A key
 	// wider than its column goes on a line of its own, the value under it at the column's
 	// indent: beside the key, the value was wrapped as if the key fitted, its first line ran
@@ -395,7 +395,7 @@ func (b *detailBuilder) kv(k, v string) {
 
 // wrapped adds text in style, wrapped under itself at the claims' indent.
 func (b *detailBuilder) wrapped(style lipgloss.Style, text string) {
-	for _, l := range strings.Split(ansi.Wrap(clean(text), max(10, b.w-2), " /,"), "\n") {
+	for _, l := range wrapCells(clean(text), max(10, b.w-2), " /,") {
 		b.line("  " + style.Render(l))
 	}
 }
@@ -475,7 +475,7 @@ func (b *detailBuilder) table(rows [][]string, lastIsError bool) {
 		// it has room to.
 		tail := []string{r[last]}
 		if i > 0 && b.w-indent >= lastColumnRoom {
-			tail = strings.Split(ansi.Wrap(r[last], b.w-indent, " /,:"), "\n")
+			tail = wrapCells(r[last], b.w-indent, " /,:")
 		}
 		cells[last] = tail[0]
 		l := "  " + strings.TrimRight(strings.Join(cells, gap), " ")
@@ -537,6 +537,23 @@ func shrinkForLast(widths []int, body [][]string, w int) {
 func (b *detailBuilder) String() string { return strings.Join(b.lines, "\n") }
 
 // fitLine cuts a styled line to w cells.
+// wrapCells wraps s to width cells at spaces and at breakpoints (ansi.Wrap's), and breaks again
+// any line ansi.Wrap leaves wider: it keeps a breakpoint that ends a line on it, one cell past
+// the width, and fitLine then cut the line, "…" drawn over the breakpoint and the character
+// before it: a path in an error lost a letter, its advice no longer followable as read
+// (TestDetailWrapsAnErrorWithoutDroppingItsCharacters).
+func wrapCells(s string, width int, breakpoints string) []string {
+	var out []string
+	for _, l := range strings.Split(ansi.Wrap(s, width, breakpoints), "\n") {
+		if ansi.StringWidth(l) > width {
+			out = append(out, strings.Split(ansi.Hardwrap(l, width, true), "\n")...)
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
 func fitLine(l string, w int) string {
 	if ansi.StringWidth(l) > w {
 		return ansi.Truncate(l, w, "…")

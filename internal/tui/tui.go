@@ -72,13 +72,16 @@ type Model struct {
 	ctx context.Context
 	eng Engine
 
-	live     live
-	data     snapshot
-	tabs     []*table // one per view, in views' order
-	active   tabID
-	detail   *detail  // open detail view, or nil
-	dialog   *confirm // open confirmation, or nil
-	failure  *failure // an action's error too long for the status line, or nil
+	live    live
+	data    snapshot
+	tabs    []*table // one per view, in views' order
+	active  tabID
+	detail  *detail  // open detail view, or nil
+	dialog  *confirm // open confirmation, or nil
+	failure *failure // an action's error too long for the status line, or nil
+	// boxes are the boxes to show after failure, in turn (openBox): one opened over another
+	// dropped it unseen (TestActionResultIsNotDroppedForTheStateUnusableBox).
+	boxes    []*failure
 	showHelp bool
 	sized    bool // a size has come: 0x0 after it is a terminal that does not know its size
 
@@ -165,7 +168,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if !wasUnusable && m.live.err != nil && engine.StateUnusable(m.live.err) {
 			// Replaced under the dashboard (a backup restored) or damaged: no read will work
 			// until a restart or a restore, which the status line's cut words may not say.
-			m.failure = &failure{c: m.c, title: "The state database cannot be read", err: m.live.err.Error()}
+			m.openBox(&failure{c: m.c, title: "The state database cannot be read", err: m.live.err.Error()})
 		}
 		return m, next
 	case probedMsg:
@@ -199,7 +202,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			title, text, line = msg.a.failed(), msg.err.Error(), "error: "+msg.err.Error()
 		}
 		if lipgloss.Width(line) > m.c.Width-4 {
-			m.failure = &failure{c: m.c, title: title, err: text}
+			m.openBox(&failure{c: m.c, title: title, err: text})
 		}
 		if msg.err == nil && msg.a.kind == actDelete && m.detail != nil && m.detail.key == msg.a.volume {
 			m.detail = nil
@@ -209,6 +212,15 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.status.spinTick(msg)
 	}
 	return m, nil
+}
+
+// openBox shows f, or, with a box open, after it.
+func (m *Model) openBox(f *failure) {
+	if m.failure == nil {
+		m.failure = f
+		return
+	}
+	m.boxes = append(m.boxes, f)
 }
 
 func (m *Model) resize() {
@@ -253,6 +265,9 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	case m.failure != nil:
 		if matches(msg, k.Choose, k.Cancel, k.Back) {
 			m.failure = nil
+			if len(m.boxes) > 0 {
+				m.failure, m.boxes = m.boxes[0], m.boxes[1:]
+			}
 		} else {
 			m.failure.text.Update(m.c, msg)
 		}
@@ -410,7 +425,7 @@ func (m *Model) ask(kind actionKind) tea.Cmd {
 	a, err := m.target(kind)
 	if err != nil {
 		if lipgloss.Width("error: "+err.Error()) > m.c.Width-4 {
-			m.failure = &failure{c: m.c, title: "Cannot " + a.verb(), err: err.Error()}
+			m.openBox(&failure{c: m.c, title: "Cannot " + a.verb(), err: err.Error()})
 		}
 		return m.status.set(err.Error(), true)
 	}
