@@ -27,21 +27,7 @@ import (
 func TestMigrationBehindAStoppedOlderVolctlSaysHowToResumeIt(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	older, finish := startOlderProcess(t, dir)
-	pid := older.Process.Pid
-	// Registered after startOlderProcess's cleanup, so it runs first: resumed, the older
-	// process can read its stdin's end and exit.
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	waitStopped(t, pid)
-
-	s, err := Open(context.Background(), dir, WithBusyTimeout(time.Second))
-	if err == nil {
-		s.Close()
-		t.Fatalf("Open migrated the state while an older volctl (pid %d, stopped) had it open", pid)
-	}
+	pid, finish, err := openBehindAStoppedOlderVolctl(t, dir)
 	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", pid)) || !strings.Contains(err.Error(), "stopped") {
 		t.Fatalf("Open behind a stopped older volctl: %v; want ErrInUse naming pid %d as stopped", err, pid)
 	}
@@ -55,7 +41,7 @@ func TestMigrationBehindAStoppedOlderVolctlSaysHowToResumeIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	finish()
-	s, err = Open(context.Background(), dir, WithBusyTimeout(time.Second))
+	s, err := Open(context.Background(), dir, WithBusyTimeout(time.Second))
 	if err != nil {
 		t.Fatalf("Open once the older volctl was resumed and closed: %v", err)
 	}
@@ -121,6 +107,28 @@ func TestOpenBehindAStoppedMigrationSaysHowToResumeIt(t *testing.T) {
 		t.Fatalf("Open once the stopped holder was ended: %v", err)
 	}
 	s.Close()
+}
+
+// openBehindAStoppedOlderVolctl starts an older volctl on dir that keeps the state open, stops
+// it (SIGSTOP), and opens the state, which must migrate it, behind it: the open's error (it must
+// fail), the older process's pid, and finish, which ends it once resumed.
+func openBehindAStoppedOlderVolctl(t *testing.T, dir string) (pid int, finish func(), err error) {
+	t.Helper()
+	older, finish := startOlderProcess(t, dir)
+	pid = older.Process.Pid
+	// Registered after startOlderProcess's cleanup, so it runs first: resumed, the older
+	// process can read its stdin's end and exit.
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitStopped(t, pid)
+	s, err := Open(context.Background(), dir, WithBusyTimeout(time.Second))
+	if err == nil {
+		s.Close()
+		t.Fatalf("Open migrated the state while an older volctl (pid %d, stopped) had it open", pid)
+	}
+	return pid, finish, err
 }
 
 // waitStopped waits until /proc says pid is stopped (state T), so the open that follows finds

@@ -36,19 +36,7 @@ func adviceCommand(msg, lead string) string {
 // end (close) the stopped volctl. Found by helper review78 (own).
 func TestMigrationBehindAStoppedVolctlAdvisesNoResumeThatKeepsTheLock(t *testing.T) {
 	dir := t.TempDir()
-	older, finish := startOlderProcess(t, dir) // an older volctl that keeps the state open as it runs
-	pid := older.Process.Pid
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) // runs before finish's cleanup
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	waitStopped(t, pid)
-
-	s, err := Open(context.Background(), dir, WithBusyTimeout(time.Second))
-	if err == nil {
-		s.Close()
-		t.Fatalf("Open migrated the state while pid %d (stopped) had it open", pid)
-	}
+	pid, finish, err := openBehindAStoppedOlderVolctl(t, dir) // an older volctl that keeps the state open as it runs
 	if !errors.Is(err, ErrInUse) {
 		t.Fatalf("Open behind a stopped older volctl: %v; want ErrInUse", err)
 	}

@@ -10,6 +10,20 @@ import (
 	"time"
 )
 
+// copyStateFiles copies the files names of state dir from into state dir to.
+func copyStateFiles(t *testing.T, from, to string, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		data, err := os.ReadFile(filepath.Join(from, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // eventsLogged is how many events the store at dir logs, read through a store of its own.
 func eventsLogged(t *testing.T, s *Store) int {
 	t.Helper()
@@ -85,15 +99,7 @@ func TestReadOnlyStateOpenedWhileItsIndexIsMadeIsNotRefused(t *testing.T) {
 	}
 	// The state dir as a live volctl's open has it for a moment: the WAL, not yet its -shm.
 	dir := t.TempDir()
-	for _, name := range []string{FileName, FileName + "-wal"} {
-		data, err := os.ReadFile(filepath.Join(live, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	copyStateFiles(t, live, dir, FileName, FileName+"-wal")
 	shm, err := os.ReadFile(filepath.Join(live, FileName+"-shm"))
 	if err != nil {
 		t.Fatal(err)
@@ -128,15 +134,7 @@ func TestReadOnlyStateWithAWALLeftAloneIsRefusedAfterLookingAgain(t *testing.T) 
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	for _, name := range []string{FileName, FileName + "-wal"} {
-		data, err := os.ReadFile(filepath.Join(live, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	copyStateFiles(t, live, dir, FileName, FileName+"-wal")
 	ro := readOnlyBindOf(t, dir)
 	start := time.Now()
 	s, err := Open(context.Background(), ro)
@@ -172,15 +170,7 @@ func TestReadOnlyStateWhoseWALIsGoneIsNotToldToRemoveFilesThere(t *testing.T) {
 	}
 	// A copy of the state dir without its WAL (left out of a backup, removed by a cleanup).
 	dir := t.TempDir()
-	for _, name := range []string{FileName, FileName + "-shm"} {
-		data, err := os.ReadFile(filepath.Join(live, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	copyStateFiles(t, live, dir, FileName, FileName+"-shm")
 	ro := readOnlyBindOf(t, dir)
 	s, err := Open(context.Background(), ro)
 	if err == nil {
