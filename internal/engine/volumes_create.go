@@ -566,9 +566,6 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (lis
 	if err := snapshotIDIsAName(ctx, e, sv); err != nil {
 		return listedSnapshot{}, err
 	}
-	if snapshotCheck(c) == "" {
-		return listedSnapshot{}, nil
-	}
 	// A delete of the snapshot recorded already is refused now, before the check waits for the
 	// delete's controller lock; one that finishes while the check waits is told from a
 	// snapshot the plugin never had by the record it removed (recordedSnapshot). Before, the
@@ -586,6 +583,14 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (lis
 	})
 	if err != nil {
 		return listedSnapshot{}, err
+	}
+	if snapshotCheck(c) == "" {
+		// The plugin cannot be asked: its last word of the snapshot, recorded, stands
+		// (TestRestoreFromASnapshotRecordedNotReadyThroughAPluginThatCannotBeAskedIsRefused).
+		if recorded && !rec.ReadyToUse {
+			return listedSnapshot{}, recordedNotReady(c, sv, rec, "it cannot be asked again (no LIST_SNAPSHOTS nor GET_SNAPSHOT)")
+		}
+		return listedSnapshot{}, nil
 	}
 	e.failpoint("restore:checked") // no delete of the snapshot recorded; nothing recorded yet
 	var (
@@ -613,6 +618,9 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (lis
 		// repeated), which the scrub of its messages does not reach, and the log's redactor
 		// knows only the state's (TestRestoreCheckWarningShowsNoSpecSecretEchoedIntoANextToken).
 		scrub := csi.Scrubber(slices.Collect(maps.Values(sv.Secrets.Plain())))
+		if recorded && !rec.ReadyToUse {
+			return listedSnapshot{}, recordedNotReady(c, sv, rec, "asking it again failed: "+scrub(err.Error()))
+		}
 		e.log.Warn(fmt.Sprintf("plugin %q: whether snapshot %q is ready to restore volume %q from could not be checked", c.plugin.ID, sv.SnapshotID, sv.ID), "err", scrub(err.Error()))
 	case found && snap.ID != sv.SnapshotID:
 		// GetSnapshot answering OK about another snapshot (ListSnapshots' entries of other IDs
@@ -652,6 +660,20 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (lis
 		}
 	}
 	return listedSnapshot{recorded: recorded}, nil
+}
+
+// recordedNotReady is the conflict of a restore of spec sv from snapshot rec, recorded not ready
+// to use (the plugin's last answer of it), whose plugin could not say otherwise now (why): a
+// volume restored from it may miss what the plugin had not done. The same `snapshot create` of
+// its name asks again (CreateSnapshot is idempotent by name), and records the answer.
+func recordedNotReady(c *conn, sv spec.Volume, rec store.Snapshot, why string) error {
+	again := "`" + shellquote.Command("volctl volume snapshot create", rec.SourceVolumeID, rec.Name) + "`"
+	if rec.SourceVolumeID == "" || rec.Name == "" {
+		again = "the `volctl volume snapshot create` that made it, with the same NAME"
+	}
+	return conflictf("snapshot %q of plugin %q is recorded not ready to use (ready_to_use false, the plugin's last answer of it), and %s: a volume restored from it now "+
+		"may miss what the plugin had not done; nothing was created: run %s again, which asks the plugin and records its answer, then create volume %q again once it says ready",
+		sv.SnapshotID, c.plugin.ID, why, again, sv.ID)
 }
 
 // deletedWhileRestoreWaited is the conflict of a restore of spec sv whose snapshot, recorded
