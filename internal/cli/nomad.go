@@ -407,7 +407,7 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	// nomad.Client.HandOver checks Nomad's copy before and after, and says when the mark goes.
 	var done nomad.Handed
 	var sent engine.VolumeInfo // the volume as sent, read under the lock
-	_, err = e.HandOver(ctx, id, to, opts.Force, func(ctx context.Context, first bool, v engine.VolumeInfo) (engine.Registered, error) {
+	handed, err := e.HandOver(ctx, id, to, opts.Force, func(ctx context.Context, first bool, v engine.VolumeInfo) (engine.Registered, error) {
 		// The mark names the namespace of the first read, and the plugin checked is that
 		// read's: a volume deregistered and registered again by another process since (in
 		// another namespace, of another plugin) is not sent, or Nomad would have it where the
@@ -464,17 +464,20 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		where += ": `" + engine.HandoverInfo{Namespace: to.Namespace, Region: to.Region}.NomadCommand("volume status", id) + "` shows it"
 	}
 	claims := "volctl no longer claims it"
+	// Each note words the volume's record (a node a plugin named, another record's ID, allocs):
+	// scrubbed as the command's other notes are (scrubbedNote;
+	// TestNomadRegisterForcedPastAnOwedUnpublishNoteShowsNoSecretInTheNode).
 	if n := expansionKeptNote(id, sent); n != "" {
-		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(n))
+		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(scrubbedNote(ctx, e, c, n)))
 	}
-	if n := forcedPastNote(id, sent); n != "" {
-		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(n))
+	if n := forcedPastNote(id, sent, handed.ForcedPastStorage); n != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(scrubbedNote(ctx, e, c, n)))
 	}
 	if n := keptClaimsNote(id, sent); n != "" {
 		// Handed over with --force past live local claims: they stay, and Nomad's allocs may
 		// be refused the volume while they do. Before, only "volctl no longer claims it",
 		// while it held them (TestForcedHandoverNamesTheLiveClaimsItLeaves).
-		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(n))
+		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(scrubbedNote(ctx, e, c, n)))
 		claims = fmt.Sprintf("volctl makes no new claim of it, and keeps its %d live local claim(s) until they are released", len(sent.Claims))
 	}
 	return printDone(opts.IO.Out, fmt.Sprintf("%s volume %q in Nomad at %s%s; %s\n", verb, id, c.Address, where, claims),
@@ -499,11 +502,13 @@ func expansionKeptNote(id string, v engine.VolumeInfo) string {
 }
 
 // forcedPastNote says, of volume id handed over (v, as sent) with another record of its storage
-// here, or still recorded attached with no claim (both refused without --force), what that
-// leaves; "" when neither. Before, a handover forced past them said only "Registered"
-// (TestNomadRegisterForcedPastAnotherRecordOfItsStorageSaysSo,
-// TestNomadRegisterForcedPastAnOwedUnpublishSaysSo).
-func forcedPastNote(id string, v engine.VolumeInfo) string {
+// here (forced past it when that record was held: forcedPastStorage), or still recorded
+// attached with no claim, what that leaves; "" when neither. Before, a handover forced past
+// them said only "Registered" (TestNomadRegisterForcedPastAnotherRecordOfItsStorageSaysSo,
+// TestNomadRegisterForcedPastAnOwedUnpublishSaysSo), and one not forced past an idle record
+// was warned of a use that was not there
+// (TestNomadRegisterNotForcedDoesNotSayItWasForcedPastAnIdleRecordOfItsStorage).
+func forcedPastNote(id string, v engine.VolumeInfo, forcedPastStorage bool) string {
 	var notes []string
 	if len(v.SameStorage) > 0 {
 		deregister := make([]string, 0, len(v.SameStorage))
@@ -511,9 +516,14 @@ func forcedPastNote(id string, v engine.VolumeInfo) string {
 			otherID, _, _ := strings.Cut(other, " (plugin ")
 			deregister = append(deregister, "`"+shellquote.Command("volctl volume deregister", otherID)+"`")
 		}
-		notes = append(notes, fmt.Sprintf("volume %q was handed over while this host records its storage as %s too: Nomad's allocs and volctl's claims of that share one storage, "+
-			"each ignoring the other's access mode; stop using it here, and once nothing holds it, deregister it (%s)",
-			id, strings.Join(v.SameStorage, ", "), strings.Join(deregister, ", ")))
+		if forcedPastStorage {
+			notes = append(notes, fmt.Sprintf("volume %q was handed over while this host records its storage as %s too, held here: Nomad's allocs and volctl's claims of that share one storage, "+
+				"each ignoring the other's access mode; stop using it here, and once nothing holds it, deregister it (%s)",
+				id, strings.Join(v.SameStorage, ", "), strings.Join(deregister, ", ")))
+		} else {
+			notes = append(notes, fmt.Sprintf("this host records volume %q's storage as %s too, which nothing holds: its claims are refused while %q is with Nomad; %s forgets that record",
+				id, strings.Join(v.SameStorage, ", "), id, strings.Join(deregister, ", ")))
+		}
 	}
 	if v.AttachedTo != "" && len(v.Claims) == 0 {
 		notes = append(notes, fmt.Sprintf("volume %q was handed over still recorded as attached to node %q with no claim: the ControllerUnpublishVolume owed waits for the volume to be taken back (`%s`), then `volctl reconcile` sends it",
@@ -823,9 +833,14 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		but("it is owed a NodeExpandVolume", "it is owed a NodeExpandVolume to %s, which Nomad would never send: it would be refused without --force", spec.FormatSize(info.NodeExpansionOwed))
 	}
 	if info.AttachedTo != "" && len(info.Claims) == 0 && info.Handover == nil && !opts.Force {
-		// HandOver refuses it (engine owedUnpublish): the attachment no claim holds.
-		but("it is owed a ControllerUnpublishVolume", "it is recorded as attached to node %q with no claim holding it, owed a ControllerUnpublishVolume (a forced detach could not send it) that Nomad would never send: it would be refused without --force (`volctl reconcile` sends it once plugin %q answers)",
-			info.AttachedTo, info.PluginID)
+		// HandOver refuses it (engine owedUnpublish): the attachment no claim holds, and says
+		// what sends it as the registration's refusal does (OwedUnpublishWay).
+		way, err := e.OwedUnpublishWay(ctx, info.PluginID)
+		if err != nil {
+			way = fmt.Sprintf("what sends it could not be read: %v", err)
+		}
+		but("it is owed a ControllerUnpublishVolume", "it is recorded as attached to node %q with no claim holding it, owed a ControllerUnpublishVolume (a forced detach could not send it) that Nomad would never send: it would be refused without --force (%s)",
+			info.AttachedTo, way)
 	}
 	if info.ExpansionPending > 0 && info.Handover == nil && !opts.Force {
 		but("it has an expansion pending", "it has an expansion to %s pending, which Nomad would never finish: it would be refused without --force (`volctl reconcile` finishes it)", spec.FormatSize(info.ExpansionPending))

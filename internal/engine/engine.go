@@ -213,7 +213,18 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, store: st, ownsStore: owns, locks: locks, log: cfg.Logger, linkDir: linkDir, conns: map[string]*conn{}, retired: map[*conn]bool{},
 		publishWalkPaths: publishWalkPaths}
 	e.log = e.RedactLogger(cfg.Logger) // what the engine words from plugin data may hold an echoed secret
+	locks.scrub = e.scrubShown
 	return e, nil
+}
+
+// scrubShown is s scrubbed of the state's secrets, for a line shown as it happens (a lock
+// wait's progress); withheld when they cannot be read.
+func (e *Engine) scrubShown(ctx context.Context, s string) string {
+	redact, err := e.Redactor(context.WithoutCancel(ctx))
+	if err != nil {
+		return "(withheld: reading the state's secrets to scrub it failed)"
+	}
+	return redact(s)
 }
 
 // realDir is dir made absolute with every symlink in it resolved.

@@ -39,6 +39,9 @@ type HandoverInfo struct {
 	// (store.Handover.Peers): a Nomad naming none of them is another cluster.
 	Peers    []string  `json:"nomad_peers,omitempty"`
 	HandedAt time.Time `json:"handed_at"`
+	// ForcedPastStorage: this handover was forced past another record of the volume's storage
+	// held here (refused without --force); said by the command, not kept.
+	ForcedPastStorage bool `json:"-"`
 }
 
 // HandoverTarget is the Nomad cluster a volume is handed over to.
@@ -114,7 +117,7 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		e.refreshForOwedExpansion(ctx, volumeID)
 	}
 	var h store.Handover
-	first, wasUnsettled := false, false
+	first, wasUnsettled, forcedElsewhere := false, false, false
 	err = e.store.Update(ctx, e.locks.holding(volumeID, func(tx *store.Tx) error {
 		v, err := tx.Volumes().Get(volumeID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -143,6 +146,7 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 				v.ID, len(live), describeClaims(live))
 		}
 		elsewhere := false // --force got it past another record of its storage
+		defer func() { forcedElsewhere = elsewhere }()
 		if !marked {
 			// Another record of the volume's storage held here, or handed over already: Nomad's
 			// claims of this one would ignore the other's (`TestHandOverOfOneStorageRecordedTwiceIsRefused`).
@@ -246,7 +250,7 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		return fail(err)
 	}
 	if register == nil {
-		return handoverInfo(h), nil
+		return handedOver(h, forcedElsewhere), nil
 	}
 	e.failpoint("handover:marked") // the mark committed, unsettled; nothing sent to Nomad yet
 	r := Registered{Undo: true}    // a volume that cannot be read was not registered
@@ -283,7 +287,15 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 	if err != nil {
 		return HandoverInfo{}, err
 	}
-	return handoverInfo(h), nil
+	return handedOver(h, forcedElsewhere), nil
+}
+
+// handedOver is h's HandoverInfo as a handover returns it, saying whether it was forced past
+// another record of its storage.
+func handedOver(h store.Handover, forcedPastStorage bool) HandoverInfo {
+	hi := handoverInfo(h)
+	hi.ForcedPastStorage = forcedPastStorage
+	return hi
 }
 
 // expansionHandedWith says, of volume v handed over, the expansion it owes that waits for its

@@ -52,6 +52,10 @@ type locker struct {
 	// readOnly is the store's CheckWritable: the error of every write to a state dir on a
 	// read-only file system, which a lock file that cannot be made there is too (onReadOnly).
 	readOnly func() error
+	// scrub is what a lock holder's words are shown through as progress: the engine's
+	// Redactor (a holder's command line, read from /proc, may hold a value the state keeps
+	// secret); nil, as they are.
+	scrub func(context.Context, string) string
 }
 
 // onReadOnly is err, a lock file's open or lock, as the store words every write to a state dir
@@ -783,7 +787,13 @@ func (l *locker) await(ctx context.Context, fl *flock.Flock, try func() (bool, e
 		now := time.Now()
 		stopped := watch.Look(now)
 		if step := "waiting for the lock on " + what + " (" + heldBy(watch.Holders()) + ")"; step != said {
-			csi.ReportProgress(ctx, step)
+			shown := step
+			if l.scrub != nil {
+				// Scrubbed as the wait's error is: the progress line drew a secret in a
+				// holder's arguments every tick (TestProgressLineShowsNoSecretInTheLockHoldersCommand).
+				shown = l.scrub(ctx, step)
+			}
+			csi.ReportProgress(ctx, shown)
 			said = step
 		}
 		if stopped > 0 && stopped >= l.stoppedWait {

@@ -949,6 +949,13 @@ func refuseOwedUnpublish(v store.Volume, st store.Staging, way string) error {
 // without PUBLISH_UNPUBLISH_VOLUME, its start with that capability first: "once it answers"
 // promised a reconcile that sends nothing to a plugin answering already
 // (TestOwedUnpublishRefusalOfAPluginThatLostTheCapabilityDoesNotPromiseReconcile).
+// OwedUnpublishWay is owedUnpublishWay read on its own: what sends an owed
+// ControllerUnpublishVolume through plugin id, as the refusals say it (a `nomad register
+// --dry-run` plan says it so too: TestNomadRegisterDryRunOwedUnpublishAdviceWorksAsTheRegistrationsDoes).
+func (e *Engine) OwedUnpublishWay(ctx context.Context, id string) (string, error) {
+	return viewOne(ctx, e.store, func(tx *store.Tx) (string, error) { return owedUnpublishWay(tx, id) })
+}
+
 func owedUnpublishWay(tx *store.Tx, id string) (string, error) {
 	p, err := tx.Plugins().Get(id)
 	switch {
