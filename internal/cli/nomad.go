@@ -470,7 +470,7 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if n := expansionKeptNote(id, sent); n != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(scrubbedNote(ctx, e, c, n)))
 	}
-	if n := forcedPastNote(id, sent, handed.ForcedPastStorage); n != "" {
+	if n := forcedPastNote(id, sent, handed.StorageHeldElsewhere); n != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(scrubbedNote(ctx, e, c, n)))
 	}
 	if n := keptClaimsNote(id, sent); n != "" {
@@ -502,13 +502,13 @@ func expansionKeptNote(id string, v engine.VolumeInfo) string {
 }
 
 // forcedPastNote says, of volume id handed over (v, as sent) with another record of its storage
-// here (forced past it when that record was held: forcedPastStorage), or still recorded
+// here (held: heldElsewhere, which a first handover was forced past), or still recorded
 // attached with no claim, what that leaves; "" when neither. Before, a handover forced past
 // them said only "Registered" (TestNomadRegisterForcedPastAnotherRecordOfItsStorageSaysSo,
 // TestNomadRegisterForcedPastAnOwedUnpublishSaysSo), and one not forced past an idle record
 // was warned of a use that was not there
 // (TestNomadRegisterNotForcedDoesNotSayItWasForcedPastAnIdleRecordOfItsStorage).
-func forcedPastNote(id string, v engine.VolumeInfo, forcedPastStorage bool) string {
+func forcedPastNote(id string, v engine.VolumeInfo, heldElsewhere bool) string {
 	var notes []string
 	if len(v.SameStorage) > 0 {
 		deregister := make([]string, 0, len(v.SameStorage))
@@ -516,7 +516,7 @@ func forcedPastNote(id string, v engine.VolumeInfo, forcedPastStorage bool) stri
 			otherID, _, _ := strings.Cut(other, " (plugin ")
 			deregister = append(deregister, "`"+shellquote.Command("volctl volume deregister", otherID)+"`")
 		}
-		if forcedPastStorage {
+		if heldElsewhere {
 			notes = append(notes, fmt.Sprintf("volume %q was handed over while this host records its storage as %s too, held here: Nomad's allocs and volctl's claims of that share one storage, "+
 				"each ignoring the other's access mode; stop using it here, and once nothing holds it, deregister it (%s)",
 				id, strings.Join(v.SameStorage, ", "), strings.Join(deregister, ", ")))

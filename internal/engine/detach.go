@@ -372,9 +372,9 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 				}
 				attached = false
 			}
-		} else if needsControllerHalf(c) {
-			// The plugin still advertises the capability; its controller half is not
-			// registered. Registered again, it takes the unpublish: the attachment stays
+		} else if controllerHalfAway(c) {
+			// The plugin still advertises the capability, or is registered by a node-only
+			// process; its controller half is not registered. Registered again, it takes the unpublish: the attachment stays
 			// recorded, owed, for reconcile (before, the record was dropped as for a capability
 			// lost, and the volume stayed attached with nothing left to detach it).
 			if attached {

@@ -39,9 +39,10 @@ type HandoverInfo struct {
 	// (store.Handover.Peers): a Nomad naming none of them is another cluster.
 	Peers    []string  `json:"nomad_peers,omitempty"`
 	HandedAt time.Time `json:"handed_at"`
-	// ForcedPastStorage: this handover was forced past another record of the volume's storage
-	// held here (refused without --force); said by the command, not kept.
-	ForcedPastStorage bool `json:"-"`
+	// StorageHeldElsewhere: another record of the volume's storage is held here (claimed,
+	// staged, attached or handed over: a first handover is refused for it without --force), as
+	// the handover found it; said by the command, not kept.
+	StorageHeldElsewhere bool `json:"-"`
 }
 
 // HandoverTarget is the Nomad cluster a volume is handed over to.
@@ -117,7 +118,7 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		e.refreshForOwedExpansion(ctx, volumeID)
 	}
 	var h store.Handover
-	first, wasUnsettled, forcedElsewhere := false, false, false
+	first, wasUnsettled, heldElsewhere := false, false, false
 	err = e.store.Update(ctx, e.locks.holding(volumeID, func(tx *store.Tx) error {
 		v, err := tx.Volumes().Get(volumeID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -146,11 +147,15 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 				v.ID, len(live), describeClaims(live))
 		}
 		elsewhere := false // --force got it past another record of its storage
-		defer func() { forcedElsewhere = elsewhere }()
+		// Another record of the volume's storage held here, or handed over already: Nomad's
+		// claims of this one would ignore the other's (`TestHandOverOfOneStorageRecordedTwiceIsRefused`).
+		// Looked at on a registration again too, for what the command says of it: one forced past
+		// before and still held was said to be held by nothing
+		// (TestNomadRegisterAgainDoesNotSayAHeldOtherRecordOfItsStorageIsIdle).
+		held := refuseStorageInUseElsewhere(tx, v)
+		defer func() { heldElsewhere = errors.Is(held, ErrConflict) }()
 		if !marked {
-			// Another record of the volume's storage held here, or handed over already: Nomad's
-			// claims of this one would ignore the other's (`TestHandOverOfOneStorageRecordedTwiceIsRefused`).
-			switch err := refuseStorageInUseElsewhere(tx, v); {
+			switch err := held; {
 			case err != nil && !force:
 				return fmt.Errorf("%w; or pass --force to hand it over anyway", err)
 			case errors.Is(err, ErrConflict):
@@ -158,6 +163,8 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 			case err != nil:
 				return err
 			}
+		} else if held != nil && !errors.Is(held, ErrConflict) {
+			return held
 		}
 		if marked {
 			if err := handoverInfo(prev).Elsewhere(to); err != nil {
@@ -250,7 +257,7 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		return fail(err)
 	}
 	if register == nil {
-		return handedOver(h, forcedElsewhere), nil
+		return handedOver(h, heldElsewhere), nil
 	}
 	e.failpoint("handover:marked") // the mark committed, unsettled; nothing sent to Nomad yet
 	r := Registered{Undo: true}    // a volume that cannot be read was not registered
@@ -287,14 +294,14 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 	if err != nil {
 		return HandoverInfo{}, err
 	}
-	return handedOver(h, forcedElsewhere), nil
+	return handedOver(h, heldElsewhere), nil
 }
 
-// handedOver is h's HandoverInfo as a handover returns it, saying whether it was forced past
-// another record of its storage.
-func handedOver(h store.Handover, forcedPastStorage bool) HandoverInfo {
+// handedOver is h's HandoverInfo as a handover returns it, saying whether another record of its
+// storage is held here.
+func handedOver(h store.Handover, storageHeldElsewhere bool) HandoverInfo {
 	hi := handoverInfo(h)
-	hi.ForcedPastStorage = forcedPastStorage
+	hi.StorageHeldElsewhere = storageHeldElsewhere
 	return hi
 }
 

@@ -1195,6 +1195,19 @@ func (e *Engine) deregisterPluginStored(ctx context.Context, id string, force bo
 	// meanwhile (two deregistrations at once), said so: not "not registered" with the advice
 	// to look in another state dir or at a near ID (TestPluginDeregisteredByAnotherMeanwhileIsSaidSo).
 	_, seenErr := viewOne(ctx, e.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get(id) })
+	// Owing an unpublish, whose refusal words what sends it from the recorded fingerprint
+	// (owedUnpublishWay), the plugin is reached first: its instance's now
+	// (TestOwedUnpublishRefusalReadsThePluginAsItIsNow).
+	owes, _ := viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) {
+		vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: id})
+		if err != nil {
+			return false, err
+		}
+		return refuseOwedUnpublishes(tx, id, vols) != nil, nil
+	})
+	if owes {
+		e.refreshPlugin(ctx, id)
+	}
 	e.failpoint("plugin-deregister:read")
 	err := e.store.Update(ctx, func(tx *store.Tx) error {
 		p, err := tx.Plugins().Get(id)

@@ -388,7 +388,7 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 			if p.cl.ID != 0 { // a release, not a pass over what is left (undoLeftStaging)
 				e.log.Warn(p.keptAttach)
 				ev := &store.Event{Kind: "capability-lost", VolumeID: v.ID, PluginID: v.PluginID, Message: p.keptAttach}
-				if needsControllerHalf(c) {
+				if controllerHalfAway(c) {
 					ev = &store.Event{Kind: "attachment-kept", VolumeID: v.ID, PluginID: v.PluginID, Message: p.keptAttach}
 				}
 				p.event(ev)
@@ -497,7 +497,7 @@ func isAre(paths []string) string {
 func keptAttachment(v store.Volume, st store.Staging, c *conn) string {
 	why, fix := keptAttachmentWhy(v, c)
 	forget := fmt.Sprintf("run `%s` to forget it", forceDetachCommand(v.ID))
-	if needsControllerHalf(c) {
+	if controllerHalfAway(c) {
 		// A forced detach keeps it owed too, for the controller half registered again: the
 		// way to forget it is the volume's forced deregistration (before, the forced detach
 		// was named, and followed, forgot nothing:
@@ -514,10 +514,29 @@ func keptAttachment(v store.Volume, st store.Staging, c *conn) string {
 // keptAttachmentWhy is keptAttachment's why the unpublish cannot be sent and what ends that.
 func keptAttachmentWhy(v store.Volume, c *conn) (why, fix string) {
 	var fp *csi.Fingerprint
+	socketless := false
 	if c != nil {
-		fp = c.fp
+		fp, socketless = c.fp, controllerSocketless(c.plugin)
 	}
-	return unpublishBlocked(fp, v.PluginID)
+	return unpublishBlocked(fp, v.PluginID, socketless)
+}
+
+// controllerSocketless reports a plugin registration with no controller socket (its node half
+// alone): of a volume recorded attached through it, which a controller published, the
+// controller half is what is missing, whatever its node process advertises (a node-only
+// process rightly advertises no CONTROLLER_SERVICE). Before, a forced detach through such a
+// registration dropped the attachment as a capability lost, and the controller half
+// registered afterwards had nothing to detach
+// (TestForcedDetachThroughANodeOnlyProcessKeepsTheAttachmentForTheControllerHalf).
+func controllerSocketless(p store.Plugin) bool {
+	sp := p.Spec()
+	return csi.ConfigFromSpec(&sp).ControllerSocket == ""
+}
+
+// controllerHalfAway reports, of an attachment recorded through plugin c, that c's controller
+// half is not registered: needsControllerHalf, or a registration with no controller socket.
+func controllerHalfAway(c *conn) bool {
+	return needsControllerHalf(c) || !c.fp.Controller && controllerSocketless(c.plugin)
 }
 
 // unpublishBlocked is why plugin pluginID, fingerprinted as fp (nil: not known), cannot be sent
@@ -525,10 +544,10 @@ func keptAttachmentWhy(v store.Volume, c *conn) (why, fix string) {
 // (controllerHalfGone), its controller service lost, or the capability alone. A refusal that
 // reads the recorded fingerprint says it as the release and reconcile that found it do
 // (owedUnpublishWay).
-func unpublishBlocked(fp *csi.Fingerprint, pluginID string) (why, fix string) {
+func unpublishBlocked(fp *csi.Fingerprint, pluginID string, socketless bool) (why, fix string) {
 	why, fix = lostUnpublish(fp, pluginID), "start the plugin with that capability again"
 	switch {
-	case fp != nil && fp.Capabilities.Plugin.ControllerService && !fp.Controller:
+	case fp != nil && !fp.Controller && (socketless || fp.Capabilities.Plugin.ControllerService):
 		why, fix = controllerHalfGone(pluginID)
 	case fp != nil && !fp.Capabilities.Plugin.ControllerService:
 		fix = "start the plugin with its controller service and that capability again"

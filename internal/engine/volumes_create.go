@@ -572,14 +572,23 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (lis
 	// check found the snapshot gone and sent CreateVolume anyway, whose NOT_FOUND said to check
 	// snapshot_id, right when the command began (TestRestoreThatWaitedForTheSnapshotsDeleteSaysSo).
 	var rec store.Snapshot // the record of it, when recorded
+	sourceKept := false    // its source volume is still recorded, on the same storage
 	recorded, err := viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) {
 		if err := notFromSnapshotBeingDeleted(tx, sv); err != nil {
 			return false, err
 		}
 		var recorded bool
 		var err error
-		rec, recorded, err = snapshotRecord(tx, sv)
-		return recorded, err
+		if rec, recorded, err = snapshotRecord(tx, sv); err != nil || !recorded {
+			return recorded, err
+		}
+		switch src, err := tx.Volumes().Get(rec.SourceVolumeID); {
+		case err == nil:
+			sourceKept = rec.SourceVolumeID != "" && src.ExternalID == rec.SourceExternalID
+		case !errors.Is(err, store.ErrNotFound):
+			return false, err
+		}
+		return true, nil
 	})
 	if err != nil {
 		return listedSnapshot{}, err
@@ -588,7 +597,7 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (lis
 		// The plugin cannot be asked: its last word of the snapshot, recorded, stands
 		// (TestRestoreFromASnapshotRecordedNotReadyThroughAPluginThatCannotBeAskedIsRefused).
 		if recorded && !rec.ReadyToUse {
-			return listedSnapshot{}, recordedNotReady(c, sv, rec, "it cannot be asked again (no LIST_SNAPSHOTS nor GET_SNAPSHOT)")
+			return listedSnapshot{}, recordedNotReady(c, sv, rec, sourceKept, "it cannot be asked again (no LIST_SNAPSHOTS nor GET_SNAPSHOT)")
 		}
 		return listedSnapshot{}, nil
 	}
@@ -619,7 +628,7 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (lis
 		// knows only the state's (TestRestoreCheckWarningShowsNoSpecSecretEchoedIntoANextToken).
 		scrub := csi.Scrubber(slices.Collect(maps.Values(sv.Secrets.Plain())))
 		if recorded && !rec.ReadyToUse {
-			return listedSnapshot{}, recordedNotReady(c, sv, rec, "asking it again failed: "+scrub(err.Error()))
+			return listedSnapshot{}, recordedNotReady(c, sv, rec, sourceKept, "asking it again failed: "+scrub(err.Error()))
 		}
 		e.log.Warn(fmt.Sprintf("plugin %q: whether snapshot %q is ready to restore volume %q from could not be checked", c.plugin.ID, sv.SnapshotID, sv.ID), "err", scrub(err.Error()))
 	case found && snap.ID != sv.SnapshotID:
@@ -665,15 +674,20 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (lis
 // recordedNotReady is the conflict of a restore of spec sv from snapshot rec, recorded not ready
 // to use (the plugin's last answer of it), whose plugin could not say otherwise now (why): a
 // volume restored from it may miss what the plugin had not done. The same `snapshot create` of
-// its name asks again (CreateSnapshot is idempotent by name), and records the answer.
-func recordedNotReady(c *conn, sv spec.Volume, rec store.Snapshot, why string) error {
-	again := "`" + shellquote.Command("volctl volume snapshot create", rec.SourceVolumeID, rec.Name) + "`"
-	if rec.SourceVolumeID == "" || rec.Name == "" {
-		again = "the `volctl volume snapshot create` that made it, with the same NAME"
+// its name asks again (CreateSnapshot is idempotent by name), and records the answer; with its
+// source volume no longer recorded (sourceKept false) that cannot be run, and the way is to
+// forget volctl's record once the storage's own tools say the snapshot is ready, the restore then
+// left to the plugin (TestRestoreRecordedNotReadyAdviceWorksOnceTheSourceVolumeIsGone).
+func recordedNotReady(c *conn, sv spec.Volume, rec store.Snapshot, sourceKept bool, why string) error {
+	prefix := fmt.Sprintf("snapshot %q of plugin %q is recorded not ready to use (ready_to_use false, the plugin's last answer of it), and %s: a volume restored from it now "+
+		"may miss what the plugin had not done; nothing was created: ", sv.SnapshotID, c.plugin.ID, why)
+	if !sourceKept || rec.Name == "" {
+		return conflictf("%sits source volume %q is no longer recorded here, so the snapshot cannot be asked again through it: once the storage's own tools say it is ready, "+
+			"`%s` forgets volctl's record of it (not the snapshot), and creating volume %q again leaves its readiness to the plugin",
+			prefix, rec.SourceVolumeID, shellquote.CommandFlags("volctl volume snapshot deregister", []string{rec.PluginID, rec.SnapshotID}, "--id", "--yes"), sv.ID)
 	}
-	return conflictf("snapshot %q of plugin %q is recorded not ready to use (ready_to_use false, the plugin's last answer of it), and %s: a volume restored from it now "+
-		"may miss what the plugin had not done; nothing was created: run %s again, which asks the plugin and records its answer, then create volume %q again once it says ready",
-		sv.SnapshotID, c.plugin.ID, why, again, sv.ID)
+	return conflictf("%srun `%s` again, which asks the plugin and records its answer, then create volume %q again once it says ready",
+		prefix, shellquote.Command("volctl volume snapshot create", rec.SourceVolumeID, rec.Name), sv.ID)
 }
 
 // deletedWhileRestoreWaited is the conflict of a restore of spec sv whose snapshot, recorded

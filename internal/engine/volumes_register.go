@@ -916,12 +916,33 @@ func (e *Engine) sendOwedUnpublish(ctx context.Context, id string) (unsent, err 
 // instance's now: recorded before a restart without EXPAND_VOLUME, it advised a claim that sent
 // nothing (TestDeregisterAdviceForANodeExpansionOwedToANodeWithoutExpandVolumePaysNothing). A
 // plugin that cannot be reached leaves the record as it is.
+//
+// So too when the volume owes a ControllerUnpublishVolume: its refusal reads the recorded
+// fingerprint (owedUnpublishWay), which told a plugin restarted with PUBLISH_UNPUBLISH_VOLUME back
+// to be started with it (TestOwedUnpublishRefusalReadsThePluginAsItIsNow).
 func (e *Engine) refreshForOwedExpansion(ctx context.Context, id string) {
-	v, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(id) })
-	if err != nil || v.NodeExpandMin <= 0 {
+	type owing struct {
+		plugin string
+		owes   bool
+	}
+	o, err := viewOne(ctx, e.store, func(tx *store.Tx) (owing, error) {
+		v, err := tx.Volumes().Get(id)
+		if err != nil {
+			return owing{}, err
+		}
+		_, unpublish, err := owedUnpublish(tx, id)
+		return owing{plugin: v.PluginID, owes: v.NodeExpandMin > 0 || unpublish}, err
+	})
+	if err != nil || !o.owes {
 		return
 	}
-	if c, err := e.connect(ctx, v.PluginID); err == nil {
+	e.refreshPlugin(ctx, o.plugin)
+}
+
+// refreshPlugin reaches plugin id, so that its recorded fingerprint is its instance's now; one
+// that cannot be reached leaves the record as it is.
+func (e *Engine) refreshPlugin(ctx context.Context, id string) {
+	if c, err := e.connect(ctx, id); err == nil {
 		e.done(c)
 	}
 }
@@ -953,6 +974,7 @@ func refuseOwedUnpublish(v store.Volume, st store.Staging, way string) error {
 // ControllerUnpublishVolume through plugin id, as the refusals say it (a `nomad register
 // --dry-run` plan says it so too: TestNomadRegisterDryRunOwedUnpublishAdviceWorksAsTheRegistrationsDoes).
 func (e *Engine) OwedUnpublishWay(ctx context.Context, id string) (string, error) {
+	e.refreshPlugin(ctx, id)
 	return viewOne(ctx, e.store, func(tx *store.Tx) (string, error) { return owedUnpublishWay(tx, id) })
 }
 
@@ -970,7 +992,7 @@ func owedUnpublishWay(tx *store.Tx, id string) (string, error) {
 	// (TestOwedUnpublishRefusalOfAPluginThatLostItsControllerServiceDoesNotPromiseReconcile,
 	// TestOwedUnpublishRefusalThroughANodeHalfRegistrationNamesTheControllerHalf).
 	if fp := recordedFingerprint(p); fp != nil && (!fp.Controller || !fp.Capabilities.Controller.PublishUnpublishVolume) {
-		why, fix := unpublishBlocked(fp, id)
+		why, fix := unpublishBlocked(fp, id, controllerSocketless(p))
 		return fmt.Sprintf("Nothing can send it now, as last fingerprinted: %s; %s, then run `volctl reconcile` (it sends it)", why, fix), nil
 	}
 	return fmt.Sprintf("Run `volctl reconcile` once plugin %q answers (it sends it)", id), nil
