@@ -378,8 +378,14 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 			// recorded, owed, for reconcile (before, the record was dropped as for a capability
 			// lost, and the volume stayed attached with nothing left to detach it).
 			if attached {
-				why, fix := controllerHalfGone(v.PluginID)
-				warn("ControllerUnpublishVolume not sent: %s; the attachment to node %q stays recorded, owed: %s and `volctl reconcile` sends it", why, attachedNode(st), fix)
+				// With the way out where there is no controller half to register (a driver
+				// that never had one, its row an older volctl's): the volume's forced
+				// deregistration, as a release's kept attachment says
+				// (TestForcedDetachThroughANeverControllerPluginNamesAWayOutThatWorks).
+				why, fix := keptAttachmentWhy(v, c)
+				warn("ControllerUnpublishVolume not sent: %s; the attachment to node %q stays recorded, owed: %s and `volctl reconcile` sends it; "+
+					"or detach the volume from that node with the storage provider's tools and run `%s` to forget it with the volume (register the volume again to go on using it)",
+					why, attachedNode(st), fix, shellquote.CommandFlags("volctl volume deregister", []string{v.ID}, "--force", "--yes"))
 			}
 		} else {
 			if attached {

@@ -547,8 +547,14 @@ func controllerHalfAway(c *conn) bool {
 func unpublishBlocked(fp *csi.Fingerprint, pluginID string, socketless bool) (why, fix string) {
 	why, fix = lostUnpublish(fp, pluginID), "start the plugin with that capability again"
 	switch {
-	case fp != nil && !fp.Controller && (socketless || fp.Capabilities.Plugin.ControllerService):
+	case fp != nil && !fp.Controller && fp.Capabilities.Plugin.ControllerService:
 		why, fix = controllerHalfGone(pluginID)
+	case fp != nil && !fp.Controller && socketless:
+		// Registered by a node-only process, which rightly advertises no CONTROLLER_SERVICE:
+		// said as it is, not as a plugin advertising the service
+		// (TestOwedUnpublishThroughANodeOnlyRegistrationDoesNotSayThePluginAdvertisesControllerService).
+		why = fmt.Sprintf("plugin %q is registered by its node half alone (no controller socket), whose process serves no controller service", pluginID)
+		fix = "register the plugin's controller half (a plugin block with the same ID, type \"controller\"), if it has one,"
 	case fp != nil && !fp.Capabilities.Plugin.ControllerService:
 		fix = "start the plugin with its controller service and that capability again"
 	}
