@@ -329,6 +329,13 @@ func (e *Engine) reattach(ctx context.Context, c *conn, v store.Volume, p *check
 	p.attached = true
 	p.event(&store.Event{Kind: "claim-reattach", VolumeID: v.ID, PluginID: c.plugin.ID, Alloc: p.cl.Alloc,
 		Message: fmt.Sprintf("plugin %q answered %s that volume %q is not published to node %q, which volctl records it attached to: ControllerPublishVolume sent again", c.plugin.ID, rpc, v.ID, c.fp.NodeID)})
+	// Recorded before the node call is sent again, as a first attach's publish_context is: held
+	// in memory only, a kill after that call left the old one recorded for good, and every
+	// restore after the next reboot staged with it
+	// (TestJoinKilledAfterItsReattachedPublishKeepsTheNewPublishContext).
+	if err := p.flushDurable(ctx, "claim"); err != nil {
+		return err
+	}
 	return again(p.publishContext(c))
 }
 
