@@ -80,7 +80,23 @@ func TestProgressLineShowsNoSecretInTheLockHoldersCommand(t *testing.T) {
 	}
 	// flock LOCK env SNAPSHOT=SECRET sleep 120: its command line up to the first flag holds
 	// the secret, as a `volctl snapshot delete mem SECRET-ID` would.
-	holder := exec.Command(bin, lock, "env", "SNAPSHOT="+secret, "sleep", "120")
+	stderr := claimBehindALockHolder(t, h, lock, exec.Command(bin, lock, "env", "SNAPSHOT="+secret, "sleep", "120"), 300)
+	if !strings.Contains(stderr, "waiting for the lock") || !strings.Contains(stderr, "flock") {
+		t.Fatalf("precondition: no progress line naming the lock's holder: %q", stderr)
+	}
+	if strings.Contains(stderr, secret) {
+		i := strings.Index(stderr, "waiting")
+		line, _, _ := strings.Cut(stderr[i:], "\r")
+		t.Errorf("the progress line draws the state's secret, in the lock holder's command line, on the terminal:\n%q", line)
+	}
+}
+
+// claimBehindALockHolder starts holder (flock(1) holding lock, the lock of volume db, in a
+// process group of its own, killed when t ends), waits until it holds it, then claims db for
+// alloc a1 on a terminal width cells wide for 1.5 s, which must fail waiting for the lock: what
+// the claim wrote on stderr (its progress line).
+func claimBehindALockHolder(t *testing.T, h *cliHarness, lock string, holder *exec.Cmd, width int) string {
+	t.Helper()
 	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := holder.Start(); err != nil {
 		t.Fatal(err)
@@ -100,20 +116,11 @@ func TestProgressLineShowsNoSecretInTheLockHoldersCommand(t *testing.T) {
 	}
 	ios, _, _, errOut := iostreams.Test()
 	ios.SetTTY(false, false, true)
-	ios.SetWidth(300)
+	ios.SetWidth(width)
 	ctx, cancel := context.WithTimeout(h.ctx, 1500*time.Millisecond)
 	defer cancel()
-	err = volumeClaimRun(ctx, &VolumeClaimOptions{IO: ios, Engine: h.engine, VolumeID: "db", Alloc: "a1"})
-	if err == nil {
+	if err := volumeClaimRun(ctx, &VolumeClaimOptions{IO: ios, Engine: h.engine, VolumeID: "db", Alloc: "a1"}); err == nil {
 		t.Fatal("the claim was made while another process held the volume's lock")
 	}
-	stderr := errOut.String()
-	if !strings.Contains(stderr, "waiting for the lock") || !strings.Contains(stderr, "flock") {
-		t.Fatalf("precondition: no progress line naming the lock's holder: %q", stderr)
-	}
-	if strings.Contains(stderr, secret) {
-		i := strings.Index(stderr, "waiting")
-		line, _, _ := strings.Cut(stderr[i:], "\r")
-		t.Errorf("the progress line draws the state's secret, in the lock holder's command line, on the terminal:\n%q", line)
-	}
+	return errOut.String()
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,7 +17,6 @@ import (
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
-	"github.com/volctl/volctl/internal/store"
 )
 
 // A claim on a terminal that waits for a volume's lock draws "waiting for the lock on volume
@@ -48,35 +46,7 @@ func TestProgressLineEscapesTheLockHoldersCommand(t *testing.T) {
 	if err := os.Symlink(lock, evil); err != nil {
 		t.Fatal(err)
 	}
-	holder := exec.Command(bin, evil, "sleep", "120")
-	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-holder.Process.Pid, syscall.SIGKILL)
-		_ = holder.Wait()
-	})
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		fi, err := os.Stat(lock)
-		if err == nil && slices.ContainsFunc(store.FlockHolders(fi, ""), func(hd store.LockHolder) bool { return hd.Pid == holder.Process.Pid }) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("flock(1) does not hold %s", lock)
-		}
-	}
-
-	ios, _, _, errOut := iostreams.Test()
-	ios.SetTTY(false, false, true)
-	ios.SetWidth(200)
-	ctx, cancel := context.WithTimeout(h.ctx, 1500*time.Millisecond)
-	defer cancel()
-	err = volumeClaimRun(ctx, &VolumeClaimOptions{IO: ios, Engine: h.engine, VolumeID: "db", Alloc: "a1"})
-	if err == nil {
-		t.Fatal("the claim was made while another process held the volume's lock")
-	}
-	stderr := errOut.String()
+	stderr := claimBehindALockHolder(t, h, lock, exec.Command(bin, evil, "sleep", "120"), 200)
 	if !strings.Contains(stderr, "waiting for the lock") {
 		t.Fatalf("no progress line for the lock wait: %q", stderr)
 	}
