@@ -63,28 +63,7 @@ func TestOpenBehindAStoppedMigrationSaysHowToResumeIt(t *testing.T) {
 	lock := filepath.Join(dir, FileName) + lockSuffix
 	// flock(1) holds the lock exclusive, as a volctl migrating the state does, in a process
 	// group of its own so that the test stops and ends it and its child together.
-	holder := exec.Command("flock", "-x", lock, "sh", "-c", "echo held; exec sleep 600")
-	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := holder.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := holder.Start(); err != nil {
-		t.Fatalf("start flock(1): %v", err)
-	}
-	pid := holder.Process.Pid
-	t.Cleanup(func() {
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		_ = syscall.Kill(-pid, syscall.SIGCONT)
-		_ = holder.Wait()
-	})
-	if line, err := bufio.NewReader(out).ReadString('\n'); line != "held\n" {
-		t.Fatalf("flock(1) holding %s: %q, %v", lock, line, err)
-	}
-	if err := syscall.Kill(-pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	waitStopped(t, pid)
+	pid, exited := startStoppedHolder(t, exec.Command("flock", "-x", lock, "sh", "-c", "echo held; exec sleep 600"), lock)
 
 	s, err := Open(context.Background(), dir, WithBusyTimeout(time.Second))
 	if err == nil {
@@ -101,7 +80,7 @@ func TestOpenBehindAStoppedMigrationSaysHowToResumeIt(t *testing.T) {
 	// The advice followed: the holder ended, the open goes.
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	_ = syscall.Kill(-pid, syscall.SIGCONT)
-	_ = holder.Wait()
+	<-exited
 	s, err = Open(context.Background(), dir, WithBusyTimeout(time.Second))
 	if err != nil {
 		t.Fatalf("Open once the stopped holder was ended: %v", err)
@@ -129,6 +108,37 @@ func openBehindAStoppedOlderVolctl(t *testing.T, dir string) (pid int, finish fu
 		t.Fatalf("Open migrated the state while an older volctl (pid %d, stopped) had it open", pid)
 	}
 	return pid, finish, err
+}
+
+// startStoppedHolder starts holder, a process that takes a lock on lock and then prints "held",
+// in a process group of its own, waits for that line, and stops the group (SIGSTOP): its pid,
+// and a channel closed once it has exited. It is killed when t ends.
+func startStoppedHolder(t *testing.T, holder *exec.Cmd, lock string) (pid int, exited <-chan struct{}) {
+	t.Helper()
+	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatalf("start %s: %v", holder.Path, err)
+	}
+	pid = holder.Process.Pid
+	done := make(chan struct{})
+	go func() { _ = holder.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = syscall.Kill(-pid, syscall.SIGCONT)
+		<-done
+	})
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "held\n" {
+		t.Fatalf("%s holding %s: %q, %v", holder.Path, lock, line, err)
+	}
+	if err := syscall.Kill(-pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitStopped(t, pid)
+	return pid, done
 }
 
 // waitStopped waits until /proc says pid is stopped (state T), so the open that follows finds

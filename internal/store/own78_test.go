@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -73,28 +72,7 @@ func TestMigrationBehindAStoppedVolctlItsEndAdviceEndsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	lock := filepath.Join(dir, FileName) + lockSuffix
-	holder := exec.Command("perl", "-e", `use Fcntl qw(:flock); open(my $f, "<", $ARGV[0]) or die "open: $!"; flock($f, LOCK_SH) or die "flock: $!"; $SIG{TERM} = sub { exit 0 }; $| = 1; print "held\n"; sleep 600 while 1;`, lock)
-	out, err := holder.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := holder.Start(); err != nil {
-		t.Fatalf("start perl: %v", err)
-	}
-	pid := holder.Process.Pid
-	exited := make(chan struct{})
-	go func() { _ = holder.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		<-exited
-	})
-	if line, err := bufio.NewReader(out).ReadString('\n'); line != "held\n" {
-		t.Fatalf("perl holding %s shared: %q, %v", lock, line, err)
-	}
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	waitStopped(t, pid)
+	pid, exited := startStoppedHolder(t, exec.Command("perl", "-e", `use Fcntl qw(:flock); open(my $f, "<", $ARGV[0]) or die "open: $!"; flock($f, LOCK_SH) or die "flock: $!"; $SIG{TERM} = sub { exit 0 }; $| = 1; print "held\n"; sleep 600 while 1;`, lock), lock)
 
 	s, err := Open(context.Background(), dir, WithBusyTimeout(time.Second))
 	if err == nil {
