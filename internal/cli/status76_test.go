@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,24 +26,11 @@ import (
 // says the claim's target is covered, naming the target and the umount, as reconcile does.
 // Found by helper review76.
 func TestVolumeStatusSaysAPublishedTargetCoveredByAnotherMount(t *testing.T) {
-	requireMount(t)
 	ctx := context.Background()
-	_, e, _ := serveMem(t, csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig()))
-	createSingleWriter(t, e, "v")
-	cl, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "v", Alloc: "a1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(cl.TargetPath, "volume-data"), []byte("the volume's"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e, cl := publishedWithData(t)
 	if err := unix.Mount("tmpfs", cl.TargetPath, "tmpfs", 0, "size=1m"); err != nil {
 		t.Fatalf("mount a tmpfs over the target: %v", err)
 	}
-	t.Cleanup(func() {
-		_ = unix.Unmount(cl.TargetPath, unix.MNT_DETACH)
-		_, _ = e.Release(context.Background(), "v", "a1")
-	})
 	// The precondition: reconcile says the target is covered.
 	code, rout, rerr := runOnOut(ctx, e, "reconcile")
 	if !strings.Contains(rout+rerr, cl.TargetPath) || !strings.Contains(rout+rerr, "umount") {

@@ -25,21 +25,8 @@ import (
 // `claims.covered`, and once reconcile mounts the volume there again, says nothing more of it.
 // Round 77's left item (the summary read no mount).
 func TestStatusSummarySaysAPublishedTargetCoveredOrLost(t *testing.T) {
-	requireMount(t)
 	ctx := context.Background()
-	_, e, _ := serveMem(t, csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig()))
-	createSingleWriter(t, e, "v")
-	cl, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "v", Alloc: "a1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = unix.Unmount(cl.TargetPath, unix.MNT_DETACH)
-		_, _ = e.Release(context.Background(), "v", "a1")
-	})
-	if err := os.WriteFile(filepath.Join(cl.TargetPath, "volume-data"), []byte("the volume's"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e, cl := publishedWithData(t)
 	type summary struct {
 		Claims struct {
 			Unsettled int `json:"unsettled"`
@@ -110,4 +97,26 @@ func TestStatusSummarySaysAPublishedTargetCoveredOrLost(t *testing.T) {
 	if sum.Claims.Covered != 0 || sum.Claims.Unsettled != 0 || !strings.Contains(text, "0 not at rest") {
 		t.Errorf("status after reconcile mounted the volume at the target again: %+v\n%s\nwant nothing unsettled", sum, text)
 	}
+}
+
+// publishedWithData is an engine serving a mounting in-memory plugin with volume v claimed by
+// alloc a1 (released when t ends, whatever is mounted over its target taken away first), the
+// file volume-data written into the volume through the claim's target. Real mounts, as root.
+func publishedWithData(t *testing.T) (*engine.Engine, engine.ClaimInfo) {
+	t.Helper()
+	requireMount(t)
+	_, e, _ := serveMem(t, csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig()))
+	createSingleWriter(t, e, "v")
+	cl, err := e.Claim(context.Background(), engine.ClaimRequest{VolumeID: "v", Alloc: "a1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = unix.Unmount(cl.TargetPath, unix.MNT_DETACH)
+		_, _ = e.Release(context.Background(), "v", "a1")
+	})
+	if err := os.WriteFile(filepath.Join(cl.TargetPath, "volume-data"), []byte("the volume's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return e, cl
 }
