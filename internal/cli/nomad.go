@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -66,6 +68,8 @@ type NomadRegisterOptions struct {
 	Exporter exportFlags // --json, --jq, -t: the plan of --dry-run
 
 	plans *[]NomadRegisterPlan // --dry-run's, collected for --json
+	// warnedPlainHTTP: the command said once that volumes' secrets go over plain HTTP.
+	warnedPlainHTTP bool
 }
 
 func newCmdNomadRegister(f *Factory, runF func(*NomadRegisterOptions) error) *cobra.Command {
@@ -401,6 +405,14 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if capsWarning != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", escapeLines(capsWarning))
 	}
+	if len(want.Secrets) > 0 && !opts.warnedPlainHTTP && plainHTTPOffHost(c.Address) {
+		// Said once a command, before the first volume whose secrets go: sent in the clear
+		// over a network, as Nomad's own CLI sends them, without a word
+		// (TestNomadRegisterSaysSecretsGoOverPlainHTTP).
+		opts.warnedPlainHTTP = true
+		fmt.Fprintf(opts.IO.ErrOut, "Warning: volume %q's secrets go to Nomad at %s over plain HTTP, readable on the network between: "+
+			"enable TLS in Nomad's tls block and say https:// in NOMAD_ADDR\n", id, c.Address)
+	}
 	// Mark first: from here on volctl refuses to claim the volume. The registration runs under
 	// the volume's lock, which nomad release takes to ask Nomad and remove the mark, and sends
 	// the volume as read under it (an expand or update may have finished since info was read);
@@ -499,6 +511,21 @@ func expansionKeptNote(id string, v engine.VolumeInfo) string {
 			"and the step waits for the volume to be taken back (`%s`), then for its next publish here", id, spec.FormatSize(v.NodeExpansionOwed), release))
 	}
 	return strings.Join(notes, "; ")
+}
+
+// plainHTTPOffHost reports a Nomad address of plain HTTP to another host than this one (a
+// loopback address or localhost is this host: nothing crosses a network).
+func plainHTTPOffHost(address string) bool {
+	u, err := url.Parse(address)
+	if err != nil || u.Scheme != "http" {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
 }
 
 // forcedPastNote says, of volume id handed over (v, as sent) with another record of its storage
