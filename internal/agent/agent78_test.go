@@ -6,13 +6,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
-	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -127,13 +125,7 @@ func TestAgentIsNotReadyOnceItBeginsToStop(t *testing.T) {
 func TestNotReadyStatusSaysWhatKeepsTheAgentNotReady(t *testing.T) {
 	f := newFixture(t)
 	mounts := &unreadableMounts{lostMounts: &lostMounts{f: f}}
-	e, err := engine.Open(f.ctx, engine.Config{StateDir: f.dir, Mounts: mounts,
-		Retry: engine.RetryPolicy{Attempts: 2, Base: time.Millisecond, Max: time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	f.e = e
+	f.openOnMounts(mounts)
 	f.claimOnMem(csitest.DefaultMemConfig())
 	mounts.failing.Store(true) // for as long as the test runs
 	a, stop := f.startAgentWith(func(c *Config) {})

@@ -13,7 +13,6 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
-	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -49,13 +48,7 @@ func TestStoppingAgentStillSaysItIsStoppingOnceAPassInFlightEnds(t *testing.T) {
 	f := newFixture(t)
 	mounts := &stallingMounts{unreadableMounts: &unreadableMounts{lostMounts: &lostMounts{f: f}},
 		entered: make(chan struct{}), release: make(chan struct{})}
-	e, err := engine.Open(f.ctx, engine.Config{StateDir: f.dir, Mounts: mounts,
-		Retry: engine.RetryPolicy{Attempts: 2, Base: time.Millisecond, Max: time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	f.e = e
+	f.openOnMounts(mounts)
 	f.claimOnMem(csitest.DefaultMemConfig())
 	mounts.failing.Store(true)
 	stopping := make(chan struct{})

@@ -24,6 +24,19 @@ type unreadableMounts struct {
 	failing atomic.Bool
 }
 
+// openOnMounts opens the fixture's engine again on mounts (a mount table the test controls),
+// its retries quick, closed when the test ends.
+func (f *fixture) openOnMounts(mounts engine.MountTable) {
+	f.t.Helper()
+	e, err := engine.Open(f.ctx, engine.Config{StateDir: f.dir, Mounts: mounts,
+		Retry: engine.RetryPolicy{Attempts: 2, Base: time.Millisecond, Max: time.Millisecond}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { e.Close() })
+	f.e = e
+}
+
 var errTableUnreadable = errors.New("read mount table: open /proc/self/mountinfo: " + syscall.EMFILE.Error())
 
 func (m *unreadableMounts) MountsUnder(dir string) (map[string]bool, error) {
@@ -47,13 +60,7 @@ func (m *unreadableMounts) MountsUnder(dir string) (map[string]bool, error) {
 func TestAgentIsNotReadyAfterAStartupPassThatLookedAtNothing(t *testing.T) {
 	f := newFixture(t)
 	mounts := &unreadableMounts{lostMounts: &lostMounts{f: f}}
-	e, err := engine.Open(f.ctx, engine.Config{StateDir: f.dir, Mounts: mounts,
-		Retry: engine.RetryPolicy{Attempts: 2, Base: time.Millisecond, Max: time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	f.e = e
+	f.openOnMounts(mounts)
 	f.claimOnMem(csitest.DefaultMemConfig())
 
 	// A reboot: the claim's mount is gone. The mount table cannot be read when the agent
