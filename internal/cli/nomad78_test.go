@@ -22,7 +22,7 @@ import (
 // before the restart, and nothing in the handover reaches the plugin first. Followed, the claim's
 // publish sends no NodeExpandVolume (the node cannot take one), the debt stays, and the handover
 // is refused again. At the same moment `volctl volume deregister db` (which refreshes the
-// fingerprint first: refreshForOwedExpansion) names the real cause, the node's missing
+// fingerprint first: refreshForOwed) names the real cause, the node's missing
 // EXPAND_VOLUME. Correct behaviour: the handover's refusal advises what pays the debt for the
 // plugin as it is now (as the deregister's does), so that its advice, followed, works. Found by
 // helper review78 (nomad).

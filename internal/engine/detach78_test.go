@@ -95,7 +95,7 @@ func TestForcedDetachThroughANodeOnlyProcessKeepsTheAttachmentForTheControllerHa
 // PUBLISH_UNPUBLISH_VOLUME; start the plugin with that capability again": the plugin has it, and
 // `volctl reconcile` alone sends the unpublish (shown below). owedUnpublishWay reads
 // recordedFingerprint without reaching the plugin, where the same refusal for an owed
-// NodeExpandVolume reaches it first (refreshForOwedExpansion) for this very reason. Correct: the
+// NodeExpandVolume reaches it first (refreshForOwed) for this very reason. Correct: the
 // refusal reaches the plugin first (or says the reading may be stale), and tells to run
 // reconcile, not to restart a plugin that is fine.
 // Found by helper review78 (detach).

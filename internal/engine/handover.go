@@ -115,7 +115,7 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 	if !force {
 		// The refusal of an owed NodeExpandVolume advises from the plugin's fingerprint: its
 		// instance's now, as a deregister's (TestNomadRegisterOwedNodeExpansionAdviceReadsThePluginAsItIsNow).
-		e.refreshForOwedExpansion(ctx, volumeID)
+		e.refreshForOwed(ctx, volumeID)
 	}
 	var h store.Handover
 	first, wasUnsettled, heldElsewhere := false, false, false

@@ -778,7 +778,7 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 		}
 	}
 	if !force {
-		e.refreshForOwedExpansion(ctx, id)
+		e.refreshForOwed(ctx, id)
 	}
 	e.failpoint("deregister:locked") // under the volume's lock (an owed unpublish sent), nothing forgotten yet
 	var (
@@ -911,7 +911,7 @@ func (e *Engine) sendOwedUnpublish(ctx context.Context, id string) (unsent, err 
 	return unsent, nil
 }
 
-// refreshForOwedExpansion reaches the plugin of volume id when the volume owes a NodeExpandVolume,
+// refreshForOwed reaches the plugin of volume id when the volume owes a NodeExpandVolume,
 // so that its recorded fingerprint, which a refusal's advice reads (payOwedWords), is its
 // instance's now: recorded before a restart without EXPAND_VOLUME, it advised a claim that sent
 // nothing (TestDeregisterAdviceForANodeExpansionOwedToANodeWithoutExpandVolumePaysNothing). A
@@ -920,7 +920,7 @@ func (e *Engine) sendOwedUnpublish(ctx context.Context, id string) (unsent, err 
 // So too when the volume owes a ControllerUnpublishVolume: its refusal reads the recorded
 // fingerprint (owedUnpublishWay), which told a plugin restarted with PUBLISH_UNPUBLISH_VOLUME back
 // to be started with it (TestOwedUnpublishRefusalReadsThePluginAsItIsNow).
-func (e *Engine) refreshForOwedExpansion(ctx context.Context, id string) {
+func (e *Engine) refreshForOwed(ctx context.Context, id string) {
 	type owing struct {
 		plugin string
 		owes   bool
