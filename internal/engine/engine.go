@@ -1375,6 +1375,17 @@ func (c *conn) stages() bool {
 // for every volume behind it. Its failure goes back saying why it was not tried again
 // (slowFailure), the operation left for reconcile; a plugin failing at once is retried as before.
 func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(context.Context) error) error {
+	return e.retryLooking(ctx, c, rpc, nil, call)
+}
+
+// retryLooking is retry for an RPC whose failure may follow the plugin's act (UNAVAILABLE: a
+// connection reset once the plugin mounted): before each attempt after the first, look (when
+// given) looks at what the last one may have left. done means the last attempt did what was
+// asked (it is not sent again: retry answers OK); an error stops the retries and is returned as
+// it is. A plugin that mounts without looking first, asked again, stacks a second mount, which
+// its undo (unmounting once) leaves behind, and the release fails on it at every try
+// (TestClaimWhosePublishMountedThenAnsweredUnavailableStacksNoSecondMount).
+func (e *Engine) retryLooking(ctx context.Context, c *conn, rpc string, look func(context.Context) (done bool, err error), call func(context.Context) error) error {
 	timeout := c.timeouts.For(rpc)
 	var err error
 	var spent time.Duration
@@ -1387,6 +1398,15 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 		// The engine's clock (monotonic, as time.Now's is: a step of the wall clock changes
 		// nothing), which a test can drive: the decision is then the time it measured, not the
 		// machine's load.
+		if attempt > 1 && look != nil {
+			done, lerr := look(ctx)
+			if lerr != nil {
+				return lerr
+			}
+			if done {
+				return nil
+			}
+		}
 		began := e.cfg.Now()
 		err = e.attempt(ctx, c, rpc, call)
 		last := e.cfg.Now().Sub(began)

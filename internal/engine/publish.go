@@ -530,7 +530,12 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 		}
 		stage := func(publishContext map[string]string) error {
 			req.PublishContext = publishContext
-			return e.retry(ctx, c, csi.RPCNodeStageVolume, func(ctx context.Context) error {
+			// Before it is sent again within this command: a mount the last attempt left
+			// (UNAVAILABLE once the plugin mounted) is unstaged first, as after a kill
+			// (TestClaimWhoseStageMountedThenAnsweredUnavailableStacksNoSecondMount).
+			return e.retryLooking(ctx, c, csi.RPCNodeStageVolume, func(ctx context.Context) (bool, error) {
+				return false, e.unstageUnrecorded(ctx, c, v, p, path)
+			}, func(ctx context.Context) error {
 				return c.client.NodeStageVolume(ctx, req)
 			})
 		}
@@ -818,14 +823,17 @@ func ownPathAdvice(component, path string) string {
 // with this claim's publish context. What the plugin leaves mounted is an error naming the
 // path (checkUnmounted); the claim is rolled back, or held for reconcile. A first staging costs
 // one open of the empty staging directory (mountsLeft).
+//
+// A restore (a degraded claim, driven because the staging was found unmounted) that finds it
+// mounted again has its own NodeStageVolume to thank (answered with an error once the plugin
+// mounted: a quota, its own record), and sent again, a plugin that mounts without looking first
+// stacked a second mount (TestRestoreStageThatMountedThenAnsweredInternalStacksNoSecondMount).
+// The plugin may still hold the claim's own target, though, and NodeUnstageVolume before its
+// NodeUnpublishVolume breaks CSI's order (a plugin refuses it, and the restore would fail at
+// every re-drive: TestAgentHoldsADegradedClaimAndRedrivesItWithBackoff): the claim's target,
+// which holds nothing (as the restore found it), is sent NodeUnpublishVolume first. A target
+// that holds something, or a staging other claims use, is staged as before.
 func (e *Engine) unstageUnrecorded(ctx context.Context, c *conn, v store.Volume, p *checkpoint, path string) error {
-	if p.cl.Degraded {
-		// A restore, driven because the staging was found unmounted: the plugin may still hold
-		// the claim's own target, and NodeUnstageVolume before its NodeUnpublishVolume breaks
-		// CSI's order (a plugin refuses it, and the restore would fail at every re-drive:
-		// TestAgentHoldsADegradedClaimAndRedrivesItWithBackoff). It is staged as before.
-		return nil
-	}
 	left, err := e.mountsLeft(path)
 	if err != nil {
 		return fmt.Errorf("checking the mount table for volume %q's staging at %s before %s: %w", v.ID, path, csi.RPCNodeStageVolume, err)
@@ -835,6 +843,17 @@ func (e *Engine) unstageUnrecorded(ctx context.Context, c *conn, v store.Volume,
 	}
 	if u, err := p.usage(ctx); err != nil || u.staging > 0 {
 		return err // the staging other claims use is theirs: published from as it is
+	}
+	if p.cl.Degraded {
+		if held, err := e.mountsLeft(p.cl.TargetPath); err != nil || len(held) > 0 {
+			return err
+		}
+		e.log.Info("the staging of a claim being restored is mounted though recorded unstaged (its last NodeStageVolume mounted, then failed): sending NodeUnpublishVolume of its target, which holds nothing, then NodeUnstageVolume, so that the plugin stages it once",
+			"volume", v.ID, "alloc", p.cl.Alloc, "staging", path)
+		if _, err := e.unpublishTarget(ctx, c, v, p); err != nil {
+			return fmt.Errorf("volume %q's staging at %s is mounted though recorded unstaged (a restore's %s, answered with an error once the plugin mounted), and %s of its claim's target, sent before %s so that the plugin stages it once, failed: %w",
+				v.ID, path, csi.RPCNodeStageVolume, csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, err)
+		}
 	}
 	e.log.Warn(fmt.Sprintf("volume %q's staging at %s is mounted but not recorded staged (an earlier volctl sent %s and did not record the answer): "+
 		"sending %s first, so that the plugin stages it once", v.ID, path, csi.RPCNodeStageVolume, csi.RPCNodeUnstageVolume), "mounts", left)
@@ -856,7 +875,7 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 		if !e.restoresOwnLink(v, p, err) {
 			return e.linkedTarget(v, p, c, err)
 		}
-		if err := e.restoreLink(ctx, c, v, p); err != nil {
+		if err := e.restoreUnpublish(ctx, c, v, p, "a symlink"); err != nil {
 			return err
 		}
 		if err := e.locks.makeTargetParent(ctx, e.realPath(cl.TargetPath)); err != nil {
@@ -865,6 +884,14 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 	}
 	if err := e.mountedSinceRestoreBegan(v, p); err != nil {
 		return err
+	}
+	if unpublished, err := e.restoreOverOwnMount(ctx, c, v, p); err != nil {
+		return err
+	} else if unpublished {
+		// Its empty directories went with the mount: made again for the publish.
+		if err := e.locks.makeTargetParent(ctx, e.realPath(cl.TargetPath)); err != nil {
+			return e.linkedTarget(v, p, c, err)
+		}
 	}
 	// The last error, an earlier attempt's answer (a restore refused), is not written with the
 	// commit below: kept, it said the NodePublishVolume about to be sent was answered, and a
@@ -912,7 +939,9 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 	}
 	publish := func(publishContext map[string]string) error {
 		req.PublishContext = publishContext
-		return e.retry(ctx, c, csi.RPCNodePublishVolume, func(ctx context.Context) error {
+		return e.retryLooking(ctx, c, csi.RPCNodePublishVolume, func(ctx context.Context) (bool, error) {
+			return e.publishedByLastAttempt(ctx, v, p, c, req.StagingPath), nil
+		}, func(ctx context.Context) error {
 			return c.client.NodePublishVolume(ctx, req)
 		})
 	}
@@ -1190,7 +1219,7 @@ func (e *Engine) linkedTarget(v store.Volume, p *checkpoint, c *conn, err error)
 // linked the target), leading to nothing another claim holds: the plugin's own link, with its
 // mount perhaps behind it. Removed by hand (which the advice for any other link says), that
 // mount is leaked and the plugin publishes again beside it: the plugin is sent
-// NodeUnpublishVolume first (restoreLink).
+// NodeUnpublishVolume first (restoreUnpublish).
 func (e *Engine) restoresOwnLink(v store.Volume, p *checkpoint, err error) bool {
 	var se *symlinkError
 	if !errors.As(err, &se) || !p.cl.Degraded || se.Component != filepath.Clean(e.realPath(p.cl.TargetPath)) {
@@ -1199,16 +1228,18 @@ func (e *Engine) restoresOwnLink(v store.Volume, p *checkpoint, err error) bool 
 	return p.publishSent() && !e.linkedToOthers(v, se.Component)
 }
 
-// restoreLink sends NodeUnpublishVolume of a degraded claim's target holding the plugin's own
-// link (restoresOwnLink), the plugin's chance to remove it and what it leads to, before the
-// restore publishes again (unpublishTarget; a link the plugin leaves after answering OK is
-// removed then). What fails leaves the claim held, degraded, for reconcile, naming the RPC.
-func (e *Engine) restoreLink(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {
-	e.log.Info("the target of a claim being restored holds a symlink left by its last NodePublishVolume: sending NodeUnpublishVolume first",
+// restoreUnpublish sends NodeUnpublishVolume of a degraded claim's target holding what (a
+// symlink, a mount) the plugin's own last NodePublishVolume may have left (restoresOwnLink,
+// restoreOverOwnMount), the plugin's chance to take it away, and what a link leads to, before
+// the restore publishes again (unpublishTarget; a link the plugin leaves after answering OK is
+// removed then, a mount it leaves is an error naming the path). What fails leaves the claim
+// held, degraded, for reconcile, naming the RPC.
+func (e *Engine) restoreUnpublish(ctx context.Context, c *conn, v store.Volume, p *checkpoint, what string) error {
+	e.log.Info(fmt.Sprintf("the target of a claim being restored holds %s left by its last NodePublishVolume: sending NodeUnpublishVolume first", what),
 		"volume", v.ID, "alloc", p.cl.Alloc, "target", p.cl.TargetPath)
 	if _, err := e.unpublishTarget(ctx, c, v, p); err != nil {
-		return fmt.Errorf("volume %q's target %s holds a symlink that plugin %q's last %s (a restore's, its answer not accepted) may have left, and %s, sent so that the plugin removes it and what it leads to before the restore publishes again, failed: %w",
-			v.ID, p.cl.TargetPath, c.plugin.ID, csi.RPCNodePublishVolume, csi.RPCNodeUnpublishVolume, err)
+		return fmt.Errorf("volume %q's target %s holds %s that plugin %q's last %s (a restore's, its answer not accepted) may have left, and %s, sent so that the plugin takes it away before the restore publishes again, failed: %w",
+			v.ID, p.cl.TargetPath, what, c.plugin.ID, csi.RPCNodePublishVolume, csi.RPCNodeUnpublishVolume, err)
 	}
 	return nil
 }
@@ -1338,6 +1369,52 @@ func (e *Engine) publishedBefore(ctx context.Context, v store.Volume, p *checkpo
 	e.log.Info("not sending NodePublishVolume again: the target holds the volume already (an earlier volctl sent it and did not record the answer)",
 		"volume", v.ID, "target", p.cl.TargetPath)
 	return true
+}
+
+// publishedByLastAttempt says, before NodePublishVolume is sent again within one command (a
+// retryable failure: UNAVAILABLE, a connection reset once the plugin mounted), whether the
+// last attempt published the volume all the same: something is mounted at the target (a look
+// at the directory, the mount table read only when it is not an empty one) and it holds the
+// volume as checkTarget accepts it after an OK. Then it is not sent again, as publishedBefore
+// does not after a kill: a plugin that mounts without looking first stacked a second mount,
+// which its NodeUnpublishVolume, unmounting once, left behind, the claim said published
+// (TestClaimWhosePublishMountedThenAnsweredUnavailableStacksNoSecondMount). What was mounted
+// is checked again after (publishedWhereAsked), as after an OK.
+func (e *Engine) publishedByLastAttempt(ctx context.Context, v store.Volume, p *checkpoint, c *conn, staging string) bool {
+	if left, err := e.mountsLeft(p.cl.TargetPath); err != nil || len(left) == 0 {
+		return false
+	}
+	if e.checkTarget(ctx, v, p.cl, c, staging) != nil {
+		return false
+	}
+	e.log.Info("not sending NodePublishVolume again: its last attempt failed, and the target holds the volume (the plugin mounted it before the failure)",
+		"volume", v.ID, "alloc", p.cl.Alloc, "target", p.cl.TargetPath)
+	return true
+}
+
+// restoreOverOwnMount sends NodeUnpublishVolume of a degraded claim's target (a restore) that
+// has something mounted though it was found unmounted when the restore began, when the claim
+// records that its restore's NodePublishVolume was sent and answered with an error since (the
+// record is store.TargetNotAccepted with a failure that is not a lost answer:
+// publishUnanswered's are publishedBefore's): the plugin may have mounted and then failed a step
+// after (a quota, a chown, its own record), and a plugin that mounts without looking first,
+// sent it again, stacks a second mount, which the claim's release leaves behind
+// (TestRestorePublishThatMountedThenAnsweredInternalStacksNoSecondMount). Its NodeUnpublishVolume
+// is its chance to take its mount away, as it is for its link (restoresOwnLink); the restore
+// then publishes anew. The price, as for a link: a mount put there by hand since gets the
+// plugin's NodeUnpublishVolume, as the claim's release would send it.
+func (e *Engine) restoreOverOwnMount(ctx context.Context, c *conn, v store.Volume, p *checkpoint) (unpublished bool, err error) {
+	if !p.cl.Degraded || !p.publishSent() || p.publishUnanswered {
+		return false, nil
+	}
+	left, err := e.mountsLeft(p.cl.TargetPath)
+	if err != nil {
+		return false, fmt.Errorf("checking the mount table at volume %q's target %s before the restore's %s: %w", v.ID, p.cl.TargetPath, csi.RPCNodePublishVolume, err)
+	}
+	if len(left) == 0 {
+		return false, nil
+	}
+	return true, e.restoreUnpublish(ctx, c, v, p, "a mount")
 }
 
 // attachedElsewhere refuses to send rpc, the node RPC that works from the volume's attachment

@@ -120,7 +120,7 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 
 // unpublishTarget sends the plugin NodeUnpublishVolume of the claim's target, the one way every
 // path that undoes a publication takes (a release, a rollback, unstageUnattached, a restore
-// finding the plugin's link at the target, restoreLink): a link standing in place of the
+// finding the plugin's link or mount at the target, restoreUnpublish): a link standing in place of the
 // target, not the plugin's, is removed unfollowed first (unlinkBeforeTeardown, targetRecorded);
 // one the plugin leaves after answering OK is no mount (checkUnmounted passes it), but it would
 // refuse every later publish at the target: removed, not followed, and said; files written at a
