@@ -94,6 +94,12 @@ func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
 		return err
 	}
 	switch {
+	case recErr != nil && !rep.Whole():
+		// Cut short (a signal, a state it could not read): said, with the problems found
+		// before, whatever they are; "N problem(s) remain" alone read as all that is left,
+		// what the pass never got to unsaid
+		// (TestReconcileInterruptedAfterAProblemSaysItWasInterrupted).
+		return withCode(ExitError, recErr)
 	case len(rep.Problems) > 0:
 		return withCode(ExitError, fmt.Errorf("reconcile: %d problem(s) remain; fix them and run `volctl reconcile` again", len(rep.Problems)))
 	case recErr != nil:

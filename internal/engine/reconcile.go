@@ -36,8 +36,9 @@ type ReconcileReport struct {
 	// stopped says the pass was interrupted (its context ended): what that cut short is no
 	// problem of its own, and the pass's error says it was interrupted instead.
 	stopped func() bool
-	// whole: the pass looked at everything (Whole).
-	whole bool
+	// Complete: the pass looked at everything (Whole): false when it was interrupted, or
+	// failed before it looked, its problems only those found before that.
+	Complete bool `json:"complete"`
 }
 
 // OK reports whether nothing is left wrong.
@@ -48,7 +49,7 @@ func (r ReconcileReport) OK() bool { return len(r.Problems) == 0 }
 // unreadable) or was interrupted, whose problems are those it found before that, if any. The
 // agent logged every open problem "resolved" after a pass that looked at nothing
 // (TestAPassThatLookedAtNothingResolvesNoProblem).
-func (r ReconcileReport) Whole() bool { return r.whole }
+func (r ReconcileReport) Whole() bool { return r.Complete }
 
 func (r *ReconcileReport) did(kind, vol, alloc, format string, args ...any) {
 	r.Actions = append(r.Actions, ReconcileAction{Kind: kind, VolumeID: vol, Alloc: alloc, Message: fmt.Sprintf(format, args...)})
@@ -208,7 +209,7 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		// saying so, not a problem per item it did not get to.
 		return rep, fmt.Errorf("reconcile: interrupted (%w); what it did is listed, %d problem(s) found before that; run `volctl reconcile` again to finish", err, len(rep.Problems))
 	}
-	rep.whole = true
+	rep.Complete = true
 	if !rep.OK() {
 		return rep, fmt.Errorf("reconcile: %d problem(s) remain", len(rep.Problems))
 	}
@@ -620,7 +621,7 @@ func (e *Engine) ReleasePast(ctx context.Context) (ReconcileReport, error) {
 			rep.did("released", cl.VolumeID, cl.Alloc, "released claim %q for alloc %q (was %s)", cl.VolumeID, cl.Alloc, cl.State)
 		}
 	}
-	rep.whole = true // every past claim tried (TestClaimGCPassThatLookedAtNothingResolvesNoProblem)
+	rep.Complete = true // every past claim tried (TestClaimGCPassThatLookedAtNothingResolvesNoProblem)
 	if !rep.OK() {
 		return rep, fmt.Errorf("claim GC: %d problem(s) remain", len(rep.Problems))
 	}
