@@ -230,7 +230,7 @@ func TestPendingExpansionThroughAPluginThatLostControllerExpand(t *testing.T) {
 					return
 				}
 				for _, want := range []string{`plugin "mem" no longer has the controller capability EXPAND_VOLUME, nor the node's`, "expansion to 4GiB is pending",
-					"start the plugin with an EXPAND_VOLUME capability again", "`volctl volume deregister v`", "`volctl volume register`"} {
+					"start the plugin with an EXPAND_VOLUME capability again", "`volctl volume deregister v --force --yes`", "`volctl volume register`"} {
 					if err == nil || !strings.Contains(err.Error(), want) {
 						t.Errorf("%s: %v; want it to say %s", next.name, err, want)
 					}
@@ -300,7 +300,7 @@ func TestPendingExpansionWithNoExpandCapabilityWayOut(t *testing.T) {
 	}
 	_, handErr := h.e.HandOver(h.ctx, "v", HandoverTarget{Address: "http://127.0.0.1:4646"}, false, nil)
 	for name, err := range map[string]error{"expand": expandErr, "handover": handErr} {
-		for _, want := range []string{"`volctl volume deregister v`", "`volctl volume register` of its spec with external_id = " + strconv.Quote(ext),
+		for _, want := range []string{"`volctl volume deregister v --force --yes`", "`volctl volume register` of its spec with external_id = " + strconv.Quote(ext),
 			"the storage is not touched"} {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("%s refusal: %v; want it to say %s", name, err, want)
@@ -309,8 +309,9 @@ func TestPendingExpansionWithNoExpandCapabilityWayOut(t *testing.T) {
 	}
 	h.mem.ResetCalls()
 
-	// The way out, as advised.
-	if _, err := h.e.DeregisterVolume(h.ctx, "v", false); err != nil {
+	// The way out, as advised: --force, as a plain deregister refuses to forget a pending
+	// expansion (TestDeregisterOfAVolumeWithAPendingExpansionIsRefusedAndFinishesAsAdvised).
+	if _, err := h.e.DeregisterVolume(h.ctx, "v", true); err != nil {
 		t.Fatalf("deregister: %v", err)
 	}
 	sv := volume("v")

@@ -660,8 +660,8 @@ func pendingWithoutController(c *conn, v store.Volume) error {
 // touching the storage, and registering it again records it at the size its spec says.
 func pendingExpansionForget(v store.Volume) string {
 	return fmt.Sprintf("or, if plugin %q will not have it again, forget the volume and record it anew at the size the storage provider shows: `%s` "+
-		"(after releasing its claims, or with --force), then `volctl volume register` of its spec with external_id = %s (the storage is not touched)",
-		v.PluginID, shellquote.Command("volctl volume deregister", v.ID), spec.HCLQuoted(v.ExternalID))
+		"(which releases its claims first, if any, and forgets the pending expansion), then `volctl volume register` of its spec with external_id = %s (the storage is not touched)",
+		v.PluginID, shellquote.CommandFlags("volctl volume deregister", []string{v.ID}, "--force", "--yes"), spec.HCLQuoted(v.ExternalID))
 }
 
 // offlineOnly refuses to expand volume v while it is on the node (a claim, or a staging or
@@ -702,10 +702,19 @@ func aboveLimit(v store.Volume, rpc string, answered, limit int64) error {
 	if limit == 0 || answered <= limit {
 		return nil
 	}
-	return fmt.Errorf("plugin %q answered %s for volume %q with %s, above the limit %s asked: the storage is that size now "+
+	return &grownPastLimit{answered: answered, err: fmt.Errorf("plugin %q answered %s for volume %q with %s, above the limit %s asked: the storage is that size now "+
 		"and volumes cannot shrink (it is recorded at %s; check the plugin's allocation unit or ask the storage provider)",
-		v.PluginID, rpc, v.ID, spec.FormatSize(answered), spec.FormatSize(limit), spec.FormatSize(answered))
+		v.PluginID, rpc, v.ID, spec.FormatSize(answered), spec.FormatSize(limit), spec.FormatSize(answered))}
 }
+
+// grownPastLimit is aboveLimit's error: the storage answered bytes, more than asked.
+type grownPastLimit struct {
+	answered int64
+	err      error
+}
+
+func (g *grownPastLimit) Error() string { return g.err.Error() }
+func (g *grownPastLimit) Unwrap() error { return g.err }
 
 // expandOnNode sends the NodeExpandVolume a volume is owed where it is on this node: for each
 // published claim at its target, else at its staging path when it is staged only. Once every

@@ -133,6 +133,14 @@ func (e *Engine) registerRound(ctx context.Context, c *conn, sv spec.Volume, r *
 	// saying so (TestRegistrationWhoseNodeStepFailsFinishesAsAdvised).
 	var owedOnNode *nodeStepFailed
 	grown, err := e.expandRegistered(ctx, c, sv)
+	if past := (*grownPastLimit)(nil); errors.As(err, &past) && !errors.As(err, &owedOnNode) {
+		// The expansion's size is recorded (the storage has it), the spec's other changes not:
+		// said, with what records them. Before, the error blamed the size alone, and the next
+		// claim mounted without the mount flag the spec added
+		// (TestRegistrationWhoseExpansionWentAboveTheLimitSaysTheRestIsNotRecorded).
+		return fail(fmt.Errorf("%w; the registration is not recorded, only the size the plugin grew the volume to: set the spec's capacity_max to at least %s and register it again",
+			err, spec.FormatSize(past.answered)))
+	}
 	if err != nil && !errors.As(err, &owedOnNode) {
 		return fail(err)
 	}
@@ -854,6 +862,20 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 			msg += "; " + owed
 			forgot = strings.Join(slices.DeleteFunc([]string{forgot, owed}, func(s string) bool { return s == "" }), "; ")
 		}
+		// An expansion pending (ControllerExpandVolume sent, its answer not recorded: the
+		// storage may have grown, and its file system be owed a NodeExpandVolume) is forgotten
+		// with the record as the owed node step is: registered again, the volume is recorded at
+		// the spec's size, and no claim grows its file system. Before, nothing said so
+		// (TestDeregisterOfAVolumeWithAPendingExpansionIsRefusedAndFinishesAsAdvised).
+		if v.ExpandMin > 0 {
+			if !force {
+				return refusePendingExpansion(v)
+			}
+			pending := fmt.Sprintf("an expansion to %s was pending (ControllerExpandVolume sent to plugin %q, its answer never read: the storage may have grown), which volctl forgets with it: "+
+				"registered again, the volume is recorded at its spec's size, and a file system the storage outgrew stays at its old size until it is grown by hand", spec.FormatSize(v.ExpandMin), v.PluginID)
+			msg += "; " + pending
+			forgot = strings.Join(slices.DeleteFunc([]string{forgot, pending}, func(s string) bool { return s == "" }), "; ")
+		}
 		// With no claims, any other staging row is what a release cut short in a way the
 		// state machine did not foresee left: forgetting the volume forgets it, as it leaves
 		// the storage alone (reconcile reports a mount left there as one nothing accounts for).
@@ -955,6 +977,16 @@ func refuseOwedNodeExpansion(v store.Volume, pay string) error {
 		"or `%s` forgets it, the file system left at its old size",
 		v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, pay,
 		shellquote.CommandFlags("volctl volume deregister", []string{v.ID}, "--force", "--yes"))
+}
+
+// refusePendingExpansion is the conflict of deregistering volume v while an expansion is
+// pending (v.ExpandMin): reconcile finishes it (sends ControllerExpandVolume again, records its
+// answer).
+func refusePendingExpansion(v store.Volume) error {
+	return conflictf("volume %q has an expansion to %s pending (ControllerExpandVolume was sent to plugin %q and its answer not recorded: the storage may have grown, and its file system be owed a NodeExpandVolume), "+
+		"which deregistering the volume would forget: registered again, it would be recorded at its spec's size and its file system never grown; "+
+		"run `volctl reconcile` to finish it (the plugin needs an EXPAND_VOLUME capability), then deregister it; or `%s` forgets it",
+		v.ID, spec.FormatSize(v.ExpandMin), v.PluginID, shellquote.CommandFlags("volctl volume deregister", []string{v.ID}, "--force", "--yes"))
 }
 
 // refuseOwedUnpublish is the conflict of deregistering volume v while a ControllerUnpublishVolume
