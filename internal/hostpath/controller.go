@@ -875,6 +875,9 @@ func (p *Plugin) ValidateVolumeCapabilities(ctx context.Context, req *csi.Valida
 	if len(req.GetVolumeCapabilities()) == 0 {
 		return nil, invalidArg("ValidateVolumeCapabilities: volume %q: volume_capabilities are required", id)
 	}
+	if err := p.checkRoot(); err != nil {
+		return nil, err // not "not found": the records are where the root went
+	}
 	p.mu.Lock()
 	v, ok := p.volume(id)
 	var params map[string]string
@@ -904,6 +907,9 @@ func (p *Plugin) ValidateVolumeCapabilities(ctx context.Context, req *csi.Valida
 func (p *Plugin) ListVolumes(ctx context.Context, req *csi.ListVolumesRequest) (*csi.ListVolumesResponse, error) {
 	token := req.GetStartingToken()
 	if err := checkPage("ListVolumes", req.GetMaxEntries(), token, isVolumeID); err != nil {
+		return nil, err
+	}
+	if err := p.checkRoot(); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
@@ -953,6 +959,9 @@ func (p *Plugin) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (
 	}
 	if t := req.GetAccessibleTopology(); t != nil && !p.topologyMatches(t) {
 		return &csi.GetCapacityResponse{}, nil
+	}
+	if err := p.checkRoot(); err != nil {
+		return nil, err // not the statfs's "no such file"
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(p.cfg.Root, &st); err != nil {
@@ -1130,6 +1139,9 @@ func (p *Plugin) deleteSnapshotRecorded(ctx context.Context, id string) (*delete
 func (p *Plugin) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsRequest) (*csi.ListSnapshotsResponse, error) {
 	token := req.GetStartingToken()
 	if err := checkPage("ListSnapshots", req.GetMaxEntries(), token, isSnapshotID); err != nil {
+		return nil, err
+	}
+	if err := p.checkRoot(); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/volctl/volctl/internal/buildinfo"
@@ -29,8 +30,20 @@ func (p *Plugin) GetPluginCapabilities(context.Context, *csi.GetPluginCapabiliti
 	}}, nil
 }
 
-// Probe implements csi.IdentityServer. The plugin is ready as soon as it serves: New has loaded
-// its state before the socket exists.
+// Probe implements csi.IdentityServer. The plugin is ready as soon as it serves (New has loaded
+// its state before the socket exists), until its root is moved or removed under it (no meta/
+// there: checkRoot), when every request on its volumes is refused: then it answers not ready,
+// and says why in its log once a spell. Before, it answered ready, every view calling it
+// healthy (TestProbeOfAPluginWhoseRootMovedIsNotReady). Not an error: an agent restarts a
+// plugin that fails its probes, and the restarted one would make an empty root where the old
+// one was, which "put it back where it was" would then move the root into.
 func (p *Plugin) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeResponse, error) {
+	if err := p.checkRoot(); err != nil {
+		if !p.rootGoneSaid.Swap(true) {
+			p.log.Warn("hostpath: answering Probe not ready: "+status.Convert(err).Message(), "root", p.cfg.Root)
+		}
+		return &csi.ProbeResponse{Ready: wrapperspb.Bool(false)}, nil
+	}
+	p.rootGoneSaid.Store(false)
 	return &csi.ProbeResponse{Ready: wrapperspb.Bool(true)}, nil
 }

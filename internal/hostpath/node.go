@@ -671,6 +671,9 @@ func (p *Plugin) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeS
 	if path == "" {
 		return nil, invalidArg("NodeGetVolumeStats: volume %q: volume_path is required", id)
 	}
+	if err := p.checkRoot(); err != nil {
+		return nil, err // not "not found": the records are where the root went
+	}
 	p.mu.Lock()
 	v, ok := p.volume(id)
 	var capacity int64

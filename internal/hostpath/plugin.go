@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -96,6 +97,9 @@ type Plugin struct {
 	// runs without mu, so that every other RPC is answered meanwhile, and a second create of
 	// the same name waits for the first (waitCreating) rather than copy again. Under mu.
 	creating map[string]chan struct{}
+
+	// rootGoneSaid: Probe logged that the root is gone (checkRoot), this spell.
+	rootGoneSaid atomic.Bool
 }
 
 // lock takes the plugin's lock for an RPC that changes a volume's record: the lock on meta/
