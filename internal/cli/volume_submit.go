@@ -124,6 +124,13 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 			outcome = reg.Outcome
 		}
 		done()
+		if err != nil && info.ID != "" && opts.Exporter.Enabled() {
+			// Recorded despite the error (a registration whose node step failed, its storage
+			// grown): in the list --json prints, as the record stands
+			// (TestRegistrationRecordedDespiteItsNodeStepIsInItsJSON).
+			infos = append(infos, info)
+			outcomes = append(outcomes, outcome)
+		}
 		if err != nil {
 			errs = append(errs, err)
 			if len(vols) > 1 {

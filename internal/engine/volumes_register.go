@@ -68,7 +68,8 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registra
 			continue
 		}
 		if err != nil {
-			return fail(err)
+			_, err = fail(err)
+			return info, err // what a registration recorded despite the error, if it did
 		}
 		return info, nil
 	}
@@ -284,10 +285,14 @@ func (e *Engine) registerRound(ctx context.Context, c *conn, sv spec.Volume, r *
 		return fail(errors.Join(err, nodeErr))
 	}
 	if nodeErr != nil {
+		// What is recorded goes back beside the error, for --json to print: a script read an
+		// empty list of a registration the error said was recorded
+		// (TestRegistrationRecordedDespiteItsNodeStepIsInItsJSON).
+		info, _ := e.Volume(context.WithoutCancel(ctx), sv.ID)
 		if owedOnNode.controllerDone {
-			return fail(fmt.Errorf("the registration is recorded and the storage grown, but not yet the file system on this node: %w", nodeErr))
+			return info, left, fmt.Errorf("the registration is recorded and the storage grown, but not yet the file system on this node: %w", nodeErr)
 		}
-		return fail(fmt.Errorf("the registration is recorded, with its expansion owed (plugin %q expands on the node alone, and that step failed): %w", sv.PluginID, nodeErr))
+		return info, left, fmt.Errorf("the registration is recorded, with its expansion owed (plugin %q expands on the node alone, and that step failed): %w", sv.PluginID, nodeErr)
 	}
 	info, err := e.Volume(ctx, sv.ID)
 	return info, false, err
