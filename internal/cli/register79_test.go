@@ -60,3 +60,38 @@ func TestRegistrationRecordedDespiteItsNodeStepIsInItsJSON(t *testing.T) {
 		t.Errorf("register --json of a registration recorded despite its node step printed %s; want volume db as recorded: 4MiB, the node expansion to 4MiB owed, its mount flag", out)
 	}
 }
+
+// TestRegisterAgainOfAHandedOverVolumeSaysNomadsCopyIsUnchanged: `volctl volume register` again
+// of a volume handed over to Nomad, with a changed field (a mount flag), printed `Volume "db"
+// updated: mount_options changed` and nothing else: the change is volctl's record only, Nomad's
+// copy, which Nomad's allocs use, keeps the old mount options until `volctl nomad register`
+// sends it. Now a warning says so, naming that command and the Nomad it goes to; a
+// registration that changed nothing says nothing more. Left from earlier rounds; fixed in
+// round 79.
+func TestRegisterAgainOfAHandedOverVolumeSaysNomadsCopyIsUnchanged(t *testing.T) {
+	h := newCLIHarness(t)
+	h.mem.AddVolume(csi.Volume{ID: "ext-db", CapacityBytes: 1 << 20})
+	const base = "id = \"db\"\ntype = \"csi\"\nplugin_id = \"mem\"\nexternal_id = \"ext-db\"\n" +
+		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
+	file := specFile61(t, "db.hcl", base)
+	if code, _, errOut := h.runReported("volume", "register", file); code != 0 {
+		t.Fatalf("register: exit %d: %s", code, errOut)
+	}
+	if _, err := h.e.HandOver(h.ctx, "db", engine.HandoverTarget{Address: "http://127.0.0.1:4646", Namespace: "default"}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := h.runReported("volume", "register", file)
+	if code != 0 || strings.Contains(errOut, "handed over") {
+		t.Errorf("register again, unchanged, of a handed-over volume: exit %d\nstdout: %s\nstderr: %s\nwant exit 0 and no warning (nothing changed)", code, out, errOut)
+	}
+	changed := specFile61(t, "db.hcl", base+"mount_options {\n  mount_flags = [\"noatime\"]\n}\n")
+	code, out, errOut = h.runReported("volume", "register", changed)
+	if code != 0 || !strings.Contains(out, `Volume "db" updated`) {
+		t.Fatalf("register again, changed, of a handed-over volume: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	for _, want := range []string{`volume "db" is handed over to Nomad at http://127.0.0.1:4646`, "not Nomad's copy", "`volctl nomad register db`"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("register again, changed, of a handed-over volume: stderr %q; want it to say %q", errOut, want)
+		}
+	}
+}

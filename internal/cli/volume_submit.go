@@ -13,6 +13,7 @@ import (
 	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -162,6 +163,18 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 				return fmt.Errorf("%s: %w", command, err)
 			}
 			fmt.Fprintln(out, display.Escape(line))
+		}
+		if h := info.Handover; h != nil && outcome != engine.Unchanged && opts.Verb == spec.VerbRegister {
+			// Handed over, the volume is Nomad's to use: this changed volctl's record, not
+			// Nomad's copy, and "updated" alone read as both
+			// (TestRegisterAgainOfAHandedOverVolumeSaysNomadsCopyIsUnchanged).
+			warning := fmt.Sprintf("Warning: volume %q is handed over to Nomad at %s: this registration changed volctl's record only, not Nomad's copy; "+
+				"`%s` sends it there (with NOMAD_ADDR=%s)", info.ID, h.Address, shellquote.Command("volctl nomad register", info.ID), h.Address)
+			if err := redactOutput(ctx, e, nil, &warning); err != nil {
+				return fmt.Errorf("%s: %w", command, err)
+			}
+			out.Flush()
+			fmt.Fprintln(opts.IO.ErrOut, escapeLines(warning))
 		}
 		if sch := info.Schedulability(); sch.Why == engine.OutsideTopology {
 			// Made or registered, and no claim of it is admitted here: said now, not at the
