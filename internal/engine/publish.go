@@ -796,6 +796,30 @@ func (e *Engine) linkedStaging(ctx context.Context, v store.Volume, p *checkpoin
 	return &kindWrap{kind: ErrConflict, err: err}
 }
 
+// emptyTargets lists the targets of volume v's claims other than p's that count as its
+// staging's users (countUsage: node-staged and past), when each holds nothing (the mount
+// table, as mountsLeft reads it) and so publishes nothing from the staging: ok. One that holds
+// something, as p's own target, is published from the staging as it is: not ok.
+func (e *Engine) emptyTargets(ctx context.Context, v store.Volume, p *checkpoint) (targets []string, ok bool, err error) {
+	if held, err := e.mountsLeft(p.cl.TargetPath); err != nil || len(held) > 0 {
+		return nil, false, err
+	}
+	claims, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Claim, error) { return tx.Claims().ByVolume(v.ID) })
+	if err != nil {
+		return nil, false, err
+	}
+	for _, o := range claims {
+		if o.ID == p.cl.ID || o.State != store.ClaimNodeStaged && o.State != store.ClaimPublished && o.State != store.ClaimUnpublishing {
+			continue
+		}
+		if held, err := e.mountsLeft(o.TargetPath); err != nil || len(held) > 0 {
+			return nil, false, err
+		}
+		targets = append(targets, o.TargetPath)
+	}
+	return targets, true, nil
+}
+
 // ownPathAdvice is a symlinkError's advice for a link at component, on the way to (or at)
 // path, a path of volctl's own under its state dir, which no one chooses: removing the link,
 // not what it points to, then reconcile, never "use the path it points to".
@@ -841,18 +865,38 @@ func (e *Engine) unstageUnrecorded(ctx context.Context, c *conn, v store.Volume,
 	if len(left) == 0 {
 		return nil
 	}
-	if u, err := p.usage(ctx); err != nil || u.staging > 0 {
-		return err // the staging other claims use is theirs: published from as it is
+	u, err := p.usage(ctx)
+	if err != nil {
+		return err
+	}
+	if u.staging > 0 && !p.cl.Degraded {
+		return nil // the staging other claims use is theirs: published from as it is
 	}
 	if p.cl.Degraded {
-		if held, err := e.mountsLeft(p.cl.TargetPath); err != nil || len(held) > 0 {
+		// The volume's other claims past node-staged, being restored as this one is, use no
+		// staging recorded unstaged while their targets hold nothing: counted users, a second
+		// claim's restore staged over the first's mount
+		// (TestRestoreStageThatMountedThenAnsweredInternalStacksNoSecondMountWithTwoClaims).
+		targets, ok, err := e.emptyTargets(ctx, v, p)
+		if err != nil || !ok {
 			return err
 		}
-		e.log.Info("the staging of a claim being restored is mounted though recorded unstaged (its last NodeStageVolume mounted, then failed): sending NodeUnpublishVolume of its target, which holds nothing, then NodeUnstageVolume, so that the plugin stages it once",
-			"volume", v.ID, "alloc", p.cl.Alloc, "staging", path)
-		if _, err := e.unpublishTarget(ctx, c, v, p); err != nil {
-			return fmt.Errorf("volume %q's staging at %s is mounted though recorded unstaged (a restore's %s, answered with an error once the plugin mounted), and %s of its claim's target, sent before %s so that the plugin stages it once, failed: %w",
+		e.log.Info("the staging of a claim being restored is mounted though recorded unstaged (a restore's NodeStageVolume mounted, then failed): sending NodeUnpublishVolume of its claims' targets, which hold nothing, then NodeUnstageVolume, so that the plugin stages it once",
+			"volume", v.ID, "alloc", p.cl.Alloc, "staging", path, "targets", targets)
+		unpublished := func(err error) error {
+			return fmt.Errorf("volume %q's staging at %s is mounted though recorded unstaged (a restore's %s, answered with an error once the plugin mounted), and %s of its claims' targets, sent before %s so that the plugin stages it once, failed: %w",
 				v.ID, path, csi.RPCNodeStageVolume, csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, err)
+		}
+		for _, target := range targets {
+			err := e.retry(ctx, c, csi.RPCNodeUnpublishVolume, func(ctx context.Context) error {
+				return c.client.NodeUnpublishVolume(ctx, csi.NodeUnpublishVolumeRequest{VolumeID: v.ExternalID, TargetPath: target})
+			})
+			if err != nil && !csi.IsIgnorable(err) {
+				return unpublished(err)
+			}
+		}
+		if _, err := e.unpublishTarget(ctx, c, v, p); err != nil {
+			return unpublished(err)
 		}
 	}
 	e.log.Warn(fmt.Sprintf("volume %q's staging at %s is mounted but not recorded staged (an earlier volctl sent %s and did not record the answer): "+
@@ -939,8 +983,17 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 	}
 	publish := func(publishContext map[string]string) error {
 		req.PublishContext = publishContext
+		// A mount at the target before this publish's first attempt is not an attempt's, what
+		// ever it shows: a retry is never taken as done on it
+		// (TestRetriedPublishDoesNotTakeAMountThatWasThereBeforeForTheVolume). One open of a
+		// target that is not there yet, or of an empty directory (a restore's).
+		before, berr := e.mountsLeft(cl.TargetPath)
+		heldBefore := berr != nil || len(before) > 0
 		return e.retryLooking(ctx, c, csi.RPCNodePublishVolume, func(ctx context.Context) (bool, error) {
-			return e.publishedByLastAttempt(ctx, v, p, c, req.StagingPath), nil
+			if heldBefore {
+				return false, nil
+			}
+			return e.publishedByLastAttempt(ctx, v, p, c, req.StagingPath)
 		}, func(ctx context.Context) error {
 			return c.client.NodePublishVolume(ctx, req)
 		})
@@ -1379,17 +1432,31 @@ func (e *Engine) publishedBefore(ctx context.Context, v store.Volume, p *checkpo
 // does not after a kill: a plugin that mounts without looking first stacked a second mount,
 // which its NodeUnpublishVolume, unmounting once, left behind, the claim said published
 // (TestClaimWhosePublishMountedThenAnsweredUnavailableStacksNoSecondMount). What was mounted
-// is checked again after (publishedWhereAsked), as after an OK.
-func (e *Engine) publishedByLastAttempt(ctx context.Context, v store.Volume, p *checkpoint, c *conn, staging string) bool {
-	if left, err := e.mountsLeft(p.cl.TargetPath); err != nil || len(left) == 0 {
-		return false
+// is checked again after (publishedWhereAsked), as after an OK. Only when nothing was mounted
+// at the target before the publish's first attempt (its caller's heldBefore). A look that
+// cannot read what is there stops the retries with its error: taken for "nothing there", the
+// RPC was sent again over the mount the last attempt made
+// (TestRetriedPublishWhoseLookCannotReadTheMountTableIsNotSentBlind). What checkTarget refuses
+// is not the volume: sent again, and checked again after its answer.
+func (e *Engine) publishedByLastAttempt(ctx context.Context, v store.Volume, p *checkpoint, c *conn, staging string) (bool, error) {
+	left, err := e.mountsLeft(p.cl.TargetPath)
+	if err != nil {
+		return false, fmt.Errorf("%s of volume %q failed, and its target %s could not be looked at before sending it again (the plugin may have mounted it before the failure): %w",
+			csi.RPCNodePublishVolume, v.ID, p.cl.TargetPath, err)
 	}
-	if e.checkTarget(ctx, v, p.cl, c, staging) != nil {
-		return false
+	if len(left) == 0 {
+		return false, nil
+	}
+	if err := e.checkTarget(ctx, v, p.cl, c, staging); err != nil {
+		if errors.Is(err, errBadAnswer) {
+			return false, nil
+		}
+		return false, fmt.Errorf("%s of volume %q failed, and what its last attempt may have mounted at the target could not be checked before sending it again: %w",
+			csi.RPCNodePublishVolume, v.ID, err)
 	}
 	e.log.Info("not sending NodePublishVolume again: its last attempt failed, and the target holds the volume (the plugin mounted it before the failure)",
 		"volume", v.ID, "alloc", p.cl.Alloc, "target", p.cl.TargetPath)
-	return true
+	return true, nil
 }
 
 // restoreOverOwnMount sends NodeUnpublishVolume of a degraded claim's target (a restore) that
