@@ -126,6 +126,8 @@ func (c Config) withDefaults() Config {
 // Engine runs volctl's operations. It is safe for concurrent use, and several processes may
 // run engines on one state dir at once: they coordinate through flocks and SQLite.
 type Engine struct {
+	// looks are the views' looks at mounts under way (boundedLooks): one per key at a time.
+	looks     lookFlights
 	cfg       Config
 	store     *store.Store
 	ownsStore bool

@@ -896,17 +896,19 @@ func (e *Engine) markUnbound(infos []GroupInfo) {
 	}
 	var binds []bindAt
 	var bindLooks []func() string
+	var bindKeys []string
 	for _, w := range claims {
 		c := infos[w.g].Allocs[w.a].Claims[w.c]
 		for k, b := range c.Binds {
 			group, target := infos[w.g].Name, c.TargetPath
 			binds = append(binds, bindAt{w, k})
 			bindLooks = append(bindLooks, func() string { return e.bindShows(group, target, b) })
+			bindKeys = append(bindKeys, fmt.Sprintf("bind\x00%s\x00%s\x00%+v", group, target, b))
 		}
 	}
 	bound := make(chan []string, 1)
 	crash.Go(func() {
-		bound <- boundedLooks(bindLooks, until, func(i int) string {
+		bound <- boundedLooks(&e.looks, bindKeys, bindLooks, until, func(i int) string {
 			d := infos[binds[i].g].Allocs[binds[i].a].Claims[binds[i].c].Binds[binds[i].k].Destination
 			return fmt.Sprintf("did not answer a look within %s (a file system whose server is gone, mounted over it?): what the alloc sees there cannot be told; `%s` lists what is mounted there",
 				viewLookBound, shellquote.Command("findmnt", d))

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/volctl/volctl/internal/crash"
@@ -138,10 +139,12 @@ func (e *Engine) coversForView(cs []ClaimInfo) []viewLook {
 // other looks under the same bound: markUnbound).
 func (e *Engine) coversForViewUntil(cs []ClaimInfo, until time.Time) []viewLook {
 	looks := make([]func() viewLook, len(cs))
+	keys := make([]string, len(cs))
 	for i, c := range cs {
 		if c.State != string(store.ClaimPublished) || !c.AtRest() {
 			continue
 		}
+		keys[i] = "cover\x00" + c.VolumeKey() + "\x00" + c.AllocKey() + "\x00" + c.TargetPath
 		looks[i] = func() viewLook {
 			cl := store.Claim{VolumeID: c.VolumeKey(), Alloc: c.AllocKey(), TargetPath: c.TargetPath, TargetMount: c.targetMount}
 			var lost bool
@@ -156,7 +159,7 @@ func (e *Engine) coversForViewUntil(cs []ClaimInfo, until time.Time) []viewLook 
 		}
 	}
 	// Past the bound, the table's word stands, said as such.
-	return boundedLooks(looks, until, func(i int) viewLook {
+	return boundedLooks(&e.looks, keys, looks, until, func(i int) viewLook {
 		c := cs[i]
 		return viewLook{covered: fmt.Sprintf("claim %q for alloc %q: its target %s shows another mount than its NodePublishVolume made (what is there did not answer a look within %s: "+
 			"a file system whose server is gone?); its alloc sees that, not the volume: `%s` lists what is mounted there",
@@ -168,40 +171,78 @@ func (e *Engine) coversForViewUntil(cs []ClaimInfo, until time.Time) []viewLook 
 // returns their answers, waiting for them until until: a look not answered by then is said by
 // late(i). A view's looks at what a mount that may not answer shows (a hard NFS mount whose
 // server is gone) go through it, so that one such mount holds the view the bound once, not once
-// per look (coversForViewUntil, markUnbound).
-func boundedLooks[T any](looks []func() T, until time.Time, late func(i int) T) []T {
+// per look (coversForViewUntil, markUnbound). Each look runs under its key (keys[i]) in f: one
+// still under way for that key, an earlier view's stuck in the kernel, is waited for, not
+// started again, so that views and scrapes of a path that never answers leave one goroutine
+// asleep on it, not one each (TestScrapesDoNotPileUpGoroutinesOnAHungMount).
+func boundedLooks[T any](f *lookFlights, keys []string, looks []func() T, until time.Time, late func(i int) T) []T {
 	out := make([]T, len(looks))
-	got := make([]chan T, len(looks))
+	got := make([]*lookFlight, len(looks))
 	for i, look := range looks {
 		if look == nil {
 			continue
 		}
-		got[i] = make(chan T, 1)
-		ch := got[i]
-		crash.Go(func() { ch <- look() })
+		got[i] = f.start(keys[i], func() any { return look() })
 	}
 	deadline := time.NewTimer(time.Until(until))
 	defer deadline.Stop()
 	expired := false
-	for i, ch := range got {
-		if ch == nil {
+	for i, fl := range got {
+		if fl == nil {
 			continue
 		}
 		if !expired {
 			select {
-			case out[i] = <-ch:
+			case <-fl.done:
+				out[i] = fl.val.(T)
 				continue
 			case <-deadline.C:
 				expired = true
 			}
 		}
 		select {
-		case out[i] = <-ch:
+		case <-fl.done:
+			out[i] = fl.val.(T)
 		default:
 			out[i] = late(i)
 		}
 	}
 	return out
+}
+
+// lookFlights holds the looks under way (boundedLooks), by key: at most one each.
+type lookFlights struct {
+	mu sync.Mutex
+	m  map[string]*lookFlight
+}
+
+// lookFlight is one look under way: val is its answer once done is closed.
+type lookFlight struct {
+	done chan struct{}
+	val  any
+}
+
+// start returns the look under way for key, starting look (in a goroutine of its own) when
+// none is.
+func (f *lookFlights) start(key string, look func() any) *lookFlight {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fl, ok := f.m[key]; ok {
+		return fl
+	}
+	if f.m == nil {
+		f.m = map[string]*lookFlight{}
+	}
+	fl := &lookFlight{done: make(chan struct{})}
+	f.m[key] = fl
+	crash.Go(func() {
+		fl.val = look()
+		f.mu.Lock()
+		delete(f.m, key)
+		f.mu.Unlock()
+		close(fl.done)
+	})
+	return fl
 }
 
 // lostTarget says, for a view, of published claim cl whose publish recorded a mount of its own
@@ -232,8 +273,25 @@ func (e *Engine) markCovered(cs []ClaimInfo) {
 	if len(idx) == 0 {
 		return
 	}
+	until := time.Now().Add(viewLookBound)
 	if mr, ok := e.cfg.Mounts.(mountRoots); ok {
-		roots, err := mr.MountRoots(paths...)
+		// A statx of each target, which a file system on the way to one that does not answer
+		// (a plugin's NFS mount over the publish directory, its server gone) holds in the
+		// kernel: bounded with the looks after it, under one key, as a view's other looks are.
+		// Before, a scrape or a status held on it for as long as it did not answer
+		// (TestScrapeIsNotHeldByAHungMountAboveAPublishedTarget). Joined by a view of other
+		// targets, its answer lacks theirs, and they are looked into as another mount is.
+		type answer struct {
+			roots map[string]mountRoot
+			err   error
+		}
+		got := boundedLooks(&e.looks, []string{"mount-roots"}, []func() answer{func() answer {
+			roots, err := mr.MountRoots(paths...)
+			return answer{roots, err}
+		}}, until, func(int) answer {
+			return answer{err: fmt.Errorf("no answer within %s (a file system on the way to a target whose server is gone?)", viewLookBound)}
+		})[0]
+		roots, err := got.roots, got.err
 		if err != nil {
 			e.log.Warn("reading what published targets show: whether they are covered is not said", "err", err)
 			return
@@ -254,7 +312,7 @@ func (e *Engine) markCovered(cs []ClaimInfo) {
 	for k, i := range idx {
 		look[k] = cs[i]
 	}
-	for k, l := range e.coversForView(look) {
+	for k, l := range e.coversForViewUntil(look, until) {
 		i := idx[k]
 		if l.err != nil {
 			e.log.Warn("reading what a published target shows: whether it is covered is not said", "volume", cs[i].VolumeKey(), "alloc", cs[i].AllocKey(), "err", l.err)
