@@ -381,7 +381,7 @@ func writeGroupDetail(out io.Writer, g engine.GroupInfo, now time.Time) error {
 			// The last run's error when it left one (a claim of a volume added to the spec
 			// refused): "a run cut short" of a refusal sent the user to run again, refused the
 			// same way (TestGroupStatusSaysWhyTheLastRunLeftAVolumeMissing).
-			why := "missing (a run cut short: `volctl group run` again)"
+			why := "missing (a run cut short: `volctl group run FILE` of its spec again)"
 			if a.Error != "" {
 				why = "missing: " + a.Error
 			}
@@ -392,8 +392,17 @@ func writeGroupDetail(out io.Writer, g engine.GroupInfo, now time.Time) error {
 		return err
 	}
 	if g.State == engine.GroupFailed {
+		// Claims a failed run left being released refuse the run again until reconcile
+		// finishes them: said, where "run it again" alone was refused
+		// (TestGroupStatusSaysWhyARunLeftAnAllocOnlyAClaimBeingReleased).
+		first := ""
+		if slices.ContainsFunc(g.Allocs, func(a engine.AllocInfo) bool {
+			return slices.ContainsFunc(a.Claims, func(c engine.ClaimInfo) bool { return c.Releasing })
+		}) {
+			first = ", finish the release of the claims it left being released (`volctl reconcile`),"
+		}
 		fmt.Fprintf(out, "\nEvery alloc failed at the last `volctl group run` (each one's error above): nothing holds the group's volumes, and nothing will until it is run again; "+
-			"fix the cause and run the group's spec again (volctl group run), or release it: `%s`\n", shellquote.Command("volctl group stop", g.Name))
+			"fix the cause%s and run the group's spec again (volctl group run), or release it: `%s`\n", first, shellquote.Command("volctl group stop", g.Name))
 	}
 	// Claims of allocs the group no longer has: a stop or a scale-down killed before it released
 	// them, or releasing them now. Nothing else says they are left, nor what releases them.
@@ -407,6 +416,26 @@ func writeGroupDetail(out io.Writer, g engine.GroupInfo, now time.Time) error {
 		why := fmt.Sprintf("past its count %d", g.Count)
 		if g.State == "stopped" {
 			why = "stopped"
+		}
+		// A release that failed says why, as its claim's record has it (a target covered: the
+		// umount, then reconcile): "cut short, reconcile releases them" sent the user to a
+		// reconcile that failed the same way
+		// (TestGroupStatusOfAScaleDownRefusedByACoverDoesNotAdviseAReconcileThatReleasesNothing).
+		var failed []string
+		for _, a := range g.Allocs {
+			if !slices.Contains(past, a.Name) {
+				continue
+			}
+			for _, c := range a.Claims {
+				if text := c.LastErrorText(); text != "" {
+					failed = append(failed, fmt.Sprintf("%s's claim of %s: %s", a.Name, shownQ(c.VolumeID), escapeLines(text)))
+				}
+			}
+		}
+		if len(failed) > 0 {
+			_, err := fmt.Fprintf(out, "\n%s still %s claims the group (%s) no longer has, whose release failed:\n  %s\n",
+				strings.Join(past, ", "), map[bool]string{true: "holds", false: "hold"}[len(past) == 1], why, strings.Join(failed, "\n  "))
+			return err
 		}
 		_, err := fmt.Fprintf(out, "\n%s still %s claims the group (%s) no longer has: a `group stop` or scale-down cut short (killed) left them, "+
 			"or one is releasing them now; `volctl reconcile` releases them\n", strings.Join(past, ", "), map[bool]string{true: "holds", false: "hold"}[len(past) == 1], why)

@@ -33,7 +33,7 @@ func TestGroupStatusSaysWhatAnAllocCutShortLacks(t *testing.T) {
 		{[]string{"group", "status", "api"}, []string{
 			`(?m)^Allocs Ready += 0/1$`,
 			`(?m)^api\[0\] +data +write +published `,
-			"(?m)^api\\[0\\] +logs +<none> +missing \\(a run cut short: `volctl group run` again\\) +<none> +<none>$",
+			"(?m)^api\\[0\\] +logs +<none> +missing \\(a run cut short: `volctl group run FILE` of its spec again\\) +<none> +<none>$",
 		}},
 		{[]string{"group", "status"}, []string{`(?m)^api +running +1 +0/1 +1$`}},
 		{[]string{"group", "status", "api", "--json"}, []string{`"missing": \[\s*"logs"\s*\]`}},

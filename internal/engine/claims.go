@@ -905,7 +905,7 @@ func groupStillRunning(tx *store.Tx, name string) error {
 	case err != nil:
 		return err
 	case g.State != store.GroupRunning:
-		return conflictf("group %q was stopped by another volctl meanwhile (`volctl group run` runs it again)", name)
+		return conflictf("group %q was stopped by another volctl meanwhile (`volctl group run FILE` of its spec runs it again)", name)
 	}
 	return nil
 }

@@ -209,7 +209,7 @@ func groupDetail(s *Styles, g engine.GroupInfo, w int) string {
 			vols = append(vols, c.VolumeID+" ("+c.Mode+", "+c.Condition().String()+")")
 		}
 		for _, vol := range a.Missing { // a run cut short between the alloc's claims
-			vols = append(vols, vol+s.advised(" (missing: `volctl group run` again)"))
+			vols = append(vols, vol+s.advised(" (missing: `volctl group run FILE` of its spec again)"))
 		}
 		errText := a.Error
 		if len(a.Claims) > 0 && g.Lacks(a) {
