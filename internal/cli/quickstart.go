@@ -389,8 +389,16 @@ func (q *quickstart) run(ctx context.Context) error {
 				return withCode(ExitError, fmt.Errorf("quickstart stopped at the claim: mounting a volume needs CAP_SYS_ADMIN, which this process lacks though it runs as root "+
 					"(a container without --privileged, or a user namespace); run it where it may mount: on the host, or in a privileged container\n(%s answered %s: %s)", ce.RPC, ce.Code, ce.Message))
 			}
+			// The command as it was run, quoted as every other line quickstart prints (a volctl
+			// under "My Projects": TestQuickstartSudoAdviceQuotesAVolctlPathWithASpace), its
+			// --keep kept (TestQuickstartKeepSudoAdviceKeepsKeep: dropped, the advised run removed
+			// what the user asked to keep).
+			again := keptSelf(q.self(), true) + " quickstart"
+			if q.opts.Keep {
+				again += " --keep"
+			}
 			return withCode(ExitError, fmt.Errorf("quickstart stopped at the claim: mounting a volume needs root (CAP_SYS_ADMIN), "+
-				"and this process cannot bind-mount. Run it as root: sudo %s quickstart\n(%s answered %s: %s)", q.self(), ce.RPC, ce.Code, ce.Message))
+				"and this process cannot bind-mount. Run it as root: %s\n(%s answered %s: %s)", again, ce.RPC, ce.Code, ce.Message))
 		}
 		return err
 	}
