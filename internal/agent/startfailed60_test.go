@@ -59,11 +59,13 @@ func TestPluginStatusSaysThePluginsProcessExited(t *testing.T) {
 	f := newFixture(t)
 	f.register(f.execPlugin("quits", "exits-at-once"))
 	stop := f.startAgent(testSettings)
+	// The record as the wait found it: read again, the agent may have started the plugin
+	// again meanwhile (it does, after its backoff), the record then saying it runs it.
+	s := f.plugin("quits").Supervision
 	waitFor(t, "the exit to be recorded", func() bool {
-		s := f.plugin("quits").Supervision
+		s = f.plugin("quits").Supervision
 		return s != nil && s.Mode == engine.SupervisionExited
 	})
-	s := f.plugin("quits").Supervision
 	log := filepath.Join(f.dir, "logs", "quits.log")
 	for _, w := range []string{"its process (pid ", ") exited: exit status 3", "its output is in " + log, "starts it again"} {
 		if !strings.Contains(s.Words(), w) {

@@ -89,7 +89,7 @@ func TestRegisterAgainOfAHandedOverVolumeSaysNomadsCopyIsUnchanged(t *testing.T)
 	if code != 0 || !strings.Contains(out, `Volume "db" updated`) {
 		t.Fatalf("register again, changed, of a handed-over volume: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
-	for _, want := range []string{`volume "db" is handed over to Nomad at http://127.0.0.1:4646`, "not Nomad's copy", "`volctl nomad register db`"} {
+	for _, want := range []string{`volume "db" is handed over to Nomad at http://127.0.0.1:4646 (namespace default)`, "not Nomad's copy", "NOMAD_NAMESPACE=default volctl nomad register db`"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("register again, changed, of a handed-over volume: stderr %q; want it to say %q", errOut, want)
 		}

@@ -13,7 +13,6 @@ import (
 	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
-	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -168,8 +167,11 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 			// Handed over, the volume is Nomad's to use: this changed volctl's record, not
 			// Nomad's copy, and "updated" alone read as both
 			// (TestRegisterAgainOfAHandedOverVolumeSaysNomadsCopyIsUnchanged).
-			warning := fmt.Sprintf("Warning: volume %q is handed over to Nomad at %s: this registration changed volctl's record only, not Nomad's copy; "+
-				"`%s` sends it there (with NOMAD_ADDR=%s)", info.ID, h.Address, shellquote.Command("volctl nomad register", info.ID), h.Address)
+			// The mark's own command, with its NOMAD_* settings: one built here named no region
+			// or namespace, and was refused as a handover elsewhere
+			// (TestHandedOverRegisterWarningAdviceRunsWhereTheVolumeWasHandedOver).
+			warning := fmt.Sprintf("Warning: volume %q is handed over to %s: this registration changed volctl's record only, not Nomad's copy; "+
+				"%s sends it there", info.ID, h.Where(), h.RegisterAgain())
 			if err := redactOutput(ctx, e, nil, &warning); err != nil {
 				return fmt.Errorf("%s: %w", command, err)
 			}

@@ -217,8 +217,15 @@ func (a action) perform(ctx context.Context, eng Engine) actionDoneMsg {
 		if err != nil && rep.OK() {
 			return actionDoneMsg{a: a, err: err}
 		}
-		// With problems left, the engine's error only counts them: the report names them.
-		return reconcileReport(a, rep)
+		// With problems left, the engine's error only counts them: the report names them. A
+		// pass cut short says so first, its problems those found before: "N problems left"
+		// alone read as all that was left (TestDashboardReconcileCutShortAfterAProblemSaysSo,
+		// as `volctl reconcile` says it).
+		msg := reconcileReport(a, rep)
+		if err != nil && !rep.Whole() {
+			msg.err = fmt.Errorf("%w; %v", err, msg.err)
+		}
+		return msg
 	}
 	if err := eng.DeleteVolume(ctx, a.volume); err != nil {
 		return actionDoneMsg{a: a, err: err}

@@ -36,6 +36,7 @@ type fakeEngine struct {
 
 	dashErr, releaseErr, detachErr, deleteErr error
 	reconciled                                engine.ReconcileReport // what Reconcile answers
+	reconcileCut                              error                  // Reconcile's error for a pass cut short (the report not complete)
 	detachWarnings                            []string               // what Detach warns of
 }
 
@@ -136,6 +137,10 @@ func (f *fakeEngine) Reconcile(context.Context) (engine.ReconcileReport, error) 
 	f.record("Reconcile()")
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.reconcileCut != nil {
+		return f.reconciled, f.reconcileCut
+	}
+	f.reconciled.Complete = true // a pass that looked at everything
 	if !f.reconciled.OK() {
 		// As engine.Reconcile does: the report, and an error saying problems remain.
 		return f.reconciled, fmt.Errorf("reconcile: %d problem(s) remain", len(f.reconciled.Problems))

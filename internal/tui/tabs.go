@@ -215,6 +215,19 @@ func groupDetail(s *Styles, g engine.GroupInfo, w int) string {
 		if len(a.Claims) > 0 && g.Lacks(a) {
 			// A stop or scale-down killed before it released them (engine.GroupInfo.Lacks).
 			errText = s.advised("no longer the group's: its claims are left for `volctl reconcile` to release")
+			// Or one whose release failed: why, as its claims' records say it (a cover: its
+			// umount first), as group status says it; "reconcile releases them" sent the user to
+			// a reconcile that failed the same way
+			// (TestGroupDetailOfAPastAllocWhoseReleaseFailedSaysWhy).
+			var failed []string
+			for _, c := range a.Claims {
+				if text := c.LastErrorText(); text != "" {
+					failed = append(failed, text)
+				}
+			}
+			if len(failed) > 0 {
+				errText = s.advised("no longer the group's, and its release failed: " + strings.Join(failed, "; "))
+			}
 		}
 		rows = append(rows, []string{a.Name, strings.Join(vols, ", "), errText})
 	}
