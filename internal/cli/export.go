@@ -63,7 +63,9 @@ func newCmdExportNomad(f *Factory, runF func(*ExportNomadOptions) error) *cobra.
                          accessible topology as topology_request.required,
                          and its capacity
   job-GROUP.nomad.hcl    per group, a job whose group keeps its volume blocks
-                         and gets one task per volume_mount; {index} becomes
+                         and gets one task per volume_mount (one task "main",
+                         mounting nothing, for a group with none: Nomad
+                         refuses a group without a task); {index} becomes
                          ${NOMAD_ALLOC_INDEX}; names are written as Nomad takes
                          them (the job ID's spaces and a task's slashes made
                          dashes, the job keeping the group's name as its name)
@@ -118,7 +120,7 @@ held by both orchestrators at once.`,
 	fl.StringVar(&opts.Job.Command, "command", "", "config.command of the groups' tasks (default /bin/sleep infinity)")
 	fl.StringArrayVar(&opts.Job.Args, "arg", nil, "config.args of the groups' tasks; repeatable")
 	_ = fl.SetAnnotation("arg", takesEmptyItems, []string{"an empty argument of the task's command"})
-	fl.StringVar(&opts.Job.Image, "image", "", "config.image of the groups' tasks, for container drivers")
+	fl.StringVar(&opts.Job.Image, "image", "", "config.image of the groups' tasks: required with --driver docker or podman, refused with exec")
 	fl.StringArrayVar(&opts.Job.Datacenters, "datacenter", nil, `datacenters of the jobs; repeatable (default "*")`)
 	fl.StringVar(&opts.Plugin.VolctlPath, "volctl-path", "", "path of the volctl binary on the Nomad clients, absolute, or its name alone to look up in their PATH (default: this binary)")
 	fl.StringVar(&opts.Plugin.Root, "plugin-root", "", "--root of the hostpath plugin, an absolute path (default: from its registered exec args)")
@@ -205,6 +207,11 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 	}
 	if err := nomad.CheckTaskDriver(opts.Job.Driver); err != nil {
 		return usageError("export nomad: --driver: %v", err)
+	}
+	if len(opts.Groups) > 0 || len(opts.GroupFiles) > 0 || opts.All {
+		if err := nomad.CheckTaskImage(opts.Job.Driver, opts.Job.Image); err != nil {
+			return usageError("export nomad: %v", err)
+		}
 	}
 	if opts.OutDir == "" {
 		return usageError("export nomad: --out must name a directory")

@@ -250,6 +250,25 @@ func CheckTaskDriver(driver string) error {
 	return nil
 }
 
+// driversWithImages are the task drivers whose task config requires an image: a job without
+// one is taken by `nomad job run`, and no task of it ever starts.
+var driversWithImages = []string{"docker", "podman"}
+
+// CheckTaskImage refuses a container driver's tasks without an image, and an image for a
+// driver that takes none (exec's config has no image: Nomad refuses the job). Before, `export
+// nomad --driver docker` wrote tasks with no image, exit 0
+// (TestExportNomadContainerDriverWithoutAnImageIsRefused).
+func CheckTaskImage(driver, image string) error {
+	needs := slices.Contains(driversWithImages, driver)
+	switch {
+	case needs && image == "":
+		return fmt.Errorf("task driver %q runs an image: give it with --image (the task's config.image), as its tasks cannot start without one", driver)
+	case !needs && image != "" && (driver == "" || driver == "exec"):
+		return fmt.Errorf("task driver %q runs no image (it runs --command on the host, isolated): --image is for docker or podman", orDefault(driver, "exec"))
+	}
+	return nil
+}
+
 // GroupJob renders a group as a Nomad job of the same name: its group keeps the volume blocks
 // unchanged and gets one task per volume_mount, mounting the volume at the destination inside
 // the task. {index} becomes ${NOMAD_ALLOC_INDEX} and {alloc} the group's alloc name. A group
@@ -321,32 +340,51 @@ func GroupJob(g spec.Group, opts JobOptions) ([]byte, []string, error) {
 			next[base] = n + 1
 		}
 		taken[name] = true
-		tb := gb.block("task", name)
-		tb.attr("driver", hclStr(driver))
-		cb := tb.block("config")
-		if opts.Image != "" {
-			cb.attr("image", hclStr(opts.Image))
-		}
-		command, args := opts.Command, opts.Args
-		if command == "" && opts.Image == "" {
-			command = "/bin/sleep"
-			if len(args) == 0 {
-				args = []string{"infinity"}
-			}
-		}
-		if command != "" {
-			cb.attr("command", hclStr(command))
-		}
-		if len(args) > 0 {
-			cb.attr("args", hclStrings(args))
-		}
+		tb := appendTask(gb, name, driver, opts)
 		mb := tb.block("volume_mount")
 		mb.attr("volume", hclStr(m.Volume))
 		mb.attr("destination", hclStr(TaskDestination(g.Name, m.Destination)))
 		mb.attr("read_only", hclBoolean(m.ReadOnly))
 		mb.attr("propagation_mode", hclStr(orDefault(m.PropagationMode, spec.PropagationPrivate)))
 	}
+	if len(g.Mounts) == 0 {
+		// A group whose allocs claim its volumes and mount them nowhere (volctl takes it): one
+		// task mounting nothing, as Nomad claims a group's CSI volumes per alloc whatever its
+		// tasks mount. Before, the group had no task, and Nomad refuses every such job
+		// ("Missing tasks for task group": TestExportNomadGroupWithoutVolumeMountsHasATask).
+		gb.blank()
+		appendTask(gb, noMountTaskName, driver, opts)
+		notes = append(notes, fmt.Sprintf("group %q has no volume_mount: written with one task, %q, that mounts nothing (Nomad claims the group's volumes for each alloc all the same)", g.Name, noMountTaskName))
+	}
 	return root.bytes(), notes, nil
+}
+
+// noMountTaskName is the task of a group job whose group mounts no volume.
+const noMountTaskName = "main"
+
+// appendTask writes a task named name to group block gb, running opts' command (or image) with
+// driver, and returns it for its volume_mount.
+func appendTask(gb *hclBody, name, driver string, opts JobOptions) *hclBody {
+	tb := gb.block("task", name)
+	tb.attr("driver", hclStr(driver))
+	cb := tb.block("config")
+	if opts.Image != "" {
+		cb.attr("image", hclStr(opts.Image))
+	}
+	command, args := opts.Command, opts.Args
+	if command == "" && opts.Image == "" {
+		command = "/bin/sleep"
+		if len(args) == 0 {
+			args = []string{"infinity"}
+		}
+	}
+	if command != "" {
+		cb.attr("command", hclStr(command))
+	}
+	if len(args) > 0 {
+		cb.attr("args", hclStrings(args))
+	}
+	return tb
 }
 
 // reservedTaskName is the task name Nomad refuses: a task's directory beside the alloc's
