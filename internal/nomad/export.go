@@ -354,7 +354,9 @@ func GroupJob(g spec.Group, opts JobOptions) ([]byte, []string, error) {
 		// ("Missing tasks for task group": TestExportNomadGroupWithoutVolumeMountsHasATask).
 		gb.blank()
 		appendTask(gb, noMountTaskName, driver, opts)
-		notes = append(notes, fmt.Sprintf("group %q has no volume_mount: written with one task, %q, that mounts nothing (Nomad claims the group's volumes for each alloc all the same)", g.Name, noMountTaskName))
+		if len(g.Volumes) > 0 {
+			notes = append(notes, fmt.Sprintf("group %q has no volume_mount: written with one task, %q, that mounts nothing (Nomad claims the group's volumes for each alloc all the same)", g.Name, noMountTaskName))
+		}
 	}
 	return root.bytes(), notes, nil
 }
