@@ -174,17 +174,7 @@ func mountsThenResetWhileTableUnreadable(m *tableUnreadableWhile) grpc.UnaryServ
 			return nil, status.Error(codes.Unavailable, "connection reset after the mount")
 		}
 		m.fail.Store(false)
-		already, err := hostpath.SystemMounter{}.IsMountPoint(r.GetTargetPath())
-		if err != nil {
-			return nil, err
-		}
-		resp, err := handler(ctx, req)
-		if err == nil && already {
-			if merr := unix.Mount(r.GetTargetPath(), r.GetTargetPath(), "", unix.MS_BIND, ""); merr != nil {
-				return nil, merr
-			}
-		}
-		return resp, err
+		return remountOver(ctx, r.GetTargetPath(), req, handler)
 	}
 }
 

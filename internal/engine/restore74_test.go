@@ -30,16 +30,7 @@ func remountingWithALateAnswer(slow *atomic.Bool, delay time.Duration) grpc.Unar
 		if !ok {
 			return handler(ctx, req)
 		}
-		already, err := hostpath.SystemMounter{}.IsMountPoint(r.GetTargetPath())
-		if err != nil {
-			return nil, err
-		}
-		resp, err := handler(ctx, req)
-		if err == nil && already {
-			if merr := unix.Mount(r.GetTargetPath(), r.GetTargetPath(), "", unix.MS_BIND, ""); merr != nil {
-				return nil, merr
-			}
-		}
+		resp, err := remountOver(ctx, r.GetTargetPath(), req, handler)
 		if slow.CompareAndSwap(true, false) {
 			time.Sleep(delay)
 		}

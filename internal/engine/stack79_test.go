@@ -27,18 +27,25 @@ func remountingStage() grpc.UnaryServerInterceptor {
 		if !ok {
 			return handler(ctx, req)
 		}
-		already, err := hostpath.SystemMounter{}.IsMountPoint(r.GetStagingTargetPath())
-		if err != nil {
-			return nil, err
-		}
-		resp, err := handler(ctx, req)
-		if err == nil && already {
-			if merr := unix.Mount(r.GetStagingTargetPath(), r.GetStagingTargetPath(), "", unix.MS_BIND, ""); merr != nil {
-				return nil, merr
-			}
-		}
-		return resp, err
+		return remountOver(ctx, r.GetStagingTargetPath(), req, handler)
 	}
+}
+
+// remountOver answers req with handler as a plugin that mounts without looking first does:
+// when path was a mount point already and handler answered OK, path is bound over itself once
+// more, a second mount its teardown (which unmounts once) leaves behind.
+func remountOver(ctx context.Context, path string, req any, handler grpc.UnaryHandler) (any, error) {
+	already, err := hostpath.SystemMounter{}.IsMountPoint(path)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := handler(ctx, req)
+	if err == nil && already {
+		if merr := unix.Mount(path, path, "", unix.MS_BIND, ""); merr != nil {
+			return nil, merr
+		}
+	}
+	return resp, err
 }
 
 // unmountAllAt takes away every mount left stacked at path (a test's cleanup).
