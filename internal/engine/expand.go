@@ -55,7 +55,19 @@ func (e *Engine) expandVolumeStored(ctx context.Context, volumeID string, size, 
 	if limit, err = recordedLimit(v, size, limit); err != nil {
 		return fail(err)
 	}
+	if err := e.growsNoCloneSource(ctx, v, size); err != nil {
+		return fail(err)
+	}
 	return e.expandLockedSaying(ctx, c, v, size, limit, grew)
+}
+
+// growsNoCloneSource refuses to grow volume v to size while a clone of it is in flight
+// (refuseCloneInFlight): its CreateVolume sent again is answered at the size the source had.
+func (e *Engine) growsNoCloneSource(ctx context.Context, v store.Volume, size int64) error {
+	if size <= currentSize(v) {
+		return nil
+	}
+	return e.store.View(ctx, func(tx *store.Tx) error { return refuseCloneInFlight(tx, v, "expand") })
 }
 
 // recordedLimit is the limit of an expand of volume v to size given limit (0: none given): the

@@ -390,6 +390,20 @@ func (e *Engine) cloneSource(tx *store.Tx, sv spec.Volume) (string, error) {
 				"and nothing was created: finish it first (`volctl reconcile`, or the same create of %q), then create volume %q again", src.ID, sv.ID, src.ID, sv.ID)
 		}
 		if src.ExternalID != "" {
+			// The word may also be another volume's storage ID, which is what clone_id means in
+			// Nomad's spec format (and what volctl's export writes): taken silently as this
+			// volume's, a spec written for Nomad got a clone of another volume's data
+			// (TestCloneIDNamingOneVolumeAndAnothersStorageIsNotSilentlyResolved).
+			others, err := sameStorage(tx, sv.PluginID, sv.CloneID, src.ID)
+			if err != nil {
+				return "", err
+			}
+			if len(others) > 0 && !spec.SameStorageID(others[0].ExternalID, src.ExternalID) {
+				o := others[0]
+				return "", conflictf("clone_id %q of volume %q names two volumes: volume %q (its volctl ID; storage %q) and volume %q (its storage ID, as Nomad's clone_id means): "+
+					"nothing was created; write clone_id = %s to clone volume %q, or clone_id = %s to clone volume %q, and create volume %q again",
+					sv.CloneID, sv.ID, src.ID, src.ExternalID, o.ID, spec.HCLQuoted(o.ID), o.ID, spec.HCLQuoted(src.ExternalID), src.ID, sv.ID)
+			}
 			return src.ExternalID, nil
 		}
 	}

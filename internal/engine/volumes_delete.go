@@ -146,7 +146,7 @@ func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 		if err := refuseSnapshotInFlight(tx, v); err != nil {
 			return err
 		}
-		if err := refuseCloneInFlight(tx, v); err != nil {
+		if err := refuseCloneInFlight(tx, v, "delete"); err != nil {
 			return err
 		}
 		v.State = store.VolumeDeleting
@@ -300,7 +300,12 @@ func refuseSnapshotInFlight(tx *store.Tx, v store.Volume) error {
 // A clone through a plugin ID on one of v's plugin's sockets (socketMates: one storage) counts
 // as one through its own, as a restore does; before, the source was deleted under it
 // (TestSourceDeleteRefusedWhileACloneThroughASocketMateIsInFlight).
-func refuseCloneInFlight(tx *store.Tx, v store.Volume) error {
+//
+// An expand of v that grows it is refused the same way (verb "expand"): the clone's CreateVolume
+// sent again is answered with the clone the plugin made at the source's size then, which the
+// answer's check, reading the source's size now, took for a clone too small, deleted and forgot
+// (TestCloneReplayedAfterItsSourceGrewIsNotDeletedAsSmaller).
+func refuseCloneInFlight(tx *store.Tx, v store.Volume, verb string) error {
 	if v.ExternalID == "" {
 		return nil
 	}
@@ -320,12 +325,12 @@ func refuseCloneInFlight(tx *store.Tx, v store.Volume) error {
 			case o.ID == v.ID || !mates[o.PluginID] || !spec.SameStorageID(o.CloneID, v.ExternalID):
 			case state == store.VolumeCreating:
 				return conflictf("volume %q is being created as a clone of volume %q (its CreateVolume is in flight, or was interrupted, and only one sent again, which clones from %q, finishes it): "+
-					"run `volctl reconcile` to finish that create, or `%s`, then delete volume %q",
-					o.ID, v.ID, v.ID, shellquote.Command("volctl volume delete", o.ID), v.ID)
+					"run `volctl reconcile` to finish that create, or `%s`, then %s volume %q",
+					o.ID, v.ID, v.ID, shellquote.Command("volctl volume delete", o.ID), verb, v.ID)
 			default:
 				return conflictf("volume %q, a clone of volume %q, is being deleted: its delete was interrupted, or its create is deleting a volume the plugin answered with that it cannot use, "+
-					"after which it sends CreateVolume again, which clones from %q: run `volctl reconcile` to finish it, then delete volume %q",
-					o.ID, v.ID, v.ID, v.ID)
+					"after which it sends CreateVolume again, which clones from %q: run `volctl reconcile` to finish it, then %s volume %q",
+					o.ID, v.ID, v.ID, verb, v.ID)
 			}
 		}
 	}

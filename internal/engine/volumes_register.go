@@ -347,6 +347,9 @@ func (e *Engine) expandRegistered(ctx context.Context, c *conn, sv spec.Volume) 
 	// one, sent here, was refused, failing every such registration that also grows the volume
 	// (TestRegisterAgainWithRotatedSecretsExpandsWithThem). The expansion's record keeps them,
 	// as the plugin took them.
+	if err := e.growsNoCloneSource(ctx, old, sv.CapacityMin); err != nil {
+		return Unchanged, err
+	}
 	grown := old
 	grown.Secrets = sv.Secrets
 	grew := Unchanged
