@@ -265,14 +265,20 @@ func formatSegments(s map[string]string) string {
 }
 
 func formatTopologies(ts []spec.Topology) string {
-	parts := make([]string, len(ts))
-	for i, t := range ts {
-		parts[i] = formatSegments(t.Segments)
-	}
+	parts := topologyWords(ts)
 	if len(parts) == 1 {
 		return parts[0]
 	}
 	return "one of " + strings.Join(parts, ", ")
+}
+
+// topologyWords is each of ts worded as formatSegments words it.
+func topologyWords(ts []spec.Topology) []string {
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = formatSegments(t.Segments)
+	}
+	return parts
 }
 
 // describeIDs quotes up to ten volume IDs.

@@ -542,6 +542,24 @@ func takesTopology(c *conn, sv spec.Volume) error {
 		c.plugin.ID, sv.ID)
 }
 
+// registersTopology is takesTopology for a registration: a volume registered with a
+// topology_request through a plugin that takes none is accessible only from topologies its
+// node never states, never claimable, and volume status advised restarting the plugin "with a
+// topology", which it cannot have (TestRegisterWithATopologyThroughAPluginWithoutAccessibilityConstraints).
+// A volume recorded with that topology already (an older volctl's registration) is registered
+// again as it is, its topology unchanged (checkImmutable keeps it).
+func registersTopology(tx *store.Tx, c *conn, sv spec.Volume) error {
+	if !hasTopologyRequest(sv.TopologyRequest) || c.fp.Capabilities.Plugin.VolumeAccessibilityConstraints {
+		return nil
+	}
+	if _, err := tx.Volumes().Get(sv.ID); err == nil || !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return invalidf("plugin %q has no VOLUME_ACCESSIBILITY_CONSTRAINTS plugin capability: its node states no topology, so volume %q, registered with a topology_request, "+
+		"would be accessible only from topologies no node of the plugin states, never claimable: nothing was recorded; leave topology_request out of the spec",
+		c.plugin.ID, sv.ID)
+}
+
 // hasTopologyRequest reports whether tr asks for any topology.
 func hasTopologyRequest(tr *spec.TopologyRequest) bool {
 	return tr != nil && len(tr.Required)+len(tr.Preferred) > 0

@@ -83,6 +83,9 @@ func (e *Engine) registerRound(ctx context.Context, c *conn, sv spec.Volume, r *
 	*r = Registration{Outcome: Created}
 	fail := func(err error) (VolumeInfo, bool, error) { return VolumeInfo{}, left, err }
 	recordedBefore, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Volume, error) {
+		if err := registersTopology(tx, c, sv); err != nil {
+			return nil, err
+		}
 		return sameStorage(tx, sv.PluginID, sv.ExternalID, sv.ID)
 	})
 	if err != nil {
@@ -460,10 +463,19 @@ func describe(v any) string {
 		keys.Sort()
 		return "{" + strings.Join(keys, ", ") + "}"
 	case *spec.TopologyRequest:
-		if x == nil {
+		if !hasTopologyRequest(x) {
 			return "empty"
 		}
-		return fmt.Sprintf("%d required, %d preferred", len(x.Required), len(x.Preferred))
+		// The topologies themselves: counts alone read the same on both sides of a change
+		// of zone (TestTopologyRequestChangeRefusalSaysWhatChanged).
+		var parts []string
+		if len(x.Required) > 0 {
+			parts = append(parts, "required "+formatTopologies(x.Required))
+		}
+		if len(x.Preferred) > 0 {
+			parts = append(parts, "preferred, in order, "+strings.Join(topologyWords(x.Preferred), ", "))
+		}
+		return strings.Join(parts, "; ")
 	}
 	return fmt.Sprint(v)
 }
