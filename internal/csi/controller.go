@@ -174,12 +174,9 @@ func describeSource(snapshotID, cloneID string) string {
 
 // topologiesOverlap reports whether one of got lies in one of want: the segments one of them
 // sets are all set, alike, in the other ({zone=a} and {zone=a, rack=1} overlap). Keys compare
-// without case, as the CSI spec has topology keys ("Keys MUST be case-insensitive"): a plugin
-// spelling its key "Zone" answered a requisite {zone=a} with {Zone=a}, refused as outside it
-// and its volume deleted (TestCreateAnsweredWithTheRequisiteTopologyKeyInAnotherCaseIsKept).
-// Values compare as they are.
+// without case (spec.SegmentsWithin).
 func topologiesOverlap(got, want []spec.Topology) bool {
-	within := segmentsWithinFolded
+	within := spec.SegmentsWithin
 	for _, g := range got {
 		for _, w := range want {
 			if within(g.Segments, w.Segments) || within(w.Segments, g.Segments) {
@@ -188,23 +185,6 @@ func topologiesOverlap(got, want []spec.Topology) bool {
 		}
 	}
 	return false
-}
-
-// segmentsWithinFolded is spec.SegmentsWithin with keys compared without case.
-func segmentsWithinFolded(a, b map[string]string) bool {
-	for k, v := range a {
-		found := false
-		for bk, bv := range b {
-			if strings.EqualFold(k, bk) && bv == v {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
 }
 
 // describeTopologies renders topologies as {k=v, ...} with sorted keys, or a list of those.

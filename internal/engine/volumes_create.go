@@ -270,6 +270,10 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume, outcome *Subm
 		if err := aboveRecordedMax(v, sv.CapacityMin, sv.CapacityMax, "create"); err != nil {
 			return fail(err)
 		}
+		// As an expand of it is (TestCreateAgainGrowingACloneSourceIsRefusedWhileTheCloneIsInFlight).
+		if err := e.growsNoCloneSource(ctx, v, sv.CapacityMin); err != nil {
+			return fail(err)
+		}
 		grew := outcome
 		if !done {
 			grew = new(SubmitOutcome) // a created volume is "created", grown to the spec or not
@@ -381,13 +385,28 @@ func (e *Engine) cloneSource(tx *store.Tx, sv spec.Volume) (string, error) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return "", err
 	}
-	if err == nil && src.PluginID == sv.PluginID {
+	// A volume of a plugin ID on one of the plugin's sockets (socketMates: one storage) is
+	// named by its volctl ID as the plugin's own are: the ambiguity refusal below advises its
+	// volctl ID, which, taken as a storage ID, the plugin answered NOT_FOUND
+	// (TestAmbiguousCloneIDAdviceWorksForASocketMatesVolume).
+	mates, merr := socketMates(tx, sv.PluginID)
+	if merr != nil {
+		return "", merr
+	}
+	if err == nil && mates[src.PluginID] {
 		switch src.State {
 		case store.VolumeDeleting:
 			return "", cloneOfDeleting(src, sv, "")
 		case store.VolumeCreating:
 			return "", conflictf("volume %q, the clone_id of volume %q, is still being created (its create is in flight, or was interrupted): it has no storage to clone yet, "+
 				"and nothing was created: finish it first (`volctl reconcile`, or the same create of %q), then create volume %q again", src.ID, sv.ID, src.ID, sv.ID)
+		}
+		if src.ExpandMin > 0 {
+			// Its expansion pending, a reconcile would grow it under the clone, whose
+			// CreateVolume sent again is answered at the size it had: taken for a clone too
+			// small, deleted and forgotten (TestReconcileDoesNotGrowACloneSourceWhileTheCloneIsInFlight).
+			return "", conflictf("volume %q, the clone_id of volume %q, has an expansion to %s pending (ControllerExpandVolume sent, its answer not recorded): "+
+				"nothing was created; run `volctl reconcile` to finish it, then create volume %q again", src.ID, sv.ID, spec.FormatSize(src.ExpandMin), sv.ID)
 		}
 		if src.ExternalID != "" {
 			// The word may also be another volume's storage ID, which is what clone_id means in
@@ -397,6 +416,21 @@ func (e *Engine) cloneSource(tx *store.Tx, sv spec.Volume) (string, error) {
 			others, err := sameStorage(tx, sv.PluginID, sv.CloneID, src.ID)
 			if err != nil {
 				return "", err
+			}
+			if len(others) == 0 {
+				// Or its storage ID in another spelling, which a plugin that reads IDs so takes
+				// for it (spec.SameStorageID; TestCloneIDNamingOneVolumeAndAnothersStorageInAnotherCaseIsNotSilentlyResolved).
+				id, _, err := nearStorage(tx, sv.PluginID, sv.CloneID, src.ID)
+				if err != nil {
+					return "", err
+				}
+				if id != "" {
+					o, err := tx.Volumes().Get(id)
+					if err != nil {
+						return "", err
+					}
+					others = append(others, o)
+				}
 			}
 			if len(others) > 0 && !spec.SameStorageID(others[0].ExternalID, src.ExternalID) {
 				o := others[0]
@@ -410,10 +444,6 @@ func (e *Engine) cloneSource(tx *store.Tx, sv spec.Volume) (string, error) {
 	// The provider's volume ID: refused as above when a volume being deleted records it through
 	// the plugin or a plugin ID on one of its sockets (socketMates: one storage; before, only
 	// the plugin's own: TestCloneThroughASocketMateOfASourceBeingDeletedIsRefused).
-	mates, err := socketMates(tx, sv.PluginID)
-	if err != nil {
-		return "", err
-	}
 	// So is one it names in another spelling (spec.SameStorageID), which a plugin that reads
 	// IDs so clones (TestCloneFromANearSpellingOfASourceBeingDeletedIsRefused).
 	deleting, err := tx.Volumes().List(store.VolumeFilter{State: store.VolumeDeleting})

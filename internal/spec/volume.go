@@ -638,10 +638,28 @@ func (d *decoder) topologyRequest(b *hcl.Block, verb Verb) *TopologyRequest {
 
 // SegmentsWithin reports whether every segment of a is in b with the same value: a topology
 // {zone=a} lies within {zone=a, rack=1}. The one definition (admission's match, CreateVolume's
-// requisite check, a spec's preferred topologies).
+// requisite check, a spec's preferred topologies). Keys compare without case, as the CSI spec
+// has topology keys ("Keys MUST be case-insensitive"); values as they are. A plugin spelling
+// its key "Zone" had its answer {Zone=a} to a requisite {zone=a} refused and the volume
+// deleted, and kept, it was never claimable on its node in {zone=a}
+// (TestCreateAnsweredWithTheRequisiteTopologyKeyInAnotherCaseIsKept,
+// TestCreateKeptForAFoldedTopologyKeyIsClaimableOnTheNodeInIt).
 func SegmentsWithin(a, b map[string]string) bool {
 	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
+		if w, ok := b[k]; ok {
+			if w != v {
+				return false
+			}
+			continue
+		}
+		found := false
+		for bk, bv := range b {
+			if strings.EqualFold(k, bk) && bv == v {
+				found = true
+				break
+			}
+		}
+		if !found {
 			return false
 		}
 	}
