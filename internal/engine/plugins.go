@@ -144,6 +144,9 @@ func (e *Engine) registerPluginOnce(ctx context.Context, given spec.Plugin, keep
 		if err := refuseSocketMoveUnderMounts(tx, p); err != nil {
 			return err
 		}
+		if err := refuseNodeDroppedUnderMounts(tx, p); err != nil {
+			return err
+		}
 		// Created too: this half joined beside the other, registered alone before.
 		*r = Registration{Outcome: Created}
 		if old, err := tx.Plugins().Get(p.ID); err == nil && !(joined && spec.IsSplitHalf(old.Type)) {
@@ -758,6 +761,50 @@ func refuseSocketMoveUnderMounts(tx *store.Tx, p store.Plugin) error {
 	return conflictf("plugin %q, which the agent runs on %s, holds %d mount(s) (%d more in doubt): the agent moves it to %s only once it has none, and every command would go there meanwhile, finding nothing, "+
 		"so its claims could not be released; nothing was recorded: release the volumes' claims first (`volctl volume ls` lists them), then register it again",
 		p.ID, strings.Join(pluginSockets(old), " and "), m.Mounts, m.InDoubt, strings.Join(pluginSockets(p), " and "))
+}
+
+// refuseNodeDroppedUnderMounts refuses a registration of plugin p without a node service (a
+// controller plugin) where its row declared one while volumes are mounted through it on this
+// host: nothing could send their NodeUnpublishVolume or NodeUnstageVolume from then on, the
+// claims shown published, reconcile saying nothing, the release refused "no node service".
+// Before, it was taken, "updated", healthy (TestRegisterAgainWithoutTheNodeServiceUnderMountsIsNotSilent),
+// as a socket move under mounts is refused (refuseSocketMoveUnderMounts) and a deregister
+// leaving an owed unpublish is.
+func refuseNodeDroppedUnderMounts(tx *store.Tx, p store.Plugin) error {
+	old, err := tx.Plugins().Get(p.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil || !declaresNode(old.Type) || declaresNode(p.Type) {
+		return err
+	}
+	m, err := pluginMountsOf(tx, map[string]bool{p.ID: true})
+	if err != nil || m.Mounts+m.InDoubt == 0 {
+		return err
+	}
+	vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: p.ID})
+	if err != nil {
+		return err
+	}
+	var mounted []string
+	for _, v := range vols {
+		claims, err := tx.Claims().ByVolume(v.ID)
+		if err != nil {
+			return err
+		}
+		st, serr := tx.Stagings().Get(v.ID)
+		if serr != nil && !errors.Is(serr, store.ErrNotFound) {
+			return serr
+		}
+		if st.Staged || st.StagingPath != "" || slices.ContainsFunc(claims, func(c store.Claim) bool {
+			return c.State == store.ClaimNodeStaged || c.State == store.ClaimPublished || c.State == store.ClaimUnpublishing
+		}) {
+			mounted = append(mounted, strconv.Quote(v.ID))
+		}
+	}
+	return conflictf("plugin %q is registered with a node service, through which volume(s) %s are mounted on this host (%d mount(s), %d more in doubt): registered as a %s plugin, "+
+		"nothing could unpublish or unstage them; nothing was recorded: release those volumes' claims first (`volctl volume ls` lists them), or register its node service beside the controller (a spec with both, or its node half too)",
+		p.ID, listSome(mounted, 10, func(s string) string { return s }), m.Mounts, m.InDoubt, p.Type)
 }
 
 // PluginEvent appends an event about a plugin to the event log, e.g. the agent starting,
