@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 
@@ -239,8 +240,17 @@ func CheckNodeTopology(provider string, segments map[string]string) error {
 // segmentsProblem says what of a topology's segments is past its bounds, "" when none is, and
 // their size (keys and values).
 func segmentsProblem(segments map[string]string) (problem string, size int) {
+	seen := map[string]string{} // by key folded: the key as given
 	for _, k := range slices.Sorted(maps.Keys(segments)) {
 		v := segments[k]
+		// One key in two cases: the CSI spec has keys case-insensitive ("Zone" and "zone" MUST
+		// not both exist), and volctl compares them so (spec.SegmentsWithin): which value holds
+		// would depend on how a volume's spec spells the key
+		// (TestNodeTopologyWithAKeyInTwoCasesIsJudgedOneWay).
+		if other, ok := seen[strings.ToLower(k)]; ok {
+			return fmt.Sprintf("segment keys %q and %q, one key in two cases (the CSI spec has topology keys case-insensitive: they MUST not both exist)", other, k), 0
+		}
+		seen[strings.ToLower(k)] = k
 		switch {
 		case len(k) > maxTopologyPart:
 			return fmt.Sprintf("a segment key of %d bytes (%q), far past the CSI spec's %d bytes (volctl takes up to %d)",

@@ -1611,6 +1611,14 @@ func (e *Engine) reconcilePendingExpansions(ctx context.Context, rep *ReconcileR
 			if _, handed, err := e.handedOver(ctx, v.ID); err != nil || handed {
 				return err // handed over anyway (forced): it waits for the volume to be taken back
 			}
+			// Not under a clone of it in flight, whatever named the source (its storage ID, a
+			// socket mate's ID): that clone's CreateVolume sent again is answered at the size the
+			// source had (growsNoCloneSource; TestCloneByStorageIDOfASourceWithAnExpansionPendingIsRefused).
+			if err := e.store.View(ctx, func(tx *store.Tx) error {
+				return refuseCloneInFlight(tx, v, "run `volctl reconcile` again, which finishes the expansion of")
+			}); err != nil {
+				return err
+			}
 			info, err = e.expandLocked(ctx, c, v, v.ExpandMin, v.ExpandMax)
 			done = err == nil
 			return err

@@ -401,12 +401,8 @@ func (e *Engine) cloneSource(tx *store.Tx, sv spec.Volume) (string, error) {
 			return "", conflictf("volume %q, the clone_id of volume %q, is still being created (its create is in flight, or was interrupted): it has no storage to clone yet, "+
 				"and nothing was created: finish it first (`volctl reconcile`, or the same create of %q), then create volume %q again", src.ID, sv.ID, src.ID, sv.ID)
 		}
-		if src.ExpandMin > 0 {
-			// Its expansion pending, a reconcile would grow it under the clone, whose
-			// CreateVolume sent again is answered at the size it had: taken for a clone too
-			// small, deleted and forgotten (TestReconcileDoesNotGrowACloneSourceWhileTheCloneIsInFlight).
-			return "", conflictf("volume %q, the clone_id of volume %q, has an expansion to %s pending (ControllerExpandVolume sent, its answer not recorded): "+
-				"nothing was created; run `volctl reconcile` to finish it, then create volume %q again", src.ID, sv.ID, spec.FormatSize(src.ExpandMin), sv.ID)
+		if err := notCloningPendingExpansion(tx, src, sv, ""); err != nil {
+			return "", err
 		}
 		if src.ExternalID != "" {
 			// The word may also be another volume's storage ID, which is what clone_id means in
@@ -432,6 +428,14 @@ func (e *Engine) cloneSource(tx *store.Tx, sv spec.Volume) (string, error) {
 					others = append(others, o)
 				}
 			}
+			if len(others) > 0 && !spec.SameStorageID(others[0].ExternalID, src.ExternalID) && others[0].State != store.VolumeReady {
+				// The other one cannot be cloned now: not offered, where "clone_id = its ID"
+				// was refused when followed (TestAmbiguousCloneIDRefusalDoesNotAdviseCloningAVolumeBeingDeleted).
+				o := others[0]
+				return "", conflictf("clone_id %q of volume %q is volume %q's volctl ID (storage %q), and the storage ID of volume %q, which is %s (its create or delete unfinished: it cannot be cloned now): "+
+					"nothing was created; to clone volume %q, write clone_id = %s and create volume %q again",
+					sv.CloneID, sv.ID, src.ID, src.ExternalID, o.ID, o.State, src.ID, spec.HCLQuoted(src.ExternalID), sv.ID)
+			}
 			if len(others) > 0 && !spec.SameStorageID(others[0].ExternalID, src.ExternalID) {
 				o := others[0]
 				return "", conflictf("clone_id %q of volume %q names two volumes: volume %q (its volctl ID; storage %q) and volume %q (its storage ID, as Nomad's clone_id means): "+
@@ -455,7 +459,56 @@ func (e *Engine) cloneSource(tx *store.Tx, sv spec.Volume) (string, error) {
 			return "", cloneOfDeleting(o, sv, sv.CloneID)
 		}
 	}
+	// So is one whose expansion is pending, named by its storage ID (what Nomad's clone_id
+	// means): before, only its volctl ID was looked at
+	// (TestCloneByStorageIDOfASourceWithAnExpansionPendingIsRefused).
+	recorded, err := sameStorage(tx, sv.PluginID, sv.CloneID, sv.ID)
+	if err != nil {
+		return "", err
+	}
+	if id, _, err := nearStorage(tx, sv.PluginID, sv.CloneID, sv.ID); err != nil {
+		return "", err
+	} else if id != "" {
+		o, err := tx.Volumes().Get(id)
+		if err != nil {
+			return "", err
+		}
+		recorded = append(recorded, o)
+	}
+	for _, o := range recorded {
+		if err := notCloningPendingExpansion(tx, o, sv, sv.CloneID); err != nil {
+			return "", err
+		}
+	}
 	return sv.CloneID, nil
+}
+
+// notCloningPendingExpansion refuses to clone source src (named by its storage ID byStorage, ""
+// for its volctl ID) while its expansion is pending: a reconcile would grow it under the clone,
+// whose CreateVolume sent again is answered at the size the source had, taken for a clone too
+// small, deleted and forgotten (TestReconcileDoesNotGrowACloneSourceWhileTheCloneIsInFlight).
+// The way out is reconcile's, unless the source's plugin, as last fingerprinted, has no
+// EXPAND_VOLUME to finish it with: then the way pendingWithoutController gives
+// (TestCloneOfASourceWhosePendingExpansionReconcileCannotFinish).
+func notCloningPendingExpansion(tx *store.Tx, src store.Volume, sv spec.Volume, byStorage string) error {
+	if src.ExpandMin <= 0 {
+		return nil
+	}
+	named := fmt.Sprintf("volume %q", src.ID)
+	if byStorage != "" {
+		named = fmt.Sprintf("volume %q (storage ID %q)", src.ID, byStorage)
+	}
+	way := fmt.Sprintf("run `volctl reconcile` to finish it, then create volume %q again", sv.ID)
+	if p, err := tx.Plugins().Get(src.PluginID); err == nil {
+		if fp := recordedFingerprint(p); fp != nil && !(fp.Controller && fp.Capabilities.Controller.ExpandVolume) && !(fp.Node && fp.Capabilities.Node.ExpandVolume) {
+			way = fmt.Sprintf("plugin %q, as last fingerprinted, has no EXPAND_VOLUME capability to finish it with: start it with one again, then run `volctl reconcile` and create volume %q again; %s",
+				src.PluginID, sv.ID, pendingExpansionForget(src))
+		}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return conflictf("%s, the clone_id of volume %q, has an expansion to %s pending (ControllerExpandVolume sent, its answer not recorded): nothing was created; %s",
+		named, sv.ID, spec.FormatSize(src.ExpandMin), way)
 }
 
 // cloneOfDeleting is cloneSource's refusal of source src, being deleted, as the clone_id of
