@@ -2129,10 +2129,41 @@ func (e *Engine) ownDirectory(ctx context.Context, t *pathFD, target, staging, v
 			return in, err
 		}
 	}
+	if block {
+		if other, err := e.blockTargetOfDevice(ctx, rdev, volumeID); err != nil || other != "" {
+			return other, err
+		}
+	}
 	if idx := publishIndexOf(ctx); idx != nil {
 		return idx.entry(e, tid, t.born, target, volumeID, !ownStaging, ofStateDir), nil
 	}
 	return e.publishTreeEntry(tid, target, volumeID, !ownStaging, ofStateDir), nil
+}
+
+// blockTargetOfDevice says, of a block target bound from device rdev, whether another volume's
+// published block claim has the same device at its target: another device node of it (made by
+// mknod, as plugins that make their own nodes do, or /dev/mapper/x beside /dev/dm-N), which the
+// comparisons by file identity (the publish tree, its index) do not see. Before, the claim was
+// published, and two allocs wrote one disk as two volumes
+// (TestBlockTargetBoundFromAnotherNodeOfAnotherVolumesDeviceIsRefused). The cost is one read of
+// the claims and a stat of each other block claim's target, for a block target only.
+func (e *Engine) blockTargetOfDevice(ctx context.Context, rdev uint64, volumeID string) (string, error) {
+	claims, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Claim, error) { return tx.Claims().ListAll() })
+	if err != nil {
+		return "", fmt.Errorf("reading the claims to compare the target's device with other block claims': %w", err)
+	}
+	for _, c := range claims {
+		if c.VolumeID == volumeID || c.AttachmentMode != spec.BlockDevice || c.TargetPath == "" ||
+			c.State != store.ClaimPublished && c.State != store.ClaimUnpublishing {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat(e.realPath(c.TargetPath), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFBLK || st.Rdev != rdev {
+			continue
+		}
+		return fmt.Sprintf("the device of volume %q, published at its target %s (another device node of it: %s)", c.VolumeID, c.TargetPath, anotherVolume), nil
+	}
+	return "", nil
 }
 
 // boundOntoItself reports whether the mount at target, whose root is tid, is a bind of the
