@@ -499,6 +499,16 @@ func notCloningPendingExpansion(tx *store.Tx, src store.Volume, sv spec.Volume, 
 		named = fmt.Sprintf("volume %q (storage ID %q)", src.ID, byStorage)
 	}
 	way := fmt.Sprintf("run `volctl reconcile` to finish it, then create volume %q again", sv.ID)
+	if h, err := tx.Handovers().Get(src.ID); err == nil {
+		// Handed over, reconcile leaves its expansion for the take-back, and said nothing: the
+		// advice failed for as long as Nomad had the volume
+		// (TestCloneOfAHandedOverSourceWithAnExpansionPendingAdvisesAWayThatWorks).
+		return conflictf("%s, the clone_id of volume %q, has an expansion to %s pending (ControllerExpandVolume sent, its answer not recorded), and is handed over to %s, "+
+			"where reconcile leaves the expansion until it is taken back: nothing was created; take it back (%s), then run `volctl reconcile`, and create volume %q again",
+			named, sv.ID, spec.FormatSize(src.ExpandMin), handoverInfo(h).Where(), handoverInfo(h).TakeBackCommands(), sv.ID)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
 	if p, err := tx.Plugins().Get(src.PluginID); err == nil {
 		if fp := recordedFingerprint(p); fp != nil && !(fp.Controller && fp.Capabilities.Controller.ExpandVolume) && !(fp.Node && fp.Capabilities.Node.ExpandVolume) {
 			way = fmt.Sprintf("plugin %q, as last fingerprinted, has no EXPAND_VOLUME capability to finish it with: start it with one again, then run `volctl reconcile` and create volume %q again; %s",
