@@ -23,21 +23,7 @@ func TestCloneReplayedAfterItsSourceGrewIsNotDeletedAsSmaller(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("src"))
-	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
-	sv := volume("copy")
-	sv.CloneID = "src"
-	if _, err := h.e.CreateVolume(h.ctx, sv); err == nil {
-		t.Fatalf("clone create with every answer lost: no error")
-	}
-	made := ""
-	for id := range h.mem.VolumeNames() {
-		if vol, ok := h.mem.Volume(id); ok && vol.CloneID != "" {
-			made = id
-		}
-	}
-	if made == "" {
-		t.Fatalf("the plugin made no clone: %+v", h.mem.Volumes())
-	}
+	made := cloneCutShort(t, h)
 	_, err := h.e.ExpandVolume(h.ctx, "src", 4*mib, 0)
 	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `volume "copy" is being created as a clone of volume "src"`) ||
 		!strings.Contains(err.Error(), "`volctl reconcile`") || !strings.Contains(err.Error(), `then expand volume "src"`) {
@@ -99,5 +85,37 @@ func TestCloneIDNamingOneVolumeAndAnothersStorageIsNotSilentlyResolved(t *testin
 	other.CloneID = named.ExternalID
 	if v, err := h.e.CreateVolume(h.ctx, other); err != nil || v.CloneID != named.ExternalID {
 		t.Errorf("clone_id = %q, as advised: %+v, %v; want a clone of storage %q", named.ExternalID, v, err, named.ExternalID)
+	}
+}
+
+// cloneCutShort creates volume "copy" as a clone of volume "src" with every CreateVolume answer
+// lost, and returns the clone the plugin made, volctl keeping the create for reconcile.
+func cloneCutShort(t *testing.T, h *harness) string {
+	t.Helper()
+	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
+	sv := volume("copy")
+	sv.CloneID = "src"
+	if _, err := h.e.CreateVolume(h.ctx, sv); err == nil {
+		t.Fatalf("clone create with every answer lost: no error")
+	}
+	for id := range h.mem.VolumeNames() {
+		if vol, ok := h.mem.Volume(id); ok && vol.CloneID != "" {
+			return id
+		}
+	}
+	t.Fatalf("the plugin made no clone: %+v", h.mem.Volumes())
+	return ""
+}
+
+// expansionPendingAfterKill leaves volume id's expand to 4MiB pending: volctl killed once its
+// intent was written, nothing sent, and the next process opened.
+func expansionPendingAfterKill(t *testing.T, h *harness, id string) {
+	t.Helper()
+	if !cutShortAt(h, "expand:intent", 1, func() { h.e.ExpandVolume(h.ctx, id, 4*mib, 0) }) {
+		t.Fatalf("the expand of %s never reached expand:intent", id)
+	}
+	h.open(h.e.cfg)
+	if v := h.volumeInfo(id); v.ExpansionPending != 4*mib {
+		t.Fatalf("%s after the killed expand: pending %d; want 4MiB pending", id, v.ExpansionPending)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -23,21 +22,7 @@ func TestCreateAgainGrowingACloneSourceIsRefusedWhileTheCloneIsInFlight(t *testi
 	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("src"))
-	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
-	sv := volume("copy")
-	sv.CloneID = "src"
-	if _, err := h.e.CreateVolume(h.ctx, sv); err == nil {
-		t.Fatalf("clone create with every answer lost: no error")
-	}
-	made := ""
-	for id := range h.mem.VolumeNames() {
-		if vol, ok := h.mem.Volume(id); ok && vol.CloneID != "" {
-			made = id
-		}
-	}
-	if made == "" {
-		t.Fatalf("the plugin made no clone: %+v", h.mem.Volumes())
-	}
+	made := cloneCutShort(t, h)
 	grown := volume("src")
 	grown.CapacityMin = 4 * mib
 	_, err := h.e.CreateVolume(h.ctx, grown)
@@ -110,10 +95,7 @@ func TestReconcileDoesNotGrowACloneSourceWhileTheCloneIsInFlight(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("src"))
-	if !cutShortAt(h, "expand:intent", 1, func() { h.e.ExpandVolume(h.ctx, "src", 4*mib, 0) }) {
-		t.Fatalf("the expand of src never reached expand:intent")
-	}
-	h.open(h.e.cfg)
+	expansionPendingAfterKill(t, h, "src")
 	if v := h.volumeInfo("src"); v.ExpansionPending != 4*mib || v.CapacityBytes != 1*mib {
 		t.Fatalf("src after the killed expand: %d bytes, pending %d; want 1MiB, 4MiB pending", v.CapacityBytes, v.ExpansionPending)
 	}

@@ -25,10 +25,7 @@ func TestCloneByStorageIDOfASourceWithAnExpansionPendingIsRefused(t *testing.T) 
 	t.Parallel()
 	h := newHarness(t, nil)
 	src := h.create(volume("src"))
-	if !cutShortAt(h, "expand:intent", 1, func() { h.e.ExpandVolume(h.ctx, "src", 4*mib, 0) }) {
-		t.Fatalf("the expand of src never reached expand:intent")
-	}
-	h.open(h.e.cfg)
+	expansionPendingAfterKill(t, h, "src")
 	if v := h.volumeInfo("src"); v.ExpansionPending != 4*mib || v.CapacityBytes != 1*mib {
 		t.Fatalf("src after the killed expand: %d bytes, pending %d; want 1MiB, 4MiB pending", v.CapacityBytes, v.ExpansionPending)
 	}
@@ -71,10 +68,7 @@ func TestCloneOfASourceWhosePendingExpansionReconcileCannotFinish(t *testing.T) 
 	t.Parallel()
 	h := newHarness(t, nil)
 	h.create(volume("src"))
-	if !cutShortAt(h, "expand:intent", 1, func() { h.e.ExpandVolume(h.ctx, "src", 4*mib, 0) }) {
-		t.Fatalf("the expand of src never reached expand:intent")
-	}
-	h.open(h.e.cfg)
+	expansionPendingAfterKill(t, h, "src")
 	h.restartWith(func(c *csitest.MemConfig) { c.Controller.ExpandVolume, c.Node.ExpandVolume = false, false })
 	sv := volume("copy")
 	sv.CloneID = "src"
