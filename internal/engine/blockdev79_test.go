@@ -27,7 +27,6 @@ import (
 // as a bad answer naming volume "w", and the claim rolled back. Real mounts and a loop device,
 // as root.
 // Found by helper review79 (block).
-// Found by helper review79 (block).
 func TestBlockTargetBoundFromAnotherNodeOfAnotherVolumesDeviceIsRefused(t *testing.T) {
 	t.Parallel()
 	dev, _ := loopDevice(t)
