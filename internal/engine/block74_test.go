@@ -62,6 +62,16 @@ func TestBlockTargetBoundFromAFileBelowABareStagingIsRefused(t *testing.T) {
 
 // loopDevice attaches a loop device to a fresh 1 MiB backing file and returns the device's path
 // and the backing file's; it is detached at the end of the test.
+// deviceNumber is block device dev's number, as mknod takes it.
+func deviceNumber(t *testing.T, dev string) int {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(dev, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFBLK {
+		t.Fatalf("stat %s: %v (mode %o), want a block device", dev, err, st.Mode)
+	}
+	return int(st.Rdev)
+}
+
 func loopDevice(t *testing.T) (dev, backing string) {
 	t.Helper()
 	backing = filepath.Join(t.TempDir(), "backing")
@@ -142,13 +152,10 @@ func TestReadOnlyVolumeMountOfABlockVolumeIsNotWritable(t *testing.T) {
 func TestBlockTargetMadeAsADeviceNodeIsRefusedForWhatItIs(t *testing.T) {
 	t.Parallel()
 	dev, _ := loopDevice(t)
-	var st unix.Stat_t
-	if err := unix.Stat(dev, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFBLK {
-		t.Fatalf("stat %s: %v (mode %o), want a block device", dev, err, st.Mode)
-	}
+	rdev := deviceNumber(t, dev)
 	h := kernelHarness(t, func(c *csitest.MemConfig) {
 		c.MakeTarget = func(target string) error {
-			return unix.Mknod(target, unix.S_IFBLK|0o600, int(st.Rdev))
+			return unix.Mknod(target, unix.S_IFBLK|0o600, rdev)
 		}
 	})
 	h.create(volume("v", spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.BlockDevice}))

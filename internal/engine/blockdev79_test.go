@@ -30,13 +30,10 @@ import (
 func TestBlockTargetBoundFromAnotherNodeOfAnotherVolumesDeviceIsRefused(t *testing.T) {
 	t.Parallel()
 	dev, _ := loopDevice(t)
-	var st unix.Stat_t
-	if err := unix.Stat(dev, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFBLK {
-		t.Fatalf("stat %s: %v (mode %o), want a block device", dev, err, st.Mode)
-	}
+	rdev := deviceNumber(t, dev)
 	// Another node of the same device, as a plugin that makes its own nodes has it.
 	node := filepath.Join(t.TempDir(), "node")
-	if err := unix.Mknod(node, unix.S_IFBLK|0o600, int(st.Rdev)); err != nil {
+	if err := unix.Mknod(node, unix.S_IFBLK|0o600, rdev); err != nil {
 		t.Fatalf("mknod %s: %v", node, err)
 	}
 	h := kernelHarness(t, func(c *csitest.MemConfig) {

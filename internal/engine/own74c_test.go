@@ -31,10 +31,7 @@ import (
 func TestBlockTargetBoundFromADeviceNodeBelowABareStagingIsTaken(t *testing.T) {
 	t.Parallel()
 	dev, backing := loopDevice(t)
-	var st unix.Stat_t
-	if err := unix.Stat(dev, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFBLK {
-		t.Fatalf("stat %s: %v (mode %o), want a block device", dev, err, st.Mode)
-	}
+	rdev := deviceNumber(t, dev)
 	// claim publishes a block volume through a plugin that makes the device's node at
 	// nodeAt(staging) and bind-mounts it at the target; it returns the claim's target and error.
 	claim := func(nodeAt func(staging string) string) (string, error) {
@@ -42,7 +39,7 @@ func TestBlockTargetBoundFromADeviceNodeBelowABareStagingIsTaken(t *testing.T) {
 			c.StageNothing = true
 			c.PublishFrom = func(staging, target string) string {
 				node := nodeAt(staging)
-				if err := unix.Mknod(node, unix.S_IFBLK|0o600, int(st.Rdev)); err != nil && !os.IsExist(err) {
+				if err := unix.Mknod(node, unix.S_IFBLK|0o600, rdev); err != nil && !os.IsExist(err) {
 					t.Errorf("mknod %s: %v", node, err)
 					return ""
 				}

@@ -510,7 +510,7 @@ func notCloningPendingExpansion(tx *store.Tx, src store.Volume, sv spec.Volume, 
 		return err
 	}
 	if p, err := tx.Plugins().Get(src.PluginID); err == nil {
-		if fp := recordedFingerprint(p); fp != nil && !(fp.Controller && fp.Capabilities.Controller.ExpandVolume) && !(fp.Node && fp.Capabilities.Node.ExpandVolume) {
+		if fp := recordedFingerprint(p); fp != nil && !expands(fp) {
 			way = fmt.Sprintf("plugin %q, as last fingerprinted, has no EXPAND_VOLUME capability to finish it with: start it with one again, then run `volctl reconcile` and create volume %q again; %s",
 				src.PluginID, sv.ID, pendingExpansionForget(src))
 		}

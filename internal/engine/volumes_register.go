@@ -388,7 +388,13 @@ func specLimit(old store.Volume, sv spec.Volume) int64 {
 
 // canExpand reports whether the plugin has any way to grow a volume.
 func canExpand(c *conn) bool {
-	return (c.fp.Controller && c.fp.Capabilities.Controller.ExpandVolume) || (c.fp.Node && c.fp.Capabilities.Node.ExpandVolume)
+	return expands(c.fp)
+}
+
+// expands reports whether a plugin fingerprinted as fp has an EXPAND_VOLUME capability it can
+// use: its controller's, or its node's.
+func expands(fp *csi.Fingerprint) bool {
+	return (fp.Controller && fp.Capabilities.Controller.ExpandVolume) || (fp.Node && fp.Capabilities.Node.ExpandVolume)
 }
 
 // checkImmutable refuses a re-submitted spec that changes what Nomad does not let change.
