@@ -235,7 +235,7 @@ func quickstartRun(ctx context.Context, opts *QuickstartOptions) (err error) {
 		}
 		switch {
 		case cerr != nil && err != nil:
-			fmt.Fprintf(opts.IO.ErrOut, "Error: %v\n", moot(cerr, false))
+			fmt.Fprintf(opts.IO.ErrOut, "Error: %s\n", escapeLines(moot(cerr, false).Error()))
 			err = moot(err, q.interrupted)
 		case cerr != nil:
 			err = moot(cerr, false)
@@ -695,6 +695,12 @@ func sweepable(dir string) bool {
 func checkQuickstartTemp(dir string) error {
 	if dir == "" {
 		dir = os.TempDir()
+	}
+	if what := spec.StrayText(dir); what != "" {
+		// Its socket's path, made under it, would be refused at step 3 for it, after a
+		// directory made and a plugin started
+		// (TestQuickstartRefusesATMPDIRHoldingAControlCharacterBeforeItStarts).
+		return fmt.Errorf("quickstart: $TMPDIR %s %s, and so would the paths quickstart makes under it; set TMPDIR to a directory whose path has none (or unset it for /tmp)", strconv.Quote(dir), what)
 	}
 	if !filepath.IsAbs(dir) {
 		return fmt.Errorf("quickstart: $TMPDIR is %s, a relative path, which the plugin and the commands it prints would each read from their working directory; set TMPDIR to an absolute path (or unset it for /tmp)", shellquote.Arg(dir))
