@@ -190,11 +190,12 @@ func logOptions(level slog.Level) *slog.HandlerOptions {
 // (TestAgentJSONLogEscapesPluginText).
 func jsonLogOptions(level slog.Level) *slog.HandlerOptions {
 	return &slog.HandlerOptions{Level: level, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-		a = cutLongWords(groups, a)
-		if s, ok := attrText(a); ok && strings.ContainsFunc(s, rawInJSON) {
-			return slog.String(a.Key, spec.EscapeControl(s))
-		}
-		return a
+		return mapAttrText(cutLongWords(groups, a), func(s string) string {
+			if strings.ContainsFunc(s, rawInJSON) {
+				return spec.EscapeControl(s)
+			}
+			return s
+		})
 	}}
 }
 
@@ -207,23 +208,39 @@ func rawInJSON(r rune) bool {
 // cutLongWords is a log line's message or value with each word past maxEchoedWord cut, as
 // escapeLines cuts an error's: a plugin's ID or a typed one of 10,000 bytes was logged whole.
 func cutLongWords(_ []string, a slog.Attr) slog.Attr {
-	if s, ok := attrText(a); ok {
-		if cut := spec.CutWords(s, maxEchoedWord); cut != s {
-			return slog.String(a.Key, cut)
+	return mapAttrText(a, func(s string) string { return spec.CutWords(s, maxEchoedWord) })
+}
+
+// mapAttrText is a log attribute with f applied to its text: a string, an error's words, each
+// string of a []string (the restore's targets, which encoding/json writes element by element:
+// TestJSONLogEscapesAndCutsEachStringOfAList). An attribute f leaves as it was, or of another
+// kind, is returned as it is.
+func mapAttrText(a slog.Attr, f func(string) string) slog.Attr {
+	switch v := a.Value.Any().(type) {
+	case string:
+		if m := f(v); m != v {
+			return slog.String(a.Key, m)
+		}
+	case error:
+		if s := v.Error(); f(s) != s {
+			return slog.String(a.Key, f(s))
+		}
+	case []string:
+		var out []string
+		for i, s := range v {
+			m := f(s)
+			if m != s && out == nil {
+				out = append(make([]string, 0, len(v)), v[:i]...)
+			}
+			if out != nil {
+				out = append(out, m)
+			}
+		}
+		if out != nil {
+			return slog.Any(a.Key, out)
 		}
 	}
 	return a
-}
-
-// attrText is a log attribute's text when it is a string or an error; ok is false otherwise.
-func attrText(a slog.Attr) (string, bool) {
-	switch v := a.Value.Any().(type) {
-	case string:
-		return v, true
-	case error:
-		return v.Error(), true
-	}
-	return "", false
 }
 
 // Engine opens the engine on the state dir once per process; Close closes it.
