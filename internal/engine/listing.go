@@ -546,9 +546,13 @@ func (e *Engine) listsSnapshot(ctx context.Context, c *conn, id string, secrets 
 // (`TestRestoreCheckedByASnapshotListingThatDisagreesWithItself`; before, the first entry
 // decided). The caller holds the plugin's controller lock.
 func (e *Engine) findsSnapshot(ctx context.Context, c *conn, id string, secrets spec.Secrets) (snap csi.Snapshot, found bool, err error) {
-	snap, found, _, err = e.findsSnapshotNear(ctx, c, id, secrets)
+	snap, found, _, err = e.findsSnapshotNear(ctx, c, id, secrets, snapshotNotReady)
 	return snap, found, err
 }
+
+// snapshotNotReady is findsSnapshotNear's decisive entry for a check of readiness: one that says the
+// snapshot is not ready to use.
+func snapshotNotReady(s csi.Snapshot) bool { return !s.ReadyToUse }
 
 // findsSnapshotNear is findsSnapshot that also returns, from a listing, an entry of the
 // snapshot's ID spelled otherwise (spec.SameStorageID: what a plugin that reads IDs so takes
@@ -556,7 +560,17 @@ func (e *Engine) findsSnapshot(ctx context.Context, c *conn, id string, secrets 
 // (restoreReady). Before, such an entry was skipped as another ID, and a restore from
 // "NIGHTLY" through a plugin listing its "nightly" not ready sent CreateVolume
 // (TestRestoreFromANearSpellingListedNotReadyIsRefused).
-func (e *Engine) findsSnapshotNear(ctx context.Context, c *conn, id string, secrets spec.Secrets) (snap csi.Snapshot, found bool, near csi.Snapshot, err error) {
+//
+// decisive says which entry of id is the answer whatever the others say (notReady for a
+// readiness check; one naming another source than recorded for a delete's or a restore's
+// check): kept over any other, and the listing stops there, so a later page that fails (a
+// next_token that loops) does not turn what was found into an error the caller goes on past.
+// Before, a first page naming the recorded ID as another volume's snapshot, then a looping
+// token, let a delete destroy that snapshot, and a listing naming it first as the recorded
+// source's, then as another's, did the same
+// (TestSnapshotDeleteSparesAnotherVolumesSnapshotWhenTheListingThenLoops,
+// TestSnapshotDeleteRefusedByAListingThatNamesTheIDAsTwoSources).
+func (e *Engine) findsSnapshotNear(ctx context.Context, c *conn, id string, secrets spec.Secrets, decisive func(csi.Snapshot) bool) (snap csi.Snapshot, found bool, near csi.Snapshot, err error) {
 	switch snapshotCheck(c) {
 	case csi.RPCListSnapshots:
 		err = e.listPages(ctx, c, csi.RPCListSnapshots, maxCheckPages, func(ctx context.Context, token string) (string, bool, error) {
@@ -569,13 +583,16 @@ func (e *Engine) findsSnapshotNear(ctx context.Context, c *conn, id string, secr
 			}
 			for _, s := range page.Snapshots {
 				switch {
-				case s.ID == id && (!found || !s.ReadyToUse):
+				case s.ID == id && (!found || decisive(s)):
 					snap, found = s, true
 				case s.ID != id && !s.ReadyToUse && near.ID == "" && spec.SameStorageID(s.ID, id):
 					near = s
 				}
+				if found && decisive(snap) {
+					return "", true, nil
+				}
 			}
-			return page.NextToken, found && !snap.ReadyToUse, nil
+			return page.NextToken, false, nil
 		})
 	case csi.RPCGetSnapshot:
 		err = e.retry(ctx, c, csi.RPCGetSnapshot, func(ctx context.Context) error {

@@ -1446,11 +1446,15 @@ func (e *Engine) notAnotherSourcesSnapshot(ctx context.Context, c *conn, rec sto
 		snap  csi.Snapshot
 		found bool
 	)
-	if err := e.boundCheck(ctx, func(ctx context.Context) error {
+	another := func(s csi.Snapshot) bool { return ofAnotherSource(s, rec) }
+	// An entry naming another source decides, whatever failed after it (findsSnapshotNear);
+	// a check that failed before one leaves the delete to go on, as the doc says.
+	_ = e.boundCheck(ctx, func(ctx context.Context) error {
 		var err error
-		snap, found, err = e.findsSnapshot(ctx, c, rec.SnapshotID, secrets)
+		snap, found, _, err = e.findsSnapshotNear(ctx, c, rec.SnapshotID, secrets, another)
 		return err
-	}); err != nil || !found || !ofAnotherSource(snap, rec) {
+	})
+	if !found || !another(snap) {
 		return nil
 	}
 	return conflictf("plugin %q lists snapshot %q as a snapshot of %q, not of %s, which volctl recorded it of: the ID names another snapshot now "+

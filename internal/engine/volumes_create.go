@@ -688,7 +688,8 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (lis
 	case !errors.Is(err, store.ErrNotFound):
 		return listedSnapshot{}, err
 	}
-	if err := snapshotIDIsAName(ctx, e, sv); err != nil {
+	named, err := snapshotNamed(ctx, e, sv)
+	if err != nil {
 		return listedSnapshot{}, err
 	}
 	// A delete of the snapshot recorded already is refused now, before the check waits for the
@@ -719,6 +720,9 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (lis
 		return listedSnapshot{}, err
 	}
 	if snapshotCheck(c) == "" {
+		if named != nil {
+			return listedSnapshot{}, nameNotID(sv, named) // the one meaning volctl knows
+		}
 		// The plugin cannot be asked: its last word of the snapshot, recorded, stands
 		// (TestRestoreFromASnapshotRecordedNotReadyThroughAPluginThatCannotBeAskedIsRefused).
 		if recorded && !rec.ReadyToUse {
@@ -732,9 +736,13 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (lis
 		found bool
 		near  csi.Snapshot // a near spelling's entry, not ready
 	)
+	// Not ready, or listed as another source's than recorded: either entry is the answer,
+	// whatever a later page says or fails with (findsSnapshotNear)
+	// (TestRestoreFromAnotherVolumesSnapshotIsRefusedWhenTheListingThenLoops).
+	decisive := func(s csi.Snapshot) bool { return !s.ReadyToUse || recorded && ofAnotherSource(s, rec) }
 	err = e.controllerCheck(ctx, c, func(ctx context.Context) error {
 		var err error
-		snap, found, near, err = e.findsSnapshotNear(ctx, c, sv.SnapshotID, sv.Secrets)
+		snap, found, near, err = e.findsSnapshotNear(ctx, c, sv.SnapshotID, sv.Secrets, decisive)
 		return err
 	})
 	var ce *csi.Error
@@ -745,17 +753,11 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (lis
 		ce.Hint = fmt.Sprintf("the plugin rejected the secrets sent with %s, volume %q's spec's (none when it has no secrets block): "+
 			"give the ones it needs in the spec's secrets block", ce.RPC, sv.ID)
 	}
+	if named != nil && !found {
+		// The plugin has no snapshot of that ID (or could not say): the NAME was meant.
+		return listedSnapshot{}, nameNotID(sv, named)
+	}
 	switch {
-	case err != nil:
-		// Scrubbed of the spec's secrets, which the check sent and the state does not hold
-		// yet: volctl's own words about the listing quote what the plugin gave (a next_token it
-		// repeated), which the scrub of its messages does not reach, and the log's redactor
-		// knows only the state's (TestRestoreCheckWarningShowsNoSpecSecretEchoedIntoANextToken).
-		scrub := csi.Scrubber(slices.Collect(maps.Values(sv.Secrets.Plain())))
-		if recorded && !rec.ReadyToUse {
-			return listedSnapshot{}, recordedNotReady(c, sv, rec, sourceKept, "asking it again failed: "+scrub(err.Error()))
-		}
-		e.log.Warn(fmt.Sprintf("plugin %q: whether snapshot %q is ready to restore volume %q from could not be checked", c.plugin.ID, sv.SnapshotID, sv.ID), "err", scrub(err.Error()))
 	case found && snap.ID != sv.SnapshotID:
 		// GetSnapshot answering OK about another snapshot (ListSnapshots' entries of other IDs
 		// are skipped): whether that one is ready says nothing of the one asked, and a restore
@@ -786,6 +788,16 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (lis
 			c.plugin.ID, sv.SnapshotID, spec.Cut(snap.SourceVolumeID, 256), recordedSource(rec), sv.ID, sv.ID,
 			"volctl volume snapshot list "+shellquote.Flag("--plugin", c.plugin.ID),
 			shellquote.CommandFlags("volctl volume snapshot deregister", []string{rec.PluginID, rec.SnapshotID}, "--id"))
+	case err != nil:
+		// Scrubbed of the spec's secrets, which the check sent and the state does not hold
+		// yet: volctl's own words about the listing quote what the plugin gave (a next_token it
+		// repeated), which the scrub of its messages does not reach, and the log's redactor
+		// knows only the state's (TestRestoreCheckWarningShowsNoSpecSecretEchoedIntoANextToken).
+		scrub := csi.Scrubber(slices.Collect(maps.Values(sv.Secrets.Plain())))
+		if recorded && !rec.ReadyToUse {
+			return listedSnapshot{}, recordedNotReady(c, sv, rec, sourceKept, "asking it again failed: "+scrub(err.Error()))
+		}
+		e.log.Warn(fmt.Sprintf("plugin %q: whether snapshot %q is ready to restore volume %q from could not be checked", c.plugin.ID, sv.SnapshotID, sv.ID), "err", scrub(err.Error()))
 	case found:
 		return listedSnapshot{source: snap.SourceVolumeID, size: snap.SizeBytes, recorded: recorded}, nil
 	case recorded:
@@ -846,12 +858,16 @@ func snapshotRecord(tx *store.Tx, sv spec.Volume) (store.Snapshot, bool, error) 
 	return store.Snapshot{}, false, nil
 }
 
-// snapshotIDIsAName refuses a restore whose snapshot_id is no ID volctl records for the plugin
-// but the NAME of a snapshot it records (the word `snapshot create` was given, which `snapshot
-// delete` and `deregister` take too), naming that snapshot's ID. Before, the plugin's NOT_FOUND
-// came back with a generic "check snapshot_id" (TestRestoreGivenASnapshotsNameNamesItsID).
-func snapshotIDIsAName(ctx context.Context, e *Engine, sv spec.Volume) error {
-	named, err := viewOne(ctx, e.store, func(tx *store.Tx) (*store.Snapshot, error) {
+// snapshotNamed is the snapshot volctl records for the plugin whose NAME is a restore's
+// snapshot_id, which is no ID it records for it (the word `snapshot create` was given, which
+// `snapshot delete` and `deregister` take too), or nil. restoreReady refuses the restore naming
+// that snapshot's ID (nameNotID) unless the plugin holds a snapshot of that ID: then the ID is
+// what snapshot_id names, as the CSI spec has it. Before, the plugin's NOT_FOUND came back with
+// a generic "check snapshot_id" (TestRestoreGivenASnapshotsNameNamesItsID); then the NAME was
+// taken for the only meaning, and a snapshot the plugin holds under that ID could never be
+// restored, the advice restoring another (TestRestoreFromAPluginSnapshotIDThatIsAlsoARecordedNameIsNotRefused).
+func snapshotNamed(ctx context.Context, e *Engine, sv spec.Volume) (*store.Snapshot, error) {
+	return viewOne(ctx, e.store, func(tx *store.Tx) (*store.Snapshot, error) {
 		switch _, err := tx.Snapshots().Get(sv.PluginID, sv.SnapshotID); {
 		case err == nil:
 			return nil, nil
@@ -864,9 +880,10 @@ func snapshotIDIsAName(ctx context.Context, e *Engine, sv spec.Volume) error {
 		}
 		return &sn, nil
 	})
-	if err != nil || named == nil {
-		return err
-	}
+}
+
+// nameNotID is the refusal of a restore whose snapshot_id is the NAME of snapshot named.
+func nameNotID(sv spec.Volume, named *store.Snapshot) error {
 	return invalidf("volume %q's snapshot_id %q is the name of snapshot %q of plugin %q, not its ID: snapshot_id takes the ID the plugin gave it "+
 		"(`%s` shows both): write snapshot_id = %q", sv.ID, sv.SnapshotID, named.SnapshotID, sv.PluginID,
 		"volctl volume snapshot list "+shellquote.Flag("--plugin", sv.PluginID), named.SnapshotID)
