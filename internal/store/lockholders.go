@@ -249,20 +249,63 @@ const walWriteLock = 120
 // writeLockHolders lists the processes other than this one holding the state database's write
 // lock: a POSIX (or open file description) write lock over byte walWriteLock of its -shm file.
 func (s *Store) writeLockHolders() []LockHolder {
+	return s.shmLockHolders(walWriteLock, "WRITE")
+}
+
+// openers lists the processes other than this one that have the state database open, as
+// SQLite's lock on the -shm's dead-man byte shows them (any process with it open holds one),
+// while holding open a lock file of this database's that is no longer at its path (/proc's link
+// to it "volctl.db-lock (deleted)"): a volctl whose open lock's file was removed or replaced
+// while it ran, whose shared flock is on a file no one else opens. A process with the file at
+// the path open holds the lock or waits for it, which the lock itself orders; another SQLite
+// client (a sqlite3 shell) writes with no volctl statements, and is not waited for. Read from
+// /proc, never by opening the -shm: closing a file of its own drops every POSIX lock this
+// process's SQLite holds on it.
+func (s *Store) openers() []LockHolder {
+	gone := s.lock.Name() + " (deleted)"
+	var out []LockHolder
+	for _, h := range s.shmLockHolders(shmDMSOffset, "") {
+		if holdsOpen(h.Pid, gone) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// holdsOpen says whether process pid has a file open that /proc names link (readlink of its
+// descriptors; false when they cannot be read: another user's, under hidepid).
+func holdsOpen(pid int, link string) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if l, err := os.Readlink(dir + "/" + e.Name()); err == nil && l == link {
+			return true
+		}
+	}
+	return false
+}
+
+// shmLockHolders lists the processes other than this one holding a POSIX (or open file
+// description) lock over byte b of the database's -shm file: a write lock when kind is
+// "WRITE", any lock when it is "".
+func (s *Store) shmLockHolders(b int64, kind string) []LockHolder {
 	fi, err := os.Stat(s.path + "-shm")
 	if err != nil {
 		return nil
 	}
 	return lockHolders(fi, filepath.Dir(s.path), readProcLocks, func(fields []string) bool {
-		if (fields[1] != "POSIX" && fields[1] != "OFDLCK") || fields[3] != "WRITE" || len(fields) < 8 {
+		if (fields[1] != "POSIX" && fields[1] != "OFDLCK") || (kind != "" && fields[3] != kind) || len(fields) < 8 {
 			return false
 		}
 		start, err := strconv.ParseInt(fields[6], 10, 64)
-		if err != nil || start > walWriteLock {
+		if err != nil || start > b {
 			return false
 		}
 		end, err := strconv.ParseInt(fields[7], 10, 64)
-		return fields[7] == "EOF" || (err == nil && end >= walWriteLock)
+		return fields[7] == "EOF" || (err == nil && end >= b)
 	})
 }
 

@@ -204,6 +204,20 @@ func (s *Store) migrateTo(ctx context.Context, versions *pool, target int) error
 				continue
 			}
 		}
+		// The open lock orders only the processes that locked the file at its path now: one
+		// whose file was removed or replaced while it ran still has the database open, and was
+		// migrated under (TestMigrationDoesNotRunUnderAnOlderVolctlWhoseOpenLockFileWasRemoved).
+		// Looked for as SQLite's own locks show them, and waited for as a holder of the lock is.
+		if hs := s.openers(); len(hs) > 0 {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("open state %s: %w (%s, which has it open, its open lock on a file %s that was removed or replaced while it ran): the database is at schema version %d and this volctl would migrate it to %d, under which it would go on writing as its own schema says: stop it (an agent, a dashboard) and run this again",
+					s.path, ErrInUse, LockHolders(hs), s.lock.Name(), version, target)
+			}
+			if err := sleepCtx(ctx, backoff.Jitter(waits.Next())); err != nil {
+				return fmt.Errorf("open state %s: interrupted while waiting for other processes to close the state database to migrate it: %w", s.path, err)
+			}
+			continue
+		}
 		if err := s.migrate(ctx, target); err != nil {
 			return err
 		}

@@ -22,7 +22,9 @@ import (
 // adds, read back by the new volctl as if they had it. So a database is never migrated under a
 // running volctl: the migrating open waits for them, up to the busy timeout, then refuses,
 // naming their pids. It costs an open and a flock per Open and nothing per transaction.
-// Processes of volctl versions before this lock hold none: they are not waited for.
+// Processes of volctl versions before this lock hold none: they are not waited for. One whose
+// lock file was removed or replaced under it is seen by SQLite's own lock on the -shm and the
+// removed file it holds open, and waited for too (Store.openers).
 
 // lockSuffix names the open lock beside the database: volctl.db-lock.
 const lockSuffix = "-lock"
