@@ -190,8 +190,49 @@ func (kernelMounts) MountedInTable(path string) (MountPoint, error) {
 	if len(mounts) == 0 {
 		return MountPoint{}, nil
 	}
-	top := mounts[len(mounts)-1] // mounts stacked on one path are listed in the order made
+	top := shownFromParent(path, mounts)
 	return MountPoint{Mounted: true, ReadOnly: hasOption(top.Options, "ro") || hasOption(top.VFSOptions, "ro")}, nil
+}
+
+// shownFromParent is the mount path shows of ms, every mount the table lists there: the one
+// mounted on the mount path's directory leads to (its ID read with statx of the directory, not
+// of path, whose file system MountedInTable must not ask), then those stacked on it, up to the
+// top. A publish directory that is a shared mount bound over itself (the kubelet idiom) has a
+// hidden propagation copy of each target's mount listed there too, last, and its flags were
+// read as the target's: a read claim's target remounted read-only called writable for the
+// copy, and one remounted writable called read-only
+// (TestReadOnlyReadClaimBesideAPropagationCopyIsNotCalledWritable,
+// TestReadClaimRemountedWritableBesideAPropagationCopyIsReported). Where the directory's mount
+// cannot be read or carries none of ms, the last listed (the table lists mounts in the order made).
+func shownFromParent(path string, ms []*mountinfo.Info) *mountinfo.Info {
+	last := ms[len(ms)-1]
+	if len(ms) < 2 {
+		return last
+	}
+	parent, known := pathMountID(filepath.Dir(path))
+	if !known {
+		return last
+	}
+	on := func(id int) *mountinfo.Info {
+		for _, m := range ms {
+			if m.Parent == id {
+				return m
+			}
+		}
+		return nil
+	}
+	top := on(int(parent))
+	if top == nil {
+		return last
+	}
+	for range ms {
+		next := on(top.ID)
+		if next == nil {
+			break
+		}
+		top = next
+	}
+	return top
 }
 
 // hasOption reports whether the comma-separated mount options opts hold opt.
