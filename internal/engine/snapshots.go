@@ -1848,8 +1848,8 @@ func (e *Engine) finishPendingForDelete(ctx context.Context, intent store.Snapsh
 // paged through) and volctl records nothing of, under its plugin or another on its socket: up
 // to maxUnrecordedShown of them, the listing stopped there, and within the bounds of a
 // check's listing (maxCheckPages, Config.ListTime). unchecked says why the plugin could not be
-// asked ("" when it was): it has no LIST_SNAPSHOTS, or the listing failed. A NOT_FOUND source
-// lists nothing.
+// asked ("" when it was): it has no LIST_SNAPSHOTS, or the listing failed, ids then being what
+// its pages named before it failed. A NOT_FOUND source lists nothing.
 func (e *Engine) unrecordedSnapshotsOf(ctx context.Context, c *conn, intent store.SnapshotCreate) (ids []string, unchecked string) {
 	if !c.fp.Capabilities.Controller.ListSnapshots {
 		return nil, "the plugin cannot list snapshots (no LIST_SNAPSHOTS controller capability), so that could not be checked"
@@ -1902,14 +1902,17 @@ func (e *Engine) unrecordedSnapshotsOf(ctx context.Context, c *conn, intent stor
 	case csi.IsNotFound(err):
 		return nil, ""
 	case err != nil:
-		return nil, fmt.Sprintf("the plugin's snapshots could not be listed to check that (%v)", err)
+		// What pages named before the listing failed is the plugin's word all the same: dropped,
+		// a pending delete forgot the create while the plugin had named the snapshot it made
+		// (TestPendingSnapshotDeleteKeepsTheCreateWhenTheListingNamedItsSnapshotBeforeItFailed).
+		unchecked = fmt.Sprintf("the plugin's snapshots could not be listed to check that (%v)", err)
 	}
 	// In one order whatever the plugin's (CSI promises none between calls): the words naming
 	// them are how the agent tells a standing problem from a new one, and a plugin listing from
 	// a map made the same kept create a new warning every pass
 	// (TestAgentLogsAKeptSnapshotCreateOnceWhateverOrderThePluginListsIn).
 	slices.Sort(ids)
-	return ids, ""
+	return ids, unchecked
 }
 
 // unrecordedWords names snapshots ids of plugin pluginID that volctl records nothing of, and the
