@@ -29,6 +29,14 @@ type DetachResult struct {
 	// no claims, sending the unpublish owed, said it had "nothing to detach"
 	// (TestForcedDetachThatSentTheOwedUnpublishDoesNotSayNothingToDetach).
 	DetachedFrom string `json:"detached_from,omitempty"`
+	// Unstaged is the staging path a detach of a volume with no claims unstaged, left by an
+	// earlier forced detach or a release cut short (undoLeft, as reconcile undoes it); "" for none.
+	Unstaged string `json:"unstaged,omitempty"`
+	// LeftAttached is the node the volume stays recorded attached to after the detach, its
+	// ControllerUnpublishVolume owed (it failed, or cannot be sent): "" when none is. A
+	// detach that left it so said "nothing to detach"
+	// (TestForcedDetachWhoseOwedUnpublishStillFailsDoesNotSayNothingToDetach).
+	LeftAttached string `json:"left_attached,omitempty"`
 }
 
 // Detach releases every claim on a volume on this host. With force — for a plugin that is gone —
@@ -38,11 +46,22 @@ func (e *Engine) Detach(ctx context.Context, volumeID string, force bool) (Detac
 	if err := e.checkMountView(ctx, volumeID); err != nil {
 		return DetachResult{}, fmt.Errorf("detach %q: %w", volumeID, err)
 	}
-	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (DetachResult, error) { return e.detachStored(ctx, id, force) })
+	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (DetachResult, error) { return e.detachStored(ctx, id, force, true) })
 }
 
-// detachStored is Detach of the ID as stored (byStoredID).
-func (e *Engine) detachStored(ctx context.Context, volumeID string, force bool) (DetachResult, error) {
+// releaseEvery is a plain Detach that leaves what the volume has without claims (a staging, an
+// attachment owed) to its caller: a forced deregister, which sends the owed unpublish itself
+// and forgets what it cannot undo (sendOwedUnpublish).
+func (e *Engine) releaseEvery(ctx context.Context, volumeID string) (DetachResult, error) {
+	if err := e.checkMountView(ctx, volumeID); err != nil {
+		return DetachResult{}, fmt.Errorf("detach %q: %w", volumeID, err)
+	}
+	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (DetachResult, error) { return e.detachStored(ctx, id, false, false) })
+}
+
+// detachStored is Detach of the ID as stored (byStoredID); left says a volume with no claims
+// has what it still records of its staging and attachment undone (detachLeft).
+func (e *Engine) detachStored(ctx context.Context, volumeID string, force, left bool) (DetachResult, error) {
 	var res DetachResult
 	fail := func(err error) (DetachResult, error) {
 		return res, fmt.Errorf("detach %q: %w", volumeID, err)
@@ -110,6 +129,7 @@ func (e *Engine) detachStored(ctx context.Context, volumeID string, force bool) 
 	if force {
 		var lost error
 		res.Warnings, res.DetachedFrom, lost = e.forceDetach(ctx, v, claims)
+		res.LeftAttached = e.leftAttached(ctx, v.ID)
 		if lost != nil {
 			// It frees the claims in one write, its last: stopped or failed, it freed none,
 			// and each stays recorded, releasing. Before, --json said "released": [] with no
@@ -122,6 +142,18 @@ func (e *Engine) detachStored(ctx context.Context, volumeID string, force bool) 
 		}
 		for _, cl := range claims {
 			res.Released = append(res.Released, claimInfo(cl))
+		}
+		return res, nil
+	}
+	if len(claims) == 0 && left {
+		// What an earlier forced detach (or a release cut short) left: a staging, an
+		// attachment owed. Undone as reconcile undoes it, under the volume's lock held; before,
+		// "nothing to detach" was said of a volume recorded attached, nothing sent
+		// (TestDetachOfAVolumeOwedAnUnpublishDoesNotSayNothingToDetach).
+		err := e.detachLeft(ctx, v, &res)
+		res.LeftAttached = e.leftAttached(ctx, v.ID)
+		if err != nil {
+			return fail(err)
 		}
 		return res, nil
 	}
@@ -142,6 +174,62 @@ func (e *Engine) detachStored(ctx context.Context, volumeID string, force bool) 
 		return fail(errors.Join(errs...))
 	}
 	return res, nil
+}
+
+// detachLeft undoes what volume v, with no claims, still has recorded of its staging or
+// attachment (undoLeft), saying in res what it undid. The caller holds the volume's lock.
+func (e *Engine) detachLeft(ctx context.Context, v store.Volume, res *DetachResult) error {
+	before, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Staging, error) { return tx.Stagings().Get(v.ID) })
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil // nothing left
+	case err != nil:
+		return err
+	}
+	c, err := e.connect(ctx, v.PluginID)
+	if err != nil {
+		return fmt.Errorf("volume %q has no claims, but its %s is recorded, left to undo: %w (`volctl reconcile` undoes it once the plugin answers)", v.ID, leftWords(before), err)
+	}
+	defer e.done(c)
+	_, err = e.undoLeft(ctx, c, v)
+	after, aerr := viewOne(ctx, e.store, func(tx *store.Tx) (store.Staging, error) { return tx.Stagings().Get(v.ID) })
+	if aerr != nil && !errors.Is(aerr, store.ErrNotFound) {
+		return errors.Join(err, aerr)
+	}
+	if before.StagingPath != "" && after.StagingPath == "" {
+		res.Unstaged = before.StagingPath
+	}
+	if before.ControllerPublished && !after.ControllerPublished {
+		res.DetachedFrom = attachedNode(before)
+	}
+	if err != nil {
+		if aerr != nil {
+			after = before // gone meanwhile: named as it was
+		}
+		return fmt.Errorf("volume %q has no claims, but its %s recorded, left to undo: %w (it stays recorded: `volctl reconcile` undoes it once the plugin takes it)", v.ID, leftWords(after), err)
+	}
+	return nil
+}
+
+// leftWords names what a staging row left without claims records: its staging, its attachment.
+func leftWords(st store.Staging) string {
+	switch {
+	case st.StagingPath != "" && st.ControllerPublished:
+		return fmt.Sprintf("staging at %s and attachment to node %q are", st.StagingPath, attachedNode(st))
+	case st.ControllerPublished:
+		return fmt.Sprintf("attachment to node %q is", attachedNode(st))
+	}
+	return fmt.Sprintf("staging at %s is", st.StagingPath)
+}
+
+// leftAttached is the node volume volumeID stays recorded attached to with no claim (its
+// ControllerUnpublishVolume owed), "" when it is not, or when that cannot be read.
+func (e *Engine) leftAttached(ctx context.Context, volumeID string) string {
+	st, err := viewOne(context.WithoutCancel(ctx), e.store, func(tx *store.Tx) (store.Staging, error) { return tx.Stagings().Get(volumeID) })
+	if err != nil || !st.ControllerPublished {
+		return ""
+	}
+	return attachedNode(st)
 }
 
 // forceDetach drops a volume's claims without the node RPCs. It returns what it could not do.
@@ -392,7 +480,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 				// Recorded only while the plugin had PUBLISH_UNPUBLISH_VOLUME: it lost it since. The
 				// record is dropped with an event, as a release drops it (undoUnused).
 				capLost = fmt.Sprintf("volume %q was recorded as attached to node %q, but %s, so ControllerUnpublishVolume is not sent and the record is dropped; if the volume is still attached, detach it with the storage provider's tools",
-					v.ID, st.NodeID, lostUnpublish(c.fp, v.PluginID))
+					v.ID, attachedNode(st), lostUnpublish(c.fp, v.PluginID))
 				warn("%s", capLost)
 			}
 			attached = false // the plugin attaches nothing now

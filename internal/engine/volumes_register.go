@@ -793,7 +793,7 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 		if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseHandedOver(tx, id) }); err != nil {
 			return fail(err)
 		}
-		res, err := e.Detach(ctx, id, false)
+		res, err := e.releaseEvery(ctx, id)
 		*released = append(*released, res.Released...)
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return fail(err)
