@@ -800,7 +800,7 @@ func (e *Engine) linkedStaging(ctx context.Context, v store.Volume, p *checkpoin
 // staging's users (countUsage: node-staged and past), when each holds nothing (the mount
 // table, as mountsLeft reads it) and so publishes nothing from the staging: ok. One that holds
 // something, as p's own target, is published from the staging as it is: not ok.
-func (e *Engine) emptyTargets(ctx context.Context, v store.Volume, p *checkpoint) (targets []string, ok bool, err error) {
+func (e *Engine) emptyTargets(ctx context.Context, v store.Volume, p *checkpoint) (others []store.Claim, ok bool, err error) {
 	if held, err := e.mountsLeft(p.cl.TargetPath); err != nil || len(held) > 0 {
 		return nil, false, err
 	}
@@ -815,9 +815,9 @@ func (e *Engine) emptyTargets(ctx context.Context, v store.Volume, p *checkpoint
 		if held, err := e.mountsLeft(o.TargetPath); err != nil || len(held) > 0 {
 			return nil, false, err
 		}
-		targets = append(targets, o.TargetPath)
+		others = append(others, o)
 	}
-	return targets, true, nil
+	return others, true, nil
 }
 
 // ownPathAdvice is a symlinkError's advice for a link at component, on the way to (or at)
@@ -877,9 +877,13 @@ func (e *Engine) unstageUnrecorded(ctx context.Context, c *conn, v store.Volume,
 		// staging recorded unstaged while their targets hold nothing: counted users, a second
 		// claim's restore staged over the first's mount
 		// (TestRestoreStageThatMountedThenAnsweredInternalStacksNoSecondMountWithTwoClaims).
-		targets, ok, err := e.emptyTargets(ctx, v, p)
+		others, ok, err := e.emptyTargets(ctx, v, p)
 		if err != nil || !ok {
 			return err
+		}
+		targets := make([]string, len(others))
+		for i, o := range others {
+			targets[i] = o.TargetPath
 		}
 		e.log.Info("the staging of a claim being restored is mounted though recorded unstaged (a restore's NodeStageVolume mounted, then failed): sending NodeUnpublishVolume of its claims' targets, which hold nothing, then NodeUnstageVolume, so that the plugin stages it once",
 			"volume", v.ID, "alloc", p.cl.Alloc, "staging", path, "targets", targets)
@@ -887,12 +891,23 @@ func (e *Engine) unstageUnrecorded(ctx context.Context, c *conn, v store.Volume,
 			return fmt.Errorf("volume %q's staging at %s is mounted though recorded unstaged (a restore's %s, answered with an error once the plugin mounted), and %s of its claims' targets, sent before %s so that the plugin stages it once, failed: %w",
 				v.ID, path, csi.RPCNodeStageVolume, csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, err)
 		}
-		for _, target := range targets {
-			err := e.retry(ctx, c, csi.RPCNodeUnpublishVolume, func(ctx context.Context) error {
-				return c.client.NodeUnpublishVolume(ctx, csi.NodeUnpublishVolumeRequest{VolumeID: v.ExternalID, TargetPath: target})
-			})
-			if err != nil && !csi.IsIgnorable(err) {
+		// Each through unpublishTarget, as any NodeUnpublishVolume of a target is: what an
+		// alloc wrote into its bare target set aside first, a link there removed unfollowed, the
+		// claim's record reset after. Sent raw, a plugin removing the target deleted what was
+		// written there, and one following a link unmounted another claim's volume
+		// (TestRestoreOfASecondClaimSetsAsideWhatWasWrittenAtTheFirstClaimsTarget,
+		// TestRestoreOfASecondClaimSendsNoUnpublishThroughALinkAtTheFirstClaimsTarget).
+		for i := range others {
+			op, err := e.newCheckpoint(ctx, &others[i], nil)
+			if err != nil {
 				return unpublished(err)
+			}
+			_, err = e.unpublishTarget(ctx, c, v, op)
+			if ferr := op.flush(ctx, "restore:other-target"); ferr != nil {
+				err = withFlushError(err, ferr)
+			}
+			if err != nil {
+				return unpublished(fmt.Errorf("alloc %q's target %s: %w", others[i].Alloc, others[i].TargetPath, err))
 			}
 		}
 		if _, err := e.unpublishTarget(ctx, c, v, p); err != nil {
