@@ -59,7 +59,7 @@ func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
 		rep.Problems = []engine.ReconcileAction{}
 	}
 	if err := redactOutput(ctx, e, nil, &rep); err != nil {
-		return fmt.Errorf("reconcile: %w", err)
+		return joinUnprinted(recErr, fmt.Errorf("reconcile: %w", err))
 	}
 	out := bufio.NewWriter(opts.IO.Out)
 	if opts.Exporter.Enabled() {
@@ -90,20 +90,24 @@ func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
 	for _, p := range rep.Problems {
 		fmt.Fprintf(opts.IO.ErrOut, "Problem: %s\n", escapeLines(p.Message))
 	}
-	if err != nil {
-		return err
-	}
+	// The pass's own failure is said whatever became of its result: a filter failing on the
+	// report of a pass that failed said only that printing failed, exit 2, the pass's error
+	// dropped (TestReconcileThatFailedWhoseFilterFailsStillSaysItFailed).
+	var failed error
 	switch {
 	case recErr != nil && !rep.Whole():
 		// Cut short (a signal, a state it could not read): said, with the problems found
 		// before, whatever they are; "N problem(s) remain" alone read as all that is left,
 		// what the pass never got to unsaid
 		// (TestReconcileInterruptedAfterAProblemSaysItWasInterrupted).
-		return withCode(ExitError, recErr)
+		failed = withCode(ExitError, recErr)
 	case len(rep.Problems) > 0:
-		return withCode(ExitError, fmt.Errorf("reconcile: %d problem(s) remain; fix them and run `volctl reconcile` again", len(rep.Problems)))
+		failed = withCode(ExitError, fmt.Errorf("reconcile: %d problem(s) remain; fix them and run `volctl reconcile` again", len(rep.Problems)))
 	case recErr != nil:
-		return recErr
+		failed = recErr
 	}
-	return nil
+	if err != nil {
+		return joinUnprinted(failed, err)
+	}
+	return failed
 }

@@ -115,6 +115,15 @@ func (o *VolumeClaimOptions) request() (engine.ClaimRequest, error) {
 			return req, usageError("volume claim: --attachment-mode %q is not an attachment mode; valid modes: %s%s", o.AttachmentMode, joinModes(spec.AttachmentModes), didYouMean(spec.Suggest(o.AttachmentMode, spec.AttachmentModes)))
 		}
 	}
+	// A value that begins with "-" is the next flag taken for it (`--fs-type "$FS"
+	// --read-only` with $FS unset): no file system type nor mount flag begins so, and the claim
+	// was made for writing, the fs type "--read-only" sent to the plugin
+	// (TestClaimFlagValueThatIsAFlagIsRefused).
+	for _, f := range append([]struct{ flag, v string }{{"--fs-type", o.FSType}}, flagValues("--mount-flag", o.MountFlags)...) {
+		if strings.HasPrefix(f.v, "-") {
+			return req, usageError("volume claim: %s %q begins with \"-\", a flag taken as its value (was the value left out?): no file system type or mount flag begins so", f.flag, f.v)
+		}
+	}
 	if o.FSType != "" || len(o.MountFlags) > 0 {
 		if req.AttachmentMode == spec.BlockDevice {
 			return req, usageError("volume claim: --fs-type and --mount-flag do not apply to a block-device claim")
@@ -127,6 +136,15 @@ func (o *VolumeClaimOptions) request() (engine.ClaimRequest, error) {
 		req.MountOptions = &spec.MountOptions{FSType: o.FSType, MountFlags: spec.MountFlags(o.MountFlags)}
 	}
 	return req, nil
+}
+
+// flagValues pairs each of a repeatable flag's values with the flag's name.
+func flagValues(flag string, vs []string) []struct{ flag, v string } {
+	out := make([]struct{ flag, v string }, len(vs))
+	for i, v := range vs {
+		out[i].flag, out[i].v = flag, v
+	}
+	return out
 }
 
 func volumeClaimRun(ctx context.Context, opts *VolumeClaimOptions) error {
