@@ -405,13 +405,12 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if capsWarning != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", escapeLines(capsWarning))
 	}
-	if len(want.Secrets) > 0 && !opts.warnedPlainHTTP && plainHTTPOffHost(c.Address) {
+	if w := secretsInTheClear(id, want, c.Address, "go"); w != "" && !opts.warnedPlainHTTP {
 		// Said once a command, before the first volume whose secrets go: sent in the clear
 		// over a network, as Nomad's own CLI sends them, without a word
 		// (TestNomadRegisterSaysSecretsGoOverPlainHTTP).
 		opts.warnedPlainHTTP = true
-		fmt.Fprintf(opts.IO.ErrOut, "Warning: volume %q's secrets go to Nomad at %s over plain HTTP, readable on the network between: "+
-			"enable TLS in Nomad's tls block and say https:// in NOMAD_ADDR\n", id, c.Address)
+		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", escapeLines(w))
 	}
 	// Mark first: from here on volctl refuses to claim the volume. The registration runs under
 	// the volume's lock, which nomad release takes to ask Nomad and remove the mark, and sends
@@ -511,6 +510,28 @@ func expansionKeptNote(id string, v engine.VolumeInfo) string {
 			"and the step waits for the volume to be taken back (`%s`), then for its next publish here", id, spec.FormatSize(v.NodeExpansionOwed), release))
 	}
 	return strings.Join(notes, "; ")
+}
+
+// secretsInTheClear warns that volume id's secrets (want, as it would be sent: its secrets
+// block, and a mount flag holding one, a cifs password=, which export writes as a placeholder
+// and every message masks) go ("go", or "would go") to Nomad at address over plain HTTP to
+// another host; "" when none would. A mount flag's password went unsaid
+// (TestNomadRegisterSaysMountFlagPasswordsGoOverPlainHTTP), and so did the plan's
+// (TestNomadRegisterDryRunSaysSecretsWouldGoOverPlainHTTP), the one place to learn it before
+// the secrets cross the network.
+func secretsInTheClear(id string, want spec.Volume, address, verb string) string {
+	what := ""
+	switch {
+	case len(want.Secrets) > 0:
+		what = "secrets"
+	case want.MountOptions != nil && slices.ContainsFunc(want.MountOptions.MountFlags, func(f string) bool { return len(spec.MountFlagSecrets(f)) > 0 }):
+		what = "mount flags' secrets (a password= in its mount_flags)"
+	}
+	if what == "" || !plainHTTPOffHost(address) {
+		return ""
+	}
+	return fmt.Sprintf("volume %q's %s %s to Nomad at %s over plain HTTP, readable on the network between: "+
+		"enable TLS in Nomad's tls block and say https:// in NOMAD_ADDR", id, what, verb, address)
 }
 
 // plainHTTPOffHost reports a Nomad address of plain HTTP to another host than this one (a
@@ -883,6 +904,10 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if w := erasing.warning(ctx, c, want, "before handing it over"); w != "" {
 		plan.Warnings = append(plan.Warnings, w)
 		fmt.Fprintf(errOut, "Warning: %s\n", w)
+	}
+	if w := secretsInTheClear(id, want, c.Address, "would go"); w != "" {
+		plan.Warnings = append(plan.Warnings, w)
+		fmt.Fprintf(errOut, "Warning: %s\n", escapeLines(w))
 	}
 	if n := erasing.note(); n != "" {
 		plan.Warnings = append(plan.Warnings, n)
@@ -1627,9 +1652,6 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			if s.Erasing != "" {
 				fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", s.Erasing)
 			}
-			if n := erasing.note(); n != "" {
-				fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
-			}
 			if len(s.Twins) > 0 {
 				region := c.Region
 				if s.Handover != nil {
@@ -1644,7 +1666,12 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 		}
 	}
 	// These notes have no field in --json's objects: they go to stderr with it too, as
-	// register --dry-run's do.
+	// register --dry-run's do; the erasing one once, not once per volume (with --json it was
+	// not said, an absent `erasing` read as "not erased":
+	// TestNomadStatusJSONSaysItCouldNotTellWhetherNomadErasesSecrets).
+	if n := erasing.note(); n != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
+	}
 	if unlisted != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(c.Hide(scrubbedNote(ctx, e, c, unlisted))))
 	}
