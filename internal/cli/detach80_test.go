@@ -8,9 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc/codes"
-
-	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
@@ -31,19 +28,7 @@ import (
 func TestForcedDetachWhoseOwedUnpublishStillFailsDoesNotSayNothingToDetach(t *testing.T) {
 	requireMount(t)
 	ctx := context.Background()
-	faults := csitest.NewFaults()
-	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
-	_, e, _ := serveMem(t, mem, csitest.WithFaults(faults))
-	createSingleWriter(t, e, "v")
-	claimUntilCleanup(t, e, "v", "a1")
-	faults.FailAlways(csi.RPCControllerUnpublishVolume, codes.Unavailable)
-	if code, errOut := runOn(ctx, e, "volume", "detach", "v", "--force", "--yes"); code != ExitOK {
-		t.Fatalf("premise: first forced detach: exit %d: %s", code, errOut)
-	}
-	info, err := e.Volume(ctx, "v")
-	if err != nil || info.AttachedTo == "" {
-		t.Fatalf("premise: the attachment is owed after the first forced detach: %+v, %v", info, err)
-	}
+	mem, e, _, info := volumeOwingAFailingUnpublish(t)
 
 	// Run again, the plugin still refusing the unpublish.
 	code, out, errOut := runOnOut(ctx, e, "volume", "detach", "v", "--force", "--yes")
@@ -103,19 +88,7 @@ func TestDetachOfAVolumeOwedAnUnpublishDoesNotSayNothingToDetach(t *testing.T) {
 func TestDetachOfAVolumeOwedAnUnpublishThatFailsAgainSaysSoAndFails(t *testing.T) {
 	requireMount(t)
 	ctx := context.Background()
-	faults := csitest.NewFaults()
-	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
-	_, e, _ := serveMem(t, mem, csitest.WithFaults(faults))
-	createSingleWriter(t, e, "v")
-	claimUntilCleanup(t, e, "v", "a1")
-	faults.FailAlways(csi.RPCControllerUnpublishVolume, codes.Unavailable)
-	if code, errOut := runOn(ctx, e, "volume", "detach", "v", "--force", "--yes"); code != ExitOK {
-		t.Fatalf("premise: first forced detach: exit %d: %s", code, errOut)
-	}
-	info, err := e.Volume(ctx, "v")
-	if err != nil || info.AttachedTo == "" {
-		t.Fatalf("premise: the attachment is owed after the first forced detach: %+v, %v", info, err)
-	}
+	mem, e, faults, info := volumeOwingAFailingUnpublish(t)
 	code, out, errOut := runOnOut(ctx, e, "volume", "detach", "v", "--yes", "--json")
 	if code == ExitOK || strings.Contains(errOut, "nothing to detach") || !strings.Contains(errOut, info.AttachedTo) {
 		t.Errorf("volume detach of v, whose owed ControllerUnpublishVolume fails again: exit %d, says:\n%s%s\nwant a failure naming node %q", code, out, errOut, info.AttachedTo)

@@ -47,6 +47,15 @@ func TestForcedDetachThatSentTheOwedUnpublishDoesNotSayNothingToDetach(t *testin
 // the volume as recorded then.
 func volumeWithAnOwedDetach(t *testing.T) (*csitest.MemPlugin, *engine.Engine, engine.VolumeInfo) {
 	t.Helper()
+	mem, e, faults, info := volumeOwingAFailingUnpublish(t)
+	faults.Clear()
+	return mem, e, info
+}
+
+// volumeOwingAFailingUnpublish is volumeWithAnOwedDetach with the plugin still answering
+// ControllerUnpublishVolume UNAVAILABLE (faults, to clear).
+func volumeOwingAFailingUnpublish(t *testing.T) (*csitest.MemPlugin, *engine.Engine, *csitest.Faults, engine.VolumeInfo) {
+	t.Helper()
 	ctx := context.Background()
 	faults := csitest.NewFaults()
 	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
@@ -57,10 +66,9 @@ func volumeWithAnOwedDetach(t *testing.T) (*csitest.MemPlugin, *engine.Engine, e
 	if code, errOut := runOn(ctx, e, "volume", "detach", "v", "--force", "--yes"); code != ExitOK {
 		t.Fatalf("first forced detach: exit %d: %s", code, errOut)
 	}
-	faults.Clear()
 	info, err := e.Volume(ctx, "v")
 	if err != nil || info.AttachedTo == "" {
 		t.Fatalf("premise: the attachment is owed after the first forced detach: %+v, %v", info, err)
 	}
-	return mem, e, info
+	return mem, e, faults, info
 }
