@@ -29,14 +29,7 @@ import (
 // Found by helper review80 (mountopts).
 func TestReadOnlyReadClaimBesideAPropagationCopyIsNotCalledWritable(t *testing.T) {
 	t.Parallel()
-	h := withASharedPublishDirBoundOverItself(t)
-	req := ClaimRequest{VolumeID: "v", Alloc: "a", ReadOnly: true}
-	cl := h.claim(req)
-	t.Cleanup(func() {
-		for range 3 {
-			_ = unix.Unmount(cl.TargetPath, unix.MNT_DETACH)
-		}
-	})
+	h, req, cl := readClaimUnderASharedPublishDir(t)
 	listed, err := mountinfo.GetMounts(func(m *mountinfo.Info) (bool, bool) { return m.Mountpoint != cl.TargetPath, false })
 	if err != nil || len(listed) != 2 {
 		t.Fatalf("premise: the table lists %d mounts at the target %s (%v); want the plugin's and its propagation copy", len(listed), cl.TargetPath, err)
@@ -76,14 +69,7 @@ func TestReadOnlyReadClaimBesideAPropagationCopyIsNotCalledWritable(t *testing.T
 // Found by helper review80 (mountopts).
 func TestReadClaimRemountedWritableBesideAPropagationCopyIsReported(t *testing.T) {
 	t.Parallel()
-	h := withASharedPublishDirBoundOverItself(t)
-	req := ClaimRequest{VolumeID: "v", Alloc: "a", ReadOnly: true}
-	cl := h.claim(req)
-	t.Cleanup(func() {
-		for range 3 {
-			_ = unix.Unmount(cl.TargetPath, unix.MNT_DETACH)
-		}
-	})
+	h, req, cl := readClaimUnderASharedPublishDir(t)
 	// The plugin's read-only mount, cloned unattached, and attached again in its place: its
 	// propagation copy is made of a read-only mount. Then remounted writable (the top alone).
 	tree, err := unix.OpenTree(unix.AT_FDCWD, cl.TargetPath, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
@@ -121,4 +107,19 @@ func TestReadClaimRemountedWritableBesideAPropagationCopyIsReported(t *testing.T
 	if !reported {
 		t.Errorf("reconcile of the read claim whose target %s is writable (%s written through it): problems %+v\nwant it reported mounted read-write", cl.TargetPath, written, rep.Problems)
 	}
+}
+
+// readClaimUnderASharedPublishDir is a harness whose publish directory is a shared mount bound
+// over itself, with alloc a's read claim of v published (its target's mounts unmounted at the end).
+func readClaimUnderASharedPublishDir(t *testing.T) (*harness, ClaimRequest, ClaimInfo) {
+	t.Helper()
+	h := withASharedPublishDirBoundOverItself(t)
+	req := ClaimRequest{VolumeID: "v", Alloc: "a", ReadOnly: true}
+	cl := h.claim(req)
+	t.Cleanup(func() {
+		for range 3 {
+			_ = unix.Unmount(cl.TargetPath, unix.MNT_DETACH)
+		}
+	})
+	return h, req, cl
 }
