@@ -93,21 +93,7 @@ func TestRetriedPublishDoesNotTakeAMountThatWasThereBeforeForTheVolume(t *testin
 // Found by helper review79 (resend), in this round's own change.
 func TestRestoreStageThatMountedThenAnsweredInternalStacksNoSecondMountWithTwoClaims(t *testing.T) {
 	t.Parallel()
-	hostpathtest.RequireMount(t)
-	h := newHostpathEngineAt(t, hostpathtest.MountDir(t), hostpath.Config{Root: hostpathtest.MountDir(t), NodeID: "n1", EnableAttach: true},
-		csitest.WithInterceptor(remountingStage()))
-	a := h.claimNew(t, "data", "a", spec.MultiNodeMultiWriter)
-	b, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	unmountAllAt(t, a.TargetPath)
-	unmountAllAt(t, b.TargetPath)
-	staging := h.writeThenReboot(t, a, "data")
-	if err := unix.Unmount(b.TargetPath, 0); err != nil { // the reboot, for the second claim
-		t.Fatal(err)
-	}
-	unmountAllAt(t, staging)
+	h, _, staging := twoClaimsRebooted(t, csitest.WithInterceptor(remountingStage()))
 
 	h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Lost: true, Code: codes.Internal, Message: "write state file: failed after the mount", Times: 1})
 	rep, err := h.e.Reconcile(h.ctx)

@@ -52,21 +52,7 @@ func removingUnpublish() grpc.UnaryServerInterceptor {
 // Found by helper review80 (restore).
 func TestRestoreOfASecondClaimSetsAsideWhatWasWrittenAtTheFirstClaimsTarget(t *testing.T) {
 	t.Parallel()
-	hostpathtest.RequireMount(t)
-	h := newHostpathEngineAt(t, hostpathtest.MountDir(t), hostpath.Config{Root: hostpathtest.MountDir(t), NodeID: "n1", EnableAttach: true},
-		csitest.WithInterceptor(removingUnpublish()))
-	a := h.claimNew(t, "data", "a", spec.MultiNodeMultiWriter)
-	b, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	unmountAllAt(t, a.TargetPath)
-	unmountAllAt(t, b.TargetPath)
-	staging := h.writeThenReboot(t, a, "data")
-	unmountAllAt(t, staging)
-	if err := unix.Unmount(b.TargetPath, 0); err != nil { // the reboot, for the second claim
-		t.Fatal(err)
-	}
+	h, a, _ := twoClaimsRebooted(t, csitest.WithInterceptor(removingUnpublish()))
 	// The application of alloc a, started before the restore, writes into the bare target.
 	if err := os.WriteFile(filepath.Join(a.TargetPath, "app.log"), []byte("written while unmounted"), 0o644); err != nil {
 		t.Fatal(err)
@@ -130,21 +116,7 @@ func followingUnpublish() grpc.UnaryServerInterceptor {
 // Found by helper review80 (restore).
 func TestRestoreOfASecondClaimSendsNoUnpublishThroughALinkAtTheFirstClaimsTarget(t *testing.T) {
 	t.Parallel()
-	hostpathtest.RequireMount(t)
-	h := newHostpathEngineAt(t, hostpathtest.MountDir(t), hostpath.Config{Root: hostpathtest.MountDir(t), NodeID: "n1", EnableAttach: true},
-		csitest.WithInterceptor(followingUnpublish()))
-	a := h.claimNew(t, "data", "a", spec.MultiNodeMultiWriter)
-	b, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	unmountAllAt(t, a.TargetPath)
-	unmountAllAt(t, b.TargetPath)
-	staging := h.writeThenReboot(t, a, "data")
-	unmountAllAt(t, staging)
-	if err := unix.Unmount(b.TargetPath, 0); err != nil { // the reboot, for the second claim
-		t.Fatal(err)
-	}
+	h, a, _ := twoClaimsRebooted(t, csitest.WithInterceptor(followingUnpublish()))
 	// Alloc c's volume, claimed since the reboot, published and in use.
 	c := h.claimNew(t, "other", "c", spec.SingleNodeWriter)
 	unmountAllAt(t, c.TargetPath)
@@ -169,4 +141,26 @@ func TestRestoreOfASecondClaimSendsNoUnpublishThroughALinkAtTheFirstClaimsTarget
 			"b's restore sent NodeUnpublishVolume of a's target through the link there to c's; want nothing sent through a link leading to what another claim holds",
 			c.TargetPath, serr == nil, h.faults.Calls(csi.RPCNodeUnpublishVolume))
 	}
+}
+
+// twoClaimsRebooted is a hostpath engine (attaching, its server given opts) whose multi-writer
+// volume "data" has allocs a's and b's claims, after a reboot: every mount of theirs gone
+// (unmountAllAt), the staging's too. It returns the engine, a's claim and the staging path.
+func twoClaimsRebooted(t *testing.T, opts ...csitest.ServeOption) (*hostpathEngine, ClaimInfo, string) {
+	t.Helper()
+	hostpathtest.RequireMount(t)
+	h := newHostpathEngineAt(t, hostpathtest.MountDir(t), hostpath.Config{Root: hostpathtest.MountDir(t), NodeID: "n1", EnableAttach: true}, opts...)
+	a := h.claimNew(t, "data", "a", spec.MultiNodeMultiWriter)
+	b, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unmountAllAt(t, a.TargetPath)
+	unmountAllAt(t, b.TargetPath)
+	staging := h.writeThenReboot(t, a, "data")
+	unmountAllAt(t, staging)
+	if err := unix.Unmount(b.TargetPath, 0); err != nil { // the reboot, for the second claim
+		t.Fatal(err)
+	}
+	return h, a, staging
 }
