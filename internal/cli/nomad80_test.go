@@ -95,11 +95,7 @@ func TestNomadRegisterSaysMountFlagPasswordsGoOverPlainHTTP(t *testing.T) {
 // Found by helper review80 (nomad).
 func TestNomadRegisterDryRunSaysSecretsWouldGoOverPlainHTTP(t *testing.T) {
 	h := nomadHarness(t)
-	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "vault", Name: "vault", Type: "csi", PluginID: "hp", CapacityMin: 10 << 20,
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
-		Secrets:      spec.Secrets{"token": "vault-token-SENTINEL"}}); err != nil {
-		t.Fatal(err)
-	}
+	createVaultWithASecret(t, h)
 	n := newFakeNomad(t)
 	client, addr := overTheNetwork(t, n)
 	ios, _, out, errOut := iostreams.Test()
@@ -143,11 +139,7 @@ func TestNomadRegisterDryRunSaysSecretsWouldGoOverPlainHTTP(t *testing.T) {
 // Found by helper review80 (nomad).
 func TestNomadStatusJSONSaysItCouldNotTellWhetherNomadErasesSecrets(t *testing.T) {
 	h := nomadHarness(t)
-	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "vault", Name: "vault", Type: "csi", PluginID: "hp", CapacityMin: 10 << 20,
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
-		Secrets:      spec.Secrets{"token": "vault-token-SENTINEL"}}); err != nil {
-		t.Fatal(err)
-	}
+	createVaultWithASecret(t, h)
 	n := newFakeNomad(t)
 	ios, _, _, errOut := iostreams.Test()
 	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"vault"}}); err != nil {
@@ -175,5 +167,15 @@ func TestNomadStatusJSONSaysItCouldNotTellWhetherNomadErasesSecrets(t *testing.T
 	}
 	if !strings.Contains(errText, couldNot) {
 		t.Errorf("nomad status vault --json, Nomad refusing to say its servers' versions: no `erasing` and stderr:\n%s\nwant the note that volctl could not tell whether Nomad erases the volume's secrets, as the text output says", errText)
+	}
+}
+
+// createVaultWithASecret creates volume vault, with a secret, through h's plugin hp.
+func createVaultWithASecret(t *testing.T, h *cliHarness) {
+	t.Helper()
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "vault", Name: "vault", Type: "csi", PluginID: "hp", CapacityMin: 10 << 20,
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
+		Secrets:      spec.Secrets{"token": "vault-token-SENTINEL"}}); err != nil {
+		t.Fatal(err)
 	}
 }
