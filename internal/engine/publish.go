@@ -869,14 +869,16 @@ func (e *Engine) unstageUnrecorded(ctx context.Context, c *conn, v store.Volume,
 	if err != nil {
 		return err
 	}
-	if u.staging > 0 && !p.cl.Degraded {
-		return nil // the staging other claims use is theirs: published from as it is
-	}
-	if p.cl.Degraded {
-		// The volume's other claims past node-staged, being restored as this one is, use no
-		// staging recorded unstaged while their targets hold nothing: counted users, a second
-		// claim's restore staged over the first's mount
-		// (TestRestoreStageThatMountedThenAnsweredInternalStacksNoSecondMountWithTwoClaims).
+	if u.staging > 0 || p.cl.Degraded {
+		// The volume's other claims past node-staged use no staging recorded unstaged while
+		// their targets hold nothing (a reboot took their mounts, restageIfLost marked the
+		// staging unstaged): counted users, a second claim's restore staged over the first's
+		// mount (TestRestoreStageThatMountedThenAnsweredInternalStacksNoSecondMountWithTwoClaims),
+		// and so did a new claim's stage run again after a kill, or retried after an UNAVAILABLE
+		// once it mounted, beside a claim published before the reboot
+		// (TestClaimAfterARebootKilledAtItsStageThenRunAgainStacksNoSecondMount,
+		// TestClaimAfterARebootWhoseStageMountedThenAnsweredUnavailableStacksNoSecondMount).
+		// A target that holds something publishes from the staging as it is: staged over, as before.
 		others, ok, err := e.emptyTargets(ctx, v, p)
 		if err != nil || !ok {
 			return err
@@ -910,8 +912,12 @@ func (e *Engine) unstageUnrecorded(ctx context.Context, c *conn, v store.Volume,
 				return unpublished(fmt.Errorf("alloc %q's target %s: %w", others[i].Alloc, others[i].TargetPath, err))
 			}
 		}
-		if _, err := e.unpublishTarget(ctx, c, v, p); err != nil {
-			return unpublished(err)
+		if p.cl.Degraded {
+			// Its own target, which its restore's earlier publish may have reached; a new
+			// claim's publish is not sent yet.
+			if _, err := e.unpublishTarget(ctx, c, v, p); err != nil {
+				return unpublished(err)
+			}
 		}
 	}
 	e.log.Warn(fmt.Sprintf("volume %q's staging at %s is mounted but not recorded staged (an earlier volctl sent %s and did not record the answer): "+
