@@ -261,27 +261,33 @@ func (s *Store) writeLockHolders() []LockHolder {
 // client (a sqlite3 shell) writes with no volctl statements, and is not waited for. Read from
 // /proc, never by opening the -shm: closing a file of its own drops every POSIX lock this
 // process's SQLite holds on it.
+//
+// The lock file is known by its name alone ("/volctl.db-lock (deleted)"): /proc names it by the
+// path the holder's mount namespace reaches it by, its state dir's symlinks resolved, never the
+// path this Open was given; compared whole, a state dir reached through a symlink found no one
+// (TestMigrationThroughASymlinkedStateDirDoesNotRunUnderAnOlderVolctlWhoseOpenLockFileWasRemoved).
+// Holding this database's -shm lock ties the process to this database.
 func (s *Store) openers() []LockHolder {
-	gone := s.lock.Name() + " (deleted)"
+	gone := "/" + filepath.Base(s.lock.Name()) + " (deleted)"
 	var out []LockHolder
 	for _, h := range s.shmLockHolders(shmDMSOffset, "") {
-		if holdsOpen(h.Pid, gone) {
+		if holdsOpenEnding(h.Pid, gone) {
 			out = append(out, h)
 		}
 	}
 	return out
 }
 
-// holdsOpen says whether process pid has a file open that /proc names link (readlink of its
-// descriptors; false when they cannot be read: another user's, under hidepid).
-func holdsOpen(pid int, link string) bool {
+// holdsOpenEnding says whether process pid has a file open whose /proc name ends in suffix
+// (readlink of its descriptors; false when they cannot be read: another user's, under hidepid).
+func holdsOpenEnding(pid int, suffix string) bool {
 	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return false
 	}
 	for _, e := range ents {
-		if l, err := os.Readlink(dir + "/" + e.Name()); err == nil && l == link {
+		if l, err := os.Readlink(dir + "/" + e.Name()); err == nil && strings.HasSuffix(l, suffix) {
 			return true
 		}
 	}

@@ -154,6 +154,7 @@ func (s *Store) migrateTo(ctx context.Context, versions *pool, target int) error
 	waits := backoff.New(time.Millisecond, 100*time.Millisecond)
 	probed := false // checkLockHolds ran
 	watch := s.openLockWatch()
+	openers := NewHolderWatch(s.openers)
 	var whenHeld func() (bool, error)
 	if versions == s.r { // opened for reading, an existing database
 		whenHeld = func() (bool, error) { return s.readMigrating(ctx, versions, target) }
@@ -209,6 +210,13 @@ func (s *Store) migrateTo(ctx context.Context, versions *pool, target int) error
 		// migrated under (TestMigrationDoesNotRunUnderAnOlderVolctlWhoseOpenLockFileWasRemoved).
 		// Looked for as SQLite's own locks show them, and waited for as a holder of the lock is.
 		if hs := s.openers(); len(hs) > 0 {
+			// Stopped by a signal, it keeps the database open until resumed or ended: said so,
+			// once stopped for the stopped wait, as of the open lock's holders
+			// (TestMigrationBehindAStoppedOlderVolctlWhoseOpenLockFileWasRemovedSaysHowToResumeIt).
+			if d := openers.Look(time.Now()); d > 0 && (d >= s.stoppedWait || time.Now().After(deadline)) {
+				return fmt.Errorf("open state %s: %w: the database is at schema version %d and this volctl would migrate it to %d, and it is open in a volctl whose open lock's file %s was removed or replaced while it ran, %s",
+					s.path, ErrInUse, version, target, s.lock.Name(), stuckOpenHolders(openers.Holders(), d))
+			}
 			if time.Now().After(deadline) {
 				return fmt.Errorf("open state %s: %w (%s, which has it open, its open lock on a file %s that was removed or replaced while it ran): the database is at schema version %d and this volctl would migrate it to %d, under which it would go on writing as its own schema says: stop it (an agent, a dashboard) and run this again",
 					s.path, ErrInUse, LockHolders(hs), s.lock.Name(), version, target)
