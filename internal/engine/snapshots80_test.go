@@ -121,6 +121,39 @@ func TestRestoreFromAPluginSnapshotIDThatIsAlsoARecordedNameIsNotRefused(t *test
 	}
 }
 
+// The same state, the restore's check refused UNAUTHENTICATED (the spec's secrets wrong): the
+// restore was refused as a NAME ("write snapshot_id = snap-snap-b"), the credentials refusal and
+// its hint dropped, the advice restoring the other snapshot. Now the check's failure is said,
+// its hint kept, with both meanings; the secrets fixed (the fault gone), the restore is of
+// the snapshot the plugin holds under that ID. Found by helper review80 (own80a), in this
+// round's own change; the test is mine.
+func TestRestoreOfAnIDThatIsAlsoARecordedNameWhoseCheckFailsSaysBoth(t *testing.T) {
+	t.Parallel()
+	h, db := snapshotHarness(t, func(c *csitest.MemConfig) { c.SnapshotIDPrefix = "snap-" })
+	named := h.snapshot("snap-b")
+	meant := csi.Snapshot{ID: "snap-b", SourceVolumeID: db.ExternalID, SizeBytes: db.CapacityBytes, ReadyToUse: true,
+		CreatedAt: snapshotClock.UTC()}
+	h.mem.AddSnapshot(meant)
+	h.faults.FailAlways(csi.RPCListSnapshots, codes.Unauthenticated)
+	sv := volume("restored")
+	sv.SnapshotID = meant.ID
+	_, err := h.e.CreateVolume(h.ctx, sv)
+	if err == nil || !strings.Contains(err.Error(), "secrets block") || !strings.Contains(err.Error(), named.ID) || !strings.Contains(err.Error(), "could not be checked") {
+		t.Fatalf("restore from %q (an ID the plugin holds, a recorded NAME too) whose check is refused UNAUTHENTICATED: %v; want the refusal with its secrets-block hint, and both meanings", meant.ID, err)
+	}
+	if n := len(h.mem.Volumes()); n != 1 {
+		t.Errorf("the refused restore made a volume on the plugin (%d volumes)", n)
+	}
+	h.faults.Clear()
+	v, err := h.e.CreateVolume(h.ctx, sv)
+	if err != nil {
+		t.Fatalf("the restore once the check is answered: %v", err)
+	}
+	if got, ok := h.mem.Volume(v.ExternalID); !ok || got.SnapshotID != meant.ID {
+		t.Errorf("the restored volume on the plugin: %+v (found %v); want it made from snapshot %q", got, ok, meant.ID)
+	}
+}
+
 // TestSnapshotDeleteRefusedByAListingThatNamesTheIDAsTwoSources: the state of
 // TestSnapshotDeleteByNameDoesNotDeleteAnotherVolumesSnapshotUnderItsID (the recorded ID
 // "snap-nightly" of volume db now names another tool's snapshot of volume "ext-web"), with a

@@ -753,9 +753,17 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (lis
 		ce.Hint = fmt.Sprintf("the plugin rejected the secrets sent with %s, volume %q's spec's (none when it has no secrets block): "+
 			"give the ones it needs in the spec's secrets block", ce.RPC, sv.ID)
 	}
-	if named != nil && !found {
-		// The plugin has no snapshot of that ID (or could not say): the NAME was meant.
+	switch {
+	case named != nil && !found && err == nil:
+		// The plugin has no snapshot of that ID: the NAME was meant.
 		return listedSnapshot{}, nameNotID(sv, named)
+	case named != nil && !found:
+		// It could not say: the check's failure, its hint kept (a credentials refusal's names
+		// the spec's secrets block), with both meanings; taken for the NAME, a snapshot of that
+		// ID the plugin holds would be refused for good, the advice restoring the other.
+		return listedSnapshot{}, fmt.Errorf("%w; whether plugin %q holds a snapshot of ID %q could not be checked, and %q is also the name of snapshot %q, which volctl records: "+
+			"write snapshot_id = %q if that one is meant, else fix what failed and create volume %q again",
+			err, c.plugin.ID, sv.SnapshotID, sv.SnapshotID, named.SnapshotID, named.SnapshotID, sv.ID)
 	}
 	switch {
 	case found && snap.ID != sv.SnapshotID:
