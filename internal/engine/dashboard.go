@@ -134,6 +134,13 @@ func (e *Engine) Dashboard(ctx context.Context, events int) (Dashboard, error) {
 			p, known := byID[v.PluginID]
 			d.Volumes = append(d.Volumes, listedSummary(v, byVolume[v.ID], p, known, handedTo[v.ID]))
 		}
+		unclaimed, err := tx.Stagings().Unclaimed()
+		if err != nil {
+			return err
+		}
+		for i := range d.Volumes {
+			_, d.Volumes[i].leftover = slices.BinarySearch(unclaimed, d.Volumes[i].Key())
+		}
 		d.Plugins = make([]PluginInfo, 0, len(plugins))
 		for _, p := range plugins {
 			d.Plugins = append(d.Plugins, pluginInfo(p, perPlugin[p.ID]))

@@ -200,7 +200,9 @@ func (e *Engine) detachLeft(ctx context.Context, v store.Volume, res *DetachResu
 		res.Unstaged = before.StagingPath
 	}
 	if before.ControllerPublished && !after.ControllerPublished {
-		res.DetachedFrom = attachedNode(before)
+		// The node it was sent for: a row recorded without one names the plugin's, not "this
+		// node" (TestPlainDetachOfALegacyAttachmentSaysTheNodeItSentTheUnpublishFor).
+		res.DetachedFrom = cmp.Or(before.NodeID, c.fp.NodeID)
 	}
 	if err != nil {
 		if aerr != nil {
@@ -223,13 +225,28 @@ func leftWords(st store.Staging) string {
 }
 
 // leftAttached is the node volume volumeID stays recorded attached to with no claim (its
-// ControllerUnpublishVolume owed), "" when it is not, or when that cannot be read.
+// ControllerUnpublishVolume owed, which reconcile sends), "" when it is not, or when that
+// cannot be read. Not of a volume handed over to Nomad, whose attachment waits for the
+// take-back, as the forced detach's warning says: "reconcile sends it" of it was advice that
+// did nothing (TestForcedDetachOfAVolumeHandedOverToNomadDoesNotPromiseReconcileSendsTheUnpublish).
 func (e *Engine) leftAttached(ctx context.Context, volumeID string) string {
-	st, err := viewOne(context.WithoutCancel(ctx), e.store, func(tx *store.Tx) (store.Staging, error) { return tx.Stagings().Get(volumeID) })
-	if err != nil || !st.ControllerPublished {
+	node, err := viewOne(context.WithoutCancel(ctx), e.store, func(tx *store.Tx) (string, error) {
+		st, err := tx.Stagings().Get(volumeID)
+		if err != nil || !st.ControllerPublished {
+			return "", err
+		}
+		switch _, err := tx.Handovers().Get(volumeID); {
+		case err == nil:
+			return "", nil
+		case !errors.Is(err, store.ErrNotFound):
+			return "", err
+		}
+		return attachedNode(st), nil
+	})
+	if err != nil {
 		return ""
 	}
-	return attachedNode(st)
+	return node
 }
 
 // forceDetach drops a volume's claims without the node RPCs. It returns what it could not do.

@@ -253,7 +253,14 @@ type VolumeSummary struct {
 	handedTo string
 	// key and pluginKey are ID and PluginID as read (Key, PluginKey).
 	key, pluginKey string
+	// leftover: the volume has no claim but still records a staging or an attachment, which
+	// a plain detach undoes (detachLeft); set by the dashboard's read and a volume's.
+	leftover bool
 }
+
+// Leftover reports whether the volume, with no claim, still records a staging or attachment
+// that a detach undoes (the dashboard offers its detach then).
+func (s VolumeSummary) Leftover() bool { return s.leftover }
 
 // Key is the volume's ID as the state has it, to look it up and act on it by; ID is what is
 // shown, scrubbed of secrets where the read was (PluginInfo.Key says why).

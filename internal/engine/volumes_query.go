@@ -288,6 +288,7 @@ func (e *Engine) volumeStored(ctx context.Context, idOrPrefix string, shown bool
 			return serr
 		}
 		info = volumeInfo(v, claims, p, perr == nil, st.Staged)
+		info.leftover = len(claims) == 0 && serr == nil
 		if st.ControllerPublished {
 			info.AttachedTo = attachedNode(st)
 		}

@@ -40,6 +40,10 @@ type StagingStore interface {
 	Put(st *Staging) error
 	// Delete removes a volume's staging; ErrNotFound if there is none.
 	Delete(volumeID string) error
+	// Unclaimed returns, ordered, the IDs of the volumes with a staging and no claim: what a
+	// forced detach or a release cut short left to undo (a plain detach undoes it, as
+	// reconcile does).
+	Unclaimed() ([]string, error)
 }
 
 // Stagings is the staging API inside this transaction.
@@ -99,4 +103,11 @@ func (ss stagings) Put(st *Staging) error {
 func (ss stagings) Delete(volumeID string) error {
 	res, err := ss.tx.exec(`DELETE FROM stagings WHERE volume_id = ?`, volumeID)
 	return affected(res, err, stagingWhat(volumeID), "")
+}
+
+func (ss stagings) Unclaimed() ([]string, error) {
+	return listAll(ss.tx, "list unclaimed stagings", func(sc scanner) (string, error) {
+		var id string
+		return id, sc.Scan(&id)
+	}, `SELECT volume_id FROM stagings s WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.volume_id = s.volume_id) ORDER BY volume_id`)
 }

@@ -111,7 +111,7 @@ func (a action) question() string {
 		// released (TestDetachAsksAboutTheClaimsItReleases).
 		switch len(a.allocs) {
 		case 0:
-			return fmt.Sprintf("Detach volume %q? It has no claims on this host; nothing is released.", a.shownVolume())
+			return fmt.Sprintf("Detach volume %q? It has no claims on this host: what it still records of its staging or attachment is undone, as reconcile does.", a.shownVolume())
 		case 1:
 			return fmt.Sprintf("Detach volume %q? The claim of %s on this host is released and its mount undone.", a.shownVolume(), a.allocs[0])
 		}
@@ -204,7 +204,7 @@ func (a action) perform(ctx context.Context, eng Engine) actionDoneMsg {
 		return releaseReport(a, res)
 	case actDetach, actForceDetach:
 		res, err := eng.Detach(ctx, a.volume, a.kind == actForceDetach)
-		if err != nil && len(res.Released) == 0 && len(res.Failed) == 0 && len(res.Warnings) == 0 && res.DetachedFrom == "" {
+		if err != nil && len(res.Released) == 0 && len(res.Failed) == 0 && len(res.Warnings) == 0 && res.DetachedFrom == "" && res.Unstaged == "" {
 			return actionDoneMsg{a: a, err: err} // nothing was done
 		}
 		// Done in part comes with the error: the claims released are said beside those that
@@ -317,10 +317,16 @@ func detachReport(a action, res engine.DetachResult, err error) actionDoneMsg {
 		}
 		text += " (of " + strings.Join(allocs, ", ") + ")"
 	}
+	if res.Unstaged != "" {
+		text += fmt.Sprintf(", unstaged it at %s", res.Unstaged)
+	}
 	if res.DetachedFrom != "" {
 		// The unpublish its recorded attachment was owed, sent (engine.DetachResult.DetachedFrom):
 		// "released 0 claims" alone said nothing was done (TestForcedDetachReportSaysTheNodeItDetachedFrom).
 		text += fmt.Sprintf(", detached it from node %q", res.DetachedFrom)
+	}
+	if res.LeftAttached != "" && err == nil {
+		text += fmt.Sprintf("; it stays recorded attached to node %q, its ControllerUnpublishVolume owed: reconcile sends it once the plugin takes it", res.LeftAttached)
 	}
 	if n := len(res.ReleasedMeanwhile); n > 0 {
 		text += fmt.Sprintf(" (another volctl released %s while this detach waited)", plural(n, "claim"))

@@ -480,8 +480,11 @@ func (m *Model) target(kind actionKind) (action, error) {
 			a.asked = append(a.asked, c.ID)
 		}
 	}
-	if kind == actDetach && len(a.allocs) == 0 {
-		// The engine's detach releases claims and nothing else: without any, it does nothing.
+	if kind == actDetach && len(a.allocs) == 0 && !v.Leftover() {
+		// Without claims, the engine's detach undoes what the volume still records of its
+		// staging or attachment (an owed unpublish), as `volume detach` does; with neither it
+		// does nothing. Before, refused whatever the volume recorded, the volume left attached
+		// (TestDashboardDetachOfAVolumeRecordedAttachedDoesNotSayNothingToDetach).
 		return a, fmt.Errorf("%q has no claims on this host: nothing to detach", v.ID)
 	}
 	if kind == actDelete {

@@ -306,7 +306,8 @@ func (m *Model) hasClaims(key string) bool {
 }
 
 // volumeKeys are the actions the selected volume takes: detach only when it has claims on
-// this host and delete only when it can be deleted (pressing d or D otherwise says why),
+// this host, or records a staging or attachment no claim holds (VolumeSummary.Leftover), and
+// delete only when it can be deleted (pressing d or D otherwise says why),
 // forced detach in its detail.
 func (m *Model) volumeKeys(detail bool) []key.Binding {
 	k := m.c.Keys
@@ -315,7 +316,7 @@ func (m *Model) volumeKeys(detail bool) []key.Binding {
 		return nil
 	}
 	var out []key.Binding
-	if m.hasClaims(v.Key()) {
+	if m.hasClaims(v.Key()) || v.Leftover() {
 		out = append(out, k.Detach)
 	}
 	if detail {
