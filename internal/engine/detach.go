@@ -128,7 +128,7 @@ func (e *Engine) detachStored(ctx context.Context, volumeID string, force, left 
 	}
 	if force {
 		var lost error
-		res.Warnings, res.DetachedFrom, lost = e.forceDetach(ctx, v, claims)
+		res.Warnings, res.DetachedFrom, res.Unstaged, lost = e.forceDetach(ctx, v, claims)
 		res.LeftAttached = e.leftAttached(ctx, v.ID)
 		if lost != nil {
 			// It frees the claims in one write, its last: stopped or failed, it freed none,
@@ -170,6 +170,10 @@ func (e *Engine) detachStored(ctx context.Context, volumeID string, force, left 
 		}
 		res.Released = append(res.Released, claimInfo(cl))
 	}
+	// A release that could not send the last ControllerUnpublishVolume (the plugin lost
+	// PUBLISH_UNPUBLISH_VOLUME) keeps the attachment recorded, owed: said, as the other two
+	// paths say it (TestDetachWhoseReleaseKeepsTheAttachmentSaysLeftAttached).
+	res.LeftAttached = e.leftAttached(ctx, v.ID)
 	if len(errs) > 0 {
 		return fail(errors.Join(errs...))
 	}
@@ -234,6 +238,9 @@ func (e *Engine) leftAttached(ctx context.Context, volumeID string) string {
 		st, err := tx.Stagings().Get(volumeID)
 		if err != nil || !st.ControllerPublished {
 			return "", err
+		}
+		if n, err := tx.Claims().CountByVolume(volumeID); err != nil || n > 0 {
+			return "", err // held by a claim left: not owed
 		}
 		switch _, err := tx.Handovers().Get(volumeID); {
 		case err == nil:
@@ -321,7 +328,7 @@ func (e *Engine) mountedInsideItsPublishDir(cl store.Claim) bool {
 	return err == nil && parent != "" && parent == filepath.Clean(e.realPath(filepath.Dir(cl.TargetPath)))
 }
 
-func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store.Claim) (warnings []string, detachedFrom string, err error) {
+func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store.Claim) (warnings []string, detachedFrom, unstaged string, err error) {
 	// The warnings are returned, not logged: the caller shows them (the command line prints
 	// each one), and logging them as well would print everything twice.
 	warn := func(format string, args ...any) {
@@ -336,11 +343,11 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		}()
 	}
 	if err := e.coveredBeforeForce(ctx, v, claims); err != nil {
-		return warnings, detachedFrom, err
+		return warnings, detachedFrom, unstaged, err
 	}
 	for _, cl := range claims {
 		if err := e.locks.stillHeld(v.ID); err != nil {
-			return warnings, detachedFrom, err
+			return warnings, detachedFrom, unstaged, err
 		}
 		if err := e.unbind(ctx, &cl); err != nil {
 			if mb, bc := (*mountedBelow)(nil), (*bindCoveredError)(nil); errors.As(err, &mb) || errors.As(err, &bc) {
@@ -349,7 +356,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 				// TestForcedDetachOfACoveredBindLeavesNoBindWithoutAClaim).
 				// The detach stops here: the claims stay marked releasing, and a detach (or
 				// release, or reconcile) once what is below is gone finishes them.
-				return warnings, detachedFrom, fmt.Errorf("alloc %q: %w: the forced detach stops here, nothing more undone, volume %q's claims left marked releasing; "+
+				return warnings, detachedFrom, unstaged, fmt.Errorf("alloc %q: %w: the forced detach stops here, nothing more undone, volume %q's claims left marked releasing; "+
 					"once that is released or unmounted, run `%s` again", cl.Alloc, err, v.ID, forceDetachCommand(v.ID))
 			}
 			warn("alloc %q: %v", cl.Alloc, err)
@@ -374,7 +381,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		}
 	}
 	if err := e.locks.stillHeld(v.ID); err != nil {
-		return warnings, detachedFrom, err
+		return warnings, detachedFrom, unstaged, err
 	}
 	st, hasStaging, err := e.getStaging(ctx, v.ID)
 	if err != nil {
@@ -382,20 +389,31 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		// the claims and deleted the staging row, the staging never unmounted and the
 		// attachment never undone recorded nowhere, with exit 0 (an interrupt here:
 		// TestInterruptedForcedDetachDoesNotForgetTheAttachment). The claims stay releasing.
-		return warnings, detachedFrom, fmt.Errorf("reading volume %q's staging: %w: the forced detach stops here, its claims' paths unmounted and the claims left marked releasing; run `%s` again",
+		return warnings, detachedFrom, unstaged, fmt.Errorf("reading volume %q's staging: %w: the forced detach stops here, its claims' paths unmounted and the claims left marked releasing; run `%s` again",
 			v.ID, err, forceDetachCommand(v.ID))
 	}
 	if hasStaging && st.StagingPath != "" {
-		if err := forceUnmount(e.cfg.StateDir, e.realPath(st.StagingPath)); err != nil {
-			warn("volume %q's staging: %v", v.ID, err)
+		mounted, _ := e.mountsLeft(st.StagingPath)
+		uerr := forceUnmount(e.cfg.StateDir, e.realPath(st.StagingPath))
+		if uerr != nil {
+			warn("volume %q's staging: %v", v.ID, uerr)
 		}
 		e.locks.removeEmptyDirs(ctx, e.realPath(st.StagingPath), filepath.Join(e.cfg.StateDir, stagingDir))
 		// A mount the plugin made below the staging path is not volctl's own to unmount.
-		if left, err := e.mountsLeft(st.StagingPath); err != nil {
+		switch left, err := e.mountsLeft(st.StagingPath); {
+		case err != nil:
 			warn("checking the mount table for volume %q's staging at %s: %v", v.ID, st.StagingPath, err)
-		} else if len(left) > 0 {
+		case len(left) > 0:
 			warn("volume %q's staging at %s is still mounted at %s, which the plugin made and a forced detach does not unmount: unmount it by hand",
 				v.ID, st.StagingPath, e.mountNames(left))
+		case uerr == nil && len(mounted) > 0:
+			// Said as done, with the step skipped: with no claims, it said "nothing to
+			// detach", `{"released": []}`, of a staging it took down behind the plugin's back
+			// (TestForcedDetachOfAStagedVolumeWithNoClaimsSaysItUnmountedTheStaging).
+			unstaged = st.StagingPath
+			if len(claims) == 0 {
+				warn("forced detach of volume %q: NodeUnstageVolume is skipped; volctl unmounted its staging at %s itself", v.ID, st.StagingPath)
+			}
 		}
 	}
 	// The controller unpublish is tried whatever the records say (it is idempotent), but a
@@ -451,7 +469,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 				// The wait for the publish lock may have been long (the agent holds it).
 				if lost := e.locks.stillHeld(v.ID); lost != nil {
 					unlock()
-					return warnings, detachedFrom, lost
+					return warnings, detachedFrom, unstaged, lost
 				}
 				err = e.unpublishChecked(ctx, c, v, nodeID, e.attempt)
 				unlock()
@@ -529,16 +547,16 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		return nil
 	}))
 	if errors.Is(err, errLockLost) {
-		return warnings, detachedFrom, err
+		return warnings, detachedFrom, unstaged, err
 	}
 	if err != nil {
 		// Not a warning beside a success: the claims stay recorded, releasing, their mounts
 		// taken down, and the detach reported them released with exit 0
 		// (TestForcedDetachWhoseFreeFailsDoesNotSayReleased).
-		return warnings, detachedFrom, fmt.Errorf("freeing the claims: %w (the claims stay recorded, releasing, what was mounted for them taken down: `%s` again frees them once the state can be written)",
+		return warnings, detachedFrom, unstaged, fmt.Errorf("freeing the claims: %w (the claims stay recorded, releasing, what was mounted for them taken down: `%s` again frees them once the state can be written)",
 			err, forceDetachCommand(v.ID))
 	}
-	return warnings, detachedFrom, nil
+	return warnings, detachedFrom, unstaged, nil
 }
 
 // owedUnpublish returns a volume's staging row when it records an attachment no live claim
