@@ -887,11 +887,18 @@ func (e *Engine) unstageUnrecorded(ctx context.Context, c *conn, v store.Volume,
 		for i, o := range others {
 			targets[i] = o.TargetPath
 		}
-		e.log.Info("the staging of a claim being restored is mounted though recorded unstaged (a restore's NodeStageVolume mounted, then failed): sending NodeUnpublishVolume of its claims' targets, which hold nothing, then NodeUnstageVolume, so that the plugin stages it once",
+		// Worded for what made the mount: a new claim's own earlier NodeStageVolume is no
+		// restore's (TestNewClaimAfterARebootWhoseOtherTargetsUnpublishFailsDoesNotBlameARestore).
+		whose, again := "a restore's "+csi.RPCNodeStageVolume+", answered with an error once the plugin mounted", "run `volctl reconcile`"
+		if !p.cl.Degraded {
+			whose, again = "an earlier "+csi.RPCNodeStageVolume+" of this claim whose answer was not recorded (a kill, a lost answer), beside claims whose mounts a reboot took", "claim again"
+		}
+		e.log.Info("the staging of a claim is mounted though recorded unstaged ("+whose+"): sending NodeUnpublishVolume of the volume's claims' targets, which hold nothing, then NodeUnstageVolume, so that the plugin stages it once",
 			"volume", v.ID, "alloc", p.cl.Alloc, "staging", path, "targets", targets)
 		unpublished := func(err error) error {
-			return fmt.Errorf("volume %q's staging at %s is mounted though recorded unstaged (a restore's %s, answered with an error once the plugin mounted), and %s of its claims' targets, sent before %s so that the plugin stages it once, failed: %w",
-				v.ID, path, csi.RPCNodeStageVolume, csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, err)
+			return fmt.Errorf("volume %q's staging at %s is mounted though recorded unstaged (%s), and %s of its claims' targets, sent before %s so that the plugin stages it once, failed: %w; "+
+				"if that persists, unmount %s by hand (no claim's target holds it) and %s",
+				v.ID, path, whose, csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, err, path, again)
 		}
 		// Each through unpublishTarget, as any NodeUnpublishVolume of a target is: what an
 		// alloc wrote into its bare target set aside first, a link there removed unfollowed, the

@@ -254,7 +254,8 @@ type VolumeSummary struct {
 	// key and pluginKey are ID and PluginID as read (Key, PluginKey).
 	key, pluginKey string
 	// leftover: the volume has no claim but still records a staging or an attachment, which
-	// a plain detach undoes (detachLeft); set by the dashboard's read and a volume's.
+	// a plain detach undoes (detachLeft), and is not handed over to Nomad; set by the
+	// dashboard's read and a volume's.
 	leftover bool
 }
 

@@ -297,6 +297,7 @@ func (e *Engine) volumeStored(ctx context.Context, idOrPrefix string, shown bool
 		case herr == nil:
 			hi := handoverInfo(h)
 			info.Handover, info.Schedulable, info.handedTo = &hi, false, h.Address
+			info.leftover = false // its detach is refused: Nomad's
 		case !errors.Is(herr, store.ErrNotFound):
 			return herr
 		}
