@@ -158,6 +158,10 @@ type Agent struct {
 	// try may not meet (their socket not there yet): registerPending tries them again. Only
 	// Run, then registerPending's goroutine, touch it.
 	unregistered []spec.Plugin
+	// inflight are the declared plugins whose first registration had not returned within
+	// declaredBound at the start (a hung plugin): registerPending takes each one's result
+	// when it comes, then tries it again if it failed. Same goroutines.
+	inflight []inflight
 	// registerFailed is, for each unregistered plugin, the words of the failure its registration
 	// last logged (engine.FailureWords): a try failing the same way says nothing more, one
 	// failing another way is logged (registerDeclared, registerAgain); same goroutines.
@@ -325,32 +329,113 @@ func (a *Agent) Run(ctx context.Context) error {
 // yet: another supervisor starts it, maybe after the agent; an exec plugin is recorded even
 // when not running) is logged and left to registerPending, which tries it again on every sync
 // pass, since the service manager restarting the agent would not make it reachable sooner.
+//
+// The plugins are registered at once, those on one socket one after another, and waited for
+// within declaredBound: one whose process is hung (its socket accepts, GetPluginInfo never
+// answers) held back every plugin declared after it, the agent's own supervised ones too, and
+// the start-up restore and READY=1 with them, for its RPC timeout, and as much again for each
+// further one (TestHungDeclaredPluginDoesNotHoldBackTheOtherPluginsStart). One not answered
+// by then is left in flight for registerPending, said in the log; an invalid declaration found
+// only then is logged as an error, as registerPending's are, not a stop.
 func (a *Agent) registerDeclared(ctx context.Context) error {
 	if err := checkDeclaredSockets(a.decl); err != nil {
 		return err
 	}
-	for _, sp := range a.decl {
-		info, err := a.e.RegisterDeclaredPlugin(ctx, sp)
+	done := make([]chan registered, len(a.decl))
+	for i := range done {
+		done[i] = make(chan registered, 1)
+	}
+	for _, group := range socketGroups(a.decl) {
+		crash.Go(func() {
+			for _, i := range group {
+				info, err := a.e.RegisterDeclaredPlugin(ctx, a.decl[i])
+				done[i] <- registered{info, err}
+			}
+		})
+	}
+	bound := time.NewTimer(declaredBound)
+	defer bound.Stop()
+	late := false
+	for i, sp := range a.decl {
+		var r registered
+		if !late {
+			select {
+			case r = <-done[i]:
+			case <-bound.C:
+				late = true
+			}
+		}
+		if late {
+			select {
+			case r = <-done[i]:
+			default:
+				a.log.Warn(fmt.Sprintf("declared plugin %q has not answered its registration within %s: the other plugins start, and it is registered once it answers", sp.ID, declaredBound), "plugin", sp.ID)
+				a.inflight = append(a.inflight, inflight{sp: sp, done: done[i]})
+				continue
+			}
+		}
 		switch {
-		case errors.Is(err, engine.ErrAnsweredAsAnotherType):
+		case errors.Is(r.err, engine.ErrAnsweredAsAnotherType):
 			// The running process's word, not the config's: one plugin restarted by its own
 			// supervisor with other flags stopped the whole agent, every other plugin
 			// unsupervised and no mount restored
 			// (TestPluginAnsweringAsAnotherTypeAtStartDoesNotStopTheWholeAgent).
-			a.logRegisterFailure(sp.ID, err)
+			a.logRegisterFailure(sp.ID, r.err)
 			a.unregistered = append(a.unregistered, sp)
-		case errors.Is(err, engine.ErrInvalid):
-			return err
-		case err != nil:
+		case errors.Is(r.err, engine.ErrInvalid):
+			return r.err
+		case r.err != nil:
 			if ctx.Err() == nil { // a try the agent's stop cut short is no failure to report
-				a.logRegisterFailure(sp.ID, err)
+				a.logRegisterFailure(sp.ID, r.err)
 			}
 			a.unregistered = append(a.unregistered, sp)
 		default:
-			a.log.Info("registered plugin", "plugin", sp.ID, "provider", info.Provider, "supervised", info.Supervised)
+			a.log.Info("registered plugin", "plugin", sp.ID, "provider", r.info.Provider, "supervised", r.info.Supervised)
 		}
 	}
 	return nil
+}
+
+// declaredBound is how long the agent's start waits for each declared plugin's first
+// registration before it starts the others (registerDeclared).
+const declaredBound = 2 * time.Second
+
+// registered is one registration's answer.
+type registered struct {
+	info engine.PluginInfo
+	err  error
+}
+
+// inflight is a declared plugin whose first registration is still running (registerDeclared).
+type inflight struct {
+	sp   spec.Plugin
+	done <-chan registered
+}
+
+// socketGroups partitions decl's indices, in their order, into groups of plugins sharing a
+// socket (shareSocket) or an ID (a split plugin's halves): registered one after another, as
+// before, since one's registration joins or replaces the other's.
+func socketGroups(decl []spec.Plugin) [][]int {
+	var groups [][]int
+	for i, sp := range decl {
+		placed := false
+		for g, group := range groups {
+			for _, j := range group {
+				if shareSocket(sp, decl[j]) || sp.ID == decl[j].ID {
+					groups[g] = append(groups[g], i)
+					placed = true
+					break
+				}
+			}
+			if placed {
+				break
+			}
+		}
+		if !placed {
+			groups = append(groups, []int{i})
+		}
+	}
+	return groups
 }
 
 // registerPending tries again, every probe interval until each succeeds, to register the
@@ -362,50 +447,74 @@ func (a *Agent) registerDeclared(ctx context.Context) error {
 // as declared changes that (engine.ErrAnsweredAsAnotherType). It runs on its own goroutine: a plugin whose socket
 // is there but does not answer holds only its own retries, not housekeeping's passes.
 func (a *Agent) registerPending(ctx context.Context) {
-	if len(a.unregistered) == 0 {
+	if len(a.unregistered) == 0 && len(a.inflight) == 0 {
 		return
 	}
 	t := time.NewTicker(a.s.ProbeInterval)
 	defer t.Stop()
-	for len(a.unregistered) > 0 {
+	for len(a.unregistered) > 0 || len(a.inflight) > 0 {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			a.landed(ctx)
 			a.registerAgain(ctx)
 		}
 	}
+}
+
+// landed takes the answers of the first registrations still in flight at the start that have
+// come (registerDeclared): each handled as a try of registerAgain's, a failure tried again.
+func (a *Agent) landed(ctx context.Context) {
+	a.inflight = slices.DeleteFunc(a.inflight, func(f inflight) bool {
+		select {
+		case r := <-f.done:
+			if !a.registeredAgain(ctx, f.sp, r.info, r.err) {
+				a.unregistered = append(a.unregistered, f.sp)
+			}
+			return true
+		default:
+			return false
+		}
+	})
 }
 
 // registerAgain is one of registerPending's tries.
 func (a *Agent) registerAgain(ctx context.Context) {
 	a.unregistered = slices.DeleteFunc(a.unregistered, func(sp spec.Plugin) bool {
 		info, err := a.e.RegisterDeclaredPlugin(ctx, sp)
-		switch {
-		case errors.Is(err, engine.ErrInvalid) && !errors.Is(err, engine.ErrAnsweredAsAnotherType):
-			// (One answering as another type is ErrInvalid too: its supervisor may restart it
-			// as declared, and it is tried again.)
-			a.log.Error("registering a declared plugin: giving up until the agent restarts with its declaration corrected", "plugin", sp.ID, "err", err)
-			return true
-		case err != nil:
-			// Logged the first time a try fails another way than the last logged: one whose
-			// socket was not there at the start said only that, and its answer as another type,
-			// or a failure of the process now serving the socket, never
-			// (TestLateDeclaredPluginAnsweringAsAnotherTypeIsNamedInTheLog,
-			// TestDeclaredPluginWhoseRegistrationFailsAnotherWayLaterIsNamedInTheLog).
-			// A try the agent's stop cut short is no failure: it was told to run a register the
-			// agent does itself, as it exited
-			// (TestDeclaredPluginTryCutShortByTheAgentsStopIsNotLoggedAsAFailure).
-			if ctx.Err() == nil {
-				a.logRegisterFailure(sp.ID, err)
-			}
-			return false // tried again
-		}
-		delete(a.registerFailed, sp.ID)
-		a.log.Info("registered plugin", "plugin", sp.ID, "provider", info.Provider, "supervised", info.Supervised,
-			"note", "it could not be registered when the agent started")
-		return true
+		return a.registeredAgain(ctx, sp, info, err)
 	})
+}
+
+// registeredAgain handles a later registration's answer of declared plugin sp: it logs the
+// registration that succeeded, or gives up on one the engine refuses as invalid; done is false
+// for one to try again.
+func (a *Agent) registeredAgain(ctx context.Context, sp spec.Plugin, info engine.PluginInfo, err error) (done bool) {
+	switch {
+	case errors.Is(err, engine.ErrInvalid) && !errors.Is(err, engine.ErrAnsweredAsAnotherType):
+		// (One answering as another type is ErrInvalid too: its supervisor may restart it
+		// as declared, and it is tried again.)
+		a.log.Error("registering a declared plugin: giving up until the agent restarts with its declaration corrected", "plugin", sp.ID, "err", err)
+		return true
+	case err != nil:
+		// Logged the first time a try fails another way than the last logged: one whose
+		// socket was not there at the start said only that, and its answer as another type,
+		// or a failure of the process now serving the socket, never
+		// (TestLateDeclaredPluginAnsweringAsAnotherTypeIsNamedInTheLog,
+		// TestDeclaredPluginWhoseRegistrationFailsAnotherWayLaterIsNamedInTheLog).
+		// A try the agent's stop cut short is no failure: it was told to run a register the
+		// agent does itself, as it exited
+		// (TestDeclaredPluginTryCutShortByTheAgentsStopIsNotLoggedAsAFailure).
+		if ctx.Err() == nil {
+			a.logRegisterFailure(sp.ID, err)
+		}
+		return false // tried again
+	}
+	delete(a.registerFailed, sp.ID)
+	a.log.Info("registered plugin", "plugin", sp.ID, "provider", info.Provider, "supervised", info.Supervised,
+		"note", "it could not be registered when the agent started")
+	return true
 }
 
 // registerFailureWords is what tells one registration failure from another for the log: its
