@@ -304,6 +304,15 @@ func releaseReport(a action, res engine.ReleaseResult) actionDoneMsg {
 }
 
 func detachReport(a action, res engine.DetachResult, err error) actionDoneMsg {
+	if err == nil && len(res.Released) == 0 && len(res.Failed) == 0 && res.Unstaged == "" && res.DetachedFrom == "" && res.LeftAttached == "" && len(res.Warnings) == 0 {
+		// Nothing was left to do (a reconcile undid the leftover meanwhile): said as the
+		// command line says it, not "detached" (TestDashboardDetachOfALeftoverUndoneMeanwhileSaysNothingWasDetached).
+		what := "has no claims"
+		if len(res.ReleasedMeanwhile) > 0 {
+			what = "has no claims left (another volctl released them meanwhile)"
+		}
+		return actionDoneMsg{a: a, text: fmt.Sprintf("%q %s: nothing to detach", a.shownVolume(), what)}
+	}
 	verb := "detached"
 	if a.kind == actForceDetach {
 		verb = "force-detached"
