@@ -38,7 +38,7 @@ func TestDashboardDoesNotOfferTheDetachOfAClaimlessVolumeHandedOverToNomad(t *te
 
 	// The volumes view (1), its one volume selected: d.
 	frame := driveDashboard(t, h.state, 120, 60, runes("1"), runes("d"))
-	if said := unwrapped(frame); strings.Contains(said, "stillrecordsofitsstagingorattachmentisundone") || !strings.Contains(said, "nothingtodetach") {
+	if said := unwrapped(frame); strings.Contains(said, "stillrecordsofitsstagingorattachmentisundone") || !strings.Contains(said, "handedovertoNomad") {
 		t.Errorf("the dashboard's d on db, handed over to Nomad with no claim (a detach the engine refuses), asks to undo its staging or attachment \"as reconcile does\":\n%s\n"+
 			"want it refused at once as handed over to Nomad, not a question promising an undo that neither the detach nor reconcile makes", frame)
 	}

@@ -263,6 +263,9 @@ type VolumeSummary struct {
 // that a detach undoes (the dashboard offers its detach then).
 func (s VolumeSummary) Leftover() bool { return s.leftover }
 
+// HandedOver reports whether the volume is handed over to Nomad, which claims it, not volctl.
+func (s VolumeSummary) HandedOver() bool { return s.handedTo != "" }
+
 // Key is the volume's ID as the state has it, to look it up and act on it by; ID is what is
 // shown, scrubbed of secrets where the read was (PluginInfo.Key says why).
 func (s VolumeSummary) Key() string { return cmp.Or(s.key, s.ID) }

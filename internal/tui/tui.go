@@ -480,6 +480,11 @@ func (m *Model) target(kind actionKind) (action, error) {
 			a.asked = append(a.asked, c.ID)
 		}
 	}
+	if kind == actDetach && len(a.allocs) == 0 && v.HandedOver() {
+		// Its attachment, if any, is Nomad's allocs' until the take-back: "nothing to detach"
+		// said nothing of that, nor of the way (the detail names it).
+		return a, fmt.Errorf("%q is handed over to Nomad, which claims it, not volctl: nothing here to detach (its detail (Enter) says how to take it back)", v.ID)
+	}
 	if kind == actDetach && len(a.allocs) == 0 && !v.Leftover() {
 		// Without claims, the engine's detach undoes what the volume still records of its
 		// staging or attachment (an owed unpublish), as `volume detach` does; with neither it
