@@ -181,10 +181,17 @@ func (d *decoder) plugin(b *hcl.Block) *Plugin {
 	return p
 }
 
-// servedSocket is the --socket that args give `volctl plugin serve hostpath`, unix:// taken
-// off (servedFlag).
-func servedSocket(args []string) string {
-	return strings.TrimPrefix(servedFlag(args, "--socket"), "unix://")
+// servedSocket is the socket path that args give `volctl plugin serve hostpath` with --socket
+// (servedFlag), read as serve reads it (SocketEndpoint: unix:PATH, unix://PATH, the scheme in
+// any case); problem is serve's refusal of it, "" when it takes it. Only "unix://" was taken
+// off, and unix:/PATH or UNIX:///PATH, which serve takes as PATH, was warned of as another
+// socket (TestExecServingItsSocketAsAnotherUnixURLFormIsNotWarnedOf).
+func servedSocket(args []string) (path, problem string) {
+	v := servedFlag(args, "--socket")
+	if v == "" {
+		return "", ""
+	}
+	return SocketEndpoint("--socket", v)
 }
 
 // servedFlag is the value that args give the flag name of `volctl plugin serve hostpath`
@@ -526,7 +533,13 @@ func (d *decoder) exec(b *hcl.Block, endpoint string) *Exec {
 		// path than the block's socket, the agent finds nothing on the socket it probes, and
 		// restarts the plugin for ever (TestExecServingAnotherSocketIsWarnedOf). Before, this
 		// was valid, and `volctl init plugin`'s example gives the path twice.
-		if served := servedSocket(args); !twice["--socket"] && served != "" && endpoint != "" && filepath.Clean(served) != filepath.Clean(endpoint) {
+		served, problem := servedSocket(args)
+		if !twice["--socket"] && problem != "" {
+			d.warnf(c.Attributes["args"].Expr.Range(), "Plugin socket refused",
+				"The arguments run volctl's hostpath plugin with a --socket `volctl plugin serve` refuses (%s): the plugin would exit at every start, and the agent restart it for ever. "+
+					"Leave --socket out of the arguments (the agent sets %s), or write the socket's absolute path.", problem, EndpointEnv)
+		}
+		if !twice["--socket"] && problem == "" && served != "" && endpoint != "" && filepath.Clean(served) != filepath.Clean(endpoint) {
 			d.warnf(c.Attributes["args"].Expr.Range(), "Plugin serves another socket",
 				"The arguments run volctl's hostpath plugin with --socket %q, where it serves instead of the plugin's socket %q, which the agent hands it in %s and probes: "+
 					"the agent would find nothing there and restart the plugin for ever. Leave --socket out of the arguments (the agent sets %s), or give both the same path.",
