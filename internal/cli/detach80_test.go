@@ -167,3 +167,22 @@ func TestForcedDetachDroppingALegacyAttachmentNamesTheNode(t *testing.T) {
 		}
 	}
 }
+
+// A forced detach of a claimed volume unmounts its staging itself and says so; it said
+// "Unstaged volume ... (no claim used it)" beside "Released write claim of alloc a1". Found by
+// helper review80 (own80d), in this round's own change; the test is mine.
+func TestForcedDetachOfAClaimedVolumeDoesNotSayNoClaimUsedTheStaging(t *testing.T) {
+	requireMount(t)
+	ctx := context.Background()
+	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
+	_, e, _ := serveMem(t, mem)
+	createSingleWriter(t, e, "v")
+	claimUntilCleanup(t, e, "v", "a1")
+	code, out, errOut := runOnOut(ctx, e, "volume", "detach", "v", "--force", "--yes")
+	if code != ExitOK || !strings.Contains(out, "Released") {
+		t.Fatalf("forced detach: exit %d\n%s%s", code, out, errOut)
+	}
+	if strings.Contains(out, "no claim used it") || !strings.Contains(out, "staging at") {
+		t.Errorf("forced detach of v, claimed by a1, says:\n%s\nwant the staging it unmounted itself named, not \"no claim used it\"", out)
+	}
+}

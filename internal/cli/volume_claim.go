@@ -121,7 +121,13 @@ func (o *VolumeClaimOptions) request() (engine.ClaimRequest, error) {
 	// (TestClaimFlagValueThatIsAFlagIsRefused).
 	for _, f := range append([]struct{ flag, v string }{{"--fs-type", o.FSType}}, flagValues("--mount-flag", o.MountFlags)...) {
 		if strings.HasPrefix(f.v, "-") {
-			return req, usageError("volume claim: %s %q begins with \"-\", a flag taken as its value (was the value left out?): no file system type or mount flag begins so", f.flag, f.v)
+			// Its first word alone: a mount flag may hold a password (`-o ...,password=`
+			// pasted from mount(8)), which nothing else prints
+			// (TestClaimMountFlagRefusalShowsNoPasswordItHolds).
+			first, _, _ := strings.Cut(f.v, " ")
+			first, _, _ = strings.Cut(first, ",")
+			first, _, _ = strings.Cut(first, "=")
+			return req, usageError("volume claim: %s %q... begins with \"-\", a flag taken as its value (was the value left out?): no file system type or mount flag begins so (mount(8)'s -o is not written: give each option as a --mount-flag of its own)", f.flag, first)
 		}
 	}
 	if o.FSType != "" || len(o.MountFlags) > 0 {

@@ -119,7 +119,11 @@ func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
 	for _, c := range res.Released {
 		fmt.Fprintf(&lines, "Released %s claim of alloc %q\n", c.Mode, c.Alloc)
 	}
-	if res.Unstaged != "" {
+	switch {
+	case res.Unstaged != "" && opts.Force:
+		// Beside the claims it released, "(no claim used it)" said the opposite.
+		fmt.Fprintf(&lines, "Unmounted volume %q's staging at %s itself (NodeUnstageVolume skipped)\n", opts.VolumeID, res.Unstaged)
+	case res.Unstaged != "":
 		fmt.Fprintf(&lines, "Unstaged volume %q at %s (no claim used it)\n", opts.VolumeID, res.Unstaged)
 	}
 	if res.DetachedFrom != "" {
