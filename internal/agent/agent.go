@@ -625,7 +625,12 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 	// deregistered. Before, it started again from 0 at any registration again, a timeout's
 	// alone too, while the metric went on (TestHealthzRestartsSurviveARedeclaration).
 	restarts := map[string]int{}
+	handed := map[string]*runner{} // a gone runner whose plugin gets a new one, settled by it
 	for _, r := range gone {
+		if _, ok := want[r.spec.ID]; ok {
+			r.handedOn.Store(true)
+			handed[r.spec.ID] = r
+		}
 		r.cancel()
 		<-r.done
 		if sp, ok := want[r.spec.ID]; ok {
@@ -693,6 +698,19 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 		rctx, cancel := context.WithCancel(ctx)
 		r.cancel = cancel
 		crash.GoGroup(wg, func() { r.loop(rctx) })
+		if old := handed[id]; old != nil {
+			delete(handed, id)
+			crash.Go(func() {
+				select {
+				case <-r.settled:
+				case <-rctx.Done():
+				}
+				old.settle()
+			})
+		}
+	}
+	for _, old := range handed {
+		old.settle() // no successor made (the agent stopping): nothing to wait for
 	}
 }
 

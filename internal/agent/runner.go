@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/volctl/volctl/internal/backoff"
@@ -34,6 +35,12 @@ type runner struct {
 
 	settled    chan struct{} // closed once the plugin was healthy, or had its chance
 	settleOnce sync.Once
+	// handedOn: sync replaced the runner with another for the same plugin (its declaration
+	// changed), which settles it once it settles itself (Agent.sync), not its end. Before, a
+	// runner replaced before it settled settled as it ended, and the start-up restore ran while
+	// the plugin its successor probes was not ready
+	// (TestLateFirstRegistrationOfARedeclaredPluginDoesNotSettleTheStartupRestore).
+	handedOn atomic.Bool
 
 	proc    *process // the supervised process, when volctl can stop it
 	foreign bool     // a live socket not started by a volctl agent: probed, never signalled
@@ -77,7 +84,11 @@ func (r *runner) supervised() bool { return r.spec.Exec != nil }
 // after every loop has ended, which plugins may be stopped.
 func (r *runner) loop(ctx context.Context) {
 	defer close(r.done)
-	defer r.settle() // nobody waits on a runner that has ended
+	defer func() {
+		if !r.handedOn.Load() {
+			r.settle() // nobody waits on a runner that has ended
+		}
+	}()
 	a, id := r.a, r.spec.ID
 	// However its starts go (a command that does not exist never gets to a probe), the plugin
 	// has had its chance after the health timeout: the start-up reconcile waits no longer.

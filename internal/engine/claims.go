@@ -1206,7 +1206,10 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 		// another alloc take it. It stays held, degraded, for reconcile; only an explicit
 		// release or detach frees it.
 		e.markForReconcile(ctx, &cl, lastRPC(perr), perr)
-		return cl, fmt.Errorf("%w (the claim is held, degraded, at %s %s; `volctl volume release` frees it)", perr, cl.State, heldUntil(perr))
+		// Named with the command that frees it: a bare `volctl volume release` is a usage
+		// error, and for a group's claim the group's stop
+		// (TestGroupRunOverADegradedClaimAdvisesAReleaseThatRuns).
+		return cl, fmt.Errorf("%w (the claim is held, degraded, at %s %s; `%s` frees it)", perr, cl.State, heldUntil(perr), freeCommand(cl))
 	}
 	if ctx.Err() != nil {
 		// The caller gave up (Ctrl-C). The RPC cut off may still be running in the plugin, so

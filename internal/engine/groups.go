@@ -1039,8 +1039,15 @@ func groupInfo(g store.Group, claims []store.Claim) GroupInfo {
 		// (TestGroupStatusOfAnAllocWhoseClaimIsBeingReleasedAdvisesWhatWorks).
 		held := heldClaims(byAlloc[name])
 		a := AllocInfo{Name: name, Index: i, Claims: nonNilClaims(byAlloc[name]), Missing: lacking(g.Spec, i, byAlloc[name])}
-		if len(held) == 0 || len(a.Missing) > 0 {
+		switch {
+		case len(held) == 0 || len(a.Missing) > 0:
 			a.Error = g.RunErrors[name] // why the last run left it without (some of) its volumes
+		case g.State != store.GroupStopped:
+			// Held otherwise than the group's spec asks (a run of an edited spec refused it,
+			// keeping its claims): read now, as the run reads it, not the run's error, which
+			// reconcile may have made stale. Before, counted ready, the refusal nowhere
+			// (TestGroupStatusDoesNotCallReadyAnAllocARunAgainRefusedForItsEditedSpec).
+			a.Error = unlikeSpec(g.Spec, g.Name, i, held)
 		}
 		info.Allocs = append(info.Allocs, a)
 		delete(byAlloc, name)
@@ -1056,6 +1063,27 @@ func groupInfo(g store.Group, claims []store.Claim) GroupInfo {
 		info.Allocs = append(info.Allocs, AllocInfo{Name: a, Index: allocIndex(g.Name, a), Claims: byAlloc[a]})
 	}
 	return info
+}
+
+// unlikeSpec says how alloc index of group name holds its claims held otherwise than group
+// spec g asks (a volume the spec no longer names, or in another mode than it asks), and what
+// applies the spec; "" when as it asks.
+func unlikeSpec(g spec.Group, name string, index int, held []ClaimInfo) string {
+	var why []string
+	for _, c := range held {
+		i := slices.IndexFunc(g.Volumes, func(r spec.VolumeRequest) bool { return sameInNFC(c.VolumeID, requestVolume(r, index)) })
+		switch {
+		case i < 0:
+			why = append(why, fmt.Sprintf("holds a claim on %q, which the group's spec no longer names", c.VolumeID))
+		case g.Volumes[i].ReadOnly != (c.Mode == string(store.ClaimRead)):
+			want := map[bool]string{true: "read", false: "write"}[g.Volumes[i].ReadOnly]
+			why = append(why, fmt.Sprintf("holds a %s claim on %q, which the group's spec asks for %s", c.Mode, c.VolumeID, want))
+		}
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return strings.Join(why, "; ") + fmt.Sprintf(" (a run of the edited spec keeps what the alloc holds: `%s`, then `volctl group run FILE` of the spec, applies it)", shellquote.Command("volctl group stop", name))
 }
 
 // lacking lists the volumes of group spec g that alloc index, holding claims, holds none of,

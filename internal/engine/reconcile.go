@@ -392,7 +392,7 @@ func (e *Engine) restoreIfUnmounted(ctx context.Context, cl store.Claim, locked 
 		return cl, fmt.Errorf("restoring its mount at %s: %w", cl.TargetPath, rerr)
 	}
 	if rerr != nil {
-		return cl, fmt.Errorf("restoring its mount at %s: %w (the claim is held, degraded, %s; `volctl volume release` frees it)", cl.TargetPath, rerr, heldUntil(rerr))
+		return cl, fmt.Errorf("restoring its mount at %s: %w (the claim is held, degraded, %s; `%s` frees it)", cl.TargetPath, rerr, heldUntil(rerr), freeCommand(cl))
 	}
 	if err == nil && cl.Releasing {
 		err = conflictf("the claim is being released by another volctl")

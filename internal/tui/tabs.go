@@ -209,6 +209,13 @@ func groupDetail(s *Styles, g engine.GroupInfo, w int) string {
 			vols = append(vols, c.VolumeID+" ("+c.Mode+", "+c.Condition().String()+")")
 		}
 		for _, vol := range a.Missing { // a run cut short between the alloc's claims
+			// Or one that refused it, which the error says with what works: "run it again"
+			// was refused the same way (as group status says it,
+			// TestGroupDetailOfAVolumeARunRefusedDoesNotAdviseRunningAgain).
+			if a.Error != "" {
+				vols = append(vols, vol+" (missing)")
+				continue
+			}
 			vols = append(vols, vol+s.advised(" (missing: `volctl group run FILE` of its spec again)"))
 		}
 		errText := a.Error
