@@ -122,15 +122,7 @@ func TestDetachOfAVolumeOwedAnUnpublishThatFailsAgainSaysSoAndFails(t *testing.T
 func TestForcedDetachDroppingALegacyAttachmentNamesTheNode(t *testing.T) {
 	requireMount(t)
 	ctx := context.Background()
-	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
-	socket, stop := csitest.Serve(t, csitest.WithServer(mem))
-	h := &cliHarness{ctx: ctx, state: filepath.Join(t.TempDir(), "state"), mem: mem, stop: stop}
-	h.e = openEngine(t, h.state)
-	if _, err := h.e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
-	createSingleWriter(t, h.e, "v")
-	claimUntilCleanup(t, h.e, "v", "a1")
+	h, mem, socket, stop := claimedThroughARestartablePlugin(t)
 	updateStore(t, h, func(tx *store.Tx) error {
 		st, err := tx.Stagings().Get("v")
 		if err != nil {
@@ -185,4 +177,23 @@ func TestForcedDetachOfAClaimedVolumeDoesNotSayNoClaimUsedTheStaging(t *testing.
 	if strings.Contains(out, "no claim used it") || !strings.Contains(out, "staging at") {
 		t.Errorf("forced detach of v, claimed by a1, says:\n%s\nwant the staging it unmounted itself named, not \"no claim used it\"", out)
 	}
+}
+
+// claimedThroughARestartablePlugin is a harness whose mem plugin (attaching, mounting) is served
+// on a socket the test may stop and serve again (another configuration: mem.Reconfigure), with
+// volume v (single-node-writer) claimed by alloc a1. It returns the harness, the plugin, its
+// socket and what stops its server.
+func claimedThroughARestartablePlugin(t *testing.T) (*cliHarness, *csitest.MemPlugin, string, func()) {
+	t.Helper()
+	ctx := context.Background()
+	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
+	socket, stop := csitest.Serve(t, csitest.WithServer(mem))
+	h := &cliHarness{ctx: ctx, state: filepath.Join(t.TempDir(), "state"), mem: mem, stop: stop}
+	h.e = openEngine(t, h.state)
+	if _, err := h.e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	createSingleWriter(t, h.e, "v")
+	claimUntilCleanup(t, h.e, "v", "a1")
+	return h, mem, socket, stop
 }

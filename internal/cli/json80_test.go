@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -127,15 +126,7 @@ func TestForcedDetachOfAStagedVolumeWithNoClaimsSaysItUnmountedTheStaging(t *tes
 func TestDetachWhoseReleaseKeepsTheAttachmentSaysLeftAttached(t *testing.T) {
 	requireMount(t)
 	ctx := context.Background()
-	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
-	socket, stop := csitest.Serve(t, csitest.WithServer(mem))
-	h := &cliHarness{ctx: ctx, state: filepath.Join(t.TempDir(), "state"), mem: mem, stop: stop}
-	h.e = openEngine(t, h.state)
-	if _, err := h.e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
-	createSingleWriter(t, h.e, "v")
-	claimUntilCleanup(t, h.e, "v", "a1")
+	h, mem, socket, stop := claimedThroughARestartablePlugin(t)
 	// The plugin restarts without PUBLISH_UNPUBLISH_VOLUME.
 	stop()
 	mem.Reconfigure(func(c *csitest.MemConfig) { c.Controller.PublishUnpublishVolume = false })

@@ -33,13 +33,7 @@ import (
 // Found by helper review80 (crash).
 func TestClaimAfterARebootKilledAtItsStageThenRunAgainStacksNoSecondMount(t *testing.T) {
 	t.Parallel()
-	hostpathtest.RequireMount(t)
-	h := newHostpathEngineAt(t, hostpathtest.MountDir(t), hostpath.Config{Root: hostpathtest.MountDir(t), NodeID: "n1", EnableAttach: true},
-		csitest.WithInterceptor(remountingStage()))
-	a := h.claimNew(t, "data", "a", spec.MultiNodeMultiWriter)
-	unmountAllAt(t, a.TargetPath)
-	staging := h.writeThenReboot(t, a, "data")
-	unmountAllAt(t, staging)
+	h, staging := claimedThenRebooted(t, csitest.WithInterceptor(remountingStage()))
 
 	if !h.killAtFailpoint(t, "rpc:NodeStageVolume", func() { _, _ = h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "b"}) }) {
 		t.Fatalf("precondition: b's claim after the reboot never sent NodeStageVolume (rpc:NodeStageVolume)")
@@ -58,18 +52,7 @@ func TestClaimAfterARebootKilledAtItsStageThenRunAgainStacksNoSecondMount(t *tes
 		t.Errorf("b's claim run again after the kill at its NodeStageVolume reported published with %d mounts stacked at the staging %s (NodeStageVolume sent %d more time(s) onto the mount the killed one made); want one",
 			n, staging, h.faults.Calls(csi.RPCNodeStageVolume)-stages)
 	}
-	assertRestoredBesideTheNewClaim(t, h)
-	for _, alloc := range []string{"a", "b"} {
-		if _, err := h.e.Release(h.ctx, "data", alloc); err != nil {
-			t.Errorf("release of %s: %v", alloc, err)
-		}
-	}
-	if hostpathtest.Mounted(t, staging) {
-		t.Errorf("a mount is left at the staging %s after both claims' releases", staging)
-		for range 4 {
-			_ = unix.Unmount(staging, unix.MNT_DETACH)
-		}
-	}
+	assertRestoredBesideTheNewClaim(t, h, staging)
 }
 
 // TestClaimAfterARebootWhoseStageMountedThenAnsweredUnavailableStacksNoSecondMount is
@@ -81,13 +64,7 @@ func TestClaimAfterARebootKilledAtItsStageThenRunAgainStacksNoSecondMount(t *tes
 // Found by helper review80 (crash).
 func TestClaimAfterARebootWhoseStageMountedThenAnsweredUnavailableStacksNoSecondMount(t *testing.T) {
 	t.Parallel()
-	hostpathtest.RequireMount(t)
-	h := newHostpathEngineAt(t, hostpathtest.MountDir(t), hostpath.Config{Root: hostpathtest.MountDir(t), NodeID: "n1", EnableAttach: true},
-		csitest.WithInterceptor(remountingStage()))
-	a := h.claimNew(t, "data", "a", spec.MultiNodeMultiWriter)
-	unmountAllAt(t, a.TargetPath)
-	staging := h.writeThenReboot(t, a, "data")
-	unmountAllAt(t, staging)
+	h, staging := claimedThenRebooted(t, csitest.WithInterceptor(remountingStage()))
 
 	h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Lost: true, Times: 1})
 	b, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "b"})
@@ -99,7 +76,35 @@ func TestClaimAfterARebootWhoseStageMountedThenAnsweredUnavailableStacksNoSecond
 		t.Errorf("b's claim after the reboot reported published with %d mounts stacked at the staging %s (NodeStageVolume sent %d time(s), its retry onto the mount the lost one made); want one",
 			n, staging, h.faults.Calls(csi.RPCNodeStageVolume))
 	}
-	assertRestoredBesideTheNewClaim(t, h)
+	assertRestoredBesideTheNewClaim(t, h, staging)
+}
+
+// claimedThenRebooted is a hostpath engine (attaching, its server given opts) whose
+// multi-writer volume "data" has alloc a's claim, after a reboot: its target's and the
+// staging's mounts gone. It returns the engine and the staging path.
+func claimedThenRebooted(t *testing.T, opts ...csitest.ServeOption) (*hostpathEngine, string) {
+	t.Helper()
+	hostpathtest.RequireMount(t)
+	h := newHostpathEngineAt(t, hostpathtest.MountDir(t), hostpath.Config{Root: hostpathtest.MountDir(t), NodeID: "n1", EnableAttach: true}, opts...)
+	a := h.claimNew(t, "data", "a", spec.MultiNodeMultiWriter)
+	unmountAllAt(t, a.TargetPath)
+	staging := h.writeThenReboot(t, a, "data")
+	unmountAllAt(t, staging)
+	return h, staging
+}
+
+// assertRestoredBesideTheNewClaim runs the reconcile pass that restores alloc a's claim of
+// "data" onto the staging b's claim made, and checks it did (no problem, a published, not
+// degraded), then that both claims release leaving nothing mounted at the staging.
+func assertRestoredBesideTheNewClaim(t *testing.T, h *hostpathEngine, staging string) {
+	t.Helper()
+	rep, err := h.e.Reconcile(h.ctx)
+	if err != nil || len(rep.Problems) != 0 {
+		t.Errorf("reconcile after b's claim: %v, problems %+v; want a's claim restored", err, rep.Problems)
+	}
+	if st, err := h.e.ClaimInfo(h.ctx, "data", "a"); err != nil || st.State != string(store.ClaimPublished) || st.Degraded {
+		t.Errorf("alloc a's claim after the pass: %+v, %v; want published, restored", st, err)
+	}
 	for _, alloc := range []string{"a", "b"} {
 		if _, err := h.e.Release(h.ctx, "data", alloc); err != nil {
 			t.Errorf("release of %s: %v", alloc, err)
@@ -110,18 +115,5 @@ func TestClaimAfterARebootWhoseStageMountedThenAnsweredUnavailableStacksNoSecond
 		for range 4 {
 			_ = unix.Unmount(staging, unix.MNT_DETACH)
 		}
-	}
-}
-
-// assertRestoredBesideTheNewClaim runs the reconcile pass that restores alloc a's claim of
-// "data" onto the staging b's claim made, and checks it did: no problem, a published, not degraded.
-func assertRestoredBesideTheNewClaim(t *testing.T, h *hostpathEngine) {
-	t.Helper()
-	rep, err := h.e.Reconcile(h.ctx)
-	if err != nil || len(rep.Problems) != 0 {
-		t.Errorf("reconcile after b's claim: %v, problems %+v; want a's claim restored", err, rep.Problems)
-	}
-	if st, err := h.e.ClaimInfo(h.ctx, "data", "a"); err != nil || st.State != string(store.ClaimPublished) || st.Degraded {
-		t.Errorf("alloc a's claim after the pass: %+v, %v; want published, restored", st, err)
 	}
 }

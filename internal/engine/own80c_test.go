@@ -8,9 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
-	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
-	"github.com/volctl/volctl/internal/spec"
 )
 
 // TestNewClaimAfterARebootWhoseOtherTargetsUnpublishFailsDoesNotBlameARestore: alloc a's claim
@@ -30,12 +28,7 @@ import (
 // Found by helper review80 (own80c), in this round's own change.
 func TestNewClaimAfterARebootWhoseOtherTargetsUnpublishFailsDoesNotBlameARestore(t *testing.T) {
 	t.Parallel()
-	hostpathtest.RequireMount(t)
-	h := newHostpathEngineAt(t, hostpathtest.MountDir(t), hostpath.Config{Root: hostpathtest.MountDir(t), NodeID: "n1", EnableAttach: true})
-	a := h.claimNew(t, "data", "a", spec.MultiNodeMultiWriter)
-	unmountAllAt(t, a.TargetPath)
-	staging := h.writeThenReboot(t, a, "data")
-	unmountAllAt(t, staging)
+	h, staging := claimedThenRebooted(t)
 
 	if !h.killAtFailpoint(t, "rpc:NodeStageVolume", func() { _, _ = h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "b"}) }) {
 		t.Fatalf("precondition: b's claim after the reboot never sent NodeStageVolume (rpc:NodeStageVolume)")

@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,15 +30,7 @@ import (
 func TestMigrationDoesNotRunUnderAnOlderVolctlWhoseOpenLockFileWasRemoved(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	older, _ := startOlderProcess(t, dir)
-	db := rawDB(t, filepath.Join(dir, FileName))
-	if got := userVersion(t, db); got != SchemaVersion()-1 {
-		t.Fatalf("precondition: the older process's database is at version %d, want %d", got, SchemaVersion()-1)
-	}
-	lock := filepath.Join(dir, FileName+lockSuffix)
-	if err := os.Remove(lock); err != nil {
-		t.Fatalf("precondition: removing the open lock's file: %v", err)
-	}
+	older, db, lock := olderWithItsLockRemoved(t, dir, dir)
 	s, err := Open(context.Background(), dir, WithBusyTimeout(300*time.Millisecond))
 	if err == nil {
 		s.Close()
@@ -50,4 +44,22 @@ func TestMigrationDoesNotRunUnderAnOlderVolctlWhoseOpenLockFileWasRemoved(t *tes
 	if got := userVersion(t, db); got != SchemaVersion()-1 {
 		t.Errorf("version after the refused migration = %d, want %d", got, SchemaVersion()-1)
 	}
+}
+
+// olderWithItsLockRemoved starts an older volctl with the state at dir open (startOlderProcess)
+// and removes its open lock's file; the database is read through real, the state dir's path
+// with its symlinks resolved. It returns the older process, a raw handle on the database, and
+// the lock file's path.
+func olderWithItsLockRemoved(t *testing.T, dir, real string) (*exec.Cmd, *sql.DB, string) {
+	t.Helper()
+	older, _ := startOlderProcess(t, dir)
+	db := rawDB(t, filepath.Join(real, FileName))
+	if got := userVersion(t, db); got != SchemaVersion()-1 {
+		t.Fatalf("precondition: the older process's database is at version %d, want %d", got, SchemaVersion()-1)
+	}
+	lock := filepath.Join(dir, FileName+lockSuffix)
+	if err := os.Remove(lock); err != nil {
+		t.Fatalf("precondition: removing the open lock's file: %v", err)
+	}
+	return older, db, lock
 }

@@ -38,15 +38,7 @@ func TestMigrationThroughASymlinkedStateDirDoesNotRunUnderAnOlderVolctlWhoseOpen
 	if err := os.Symlink(real, dir); err != nil {
 		t.Fatal(err)
 	}
-	older, _ := startOlderProcess(t, dir)
-	db := rawDB(t, filepath.Join(real, FileName))
-	if got := userVersion(t, db); got != SchemaVersion()-1 {
-		t.Fatalf("precondition: the older process's database is at version %d, want %d", got, SchemaVersion()-1)
-	}
-	lock := filepath.Join(dir, FileName+lockSuffix)
-	if err := os.Remove(lock); err != nil {
-		t.Fatalf("precondition: removing the open lock's file: %v", err)
-	}
+	older, db, lock := olderWithItsLockRemoved(t, dir, real)
 	s, err := Open(context.Background(), dir, WithBusyTimeout(300*time.Millisecond))
 	if err == nil {
 		s.Close()
