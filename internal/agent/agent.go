@@ -700,10 +700,13 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 		crash.GoGroup(wg, func() { r.loop(rctx) })
 		if old := handed[id]; old != nil {
 			delete(handed, id)
+			// On the successor's settled, or the agent's end: not the successor's own context,
+			// which a sync replacing it again cancels, the successor then settled by its own
+			// successor (TestStartupRestoreWaitsForAPluginRedeclaredTwiceBeforeItSettled).
 			crash.Go(func() {
 				select {
 				case <-r.settled:
-				case <-rctx.Done():
+				case <-ctx.Done():
 				}
 				old.settle()
 			})

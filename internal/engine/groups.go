@@ -1019,9 +1019,11 @@ func (e *Engine) bindShows(group, target string, b Bind) string {
 func groupInfo(g store.Group, claims []store.Claim) GroupInfo {
 	info := GroupInfo{Name: g.Name, State: string(g.State), Count: g.Count, key: g.Name}
 	byAlloc := map[string][]ClaimInfo{}
+	stored := map[string][]store.Claim{}
 	for _, c := range claims {
 		if c.Group == g.Name {
 			byAlloc[c.Alloc] = append(byAlloc[c.Alloc], claimInfo(c))
+			stored[c.Alloc] = append(stored[c.Alloc], c)
 		}
 	}
 	n := g.Count
@@ -1047,7 +1049,7 @@ func groupInfo(g store.Group, claims []store.Claim) GroupInfo {
 			// keeping its claims): read now, as the run reads it, not the run's error, which
 			// reconcile may have made stale. Before, counted ready, the refusal nowhere
 			// (TestGroupStatusDoesNotCallReadyAnAllocARunAgainRefusedForItsEditedSpec).
-			a.Error = unlikeSpec(g.Spec, g.Name, i, held)
+			a.Error = unlikeSpec(g.Spec, i, stored[name])
 		}
 		info.Allocs = append(info.Allocs, a)
 		delete(byAlloc, name)
@@ -1065,25 +1067,30 @@ func groupInfo(g store.Group, claims []store.Claim) GroupInfo {
 	return info
 }
 
-// unlikeSpec says how alloc index of group name holds its claims held otherwise than group
-// spec g asks (a volume the spec no longer names, or in another mode than it asks), and what
-// applies the spec; "" when as it asks.
-func unlikeSpec(g spec.Group, name string, index int, held []ClaimInfo) string {
+// unlikeSpec says how alloc index of group spec g holds its claims (those not being released)
+// otherwise than g asks, as a run of g finds it (heldConflict against allocRequest: the mode,
+// access and attachment modes, mount options, volume_mount binds; or a volume g no longer
+// names), each with what frees it; "" when as it asks.
+func unlikeSpec(g spec.Group, index int, claims []store.Claim) string {
 	var why []string
-	for _, c := range held {
+	for _, c := range claims {
+		if c.Releasing {
+			continue
+		}
 		i := slices.IndexFunc(g.Volumes, func(r spec.VolumeRequest) bool { return sameInNFC(c.VolumeID, requestVolume(r, index)) })
-		switch {
-		case i < 0:
-			why = append(why, fmt.Sprintf("holds a claim on %q, which the group's spec no longer names", c.VolumeID))
-		case g.Volumes[i].ReadOnly != (c.Mode == string(store.ClaimRead)):
-			want := map[bool]string{true: "read", false: "write"}[g.Volumes[i].ReadOnly]
-			why = append(why, fmt.Sprintf("holds a %s claim on %q, which the group's spec asks for %s", c.Mode, c.VolumeID, want))
+		if i < 0 {
+			why = append(why, fmt.Sprintf("holds a claim on %q, which the group's spec no longer names (`%s`, then `volctl group run FILE` of the spec, applies it)", c.VolumeID, freeCommand(c)))
+			continue
+		}
+		mode := store.ClaimWrite
+		if g.Volumes[i].ReadOnly {
+			mode = store.ClaimRead
+		}
+		if err := heldConflict(c, allocRequest(g, g.Volumes[i], index), mode); err != nil {
+			why = append(why, fmt.Sprintf("volume %q: %v", c.VolumeID, err))
 		}
 	}
-	if len(why) == 0 {
-		return ""
-	}
-	return strings.Join(why, "; ") + fmt.Sprintf(" (a run of the edited spec keeps what the alloc holds: `%s`, then `volctl group run FILE` of the spec, applies it)", shellquote.Command("volctl group stop", name))
+	return strings.Join(why, "; ")
 }
 
 // lacking lists the volumes of group spec g that alloc index, holding claims, holds none of,
