@@ -179,21 +179,31 @@ type nomadJob struct{ namespace, id string }
 // sameJob refuses two files that hold one Nomad job: a group's and a plugin's whose IDs are
 // one ("plugin-hp", a group's name and volctl's plugin job's), or two whose names differ only
 // in what JobID makes dashes. Run, the second would replace the first in Nomad.
+//
+// A file that names no namespace is run in the one `nomad job run` is given (NOMAD_NAMESPACE,
+// else "default"): one job with any namespace's file of the same ID. Compared as strings, a
+// group job naming "default" (its volumes handed over there) and the plugin's job naming none
+// passed, the second run replacing the first
+// (TestExportRefusesAGroupJobAndThePluginJobOfOneNomadJobInTheDefaultNamespace).
 func sameJob(files []exportFile) error {
-	seen := map[nomadJob]string{}
+	type written struct{ namespace, what string }
+	seen := map[string][]written{}
 	for _, f := range files {
 		if f.job.id == "" {
 			continue
 		}
-		if other, ok := seen[f.job]; ok {
+		for _, o := range seen[f.job.id] {
+			if o.namespace != f.job.namespace && o.namespace != "" && f.job.namespace != "" {
+				continue // two namespaces named: two jobs
+			}
 			way := "register one of the plugins under another ID"
-			if strings.HasPrefix(other, "group") || strings.HasPrefix(f.what, "group") {
+			if strings.HasPrefix(o.what, "group") || strings.HasPrefix(f.what, "group") {
 				way = "rename the group (its spec's label; --group-file exports it from the file)"
 			}
 			return fmt.Errorf("export nomad: %s and %s would both be Nomad job %q, and running one would replace the other: %s; nothing was written",
-				other, f.what, f.job.id, way)
+				o.what, f.what, f.job.id, way)
 		}
-		seen[f.job] = f.what
+		seen[f.job.id] = append(seen[f.job.id], written{f.job.namespace, f.what})
 	}
 	return nil
 }
@@ -757,6 +767,13 @@ func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.Volum
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
+	if base.Root != "" && len(ids) > 1 {
+		// One --plugin-root for two of volctl's own plugins, each serving its own root: the
+		// second's job would serve the first's root under its ID, its own volumes NOT_FOUND
+		// there, and the export said nothing (TestExportNomadPluginRootIsNotGivenToTwoHostpathPlugins).
+		return nil, notes, usageError("export nomad: --plugin-root %s would be the root of every hostpath plugin's job of this export, and it has %d (%s), each serving its own: "+
+			"export each plugin's volumes on their own, each with its --plugin-root (or pass --no-plugin-job)", shellquote.Arg(base.Root), len(ids), quotedIDs(ids))
+	}
 	var out []exportFile
 	for _, id := range ids {
 		o := base

@@ -741,6 +741,11 @@ func (p *Plugin) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolume
 	if err := requireVolumeID("NodeGetVolumeHealth", id); err != nil {
 		return nil, err
 	}
+	// As every other read: with the root moved, NOT_FOUND of a volume that exists, and its
+	// lookup forgot it (TestHealthOfAVolumeWhileTheRootIsMovedDoesNotForgetIt).
+	if err := p.checkRoot(); err != nil {
+		return nil, err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	v, err := p.lookupVolume("NodeGetVolumeHealth: ", id)

@@ -249,6 +249,13 @@ func loadDir(dir string, valid func(string) bool, add func(id string, b []byte) 
 // deleted by the other process (s removes a volume's record only with the volume, and a
 // failed write leaves the one before), and the volume goes from s too; one that cannot be
 // read leaves s's copy as it is.
+// recordsGone reports whether the directory of root's records of kind ("volumes",
+// "snapshots") is not there: the root moved or removed, not a record deleted.
+func recordsGone(root, kind string) bool {
+	_, err := os.Lstat(filepath.Join(root, metaDir, kind))
+	return errors.Is(err, fs.ErrNotExist)
+}
+
 func (s *state) current(root, id string) (*volume, bool) {
 	if !isVolumeID(id) { // IDs become path components
 		return nil, false
@@ -256,6 +263,11 @@ func (s *state) current(root, id string) (*volume, bool) {
 	mine, inMemory := s.Volumes[id]
 	b, err := readRecord(filepath.Join(root, metaDir, "volumes", id+".json"))
 	if errors.Is(err, fs.ErrNotExist) {
+		// Forgotten only while the records' directory is there: a root moved away (between a
+		// caller's checkRoot and this read) is no volume deleted by another process.
+		if recordsGone(root, "volumes") {
+			return nil, false
+		}
 		delete(s.Volumes, id)
 		delete(s.onDisk, id)
 		return nil, false
@@ -287,6 +299,9 @@ func (s *state) currentSnapshot(root, id string) (*snapshot, bool) {
 	}
 	b, err := readRecord(filepath.Join(root, metaDir, "snapshots", id+".json"))
 	if errors.Is(err, fs.ErrNotExist) {
+		if recordsGone(root, "snapshots") {
+			return nil, false // the root moved: not deleted (current)
+		}
 		delete(s.Snapshots, id)
 		return nil, false
 	}
