@@ -105,8 +105,12 @@ func (e *Engine) Dashboard(ctx context.Context, events int) (Dashboard, error) {
 			return err
 		}
 		d.Groups = make([]GroupInfo, 0, len(groups))
+		mounts, err := groupMounts(tx, claims)
+		if err != nil {
+			return err
+		}
 		for _, g := range groups {
-			d.Groups = append(d.Groups, groupInfo(g, claims))
+			d.Groups = append(d.Groups, groupInfo(g, claims, mounts))
 		}
 
 		byVolume := make(map[string][]store.Claim, len(vols))

@@ -477,9 +477,7 @@ func (e *Engine) refusedBeforeClaiming(g spec.Group, index int, held []store.Cla
 		req := allocRequest(g, r, index)
 		i := slices.IndexFunc(held, func(c store.Claim) bool { return !c.Releasing && sameInNFC(c.VolumeID, req.VolumeID) })
 		if i >= 0 {
-			if mo, ok := mounts[held[i].VolumeID]; ok && held[i].AttachmentMode == spec.FileSystem {
-				req.exactMount = mo.Merge(req.MountOptions)
-			}
+			req = heldRequest(req, held[i], mounts)
 			if err := heldConflict(held[i], req, claimMode(req)); err != nil {
 				return fmt.Errorf("claim %q for alloc %q: %w", req.VolumeID, req.Alloc, err)
 			}
@@ -495,6 +493,30 @@ func (e *Engine) refusedBeforeClaiming(g spec.Group, index int, held []store.Cla
 		}
 	}
 	return nil
+}
+
+// heldRequest is req, a group's claim request of the volume claim c holds, made to compare with
+// c as admission compares it: a file-system claim with the whole of the mount options it would
+// be published with, the volume's (mounts, by volume ID) merged with the spec's (exactMount).
+// A run (refusedBeforeClaiming) and group status (unlikeSpec) both compare so: status built the
+// request without them, and an alloc a run refused for mount options removed from its spec was
+// called ready (TestGroupStatusOfAnAllocRefusedForItsMountOptionsRemovedIsNotReady).
+func heldRequest(req ClaimRequest, c store.Claim, mounts map[string]*spec.MountOptions) ClaimRequest {
+	if mo, ok := mounts[c.VolumeID]; ok && c.AttachmentMode == spec.FileSystem {
+		req.exactMount = mo.Merge(req.MountOptions)
+	}
+	return req
+}
+
+// groupMounts is heldVolumesMountOptions of the groups' claims among claims.
+func groupMounts(tx *store.Tx, claims []store.Claim) (map[string]*spec.MountOptions, error) {
+	var ofGroups []store.Claim
+	for _, c := range claims {
+		if c.Group != "" {
+			ofGroups = append(ofGroups, c)
+		}
+	}
+	return heldVolumesMountOptions(tx, map[string][]store.Claim{"": ofGroups})
 }
 
 // heldVolumesMountOptions reads the mount options of each volume the claims in held are of.
@@ -851,8 +873,12 @@ func (e *Engine) groupsStored(ctx context.Context, name string) ([]GroupInfo, er
 		if err != nil {
 			return err
 		}
+		mounts, err := groupMounts(tx, claims)
+		if err != nil {
+			return err
+		}
 		for _, g := range groups {
-			out = append(out, groupInfo(g, claims))
+			out = append(out, groupInfo(g, claims, mounts))
 		}
 		return nil
 	})
@@ -1016,7 +1042,7 @@ func (e *Engine) bindShows(group, target string, b Bind) string {
 	return ""
 }
 
-func groupInfo(g store.Group, claims []store.Claim) GroupInfo {
+func groupInfo(g store.Group, claims []store.Claim, mounts map[string]*spec.MountOptions) GroupInfo {
 	info := GroupInfo{Name: g.Name, State: string(g.State), Count: g.Count, key: g.Name}
 	byAlloc := map[string][]ClaimInfo{}
 	stored := map[string][]store.Claim{}
@@ -1049,7 +1075,7 @@ func groupInfo(g store.Group, claims []store.Claim) GroupInfo {
 			// keeping its claims): read now, as the run reads it, not the run's error, which
 			// reconcile may have made stale. Before, counted ready, the refusal nowhere
 			// (TestGroupStatusDoesNotCallReadyAnAllocARunAgainRefusedForItsEditedSpec).
-			a.Error = unlikeSpec(g.Spec, i, stored[name])
+			a.Error = unlikeSpec(g.Spec, i, stored[name], mounts)
 		}
 		info.Allocs = append(info.Allocs, a)
 		delete(byAlloc, name)
@@ -1068,10 +1094,10 @@ func groupInfo(g store.Group, claims []store.Claim) GroupInfo {
 }
 
 // unlikeSpec says how alloc index of group spec g holds its claims (those not being released)
-// otherwise than g asks, as a run of g finds it (heldConflict against allocRequest: the mode,
-// access and attachment modes, mount options, volume_mount binds; or a volume g no longer
-// names), each with what frees it; "" when as it asks.
-func unlikeSpec(g spec.Group, index int, claims []store.Claim) string {
+// otherwise than g asks, as a run of g finds it (heldConflict against heldRequest: the mode,
+// access and attachment modes, mount options with the volume's (mounts), volume_mount binds;
+// or a volume g no longer names), each with what frees it; "" when as it asks.
+func unlikeSpec(g spec.Group, index int, claims []store.Claim, mounts map[string]*spec.MountOptions) string {
 	var why []string
 	for _, c := range claims {
 		if c.Releasing {
@@ -1086,7 +1112,7 @@ func unlikeSpec(g spec.Group, index int, claims []store.Claim) string {
 		if g.Volumes[i].ReadOnly {
 			mode = store.ClaimRead
 		}
-		if err := heldConflict(c, allocRequest(g, g.Volumes[i], index), mode); err != nil {
+		if err := heldConflict(c, heldRequest(allocRequest(g, g.Volumes[i], index), c, mounts), mode); err != nil {
 			why = append(why, fmt.Sprintf("volume %q: %v", c.VolumeID, err))
 		}
 	}
