@@ -185,6 +185,10 @@ func expandDid(before, after engine.VolumeInfo, grew engine.SubmitOutcome) strin
 		return "found at the size asked as its plugin lists it, not grown; its size is recorded now"
 	case grew == engine.AtLeastSource:
 		return "not grown: it is at least its snapshot's recorded size; the size asked is recorded as its capacity_min"
+	case before.NodeExpansionOwed > after.NodeExpansionOwed && after.ExpansionNote != "":
+		// Let go, or paid without NodeExpandVolume: its note says which, not "expanded on the
+		// node" of a step never sent (TestGuessLetGoWhoseFilterFailsIsNotSaidExpandedOnTheNode).
+		return "not grown on the node: " + after.ExpansionNote
 	case before.NodeExpansionOwed > after.NodeExpansionOwed:
 		return "expanded on the node (its owed NodeExpandVolume paid)"
 	case after.RequestedMax != before.RequestedMax:

@@ -174,6 +174,12 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 			if err := limitBelowPending(v, limit); err != nil {
 				return fail(err)
 			}
+			// Not of a volume handed over to Nomad, whose copy (what its allocs and expands
+			// follow) would keep the old one, as a larger size is refused for it: set, exit 0,
+			// nothing said (TestExpandLimitOfAHandedOverVolumeSaysNomadsCopyIsUnchanged).
+			if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseHandedOver(tx, v.ID) }); err != nil {
+				return fail(err)
+			}
 			if err := e.setRequestedMax(ctx, v.ID, limit); err != nil {
 				return fail(err)
 			}
