@@ -192,7 +192,7 @@ func (e *Engine) detachLeft(ctx context.Context, v store.Volume, res *DetachResu
 	}
 	c, err := e.connect(ctx, v.PluginID)
 	if err != nil {
-		return fmt.Errorf("volume %q has no claims, but its %s is recorded, left to undo: %w (`volctl reconcile` undoes it once the plugin answers)", v.ID, leftWords(before), err)
+		return fmt.Errorf("volume %q has no claims, but its %s recorded, left to undo: %w (`volctl reconcile` undoes it once the plugin answers)", v.ID, leftWords(before), err)
 	}
 	defer e.done(c)
 	_, err = e.undoLeft(ctx, c, v)

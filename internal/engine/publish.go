@@ -891,7 +891,7 @@ func (e *Engine) unstageUnrecorded(ctx context.Context, c *conn, v store.Volume,
 		// restore's (TestNewClaimAfterARebootWhoseOtherTargetsUnpublishFailsDoesNotBlameARestore).
 		whose, again := "a restore's "+csi.RPCNodeStageVolume+", answered with an error once the plugin mounted", "run `volctl reconcile`"
 		if !p.cl.Degraded {
-			whose, again = "an earlier "+csi.RPCNodeStageVolume+" of this claim whose answer was not recorded (a kill, a lost answer), beside claims whose mounts a reboot took", "claim again"
+			whose, again = "an earlier "+csi.RPCNodeStageVolume+" whose answer was not recorded (a kill, a lost answer), beside claims whose mounts a reboot took", "claim again"
 		}
 		e.log.Info("the staging of a claim is mounted though recorded unstaged ("+whose+"): sending NodeUnpublishVolume of the volume's claims' targets, which hold nothing, then NodeUnstageVolume, so that the plugin stages it once",
 			"volume", v.ID, "alloc", p.cl.Alloc, "staging", path, "targets", targets)
