@@ -396,8 +396,8 @@ func (a *Agent) registerDeclared(ctx context.Context) error {
 	return nil
 }
 
-// declaredBound is how long the agent's start waits for each declared plugin's first
-// registration before it starts the others (registerDeclared).
+// declaredBound is how long the agent's start waits for the declared plugins' first
+// registrations, all run at once, before it starts those that answered (registerDeclared).
 const declaredBound = 2 * time.Second
 
 // registered is one registration's answer.
