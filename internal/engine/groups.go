@@ -1108,11 +1108,8 @@ func unlikeSpec(g spec.Group, index int, claims []store.Claim, mounts map[string
 			why = append(why, fmt.Sprintf("holds a claim on %q, which the group's spec no longer names (`%s`, then `volctl group run FILE` of the spec, applies it)", c.VolumeID, freeCommand(c)))
 			continue
 		}
-		mode := store.ClaimWrite
-		if g.Volumes[i].ReadOnly {
-			mode = store.ClaimRead
-		}
-		if err := heldConflict(c, heldRequest(allocRequest(g, g.Volumes[i], index), c, mounts), mode); err != nil {
+		req := heldRequest(allocRequest(g, g.Volumes[i], index), c, mounts)
+		if err := heldConflict(c, req, claimMode(req)); err != nil {
 			why = append(why, fmt.Sprintf("volume %q: %v", c.VolumeID, err))
 		}
 	}
