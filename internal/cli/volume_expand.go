@@ -105,7 +105,7 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 			opts.ID, opts.ID, before.ID)
 	}
 	id := before.ID // the stored form of the ID given
-	if limit == 0 && engine.AboveCapacityMax(before.RequestedMax, max(before.CapacityBytes, before.RequestedMin), size) {
+	if limit == 0 && before.Handover == nil && engine.AboveCapacityMax(before.RequestedMax, max(before.CapacityBytes, before.RequestedMin), size) {
 		// Said here before anything starts; the engine applies the capacity_max it reads under
 		// the volume's lock (a registration may lower it meanwhile), so no limit is passed for
 		// it: the bound read here may be stale by then.

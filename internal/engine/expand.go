@@ -52,6 +52,17 @@ func (e *Engine) expandVolumeStored(ctx context.Context, volumeID string, size, 
 	if *before, err = e.volumeStored(ctx, v.ID, false); err != nil {
 		return fail(err)
 	}
+	// Handed over to Nomad, anything it would change is Nomad's, whose copy (what its allocs
+	// and expands follow) would keep the old: refused first, where a limit's refusal advised a
+	// --limit the handover then refused (TestExpandPastTheCapacityMaxOfAHandedOverVolumeIsNotAdvisedALimit),
+	// and a new limit at its size was set, exit 0, nothing said
+	// (TestExpandLimitOfAHandedOverVolumeSaysNomadsCopyIsUnchanged). One that changes nothing
+	// (the size it has, its own limit) says "already" as before.
+	if size > currentSize(v) || limit != 0 && limit != v.RequestedMax {
+		if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseHandedOver(tx, v.ID) }); err != nil {
+			return fail(err)
+		}
+	}
 	if limit, err = recordedLimit(v, size, limit); err != nil {
 		return fail(err)
 	}
@@ -172,12 +183,6 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 			// lowering it is refused (pendingLimit). Before, taken, and then broken
 			// (TestExpandLimitBelowAPendingExpansionIsRefused).
 			if err := limitBelowPending(v, limit); err != nil {
-				return fail(err)
-			}
-			// Not of a volume handed over to Nomad, whose copy (what its allocs and expands
-			// follow) would keep the old one, as a larger size is refused for it: set, exit 0,
-			// nothing said (TestExpandLimitOfAHandedOverVolumeSaysNomadsCopyIsUnchanged).
-			if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseHandedOver(tx, v.ID) }); err != nil {
 				return fail(err)
 			}
 			if err := e.setRequestedMax(ctx, v.ID, limit); err != nil {

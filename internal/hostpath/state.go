@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -249,13 +250,6 @@ func loadDir(dir string, valid func(string) bool, add func(id string, b []byte) 
 // deleted by the other process (s removes a volume's record only with the volume, and a
 // failed write leaves the one before), and the volume goes from s too; one that cannot be
 // read leaves s's copy as it is.
-// recordsGone reports whether the directory of root's records of kind ("volumes",
-// "snapshots") is not there: the root moved or removed, not a record deleted.
-func recordsGone(root, kind string) bool {
-	_, err := os.Lstat(filepath.Join(root, metaDir, kind))
-	return errors.Is(err, fs.ErrNotExist)
-}
-
 func (s *state) current(root, id string) (*volume, bool) {
 	if !isVolumeID(id) { // IDs become path components
 		return nil, false
@@ -722,4 +716,12 @@ func (s *state) targetOwner(target string) *volume {
 		}
 	}
 	return nil
+}
+
+// recordsGone reports whether the directory of root's records of kind ("volumes",
+// "snapshots") is not there: the root moved or removed (or replaced by a file), not a record
+// deleted.
+func recordsGone(root, kind string) bool {
+	_, err := os.Lstat(filepath.Join(root, metaDir, kind))
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
