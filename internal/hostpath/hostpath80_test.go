@@ -26,12 +26,7 @@ import (
 // Found by helper review80 (hostpath).
 func TestHealthOfAVolumeWhileTheRootIsMovedDoesNotForgetIt(t *testing.T) {
 	ctx := context.Background()
-	root := t.TempDir() + "/root"
-	c, _ := startFake(t, hostpath.Config{Root: root})
-	v, p := c.staged(t, "health")
-	if err := os.Rename(root, root+"-moved"); err != nil {
-		t.Fatal(err)
-	}
+	c, v, p, root := stagedUnderAMovedRoot(t, "health")
 	_, err := c.nd.NodeGetVolumeHealth(ctx, &csi.NodeGetVolumeHealthRequest{VolumeId: v.GetVolumeId(), StagingTargetPath: p.staging})
 	if st := status.Convert(err); err == nil || st.Code() != codes.FailedPrecondition || !strings.Contains(st.Message(), "moved or removed") {
 		t.Errorf("NodeGetVolumeHealth of volume %s with the plugin's root moved: %v; want FAILED_PRECONDITION saying the root %s was moved or removed", v.GetVolumeId(), err, root)
@@ -49,4 +44,18 @@ func TestHealthOfAVolumeWhileTheRootIsMovedDoesNotForgetIt(t *testing.T) {
 	if !listed {
 		t.Errorf("ListVolumes with the root put back does not list volume %s, whose record is on disk: %v", v.GetVolumeId(), resp.GetEntries())
 	}
+}
+
+// stagedUnderAMovedRoot starts a plugin on a root of its own, stages volume name through it,
+// then moves the root away (to ROOT-moved) while the plugin serves. It returns the client, the
+// volume, its paths and the root's path.
+func stagedUnderAMovedRoot(t *testing.T, name string) (*client, *csi.Volume, paths, string) {
+	t.Helper()
+	root := t.TempDir() + "/root"
+	c, _ := startFake(t, hostpath.Config{Root: root})
+	v, p := c.staged(t, name)
+	if err := os.Rename(root, root+"-moved"); err != nil {
+		t.Fatal(err)
+	}
+	return c, v, p, root
 }

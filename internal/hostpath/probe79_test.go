@@ -9,8 +9,6 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-
-	"github.com/volctl/volctl/internal/hostpath"
 )
 
 // TestProbeOfAPluginWhoseRootMovedIsNotReady: once the plugin's --root is moved or removed
@@ -26,12 +24,7 @@ import (
 // Found by helper review79 (hostpath).
 func TestProbeOfAPluginWhoseRootMovedIsNotReady(t *testing.T) {
 	ctx := context.Background()
-	root := t.TempDir() + "/root"
-	c, _ := startFake(t, hostpath.Config{Root: root})
-	v, p := c.staged(t, "moved")
-	if err := os.Rename(root, root+"-moved"); err != nil {
-		t.Fatal(err)
-	}
+	c, v, p, root := stagedUnderAMovedRoot(t, "moved")
 	// Precondition: the plugin itself knows it cannot serve the volume.
 	if err := c.unstage(v, p); err == nil || !strings.Contains(status.Convert(err).Message(), "moved or removed") {
 		t.Fatalf("precondition: NodeUnstageVolume on the moved root answered %v, want the root-moved refusal", err)
