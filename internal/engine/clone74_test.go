@@ -88,12 +88,7 @@ func TestSnapshotDeleteByNameDoesNotDeleteAnotherVolumesSnapshotUnderItsID(t *te
 	t.Parallel()
 	h, sn, other := reusedSnapshotID(t)
 	_, err := h.e.DeleteSnapshotNoted(h.ctx, "mem", sn.Name, nil)
-	still := false
-	for _, s := range h.mem.Snapshots() {
-		if s.ID == other.ID && s.SourceVolumeID == other.SourceVolumeID {
-			still = true
-		}
-	}
+	still := pluginStillHolds(h, other)
 	if !still {
 		t.Errorf("`snapshot delete mem %s` (volume db's snapshot as recorded) deleted snapshot %q of volume %q, another volume's, which the plugin listed under the recorded ID (delete answered %v)",
 			sn.Name, other.ID, other.SourceVolumeID, err)
@@ -138,12 +133,7 @@ func TestReconcileFinishingASnapshotDeleteSparesAnotherVolumesSnapshotUnderItsID
 	}
 	rep, err := h.e.Reconcile(h.ctx)
 	t.Logf("reconcile: %+v, %v", rep, err)
-	still := false
-	for _, s := range h.mem.Snapshots() {
-		if s.ID == other.ID && s.SourceVolumeID == other.SourceVolumeID {
-			still = true
-		}
-	}
+	still := pluginStillHolds(h, other)
 	if !still {
 		t.Errorf("reconcile finishing db's snapshot delete deleted snapshot %q of volume %q, which the plugin listed under the recorded ID", other.ID, other.SourceVolumeID)
 	}

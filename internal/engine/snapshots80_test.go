@@ -41,12 +41,7 @@ func TestSnapshotDeleteSparesAnotherVolumesSnapshotWhenTheListingThenLoops(t *te
 	h, sn, other := reusedSnapshotID(t)
 	loopingSnapshotListing(h)
 	_, err := h.e.DeleteSnapshotNoted(h.ctx, "mem", sn.Name, nil)
-	still := false
-	for _, s := range h.mem.Snapshots() {
-		if s.ID == other.ID && s.SourceVolumeID == other.SourceVolumeID {
-			still = true
-		}
-	}
+	still := pluginStillHolds(h, other)
 	if !still {
 		t.Errorf("`snapshot delete mem %s` deleted snapshot %q of volume %q, which the plugin's listing named as that volume's on its first page "+
 			"before its next_token looped (DeleteSnapshot sent %d times; the delete answered %v)",
@@ -180,12 +175,7 @@ func TestSnapshotDeleteRefusedByAListingThatNamesTheIDAsTwoSources(t *testing.T)
 		resp.Entries = twice
 	}})
 	_, err := h.e.DeleteSnapshotNoted(h.ctx, "mem", sn.Name, nil)
-	still := false
-	for _, s := range h.mem.Snapshots() {
-		if s.ID == other.ID && s.SourceVolumeID == other.SourceVolumeID {
-			still = true
-		}
-	}
+	still := pluginStillHolds(h, other)
 	if !still {
 		t.Errorf("`snapshot delete mem %s` deleted snapshot %q, which the plugin's listing named as volume %q's (and, in another entry, as db's); the delete answered %v",
 			sn.Name, other.ID, other.SourceVolumeID, err)
@@ -230,4 +220,11 @@ func TestPendingSnapshotDeleteKeepsTheCreateWhenTheListingNamedItsSnapshotBefore
 	if n := len(h.mem.Snapshots()); n != 0 {
 		t.Errorf("the plugin still holds %d snapshot(s) after the advice was followed", n)
 	}
+}
+
+// pluginStillHolds reports whether h's plugin still holds snapshot other (its ID and source).
+func pluginStillHolds(h *harness, other csi.Snapshot) bool {
+	return slices.ContainsFunc(h.mem.Snapshots(), func(s csi.Snapshot) bool {
+		return s.ID == other.ID && s.SourceVolumeID == other.SourceVolumeID
+	})
 }
