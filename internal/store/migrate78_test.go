@@ -35,8 +35,14 @@ func TestMigrationBehindAStoppedOlderVolctlSaysHowToResumeIt(t *testing.T) {
 		t.Errorf("Open behind an older volctl stopped by a signal: %v\nwant it to say how to resume it (%q) or end it, as every other wait for a stopped holder does; "+
 			"\"stop them\" is no advice for a process that is stopped", err, want)
 	}
-	// The advice followed: resumed, the older volctl closes the state and exits; the open
-	// migrates.
+	resumedThenMigrated(t, dir, pid, finish)
+}
+
+// resumedThenMigrated follows the advice of a refusal behind an older volctl (pid, its end
+// finish) stopped by a signal: resumed, it closes the state and exits, and the open of the
+// state at dir migrates.
+func resumedThenMigrated(t *testing.T, dir string, pid int, finish func()) {
+	t.Helper()
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}

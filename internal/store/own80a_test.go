@@ -93,14 +93,5 @@ func TestMigrationBehindAStoppedOlderVolctlWhoseOpenLockFileWasRemovedSaysHowToR
 		t.Errorf("Open behind an older volctl stopped by a signal, its lock file removed: %v\nwant it to say how to resume it (%q) or end it, as the open lock's wait for the same stopped holder does; "+
 			"\"stop it\" is no advice for a process that is stopped", err, want)
 	}
-	// The advice followed: resumed, the older volctl closes the state and exits; the open migrates.
-	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	finish()
-	s, err = Open(context.Background(), dir, WithBusyTimeout(time.Second))
-	if err != nil {
-		t.Fatalf("Open once the older volctl was resumed and closed: %v", err)
-	}
-	s.Close()
+	resumedThenMigrated(t, dir, pid, finish)
 }
