@@ -44,24 +44,27 @@ func (e *Engine) ExpandVolumeFrom(ctx context.Context, volumeID string, size, li
 // expandVolumeStored is ExpandVolumeFrom of the ID as stored (byStoredID).
 func (e *Engine) expandVolumeStored(ctx context.Context, volumeID string, size, limit int64, before *VolumeInfo, grew *SubmitOutcome) (VolumeInfo, error) {
 	fail := failVolume("expand", volumeID)
-	v, c, unlock, err := e.lockedVolume(ctx, volumeID)
+	// Handed over to Nomad, anything it would change is Nomad's, whose copy (what its allocs
+	// and expands follow) would keep the old: refused first, under the volume's lock and before
+	// the plugin is asked for (volctl's own may not run once Nomad runs it: its missing socket
+	// was said, TestExpandOfAHandedOverVolumeWhosePluginIsDownIsRefusedAsHandedOver), where a
+	// limit's refusal advised a --limit the handover then refused
+	// (TestExpandPastTheCapacityMaxOfAHandedOverVolumeIsNotAdvisedALimit), and a new limit at
+	// its size was set, exit 0, nothing said (TestExpandLimitOfAHandedOverVolumeSaysNomadsCopyIsUnchanged).
+	// One that changes nothing (the size it has, its own limit) says "already" as before.
+	handedOver := func(v store.Volume) error {
+		if size <= currentSize(v) && (limit == 0 || limit == v.RequestedMax) {
+			return nil
+		}
+		return e.store.View(ctx, func(tx *store.Tx) error { return refuseHandedOver(tx, v.ID) })
+	}
+	v, c, unlock, err := e.lockedVolumeChecked(ctx, volumeID, handedOver)
 	if err != nil {
 		return fail(err)
 	}
 	defer unlock()
 	if *before, err = e.volumeStored(ctx, v.ID, false); err != nil {
 		return fail(err)
-	}
-	// Handed over to Nomad, anything it would change is Nomad's, whose copy (what its allocs
-	// and expands follow) would keep the old: refused first, where a limit's refusal advised a
-	// --limit the handover then refused (TestExpandPastTheCapacityMaxOfAHandedOverVolumeIsNotAdvisedALimit),
-	// and a new limit at its size was set, exit 0, nothing said
-	// (TestExpandLimitOfAHandedOverVolumeSaysNomadsCopyIsUnchanged). One that changes nothing
-	// (the size it has, its own limit) says "already" as before.
-	if size > currentSize(v) || limit != 0 && limit != v.RequestedMax {
-		if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseHandedOver(tx, v.ID) }); err != nil {
-			return fail(err)
-		}
 	}
 	if limit, err = recordedLimit(v, size, limit); err != nil {
 		return fail(err)
@@ -1800,7 +1803,14 @@ func (e *Engine) expandOffNode(ctx context.Context, rep *ReconcileReport, id str
 // volume and connects to its plugin. The caller must call unlock when err is nil, which gives
 // the connection back too.
 func (e *Engine) lockedVolume(ctx context.Context, id string) (v store.Volume, c *conn, unlock func(), err error) {
-	hold, v, c, err := e.heldVolume(ctx, id)
+	return e.lockedVolumeChecked(ctx, id, nil)
+}
+
+// lockedVolumeChecked is lockedVolume that runs check (when given) on the volume's record read
+// under its lock before it connects to the plugin: a refusal that needs no plugin is said as
+// itself, not as the plugin's socket missing (TestExpandOfAHandedOverVolumeWhosePluginIsDownIsRefusedAsHandedOver).
+func (e *Engine) lockedVolumeChecked(ctx context.Context, id string, check func(store.Volume) error) (v store.Volume, c *conn, unlock func(), err error) {
+	hold, v, c, err := e.heldVolumeChecked(ctx, id, check)
 	if err != nil {
 		return v, nil, nil, err
 	}
@@ -1811,6 +1821,11 @@ func (e *Engine) lockedVolume(ctx context.Context, id string) (v store.Volume, c
 // go while it waits for another volctl and take again (finishSnapshot); the caller releases it,
 // and gives c back (done).
 func (e *Engine) heldVolume(ctx context.Context, id string) (hold *volumeHold, v store.Volume, c *conn, err error) {
+	return e.heldVolumeChecked(ctx, id, nil)
+}
+
+// heldVolumeChecked is heldVolume with check (lockedVolumeChecked).
+func (e *Engine) heldVolumeChecked(ctx context.Context, id string, check func(store.Volume) error) (hold *volumeHold, v store.Volume, c *conn, err error) {
 	unlock, seen, err := e.lockVolumeNoting(ctx, id)
 	if err != nil {
 		return nil, v, nil, err
@@ -1824,6 +1839,9 @@ func (e *Engine) heldVolume(ctx context.Context, id string) (hold *volumeHold, v
 		err = goneWhileWaiting(id, seen, "create the volume again, then run this again")
 	case errors.Is(err, store.ErrNotFound):
 		err = notFoundf("volume %q not found", id)
+	}
+	if err == nil && check != nil {
+		err = check(v)
 	}
 	if err == nil {
 		c, err = e.connect(ctx, v.PluginID)
@@ -1848,10 +1866,6 @@ func expandCommand(v store.Volume, size, limit int64) string {
 	return shellquote.CommandFlags("volctl volume expand", []string{v.ID}, flags...)
 }
 
-// owedExpandCommand is the command that drives v's owed node expansion: expand to the size v
-// is recorded at (a plugin that rounded its controller answer up left it above the size owed,
-// and expand refuses a size below it: TestOwedExpandAdviceAfterARoundedAnswer), which pays the
-// debt, with the node expansion's limit.
 // payOwedNodeStep is the claim and release that pay volume v's owed NodeExpandVolume ("`claim`,
 // then `release`"): a claim of it here publishes it, which sends it. A volume that takes no
 // writer is claimed --read-only: advised bare, the claim asked for a writer and was refused
@@ -1887,6 +1901,10 @@ func payOwedWords(tx *store.Tx, v store.Volume) (string, error) {
 	return "first: " + owedExpansionWaits(v, p, err == nil, nil, st, nil), nil
 }
 
+// owedExpandCommand is the command that drives v's owed node expansion: expand to the size v
+// is recorded at (a plugin that rounded its controller answer up left it above the size owed,
+// and expand refuses a size below it: TestOwedExpandAdviceAfterARoundedAnswer), which pays the
+// debt, with the node expansion's limit.
 func owedExpandCommand(v store.Volume) string {
 	return expandCommand(v, max(v.NodeExpandMin, currentSize(v)), v.NodeExpandMax)
 }
