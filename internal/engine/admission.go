@@ -64,8 +64,18 @@ func checkNode(tx *store.Tx, v store.Volume, onNode bool, p *store.Plugin) error
 			if err != nil {
 				return err
 			}
-			return conflictf("plugin %q allows %d volume(s) per node (NodeGetInfo max_volumes_per_node) and node %q has %d: %s; release one of them first%s",
-				p.ID, fp.MaxVolumes, fp.NodeID, len(on), describeIDs(on), way)
+			// As many as must leave for this one: a limit lowered by a restart below the
+			// volumes there needs more than one, and "release one of them first", followed,
+			// was refused again (TestNodeLimitLoweredBelowTheVolumesOnTheNodeAdviceWorks).
+			leave := "one of them"
+			switch need := int64(len(on)) - fp.MaxVolumes + 1; {
+			case need >= int64(len(on)):
+				leave = fmt.Sprintf("all %d of them", len(on))
+			case need > 1:
+				leave = fmt.Sprintf("%d of them", need)
+			}
+			return conflictf("plugin %q allows %d volume(s) per node (NodeGetInfo max_volumes_per_node) and node %q has %d: %s; release %s first%s",
+				p.ID, fp.MaxVolumes, fp.NodeID, len(on), describeIDs(on), leave, way)
 		}
 	}
 	return nil

@@ -1133,8 +1133,9 @@ func (u *unrecordedBeside) Error() string {
 	return fmt.Sprintf("not restored: %s mounted, a target of volume %q that no claim records, so the state database is older than the mounts "+
 		"(a backup restored, its last commits lost) and alloc %q's claim may be one released since; publishing the volume to it again "+
 		"beside that mount could give the volume a second writer. The claim stays held as the database has it, nothing sent: "+
-		"if alloc %q is gone, `%s`; else, once nothing uses %s, unmount it and run `volctl reconcile`, which restores the claim",
-		isAre(named), u.cl.VolumeID, u.cl.Alloc, u.cl.Alloc, releaseCommand(u.cl), strings.Join(u.mounted, " and "))
+		"if alloc %q is gone, `%s` releases it, but does not unstage the volume from under %s: the release finishes once that is unmounted (its alloc stopped), by `volctl reconcile`; "+
+		"else, once nothing uses %s, unmount it and run `volctl reconcile`, which restores the claim",
+		isAre(named), u.cl.VolumeID, u.cl.Alloc, u.cl.Alloc, releaseCommand(u.cl), strings.Join(u.mounted, " and "), strings.Join(u.mounted, " and "))
 }
 
 // checkRestoreBeside refuses, as an *unrecordedBeside, to restore claim cl (published, its
