@@ -69,9 +69,10 @@ func checkNode(tx *store.Tx, v store.Volume, onNode bool, p *store.Plugin) error
 			// was refused again (TestNodeLimitLoweredBelowTheVolumesOnTheNodeAdviceWorks).
 			leave := "one of them"
 			switch need := int64(len(on)) - fp.MaxVolumes + 1; {
+			case need <= 1:
 			case need >= int64(len(on)):
 				leave = fmt.Sprintf("all %d of them", len(on))
-			case need > 1:
+			default:
 				leave = fmt.Sprintf("%d of them", need)
 			}
 			return conflictf("plugin %q allows %d volume(s) per node (NodeGetInfo max_volumes_per_node) and node %q has %d: %s; release %s first%s",
