@@ -276,7 +276,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := writeRunFile(agentPid, []byte(strconv.Itoa(os.Getpid())+"\n")); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	defer os.Remove(agentPid)
+	// Removed only while it is this agent's: the state dir put in place of this one under it
+	// holds a second agent's (TestAgentStoppingAfterItsStateDirWasReplacedKeepsTheNewAgentsPidFile).
+	defer func() {
+		if readAgentPid(a.runDir) == strconv.Itoa(os.Getpid()) {
+			_ = os.Remove(agentPid)
+		}
+	}()
 
 	// A plugin that daemonises is re-parented to the agent, which finds it and supervises it
 	// (daemon.go).
@@ -799,7 +805,7 @@ func (a *Agent) handOver(from, to string, p *process) error {
 	if err := writePidFile(a.runDir, to, p); err != nil {
 		return err
 	}
-	removePidFile(a.runDir, from)
+	removePidFile(a.runDir, from, p.pid)
 	// Its environment is from's: the values kept of it go with the process (ExecEnvHandedOver).
 	if err := a.e.ExecEnvHandedOver(context.Background(), from, to); err != nil {
 		a.log.Warn("keeping the values of the handed process's exec env as secrets of the plugin it runs as now", "plugin", to, "from", from, "err", err)
@@ -1470,7 +1476,7 @@ func (a *Agent) stopIfUnmounted(r *runner, countAs string) bool {
 		return false
 	}
 	a.stopLeftBy(r, p)
-	removePidFile(a.runDir, r.spec.ID)
+	removePidFile(a.runDir, r.spec.ID, p.pid)
 	// ctx bounded the wait for the publish lock; the stop of a plugin that ignored SIGTERM may
 	// have outlasted it. The record is the stop's own (before, written on an expired ctx, it
 	// was lost: plugin status said a dead agent ran the plugin,

@@ -226,7 +226,7 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 	if err != nil {
 		logf("%v", err)
 		p.stop(5 * time.Second)
-		removePidFile(runDir, sp.ID)
+		removePidFile(runDir, sp.ID, p.pid)
 		return nil, err
 	}
 	return p, nil
@@ -1243,9 +1243,16 @@ func execDigestOf(sp spec.Plugin) string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// removePidFile forgets a plugin's pid. Failing to is harmless: a stale pid file's start time
-// no longer matches any process, so no agent adopts or signals through it.
-func removePidFile(runDir, id string) { _ = os.Remove(pidFilePath(runDir, id)) }
+// removePidFile forgets a plugin's pid, pid: a file recording another (written by a second
+// agent in a state dir put in place of this agent's: TestAgentStoppingAfterItsStateDirWasReplacedKeepsItsPluginsPidFiles)
+// is not this agent's to remove. Failing to is harmless: a stale pid file's start time no longer
+// matches any process, so no agent adopts or signals through it.
+func removePidFile(runDir, id string, pid int) {
+	if p := readPidFile(runDir, id); p != nil && p.pid != pid {
+		return
+	}
+	_ = os.Remove(pidFilePath(runDir, id))
+}
 
 // adoptFromPidFile returns the process an earlier agent started for the plugin, if its pid
 // file names a process that still runs with the recorded start time and, when the file records

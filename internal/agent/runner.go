@@ -226,7 +226,7 @@ func (r *runner) loop(ctx context.Context) {
 			// (TestPluginStoppedPastItsHealthTimeoutIsNotRecordedAsRunning).
 			r.noteDown(ctx, engine.SupervisionExited, r.proc.pid,
 				fmt.Sprintf("the agent stopped it: %s; its output is in %s", unhealthyFor, filepath.Join(a.logDir, id+".log")))
-			removePidFile(a.runDir, id)
+			removePidFile(a.runDir, id, r.proc.pid)
 			r.proc, restarted, restartAt = nil, true, a.now().Add(wait)
 			continue
 		}
@@ -310,7 +310,7 @@ func (r *runner) loop(ctx context.Context) {
 			a.e.PluginEvent(ctx, id, "plugin-exit", msg)
 			r.noteDown(ctx, engine.SupervisionExited, r.proc.pid,
 				fmt.Sprintf("%s; its output is in %s", r.proc.exitStatus(), filepath.Join(a.logDir, id+".log")))
-			removePidFile(a.runDir, id)
+			removePidFile(a.runDir, id, r.proc.pid)
 			r.proc, restarted, restartAt = nil, true, a.now().Add(wait)
 			// Record the plugin's health now rather than at the next start.
 			r.probe(ctx)
@@ -457,7 +457,7 @@ func (r *runner) replaceOutdated(ctx context.Context, withheld *holdKind, stuck 
 	a.log.Info(msg, "plugin", id, "pid", pid)
 	r.restarting("exec_changed")
 	a.e.PluginEvent(ctx, id, "plugin-restart", msg)
-	removePidFile(a.runDir, id)
+	removePidFile(a.runDir, id, pid)
 	return true
 }
 
@@ -650,7 +650,7 @@ func (r *runner) startOrAdopt(ctx context.Context) (started bool, err error) {
 	if unproven != nil {
 		a.log.Warn(fmt.Sprintf("the plugin's pid file names pid %d, which runs with the recorded start time but without the instance the agent started the plugin with in its environment: "+
 			"it is not the plugin, or not one the agent can prove is; leaving it alone, never signalling it", unproven.pid), "plugin", id, "pid", unproven.pid)
-		removePidFile(a.runDir, id)
+		removePidFile(a.runDir, id, unproven.pid)
 	}
 	d, err := adoptDaemon(ctx, a.runDir, id, execEndpoint(r.spec))
 	if d != nil {
