@@ -451,9 +451,12 @@ func (s *Server) Serve(ctx context.Context, m *Metrics, status func() agent.Stat
 		}
 		if m.stateFile != nil {
 			if err := m.stateFile(); err != nil {
-				// Not ready over a state no volctl writes any more, as /metrics fails then.
+				// Not ready over a state no volctl writes any more, as /metrics fails then, and
+				// saying so: the 503 said no more than the ready status it replaced
+				// (TestHealthzOfAReplacedStateDatabaseSaysWhy). The agent stops at its next pass.
 				log.Warn("healthz: the state database cannot be used", "err", err)
 				st.Ready = false
+				st.WaitingFor = "the agent's restart, which its next reconcile pass asks for by stopping it: " + err.Error()
 			}
 		}
 		w.Header().Set("Content-Type", "application/json")

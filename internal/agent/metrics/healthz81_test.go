@@ -1,0 +1,48 @@
+package metrics
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/agent"
+	"github.com/volctl/volctl/internal/store/storetest"
+)
+
+// /healthz of an agent whose state database was replaced (the state dir moved aside, another
+// in its place) answered 503 with the agent's status as it was: ready's reason gone, no
+// waiting_for, a load balancer or a person reading it told nothing of why. It now says what
+// the agent waits for: its restart, the database it opened being no longer the one at its path.
+func TestHealthzOfAReplacedStateDatabaseSaysWhy(t *testing.T) {
+	m, e := fixture(t)
+	srv := servedStatus(t, context.Background(), m, func() agent.Status { return agent.Status{Ready: true} })
+	moved := filepath.Join(t.TempDir(), "moved")
+	if err := os.Rename(e.StateDir(), moved); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(e.StateDir()); err != nil {
+			t.Error(err)
+		}
+		if err := os.Rename(moved, e.StateDir()); err != nil {
+			t.Errorf("putting the state dir back for its mounts' cleanup: %v", err)
+		}
+	})
+	storetest.Seed(t, e.StateDir())
+
+	resp, body := httpGet(t, "http://"+srv.Addr()+"/healthz")
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("/healthz over a replaced state database: %d\n%s; want 503", resp.StatusCode, body)
+	}
+	var st agent.Status
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatalf("/healthz body: %v\n%s", err, body)
+	}
+	if st.Ready || !strings.Contains(st.WaitingFor, "restart") || !strings.Contains(st.WaitingFor, "replaced") {
+		t.Fatalf("/healthz over a replaced state database: ready %t, waiting_for %q; want not ready, waiting for the agent's restart, saying the database was replaced", st.Ready, st.WaitingFor)
+	}
+}
