@@ -30,7 +30,7 @@ type jsonDocSection struct {
 var jsonDocSections = []jsonDocSection{
 	{"`volctl plugin probe --json`", pluginProbeResult{}, nil},
 	{"`volctl validate --json`", spec.JSONDiagnostic{}, nil},
-	{"`volctl volume snapshot create --json`", engine.SnapshotInfo{}, nil},
+	{"`volctl volume snapshot create --json`", snapshotCreated{}, nil},
 	{"`volctl volume snapshot list --json`", engine.SnapshotList{}, nil},
 	{"`volctl volume expand --json`", engine.VolumeInfo{}, nil},
 	{"`volctl plugin register --json` and `volctl plugin status --json`", engine.PluginInfo{}, nil},

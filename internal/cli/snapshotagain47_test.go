@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
@@ -54,5 +55,30 @@ func TestSnapshotCreateAnsweredWithAnOldSnapshotSaysItWasRecorded(t *testing.T) 
 	want := `Snapshot "kept" of volume "a" recorded (name "kept", 1.0 MiB): the plugin answered with a snapshot it held under this NAME, which it dates 3d ago, before this create` + "\n"
 	if code != 0 || out != want {
 		t.Errorf("snapshot create answered with a snapshot 3 days old: exit %d, stdout %q, stderr %q; want exit 0 saying\n%s", code, out, errOut, want)
+	}
+}
+
+// snapshot create --json printed the snapshot alone: a nightly script passing one fixed NAME
+// could not tell the snapshot taken now from the one the NAME took the first night, which the
+// text says ("exists already"). Its object now says what the create did: outcome "created",
+// "exists" or "recorded", as the text does.
+func TestSnapshotCreateJSONSaysWhetherItTookANewSnapshot(t *testing.T) {
+	h, _, mem := newHeldCLIHarness(t)
+	v := h.createVolume(t, "a", spec.SingleNodeWriter)
+	for _, c := range []struct{ name, want string }{{"nightly", "created"}, {"nightly", "exists"}} {
+		code, out, errOut := h.runReported("volume", "snapshot", "create", "a", c.name, "--json")
+		var got struct {
+			ID      string `json:"id"`
+			Name    string `json:"name"`
+			Outcome string `json:"outcome"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || got.Outcome != c.want || got.Name != c.name || got.ID == "" {
+			t.Fatalf("snapshot create a %s --json: exit %d, stdout %q (%v), stderr %q; want outcome %q with the snapshot", c.name, code, out, err, errOut, c.want)
+		}
+	}
+	mem.AddSnapshot(csi.Snapshot{ID: "kept", SourceVolumeID: v.ExternalID, SizeBytes: 1 << 20, ReadyToUse: true, CreatedAt: time.Now().Add(-72 * time.Hour)})
+	code, out, errOut := h.runReported("volume", "snapshot", "create", "a", "kept", "--json", "--jq", ".outcome")
+	if code != 0 || out != "recorded\n" {
+		t.Fatalf("snapshot create answered with a snapshot 3 days old, --jq .outcome: exit %d, stdout %q, stderr %q; want \"recorded\"", code, out, errOut)
 	}
 }

@@ -107,9 +107,11 @@ func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) error {
 		return fmt.Errorf("snapshot create: %w", err)
 	}
 	did, verb, more := "created", "created", ""
+	word := "created" // --json's outcome: snapshotCreated
 	now := time.Now()
 	switch {
 	case outcome == engine.Unchanged:
+		word = "exists"
 		// The plugin answered with the snapshot this NAME made before: a nightly script that
 		// passes one fixed NAME was told "created" each night of the first night's snapshot.
 		did, verb, more = "exists already: nothing new was taken (another NAME takes a new snapshot)", "exists already",
@@ -122,10 +124,10 @@ func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) error {
 		// the NAME, which volctl forgot (snapshot deregister) or never knew (another state
 		// dir), and answered with it.
 		more = fmt.Sprintf(": the plugin answered with a snapshot it held under this NAME, which it dates %s ago, before this create", age(now, s.CreatedAt))
-		did, verb = "recorded"+more, "recorded"
+		did, verb, word = "recorded"+more, "recorded", "recorded"
 	}
 	if opts.Exporter.Enabled() {
-		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, s), "snapshot %q (ID %q) of volume %q %s", s.Name, s.ID, s.SourceVolumeID, did)
+		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, snapshotCreated{s, word}), "snapshot %q (ID %q) of volume %q %s", s.Name, s.ID, s.SourceVolumeID, did)
 	}
 	line := fmt.Sprintf("Snapshot %s of volume %q %s (name %q, %s", shownQ(s.ID), s.SourceVolumeID, verb, s.Name, sizeOrUnknown(s.SizeBytes))
 	if outcome == engine.Unchanged && !s.CreatedAt.IsZero() {
@@ -138,6 +140,16 @@ func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) error {
 	// Unprinted, it exited 0 (a reader gone) or 1 saying only that stdout failed (a full disk):
 	// TestActingCommandsSayWhatTheyDidWhenTheirResultIsLost.
 	return printDone(opts.IO.Out, line+"\n", "snapshot %q (ID %q) of volume %q %s", s.Name, s.ID, s.SourceVolumeID, did)
+}
+
+// snapshotCreated is `snapshot create --json`'s object: the snapshot, as `snapshot list` shows
+// it, and what the create did, as the text says it: "created", "exists" (the NAME's snapshot,
+// taken before: nothing new was taken) or "recorded" (one the plugin held under the NAME, which
+// volctl had no record of). Before, a script could not tell a new snapshot from last night's
+// (TestSnapshotCreateJSONSaysWhetherItTookANewSnapshot).
+type snapshotCreated struct {
+	engine.SnapshotInfo
+	Outcome string `json:"outcome"`
 }
 
 // parseParameters reads KEY=VALUE flags into a map; nil when there are none.
