@@ -2173,8 +2173,15 @@ func (e *Engine) ownDirectory(ctx context.Context, t *pathFD, target, staging, v
 // mknod, as plugins that make their own nodes do, or /dev/mapper/x beside /dev/dm-N), which the
 // comparisons by file identity (the publish tree, its index) do not see. Before, the claim was
 // published, and two allocs wrote one disk as two volumes
-// (TestBlockTargetBoundFromAnotherNodeOfAnotherVolumesDeviceIsRefused). The cost is one read of
-// the claims and a stat of each other block claim's target, for a block target only.
+// (TestBlockTargetBoundFromAnotherNodeOfAnotherVolumesDeviceIsRefused). It also says whether a
+// file system of the device is mounted (deviceMounted): at another volume's claim target (a
+// plugin that does not stage mounts a file-system claim's there:
+// TestBlockTargetBoundFromTheDeviceOfAnotherVolumesMountedTargetIsRefused), which the
+// stagings' comparison does not see, or anywhere else, the state dir's own disk among them
+// (TestBlockTargetBoundFromTheStateDirsDeviceIsRefused): the alloc would write raw blocks
+// under a mounted file system, which two writers corrupt. The cost is one read of the claims,
+// a stat of each other block claim's target, and one read of the mount table, for a block
+// target only.
 func (e *Engine) blockTargetOfDevice(ctx context.Context, rdev uint64, volumeID string) (string, error) {
 	claims, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Claim, error) { return tx.Claims().ListAll() })
 	if err != nil {
@@ -2191,7 +2198,54 @@ func (e *Engine) blockTargetOfDevice(ctx context.Context, rdev uint64, volumeID 
 		}
 		return fmt.Sprintf("the device of volume %q, published at its target %s (another device node of it: %s)", c.VolumeID, c.TargetPath, anotherVolume), nil
 	}
-	return "", nil
+	return e.deviceMounted(rdev, volumeID, claims)
+}
+
+// deviceMounter is a MountTable that can say where file systems of a device are mounted.
+type deviceMounter interface {
+	// MountedFrom returns the mount points (as the table spells them) of the mounts whose file
+	// system is on device dev.
+	MountedFrom(dev uint64) ([]string, error)
+}
+
+// MountedFrom implements deviceMounter from one read of the table.
+func (kernelMounts) MountedFrom(dev uint64) ([]string, error) {
+	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) {
+		return unix.Mkdev(uint32(m.Major), uint32(m.Minor)) != dev, false
+	})
+	if err != nil {
+		return nil, store.MountTableUnreadable(err)
+	}
+	points := make([]string, len(mounts))
+	for i, m := range mounts {
+		points[i] = m.Mountpoint
+	}
+	return points, nil
+}
+
+// deviceMounted is blockTargetOfDevice's look at where file systems of device rdev are: the
+// state dir's (on the host's disk, not the volume), another volume's claim target's (of
+// claims), or any mounted one the table names. A table that cannot say (a test's) says none.
+func (e *Engine) deviceMounted(rdev uint64, volumeID string, claims []store.Claim) (string, error) {
+	const corrupted = "the alloc would write raw blocks under a mounted file system, which two writers corrupt"
+	if id, ok := statID(e.cfg.StateDir); ok && id.dev == rdev {
+		return fmt.Sprintf("the device volctl's state dir %s is on (the host's disk, not the volume: %s, volctl's database among it)", e.cfg.StateDir, corrupted), nil
+	}
+	dm, ok := e.cfg.Mounts.(deviceMounter)
+	if !ok {
+		return "", nil
+	}
+	points, err := dm.MountedFrom(rdev)
+	if err != nil || len(points) == 0 {
+		return "", err
+	}
+	for _, c := range claims {
+		if c.VolumeID == volumeID || c.TargetPath == "" || !slices.Contains(points, e.realPath(c.TargetPath)) {
+			continue
+		}
+		return fmt.Sprintf("the device of volume %q, whose file system is mounted at its target %s (%s, and %s)", c.VolumeID, c.TargetPath, anotherVolume, corrupted), nil
+	}
+	return fmt.Sprintf("the device of the file system mounted at %s (not the volume: %s)", spec.QuoteName(points[0]), corrupted), nil
 }
 
 // boundOntoItself reports whether the mount at target, whose root is tid, is a bind of the
