@@ -44,6 +44,18 @@ func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volum
 	return v, refusedAnswer(err, req)
 }
 
+// unnamedSource is the kind of content source src names without its ID ("a snapshot", "a
+// volume"), "" when it names its ID, or is absent or of a type volctl does not know.
+func unnamedSource(src *csipb.VolumeContentSource) string {
+	switch {
+	case src.GetSnapshot() != nil && src.GetSnapshot().GetSnapshotId() == "":
+		return "a snapshot"
+	case src.GetVolume() != nil && src.GetVolume().GetVolumeId() == "":
+		return "a volume"
+	}
+	return ""
+}
+
 // createdVolume is the volume resp, CreateVolume's answer to r, says the plugin made, or why
 // volctl does not use it (with the volume, when the plugin made it for r: to be deleted again).
 func createdVolume(r CreateVolumeRequest, resp *csipb.CreateVolumeResponse) (Volume, error) {
@@ -96,6 +108,17 @@ func createdVolume(r CreateVolumeRequest, resp *csipb.CreateVolumeResponse) (Vol
 			"it is not recorded, and left alone (delete it with the storage provider's tools if nothing uses it)",
 			RPCCreateVolume, r.Name, v.ID, askedSource(r))
 	}
+	// A content source of a known type whose ID the plugin left out (the spec makes it
+	// REQUIRED) still says what kind of source the volume was pre-populated from: a snapshot
+	// for an empty volume or a clone, a volume for an empty volume or a restore, is another
+	// source than asked, as one naming its ID is. Before, the empty ID read as no source, and
+	// the answer was recorded as what was asked (TestEmptyVolumeAnsweredPrePopulatedFromASnapshotIsRefused,
+	// TestRestoreAnsweredAsACloneOfAnUnnamedVolumeIsRefused).
+	if kind := unnamedSource(resp.GetVolume().GetContentSource()); kind == "a snapshot" && r.SnapshotID == "" || kind == "a volume" && r.CloneID == "" {
+		return Volume{}, fmt.Errorf("%s: the plugin answered %q with volume %q, pre-populated from %s whose ID it left out, where %s: "+
+			"it is not recorded, and left alone (delete it with the storage provider's tools if nothing uses it)",
+			RPCCreateVolume, r.Name, v.ID, kind, askedSource(r))
+	}
 	// A content source in the answer says what the volume was pre-populated from (the spec
 	// leaves it out as it likes, so only one that is there is compared). Another source than
 	// asked is not this request's volume, however the plugin came to answer with it: its data
@@ -114,6 +137,15 @@ func createdVolume(r CreateVolumeRequest, resp *csipb.CreateVolumeResponse) (Vol
 	// returned to be deleted again.
 	if err := unusableID(RPCCreateVolume, r.Name, "volume", v.ID); err != nil {
 		return v, err
+	}
+	// A restore from a snapshot the plugin said it does not have, answered with a volume that
+	// names no source (which the spec lets it leave out): a plugin that ignores the source made
+	// an empty volume for this request, which is deleted again rather than recorded as the
+	// snapshot's data (TestRestoreFromASnapshotThePluginSaysItHasNotIsNotSaidCreated).
+	if r.SnapshotID != "" && r.SnapshotUnlisted && resp.GetVolume().GetContentSource() == nil {
+		return v, fmt.Errorf("%s: the plugin answered %q, a restore from snapshot %q, which it said just before it does not have, with volume %q naming no content source: "+
+			"the volume may be empty, not the snapshot's data; check the snapshot_id given (`volctl volume snapshot list` shows what the plugin lists)",
+			RPCCreateVolume, r.Name, r.SnapshotID, spec.Cut(v.ID, 256))
 	}
 	// Zero capacity means the plugin does not know the size, which the spec allows.
 	if r.CapacityMin > 0 && v.CapacityBytes > 0 && v.CapacityBytes < r.CapacityMin {

@@ -92,6 +92,12 @@ type CreateVolumeRequest struct {
 	// smaller than it cannot hold the source's data (the CSI spec: a volume restored from a
 	// snapshot MUST NOT be smaller than it), and is refused as one below CapacityMin is.
 	SourceSize int64
+	// SnapshotUnlisted, with SnapshotID, says the plugin, asked before the create, had no
+	// snapshot of that ID (its complete listing, or GetSnapshot's NOT_FOUND), which volctl
+	// does not record either; not sent. An answer naming no content source then is refused:
+	// a plugin that ignores the source made an empty volume, where the user expects the
+	// snapshot's data (TestRestoreFromASnapshotThePluginSaysItHasNotIsNotSaidCreated).
+	SnapshotUnlisted bool
 }
 
 // DeleteVolumeRequest asks a controller to delete a volume.

@@ -445,6 +445,24 @@ func (e *Engine) cloneSource(tx *store.Tx, sv spec.Volume) (string, error) {
 			return src.ExternalID, nil
 		}
 	}
+	// A volctl volume of another plugin (not on the plugin's sockets: another storage), which
+	// no volume of this plugin records as its storage: the word was meant as that volume, whose
+	// storage this plugin cannot clone. Before, it was sent to the plugin as a storage ID, its
+	// NOT_FOUND advising to check clone_id, which `volctl volume status` showed right; a storage
+	// of that ID the plugin did hold would have been cloned instead
+	// (TestCloneOfAnotherPluginsVolumeNamesItsPlugin). A storage of that ID meant is registered
+	// as a volume of the plugin first, and named by its volctl ID.
+	if err == nil && !mates[src.PluginID] {
+		same, err := sameStorage(tx, sv.PluginID, sv.CloneID, sv.ID)
+		if err != nil {
+			return "", err
+		}
+		if len(same) == 0 {
+			return "", invalidf("clone_id %q of volume %q is volume %q of plugin %q, another plugin than volume %q's %q, which cannot clone another plugin's storage: nothing was created; "+
+				"to clone volume %q, create volume %q with plugin_id = %s; if plugin %q holds a storage of ID %q meant instead, register it as a volume of plugin %q (`volctl volume register` of a spec with external_id = %s) and give its volctl ID as clone_id",
+				sv.CloneID, sv.ID, src.ID, src.PluginID, sv.ID, sv.PluginID, src.ID, sv.ID, spec.HCLQuoted(src.PluginID), sv.PluginID, sv.CloneID, sv.PluginID, spec.HCLQuoted(sv.CloneID))
+		}
+	}
 	// The provider's volume ID: refused as above when a volume being deleted records it through
 	// the plugin or a plugin ID on one of its sockets (socketMates: one storage; before, only
 	// the plugin's own: TestCloneThroughASocketMateOfASourceBeingDeletedIsRefused).
@@ -664,6 +682,9 @@ type listedSnapshot struct {
 	source   string
 	size     int64
 	recorded bool // volctl recorded the snapshot when the check began (recordedSnapshot)
+	// unlisted: the plugin said it has no snapshot of the ID, which volctl does not record
+	// (csi.CreateVolumeRequest's SnapshotUnlisted).
+	unlisted bool
 }
 
 // restoreReady refuses the restore of a snapshot the plugin says is not ready (ready_to_use
@@ -813,7 +834,7 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (lis
 			return listedSnapshot{}, deletedWhileRestoreWaited(sv, "waited for the plugin's controller lock (the plugin does not find it, and volctl no longer records it)")
 		}
 	}
-	return listedSnapshot{recorded: recorded}, nil
+	return listedSnapshot{recorded: recorded, unlisted: err == nil && !found && !recorded}, nil
 }
 
 // recordedNotReady is the conflict of a restore of spec sv from snapshot rec, recorded not ready
@@ -940,6 +961,7 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 			return err
 		}
 		req.SnapshotSources = append(recorded, listed.source)
+		req.SnapshotUnlisted = listed.unlisted
 	}
 	if v.SnapshotID != "" || v.CloneID != "" {
 		size, err := viewOne(ctx, e.store, func(tx *store.Tx) (int64, error) { return sourceSize(tx, v) })
