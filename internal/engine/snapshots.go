@@ -2472,11 +2472,21 @@ func (e *Engine) deregisterSnapshotNamed(ctx context.Context, pluginID, snapshot
 // (TestSnapshotDeregisteredHereIsSaidToBe). Up to 500 of each kind's events of the plugin are
 // read, newest first: an error path's cost.
 func (e *Engine) snapshotEndedHere(ctx context.Context, pluginID, id string) string {
+	filters, match := snapshotEndings(id, pluginID)
+	return e.lastEnding(ctx, filters, 500, match)
+}
+
+// snapshotEndings are the event filters and the match of the events that ended the record of
+// snapshot id through any of pluginIDs: its delete or its deregister.
+func snapshotEndings(id string, pluginIDs ...string) ([]store.EventFilter, func(store.Event) bool) {
 	quoted, named := fmt.Sprintf("%q", id), "("+id+")"
-	return e.lastEnding(ctx, []store.EventFilter{{Kind: "snapshot-delete", PluginID: pluginID}, {Kind: "snapshot-deregister", PluginID: pluginID}}, 500,
-		func(ev store.Event) bool {
-			return (strings.Contains(ev.Message, quoted) || strings.Contains(ev.Message, named)) && !strings.HasPrefix(ev.Message, "delete answered, record kept")
-		})
+	var filters []store.EventFilter
+	for _, p := range pluginIDs {
+		filters = append(filters, store.EventFilter{Kind: "snapshot-delete", PluginID: p}, store.EventFilter{Kind: "snapshot-deregister", PluginID: p})
+	}
+	return filters, func(ev store.Event) bool {
+		return (strings.Contains(ev.Message, quoted) || strings.Contains(ev.Message, named)) && !strings.HasPrefix(ev.Message, "delete answered, record kept")
+	}
 }
 
 // deregisterSnapshotStored is DeregisterSnapshot of the ID as stored (byStoredID), the word

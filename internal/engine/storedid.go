@@ -103,28 +103,39 @@ func (e *Engine) lastEnding(ctx context.Context, filters []store.EventFilter, li
 	if len(filters) == 0 {
 		return ""
 	}
-	last, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Event, error) {
-		var last store.Event
-		for _, f := range filters {
-			evs, err := tx.Events().Recent(limit, f)
-			if err != nil {
-				return last, err
-			}
-			for _, ev := range evs { // newest first
-				if match == nil || match(ev) {
-					if ev.ID > last.ID {
-						last = ev
-					}
-					break
-				}
-			}
-		}
-		return last, nil
-	})
-	if err != nil || last.ID == 0 {
+	last, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Event, error) { return lastEndingIn(tx, filters, limit, match) })
+	if err != nil {
+		return ""
+	}
+	return e.endingWords(last)
+}
+
+// endingWords is lastEnding's words of the event last, "" when it is none (ID 0).
+func (e *Engine) endingWords(last store.Event) string {
+	if last.ID == 0 {
 		return ""
 	}
 	return fmt.Sprintf("the event log says, %s: %s", display.Ago(e.cfg.Now(), last.At), last.Message)
+}
+
+// lastEndingIn is lastEnding's event, read in tx: the zero Event when none matches.
+func lastEndingIn(tx *store.Tx, filters []store.EventFilter, limit int, match func(store.Event) bool) (store.Event, error) {
+	var last store.Event
+	for _, f := range filters {
+		evs, err := tx.Events().Recent(limit, f)
+		if err != nil {
+			return last, err
+		}
+		for _, ev := range evs { // newest first
+			if match == nil || match(ev) {
+				if ev.ID > last.ID {
+					last = ev
+				}
+				break
+			}
+		}
+	}
+	return last, nil
 }
 
 // hereNotFound is a not-found whose missing thing belongs to this state dir: a volume, plugin

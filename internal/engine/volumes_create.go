@@ -170,7 +170,7 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume, outcome *Subm
 				// told as one the check waited for is. Before, CreateVolume's NOT_FOUND said to
 				// check snapshot_id (TestRestoreBesideADeleteRunAfterItsCheckSaysSo).
 				if still, err := recordedSnapshot(tx, sv); err != nil || !still {
-					return errors.Join(err, deletedWhileRestoreWaited(sv, "checked it"))
+					return errors.Join(err, e.endedWhileRestoreChecked(tx, sv))
 				}
 			}
 			return tx.Volumes().Insert(&v)
@@ -861,6 +861,35 @@ func recordedNotReady(c *conn, sv spec.Volume, rec store.Snapshot, sourceKept bo
 func deletedWhileRestoreWaited(sv spec.Volume, what string) error {
 	return conflictf("snapshot %q of plugin %q, the snapshot_id of volume %q, was deleted by another volctl while this restore %s: nothing was created; give volume %q another snapshot",
 		sv.SnapshotID, sv.PluginID, sv.ID, what, sv.ID)
+}
+
+// endedWhileRestoreChecked is the conflict of a restore of spec sv whose snapshot volctl
+// recorded when its check began and no longer does: deleted by another volctl, or deregistered,
+// its record forgotten and the snapshot left on the plugin, which the same create run again
+// restores from. The event log tells which; before, a deregister was said to have deleted it,
+// and the advice gave up a snapshot the plugin still held
+// (TestRestoreBesideASnapshotDeregisterDoesNotSayItWasDeleted).
+func (e *Engine) endedWhileRestoreChecked(tx *store.Tx, sv spec.Volume) error {
+	mates, err := socketMates(tx, sv.PluginID)
+	if err != nil {
+		return err
+	}
+	filters, match := snapshotEndings(sv.SnapshotID, slices.Sorted(maps.Keys(mates))...)
+	last, err := lastEndingIn(tx, filters, 500, match)
+	if err != nil || last.Kind == "snapshot-delete" {
+		return deletedWhileRestoreWaited(sv, "checked it")
+	}
+	how := "deleted or deregistered"
+	if last.Kind == "snapshot-deregister" {
+		how = "deregistered (volctl's record of it forgotten, the snapshot left on the plugin)"
+	}
+	words := ""
+	if w := e.endingWords(last); w != "" {
+		words = " (" + w + ")"
+	}
+	return conflictf("snapshot %q of plugin %q, the snapshot_id of volume %q, was %s by another volctl while this restore checked it%s: nothing was created; "+
+		"create volume %q again to restore from it if the plugin still holds it (`%s` shows what it lists), else give volume %q another snapshot",
+		sv.SnapshotID, sv.PluginID, sv.ID, how, words, sv.ID, "volctl volume snapshot list "+shellquote.Flag("--plugin", sv.PluginID), sv.ID)
 }
 
 // recordedSnapshot reports whether volctl records snapshot sv.SnapshotID through sv's plugin or
