@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -270,9 +271,21 @@ func segmentsWithin(a, b map[string]string) bool { return spec.SegmentsWithin(a,
 func formatSegments(s map[string]string) string {
 	parts := make([]string, 0, len(s))
 	for _, k := range slices.Sorted(maps.Keys(s)) {
-		parts = append(parts, csi.EscapeControl(k+"="+s[k]))
+		parts = append(parts, segmentWord(k)+"="+segmentWord(s[k]))
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// segmentWord is a topology key or value as formatSegments words it: quoted when it is empty,
+// holds what words a topology (=, a comma, a brace, a quote) or begins or ends with a space, so
+// that two topologies never read alike: {k1="x, k2=y"} was worded {k1=x, k2=y}, as the node
+// it was judged outside of (TestOutsideTopologyReasonDoesNotNameTwoDifferentTopologiesAlike);
+// else with its control characters escaped.
+func segmentWord(s string) string {
+	if s == "" || strings.ContainsAny(s, "=,{}\"") || strings.TrimSpace(s) != s {
+		return strconv.Quote(s)
+	}
+	return csi.EscapeControl(s)
 }
 
 func formatTopologies(ts []spec.Topology) string {

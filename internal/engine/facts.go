@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -340,3 +341,34 @@ func (c ClaimInfo) LastErrorText() string {
 // and said ready. A plugin whose Probe says not ready is not healthy (PluginNotReady), and
 // Nomad's scheduler places no claim on a node whose plugin says so.
 func takesClaims(h store.Health) bool { return h.Healthy && h.Ready }
+
+// NodeSpelling is topos with each key spelled as the volume's plugin's node states it (its
+// recorded fingerprint) where the two differ only in case, and the topology has no key of the
+// node's spelling already: the same key to the CSI spec and to volctl's matching
+// (spec.SegmentsWithin folds keys), but not to Nomad, whose scheduler compares a volume's
+// topology keys with the node's fingerprint byte for byte. A volume schedulable here, exported
+// or handed over with its plugin's answer's spelling ({Zone=a} for a node in {zone=a}), was
+// placed by Nomad on no node (TestExportNomadOfAVolumeAnsweredWithAFoldedTopologyKeyIsPlaceableByNomad).
+// topos is returned as it is when the plugin is not registered or states no topology.
+func (v VolumeInfo) NodeSpelling(topos []spec.Topology) []spec.Topology {
+	if len(v.nodeTopology) == 0 {
+		return topos
+	}
+	out := make([]spec.Topology, len(topos))
+	for i, t := range topos {
+		segs := make(map[string]string, len(t.Segments))
+		for k, val := range t.Segments {
+			if _, ok := v.nodeTopology[k]; !ok {
+				for nk := range v.nodeTopology {
+					if _, taken := t.Segments[nk]; strings.EqualFold(nk, k) && !taken {
+						k = nk
+						break
+					}
+				}
+			}
+			segs[k] = val
+		}
+		out[i] = spec.Topology{Segments: segs}
+	}
+	return out
+}

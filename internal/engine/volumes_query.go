@@ -448,7 +448,7 @@ func volumeInfo(v store.Volume, claims []store.Claim, p store.Plugin, pluginKnow
 		Claims: make([]ClaimInfo, 0, len(claims)), UpdatedAt: v.UpdatedAt,
 	}
 	if pluginKnown {
-		info.pluginProbedAt = p.Health.ProbedAt
+		info.pluginProbedAt, info.nodeTopology = p.Health.ProbedAt, p.Fingerprint.Topology
 	}
 	if !pluginKnown {
 		info.PluginError = fmt.Sprintf("plugin %q is not registered", v.PluginID)

@@ -38,13 +38,14 @@ func RegisterSpec(v engine.VolumeInfo) spec.Volume {
 
 // RequiredTopologies are the topologies volume v's Nomad spec requires (RegisterSpec): its
 // accessible topology, a created volume's, else its spec's topology_request.required, a
-// registered volume's; a copy.
+// registered volume's; a copy, each key spelled as the plugin's node states it where they
+// differ only in case (engine.VolumeInfo.NodeSpelling: Nomad compares keys as bytes).
 func RequiredTopologies(v engine.VolumeInfo) []spec.Topology {
 	switch {
 	case len(v.AccessibleTopology) > 0:
-		return slices.Clone(v.AccessibleTopology)
+		return v.NodeSpelling(slices.Clone(v.AccessibleTopology))
 	case v.TopologyRequest != nil:
-		return slices.Clone(v.TopologyRequest.Required)
+		return v.NodeSpelling(slices.Clone(v.TopologyRequest.Required))
 	}
 	return nil
 }
