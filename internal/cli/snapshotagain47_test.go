@@ -82,3 +82,16 @@ func TestSnapshotCreateJSONSaysWhetherItTookANewSnapshot(t *testing.T) {
 		t.Fatalf("snapshot create answered with a snapshot 3 days old, --jq .outcome: exit %d, stdout %q, stderr %q; want \"recorded\"", code, out, errOut)
 	}
 }
+
+// snapshot create -t '{{.outcome}}' was refused, exit 2, its list of fields without outcome:
+// the template's fields were checked against the snapshot alone, not the object --json prints
+// (addActingExportFlags[snapshotCreated]).
+// Found by helper review81 (own).
+func TestSnapshotCreateTemplateReadsItsOutcome(t *testing.T) {
+	h, _, _ := newHeldCLIHarness(t)
+	h.createVolume(t, "a", spec.SingleNodeWriter)
+	code, out, errOut := h.runReported("volume", "snapshot", "create", "a", "nightly", "-t", "{{.outcome}} {{.id}}")
+	if code != 0 || out != "created nightly" {
+		t.Fatalf("snapshot create a nightly -t '{{.outcome}} {{.id}}': exit %d, stdout %q, stderr %q; want \"created nightly\"", code, out, errOut)
+	}
+}

@@ -77,7 +77,7 @@ take. Exits 2 when the plugin cannot snapshot (no CREATE_DELETE_SNAPSHOT).`,
 		}, runF, snapshotCreateRun),
 	}
 	cmd.Flags().StringArrayVar(&opts.Parameters, "parameter", nil, "a parameter for the plugin, KEY=VALUE (repeatable)")
-	addActingExportFlags[engine.SnapshotInfo](cmd, &opts.Exporter, opts.IO)
+	addActingExportFlags[snapshotCreated](cmd, &opts.Exporter, opts.IO)
 	return cmd
 }
 

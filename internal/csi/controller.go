@@ -139,10 +139,12 @@ func createdVolume(r CreateVolumeRequest, resp *csipb.CreateVolumeResponse) (Vol
 		return v, err
 	}
 	// A restore from a snapshot the plugin said it does not have, answered with a volume that
-	// names no source (which the spec lets it leave out): a plugin that ignores the source made
-	// an empty volume for this request, which is deleted again rather than recorded as the
-	// snapshot's data (TestRestoreFromASnapshotThePluginSaysItHasNotIsNotSaidCreated).
-	if r.SnapshotID != "" && r.SnapshotUnlisted && resp.GetVolume().GetContentSource() == nil {
+	// names no source (which the spec lets it leave out), or a snapshot without its ID: a
+	// plugin that ignores the source made an empty volume for this request, which is deleted
+	// again rather than recorded as the snapshot's data
+	// (TestRestoreFromASnapshotThePluginSaysItHasNotIsNotSaidCreated,
+	// TestRestoreFromAnUnlistedSnapshotAnsweredWithAnUnnamedSnapshotSourceIsNotSaidCreated).
+	if r.SnapshotID != "" && r.SnapshotUnlisted && (resp.GetVolume().GetContentSource() == nil || unnamedSource(resp.GetVolume().GetContentSource()) != "") {
 		return v, fmt.Errorf("%s: the plugin answered %q, a restore from snapshot %q, which it said just before it does not have, with volume %q naming no content source: "+
 			"the volume may be empty, not the snapshot's data; check the snapshot_id given (`volctl volume snapshot list` shows what the plugin lists)",
 			RPCCreateVolume, r.Name, r.SnapshotID, spec.Cut(v.ID, 256))
