@@ -118,7 +118,12 @@ func statusRun(ctx context.Context, opts *StatusOptions) (err error) {
 	for i := range plugins {
 		probed[plugins[i].Key()] = &plugins[i]
 	}
+	// A claim whose target is covered is not at rest in the volume's row too, as the claim
+	// section below counts it: the row said "1 write" above "1 not at rest"
+	// (TestStatusSummaryVolumeRowCountsACoveredClaimUnsettled).
+	coveredBy := engine.CoveredByVolume(claims)
 	for i, v := range vols {
+		v.Unsettled += coveredBy[v.Key()]
 		// The plugins were probed just now, which another process's write lock may have kept
 		// from being recorded: the volumes say what the probes found, as the plugin table does.
 		v = v.WithPluginProbed(probed[v.PluginKey()])

@@ -150,7 +150,7 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 	case v.UnpublishOwed() && v.Handover != nil:
 		pairs = append(pairs, [2]string{"Attached", fmt.Sprintf("to node %q with no local claim: the ControllerUnpublishVolume owed waits for the volume to be taken back from Nomad at %s (`%s`), then `volctl reconcile` sends it", v.AttachedTo, v.Handover.Address, shellquote.Command("volctl nomad release", v.ID))})
 	case v.UnpublishOwed():
-		pairs = append(pairs, [2]string{"Attached", fmt.Sprintf("to node %q with no claim: ControllerUnpublishVolume is owed (a forced detach could not send it, or the plugin lost PUBLISH_UNPUBLISH_VOLUME); `volctl reconcile` sends it", v.AttachedTo)})
+		pairs = append(pairs, [2]string{"Attached", fmt.Sprintf("to node %q with no claim: ControllerUnpublishVolume is owed (a forced detach could not send it, or the plugin lost PUBLISH_UNPUBLISH_VOLUME). %s", v.AttachedTo, v.UnpublishWay())})
 	}
 	pairs = append(pairs,
 		[2]string{"Topologies", topologiesString(v.AccessibleTopology)},

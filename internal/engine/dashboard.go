@@ -167,15 +167,24 @@ func (e *Engine) Dashboard(ctx context.Context, events int) (Dashboard, error) {
 	e.markCovered(d.Claims) // as a volume's detail says them, the mount table read once
 	// A covered claim is one not at rest, as the status summary counts it: the volume's row and
 	// detail said "0 not at rest" above it (TestDashboardCountsAClaimWhoseTargetIsCoveredAsNotAtRest).
-	coveredBy := map[string]int{}
-	for _, c := range d.Claims {
-		if c.Covered != "" {
-			coveredBy[c.VolumeKey()]++
-		}
-	}
+	coveredBy := CoveredByVolume(d.Claims)
 	for i := range d.Volumes {
 		d.Volumes[i].Unsettled += coveredBy[d.Volumes[i].Key()]
 	}
 	e.markUnbound(d.Groups) // as group status says them (TestDashboardGroupWhoseVolumeMountIsNotMountedIsSaid)
 	return d, redactWith(&d, e.scrubbers.get(e.andForgotten(secrets)))
+}
+
+// CoveredByVolume counts, by volume (VolumeSummary.Key), the claims of claims that a look at
+// their targets (markCovered: ClaimsLooked, the dashboard's read) found covered: published and
+// at rest as recorded, so not among the volume's recorded Unsettled, and to be added to it, as
+// the views that say them count them not at rest.
+func CoveredByVolume(claims []ClaimInfo) map[string]int {
+	by := map[string]int{}
+	for _, c := range claims {
+		if c.Covered != "" {
+			by[c.VolumeKey()]++
+		}
+	}
+	return by
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -84,6 +85,19 @@ func (p PluginInfo) healthWhy() string {
 // to Nomad (Handover set), whose attachment is kept until the volume is taken back
 // (keptForNomad). Deregistering the volume or its plugin refuses to forget it meanwhile.
 func (v VolumeInfo) UnpublishOwed() bool { return v.AttachedTo != "" && len(v.Claims) == 0 }
+
+// UnpublishWay says what sends the ControllerUnpublishVolume owed (UnpublishOwed) through the
+// volume's plugin as its record has it, as the refusals say it: reconcile once the plugin
+// answers; the plugin started with PUBLISH_UNPUBLISH_VOLUME (or its controller half registered)
+// first; or the plugin registered again. A sentence, capitalised. The views said "reconcile
+// sends it" of a plugin that had lost the capability, whose reconcile sends nothing
+// (TestVolumeStatusOfAnAttachmentItsPluginCannotUnpublishDoesNotPromiseReconcile).
+func (v VolumeInfo) UnpublishWay() string {
+	if v.unpublishWay == "" {
+		return fmt.Sprintf("Run `volctl reconcile` once plugin %q answers (it sends it)", v.PluginID)
+	}
+	return v.unpublishWay
+}
 
 // PluginHealth is the health of the volume's plugin as the volume's read found it.
 func (v VolumeInfo) PluginHealth() PluginHealth {

@@ -110,4 +110,6 @@ func scrubValue(v reflect.Value, fn func(string) string) {
 // printed it raw (TestOutsideTopologyReasonIsScrubbedOfSecrets).
 type unexportedText interface{ scrubUnexported(fn func(string) string) }
 
-func (v *VolumeSummary) scrubUnexported(fn func(string) string) { v.outsideWords = fn(v.outsideWords) }
+func (v *VolumeSummary) scrubUnexported(fn func(string) string) {
+	v.outsideWords, v.unpublishWay = fn(v.outsideWords), fn(v.unpublishWay)
+}

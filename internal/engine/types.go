@@ -246,6 +246,10 @@ type VolumeSummary struct {
 	// row (VolumeInfo).
 	outside      bool
 	outsideWords string
+	// unpublishWay says what sends a ControllerUnpublishVolume owed for the volume, as its
+	// plugin's record has it (owedUnpublishWay), where the read had the plugin's record:
+	// VolumeInfo.UnpublishWay.
+	unpublishWay string
 	// nodeTopology is its plugin's node's topology, as its recorded fingerprint states it (nil
 	// when the plugin is not registered): NodeSpelling's.
 	nodeTopology map[string]string

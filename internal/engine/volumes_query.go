@@ -450,6 +450,7 @@ func volumeInfo(v store.Volume, claims []store.Claim, p store.Plugin, pluginKnow
 	if pluginKnown {
 		info.pluginProbedAt, info.nodeTopology = p.Health.ProbedAt, p.Fingerprint.Topology
 	}
+	info.unpublishWay = owedUnpublishWayOf(v.PluginID, p, pluginKnown)
 	if !pluginKnown {
 		info.PluginError = fmt.Sprintf("plugin %q is not registered", v.PluginID)
 	} else if topos := volumeTopologies(v); nodeOutside(topos, p.Fingerprint) {

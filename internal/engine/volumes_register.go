@@ -1038,11 +1038,16 @@ func (e *Engine) OwedUnpublishWay(ctx context.Context, id string) (string, error
 
 func owedUnpublishWay(tx *store.Tx, id string) (string, error) {
 	p, err := tx.Plugins().Get(id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return fmt.Sprintf("Plugin %q is not registered (deregistered with --force): register it again, then run `volctl reconcile` (it sends it)", id), nil
-	case err != nil:
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return "", err
+	}
+	return owedUnpublishWayOf(id, p, err == nil), nil
+}
+
+// owedUnpublishWayOf is owedUnpublishWay of plugin id's record p (known false: not registered).
+func owedUnpublishWayOf(id string, p store.Plugin, known bool) string {
+	if !known {
+		return fmt.Sprintf("Plugin %q is not registered (deregistered with --force): register it again, then run `volctl reconcile` (it sends it)", id)
 	}
 	// As the release that kept it and reconcile say it (unpublishBlocked): a plugin that lost its
 	// whole controller service, or is registered by its node half alone, was promised the send
@@ -1051,9 +1056,9 @@ func owedUnpublishWay(tx *store.Tx, id string) (string, error) {
 	// TestOwedUnpublishRefusalThroughANodeHalfRegistrationNamesTheControllerHalf).
 	if fp := recordedFingerprint(p); fp != nil && (!fp.Controller || !fp.Capabilities.Controller.PublishUnpublishVolume) {
 		why, fix := unpublishBlocked(fp, id, controllerSocketless(p))
-		return fmt.Sprintf("Nothing can send it now, as last fingerprinted: %s; %s, then run `volctl reconcile` (it sends it)", why, fix), nil
+		return fmt.Sprintf("Nothing can send it now, as last fingerprinted: %s; %s, then run `volctl reconcile` (it sends it)", why, fix)
 	}
-	return fmt.Sprintf("Run `volctl reconcile` once plugin %q answers (it sends it)", id), nil
+	return fmt.Sprintf("Run `volctl reconcile` once plugin %q answers (it sends it)", id)
 }
 
 // forgottenAttachment says that the attachment st records is forgotten because

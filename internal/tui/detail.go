@@ -180,8 +180,8 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 			v.AttachedTo, v.Handover.Address, shellquote.Command("volctl nomad release", v.ID))))
 	case v.UnpublishOwed():
 		// What went wrong with no claim to show it: an attachment left behind.
-		b.wrapped(s.Warn, fmt.Sprintf("no claim holds its attachment to node %q: ControllerUnpublishVolume is owed (a forced detach could not send it, or the plugin lost PUBLISH_UNPUBLISH_VOLUME); reconcile sends it once plugin %q answers",
-			v.AttachedTo, v.PluginID))
+		b.wrapped(s.Warn, fmt.Sprintf("no claim holds its attachment to node %q: ControllerUnpublishVolume is owed (a forced detach could not send it, or the plugin lost PUBLISH_UNPUBLISH_VOLUME). %s",
+			v.AttachedTo, v.UnpublishWay()))
 	}
 	b.section("Volume")
 	b.kv("ID", v.ID)
