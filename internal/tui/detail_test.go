@@ -47,7 +47,7 @@ func TestVolumeDetailShowsAttachedTo(t *testing.T) {
 		// Said under the claims, on the first screen, and in the field list.
 		{"attached with no claim", engine.VolumeInfo{VolumeSummary: vol, AttachedTo: "node-1"},
 			[]string{`  none
-  no claim holds its attachment to node "node-1": ControllerUnpublishVolume is owed (a forced detach could not send it, or the plugin lost PUBLISH_UNPUBLISH_VOLUME). Run `+"`volctl reconcile`"+` once plugin
+  no claim holds its attachment to node "node-1": ControllerUnpublishVolume is owed (a forced detach could not send it, or the plugin lost PUBLISH_UNPUBLISH_VOLUME). Run ` + "`volctl reconcile`" + ` once plugin
   "ebs" answers (it sends it)`,
 				"Attached To       = node-1", "Unpublish Owed    = yes"}, nil},
 		// Kept on purpose while the volume is Nomad's: what sends it is the take-back.
