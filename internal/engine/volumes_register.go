@@ -574,6 +574,8 @@ func refuseCapabilityInUse(tx *store.Tx, id string, caps []spec.Capability) erro
 // says otherwise. Advised with the ID alone, the registration of a spec whose storage a socket
 // mate's volume, or one of another namespace, records was refused in turn, "plugin_id cannot be
 // changed" (TestRegisterOfStorageRecordedThroughASocketMateAdvisesARegistrationThatWorks).
+// So were a spec's parameters, required topology and capacity_min below the recorded one, which
+// checkImmutable refuses too (TestRegisterOfRecordedStorageAdvisesARegistrationThatKeepsItsImmutableFields).
 func asRecorded(v store.Volume, sv spec.Volume) string {
 	out := []string{fmt.Sprintf("id = %q", v.ID)}
 	for _, f := range []struct{ name, was, now string }{
@@ -582,6 +584,23 @@ func asRecorded(v store.Volume, sv spec.Volume) string {
 		if !sameInNFC(f.was, f.now) {
 			out = append(out, fmt.Sprintf("%s = %q", f.name, f.was))
 		}
+	}
+	if was := nilIfEmpty(v.Parameters); !reflect.DeepEqual(was, nilIfEmpty(sv.Parameters)) {
+		words := "none"
+		if len(was) > 0 {
+			words = formatSegments(was)
+		}
+		out = append(out, fmt.Sprintf("the parameters volume %q is recorded with (%s)", v.ID, words))
+	}
+	if was := topologyOrNil(requiredOnly(v.TopologyRequest)); !reflect.DeepEqual(was, topologyOrNil(sv.TopologyRequest)) {
+		words := "none"
+		if was != nil {
+			words = "required " + formatTopologies(was.Required)
+		}
+		out = append(out, fmt.Sprintf("the topology_request volume %q is recorded with (%s)", v.ID, words))
+	}
+	if sv.CapacityMin != 0 && sv.CapacityMin < v.RequestedMin {
+		out = append(out, fmt.Sprintf("capacity_min of at least %s", spec.FormatSize(v.RequestedMin)))
 	}
 	return strings.Join(out, ", ")
 }
