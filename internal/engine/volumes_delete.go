@@ -126,6 +126,15 @@ func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 		if v.State == store.VolumeDeleting {
 			return fail(e.deleteCapabilityLost(ctx, c, v))
 		}
+		if v.CSIName != "" {
+			// volctl created it through this plugin's CREATE_DELETE_VOLUME, lost since: worded
+			// as for a plugin that never could, the one way out forgot the volume and left its
+			// storage, unsaid (TestDeleteOfACreatedVolumeThroughAPluginThatLostCreateDeleteSaysTheStorageStays).
+			return fail(invalidf("plugin %q no longer has the controller capability CREATE_DELETE_VOLUME, with which volctl created volume %q, so DeleteVolume is not sent: "+
+				"start the plugin with that capability again, then delete the volume again; or `%s` forgets it and leaves its storage, external ID %q, on the plugin "+
+				"(delete it with the storage provider's tools if nothing uses it)",
+				v.PluginID, v.ID, shellquote.Command("volctl volume deregister", v.ID), v.ExternalID))
+		}
 		return fail(invalidf("plugin %q cannot delete volumes (no CREATE_DELETE_VOLUME controller capability); use `volctl volume deregister` to forget the volume", v.PluginID))
 	}
 	if v.State == store.VolumeCreating {

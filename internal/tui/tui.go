@@ -512,7 +512,9 @@ func (m *Model) cannotDelete(v engine.VolumeSummary) string {
 	for _, p := range m.data.Plugins {
 		if p.Key() == v.PluginKey() {
 			if !slices.Contains(p.Capabilities.Controller, "CREATE_DELETE_VOLUME") {
-				return fmt.Sprintf("plugin %q cannot delete volumes (it has no CREATE_DELETE_VOLUME capability): volume %q can only be forgotten", p.ID, v.ID)
+				// Lost in a restart, if volctl created the volume through it: started with it
+				// again, the plugin deletes it (as `volume delete` says).
+				return fmt.Sprintf("plugin %q cannot delete volumes (it has no CREATE_DELETE_VOLUME capability now): start it with one to delete volume %q, or forget the volume, which leaves its storage", p.ID, v.ID)
 			}
 			return ""
 		}
