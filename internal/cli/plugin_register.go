@@ -206,8 +206,10 @@ func registerWaiting(ctx context.Context, e *engine.Engine, p spec.Plugin, wait 
 		t := time.NewTimer(min(waits.Next(), left))
 		select {
 		case <-ctx.Done():
+			// The stop said, and that it cut the wait short: the socket's error alone read as
+			// the answer of a wait that had run out (TestPluginRegisterWaitInterruptedSaysSo).
 			t.Stop()
-			return info, reg, err
+			return info, reg, fmt.Errorf("%w; stopped waiting for it to answer (--wait): %w", err, context.Cause(ctx))
 		case <-t.C:
 		}
 	}

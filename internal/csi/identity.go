@@ -138,7 +138,7 @@ func (c *Client) fingerprint(ctx context.Context) (*Fingerprint, error) {
 		// to the other.
 		nodeInfo, err := c.pluginInfo(ctx, c.node)
 		if err != nil {
-			return nil, err
+			return nil, c.halfFailed(c.endpoints(), c.node, err) // which half hung (TestSplitNodeHalfHungInGetPluginInfoIsNamedByTheFingerprint)
 		}
 		if nodeInfo.Name != info.Name {
 			return nil, &HalvesDiffer{ControllerSocket: c.controller.socket, Controller: info.Name, NodeSocket: c.node.socket, Node: nodeInfo.Name}
