@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
@@ -113,6 +114,13 @@ func (f *Factory) StateDir() (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", fmt.Errorf("state dir %q: %w", dir, err)
+	}
+	if !utf8.ValidString(abs) {
+		// The staging and publish paths under it go to the plugin in CSI's strings, which are
+		// UTF-8: a claim was recorded, its NodeStageVolume and the rollback's NodeUnstageVolume
+		// could not be encoded, and it was left for a reconcile that could never finish it
+		// (TestClaimInANonUTF8StateDirLeavesNoClaimForReconcile).
+		return "", usageError("state dir %q is not UTF-8: the paths volctl makes under it are sent to plugins in CSI's UTF-8 strings, which cannot carry it; give a state dir whose path is UTF-8", abs)
 	}
 	return abs, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/volctl/volctl/internal/iostreams"
@@ -94,7 +95,9 @@ func initRun(opts *InitOptions) error {
 		return err
 	}
 	fh, err := os.OpenFile(opts.File, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if fi, serr := os.Stat(opts.File); errors.Is(err, fs.ErrExist) && serr == nil && fi.IsDir() {
+	// A directory's name as tab completion writes it, "specs/", fails with EISDIR, not EEXIST,
+	// and got the bare error (TestInitIntoAnExistingDirectoryWithATrailingSlashAdvisesAFileInIt).
+	if fi, serr := os.Stat(opts.File); (errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.EISDIR)) && serr == nil && fi.IsDir() {
 		// Not a file that exists: "remove it" of the user's directory of specs was advice
 		// `rm -rf` follows (TestInitIntoAnExistingDirectoryDoesNotAdviseRemovingIt).
 		return withCode(ExitError, fmt.Errorf("init: %s is a directory; give a file to write the example to, in it for one: `%s`",
@@ -102,6 +105,11 @@ func initRun(opts *InitOptions) error {
 	}
 	if errors.Is(err, fs.ErrExist) {
 		return withCode(ExitError, fmt.Errorf("init: %s already exists; not overwriting it (remove it, or give another file: volctl init %s FILE)", opts.File, opts.Kind))
+	}
+	if errors.Is(err, syscall.EISDIR) {
+		// "nodir/": a directory's name, of a directory that is not there.
+		return withCode(ExitError, fmt.Errorf("init: %s ends in \"/\", a directory's name, and no such directory exists; give a file to write the example to (`%s`)",
+			opts.File, shellquote.Command("volctl init", string(opts.Kind), strings.TrimRight(opts.File, "/")+".hcl")))
 	}
 	if err != nil {
 		return fmt.Errorf("init %s: %w", opts.Kind, err)

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -701,6 +702,11 @@ func checkQuickstartTemp(dir string) error {
 		// directory made and a plugin started
 		// (TestQuickstartRefusesATMPDIRHoldingAControlCharacterBeforeItStarts).
 		return fmt.Errorf("quickstart: $TMPDIR %s %s, and so would the paths quickstart makes under it; set TMPDIR to a directory whose path has none (or unset it for /tmp)", strconv.Quote(dir), what)
+	}
+	if !utf8.ValidString(dir) {
+		// So would the paths under it, sent to the plugin in CSI's UTF-8 strings: refused at
+		// step 5, after a plugin started and a volume made (TestQuickstartRefusesANonUTF8TMPDIRBeforeItStarts).
+		return fmt.Errorf("quickstart: $TMPDIR %s is not UTF-8, and so would the paths quickstart makes under it be, which CSI carries in UTF-8 strings; set TMPDIR to a directory whose path is UTF-8 (or unset it for /tmp)", strconv.Quote(dir))
 	}
 	if !filepath.IsAbs(dir) {
 		return fmt.Errorf("quickstart: $TMPDIR is %s, a relative path, which the plugin and the commands it prints would each read from their working directory; set TMPDIR to an absolute path (or unset it for /tmp)", shellquote.Arg(dir))
