@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"unicode/utf8"
@@ -328,11 +330,16 @@ func othersMayRead(fi fs.FileInfo) bool {
 	return mode&0o004 != 0 || mode&0o040 != 0 && ok && st.Gid != 0 && int(st.Gid) != os.Getegid()
 }
 
-// heldSecrets says where a spec holds secrets, for exposedSecrets: "a secrets block", "a
-// plugin's exec env", or "" for none.
+// heldSecrets says where a spec holds secrets, for exposedSecrets: "a secrets block", "mount
+// flags holding a secret" (a password=, which volctl masks as a secret: a 0644 file gave it to
+// every user unwarned, TestValidateWarnsOfMountFlagSecretsReadableByOthers), "a plugin's exec
+// env", or "" for none.
 func heldSecrets(v *spec.Volume, plugins []*spec.Plugin) string {
 	if v != nil && len(v.Secrets) > 0 {
 		return "a secrets block"
+	}
+	if v != nil && len(mountFlagSecrets(v.MountOptions)) > 0 {
+		return "mount flags holding a secret"
 	}
 	for _, p := range plugins {
 		if p.Exec != nil && len(p.Exec.Env) > 0 {
@@ -397,4 +404,37 @@ func duplicateIn(what, id, first, file string) *hcl.Diagnostic {
 		Detail: fmt.Sprintf("The %s %q is declared in both %s and %s; volctl refuses the two files together. Give each %s its own ID.",
 			what, id, first, file, what),
 	}
+}
+
+// mountFlagSecrets are the secret values mount options m's flags hold (spec.MountFlagSecrets).
+func mountFlagSecrets(m *spec.MountOptions) []string {
+	if m == nil {
+		return nil
+	}
+	var out []string
+	for _, flag := range m.MountFlags {
+		out = append(out, spec.MountFlagSecrets(flag)...)
+	}
+	return out
+}
+
+// fileSecrets are the secret values spec file f holds: a volume's secrets and its mount flags'
+// secrets, a group's volumes' mount flags' secrets, the plugins' exec env values.
+func fileSecrets(f *spec.File) []string {
+	var out []string
+	if f.Volume != nil {
+		out = append(out, slices.Collect(maps.Values(f.Volume.Secrets.Plain()))...)
+		out = append(out, mountFlagSecrets(f.Volume.MountOptions)...)
+	}
+	if f.Group != nil {
+		for _, v := range f.Group.Volumes {
+			out = append(out, mountFlagSecrets(v.MountOptions)...)
+		}
+	}
+	for _, p := range f.Plugins {
+		if p.Exec != nil {
+			out = append(out, slices.Collect(maps.Values(p.Exec.Env.Plain()))...)
+		}
+	}
+	return out
 }

@@ -767,6 +767,16 @@ func (d *decoder) stringMapOf(c *hcl.BodyContent, name string, limit int, conv f
 			continue
 		}
 		if out != nil {
+			if name == "segments" {
+				// Not merged by Nomad, as parameters and secrets are: each segments block is a
+				// topology of its own to it, and "merge them" advised one topology requiring
+				// them all, a narrower placement than the file meant
+				// (TestValidateDuplicateSegmentsAdviceKeepsNomadsTopologies).
+				d.errorf(b.TypeRange, "Duplicate segments", "segments is set more than once in one topology. Nomad makes each segments block a topology of its own "+
+					"(two blocks, two topologies, either of which will do), not one topology with all their segments: for topologies of their own, "+
+					"write a topology block for each; to require all the segments together, write them in one segments block.")
+				continue
+			}
 			d.errorf(b.TypeRange, "Duplicate "+name, "%s is set more than once; merge them into one.", name)
 			continue
 		}
