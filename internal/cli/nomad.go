@@ -1476,7 +1476,13 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 		}
 	}
 	out := make([]NomadVolumeStatus, 0, len(ids))
-	var failed, stopped, listFailed error
+	// What is read of volctl's own state, and the output, are not cut short by an interrupt:
+	// only Nomad is asked no more. Read with the interrupted context, the first volume's row
+	// ended the command with the read's "context canceled", no row printed, none named not asked
+	// (TestNomadStatusOfManyInterruptedShowsEveryRow).
+	local := context.WithoutCancel(ctx)
+	var fails []error // each volume's: one kept, the others' rows said "error" with no why (TestNomadStatusNamesWhyEachVolumeFailed)
+	var stopped, listFailed error
 	unlisted := ""         // Nomad refused to list its volumes: the twins could not be looked for
 	var unchecked []string // the volumes whose twins were not looked for: Nomad failed the list (listFailed)
 	erasing := &erasingAnswer{}
@@ -1493,12 +1499,12 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 				return shellquote.Command("volctl nomad status", rest...)
 			})
 		}
-		info, err := e.Volume(ctx, id)
+		info, err := e.Volume(local, id)
 		if err != nil {
 			return fmt.Errorf("nomad status: %w", err)
 		}
 		st := NomadVolumeStatus{ID: info.ID, PluginID: info.PluginID, LocalClaims: len(info.Claims), NomadAddress: c.Address}
-		if hs, err := e.Handovers(ctx, info.ID); err != nil {
+		if hs, err := e.Handovers(local, info.ID); err != nil {
 			return fmt.Errorf("nomad status: %w", err)
 		} else if len(hs) > 0 {
 			st.HandedOver, st.Handover = true, &hs[0]
@@ -1587,11 +1593,11 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			st.Error = err.Error()
 		default:
 			st.Error = err.Error()
-			failed = err
+			fails = append(fails, err)
 		}
 		out = append(out, st)
 	}
-	failed = errors.Join(failed, stopped)
+	failed := errors.Join(errors.Join(fails...), stopped)
 	// Nomad's copy holds what the plugin told Nomad (its version, the volume's context), and
 	// Nomad's errors what it was sent: no secret volctl knows is shown from either, nor the
 	// credentials sent to Nomad, which what answers for it may echo anywhere.
@@ -1616,11 +1622,11 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			}
 		}
 	}
-	if err := redactNomadOutput(ctx, e, c, keep, &out); err != nil {
+	if err := redactNomadOutput(local, e, c, keep, &out); err != nil {
 		return fmt.Errorf("nomad status: %w", err)
 	}
 	if opts.Exporter.Enabled() {
-		if err := opts.Exporter.Write(ctx, opts.IO.Out, out); err != nil {
+		if err := opts.Exporter.Write(local, opts.IO.Out, out); err != nil {
 			return err
 		}
 	} else {
@@ -1673,7 +1679,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
 	}
 	if unlisted != "" {
-		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(c.Hide(scrubbedNote(ctx, e, c, unlisted))))
+		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(c.Hide(scrubbedNote(local, e, c, unlisted))))
 	}
 	if len(unchecked) > 0 {
 		fmt.Fprintf(opts.IO.ErrOut, "Note: %s: not checked for twins (Nomad's volumes of the same storage under another ID or namespace), Nomad failed the list of its volumes: %s; run `volctl nomad status` again once it lists them\n",
