@@ -22,7 +22,7 @@ import (
 // fingerprint, {zone=a}, so it places the volume on no node — every job using it is
 // unplaceable after the handover, where volctl said the volume is schedulable on this very
 // node. Correct behaviour: the exported required topology is one Nomad matches where volctl
-// admits claims (each key spelled as the plugin's node states it: engine.VolumeInfo.NodeSpelling).
+// admits claims (each key spelled as the plugin's node states it, recorded so at the create: spelledAsNode).
 // Found by helper review81 (topology).
 func TestExportNomadOfAVolumeAnsweredWithAFoldedTopologyKeyIsPlaceableByNomad(t *testing.T) {
 	node := map[string]string{"zone": "a"}

@@ -277,15 +277,16 @@ func formatSegments(s map[string]string) string {
 }
 
 // segmentWord is a topology key or value as formatSegments words it: quoted when it is empty,
-// holds what words a topology (=, a comma, a brace, a quote) or begins or ends with a space, so
-// that two topologies never read alike: {k1="x, k2=y"} was worded {k1=x, k2=y}, as the node
-// it was judged outside of (TestOutsideTopologyReasonDoesNotNameTwoDifferentTopologiesAlike);
-// else with its control characters escaped.
+// holds what words a topology (=, a comma, a brace, a quote), a backslash or what must be
+// escaped (a control or invisible character), or begins or ends with a space, so that two
+// topologies never read alike: {k1="x, k2=y"} was worded {k1=x, k2=y}, as the node it was
+// judged outside of (TestOutsideTopologyReasonDoesNotNameTwoDifferentTopologiesAlike), and a
+// tab escaped read as a backslash and a t (TestOutsideTopologyReasonDoesNotNameATabAndABackslashTAlike).
 func segmentWord(s string) string {
-	if s == "" || strings.ContainsAny(s, "=,{}\"") || strings.TrimSpace(s) != s {
+	if s == "" || strings.ContainsAny(s, "=,{}\"\\") || strings.TrimSpace(s) != s || csi.EscapeControl(s) != s {
 		return strconv.Quote(s)
 	}
-	return csi.EscapeControl(s)
+	return s
 }
 
 func formatTopologies(ts []spec.Topology) string {

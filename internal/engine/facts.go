@@ -356,24 +356,27 @@ func (c ClaimInfo) LastErrorText() string {
 // Nomad's scheduler places no claim on a node whose plugin says so.
 func takesClaims(h store.Health) bool { return h.Healthy && h.Ready }
 
-// NodeSpelling is topos with each key spelled as the volume's plugin's node states it (its
-// recorded fingerprint) where the two differ only in case, and the topology has no key of the
-// node's spelling already: the same key to the CSI spec and to volctl's matching
+// spelledAsNode is topos with each key spelled as node (a plugin's node's topology, as its
+// fingerprint states it) spells it where the two differ only in case, and the topology has no
+// key of the node's spelling already: the same key to the CSI spec and to volctl's matching
 // (spec.SegmentsWithin folds keys), but not to Nomad, whose scheduler compares a volume's
-// topology keys with the node's fingerprint byte for byte. A volume schedulable here, exported
-// or handed over with its plugin's answer's spelling ({Zone=a} for a node in {zone=a}), was
-// placed by Nomad on no node (TestExportNomadOfAVolumeAnsweredWithAFoldedTopologyKeyIsPlaceableByNomad).
-// topos is returned as it is when the plugin is not registered or states no topology.
-func (v VolumeInfo) NodeSpelling(topos []spec.Topology) []spec.Topology {
-	if len(v.nodeTopology) == 0 {
+// topology keys with the node's fingerprint byte for byte. A create's answer is recorded so
+// (recordCreated): a volume schedulable here, answered {Zone=a} for a node in {zone=a}, was
+// exported and handed over as placeable on no node
+// (TestExportNomadOfAVolumeAnsweredWithAFoldedTopologyKeyIsPlaceableByNomad). Respelled when
+// read instead, what was sent to Nomad changed with the plugin's record: once the plugin was
+// deregistered, `nomad status` said the copy differed, and a registration again was refused
+// (TestNomadStatusOfAHandedOverVolumeDoesNotDriftWhenItsPluginIsDeregistered).
+func spelledAsNode(topos []spec.Topology, node map[string]string) []spec.Topology {
+	if len(node) == 0 || len(topos) == 0 {
 		return topos
 	}
 	out := make([]spec.Topology, len(topos))
 	for i, t := range topos {
 		segs := make(map[string]string, len(t.Segments))
 		for k, val := range t.Segments {
-			if _, ok := v.nodeTopology[k]; !ok {
-				for nk := range v.nodeTopology {
+			if _, ok := node[k]; !ok {
+				for nk := range node {
 					if _, taken := t.Segments[nk]; strings.EqualFold(nk, k) && !taken {
 						k = nk
 						break

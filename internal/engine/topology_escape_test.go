@@ -26,7 +26,8 @@ func TestTopologyRefusalEscapesControlCharacters(t *testing.T) {
 	if strings.ContainsAny(err.Error(), "\x1b\x07") {
 		t.Errorf("the refusal carries the plugin's control characters raw: %q", err)
 	}
-	for _, want := range []string{`{zone\x1b[31m=a\x1b[2J}`, `{zone=b\x1b]0;pwned\a}`} {
+	// Quoted where escaped (segmentWord), so an escape and the same text typed read apart.
+	for _, want := range []string{`{"zone\x1b[31m"="a\x1b[2J"}`, `{zone="b\x1b]0;pwned\a"}`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("refusal %q\nwant the segments escaped, %s", err, want)
 		}

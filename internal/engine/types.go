@@ -250,9 +250,6 @@ type VolumeSummary struct {
 	// plugin's record has it (owedUnpublishWay), where the read had the plugin's record:
 	// VolumeInfo.UnpublishWay.
 	unpublishWay string
-	// nodeTopology is its plugin's node's topology, as its recorded fingerprint states it (nil
-	// when the plugin is not registered): NodeSpelling's.
-	nodeTopology map[string]string
 	// handedTo is the Nomad address the volume is handed over to ("" when it is not): Nomad
 	// claims it, not volctl, and Schedulable is false (refuseHandedOver). Before, only volume
 	// status read the handovers, and the lists said "yes" of such a volume

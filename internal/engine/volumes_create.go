@@ -1068,6 +1068,9 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 				freed = src
 			}
 		}
+		if node := c.fp.AccessibleTopology; node != nil {
+			created.AccessibleTopology = spelledAsNode(created.AccessibleTopology, node.Segments)
+		}
 		return e.recordCreated(ctx, v, created, replay || earlier, freed)
 	})
 }
@@ -1424,7 +1427,7 @@ func (e *Engine) recordCreated(ctx context.Context, v store.Volume, created csi.
 	if len(created.Context) > 0 {
 		v.Context = created.Context
 	}
-	v.AccessibleTopology = created.AccessibleTopology
+	v.AccessibleTopology = created.AccessibleTopology // spelled as the node (finishCreate: spelledAsNode)
 	v.State = store.VolumeReady
 	var dup error
 	err := e.store.Update(ctx, func(tx *store.Tx) error {

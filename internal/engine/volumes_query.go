@@ -448,7 +448,7 @@ func volumeInfo(v store.Volume, claims []store.Claim, p store.Plugin, pluginKnow
 		Claims: make([]ClaimInfo, 0, len(claims)), UpdatedAt: v.UpdatedAt,
 	}
 	if pluginKnown {
-		info.pluginProbedAt, info.nodeTopology = p.Health.ProbedAt, p.Fingerprint.Topology
+		info.pluginProbedAt = p.Health.ProbedAt
 	}
 	info.unpublishWay = owedUnpublishWayOf(v.PluginID, p, pluginKnown)
 	if !pluginKnown {

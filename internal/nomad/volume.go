@@ -37,15 +37,15 @@ func RegisterSpec(v engine.VolumeInfo) spec.Volume {
 }
 
 // RequiredTopologies are the topologies volume v's Nomad spec requires (RegisterSpec): its
-// accessible topology, a created volume's, else its spec's topology_request.required, a
-// registered volume's; a copy, each key spelled as the plugin's node states it where they
-// differ only in case (engine.VolumeInfo.NodeSpelling: Nomad compares keys as bytes).
+// accessible topology, a created volume's (recorded with each key spelled as the plugin's node
+// states it: Nomad compares keys as bytes), else its spec's topology_request.required, a
+// registered volume's, as the spec spells it; a copy.
 func RequiredTopologies(v engine.VolumeInfo) []spec.Topology {
 	switch {
 	case len(v.AccessibleTopology) > 0:
-		return v.NodeSpelling(slices.Clone(v.AccessibleTopology))
+		return slices.Clone(v.AccessibleTopology)
 	case v.TopologyRequest != nil:
-		return v.NodeSpelling(slices.Clone(v.TopologyRequest.Required))
+		return slices.Clone(v.TopologyRequest.Required)
 	}
 	return nil
 }

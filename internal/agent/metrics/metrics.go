@@ -429,6 +429,7 @@ func (s *Server) Serve(ctx context.Context, m *Metrics, status func() agent.Stat
 		st := status()
 		// Scrubbed as the labels are (registry.redactor): a plugin ID holding a secret was shown
 		// whole here, one path from /metrics, which masks it (TestHealthzShowsNoSecretInThePluginID).
+		redactWaiting := func(s string) string { return s }
 		if redactor := m.reg.redactorOf(); redactor != nil {
 			ctx, cancel := context.WithTimeout(r.Context(), scrapeTimeout)
 			redact, err := redactor(ctx)
@@ -448,6 +449,7 @@ func (s *Server) Serve(ctx context.Context, m *Metrics, status func() agent.Stat
 					st.Plugins[i].ID = shown + " #" + m.reg.labelTag("plugin", id)
 				}
 			}
+			redactWaiting = redact
 		}
 		if m.stateFile != nil {
 			if err := m.stateFile(); err != nil {
@@ -456,7 +458,9 @@ func (s *Server) Serve(ctx context.Context, m *Metrics, status func() agent.Stat
 				// (TestHealthzOfAReplacedStateDatabaseSaysWhy). The agent stops at its next pass.
 				log.Warn("healthz: the state database cannot be used", "err", err)
 				st.Ready = false
-				st.WaitingFor = "the agent's restart, which its next reconcile pass asks for by stopping it: " + err.Error()
+				// Its error names the state database's path, which a secret may be part of (a
+				// state dir named after one), scrubbed as the plugin IDs are.
+				st.WaitingFor = "the agent's restart, which its next reconcile pass asks for by stopping it: " + redactWaiting(err.Error())
 			}
 		}
 		w.Header().Set("Content-Type", "application/json")
