@@ -55,41 +55,7 @@ func TestAgentStopsWhenItsStateDatabaseIsReplaced(t *testing.T) {
 // path, the second agent's, which then named no pid to a third agent refused its lock or to
 // the engine's plugin records. An agent removes only the pid file it wrote.
 func TestAgentStoppingAfterItsStateDirWasReplacedKeepsTheNewAgentsPidFile(t *testing.T) {
-	f := newFixture(t)
-	a, err := New(Config{Engine: f.e, Settings: testSettings,
-		Logger: slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(f.ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	for deadline := time.Now().Add(10 * time.Second); !a.ready.Load(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the agent is not ready after 10s")
-		}
-	}
-	if err := os.Rename(f.dir, f.dir+".old"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(f.dir + ".old") })
-	newPid := filepath.Join(f.dir, "run", "agent.pid")
-	if err := os.MkdirAll(filepath.Dir(newPid), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(newPid, []byte("4242\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-done:
-	case <-time.After(10 * testSettings.ReconcileInterval):
-		cancel()
-		<-done
-	}
-	if b, err := os.ReadFile(newPid); err != nil || string(b) != "4242\n" {
-		t.Fatalf("the second agent's %s after the first stopped: %q, %v; want it kept", newPid, b, err)
-	}
+	secondAgentsFileKept(t, "agent.pid", "4242\n", nil)
 }
 
 // As TestAgentStoppingAfterItsStateDirWasReplacedKeepsTheNewAgentsPidFile, for a supervised
@@ -97,29 +63,37 @@ func TestAgentStoppingAfterItsStateDirWasReplacedKeepsTheNewAgentsPidFile(t *tes
 // agent's record of its own process of that ID, which it could then not adopt after a restart
 // (a second process started on the socket). An agent removes only a pid file naming its process.
 func TestAgentStoppingAfterItsStateDirWasReplacedKeepsItsPluginsPidFiles(t *testing.T) {
+	secondAgentsFileKept(t, "hp.pid", fmt.Sprintf("%d 1 - %d - -\n", os.Getpid(), os.Getpid()), func(f *fixture) { f.register(f.execPlugin("hp", "hostpath")) })
+}
+
+// secondAgentsFileKept runs an agent (with what setup registers, each plugin waited for until
+// its pid file is written), moves its state dir aside once it is ready and puts a new one in
+// its place holding run/<name> with data, as a second agent there writes it, stops the first,
+// and fails unless the file is as the second agent wrote it.
+func secondAgentsFileKept(t *testing.T, name, data string, setup func(*fixture)) {
 	f := newFixture(t)
-	hp := f.execPlugin("hp", "hostpath")
-	f.register(hp)
+	if setup != nil {
+		setup(f)
+	}
 	a, stop := f.startAgentWith(func(*Config) {})
-	for deadline := time.Now().Add(20 * time.Second); !a.ready.Load() || f.pid("hp") == 0; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); !a.ready.Load() || setup != nil && f.pid("hp") == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("the agent is not ready, its plugin started, after 20s")
+			t.Fatal("the agent is not ready, its plugins started, after 20s")
 		}
 	}
 	if err := os.Rename(f.dir, f.dir+".old"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(f.dir + ".old") })
-	newPid := filepath.Join(f.dir, "run", "hp.pid")
-	if err := os.MkdirAll(filepath.Dir(newPid), 0o700); err != nil {
+	second := filepath.Join(f.dir, "run", name)
+	if err := os.MkdirAll(filepath.Dir(second), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	second := fmt.Sprintf("%d 1 - %d - -\n", os.Getpid(), os.Getpid())
-	if err := os.WriteFile(newPid, []byte(second), 0o600); err != nil {
+	if err := os.WriteFile(second, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_ = stop() // its error is the replaced database's, or none when stopped before a pass saw it
-	if b, err := os.ReadFile(newPid); err != nil || string(b) != second {
-		t.Fatalf("the second agent's %s after the first stopped its plugin: %q, %v; want it kept", newPid, b, err)
+	if b, err := os.ReadFile(second); err != nil || string(b) != data {
+		t.Fatalf("the second agent's %s after the first stopped: %q, %v; want it kept", second, b, err)
 	}
 }

@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/volctl/volctl/internal/agent"
 	"github.com/volctl/volctl/internal/spec"
-	"github.com/volctl/volctl/internal/store/storetest"
 )
 
 // /healthz of an agent whose state database was replaced (the state dir moved aside, another
@@ -21,19 +19,7 @@ import (
 func TestHealthzOfAReplacedStateDatabaseSaysWhy(t *testing.T) {
 	m, e := fixture(t)
 	srv := servedStatus(t, context.Background(), m, func() agent.Status { return agent.Status{Ready: true} })
-	moved := filepath.Join(t.TempDir(), "moved")
-	if err := os.Rename(e.StateDir(), moved); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := os.RemoveAll(e.StateDir()); err != nil {
-			t.Error(err)
-		}
-		if err := os.Rename(moved, e.StateDir()); err != nil {
-			t.Errorf("putting the state dir back for its mounts' cleanup: %v", err)
-		}
-	})
-	storetest.Seed(t, e.StateDir())
+	replaceStateDir(t, e.StateDir())
 
 	resp, body := httpGet(t, "http://"+srv.Addr()+"/healthz")
 	if resp.StatusCode != http.StatusServiceUnavailable {
@@ -60,19 +46,7 @@ func TestHealthzOfAReplacedStateDatabaseShowsNoSecretInItsPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := servedStatus(t, context.Background(), m, func() agent.Status { return agent.Status{Ready: true} })
-	moved := filepath.Join(t.TempDir(), "moved")
-	if err := os.Rename(e.StateDir(), moved); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := os.RemoveAll(e.StateDir()); err != nil {
-			t.Error(err)
-		}
-		if err := os.Rename(moved, e.StateDir()); err != nil {
-			t.Errorf("putting the state dir back for its mounts' cleanup: %v", err)
-		}
-	})
-	storetest.Seed(t, e.StateDir())
+	replaceStateDir(t, e.StateDir())
 	resp, body := httpGet(t, "http://"+srv.Addr()+"/healthz")
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "restart") {
 		t.Fatalf("premise: /healthz over a replaced state database: %d\n%s", resp.StatusCode, body)

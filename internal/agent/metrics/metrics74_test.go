@@ -35,22 +35,7 @@ func TestScrapeOfAReplacedStateDatabaseDoesNotServeTheOldFilesCounts(t *testing.
 		t.Fatalf("precondition: volctl_volumes{plugin=\"mem\"} = %v (present %t), want 1", v, ok)
 	}
 
-	// The state dir moved aside (its files with it, the agent's connection on them), and a new
-	// one in its place, as `volctl` makes at its first command.
-	moved := filepath.Join(t.TempDir(), "moved")
-	if err := os.Rename(e.StateDir(), moved); err != nil {
-		t.Fatal(err)
-	}
-	// Put back before the fixture's cleanups, which unmount the claim's mounts at their paths.
-	t.Cleanup(func() {
-		if err := os.RemoveAll(e.StateDir()); err != nil {
-			t.Error(err)
-		}
-		if err := os.Rename(moved, e.StateDir()); err != nil {
-			t.Errorf("putting the state dir back for its mounts' cleanup: %v", err)
-		}
-	})
-	storetest.Seed(t, e.StateDir())
+	replaceStateDir(t, e.StateDir())
 
 	// What every other volctl (volctl status) reads now.
 	ctx := context.Background()
@@ -85,4 +70,24 @@ func TestScrapeOfAReplacedStateDatabaseDoesNotServeTheOldFilesCounts(t *testing.
 	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(body, "replaced") && !strings.Contains(body, "another file") {
 		t.Errorf("/metrics after volctl.db was replaced: %d %q; want 500 saying the state database was replaced", resp.StatusCode, body)
 	}
+}
+
+// replaceStateDir moves the state dir aside (its files with it, the agent's connection on them)
+// and seeds a new one in its place, as `volctl` makes at its first command; the old one is put
+// back before the fixture's cleanups, which unmount the claim's mounts at their paths.
+func replaceStateDir(t *testing.T, dir string) {
+	t.Helper()
+	moved := filepath.Join(t.TempDir(), "moved")
+	if err := os.Rename(dir, moved); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Error(err)
+		}
+		if err := os.Rename(moved, dir); err != nil {
+			t.Errorf("putting the state dir back for its mounts' cleanup: %v", err)
+		}
+	})
+	storetest.Seed(t, dir)
 }
