@@ -26,19 +26,7 @@ import (
 // at the moment: the node spelling is recorded with the volume (or with its handover) and kept.
 // Found by helper review81 (ownb).
 func TestNomadStatusOfAHandedOverVolumeDoesNotDriftWhenItsPluginIsDeregistered(t *testing.T) {
-	h := newCLIHarnessConfig(t, func(c *csitest.MemConfig) {
-		c.Name = "hostpath.csi.volctl.dev" // the driver the fake Nomad runs the plugin as
-		c.Topology = &spec.Topology{Segments: map[string]string{"zone": "a"}}
-		c.CreateTopology = &spec.Topology{Segments: map[string]string{"Zone": "a"}}
-	})
-	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatalf("precondition: create db answered {Zone=a}: %v", err)
-	}
-	n := newFakeNomad(t)
-	if out, errOut, err := registerIn(h, n); err != nil {
-		t.Fatalf("precondition: nomad register db: %v (%s%s)", err, out, errOut)
-	}
+	h, n := handedOverAnsweredInAnotherCase(t)
 	n.mu.Lock()
 	topos, _ := n.sent["default/db"]["Topologies"].([]any)
 	n.mu.Unlock()
@@ -69,19 +57,7 @@ func TestNomadStatusOfAHandedOverVolumeDoesNotDriftWhenItsPluginIsDeregistered(t
 // volume was handed over with; nothing differs, nothing is refused.
 // Found by helper review81 (ownb).
 func TestNomadRegisterAgainOfAHandedOverVolumeIsNotRefusedWhenItsPluginIsDeregistered(t *testing.T) {
-	h := newCLIHarnessConfig(t, func(c *csitest.MemConfig) {
-		c.Name = "hostpath.csi.volctl.dev" // the driver the fake Nomad runs the plugin as
-		c.Topology = &spec.Topology{Segments: map[string]string{"zone": "a"}}
-		c.CreateTopology = &spec.Topology{Segments: map[string]string{"Zone": "a"}}
-	})
-	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatalf("precondition: create db answered {Zone=a}: %v", err)
-	}
-	n := newFakeNomad(t)
-	if out, errOut, err := registerIn(h, n); err != nil {
-		t.Fatalf("precondition: nomad register db: %v (%s%s)", err, out, errOut)
-	}
+	h, n := handedOverAnsweredInAnotherCase(t)
 	if err := h.e.DeregisterPlugin(h.ctx, "mem", true); err != nil {
 		t.Fatalf("precondition: plugin deregister --force mem: %v", err)
 	}
@@ -104,33 +80,28 @@ func TestNomadRegisterAgainOfAHandedOverVolumeIsNotRefusedWhenItsPluginIsDeregis
 // is quoted too, so the two read {k="a\\tb"} and {k="a\tb"}.
 // Found by helper review81 (ownb).
 func TestOutsideTopologyReasonDoesNotNameATabAndABackslashTAlike(t *testing.T) {
-	h := newCLIHarnessConfig(t, func(c *csitest.MemConfig) {
-		c.Topology = &spec.Topology{Segments: map[string]string{"k": `a\tb`}}
-		c.CreateTopology = &spec.Topology{Segments: map[string]string{"k": "a\tb"}}
-	})
-	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "ov", Name: "ov", Type: "csi", PluginID: "mem",
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatalf("precondition: create: %v", err)
-	}
-	info, err := h.e.Volume(h.ctx, "ov")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := info.Schedulability()
-	if s.OK() {
-		t.Fatalf("precondition: volume ov, accessible from {k=\"a\\tb\"} (a tab), is schedulable on the node {k=`a\\tb`}")
-	}
-	why := s.Sentence()
-	const from, in = "accessible only from topology ", " is in "
-	i, j := strings.Index(why, from), strings.Index(why, in)
-	if i < 0 || j < 0 {
-		t.Fatalf("precondition: the reason %q does not word both topologies", why)
-	}
-	volume := why[i+len(from):]
-	volume = volume[:strings.Index(volume, "}")+1]
-	node := why[j+len(in):]
-	node = node[:strings.Index(node, "}")+1]
+	volume, node, why := outsideReasonTopologies(t, map[string]string{"k": `a\tb`}, map[string]string{"k": "a\tb"})
 	if volume == node {
 		t.Errorf("volume ov is not schedulable because its topology is not its plugin's node's, and the reason names both as %s: %q", volume, why)
 	}
+}
+
+// handedOverAnsweredInAnotherCase is volume db, created through a plugin whose node states
+// {zone=a} and whose CreateVolume answered {Zone=a}, handed over to a fake Nomad.
+func handedOverAnsweredInAnotherCase(t *testing.T) (*cliHarness, *fakeNomad) {
+	t.Helper()
+	h := newCLIHarnessConfig(t, func(c *csitest.MemConfig) {
+		c.Name = "hostpath.csi.volctl.dev" // the driver the fake Nomad runs the plugin as
+		c.Topology = &spec.Topology{Segments: map[string]string{"zone": "a"}}
+		c.CreateTopology = &spec.Topology{Segments: map[string]string{"Zone": "a"}}
+	})
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatalf("precondition: create db answered {Zone=a}: %v", err)
+	}
+	n := newFakeNomad(t)
+	if out, errOut, err := registerIn(h, n); err != nil {
+		t.Fatalf("precondition: nomad register db: %v (%s%s)", err, out, errOut)
+	}
+	return h, n
 }

@@ -83,9 +83,20 @@ func TestExportNomadOfAVolumeAnsweredWithAFoldedTopologyKeyIsPlaceableByNomad(t 
 // {"k1"="x, k2=y"}).
 // Found by helper review81 (topology).
 func TestOutsideTopologyReasonDoesNotNameTwoDifferentTopologiesAlike(t *testing.T) {
+	volume, node, why := outsideReasonTopologies(t, map[string]string{"k1": "x", "k2": "y"}, map[string]string{"k1": "x, k2=y"})
+	if volume == node {
+		t.Errorf("volume ov is not schedulable because its topology is not its plugin's node's, and the reason names both as %s: %q", volume, why)
+	}
+}
+
+// outsideReasonTopologies creates volume ov through a plugin whose node states node and whose
+// CreateVolume answers created, and returns how the reason it is outside the node's topology
+// words each: the volume's, the node's, and the whole sentence.
+func outsideReasonTopologies(t *testing.T, node, created map[string]string) (volume, nodeWords, why string) {
+	t.Helper()
 	h := newCLIHarnessConfig(t, func(c *csitest.MemConfig) {
-		c.Topology = &spec.Topology{Segments: map[string]string{"k1": "x", "k2": "y"}}
-		c.CreateTopology = &spec.Topology{Segments: map[string]string{"k1": "x, k2=y"}}
+		c.Topology = &spec.Topology{Segments: node}
+		c.CreateTopology = &spec.Topology{Segments: created}
 	})
 	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "ov", Name: "ov", Type: "csi", PluginID: "mem",
 		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
@@ -97,19 +108,17 @@ func TestOutsideTopologyReasonDoesNotNameTwoDifferentTopologiesAlike(t *testing.
 	}
 	s := info.Schedulability()
 	if s.OK() {
-		t.Fatalf("precondition: volume ov, accessible from {k1=\"x, k2=y\"}, is schedulable on the node {k1=x, k2=y}")
+		t.Fatalf("precondition: volume ov, accessible from %v, is schedulable on the node %v", created, node)
 	}
-	why := s.Sentence()
+	why = s.Sentence()
 	const from, in = "accessible only from topology ", " is in "
 	i, j := strings.Index(why, from), strings.Index(why, in)
 	if i < 0 || j < 0 {
 		t.Fatalf("precondition: the reason %q does not word both topologies", why)
 	}
-	volume := why[i+len(from):]
+	volume = why[i+len(from):]
 	volume = volume[:strings.Index(volume, "}")+1]
-	node := why[j+len(in):]
-	node = node[:strings.Index(node, "}")+1]
-	if volume == node {
-		t.Errorf("volume ov is not schedulable because its topology is not its plugin's node's, and the reason names both as %s: %q", volume, why)
-	}
+	nodeWords = why[j+len(in):]
+	nodeWords = nodeWords[:strings.Index(nodeWords, "}")+1]
+	return volume, nodeWords, why
 }
