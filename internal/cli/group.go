@@ -372,8 +372,10 @@ func writeGroupDetail(out io.Writer, g engine.GroupInfo, now time.Time) error {
 	binds := hasBinds(g)
 	t := newTable(out, withBinds(binds, []string{"ALLOC", "VOLUME", "MODE", "STATE", "AGE"}, "MOUNTED AT", "TARGET")...)
 	for _, a := range g.Allocs {
-		if len(a.Claims) == 0 || len(a.Missing) == 0 && a.Error != "" {
-			// Holding nothing, or holding its claims with a volume_mount not mounted: why.
+		if len(a.Claims) == 0 || a.Error != "" && (len(a.Missing) == 0 || a.Error != a.RunError) {
+			// Holding nothing, or holding its claims with a volume_mount not mounted, a target
+			// covered (beside a volume missing too: said on a row of its own, not as why that
+			// one is missing): why.
 			t.row(withBinds(binds, []string{a.Name, "", "", a.Error, ""}, "", "")...)
 		}
 		for _, c := range a.Claims {
@@ -384,8 +386,8 @@ func writeGroupDetail(out io.Writer, g engine.GroupInfo, now time.Time) error {
 			// refused): "a run cut short" of a refusal sent the user to run again, refused the
 			// same way (TestGroupStatusSaysWhyTheLastRunLeftAVolumeMissing).
 			why := "missing (a run cut short: `volctl group run FILE` of its spec again)"
-			if a.Error != "" {
-				why = "missing: " + a.Error
+			if a.RunError != "" {
+				why = "missing: " + a.RunError
 			}
 			t.row(withBinds(binds, []string{a.Name, vol, "", why, ""}, "", "")...)
 		}

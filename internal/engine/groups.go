@@ -60,6 +60,13 @@ type AllocInfo struct {
 	// so, and `group run` again finishes it.
 	Missing []string `json:"missing,omitempty"`
 	Error   string   `json:"error,omitempty"`
+	// RunError is the part of Error the last run left (GroupRecord.RunErrors): why a volume is
+	// Missing. What status found since (a bind gone, a target covered: markUnbound) is another
+	// volume's, joined into Error beside it: on the missing volume's row it named another
+	// volume's destination, and its advice bound that again, never claiming the missing one
+	// (TestGroupStatusDoesNotGiveAMissingVolumeAnotherVolumesBindProblem). Not in JSON: Error
+	// says it there.
+	RunError string `json:"-"`
 }
 
 // Lacks reports whether the group no longer has alloc a: it is stopped, or a is past its count.
@@ -1070,6 +1077,7 @@ func groupInfo(g store.Group, claims []store.Claim, mounts map[string]*spec.Moun
 		switch {
 		case len(held) == 0 || len(a.Missing) > 0:
 			a.Error = g.RunErrors[name] // why the last run left it without (some of) its volumes
+			a.RunError = a.Error
 		case g.State != store.GroupStopped:
 			// Held otherwise than the group's spec asks (a run of an edited spec refused it,
 			// keeping its claims): read now, as the run reads it, not the run's error, which

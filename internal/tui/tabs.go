@@ -212,7 +212,9 @@ func groupDetail(s *Styles, g engine.GroupInfo, w int) string {
 			// Or one that refused it, which the error says with what works: "run it again"
 			// was refused the same way (as group status says it,
 			// TestGroupDetailOfAVolumeARunRefusedDoesNotAdviseRunningAgain).
-			if a.Error != "" {
+			// The run's error alone: a bind gone beside it is another volume's, and its
+			// advice claims nothing (TestGroupStatusDoesNotGiveAMissingVolumeAnotherVolumesBindProblem).
+			if a.RunError != "" {
 				vols = append(vols, vol+" (missing)")
 				continue
 			}

@@ -18,12 +18,12 @@ func TestGroupDetailOfAVolumeARunRefusedDoesNotAdviseRunningAgain(t *testing.T) 
 	s := NewStyles(FixedRenderer(termenv.Ascii))
 	held := []engine.ClaimInfo{{ID: 1, VolumeID: "db", Alloc: "web[0]", Mode: "write", State: "published"}}
 	refused := "claim \"logs\": volume \"logs\" is single-node-writer, held by alloc \"other\""
-	g := engine.GroupInfo{Name: "web", State: "running", Count: 1, Allocs: []engine.AllocInfo{{Name: "web[0]", Index: 0, Claims: held, Missing: []string{"logs"}, Error: refused}}}
+	g := engine.GroupInfo{Name: "web", State: "running", Count: 1, Allocs: []engine.AllocInfo{{Name: "web[0]", Index: 0, Claims: held, Missing: []string{"logs"}, Error: refused, RunError: refused}}}
 	out := groupDetail(s, g, 300)
 	if strings.Contains(out, "of its spec again") || !strings.Contains(out, "held by alloc") {
 		t.Errorf("the group detail of an alloc whose run was refused a volume:\n%s\nwant the refusal, not \"run it again\"", out)
 	}
-	g.Allocs[0].Error = ""
+	g.Allocs[0].Error, g.Allocs[0].RunError = "", ""
 	if out := groupDetail(s, g, 300); !strings.Contains(out, "of its spec again") {
 		t.Errorf("the group detail of an alloc a run cut short (no error):\n%s\nwant the run advised", out)
 	}
