@@ -197,7 +197,7 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 		parser := spec.NewParser()
 		c, diags := parser.ParseAgentConfig(srcs[0].Name, srcs[0].Src)
 		if c != nil {
-			diags = append(diags, exposedSecrets(srcs[0], heldSecrets(nil, c.Plugins))...)
+			diags = append(diags, exposedSecrets(srcs[0], heldSecrets(nil, c.Plugins, nil))...)
 		}
 		if len(diags) > 0 {
 			width, color := diagnosticStyle(opts.IO)

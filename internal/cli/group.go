@@ -76,6 +76,11 @@ func groupRunRun(ctx context.Context, opts *GroupRunOptions) error {
 	}
 	parser := spec.NewParser()
 	g, diags := parser.ParseGroup(sources[0].Name, sources[0].Src)
+	if g != nil {
+		// A readable file whose volumes' mount flags hold a password, warned of as validate
+		// warns of it.
+		diags = append(diags, exposedSecrets(sources[0], heldSecrets(nil, nil, g))...)
+	}
 	if err := writeSpecDiagnostics(opts.IO, parser, diags); err != nil {
 		return err
 	}

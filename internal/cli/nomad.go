@@ -1626,7 +1626,14 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 		return fmt.Errorf("nomad status: %w", err)
 	}
 	if opts.Exporter.Enabled() {
-		if err := opts.Exporter.Write(local, opts.IO.Out, out); err != nil {
+		// Through the command's context while no interrupt came: one that comes while a --jq
+		// or -t filter runs stops it, as every command's (TestNomadStatusJQFilterStopsAtCtrlC);
+		// after one that stopped the asking, the rows are printed all the same.
+		wctx := ctx
+		if ctx.Err() != nil {
+			wctx = local
+		}
+		if err := opts.Exporter.Write(wctx, opts.IO.Out, out); err != nil {
 			return err
 		}
 	} else {

@@ -151,7 +151,7 @@ func (o *PluginRegisterOptions) plugins(ctx context.Context) ([]spec.Plugin, err
 	for _, s := range sources {
 		parser := spec.NewParser() // one a file: a parser keeps every file it parsed
 		ps, diags := parser.ParsePlugins(s.Name, s.Src)
-		diags = append(diags, exposedSecrets(s, heldSecrets(nil, ps))...)
+		diags = append(diags, exposedSecrets(s, heldSecrets(nil, ps, nil))...)
 		if err := writeSpecDiagnostics(o.IO, parser, diags); err != nil {
 			return nil, err
 		}

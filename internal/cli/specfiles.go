@@ -334,12 +334,15 @@ func othersMayRead(fi fs.FileInfo) bool {
 // flags holding a secret" (a password=, which volctl masks as a secret: a 0644 file gave it to
 // every user unwarned, TestValidateWarnsOfMountFlagSecretsReadableByOthers), "a plugin's exec
 // env", or "" for none.
-func heldSecrets(v *spec.Volume, plugins []*spec.Plugin) string {
+func heldSecrets(v *spec.Volume, plugins []*spec.Plugin, g *spec.Group) string {
 	if v != nil && len(v.Secrets) > 0 {
 		return "a secrets block"
 	}
 	if v != nil && len(mountFlagSecrets(v.MountOptions)) > 0 {
 		return "mount flags holding a secret"
+	}
+	if g != nil && slices.ContainsFunc(g.Volumes, func(r spec.VolumeRequest) bool { return len(mountFlagSecrets(r.MountOptions)) > 0 }) {
+		return "mount flags holding a secret" // a group's volume's (TestValidateWarnsOfGroupMountFlagSecretsReadableByOthers)
 	}
 	for _, p := range plugins {
 		if p.Exec != nil && len(p.Exec.Env) > 0 {

@@ -115,7 +115,7 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 		p := spec.NewParser()
 		f, diags := p.Parse(s.Name, s.Src, opts.Verb)
 		if f != nil {
-			diags = append(diags, exposedSecrets(s, heldSecrets(f.Volume, f.Plugins))...)
+			diags = append(diags, exposedSecrets(s, heldSecrets(f.Volume, f.Plugins, f.Group))...)
 			if d := duplicates(seen, halves, f, s.Name); len(d) > 0 {
 				scrub := csi.Scrubber(fileSecrets(f)) // the ID it names, as the summary line
 				for _, x := range d {

@@ -288,7 +288,7 @@ func parseVolumeSpecs(ctx context.Context, opts *VolumeSubmitOptions, command st
 	for _, s := range sources {
 		parser := spec.NewParser() // one a file: a parser keeps every file it parsed
 		v, diags := parser.ParseVolume(s.Name, s.Src, opts.Verb)
-		diags = append(diags, exposedSecrets(s, heldSecrets(v, nil))...)
+		diags = append(diags, exposedSecrets(s, heldSecrets(v, nil, nil))...)
 		if err := writeSpecDiagnostics(opts.IO, parser, diags); err != nil {
 			return nil, err
 		}

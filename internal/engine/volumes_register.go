@@ -82,6 +82,15 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume, r *Registra
 func (e *Engine) registerRound(ctx context.Context, c *conn, sv spec.Volume, r *Registration) (_ VolumeInfo, left bool, _ error) {
 	*r = Registration{Outcome: Created}
 	fail := func(err error) (VolumeInfo, bool, error) { return VolumeInfo{}, left, err }
+	if node := c.fp.AccessibleTopology; node != nil && sv.TopologyRequest != nil {
+		// Recorded as the node spells its keys, as a create's answer is (spelledAsNode): a spec
+		// requiring {Zone=a} of a node in {zone=a} is admitted here (keys fold) and went to
+		// Nomad as written, placed on no node
+		// (TestExportNomadOfARegisteredVolumeWithAFoldedTopologyKeyIsPlaceableByNomad).
+		req := *sv.TopologyRequest
+		req.Required, req.Preferred = spelledAsNode(req.Required, node.Segments), spelledAsNode(req.Preferred, node.Segments)
+		sv.TopologyRequest = &req
+	}
 	recordedBefore, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Volume, error) {
 		if err := registersTopology(tx, c, sv); err != nil {
 			return nil, err
@@ -432,7 +441,11 @@ func checkImmutable(old store.Volume, sv spec.Volume, register bool) error {
 		advice = "a created volume keeps it: delete the volume and create it again to change it"
 	}
 	for _, f := range fields {
-		if reflect.DeepEqual(f.was, f.now) || f.text && sameInNFC(f.was.(string), f.now.(string)) {
+		same := reflect.DeepEqual(f.was, f.now)
+		if was, ok := f.was.(*spec.TopologyRequest); ok {
+			same = reflect.DeepEqual(keysFolded(was), keysFolded(f.now.(*spec.TopologyRequest)))
+		}
+		if same || f.text && sameInNFC(f.was.(string), f.now.(string)) {
 			continue
 		}
 		change := fmt.Sprintf("it is %s, the spec says %s", describe(f.was), describe(f.now))
@@ -532,6 +545,31 @@ func requiredOnly(t *spec.TopologyRequest) *spec.TopologyRequest {
 		return nil
 	}
 	return &spec.TopologyRequest{Required: t.Required}
+}
+
+// keysFolded is t with its segments' keys in lower case, as checkImmutable compares them: a
+// key in another case is the same key to the CSI spec and to volctl's matching, and a
+// registration records the node's spelling (registerRound), so the same spec registered again,
+// or one recorded before in the spec's spelling, is no change.
+func keysFolded(t *spec.TopologyRequest) *spec.TopologyRequest {
+	if t == nil {
+		return nil
+	}
+	fold := func(ts []spec.Topology) []spec.Topology {
+		if ts == nil {
+			return nil
+		}
+		out := make([]spec.Topology, len(ts))
+		for i, x := range ts {
+			segs := make(map[string]string, len(x.Segments))
+			for k, v := range x.Segments {
+				segs[strings.ToLower(k)] = v
+			}
+			out[i] = spec.Topology{Segments: segs}
+		}
+		return out
+	}
+	return &spec.TopologyRequest{Required: fold(t.Required), Preferred: fold(t.Preferred)}
 }
 
 func topologyOrNil(t *spec.TopologyRequest) *spec.TopologyRequest {
