@@ -155,6 +155,13 @@ func (e *Engine) registerRound(ctx context.Context, c *conn, sv spec.Volume, r *
 			err, spec.FormatSize(past.answered)))
 	}
 	if err != nil && !errors.As(err, &owedOnNode) {
+		// The expansion left pending (its answer lost, unread or short), which the error's
+		// advice finishes: the spec's other changes are not recorded, and that advice, followed,
+		// recorded the size alone, nothing saying so
+		// (TestRegistrationWhoseExpansionAnswerIsLostFinishesAsAdvised).
+		if now, gerr := viewOne(context.WithoutCancel(ctx), e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(sv.ID) }); gerr == nil && now.ExpandMin > 0 {
+			return fail(fmt.Errorf("%w; the registration is not recorded, only the expansion it asked, left pending: once that is finished, register the spec again to record the rest", err))
+		}
 		return fail(err)
 	}
 	nodeErr := err
