@@ -358,7 +358,7 @@ func TestPluginDataControlCharactersEscaped(t *testing.T) {
 	// An error worded from the plugin's data: the topology it gave the volume (the engine
 	// escapes it itself), and any error holding such text as it is (Report escapes it).
 	_, claimErr := e.Claim(ctx, engine.ClaimRequest{VolumeID: "elsewhere", Alloc: "a2"})
-	if claimErr == nil || !strings.Contains(claimErr.Error(), "zone=b") {
+	if claimErr == nil || !strings.Contains(claimErr.Error(), `zone="b`) { // the value quoted, escaped (segmentWord)
 		t.Fatalf("claim of elsewhere = %v: want a refusal naming the plugin's topology, or this tests nothing", claimErr)
 	}
 	for what, err := range map[string]error{

@@ -262,32 +262,37 @@ func (s *Store) writeLockHolders() []LockHolder {
 // /proc, never by opening the -shm: closing a file of its own drops every POSIX lock this
 // process's SQLite holds on it.
 //
-// The lock file is known by its name alone ("/volctl.db-lock (deleted)"): /proc names it by the
-// path the holder's mount namespace reaches it by, its state dir's symlinks resolved, never the
-// path this Open was given; compared whole, a state dir reached through a symlink found no one
+// The lock file is this state dir's, by its path as given and with its symlinks resolved: /proc
+// names it by the path the holder's mount namespace reaches it by, never the path this Open was
+// given; compared with that alone, a state dir reached through a symlink found no one
 // (TestMigrationThroughASymlinkedStateDirDoesNotRunUnderAnOlderVolctlWhoseOpenLockFileWasRemoved).
-// Holding this database's -shm lock ties the process to this database.
+// Compared by its base name alone, a process holding this database open beside another state
+// dir's removed lock file (a test binary, a tool with two states open) was taken for one holding
+// this one's, and the migration refused for good (TestMigrationIsNotRefusedForAnotherStateDirsRemovedLockFile).
 func (s *Store) openers() []LockHolder {
-	gone := "/" + filepath.Base(s.lock.Name()) + " (deleted)"
+	names := []string{s.lock.Name() + " (deleted)"}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(s.lock.Name())); err == nil {
+		names = append(names, filepath.Join(dir, filepath.Base(s.lock.Name()))+" (deleted)")
+	}
 	var out []LockHolder
 	for _, h := range s.shmLockHolders(shmDMSOffset, "") {
-		if holdsOpenEnding(h.Pid, gone) {
+		if holdsOpenNamed(h.Pid, names) {
 			out = append(out, h)
 		}
 	}
 	return out
 }
 
-// holdsOpenEnding says whether process pid has a file open whose /proc name ends in suffix
+// holdsOpenNamed says whether process pid has a file open whose /proc name is one of names
 // (readlink of its descriptors; false when they cannot be read: another user's, under hidepid).
-func holdsOpenEnding(pid int, suffix string) bool {
+func holdsOpenNamed(pid int, names []string) bool {
 	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return false
 	}
 	for _, e := range ents {
-		if l, err := os.Readlink(dir + "/" + e.Name()); err == nil && strings.HasSuffix(l, suffix) {
+		if l, err := os.Readlink(dir + "/" + e.Name()); err == nil && slices.Contains(names, l) {
 			return true
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -18,12 +19,17 @@ import (
 // the state dir open until its stdin closes (TestOlderProcessChild).
 const olderChildEnv = "VOLCTL_STORE_OLDER_CHILD"
 
+// olderAlsoEnv names another state dir whose database the older child holds open raw beside its
+// own.
+const olderAlsoEnv = "VOLCTL_STORE_OLDER_ALSO"
+
 // startOlderProcess runs a process that opened dir as a volctl one schema version older would,
-// and returns it and the function that makes it write one event and close the store.
-func startOlderProcess(t *testing.T, dir string) (*exec.Cmd, func()) {
+// (with env added to its environment), and returns it and the function that makes it write one
+// event and close the store.
+func startOlderProcess(t *testing.T, dir string, env ...string) (*exec.Cmd, func()) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestOlderProcessChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), olderChildEnv+"="+dir)
+	cmd.Env = append(append(os.Environ(), olderChildEnv+"="+dir), env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +71,14 @@ func TestOlderProcessChild(t *testing.T) {
 	s, err := open(context.Background(), dir, SchemaVersion()-1)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if also := os.Getenv(olderAlsoEnv); also != "" {
+		// Another state's database open too, raw, as a tool with two states open has it: its
+		// -shm's locks held (TestMigrationIsNotRefusedForAnotherStateDirsRemovedLockFile).
+		db := rawDB(t, filepath.Join(also, FileName))
+		if _, err := db.Exec(`SELECT count(*) FROM sqlite_master`); err != nil {
+			t.Fatal(err)
+		}
 	}
 	os.Stdout.WriteString("OPEN\n")
 	io.Copy(io.Discard, os.Stdin)
