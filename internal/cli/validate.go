@@ -87,6 +87,9 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 	var all spec.DiagnosticList // bounded over all the files: the array is held until written
 	invalid, unreadable := false, false
 	seen, halves := declarations{}, map[string]spec.Plugin{}
+	// The secrets of every file read so far: a second file's duplicate of a volume ID equal to
+	// the first file's secret named it in clear (TestValidateJSONDuplicateDoesNotPrintTheFirstFilesSecret).
+	var secrets []string
 	for _, name := range opts.Files {
 		if ctx.Err() != nil {
 			return interrupted(ctx)
@@ -115,9 +118,10 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 		p := spec.NewParser()
 		f, diags := p.Parse(s.Name, s.Src, opts.Verb)
 		if f != nil {
+			secrets = append(secrets, fileSecrets(f)...)
 			diags = append(diags, exposedSecrets(s, heldSecrets(f.Volume, f.Plugins, f.Group))...)
 			if d := duplicates(seen, halves, f, s.Name); len(d) > 0 {
-				scrub := csi.Scrubber(fileSecrets(f)) // the ID it names, as the summary line
+				scrub := csi.Scrubber(secrets) // the ID it names, as the summary line
 				for _, x := range d {
 					x.Detail = scrub(x.Detail)
 				}
@@ -145,14 +149,19 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 			// Scrubbed of the file's own secrets, as every other command's output is: a volume
 			// whose ID is one of its secret values (Nomad's JuiceFS demo) was printed in clear,
 			// after the warning that volctl masks it (TestValidateSummaryDoesNotPrintASecretThatIsTheVolumesID).
-			fmt.Fprintln(ios.Out, csi.Scrubber(fileSecrets(f))(validSummary(s.Name, f, opts.Verb, len(diags))))
+			fmt.Fprintln(ios.Out, csi.Scrubber(secrets)(validSummary(s.Name, f, opts.Verb, len(diags))))
 		}
 	}
 	if opts.Export.Enabled() {
 		if ctx.Err() != nil {
 			return interrupted(ctx) // not the array of what was read so far
 		}
-		if err := opts.Export.Write(ctx, ios.Out, all.List()); err != nil {
+		// Held until now, the array is scrubbed of every file's secrets, a later file's too.
+		list, scrub := all.List(), csi.Scrubber(secrets)
+		for i := range list {
+			list[i].Summary, list[i].Detail = scrub(list[i].Summary), scrub(list[i].Detail)
+		}
+		if err := opts.Export.Write(ctx, ios.Out, list); err != nil {
 			return err
 		}
 	}
