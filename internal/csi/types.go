@@ -98,6 +98,10 @@ type CreateVolumeRequest struct {
 	// a plugin that ignores the source made an empty volume, where the user expects the
 	// snapshot's data (TestRestoreFromASnapshotThePluginSaysItHasNotIsNotSaidCreated).
 	SnapshotUnlisted bool
+	// UnlistedKept, with SnapshotUnlisted, is a create sent again (its first answer lost): the
+	// volume an answer naming no source returns is left alone, not deleted, since the first
+	// send may have restored the data into it before the snapshot went; not sent.
+	UnlistedKept bool
 }
 
 // DeleteVolumeRequest asks a controller to delete a volume.

@@ -685,6 +685,9 @@ type listedSnapshot struct {
 	// unlisted: the plugin said it has no snapshot of the ID, which volctl does not record
 	// (csi.CreateVolumeRequest's SnapshotUnlisted).
 	unlisted bool
+	// forDelete: the create is sent again by a delete finishing it (finishCreateForDelete),
+	// which deletes what it answers: an unlisted restore's answer is returned to it, not kept.
+	forDelete bool
 }
 
 // restoreReady refuses the restore of a snapshot the plugin says is not ready (ready_to_use
@@ -1019,6 +1022,12 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 					req.SnapshotSources = append(req.SnapshotSources, snap.SourceVolumeID)
 					req.SourceSize = smallerSize(req.SourceSize, snap.SizeBytes)
 				}
+				// The plugin has no such snapshot now: an answer naming no source is refused, as
+				// at the first send, but its volume left alone, not deleted: the first send may
+				// have restored the snapshot's data into it before the snapshot went. Before,
+				// the replay recorded an empty volume as the restore
+				// (TestRestoreFromAnUnlistedSnapshotKilledThenReconciledIsNotRecordedRestored).
+				req.SnapshotUnlisted, req.UnlistedKept = err == nil && !found, err == nil && !found && !listed.forDelete
 				return err
 			}); err != nil {
 				e.log.Warn(fmt.Sprintf("plugin %q: which volume snapshot %q was taken of could not be asked before volume %q's restore was sent again", c.plugin.ID, v.SnapshotID, v.ID), "err", err)

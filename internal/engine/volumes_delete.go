@@ -186,7 +186,7 @@ func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 // unusable answer that failed leaves the volume deleting (createFailed): that error is returned.
 // The caller holds the volume lock.
 func (e *Engine) finishCreateForDelete(ctx context.Context, c *conn, v store.Volume) (_ store.Volume, done bool, err error) {
-	ferr := e.finishCreate(ctx, c, v, true, listedSnapshot{})
+	ferr := e.finishCreate(ctx, c, v, true, listedSnapshot{forDelete: true})
 	if errors.Is(ferr, errLockLost) {
 		return v, true, ferr // another volctl drives the volume now: nothing more is written
 	}
