@@ -165,18 +165,7 @@ func TestValidateWarnsOfMountFlagSecretsReadableByOthers(t *testing.T) {
 	src := validVolume + "mount_options {\n  fs_type     = \"cifs\"\n  mount_flags = [\"username=svc\", \"password=Tr0ub4dor-and-3\"]\n}\n"
 	inSecrets := validVolume + "secrets {\n  password = \"Tr0ub4dor-and-3\"\n}\n"
 	dir := writeSpecs(t, map[string]string{"flags.hcl": src, "secrets.hcl": inSecrets})
-	warned := func(name string) (bool, string) {
-		path := filepath.Join(dir, name)
-		if err := os.Chmod(path, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		ios, _, out, errOut := iostreams.Test()
-		err := validateRun(context.Background(), &ValidateOptions{IO: ios, Files: []string{path}, ReadFile: os.ReadFile})
-		if ExitCode(err) != 0 {
-			t.Fatalf("premise: validate refuses %s: %v\n%s", name, err, errOut)
-		}
-		return strings.Contains(errOut.String(), "Secrets readable by other users"), out.String() + errOut.String()
-	}
+	warned := func(name string) (bool, string) { return readableSecretsWarned(t, dir, name) }
 	if ok, all := warned("secrets.hcl"); !ok {
 		t.Fatalf("premise: the password in a secrets block of a 0644 file is not warned of:\n%s", all)
 	}
@@ -207,4 +196,20 @@ func TestValidateDuplicateOfAVolumeIDThatIsASecretDoesNotPrintIt(t *testing.T) {
 	if strings.Contains(out.String()+errOut.String(), secret) {
 		t.Errorf("validate shows the secret value %q, the volume's ID:\nstdout: %s\nstderr: %s", secret, out, errOut)
 	}
+}
+
+// readableSecretsWarned validates file name of dir, made readable by all (0644), and says
+// whether it was warned of as holding secrets other users may read, with all it printed.
+func readableSecretsWarned(t *testing.T, dir, name string) (bool, string) {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ios, _, out, errOut := iostreams.Test()
+	err := validateRun(context.Background(), &ValidateOptions{IO: ios, Files: []string{path}, ReadFile: os.ReadFile})
+	if ExitCode(err) != 0 {
+		t.Fatalf("premise: validate refuses %s: %v\n%s", name, err, errOut)
+	}
+	return strings.Contains(errOut.String(), "Secrets readable by other users"), out.String() + errOut.String()
 }
