@@ -262,37 +262,49 @@ func (s *Store) writeLockHolders() []LockHolder {
 // /proc, never by opening the -shm: closing a file of its own drops every POSIX lock this
 // process's SQLite holds on it.
 //
-// The lock file is this state dir's, by its path as given and with its symlinks resolved: /proc
-// names it by the path the holder's mount namespace reaches it by, never the path this Open was
-// given; compared with that alone, a state dir reached through a symlink found no one
+// The lock file is this state dir's: /proc names it by the path the holder's mount namespace
+// reaches it by, never the path this Open was given; compared with that, a state dir reached
+// through a symlink found no one
 // (TestMigrationThroughASymlinkedStateDirDoesNotRunUnderAnOlderVolctlWhoseOpenLockFileWasRemoved).
 // Compared by its base name alone, a process holding this database open beside another state
 // dir's removed lock file (a test binary, a tool with two states open) was taken for one holding
 // this one's, and the migration refused for good (TestMigrationIsNotRefusedForAnotherStateDirsRemovedLockFile).
+//
+// So the removed file's directory, as /proc names it, is looked up under the holder's own root
+// (/proc/PID/root: its mount namespace), and must be this state dir: a bind mount of the state
+// dir, or a container's path to it, names it otherwise
+// (TestMigrationDoesNotRunUnderAnOlderVolctlThatOpenedTheStateDirThroughABindMount).
 func (s *Store) openers() []LockHolder {
-	names := []string{s.lock.Name() + " (deleted)"}
-	if dir, err := filepath.EvalSymlinks(filepath.Dir(s.lock.Name())); err == nil {
-		names = append(names, filepath.Join(dir, filepath.Base(s.lock.Name()))+" (deleted)")
+	here, err := os.Stat(filepath.Dir(s.lock.Name()))
+	if err != nil {
+		return nil
 	}
 	var out []LockHolder
 	for _, h := range s.shmLockHolders(shmDMSOffset, "") {
-		if holdsOpenNamed(h.Pid, names) {
+		if holdsRemovedIn(h.Pid, filepath.Base(s.lock.Name()), here) {
 			out = append(out, h)
 		}
 	}
 	return out
 }
 
-// holdsOpenNamed says whether process pid has a file open whose /proc name is one of names
-// (readlink of its descriptors; false when they cannot be read: another user's, under hidepid).
-func holdsOpenNamed(pid int, names []string) bool {
-	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
-	ents, err := os.ReadDir(dir)
+// holdsRemovedIn says whether process pid has a file named base open that was removed from its
+// path ("/dir/base (deleted)" to /proc), dir being, under the process's root, the directory dir
+// is (readlink and stat through /proc; false when they cannot be read: another user's, under
+// hidepid).
+func holdsRemovedIn(pid int, base string, dir os.FileInfo) bool {
+	proc := "/proc/" + strconv.Itoa(pid)
+	ents, err := os.ReadDir(proc + "/fd")
 	if err != nil {
 		return false
 	}
+	suffix := "/" + base + " (deleted)"
 	for _, e := range ents {
-		if l, err := os.Readlink(dir + "/" + e.Name()); err == nil && slices.Contains(names, l) {
+		l, err := os.Readlink(proc + "/fd/" + e.Name())
+		if err != nil || !strings.HasSuffix(l, suffix) {
+			continue
+		}
+		if fi, err := os.Stat(proc + "/root" + strings.TrimSuffix(l, suffix)); err == nil && os.SameFile(fi, dir) {
 			return true
 		}
 	}
