@@ -89,7 +89,7 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 	seen, halves := declarations{}, map[string]spec.Plugin{}
 	// The secrets of every file read so far: a second file's duplicate of a volume ID equal to
 	// the first file's secret named it in clear (TestValidateJSONDuplicateDoesNotPrintTheFirstFilesSecret).
-	var secrets []string
+	var secrets, summaries []string
 	for _, name := range opts.Files {
 		if ctx.Err() != nil {
 			return interrupted(ctx)
@@ -149,8 +149,15 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 			// Scrubbed of the file's own secrets, as every other command's output is: a volume
 			// whose ID is one of its secret values (Nomad's JuiceFS demo) was printed in clear,
 			// after the warning that volctl masks it (TestValidateSummaryDoesNotPrintASecretThatIsTheVolumesID).
-			fmt.Fprintln(ios.Out, csi.Scrubber(secrets)(validSummary(s.Name, f, opts.Verb, len(diags))))
+			summaries = append(summaries, validSummary(s.Name, f, opts.Verb, len(diags)))
 		}
+	}
+	// The valid files' lines, printed once every file is read: scrubbed then of every file's
+	// secrets, a later file's too (a later file's secret that is an earlier file's volume ID
+	// was printed in clear: TestValidateTextDoesNotPrintALaterFilesSecretAsAnEarlierFilesVolumeID).
+	scrub := csi.Scrubber(secrets)
+	for _, line := range summaries {
+		fmt.Fprintln(ios.Out, scrub(line))
 	}
 	if opts.Export.Enabled() {
 		if ctx.Err() != nil {
