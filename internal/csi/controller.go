@@ -148,8 +148,8 @@ func createdVolume(r CreateVolumeRequest, resp *csipb.CreateVolumeResponse) (Vol
 		if r.UnlistedKept {
 			return Volume{}, fmt.Errorf("%s: the plugin answered %q, a restore from snapshot %q sent again (its first answer lost), with volume %q naming no content source, and it has no such snapshot now: "+
 				"the volume may be empty, or hold what the first send restored before the snapshot went; it is not recorded as the restore, and left alone: "+
-				"check what it holds with the storage provider's tools before deleting it",
-				RPCCreateVolume, r.Name, r.SnapshotID, spec.Cut(v.ID, 256))
+				"check what it holds with the storage provider's tools before deleting it (%w)",
+				RPCCreateVolume, r.Name, r.SnapshotID, spec.Cut(v.ID, 256), ErrUnlistedKept)
 		}
 		return v, fmt.Errorf("%s: the plugin answered %q, a restore from snapshot %q, which it said just before it does not have, with volume %q naming no content source: "+
 			"the volume may be empty, not the snapshot's data; check the snapshot_id given (`volctl volume snapshot list` shows what the plugin lists)",

@@ -1,6 +1,7 @@
 package csi
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -103,6 +104,10 @@ type CreateVolumeRequest struct {
 	// send may have restored the data into it before the snapshot went; not sent.
 	UnlistedKept bool
 }
+
+// ErrUnlistedKept is matched by the refusal of a create sent again (UnlistedKept) whose answer
+// names no source for a snapshot the plugin does not have: its volume is left alone.
+var ErrUnlistedKept = errors.New("a restore sent again, from a snapshot the plugin does not have, answered with no content source")
 
 // DeleteVolumeRequest asks a controller to delete a volume.
 type DeleteVolumeRequest struct {

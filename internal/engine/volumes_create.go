@@ -1393,6 +1393,16 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 			"in this order, since reconcile sends CreateVolume again while the create is recorded, which would make it again", v.PluginID, v.CSIName,
 			shellquote.Command("volctl volume delete", v.ID))}
 	}
+	if sentBefore && errors.Is(err, csi.ErrUnlistedKept) {
+		// Reconcile and the same create send the same request and are refused the same way
+		// for as long as the plugin lacks the snapshot: only the ways that end it are advised
+		// (TestUnlistedRestoreReplayRefusalDoesNotAdviseWhatRefusesItAgain).
+		e.failureEvent(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
+			Message: "create refused, kept: " + err.Error()}, "create refused, kept: ")
+		return &keptIntent{cause: err, kept: fmt.Sprintf("the create stays recorded, and reconcile reports it on every pass, refused the same way, until it is ended: "+
+			"to drop the volume, `%s` (it sends the create again and deletes what the plugin answers); to keep it, `%s`, then register the plugin's volume, named %q, by its volume ID as external_id",
+			shellquote.Command("volctl volume delete", v.ID), shellquote.Command("volctl volume deregister", v.ID), v.CSIName)}
+	}
 	if sentBefore {
 		// A final error says this call created nothing, not that an earlier one whose
 		// answer was lost did not: keep the intent, and the name that finds the volume.
