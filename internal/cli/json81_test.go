@@ -19,17 +19,7 @@ import (
 // Found by helper review81 (json).
 func TestValidateJSONDuplicateDoesNotPrintTheFirstFilesSecret(t *testing.T) {
 	const secret = "orders-primary-db"
-	withSecret := strings.ReplaceAll(validVolume, `"db"`, `"`+secret+`"`) + "secrets {\n  name = \"" + secret + "\"\n}\n"
-	plain := strings.ReplaceAll(validVolume, `"db"`, `"`+secret+`"`)
-	dir := writeSpecs(t, map[string]string{"a.hcl": withSecret, "b.hcl": plain})
-	var files []string
-	for _, n := range []string{"a.hcl", "b.hcl"} {
-		path := filepath.Join(dir, n)
-		if err := os.Chmod(path, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, path)
-	}
+	files := secretIDFiles(t, secret, true)
 	h := &cliHarness{state: filepath.Join(t.TempDir(), "state")}
 	code, out, errOut := h.runReported(append([]string{"validate", "--json"}, files...)...)
 	if code != ExitUsage || !strings.Contains(out, "Duplicate volume ID") {
@@ -38,4 +28,26 @@ func TestValidateJSONDuplicateDoesNotPrintTheFirstFilesSecret(t *testing.T) {
 	if strings.Contains(out, secret) || strings.Contains(errOut, secret) {
 		t.Errorf("validate --json prints a.hcl's secret value %q in clear (b.hcl's duplicate diagnostic names it):\nstdout:\n%s\nstderr:\n%s", secret, out, errOut)
 	}
+}
+
+// secretIDFiles writes a.hcl and b.hcl (mode 0600), each declaring volume ID secret, the one
+// holding it as a secret value too (a.hcl when first, else b.hcl), and returns their paths.
+func secretIDFiles(t *testing.T, secret string, first bool) []string {
+	t.Helper()
+	plain := strings.ReplaceAll(validVolume, `"db"`, `"`+secret+`"`)
+	withSecret := plain + "secrets {\n  name = \"" + secret + "\"\n}\n"
+	specs := map[string]string{"a.hcl": withSecret, "b.hcl": plain}
+	if !first {
+		specs = map[string]string{"a.hcl": plain, "b.hcl": withSecret}
+	}
+	dir := writeSpecs(t, specs)
+	var files []string
+	for _, n := range []string{"a.hcl", "b.hcl"} {
+		path := filepath.Join(dir, n)
+		if err := os.Chmod(path, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, path)
+	}
+	return files
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,17 +17,7 @@ import (
 // Found by helper review81 (ownd).
 func TestValidateTextDoesNotPrintALaterFilesSecretAsAnEarlierFilesVolumeID(t *testing.T) {
 	const secret = "orders-primary-db"
-	plain := strings.ReplaceAll(validVolume, `"db"`, `"`+secret+`"`)
-	withSecret := plain + "secrets {\n  name = \"" + secret + "\"\n}\n"
-	dir := writeSpecs(t, map[string]string{"a.hcl": plain, "b.hcl": withSecret})
-	var files []string
-	for _, n := range []string{"a.hcl", "b.hcl"} {
-		path := filepath.Join(dir, n)
-		if err := os.Chmod(path, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, path)
-	}
+	files := secretIDFiles(t, secret, false)
 	h := &cliHarness{state: filepath.Join(t.TempDir(), "state")}
 	code, out, errOut := h.runReported(append([]string{"validate", "--json"}, files...)...)
 	if code != ExitUsage || strings.Contains(out, secret) {
