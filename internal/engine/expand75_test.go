@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -58,29 +57,7 @@ func TestRegistrationWhoseNodeStepFailsFinishesAsAdvised(t *testing.T) {
 	if !strings.Contains(regErr.Error(), "the registration is recorded") {
 		t.Errorf("the error does not say the registration is recorded: %v", regErr)
 	}
-	msg := regErr.Error()
-	var followed []string
-	if strings.Contains(msg, "volctl reconcile") {
-		followed = append(followed, "volctl reconcile")
-		if rep, err := h.e.Reconcile(context.WithoutCancel(h.ctx)); err != nil || !rep.OK() {
-			t.Logf("the advised reconcile: %v %+v", err, rep.Problems)
-		}
-	}
-	if strings.Contains(msg, "volctl volume expand db --size 4MiB") {
-		followed = append(followed, "volctl volume expand db --size 4MiB")
-		if _, err := h.e.ExpandVolume(h.ctx, "db", 4*mib, 0); err != nil {
-			t.Logf("the advised expand: %v", err)
-		}
-	}
-	if strings.Contains(msg, "volctl volume register") || strings.Contains(msg, "register again") || strings.Contains(msg, "register the spec again") {
-		followed = append(followed, "volctl volume register")
-		if _, err := h.e.RegisterVolume(h.ctx, again); err != nil {
-			t.Logf("the advised registration again: %v", err)
-		}
-	}
-	if len(followed) == 0 {
-		t.Fatalf("the registration's error advises nothing: %v", regErr)
-	}
+	followed := followRegistrationAdvice(t, h, regErr, again)
 	v := h.volumeInfo("db")
 	if v.NodeExpansionOwed != 0 {
 		t.Errorf("after the advice (%s) the node expansion is still owed: %d", strings.Join(followed, ", then "), v.NodeExpansionOwed)

@@ -56,6 +56,27 @@ func TestRegistrationWhoseExpansionAnswerIsLostFinishesAsAdvised(t *testing.T) {
 	if !strings.Contains(msg, "the registration is not recorded") || !strings.Contains(msg, "register the spec again") {
 		t.Errorf("the registration's error: %v\nwant it to say the registration is not recorded and to register the spec again once the expansion is finished", regErr)
 	}
+	followed := followRegistrationAdvice(t, h, regErr, again)
+	got := h.volumeInfo("db")
+	if got.ExpansionPending != 0 || got.CapacityBytes < 4*mib {
+		t.Errorf("after the advice (%s): recorded at %d bytes, expansion pending %d; want 4MiB, none pending",
+			strings.Join(followed, ", then "), got.CapacityBytes, got.ExpansionPending)
+	}
+	hasCap := slices.Contains(got.Capabilities, capab(spec.MultiNodeReaderOnly))
+	hasFlag := got.MountOptions != nil && slices.Contains(got.MountOptions.MountFlags, "noatime")
+	if !hasCap || !hasFlag {
+		t.Errorf("after following the registration's advice (%s), the expansion is done but the registration's other changes are not recorded "+
+			"(capability multi-node-reader-only recorded: %v; mount flag noatime recorded: %v), and nothing said so; the registration said: %v",
+			strings.Join(followed, ", then "), hasCap, hasFlag, regErr)
+	}
+}
+
+// followRegistrationAdvice runs each command regErr, a registration's error, advises (a
+// reconcile, the expand of db to 4MiB, the registration of again once more) and returns what it
+// ran; it fails the test when the error advises none.
+func followRegistrationAdvice(t *testing.T, h *harness, regErr error, again spec.Volume) []string {
+	t.Helper()
+	msg := regErr.Error()
 	var followed []string
 	if strings.Contains(msg, "volctl reconcile") {
 		followed = append(followed, "volctl reconcile")
@@ -79,16 +100,5 @@ func TestRegistrationWhoseExpansionAnswerIsLostFinishesAsAdvised(t *testing.T) {
 	if len(followed) == 0 {
 		t.Fatalf("the registration's error advises nothing: %v", regErr)
 	}
-	got := h.volumeInfo("db")
-	if got.ExpansionPending != 0 || got.CapacityBytes < 4*mib {
-		t.Errorf("after the advice (%s): recorded at %d bytes, expansion pending %d; want 4MiB, none pending",
-			strings.Join(followed, ", then "), got.CapacityBytes, got.ExpansionPending)
-	}
-	hasCap := slices.Contains(got.Capabilities, capab(spec.MultiNodeReaderOnly))
-	hasFlag := got.MountOptions != nil && slices.Contains(got.MountOptions.MountFlags, "noatime")
-	if !hasCap || !hasFlag {
-		t.Errorf("after following the registration's advice (%s), the expansion is done but the registration's other changes are not recorded "+
-			"(capability multi-node-reader-only recorded: %v; mount flag noatime recorded: %v), and nothing said so; the registration said: %v",
-			strings.Join(followed, ", then "), hasCap, hasFlag, regErr)
-	}
+	return followed
 }
