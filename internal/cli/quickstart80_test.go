@@ -17,22 +17,29 @@ import (
 // with an error about a --socket the user never wrote. quickstart now refuses such a directory
 // before it makes anything, naming $TMPDIR and what to do, as it refuses a relative one.
 func TestQuickstartRefusesATMPDIRHoldingAControlCharacterBeforeItStarts(t *testing.T) {
+	quickstartRefusesTempNamed(t, "t\x1b]0;x\x07", "control character")
+}
+
+// quickstartRefusesTempNamed runs quickstart with $TMPDIR a directory named name, and fails
+// unless it is refused before its first step, naming $TMPDIR and saying want, nothing made.
+func quickstartRefusesTempNamed(t *testing.T, name, want string) {
+	t.Helper()
 	short, err := os.MkdirTemp("", "qs") // a socket's path under t.TempDir() is too long
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(short) })
-	parent := filepath.Join(short, "t\x1b]0;x\x07")
-	if err := os.Mkdir(parent, 0o755); err != nil {
+	parent := filepath.Join(short, name)
+	if err := os.Mkdir(parent, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	ios, _, out, _ := iostreams.Test()
+	ios, _, out, errOut := iostreams.Test()
 	err = quickstartRun(context.Background(), &QuickstartOptions{IO: ios, TempDir: parent, mounter: &hostpathtest.FakeMounter{}})
 	if err == nil {
-		t.Fatalf("quickstart under a directory whose name holds ESC succeeded\nstdout:\n%s", out)
+		t.Fatalf("quickstart under a directory named %q succeeded\nstdout:\n%s", name, out)
 	}
-	if !strings.Contains(err.Error(), "$TMPDIR") || !strings.Contains(err.Error(), "control character") {
-		t.Errorf("err = %v, want $TMPDIR named, and the control character it holds", err)
+	if !strings.Contains(err.Error(), "$TMPDIR") || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v\nwant $TMPDIR named, and %q\nstderr:\n%s", err, want, errOut)
 	}
 	if strings.Contains(out.String(), "==> 1.") {
 		t.Errorf("quickstart began its steps before refusing its directory:\n%s", out)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
-	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store/storetest"
@@ -26,29 +25,7 @@ import (
 // control character in it is (TestQuickstartRefusesATMPDIRHoldingAControlCharacterBeforeItStarts).
 // Found by helper review81 (quickstart).
 func TestQuickstartRefusesANonUTF8TMPDIRBeforeItStarts(t *testing.T) {
-	short, err := os.MkdirTemp("", "qs") // a socket's path under t.TempDir() is too long
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(short) })
-	parent := filepath.Join(short, "t\xff") // "tÿ" in Latin-1
-	if err := os.Mkdir(parent, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ios, _, out, errOut := iostreams.Test()
-	err = quickstartRun(context.Background(), &QuickstartOptions{IO: ios, TempDir: parent, mounter: &hostpathtest.FakeMounter{}})
-	if err == nil {
-		t.Fatalf("quickstart under a directory whose name is not UTF-8 succeeded\nstdout:\n%s", out)
-	}
-	if !strings.Contains(err.Error(), "$TMPDIR") || !strings.Contains(err.Error(), "UTF-8") {
-		t.Errorf("err = %v\nwant $TMPDIR named, and that its path is not UTF-8\nstderr:\n%s", err, errOut)
-	}
-	if strings.Contains(out.String(), "==> 1.") {
-		t.Errorf("quickstart began its steps before refusing its directory:\n%s", out)
-	}
-	if left, _ := filepath.Glob(filepath.Join(parent, "volctl-quickstart-*")); len(left) > 0 {
-		t.Errorf("quickstart refused its directory but made %v in it", left)
-	}
+	quickstartRefusesTempNamed(t, "t\xff", "UTF-8") // "tÿ" in Latin-1
 }
 
 // TestClaimInANonUTF8StateDirLeavesNoClaimForReconcile: a state dir whose path is not UTF-8
