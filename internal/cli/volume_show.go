@@ -147,10 +147,10 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 			exactBytes(v.ExpansionPending), v.ExpansionPendingWay())})
 	}
 	switch {
-	case v.UnpublishOwed() && v.Handover != nil:
-		pairs = append(pairs, [2]string{"Attached", fmt.Sprintf("to node %q with no local claim: the ControllerUnpublishVolume owed waits for the volume to be taken back from Nomad at %s (`%s`), then `volctl reconcile` sends it", v.AttachedTo, v.Handover.Address, shellquote.Command("volctl nomad release", v.ID))})
-	case v.UnpublishOwed():
-		pairs = append(pairs, [2]string{"Attached", fmt.Sprintf("to node %q with no claim: ControllerUnpublishVolume is owed (a forced detach could not send it, or the plugin lost PUBLISH_UNPUBLISH_VOLUME). %s", v.AttachedTo, v.UnpublishWay())})
+	case v.UnpublishWaits != "" && v.Handover != nil:
+		pairs = append(pairs, [2]string{"Attached", fmt.Sprintf("to node %q with no local claim: t%s", v.AttachedTo, strings.TrimPrefix(v.UnpublishWaits, "T"))})
+	case v.UnpublishWaits != "":
+		pairs = append(pairs, [2]string{"Attached", fmt.Sprintf("to node %q with no claim: ControllerUnpublishVolume is owed (a forced detach could not send it, or the plugin lost PUBLISH_UNPUBLISH_VOLUME). %s", v.AttachedTo, v.UnpublishWaits)})
 	}
 	pairs = append(pairs,
 		[2]string{"Topologies", topologiesString(v.AccessibleTopology)},

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -97,6 +98,19 @@ func (v VolumeInfo) UnpublishWay() string {
 		return fmt.Sprintf("Run `volctl reconcile` once plugin %q answers (it sends it)", v.PluginID)
 	}
 	return v.unpublishWay
+}
+
+// owedUnpublishWaits is VolumeInfo.UnpublishWaits of v: what sends its owed
+// ControllerUnpublishVolume, "" when none is owed.
+func owedUnpublishWaits(v VolumeInfo) string {
+	switch {
+	case !v.UnpublishOwed():
+		return ""
+	case v.Handover != nil:
+		return fmt.Sprintf("The ControllerUnpublishVolume owed waits for the volume to be taken back from Nomad at %s (`%s`), then `volctl reconcile` sends it",
+			v.Handover.Address, shellquote.Command("volctl nomad release", v.ID))
+	}
+	return v.UnpublishWay()
 }
 
 // PluginHealth is the health of the volume's plugin as the volume's read found it.

@@ -315,6 +315,11 @@ type VolumeInfo struct {
 	// while that record stands; with no claim holding it, ControllerUnpublishVolume is owed
 	// (a forced detach could not send it) and reconcile sends it.
 	AttachedTo string `json:"attached_to,omitempty"`
+	// UnpublishWaits says, with AttachedTo and no claim (UnpublishOwed), what sends the
+	// ControllerUnpublishVolume owed: the take-back from Nomad of a volume handed over, else
+	// UnpublishWay's words. Only the text said it before; a script read attached_to alone
+	// (TestVolumeStatusJSONSaysWhatSendsAnOwedUnpublish). Empty when none is owed.
+	UnpublishWaits string `json:"unpublish_waits,omitempty"`
 	// NodeExpansionOwed is the size a NodeExpandVolume owed to this node asks for, 0 when
 	// none is: the filesystem may still be the old size until it is sent.
 	NodeExpansionOwed int64 `json:"node_expansion_owed,omitempty"`

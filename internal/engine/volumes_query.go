@@ -302,6 +302,7 @@ func (e *Engine) volumeStored(ctx context.Context, idOrPrefix string, shown bool
 			return herr
 		}
 		info.NodeExpansionWaits = owedExpansionWaits(v, p, perr == nil, claims, st, info.Handover)
+		info.UnpublishWaits = owedUnpublishWaits(info)
 		again, err := recordedAgain(tx, v)
 		if err != nil {
 			return err
