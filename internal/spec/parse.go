@@ -114,6 +114,7 @@ func (p *Parser) parseSource(s *source, kind Kind, verb Verb) (*File, hcl.Diagno
 	body, m, parsed, diags := p.load(s)
 	if diags.HasErrors() {
 		// A body the parser gave up on would only add noise (missing arguments it never reached).
+		readAsHCL(filename, s.json, diags)
 		return nil, finishDiagnostics(diags, s)
 	}
 	names := topLevel(body)
@@ -509,11 +510,40 @@ func (d *decoder) byteOrderMark(filename string, src []byte) {
 		"Save it as UTF-8 without a byte order mark.")
 }
 
+// isJSON says whether src is read as JSON: it starts with `{`, as Nomad's reader picks (by the
+// content, whatever the name), or the file is named .json and does not start as HCL does (a
+// letter or `_` of an argument or block, a `#` or `/` of a comment), so a broken JSON file
+// gets JSON's errors. An HCL spec named .json, which `nomad volume register` reads, was read
+// as JSON and refused (TestHCLSpecNamedJSONIsReadAsNomadReadsIt).
 func isJSON(filename string, src []byte) bool {
-	if strings.EqualFold(filepath.Ext(filename), ".json") {
+	rest := bytes.TrimLeft(src, " \t\r\n\ufeff")
+	if bytes.HasPrefix(rest, []byte("{")) {
 		return true
 	}
-	return bytes.HasPrefix(bytes.TrimLeft(src, " \t\r\n\ufeff"), []byte("{"))
+	if !strings.EqualFold(filepath.Ext(filename), ".json") {
+		return false
+	}
+	return len(rest) == 0 || !startsAsHCL(rest[0])
+}
+
+// readAsHCL says, in the first error of a file named .json that is read as HCL (isJSON) and
+// does not parse, why it was read so: a JSON file with a comment before its `{` would
+// otherwise get HCL's words alone.
+func readAsHCL(filename string, json bool, diags hcl.Diagnostics) {
+	if json || !strings.EqualFold(filepath.Ext(filename), ".json") {
+		return
+	}
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError {
+			d.Detail = strings.TrimSpace(d.Detail + " The file is named .json but does not start with `{`, so it is read as HCL, as Nomad reads it; a JSON spec starts with `{` (JSON has no comments).")
+			return
+		}
+	}
+}
+
+// startsAsHCL says whether c can start an HCL file's first item: an identifier or a comment.
+func startsAsHCL(c byte) bool {
+	return c == '_' || c == '#' || c == '/' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
 }
 
 // finishDiagnostics is how every diagnostic of a file leaves the parser: ranges fixed
