@@ -175,7 +175,11 @@ func (e *Engine) registerRound(ctx context.Context, c *conn, sv spec.Volume, r *
 	if nodeErr != nil {
 		wctx = context.WithoutCancel(ctx)
 	}
-	err = e.store.Update(wctx, func(tx *store.Tx) error {
+	// Recorded only while the volume's lock is still held, as every other operation's record
+	// is: its file removed by hand while the plugin validated let another volctl's delete take
+	// a new one, delete the storage and the record, and this register record the volume anew,
+	// ready, with its storage gone (TestLockFileDeletedWhileRegisterValidatesRecordsNothing).
+	err = e.store.Update(wctx, e.locks.holding(sv.ID, func(tx *store.Tx) error {
 		if err := pluginStillRegistered(tx, c); err != nil {
 			return err
 		}
@@ -299,7 +303,7 @@ func (e *Engine) registerRound(ctx context.Context, c *conn, sv spec.Volume, r *
 			msg += " (" + strings.Join(changed, ", ") + ")"
 		}
 		return tx.Events().Append(&store.Event{Kind: "volume-register", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
-	})
+	}))
 	if err != nil {
 		return fail(errors.Join(err, nodeErr))
 	}
