@@ -366,16 +366,17 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, hold *volumeHold, 
 	// A snapshot of this volume recorded under the name, another ID than the answer's: gone from
 	// the plugin, which answers a create of a name it holds with that snapshot, unless the
 	// plugin still lists it (one that makes a new snapshot for a name it holds), asked here,
-	// outside the transaction that forgets it; a plugin that cannot be asked is taken at its
-	// names' word (TestSnapshotCreateAgainForgetsNoSnapshotThePluginStillHolds).
+	// outside the transaction that forgets it; a plugin that cannot be asked (no ListSnapshots)
+	// is taken at its names' word (TestSnapshotCreateAgainForgetsNoSnapshotThePluginStillHolds).
+	// One asked whose answer could not be had keeps the record too: gone is not known.
 	stillHeld := ""
 	var named store.Snapshot
 	var ok bool
 	if e.store.View(ctx, func(tx *store.Tx) (err error) {
 		named, ok, err = recordNamed(tx, intent.PluginID, intent.Name)
 		return err
-	}) == nil && ok && named.SnapshotID != snap.ID {
-		if absent, asked := e.snapshotAbsent(ctx, c, named.SnapshotID, named.Secrets); asked && !absent {
+	}) == nil && ok && named.SnapshotID != snap.ID && snapshotCheck(c) != "" {
+		if absent, _ := e.snapshotAbsent(ctx, c, named.SnapshotID, named.Secrets); !absent {
 			stillHeld = named.SnapshotID
 		}
 	}
@@ -1403,12 +1404,14 @@ func (e *Engine) listedSnapshotSize(ctx context.Context, c *conn, id string, sec
 		return 0
 	}
 	var listed csi.Snapshot
-	if e.boundCheck(ctx, func(ctx context.Context) error {
+	var found bool
+	_ = e.boundCheck(ctx, func(ctx context.Context) error {
 		var err error
-		listed, _, err = e.findsSnapshot(ctx, c, id, secrets)
+		listed, found, err = e.findsSnapshot(ctx, c, id, secrets)
 		return err
-	}) != nil || listed.ID != id {
-		return 0
+	})
+	if !found || listed.ID != id {
+		return 0 // named before a later page failed, it is the plugin's word all the same
 	}
 	return max(listed.SizeBytes, 0)
 }
@@ -1427,10 +1430,17 @@ func (e *Engine) snapshotAbsent(ctx context.Context, c *conn, id string, secrets
 		_, found, err = e.findsSnapshot(ctx, c, id, secrets)
 		return err
 	})
-	if err != nil {
+	switch {
+	case found:
+		// Named before the listing failed (a next_token that loops, a later page's error): the
+		// plugin's word all the same, as findsSnapshotNear's callers take it. Read as not asked,
+		// a create again forgot the record of a snapshot the plugin had just listed
+		// (TestSnapshotCreateAgainForgetsNoSnapshotTheListingNamedBeforeItLooped).
+		return false, true
+	case err != nil:
 		return false, false
 	}
-	return !found, true
+	return true, true
 }
 
 // notAnotherSourcesSnapshot refuses, as a conflict, a delete of recorded snapshot rec that the
