@@ -261,11 +261,20 @@ type VolumeSummary struct {
 	// a plain detach undoes (detachLeft), and is not handed over to Nomad; set by the
 	// dashboard's read and a volume's.
 	leftover bool
+	// owesExpansion: an expansion of the volume is owed, not handed over to Nomad: a
+	// ControllerExpandVolume whose answer is not recorded, or a NodeExpandVolume (`volctl status`
+	// lists both owed; set by the lists' read, listedSummary).
+	owesExpansion bool
 }
 
 // Leftover reports whether the volume, with no claim, still records a staging or attachment
 // that a detach undoes (the dashboard offers its detach then).
 func (s VolumeSummary) Leftover() bool { return s.leftover }
+
+// OwesExpansion reports whether an expansion of the volume is owed (a ControllerExpandVolume
+// whose answer is not recorded, or a NodeExpandVolume), as `volctl status` lists it: the
+// dashboard drew such a volume all well (TestDashboardVolumeOwedAnExpansionIsNotDrawnAllWell).
+func (s VolumeSummary) OwesExpansion() bool { return s.owesExpansion }
 
 // HandedOver reports whether the volume is handed over to Nomad, which claims it, not volctl.
 func (s VolumeSummary) HandedOver() bool { return s.handedTo != "" }

@@ -414,6 +414,7 @@ func listedSummary(v store.Volume, claims []store.Claim, p store.Plugin, known b
 	if handedTo != "" {
 		s.Schedulable, s.handedTo = false, handedTo
 	}
+	s.owesExpansion = handedTo == "" && v.State == store.VolumeReady && (v.ExpandMin > 0 || v.NodeExpandMin > 0)
 	if !known {
 		s.pluginWhy = PluginNotRegistered
 		return s

@@ -20,7 +20,21 @@ type advisedEngine struct {
 func (a advisedEngine) Dashboard(ctx context.Context, events int) (engine.Dashboard, error) {
 	d, err := a.Engine.Dashboard(ctx, events)
 	engine.MapStrings(&d, a.advise)
-	return d, err
+	return d, a.advisedError(err)
+}
+
+// advisedError is err with the commands its text advises rewritten, still unwrapping to err: a
+// failed read's words (a stopped volctl's lock: "`volctl reconcile` then finishes ...") reached
+// the status line bare, and followed acted on the default state dir
+// (TestDashboardReadFailureAdviceCarriesTheStateDir).
+func (a advisedEngine) advisedError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if text := a.advise(err.Error()); text != err.Error() {
+		return &scrubbedError{err: err, msg: text}
+	}
+	return err
 }
 
 // RedactValue scrubs v as the engine's redactor does, where it has one, then rewrites it.
@@ -40,13 +54,13 @@ func (a advisedEngine) VolumeShown(ctx context.Context, id string) (engine.Volum
 	if s, ok := a.Engine.(volumeShower); ok {
 		v, err := s.VolumeShown(ctx, id)
 		engine.MapStrings(&v, a.advise)
-		return v, err
+		return v, a.advisedError(err)
 	}
 	v, err := a.Engine.Volume(ctx, id)
 	if err == nil {
 		err = a.RedactValue(ctx, &v)
 	}
-	return v, err
+	return v, a.advisedError(err)
 }
 
 // advised is text with the volctl commands it advises rewritten (Styles.advise), for what the

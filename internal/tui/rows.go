@@ -43,7 +43,7 @@ func volumeRows(vs []engine.VolumeSummary, plugins []engine.PluginInfo) []row {
 		})
 		r.nums[3] = v.CapacityBytes
 		r.nums[5] = int64(v.ReadClaims + v.WriteClaims)
-		r.tone = badOrWarn(!sched.OK(), v.Unsettled > 0 || v.Leftover())
+		r.tone = badOrWarn(!sched.OK(), v.Unsettled > 0 || v.Leftover() || v.OwesExpansion())
 		return r
 	})
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/shellquote"
 )
 
 // Engine is what the dashboard needs of the engine; *engine.Engine is the real one.
@@ -514,12 +515,19 @@ func (m *Model) cannotDelete(v engine.VolumeSummary) string {
 			if !slices.Contains(p.Capabilities.Controller, "CREATE_DELETE_VOLUME") {
 				// Lost in a restart, if volctl created the volume through it: started with it
 				// again, the plugin deletes it (as `volume delete` says).
-				return fmt.Sprintf("plugin %q cannot delete volumes (it has no CREATE_DELETE_VOLUME capability now): start it with one to delete volume %q, or forget the volume, which leaves its storage", p.ID, v.ID)
+				// The forgetting named, carrying --state-dir as all advice here does: "forget the
+				// volume" alone could not be followed as read
+				// (TestDashboardDeleteRefusalOfALostCapabilityNamesTheCommand).
+				return m.c.Styles.advised(fmt.Sprintf("plugin %q cannot delete volumes (it has no CREATE_DELETE_VOLUME capability now): start it with one to delete volume %q, or `%s` forgets the volume and leaves its storage",
+					p.ID, v.ID, shellquote.Command("volctl volume deregister", v.ID)))
 			}
 			return ""
 		}
 	}
-	return fmt.Sprintf("plugin %q is not registered: nothing can delete volume %q's storage", v.PluginID, v.ID)
+	// Registered again, the plugin deletes it, as the engine's own refusal says; "nothing can
+	// delete" was untrue (TestDashboardDeleteRefusalOfAVolumeWhosePluginIsNotRegisteredSaysTheWayOut).
+	return m.c.Styles.advised(fmt.Sprintf("plugin %q is not registered (deregistered with --force): register it again (`volctl plugin register`) to delete volume %q, or `%s` forgets the volume and leaves its storage",
+		v.PluginID, v.ID, shellquote.Command("volctl volume deregister", v.ID)))
 }
 
 // selectedVolume is the volume an action key would act on, or nil.
