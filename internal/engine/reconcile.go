@@ -1386,22 +1386,28 @@ func (e *Engine) findOrphans(ctx context.Context, rep *ReconcileReport, mounted 
 		still[o] = again[o]
 	}
 	for _, o := range orphanMounts(e.cfg.StateDir, still, claims, stagings) {
-		rep.Problems = append(rep.Problems, ReconcileAction{Kind: "orphan", Message: e.orphanMessage(o)})
+		rep.Problems = append(rep.Problems, e.orphanProblem(o))
 	}
 }
 
-// orphanMessage says what a mount no claim or staging accounts for is. One at a path volctl
+// orphanProblem says what a mount no claim or staging accounts for is. One at a path volctl
 // names a claim's target by (publish/<alloc>/<volume>/...) is that alloc's, which the state
-// database does not know: an alloc may still be using it, and volctl cannot tell.
-func (e *Engine) orphanMessage(path string) string {
+// database does not know: an alloc may still be using it, and volctl cannot tell; the problem
+// names the volume and alloc, another mount its path (Subject). Named by neither, two allocs'
+// mounts of one volume were one problem to the agent's log, their IDs masked alike, and
+// `reconcile --json` had nothing to select them by
+// (TestReconcileOrphansOfTwoAllocsAreTwoProblemsTheAgentCanTellApart).
+func (e *Engine) orphanProblem(path string) ReconcileAction {
 	rel, err := filepath.Rel(e.realPath(filepath.Join(e.cfg.StateDir, publishDir)), path)
 	parts := strings.Split(rel, string(filepath.Separator))
 	if err != nil || len(parts) < 3 || parts[0] == ".." {
-		return fmt.Sprintf("%s is mounted but no claim or staging accounts for it (unmount it by hand once you know what it is)", path)
+		return ReconcileAction{Kind: "orphan", Subject: path,
+			Message: fmt.Sprintf("%s is mounted but no claim or staging accounts for it (unmount it by hand once you know what it is)", path)}
 	}
-	return fmt.Sprintf("%s is mounted, named as alloc %q's target of volume %q, but no claim records it: the state database is older than the mount "+
-		"(a backup restored, its last commits lost), and volctl cannot tell whether the alloc still uses it; "+
-		"the volume's staging and attachment are kept while it is mounted: once nothing uses it, unmount it by hand", path, parts[0], parts[1])
+	return ReconcileAction{Kind: "orphan", VolumeID: parts[1], Alloc: parts[0],
+		Message: fmt.Sprintf("%s is mounted, named as alloc %q's target of volume %q, but no claim records it: the state database is older than the mount "+
+			"(a backup restored, its last commits lost), and volctl cannot tell whether the alloc still uses it; "+
+			"the volume's staging and attachment are kept while it is mounted: once nothing uses it, unmount it by hand", path, parts[0], parts[1])}
 }
 
 // orphanMounts are the paths mounted says are mounted under the staging and publish dirs that
