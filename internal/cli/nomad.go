@@ -574,8 +574,8 @@ func forcedPastNote(id string, v engine.VolumeInfo, heldElsewhere bool) string {
 		}
 	}
 	if v.AttachedTo != "" && len(v.Claims) == 0 {
-		notes = append(notes, fmt.Sprintf("volume %q was handed over still recorded as attached to node %q with no claim: the ControllerUnpublishVolume owed waits for the volume to be taken back (`%s`), then `volctl reconcile` sends it",
-			id, v.AttachedTo, shellquote.Command("volctl nomad release", id)))
+		notes = append(notes, fmt.Sprintf("volume %q was handed over still recorded as attached to node %q with no claim: the ControllerUnpublishVolume owed waits for the volume to be taken back (`%s`), then `volctl reconcile` sends it%s",
+			id, v.AttachedTo, shellquote.Command("volctl nomad release", id), v.UnpublishBlockAfterTakeBack()))
 	}
 	return strings.Join(notes, "; ")
 }

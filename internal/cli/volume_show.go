@@ -148,7 +148,7 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 	}
 	switch {
 	case v.UnpublishWaits != "" && v.Handover != nil:
-		pairs = append(pairs, [2]string{"Attached", fmt.Sprintf("to node %q with no local claim: t%s", v.AttachedTo, strings.TrimPrefix(v.UnpublishWaits, "T"))})
+		pairs = append(pairs, [2]string{"Attached", fmt.Sprintf("to node %q with no local claim: %s", v.AttachedTo, v.UnpublishWaitsClause())})
 	case v.UnpublishWaits != "":
 		pairs = append(pairs, [2]string{"Attached", fmt.Sprintf("to node %q with no claim: ControllerUnpublishVolume is owed (a forced detach could not send it, or the plugin lost PUBLISH_UNPUBLISH_VOLUME). %s", v.AttachedTo, v.UnpublishWaits)})
 	}

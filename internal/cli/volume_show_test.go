@@ -103,7 +103,7 @@ func TestCapacityRange(t *testing.T) {
 // failed) says so in its detail, with what sends it.
 func TestVolumeDetailShowsAnAttachmentLeft(t *testing.T) {
 	var v engine.VolumeInfo
-	if err := json.Unmarshal([]byte(`{"id": "db", "plugin_id": "ebs", "state": "ready", "attached_to": "n1", "claims": []}`), &v); err != nil {
+	if err := json.Unmarshal([]byte(`{"id": "db", "plugin_id": "ebs", "state": "ready", "attached_to": "n1", "unpublish_waits": "Run `+"`volctl reconcile`"+` once plugin \"ebs\" answers (it sends it)", "claims": []}`), &v); err != nil {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer

@@ -431,7 +431,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		case err != nil:
 			warn("ControllerUnpublishVolume not sent: reading whether the volume is handed over to Nomad: %v (`volctl reconcile` sends it)", err)
 		default:
-			warn("%s", keptForNomad(v, attachedNode(st), h))
+			warn("%s", keptForNomad(v, attachedNode(st), h, e.recordedBlockAfterTakeBack(ctx, v.PluginID)))
 		}
 	} else if c, err := e.connect(ctx, v.PluginID); err != nil {
 		if attached {
@@ -454,13 +454,19 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 					c.plugin.ID, v.ID, v.ExternalID, c.fp.NodeID)
 			}
 		}
+		nodeID := st.NodeID
+		if nodeID == "" {
+			nodeID = c.fp.NodeID
+		}
 		if othersAttachment {
 			// Nothing sent: said above.
+		} else if c.controllerPublishes() && nodeID == "" {
+			// No node recorded and none the plugin gives (registered by its controller half
+			// alone): CSI reads an empty node_id as every node, and the unpublish pulled the
+			// volume from under another orchestrator's allocs on other nodes, saying "nothing to
+			// detach" (TestForcedDetachThroughAControllerOnlyRegistrationSendsNoUnpublishForEveryNode).
+			warn("%s", noNodeToUnpublish(c, v, attached))
 		} else if c.controllerPublishes() {
-			nodeID := st.NodeID
-			if nodeID == "" {
-				nodeID = c.fp.NodeID
-			}
 			// Sent once, and checked as a release's is: a plugin that still lists the volume
 			// published to the node keeps it recorded attached, owed. Under the plugin's
 			// publish lock, as a release's (undoUnused): the agent does not stop it meanwhile.

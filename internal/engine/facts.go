@@ -107,11 +107,25 @@ func owedUnpublishWaits(v VolumeInfo) string {
 	case !v.UnpublishOwed():
 		return ""
 	case v.Handover != nil:
-		return fmt.Sprintf("The ControllerUnpublishVolume owed waits for the volume to be taken back from Nomad at %s (`%s`), then `volctl reconcile` sends it",
-			v.Handover.Address, shellquote.Command("volctl nomad release", v.ID))
+		return fmt.Sprintf("The ControllerUnpublishVolume owed waits for the volume to be taken back from Nomad at %s (`%s`), then `volctl reconcile` sends it%s",
+			v.Handover.Address, shellquote.Command("volctl nomad release", v.ID), v.unpublishBlock)
 	}
 	return v.UnpublishWay()
 }
+
+// UnpublishWaitsClause is UnpublishWaits to follow a colon: its first letter lower-cased (its
+// sentences begin with an ASCII word).
+func (v VolumeInfo) UnpublishWaitsClause() string {
+	if w := v.UnpublishWaits; w != "" {
+		return strings.ToLower(w[:1]) + w[1:]
+	}
+	return ""
+}
+
+// UnpublishBlockAfterTakeBack is what an owed unpublish of a volume handed over to Nomad needs
+// besides the take-back, as its plugin's record has it ("" when nothing: the plugin can be
+// sent it), a clause to follow the take-back's words.
+func (v VolumeInfo) UnpublishBlockAfterTakeBack() string { return v.unpublishBlock }
 
 // PluginHealth is the health of the volume's plugin as the volume's read found it.
 func (v VolumeInfo) PluginHealth() PluginHealth {

@@ -714,9 +714,9 @@ func (e *Engine) handedOver(ctx context.Context, volumeID string) (h store.Hando
 // volume is handed over: Nomad's allocs on the node may be using that attachment, which is
 // Nomad's to undo now. The record stays, so that reconcile sends the unpublish once the volume
 // is taken back (and Nomad, which no longer has it then, has let go of it).
-func keptForNomad(v store.Volume, node string, h store.Handover) string {
-	return fmt.Sprintf("ControllerUnpublishVolume of volume %q from node %q not sent: the volume is handed over to Nomad at %s, whose allocations on that node may use the attachment; volctl keeps it recorded, and `volctl reconcile` sends it once the volume is taken back (`%s`)",
-		v.ID, node, ShownNomadAddress(h.Address), shellquote.Command("volctl nomad release", v.ID))
+func keptForNomad(v store.Volume, node string, h store.Handover, blocked string) string {
+	return fmt.Sprintf("ControllerUnpublishVolume of volume %q from node %q not sent: the volume is handed over to Nomad at %s, whose allocations on that node may use the attachment; volctl keeps it recorded, and `volctl reconcile` sends it once the volume is taken back (`%s`)%s",
+		v.ID, node, ShownNomadAddress(h.Address), shellquote.Command("volctl nomad release", v.ID), blocked)
 }
 
 // whatToRun says what takes the volume back from Nomad. While the mark is unsettled, Nomad

@@ -198,7 +198,7 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 				}
 				if h := u.handover; h != nil {
 					return fmt.Errorf("plugin %q now reports node %q, and volume %q is recorded attached to node %q: %s",
-						c.plugin.ID, c.fp.NodeID, v.ID, p.st.NodeID, keptForNomad(v, p.st.NodeID, *h))
+						c.plugin.ID, c.fp.NodeID, v.ID, p.st.NodeID, keptForNomad(v, p.st.NodeID, *h, ""))
 				}
 				if err := p.flushDurable(ctx, "claim"); err != nil {
 					return err

@@ -352,10 +352,18 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 		p.staging(func(st *store.Staging) { st.StagingPath, st.Staged = "", false })
 	}
 	if holders == 0 && st.ControllerPublished {
-		if h := u.handover; h != nil && c.controllerPublishes() {
+		if h := u.handover; h != nil {
 			// The last local claim of a volume handed over anyway (forced) is gone, but the
-			// attachment may be Nomad's allocs' now: it stays recorded, owed.
-			msg := keptForNomad(v, attachedNode(st), *h)
+			// attachment may be Nomad's allocs' now: it stays recorded, owed. Whatever the
+			// plugin can do: through one without PUBLISH_UNPUBLISH_VOLUME, the words were a
+			// volume's volctl has, advising a reconcile that leaves a handed-over volume's
+			// attachment and a forced detach refused while it is Nomad's
+			// (TestReleaseOfAHandedOverVolumeThroughAPluginWithoutUnpublishAdvisesAWayThatWorks).
+			blocked := ""
+			if !c.controllerPublishes() {
+				blocked = blockedAfterTakeBack(keptAttachmentWhy(v, c))
+			}
+			msg := keptForNomad(v, attachedNode(st), *h, blocked)
 			e.log.Warn(msg)
 			p.event(&store.Event{Kind: "nomad-attachment-kept", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
 			return nil
@@ -705,6 +713,10 @@ func (e *Engine) controllerUnpublish(ctx context.Context, c *conn, v store.Volum
 // listing that cannot be had (it fails, or runs past its bounds) leaves the plugin's word as
 // it is, with a warning. Without the capability, the plugin's word is all there is.
 func (e *Engine) unpublishChecked(ctx context.Context, c *conn, v store.Volume, nodeID string, send sender) error {
+	if nodeID == "" {
+		// Never sent for no node: CSI reads an empty node_id as every node's attachment.
+		return conflictf("%s", noNodeToUnpublish(c, v, true))
+	}
 	published, unchecked, err := e.teardownChecked(ctx, c, send, csi.RPCControllerUnpublishVolume, func(ctx context.Context) error {
 		return c.client.ControllerUnpublishVolume(ctx, csi.ControllerUnpublishVolumeRequest{
 			VolumeID: v.ExternalID, NodeID: nodeID, Secrets: v.Secrets})
@@ -1029,4 +1041,21 @@ func (e *Engine) checkStored(ctx context.Context, get func(tx *store.Tx) error, 
 		}
 		return err
 	})
+}
+
+// noNodeToUnpublish says that ControllerUnpublishVolume of volume v is not sent through c: no
+// node is recorded for it, and the plugin gives none (registered by its controller half alone),
+// where an empty node_id asks the plugin to detach the volume from every node. attached: an
+// attachment is recorded (an older volctl's row with no node), which stays owed.
+func noNodeToUnpublish(c *conn, v store.Volume, attached bool) string {
+	what := "no attachment is recorded, and"
+	if attached {
+		what = "its recorded attachment names no node, and"
+	}
+	msg := fmt.Sprintf("ControllerUnpublishVolume of volume %q was not sent: %s plugin %q gives no node ID (registered by its controller half alone), and an empty node ID asks the plugin to detach the volume from every node, another orchestrator's too",
+		v.ID, what, c.plugin.ID)
+	if attached {
+		msg += fmt.Sprintf("; the attachment stays recorded, owed: register plugin %q's node half too, then `volctl reconcile` sends it for this node", c.plugin.ID)
+	}
+	return msg
 }

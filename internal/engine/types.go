@@ -250,6 +250,10 @@ type VolumeSummary struct {
 	// plugin's record has it (owedUnpublishWay), where the read had the plugin's record:
 	// VolumeInfo.UnpublishWay.
 	unpublishWay string
+	// unpublishBlock is blockedAfterTakeBack's words of the plugin's record, "" when it can
+	// be sent the unpublish: what a handed-over volume's owed unpublish needs besides the
+	// take-back (owedUnpublishWaits).
+	unpublishBlock string
 	// handedTo is the Nomad address the volume is handed over to ("" when it is not): Nomad
 	// claims it, not volctl, and Schedulable is false (refuseHandedOver). Before, only volume
 	// status read the handovers, and the lists said "yes" of such a volume

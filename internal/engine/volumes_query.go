@@ -454,6 +454,11 @@ func volumeInfo(v store.Volume, claims []store.Claim, p store.Plugin, pluginKnow
 	}
 	info.unpublishWay = owedUnpublishWayOf(v.PluginID, p, pluginKnown)
 	if !pluginKnown {
+		info.unpublishBlock = blockedAfterTakeBack(fmt.Sprintf("plugin %q is not registered (deregistered with --force)", v.PluginID), "register it again")
+	} else if why, fix, blocked := recordedUnpublishBlock(p); blocked {
+		info.unpublishBlock = blockedAfterTakeBack(why, fix)
+	}
+	if !pluginKnown {
 		info.PluginError = fmt.Sprintf("plugin %q is not registered", v.PluginID)
 	} else if topos := volumeTopologies(v); nodeOutside(topos, p.Fingerprint) {
 		info.Schedulable, info.outside, info.outsideWords = false, true, outsideWords(topos, p.ID, p.Fingerprint)

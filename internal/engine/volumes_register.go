@@ -1122,11 +1122,44 @@ func owedUnpublishWayOf(id string, p store.Plugin, known bool) string {
 	// of a reconcile that sends nothing
 	// (TestOwedUnpublishRefusalOfAPluginThatLostItsControllerServiceDoesNotPromiseReconcile,
 	// TestOwedUnpublishRefusalThroughANodeHalfRegistrationNamesTheControllerHalf).
-	if fp := recordedFingerprint(p); fp != nil && (!fp.Controller || !fp.Capabilities.Controller.PublishUnpublishVolume) {
-		why, fix := unpublishBlocked(fp, id, controllerSocketless(p))
+	if why, fix, blocked := recordedUnpublishBlock(p); blocked {
 		return fmt.Sprintf("Nothing can send it now, as last fingerprinted: %s; %s, then run `volctl reconcile` (it sends it)", why, fix)
 	}
 	return fmt.Sprintf("Run `volctl reconcile` once plugin %q answers (it sends it)", id)
+}
+
+// recordedUnpublishBlock is unpublishBlocked of registered plugin p as its recorded fingerprint
+// has it: blocked when that fingerprint says it cannot be sent ControllerUnpublishVolume.
+func recordedUnpublishBlock(p store.Plugin) (why, fix string, blocked bool) {
+	if fp := recordedFingerprint(p); fp != nil && (!fp.Controller || !fp.Capabilities.Controller.PublishUnpublishVolume) {
+		why, fix = unpublishBlocked(fp, p.ID, controllerSocketless(p))
+		return why, fix, true
+	}
+	return "", "", false
+}
+
+// blockedAfterTakeBack is what keptForNomad adds when the plugin, as it stands, cannot be sent
+// the unpublish once the volume is taken back either (why, fix: unpublishBlocked's): the
+// take-back alone, followed, had reconcile send nothing
+// (TestUnpublishWaitsOfAHandedOverVolumeWhosePluginCannotUnpublishDoesNotPromiseReconcile).
+func blockedAfterTakeBack(why, fix string) string {
+	return fmt.Sprintf("; and as the plugin stands it cannot be sent then either: %s; %s too", why, fix)
+}
+
+// recordedBlockAfterTakeBack is blockedAfterTakeBack of plugin id as its record has it ("" when
+// it can be sent, or the record cannot be read: the take-back is said alone then).
+func (e *Engine) recordedBlockAfterTakeBack(ctx context.Context, id string) string {
+	p, err := viewOne(context.WithoutCancel(ctx), e.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get(id) })
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return blockedAfterTakeBack(fmt.Sprintf("plugin %q is not registered (deregistered with --force)", id), "register it again")
+	case err != nil:
+		return ""
+	}
+	if why, fix, blocked := recordedUnpublishBlock(p); blocked {
+		return blockedAfterTakeBack(why, fix)
+	}
+	return ""
 }
 
 // forgottenAttachment says that the attachment st records is forgotten because

@@ -16,7 +16,6 @@ import (
 
 	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
-	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -175,9 +174,9 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	b.tableOrNone(claims, errorLast)
 	switch {
 	case v.UnpublishOwed() && v.Handover != nil:
-		// Kept on purpose: Nomad's allocations on the node may use the attachment.
-		b.wrapped(s.Warn, s.advised(fmt.Sprintf("no local claim holds its attachment to node %q: the ControllerUnpublishVolume owed waits for the volume to be taken back from Nomad at %s (`%s`), then reconcile sends it",
-			v.AttachedTo, v.Handover.Address, shellquote.Command("volctl nomad release", v.ID))))
+		// Kept on purpose: Nomad's allocations on the node may use the attachment. In the
+		// words `volume status` has (UnpublishWaits): what the plugin lacks besides the take-back.
+		b.wrapped(s.Warn, s.advised(fmt.Sprintf("no local claim holds its attachment to node %q: %s", v.AttachedTo, v.UnpublishWaitsClause())))
 	case v.UnpublishOwed():
 		// What went wrong with no claim to show it: an attachment left behind.
 		b.wrapped(s.Warn, fmt.Sprintf("no claim holds its attachment to node %q: ControllerUnpublishVolume is owed (a forced detach could not send it, or the plugin lost PUBLISH_UNPUBLISH_VOLUME). %s",

@@ -51,8 +51,10 @@ func TestVolumeDetailShowsAttachedTo(t *testing.T) {
   "ebs" answers (it sends it)`,
 				"Attached To       = node-1", "Unpublish Owed    = yes"}, nil},
 		// Kept on purpose while the volume is Nomad's: what sends it is the take-back.
+		// The words are the engine's (UnpublishWaits), as `volume status` prints them.
 		{"attached with no local claim, handed over to Nomad", engine.VolumeInfo{VolumeSummary: vol, AttachedTo: "node-1",
-			Handover: &engine.HandoverInfo{VolumeID: "db", Address: "http://127.0.0.1:4646"}},
+			Handover:       &engine.HandoverInfo{VolumeID: "db", Address: "http://127.0.0.1:4646"},
+			UnpublishWaits: "The ControllerUnpublishVolume owed waits for the volume to be taken back from Nomad at http://127.0.0.1:4646 (`volctl nomad release db`), then `volctl reconcile` sends it"},
 			[]string{"no local claim holds its attachment to node \"node-1\": the ControllerUnpublishVolume owed waits for the volume to be taken back from Nomad at http://127.0.0.1:4646 (`volctl nomad release db`)",
 				"Unpublish Owed    = yes"}, []string{"a forced detach could not send it"}},
 	})
