@@ -195,6 +195,9 @@ type Agent struct {
 	gcProblems             map[string]loggedProblem // the same of claim GC's
 	// logWarned are the plugins whose log was found replaced (trimOrphanedLog), warned once.
 	logWarned map[string]bool
+	// rotateFailed is each plugin's last log rotation failure, warned of when it changes
+	// (rotationFailed): a standing one was a warning every check, 86,400 a day.
+	rotateFailed map[string]string
 	// mateWarned are the pairs of exec plugins on one socket (oneProcessPerSocket), told once.
 	mateWarned map[string]bool
 	// mates are, by the plugin ID whose runner runs a socket's process, the other IDs on its
@@ -246,7 +249,7 @@ func New(cfg Config) (*Agent, error) {
 		e: cfg.Engine, log: log, s: s, decl: cfg.Plugins, now: now, afterCount: cfg.afterCount,
 		restartWait: restartWait,
 		runDir:      filepath.Join(dir, "run"), logDir: filepath.Join(dir, "logs"),
-		kick: make(chan struct{}, 1), unusable: make(chan error, 1), runners: map[string]*runner{}, problems: map[string]loggedProblem{}, logWarned: map[string]bool{},
+		kick: make(chan struct{}, 1), unusable: make(chan error, 1), runners: map[string]*runner{}, problems: map[string]loggedProblem{}, logWarned: map[string]bool{}, rotateFailed: map[string]string{},
 		leftRunning: map[string]*process{},
 		mateWarned:  map[string]bool{},
 	}, nil
@@ -1154,14 +1157,39 @@ func (a *Agent) trimLogs() {
 		pids[id] = p.pid
 	}
 	a.mu.Unlock()
+	if len(pids) > 0 {
+		// Removed under the running agent (rm -rf to free space), the logs directory left no
+		// place for a rotation: the plugins' removed logs, written through their descriptors,
+		// grew unbounded, out of sight, and the failure was warned of every check
+		// (TestPluginLogWhoseDirectoryWasRemovedStaysBoundedAndIsNotAWarningEveryCheck). Made
+		// again, as the agent's start makes it.
+		if _, err := os.Lstat(a.logDir); errors.Is(err, fs.ErrNotExist) {
+			if err := os.MkdirAll(a.logDir, 0o700); err == nil {
+				a.log.Warn("the plugins' logs directory was removed while the agent ran: made again (a running plugin writes to its removed log, trimmed through its descriptor, until it starts again)", "dir", a.logDir)
+			}
+		}
+	}
 	for id, pid := range pids {
 		path := filepath.Join(a.logDir, id+".log")
-		if err := trimLog(path); err != nil {
-			a.log.Warn("rotating a plugin's log", "plugin", id, "err", err)
-		}
+		err := trimLog(path)
 		if pid > 0 {
-			a.trimOrphanedLog(id, pid, path)
+			err = errors.Join(err, a.trimOrphanedLog(id, pid, path))
 		}
+		a.rotationFailed(id, err)
+	}
+}
+
+// rotationFailed warns of plugin id's log rotation failure err when it differs from the last
+// one, and says once when rotating works again (err nil).
+func (a *Agent) rotationFailed(id string, err error) {
+	was := a.rotateFailed[id]
+	switch {
+	case err == nil && was != "":
+		delete(a.rotateFailed, id)
+		a.log.Info("rotating the plugin's log works again", "plugin", id)
+	case err != nil && err.Error() != was:
+		a.rotateFailed[id] = err.Error()
+		a.log.Warn("rotating a plugin's log", "plugin", id, "err", err)
 	}
 }
 
@@ -1169,10 +1197,10 @@ func (a *Agent) trimLogs() {
 // its log's path was replaced while no agent ran (orphanedLog): left, it grew for as long as
 // the plugin ran, out of sight, on the file system the store is on. What is at the path now is
 // not followed; it is named in a warning once.
-func (a *Agent) trimOrphanedLog(id string, pid int, path string) {
+func (a *Agent) trimOrphanedLog(id string, pid int, path string) error {
 	f, err := orphanedLog(pid, path)
 	if f == nil && err == nil {
-		return
+		return nil
 	}
 	if f != nil {
 		defer f.Close()
@@ -1194,9 +1222,7 @@ func (a *Agent) trimOrphanedLog(id string, pid int, path string) {
 		}
 		a.log.Warn(msg, "plugin", id, "pid", pid, "log", path, "now_at_path", what)
 	}
-	if err != nil {
-		a.log.Warn("rotating a plugin's log", "plugin", id, "err", err)
-	}
+	return err
 }
 
 // tell sends state to the service manager; a failure is logged, never fatal: the agent works
@@ -1373,11 +1399,14 @@ func problemSubject(p engine.ReconcileAction) string {
 // full reconcile.
 func (a *Agent) gc(ctx context.Context) {
 	rep, err := a.e.ReleasePast(ctx)
-	if ctx.Err() != nil {
-		return
-	}
+	// What a pass cut short by the stop did is logged all the same, as reconcile's is: a claim
+	// it released before the stop was never said freed by the GC
+	// (TestClaimGCPassCutShortByTheStopStillLogsWhatItReleased).
 	for _, act := range rep.Actions {
 		a.log.Info("claim GC: "+act.Message, "volume", act.VolumeID, "alloc", act.Alloc)
+	}
+	if ctx.Err() != nil {
+		return
 	}
 	// Each once until it goes, as reconcile's: a claim stuck releasing was a warning every
 	// pass, as often as reconcile's, 1,440 a day (TestClaimGCLogsAStuckClaimsProblemOnce).
