@@ -361,6 +361,10 @@ func idLen(s string) int {
 // events fill the log is read for these few rows only, through events_volume.
 const failureLookback = 4
 
+// deleteRefusedKept begins the event of a delete the plugin refused for the volume's own state
+// (keepRefusedDelete): the volume is kept, ready, a change appendFailure's walk stops at.
+const deleteRefusedKept = "delete refused, volume kept: "
+
 // appendFailure appends ev, a failure that a reconcile pass (or a command run again) meets
 // again until the plugin changes its mind, unless it is already recorded: one of the
 // volume's failureLookback newest events, of any kind, before any of another kind or plugin,
@@ -381,7 +385,11 @@ func appendFailure(tx *store.Tx, ev *store.Event, own string) error {
 		return err
 	}
 	for _, r := range recent {
-		if r.Kind != ev.Kind || r.PluginID != ev.PluginID {
+		if r.Kind != ev.Kind || r.PluginID != ev.PluginID || strings.HasPrefix(r.Message, deleteRefusedKept) {
+			// A refused delete is of the kind but no failure of it: the volume was put back
+			// to ready, and a delete failing after it, as one before it did, was no event,
+			// the log's newest saying the volume kept while it was deleting
+			// (TestDeleteFailureAfterARefusalIsRecorded).
 			break
 		}
 		if r.RPC == ev.RPC && r.Code == ev.Code && sameFailureOf(r.Message, ev.Message, own) {

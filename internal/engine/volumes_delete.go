@@ -727,7 +727,7 @@ func (e *Engine) keepRefusedDelete(ctx context.Context, v store.Volume, cause er
 		if cleanup, err = tx.Volumes().CreateCleanup(v.ID); err != nil {
 			return err
 		}
-		ev := &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, Message: "delete refused, volume kept: " + cause.Error()}
+		ev := &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, Message: deleteRefusedKept + cause.Error()}
 		if errors.As(cause, new(*csi.Error)) { // the plugin's refusal, not volctl's own
 			ev.RPC, ev.Code = csi.RPCDeleteVolume, csi.CodeOf(cause).String()
 		}
