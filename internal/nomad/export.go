@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -146,8 +147,13 @@ func VolumeFile(v spec.Volume, includeSecrets bool) ([]byte, []string, error) {
 		// A file of placeholders is refused by the register, after the deregister forgot the
 		// values it stands for: the export with them comes first
 		// (TestCapabilitiesNoteAdviceWorksOnAFileWithPlaceholders).
+		// So is a context the caller wrote placeholders into (a value the state keeps secret,
+		// which its plugin echoed there): registered, the placeholder was recorded as the
+		// context, sent to the plugin at every stage and publish
+		// (TestCapabilitiesNoteAdviceKeepsAContextWrittenWithAPlaceholder).
+		contextHidden := slices.ContainsFunc(slices.Collect(maps.Values(v.Context)), func(s string) bool { return strings.Contains(s, SecretPlaceholder) })
 		first := ""
-		if !includeSecrets && (len(v.Secrets) > 0 || v.MountOptions != nil && len(v.MountOptions.MountFlags) > 0) {
+		if !includeSecrets && (len(v.Secrets) > 0 || v.MountOptions != nil && len(v.MountOptions.MountFlags) > 0 || contextHidden) {
 			first = "export it again with --include-secrets (this file's placeholders are refused by a register, and the deregister forgets the values they stand for), "
 		}
 		notes = append(notes, fmt.Sprintf("volume %q: Nomad may refuse its file: %s; if its plugin does, hand Nomad a volume of the one capability its jobs use: %skeep in the file only that capability block (line %d is the first block-device one), "+
@@ -358,6 +364,13 @@ func GroupJob(g spec.Group, opts JobOptions) ([]byte, []string, error) {
 			notes = append(notes, fmt.Sprintf("group %q has no volume_mount: written with one task, %q, that mounts nothing (Nomad claims the group's volumes for each alloc all the same)", g.Name, noMountTaskName))
 		}
 	}
+	flags := []flagValue{{"--command", opts.Command}, {"--image", opts.Image}, {"--driver", opts.Driver}, {"--namespace", opts.Namespace}, {"--region", opts.Region}}
+	for _, a := range opts.Args {
+		flags = append(flags, flagValue{"--arg", a})
+	}
+	if err := writtenAsGiven(fmt.Sprintf("group %q job", g.Name), nil, flags); err != nil {
+		return nil, nil, err
+	}
 	return root.bytes(), notes, nil
 }
 
@@ -495,7 +508,39 @@ func PluginJob(o PluginJobOptions) ([]byte, error) {
 	rb := tb.block("resources")
 	rb.attr("cpu", hclInt(100))
 	rb.attr("memory", hclInt(64))
+	if err := writtenAsGiven(fmt.Sprintf("plugin %q job", o.PluginID), root, []flagValue{{"--plugin-root", o.Root}, {"--volctl-path", o.VolctlPath}, {"--node-id", o.NodeID},
+		{"--nomad-node", o.NomadNode}, {"--nomad-data-dir", o.NomadDataDir}, {"--driver", o.Driver}}); err != nil {
+		return nil, err
+	}
 	return root.bytes(), nil
+}
+
+// flagValue is a command-line flag and the value given for it, which a job file writes.
+type flagValue struct{ flag, value string }
+
+// writtenAsGiven refuses a job file (what: "plugin "hp" job") when a flag's value of flags, or
+// with root set a string anywhere in root, would be written other than given (not in Unicode
+// normal form C: hclBody.changed), naming the flag or where in the file it is. A --plugin-root
+// given decomposed (a directory named by macOS tools) went to Nomad as the composed path,
+// another directory, the plugin serving none of the volumes, "Wrote plugin" and exit 0
+// (TestExportNomadPluginRootNotInNFCIsNotWrittenAsAnotherPath); VolumeFile refused it already.
+// A group's own names (its volume blocks' labels) are written composed, the same throughout
+// the file: only its flags name things outside it.
+func writtenAsGiven(what string, root *hclBody, flags []flagValue) error {
+	p := ""
+	for _, f := range flags {
+		if cty.NormalizeString(f.value) != f.value {
+			p = f.flag + " " + strconv.Quote(f.value)
+			break
+		}
+	}
+	if p == "" && root != nil {
+		p = root.changed()
+	}
+	if p == "" {
+		return nil
+	}
+	return fmt.Errorf("%s: %s is not in Unicode normal form C, which an exported file writes every string in: Nomad would read another string (a path: another path, which may not exist); give it in that form", what, p)
 }
 
 // appendJob appends a job block of type typ, its ID JobID(name) and, where that is not name

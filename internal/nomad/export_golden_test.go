@@ -111,7 +111,9 @@ func goldenCases() map[string]func() []byte {
 			return b
 		}
 		cases["job-odd-"+name] = func() []byte {
-			b, _, _ := GroupJob(g, JobOptions{Image: s, Args: []string{s, s}, Namespace: s})
+			// A job's flags not in NFC are refused (TestGroupJobRefusesAFlagNotInNFC): given
+			// in NFC, which is what hclwrite wrote of them.
+			b, _, _ := GroupJob(g, JobOptions{Image: n, Args: []string{n, n}, Namespace: n})
 			return b
 		}
 	}
