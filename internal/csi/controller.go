@@ -74,9 +74,9 @@ func createdVolume(r CreateVolumeRequest, resp *csipb.CreateVolumeResponse) (Vol
 		if v.ID != r.CloneID {
 			itself = fmt.Sprintf("%+q, %+q spelled otherwise (another case, Unicode normal form or surrounding white space), which a plugin that reads IDs so takes for it", v.ID, r.CloneID)
 		}
-		return Volume{}, fmt.Errorf("%s: the plugin answered %q, a clone of volume %q, with volume %s: "+
+		return Volume{}, leftAlone{fmt.Errorf("%s: the plugin answered %q, a clone of volume %q, with volume %s: "+
 			"it is not recorded as the clone, and left alone (the plugin does not clone: report it to the plugin's authors)",
-			RPCCreateVolume, r.Name, r.CloneID, itself)
+			RPCCreateVolume, r.Name, r.CloneID, itself)}
 	}
 	// So is a restore answered with the volume its snapshot was taken of (or that ID spelled
 	// otherwise): a plugin that rolls the source back in place, or hands it over, answers so.
@@ -94,19 +94,19 @@ func createdVolume(r CreateVolumeRequest, resp *csipb.CreateVolumeResponse) (Vol
 				itself = fmt.Sprintf("%+q, %+q spelled otherwise (another case, Unicode normal form or surrounding white space), which a plugin that reads IDs so takes for it",
 					spec.Cut(v.ID, 256), spec.Cut(src, 256))
 			}
-			return Volume{}, fmt.Errorf("%s: the plugin answered %q, a restore from snapshot %q, with volume %s, the volume that snapshot was taken of, not a new one: "+
+			return Volume{}, leftAlone{fmt.Errorf("%s: the plugin answered %q, a restore from snapshot %q, with volume %s, the volume that snapshot was taken of, not a new one: "+
 				"it is not recorded as the restored volume, and left alone, neither recorded nor deleted (the plugin restores in place or answers with the snapshot's source: "+
 				"report it to the plugin's authors, and check the source's data, which an in-place restore rolled back)",
-				RPCCreateVolume, r.Name, r.SnapshotID, itself)
+				RPCCreateVolume, r.Name, r.SnapshotID, itself)}
 		}
 	}
 	// A content source of a type volctl does not know (a oneof member added to the spec since,
 	// or a plugin's own) still says the volume was pre-populated, from what volctl cannot
 	// compare with what was asked: not this request's volume, as for another source.
 	if src := resp.GetVolume().GetContentSource(); src != nil && src.GetType() == nil && len(src.ProtoReflect().GetUnknown()) > 0 {
-		return Volume{}, fmt.Errorf("%s: the plugin answered %q with volume %q, pre-populated from a content source of a type volctl does not know, where %s: "+
+		return Volume{}, leftAlone{fmt.Errorf("%s: the plugin answered %q with volume %q, pre-populated from a content source of a type volctl does not know, where %s: "+
 			"it is not recorded, and left alone (delete it with the storage provider's tools if nothing uses it)",
-			RPCCreateVolume, r.Name, v.ID, askedSource(r))
+			RPCCreateVolume, r.Name, v.ID, askedSource(r))}
 	}
 	// A content source of a known type whose ID the plugin left out (the spec makes it
 	// REQUIRED) still says what kind of source the volume was pre-populated from: a snapshot
@@ -115,9 +115,9 @@ func createdVolume(r CreateVolumeRequest, resp *csipb.CreateVolumeResponse) (Vol
 	// the answer was recorded as what was asked (TestEmptyVolumeAnsweredPrePopulatedFromASnapshotIsRefused,
 	// TestRestoreAnsweredAsACloneOfAnUnnamedVolumeIsRefused).
 	if kind := unnamedSource(resp.GetVolume().GetContentSource()); kind == "a snapshot" && r.SnapshotID == "" || kind == "a volume" && r.CloneID == "" {
-		return Volume{}, fmt.Errorf("%s: the plugin answered %q with volume %q, pre-populated from %s whose ID it left out, where %s: "+
+		return Volume{}, leftAlone{fmt.Errorf("%s: the plugin answered %q with volume %q, pre-populated from %s whose ID it left out, where %s: "+
 			"it is not recorded, and left alone (delete it with the storage provider's tools if nothing uses it)",
-			RPCCreateVolume, r.Name, v.ID, kind, askedSource(r))
+			RPCCreateVolume, r.Name, v.ID, kind, askedSource(r))}
 	}
 	// A content source in the answer says what the volume was pre-populated from (the spec
 	// leaves it out as it likes, so only one that is there is compared). Another source than
@@ -128,9 +128,9 @@ func createdVolume(r CreateVolumeRequest, resp *csipb.CreateVolumeResponse) (Vol
 	// refused, the volume made for this request was left on the plugin, recorded nowhere, and
 	// each create run again left another (TestContentSourceSpelledOtherwiseIsTheSourceAsked).
 	if (v.SnapshotID != "" || v.CloneID != "") && (!sameSource(v.SnapshotID, r.SnapshotID) || !sameSource(v.CloneID, r.CloneID)) {
-		return Volume{}, fmt.Errorf("%s: the plugin answered %q with volume %q, pre-populated from %s, where %s: "+
+		return Volume{}, leftAlone{fmt.Errorf("%s: the plugin answered %q with volume %q, pre-populated from %s, where %s: "+
 			"it is not recorded, and left alone (delete it with the storage provider's tools if nothing uses it)",
-			RPCCreateVolume, r.Name, v.ID, describeSource(v.SnapshotID, v.CloneID), askedSource(r))
+			RPCCreateVolume, r.Name, v.ID, describeSource(v.SnapshotID, v.CloneID), askedSource(r))}
 	}
 	// An ID past MaxObjectID, or holding a control character: the plugin made the volume
 	// (unlike the answers above, which name one it did not make for this request), so it is

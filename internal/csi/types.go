@@ -109,6 +109,20 @@ type CreateVolumeRequest struct {
 // names no source for a snapshot the plugin does not have: its volume is left alone.
 var ErrUnlistedKept = errors.New("a restore sent again, from a snapshot the plugin does not have, answered with no content source")
 
+// ErrLeftAlone is matched by CreateVolume's refusal of an answer naming a volume not made for
+// the request (another content source than asked, one of a type volctl does not know or with
+// its ID left out, a clone or restore answered with its source): the plugin holds that volume
+// under the name, and it is left alone, neither recorded nor returned to delete. A delete
+// finishing an interrupted create that met one forgot the volume and said "deleted"
+// (TestDeleteOfAnInterruptedCreateAnsweredWithAnotherSourceIsNotSaidDeleted).
+var ErrLeftAlone = errors.New("CreateVolume answered with a volume not made for the request, left alone")
+
+// leftAlone is a refusal matching ErrLeftAlone, its words as they are.
+type leftAlone struct{ error }
+
+func (e leftAlone) Unwrap() error        { return e.error }
+func (e leftAlone) Is(target error) bool { return target == ErrLeftAlone }
+
 // DeleteVolumeRequest asks a controller to delete a volume.
 type DeleteVolumeRequest struct {
 	VolumeID string

@@ -239,7 +239,12 @@ func (e *Engine) finishCreateForDelete(ctx context.Context, c *conn, v store.Vol
 			cur.CSIName, cause, shellquote.Command("volctl volume deregister", v.ID), cur.CSIName)
 	}
 	// The plugin does not give the volume: forget it, saying whether something may be left.
-	kept := csi.IsAnswerUnread(ferr) || csi.IsAlreadyExists(ferr) || errors.Is(ferr, ErrConflict)
+	// An answer refused as not made for this request (another content source than asked, a
+	// clone or restore answered with its source) names a volume the plugin holds under the
+	// name, left alone: the delete forgot the record and said "deleted", that volume recorded
+	// nowhere (TestDeleteOfAnInterruptedCreateAnsweredWithAnotherSourceIsNotSaidDeleted).
+	leftAlone := errors.Is(ferr, csi.ErrLeftAlone)
+	kept := csi.IsAnswerUnread(ferr) || csi.IsAlreadyExists(ferr) || errors.Is(ferr, ErrConflict) || leftAlone
 	msg := fmt.Sprintf("volume %q forgotten: its create was interrupted, and plugin %q refuses to create it again under its name %q (%v)", v.ID, v.PluginID, cur.CSIName, cause)
 	if kept {
 		msg = fmt.Sprintf("volume %q forgotten, not deleted: its create was interrupted, and plugin %q does not give the volume it holds under the name %q (%v)", v.ID, v.PluginID, cur.CSIName, cause)
@@ -262,6 +267,10 @@ func (e *Engine) finishCreateForDelete(ctx context.Context, c *conn, v store.Vol
 		// (TestDeleteOfAnInterruptedCreateAnsweredWithAPublishedVolumeDoesNotAdviseDeletingIt).
 		return cur, true, fmt.Errorf("forgotten but not deleted: its create was interrupted, and plugin %q answers its name %q with another's volume (%w); "+
 			"leave that volume alone: it is not this create's", v.PluginID, cur.CSIName, cause)
+	}
+	if leftAlone {
+		// The refusal's own advice stands: it says what the answer was, and what to do of it.
+		return cur, true, fmt.Errorf("forgotten but not deleted: its create was interrupted, and plugin %q answers its name %q with a volume not made for it (%w)", v.PluginID, cur.CSIName, cause)
 	}
 	if kept {
 		return cur, true, fmt.Errorf("forgotten but not deleted: its create was interrupted, and plugin %q does not give the volume it holds under the name %q (%w); "+
