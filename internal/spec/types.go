@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // AccessMode is a CSI access mode in Nomad's spelling.
@@ -106,9 +107,20 @@ func (m *MountOptions) Problem() string {
 	if r, ok := ControlIn(m.FSType); ok {
 		return fmt.Sprintf("fs_type contains the control character %U, which the CSI spec does not allow", r)
 	}
+	// Bytes that are not UTF-8 (a shell's $'\xff') cannot be sent: CSI's strings are UTF-8,
+	// and a claim given them was admitted, its RPCs unsendable, its rollback undoing a staging
+	// and attachment it never made, the error blaming a path or ID
+	// (TestClaimMountOptionsThatAreNotUTF8AreRefusedBeforeAnythingIsSent). A flag is named by
+	// its place only: it may hold a credential.
+	if !utf8.ValidString(m.FSType) {
+		return "fs_type is not valid UTF-8, as the CSI spec's strings must be"
+	}
 	total := 0
-	for _, f := range m.MountFlags {
+	for i, f := range m.MountFlags {
 		total += len(f)
+		if !utf8.ValidString(f) {
+			return fmt.Sprintf("mount flag %d of %d is not valid UTF-8, as the CSI spec's strings must be (its value is not shown: mount flags may hold credentials)", i+1, len(m.MountFlags))
+		}
 	}
 	if total > MaxCSIMountOpts || len(m.MountFlags) > maxMountFlags {
 		return fmt.Sprintf("the %d mount flags hold %d bytes; the CSI spec limits them to %d bytes (4 KiB) in total", len(m.MountFlags), total, MaxCSIMountOpts)
