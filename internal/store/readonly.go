@@ -111,6 +111,9 @@ func openReadOnly(ctx context.Context, dir string, target int, o options) (*Stor
 	sizes, err := checkFiles(path)
 	if err == nil {
 		err = checkWALPair(path, sizes[path], sizes[path+"-wal"])
+		if wp := (*walPairRefusal)(nil); errors.As(err, &wp) {
+			return nil, &DirError{Dir: dir, Err: fmt.Errorf("%w: %s", ErrReadOnlyFS, wp.readOnly())}
+		}
 	}
 	if err == nil {
 		// A copy of a state dir (a backup, a snapshot) whose WAL was left out or removed would be
@@ -272,6 +275,32 @@ func (s *Store) reader() *pool {
 // reads it and takes SQLite's locks) or the database file changed (immutable again): see the
 // top of this file. A WAL without its -shm cannot be read there; the pool is kept, and reads
 // what it read.
+// immutableStamp is the file the read pool has open immutable, as it was when opened, and
+// whether it does (a store on a read-only file system with no WAL to read).
+func (s *Store) immutableStamp() (fileStamp, bool) {
+	if s.ro == nil {
+		return fileStamp{}, false
+	}
+	s.ro.mu.Lock()
+	defer s.ro.mu.Unlock()
+	return s.ro.file, s.ro.immutable
+}
+
+// changedWhileRead refuses what a View of an immutable store read when the file is no longer
+// stamp, as it was when the View began: SQLite takes no locks on a file opened immutable and
+// never checks its cache again, and another volctl writing through a writable path (a commit
+// and a checkpoint) changed the pages under the View, which mixed two states, failing "database
+// disk image is malformed", said a damaged file whose backup to restore, or reading a count of
+// 0 beside a list of 201 (TestReadOnlyViewStraddledByAnotherVolctlIsNotCalledDamaged). The
+// next View reads the file as it is then (readPool).
+func (s *Store) changedWhileRead(stamp fileStamp) error {
+	if now, err := stampAt(s.path); err == nil && now == stamp {
+		return nil
+	}
+	return &DirError{Dir: filepath.Dir(s.path), Err: fmt.Errorf("read state: %s changed while this volctl read it (another volctl wrote it through a writable path; "+
+		"this one reads it through a read-only one, without locks): what was read may mix two states, so none of it is used; nothing is damaged: run the command again", s.path)}
+}
+
 func (s *Store) readPool() (*pool, error) {
 	if s.ro == nil {
 		return s.r, nil

@@ -961,7 +961,14 @@ func (s *Store) View(ctx context.Context, fn func(tx *Tx) error) error {
 	if err != nil {
 		return err
 	}
-	return s.run(ctx, r, "BEGIN", readOnly, fn)
+	stamp, immutable := s.immutableStamp()
+	err = s.run(ctx, r, "BEGIN", readOnly, fn)
+	if immutable {
+		if cerr := s.changedWhileRead(stamp); cerr != nil {
+			return cerr
+		}
+	}
+	return err
 }
 
 // ViewShort is View for a short read a process makes before it reads anything else: the check

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -68,6 +70,17 @@ func checkWALGone(path string, sizes map[string]int64, blank bool) error {
 	}
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: shmDMSOffset, Len: 1}
 	if err := unix.FcntlFlock(f.Fd(), unix.F_GETLK, &lk); err == nil && lk.Type != unix.F_UNLCK {
+		if walFD, ok := readOnlyHolder(int(lk.Pid), shmPath); ok {
+			// A process reading through a read-only path (a dashboard on a read-only bind) holds
+			// them: its exit writes nothing, and "stop it cleanly, which writes them" lost them
+			// (TestWALRemovedUnderAReaderOnAReadOnlyBindIsNotSaidToBeKeptByItsExit). The WAL it
+			// holds open is copied back first.
+			return fmt.Errorf("open state: the write-ahead log %s was removed or emptied while process %d has the state database open: "+
+				"the %d frames of commits %s says it held, not yet in %s, are in the removed log that process holds open, and it reads the state through a read-only path, "+
+				"so its exit writes nothing into %s: stopping it first loses them; while it runs, copy the log back (`cp %s %s`), leave %s as it is, "+
+				"then stop that process and run the command again",
+				wal, lk.Pid, frames-backfilled, shmPath, FileName, FileName, walFD, wal, shmPath)
+		}
 		return fmt.Errorf("open state: the write-ahead log %s was removed or emptied while process %d has the state database open: "+
 			"the %d frames of commits %s says it held, not yet in %s, are in that process alone; leave %s and %s as they are, "+
 			"stop that process cleanly (the agent: stop its service, or SIGTERM), which writes them into %s as it exits, then run the command again",
@@ -77,6 +90,49 @@ func checkWALGone(path string, sizes map[string]int64, blank bool) error {
 		return nil
 	}
 	return &walGoneError{wal: wal, shm: shmPath, frames: frames - backfilled}
+}
+
+// readOnlyHolder reports whether process pid holds the WAL index at shmPath open read-only
+// only (it reads the state through a read-only path: its exit can checkpoint nothing), and
+// walFD, the /proc path of the removed write-ahead log it holds open, to copy back. false
+// when that cannot be told (another user's process, no /proc).
+func readOnlyHolder(pid int, shmPath string) (walFD string, ok bool) {
+	shm, err := os.Stat(shmPath)
+	if err != nil {
+		return "", false
+	}
+	fdDir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(fdDir)
+	if err != nil {
+		return "", false
+	}
+	holds := false
+	for _, e := range ents {
+		p := filepath.Join(fdDir, e.Name())
+		if target, err := os.Readlink(p); err == nil && strings.HasSuffix(target, "/"+FileName+"-wal (deleted)") {
+			walFD = p
+		}
+		fi, err := os.Stat(p)
+		if err != nil || !os.SameFile(fi, shm) {
+			continue
+		}
+		info, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, e.Name()))
+		if err != nil {
+			return "", false
+		}
+		flags, found := "", false
+		for line := range strings.SplitSeq(string(info), "\n") {
+			if v, has := strings.CutPrefix(line, "flags:"); has {
+				flags, found = strings.TrimSpace(v), true
+			}
+		}
+		mode, perr := strconv.ParseUint(flags, 8, 32)
+		if !found || perr != nil || mode&unix.O_ACCMODE != unix.O_RDONLY {
+			return "", false // it may write: its exit checkpoints
+		}
+		holds = true
+	}
+	return walFD, holds && walFD != ""
 }
 
 // walGoneError is checkWALGone's refusal of a state whose WAL is gone or empty while its index

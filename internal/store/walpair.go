@@ -196,12 +196,32 @@ func fileMark(f *os.File, pageSize int, marks []walMark) (id []byte, seq int64, 
 }
 
 // walPairError is the refusal of a database and a WAL that are not a pair, saying why.
-func walPairError(path, why string) error {
-	return fmt.Errorf("open state: the write-ahead log %s is not the one of the state database %s: %s; "+
-		"SQLite would apply the log's pages to the database, mixing two states without an error. "+
+func walPairError(path, why string) error { return &walPairRefusal{path: path, why: why} }
+
+// walPairRefusal is walPairError's error: the database at path and its WAL are not a pair (why).
+type walPairRefusal struct{ path, why string }
+
+func (e *walPairRefusal) Error() string {
+	return fmt.Sprintf("open state: %s. "+
 		"To use %s as it is (a backup restored: see Backups in docs/architecture.md), with every volctl stopped move %s and %s out of the state dir; "+
 		"to use the log's state, put back the %s it was written beside",
-		path+"-wal", path, why, FileName, path+"-wal", path+"-shm", FileName)
+		e.mismatch(), FileName, e.path+"-wal", e.path+"-shm", FileName)
+}
+
+// mismatch says what is wrong, without the remedy.
+func (e *walPairRefusal) mismatch() string {
+	return fmt.Sprintf("the write-ahead log %s is not the one of the state database %s: %s; SQLite would apply the log's pages to the database, mixing two states without an error",
+		e.path+"-wal", e.path, e.why)
+}
+
+// readOnly is the refusal for a state dir that cannot be written here (openReadOnly): the
+// files cannot be moved there, and the writable path's advice, followed, failed with EROFS
+// (TestWALPairRefusedOnAReadOnlyFileSystemSaysWhereTheRemedyIsMade).
+func (e *walPairRefusal) readOnly() string {
+	return fmt.Sprintf("%s; this state dir cannot be written here, so the remedy is made where it can be: on the writable state dir it shows (volctl's own, where its commands run), "+
+		"or on a copy of this one made somewhere writable: to use %s as it is, with every volctl stopped move its %s and %s out of that state dir; "+
+		"to use the log's state, put back the %s it was written beside",
+		e.mismatch(), FileName, FileName+"-wal", FileName+"-shm", FileName)
 }
 
 // parseMark reads the state mark from a copy of its page: a table b-tree leaf with one cell,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -132,7 +133,26 @@ func TestOpenOnAReadOnlyFileSystemRefusesTheWALOfAnotherDatabase(t *testing.T) {
 	wal, shm := readFile(t, live.Path()+"-wal"), readFile(t, live.Path()+"-shm")
 	dir := t.TempDir()
 	writeState(t, dir, db, wal, shm)
-	refusedPair(t, readOnlyView(t, dir), db, wal, "the log holds commits of another database (state mark ")
+	// Said for a read-only file system, the remedy where it can be made
+	// (TestWALPairRefusedOnAReadOnlyFileSystemSaysWhereTheRemedyIsMade).
+	ro := readOnlyView(t, dir)
+	_, err := Open(context.Background(), ro)
+	path := filepath.Join(ro, FileName)
+	for _, w := range []string{
+		"the write-ahead log " + path + "-wal is not the one of the state database " + path + ": the log holds commits of another database (state mark ",
+		"on the writable state dir it shows",
+		"put back the volctl.db it was written beside",
+	} {
+		if err == nil || !strings.Contains(err.Error(), w) || !errors.Is(err, ErrReadOnlyFS) {
+			t.Errorf("err = %v\nwant it to say %q, read-only (ErrReadOnlyFS)", err, w)
+		}
+	}
+	if got := readFile(t, filepath.Join(dir, FileName)); !bytes.Equal(got, db) {
+		t.Errorf("the database was changed by the refused open")
+	}
+	if got := readFile(t, filepath.Join(dir, FileName+"-wal")); !bytes.Equal(got, wal) {
+		t.Errorf("the WAL was changed by the refused open")
+	}
 }
 
 // TestOpenRefusesAnOlderDatabaseUnderItsWAL: a backup of volctl.db restored over it while the
