@@ -100,6 +100,18 @@ func (v VolumeInfo) UnpublishWay() string {
 	return v.unpublishWay
 }
 
+// setUnpublishWay sets what sends the volume's owed unpublish through its plugin's record p
+// (known false: not registered), for an attachment recorded with no node (rowNoNode) or one.
+func (v *VolumeInfo) setUnpublishWay(p store.Plugin, known, rowNoNode bool) {
+	v.unpublishWay = owedUnpublishWayOf(v.PluginID, p, known, rowNoNode)
+	v.unpublishBlock = ""
+	if !known {
+		v.unpublishBlock = blockedAfterTakeBack(fmt.Sprintf("plugin %q is not registered (deregistered with --force)", v.PluginID), "register it again")
+	} else if why, fix, blocked := recordedUnpublishBlock(p, rowNoNode); blocked {
+		v.unpublishBlock = blockedAfterTakeBack(why, fix)
+	}
+}
+
 // owedUnpublishWaits is VolumeInfo.UnpublishWaits of v: what sends its owed
 // ControllerUnpublishVolume, "" when none is owed.
 func owedUnpublishWaits(v VolumeInfo) string {

@@ -188,7 +188,7 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		if owed && !force && !marked {
 			// What sends it, as a deregister says it (owedUnpublishWay): "reconcile once the
 			// plugin answers" was advised of a plugin that answered without the capability.
-			way, err := owedUnpublishWay(tx, v.PluginID)
+			way, err := owedUnpublishWay(tx, v.PluginID, st.NodeID == "")
 			if err != nil {
 				return err
 			}

@@ -1392,7 +1392,7 @@ func refuseOwedUnpublishes(tx *store.Tx, id string, vols []store.Volume) error {
 			listSome(nomad, 5, func(h store.Handover) string { return fmt.Sprintf("%q", h.VolumeID) }),
 			listSome(nomad, 5, func(h store.Handover) string { return handoverInfo(h).TakeBackCommands() }))
 	}
-	way, err := owedUnpublishWay(tx, id)
+	way, err := owedUnpublishWay(tx, id, false)
 	if err != nil {
 		return err
 	}

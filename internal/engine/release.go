@@ -715,7 +715,8 @@ func (e *Engine) controllerUnpublish(ctx context.Context, c *conn, v store.Volum
 func (e *Engine) unpublishChecked(ctx context.Context, c *conn, v store.Volume, nodeID string, send sender) error {
 	if nodeID == "" {
 		// Never sent for no node: CSI reads an empty node_id as every node's attachment.
-		return conflictf("%s", noNodeToUnpublish(c, v, true))
+		return &noNodeError{error: conflictf("%s", noNodeToUnpublish(c, v, true)),
+			why: fmt.Sprintf("no node ID to send it for: the attachment is recorded with none, and plugin %q gives none (registered by its controller half alone)", c.plugin.ID)}
 	}
 	published, unchecked, err := e.teardownChecked(ctx, c, send, csi.RPCControllerUnpublishVolume, func(ctx context.Context) error {
 		return c.client.ControllerUnpublishVolume(ctx, csi.ControllerUnpublishVolumeRequest{
@@ -1043,6 +1044,18 @@ func (e *Engine) checkStored(ctx context.Context, get func(tx *store.Tx) error, 
 	})
 }
 
+// noNodeError is unpublishChecked's refusal to send ControllerUnpublishVolume for no node,
+// whose cause alone (owedWhy) a forced deregister that forgets the attachment quotes: the
+// refusal's "stays recorded, owed ... reconcile sends it" was said of a record it dropped
+// (TestForcedDeregisterOfALegacyRowThroughAControllerOnlyRegistrationDoesNotSayTheAttachmentStaysOwed).
+type noNodeError struct {
+	error
+	why string
+}
+
+func (e *noNodeError) Unwrap() error   { return e.error }
+func (e *noNodeError) owedWhy() string { return e.why }
+
 // noNodeToUnpublish says that ControllerUnpublishVolume of volume v is not sent through c: no
 // node is recorded for it, and the plugin gives none (registered by its controller half alone),
 // where an empty node_id asks the plugin to detach the volume from every node. attached: an
@@ -1055,7 +1068,7 @@ func noNodeToUnpublish(c *conn, v store.Volume, attached bool) string {
 	msg := fmt.Sprintf("ControllerUnpublishVolume of volume %q was not sent: %s plugin %q gives no node ID (registered by its controller half alone), and an empty node ID asks the plugin to detach the volume from every node, another orchestrator's too",
 		v.ID, what, c.plugin.ID)
 	if attached {
-		msg += fmt.Sprintf("; the attachment stays recorded, owed: register plugin %q's node half too, then `volctl reconcile` sends it for this node", c.plugin.ID)
+		msg += fmt.Sprintf("; the attachment stays recorded, owed: register plugin %q's node half too (or the plugin as type \"monolith\" where one process serves both), then `volctl reconcile` sends it for this node", c.plugin.ID)
 	}
 	return msg
 }

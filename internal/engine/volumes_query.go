@@ -291,6 +291,9 @@ func (e *Engine) volumeStored(ctx context.Context, idOrPrefix string, shown bool
 		info.leftover = len(claims) == 0 && serr == nil
 		if st.ControllerPublished {
 			info.AttachedTo = attachedNode(st)
+			if st.NodeID == "" {
+				info.setUnpublishWay(p, perr == nil, true) // an older volctl's row: no node recorded
+			}
 		}
 		h, herr := tx.Handovers().Get(v.ID)
 		switch {
@@ -452,12 +455,7 @@ func volumeInfo(v store.Volume, claims []store.Claim, p store.Plugin, pluginKnow
 	if pluginKnown {
 		info.pluginProbedAt = p.Health.ProbedAt
 	}
-	info.unpublishWay = owedUnpublishWayOf(v.PluginID, p, pluginKnown)
-	if !pluginKnown {
-		info.unpublishBlock = blockedAfterTakeBack(fmt.Sprintf("plugin %q is not registered (deregistered with --force)", v.PluginID), "register it again")
-	} else if why, fix, blocked := recordedUnpublishBlock(p); blocked {
-		info.unpublishBlock = blockedAfterTakeBack(why, fix)
-	}
+	info.setUnpublishWay(p, pluginKnown, false)
 	if !pluginKnown {
 		info.PluginError = fmt.Sprintf("plugin %q is not registered", v.PluginID)
 	} else if topos := volumeTopologies(v); nodeOutside(topos, p.Fingerprint) {

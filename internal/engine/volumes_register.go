@@ -928,7 +928,7 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 		}
 		if owed {
 			if !force {
-				way, err := owedUnpublishWay(tx, v.PluginID)
+				way, err := owedUnpublishWay(tx, v.PluginID, st.NodeID == "")
 				if err != nil {
 					return err
 				}
@@ -1101,19 +1101,21 @@ func refuseOwedUnpublish(v store.Volume, st store.Staging, way string) error {
 // --dry-run` plan says it so too: TestNomadRegisterDryRunOwedUnpublishAdviceWorksAsTheRegistrationsDoes).
 func (e *Engine) OwedUnpublishWay(ctx context.Context, id string) (string, error) {
 	e.refreshPlugin(ctx, id)
-	return viewOne(ctx, e.store, func(tx *store.Tx) (string, error) { return owedUnpublishWay(tx, id) })
+	return viewOne(ctx, e.store, func(tx *store.Tx) (string, error) { return owedUnpublishWay(tx, id, false) })
 }
 
-func owedUnpublishWay(tx *store.Tx, id string) (string, error) {
+// owedUnpublishWay is owedUnpublishWayOf of plugin id's record as the state has it; rowNoNode:
+// the attachment it is said of is recorded with no node (an older volctl's row).
+func owedUnpublishWay(tx *store.Tx, id string, rowNoNode bool) (string, error) {
 	p, err := tx.Plugins().Get(id)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return "", err
 	}
-	return owedUnpublishWayOf(id, p, err == nil), nil
+	return owedUnpublishWayOf(id, p, err == nil, rowNoNode), nil
 }
 
 // owedUnpublishWayOf is owedUnpublishWay of plugin id's record p (known false: not registered).
-func owedUnpublishWayOf(id string, p store.Plugin, known bool) string {
+func owedUnpublishWayOf(id string, p store.Plugin, known, rowNoNode bool) string {
 	if !known {
 		return fmt.Sprintf("Plugin %q is not registered (deregistered with --force): register it again, then run `volctl reconcile` (it sends it)", id)
 	}
@@ -1122,18 +1124,27 @@ func owedUnpublishWayOf(id string, p store.Plugin, known bool) string {
 	// of a reconcile that sends nothing
 	// (TestOwedUnpublishRefusalOfAPluginThatLostItsControllerServiceDoesNotPromiseReconcile,
 	// TestOwedUnpublishRefusalThroughANodeHalfRegistrationNamesTheControllerHalf).
-	if why, fix, blocked := recordedUnpublishBlock(p); blocked {
+	if why, fix, blocked := recordedUnpublishBlock(p, rowNoNode); blocked {
 		return fmt.Sprintf("Nothing can send it now, as last fingerprinted: %s; %s, then run `volctl reconcile` (it sends it)", why, fix)
 	}
 	return fmt.Sprintf("Run `volctl reconcile` once plugin %q answers (it sends it)", id)
 }
 
 // recordedUnpublishBlock is unpublishBlocked of registered plugin p as its recorded fingerprint
-// has it: blocked when that fingerprint says it cannot be sent ControllerUnpublishVolume.
-func recordedUnpublishBlock(p store.Plugin) (why, fix string, blocked bool) {
-	if fp := recordedFingerprint(p); fp != nil && (!fp.Controller || !fp.Capabilities.Controller.PublishUnpublishVolume) {
+// has it: blocked when that fingerprint says it cannot be sent ControllerUnpublishVolume, or,
+// for an attachment recorded with no node (rowNoNode), when it gives no node ID either, where
+// unpublishChecked refuses to send it for every node (noNodeToUnpublish): its words promised a
+// reconcile that refused each pass
+// (TestUnpublishWaitsOfALegacyRowThroughAControllerOnlyRegistrationDoesNotPromiseReconcile).
+func recordedUnpublishBlock(p store.Plugin, rowNoNode bool) (why, fix string, blocked bool) {
+	fp := recordedFingerprint(p)
+	switch {
+	case fp != nil && (!fp.Controller || !fp.Capabilities.Controller.PublishUnpublishVolume):
 		why, fix = unpublishBlocked(fp, p.ID, controllerSocketless(p))
 		return why, fix, true
+	case rowNoNode && fp != nil && fp.NodeID == "":
+		return fmt.Sprintf("the attachment is recorded with no node (by an older volctl), and plugin %q gives no node ID (registered by its controller half alone), where an empty one asks the plugin to detach the volume from every node", p.ID),
+			fmt.Sprintf("register plugin %q's node half too (a plugin block with the same ID, type \"node\"), or the plugin as type \"monolith\" where one process serves both", p.ID), true
 	}
 	return "", "", false
 }
@@ -1156,7 +1167,7 @@ func (e *Engine) recordedBlockAfterTakeBack(ctx context.Context, id string) stri
 	case err != nil:
 		return ""
 	}
-	if why, fix, blocked := recordedUnpublishBlock(p); blocked {
+	if why, fix, blocked := recordedUnpublishBlock(p, false); blocked {
 		return blockedAfterTakeBack(why, fix)
 	}
 	return ""

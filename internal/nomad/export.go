@@ -368,6 +368,9 @@ func GroupJob(g spec.Group, opts JobOptions) ([]byte, []string, error) {
 	for _, a := range opts.Args {
 		flags = append(flags, flagValue{"--arg", a})
 	}
+	for _, dc := range opts.Datacenters {
+		flags = append(flags, flagValue{"--datacenter", dc})
+	}
 	if err := writtenAsGiven(fmt.Sprintf("group %q job", g.Name), nil, flags); err != nil {
 		return nil, nil, err
 	}
@@ -508,8 +511,12 @@ func PluginJob(o PluginJobOptions) ([]byte, error) {
 	rb := tb.block("resources")
 	rb.attr("cpu", hclInt(100))
 	rb.attr("memory", hclInt(64))
-	if err := writtenAsGiven(fmt.Sprintf("plugin %q job", o.PluginID), root, []flagValue{{"--plugin-root", o.Root}, {"--volctl-path", o.VolctlPath}, {"--node-id", o.NodeID},
-		{"--nomad-node", o.NomadNode}, {"--nomad-data-dir", o.NomadDataDir}, {"--driver", o.Driver}}); err != nil {
+	flags := []flagValue{{"--plugin-root", o.Root}, {"--volctl-path", o.VolctlPath}, {"--node-id", o.NodeID},
+		{"--nomad-node", o.NomadNode}, {"--nomad-data-dir", o.NomadDataDir}, {"--driver", o.Driver}}
+	for _, dc := range o.Datacenters {
+		flags = append(flags, flagValue{"--datacenter", dc})
+	}
+	if err := writtenAsGiven(fmt.Sprintf("plugin %q job", o.PluginID), root, flags); err != nil {
 		return nil, err
 	}
 	return root.bytes(), nil

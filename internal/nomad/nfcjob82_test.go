@@ -21,6 +21,7 @@ func TestGroupJobRefusesAFlagNotInNFC(t *testing.T) {
 		{"--command", JobOptions{Command: decomposed}},
 		{"--arg", JobOptions{Command: "/bin/sh", Args: []string{"-c", decomposed}}},
 		{"--image", JobOptions{Driver: "docker", Image: decomposed}},
+		{"--datacenter", JobOptions{Datacenters: []string{"dc-e\u0301"}}},
 	} {
 		b, _, err := GroupJob(g, c.opts)
 		if err == nil || !strings.Contains(err.Error(), c.flag) || !strings.Contains(err.Error(), "normal form C") {

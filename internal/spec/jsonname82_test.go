@@ -20,13 +20,14 @@ capability {
   attachment_mode = "file-system"
 }
 `
-	for _, src := range []string{body, "# a volume\n" + body, "// a volume\n" + body, "\n\n" + body} {
+	quoted := `"id" = "db"` + "\n" + body[len(`id = "db"`)+1:] // HCL1's quoted argument name
+	for _, src := range []string{body, "# a volume\n" + body, "// a volume\n" + body, "\n\n" + body, quoted} {
 		v, diags := ParseVolume("vol.json", []byte(src), VerbAny)
 		if diags.HasErrors() || v == nil || v.ID != "db" || v.PluginID != "p" {
 			t.Errorf("vol.json holding HCL %q: %v", src[:12], diags)
 		}
 	}
-	for _, src := range []string{`[{"id": "db"}]`, `"db"`} {
+	for _, src := range []string{`[{"id": "db"}]`, `7`} {
 		_, diags := ParseVolume("vol.json", []byte(src), VerbAny)
 		if !diags.HasErrors() {
 			t.Errorf("vol.json holding %q was taken", src)

@@ -512,7 +512,7 @@ func (d *decoder) byteOrderMark(filename string, src []byte) {
 
 // isJSON says whether src is read as JSON: it starts with `{`, as Nomad's reader picks (by the
 // content, whatever the name), or the file is named .json and does not start as HCL does (a
-// letter or `_` of an argument or block, a `#` or `/` of a comment), so a broken JSON file
+// letter or `_` of an argument or block, a `"` of a quoted name, a `#` or `/` of a comment), so a broken JSON file
 // gets JSON's errors. An HCL spec named .json, which `nomad volume register` reads, was read
 // as JSON and refused (TestHCLSpecNamedJSONIsReadAsNomadReadsIt).
 func isJSON(filename string, src []byte) bool {
@@ -541,9 +541,10 @@ func readAsHCL(filename string, json bool, diags hcl.Diagnostics) {
 	}
 }
 
-// startsAsHCL says whether c can start an HCL file's first item: an identifier or a comment.
+// startsAsHCL says whether c can start an HCL file's first item: an identifier, a quoted name
+// (HCL1's `"id" = "v"`), or a comment.
 func startsAsHCL(c byte) bool {
-	return c == '_' || c == '#' || c == '/' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
+	return c == '_' || c == '"' || c == '#' || c == '/' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
 }
 
 // finishDiagnostics is how every diagnostic of a file leaves the parser: ranges fixed
