@@ -649,8 +649,9 @@ func pluginReady(ctx context.Context, c *nomad.Client, plugins map[string]plugin
 		return fmt.Errorf("volume %q: %w", id, err)
 	}
 	if info.Provider != "" && p.Provider != "" && p.Provider != info.Provider {
+		// Nomad's word, the credentials sent replaced (TestNomadRegisterDriverMismatchDoesNotShowTheToken).
 		return fmt.Errorf("volume %q: plugin %q in Nomad at %s is driver %q, but here it is %q: the volume's storage belongs to %s",
-			id, info.PluginID, c.Address, p.Provider, info.Provider, info.Provider)
+			id, info.PluginID, c.Address, c.Hide(p.Provider), info.Provider, info.Provider)
 	}
 	if !p.Healthy() {
 		return fmt.Errorf("volume %q: plugin %q in Nomad at %s is not healthy (%s): wait for its allocations, or check them with `%s`",
@@ -964,7 +965,13 @@ func (a *erasingAnswer) warning(ctx context.Context, c *nomad.Client, want spec.
 		servers, err := c.Servers(ctx)
 		switch {
 		case err == nil:
+			// Nomad's words, the credentials sent replaced, as every other of its answers shown
+			// is: a server name echoing the token was printed on stderr
+			// (TestNomadRegisterErasingWarningDoesNotShowTheToken).
 			a.servers = nomad.ErasingServers(servers)
+			for i, s := range a.servers {
+				a.servers[i] = c.Hide(s)
+			}
 		case errors.Is(err, nomad.ErrPermissionDenied):
 			a.unchecked = fmt.Sprintf("%s: NOMAD_TOKEN's ACL policy does not grant the \"node\" policy \"read\" that asking needs; `nomad server members`, run with a token whose policy does, shows them",
 				notSaid(want, has, c))
