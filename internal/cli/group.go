@@ -349,13 +349,7 @@ func groupStatusRun(ctx context.Context, opts *GroupStatusOptions) (err error) {
 func groupCounts(g engine.GroupInfo) (ready, claims int) {
 	for _, a := range g.Allocs {
 		claims += len(a.Claims)
-		// An alloc with an error (held otherwise than the spec asks, a volume_mount not
-		// mounted, a cover) is not ready.
-		atRest := len(a.Claims) > 0 && len(a.Missing) == 0 && !g.Lacks(a) && a.Error == ""
-		for _, c := range a.Claims {
-			atRest = atRest && c.AtRest() && c.Covered == "" && !slices.ContainsFunc(c.Binds, func(b engine.Bind) bool { return b.Unbound })
-		}
-		if atRest {
+		if g.Ready(a) {
 			ready++
 		}
 	}

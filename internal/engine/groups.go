@@ -76,6 +76,20 @@ func (g GroupInfo) Lacks(a AllocInfo) bool {
 	return g.State == string(store.GroupStopped) || a.Index < 0 || a.Index >= g.Count
 }
 
+// Ready reports whether alloc a of g holds all its volumes at rest: claims, none missing, the
+// group still has it (Lacks), no error (held otherwise than the spec asks, a volume_mount not
+// mounted, a cover), each claim at rest, its target not covered, its binds mounted. `group
+// status` counts these, and the dashboard draws a group with one not ready wanting a look: it
+// drew one whose alloc lacked a volume (a run killed between its claims) as all well
+// (TestDashboardGroupRowOfAnAllocCutShortIsNotDrawnAsAllWell).
+func (g GroupInfo) Ready(a AllocInfo) bool {
+	ready := len(a.Claims) > 0 && len(a.Missing) == 0 && !g.Lacks(a) && a.Error == ""
+	for _, c := range a.Claims {
+		ready = ready && c.AtRest() && c.Covered == "" && !slices.ContainsFunc(c.Binds, func(b Bind) bool { return b.Unbound })
+	}
+	return ready
+}
+
 // RunGroup records a group and gives each of its allocs all its volumes or none: when one claim
 // of an alloc fails, the claims this run already got for that alloc are released again (not
 // those it held before the run). Running a group again

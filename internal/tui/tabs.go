@@ -168,10 +168,13 @@ func groupColumns() []column {
 
 func groupRows(gs []engine.GroupInfo) []row {
 	return rowsOf(gs, func(i int, g engine.GroupInfo) row {
-		claims, vols, errs := 0, []string{}, []string{}
+		claims, vols, errs, ready := 0, []string{}, []string{}, 0
 		seen := map[string]bool{}
 		for _, a := range g.Allocs {
 			claims += len(a.Claims)
+			if g.Ready(a) {
+				ready++
+			}
 			for _, c := range a.Claims {
 				if !seen[c.VolumeID] {
 					seen[c.VolumeID] = true
@@ -188,6 +191,11 @@ func groupRows(gs []engine.GroupInfo) []row {
 		switch {
 		case len(errs) > 0:
 			r.tone = toneBad
+		case g.State == "running" && ready < g.Count, claims > 0 && ready < len(g.Allocs):
+			// An alloc not ready, as `group status` counts it (engine.GroupInfo.Ready): one
+			// lacking a volume, a claim not at rest, claims left past the count or by a stop
+			// cut short.
+			r.tone = toneWarn
 		case g.State != "running":
 			r.tone = toneDim
 		}
