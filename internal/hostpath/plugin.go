@@ -307,8 +307,32 @@ func (p *Plugin) prepareRoot() error {
 		if err := p.checkRootDir(dir); err != nil {
 			return err
 		}
+		if err := p.makePrivate(dir); err != nil {
+			return err
+		}
 	}
 	return p.clearInterruptedCopies()
+}
+
+// makePrivate takes from dir, one of the root's own directories (this user's: checkRootDir),
+// what lets other users reach into it: one made before with other permissions (a root restored
+// with cp -r, or made by hand) at 0755 let every local user traverse volumes/ into the volumes'
+// directories, 0777 for their consumers, and read and write any volume's data, and read the
+// snapshots and the records. A volume's consumers reach it through bind mounts, which need no
+// way through these.
+func (p *Plugin) makePrivate(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("hostpath: %w", err)
+	}
+	if fi.Mode().Perm()&0o077 == 0 {
+		return nil
+	}
+	if err := os.Chmod(dir, fi.Mode().Perm()&0o700); err != nil {
+		return fmt.Errorf("hostpath: root %s: making %s private (it is mode %#o, which lets other users into the volumes' data): %w", p.cfg.Root, dir, fi.Mode().Perm(), err)
+	}
+	p.log.Warn("hostpath: a directory of the root was open to other users: made private", "dir", dir, "was", fmt.Sprintf("%#o", fi.Mode().Perm()))
+	return nil
 }
 
 // checkRootDir refuses the root, or one of its directories (dir), when another user controls
