@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
@@ -144,6 +146,7 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 	if v.State != store.VolumeReady {
 		return fail(notReady(v))
 	}
+	orig := v // as recorded before this expand: what a node-only expansion refused for good leaves
 	cur := currentSize(v)
 	switch {
 	case size <= 0:
@@ -574,6 +577,9 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 	if nodeRequired || owedBefore {
 		// ctrl: the ControllerExpandVolume this run sent answered at the size owed, or more.
 		if _, err := e.expandOnNode(ctx, c, v, ctrl); err != nil {
+			if refused := (*nodeExpandRefused)(nil); !ctrl && !owedBefore && errors.As(err, &refused) {
+				return fail(e.nodeOnlyRefused(ctx, v, orig, err))
+			}
 			if short == nil && over == nil {
 				err = &nodeStepFailed{err: err, controllerDone: ctrl}
 			}
@@ -879,19 +885,26 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, cont
 	// succeeded (TestNodeExpandFailingForOneClaimStillSendsItToTheOthers). A failure that is
 	// the plugin's or the run's, not the target's, stops the rest (nodeExpandStopsTheRest).
 	var failed []error
+	refusedAll := true // every target's NodeExpandVolume refused for good: none grown
 	for i, req := range reqs {
 		got, err := e.sendNodeExpand(ctx, c, v, req, whom[i])
 		if err != nil {
 			failed = append(failed, err)
+			refusedAll = refusedAll && finalRefusal(ctx, err)
 			if e.nodeExpandStopsTheRest(ctx, v, err) {
 				break
 			}
 			continue
 		}
+		refusedAll = false
 		answered = max(answered, got)
 	}
 	if len(failed) > 0 {
-		return true, errors.Join(append([]error{over}, failed...)...)
+		err := errors.Join(append([]error{over}, failed...)...)
+		if refusedAll && len(failed) == len(reqs) && over == nil && answered == 0 {
+			err = &nodeExpandRefused{err: err}
+		}
+		return true, err
 	}
 	if skipped > 0 {
 		// Not sent at every published claim's target: the debt stays until a publish (the
@@ -901,6 +914,48 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, cont
 		return false, over
 	}
 	return true, errors.Join(over, e.nodeExpanded(ctx, v, answered))
+}
+
+// nodeExpandRefused is expandOnNode's failure when every target's NodeExpandVolume was refused
+// for good by the plugin (a final code: OUT_OF_RANGE, INVALID_ARGUMENT, ...), none grown.
+type nodeExpandRefused struct{ err error }
+
+func (e *nodeExpandRefused) Error() string { return e.err.Error() }
+func (e *nodeExpandRefused) Unwrap() error { return e.err }
+
+// finalRefusal reports whether err, a NodeExpandVolume's failure, is the plugin's final word on
+// the size asked: OUT_OF_RANGE (a size it does not support) or INVALID_ARGUMENT, which it
+// answers without growing anything and a retry gets again. Anything else (INTERNAL, a timeout,
+// an unreadable answer, the run's end) may have grown it, and stays owed.
+func finalRefusal(ctx context.Context, err error) bool {
+	var ce *csi.Error
+	if ctx.Err() != nil || !errors.As(err, &ce) || csi.IsAnswerUnread(err) {
+		return false
+	}
+	code := csi.CodeOf(err)
+	return code == codes.OutOfRange || code == codes.InvalidArgument
+}
+
+// nodeOnlyRefused puts volume v's record back as it was before this expand (orig), the plugin
+// having refused for good the NodeExpandVolume that is the whole of a node-only expansion at
+// every target: it grew nothing. Recorded at the size refused, with the step owed, the volume
+// showed a capacity the plugin never reached, the advised expand again and reconcile met the
+// same refusal each time, and an expand to a size the plugin takes was refused as a shrink
+// (TestNodeOnlyExpansionRefusedForGoodIsNotRecordedAtTheSizeRefused).
+func (e *Engine) nodeOnlyRefused(ctx context.Context, v, orig store.Volume, refused error) error {
+	v.CapacityBytes, v.RequestedMax = orig.CapacityBytes, orig.RequestedMax
+	v.NodeExpandMin, v.NodeExpandMax, v.NodeExpandControllerDone, v.NodeExpandGuessed = orig.NodeExpandMin, orig.NodeExpandMax, orig.NodeExpandControllerDone, orig.NodeExpandGuessed
+	msg := fmt.Sprintf("expansion refused: plugin %q refused the NodeExpandVolume that is the whole of its expansion at every target, so nothing grew; volume %q stays recorded at %s",
+		v.PluginID, v.ID, spec.FormatSize(currentSize(orig)))
+	if err := e.store.Update(context.WithoutCancel(ctx), e.locks.holding(v.ID, func(tx *store.Tx) error {
+		if err := tx.Volumes().Update(&v); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCNodeExpandVolume, Message: msg + ": " + refused.Error()})
+	})); err != nil {
+		return errors.Join(refused, fmt.Errorf("volume %q: putting its record back at %s: %w (it stays recorded at the size refused, its node expansion owed)", v.ID, spec.FormatSize(currentSize(orig)), err))
+	}
+	return fmt.Errorf("%s: %w", msg, errors.Unwrap(refused))
 }
 
 // nodeExpandStopsTheRest says whether err, volume v's NodeExpandVolume failing for one target,
