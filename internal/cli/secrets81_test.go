@@ -1,15 +1,12 @@
 package cli
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi/csitest"
-	"github.com/volctl/volctl/internal/engine"
-	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -76,32 +73,9 @@ func TestExportNomadWithoutSecretsWritesNoSecretTheNodeSpellingBringsIn(t *testi
 // of the status does.
 // Found by helper review81 (secrets).
 func TestVolumeStatusOwedUnpublishLineNamesThePluginAsTheRestOfTheStatusDoes(t *testing.T) {
-	if err := hostpathtest.CanMount(); err != nil {
-		t.Fatalf("precondition: the plugin cannot mount here: %v", err)
-	}
 	const secret, plugin = "EDA", "share-EDA"
-	ctx := context.Background()
-	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
-	socket, stop := csitest.Serve(t, csitest.WithServer(mem))
-	h := &cliHarness{ctx: ctx, state: filepath.Join(t.TempDir(), "state"), mem: mem, stop: stop}
-	h.e = openEngine(t, h.state)
-	if _, err := h.e.RegisterPlugin(ctx, spec.Plugin{ID: plugin, Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.CreateVolume(ctx, spec.Volume{ID: "v", Name: "v", Type: "csi", PluginID: plugin,
-		Secrets:      spec.Secrets{"token": secret},
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.Claim(ctx, engine.ClaimRequest{VolumeID: "v", Alloc: "a1"}); err != nil {
-		t.Fatal(err)
-	}
-	stop()
-	mem.Reconfigure(func(c *csitest.MemConfig) { c.Controller.PublishUnpublishVolume = false })
-	csitest.ServeAt(t, socket, csitest.WithServer(mem))
-	if _, err := h.e.Release(ctx, "v", "a1"); err != nil {
-		t.Fatalf("release: %v", err)
-	}
+	h := releasedThroughAPluginWithoutUnpublish(t, plugin, spec.Secrets{"token": secret})
+	ctx := h.ctx
 	if info, err := h.e.Volume(ctx, "v"); err != nil || !info.UnpublishOwed() {
 		t.Fatalf("premise: the release keeps the attachment, its ControllerUnpublishVolume owed (%v)", err)
 	}

@@ -111,32 +111,9 @@ func TestVolumeStatusJSONOfAnAttachmentKeptForNomadSaysTheTakeBackSendsIt(t *tes
 // TestVolumeStatusJSONUnpublishWaitsIsScrubbedOnce: unpublish_waits names the plugin, whose ID
 // here holds a secret of the volume: --json masks it once, as the rest of the object does.
 func TestVolumeStatusJSONUnpublishWaitsIsScrubbedOnce(t *testing.T) {
-	if err := hostpathtest.CanMount(); err != nil {
-		t.Fatalf("precondition: the plugin cannot mount here: %v", err)
-	}
-	const secret, plugin = "EDA", "share-EDA"
-	ctx := context.Background()
-	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
-	socket, stop := csitest.Serve(t, csitest.WithServer(mem))
-	h := &cliHarness{ctx: ctx, state: filepath.Join(t.TempDir(), "state"), mem: mem, stop: stop}
-	h.e = openEngine(t, h.state)
-	if _, err := h.e.RegisterPlugin(ctx, spec.Plugin{ID: plugin, Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.CreateVolume(ctx, spec.Volume{ID: "v", Name: "v", Type: "csi", PluginID: plugin,
-		Secrets:      spec.Secrets{"token": secret},
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.Claim(ctx, engine.ClaimRequest{VolumeID: "v", Alloc: "a1"}); err != nil {
-		t.Fatal(err)
-	}
-	stop()
-	mem.Reconfigure(func(c *csitest.MemConfig) { c.Controller.PublishUnpublishVolume = false })
-	csitest.ServeAt(t, socket, csitest.WithServer(mem))
-	if _, err := h.e.Release(ctx, "v", "a1"); err != nil {
-		t.Fatalf("release: %v", err)
-	}
+	const plugin = "share-EDA"
+	h := releasedThroughAPluginWithoutUnpublish(t, plugin, spec.Secrets{"token": "EDA"})
+	ctx := h.ctx
 	code, out, errOut := runOnOut(ctx, h.e, "volume", "status", "v", "--json")
 	if code != ExitOK {
 		t.Fatalf("volume status v --json: exit %d: %s", code, errOut)
@@ -150,4 +127,36 @@ func TestVolumeStatusJSONUnpublishWaitsIsScrubbedOnce(t *testing.T) {
 	if strings.Contains(out, plugin) || !strings.Contains(got.Waits, `plugin "share-`+spec.Redacted+`"`) {
 		t.Errorf("unpublish_waits = %q, want plugin %q named share-%s, masked once", got.Waits, plugin, spec.Redacted)
 	}
+}
+
+// releasedThroughAPluginWithoutUnpublish is a harness whose volume v, of plugin (with
+// secrets), was claimed by alloc a1 and released through the plugin restarted without
+// PUBLISH_UNPUBLISH_VOLUME: its attachment kept, the ControllerUnpublishVolume owed.
+func releasedThroughAPluginWithoutUnpublish(t *testing.T, plugin string, secrets spec.Secrets) *cliHarness {
+	t.Helper()
+	if err := hostpathtest.CanMount(); err != nil {
+		t.Fatalf("precondition: the plugin cannot mount here: %v", err)
+	}
+	ctx := context.Background()
+	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
+	socket, stop := csitest.Serve(t, csitest.WithServer(mem))
+	h := &cliHarness{ctx: ctx, state: filepath.Join(t.TempDir(), "state"), mem: mem, stop: stop}
+	h.e = openEngine(t, h.state)
+	if _, err := h.e.RegisterPlugin(ctx, spec.Plugin{ID: plugin, Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.CreateVolume(ctx, spec.Volume{ID: "v", Name: "v", Type: "csi", PluginID: plugin, Secrets: secrets,
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Claim(ctx, engine.ClaimRequest{VolumeID: "v", Alloc: "a1"}); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	mem.Reconfigure(func(c *csitest.MemConfig) { c.Controller.PublishUnpublishVolume = false })
+	csitest.ServeAt(t, socket, csitest.WithServer(mem))
+	if _, err := h.e.Release(ctx, "v", "a1"); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	return h
 }
