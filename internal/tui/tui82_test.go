@@ -103,23 +103,7 @@ func TestDashboardReadFailureAdviceCarriesTheStateDir(t *testing.T) {
 // again) or forgets it, naming the command (carrying --state-dir), not that nothing can.
 // Found by helper review82 (tui).
 func TestDashboardDeleteRefusalOfAVolumeWhosePluginIsNotRegisteredSaysTheWayOut(t *testing.T) {
-	fake := fixture()
-	fake.data.Volumes = append(fake.data.Volumes, engine.VolumeSummary{ID: "orphan", Namespace: "default", Name: "orphan",
-		PluginID: "gone", State: "ready", CapacityBytes: 1 << 30, CreatedAt: ago(time.Hour)})
-	h := newHarness(t, fake, Options{Advice: stateDirAdvise})
-	h.send(tea.WindowSizeMsg{Width: 200, Height: 40})
-	h.keys("/", "orphan", "enter")
-	if got := h.selected(); got != "orphan" {
-		t.Fatalf("premise: volume orphan selected, got %q", got)
-	}
-	h.keys("D")
-	if h.m.dialog != nil {
-		t.Fatalf("premise: D on a volume whose plugin is not registered is refused, not asked")
-	}
-	said := h.m.status.text
-	if h.m.failure != nil {
-		said = h.m.failure.err
-	}
+	said := deleteRefusedOn(t, "orphan", "gone")
 	if strings.Contains(said, "nothing can delete") || !strings.Contains(said, "`volctl --state-dir /s volume deregister orphan`") || !strings.Contains(said, "`volctl --state-dir /s plugin register`") {
 		t.Errorf("D on volume orphan, whose plugin is not registered, says %q; want the way out named (register the plugin again, `volctl --state-dir /s plugin register ...`, "+
 			"then delete; or `volctl --state-dir /s volume deregister orphan`), not that nothing can delete its storage", said)
@@ -136,27 +120,34 @@ func TestDashboardDeleteRefusalOfAVolumeWhosePluginIsNotRegisteredSaysTheWayOut(
 // the refusal names `volctl volume deregister archive`, carrying --state-dir.
 // Found by helper review82 (tui).
 func TestDashboardDeleteRefusalOfALostCapabilityNamesTheCommand(t *testing.T) {
-	fake := fixture()
-	fake.data.Volumes = append(fake.data.Volumes, engine.VolumeSummary{ID: "archive", Namespace: "default", Name: "archive",
-		PluginID: "nfs", State: "ready", CapacityBytes: 1 << 30, CreatedAt: ago(time.Hour)})
-	h := newHarness(t, fake, Options{Advice: stateDirAdvise})
-	h.send(tea.WindowSizeMsg{Width: 200, Height: 40})
-	h.keys("/", "archive", "enter")
-	if got := h.selected(); got != "archive" {
-		t.Fatalf("premise: volume archive selected, got %q", got)
-	}
-	h.keys("D")
-	if h.m.dialog != nil {
-		t.Fatalf("premise: D on a volume whose plugin cannot delete volumes is refused, not asked")
-	}
-	said := h.m.status.text
-	if h.m.failure != nil {
-		said = h.m.failure.err
-	}
+	said := deleteRefusedOn(t, "archive", "nfs")
 	if !strings.Contains(said, "cannot delete volumes") {
 		t.Fatalf("premise: the refusal says the plugin cannot delete volumes: %q", said)
 	}
 	if !strings.Contains(said, "`volctl --state-dir /s volume deregister archive`") {
 		t.Errorf("D on volume archive, whose plugin has no CREATE_DELETE_VOLUME, says %q; want the way to forget it named, `volctl --state-dir /s volume deregister archive`", said)
 	}
+}
+
+// deleteRefusedOn is what D says on volume id of plugin (the fixture's plugins), in a dashboard
+// given --state-dir /s, which refuses it itself (Model.cannotDelete) rather than asking.
+func deleteRefusedOn(t *testing.T, id, plugin string) string {
+	t.Helper()
+	fake := fixture()
+	fake.data.Volumes = append(fake.data.Volumes, engine.VolumeSummary{ID: id, Namespace: "default", Name: id,
+		PluginID: plugin, State: "ready", CapacityBytes: 1 << 30, CreatedAt: ago(time.Hour)})
+	h := newHarness(t, fake, Options{Advice: stateDirAdvise})
+	h.send(tea.WindowSizeMsg{Width: 200, Height: 40})
+	h.keys("/", id, "enter")
+	if got := h.selected(); got != id {
+		t.Fatalf("premise: volume %s selected, got %q", id, got)
+	}
+	h.keys("D")
+	if h.m.dialog != nil {
+		t.Fatalf("premise: D on volume %s (plugin %s) is refused, not asked", id, plugin)
+	}
+	if h.m.failure != nil {
+		return h.m.failure.err
+	}
+	return h.m.status.text
 }
