@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/volctl/volctl/internal/shellquote"
 )
 
 // A volctl command leaves its commits in the WAL (CloseAtExit), and so does a running agent
@@ -77,9 +79,9 @@ func checkWALGone(path string, sizes map[string]int64, blank bool) error {
 			// holds open is copied back first.
 			return fmt.Errorf("open state: the write-ahead log %s was removed or emptied while process %d has the state database open: "+
 				"the %d frames of commits %s says it held, not yet in %s, are in the removed log that process holds open, and it reads the state through a read-only path, "+
-				"so its exit writes nothing into %s: stopping it first loses them; while it runs, copy the log back (`cp %s %s`), leave %s as it is, "+
+				"so its exit writes nothing into %s: stopping it first loses them; while it runs, copy the log back (`%s`), leave %s as it is, "+
 				"then stop that process and run the command again",
-				wal, lk.Pid, frames-backfilled, shmPath, FileName, FileName, walFD, wal, shmPath)
+				wal, lk.Pid, frames-backfilled, shmPath, FileName, FileName, shellquote.Command("cp", walFD, wal), shmPath)
 		}
 		return fmt.Errorf("open state: the write-ahead log %s was removed or emptied while process %d has the state database open: "+
 			"the %d frames of commits %s says it held, not yet in %s, are in that process alone; leave %s and %s as they are, "+
