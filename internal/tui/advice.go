@@ -52,15 +52,16 @@ func (a advisedEngine) RedactValue(ctx context.Context, v any, extra ...string) 
 // reads it from Volume, scrubbed and rewritten by RedactValue.
 func (a advisedEngine) VolumeShown(ctx context.Context, id string) (engine.VolumeInfo, error) {
 	if s, ok := a.Engine.(volumeShower); ok {
+		// Its error is rewritten where the detail shows it (redactedError, through RedactValue).
 		v, err := s.VolumeShown(ctx, id)
 		engine.MapStrings(&v, a.advise)
-		return v, a.advisedError(err)
+		return v, err
 	}
 	v, err := a.Engine.Volume(ctx, id)
 	if err == nil {
 		err = a.RedactValue(ctx, &v)
 	}
-	return v, a.advisedError(err)
+	return v, err
 }
 
 // advised is text with the volctl commands it advises rewritten (Styles.advise), for what the
