@@ -943,7 +943,11 @@ func finalRefusal(ctx context.Context, err error) bool {
 // same refusal each time, and an expand to a size the plugin takes was refused as a shrink
 // (TestNodeOnlyExpansionRefusedForGoodIsNotRecordedAtTheSizeRefused).
 func (e *Engine) nodeOnlyRefused(ctx context.Context, v, orig store.Volume, refused error) error {
-	v.CapacityBytes, v.RequestedMax = orig.CapacityBytes, orig.RequestedMax
+	// Every field this expand wrote, the request's capacity_min among them: left at the size
+	// refused, a registered volume (no size recorded) still read as that size, and a smaller
+	// expand was refused as a shrink
+	// (TestNodeOnlyExpansionRefusedForGoodOfARegisteredVolumeIsNotRecordedAtTheSizeRefused).
+	v.CapacityBytes, v.RequestedMin, v.RequestedMax = orig.CapacityBytes, orig.RequestedMin, orig.RequestedMax
 	v.NodeExpandMin, v.NodeExpandMax, v.NodeExpandControllerDone, v.NodeExpandGuessed = orig.NodeExpandMin, orig.NodeExpandMax, orig.NodeExpandControllerDone, orig.NodeExpandGuessed
 	msg := fmt.Sprintf("expansion refused: plugin %q refused the NodeExpandVolume that is the whole of its expansion at every target, so nothing grew; volume %q stays recorded at %s",
 		v.PluginID, v.ID, spec.FormatSize(currentSize(orig)))
