@@ -109,15 +109,19 @@ func readOnlyHolder(pid int, shmPath string) (walFD string, ok bool) {
 		return "", false
 	}
 	holds := false
+	var wals []string // its removed logs' fds and the paths they were at
+	shmAt := ""       // where it has this -shm open, in its own view (a read-only bind's path)
 	for _, e := range ents {
 		p := filepath.Join(fdDir, e.Name())
-		if target, err := os.Readlink(p); err == nil && strings.HasSuffix(target, "/"+FileName+"-wal (deleted)") {
-			walFD = p
+		target, _ := os.Readlink(p)
+		if strings.HasSuffix(target, "/"+FileName+"-wal (deleted)") {
+			wals = append(wals, p, strings.TrimSuffix(target, " (deleted)"))
 		}
 		fi, err := os.Stat(p)
 		if err != nil || !os.SameFile(fi, shm) {
 			continue
 		}
+		shmAt = target
 		info, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, e.Name()))
 		if err != nil {
 			return "", false
@@ -133,6 +137,13 @@ func readOnlyHolder(pid int, shmPath string) (walFD string, ok bool) {
 			return "", false // it may write: its exit checkpoints
 		}
 		holds = true
+	}
+	// The log of this state, beside its -shm: a process with another state open holds that
+	// one's removed log too.
+	for i := 0; i+1 < len(wals); i += 2 {
+		if shmAt != "" && wals[i+1] == strings.TrimSuffix(shmAt, "-shm")+"-wal" {
+			walFD = wals[i]
+		}
 	}
 	return walFD, holds && walFD != ""
 }
