@@ -193,6 +193,12 @@ func DidNothing(err error) bool {
 // IsAlreadyExists reports whether err is the plugin's ALREADY_EXISTS.
 func IsAlreadyExists(err error) bool { return err != nil && CodeOf(err) == codes.AlreadyExists }
 
+// IsSizeRefused reports whether err is a plugin's refusal of the size or request asked
+// (OUT_OF_RANGE, INVALID_ARGUMENT): answered without doing anything, and a retry gets it again.
+func IsSizeRefused(err error) bool {
+	return err != nil && (CodeOf(err) == codes.OutOfRange || CodeOf(err) == codes.InvalidArgument)
+}
+
 // IsFailedPrecondition reports whether err is the plugin's FAILED_PRECONDITION: the object is
 // not in a state to do this.
 func IsFailedPrecondition(err error) bool {

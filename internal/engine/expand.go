@@ -7,8 +7,6 @@ import (
 	"maps"
 	"slices"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
@@ -929,11 +927,7 @@ func (e *nodeExpandRefused) Unwrap() error { return e.err }
 // an unreadable answer, the run's end) may have grown it, and stays owed.
 func finalRefusal(ctx context.Context, err error) bool {
 	var ce *csi.Error
-	if ctx.Err() != nil || !errors.As(err, &ce) || csi.IsAnswerUnread(err) {
-		return false
-	}
-	code := csi.CodeOf(err)
-	return code == codes.OutOfRange || code == codes.InvalidArgument
+	return ctx.Err() == nil && errors.As(err, &ce) && !csi.IsAnswerUnread(err) && csi.IsSizeRefused(err)
 }
 
 // nodeOnlyRefused puts volume v's record back as it was before this expand (orig), the plugin
