@@ -461,6 +461,9 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		}
 		jo.Region = region
 		data, n, err := nomad.GroupJob(g, jo)
+		if errors.Is(err, nomad.ErrFlagNotNFC) {
+			return withCode(ExitUsage, fmt.Errorf("export nomad: group %q: %w", g.Name, err))
+		}
 		if err != nil {
 			return fmt.Errorf("export nomad: group %q: %w", g.Name, err)
 		}
@@ -873,6 +876,9 @@ func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.Volum
 			}
 		}
 		data, err := nomad.PluginJob(o)
+		if errors.Is(err, nomad.ErrFlagNotNFC) {
+			return nil, notes, withCode(ExitUsage, err)
+		}
 		if err != nil {
 			return nil, notes, fmt.Errorf("%w (or pass --no-plugin-job)", err)
 		}

@@ -575,8 +575,8 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 	if nodeRequired || owedBefore {
 		// ctrl: the ControllerExpandVolume this run sent answered at the size owed, or more.
 		if _, err := e.expandOnNode(ctx, c, v, ctrl); err != nil {
-			if refused := (*nodeExpandRefused)(nil); !ctrl && !owedBefore && errors.As(err, &refused) {
-				return fail(e.nodeOnlyRefused(ctx, v, orig, err))
+			if refused := (*nodeExpandRefused)(nil); !ctrl && errors.As(err, &refused) {
+				return fail(e.nodeOnlyRefused(ctx, v, orig, refused))
 			}
 			if short == nil && over == nil {
 				err = &nodeStepFailed{err: err, controllerDone: ctrl}
@@ -882,25 +882,27 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, cont
 	// and reconcile after, for as long as that one failed; the debt is cleared only when all
 	// succeeded (TestNodeExpandFailingForOneClaimStillSendsItToTheOthers). A failure that is
 	// the plugin's or the run's, not the target's, stops the rest (nodeExpandStopsTheRest).
-	var failed []error
-	refusedAll := true // every target's NodeExpandVolume refused for good: none grown
+	var failed, refusals []error
 	for i, req := range reqs {
 		got, err := e.sendNodeExpand(ctx, c, v, req, whom[i])
 		if err != nil {
 			failed = append(failed, err)
-			refusedAll = refusedAll && finalRefusal(ctx, err)
+			if nf := (*nodeExpandFailed)(nil); errors.As(err, &nf) && !nf.earlier && finalRefusal(ctx, nf.cause) {
+				refusals = append(refusals, fmt.Errorf("for %s: %w", nf.whom, nf.cause))
+			}
 			if e.nodeExpandStopsTheRest(ctx, v, err) {
 				break
 			}
 			continue
 		}
-		refusedAll = false
 		answered = max(answered, got)
 	}
 	if len(failed) > 0 {
 		err := errors.Join(append([]error{over}, failed...)...)
-		if refusedAll && len(failed) == len(reqs) && over == nil && answered == 0 {
-			err = &nodeExpandRefused{err: err}
+		if len(refusals) == len(reqs) && over == nil && answered == 0 {
+			// Every target refused for good, no attempt before the refusal reaching the
+			// plugin: nothing grew (nodeOnlyRefused).
+			err = &nodeExpandRefused{err: err, refusals: errors.Join(refusals...)}
 		}
 		return true, err
 	}
@@ -916,7 +918,10 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume, cont
 
 // nodeExpandRefused is expandOnNode's failure when every target's NodeExpandVolume was refused
 // for good by the plugin (a final code: OUT_OF_RANGE, INVALID_ARGUMENT, ...), none grown.
-type nodeExpandRefused struct{ err error }
+type nodeExpandRefused struct {
+	err      error // every target's failure, with what pays it were it owed
+	refusals error // the plugin's refusals alone, each naming its target
+}
 
 func (e *nodeExpandRefused) Error() string { return e.err.Error() }
 func (e *nodeExpandRefused) Unwrap() error { return e.err }
@@ -936,24 +941,45 @@ func finalRefusal(ctx context.Context, err error) bool {
 // showed a capacity the plugin never reached, the advised expand again and reconcile met the
 // same refusal each time, and an expand to a size the plugin takes was refused as a shrink
 // (TestNodeOnlyExpansionRefusedForGoodIsNotRecordedAtTheSizeRefused).
-func (e *Engine) nodeOnlyRefused(ctx context.Context, v, orig store.Volume, refused error) error {
+func (e *Engine) nodeOnlyRefused(ctx context.Context, v, orig store.Volume, refused *nodeExpandRefused) error {
 	// Every field this expand wrote, the request's capacity_min among them: left at the size
 	// refused, a registered volume (no size recorded) still read as that size, and a smaller
 	// expand was refused as a shrink
 	// (TestNodeOnlyExpansionRefusedForGoodOfARegisteredVolumeIsNotRecordedAtTheSizeRefused).
 	v.CapacityBytes, v.RequestedMin, v.RequestedMax = orig.CapacityBytes, orig.RequestedMin, orig.RequestedMax
 	v.NodeExpandMin, v.NodeExpandMax, v.NodeExpandControllerDone, v.NodeExpandGuessed = orig.NodeExpandMin, orig.NodeExpandMax, orig.NodeExpandControllerDone, orig.NodeExpandGuessed
-	msg := fmt.Sprintf("expansion refused: plugin %q refused the NodeExpandVolume that is the whole of its expansion at every target, so nothing grew; volume %q stays recorded at %s",
+	// What was owed before stays so: an earlier node step (its debt, orig's), and a
+	// ControllerExpandVolume whose answer was lost, the record's only sign the storage may have
+	// grown, which the commit before this node step cleared
+	// (TestNodeOnlyRefusalOfAPendingExpansionKeepsThePendingMark,
+	// TestNodeOnlyExpansionRefusedForGoodAfterATimedOutOneIsNotRecordedAtTheSizeRefused).
+	msg := fmt.Sprintf("expansion refused: plugin %q refused the NodeExpandVolume that is the whole of its expansion at every target, so this expand grew nothing; volume %q stays recorded at %s",
 		v.PluginID, v.ID, spec.FormatSize(currentSize(orig)))
+	switch {
+	case orig.NodeExpandMin > 0:
+		msg += fmt.Sprintf(", its node expansion to %s still owed, as before", spec.FormatSize(orig.NodeExpandMin))
+	case orig.ExpandMin > 0:
+		msg += fmt.Sprintf(", with the ControllerExpandVolume to %s an earlier expand sent still pending, as before", spec.FormatSize(orig.ExpandMin))
+	default:
+		msg += ", nothing owed: expand it to a size the plugin supports"
+	}
 	if err := e.store.Update(context.WithoutCancel(ctx), e.locks.holding(v.ID, func(tx *store.Tx) error {
 		if err := tx.Volumes().Update(&v); err != nil {
 			return err
 		}
-		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCNodeExpandVolume, Message: msg + ": " + refused.Error()})
+		if orig.ExpandMin > 0 {
+			if err := tx.Volumes().SetExpansionIntentOver(v.ID, orig.ExpandMin, orig.ExpandMax, orig.ExpandBeneathMin, orig.ExpandBeneathMax); err != nil {
+				return err
+			}
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCNodeExpandVolume, Message: msg + ": " + refused.refusals.Error()})
 	})); err != nil {
 		return errors.Join(refused, fmt.Errorf("volume %q: putting its record back at %s: %w (it stays recorded at the size refused, its node expansion owed)", v.ID, spec.FormatSize(currentSize(orig)), err))
 	}
-	return fmt.Errorf("%s: %w", msg, errors.Unwrap(refused))
+	// The plugin's refusals alone: each target's failure said "it stays owed: run ... again",
+	// of a debt no longer recorded, the same expand refused again
+	// (TestNodeOnlyExpansionRefusedForGoodDoesNotSayItStaysOwed).
+	return fmt.Errorf("%s: %w", msg, refused.refusals)
 }
 
 // nodeExpandStopsTheRest says whether err, volume v's NodeExpandVolume failing for one target,
@@ -1451,11 +1477,8 @@ func (e *Engine) sendNodeExpand(ctx context.Context, c *conn, v store.Volume, re
 	if err := e.locks.stillHeld(v.ID); err != nil {
 		return 0, err
 	}
-	var answered int64
-	err := e.retry(ctx, c, csi.RPCNodeExpandVolume, func(ctx context.Context) error {
-		var err error
-		answered, err = c.client.NodeExpandVolume(ctx, req)
-		return err
+	answered, earlier, err := sendAnswered(ctx, e, c, csi.RPCNodeExpandVolume, func(ctx context.Context) (int64, error) {
+		return c.client.NodeExpandVolume(ctx, req)
 	})
 	if lost := e.locks.stillHeld(v.ID); lost != nil {
 		return 0, lost
@@ -1478,9 +1501,23 @@ func (e *Engine) sendNodeExpand(ctx context.Context, c *conn, v store.Volume, re
 			"(it stays owed: restart the plugin with a node service that expands, or ask its vendor, then run `%s` or `volctl reconcile`)",
 			v.ID, spec.FormatSize(v.NodeExpandMin), whom, req.VolumePath, v.PluginID, err, owedExpandCommand(v))
 	}
-	return 0, fmt.Errorf("the node expansion of volume %q to %s for %s (at %s) failed: %w (it stays owed: run `%s` again or `volctl reconcile`)",
-		v.ID, spec.FormatSize(v.NodeExpandMin), whom, req.VolumePath, err, owedExpandCommand(v))
+	return 0, &nodeExpandFailed{cause: err, earlier: earlier, whom: whom,
+		msg: fmt.Sprintf("the node expansion of volume %q to %s for %s (at %s) failed: %v (it stays owed: run `%s` again or `volctl reconcile`)",
+			v.ID, spec.FormatSize(v.NodeExpandMin), whom, req.VolumePath, err, owedExpandCommand(v))}
 }
+
+// nodeExpandFailed is sendNodeExpand's failure of one target: the RPC's error (cause), whether
+// an attempt before the last reached the plugin (earlier: it may have grown it, whatever the
+// last answer says), whom it was for, and msg, the failure with what pays it.
+type nodeExpandFailed struct {
+	cause   error
+	earlier bool
+	whom    string
+	msg     string
+}
+
+func (e *nodeExpandFailed) Error() string { return e.msg }
+func (e *nodeExpandFailed) Unwrap() error { return e.cause }
 
 // nodeExpanded clears a volume's owed node expansion. answered is the largest capacity the
 // node answered (0 when it did not say): above the recorded size (a plugin that expands only

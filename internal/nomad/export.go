@@ -534,21 +534,26 @@ type flagValue struct{ flag, value string }
 // A group's own names (its volume blocks' labels) are written composed, the same throughout
 // the file: only its flags name things outside it.
 func writtenAsGiven(what string, root *hclBody, flags []flagValue) error {
-	p := ""
 	for _, f := range flags {
 		if cty.NormalizeString(f.value) != f.value {
-			p = f.flag + " " + strconv.Quote(f.value)
-			break
+			// The user's flag: a usage error, refused before anything is written.
+			return fmt.Errorf("%s: %s %s is %w, which an exported file writes every string in: Nomad would read another string (a path: another path, which may not exist); give it in that form",
+				what, f.flag, strconv.Quote(f.value), ErrFlagNotNFC)
 		}
 	}
-	if p == "" && root != nil {
-		p = root.changed()
-	}
-	if p == "" {
+	if root == nil {
 		return nil
 	}
-	return fmt.Errorf("%s: %s is not in Unicode normal form C, which an exported file writes every string in: Nomad would read another string (a path: another path, which may not exist); give it in that form", what, p)
+	if p := root.changed(); p != "" {
+		return fmt.Errorf("%s: %s is not in Unicode normal form C, which an exported file writes every string in: Nomad would read another string (a path: another path, which may not exist); give it in that form", what, p)
+	}
+	return nil
 }
+
+// ErrFlagNotNFC is matched by the refusal of a flag's value that a job file would write other
+// than given (writtenAsGiven): the command's usage, exit 2, as a relative --plugin-root is
+// (TestExportNomadFlagNotInNFCIsAUsageError).
+var ErrFlagNotNFC = errors.New("not in Unicode normal form C")
 
 // appendJob appends a job block of type typ, its ID JobID(name) and, where that is not name
 // itself, its name name, with its placement (datacenters, every one when dcs is empty;

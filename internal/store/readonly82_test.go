@@ -113,7 +113,6 @@ func TestReadOnlyViewStraddledByAnotherVolctlIsNotCalledDamaged(t *testing.T) {
 // read-only path (its -shm open read-only) from one that can write, and says that stopping it
 // keeps nothing and how to save the commits first; or, if it says stopping it keeps them, that
 // holds. Found by helper review82 (readonly).
-// Found by helper review82 (readonly).
 func TestWALRemovedUnderAReaderOnAReadOnlyBindIsNotSaidToBeKeptByItsExit(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "state")
