@@ -18,7 +18,6 @@ import (
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
-	"github.com/volctl/volctl/internal/store"
 )
 
 // EventsOptions are the inputs of `volctl events`.
@@ -45,7 +44,7 @@ var afterFirstEventsRead func()
 const eventsPoll = 500 * time.Millisecond
 
 // maxChangedWhileRead is how many polls in a row a follow reads again after a refusal as
-// changed while read (store.ErrChangedWhileRead) before it gives up, saying so: a writer
+// changed while read (engine.ErrChangedWhileRead) before it gives up, saying so: a writer
 // changing the file under every read for so long is no moment's.
 const maxChangedWhileRead = 50
 
@@ -229,7 +228,7 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 	}
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
-	changed := 0 // polls in a row refused as changed while read (store.ErrChangedWhileRead)
+	changed := 0 // polls in a row refused as changed while read (engine.ErrChangedWhileRead)
 	for {
 		select {
 		case <-ctx.Done():
@@ -245,7 +244,7 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 		f := opts.Filter
 		f.AfterID = last
 		read, err := e.EventsFollowed(ctx, f)
-		if errors.Is(err, store.ErrChangedWhileRead) && changed < maxChangedWhileRead {
+		if errors.Is(err, engine.ErrChangedWhileRead) && changed < maxChangedWhileRead {
 			// A read-only state another volctl wrote during the read: nothing of it is used,
 			// and the next poll reads the file as it is. It ended the follow
 			// (TestEventsFollowOnAReadOnlyBindOutlivesAnotherVolctlsWrite).

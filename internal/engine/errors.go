@@ -17,6 +17,10 @@ var (
 	// ErrInvalid: a request that can never succeed as asked (a mode the volume lacks, a missing
 	// plugin capability). Exit code 2.
 	ErrInvalid = errors.New("invalid request")
+	// ErrChangedWhileRead: a read of a state read through a read-only path that another
+	// volctl changed meanwhile (store.ErrChangedWhileRead): nothing of it used, harmless; a
+	// reader that goes on (events --follow) reads again.
+	ErrChangedWhileRead = store.ErrChangedWhileRead
 )
 
 // kindError is an error message of one of the sentinel kinds, matched with errors.Is without
