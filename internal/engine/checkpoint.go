@@ -55,6 +55,10 @@ type checkpoint struct {
 	// publishedAgain: a restore's NodePublishVolume, answered OK with nothing mounted at the
 	// target and taken back, was sent once more in this pass (nodePublish).
 	publishedAgain bool
+	// stagedAgain: a restore's NodeStageVolume, answered OK with nothing mounted at the staging
+	// (a plugin answering from its record of the staging before the reboot), was taken back
+	// and sent once more in this pass (nodeStage).
+	stagedAgain bool
 }
 
 // loaded is what an operation read in its first transaction, under the volume lock, handed to

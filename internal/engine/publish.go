@@ -564,6 +564,21 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 			// mount left (unstageUnrecorded), as after a kill here.
 			return fmt.Errorf("volume %q: reading what its staging %s shows once %s answered: %w", v.ID, path, csi.RPCNodeStageVolume, err)
 		}
+		if shows == (stagingMark{}) && cl.Degraded && p.st.MountRoot != "" && !p.stagedAgain {
+			// A restore's NodeStageVolume answered OK with nothing mounted, of a staging that
+			// had a mount before the reboot: a plugin answering from its own record of it (as
+			// the CSI host-path driver does), which is taken back (its targets, then the
+			// staging) and asked once more in this pass. Recorded staged, the publish bound
+			// the bare staging directory, refused every pass, the alloc never given its volume
+			// back (TestRestoreAfterARebootThroughAPluginThatRemembersItsStageMountsTheVolume).
+			p.stagedAgain = true
+			e.log.Info("restore: the plugin answered NodeStageVolume OK with nothing mounted at the staging, and is asked once more after NodeUnstageVolume",
+				"volume", v.ID, "alloc", cl.Alloc, "plugin", c.plugin.ID, "staging", path)
+			if err := e.unstageToStageOnce(ctx, c, v, p, path, nil); err != nil {
+				return err
+			}
+			return e.nodeStage(ctx, c, v, p)
+		}
 		p.staging(func(st *store.Staging) {
 			st.Staged = true
 			st.MountDev, st.MountRoot, st.MountIno, st.MountBirth = shows.dev, shows.root, shows.ino, shows.birth
@@ -865,6 +880,14 @@ func (e *Engine) unstageUnrecorded(ctx context.Context, c *conn, v store.Volume,
 	if len(left) == 0 {
 		return nil
 	}
+	return e.unstageToStageOnce(ctx, c, v, p, path, left)
+}
+
+// unstageToStageOnce sends NodeUnstageVolume of volume v's staging at path, which the state
+// records unstaged, after NodeUnpublishVolume of its claims' targets that hold nothing, so
+// that the plugin stages it once: left, the mounts found there (unstageUnrecorded); none, a
+// restore's NodeStageVolume answered OK with nothing mounted (nodeStage's once more).
+func (e *Engine) unstageToStageOnce(ctx context.Context, c *conn, v store.Volume, p *checkpoint, path string, left []string) error {
 	u, err := p.usage(ctx)
 	if err != nil {
 		return err
@@ -890,6 +913,9 @@ func (e *Engine) unstageUnrecorded(ctx context.Context, c *conn, v store.Volume,
 		// Worded for what made the mount: a new claim's own earlier NodeStageVolume is no
 		// restore's (TestNewClaimAfterARebootWhoseOtherTargetsUnpublishFailsDoesNotBlameARestore).
 		whose, again := "a restore's "+csi.RPCNodeStageVolume+", answered with an error once the plugin mounted", "run `volctl reconcile`"
+		if len(left) == 0 {
+			whose = "a restore's " + csi.RPCNodeStageVolume + " answered OK with nothing mounted: the plugin's own record of the staging before the reboot"
+		}
 		if !p.cl.Degraded {
 			whose, again = "an earlier "+csi.RPCNodeStageVolume+" whose answer was not recorded (a kill, a lost answer), beside claims whose mounts a reboot took", "claim again"
 		}
@@ -927,8 +953,10 @@ func (e *Engine) unstageUnrecorded(ctx context.Context, c *conn, v store.Volume,
 			}
 		}
 	}
-	e.log.Warn(fmt.Sprintf("volume %q's staging at %s is mounted but not recorded staged (an earlier volctl sent %s and did not record the answer): "+
-		"sending %s first, so that the plugin stages it once", v.ID, path, csi.RPCNodeStageVolume, csi.RPCNodeUnstageVolume), "mounts", left)
+	if len(left) > 0 {
+		e.log.Warn(fmt.Sprintf("volume %q's staging at %s is mounted but not recorded staged (an earlier volctl sent %s and did not record the answer): "+
+			"sending %s first, so that the plugin stages it once", v.ID, path, csi.RPCNodeStageVolume, csi.RPCNodeUnstageVolume), "mounts", left)
+	}
 	err = e.retry(ctx, c, csi.RPCNodeUnstageVolume, func(ctx context.Context) error {
 		return c.client.NodeUnstageVolume(ctx, csi.NodeUnstageVolumeRequest{VolumeID: v.ExternalID, StagingPath: path})
 	})
