@@ -549,6 +549,13 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 	// context canceled" (TestExpandInterruptedAfterTheAnswerIsRecorded), as the owed step's
 	// and the node step's records are (WithoutCancel).
 	if err := e.store.Update(context.WithoutCancel(ctx), e.locks.holding(v.ID, func(tx *store.Tx) error {
+		// The record as it was, for a node-only expansion refused for good to put back
+		// (nodeOnlyRefused): a registration's spec (its secrets) is written here with the size.
+		if !ctrl {
+			if was, err := tx.Volumes().Get(v.ID); err == nil {
+				orig = was
+			}
+		}
 		if err := tx.Volumes().Update(&v); err != nil {
 			return err
 		}
@@ -946,8 +953,10 @@ func (e *Engine) nodeOnlyRefused(ctx context.Context, v, orig store.Volume, refu
 	// refused, a registered volume (no size recorded) still read as that size, and a smaller
 	// expand was refused as a shrink
 	// (TestNodeOnlyExpansionRefusedForGoodOfARegisteredVolumeIsNotRecordedAtTheSizeRefused).
-	v.CapacityBytes, v.RequestedMin, v.RequestedMax = orig.CapacityBytes, orig.RequestedMin, orig.RequestedMax
-	v.NodeExpandMin, v.NodeExpandMax, v.NodeExpandControllerDone, v.NodeExpandGuessed = orig.NodeExpandMin, orig.NodeExpandMax, orig.NodeExpandControllerDone, orig.NodeExpandGuessed
+	// The whole record as it was stored before this expand wrote it: a registration's spec (a
+	// mistyped secret the plugin refused) was written with the size, and kept, sent to the
+	// plugin by every claim after (TestNodeOnlyRegistrationRefusedForGoodKeepsTheRecordedSecrets).
+	v = orig
 	// What was owed before stays so: an earlier node step (its debt, orig's), and a
 	// ControllerExpandVolume whose answer was lost, the record's only sign the storage may have
 	// grown, which the commit before this node step cleared
@@ -979,8 +988,14 @@ func (e *Engine) nodeOnlyRefused(ctx context.Context, v, orig store.Volume, refu
 	// The plugin's refusals alone: each target's failure said "it stays owed: run ... again",
 	// of a debt no longer recorded, the same expand refused again
 	// (TestNodeOnlyExpansionRefusedForGoodDoesNotSayItStaysOwed).
-	return fmt.Errorf("%s: %w", msg, refused.refusals)
+	return &refusedForGood{fmt.Errorf("%s: %w", msg, refused.refusals)}
 }
+
+// refusedForGood is nodeOnlyRefused's error: the record put back, nothing of this expansion
+// owed or pending (a mark pending is an earlier expand's).
+type refusedForGood struct{ error }
+
+func (e *refusedForGood) Unwrap() error { return e.error }
 
 // nodeExpandStopsTheRest says whether err, volume v's NodeExpandVolume failing for one target,
 // says the others would fail alike: the run cut short, the volume's lock lost, the plugin

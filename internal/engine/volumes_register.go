@@ -154,6 +154,13 @@ func (e *Engine) registerRound(ctx context.Context, c *conn, sv spec.Volume, r *
 		return fail(fmt.Errorf("%w; the registration is not recorded, only the size the plugin grew the volume to: set the spec's capacity_max to at least %s and register it again",
 			err, spec.FormatSize(past.answered)))
 	}
+	if rg := (*refusedForGood)(nil); errors.As(err, &rg) {
+		// Refused for good, the record put back: nothing of it pending, whatever an earlier
+		// expand left pending; "once that is finished, register again" named that one, and
+		// followed, the same refusal came back
+		// (TestNodeOnlyRegistrationRefusedBesideAPendingExpansionDoesNotSayItsOwnIsPending).
+		return fail(fmt.Errorf("%w; the registration is not recorded: register the spec with a capacity the plugin supports", err))
+	}
 	if err != nil && !errors.As(err, &owedOnNode) {
 		// The expansion left pending (its answer lost, unread or short), which the error's
 		// advice finishes: the spec's other changes are not recorded, and that advice, followed,
