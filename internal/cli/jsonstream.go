@@ -22,9 +22,12 @@ import (
 // one slice grown: growing one copied the list again at each doubling, onto pages fresh from
 // the kernel, and took the command from 1.5 to 3 times its bare-SQL floor (BENCHMARKS.md,
 // round 63); the chunks touch each page once.
-func writeVolumeListJSON(ctx context.Context, out *bufio.Writer, e *engine.Engine) error {
+func writeVolumeListJSON(ctx context.Context, out *bufio.Writer, e *engine.Engine, each func(*engine.VolumeSummary)) error {
 	return streamVolumeListJSON(out, func(fn func(*engine.VolumeSummary) error) error {
-		return e.EachVolumeShown(ctx, engine.AllVolumeFields, fn)
+		return e.EachVolumeShown(ctx, engine.AllVolumeFields, func(v *engine.VolumeSummary) error {
+			each(v)
+			return fn(v)
+		})
 	})
 }
 

@@ -38,8 +38,10 @@ attachment mode, the mount options (mount flags are never shown, only which of s
 exec they ask for, the volume's and each claim's), topologies, capabilities, and
 every claim with its alloc, mode, state, age and last error.
 
-A prefix that matches several volumes lists them and exits 2. The list reads the state only;
-plugin health is as last recorded (volctl plugin status probes live).`,
+A prefix that matches several volumes lists them and exits 2. The list reads the state and
+looks at published claims' targets (a claim whose target another mount covers, or that lost its
+mount, counts as not at rest); plugin health is as last recorded (volctl plugin status probes
+live).`,
 		Example: `  volctl volume status
   volctl volume status db
   volctl volume status --json
@@ -68,8 +70,18 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 	out := bufio.NewWriterSize(opts.IO.Out, 64<<10)
 	defer flush(out, &err)
 	if opts.ID == "" {
+		// A claim whose target another mount covers since its publish, or that lost its
+		// mount, is not at rest, as the summary and a volume's detail count it: the list said
+		// such a volume settled (TestVolumeListCountsACoveredClaimUnsettledAsTheDetailAndSummaryDo).
+		// The targets are looked at once, before the rows.
+		claims, err := e.ClaimsLooked(ctx)
+		if err != nil {
+			return fmt.Errorf("volume status: %w", err)
+		}
+		covered := engine.CoveredByVolume(claims)
+		withCovered := func(v *engine.VolumeSummary) { v.Unsettled += covered[v.Key()] }
 		if opts.Exporter.JSON && opts.Exporter.Template == "" && opts.Exporter.JQ == "" {
-			if err := writeVolumeListJSON(ctx, out, e); err != nil {
+			if err := writeVolumeListJSON(ctx, out, e, withCovered); err != nil {
 				return fmt.Errorf("volume status: %w", err)
 			}
 			return nil
@@ -78,6 +90,7 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 			// The table's cells straight from the rows, without the list in between.
 			t := newVolumeTable(out)
 			err := e.EachVolumeShown(ctx, engine.TableVolumeFields, func(v *engine.VolumeSummary) error {
+				withCovered(v)
 				addVolumeRow(t, v)
 				return nil
 			})
@@ -92,6 +105,9 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 		vols, err := e.VolumesShown(ctx)
 		if err != nil {
 			return fmt.Errorf("volume status: %w", err)
+		}
+		for i := range vols {
+			withCovered(&vols[i])
 		}
 		return writeVolumeList(ctx, out, opts.IO, &opts.Exporter, vols)
 	}
