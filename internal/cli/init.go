@@ -35,8 +35,8 @@ func newCmdInit(f *Factory, runF func(*InitOptions) error) *cobra.Command {
 plugin.hcl or group.hcl in the current directory. The example validates as written; edit it
 from there. A volume spec is named after its file: web.hcl holds volume "web" (volume.hcl,
 the default, holds volume "data"). An existing file is never overwritten. With FILE "-" the
-example goes to standard output. The example is HCL: a FILE named .json is refused, as volctl
-would read it as JSON.`,
+example goes to standard output. The example is HCL with comments: a FILE named .json is
+refused (volctl and Nomad would read it as HCL, but other tools take a .json file for JSON).`,
 		Example: `  volctl init
   volctl init plugin
   volctl init group web.hcl
@@ -59,10 +59,12 @@ would read it as JSON.`,
 			if len(args) == 2 {
 				opts.File = args[1]
 			}
-			// volctl reads a .json name as JSON (spec.Parser), and the example is HCL with
-			// comments: written there, it would not parse.
+			// The example is HCL with comments. volctl and Nomad read a .json file that starts
+			// as HCL as HCL (spec.isJSON), but other tools take a .json file for JSON; the
+			// refusal said volctl would read it as JSON, no longer true
+			// (TestInitJSONNameRefusalDoesNotSayItWouldBeReadAsJSON).
 			if ext := filepath.Ext(opts.File); strings.EqualFold(ext, ".json") {
-				return usageError("init: %s would be read as JSON, and the example is HCL with comments: give a .hcl name (%s)",
+				return usageError("init: the example is HCL with comments, not JSON, and %s is named as JSON (volctl and Nomad would read it as HCL, but other tools would not): give a .hcl name (%s)",
 					opts.File, shellquote.Command("volctl init "+string(opts.Kind), strings.TrimSuffix(opts.File, ext)+".hcl"))
 			}
 			if runF != nil {

@@ -27,8 +27,8 @@ func TestInitArgs(t *testing.T) {
 		{args: []string{"grop", "web.hcl"}, wantErr: "\n\nDid you mean this?\n\tgroup", wantCode: ExitUsage},
 		{args: []string{"my.hcl"}, wantErr: `volctl init volume my.hcl`, wantCode: ExitUsage},
 		{args: []string{"volume", "a", "b"}, wantErr: "accepts at most 2 arg", wantCode: ExitUsage},
-		// The example is HCL with comments: a .json name would be read as JSON and fail.
-		{args: []string{"volume", "web.json"}, wantErr: `init: web.json would be read as JSON, and the example is HCL with comments: give a .hcl name (volctl init volume web.hcl)`, wantCode: ExitUsage},
+		// The example is HCL with comments, not JSON: a .json name is refused for it.
+		{args: []string{"volume", "web.json"}, wantErr: `init: the example is HCL with comments, not JSON, and web.json is named as JSON (volctl and Nomad would read it as HCL, but other tools would not): give a .hcl name (volctl init volume web.hcl)`, wantCode: ExitUsage},
 		{args: []string{"group", "G.JSON"}, wantErr: `give a .hcl name (volctl init group G.hcl)`, wantCode: ExitUsage},
 	}
 	for _, tt := range tests {
