@@ -95,6 +95,14 @@ func hclNameBefore(toks hclsyntax.Tokens, at int) (a unvalued, ok bool) {
 	if start > 0 {
 		switch toks[start-1].Type {
 		case hclsyntax.TokenNewline, hclsyntax.TokenComment, hclsyntax.TokenOBrace, hclsyntax.TokenComma:
+		case hclsyntax.TokenCQuote, hclsyntax.TokenIdent, hclsyntax.TokenNumberLit, hclsyntax.TokenCBrace, hclsyntax.TokenCBrack:
+			// After another item's value on its line (`name = "db" id =`), as HCL1 reads
+			// items side by side: an argument too (an equals sign only: a colon there is a
+			// `for` expression's). Named, where HCL's bare "Invalid expression" at the end of
+			// the line showed no caret (TestValidateNamesAnArgumentWithoutItsValueAfterAnotherOnItsLine).
+			if a.colon {
+				return unvalued{}, false
+			}
 		default:
 			return unvalued{}, false
 		}

@@ -511,8 +511,8 @@ func (d *decoder) byteOrderMark(filename string, src []byte) {
 }
 
 // isJSON says whether src is read as JSON: it starts with `{`, as Nomad's reader picks (by the
-// content, whatever the name), or the file is named .json and does not start as HCL does (a
-// letter or `_` of an argument or block, a `"` of a quoted name, a `#` or `/` of a comment), so a broken JSON file
+// content, whatever the name), or the file is named .json and starts as only JSON starts
+// (startsAsJSONOnly: an array, a number, true, false or null), so such a broken JSON file
 // gets JSON's errors. An HCL spec named .json, which `nomad volume register` reads, was read
 // as JSON and refused (TestHCLSpecNamedJSONIsReadAsNomadReadsIt).
 func isJSON(filename string, src []byte) bool {
@@ -520,10 +520,7 @@ func isJSON(filename string, src []byte) bool {
 	if bytes.HasPrefix(rest, []byte("{")) {
 		return true
 	}
-	if !strings.EqualFold(filepath.Ext(filename), ".json") {
-		return false
-	}
-	return len(rest) == 0 || !startsAsHCL(rest[0])
+	return strings.EqualFold(filepath.Ext(filename), ".json") && startsAsJSONOnly(rest)
 }
 
 // readAsHCL says, in the first error of a file named .json that is read as HCL (isJSON) and
@@ -541,10 +538,31 @@ func readAsHCL(filename string, json bool, diags hcl.Diagnostics) {
 	}
 }
 
-// startsAsHCL says whether c can start an HCL file's first item: an identifier, a quoted name
-// (HCL1's `"id" = "v"`), or a comment.
-func startsAsHCL(c byte) bool {
-	return c == '_' || c == '"' || c == '#' || c == '/' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
+// startsAsJSONOnly says whether rest, a file's content past its leading white space, starts as
+// a JSON value no HCL file starts with: an array, a number, or the word true, false or null
+// alone. Anything else (an HCL name, a quoted name, a comment, a character JSON has no use for
+// such as a no-break space pasted before the spec, nothing at all) is HCL, as Nomad reads it;
+// read as JSON, such a file's snippet was masked as JSON, showing its HCL secrets block's values
+// (TestValidateJSONNamedHCLStartingWithANonASCIICharacterDoesNotShowItsSecret), and an empty
+// one got JSON's "ends prematurely", not "Empty spec" (TestValidateEmptyJSONFileSaysItIsEmpty).
+func startsAsJSONOnly(rest []byte) bool {
+	if len(rest) == 0 {
+		return false
+	}
+	if c := rest[0]; c == '[' || c == '-' || '0' <= c && c <= '9' {
+		return true
+	}
+	for _, word := range []string{"true", "false", "null"} {
+		if after, ok := bytes.CutPrefix(rest, []byte(word)); ok && (len(after) == 0 || !isIdentByte(after[0])) {
+			return true
+		}
+	}
+	return false
+}
+
+// isIdentByte says whether c continues an HCL identifier.
+func isIdentByte(c byte) bool {
+	return c == '_' || c == '-' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
 }
 
 // finishDiagnostics is how every diagnostic of a file leaves the parser: ranges fixed
