@@ -564,13 +564,16 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 			// mount left (unstageUnrecorded), as after a kill here.
 			return fmt.Errorf("volume %q: reading what its staging %s shows once %s answered: %w", v.ID, path, csi.RPCNodeStageVolume, err)
 		}
-		if shows == (stagingMark{}) && cl.Degraded && p.st.MountRoot != "" && !p.stagedAgain {
-			// A restore's NodeStageVolume answered OK with nothing mounted, of a staging that
-			// had a mount before the reboot: a plugin answering from its own record of it (as
-			// the CSI host-path driver does), which is taken back (its targets, then the
-			// staging) and asked once more in this pass. Recorded staged, the publish bound
-			// the bare staging directory, refused every pass, the alloc never given its volume
-			// back (TestRestoreAfterARebootThroughAPluginThatRemembersItsStageMountsTheVolume).
+		if shows == (stagingMark{}) && p.st.MountRoot != "" && !p.stagedAgain {
+			// A NodeStageVolume answered OK with nothing mounted, of a staging that had a mount
+			// before the reboot (a restore's, or a new claim's beside claims a reboot left): a
+			// plugin answering from its own record of it (as the CSI host-path driver does),
+			// which is taken back (its targets, then the staging) and asked once more in this
+			// pass. Recorded staged, the publish bound the bare staging directory, refused every
+			// pass, the alloc never given its volume back
+			// (TestRestoreAfterARebootThroughAPluginThatRemembersItsStageMountsTheVolume); a new
+			// claim's, its mark written over, left the restore no mark to know it by
+			// (TestNewClaimAfterARebootThroughAPluginThatRemembersItsStageDoesNotLeaveTheFirstClaimUnrestorable).
 			p.stagedAgain = true
 			e.log.Info("restore: the plugin answered NodeStageVolume OK with nothing mounted at the staging, and is asked once more after NodeUnstageVolume",
 				"volume", v.ID, "alloc", cl.Alloc, "plugin", c.plugin.ID, "staging", path)
@@ -922,6 +925,13 @@ func (e *Engine) unstageToStageOnce(ctx context.Context, c *conn, v store.Volume
 		e.log.Info("the staging of a claim is mounted though recorded unstaged ("+whose+"): sending NodeUnpublishVolume of the volume's claims' targets, which hold nothing, then NodeUnstageVolume, so that the plugin stages it once",
 			"volume", v.ID, "alloc", p.cl.Alloc, "staging", path, "targets", targets)
 		unpublished := func(err error) error {
+			if len(left) == 0 {
+				// Nothing is mounted there: no unmount by hand to advise
+				// (TestRestoreStageOnceMoreWhoseUnpublishIsRefusedDoesNotSayTheStagingIsMounted).
+				return fmt.Errorf("volume %q's staging at %s: %s, and %s of its claims' targets, sent before %s to take it back so that the plugin stages it once more, failed: %w; "+
+					"the claim stays held for `volctl reconcile`, which tries again; `%s` frees it",
+					v.ID, path, whose, csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, err, releaseCommand(*p.cl))
+			}
 			return fmt.Errorf("volume %q's staging at %s is mounted though recorded unstaged (%s), and %s of its claims' targets, sent before %s so that the plugin stages it once, failed: %w; "+
 				"if that persists, unmount %s by hand (no claim's target holds it) and %s",
 				v.ID, path, whose, csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, err, path, again)
@@ -960,6 +970,12 @@ func (e *Engine) unstageToStageOnce(ctx context.Context, c *conn, v store.Volume
 	err = e.retry(ctx, c, csi.RPCNodeUnstageVolume, func(ctx context.Context) error {
 		return c.client.NodeUnstageVolume(ctx, csi.NodeUnstageVolumeRequest{VolumeID: v.ExternalID, StagingPath: path})
 	})
+	if err != nil && !csi.IsIgnorable(err) && len(left) == 0 {
+		// Nothing mounted there (TestRestoreStageOnceMoreWhoseUnstageIsRefusedDoesNotSayTheStagingIsMounted).
+		return fmt.Errorf("volume %q's staging at %s: plugin %q answered %s OK with nothing mounted there (its own record of the staging before the reboot), "+
+			"and failed %s, sent to take it back so that it stages the volume once more: %w; the claim stays held for `volctl reconcile`, which tries again; `%s` frees it",
+			v.ID, path, c.plugin.ID, csi.RPCNodeStageVolume, csi.RPCNodeUnstageVolume, err, releaseCommand(*p.cl))
+	}
 	if err != nil && !csi.IsIgnorable(err) {
 		return fmt.Errorf("volume %q's staging at %s is mounted but not recorded staged (an earlier volctl's %s whose answer was not recorded, or a mount made by hand), "+
 			"and plugin %q failed %s, sent so that it stages the volume once: %w; if nothing uses that mount, unmount %s by hand, then run `volctl reconcile` and claim again",
