@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,40 +118,7 @@ func TestReadOnlyViewStraddledByAnotherVolctlIsNotCalledDamaged(t *testing.T) {
 func TestWALRemovedUnderAReaderOnAReadOnlyBindIsNotSaidToBeKeptByItsExit(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "state")
-	w, err := Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	update(t, w, func(tx *Tx) error { return tx.Volumes().Insert(&Volume{ID: "db", PluginID: "p", State: VolumeReady}) })
-	if err := w.Close(); err != nil { // "db" checkpointed into volctl.db
-		t.Fatal(err)
-	}
-	// The agent, running: it has the state open, and records a volume.
-	if w, err = Open(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
-	update(t, w, func(tx *Tx) error {
-		return tx.Volumes().Insert(&Volume{ID: "after-checkpoint", PluginID: "p", State: VolumeReady})
-	})
-	// The dashboard on a read-only bind of the state dir, in a process of its own.
-	ro := readOnlyBindOf(t, dir)
-	reader, stdin := startWALRemovedChild(t, ro, "reader")
-	// The agent stops; then a cleanup removes the WAL.
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	wal := filepath.Join(dir, FileName+"-wal")
-	if fi, err := os.Stat(wal); err != nil || fi.Size() <= walHeaderSize {
-		t.Fatalf("precondition: the agent's close, beside the reader, left no WAL with commits: %v", err)
-	}
-	if err := os.Remove(wal); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(ctx, dir)
-	if err == nil {
-		s.Close()
-		t.Fatalf("precondition: the open after the WAL was removed under the reader succeeded")
-	}
+	reader, stdin, wal, err := walRemovedUnderAReadOnlyReader(t, dir)
 	pid := fmt.Sprint(reader.Process.Pid)
 	if !strings.Contains(err.Error(), "process "+pid) {
 		t.Fatalf("precondition: the refusal does not name the reader (pid %s): %v", pid, err)
@@ -182,7 +151,7 @@ func TestWALRemovedUnderAReaderOnAReadOnlyBindIsNotSaidToBeKeptByItsExit(t *test
 	if err := reader.Wait(); err != nil {
 		t.Fatalf("the reader's clean exit: %v", err)
 	}
-	s, err = Open(ctx, dir)
+	s, err := Open(ctx, dir)
 	if err != nil {
 		t.Fatalf("the refusal said:\n  %s\nFollowed (the read-only reader pid %s stopped cleanly), the state is refused:\n  %v\n"+
 			"a process reading through a read-only path cannot write the WAL's commits into %s; the advice lost them",
@@ -259,4 +228,47 @@ func TestWALPairRefusedOnAReadOnlyFileSystemSaysWhereTheRemedyIsMade(t *testing.
 			"want it to say the state dir is read-only (ErrReadOnlyFS) and where the files can be moved; "+
 			"it says to move %s, which fails there: %v", err, roWAL, mvErr)
 	}
+}
+
+// walRemovedUnderAReadOnlyReader is the state dir at dir after the agent stopped beside a
+// reader in a process of its own on a read-only bind of it (its commit "after-checkpoint"
+// left in the WAL the reader keeps), and a cleanup removed the WAL: the reader, its stdin
+// (closed, it exits cleanly), the WAL's path, and the refusal of an open then.
+func walRemovedUnderAReadOnlyReader(t *testing.T, dir string) (*exec.Cmd, io.Closer, string, error) {
+	t.Helper()
+	ctx := context.Background()
+	w, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update(t, w, func(tx *Tx) error { return tx.Volumes().Insert(&Volume{ID: "db", PluginID: "p", State: VolumeReady}) })
+	if err := w.Close(); err != nil { // "db" checkpointed into volctl.db
+		t.Fatal(err)
+	}
+	// The agent, running: it has the state open, and records a volume.
+	if w, err = Open(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	update(t, w, func(tx *Tx) error {
+		return tx.Volumes().Insert(&Volume{ID: "after-checkpoint", PluginID: "p", State: VolumeReady})
+	})
+	// The dashboard on a read-only bind of the state dir, in a process of its own.
+	reader, stdin := startWALRemovedChild(t, readOnlyBindOf(t, dir), "reader")
+	// The agent stops; then a cleanup removes the WAL.
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wal := filepath.Join(dir, FileName+"-wal")
+	if fi, err := os.Stat(wal); err != nil || fi.Size() <= walHeaderSize {
+		t.Fatalf("precondition: the agent's close, beside the reader, left no WAL with commits: %v", err)
+	}
+	if err := os.Remove(wal); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, dir)
+	if err == nil {
+		s.Close()
+		t.Fatalf("precondition: the open after the WAL was removed under the reader succeeded")
+	}
+	return reader, stdin, wal, err
 }

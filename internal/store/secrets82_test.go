@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,39 +24,8 @@ import (
 // (shellquote.Arg), so that the advice, pasted into a shell, copies the log back.
 // Found by helper review82 (secrets).
 func TestWALCopyBackAdviceWorksPastedInAStateDirWithABlank(t *testing.T) {
-	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "state dir")
-	w, err := Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	update(t, w, func(tx *Tx) error { return tx.Volumes().Insert(&Volume{ID: "db", PluginID: "p", State: VolumeReady}) })
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if w, err = Open(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
-	update(t, w, func(tx *Tx) error {
-		return tx.Volumes().Insert(&Volume{ID: "after-checkpoint", PluginID: "p", State: VolumeReady})
-	})
-	ro := readOnlyBindOf(t, dir)
-	reader, stdin := startWALRemovedChild(t, ro, "reader")
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	wal := filepath.Join(dir, FileName+"-wal")
-	if fi, err := os.Stat(wal); err != nil || fi.Size() <= walHeaderSize {
-		t.Fatalf("precondition: the close beside the reader left no WAL with commits: %v", err)
-	}
-	if err := os.Remove(wal); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(ctx, dir)
-	if err == nil {
-		s.Close()
-		t.Fatalf("precondition: the open after the WAL was removed under the reader succeeded")
-	}
+	reader, stdin, wal, err := walRemovedUnderAReadOnlyReader(t, dir)
 	refusal := err.Error()
 	pid := fmt.Sprint(reader.Process.Pid)
 	i := strings.Index(refusal, "`cp /proc/"+pid+"/fd/")
