@@ -2,11 +2,8 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/csi/csitest"
 )
@@ -22,22 +19,7 @@ import (
 // Found by helper review81 (status).
 func TestStatusSummaryVolumeRowCountsACoveredClaimUnsettled(t *testing.T) {
 	ctx := context.Background()
-	e, cl := publishedWithData(t)
-	if err := unix.Mount("tmpfs", cl.TargetPath, "tmpfs", 0, "size=1m"); err != nil {
-		t.Fatalf("mount a tmpfs over the target: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(cl.TargetPath, unix.MNT_DETACH) })
-
-	code, js, errOut := runOnOut(ctx, e, "volume", "status", "v", "--json")
-	if code != ExitOK {
-		t.Fatalf("volume status v --json: exit %d: %s", code, errOut)
-	}
-	var detail struct {
-		Unsettled int `json:"unsettled_claims"`
-	}
-	if err := json.Unmarshal([]byte(js), &detail); err != nil || detail.Unsettled != 1 {
-		t.Fatalf("volume status v --json: unsettled_claims %d (%v), want 1 (the precondition: the covered claim counted not at rest)\n%s", detail.Unsettled, err, js)
-	}
+	e := coveredPublishedClaim(t)
 
 	code, text, errOut := runOnOut(ctx, e, "status")
 	if code != ExitOK {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/volctl/volctl/internal/engine"
 )
 
 // TestVolumeListCountsACoveredClaimUnsettledAsTheDetailAndSummaryDo: volume v's claim by alloc
@@ -23,23 +25,8 @@ import (
 // Found by helper review82 (status).
 func TestVolumeListCountsACoveredClaimUnsettledAsTheDetailAndSummaryDo(t *testing.T) {
 	ctx := context.Background()
-	e, cl := publishedWithData(t)
-	if err := unix.Mount("tmpfs", cl.TargetPath, "tmpfs", 0, "size=1m"); err != nil {
-		t.Fatalf("mount a tmpfs over the target: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(cl.TargetPath, unix.MNT_DETACH) })
-
-	// The precondition: the detail and the summary count the covered claim unsettled.
-	code, js, errOut := runOnOut(ctx, e, "volume", "status", "v", "--json")
-	if code != ExitOK {
-		t.Fatalf("volume status v --json: exit %d: %s", code, errOut)
-	}
-	var detail struct {
-		Unsettled int `json:"unsettled_claims"`
-	}
-	if err := json.Unmarshal([]byte(js), &detail); err != nil || detail.Unsettled != 1 {
-		t.Fatalf("volume status v --json: unsettled_claims %d (%v), want 1 (the precondition)\n%s", detail.Unsettled, err, js)
-	}
+	e := coveredPublishedClaim(t)
+	// The precondition: the summary counts the covered claim unsettled too.
 	code, summary, errOut := runOnOut(ctx, e, "status")
 	if code != ExitOK || !strings.Contains(summary, "1 write (1 unsettled)") {
 		t.Fatalf("status: exit %d, want volume v's row to say \"1 write (1 unsettled)\" (the precondition):\n%s%s", code, summary, errOut)
@@ -63,7 +50,7 @@ func TestVolumeListCountsACoveredClaimUnsettledAsTheDetailAndSummaryDo(t *testin
 			"say its target is covered by another mount; want the list to count it unsettled too", strings.TrimSpace(row))
 	}
 
-	code, js, errOut = runOnOut(ctx, e, "volume", "status", "--json")
+	code, js, errOut := runOnOut(ctx, e, "volume", "status", "--json")
 	if code != ExitOK {
 		t.Fatalf("volume status --json: exit %d: %s", code, errOut)
 	}
@@ -77,4 +64,27 @@ func TestVolumeListCountsACoveredClaimUnsettledAsTheDetailAndSummaryDo(t *testin
 	if vols[0].Unsettled != 1 {
 		t.Errorf("volume status --json: volume v has unsettled_claims %d, while volume status v --json has 1 for the same volume at the same moment (its claim's target covered): want 1", vols[0].Unsettled)
 	}
+}
+
+// coveredPublishedClaim is an engine whose volume v's claim is published with data, a tmpfs
+// mounted over its target since (unmounted at the test's end), and `volume status v --json`
+// counting that claim unsettled, as the precondition of the views' tests.
+func coveredPublishedClaim(t *testing.T) *engine.Engine {
+	t.Helper()
+	e, cl := publishedWithData(t)
+	if err := unix.Mount("tmpfs", cl.TargetPath, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatalf("mount a tmpfs over the target: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(cl.TargetPath, unix.MNT_DETACH) })
+	code, js, errOut := runOnOut(context.Background(), e, "volume", "status", "v", "--json")
+	if code != ExitOK {
+		t.Fatalf("volume status v --json: exit %d: %s", code, errOut)
+	}
+	var detail struct {
+		Unsettled int `json:"unsettled_claims"`
+	}
+	if err := json.Unmarshal([]byte(js), &detail); err != nil || detail.Unsettled != 1 {
+		t.Fatalf("volume status v --json: unsettled_claims %d (%v), want 1 (the precondition: the covered claim counted not at rest)\n%s", detail.Unsettled, err, js)
+	}
+	return e
 }
