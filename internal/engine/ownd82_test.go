@@ -91,21 +91,7 @@ func TestNewClaimAfterARebootThroughAPluginThatRemembersItsStageDoesNotLeaveTheF
 // Found by helper review82 (ownd).
 func TestRestoreStageOnceMoreWhoseUnstageIsRefusedDoesNotSayTheStagingIsMounted(t *testing.T) {
 	t.Parallel()
-	h := kernelHarness(t, nil)
-	_, staging := rebootWithPluginThatRemembers(t, h, spec.SingleNodeWriter)
-	t.Cleanup(func() { h.faults.Clear(); _, _ = h.e.Release(h.ctx, "v", "a") })
-	h.faults.Inject(csi.RPCNodeUnstageVolume, csitest.Fault{Code: codes.Internal, Message: "plugin busy", Times: 100})
-	rep, err := h.e.Reconcile(h.ctx)
-	if err == nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, "plugin busy") {
-		t.Fatalf("reconcile with NodeUnstageVolume refused: %v, problems %v; want one problem carrying the refusal", err, rep.Problems)
-	}
-	if _, mounted := mountsUnderFor(t, h, staging); mounted {
-		t.Fatalf("precondition: %s is mounted", staging)
-	}
-	msg := rep.Problems[0].Message
-	if strings.Contains(msg, "is mounted but not recorded staged") || strings.Contains(msg, "unmount "+staging+" by hand") {
-		t.Fatalf("the restore's problem says the staging %s is mounted and advises unmounting it by hand, where nothing is mounted: %s", staging, msg)
-	}
+	takeBackRefused(t, csi.RPCNodeUnstageVolume, "is mounted but not recorded staged")
 }
 
 // TestRestoreStageOnceMoreWhoseUnpublishIsRefusedDoesNotSayTheStagingIsMounted: the same take
@@ -118,20 +104,32 @@ func TestRestoreStageOnceMoreWhoseUnstageIsRefusedDoesNotSayTheStagingIsMounted(
 // Found by helper review82 (ownd).
 func TestRestoreStageOnceMoreWhoseUnpublishIsRefusedDoesNotSayTheStagingIsMounted(t *testing.T) {
 	t.Parallel()
+	takeBackRefused(t, csi.RPCNodeUnpublishVolume, "is mounted though recorded unstaged")
+}
+
+// takeBackRefused has a restore's stage answered OK with nothing mounted taken back, rpc (sent
+// for that) refused, and checks the reconcile's problem: it carries the refusal, says nothing
+// of a mount (mounted, the old words) and advises no unmount of the staging, but the release
+// that frees the claim.
+func takeBackRefused(t *testing.T, rpc, mounted string) {
+	t.Helper()
 	h := kernelHarness(t, nil)
 	_, staging := rebootWithPluginThatRemembers(t, h, spec.SingleNodeWriter)
 	t.Cleanup(func() { h.faults.Clear(); _, _ = h.e.Release(h.ctx, "v", "a") })
-	h.faults.Inject(csi.RPCNodeUnpublishVolume, csitest.Fault{Code: codes.Internal, Message: "plugin busy", Times: 100})
+	h.faults.Inject(rpc, csitest.Fault{Code: codes.Internal, Message: "plugin busy", Times: 100})
 	rep, err := h.e.Reconcile(h.ctx)
 	if err == nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, "plugin busy") {
-		t.Fatalf("reconcile with NodeUnpublishVolume refused: %v, problems %v; want one problem carrying the refusal", err, rep.Problems)
+		t.Fatalf("reconcile with %s refused: %v, problems %v; want one problem carrying the refusal", rpc, err, rep.Problems)
 	}
-	if _, mounted := mountsUnderFor(t, h, staging); mounted {
+	if _, m := mountsUnderFor(t, h, staging); m {
 		t.Fatalf("precondition: %s is mounted", staging)
 	}
 	msg := rep.Problems[0].Message
-	if strings.Contains(msg, "is mounted though recorded unstaged") || strings.Contains(msg, "unmount "+staging+" by hand") {
+	if strings.Contains(msg, mounted) || strings.Contains(msg, "unmount "+staging+" by hand") {
 		t.Fatalf("the restore's problem says the staging %s is mounted and advises unmounting it by hand, where nothing is mounted: %s", staging, msg)
+	}
+	if !strings.Contains(msg, "volctl volume release v --alloc a") {
+		t.Errorf("the restore's problem names no way out (the release that frees the claim): %s", msg)
 	}
 }
 
