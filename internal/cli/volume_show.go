@@ -238,13 +238,7 @@ func capacityRange(min, max int64) string {
 // the detail of one volume is read for its exact figures, and "2.0 GiB" of a volume an expand
 // to 2GiB left 4 KiB short read as the expansion done, only --json telling them apart
 // (TestVolumeStatusCapacityDoesNotHideAnExpandThatFellShort). A list keeps the short form.
-func exactBytes(n int64) string {
-	s := bytesIEC(n)
-	if s == "" || display.BytesExact(n) {
-		return s
-	}
-	return fmt.Sprintf("%s (%d bytes)", s, n)
-}
+func exactBytes(n int64) string { return display.BytesExactly(n) }
 
 func topologiesString(ts []spec.Topology) string { return display.Topologies(ts) }
 

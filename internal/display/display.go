@@ -46,6 +46,17 @@ func Bytes(n int64) string {
 
 var iecUnits = []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
 
+// BytesExactly is Bytes(n), with n in bytes beside it where the figure is rounded: a size
+// that fell 4 KiB short of 2 GiB read "2.0 GiB". The command line's views and the dashboard's
+// show a volume's sizes so (TestDashboardVolumeDetailShowsASizeShortOfItsUnitExactly).
+func BytesExactly(n int64) string {
+	s := Bytes(n)
+	if s == "" || BytesExact(n) {
+		return s
+	}
+	return fmt.Sprintf("%s (%d bytes)", s, n)
+}
+
 // BytesExact says whether Bytes(n) shows n exactly: the figure it prints, times its unit, is n.
 func BytesExact(n int64) bool {
 	if n < 1024 {

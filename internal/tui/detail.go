@@ -193,7 +193,7 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	b.kv("Plugin Health", pluginHealth)
 	b.kv("State", v.State)
 	b.kv("Schedulable", v.Schedulability().String())
-	b.kv("Capacity", display.Bytes(v.CapacityBytes))
+	b.kv("Capacity", display.BytesExactly(v.CapacityBytes))
 	b.kv("Capacity Min", display.Bytes(v.RequestedMin))
 	b.kv("Capacity Max", display.Bytes(v.RequestedMax))
 	b.kv("Access Mode", string(v.AccessMode))
@@ -219,14 +219,14 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 		// As `volume status` says them (its Node Expansion Owed, Expansion Pending): the
 		// dashboard's detail showed neither, so a volume grown on the controller and not yet
 		// on the node, or whose ControllerExpandVolume answer was lost, looked settled.
-		owed := "to " + display.Bytes(v.NodeExpansionOwed)
+		owed := "to " + display.BytesExactly(v.NodeExpansionOwed)
 		if v.NodeExpansionWaits != "" {
 			owed += ": " + v.NodeExpansionWaits
 		}
 		b.kv("Node Expand Owed", owed)
 	}
 	if v.ExpansionPending > 0 {
-		b.kv("Expansion Pending", "to "+display.Bytes(v.ExpansionPending)+": ControllerExpandVolume was sent and its answer not recorded, so the storage may be that size already; "+v.ExpansionPendingWay())
+		b.kv("Expansion Pending", "to "+display.BytesExactly(v.ExpansionPending)+": ControllerExpandVolume was sent and its answer not recorded, so the storage may be that size already; "+v.ExpansionPendingWay())
 	}
 	b.kv("Attached To", v.AttachedTo)
 	if v.AttachedTo != "" {
