@@ -113,3 +113,19 @@ func TestEmptyAgentConfigNamedJSONIsTakenWithAWarning(t *testing.T) {
 		t.Errorf("empty agent.json: config %v, %v; want it taken with one warning, \"Empty agent config\"", c != nil, diags)
 	}
 }
+
+// TestValidateJSONNamedHCLStartingWithAJSONWordDoesNotShowItsSecret: a `.json` file starting
+// `null`, `true` or `false` and going on with HCL (`null secrets { password = "hunter2" }`) was
+// read as JSON once a `.json` file was JSON where it starts as only JSON does, its snippet masked
+// as JSON, the HCL secrets block's password shown in clear, where the same bytes named .hcl are
+// masked (found by helper review82 (owne)). Such a word alone is the whole JSON file; followed
+// by more, the file is HCL's, as Nomad reads it.
+func TestValidateJSONNamedHCLStartingWithAJSONWordDoesNotShowItsSecret(t *testing.T) {
+	for _, word := range []string{"null", "true", "false"} {
+		src := word + " secrets { password = \"hunter2\" }\n" + validVolume
+		code, out := validateFile(t, "db.json", src)
+		if code != ExitUsage || strings.Contains(out, "hunter2") {
+			t.Errorf("validate of db.json starting %q: exit %d; want it refused with the secret masked:\n%s", word, code, out)
+		}
+	}
+}

@@ -886,6 +886,16 @@ func (e *Engine) unstageUnrecorded(ctx context.Context, c *conn, v store.Volume,
 	return e.unstageToStageOnce(ctx, c, v, p, path, left)
 }
 
+// takeBackWayOut is what a refused take-back of claim cl's staging (unstageToStageOnce, nothing
+// mounted) leaves: a restore's claim held for reconcile, which a release frees; a new claim,
+// rolled back, claimed again once the plugin takes the call.
+func takeBackWayOut(cl *store.Claim) string {
+	if cl.Degraded {
+		return fmt.Sprintf("the claim stays held for `volctl reconcile`, which tries again; `%s` frees it", releaseCommand(*cl))
+	}
+	return "the claim is rolled back: claim again once the plugin takes that call"
+}
+
 // unstageToStageOnce sends NodeUnstageVolume of volume v's staging at path, which the state
 // records unstaged, after NodeUnpublishVolume of its claims' targets that hold nothing, so
 // that the plugin stages it once: left, the mounts found there (unstageUnrecorded); none, a
@@ -916,11 +926,13 @@ func (e *Engine) unstageToStageOnce(ctx context.Context, c *conn, v store.Volume
 		// Worded for what made the mount: a new claim's own earlier NodeStageVolume is no
 		// restore's (TestNewClaimAfterARebootWhoseOtherTargetsUnpublishFailsDoesNotBlameARestore).
 		whose, again := "a restore's "+csi.RPCNodeStageVolume+", answered with an error once the plugin mounted", "run `volctl reconcile`"
-		if len(left) == 0 {
-			whose = "a restore's " + csi.RPCNodeStageVolume + " answered OK with nothing mounted: the plugin's own record of the staging before the reboot"
-		}
 		if !p.cl.Degraded {
 			whose, again = "an earlier "+csi.RPCNodeStageVolume+" whose answer was not recorded (a kill, a lost answer), beside claims whose mounts a reboot took", "claim again"
+		}
+		if len(left) == 0 {
+			// Nothing mounted: this claim's own NodeStageVolume answered OK from the plugin's
+			// record (TestNewClaimStageTakeBackRefusedDoesNotSayTheRolledBackClaimStaysHeld).
+			whose = csi.RPCNodeStageVolume + " answered OK with nothing mounted: the plugin's own record of the staging before the reboot"
 		}
 		e.log.Info("the staging of a claim is mounted though recorded unstaged ("+whose+"): sending NodeUnpublishVolume of the volume's claims' targets, which hold nothing, then NodeUnstageVolume, so that the plugin stages it once",
 			"volume", v.ID, "alloc", p.cl.Alloc, "staging", path, "targets", targets)
@@ -928,9 +940,8 @@ func (e *Engine) unstageToStageOnce(ctx context.Context, c *conn, v store.Volume
 			if len(left) == 0 {
 				// Nothing is mounted there: no unmount by hand to advise
 				// (TestRestoreStageOnceMoreWhoseUnpublishIsRefusedDoesNotSayTheStagingIsMounted).
-				return fmt.Errorf("volume %q's staging at %s: %s, and %s of its claims' targets, sent before %s to take it back so that the plugin stages it once more, failed: %w; "+
-					"the claim stays held for `volctl reconcile`, which tries again; `%s` frees it",
-					v.ID, path, whose, csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, err, releaseCommand(*p.cl))
+				return fmt.Errorf("volume %q's staging at %s: %s, and %s of its claims' targets, sent before %s to take it back so that the plugin stages it once more, failed: %w; %s",
+					v.ID, path, whose, csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, err, takeBackWayOut(p.cl))
 			}
 			return fmt.Errorf("volume %q's staging at %s is mounted though recorded unstaged (%s), and %s of its claims' targets, sent before %s so that the plugin stages it once, failed: %w; "+
 				"if that persists, unmount %s by hand (no claim's target holds it) and %s",
@@ -973,8 +984,8 @@ func (e *Engine) unstageToStageOnce(ctx context.Context, c *conn, v store.Volume
 	if err != nil && !csi.IsIgnorable(err) && len(left) == 0 {
 		// Nothing mounted there (TestRestoreStageOnceMoreWhoseUnstageIsRefusedDoesNotSayTheStagingIsMounted).
 		return fmt.Errorf("volume %q's staging at %s: plugin %q answered %s OK with nothing mounted there (its own record of the staging before the reboot), "+
-			"and failed %s, sent to take it back so that it stages the volume once more: %w; the claim stays held for `volctl reconcile`, which tries again; `%s` frees it",
-			v.ID, path, c.plugin.ID, csi.RPCNodeStageVolume, csi.RPCNodeUnstageVolume, err, releaseCommand(*p.cl))
+			"and failed %s, sent to take it back so that it stages the volume once more: %w; %s",
+			v.ID, path, c.plugin.ID, csi.RPCNodeStageVolume, csi.RPCNodeUnstageVolume, err, takeBackWayOut(p.cl))
 	}
 	if err != nil && !csi.IsIgnorable(err) {
 		return fmt.Errorf("volume %q's staging at %s is mounted but not recorded staged (an earlier volctl's %s whose answer was not recorded, or a mount made by hand), "+

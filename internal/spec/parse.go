@@ -540,7 +540,7 @@ func readAsHCL(filename string, json bool, diags hcl.Diagnostics) {
 
 // startsAsJSONOnly says whether rest, a file's content past its leading white space, starts as
 // a JSON value no HCL file starts with: an array, a number, or the word true, false or null
-// alone. Anything else (an HCL name, a quoted name, a comment, a character JSON has no use for
+// alone (the file's one value). Anything else (an HCL name, a quoted name, a comment, a character JSON has no use for
 // such as a no-break space pasted before the spec, nothing at all) is HCL, as Nomad reads it;
 // read as JSON, such a file's snippet was masked as JSON, showing its HCL secrets block's values
 // (TestValidateJSONNamedHCLStartingWithANonASCIICharacterDoesNotShowItsSecret), and an empty
@@ -552,17 +552,15 @@ func startsAsJSONOnly(rest []byte) bool {
 	if c := rest[0]; c == '[' || c == '-' || '0' <= c && c <= '9' {
 		return true
 	}
+	// The word alone, the whole file's one value: followed by more, it is HCL's (a file
+	// starting `null secrets { ... }` read as JSON was masked as JSON, its HCL secrets shown:
+	// TestValidateJSONNamedHCLStartingWithAJSONWordDoesNotShowItsSecret).
 	for _, word := range []string{"true", "false", "null"} {
-		if after, ok := bytes.CutPrefix(rest, []byte(word)); ok && (len(after) == 0 || !isIdentByte(after[0])) {
+		if after, ok := bytes.CutPrefix(rest, []byte(word)); ok && len(bytes.TrimSpace(after)) == 0 {
 			return true
 		}
 	}
 	return false
-}
-
-// isIdentByte says whether c continues an HCL identifier.
-func isIdentByte(c byte) bool {
-	return c == '_' || c == '-' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
 }
 
 // finishDiagnostics is how every diagnostic of a file leaves the parser: ranges fixed
