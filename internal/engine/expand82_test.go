@@ -26,12 +26,7 @@ import (
 // Found by helper review82 (expand).
 func TestNodeOnlyExpansionRefusedForGoodIsNotRecordedAtTheSizeRefused(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) {
-		c.Controller.ExpandVolume = false
-		c.MaxVolumeSize = 2 * mib
-	})
-	ext := h.create(volume("v")).ExternalID // 1 MiB
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
+	h, ext := nodeOnlyCapped(t)
 
 	_, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
 	if err == nil {
@@ -56,4 +51,18 @@ func TestNodeOnlyExpansionRefusedForGoodIsNotRecordedAtTheSizeRefused(t *testing
 		t.Errorf("then `volume expand v --size 2MiB`, a size the plugin takes: %v (refused as a shrink: %v); the storage is %s: "+
 			"want it sent and the storage grown to 2MiB", err2, shrink, spec.FormatSize(pv.CapacityBytes))
 	}
+}
+
+// nodeOnlyCapped is a harness whose plugin expands on the node alone (node EXPAND_VOLUME, no
+// controller EXPAND_VOLUME) and holds volumes of 2 MiB at most, its volume v, 1 MiB, claimed by
+// alloc web-0; with v's external ID. The node-only refusal's tests start from it.
+func nodeOnlyCapped(t *testing.T) (*harness, string) {
+	t.Helper()
+	h := newHarness(t, func(c *csitest.MemConfig) {
+		c.Controller.ExpandVolume = false
+		c.MaxVolumeSize = 2 * mib
+	})
+	ext := h.create(volume("v")).ExternalID
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
+	return h, ext
 }

@@ -25,12 +25,7 @@ import (
 // Found by helper review82 (ownb).
 func TestNodeOnlyExpansionRefusedForGoodPutsItsCapacityMinBack(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) {
-		c.Controller.ExpandVolume = false
-		c.MaxVolumeSize = 2 * mib
-	})
-	ext := h.create(volume("v")).ExternalID // 1 MiB
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
+	h, ext := nodeOnlyCapped(t)
 	before := h.volumeInfo("v")
 
 	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {

@@ -70,15 +70,10 @@ func TestNodeOnlyExpansionRefusedAfterATimedOutAttemptStaysOwed(t *testing.T) {
 // Correct behaviour: the refusal for good says the volume stays at its size with nothing owed,
 // and names no command that only meets the same refusal (at most an expand to a size the
 // plugin takes).
-// Found by helper review82 (timeouts).
+// Found by helper review82 (timeouts; the capchange review found it too).
 func TestNodeOnlyExpansionRefusedForGoodDoesNotSayItStaysOwed(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *csitest.MemConfig) {
-		c.Controller.ExpandVolume = false
-		c.MaxVolumeSize = 2 * mib
-	})
-	h.create(volume("v"))
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
+	h, _ := nodeOnlyCapped(t)
 
 	_, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
 	if err == nil {
@@ -89,7 +84,7 @@ func TestNodeOnlyExpansionRefusedForGoodDoesNotSayItStaysOwed(t *testing.T) {
 		t.Fatalf("premise: the refused expansion was not put back (recorded at %s, owed %s)", spec.FormatSize(v.CapacityBytes), spec.FormatSize(v.NodeExpansionOwed))
 	}
 	msg := err.Error()
-	for _, lie := range []string{"it stays owed", "volctl reconcile", "expand v --size 4MiB` again"} {
+	for _, lie := range []string{"stays owed", "volctl reconcile", "expand v --size 4MiB` again"} {
 		if strings.Contains(msg, lie) {
 			t.Errorf("the refusal for good, with nothing owed (volume v recorded at %s, node expansion owed %s), says %q: "+
 				"reconcile has nothing to send and the same expand is refused again; error: %v",
@@ -115,12 +110,7 @@ func TestNodeOnlyExpansionRefusedForGoodDoesNotSayItStaysOwed(t *testing.T) {
 // Found by helper review82 (timeouts).
 func TestNodeOnlyExpansionRefusedForGoodAfterATimedOutOneIsNotRecordedAtTheSizeRefused(t *testing.T) {
 	// Serial: the hung NodeExpandVolume's timeout (hungTimeout) bounds the dial too.
-	h := newHarness(t, func(c *csitest.MemConfig) {
-		c.Controller.ExpandVolume = false
-		c.MaxVolumeSize = 2 * mib
-	})
-	ext := h.create(volume("v")).ExternalID // 1 MiB
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
+	h, ext := nodeOnlyCapped(t)
 	h.open(hungConfig())
 
 	h.faults.Inject(csi.RPCNodeExpandVolume, csitest.Fault{Hang: true, Times: 1})
