@@ -62,12 +62,16 @@ func redactSource(src []byte, json bool) []byte {
 	return newSource("", src, json).redacted()
 }
 
-// redactTokens is redactSource over the file's tokens, which lex returns (a JSON file has none).
+// redactTokens is redactSource over the file's tokens, which lex returns (those of the file
+// read as native syntax). A file read as JSON is masked by JSON's rules and then by HCL's too:
+// one that starts as JSON does (`{`, or a .json file's `[` or number) may hold HCL after that
+// (a broken file, or an HCL spec with a brace pasted before it), whose `secrets { k = "v" }`
+// JSON's rules do not see, and its error's snippet showed the value
+// (TestJSONReadFileHoldingHCLSecretsDoesNotShowThem).
 func redactTokens(src []byte, json bool, lex func() hclsyntax.Tokens) []byte {
 	out := bytes.Clone(src)
 	if json {
 		redactJSON(out)
-		return out
 	}
 	toks := lex()
 	mask := func(t hclsyntax.Token) { maskRange(out, t.Range.Start.Byte, t.Range.End.Byte) }
@@ -77,7 +81,7 @@ func redactTokens(src []byte, json bool, lex func() hclsyntax.Tokens) []byte {
 			continue
 		}
 		j := last + 1
-		if j < len(toks) && toks[j].Type == hclsyntax.TokenEqual {
+		if j < len(toks) && (toks[j].Type == hclsyntax.TokenEqual || toks[j].Type == hclsyntax.TokenColon) {
 			j++
 		}
 		if j >= len(toks) {
@@ -128,7 +132,9 @@ func redactTokens(src []byte, json bool, lex func() hclsyntax.Tokens) []byte {
 				// comment to HCL, and the missing value is what the diagnostic points at.
 				mask(t)
 			}
-			if block && depth <= 0 || !block && depth <= 0 && (endsLine(t) || t.Type == hclsyntax.TokenEOF) {
+			// JSON's plain value ends at its comma too (`"secrets": "x", "capacity_min": "bad"`
+			// keeps the size its error names readable).
+			if block && depth <= 0 || !block && depth <= 0 && (endsLine(t) || t.Type == hclsyntax.TokenEOF || json && t.Type == hclsyntax.TokenComma) {
 				break
 			}
 		}
