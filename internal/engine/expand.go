@@ -162,7 +162,7 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 			if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseHandedOver(tx, v.ID) }); err != nil {
 				return fail(err)
 			}
-			sent, err := e.expandOnNode(ctx, c, v, false)
+			sent, err := e.sendOwedNodeStep(ctx, c, v)
 			if err != nil {
 				return fail(err)
 			}
@@ -518,6 +518,16 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 		if over != nil {
 			v.NodeExpandMax = 0 // the storage is past the limit already: the node follows it
 		}
+		// A node-only debt keeps the size recorded before it, which a refusal for good of its
+		// NodeExpandVolume at a later publish or reconcile puts back (sendOwedNodeStep); a
+		// debt stacked on an earlier node-only one keeps that one's. None where the controller
+		// has had it, nor after an earlier debt of the controller's (two sizes to put back).
+		switch {
+		case ctrl || owedBefore && orig.NodeExpandControllerDone:
+			v.NodeOnlyFrom = nil
+		case !owedBefore:
+			v.NodeOnlyFrom = &store.SizeRecord{CapacityBytes: orig.CapacityBytes, RequestedMin: orig.RequestedMin}
+		}
 		msg += "; the node expansion is owed"
 		if guessed {
 			msg += fmt.Sprintf(" (a ControllerExpandVolume answer was lost, and plugin %q's node half, not registered, cannot be asked whether it has a step to take: "+
@@ -583,7 +593,7 @@ func (e *Engine) expandLockedSaying(ctx context.Context, c *conn, v store.Volume
 		// ctrl: the ControllerExpandVolume this run sent answered at the size owed, or more.
 		if _, err := e.expandOnNode(ctx, c, v, ctrl); err != nil {
 			if refused := (*nodeExpandRefused)(nil); !ctrl && errors.As(err, &refused) {
-				return fail(e.nodeOnlyRefused(ctx, v, orig, refused))
+				return fail(e.nodeOnlyRefused(ctx, v, orig, refused, 0))
 			}
 			if short == nil && over == nil {
 				err = &nodeStepFailed{err: err, controllerDone: ctrl}
@@ -649,7 +659,10 @@ func (e *Engine) payOwedNodeStep(ctx context.Context, c *conn, v store.Volume, c
 	}); err != nil || handed {
 		return false, err
 	}
-	sent, err := e.expandOnNode(ctx, c, v, false)
+	sent, err := e.sendOwedNodeStep(ctx, c, v)
+	if refused := (*refusedForGood)(nil); errors.As(err, &refused) {
+		return false, err // nothing owed now: the record is put back
+	}
 	if err != nil {
 		return false, &nodeStepFailed{err: err, controllerDone: v.NodeExpandControllerDone}
 	}
@@ -948,7 +961,10 @@ func finalRefusal(ctx context.Context, err error) bool {
 // showed a capacity the plugin never reached, the advised expand again and reconcile met the
 // same refusal each time, and an expand to a size the plugin takes was refused as a shrink
 // (TestNodeOnlyExpansionRefusedForGoodIsNotRecordedAtTheSizeRefused).
-func (e *Engine) nodeOnlyRefused(ctx context.Context, v, orig store.Volume, refused *nodeExpandRefused) error {
+//
+// earlier is the size of a debt recorded by an earlier expand, refused when a later publish,
+// reconcile or expand to the size recorded sent it (sendOwedNodeStep), 0 for this expand's own.
+func (e *Engine) nodeOnlyRefused(ctx context.Context, v, orig store.Volume, refused *nodeExpandRefused, earlier int64) error {
 	// Every field this expand wrote, the request's capacity_min among them: left at the size
 	// refused, a registered volume (no size recorded) still read as that size, and a smaller
 	// expand was refused as a shrink
@@ -964,6 +980,11 @@ func (e *Engine) nodeOnlyRefused(ctx context.Context, v, orig store.Volume, refu
 	// TestNodeOnlyExpansionRefusedForGoodAfterATimedOutOneIsNotRecordedAtTheSizeRefused).
 	msg := fmt.Sprintf("expansion refused: plugin %q refused the NodeExpandVolume that is the whole of its expansion at every target, so this expand grew nothing; volume %q stays recorded at %s",
 		v.PluginID, v.ID, spec.FormatSize(currentSize(orig)))
+	if earlier > 0 {
+		msg = fmt.Sprintf("expansion refused: plugin %q refused for good, at every target, the NodeExpandVolume owed since an earlier expand to %s, the whole of its expansion, "+
+			"so the storage never grew; volume %q is recorded back at %s, its size before that expand",
+			v.PluginID, spec.FormatSize(earlier), v.ID, spec.FormatSize(currentSize(orig)))
+	}
 	switch {
 	case orig.NodeExpandMin > 0:
 		msg += fmt.Sprintf(", its node expansion to %s still owed, as before", spec.FormatSize(orig.NodeExpandMin))
@@ -989,6 +1010,27 @@ func (e *Engine) nodeOnlyRefused(ctx context.Context, v, orig store.Volume, refu
 	// of a debt no longer recorded, the same expand refused again
 	// (TestNodeOnlyExpansionRefusedForGoodDoesNotSayItStaysOwed).
 	return &refusedForGood{fmt.Errorf("%s: %w", msg, refused.refusals)}
+}
+
+// sendOwedNodeStep sends the node expansion volume v owes since an earlier expand
+// (expandOnNode), for a publish, reconcile or an expand to the size recorded. Where it is a
+// node-only debt whose size before is recorded (NodeOnlyFrom) and the plugin refuses it for
+// good at every target, nothing grew: the record is put back at that size, nothing owed
+// (nodeOnlyRefused). Before, only the expand that recorded the debt put it back: refused at
+// the next publish, the volume stayed recorded at the size refused, the advised expand again
+// met the same refusal, and an expand to a size the plugin takes was refused as a shrink
+// (TestNodeOnlyExpansionRefusedForGoodAtTheNextPublishIsNotRecordedAtTheSizeRefused). The
+// caller holds the volume lock.
+func (e *Engine) sendOwedNodeStep(ctx context.Context, c *conn, v store.Volume) (sent bool, err error) {
+	sent, err = e.expandOnNode(ctx, c, v, false)
+	refused := (*nodeExpandRefused)(nil)
+	if err == nil || v.NodeExpandControllerDone || v.NodeOnlyFrom == nil || !errors.As(err, &refused) {
+		return sent, err
+	}
+	orig := v
+	orig.CapacityBytes, orig.RequestedMin = v.NodeOnlyFrom.CapacityBytes, v.NodeOnlyFrom.RequestedMin
+	orig.NodeExpandMin, orig.NodeExpandMax, orig.NodeExpandGuessed, orig.NodeOnlyFrom = 0, 0, false, nil
+	return sent, e.nodeOnlyRefused(ctx, v, orig, refused, v.NodeExpandMin)
 }
 
 // refusedForGood is nodeOnlyRefused's error: the record put back, nothing of this expansion
@@ -1615,7 +1657,7 @@ func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, c
 	if v.NodeExpandMin <= 0 || !c.fp.Node || !c.fp.Capabilities.Node.ExpandVolume && !v.NodeExpandGuessed && !controllerAloneOwes(c.fp, v) {
 		return
 	}
-	_, err := e.expandOnNode(ctx, c, v, false) // an answer above the limit: recorded with its event
+	_, err := e.sendOwedNodeStep(ctx, c, v) // an answer above the limit: recorded with its event
 	var wait *kindError
 	if errors.As(err, &wait) {
 		// The expansion waits (a plugin that expands only offline, a controller half not
@@ -1794,7 +1836,7 @@ func (e *Engine) reconcileExpansions(ctx context.Context, rep *ReconcileReport, 
 			if controllerAloneOwes(c.fp, v) {
 				paid = controllerAlonePaid(c, v)
 			}
-			sent, err = e.expandOnNode(ctx, c, v, false)
+			sent, err = e.sendOwedNodeStep(ctx, c, v)
 			return err
 		}()
 		switch {

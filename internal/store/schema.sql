@@ -1,4 +1,4 @@
--- volctl schema at version 33
+-- volctl schema at version 34
 -- Written by `VOLCTL_WRITE_SCHEMA=1 go test ./internal/store -run TestSchemaFileIsTheMigrationsApplied`
 -- from the migrations in migrations/, which stay the record of how the schema came to be: a new
 -- database gets this in one step (migrate.go, schemaFile). Do not edit it by hand.
@@ -53,7 +53,7 @@ CREATE TABLE volumes (
     attachment_mode     TEXT    NOT NULL DEFAULT '',
     created_at          INTEGER NOT NULL,
     updated_at          INTEGER NOT NULL
-, node_expand_min INTEGER NOT NULL DEFAULT 0, node_expand_max INTEGER NOT NULL DEFAULT 0, expand_min INTEGER NOT NULL DEFAULT 0, expand_max INTEGER NOT NULL DEFAULT 0, clone_spec TEXT, external_key TEXT, node_expand_ctrl INTEGER NOT NULL DEFAULT 0 CHECK (node_expand_ctrl IN (0, 1)), create_cleanup INTEGER NOT NULL DEFAULT 0 CHECK (create_cleanup IN (0, 1)), source_gone INTEGER NOT NULL DEFAULT 0 CHECK (source_gone IN (0, 1)), sources_gone TEXT NOT NULL DEFAULT '', node_expand_guess INTEGER NOT NULL DEFAULT 0 CHECK (node_expand_guess IN (0, 1)), expand_beneath_min INTEGER NOT NULL DEFAULT 0, expand_beneath_max INTEGER NOT NULL DEFAULT 0) STRICT;
+, node_expand_min INTEGER NOT NULL DEFAULT 0, node_expand_max INTEGER NOT NULL DEFAULT 0, expand_min INTEGER NOT NULL DEFAULT 0, expand_max INTEGER NOT NULL DEFAULT 0, clone_spec TEXT, external_key TEXT, node_expand_ctrl INTEGER NOT NULL DEFAULT 0 CHECK (node_expand_ctrl IN (0, 1)), create_cleanup INTEGER NOT NULL DEFAULT 0 CHECK (create_cleanup IN (0, 1)), source_gone INTEGER NOT NULL DEFAULT 0 CHECK (source_gone IN (0, 1)), sources_gone TEXT NOT NULL DEFAULT '', node_expand_guess INTEGER NOT NULL DEFAULT 0 CHECK (node_expand_guess IN (0, 1)), expand_beneath_min INTEGER NOT NULL DEFAULT 0, expand_beneath_max INTEGER NOT NULL DEFAULT 0, node_only_from_capacity INTEGER, node_only_from_min INTEGER) STRICT;
 
 CREATE INDEX volumes_plugin ON volumes (plugin_id);
 

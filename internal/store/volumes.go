@@ -66,6 +66,13 @@ type Volume struct {
 	// (migration 0028), let go once the node half turns out to have no EXPAND_VOLUME. Written
 	// as NodeExpandControllerDone is: by Update, only with a debt; SetNodeExpansion clears it.
 	NodeExpandGuessed bool
+	// NodeOnlyFrom is the size the volume was recorded at before its node-only debt
+	// (NodeExpandMin, NodeExpandControllerDone false: the NodeExpandVolume is the whole
+	// expansion) was recorded, which a refusal for good of that step at a later publish or
+	// reconcile puts back (migration 0034). nil when not known: no debt, one recorded by an
+	// older volctl, or one the engine did not record it for. Written by Update and Insert with
+	// a debt only; SetNodeExpansion clears it.
+	NodeOnlyFrom *SizeRecord
 	// ExpandMin and ExpandMax are the capacity range of a ControllerExpandVolume recorded
 	// before it was sent and whose answer is not recorded yet (SetExpansionIntent): the
 	// storage may be that size already. 0 when none is pending. Read only: Insert and Update
@@ -79,6 +86,20 @@ type Volume struct {
 	ExpandBeneathMax int64
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
+}
+
+// SizeRecord is a volume's size as recorded: what the plugin reported, and what was asked.
+type SizeRecord struct {
+	CapacityBytes int64
+	RequestedMin  int64
+}
+
+// nodeOnlyFromArgs are the node_only_from columns' values for v: NULL without a debt or a size.
+func nodeOnlyFromArgs(v *Volume) (capacity, min any) {
+	if v.NodeExpandMin <= 0 || v.NodeOnlyFrom == nil {
+		return nil, nil
+	}
+	return v.NodeOnlyFrom.CapacityBytes, v.NodeOnlyFrom.RequestedMin
 }
 
 // VolumeFromSpec is a Volume with the fields a volume spec gives; the caller sets State and what
@@ -209,22 +230,26 @@ const volumeColumns = `id, namespace, name, plugin_id, external_id, csi_name, st
 // volumeReadColumns are volumeColumns and the ones only SetExpansionIntent or Insert writes,
 // which scanVolume reads.
 const volumeReadColumns = volumeColumns + `, expand_min, expand_max, clone_spec, node_expand_ctrl, node_expand_guess,
-	expand_beneath_min, expand_beneath_max`
+	expand_beneath_min, expand_beneath_max, node_only_from_capacity, node_only_from_min`
 
 func scanVolume(sc scanner) (Volume, error) {
 	var (
 		v                                     Volume
 		caps, mo, sec, params, vctx, tr, topo sql.NullString
 		cloneSpec                             sql.NullString
+		fromCapacity, fromMin                 sql.NullInt64
 		c, u                                  int64
 	)
 	err := sc.Scan(&v.ID, &v.Namespace, &v.Name, &v.PluginID, &v.ExternalID, &v.CSIName, &v.State, &caps,
 		&mo, &sec, &params, &vctx, &tr, &topo, &v.CapacityBytes,
 		&v.RequestedMin, &v.RequestedMax, &v.SnapshotID, &v.CloneID, &v.AccessMode, &v.AttachmentMode,
 		&v.NodeExpandMin, &v.NodeExpandMax, &c, &u, &v.ExpandMin, &v.ExpandMax, &cloneSpec, &v.NodeExpandControllerDone, &v.NodeExpandGuessed,
-		&v.ExpandBeneathMin, &v.ExpandBeneathMax)
+		&v.ExpandBeneathMin, &v.ExpandBeneathMax, &fromCapacity, &fromMin)
 	if err != nil {
 		return Volume{}, err
+	}
+	if v.NodeExpandMin > 0 && fromCapacity.Valid && fromMin.Valid {
+		v.NodeOnlyFrom = &SizeRecord{CapacityBytes: fromCapacity.Int64, RequestedMin: fromMin.Int64}
 	}
 	var mor *mountOptionsRow
 	if err := decJSONs(jsonCol{caps, &v.Capabilities}, jsonCol{mo, &mor}, jsonCol{sec, &v.Secrets},
@@ -521,6 +546,11 @@ func (vs volumes) Insert(v *Volume) error {
 			return wrap(err, volumeWhat(v.ID), "")
 		}
 	}
+	if capacity, min := nodeOnlyFromArgs(v); capacity != nil {
+		if _, err := vs.tx.exec(`UPDATE volumes SET node_only_from_capacity = ?, node_only_from_min = ? WHERE id = ?`, capacity, min, v.ID); err != nil {
+			return wrap(err, volumeWhat(v.ID), "")
+		}
+	}
 	v.CreatedAt, v.UpdatedAt = now, now
 	return nil
 }
@@ -544,13 +574,15 @@ func (vs volumes) Update(v *Volume) error {
 		keySet, keyArg = ", external_key = ?", []any{storageKey(v.ExternalID)}
 	}
 	var access, attachment string
+	fromCapacity, fromMin := nodeOnlyFromArgs(v)
 	err = vs.tx.queryRow(`
 		UPDATE volumes SET namespace = ?, name = ?, plugin_id = ?, external_id = ?, csi_name = ?, state = ?,
 			capabilities = ?, mount_options = ?, secrets = ?, parameters = ?, context = ?, topology_request = ?,
 			accessible_topology = ?, capacity_bytes = ?, requested_min = ?, requested_max = ?, snapshot_id = ?,
-			clone_id = ?, node_expand_min = ?, node_expand_max = ?, updated_at = ?`+keySet+`, node_expand_ctrl = ?, node_expand_guess = ?
+			clone_id = ?, node_expand_min = ?, node_expand_max = ?, updated_at = ?`+keySet+`, node_expand_ctrl = ?, node_expand_guess = ?,
+			node_only_from_capacity = ?, node_only_from_min = ?
 		WHERE id = ? RETURNING access_mode, attachment_mode`, append(append(append(args, encTime(now)), keyArg...),
-		v.NodeExpandMin > 0 && v.NodeExpandControllerDone, v.NodeExpandMin > 0 && v.NodeExpandGuessed, v.ID)...).Scan(&access, &attachment)
+		v.NodeExpandMin > 0 && v.NodeExpandControllerDone, v.NodeExpandMin > 0 && v.NodeExpandGuessed, fromCapacity, fromMin, v.ID)...).Scan(&access, &attachment)
 	if err != nil {
 		return wrap(err, volumeWhat(v.ID), "")
 	}
@@ -620,7 +652,8 @@ func (vs volumes) OnNode(pluginID string) ([]string, error) {
 }
 
 func (vs volumes) SetNodeExpansion(id string, min, max int64) error {
-	res, err := vs.tx.exec(`UPDATE volumes SET node_expand_min = ?, node_expand_max = ?, node_expand_ctrl = 0, node_expand_guess = 0 WHERE id = ?`, min, max, id)
+	res, err := vs.tx.exec(`UPDATE volumes SET node_expand_min = ?, node_expand_max = ?, node_expand_ctrl = 0, node_expand_guess = 0,
+		node_only_from_capacity = NULL, node_only_from_min = NULL WHERE id = ?`, min, max, id)
 	return affected(res, err, volumeWhat(id), "")
 }
 
