@@ -129,7 +129,8 @@ func wouldInsert(v store.Volume, p *store.Plugin, live []store.Claim, req ClaimR
 // readOnlyBlockBinds refuses, as invalid, a write claim of a block device with a read-only
 // volume_mount: a read-only bind of a device file stops no write to the device, and the alloc
 // handed it wrote the volume (TestReadOnlyVolumeMountOfABlockVolumeIsNotWritable). A read claim
-// is the way: the plugin publishes it read-only. The group spec's reader refuses it too.
+// is the way: the plugin publishes it read-only, its device's read-only flag set, or the claim
+// is refused (blockTargetWritable). The group spec's reader refuses it too.
 func readOnlyBlockBinds(req ClaimRequest) error {
 	if req.ReadOnly || req.AttachmentMode != spec.BlockDevice {
 		return nil
@@ -137,7 +138,7 @@ func readOnlyBlockBinds(req ClaimRequest) error {
 	for _, b := range req.Binds {
 		if b.ReadOnly {
 			return invalidf("volume_mount %s is read_only, but the claim is of a block device for writing: a read-only mount of a device file does not stop writes to the device; "+
-				"claim it to read (read_only = true in the group's volume block), which the plugin publishes read-only", b.Destination)
+				"claim it to read (read_only = true in the group's volume block), which the plugin must publish as a read-only device (a read claim whose device is left writable is refused)", b.Destination)
 		}
 	}
 	return nil

@@ -1739,9 +1739,9 @@ func (o *otherNodesAttachment) Is(target error) bool { return target == ErrConfl
 // claim's file-system target must be a read-only mount: a plugin that ignores readonly would
 // let an alloc that holds the volume for reading write it, beside its one writer; a write
 // claim's must not be read-only unless its mount flags ask for it ("ro"): the alloc would hold
-// the writer's slot through a mount it cannot write. (A block
-// claim's is not asked: a read-only mount does not stop writes to the device file on it;
-// readonly is the plugin's to keep there.) Whether it is a mount point, and read-only, is
+// the writer's slot through a mount it cannot write. A read claim's block target must not be
+// writable: a device whose read-only flag is off (a read-only mount does not stop writes to the
+// device file on it), or a file standing for one mounted read-write (blockTargetWritable). Whether it is a mount point, and read-only, is
 // asked of the mount table for this one path (MountTable.Mounted), which reads no table. The
 // target is opened as every path below the state dir is (nofollow.go), without following any
 // component. A failure is final (errBadAnswer): the claim is rolled back, and the release's
@@ -1798,6 +1798,17 @@ func (e *Engine) checkTarget(ctx context.Context, v store.Volume, cl *store.Clai
 		if nerr != nil {
 			return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, nerr)
 		}
+		if own == "" && cl.AttachmentMode == spec.BlockDevice && mp.Mounted && notBlock == "" {
+			if own, oerr = e.fileInOtherTarget(ctx, t, target, staging, v.ID); oerr != nil {
+				return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, oerr)
+			}
+		}
+		var writable string // a read claim's block target the alloc could write
+		if cl.Mode == store.ClaimRead && cl.AttachmentMode == spec.BlockDevice && mp.Mounted && notBlock == "" {
+			if writable, nerr = blockTargetWritable(t, mp); nerr != nil {
+				return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, nerr)
+			}
+		}
 		switch {
 		case notBlock != "":
 			what = notBlock
@@ -1821,6 +1832,8 @@ func (e *Engine) checkTarget(ctx context.Context, v store.Volume, cl *store.Clai
 			what = own
 		case cl.Mode == store.ClaimRead && cl.AttachmentMode == spec.FileSystem && !mp.ReadOnly:
 			what = "mounted read-write (NodePublishVolume asked for read-only: the alloc, which holds the volume for reading, could write it)"
+		case writable != "":
+			what = writable
 		case asksReadOnly(*cl) && !mp.ReadOnly:
 			// Its mount flags ask for "ro" (a writer's slot held through a mount nothing
 			// writes through, docs/specs.md): a plugin that ignored the flag handed the alloc
@@ -1857,6 +1870,47 @@ func (e *Engine) checkTarget(ctx context.Context, v store.Volume, cl *store.Clai
 	}
 	return err
 }
+
+// blockTargetWritable says how a read claim's block target t, a mount point (mp), could be
+// written by the alloc that holds the volume for reading ("" when it cannot): a block device
+// whose read-only flag is off (BLKROGET), since a read-only mount of a device file stops no
+// write to the device, or a file standing for one on a mount that is not read-only. Before, a
+// block target was asked nothing about read-only, and the read claim the refusal of a
+// read-only volume_mount advises was published as a read-only bind of the writable device,
+// which the reader wrote (TestReadClaimOfABlockVolumeAdvisedForAReadOnlyVolumeMountIsNotWritable).
+func blockTargetWritable(t *pathFD, mp MountPoint) (string, error) {
+	ft, err := t.fileType()
+	if err != nil {
+		return "", err
+	}
+	switch ft {
+	case unix.S_IFREG:
+		if mp.ReadOnly {
+			return "", nil
+		}
+		return "a file standing for the device, mounted read-write (NodePublishVolume asked for read-only: the alloc, which holds the volume for reading, could write it)", nil
+	case unix.S_IFBLK:
+	default:
+		return "", nil
+	}
+	fd, err := unix.Open(procPath(t.fd), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return "", &os.PathError{Op: "open", Path: t.path, Err: err}
+	}
+	defer unix.Close(fd)
+	ro, err := unix.IoctlGetInt(fd, blkROGet)
+	if err != nil {
+		return "", &os.PathError{Op: "ioctl BLKROGET", Path: t.path, Err: err}
+	}
+	if ro != 0 {
+		return "", nil
+	}
+	return "a block device left writable (its read-only flag, BLKROGET, is off; NodePublishVolume asked for read-only, and a read-only mount of a device file stops no write to the device): " +
+		"the alloc, which holds the volume for reading, could write it; the plugin must make the device it publishes read-only", nil
+}
+
+// blkROGet is the BLKROGET ioctl (<linux/fs.h>, _IO(0x12, 94)): a block device's read-only flag.
+const blkROGet = 0x125e
 
 // errTargetNotMounted matches checkTarget's error for a target with nothing mounted on it, or
 // missing.
@@ -2853,6 +2907,69 @@ func (e *Engine) inOtherStaging(target, staging string, near []otherStaging) (st
 	for _, o := range near {
 		if r, ok := roots[o.path]; ok && within(r) {
 			return fmt.Sprintf("a bind mount of %s, inside volume %q's staging path %s (%s)", t.root, o.volume, o.path, anotherVolume), nil
+		}
+	}
+	return "", nil
+}
+
+// fileInOtherTarget says which other volume's published file-system target a block claim's
+// target t, a file standing for the device, is a bind of a file inside: a plugin that does not
+// stage mounts a file-system claim's volume right at its target, and its data is there alone,
+// where inOtherStaging does not look. A block target inside its own staging is the plugin's
+// (one share). "" when none, or t is a device (blockTargetOfDevice compares those). Before,
+// the claim was published, and its alloc's raw blocks overwrote that volume's file
+// (TestBlockTargetBoundFromAFileInsideAnotherVolumesMountedTargetIsRefused). The cost is one
+// read of the claims and one statmount of each other file-system claim's target, for a block
+// target that is a file only.
+func (e *Engine) fileInOtherTarget(ctx context.Context, t *pathFD, target, staging, volumeID string) (string, error) {
+	mr, ok := e.cfg.Mounts.(mountRoots)
+	if !ok {
+		return "", nil
+	}
+	if ft, err := t.fileType(); err != nil || ft != unix.S_IFREG {
+		return "", err
+	}
+	paths := []string{target}
+	if staging != "" {
+		paths = append(paths, e.realPath(staging))
+	}
+	roots, err := mr.MountRoots(paths...)
+	if err != nil {
+		return "", err
+	}
+	tr, ok := roots[target]
+	if !ok {
+		return "", nil
+	}
+	within := func(r mountRoot) bool {
+		return r.dev == tr.dev && (r.root == "/" || r.root == tr.root || strings.HasPrefix(tr.root, strings.TrimSuffix(r.root, "/")+"/"))
+	}
+	if own, ok := roots[e.realPath(staging)]; staging != "" && ok && within(own) {
+		return "", nil
+	}
+	claims, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Claim, error) { return tx.Claims().ListAll() })
+	if err != nil {
+		return "", fmt.Errorf("reading the claims to compare the target with other volumes' targets: %w", err)
+	}
+	var others []store.Claim
+	paths = paths[:0]
+	for _, c := range claims {
+		if c.VolumeID == volumeID || c.AttachmentMode != spec.FileSystem || c.TargetPath == "" ||
+			c.State != store.ClaimPublished && c.State != store.ClaimUnpublishing {
+			continue
+		}
+		others = append(others, c)
+		paths = append(paths, e.realPath(c.TargetPath))
+	}
+	if len(others) == 0 {
+		return "", nil
+	}
+	if roots, err = mr.MountRoots(paths...); err != nil {
+		return "", err
+	}
+	for i, c := range others {
+		if r, ok := roots[paths[i]]; ok && within(r) {
+			return fmt.Sprintf("a bind mount of %s, inside volume %q's target %s (%s)", tr.root, c.VolumeID, c.TargetPath, anotherVolume), nil
 		}
 	}
 	return "", nil

@@ -563,7 +563,7 @@ func (d *decoder) volumeMount(b *hcl.Block, group string, count int, reqs map[st
 			// (TestReadOnlyVolumeMountOfABlockVolumeIsNotWritable).
 			d.errorf(a.Expr.Range(), "Read-only mount of a block device",
 				"read_only = true here, but the volume %q is a block device claimed for writing: a read-only mount of a device file does not stop writes to the device, so this mount would not be read-only. "+
-					"Set read_only = true in the volume block instead (a read claim, which the plugin publishes read-only), or remove read_only here.", req.Name)
+					"Set read_only = true in the volume block instead (a read claim, which the plugin must publish as a read-only device), or remove read_only here.", req.Name)
 		}
 		if bok && !m.ReadOnly && req != nil && req.ReadOnly {
 			// The claim is a read, published read-only: the mount cannot write, whatever it says.
