@@ -1753,8 +1753,9 @@ func (e *Engine) reconcilePendingExpansions(ctx context.Context, rep *ReconcileR
 		}
 		ctx := onVolume(ctx, listed.ID)
 		var (
-			info VolumeInfo
-			done bool
+			info    VolumeInfo
+			done    bool
+			pending = listed.ExpandMin // as read under the lock, named in a failure
 		)
 		err := func() error {
 			v, c, unlock, err := e.lockedVolume(ctx, listed.ID)
@@ -1762,6 +1763,7 @@ func (e *Engine) reconcilePendingExpansions(ctx context.Context, rep *ReconcileR
 				return err
 			}
 			defer unlock()
+			pending = v.ExpandMin
 			if v.ExpandMin <= 0 || v.State != store.VolumeReady {
 				return nil // answered since the pass listed it
 			}
@@ -1788,7 +1790,7 @@ func (e *Engine) reconcilePendingExpansions(ctx context.Context, rep *ReconcileR
 		case errors.Is(err, ErrNotFound):
 		case err != nil:
 			rep.problem(listed.ID, "", fmt.Errorf("volume %q: its expansion to %s, pending since an expand that did not record the answer: %w",
-				listed.ID, spec.FormatSize(listed.ExpandMin), err))
+				listed.ID, spec.FormatSize(pending), err))
 		case done:
 			note := ""
 			if info.ExpansionNote != "" {
@@ -1823,13 +1825,15 @@ func (e *Engine) reconcileExpansions(ctx context.Context, rep *ReconcileReport, 
 		}
 		ctx := onVolume(ctx, listed.ID)
 		var sent bool
-		paid := "" // the controller's step the whole expansion (controllerAloneOwes): said so
+		paid := ""                   // the controller's step the whole expansion (controllerAloneOwes): said so
+		owed := listed.NodeExpandMin // the debt as read under the lock: another process may have changed it since the listing
 		err := func() error {
 			v, c, unlock, err := e.lockedVolume(ctx, listed.ID)
 			if err != nil {
 				return err
 			}
 			defer unlock()
+			owed = v.NodeExpandMin
 			if _, handed, err := e.handedOver(ctx, v.ID); err != nil || handed {
 				return err // handed over anyway (forced): it waits for the take-back
 			}
@@ -1848,8 +1852,10 @@ func (e *Engine) reconcileExpansions(ctx context.Context, rep *ReconcileReport, 
 			// (TestReconcilePayingAnOwedExpansionByTheControllerAloneOnTheNodeDoesNotSayNodeExpanded).
 			rep.did("expanded", listed.ID, "", "%s", paid)
 		case sent:
+			// The size sent, read under the lock: the listing's, stale after another process's
+			// expand, was said (TestReconcileBesideAnExpandSaysTheSizeItExpandedOnTheNode).
 			rep.did("expanded", listed.ID, "", "volume %q expanded on the node to %s (owed since an earlier expand)",
-				listed.ID, spec.FormatSize(listed.NodeExpandMin))
+				listed.ID, spec.FormatSize(owed))
 		}
 	}
 }
