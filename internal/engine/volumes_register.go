@@ -272,7 +272,25 @@ func (e *Engine) registerRound(ctx context.Context, c *conn, sv spec.Volume, r *
 					old.ID, old.ExternalID, old.PluginID, shellquote.Command("volctl volume deregister", old.ID))
 			}
 		}
-		if old.State != store.VolumeReady {
+		switch old.State {
+		case store.VolumeReady:
+		case store.VolumeCreating:
+			// Finishing the create makes storage the register does not name, which the
+			// deregister the next refusal advised then forgot unsaid, the plugin left holding it
+			// (TestRegisterOverAnInterruptedCreateAdviceFollowedLeavesNoStorageUnrecorded).
+			return conflictf("volume %q is recorded creating (a `volctl volume create` interrupted before its CreateVolume's answer was recorded): a register does not replace it, "+
+				"and `volctl reconcile` would finish that create, making new storage, not %q; to register this spec instead, `%s` forgets the unfinished create "+
+				"(saying what it may have made, to delete with the storage provider), then register this spec again",
+				old.ID, sv.ExternalID, shellquote.Command("volctl volume deregister", old.ID))
+		case store.VolumeDeleting:
+			// Finishing the delete sends DeleteVolume of the storage, this one where the spec
+			// names it: said, as of the same storage under another ID
+			// (TestRegisterOverAnInterruptedDeleteSaysFinishingItDeletesTheStorage).
+			return conflictf("volume %q is being deleted (a `volctl volume delete` interrupted after its DeleteVolume was sent: the plugin may be deleting the storage, external ID %q): "+
+				"finish that delete first (`volctl reconcile`, or `%s` again), which deletes that storage, and register this spec only if the plugin still has the storage it names after it "+
+				"(to keep what the plugin has, `%s` forgets the delete and leaves the storage, then register this spec again)",
+				old.ID, old.ExternalID, shellquote.Command("volctl volume delete", old.ID), shellquote.Command("volctl volume deregister", old.ID))
+		default:
 			return conflictf("volume %q is %s; run `volctl reconcile` to finish that first", old.ID, old.State)
 		}
 		if err := checkImmutable(old, sv, true); err != nil {
