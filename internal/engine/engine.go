@@ -1121,6 +1121,21 @@ func capsChange(was, now store.Fingerprint) (lost, gained []string) {
 	return lost, gained
 }
 
+// declaredCapsChange is capsChange of the halves a plugin declared as typ has and the recorded
+// fingerprint was taken with (noteCapabilityChange says why); nodeCompared says the node's
+// half was compared.
+func declaredCapsChange(typ spec.PluginType, was, now store.Fingerprint) (lost, gained []string, nodeCompared bool) {
+	if !declaresController(typ) || !tookController(was) {
+		was.ControllerCaps, now.ControllerCaps = nil, nil
+	}
+	nodeCompared = declaresNode(typ) && tookNode(was)
+	if !nodeCompared {
+		was.NodeCaps, now.NodeCaps = nil, nil
+	}
+	lost, gained = capsChange(was, now)
+	return lost, gained, nodeCompared
+}
+
 // noteCapabilityChange appends an event when a plugin comes back (a restart: a new socket
 // file) with other capabilities than it was last fingerprinted with, naming what it lost and
 // gained. When it lost STAGE_UNSTAGE_VOLUME or PUBLISH_UNPUBLISH_VOLUME while volumes are
@@ -1148,15 +1163,7 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 	// TestMonolithDeclaredAgainAfterItsNodeHalfIsNoCapabilityGain). A declared half the plugin
 	// stopped serving (CONTROLLER_SERVICE dropped) is compared: that loss is real
 	// (TestControllerServiceDroppedStillNamesTheAttachedVolumes).
-	was := cur.Fingerprint
-	if !declaresController(cur.Type) || !tookController(was) {
-		was.ControllerCaps, now.ControllerCaps = nil, nil
-	}
-	nodeCompared := declaresNode(cur.Type) && tookNode(was)
-	if !nodeCompared {
-		was.NodeCaps, now.NodeCaps = nil, nil
-	}
-	lost, gained := capsChange(was, now)
+	lost, gained, nodeCompared := declaredCapsChange(cur.Type, cur.Fingerprint, now)
 	oldNode := cur.Fingerprint.NodeID
 	movedNode := oldNode != "" && now.NodeID != "" && now.NodeID != oldNode
 	// The node's limits likewise: a registration of the controller half alone, or back from

@@ -111,7 +111,11 @@ func (e *Engine) registerPluginOnce(ctx context.Context, given spec.Plugin, keep
 			return PluginInfo{}, fmt.Errorf("register plugin %q: %w", sp.ID, err)
 		}
 		health = e.probe(ctx, c)
-	case sp.Exec != nil:
+	case sp.Exec != nil && PluginNotAnswering(err):
+		// Nothing answers on its socket: the agent starts it. A process that answers and
+		// fails (hangs, another driver, a socket that is another plugin's) is refused as
+		// without the exec block: it was said "not started yet", exit 0
+		// (TestExecPluginRegisteredOnAHungSocketIsNotSaidNotStarted).
 		health = store.Health{LastError: "not started yet: the agent starts it (volctl agent)"}
 	default:
 		return PluginInfo{}, fmt.Errorf("register plugin %q: %w", sp.ID, e.nothingRecorded(ctx, err, fmt.Sprintf("plugin %q", sp.ID), func(tx *store.Tx) error {
@@ -296,12 +300,23 @@ func pluginChanges(old, p store.Plugin, fp *csi.Fingerprint) []string {
 		// was "unchanged" (TestRegisterAgainForAnotherDriverIsNotUnchanged).
 		{"driver", fp == nil || old.Fingerprint.Provider == "" || old.Fingerprint.Provider == fp.Provider},
 		{"version", fp == nil || old.Fingerprint.At.IsZero() || old.Fingerprint.Version == fp.Version},
+		// Capabilities lost or gained, of the halves both declare (as its plugin-capabilities
+		// event compares them): a plugin back without STAGE_UNSTAGE_VOLUME under a staged
+		// volume was "unchanged" (TestRegisterAgainOfAPluginThatLostStageUnstageIsNotUnchanged).
+		{"capabilities", fp == nil || old.Fingerprint.At.IsZero() || !capsDiffer(p.Type, old.Fingerprint, fp)},
 	} {
 		if !f.same {
 			changed = append(changed, f.name)
 		}
 	}
 	return changed
+}
+
+// capsDiffer says whether fingerprint fp has other capabilities than was, of the halves a
+// plugin declared as typ has (declaredCapsChange).
+func capsDiffer(typ spec.PluginType, was store.Fingerprint, fp *csi.Fingerprint) bool {
+	lost, gained, _ := declaredCapsChange(typ, was, fingerprintToStore(fp, time.Time{}))
+	return len(lost)+len(gained) > 0
 }
 
 // execSame reports whether two exec blocks start the same process.
