@@ -38,3 +38,23 @@ func TestJSONSecretKeepsTheNextValueOnItsLineReadable(t *testing.T) {
 		t.Errorf("validate: exit %d; want the secret masked and the bad size shown:\n%s", code, out)
 	}
 }
+
+// TestJSONMountFlagsWithoutBracketsDoNotShowTheFlagAfterTheComma: `"mount_flags": "rw",
+// "password=hunter2"` (a list whose brackets were forgotten) masked "rw" and stopped at the
+// comma, JSON's plain value's end, its second flag shown in the snippet. A string after the
+// comma that is not a key is the value's too, on the same line or the next.
+// Found by helper review83 (own).
+func TestJSONMountFlagsWithoutBracketsDoNotShowTheFlagAfterTheComma(t *testing.T) {
+	for _, src := range []string{
+		`{"id": "db", "mount_options": {"mount_flags": "rw", "password=hunter2"}, "capacity_min": "bad"}` + "\n",
+		"{\"id\": \"db\",\n \"mount_options\": {\"mount_flags\": \"rw\",\n   \"password=hunter2\"},\n \"capacity_min\": \"bad\"}\n",
+	} {
+		code, out := validateFile(t, "db.json", src)
+		if code != ExitUsage || strings.Contains(out, "hunter2") || !strings.Contains(out, `"****************"`) {
+			t.Errorf("validate of %q: exit %d; want it refused with the flag's line shown masked:\n%s", src, code, out)
+		}
+		if first, _, _ := strings.Cut(src, "\n"); strings.Contains(first, "capacity_min") && !strings.Contains(out, `"capacity_min": "bad"`) {
+			t.Errorf("validate of %q: the bad size after the flags is masked too:\n%s", src, out)
+		}
+	}
+}

@@ -1021,16 +1021,27 @@ func (e *Engine) nodeOnlyRefused(ctx context.Context, v, orig store.Volume, refu
 // met the same refusal, and an expand to a size the plugin takes was refused as a shrink
 // (TestNodeOnlyExpansionRefusedForGoodAtTheNextPublishIsNotRecordedAtTheSizeRefused). The
 // caller holds the volume lock.
+//
+// What is put back is the record as stored, read again after the refusal, its size fields
+// alone changed: the caller's copy may hold what is not recorded (a registration's new secrets,
+// refused: TestNodeOnlyDebtRefusedAtARegistrationAgainKeepsTheRecordedSecrets), and a
+// ControllerExpandVolume sent first (controllerBeforeNode, a plugin back with the controller's
+// EXPAND_VOLUME) recorded the storage grown, the debt the controller's now, which is not put
+// back (TestNodeOnlyDebtWhoseControllerStepWasJustTakenIsNotPutBack).
 func (e *Engine) sendOwedNodeStep(ctx context.Context, c *conn, v store.Volume) (sent bool, err error) {
 	sent, err = e.expandOnNode(ctx, c, v, false)
 	refused := (*nodeExpandRefused)(nil)
-	if err == nil || v.NodeExpandControllerDone || v.NodeOnlyFrom == nil || !errors.As(err, &refused) {
+	if err == nil || !errors.As(err, &refused) {
 		return sent, err
 	}
-	orig := v
-	orig.CapacityBytes, orig.RequestedMin = v.NodeOnlyFrom.CapacityBytes, v.NodeOnlyFrom.RequestedMin
+	stored, rerr := viewOne(context.WithoutCancel(ctx), e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(v.ID) })
+	if rerr != nil || stored.NodeExpandMin <= 0 || stored.NodeExpandControllerDone || stored.NodeOnlyFrom == nil {
+		return sent, err
+	}
+	orig := stored
+	orig.CapacityBytes, orig.RequestedMin = stored.NodeOnlyFrom.CapacityBytes, stored.NodeOnlyFrom.RequestedMin
 	orig.NodeExpandMin, orig.NodeExpandMax, orig.NodeExpandGuessed, orig.NodeOnlyFrom = 0, 0, false, nil
-	return sent, e.nodeOnlyRefused(ctx, v, orig, refused, v.NodeExpandMin)
+	return sent, e.nodeOnlyRefused(ctx, stored, orig, refused, stored.NodeExpandMin)
 }
 
 // refusedForGood is nodeOnlyRefused's error: the record put back, nothing of this expansion

@@ -133,8 +133,8 @@ func redactTokens(src []byte, json bool, lex func() hclsyntax.Tokens) []byte {
 				mask(t)
 			}
 			// JSON's plain value ends at its comma too (`"secrets": "x", "capacity_min": "bad"`
-			// keeps the size its error names readable).
-			if block && depth <= 0 || !block && depth <= 0 && (endsLine(t) || t.Type == hclsyntax.TokenEOF || json && t.Type == hclsyntax.TokenComma) {
+			// keeps the size its error names readable), unless a string not a key follows it.
+			if block && depth <= 0 || !block && depth <= 0 && (endsLine(t) || t.Type == hclsyntax.TokenEOF || json && t.Type == hclsyntax.TokenComma && !strayFollows(src, t.Range.End.Byte)) {
 				break
 			}
 		}
@@ -481,9 +481,20 @@ func redactJSON(b []byte) {
 				if depth <= 0 {
 					break value // the value's own close, or the object's around a plain value
 				}
-			case c == ',' || c == '\n':
+			case c == '\n':
 				if depth == 0 {
 					break value
+				}
+			case c == ',':
+				// A plain value ends at its comma, unless what follows is no key: a list
+				// whose brackets were forgotten (`"mount_flags": "rw", "password=x"`).
+				if depth == 0 {
+					j, stray := strayAfterComma(b, i+1)
+					if !stray {
+						break value
+					}
+					i = j // the stray string, on this line or the next
+					continue
 				}
 			case c == ':' || c == ' ' || c == '\t' || c == '\r':
 			default:
@@ -492,6 +503,22 @@ func redactJSON(b []byte) {
 			i++
 		}
 	}
+}
+
+// strayAfterComma says whether JSON source b, past a comma at i, goes on with a string that is
+// not an object key (a value of the list a comma before it was in, its brackets forgotten), and
+// where that string starts.
+func strayAfterComma(b []byte, i int) (int, bool) {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i, i < len(b) && b[i] == '"' && !jsonKeyAt(b, i)
+}
+
+// strayFollows is strayAfterComma's answer alone.
+func strayFollows(b []byte, i int) bool {
+	_, stray := strayAfterComma(b, i)
+	return stray
 }
 
 // maskJSONString masks the contents of the string starting at the quote at i and returns the
