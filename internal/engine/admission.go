@@ -39,7 +39,12 @@ func checkNode(tx *store.Tx, v store.Volume, onNode bool, p *store.Plugin) error
 		return badAnswerf("plugin %q: %v (recorded by an older volctl): run `%s` to fingerprint it again",
 			p.ID, err, shellquote.Command("volctl plugin status", p.ID))
 	}
-	if topos := volumeTopologies(v); len(topos) > 0 && !topologyMatch(fp.Topology, topos) {
+	// A plugin never fingerprinted (registered with an exec block the agent has not started)
+	// stated no topology: not judged by it, as `volume status` does not (judgedTopology); the
+	// publish's connection fingerprints it and judges what it states. It was refused, "has no
+	// accessible topology: the volume cannot be used on this node"
+	// (TestClaimThroughAPluginNotFingerprintedYetIsNotSaidOutsideItsTopology).
+	if topos := volumeTopologies(v); len(topos) > 0 && !fp.At.IsZero() && !topologyMatch(fp.Topology, topos) {
 		wayOut := ""
 		if w := renamedNodeWayOut(p.ID, topos, fp.NodeID, fp.Topology); w != "" {
 			wayOut = "; " + w
@@ -94,7 +99,7 @@ func checkNode(tx *store.Tx, v store.Volume, onNode bool, p *store.Plugin) error
 func standingOutsideTopology(tx *store.Tx, v store.Volume, p *store.Plugin) error {
 	fp := p.Fingerprint
 	topos := volumeTopologies(v)
-	if len(topos) == 0 || csi.CheckNodeTopology(fp.Provider, fp.Topology) != nil || topologyMatch(fp.Topology, topos) {
+	if len(topos) == 0 || !judgedTopology(fp) || topologyMatch(fp.Topology, topos) {
 		return nil
 	}
 	claims, err := tx.Claims().ByVolume(v.ID)

@@ -227,6 +227,11 @@ func (e *Engine) registerPluginOnce(ctx context.Context, given spec.Plugin, keep
 			if err := tx.Plugins().SetFingerprint(p.ID, c.storedFingerprint(now)); err != nil {
 				return err
 			}
+			if node := fp.AccessibleTopology; node != nil {
+				if err := respellVolumesAsNode(tx, p.ID, node.Segments); err != nil {
+					return err
+				}
+			}
 		}
 		if err := tx.Plugins().SetHealth(p.ID, health); err != nil {
 			return err
@@ -310,6 +315,47 @@ func pluginChanges(old, p store.Plugin, fp *csi.Fingerprint) []string {
 		}
 	}
 	return changed
+}
+
+// respellVolumesAsNode records the topologies of plugin pluginID's volumes with each key spelled
+// as its node states them (node: NodeGetInfo's segments), where they differ only in case
+// (spelledAsNode): volctl admits claims by them folding keys, Nomad, which the export and the
+// handover write them for, compares keys as bytes. A create and a registration record them so
+// when the node's topology is known; a volume made through a controller half registered alone
+// was not, and its Nomad spec was placed on no node while volctl said it schedulable here
+// (TestExportNomadOfAVolumeCreatedThroughAControllerHalfIsPlaceableByNomad). Respelled when
+// read instead, what went to Nomad drifted with the plugin's record
+// (TestNomadStatusOfAHandedOverVolumeDoesNotDriftWhenItsPluginIsDeregistered).
+func respellVolumesAsNode(tx *store.Tx, pluginID string, node map[string]string) error {
+	if len(node) == 0 {
+		return nil
+	}
+	vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: pluginID})
+	if err != nil {
+		return err
+	}
+	for _, v := range vols {
+		topo, req := spelledAsNode(v.AccessibleTopology, node), spelledTopologyRequest(v.TopologyRequest, node)
+		if reflect.DeepEqual(topo, v.AccessibleTopology) && reflect.DeepEqual(req, v.TopologyRequest) {
+			continue
+		}
+		v.AccessibleTopology, v.TopologyRequest = topo, req
+		if err := tx.Volumes().Update(&v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// spelledTopologyRequest is req with each key of its required and preferred topologies spelled
+// as node (spelledAsNode); nil for nil.
+func spelledTopologyRequest(req *spec.TopologyRequest, node map[string]string) *spec.TopologyRequest {
+	if req == nil || len(node) == 0 {
+		return req
+	}
+	spelled := *req
+	spelled.Required, spelled.Preferred = spelledAsNode(req.Required, node), spelledAsNode(req.Preferred, node)
+	return &spelled
 }
 
 // capsDiffer says whether fingerprint fp has other capabilities than was, of the halves a

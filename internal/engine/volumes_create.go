@@ -155,6 +155,13 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume, outcome *Subm
 				return err
 			}
 			v = store.VolumeFromSpec(sv)
+			if node := c.fp.AccessibleTopology; node != nil {
+				// Recorded as the node spells its keys, as a registration's and the answer's
+				// are: a create answered with no topology is accessible from its required one,
+				// which went to Nomad as the spec spelled it, placed on no node
+				// (TestExportNomadOfACreatedVolumeAnsweredWithoutATopologyIsPlaceableByNomad).
+				v.TopologyRequest = spelledTopologyRequest(v.TopologyRequest, node.Segments)
+			}
 			v.ExternalID = ""
 			v.State = store.VolumeCreating
 			v.CSIName = createName(sv.Namespace, sv.ID)

@@ -87,9 +87,7 @@ func (e *Engine) registerRound(ctx context.Context, c *conn, sv spec.Volume, r *
 		// requiring {Zone=a} of a node in {zone=a} is admitted here (keys fold) and went to
 		// Nomad as written, placed on no node
 		// (TestExportNomadOfARegisteredVolumeWithAFoldedTopologyKeyIsPlaceableByNomad).
-		req := *sv.TopologyRequest
-		req.Required, req.Preferred = spelledAsNode(req.Required, node.Segments), spelledAsNode(req.Preferred, node.Segments)
-		sv.TopologyRequest = &req
+		sv.TopologyRequest = spelledTopologyRequest(sv.TopologyRequest, node.Segments)
 	}
 	recordedBefore, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Volume, error) {
 		if err := registersTopology(tx, c, sv); err != nil {
