@@ -146,7 +146,8 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 	if opts.Limit < 0 {
 		return usageError("events: -n must be 0 (every event) or more, got %d", opts.Limit)
 	}
-	since, err := parseSince(opts.Since, opts.Now())
+	start := opts.Now()
+	since, err := parseSince(opts.Since, start)
 	if err != nil {
 		return err
 	}
@@ -219,6 +220,7 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 	if len(evs) > 0 {
 		last = max(last, evs[len(evs)-1].ID)
 	}
+	waitSince := since.After(start) // a --since ahead of the follow's start: held to, until reached
 	if err := out.Flush(); err != nil {
 		return err
 	}
@@ -260,9 +262,16 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 		changed = 0
 		evs, dropped := read.Events, read.Dropped
 		last = read.Newest // of all the read saw, matching or not: it reads each event once
-		// --since holds for what follows too: one in the future printed every event recorded
-		// before it (TestEventsFollowSinceInTheFutureShowsNoEarlierEvent).
-		evs = slices.DeleteFunc(evs, beforeSince)
+		// --since holds for what follows too while it is ahead: one in the future printed
+		// every event recorded before it (TestEventsFollowSinceInTheFutureShowsNoEarlierEvent).
+		// One reached, or past when the follow began (every duration), holds back nothing
+		// more: each event read now is newer than the last printed, and one stamped before it
+		// by a clock stepped back was dropped, unsaid
+		// (TestEventsFollowSinceADurationPrintsEventsRecordedAfterTheClockSteppedBack).
+		if waitSince {
+			evs = slices.DeleteFunc(evs, beforeSince)
+			waitSince = len(evs) == 0
+		}
 		if dropped > 0 {
 			// On stderr, so that stdout stays the events alone (--json's lines); once, as the
 			// follow goes on past them.
