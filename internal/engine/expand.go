@@ -705,13 +705,21 @@ func pendingWithoutController(c *conn, v store.Volume) error {
 		v.ID, spec.FormatSize(v.ExpandMin), c.plugin.ID, spec.FormatSize(currentSize(v)), pendingExpansionForget(v))
 }
 
+// forgetAndRecordAnew is the way to record volume v anew, at the size its storage has:
+// deregistering forgets it (its claims released first) without touching the storage, and
+// registering it again records it at the size its spec says. forgets is what the deregister
+// forgets with it.
+func forgetAndRecordAnew(v store.Volume, forgets string) string {
+	return fmt.Sprintf("`%s` (which releases its claims first, if any, and forgets %s), then `volctl volume register` of its spec with external_id = %s (the storage is not touched)",
+		shellquote.CommandFlags("volctl volume deregister", []string{v.ID}, "--force", "--yes"), forgets, spec.HCLQuoted(v.ExternalID))
+}
+
 // pendingExpansionForget is the way out of volume v's pending expansion for a plugin that will
 // not have EXPAND_VOLUME again: deregistering forgets the volume and its pending mark without
 // touching the storage, and registering it again records it at the size its spec says.
 func pendingExpansionForget(v store.Volume) string {
-	return fmt.Sprintf("or, if plugin %q will not have it again, forget the volume and record it anew at the size the storage provider shows: `%s` "+
-		"(which releases its claims first, if any, and forgets the pending expansion), then `volctl volume register` of its spec with external_id = %s (the storage is not touched)",
-		v.PluginID, shellquote.CommandFlags("volctl volume deregister", []string{v.ID}, "--force", "--yes"), spec.HCLQuoted(v.ExternalID))
+	return fmt.Sprintf("or, if plugin %q will not have it again, forget the volume and record it anew at the size the storage provider shows: %s",
+		v.PluginID, forgetAndRecordAnew(v, "the pending expansion"))
 }
 
 // offlineOnly refuses to expand volume v while it is on the node (a claim, or a staging or
@@ -1035,11 +1043,27 @@ func (e *Engine) sendOwedNodeStep(ctx context.Context, c *conn, v store.Volume) 
 		return sent, err
 	}
 	stored, rerr := viewOne(context.WithoutCancel(ctx), e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(v.ID) })
-	if rerr != nil || stored.NodeExpandMin <= 0 || stored.NodeExpandControllerDone || stored.NodeOnlyFrom == nil {
+	if rerr != nil || stored.NodeExpandMin <= 0 || stored.NodeExpandControllerDone {
 		return sent, err
 	}
+	from := stored.NodeOnlyFrom
+	if from == nil {
+		// A debt an older volctl recorded, without the size before it (migration 0034): the
+		// plugin's listing says what the storage is, where it can; else no size is guessed,
+		// and the way out is said, where every failure advised the same expand again and
+		// reconcile, each refused alike for good
+		// (TestMigratedNodeOnlyDebtRefusedForGoodDoesNotAdviseTheSameRefusal).
+		listed := e.sizeListed(context.WithoutCancel(ctx), c, stored)
+		if listed <= 0 || listed >= stored.NodeExpandMin {
+			return sent, &refusedForGood{fmt.Errorf("plugin %q refused for good, at every target, the NodeExpandVolume owed to volume %q since an earlier expand to %s, "+
+				"the whole of its expansion, so the storage never grew; that debt was recorded by an older volctl, without the size before it, and the plugin lists no size of the volume below it, "+
+				"so the record cannot be put back: it stays at %s, owed, until the volume is recorded anew at the size the storage provider shows: %s: %w",
+				stored.PluginID, stored.ID, spec.FormatSize(stored.NodeExpandMin), spec.FormatSize(stored.NodeExpandMin), forgetAndRecordAnew(stored, "the debt"), refused.refusals)}
+		}
+		from = &store.SizeRecord{CapacityBytes: listed, RequestedMin: min(stored.RequestedMin, listed)}
+	}
 	orig := stored
-	orig.CapacityBytes, orig.RequestedMin = stored.NodeOnlyFrom.CapacityBytes, stored.NodeOnlyFrom.RequestedMin
+	orig.CapacityBytes, orig.RequestedMin = from.CapacityBytes, from.RequestedMin
 	orig.NodeExpandMin, orig.NodeExpandMax, orig.NodeExpandGuessed, orig.NodeOnlyFrom = 0, 0, false, nil
 	return sent, e.nodeOnlyRefused(ctx, stored, orig, refused, stored.NodeExpandMin)
 }
