@@ -135,6 +135,9 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume, outcome *Subm
 	if err != nil {
 		return fail(err)
 	}
+	if err := e.cloneSourceHeld(ctx, c, sv); err != nil {
+		return fail(err)
+	}
 	if sv.SnapshotID != "" {
 		e.failpoint("restore:ready") // the plugin's controller lock let go; nothing recorded yet
 	}
@@ -851,7 +854,43 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) (lis
 			return listedSnapshot{}, deletedWhileRestoreWaited(sv, "waited for the plugin's controller lock (the plugin does not find it, and volctl no longer records it)")
 		}
 	}
+	if err == nil && !found && !recorded {
+		// The plugin has no such snapshot, and volctl records one of that ID through another
+		// plugin (not on its sockets: another storage): that one was meant, which this plugin
+		// cannot restore. Sent, the plugin's NOT_FOUND advised to check snapshot_id, which
+		// `snapshot list` showed right, and a snapshot of that ID it did hold would have been
+		// restored instead (TestRestoreOfAnotherPluginsSnapshotNamesItsPlugin), as a clone of
+		// another plugin's volume is refused (cloneSource).
+		other, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Snapshot, error) { return snapshotOfAnotherPlugin(tx, sv) })
+		if err != nil {
+			return listedSnapshot{}, err
+		}
+		if other.PluginID != "" {
+			return listedSnapshot{}, invalidf("snapshot_id %q of volume %q is a snapshot volctl records through plugin %q (of volume %q), another plugin than volume %q's %q, which says it has no such snapshot "+
+				"and cannot restore another plugin's: nothing was created; a volume is restored through its snapshot's plugin: create volume %q with plugin_id = %s",
+				sv.SnapshotID, sv.ID, other.PluginID, other.SourceVolumeID, sv.ID, sv.PluginID, sv.ID, spec.HCLQuoted(other.PluginID))
+		}
+	}
 	return listedSnapshot{recorded: recorded, unlisted: err == nil && !found && !recorded}, nil
+}
+
+// snapshotOfAnotherPlugin is the record of restore sv's snapshot_id through a plugin ID other
+// than sv's plugin and those on its sockets (socketMates), a zero Snapshot when there is none.
+func snapshotOfAnotherPlugin(tx *store.Tx, sv spec.Volume) (store.Snapshot, error) {
+	mates, err := socketMates(tx, sv.PluginID)
+	if err != nil {
+		return store.Snapshot{}, err
+	}
+	near, err := tx.Snapshots().Near(sv.SnapshotID)
+	if err != nil {
+		return store.Snapshot{}, err
+	}
+	for _, sn := range near {
+		if sn.SnapshotID == sv.SnapshotID && sn.PluginID != sv.PluginID && !mates[sn.PluginID] {
+			return sn, nil
+		}
+	}
+	return store.Snapshot{}, nil
 }
 
 // recordedNotReady is the conflict of a restore of spec sv from snapshot rec, recorded not ready
@@ -1198,6 +1237,52 @@ func (e *Engine) sourcesStillHeld(ctx context.Context, c *conn, v store.Volume, 
 		}
 	}
 	return held, nil
+}
+
+// cloneSourceHeld refuses, before anything is sent, a clone whose clone_id is a storage ID
+// volctl records no volume by (nor a volctl ID) and that plugin c, asked, does not hold: a
+// plugin that ignores the content source it cannot find made an empty volume, recorded ready
+// and said "created", the data the user expected not there
+// (TestCloneOfAVolumeThePluginDoesNotHaveIsNotSaidCreated). A plugin that cannot be asked (no
+// LIST_VOLUMES nor GET_VOLUME), or whose check fails, is sent the create as before. Nothing for
+// a volume recorded already (a replay, sent as first asked).
+func (e *Engine) cloneSourceHeld(ctx context.Context, c *conn, sv spec.Volume) error {
+	if sv.CloneID == "" || volumeCheck(c) == "" {
+		return nil
+	}
+	unrecorded, err := viewOne(ctx, e.store, func(tx *store.Tx) (bool, error) {
+		for _, id := range []string{sv.ID, sv.CloneID} {
+			switch _, err := tx.Volumes().Get(id); {
+			case err == nil:
+				return false, nil
+			case !errors.Is(err, store.ErrNotFound):
+				return false, err
+			}
+		}
+		if same, err := sameStorage(tx, sv.PluginID, sv.CloneID, sv.ID); err != nil || len(same) > 0 {
+			return false, err
+		}
+		id, _, err := nearStorage(tx, sv.PluginID, sv.CloneID, sv.ID)
+		return err == nil && id == "", err
+	})
+	if err != nil || !unrecorded {
+		return err
+	}
+	var held bool
+	if err := e.controllerCheck(ctx, c, func(ctx context.Context) error {
+		var err error
+		held, err = e.holdsSource(ctx, c, sv.CloneID)
+		return err
+	}); err != nil {
+		e.log.Warn(fmt.Sprintf("plugin %q: whether it holds volume %q, the clone_id of volume %q, could not be checked before CreateVolume", c.plugin.ID, spec.Cut(sv.CloneID, 256), sv.ID), "err", err)
+		return nil
+	}
+	if held {
+		return nil
+	}
+	return invalidf("clone_id %q of volume %q names no volume plugin %q holds (%s) nor one volctl records: nothing was created, and a plugin that ignores a source it cannot find "+
+		"would have made an empty volume; check clone_id (a volctl volume ID, or the storage ID the plugin gives, which `volctl volume status ID` shows as External ID), then create volume %q again",
+		sv.CloneID, sv.ID, c.plugin.ID, volumeCheck(c), sv.ID)
 }
 
 // holdsSource says whether plugin c lists volume src, or src spelled otherwise
