@@ -70,10 +70,51 @@ func redactSource(src []byte, json bool) []byte {
 // (TestJSONReadFileHoldingHCLSecretsDoesNotShowThem).
 func redactTokens(src []byte, json bool, lex func() hclsyntax.Tokens) []byte {
 	out := bytes.Clone(src)
+	toks := hclsyntax.Tokens(nil)
 	if json {
 		redactJSON(out)
+		// Lexed with each JSON string's `${` and `%{` made inert: literal text to JSON (a
+		// password "pa${ss"), they opened a template to HCL's lexer, whose quote then opened a
+		// string never closed, and the rest of the file was masked, a later value's error
+		// unreadable (TestJSONSecretHoldingATemplateStartDoesNotMaskTheRestOfTheFile).
+		toks, _ = hclsyntax.LexConfig(inertJSONTemplates(src), "", hcl.InitialPos)
+	} else {
+		toks = lex()
 	}
-	toks := lex()
+	maskTokens(out, toks, json)
+	// A quoted string that runs past its line (`"C:\data\"` escaping its own quote) puts every
+	// quote after it out of step: `secrets {` below is string text to the lexer, a password a
+	// bare name, and nothing was masked (TestStringEndingInABackslashDoesNotShowTheSecretsBelowIt).
+	// Both HCL and JSON refuse such a string, so the file is broken there: what follows its
+	// line is lexed again from the next line, and masked by those tokens too, up to
+	// maxRelexes times; past that, all that follows is masked, as after a comment never closed.
+	for n := 0; ; n++ {
+		i := slices.IndexFunc(toks, func(t hclsyntax.Token) bool { return t.Type == hclsyntax.TokenQuotedNewline })
+		if i < 0 {
+			break
+		}
+		from := toks[i].Range.End.Byte
+		if n == maxRelexes {
+			maskRange(out, from, len(out))
+			break
+		}
+		lexed := src
+		if json {
+			lexed = inertJSONTemplates(src)
+		}
+		toks, _ = hclsyntax.LexConfig(lexed[from:], "", hcl.Pos{Byte: from, Line: 1, Column: 1})
+		maskTokens(out, toks, json)
+	}
+	return out
+}
+
+// maxRelexes bounds how many times redactTokens lexes a file again past a quoted string that
+// runs past its line: a file of many such lines is masked whole past that many.
+const maxRelexes = 16
+
+// maskTokens masks, in out, the values of sensitive names in toks, a lex of the file out is
+// (redactTokens). json says the file is read as JSON.
+func maskTokens(out []byte, toks hclsyntax.Tokens, json bool) {
 	mask := func(t hclsyntax.Token) { maskRange(out, t.Range.Start.Byte, t.Range.End.Byte) }
 	for i := 0; i < len(toks); i++ {
 		name, last := sensitiveToken(toks, i)
@@ -134,13 +175,12 @@ func redactTokens(src []byte, json bool, lex func() hclsyntax.Tokens) []byte {
 			}
 			// JSON's plain value ends at its comma too (`"secrets": "x", "capacity_min": "bad"`
 			// keeps the size its error names readable), unless a string not a key follows it.
-			if block && depth <= 0 || !block && depth <= 0 && (endsLine(t) || t.Type == hclsyntax.TokenEOF || json && t.Type == hclsyntax.TokenComma && !strayFollows(src, t.Range.End.Byte)) {
+			if block && depth <= 0 || !block && depth <= 0 && (endsLine(t) || t.Type == hclsyntax.TokenEOF || json && t.Type == hclsyntax.TokenComma && !strayFollows(out, t.Range.End.Byte)) {
 				break
 			}
 		}
 		i = k
 	}
-	return out
 }
 
 // hideMasked replaces with Redacted, in each diagnostic's summary and detail, the source text
@@ -503,6 +543,29 @@ func redactJSON(b []byte) {
 			i++
 		}
 	}
+}
+
+// inertJSONTemplates is JSON source b with the `{` of each `${` and `%{` inside a string (by
+// JSON's rules: up to its unescaped closing quote, or its line's end) replaced by '_', so that
+// HCL's lexer reads the string as one literal; every byte stays where it was.
+func inertJSONTemplates(b []byte) []byte {
+	out := bytes.Clone(b)
+	in := false
+	for i := 0; i < len(out); i++ {
+		switch c := out[i]; {
+		case c == '\n':
+			in = false
+		case !in:
+			in = c == '"'
+		case c == '\\':
+			i++
+		case c == '"':
+			in = false
+		case (c == '$' || c == '%') && i+1 < len(out) && out[i+1] == '{':
+			out[i+1] = '_'
+		}
+	}
+	return out
 }
 
 // strayAfterComma says whether JSON source b, past a comma at i, goes on with a string that is
