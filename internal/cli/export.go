@@ -137,6 +137,11 @@ func groupsOfFiles(ctx context.Context, ios *iostreams.IOStreams, files []string
 	if len(files) == 0 {
 		return nil, nil
 	}
+	// "-" twice, or one file twice, refused as the spec commands refuse them: the second read
+	// of standard input was said empty, blaming the pipe (TestGroupFileStdinGivenTwiceIsNotCalledEmpty).
+	if err := checkSpecArgs(files); err != nil {
+		return nil, err
+	}
 	sources, err := readSpecSources(ctx, ios, nil, files)
 	if err != nil {
 		return nil, unreadSpecs("export nomad", "exported", files, err)

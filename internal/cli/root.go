@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -208,6 +209,13 @@ func rejectUnknownSubcommands(c *cobra.Command) {
 		if len(args) == 0 {
 			return cmd.Help()
 		}
+		// A command's own name after `--` (which makes every word after it an argument) is
+		// not unknown: it was called so, and suggested back as itself
+		// (TestCommandNameAfterDoubleDashIsNotCalledUnknown).
+		if sub, _, err := cmd.Find(args[:1]); err == nil && sub != cmd {
+			return &flagError{err: fmt.Errorf("%q after `--` is an argument, not the command %q: `--` ends the flags and the command names; leave it out: `%s`\nSee '%s --help'.",
+				args[0], sub.CommandPath(), shellquote.Command(cmd.CommandPath(), args...), cmd.CommandPath())}
+		}
 		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
 		if cmd.SuggestionsMinimumDistance <= 0 {
 			cmd.SuggestionsMinimumDistance = 2
@@ -300,7 +308,10 @@ func rangeArgs(min, max int) cobra.PositionalArgs { return argsChecker(cobra.Ran
 // flag is given too, the extra argument is not it: the plain refusal.
 func lastAsFlag(n int, flag string, others ...string) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
-		if len(args) != n+1 || c.Flags().Changed(strings.TrimPrefix(flag, "--")) {
+		// Nor where the line advised would be refused in turn: an empty argument (refused as
+		// such, first), or a last one the flag does not take (empty, or starting with "-");
+		// `volume claim db ""` advised `--alloc ''` (TestArgumentAdvisedAsAFlagIsOneTheFlagTakes).
+		if len(args) != n+1 || c.Flags().Changed(strings.TrimPrefix(flag, "--")) || slices.Contains(args, "") || strings.HasPrefix(args[n], "-") {
 			return exactArgs(n)(c, args)
 		}
 		what := "the " + strings.TrimPrefix(flag, "--")

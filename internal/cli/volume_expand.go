@@ -79,6 +79,12 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 	if err != nil {
 		return usageError("volume expand: --size: %v", err)
 	}
+	if size <= 0 {
+		// Refused here, as --limit 0 is, before the plugin is reached: the engine's "must be
+		// positive" named no flag, and with the plugin down the error blamed its socket
+		// (TestExpandSizeOfZeroBytesIsRefusedAsTheLimitIs).
+		return usageError("volume expand: --size %q is 0 bytes: the new size must be positive", opts.Size)
+	}
 	var limit int64
 	if opts.Limit != "" {
 		if limit, err = spec.ParseSize(opts.Limit); err != nil {
