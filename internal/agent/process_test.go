@@ -123,10 +123,12 @@ func TestAgentLeavesANonSocketAtTheSocketPath(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(sp.Socket), 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// Registered first: a registration refuses a path that holds something other than a
+	// socket (TestExecPluginRegisteredOnAHungSocketIsNotSaidNotStarted); the file comes after.
+	f.register(sp)
 	if err := os.WriteFile(sp.Socket, []byte("data"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f.register(sp)
 	stop := f.startAgent(testSettings)
 	waitFor(t, "a failed start", func() bool { return len(f.events("plugin-start")) >= 1 })
 	if err := stop(); err != nil {

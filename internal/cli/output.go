@@ -634,12 +634,24 @@ func withNext(err error, next string) error {
 	return err
 }
 
-// claimKeptNext is what to run after a claim made whose result was not printed: claiming
-// again prints the target path, a release undoes the claim.
-func claimKeptNext(volumeID, alloc string) string {
+// claimKeptNext is what to run after claim cl was made and its result not printed: claiming
+// again as it is held prints the target path, a release undoes the claim. The claim again
+// carries its mode: a read claim's advised a write claim, refused as a claim the alloc already
+// holds otherwise (TestAdviceOfRefusalsAndKeptClaimsRunsAsPrintedAndKeepsTheLine).
+func claimKeptNext(cl engine.ClaimInfo) string {
+	flags := []string{shellquote.Flag("--alloc", cl.Alloc)}
+	if cl.Mode == "read" {
+		flags = append(flags, "--read-only")
+	}
+	if cl.AccessMode != "" {
+		flags = append(flags, shellquote.Flag("--access-mode", string(cl.AccessMode)))
+	}
+	if cl.AttachmentMode != "" {
+		flags = append(flags, shellquote.Flag("--attachment-mode", string(cl.AttachmentMode)))
+	}
 	return fmt.Sprintf("the claim stands: `%s` prints its target path again, `%s` releases it",
-		shellquote.CommandFlags("volctl volume claim", []string{volumeID}, shellquote.Flag("--alloc", alloc)),
-		shellquote.CommandFlags("volctl volume release", []string{volumeID}, shellquote.Flag("--alloc", alloc)))
+		shellquote.CommandFlags("volctl volume claim", []string{cl.VolumeID}, flags...),
+		shellquote.CommandFlags("volctl volume release", []string{cl.VolumeID}, shellquote.Flag("--alloc", cl.Alloc)))
 }
 
 // printDone prints line, an acting command's result, to w. The work is done by then; when the

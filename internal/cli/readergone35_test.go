@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/shellquote/shellquotetest"
 	"github.com/volctl/volctl/internal/spec"
@@ -71,7 +72,7 @@ func TestActingCommandWhoseReaderIsGoneSaysWhatItKept(t *testing.T) {
 // group's "web[0]" is a glob).
 func TestClaimKeptAdviceQuotesTheAlloc(t *testing.T) {
 	t.Parallel()
-	msg := withNext(afterDone(errors.New("writing to standard output: broken pipe"), "claim done"), claimKeptNext("db", "web[0]")).Error()
+	msg := withNext(afterDone(errors.New("writing to standard output: broken pipe"), "claim done"), claimKeptNext(engine.ClaimInfo{VolumeID: "db", Alloc: "web[0]"})).Error()
 	advised := regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(msg, -1)
 	if len(advised) != 2 {
 		t.Fatalf("advice %q: want two commands in backquotes", msg)

@@ -212,9 +212,9 @@ func rejectUnknownSubcommands(c *cobra.Command) {
 		// A command's own name after `--` (which makes every word after it an argument) is
 		// not unknown: it was called so, and suggested back as itself
 		// (TestCommandNameAfterDoubleDashIsNotCalledUnknown).
-		if sub, _, err := cmd.Find(args[:1]); err == nil && sub != cmd {
+		if sub, rest, err := cmd.Find(args); err == nil && sub != cmd {
 			return &flagError{err: fmt.Errorf("%q after `--` is an argument, not the command %q: `--` ends the flags and the command names; leave it out: `%s`\nSee '%s --help'.",
-				args[0], sub.CommandPath(), shellquote.Command(cmd.CommandPath(), args...), cmd.CommandPath())}
+				args[0], sub.CommandPath(), lineWithoutDashes(sub, rest), cmd.CommandPath())}
 		}
 		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
 		if cmd.SuggestionsMinimumDistance <= 0 {
@@ -225,6 +225,70 @@ func rejectUnknownSubcommands(c *cobra.Command) {
 		}
 		return &flagError{err: fmt.Errorf("%s\nSee '%s --help'.", msg, cmd.CommandPath())}
 	}
+}
+
+// lineWithoutDashes is command sub's line with words, given after a `--` that made them all
+// arguments: each of sub's flags (and its value) as a flag, the rest as its arguments, after a
+// `--` of their own where one starts with "-" (a snapshot ID may). Printed back as given, the
+// `--` was kept, and the line advised was the one refused
+// (TestAdviceOfRefusalsAndKeptClaimsRunsAsPrintedAndKeepsTheLine).
+func lineWithoutDashes(sub *cobra.Command, words []string) string {
+	var args, flags []string
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		f := flagOf(sub, w)
+		switch {
+		case f == nil:
+			args = append(args, w)
+		case strings.Contains(w, "=") || f.NoOptDefVal != "" || i+1 == len(words):
+			flags = append(flags, shellquote.Arg(w))
+		default:
+			flags = append(flags, shellquote.Flag("--"+f.Name, words[i+1]))
+			i++
+		}
+	}
+	return shellquote.CommandFlags(sub.CommandPath(), args, flags...)
+}
+
+// flagOf is the flag of command c that word w names (`--name`, `--name=value`, `-n`), nil when
+// it names none.
+func flagOf(c *cobra.Command, w string) *pflag.Flag {
+	name, _, _ := strings.Cut(w, "=")
+	switch {
+	case strings.HasPrefix(name, "--") && len(name) > 2:
+		return c.Flag(name[2:])
+	case strings.HasPrefix(name, "-") && len(name) == 2:
+		if f := c.Flags().ShorthandLookup(name[1:]); f != nil {
+			return f
+		}
+		return c.InheritedFlags().ShorthandLookup(name[1:])
+	}
+	return nil
+}
+
+// changedFlags are the flags given to command c, as words of a command line (booleans bare,
+// repeated flags once a value), but skip's.
+func changedFlags(c *cobra.Command, skip string) []string {
+	var out []string
+	local := c.LocalFlags() // its own flags: what it was given is in c.Flags()
+	c.Flags().Visit(func(f *pflag.Flag) {
+		if f.Name == skip || local.Lookup(f.Name) == nil {
+			return
+		}
+		switch v := f.Value.(type) {
+		case pflag.SliceValue:
+			for _, e := range v.GetSlice() {
+				out = append(out, shellquote.Flag("--"+f.Name, e))
+			}
+		default:
+			if f.NoOptDefVal != "" && f.Value.String() == f.NoOptDefVal {
+				out = append(out, "--"+f.Name)
+				return
+			}
+			out = append(out, shellquote.Flag("--"+f.Name, f.Value.String()))
+		}
+	})
+	return out
 }
 
 // strictHelpTopics makes `volctl help TOPIC...` refuse a topic that names no command: exit 2,
@@ -320,8 +384,11 @@ func lastAsFlag(n int, flag string, others ...string) cobra.PositionalArgs {
 			what = "what to show"
 			also = " (or " + strings.Join(others, ", ") + ")"
 		}
+		// With the other flags given: `volume claim db web-0 --read-only` advised a write claim
+		// (TestAdviceOfRefusalsAndKeptClaimsRunsAsPrintedAndKeepsTheLine).
+		flags := append([]string{shellquote.Flag(flag, args[n])}, changedFlags(c, strings.TrimPrefix(flag, "--"))...)
 		return &flagError{err: fmt.Errorf("%s takes %s as a flag: `%s`%s\nSee '%s --help'.", c.CommandPath(), what,
-			shellquote.CommandFlags(c.CommandPath(), args[:n], shellquote.Flag(flag, args[n])), also, c.CommandPath())}
+			shellquote.CommandFlags(c.CommandPath(), args[:n], flags...), also, c.CommandPath())}
 	}
 }
 

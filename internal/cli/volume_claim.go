@@ -186,7 +186,7 @@ func volumeClaimRun(ctx context.Context, opts *VolumeClaimOptions) error {
 	}
 	if err != nil {
 		// Its result unprinted, the claim stands: say how to get its path, or give it back.
-		return withNext(err, claimKeptNext(cl.VolumeID, cl.Alloc))
+		return withNext(err, claimKeptNext(cl))
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -77,5 +79,21 @@ func TestExecPluginRegisteredOnAHungSocketIsNotSaidNotStarted(t *testing.T) {
 			"want it refused as without the exec block, not said to be not started yet", info.LastError)
 	} else if !strings.Contains(err.Error(), csi.RPCGetPluginInfo) && !strings.Contains(err.Error(), "GetPluginInfo") {
 		t.Errorf("refusal %v; want it to name the GetPluginInfo that hung", err)
+	}
+}
+
+// TestExecPluginRegisteredOnANonSocketPathIsRefused: a regular file at an exec plugin's socket
+// path is no socket the agent's process will listen on, nor one left by a process gone: the
+// registration is refused naming it, as without the exec block, not recorded "not started yet".
+func TestExecPluginRegisteredOnANonSocketPathIsRefused(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	path := filepath.Join(t.TempDir(), "plain.sock")
+	if err := os.WriteFile(path, []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "ex", Type: spec.PluginMonolith, Socket: path, Exec: &spec.Exec{Command: "/bin/true"}})
+	if err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Errorf("register ex with an exec block on a regular file: %v; want it refused, naming the path as not a socket", err)
 	}
 }
