@@ -40,11 +40,18 @@ func checkNode(tx *store.Tx, v store.Volume, onNode bool, p *store.Plugin) error
 			p.ID, err, shellquote.Command("volctl plugin status", p.ID))
 	}
 	// A plugin never fingerprinted (registered with an exec block the agent has not started)
-	// stated no topology: not judged by it, as `volume status` does not (judgedTopology); the
-	// publish's connection fingerprints it and judges what it states. It was refused, "has no
-	// accessible topology: the volume cannot be used on this node"
-	// (TestClaimThroughAPluginNotFingerprintedYetIsNotSaidOutsideItsTopology).
-	if topos := volumeTopologies(v); len(topos) > 0 && !fp.At.IsZero() && !topologyMatch(fp.Topology, topos) {
+	// has stated no topology: refused as such, not said outside it ("has no accessible
+	// topology: the volume cannot be used on this node":
+	// TestClaimThroughAPluginNotFingerprintedYetIsNotSaidOutsideItsTopology). Admitted, the
+	// claim was left for a reconcile that published it on whatever node the plugin came up on
+	// (TestClaimAdmittedThroughAPluginNotFingerprintedYetIsNotPublishedOutsideTheVolumesTopology).
+	topos := volumeTopologies(v)
+	if len(topos) > 0 && fp.At.IsZero() {
+		return conflictf("volume %q is accessible only from topology %s, and plugin %q has not stated its node's yet (never fingerprinted: registered with an exec block the agent has not started, "+
+			"or not reached since its registration): nothing was claimed; start it (`volctl agent` starts a plugin with an exec block), then claim again",
+			v.ID, formatTopologies(topos), p.ID)
+	}
+	if len(topos) > 0 && !topologyMatch(fp.Topology, topos) {
 		wayOut := ""
 		if w := renamedNodeWayOut(p.ID, topos, fp.NodeID, fp.Topology); w != "" {
 			wayOut = "; " + w

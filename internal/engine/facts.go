@@ -408,6 +408,19 @@ func takesClaims(h store.Health) bool { return h.Healthy && h.Ready }
 // deregistered, `nomad status` said the copy differed, and a registration again was refused
 // (TestNomadStatusOfAHandedOverVolumeDoesNotDriftWhenItsPluginIsDeregistered).
 func spelledAsNode(topos []spec.Topology, node map[string]string) []spec.Topology {
+	// alone says key k is the only key of segs of its fold: two ({Zone=a, ZONE=b}, which
+	// `volume register` warns of and matches as written) were both renamed to the node's one
+	// and merged, the volume then schedulable where it was not
+	// (TestPluginRegistrationDoesNotMergeARegisteredVolumesTopologyKeys).
+	alone := func(segs map[string]string, k string) bool {
+		n := 0
+		for o := range segs {
+			if strings.EqualFold(o, k) {
+				n++
+			}
+		}
+		return n == 1
+	}
 	if len(node) == 0 || len(topos) == 0 {
 		return topos
 	}
@@ -415,7 +428,7 @@ func spelledAsNode(topos []spec.Topology, node map[string]string) []spec.Topolog
 	for i, t := range topos {
 		segs := make(map[string]string, len(t.Segments))
 		for k, val := range t.Segments {
-			if _, ok := node[k]; !ok {
+			if _, ok := node[k]; !ok && alone(t.Segments, k) {
 				for nk := range node {
 					if _, taken := t.Segments[nk]; strings.EqualFold(nk, k) && !taken {
 						k = nk
