@@ -643,12 +643,6 @@ func claimKeptNext(cl engine.ClaimInfo) string {
 	if cl.Mode == "read" {
 		flags = append(flags, "--read-only")
 	}
-	if cl.AccessMode != "" {
-		flags = append(flags, shellquote.Flag("--access-mode", string(cl.AccessMode)))
-	}
-	if cl.AttachmentMode != "" {
-		flags = append(flags, shellquote.Flag("--attachment-mode", string(cl.AttachmentMode)))
-	}
 	return fmt.Sprintf("the claim stands: `%s` prints its target path again, `%s` releases it",
 		shellquote.CommandFlags("volctl volume claim", []string{cl.VolumeID}, flags...),
 		shellquote.CommandFlags("volctl volume release", []string{cl.VolumeID}, shellquote.Flag("--alloc", cl.Alloc)))
