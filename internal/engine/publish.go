@@ -2871,37 +2871,20 @@ type mountRoot struct {
 // a target inside it is what this volume publishes from (one share staged for several volumes
 // at their roots holds each one's), and is not refused.
 func (e *Engine) inOtherStaging(target, staging string, near []otherStaging) (string, error) {
-	mr, ok := e.cfg.Mounts.(mountRoots)
-	if !ok {
-		return "", nil
-	}
 	// The target and this volume's staging first: a target published from its own staging,
 	// as a plugin that stages publishes, needs no look at the others (statmount(2) answers
 	// for a few paths without the table; a plugin root holding every volume's staging makes
 	// near every staging).
-	paths := []string{target}
-	if staging != "" {
-		paths = append(paths, e.realPath(staging))
-	}
-	roots, err := mr.MountRoots(paths...)
-	if err != nil {
+	mr, t, within, err := e.targetRoot(target, staging)
+	if err != nil || within == nil {
 		return "", err
 	}
-	t, ok := roots[target]
-	if !ok {
-		return "", nil
-	}
-	within := func(r mountRoot) bool {
-		return r.dev == t.dev && (r.root == "/" || strings.HasPrefix(t.root, strings.TrimSuffix(r.root, "/")+"/"))
-	}
-	if own, ok := roots[e.realPath(staging)]; staging != "" && ok && (within(own) || own == t) {
-		return "", nil
-	}
-	paths = paths[:0]
+	var paths []string
 	for _, o := range near {
 		paths = append(paths, o.path)
 	}
-	if roots, err = mr.MountRoots(paths...); err != nil {
+	roots, err := mr.MountRoots(paths...)
+	if err != nil {
 		return "", err
 	}
 	for _, o := range near {
@@ -2922,37 +2905,21 @@ func (e *Engine) inOtherStaging(target, staging string, near []otherStaging) (st
 // read of the claims and one statmount of each other file-system claim's target, for a block
 // target that is a file only.
 func (e *Engine) fileInOtherTarget(ctx context.Context, t *pathFD, target, staging, volumeID string) (string, error) {
-	mr, ok := e.cfg.Mounts.(mountRoots)
-	if !ok {
-		return "", nil
-	}
 	if ft, err := t.fileType(); err != nil || ft != unix.S_IFREG {
 		return "", err
 	}
-	paths := []string{target}
-	if staging != "" {
-		paths = append(paths, e.realPath(staging))
-	}
-	roots, err := mr.MountRoots(paths...)
-	if err != nil {
+	mr, tr, within, err := e.targetRoot(target, staging)
+	if err != nil || within == nil {
 		return "", err
-	}
-	tr, ok := roots[target]
-	if !ok {
-		return "", nil
-	}
-	within := func(r mountRoot) bool {
-		return r.dev == tr.dev && (r.root == "/" || r.root == tr.root || strings.HasPrefix(tr.root, strings.TrimSuffix(r.root, "/")+"/"))
-	}
-	if own, ok := roots[e.realPath(staging)]; staging != "" && ok && within(own) {
-		return "", nil
 	}
 	claims, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Claim, error) { return tx.Claims().ListAll() })
 	if err != nil {
 		return "", fmt.Errorf("reading the claims to compare the target with other volumes' targets: %w", err)
 	}
-	var others []store.Claim
-	paths = paths[:0]
+	var (
+		others []store.Claim
+		paths  []string
+	)
 	for _, c := range claims {
 		if c.VolumeID == volumeID || c.AttachmentMode != spec.FileSystem || c.TargetPath == "" ||
 			c.State != store.ClaimPublished && c.State != store.ClaimUnpublishing {
@@ -2964,7 +2931,8 @@ func (e *Engine) fileInOtherTarget(ctx context.Context, t *pathFD, target, stagi
 	if len(others) == 0 {
 		return "", nil
 	}
-	if roots, err = mr.MountRoots(paths...); err != nil {
+	roots, err := mr.MountRoots(paths...)
+	if err != nil {
 		return "", err
 	}
 	for i, c := range others {
@@ -2973,6 +2941,36 @@ func (e *Engine) fileInOtherTarget(ctx context.Context, t *pathFD, target, stagi
 		}
 	}
 	return "", nil
+}
+
+// targetRoot is what the mounted target shows (its mount's file system and root, from the
+// engine's mountRoots) and within, which says whether another mount's root holds it (the same
+// file system, at or above its root). within is nil where the table cannot say, or where the
+// target is within this volume's own staging (what it publishes from: one share staged for
+// several volumes holds each one's), which is not compared with the others'.
+func (e *Engine) targetRoot(target, staging string) (mr mountRoots, t mountRoot, within func(mountRoot) bool, err error) {
+	mr, ok := e.cfg.Mounts.(mountRoots)
+	if !ok {
+		return nil, t, nil, nil
+	}
+	paths := []string{target}
+	if staging != "" {
+		paths = append(paths, e.realPath(staging))
+	}
+	roots, err := mr.MountRoots(paths...)
+	if err != nil {
+		return nil, t, nil, err
+	}
+	if t, ok = roots[target]; !ok {
+		return nil, t, nil, nil
+	}
+	within = func(r mountRoot) bool {
+		return r.dev == t.dev && (r.root == "/" || r.root == t.root || strings.HasPrefix(t.root, strings.TrimSuffix(r.root, "/")+"/"))
+	}
+	if own, ok := roots[e.realPath(staging)]; staging != "" && ok && within(own) {
+		return nil, t, nil, nil
+	}
+	return mr, t, within, nil
 }
 
 // anotherVolume is what ownDirectory says of a target that is another volume's staging or target.
