@@ -26,30 +26,10 @@ import (
 // included): refused/rolled back as outside the volume's topology, never published there.
 // Found by helper review83 (ownb).
 func TestClaimAdmittedThroughAPluginNotFingerprintedYetIsNotPublishedOutsideTheVolumesTopology(t *testing.T) {
-	h := newCLIHarnessConfig(t, func(c *csitest.MemConfig) {
-		c.Topology = &spec.Topology{Segments: map[string]string{"zone": "a"}}
-	})
-	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "zt", Name: "zt", Type: "csi", PluginID: "mem",
-		Capabilities:    []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
-		TopologyRequest: &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"zone": "a"}}}}}); err != nil {
-		t.Fatalf("precondition: create requiring {zone=a}: %v", err)
-	}
-	ps, err := h.e.PluginStatus(h.ctx, "mem")
-	if err != nil || len(ps) != 1 || ps[0].NodeSocket == "" {
-		t.Fatalf("precondition: plugin status: %v (%+v)", err, ps)
-	}
-	socket := ps[0].NodeSocket
-	if err := h.e.DeregisterPlugin(h.ctx, "mem", true); err != nil {
-		t.Fatalf("precondition: plugin deregister --force: %v", err)
-	}
-	h.stop()
-	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket,
-		Exec: &spec.Exec{Command: "/usr/local/bin/mem-csi"}}); err != nil {
-		t.Fatalf("precondition: register mem again with an exec block, not started yet: %v", err)
-	}
+	h, socket := zoneVolumeThroughAPluginNotFingerprinted(t)
 	// Refused at admission, nothing claimed, whether its node is in the topology not known; or,
 	// if left taken for reconcile, judged there by what the plugin states (below).
-	_, err = h.e.Claim(h.ctx, engine.ClaimRequest{VolumeID: "zt", Alloc: "a1"})
+	_, err := h.e.Claim(h.ctx, engine.ClaimRequest{VolumeID: "zt", Alloc: "a1"})
 	if err == nil || !strings.Contains(err.Error(), "left taken") && !strings.Contains(err.Error(), "has not stated its node's yet") {
 		t.Fatalf("claim with the plugin not up yet: %v; want it refused until the plugin states its topology, or left taken for reconcile", err)
 	}

@@ -117,11 +117,29 @@ func TestExportNomadOfAVolumeCreatedThroughAControllerHalfIsPlaceableByNomad(t *
 // asked of the node, the node is in {zone=a}, and `volume status` itself does not judge a
 // plugin never fingerprinted (nodeOutside: judgedTopology). Correct behaviour: a plugin not
 // fingerprinted yet is not judged by the topology it has not stated (as checkPublishable
-// gives it the benefit of the doubt, and nodeOutside does): the claim goes as one through a
-// plugin not answering does (admitted and left for reconcile, or refused for the plugin not
-// being up), never told that the volume cannot be used on this node.
+// gives it the benefit of the doubt, and nodeOutside does): refused as not known yet, with the
+// way (start the plugin), never told that the volume cannot be used on this node.
 // Found by helper review83 (topology).
 func TestClaimThroughAPluginNotFingerprintedYetIsNotSaidOutsideItsTopology(t *testing.T) {
+	h, _ := zoneVolumeThroughAPluginNotFingerprinted(t)
+	_, err := h.e.Claim(h.ctx, engine.ClaimRequest{VolumeID: "zt", Alloc: "a1"})
+	// Refused for what is so: the plugin has stated no topology yet (admitted, the claim was
+	// published by a reconcile on whatever node the plugin came up on: ownb83).
+	if !errors.Is(err, engine.ErrConflict) || strings.Contains(err.Error(), "has no accessible topology") || !strings.Contains(err.Error(), "has not stated its node's yet") {
+		t.Errorf("claim of zt through plugin mem, registered again and never fingerprinted (NodeGetInfo not asked): %v\n"+
+			"want no verdict on a topology the plugin has not stated: refused as not known yet", err)
+	}
+	if cls, _ := h.e.Claims(h.ctx); len(cls) != 0 {
+		t.Errorf("claims after the refusal: %+v; want none", cls)
+	}
+}
+
+// zoneVolumeThroughAPluginNotFingerprinted makes volume "zt", requiring {zone=a}, through plugin
+// "mem" (whose node is in {zone=a}), then deregisters mem with --force, stops it, and registers
+// it again with an exec block the agent has not started: its record has no fingerprint. It
+// returns the harness and mem's socket.
+func zoneVolumeThroughAPluginNotFingerprinted(t *testing.T) (*cliHarness, string) {
+	t.Helper()
 	h := newCLIHarnessConfig(t, func(c *csitest.MemConfig) {
 		c.Topology = &spec.Topology{Segments: map[string]string{"zone": "a"}}
 	})
@@ -143,14 +161,5 @@ func TestClaimThroughAPluginNotFingerprintedYetIsNotSaidOutsideItsTopology(t *te
 		Exec: &spec.Exec{Command: "/usr/local/bin/mem-csi"}}); err != nil {
 		t.Fatalf("precondition: register mem again with an exec block, not started yet: %v", err)
 	}
-	_, err = h.e.Claim(h.ctx, engine.ClaimRequest{VolumeID: "zt", Alloc: "a1"})
-	// Refused for what is so: the plugin has stated no topology yet (admitted, the claim was
-	// published by a reconcile on whatever node the plugin came up on: ownb83).
-	if !errors.Is(err, engine.ErrConflict) || strings.Contains(err.Error(), "has no accessible topology") || !strings.Contains(err.Error(), "has not stated its node's yet") {
-		t.Errorf("claim of zt through plugin mem, registered again and never fingerprinted (NodeGetInfo not asked): %v\n"+
-			"want no verdict on a topology the plugin has not stated: refused as not known yet", err)
-	}
-	if cls, _ := h.e.Claims(h.ctx); len(cls) != 0 {
-		t.Errorf("claims after the refusal: %+v; want none", cls)
-	}
+	return h, socket
 }
