@@ -34,15 +34,7 @@ func TestNodeOnlyDebtRefusedAtARegistrationAgainKeepsTheRecordedSecrets(t *testi
 	sv.Secrets = spec.Secrets{"token": "working-cred"}
 	v := h.create(sv) // 1 MiB
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
-	h.faults.Inject(csi.RPCNodeExpandVolume, csitest.Fault{Code: codes.Internal, Message: "busy"})
-	if _, err := h.e.ExpandVolume(h.ctx, "db", 4*mib, 0); err == nil {
-		t.Fatalf("premise: the expand whose NodeExpandVolume failed succeeded")
-	}
-	if got := h.volumeRow("db"); got.NodeExpandMin != 4*mib || got.NodeExpandControllerDone || got.NodeOnlyFrom == nil {
-		t.Fatalf("premise: no node-only debt to 4MiB with its size before recorded: owed %s, controller done %v, from %v",
-			spec.FormatSize(got.NodeExpandMin), got.NodeExpandControllerDone, got.NodeOnlyFrom)
-	}
-	h.faults.Clear(csi.RPCNodeExpandVolume)
+	owesNodeOnlyDebt(t, h, "db")
 	h.faults.Inject(csi.RPCNodeExpandVolume, csitest.Fault{Code: codes.InvalidArgument, Message: "bad credential"})
 	calls := h.faults.Calls(csi.RPCNodeExpandVolume)
 
@@ -90,15 +82,7 @@ func TestNodeOnlyDebtWhoseControllerStepWasJustTakenIsNotPutBack(t *testing.T) {
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
 	ext := h.create(volume("v")).ExternalID // 1 MiB
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
-	h.faults.Inject(csi.RPCNodeExpandVolume, csitest.Fault{Code: codes.Internal, Message: "busy"})
-	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {
-		t.Fatalf("premise: the expand whose NodeExpandVolume failed succeeded")
-	}
-	if got := h.volumeRow("v"); got.NodeExpandMin != 4*mib || got.NodeExpandControllerDone || got.NodeOnlyFrom == nil {
-		t.Fatalf("premise: no node-only debt to 4MiB with its size before recorded: owed %s, controller done %v, from %v",
-			spec.FormatSize(got.NodeExpandMin), got.NodeExpandControllerDone, got.NodeOnlyFrom)
-	}
-	h.faults.Clear(csi.RPCNodeExpandVolume)
+	owesNodeOnlyDebt(t, h, "v")
 	h.restartWith(func(c *csitest.MemConfig) { c.Controller.ExpandVolume = true })
 	// OK, the storage grown, capacity_bytes 0 (field 1 written again as 0 on the wire).
 	h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Raw: []byte{0x08, 0x00}})
@@ -118,4 +102,20 @@ func TestNodeOnlyDebtWhoseControllerStepWasJustTakenIsNotPutBack(t *testing.T) {
 			"want 4MiB with its node expansion owed; the expand said: %v",
 			spec.FormatSize(pv.CapacityBytes), spec.FormatSize(row.CapacityBytes), spec.FormatSize(row.NodeExpandMin), row.NodeExpandControllerDone, err)
 	}
+}
+
+// owesNodeOnlyDebt makes volume id, claimed through a plugin that expands on the node alone,
+// owe a node-only expansion to 4MiB with its size before recorded (its NodeExpandVolume failed
+// with INTERNAL, then the fault cleared).
+func owesNodeOnlyDebt(t *testing.T, h *harness, id string) {
+	t.Helper()
+	h.faults.Inject(csi.RPCNodeExpandVolume, csitest.Fault{Code: codes.Internal, Message: "busy"})
+	if _, err := h.e.ExpandVolume(h.ctx, id, 4*mib, 0); err == nil {
+		t.Fatalf("premise: the expand whose NodeExpandVolume failed succeeded")
+	}
+	if got := h.volumeRow(id); got.NodeExpandMin != 4*mib || got.NodeExpandControllerDone || got.NodeOnlyFrom == nil {
+		t.Fatalf("premise: no node-only debt to 4MiB with its size before recorded: owed %s, controller done %v, from %v",
+			spec.FormatSize(got.NodeExpandMin), got.NodeExpandControllerDone, got.NodeOnlyFrom)
+	}
+	h.faults.Clear(csi.RPCNodeExpandVolume)
 }
