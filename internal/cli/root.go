@@ -236,34 +236,66 @@ func lineWithoutDashes(sub *cobra.Command, words []string) string {
 	var args, flags []string
 	for i := 0; i < len(words); i++ {
 		w := words[i]
-		f := flagOf(sub, w)
+		if w == "--" {
+			// The user's own: all after it are arguments, as they wrote them.
+			args = append(args, words[i+1:]...)
+			break
+		}
+		f, value, inWord := flagOf(sub, w)
 		switch {
 		case f == nil:
 			args = append(args, w)
-		case strings.Contains(w, "=") || f.NoOptDefVal != "" || i+1 == len(words):
-			flags = append(flags, shellquote.Arg(w))
+		case inWord || f.NoOptDefVal != "" || i+1 == len(words):
+			if inWord {
+				flags = append(flags, flagWord(f, value))
+			} else {
+				flags = append(flags, shellquote.Arg(w))
+			}
 		default:
-			flags = append(flags, shellquote.Flag("--"+f.Name, words[i+1]))
+			flags = append(flags, flagWord(f, words[i+1]))
 			i++
 		}
 	}
 	return shellquote.CommandFlags(sub.CommandPath(), args, flags...)
 }
 
-// flagOf is the flag of command c that word w names (`--name`, `--name=value`, `-n`), nil when
-// it names none.
-func flagOf(c *cobra.Command, w string) *pflag.Flag {
-	name, _, _ := strings.Cut(w, "=")
+// flagOf is the flag of command c that word w names (`--name`, `--name=value`, `-n`, `-nVALUE`),
+// nil when it names none; value is the value the word carries itself (inWord).
+func flagOf(c *cobra.Command, w string) (f *pflag.Flag, value string, inWord bool) {
 	switch {
-	case strings.HasPrefix(name, "--") && len(name) > 2:
-		return c.Flag(name[2:])
-	case strings.HasPrefix(name, "-") && len(name) == 2:
-		if f := c.Flags().ShorthandLookup(name[1:]); f != nil {
-			return f
+	case strings.HasPrefix(w, "--") && len(w) > 2:
+		name, value, inWord := strings.Cut(w[2:], "=")
+		return c.Flag(name), value, inWord
+	case strings.HasPrefix(w, "-") && len(w) >= 2:
+		f := c.Flags().ShorthandLookup(w[1:2])
+		if f == nil {
+			f = c.InheritedFlags().ShorthandLookup(w[1:2])
 		}
-		return c.InheritedFlags().ShorthandLookup(name[1:])
+		if f == nil || len(w) == 2 {
+			return f, "", false
+		}
+		if f.NoOptDefVal != "" {
+			return nil, "", false // a cluster of short flags: not sorted
+		}
+		return f, strings.TrimPrefix(w[2:], "="), true
 	}
-	return nil
+	return nil, "", false
+}
+
+// flagWord is flag f given value, as a command line's word: a secret's value never (--secret
+// KEY=VALUE is advised as --secret-file KEY=-, read without echo: an advice printed it whole on
+// stderr, TestArgumentAdvisedAsAFlagShowsNoSecretGiven), a boolean as --name or --name=false.
+func flagWord(f *pflag.Flag, value string) string {
+	switch {
+	case f.Name == "secret":
+		key, _, _ := strings.Cut(value, "=")
+		return shellquote.Flag("--secret-file", key+"=-")
+	case f.NoOptDefVal != "" && value == f.NoOptDefVal:
+		return "--" + f.Name
+	case f.NoOptDefVal != "":
+		return "--" + f.Name + "=" + shellquote.Arg(value)
+	}
+	return shellquote.Flag("--"+f.Name, value)
 }
 
 // changedFlags are the flags given to command c, as words of a command line (booleans bare,
@@ -275,18 +307,13 @@ func changedFlags(c *cobra.Command, skip string) []string {
 		if f.Name == skip || local.Lookup(f.Name) == nil {
 			return
 		}
-		switch v := f.Value.(type) {
-		case pflag.SliceValue:
+		if v, ok := f.Value.(pflag.SliceValue); ok {
 			for _, e := range v.GetSlice() {
-				out = append(out, shellquote.Flag("--"+f.Name, e))
+				out = append(out, flagWord(f, e))
 			}
-		default:
-			if f.NoOptDefVal != "" && f.Value.String() == f.NoOptDefVal {
-				out = append(out, "--"+f.Name)
-				return
-			}
-			out = append(out, shellquote.Flag("--"+f.Name, f.Value.String()))
+			return
 		}
+		out = append(out, flagWord(f, f.Value.String()))
 	})
 	return out
 }
