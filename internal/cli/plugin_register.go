@@ -241,6 +241,7 @@ func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) error {
 		return err
 	}
 	infos := make([]engine.PluginInfo, 0, len(plugins))
+	var did []string // each plugin's outcome, worded for a result whose printing failed
 	var regErr, printErr error
 	for _, p := range plugins {
 		info, reg, err := registerWaiting(ctx, e, p, opts.Wait)
@@ -252,6 +253,7 @@ func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) error {
 			return fmt.Errorf("plugin register: %w", err)
 		}
 		infos = append(infos, info)
+		did = append(did, pluginRegisteredWords(info.ID, reg))
 		if !opts.Exporter.Enabled() && printErr == nil {
 			_, printErr = fmt.Fprintln(opts.IO.Out, display.Escape(pluginRegisteredLine(info, reg)))
 		}
@@ -260,11 +262,23 @@ func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) error {
 		printErr = opts.Exporter.Write(ctx, opts.IO.Out, infos)
 	}
 	if printErr != nil && len(infos) > 0 {
-		ids := make([]string, len(infos))
-		for i, info := range infos {
-			ids[i] = info.ID
-		}
-		return errors.Join(afterDone(printErr, "plugin %s registered", quotedIDs(ids)), regErr)
+		// Each worded by what was done, as its line is: "registered" was said of one registered
+		// again unchanged or updated (as `volume create` words its own:
+		// TestCreateAgainUnchangedWhoseFilterFailsIsNotSaidCreated).
+		return errors.Join(afterDone(printErr, "%s", strings.Join(did, ", ")), regErr)
 	}
 	return regErr
+}
+
+// pluginRegisteredWords says what registering plugin id did (r), for an error whose result was
+// not printed: `plugin "hp" registered`, `... registered again, unchanged`, `... updated
+// (timeout changed)`.
+func pluginRegisteredWords(id string, r engine.Registration) string {
+	switch r.Outcome {
+	case engine.Unchanged:
+		return fmt.Sprintf("plugin %s registered again, unchanged", shownQ(id))
+	case engine.Updated:
+		return fmt.Sprintf("plugin %s updated (%s changed)", shownQ(id), strings.Join(r.Changed, ", "))
+	}
+	return fmt.Sprintf("plugin %s registered", shownQ(id))
 }
