@@ -116,20 +116,9 @@ func TestReadClaimOfABlockVolumeAdvisedForAReadOnlyVolumeMountIsNotWritable(t *t
 	}
 	t.Cleanup(func() { h.release("v", "a") })
 	for _, path := range []string{dest, cl.TargetPath} {
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if errors.Is(err, unix.EROFS) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+		refused, werr, serr, held := writtenThrough(t, path, backing, []byte("written by the reader"))
+		if refused {
 			continue
-		}
-		if err != nil {
-			t.Fatalf("open %s for writing: %v, want EROFS", path, err)
-		}
-		_, werr := f.WriteAt([]byte("written by the reader"), 0)
-		serr := f.Sync()
-		_ = f.Close()
-		held := make([]byte, 21)
-		if b, err := os.Open(backing); err == nil {
-			_, _ = b.ReadAt(held, 0)
-			_ = b.Close()
 		}
 		t.Fatalf("read claim of block volume v (made as the refusal of the read-only volume_mount advised) published at %s, its volume_mount %s read_only: "+
 			"%s opened for writing and written (write: %v, sync: %v); the volume's device now begins %q: want the read claim refused as published writable, and rolled back",
@@ -178,4 +167,27 @@ func TestReadClaimOfABlockVolumeWhoseDeviceIsReadOnlyIsPublished(t *testing.T) {
 			t.Errorf("write through %s: %v; want it refused by the read-only device", path, err)
 		}
 	}
+}
+
+// writtenThrough opens path, a block volume's device file as an alloc is handed it, for writing
+// and writes data at its start: refused says the open was (EROFS, EACCES or EPERM); otherwise
+// the write's and sync's errors, and what the volume's backing file begins with after them.
+func writtenThrough(t *testing.T, path, backing string, data []byte) (refused bool, werr, serr error, held []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if errors.Is(err, unix.EROFS) || errors.Is(err, os.ErrPermission) {
+		return true, nil, nil, nil
+	}
+	if err != nil {
+		t.Fatalf("open %s for writing: %v, want EROFS", path, err)
+	}
+	_, werr = f.WriteAt(data, 0)
+	serr = f.Sync()
+	_ = f.Close()
+	held = make([]byte, len(data))
+	if b, err := os.Open(backing); err == nil {
+		_, _ = b.ReadAt(held, 0)
+		_ = b.Close()
+	}
+	return false, werr, serr, held
 }
